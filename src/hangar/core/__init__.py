@@ -1,0 +1,1 @@
+"""Core services every part stands on: clock, ids, data directory, databases, secrets, events, audit."""

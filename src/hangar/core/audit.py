@@ -1,0 +1,82 @@
+"""The append-only audit log of a workspace.
+
+Each row records who (principal), did what (action), to what (target), with a sequence number that is
+monotonic per target. Content that must not be stored (typed text, clipboard) goes through ``sensitive``,
+which keeps only its length and SHA-256. The table refuses UPDATE and DELETE by trigger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from hangar.core import tables
+from hangar.core.clock import Clock
+from hangar.core.db import Databases
+from hangar.core.ids import sha256_hex
+
+
+def sensitive(content: str | bytes) -> dict[str, Any]:
+    """What may be stored about content that must not be: its length and digest."""
+    raw = content.encode() if isinstance(content, str) else content
+    return {"length": len(raw), "sha256": sha256_hex(raw)}
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    id: int
+    at: datetime
+    principal: str
+    action: str
+    target: str
+    target_seq: int
+    details: dict[str, Any]
+
+
+class AuditLog:
+    def __init__(self, dbs: Databases, clock: Clock) -> None:
+        self._dbs = dbs
+        self._clock = clock
+        # One writer per workspace in this process keeps the per-target sequence gap-free.
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def append(
+        self,
+        workspace_id: str,
+        *,
+        principal: str,
+        action: str,
+        target: str,
+        details: dict[str, Any] | None = None,
+    ) -> int:
+        """Record one entry; returns its per-target sequence number."""
+        engine = await self._dbs.workspace(workspace_id)
+        t = tables.audit_log
+        async with self._locks.setdefault(workspace_id, asyncio.Lock()), engine.begin() as conn:
+            last = (await conn.execute(sa.select(sa.func.max(t.c.target_seq)).where(t.c.target == target))).scalar()
+            seq = int(last or 0) + 1
+            await conn.execute(
+                sa.insert(t).values(
+                    at=self._clock.now(),
+                    principal=principal,
+                    action=action,
+                    target=target,
+                    target_seq=seq,
+                    details=details or {},
+                )
+            )
+        return seq
+
+    async def entries(self, workspace_id: str, *, target: str | None = None, limit: int = 500) -> list[AuditEntry]:
+        engine = await self._dbs.workspace(workspace_id)
+        t = tables.audit_log
+        q = sa.select(t).order_by(t.c.id).limit(limit)
+        if target is not None:
+            q = q.where(t.c.target == target)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [AuditEntry(**{k: r[k] for k in AuditEntry.__dataclass_fields__}) for r in rows]

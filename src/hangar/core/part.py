@@ -1,0 +1,27 @@
+"""A part of the server: what it contributes, declared explicitly and handed to the server composition."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.routing import BaseRoute
+
+from hangar.core.context import AppContext
+from hangar.core.db import MigrationSet
+from hangar.core.events import DomainEvent
+
+
+@dataclass(frozen=True)
+class Part:
+    """``start`` runs after the databases open (create and ``ctx.provide`` services, resume work);
+    ``stop`` runs at shutdown in reverse order of start."""
+
+    name: str
+    ops: Sequence[Callable[..., Any]] = ()
+    routes: Sequence[BaseRoute] = ()
+    migrations: Sequence[MigrationSet] = ()
+    events: Sequence[type[DomainEvent]] = ()
+    start: Callable[[AppContext], Awaitable[None]] | None = None
+    stop: Callable[[AppContext], Awaitable[None]] | None = None

@@ -1,0 +1,51 @@
+"""Workspace tables owned by the core (schema in ``core/migrations``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from hangar.core.db import MigrationSet
+
+metadata = sa.MetaData()
+
+domain_events = sa.Table(
+    "domain_events",
+    metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.String(36), nullable=False),
+    sa.Column("type", sa.String(128), nullable=False),
+    sa.Column("occurred_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+)
+
+event_cursors = sa.Table(
+    "event_cursors",
+    metadata,
+    sa.Column("consumer", sa.String(128), primary_key=True),
+    sa.Column("seq", sa.Integer, nullable=False),
+)
+
+audit_log = sa.Table(
+    "audit_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("principal", sa.String(200), nullable=False),
+    sa.Column("action", sa.String(128), nullable=False),
+    sa.Column("target", sa.String(300), nullable=False),
+    sa.Column("target_seq", sa.Integer, nullable=False),
+    sa.Column("details", sa.JSON, nullable=False),
+)
+
+guardrail_settings = sa.Table(
+    "guardrail_settings",
+    metadata,
+    sa.Column("scope", sa.String(200), primary_key=True),
+    sa.Column("read_only", sa.Boolean, nullable=False),
+    sa.Column("ask_first", sa.JSON, nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+MIGRATIONS = MigrationSet("core", "workspace", Path(__file__).parent / "migrations")

@@ -1,0 +1,112 @@
+"""The one error tree of Hangar.
+
+Every error a caller can see carries a stable ``code`` (the RPC contract's codes) and a one-sentence message.
+Backend errors are translated into this tree in one place with ``raise ... from exc``; only the HTTP and RPC
+edges map errors to statuses and frames.
+
+    HangarError (internal)
+    ├── Unauthenticated (unauthenticated)
+    ├── Forbidden (forbidden)
+    ├── WorkspaceRequired (workspace_required)
+    ├── UnknownOp (unknown_op)
+    ├── InvalidArgs (invalid_args; names the field)
+    ├── NotFound (not_found)
+    ├── Conflict (conflict)
+    ├── Refused (refused; says which rule)
+    ├── Unavailable (unavailable)
+    └── Internal (internal)
+
+Parts subclass the leaf that matches their meaning (a SAML verification failure is an ``InvalidArgs``-like
+``Refused``, a pipeline template error is ``InvalidArgs``) and may carry a finer ``detail_code``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class HangarError(Exception):
+    """Base of every error Hangar reports to a caller."""
+
+    code: ClassVar[str] = "internal"
+    http_status: ClassVar[int] = 500
+
+    def __init__(self, message: str, *, detail_code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail_code = detail_code
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+class Unauthenticated(HangarError):
+    code = "unauthenticated"
+    http_status = 401
+
+
+class Forbidden(HangarError):
+    code = "forbidden"
+    http_status = 403
+
+
+class WorkspaceRequired(HangarError):
+    code = "workspace_required"
+    http_status = 400
+
+
+class UnknownOp(HangarError):
+    code = "unknown_op"
+    http_status = 404
+
+
+class InvalidArgs(HangarError):
+    """Bad input. ``field`` names what was wrong (dotted path), when one field is to blame."""
+
+    code = "invalid_args"
+    http_status = 400
+
+    def __init__(self, message: str, *, field: str | None = None, detail_code: str | None = None) -> None:
+        super().__init__(message, detail_code=detail_code)
+        self.field = field
+
+
+class NotFound(HangarError):
+    code = "not_found"
+    http_status = 404
+
+
+class Conflict(HangarError):
+    code = "conflict"
+    http_status = 409
+
+
+class Refused(HangarError):
+    """A rule said no; the message says which rule."""
+
+    code = "refused"
+    http_status = 403
+
+
+class Unavailable(HangarError):
+    code = "unavailable"
+    http_status = 503
+
+
+class Internal(HangarError):
+    code = "internal"
+    http_status = 500
+
+
+ERROR_CODES: tuple[str, ...] = (
+    "unauthenticated",
+    "forbidden",
+    "workspace_required",
+    "unknown_op",
+    "invalid_args",
+    "not_found",
+    "conflict",
+    "refused",
+    "unavailable",
+    "internal",
+)

@@ -1,0 +1,53 @@
+"""What an op handler is given: who is calling, in which workspace, with which role."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.core.context import AppContext
+from hangar.errors import WorkspaceRequired
+from hangar.identity.roles import Role
+from hangar.rpc.registry import OpSpec
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller: a user acting through one device credential."""
+
+    user_id: str
+    device_id: str
+    display_name: str
+    is_server_owner: bool
+
+    @property
+    def label(self) -> str:
+        """How the principal is written in audit rows: never the credential."""
+        return f"user:{self.user_id}"
+
+
+@dataclass(frozen=True)
+class OpContext:
+    app: AppContext
+    principal: Principal
+    spec: OpSpec
+    workspace_id: str | None
+    role: Role | None
+    request_id: str | int | None = None
+
+    @property
+    def ws(self) -> str:
+        """The workspace id of a workspace-scoped op (the dispatcher guarantees it is present)."""
+        if self.workspace_id is None:
+            raise WorkspaceRequired(f"{self.spec.name} needs workspace_id")
+        return self.workspace_id
+
+    async def db(self) -> AsyncEngine:
+        return await self.app.dbs.workspace(self.ws)
+
+    async def audit(self, action: str, target: str, details: dict[str, Any] | None = None) -> int:
+        return await self.app.audit.append(
+            self.ws, principal=self.principal.label, action=action, target=target, details=details
+        )
