@@ -1,0 +1,16 @@
+"""The parts this server is composed of, in start order. Adding a part is one line here."""
+
+from __future__ import annotations
+
+from hangar.core.part import Part
+
+
+def all_parts() -> list[Part]:
+    # Imports stay inside so that importing this module has no side effects and no cycles.
+    from hangar.core.part_def import CORE_PART
+    from hangar.identity.part import IDENTITY_PART
+
+    return [
+        CORE_PART,
+        IDENTITY_PART,
+    ]
