@@ -1,0 +1,1 @@
+"""Rigs: machines agents and people drive (terminal first), their lifecycle, egress and ports."""

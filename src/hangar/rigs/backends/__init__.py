@@ -1,0 +1,1 @@
+"""Rig backends: the interface (``base``) and the implementations (``enclosure``)."""

@@ -1,0 +1,165 @@
+"""The backend interface every rig backend implements; the rig manager codes only against it.
+
+A backend turns a ``RigSpec`` into a running machine and hands back a ``RigHandle``. The manager owns
+records, phases, budgets and take-over; the backend owns isolation, the root filesystem, limits, the exec
+channel, the PTY, ports, the egress gate and file access confined to the rig. The manager must not care which
+backend runs a rig.
+
+Resources (``RigHandle``, ``Pty``) are closed with ``aclose``, which is safe to call twice.
+Errors come from ``hangar.errors``: ``Unavailable`` when the host lacks something, ``InvalidArgs`` for bad
+input (naming the field), ``Refused`` when a rule says no (a path escaping the rig), ``Conflict`` for an
+existing file or a taken port, ``Internal`` for the unexpected. The manager wraps backend failures into
+``hangar.rigs.errors.BackendFailure``.
+
+Guest paths are absolute paths inside the rig (``/home/rig/drops/a.txt``); a backend resolves them against the
+rig root without following symlinks out of it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class RigSpec:
+    """What to start. Limits come from the spec's limits table for the surface."""
+
+    rig_id: str
+    workspace_id: str
+    surface: str  # "terminal" in this issue
+    memory_mb: int
+    vcpus: int
+    allow_hosts: frozenset[str]  # egress allowlist: exact names or "*.suffix"
+    home_dir: Path | None  # host dir bind-mounted as the rig user's home (~/drops lands there), or None
+    worktree: Path | None  # host worktree bind-mounted inside home (files are never dropped inside it)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int  # the command's exit status; -1 (or 128+signal) when it was killed
+    stdout: str  # decoded as UTF-8 with replacement
+    stderr: str
+    timed_out: bool  # True when the timeout fired and the command was killed
+
+
+class Pty(ABC):
+    """A pseudo-terminal inside the rig running a login shell (xterm-compatible, TERM=xterm-256color)."""
+
+    @abstractmethod
+    async def read(self) -> bytes:
+        """Return the next chunk of terminal output as soon as some is available; ``b""`` at EOF (shell exited
+        or PTY closed). Never returns ``b""`` before EOF."""
+
+    @abstractmethod
+    async def write(self, data: bytes) -> None:
+        """Send keystrokes (raw bytes) to the terminal. Raises ``Refused`` after the PTY closed."""
+
+    @abstractmethod
+    async def resize(self, cols: int, rows: int) -> None:
+        """Set the window size (sends SIGWINCH to the foreground process). ``InvalidArgs`` on a size below 1x1
+        or above 1000x1000."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Hang up the terminal and kill its shell; later ``read`` returns ``b""``. Safe to call twice."""
+
+
+class RigHandle(ABC):
+    """A running rig. Every method except ``alive`` and ``aclose`` may raise ``Unavailable`` once the rig
+    died."""
+
+    spec: RigSpec
+
+    @abstractmethod
+    async def exec(self, command: str, *, timeout_s: float | None, stdin: bytes | None = None) -> ExecResult:
+        """Run ``command`` with ``bash -lc`` as the rig user in the home directory; collect stdout and stderr.
+        ``timeout_s`` None means no limit; on timeout the command's whole process group is killed and
+        ``timed_out`` is True. ``stdin`` is fed then closed (empty stdin when None). Works only while awake:
+        the manager wakes a parked rig before exec."""
+
+    @abstractmethod
+    async def open_pty(self, cols: int, rows: int) -> Pty:
+        """Start an interactive login shell on a new PTY of the given size. Several may be open at once."""
+
+    @abstractmethod
+    async def park(self) -> None:
+        """Freeze every process of the rig (cgroup freezer). Memory stays resident. Idempotent."""
+
+    @abstractmethod
+    async def wake(self) -> None:
+        """Thaw the rig after ``park``. Idempotent."""
+
+    @abstractmethod
+    async def resident_mb(self) -> int:
+        """Resident memory of the rig's processes in MB (from the cgroup), rounded up; parked rigs count."""
+
+    @abstractmethod
+    async def listening_ports(self) -> list[int]:
+        """Sorted, de-duplicated TCP ports listening inside the rig (any address, IPv4 and IPv6)."""
+
+    @abstractmethod
+    async def forward(self, guest_port: int, host: str, host_port: int | None) -> int:
+        """Relay connections to ``host:host_port`` on the host into the rig's ``guest_port``; return the bound
+        host port. ``host_port`` None lets the OS choose; a taken port raises ``Conflict`` (the caller may
+        retry with None). ``host`` is ``127.0.0.1`` for loopback or ``0.0.0.0`` to share on the local network.
+        Limits on how many forwards exist are the manager's."""
+
+    @abstractmethod
+    async def unforward(self, host_port: int) -> None:
+        """Stop the listener on ``host_port`` and its open relays. Unknown ports are ignored."""
+
+    @abstractmethod
+    async def grant_hosts(self, hosts: Iterable[str]) -> None:
+        """Add names (exact or ``*.suffix``) to the rig's egress allowlist; takes effect for new connections.
+        ``InvalidArgs`` on a name that is not a valid host name pattern."""
+
+    @abstractmethod
+    async def write_file(
+        self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool
+    ) -> None:
+        """Write a file at ``guest_path`` inside the rig, creating missing parent directories, owned by the
+        rig user. ``exclusive`` refuses (``Conflict``) when the file already exists. A path whose resolution
+        leaves the rig root, or crosses a symlink, is ``Refused``."""
+
+    @abstractmethod
+    async def read_file(self, guest_path: str) -> AsyncIterator[bytes]:
+        """Stream a regular file's bytes from inside the rig (an async generator: ``async for chunk in
+        handle.read_file(p)``, no ``await``). ``NotFound`` when missing; ``Refused`` for paths escaping the
+        rig (``..``, symlinks pointing out) and for non-regular files; raised on the first iteration."""
+        raise NotImplementedError
+        yield b""  # pragma: no cover - makes this an async generator, as implementations are
+
+    @abstractmethod
+    def alive(self) -> bool:
+        """True while the rig's init process runs (a parked rig is alive)."""
+
+    @abstractmethod
+    async def wait_dead(self) -> None:
+        """Return when the rig's processes died underneath (after ``aclose`` it also returns). The manager
+        watches this to mark the rig ``failed`` with ``backendFailure``."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Destroy the rig: kill its processes, stop forwards and the egress gate, delete its disk (the
+        per-rig layer; the bind-mounted home and worktree stay). Safe to call twice."""
+
+
+class RigBackend(ABC):
+    """A way of running rigs on this host."""
+
+    name: ClassVar[str]  # "enclosure"
+
+    @abstractmethod
+    def unavailable_reason(self) -> str | None:
+        """None when this backend can run rigs on this host; else one clear sentence saying what is
+        missing."""
+
+    @abstractmethod
+    async def start(self, spec: RigSpec, progress: Callable[[str], None]) -> RigHandle:
+        """Boot a rig for ``spec``; call ``progress`` with short step texts (e.g. building the image pack)
+        while provisioning. Raises ``Unavailable`` when the host cannot run it (with ``unavailable_reason``'s
+        text)."""
