@@ -1,0 +1,239 @@
+"""Handing the device credential to the client after an SSO login, and the failure pages (CONTRACTS §4).
+
+Success answers ``303 Location: <target>#token=<credential>``; the credential travels in the fragment so it
+never reaches a server log or a ``Referer``. The target is, in order:
+
+1. the ``--web-client-url`` origin when set (whatever the relay);
+2. ``hangar://auth/complete`` for ``relay=desktop``;
+3. ``/auth/popup-complete`` for ``relay=web-popup``: a page that posts the credential to the tab that opened it
+   with ``postMessage``, to the ``client_origin`` declared at login only when the allow-list trusts it (else to
+   the server's own origin);
+4. same-origin ``/auth/complete`` when no relay was given.
+
+The origin allow-list (``trusted_origins``): the web client URL origin, the server's own origin (its listener and
+its public URL, and the origin the request arrived on), and loopback origins (``localhost``, ``127.0.0.1``,
+``[::1]`` on any port, http or https), where development web clients run.
+
+Failure answers 400: ``{"error": {"code", "message"}}`` when the client accepts ``application/json``, otherwise an
+HTML page that shows the same code. Codes are the spec's stable SAML codes or the OIDC codes of CONTRACTS §4.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from hangar.config import Settings
+from hangar.errors import InvalidArgs, Refused
+
+RELAYS: tuple[str, ...] = ("desktop", "web-popup")
+DESKTOP_TARGET = "hangar://auth/complete"
+POPUP_PATH = "/auth/popup-complete"
+COMPLETE_PATH = "/auth/complete"
+POPUP_MESSAGE_TYPE = "hangar:sso"
+
+SAML_CODES: tuple[str, ...] = (
+    "signature",
+    "expired",
+    "audience",
+    "destination",
+    "request_match",
+    "issuer",
+    "recipient",
+    "malformed",
+    "status",
+    "invalid",
+    "internal",
+)
+OIDC_CODES: tuple[str, ...] = ("state", "issuer", "audience", "nonce", "signature", "expired", "invalid", "internal")
+LOOPBACK_HOSTS: frozenset[str] = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class LoginFailed(Refused):
+    """An SSO login that ends in a failure page; ``sso_code`` is the stable code shown to the client."""
+
+    def __init__(self, sso_code: str, message: str) -> None:
+        super().__init__(message, detail_code=sso_code)
+        self.sso_code = sso_code
+
+
+def origin_of(url: str | None) -> str | None:
+    """``scheme://host[:port]`` of an absolute http(s) URL, lower-cased, default ports dropped; else None."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if scheme not in ("http", "https") or not host or parts.username or parts.password:
+        return None
+    shown_host = f"[{host}]" if ":" in host else host
+    if port is None or (scheme, port) in (("http", 80), ("https", 443)):
+        return f"{scheme}://{shown_host}"
+    return f"{scheme}://{shown_host}:{port}"
+
+
+def trusted_origins(settings: Settings, request_origin: str | None = None) -> set[str]:
+    """Origins a ``client_origin`` may name (loopback origins are trusted separately, on any port)."""
+    found = {
+        origin_of(settings.web_client_url),
+        origin_of(settings.public_url),
+        origin_of(f"http://{settings.host}:{settings.port}"),
+        origin_of(request_origin),
+    }
+    return {o for o in found if o}
+
+
+def is_trusted_origin(origin: str | None, settings: Settings, request_origin: str | None = None) -> bool:
+    norm = origin_of(origin)
+    if norm is None:
+        return False
+    host = (urlsplit(norm).hostname or "").lower()
+    return host in LOOPBACK_HOSTS or norm in trusted_origins(settings, request_origin)
+
+
+def request_origin(request: Request) -> str:
+    return f"{request.url.scheme}://{request.url.netloc}"
+
+
+@dataclass(frozen=True)
+class LoginIntent:
+    """What the client asked for at ``/saml/login`` or ``/oidc/login``; kept with the pending request."""
+
+    relay: str | None = None
+    client_origin: str | None = None
+
+    @classmethod
+    def from_request(cls, request: Request) -> LoginIntent:
+        """Read ``relay`` and ``client_origin``; an unknown relay is refused, an untrusted origin dropped."""
+        relay = request.query_params.get("relay") or None
+        if relay is not None and relay not in RELAYS:
+            raise InvalidArgs(f"relay must be desktop or web-popup, not {relay!r}", field="relay")
+        raw_origin = request.query_params.get("client_origin")
+        settings: Settings = request.app.state.ctx.settings
+        client_origin = None
+        if relay == "web-popup" and is_trusted_origin(raw_origin, settings, request_origin(request)):
+            client_origin = origin_of(raw_origin)
+        return cls(relay=relay, client_origin=client_origin)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"relay": self.relay, "client_origin": self.client_origin}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> LoginIntent:
+        data = data or {}
+        relay = data.get("relay")
+        origin = data.get("client_origin")
+        return cls(
+            relay=relay if relay in RELAYS else None,
+            client_origin=origin if isinstance(origin, str) else None,
+        )
+
+
+def success_target(settings: Settings, intent: LoginIntent) -> str:
+    """Where the browser goes with the credential (without the fragment)."""
+    web = origin_of(settings.web_client_url)
+    if web:
+        return web
+    if intent.relay == "desktop":
+        return DESKTOP_TARGET
+    if intent.relay == "web-popup":
+        if intent.client_origin:
+            return f"{POPUP_PATH}?{urlencode({'client_origin': intent.client_origin})}"
+        return POPUP_PATH
+    return COMPLETE_PATH
+
+
+def success_response(settings: Settings, intent: LoginIntent, token: str) -> Response:
+    """``303`` to the target with ``#token=<credential>``; never cached."""
+    location = f"{success_target(settings, intent)}#token={quote(token, safe='')}"
+    return RedirectResponse(location, status_code=303, headers=_NO_STORE)
+
+
+def wants_json(request: Request) -> bool:
+    return "application/json" in request.headers.get("accept", "").lower()
+
+
+def failure_response(request: Request, code: str, message: str) -> Response:
+    """``400`` with the stable code, as JSON or as a small HTML page depending on ``Accept``."""
+    if wants_json(request):
+        return JSONResponse({"error": {"code": code, "message": message}}, status_code=400, headers=_NO_STORE)
+    body = _page(
+        "Sign-in failed",
+        f"<h1>Sign-in failed</h1><p>Error code: <code id='code'>{html.escape(code)}</code></p>"
+        f"<p>{html.escape(message)}</p><p>Close this window and try again, or ask the server owner.</p>",
+    )
+    return HTMLResponse(body, status_code=400, headers={**_NO_STORE, "Content-Security-Policy": "default-src 'none'"})
+
+
+_NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+
+
+def _page(title: str, body: str, script: str = "", nonce: str = "") -> str:
+    script_tag = f"<script nonce='{nonce}'>{script}</script>" if script else ""
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)} · Hangar</title></head><body>{body}{script_tag}</body></html>"
+    )
+
+
+def _script_response(title: str, body: str, script: str) -> HTMLResponse:
+    nonce = secrets.token_urlsafe(16)
+    headers = {
+        **_NO_STORE,
+        "Content-Security-Policy": f"default-src 'none'; script-src 'nonce-{nonce}'",
+    }
+    return HTMLResponse(_page(title, body, script, nonce), headers=headers)
+
+
+async def popup_complete(request: Request) -> Response:
+    """Post the fragment's credential to the opener, at an origin the allow-list trusts, then close."""
+    settings: Settings = request.app.state.ctx.settings
+    own = request_origin(request)
+    declared = request.query_params.get("client_origin")
+    target = origin_of(declared) if is_trusted_origin(declared, settings, own) else None
+    target = target or origin_of(settings.public_url) or own
+    script = (
+        "(function(){var m=/[#&]token=([^&]*)/.exec(location.hash);"
+        "history.replaceState(null,'',location.pathname+location.search);"
+        "var s=document.getElementById('status');"
+        "if(!m){s.textContent='No credential was handed over.';return;}"
+        "if(!window.opener){s.textContent='The window that started sign-in is gone; start again.';return;}"
+        f"window.opener.postMessage({{type:{json.dumps(POPUP_MESSAGE_TYPE)},"
+        f"token:decodeURIComponent(m[1])}},{json.dumps(target)});"
+        "s.textContent='Signed in. You can close this window.';window.close();})();"
+    )
+    body = "<h1>Signing in</h1><p id='status'>Handing the sign-in to Hangar…</p>"
+    return _script_response("Signing in", body, script)
+
+
+async def auth_complete(request: Request) -> Response:
+    """Same-origin landing page: keeps the credential in this origin's storage and clears the fragment."""
+    script = (
+        "(function(){var m=/[#&]token=([^&]*)/.exec(location.hash);"
+        "history.replaceState(null,'',location.pathname);"
+        "var s=document.getElementById('status');"
+        "if(!m){s.textContent='No credential was handed over.';return;}"
+        "try{localStorage.setItem('hangar.token',decodeURIComponent(m[1]));}catch(e){}"
+        "s.textContent='Signed in. You can close this window.';})();"
+    )
+    body = "<h1>Signed in</h1><p id='status'>Finishing sign-in…</p>"
+    return _script_response("Signed in", body, script)
+
+
+def handoff_routes() -> list[BaseRoute]:
+    return [
+        Route(POPUP_PATH, popup_complete, methods=["GET"]),
+        Route(COMPLETE_PATH, auth_complete, methods=["GET"]),
+    ]
