@@ -1,0 +1,177 @@
+"""Declaring pipeline bodies.
+
+A body is an async function taking a ``StepContext`` and returning a ``StepResult``, declared with ``@body``.
+The decorator validates the declaration at import and attaches a frozen ``BodySpec``; it registers nothing
+globally. ``bodies/catalog.py`` lists the modules that contribute bodies, and the engine is handed the list.
+
+    @body("shell.run", summary="Runs a bash script in the run's directory.",
+          config=[ConfigField("script", "Bash script with {{key}} substitution", required=True)])
+    async def shell_run(step: StepContext) -> StepResult: ...
+
+``resumes=True`` means the body is called again (with ``step.resume`` set) when its suspension ends, to harvest
+what it waited for. Otherwise the engine completes the step itself: the event payload, or the tasks' outputs
+(one task: its output; several: a map of task id to output), become the step's output, and a task that did not
+succeed fails the step.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from hangar.pipelines.results import StepResult
+    from hangar.pipelines.step import StepContext
+
+BodyFn = Callable[["StepContext"], Awaitable["StepResult"]]
+F = TypeVar("F", bound=Callable[..., Any])
+
+_KEY = re.compile(r"^[a-z][A-Za-z0-9]*(\.[a-z][A-Za-z0-9]*)+$")
+_CONFIG_NAME = re.compile(r"^(state\.|payload\.|extras\.)?[A-Za-z_][A-Za-z0-9_.]*$")
+NODE_FIELDS: frozenset[str] = frozenset(
+    {
+        "prompt",
+        "script",
+        "agentId",
+        "inputKeys",
+        "repoIds",
+        "outputKey",
+        "label",
+        "outputSchema",
+        "reducer",
+        "retryPolicy",
+        "continueOnFail",
+        "timeoutMs",
+        "teamId",
+        "dispatchMode",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ConfigField:
+    """One setting a body reads: a node-config field (``script``), an extra (``extras.templateId``) or a state
+    key (``state.space_id``). ``required`` node-config fields and extras are checked when a template loads."""
+
+    name: str
+    doc: str
+    required: bool = False
+
+    @property
+    def where(self) -> str:
+        if self.name.startswith("extras."):
+            return "extras"
+        if self.name.startswith(("state.", "payload.")):
+            return "state"
+        return "config"
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    key: str
+    summary: str
+    fn: BodyFn
+    config: tuple[ConfigField, ...] = ()
+    resumes: bool = False
+    honours_dry_run: bool = False
+    module: str = ""
+
+    def missing_config(self, config: Mapping[str, Any]) -> list[str]:
+        """Required settings absent from a node's wire config (camelCase keys, ``extras`` nested)."""
+        missing = []
+        extras = config.get("extras") or {}
+        for f in self.config:
+            if not f.required:
+                continue
+            if f.where == "config":
+                value = config.get(f.name)
+            elif f.where == "extras":
+                value = extras.get(f.name.removeprefix("extras."))
+            else:
+                continue
+            if value in (None, "", [], {}):
+                missing.append(f.name)
+        return missing
+
+
+def body(
+    key: str,
+    *,
+    summary: str,
+    config: Iterable[ConfigField] = (),
+    resumes: bool = False,
+    honours_dry_run: bool = False,
+) -> Callable[[F], F]:
+    """Declare a pipeline body under ``key`` (dotted lower-camel words, e.g. ``shell.run``)."""
+
+    def decorate(fn: F) -> F:
+        where = f"body {key!r} ({fn.__module__}.{fn.__qualname__})"
+        if not _KEY.match(key):
+            raise ValueError(f"{where}: key must be dotted lower-camel words such as 'shell.run'")
+        line = summary.strip()
+        if not line or "\n" in line:
+            raise ValueError(f"{where}: summary must be one non-empty line")
+        if not inspect.iscoroutinefunction(fn):
+            raise ValueError(f"{where}: must be an async function")
+        if len(inspect.signature(fn).parameters) != 1:
+            raise ValueError(f"{where}: signature must be (step)")
+        fields = tuple(config)
+        for f in fields:
+            if not _CONFIG_NAME.match(f.name):
+                raise ValueError(f"{where}: config field {f.name!r} is not a field, extras.x or state.x name")
+            if f.where == "config" and f.name not in NODE_FIELDS:
+                raise ValueError(f"{where}: {f.name!r} is not a node-config field; use extras.{f.name}")
+        spec = BodySpec(
+            key=key,
+            summary=line,
+            fn=fn,
+            config=fields,
+            resumes=resumes,
+            honours_dry_run=honours_dry_run,
+            module=fn.__module__,
+        )
+        fn.__body_spec__ = spec  # type: ignore[attr-defined]
+        return fn
+
+    return decorate
+
+
+def spec_of_body(item: Callable[..., Any] | BodySpec) -> BodySpec:
+    if isinstance(item, BodySpec):
+        return item
+    spec = getattr(item, "__body_spec__", None)
+    if not isinstance(spec, BodySpec):
+        raise ValueError(f"{item!r} is not declared with @body")
+    return spec
+
+
+class BodyRegistry:
+    """The bodies one engine executes, built from an explicit list."""
+
+    def __init__(self, bodies: Iterable[Callable[..., Any] | BodySpec] = ()) -> None:
+        self._by_key: dict[str, BodySpec] = {}
+        for item in bodies:
+            self.add(spec_of_body(item))
+
+    def add(self, spec: BodySpec) -> None:
+        known = self._by_key.get(spec.key)
+        if known is not None and known.fn is not spec.fn:
+            raise ValueError(f"body {spec.key!r} is registered twice ({known.module}, {spec.module})")
+        self._by_key[spec.key] = spec
+
+    def get(self, key: str | None) -> BodySpec | None:
+        return self._by_key.get(key) if key else None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
+
+    @property
+    def keys(self) -> list[str]:
+        return sorted(self._by_key)
+
+    @property
+    def specs(self) -> Sequence[BodySpec]:
+        return [self._by_key[k] for k in self.keys]

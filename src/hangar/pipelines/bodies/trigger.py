@@ -1,0 +1,15 @@
+"""``pipeline.trigger``: the no-op body of the trigger node."""
+
+from __future__ import annotations
+
+from hangar.pipelines.bodies.spec import body
+from hangar.pipelines.results import StepResult
+from hangar.pipelines.step import StepContext
+
+
+@body("pipeline.trigger", summary="No-op body of the trigger node; completes at once. No configuration.")
+async def pipeline_trigger(step: StepContext) -> StepResult:
+    return StepResult.ok()
+
+
+BODIES = [pipeline_trigger]

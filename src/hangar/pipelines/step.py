@@ -1,0 +1,162 @@
+"""What a body is given: ``StepContext``.
+
+A body reads the run (ids, dry-run flag, trigger payload), a read-only view of the state, its node config and
+the clock; it writes nothing directly: it returns a ``StepResult`` whose ``mutated_state`` and ``output`` the
+engine persists. The only side channel is ``progress``, which the engine stores in the step-run row.
+
+Bodies run at least once: after a crash (kill -9 included) a step that was running is run again, so a body
+with side effects must be idempotent or tolerate a repeat (see the README, "At-least-once bodies").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from hangar.core.clock import Clock
+from hangar.errors import Unavailable
+from hangar.pipelines import substitute
+from hangar.pipelines.model import NodeConfig, StepDef, StepKind
+
+if TYPE_CHECKING:
+    from hangar.core.context import AppContext
+
+
+@dataclass(frozen=True)
+class ResumedEvent:
+    """The domain event that resumed a step suspended with ``suspendUntilEvent``."""
+
+    type: str
+    seq: int
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """How one task a step waited for finished (from its ``TaskFinished`` event)."""
+
+    task_id: str
+    outcome: str
+    output: Any = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.outcome in SUCCESS_OUTCOMES
+
+
+SUCCESS_OUTCOMES: frozenset[str] = frozenset({"completed", "succeeded", "ok", "success"})
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Why a suspended step is being completed: the event, or the finished tasks (in the order asked for)."""
+
+    event: ResumedEvent | None = None
+    tasks: tuple[TaskOutcome, ...] = field(default=())
+
+
+class ChildRuns(Protocol):
+    """Lets a body start another template as a child run (the sub-pipeline body)."""
+
+    async def start_child(self, template_id: str, payload: Mapping[str, Any]) -> str:
+        """Start ``template_id`` in this workspace with ``parentPipelineRunId`` set; returns the child run id."""
+        ...
+
+
+ProgressSink = Callable[[Mapping[str, Any]], Awaitable[None]]
+
+
+class StepContext:
+    """One attempt of one step. Built by the engine; bodies only read it."""
+
+    def __init__(
+        self,
+        *,
+        app: AppContext | None,
+        run_id: str,
+        workspace_id: str,
+        template_id: str,
+        parent_run_id: str | None,
+        dry_run: bool,
+        payload: Mapping[str, Any],
+        state: Mapping[str, Any],
+        step: StepDef,
+        attempt: int,
+        clock: Clock,
+        run_dir: Path,
+        progress: ProgressSink,
+        children: ChildRuns | None = None,
+        resume: Resume | None = None,
+    ) -> None:
+        self._app = app
+        self.run_id = run_id
+        self.workspace_id = workspace_id
+        self.template_id = template_id
+        self.parent_run_id = parent_run_id
+        self.dry_run = dry_run
+        self.payload: Mapping[str, Any] = MappingProxyType(dict(payload))
+        self.state: Mapping[str, Any] = MappingProxyType(state) if isinstance(state, dict) else state
+        self.step = step
+        self.attempt = attempt
+        self.clock = clock
+        self._run_dir = run_dir
+        self._progress = progress
+        self._children = children
+        self.resume = resume
+
+    @property
+    def app(self) -> AppContext:
+        """The server's application context (``step.app.service(...)`` finds other parts' services)."""
+        if self._app is None:
+            raise Unavailable("this pipeline engine runs without an application context")
+        return self._app
+
+    @property
+    def step_id(self) -> str:
+        return self.step.id
+
+    @property
+    def kind(self) -> StepKind:
+        return self.step.kind
+
+    @property
+    def config(self) -> NodeConfig:
+        return self.step.config
+
+    @property
+    def label(self) -> str:
+        return self.step.label
+
+    @property
+    def run_dir(self) -> Path:
+        """``<dataDir>/pipelines/<pipelineRunId>/``, shared by the run's steps; created on first use."""
+        self._run_dir.mkdir(parents=True, exist_ok=True)
+        return self._run_dir
+
+    @property
+    def children(self) -> ChildRuns:
+        if self._children is None:
+            raise Unavailable("this pipeline engine cannot start child runs")
+        return self._children
+
+    def lookup(self, key: str) -> Any:
+        """A value from state, else from the trigger payload (dotted paths reach into maps)."""
+        return substitute.lookup(key, self.state, self.payload)
+
+    def has(self, key: str) -> bool:
+        return substitute.has_key(key, self.state, self.payload)
+
+    def render(self, text: str, *, shell: bool = False) -> str:
+        """``{{key}}`` substitution; ``shell`` quotes each value as one shell word."""
+        return substitute.render(text, self.state, self.payload, shell=shell)
+
+    def inputs(self) -> dict[str, Any]:
+        """The node's ``inputKeys`` and their values (a missing key is an error naming it)."""
+        return {k: self.lookup(k) for k in self.config.input_keys}
+
+    async def progress(self, data: Mapping[str, Any]) -> None:
+        """Report progress; stored (as JSON) in the step-run row and streamed to watchers."""
+        await self._progress(data)
