@@ -1,10 +1,10 @@
 """The data directory layout (documented in README):
 
-    <dataDir>/server.db                    server database (users, workspaces, memberships, devices, settings)
-    <dataDir>/secrets.json                 owner-only (0600) secrets file, written atomically
-    <dataDir>/<workspaceId>/workspace.db   one database per workspace (events, audit, parts' tables)
-    <dataDir>/pipelines/<pipelineRunId>/   shell-step working directories
-    <dataDir>/rigs/                        rig images, packs, runtime state
+<dataDir>/server.db                    server database (users, workspaces, memberships, devices, settings)
+<dataDir>/secrets.json                 owner-only (0600) secrets file, written atomically
+<dataDir>/<workspaceId>/workspace.db   one database per workspace (events, audit, parts' tables)
+<dataDir>/pipelines/<pipelineRunId>/   shell-step working directories
+<dataDir>/rigs/                        rig images, packs, runtime state
 """
 
 from __future__ import annotations

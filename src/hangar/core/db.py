@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from alembic.runtime.environment import EnvironmentContext
 from alembic.config import Config
+from alembic.runtime.environment import EnvironmentContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine.interfaces import DBAPIConnection

@@ -193,8 +193,7 @@ class EventBus:
         async with engine.connect() as conn:
             rows = (await conn.execute(q)).mappings().all()
         return [
-            StoredEvent(workspace_id, r["seq"], r["id"], r["type"], r["occurred_at"], dict(r["payload"]))
-            for r in rows
+            StoredEvent(workspace_id, r["seq"], r["id"], r["type"], r["occurred_at"], dict(r["payload"])) for r in rows
         ]
 
     async def cursor(self, workspace_id: str, consumer: str) -> int:

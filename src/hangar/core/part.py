@@ -19,7 +19,7 @@ class Part:
     ``stop`` runs at shutdown in reverse order of start."""
 
     name: str
-    ops: Sequence[Callable[..., Any]] = ()
+    ops: Sequence[object] = ()  # functions declared with @op
     routes: Sequence[BaseRoute] = ()
     migrations: Sequence[MigrationSet] = ()
     events: Sequence[type[DomainEvent]] = ()

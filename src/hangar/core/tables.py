@@ -7,6 +7,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from hangar.core.db import MigrationSet
+from hangar.core.types import UtcDateTime
 
 metadata = sa.MetaData()
 
@@ -16,7 +17,7 @@ domain_events = sa.Table(
     sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("id", sa.String(36), nullable=False),
     sa.Column("type", sa.String(128), nullable=False),
-    sa.Column("occurred_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("occurred_at", UtcDateTime(), nullable=False),
     sa.Column("payload", sa.JSON, nullable=False),
 )
 
@@ -31,7 +32,7 @@ audit_log = sa.Table(
     "audit_log",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("at", UtcDateTime(), nullable=False),
     sa.Column("principal", sa.String(200), nullable=False),
     sa.Column("action", sa.String(128), nullable=False),
     sa.Column("target", sa.String(300), nullable=False),
@@ -45,7 +46,7 @@ guardrail_settings = sa.Table(
     sa.Column("scope", sa.String(200), primary_key=True),
     sa.Column("read_only", sa.Boolean, nullable=False),
     sa.Column("ask_first", sa.JSON, nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
 )
 
 MIGRATIONS = MigrationSet("core", "workspace", Path(__file__).parent / "migrations")

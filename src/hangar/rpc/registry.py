@@ -124,7 +124,7 @@ def op(
     return decorate
 
 
-def spec_of(fn: Callable[..., Any]) -> OpSpec:
+def spec_of(fn: object) -> OpSpec:
     spec = getattr(fn, "__op_spec__", None)
     if not isinstance(spec, OpSpec):
         raise ValueError(f"{fn!r} is not declared with @op")
@@ -134,7 +134,7 @@ def spec_of(fn: Callable[..., Any]) -> OpSpec:
 class OpRegistry:
     """The ops one server serves, built from explicit lists."""
 
-    def __init__(self, ops: Iterable[Callable[..., Any] | OpSpec] = ()) -> None:
+    def __init__(self, ops: Iterable[object] = ()) -> None:
         self._ops: dict[str, OpSpec] = {}
         for item in ops:
             self.add(item if isinstance(item, OpSpec) else spec_of(item))

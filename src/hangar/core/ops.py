@@ -1,0 +1,115 @@
+"""Ops over the core's workspace tables: domain events, the audit log, guardrail settings."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import Field
+
+from hangar.core.events import StoredEvent
+from hangar.rpc.context import OpContext
+from hangar.rpc.guardrails import WORKSPACE_SCOPE, Guardrails, GuardrailSetting, space_scope
+from hangar.rpc.registry import Args, op
+
+
+def _event(ev: StoredEvent) -> dict[str, Any]:
+    return {
+        "seq": ev.seq,
+        "id": ev.id,
+        "type": ev.type,
+        "occurredAt": ev.occurred_at.isoformat(),
+        "payload": ev.payload,
+    }
+
+
+class EventsArgs(Args):
+    after_seq: int = Field(default=0, ge=0, alias="afterSeq")
+    types: list[str] | None = None
+    limit: int = Field(default=200, ge=1, le=1000)
+
+
+@op("events.list", kind="read", scope="workspace", min_role="member")
+async def events_list(ctx: OpContext, args: EventsArgs) -> list[dict[str, Any]]:
+    """Domain events of the workspace after a sequence number, oldest first."""
+    events = await ctx.app.bus.replay(ctx.ws, after_seq=args.after_seq, types=args.types, limit=args.limit)
+    return [_event(e) for e in events]
+
+
+class WatchEventsArgs(Args):
+    types: list[str] | None = None
+
+
+@op("events.watch", kind="watch", scope="workspace", min_role="member")
+async def events_watch(ctx: OpContext, args: WatchEventsArgs) -> AsyncIterator[Any]:
+    """Stream the workspace's domain events as they are published."""
+    queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
+
+    async def forward(ev: StoredEvent) -> None:
+        queue.put_nowait(ev)
+
+    sub = ctx.app.bus.subscribe(
+        forward, name=f"rpc-watch:{ctx.principal.device_id}", types=args.types, workspace_id=ctx.ws
+    )
+    try:
+        yield {"watching": ctx.ws}
+        while True:
+            yield _event(await queue.get())
+    finally:
+        await ctx.app.bus.unsubscribe(sub)
+
+
+class AuditArgs(Args):
+    target: str | None = None
+    limit: int = Field(default=200, ge=1, le=1000)
+
+
+@op("audit.list", kind="read", scope="workspace", min_role="admin")
+async def audit_list(ctx: OpContext, args: AuditArgs) -> list[dict[str, Any]]:
+    """Audit rows of the workspace, optionally for one target."""
+    return [
+        {
+            "at": e.at.isoformat(),
+            "principal": e.principal,
+            "action": e.action,
+            "target": e.target,
+            "seq": e.target_seq,
+            "details": e.details,
+        }
+        for e in await ctx.app.audit.entries(ctx.ws, target=args.target, limit=args.limit)
+    ]
+
+
+class GuardrailGetArgs(Args):
+    space_id: str | None = None
+
+
+def _setting(s: GuardrailSetting) -> dict[str, Any]:
+    return {"readOnly": s.read_only, "askFirst": sorted(s.ask_first)}
+
+
+@op("guardrails.get", kind="read", scope="workspace")
+async def guardrails_get(ctx: OpContext, args: GuardrailGetArgs) -> dict[str, Any]:
+    """The guardrail policy of the workspace, or of one space when ``space_id`` is given."""
+    scope = space_scope(args.space_id) if args.space_id else WORKSPACE_SCOPE
+    return _setting(await ctx.app.service(Guardrails).get(await ctx.db(), ctx.ws, scope))
+
+
+class GuardrailSetArgs(Args):
+    space_id: str | None = None
+    read_only: bool = Field(default=False, alias="readOnly")
+    ask_first: list[str] = Field(default_factory=list, alias="askFirst")
+
+
+@op("guardrails.set", kind="mutate", scope="workspace", min_role="admin")
+async def guardrails_set(ctx: OpContext, args: GuardrailSetArgs) -> dict[str, Any]:
+    """Set read-only mode and the ask-first action classes for the workspace or one space."""
+    scope = space_scope(args.space_id) if args.space_id else WORKSPACE_SCOPE
+    setting = GuardrailSetting(args.read_only, frozenset(args.ask_first))
+    saved = await ctx.app.service(Guardrails).set(await ctx.db(), ctx.ws, scope, setting)
+    await ctx.audit("guardrails.set", f"guardrails:{scope}", _setting(saved))
+    return _setting(saved)
+
+
+CORE_OPS = [events_list, events_watch, audit_list, guardrails_get, guardrails_set]

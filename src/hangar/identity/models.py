@@ -1,0 +1,66 @@
+"""Identity records as the rest of the server sees them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from hangar.identity.roles import Role
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    email: str | None
+    display_name: str
+    created_at: datetime
+    deactivated_at: datetime | None
+    sso_issuer: str | None
+    sso_subject: str | None
+
+    @property
+    def active(self) -> bool:
+        return self.deactivated_at is None
+
+
+@dataclass(frozen=True)
+class Workspace:
+    id: str
+    name: str
+    created_at: datetime
+    created_by: str
+
+
+@dataclass(frozen=True)
+class Member:
+    user_id: str
+    display_name: str
+    email: str | None
+    role: Role
+    joined_at: datetime
+
+
+@dataclass(frozen=True)
+class Device:
+    id: str
+    user_id: str
+    name: str
+    created_at: datetime
+    last_used_at: datetime
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class SessionPolicy:
+    """Bounds on a device credential, in minutes; 0 means unset."""
+
+    max_age_minutes: int = 0
+    idle_timeout_minutes: int = 0
+
+    def violation(self, device: Device, now: datetime) -> str | None:
+        """Why ``device`` may no longer be used at ``now``, or None."""
+        if self.max_age_minutes and now - device.created_at >= timedelta(minutes=self.max_age_minutes):
+            return "the credential is older than the session policy's maximum age"
+        if self.idle_timeout_minutes and now - device.last_used_at >= timedelta(minutes=self.idle_timeout_minutes):
+            return "the credential was idle longer than the session policy allows"
+        return None

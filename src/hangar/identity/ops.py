@@ -1,0 +1,188 @@
+"""Base ops: server info, the caller, workspaces, members, devices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+import hangar
+from hangar.errors import Forbidden, NotFound
+from hangar.identity.pairing import Pairing
+from hangar.identity.roles import Role
+from hangar.rpc.context import OpContext
+from hangar.rpc.registry import Args, NoArgs, op
+
+RoleName = str
+
+
+def _role(ctx: OpContext, name: str, field: str = "role") -> Role:
+    return Role.parse(name, field=field)
+
+
+@op("server.info", kind="read", scope="server")
+async def server_info(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+    """The server's version, canonical origin and whether manual pairing is allowed."""
+    s = ctx.app.settings
+    return {
+        "name": "Hangar",
+        "version": hangar.__version__,
+        "origin": s.origin,
+        "publicUrl": s.public_url,
+        "webClientUrl": s.web_client_url,
+        "pairingEnabled": ctx.app.identity.pairing_enabled(),
+    }
+
+
+@op("users.me", kind="read", scope="server")
+async def users_me(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+    """The calling user, whether they are the server owner, and their workspaces with roles."""
+    user = await ctx.app.identity.get_user(ctx.principal.user_id)
+    if user is None:
+        raise NotFound("your user no longer exists")
+    spaces = await ctx.app.identity.workspaces_of(user.id)
+    return {
+        "id": user.id,
+        "email": user.email,
+        "displayName": user.display_name,
+        "isServerOwner": ctx.principal.is_server_owner,
+        "deviceId": ctx.principal.device_id,
+        "workspaces": [{"id": w.id, "name": w.name, "role": r.name} for w, r in spaces],
+    }
+
+
+class CreateWorkspaceArgs(Args):
+    name: str = Field(min_length=1, max_length=200)
+
+
+@op("workspaces.create", kind="mutate", scope="server")
+async def workspaces_create(ctx: OpContext, args: CreateWorkspaceArgs) -> dict[str, str]:
+    """Create a workspace; the caller becomes its owner."""
+    name = args.name.strip()
+    ws = await ctx.app.identity.create_workspace(name or args.name, ctx.principal.user_id)
+    await ctx.app.dbs.workspace(ws.id, create=True)
+    await ctx.app.audit.append(
+        ws.id, principal=ctx.principal.label, action="workspaces.create", target=f"workspace:{ws.id}"
+    )
+    return {"id": ws.id, "name": ws.name}
+
+
+@op("workspaces.list", kind="read", scope="server")
+async def workspaces_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
+    """The workspaces the caller belongs to, with the caller's role in each."""
+    rows = await ctx.app.identity.workspaces_of(ctx.principal.user_id)
+    return [{"id": w.id, "name": w.name, "role": r.name, "createdAt": w.created_at.isoformat()} for w, r in rows]
+
+
+@op("members.list", kind="read", scope="workspace")
+async def members_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
+    """The workspace's members with their roles."""
+    return [
+        {"userId": m.user_id, "displayName": m.display_name, "email": m.email, "role": m.role.name}
+        for m in await ctx.app.identity.members(ctx.ws)
+    ]
+
+
+class InviteArgs(Args):
+    role: RoleName = "member"
+
+
+@op("members.invite", kind="mutate", scope="workspace", min_role="admin")
+async def members_invite(ctx: OpContext, args: InviteArgs) -> dict[str, str]:
+    """Mint a single-use invite code (7 days) that joins a new person at ``role``; redeem at POST /auth/pair."""
+    role = _role(ctx, args.role)
+    assert ctx.role is not None
+    if role > ctx.role:
+        raise Forbidden(f"an {ctx.role.name} cannot invite at the {role.name} role")
+    code = await ctx.app.service(Pairing).mint_invite(ctx.ws, role, ctx.principal.user_id)
+    await ctx.audit("members.invite", f"workspace:{ctx.ws}", {"role": role.name})
+    return {"code": code}
+
+
+class SetRoleArgs(Args):
+    user_id: str = Field(min_length=1)
+    role: RoleName
+
+
+@op("members.setRole", kind="mutate", scope="workspace", min_role="admin")
+async def members_set_role(ctx: OpContext, args: SetRoleArgs) -> dict[str, str]:
+    """Change a member's role. Only owners grant or take away ownership; the last owner stays."""
+    role = _role(ctx, args.role)
+    current = await ctx.app.identity.role_of(ctx.ws, args.user_id)
+    if current is None:
+        raise NotFound(f"user {args.user_id} is not a member of this workspace")
+    assert ctx.role is not None
+    if (role is Role.owner or current is Role.owner) and ctx.role is not Role.owner:
+        raise Forbidden("only an owner can grant or take away the owner role")
+    await ctx.app.identity.set_role(ctx.ws, args.user_id, role)
+    await ctx.audit("members.setRole", f"user:{args.user_id}", {"from": current.name, "to": role.name})
+    return {"userId": args.user_id, "role": role.name}
+
+
+class RemoveArgs(Args):
+    user_id: str = Field(min_length=1)
+
+
+@op("members.remove", kind="destructive", scope="workspace", min_role="guest")
+async def members_remove(ctx: OpContext, args: RemoveArgs) -> dict[str, str]:
+    """Remove a member. Anyone may leave; removing someone else needs admin (and owner to remove an owner)."""
+    assert ctx.role is not None
+    target = await ctx.app.identity.role_of(ctx.ws, args.user_id)
+    if target is None:
+        raise NotFound(f"user {args.user_id} is not a member of this workspace")
+    if args.user_id != ctx.principal.user_id:
+        if ctx.role < Role.admin:
+            raise Forbidden("removing another member needs the admin role")
+        if target is Role.owner and ctx.role is not Role.owner:
+            raise Forbidden("only an owner can remove an owner")
+    await ctx.app.identity.remove_member(ctx.ws, args.user_id)
+    await ctx.audit("members.remove", f"user:{args.user_id}", {"role": target.name})
+    return {"userId": args.user_id}
+
+
+@op("devices.list", kind="read", scope="server")
+async def devices_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
+    """The caller's device credentials (never the tokens), with last use and revocation."""
+    return [
+        {
+            "id": d.id,
+            "name": d.name,
+            "createdAt": d.created_at.isoformat(),
+            "lastUsedAt": d.last_used_at.isoformat(),
+            "revokedAt": d.revoked_at.isoformat() if d.revoked_at else None,
+            "current": d.id == ctx.principal.device_id,
+        }
+        for d in await ctx.app.identity.list_devices(ctx.principal.user_id)
+    ]
+
+
+class RevokeArgs(Args):
+    device_id: str = Field(min_length=1)
+
+
+@op("devices.revoke", kind="destructive", scope="server")
+async def devices_revoke(ctx: OpContext, args: RevokeArgs) -> dict[str, str]:
+    """Revoke one of the caller's device credentials; it stops working at once."""
+    await ctx.app.identity.revoke_device(ctx.principal.user_id, args.device_id)
+    return {"deviceId": args.device_id}
+
+
+@op("devices.pairingCode", kind="mutate", scope="server")
+async def devices_pairing_code(ctx: OpContext, args: NoArgs) -> dict[str, str]:
+    """Mint a single-use 15-minute code that pairs another device to the caller (redeem at POST /auth/pair)."""
+    return {"code": await ctx.app.service(Pairing).mint_device_code(ctx.principal.user_id)}
+
+
+IDENTITY_OPS = [
+    server_info,
+    users_me,
+    workspaces_create,
+    workspaces_list,
+    members_list,
+    members_invite,
+    members_set_role,
+    members_remove,
+    devices_list,
+    devices_revoke,
+    devices_pairing_code,
+]

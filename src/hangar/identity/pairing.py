@@ -1,0 +1,105 @@
+"""Invite codes and device pairing codes, redeemed at ``POST /auth/pair``.
+
+An invite code brings a new person into a workspace with a role; a device pairing code adds a device to the
+user who minted it. Both are single-use, expire, are stored hashed, and are refused wholesale while the
+server-wide "manual pairing allowed" flag is off.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.core.clock import Clock
+from hangar.core.ids import token_hash
+from hangar.errors import InvalidArgs, Refused
+from hangar.identity import tables as t
+from hangar.identity.roles import Role
+from hangar.identity.service import IdentityService
+
+# No 0/O, 1/I/L: codes are read aloud and typed by hand.
+_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+_CODE_LENGTH = 10
+INVITE_LIFETIME = timedelta(days=7)
+DEVICE_CODE_LIFETIME = timedelta(minutes=15)
+
+
+class PairingDisabled(Refused):
+    """Manual pairing is forbidden on this server (an SSO connection is the way in)."""
+
+
+@dataclass(frozen=True)
+class Paired:
+    token: str
+    user_id: str
+    workspace_id: str | None
+
+
+def _normalize(code: str) -> str:
+    return code.strip().upper().replace("-", "").replace(" ", "")
+
+
+class Pairing:
+    def __init__(self, engine: AsyncEngine, identity: IdentityService, clock: Clock) -> None:
+        self._db = engine
+        self._identity = identity
+        self._clock = clock
+
+    async def _mint(self, kind: str, created_by: str, lifetime: timedelta, **fields: str | None) -> str:
+        code = "".join(secrets.choice(_ALPHABET) for _ in range(_CODE_LENGTH))
+        now = self._clock.now()
+        async with self._db.begin() as conn:
+            await conn.execute(
+                sa.insert(t.pairing_codes).values(
+                    code_hash=token_hash(code),
+                    kind=kind,
+                    created_by=created_by,
+                    created_at=now,
+                    expires_at=now + lifetime,
+                    **fields,
+                )
+            )
+        return code
+
+    async def mint_invite(self, workspace_id: str, role: Role, created_by: str) -> str:
+        return await self._mint("invite", created_by, INVITE_LIFETIME, workspace_id=workspace_id, role=role.name)
+
+    async def mint_device_code(self, user_id: str) -> str:
+        return await self._mint("device", user_id, DEVICE_CODE_LIFETIME, user_id=user_id)
+
+    async def redeem(self, code: str, device_name: str) -> Paired:
+        if not self._identity.pairing_enabled():
+            raise PairingDisabled("manual pairing is disabled on this server; sign in with single sign-on")
+        if not isinstance(code, str) or not _normalize(code):
+            raise InvalidArgs("code is required", field="code")
+        name = (device_name or "").strip() or "device"
+        now = self._clock.now()
+        key = token_hash(_normalize(code))
+        async with self._db.begin() as conn:
+            row = (await conn.execute(sa.select(t.pairing_codes).where(t.pairing_codes.c.code_hash == key))).first()
+            # Unknown, used and expired codes fail alike: the answer is no oracle.
+            if row is None or row.used_at is not None or row.expires_at <= now:
+                raise InvalidArgs("the pairing code is unknown, used or expired", field="code")
+            claimed = await conn.execute(
+                sa.update(t.pairing_codes)
+                .where(t.pairing_codes.c.code_hash == key, t.pairing_codes.c.used_at.is_(None))
+                .values(used_at=now)
+            )
+            if claimed.rowcount == 0:
+                raise InvalidArgs("the pairing code is unknown, used or expired", field="code")
+        if row.kind == "invite":
+            user = await self._identity.create_user(email=None, display_name=name)
+            await self._identity.add_member(row.workspace_id, user.id, Role[row.role])
+            user_id, ws = user.id, row.workspace_id
+        else:
+            user_id, ws = row.user_id, None
+        token = await self._identity.issue_device(user_id, name)
+        async with self._db.begin() as conn:
+            await conn.execute(
+                sa.update(t.pairing_codes).where(t.pairing_codes.c.code_hash == key).values(used_by=user_id)
+            )
+        return Paired(token, user_id, ws)

@@ -1,0 +1,28 @@
+"""The identity part: users, workspaces, members, devices, pairing."""
+
+from __future__ import annotations
+
+from hangar.core.context import AppContext
+from hangar.core.part import Part
+from hangar.identity.ops import IDENTITY_OPS
+from hangar.identity.pairing import Pairing
+from hangar.identity.routes import IDENTITY_ROUTES
+from hangar.identity.tables import MIGRATIONS
+
+
+async def _start(ctx: AppContext) -> None:
+    ctx.provide(Pairing(ctx.dbs.server, ctx.identity, ctx.clock))
+
+
+async def _stop(ctx: AppContext) -> None:
+    await ctx.identity.flush()
+
+
+IDENTITY_PART = Part(
+    name="identity",
+    ops=IDENTITY_OPS,
+    routes=IDENTITY_ROUTES,
+    migrations=[MIGRATIONS],
+    start=_start,
+    stop=_stop,
+)

@@ -1,0 +1,49 @@
+"""HTTP routes of identity: ``POST /auth/pair``."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from hangar.core.context import AppContext
+from hangar.errors import HangarError, InvalidArgs
+from hangar.identity.pairing import Pairing, PairingDisabled
+
+MAX_BODY = 16 * 1024
+
+
+def error_response(err: HangarError, status: int | None = None, code: str | None = None) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code or err.code, "message": err.message}}, status_code=status or err.http_status
+    )
+
+
+async def pair(request: Request) -> Response:
+    ctx: AppContext = request.app.state.ctx
+    body = await request.body()
+    try:
+        if len(body) > MAX_BODY:
+            raise InvalidArgs("the request body is too large", field="body")
+        try:
+            data = json.loads(body or b"null")
+        except ValueError:
+            raise InvalidArgs("the body must be JSON: {code, deviceName}", field="body") from None
+        if not isinstance(data, dict):
+            raise InvalidArgs("the body must be a JSON object: {code, deviceName}", field="body")
+        code, name = data.get("code"), data.get("deviceName", "")
+        if not isinstance(code, str):
+            raise InvalidArgs("code must be a string", field="code")
+        if not isinstance(name, str):
+            raise InvalidArgs("deviceName must be a string", field="deviceName")
+        paired = await ctx.service(Pairing).redeem(code, name)
+    except PairingDisabled as err:
+        return error_response(err, 403, "pairing_disabled")
+    except HangarError as err:
+        return error_response(err)
+    return JSONResponse({"token": paired.token, "userId": paired.user_id})
+
+
+IDENTITY_ROUTES = [Route("/auth/pair", pair, methods=["POST"])]

@@ -1,0 +1,430 @@
+"""Users, workspaces, memberships, device credentials, server settings and authentication.
+
+Authentication runs on every use of a credential (every RPC frame, every authenticated HTTP request), so it
+is served from memory: device records are cached by token hash and re-read from the database when older than
+``_FRESH_SECONDS`` (so a revocation made by another process is seen promptly), and ``last_used_at`` is
+written back at most every ``_TOUCH_SECONDS`` (the idle timeout is counted in minutes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.requests import HTTPConnection
+
+from hangar.core.clock import Clock
+from hangar.core.ids import new_id, new_token, token_hash
+from hangar.errors import Conflict, InvalidArgs, NotFound, Unauthenticated
+from hangar.identity import tables as t
+from hangar.identity.models import Device, Member, SessionPolicy, User, Workspace
+from hangar.identity.roles import Role
+from hangar.rpc.context import Principal
+
+_FRESH_SECONDS = 5.0
+_TOUCH_SECONDS = 30.0
+
+SETTING_OWNER = "serverOwnerUserId"
+SETTING_PAIRING = "pairingEnabled"
+SETTING_POLICY = "sessionPolicy"
+
+
+@dataclass
+class _CachedDevice:
+    device: Device
+    user: User
+    loaded_at: float
+    touched_at: float
+
+
+def _user(row: Any) -> User:
+    return User(
+        id=row.id,
+        email=row.email,
+        display_name=row.display_name,
+        created_at=row.created_at,
+        deactivated_at=row.deactivated_at,
+        sso_issuer=row.sso_issuer,
+        sso_subject=row.sso_subject,
+    )
+
+
+def _device(row: Any) -> Device:
+    return Device(row.id, row.user_id, row.name, row.created_at, row.last_used_at, row.revoked_at)
+
+
+class IdentityService:
+    def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
+        self._db = engine
+        self._clock = clock
+        self._devices: dict[str, _CachedDevice] = {}
+        self._roles: dict[tuple[str, str], Role | None] = {}
+        self._policy = SessionPolicy()
+        self._pairing = True
+        self._owner_id: str | None = None
+
+    async def load(self) -> None:
+        """Read the server-wide settings the hot path needs into memory."""
+        policy = await self.get_setting(SETTING_POLICY)
+        if isinstance(policy, dict):
+            self._policy = SessionPolicy(int(policy.get("maxAgeMinutes", 0)), int(policy.get("idleTimeoutMinutes", 0)))
+        pairing = await self.get_setting(SETTING_PAIRING)
+        self._pairing = True if pairing is None else bool(pairing)
+        owner = await self.get_setting(SETTING_OWNER)
+        self._owner_id = owner if isinstance(owner, str) else None
+
+    # -- server settings ---------------------------------------------------------------------------------
+
+    async def get_setting(self, key: str) -> Any:
+        async with self._db.connect() as conn:
+            row = (
+                await conn.execute(sa.select(t.server_settings.c.value).where(t.server_settings.c.key == key))
+            ).first()
+        return None if row is None else row[0]
+
+    async def set_setting(self, key: str, value: Any) -> None:
+        async with self._db.begin() as conn:
+            done = await conn.execute(
+                sa.update(t.server_settings).where(t.server_settings.c.key == key).values(value=value)
+            )
+            if done.rowcount == 0:
+                await conn.execute(sa.insert(t.server_settings).values(key=key, value=value))
+
+    def pairing_enabled(self) -> bool:
+        return self._pairing
+
+    async def set_pairing_enabled(self, enabled: bool) -> None:
+        await self.set_setting(SETTING_PAIRING, enabled)
+        self._pairing = enabled
+
+    def session_policy(self) -> SessionPolicy:
+        return self._policy
+
+    async def set_session_policy(self, max_age_minutes: int, idle_timeout_minutes: int) -> SessionPolicy:
+        for name, value in (("maxAgeMinutes", max_age_minutes), ("idleTimeoutMinutes", idle_timeout_minutes)):
+            if value < 0:
+                raise InvalidArgs(f"{name} must be 0 (unset) or a positive number of minutes", field=name)
+        policy = SessionPolicy(max_age_minutes, idle_timeout_minutes)
+        await self.set_setting(
+            SETTING_POLICY, {"maxAgeMinutes": max_age_minutes, "idleTimeoutMinutes": idle_timeout_minutes}
+        )
+        self._policy = policy
+        return policy
+
+    # -- users ---------------------------------------------------------------------------------------------
+
+    async def get_user(self, user_id: str) -> User | None:
+        async with self._db.connect() as conn:
+            row = (await conn.execute(sa.select(t.users).where(t.users.c.id == user_id))).first()
+        return None if row is None else _user(row)
+
+    async def find_user_by_email(self, email: str) -> User | None:
+        q = sa.select(t.users).where(sa.func.lower(t.users.c.email) == email.lower()).order_by(t.users.c.created_at)
+        async with self._db.connect() as conn:
+            row = (await conn.execute(q)).first()
+        return None if row is None else _user(row)
+
+    async def find_user_by_sso(self, issuer: str, subject: str) -> User | None:
+        q = sa.select(t.users).where(t.users.c.sso_issuer == issuer, t.users.c.sso_subject == subject)
+        async with self._db.connect() as conn:
+            row = (await conn.execute(q)).first()
+        return None if row is None else _user(row)
+
+    async def list_users(self) -> list[User]:
+        async with self._db.connect() as conn:
+            rows = (await conn.execute(sa.select(t.users).order_by(t.users.c.created_at))).all()
+        return [_user(r) for r in rows]
+
+    async def create_user(
+        self,
+        *,
+        email: str | None,
+        display_name: str,
+        sso_issuer: str | None = None,
+        sso_subject: str | None = None,
+    ) -> User:
+        user = User(new_id(), email, display_name, self._clock.now(), None, sso_issuer, sso_subject)
+        try:
+            async with self._db.begin() as conn:
+                await conn.execute(
+                    sa.insert(t.users).values(
+                        id=user.id,
+                        email=email,
+                        display_name=display_name,
+                        created_at=user.created_at,
+                        sso_issuer=sso_issuer,
+                        sso_subject=sso_subject,
+                    )
+                )
+        except sa.exc.IntegrityError as exc:
+            raise Conflict("a user with that identity-provider subject already exists") from exc
+        return user
+
+    async def update_user(self, user_id: str, **fields: Any) -> User:
+        allowed = {"email", "display_name", "deactivated_at", "sso_issuer", "sso_subject"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise InvalidArgs(f"unknown user fields: {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
+        try:
+            async with self._db.begin() as conn:
+                done = await conn.execute(sa.update(t.users).where(t.users.c.id == user_id).values(**fields))
+        except sa.exc.IntegrityError as exc:
+            raise Conflict("a user with that identity-provider subject already exists") from exc
+        if done.rowcount == 0:
+            raise NotFound(f"user {user_id} does not exist")
+        self._forget_user(user_id)
+        user = await self.get_user(user_id)
+        assert user is not None
+        return user
+
+    async def deactivate_user(self, user_id: str) -> User:
+        """Deactivate and revoke every credential; the user can no longer sign in."""
+        user = await self.update_user(user_id, deactivated_at=self._clock.now())
+        async with self._db.begin() as conn:
+            await conn.execute(
+                sa.update(t.devices)
+                .where(t.devices.c.user_id == user_id, t.devices.c.revoked_at.is_(None))
+                .values(revoked_at=self._clock.now())
+            )
+        self._forget_user(user_id)
+        return user
+
+    async def reactivate_user(self, user_id: str) -> User:
+        return await self.update_user(user_id, deactivated_at=None)
+
+    def _forget_user(self, user_id: str) -> None:
+        for key in [k for k, c in self._devices.items() if c.user.id == user_id]:
+            del self._devices[key]
+
+    # -- server owner --------------------------------------------------------------------------------------
+
+    def is_server_owner(self, user_id: str) -> bool:
+        return self._owner_id is not None and self._owner_id == user_id
+
+    async def ensure_server_owner(self) -> User:
+        """The install's operator, created on first use."""
+        await self.load()
+        if self._owner_id is not None:
+            user = await self.get_user(self._owner_id)
+            if user is not None:
+                return user
+        user = await self.create_user(email=None, display_name="Server owner")
+        await self.set_setting(SETTING_OWNER, user.id)
+        self._owner_id = user.id
+        return user
+
+    # -- workspaces and members ---------------------------------------------------------------------------
+
+    async def create_workspace(self, name: str, owner_id: str) -> Workspace:
+        ws = Workspace(new_id(), name, self._clock.now(), owner_id)
+        async with self._db.begin() as conn:
+            await conn.execute(
+                sa.insert(t.workspaces).values(id=ws.id, name=name, created_at=ws.created_at, created_by=owner_id)
+            )
+            await conn.execute(
+                sa.insert(t.memberships).values(
+                    workspace_id=ws.id, user_id=owner_id, role=Role.owner.name, created_at=ws.created_at
+                )
+            )
+        self._roles[(ws.id, owner_id)] = Role.owner
+        return ws
+
+    async def get_workspace(self, workspace_id: str) -> Workspace | None:
+        async with self._db.connect() as conn:
+            row = (await conn.execute(sa.select(t.workspaces).where(t.workspaces.c.id == workspace_id))).first()
+        return None if row is None else Workspace(row.id, row.name, row.created_at, row.created_by)
+
+    async def list_workspace_ids(self) -> list[str]:
+        async with self._db.connect() as conn:
+            rows = (await conn.execute(sa.select(t.workspaces.c.id).order_by(t.workspaces.c.created_at))).all()
+        return [r[0] for r in rows]
+
+    async def workspaces_of(self, user_id: str) -> list[tuple[Workspace, Role]]:
+        q = (
+            sa.select(t.workspaces, t.memberships.c.role)
+            .join(t.memberships, t.memberships.c.workspace_id == t.workspaces.c.id)
+            .where(t.memberships.c.user_id == user_id)
+            .order_by(t.workspaces.c.created_at)
+        )
+        async with self._db.connect() as conn:
+            rows = (await conn.execute(q)).all()
+        return [(Workspace(r.id, r.name, r.created_at, r.created_by), Role[r.role]) for r in rows]
+
+    async def role_of(self, workspace_id: str, user_id: str) -> Role | None:
+        key = (workspace_id, user_id)
+        if key in self._roles:
+            return self._roles[key]
+        q = sa.select(t.memberships.c.role).where(
+            t.memberships.c.workspace_id == workspace_id, t.memberships.c.user_id == user_id
+        )
+        async with self._db.connect() as conn:
+            row = (await conn.execute(q)).first()
+        role = None if row is None else Role[row[0]]
+        self._roles[key] = role
+        return role
+
+    async def members(self, workspace_id: str) -> list[Member]:
+        q = (
+            sa.select(t.memberships, t.users.c.display_name, t.users.c.email)
+            .join(t.users, t.users.c.id == t.memberships.c.user_id)
+            .where(t.memberships.c.workspace_id == workspace_id)
+            .order_by(t.memberships.c.created_at)
+        )
+        async with self._db.connect() as conn:
+            rows = (await conn.execute(q)).all()
+        return [Member(r.user_id, r.display_name, r.email, Role[r.role], r.created_at) for r in rows]
+
+    async def add_member(self, workspace_id: str, user_id: str, role: Role) -> None:
+        now = self._clock.now()
+        async with self._db.begin() as conn:
+            exists = (
+                await conn.execute(
+                    sa.select(t.memberships.c.role).where(
+                        t.memberships.c.workspace_id == workspace_id, t.memberships.c.user_id == user_id
+                    )
+                )
+            ).first()
+            if exists is not None:
+                return
+            await conn.execute(
+                sa.insert(t.memberships).values(
+                    workspace_id=workspace_id, user_id=user_id, role=role.name, created_at=now
+                )
+            )
+        self._roles[(workspace_id, user_id)] = role
+
+    async def set_role(self, workspace_id: str, user_id: str, role: Role) -> None:
+        async with self._db.begin() as conn:
+            await self._guard_last_owner(conn, workspace_id, user_id, role)
+            done = await conn.execute(
+                sa.update(t.memberships)
+                .where(t.memberships.c.workspace_id == workspace_id, t.memberships.c.user_id == user_id)
+                .values(role=role.name)
+            )
+        if done.rowcount == 0:
+            raise NotFound(f"user {user_id} is not a member of this workspace")
+        self._roles[(workspace_id, user_id)] = role
+
+    async def remove_member(self, workspace_id: str, user_id: str) -> None:
+        async with self._db.begin() as conn:
+            await self._guard_last_owner(conn, workspace_id, user_id, None)
+            done = await conn.execute(
+                sa.delete(t.memberships).where(
+                    t.memberships.c.workspace_id == workspace_id, t.memberships.c.user_id == user_id
+                )
+            )
+        if done.rowcount == 0:
+            raise NotFound(f"user {user_id} is not a member of this workspace")
+        self._roles[(workspace_id, user_id)] = None
+
+    async def _guard_last_owner(self, conn: Any, workspace_id: str, user_id: str, new_role: Role | None) -> None:
+        """A workspace always keeps at least one owner."""
+        if new_role is Role.owner:
+            return
+        q = sa.select(t.memberships.c.user_id).where(
+            t.memberships.c.workspace_id == workspace_id, t.memberships.c.role == Role.owner.name
+        )
+        owners = {r[0] for r in (await conn.execute(q)).all()}
+        if owners == {user_id}:
+            raise Conflict("the workspace's last owner cannot be demoted or removed")
+
+    # -- devices and authentication -------------------------------------------------------------------------
+
+    async def issue_device(self, user_id: str, name: str) -> str:
+        """Create a device credential for ``user_id``; the token is returned once and stored only hashed."""
+        token = new_token()
+        now = self._clock.now()
+        async with self._db.begin() as conn:
+            await conn.execute(
+                sa.insert(t.devices).values(
+                    id=new_id(),
+                    user_id=user_id,
+                    name=name[:200] or "device",
+                    token_hash=token_hash(token),
+                    created_at=now,
+                    last_used_at=now,
+                )
+            )
+        return token
+
+    async def list_devices(self, user_id: str) -> list[Device]:
+        q = sa.select(t.devices).where(t.devices.c.user_id == user_id).order_by(t.devices.c.created_at)
+        async with self._db.connect() as conn:
+            rows = (await conn.execute(q)).all()
+        return [_device(r) for r in rows]
+
+    async def revoke_device(self, user_id: str, device_id: str) -> None:
+        async with self._db.begin() as conn:
+            done = await conn.execute(
+                sa.update(t.devices)
+                .where(t.devices.c.id == device_id, t.devices.c.user_id == user_id, t.devices.c.revoked_at.is_(None))
+                .values(revoked_at=self._clock.now())
+            )
+        if done.rowcount == 0:
+            raise NotFound(f"device {device_id} is not an active device of this user")
+        for key in [k for k, c in self._devices.items() if c.device.id == device_id]:
+            del self._devices[key]
+
+    async def authenticate(self, token: str) -> Principal:
+        """Check a device credential on use: it exists, is not revoked, its user is active, and the session
+        policy (max age, idle timeout) allows it. Raises ``Unauthenticated`` with the reason."""
+        if not token:
+            raise Unauthenticated("no device credential was given")
+        key = token_hash(token)
+        mono = self._clock.monotonic()
+        cached = self._devices.get(key)
+        if cached is None or mono - cached.loaded_at > _FRESH_SECONDS:
+            cached = await self._load_device(key, mono, cached)
+        device, user = cached.device, cached.user
+        if device.revoked_at is not None:
+            raise Unauthenticated("the device credential was revoked")
+        if not user.active:
+            raise Unauthenticated("the user is deactivated")
+        now = self._clock.now()
+        why = self._policy.violation(device, now)
+        if why is not None:
+            raise Unauthenticated(why)
+        cached.device = replace(device, last_used_at=now)
+        if mono - cached.touched_at >= _TOUCH_SECONDS:
+            cached.touched_at = mono
+            await self._touch(device.id, now)
+        return Principal(user.id, device.id, user.display_name, self.is_server_owner(user.id))
+
+    async def _load_device(self, key: str, mono: float, previous: _CachedDevice | None) -> _CachedDevice:
+        q = sa.select(t.devices).where(t.devices.c.token_hash == key)
+        async with self._db.connect() as conn:
+            row = (await conn.execute(q)).first()
+        if row is None:
+            raise Unauthenticated("the device credential is not known")
+        device = _device(row)
+        if previous is not None and previous.device.last_used_at > device.last_used_at:
+            device = replace(device, last_used_at=previous.device.last_used_at)
+        user = await self.get_user(device.user_id)
+        if user is None:
+            raise Unauthenticated("the credential's user no longer exists")
+        cached = _CachedDevice(device, user, mono, previous.touched_at if previous else mono)
+        self._devices[key] = cached
+        return cached
+
+    async def _touch(self, device_id: str, now: datetime) -> None:
+        async with self._db.begin() as conn:
+            await conn.execute(sa.update(t.devices).where(t.devices.c.id == device_id).values(last_used_at=now))
+
+    async def authenticate_bearer(self, request: HTTPConnection) -> Principal:
+        """Authenticate an HTTP request by its ``Authorization: Bearer <device credential>`` header."""
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("send the device credential as Authorization: Bearer <token>")
+        return await self.authenticate(token.strip())
+
+    async def flush(self) -> None:
+        """Write back pending last-used times (at shutdown)."""
+        pending = [(c.device.id, c.device.last_used_at) for c in self._devices.values()]
+        for device_id, at in pending:
+            await self._touch(device_id, at)
+        await asyncio.sleep(0)

@@ -1,0 +1,125 @@
+"""Turning one request frame into one reply, in the contract's order of checks.
+
+Order: frame shape → op known → ``workspace_id`` present (before any database opens) → credential still
+valid (session policy on every use) → server-owner ops → membership and minimum role → arguments parsed
+totally (the message names the field) → guardrails → the handler. Only this module and the HTTP edge turn
+errors into wire shapes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from hangar.core.context import AppContext
+from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
+from hangar.rpc.context import OpContext, Principal
+from hangar.rpc.guardrails import Guardrails
+from hangar.rpc.registry import OpRegistry, OpSpec
+
+log = logging.getLogger(__name__)
+
+
+def error_frame(req_id: Any, err: HangarError) -> dict[str, Any]:
+    return {"id": req_id, "ok": False, "error": err.to_dict()}
+
+
+def to_wire(value: Any) -> Any:
+    """Results may be pydantic models, dataclass-free dicts and lists of either."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, dict):
+        return {k: to_wire(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_wire(v) for v in value]
+    return value
+
+
+def _field_of(exc: ValidationError) -> tuple[str, str]:
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "args"
+    kind = first["type"]
+    if kind == "missing":
+        return field, f"args.{field} is required"
+    if kind == "extra_forbidden":
+        return field, f"args.{field} is not a known argument"
+    return field, f"args.{field}: {first['msg']}"
+
+
+class Dispatcher:
+    def __init__(self, app: AppContext, registry: OpRegistry, guardrails: Guardrails) -> None:
+        self.app = app
+        self.registry = registry
+        self.guardrails = guardrails
+
+    def parse_frame(self, frame: Any) -> tuple[Any, OpSpec, dict[str, Any]]:
+        """Check the frame's shape and find its op; returns (id, spec, args)."""
+        if not isinstance(frame, dict):
+            raise InvalidArgs("a request frame must be a JSON object with id, op and args", field="frame")
+        req_id = frame.get("id")
+        if not isinstance(req_id, str | int) or isinstance(req_id, bool):
+            raise InvalidArgs("id must be a string or a number", field="id")
+        op_name = frame.get("op")
+        if not isinstance(op_name, str):
+            raise InvalidArgs("op must be a string naming the operation", field="op")
+        args = frame.get("args", {})
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise InvalidArgs("args must be a JSON object", field="args")
+        spec = self.registry.get(op_name)
+        if spec is None:
+            raise UnknownOp(f"there is no op named {op_name!r}")
+        return req_id, spec, args
+
+    async def prepare(
+        self, principal: Principal, token: str, req_id: Any, spec: OpSpec, raw: dict[str, Any]
+    ) -> tuple[OpContext, BaseModel]:
+        """Everything short of running the handler: the contract's checks in order."""
+        args = dict(raw)
+        workspace_id: str | None = None
+        if spec.scope == "workspace":
+            ws = args.pop("workspace_id", None)
+            if ws is None:
+                raise WorkspaceRequired(f"{spec.name} is workspace-scoped: pass args.workspace_id")
+            if not isinstance(ws, str) or not ws:
+                raise InvalidArgs("args.workspace_id must be a non-empty string", field="workspace_id")
+            workspace_id = ws
+        identity = self.app.identity
+        principal = await identity.authenticate(token)
+        if spec.server_owner and not principal.is_server_owner:
+            raise Forbidden(f"{spec.name} is reserved to the server owner")
+        role = None
+        if workspace_id is not None:
+            role = await identity.role_of(workspace_id, principal.user_id)
+            if role is None:
+                raise Forbidden(f"you are not a member of workspace {workspace_id}")
+            if role < spec.min_role:
+                raise Forbidden(f"{spec.name} needs the {spec.min_role.name} role; you are {role.name}")
+        try:
+            parsed = spec.args_model.model_validate(args)
+        except ValidationError as exc:
+            field, message = _field_of(exc)
+            raise InvalidArgs(message, field=field) from None
+        if workspace_id is not None:
+            space_id = args.get("space_id") or args.get("spaceId")
+            engine = await self.app.dbs.workspace(workspace_id)
+            await self.guardrails.check(engine, workspace_id, spec, space_id if isinstance(space_id, str) else None)
+        return OpContext(self.app, principal, spec, workspace_id, role, req_id), parsed
+
+    async def call(self, ctx: OpContext, args: BaseModel) -> Any:
+        try:
+            return to_wire(await ctx.spec.handler(ctx, args))
+        except HangarError:
+            raise
+        except Exception as exc:
+            # The exception text may hold anything (paths, values); it goes to the log, not the caller.
+            log.exception("op %s failed", ctx.spec.name)
+            raise HangarError(f"{ctx.spec.name} failed with an internal error") from exc
+
+    def watch(self, ctx: OpContext, args: BaseModel) -> AsyncIterator[Any]:
+        gen: AsyncIterator[Any] = ctx.spec.handler(ctx, args)
+        return gen

@@ -1,0 +1,87 @@
+"""Guardrails: an op's action classes checked against the workspace's and the space's policy.
+
+Allowed by default. A read-only mode (workspace-wide or for one space) denies every mutating op and every
+action class wholesale. A space's autonomy setting can demote action classes to ask-first: the op is then
+answered ``refused`` naming the class, for a person to approve out of band.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.core import tables
+from hangar.core.clock import Clock
+from hangar.errors import InvalidArgs, Refused
+from hangar.rpc.registry import ACTION_CLASSES, OpSpec
+
+WORKSPACE_SCOPE = "workspace"
+
+
+def space_scope(space_id: str) -> str:
+    return f"space:{space_id}"
+
+
+@dataclass(frozen=True)
+class GuardrailSetting:
+    read_only: bool = False
+    ask_first: frozenset[str] = frozenset()
+
+
+class Guardrails:
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._cache: dict[tuple[str, str], GuardrailSetting] = {}
+
+    async def get(self, engine: AsyncEngine, workspace_id: str, scope: str) -> GuardrailSetting:
+        key = (workspace_id, scope)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        g = tables.guardrail_settings
+        async with engine.connect() as conn:
+            row = (await conn.execute(sa.select(g).where(g.c.scope == scope))).first()
+        setting = GuardrailSetting() if row is None else GuardrailSetting(bool(row.read_only), frozenset(row.ask_first))
+        self._cache[key] = setting
+        return setting
+
+    async def set(
+        self, engine: AsyncEngine, workspace_id: str, scope: str, setting: GuardrailSetting
+    ) -> GuardrailSetting:
+        unknown = setting.ask_first - ACTION_CLASSES
+        if unknown:
+            raise InvalidArgs(f"unknown action classes: {', '.join(sorted(unknown))}", field="askFirst")
+        g = tables.guardrail_settings
+        values = {
+            "read_only": setting.read_only,
+            "ask_first": sorted(setting.ask_first),
+            "updated_at": self._clock.now(),
+        }
+        async with engine.begin() as conn:
+            done = await conn.execute(sa.update(g).where(g.c.scope == scope).values(**values))
+            if done.rowcount == 0:
+                await conn.execute(sa.insert(g).values(scope=scope, **values))
+        self._cache[(workspace_id, scope)] = setting
+        return setting
+
+    async def check(self, engine: AsyncEngine, workspace_id: str, spec: OpSpec, space_id: str | None) -> None:
+        """Raise ``Refused`` when the policy does not allow ``spec`` here."""
+        if not spec.mutating and not spec.actions:
+            return
+        scopes = [WORKSPACE_SCOPE] + ([space_scope(space_id)] if space_id else [])
+        settings = [await self.get(engine, workspace_id, s) for s in scopes]
+        for scope, setting in zip(scopes, settings, strict=True):
+            if setting.read_only:
+                where = "this workspace" if scope == WORKSPACE_SCOPE else "this space"
+                what = f"action classes {', '.join(sorted(spec.actions))}" if spec.actions else "changes"
+                raise Refused(f"{spec.name} refused: {where} is in read-only mode, which denies {what}")
+        for scope, setting in zip(scopes, settings, strict=True):
+            demoted = spec.actions & setting.ask_first
+            if demoted:
+                where = "this workspace" if scope == WORKSPACE_SCOPE else "this space"
+                raise Refused(
+                    f"{spec.name} refused: {where} asks first for {', '.join(sorted(demoted))}; "
+                    "a person must approve it"
+                )
