@@ -1,9 +1,9 @@
 """Rig errors: leaves of the one error tree (``hangar.errors``) with a rig-specific meaning.
 
-    Unavailable
-    └── BackendFailure   the machine behind a rig failed (boot, exec channel, process died)
-    Refused
-    └── ControlHeld      a person holds control of the rig, so a mutating verb is refused
+Unavailable
+└── BackendFailure   the machine behind a rig failed (boot, exec channel, process died)
+Refused
+└── ControlHeld      a person holds control of the rig, so a mutating verb is refused
 """
 
 from __future__ import annotations

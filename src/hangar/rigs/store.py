@@ -1,0 +1,210 @@
+"""Rig records and the rig action log, in each workspace database (schema in ``rigs/migrations``).
+
+``rig_sessions`` keeps one row per rig for its whole life and after (a closed rig's row survives for the audit
+trail). ``rig_action_log`` records every input event on a rig with its principal and a sequence number that is
+monotonic per rig; content that must not be stored (typed text, clipboard, exec commands, terminal input)
+arrives here already reduced by ``hangar.core.audit.sensitive`` to a length and a SHA-256.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.core.clock import Clock
+from hangar.core.db import Databases, MigrationSet
+from hangar.rigs.model import LIVE_PHASES, CloseReason, Phase, RigRecord, Surface
+
+metadata = sa.MetaData()
+
+rig_sessions = sa.Table(
+    "rig_sessions",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("space_id", sa.String(64), nullable=False),
+    sa.Column("surface", sa.String(16), nullable=False),
+    sa.Column("engine", sa.String(16), nullable=True),
+    sa.Column("backend", sa.String(32), nullable=False),
+    sa.Column("phase", sa.String(16), nullable=False),
+    sa.Column("status_detail", sa.String(500), nullable=False),
+    sa.Column("close_reason", sa.String(32), nullable=True),
+    sa.Column("controller", sa.String(64), nullable=True),
+    sa.Column("opened_by", sa.String(200), nullable=False),
+    sa.Column("memory_mb", sa.Integer, nullable=False),
+    sa.Column("vcpus", sa.Integer, nullable=False),
+    sa.Column("display", sa.String(16), nullable=True),
+    sa.Column("resident_mb", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("closed_at", sa.DateTime(timezone=True), nullable=True),
+)
+
+rig_action_log = sa.Table(
+    "rig_action_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("rig_id", sa.String(36), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("principal", sa.String(200), nullable=False),
+    sa.Column("verb", sa.String(64), nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("details", sa.JSON, nullable=False),
+)
+
+MIGRATIONS = MigrationSet("rigs", "workspace", Path(__file__).parent / "migrations")
+
+_SETTABLE = frozenset({"phase", "status_detail", "close_reason", "controller", "resident_mb", "closed_at", "display"})
+
+
+@dataclass(frozen=True)
+class ActionEntry:
+    rig_id: str
+    seq: int
+    at: datetime
+    principal: str
+    verb: str
+    outcome: str  # "ok", "refused", "error"
+    details: dict[str, Any]
+
+
+def _record(row: Mapping[Any, Any]) -> RigRecord:
+    return RigRecord(
+        id=row["id"],
+        space_id=row["space_id"],
+        surface=Surface(row["surface"]),
+        engine=row["engine"],
+        backend=row["backend"],
+        phase=Phase(row["phase"]),
+        status_detail=row["status_detail"],
+        close_reason=CloseReason(row["close_reason"]) if row["close_reason"] else None,
+        controller=row["controller"],
+        opened_by=row["opened_by"],
+        memory_mb=row["memory_mb"],
+        vcpus=row["vcpus"],
+        display=row["display"],
+        resident_mb=row["resident_mb"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        closed_at=row["closed_at"],
+    )
+
+
+class RigStore:
+    def __init__(self, dbs: Databases, clock: Clock) -> None:
+        self._dbs = dbs
+        self._clock = clock
+        # One writer per rig in this process keeps the per-rig sequence gap-free.
+        self._seq_locks: dict[str, asyncio.Lock] = {}
+
+    async def _engine(self, ws: str) -> AsyncEngine:
+        return await self._dbs.workspace(ws)
+
+    async def insert(
+        self,
+        ws: str,
+        *,
+        rig_id: str,
+        space_id: str,
+        surface: Surface,
+        engine: str | None,
+        backend: str,
+        opened_by: str,
+        memory_mb: int,
+        vcpus: int,
+        display: str | None,
+    ) -> RigRecord:
+        now = self._clock.now()
+        values: dict[str, Any] = {
+            "id": rig_id,
+            "space_id": space_id,
+            "surface": surface.value,
+            "engine": engine,
+            "backend": backend,
+            "phase": Phase.provisioning.value,
+            "status_detail": "starting",
+            "close_reason": None,
+            "controller": None,
+            "opened_by": opened_by,
+            "memory_mb": memory_mb,
+            "vcpus": vcpus,
+            "display": display,
+            "resident_mb": 0,
+            "created_at": now,
+            "updated_at": now,
+            "closed_at": None,
+        }
+        async with (await self._engine(ws)).begin() as conn:
+            await conn.execute(sa.insert(rig_sessions).values(**values))
+        return _record(values)
+
+    async def update(self, ws: str, rig_id: str, **fields: Any) -> None:
+        unknown = set(fields) - _SETTABLE
+        if unknown:
+            raise ValueError(f"rig_sessions has no settable fields {sorted(unknown)}")
+        values = {k: (v.value if isinstance(v, Phase | CloseReason) else v) for k, v in fields.items()}
+        values["updated_at"] = self._clock.now()
+        async with (await self._engine(ws)).begin() as conn:
+            await conn.execute(sa.update(rig_sessions).where(rig_sessions.c.id == rig_id).values(**values))
+
+    async def get(self, ws: str, rig_id: str) -> RigRecord | None:
+        async with (await self._engine(ws)).connect() as conn:
+            row = (await conn.execute(sa.select(rig_sessions).where(rig_sessions.c.id == rig_id))).mappings().first()
+        return _record(row) if row is not None else None
+
+    async def rigs(self, ws: str, *, include_closed: bool = False) -> list[RigRecord]:
+        q = sa.select(rig_sessions).order_by(rig_sessions.c.created_at, rig_sessions.c.id)
+        if not include_closed:
+            q = q.where(rig_sessions.c.phase.in_([p.value for p in LIVE_PHASES | {Phase.closing}]))
+        async with (await self._engine(ws)).connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [_record(r) for r in rows]
+
+    async def append_action(
+        self,
+        ws: str,
+        rig_id: str,
+        *,
+        principal: str,
+        verb: str,
+        outcome: str = "ok",
+        details: dict[str, Any] | None = None,
+    ) -> int:
+        """Record one input event; returns its per-rig sequence number."""
+        t = rig_action_log
+        engine = await self._engine(ws)
+        async with self._seq_locks.setdefault(rig_id, asyncio.Lock()), engine.begin() as conn:
+            last = (await conn.execute(sa.select(sa.func.max(t.c.seq)).where(t.c.rig_id == rig_id))).scalar()
+            seq = int(last or 0) + 1
+            await conn.execute(
+                sa.insert(t).values(
+                    rig_id=rig_id,
+                    seq=seq,
+                    at=self._clock.now(),
+                    principal=principal,
+                    verb=verb,
+                    outcome=outcome,
+                    details=details or {},
+                )
+            )
+        return seq
+
+    async def actions(self, ws: str, rig_id: str) -> list[ActionEntry]:
+        t = rig_action_log
+        async with (await self._engine(ws)).connect() as conn:
+            rows = (await conn.execute(sa.select(t).where(t.c.rig_id == rig_id).order_by(t.c.seq))).mappings().all()
+        return [
+            ActionEntry(r["rig_id"], r["seq"], r["at"], r["principal"], r["verb"], r["outcome"], dict(r["details"]))
+            for r in rows
+        ]
+
+    def forget(self, rig_id: str) -> None:
+        """Drop in-process bookkeeping for a rig that reached a final phase."""
+        self._seq_locks.pop(rig_id, None)
