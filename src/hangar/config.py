@@ -34,7 +34,9 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
-    data_dir: Path = Field(default_factory=default_data_dir, validation_alias=AliasChoices("data_dir", "HANGAR_DATA_DIR"))
+    data_dir: Path = Field(
+        default_factory=default_data_dir, validation_alias=AliasChoices("data_dir", "HANGAR_DATA_DIR")
+    )
     public_url: str | None = Field(default=None, validation_alias=AliasChoices("public_url", "HANGAR_PUBLIC_URL"))
     web_client_url: str | None = Field(
         default=None, validation_alias=AliasChoices("web_client_url", "SERVER_WEB_CLIENT_URL")

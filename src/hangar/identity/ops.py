@@ -173,7 +173,37 @@ async def devices_pairing_code(ctx: OpContext, args: NoArgs) -> dict[str, str]:
     return {"code": await ctx.app.service(Pairing).mint_device_code(ctx.principal.user_id)}
 
 
+@op("server.users", kind="read", scope="server", server_owner=True)
+async def server_users(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
+    """Every user of the server (server owner only)."""
+    return [
+        {
+            "id": u.id,
+            "email": u.email,
+            "displayName": u.display_name,
+            "active": u.active,
+            "ssoIssuer": u.sso_issuer,
+        }
+        for u in await ctx.app.identity.list_users()
+    ]
+
+
+class DeactivateArgs(Args):
+    user_id: str = Field(min_length=1)
+
+
+@op("server.deactivateUser", kind="destructive", scope="server", server_owner=True)
+async def server_deactivate_user(ctx: OpContext, args: DeactivateArgs) -> dict[str, str]:
+    """Deactivate a user and revoke all their credentials (server owner only)."""
+    if args.user_id == ctx.principal.user_id:
+        raise Forbidden("the server owner cannot deactivate themselves")
+    await ctx.app.identity.deactivate_user(args.user_id)
+    return {"userId": args.user_id}
+
+
 IDENTITY_OPS = [
+    server_users,
+    server_deactivate_user,
     server_info,
     users_me,
     workspaces_create,

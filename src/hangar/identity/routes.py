@@ -46,4 +46,16 @@ async def pair(request: Request) -> Response:
     return JSONResponse({"token": paired.token, "userId": paired.user_id})
 
 
-IDENTITY_ROUTES = [Route("/auth/pair", pair, methods=["POST"])]
+async def me(request: Request) -> Response:
+    """The principal behind a bearer credential: the simplest check that a credential still works."""
+    ctx: AppContext = request.app.state.ctx
+    try:
+        principal = await ctx.identity.authenticate_bearer(request)
+    except HangarError as err:
+        return error_response(err)
+    return JSONResponse(
+        {"userId": principal.user_id, "deviceId": principal.device_id, "isServerOwner": principal.is_server_owner}
+    )
+
+
+IDENTITY_ROUTES = [Route("/auth/pair", pair, methods=["POST"]), Route("/auth/me", me, methods=["GET"])]

@@ -100,7 +100,10 @@ def op(
         params = list(inspect.signature(fn).parameters)
         if params != ["ctx", "args"]:
             raise ValueError(f"{where}: signature must be (ctx, args)")
-        hints = get_type_hints(fn)
+        try:
+            hints = get_type_hints(fn)
+        except NameError as exc:
+            raise ValueError(f"{where}: annotations must resolve at import ({exc})") from exc
         model = hints.get("args")
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise ValueError(f"{where}: `args` must be annotated with a pydantic model")

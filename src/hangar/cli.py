@@ -1,0 +1,95 @@
+"""The ``hangar`` command line (CONTRACTS.md section 1). Parts add their sub-commands here, one line each."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hangar.config import DEFAULT_PORT, DEFAULT_SITE_PORT, Settings
+
+app = typer.Typer(
+    name="hangar",
+    help="Hangar: a self-hosted control center where AI agents and people work together.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_help=True)
+app.add_typer(admin_app, name="admin")
+
+DataDirOpt = Annotated[
+    Path | None, typer.Option("--data-dir", help="Data directory (default $HANGAR_DATA_DIR or ~/.local/share/hangar).")
+]
+
+
+def settings_from(**flags: object) -> Settings:
+    try:
+        return Settings.from_flags(**flags)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Server port.")] = DEFAULT_PORT,
+    data_dir: DataDirOpt = None,
+    public_url: Annotated[str | None, typer.Option("--public-url", help="Canonical public origin.")] = None,
+    web_client_url: Annotated[
+        str | None, typer.Option("--web-client-url", help="Origin SSO callbacks redirect to ($SERVER_WEB_CLIENT_URL).")
+    ] = None,
+    site_port: Annotated[int, typer.Option("--site-port", help="Website port.")] = DEFAULT_SITE_PORT,
+    no_site: Annotated[bool, typer.Option("--no-site", help="Do not serve the website.")] = False,
+) -> None:
+    """Run the self-hosted server, and the website on its own port unless --no-site."""
+    from hangar.server.app import build_server
+    from hangar.server.listeners import Listener, serve_all
+
+    settings = settings_from(
+        host=host, port=port, data_dir=data_dir, public_url=public_url, web_client_url=web_client_url
+    )
+    listeners = [Listener("server", build_server(settings), host, port)]
+    if not no_site:
+        from hangar.site.app import build_site
+
+        listeners.append(Listener("website", build_site(None), host, site_port))
+    typer.echo(f"data directory: {settings.data_dir}")
+    typer.echo(f"owner credential: hangar admin owner-token --data-dir {settings.data_dir}")
+    asyncio.run(serve_all(listeners))
+
+
+@app.command()
+def site(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Website port.")] = DEFAULT_SITE_PORT,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Canonical origin of the site.")] = None,
+) -> None:
+    """Run the public website alone."""
+    from hangar.server.listeners import Listener, serve_all
+    from hangar.site.app import build_site
+
+    asyncio.run(serve_all([Listener("website", build_site(base_url), host, port)]))
+
+
+@admin_app.command("owner-token")
+def owner_token(data_dir: DataDirOpt = None) -> None:
+    """Print a new device credential for the server owner, creating the owner on first use."""
+    from hangar.server.context_factory import open_context
+
+    settings = settings_from(data_dir=data_dir)
+
+    async def run() -> str:
+        from hangar.core.part_def import CORE_PART
+        from hangar.identity.part import IDENTITY_PART
+
+        async with open_context(settings, parts=[CORE_PART, IDENTITY_PART]) as ctx:
+            owner = await ctx.identity.ensure_server_owner()
+            return await ctx.identity.issue_device(owner.id, "owner-token")
+
+    typer.echo(asyncio.run(run()))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,60 @@
+"""The server's ASGI application: ``/healthz``, ``/rpc`` and every part's routes, with a lifespan that opens
+the application context and starts the parts."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+
+import hangar
+from hangar.config import Settings
+from hangar.core.clock import Clock
+from hangar.core.context import AppContext
+from hangar.core.part import Part
+from hangar.rpc.dispatcher import Dispatcher
+from hangar.rpc.endpoint import rpc_endpoint
+from hangar.rpc.guardrails import Guardrails
+from hangar.rpc.registry import OpRegistry
+from hangar.server.context_factory import open_context
+
+
+async def healthz(_request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok", "version": hangar.__version__})
+
+
+def build_server(
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    parts: Sequence[Part] | None = None,
+    on_ready: list[AppContext] | None = None,
+) -> Starlette:
+    """The server app. ``on_ready``, when given, receives the context once started (tests use it)."""
+    if parts is None:
+        from hangar.server.parts import all_parts
+
+        parts = all_parts()
+    registry = OpRegistry(o for p in parts for o in p.ops)
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz, methods=["GET"]),
+        WebSocketRoute("/rpc", rpc_endpoint),
+    ]
+    for part in parts:
+        routes.extend(part.routes)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with open_context(settings, clock=clock, parts=parts) as ctx:
+            app.state.ctx = ctx
+            app.state.registry = registry
+            app.state.dispatcher = Dispatcher(ctx, registry, ctx.service(Guardrails))
+            if on_ready is not None:
+                on_ready.append(ctx)
+            yield
+
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -1,0 +1,65 @@
+"""Building the application context: data directory, databases (migrated), secrets, events, audit, identity,
+then every part's ``start``. Used by the server and by in-process commands (``hangar pipeline run``)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+from hangar.config import Settings
+from hangar.core.audit import AuditLog
+from hangar.core.clock import Clock, SystemClock
+from hangar.core.context import AppContext
+from hangar.core.datadir import DataDir
+from hangar.core.db import Databases
+from hangar.core.events import EventBus, EventRegistry
+from hangar.core.part import Part
+from hangar.core.secrets import SecretsFile
+from hangar.identity.service import IdentityService
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.asynccontextmanager
+async def open_context(
+    settings: Settings, *, clock: Clock | None = None, parts: Sequence[Part] | None = None
+) -> AsyncIterator[AppContext]:
+    if parts is None:
+        from hangar.server.parts import all_parts
+
+        parts = all_parts()
+    clock = clock or SystemClock()
+    datadir = DataDir(settings.data_dir).ensure()
+    dbs = Databases(datadir, [m for p in parts for m in p.migrations])
+    await dbs.open()
+    registry = EventRegistry([e for p in parts for e in p.events])
+    bus = EventBus(dbs, clock, registry)
+    identity = IdentityService(dbs.server, clock)
+    await identity.load()
+    ctx = AppContext(
+        settings=settings,
+        clock=clock,
+        datadir=datadir,
+        dbs=dbs,
+        secrets=SecretsFile(datadir.secrets_file),
+        bus=bus,
+        audit=AuditLog(dbs, clock),
+        identity=identity,
+    )
+    started: list[Part] = []
+    try:
+        for part in parts:
+            if part.start is not None:
+                await part.start(ctx)
+            started.append(part)
+        yield ctx
+    finally:
+        for part in reversed(started):
+            if part.stop is not None:
+                try:
+                    await part.stop(ctx)
+                except Exception:
+                    log.exception("part %s failed to stop cleanly", part.name)
+        await bus.aclose()
+        await dbs.aclose()

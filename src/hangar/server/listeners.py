@@ -1,0 +1,84 @@
+"""Running uvicorn listeners side by side in one event loop (the server and its website)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from hangar.rpc.endpoint import MAX_FRAME_BYTES
+
+
+class _Server(uvicorn.Server):
+    """Signals are handled once for all listeners by ``serve_all``, not by each server."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+@dataclass
+class Listener:
+    name: str
+    app: ASGIApp
+    host: str
+    port: int
+    server: _Server | None = None
+
+    def make(self) -> _Server:
+        config = uvicorn.Config(
+            self.app,
+            host=self.host,
+            port=self.port,
+            ws="websockets-sansio",
+            ws_max_size=MAX_FRAME_BYTES,
+            ws_ping_interval=20.0,
+            log_level="warning",
+            lifespan="on",
+        )
+        self.server = _Server(config)
+        return self.server
+
+    @property
+    def bound_port(self) -> int:
+        assert self.server is not None and self.server.servers
+        sock = self.server.servers[0].sockets[0]
+        return int(sock.getsockname()[1])
+
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.bound_port}"
+
+
+async def serve_all(listeners: Sequence[Listener], announce: bool = True) -> None:
+    servers = [listener.make() for listener in listeners]
+    tasks = [asyncio.create_task(s.serve()) for s in servers]
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        for s in servers:
+            s.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop)
+    while not all(s.started for s in servers):
+        if any(t.done() for t in tasks):
+            stop()
+            break
+        await asyncio.sleep(0.02)
+    else:
+        if announce:
+            for listener in listeners:
+                print(f"{listener.name}: {listener.url()}", flush=True)
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    if any(not s.started for s in servers):
+        raise SystemExit(1)

@@ -1,0 +1,40 @@
+"""The core parts plus a test part whose ops exercise every error code and the guardrails."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from hangar.core.part import Part
+from hangar.core.part_def import CORE_PART
+from hangar.errors import Unavailable
+from hangar.identity.part import IDENTITY_PART
+from hangar.rpc.context import OpContext
+from hangar.rpc.registry import Args, NoArgs, op
+
+
+class SpawnArgs(Args):
+    space_id: str | None = None
+    command: str = Field(min_length=1)
+    count: int = 1
+
+
+@op("test.spawn", kind="mutate", scope="workspace", actions=["processSpawn"])
+async def test_spawn(ctx: OpContext, args: SpawnArgs) -> dict[str, object]:
+    """An op declaring an action class, to exercise guardrails."""
+    return {"ran": args.command, "count": args.count}
+
+
+@op("test.down", kind="read", scope="server")
+async def test_down(ctx: OpContext, args: NoArgs) -> None:
+    """Always unavailable."""
+    raise Unavailable("the test backend is down")
+
+
+@op("test.crash", kind="read", scope="server")
+async def test_crash(ctx: OpContext, args: NoArgs) -> None:
+    """Always crashes with a secret in the exception text, which must not reach the caller."""
+    raise RuntimeError("secret-value-123")
+
+
+TEST_PART = Part(name="test", ops=[test_spawn, test_down, test_crash])
+PARTS = [CORE_PART, IDENTITY_PART, TEST_PART]

@@ -1,0 +1,85 @@
+"""Start the real server in-process on an ephemeral loopback port, in a temporary data directory."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from hangar.config import Settings
+from hangar.core.clock import Clock
+from hangar.core.context import AppContext
+from hangar.core.part import Part
+from hangar.identity.roles import Role
+from hangar.rpc.endpoint import MAX_FRAME_BYTES
+from hangar.server.app import build_server
+
+
+@dataclass
+class RunningServer:
+    url: str
+    ws_url: str
+    ctx: AppContext
+    owner_token: str
+    owner_id: str
+    data_dir: Path
+
+    async def new_user_token(
+        self, workspace_id: str | None = None, role: str | Role = Role.member, name: str = "user"
+    ) -> str:
+        """A new user (member of ``workspace_id`` at ``role`` when given) and a device credential for them."""
+        user = await self.ctx.identity.create_user(email=f"{name}@example.test", display_name=name)
+        if workspace_id is not None:
+            await self.ctx.identity.add_member(workspace_id, user.id, role if isinstance(role, Role) else Role[role])
+        return await self.ctx.identity.issue_device(user.id, f"{name}-device")
+
+    async def new_workspace(self, name: str = "ws", owner_token: str | None = None) -> str:
+        """A workspace owned by the server owner (or the user behind ``owner_token``)."""
+        principal = await self.ctx.identity.authenticate(owner_token or self.owner_token)
+        ws = await self.ctx.identity.create_workspace(name, principal.user_id)
+        await self.ctx.dbs.workspace(ws.id, create=True)
+        return ws.id
+
+
+@contextlib.asynccontextmanager
+async def running_server(
+    data_dir: Path,
+    *,
+    clock: Clock | None = None,
+    parts: Sequence[Part] | None = None,
+    **settings: Any,
+) -> AsyncIterator[RunningServer]:
+    cfg = Settings(data_dir=data_dir, host="127.0.0.1", port=0, **settings)
+    ready: list[AppContext] = []
+    app = build_server(cfg, clock=clock, parts=parts, on_ready=ready)
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        ws="websockets-sansio",
+        ws_max_size=MAX_FRAME_BYTES,
+        log_level="warning",
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("server stopped during start")
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    ctx = ready[0]
+    owner = await ctx.identity.ensure_server_owner()
+    token = await ctx.identity.issue_device(owner.id, "test-owner")
+    try:
+        yield RunningServer(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/rpc", ctx, token, owner.id, data_dir)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
