@@ -1,0 +1,202 @@
+"""Reference sections generated from the code when the site is built, so they cannot drift from it.
+
+Each generator imports what it documents inside the function: a part that is broken or not installed makes
+its section say so instead of failing the whole site.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
+
+log = logging.getLogger(__name__)
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _type_name(schema: dict[str, Any]) -> str:
+    if "anyOf" in schema:
+        return " or ".join(_type_name(s) for s in schema["anyOf"])
+    if "enum" in schema:
+        return " / ".join(f"`{v}`" for v in schema["enum"])
+    if "const" in schema:
+        return f"`{schema['const']}`"
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    t = schema.get("type", "any")
+    if t == "array":
+        return f"list of {_type_name(schema.get('items', {}))}"
+    return str(t)
+
+
+def _args_of(model: Any) -> str:
+    """One line per field of an op's argument model: name, type, required or default."""
+    schema = model.model_json_schema(by_alias=True)
+    props: dict[str, Any] = schema.get("properties", {})
+    if not props:
+        return "none"
+    required = set(schema.get("required", []))
+    parts = []
+    for name, prop in props.items():
+        mark = "" if name in required else "?"
+        parts.append(f"`{name}{mark}`: {_type_name(prop)}")
+    return ", ".join(parts)
+
+
+def rpc_ops() -> str:
+    from hangar.rpc.registry import spec_of
+    from hangar.server.parts import all_parts
+
+    out = []
+    for part in all_parts():
+        if not part.ops:
+            continue
+        rows = []
+        for fn in part.ops:
+            spec = spec_of(fn)
+            who = "server owner" if spec.server_owner else spec.min_role.name
+            acts = ", ".join(sorted(spec.actions)) or "—"
+            rows.append((f"`{spec.name}`", spec.kind, spec.scope, who, acts, _args_of(spec.args_model), spec.summary))
+        rows.sort(key=lambda r: r[0])
+        out.append(f"### Part `{part.name}`\n\n")
+        out.append(_table(("Op", "Kind", "Scope", "Minimum role", "Actions", "Arguments", "Summary"), rows))
+        out.append("\n")
+    if not out:
+        return "No part of this build declares RPC ops.\n"
+    return "".join(out)
+
+
+def _route_rows(routes: Iterable[BaseRoute], prefix: str = "") -> list[tuple[str, str, str]]:
+    rows: list[tuple[str, str, str]] = []
+    for r in routes:
+        if isinstance(r, Route):
+            methods = ", ".join(sorted(m for m in (r.methods or {"GET"}) if m != "HEAD"))
+            doc = (r.endpoint.__doc__ or "").strip().split("\n")[0]
+            rows.append((methods, f"`{prefix}{r.path}`", doc))
+        elif isinstance(r, WebSocketRoute):
+            doc = (r.endpoint.__doc__ or "").strip().split("\n")[0]
+            rows.append(("WebSocket", f"`{prefix}{r.path}`", doc))
+        elif isinstance(r, Mount):
+            rows.extend(_route_rows(r.routes, prefix + r.path))
+    return rows
+
+
+def server_routes() -> str:
+    from hangar.server.parts import all_parts
+
+    out = []
+    for part in all_parts():
+        rows = _route_rows(part.routes)
+        if rows:
+            out.append(f"### Part `{part.name}`\n\n")
+            out.append(_table(("Method", "Path", "Purpose"), sorted(rows, key=lambda r: str(r[1]))))
+            out.append("\n")
+    return "".join(out) or "No part of this build declares HTTP routes beyond the socket.\n"
+
+
+def domain_events() -> str:
+    from hangar.server.parts import all_parts
+
+    rows = []
+    for part in all_parts():
+        for cls in part.events:
+            fields = ", ".join(
+                f"`{name}`" for name in cls.model_fields if name != "workspace_id"
+            )  # every event also carries workspace_id
+            doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+            rows.append((f"`{cls.type}`", part.name, fields or "—", doc))
+    if not rows:
+        return "No part of this build declares domain events.\n"
+    return _table(("Type", "Part", "Payload fields", "Meaning"), sorted(rows))
+
+
+def pipeline_steps() -> str:
+    try:
+        from hangar.pipelines.bodies.catalog import all_bodies
+    except ImportError:
+        return "The pipeline engine's step catalogue is not part of this build, so no step bodies are registered.\n"
+    rows = []
+    for b in all_bodies():
+        spec = getattr(b, "spec", b)
+        key = getattr(spec, "key", None) or getattr(b, "key", "?")
+        summary = getattr(spec, "summary", "") or ""
+        config = getattr(spec, "config", None)
+        cfg = ", ".join(f"`{c}`" for c in config) if isinstance(config, (list, tuple, frozenset, set)) else ""
+        rows.append((f"`{key}`", summary, cfg or "—"))
+    if not rows:
+        return "No step bodies are registered in this build.\n"
+    return _table(("Body key", "What it does", "Configuration it reads"), sorted(rows))
+
+
+def _click_rows(cmd: Any, path: str) -> list[str]:
+    import click
+
+    out: list[str] = []
+    help_text = (cmd.help or cmd.short_help or "").strip()
+    if path:
+        out.append(f"### `{path}`\n\n")
+        if help_text:
+            out.append(help_text.split("\n\n")[0].replace("\n", " ") + "\n\n")
+        rows = []
+        for p in cmd.params:
+            if isinstance(p, click.Option):
+                if p.hidden:
+                    continue
+                names = ", ".join(f"`{o}`" for o in (*p.opts, *p.secondary_opts))
+                default = "" if p.default is None or (p.is_flag and not p.default) else f"{p.default}"
+                rows.append((names, _cell(p.help or ""), default))
+            elif isinstance(p, click.Argument):
+                rows.append((f"`{p.human_readable_name}` (argument)", "", "" if p.required else "optional"))
+        if rows:
+            out.append(_table(("Option", "Meaning", "Default"), rows) + "\n")
+    if isinstance(cmd, click.Group):
+        for name in sorted(cmd.commands):
+            sub = cmd.commands[name]
+            if not getattr(sub, "hidden", False):
+                out.extend(_click_rows(sub, f"{path} {name}".strip()))
+    return out
+
+
+def cli() -> str:
+    import typer.main
+
+    from hangar.cli import app
+
+    root = typer.main.get_command(app)
+    rows = _click_rows(root, "")
+    out = "".join(rows).replace("### `", "### `hangar ")
+    return out or "The command line has no commands in this build.\n"
+
+
+GENERATORS: dict[str, Callable[[], str]] = {
+    "rpc-ops": rpc_ops,
+    "server-routes": server_routes,
+    "domain-events": domain_events,
+    "pipeline-steps": pipeline_steps,
+    "cli": cli,
+}
+
+
+def generate(key: str) -> str:
+    """The markdown of one generated section; a failure becomes a visible notice, never a crash."""
+    gen = GENERATORS.get(key)
+    if gen is None:
+        raise ValueError(f"unknown generated section {key!r}; known: {sorted(GENERATORS)}")
+    try:
+        return gen()
+    except Exception as exc:
+        log.warning("site: generating the %s reference failed: %s", key, exc)
+        return (
+            f"This section is generated from the code, and this build could not generate it ({type(exc).__name__}).\n"
+        )
