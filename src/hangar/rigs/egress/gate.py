@@ -1,0 +1,274 @@
+"""The per-rig egress gate: the only way out of a rig's network namespace.
+
+Why our own: the gate must decide per connection from names the rig cannot forge into something else (the
+TLS SNI and the HTTP Host header, resolved by the gate itself, never an address the rig picked), log every
+refusal against the rig, and answer DNS from the allowlist without querying upstream. A general proxy
+(squid, tinyproxy) would need a config per rig and cannot see the original destination of redirected
+traffic; this is a few hundred lines of asyncio.
+
+Its listeners are sockets created inside the rig's namespace (see ``rules`` for how traffic reaches them);
+its upstream connections leave from the host's namespace. Only names matching the allowlist get through,
+and only on ports 80 (HTTP) and 443 (TLS, passed through without being terminated).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import struct
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from hangar.rigs.egress import dns, sni
+from hangar.rigs.egress.allowlist import matches, validate_patterns
+from hangar.rigs.egress.relay import relay
+from hangar.rigs.egress.rules import DEFAULT_PORTS, GATE_ADDRESS, GatePorts
+
+log = logging.getLogger("hangar.rigs.egress")
+
+SO_ORIGINAL_DST = 80
+HEAD_LIMIT = 32 * 1024
+READ_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 10.0
+
+SocketFactory = Callable[[int, int], Awaitable[socket.socket]]
+
+
+@dataclass(frozen=True)
+class EgressEvent:
+    at: float  # time.time()
+    kind: str  # "dns", "http", "tls", "tcp", "udp"
+    target: str  # name or address:port the rig asked for
+    allowed: bool
+    reason: str
+
+
+class EgressGate:
+    """One rig's gate. ``start`` binds its listeners through ``make_socket`` (sockets in the rig's namespace)."""
+
+    def __init__(
+        self,
+        rig_id: str,
+        allow: Iterable[str],
+        *,
+        ports: GatePorts = DEFAULT_PORTS,
+        upstream_overrides: Mapping[str, tuple[str, int]] | None = None,
+    ) -> None:
+        self.rig_id = rig_id
+        self.ports = ports
+        self._allow: set[str] = set(validate_patterns(allow))
+        # Test-only: "name:port" -> (address, port) instead of resolving the name on the host.
+        self._overrides = dict(upstream_overrides or {})
+        self.events: deque[EgressEvent] = deque(maxlen=1000)
+        self._servers: list[asyncio.AbstractServer] = []
+        self._transports: list[asyncio.BaseTransport] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def allowlist(self) -> frozenset[str]:
+        return frozenset(self._allow)
+
+    def grant(self, hosts: Iterable[str]) -> None:
+        self._allow |= validate_patterns(hosts)
+
+    def allowed(self, name: str) -> bool:
+        return matches(name, self._allow)
+
+    def _record(self, kind: str, target: str, allowed: bool, reason: str) -> None:
+        self.events.append(EgressEvent(time.time(), kind, target, allowed, reason))
+        level = logging.INFO if allowed else logging.WARNING
+        log.log(level, "rig %s egress %s %s %s: %s", self.rig_id, kind, target,
+                "allowed" if allowed else "denied", reason)  # fmt: skip
+
+    async def start(self, make_socket: SocketFactory) -> None:
+        p = self.ports
+        for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+            if family == socket.AF_INET:
+                await self._serve_udp(make_socket, family, (host, p.dns), _DnsProtocol(self))
+                await self._serve_tcp(make_socket, family, (host, p.dns), self._dns_tcp)
+                await self._serve_tcp(make_socket, family, (host, p.http), self._http)
+                await self._serve_tcp(make_socket, family, (host, p.tls), self._tls)
+            await self._serve_tcp(make_socket, family, (host, p.deny_tcp), self._deny_tcp)
+            await self._serve_udp(make_socket, family, (host, p.deny_udp), _DenyUdpProtocol(self))
+
+    async def _serve_tcp(
+        self,
+        make_socket: SocketFactory,
+        family: int,
+        address: tuple[str, int],
+        handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    ) -> None:
+        sock = await make_socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+
+        async def guarded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await handler(reader, writer)
+            except (ConnectionError, TimeoutError, asyncio.IncompleteReadError, OSError):
+                pass
+            finally:
+                writer.close()
+
+        self._servers.append(await asyncio.start_server(guarded, sock=sock))
+
+    async def _serve_udp(
+        self, make_socket: SocketFactory, family: int, address: tuple[str, int], protocol: asyncio.DatagramProtocol
+    ) -> None:
+        sock = await make_socket(family, socket.SOCK_DGRAM)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.setblocking(False)
+        transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: protocol, sock=sock)
+        self._transports.append(transport)
+
+    async def aclose(self) -> None:
+        for server in self._servers:
+            server.close()
+        for transport in self._transports:
+            transport.close()
+        for task in list(self._tasks):
+            task.cancel()
+        self._servers.clear()
+        self._transports.clear()
+
+    # --- DNS -----------------------------------------------------------------------------------------------
+
+    def dns_reply(self, data: bytes) -> bytes | None:
+        reply, question = dns.respond(data, self.allowed, GATE_ADDRESS)
+        if question is not None:
+            ok = self.allowed(question.name)
+            self._record("dns", question.name, ok, "allow-listed name" if ok else "name not allow-listed")
+        return reply
+
+    async def _dns_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            head = await asyncio.wait_for(reader.readexactly(2), READ_TIMEOUT_S)
+            query = await asyncio.wait_for(reader.readexactly(struct.unpack("!H", head)[0]), READ_TIMEOUT_S)
+            reply = self.dns_reply(query)
+            if reply is None:
+                return
+            writer.write(struct.pack("!H", len(reply)) + reply)
+            await writer.drain()
+
+    # --- HTTP and TLS --------------------------------------------------------------------------------------
+
+    async def _upstream(self, name: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        host, real_port = self._overrides.get(f"{name}:{port}", (name, port))
+        return await asyncio.wait_for(asyncio.open_connection(host, real_port), CONNECT_TIMEOUT_S)
+
+    async def _http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
+        except asyncio.LimitOverrunError:
+            self._record("http", "?", False, "request head too large")
+            return
+        host = _host_header(head)
+        if host is None:
+            self._record("http", "?", False, "no Host header")
+            writer.write(_forbidden("a Host header is required"))
+            return
+        name, _, port = host.partition(":")
+        if port not in ("", "80") or not self.allowed(name):
+            self._record("http", host, False, "host not allow-listed" if port in ("", "80") else "port not 80")
+            writer.write(_forbidden(f"egress to {host} is not allowed from this rig"))
+            return
+        try:
+            upstream = await self._upstream(name.lower(), 80)
+        except (OSError, TimeoutError) as exc:
+            self._record("http", name, False, f"upstream unreachable ({exc.__class__.__name__})")
+            writer.write(_forbidden(f"{name} is unreachable", status=b"502 Bad Gateway"))
+            return
+        self._record("http", name, True, "allow-listed host")
+        upstream[1].write(head)
+        await relay((reader, writer), upstream)
+
+    async def _tls(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await asyncio.wait_for(reader.readexactly(5), READ_TIMEOUT_S)
+        try:
+            total = sni.record_length(head)
+            if total > sni.MAX_HELLO:
+                raise sni.NotTls("ClientHello too large")
+            record = head + await asyncio.wait_for(reader.readexactly(total - 5), READ_TIMEOUT_S)
+            name = sni.server_name(record)
+        except sni.NotTls as exc:
+            self._record("tls", "?", False, str(exc))
+            return
+        if name is None or not self.allowed(name):
+            self._record("tls", name or "?", False, "no SNI" if name is None else "SNI not allow-listed")
+            return
+        try:
+            upstream = await self._upstream(name.lower(), 443)
+        except (OSError, TimeoutError) as exc:
+            self._record("tls", name, False, f"upstream unreachable ({exc.__class__.__name__})")
+            return
+        self._record("tls", name, True, "allow-listed SNI")
+        upstream[1].write(record)
+        await relay((reader, writer), upstream)
+
+    # --- everything else -----------------------------------------------------------------------------------
+
+    async def _deny_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        target = _original_destination(sock) if sock is not None else "?"
+        self._record("tcp", target, False, "direct connection outside the gate")
+
+
+class _DnsProtocol(asyncio.DatagramProtocol):
+    def __init__(self, gate: EgressGate) -> None:
+        self.gate = gate
+        self.transport: asyncio.DatagramTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.DatagramTransport)
+        self.transport = transport
+
+    def datagram_received(self, data: bytes, addr: tuple[str | object, ...]) -> None:
+        reply = self.gate.dns_reply(data)
+        if reply is not None and self.transport is not None:
+            self.transport.sendto(reply, addr)
+
+
+class _DenyUdpProtocol(asyncio.DatagramProtocol):
+    def __init__(self, gate: EgressGate) -> None:
+        self.gate = gate
+
+    def datagram_received(self, data: bytes, addr: tuple[str | object, ...]) -> None:
+        # the redirect hides the original address of a datagram; the source port identifies the sender
+        self.gate._record("udp", f"from port {addr[1]}", False, f"UDP datagram ({len(data)} bytes) dropped")
+
+
+def _original_destination(sock: socket.socket) -> str:
+    with contextlib.suppress(OSError):
+        if sock.family == socket.AF_INET:
+            raw = sock.getsockopt(socket.SOL_IP, SO_ORIGINAL_DST, 16)
+            return f"{socket.inet_ntop(socket.AF_INET, raw[4:8])}:{struct.unpack('!H', raw[2:4])[0]}"
+        raw = sock.getsockopt(socket.IPPROTO_IPV6, SO_ORIGINAL_DST, 28)
+        return f"[{socket.inet_ntop(socket.AF_INET6, raw[8:24])}]:{struct.unpack('!H', raw[2:4])[0]}"
+    return "?"
+
+
+def _host_header(head: bytes) -> str | None:
+    for line in head.split(b"\r\n")[1:]:
+        key, sep, value = line.partition(b":")
+        if sep and key.strip().lower() == b"host":
+            text = value.strip().decode("ascii", "replace").lower()
+            return text or None
+    return None
+
+
+def _forbidden(message: str, status: bytes = b"403 Forbidden") -> bytes:
+    body = (message + "\n").encode()
+    return (
+        b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )

@@ -1,0 +1,32 @@
+"""Copying bytes both ways between two stream connections until either side is done."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+CHUNK = 64 * 1024
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(CHUNK):
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (ConnectionError, OSError):
+        pass
+
+
+async def relay(
+    a: tuple[asyncio.StreamReader, asyncio.StreamWriter], b: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
+    """Relay until both directions finished (half-closes are passed on), then close both."""
+    try:
+        await asyncio.gather(_pump(a[0], b[1]), _pump(b[0], a[1]))
+    finally:
+        for writer in (a[1], b[1]):
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
