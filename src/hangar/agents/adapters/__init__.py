@@ -1,0 +1,1 @@
+"""Agent adapters: how a run reaches a model (``openai``) or a program (``command``)."""

@@ -1,0 +1,98 @@
+"""What an adapter is given and what it reports.
+
+An adapter drives one run: it starts turns, streams text and reasoning, calls tools through the toolbox, and
+returns the run's outcome. It never touches the database or the bus itself; it reports through ``RunIO``,
+which the runner implements (persisting and publishing the turn events). Interrupting a run cancels the
+adapter's task; an adapter must release what it holds (HTTP streams, child processes) when cancelled.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from hangar.agents.service import Agent
+
+
+@dataclass(frozen=True)
+class HistoryMessage:
+    """A message of the space as the agent sees it: ``own`` when this agent wrote it."""
+
+    author_kind: str
+    author_name: str
+    content: str
+    own: bool
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    workspace_id: str
+    run_id: str
+    space_id: str
+    agent: Agent
+    prompt: str
+    history: tuple[HistoryMessage, ...]
+    folder: Path
+    output_schema: dict[str, Any] | None
+    max_turns: int
+    api_key: str | None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outcome: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    content: str
+    ends_run: bool = False
+
+
+class Toolbox(Protocol):
+    def specs(self) -> list[dict[str, Any]]:
+        """The tools offered to the model, as OpenAI function-tool declarations."""
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run one tool; never raises for a bad call (the result says what was wrong)."""
+
+
+class OutputSlot(Protocol):
+    @property
+    def schema(self) -> dict[str, Any] | None: ...
+
+    def submit(self, payload: Any) -> tuple[bool, str]:
+        """Validate and keep ``payload``; returns (accepted, message for the agent)."""
+
+
+class RunIO(Protocol):
+    @property
+    def toolbox(self) -> Toolbox: ...
+
+    @property
+    def output(self) -> OutputSlot: ...
+
+    async def turn_started(self, turn: int) -> None: ...
+    async def reasoning_started(self, turn: int) -> None: ...
+    async def reasoning_finished(self, turn: int, text: str) -> None: ...
+    async def text_delta(self, turn: int, text: str) -> None: ...
+    async def tool_started(self, turn: int, call_id: str, name: str, arguments: dict[str, Any]) -> None: ...
+    async def tool_finished(self, turn: int, call_id: str, name: str, result: ToolResult) -> None: ...
+    async def turn_finished(self, turn: int, outcome: str, error: str | None = None) -> None: ...
+
+    async def reply(self, turn: int, text: str) -> None:
+        """Post the turn's text as the agent's message in the space."""
+
+
+class Adapter(ABC):
+    @abstractmethod
+    async def run(self, request: RunRequest, io: RunIO) -> RunResult:
+        """Drive the run to its end and return its outcome (``ok``, ``failed`` or ``turnLimit``).
+
+        Failures of the far side (endpoint down, slow, garbage; a command exiting non-zero) are returned as
+        ``failed`` with a one-sentence error, not raised. Cancellation (an interrupt) propagates.
+        """

@@ -1,0 +1,92 @@
+"""Adapter settings of an agent, parsed totally (unknown fields refused, the failing field named).
+
+``openai``: any OpenAI-compatible chat-completions endpoint. ``apiKey`` is write-only: it is moved to the
+secrets file on save, never stored in the database and never returned.
+``command``: a command-line agent run as a subprocess in the space's working folder.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from hangar.errors import InvalidArgs
+
+BUILTIN_TOOLS: tuple[str, ...] = ("post_message", "list_files", "read_file")
+ROLES: tuple[str, ...] = ("chiefExecutive", "member")
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True)
+
+
+class OpenAIAdapter(_Config):
+    type: Literal["openai"]
+    base_url: str
+    model: str = Field(min_length=1, max_length=200)
+    api_key: str | None = Field(default=None, min_length=1, max_length=4096)
+    max_turns: int = Field(default=20, ge=1, le=200)
+    timeout_seconds: float = Field(default=120.0, gt=0, le=3600)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    tools: tuple[str, ...] = BUILTIN_TOOLS
+    history_limit: int = Field(default=50, ge=0, le=1000)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return v.rstrip("/")
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [t for t in v if t not in BUILTIN_TOOLS]
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; built-in tools are {list(BUILTIN_TOOLS)}")
+        return v
+
+
+class CommandAdapter(_Config):
+    type: Literal["command"]
+    argv: tuple[str, ...] = Field(min_length=1)
+    prompt_via: Literal["stdin", "arg"] = "stdin"
+    timeout_seconds: float | None = Field(default=None, gt=0, le=86400)
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("argv")
+    @classmethod
+    def _argv(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not v[0].strip():
+            raise ValueError("the program (first element) must not be empty")
+        return v
+
+
+AdapterConfig = Annotated[OpenAIAdapter | CommandAdapter, Field(discriminator="type")]
+_ADAPTER: TypeAdapter[OpenAIAdapter | CommandAdapter] = TypeAdapter(AdapterConfig)
+
+
+def parse_adapter(raw: Any, field: str = "adapter") -> OpenAIAdapter | CommandAdapter:
+    """Parse adapter settings; a bad value is ``InvalidArgs`` naming the field (e.g. ``adapter.baseUrl``)."""
+    try:
+        return _ADAPTER.validate_python(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(p) for p in err["loc"] if p not in ("openai", "command")]
+        where = ".".join([field, *loc]) if loc else field
+        if err["type"] == "union_tag_invalid" or err["type"] == "union_tag_not_found":
+            raise InvalidArgs(f"{field}.type must be 'openai' or 'command'", field=f"{field}.type") from None
+        raise InvalidArgs(f"{where}: {err['msg']}", field=where) from None
+
+
+def stored_adapter(config: OpenAIAdapter | CommandAdapter) -> dict[str, Any]:
+    """What the database keeps: everything but the API key."""
+    return config.model_dump(mode="json", by_alias=True, exclude={"api_key"})
+
+
+def check_role(role: str) -> str:
+    if role not in ROLES:
+        raise InvalidArgs(f"role must be one of {', '.join(ROLES)}, not {role!r}", field="role")
+    return role

@@ -1,0 +1,342 @@
+"""The agent runner: dispatches runs, drives their adapters, persists and publishes their turn events,
+interrupts them, and reports each finished run as a task (``hangar.pipelines.events.TaskFinished``).
+
+Dispatch records the run, posts the prompt into the space and returns at once; the run proceeds in its own
+task. Whatever happens to the far side, the run ends with an outcome and its record, the space and the events
+already published stay as they are. A run left ``running`` by a stopped server is closed as ``failed`` on the
+next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import httpx
+
+from hangar.agents import events as ev
+from hangar.agents.adapters.base import Adapter, HistoryMessage, RunRequest, RunResult, ToolResult
+from hangar.agents.adapters.command import CommandLineAdapter
+from hangar.agents.adapters.openai import OpenAIChatAdapter
+from hangar.agents.config import OpenAIAdapter
+from hangar.agents.output_schema import check_schema
+from hangar.agents.runs import Run, RunStore
+from hangar.agents.service import Agent, AgentService
+from hangar.agents.tools import OutputHolder, RunToolbox
+from hangar.core.context import AppContext
+from hangar.core.events import StoredEvent
+from hangar.core.ids import new_id
+from hangar.errors import InvalidArgs, Refused
+from hangar.workspace import Author, SpaceService
+
+log = logging.getLogger(__name__)
+
+RESULT_CAP = 2000
+PROMPT_MAX = 200_000
+
+
+class _LiveRun:
+    """``RunIO`` of one run: turns adapter reports into published events and space messages."""
+
+    def __init__(
+        self, runner: AgentRunner, workspace_id: str, run_id: str, agent: Agent, space_id: str, output: OutputHolder
+    ) -> None:
+        self._runner = runner
+        self._ws = workspace_id
+        self._ids = {"workspace_id": workspace_id, "run_id": run_id, "agent_id": agent.id, "space_id": space_id}
+        self._agent = agent
+        self._space_id = space_id
+        self._run_id = run_id
+        self.output = output
+        self.open_turn: int | None = None
+        self.turns = 0
+        tools = agent.adapter.tools if isinstance(agent.adapter, OpenAIAdapter) else ()
+        self.toolbox = RunToolbox(
+            enabled=tools,
+            folder=runner.spaces.folder(workspace_id, space_id),
+            output=output,
+            post=self._post,
+        )
+
+    async def _publish(self, event: ev.RunEvent) -> None:
+        await self._runner.app.bus.publish(event)
+
+    async def _post(self, content: str) -> None:
+        await self._runner.spaces.post(
+            self._ws, self._space_id, Author("agent", self._agent.id, self._agent.name), content, run_id=self._run_id
+        )
+
+    async def turn_started(self, turn: int) -> None:
+        self.open_turn, self.turns = turn, turn
+        await self._publish(ev.TurnStarted(**self._ids, turn=turn))
+
+    async def reasoning_started(self, turn: int) -> None:
+        await self._publish(ev.ReasoningStarted(**self._ids, turn=turn))
+
+    async def reasoning_finished(self, turn: int, text: str) -> None:
+        await self._publish(ev.ReasoningFinished(**self._ids, turn=turn, text=text))
+
+    async def text_delta(self, turn: int, text: str) -> None:
+        await self._publish(ev.TextDelta(**self._ids, turn=turn, text=text))
+
+    async def tool_started(self, turn: int, call_id: str, name: str, arguments: dict[str, Any]) -> None:
+        await self._publish(ev.ToolCallStarted(**self._ids, turn=turn, call_id=call_id, name=name, arguments=arguments))
+
+    async def tool_finished(self, turn: int, call_id: str, name: str, result: ToolResult) -> None:
+        await self._publish(
+            ev.ToolCallFinished(
+                **self._ids, turn=turn, call_id=call_id, name=name, ok=result.ok, result=result.content[:RESULT_CAP]
+            )
+        )
+
+    async def turn_finished(self, turn: int, outcome: str, error: str | None = None) -> None:
+        self.open_turn = None
+        await self._publish(ev.TurnFinished(**self._ids, turn=turn, outcome=outcome, error=error))
+
+    async def reply(self, turn: int, text: str) -> None:
+        await self._post(text)
+
+
+def make_adapter(agent: Agent, http: httpx.AsyncClient) -> Adapter:
+    if isinstance(agent.adapter, OpenAIAdapter):
+        return OpenAIChatAdapter(agent.adapter, http)
+    return CommandLineAdapter(agent.adapter)
+
+
+class AgentRunner:
+    def __init__(self, app: AppContext, agents: AgentService, spaces: SpaceService) -> None:
+        self.app = app
+        self.agents = agents
+        self.spaces = spaces
+        self.store = RunStore(app)
+        # One pooled client for every run: connections to a model server are reused across turns and runs.
+        self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
+        self._drivers: dict[str, asyncio.Task[None]] = {}
+        self._adapters: dict[str, asyncio.Task[RunResult]] = {}
+        self._interrupted: set[str] = set()
+
+    async def dispatch(
+        self,
+        workspace_id: str,
+        *,
+        agent_id: str,
+        space_id: str,
+        prompt: str,
+        dispatched_by: str,
+        prompt_author: Author,
+        output_schema: dict[str, Any] | None = None,
+        max_turns: int | None = None,
+        agent_field: str = "agent_id",
+    ) -> Run:
+        """Record a run, post its prompt into the space, and start it; returns the run as recorded."""
+        if not prompt.strip():
+            raise InvalidArgs("prompt must not be empty", field="prompt")
+        if len(prompt) > PROMPT_MAX:
+            raise InvalidArgs(f"prompt is longer than {PROMPT_MAX} characters", field="prompt")
+        if output_schema is not None:
+            check_schema(output_schema)
+        if max_turns is not None and not 1 <= max_turns <= 200:
+            raise InvalidArgs("maxTurns must be between 1 and 200", field="maxTurns")
+        agent = await self.agents.get(workspace_id, agent_id, field=agent_field)
+        space = await self.spaces.get(workspace_id, space_id)
+        if space.archived_at is not None:
+            raise Refused(f"space {space_id} is archived; agents cannot be dispatched into it")
+        run_id = new_id()
+        now = self.app.clock.now()
+        await self.store.insert(
+            workspace_id,
+            id=run_id,
+            agent_id=agent.id,
+            space_id=space_id,
+            status="running",
+            prompt=prompt,
+            output_schema=output_schema,
+            has_output=False,
+            turns=0,
+            dispatched_by=dispatched_by,
+            created_at=now,
+        )
+        await self.spaces.post(workspace_id, space_id, prompt_author, prompt, run_id=run_id)
+        await self.app.bus.publish(
+            ev.RunStarted(
+                workspace_id=workspace_id,
+                run_id=run_id,
+                agent_id=agent.id,
+                space_id=space_id,
+                dispatched_by=dispatched_by,
+            )
+        )
+        default_turns = agent.adapter.max_turns if isinstance(agent.adapter, OpenAIAdapter) else 1
+        task = asyncio.get_running_loop().create_task(
+            self._drive(workspace_id, run_id, agent, space_id, prompt, output_schema, max_turns or default_turns),
+            name=f"agent-run:{run_id}",
+        )
+        self._drivers[run_id] = task
+        task.add_done_callback(lambda _t: self._drivers.pop(run_id, None))
+        return await self.store.get(workspace_id, run_id)
+
+    async def _drive(
+        self,
+        workspace_id: str,
+        run_id: str,
+        agent: Agent,
+        space_id: str,
+        prompt: str,
+        schema: dict[str, Any] | None,
+        max_turns: int,
+    ) -> None:
+        output = OutputHolder(schema)
+        live = _LiveRun(self, workspace_id, run_id, agent, space_id, output)
+        result = RunResult("failed", "the run ended before it started")
+        try:
+            limit = agent.adapter.history_limit if isinstance(agent.adapter, OpenAIAdapter) else 0
+            recent = await self.spaces.recent(workspace_id, space_id, limit=limit) if limit else []
+            request = RunRequest(
+                workspace_id=workspace_id,
+                run_id=run_id,
+                space_id=space_id,
+                agent=agent,
+                prompt=prompt,
+                history=tuple(
+                    HistoryMessage(
+                        m["author"]["kind"],
+                        m["author"]["name"],
+                        m["content"],
+                        m["author"]["kind"] == "agent" and m["author"]["id"] == agent.id,
+                    )
+                    for m in recent
+                ),
+                folder=self.spaces.folder(workspace_id, space_id),
+                output_schema=schema,
+                max_turns=max_turns,
+                api_key=self.agents.api_key(workspace_id, agent.id),
+            )
+            adapter_task = asyncio.get_running_loop().create_task(make_adapter(agent, self._http).run(request, live))
+            self._adapters[run_id] = adapter_task
+            try:
+                result = await asyncio.shield(adapter_task)
+            except asyncio.CancelledError:
+                if run_id not in self._interrupted:
+                    adapter_task.cancel()
+                    await asyncio.gather(adapter_task, return_exceptions=True)
+                    raise
+                result = RunResult("interrupted", "the run was interrupted")
+        except asyncio.CancelledError:
+            result = RunResult("interrupted", "the run was stopped because the server is shutting down")
+        except Exception as exc:
+            log.exception("agent run %s failed inside Hangar", run_id)
+            result = RunResult("failed", f"the run failed inside Hangar: {exc}")
+        finally:
+            self._adapters.pop(run_id, None)
+            await asyncio.shield(self._finish(workspace_id, run_id, agent, space_id, live, output, result))
+
+    async def _finish(
+        self,
+        workspace_id: str,
+        run_id: str,
+        agent: Agent,
+        space_id: str,
+        live: _LiveRun,
+        output: OutputHolder,
+        result: RunResult,
+    ) -> None:
+        if live.open_turn is not None:
+            await live.turn_finished(live.open_turn, result.outcome, result.error)
+        output_error = None
+        if output.schema is not None and not output.accepted:
+            output_error = output.last_error or "the agent did not call submit_output"
+        await self.store.update(
+            workspace_id,
+            run_id,
+            status="finished",
+            outcome=result.outcome,
+            error=result.error,
+            output=output.value if output.accepted else None,
+            has_output=output.accepted,
+            output_error=output_error,
+            turns=live.turns,
+            finished_at=self.app.clock.now(),
+        )
+        self._interrupted.discard(run_id)
+        await self.app.bus.publish(
+            ev.RunFinished(
+                workspace_id=workspace_id,
+                run_id=run_id,
+                agent_id=agent.id,
+                space_id=space_id,
+                outcome=result.outcome,
+                error=result.error,
+                has_output=output.accepted,
+            )
+        )
+        await self._report_task(workspace_id, run_id, result, output)
+
+    async def _report_task(self, workspace_id: str, run_id: str, result: RunResult, output: OutputHolder) -> None:
+        """Tell the pipelines engine the task (this run) is over, with the harvested output."""
+        try:
+            from hangar.pipelines.events import TaskFinished
+        except ImportError:  # pipelines not installed in this build: nobody waits on tasks
+            return
+        payload: Any = output.value if output.accepted else None
+        await self.app.bus.publish(
+            TaskFinished(workspace_id=workspace_id, task_id=run_id, outcome=result.outcome, output=payload)
+        )
+
+    async def interrupt(self, workspace_id: str, run_id: str) -> Run:
+        """Stop a running run (outcome ``interrupted``); a finished run is returned as it is."""
+        run = await self.store.get(workspace_id, run_id)
+        driver = self._drivers.get(run_id)
+        adapter = self._adapters.get(run_id)
+        if run.status != "running" or driver is None:
+            return run
+        self._interrupted.add(run_id)
+        if adapter is not None:
+            adapter.cancel()
+        await asyncio.gather(driver, return_exceptions=True)
+        return await self.store.get(workspace_id, run_id)
+
+    async def wait(self, workspace_id: str, run_id: str) -> Run:
+        """The run once it has finished (returns at once for a finished run)."""
+        driver = self._drivers.get(run_id)
+        if driver is not None:
+            await asyncio.gather(asyncio.shield(driver), return_exceptions=True)
+        return await self.store.get(workspace_id, run_id)
+
+    async def events(self, workspace_id: str, run_id: str) -> list[StoredEvent]:
+        await self.store.get(workspace_id, run_id)
+        stored = await self.app.bus.replay(workspace_id, types=ev.RUN_EVENT_TYPES)
+        return [e for e in stored if e.payload.get("run_id") == run_id]
+
+    async def recover(self, workspace_id: str) -> int:
+        """Close runs a previous server process left running; returns how many."""
+        stale = [r for r in await self.store.running(workspace_id) if r.id not in self._drivers]
+        for run in stale:
+            error = "the server stopped during the run"
+            await self.store.update(
+                workspace_id, run.id, status="finished", outcome="failed", error=error, finished_at=self.app.clock.now()
+            )
+            await self.app.bus.publish(
+                ev.RunFinished(
+                    workspace_id=workspace_id,
+                    run_id=run.id,
+                    agent_id=run.agent_id,
+                    space_id=run.space_id,
+                    outcome="failed",
+                    error=error,
+                )
+            )
+            await self._report_task(workspace_id, run.id, RunResult("failed", error), OutputHolder(None))
+        return len(stale)
+
+    @property
+    def live_runs(self) -> int:
+        return len(self._drivers)
+
+    async def aclose(self) -> None:
+        """Stop every live run (each ends ``interrupted``) and close the HTTP pool; safe twice."""
+        drivers = list(self._drivers.values())
+        for task in drivers:
+            task.cancel()
+        await asyncio.gather(*drivers, return_exceptions=True)
+        await self._http.aclose()

@@ -1,0 +1,103 @@
+"""Agent run records: what was asked, by whom, how it ended, and the harvested ``submit_output`` payload."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from hangar.agents import tables
+from hangar.core.context import AppContext
+from hangar.errors import NotFound
+from hangar.workspace.records import iso
+
+STATUSES: tuple[str, ...] = ("running", "finished")
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    agent_id: str
+    space_id: str
+    status: str
+    outcome: str | None
+    error: str | None
+    prompt: str
+    output_schema: dict[str, Any] | None
+    output: Any
+    has_output: bool
+    output_error: str | None
+    turns: int
+    dispatched_by: str
+    created_at: datetime
+    finished_at: datetime | None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "agentId": self.agent_id,
+            "spaceId": self.space_id,
+            "status": self.status,
+            "outcome": self.outcome,
+            "error": self.error,
+            "prompt": self.prompt,
+            "outputSchema": self.output_schema,
+            "output": self.output,
+            "hasOutput": self.has_output,
+            "outputError": self.output_error,
+            "turns": self.turns,
+            "dispatchedBy": self.dispatched_by,
+            "createdAt": iso(self.created_at),
+            "finishedAt": iso(self.finished_at),
+        }
+
+
+class RunStore:
+    def __init__(self, app: AppContext) -> None:
+        self._app = app
+
+    async def insert(self, workspace_id: str, **values: Any) -> None:
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(sa.insert(tables.agent_runs).values(**values))
+
+    async def update(self, workspace_id: str, run_id: str, **values: Any) -> None:
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(sa.update(tables.agent_runs).where(tables.agent_runs.c.id == run_id).values(**values))
+
+    async def get(self, workspace_id: str, run_id: str) -> Run:
+        engine = await self._app.dbs.workspace(workspace_id)
+        t = tables.agent_runs
+        async with engine.connect() as conn:
+            row = (await conn.execute(sa.select(t).where(t.c.id == run_id))).mappings().first()
+        if row is None:
+            raise NotFound(f"runId: run {run_id} does not exist in this workspace")
+        return Run(**dict(row))
+
+    async def all(
+        self,
+        workspace_id: str,
+        *,
+        space_id: str | None = None,
+        agent_id: str | None = None,
+        status: str | None = None,
+        limit: int = 200,
+    ) -> list[Run]:
+        t = tables.agent_runs
+        q = sa.select(t).order_by(t.c.created_at.desc(), t.c.id).limit(limit)
+        if space_id is not None:
+            q = q.where(t.c.space_id == space_id)
+        if agent_id is not None:
+            q = q.where(t.c.agent_id == agent_id)
+        if status is not None:
+            q = q.where(t.c.status == status)
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [Run(**dict(r)) for r in rows]
+
+    async def running(self, workspace_id: str) -> list[Run]:
+        return await self.all(workspace_id, status="running", limit=100_000)

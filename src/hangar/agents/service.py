@@ -1,0 +1,167 @@
+"""Agent records: workspace-scoped agents with a name, a role, a system prompt and adapter settings.
+
+The API key of an ``openai`` agent lives only in the secrets file under ``agents.<workspaceId>.<agentId>.apiKey``;
+records say ``hasApiKey`` instead. Updating the adapter without an ``apiKey`` keeps the stored key (switching to
+the ``command`` adapter drops it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from hangar.agents import tables
+from hangar.agents.config import CommandAdapter, OpenAIAdapter, check_role, parse_adapter, stored_adapter
+from hangar.core.context import AppContext
+from hangar.core.ids import new_id
+from hangar.errors import Conflict, NotFound
+from hangar.workspace.records import iso, require_text
+
+
+@dataclass(frozen=True)
+class Agent:
+    id: str
+    name: str
+    role: str
+    system_prompt: str
+    adapter: OpenAIAdapter | CommandAdapter
+    has_api_key: bool
+    created_at: datetime
+    updated_at: datetime
+
+    def to_wire(self) -> dict[str, Any]:
+        adapter = stored_adapter(self.adapter)
+        if isinstance(self.adapter, OpenAIAdapter):
+            adapter["hasApiKey"] = self.has_api_key
+        return {
+            "id": self.id,
+            "name": self.name,
+            "role": self.role,
+            "systemPrompt": self.system_prompt,
+            "adapter": adapter,
+            "createdAt": iso(self.created_at),
+            "updatedAt": iso(self.updated_at),
+        }
+
+
+def secret_key(workspace_id: str, agent_id: str) -> str:
+    return f"agents.{workspace_id}.{agent_id}.apiKey"
+
+
+class AgentService:
+    def __init__(self, app: AppContext) -> None:
+        self._app = app
+
+    def api_key(self, workspace_id: str, agent_id: str) -> str | None:
+        return self._app.secrets.get(secret_key(workspace_id, agent_id))
+
+    async def create(
+        self, workspace_id: str, *, name: str, adapter: Any, role: str = "member", system_prompt: str = ""
+    ) -> Agent:
+        name = require_text(name, "name", limit=200)
+        check_role(role)
+        config = parse_adapter(adapter)
+        if role == "chiefExecutive":
+            await self._check_single_chief(workspace_id, None)
+        agent_id = new_id()
+        now = self._app.clock.now()
+        if isinstance(config, OpenAIAdapter) and config.api_key:
+            self._app.secrets.set(secret_key(workspace_id, agent_id), config.api_key)
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.insert(tables.agents).values(
+                    id=agent_id,
+                    name=name,
+                    role=role,
+                    system_prompt=system_prompt,
+                    adapter=stored_adapter(config),
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return await self.get(workspace_id, agent_id)
+
+    async def _check_single_chief(self, workspace_id: str, agent_id: str | None) -> None:
+        for other in await self.all(workspace_id):
+            if other.role == "chiefExecutive" and other.id != agent_id:
+                raise Conflict(f"agent {other.name} is already the workspace's chief-executive agent")
+
+    def _from_row(self, workspace_id: str, row: Any) -> Agent:
+        return Agent(
+            id=row["id"],
+            name=row["name"],
+            role=row["role"],
+            system_prompt=row["system_prompt"],
+            adapter=parse_adapter(row["adapter"]),
+            has_api_key=self._app.secrets.has(secret_key(workspace_id, row["id"])),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+
+    async def get(self, workspace_id: str, agent_id: str, *, field: str = "agent_id") -> Agent:
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            row = (
+                (await conn.execute(sa.select(tables.agents).where(tables.agents.c.id == agent_id))).mappings().first()
+            )
+        if row is None:
+            raise NotFound(f"{field}: agent {agent_id} does not exist in this workspace")
+        return self._from_row(workspace_id, row)
+
+    async def all(self, workspace_id: str) -> list[Agent]:
+        t = tables.agents
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(sa.select(t).order_by(t.c.created_at, t.c.id))).mappings().all()
+        return [self._from_row(workspace_id, r) for r in rows]
+
+    async def front_door(self, workspace_id: str) -> Agent | None:
+        """The agent a new conversation wakes: the chief-executive agent, else the first agent, else none."""
+        agents = await self.all(workspace_id)
+        chief = [a for a in agents if a.role == "chiefExecutive"]
+        picked = chief or agents
+        return picked[0] if picked else None
+
+    async def update(
+        self,
+        workspace_id: str,
+        agent_id: str,
+        *,
+        name: str | None = None,
+        role: str | None = None,
+        system_prompt: str | None = None,
+        adapter: Any = None,
+    ) -> Agent:
+        await self.get(workspace_id, agent_id)
+        values: dict[str, Any] = {"updated_at": self._app.clock.now()}
+        if name is not None:
+            values["name"] = require_text(name, "name", limit=200)
+        if role is not None:
+            values["role"] = check_role(role)
+            if role == "chiefExecutive":
+                await self._check_single_chief(workspace_id, agent_id)
+        if system_prompt is not None:
+            values["system_prompt"] = system_prompt
+        if adapter is not None:
+            config = parse_adapter(adapter)
+            values["adapter"] = stored_adapter(config)
+            if isinstance(config, OpenAIAdapter):
+                if config.api_key:
+                    self._app.secrets.set(secret_key(workspace_id, agent_id), config.api_key)
+            else:
+                self._app.secrets.delete(secret_key(workspace_id, agent_id))
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(sa.update(tables.agents).where(tables.agents.c.id == agent_id).values(**values))
+        return await self.get(workspace_id, agent_id)
+
+    async def delete(self, workspace_id: str, agent_id: str) -> None:
+        await self.get(workspace_id, agent_id)
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(sa.delete(tables.agents).where(tables.agents.c.id == agent_id))
+        self._app.secrets.delete(secret_key(workspace_id, agent_id))

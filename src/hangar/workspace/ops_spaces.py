@@ -1,0 +1,162 @@
+"""Ops on spaces and messages, including the watch op that follows a space live."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import Field
+
+from hangar.rpc.context import OpContext
+from hangar.rpc.registry import op
+from hangar.workspace.args import WsArgs
+from hangar.workspace.records import Author
+from hangar.workspace.repos import RepoService
+from hangar.workspace.spaces import SpaceService
+from hangar.workspace.watch import event_frame, follow_space
+from hangar.workspace.worktrees import WorktreeService
+
+
+def author_of(ctx: OpContext) -> Author:
+    return Author("user", ctx.principal.user_id, ctx.principal.display_name)
+
+
+def _spaces(ctx: OpContext) -> SpaceService:
+    return ctx.app.service(SpaceService)
+
+
+class SpaceCreateArgs(WsArgs):
+    title: str
+    mode: str = "chat"
+    hidden: bool = False
+    repo_ids: list[str] = Field(default_factory=list)
+    all_repos: bool = False
+
+
+@op("spaces.create", kind="mutate", scope="workspace")
+async def spaces_create(ctx: OpContext, args: SpaceCreateArgs) -> dict[str, Any]:
+    """Open a space (a conversation), optionally with repo worktrees checked out in its working folder."""
+    wants_repos = bool(args.repo_ids) or args.all_repos
+    space = await _spaces(ctx).create(
+        ctx.ws,
+        title=args.title,
+        mode=args.mode,
+        hidden=args.hidden,
+        created_by=ctx.principal.label,
+        provisioning="provisioning" if wants_repos else "ready",
+    )
+    await ctx.audit("spaces.create", f"space:{space.id}", {"title": space.title, "mode": space.mode})
+    if wants_repos:
+        await ctx.app.service(WorktreeService).provision_space(
+            ctx.ws, space.id, args.repo_ids, all_repos=args.all_repos
+        )
+    return await _space_detail(ctx, space.id)
+
+
+async def _space_detail(ctx: OpContext, space_id: str) -> dict[str, Any]:
+    spaces = _spaces(ctx)
+    space = await spaces.get(ctx.ws, space_id)
+    worktrees = await ctx.app.service(WorktreeService).all(ctx.ws, space_id=space_id)
+    repos = {r.id: r.name for r in await ctx.app.service(RepoService).all(ctx.ws)}
+    return {
+        **space.to_wire(),
+        "folder": str(spaces.folder(ctx.ws, space_id)),
+        "repos": [{**w.to_wire(), "repoName": repos.get(w.repo_id)} for w in worktrees],
+    }
+
+
+class SpaceListArgs(WsArgs):
+    include_archived: bool = False
+    include_hidden: bool = False
+
+
+@op("spaces.list", kind="read", scope="workspace")
+async def spaces_list(ctx: OpContext, args: SpaceListArgs) -> dict[str, Any]:
+    """List the workspace's spaces (archived and hidden ones on request)."""
+    spaces = await _spaces(ctx).all(ctx.ws, include_archived=args.include_archived, include_hidden=args.include_hidden)
+    return {"spaces": [s.to_wire() for s in spaces]}
+
+
+class SpaceRef(WsArgs):
+    space_id: str
+
+
+@op("spaces.get", kind="read", scope="workspace")
+async def spaces_get(ctx: OpContext, args: SpaceRef) -> dict[str, Any]:
+    """One space with its working folder and checked-out repos."""
+    return await _space_detail(ctx, args.space_id)
+
+
+class SpaceRenameArgs(WsArgs):
+    space_id: str
+    title: str
+
+
+@op("spaces.rename", kind="mutate", scope="workspace")
+async def spaces_rename(ctx: OpContext, args: SpaceRenameArgs) -> dict[str, Any]:
+    """Rename a space."""
+    space = await _spaces(ctx).rename(ctx.ws, args.space_id, args.title)
+    await ctx.audit("spaces.rename", f"space:{space.id}", {"title": space.title})
+    return space.to_wire()
+
+
+@op("spaces.archive", kind="mutate", scope="workspace")
+async def spaces_archive(ctx: OpContext, args: SpaceRef) -> dict[str, Any]:
+    """Archive a space: it keeps its history but takes no new messages or agent runs."""
+    space = await _spaces(ctx).archive(ctx.ws, args.space_id)
+    await ctx.audit("spaces.archive", f"space:{space.id}")
+    return space.to_wire()
+
+
+class SpaceWatchArgs(WsArgs):
+    space_id: str
+    after_seq: int | None = Field(default=None, ge=0)
+
+
+@op("spaces.watch", kind="watch", scope="workspace")
+async def spaces_watch(ctx: OpContext, args: SpaceWatchArgs) -> AsyncIterator[dict[str, Any]]:
+    """Follow a space: new messages, provisioning changes and agent turn events, as event frames.
+
+    With ``afterSeq`` the events persisted after that sequence number are sent first.
+    """
+    space = await _spaces(ctx).get(ctx.ws, args.space_id)
+    yield {"space": space.to_wire()}
+    async for event in follow_space(ctx.app, ctx.ws, args.space_id, after_seq=args.after_seq):
+        yield event_frame(event)
+
+
+class MessagePostArgs(WsArgs):
+    space_id: str
+    content: str = Field(min_length=1)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@op("messages.post", kind="mutate", scope="workspace")
+async def messages_post(ctx: OpContext, args: MessagePostArgs) -> dict[str, Any]:
+    """Post a message to a space as the caller."""
+    return await _spaces(ctx).post(ctx.ws, args.space_id, author_of(ctx), args.content, metadata=args.metadata)
+
+
+class MessageListArgs(WsArgs):
+    space_id: str
+    after_seq: int = Field(default=0, ge=0)
+    limit: int = Field(default=200, ge=1, le=1000)
+
+
+@op("messages.list", kind="read", scope="workspace")
+async def messages_list(ctx: OpContext, args: MessageListArgs) -> dict[str, Any]:
+    """A space's messages after ``afterSeq``, oldest first."""
+    msgs = await _spaces(ctx).messages(ctx.ws, args.space_id, after_seq=args.after_seq, limit=args.limit)
+    return {"messages": msgs}
+
+
+SPACE_OPS = [
+    spaces_create,
+    spaces_list,
+    spaces_get,
+    spaces_rename,
+    spaces_archive,
+    spaces_watch,
+    messages_post,
+    messages_list,
+]

@@ -1,0 +1,296 @@
+"""Ops on teams, tickets, repos and worktrees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from hangar.errors import InvalidArgs
+from hangar.rpc.context import OpContext
+from hangar.rpc.registry import op
+from hangar.workspace.args import WsArgs
+from hangar.workspace.repos import RepoService
+from hangar.workspace.teams import TeamService
+from hangar.workspace.tickets import TicketService
+from hangar.workspace.worktrees import WorktreeService, pr_key
+
+# ---- teams
+
+
+class TeamCreateArgs(WsArgs):
+    name: str
+    member_ids: list[str]
+    leader_id: str | None = None
+    dispatch_mode: str = "allParallel"
+
+
+@op("teams.create", kind="mutate", scope="workspace")
+async def teams_create(ctx: OpContext, args: TeamCreateArgs) -> dict[str, Any]:
+    """Create a team of agents with a leader and a default dispatch mode."""
+    team = await ctx.app.service(TeamService).create(
+        ctx.ws, name=args.name, member_ids=args.member_ids, leader_id=args.leader_id, dispatch_mode=args.dispatch_mode
+    )
+    await ctx.audit("teams.create", f"team:{team.id}", {"name": team.name, "members": list(team.member_ids)})
+    return team.to_wire()
+
+
+class NoWsArgs(WsArgs):
+    pass
+
+
+@op("teams.list", kind="read", scope="workspace")
+async def teams_list(ctx: OpContext, args: NoWsArgs) -> dict[str, Any]:
+    """List the workspace's teams."""
+    return {"teams": [t.to_wire() for t in await ctx.app.service(TeamService).all(ctx.ws)]}
+
+
+class TeamRef(WsArgs):
+    team_id: str
+
+
+@op("teams.get", kind="read", scope="workspace")
+async def teams_get(ctx: OpContext, args: TeamRef) -> dict[str, Any]:
+    """One team."""
+    return (await ctx.app.service(TeamService).get(ctx.ws, args.team_id)).to_wire()
+
+
+class TeamUpdateArgs(WsArgs):
+    team_id: str
+    name: str | None = None
+    member_ids: list[str] | None = None
+    leader_id: str | None = None
+    dispatch_mode: str | None = None
+
+
+@op("teams.update", kind="mutate", scope="workspace")
+async def teams_update(ctx: OpContext, args: TeamUpdateArgs) -> dict[str, Any]:
+    """Rename a team, change its members, leader or dispatch mode."""
+    team = await ctx.app.service(TeamService).update(
+        ctx.ws,
+        args.team_id,
+        name=args.name,
+        member_ids=args.member_ids,
+        leader_id=args.leader_id,
+        dispatch_mode=args.dispatch_mode,
+    )
+    await ctx.audit("teams.update", f"team:{team.id}", {"members": list(team.member_ids)})
+    return team.to_wire()
+
+
+@op("teams.delete", kind="destructive", scope="workspace")
+async def teams_delete(ctx: OpContext, args: TeamRef) -> dict[str, Any]:
+    """Delete a team (its agents stay)."""
+    await ctx.app.service(TeamService).delete(ctx.ws, args.team_id)
+    await ctx.audit("teams.delete", f"team:{args.team_id}")
+    return {"deleted": True}
+
+
+# ---- tickets
+
+
+class TicketCreateArgs(WsArgs):
+    title: str
+    description: str = ""
+    parent_id: str | None = None
+    status: str = "open"
+    space_id: str | None = None
+
+
+@op("tickets.create", kind="mutate", scope="workspace")
+async def tickets_create(ctx: OpContext, args: TicketCreateArgs) -> dict[str, Any]:
+    """File a ticket (a sub-ticket with ``parentId``), reported by the caller."""
+    ticket = await ctx.app.service(TicketService).create(
+        ctx.ws,
+        title=args.title,
+        description=args.description,
+        reporter=ctx.principal.label,
+        parent_id=args.parent_id,
+        status=args.status,
+        space_id=args.space_id,
+    )
+    await ctx.audit("tickets.create", f"ticket:{ticket.id}", {"title": ticket.title})
+    return ticket.to_wire()
+
+
+class TicketListArgs(WsArgs):
+    parent_id: str | None = None
+    roots_only: bool = False
+    status: str | None = None
+
+
+@op("tickets.list", kind="read", scope="workspace")
+async def tickets_list(ctx: OpContext, args: TicketListArgs) -> dict[str, Any]:
+    """List tickets, optionally the sub-tickets of one parent, only top-level ones, or one status."""
+    tickets = await ctx.app.service(TicketService).all(
+        ctx.ws, parent_id=args.parent_id, roots_only=args.roots_only, status=args.status
+    )
+    return {"tickets": [t.to_wire() for t in tickets]}
+
+
+class TicketRef(WsArgs):
+    ticket_id: str
+
+
+@op("tickets.get", kind="read", scope="workspace")
+async def tickets_get(ctx: OpContext, args: TicketRef) -> dict[str, Any]:
+    """One ticket with its direct sub-tickets."""
+    svc = ctx.app.service(TicketService)
+    ticket = await svc.get(ctx.ws, args.ticket_id)
+    subs = await svc.all(ctx.ws, parent_id=ticket.id)
+    return {**ticket.to_wire(), "subTickets": [s.to_wire() for s in subs]}
+
+
+class TicketUpdateArgs(WsArgs):
+    ticket_id: str
+    title: str | None = None
+    description: str | None = None
+    status: str | None = None
+    parent_id: str | None = None
+    detach: bool = False
+
+
+@op("tickets.update", kind="mutate", scope="workspace")
+async def tickets_update(ctx: OpContext, args: TicketUpdateArgs) -> dict[str, Any]:
+    """Edit a ticket: title, description, status, or its parent (``detach`` makes it top-level)."""
+    ticket = await ctx.app.service(TicketService).update(
+        ctx.ws,
+        args.ticket_id,
+        title=args.title,
+        description=args.description,
+        status=args.status,
+        parent_id=args.parent_id,
+        detach=args.detach,
+    )
+    await ctx.audit("tickets.update", f"ticket:{ticket.id}", {"status": ticket.status})
+    return ticket.to_wire()
+
+
+@op("tickets.delete", kind="destructive", scope="workspace")
+async def tickets_delete(ctx: OpContext, args: TicketRef) -> dict[str, Any]:
+    """Delete a ticket and its sub-tickets."""
+    count = await ctx.app.service(TicketService).delete(ctx.ws, args.ticket_id)
+    await ctx.audit("tickets.delete", f"ticket:{args.ticket_id}", {"deleted": count})
+    return {"deleted": count}
+
+
+# ---- repos and worktrees
+
+
+class RepoRegisterArgs(WsArgs):
+    path: str | None = None
+    url: str | None = None
+    name: str | None = None
+
+
+@op(
+    "repos.register",
+    kind="mutate",
+    scope="workspace",
+    min_role="admin",
+    actions=["networkEgress", "processSpawn"],
+)
+async def repos_register(ctx: OpContext, args: RepoRegisterArgs) -> dict[str, Any]:
+    """Register a workspace repo from a local git repository (``path``) or a clone URL (``url``)."""
+    repo = await ctx.app.service(RepoService).register(ctx.ws, path=args.path, url=args.url, name=args.name)
+    await ctx.audit("repos.register", f"repo:{repo.id}", {"name": repo.name, "source": repo.source})
+    return repo.to_wire()
+
+
+@op("repos.list", kind="read", scope="workspace")
+async def repos_list(ctx: OpContext, args: NoWsArgs) -> dict[str, Any]:
+    """List the workspace's repos."""
+    return {"repos": [r.to_wire() for r in await ctx.app.service(RepoService).all(ctx.ws)]}
+
+
+class RepoRef(WsArgs):
+    repo_id: str
+
+
+@op("repos.get", kind="read", scope="workspace")
+async def repos_get(ctx: OpContext, args: RepoRef) -> dict[str, Any]:
+    """One repo (by id or name)."""
+    return (await ctx.app.service(RepoService).get(ctx.ws, args.repo_id)).to_wire()
+
+
+@op("repos.remove", kind="destructive", scope="workspace", min_role="admin")
+async def repos_remove(ctx: OpContext, args: RepoRef) -> dict[str, Any]:
+    """Forget a repo and delete its clone; refused while worktrees of it exist."""
+    repo = await ctx.app.service(RepoService).remove(ctx.ws, args.repo_id)
+    await ctx.audit("repos.remove", f"repo:{repo.id}", {"name": repo.name})
+    return {"removed": repo.id}
+
+
+class WorktreeOwner(WsArgs):
+    space_id: str | None = None
+    ticket_id: str | None = None
+    repo_full_name: str | None = None
+    pr_number: int | None = None
+
+    def pr(self) -> str | None:
+        if (self.repo_full_name is None) != (self.pr_number is None):
+            raise InvalidArgs("give repoFullName and prNumber together", field="prNumber")
+        return pr_key(self.repo_full_name, self.pr_number) if self.repo_full_name and self.pr_number else None
+
+
+class WorktreeListArgs(WorktreeOwner):
+    pass
+
+
+@op("worktrees.list", kind="read", scope="workspace")
+async def worktrees_list(ctx: OpContext, args: WorktreeListArgs) -> dict[str, Any]:
+    """List worktrees, optionally those of one space, ticket or PR."""
+    wts = await ctx.app.service(WorktreeService).all(
+        ctx.ws, space_id=args.space_id, ticket_id=args.ticket_id, pr=args.pr()
+    )
+    return {"worktrees": [w.to_wire() for w in wts]}
+
+
+class WorktreeAddArgs(WorktreeOwner):
+    repo: str = Field(description="<repoId> or <repoId>@<branch>")
+
+
+@op("worktrees.add", kind="mutate", scope="workspace", actions=["processSpawn"])
+async def worktrees_add(ctx: OpContext, args: WorktreeAddArgs) -> dict[str, Any]:
+    """Check out ``<repoId>`` or ``<repoId>@<branch>`` for a space, a ticket, or a PR editor."""
+    wt = await ctx.app.service(WorktreeService).checkout(
+        ctx.ws, args.repo, space_id=args.space_id, ticket_id=args.ticket_id, pr=args.pr(), field="repo"
+    )
+    await ctx.audit("worktrees.add", f"worktree:{wt.id}", {"path": wt.path, "branch": wt.branch})
+    return wt.to_wire()
+
+
+class WorktreeCleanupArgs(WorktreeOwner):
+    dry_run: bool = False
+
+
+@op("worktrees.cleanup", kind="destructive", scope="workspace", actions=["processSpawn"])
+async def worktrees_cleanup(ctx: OpContext, args: WorktreeCleanupArgs) -> dict[str, Any]:
+    """Release a ticket's, a PR editor's or a space's worktrees; with no owner, sweep the workspace."""
+    report = await ctx.app.service(WorktreeService).cleanup(
+        ctx.ws, ticket_id=args.ticket_id, pr=args.pr(), space_id=args.space_id, dry_run=args.dry_run
+    )
+    if not args.dry_run:
+        await ctx.audit("worktrees.cleanup", f"workspace:{ctx.ws}", report.to_wire())
+    return report.to_wire()
+
+
+WORK_OPS = [
+    teams_create,
+    teams_list,
+    teams_get,
+    teams_update,
+    teams_delete,
+    tickets_create,
+    tickets_list,
+    tickets_get,
+    tickets_update,
+    tickets_delete,
+    repos_register,
+    repos_list,
+    repos_get,
+    repos_remove,
+    worktrees_list,
+    worktrees_add,
+    worktrees_cleanup,
+]

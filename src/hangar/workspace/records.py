@@ -1,0 +1,48 @@
+"""Small helpers shared by the workspace stores: timestamps on the wire, titles, authors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from hangar.errors import InvalidArgs
+
+SPACE_TITLE_MAX = 48
+
+
+def iso(value: datetime | None) -> str | None:
+    """A stored timestamp as ISO 8601 UTC (SQLite hands datetimes back without their zone)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def clip_title(text: str, limit: int = SPACE_TITLE_MAX) -> str:
+    """A title cut to ``limit`` characters with an ellipsis, for titles made from free text (prompts, requests)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def require_text(value: str, field: str, *, limit: int) -> str:
+    """A trimmed, non-empty string no longer than ``limit``; otherwise ``InvalidArgs`` naming the field."""
+    cleaned = value.strip()
+    if not cleaned:
+        raise InvalidArgs(f"{field} must not be empty", field=field)
+    if len(cleaned) > limit:
+        raise InvalidArgs(f"{field} is {len(cleaned)} characters; the limit is {limit}", field=field)
+    return cleaned
+
+
+@dataclass(frozen=True)
+class Author:
+    """Who wrote a message: a user, an agent, or the system (pipelines, the server)."""
+
+    kind: str
+    id: str
+    name: str
+
+    @staticmethod
+    def system(name: str = "Hangar") -> Author:
+        return Author("system", "system", name)

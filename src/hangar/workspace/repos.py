@@ -1,0 +1,183 @@
+"""Workspace repos: a local git repository or a clone URL, kept as a bare clone under the data directory.
+
+Registering always clones (``git clone --bare``), from a local path as from a URL, so per-space worktrees never
+write into the user's own repository and every repo behaves the same. The clone lives at
+``<dataDir>/<workspaceId>/repos/<repoId>.git``; branches are refreshed from the source before each checkout.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from hangar.core.context import AppContext
+from hangar.core.ids import new_id
+from hangar.errors import Conflict, InvalidArgs, NotFound
+from hangar.workspace import tables
+from hangar.workspace.git import GitFailed, git
+from hangar.workspace.records import iso
+
+log = logging.getLogger(__name__)
+
+_URL = re.compile(r"^(https?|ssh|git|file)://\S+$|^[\w.-]+@[\w.-]+:\S+$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class Repo:
+    id: str
+    name: str
+    source_kind: str
+    source: str
+    default_branch: str
+    created_at: datetime
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "sourceKind": self.source_kind,
+            "source": self.source,
+            "defaultBranch": self.default_branch,
+            "createdAt": iso(self.created_at),
+        }
+
+
+def _default_name(source: str) -> str:
+    tail = source.rstrip("/").replace(":", "/").rsplit("/", 1)[-1]
+    return tail.removesuffix(".git") or "repo"
+
+
+class RepoService:
+    def __init__(self, app: AppContext) -> None:
+        self._app = app
+
+    def clone_path(self, workspace_id: str, repo_id: str) -> Path:
+        return self._app.datadir.workspace_dir(workspace_id) / "repos" / f"{repo_id}.git"
+
+    async def register(
+        self, workspace_id: str, *, path: str | None = None, url: str | None = None, name: str | None = None
+    ) -> Repo:
+        """Register a repo from a local path or a clone URL (exactly one); clones it before recording it."""
+        if (path is None) == (url is None):
+            raise InvalidArgs("give exactly one of path (a local git repository) or url (a clone URL)", field="url")
+        if path is not None:
+            source_kind, field = "path", "path"
+            local = Path(path).expanduser()  # noqa: ASYNC240 (string manipulation, no I/O)
+            if not local.is_absolute():
+                raise InvalidArgs(f"path {path!r} must be absolute", field="path")
+            try:
+                await git("rev-parse", "--git-dir", cwd=local)
+            except (GitFailed, FileNotFoundError, NotADirectoryError):
+                raise InvalidArgs(f"path {path} is not a git repository", field="path") from None
+            source = str(local.resolve())
+        else:
+            assert url is not None
+            source_kind, field, source = "url", "url", url.strip()
+            if not _URL.match(source):
+                raise InvalidArgs(
+                    f"url {url!r} is not a clone URL (https://, ssh://, git://, file:// or user@host:path)",
+                    field="url",
+                )
+        repo_name = name.strip() if name else _default_name(source)
+        if not _NAME.match(repo_name):
+            raise InvalidArgs(f"name {repo_name!r} must be letters, digits, '.', '_' or '-'", field="name")
+        if await self._find_by_name(workspace_id, repo_name) is not None:
+            raise Conflict(f"a repo named {repo_name!r} is already registered in this workspace")
+        repo_id = new_id()
+        dest = self.clone_path(workspace_id, repo_id)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            await git("clone", "--bare", "--quiet", source, str(dest), limit_s=600)
+            # Branches of the source land directly under refs/heads, so a later fetch refreshes them in place;
+            # Hangar's own work branches (hangar/...) do not exist upstream and are left alone (no prune).
+            await git("config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*", cwd=dest)
+            head = (await git("symbolic-ref", "--short", "HEAD", cwd=dest)).strip()
+        except GitFailed as exc:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise InvalidArgs(f"{field} {source} cannot be cloned: {exc.reason}", field=field) from exc
+        now = self._app.clock.now()
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.insert(tables.repos).values(
+                    id=repo_id,
+                    name=repo_name,
+                    source_kind=source_kind,
+                    source=source,
+                    default_branch=head or "main",
+                    created_at=now,
+                )
+            )
+        return await self.get(workspace_id, repo_id)
+
+    async def _find_by_name(self, workspace_id: str, name: str) -> Repo | None:
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            row = (await conn.execute(sa.select(tables.repos).where(tables.repos.c.name == name))).mappings().first()
+        return Repo(**dict(row)) if row else None
+
+    async def get(self, workspace_id: str, ref: str) -> Repo:
+        """A repo by id or by name."""
+        engine = await self._app.dbs.workspace(workspace_id)
+        t = tables.repos
+        async with engine.connect() as conn:
+            row = (await conn.execute(sa.select(t).where(sa.or_(t.c.id == ref, t.c.name == ref)))).mappings().first()
+        if row is None:
+            raise NotFound(f"repo {ref} is not registered in this workspace")
+        return Repo(**dict(row))
+
+    async def all(self, workspace_id: str) -> list[Repo]:
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(sa.select(tables.repos).order_by(tables.repos.c.name))).mappings().all()
+        return [Repo(**dict(r)) for r in rows]
+
+    async def remove(self, workspace_id: str, ref: str) -> Repo:
+        """Forget a repo; refused while worktrees of it are checked out."""
+        repo = await self.get(workspace_id, ref)
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            used = (
+                await conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(tables.worktrees)
+                    .where(tables.worktrees.c.repo_id == repo.id)
+                )
+            ).scalar()
+            if used:
+                raise Conflict(f"repo {repo.name} still has {used} worktree(s) checked out; release them first")
+            await conn.execute(sa.delete(tables.repos).where(tables.repos.c.id == repo.id))
+        shutil.rmtree(self.clone_path(workspace_id, repo.id), ignore_errors=True)
+        return repo
+
+    async def refresh(self, workspace_id: str, repo: Repo) -> None:
+        """Fetch the source's branches; a source that cannot be reached leaves the clone as it was."""
+        try:
+            await git("fetch", "--quiet", "origin", cwd=self.clone_path(workspace_id, repo.id), limit_s=120)
+        except GitFailed as exc:
+            log.warning("repo %s: fetch from its source failed (%s); using the clone as it is", repo.name, exc.reason)
+
+    async def has_branch(self, workspace_id: str, repo: Repo, branch: str) -> bool:
+        try:
+            await git(
+                "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", cwd=self.clone_path(workspace_id, repo.id)
+            )
+        except GitFailed:
+            return False
+        return True
+
+
+def parse_repo_spec(spec: str, field: str = "repoIds") -> tuple[str, str | None]:
+    """``<repoId>`` or ``<repoId>@<branch>`` into (repo reference, branch or None)."""
+    ref, sep, branch = spec.strip().partition("@")
+    if not ref or (sep and not branch):
+        raise InvalidArgs(f"{field}: {spec!r} must be <repoId> or <repoId>@<branch>", field=field)
+    return ref, (branch or None)

@@ -1,0 +1,278 @@
+"""Spaces (workspace conversations) and their messages.
+
+A space has a kind (``standard`` human-facing spaces; ``chatprovider`` for spaces bridged to a chat provider,
+which behave the same), a mode (``chat``, ``review``, ``plan``), a title, a hidden flag (spaces pipelines open for
+their own work), a provisioning state, and a working folder ``<dataDir>/<workspaceId>/spaces/<spaceId>/`` where
+its repo worktrees are checked out and command-line agents run.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from hangar.core.context import AppContext
+from hangar.core.ids import new_id
+from hangar.errors import InvalidArgs, NotFound, Refused
+from hangar.workspace import tables
+from hangar.workspace.events import MessagePosted, SpaceCreated, SpaceProvisioningChanged, SpaceUpdated
+from hangar.workspace.records import SPACE_TITLE_MAX, Author, iso, require_text
+
+MODES: tuple[str, ...] = ("chat", "review", "plan")
+KINDS: tuple[str, ...] = ("standard", "chatprovider")
+PROVISIONING_STATES: tuple[str, ...] = ("provisioning", "ready", "failed", "cancelled")
+MESSAGE_MAX = 200_000
+
+
+@dataclass(frozen=True)
+class Space:
+    id: str
+    kind: str
+    mode: str
+    title: str
+    hidden: bool
+    created_by: str
+    provisioning: str
+    provisioning_step: str | None
+    provisioning_error: str | None
+    created_at: datetime
+    updated_at: datetime
+    archived_at: datetime | None
+
+    @property
+    def is_external_chat(self) -> bool:
+        """The one check every behaviour that differs for bridged spaces goes through."""
+        return self.kind == "chatprovider"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "mode": self.mode,
+            "title": self.title,
+            "hidden": self.hidden,
+            "createdBy": self.created_by,
+            "provisioning": {
+                "state": self.provisioning,
+                "step": self.provisioning_step,
+                "error": self.provisioning_error,
+            },
+            "createdAt": iso(self.created_at),
+            "updatedAt": iso(self.updated_at),
+            "archivedAt": iso(self.archived_at),
+        }
+
+
+def check_mode(mode: str, field: str = "mode") -> str:
+    if mode not in MODES:
+        raise InvalidArgs(f"{field} must be one of {', '.join(MODES)}, not {mode!r}", field=field)
+    return mode
+
+
+def message_to_wire(row: Any) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "seq": row["seq"],
+        "spaceId": row["space_id"],
+        "author": {"kind": row["author_kind"], "id": row["author_id"], "name": row["author_name"]},
+        "content": row["content"],
+        "metadata": dict(row["metadata"] or {}),
+        "runId": row["run_id"],
+        "createdAt": iso(row["created_at"]),
+    }
+
+
+class SpaceService:
+    def __init__(self, app: AppContext) -> None:
+        self._app = app
+
+    def folder(self, workspace_id: str, space_id: str) -> Path:
+        """The space's working folder (not created here)."""
+        return self._app.datadir.workspace_dir(workspace_id) / "spaces" / space_id
+
+    async def create(
+        self,
+        workspace_id: str,
+        *,
+        title: str,
+        created_by: str,
+        mode: str = "chat",
+        kind: str = "standard",
+        hidden: bool = False,
+        provisioning: str = "ready",
+    ) -> Space:
+        title = require_text(title, "title", limit=SPACE_TITLE_MAX)
+        check_mode(mode)
+        if kind not in KINDS:
+            raise InvalidArgs(f"kind must be one of {', '.join(KINDS)}, not {kind!r}", field="kind")
+        now = self._app.clock.now()
+        space_id = new_id()
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.insert(tables.spaces).values(
+                    id=space_id,
+                    kind=kind,
+                    mode=mode,
+                    title=title,
+                    hidden=hidden,
+                    created_by=created_by,
+                    provisioning=provisioning,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        self.folder(workspace_id, space_id).mkdir(parents=True, exist_ok=True)
+        await self._app.bus.publish(
+            SpaceCreated(workspace_id=workspace_id, space_id=space_id, title=title, mode=mode, kind=kind, hidden=hidden)
+        )
+        return await self.get(workspace_id, space_id)
+
+    async def get(self, workspace_id: str, space_id: str) -> Space:
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            row = (
+                (await conn.execute(sa.select(tables.spaces).where(tables.spaces.c.id == space_id))).mappings().first()
+            )
+        if row is None:
+            raise NotFound(f"space {space_id} does not exist in this workspace")
+        return Space(**dict(row))
+
+    async def all(
+        self, workspace_id: str, *, include_archived: bool = False, include_hidden: bool = False
+    ) -> list[Space]:
+        t = tables.spaces
+        q = sa.select(t).order_by(t.c.created_at, t.c.id)
+        if not include_archived:
+            q = q.where(t.c.archived_at.is_(None))
+        if not include_hidden:
+            q = q.where(t.c.hidden.is_(False))
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [Space(**dict(r)) for r in rows]
+
+    async def _update(self, workspace_id: str, space_id: str, **values: Any) -> Space:
+        await self.get(workspace_id, space_id)
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.update(tables.spaces)
+                .where(tables.spaces.c.id == space_id)
+                .values(updated_at=self._app.clock.now(), **values)
+            )
+        return await self.get(workspace_id, space_id)
+
+    async def rename(self, workspace_id: str, space_id: str, title: str) -> Space:
+        space = await self._update(workspace_id, space_id, title=require_text(title, "title", limit=SPACE_TITLE_MAX))
+        await self._publish_updated(workspace_id, space)
+        return space
+
+    async def archive(self, workspace_id: str, space_id: str) -> Space:
+        current = await self.get(workspace_id, space_id)
+        if current.archived_at is not None:
+            return current
+        space = await self._update(workspace_id, space_id, archived_at=self._app.clock.now())
+        await self._publish_updated(workspace_id, space)
+        return space
+
+    async def _publish_updated(self, workspace_id: str, space: Space) -> None:
+        await self._app.bus.publish(
+            SpaceUpdated(
+                workspace_id=workspace_id,
+                space_id=space.id,
+                title=space.title,
+                archived=space.archived_at is not None,
+            )
+        )
+
+    async def set_provisioning(
+        self,
+        workspace_id: str,
+        space_id: str,
+        state: str,
+        *,
+        step: str | None = None,
+        detail: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Record setup progress on the space row and publish ``SpaceProvisioningChanged``."""
+        if state not in PROVISIONING_STATES:
+            raise ValueError(f"unknown provisioning state {state!r}")
+        await self._update(workspace_id, space_id, provisioning=state, provisioning_step=step, provisioning_error=error)
+        await self._app.bus.publish(
+            SpaceProvisioningChanged(
+                workspace_id=workspace_id, space_id=space_id, state=state, step=step, detail=detail
+            )
+        )
+
+    async def remove_folder(self, workspace_id: str, space_id: str) -> bool:
+        folder = self.folder(workspace_id, space_id)
+        if not folder.exists():
+            return False
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+
+    async def post(
+        self,
+        workspace_id: str,
+        space_id: str,
+        author: Author,
+        content: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Append a message and publish ``MessagePosted``; an archived space takes no new messages."""
+        if len(content) > MESSAGE_MAX:
+            raise InvalidArgs(f"content is {len(content)} characters; the limit is {MESSAGE_MAX}", field="content")
+        space = await self.get(workspace_id, space_id)
+        if space.archived_at is not None:
+            raise Refused(f"space {space_id} is archived and takes no new messages")
+        t = tables.messages
+        msg_id = new_id()
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.insert(t).values(
+                    id=msg_id,
+                    space_id=space_id,
+                    author_kind=author.kind,
+                    author_id=author.id,
+                    author_name=author.name,
+                    content=content,
+                    metadata=metadata or {},
+                    run_id=run_id,
+                    created_at=self._app.clock.now(),
+                )
+            )
+            row = (await conn.execute(sa.select(t).where(t.c.id == msg_id))).mappings().one()
+        message = message_to_wire(row)
+        await self._app.bus.publish(MessagePosted(workspace_id=workspace_id, space_id=space_id, message=message))
+        return message
+
+    async def messages(
+        self, workspace_id: str, space_id: str, *, after_seq: int = 0, limit: int = 200
+    ) -> list[dict[str, Any]]:
+        """Messages after ``after_seq``, oldest first."""
+        await self.get(workspace_id, space_id)
+        t = tables.messages
+        q = sa.select(t).where(t.c.space_id == space_id, t.c.seq > after_seq).order_by(t.c.seq).limit(limit)
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [message_to_wire(r) for r in rows]
+
+    async def recent(self, workspace_id: str, space_id: str, *, limit: int) -> list[dict[str, Any]]:
+        """The last ``limit`` messages, oldest first (what an agent sees of the conversation)."""
+        t = tables.messages
+        q = sa.select(t).where(t.c.space_id == space_id).order_by(t.c.seq.desc()).limit(limit)
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [message_to_wire(r) for r in reversed(rows)]

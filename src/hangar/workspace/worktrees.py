@@ -1,0 +1,264 @@
+"""Worktrees: checkouts of workspace repos for a space, a ticket, or a pull-request editor, and their cleanup.
+
+A space's worktrees live in its working folder (``<folder>/<repoName>``); a ticket's under
+``<dataDir>/<ws>/worktrees/tickets/<ticketId>/``; a PR editor's under ``<dataDir>/<ws>/worktrees/pr/<key>/``.
+Each worktree checks out its own work branch (``hangar/<owner>``) started from the requested branch, so agents
+can commit without touching the source's branches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from hangar.core.context import AppContext
+from hangar.core.ids import new_id
+from hangar.errors import Conflict, InvalidArgs
+from hangar.workspace import tables
+from hangar.workspace.git import GitFailed, git
+from hangar.workspace.records import iso
+from hangar.workspace.repos import Repo, RepoService, parse_repo_spec
+from hangar.workspace.spaces import SpaceService
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Worktree:
+    id: str
+    repo_id: str
+    branch: str
+    work_branch: str
+    path: str
+    space_id: str | None
+    ticket_id: str | None
+    pr_key: str | None
+    created_at: datetime
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "repoId": self.repo_id,
+            "branch": self.branch,
+            "workBranch": self.work_branch,
+            "path": self.path,
+            "spaceId": self.space_id,
+            "ticketId": self.ticket_id,
+            "prKey": self.pr_key,
+            "createdAt": iso(self.created_at),
+        }
+
+
+@dataclass
+class CleanupReport:
+    mode: str
+    dry_run: bool
+    worktrees: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        verb = "would release" if self.dry_run else "released"
+        rm = "would remove" if self.dry_run else "removed"
+        return f"{self.mode}: {verb} {len(self.worktrees)} worktree(s), {rm} {len(self.folders)} folder(s)" + (
+            " (dry run)" if self.dry_run else ""
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "dryRun": self.dry_run,
+            "worktrees": self.worktrees,
+            "folders": self.folders,
+            "summary": self.summary,
+        }
+
+
+def pr_key(repo_full_name: str, pr_number: int | str) -> str:
+    return f"{repo_full_name}#{pr_number}"
+
+
+class WorktreeService:
+    def __init__(self, app: AppContext, spaces: SpaceService, repos: RepoService) -> None:
+        self._app = app
+        self._spaces = spaces
+        self._repos = repos
+
+    async def checkout(
+        self,
+        workspace_id: str,
+        spec: str,
+        *,
+        space_id: str | None = None,
+        ticket_id: str | None = None,
+        pr: str | None = None,
+        field: str = "repoIds",
+    ) -> Worktree:
+        """Check out ``<repoId>`` or ``<repoId>@<branch>`` for exactly one owner (space, ticket or PR key)."""
+        owners = [o for o in (space_id, ticket_id, pr) if o is not None]
+        if len(owners) != 1:
+            raise InvalidArgs("a worktree belongs to exactly one of a space, a ticket or a PR", field="owner")
+        ref, branch = parse_repo_spec(spec, field)
+        repo = await self._repos.get(workspace_id, ref)
+        await self._repos.refresh(workspace_id, repo)
+        branch = branch or repo.default_branch
+        if not await self._repos.has_branch(workspace_id, repo, branch):
+            raise InvalidArgs(f"{field}: branch {branch!r} does not exist in repo {repo.name}", field=field)
+        ws_dir = self._app.datadir.workspace_dir(workspace_id)
+        if space_id is not None:
+            await self._spaces.get(workspace_id, space_id)
+            base, owner = self._spaces.folder(workspace_id, space_id), f"space-{space_id}"
+        elif ticket_id is not None:
+            base, owner = ws_dir / "worktrees" / "tickets" / ticket_id, f"ticket-{ticket_id}"
+        else:
+            assert pr is not None
+            safe = _UNSAFE.sub("-", pr).strip("-")
+            base, owner = ws_dir / "worktrees" / "pr" / safe, f"pr-{safe}"
+        for existing in await self.all(workspace_id, space_id=space_id, ticket_id=ticket_id, pr=pr):
+            if existing.repo_id == repo.id:
+                raise Conflict(f"repo {repo.name} is already checked out there ({existing.path})")
+        path = base / repo.name
+        if path.exists():
+            raise Conflict(f"{path} already exists; release or remove it first")
+        base.mkdir(parents=True, exist_ok=True)
+        work_branch = f"hangar/{owner}"
+        try:
+            await git(
+                "worktree", "add", "--quiet", "-B", work_branch, str(path), branch,
+                cwd=self._repos.clone_path(workspace_id, repo.id),
+            )  # fmt: skip
+        except GitFailed as exc:
+            raise InvalidArgs(
+                f"{field}: {repo.name}@{branch} cannot be checked out: {exc.reason}", field=field
+            ) from exc
+        wt = Worktree(
+            id=new_id(),
+            repo_id=repo.id,
+            branch=branch,
+            work_branch=work_branch,
+            path=str(path),
+            space_id=space_id,
+            ticket_id=ticket_id,
+            pr_key=pr,
+            created_at=self._app.clock.now(),
+        )
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(sa.insert(tables.worktrees).values(**wt.__dict__))
+        return wt
+
+    async def provision_space(
+        self, workspace_id: str, space_id: str, specs: list[str], *, all_repos: bool = False
+    ) -> list[Worktree]:
+        """Check out a space's repos, narrating progress through ``SpaceProvisioningChanged``.
+
+        ``all_repos`` adds every registered repo not named in ``specs`` (at its default branch). A failure marks
+        the space ``failed`` with the reason and re-raises; worktrees already made stay recorded.
+        """
+        wanted = list(specs)
+        if all_repos:
+            named = {parse_repo_spec(s)[0] for s in specs}
+            wanted += [r.id for r in await self._repos.all(workspace_id) if r.id not in named and r.name not in named]
+        made: list[Worktree] = []
+        try:
+            for spec in wanted:
+                repo: Repo = await self._repos.get(workspace_id, parse_repo_spec(spec)[0])
+                await self._spaces.set_provisioning(
+                    workspace_id, space_id, "provisioning", step="repo", detail=repo.name
+                )
+                made.append(await self.checkout(workspace_id, spec, space_id=space_id))
+        except Exception as exc:
+            reason = getattr(exc, "message", None) or str(exc)
+            await self._spaces.set_provisioning(workspace_id, space_id, "failed", error=reason)
+            raise
+        await self._spaces.set_provisioning(workspace_id, space_id, "ready")
+        return made
+
+    async def all(
+        self,
+        workspace_id: str,
+        *,
+        space_id: str | None = None,
+        ticket_id: str | None = None,
+        pr: str | None = None,
+    ) -> list[Worktree]:
+        t = tables.worktrees
+        q = sa.select(t).order_by(t.c.created_at, t.c.id)
+        if space_id is not None:
+            q = q.where(t.c.space_id == space_id)
+        if ticket_id is not None:
+            q = q.where(t.c.ticket_id == ticket_id)
+        if pr is not None:
+            q = q.where(t.c.pr_key == pr)
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [Worktree(**dict(r)) for r in rows]
+
+    async def release(self, workspace_id: str, wt: Worktree) -> None:
+        """Remove the worktree's directory, its git bookkeeping and its work branch, then forget it."""
+        clone = self._repos.clone_path(workspace_id, wt.repo_id)
+        if clone.exists():
+            try:
+                await git("worktree", "remove", "--force", wt.path, cwd=clone)
+            except GitFailed:
+                # Already gone from disk (or never fully made): drop git's record of it instead.
+                shutil.rmtree(wt.path, ignore_errors=True)
+                await git("worktree", "prune", cwd=clone)
+            with contextlib.suppress(GitFailed):
+                await git("branch", "-D", wt.work_branch, cwd=clone)
+        else:
+            shutil.rmtree(wt.path, ignore_errors=True)
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(sa.delete(tables.worktrees).where(tables.worktrees.c.id == wt.id))
+
+    async def cleanup(
+        self,
+        workspace_id: str,
+        *,
+        ticket_id: str | None = None,
+        pr: str | None = None,
+        space_id: str | None = None,
+        dry_run: bool = False,
+    ) -> CleanupReport:
+        """Release one owner's worktrees, or with no owner sweep the workspace: worktrees whose directory
+        vanished, worktrees of archived or deleted spaces, and space folders with no live space."""
+        if ticket_id is not None:
+            report = CleanupReport("ticket", dry_run)
+            doomed = await self.all(workspace_id, ticket_id=ticket_id)
+        elif pr is not None:
+            report = CleanupReport("prEditor", dry_run)
+            doomed = await self.all(workspace_id, pr=pr)
+        elif space_id is not None:
+            report = CleanupReport("space", dry_run)
+            doomed = await self.all(workspace_id, space_id=space_id)
+            folder = self._spaces.folder(workspace_id, space_id)
+            if folder.exists():
+                report.folders.append(str(folder))
+        else:
+            report = CleanupReport("sweep", dry_run)
+            live = {s.id for s in await self._spaces.all(workspace_id, include_hidden=True)}
+            doomed = [
+                wt
+                for wt in await self.all(workspace_id)
+                if not os.path.exists(wt.path)  # noqa: ASYNC240 (one stat per worktree)
+                or (wt.space_id is not None and wt.space_id not in live)
+            ]
+            spaces_dir = self._app.datadir.workspace_dir(workspace_id) / "spaces"
+            if spaces_dir.is_dir():
+                report.folders += [str(p) for p in sorted(spaces_dir.iterdir()) if p.is_dir() and p.name not in live]
+        report.worktrees = [wt.path for wt in doomed]
+        if not dry_run:
+            for wt in doomed:
+                await self.release(workspace_id, wt)
+            for folder_path in report.folders:
+                shutil.rmtree(folder_path, ignore_errors=True)
+        return report
