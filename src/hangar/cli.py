@@ -45,7 +45,7 @@ def serve(
 ) -> None:
     """Run the self-hosted server, and the website on its own port unless --no-site."""
     from hangar.server.app import build_server
-    from hangar.server.listeners import Listener, serve_all
+    from hangar.server.listeners import Listener, run_listeners
 
     settings = settings_from(
         host=host, port=port, data_dir=data_dir, public_url=public_url, web_client_url=web_client_url
@@ -57,7 +57,7 @@ def serve(
         listeners.append(Listener("website", build_site(None), host, site_port))
     typer.echo(f"data directory: {settings.data_dir}")
     typer.echo(f"owner credential: hangar admin owner-token --data-dir {settings.data_dir}")
-    asyncio.run(serve_all(listeners))
+    run_listeners(listeners)
 
 
 @app.command()
@@ -67,10 +67,10 @@ def site(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Canonical origin of the site.")] = None,
 ) -> None:
     """Run the public website alone."""
-    from hangar.server.listeners import Listener, serve_all
+    from hangar.server.listeners import Listener, run_listeners
     from hangar.site.app import build_site
 
-    asyncio.run(serve_all([Listener("website", build_site(base_url), host, port)]))
+    run_listeners([Listener("website", build_site(base_url), host, port)])
 
 
 @admin_app.command("owner-token")

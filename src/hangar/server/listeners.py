@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 import uvicorn
@@ -38,6 +38,8 @@ class Listener:
             ws="websockets-sansio",
             ws_max_size=MAX_FRAME_BYTES,
             ws_ping_interval=20.0,
+            # RPC frames are small JSON; compressing each costs more CPU than the bytes it saves on loopback/LAN.
+            ws_per_message_deflate=False,
             log_level="warning",
             lifespan="on",
         )
@@ -53,6 +55,19 @@ class Listener:
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.bound_port}"
+
+
+def run_listeners(listeners: Sequence[Listener]) -> None:
+    """Run ``serve_all`` on uvloop when it is installed (it comes with uvicorn[standard])."""
+    factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop
+    try:
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        pass
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(serve_all(listeners))
 
 
 async def serve_all(listeners: Sequence[Listener], announce: bool = True) -> None:
