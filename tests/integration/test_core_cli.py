@@ -1,0 +1,51 @@
+"""The command line as an operator uses it: owner-token, then serve, then a request with that credential."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+HANGAR = str(Path(sys.executable).parent / "hangar")
+
+
+def test_owner_token_and_serve(tmp_path: Path) -> None:
+    env = {**os.environ, "HANGAR_DATA_DIR": str(tmp_path / "data")}
+    token = subprocess.run([HANGAR, "admin", "owner-token"], env=env, check=True, capture_output=True, text=True)
+    token2 = subprocess.run([HANGAR, "admin", "owner-token"], env=env, check=True, capture_output=True, text=True)
+    assert token.stdout.strip() != token2.stdout.strip()
+    proc = subprocess.Popen(
+        [HANGAR, "serve", "--port", "0", "--site-port", "0"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        urls: dict[str, str] = {}
+        for line in proc.stdout:
+            name, _, url = line.strip().partition(": ")
+            if name in ("server", "website"):
+                urls[name] = url
+            if len(urls) == 2:
+                break
+        for url in urls.values():
+            r = httpx.get(f"{url}/healthz")
+            assert r.status_code == 200 and r.json()["status"] == "ok"
+        me = httpx.get(f"{urls['server']}/auth/me", headers={"Authorization": f"Bearer {token.stdout.strip()}"})
+        assert me.status_code == 200 and me.json()["isServerOwner"] is True
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    assert proc.returncode == 0
+    db = tmp_path / "data" / "server.db"
+    assert db.exists() and oct(db.stat().st_mode & 0o777) == "0o600"
+    assert json.loads(json.dumps({"ok": True}))
+
+
+def test_bad_flag_is_named(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [HANGAR, "serve", "--web-client-url", "nope", "--data-dir", str(tmp_path)], capture_output=True, text=True
+    )
+    assert r.returncode == 2 and "--web-client-url" in r.stderr
