@@ -57,7 +57,10 @@ def load_certificate(text: str) -> x509.Certificate:
 def parse_idp_metadata(xml: str | bytes) -> IdpMetadata:
     """Read the IdP's entity descriptor; every problem is a ``malformed`` ``SamlError`` naming it."""
     data = xml.encode() if isinstance(xml, str) else xml
-    root = parse_untrusted(data, what="idpMetadataXml")
+    try:
+        root = parse_untrusted(data, what="document")
+    except SamlError as exc:
+        raise _bad(exc.message) from None
     if root.tag == q(MD, "EntitiesDescriptor"):
         idps = [e for e in root.iter(q(MD, "EntityDescriptor")) if e.find(q(MD, "IDPSSODescriptor")) is not None]
         if len(idps) != 1:

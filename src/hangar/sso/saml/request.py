@@ -37,10 +37,16 @@ def new_request_id() -> str:
 
 
 def build_authn_request(
-    *, sp_entity_id: str, acs_url: str, idp_sso_url: str, now: datetime, relay_state: str | None = None
+    *,
+    sp_entity_id: str,
+    acs_url: str,
+    idp_sso_url: str,
+    now: datetime,
+    relay_state: str | None = None,
+    request_id: str | None = None,
 ) -> AuthnRequest:
     """An unsigned AuthnRequest asking for an HTTP-POST response to ``acs_url``, encoded for redirect."""
-    rid = new_request_id()
+    rid = request_id or new_request_id()
     req = etree.Element(q(SAMLP, "AuthnRequest"), nsmap={"samlp": SAMLP, "saml": SAML})
     req.set("ID", rid)
     req.set("Version", "2.0")

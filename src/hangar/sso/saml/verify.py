@@ -11,6 +11,7 @@ store) so it runs without a server. Order of the checks, which fixes the code a 
 5. ``Destination`` is our ACS (required when the response is signed)                      -> ``destination``
 6. exactly one assertion, plain (not encrypted)                                          -> ``invalid``
 7. the assertion's signature, always required; from here on only the signed copy is read -> ``signature``
+   and the assertion was not accepted before (replay)                                    -> ``invalid``
 8. assertion ``Issuer``                                                                   -> ``issuer``
 9. ``IssueInstant``, ``Conditions`` NotBefore/NotOnOrAfter with the skew allowance        -> ``expired``
 10. ``AudienceRestriction`` names our entity id                                           -> ``audience``
@@ -18,8 +19,7 @@ store) so it runs without a server. Order of the checks, which fixes the code a 
     and whose ``SubjectConfirmationData`` times hold                                      -> ``expired``
 12. ``InResponseTo`` names a pending request (or unsolicited and ``allowIdpInitiated``)   -> ``request_match``
 13. the ``NameID`` and the configured attributes (text only, never partial)               -> ``malformed``
-14. the assertion was not accepted before (replay)                                        -> ``invalid``
-15. the pending request is used up (one use)                                              -> ``request_match``
+14. the pending request is used up (one use)                                              -> ``request_match``
 
 Nothing is recorded unless every step passed.
 """
@@ -122,6 +122,9 @@ class ResponseVerifier:
 
         # 2. wrapping and the response signature.
         check_layout(root)
+        for candidate in root.findall(q(SAML, "Assertion")):
+            if signature_of(candidate) is None:
+                raise SamlError("signature", "an assertion is not signed (assertion signatures are always required)")
         response_signed = signature_of(root) is not None
         if s.want_response_signed and not response_signed:
             raise SamlError("signature", "the response is not signed and wantResponseSigned is on")
@@ -158,6 +161,9 @@ class ResponseVerifier:
 
         # 7. the assertion signature; everything below reads the signed copy only.
         assertion = verify_enveloped(raw_assertion, assertion_id, s.idp, now)
+        replay_key = f"{s.idp.entity_id}\n{assertion_id}"
+        if self._seen.seen(replay_key):
+            raise SamlError("invalid", "this assertion was already used (replay)")
         if assertion.get("Version") != "2.0":
             raise SamlError("malformed", "the assertion is not SAML 2.0")
         a_issuer = child(assertion, SAML, "Issuer")
@@ -216,9 +222,6 @@ class ResponseVerifier:
                 raise SamlError("expired", "the identity provider's session has already ended")
 
         # 14-15. replay and one use; only now is anything recorded.
-        replay_key = f"{s.idp.entity_id}\n{assertion_id}"
-        if self._seen.seen(replay_key):
-            raise SamlError("invalid", "this assertion was already used (replay)")
         request: PendingRequest | None = None
         if request_id:
             request = self._pending.take(request_id)

@@ -1,0 +1,138 @@
+"""The SAML HTTP routes: ``GET /saml/login``, ``POST /saml/acs``, ``GET /saml/metadata`` (``SAML_ROUTES``).
+
+``/saml/login`` answers 302 to the IdP (HTTP-Redirect binding) and remembers the request with its relay and
+the ``client_origin`` the allow-list trusts. ``/saml/acs`` reads the form post under a size bound, verifies
+the response (``ResponseVerifier``), hands the identity to the shared login outcome and answers with the
+credential hand-off of CONTRACTS section 4; a failure answers 400 with the SAML code, and nothing is
+provisioned. ``/saml/metadata`` is our entity descriptor for the IdP's administrator.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from hangar.core.context import AppContext
+from hangar.errors import HangarError, InvalidArgs
+from hangar.sso.config import SamlConnection, SsoConfigStore
+from hangar.sso.handoff import LoginFailed, LoginIntent, failure_response, request_origin, success_response
+from hangar.sso.login import SsoIdentity, complete_login
+from hangar.sso.saml.errors import SamlError
+from hangar.sso.saml.service import ACS_PATH, LOGIN_PATH, METADATA_PATH, saml_service
+
+log = logging.getLogger(__name__)
+
+MAX_FORM_BYTES = 1024 * 1024
+DEVICE_NAME = "SAML sign-in"
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
+def _ctx(request: Request) -> AppContext:
+    ctx: AppContext = request.app.state.ctx
+    return ctx
+
+
+def _origin(request: Request) -> str:
+    """Our origin as the IdP sees it: the public URL when set, else the origin this request came in on."""
+    public: str | None = _ctx(request).settings.public_url
+    return public or request_origin(request)
+
+
+def _connection(request: Request) -> SamlConnection:
+    return _ctx(request).service(SsoConfigStore).saml
+
+
+def _enabled_connection(request: Request) -> SamlConnection:
+    conn = _connection(request)
+    if not conn.enabled:
+        raise SamlError("invalid", "SAML sign-in is not enabled on this server")
+    return conn
+
+
+async def saml_login(request: Request) -> Response:
+    try:
+        conn = _enabled_connection(request)
+        try:
+            intent = LoginIntent.from_request(request)
+        except InvalidArgs as exc:
+            raise SamlError("invalid", exc.message) from None
+        authn = saml_service(_ctx(request)).start_login(
+            conn, _origin(request), relay=intent.relay, client_origin=intent.client_origin
+        )
+    except SamlError as exc:
+        return failure_response(request, exc.saml_code, exc.message)
+    return RedirectResponse(authn.redirect_url, status_code=302, headers=_NO_STORE)
+
+
+async def _read_form(request: Request) -> dict[str, list[str]]:
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/x-www-form-urlencoded":
+        raise SamlError("malformed", "the assertion consumer takes an HTML form post (HTTP-POST binding)")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+        raise SamlError("malformed", f"the form post is larger than {MAX_FORM_BYTES // 1024} KiB")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise SamlError("malformed", f"the form post is larger than {MAX_FORM_BYTES // 1024} KiB")
+    try:
+        return parse_qs(body.decode("ascii"), keep_blank_values=True, max_num_fields=16, strict_parsing=False)
+    except (UnicodeDecodeError, ValueError):
+        raise SamlError("malformed", "the form post cannot be read") from None
+
+
+async def saml_acs(request: Request) -> Response:
+    ctx = _ctx(request)
+    try:
+        conn = _enabled_connection(request)
+        form = await _read_form(request)
+        values = form.get("SAMLResponse", [])
+        if len(values) != 1:
+            raise SamlError("malformed", "the form post must carry exactly one SAMLResponse")
+        identity = saml_service(ctx).verify(conn, _origin(request), values[0])
+        pending = identity.request
+        intent = LoginIntent(
+            relay=pending.relay if pending else None,
+            client_origin=pending.client_origin if pending else None,
+        )
+        who = SsoIdentity(
+            issuer=identity.issuer,
+            subject=identity.subject,
+            email=identity.email,
+            display_name=identity.display_name,
+            groups=identity.groups,
+        )
+        outcome = await complete_login(ctx, conn, who, kind="saml", device_name=DEVICE_NAME)
+    except SamlError as exc:
+        log.info("SAML sign-in refused: %s (%s)", exc.saml_code, exc.message)
+        return failure_response(request, exc.saml_code, exc.message)
+    except LoginFailed as exc:
+        log.info("SAML sign-in refused by the login outcome: %s (%s)", exc.sso_code, exc.message)
+        return failure_response(request, exc.sso_code, exc.message)
+    except HangarError as exc:
+        log.info("SAML sign-in refused by the login outcome: %s", exc.message)
+        return failure_response(request, "invalid", exc.message)
+    except Exception:
+        log.exception("SAML sign-in failed inside the server")
+        return failure_response(request, "internal", "the server could not complete the sign-in")
+    return success_response(ctx.settings, intent, outcome.token)
+
+
+async def saml_metadata(request: Request) -> Response:
+    try:
+        xml = saml_service(_ctx(request)).sp_metadata(_connection(request), _origin(request))
+    except SamlError as exc:
+        return failure_response(request, exc.saml_code, exc.message)
+    return Response(xml, media_type="application/samlmetadata+xml")
+
+
+SAML_ROUTES: list[BaseRoute] = [
+    Route(LOGIN_PATH, saml_login, methods=["GET"]),
+    Route(ACS_PATH, saml_acs, methods=["POST"]),
+    Route(METADATA_PATH, saml_metadata, methods=["GET"]),
+]
