@@ -117,6 +117,8 @@ async def test_roles_and_workspaces(srv: RunningServer) -> None:
         await expect("conflict", owner.call("members.setRole", workspace_id=wid, user_id=srv.owner_id, role="admin"))
         await owner.call("members.remove", workspace_id=wid, user_id=gus["userId"])
         assert len(await owner.call("members.list", workspace_id=wid)) == 2
+        types = [e["type"] for e in await owner.call("events.list", workspace_id=wid)]
+        assert types == ["identity.workspaceCreated", "identity.memberRoleChanged", "identity.memberRemoved"]
         entries = await owner.call("audit.list", workspace_id=wid)
         assert [e["action"] for e in entries][:2] == ["workspaces.create", "members.invite"]
 

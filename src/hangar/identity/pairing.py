@@ -37,6 +37,7 @@ class Paired:
     token: str
     user_id: str
     workspace_id: str | None
+    role: str | None = None
 
 
 def _normalize(code: str) -> str:
@@ -94,12 +95,12 @@ class Pairing:
         if row.kind == "invite":
             user = await self._identity.create_user(email=None, display_name=name)
             await self._identity.add_member(row.workspace_id, user.id, Role[row.role])
-            user_id, ws = user.id, row.workspace_id
+            user_id, ws, role = user.id, row.workspace_id, row.role
         else:
-            user_id, ws = row.user_id, None
+            user_id, ws, role = row.user_id, None, None
         token = await self._identity.issue_device(user_id, name)
         async with self._db.begin() as conn:
             await conn.execute(
                 sa.update(t.pairing_codes).where(t.pairing_codes.c.code_hash == key).values(used_by=user_id)
             )
-        return Paired(token, user_id, ws)
+        return Paired(token, user_id, ws, role)

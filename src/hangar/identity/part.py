@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.identity.events import IDENTITY_EVENTS
 from hangar.identity.ops import IDENTITY_OPS
 from hangar.identity.pairing import Pairing
 from hangar.identity.routes import IDENTITY_ROUTES
@@ -23,6 +24,7 @@ IDENTITY_PART = Part(
     ops=IDENTITY_OPS,
     routes=IDENTITY_ROUTES,
     migrations=[MIGRATIONS],
+    events=IDENTITY_EVENTS,
     start=_start,
     stop=_stop,
 )
