@@ -1,43 +1,32 @@
-"""Output schemas: the JSON Schema a dispatcher gives for an agent's ``submit_output`` payload.
+"""Output schemas: the JSON Schema subset a dispatcher gives for an agent's ``submit_output`` payload.
 
-Validation uses the ``jsonschema`` library (Draft 2020-12) rather than a hand-written subset, so every keyword
-a template author knows behaves as documented. Messages name the failing location, so an agent told why its
-payload was refused can fix it and retry.
+Validation is the pipelines part's own subset validator (``hangar.pipelines.schema``), so a payload the agent
+got accepted is exactly one the pipeline step's ``outputSchema`` check accepts too. Messages name the failing
+JSON path, so an agent told why its payload was refused can fix it and retry.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-
 from hangar.errors import InvalidArgs
-
-Validator = jsonschema.Draft202012Validator
+from hangar.pipelines.schema import check_schema as _schema_problems
+from hangar.pipelines.schema import first_violation
 
 
 def check_schema(schema: Any, field: str = "outputSchema") -> dict[str, Any]:
-    """The schema itself must be a JSON Schema object; otherwise ``InvalidArgs`` naming ``field``."""
+    """The schema must be an object using the supported keywords; otherwise ``InvalidArgs`` naming ``field``."""
     if not isinstance(schema, dict):
         raise InvalidArgs(f"{field} must be a JSON Schema object", field=field)
-    try:
-        Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.path) or "(root)"
-        raise InvalidArgs(f"{field} is not a valid JSON Schema at {where}: {exc.message}", field=field) from None
+    problems = _schema_problems(schema, field)
+    if problems:
+        raise InvalidArgs(problems[0], field=field)
     return schema
 
 
-def violations(schema: dict[str, Any], payload: Any, *, limit: int = 5) -> list[str]:
-    """Why ``payload`` does not satisfy ``schema`` (empty when it does), each naming its JSON path."""
-    out: list[str] = []
-    for err in sorted(Validator(schema).iter_errors(payload), key=lambda e: list(e.path)):
-        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path)
-        out.append(f"{where}: {err.message}")
-        if len(out) >= limit:
-            break
-    return out
+def violation(schema: dict[str, Any], payload: Any) -> str | None:
+    """Why ``payload`` does not satisfy ``schema`` (``None`` when it does), naming the JSON path."""
+    return first_violation(payload, schema)
 
 
 def as_tool_parameters(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:

@@ -28,6 +28,7 @@ from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.core.ids import new_id
 from hangar.errors import InvalidArgs, Refused
+from hangar.pipelines.events import TaskFinished
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -274,10 +275,6 @@ class AgentRunner:
 
     async def _report_task(self, workspace_id: str, run_id: str, result: RunResult, output: OutputHolder) -> None:
         """Tell the pipelines engine the task (this run) is over, with the harvested output."""
-        try:
-            from hangar.pipelines.events import TaskFinished
-        except ImportError:  # pipelines not installed in this build: nobody waits on tasks
-            return
         payload: Any = output.value if output.accepted else None
         await self.app.bus.publish(
             TaskFinished(workspace_id=workspace_id, task_id=run_id, outcome=result.outcome, output=payload)

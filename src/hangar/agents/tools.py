@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hangar.agents.adapters.base import ToolResult
-from hangar.agents.output_schema import as_tool_parameters, violations
+from hangar.agents.output_schema import as_tool_parameters, violation
 
 READ_LIMIT = 64 * 1024
 LIST_LIMIT = 500
@@ -66,12 +66,12 @@ class OutputHolder:
     def submit(self, payload: Any) -> tuple[bool, str]:
         if self._schema is None:
             return False, "no output was asked for in this run"
-        problems = violations(self._schema, payload)
-        if problems:
-            self.last_error = "; ".join(problems)
+        problem = violation(self._schema, payload)
+        if problem:
+            self.last_error = problem
             return False, (
                 "submit_output refused: the payload does not match the output schema: "
-                f"{self.last_error}. Fix these and call submit_output again."
+                f"{self.last_error}. Fix it and call submit_output again."
             )
         self.value, self.accepted, self.last_error = payload, True, None
         return True, "accepted"

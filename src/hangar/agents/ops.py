@@ -1,0 +1,200 @@
+"""Ops on agents and agent runs, and the team dispatch op (it needs the runner)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from hangar.agents.runner import AgentRunner
+from hangar.agents.service import AgentService
+from hangar.errors import Conflict
+from hangar.rpc.context import OpContext
+from hangar.rpc.registry import op
+from hangar.workspace import TeamService, check_dispatch_mode
+from hangar.workspace.args import WsArgs
+from hangar.workspace.ops_spaces import author_of
+from hangar.workspace.watch import event_frame
+
+
+class AgentCreateArgs(WsArgs):
+    name: str
+    role: str = "member"
+    system_prompt: str = ""
+    adapter: dict[str, Any]
+
+
+@op("agents.create", kind="mutate", scope="workspace", min_role="admin", actions=["secretAccess"])
+async def agents_create(ctx: OpContext, args: AgentCreateArgs) -> dict[str, Any]:
+    """Create an agent; an ``openai`` adapter's ``apiKey`` goes to the secrets file and is never returned."""
+    agent = await ctx.app.service(AgentService).create(
+        ctx.ws, name=args.name, role=args.role, system_prompt=args.system_prompt, adapter=args.adapter
+    )
+    await ctx.audit("agents.create", f"agent:{agent.id}", {"name": agent.name, "adapter": agent.adapter.type})
+    return agent.to_wire()
+
+
+class NoArgs(WsArgs):
+    pass
+
+
+@op("agents.list", kind="read", scope="workspace")
+async def agents_list(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+    """List the workspace's agents."""
+    return {"agents": [a.to_wire() for a in await ctx.app.service(AgentService).all(ctx.ws)]}
+
+
+class AgentRef(WsArgs):
+    agent_id: str
+
+
+@op("agents.get", kind="read", scope="workspace")
+async def agents_get(ctx: OpContext, args: AgentRef) -> dict[str, Any]:
+    """One agent (``hasApiKey`` instead of the key)."""
+    return (await ctx.app.service(AgentService).get(ctx.ws, args.agent_id)).to_wire()
+
+
+class AgentUpdateArgs(WsArgs):
+    agent_id: str
+    name: str | None = None
+    role: str | None = None
+    system_prompt: str | None = None
+    adapter: dict[str, Any] | None = None
+
+
+@op("agents.update", kind="mutate", scope="workspace", min_role="admin", actions=["secretAccess"])
+async def agents_update(ctx: OpContext, args: AgentUpdateArgs) -> dict[str, Any]:
+    """Edit an agent; an adapter given without ``apiKey`` keeps the stored key."""
+    agent = await ctx.app.service(AgentService).update(
+        ctx.ws,
+        args.agent_id,
+        name=args.name,
+        role=args.role,
+        system_prompt=args.system_prompt,
+        adapter=args.adapter,
+    )
+    await ctx.audit("agents.update", f"agent:{agent.id}", {"name": agent.name, "adapter": agent.adapter.type})
+    return agent.to_wire()
+
+
+@op("agents.delete", kind="destructive", scope="workspace", min_role="admin", actions=["secretAccess"])
+async def agents_delete(ctx: OpContext, args: AgentRef) -> dict[str, Any]:
+    """Delete an agent and its stored key; refused while it has runs in progress."""
+    running = await ctx.app.service(AgentRunner).store.all(ctx.ws, agent_id=args.agent_id, status="running")
+    if running:
+        raise Conflict(f"agent {args.agent_id} has {len(running)} run(s) in progress; interrupt them first")
+    await ctx.app.service(AgentService).delete(ctx.ws, args.agent_id)
+    await ctx.audit("agents.delete", f"agent:{args.agent_id}")
+    return {"deleted": True}
+
+
+class AgentRunArgs(WsArgs):
+    agent_id: str
+    space_id: str
+    prompt: str
+    output_schema: dict[str, Any] | None = None
+    max_turns: int | None = None
+
+
+@op("agents.run", kind="mutate", scope="workspace", actions=["networkEgress", "processSpawn"])
+async def agents_run(ctx: OpContext, args: AgentRunArgs) -> dict[str, Any]:
+    """Dispatch an agent into a space with a prompt; returns at once with the run id (follow it with
+    ``spaces.watch`` or ``runs.get``)."""
+    run = await ctx.app.service(AgentRunner).dispatch(
+        ctx.ws,
+        agent_id=args.agent_id,
+        space_id=args.space_id,
+        prompt=args.prompt,
+        dispatched_by=ctx.principal.label,
+        prompt_author=author_of(ctx),
+        output_schema=args.output_schema,
+        max_turns=args.max_turns,
+    )
+    await ctx.audit("agents.run", f"run:{run.id}", {"agentId": run.agent_id, "spaceId": run.space_id})
+    return {"runId": run.id, **run.to_wire()}
+
+
+class RunRef(WsArgs):
+    run_id: str
+
+
+@op("runs.get", kind="read", scope="workspace")
+async def runs_get(ctx: OpContext, args: RunRef) -> dict[str, Any]:
+    """One run: status, outcome, error, turns and the harvested output."""
+    return (await ctx.app.service(AgentRunner).store.get(ctx.ws, args.run_id)).to_wire()
+
+
+class RunListArgs(WsArgs):
+    space_id: str | None = None
+    agent_id: str | None = None
+    status: str | None = None
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+@op("runs.list", kind="read", scope="workspace")
+async def runs_list(ctx: OpContext, args: RunListArgs) -> dict[str, Any]:
+    """Runs, newest first, optionally of one space, agent or status (``running``, ``finished``)."""
+    runs = await ctx.app.service(AgentRunner).store.all(
+        ctx.ws, space_id=args.space_id, agent_id=args.agent_id, status=args.status, limit=args.limit
+    )
+    return {"runs": [r.to_wire() for r in runs]}
+
+
+@op("runs.events", kind="read", scope="workspace")
+async def runs_events(ctx: OpContext, args: RunRef) -> dict[str, Any]:
+    """The persisted turn events of one run, in order."""
+    events = await ctx.app.service(AgentRunner).events(ctx.ws, args.run_id)
+    return {"events": [event_frame(e) for e in events]}
+
+
+@op("runs.interrupt", kind="mutate", scope="workspace")
+async def runs_interrupt(ctx: OpContext, args: RunRef) -> dict[str, Any]:
+    """Stop a running run (outcome ``interrupted``); a finished run is returned unchanged."""
+    run = await ctx.app.service(AgentRunner).interrupt(ctx.ws, args.run_id)
+    await ctx.audit("runs.interrupt", f"run:{run.id}", {"outcome": run.outcome})
+    return run.to_wire()
+
+
+class TeamDispatchArgs(WsArgs):
+    team_id: str
+    space_id: str
+    prompt: str
+    dispatch_mode: str | None = None
+    output_schema: dict[str, Any] | None = None
+
+
+@op("teams.dispatch", kind="mutate", scope="workspace", actions=["networkEgress", "processSpawn"])
+async def teams_dispatch(ctx: OpContext, args: TeamDispatchArgs) -> dict[str, Any]:
+    """Dispatch a team into a space: every member (``allParallel``) or only the leader (``manager``)."""
+    team = await ctx.app.service(TeamService).get(ctx.ws, args.team_id)
+    mode = check_dispatch_mode(args.dispatch_mode) if args.dispatch_mode else team.dispatch_mode
+    runner = ctx.app.service(AgentRunner)
+    run_ids = []
+    for agent_id in team.dispatch_targets(mode):
+        run = await runner.dispatch(
+            ctx.ws,
+            agent_id=agent_id,
+            space_id=args.space_id,
+            prompt=args.prompt,
+            dispatched_by=ctx.principal.label,
+            prompt_author=author_of(ctx),
+            output_schema=args.output_schema,
+        )
+        run_ids.append(run.id)
+    await ctx.audit("teams.dispatch", f"team:{team.id}", {"runIds": run_ids, "mode": mode})
+    return {"runIds": run_ids, "dispatchMode": mode}
+
+
+AGENT_OPS = [
+    agents_create,
+    agents_list,
+    agents_get,
+    agents_update,
+    agents_delete,
+    agents_run,
+    runs_get,
+    runs_list,
+    runs_events,
+    runs_interrupt,
+    teams_dispatch,
+]

@@ -1,0 +1,37 @@
+"""The agents part: its tables, ops, events, and the runner service."""
+
+from __future__ import annotations
+
+from hangar.agents.events import AGENT_EVENTS
+from hangar.agents.ops import AGENT_OPS
+from hangar.agents.runner import AgentRunner
+from hangar.agents.service import AgentService
+from hangar.agents.tables import MIGRATIONS
+from hangar.core.context import AppContext
+from hangar.core.part import Part
+from hangar.workspace import SpaceService
+
+
+async def _start(app: AppContext) -> None:
+    agents = app.provide(AgentService(app))
+    runner = app.provide(AgentRunner(app, agents, app.service(SpaceService)))
+    # Runs a previous process left running can never finish now: close them so their waiters move on.
+    for workspace_id in await app.identity.list_workspace_ids():
+        if app.dbs.workspace_exists(workspace_id):
+            await runner.recover(workspace_id)
+
+
+async def _stop(app: AppContext) -> None:
+    runner = app.maybe_service(AgentRunner)
+    if runner is not None:
+        await runner.aclose()
+
+
+AGENTS_PART = Part(
+    name="agents",
+    ops=AGENT_OPS,
+    migrations=[MIGRATIONS],
+    events=AGENT_EVENTS,
+    start=_start,
+    stop=_stop,
+)
