@@ -17,3 +17,9 @@ class BackendFailure(Unavailable):
 
 class ControlHeld(Refused):
     """Someone else holds control of the rig: mutating verbs are refused, observations allowed."""
+
+
+class DropTooLarge(Refused):
+    """A file drop over the lane's limits (files per drop, bytes per file, bytes per drop)."""
+
+    http_status = 413

@@ -1,0 +1,283 @@
+"""Rig ops (CONTRACTS section 6) with the spec's guardrail action classes.
+
+The ``use`` tools and ``rig.open`` / ``rig.exec`` declare ``enclosureControl``, ``networkEgress`` and
+``processSpawn`` (``mobile_use`` and ``sim_use`` also ``packageInstall``); ``rig_close`` declares
+``enclosureControl``; ``rig_list`` declares none. Mutating verbs are refused while another person holds
+control; observations stay allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, Field, StrictBool, StrictStr
+
+from hangar.errors import NotFound, Refused, Unavailable
+from hangar.identity.roles import Role
+from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
+from hangar.rigs.manager import LiveRig, RigManager
+from hangar.rigs.model import CloseReason, RigRecord, Surface
+from hangar.rigs.signing import Lane, LaneSigner
+from hangar.rpc.context import OpContext
+from hangar.rpc.registry import Args, op
+
+USE_ACTIONS = ("enclosureControl", "networkEgress", "processSpawn")
+DEVICE_ACTIONS = (*USE_ACTIONS, "packageInstall")
+MAX_OUTPUT_CHARS = 1 << 20  # per stream: a reply frame stays a reasonable size; the rest is cut and flagged
+DEFAULT_EXEC_TIMEOUT_MS = 120_000
+
+RigId = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+
+
+def manager(ctx: OpContext) -> RigManager:
+    found = ctx.app.maybe_service(RigManager)
+    if found is None:
+        raise Unavailable("the rig manager is not running on this server")
+    return found
+
+
+def signer(ctx: OpContext) -> LaneSigner:
+    return LaneSigner(ctx.app.secrets, ctx.app.clock)
+
+
+class RigArgs(Args):
+    rig_id: RigId = Field(alias="rigId")
+
+
+class OpenArgs(Args):
+    space_id: Annotated[StrictStr, Field(min_length=1, max_length=64)] = Field(
+        validation_alias=AliasChoices("space_id", "spaceId")
+    )
+    surface: StrictStr
+    engine: StrictStr | None = None
+
+
+@op("rig.open", kind="mutate", scope="workspace", actions=USE_ACTIONS)
+async def rig_open(ctx: OpContext, args: OpenArgs) -> dict[str, Any]:
+    """Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting."""
+    live = await manager(ctx).open(ctx.ws, args.space_id, args.surface, args.engine, ctx.principal)
+    return {"rigId": live.id, "phase": live.phase.value, "statusDetail": live.status_detail}
+
+
+class ListArgs(Args):
+    include_closed: StrictBool = Field(default=False, alias="includeClosed")
+
+
+async def _controller(ctx: OpContext, user_id: str | None) -> dict[str, str] | None:
+    if user_id is None:
+        return None
+    user = await ctx.app.identity.get_user(user_id)
+    return {"userId": user_id, "displayName": user.display_name if user else user_id}
+
+
+async def _row(ctx: OpContext, rec: RigRecord, live: LiveRig | None) -> dict[str, Any]:
+    phase = live.phase if live is not None else rec.phase
+    return {
+        "rigId": rec.id,
+        "spaceId": rec.space_id,
+        "surface": rec.surface.value,
+        "engine": rec.engine,
+        "backend": rec.backend,
+        "status": phase.value,
+        "statusDetail": live.status_detail if live is not None else rec.status_detail,
+        "display": rec.display,
+        "controller": await _controller(ctx, live.controller if live is not None else rec.controller),
+        "closeReason": rec.close_reason.value if rec.close_reason else None,
+        "memoryMb": rec.memory_mb,
+        "residentMb": live.resident_mb if live is not None else rec.resident_mb,
+        "createdAt": rec.created_at.isoformat(),
+        "closedAt": rec.closed_at.isoformat() if rec.closed_at else None,
+    }
+
+
+@op("rig_list", kind="read", scope="workspace", min_role="member")
+async def rig_list(ctx: OpContext, args: ListArgs) -> list[dict[str, Any]]:
+    """The workspace's rigs with surface, status, display and controller (closed ones on request)."""
+    return [
+        await _row(ctx, rec, live)
+        for rec, live in await manager(ctx).records(ctx.ws, include_closed=args.include_closed)
+    ]
+
+
+@op("rig_close", kind="destructive", scope="workspace", actions=("enclosureControl",))
+async def rig_close(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+    """Destroy a rig and discard its disk; its row stays for the audit trail."""
+    rec = await manager(ctx).close(ctx.ws, args.rig_id, CloseReason.requested, ctx.principal)
+    await ctx.audit("rig.close", f"rig:{rec.id}", {"reason": rec.close_reason.value if rec.close_reason else None})
+    return {
+        "rigId": rec.id,
+        "phase": rec.phase.value,
+        "closeReason": rec.close_reason.value if rec.close_reason else None,
+    }
+
+
+class ExecArgs(RigArgs):
+    command: Annotated[StrictStr, Field(min_length=1, max_length=131_072)]
+    timeout_ms: Annotated[int, Field(ge=1, le=3_600_000, strict=True)] = Field(
+        default=DEFAULT_EXEC_TIMEOUT_MS, alias="timeoutMs"
+    )
+
+
+def _clip(text: str) -> tuple[str, bool]:
+    return (text[:MAX_OUTPUT_CHARS], True) if len(text) > MAX_OUTPUT_CHARS else (text, False)
+
+
+@op("rig.exec", kind="mutate", scope="workspace", actions=USE_ACTIONS)
+async def rig_exec(ctx: OpContext, args: ExecArgs) -> dict[str, Any]:
+    """Run a shell command in a terminal rig (bash -lc, as the rig user, in its home)."""
+    mgr = manager(ctx)
+    live = await mgr.get_live(ctx.ws, args.rig_id)
+    if live.surface is not Surface.terminal:
+        raise Refused(f"rig.exec drives terminal rigs; rig {live.id} is a {live.surface.value} rig")
+    result = await mgr.exec(ctx.ws, args.rig_id, args.command, args.timeout_ms / 1000, ctx.principal)
+    stdout, cut_out = _clip(result.stdout)
+    stderr, cut_err = _clip(result.stderr)
+    return {
+        "exitCode": result.exit_code,
+        "stdout": stdout,
+        "stderr": stderr,
+        "timedOut": result.timed_out,
+        "truncated": cut_out or cut_err,
+    }
+
+
+def _control_reply(live: LiveRig) -> dict[str, Any]:
+    return {"rigId": live.id, "controller": live.controller}
+
+
+@op("rig.takeControl", kind="mutate", scope="workspace", actions=("enclosureControl",))
+async def rig_take_control(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+    """A person takes control: others' mutating verbs are refused until it is handed back."""
+    return _control_reply(await manager(ctx).take_control(ctx.ws, args.rig_id, ctx.principal))
+
+
+@op("rig.releaseControl", kind="mutate", scope="workspace", actions=("enclosureControl",))
+async def rig_release_control(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+    """Hand control back (the holder, or a workspace admin for a stuck take-over)."""
+    force = ctx.role is not None and ctx.role >= Role.admin
+    return _control_reply(await manager(ctx).release_control(ctx.ws, args.rig_id, ctx.principal, force=force))
+
+
+@op("rig.ports", kind="read", scope="workspace", min_role="member")
+async def rig_ports(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+    """The rig's listening guest ports: forwarded ones with their host (and LAN) ports, then the rest."""
+    live = await manager(ctx).get_live(ctx.ws, args.rig_id)
+    return {"rigId": live.id, "limit": live.ports.limit, "ports": live.ports.to_wire()}
+
+
+class SharePortArgs(RigArgs):
+    guest_port: Annotated[int, Field(ge=1, le=65535, strict=True)] = Field(alias="guestPort")
+    share: StrictBool = True
+
+
+@op("rig.sharePort", kind="mutate", scope="workspace", actions=("enclosureControl", "networkEgress"))
+async def rig_share_port(ctx: OpContext, args: SharePortArgs) -> dict[str, Any]:
+    """Share a forwarded port on the local network (an OS-assigned port on all interfaces), or stop sharing."""
+    live = await manager(ctx).share_port(ctx.ws, args.rig_id, args.guest_port, args.share, ctx.principal)
+    return {"rigId": live.id, "limit": live.ports.limit, "ports": live.ports.to_wire()}
+
+
+class GrantArgs(RigArgs):
+    hosts: Annotated[
+        list[Annotated[StrictStr, Field(min_length=1, max_length=253)]], Field(min_length=1, max_length=64)
+    ]
+
+
+@op("rig.grantHosts", kind="mutate", scope="workspace", min_role="admin", actions=("networkEgress",))
+async def rig_grant_hosts(ctx: OpContext, args: GrantArgs) -> dict[str, Any]:
+    """Add host names (exact or *.suffix) to one rig's egress allowlist."""
+    mgr = manager(ctx)
+    async with mgr.acting(ctx.ws, args.rig_id, ctx.principal, mutating=True, what="rig.grantHosts") as (_l, handle):
+        await handle.grant_hosts(args.hosts)
+    await mgr.log_action(ctx.ws, args.rig_id, ctx.principal, "grantHosts", {"hosts": sorted(args.hosts)})
+    await ctx.audit("rig.grantHosts", f"rig:{args.rig_id}", {"hosts": sorted(args.hosts)})
+    return {"rigId": args.rig_id, "granted": sorted(args.hosts)}
+
+
+async def _lane_url(ctx: OpContext, rig_id: str, lane: Lane, path: str, scheme_ws: bool) -> dict[str, Any]:
+    live = await manager(ctx).get_live(ctx.ws, rig_id)
+    token, exp = signer(ctx).mint(lane, ctx.ws, live.id, ctx.principal.user_id)
+    origin = ctx.app.settings.origin
+    if scheme_ws:
+        origin = "ws" + origin.removeprefix("http")
+    return {"url": f"{origin}{path}/{live.id}?sig={token}", "sig": token, "expiresAt": exp}
+
+
+@op("rig.fileLaneUrl", kind="read", scope="workspace", min_role="member")
+async def rig_file_lane_url(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+    """A signed URL for the rig's file lane (POST drops into ~/drops, GET ?p= reads a file), for you only."""
+    return await _lane_url(ctx, args.rig_id, "files", "/rig/files", scheme_ws=False)
+
+
+@op("rig.terminalUrl", kind="read", scope="workspace", min_role="member")
+async def rig_terminal_url(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+    """A signed WebSocket URL for a live terminal in the rig (PTY over the socket), for you only."""
+    return await _lane_url(ctx, args.rig_id, "terminal", "/rig/terminal", scheme_ws=True)
+
+
+class UseArgs(RigArgs):
+    action: Any = None
+
+
+async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> dict[str, Any]:
+    """Parse totally first (a malformed action names its field), then answer for the surface's backend."""
+    parsed = parse_action(table, args.action)
+    mgr = manager(ctx)
+    try:
+        live = await mgr.get_live(ctx.ws, args.rig_id)
+    except NotFound:
+        live = None
+    if live is not None and live.surface is not table.surface:
+        raise Refused(
+            f"{table.tool} drives {table.surface.value} rigs; rig {live.id} is a {live.surface.value} rig "
+            "(a terminal is never reused as a drivable desktop)"
+        )
+    if live is not None and not parsed.observation:
+        mgr.check_control(live, ctx.principal, f"{table.tool} {parsed.verb.name}")
+    raise Unavailable(
+        f"{table.tool} {parsed.verb.name}: {table.surface.value} rigs need {table.needs}, "
+        "which this server does not have yet (planned)"
+    )
+
+
+@op("computer_use", kind="mutate", scope="workspace", actions=USE_ACTIONS)
+async def computer_use(ctx: OpContext, args: UseArgs) -> dict[str, Any]:
+    """Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...)."""
+    return await _use(ctx, COMPUTER_USE, args)
+
+
+@op("browser_use", kind="mutate", scope="workspace", actions=USE_ACTIONS)
+async def browser_use(ctx: OpContext, args: UseArgs) -> dict[str, Any]:
+    """Drive a browser rig with one action (navigate, click, fill, extract, screenshot...)."""
+    return await _use(ctx, BROWSER_USE, args)
+
+
+@op("mobile_use", kind="mutate", scope="workspace", actions=DEVICE_ACTIONS)
+async def mobile_use(ctx: OpContext, args: UseArgs) -> dict[str, Any]:
+    """Drive a mobile emulator rig with one action (tap, swipe, keys, apps, shell argv...)."""
+    return await _use(ctx, MOBILE_USE, args)
+
+
+@op("sim_use", kind="mutate", scope="workspace", actions=DEVICE_ACTIONS)
+async def sim_use(ctx: OpContext, args: UseArgs) -> dict[str, Any]:
+    """Drive a platform simulator rig with one action (tap, swipe, keys, apps, spawn argv...)."""
+    return await _use(ctx, SIM_USE, args)
+
+
+RIG_OPS = [
+    rig_open,
+    rig_list,
+    rig_close,
+    rig_exec,
+    rig_take_control,
+    rig_release_control,
+    rig_ports,
+    rig_share_port,
+    rig_grant_hosts,
+    rig_file_lane_url,
+    rig_terminal_url,
+    computer_use,
+    browser_use,
+    mobile_use,
+    sim_use,
+]

@@ -1,0 +1,104 @@
+"""Port forwards of one rig: the guest's listening TCP ports mirrored on host loopback.
+
+The manager polls the guest about every four seconds and hands the listening set to ``PortForwards.sync``:
+up to 16 ports are forwarded, each preferring the guest's own port number on the host (falling back to an
+OS-assigned one when that is taken); further ports are listed as not forwarded and logged once; a port that
+stops listening loses its forward, freeing a slot for the next. "Share on local network" adds a second,
+OS-assigned listener on all interfaces for one forwarded port, on request only.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from hangar.errors import Conflict, HangarError, InvalidArgs
+from hangar.rigs.backends.base import RigHandle
+from hangar.rigs.model import MAX_FORWARDED_PORTS
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+ALL_INTERFACES = "0.0.0.0"
+
+
+@dataclass
+class Forward:
+    guest_port: int
+    host_port: int
+    lan_port: int | None = None
+
+
+class PortForwards:
+    def __init__(self, limit: int = MAX_FORWARDED_PORTS) -> None:
+        self.limit = limit
+        self.forwards: dict[int, Forward] = {}
+        self.overflow: set[int] = set()  # listening but not forwarded (over the limit)
+
+    async def sync(self, handle: RigHandle, listening: list[int]) -> list[int]:
+        """Bring the forwards in line with ``listening``; returns ports newly left unforwarded (to log)."""
+        now = set(listening)
+        for gp in [p for p in self.forwards if p not in now]:
+            await self._drop(handle, self.forwards.pop(gp))
+        candidates = sorted(now - self.forwards.keys())
+        slots = max(0, self.limit - len(self.forwards))
+        for gp in candidates[:slots]:
+            self.forwards[gp] = Forward(gp, await self._forward_loopback(handle, gp))
+        extra = set(candidates[slots:])
+        fresh = sorted(extra - self.overflow)
+        self.overflow = extra
+        for gp in fresh:
+            log.warning(
+                "rig %s: guest port %d listens but is not forwarded (limit %d)", handle.spec.rig_id, gp, self.limit
+            )
+        return fresh
+
+    @staticmethod
+    async def _forward_loopback(handle: RigHandle, guest_port: int) -> int:
+        try:
+            return await handle.forward(guest_port, LOOPBACK, guest_port)
+        except Conflict:
+            return await handle.forward(guest_port, LOOPBACK, None)
+
+    @staticmethod
+    async def _drop(handle: RigHandle, fwd: Forward) -> None:
+        for port in (fwd.host_port, fwd.lan_port):
+            if port is not None:
+                try:
+                    await handle.unforward(port)
+                except HangarError as exc:
+                    log.warning("rig %s: unforward %d failed: %s", handle.spec.rig_id, port, exc.message)
+
+    async def share_lan(self, handle: RigHandle, guest_port: int) -> Forward:
+        fwd = self.forwards.get(guest_port)
+        if fwd is None:
+            raise InvalidArgs(
+                f"guest port {guest_port} is not forwarded; only forwarded ports can be shared", field="guestPort"
+            )
+        if fwd.lan_port is None:
+            fwd.lan_port = await handle.forward(guest_port, ALL_INTERFACES, None)
+        return fwd
+
+    async def unshare_lan(self, handle: RigHandle, guest_port: int) -> Forward:
+        fwd = self.forwards.get(guest_port)
+        if fwd is None:
+            raise InvalidArgs(f"guest port {guest_port} is not forwarded", field="guestPort")
+        if fwd.lan_port is not None:
+            await handle.unforward(fwd.lan_port)
+            fwd.lan_port = None
+        return fwd
+
+    async def aclose(self, handle: RigHandle) -> None:
+        for fwd in list(self.forwards.values()):
+            await self._drop(handle, fwd)
+        self.forwards.clear()
+        self.overflow.clear()
+
+    def to_wire(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = [
+            {"guestPort": f.guest_port, "forwarded": True, "hostPort": f.host_port, "lanPort": f.lan_port}
+            for f in sorted(self.forwards.values(), key=lambda f: f.guest_port)
+        ]
+        rows += [{"guestPort": p, "forwarded": False, "hostPort": None, "lanPort": None} for p in sorted(self.overflow)]
+        return rows

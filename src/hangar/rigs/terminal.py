@@ -1,0 +1,154 @@
+"""The live terminal lane: a PTY inside the rig over a WebSocket, for people (``/rig/terminal/<rigId>``).
+
+xterm-compatible framing: binary frames carry terminal bytes both ways; a text frame
+``{"type": "resize", "cols": 120, "rows": 40}`` resizes the PTY. The server sends text frames only for
+notices: ``{"type": "error", "code": ..., "message": ...}`` (then closes with 4000 + HTTP status when it is
+fatal) and ``{"type": "readonly", ...}`` when someone else holds control (input is dropped until handed back;
+output still flows). Authentication: ``Authorization: Bearer`` on the upgrade, or a first text frame
+``{"type": "auth", "token": "<device credential>"}`` for browsers; plus ``sig`` in the query string, minted by
+``rig.terminalUrl``. An open terminal pins the rig against parking and idle reaping (the TTL still applies).
+Input is audited as a length and SHA-256 when the lane closes, never as content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from hangar.errors import HangarError, InvalidArgs, Unauthenticated
+from hangar.rigs.backends.base import Pty
+from hangar.rigs.lanes import LaneAccess, authorize
+from hangar.rpc.context import Principal
+
+AUTH_TIMEOUT_S = 10.0
+DEFAULT_COLS, DEFAULT_ROWS = 80, 24
+
+
+def _size(value: str | None, default: int, name: str) -> int:
+    if value is None:
+        return default
+    if not value.isdigit() or not 1 <= int(value) <= 1000:
+        raise InvalidArgs(f"{name} must be a whole number from 1 to 1000", field=name)
+    return int(value)
+
+
+async def _principal(ws: WebSocket) -> Principal:
+    app = ws.app.state.ctx
+    if ws.headers.get("authorization"):
+        return await app.identity.authenticate_bearer(ws)  # type: ignore[no-any-return]
+    try:
+        first = await asyncio.wait_for(ws.receive_text(), AUTH_TIMEOUT_S)
+        frame = json.loads(first)
+    except (TimeoutError, ValueError, KeyError):
+        raise Unauthenticated("send Authorization: Bearer or a first frame {type: auth, token}") from None
+    if not isinstance(frame, dict) or frame.get("type") != "auth" or not isinstance(frame.get("token"), str):
+        raise Unauthenticated("the first frame must be {type: auth, token}")
+    return await app.identity.authenticate(frame["token"])  # type: ignore[no-any-return]
+
+
+async def _fail(ws: WebSocket, err: HangarError) -> None:
+    with contextlib.suppress(Exception):
+        await ws.send_text(json.dumps({"type": "error", **err.to_dict()}))
+        await ws.close(code=4000 + err.http_status, reason=err.code)
+
+
+async def terminal_lane(ws: WebSocket) -> None:
+    rig_id = ws.path_params["rig_id"]
+    await ws.accept()
+    try:
+        cols = _size(ws.query_params.get("cols"), DEFAULT_COLS, "cols")
+        rows = _size(ws.query_params.get("rows"), DEFAULT_ROWS, "rows")
+        principal = await _principal(ws)
+        access = await authorize(ws.app.state.ctx, "terminal", rig_id, ws.query_params.get("sig"), principal)
+    except HangarError as err:
+        await _fail(ws, err)
+        return
+    try:
+        await _serve(ws, access, cols, rows)
+    except HangarError as err:
+        await _fail(ws, err)
+
+
+async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int) -> None:
+    mgr, principal = access.manager, access.principal
+    typed = hashlib.sha256()
+    typed_len = 0
+    async with mgr.lane(access.ws, access.live.id) as live:
+        async with mgr.acting(access.ws, live.id, principal, mutating=False, what="terminal") as (_l, handle):
+            pty = await handle.open_pty(cols, rows)
+        await mgr.log_action(access.ws, live.id, principal, "terminal.open", {"cols": cols, "rows": rows})
+
+        async def pump_out(pty: Pty) -> None:
+            while data := await pty.read():
+                live.last_active_at = mgr.app.clock.monotonic()
+                await ws.send_bytes(data)
+
+        async def pump_in(pty: Pty) -> None:
+            nonlocal typed_len
+            told_readonly = False
+            while True:
+                msg = await ws.receive()
+                if msg["type"] == "websocket.disconnect":
+                    return
+                if msg.get("bytes") is not None:
+                    if live.controller is not None and live.controller != principal.user_id:
+                        if not told_readonly:
+                            told_readonly = True
+                            await ws.send_text(
+                                json.dumps({"type": "readonly", "message": "a person holds control; input is dropped"})
+                            )
+                        continue
+                    told_readonly = False
+                    data: bytes = msg["bytes"]
+                    typed.update(data)
+                    typed_len += len(data)
+                    live.last_active_at = mgr.app.clock.monotonic()
+                    await pty.write(data)
+                elif msg.get("text") is not None:
+                    await _control(ws, pty, msg["text"])
+
+        out = asyncio.create_task(pump_out(pty))
+        inp = asyncio.create_task(pump_in(pty))
+        try:
+            done, _ = await asyncio.wait({out, inp}, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                exc = task.exception()
+                if exc is not None and not isinstance(exc, WebSocketDisconnect):
+                    raise exc
+        finally:
+            for task in (out, inp):
+                task.cancel()
+            await asyncio.gather(out, inp, return_exceptions=True)
+            await pty.aclose()
+            await mgr.log_action(
+                access.ws,
+                live.id,
+                principal,
+                "terminal.close",
+                {"input": {"length": typed_len, "sha256": typed.hexdigest()}},
+            )
+    with contextlib.suppress(Exception):
+        await ws.close(code=1000)
+
+
+async def _control(ws: WebSocket, pty: Pty, text: str) -> None:
+    try:
+        frame: Any = json.loads(text)
+    except ValueError:
+        frame = None
+    if isinstance(frame, dict) and frame.get("type") == "resize":
+        cols, rows = frame.get("cols"), frame.get("rows")
+        if isinstance(cols, int) and isinstance(rows, int) and 1 <= cols <= 1000 and 1 <= rows <= 1000:
+            await pty.resize(cols, rows)
+            return
+        err: HangarError = InvalidArgs("resize takes whole-number cols and rows from 1 to 1000", field="cols")
+    else:
+        err = InvalidArgs(
+            'text frames must be {"type": "resize", "cols": N, "rows": N}; send keys as binary', field="type"
+        )
+    await ws.send_text(json.dumps({"type": "error", **err.to_dict()}))
