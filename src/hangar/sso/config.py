@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.core.clock import Clock
 from hangar.core.db import MigrationSet
 from hangar.core.secrets import SecretsFile
+from hangar.core.types import UtcDateTime
 from hangar.errors import InvalidArgs
 from hangar.identity.roles import Role
 
@@ -51,7 +52,7 @@ sso_connections = sa.Table(
     metadata,
     sa.Column("kind", sa.String(16), primary_key=True),
     sa.Column("config", sa.JSON, nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
 )
 
 
@@ -134,24 +135,16 @@ def check_issuer_url(issuer: str, *, field: str = "config.issuer") -> str:
 def validate(kind: SsoKind, conn: Connection, *, prefix: str = "config") -> None:
     """Rules a record must satisfy to be saved; raises ``InvalidArgs`` naming the field."""
     if conn.defaultRole not in GRANTABLE_ROLES:
-        why = (
-            "can never be owner"
-            if conn.defaultRole == "owner"
-            else f"must be one of {', '.join(GRANTABLE_ROLES)}"
-        )
+        why = "can never be owner" if conn.defaultRole == "owner" else f"must be one of {', '.join(GRANTABLE_ROLES)}"
         raise InvalidArgs(f"{prefix}.defaultRole {why}", field=f"{prefix}.defaultRole")
     for group, role in conn.groupRoleMap.items():
         field = f"{prefix}.groupRoleMap.{group}"
         if not group.strip():
-            raise InvalidArgs(
-                f"{prefix}.groupRoleMap has an empty group name", field=f"{prefix}.groupRoleMap"
-            )
+            raise InvalidArgs(f"{prefix}.groupRoleMap has an empty group name", field=f"{prefix}.groupRoleMap")
         if role == "owner":
             raise InvalidArgs(f"{field}: an SSO group can never map to owner", field=field)
         if role not in GRANTABLE_ROLES:
-            raise InvalidArgs(
-                f"{field} must be one of {', '.join(GRANTABLE_ROLES)}, not {role!r}", field=field
-            )
+            raise InvalidArgs(f"{field} must be one of {', '.join(GRANTABLE_ROLES)}, not {role!r}", field=field)
     if isinstance(conn, SamlConnection):
         if conn.enabled and not conn.configured:
             raise InvalidArgs(
@@ -170,9 +163,7 @@ def validate(kind: SsoKind, conn: Connection, *, prefix: str = "config") -> None
                 raise InvalidArgs(f"{prefix}.{name} must not be blank", field=f"{prefix}.{name}")
     else:
         if conn.enabled and not conn.issuer:
-            raise InvalidArgs(
-                f"{prefix}.issuer is required to enable the OIDC connection", field=f"{prefix}.issuer"
-            )
+            raise InvalidArgs(f"{prefix}.issuer is required to enable the OIDC connection", field=f"{prefix}.issuer")
         if conn.enabled and not conn.clientId:
             raise InvalidArgs(
                 f"{prefix}.clientId is required to enable the OIDC connection", field=f"{prefix}.clientId"
@@ -205,9 +196,7 @@ def build(kind: SsoKind, values: Mapping[str, Any], *, prefix: str = "config") -
     return conn
 
 
-def merge(
-    kind: SsoKind, saved: Connection, changes: Mapping[str, Any], *, prefix: str = "config"
-) -> Connection:
+def merge(kind: SsoKind, saved: Connection, changes: Mapping[str, Any], *, prefix: str = "config") -> Connection:
     """``saved`` with ``changes`` applied (``None`` resets a field to its default), validated."""
     values = saved.model_dump()
     for key, value in changes.items():
@@ -293,14 +282,10 @@ class SsoConfigStore:
         now = self._clock.now()
         async with self._engine.begin() as conn:
             updated = await conn.execute(
-                sa.update(sso_connections)
-                .where(sso_connections.c.kind == kind)
-                .values(config=stored, updated_at=now)
+                sa.update(sso_connections).where(sso_connections.c.kind == kind).values(config=stored, updated_at=now)
             )
             if updated.rowcount == 0:
-                await conn.execute(
-                    sa.insert(sso_connections).values(kind=kind, config=stored, updated_at=now)
-                )
+                await conn.execute(sa.insert(sso_connections).values(kind=kind, config=stored, updated_at=now))
         if secret_given:
             if secret is None:
                 self._secrets.delete(CLIENT_SECRET_KEY)

@@ -1,0 +1,123 @@
+"""The outcome of a verified SSO login, shared by SAML and OIDC: who the user is, what they may do, a credential.
+
+Called only after the protocol layer has verified the response, so every refusal here happens before anything
+is written ("nothing is provisioned by a failed login"). In order:
+
+1. The provider-subject pin: a user whose ``(sso_issuer, sso_subject)`` is the asserted pair is that user.
+2. Otherwise a user with the asserted email and no pin yet (invited, paired or provisioned by SCIM) is linked:
+   the pin is written. For OIDC only when the provider says the email is verified. A user pinned to another
+   subject is never taken over through a matching email.
+3. Otherwise, with ``allowJit``, a new user is created with the pin; without it the login is refused.
+4. A deactivated user is refused.
+5. On a user's first SSO login (created or linked) with ``autoMember``, they join every workspace with the role
+   from ``groupRoleMap`` (highest match) or ``defaultRole``. On later logins a group that maps to a role moves
+   existing memberships to it, except that an owner is never demoted by an identity provider and nobody is
+   ever made owner.
+6. A device credential is issued with ``identity.issue_device``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from hangar.core.context import AppContext
+from hangar.errors import Conflict
+from hangar.identity.models import User
+from hangar.identity.roles import Role
+from hangar.sso.config import Connection
+from hangar.sso.handoff import LoginFailed
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SsoIdentity:
+    """What a verified response asserts. ``email_verified`` is None when the protocol has no such notion."""
+
+    issuer: str
+    subject: str
+    email: str | None = None
+    display_name: str | None = None
+    groups: tuple[str, ...] = field(default_factory=tuple)
+    email_verified: bool | None = None
+
+
+@dataclass(frozen=True)
+class LoginOutcome:
+    user: User
+    token: str
+    created: bool
+    linked: bool
+    role: Role
+
+
+def _clean_email(email: str | None) -> str | None:
+    if not email:
+        return None
+    email = email.strip()
+    return email if "@" in email and len(email) <= 320 else None
+
+
+async def complete_login(
+    ctx: AppContext, conn: Connection, who: SsoIdentity, *, kind: str, device_name: str
+) -> LoginOutcome:
+    """Resolve, provision and authorise the user behind ``who``; raise ``LoginFailed("invalid", ...)``."""
+    if not who.subject or not who.issuer:
+        raise LoginFailed("invalid", "the identity provider did not name the user")
+    identity = ctx.identity
+    email = _clean_email(who.email)
+    name = (who.display_name or "").strip()[:200] or email or who.subject[:200]
+    user = await identity.find_user_by_sso(who.issuer, who.subject)
+    created = linked = False
+    if user is None and email is not None:
+        candidate = await identity.find_user_by_email(email)
+        if candidate is not None and not identity.is_server_owner(candidate.id):
+            if candidate.sso_subject is not None:
+                raise LoginFailed("invalid", "this email address belongs to an account linked to another sign-in")
+            if who.email_verified is False or (kind == "oidc" and who.email_verified is not True):
+                raise LoginFailed("invalid", "the identity provider has not verified this email address")
+            _refuse_deactivated(candidate)
+            user = await identity.update_user(candidate.id, sso_issuer=who.issuer, sso_subject=who.subject)
+            linked = True
+    if user is None:
+        if not conn.allowJit:
+            raise LoginFailed("invalid", "there is no account for this user and just-in-time provisioning is off")
+        try:
+            user = await identity.create_user(
+                email=email, display_name=name, sso_issuer=who.issuer, sso_subject=who.subject
+            )
+            created = True
+        except Conflict:
+            # Two first logins raced; the other one created the user.
+            user = await identity.find_user_by_sso(who.issuer, who.subject)
+            if user is None:
+                raise LoginFailed("internal", "the account could not be created") from None
+    _refuse_deactivated(user)
+    if not created and (name != user.display_name or (email is not None and email != user.email)):
+        user = await identity.update_user(user.id, display_name=name, email=email or user.email)
+    role = conn.role_for_groups(list(who.groups))
+    mapped = any(g in conn.groupRoleMap for g in who.groups)
+    await _apply_memberships(ctx, user, role, first=created or linked, auto_member=conn.autoMember, mapped=mapped)
+    token = await identity.issue_device(user.id, device_name)
+    log.info("sso login via %s: user %s (created=%s, linked=%s)", kind, user.id, created, linked)
+    return LoginOutcome(user, token, created, linked, role)
+
+
+def _refuse_deactivated(user: User) -> None:
+    if user.deactivated_at is not None:
+        raise LoginFailed("invalid", "this account is deactivated")
+
+
+async def _apply_memberships(
+    ctx: AppContext, user: User, role: Role, *, first: bool, auto_member: bool, mapped: bool
+) -> None:
+    role = min(role, Role.admin)
+    identity = ctx.identity
+    for ws_id in await identity.list_workspace_ids():
+        current = await identity.role_of(ws_id, user.id)
+        if current is None:
+            if first and auto_member:
+                await identity.add_member(ws_id, user.id, role)
+        elif mapped and current is not Role.owner and current is not role:
+            await identity.set_role(ws_id, user.id, role)

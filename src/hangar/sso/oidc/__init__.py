@@ -1,0 +1,1 @@
+"""OIDC relying party: discovery, code flow with PKCE, ID token verification, the ``/oidc`` routes."""

@@ -1,0 +1,290 @@
+"""The OIDC relying party: authorization code flow with PKCE (S256), ``state`` and ``nonce``, via authlib.
+
+``/oidc/login`` discovers the provider, remembers a pending login under a fresh ``state`` (with the PKCE
+verifier, the nonce, the redirect URI and the client's relay), binds it to this browser with an HttpOnly
+cookie whose name derives from the state, and redirects to the authorization endpoint. ``/oidc/callback``
+takes the pending login out (each state works once, and only in the browser holding the cookie), exchanges the
+code (with the client secret from the secrets file when one is saved), verifies the ID token, reads the
+userinfo endpoint for claims the token left out, and hands the result to the shared login outcome.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from authlib.common.security import generate_token
+from authlib.integrations.base_client.errors import OAuthError
+from authlib.integrations.httpx_client import AsyncOAuth2Client
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from hangar.core.context import AppContext
+from hangar.errors import InvalidArgs
+from hangar.sso.config import OidcConnection, SsoConfigStore, SsoKind
+from hangar.sso.handoff import LoginFailed, LoginIntent, failure_response, request_origin, success_response
+from hangar.sso.login import SsoIdentity, complete_login
+from hangar.sso.oidc.discovery import HTTP_TIMEOUT, ProviderKeys, ProviderMetadata, discover
+from hangar.sso.oidc.tokens import verify_id_token
+
+log = logging.getLogger(__name__)
+
+PENDING_TTL_SECONDS = 600
+MAX_PENDING = 10_000
+METADATA_TTL_SECONDS = 3600
+SCOPES = "openid email profile"
+CALLBACK_PATH = "/oidc/callback"
+
+
+def binding_cookie(state: str) -> str:
+    return "hangar_oidc_" + hashlib.sha256(state.encode()).hexdigest()[:16]
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class PendingLogin:
+    nonce: str
+    code_verifier: str
+    redirect_uri: str
+    intent: LoginIntent
+    binding_hash: str
+    issuer: str
+    client_id: str
+    started: float
+
+
+class OidcService:
+    def __init__(self, ctx: AppContext, store: SsoConfigStore, http: httpx.AsyncClient | None = None) -> None:
+        self._ctx = ctx
+        self._store = store
+        self._http = http or httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=False)
+        self._pending: OrderedDict[str, PendingLogin] = OrderedDict()
+        self._providers: dict[str, tuple[ProviderMetadata, ProviderKeys, float]] = {}
+        store.on_change(self._on_config_change)
+
+    def _on_config_change(self, kind: SsoKind, _record: object) -> None:
+        if kind == "oidc":
+            self._providers.clear()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def provider(self, issuer: str) -> tuple[ProviderMetadata, ProviderKeys]:
+        """Discovered metadata and keys for ``issuer``, cached for an hour and dropped when the config changes."""
+        now = self._ctx.clock.monotonic()
+        cached = self._providers.get(issuer)
+        if cached is not None and now - cached[2] < METADATA_TTL_SECONDS:
+            return cached[0], cached[1]
+        meta = await discover(self._http, issuer)
+        keys = ProviderKeys(self._http, meta.jwks_uri)
+        self._providers[issuer] = (meta, keys, now)
+        return meta, keys
+
+    async def discover_fresh(self, issuer: str) -> tuple[ProviderMetadata, ProviderKeys]:
+        """Discovery that bypasses and leaves alone the cache (for testing unsaved values)."""
+        meta = await discover(self._http, issuer)
+        return meta, ProviderKeys(self._http, meta.jwks_uri)
+
+    def callback_url(self, request: Request) -> str:
+        base = self._ctx.settings.public_url or request_origin(request)
+        return base.rstrip("/") + CALLBACK_PATH
+
+    def _enabled(self) -> OidcConnection:
+        conn = self._store.oidc
+        if not conn.enabled or not conn.issuer or not conn.clientId:
+            raise LoginFailed("invalid", "OIDC sign-in is not enabled on this server")
+        return conn
+
+    def _remember(self, state: str, pending: PendingLogin) -> None:
+        now = self._ctx.clock.monotonic()
+        while self._pending:
+            oldest_state, oldest = next(iter(self._pending.items()))
+            if now - oldest.started < PENDING_TTL_SECONDS and len(self._pending) < MAX_PENDING:
+                break
+            del self._pending[oldest_state]
+        self._pending[state] = pending
+
+    def take_pending(self, state: str | None) -> PendingLogin:
+        """The pending login for ``state``, removed (single use); ``state`` failure when unknown or stale."""
+        pending = self._pending.pop(state, None) if state else None
+        if pending is None:
+            raise LoginFailed("state", "this sign-in is unknown, already used or expired; start again")
+        if self._ctx.clock.monotonic() - pending.started >= PENDING_TTL_SECONDS:
+            raise LoginFailed("state", "this sign-in took too long; start again")
+        return pending
+
+    def peek_pending(self, state: str) -> PendingLogin | None:
+        return self._pending.get(state)
+
+    async def begin(self, request: Request) -> Response:
+        conn = self._enabled()
+        try:
+            intent = LoginIntent.from_request(request)
+        except InvalidArgs as exc:
+            raise LoginFailed("invalid", exc.message) from None
+        assert conn.issuer is not None and conn.clientId is not None
+        meta, _keys = await self.provider(conn.issuer)
+        state = secrets.token_urlsafe(32)
+        nonce = secrets.token_urlsafe(32)
+        verifier = generate_token(64)
+        binding = secrets.token_urlsafe(32)
+        redirect_uri = self.callback_url(request)
+        client = AsyncOAuth2Client(
+            client_id=conn.clientId, scope=SCOPES, redirect_uri=redirect_uri, code_challenge_method="S256"
+        )
+        try:
+            url, _ = client.create_authorization_url(
+                meta.authorization_endpoint, state=state, code_verifier=verifier, nonce=nonce
+            )
+        finally:
+            await client.aclose()
+        self._remember(
+            state,
+            PendingLogin(
+                nonce=nonce,
+                code_verifier=verifier,
+                redirect_uri=redirect_uri,
+                intent=intent,
+                binding_hash=_digest(binding),
+                issuer=conn.issuer,
+                client_id=conn.clientId,
+                started=self._ctx.clock.monotonic(),
+            ),
+        )
+        resp = RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
+        resp.set_cookie(
+            binding_cookie(state),
+            binding,
+            max_age=PENDING_TTL_SECONDS,
+            path=CALLBACK_PATH,
+            httponly=True,
+            secure=redirect_uri.startswith("https://"),
+            samesite="lax",
+        )
+        return resp
+
+    async def finish(self, request: Request) -> Response:
+        params = request.query_params
+        state = params.get("state")
+        try:
+            pending = self.take_pending(state)
+            assert state is not None
+            presented = request.cookies.get(binding_cookie(state), "")
+            if not presented or not secrets.compare_digest(_digest(presented), pending.binding_hash):
+                raise LoginFailed("state", "this sign-in was started in another browser; start again here")
+            response = await self._complete(request, pending)
+        except LoginFailed as exc:
+            response = failure_response(request, exc.sso_code, exc.message)
+        if state:
+            response.delete_cookie(binding_cookie(state), path=CALLBACK_PATH)
+        return response
+
+    async def _complete(self, request: Request, pending: PendingLogin) -> Response:
+        params = request.query_params
+        if params.get("error"):
+            detail = params.get("error_description") or params.get("error")
+            raise LoginFailed("invalid", f"the identity provider refused the sign-in: {detail}"[:300])
+        code = params.get("code")
+        if not code:
+            raise LoginFailed("invalid", "the identity provider sent no authorization code")
+        conn = self._enabled()
+        if (conn.issuer, conn.clientId) != (pending.issuer, pending.client_id):
+            raise LoginFailed("invalid", "the OIDC connection changed during this sign-in; start again")
+        meta, keys = await self.provider(pending.issuer)
+        token = await self._exchange(meta, pending, code)
+        id_token = token.get("id_token")
+        if not isinstance(id_token, str):
+            raise LoginFailed("invalid", "the token response carries no ID token")
+        claims = await verify_id_token(
+            id_token,
+            keys=keys,
+            issuer=meta.issuer,
+            client_id=pending.client_id,
+            nonce=pending.nonce,
+            now=self._ctx.clock.now(),
+            allowed_algs=meta.id_token_algs,
+        )
+        access_token = token.get("access_token")
+        if meta.userinfo_endpoint and isinstance(access_token, str):
+            claims = {**await self._userinfo(meta.userinfo_endpoint, access_token, claims["sub"]), **claims}
+        who = SsoIdentity(
+            issuer=meta.issuer,
+            subject=claims["sub"],
+            email=_str(claims.get("email")),
+            display_name=_str(claims.get("name")) or _str(claims.get("preferred_username")),
+            groups=_groups(claims.get(conn.groupsClaim)),
+            email_verified=claims.get("email_verified") if isinstance(claims.get("email_verified"), bool) else None,
+        )
+        agent = request.headers.get("user-agent", "browser")[:80]
+        outcome = await complete_login(self._ctx, conn, who, kind="oidc", device_name=f"OIDC sign-in · {agent}")
+        return success_response(self._ctx.settings, pending.intent, outcome.token)
+
+    async def _exchange(self, meta: ProviderMetadata, pending: PendingLogin, code: str) -> dict[str, Any]:
+        secret = self._store.client_secret()
+        if secret is None:
+            method = "none"
+        elif "client_secret_basic" in meta.token_auth_methods:
+            method = "client_secret_basic"
+        else:
+            method = "client_secret_post"
+        client = AsyncOAuth2Client(
+            client_id=pending.client_id,
+            client_secret=secret,
+            token_endpoint_auth_method=method,
+            redirect_uri=pending.redirect_uri,
+            timeout=HTTP_TIMEOUT,
+        )
+        try:
+            token = await client.fetch_token(
+                meta.token_endpoint,
+                grant_type="authorization_code",
+                code=code,
+                code_verifier=pending.code_verifier,
+            )
+        except OAuthError as exc:
+            raise LoginFailed("invalid", f"the token endpoint refused the code: {exc.error}") from None
+        except httpx.HTTPError as exc:
+            raise LoginFailed("internal", f"the token endpoint could not be reached: {type(exc).__name__}") from None
+        except ValueError:
+            raise LoginFailed("invalid", "the token endpoint's answer cannot be read") from None
+        finally:
+            await client.aclose()
+        return dict(token)
+
+    async def _userinfo(self, url: str, access_token: str, subject: str) -> dict[str, Any]:
+        try:
+            resp = await self._http.get(url, headers={"authorization": f"Bearer {access_token}"})
+        except httpx.HTTPError:
+            return {}
+        if resp.status_code != 200:
+            return {}
+        try:
+            info = resp.json()
+        except ValueError:
+            return {}
+        if not isinstance(info, dict):
+            return {}
+        # OpenID Connect Core §5.3.2: userinfo for another subject must not be used.
+        if info.get("sub") != subject:
+            raise LoginFailed("invalid", "the userinfo endpoint describes another user")
+        return info
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _groups(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list):
+        return tuple(g for g in value if isinstance(g, str))
+    return ()

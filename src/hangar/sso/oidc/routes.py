@@ -1,0 +1,43 @@
+"""``GET /oidc/login`` and ``GET /oidc/callback``: failures become the 400 pages of CONTRACTS §4."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from hangar.sso.handoff import LoginFailed, failure_response
+from hangar.sso.oidc.flow import OidcService
+
+log = logging.getLogger(__name__)
+
+
+def _guarded(step: Callable[[OidcService, Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    async def handle(request: Request) -> Response:
+        try:
+            service = request.app.state.ctx.service(OidcService)
+            return await step(service, request)
+        except LoginFailed as exc:
+            return failure_response(request, exc.sso_code, exc.message)
+        except Exception:
+            log.exception("OIDC %s failed", request.url.path)
+            return failure_response(request, "internal", "the sign-in failed inside the server; see its log")
+
+    return handle
+
+
+async def _login(service: OidcService, request: Request) -> Response:
+    return await service.begin(request)
+
+
+async def _callback(service: OidcService, request: Request) -> Response:
+    return await service.finish(request)
+
+
+OIDC_ROUTES: list[BaseRoute] = [
+    Route("/oidc/login", _guarded(_login), methods=["GET"]),
+    Route("/oidc/callback", _guarded(_callback), methods=["GET"]),
+]

@@ -1,0 +1,260 @@
+"""The ``sso.*`` RPC ops (server owner only) and ``GET /auth/providers``.
+
+Argument shapes are CONTRACTS §4. A workspace owner who is not the server owner gets ``forbidden`` from the
+dispatcher (``server_owner=True``). ``sso.testConnection`` tests the saved record merged with the unsaved
+values given, without saving. ``sso.setPairingEnabled`` refuses to forbid manual pairing unless at least one
+connection is enabled, complete and passes the same test (the lockout guard: otherwise nobody new could get in).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from hangar.core.context import AppContext
+from hangar.errors import InvalidArgs, Refused
+from hangar.rpc.context import OpContext
+from hangar.rpc.registry import Args, NoArgs, op
+from hangar.sso.config import KINDS, Connection, OidcConnection, SamlConnection, SsoConfigStore, SsoKind
+from hangar.sso.handoff import LoginFailed, origin_of
+from hangar.sso.oidc.flow import OidcService
+from hangar.sso.saml.errors import SamlError
+from hangar.sso.saml.metadata import parse_idp_metadata, sp_metadata_xml
+from hangar.sso.saml.request import build_authn_request
+from hangar.sso.saml.service import acs_url
+
+KindName = Literal["saml", "oidc"]
+_GUARD_ORDER: tuple[SsoKind, ...] = ("oidc", "saml")
+LABELS: dict[str, str] = {"saml": "Single sign-on (SAML)", "oidc": "Single sign-on (OpenID Connect)"}
+
+
+class KindArgs(Args):
+    kind: KindName
+
+
+class SaveConfigArgs(Args):
+    kind: KindName
+    config: dict[str, Any]
+
+
+class TestConnectionArgs(Args):
+    kind: KindName
+    config: dict[str, Any] | None = None
+
+
+class SpMetadataArgs(Args):
+    origin: str = Field(min_length=1, max_length=500)
+
+
+class PairingArgs(Args):
+    enabled: bool
+
+
+class SessionPolicyArgs(Args):
+    maxAgeMinutes: int = Field(ge=0, le=10 * 366 * 24 * 60)
+    idleTimeoutMinutes: int = Field(ge=0, le=10 * 366 * 24 * 60)
+
+
+def _store(app: AppContext) -> SsoConfigStore:
+    return app.service(SsoConfigStore)
+
+
+def _check_metadata(conn: Connection) -> None:
+    """A SAML record's metadata must parse before it is saved (a broken one would only fail at login)."""
+    if isinstance(conn, SamlConnection) and conn.configured:
+        try:
+            parse_idp_metadata(conn.idpMetadataXml or "")
+        except SamlError as exc:
+            raise InvalidArgs(f"config.{exc.message}", field="config.idpMetadataXml") from None
+
+
+@op("sso.getConfig", kind="read", scope="server", server_owner=True)
+async def get_config(ctx: OpContext, args: KindArgs) -> dict[str, Any]:
+    """The saved connection of one kind, every field with its value; the client secret only as a flag."""
+    return _store(ctx.app).public_view(args.kind)
+
+
+@op("sso.saveConfig", kind="mutate", scope="server", server_owner=True, actions=["secretAccess"])
+async def save_config(ctx: OpContext, args: SaveConfigArgs) -> dict[str, Any]:
+    """Validate, persist and apply a connection at once; fields left out keep their saved values."""
+    store = _store(ctx.app)
+    _check_metadata(store.preview(args.kind, args.config))
+    await store.save(args.kind, args.config)
+    return store.public_view(args.kind)
+
+
+@op("sso.status", kind="read", scope="server", server_owner=True)
+async def status(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+    """Enabled and configured flags per kind, SCIM token presence, the canonical origin, pairing."""
+    store = _store(ctx.app)
+    return {
+        "saml": {"enabled": store.saml.enabled, "configured": store.saml.configured},
+        "oidc": {"enabled": store.oidc.enabled, "configured": store.oidc.configured},
+        "scimTokenPresent": store.scim_token() is not None,
+        "origin": ctx.app.settings.origin,
+        "pairingEnabled": ctx.app.identity.pairing_enabled(),
+    }
+
+
+async def run_test(app: AppContext, kind: SsoKind, conn: Connection) -> dict[str, Any]:
+    """The connection test short of a browser round trip: ``{"ok": true, ...}`` or ``{"ok": false, "error"}``."""
+    try:
+        if isinstance(conn, SamlConnection):
+            return _test_saml(app, conn)
+        assert isinstance(conn, OidcConnection)
+        return await _test_oidc(app, conn)
+    except SamlError as exc:
+        return {"ok": False, "kind": kind, "error": {"code": exc.saml_code, "message": exc.message}}
+    except LoginFailed as exc:
+        return {"ok": False, "kind": kind, "error": {"code": exc.sso_code, "message": exc.message}}
+
+
+def _test_saml(app: AppContext, conn: SamlConnection) -> dict[str, Any]:
+    if not conn.configured:
+        raise SamlError("invalid", "idpMetadataXml is missing")
+    meta = parse_idp_metadata(conn.idpMetadataXml or "")
+    origin = app.settings.origin
+    request = build_authn_request(
+        sp_entity_id=conn.sp_entity_id(origin),
+        acs_url=acs_url(origin),
+        idp_sso_url=meta.sso_url,
+        now=app.clock.now(),
+    )
+    return {
+        "ok": True,
+        "kind": "saml",
+        "idpEntityId": meta.entity_id,
+        "ssoUrl": meta.sso_url,
+        "certificates": len(meta.certificates),
+        "spEntityId": conn.sp_entity_id(origin),
+        "requestId": request.id,
+        "redirectUrl": request.redirect_url,
+    }
+
+
+async def _test_oidc(app: AppContext, conn: OidcConnection) -> dict[str, Any]:
+    if not conn.issuer or not conn.clientId:
+        raise LoginFailed("invalid", "issuer and clientId are required")
+    service = app.service(OidcService)
+    meta, keys = await service.discover_fresh(conn.issuer)
+    key_set = await keys.for_kid(None)
+    return {
+        "ok": True,
+        "kind": "oidc",
+        "issuer": meta.issuer,
+        "authorizationEndpoint": meta.authorization_endpoint,
+        "tokenEndpoint": meta.token_endpoint,
+        "jwksUri": meta.jwks_uri,
+        "signingKeys": len(key_set.keys),
+    }
+
+
+@op("sso.testConnection", kind="read", scope="server", server_owner=True, actions=["networkEgress"])
+async def test_connection(ctx: OpContext, args: TestConnectionArgs) -> dict[str, Any]:
+    """Test the saved connection, or the saved one with the given unsaved values, without saving anything."""
+    conn = _store(ctx.app).preview(args.kind, args.config)
+    return await run_test(ctx.app, args.kind, conn)
+
+
+@op("sso.spMetadata", kind="read", scope="server", server_owner=True)
+async def sp_metadata(ctx: OpContext, args: SpMetadataArgs) -> dict[str, Any]:
+    """Our SAML service-provider entity descriptor for an origin (what the IdP's administrator imports)."""
+    origin = origin_of(args.origin)
+    if origin is None or origin != args.origin.rstrip("/").lower():
+        raise InvalidArgs("origin must be an http(s) origin such as https://hangar.example.com", field="origin")
+    conn = _store(ctx.app).saml
+    entity_id = conn.sp_entity_id(origin)
+    return {
+        "origin": origin,
+        "entityId": entity_id,
+        "acsUrl": acs_url(origin),
+        "xml": sp_metadata_xml(entity_id, acs_url(origin)).decode(),
+    }
+
+
+async def working_connection(app: AppContext) -> tuple[str | None, list[str]]:
+    """The kind of the first connection that is enabled and passes its test, and why the others do not."""
+    store = _store(app)
+    reasons: list[str] = []
+    for kind in _GUARD_ORDER:
+        conn = store.get(kind)
+        if not conn.enabled:
+            reasons.append(f"{kind} is not enabled")
+            continue
+        result = await run_test(app, kind, conn)
+        if result["ok"]:
+            return kind, reasons
+        reasons.append(f"{kind} fails its test ({result['error']['code']}: {result['error']['message']})")
+    return None, reasons
+
+
+@op("sso.setPairingEnabled", kind="mutate", scope="server", server_owner=True)
+async def set_pairing_enabled(ctx: OpContext, args: PairingArgs) -> dict[str, Any]:
+    """Allow or forbid manual pairing; forbidding is refused while no SSO connection works (lockout guard)."""
+    if not args.enabled:
+        kind, reasons = await working_connection(ctx.app)
+        if kind is None:
+            raise Refused("manual pairing cannot be forbidden while no SSO connection works: " + "; ".join(reasons))
+    await ctx.app.identity.set_pairing_enabled(args.enabled)
+    return {"pairingEnabled": ctx.app.identity.pairing_enabled()}
+
+
+@op("sso.sessionPolicy", kind="read", scope="server", server_owner=True)
+async def session_policy(ctx: OpContext, args: NoArgs) -> dict[str, int]:
+    """The device-credential maximum age and idle timeout, in minutes (0 means unset)."""
+    policy = ctx.app.identity.session_policy()
+    return {"maxAgeMinutes": policy.max_age_minutes, "idleTimeoutMinutes": policy.idle_timeout_minutes}
+
+
+@op("sso.setSessionPolicy", kind="mutate", scope="server", server_owner=True)
+async def set_session_policy(ctx: OpContext, args: SessionPolicyArgs) -> dict[str, int]:
+    """Set the bounds; every later use of a device credential is checked against them."""
+    policy = await ctx.app.identity.set_session_policy(args.maxAgeMinutes, args.idleTimeoutMinutes)
+    return {"maxAgeMinutes": policy.max_age_minutes, "idleTimeoutMinutes": policy.idle_timeout_minutes}
+
+
+@op("sso.scimRegenerateToken", kind="mutate", scope="server", server_owner=True, actions=["secretAccess"])
+async def scim_regenerate_token(ctx: OpContext, args: NoArgs) -> dict[str, str]:
+    """A new SCIM bearer token, returned this once; the previous token stops working."""
+    return {"token": _store(ctx.app).regenerate_scim_token()}
+
+
+SSO_OPS = [
+    get_config,
+    save_config,
+    status,
+    test_connection,
+    sp_metadata,
+    set_pairing_enabled,
+    session_policy,
+    set_session_policy,
+    scim_regenerate_token,
+]
+
+
+async def auth_providers(request: Request) -> Response:
+    """The connect screen's probe: offered connections and whether manual pairing is allowed."""
+    cors = {"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"}
+    if request.method == "OPTIONS":
+        preflight = {
+            **cors,
+            "Access-Control-Allow-Methods": "GET, OPTIONS",
+            "Access-Control-Allow-Headers": request.headers.get("access-control-request-headers", "*"),
+            "Access-Control-Max-Age": "600",
+        }
+        return Response(status_code=204, headers=preflight)
+    app: AppContext = request.app.state.ctx
+    store = _store(app)
+    providers = [
+        {"id": kind, "kind": kind, "label": LABELS[kind], "loginUrl": f"/{kind}/login"}
+        for kind in KINDS
+        if store.get(kind).enabled
+    ]
+    return JSONResponse({"providers": providers, "pairingEnabled": app.identity.pairing_enabled()}, headers=cors)
+
+
+SSO_ROUTES: list[BaseRoute] = [Route("/auth/providers", auth_providers, methods=["GET", "OPTIONS"])]

@@ -1,0 +1,38 @@
+"""The SSO part: connection records, SAML, OIDC, SCIM, the ``sso.*`` ops and their routes."""
+
+from __future__ import annotations
+
+from hangar.core.context import AppContext
+from hangar.core.part import Part
+from hangar.sso.config import MIGRATIONS, SsoConfigStore
+from hangar.sso.handoff import handoff_routes
+from hangar.sso.oidc.flow import OidcService
+from hangar.sso.oidc.routes import OIDC_ROUTES
+from hangar.sso.ops import SSO_OPS, SSO_ROUTES
+from hangar.sso.saml.routes import SAML_ROUTES
+from hangar.sso.saml.service import SamlService, saml_service
+
+
+async def _start(ctx: AppContext) -> None:
+    store = SsoConfigStore(ctx.dbs.server, ctx.secrets, ctx.clock)
+    await store.load()
+    ctx.provide(store)
+    if ctx.maybe_service(SamlService) is None:
+        saml_service(ctx)
+    ctx.provide(OidcService(ctx, store))
+
+
+async def _stop(ctx: AppContext) -> None:
+    oidc = ctx.maybe_service(OidcService)
+    if oidc is not None:
+        await oidc.aclose()
+
+
+SSO_PART = Part(
+    name="sso",
+    ops=SSO_OPS,
+    routes=[*SAML_ROUTES, *OIDC_ROUTES, *SSO_ROUTES, *handoff_routes()],
+    migrations=[MIGRATIONS],
+    start=_start,
+    stop=_stop,
+)
