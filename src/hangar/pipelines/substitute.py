@@ -12,7 +12,7 @@ from typing import Any
 from hangar.errors import InvalidArgs
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
-_ABSENT = object()
+ABSENT = object()
 
 
 class MissingKey(InvalidArgs):
@@ -23,7 +23,7 @@ class MissingKey(InvalidArgs):
         self.key = key
 
 
-def _walk(root: Mapping[str, Any], path: str) -> Any:
+def walk(root: Mapping[str, Any], path: str) -> Any:
     if path in root:
         return root[path]
     cur: Any = root
@@ -33,21 +33,21 @@ def _walk(root: Mapping[str, Any], path: str) -> Any:
         elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
             cur = cur[int(part)]
         else:
-            return _ABSENT
+            return ABSENT
     return cur
 
 
 def lookup(path: str, state: Mapping[str, Any], payload: Mapping[str, Any]) -> Any:
     """The value at ``path`` in state, else in the payload; raises ``MissingKey``."""
     for root in (state, payload):
-        value = _walk(root, path)
-        if value is not _ABSENT:
+        value = walk(root, path)
+        if value is not ABSENT:
             return value
     raise MissingKey(path)
 
 
 def has_key(path: str, state: Mapping[str, Any], payload: Mapping[str, Any]) -> bool:
-    return any(_walk(root, path) is not _ABSENT for root in (state, payload))
+    return any(walk(root, path) is not ABSENT for root in (state, payload))
 
 
 def as_text(value: Any) -> str:

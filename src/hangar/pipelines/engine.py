@@ -1,0 +1,384 @@
+"""The pipeline engine: starts runs, keeps one driver per live run, routes events and task completions to
+suspended steps, cancels, resumes after a restart, and tells watchers what changed.
+
+The engine depends only on what it needs: a store, the event bus, a clock, the body registry, the data
+directory, and (for bodies) the application context. The server provides it as a service
+(``app.service(PipelineEngine)``); ``hangar pipeline`` builds its own without listening.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hangar.core.clock import Clock
+from hangar.core.events import DomainEvent, EventBus, StoredEvent
+from hangar.core.ids import new_id
+from hangar.errors import Conflict, NotFound, Refused
+from hangar.pipelines import template as tpl
+from hangar.pipelines._algo import Graph, StepRec
+from hangar.pipelines.bodies.spec import BodyRegistry
+from hangar.pipelines.events import PipelineRunFinished, TaskFinished
+from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
+from hangar.pipelines.runner import Msg, RunDriver
+from hangar.pipelines.store import PipelineStore, RunRow, Tick
+from hangar.pipelines.views import run_snapshot, step_wire
+
+if TYPE_CHECKING:
+    from hangar.core.context import AppContext
+
+log = logging.getLogger(__name__)
+
+MAX_SUBPIPELINE_DEPTH = 8
+
+
+@dataclass(eq=False)
+class _Listener:
+    workspace_id: str
+    run_id: str | None
+    queue: asyncio.Queue[dict[str, Any]]
+
+
+class _Children:
+    """``ChildRuns`` for one attempt of one step: idempotent, so a re-run after a crash finds the same child."""
+
+    def __init__(self, engine: PipelineEngine, run: RunRow, step_id: str, attempt: int) -> None:
+        self._engine = engine
+        self._run = run
+        self._step_id = step_id
+        self._attempt = attempt
+
+    async def start_child(self, template_id: str, payload: Mapping[str, Any]) -> str:
+        e, run = self._engine, self._run
+        ws = run.workspace_id
+        if template_id == run.template_id:
+            raise Refused(f"a pipeline cannot call itself ({template_id!r})")
+        depth, parent = 1, run.parent_run_id
+        while parent is not None:
+            depth += 1
+            if depth > MAX_SUBPIPELINE_DEPTH:
+                raise Refused(f"sub-pipelines nest deeper than {MAX_SUBPIPELINE_DEPTH} levels")
+            parent = (await e.store.load_run(ws, parent))[0].parent_run_id
+        key = f"{self._step_id}#{self._attempt}"
+        existing = await e.store.find_firing(ws, run.id, key)
+        if existing is not None:
+            return existing
+        template = await e.stored_template(ws, template_id)
+        child = await e.start_run(
+            ws,
+            template,
+            payload=payload,
+            dry_run=run.dry_run,
+            trigger_kind="parent",
+            trigger_id=run.id,
+            trigger_key=key,
+            parent_run_id=run.id,
+            parent_step_id=self._step_id,
+        )
+        if child is None:  # started concurrently by an earlier attempt of this same step
+            found = await e.store.find_firing(ws, run.id, key)
+            assert found is not None
+            return found
+        return child
+
+
+class PipelineEngine:
+    def __init__(
+        self,
+        *,
+        store: PipelineStore,
+        bus: EventBus,
+        clock: Clock,
+        bodies: BodyRegistry,
+        data_root: Path,
+        app: AppContext | None = None,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.clock = clock
+        self.bodies = bodies
+        self.app = app
+        self._data_root = data_root
+        self._drivers: dict[str, RunDriver] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._listeners: list[_Listener] = []
+        # When the engine is subscribed to the bus, events reach ``on_event`` through it; otherwise (the
+        # command line) the engine calls ``on_event`` itself after publishing.
+        self.subscribed = False
+
+    @classmethod
+    def from_app(cls, app: AppContext, bodies: BodyRegistry | None = None) -> PipelineEngine:
+        from hangar.pipelines.bodies.catalog import default_registry
+
+        return cls(
+            store=PipelineStore(app.dbs.workspace),
+            bus=app.bus,
+            clock=app.clock,
+            bodies=bodies or default_registry(),
+            data_root=app.datadir.root,
+            app=app,
+        )
+
+    # -- helpers the driver uses ----------------------------------------------------------------------------
+
+    def graph_for(self, template: Template) -> Graph:
+        return Graph.build(template)
+
+    def run_dir(self, run_id: str) -> Path:
+        return self._data_root / "pipelines" / run_id
+
+    def children_for(self, ws: str, run: RunRow, step_id: str, attempt: int) -> _Children:
+        return _Children(self, run, step_id, attempt)
+
+    async def report_progress(self, driver: RunDriver, step_id: str, data: Mapping[str, Any]) -> None:
+        rec = driver.recs[step_id]
+        rec.progress = dict(data)
+        await self.store.set_progress(driver.ws, driver.run.id, step_id, rec.progress)
+        self.notify(driver.run, [rec])
+
+    def notify(self, run: RunRow, changed: Sequence[StepRec]) -> None:
+        if not self._listeners:
+            return
+        frame = {
+            "runId": run.id,
+            "status": run.status.value,
+            "steps": [{"stepId": r.step_id, **step_wire(r)} for r in changed],
+        }
+        for lst in self._listeners:
+            if lst.workspace_id == run.workspace_id and lst.run_id in (None, run.id):
+                lst.queue.put_nowait(frame)
+
+    def detach(self, driver: RunDriver) -> None:
+        """The driver will do nothing more: later messages for its run load a fresh driver from the store."""
+        if self._drivers.get(driver.run.id) is driver:
+            del self._drivers[driver.run.id]
+
+    async def run_ended(self, run: RunRow) -> None:
+        await self.publish(
+            PipelineRunFinished(
+                workspace_id=run.workspace_id,
+                run_id=run.id,
+                template_id=run.template_id,
+                status=run.status.value,
+                parent_run_id=run.parent_run_id,
+                error=run.error,
+            )
+        )
+        if run.parent_run_id is not None:
+            await self.publish(
+                TaskFinished(workspace_id=run.workspace_id, task_id=run.id, outcome=run.status.value, output=run.state)
+            )
+
+    async def publish(self, event: DomainEvent) -> StoredEvent:
+        stored = await self.bus.publish(event)
+        if not self.subscribed:
+            await self.on_event(stored)
+        return stored
+
+    # -- templates ------------------------------------------------------------------------------------------
+
+    async def stored_template(self, ws: str, template_id: str) -> Template:
+        wire = await self.store.get_template(ws, template_id)
+        return tpl.load(wire, self.bodies).template
+
+    # -- starting and controlling runs ------------------------------------------------------------------------
+
+    async def start_run(
+        self,
+        ws: str,
+        template: Template,
+        *,
+        payload: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+        trigger_kind: str = "manual",
+        trigger_id: str | None = None,
+        trigger_key: str | None = None,
+        parent_run_id: str | None = None,
+        parent_step_id: str | None = None,
+        by: str | None = None,
+    ) -> str | None:
+        """Persist a new run and start driving it; ``None`` when this trigger firing already has a run."""
+        now = self.clock.now()
+        run = RunRow(
+            id=new_id(),
+            workspace_id=ws,
+            template_id=template.id,
+            template=template.to_wire(),
+            status=RunStatus.running,
+            trigger_kind=trigger_kind,
+            payload=dict(payload or {}),
+            state={},
+            dry_run=dry_run,
+            created_at=now,
+            updated_at=now,
+            trigger_id=trigger_id,
+            trigger_key=trigger_key,
+            parent_run_id=parent_run_id,
+            parent_step_id=parent_step_id,
+            created_by=by,
+        )
+        recs = {s.id: StepRec(s.id) for s in template.steps}
+        if not await self.store.create_run(run, list(recs.values())):
+            return None
+        self._launch(RunDriver(self, run, recs, template))
+        return run.id
+
+    def _launch(self, driver: RunDriver) -> None:
+        run_id = driver.run.id
+        self._drivers[run_id] = driver
+        task = asyncio.create_task(self._drive(driver), name=f"pipeline-run:{run_id}")
+        self._tasks[run_id] = task
+
+    async def _drive(self, driver: RunDriver) -> None:
+        try:
+            await driver.drive()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("pipeline run %s: driver failed", driver.run.id)
+        finally:
+            self.detach(driver)
+            if self._tasks.get(driver.run.id) is asyncio.current_task():
+                del self._tasks[driver.run.id]
+
+    async def _ensure_driver(self, ws: str, run_id: str) -> RunDriver | None:
+        """The live driver of a run, loading one from the store when the run is unfinished and not live."""
+        live = self._drivers.get(run_id)
+        if live is not None:
+            return live
+        lock = self._locks.setdefault(run_id, asyncio.Lock())
+        async with lock:
+            live = self._drivers.get(run_id)
+            if live is not None:
+                return live
+            run, recs = await self.store.load_run(ws, run_id)
+            if run.status in FINISHED_RUN:
+                return None
+            driver = RunDriver(self, run, recs, Template.model_validate(run.template))
+            self._launch(driver)
+        self._locks.pop(run_id, None)
+        return driver
+
+    async def resume(self, ws: str, run_id: str) -> bool:
+        """Drive an unfinished run again (after a restart); ``False`` when it is finished."""
+        return await self._ensure_driver(ws, run_id) is not None
+
+    async def resume_workspace(self, ws: str) -> list[str]:
+        ids = await self.store.unfinished_run_ids(ws)
+        for run_id in ids:
+            await self.resume(ws, run_id)
+        return ids
+
+    async def cancel(self, ws: str, run_id: str) -> None:
+        run, _ = await self.store.load_run(ws, run_id)
+        if run.status in FINISHED_RUN:
+            raise Conflict(f"pipeline run {run_id} is already {run.status.value}")
+        driver = await self._ensure_driver(ws, run_id)
+        if driver is None:
+            raise Conflict(f"pipeline run {run_id} has already finished")
+        driver.offer(Msg("cancel"))
+        await self.wait(run_id)
+
+    async def wait(self, run_id: str) -> None:
+        """Until the run's current driver stops (the run ended or every live step is suspended)."""
+        while (task := self._tasks.get(run_id)) is not None:
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def settle(self) -> None:
+        """Until no run has a live driver (children and resumed parents included)."""
+        while self._tasks:
+            if self.subscribed:
+                await self.bus.drain()
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+        if self.subscribed:
+            await self.bus.drain()
+            if self._tasks:
+                await self.settle()
+
+    @property
+    def live_runs(self) -> list[str]:
+        return list(self._drivers)
+
+    # -- events -----------------------------------------------------------------------------------------------
+
+    async def on_event(self, ev: StoredEvent) -> list[str]:
+        """Resume the steps suspended on ``ev`` and start the runs its event triggers fire; returns run ids."""
+        ws = ev.workspace_id
+        keys = [f"event:{ev.type}"]
+        task_id = ev.payload.get("task_id") if ev.type == TaskFinished.type else None
+        if task_id is not None:
+            keys.append(f"task:{task_id}")
+        touched: list[str] = []
+        for run_id, step_id in await self.store.waiting_on(ws, keys):
+            driver = await self._ensure_driver(ws, run_id)
+            if driver is None:
+                continue
+            driver.offer(Msg("tasks", step_id) if task_id is not None else Msg("event", step_id, ev))
+            touched.append(run_id)
+        for trig in await self.store.list_triggers(ws, kind="event", event_type=ev.type):
+            if not trig.enabled:
+                continue
+            try:
+                template = await self.stored_template(ws, trig.template_id)
+            except NotFound:
+                log.warning("event trigger %s names a missing template %s", trig.id, trig.template_id)
+                continue
+            started = await self.start_run(
+                ws,
+                template,
+                payload={**trig.payload, **ev.payload},
+                trigger_kind="event",
+                trigger_id=trig.id,
+                trigger_key=ev.id,
+            )
+            if started is not None:
+                touched.append(started)
+        return list(dict.fromkeys(touched))
+
+    async def expire_suspensions(self, ws: str) -> list[str]:
+        """Time out steps suspended for more than 24 hours (drivers check each deadline themselves)."""
+        now = self.clock.now()
+        run_ids = await self.store.expired_suspensions(ws, now)
+        for run_id in run_ids:
+            live = self._drivers.get(run_id)
+            if live is not None:
+                for rec in live.recs.values():
+                    if rec.deadline is not None and rec.deadline <= now:
+                        live.offer(Msg("expire", rec.step_id))
+            else:
+                await self._ensure_driver(ws, run_id)  # loading checks deadlines
+        return run_ids
+
+    # -- reading ----------------------------------------------------------------------------------------------
+
+    async def snapshot(self, ws: str, run_id: str) -> dict[str, Any]:
+        run, recs = await self.store.load_run(ws, run_id)
+        return run_snapshot(run, recs)
+
+    async def watch(self, ws: str, run_id: str | None) -> AsyncIterator[dict[str, Any]]:
+        """Step-run changes of one run (or of every run in the workspace) as they are persisted."""
+        lst = _Listener(ws, run_id, asyncio.Queue())
+        self._listeners.append(lst)
+        try:
+            while True:
+                yield await lst.queue.get()
+        finally:
+            self._listeners.remove(lst)
+
+    async def aclose(self) -> None:
+        """Stop every driver without recording anything: unfinished runs resume at the next start."""
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks.clear()
+        self._drivers.clear()
+        await self.store.aclose()
+
+
+__all__ = ["PipelineEngine", "Tick"]

@@ -1,0 +1,558 @@
+"""Persistence of templates, triggers, runs and step runs in the workspace database.
+
+The runner hands ``commit`` everything one scheduling tick changed (the run row, the step rows, the waits) and
+it is written in one transaction, before anything it describes takes effect: a step is stored as running
+before its body starts, a result is stored before the steps after it start. SQLite runs in WAL mode with
+``synchronous=NORMAL`` (set by the core), which survives a killed process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import RowMapping
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.core import tables as core_tables
+
+# The same pragmas (WAL, synchronous=NORMAL, busy timeout) as every connection the core opens.
+from hangar.core.events import StoredEvent
+from hangar.errors import Conflict, NotFound
+from hangar.pipelines import tables as t
+from hangar.pipelines._algo import StepRec
+from hangar.pipelines.events import TaskFinished
+from hangar.pipelines.model import RunStatus, StepStatus
+
+EngineFor = Callable[[str], Awaitable[AsyncEngine]]
+
+
+@dataclass
+class RunRow:
+    id: str
+    workspace_id: str
+    template_id: str
+    template: dict[str, Any]
+    status: RunStatus
+    trigger_kind: str
+    payload: dict[str, Any]
+    state: dict[str, Any]
+    dry_run: bool
+    created_at: datetime
+    updated_at: datetime
+    trigger_id: str | None = None
+    trigger_key: str | None = None
+    parent_run_id: str | None = None
+    parent_step_id: str | None = None
+    error: str | None = None
+    created_by: str | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class TriggerRow:
+    id: str
+    template_id: str
+    kind: str
+    event_type: str | None
+    cron: str | None
+    payload: dict[str, Any]
+    enabled: bool
+    last_fired_at: datetime | None
+    next_fire_at: datetime | None
+    created_at: datetime
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "templateId": self.template_id,
+            "kind": self.kind,
+            "eventType": self.event_type,
+            "cron": self.cron,
+            "payload": self.payload,
+            "enabled": self.enabled,
+            "lastFiredAt": self.last_fired_at.isoformat() if self.last_fired_at else None,
+            "nextFireAt": self.next_fire_at.isoformat() if self.next_fire_at else None,
+        }
+
+
+@dataclass
+class Tick:
+    """What one scheduling tick of one run changed."""
+
+    run: RunRow | None = None
+    steps: list[StepRec] = field(default_factory=list)
+    waits_added: list[tuple[str, str]] = field(default_factory=list)  # (step_id, wait_key)
+    waits_cleared: list[str] = field(default_factory=list)  # step ids
+
+    def __bool__(self) -> bool:
+        return bool(self.run or self.steps or self.waits_added or self.waits_cleared)
+
+
+def _rec(row: RowMapping) -> StepRec:
+    return StepRec(
+        step_id=row["step_id"],
+        status=StepStatus(row["status"]),
+        attempts=row["attempts"],
+        error=row["error"],
+        route_key=row["route_key"],
+        started_at=aware(row["started_at"]),
+        finished_at=aware(row["finished_at"]),
+        not_before=aware(row["not_before"]),
+        suspend=row["suspend"],
+        deadline=aware(row["deadline"]),
+        resume=row["resume"],
+        progress=row["progress"],
+    )
+
+
+def _run(ws: str, row: RowMapping) -> RunRow:
+    return RunRow(
+        id=row["id"],
+        workspace_id=ws,
+        template_id=row["template_id"],
+        template=row["template"],
+        status=RunStatus(row["status"]),
+        trigger_kind=row["trigger_kind"],
+        payload=row["payload"],
+        state=row["state"],
+        dry_run=bool(row["dry_run"]),
+        created_at=aware(row["created_at"]) or row["created_at"],
+        updated_at=aware(row["updated_at"]) or row["updated_at"],
+        trigger_id=row["trigger_id"],
+        trigger_key=row["trigger_key"],
+        parent_run_id=row["parent_run_id"],
+        parent_step_id=row["parent_step_id"],
+        error=row["error"],
+        created_by=row["created_by"],
+        finished_at=aware(row["finished_at"]),
+    )
+
+
+def _trigger(row: RowMapping) -> TriggerRow:
+    values = {k: row[k] for k in TriggerRow.__dataclass_fields__}
+    for k in ("last_fired_at", "next_fire_at", "created_at"):
+        values[k] = aware(values[k])
+    return TriggerRow(**values)
+
+
+def _dt(value: datetime | None) -> str | None:
+    """A datetime as SQLAlchemy's SQLite ``DateTime`` stores it (UTC, no offset), so its readers parse it."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value.isoformat(sep=" ", timespec="microseconds")
+
+
+def _js(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, separators=(",", ":"), default=str)
+
+
+def aware(value: datetime | None) -> datetime | None:
+    """SQLite hands datetimes back without their offset; every stored one is UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+_SQL_STEP = (
+    "UPDATE pipeline_step_runs SET status=?, attempts=?, error=?, route_key=?, started_at=?, finished_at=?, "
+    "not_before=?, suspend=?, deadline=?, resume=?, progress=? WHERE run_id=? AND step_id=?"
+)
+_SQL_RUN = "UPDATE pipeline_runs SET status=?, state=?, error=?, updated_at=?, finished_at=? WHERE id=?"
+_SQL_CLEAR = "DELETE FROM pipeline_waits WHERE run_id=? AND step_id=?"
+_SQL_WAIT = "INSERT OR IGNORE INTO pipeline_waits (run_id, step_id, wait_key) VALUES (?, ?, ?)"
+_SQL_SEQ = "SELECT max(seq) FROM domain_events"
+
+
+def _step_row(run_id: str, r: StepRec) -> tuple[Any, ...]:
+    return (
+        r.status.value,
+        r.attempts,
+        r.error,
+        r.route_key,
+        _dt(r.started_at),
+        _dt(r.finished_at),
+        _dt(r.not_before),
+        _js(r.suspend),
+        _dt(r.deadline),
+        _js(r.resume),
+        _js(r.progress),
+        run_id,
+        r.step_id,
+    )
+
+
+def _run_row(r: RunRow) -> tuple[Any, ...]:
+    return (r.status.value, _js(r.state), r.error, _dt(r.updated_at), _dt(r.finished_at), r.id)
+
+
+class _Writer:
+    """The runner's write path: one plain SQLite connection on one dedicated thread. A whole tick is one hop
+    off the event loop and one transaction of precompiled statements (the async driver would hop for every
+    statement, and the ORM-free path skips per-statement compilation: see bench/bench_pipelines.py)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pipelines-db")
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=10000")
+            self._conn = conn
+        return self._conn
+
+    def _write(
+        self,
+        run_id: str,
+        steps: list[tuple[Any, ...]],
+        run: tuple[Any, ...] | None,
+        cleared: list[str],
+        added: list[tuple[str, str]],
+    ) -> int:
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if steps:
+                conn.executemany(_SQL_STEP, steps)
+            if run is not None:
+                conn.execute(_SQL_RUN, run)
+            if cleared:
+                conn.executemany(_SQL_CLEAR, [(run_id, s) for s in cleared])
+            if added:
+                conn.executemany(_SQL_WAIT, [(run_id, s, k) for s, k in added])
+            seq = conn.execute(_SQL_SEQ).fetchone()[0]
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return int(seq or 0)
+
+    async def write(
+        self,
+        run_id: str,
+        steps: list[tuple[Any, ...]],
+        run: tuple[Any, ...] | None,
+        cleared: list[str],
+        added: list[tuple[str, str]],
+    ) -> int:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._write, run_id, steps, run, cleared, added)
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._pool, self._close)
+        self._pool.shutdown(wait=True)
+
+
+class PipelineStore:
+    def __init__(self, engine_for: EngineFor) -> None:
+        self._engine_for = engine_for
+        self._writers: dict[str, _Writer] = {}
+
+    async def engine(self, ws: str) -> AsyncEngine:
+        return await self._engine_for(ws)
+
+    # -- templates ----------------------------------------------------------------------------------------
+
+    async def insert_template(self, ws: str, wire: dict[str, Any], *, by: str | None, now: datetime) -> None:
+        engine = await self.engine(ws)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(
+                    sa.insert(t.templates).values(
+                        id=wire["id"],
+                        name=wire.get("name") or wire["id"],
+                        definition=wire,
+                        created_by=by,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+        except IntegrityError as exc:
+            raise Conflict(f"a template with id {wire['id']!r} already exists") from exc
+
+    async def update_template(self, ws: str, wire: dict[str, Any], *, now: datetime) -> None:
+        engine = await self.engine(ws)
+        async with engine.begin() as conn:
+            res = await conn.execute(
+                sa.update(t.templates)
+                .where(t.templates.c.id == wire["id"])
+                .values(name=wire.get("name") or wire["id"], definition=wire, updated_at=now)
+            )
+        if res.rowcount == 0:
+            raise NotFound(f"template {wire['id']!r} does not exist")
+
+    async def get_template(self, ws: str, template_id: str) -> dict[str, Any]:
+        engine = await self.engine(ws)
+        async with engine.connect() as conn:
+            row = (
+                await conn.execute(sa.select(t.templates.c.definition).where(t.templates.c.id == template_id))
+            ).first()
+        if row is None:
+            raise NotFound(f"template {template_id!r} does not exist")
+        return dict(row[0])
+
+    async def list_templates(self, ws: str) -> list[dict[str, Any]]:
+        engine = await self.engine(ws)
+        tt = t.templates
+        async with engine.connect() as conn:
+            rows = (await conn.execute(sa.select(tt).order_by(tt.c.id))).mappings().all()
+        return [
+            {
+                "id": r["id"],
+                "name": r["name"],
+                "steps": len(r["definition"].get("steps", [])),
+                "createdAt": r["created_at"].isoformat(),
+                "updatedAt": r["updated_at"].isoformat(),
+            }
+            for r in rows
+        ]
+
+    async def delete_template(self, ws: str, template_id: str) -> None:
+        engine = await self.engine(ws)
+        async with engine.begin() as conn:
+            res = await conn.execute(sa.delete(t.templates).where(t.templates.c.id == template_id))
+            if res.rowcount == 0:
+                raise NotFound(f"template {template_id!r} does not exist")
+            await conn.execute(sa.delete(t.triggers).where(t.triggers.c.template_id == template_id))
+
+    # -- triggers -----------------------------------------------------------------------------------------
+
+    async def insert_trigger(self, ws: str, row: TriggerRow, *, by: str | None) -> None:
+        engine = await self.engine(ws)
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.insert(t.triggers).values(
+                    **{k: getattr(row, k) for k in TriggerRow.__dataclass_fields__}, created_by=by
+                )
+            )
+
+    async def list_triggers(
+        self, ws: str, *, template_id: str | None = None, kind: str | None = None, event_type: str | None = None
+    ) -> list[TriggerRow]:
+        engine = await self.engine(ws)
+        tt = t.triggers
+        q = sa.select(tt).order_by(tt.c.created_at, tt.c.id)
+        if template_id is not None:
+            q = q.where(tt.c.template_id == template_id)
+        if kind is not None:
+            q = q.where(tt.c.kind == kind)
+        if event_type is not None:
+            q = q.where(tt.c.event_type == event_type)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [_trigger(r) for r in rows]
+
+    async def delete_trigger(self, ws: str, trigger_id: str) -> None:
+        engine = await self.engine(ws)
+        async with engine.begin() as conn:
+            res = await conn.execute(sa.delete(t.triggers).where(t.triggers.c.id == trigger_id))
+        if res.rowcount == 0:
+            raise NotFound(f"trigger {trigger_id!r} does not exist")
+
+    async def set_trigger_times(
+        self, ws: str, trigger_id: str, *, last_fired_at: datetime | None, next_fire_at: datetime | None
+    ) -> None:
+        engine = await self.engine(ws)
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.update(t.triggers)
+                .where(t.triggers.c.id == trigger_id)
+                .values(last_fired_at=last_fired_at, next_fire_at=next_fire_at)
+            )
+
+    # -- runs ---------------------------------------------------------------------------------------------
+
+    async def create_run(self, run: RunRow, recs: Sequence[StepRec]) -> bool:
+        """Insert the run and its step rows; ``False`` when this trigger firing already has a run."""
+        engine = await self.engine(run.workspace_id)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(
+                    sa.insert(t.runs).values(
+                        id=run.id,
+                        template_id=run.template_id,
+                        template=run.template,
+                        status=run.status.value,
+                        trigger_id=run.trigger_id,
+                        trigger_kind=run.trigger_kind,
+                        trigger_key=run.trigger_key,
+                        payload=run.payload,
+                        state=run.state,
+                        dry_run=run.dry_run,
+                        parent_run_id=run.parent_run_id,
+                        parent_step_id=run.parent_step_id,
+                        error=run.error,
+                        created_by=run.created_by,
+                        created_at=run.created_at,
+                        updated_at=run.updated_at,
+                        finished_at=run.finished_at,
+                    )
+                )
+                await conn.execute(
+                    sa.insert(t.step_runs),
+                    [
+                        {"run_id": run.id, "step_id": r.step_id, "position": i, "status": r.status.value, "attempts": 0}
+                        for i, r in enumerate(recs)
+                    ],
+                )
+        except IntegrityError:
+            if run.trigger_key is None:
+                raise
+            return False
+        return True
+
+    async def load_run(self, ws: str, run_id: str) -> tuple[RunRow, dict[str, StepRec]]:
+        engine = await self.engine(ws)
+        async with engine.connect() as conn:
+            row = (await conn.execute(sa.select(t.runs).where(t.runs.c.id == run_id))).mappings().first()
+            if row is None:
+                raise NotFound(f"pipeline run {run_id!r} does not exist")
+            steps = (
+                (
+                    await conn.execute(
+                        sa.select(t.step_runs).where(t.step_runs.c.run_id == run_id).order_by(t.step_runs.c.position)
+                    )
+                )
+                .mappings()
+                .all()
+            )
+        return _run(ws, row), {s["step_id"]: _rec(s) for s in steps}
+
+    async def list_runs(
+        self,
+        ws: str,
+        *,
+        template_id: str | None = None,
+        status: str | None = None,
+        parent_run_id: str | None = None,
+        limit: int = 100,
+    ) -> list[RunRow]:
+        engine = await self.engine(ws)
+        q = sa.select(t.runs).order_by(t.runs.c.created_at.desc(), t.runs.c.id).limit(limit)
+        if template_id is not None:
+            q = q.where(t.runs.c.template_id == template_id)
+        if status is not None:
+            q = q.where(t.runs.c.status == status)
+        if parent_run_id is not None:
+            q = q.where(t.runs.c.parent_run_id == parent_run_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [_run(ws, r) for r in rows]
+
+    async def unfinished_run_ids(self, ws: str) -> list[str]:
+        engine = await self.engine(ws)
+        q = (
+            sa.select(t.runs.c.id)
+            .where(t.runs.c.status.in_([RunStatus.running.value, RunStatus.suspended.value]))
+            .order_by(t.runs.c.created_at)
+        )
+        async with engine.connect() as conn:
+            return [r[0] for r in (await conn.execute(q)).all()]
+
+    async def commit(self, ws: str, run_id: str, tick: Tick) -> int:
+        """Write one tick in one transaction; returns the highest domain-event seq at that moment (a step
+        started in this tick only counts events after it)."""
+        writer = self._writers.get(ws)
+        if writer is None:
+            path = (await self.engine(ws)).url.database
+            assert path is not None
+            writer = self._writers[ws] = _Writer(path)
+        steps = [_step_row(run_id, r) for r in tick.steps]
+        run = _run_row(tick.run) if tick.run is not None else None
+        return await writer.write(run_id, steps, run, list(tick.waits_cleared), list(tick.waits_added))
+
+    async def aclose(self) -> None:
+        writers, self._writers = self._writers, {}
+        for w in writers.values():
+            await w.aclose()
+
+    async def set_progress(self, ws: str, run_id: str, step_id: str, progress: dict[str, Any]) -> None:
+        """Only the progress column, so it never overwrites a newer status written by the runner."""
+        engine = await self.engine(ws)
+        sr = t.step_runs
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.update(sr).where(sr.c.run_id == run_id, sr.c.step_id == step_id).values(progress=progress)
+            )
+
+    async def find_firing(self, ws: str, trigger_id: str, trigger_key: str) -> str | None:
+        """The run already started by this trigger firing, if any."""
+        engine = await self.engine(ws)
+        q = sa.select(t.runs.c.id).where(t.runs.c.trigger_id == trigger_id, t.runs.c.trigger_key == trigger_key)
+        async with engine.connect() as conn:
+            found = (await conn.execute(q)).scalar()
+        return str(found) if found is not None else None
+
+    async def waiting_on(self, ws: str, keys: Iterable[str]) -> list[tuple[str, str]]:
+        """(run id, step id) of every suspended step waiting on one of ``keys``."""
+        engine = await self.engine(ws)
+        q = sa.select(t.waits.c.run_id, t.waits.c.step_id).where(t.waits.c.wait_key.in_(list(keys))).distinct()
+        async with engine.connect() as conn:
+            return [(r[0], r[1]) for r in (await conn.execute(q)).all()]
+
+    async def expired_suspensions(self, ws: str, now: datetime) -> list[str]:
+        """Runs with a suspended step whose 24-hour deadline has passed."""
+        engine = await self.engine(ws)
+        sr = t.step_runs
+        q = (
+            sa.select(sr.c.run_id)
+            .where(sr.c.status == StepStatus.suspended.value, sr.c.deadline.is_not(None), sr.c.deadline <= now)
+            .distinct()
+        )
+        async with engine.connect() as conn:
+            return [r[0] for r in (await conn.execute(q)).all()]
+
+    async def next_deadline(self, ws: str) -> datetime | None:
+        engine = await self.engine(ws)
+        sr = t.step_runs
+        q = sa.select(sa.func.min(sr.c.deadline)).where(sr.c.status == StepStatus.suspended.value)
+        async with engine.connect() as conn:
+            value = (await conn.execute(q)).scalar()
+        return value if isinstance(value, datetime) else None
+
+    # -- persisted events (no race between a suspension and the event that ends it) -------------------------
+
+    async def events_since(self, ws: str, type_name: str, after_seq: int) -> list[StoredEvent]:
+        engine = await self.engine(ws)
+        de = core_tables.domain_events
+        q = sa.select(de).where(de.c.type == type_name, de.c.seq > after_seq).order_by(de.c.seq)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [StoredEvent(ws, r["seq"], r["id"], r["type"], r["occurred_at"], dict(r["payload"])) for r in rows]
+
+    async def finished_tasks(self, ws: str, task_ids: Sequence[str]) -> dict[str, tuple[str, Any]]:
+        """task id -> (outcome, output) for every listed task with a persisted ``TaskFinished`` (first one wins)."""
+        engine = await self.engine(ws)
+        de = core_tables.domain_events
+        q = (
+            sa.select(de.c.payload)
+            .where(de.c.type == TaskFinished.type, sa.func.json_extract(de.c.payload, "$.task_id").in_(task_ids))
+            .order_by(de.c.seq)
+        )
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).all()
+        found: dict[str, tuple[str, Any]] = {}
+        for (payload,) in rows:
+            found.setdefault(str(payload["task_id"]), (str(payload.get("outcome")), payload.get("output")))
+        return found
