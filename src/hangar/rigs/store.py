@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.clock import Clock
 from hangar.core.db import Databases, MigrationSet
+from hangar.core.types import UtcDateTime
 from hangar.rigs.model import LIVE_PHASES, CloseReason, Phase, RigRecord, Surface
 
 metadata = sa.MetaData()
@@ -41,9 +42,9 @@ rig_sessions = sa.Table(
     sa.Column("vcpus", sa.Integer, nullable=False),
     sa.Column("display", sa.String(16), nullable=True),
     sa.Column("resident_mb", sa.Integer, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("closed_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+    sa.Column("closed_at", UtcDateTime(), nullable=True),
 )
 
 rig_action_log = sa.Table(
@@ -52,7 +53,7 @@ rig_action_log = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("rig_id", sa.String(36), nullable=False),
     sa.Column("seq", sa.Integer, nullable=False),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("at", UtcDateTime(), nullable=False),
     sa.Column("principal", sa.String(200), nullable=False),
     sa.Column("verb", sa.String(64), nullable=False),
     sa.Column("outcome", sa.String(16), nullable=False),

@@ -9,10 +9,12 @@ def all_parts() -> list[Part]:
     # Imports stay inside so that importing this module has no side effects and no cycles.
     from hangar.core.part_def import CORE_PART
     from hangar.identity.part import IDENTITY_PART
+    from hangar.rigs.part import RIGS_PART
     from hangar.sso.part import SSO_PART
 
     return [
         CORE_PART,
         IDENTITY_PART,
         SSO_PART,
+        RIGS_PART,
     ]

@@ -1,0 +1,50 @@
+"""The rigs part: ops, routes, migrations, events, and the manager's start and stop.
+
+The manager is given its backend here (the enclosure backend by default; ``make_rigs_part`` takes another
+factory) and never asks which one it runs on. Stopping the part closes every rig with ``serverShutdown``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hangar.core.context import AppContext
+from hangar.core.part import Part
+from hangar.rigs.backends.base import RigBackend
+from hangar.rigs.events import RIG_EVENTS
+from hangar.rigs.manager import RigManager
+from hangar.rigs.ops import RIG_OPS
+from hangar.rigs.routes import RIG_ROUTES
+from hangar.rigs.store import MIGRATIONS
+
+BackendFactory = Callable[[AppContext], RigBackend]
+
+
+def enclosure_backend(app: AppContext) -> RigBackend:
+    from hangar.rigs.backends.enclosure import EnclosureBackend
+
+    return EnclosureBackend(app.datadir.sub("rigs"))
+
+
+def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
+    async def start(app: AppContext) -> None:
+        manager = app.provide(RigManager(app, backend_factory(app)))
+        await manager.start()
+
+    async def stop(app: AppContext) -> None:
+        manager = app.maybe_service(RigManager)
+        if manager is not None:
+            await manager.stop()
+
+    return Part(
+        name="rigs",
+        ops=RIG_OPS,
+        routes=RIG_ROUTES,
+        migrations=[MIGRATIONS],
+        events=RIG_EVENTS,
+        start=start,
+        stop=stop,
+    )
+
+
+RIGS_PART = make_rigs_part()
