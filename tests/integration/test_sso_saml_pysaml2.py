@@ -13,7 +13,7 @@ from hangar.sso.saml.service import saml_service
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.unit.sso.saml.pysaml2_idp import RSA_SHA1, SHA1, XMLSEC1, Pysaml2Idp, running_idp
-from tests.unit.sso.saml.serving import enable_saml, read_post_form, saml_parts
+from tests.unit.sso.saml.serving import enable_saml, read_post_form
 
 pytestmark = pytest.mark.skipif(XMLSEC1 is None, reason="xmlsec1 (Debian package) is needed by pysaml2")
 
@@ -40,7 +40,7 @@ def _token(location: str, prefix: str) -> str:
 
 
 async def test_round_trip_with_pysaml2_idp_signs_in_and_the_credential_works(tmp_path: Path) -> None:
-    async with running_server(tmp_path / "srv", parts=saml_parts()) as srv, httpx.AsyncClient() as client:
+    async with running_server(tmp_path / "srv") as srv, httpx.AsyncClient() as client:
         sp_md = await client.get(f"{srv.url}/saml/metadata")
         assert sp_md.status_code == 200
         assert sp_md.headers["content-type"].startswith("application/samlmetadata+xml")
@@ -77,7 +77,7 @@ async def test_round_trip_with_pysaml2_idp_signs_in_and_the_credential_works(tmp
 
 
 async def test_web_popup_relay_honours_only_trusted_client_origins(tmp_path: Path) -> None:
-    async with running_server(tmp_path / "srv", parts=saml_parts()) as srv, httpx.AsyncClient() as client:
+    async with running_server(tmp_path / "srv") as srv, httpx.AsyncClient() as client:
         sp_md = (await client.get(f"{srv.url}/saml/metadata")).content
         (tmp_path / "idp").mkdir()
         with running_idp(tmp_path / "idp", sp_md) as idp:
@@ -97,7 +97,7 @@ async def test_web_popup_relay_honours_only_trusted_client_origins(tmp_path: Pat
 
 
 async def test_sha1_signed_responses_from_the_real_idp_are_refused_and_provision_nothing(tmp_path: Path) -> None:
-    async with running_server(tmp_path / "srv", parts=saml_parts()) as srv, httpx.AsyncClient() as client:
+    async with running_server(tmp_path / "srv") as srv, httpx.AsyncClient() as client:
         sp_md = (await client.get(f"{srv.url}/saml/metadata")).content
         (tmp_path / "idp").mkdir()
         with running_idp(tmp_path / "idp", sp_md) as idp:
@@ -116,7 +116,7 @@ async def test_sha1_signed_responses_from_the_real_idp_are_refused_and_provision
 
 
 async def test_a_replayed_idp_response_is_refused(tmp_path: Path) -> None:
-    async with running_server(tmp_path / "srv", parts=saml_parts()) as srv, httpx.AsyncClient() as client:
+    async with running_server(tmp_path / "srv") as srv, httpx.AsyncClient() as client:
         sp_md = (await client.get(f"{srv.url}/saml/metadata")).content
         (tmp_path / "idp").mkdir()
         with running_idp(tmp_path / "idp", sp_md) as idp:
