@@ -81,8 +81,7 @@ async def test_run_streams_reasoning_text_and_tool_calls(tmp_path: Path) -> None
         assert last[-2]["tool_calls"][0]["function"]["name"] == "read_file"
 
         events = (await client.call("runs.events", workspace_id=ws, runId=run["id"]))["events"]
-        assert [e["type"] for e in events][0] == "agents.runStarted"
-        assert [e["type"] for e in events][-1] == "agents.runFinished"
+        assert events[0]["type"] == "agents.runStarted" and events[-1]["type"] == "agents.runFinished"
 
 
 async def test_submit_output_is_validated_and_retried(tmp_path: Path) -> None:

@@ -1,0 +1,116 @@
+"""The ``command`` adapter end to end: a real subprocess in the space's working folder."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.rpc import RpcClient
+from tests.unit.agents.support import collect_until, wait_run, workspace_server
+
+SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
+SCHEMA = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}, "schemaType": {"type": "string"}},
+    "required": ["n"],
+}
+
+
+async def _agent(client: RpcClient, ws: str, prompt_via: str) -> tuple[str, str]:
+    space = await client.call("spaces.create", workspace_id=ws, title="cli")
+    agent = await client.call(
+        "agents.create",
+        workspace_id=ws,
+        name="Cli",
+        adapter={"type": "command", "argv": [sys.executable, SCRIPT], "promptVia": prompt_via},
+    )
+    return space["id"], agent["id"]
+
+
+@pytest.mark.parametrize("prompt_via", ["stdin", "arg"])
+async def test_command_output_is_streamed_and_posted(tmp_path: Path, prompt_via: str) -> None:
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        space_id, agent_id = await _agent(client, ws, prompt_via)
+        watch = await client.watch("spaces.watch", workspace_id=ws, space_id=space_id)
+        started = await client.call(
+            "agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="echo hello there"
+        )
+        frames = await collect_until(watch, "agents.runFinished")
+        run = await wait_run(client, ws, started["runId"])
+        assert run["outcome"] == "ok" and run["turns"] == 1
+        folder = (await client.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"]
+        streamed = "".join(f["payload"]["text"] for f in frames if f["type"] == "agents.textDelta")
+        assert streamed == f"cwd={folder}\nyou said: echo hello there\n"
+        msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
+        assert msgs[-1]["author"]["kind"] == "agent" and msgs[-1]["content"] == streamed.strip()
+
+
+async def test_command_failure_reports_exit_status_and_stderr(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        space_id, agent_id = await _agent(client, ws, "stdin")
+        started = await client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="fail")
+        run = await wait_run(client, ws, started["runId"])
+        assert run["outcome"] == "failed"
+        assert run["error"] == "the command exited with status 3: boom: the tool broke"
+
+
+async def test_command_that_cannot_start(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        space = await client.call("spaces.create", workspace_id=ws, title="cli")
+        agent = await client.call(
+            "agents.create", workspace_id=ws, name="Nope", adapter={"type": "command", "argv": ["/no/such/program"]}
+        )
+        started = await client.call(
+            "agents.run", workspace_id=ws, agent_id=agent["id"], space_id=space["id"], prompt="x"
+        )
+        run = await wait_run(client, ws, started["runId"])
+        assert run["outcome"] == "failed" and "'/no/such/program' cannot be started" in run["error"]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "output", "error"),
+    [
+        ("file", {"n": 1, "schemaType": "object"}, None),
+        ("lastline", {"n": 2, "schemaType": "object"}, None),
+        ("bad", None, "$.n: expected integer, got string"),
+        ("echo no json", None, "the agent did not call submit_output"),
+    ],
+)
+async def test_command_output_harvest(tmp_path: Path, prompt: str, output: object, error: str | None) -> None:
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        space_id, agent_id = await _agent(client, ws, "stdin")
+        started = await client.call(
+            "agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt=prompt, outputSchema=SCHEMA
+        )
+        run = await wait_run(client, ws, started["runId"])
+        assert run["outcome"] == "ok"
+        assert run["output"] == output and run["hasOutput"] is (output is not None)
+        assert run["outputError"] == error
+
+
+async def test_interrupt_kills_the_process_group(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        space_id, agent_id = await _agent(client, ws, "arg")
+        watch = await client.watch("spaces.watch", workspace_id=ws, space_id=space_id)
+        started = await client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="sleep")
+        await collect_until(watch, "agents.textDelta")
+        folder = Path((await client.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"])
+        child = int((folder / "child.pid").read_text())
+        os.kill(child, 0)  # the grandchild is alive before the interrupt
+        run = await client.call("runs.interrupt", workspace_id=ws, runId=started["runId"])
+        assert run["outcome"] == "interrupted"
+        for _ in range(100):
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            # A killed child not yet reaped by its (killed) parent is a zombie until init collects it.
+            if Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the command's child process survived the interrupt")

@@ -1,0 +1,96 @@
+"""Teams (with dispatch) and tickets over the RPC socket."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.rpc import RpcError
+from tests.unit.agents.support import wait_run, workspace_server
+
+SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
+
+
+async def test_teams_crud_and_dispatch(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
+        ids = [
+            (await client.call("agents.create", workspace_id=ws, name=n, adapter=adapter))["id"]
+            for n in ("Ann", "Bob", "Cy")
+        ]
+        team = await client.call("teams.create", workspace_id=ws, name="Crew", memberIds=ids[:2])
+        assert team["leaderId"] == ids[0] and team["dispatchMode"] == "allParallel"
+        with pytest.raises(RpcError) as err:
+            await client.call("teams.create", workspace_id=ws, name="X", memberIds=[ids[0], "ghost"])
+        assert err.value.code == "not_found" and "ghost" in err.value.message
+        with pytest.raises(RpcError) as err:
+            await client.call("teams.create", workspace_id=ws, name="X", memberIds=ids, leaderId="zed")
+        assert err.value.code == "invalid_args" and err.value.message.startswith("leaderId")
+        with pytest.raises(RpcError) as err:
+            await client.call("teams.create", workspace_id=ws, name="X", memberIds=ids, dispatchMode="chaos")
+        assert err.value.code == "invalid_args" and "dispatchMode" in err.value.message
+
+        team = await client.call(
+            "teams.update", workspace_id=ws, team_id=team["id"], memberIds=ids, leaderId=ids[2], dispatchMode="manager"
+        )
+        assert team["memberIds"] == ids and team["leaderId"] == ids[2]
+
+        space = await client.call("spaces.create", workspace_id=ws, title="team work")
+        out = await client.call(
+            "teams.dispatch", workspace_id=ws, team_id=team["id"], space_id=space["id"], prompt="echo hi"
+        )
+        assert out["dispatchMode"] == "manager" and len(out["runIds"]) == 1
+        assert (await wait_run(client, ws, out["runIds"][0]))["agentId"] == ids[2]
+        out = await client.call(
+            "teams.dispatch",
+            workspace_id=ws,
+            team_id=team["id"],
+            space_id=space["id"],
+            prompt="echo all",
+            dispatchMode="allParallel",
+        )
+        runs = [await wait_run(client, ws, r) for r in out["runIds"]]
+        assert sorted(r["agentId"] for r in runs) == sorted(ids) and {r["outcome"] for r in runs} == {"ok"}
+
+        with pytest.raises(RpcError) as err:
+            await client.call("teams.get", workspace_id=ws, team_id="nope")
+        assert err.value.code == "not_found"
+        await client.call("teams.delete", workspace_id=ws, team_id=team["id"])
+        assert (await client.call("teams.list", workspace_id=ws))["teams"] == []
+
+
+async def test_tickets_tree(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (srv, client, ws):
+        parent = await client.call("tickets.create", workspace_id=ws, title="Ship v2", description="All of it")
+        assert parent["status"] == "open" and parent["reporter"] == f"user:{srv.owner_id}"
+        child = await client.call("tickets.create", workspace_id=ws, title="Docs", parentId=parent["id"])
+        grandchild = await client.call("tickets.create", workspace_id=ws, title="Index", parentId=child["id"])
+        got = await client.call("tickets.get", workspace_id=ws, ticket_id=parent["id"])
+        assert [s["id"] for s in got["subTickets"]] == [child["id"]]
+        roots = await client.call("tickets.list", workspace_id=ws, rootsOnly=True)
+        assert [t["id"] for t in roots["tickets"]] == [parent["id"]]
+
+        with pytest.raises(RpcError) as err:
+            await client.call("tickets.update", workspace_id=ws, ticket_id=parent["id"], parentId=grandchild["id"])
+        assert err.value.code == "invalid_args" and "own ancestor" in err.value.message
+        with pytest.raises(RpcError) as err:
+            await client.call("tickets.update", workspace_id=ws, ticket_id=child["id"], status="finished")
+        assert err.value.code == "invalid_args" and "status must be one of" in err.value.message
+        with pytest.raises(RpcError) as err:
+            await client.call("tickets.create", workspace_id=ws, title="orphan", parentId="nope")
+        assert err.value.code == "not_found" and err.value.message.startswith("parentId")
+
+        done = await client.call("tickets.update", workspace_id=ws, ticket_id=child["id"], status="done")
+        assert done["status"] == "done"
+        assert [t["id"] for t in (await client.call("tickets.list", workspace_id=ws, status="done"))["tickets"]] == [
+            child["id"]
+        ]
+        changes = await srv.ctx.bus.replay(ws, types=["workspace.ticketChanged"])
+        assert [e.payload["status"] for e in changes] == ["open", "open", "open", "done"]
+        moved = await client.call("tickets.update", workspace_id=ws, ticket_id=grandchild["id"], detach=True)
+        assert moved["parentId"] is None
+        assert (await client.call("tickets.delete", workspace_id=ws, ticket_id=parent["id"]))["deleted"] == 2
+        remaining = (await client.call("tickets.list", workspace_id=ws))["tickets"]
+        assert [t["id"] for t in remaining] == [grandchild["id"]]

@@ -1,0 +1,36 @@
+"""A small command-line agent for the command adapter tests: behaviour is chosen by the prompt."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+prompt = sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read()
+word = prompt.split()[0] if prompt.split() else ""
+
+if word == "echo":
+    print(f"cwd={os.getcwd()}", flush=True)
+    print(f"you said: {prompt}", flush=True)
+elif word == "fail":
+    print("partial output", flush=True)
+    print("boom: the tool broke", file=sys.stderr, flush=True)
+    sys.exit(3)
+elif word == "sleep":
+    child = subprocess.Popen(["sleep", "60"])
+    with open("child.pid", "w") as fh:
+        fh.write(str(child.pid))
+    print("sleeping", flush=True)
+    time.sleep(60)
+elif word == "file":
+    schema = json.loads(os.environ["HANGAR_OUTPUT_SCHEMA"])
+    with open(os.environ["HANGAR_OUTPUT_FILE"], "w") as fh:
+        json.dump({"n": 1, "schemaType": schema["type"]}, fh)
+    print("wrote the output file", flush=True)
+elif word == "lastline":
+    print("thinking...", flush=True)
+    print(json.dumps({"n": 2, "schemaType": "object"}), flush=True)
+elif word == "bad":
+    print(json.dumps({"n": "two"}), flush=True)
+else:
+    print(f"unknown prompt {prompt!r}", flush=True)
