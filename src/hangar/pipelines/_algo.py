@@ -29,6 +29,8 @@ from hangar.pipelines.step import SUCCESS_OUTCOMES
 from hangar.pipelines.substitute import ABSENT
 
 STEP_ERRORS_KEY = "_stepErrors"
+# What dry-run bodies report they would do, one entry per step: parallel steps' reports always merge.
+DRY_RUN_KEY = "_dryRun"
 SUSPEND_TIMEOUT = timedelta(hours=24)
 
 
@@ -200,7 +202,9 @@ def merged_changes(step: StepDef, state: Mapping[str, Any], result: StepResult) 
     reducer = cfg.effective_reducer
     changes: dict[str, Any] = {}
     for key, value in (result.mutated_state or {}).items():
-        if key == out_key:
+        if key == DRY_RUN_KEY and isinstance(value, Mapping):
+            changes[key] = {**(state.get(key) or {}), **value}
+        elif key == out_key:
             changes[key] = reducers.reduce_value(reducer, key, state.get(key, ABSENT), value)
         else:
             changes[key] = value

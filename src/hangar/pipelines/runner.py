@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from hangar.core.events import StoredEvent
 from hangar.errors import HangarError
 from hangar.pipelines import _algo, predicates
-from hangar.pipelines._algo import StepRec
+from hangar.pipelines._algo import DRY_RUN_KEY, StepRec
 from hangar.pipelines.model import RunStatus, StepKind, StepStatus, Template
 from hangar.pipelines.results import StepResult
 from hangar.pipelines.step import Resume, ResumedEvent, StepContext, TaskOutcome
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from hangar.pipelines.engine import PipelineEngine
 
 log = logging.getLogger(__name__)
-
-DRY_RUN_KEY = "_dryRun"
 
 
 @dataclass(frozen=True)
@@ -360,7 +358,7 @@ class RunDriver:
         ctx = self._context(sid, resume)
         if self.run.dry_run and not spec.honours_dry_run:
             await ctx.progress({"dryRun": True, "wouldRun": spec.key})
-            return Finished(sid, StepResult.ok({DRY_RUN_KEY: {**self.run.state.get(DRY_RUN_KEY, {}), sid: spec.key}}))
+            return Finished(sid, StepResult.ok({DRY_RUN_KEY: {sid: f"would run {spec.key}"}}))
         timeout_ms = step.config.timeout_ms
         try:
             if timeout_ms is None:

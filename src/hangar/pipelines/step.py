@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from hangar.core.clock import Clock
 from hangar.errors import Unavailable
@@ -23,6 +23,8 @@ from hangar.pipelines.model import NodeConfig, StepDef, StepKind
 
 if TYPE_CHECKING:
     from hangar.core.context import AppContext
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,10 @@ class StepContext:
         if self._app is None:
             raise Unavailable("this pipeline engine runs without an application context")
         return self._app
+
+    def maybe_service(self, cls: type[T]) -> T | None:
+        """Another part's service, or ``None`` (also when the engine runs without an application context)."""
+        return self._app.maybe_service(cls) if self._app is not None else None
 
     @property
     def step_id(self) -> str:

@@ -58,9 +58,7 @@ async def harness(
     await dbs.workspace(WS, create=True)
     bus = EventBus(dbs, clock)
     registry = BodyRegistry([*all_bodies(), *bodies])
-    engine = PipelineEngine(
-        store=PipelineStore(dbs.workspace), bus=bus, clock=clock, bodies=registry, data_root=root
-    )
+    engine = PipelineEngine(store=PipelineStore(dbs.workspace), bus=bus, clock=clock, bodies=registry, data_root=root)
     try:
         yield Harness(engine, dbs, bus, clock, root)
     finally:

@@ -11,7 +11,12 @@ import importlib
 
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec, spec_of_body
 
-BODY_MODULES: tuple[str, ...] = ("hangar.pipelines.bodies.trigger",)
+BODY_MODULES: tuple[str, ...] = (
+    "hangar.pipelines.bodies.trigger",
+    "hangar.pipelines.bodies.shell",
+    "hangar.pipelines.bodies.router",
+    "hangar.pipelines.bodies.subpipeline",
+)
 
 
 def all_bodies() -> list[BodySpec]:

@@ -1,0 +1,149 @@
+"""The pure helpers: the JSON Schema subset, reducers, {{key}} substitution, predicates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hangar.pipelines import predicates, reducers, schema, substitute
+from hangar.pipelines.substitute import ABSENT
+
+
+@pytest.mark.parametrize(
+    ("value", "sch", "expected"),
+    [
+        ({"a": 1}, {"type": "object", "properties": {"a": {"type": "integer"}}}, None),
+        ({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}}, "$.a: expected integer, got string"),
+        ({}, {"type": "object", "required": ["v"]}, "$: missing required property 'v'"),
+        ({"v": 1, "w": 2}, {"properties": {"v": {}}, "additionalProperties": False}, "$.w: property not allowed"),
+        ([1, "2"], {"type": "array", "items": {"type": "number"}}, "$[1]: expected number, got string"),
+        ("urgent", {"enum": ["low", "high"]}, '$: "urgent" is not one of ["low", "high"]'),
+        (5, {"minimum": 6}, "$: 5 is less than the minimum 6"),
+        (5, {"maximum": 4}, "$: 5 is more than the maximum 4"),
+        ("ab", {"minLength": 3}, "$: shorter than 3 characters"),
+        ("abc", {"pattern": "^a+$"}, "$: \"abc\" does not match the pattern '^a+$'"),
+        ([1, 1], {"uniqueItems": True}, "$[1]: duplicates an earlier item"),
+        ([], {"minItems": 1}, "$: fewer than 1 items"),
+        (None, {"type": ["string", "null"]}, None),
+        (2.0, {"type": "integer"}, None),
+        (True, {"type": "integer"}, "$: expected integer, got boolean"),
+        (
+            {"d": {"decision": "maybe"}},
+            {"properties": {"d": {"properties": {"decision": {"enum": ["approved", "rejected"]}}}}},
+            '$.d.decision: "maybe" is not one of ["approved", "rejected"]',
+        ),
+        (3, {"anyOf": [{"type": "string"}, {"minimum": 5}]}, "$: matches none of the anyOf schemas"),
+    ],
+)
+def test_first_violation(value: Any, sch: dict[str, Any], expected: str | None) -> None:
+    found = schema.first_violation(value, sch)
+    if expected is None:
+        assert found is None
+    else:
+        assert found is not None and found.startswith(expected), found
+
+
+def test_check_schema_refuses_unsupported_keywords() -> None:
+    assert schema.check_schema({"type": "object", "properties": {"a": {"oneOf": []}}}) == [
+        "outputSchema.properties.a.oneOf: keyword 'oneOf' is not supported (supported: "
+        + ", ".join(sorted(schema.KEYWORDS))
+        + ")"
+    ]
+    assert schema.check_schema({"title": "x", "type": "string", "maxLength": 3}) == []
+    assert schema.check_schema({"minimum": "1"}) == ["outputSchema.minimum must be a number"]
+
+
+@pytest.mark.parametrize(
+    ("reducer", "existing", "new", "expected"),
+    [
+        ("override", 1, 2, 2),
+        ("append", ABSENT, 1, [1]),
+        ("append", [1], [2], [1, [2]]),
+        ("mergeLists", [1], [2, 3], [1, 2, 3]),
+        ("mergeLists", ABSENT, [2], [2]),
+        ("mergeMaps", {"a": 1, "b": 1}, {"b": 2}, {"a": 1, "b": 2}),
+        ("sum", ABSENT, 2, 2),
+        ("sum", 1.5, 2, 3.5),
+    ],
+)
+def test_reducers(reducer: Any, existing: Any, new: Any, expected: Any) -> None:
+    assert reducers.reduce_value(reducer, "k", existing, new) == expected
+
+
+@pytest.mark.parametrize(
+    ("reducer", "existing", "new", "message"),
+    [
+        ("sum", 1, "2", "reducer sum on 'k': the new value '2' is not a number"),
+        ("mergeLists", [1], 2, "reducer mergeLists on 'k': the new value is not a list"),
+        ("mergeMaps", [1], {}, "reducer mergeMaps on 'k': the value already there is not a map"),
+        ("append", "x", 1, "reducer append on 'k': the value already there is not a list"),
+    ],
+)
+def test_reducer_errors(reducer: Any, existing: Any, new: Any, message: str) -> None:
+    with pytest.raises(reducers.ReducerError, match=message.replace("(", r"\(")):
+        reducers.reduce_value(reducer, "k", existing, new)
+
+
+def test_substitution_state_then_payload_dotted_and_shell_escaped() -> None:
+    state = {"name": "it's $HOME", "repo": {"path": "/r"}, "n": 3}
+    payload = {"name": "ignored", "only": "p"}
+    assert substitute.render("{{name}} {{ repo.path }} {{only}} {{n}}", state, payload) == "it's $HOME /r p 3"
+    assert substitute.render("echo {{name}}", state, payload, shell=True) == "echo 'it'\"'\"'s $HOME'"
+    assert substitute.render("{{repo}}", state, payload) == '{"path": "/r"}'
+    with pytest.raises(substitute.MissingKey, match=r"\{\{missing.key\}\} is not in the pipeline state"):
+        substitute.render("x {{missing.key}}", state, payload)
+
+
+def test_comparisons_coerce_numeric_text() -> None:
+    assert predicates.compare("3", "gt", 0)
+    assert not predicates.compare("0", "gt", 0)
+    assert predicates.compare("3", "equals", 3)
+    assert predicates.compare("Hello World", "contains", "world")
+    assert predicates.compare(["a", "b"], "contains", "b")
+    assert predicates.compare(ABSENT, "notExists", None)
+    assert predicates.compare(None, "notExists", None)
+    assert predicates.compare(1, "exists", None)
+    assert predicates.compare(ABSENT, "notEquals", 1)
+    assert not predicates.compare("abc", "lt", 1)
+
+
+def test_predicate_tree_and_file_exists(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "src" / "deep").mkdir(parents=True)
+    (repo / "src" / "deep" / "pubspec.yaml").write_text("x")
+    (repo / "node_modules" / "hidden.txt").parent.mkdir()
+    (repo / "node_modules" / "hidden.txt").write_text("x")
+    state = {"repo_local_path": str(repo), "n": 5}
+    fe = {"type": "fileExists", "paths": ["pubspec.yaml"]}
+    assert not predicates.evaluate(fe, state, tmp_path)
+    assert predicates.evaluate({**fe, "recursive": True}, state, tmp_path)
+    assert predicates.evaluate({**fe, "recursive": True, "negate": True}, state, tmp_path) is False
+    assert not predicates.evaluate({"type": "fileExists", "paths": ["hidden.txt"], "recursive": True}, state, tmp_path)
+    assert predicates.evaluate({"type": "fileExists", "paths": ["src/deep"]}, state, tmp_path)
+    (tmp_path / "here.txt").write_text("x")
+    assert predicates.evaluate({"type": "fileExists", "paths": ["here.txt"]}, {}, tmp_path)
+    tree = {
+        "type": "and",
+        "of": [
+            {"type": "comparison", "left": "n", "op": "gt", "right": 4},
+            {"type": "not", "of": {"type": "or", "of": [{"type": "comparison", "left": "n", "op": "lt", "right": 0}]}},
+        ],
+    }
+    predicates.check(tree, "p")
+    assert predicates.evaluate(tree, state, tmp_path)
+
+
+def test_predicate_shape_errors_name_where() -> None:
+    with pytest.raises(predicates.PredicateError, match=r"p.of\[1\].type must be one of"):
+        predicates.check({"type": "and", "of": [{"type": "fileExists", "paths": ["a"]}, {"type": "xor"}]}, "p")
+    with pytest.raises(predicates.PredicateError, match=r"p\.right is required for op gt"):
+        predicates.check({"type": "comparison", "left": "a", "op": "gt"}, "p")
+
+
+def test_run_when() -> None:
+    assert predicates.run_when_met("flag", {"flag": True}, Path("."))
+    assert not predicates.run_when_met("flag", {}, Path("."))
+    assert predicates.run_when_met("!flag", {"flag": 0}, Path("."))
+    assert predicates.run_when_met({"type": "comparison", "left": "n", "op": "equals", "right": 1}, {"n": 1}, Path("."))
