@@ -20,7 +20,7 @@ from hangar.site.content import CONTENT_DIR, Page, load_pages, load_releases, lo
 from hangar.site.openapi import SITE_ENDPOINTS, openapi_document
 from hangar.site.render import ORIGIN, Renderer, page_markdown
 from hangar.site.search import Doc
-from hangar.site.slugs import SKILLS, twin_path_of
+from hangar.site.slugs import MANUAL_SECTIONS, SKILLS, twin_path_of
 
 API_CATALOG_LINK = b'</.well-known/api-catalog>; rel="api-catalog"'
 HTML = "text/html; charset=utf-8"
@@ -110,7 +110,17 @@ class SiteBuild:
         if key == "site-routes":
             rows = "".join(f"| {m} | `{p}` | {d} |\n" for m, p, d in SITE_ENDPOINTS)
             return "| Method | Path | Purpose |\n|---|---|---|\n" + rows
+        if key.startswith("index-"):
+            return self._section_index(key.removeprefix("index-"))
         return reference.generate(key)
+
+    def _section_index(self, section: str) -> str:
+        """The list of a manual section's pages with their descriptions, in the spec's order."""
+        for key, _label, slugs in MANUAL_SECTIONS:
+            if key == section:
+                pages = [self.pages[f"manual/{key}/{s}"] for s in slugs]
+                return "".join(f"- [{p.title}]({p.path}): {p.description}\n" for p in pages)
+        raise ValueError(f"unknown manual section {section!r}")
 
     def search_docs(self) -> list[Doc]:
         return [Doc(s, p.title, p.description, self.bodies[s]) for s, p in self.pages.items()]

@@ -126,43 +126,52 @@ def pipeline_steps() -> str:
         from hangar.pipelines.bodies.catalog import all_bodies
     except ImportError:
         return "The pipeline engine's step catalogue is not part of this build, so no step bodies are registered.\n"
-    rows = []
-    for b in all_bodies():
-        spec = getattr(b, "spec", b)
-        key = getattr(spec, "key", None) or getattr(b, "key", "?")
-        summary = getattr(spec, "summary", "") or ""
-        config = getattr(spec, "config", None)
-        cfg = ", ".join(f"`{c}`" for c in config) if isinstance(config, (list, tuple, frozenset, set)) else ""
-        rows.append((f"`{key}`", summary, cfg or "—"))
-    if not rows:
+    specs = sorted(all_bodies(), key=lambda b: str(getattr(b, "key", "")))
+    if not specs:
         return "No step bodies are registered in this build.\n"
-    return _table(("Body key", "What it does", "Configuration it reads"), sorted(rows))
+    out = [f"{len(specs)} bodies are registered: " + ", ".join(f"`{getattr(b, 'key', '?')}`" for b in specs) + ".\n\n"]
+    for b in specs:
+        out.append(f"### `{getattr(b, 'key', '?')}`\n\n{getattr(b, 'summary', '')}\n\n")
+        fields = list(getattr(b, "config", ()) or ())
+        if fields:
+            rows = [
+                (f"`{getattr(f, 'name', f)}`", "yes" if getattr(f, "required", False) else "no", getattr(f, "doc", ""))
+                for f in fields
+            ]
+            out.append(_table(("Configuration", "Required", "Meaning"), rows) + "\n")
+        else:
+            out.append("No configuration.\n\n")
+        if getattr(b, "honours_dry_run", False):
+            out.append("Honours dry-run: reports what it would do instead of doing it.\n\n")
+    return "".join(out)
 
 
 def _click_rows(cmd: Any, path: str) -> list[str]:
-    import click
-
+    # typer vendors its own click, so commands and parameters are recognised by shape, not by class.
     out: list[str] = []
-    help_text = (cmd.help or cmd.short_help or "").strip()
+    help_text = (getattr(cmd, "help", None) or getattr(cmd, "short_help", None) or "").strip()
     if path:
         out.append(f"### `{path}`\n\n")
         if help_text:
             out.append(help_text.split("\n\n")[0].replace("\n", " ") + "\n\n")
         rows = []
-        for p in cmd.params:
-            if isinstance(p, click.Option):
-                if p.hidden:
+        for p in getattr(cmd, "params", ()):
+            kind = getattr(p, "param_type_name", "")
+            if kind == "option":
+                if getattr(p, "hidden", False):
                     continue
                 names = ", ".join(f"`{o}`" for o in (*p.opts, *p.secondary_opts))
-                default = "" if p.default is None or (p.is_flag and not p.default) else f"{p.default}"
-                rows.append((names, _cell(p.help or ""), default))
-            elif isinstance(p, click.Argument):
+                default = p.default
+                shown = "" if default is None or (p.is_flag and not default) else f"`{default}`"
+                rows.append((names, _cell(getattr(p, "help", "") or ""), shown))
+            elif kind == "argument":
                 rows.append((f"`{p.human_readable_name}` (argument)", "", "" if p.required else "optional"))
         if rows:
             out.append(_table(("Option", "Meaning", "Default"), rows) + "\n")
-    if isinstance(cmd, click.Group):
-        for name in sorted(cmd.commands):
-            sub = cmd.commands[name]
+    commands = getattr(cmd, "commands", None)
+    if isinstance(commands, dict):
+        for name in sorted(commands):
+            sub = commands[name]
             if not getattr(sub, "hidden", False):
                 out.extend(_click_rows(sub, f"{path} {name}".strip()))
     return out
