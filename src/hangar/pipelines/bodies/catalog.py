@@ -16,6 +16,7 @@ BODY_MODULES: tuple[str, ...] = (
     "hangar.pipelines.bodies.shell",
     "hangar.pipelines.bodies.router",
     "hangar.pipelines.bodies.subpipeline",
+    "hangar.agents.bodies",
 )
 
 

@@ -1,0 +1,81 @@
+"""What the agent bodies share: finding the space to work in, dispatching, and harvesting finished runs.
+
+An agent step joins a space and never opens one: it works in ``extras.spaceId`` (``{{key}}`` substitution),
+else in the space a ``messaging.createSpace`` step published (``pipeline_space_id``). Without either, the step
+fails at dispatch, so a fan-out of agent steps always shares one space (and one checkout).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hangar.agents.output_schema import check_schema
+from hangar.agents.runner import AgentRunner
+from hangar.agents.runs import Run
+from hangar.errors import InvalidArgs, Refused
+from hangar.pipelines import StepContext, TaskOutcome
+from hangar.workspace import SpaceService
+from hangar.workspace.bodies import SPACE_STATE_KEY, pipeline_author
+
+
+def space_for(step: StepContext) -> str:
+    raw = step.config.space_id
+    if raw:
+        return step.render(raw)
+    if step.has(SPACE_STATE_KEY):
+        value = step.lookup(SPACE_STATE_KEY)
+        if isinstance(value, str) and value:
+            return value
+    raise Refused(
+        f"step {step.step_id} has no space to work in: agent steps join a space and never open one; add a "
+        f"messaging.createSpace step before it (or set extras.spaceId)"
+    )
+
+
+def agent_id_for(step: StepContext) -> str:
+    raw = step.config.agent_id
+    if not raw:
+        raise InvalidArgs(f"step {step.step_id} needs agentId", field="agentId")
+    return step.render(raw)
+
+
+def schema_for(step: StepContext, default: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    schema = step.config.output_schema or default
+    return check_schema(schema) if schema is not None else None
+
+
+async def dispatch(
+    step: StepContext, *, agent_id: str, space_id: str, prompt: str, schema: dict[str, Any] | None
+) -> Run:
+    return await step.app.service(AgentRunner).dispatch(
+        step.workspace_id,
+        agent_id=agent_id,
+        space_id=space_id,
+        prompt=prompt,
+        dispatched_by=f"pipeline:{step.run_id}/{step.step_id}",
+        prompt_author=pipeline_author(step),
+        output_schema=schema,
+        agent_field="agentId",
+    )
+
+
+async def harvest(step: StepContext, task: TaskOutcome, schema: dict[str, Any] | None) -> tuple[Any, str | None]:
+    """(output, None) for a run that ended well, else (None, why the step fails).
+
+    With a schema the output is the accepted ``submit_output`` payload; without one it is the agent's last
+    message of the run (its answer), or ``None`` when it said nothing.
+    """
+    run = await step.app.service(AgentRunner).store.get(step.workspace_id, task.task_id)
+    if not task.succeeded:
+        return None, f"agent run {run.id} ended {run.outcome}: {run.error or 'no reason given'}"
+    if schema is not None:
+        if not run.has_output:
+            return None, f"agent run {run.id} ended without valid output: {run.output_error}"
+        return run.output, None
+    return await last_reply(step, run), None
+
+
+async def last_reply(step: StepContext, run: Run) -> str | None:
+    msgs = await step.app.service(SpaceService).recent(step.workspace_id, run.space_id, limit=50)
+    mine = [m["content"] for m in msgs if m["runId"] == run.id and m["author"]["kind"] == "agent"]
+    return mine[-1] if mine else None

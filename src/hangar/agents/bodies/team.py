@@ -1,0 +1,104 @@
+"""``team.dispatch`` and ``approval.gate``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hangar.agents.bodies.common import agent_id_for, dispatch, harvest, schema_for, space_for
+from hangar.agents.runner import AgentRunner
+from hangar.agents.service import AgentService
+from hangar.errors import InvalidArgs
+from hangar.pipelines import ConfigField, StepContext, StepResult, body
+from hangar.workspace import TeamService, check_dispatch_mode
+
+
+@body(
+    "team.dispatch",
+    summary="Dispatches a team (every member, or only the leader in manager mode) and harvests their outputs.",
+    config=[
+        ConfigField("teamId", "Team to dispatch ({{key}} substitution)", required=True),
+        ConfigField("prompt", "Prompt with {{key}} substitution", required=True),
+        ConfigField("dispatchMode", "allParallel (default: the team's own) or manager"),
+        ConfigField("outputKey", "State key for the list of member outputs"),
+        ConfigField("outputSchema", "JSON Schema each member's submit_output payload must satisfy"),
+        ConfigField("label", "Label of the step"),
+        ConfigField("extras.spaceId", "Space to work in; default: the one messaging.createSpace opened"),
+    ],
+    resumes=True,
+)
+async def team_dispatch(step: StepContext) -> StepResult:
+    schema = schema_for(step)
+    if step.resume is not None:
+        agents = step.app.service(AgentService)
+        outputs: list[dict[str, Any]] = []
+        failures: list[str] = []
+        for task in step.resume.tasks:
+            output, error = await harvest(step, task, schema)
+            if error:
+                failures.append(error)
+                continue
+            run = await step.app.service(AgentRunner).store.get(step.workspace_id, task.task_id)
+            agent = await agents.get(step.workspace_id, run.agent_id)
+            outputs.append({"agentId": agent.id, "agentName": agent.name, "output": output})
+        if failures:
+            return StepResult.failed("; ".join(failures))
+        return StepResult.ok(output=outputs)
+    raw_team = step.config.team_id
+    if not raw_team:
+        raise InvalidArgs(f"step {step.step_id} needs teamId", field="teamId")
+    team = await step.app.service(TeamService).get(step.workspace_id, step.render(raw_team))
+    mode = check_dispatch_mode(step.config.dispatch_mode) if step.config.dispatch_mode else team.dispatch_mode
+    targets = team.dispatch_targets(mode)
+    prompt = step.render(step.config.prompt or "")
+    if not prompt.strip():
+        raise InvalidArgs(f"step {step.step_id} needs a prompt", field="prompt")
+    space_id = space_for(step)
+    run_ids = [(await dispatch(step, agent_id=a, space_id=space_id, prompt=prompt, schema=schema)).id for a in targets]
+    await step.progress({"runIds": run_ids, "spaceId": space_id, "dispatchMode": mode})
+    return StepResult.suspend_until_tasks_complete(run_ids)
+
+
+GATE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {"type": "string", "enum": ["approved", "rejected"]},
+        "reason": {"type": "string"},
+    },
+    "required": ["decision", "reason"],
+}
+GATE_PROMPT = (
+    "Review the work in this conversation and decide whether it may proceed. Call submit_output with "
+    "decision `approved` or `rejected` and a short reason."
+)
+
+
+@body(
+    "approval.gate",
+    summary="Asks an approver agent for a {decision, reason} through submit_output; a rejection fails the step.",
+    config=[
+        ConfigField("agentId", "The approver agent", required=True),
+        ConfigField("prompt", "Gate prompt ({{key}} substitution); a default asks for approved or rejected"),
+        ConfigField("outputKey", "State key for {decision, reason}"),
+        ConfigField("outputSchema", "Default: decision approved|rejected plus reason"),
+        ConfigField("label", "Label of the step"),
+        ConfigField("extras.spaceId", "Space to review in; default: the one messaging.createSpace opened"),
+    ],
+    resumes=True,
+)
+async def approval_gate(step: StepContext) -> StepResult:
+    schema = schema_for(step, GATE_SCHEMA)
+    if step.resume is not None:
+        (task,) = step.resume.tasks
+        output, error = await harvest(step, task, schema)
+        if error:
+            return StepResult.failed(error)
+        if isinstance(output, dict) and output.get("decision") == "rejected":
+            return StepResult.failed(f"the approver rejected: {output.get('reason') or 'no reason given'}")
+        return StepResult.ok(output=output)
+    prompt = step.render(step.config.prompt) if step.config.prompt else GATE_PROMPT
+    run = await dispatch(step, agent_id=agent_id_for(step), space_id=space_for(step), prompt=prompt, schema=schema)
+    await step.progress({"runId": run.id, "spaceId": run.space_id})
+    return StepResult.suspend_until_tasks_complete([run.id])
+
+
+BODIES = [team_dispatch, approval_gate]

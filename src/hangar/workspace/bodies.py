@@ -1,0 +1,114 @@
+"""Pipeline bodies of the workspace part: ``messaging.createSpace``, ``messaging.postMessage`` and
+``worktree.cleanup``.
+
+Bodies run at least once (a step running when the server died runs again), so a repeated
+``messaging.createSpace`` opens a second space and a repeated ``messaging.postMessage`` posts twice; cleanup is
+naturally idempotent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hangar.errors import InvalidArgs
+from hangar.pipelines import ConfigField, StepContext, StepResult, body
+from hangar.workspace.records import Author, clip_title, iso
+from hangar.workspace.spaces import SpaceService, check_mode
+from hangar.workspace.worktrees import WorktreeService, pr_key
+
+SPACE_STATE_KEY = "pipeline_space_id"
+
+
+def pipeline_author(step: StepContext) -> Author:
+    """How pipeline-authored messages are signed: the run, and the step's label."""
+    return Author("system", f"pipeline:{step.run_id}", step.label or "Pipeline")
+
+
+@body(
+    "messaging.createSpace",
+    summary="Opens the space the rest of the run works in (with repo worktrees), published under outputKey.",
+    config=[
+        ConfigField("outputKey", f"State key for the new space id; {SPACE_STATE_KEY} is always written too"),
+        ConfigField("repoIds", "Repos to check out: <repoId> or <repoId>@<branch>"),
+        ConfigField("extras.allRepos", "Check out every workspace repo"),
+        ConfigField("extras.mode", "chat, review (default) or plan"),
+        ConfigField("extras.createConversation", "Also open it as a named, visible conversation"),
+        ConfigField("extras.conversationTitle", "Title of the named conversation ({{key}} substitution)"),
+    ],
+)
+async def create_space(step: StepContext) -> StepResult:
+    cfg = step.config
+    mode = check_mode(cfg.mode_name or "review", field="extras.mode")
+    named = cfg.creates_conversation
+    title_src = cfg.conversation_title
+    title = clip_title(step.render(title_src) if title_src else f"{step.template_id} · {step.label}")
+    spaces = step.app.service(SpaceService)
+    specs = [step.render(r) for r in cfg.repo_ids]
+    all_repos = bool(cfg.extras.get("allRepos", False))
+    wants_repos = bool(specs) or all_repos
+    space = await spaces.create(
+        step.workspace_id,
+        title=title,
+        mode=mode,
+        hidden=not named,
+        created_by=f"pipeline:{step.run_id}",
+        provisioning="provisioning" if wants_repos else "ready",
+    )
+    checked_out: list[dict[str, Any]] = []
+    if wants_repos:
+        made = await step.app.service(WorktreeService).provision_space(
+            step.workspace_id, space.id, specs, all_repos=all_repos
+        )
+        checked_out = [w.to_wire() for w in made]
+    await step.progress({"spaceId": space.id, "worktrees": len(checked_out)})
+    return StepResult.ok({SPACE_STATE_KEY: space.id}, output=space.id)
+
+
+@body(
+    "messaging.postMessage",
+    summary="Posts state content verbatim into the space named by state space_id; writes posted_space_id.",
+    config=[
+        ConfigField("state.space_id", "The space to post into", required=True),
+        ConfigField("state.content", "The message, posted verbatim", required=True),
+    ],
+)
+async def post_message(step: StepContext) -> StepResult:
+    space_id = step.lookup("space_id")
+    content = step.lookup("content")
+    if not isinstance(space_id, str) or not space_id:
+        raise InvalidArgs("state space_id must be a space id (a string)", field="space_id")
+    if not isinstance(content, str) or not content:
+        raise InvalidArgs("state content must be a non-empty string", field="content")
+    msg = await step.app.service(SpaceService).post(step.workspace_id, space_id, pipeline_author(step), content)
+    return StepResult.ok({"posted_space_id": space_id, "posted_at": msg["createdAt"] or iso(step.clock.now())})
+
+
+@body(
+    "worktree.cleanup",
+    summary="Releases a ticket's, a PR editor's or a space's worktrees (by trigger payload), else sweeps.",
+    config=[
+        ConfigField("payload.ticket_id", "Release this ticket's worktrees"),
+        ConfigField("payload.repo_full_name", "With pr_number: release that PR editor's worktree"),
+        ConfigField("payload.pr_number", "With repo_full_name"),
+        ConfigField("payload.space_id", "Tear down this space's worktrees and folder"),
+        ConfigField("outputKey", "Receives a one-line summary"),
+    ],
+    honours_dry_run=True,
+)
+async def worktree_cleanup(step: StepContext) -> StepResult:
+    payload = step.payload
+    kwargs: dict[str, Any] = {}
+    if payload.get("ticket_id"):
+        kwargs["ticket_id"] = str(payload["ticket_id"])
+    elif payload.get("repo_full_name") and payload.get("pr_number") is not None:
+        kwargs["pr"] = pr_key(str(payload["repo_full_name"]), payload["pr_number"])
+    elif payload.get("space_id"):
+        kwargs["space_id"] = str(payload["space_id"])
+    report = await step.app.service(WorktreeService).cleanup(step.workspace_id, dry_run=step.dry_run, **kwargs)
+    await step.progress(report.to_wire())
+    if step.config.output_key:
+        return StepResult.ok(output=report.summary)
+    return StepResult.ok()
+
+
+BODIES = [create_space, post_message, worktree_cleanup]
