@@ -118,9 +118,7 @@ class RigHandle(ABC):
         ``InvalidArgs`` on a name that is not a valid host name pattern."""
 
     @abstractmethod
-    async def write_file(
-        self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool
-    ) -> None:
+    async def write_file(self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool) -> None:
         """Write a file at ``guest_path`` inside the rig, creating missing parent directories, owned by the
         rig user. ``exclusive`` refuses (``Conflict``) when the file already exists. A path whose resolution
         leaves the rig root, or crosses a symlink, is ``Refused``."""

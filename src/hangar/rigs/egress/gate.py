@@ -22,6 +22,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from hangar.rigs.egress import dns, sni
 from hangar.rigs.egress.allowlist import matches, validate_patterns
@@ -229,8 +230,7 @@ class _DnsProtocol(asyncio.DatagramProtocol):
         self.transport: asyncio.DatagramTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.DatagramTransport)
-        self.transport = transport
+        self.transport = cast(asyncio.DatagramTransport, transport)
 
     def datagram_received(self, data: bytes, addr: tuple[str | object, ...]) -> None:
         reply = self.gate.dns_reply(data)

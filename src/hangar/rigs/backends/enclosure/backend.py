@@ -1,0 +1,82 @@
+"""The ``enclosure`` backend: rigs as Linux namespaces (bubblewrap) over the terminal image pack."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from hangar.errors import InvalidArgs, Unavailable
+from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
+from hangar.rigs.backends.enclosure import probe
+from hangar.rigs.backends.enclosure.cgroups import detect
+from hangar.rigs.backends.enclosure.rig import EnclosureRig
+from hangar.rigs.egress.allowlist import validate_patterns
+from hangar.rigs.image.pack import ensure_pack, missing_tools, pack_ready
+
+_RIG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+SURFACES = frozenset({"terminal"})
+
+
+class EnclosureBackend(RigBackend):
+    """Rigs under ``<rigs_root>/run/``; the image pack under ``packs_root`` (default
+    ``<rigs_root>/microvm-packs``). ``upstream_overrides`` ("name:port" -> (address, port)) is for tests: it
+    lets the egress gate reach test servers on host loopback under allow-listed names."""
+
+    name: ClassVar[str] = "enclosure"
+
+    def __init__(
+        self,
+        rigs_root: Path,
+        *,
+        packs_root: Path | None = None,
+        upstream_overrides: Mapping[str, tuple[str, int]] | None = None,
+        tool_path: str | None = None,
+    ) -> None:
+        self.rigs_root = rigs_root
+        self.packs_root = packs_root or rigs_root / "microvm-packs"
+        self.upstream_overrides = dict(upstream_overrides or {})
+        self._tool_path = tool_path  # where host tools are looked up (None: $PATH)
+        self._reason: str | None = None
+        self._probed = False
+
+    def unavailable_reason(self) -> str | None:
+        if not self._probed:
+            self._reason = probe.unavailable_reason(path=self._tool_path)
+            if self._reason is None and not pack_ready(self.packs_root) and missing_tools():
+                self._reason = "the terminal image is not built yet and mmdebstrap (Debian package) is missing"
+            self._probed = True
+        return self._reason
+
+    async def start(self, spec: RigSpec, progress: Callable[[str], None]) -> RigHandle:
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise Unavailable(reason)
+        _validate(spec)
+        version, why = detect()
+        if version is None:
+            raise Unavailable(f"no usable cgroups for rig limits: {why}")
+        pack = await ensure_pack(self.packs_root, progress)
+        rig = EnclosureRig(spec, self.rigs_root / "run", version, self.upstream_overrides)
+        try:
+            await rig.boot(pack.path, progress)
+        except BaseException:
+            await rig.aclose()
+            raise
+        return rig
+
+
+def _validate(spec: RigSpec) -> None:
+    if not _RIG_ID.match(spec.rig_id):
+        raise InvalidArgs(f"rig id {spec.rig_id!r} is not a valid id", field="rig_id")
+    if spec.surface not in SURFACES:
+        raise InvalidArgs(f"the enclosure backend runs {', '.join(sorted(SURFACES))} rigs only", field="surface")
+    if not 64 <= spec.memory_mb <= 1024 * 1024:
+        raise InvalidArgs("memory_mb must be at least 64", field="memory_mb")
+    if not 1 <= spec.vcpus <= 256:
+        raise InvalidArgs("vcpus must be between 1 and 256", field="vcpus")
+    validate_patterns(spec.allow_hosts, "allow_hosts")
+    for name, path in (("home_dir", spec.home_dir), ("worktree", spec.worktree)):
+        if path is not None and not path.is_absolute():
+            raise InvalidArgs(f"{name} must be an absolute host path", field=name)

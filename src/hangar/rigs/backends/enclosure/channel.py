@@ -1,0 +1,148 @@
+"""The host side of the exec channel: one Unix-socket connection to the rig's agent per request.
+
+The frame format is described in ``agent``'s docstring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hangar.errors import InvalidArgs, Refused, Unavailable
+from hangar.rigs.backends.base import ExecResult, Pty
+
+MAX_OUTPUT = 16 * 1024 * 1024  # per stream; beyond this output is cut and marked
+
+
+def frame(kind: bytes, payload: bytes) -> bytes:
+    return kind + struct.pack("!I", len(payload)) + payload
+
+
+async def read_frame(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    head = await reader.readexactly(5)
+    return head[:1], await reader.readexactly(struct.unpack("!I", head[1:])[0])
+
+
+class AgentChannel:
+    def __init__(self, socket_path: Path) -> None:
+        self.socket_path = socket_path
+
+    async def _connect(self, request: dict[str, Any]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(self.socket_path))
+        except OSError as exc:
+            raise Unavailable(f"the rig's exec channel is gone ({exc.strerror})") from exc
+        writer.write(frame(b"J", json.dumps(request).encode()))
+        return reader, writer
+
+    async def ping(self) -> None:
+        reader, writer = await self._connect({"op": "ping"})
+        try:
+            await read_frame(reader)
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            raise Unavailable("the rig's agent did not answer") from exc
+        finally:
+            writer.close()
+
+    async def exec(self, command: str, timeout_s: float | None, stdin: bytes | None) -> ExecResult:
+        if not isinstance(command, str) or not command.strip():
+            raise InvalidArgs("command must be a non-empty string", field="command")
+        if timeout_s is not None and timeout_s <= 0:
+            raise InvalidArgs("timeout must be positive", field="timeout")
+        request = {"op": "exec", "cmd": command, "timeout": timeout_s, "stdin": stdin is not None}
+        reader, writer = await self._connect(request)
+        out, err = bytearray(), bytearray()
+        try:
+            if stdin is not None:
+                for start in range(0, len(stdin), 65536):
+                    writer.write(frame(b"I", stdin[start : start + 65536]))
+                writer.write(frame(b"E", b""))
+            await writer.drain()
+            while True:
+                kind, payload = await read_frame(reader)
+                if kind == b"O" and len(out) < MAX_OUTPUT:
+                    out += payload
+                elif kind == b"R" and len(err) < MAX_OUTPUT:
+                    err += payload
+                elif kind == b"X":
+                    result = json.loads(payload)
+                    return ExecResult(
+                        exit_code=int(result["code"]),
+                        stdout=out[:MAX_OUTPUT].decode("utf-8", "replace"),
+                        stderr=err[:MAX_OUTPUT].decode("utf-8", "replace"),
+                        timed_out=bool(result["timed_out"]),
+                    )
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            raise Unavailable("the rig's exec channel closed before the command finished") from exc
+        finally:
+            writer.close()
+
+    async def open_pty(self, cols: int, rows: int, on_close: Callable[[AgentPty], None]) -> AgentPty:
+        _check_size(cols, rows)
+        reader, writer = await self._connect({"op": "pty", "cols": cols, "rows": rows})
+        await writer.drain()
+        return AgentPty(reader, writer, on_close)
+
+
+def _check_size(cols: int, rows: int) -> None:
+    for name, value in (("cols", cols), ("rows", rows)):
+        if not isinstance(value, int) or not 1 <= value <= 1000:
+            raise InvalidArgs(f"{name} must be between 1 and 1000", field=name)
+
+
+class AgentPty(Pty):
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, on_close: Callable[[AgentPty], None]
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._on_close = on_close
+        self._closed = False
+        self._eof = False
+        self.exit_code: int | None = None
+
+    async def read(self) -> bytes:
+        while not self._eof:
+            try:
+                kind, payload = await read_frame(self._reader)
+            except (asyncio.IncompleteReadError, ConnectionError, OSError):
+                self._eof = True
+                break
+            if kind == b"D" and payload:
+                return payload
+            if kind == b"X":
+                self.exit_code = int(json.loads(payload).get("code", -1))
+                self._eof = True
+        return b""
+
+    async def write(self, data: bytes) -> None:
+        if self._closed or self._eof:
+            raise Refused("the terminal is closed")
+        try:
+            self._writer.write(frame(b"D", bytes(data)))
+            await self._writer.drain()
+        except (ConnectionError, OSError) as exc:
+            raise Refused("the terminal is closed") from exc
+
+    async def resize(self, cols: int, rows: int) -> None:
+        _check_size(cols, rows)
+        if self._closed or self._eof:
+            raise Refused("the terminal is closed")
+        self._writer.write(frame(b"W", json.dumps({"cols": cols, "rows": rows}).encode()))
+        with contextlib.suppress(ConnectionError, OSError):
+            await self._writer.drain()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._eof = True
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()
+        self._on_close(self)

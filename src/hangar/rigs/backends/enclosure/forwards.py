@@ -1,0 +1,84 @@
+"""Port forwards: a host listener per forward relaying each connection to a guest port inside the rig."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import socket
+
+from hangar.errors import Conflict, InvalidArgs
+from hangar.rigs.backends.enclosure.netns import NetNamespace
+from hangar.rigs.egress.relay import relay
+
+HOSTS = ("127.0.0.1", "0.0.0.0")  # loopback, or every interface when shared on the local network
+
+
+class Forwards:
+    def __init__(self, netns: NetNamespace) -> None:
+        self._netns = netns
+        self._servers: dict[int, asyncio.AbstractServer] = {}
+        self._relays: dict[int, set[asyncio.Task[None]]] = {}
+
+    def ports(self) -> dict[int, int]:
+        return {port: port for port in self._servers}
+
+    async def _connect_guest(self, guest_port: int) -> socket.socket:
+        loop = asyncio.get_running_loop()
+        last: OSError | None = None
+        for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+            sock = await self._netns.socket(family, socket.SOCK_STREAM)
+            try:
+                await loop.sock_connect(sock, (address, guest_port))
+                return sock
+            except OSError as exc:
+                sock.close()
+                last = exc
+        raise last or OSError(errno.ECONNREFUSED, "connection refused")
+
+    async def add(self, guest_port: int, host: str, host_port: int | None) -> int:
+        if not 1 <= guest_port <= 65535:
+            raise InvalidArgs("guest_port must be between 1 and 65535", field="guest_port")
+        if host not in HOSTS:
+            raise InvalidArgs(f"host must be one of {', '.join(HOSTS)}", field="host")
+        if host_port is not None and not 1 <= host_port <= 65535:
+            raise InvalidArgs("host_port must be between 1 and 65535", field="host_port")
+        relays: set[asyncio.Task[None]] = set()
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            relays.add(task)
+            try:
+                sock = await self._connect_guest(guest_port)
+                guest = await asyncio.open_connection(sock=sock)
+                await relay((reader, writer), guest)
+            except OSError:
+                writer.close()
+            finally:
+                relays.discard(task)
+
+        try:
+            server = await asyncio.start_server(on_connect, host, host_port or 0, reuse_address=True)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise Conflict(f"host port {host_port} is already in use") from exc
+            raise
+        bound = int(server.sockets[0].getsockname()[1])
+        self._servers[bound] = server
+        self._relays[bound] = relays
+        return bound
+
+    async def remove(self, host_port: int) -> None:
+        server = self._servers.pop(host_port, None)
+        if server is None:
+            return
+        server.close()
+        for task in list(self._relays.pop(host_port, ())):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await server.wait_closed()
+
+    async def aclose(self) -> None:
+        for port in list(self._servers):
+            await self.remove(port)

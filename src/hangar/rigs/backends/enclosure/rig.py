@@ -1,0 +1,320 @@
+"""One enclosure rig: bubblewrap namespaces over an overlay of the image pack, its cgroup, its network
+namespace with the egress gate, the agent's exec channel, port forwards and confined file access.
+
+Process tree (each step ``exec``s the next, so the host sees one process until bubblewrap forks):
+``sh`` (joins the rig's cgroups) -> ``nsenter`` (joins the rig's network namespace) -> ``unshare -m`` (a
+private mount namespace, where the overlay root is mounted; it vanishes with the rig, so nothing leaks onto
+the host) -> ``bwrap`` (new PID, IPC, UTS, cgroup and mount namespaces, root = the overlay) -> ``setpriv``
+(uid 1000, no capabilities, no new privileges) -> the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import socket
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from pathlib import Path
+
+from hangar.errors import Internal, InvalidArgs, Refused, Unavailable
+from hangar.rigs.backends.base import ExecResult, Pty, RigHandle, RigSpec
+from hangar.rigs.backends.enclosure import fs
+from hangar.rigs.backends.enclosure.cgroups import RigCgroup, rig_cgroup
+from hangar.rigs.backends.enclosure.channel import AgentChannel, AgentPty
+from hangar.rigs.backends.enclosure.forwards import Forwards
+from hangar.rigs.backends.enclosure.netns import NetNamespace
+from hangar.rigs.egress.gate import EgressGate
+from hangar.rigs.egress.rules import ruleset
+from hangar.rigs.image.pack import RIG_UID
+
+log = logging.getLogger("hangar.rigs.enclosure")
+
+GUEST_HOME = "/home/rig"
+GUEST_WORKTREE = "/home/rig/worktree"
+AGENT_SOURCE = Path(__file__).with_name("agent.py")
+BOOT_TIMEOUT_S = 20.0
+READ_CHUNK = 256 * 1024
+
+LAUNCH = (
+    'for f in $HANGAR_CGROUP_PROCS; do echo $$ > "$f"; done\n'
+    'exec nsenter --net="$HANGAR_NETNS" -- unshare --mount --propagation private -- sh -c '
+    '\'mount -t overlay overlay -o "lowerdir=$HANGAR_LOWER,upperdir=$HANGAR_UPPER,workdir=$HANGAR_WORK" '
+    '"$HANGAR_MERGED" && exec "$@"\' sh "$@"'
+)
+SETPRIV = ["/usr/bin/setpriv", f"--reuid={RIG_UID}", f"--regid={RIG_UID}", "--clear-groups",
+           "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
+
+
+def _overlay_safe(path: Path) -> str:
+    text = str(path)
+    if any(c in text for c in ",:\\\n"):
+        raise Unavailable(f"path {text!r} cannot be used in an overlay mount (it contains ',', ':' or '\\')")
+    return text
+
+
+class EnclosureRig(RigHandle):
+    def __init__(
+        self,
+        spec: RigSpec,
+        run_root: Path,
+        cgroup_version: str,
+        upstream_overrides: Mapping[str, tuple[str, int]] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.token = secrets.token_hex(5)
+        self.run_dir = run_root / f"{spec.rig_id}-{self.token}"
+        self.netns = NetNamespace(f"hangar-{self.token}")
+        self.gate = EgressGate(spec.rig_id, spec.allow_hosts, upstream_overrides=upstream_overrides)
+        self.cgroup: RigCgroup = rig_cgroup(cgroup_version, f"{spec.rig_id}-{self.token}")
+        self.channel = AgentChannel(self.run_dir / "agent.sock")
+        self.forwards = Forwards(self.netns)
+        self.pid1: int | None = None  # the rig's PID 1 as seen from the host
+        self._proc: asyncio.subprocess.Process | None = None
+        self._root_fd: int | None = None
+        self._ptys: set[AgentPty] = set()
+        self._parked = False
+        self._closed = False
+        self._cgroup_made = False
+        self._netns_made = False
+
+    # --- boot ----------------------------------------------------------------------------------------------
+
+    async def boot(self, pack: Path, progress: Callable[[str], None]) -> None:
+        progress("preparing the rig's disk")
+        await asyncio.to_thread(self._prepare_dirs)
+        progress("setting up the rig's network and egress gate")
+        self._netns_made = True
+        await self.netns.create(ruleset(self.gate.ports))
+        await self.gate.start(self.netns.socket)
+        await asyncio.to_thread(self.cgroup.create, self.spec.memory_mb, self.spec.vcpus)
+        self._cgroup_made = True
+        progress("starting the rig")
+        await self._spawn(pack)
+        progress("rig ready")
+
+    def _prepare_dirs(self) -> None:
+        for sub in ("disk/upper", "disk/work", "root", "etc"):
+            (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.run_dir, 0o700)
+        (self.run_dir / "etc" / "resolv.conf").write_text("nameserver 127.0.0.1\noptions edns0 trust-ad\n")
+        (self.run_dir / "etc" / "hosts").write_text("127.0.0.1\tlocalhost rig\n::1\tlocalhost ip6-localhost\n")
+        home = self.spec.home_dir
+        if home is not None:
+            home.mkdir(parents=True, exist_ok=True)
+            os.chown(home, RIG_UID, RIG_UID)
+
+    def _bwrap_argv(self, listen_fd: int, info_fd: int) -> list[str]:
+        argv = [
+            "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--hostname", "rig",
+            "--bind", str(self.run_dir / "root"), "/",
+            "--proc", "/proc", "--dev", "/dev",
+            "--ro-bind", str(self.run_dir / "etc" / "resolv.conf"), "/etc/resolv.conf",
+            "--ro-bind", str(self.run_dir / "etc" / "hosts"), "/etc/hosts",
+            "--ro-bind", str(AGENT_SOURCE), "/run/hangar-agent.py",
+        ]  # fmt: skip
+        if self.spec.home_dir is not None:
+            argv += ["--bind", str(self.spec.home_dir), GUEST_HOME]
+        if self.spec.worktree is not None:
+            argv += ["--bind", str(self.spec.worktree), GUEST_WORKTREE]
+        argv += ["--info-fd", str(info_fd), "--chdir", "/", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"]
+        return [*argv, "--", *SETPRIV, "/usr/bin/python3", "-I", "-S", "/run/hangar-agent.py", str(listen_fd)]
+
+    async def _spawn(self, pack: Path) -> None:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        info_r, info_w = os.pipe()
+        try:
+            listener.bind(str(self.run_dir / "agent.sock"))
+            listener.listen(64)
+            env = {
+                "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+                "HANGAR_CGROUP_PROCS": " ".join(str(p) for p in self.cgroup.procs_files()),
+                "HANGAR_NETNS": str(self.netns.path),
+                "HANGAR_LOWER": _overlay_safe(pack),
+                "HANGAR_UPPER": _overlay_safe(self.run_dir / "disk" / "upper"),
+                "HANGAR_WORK": _overlay_safe(self.run_dir / "disk" / "work"),
+                "HANGAR_MERGED": str(self.run_dir / "root"),
+            }
+            with open(self.run_dir / "enclosure.log", "ab") as errlog:  # noqa: ASYNC230 - local file, tiny
+                self._proc = await asyncio.create_subprocess_exec(
+                    "sh", "-c", LAUNCH, "sh", *self._bwrap_argv(listener.fileno(), info_w),
+                    stdin=asyncio.subprocess.DEVNULL, stdout=errlog, stderr=errlog, env=env,
+                    pass_fds=(listener.fileno(), info_w),
+                )  # fmt: skip
+        finally:
+            listener.close()
+            os.close(info_w)
+        try:
+            info = await asyncio.wait_for(asyncio.to_thread(_read_info, info_r), BOOT_TIMEOUT_S)
+            if info is None:
+                raise Internal("the rig exited during boot: " + self._log_tail())
+            self.pid1 = int(info["child-pid"])
+            await asyncio.wait_for(self.channel.ping(), BOOT_TIMEOUT_S)
+        except Unavailable as exc:
+            raise Internal("the rig's agent did not start: " + self._log_tail()) from exc
+        except TimeoutError as exc:
+            raise Internal("the rig did not come up in time: " + self._log_tail()) from exc
+        finally:
+            os.close(info_r)
+        self._root_fd = os.open(f"/proc/{self.pid1}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def _log_tail(self) -> str:
+        try:
+            return (self.run_dir / "enclosure.log").read_text(errors="replace").strip()[-500:] or "(no output)"
+        except OSError:
+            return "(no output)"
+
+    # --- RigHandle -----------------------------------------------------------------------------------------
+
+    def _check_live(self) -> None:
+        if self._closed or not self.alive():
+            raise Unavailable(f"rig {self.spec.rig_id} is not running")
+
+    async def exec(self, command: str, *, timeout_s: float | None, stdin: bytes | None = None) -> ExecResult:
+        self._check_live()
+        if self._parked:
+            raise Refused(f"rig {self.spec.rig_id} is parked; wake it first")
+        return await self.channel.exec(command, timeout_s, stdin)
+
+    async def open_pty(self, cols: int, rows: int) -> Pty:
+        self._check_live()
+        if self._parked:
+            raise Refused(f"rig {self.spec.rig_id} is parked; wake it first")
+        pty = await self.channel.open_pty(cols, rows, self._ptys.discard)
+        self._ptys.add(pty)
+        return pty
+
+    async def park(self) -> None:
+        self._check_live()
+        await asyncio.to_thread(self.cgroup.freeze)
+        self._parked = True
+
+    async def wake(self) -> None:
+        self._check_live()
+        await asyncio.to_thread(self.cgroup.thaw)
+        self._parked = False
+
+    async def resident_mb(self) -> int:
+        self._check_live()
+        used = await asyncio.to_thread(self.cgroup.resident_bytes)
+        return -(-used // (1024 * 1024))
+
+    async def listening_ports(self) -> list[int]:
+        self._check_live()
+        return await asyncio.to_thread(self._listening_ports)
+
+    def _listening_ports(self) -> list[int]:
+        ports: set[int] = set()
+        gate_ports = self.gate.ports.all()
+        for table in ("tcp", "tcp6"):
+            try:
+                lines = Path(f"/proc/{self.pid1}/net/{table}").read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                fields = line.split()
+                if len(fields) > 3 and fields[3] == "0A":  # TCP_LISTEN
+                    port = int(fields[1].rsplit(":", 1)[1], 16)
+                    if port not in gate_ports:
+                        ports.add(port)
+        return sorted(ports)
+
+    async def forward(self, guest_port: int, host: str, host_port: int | None) -> int:
+        self._check_live()
+        return await self.forwards.add(guest_port, host, host_port)
+
+    async def unforward(self, host_port: int) -> None:
+        await self.forwards.remove(host_port)
+
+    async def grant_hosts(self, hosts: Iterable[str]) -> None:
+        self.gate.grant(hosts)
+
+    async def write_file(self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool) -> None:
+        self._check_live()
+        assert self._root_fd is not None
+        fd = await asyncio.to_thread(
+            fs.open_for_write, self._root_fd, guest_path, exclusive=exclusive, owner=(RIG_UID, RIG_UID)
+        )
+        try:
+            if isinstance(data, bytes | bytearray):
+                await asyncio.to_thread(_write_all, fd, bytes(data))
+            elif hasattr(data, "__aiter__"):
+                async for chunk in data:
+                    await asyncio.to_thread(_write_all, fd, chunk)
+            else:
+                raise InvalidArgs("data must be bytes or an async iterator of bytes", field="data")
+        finally:
+            os.close(fd)
+
+    async def read_file(self, guest_path: str) -> AsyncIterator[bytes]:
+        self._check_live()
+        assert self._root_fd is not None
+        fd = await asyncio.to_thread(fs.open_for_read, self._root_fd, guest_path)
+        try:
+            while chunk := await asyncio.to_thread(os.read, fd, READ_CHUNK):
+                yield chunk
+        finally:
+            os.close(fd)
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    async def wait_dead(self) -> None:
+        if self._proc is not None:
+            await self._proc.wait()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for pty in list(self._ptys):
+            await pty.aclose()
+        await self.forwards.aclose()
+        await self.gate.aclose()
+        if self._netns_made:
+            with contextlib.suppress(Exception):
+                dropped = await self.netns.dropped_packets()
+                if dropped:
+                    log.warning("rig %s: %d non-TCP/UDP packets dropped by its filter", self.spec.rig_id, dropped)
+        if self._cgroup_made:
+            await asyncio.to_thread(self.cgroup.kill_all)
+        if self._proc is not None and self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.kill()
+        if self._proc is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._proc.wait(), 5)
+        if self._root_fd is not None:
+            os.close(self._root_fd)
+            self._root_fd = None
+        if self._cgroup_made:
+            await asyncio.to_thread(self.cgroup.remove)
+        if self._netns_made:
+            with contextlib.suppress(Exception):
+                await self.netns.delete()
+        await asyncio.to_thread(shutil.rmtree, self.run_dir, True)
+
+
+def _read_info(fd: int) -> dict[str, int] | None:
+    data = b""
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None
+        data += chunk
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(data)
+            if isinstance(parsed, dict) and "child-pid" in parsed:
+                return parsed
+            return None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
