@@ -93,6 +93,7 @@ class LiveRig:
     busy: int = 0
     ports: PortForwards = field(default_factory=PortForwards)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)  # set once closed or failed
 
     def state(self) -> RigState:
         return RigState(
@@ -534,10 +535,11 @@ class RigManager:
         return rec
 
     async def _teardown(self, live: LiveRig) -> None:
-        if live.boot is not None and not live.boot.done():
+        current = asyncio.current_task()
+        if live.boot is not None and not live.boot.done() and live.boot is not current:
             live.boot.cancel()
             await asyncio.gather(live.boot, return_exceptions=True)
-        if live.watcher is not None and live.watcher is not asyncio.current_task():
+        if live.watcher is not None and live.watcher is not current:
             live.watcher.cancel()
             await asyncio.gather(live.watcher, return_exceptions=True)
         handle = live.handle
@@ -556,6 +558,8 @@ class RigManager:
 
     async def _close(self, live: LiveRig, reason: CloseReason, *, cause: str | None = None) -> None:
         if live.phase not in LIVE_PHASES:
+            # Closing already (another reason got there first): wait for it to finish.
+            await live.ended.wait()
             return
         live.phase = Phase.closing
         await self.store.update(live.ws, live.id, phase=Phase.closing)
@@ -564,6 +568,7 @@ class RigManager:
         await self.store.update(
             live.ws, live.id, phase=Phase.closed, close_reason=reason, closed_at=self.app.clock.now(), controller=None
         )
+        live.ended.set()
         await self.log_action(live.ws, live.id, "server", "close", {"reason": reason.value, "cause": cause})
         await self._publish_closed(live, reason, Phase.closed)
         if reason in REAP_REASONS and cause in ("idle", "ttl", "memory"):
@@ -580,6 +585,7 @@ class RigManager:
 
     async def _fail(self, live: LiveRig, detail: str) -> None:
         if live.phase not in LIVE_PHASES:
+            await live.ended.wait()
             return
         live.phase = Phase.failed
         live.status_detail = detail
@@ -593,6 +599,7 @@ class RigManager:
             closed_at=self.app.clock.now(),
             controller=None,
         )
+        live.ended.set()
         await self.log_action(live.ws, live.id, "server", "failed", {"reason": CloseReason.backend_failure.value})
         await self._publish_closed(live, CloseReason.backend_failure, Phase.failed)
 

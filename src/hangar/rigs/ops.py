@@ -200,7 +200,8 @@ async def _lane_url(ctx: OpContext, rig_id: str, lane: Lane, path: str, scheme_w
     origin = ctx.app.settings.origin
     if scheme_ws:
         origin = "ws" + origin.removeprefix("http")
-    return {"url": f"{origin}{path}/{live.id}?sig={token}", "sig": token, "expiresAt": exp}
+    target = f"{path}/{live.id}?sig={token}"
+    return {"url": f"{origin}{target}", "path": target, "sig": token, "expiresAt": exp}
 
 
 @op("rig.fileLaneUrl", kind="read", scope="workspace", min_role="member")

@@ -1,0 +1,101 @@
+"""The real server with the rigs part on real enclosures, for the rigs manager and ops tests.
+
+Rigs boot from one terminal image pack shared by the whole test session (built once, then reused: the
+pack is keyed by its toolset revision), so each test gets its own data directory but no rebuild. Where this
+host cannot run enclosures the tests skip with the backend's own reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hangar.core.clock import Clock
+from hangar.rigs.backends.enclosure import EnclosureBackend
+from hangar.rigs.image.pack import ensure_pack
+from hangar.rigs.manager import RigManager
+from hangar.rigs.part import make_rigs_part
+from hangar.server.parts import all_parts
+from hangar.workspace.part import WORKSPACE_PART
+from tests.support.rpc import RpcClient
+from tests.support.server import RunningServer, running_server
+
+PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))
+
+
+def skip_reason() -> str | None:
+    return EnclosureBackend(PACKS.parent / "probe", packs_root=PACKS).unavailable_reason()
+
+
+async def ensure_test_pack() -> Path:
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(f"enclosures cannot run here: {reason}")
+    await ensure_pack(PACKS)
+    return PACKS
+
+
+@dataclass
+class RigsEnv:
+    srv: RunningServer
+    ws: str
+    space: str
+    client: RpcClient
+
+    @property
+    def ws_origin(self) -> str:
+        return "ws" + self.srv.url.removeprefix("http")
+
+    @property
+    def manager(self) -> RigManager:
+        return self.srv.ctx.service(RigManager)
+
+    async def call(self, op: str, **args: Any) -> Any:
+        return await self.client.call(op, workspace_id=self.ws, **args)
+
+    async def new_space(self, title: str = "another") -> str:
+        return str((await self.call("spaces.create", title=title))["id"])
+
+    async def open(self, space: str | None = None) -> str:
+        reply = await self.call("rig.open", space_id=space or self.space, surface="terminal")
+        assert reply["phase"] == "ready", reply
+        return str(reply["rigId"])
+
+    async def exec(self, rig_id: str, command: str) -> Any:
+        return await self.call("rig.exec", rigId=rig_id, command=command)
+
+    async def status(self, rig_id: str) -> dict[str, Any]:
+        rows = await self.call("rig_list", includeClosed=True)
+        return next(r for r in rows if r["rigId"] == rig_id)
+
+    async def events(self, type_name: str) -> list[dict[str, Any]]:
+        await self.srv.ctx.bus.drain()
+        return [e["payload"] for e in await self.call("events.list", types=[type_name])]
+
+
+def rigs_parts() -> list[Any]:
+    part = make_rigs_part(lambda app: EnclosureBackend(app.datadir.sub("rigs"), packs_root=PACKS))
+    parts = [p for p in all_parts() if p.name != "rigs"]
+    if not any(p.name == WORKSPACE_PART.name for p in parts):
+        parts.append(WORKSPACE_PART)
+    return [*parts, part]
+
+
+@contextlib.asynccontextmanager
+async def rigs_server(tmp_path: Path, *, clock: Clock | None = None) -> AsyncIterator[RigsEnv]:
+    """``tmp_path`` is unused on purpose: rig runtime paths hold UNIX sockets (at most 108 bytes), so the
+    data directory is a short one under /tmp."""
+    await ensure_test_pack()
+    with tempfile.TemporaryDirectory(prefix="hr-", dir="/tmp") as short:
+        async with running_server(Path(short), clock=clock, parts=rigs_parts()) as srv:
+            ws = await srv.new_workspace()
+            async with RpcClient(srv.ws_url, srv.owner_token) as client:
+                space = (await client.call("spaces.create", workspace_id=ws, title="rig tests"))["id"]
+                yield RigsEnv(srv, ws, space, client)

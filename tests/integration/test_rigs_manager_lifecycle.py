@@ -1,0 +1,147 @@
+"""Rig lifecycle on real enclosures with the injectable clock: reuse, parking and waking, idle reaping at
+twice the idle window, the hard TTL, pinning by an open terminal, and the events that say so."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import websockets
+
+from hangar.core.clock import FakeClock
+from hangar.rigs.model import LIMITS, Surface
+from tests.integration.rigs_env import rigs_server
+
+TERM = LIMITS[Surface.terminal]
+
+
+async def test_open_exec_reuse_and_list(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        out = await env.exec(rig, "echo hello from $(id -un); printf err >&2; exit 3")
+        assert out == {
+            "exitCode": 3,
+            "stdout": "hello from rig\n",
+            "stderr": "err",
+            "timedOut": False,
+            "truncated": False,
+        }
+        # One terminal per conversation: opening again answers the same rig.
+        assert await env.open() == rig
+        other = await env.open(await env.new_space())
+        assert other != rig
+        rows = {r["rigId"]: r for r in await env.call("rig_list")}
+        assert set(rows) == {rig, other}
+        row = rows[rig]
+        assert (row["surface"], row["status"], row["display"], row["controller"]) == ("terminal", "ready", None, None)
+        assert row["memoryMb"] == 512
+        timed = await env.call("rig.exec", rigId=rig, command="sleep 5", timeoutMs=300)
+        assert timed["timedOut"] is True
+
+
+async def test_idle_rig_parks_then_wakes_on_the_next_action(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with rigs_server(tmp_path, clock=clock) as env:
+        rig = await env.open()
+        await env.exec(rig, "echo kept > ~/state.txt")
+        clock.advance(TERM.idle_window_s - 1)
+        await env.manager.sweep()
+        assert (await env.status(rig))["status"] == "ready"
+        clock.advance(2)
+        await env.manager.sweep()
+        assert (await env.status(rig))["status"] == "parked"
+        out = await env.exec(rig, "cat ~/state.txt")
+        assert out["stdout"] == "kept\n"
+        assert (await env.status(rig))["status"] == "ready"
+        log = [e.verb for e in await env.manager.store.actions(env.ws, rig)]
+        assert log[:2] == ["open", "exec"] and "park" in log and log[-1] == "exec"
+
+
+async def test_idle_reaping_at_twice_the_window_emits_closed_and_reaped(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with rigs_server(tmp_path, clock=clock) as env:
+        rig = await env.open()
+        await env.exec(rig, "true")
+        clock.advance(TERM.idle_window_s)
+        await env.manager.sweep()
+        clock.advance(TERM.idle_window_s)
+        await env.manager.sweep()
+        row = await env.status(rig)
+        assert (row["status"], row["closeReason"]) == ("closed", "idleTimeout")
+        closed = await env.events("rigs.closed")
+        assert closed == [
+            {"rig_id": rig, "space_id": env.space, "surface": "terminal", "reason": "idleTimeout", "phase": "closed"}
+        ]
+        reaped = await env.events("rigs.reaped")
+        owner = f"user:{env.srv.owner_id}"
+        assert reaped == [
+            {"rig_id": rig, "space_id": env.space, "reason": "idleTimeout", "cause": "idle", "agent": owner}
+        ]
+        # The rig is gone, its home with it; a new open gives a new rig.
+        assert not (env.srv.data_dir / "rigs" / "homes" / rig).exists()
+        err = await env.client.request("rig.exec", {"workspace_id": env.ws, "rigId": rig, "command": "true"})
+        assert err["error"]["code"] == "not_found" and "idleTimeout" in err["error"]["message"]
+        assert await env.open() != rig
+
+
+async def test_an_open_terminal_pins_against_idling_but_not_against_the_ttl(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with rigs_server(tmp_path, clock=clock) as env:
+        rig = await env.open()
+        lane = await env.call("rig.terminalUrl", rigId=rig)
+        headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
+        async with websockets.connect(env.ws_origin + lane["path"], additional_headers=headers) as term:
+            await term.send(b"echo pinned\n")
+            clock.advance(3 * TERM.idle_window_s)
+            await env.manager.sweep()
+            assert (await env.status(rig))["status"] == "ready"
+            clock.advance(TERM.ttl_s)
+            await env.manager.sweep()
+            row = await env.status(rig)
+            assert (row["status"], row["closeReason"]) == ("closed", "ttlExpired")
+            # The terminal ends with the rig.
+            with_close = None
+            try:
+                while True:
+                    await term.recv()
+            except websockets.ConnectionClosed as exc:
+                with_close = exc
+            assert with_close is not None
+        reaped = await env.events("rigs.reaped")
+        assert [(e["reason"], e["cause"]) for e in reaped] == [("ttlExpired", "ttl")]
+
+
+async def test_closing_the_terminal_unpins(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with rigs_server(tmp_path, clock=clock) as env:
+        rig = await env.open()
+        lane = await env.call("rig.terminalUrl", rigId=rig)
+        headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
+        async with websockets.connect(env.ws_origin + lane["path"], additional_headers=headers) as term:
+            await term.send(b"exit\n")
+        live = env.manager.live(env.ws, rig)
+        for _ in range(400):  # the server notices the closed socket on its own time
+            if live.lanes == 0:
+                break
+            await asyncio.sleep(0.025)
+        assert live.lanes == 0
+        clock.advance(TERM.idle_window_s + 1)
+        await env.manager.sweep()
+        assert (await env.status(rig))["status"] == "parked"
+
+
+async def test_rig_close_destroys_the_rig_and_its_disk(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        await env.exec(rig, "head -c 1000 /dev/zero > ~/blob")
+        home = env.srv.data_dir / "rigs" / "homes" / rig
+        assert (home / "blob").stat().st_size == 1000
+        reply = await env.call("rig_close", rigId=rig)
+        assert reply == {"rigId": rig, "phase": "closed", "closeReason": "requested"}
+        assert not home.exists()
+        assert await env.call("rig_list") == []
+        assert (await env.status(rig))["closeReason"] == "requested"
+        # Closing again is harmless and says the same.
+        assert (await env.call("rig_close", rigId=rig))["closeReason"] == "requested"
+        assert await env.events("rigs.reaped") == []
+        assert [e["reason"] for e in await env.events("rigs.closed")] == ["requested"]
