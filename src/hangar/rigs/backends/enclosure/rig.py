@@ -71,6 +71,7 @@ class EnclosureRig(RigHandle):
         self.netns = NetNamespace(f"hangar-{self.token}")
         self.gate = EgressGate(spec.rig_id, spec.allow_hosts, upstream_overrides=upstream_overrides)
         self.cgroup: RigCgroup = rig_cgroup(cgroup_version, f"{spec.rig_id}-{self.token}")
+        self._dir_fd: int | None = None  # keeps the socket path short: /proc/self/fd/<n>/agent.sock
         self.channel = AgentChannel(self.run_dir / "agent.sock")
         self.forwards = Forwards(self.netns)
         self.pid1: int | None = None  # the rig's PID 1 as seen from the host
@@ -101,6 +102,10 @@ class EnclosureRig(RigHandle):
         for sub in ("disk/upper", "disk/work", "root", "etc"):
             (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         os.chmod(self.run_dir, 0o700)
+        # Unix socket paths are limited to 108 bytes and data directories can be deep: reach the socket
+        # through a descriptor of its directory instead of its full path.
+        self._dir_fd = os.open(self.run_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.channel = AgentChannel(Path(f"/proc/self/fd/{self._dir_fd}/agent.sock"))
         (self.run_dir / "etc" / "resolv.conf").write_text("nameserver 127.0.0.1\noptions edns0 trust-ad\n")
         (self.run_dir / "etc" / "hosts").write_text("127.0.0.1\tlocalhost rig\n::1\tlocalhost ip6-localhost\n")
         home = self.spec.home_dir
@@ -129,7 +134,7 @@ class EnclosureRig(RigHandle):
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         info_r, info_w = os.pipe()
         try:
-            listener.bind(str(self.run_dir / "agent.sock"))
+            listener.bind(str(self.channel.socket_path))
             listener.listen(64)
             env = {
                 "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
@@ -292,6 +297,9 @@ class EnclosureRig(RigHandle):
         if self._root_fd is not None:
             os.close(self._root_fd)
             self._root_fd = None
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
         if self._cgroup_made:
             await asyncio.to_thread(self.cgroup.remove)
         if self._netns_made:
