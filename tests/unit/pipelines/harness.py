@@ -9,17 +9,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hangar.config import Settings
 from hangar.core.clock import Clock, SystemClock
-from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.events import EventBus
-from hangar.core.tables import MIGRATIONS as CORE_MIGRATIONS
+from hangar.core.part import Part
+from hangar.core.part_def import CORE_PART
+from hangar.identity.part import IDENTITY_PART
 from hangar.pipelines import template as tpl
 from hangar.pipelines.bodies.catalog import all_bodies
 from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.engine import PipelineEngine
+from hangar.pipelines.events import PIPELINE_EVENTS
 from hangar.pipelines.store import PipelineStore
 from hangar.pipelines.tables import MIGRATIONS
+from hangar.server.context_factory import open_context
 
 WS = "ws1"
 
@@ -47,24 +51,33 @@ class Harness:
         return run_id
 
 
+# The pipelines tables and events, without the part's start (no resumption, no scheduler): tests drive the
+# engine they build themselves.
+BARE_PIPELINES = Part(name="pipelines", migrations=[MIGRATIONS], events=PIPELINE_EVENTS)
+
+
 @asynccontextmanager
 async def harness(
     root: Path, *, clock: Clock | None = None, bodies: Iterable[Callable[..., Any]] = ()
 ) -> AsyncIterator[Harness]:
     clock = clock or SystemClock()
-    datadir = DataDir(root).ensure()
-    dbs = Databases(datadir, [CORE_MIGRATIONS, MIGRATIONS])
-    await dbs.open()
-    await dbs.workspace(WS, create=True)
-    bus = EventBus(dbs, clock)
-    registry = BodyRegistry([*all_bodies(), *bodies])
-    engine = PipelineEngine(store=PipelineStore(dbs.workspace), bus=bus, clock=clock, bodies=registry, data_root=root)
-    try:
-        yield Harness(engine, dbs, bus, clock, root)
-    finally:
-        await engine.aclose()
-        await bus.aclose()
-        await dbs.aclose()
+    async with open_context(
+        Settings(data_dir=root), clock=clock, parts=[CORE_PART, IDENTITY_PART, BARE_PIPELINES]
+    ) as ctx:
+        await ctx.dbs.workspace(WS, create=True)
+        registry = BodyRegistry([*all_bodies(), *bodies])
+        engine = PipelineEngine(
+            store=PipelineStore(ctx.dbs.workspace),
+            bus=ctx.bus,
+            clock=clock,
+            bodies=registry,
+            data_root=root,
+            app=ctx,
+        )
+        try:
+            yield Harness(engine, ctx.dbs, ctx.bus, clock, root)
+        finally:
+            await engine.aclose()
 
 
 def steps(*specs: dict[str, Any], edges: Iterable[dict[str, Any]] = (), tid: str = "t") -> dict[str, Any]:

@@ -7,7 +7,11 @@ from hangar.pipelines.results import StepResult
 from hangar.pipelines.step import StepContext
 
 
-@body("pipeline.trigger", summary="No-op body of the trigger node; completes at once. No configuration.")
+@body(
+    "pipeline.trigger",
+    summary="No-op body of the trigger node; completes at once. No configuration.",
+    honours_dry_run=True,
+)
 async def pipeline_trigger(step: StepContext) -> StepResult:
     return StepResult.ok()
 
