@@ -52,3 +52,66 @@ async def collect_until(watch: Watch, event_type: str, timeout: float = 20.0) ->
         frames.append(frame)
         if frame["type"] == event_type:
             return frames
+
+
+@contextlib.asynccontextmanager
+async def pipelines_server(tmp_path: Path) -> AsyncIterator[tuple[RunningServer, RpcClient, str, PipelineHarness]]:
+    """``workspace_server`` plus a pipeline engine on the same application context (the server's own when a
+    pipelines part provides one), resumed by the bus like the real server's."""
+    from hangar.pipelines.engine import PipelineEngine
+    from hangar.pipelines.tables import MIGRATIONS
+
+    parts = server_parts()
+    if "pipelines" not in {p.name for p in parts}:
+        parts.append(Part(name="pipelines-tables", migrations=[MIGRATIONS]))
+    async with running_server(tmp_path / "data", parts=parts) as srv:
+        engine = srv.ctx.maybe_service(PipelineEngine)
+        own = engine is None
+        if engine is None:
+            engine = PipelineEngine.from_app(srv.ctx)
+
+            async def on_event(ev: Any) -> None:
+                await engine.on_event(ev)
+
+            sub = srv.ctx.bus.subscribe(on_event, name="test-pipelines")
+            engine.subscribed = True
+        ws = await srv.new_workspace("pipes")
+        try:
+            async with RpcClient(srv.ws_url, srv.owner_token) as client:
+                yield srv, client, ws, PipelineHarness(engine, ws)
+        finally:
+            if own:
+                await srv.ctx.bus.unsubscribe(sub)
+                await engine.aclose()
+
+
+class PipelineHarness:
+    def __init__(self, engine: Any, ws: str) -> None:
+        self.engine = engine
+        self.ws = ws
+
+    async def run(
+        self, raw: dict[str, Any], payload: dict[str, Any] | None = None, *, dry_run: bool = False, timeout: float = 20
+    ) -> dict[str, Any]:
+        """Run a template to its end; returns the snapshot (``runId``, ``status``, ``state``, ``steps``)."""
+        from hangar.pipelines import template as tpl
+
+        loaded = tpl.load(raw, self.engine.bodies)
+        run_id = await self.engine.start_run(self.ws, loaded.template, payload=payload or {}, dry_run=dry_run)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            snap: dict[str, Any] = await self.engine.snapshot(self.ws, run_id)
+            if snap["status"] in ("completed", "failed", "cancelled"):
+                return snap
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"pipeline run did not end: {snap}")
+            await asyncio.sleep(0.02)
+
+
+def template(*steps: dict[str, Any], tid: str = "t") -> dict[str, Any]:
+    """A chain: a trigger, the given steps each listening to the one before, and a terminal."""
+    chain: list[dict[str, Any]] = [{"id": "start", "kind": "trigger", "body": "pipeline.trigger"}]
+    for s in steps:
+        chain.append({"kind": "listen", "trigger": {"sourceStepIds": [chain[-1]["id"]]}, **s})
+    chain.append({"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": [chain[-1]["id"]]}})
+    return {"id": tid, "name": tid, "steps": chain, "edges": []}

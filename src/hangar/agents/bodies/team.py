@@ -5,11 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 from hangar.agents.bodies.common import agent_id_for, dispatch, harvest, schema_for, space_for
-from hangar.agents.runner import AgentRunner
-from hangar.agents.service import AgentService
 from hangar.errors import InvalidArgs
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
 from hangar.workspace import TeamService, check_dispatch_mode
+
+
+def _member_schema(step: StepContext) -> dict[str, Any] | None:
+    """``outputSchema`` describes the harvested list; each member submits an item of it."""
+    schema = schema_for(step)
+    if schema is None:
+        return None
+    items = schema.get("items")
+    if schema.get("type") != "array" or not isinstance(items, dict):
+        raise InvalidArgs(
+            f"step {step.step_id}: team.dispatch outputSchema describes the list of member outputs, so it must "
+            "be an array schema whose items each member's submit_output satisfies",
+            field="outputSchema",
+        )
+    return items
 
 
 @body(
@@ -19,27 +32,23 @@ from hangar.workspace import TeamService, check_dispatch_mode
         ConfigField("teamId", "Team to dispatch ({{key}} substitution)", required=True),
         ConfigField("prompt", "Prompt with {{key}} substitution", required=True),
         ConfigField("dispatchMode", "allParallel (default: the team's own) or manager"),
-        ConfigField("outputKey", "State key for the list of member outputs"),
-        ConfigField("outputSchema", "JSON Schema each member's submit_output payload must satisfy"),
+        ConfigField("outputKey", "State key for the list of member outputs, in member order"),
+        ConfigField("outputSchema", "Array schema of that list; each member's submit_output must match its items"),
         ConfigField("label", "Label of the step"),
         ConfigField("extras.spaceId", "Space to work in; default: the one messaging.createSpace opened"),
     ],
     resumes=True,
 )
 async def team_dispatch(step: StepContext) -> StepResult:
-    schema = schema_for(step)
+    schema = _member_schema(step)
     if step.resume is not None:
-        agents = step.app.service(AgentService)
-        outputs: list[dict[str, Any]] = []
+        outputs: list[Any] = []
         failures: list[str] = []
         for task in step.resume.tasks:
             output, error = await harvest(step, task, schema)
             if error:
                 failures.append(error)
-                continue
-            run = await step.app.service(AgentRunner).store.get(step.workspace_id, task.task_id)
-            agent = await agents.get(step.workspace_id, run.agent_id)
-            outputs.append({"agentId": agent.id, "agentName": agent.name, "output": output})
+            outputs.append(output)
         if failures:
             return StepResult.failed("; ".join(failures))
         return StepResult.ok(output=outputs)
@@ -54,7 +63,7 @@ async def team_dispatch(step: StepContext) -> StepResult:
         raise InvalidArgs(f"step {step.step_id} needs a prompt", field="prompt")
     space_id = space_for(step)
     run_ids = [(await dispatch(step, agent_id=a, space_id=space_id, prompt=prompt, schema=schema)).id for a in targets]
-    await step.progress({"runIds": run_ids, "spaceId": space_id, "dispatchMode": mode})
+    await step.progress({"runIds": run_ids, "spaceId": space_id, "dispatchMode": mode, "agentIds": targets})
     return StepResult.suspend_until_tasks_complete(run_ids)
 
 

@@ -1,0 +1,221 @@
+"""The agent and workspace pipeline bodies inside real pipeline runs, with real agent runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.integration.test_workspace_repos import make_repo
+from tests.support.rpc import RpcClient
+from tests.unit.agents.fake_openai import Reply, call, running_fake_openai, text
+from tests.unit.agents.support import pipelines_server, template
+
+SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
+SUMMARY = {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}
+
+
+async def _openai_agent(client: RpcClient, ws: str, url: str, model: str, name: str = "Ada") -> str:
+    adapter = {"type": "openai", "baseUrl": url, "model": model}
+    return str((await client.call("agents.create", workspace_id=ws, name=name, adapter=adapter))["id"])
+
+
+async def _cli_agent(client: RpcClient, ws: str, name: str) -> str:
+    adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
+    return str((await client.call("agents.create", workspace_id=ws, name=name, adapter=adapter))["id"])
+
+
+async def test_create_space_prompt_agent_and_post_message(tmp_path: Path) -> None:
+    src = make_repo(tmp_path / "src", "app")
+    async with running_fake_openai() as fake, pipelines_server(tmp_path) as (_srv, client, ws, pipes):
+        await client.call("repos.register", workspace_id=ws, path=str(src))
+        agent = await _openai_agent(client, ws, fake.url, "p1")
+        fake.script("p1", call("submit_output", {"summary": "all good"}))
+        raw = template(
+            {
+                "id": "open",
+                "body": "messaging.createSpace",
+                "config": {
+                    "outputKey": "space_id",
+                    "repoIds": ["app"],
+                    "extras": {"createConversation": True, "conversationTitle": "Review {{topic}}", "mode": "plan"},
+                },
+            },
+            {
+                "id": "ask",
+                "body": "conversation.promptAgent",
+                "config": {
+                    "agentId": agent,
+                    "prompt": "Summarise {{topic}}",
+                    "outputSchema": SUMMARY,
+                    "outputKey": "summary",
+                    "label": "Ask Ada",
+                },
+            },
+            {"id": "post", "body": "messaging.postMessage"},
+        )
+        snap = await pipes.run(raw, {"topic": "the launch", "content": "Summary posted."})
+        assert snap["status"] == "completed", snap
+        state = snap["state"]
+        assert state["summary"] == {"summary": "all good"}
+        space_id = state["space_id"]
+        assert state["pipeline_space_id"] == space_id and state["posted_space_id"] == space_id
+        space = await client.call("spaces.get", workspace_id=ws, space_id=space_id)
+        assert (space["title"], space["mode"], space["hidden"]) == ("Review the launch", "plan", False)
+        assert [r["repoName"] for r in space["repos"]] == ["app"]
+        assert (Path(space["folder"]) / "app" / "README.md").exists()
+        msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
+        assert [(m["author"]["kind"], m["author"]["name"], m["content"]) for m in msgs] == [
+            ("system", "Ask Ada", "Summarise the launch"),
+            ("system", "post", "Summary posted."),
+        ]
+        runs = (await client.call("runs.list", workspace_id=ws))["runs"]
+        assert runs[0]["dispatchedBy"] == f"pipeline:{snap['runId']}/ask"
+
+
+async def test_prompt_agent_failures_fail_the_step(tmp_path: Path) -> None:
+    async with running_fake_openai() as fake, pipelines_server(tmp_path) as (_srv, client, ws, pipes):
+        agent = await _openai_agent(client, ws, fake.url, "p2")
+        space = await client.call("spaces.create", workspace_id=ws, title="existing")
+        step = {
+            "id": "ask",
+            "body": "conversation.promptAgent",
+            "config": {"agentId": agent, "prompt": "go", "outputSchema": SUMMARY, "extras": {"spaceId": "{{sp}}"}},
+        }
+        fake.script("p2", Reply(status=503))
+        snap = await pipes.run(template(step), {"sp": space["id"]})
+        assert snap["status"] == "failed"
+        assert "ended failed: the model endpoint answered HTTP 503" in snap["steps"]["ask"]["error"]
+
+        fake.script("p2", text("no tool for you"))
+        snap = await pipes.run(template(step), {"sp": space["id"]})
+        assert snap["steps"]["ask"]["error"].endswith(
+            "ended without valid output: the agent did not call submit_output"
+        )
+
+        missing = {**step, "config": {**step["config"], "agentId": "ghost"}}
+        snap = await pipes.run(template(missing), {"sp": space["id"]})
+        assert snap["steps"]["ask"]["error"] == "agentId: agent ghost does not exist in this workspace"
+
+        # Without extras.spaceId and without a messaging.createSpace step, the agent step has nowhere to go.
+        roomless = {**step, "config": {"agentId": agent, "prompt": "go"}}
+        snap = await pipes.run(template(roomless))
+        assert "has no space to work in" in snap["steps"]["ask"]["error"]
+        # The space's history is intact: the two prompts and the one answer.
+        msgs = (await client.call("messages.list", workspace_id=ws, space_id=space["id"]))["messages"]
+        assert [m["content"] for m in msgs] == ["go", "go", "no tool for you"]
+
+
+async def test_team_dispatch_fans_out_in_one_space(tmp_path: Path) -> None:
+    async with pipelines_server(tmp_path) as (_srv, client, ws, pipes):
+        ids = [await _cli_agent(client, ws, n) for n in ("Ann", "Bob")]
+        team = await client.call("teams.create", workspace_id=ws, name="Crew", memberIds=ids)
+        item = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        schema = {"type": "array", "items": item}
+        dispatch = {
+            "id": "crew",
+            "body": "team.dispatch",
+            "config": {"teamId": team["id"], "prompt": "lastline", "outputKey": "outs", "outputSchema": schema},
+        }
+        snap = await pipes.run(template({"id": "open", "body": "messaging.createSpace"}, dispatch))
+        assert snap["status"] == "completed", snap
+        assert snap["state"]["outs"] == [{"n": 2, "schemaType": "object"}] * 2
+        runs = (await client.call("runs.list", workspace_id=ws))["runs"]
+        assert sorted(r["agentId"] for r in runs) == sorted(ids) and all(r["outputSchema"] == item for r in runs)
+        space = await client.call("spaces.get", workspace_id=ws, space_id=snap["state"]["pipeline_space_id"])
+        assert space["hidden"] is True and space["mode"] == "review"
+
+        # The same fan-out without a space fails at dispatch, and no run starts.
+        before = len((await client.call("runs.list", workspace_id=ws))["runs"])
+        snap = await pipes.run(template(dispatch))
+        assert snap["status"] == "failed" and "add a messaging.createSpace step" in snap["steps"]["crew"]["error"]
+        assert len((await client.call("runs.list", workspace_id=ws))["runs"]) == before
+
+        # The schema must describe the list of member outputs.
+        flat = {**dispatch, "config": {**dispatch["config"], "outputSchema": item}}
+        snap = await pipes.run(template({"id": "open", "body": "messaging.createSpace"}, flat))
+        assert "must be an array schema" in snap["steps"]["crew"]["error"]
+
+        # A failing member fails the step, naming the run.
+        snap = await pipes.run(
+            template(
+                {"id": "open", "body": "messaging.createSpace"},
+                {**dispatch, "config": {**dispatch["config"], "prompt": "fail", "dispatchMode": "manager"}},
+            )
+        )
+        assert "ended failed: the command exited with status 3" in snap["steps"]["crew"]["error"]
+
+
+async def test_for_each_joins_prompts_and_handles_empty(tmp_path: Path) -> None:
+    async with running_fake_openai() as fake, pipelines_server(tmp_path) as (_srv, client, ws, pipes):
+        agent = await _openai_agent(client, ws, fake.url, "fe")
+        fake.script("fe", call("submit_output", {"output": ["A", "B"]}))
+        step = {
+            "id": "each",
+            "kind": "forEach",
+            "body": "flow.forEach",
+            "config": {
+                "agentId": agent,
+                "prompt": "Rate {{file.name}} for {{who}}",
+                "outputKey": "ratings",
+                "outputSchema": {"type": "array", "items": {"type": "string"}},
+                "extras": {"iterableKey": "files", "itemKey": "file"},
+            },
+        }
+        raw = template({"id": "open", "body": "messaging.createSpace"}, step)
+        snap = await pipes.run(raw, {"files": [{"name": "a.py"}, {"name": "b.py"}], "who": "me"})
+        assert snap["status"] == "completed", snap
+        assert snap["state"]["ratings"] == ["A", "B"]
+        assert fake.bodies_for("fe")[0]["messages"][-1]["content"] == "Rate a.py for me\n---\nRate b.py for me"
+
+        snap = await pipes.run(raw, {"files": [], "who": "me"})
+        assert snap["status"] == "completed" and snap["state"]["ratings"] == []
+        assert len(fake.bodies_for("fe")) == 1  # nobody was dispatched
+
+
+async def test_approval_gate(tmp_path: Path) -> None:
+    async with running_fake_openai() as fake, pipelines_server(tmp_path) as (_srv, client, ws, pipes):
+        agent = await _openai_agent(client, ws, fake.url, "gate", name="Approver")
+        gate: dict[str, Any] = {
+            "id": "gate",
+            "body": "approval.gate",
+            "config": {"agentId": agent, "outputKey": "approval"},
+        }
+        raw = template({"id": "open", "body": "messaging.createSpace"}, gate)
+        fake.script("gate", call("submit_output", {"decision": "approved", "reason": "tests pass"}))
+        snap = await pipes.run(raw)
+        assert snap["status"] == "completed"
+        assert snap["state"]["approval"] == {"decision": "approved", "reason": "tests pass"}
+        tools = {t["function"]["name"]: t for t in fake.bodies_for("gate")[0]["tools"]}
+        assert tools["submit_output"]["function"]["parameters"]["properties"]["decision"]["enum"] == [
+            "approved",
+            "rejected",
+        ]
+        assert "approve_step" not in tools and "reject_step" not in tools
+
+        fake.script(
+            "gate",
+            call("submit_output", {"decision": "maybe", "reason": "unsure"}),
+            call("submit_output", {"decision": "rejected", "reason": "no tests"}),
+        )
+        snap = await pipes.run(raw)
+        assert snap["status"] == "failed"
+        assert snap["steps"]["gate"]["error"] == "the approver rejected: no tests"
+
+
+async def test_worktree_cleanup_body_and_dry_run(tmp_path: Path) -> None:
+    src = make_repo(tmp_path / "src", "app")
+    async with pipelines_server(tmp_path) as (_srv, client, ws, pipes):
+        await client.call("repos.register", workspace_id=ws, path=str(src))
+        space = await client.call("spaces.create", workspace_id=ws, title="w", repoIds=["app"])
+        raw = template({"id": "clean", "body": "worktree.cleanup", "config": {"outputKey": "cleanup"}})
+        snap = await pipes.run(raw, {"space_id": space["id"]}, dry_run=True)
+        assert snap["status"] == "completed"
+        assert snap["state"]["cleanup"] == "space: would release 1 worktree(s), would remove 1 folder(s) (dry run)"
+        assert Path(space["folder"]).is_dir()
+        snap = await pipes.run(raw, {"space_id": space["id"]})
+        assert snap["state"]["cleanup"] == "space: released 1 worktree(s), removed 1 folder(s)"
+        assert not Path(space["folder"]).exists()
+        assert (await client.call("worktrees.list", workspace_id=ws))["worktrees"] == []
+        snap = await pipes.run(raw)
+        assert snap["state"]["cleanup"].startswith("sweep: released 0 worktree(s)")
