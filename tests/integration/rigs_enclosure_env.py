@@ -1,0 +1,66 @@
+"""Real enclosure rigs for the enclosure tests: one image pack per machine, one rig per test.
+
+The pack lives under a stable cache path (``HANGAR_TEST_PACKS``, default ``~/.cache/hangar-test/packs``) so it
+is built once per machine and reused by every later run; each test gets its own rigs directory. Where this host
+cannot run enclosures, tests skip with the backend's own reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from hangar.rigs.backends.base import RigSpec
+from hangar.rigs.backends.enclosure import EnclosureBackend, EnclosureRig
+from hangar.rigs.image.pack import ensure_pack
+
+PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))
+
+
+def skip_reason() -> str | None:
+    return EnclosureBackend(PACKS.parent / "probe", packs_root=PACKS).unavailable_reason()
+
+
+async def ready_pack() -> Path:
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(f"enclosures cannot run here: {reason}")
+    return (await ensure_pack(PACKS)).path
+
+
+def spec(
+    rig_id: str = "t1",
+    *,
+    allow: frozenset[str] = frozenset(),
+    memory_mb: int = 512,
+    home: Path | None = None,
+    worktree: Path | None = None,
+) -> RigSpec:
+    return RigSpec(rig_id, "ws1", "terminal", memory_mb, 2, allow, home, worktree)
+
+
+@contextlib.asynccontextmanager
+async def enclosure(
+    overrides: Mapping[str, tuple[str, int]] | None = None,
+) -> AsyncIterator[EnclosureBackend]:
+    await ready_pack()
+    with tempfile.TemporaryDirectory(prefix="hre-") as root:
+        yield EnclosureBackend(Path(root) / "rigs", packs_root=PACKS, upstream_overrides=overrides)
+
+
+@contextlib.asynccontextmanager
+async def running_rig(
+    rig_spec: RigSpec | None = None, overrides: Mapping[str, tuple[str, int]] | None = None
+) -> AsyncIterator[EnclosureRig]:
+    async with enclosure(overrides) as backend:
+        rig = await backend.start(rig_spec or spec(), lambda _text: None)
+        assert isinstance(rig, EnclosureRig)
+        try:
+            yield rig
+        finally:
+            await rig.aclose()

@@ -1,0 +1,43 @@
+"""The rig cgroup on this host's real cgroups (v1 or v2, whichever is detected)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import time
+
+import pytest
+
+from hangar.rigs.backends.enclosure.cgroups import detect, rig_cgroup
+
+pytestmark = pytest.mark.needs_root
+
+
+def test_limits_freeze_resident_and_kill() -> None:
+    version, reason = detect()
+    if version is None or os.geteuid() != 0:
+        pytest.skip(f"no writable cgroups here: {reason or 'not root'}")
+    group = rig_cgroup(version, f"test-{secrets.token_hex(4)}")
+    group.create(256, 1)
+    try:
+        files = " ".join(str(p) for p in group.procs_files())
+        proc = subprocess.Popen(
+            ["sh", "-c", f'for f in {files}; do echo $$ > "$f"; done; exec python3 -c "b = bytearray(48 << 20); '
+             'import time; time.sleep(60)"'],
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while group.resident_bytes() < 40 << 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert group.pids() == [proc.pid]
+        assert group.resident_bytes() >= 40 << 20
+        group.freeze()
+        assert group.frozen()
+        group.thaw()
+        assert not group.frozen()
+        group.kill_all()
+        assert proc.wait(5) == -9
+        assert group.pids() == []
+    finally:
+        group.kill_all()
+        group.remove()
