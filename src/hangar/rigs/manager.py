@@ -562,26 +562,30 @@ class RigManager:
             await live.ended.wait()
             return
         live.phase = Phase.closing
-        await self.store.update(live.ws, live.id, phase=Phase.closing)
-        await self._teardown(live)
-        live.phase = Phase.closed
-        await self.store.update(
-            live.ws, live.id, phase=Phase.closed, close_reason=reason, closed_at=self.app.clock.now(), controller=None
-        )
-        live.ended.set()
-        await self.log_action(live.ws, live.id, "server", "close", {"reason": reason.value, "cause": cause})
-        await self._publish_closed(live, reason, Phase.closed)
-        if reason in REAP_REASONS and cause in ("idle", "ttl", "memory"):
-            await self.app.bus.publish(
-                RigReaped(
-                    workspace_id=live.ws,
-                    rig_id=live.id,
-                    space_id=live.space_id,
-                    reason=reason.value,
-                    cause=cause,
-                    agent=live.last_actor,
-                )
+        try:
+            await self.store.update(live.ws, live.id, phase=Phase.closing)
+            await self._teardown(live)
+            live.phase = Phase.closed
+            now = self.app.clock.now()
+            await self.store.update(
+                live.ws, live.id, phase=Phase.closed, close_reason=reason, closed_at=now, controller=None
             )
+            await self.log_action(live.ws, live.id, "server", "close", {"reason": reason.value, "cause": cause})
+            await self._publish_closed(live, reason, Phase.closed)
+            if reason in REAP_REASONS and cause in ("idle", "ttl", "memory"):
+                await self.app.bus.publish(
+                    RigReaped(
+                        workspace_id=live.ws,
+                        rig_id=live.id,
+                        space_id=live.space_id,
+                        reason=reason.value,
+                        cause=cause,
+                        agent=live.last_actor,
+                    )
+                )
+        finally:
+            live.phase = Phase.closed
+            live.ended.set()
 
     async def _fail(self, live: LiveRig, detail: str) -> None:
         if live.phase not in LIVE_PHASES:
@@ -589,19 +593,21 @@ class RigManager:
             return
         live.phase = Phase.failed
         live.status_detail = detail
-        await self._teardown(live)
-        await self.store.update(
-            live.ws,
-            live.id,
-            phase=Phase.failed,
-            close_reason=CloseReason.backend_failure,
-            status_detail=detail[:500],
-            closed_at=self.app.clock.now(),
-            controller=None,
-        )
-        live.ended.set()
-        await self.log_action(live.ws, live.id, "server", "failed", {"reason": CloseReason.backend_failure.value})
-        await self._publish_closed(live, CloseReason.backend_failure, Phase.failed)
+        try:
+            await self.store.update(
+                live.ws,
+                live.id,
+                phase=Phase.failed,
+                close_reason=CloseReason.backend_failure,
+                status_detail=detail[:500],
+                closed_at=self.app.clock.now(),
+                controller=None,
+            )
+            await self._teardown(live)
+            await self.log_action(live.ws, live.id, "server", "failed", {"reason": CloseReason.backend_failure.value})
+            await self._publish_closed(live, CloseReason.backend_failure, Phase.failed)
+        finally:
+            live.ended.set()
 
     async def _publish_closed(self, live: LiveRig, reason: CloseReason, phase: Phase) -> None:
         if self._stopping and reason is CloseReason.server_shutdown:

@@ -16,7 +16,7 @@ from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity.roles import Role
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.manager import LiveRig, RigManager
-from hangar.rigs.model import CloseReason, RigRecord, Surface
+from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
 from hangar.rigs.signing import Lane, LaneSigner
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, op
@@ -71,7 +71,8 @@ async def _controller(ctx: OpContext, user_id: str | None) -> dict[str, str] | N
 
 
 async def _row(ctx: OpContext, rec: RigRecord, live: LiveRig | None) -> dict[str, Any]:
-    phase = live.phase if live is not None else rec.phase
+    # In-memory phases lead the row only while live; final phases are read from the row with their reason.
+    phase = live.phase if live is not None and live.phase in LIVE_PHASES else rec.phase
     return {
         "rigId": rec.id,
         "spaceId": rec.space_id,

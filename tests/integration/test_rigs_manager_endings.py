@@ -1,0 +1,129 @@
+"""How rigs end besides a request: memory-budget eviction (LRU, never a rig in use), a process dying
+underneath, the server stopping, the conversation ending, the opener losing membership."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from hangar.rigs.backends.enclosure import EnclosureRig
+from tests.integration.rigs_env import RigsEnv, ensure_test_pack, rigs_parts, rigs_server
+from tests.support.rpc import RpcClient, RpcError
+from tests.support.server import running_server
+
+
+async def resident(env: RigsEnv, rig: str) -> int:
+    await env.manager.sweep()
+    mb = (await env.status(rig))["residentMb"]
+    assert mb > 0  # measured from the rig's cgroup
+    return int(mb)
+
+
+async def wait_status(env: RigsEnv, rig: str, status: str) -> dict[str, object]:
+    for _ in range(400):  # the backend notices a death on its own time
+        row = await env.status(rig)
+        if row["status"] == status:
+            return row
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"rig {rig} never reached {status}: {row}")
+
+
+async def test_opening_past_the_budget_evicts_the_least_recently_used_idle_rig(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        older = await env.open()
+        newer = await env.open(await env.new_space("b"))
+        await env.exec(newer, "true")  # `newer` is the most recently used
+        used = await resident(env, older) + await resident(env, newer)
+        env.manager.budget_mb = used + 512 - 1  # the next 512 MB terminal does not fit
+        third = await env.open(await env.new_space("c"))
+        assert (await env.status(older))["closeReason"] == "idleTimeout"
+        assert (await env.status(newer))["status"] == "ready"
+        assert (await env.status(third))["status"] == "ready"
+        reaped = await env.events("rigs.reaped")
+        assert [(e["rig_id"], e["cause"]) for e in reaped] == [(older, "memory")]
+
+
+async def test_the_sweep_evicts_over_budget_but_never_a_rig_in_use(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        held = await env.open()
+        idle = await env.open(await env.new_space("b"))
+        await env.call("rig.takeControl", rigId=held)  # a person is driving `held`
+        total = await resident(env, held) + await resident(env, idle)
+        env.manager.budget_mb = total - 1
+        await env.manager.sweep()
+        assert (await env.status(idle))["closeReason"] == "idleTimeout"
+        assert (await env.status(held))["status"] == "ready"
+        # Everything left is in use: a new rig is refused, naming the budget, and nothing is evicted.
+        env.manager.budget_mb = 1
+        with pytest.raises(RpcError) as e:
+            await env.call("rig.open", space_id=await env.new_space("c"), surface="terminal")
+        assert e.value.code == "refused" and "memory budget" in e.value.message
+        assert (await env.status(held))["status"] == "ready"
+
+
+async def test_a_rig_whose_process_dies_fails_with_backend_failure(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        doomed = await env.open()
+        other = await env.open(await env.new_space("b"))
+        live = env.manager.live(env.ws, doomed)
+        assert isinstance(live.handle, EnclosureRig) and live.handle.pid1 is not None
+        os.kill(live.handle.pid1, signal.SIGKILL)
+        await asyncio.wait_for(live.ended.wait(), 30)
+        row = await env.status(doomed)
+        assert row["status"] == "failed"
+        assert row["closeReason"] == "backendFailure"
+        assert "died" in str(row["statusDetail"])
+        closed = await env.events("rigs.closed")
+        assert [(e["rig_id"], e["reason"], e["phase"]) for e in closed] == [(doomed, "backendFailure", "failed")]
+        with pytest.raises(RpcError) as e:
+            await env.exec(doomed, "true")
+        assert e.value.code == "not_found" and "failed" in e.value.message
+        # Other rigs are unaffected, and the conversation can open a fresh one.
+        assert (await env.exec(other, "echo fine"))["stdout"] == "fine\n"
+        assert await env.open() not in (doomed, other)
+
+
+async def test_stopping_the_server_closes_every_rig(tmp_path: Path) -> None:
+    await ensure_test_pack()
+    with tempfile.TemporaryDirectory(prefix="hr-", dir="/tmp") as short:
+        data = Path(short)
+        async with running_server(data, parts=rigs_parts()) as srv:
+            ws = await srv.new_workspace()
+            async with RpcClient(srv.ws_url, srv.owner_token) as c:
+                space = (await c.call("spaces.create", workspace_id=ws, title="s"))["id"]
+                rig = (await c.call("rig.open", workspace_id=ws, space_id=space, surface="terminal"))["rigId"]
+        async with running_server(data, parts=rigs_parts()) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
+            rows = await c.call("rig_list", workspace_id=ws, includeClosed=True)
+            closed = await c.call("events.list", workspace_id=ws, types=["rigs.closed"])
+        assert [(r["rigId"], r["status"], r["closeReason"]) for r in rows] == [(rig, "closed", "serverShutdown")]
+        assert [e["payload"]["reason"] for e in closed] == ["serverShutdown"]
+        assert not (data / "rigs" / "homes" / rig).exists()
+
+
+async def test_archiving_the_space_ends_its_rig(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        await env.call("spaces.archive", space_id=env.space)
+        await env.srv.ctx.bus.drain()
+        row = await wait_status(env, rig, "closed")
+        assert row["closeReason"] == "conversationEnded"
+        with pytest.raises(RpcError) as e:
+            await env.call("rig.open", space_id=env.space, surface="terminal")
+        assert e.value.code == "refused" and "archived" in e.value.message
+
+
+async def test_losing_membership_closes_the_rigs_you_opened(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        token = await env.srv.new_user_token(env.ws, "member", name="leaver")
+        async with RpcClient(env.srv.ws_url, token) as member:
+            rig = (await member.call("rig.open", workspace_id=env.ws, space_id=env.space, surface="terminal"))["rigId"]
+            me = await member.call("users.me")
+        await env.call("members.remove", user_id=me["id"])
+        await env.manager.sweep()
+        row = await env.status(rig)
+        assert (row["status"], row["closeReason"]) == ("closed", "workspaceGone")
