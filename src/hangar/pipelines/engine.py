@@ -25,7 +25,7 @@ from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
 from hangar.pipelines.runner import Msg, RunDriver
-from hangar.pipelines.store import PipelineStore, RunRow, Tick
+from hangar.pipelines.store import PipelineStore, RunRow, Tick, aware
 from hangar.pipelines.views import run_snapshot, step_wire
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ MAX_SUBPIPELINE_DEPTH = 8
 
 
 @dataclass(eq=False)
-class _Listener:
+class Listener:
     workspace_id: str
     run_id: str | None
     queue: asyncio.Queue[dict[str, Any]]
@@ -106,7 +106,7 @@ class PipelineEngine:
         self._drivers: dict[str, RunDriver] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._listeners: list[_Listener] = []
+        self._listeners: list[Listener] = []
         # When the engine is subscribed to the bus, events reach ``on_event`` through it; otherwise (the
         # command line) the engine calls ``on_event`` itself after publishing.
         self.subscribed = False
@@ -320,8 +320,10 @@ class PipelineEngine:
                 continue
             driver.offer(Msg("tasks", step_id) if task_id is not None else Msg("event", step_id, ev))
             touched.append(run_id)
+        occurred = aware(ev.occurred_at)
         for trig in await self.store.list_triggers(ws, kind="event", event_type=ev.type):
-            if not trig.enabled:
+            # A trigger fires for events after it was created, not for history replayed at start.
+            if not trig.enabled or (occurred is not None and occurred < trig.created_at):
                 continue
             try:
                 template = await self.stored_template(ws, trig.template_id)
@@ -360,15 +362,24 @@ class PipelineEngine:
         run, recs = await self.store.load_run(ws, run_id)
         return run_snapshot(run, recs)
 
-    async def watch(self, ws: str, run_id: str | None) -> AsyncIterator[dict[str, Any]]:
-        """Step-run changes of one run (or of every run in the workspace) as they are persisted."""
-        lst = _Listener(ws, run_id, asyncio.Queue())
+    def listen(self, ws: str, run_id: str | None) -> Listener:
+        """Start receiving step-run changes of one run (or every run of the workspace) on ``.queue``."""
+        lst = Listener(ws, run_id, asyncio.Queue())
         self._listeners.append(lst)
+        return lst
+
+    def unlisten(self, lst: Listener) -> None:
+        if lst in self._listeners:
+            self._listeners.remove(lst)
+
+    async def watch(self, ws: str, run_id: str | None) -> AsyncIterator[dict[str, Any]]:
+        """Step-run changes as they are persisted (an async iterator over ``listen``)."""
+        lst = self.listen(ws, run_id)
         try:
             while True:
                 yield await lst.queue.get()
         finally:
-            self._listeners.remove(lst)
+            self.unlisten(lst)
 
     async def aclose(self) -> None:
         """Stop every driver without recording anything: unfinished runs resume at the next start."""

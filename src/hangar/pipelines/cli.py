@@ -1,0 +1,257 @@
+"""``hangar pipeline validate|run|emit|show|resume`` (CONTRACTS §5).
+
+``run`` drives the template in this process until the run ends or every live step is suspended, with the
+same application context the server builds (without listening); ``emit`` records a domain event and runs on
+whatever it resumed; ``resume`` picks up an unfinished run (for instance after the process was killed).
+Exit codes: 0 completed (or valid), 1 failed or cancelled, 2 usage or invalid template, 3 suspended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from hangar.config import Settings
+from hangar.core.context import AppContext
+from hangar.errors import HangarError
+from hangar.pipelines import template as tpl
+from hangar.pipelines.bodies.catalog import default_registry
+from hangar.pipelines.engine import PipelineEngine
+
+pipeline_app = typer.Typer(
+    help="Validate pipeline templates and run them in this process.", no_args_is_help=True, add_completion=False
+)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED = 0, 1, 2, 3
+DEFAULT_WORKSPACE = "default"
+T = TypeVar("T")
+
+DataDirOpt = Annotated[
+    Path | None, typer.Option("--data-dir", help="Data directory (default $HANGAR_DATA_DIR or ~/.local/share/hangar).")
+]
+WorkspaceOpt = Annotated[
+    str, typer.Option("--workspace", help="Workspace name (or id); `run` creates it when missing.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the run(s) as JSON.")]
+PayloadOpt = Annotated[str | None, typer.Option("--payload", help="Trigger payload: a JSON object.")]
+
+
+class Usage(Exception):
+    """Bad command-line input: printed, exit 2."""
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _payload(raw: str | None, inputs: list[str]) -> dict[str, Any]:
+    payload: dict[str, Any] = {}
+    if raw:
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise Usage(f"--payload is not valid JSON: {exc.msg}") from exc
+        if not isinstance(parsed, dict):
+            raise Usage("--payload must be a JSON object")
+        payload.update(parsed)
+    for item in inputs:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise Usage(f"--input {item!r} is not KEY=VALUE")
+        payload[key] = value
+    return payload
+
+
+def _exit_code(statuses: list[str]) -> int:
+    if any(s in ("failed", "cancelled") for s in statuses):
+        return EXIT_FAILED
+    if any(s in ("suspended", "running") for s in statuses):
+        return EXIT_SUSPENDED
+    return EXIT_OK
+
+
+def _print_run(snap: dict[str, Any]) -> None:
+    typer.echo(f"run {snap['runId']}: {snap['status']}")
+    for sid, step in snap["steps"].items():
+        line = f"  {sid}: {step['status']} (attempts {step['attempts']})"
+        if step["error"]:
+            line += f" — {step['error']}"
+        typer.echo(line)
+
+
+def _dump(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, sort_keys=False, default=str))
+
+
+@asynccontextmanager
+async def _engine(data_dir: Path | None) -> AsyncIterator[tuple[AppContext, PipelineEngine]]:
+    from hangar.pipelines.part import PIPELINES_CLI_PART
+    from hangar.server.context_factory import open_context
+    from hangar.server.parts import all_parts
+
+    settings = Settings.from_flags(data_dir=data_dir)
+    parts = [p for p in all_parts() if p.name != "pipelines"] + [PIPELINES_CLI_PART]
+    async with open_context(settings, parts=parts) as ctx:
+        engine = PipelineEngine.from_app(ctx)
+        try:
+            yield ctx, engine
+        finally:
+            await engine.aclose()
+
+
+async def _workspace(ctx: AppContext, name: str, *, create: bool) -> str:
+    for ws_id in await ctx.identity.list_workspace_ids():
+        ws = await ctx.identity.get_workspace(ws_id)
+        if ws is not None and name in (ws.name, ws.id):
+            await ctx.dbs.workspace(ws.id, create=True)
+            return ws.id
+    if not create:
+        raise Usage(f"no workspace named {name!r}")
+    owner = await ctx.identity.ensure_server_owner()
+    ws = await ctx.identity.create_workspace(name, owner.id)
+    await ctx.dbs.workspace(ws.id, create=True)
+    return ws.id
+
+
+def _run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    try:
+        return asyncio.run(main())
+    except Usage as exc:
+        raise _fail(str(exc)) from None
+    except tpl.TemplateInvalid as exc:
+        for problem in exc.problems:
+            typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    except HangarError as exc:
+        raise _fail(exc.message) from None
+
+
+def _load(file: Path) -> tpl.Loaded:
+    loaded = tpl.load_file(file, default_registry())
+    for warning in loaded.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    return loaded
+
+
+@pipeline_app.command("validate")
+def validate(file: Annotated[Path, typer.Argument(help="Template file (JSON or YAML).")]) -> None:
+    """Check a template: exit 0 when valid; warnings (such as an unregistered body key) on stderr."""
+
+    async def main() -> int:
+        loaded = _load(file)
+        typer.echo(f"{file}: valid ({len(loaded.template.steps)} steps)")
+        return EXIT_OK
+
+    raise typer.Exit(_run_async(main))
+
+
+@pipeline_app.command("run")
+def run(
+    file: Annotated[Path, typer.Argument(help="Template file (JSON or YAML).")],
+    data_dir: DataDirOpt = None,
+    workspace: WorkspaceOpt = DEFAULT_WORKSPACE,
+    inputs: Annotated[
+        list[str] | None, typer.Option("--input", help="KEY=VALUE added to the trigger payload (repeatable).")
+    ] = None,
+    payload: PayloadOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Bodies report what they would do.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a template until the run ends or every live step is suspended."""
+
+    async def main() -> int:
+        loaded = _load(file)
+        body = _payload(payload, inputs or [])
+        async with _engine(data_dir) as (ctx, engine):
+            ws = await _workspace(ctx, workspace, create=True)
+            run_id = await engine.start_run(ws, loaded.template, payload=body, dry_run=dry_run, by="cli")
+            assert run_id is not None
+            await engine.settle()
+            snap = await engine.snapshot(ws, run_id)
+        if as_json:
+            _dump(snap)
+        else:
+            _print_run(snap)
+        return _exit_code([snap["status"]])
+
+    raise typer.Exit(_run_async(main))
+
+
+@pipeline_app.command("emit")
+def emit(
+    event_type: Annotated[str, typer.Argument(help="Domain event type, e.g. review.approved.")],
+    payload: PayloadOpt = None,
+    data_dir: DataDirOpt = None,
+    workspace: WorkspaceOpt = DEFAULT_WORKSPACE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Record a domain event, resume the runs suspended on it (and start its event triggers), run them on."""
+
+    async def main() -> int:
+        body = _payload(payload, [])
+        async with _engine(data_dir) as (ctx, engine):
+            ws = await _workspace(ctx, workspace, create=False)
+            await engine.expire_suspensions(ws)
+            stored = await ctx.bus.publish_raw(ws, event_type, body)
+            run_ids = await engine.on_event(stored)
+            await engine.settle()
+            snaps = [await engine.snapshot(ws, r) for r in run_ids]
+        if as_json:
+            _dump(snaps)
+        else:
+            typer.echo(f"recorded {event_type} (#{stored.seq}); {len(snaps)} run(s) resumed or started")
+            for snap in snaps:
+                _print_run(snap)
+        return _exit_code([s["status"] for s in snaps])
+
+    raise typer.Exit(_run_async(main))
+
+
+@pipeline_app.command("show")
+def show(
+    run_id: Annotated[str, typer.Argument(help="Pipeline run id.")],
+    data_dir: DataDirOpt = None,
+    workspace: WorkspaceOpt = DEFAULT_WORKSPACE,
+) -> None:
+    """Print a run as JSON: {runId, status, state, steps: {stepId: {status, attempts, error}}}."""
+
+    async def main() -> int:
+        async with _engine(data_dir) as (ctx, engine):
+            ws = await _workspace(ctx, workspace, create=False)
+            snap = await engine.snapshot(ws, run_id)
+        _dump(snap)
+        return EXIT_OK
+
+    raise typer.Exit(_run_async(main))
+
+
+@pipeline_app.command("resume")
+def resume(
+    run_id: Annotated[str, typer.Argument(help="Pipeline run id.")],
+    data_dir: DataDirOpt = None,
+    workspace: WorkspaceOpt = DEFAULT_WORKSPACE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Drive an unfinished run again (after a crash or kill): steps that completed are never run again."""
+
+    async def main() -> int:
+        async with _engine(data_dir) as (ctx, engine):
+            ws = await _workspace(ctx, workspace, create=False)
+            await engine.expire_suspensions(ws)
+            await engine.resume(ws, run_id)
+            await engine.settle()
+            snap = await engine.snapshot(ws, run_id)
+        if as_json:
+            _dump(snap)
+        else:
+            _print_run(snap)
+        return _exit_code([snap["status"]])
+
+    raise typer.Exit(_run_async(main))

@@ -1,0 +1,314 @@
+"""RPC ops of the pipelines part (all workspace-scoped).
+
+Reads are open to guests; editing templates and running pipelines needs a member; deleting templates and
+triggers needs an admin. Ops that may start shell steps declare the ``processSpawn`` action class. Argument
+names are camelCase on the wire (``templateId``, ``runId``, ``dryRun``); snake_case is accepted too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from hangar.errors import InvalidArgs
+from hangar.pipelines import template as tpl
+from hangar.pipelines import triggers
+from hangar.pipelines.engine import PipelineEngine
+from hangar.pipelines.model import RunStatus
+from hangar.pipelines.views import run_detail, run_summary
+from hangar.rpc.context import OpContext
+from hangar.rpc.registry import Args, op
+
+
+class PlArgs(Args):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel)
+
+
+class TemplateArgs(PlArgs):
+    template: dict[str, Any]
+
+
+class TemplateRef(PlArgs):
+    template_id: str
+
+
+class TemplateUpdateArgs(PlArgs):
+    template_id: str
+    template: dict[str, Any]
+
+
+class RunStartArgs(PlArgs):
+    template_id: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    dry_run: bool = False
+
+
+class RunRef(PlArgs):
+    run_id: str
+
+
+class RunListArgs(PlArgs):
+    template_id: str | None = None
+    status: RunStatus | None = None
+    parent_run_id: str | None = None
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class RunWatchArgs(PlArgs):
+    run_id: str | None = None
+
+
+class TriggerCreateArgs(PlArgs):
+    template_id: str
+    kind: Literal["manual", "event", "schedule"]
+    event_type: str | None = None
+    cron: str | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class TriggerListArgs(PlArgs):
+    template_id: str | None = None
+
+
+class TriggerRef(PlArgs):
+    trigger_id: str
+
+
+class EmitArgs(PlArgs):
+    event_type: str = Field(min_length=1, max_length=128)
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class NoArgs(PlArgs):
+    pass
+
+
+def _engine(ctx: OpContext) -> PipelineEngine:
+    return ctx.app.service(PipelineEngine)
+
+
+def _load(ctx: OpContext, raw: dict[str, Any]) -> tpl.Loaded:
+    return tpl.load(raw, _engine(ctx).bodies)
+
+
+def _poke_scheduler(ctx: OpContext) -> None:
+    from hangar.pipelines.part import PipelinesRuntime
+
+    runtime = ctx.app.maybe_service(PipelinesRuntime)
+    if runtime is not None:
+        runtime.scheduler.poke()
+
+
+@op("pipelines.templates.validate", kind="read", scope="workspace")
+async def templates_validate(ctx: OpContext, args: TemplateArgs) -> dict[str, Any]:
+    """Check a template without storing it: its problems and warnings."""
+    try:
+        loaded = _load(ctx, args.template)
+    except tpl.TemplateInvalid as exc:
+        return {"valid": False, "problems": exc.problems, "warnings": []}
+    return {"valid": True, "problems": [], "warnings": loaded.warnings}
+
+
+@op("pipelines.templates.create", kind="mutate", scope="workspace")
+async def templates_create(ctx: OpContext, args: TemplateArgs) -> dict[str, Any]:
+    """Store a new template (refused with every problem named when it is invalid)."""
+    loaded = _load(ctx, args.template)
+    wire = loaded.template.to_wire()
+    await _engine(ctx).store.insert_template(ctx.ws, wire, by=ctx.principal.label, now=ctx.app.clock.now())
+    await ctx.audit("pipelines.template.create", f"pipeline-template:{wire['id']}")
+    return {"id": wire["id"], "warnings": loaded.warnings}
+
+
+@op("pipelines.templates.list", kind="read", scope="workspace")
+async def templates_list(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+    """The workspace's templates."""
+    return {"templates": await _engine(ctx).store.list_templates(ctx.ws)}
+
+
+@op("pipelines.templates.get", kind="read", scope="workspace")
+async def templates_get(ctx: OpContext, args: TemplateRef) -> dict[str, Any]:
+    """One template, with the warnings it loads with today (e.g. a body no longer registered)."""
+    wire = await _engine(ctx).store.get_template(ctx.ws, args.template_id)
+    try:
+        warnings = _load(ctx, wire).warnings
+    except tpl.TemplateInvalid as exc:
+        warnings = exc.problems
+    return {"template": wire, "warnings": warnings}
+
+
+@op("pipelines.templates.update", kind="mutate", scope="workspace")
+async def templates_update(ctx: OpContext, args: TemplateUpdateArgs) -> dict[str, Any]:
+    """Replace a template; runs already started keep the version they started with."""
+    loaded = _load(ctx, args.template)
+    wire = loaded.template.to_wire()
+    if wire["id"] != args.template_id:
+        raise InvalidArgs(
+            f"template.id {wire['id']!r} differs from templateId {args.template_id!r}", field="template.id"
+        )
+    await _engine(ctx).store.update_template(ctx.ws, wire, now=ctx.app.clock.now())
+    await ctx.audit("pipelines.template.update", f"pipeline-template:{wire['id']}")
+    return {"id": wire["id"], "warnings": loaded.warnings}
+
+
+@op("pipelines.templates.delete", kind="destructive", scope="workspace", min_role="admin")
+async def templates_delete(ctx: OpContext, args: TemplateRef) -> dict[str, Any]:
+    """Delete a template and its triggers (its runs stay, with their own copy of the template)."""
+    await _engine(ctx).store.delete_template(ctx.ws, args.template_id)
+    await ctx.audit("pipelines.template.delete", f"pipeline-template:{args.template_id}")
+    _poke_scheduler(ctx)
+    return {"deleted": args.template_id}
+
+
+@op("pipelines.runs.start", kind="mutate", scope="workspace", actions=["processSpawn"])
+async def runs_start(ctx: OpContext, args: RunStartArgs) -> dict[str, Any]:
+    """Start a run of a stored template (manual trigger) with a payload; ``dryRun`` makes bodies report only."""
+    engine = _engine(ctx)
+    template = await engine.stored_template(ctx.ws, args.template_id)
+    trigger_id = await triggers.manual_trigger_id(engine, ctx.ws, args.template_id, by=ctx.principal.label)
+    run_id = await engine.start_run(
+        ctx.ws,
+        template,
+        payload=args.payload,
+        dry_run=args.dry_run,
+        trigger_kind="manual",
+        trigger_id=trigger_id,
+        by=ctx.principal.label,
+    )
+    assert run_id is not None  # manual firings have no key, so they never collide
+    await ctx.audit(
+        "pipelines.run.start", f"pipeline-run:{run_id}", {"templateId": args.template_id, "dryRun": args.dry_run}
+    )
+    return {"runId": run_id}
+
+
+@op("pipelines.runs.cancel", kind="mutate", scope="workspace")
+async def runs_cancel(ctx: OpContext, args: RunRef) -> dict[str, Any]:
+    """Cancel an unfinished run: running bodies are stopped, suspended steps cancelled."""
+    engine = _engine(ctx)
+    await engine.cancel(ctx.ws, args.run_id)
+    await ctx.audit("pipelines.run.cancel", f"pipeline-run:{args.run_id}")
+    return await engine.snapshot(ctx.ws, args.run_id)
+
+
+@op("pipelines.runs.list", kind="read", scope="workspace")
+async def runs_list(ctx: OpContext, args: RunListArgs) -> dict[str, Any]:
+    """Runs, newest first, optionally of one template, in one status, or children of one run."""
+    rows = await _engine(ctx).store.list_runs(
+        ctx.ws,
+        template_id=args.template_id,
+        status=args.status.value if args.status else None,
+        parent_run_id=args.parent_run_id,
+        limit=args.limit,
+    )
+    return {"runs": [run_summary(r) for r in rows]}
+
+
+async def _detail(ctx: OpContext, run_id: str) -> dict[str, Any]:
+    run, recs = await _engine(ctx).store.load_run(ctx.ws, run_id)
+    labels = {s["id"]: (s.get("config") or {}).get("label") or s["id"] for s in run.template.get("steps", [])}
+    return run_detail(run, recs, labels)
+
+
+@op("pipelines.runs.get", kind="read", scope="workspace")
+async def runs_get(ctx: OpContext, args: RunRef) -> dict[str, Any]:
+    """A run with its step runs: status, attempts, errors, timings, suspension and progress."""
+    return await _detail(ctx, args.run_id)
+
+
+@op("pipelines.runs.watch", kind="watch", scope="workspace")
+async def runs_watch(ctx: OpContext, args: RunWatchArgs) -> AsyncIterator[dict[str, Any]]:
+    """Follow step-run changes as they are stored: of one run (replying with the run), or of every run in the
+    workspace (replying with the run list); each event frame is ``{runId, status, steps: [...]}``."""
+    engine = _engine(ctx)
+    listener = engine.listen(ctx.ws, args.run_id)
+    try:
+        if args.run_id is not None:
+            yield await _detail(ctx, args.run_id)
+        else:
+            yield {"runs": [run_summary(r) for r in await engine.store.list_runs(ctx.ws, limit=100)]}
+        while True:
+            yield await listener.queue.get()
+    finally:
+        engine.unlisten(listener)
+
+
+@op("pipelines.triggers.create", kind="mutate", scope="workspace", actions=["processSpawn"])
+async def triggers_create(ctx: OpContext, args: TriggerCreateArgs) -> dict[str, Any]:
+    """Add a trigger to a template: ``event`` (eventType) or ``schedule`` (cron, UTC)."""
+    row = await triggers.create_trigger(
+        _engine(ctx),
+        ctx.ws,
+        template_id=args.template_id,
+        kind=args.kind,
+        event_type=args.event_type,
+        cron=args.cron,
+        payload=args.payload,
+        by=ctx.principal.label,
+    )
+    await ctx.audit("pipelines.trigger.create", f"pipeline-trigger:{row.id}", {"templateId": args.template_id})
+    _poke_scheduler(ctx)
+    return row.to_wire()
+
+
+@op("pipelines.triggers.list", kind="read", scope="workspace")
+async def triggers_list(ctx: OpContext, args: TriggerListArgs) -> dict[str, Any]:
+    """Trigger rows, optionally of one template."""
+    rows = await _engine(ctx).store.list_triggers(ctx.ws, template_id=args.template_id)
+    return {"triggers": [r.to_wire() for r in rows]}
+
+
+@op("pipelines.triggers.delete", kind="destructive", scope="workspace", min_role="admin")
+async def triggers_delete(ctx: OpContext, args: TriggerRef) -> dict[str, Any]:
+    """Remove a trigger (runs it started stay)."""
+    await _engine(ctx).store.delete_trigger(ctx.ws, args.trigger_id)
+    await ctx.audit("pipelines.trigger.delete", f"pipeline-trigger:{args.trigger_id}")
+    _poke_scheduler(ctx)
+    return {"deleted": args.trigger_id}
+
+
+@op("pipelines.emit", kind="mutate", scope="workspace", actions=["processSpawn"])
+async def emit(ctx: OpContext, args: EmitArgs) -> dict[str, Any]:
+    """Record a domain event: it resumes the steps suspended on it and fires its event triggers."""
+    stored = await ctx.app.bus.publish_raw(ctx.ws, args.event_type, args.payload)
+    await ctx.audit("pipelines.emit", f"event:{args.event_type}", {"seq": stored.seq})
+    return {"seq": stored.seq, "id": stored.id}
+
+
+@op("pipelines.bodies.list", kind="read", scope="workspace")
+async def bodies_list(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+    """Registered bodies: key, one-line summary and the settings each reads."""
+    return {
+        "bodies": [
+            {
+                "key": b.key,
+                "summary": b.summary,
+                "config": [{"name": f.name, "doc": f.doc, "required": f.required} for f in b.config],
+                "resumes": b.resumes,
+                "honoursDryRun": b.honours_dry_run,
+            }
+            for b in _engine(ctx).bodies.specs
+        ]
+    }
+
+
+PIPELINE_OPS = [
+    templates_validate,
+    templates_create,
+    templates_list,
+    templates_get,
+    templates_update,
+    templates_delete,
+    runs_start,
+    runs_cancel,
+    runs_list,
+    runs_get,
+    runs_watch,
+    triggers_create,
+    triggers_list,
+    triggers_delete,
+    emit,
+    bodies_list,
+]
