@@ -11,6 +11,8 @@ from hangar.sso.oidc.routes import OIDC_ROUTES
 from hangar.sso.ops import SSO_OPS, SSO_ROUTES
 from hangar.sso.saml.routes import SAML_ROUTES
 from hangar.sso.saml.service import SamlService, saml_service
+from hangar.sso.scim.routes import SCIM_ROUTES
+from hangar.sso.scim.store import ScimDirectory
 
 
 async def _start(ctx: AppContext) -> None:
@@ -20,6 +22,7 @@ async def _start(ctx: AppContext) -> None:
     if ctx.maybe_service(SamlService) is None:
         saml_service(ctx)
     ctx.provide(OidcService(ctx, store))
+    ctx.provide(ScimDirectory(ctx.dbs.server, ctx.identity, ctx.clock))
 
 
 async def _stop(ctx: AppContext) -> None:
@@ -31,7 +34,7 @@ async def _stop(ctx: AppContext) -> None:
 SSO_PART = Part(
     name="sso",
     ops=SSO_OPS,
-    routes=[*SAML_ROUTES, *OIDC_ROUTES, *SSO_ROUTES, *handoff_routes()],
+    routes=[*SAML_ROUTES, *OIDC_ROUTES, *SCIM_ROUTES, *SSO_ROUTES, *handoff_routes()],
     migrations=[MIGRATIONS],
     start=_start,
     stop=_stop,

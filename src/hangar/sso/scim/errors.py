@@ -33,6 +33,10 @@ class ScimUnauthorized(Unauthenticated):
     pass
 
 
+class ScimMethodNotAllowed(Refused):
+    http_status = 405
+
+
 class ScimNotImplemented(Refused):
     """501: a capability left out by design (group push)."""
 

@@ -156,7 +156,9 @@ def _coerce(target: Target, op: str, value: Any) -> Any:
         raise FilterSemanticError(f"{name} is a {leaf.type}; compare it with a string")
     if leaf.type == "binary" and op in ORDER_OPS:
         raise FilterSemanticError(f"{name} is binary: {op} does not apply")
-    if leaf.type == "dateTime" and op not in SUBSTRING_OPS:
+    if leaf.type == "dateTime":
+        if op in SUBSTRING_OPS:
+            raise FilterSemanticError(f"{name} is a timestamp: compare it with eq, ne, gt, ge, lt or le")
         return parse_datetime(value)
     return value
 

@@ -1,0 +1,23 @@
+"""The server-database table SCIM owns (schema in ``sso/migrations``)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from hangar.core.types import UtcDateTime
+
+metadata = sa.MetaData()
+
+scim_users = sa.Table(
+    "scim_users",
+    metadata,
+    sa.Column("user_id", sa.String(36), primary_key=True),
+    sa.Column("user_name", sa.String(320), nullable=False),
+    sa.Column("user_name_lc", sa.String(320)),
+    sa.Column("external_id", sa.String(320)),
+    sa.Column("resource", sa.JSON, nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("deleted_at", UtcDateTime()),
+)
