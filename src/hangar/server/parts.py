@@ -10,6 +10,7 @@ def all_parts() -> list[Part]:
     from hangar.agents.part import AGENTS_PART
     from hangar.core.part_def import CORE_PART
     from hangar.identity.part import IDENTITY_PART
+    from hangar.pipelines.part import PIPELINES_PART
     from hangar.rigs.part import RIGS_PART
     from hangar.sso.part import SSO_PART
     from hangar.workspace.part import WORKSPACE_PART
@@ -21,4 +22,6 @@ def all_parts() -> list[Part]:
         WORKSPACE_PART,
         AGENTS_PART,
         RIGS_PART,
+        # Last: resuming runs at start may run bodies that use the services the parts above provide.
+        PIPELINES_PART,
     ]
