@@ -1,45 +1,28 @@
 """The real server with the rigs part on real enclosures, for the rigs manager and ops tests.
 
-Rigs boot from one terminal image pack shared by the whole test session (built once, then reused: the
-pack is keyed by its toolset revision), so each test gets its own data directory but no rebuild. Where this
+Rigs boot from the terminal image pack the enclosure tests share (``rigs_enclosure_env``: built once per
+machine, keyed by its toolset revision), so each test gets its own data directory but no rebuild. Where this
 host cannot run enclosures the tests skip with the backend's own reason.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from hangar.core.clock import Clock
 from hangar.rigs.backends.enclosure import EnclosureBackend
-from hangar.rigs.image.pack import ensure_pack
 from hangar.rigs.manager import RigManager
 from hangar.rigs.part import make_rigs_part
 from hangar.server.parts import all_parts
 from hangar.workspace.part import WORKSPACE_PART
+from tests.integration.rigs_enclosure_env import PACKS, ready_pack
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-
-PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))
-
-
-def skip_reason() -> str | None:
-    return EnclosureBackend(PACKS.parent / "probe", packs_root=PACKS).unavailable_reason()
-
-
-async def ensure_test_pack() -> Path:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(f"enclosures cannot run here: {reason}")
-    await ensure_pack(PACKS)
-    return PACKS
 
 
 @dataclass
@@ -92,7 +75,7 @@ def rigs_parts() -> list[Any]:
 async def rigs_server(tmp_path: Path, *, clock: Clock | None = None) -> AsyncIterator[RigsEnv]:
     """``tmp_path`` is unused on purpose: rig runtime paths hold UNIX sockets (at most 108 bytes), so the
     data directory is a short one under /tmp."""
-    await ensure_test_pack()
+    await ready_pack()
     with tempfile.TemporaryDirectory(prefix="hr-", dir="/tmp") as short:
         async with running_server(Path(short), clock=clock, parts=rigs_parts()) as srv:
             ws = await srv.new_workspace()

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from hangar.rigs.backends.enclosure import EnclosureRig
-from tests.integration.rigs_env import RigsEnv, ensure_test_pack, rigs_parts, rigs_server
+from tests.integration.rigs_enclosure_env import ready_pack
+from tests.integration.rigs_env import RigsEnv, rigs_parts, rigs_server
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 
@@ -89,7 +90,7 @@ async def test_a_rig_whose_process_dies_fails_with_backend_failure(tmp_path: Pat
 
 
 async def test_stopping_the_server_closes_every_rig(tmp_path: Path) -> None:
-    await ensure_test_pack()
+    await ready_pack()
     with tempfile.TemporaryDirectory(prefix="hr-", dir="/tmp") as short:
         data = Path(short)
         async with running_server(data, parts=rigs_parts()) as srv:
