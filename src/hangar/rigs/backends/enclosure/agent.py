@@ -56,60 +56,99 @@ def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pid, sig)
 
 
-async def do_exec(req: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    env = dict(BASE_ENV, TERM="dumb")
-    proc = await asyncio.create_subprocess_exec(
-        "/bin/bash",
-        "-lc",
-        req["cmd"],
-        stdin=subprocess.PIPE if req.get("stdin") else subprocess.DEVNULL,
+def spawn_command(cmd: str, with_stdin: bool) -> "subprocess.Popen[bytes]":
+    return subprocess.Popen(
+        ["/bin/bash", "-lc", cmd],
+        stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=WORKDIR,
-        env=env,
+        env=dict(BASE_ENV, TERM="dumb"),
         start_new_session=True,
+        close_fds=True,
     )
 
-    async def pump(stream: asyncio.StreamReader | None, kind: bytes) -> None:
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+async def do_exec(req: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    # Popen plus a pidfd rather than asyncio's subprocess: asyncio's wait() also waits for the pipes to close,
+    # and a command that starts a background job (a dev server) leaves them open for as long as the job runs.
+    loop = asyncio.get_running_loop()
+    proc = spawn_command(req["cmd"], bool(req.get("stdin")))
+    exited: asyncio.Future[None] = loop.create_future()
+    pidfd = os.pidfd_open(proc.pid)
+
+    def on_exit() -> None:
+        if not exited.done():
+            exited.set_result(None)
+
+    loop.add_reader(pidfd, on_exit)
+    open_pipes: dict[int, bytes] = {}
+    drained = asyncio.Event()
+    for stream, kind in ((proc.stdout, b"O"), (proc.stderr, b"R")):
         assert stream is not None
-        while True:
-            data = await stream.read(65536)
-            if not data:
+        fd = stream.fileno()
+        os.set_blocking(fd, False)
+        open_pipes[fd] = kind
+
+        def readable(fd: int = fd) -> None:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
                 return
-            writer.write(frame(kind, data))
-            await writer.drain()
+            except OSError:
+                data = b""
+            if data:
+                writer.write(frame(open_pipes[fd], data))
+                return
+            loop.remove_reader(fd)
+            del open_pipes[fd]
+            if not open_pipes:
+                drained.set()
+
+        loop.add_reader(fd, readable)
 
     async def feed() -> None:
         assert proc.stdin is not None
+        stdin_fd = proc.stdin.fileno()
         try:
             while True:
                 kind, data = await read_frame(reader)
                 if kind == b"I":
-                    proc.stdin.write(data)
-                    await proc.stdin.drain()
+                    await loop.run_in_executor(None, write_all, stdin_fd, data)
                 elif kind == b"E":
                     break
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass
         finally:
             with contextlib.suppress(Exception):
                 proc.stdin.close()
 
     feeder = asyncio.ensure_future(feed()) if req.get("stdin") else None
-    pumps = asyncio.ensure_future(asyncio.gather(pump(proc.stdout, b"O"), pump(proc.stderr, b"R")))
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), req.get("timeout"))
+        await asyncio.wait_for(asyncio.shield(exited), req.get("timeout"))
     except TimeoutError:
         timed_out = True
         kill_group(proc.pid)
-        await proc.wait()
-    with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-        await asyncio.wait_for(asyncio.shield(pumps), DRAIN_AFTER_EXIT_S)
-    pumps.cancel()
+        await exited
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(drained.wait(), DRAIN_AFTER_EXIT_S)
+    for fd in list(open_pipes):
+        loop.remove_reader(fd)
+    loop.remove_reader(pidfd)
+    os.close(pidfd)
+    for stream in (proc.stdout, proc.stderr):
+        assert stream is not None
+        stream.close()
     if feeder is not None:
         feeder.cancel()
-    returncode = proc.returncode if proc.returncode is not None else -9
+    returncode = proc.wait()
     code = returncode if returncode >= 0 else 128 - returncode
     writer.write(frame(b"X", json.dumps({"code": code, "timed_out": timed_out}).encode()))
     await writer.drain()

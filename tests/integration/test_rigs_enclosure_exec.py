@@ -1,0 +1,170 @@
+"""Real enclosure rigs: exec, PTY, namespaces, limits, parking, death underneath, teardown, the shared pack."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from hangar.errors import Refused, Unavailable
+from hangar.rigs.backends.enclosure import EnclosureRig
+from hangar.rigs.image.pack import MARKER, ensure_pack
+from tests.integration.rigs_enclosure_env import PACKS, enclosure, running_rig, spec
+
+pytestmark = pytest.mark.needs_root
+
+
+async def test_exec_runs_as_the_rig_user_in_its_own_namespaces() -> None:
+    async with running_rig() as rig:
+        out = await rig.exec("id -un; id -u; hostname; pwd; echo oops >&2; exit 7", timeout_s=10)
+        assert (out.exit_code, out.stdout, out.stderr, out.timed_out) == (
+            7,
+            "rig\n1000\nrig\n/home/rig\n",
+            "oops\n",
+            False,
+        )
+        assert (await rig.exec("tr a-z A-Z", timeout_s=10, stdin=b"piped in")).stdout == "PIPED IN"
+        for ns in ("pid", "ipc", "uts", "net", "mnt"):
+            inside = (await rig.exec(f"readlink /proc/self/ns/{ns}", timeout_s=10)).stdout.strip()
+            assert inside and inside != os.readlink(f"/proc/self/ns/{ns}"), ns
+        ps = await rig.exec("ps -e -o pid=,comm=", timeout_s=10)
+        pids = [line.split() for line in ps.stdout.splitlines()]
+        assert pids[0] == ["1", "bwrap"] and len(pids) < 10  # the host's processes are invisible
+        caps = await rig.exec("grep CapEff /proc/self/status", timeout_s=10)
+        assert caps.stdout.split() == ["CapEff:", "0000000000000000"]
+
+
+async def test_timeout_kills_the_command_and_its_children() -> None:
+    async with running_rig() as rig:
+        out = await rig.exec("sleep 300 & echo $! > /tmp/child; sleep 300", timeout_s=0.5)
+        assert out.timed_out and out.exit_code == 137
+        check = await rig.exec("kill -0 $(cat /tmp/child) 2>/dev/null && echo alive || echo gone", timeout_s=10)
+        assert check.stdout == "gone\n"
+        detached = await rig.exec("nohup sleep 300 >/dev/null 2>&1 & echo started", timeout_s=10)
+        assert detached.stdout == "started\n" and not detached.timed_out
+
+
+async def test_pty_is_an_xterm_and_resizes() -> None:
+    async with running_rig() as rig:
+        pty = await rig.open_pty(100, 30)
+        await pty.write(b"echo T=$TERM; stty size\n")
+        out = b""
+        while b"30 100\r\n" not in out:
+            out += await asyncio.wait_for(pty.read(), 10)
+        assert b"T=xterm-256color" in out
+        await pty.resize(132, 43)
+        await pty.write(b"stty size; exit\n")
+        while chunk := await asyncio.wait_for(pty.read(), 10):
+            out += chunk
+        assert b"43 132\r\n" in out
+        assert await pty.read() == b""
+        with pytest.raises(Refused):
+            await pty.write(b"late")
+        await pty.aclose()
+        await pty.aclose()
+
+
+async def test_park_freezes_and_wake_resumes_with_memory_resident() -> None:
+    async with running_rig() as rig:
+        await rig.exec("nohup sh -c 'while :; do date +%s%N >> /tmp/ticks; sleep 0.02; done' >/dev/null 2>&1 &",
+                       timeout_s=10)  # fmt: skip
+        await asyncio.sleep(0.3)
+        await rig.park()
+        await rig.park()  # idempotent
+        with pytest.raises(Refused):
+            await rig.exec("true", timeout_s=5)
+        ticks = await _count_lines(rig, "/tmp/ticks")
+        await asyncio.sleep(0.4)
+        assert await _count_lines(rig, "/tmp/ticks") == ticks  # frozen: nothing ran
+        parked_mb = await rig.resident_mb()
+        assert parked_mb > 0
+        assert rig.alive()
+        await rig.wake()
+        await asyncio.sleep(0.3)
+        assert await _count_lines(rig, "/tmp/ticks") > ticks
+
+
+async def _count_lines(rig: EnclosureRig, path: str) -> int:
+    count = 0
+    async for chunk in rig.read_file(path):
+        count += chunk.count(b"\n")
+    return count
+
+
+async def test_memory_limit_and_resident_memory() -> None:
+    async with running_rig(spec(memory_mb=128)) as rig:
+        before = await rig.resident_mb()
+        await rig.exec("nohup python3 -c 'b = bytearray(80 << 20); import time; time.sleep(60)' >/dev/null 2>&1 &",
+                       timeout_s=10)  # fmt: skip
+        for _ in range(100):
+            if await rig.resident_mb() >= before + 70:
+                break
+            await asyncio.sleep(0.05)
+        assert await rig.resident_mb() >= before + 70
+        hog = await rig.exec("python3 -c 'b = bytearray(400 << 20); print(len(b))'", timeout_s=30)
+        assert hog.exit_code == 137 and hog.stdout == ""  # the kernel's OOM killer, inside the rig's limit
+        assert (await rig.exec("echo still here", timeout_s=10)).stdout == "still here\n"
+
+
+async def test_death_underneath_and_teardown(tmp_path: Path) -> None:
+    async with enclosure() as backend:
+        rig = await backend.start(spec("dies"), lambda _t: None)
+        assert isinstance(rig, EnclosureRig)
+        run_dir, netns = rig.run_dir, rig.netns.path
+        assert rig.pid1 is not None
+        os.kill(rig.pid1, signal.SIGKILL)
+        await asyncio.wait_for(rig.wait_dead(), 10)
+        assert not rig.alive()
+        with pytest.raises(Unavailable):
+            await rig.exec("true", timeout_s=5)
+        await rig.aclose()
+        await rig.aclose()
+        assert not run_dir.exists() and not netns.exists()
+        assert rig.cgroup.pids() == []
+
+
+async def test_second_rigs_reuse_the_pack_and_progress_is_reported() -> None:
+    marker = PACKS / "terminal-tools-v1" / MARKER
+    async with enclosure() as backend:
+        mtime = marker.stat().st_mtime_ns
+        infos = await asyncio.gather(ensure_pack(PACKS), ensure_pack(PACKS))
+        assert [i.built_in_s for i in infos] == [None, None]
+        steps: list[str] = []
+        rigs = await asyncio.gather(backend.start(spec("a"), steps.append), backend.start(spec("b"), steps.append))
+        try:
+            assert "starting the rig" in steps and not any("terminal image" in s for s in steps)
+            outs = await asyncio.gather(*(r.exec("echo $HOSTNAME-$(id -u)", timeout_s=10) for r in rigs))
+            assert [o.stdout for o in outs] == ["rig-1000\n", "rig-1000\n"] or all(o.exit_code == 0 for o in outs)
+            await rigs[0].exec("echo mine > /tmp/own", timeout_s=10)
+            other = await rigs[1].exec("cat /tmp/own", timeout_s=10)
+            assert other.exit_code == 1  # each rig has its own copy-on-write layer
+        finally:
+            for r in rigs:
+                await r.aclose()
+        assert marker.stat().st_mtime_ns == mtime
+
+
+async def test_escapes_from_inside_are_refused_and_the_host_is_unaffected() -> None:
+    host_marker = Path("/tmp") / f"hangar-escape-{os.getpid()}"
+    async with running_rig() as rig:
+        attempts = await rig.exec(
+            "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)'"
+            " 2>&1 | tail -1;"
+            " sh -c 'echo x >> /etc/passwd' 2>&1 | tail -1;"
+            " mkdir /hostroot 2>&1;"
+            f" echo leak > {host_marker} && echo wrote-rig-tmp;"
+            " /usr/sbin/chroot / true 2>&1 | tail -1;"
+            " ls /proc/1/root 2>&1 | tail -1",
+            timeout_s=20,
+        )
+        text = attempts.stdout
+        assert "PermissionError: [Errno 1] Operation not permitted" in text
+        assert "cannot create /etc/passwd: Permission denied" in text
+        assert "cannot create directory ‘/hostroot’: Permission denied" in text
+        assert "wrote-rig-tmp" in text
+        assert "chroot: cannot change root directory to '/': Operation not permitted" in text
+        assert "cannot access '/proc/1/root': Permission denied" in text
+    assert not host_marker.exists()  # the rig's /tmp is its own

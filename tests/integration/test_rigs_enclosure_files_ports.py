@@ -1,0 +1,100 @@
+"""Ports and files of real rigs: a web server inside reached through a forwarded host port, listening ports,
+and file access confined to the rig (no symlink or ``..`` escapes)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hangar.errors import Conflict, InvalidArgs, NotFound, Refused
+from hangar.rigs.backends.enclosure import GUEST_WORKTREE, EnclosureRig
+from tests.integration.rigs_enclosure_env import running_rig, spec
+
+pytestmark = pytest.mark.needs_root
+
+
+async def start_web_server(rig: EnclosureRig, port: int) -> None:
+    await rig.exec(
+        f"mkdir -p ~/site && echo 'served from inside the rig' > ~/site/index.txt && cd ~/site && "
+        f"nohup python3 -m http.server {port} --bind 127.0.0.1 >/tmp/http.log 2>&1 &",
+        timeout_s=10,
+    )
+    for _ in range(100):
+        if port in await rig.listening_ports():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the web server did not start")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_web_server_inside_reached_through_forwarded_ports() -> None:
+    async with running_rig() as rig:
+        assert await rig.listening_ports() == []  # the gate's own listeners are not the guest's
+        guest_port = free_port()  # likely free on the host too, so the guest's own number can be kept
+        await start_web_server(rig, guest_port)
+        assert await rig.listening_ports() == [guest_port]
+        host_port = await rig.forward(guest_port, "127.0.0.1", guest_port)
+        assert host_port == guest_port
+        async with httpx.AsyncClient() as client:
+            reply = await client.get(f"http://127.0.0.1:{host_port}/index.txt")
+            assert reply.text == "served from inside the rig\n"
+            # the guest's number is taken on the host now: the caller falls back to an OS-assigned port
+            with pytest.raises(Conflict):
+                await rig.forward(guest_port, "127.0.0.1", host_port)
+            other = await rig.forward(guest_port, "127.0.0.1", None)
+            assert other != host_port
+            assert (await client.get(f"http://127.0.0.1:{other}/index.txt")).status_code == 200
+            # share on the local network: every interface, OS-assigned
+            lan = await rig.forward(guest_port, "0.0.0.0", None)
+            assert lan not in (host_port, other)
+            assert (await client.get(f"http://127.0.0.1:{lan}/index.txt")).status_code == 200
+            await rig.unforward(host_port)
+            await rig.unforward(host_port)  # unknown now: ignored
+            with pytest.raises(httpx.ConnectError):
+                await client.get(f"http://127.0.0.1:{host_port}/index.txt")
+        with pytest.raises(InvalidArgs):
+            await rig.forward(guest_port, "192.0.2.1", None)
+        await rig.exec("pkill -f http.server", timeout_s=10)
+
+
+async def test_files_land_in_the_rig_and_escapes_are_refused(tmp_path: Path) -> None:
+    home, worktree = tmp_path / "home", tmp_path / "worktree"
+    worktree.mkdir()
+    (worktree / "README").write_text("the worktree\n")
+    async with running_rig(spec(home=home, worktree=worktree)) as rig:
+        await rig.write_file("/home/rig/drops/a.txt", b"dropped", exclusive=True)
+
+        async def chunks() -> object:
+            for part in (b"big ", b"file"):
+                yield part
+
+        await rig.write_file("/home/rig/drops/b.bin", chunks(), exclusive=True)  # type: ignore[arg-type]
+        assert (home / "drops" / "a.txt").read_bytes() == b"dropped"  # the home is the host's directory
+        out = await rig.exec(f"stat -c '%U %s' ~/drops/a.txt; cat ~/drops/b.bin; cat {GUEST_WORKTREE}/README",
+                             timeout_s=10)  # fmt: skip
+        assert out.stdout == "rig 7\nbig filethe worktree\n"
+        with pytest.raises(Conflict):
+            await rig.write_file("/home/rig/drops/a.txt", b"again", exclusive=True)
+        await rig.exec("echo made inside > /tmp/inner.txt", timeout_s=10)
+        assert b"".join([c async for c in rig.read_file("/tmp/inner.txt")]) == b"made inside\n"
+        # the rig plants symlinks pointing out of its home and at the host's view of things
+        await rig.exec("ln -s /etc/shadow ~/shadow; ln -s / ~/rootlink; ln -s ../../.. ~/up", timeout_s=10)
+        for path in ("/home/rig/shadow", "/home/rig/rootlink/etc/passwd", "/home/rig/up/etc/hostname"):
+            with pytest.raises(Refused):
+                _ = [c async for c in rig.read_file(path)]
+            with pytest.raises(Refused):
+                await rig.write_file(path, b"x", exclusive=False)
+        with pytest.raises(Refused):
+            await rig.write_file("/home/rig/../../etc/passwd", b"x", exclusive=False)
+        with pytest.raises(NotFound):
+            _ = [c async for c in rig.read_file("/home/rig/missing.txt")]
+        assert not (tmp_path / "etc").exists()
