@@ -15,6 +15,14 @@ from tests.integration.rigs_env import rigs_server
 TERM = LIMITS[Surface.terminal]
 
 
+async def read_until(term: websockets.ClientConnection, marker: bytes) -> bytes:
+    seen = b""
+    while marker not in seen:
+        frame = await asyncio.wait_for(term.recv(), 30)
+        seen += frame if isinstance(frame, bytes) else frame.encode()
+    return seen
+
+
 async def test_open_exec_reuse_and_list(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
@@ -91,7 +99,8 @@ async def test_an_open_terminal_pins_against_idling_but_not_against_the_ttl(tmp_
         lane = await env.call("rig.terminalUrl", rigId=rig)
         headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
         async with websockets.connect(env.ws_origin + lane["path"], additional_headers=headers) as term:
-            await term.send(b"echo pinned\n")
+            await term.send(b"echo pin$((1+1))ed\n")
+            await read_until(term, b"pin2ed")  # the lane is open once the shell answers
             clock.advance(3 * TERM.idle_window_s)
             await env.manager.sweep()
             assert (await env.status(rig))["status"] == "ready"
@@ -118,6 +127,8 @@ async def test_closing_the_terminal_unpins(tmp_path: Path) -> None:
         lane = await env.call("rig.terminalUrl", rigId=rig)
         headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
         async with websockets.connect(env.ws_origin + lane["path"], additional_headers=headers) as term:
+            await term.send(b"echo up$((1+1))\n")
+            await read_until(term, b"up2")
             await term.send(b"exit\n")
         live = env.manager.live(env.ws, rig)
         for _ in range(400):  # the server notices the closed socket on its own time
