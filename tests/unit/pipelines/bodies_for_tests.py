@@ -82,3 +82,4 @@ async def bad(step: StepContext) -> Any:
 
 
 TEST_BODIES = [value, flaky, raiser, sleeper, wait_event, wait_tasks, harvest, terminal, progress, bad]
+BODIES = TEST_BODIES

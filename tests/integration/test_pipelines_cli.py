@@ -1,0 +1,280 @@
+"""``hangar pipeline`` end to end: the real command in a real process (killed with SIGKILL mid-run and
+resumed), plus in-process runs of the same commands where a test body is needed to suspend a step."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from hangar.pipelines.bodies import catalog
+from hangar.pipelines.cli import pipeline_app
+
+HANGAR = str(Path(sys.executable).parent / "hangar")
+
+CONTRACT_EXAMPLE: dict[str, Any] = {
+    "id": "triage",
+    "name": "Triage a report",
+    "steps": [
+        {"id": "start", "kind": "trigger", "body": "pipeline.trigger"},
+        {
+            "id": "check",
+            "kind": "listen",
+            "body": "shell.run",
+            "trigger": {"sourceStepIds": ["start"]},
+            "config": {
+                "script": "grep -c ERROR {{log_path}}",
+                "outputKey": "errors",
+                "retryPolicy": {"maxAttempts": 3, "backoff": "exponential", "initialDelayMs": 200},
+                "continueOnFail": False,
+                "timeoutMs": 30000,
+            },
+        },
+        {
+            "id": "route",
+            "kind": "router",
+            "body": "flow.router",
+            "trigger": {"sourceStepIds": ["check"]},
+            "config": {"extras": {"predicate": {"type": "comparison", "left": "errors", "op": "gt", "right": 0}}},
+        },
+        {
+            "id": "fix",
+            "kind": "listen",
+            "body": "shell.run",
+            "trigger": {"sourceStepIds": ["route"]},
+            "config": {"script": "echo fixing"},
+        },
+        {"id": "both", "kind": "join", "body": "pipeline.trigger", "waitForStepIds": ["fix"]},
+        {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["both"]}},
+    ],
+    "edges": [{"from": "route", "to": "fix", "routeKey": "true"}],
+}
+
+
+RUNNER = CliRunner()
+
+
+def binary(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``hangar`` executable in its own process."""
+    env = {k: v for k, v in os.environ.items() if k != "HANGAR_DATA_DIR"}
+    return subprocess.run([HANGAR, "pipeline", *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def cli(*args: str) -> Any:
+    """The command in this process (same code path as the binary, without paying its start-up each time)."""
+    return RUNNER.invoke(pipeline_app, list(args))
+
+
+def write(path: Path, raw: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def test_validate_exit_codes_and_warnings(tmp_path: Path) -> None:
+    good = write(tmp_path / "good.json", CONTRACT_EXAMPLE)
+    res = cli("validate", str(good))
+    assert res.exit_code == 0, res.output
+    assert res.stderr == ""
+    yml = tmp_path / "good.yaml"
+    yml.write_text(yaml.safe_dump(CONTRACT_EXAMPLE))
+    assert cli("validate", str(yml)).exit_code == 0
+
+    warn = json.loads(json.dumps(CONTRACT_EXAMPLE))
+    warn["steps"][3]["body"] = "nobody.here"
+    res = cli("validate", str(write(tmp_path / "warn.json", warn)))
+    assert res.exit_code == 0
+    assert "warning: step fix: body 'nobody.here' is not registered" in res.stderr
+
+    bad = json.loads(json.dumps(CONTRACT_EXAMPLE))
+    bad["edges"] = []
+    bad["steps"][1]["config"]["retryPolicy"]["maxAttempts"] = 0
+    res = cli("validate", str(write(tmp_path / "bad.json", bad)))
+    assert res.exit_code == 2
+    assert "maxAttempts must be at least 1, not 0" in res.stderr
+
+
+def test_run_contract_example_then_show(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    log = tmp_path / "app.log"
+    log.write_text("ok\nERROR one\nERROR two\n")
+    file = write(tmp_path / "triage.json", CONTRACT_EXAMPLE)
+    res = binary("run", str(file), "--data-dir", str(data), "--input", f"log_path={log}", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert set(out) == {"runId", "status", "state", "steps"}
+    assert out["status"] == "completed"
+    assert out["state"]["errors"] == "2"
+    assert out["steps"]["fix"] == {"status": "completed", "attempts": 1, "error": None}
+    run_dir = Path(out["state"]["check_runDir"])
+    assert run_dir == data / "pipelines" / out["runId"] and run_dir.is_dir()
+    shown = cli("show", out["runId"], "--data-dir", str(data))
+    assert shown.exit_code == 0 and json.loads(shown.stdout) == out
+    missing = cli("show", "no-such-run", "--data-dir", str(data))
+    assert missing.exit_code == 2 and "pipeline run 'no-such-run' does not exist" in missing.stderr
+
+    clean = tmp_path / "clean.log"
+    clean.write_text("all good\n")
+    res = cli("run", str(file), "--data-dir", str(data), "--payload", json.dumps({"log_path": str(clean)}), "--json")
+    # grep -c exits 1 when it counts nothing: the check step fails for good after three attempts.
+    assert res.exit_code == 1
+    out = json.loads(res.stdout)
+    assert out["status"] == "failed"
+    assert out["steps"]["check"]["attempts"] == 3 and "script exited with status 1" in out["steps"]["check"]["error"]
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    file = write(tmp_path / "t.json", CONTRACT_EXAMPLE)
+    d = str(tmp_path / "d")
+    res = cli("run", str(file), "--data-dir", d, "--payload", "[1, 2]")
+    assert res.exit_code == 2 and "--payload must be a JSON object" in res.stderr
+    res = cli("run", str(file), "--data-dir", d, "--input", "novalue")
+    assert res.exit_code == 2 and "is not KEY=VALUE" in res.stderr
+    res = cli("run", str(tmp_path / "missing.json"), "--data-dir", d)
+    assert res.exit_code == 2 and "cannot read" in res.stderr
+    res = cli("show", "some-run", "--data-dir", d, "--workspace", "elsewhere")
+    assert res.exit_code == 2 and "no workspace named 'elsewhere'" in res.stderr
+
+
+def test_killed_mid_run_then_resumed_reruns_only_unfinished_steps(tmp_path: Path) -> None:
+    data, marks = tmp_path / "data", tmp_path / "marks"
+    marks.mkdir()
+
+    def shell(sid: str, source: str, script: str) -> dict[str, Any]:
+        return {
+            "id": sid,
+            "kind": "listen",
+            "body": "shell.run",
+            "trigger": {"sourceStepIds": [source]},
+            "config": {"script": script, "outputKey": f"{sid}_out"},
+        }
+
+    raw = {
+        "id": "durable",
+        "steps": [
+            {"id": "start", "kind": "trigger"},
+            shell("a", "start", f'echo run >> {marks}/a; echo "$HANGAR_PIPELINE_RUN_ID" > {marks}/run_id; echo A'),
+            shell(
+                "b",
+                "a",
+                f"echo run >> {marks}/b; echo $$ > {marks}/b_pid; "
+                f"if [ ! -e {marks}/resumed ]; then touch {marks}/b_started; sleep 60; fi; echo B-{{{{a_out}}}}",
+            ),
+            shell("c", "b", f"echo run >> {marks}/c; echo C"),
+            {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["c"]}},
+        ],
+    }
+    file = write(tmp_path / "durable.json", raw)
+    env = {k: v for k, v in os.environ.items() if k != "HANGAR_DATA_DIR"}
+    proc = subprocess.Popen(
+        [HANGAR, "pipeline", "run", str(file), "--data-dir", str(data), "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (marks / "b_started").exists():
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "step b never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        # The killed process cannot stop its script; the test does.
+        if (marks / "b_pid").exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int((marks / "b_pid").read_text()), signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL
+    run_id = (marks / "run_id").read_text().strip()
+
+    shown = json.loads(cli("show", run_id, "--data-dir", str(data)).stdout)
+    assert shown["status"] == "running"
+    assert shown["state"]["a_out"] == "A"
+    assert shown["steps"]["a"] == {"status": "completed", "attempts": 1, "error": None}
+    assert shown["steps"]["b"]["status"] == "running"
+    assert shown["steps"]["c"]["status"] == "pending"
+
+    (marks / "resumed").touch()
+    res = cli("resume", run_id, "--data-dir", str(data), "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["status"] == "completed"
+    assert out["state"] | {} == {
+        "a_out": "A",
+        "a_runDir": str(data / "pipelines" / run_id),
+        "b_out": "B-A",
+        "b_runDir": str(data / "pipelines" / run_id),
+        "c_out": "C",
+        "c_runDir": str(data / "pipelines" / run_id),
+    }
+    # a completed before the kill and never ran again; b was interrupted and ran again (at least once).
+    assert (marks / "a").read_text().count("run") == 1
+    assert (marks / "b").read_text().count("run") == 2
+    assert (marks / "c").read_text().count("run") == 1
+    assert out["steps"]["b"]["attempts"] == 1
+    again = cli("resume", run_id, "--data-dir", str(data), "--json")
+    assert again.exit_code == 0 and (marks / "c").read_text().count("run") == 1
+
+
+@pytest.fixture
+def with_test_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(catalog, "BODY_MODULES", (*catalog.BODY_MODULES, "tests.unit.pipelines.bodies_for_tests"))
+    monkeypatch.delenv("HANGAR_DATA_DIR", raising=False)
+
+
+def test_suspended_run_exits_3_and_emit_resumes_it(tmp_path: Path, with_test_bodies: None) -> None:
+    data = tmp_path / "data"
+    raw = {
+        "id": "approve",
+        "steps": [
+            {"id": "start", "kind": "trigger"},
+            {
+                "id": "wait",
+                "kind": "listen",
+                "body": "test.waitEvent",
+                "trigger": {"sourceStepIds": ["start"]},
+                "config": {"outputKey": "approval", "extras": {"eventType": "review.approved"}},
+            },
+            {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["wait"]}},
+        ],
+    }
+    file = write(tmp_path / "approve.json", raw)
+    runner = CliRunner()
+    res = runner.invoke(pipeline_app, ["run", str(file), "--data-dir", str(data), "--workspace", "team", "--json"])
+    assert res.exit_code == 3, res.output
+    run = json.loads(res.stdout)
+    assert run["status"] == "suspended" and run["steps"]["wait"]["status"] == "suspended"
+
+    res = runner.invoke(
+        pipeline_app,
+        [
+            "emit",
+            "review.approved",
+            "--payload",
+            '{"by": "ann"}',
+            "--data-dir",
+            str(data),
+            "--workspace",
+            "team",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    (resumed,) = json.loads(res.stdout)
+    assert resumed["runId"] == run["runId"] and resumed["status"] == "completed"
+    assert resumed["state"]["approval"] == {"by": "ann"}
+
+    res = runner.invoke(pipeline_app, ["emit", "review.approved", "--data-dir", str(data), "--workspace", "nope"])
+    assert res.exit_code == 2 and "no workspace named 'nope'" in res.output
