@@ -113,7 +113,11 @@ def _mcp_path() -> dict[str, Any]:
                     "required": True,
                     "description": "Must include `application/json` (clients send "
                     "`application/json, text/event-stream`).",
-                    "schema": {"type": "string", "example": "application/json, text/event-stream"},
+                    "schema": {
+                        "type": "string",
+                        "pattern": "^application/json(, text/event-stream)?$",
+                        "example": "application/json, text/event-stream",
+                    },
                 }
             ],
             "requestBody": {

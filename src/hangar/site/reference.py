@@ -165,7 +165,9 @@ def _click_rows(cmd: Any, path: str) -> list[str]:
                 shown = "" if default is None or (p.is_flag and not default) else f"`{default}`"
                 rows.append((names, _cell(getattr(p, "help", "") or ""), shown))
             elif kind == "argument":
-                rows.append((f"`{p.human_readable_name}` (argument)", "", "" if p.required else "optional"))
+                label = str(getattr(p, "metavar", None) or getattr(p, "name", "") or "").upper()
+                help_text = getattr(p, "help", "") or ""
+                rows.append((f"`{label}` (argument)", _cell(help_text), "" if p.required else "optional"))
         if rows:
             out.append(_table(("Option", "Meaning", "Default"), rows) + "\n")
     commands = getattr(cmd, "commands", None)

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from hangar.site.app import build_site
+from hangar.site.build import SiteBuild
+from hangar.site.render import ORIGIN
+from hangar.site.slugs import SKILLS, page_slugs, twin_path_of
+
+
+@pytest.fixture(scope="module")
+def site() -> SiteBuild:
+    return build_site(None).state.site  # type: ignore[no-any-return]
+
+
+def test_origin_is_substituted_everywhere(site: SiteBuild) -> None:
+    origin = site.origin("https://docs.example.org")
+    for path, res in origin.resources.items():
+        assert ORIGIN.encode() not in res.body, path
+    assert b'<link rel="canonical" href="https://docs.example.org/manual/install">' in (
+        origin.resources["/manual/install"].body
+    )
+    assert origin.resources["/manual/install.md"].body.endswith(
+        b"Canonical URL: https://docs.example.org/manual/install\n"
+    )
+
+
+def test_etag_is_the_hash_of_the_served_bytes(site: SiteBuild) -> None:
+    a = site.origin("http://a.test").resources["/about"]
+    b = site.origin("http://b.test").resources["/about"]
+    assert a.etag != b.etag
+    assert a.etag == b'"' + hashlib.sha256(a.body).hexdigest()[:32].encode() + b'"'
+    assert (b"content-length", str(len(a.body)).encode()) in a.headers
+
+
+def test_every_page_has_both_representations(site: SiteBuild) -> None:
+    origin = site.origin("http://x.test")
+    for slug in page_slugs():
+        html, md = origin.pages["/" + slug]
+        assert html.body.startswith(b"<!doctype html>")
+        assert md is origin.resources[twin_path_of(slug)]
+        assert md.body.startswith(b"# ")
+
+
+def test_skills_index_digests_cover_the_served_bytes(site: SiteBuild) -> None:
+    origin = site.origin("http://x.test")
+    index = json.loads(origin.resources["/.well-known/agent-skills/index.json"].body)
+    assert [s["name"] for s in index["skills"]] == list(SKILLS)
+    for entry in index["skills"]:
+        body = origin.resources[f"/.well-known/agent-skills/{entry['name']}/SKILL.md"].body
+        assert entry["digest"] == "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def test_a_fixed_base_url_wins_over_the_request_origin() -> None:
+    site = build_site("https://docs.hangar.example").state.site
+    assert site.origin("http://evil.test").resources["/llms.txt"].body.count(b"https://docs.hangar.example/") > 100
+
+
+def test_base_url_must_be_http() -> None:
+    with pytest.raises(ValueError, match="base_url"):
+        build_site("docs.example.org")
+
+
+def test_generated_reference_sections_are_filled(site: SiteBuild) -> None:
+    route_map = site.bodies["manual/reference/route-map"]
+    assert "`workspaces.create`" in route_map and "`/auth/pair`" in route_map
+    assert "`/openapi.json`" in route_map
+    cli = site.bodies["manual/reference/server-cli"]
+    assert "### `hangar serve`" in cli and "`--site-port`" in cli
+    assert "`shell.run`" in site.bodies["manual/reference/pipeline-steps"]
+    assert "<!-- generated" not in "".join(site.bodies.values())
