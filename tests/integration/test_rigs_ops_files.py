@@ -1,0 +1,203 @@
+"""The file lane over real HTTP into real enclosures: landing in ~/drops without overwriting, reading out,
+signatures and membership, take-over, limits, traversal and symlink escapes, audit without content."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from hangar.rigs import files as file_lane
+from hangar.rigs.signing import LaneSigner
+from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.support.rpc import RpcClient
+
+
+def b64(path: str) -> str:
+    return base64.urlsafe_b64encode(path.encode()).rstrip(b"=").decode()
+
+
+async def lane_path(env: RigsEnv, rig: str, client: RpcClient | None = None) -> str:
+    c = client or env.client
+    return str((await c.call("rig.fileLaneUrl", workspace_id=env.ws, rigId=rig))["path"])
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def drop(env: RigsEnv, path: str, parts: list[tuple[str, bytes]], token: str | None = None) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=env.srv.url) as http:
+        return await http.post(
+            path,
+            headers=auth(token or env.srv.owner_token),
+            files=[("file", (name, data)) for name, data in parts],
+        )
+
+
+async def read(env: RigsEnv, path: str, guest: str, token: str | None = None) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=env.srv.url) as http:
+        return await http.get(f"{path}&p={b64(guest)}", headers=auth(token or env.srv.owner_token))
+
+
+def code(resp: httpx.Response) -> str:
+    body: dict[str, Any] = resp.json()
+    return str(body["error"]["code"])
+
+
+async def test_drops_land_in_drops_never_overwriting_and_read_back(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        path = await lane_path(env, rig)
+        r = await drop(env, path, [("a.txt", b"first"), ("b.bin", bytes(range(256))), ("a.txt", b"second")])
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["delivery"] == "landed" and body["directory"] == "/home/rig/drops"
+        assert [(f["name"], f["path"], f["size"]) for f in body["files"]] == [
+            ("a.txt", "/home/rig/drops/a.txt", 5),
+            ("b.bin", "/home/rig/drops/b.bin", 256),
+            ("a.txt", "/home/rig/drops/2-a.txt", 6),
+        ]
+        r = await drop(env, path, [("a.txt", b"third")])
+        assert r.json()["files"][0]["path"] == "/home/rig/drops/3-a.txt"
+        out = await env.exec(rig, "cd ~/drops && ls && cat a.txt 2-a.txt 3-a.txt && stat -c %U a.txt")
+        assert out["stdout"] == "2-a.txt\n3-a.txt\na.txt\nb.bin\nfirstsecondthirdrig\n"
+        r = await read(env, path, "/home/rig/drops/b.bin")
+        assert r.status_code == 200 and r.content == bytes(range(256))
+        assert "b.bin" in r.headers["content-disposition"]
+        await env.exec(rig, "mkdir -p ~/worktree-ish && seq 1 100000 > ~/big.txt")
+        r = await read(env, path, "/home/rig/big.txt")
+        assert r.content == "".join(f"{i}\n" for i in range(1, 100001)).encode()
+
+
+async def test_file_lane_audit_keeps_counts_sizes_and_paths_only(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        path = await lane_path(env, rig)
+        assert (await drop(env, path, [("s.txt", b"TOPSECRET-CONTENT")])).status_code == 200
+        assert (await read(env, path, "/home/rig/drops/s.txt")).content == b"TOPSECRET-CONTENT"
+        await asyncio.sleep(0.1)  # the read is audited when its stream ends
+        rows = await env.call("audit.list", target=f"rig:{rig}")
+        dropped = next(r for r in rows if r["action"] == "rig.drop_files")
+        assert dropped["details"] == {
+            "count": 1,
+            "bytes": 17,
+            "files": [{"name": "s.txt", "path": "/home/rig/drops/s.txt", "size": 17}],
+        }
+        got = next(r for r in rows if r["action"] == "rig.read_file")
+        assert got["details"] == {"count": 1, "files": [{"path": "/home/rig/drops/s.txt", "size": 17}]}
+        log = await env.manager.store.actions(env.ws, rig)
+        assert {"drop_files", "read_file"} <= {e.verb for e in log}
+        assert "TOPSECRET" not in repr(rows) + repr([e.details for e in log])
+
+
+async def test_signatures_membership_and_credentials(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        path = await lane_path(env, rig)
+        signer = LaneSigner(env.srv.ctx.secrets, env.srv.ctx.clock)
+        owner = env.srv.owner_id
+        for lane in ("watch", "terminal"):
+            token, _ = signer.mint(lane, env.ws, rig, owner)  # type: ignore[arg-type]
+            r = await drop(env, f"/rig/files/{rig}?sig={token}", [("x", b"x")])
+            assert r.status_code == 403 and "another lane" in r.text
+        async with httpx.AsyncClient(base_url=env.srv.url) as http:
+            assert (await http.post(path, files=[("file", ("x", b"x"))])).status_code == 401
+            r = await http.post(f"/rig/files/{rig}", headers=auth(env.srv.owner_token), files=[("file", ("x", b"x"))])
+            assert r.status_code == 403 and "signed URL" in r.text
+        # A URL minted for one person is not another person's, even a member's.
+        member = await env.srv.new_user_token(env.ws, "member", name="m")
+        r = await drop(env, path, [("x", b"x")], token=member)
+        assert r.status_code == 403 and "another person" in r.text
+        # Membership is checked at use: a minted URL dies with the membership.
+        async with RpcClient(env.srv.ws_url, member) as m:
+            mine = await lane_path(env, rig, m)
+            me = (await m.call("users.me"))["id"]
+        assert (await drop(env, mine, [("ok.txt", b"ok")], token=member)).status_code == 200
+        await env.call("members.remove", user_id=me)
+        r = await drop(env, mine, [("x", b"x")], token=member)
+        assert r.status_code == 403 and "membership" in r.text
+        assert (await env.exec(rig, "ls ~/drops"))["stdout"] == "ok.txt\n"
+
+
+async def test_drops_are_refused_while_someone_else_holds_control(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        path = await lane_path(env, rig)
+        await drop(env, path, [("before.txt", b"1")])
+        member = await env.srv.new_user_token(env.ws, "member", name="driver")
+        async with RpcClient(env.srv.ws_url, member) as m:
+            await m.call("rig.takeControl", workspace_id=env.ws, rigId=rig)
+            r = await drop(env, path, [("during.txt", b"2")])
+            assert r.status_code == 403 and code(r) == "refused"
+            assert (await read(env, path, "/home/rig/drops/before.txt")).content == b"1"  # reading is allowed
+            their = await lane_path(env, rig, m)
+            assert (await drop(env, their, [("theirs.txt", b"3")], token=member)).status_code == 200
+            await m.call("rig.releaseControl", workspace_id=env.ws, rigId=rig)
+        assert (await env.exec(rig, "ls ~/drops"))["stdout"] == "before.txt\ntheirs.txt\n"
+
+
+async def test_traversal_bad_names_and_symlink_escapes_are_refused(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        path = await lane_path(env, rig)
+        for name in ("../escape.txt", "a/b.txt", "..", "x\\y"):
+            r = await drop(env, path, [("fine.txt", b"ok"), (name, b"boom")])
+            assert r.status_code == 400 and code(r) == "invalid_args", (name, r.text)
+            assert "files[1].filename" in r.json()["error"]["field"]
+        for guest in ("/home/rig/../../etc/passwd", "relative/path"):
+            r = await read(env, path, guest)
+            assert r.status_code == 400 and r.json()["error"]["field"] == "p"
+        async with httpx.AsyncClient(base_url=env.srv.url) as http:
+            r = await http.get(path, headers=auth(env.srv.owner_token))
+            assert r.status_code == 400 and "p is required" in r.text
+        assert (await env.exec(rig, "ls -A ~"))["stdout"] == ""  # nothing of a refused drop landed
+        # Symlinks cannot lead the lane out of the rig: host paths outside it stay untouched and unread.
+        outside = env.srv.data_dir / "outside"
+        outside.mkdir()
+        (outside / "host-secret.txt").write_text("HOST-ONLY")
+        await env.exec(rig, f"ln -s {outside}/host-secret.txt ~/link.txt && ln -s {outside} ~/drops")
+        r = await read(env, path, "/home/rig/link.txt")
+        assert r.status_code in (403, 404) and "HOST-ONLY" not in r.text
+        r = await drop(env, path, [("planted.txt", b"x")])
+        assert r.status_code == 403 and code(r) == "refused"
+        assert sorted(p.name for p in outside.iterdir()) == ["host-secret.txt"]
+        r = await read(env, path, "/home/rig/nothing-here")
+        assert r.status_code == 404
+
+
+async def test_drop_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        path = await lane_path(env, rig)
+        r = await drop(env, path, [(f"f{i}.txt", b"x") for i in range(65)])
+        assert r.status_code == 413 and "64 files" in r.text
+        assert (await drop(env, path, [(f"f{i}.txt", b"x") for i in range(64)])).status_code == 200
+        await env.exec(rig, "rm -rf ~/drops")
+        # A declared body over the per-drop limit is refused before it is read.
+        url = urlsplit(env.srv.url)
+        reader, writer = await asyncio.open_connection(url.hostname, url.port)
+        writer.write(
+            (
+                f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {env.srv.owner_token}\r\n"
+                "Content-Type: multipart/form-data; boundary=zz\r\nContent-Length: 629145600\r\n\r\n"
+            ).encode()
+        )
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), 30)
+        writer.close()
+        assert b" 413 " in status
+        # The streaming limits, with small numbers standing in for 256 MB per file and 512 MB per drop.
+        monkeypatch.setattr(file_lane, "MAX_FILE_BYTES", 1000)
+        monkeypatch.setattr(file_lane, "MAX_DROP_BYTES", 1500)
+        r = await drop(env, path, [("ok.txt", b"x" * 10), ("big.bin", b"x" * 1001)])
+        assert r.status_code == 413 and "per-file" in r.text
+        r = await drop(env, path, [("a.bin", b"x" * 1000), ("b.bin", b"x" * 501)])
+        assert r.status_code == 413 and "per-drop" in r.text
+        assert (await env.exec(rig, "ls -A ~"))["stdout"] == ""
+        assert list((env.srv.data_dir / "rigs" / "spool").iterdir()) == []  # spooled parts are removed
