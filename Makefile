@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the tests drive for real (sandboxes, browsers, protocol peers, load generators).
-APT_PACKAGES := git bubblewrap passt mmdebstrap iproute2 chromium chromium-driver nginx-light wrk xmlsec1 \
+APT_PACKAGES := git bubblewrap passt mmdebstrap iproute2 nftables util-linux chromium chromium-driver nginx-light wrk xmlsec1 \
 	nodejs npm
 DATA_DIR ?=
 

@@ -10,6 +10,7 @@ import typer
 
 from hangar.config import DEFAULT_PORT, DEFAULT_SITE_PORT, Settings
 from hangar.pipelines.cli import pipeline_app
+from hangar.rigs.cli import rigs_app
 
 app = typer.Typer(
     name="hangar",
@@ -20,6 +21,7 @@ app = typer.Typer(
 admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_help=True)
 app.add_typer(admin_app, name="admin")
 app.add_typer(pipeline_app, name="pipeline")
+app.add_typer(rigs_app, name="rigs")
 
 DataDirOpt = Annotated[
     Path | None, typer.Option("--data-dir", help="Data directory (default $HANGAR_DATA_DIR or ~/.local/share/hangar).")

@@ -1,0 +1,76 @@
+"""``hangar rigs build-pack|check``: build the terminal image pack ahead of the first rig, and say whether
+this host can run enclosure rigs."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from hangar.config import Settings
+from hangar.errors import HangarError
+from hangar.rigs.image.pack import PACK_NAME, STEPS, TOOLSET_REVISION, ensure_pack
+
+rigs_app = typer.Typer(help="Rig machines: the terminal image pack and host checks.", no_args_is_help=True)
+
+DataDirOpt = Annotated[
+    Path | None, typer.Option("--data-dir", help="Data directory (default $HANGAR_DATA_DIR or ~/.local/share/hangar).")
+]
+_STEP = re.compile(r"\((\d+)/(\d+)\)$")
+
+
+def _rigs_root(data_dir: Path | None) -> Path:
+    settings = Settings.from_flags(data_dir=data_dir)
+    return settings.data_dir / "rigs"
+
+
+@rigs_app.command("build-pack")
+def build_pack(data_dir: DataDirOpt = None) -> None:
+    """Build the terminal image pack (Debian packages via mmdebstrap) unless it is already there."""
+    packs = _rigs_root(data_dir) / "microvm-packs"
+    console = Console(stderr=True)
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        task = progress.add_task(f"terminal image {TOOLSET_REVISION}", total=len(STEPS))
+
+        def report(text: str) -> None:
+            found = _STEP.search(text)
+            if found:
+                progress.update(task, completed=int(found.group(1)), description=text)
+            else:
+                progress.update(task, description=text)
+
+        try:
+            info = asyncio.run(ensure_pack(packs, report))
+        except HangarError as exc:
+            console.print(f"[red]error:[/red] {exc.message}")
+            raise typer.Exit(1) from exc
+        progress.update(task, completed=len(STEPS))
+    if info.built_in_s is None:
+        typer.echo(f"{PACK_NAME} already built at {info.path}")
+    else:
+        typer.echo(f"{PACK_NAME} built at {info.path} in {info.built_in_s:.0f} s")
+
+
+@rigs_app.command("check")
+def check(data_dir: DataDirOpt = None) -> None:
+    """Say whether this host can run enclosure rigs, and if not, what is missing."""
+    from hangar.rigs.backends.enclosure import EnclosureBackend
+
+    reason = EnclosureBackend(_rigs_root(data_dir)).unavailable_reason()
+    if reason is None:
+        typer.echo("enclosure rigs can run on this host")
+        return
+    typer.echo(f"enclosure rigs cannot run here: {reason}")
+    raise typer.Exit(1)
