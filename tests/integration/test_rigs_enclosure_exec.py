@@ -135,7 +135,7 @@ async def test_second_rigs_reuse_the_pack_and_progress_is_reported() -> None:
         steps: list[str] = []
         rigs = await asyncio.gather(backend.start(spec("a"), steps.append), backend.start(spec("b"), steps.append))
         try:
-            assert "starting the rig" in steps and not any("terminal image" in s for s in steps)
+            assert "starting the rig and its egress gate" in steps and not any("terminal image" in s for s in steps)
             outs = await asyncio.gather(*(r.exec("echo $HOSTNAME-$(id -u)", timeout_s=10) for r in rigs))
             assert [o.stdout for o in outs] == ["rig-1000\n", "rig-1000\n"] or all(o.exit_code == 0 for o in outs)
             await rigs[0].exec("echo mine > /tmp/own", timeout_s=10)

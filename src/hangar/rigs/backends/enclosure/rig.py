@@ -2,10 +2,11 @@
 namespace with the egress gate, the agent's exec channel, port forwards and confined file access.
 
 Process tree (each step ``exec``s the next, so the host sees one process until bubblewrap forks):
-``sh`` (joins the rig's cgroups) -> ``nsenter`` (joins the rig's network namespace) -> ``unshare -m`` (a
-private mount namespace, where the overlay root is mounted; it vanishes with the rig, so nothing leaks onto
-the host) -> ``bwrap`` (new PID, IPC, UTS, cgroup and mount namespaces, root = the overlay) -> ``setpriv``
-(uid 1000, no capabilities, no new privileges) -> the agent.
+``sh`` (joins the rig's cgroups) -> ``unshare -m`` (a private mount namespace, where the overlay root is
+mounted; it vanishes with the rig, so nothing leaks onto the host) -> ``bwrap`` (new network, PID, IPC, UTS,
+cgroup and mount namespaces, root = the overlay) -> ``setpriv`` (uid 1000, no capabilities, no new
+privileges) -> the agent. The network namespace is configured from the host (routes, nft rules, the egress
+gate's listeners) while the agent starts.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ READ_CHUNK = 256 * 1024
 
 LAUNCH = (
     'for f in $HANGAR_CGROUP_PROCS; do echo $$ > "$f"; done\n'
-    'exec nsenter --net="$HANGAR_NETNS" -- unshare --mount --propagation private -- sh -c '
+    "exec unshare --mount --propagation private -- sh -c "
     '\'mount -t overlay overlay -o "lowerdir=$HANGAR_LOWER,upperdir=$HANGAR_UPPER,workdir=$HANGAR_WORK" '
     '"$HANGAR_MERGED" && exec "$@"\' sh "$@"'
 )
@@ -68,7 +69,7 @@ class EnclosureRig(RigHandle):
         self.spec = spec
         self.token = secrets.token_hex(5)
         self.run_dir = run_root / f"{spec.rig_id}-{self.token}"
-        self.netns = NetNamespace(f"hangar-{self.token}")
+        self.netns = NetNamespace()
         self.gate = EgressGate(spec.rig_id, spec.allow_hosts, upstream_overrides=upstream_overrides)
         self.cgroup: RigCgroup = rig_cgroup(cgroup_version, f"{spec.rig_id}-{self.token}")
         self._dir_fd: int | None = None  # keeps the socket path short: /proc/self/fd/<n>/agent.sock
@@ -88,15 +89,18 @@ class EnclosureRig(RigHandle):
     async def boot(self, pack: Path, progress: Callable[[str], None]) -> None:
         progress("preparing the rig's disk")
         await asyncio.to_thread(self._prepare_dirs)
-        progress("setting up the rig's network and egress gate")
-        self._netns_made = True
-        await self.netns.create(ruleset(self.gate.ports))
-        await self.gate.start(self.netns.socket)
         await asyncio.to_thread(self.cgroup.create, self.spec.memory_mb, self.spec.vcpus)
         self._cgroup_made = True
-        progress("starting the rig")
+        progress("starting the rig and its egress gate")
         await self._spawn(pack)
         progress("rig ready")
+
+    async def _network(self) -> None:
+        assert self.pid1 is not None
+        self.netns.attach(self.pid1)
+        self._netns_made = True
+        await self.netns.configure(ruleset(self.gate.ports))
+        await self.gate.start(self.netns.socket)
 
     def _prepare_dirs(self) -> None:
         for sub in ("disk/upper", "disk/work", "root", "etc"):
@@ -115,7 +119,7 @@ class EnclosureRig(RigHandle):
 
     def _bwrap_argv(self, listen_fd: int, info_fd: int) -> list[str]:
         argv = [
-            "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--hostname", "rig",
             "--bind", str(self.run_dir / "root"), "/",
             "--proc", "/proc", "--dev", "/dev",
@@ -139,7 +143,6 @@ class EnclosureRig(RigHandle):
             env = {
                 "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
                 "HANGAR_CGROUP_PROCS": " ".join(str(p) for p in self.cgroup.procs_files()),
-                "HANGAR_NETNS": str(self.netns.path),
                 "HANGAR_LOWER": _overlay_safe(pack),
                 "HANGAR_UPPER": _overlay_safe(self.run_dir / "disk" / "upper"),
                 "HANGAR_WORK": _overlay_safe(self.run_dir / "disk" / "work"),
@@ -159,7 +162,8 @@ class EnclosureRig(RigHandle):
             if info is None:
                 raise Internal("the rig exited during boot: " + self._log_tail())
             self.pid1 = int(info["child-pid"])
-            await asyncio.wait_for(self.channel.ping(), BOOT_TIMEOUT_S)
+            # the network is set up while the agent starts; nothing runs in the rig before both are done
+            await asyncio.wait_for(asyncio.gather(self._network(), self.channel.ping()), BOOT_TIMEOUT_S)
         except Unavailable as exc:
             raise Internal("the rig's agent did not start: " + self._log_tail()) from exc
         except TimeoutError as exc:
@@ -302,9 +306,7 @@ class EnclosureRig(RigHandle):
             self._dir_fd = None
         if self._cgroup_made:
             await asyncio.to_thread(self.cgroup.remove)
-        if self._netns_made:
-            with contextlib.suppress(Exception):
-                await self.netns.delete()
+        self.netns.close()
         await asyncio.to_thread(shutil.rmtree, self.run_dir, True)
 
 
