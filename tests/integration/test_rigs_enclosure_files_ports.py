@@ -82,6 +82,13 @@ async def test_files_land_in_the_rig_and_escapes_are_refused(tmp_path: Path) -> 
         out = await rig.exec(f"stat -c '%U %s' ~/drops/a.txt; cat ~/drops/b.bin; cat {GUEST_WORKTREE}/README",
                              timeout_s=10)  # fmt: skip
         assert out.stdout == "rig 7\nbig filethe worktree\n"
+        # the worktree stays the host's (root-owned) yet the rig user can change it
+        edit = await rig.exec(f"cd {GUEST_WORKTREE} && echo edited >> README && mkdir -p src && echo new > src/n.txt",
+                              timeout_s=10)  # fmt: skip
+        assert edit.exit_code == 0, edit.stderr
+        assert (worktree / "README").read_text() == "the worktree\nedited\n"
+        assert (worktree / "src" / "n.txt").read_text() == "new\n"
+        assert worktree.stat().st_uid == 0 and (worktree / "README").stat().st_uid == 0
         with pytest.raises(Conflict):
             await rig.write_file("/home/rig/drops/a.txt", b"again", exclusive=True)
         await rig.exec("echo made inside > /tmp/inner.txt", timeout_s=10)

@@ -25,6 +25,7 @@ from pathlib import Path
 from hangar.errors import Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import ExecResult, Pty, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import fs
+from hangar.rigs.backends.enclosure.access import grant_tree
 from hangar.rigs.backends.enclosure.cgroups import RigCgroup, rig_cgroup
 from hangar.rigs.backends.enclosure.channel import AgentChannel, AgentPty
 from hangar.rigs.backends.enclosure.forwards import Forwards
@@ -116,6 +117,8 @@ class EnclosureRig(RigHandle):
         if home is not None:
             home.mkdir(parents=True, exist_ok=True)
             os.chown(home, RIG_UID, RIG_UID)
+        if self.spec.worktree is not None:
+            grant_tree(self.spec.worktree, RIG_UID)
 
     def _bwrap_argv(self, listen_fd: int, info_fd: int) -> list[str]:
         argv = [
