@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -128,3 +129,23 @@ async def test_losing_membership_closes_the_rigs_you_opened(tmp_path: Path) -> N
         await env.manager.sweep()
         row = await env.status(rig)
         assert (row["status"], row["closeReason"]) == ("closed", "workspaceGone")
+
+
+async def test_rows_a_crashed_server_left_live_are_closed_at_start(tmp_path: Path) -> None:
+    await ready_pack()
+    with tempfile.TemporaryDirectory(prefix="hr-", dir="/tmp") as short:
+        data = Path(short)
+        async with running_server(data, parts=rigs_parts()) as srv:
+            ws = await srv.new_workspace()
+            async with RpcClient(srv.ws_url, srv.owner_token) as c:
+                space = (await c.call("spaces.create", workspace_id=ws, title="s"))["id"]
+                rig = (await c.call("rig.open", workspace_id=ws, space_id=space, surface="terminal"))["rigId"]
+        # What a killed process leaves behind: the row still says ready.
+        db = sqlite3.connect(data / ws / "workspace.db")
+        with db:
+            db.execute("UPDATE rig_sessions SET phase='ready', close_reason=NULL WHERE id=?", (rig,))
+        db.close()
+        async with running_server(data, parts=rigs_parts()) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
+            [row] = await c.call("rig_list", workspace_id=ws, includeClosed=True)
+        assert (row["status"], row["closeReason"]) == ("closed", "serverShutdown")
+        assert "stopped before closing" in row["statusDetail"]

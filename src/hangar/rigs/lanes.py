@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from hangar.core.context import AppContext
 from hangar.errors import Forbidden, Unavailable
 from hangar.identity.roles import Role
-from hangar.rigs.manager import LiveRig, RigManager
+from hangar.rigs.live import LiveRig
+from hangar.rigs.manager import RigManager
 from hangar.rigs.signing import Lane, LaneSigner
 from hangar.rpc.context import Principal
 

@@ -20,7 +20,6 @@ import contextlib
 import logging
 import shutil
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from hangar.rigs import hooks
 from hangar.rigs.backends.base import ExecResult, RigBackend, RigHandle, RigSpec
 from hangar.rigs.errors import BackendFailure, ControlHeld
 from hangar.rigs.events import RigClosedEvent, RigControlChanged, RigReaped
+from hangar.rigs.live import LiveRig
 from hangar.rigs.model import (
     DEFAULT_MEMORY_BUDGET_MB,
     LIVE_PHASES,
@@ -46,8 +46,7 @@ from hangar.rigs.model import (
     parse_surface,
     resolve_engine,
 )
-from hangar.rigs.policy import Park, RigState, evict, lifecycle
-from hangar.rigs.ports import PortForwards
+from hangar.rigs.policy import Park, evict, lifecycle
 from hangar.rigs.store import RigStore
 from hangar.rpc.context import Principal
 
@@ -67,50 +66,6 @@ PLANNED: dict[Surface, str] = {
 
 def _user_of(label: str) -> str | None:
     return label.removeprefix("user:") if label.startswith("user:") else None
-
-
-@dataclass(eq=False)
-class LiveRig:
-    ws: str
-    id: str
-    space_id: str
-    surface: Surface
-    engine: str | None
-    limits: SurfaceLimits
-    opened_by: str  # principal label
-    home: Path
-    opened_at: float  # monotonic
-    last_active_at: float
-    phase: Phase = Phase.provisioning
-    status_detail: str = "starting"
-    handle: RigHandle | None = None
-    boot: asyncio.Task[RigHandle] | None = None
-    watcher: asyncio.Task[None] | None = None
-    controller: str | None = None  # user id
-    last_actor: str | None = None  # principal label of whoever drove it last
-    resident_mb: int = 0
-    lanes: int = 0
-    busy: int = 0
-    ports: PortForwards = field(default_factory=PortForwards)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    ended: asyncio.Event = field(default_factory=asyncio.Event)  # set once closed or failed
-
-    def state(self) -> RigState:
-        return RigState(
-            self.id,
-            self.phase,
-            self.limits,
-            self.opened_at,
-            self.last_active_at,
-            self.resident_mb,
-            self.lanes,
-            self.busy,
-            self.controller is not None,
-        )
-
-    @property
-    def target(self) -> str:
-        return f"rig:{self.id}"
 
 
 class RigManager:
@@ -211,6 +166,7 @@ class RigManager:
 
     async def _admit(self, need_mb: int) -> None:
         """Make room for a new rig's memory ceiling under the budget, evicting idle rigs LRU first."""
+        await self.measure()
         plan = evict([r.state() for r in self._rigs.values()], self.budget_mb, need_mb)
         if not plan.fits:
             raise Refused(
@@ -263,6 +219,8 @@ class RigManager:
         if surface is Surface.terminal:
             self._terminal_of[(ws, space_id)] = rig_id
         live.boot = asyncio.create_task(self._boot(live, spec), name=f"rigs:boot:{rig_id}")
+        # A boot that fails after rig.open answered is recorded on the row; nobody awaits the task then.
+        live.boot.add_done_callback(lambda t: None if t.cancelled() else t.exception())
         await self.store.append_action(ws, rig_id, principal=principal.label, verb="open")
         return live
 
@@ -471,15 +429,7 @@ class RigManager:
 
     async def sweep(self) -> None:
         """Measure, then park, reap, evict and close rigs whose owners are gone, as the rules say now."""
-        for live in list(self._rigs.values()):
-            if live.handle is not None and live.phase in (Phase.ready, Phase.parked):
-                try:
-                    mb = await live.handle.resident_mb()
-                except HangarError:
-                    continue
-                if mb != live.resident_mb:
-                    live.resident_mb = mb
-                    await self.store.update(live.ws, live.id, resident_mb=mb)
+        await self.measure()
         now = self.app.clock.monotonic()
         for decision in lifecycle([r.state() for r in self._rigs.values()], now):
             target = self._rigs.get(decision.rig_id)
@@ -497,6 +447,18 @@ class RigManager:
         for live in list(self._rigs.values()):
             if not await hooks.still_member(self.app, live.ws, _user_of(live.opened_by)):
                 await self._close(live, CloseReason.workspace_gone)
+
+    async def measure(self) -> None:
+        """Refresh every running rig's resident memory (parked rigs still hold theirs)."""
+        for live in list(self._rigs.values()):
+            if live.handle is not None and live.phase in (Phase.ready, Phase.parked):
+                try:
+                    mb = await live.handle.resident_mb()
+                except HangarError:
+                    continue
+                if mb != live.resident_mb:
+                    live.resident_mb = mb
+                    await self.store.update(live.ws, live.id, resident_mb=mb)
 
     async def _park(self, live: LiveRig) -> None:
         async with live.lock:

@@ -15,7 +15,8 @@ from pydantic import AliasChoices, Field, StrictBool, StrictStr
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity.roles import Role
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
-from hangar.rigs.manager import LiveRig, RigManager
+from hangar.rigs.live import LiveRig
+from hangar.rigs.manager import RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
 from hangar.rigs.signing import Lane, LaneSigner
 from hangar.rpc.context import OpContext
