@@ -107,6 +107,10 @@ class PipelineEngine:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._listeners: list[Listener] = []
+        self._graphs: dict[int, Graph] = {}
+        self._wires: dict[int, tuple[Template, dict[str, Any]]] = {}
+        # Announcements of finished runs (events, a parent's task) run beside the drivers; settle() waits.
+        self._announcing: set[asyncio.Task[None]] = set()
         # When the engine is subscribed to the bus, events reach ``on_event`` through it; otherwise (the
         # command line) the engine calls ``on_event`` itself after publishing.
         self.subscribed = False
@@ -127,7 +131,27 @@ class PipelineEngine:
     # -- helpers the driver uses ----------------------------------------------------------------------------
 
     def graph_for(self, template: Template) -> Graph:
-        return Graph.build(template)
+        """The scheduling graph of a template, built once per template object (runs of one template share it)."""
+        key = id(template)
+        cached = self._graphs.get(key)
+        if cached is not None and cached.template is template:
+            return cached
+        graph = Graph.build(template)
+        if len(self._graphs) >= 256:
+            self._graphs.pop(next(iter(self._graphs)))
+        self._graphs[key] = graph
+        return graph
+
+    def _wire(self, template: Template) -> dict[str, Any]:
+        key = id(template)
+        cached = self._wires.get(key)
+        if cached is not None and cached[0] is template:
+            return cached[1]
+        wire = template.to_wire()
+        if len(self._wires) >= 256:
+            self._wires.pop(next(iter(self._wires)))
+        self._wires[key] = (template, wire)
+        return wire
 
     def run_dir(self, run_id: str) -> Path:
         return self._data_root / "pipelines" / run_id
@@ -158,7 +182,14 @@ class PipelineEngine:
         if self._drivers.get(driver.run.id) is driver:
             del self._drivers[driver.run.id]
 
-    async def run_ended(self, run: RunRow) -> None:
+    def run_ended(self, run: RunRow) -> None:
+        """Announce a finished run (after its end is stored): ``PipelineRunFinished``, and for a child run the
+        ``TaskFinished`` its parent's step waits for."""
+        task = asyncio.create_task(self._announce(run), name=f"pipeline-run-ended:{run.id}")
+        self._announcing.add(task)
+        task.add_done_callback(self._announcing.discard)
+
+    async def _announce(self, run: RunRow) -> None:
         await self.publish(
             PipelineRunFinished(
                 workspace_id=run.workspace_id,
@@ -208,7 +239,7 @@ class PipelineEngine:
             id=new_id(),
             workspace_id=ws,
             template_id=template.id,
-            template=template.to_wire(),
+            template=self._wire(template),
             status=RunStatus.running,
             trigger_kind=trigger_kind,
             payload=dict(payload or {}),
@@ -290,15 +321,12 @@ class PipelineEngine:
             await asyncio.gather(task, return_exceptions=True)
 
     async def settle(self) -> None:
-        """Until no run has a live driver (children and resumed parents included)."""
-        while self._tasks:
+        """Until no run has a live driver and every announcement is delivered (children and resumed parents
+        included)."""
+        while self._tasks or self._announcing:
+            await asyncio.gather(*self._tasks.values(), *self._announcing, return_exceptions=True)
             if self.subscribed:
                 await self.bus.drain()
-            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
-        if self.subscribed:
-            await self.bus.drain()
-            if self._tasks:
-                await self.settle()
 
     @property
     def live_runs(self) -> list[str]:
@@ -314,12 +342,15 @@ class PipelineEngine:
         if task_id is not None:
             keys.append(f"task:{task_id}")
         touched: list[str] = []
-        for run_id, step_id in await self.store.waiting_on(ws, keys):
+        waiters, has_triggers = await self.store.interest(ws, keys, ev.type)
+        for run_id, step_id in waiters:
             driver = await self._ensure_driver(ws, run_id)
             if driver is None:
                 continue
             driver.offer(Msg("tasks", step_id) if task_id is not None else Msg("event", step_id, ev))
             touched.append(run_id)
+        if not has_triggers:
+            return list(dict.fromkeys(touched))
         occurred = aware(ev.occurred_at)
         for trig in await self.store.list_triggers(ws, kind="event", event_type=ev.type):
             # A trigger fires for events after it was created, not for history replayed at start.
@@ -383,7 +414,7 @@ class PipelineEngine:
 
     async def aclose(self) -> None:
         """Stop every driver without recording anything: unfinished runs resume at the next start."""
-        tasks = list(self._tasks.values())
+        tasks = [*self._tasks.values(), *self._announcing]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

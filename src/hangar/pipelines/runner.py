@@ -74,6 +74,7 @@ class RunDriver:
         self.recs = recs
         self.template = template
         self.graph = engine.graph_for(template)
+        self.run_dir = engine.run_dir(run.id)
         self.tick = Tick()
         self._dirty_steps: dict[str, StepRec] = {}
         self._run_dirty = False
@@ -87,6 +88,7 @@ class RunDriver:
         self._wake = asyncio.Event()
         self._wake_task: asyncio.Task[Any] | None = None
         self.ended = False
+        self._tick_now: datetime | None = None
 
     # -- outside world ------------------------------------------------------------------------------------
 
@@ -103,7 +105,10 @@ class RunDriver:
         self._run_dirty = True
 
     def _now(self) -> datetime:
-        return self.e.clock.now()
+        """The time of the current tick: everything one tick records shares it (and the clock is read once)."""
+        if self._tick_now is None:
+            self._tick_now = self.e.clock.now()
+        return self._tick_now
 
     async def _flush(self) -> int:
         if not (self._dirty_steps or self._run_dirty or self.tick):
@@ -127,6 +132,7 @@ class RunDriver:
         try:
             self._recover()
             while True:
+                self._tick_now = None
                 await self._process_inbox()
                 self._collect()
                 self._due_timers()
@@ -164,7 +170,7 @@ class RunDriver:
                 self._wake_task.cancel()
             await asyncio.gather(*self._tasks, *([self._wake_task] if self._wake_task else []), return_exceptions=True)
         if self.run.status in (RunStatus.completed, RunStatus.failed, RunStatus.cancelled):
-            await self.e.run_ended(self.run)
+            self.e.run_ended(self.run)
 
     def _recover(self) -> None:
         """Bring a run loaded from the store (fresh, after a restart, or resumed) back into motion."""
@@ -301,7 +307,7 @@ class RunDriver:
             self._apply(sid, StepResult.ok())
             return
         run_when = step.config.run_when
-        if run_when is not None and not predicates.run_when_met(run_when, self.run.state, self.e.run_dir(self.run.id)):
+        if run_when is not None and not predicates.run_when_met(run_when, self.run.state, self.run_dir):
             self._skip(sid, None)
             return
         if self.e.bodies.get(step.body_key) is None:
@@ -345,7 +351,7 @@ class RunDriver:
             step=step,
             attempt=self.recs[sid].attempts,
             clock=self.e.clock,
-            run_dir=self.e.run_dir(run.id),
+            run_dir=self.run_dir,
             progress=lambda data: self.e.report_progress(self, sid, data),
             children=self.e.children_for(self.ws, run, sid, self.recs[sid].attempts),
             resume=resume,

@@ -9,13 +9,14 @@ before its body starts, a result is stored before the steps after it start. SQLi
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import RowMapping
@@ -32,6 +33,7 @@ from hangar.pipelines._algo import StepRec
 from hangar.pipelines.events import TaskFinished
 from hangar.pipelines.model import RunStatus, StepStatus
 
+T = TypeVar("T")
 EngineFor = Callable[[str], Awaitable[AsyncEngine]]
 
 
@@ -144,12 +146,15 @@ def _trigger(row: RowMapping) -> TriggerRow:
     return TriggerRow(**values)
 
 
+@functools.lru_cache(maxsize=512)
 def _dt(value: datetime | None) -> str | None:
     """A datetime as SQLAlchemy's SQLite ``DateTime`` stores it (UTC, no offset), so its readers parse it."""
     if value is None:
         return None
     if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
+        if value.utcoffset():
+            value = value.astimezone(UTC)
+        value = value.replace(tzinfo=None)
     return value.isoformat(sep=" ", timespec="microseconds")
 
 
@@ -196,69 +201,139 @@ def _run_row(r: RunRow) -> tuple[Any, ...]:
     return (r.status.value, _js(r.state), r.error, _dt(r.updated_at), _dt(r.finished_at), r.id)
 
 
+def _connect(path: str, *, busy_ms: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute(f"PRAGMA busy_timeout={busy_ms}")
+    return conn
+
+
+def _transaction(fn: Callable[..., T]) -> Callable[..., T]:
+    """Run ``fn(conn, ...)`` inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back when it raises)."""
+
+    def wrapped(conn: sqlite3.Connection, *args: Any) -> T:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn, *args)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
+    return wrapped
+
+
+@_transaction
+def _write_tick(
+    conn: sqlite3.Connection,
+    run_id: str,
+    steps: list[tuple[Any, ...]],
+    run: tuple[Any, ...] | None,
+    cleared: list[str],
+    added: list[tuple[str, str]],
+) -> int:
+    if steps:
+        conn.executemany(_SQL_STEP, steps)
+    if run is not None:
+        conn.execute(_SQL_RUN, run)
+    if cleared:
+        conn.executemany(_SQL_CLEAR, [(run_id, s) for s in cleared])
+    if added:
+        conn.executemany(_SQL_WAIT, [(run_id, s, k) for s, k in added])
+    return int(conn.execute(_SQL_SEQ).fetchone()[0] or 0)
+
+
+_SQL_INSERT_RUN = (
+    "INSERT INTO pipeline_runs (id, template_id, template, status, trigger_id, trigger_kind, trigger_key, payload, "
+    "state, dry_run, parent_run_id, parent_step_id, error, created_by, created_at, updated_at, finished_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SQL_INSERT_STEP = "INSERT INTO pipeline_step_runs (run_id, step_id, position, status, attempts) VALUES (?, ?, ?, ?, 0)"
+
+
+def _interest(conn: sqlite3.Connection, keys: list[str], event_type: str) -> tuple[list[tuple[str, str]], bool]:
+    marks = ",".join("?" * len(keys))
+    waiters = conn.execute(
+        f"SELECT DISTINCT run_id, step_id FROM pipeline_waits WHERE wait_key IN ({marks})", keys
+    ).fetchall()
+    trig = conn.execute(
+        "SELECT 1 FROM pipeline_triggers WHERE kind = 'event' AND event_type = ? LIMIT 1", (event_type,)
+    ).fetchone()
+    return [(str(r[0]), str(r[1])) for r in waiters], trig is not None
+
+
+@_transaction
+def _insert_run(conn: sqlite3.Connection, run: tuple[Any, ...], steps: list[tuple[Any, ...]]) -> None:
+    conn.execute(_SQL_INSERT_RUN, run)
+    conn.executemany(_SQL_INSERT_STEP, steps)
+
+
 class _Writer:
-    """The runner's write path: one plain SQLite connection on one dedicated thread. A whole tick is one hop
-    off the event loop and one transaction of precompiled statements (the async driver would hop for every
-    statement, and the ORM-free path skips per-statement compilation: see bench/bench_pipelines.py)."""
+    """The runner's write path: plain SQLite connections and precompiled statements, one transaction a tick.
+
+    Fast path: the tick is written on the event loop by a connection that never waits for the lock
+    (``busy_timeout=0``) and never checkpoints the WAL (``wal_autocheckpoint=0``), so it costs tens of
+    microseconds and cannot stall the loop. When another writer holds the lock the same transaction is
+    written from a dedicated thread by a connection that waits; that thread also checkpoints the WAL every
+    ``CHECKPOINT_EVERY`` fast commits. Why: a thread hop per tick costs more than the write itself (see
+    bench/bench_pipelines.py).
+    """
+
+    CHECKPOINT_EVERY = 500
 
     def __init__(self, path: str) -> None:
         self._path = path
-        self._conn: sqlite3.Connection | None = None
+        self._fast: sqlite3.Connection | None = None
+        self._slow: sqlite3.Connection | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pipelines-db")
+        self._since_checkpoint = 0
+        self._checkpointing: asyncio.Future[Any] | None = None
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA busy_timeout=10000")
-            self._conn = conn
-        return self._conn
+    def _slow_conn(self) -> sqlite3.Connection:
+        if self._slow is None:
+            self._slow = _connect(self._path, busy_ms=10_000)
+        return self._slow
 
-    def _write(
-        self,
-        run_id: str,
-        steps: list[tuple[Any, ...]],
-        run: tuple[Any, ...] | None,
-        cleared: list[str],
-        added: list[tuple[str, str]],
-    ) -> int:
-        conn = self._connection()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if steps:
-                conn.executemany(_SQL_STEP, steps)
-            if run is not None:
-                conn.execute(_SQL_RUN, run)
-            if cleared:
-                conn.executemany(_SQL_CLEAR, [(run_id, s) for s in cleared])
-            if added:
-                conn.executemany(_SQL_WAIT, [(run_id, s, k) for s, k in added])
-            seq = conn.execute(_SQL_SEQ).fetchone()[0]
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        return int(seq or 0)
+    def _slow_call(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        return fn(self._slow_conn(), *args)
 
-    async def write(
-        self,
-        run_id: str,
-        steps: list[tuple[Any, ...]],
-        run: tuple[Any, ...] | None,
-        cleared: list[str],
-        added: list[tuple[str, str]],
-    ) -> int:
+    def _checkpoint(self) -> None:
+        self._slow_conn().execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(connection, *args)``, which runs one transaction: on the loop when the lock is free at once,
+        else on the writer thread."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self._write, run_id, steps, run, cleared, added)
+        if self._fast is None:
+            self._fast = _connect(self._path, busy_ms=0)
+            self._fast.execute("PRAGMA wal_autocheckpoint=0")
+        try:
+            result = fn(self._fast, *args)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            return await loop.run_in_executor(self._pool, self._slow_call, fn, args)
+        self._since_checkpoint += 1
+        if self._since_checkpoint >= self.CHECKPOINT_EVERY and (
+            self._checkpointing is None or self._checkpointing.done()
+        ):
+            self._since_checkpoint = 0
+            self._checkpointing = loop.run_in_executor(self._pool, self._checkpoint)
+        return result
 
     def _close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._slow is not None:
+            self._slow.close()
+            self._slow = None
 
     async def aclose(self) -> None:
+        if self._fast is not None:
+            self._fast.close()
+            self._fast = None
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._pool, self._close)
         self._pool.shutdown(wait=True)
@@ -383,40 +458,39 @@ class PipelineStore:
 
     # -- runs ---------------------------------------------------------------------------------------------
 
+    async def _writer(self, ws: str) -> _Writer:
+        writer = self._writers.get(ws)
+        if writer is None:
+            path = (await self.engine(ws)).url.database
+            assert path is not None
+            writer = self._writers[ws] = _Writer(path)
+        return writer
+
     async def create_run(self, run: RunRow, recs: Sequence[StepRec]) -> bool:
         """Insert the run and its step rows; ``False`` when this trigger firing already has a run."""
-        engine = await self.engine(run.workspace_id)
+        row = (
+            run.id,
+            run.template_id,
+            _js(run.template),
+            run.status.value,
+            run.trigger_id,
+            run.trigger_kind,
+            run.trigger_key,
+            _js(run.payload),
+            _js(run.state),
+            int(run.dry_run),
+            run.parent_run_id,
+            run.parent_step_id,
+            run.error,
+            run.created_by,
+            _dt(run.created_at),
+            _dt(run.updated_at),
+            _dt(run.finished_at),
+        )
+        steps = [(run.id, r.step_id, i, r.status.value) for i, r in enumerate(recs)]
         try:
-            async with engine.begin() as conn:
-                await conn.execute(
-                    sa.insert(t.runs).values(
-                        id=run.id,
-                        template_id=run.template_id,
-                        template=run.template,
-                        status=run.status.value,
-                        trigger_id=run.trigger_id,
-                        trigger_kind=run.trigger_kind,
-                        trigger_key=run.trigger_key,
-                        payload=run.payload,
-                        state=run.state,
-                        dry_run=run.dry_run,
-                        parent_run_id=run.parent_run_id,
-                        parent_step_id=run.parent_step_id,
-                        error=run.error,
-                        created_by=run.created_by,
-                        created_at=run.created_at,
-                        updated_at=run.updated_at,
-                        finished_at=run.finished_at,
-                    )
-                )
-                await conn.execute(
-                    sa.insert(t.step_runs),
-                    [
-                        {"run_id": run.id, "step_id": r.step_id, "position": i, "status": r.status.value, "attempts": 0}
-                        for i, r in enumerate(recs)
-                    ],
-                )
-        except IntegrityError:
+            await (await self._writer(run.workspace_id)).call(_insert_run, row, steps)
+        except sqlite3.IntegrityError:
             if run.trigger_key is None:
                 raise
             return False
@@ -473,14 +547,10 @@ class PipelineStore:
     async def commit(self, ws: str, run_id: str, tick: Tick) -> int:
         """Write one tick in one transaction; returns the highest domain-event seq at that moment (a step
         started in this tick only counts events after it)."""
-        writer = self._writers.get(ws)
-        if writer is None:
-            path = (await self.engine(ws)).url.database
-            assert path is not None
-            writer = self._writers[ws] = _Writer(path)
         steps = [_step_row(run_id, r) for r in tick.steps]
         run = _run_row(tick.run) if tick.run is not None else None
-        return await writer.write(run_id, steps, run, list(tick.waits_cleared), list(tick.waits_added))
+        writer = await self._writer(ws)
+        return await writer.call(_write_tick, run_id, steps, run, list(tick.waits_cleared), list(tick.waits_added))
 
     async def aclose(self) -> None:
         writers, self._writers = self._writers, {}
@@ -503,6 +573,11 @@ class PipelineStore:
         async with engine.connect() as conn:
             found = (await conn.execute(q)).scalar()
         return str(found) if found is not None else None
+
+    async def interest(self, ws: str, keys: Sequence[str], event_type: str) -> tuple[list[tuple[str, str]], bool]:
+        """Who cares about an event: the (run, step) pairs waiting on one of ``keys``, and whether any event
+        trigger names ``event_type``. Read on the fast connection: every domain event asks this."""
+        return await (await self._writer(ws)).call(_interest, list(keys), event_type)
 
     async def waiting_on(self, ws: str, keys: Iterable[str]) -> list[tuple[str, str]]:
         """(run id, step id) of every suspended step waiting on one of ``keys``."""
