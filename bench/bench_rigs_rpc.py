@@ -1,0 +1,143 @@
+"""Rigs through the RPC socket: ``rig.open`` to the first ``rig.exec`` result with a warm pack, and ``rig.exec``
+round trips per second, each beside the same work done directly on the enclosure backend in this run (the
+peer: what the manager, the store, the audit log and the socket add on top of the machine itself).
+
+The server runs as its own process (``hangar serve``) over a fresh data directory whose image pack is the
+shared warm one (``HANGAR_TEST_PACKS``, default ``~/.cache/hangar-test/packs``; built first when missing).
+Run as root: ``.venv/bin/python bench/bench_rigs_rpc.py``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import websockets
+
+from hangar.rigs.backends.base import RigSpec
+from hangar.rigs.backends.enclosure import EnclosureBackend
+from hangar.rigs.image.pack import ensure_pack
+
+BIN = Path(sys.executable).parent / "hangar"
+PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))
+OPENS = 10
+EXEC_SECONDS = 3.0
+TARGET_MS = 150.0
+
+
+class Rpc:
+    def __init__(self, conn: websockets.ClientConnection) -> None:
+        self.conn = conn
+        self.n = 0
+
+    async def call(self, op: str, **args: Any) -> Any:
+        self.n += 1
+        await self.conn.send(json.dumps({"id": self.n, "op": op, "args": args}))
+        reply = json.loads(await self.conn.recv())
+        if not reply["ok"]:
+            raise RuntimeError(f"{op}: {reply['error']}")
+        return reply["result"]
+
+
+def start_server(data_dir: Path) -> tuple[subprocess.Popen[str], str, str]:
+    token = subprocess.run(
+        [str(BIN), "admin", "owner-token", "--data-dir", str(data_dir)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    proc = subprocess.Popen(
+        [str(BIN), "serve", "--no-site", "--port", "0", "--data-dir", str(data_dir)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("server: "):
+            return proc, line.split(": ", 1)[1].strip().replace("http://", "ws://") + "/rpc", token
+    raise RuntimeError("server did not start")
+
+
+def quiet(_text: str) -> None:
+    pass
+
+
+async def direct(work: Path) -> tuple[list[float], float]:
+    backend = EnclosureBackend(work / "direct" / "rigs", packs_root=PACKS)
+    starts: list[float] = []
+    for i in range(OPENS):
+        started = time.perf_counter()
+        rig = await backend.start(RigSpec(f"d{i}", "bench", "terminal", 512, 2, frozenset(), None, None), quiet)
+        await rig.exec("echo ready", timeout_s=30)
+        starts.append((time.perf_counter() - started) * 1000)
+        await rig.aclose()
+    rig = await backend.start(RigSpec("dx", "bench", "terminal", 512, 2, frozenset(), None, None), quiet)
+    count, began = 0, time.perf_counter()
+    while time.perf_counter() - began < EXEC_SECONDS:
+        await rig.exec("true", timeout_s=30)
+        count += 1
+    await rig.aclose()
+    return starts, count / (time.perf_counter() - began)
+
+
+async def through_rpc(url: str, token: str) -> tuple[list[float], float]:
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as conn:
+        rpc = Rpc(conn)
+        ws = (await rpc.call("workspaces.create", name="bench"))["id"]
+        starts: list[float] = []
+        for i in range(OPENS):
+            try:
+                space = (await rpc.call("spaces.create", workspace_id=ws, title=f"bench {i}"))["id"]
+            except RuntimeError:
+                space = f"bench-space-{i}"  # a server without the workspace part takes any space id
+            started = time.perf_counter()
+            rig = (await rpc.call("rig.open", workspace_id=ws, space_id=space, surface="terminal"))["rigId"]
+            out = await rpc.call("rig.exec", workspace_id=ws, rigId=rig, command="echo ready")
+            starts.append((time.perf_counter() - started) * 1000)
+            assert out["stdout"] == "ready\n", out
+            if i < OPENS - 1:
+                await rpc.call("rig_close", workspace_id=ws, rigId=rig)
+        count, began = 0, time.perf_counter()
+        while time.perf_counter() - began < EXEC_SECONDS:
+            await rpc.call("rig.exec", workspace_id=ws, rigId=rig, command="true")
+            count += 1
+        rate = count / (time.perf_counter() - began)
+        await rpc.call("rig_close", workspace_id=ws, rigId=rig)
+    return starts, rate
+
+
+async def main() -> None:
+    reason = EnclosureBackend(PACKS.parent / "probe", packs_root=PACKS).unavailable_reason()
+    if reason:
+        sys.exit(f"cannot run: {reason}")
+    await ensure_pack(PACKS, lambda text: print(text, file=sys.stderr))
+    with tempfile.TemporaryDirectory(prefix="hbr-", dir="/tmp") as tmp:
+        work = Path(tmp)
+        data = work / "data"
+        (data / "rigs").mkdir(parents=True)
+        (data / "rigs" / "microvm-packs").symlink_to(PACKS)  # the warm pack, shared read-only
+        proc, url, token = start_server(data)
+        try:
+            rpc_starts, rpc_rate = await through_rpc(url, token)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+        direct_starts, direct_rate = await direct(work)
+
+    def med(xs: list[float]) -> float:
+        return statistics.median(xs)
+
+    print(f"rig.open -> first rig.exec over RPC (warm pack): median {med(rpc_starts):.0f} ms over {OPENS} rigs")
+    added, ratio = med(rpc_starts) - med(direct_starts), med(rpc_starts) / med(direct_starts)
+    print(f"  peer: backend start -> first exec, no RPC: median {med(direct_starts):.0f} ms")
+    print(f"  (the manager, store, audit and socket add {added:.0f} ms, ratio {ratio:.2f})")
+    print(f"  versus the {TARGET_MS:.0f} ms target: {med(rpc_starts) / TARGET_MS:.2f}x")
+    print(f"rig.exec round trips over RPC: {rpc_rate:.0f}/s")
+    print(f"  peer: the backend's exec channel directly: {direct_rate:.0f}/s (ratio {rpc_rate / direct_rate:.2f})")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
