@@ -20,7 +20,7 @@ from hangar.sso import config as sso_config
 from hangar.sso.scim.filter import parse_filter
 from hangar.sso.scim.match import bind, fold, matches
 from hangar.sso.scim.schema import ENTERPRISE_URN, user_schema
-from hangar.sso.scim.store import ScimDirectory
+from hangar.sso.scim.store import ScimDirectory, reindex
 from hangar.sso.scim.tables import scim_users
 
 BASE = "http://x/scim/v2"
@@ -83,6 +83,7 @@ async def directory(tmp_path: Path) -> AsyncIterator[ScimDirectory]:
                     version=1,
                 )
             )
+            await reindex(conn, uid, resource)
     yield ScimDirectory(dbs.server, IdentityService(dbs.server, FakeClock()), FakeClock())
     await dbs.aclose()
 

@@ -17,17 +17,19 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.elements import ColumnElement
 
 from hangar.core.clock import Clock
 from hangar.identity import tables as identity_tables
 from hangar.identity.service import SETTING_OWNER, IdentityService
 from hangar.sso.scim.errors import ScimNotFound, ScimUniqueness
+from hangar.sso.scim.index import index_rows
 from hangar.sso.scim.match import Bound, fold, get_ci
 from hangar.sso.scim.patch import apply_patch
 from hangar.sso.scim.resource import canonical, require_user_name
 from hangar.sso.scim.schema import ENTERPRISE_URN, GROUP_URN, USER_URN, user_schema
 from hangar.sso.scim.sql import to_sql
-from hangar.sso.scim.tables import scim_users
+from hangar.sso.scim.tables import scim_users, scim_values
 
 users = identity_tables.users
 
@@ -65,6 +67,7 @@ class ScimDirectory:
         self._clock = clock
         self._lock = asyncio.Lock()
         self._owner_id: str | None = None
+        self._known_users: int | None = None
 
     async def _owner(self) -> str | None:
         if self._owner_id is None:
@@ -83,19 +86,15 @@ class ScimDirectory:
         return q.where(users.c.id != owner) if owner else q
 
     async def sync(self) -> None:
-        """Give every user without a SCIM record one (cheap when there is nothing to do: two counts)."""
+        """Give every user without a SCIM record one. Users are never deleted, so an unchanged count of users
+        means nothing to do: one ``count(*)`` per request in the common case."""
+        async with self._db.connect() as conn:
+            known = (await conn.execute(sa.select(sa.func.count()).select_from(users))).scalar_one()
+        if known == self._known_users:
+            return
+        self._owner_id = None
         owner = await self._owner()
         async with self._db.connect() as conn:
-            counts = (
-                await conn.execute(
-                    sa.select(
-                        sa.select(sa.func.count()).select_from(users).scalar_subquery(),
-                        sa.select(sa.func.count()).select_from(scim_users).scalar_subquery(),
-                    )
-                )
-            ).one()
-            if counts[0] - (1 if owner else 0) <= counts[1]:
-                return
             missing = (
                 await conn.execute(
                     sa.select(users.c.id, users.c.email, users.c.display_name, users.c.created_at)
@@ -103,7 +102,9 @@ class ScimDirectory:
                     .where(scim_users.c.user_id.is_(None), users.c.id != (owner or ""))
                 )
             ).all()
-            taken = {r[0] for r in (await conn.execute(sa.select(scim_users.c.user_name_lc))).all()}
+            taken = (
+                {r[0] for r in (await conn.execute(sa.select(scim_users.c.user_name_lc))).all()} if missing else set()
+            )
         rows = []
         for uid, email, display_name, created_at in missing:
             name = email if email and fold(email) not in taken else uid
@@ -126,6 +127,9 @@ class ScimDirectory:
         if rows:
             async with self._db.begin() as conn:
                 await conn.execute(sa.insert(scim_users).prefix_with("OR IGNORE"), rows)
+                for row in rows:
+                    await reindex(conn, row["user_id"], row["resource"])
+        self._known_users = known
 
     async def get(self, user_id: str, base_url: str) -> dict[str, Any]:
         await self.sync()
@@ -139,24 +143,32 @@ class ScimDirectory:
     async def search(
         self, bound: Bound | None, start_index: int, count: int, base_url: str
     ) -> tuple[int, list[dict[str, Any]]]:
-        """``(totalResults, page)`` for a filter, with 1-based ``start_index``; one query in the common case."""
+        """``(totalResults, page)`` for a filter, with 1-based ``start_index``.
+
+        Two queries: the count reads only ids, and the page walks ``created_at`` order and stops after
+        ``count`` rows (a window count would copy every matching representation first)."""
         await self.sync()
-        q = self._base(await self._owner())
+        owner = await self._owner()
+        conditions: list[ColumnElement[bool]] = [scim_users.c.deleted_at.is_(None)]
+        if owner:
+            conditions.append(users.c.id != owner)
         if bound is not None:
-            q = q.where(to_sql(bound))
+            conditions.append(to_sql(bound))
+        joined = scim_users.join(users, users.c.id == scim_users.c.user_id)
         async with self._db.connect() as conn:
-            if count > 0:
+            total = (await conn.execute(sa.select(sa.func.count()).select_from(joined).where(*conditions))).scalar_one()
+            rows = []
+            if count > 0 and total >= start_index:
                 page_q = (
-                    q.add_columns(sa.func.count().over().label("total_results"))
+                    sa.select(scim_users, users.c.deactivated_at)
+                    .select_from(joined)
+                    .where(*conditions)
                     .order_by(scim_users.c.created_at, scim_users.c.user_id)
                     .limit(count)
                     .offset(start_index - 1)
                 )
-                rows = (await conn.execute(page_q)).all()
-                if rows:
-                    return int(rows[0].total_results), [render_user(r, base_url) for r in rows]
-            total = (await conn.execute(sa.select(sa.func.count()).select_from(q.subquery()))).scalar_one()
-        return int(total), []
+                rows = list((await conn.execute(page_q)).all())
+        return int(total), [render_user(r, base_url) for r in rows]
 
     # -- writing ---------------------------------------------------------------------------------------------
 
@@ -193,6 +205,7 @@ class ScimDirectory:
                         version=1,
                     )
                 )
+                await reindex(conn, user.id, resource)
             if active is False:
                 await self._identity.deactivate_user(user.id)
         return await self.get(user.id, base_url)
@@ -230,6 +243,7 @@ class ScimDirectory:
                     version=scim_users.c.version + 1,
                 )
             )
+            await reindex(conn, user_id, resource)
         user = await self._identity.get_user(user_id)
         assert user is not None
         email = derive_email(resource) or user.email
@@ -250,6 +264,7 @@ class ScimDirectory:
                     .where(scim_users.c.user_id == user_id)
                     .values(deleted_at=self._clock.now(), user_name_lc=None)
                 )
+                await reindex(conn, user_id, None)
             user = await self._identity.get_user(user_id)
             if user is not None and user.active:
                 await self._identity.deactivate_user(user_id)
@@ -287,6 +302,14 @@ class ScimDirectory:
                 }
             )
         return out
+
+
+async def reindex(conn: Any, user_id: str, resource: dict[str, Any] | None) -> None:
+    """Replace a user's rows in the value index (none when ``resource`` is None: deleted)."""
+    await conn.execute(sa.delete(scim_values).where(scim_values.c.user_id == user_id))
+    rows = index_rows(user_schema(), user_id, resource) if resource is not None else []
+    if rows:
+        await conn.execute(sa.insert(scim_values), rows)
 
 
 def render_user(row: Any, base_url: str) -> dict[str, Any]:

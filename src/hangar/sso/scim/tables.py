@@ -21,3 +21,15 @@ scim_users = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("deleted_at", UtcDateTime()),
 )
+
+# One row per leaf value of a stored representation (see ``scim.index``); filters query it through its indexes.
+scim_values = sa.Table(
+    "scim_values",
+    metadata,
+    sa.Column("user_id", sa.String(36), nullable=False),
+    sa.Column("path", sa.String(400), nullable=False),
+    sa.Column("elem", sa.Integer, nullable=False),
+    sa.Column("text", sa.Text),
+    sa.Column("text_lc", sa.Text),
+    sa.Column("num", sa.Float),
+)

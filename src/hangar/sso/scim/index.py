@@ -1,0 +1,85 @@
+"""The value index behind SCIM filtering: one ``scim_values`` row per leaf value of a stored representation.
+
+A filter then runs as index lookups (``path`` and the folded text, the exact text or the number) instead of
+parsing every user's JSON. Paths are lower-cased: ``name.familyname``, ``emails.value`` (``elem`` numbers the
+element of a multi-valued attribute, so the conditions of a value filter can be held to one element),
+``urn:...:enterprise:2.0:user:department``. Each complex value also gets a marker row at its own path (no
+value), so ``emails pr`` and a value filter's ``not (...)`` see elements whatever sub-attributes they carry.
+Empty strings are not indexed: in filters they count as absent. The attributes kept in columns (``id``,
+``userName``, ``externalId``, ``active``, ``meta``) are not indexed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hangar.sso.scim.match import Target, fold
+from hangar.sso.scim.schema import AttrDef, ResourceSchema
+
+COLUMN_ATTRS = frozenset({"id", "username", "externalid", "active", "meta", "schemas"})
+
+
+def attr_key(ext: str | None, attr: AttrDef) -> str:
+    if ext is None:
+        return attr.name.lower()
+    if attr.name == ext:
+        return ext.lower()
+    return f"{ext.lower()}:{attr.name.lower()}"
+
+
+def leaf_key(target: Target) -> str:
+    base = attr_key(target.ext, target.attr)
+    return f"{base}.{target.sub.name.lower()}" if target.sub is not None else base
+
+
+def _scalar(rows: list[dict[str, Any]], user_id: str, path: str, elem: int, value: Any) -> None:
+    row: dict[str, Any] = {"user_id": user_id, "path": path, "elem": elem, "text": None, "text_lc": None, "num": None}
+    if isinstance(value, bool):
+        row["num"] = 1.0 if value else 0.0
+    elif isinstance(value, int | float):
+        row["num"] = float(value)
+    elif isinstance(value, str) and value != "":
+        row["text"], row["text_lc"] = value, fold(value)
+    else:
+        return
+    rows.append(row)
+
+
+def _walk(rows: list[dict[str, Any]], user_id: str, ext: str | None, attr: AttrDef, value: Any) -> None:
+    base = attr_key(ext, attr)
+    items = value if isinstance(value, list) else [value]
+    for elem, item in enumerate(items):
+        if not attr.complex:
+            _scalar(rows, user_id, base, elem, item)
+            continue
+        if not isinstance(item, dict) or not item:
+            continue
+        rows.append({"user_id": user_id, "path": base, "elem": elem, "text": None, "text_lc": None, "num": None})
+        for key, sub_value in item.items():
+            sub = attr.sub(key)
+            if sub is None:
+                continue
+            for leaf in sub_value if isinstance(sub_value, list) else [sub_value]:
+                _scalar(rows, user_id, f"{base}.{sub.name.lower()}", elem, leaf)
+
+
+def index_rows(schema: ResourceSchema, user_id: str, resource: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``scim_values`` rows of one stored (canonical) representation."""
+    rows: list[dict[str, Any]] = []
+    for key, value in resource.items():
+        low = key.lower()
+        ext = schema.extensions.get(low)
+        if ext is not None:
+            if isinstance(value, dict) and value:
+                urn, attrs = ext
+                rows.append({"user_id": user_id, "path": low, "elem": 0, "text": None, "text_lc": None, "num": None})
+                for sub_key, sub_value in value.items():
+                    sub = attrs.get(sub_key.lower())
+                    if sub is not None:
+                        _walk(rows, user_id, urn, sub, sub_value)
+            continue
+        attr = schema.attrs.get(low)
+        if attr is None or low in COLUMN_ATTRS:
+            continue
+        _walk(rows, user_id, None, attr, value)
+    return rows
