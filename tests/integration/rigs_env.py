@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,8 +63,12 @@ class RigsEnv:
         return [e["payload"] for e in await self.call("events.list", types=[type_name])]
 
 
-def rigs_parts() -> list[Any]:
-    part = make_rigs_part(lambda app: EnclosureBackend(app.datadir.sub("rigs"), packs_root=PACKS))
+def rigs_parts(overrides: Mapping[str, tuple[str, int]] | None = None) -> list[Any]:
+    """The server's parts with the rigs part on the shared pack; ``overrides`` lets the egress gate reach test
+    servers on host loopback under allow-listed names (``"name:port" -> (address, port)``)."""
+    part = make_rigs_part(
+        lambda app: EnclosureBackend(app.datadir.sub("rigs"), packs_root=PACKS, upstream_overrides=overrides)
+    )
     parts = [p for p in all_parts() if p.name != "rigs"]
     if not any(p.name == WORKSPACE_PART.name for p in parts):
         parts.append(WORKSPACE_PART)
@@ -72,12 +76,14 @@ def rigs_parts() -> list[Any]:
 
 
 @contextlib.asynccontextmanager
-async def rigs_server(tmp_path: Path, *, clock: Clock | None = None) -> AsyncIterator[RigsEnv]:
+async def rigs_server(
+    tmp_path: Path, *, clock: Clock | None = None, overrides: Mapping[str, tuple[str, int]] | None = None
+) -> AsyncIterator[RigsEnv]:
     """``tmp_path`` is unused on purpose: rig runtime paths hold UNIX sockets (at most 108 bytes), so the
     data directory is a short one under /tmp."""
     await ready_pack()
     with tempfile.TemporaryDirectory(prefix="hr-", dir="/tmp") as short:
-        async with running_server(Path(short), clock=clock, parts=rigs_parts()) as srv:
+        async with running_server(Path(short), clock=clock, parts=rigs_parts(overrides)) as srv:
             ws = await srv.new_workspace()
             async with RpcClient(srv.ws_url, srv.owner_token) as client:
                 space = (await client.call("spaces.create", workspace_id=ws, title="rig tests"))["id"]
