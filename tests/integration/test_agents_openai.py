@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -104,8 +105,13 @@ async def test_submit_output_is_validated_and_retried(tmp_path: Path) -> None:
         assert submit["function"]["parameters"] == schema
         refusal = bodies[1]["messages"][-1]
         assert refusal["role"] == "tool" and "$.answer: expected integer, got string" in refusal["content"]
-        # The pipelines engine hears about the finished task with the harvested output.
-        done = await srv.ctx.bus.replay(ws, types=["pipeline.taskFinished"])
+        # The pipelines engine hears about the finished task with the harvested output (just after the run
+        # record says finished, so that a resumed step reads the final record).
+        for _ in range(200):
+            done = await srv.ctx.bus.replay(ws, types=["pipeline.taskFinished"])
+            if done:
+                break
+            await asyncio.sleep(0.02)
         assert [(e.payload["task_id"], e.payload["outcome"], e.payload["output"]) for e in done] == [
             (run["id"], "ok", {"answer": 42})
         ]

@@ -13,7 +13,7 @@ from hangar.rpc.context import OpContext
 from hangar.rpc.registry import op
 from hangar.workspace import TeamService, check_dispatch_mode
 from hangar.workspace.args import WsArgs
-from hangar.workspace.ops_spaces import author_of
+from hangar.workspace.ops_spaces import audit_queued, author_of
 from hangar.workspace.watch import event_frame
 
 
@@ -110,7 +110,7 @@ async def agents_run(ctx: OpContext, args: AgentRunArgs) -> dict[str, Any]:
         output_schema=args.output_schema,
         max_turns=args.max_turns,
     )
-    await ctx.audit("agents.run", f"run:{run.id}", {"agentId": run.agent_id, "spaceId": run.space_id})
+    await audit_queued(ctx, "agents.run", f"run:{run.id}", {"agentId": run.agent_id, "spaceId": run.space_id})
     return {"runId": run.id, **run.to_wire()}
 
 
@@ -151,7 +151,7 @@ async def runs_events(ctx: OpContext, args: RunRef) -> dict[str, Any]:
 async def runs_interrupt(ctx: OpContext, args: RunRef) -> dict[str, Any]:
     """Stop a running run (outcome ``interrupted``); a finished run is returned unchanged."""
     run = await ctx.app.service(AgentRunner).interrupt(ctx.ws, args.run_id)
-    await ctx.audit("runs.interrupt", f"run:{run.id}", {"outcome": run.outcome})
+    await audit_queued(ctx, "runs.interrupt", f"run:{run.id}", {"outcome": run.outcome})
     return run.to_wire()
 
 
@@ -181,7 +181,7 @@ async def teams_dispatch(ctx: OpContext, args: TeamDispatchArgs) -> dict[str, An
             output_schema=args.output_schema,
         )
         run_ids.append(run.id)
-    await ctx.audit("teams.dispatch", f"team:{team.id}", {"runIds": run_ids, "mode": mode})
+    await audit_queued(ctx, "teams.dispatch", f"team:{team.id}", {"runIds": run_ids, "mode": mode})
     return {"runIds": run_ids, "dispatchMode": mode}
 
 

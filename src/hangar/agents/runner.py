@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -25,7 +28,7 @@ from hangar.agents.runs import Run, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.tools import OutputHolder, RunToolbox
 from hangar.core.context import AppContext
-from hangar.core.events import StoredEvent
+from hangar.core.events import DomainEvent, StoredEvent
 from hangar.core.ids import new_id
 from hangar.errors import InvalidArgs, Refused
 from hangar.pipelines.events import TaskFinished
@@ -37,8 +40,23 @@ RESULT_CAP = 2000
 PROMPT_MAX = 200_000
 
 
+@dataclass(frozen=True)
+class _Job:
+    """One queued report: an event to publish, or an action (posting a message), optionally awaited."""
+
+    event: ev.RunEvent | None = None
+    action: Callable[[], Awaitable[Any]] | None = None
+    done: asyncio.Future[None] | None = None
+
+
 class _LiveRun:
-    """``RunIO`` of one run: turns adapter reports into published events and space messages."""
+    """``RunIO`` of one run: turns adapter reports into published events and space messages.
+
+    Reports are queued and written in order by one task per run, so the adapter never waits for the database
+    (the model request goes out while the run's start is being persisted). Text deltas that pile up while a
+    write is in progress are merged into one event: the text is the same, with fewer writes when the database
+    is busy. ``flush`` waits until everything queued is written.
+    """
 
     def __init__(
         self, runner: AgentRunner, workspace_id: str, run_id: str, agent: Agent, space_id: str, output: OutputHolder
@@ -46,7 +64,7 @@ class _LiveRun:
         self._runner = runner
         self._ws = workspace_id
         self._ids = {"workspace_id": workspace_id, "run_id": run_id, "agent_id": agent.id, "space_id": space_id}
-        self._agent = agent
+        self._author = Author("agent", agent.id, agent.name)
         self._space_id = space_id
         self._run_id = run_id
         self.output = output
@@ -57,46 +75,99 @@ class _LiveRun:
             enabled=tools,
             folder=runner.spaces.folder(workspace_id, space_id),
             output=output,
-            post=self._post,
+            post=self._post_now,
         )
+        self._queue: deque[_Job] = deque()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._pump = asyncio.get_running_loop().create_task(self._drain(), name=f"agent-run-events:{run_id}")
 
-    async def _publish(self, event: ev.RunEvent) -> None:
-        await self._runner.app.bus.publish(event)
+    def _put(self, job: _Job) -> None:
+        self._queue.append(job)
+        self._idle.clear()
+        self._wake.set()
+
+    async def _drain(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                job = self._queue.popleft()
+                if isinstance(job.event, ev.TextDelta):
+                    text = [job.event.text]
+                    while self._queue and isinstance(nxt := self._queue[0].event, ev.TextDelta):
+                        if nxt.turn != job.event.turn:
+                            break
+                        text.append(nxt.text)
+                        self._queue.popleft()
+                    if len(text) > 1:
+                        job = _Job(event=job.event.model_copy(update={"text": "".join(text)}))
+                try:
+                    if job.event is not None:
+                        await self._runner.publish(job.event)
+                    elif job.action is not None:
+                        await job.action()
+                except Exception as exc:
+                    log.exception("agent run %s: recording a report failed", self._run_id)
+                    if job.done is not None and not job.done.done():
+                        job.done.set_exception(exc)
+                else:
+                    if job.done is not None and not job.done.done():
+                        job.done.set_result(None)
+            self._idle.set()
+
+    def _emit(self, event: ev.RunEvent) -> None:
+        self._put(_Job(event=event))
 
     async def _post(self, content: str) -> None:
-        await self._runner.spaces.post(
-            self._ws, self._space_id, Author("agent", self._agent.id, self._agent.name), content, run_id=self._run_id
-        )
+        await self._runner.spaces.post(self._ws, self._space_id, self._author, content, run_id=self._run_id)
+
+    def emit(self, event: ev.RunEvent) -> None:
+        self._emit(event)
+
+    def post_later(self, action: Callable[[], Awaitable[Any]]) -> None:
+        self._put(_Job(action=action))
+
+    async def _post_now(self, content: str) -> None:
+        """Post in order with the run's other reports and wait for it (a tool's caller wants to know)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._put(_Job(action=lambda: self._post(content), done=done))
+        await done
+
+    async def flush(self) -> None:
+        await self._idle.wait()
+
+    async def aclose(self) -> None:
+        self._pump.cancel()
+        await asyncio.gather(self._pump, return_exceptions=True)
 
     async def turn_started(self, turn: int) -> None:
         self.open_turn, self.turns = turn, turn
-        await self._publish(ev.TurnStarted(**self._ids, turn=turn))
+        self._emit(ev.TurnStarted(**self._ids, turn=turn))
 
     async def reasoning_started(self, turn: int) -> None:
-        await self._publish(ev.ReasoningStarted(**self._ids, turn=turn))
+        self._emit(ev.ReasoningStarted(**self._ids, turn=turn))
 
     async def reasoning_finished(self, turn: int, text: str) -> None:
-        await self._publish(ev.ReasoningFinished(**self._ids, turn=turn, text=text))
+        self._emit(ev.ReasoningFinished(**self._ids, turn=turn, text=text))
 
     async def text_delta(self, turn: int, text: str) -> None:
-        await self._publish(ev.TextDelta(**self._ids, turn=turn, text=text))
+        self._emit(ev.TextDelta(**self._ids, turn=turn, text=text))
 
     async def tool_started(self, turn: int, call_id: str, name: str, arguments: dict[str, Any]) -> None:
-        await self._publish(ev.ToolCallStarted(**self._ids, turn=turn, call_id=call_id, name=name, arguments=arguments))
+        self._emit(ev.ToolCallStarted(**self._ids, turn=turn, call_id=call_id, name=name, arguments=arguments))
 
     async def tool_finished(self, turn: int, call_id: str, name: str, result: ToolResult) -> None:
-        await self._publish(
-            ev.ToolCallFinished(
-                **self._ids, turn=turn, call_id=call_id, name=name, ok=result.ok, result=result.content[:RESULT_CAP]
-            )
-        )
+        capped = result.content[:RESULT_CAP]
+        self._emit(ev.ToolCallFinished(**self._ids, turn=turn, call_id=call_id, name=name, ok=result.ok, result=capped))
 
     async def turn_finished(self, turn: int, outcome: str, error: str | None = None) -> None:
         self.open_turn = None
-        await self._publish(ev.TurnFinished(**self._ids, turn=turn, outcome=outcome, error=error))
+        self._emit(ev.TurnFinished(**self._ids, turn=turn, outcome=outcome, error=error))
 
     async def reply(self, turn: int, text: str) -> None:
-        await self._post(text)
+        self.post_later(lambda: self._post(text))
 
 
 def make_adapter(agent: Agent, http: httpx.AsyncClient) -> Adapter:
@@ -116,6 +187,11 @@ class AgentRunner:
         self._drivers: dict[str, asyncio.Task[None]] = {}
         self._adapters: dict[str, asyncio.Task[RunResult]] = {}
         self._interrupted: set[str] = set()
+
+    async def publish(self, event: DomainEvent) -> None:
+        """Publish a run event as the workspace's sole writer of the moment (see ``WorkspaceWrites``)."""
+        async with self.spaces.writes.lock(event.workspace_id):
+            await self.app.bus.publish(event)  # the one place this part publishes
 
     async def dispatch(
         self,
@@ -143,23 +219,32 @@ class AgentRunner:
         space = await self.spaces.get(workspace_id, space_id)
         if space.archived_at is not None:
             raise Refused(f"space {space_id} is archived; agents cannot be dispatched into it")
-        run_id = new_id()
-        now = self.app.clock.now()
-        await self.store.insert(
-            workspace_id,
-            id=run_id,
+        run = Run(
+            id=new_id(),
             agent_id=agent.id,
             space_id=space_id,
             status="running",
+            outcome=None,
+            error=None,
             prompt=prompt,
             output_schema=output_schema,
+            output=None,
             has_output=False,
+            output_error=None,
             turns=0,
             dispatched_by=dispatched_by,
-            created_at=now,
+            created_at=self.app.clock.now(),
+            finished_at=None,
         )
-        await self.spaces.post(workspace_id, space_id, prompt_author, prompt, run_id=run_id)
-        await self.app.bus.publish(
+        run_id = run.id
+        async with self.spaces.writes.lock(workspace_id):
+            await self.store.insert(workspace_id, **run.__dict__)
+        live = _LiveRun(self, workspace_id, run_id, agent, space_id, OutputHolder(output_schema))
+        # The prompt and the run's start are written by the run's queue, in order, while the model is called.
+        live.post_later(
+            lambda: self.spaces.post(workspace_id, space_id, prompt_author, prompt, run_id=run_id, space=space)
+        )
+        live.emit(
             ev.RunStarted(
                 workspace_id=workspace_id,
                 run_id=run_id,
@@ -170,15 +255,16 @@ class AgentRunner:
         )
         default_turns = agent.adapter.max_turns if isinstance(agent.adapter, OpenAIAdapter) else 1
         task = asyncio.get_running_loop().create_task(
-            self._drive(workspace_id, run_id, agent, space_id, prompt, output_schema, max_turns or default_turns),
+            self._drive(live, workspace_id, run_id, agent, space_id, prompt, output_schema, max_turns or default_turns),
             name=f"agent-run:{run_id}",
         )
         self._drivers[run_id] = task
         task.add_done_callback(lambda _t: self._drivers.pop(run_id, None))
-        return await self.store.get(workspace_id, run_id)
+        return run
 
     async def _drive(
         self,
+        live: _LiveRun,
         workspace_id: str,
         run_id: str,
         agent: Agent,
@@ -187,12 +273,13 @@ class AgentRunner:
         schema: dict[str, Any] | None,
         max_turns: int,
     ) -> None:
-        output = OutputHolder(schema)
-        live = _LiveRun(self, workspace_id, run_id, agent, space_id, output)
+        output = live.output
         result = RunResult("failed", "the run ended before it started")
         try:
             limit = agent.adapter.history_limit if isinstance(agent.adapter, OpenAIAdapter) else 0
-            recent = await self.spaces.recent(workspace_id, space_id, limit=limit) if limit else []
+            recent = await self.spaces.recent(workspace_id, space_id, limit=limit + 1) if limit else []
+            # The conversation before this run: its own prompt (queued, perhaps already written) comes last.
+            recent = [m for m in recent if m["runId"] != run_id][-limit:] if limit else []
             request = RunRequest(
                 workspace_id=workspace_id,
                 run_id=run_id,
@@ -244,23 +331,26 @@ class AgentRunner:
     ) -> None:
         if live.open_turn is not None:
             await live.turn_finished(live.open_turn, result.outcome, result.error)
+        await live.flush()
+        await live.aclose()
         output_error = None
         if output.schema is not None and not output.accepted:
             output_error = output.last_error or "the agent did not call submit_output"
-        await self.store.update(
-            workspace_id,
-            run_id,
-            status="finished",
-            outcome=result.outcome,
-            error=result.error,
-            output=output.value if output.accepted else None,
-            has_output=output.accepted,
-            output_error=output_error,
-            turns=live.turns,
-            finished_at=self.app.clock.now(),
-        )
+        async with self.spaces.writes.lock(workspace_id):
+            await self.store.update(
+                workspace_id,
+                run_id,
+                status="finished",
+                outcome=result.outcome,
+                error=result.error,
+                output=output.value if output.accepted else None,
+                has_output=output.accepted,
+                output_error=output_error,
+                turns=live.turns,
+                finished_at=self.app.clock.now(),
+            )
         self._interrupted.discard(run_id)
-        await self.app.bus.publish(
+        await self.publish(
             ev.RunFinished(
                 workspace_id=workspace_id,
                 run_id=run_id,
@@ -276,7 +366,7 @@ class AgentRunner:
     async def _report_task(self, workspace_id: str, run_id: str, result: RunResult, output: OutputHolder) -> None:
         """Tell the pipelines engine the task (this run) is over, with the harvested output."""
         payload: Any = output.value if output.accepted else None
-        await self.app.bus.publish(
+        await self.publish(
             TaskFinished(workspace_id=workspace_id, task_id=run_id, outcome=result.outcome, output=payload)
         )
 
@@ -313,7 +403,7 @@ class AgentRunner:
             await self.store.update(
                 workspace_id, run.id, status="finished", outcome="failed", error=error, finished_at=self.app.clock.now()
             )
-            await self.app.bus.publish(
+            await self.publish(
                 ev.RunFinished(
                     workspace_id=workspace_id,
                     run_id=run.id,

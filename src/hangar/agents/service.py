@@ -54,6 +54,8 @@ def secret_key(workspace_id: str, agent_id: str) -> str:
 class AgentService:
     def __init__(self, app: AppContext) -> None:
         self._app = app
+        # Every dispatch reads its agent; records change only through this service, which drops them here.
+        self._cache: dict[tuple[str, str], Agent] = {}
 
     def api_key(self, workspace_id: str, agent_id: str) -> str | None:
         return self._app.secrets.get(secret_key(workspace_id, agent_id))
@@ -103,6 +105,9 @@ class AgentService:
         )
 
     async def get(self, workspace_id: str, agent_id: str, *, field: str = "agent_id") -> Agent:
+        cached = self._cache.get((workspace_id, agent_id))
+        if cached is not None:
+            return cached
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.connect() as conn:
             row = (
@@ -110,7 +115,8 @@ class AgentService:
             )
         if row is None:
             raise NotFound(f"{field}: agent {agent_id} does not exist in this workspace")
-        return self._from_row(workspace_id, row)
+        agent = self._cache[(workspace_id, agent_id)] = self._from_row(workspace_id, row)
+        return agent
 
     async def all(self, workspace_id: str) -> list[Agent]:
         t = tables.agents
@@ -157,6 +163,7 @@ class AgentService:
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.begin() as conn:
             await conn.execute(sa.update(tables.agents).where(tables.agents.c.id == agent_id).values(**values))
+        self._cache.pop((workspace_id, agent_id), None)
         return await self.get(workspace_id, agent_id)
 
     async def delete(self, workspace_id: str, agent_id: str) -> None:
@@ -164,4 +171,5 @@ class AgentService:
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.begin() as conn:
             await conn.execute(sa.delete(tables.agents).where(tables.agents.c.id == agent_id))
+        self._cache.pop((workspace_id, agent_id), None)
         self._app.secrets.delete(secret_key(workspace_id, agent_id))

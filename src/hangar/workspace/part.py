@@ -13,10 +13,12 @@ from hangar.workspace.tables import MIGRATIONS
 from hangar.workspace.teams import TeamService
 from hangar.workspace.tickets import TicketService
 from hangar.workspace.worktrees import WorktreeService
+from hangar.workspace.writes import WorkspaceWrites
 
 
 async def _start(app: AppContext) -> None:
-    spaces = app.provide(SpaceService(app))
+    writes = app.provide(WorkspaceWrites())
+    spaces = app.provide(SpaceService(app, writes))
     repos = app.provide(RepoService(app))
     app.provide(WorktreeService(app, spaces, repos))
     app.provide(TeamService(app))

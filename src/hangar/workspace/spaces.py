@@ -22,6 +22,7 @@ from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.workspace import tables
 from hangar.workspace.events import MessagePosted, SpaceCreated, SpaceProvisioningChanged, SpaceUpdated
 from hangar.workspace.records import SPACE_TITLE_MAX, Author, iso, require_text
+from hangar.workspace.writes import WorkspaceWrites
 
 MODES: tuple[str, ...] = ("chat", "review", "plan")
 KINDS: tuple[str, ...] = ("standard", "chatprovider")
@@ -88,8 +89,9 @@ def message_to_wire(row: Any) -> dict[str, Any]:
 
 
 class SpaceService:
-    def __init__(self, app: AppContext) -> None:
+    def __init__(self, app: AppContext, writes: WorkspaceWrites | None = None) -> None:
         self._app = app
+        self.writes = writes or WorkspaceWrites()
 
     def folder(self, workspace_id: str, space_id: str) -> Path:
         """The space's working folder (not created here)."""
@@ -227,33 +229,34 @@ class SpaceService:
         *,
         metadata: dict[str, Any] | None = None,
         run_id: str | None = None,
+        space: Space | None = None,
     ) -> dict[str, Any]:
-        """Append a message and publish ``MessagePosted``; an archived space takes no new messages."""
+        """Append a message and publish ``MessagePosted``; an archived space takes no new messages.
+
+        ``space`` is the space as the caller just read it (saves reading it again)."""
         if len(content) > MESSAGE_MAX:
             raise InvalidArgs(f"content is {len(content)} characters; the limit is {MESSAGE_MAX}", field="content")
-        space = await self.get(workspace_id, space_id)
+        if space is None or space.id != space_id:
+            space = await self.get(workspace_id, space_id)
         if space.archived_at is not None:
             raise Refused(f"space {space_id} is archived and takes no new messages")
-        t = tables.messages
-        msg_id = new_id()
+        values = {
+            "id": new_id(),
+            "space_id": space_id,
+            "author_kind": author.kind,
+            "author_id": author.id,
+            "author_name": author.name,
+            "content": content,
+            "metadata": metadata or {},
+            "run_id": run_id,
+            "created_at": self._app.clock.now(),
+        }
         engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(
-                sa.insert(t).values(
-                    id=msg_id,
-                    space_id=space_id,
-                    author_kind=author.kind,
-                    author_id=author.id,
-                    author_name=author.name,
-                    content=content,
-                    metadata=metadata or {},
-                    run_id=run_id,
-                    created_at=self._app.clock.now(),
-                )
-            )
-            row = (await conn.execute(sa.select(t).where(t.c.id == msg_id))).mappings().one()
-        message = message_to_wire(row)
-        await self._app.bus.publish(MessagePosted(workspace_id=workspace_id, space_id=space_id, message=message))
+        async with self.writes.lock(workspace_id):
+            async with engine.begin() as conn:
+                result = await conn.execute(sa.insert(tables.messages).values(**values))
+            message = message_to_wire({**values, "seq": int(result.inserted_primary_key[0])})  # type: ignore[index]
+            await self._app.bus.publish(MessagePosted(workspace_id=workspace_id, space_id=space_id, message=message))
         return message
 
     async def messages(

@@ -18,7 +18,7 @@ from hangar.agents.service import Agent
 
 @dataclass(frozen=True)
 class HistoryMessage:
-    """A message of the space as the agent sees it: ``own`` when this agent wrote it."""
+    """A message of the space before the run, as the agent sees it: ``own`` when this agent wrote it."""
 
     author_kind: str
     author_name: str

@@ -54,7 +54,7 @@ def _system_prompt(req: RunRequest) -> str:
 
 
 def initial_messages(req: RunRequest) -> list[dict[str, Any]]:
-    """System prompt, then the space's conversation (which ends with the prompt of this run)."""
+    """System prompt, the space's conversation before this run, then the run's prompt."""
     msgs: list[dict[str, Any]] = [{"role": "system", "content": _system_prompt(req)}]
     for m in req.history:
         if m.own:
@@ -63,8 +63,7 @@ def initial_messages(req: RunRequest) -> list[dict[str, Any]]:
             msgs.append({"role": "user", "content": f"[{m.author_name}] {m.content}"})
         else:
             msgs.append({"role": "user", "content": m.content})
-    if not req.history or req.history[-1].content != req.prompt:
-        msgs.append({"role": "user", "content": req.prompt})
+    msgs.append({"role": "user", "content": req.prompt})
     return msgs
 
 
