@@ -21,6 +21,8 @@ from hangar.pipelines.triggers import Scheduler
 log = logging.getLogger(__name__)
 
 CURSOR = "pipelines"
+CURSOR_SAVE_SECONDS = 5.0
+REPLAY_PAGE = 1000
 
 
 class PipelinesRuntime:
@@ -31,6 +33,8 @@ class PipelinesRuntime:
         self.engine = engine
         self.scheduler = Scheduler(engine, self.workspaces)
         self._sub: Subscription | None = None
+        self._seen: dict[str, int] = {}
+        self._saved_at = ctx.clock.monotonic()
 
     async def workspaces(self) -> list[str]:
         ids = await self._ctx.identity.list_workspace_ids()
@@ -38,15 +42,31 @@ class PipelinesRuntime:
 
     async def handle(self, ev: StoredEvent) -> None:
         await self.engine.on_event(ev)
-        await self._ctx.bus.set_cursor(ev.workspace_id, CURSOR, ev.seq)
+        self._seen[ev.workspace_id] = max(ev.seq, self._seen.get(ev.workspace_id, 0))
+        # The cursor is stored lazily: handling an event twice (after a crash) is harmless, since a suspended
+        # step resumes once and a trigger firing starts one run, and every domain event of the server passes
+        # here, so a write per event would be wasted.
+        now = self._ctx.clock.monotonic()
+        if now - self._saved_at >= CURSOR_SAVE_SECONDS:
+            await self.save_cursors()
+
+    async def save_cursors(self) -> None:
+        self._saved_at = self._ctx.clock.monotonic()
+        pending, self._seen = self._seen, {}
+        for ws, seq in pending.items():
+            await self._ctx.bus.set_cursor(ws, CURSOR, seq)
 
     async def start(self) -> None:
         bus = self._ctx.bus
         for ws in await self.workspaces():
             try:
                 await self.engine.resume_workspace(ws)
-                for ev in await bus.replay(ws, after_seq=await bus.cursor(ws, CURSOR)):
-                    await self.handle(ev)
+                after = await bus.cursor(ws, CURSOR)
+                while page := await bus.replay(ws, after_seq=after, limit=REPLAY_PAGE):
+                    for ev in page:
+                        await self.handle(ev)
+                    after = page[-1].seq
+                await self.save_cursors()
             except Exception:
                 log.exception("pipelines: could not resume workspace %s", ws)
         self.engine.subscribed = True
@@ -58,6 +78,7 @@ class PipelinesRuntime:
         if self._sub is not None:
             await self._ctx.bus.unsubscribe(self._sub)
             self._sub = None
+        await self.save_cursors()
         await self.engine.aclose()
 
 

@@ -265,8 +265,7 @@ class RunDriver:
                 self._touch(rec)
                 if was_suspended:
                     self.tick.waits_cleared.append(rec.step_id)
-        for task in self._tasks:
-            task.cancel()
+        # Running bodies are stopped once this end is stored (the loop's next flush, then ``drive``'s exit).
         self._timers.clear()
         self._to_start.clear()
         self._candidates.clear()
