@@ -157,7 +157,8 @@ async def test_escapes_from_inside_are_refused_and_the_host_is_unaffected() -> N
             " mkdir /hostroot 2>&1;"
             f" echo leak > {host_marker} && echo wrote-rig-tmp;"
             " /usr/sbin/chroot / true 2>&1 | tail -1;"
-            " ls /proc/1/root 2>&1 | tail -1",
+            " ls /proc/1/root 2>&1 | tail -1;"
+            " unshare --user --map-root-user true 2>&1 | tail -1",
             timeout_s=20,
         )
         text = attempts.stdout
@@ -167,4 +168,5 @@ async def test_escapes_from_inside_are_refused_and_the_host_is_unaffected() -> N
         assert "wrote-rig-tmp" in text
         assert "chroot: cannot change root directory to '/': Operation not permitted" in text
         assert "cannot access '/proc/1/root': Permission denied" in text
+        assert "unshare: unshare failed: Operation not permitted" in text  # no user namespaces (seccomp)
     assert not host_marker.exists()  # the rig's /tmp is its own

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hangar.errors import Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import ExecResult, Pty, RigHandle, RigSpec
-from hangar.rigs.backends.enclosure import fs
+from hangar.rigs.backends.enclosure import fs, seccomp
 from hangar.rigs.backends.enclosure.access import grant_tree
 from hangar.rigs.backends.enclosure.cgroups import RigCgroup, rig_cgroup
 from hangar.rigs.backends.enclosure.channel import AgentChannel, AgentPty
@@ -120,7 +120,7 @@ class EnclosureRig(RigHandle):
         if self.spec.worktree is not None:
             grant_tree(self.spec.worktree, RIG_UID)
 
-    def _bwrap_argv(self, listen_fd: int, info_fd: int) -> list[str]:
+    def _bwrap_argv(self, listen_fd: int, info_fd: int, seccomp_fd: int | None) -> list[str]:
         argv = [
             "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--hostname", "rig",
@@ -134,12 +134,15 @@ class EnclosureRig(RigHandle):
             argv += ["--bind", str(self.spec.home_dir), GUEST_HOME]
         if self.spec.worktree is not None:
             argv += ["--bind", str(self.spec.worktree), GUEST_WORKTREE]
+        if seccomp_fd is not None:
+            argv += ["--seccomp", str(seccomp_fd)]
         argv += ["--info-fd", str(info_fd), "--chdir", "/", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"]
         return [*argv, "--", *SETPRIV, "/usr/bin/python3", "-I", "-S", "/run/hangar-agent.py", str(listen_fd)]
 
     async def _spawn(self, pack: Path) -> None:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         info_r, info_w = os.pipe()
+        seccomp_fd = _seccomp_fd()
         try:
             listener.bind(str(self.channel.socket_path))
             listener.listen(64)
@@ -153,13 +156,15 @@ class EnclosureRig(RigHandle):
             }
             with open(self.run_dir / "enclosure.log", "ab") as errlog:  # noqa: ASYNC230 - local file, tiny
                 self._proc = await asyncio.create_subprocess_exec(
-                    "sh", "-c", LAUNCH, "sh", *self._bwrap_argv(listener.fileno(), info_w),
+                    "sh", "-c", LAUNCH, "sh", *self._bwrap_argv(listener.fileno(), info_w, seccomp_fd),
                     stdin=asyncio.subprocess.DEVNULL, stdout=errlog, stderr=errlog, env=env,
-                    pass_fds=(listener.fileno(), info_w),
+                    pass_fds=(listener.fileno(), info_w, *([seccomp_fd] if seccomp_fd is not None else [])),
                 )  # fmt: skip
         finally:
             listener.close()
             os.close(info_w)
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
         try:
             info = await asyncio.wait_for(asyncio.to_thread(_read_info, info_r), BOOT_TIMEOUT_S)
             if info is None:
@@ -311,6 +316,17 @@ class EnclosureRig(RigHandle):
             await asyncio.to_thread(self.cgroup.remove)
         self.netns.close()
         await asyncio.to_thread(shutil.rmtree, self.run_dir, True)
+
+
+def _seccomp_fd() -> int | None:
+    bpf = seccomp.program()
+    if bpf is None:
+        log.warning("no seccomp filter for this architecture; rigs may create user namespaces")
+        return None
+    fd = os.memfd_create("hangar-rig-seccomp", 0)  # no CLOEXEC: bubblewrap reads it
+    os.write(fd, bpf)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _read_info(fd: int) -> dict[str, int] | None:
