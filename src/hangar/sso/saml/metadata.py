@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import urlsplit
 
 from cryptography import x509
@@ -34,10 +35,11 @@ class IdpMetadata:
 
     def trusts(self, der: bytes) -> x509.Certificate | None:
         """The metadata certificate whose DER encoding is ``der``, if any."""
-        for cert in self.certificates:
-            if cert.public_bytes(Encoding.DER) == der:
-                return cert
-        return None
+        return self._by_der.get(der)
+
+    @cached_property
+    def _by_der(self) -> dict[bytes, x509.Certificate]:
+        return {cert.public_bytes(Encoding.DER): cert for cert in self.certificates}
 
 
 def _bad(message: str) -> SamlError:

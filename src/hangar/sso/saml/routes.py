@@ -36,10 +36,23 @@ def _ctx(request: Request) -> AppContext:
     return ctx
 
 
+_WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+
+
 def _origin(request: Request) -> str:
-    """Our origin as the IdP sees it: the public URL when set, else the origin this request came in on."""
-    public: str | None = _ctx(request).settings.public_url
-    return public or request_origin(request)
+    """Our origin as the IdP knows it: the public URL when set, else the listener's own host and port.
+
+    Only when neither names a reachable origin (a wildcard host or an ephemeral port) does the request's
+    own origin stand in; such a server should be given ``--public-url`` (or a pinned ``spEntityId``), since
+    a ``Host`` header is the client's to choose.
+    """
+    settings = _ctx(request).settings
+    if settings.public_url:
+        return str(settings.public_url)
+    if settings.port and settings.host not in _WILDCARD_HOSTS:
+        host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        return f"http://{host}:{settings.port}"
+    return request_origin(request)
 
 
 def _connection(request: Request) -> SamlConnection:
