@@ -54,3 +54,54 @@ async def test_server_restart_resumes_unfinished_runs(tmp_path: Path) -> None:
     assert run["state"]["first"] == "one" and run["state"]["slow"] == "two"
     assert (marks / "first").read_text().count("run") == 1
     assert (marks / "slow").read_text().count("run") == 2
+
+
+async def test_events_recorded_while_down_are_replayed_at_start(tmp_path: Path) -> None:
+    from hangar.config import Settings
+    from hangar.core.part_def import CORE_PART
+    from hangar.identity.part import IDENTITY_PART
+    from hangar.pipelines.part import PIPELINES_CLI_PART
+    from hangar.server.context_factory import open_context
+
+    data = tmp_path / "data"
+    raw = {
+        "id": "on-event",
+        "steps": [
+            {"id": "start", "kind": "trigger"},
+            {
+                "id": "say",
+                "kind": "listen",
+                "body": "shell.run",
+                "trigger": {"sourceStepIds": ["start"]},
+                "config": {"script": "echo got {{n}}", "outputKey": "said"},
+            },
+        ],
+    }
+    async with running_server(data) as srv:
+        ws = await srv.new_workspace("pipes")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            await c.call("pipelines.templates.create", workspace_id=ws, template=raw)
+            await c.call(
+                "pipelines.triggers.create",
+                workspace_id=ws,
+                templateId="on-event",
+                kind="event",
+                eventType="door.opened",
+            )
+    # Another process records the event while the server is down, and does nothing about it.
+    async with open_context(Settings(data_dir=data), parts=[CORE_PART, IDENTITY_PART, PIPELINES_CLI_PART]) as ctx:
+        await ctx.bus.publish_raw(ws, "door.opened", {"n": 7})
+    async with running_server(data) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
+        for _ in range(200):
+            runs = (await c.call("pipelines.runs.list", workspace_id=ws))["runs"]
+            if runs and runs[0]["status"] == "completed":
+                break
+            await asyncio.sleep(0.05)
+        (run,) = runs
+        assert run["trigger"]["kind"] == "event"
+        detail = await c.call("pipelines.runs.get", workspace_id=ws, runId=run["runId"])
+        assert detail["state"]["said"] == "got 7"
+    # A third start replays nothing new and starts nothing more.
+    async with running_server(data) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
+        await asyncio.sleep(0.3)
+        assert len((await c.call("pipelines.runs.list", workspace_id=ws))["runs"]) == 1
