@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import signal
 from pathlib import Path
@@ -11,8 +12,8 @@ import pytest
 
 from hangar.errors import Refused, Unavailable
 from hangar.rigs.backends.enclosure import EnclosureRig
-from hangar.rigs.image.pack import MARKER, ensure_pack
-from tests.integration.rigs_enclosure_env import PACKS, enclosure, running_rig, spec
+from hangar.rigs.image.pack import MARKER, PACK_NAME, ensure_pack
+from tests.integration.rigs_enclosure_env import PACKS, enclosure, ready_pack, running_rig, spec
 
 pytestmark = pytest.mark.needs_root
 
@@ -170,3 +171,20 @@ async def test_escapes_from_inside_are_refused_and_the_host_is_unaffected() -> N
         assert "cannot access '/proc/1/root': Permission denied" in text
         assert "unshare: unshare failed: Operation not permitted" in text  # no user namespaces (seccomp)
     assert not host_marker.exists()  # the rig's /tmp is its own
+
+
+async def test_a_first_open_waits_for_the_build_lock_and_does_not_rebuild(tmp_path: Path) -> None:
+    """Concurrent first opens: whoever holds the build lock builds; the others wait, then find the pack."""
+    pack = await ready_pack()
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    lock_fd = os.open(packs / f"{PACK_NAME}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)  # another process is "building"
+    steps: list[str] = []
+    waiter = asyncio.create_task(ensure_pack(packs, steps.append))
+    await asyncio.sleep(0.3)
+    assert not waiter.done() and steps == ["waiting for the terminal image build lock"]
+    (packs / PACK_NAME).symlink_to(pack)  # the other build finished and renamed its pack into place
+    os.close(lock_fd)
+    info = await asyncio.wait_for(waiter, 10)
+    assert info.built_in_s is None and info.path == packs / PACK_NAME
