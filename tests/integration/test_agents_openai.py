@@ -34,7 +34,8 @@ async def test_run_streams_reasoning_text_and_tool_calls(tmp_path: Path) -> None
         fake.script(
             "m1",
             Reply(reasoning="I should look at the files.", tool_calls=(call("list_files", {}).tool_calls[0],)),
-            call("read_file", {"path": "notes.txt"}),
+            Reply(text="Reading.", tool_calls=(call("read_file", {"path": "notes.txt"}).tool_calls[0],)),
+            call("post_message", {"content": "Found it."}),
             text("The code is 1234."),
         )
         watch = await client.watch("spaces.watch", workspace_id=ws, space_id=space_id)
@@ -42,26 +43,31 @@ async def test_run_streams_reasoning_text_and_tool_calls(tmp_path: Path) -> None
         frames = await collect_until(watch, "agents.runFinished")
         run = await wait_run(client, ws, started["runId"])
 
-        assert run["outcome"] == "ok" and run["turns"] == 3 and run["error"] is None
+        assert run["outcome"] == "ok" and run["turns"] == 4 and run["error"] is None
         types = [f["type"] for f in frames]
         assert types[0] == "workspace.messagePosted"  # the prompt
-        assert types.count("agents.turnStarted") == 3 and types.count("agents.turnFinished") == 3
+        assert types.count("agents.turnStarted") == 4 and types.count("agents.turnFinished") == 4
         assert types.index("agents.reasoningStarted") < types.index("agents.reasoningFinished")
         assert types.index("agents.reasoningFinished") < types.index("agents.toolCallStarted")
         reasoning = next(f for f in frames if f["type"] == "agents.reasoningFinished")
         assert reasoning["payload"]["text"] == "I should look at the files."
         tool_done = [f["payload"] for f in frames if f["type"] == "agents.toolCallFinished"]
-        assert [t["name"] for t in tool_done] == ["list_files", "read_file"]
+        assert [t["name"] for t in tool_done] == ["list_files", "read_file", "post_message"]
         assert "notes.txt" in tool_done[0]["result"] and tool_done[1]["result"] == "the launch code is 1234"
         deltas = "".join(f["payload"]["text"] for f in frames if f["type"] == "agents.textDelta")
-        assert deltas == "The code is 1234."
+        assert deltas == "Reading.The code is 1234."
         assert all(f["payload"]["run_id"] == run["id"] for f in frames if f["type"].startswith("agents."))
         seqs = [f["seq"] for f in frames]
         assert seqs == sorted(seqs)
 
         msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
-        assert [(m["author"]["kind"], m["content"]) for m in msgs] == [("user", "Hi"), ("agent", "The code is 1234.")]
-        assert msgs[1]["author"]["id"] == agent_id and msgs[1]["runId"] == run["id"]
+        assert [(m["author"]["kind"], m["content"]) for m in msgs] == [
+            ("user", "Hi"),
+            ("agent", "Reading."),
+            ("agent", "Found it."),
+            ("agent", "The code is 1234."),
+        ]
+        assert msgs[-1]["author"]["id"] == agent_id and msgs[-1]["runId"] == run["id"]
 
         # The key reached the model server, and nowhere else.
         assert fake.headers[0]["authorization"] == "Bearer sk-test-secret"
@@ -77,9 +83,9 @@ async def test_run_streams_reasoning_text_and_tool_calls(tmp_path: Path) -> None
         assert "You are careful." in bodies[0]["messages"][0]["content"]
         assert bodies[0]["messages"][-1] == {"role": "user", "content": "Hi"}
         assert {t["function"]["name"] for t in bodies[0]["tools"]} == {"post_message", "list_files", "read_file"}
-        last = bodies[2]["messages"]
-        assert last[-1]["role"] == "tool" and last[-1]["content"] == "the launch code is 1234"
-        assert last[-2]["tool_calls"][0]["function"]["name"] == "read_file"
+        third = bodies[2]["messages"]
+        assert third[-1]["role"] == "tool" and third[-1]["content"] == "the launch code is 1234"
+        assert third[-2]["content"] == "Reading." and third[-2]["tool_calls"][0]["function"]["name"] == "read_file"
 
         events = (await client.call("runs.events", workspace_id=ws, runId=run["id"]))["events"]
         assert events[0]["type"] == "agents.runStarted" and events[-1]["type"] == "agents.runFinished"

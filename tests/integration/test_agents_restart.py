@@ -1,0 +1,58 @@
+"""What happens to agent runs when the server stops: a clean stop interrupts them; a run a dead process left
+``running`` is closed as failed on the next start, and its waiters (pipelines) are told."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from hangar.agents import AgentRunner
+from hangar.core.ids import new_id
+from tests.support.rpc import RpcClient
+from tests.support.server import running_server
+from tests.unit.agents.support import collect_until, server_parts, wait_run
+
+SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
+
+
+async def test_stop_interrupts_and_restart_closes_stale_runs(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with running_server(data, parts=server_parts()) as srv:
+        ws = await srv.new_workspace("restart")
+        async with RpcClient(srv.ws_url, srv.owner_token) as client:
+            space = (await client.call("spaces.create", workspace_id=ws, title="s"))["id"]
+            adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
+            agent = (await client.call("agents.create", workspace_id=ws, name="Cli", adapter=adapter))["id"]
+            watch = await client.watch("spaces.watch", workspace_id=ws, space_id=space)
+            live = await client.call("agents.run", workspace_id=ws, agent_id=agent, space_id=space, prompt="sleep")
+            await collect_until(watch, "agents.textDelta")
+            # A run a killed process left behind: recorded as running, with no process driving it.
+            stale = new_id()
+            runner = srv.ctx.service(AgentRunner)
+            await runner.store.insert(
+                ws,
+                id=stale,
+                agent_id=agent,
+                space_id=space,
+                status="running",
+                prompt="lost",
+                has_output=False,
+                turns=1,
+                dispatched_by="test",
+                created_at=srv.ctx.clock.now(),
+            )
+
+    async with running_server(data, parts=server_parts()) as srv:
+        token = await srv.ctx.identity.issue_device(srv.owner_id, "again")
+        async with RpcClient(srv.ws_url, token) as client:
+            stopped = await wait_run(client, ws, live["runId"])
+            assert stopped["outcome"] == "interrupted"
+            assert stopped["error"] == "the run was stopped because the server is shutting down"
+            closed = await wait_run(client, ws, stale)
+            assert (closed["outcome"], closed["error"]) == ("failed", "the server stopped during the run")
+            tasks = {
+                e.payload["task_id"]: e.payload["outcome"]
+                for e in await srv.ctx.bus.replay(ws)
+                if e.type == "pipeline.taskFinished"
+            }
+            assert tasks == {live["runId"]: "interrupted", stale: "failed"}
