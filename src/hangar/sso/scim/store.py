@@ -109,7 +109,7 @@ class ScimDirectory:
         for uid, email, display_name, created_at in missing:
             name = email if email and fold(email) not in taken else uid
             taken.add(fold(name))
-            resource: dict[str, Any] = {"userName": name, "displayName": display_name}
+            resource: dict[str, Any] = {"userName": name, "displayName": display_name, "active": True}
             if email:
                 resource["emails"] = [{"value": email, "primary": True}]
             rows.append(
@@ -183,7 +183,8 @@ class ScimDirectory:
         resource = canonical(user_schema(), payload)
         name = require_user_name(resource)
         resource["userName"] = name
-        active = resource.get("active", True)
+        # A new user is active unless the provider says otherwise, and says so in its representation.
+        active = resource.setdefault("active", True)
         async with self._lock:
             await self.sync()
             async with self._db.connect() as conn:
