@@ -516,7 +516,6 @@ class RigManager:
         self._rigs.pop(live.id, None)
         if self._terminal_of.get((live.ws, live.space_id)) == live.id:
             del self._terminal_of[(live.ws, live.space_id)]
-        self.store.forget(live.id)
 
     async def _close(self, live: LiveRig, reason: CloseReason, *, cause: str | None = None) -> None:
         if live.phase not in LIVE_PHASES:
@@ -548,6 +547,7 @@ class RigManager:
         finally:
             live.phase = Phase.closed
             live.ended.set()
+            self.store.forget(live.id)
 
     async def _fail(self, live: LiveRig, detail: str) -> None:
         if live.phase not in LIVE_PHASES:
@@ -570,6 +570,7 @@ class RigManager:
             await self._publish_closed(live, CloseReason.backend_failure, Phase.failed)
         finally:
             live.ended.set()
+            self.store.forget(live.id)
 
     async def _publish_closed(self, live: LiveRig, reason: CloseReason, phase: Phase) -> None:
         if self._stopping and reason is CloseReason.server_shutdown:

@@ -102,8 +102,10 @@ class RigStore:
     def __init__(self, dbs: Databases, clock: Clock) -> None:
         self._dbs = dbs
         self._clock = clock
-        # One writer per rig in this process keeps the per-rig sequence gap-free.
+        # One writer per rig in this process keeps the per-rig sequence gap-free; the last number is remembered
+        # so an append is one INSERT (the unique (rig_id, seq) constraint still guards it).
         self._seq_locks: dict[str, asyncio.Lock] = {}
+        self._last_seq: dict[str, int] = {}
 
     async def _engine(self, ws: str) -> AsyncEngine:
         return await self._dbs.workspace(ws)
@@ -182,8 +184,11 @@ class RigStore:
         t = rig_action_log
         engine = await self._engine(ws)
         async with self._seq_locks.setdefault(rig_id, asyncio.Lock()), engine.begin() as conn:
-            last = (await conn.execute(sa.select(sa.func.max(t.c.seq)).where(t.c.rig_id == rig_id))).scalar()
-            seq = int(last or 0) + 1
+            last = self._last_seq.get(rig_id)
+            if last is None:
+                found = (await conn.execute(sa.select(sa.func.max(t.c.seq)).where(t.c.rig_id == rig_id))).scalar()
+                last = int(found or 0)
+            seq = last + 1
             await conn.execute(
                 sa.insert(t).values(
                     rig_id=rig_id,
@@ -195,6 +200,8 @@ class RigStore:
                     details=details or {},
                 )
             )
+        # Only after the commit: a failed insert must not skip a number.
+        self._last_seq[rig_id] = seq
         return seq
 
     async def actions(self, ws: str, rig_id: str) -> list[ActionEntry]:
@@ -209,3 +216,4 @@ class RigStore:
     def forget(self, rig_id: str) -> None:
         """Drop in-process bookkeeping for a rig that reached a final phase."""
         self._seq_locks.pop(rig_id, None)
+        self._last_seq.pop(rig_id, None)
