@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 import websockets
 
 from hangar.core.clock import FakeClock
+from hangar.rigs import manager as manager_module
 from hangar.rigs.model import LIMITS, Surface
 from tests.integration.rigs_env import rigs_server
 
@@ -156,3 +158,17 @@ async def test_rig_close_destroys_the_rig_and_its_disk(tmp_path: Path) -> None:
         assert (await env.call("rig_close", rigId=rig))["closeReason"] == "requested"
         assert await env.events("rigs.reaped") == []
         assert [e["reason"] for e in await env.events("rigs.closed")] == ["requested"]
+
+
+async def test_open_answers_provisioning_when_the_boot_takes_longer_and_exec_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(manager_module, "OPEN_WAIT_S", 0.0)  # as if the image pack were still being built
+    async with rigs_server(tmp_path) as env:
+        reply = await env.call("rig.open", space_id=env.space, surface="terminal")
+        assert reply["phase"] == "provisioning" and reply["statusDetail"]
+        row = await env.status(reply["rigId"])
+        assert row["status"] in ("provisioning", "ready")
+        # The next action waits for the boot instead of failing.
+        assert (await env.exec(reply["rigId"], "echo booted"))["stdout"] == "booted\n"
+        assert (await env.status(reply["rigId"]))["status"] == "ready"
