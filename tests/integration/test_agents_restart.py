@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
 from hangar.agents import AgentRunner
+from hangar.agents.owner import start_ticks
 from hangar.core.ids import new_id
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
@@ -26,21 +28,25 @@ async def test_stop_interrupts_and_restart_closes_stale_runs(tmp_path: Path) -> 
             watch = await client.watch("spaces.watch", workspace_id=ws, space_id=space)
             live = await client.call("agents.run", workspace_id=ws, agent_id=agent, space_id=space, prompt="sleep")
             await collect_until(watch, "agents.textDelta")
-            # A run a killed process left behind: recorded as running, with no process driving it.
-            stale = new_id()
+            # A run a killed process left behind (recorded as running, its owner gone), and one that another
+            # live process (a command beside the server) drives.
             runner = srv.ctx.service(AgentRunner)
-            await runner.store.insert(
-                ws,
-                id=stale,
-                agent_id=agent,
-                space_id=space,
-                status="running",
-                prompt="lost",
-                has_output=False,
-                turns=1,
-                dispatched_by="test",
-                created_at=srv.ctx.clock.now(),
-            )
+            stale, elsewhere = new_id(), new_id()
+            other = subprocess.Popen(["sleep", "60"])
+            for run_id, owner in ((stale, "999999999:1"), (elsewhere, f"{other.pid}:{start_ticks(other.pid)}")):
+                await runner.store.insert(
+                    ws,
+                    id=run_id,
+                    agent_id=agent,
+                    space_id=space,
+                    status="running",
+                    prompt="lost",
+                    has_output=False,
+                    turns=1,
+                    dispatched_by="test",
+                    created_at=srv.ctx.clock.now(),
+                    owner=owner,
+                )
 
     async with running_server(data, parts=server_parts()) as srv:
         token = await srv.ctx.identity.issue_device(srv.owner_id, "again")
@@ -56,3 +62,9 @@ async def test_stop_interrupts_and_restart_closes_stale_runs(tmp_path: Path) -> 
                 if e.type == "pipeline.taskFinished"
             }
             assert tasks == {live["runId"]: "interrupted", stale: "failed"}
+            # The run another live process drives is left alone until that process is gone.
+            assert (await client.call("runs.get", workspace_id=ws, runId=elsewhere))["status"] == "running"
+            other.kill()
+            other.wait()
+            assert await srv.ctx.service(AgentRunner).recover(ws) == 1
+            assert (await wait_run(client, ws, elsewhere))["outcome"] == "failed"

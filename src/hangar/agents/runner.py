@@ -24,6 +24,7 @@ from hangar.agents.adapters.command import CommandLineAdapter
 from hangar.agents.adapters.openai import OpenAIChatAdapter
 from hangar.agents.config import OpenAIAdapter
 from hangar.agents.output_schema import check_schema
+from hangar.agents.owner import is_alive, this_process
 from hangar.agents.runs import Run, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.tools import OutputHolder, RunToolbox
@@ -187,6 +188,7 @@ class AgentRunner:
         self._drivers: dict[str, asyncio.Task[None]] = {}
         self._adapters: dict[str, asyncio.Task[RunResult]] = {}
         self._interrupted: set[str] = set()
+        self._owner = this_process()
 
     async def publish(self, event: DomainEvent) -> None:
         """Publish a run event as the workspace's sole writer of the moment (see ``WorkspaceWrites``)."""
@@ -235,6 +237,7 @@ class AgentRunner:
             dispatched_by=dispatched_by,
             created_at=self.app.clock.now(),
             finished_at=None,
+            owner=self._owner,
         )
         run_id = run.id
         async with self.spaces.writes.lock(workspace_id):
@@ -397,7 +400,11 @@ class AgentRunner:
 
     async def recover(self, workspace_id: str) -> int:
         """Close runs a previous server process left running; returns how many."""
-        stale = [r for r in await self.store.running(workspace_id) if r.id not in self._drivers]
+        stale = [
+            r
+            for r in await self.store.running(workspace_id)
+            if r.id not in self._drivers and (r.owner == self._owner or not is_alive(r.owner))
+        ]
         for run in stale:
             error = "the server stopped during the run"
             await self.store.update(
@@ -419,6 +426,12 @@ class AgentRunner:
     @property
     def live_runs(self) -> int:
         return len(self._drivers)
+
+    async def wait_idle(self) -> None:
+        """Until no run is live in this process (in-process commands wait on it before they exit, since
+        leaving would interrupt the runs their suspended steps wait for)."""
+        while self._drivers:
+            await asyncio.gather(*list(self._drivers.values()), return_exceptions=True)
 
     async def aclose(self) -> None:
         """Stop every live run (each ends ``interrupted``) and close the HTTP pool; safe twice."""

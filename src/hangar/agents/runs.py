@@ -33,6 +33,7 @@ class Run:
     dispatched_by: str
     created_at: datetime
     finished_at: datetime | None
+    owner: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return {

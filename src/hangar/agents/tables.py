@@ -43,6 +43,7 @@ agent_runs = sa.Table(
     sa.Column("dispatched_by", sa.String(200), nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("owner", sa.String(64), nullable=True),
 )
 
 MIGRATIONS = MigrationSet("agents", "workspace", Path(__file__).parent / "migrations")
