@@ -1,7 +1,8 @@
 """The website app: ``build_site(base_url)`` renders everything once and returns a Starlette app.
 
-Serving a published resource is a dictionary lookup in a pure ASGI layer that sits in front of Starlette's
-router; the router only sees the tool server's POSTs. Unpublished paths get a real 404 whose body negotiates.
+Serving a published resource is a dictionary lookup done before Starlette's machinery is entered (``SiteApp``
+handles GET and HEAD itself); only the tool server's POSTs and the lifespan go through Starlette. Unpublished
+paths get a real 404 whose body negotiates.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
-from hangar.site.build import Origin, Resource, SiteBuild
+from hangar.site.build import Origin, SiteBuild
 from hangar.site.discovery import MCP_PATHS
 from hangar.site.mcp_server import PROTOCOL_VERSIONS, DocsToolServer, origin_of
 from hangar.site.negotiate import choose
@@ -32,14 +32,8 @@ _NOT_FOUND_TYPES = {
     "text/markdown": b"text/markdown; charset=utf-8",
     "application/json": b"application/json",
 }
-_ALLOW_GET = b"GET, HEAD"
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for k, v in scope.get("headers", ()):
-        if k == name:
-            return str(v.decode("latin-1"))
-    return None
+_NOT_MODIFIED_KEEP = (b"etag", b"vary", b"cache-control", b"link")
+MAX_HOSTS = 64
 
 
 def _escape_path(path: str, media: str) -> bytes:
@@ -52,57 +46,73 @@ def _escape_path(path: str, media: str) -> bytes:
     return "".join(c for c in shown if c not in "`\r\n").encode()
 
 
-class StaticLayer:
-    """Answers every GET and HEAD from the pre-rendered resources; passes the rest to the router."""
+class SiteApp(Starlette):
+    """Starlette, with GET and HEAD answered from the pre-rendered resources before any routing."""
 
-    def __init__(self, app: ASGIApp, site: SiteBuild) -> None:
-        self.app = app
+    site: SiteBuild
+
+    def bind(self, site: SiteBuild) -> None:
         self.site = site
+        # (scheme, Host header) -> the resources of that origin; bounded, since any Host can be sent.
+        self._hosts: dict[tuple[str, bytes | None], Origin] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        method = scope["method"]
+        if scope["type"] == "http":
+            method = scope["method"]
+            if method == "GET" or method == "HEAD":
+                await self._serve(scope, send, method)
+                return
+            path = scope["path"]
+            if path not in MCP_PATHS:
+                if self.site.published(path):
+                    await _answer(send, 405, b"", [(b"allow", b"GET, HEAD"), (b"content-length", b"0")])
+                else:
+                    accept = _find(scope, b"accept")
+                    await self._not_found(scope, send, path, self._origin(scope, _find(scope, b"host")), accept)
+                return
+        await super().__call__(scope, receive, send)
+
+    def _origin(self, scope: Scope, host: bytes | None) -> Origin:
+        key = (scope.get("scheme", "http"), host)
+        found = self._hosts.get(key)
+        if found is None:
+            found = self.site.origin(origin_of(scope, self.site.base_url))
+            if len(self._hosts) < MAX_HOSTS:
+                self._hosts[key] = found
+        return found
+
+    async def _serve(self, scope: Scope, send: Send, method: str) -> None:
+        host = accept = if_none = None
+        for k, v in scope["headers"]:
+            if k == b"host":
+                host = v
+            elif k == b"accept":
+                accept = v
+            elif k == b"if-none-match":
+                if_none = v
+        site = self._origin(scope, host)
         path: str = scope["path"]
-        if method not in ("GET", "HEAD"):
-            if path in MCP_PATHS:
-                await self.app(scope, receive, send)
-            elif self._published(path):
-                await self._answer(send, 405, b"", [(b"allow", _ALLOW_GET), (b"content-length", b"0")])
-            else:
-                await self._not_found(scope, send, path)
-            return
-        site = self.site.origin(origin_of(scope, self.site.base_url))
-        res = self._lookup(scope, site, path)
-        if res is None:
-            await self._not_found(scope, send, path, site)
-            return
-        if_none = _header(scope, b"if-none-match")
-        if if_none is not None and res.etag in (t.strip().encode() for t in if_none.split(",")):
-            keep = [(k, v) for k, v in res.headers if k in (b"etag", b"vary", b"cache-control", b"link")]
-            await self._answer(send, 304, b"", keep)
-            return
-        await self._answer(send, 200, b"" if method == "HEAD" else res.body, list(res.headers))
-
-    def _published(self, path: str) -> bool:
-        return path in self.site.templates or path == "/.well-known/agent-skills/index.json"
-
-    def _lookup(self, scope: Scope, site: Origin, path: str) -> Resource | None:
-        pair = site.pages.get(path)
+        pair = site.page(path)
         if pair is not None:
-            if choose(_header(scope, b"accept"), PAGE_OFFERS) == "text/markdown":
-                return pair[1]
-            return pair[0]
-        return site.resources.get(path)
+            wanted = choose(accept.decode("latin-1"), PAGE_OFFERS) if accept else "text/html"
+            res = pair[1] if wanted == "text/markdown" else pair[0]
+        else:
+            found = site.resource(path)
+            if found is None:
+                await self._not_found(scope, send, path, site, accept)
+                return
+            res = found
+        if if_none is not None and res.etag in (t.strip() for t in if_none.split(b",")):
+            await _answer(send, 304, b"", [(k, v) for k, v in res.headers if k in _NOT_MODIFIED_KEEP])
+            return
+        await _answer(send, 200, b"" if method == "HEAD" else res.body, list(res.headers))
 
-    async def _not_found(self, scope: Scope, send: Send, path: str, site: Origin | None = None) -> None:
-        site = site or self.site.origin(origin_of(scope, self.site.base_url))
+    async def _not_found(self, scope: Scope, send: Send, path: str, site: Origin, accept: bytes | None) -> None:
         if path.startswith("/api/") or path == "/api":
             media = "application/json"
         else:
-            media = choose(_header(scope, b"accept"), NOT_FOUND_OFFERS)
-        head, tail = site.not_found[media]
+            media = choose(accept.decode("latin-1") if accept else None, NOT_FOUND_OFFERS)
+        head, tail = site.not_found(media)
         body = head + _escape_path(path, media) + tail
         headers = [
             (b"content-type", _NOT_FOUND_TYPES[media]),
@@ -111,12 +121,19 @@ class StaticLayer:
             (b"cache-control", b"no-store"),
             (b"x-content-type-options", b"nosniff"),
         ]
-        await self._answer(send, 404, b"" if scope["method"] == "HEAD" else body, headers)
+        await _answer(send, 404, b"" if scope["method"] == "HEAD" else body, headers)
 
-    @staticmethod
-    async def _answer(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+
+def _find(scope: Scope, name: bytes) -> bytes | None:
+    for k, v in scope["headers"]:
+        if k == name:
+            return bytes(v)
+    return None
+
+
+async def _answer(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 class _McpEndpoint:
@@ -137,8 +154,6 @@ def build_site(base_url: str | None = None) -> Starlette:
     site = SiteBuild(base_url)
     tools = DocsToolServer(site)
     site.render(tools.descriptions, PROTOCOL_VERSIONS)
-    if base_url:
-        site.origin(base_url)  # warm the only origin now, not on the first request
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -146,8 +161,8 @@ def build_site(base_url: str | None = None) -> Starlette:
             yield {}
 
     endpoint = _McpEndpoint(tools)
-    routes = [Route(p, endpoint, methods=["POST"]) for p in MCP_PATHS]
-    app = Starlette(routes=routes, middleware=[Middleware(StaticLayer, site=site)], lifespan=lifespan)
+    app = SiteApp(routes=[Route(p, endpoint, methods=["POST"]) for p in MCP_PATHS], lifespan=lifespan)
+    app.bind(site)
     app.state.site = site
     app.state.docs_tools = tools
     return app

@@ -10,8 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import hangar
@@ -63,15 +62,63 @@ class Template:
         return Resource(body, tuple(headers), etag)
 
 
-@dataclass
 class Origin:
-    """Everything served at one origin."""
+    """Everything served at one origin, materialized on first use of each resource and kept."""
 
-    resources: dict[str, Resource]
-    pages: dict[str, tuple[Resource, Resource]]  # page path -> (html, markdown twin)
-    not_found: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)  # media -> body split on the path
+    def __init__(self, build: SiteBuild, key: bytes) -> None:
+        self._build = build
+        self.key = key
+        self._resources: dict[str, Resource] = {}
+        self._pages: dict[str, tuple[Resource, Resource]] = {}
+        self._not_found: dict[str, tuple[bytes, bytes]] = {}
+
+    def resource(self, path: str) -> Resource | None:
+        found = self._resources.get(path)
+        if found is not None:
+            return found
+        if path == SKILLS_INDEX:
+            found = self._skills_index()
+        else:
+            tpl = self._build.templates.get(path)
+            if tpl is None:
+                return None
+            found = tpl.materialize(self.key)
+        self._resources[path] = found
+        return found
+
+    def page(self, path: str) -> tuple[Resource, Resource] | None:
+        """A content page's (HTML, markdown twin), or None when ``path`` is not a page."""
+        found = self._pages.get(path)
+        if found is None:
+            paths = self._build.page_paths.get(path)
+            if paths is None:
+                return None
+            html, twin = self.resource(paths[0]), self.resource(paths[1])
+            assert html is not None and twin is not None
+            found = self._pages[path] = (html, twin)
+        return found
+
+    def not_found(self, media: str) -> tuple[bytes, bytes]:
+        """The 404 body for ``media``, split where the request path goes."""
+        found = self._not_found.get(media)
+        if found is None:
+            body = self._build.not_found_templates[media].replace(_ORIGIN_B, self.key)
+            head, _sep, tail = body.partition(NOT_FOUND_PATH.encode())
+            found = self._not_found[media] = (head, tail)
+        return found
+
+    def _skills_index(self) -> Resource:
+        skill_bytes = {}
+        for name in SKILLS:
+            res = self.resource(f"/.well-known/agent-skills/{name}/SKILL.md")
+            assert res is not None
+            skill_bytes[name] = res.body
+        descriptions = skill_descriptions(self._build.skills_text)
+        index = discovery.skills_index(skill_bytes, descriptions, self.key.decode())
+        return Template(discovery.dumps(index).encode(), JSON).materialize(self.key)
 
 
+SKILLS_INDEX = "/.well-known/agent-skills/index.json"
 NOT_FOUND_PATH = "HANGARNOTFOUNDPATH"  # replaced by the escaped request path
 
 
@@ -86,7 +133,8 @@ class SiteBuild:
         self.twins: dict[str, str] = {s: page_markdown(p, self.bodies[s]) for s, p in self.pages.items()}
         self.templates: dict[str, Template] = {}
         self.page_paths: dict[str, tuple[str, str]] = {}
-        self._origins: OrderedDict[bytes, Origin] = OrderedDict()
+        self._origins: dict[bytes, Origin] = {}
+        self.not_found_templates: dict[str, bytes] = {}
         self.tools: list[dict[str, Any]] = []
         self.protocol_versions: list[str] = []
 
@@ -164,7 +212,7 @@ class SiteBuild:
         t["/static/site.css"] = Template(self.renderer.css, "text/css; charset=utf-8", cache=b"public, max-age=86400")
         health = json.dumps({"status": "ok", "version": hangar.__version__}).encode()
         t["/healthz"] = Template(health, JSON, cache=b"no-store")
-        self._not_found_templates = self._render_not_found()
+        self.not_found_templates = self._render_not_found()
 
     def _render_not_found(self) -> dict[str, bytes]:
         md = not_found_markdown()
@@ -189,25 +237,19 @@ class SiteBuild:
     # -- serving -----------------------------------------------------------------------------------------------
 
     def origin(self, origin: str) -> Origin:
+        """The resources at ``origin`` (the base URL when one is configured). A bounded number of origins is
+        kept; a request from yet another origin (any Host header can be sent) materializes only what it asks
+        for, so odd hosts cost one resource each, never the whole site."""
         key = (self.base_url or origin).encode()
         found = self._origins.get(key)
-        if found is not None:
-            return found
-        resources = {path: tpl.materialize(key) for path, tpl in self.templates.items()}
-        skill_bytes = {n: resources[f"/.well-known/agent-skills/{n}/SKILL.md"].body for n in SKILLS}
-        index = discovery.skills_index(skill_bytes, skill_descriptions(self.skills_text), key.decode())
-        resources["/.well-known/agent-skills/index.json"] = Template(discovery.dumps(index).encode(), JSON).materialize(
-            key
-        )
-        pages = {p: (resources[h], resources[m]) for p, (h, m) in self.page_paths.items()}
-        not_found = {}
-        for media, body in self._not_found_templates.items():
-            head, _sep, tail = body.replace(_ORIGIN_B, key).partition(NOT_FOUND_PATH.encode())
-            not_found[media] = (head, tail)
-        result = Origin(resources, pages, not_found)
-        if len(self._origins) < MAX_CACHED_ORIGINS:
-            self._origins[key] = result
-        return result
+        if found is None:
+            found = Origin(self, key)
+            if len(self._origins) < MAX_CACHED_ORIGINS:
+                self._origins[key] = found
+        return found
+
+    def published(self, path: str) -> bool:
+        return path in self.templates or path == SKILLS_INDEX
 
 
 def skill_descriptions(skills: dict[str, str]) -> dict[str, str]:

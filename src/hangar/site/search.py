@@ -65,12 +65,19 @@ class SearchIndex:
         return []
 
     def _run(self, match: str, limit: int) -> list[Hit]:
-        sql = (
-            "SELECT slug, title, description,"
-            " snippet(pages, 2, '**', '**', ' … ', 16),"
-            f" bm25(pages, {_WEIGHTS[0]}, {_WEIGHTS[1]}, {_WEIGHTS[2]}) AS rank"
+        # Rank first without snippets (FTS5 would build a snippet for every match before sorting), then build
+        # snippets for the rows kept.
+        ranked = (
+            f"SELECT rowid, bm25(pages, {_WEIGHTS[0]}, {_WEIGHTS[1]}, {_WEIGHTS[2]}) AS rank"
             " FROM pages WHERE pages MATCH ? ORDER BY rank LIMIT ?"
         )
+        detail = (
+            "SELECT slug, title, description, snippet(pages, 2, '**', '**', ' … ', 16)"
+            " FROM pages WHERE pages MATCH ? AND rowid = ?"
+        )
+        hits = []
         with self._lock:
-            rows = self._db.execute(sql, (match, limit)).fetchall()
-        return [Hit(slug=r[0], title=r[1], description=r[2], snippet=r[3], score=-float(r[4])) for r in rows]
+            for rowid, rank in self._db.execute(ranked, (match, limit)).fetchall():
+                slug, title, description, snippet = self._db.execute(detail, (match, rowid)).fetchone()
+                hits.append(Hit(slug=slug, title=title, description=description, snippet=snippet, score=-float(rank)))
+        return hits

@@ -99,7 +99,9 @@ class DocsTools:
 
     def get_page_markdown(self, args: GetPageMarkdownArgs, origin: str) -> tuple[str, dict[str, Any]]:
         slug = self.resolve(args)
-        text = self.site.origin(origin).resources[twin_path_of(slug)].body.decode()
+        twin = self.site.origin(origin).resource(twin_path_of(slug))
+        assert twin is not None
+        text = twin.body.decode()
         return text, {**self._entry(slug, origin), "markdown": text}
 
     def search_pages(self, args: SearchPagesArgs, origin: str) -> dict[str, Any]:
