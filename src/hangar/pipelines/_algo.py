@@ -193,6 +193,7 @@ class Applied:
 
     outcome: Literal["completed", "suspended", "retry", "settled_failure", "run_failed", "run_terminal"]
     delay_s: float = 0.0
+    state_changed: bool = False
 
 
 def merged_changes(step: StepDef, state: Mapping[str, Any], result: StepResult) -> dict[str, Any]:
@@ -253,6 +254,7 @@ def apply_result(
         if problem is not None:
             return apply_result(step, rec, StepResult.failed(problem), state, now, since_seq=since_seq)
         state.update(changes)
+        changed = bool(changes)
         rec.error = None
         rec.resume = None
         if result.suspends:
@@ -265,7 +267,7 @@ def apply_result(
                 "sinceSeq": since_seq,
             }
             rec.deadline = None if step.config.await_approval else now + SUSPEND_TIMEOUT
-            return Applied("suspended")
+            return Applied("suspended", state_changed=changed)
         rec.status = StepStatus.completed
         rec.finished_at = now
         rec.suspend = None
@@ -274,8 +276,8 @@ def apply_result(
         if result.kind == "route":
             rec.route_key = result.route_key
         if result.kind == "terminal" or step.kind is StepKind.terminal:
-            return Applied("run_terminal")
-        return Applied("completed")
+            return Applied("run_terminal", state_changed=changed)
+        return Applied("completed", state_changed=changed)
     # Failure: retry while attempts remain, then fail for good.
     rec.error = result.error or "the step failed"
     rec.suspend = None
@@ -294,7 +296,7 @@ def apply_result(
         errors = dict(state.get(STEP_ERRORS_KEY) or {})
         errors[step.id] = rec.error
         state[STEP_ERRORS_KEY] = errors
-        return Applied("settled_failure")
+        return Applied("settled_failure", state_changed=True)
     return Applied("run_failed")
 
 

@@ -86,7 +86,6 @@ class RunDriver:
         self._since: dict[str, int] = {}
         self.inbox: deque[Msg] = deque()
         self._wake = asyncio.Event()
-        self._wake_task: asyncio.Task[Any] | None = None
         self.ended = False
         self._tick_now: datetime | None = None
 
@@ -166,9 +165,7 @@ class RunDriver:
         finally:
             for task in self._tasks:
                 task.cancel()
-            if self._wake_task is not None:
-                self._wake_task.cancel()
-            await asyncio.gather(*self._tasks, *([self._wake_task] if self._wake_task else []), return_exceptions=True)
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.run.status in (RunStatus.completed, RunStatus.failed, RunStatus.cancelled):
             self.e.run_ended(self.run)
 
@@ -193,18 +190,22 @@ class RunDriver:
         self._candidates = list(self.graph.order)
 
     async def _wait(self) -> None:
-        if self._wake_task is None or self._wake_task.done():
+        """Until a body finishes, a message arrives or the next retry is due (each sets ``_wake``)."""
+        if self._wake.is_set():
             self._wake.clear()
-            self._wake_task = asyncio.create_task(self._wake.wait())
-        waiting: set[asyncio.Future[Any]] = {*self._tasks, self._wake_task}
-        sleeper: asyncio.Task[None] | None = None
+            return
+        sleeper: asyncio.Future[None] | None = None
         if self._timers:
             delay = (self._timers[0][0] - self._now()).total_seconds()
-            sleeper = asyncio.create_task(self.e.clock.sleep(max(0.0, delay)))
-            waiting.add(sleeper)
-        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-        if sleeper is not None and not sleeper.done():
-            sleeper.cancel()
+            sleeper = asyncio.ensure_future(self.e.clock.sleep(max(0.0, delay)))
+            sleeper.add_done_callback(lambda _f: self._wake.set())
+        try:
+            await self._wake.wait()
+        finally:
+            # Cleared before anything is folded in: a wake-up from now on is for something not yet seen.
+            self._wake.clear()
+            if sleeper is not None and not sleeper.done():
+                sleeper.cancel()
 
     # -- folding in what happened --------------------------------------------------------------------------
 
@@ -227,7 +228,8 @@ class RunDriver:
             step, rec, result, self.run.state, self._now(), timed_out=timed_out, since_seq=self._since.get(sid, 0)
         )
         self._touch(rec)
-        self._touch_run()
+        if applied.state_changed:
+            self._touch_run()
         outcome = applied.outcome
         if outcome in ("completed", "settled_failure"):
             self._candidates.extend(self.graph.dependents[sid])
