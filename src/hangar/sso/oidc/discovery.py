@@ -98,10 +98,10 @@ async def discover(http: httpx.AsyncClient, issuer: str) -> ProviderMetadata:
 class ProviderKeys:
     """The provider's JWKS, fetched on first use and again (once per token) for an unknown ``kid``."""
 
-    def __init__(self, http: httpx.AsyncClient, jwks_uri: str) -> None:
+    def __init__(self, http: httpx.AsyncClient, jwks_uri: str, keys: KeySet | None = None) -> None:
         self._http = http
         self._uri = jwks_uri
-        self._keys: KeySet | None = None
+        self._keys: KeySet | None = keys
         self.fetches = 0
 
     async def _fetch(self) -> KeySet:
