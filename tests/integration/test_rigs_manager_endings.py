@@ -149,3 +149,27 @@ async def test_rows_a_crashed_server_left_live_are_closed_at_start(tmp_path: Pat
             [row] = await c.call("rig_list", workspace_id=ws, includeClosed=True)
         assert (row["status"], row["closeReason"]) == ("closed", "serverShutdown")
         assert "stopped before closing" in row["statusDetail"]
+
+
+async def test_the_server_owner_sets_the_memory_budget(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        status = await env.client.call("rigs.status")
+        assert status["backend"] == "enclosure" and status["unavailableReason"] is None
+        assert status["memoryBudgetMb"] == 12 * 1024 and status["liveRigs"] == 1 and status["residentMb"] > 0
+        with pytest.raises(RpcError) as e:
+            await env.client.call("rigs.setMemoryBudget", memoryBudgetMb=100)
+        assert e.value.code == "invalid_args" and "memoryBudgetMb" in e.value.message
+        member = await env.srv.new_user_token(env.ws, "admin", name="admin")
+        async with RpcClient(env.srv.ws_url, member) as a:
+            with pytest.raises(RpcError) as e:
+                await a.call("rigs.setMemoryBudget", memoryBudgetMb=4096)
+            assert e.value.code == "forbidden"
+        # The smallest budget still holds one idle terminal; it applies at once and is kept as a server setting.
+        status = await env.client.call("rigs.setMemoryBudget", memoryBudgetMb=512)
+        assert status["memoryBudgetMb"] == 512 and env.manager.budget_mb == 512
+        assert (await env.status(rig))["status"] == "ready"
+        assert await env.srv.ctx.identity.get_setting("rigs.memoryBudgetMb") == 512
+        # With it full, the next terminal (512 MB ceiling) evicts the idle one.
+        await env.open(await env.new_space("b"))
+        assert (await env.status(rig))["closeReason"] == "idleTimeout"

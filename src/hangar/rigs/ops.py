@@ -16,11 +16,11 @@ from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity.roles import Role
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.live import LiveRig
-from hangar.rigs.manager import RigManager
+from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
 from hangar.rigs.signing import Lane, LaneSigner
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import Args, op
+from hangar.rpc.registry import Args, NoArgs, op
 
 USE_ACTIONS = ("enclosureControl", "networkEgress", "processSpawn")
 DEVICE_ACTIONS = (*USE_ACTIONS, "packageInstall")
@@ -267,6 +267,39 @@ async def sim_use(ctx: OpContext, args: UseArgs) -> dict[str, Any]:
     return await _use(ctx, SIM_USE, args)
 
 
+def _host_status(mgr: RigManager) -> dict[str, Any]:
+    live = mgr.live_rigs()
+    return {
+        "backend": mgr.backend.name,
+        "unavailableReason": mgr.backend.unavailable_reason(),
+        "memoryBudgetMb": mgr.budget_mb,
+        "residentMb": sum(r.resident_mb for r in live),
+        "liveRigs": len(live),
+    }
+
+
+@op("rigs.status", kind="read", scope="server", server_owner=True)
+async def rigs_status(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+    """This host's rigs: backend and whether it can run here, the memory budget and what is resident now."""
+    mgr = manager(ctx)
+    await mgr.measure()
+    return _host_status(mgr)
+
+
+class BudgetArgs(Args):
+    memory_budget_mb: Annotated[int, Field(ge=512, le=1024 * 1024, strict=True)] = Field(alias="memoryBudgetMb")
+
+
+@op("rigs.setMemoryBudget", kind="mutate", scope="server", server_owner=True)
+async def rigs_set_memory_budget(ctx: OpContext, args: BudgetArgs) -> dict[str, Any]:
+    """Set the resident-memory budget of all rigs on this host (MB); idle rigs over it are evicted now."""
+    mgr = manager(ctx)
+    await ctx.app.identity.set_setting(MEMORY_BUDGET_SETTING, args.memory_budget_mb)
+    mgr.budget_mb = args.memory_budget_mb
+    await mgr.sweep()
+    return _host_status(mgr)
+
+
 RIG_OPS = [
     rig_open,
     rig_list,
@@ -283,4 +316,6 @@ RIG_OPS = [
     browser_use,
     mobile_use,
     sim_use,
+    rigs_status,
+    rigs_set_memory_budget,
 ]
