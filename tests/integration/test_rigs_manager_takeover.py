@@ -61,6 +61,8 @@ async def test_take_over_refuses_mutations_allows_observations_and_hands_back(tm
         execs = [e.details for e in log if e.verb == "exec"]
         assert execs and all(set(d["command"]) == {"length", "sha256"} for d in execs)
         assert "should-not-exist" not in repr([e.details for e in log])
+        wire = await env.call("rig.actionLog", rigId=rig)
+        assert [(w["seq"], w["verb"], w["principal"]) for w in wire] == [(e.seq, e.verb, e.principal) for e in log]
 
 
 async def test_an_admin_can_hand_back_a_stuck_take_over(tmp_path: Path) -> None:

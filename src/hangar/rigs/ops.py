@@ -267,6 +267,25 @@ async def sim_use(ctx: OpContext, args: UseArgs) -> dict[str, Any]:
     return await _use(ctx, SIM_USE, args)
 
 
+@op("rig.actionLog", kind="read", scope="workspace", min_role="admin")
+async def rig_action_log(ctx: OpContext, args: RigArgs) -> list[dict[str, Any]]:
+    """A rig's action log, oldest first: principal, per-rig sequence, verb, outcome, details (never content)."""
+    mgr = manager(ctx)
+    if await mgr.store.get(ctx.ws, args.rig_id) is None:
+        raise NotFound(f"no rig {args.rig_id} in this workspace")
+    return [
+        {
+            "seq": e.seq,
+            "at": e.at.isoformat(),
+            "principal": e.principal,
+            "verb": e.verb,
+            "outcome": e.outcome,
+            "details": e.details,
+        }
+        for e in await mgr.store.actions(ctx.ws, args.rig_id)
+    ]
+
+
 def _host_status(mgr: RigManager) -> dict[str, Any]:
     live = mgr.live_rigs()
     return {
@@ -316,6 +335,7 @@ RIG_OPS = [
     browser_use,
     mobile_use,
     sim_use,
+    rig_action_log,
     rigs_status,
     rigs_set_memory_budget,
 ]
