@@ -308,13 +308,16 @@ class AgentRunner:
             try:
                 result = await asyncio.shield(adapter_task)
             except asyncio.CancelledError:
-                if run_id not in self._interrupted:
-                    adapter_task.cancel()
-                    await asyncio.gather(adapter_task, return_exceptions=True)
-                    raise
-                result = RunResult("interrupted", "the run was interrupted")
+                # Interrupted (the adapter task was cancelled) or stopping (this task was): either way the
+                # adapter must have released its stream or process before the run is recorded as over.
+                adapter_task.cancel()
+                await asyncio.gather(adapter_task, return_exceptions=True)
+                raise
         except asyncio.CancelledError:
-            result = RunResult("interrupted", "the run was stopped because the server is shutting down")
+            if run_id in self._interrupted:
+                result = RunResult("interrupted", "the run was interrupted")
+            else:
+                result = RunResult("interrupted", "the run was stopped because the server is shutting down")
         except Exception as exc:
             log.exception("agent run %s failed inside Hangar", run_id)
             result = RunResult("failed", f"the run failed inside Hangar: {exc}")
@@ -381,8 +384,8 @@ class AgentRunner:
         if run.status != "running" or driver is None:
             return run
         self._interrupted.add(run_id)
-        if adapter is not None:
-            adapter.cancel()
+        # Before the adapter starts (or between), stopping the run's own task has the same effect.
+        (adapter or driver).cancel()
         await asyncio.gather(driver, return_exceptions=True)
         return await self.store.get(workspace_id, run_id)
 
