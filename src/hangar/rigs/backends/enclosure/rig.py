@@ -19,7 +19,7 @@ import os
 import secrets
 import shutil
 import socket
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 
 from hangar.errors import Internal, InvalidArgs, Refused, Unavailable
@@ -82,6 +82,7 @@ class EnclosureRig(RigHandle):
         self._ptys: set[AgentPty] = set()
         self._parked = False
         self._closed = False
+        self._teardown: asyncio.Future[None] | None = None
         self._cgroup_made = False
         self._netns_made = False
 
@@ -286,18 +287,33 @@ class EnclosureRig(RigHandle):
             await self._proc.wait()
 
     async def aclose(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for pty in list(self._ptys):
-            await pty.aclose()
-        await self.forwards.aclose()
-        await self.gate.aclose()
-        if self._netns_made:
-            with contextlib.suppress(Exception):
-                dropped = await self.netns.dropped_packets()
-                if dropped:
-                    log.warning("rig %s: %d non-TCP/UDP packets dropped by its filter", self.spec.rig_id, dropped)
+        if self._teardown is None:
+            self._closed = True
+            self._teardown = asyncio.ensure_future(self._destroy())
+        await asyncio.shield(self._teardown)  # a second caller waits for the first teardown to finish
+
+    async def _destroy(self) -> None:
+        steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+            ("count dropped packets", self._report_dropped),
+            ("kill processes", self._kill),
+            ("close terminals", self._close_ptys),
+            ("stop forwards", self.forwards.aclose),
+            ("stop the egress gate", self.gate.aclose),
+            ("remove the disk", self._remove),
+        ]
+        for what, step in steps:
+            try:
+                await step()
+            except Exception:  # one failed step must not leave the rest running
+                log.exception("rig %s: could not %s", self.spec.rig_id, what)
+
+    async def _report_dropped(self) -> None:
+        if self._netns_made and self.alive():
+            dropped = await self.netns.dropped_packets()
+            if dropped:
+                log.warning("rig %s: %d non-TCP/UDP packets dropped by its filter", self.spec.rig_id, dropped)
+
+    async def _kill(self) -> None:
         if self._cgroup_made:
             await asyncio.to_thread(self.cgroup.kill_all)
         if self._proc is not None and self._proc.returncode is None:
@@ -306,12 +322,17 @@ class EnclosureRig(RigHandle):
         if self._proc is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._proc.wait(), 5)
-        if self._root_fd is not None:
-            os.close(self._root_fd)
-            self._root_fd = None
-        if self._dir_fd is not None:
-            os.close(self._dir_fd)
-            self._dir_fd = None
+
+    async def _close_ptys(self) -> None:
+        for pty in list(self._ptys):
+            await pty.aclose()
+
+    async def _remove(self) -> None:
+        for attr in ("_root_fd", "_dir_fd"):
+            fd = getattr(self, attr)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, attr, None)
         if self._cgroup_made:
             await asyncio.to_thread(self.cgroup.remove)
         self.netns.close()
