@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from hangar.errors import InvalidArgs
 from hangar.pipelines import predicates, schema
 from hangar.pipelines.bodies.spec import BodyRegistry
-from hangar.pipelines.model import BODYLESS_KINDS, REDUCERS, StepKind, Template
+from hangar.pipelines.model import BODYLESS_KINDS, REDUCERS, TRIGGER_BODY, StepKind, Template
 
 SUBPIPELINE_BODY = "pipeline.subPipeline"
 ROUTER_BODY = "flow.router"
@@ -204,6 +204,8 @@ def _check_body(
         return []
     if not key:
         return [f"step {sid}: a {kind.value} step needs a body key"]
+    if kind is StepKind.trigger and key != TRIGGER_BODY:
+        return [f"step {sid}: the trigger step's body is {TRIGGER_BODY}, not {key!r}"]
     if bodies is not None and key not in bodies and kind is not StepKind.trigger:
         warnings.append(f"step {sid}: body {key!r} is not registered; the step will be skipped and never execute")
     return []

@@ -200,6 +200,12 @@ def test_unregistered_body_is_a_warning_not_an_error() -> None:
     ]
 
 
+def test_trigger_body_is_the_no_op() -> None:
+    raw = edit()
+    raw["steps"][0]["body"] = "shell.run"
+    assert "step start: the trigger step's body is pipeline.trigger, not 'shell.run'" in problems_of(raw)
+
+
 def test_join_needs_waits_and_step_needs_sources() -> None:
     raw = edit()
     step_at(raw, "both")["waitForStepIds"] = []
