@@ -36,8 +36,12 @@ async def test_open_exec_reuse_and_list(tmp_path: Path) -> None:
             "timedOut": False,
             "truncated": False,
         }
-        # One terminal per conversation: opening again answers the same rig.
+        # One terminal per conversation: opening again answers the same rig, even when opens race.
         assert await env.open() == rig
+        fresh = await env.new_space("raced")
+        raced = await asyncio.gather(*(env.open(fresh) for _ in range(3)))
+        assert len(set(raced)) == 1
+        await env.call("rig_close", rigId=raced[0])
         other = await env.open(await env.new_space())
         assert other != rig
         rows = {r["rigId"]: r for r in await env.call("rig_list")}

@@ -154,14 +154,14 @@ class RigManager:
             existing = self._rigs.get(self._terminal_of.get((ws, space_id), ""))
             if existing is not None and existing.phase in LIVE_PHASES:
                 self._touch(existing, principal)
-                return existing
-            limits = limits_for(surface, engine)
-            await self._admit(limits.memory_mb)
-            live = await self._provision(ws, space_id, surface, engine, limits, principal)
-        boot = live.boot
-        assert boot is not None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(boot), OPEN_WAIT_S)
+                live = existing
+            else:
+                limits = limits_for(surface, engine)
+                await self._admit(limits.memory_mb)
+                live = await self._provision(ws, space_id, surface, engine, limits, principal)
+        if live.phase is Phase.provisioning and live.boot is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(live.boot), OPEN_WAIT_S)
         return live
 
     async def _admit(self, need_mb: int) -> None:
