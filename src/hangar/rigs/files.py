@@ -17,12 +17,13 @@ import binascii
 import contextlib
 import os
 import posixpath
+import re
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote_to_bytes
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import Request
@@ -43,6 +44,7 @@ MAX_COLLISIONS = 1000
 GUEST_HOME = "/home/rig"
 DROPS_DIR = f"{GUEST_HOME}/drops"
 CHUNK = 256 * 1024
+_EXTENDED_FILENAME = re.compile(r"filename\*\s*=\s*UTF-8''([^;\s]+)", re.IGNORECASE)
 
 
 def error_response(err: HangarError) -> JSONResponse:
@@ -120,9 +122,13 @@ class DropSpool:
         self._field = self._value = b""
 
     def on_headers_finished(self) -> None:
-        _, opts = parse_options_header(self._headers.get("content-disposition", ""))
+        disposition = self._headers.get("content-disposition", "")
+        _, opts = parse_options_header(disposition)
         name = opts.get(b"name", b"").decode("utf-8", "replace")
         raw_filename = opts.get(b"filename")
+        extended = _EXTENDED_FILENAME.search(disposition)
+        if extended is not None:  # RFC 5987 filename*=UTF-8''<percent-encoded>, preferred when given
+            raw_filename = unquote_to_bytes(extended.group(1))
         self._headers = {}
         if raw_filename is None:
             self.fields += 1

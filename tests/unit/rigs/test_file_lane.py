@@ -99,3 +99,21 @@ def test_spool_refuses_traversal_in_a_part_name(tmp_path: Path) -> None:
     assert e.value.field == "files[0].filename"
     assert list(tmp_path.iterdir()) == []
     spool.close()
+
+
+def test_rfc5987_file_names_are_decoded_and_still_checked(tmp_path: Path) -> None:
+    spool = DropSpool(tmp_path)
+    disp = "form-data; name=\"file\"; filename*=UTF-8''%C3%BCber%20plan.txt"
+    spool.on_header_field(b"Content-Disposition", 0, 19)
+    spool.on_header_value(disp.encode(), 0, len(disp))
+    spool.on_header_end()
+    spool.on_headers_finished()
+    assert spool.files[0].filename == "über plan.txt"
+    spool.on_part_end()
+    bad = "form-data; name=\"file\"; filename*=UTF-8''..%2F..%2Fetc%2Fpasswd"
+    spool.on_header_field(b"Content-Disposition", 0, 19)
+    spool.on_header_value(bad.encode(), 0, len(bad))
+    spool.on_header_end()
+    with pytest.raises(InvalidArgs):
+        spool.on_headers_finished()
+    spool.close()
