@@ -67,12 +67,15 @@ class ScimDirectory:
         self._clock = clock
         self._lock = asyncio.Lock()
         self._owner_id: str | None = None
+        self._owner_known = False
         self._known_users: int | None = None
 
     async def _owner(self) -> str | None:
-        if self._owner_id is None:
+        """The server owner's id, read again only after ``sync`` saw the users change (the owner is a user)."""
+        if not self._owner_known:
             owner = await self._identity.get_setting(SETTING_OWNER)
             self._owner_id = owner if isinstance(owner, str) else None
+            self._owner_known = True
         return self._owner_id
 
     # -- reading ---------------------------------------------------------------------------------------------
@@ -92,7 +95,7 @@ class ScimDirectory:
             known = (await conn.execute(sa.select(sa.func.count()).select_from(users))).scalar_one()
         if known == self._known_users:
             return
-        self._owner_id = None
+        self._owner_known = False
         owner = await self._owner()
         async with self._db.connect() as conn:
             missing = (
@@ -145,8 +148,9 @@ class ScimDirectory:
     ) -> tuple[int, list[dict[str, Any]]]:
         """``(totalResults, page)`` for a filter, with 1-based ``start_index``.
 
-        Two queries: the count reads only ids, and the page walks ``created_at`` order and stops after
-        ``count`` rows (a window count would copy every matching representation first)."""
+        The filter runs once, selecting only ids in page order (the total is their number); the page's
+        representations are then read by id. A window count would copy every matching representation, and a
+        separate count would run the filter twice."""
         await self.sync()
         owner = await self._owner()
         conditions: list[ColumnElement[bool]] = [scim_users.c.deleted_at.is_(None)]
@@ -155,20 +159,25 @@ class ScimDirectory:
         if bound is not None:
             conditions.append(to_sql(bound))
         joined = scim_users.join(users, users.c.id == scim_users.c.user_id)
+        ids_q = (
+            sa.select(scim_users.c.user_id)
+            .select_from(joined)
+            .where(*conditions)
+            .order_by(scim_users.c.created_at, scim_users.c.user_id)
+        )
         async with self._db.connect() as conn:
-            total = (await conn.execute(sa.select(sa.func.count()).select_from(joined).where(*conditions))).scalar_one()
+            ids = list((await conn.execute(ids_q)).scalars())
+            wanted = ids[start_index - 1 : start_index - 1 + count] if count > 0 else []
             rows = []
-            if count > 0 and total >= start_index:
+            if wanted:
                 page_q = (
                     sa.select(scim_users, users.c.deactivated_at)
                     .select_from(joined)
-                    .where(*conditions)
-                    .order_by(scim_users.c.created_at, scim_users.c.user_id)
-                    .limit(count)
-                    .offset(start_index - 1)
+                    .where(scim_users.c.user_id.in_(wanted))
                 )
-                rows = list((await conn.execute(page_q)).all())
-        return int(total), [render_user(r, base_url) for r in rows]
+                by_id = {r.user_id: r for r in (await conn.execute(page_q)).all()}
+                rows = [by_id[i] for i in wanted if i in by_id]
+        return len(ids), [render_user(r, base_url) for r in rows]
 
     # -- writing ---------------------------------------------------------------------------------------------
 
