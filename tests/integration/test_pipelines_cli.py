@@ -278,3 +278,29 @@ def test_suspended_run_exits_3_and_emit_resumes_it(tmp_path: Path, with_test_bod
 
     res = runner.invoke(pipeline_app, ["emit", "review.approved", "--data-dir", str(data), "--workspace", "nope"])
     assert res.exit_code == 2 and "no workspace named 'nope'" in res.output
+
+
+def test_dry_run_reports_what_it_would_do(tmp_path: Path) -> None:
+    marker = tmp_path / "made"
+    raw = {
+        "id": "dry",
+        "steps": [
+            {"id": "start", "kind": "trigger"},
+            {
+                "id": "make",
+                "kind": "listen",
+                "body": "shell.run",
+                "trigger": {"sourceStepIds": ["start"]},
+                "config": {"script": "touch {{target}}"},
+            },
+        ],
+    }
+    file = write(tmp_path / "dry.json", raw)
+    res = cli(
+        "run", str(file), "--data-dir", str(tmp_path / "data"), "--input", f"target={marker}", "--dry-run", "--json"
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["status"] == "completed"
+    assert out["state"]["_dryRun"] == {"make": f"bash -c touch {marker}"}
+    assert not marker.exists()

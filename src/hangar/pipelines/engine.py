@@ -9,6 +9,7 @@ directory, and (for bodies) the application context. The server provides it as a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -204,6 +205,12 @@ class PipelineEngine:
             await self.publish(
                 TaskFinished(workspace_id=run.workspace_id, task_id=run.id, outcome=run.status.value, output=run.state)
             )
+        if run.status is not RunStatus.completed:
+            # Nobody waits for the children of a run that failed or was cancelled any more.
+            for child in await self.store.list_runs(run.workspace_id, parent_run_id=run.id):
+                if child.status not in FINISHED_RUN:
+                    with contextlib.suppress(Conflict):  # it ended meanwhile
+                        await self.cancel(run.workspace_id, child.id)
 
     async def publish(self, event: DomainEvent) -> StoredEvent:
         stored = await self.bus.publish(event)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hangar.core.clock import FakeClock
-from hangar.pipelines import TaskFinished
+from hangar.pipelines import StepStatus, TaskFinished
 from hangar.pipelines import template as tpl
 from tests.unit.pipelines.bodies_for_tests import CALLS, GATES, TEST_BODIES
 from tests.unit.pipelines.harness import WS, Harness, harness, listen, steps
@@ -530,3 +530,46 @@ async def test_restart_resumes_suspended_run_from_the_store(tmp_path: Path) -> N
         assert snap["status"] == "completed"
         assert snap["state"] == {"waiting": "w", "got": {"ok": True}, "after": 1}
         assert snap["steps"]["w"]["attempts"] == 1
+
+
+async def test_cancelling_a_parent_cancels_its_running_child(h: Harness) -> None:
+    child = {"id": "child", "steps": [{"id": "start", "kind": "trigger"}, val("c", "start", extras={"gate": "child"})]}
+    await h.engine.store.insert_template(
+        WS, tpl.load(child, h.engine.bodies).template.to_wire(), by=None, now=h.clock.now()
+    )
+    parent = await h.start(steps(listen("sub", "start", body="pipeline.subPipeline", extras={"templateId": "child"})))
+    await until(lambda: "c" in CALLS)
+    await h.engine.cancel(WS, parent)
+    await h.engine.settle()
+    (kid,) = await h.engine.store.list_runs(WS, parent_run_id=parent)
+    assert kid.status.value == "cancelled"
+    assert (await h.engine.snapshot(WS, parent))["steps"]["sub"]["status"] == "cancelled"
+
+
+async def test_restart_during_a_retry_wait_keeps_the_retry_time(tmp_path: Path) -> None:
+    clock = FakeClock()
+    raw = steps(
+        listen(
+            "flaky",
+            "start",
+            body="test.flaky",
+            outputKey="n",
+            retryPolicy={"maxAttempts": 3, "initialDelayMs": 60_000},
+            extras={"failTimes": 1},
+        )
+    )
+    async with harness(tmp_path, clock=clock, bodies=TEST_BODIES) as h1:
+        run_id = await h1.start(raw)
+        await until(lambda: clock.pending_sleepers > 0)
+    async with harness(tmp_path, clock=clock, bodies=TEST_BODIES) as h2:
+        _run, recs = await h2.engine.store.load_run(WS, run_id)
+        assert recs["flaky"].status is StepStatus.pending and recs["flaky"].attempts == 1
+        await h2.engine.resume(WS, run_id)
+        await until(lambda: clock.pending_sleepers > 0)
+        clock.advance(30)
+        await asyncio.sleep(0.05)
+        assert (await h2.engine.snapshot(WS, run_id))["status"] == "running"
+        clock.advance(31)
+        await h2.engine.settle()
+        snap = await h2.engine.snapshot(WS, run_id)
+        assert snap["status"] == "completed" and snap["state"] == {"n": 2}
