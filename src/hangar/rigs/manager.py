@@ -28,6 +28,7 @@ from hangar.core.events import StoredEvent, Subscription
 from hangar.core.ids import new_id
 from hangar.errors import HangarError, NotFound, Refused, Unavailable
 from hangar.rigs import hooks
+from hangar.rigs.actions import TABLES
 from hangar.rigs.backends.base import ExecResult, RigBackend, RigHandle, RigSpec
 from hangar.rigs.errors import BackendFailure, ControlHeld
 from hangar.rigs.events import RigClosedEvent, RigControlChanged, RigReaped
@@ -56,12 +57,8 @@ SWEEP_INTERVAL_S = 30.0
 OPEN_WAIT_S = 20.0  # rig.open answers `provisioning` when the boot (a first pack build) takes longer
 MEMORY_BUDGET_SETTING = "rigs.memoryBudgetMb"
 
-PLANNED: dict[Surface, str] = {
-    Surface.browser: "the microvm backend (QEMU microVMs with a browser image)",
-    Surface.computer: "a desktop virtual machine backend (fullvm-kvm on Linux, fullvm-hvf on macOS)",
-    Surface.mobile: "the mobile-emulator backend (the emulator vendor's SDK and system images)",
-    Surface.simulator: "the mobile-simulator backend (a macOS server with the platform toolchain)",
-}
+# What each surface without a backend here needs, as its verb table says.
+PLANNED: dict[Surface, str] = {table.surface: table.needs for table in TABLES.values()}
 
 
 def _user_of(label: str) -> str | None:
