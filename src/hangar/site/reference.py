@@ -77,16 +77,23 @@ def rpc_ops() -> str:
     return "".join(out)
 
 
+def _purpose(endpoint: Any) -> str:
+    """The first sentence of the handler's docstring, else the handler's name."""
+    doc = (getattr(endpoint, "__doc__", None) or "").strip()
+    if doc:
+        return doc.split("\n\n")[0].replace("\n", " ")
+    name = getattr(endpoint, "__qualname__", None) or type(endpoint).__name__
+    return f"handler `{name}`"
+
+
 def _route_rows(routes: Iterable[BaseRoute], prefix: str = "") -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     for r in routes:
         if isinstance(r, Route):
             methods = ", ".join(sorted(m for m in (r.methods or {"GET"}) if m != "HEAD"))
-            doc = (r.endpoint.__doc__ or "").strip().split("\n")[0]
-            rows.append((methods, f"`{prefix}{r.path}`", doc))
+            rows.append((methods, f"`{prefix}{r.path}`", _purpose(r.endpoint)))
         elif isinstance(r, WebSocketRoute):
-            doc = (r.endpoint.__doc__ or "").strip().split("\n")[0]
-            rows.append(("WebSocket", f"`{prefix}{r.path}`", doc))
+            rows.append(("WebSocket", f"`{prefix}{r.path}`", _purpose(r.endpoint)))
         elif isinstance(r, Mount):
             rows.extend(_route_rows(r.routes, prefix + r.path))
     return rows
@@ -115,10 +122,10 @@ def domain_events() -> str:
                 f"`{name}`" for name in cls.model_fields if name != "workspace_id"
             )  # every event also carries workspace_id
             doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-            rows.append((f"`{cls.type}`", part.name, fields or "—", doc))
+            rows.append((f"`{cls.type}`", f"`{cls.__name__}`", part.name, fields or "—", doc))
     if not rows:
         return "No part of this build declares domain events.\n"
-    return _table(("Type", "Part", "Payload fields", "Meaning"), sorted(rows))
+    return _table(("Type", "Class", "Part", "Payload fields", "Meaning"), sorted(rows))
 
 
 def pipeline_steps() -> str:
