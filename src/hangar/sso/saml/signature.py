@@ -58,6 +58,8 @@ ENVELOPED = "http://www.w3.org/2000/09/xmldsig#enveloped-signature"
 EXC_C14N_NS = "http://www.w3.org/2001/10/xml-exc-c14n#"
 
 _SIG_URIS = {m.value: m for m in SignatureMethod}
+# Any attribute an ID lookup could match, in any namespace (signxml matches on the local name).
+_ID_ATTRIBUTES = etree.XPath("//@*[local-name()='ID' or local-name()='Id' or local-name()='id']")
 _DIGEST_URIS = {m.value: m for m in DigestAlgorithm}
 
 
@@ -80,14 +82,14 @@ def check_layout(root: etree._Element) -> None:
             parent = assertion.getparent()
             where = etree.QName(parent).localname if parent is not None else "?"
             raise _refuse(f"an assertion is nested inside {where} instead of the response (signature wrapping)")
+    ids = _ID_ATTRIBUTES(root)
+    assert isinstance(ids, list)
     seen: set[str] = set()
-    for el in root.iter(etree.Element):
-        for name, value in el.attrib.items():
-            if etree.QName(name).localname in ("ID", "Id", "id"):
-                text = str(value)
-                if text in seen:
-                    raise _refuse(f"two elements share the ID {text[:60]!r}; a reference to it is ambiguous")
-                seen.add(text)
+    for value in ids:
+        text = str(value)
+        if text in seen:
+            raise _refuse(f"two elements share the ID {text[:60]!r}; a reference to it is ambiguous")
+        seen.add(text)
 
 
 def signature_of(el: etree._Element) -> etree._Element | None:
