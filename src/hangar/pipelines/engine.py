@@ -25,8 +25,9 @@ from hangar.pipelines._algo import Graph, StepRec
 from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
+from hangar.pipelines.rows import RunRow, Tick, aware
 from hangar.pipelines.runner import Msg, RunDriver
-from hangar.pipelines.store import PipelineStore, RunRow, Tick, aware
+from hangar.pipelines.store import PipelineStore
 from hangar.pipelines.views import run_snapshot, step_wire
 
 if TYPE_CHECKING:

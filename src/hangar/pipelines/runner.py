@@ -26,8 +26,8 @@ from hangar.pipelines import _algo, predicates
 from hangar.pipelines._algo import DRY_RUN_KEY, StepRec
 from hangar.pipelines.model import RunStatus, StepKind, StepStatus, Template
 from hangar.pipelines.results import StepResult
+from hangar.pipelines.rows import RunRow, Tick
 from hangar.pipelines.step import Resume, ResumedEvent, StepContext, TaskOutcome
-from hangar.pipelines.store import RunRow, Tick
 
 if TYPE_CHECKING:
     from hangar.pipelines.engine import PipelineEngine

@@ -8,14 +8,9 @@ before its body starts, a result is stored before the steps after it start. SQLi
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -32,71 +27,13 @@ from hangar.pipelines import tables as t
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.events import TaskFinished
 from hangar.pipelines.model import RunStatus, StepStatus
+from hangar.pipelines.rows import RunRow, Tick, TriggerRow, aware
+from hangar.pipelines.writer import Writer, insert_run, interest, run_row_values, step_row, write_tick
+from hangar.pipelines.writer import dt as _dt
+from hangar.pipelines.writer import js as _js
 
 T = TypeVar("T")
 EngineFor = Callable[[str], Awaitable[AsyncEngine]]
-
-
-@dataclass
-class RunRow:
-    id: str
-    workspace_id: str
-    template_id: str
-    template: dict[str, Any]
-    status: RunStatus
-    trigger_kind: str
-    payload: dict[str, Any]
-    state: dict[str, Any]
-    dry_run: bool
-    created_at: datetime
-    updated_at: datetime
-    trigger_id: str | None = None
-    trigger_key: str | None = None
-    parent_run_id: str | None = None
-    parent_step_id: str | None = None
-    error: str | None = None
-    created_by: str | None = None
-    finished_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class TriggerRow:
-    id: str
-    template_id: str
-    kind: str
-    event_type: str | None
-    cron: str | None
-    payload: dict[str, Any]
-    enabled: bool
-    last_fired_at: datetime | None
-    next_fire_at: datetime | None
-    created_at: datetime
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "templateId": self.template_id,
-            "kind": self.kind,
-            "eventType": self.event_type,
-            "cron": self.cron,
-            "payload": self.payload,
-            "enabled": self.enabled,
-            "lastFiredAt": self.last_fired_at.isoformat() if self.last_fired_at else None,
-            "nextFireAt": self.next_fire_at.isoformat() if self.next_fire_at else None,
-        }
-
-
-@dataclass
-class Tick:
-    """What one scheduling tick of one run changed."""
-
-    run: RunRow | None = None
-    steps: list[StepRec] = field(default_factory=list)
-    waits_added: list[tuple[str, str]] = field(default_factory=list)  # (step_id, wait_key)
-    waits_cleared: list[str] = field(default_factory=list)  # step ids
-
-    def __bool__(self) -> bool:
-        return bool(self.run or self.steps or self.waits_added or self.waits_cleared)
 
 
 def _rec(row: RowMapping) -> StepRec:
@@ -146,203 +83,10 @@ def _trigger(row: RowMapping) -> TriggerRow:
     return TriggerRow(**values)
 
 
-@functools.lru_cache(maxsize=512)
-def _dt(value: datetime | None) -> str | None:
-    """A datetime as SQLAlchemy's SQLite ``DateTime`` stores it (UTC, no offset), so its readers parse it."""
-    if value is None:
-        return None
-    if value.tzinfo is not None:
-        if value.utcoffset():
-            value = value.astimezone(UTC)
-        value = value.replace(tzinfo=None)
-    return value.isoformat(sep=" ", timespec="microseconds")
-
-
-def _js(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"), default=str)
-
-
-def aware(value: datetime | None) -> datetime | None:
-    """SQLite hands datetimes back without their offset; every stored one is UTC."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
-
-
-_SQL_STEP = (
-    "UPDATE pipeline_step_runs SET status=?, attempts=?, error=?, route_key=?, started_at=?, finished_at=?, "
-    "not_before=?, suspend=?, deadline=?, resume=?, progress=? WHERE run_id=? AND step_id=?"
-)
-_SQL_RUN = "UPDATE pipeline_runs SET status=?, state=?, error=?, updated_at=?, finished_at=? WHERE id=?"
-_SQL_CLEAR = "DELETE FROM pipeline_waits WHERE run_id=? AND step_id=?"
-_SQL_WAIT = "INSERT OR IGNORE INTO pipeline_waits (run_id, step_id, wait_key) VALUES (?, ?, ?)"
-_SQL_SEQ = "SELECT max(seq) FROM domain_events"
-
-
-def _step_row(run_id: str, r: StepRec) -> tuple[Any, ...]:
-    return (
-        r.status.value,
-        r.attempts,
-        r.error,
-        r.route_key,
-        _dt(r.started_at),
-        _dt(r.finished_at),
-        _dt(r.not_before),
-        _js(r.suspend),
-        _dt(r.deadline),
-        _js(r.resume),
-        _js(r.progress),
-        run_id,
-        r.step_id,
-    )
-
-
-def _run_row(r: RunRow) -> tuple[Any, ...]:
-    return (r.status.value, _js(r.state), r.error, _dt(r.updated_at), _dt(r.finished_at), r.id)
-
-
-def _connect(path: str, *, busy_ms: int) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute(f"PRAGMA busy_timeout={busy_ms}")
-    return conn
-
-
-def _transaction(fn: Callable[..., T]) -> Callable[..., T]:
-    """Run ``fn(conn, ...)`` inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back when it raises)."""
-
-    def wrapped(conn: sqlite3.Connection, *args: Any) -> T:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = fn(conn, *args)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return result
-
-    return wrapped
-
-
-@_transaction
-def _write_tick(
-    conn: sqlite3.Connection,
-    run_id: str,
-    steps: list[tuple[Any, ...]],
-    run: tuple[Any, ...] | None,
-    cleared: list[str],
-    added: list[tuple[str, str]],
-) -> int:
-    if steps:
-        conn.executemany(_SQL_STEP, steps)
-    if run is not None:
-        conn.execute(_SQL_RUN, run)
-    if cleared:
-        conn.executemany(_SQL_CLEAR, [(run_id, s) for s in cleared])
-    if added:
-        conn.executemany(_SQL_WAIT, [(run_id, s, k) for s, k in added])
-    return int(conn.execute(_SQL_SEQ).fetchone()[0] or 0)
-
-
-_SQL_INSERT_RUN = (
-    "INSERT INTO pipeline_runs (id, template_id, template, status, trigger_id, trigger_kind, trigger_key, payload, "
-    "state, dry_run, parent_run_id, parent_step_id, error, created_by, created_at, updated_at, finished_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_SQL_INSERT_STEP = "INSERT INTO pipeline_step_runs (run_id, step_id, position, status, attempts) VALUES (?, ?, ?, ?, 0)"
-
-
-def _interest(conn: sqlite3.Connection, keys: list[str], event_type: str) -> tuple[list[tuple[str, str]], bool]:
-    marks = ",".join("?" * len(keys))
-    waiters = conn.execute(
-        f"SELECT DISTINCT run_id, step_id FROM pipeline_waits WHERE wait_key IN ({marks})", keys
-    ).fetchall()
-    trig = conn.execute(
-        "SELECT 1 FROM pipeline_triggers WHERE kind = 'event' AND event_type = ? LIMIT 1", (event_type,)
-    ).fetchone()
-    return [(str(r[0]), str(r[1])) for r in waiters], trig is not None
-
-
-@_transaction
-def _insert_run(conn: sqlite3.Connection, run: tuple[Any, ...], steps: list[tuple[Any, ...]]) -> None:
-    conn.execute(_SQL_INSERT_RUN, run)
-    conn.executemany(_SQL_INSERT_STEP, steps)
-
-
-class _Writer:
-    """The runner's write path: plain SQLite connections and precompiled statements, one transaction a tick.
-
-    Fast path: the tick is written on the event loop by a connection that never waits for the lock
-    (``busy_timeout=0``) and never checkpoints the WAL (``wal_autocheckpoint=0``), so it costs tens of
-    microseconds and cannot stall the loop. When another writer holds the lock the same transaction is
-    written from a dedicated thread by a connection that waits; that thread also checkpoints the WAL every
-    ``CHECKPOINT_EVERY`` fast commits. Why: a thread hop per tick costs more than the write itself (see
-    bench/bench_pipelines.py).
-    """
-
-    CHECKPOINT_EVERY = 500
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._fast: sqlite3.Connection | None = None
-        self._slow: sqlite3.Connection | None = None
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pipelines-db")
-        self._since_checkpoint = 0
-        self._checkpointing: asyncio.Future[Any] | None = None
-
-    def _slow_conn(self) -> sqlite3.Connection:
-        if self._slow is None:
-            self._slow = _connect(self._path, busy_ms=10_000)
-        return self._slow
-
-    def _slow_call(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        return fn(self._slow_conn(), *args)
-
-    def _checkpoint(self) -> None:
-        self._slow_conn().execute("PRAGMA wal_checkpoint(PASSIVE)")
-
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(connection, *args)``, which runs one transaction: on the loop when the lock is free at once,
-        else on the writer thread."""
-        loop = asyncio.get_running_loop()
-        if self._fast is None:
-            self._fast = _connect(self._path, busy_ms=0)
-            self._fast.execute("PRAGMA wal_autocheckpoint=0")
-        try:
-            result = fn(self._fast, *args)
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            return await loop.run_in_executor(self._pool, self._slow_call, fn, args)
-        self._since_checkpoint += 1
-        if self._since_checkpoint >= self.CHECKPOINT_EVERY and (
-            self._checkpointing is None or self._checkpointing.done()
-        ):
-            self._since_checkpoint = 0
-            self._checkpointing = loop.run_in_executor(self._pool, self._checkpoint)
-        return result
-
-    def _close(self) -> None:
-        if self._slow is not None:
-            self._slow.close()
-            self._slow = None
-
-    async def aclose(self) -> None:
-        if self._fast is not None:
-            self._fast.close()
-            self._fast = None
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._pool, self._close)
-        self._pool.shutdown(wait=True)
-
-
 class PipelineStore:
     def __init__(self, engine_for: EngineFor) -> None:
         self._engine_for = engine_for
-        self._writers: dict[str, _Writer] = {}
+        self._writers: dict[str, Writer] = {}
 
     async def engine(self, ws: str) -> AsyncEngine:
         return await self._engine_for(ws)
@@ -458,12 +202,12 @@ class PipelineStore:
 
     # -- runs ---------------------------------------------------------------------------------------------
 
-    async def _writer(self, ws: str) -> _Writer:
+    async def _writer(self, ws: str) -> Writer:
         writer = self._writers.get(ws)
         if writer is None:
             path = (await self.engine(ws)).url.database
             assert path is not None
-            writer = self._writers[ws] = _Writer(path)
+            writer = self._writers[ws] = Writer(path)
         return writer
 
     async def create_run(self, run: RunRow, recs: Sequence[StepRec]) -> bool:
@@ -489,7 +233,7 @@ class PipelineStore:
         )
         steps = [(run.id, r.step_id, i, r.status.value) for i, r in enumerate(recs)]
         try:
-            await (await self._writer(run.workspace_id)).call(_insert_run, row, steps)
+            await (await self._writer(run.workspace_id)).call(insert_run, row, steps)
         except sqlite3.IntegrityError:
             if run.trigger_key is None:
                 raise
@@ -547,10 +291,10 @@ class PipelineStore:
     async def commit(self, ws: str, run_id: str, tick: Tick) -> int:
         """Write one tick in one transaction; returns the highest domain-event seq at that moment (a step
         started in this tick only counts events after it)."""
-        steps = [_step_row(run_id, r) for r in tick.steps]
-        run = _run_row(tick.run) if tick.run is not None else None
+        steps = [step_row(run_id, r) for r in tick.steps]
+        run = run_row_values(tick.run) if tick.run is not None else None
         writer = await self._writer(ws)
-        return await writer.call(_write_tick, run_id, steps, run, list(tick.waits_cleared), list(tick.waits_added))
+        return await writer.call(write_tick, run_id, steps, run, list(tick.waits_cleared), list(tick.waits_added))
 
     async def aclose(self) -> None:
         writers, self._writers = self._writers, {}
@@ -577,7 +321,7 @@ class PipelineStore:
     async def interest(self, ws: str, keys: Sequence[str], event_type: str) -> tuple[list[tuple[str, str]], bool]:
         """Who cares about an event: the (run, step) pairs waiting on one of ``keys``, and whether any event
         trigger names ``event_type``. Read on the fast connection: every domain event asks this."""
-        return await (await self._writer(ws)).call(_interest, list(keys), event_type)
+        return await (await self._writer(ws)).call(interest, list(keys), event_type)
 
     async def waiting_on(self, ws: str, keys: Iterable[str]) -> list[tuple[str, str]]:
         """(run id, step id) of every suspended step waiting on one of ``keys``."""

@@ -23,7 +23,7 @@ from croniter import croniter
 from hangar.core.ids import new_id
 from hangar.errors import InvalidArgs, NotFound
 from hangar.pipelines.engine import PipelineEngine
-from hangar.pipelines.store import TriggerRow
+from hangar.pipelines.rows import TriggerRow
 
 log = logging.getLogger(__name__)
 

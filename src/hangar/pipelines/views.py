@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from hangar.pipelines._algo import StepRec
-from hangar.pipelines.store import RunRow
+from hangar.pipelines.rows import RunRow
 
 
 def _iso(value: datetime | None) -> str | None:
