@@ -363,6 +363,11 @@ class RunDriver:
         spec = self.e.bodies.get(step.body_key)
         assert spec is not None
         ctx = self._context(sid, resume)
+        missing = [k for k in step.config.input_keys if not ctx.has(k)]
+        if missing:
+            return Finished(
+                sid, StepResult.failed(f"input key {missing[0]!r} is not in the pipeline state or the trigger payload")
+            )
         if self.run.dry_run and not spec.honours_dry_run:
             await ctx.progress({"dryRun": True, "wouldRun": spec.key})
             return Finished(sid, StepResult.ok({DRY_RUN_KEY: {sid: f"would run {spec.key}"}}))

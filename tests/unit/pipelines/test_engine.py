@@ -231,6 +231,7 @@ async def test_failure_without_continue_fails_run_keeps_state_and_cancels_the_re
     [
         (listen("s", "start", body="shell.run", script="echo {{nope}}"), "{{nope}} is not in the pipeline state"),
         (listen("s", "start", body="test.bad"), "body test.bad returned dict, not a StepResult"),
+        (val("s", "start", inputKeys=["pre", "absent"]), "input key 'absent' is not in the pipeline state"),
         (
             val(
                 "s",
