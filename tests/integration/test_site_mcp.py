@@ -158,8 +158,11 @@ def test_transport_errors(site: RunningSite) -> None:
     assert form.status_code == 415
     huge = _post(site, b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (2 << 20) + b'"}}')
     assert huge.status_code == 413 and huge.json()["error"]["code"] == -32600
-    version = _post(site, body, {**HEADERS, "MCP-Protocol-Version": "1999-01-01"})
-    assert version.status_code == 400
+    for unsupported in ("1999-01-01", "2026-07-28"):
+        version = _post(site, body, {**HEADERS, "MCP-Protocol-Version": unsupported})
+        assert version.status_code == 400 and "2025-06-18" in version.json()["error"]["message"]
+    supported = _post(site, body, {**HEADERS, "MCP-Protocol-Version": "2025-06-18"})
+    assert supported.status_code == 200 and supported.json()["result"] == {}
 
 
 def test_both_paths_are_identical(site: RunningSite) -> None:

@@ -20,7 +20,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
@@ -41,8 +41,10 @@ from hangar.site.tools import (
 
 MAX_BODY = 1024 * 1024
 METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+# The revisions reached through the initialize handshake are the ones served, tested and advertised (the server
+# card lists them); a request naming another revision in MCP-Protocol-Version is refused with the list.
 PROTOCOL_VERSIONS: list[str] = [*HANDSHAKE_PROTOCOL_VERSIONS]
-_ALL_VERSIONS = frozenset((*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS))
+_ALL_VERSIONS = frozenset(PROTOCOL_VERSIONS)
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 INSTRUCTIONS = (
     "Read-only access to the Hangar manual. Use search_pages to find pages by words, get_page_markdown to read "
