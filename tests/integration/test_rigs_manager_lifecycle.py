@@ -10,7 +10,7 @@ import pytest
 import websockets
 
 from hangar.core.clock import FakeClock
-from hangar.rigs import manager as manager_module
+from hangar.rigs import lifecycle as lifecycle_module
 from hangar.rigs.model import LIMITS, Surface
 from tests.integration.rigs_env import rigs_server
 
@@ -167,7 +167,7 @@ async def test_rig_close_destroys_the_rig_and_its_disk(tmp_path: Path) -> None:
 async def test_open_answers_provisioning_when_the_boot_takes_longer_and_exec_waits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(manager_module, "OPEN_WAIT_S", 0.0)  # as if the image pack were still being built
+    monkeypatch.setattr(lifecycle_module, "OPEN_WAIT_S", 0.0)  # as if the image pack were still being built
     async with rigs_server(tmp_path) as env:
         reply = await env.call("rig.open", space_id=env.space, surface="terminal")
         assert reply["phase"] == "provisioning" and reply["statusDetail"]
@@ -176,3 +176,48 @@ async def test_open_answers_provisioning_when_the_boot_takes_longer_and_exec_wai
         # The next action waits for the boot instead of failing.
         assert (await env.exec(reply["rigId"], "echo booted"))["stdout"] == "booted\n"
         assert (await env.status(reply["rigId"]))["status"] == "ready"
+
+
+async def test_a_watch_lane_streams_activity_and_pins_the_rig(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with rigs_server(tmp_path, clock=clock) as env:
+        rig = await env.open()
+        watch = await env.client.watch("rig.watch", workspace_id=env.ws, rigId=rig)
+        assert watch.result == {
+            "rigId": rig,
+            "surface": "terminal",
+            "phase": "ready",
+            "statusDetail": "",
+            "controller": None,
+            "ports": [],
+        }
+        await env.exec(rig, "echo watched")
+        assert await watch.next() == {"type": "exec", "by": f"user:{env.srv.owner_id}", "command": "echo watched"}
+        result = await watch.next()
+        assert (result["type"], result["exitCode"], result["stdout"]) == ("execResult", 0, "watched\n")
+        clock.advance(3 * TERM.idle_window_s)
+        await env.manager.sweep()
+        assert (await env.status(rig))["status"] == "ready"  # pinned while watched
+        await watch.close()
+        live = env.manager.live(env.ws, rig)
+        for _ in range(400):
+            if live.lanes == 0:
+                break
+            await asyncio.sleep(0.025)
+        # Closing a lane counts as activity: the idle window starts again from there.
+        clock.advance(TERM.idle_window_s)
+        await env.manager.sweep()
+        assert (await env.status(rig))["status"] == "parked"
+
+
+async def test_a_watch_ends_with_the_rig(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        watch = await env.client.watch("rig.watch", workspace_id=env.ws, rigId=rig)
+        await env.call("rig.takeControl", rigId=rig)
+        assert await watch.next() == {"type": "control", "controller": env.srv.owner_id}
+        await env.call("rig_close", rigId=rig)
+        events = [await watch.next()]
+        while events[-1]["type"] != "phase":
+            events.append(await watch.next())
+        assert events[-1] == {"type": "phase", "phase": "closed", "detail": "", "reason": "requested"}

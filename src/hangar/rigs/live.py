@@ -6,8 +6,10 @@ The row in ``rig_sessions`` is the durable record; this is the working state the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.model import Phase, Surface, SurfaceLimits
@@ -40,6 +42,26 @@ class LiveRig:
     ports: PortForwards = field(default_factory=PortForwards)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ended: asyncio.Event = field(default_factory=asyncio.Event)  # set once closed or failed
+    watchers: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)  # open watch lanes
+
+    def notify(self, event: dict[str, Any]) -> None:
+        """Hand an activity event to every watch lane; a watcher too slow to keep up loses events, not the rig."""
+        for queue in self.watchers:
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(event)
+
+    def notify_phase(self, reason: str | None = None) -> None:
+        self.notify({"type": "phase", "phase": self.phase.value, "detail": self.status_detail, "reason": reason})
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "rigId": self.id,
+            "surface": self.surface.value,
+            "phase": self.phase.value,
+            "statusDetail": self.status_detail,
+            "controller": self.controller,
+            "ports": self.ports.to_wire(),
+        }
 
     def state(self) -> RigState:
         return RigState(

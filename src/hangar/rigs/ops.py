@@ -8,6 +8,7 @@ control; observations stay allowed.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, StrictBool, StrictStr
@@ -158,6 +159,19 @@ async def rig_release_control(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
     """Hand control back (the holder, or a workspace admin for a stuck take-over)."""
     force = ctx.role is not None and ctx.role >= Role.admin
     return _control_reply(await manager(ctx).release_control(ctx.ws, args.rig_id, ctx.principal, force=force))
+
+
+@op("rig.watch", kind="watch", scope="workspace", min_role="member")
+async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[dict[str, Any]]:
+    """Watch a rig live: first its state, then its activity (phases, commands and their results, control,
+    ports) until it ends. An open watch pins the rig against parking and idle reaping."""
+    async with manager(ctx).watch(ctx.ws, args.rig_id) as (live, queue):
+        yield live.snapshot()
+        while True:
+            event = await queue.get()
+            yield event
+            if event["type"] == "phase" and event["phase"] in ("closed", "failed"):
+                return
 
 
 @op("rig.ports", kind="read", scope="workspace", min_role="member")
@@ -326,6 +340,7 @@ RIG_OPS = [
     rig_exec,
     rig_take_control,
     rig_release_control,
+    rig_watch,
     rig_ports,
     rig_share_port,
     rig_grant_hosts,

@@ -1,0 +1,498 @@
+"""The life of rigs: records, phases, reuse, parking and waking, reaping, the TTL, the memory budget, port
+polling, and the events of the spec. It codes against ``RigBackend`` only (whichever backend the part start
+hands it) and keeps the lifecycle rules in ``policy`` (pure), the rows in ``store``. ``manager.RigManager``
+adds what callers do with a rig (exec, lanes, take-over, sharing ports).
+
+Phases move like this (``closing`` then ``closed`` for every close reason):
+
+    provisioning ──boot ok──▶ ready ◀──next action── parked
+         │                      └──idle one window──▶ ┘
+         └──boot failed──▶ failed          (process died underneath any live phase ──▶ failed)
+
+Live state (handles, lanes, in-flight actions, forwards) is in memory; every phase change is written to
+``rig_sessions`` so ``rig_list`` and the audit trail survive the process. Rows a previous process left live
+are closed with ``serverShutdown`` at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from hangar.core.context import AppContext
+from hangar.core.events import StoredEvent, Subscription
+from hangar.core.ids import new_id
+from hangar.errors import HangarError, NotFound, Refused, Unavailable
+from hangar.rigs import hooks
+from hangar.rigs.actions import TABLES
+from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
+from hangar.rigs.errors import BackendFailure
+from hangar.rigs.events import RigClosedEvent, RigReaped
+from hangar.rigs.live import LiveRig
+from hangar.rigs.model import (
+    DEFAULT_MEMORY_BUDGET_MB,
+    LIVE_PHASES,
+    PORT_POLL_INTERVAL_S,
+    REAP_REASONS,
+    CloseReason,
+    Phase,
+    RigRecord,
+    Surface,
+    SurfaceLimits,
+    limits_for,
+    parse_surface,
+    resolve_engine,
+)
+from hangar.rigs.policy import Park, evict, lifecycle
+from hangar.rigs.store import RigStore
+from hangar.rpc.context import Principal
+
+log = logging.getLogger(__name__)
+
+SWEEP_INTERVAL_S = 30.0
+OPEN_WAIT_S = 20.0  # rig.open answers `provisioning` when the boot (a first pack build) takes longer
+MEMORY_BUDGET_SETTING = "rigs.memoryBudgetMb"
+
+# What each surface without a backend here needs, as its verb table says.
+PLANNED: dict[Surface, str] = {table.surface: table.needs for table in TABLES.values()}
+
+
+def _user_of(label: str) -> str | None:
+    return label.removeprefix("user:") if label.startswith("user:") else None
+
+
+class RigLifecycle:
+    def __init__(self, app: AppContext, backend: RigBackend, *, budget_mb: int = DEFAULT_MEMORY_BUDGET_MB) -> None:
+        self.app = app
+        self.backend = backend
+        self.budget_mb = budget_mb
+        self.store = RigStore(app.dbs, app.clock)
+        self._rigs: dict[str, LiveRig] = {}
+        self._terminal_of: dict[tuple[str, str], str] = {}  # (workspace, space) -> terminal rig id
+        self._open_lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._subs: list[Subscription] = []
+        self._stopping = False
+
+    # -- start and stop -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        setting = await self.app.identity.get_setting(MEMORY_BUDGET_SETTING)
+        if isinstance(setting, int) and setting > 0:
+            self.budget_mb = setting
+        await self._close_leftovers()
+        self._subs.append(
+            self.app.bus.subscribe(self._on_space_event, name="rigs:spaces", types=hooks.SPACE_EVENT_TYPES)
+        )
+        self._tasks.append(asyncio.create_task(self._loop(SWEEP_INTERVAL_S, self.sweep), name="rigs:sweep"))
+        self._tasks.append(asyncio.create_task(self._loop(PORT_POLL_INTERVAL_S, self.poll_ports), name="rigs:ports"))
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for sub in self._subs:
+            await self.app.bus.unsubscribe(sub)
+        self._subs.clear()
+        await asyncio.gather(
+            *(self._close(r, CloseReason.server_shutdown) for r in list(self._rigs.values())),
+            return_exceptions=True,
+        )
+
+    async def _close_leftovers(self) -> None:
+        """Rows a previous process left live describe rigs that died with it."""
+        for ws in await self.app.identity.list_workspace_ids():
+            if not self.app.dbs.workspace_exists(ws):
+                continue
+            for rec in await self.store.rigs(ws):
+                await self.store.update(
+                    ws,
+                    rec.id,
+                    phase=Phase.closed,
+                    close_reason=CloseReason.server_shutdown,
+                    status_detail="the server stopped before closing it",
+                    closed_at=self.app.clock.now(),
+                )
+                await asyncio.to_thread(shutil.rmtree, self._home_of(rec.id), True)
+
+    async def _loop(self, interval: float, step: Any) -> None:
+        while True:
+            await self.app.clock.sleep(interval)
+            try:
+                await step()
+            except Exception:
+                log.exception("rigs: periodic %s failed", getattr(step, "__name__", step))
+
+    def _home_of(self, rig_id: str) -> Path:
+        return self.app.datadir.root / "rigs" / "homes" / rig_id
+
+    # -- opening ------------------------------------------------------------------------------------------
+
+    async def open(
+        self, ws: str, space_id: str, surface_name: str, engine_name: str | None, principal: Principal
+    ) -> LiveRig:
+        surface = parse_surface(surface_name)
+        engine = resolve_engine(surface, engine_name)
+        if surface is not Surface.terminal:
+            raise Unavailable(
+                f"{surface.value} rigs are planned but need {PLANNED[surface]}, which this server does not have yet"
+            )
+        reason = self.backend.unavailable_reason()
+        if reason is not None:
+            raise Unavailable(f"terminal rigs cannot run on this host: {reason}")
+        await hooks.check_space(self.app, ws, space_id)
+        async with self._open_lock:
+            existing = self._rigs.get(self._terminal_of.get((ws, space_id), ""))
+            if existing is not None and existing.phase in LIVE_PHASES:
+                self._touch(existing, principal)
+                live = existing
+            else:
+                limits = limits_for(surface, engine)
+                await self._admit(limits.memory_mb)
+                live = await self._provision(ws, space_id, surface, engine, limits, principal)
+        if live.phase is Phase.provisioning and live.boot is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(live.boot), OPEN_WAIT_S)
+        return live
+
+    async def _admit(self, need_mb: int) -> None:
+        """Make room for a new rig's memory ceiling under the budget, evicting idle rigs LRU first."""
+        await self.measure()
+        plan = evict([r.state() for r in self._rigs.values()], self.budget_mb, need_mb)
+        if not plan.fits:
+            raise Refused(
+                f"the rigs' memory budget ({self.budget_mb} MB) cannot hold another {need_mb} MB rig: "
+                f"{plan.used_mb} MB are resident in rigs that are in use; close one first"
+            )
+        for rig_id in plan.victims:
+            victim = self._rigs.get(rig_id)
+            if victim is not None:
+                await self._close(victim, CloseReason.idle_timeout, cause="memory")
+
+    async def _provision(
+        self,
+        ws: str,
+        space_id: str,
+        surface: Surface,
+        engine: str | None,
+        limits: SurfaceLimits,
+        principal: Principal,
+    ) -> LiveRig:
+        rig_id = new_id()
+        home = self._home_of(rig_id)
+        home.mkdir(parents=True, exist_ok=True)
+        spec = RigSpec(
+            rig_id=rig_id,
+            workspace_id=ws,
+            surface=surface.value,
+            memory_mb=limits.memory_mb,
+            vcpus=limits.vcpus,
+            allow_hosts=await hooks.allowlist(self.app, ws, space_id),
+            home_dir=home,
+            worktree=await hooks.worktree_of(self.app, ws, space_id),
+        )
+        await self.store.insert(
+            ws,
+            rig_id=rig_id,
+            space_id=space_id,
+            surface=surface,
+            engine=engine,
+            backend=self.backend.name,
+            opened_by=principal.label,
+            memory_mb=limits.memory_mb,
+            vcpus=limits.vcpus,
+            display=str(limits.boot_display) if limits.boot_display else None,
+        )
+        now = self.app.clock.monotonic()
+        live = LiveRig(ws, rig_id, space_id, surface, engine, limits, principal.label, home, now, now)
+        live.last_actor = principal.label
+        self._rigs[rig_id] = live
+        if surface is Surface.terminal:
+            self._terminal_of[(ws, space_id)] = rig_id
+        live.boot = asyncio.create_task(self._boot(live, spec), name=f"rigs:boot:{rig_id}")
+        # A boot that fails after rig.open answered is recorded on the row; nobody awaits the task then.
+        live.boot.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+        await self.store.append_action(ws, rig_id, principal=principal.label, verb="open")
+        return live
+
+    async def _boot(self, live: LiveRig, spec: RigSpec) -> RigHandle:
+        def progress(step: str) -> None:
+            live.status_detail = step[:500]
+
+        try:
+            handle = await self.backend.start(spec, progress)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            message = exc.message if isinstance(exc, HangarError) else "the backend failed to start the rig"
+            if not isinstance(exc, HangarError):
+                log.exception("rigs: boot of %s failed", live.id)
+            await self._fail(live, f"boot failed: {message}")
+            raise BackendFailure(f"rig {live.id} failed to start: {message}") from exc
+        if live.phase is not Phase.provisioning:  # closed while booting
+            await handle.aclose()
+            raise NotFound(f"rig {live.id} was closed while it started")
+        live.handle = handle
+        live.phase = Phase.ready
+        live.status_detail = ""
+        live.last_active_at = self.app.clock.monotonic()
+        live.watcher = asyncio.create_task(self._watch(live, handle), name=f"rigs:watch:{live.id}")
+        await self.store.update(live.ws, live.id, phase=Phase.ready, status_detail="")
+        live.notify_phase()
+        return handle
+
+    async def _watch(self, live: LiveRig, handle: RigHandle) -> None:
+        await handle.wait_dead()
+        if live.phase in LIVE_PHASES:
+            log.warning("rigs: rig %s died underneath (backend failure)", live.id)
+            await self._fail(live, "the rig's processes died underneath it")
+
+    # -- finding and waking rigs --------------------------------------------------------------------------
+
+    def live(self, ws: str, rig_id: str) -> LiveRig:
+        live = self._rigs.get(rig_id)
+        if live is None or live.ws != ws:
+            raise NotFound(f"no live rig {rig_id} in this workspace")
+        return live
+
+    async def get_live(self, ws: str, rig_id: str) -> LiveRig:
+        """The live rig, or a clear error saying why there is none (unknown, closed, failed)."""
+        live = self._rigs.get(rig_id)
+        if live is not None and live.ws == ws:
+            return live
+        rec = await self.store.get(ws, rig_id)
+        if rec is None:
+            raise NotFound(f"no rig {rig_id} in this workspace")
+        reason = f" ({rec.close_reason.value})" if rec.close_reason else ""
+        raise NotFound(f"rig {rig_id} is {rec.phase.value}{reason}; open a new one")
+
+    def _touch(self, live: LiveRig, principal: Principal | None = None) -> None:
+        live.last_active_at = self.app.clock.monotonic()
+        if principal is not None:
+            live.last_actor = principal.label
+
+    async def _awake(self, live: LiveRig) -> RigHandle:
+        if live.phase is Phase.provisioning and live.boot is not None:
+            await asyncio.shield(live.boot)
+        async with live.lock:
+            if live.phase is Phase.parked and live.handle is not None:
+                await live.handle.wake()
+                live.phase = Phase.ready
+                await self.store.update(live.ws, live.id, phase=Phase.ready)
+                live.notify_phase()
+        if live.phase is not Phase.ready or live.handle is None:
+            raise NotFound(f"rig {live.id} is {live.phase.value}; open a new one")
+        return live.handle
+
+    async def log_action(
+        self, ws: str, rig_id: str, principal: Principal | str, verb: str, details: dict[str, Any], outcome: str = "ok"
+    ) -> int:
+        label = principal if isinstance(principal, str) else principal.label
+        return await self.store.append_action(ws, rig_id, principal=label, verb=verb, outcome=outcome, details=details)
+
+    # -- ports --------------------------------------------------------------------------------------------
+
+    async def poll_ports(self) -> None:
+        """Mirror every awake rig's listening ports (called about every four seconds)."""
+        for live in list(self._rigs.values()):
+            if live.phase is Phase.ready and live.handle is not None and live.handle.alive():
+                await self.sync_ports(live)
+
+    async def sync_ports(self, live: LiveRig) -> None:
+        handle = live.handle
+        if handle is None:
+            return
+        try:
+            async with live.lock:
+                if live.phase is not Phase.ready:
+                    return
+                listening = await handle.listening_ports()
+                before = live.ports.to_wire()
+                fresh = await live.ports.sync(handle, listening)
+                if live.ports.to_wire() != before:
+                    live.notify({"type": "ports", "ports": live.ports.to_wire()})
+        except HangarError as exc:
+            log.warning("rigs: port poll of %s failed: %s", live.id, exc.message)
+            return
+        if fresh:
+            await self.log_action(live.ws, live.id, "server", "portsNotForwarded", {"guestPorts": fresh})
+
+    # -- the periodic sweep -------------------------------------------------------------------------------
+
+    async def sweep(self) -> None:
+        """Measure, then park, reap, evict and close rigs whose owners are gone, as the rules say now."""
+        await self.measure()
+        now = self.app.clock.monotonic()
+        for decision in lifecycle([r.state() for r in self._rigs.values()], now):
+            target = self._rigs.get(decision.rig_id)
+            if target is None:
+                continue
+            if isinstance(decision, Park):
+                await self._park(target)
+            else:
+                await self._close(target, decision.reason, cause=decision.cause)
+        plan = evict([r.state() for r in self._rigs.values()], self.budget_mb)
+        for rig_id in plan.victims:
+            victim = self._rigs.get(rig_id)
+            if victim is not None:
+                await self._close(victim, CloseReason.idle_timeout, cause="memory")
+        for live in list(self._rigs.values()):
+            if not await hooks.still_member(self.app, live.ws, _user_of(live.opened_by)):
+                await self._close(live, CloseReason.workspace_gone)
+
+    async def measure(self) -> None:
+        """Refresh every running rig's resident memory (parked rigs still hold theirs)."""
+        for live in list(self._rigs.values()):
+            if live.handle is not None and live.phase in (Phase.ready, Phase.parked):
+                try:
+                    mb = await live.handle.resident_mb()
+                except HangarError:
+                    continue
+                if mb != live.resident_mb:
+                    live.resident_mb = mb
+                    await self.store.update(live.ws, live.id, resident_mb=mb)
+
+    async def _park(self, live: LiveRig) -> None:
+        async with live.lock:
+            if live.phase is not Phase.ready or live.handle is None or live.lanes or live.busy:
+                return
+            try:
+                await live.handle.park()
+            except HangarError as exc:
+                log.warning("rigs: parking %s failed: %s", live.id, exc.message)
+                return
+            live.phase = Phase.parked
+            await self.store.update(live.ws, live.id, phase=Phase.parked)
+            live.notify_phase()
+        await self.log_action(live.ws, live.id, "server", "park", {})
+
+    async def _on_space_event(self, ev: StoredEvent) -> None:
+        space_id = hooks.ended_space(ev)
+        if space_id is None:
+            return
+        for live in [r for r in self._rigs.values() if r.ws == ev.workspace_id and r.space_id == space_id]:
+            await self._close(live, CloseReason.conversation_ended)
+
+    # -- closing ------------------------------------------------------------------------------------------
+
+    async def close(self, ws: str, rig_id: str, reason: CloseReason, principal: Principal) -> RigRecord:
+        live = self._rigs.get(rig_id)
+        if live is not None and live.ws == ws:
+            self._touch(live, principal)
+            await self._close(live, reason)
+        rec = await self.store.get(ws, rig_id)
+        if rec is None:
+            raise NotFound(f"no rig {rig_id} in this workspace")
+        if rec.phase in LIVE_PHASES:  # a row without a live rig behind it (should not happen): settle it
+            await self.store.update(ws, rig_id, phase=Phase.closed, close_reason=reason, closed_at=self.app.clock.now())
+            rec = await self.store.get(ws, rig_id)
+            assert rec is not None
+        return rec
+
+    async def _teardown(self, live: LiveRig) -> None:
+        current = asyncio.current_task()
+        if live.boot is not None and not live.boot.done() and live.boot is not current:
+            live.boot.cancel()
+            await asyncio.gather(live.boot, return_exceptions=True)
+        if live.watcher is not None and live.watcher is not current:
+            live.watcher.cancel()
+            await asyncio.gather(live.watcher, return_exceptions=True)
+        handle = live.handle
+        if handle is not None:
+            with contextlib.suppress(HangarError):
+                await live.ports.aclose(handle)
+            try:
+                await handle.aclose()
+            except Exception:
+                log.exception("rigs: destroying %s failed", live.id)
+        await asyncio.to_thread(shutil.rmtree, live.home, True)
+        self._rigs.pop(live.id, None)
+        if self._terminal_of.get((live.ws, live.space_id)) == live.id:
+            del self._terminal_of[(live.ws, live.space_id)]
+
+    async def _close(self, live: LiveRig, reason: CloseReason, *, cause: str | None = None) -> None:
+        if live.phase not in LIVE_PHASES:
+            # Closing already (another reason got there first): wait for it to finish.
+            await live.ended.wait()
+            return
+        live.phase = Phase.closing
+        try:
+            await self.store.update(live.ws, live.id, phase=Phase.closing)
+            await self._teardown(live)
+            live.phase = Phase.closed
+            now = self.app.clock.now()
+            await self.store.update(
+                live.ws, live.id, phase=Phase.closed, close_reason=reason, closed_at=now, controller=None
+            )
+            await self.log_action(live.ws, live.id, "server", "close", {"reason": reason.value, "cause": cause})
+            await self._publish_closed(live, reason, Phase.closed)
+            if reason in REAP_REASONS and cause in ("idle", "ttl", "memory"):
+                await self.app.bus.publish(
+                    RigReaped(
+                        workspace_id=live.ws,
+                        rig_id=live.id,
+                        space_id=live.space_id,
+                        reason=reason.value,
+                        cause=cause,
+                        agent=live.last_actor,
+                    )
+                )
+        finally:
+            live.phase = Phase.closed
+            live.notify_phase(reason.value)
+            live.ended.set()
+            self.store.forget(live.id)
+
+    async def _fail(self, live: LiveRig, detail: str) -> None:
+        if live.phase not in LIVE_PHASES:
+            await live.ended.wait()
+            return
+        live.phase = Phase.failed
+        live.status_detail = detail
+        try:
+            await self.store.update(
+                live.ws,
+                live.id,
+                phase=Phase.failed,
+                close_reason=CloseReason.backend_failure,
+                status_detail=detail[:500],
+                closed_at=self.app.clock.now(),
+                controller=None,
+            )
+            await self._teardown(live)
+            await self.log_action(live.ws, live.id, "server", "failed", {"reason": CloseReason.backend_failure.value})
+            await self._publish_closed(live, CloseReason.backend_failure, Phase.failed)
+        finally:
+            live.notify_phase(CloseReason.backend_failure.value)
+            live.ended.set()
+            self.store.forget(live.id)
+
+    async def _publish_closed(self, live: LiveRig, reason: CloseReason, phase: Phase) -> None:
+        event = RigClosedEvent(
+            workspace_id=live.ws,
+            rig_id=live.id,
+            space_id=live.space_id,
+            surface=live.surface.value,
+            reason=reason.value,
+            phase="failed" if phase is Phase.failed else "closed",
+        )
+        try:
+            await self.app.bus.publish(event)
+        except Exception:
+            if not self._stopping:
+                raise
+            log.warning("rigs: the closing of %s was not published (the server is stopping)", live.id)
+
+    # -- listing ------------------------------------------------------------------------------------------
+
+    async def records(self, ws: str, *, include_closed: bool) -> list[tuple[RigRecord, LiveRig | None]]:
+        return [(rec, self._rigs.get(rec.id)) for rec in await self.store.rigs(ws, include_closed=include_closed)]
+
+    def live_rigs(self) -> list[LiveRig]:
+        return list(self._rigs.values())
