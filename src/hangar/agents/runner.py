@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import sqlalchemy as sa
 
 from hangar.agents import events as ev
+from hangar.agents import tables
 from hangar.agents.adapters.base import Adapter, HistoryMessage, RunRequest, RunResult, ToolResult
 from hangar.agents.adapters.command import CommandLineAdapter
 from hangar.agents.adapters.openai import OpenAIChatAdapter
@@ -240,13 +242,19 @@ class AgentRunner:
             owner=self._owner,
         )
         run_id = run.id
-        async with self.spaces.writes.lock(workspace_id):
-            await self.store.insert(workspace_id, **run.__dict__)
-        live = _LiveRun(self, workspace_id, run_id, agent, space_id, OutputHolder(output_schema))
-        # The prompt and the run's start are written by the run's queue, in order, while the model is called.
-        live.post_later(
-            lambda: self.spaces.post(workspace_id, space_id, prompt_author, prompt, run_id=run_id, space=space)
+        # The run and its prompt are recorded in one transaction; the rest is written by the run's queue, in
+        # order, while the model is being called.
+        prompt_message = await self.spaces.record(
+            workspace_id,
+            space_id,
+            prompt_author,
+            prompt,
+            run_id=run_id,
+            space=space,
+            also=[sa.insert(tables.agent_runs).values(**run.__dict__)],
         )
+        live = _LiveRun(self, workspace_id, run_id, agent, space_id, OutputHolder(output_schema))
+        live.post_later(lambda: self.spaces.announce(workspace_id, prompt_message))
         live.emit(
             ev.RunStarted(
                 workspace_id=workspace_id,

@@ -9,12 +9,14 @@ its repo worktrees are checked out and command-line agents run.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.sql.base import Executable
 
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
@@ -92,6 +94,8 @@ class SpaceService:
     def __init__(self, app: AppContext, writes: WorkspaceWrites | None = None) -> None:
         self._app = app
         self.writes = writes or WorkspaceWrites()
+        # Space rows change only through this service, which drops them here; dispatches read them often.
+        self._cache: dict[tuple[str, str], Space] = {}
 
     def folder(self, workspace_id: str, space_id: str) -> Path:
         """The space's working folder (not created here)."""
@@ -136,6 +140,9 @@ class SpaceService:
         return await self.get(workspace_id, space_id)
 
     async def get(self, workspace_id: str, space_id: str) -> Space:
+        cached = self._cache.get((workspace_id, space_id))
+        if cached is not None:
+            return cached
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.connect() as conn:
             row = (
@@ -143,7 +150,8 @@ class SpaceService:
             )
         if row is None:
             raise NotFound(f"space {space_id} does not exist in this workspace")
-        return Space(**dict(row))
+        space = self._cache[(workspace_id, space_id)] = Space(**dict(row))
+        return space
 
     async def all(
         self, workspace_id: str, *, include_archived: bool = False, include_hidden: bool = False
@@ -168,6 +176,7 @@ class SpaceService:
                 .where(tables.spaces.c.id == space_id)
                 .values(updated_at=self._app.clock.now(), **values)
             )
+        self._cache.pop((workspace_id, space_id), None)
         return await self.get(workspace_id, space_id)
 
     async def rename(self, workspace_id: str, space_id: str, title: str) -> Space:
@@ -234,6 +243,44 @@ class SpaceService:
         """Append a message and publish ``MessagePosted``; an archived space takes no new messages.
 
         ``space`` is the space as the caller just read it (saves reading it again)."""
+        async with self.writes.lock(workspace_id):
+            message = await self._record(workspace_id, space_id, author, content, metadata, run_id, space, ())
+            await self._app.bus.publish(MessagePosted(workspace_id=workspace_id, space_id=space_id, message=message))
+        return message
+
+    async def record(
+        self,
+        workspace_id: str,
+        space_id: str,
+        author: Author,
+        content: str,
+        *,
+        run_id: str | None = None,
+        space: Space | None = None,
+        also: Sequence[Executable] = (),
+    ) -> dict[str, Any]:
+        """Append a message without announcing it yet, together with the caller's ``also`` statements in one
+        transaction (a dispatch records its run and its prompt at once); ``announce`` publishes it."""
+        async with self.writes.lock(workspace_id):
+            return await self._record(workspace_id, space_id, author, content, None, run_id, space, also)
+
+    async def announce(self, workspace_id: str, message: dict[str, Any]) -> None:
+        async with self.writes.lock(workspace_id):
+            await self._app.bus.publish(
+                MessagePosted(workspace_id=workspace_id, space_id=message["spaceId"], message=message)
+            )
+
+    async def _record(
+        self,
+        workspace_id: str,
+        space_id: str,
+        author: Author,
+        content: str,
+        metadata: dict[str, Any] | None,
+        run_id: str | None,
+        space: Space | None,
+        also: Sequence[Executable],
+    ) -> dict[str, Any]:
         if len(content) > MESSAGE_MAX:
             raise InvalidArgs(f"content is {len(content)} characters; the limit is {MESSAGE_MAX}", field="content")
         if space is None or space.id != space_id:
@@ -252,12 +299,11 @@ class SpaceService:
             "created_at": self._app.clock.now(),
         }
         engine = await self._app.dbs.workspace(workspace_id)
-        async with self.writes.lock(workspace_id):
-            async with engine.begin() as conn:
-                result = await conn.execute(sa.insert(tables.messages).values(**values))
-            message = message_to_wire({**values, "seq": int(result.inserted_primary_key[0])})  # type: ignore[index]
-            await self._app.bus.publish(MessagePosted(workspace_id=workspace_id, space_id=space_id, message=message))
-        return message
+        async with engine.begin() as conn:
+            for statement in also:
+                await conn.execute(statement)
+            result = await conn.execute(sa.insert(tables.messages).values(**values))
+        return message_to_wire({**values, "seq": int(result.inserted_primary_key[0])})  # type: ignore[index]
 
     async def messages(
         self, workspace_id: str, space_id: str, *, after_seq: int = 0, limit: int = 200
