@@ -26,7 +26,7 @@ from hangar.errors import Conflict, NotFound
 from hangar.pipelines import tables as t
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.events import TaskFinished
-from hangar.pipelines.model import RunStatus, StepStatus
+from hangar.pipelines.model import FINISHED_RUN, RunStatus, StepStatus
 from hangar.pipelines.rows import RunRow, Tick, TriggerRow, aware
 from hangar.pipelines.writer import Writer, insert_run, interest, run_row_values, step_row, write_tick
 from hangar.pipelines.writer import dt as _dt
@@ -361,7 +361,11 @@ class PipelineStore:
         return [StoredEvent(ws, r["seq"], r["id"], r["type"], r["occurred_at"], dict(r["payload"])) for r in rows]
 
     async def finished_tasks(self, ws: str, task_ids: Sequence[str]) -> dict[str, tuple[str, Any]]:
-        """task id -> (outcome, output) for every listed task with a persisted ``TaskFinished`` (first one wins)."""
+        """task id -> (outcome, output) for every listed task with a persisted ``TaskFinished`` (first one wins).
+
+        A task that is a child pipeline run also counts as finished when its run row says so: the run's end is
+        stored before its ``TaskFinished`` is published, and a crash in between must not strand the parent.
+        """
         engine = await self.engine(ws)
         de = core_tables.domain_events
         q = (
@@ -369,9 +373,15 @@ class PipelineStore:
             .where(de.c.type == TaskFinished.type, sa.func.json_extract(de.c.payload, "$.task_id").in_(task_ids))
             .order_by(de.c.seq)
         )
+        children = sa.select(t.runs.c.id, t.runs.c.status, t.runs.c.state).where(
+            t.runs.c.id.in_(task_ids), t.runs.c.status.in_([s.value for s in FINISHED_RUN])
+        )
         async with engine.connect() as conn:
             rows = (await conn.execute(q)).all()
+            child_rows = (await conn.execute(children)).all()
         found: dict[str, tuple[str, Any]] = {}
         for (payload,) in rows:
             found.setdefault(str(payload["task_id"]), (str(payload.get("outcome")), payload.get("output")))
+        for run_id, status, state in child_rows:
+            found.setdefault(str(run_id), (str(status), state))
         return found

@@ -574,3 +574,36 @@ async def test_restart_during_a_retry_wait_keeps_the_retry_time(tmp_path: Path) 
         await h2.engine.settle()
         snap = await h2.engine.snapshot(WS, run_id)
         assert snap["status"] == "completed" and snap["state"] == {"n": 2}
+
+
+async def test_parent_resumes_from_a_finished_child_whose_announcement_was_lost(tmp_path: Path) -> None:
+    GATES.clear()
+    async with harness(tmp_path, bodies=TEST_BODIES) as h1:
+        child = {
+            "id": "child",
+            "steps": [
+                {"id": "start", "kind": "trigger"},
+                val("c", "start", value=5, outputKey="v", extras={"gate": "kid"}),
+            ],
+        }
+        await h1.engine.store.insert_template(
+            WS, tpl.load(child, h1.engine.bodies).template.to_wire(), by=None, now=h1.clock.now()
+        )
+        parent = await h1.start(
+            steps(listen("sub", "start", body="pipeline.subPipeline", outputKey="kid", extras={"templateId": "child"}))
+        )
+        await until(lambda: "c" in CALLS)
+        for _ in range(500):
+            if (await h1.engine.snapshot(WS, parent))["status"] == "suspended":
+                break
+            await asyncio.sleep(0.01)
+        # The process dies after the child's end is stored but before it is announced.
+        h1.engine.run_ended = lambda run: None  # type: ignore[method-assign]
+        GATES["kid"].set()
+        await h1.engine.settle()
+        assert (await h1.engine.snapshot(WS, parent))["status"] == "suspended"
+    async with harness(tmp_path, bodies=TEST_BODIES) as h2:
+        await h2.engine.resume_workspace(WS)
+        await h2.engine.settle()
+        snap = await h2.engine.snapshot(WS, parent)
+        assert snap["status"] == "completed" and snap["state"]["kid"] == {"v": 5}
