@@ -167,3 +167,29 @@ async def test_login_outcome_refusal_provisions_nothing(tmp_path: Path) -> None:
         assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid"
         assert "just-in-time" in answer.json()["error"]["message"]
         assert len(await srv.ctx.identity.list_users()) == before
+
+
+async def test_a_failing_internal_seam_answers_internal_and_provisions_nothing(tmp_path: Path) -> None:
+    async with running_server(tmp_path, clock=FakeClock(NOW), public_url=PUBLIC_URL) as srv, httpx.AsyncClient() as c:
+        await enable_saml(srv.ctx, idp_metadata_xml())
+        service = saml_service(srv.ctx)
+        service.pending.add("_req0001")
+        before = len(await srv.ctx.identity.list_users())
+
+        def broken(key: str, until: object) -> bool:
+            raise OSError("replay store unavailable")
+
+        service.seen.remember = broken  # type: ignore[method-assign,assignment]
+        answer = await _post(c, srv, b64(signed_response()))
+        assert answer.status_code == 400
+        assert answer.json()["error"] == {"code": "internal", "message": "the server could not complete the sign-in"}
+        assert len(await srv.ctx.identity.list_users()) == before
+
+
+async def test_unreadable_saved_metadata_is_named_in_the_failure(tmp_path: Path) -> None:
+    async with running_server(tmp_path, clock=FakeClock(NOW), public_url=PUBLIC_URL) as srv, httpx.AsyncClient() as c:
+        await enable_saml(srv.ctx, "<md:EntityDescriptor xmlns:md='urn:oasis:names:tc:SAML:2.0:metadata'/>")
+        answer = await c.get(f"{srv.url}/saml/login?relay=desktop", headers=JSON)
+        assert answer.status_code == 400
+        assert answer.json()["error"]["code"] == "malformed"
+        assert answer.json()["error"]["message"].startswith("idpMetadataXml")
