@@ -201,3 +201,14 @@ async def test_drop_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         assert r.status_code == 413 and "per-drop" in r.text
         assert (await env.exec(rig, "ls -A ~"))["stdout"] == ""
         assert list((env.srv.data_dir / "rigs" / "spool").iterdir()) == []  # spooled parts are removed
+
+
+async def test_read_only_mode_refuses_drops_but_not_reading(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        path = await lane_path(env, rig)
+        assert (await drop(env, path, [("kept.txt", b"kept")])).status_code == 200
+        await env.call("guardrails.set", space_id=env.space, readOnly=True)
+        r = await drop(env, path, [("new.txt", b"x")])
+        assert r.status_code == 403 and code(r) == "refused" and "read-only" in r.text
+        assert (await read(env, path, "/home/rig/drops/kept.txt")).content == b"kept"

@@ -121,3 +121,19 @@ async def test_input_is_dropped_while_someone_else_holds_control(tmp_path: Path)
             seen = await read_until(term, b"listed-6")
             assert b"typed-while-held" not in seen.split(b"listed-6")[0].split(b"ls ~")[-1]
         assert (await env.exec(rig, "ls -A ~"))["stdout"].find("typed-while-held") == -1
+
+
+async def test_guardrails_hold_for_terminals(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        url = await terminal_url(env, rig)  # minted before the workspace turns read-only
+        await env.call("guardrails.set", askFirst=["processSpawn"])
+        err = await env.client.request("rig.terminalUrl", {"workspace_id": env.ws, "rigId": rig})
+        assert err["error"]["code"] == "refused" and "processSpawn" in err["error"]["message"]
+        await env.call("guardrails.set", readOnly=True)
+        headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
+        async with websockets.connect(url, additional_headers=headers) as term:
+            notice = await next_text(term)
+            assert notice["code"] == "refused" and "read-only" in notice["message"]
+            await asyncio.wait_for(term.wait_closed(), 10)
+            assert term.close_code == 4403

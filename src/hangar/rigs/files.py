@@ -212,7 +212,7 @@ async def drop_files(request: Request) -> Response:
     spool: DropSpool | None = None
     try:
         principal = await app.identity.authenticate_bearer(request)
-        access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal)
+        access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal, mutating=True)
         mgr, live = access.manager, access.live
         mgr.check_control(live, principal, "drop_files")
         spool_dir = app.datadir.sub("rigs", "spool", new_id())
@@ -250,7 +250,7 @@ async def read_file(request: Request) -> Response:
     rig_id = request.path_params["rig_id"]
     try:
         principal = await app.identity.authenticate_bearer(request)
-        access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal)
+        access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal, mutating=False)
         path = decode_path(request.query_params.get("p"))
         mgr = access.manager
         async with mgr.acting(access.ws, rig_id, principal, mutating=False, what="read_file") as (_live, handle):

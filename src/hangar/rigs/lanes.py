@@ -1,17 +1,19 @@
 """Authorizing a lane request (file lane, terminal lane): the device credential, a signature for exactly this
-lane and rig minted for that same person, and current workspace membership (member or above)."""
+lane and rig minted for that same person, current workspace membership (member or above), and for lanes that
+change the rig (drops, a terminal) the guardrails' read-only mode."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from hangar.core.context import AppContext
-from hangar.errors import Forbidden, Unavailable
+from hangar.errors import Forbidden, Refused, Unavailable
 from hangar.identity.roles import Role
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import RigManager
 from hangar.rigs.signing import Lane, LaneSigner
 from hangar.rpc.context import Principal
+from hangar.rpc.guardrails import WORKSPACE_SCOPE, Guardrails, space_scope
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,9 @@ class LaneAccess:
     live: LiveRig
 
 
-async def authorize(app: AppContext, lane: Lane, rig_id: str, token: str | None, principal: Principal) -> LaneAccess:
+async def authorize(
+    app: AppContext, lane: Lane, rig_id: str, token: str | None, principal: Principal, *, mutating: bool
+) -> LaneAccess:
     grant = LaneSigner(app.secrets, app.clock).verify(token, lane, rig_id)
     if grant.user_id != principal.user_id:
         raise Forbidden("this lane URL was minted for another person")
@@ -33,4 +37,18 @@ async def authorize(app: AppContext, lane: Lane, rig_id: str, token: str | None,
     if manager is None:
         raise Unavailable("the rig manager is not running on this server")
     live = await manager.get_live(grant.workspace_id, rig_id)
+    if mutating:
+        await refuse_if_read_only(app, grant.workspace_id, live.space_id, lane)
     return LaneAccess(grant.workspace_id, principal, manager, live)
+
+
+async def refuse_if_read_only(app: AppContext, ws: str, space_id: str, lane: Lane) -> None:
+    """Lanes are routes, not ops, so the guardrails' read-only mode is checked here (at every use, so a URL
+    minted before the mode was set does not outlive it)."""
+    guardrails = app.maybe_service(Guardrails)
+    if guardrails is None:
+        return
+    engine = await app.dbs.workspace(ws)
+    for scope, where in ((WORKSPACE_SCOPE, "this workspace"), (space_scope(space_id), "this space")):
+        if (await guardrails.get(engine, ws, scope)).read_only:
+            raise Refused(f"the {lane} lane refused: {where} is in read-only mode, which denies changes to rigs")

@@ -226,7 +226,8 @@ async def rig_file_lane_url(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
     return await _lane_url(ctx, args.rig_id, "files", "/rig/files", scheme_ws=False)
 
 
-@op("rig.terminalUrl", kind="read", scope="workspace", min_role="member")
+# A terminal runs commands in the rig: minting one is held to the same guardrails as rig.exec.
+@op("rig.terminalUrl", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def rig_terminal_url(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
     """A signed WebSocket URL for a live terminal in the rig (PTY over the socket), for you only."""
     return await _lane_url(ctx, args.rig_id, "terminal", "/rig/terminal", scheme_ws=True)

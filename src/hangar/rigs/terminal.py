@@ -64,7 +64,9 @@ async def terminal_lane(ws: WebSocket) -> None:
         cols = _size(ws.query_params.get("cols"), DEFAULT_COLS, "cols")
         rows = _size(ws.query_params.get("rows"), DEFAULT_ROWS, "rows")
         principal = await _principal(ws)
-        access = await authorize(ws.app.state.ctx, "terminal", rig_id, ws.query_params.get("sig"), principal)
+        access = await authorize(
+            ws.app.state.ctx, "terminal", rig_id, ws.query_params.get("sig"), principal, mutating=True
+        )
     except HangarError as err:
         await _fail(ws, err)
         return
