@@ -112,6 +112,10 @@ async def test_everything_else_is_refused_and_logged(gated_rig: tuple[EnclosureR
     await sh(rig, udp.format("AF_INET", "9.9.9.9", 123))
     await sh(rig, udp.format("AF_INET6", "2001:db8::9", 53))
     await asyncio.sleep(0.2)
+    # the host's loopback (where the test servers listen) is not the rig's
+    for port in {int(addr[1]) for addr in rig.gate._overrides.values()}:
+        out = await sh(rig, f"curl -sS -m 5 http://127.0.0.1:{port}/; echo rc=$?")
+        assert "rc=7" in out  # connection refused: nothing listens there inside the rig
     # raw sockets are not even available
     raw = await sh(rig, "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)' 2>&1 | tail -1")
     assert "Operation not permitted" in raw

@@ -142,6 +142,14 @@ async def test_second_rigs_reuse_the_pack_and_progress_is_reported() -> None:
             await rigs[0].exec("echo mine > /tmp/own", timeout_s=10)
             other = await rigs[1].exec("cat /tmp/own", timeout_s=10)
             assert other.exit_code == 1  # each rig has its own copy-on-write layer
+            await rigs[1].exec("nohup python3 -m http.server 8123 >/dev/null 2>&1 &", timeout_s=10)
+            for _ in range(100):
+                if 8123 in await rigs[1].listening_ports():
+                    break
+                await asyncio.sleep(0.05)
+            assert await rigs[0].listening_ports() == []
+            probe = await rigs[0].exec("curl -sS -m 5 http://127.0.0.1:8123/; echo rc=$?", timeout_s=10)
+            assert "rc=7" in probe.stdout  # the other rig's listener is not reachable from here
         finally:
             for r in rigs:
                 await r.aclose()
@@ -159,7 +167,9 @@ async def test_escapes_from_inside_are_refused_and_the_host_is_unaffected() -> N
             f" echo leak > {host_marker} && echo wrote-rig-tmp;"
             " /usr/sbin/chroot / true 2>&1 | tail -1;"
             " ls /proc/1/root 2>&1 | tail -1;"
-            " unshare --user --map-root-user true 2>&1 | tail -1",
+            " unshare --user --map-root-user true 2>&1 | tail -1;"
+            " python3 -c 'import ctypes, os; r = ctypes.CDLL(None, use_errno=True).syscall(250, 0, 0, 0, 0);"
+            ' print("keyctl", r, os.strerror(ctypes.get_errno()))\'',
             timeout_s=20,
         )
         text = attempts.stdout
@@ -170,6 +180,7 @@ async def test_escapes_from_inside_are_refused_and_the_host_is_unaffected() -> N
         assert "chroot: cannot change root directory to '/': Operation not permitted" in text
         assert "cannot access '/proc/1/root': Permission denied" in text
         assert "unshare: unshare failed: Operation not permitted" in text  # no user namespaces (seccomp)
+        assert "keyctl -1 Operation not permitted" in text
     assert not host_marker.exists()  # the rig's /tmp is its own
 
 
