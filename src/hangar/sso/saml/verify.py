@@ -189,9 +189,11 @@ class ResponseVerifier:
         scd_irt = self._check_confirmation(subject, now, expiries)
 
         # 12. request matching (the pending request is only used up at the very end).
-        if response_irt and scd_irt and response_irt != scd_irt:
+        if response_irt and response_irt != scd_irt and (scd_irt or not response_signed):
+            # An unsigned response's InResponseTo is anyone's to write: alone it never makes an unsolicited
+            # assertion solicited.
             raise SamlError("request_match", "the response and its assertion answer different requests")
-        request_id = response_irt or scd_irt
+        request_id = scd_irt or (response_irt if response_signed else None)
         if request_id:
             if self._pending.peek(request_id) is None:
                 raise SamlError("request_match", "InResponseTo matches no pending request (unknown, used or expired)")

@@ -517,6 +517,11 @@ ATTACKS: list[Attack] = [
     Attack("unknown-in-response-to", "request_match", _resp(in_response_to="_x", scd_in_response_to="_x")),
     Attack("unsolicited-not-allowed", "request_match", _resp(in_response_to=None, scd_in_response_to=None)),
     Attack("mismatched-in-response-to", "request_match", _resp(scd_in_response_to="_req0002")),
+    Attack(
+        "unsolicited-assertion-in-forged-unsigned-response",
+        "request_match",
+        _resp(in_response_to="_req0001", scd_in_response_to=None),
+    ),
 ]
 
 assert IDP  # the corpus is built for the kit's identity provider

@@ -175,3 +175,11 @@ def test_metadata_with_two_certificates_accepts_either() -> None:
         pending.add("_req0001")
         verifier = ResponseVerifier(settings, clock, pending, SeenAssertions(clock))
         assert verifier.verify_xml(to_bytes(signed_response(kp=kp))).subject == "ada@example.test"
+
+
+def test_signed_response_in_response_to_counts_without_one_in_the_assertion() -> None:
+    verifier, pending, _ = make_verifier(want_response_signed=True)
+    spec = Spec(in_response_to="_req0001", scd_in_response_to=None)
+    who = verifier.verify_xml(to_bytes(signed_response(spec, sign_response=True)))
+    assert who.request is not None and who.request.id == "_req0001"
+    assert pending.peek("_req0001") is None
