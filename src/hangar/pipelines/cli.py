@@ -131,6 +131,9 @@ def _run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         raise typer.Exit(EXIT_USAGE) from None
     except HangarError as exc:
         raise _fail(exc.message) from None
+    except KeyboardInterrupt:
+        # Nothing is lost: the run stays unfinished in the database and `resume` picks it up.
+        raise _fail("interrupted; unfinished runs can be driven on with `hangar pipeline resume RUN_ID`", 130) from None
 
 
 def _load(file: Path) -> tpl.Loaded:
