@@ -1,0 +1,55 @@
+"""The saved SAML connection as the verifier sees it, and the login start remembering its request."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from hangar.core.clock import FakeClock
+from hangar.sso.config import SamlConnection
+from hangar.sso.saml import SamlError
+from hangar.sso.saml.service import SamlService
+from tests.unit.sso.saml.kit import IDP, NOW, SSO_URL, idp_metadata_xml
+
+ORIGIN = "https://hangar.example.com"
+
+
+def test_settings_follow_the_saved_record() -> None:
+    service = SamlService(FakeClock(NOW))
+    conn = SamlConnection(
+        enabled=True,
+        idpMetadataXml=idp_metadata_xml(),
+        clockSkewSeconds=5,
+        allowIdpInitiated=True,
+        wantResponseSigned=True,
+        emailAttribute="mail",
+        displayNameAttribute="cn",
+        groupsAttribute="memberOf",
+    )
+    s = service.settings(conn, ORIGIN)
+    assert (s.sp_entity_id, s.acs_url, s.idp.entity_id) == (f"{ORIGIN}/saml", f"{ORIGIN}/saml/acs", IDP)
+    assert s.clock_skew == timedelta(seconds=5)
+    assert s.allow_idp_initiated and s.want_response_signed
+    assert (s.email_attribute, s.display_name_attribute, s.groups_attribute) == ("mail", "cn", "memberOf")
+    pinned = service.settings(conn.model_copy(update={"spEntityId": "urn:pinned"}), ORIGIN)
+    assert pinned.sp_entity_id == "urn:pinned"
+    # Parsed metadata is reused while the saved XML is unchanged.
+    assert service.idp_metadata(conn) is s.idp
+
+
+def test_start_login_remembers_the_request_with_its_relay() -> None:
+    service = SamlService(FakeClock(NOW))
+    conn = SamlConnection(enabled=True, idpMetadataXml=idp_metadata_xml())
+    request = service.start_login(conn, ORIGIN, relay="web-popup", client_origin="http://localhost:5173")
+    assert request.redirect_url.startswith(SSO_URL + "?SAMLRequest=")
+    assert parse_qs(urlsplit(request.redirect_url).query)["RelayState"] == [request.id]
+    pending = service.pending.peek(request.id)
+    assert pending is not None and (pending.relay, pending.client_origin) == ("web-popup", "http://localhost:5173")
+
+
+def test_a_record_without_metadata_is_refused() -> None:
+    with pytest.raises(SamlError) as caught:
+        SamlService(FakeClock(NOW)).settings(SamlConnection(), ORIGIN)
+    assert caught.value.saml_code == "invalid"
