@@ -1,34 +1,31 @@
-"""The agent inside a rig: runs commands and terminals for the host. Standard library only, run by the image's
-own python3 as the rig user (``python3 -I -S agent.py <listening-fd>``); it is never imported by the server.
-Threads and ``selectors`` rather than asyncio: importing asyncio costs more than everything else at boot.
+"""The agent inside a rig: runs commands and terminals for the host. Run by the image's own python3 as the rig
+user (``python3 -I -S agent.py <listening-fd>``); never imported by the server.
+
+Startup time is most of a rig's boot, so the agent imports only built-in modules (``_socket``, ``_thread``,
+``select``, ``os``...): no asyncio, subprocess, json or enum, each of which costs more than the rest of a boot
+on a busy machine. Children are started with ``posix_spawn`` in their own session.
 
 The host creates the listening Unix socket outside the rig and passes it in as an inherited descriptor, so no
 path inside the rig leads to it. One connection carries one request. Frames are a type byte, a 4-byte
-big-endian length and the payload. The first frame from the host is ``J`` with a JSON request:
+big-endian length and the payload. Requests and replies are flat maps encoded as ``key NUL value NUL ...``.
+The first frame from the host is ``J`` with the request:
 
-- ``{"op": "ping"}`` -> ``X {"ok": true}``
-- ``{"op": "exec", "cmd": str, "timeout": float|null, "stdin": bool}``; the host then sends ``I`` chunks and
-  one ``E`` when ``stdin`` is true; the agent sends ``O`` (stdout) and ``R`` (stderr) chunks, then
-  ``X {"code": int, "timed_out": bool}``.
-- ``{"op": "pty", "cols": int, "rows": int}``; both sides send ``D`` data; the host sends
-  ``W {"cols", "rows"}`` to resize; the agent sends ``X {"code": int}`` when the shell exits. The host closing
-  the connection hangs the terminal up.
+- ``op=ping`` -> ``X ok=1``
+- ``op=exec cmd=<text> timeout=<seconds or empty> stdin=<0|1>``; with stdin the host then sends ``I`` chunks
+  and one ``E``; the agent sends ``O`` (stdout) and ``R`` (stderr) chunks, then ``X code=<n> timed_out=<0|1>``.
+- ``op=pty cols=<n> rows=<n>``; both sides send ``D`` data; the host sends ``W cols=<n> rows=<n>`` to resize;
+  the agent sends ``X code=<n>`` when the shell exits. The host closing the connection hangs the terminal up.
 """
 
-import contextlib
+import _socket
+import _thread
 import fcntl
-import json
 import os
-import selectors
-import signal
-import socket
+import select
 import struct
-import subprocess
 import sys
 import termios
-import threading
 import time
-from typing import Any
 
 HOME = "/home/rig"
 BASE_ENV = {
@@ -39,32 +36,33 @@ BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "LANG": "C.UTF-8",
 }
-WORKDIR = HOME if os.path.isdir(HOME) else "/"
+SIGHUP, SIGKILL = 1, 9
 DRAIN_AFTER_EXIT_S = 0.2  # background jobs may keep the pipes open; stop reading shortly after the exit
+_hardened = False
 
 
-def recv_exactly(conn: socket.socket, size: int) -> bytes:
+def decode(payload: bytes) -> dict[str, str]:
+    parts = payload.decode("utf-8", "surrogateescape").split("\0")
+    return dict(zip(parts[0::2], parts[1::2], strict=False))
+
+
+def encode(values: dict[str, object]) -> bytes:
+    return "\0".join(f"{k}\0{v}" for k, v in values.items()).encode("utf-8", "surrogateescape")
+
+
+def read_exactly(fd: int, size: int) -> bytes:
     data = b""
     while len(data) < size:
-        chunk = conn.recv(size - len(data))
+        chunk = os.read(fd, size - len(data))
         if not chunk:
             raise EOFError
         data += chunk
     return data
 
 
-def read_frame(conn: socket.socket) -> tuple[bytes, bytes]:
-    head = recv_exactly(conn, 5)
-    return head[:1], recv_exactly(conn, struct.unpack("!I", head[1:])[0])
-
-
-def frame(kind: bytes, payload: bytes) -> bytes:
-    return kind + struct.pack("!I", len(payload)) + payload
-
-
-def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
+def read_frame(fd: int) -> tuple[bytes, bytes]:
+    head = read_exactly(fd, 5)
+    return head[:1], read_exactly(fd, struct.unpack("!I", head[1:])[0])
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -73,110 +71,128 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def do_exec(req: dict[str, Any], conn: socket.socket) -> None:
-    with_stdin = bool(req.get("stdin"))
-    proc = subprocess.Popen(
-        ["/bin/bash", "-lc", req["cmd"]],
-        stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=WORKDIR,
-        env=dict(BASE_ENV, TERM="dumb"),
-        start_new_session=True,
-        close_fds=True,
-    )
+def send(fd: int, kind: bytes, payload: bytes) -> None:
+    write_all(fd, kind + struct.pack("!I", len(payload)) + payload)
+
+
+def kill_group(pid: int, sig: int = SIGKILL) -> None:
+    try:  # noqa: SIM105 - contextlib is not imported here, on purpose (startup time)
+        os.killpg(pid, sig)
+    except OSError:
+        pass
+
+
+def harden() -> None:
+    """Not dumpable: processes of the rig user cannot read this agent's memory or take its descriptors.
+    Done before the first child starts (importing ctypes at boot would slow every rig's start)."""
+    global _hardened
+    if not _hardened:
+        _hardened = True
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+        except Exception:
+            pass
+
+
+def spawn(argv: list[str], env: dict[str, str], actions: list[tuple[object, ...]]) -> int:
+    harden()
+    return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+
+
+def exit_code(pid: int) -> int:
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
+
+
+def do_exec(req: dict[str, str], conn: int) -> None:
+    with_stdin = req.get("stdin") == "1"
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    in_r, in_w = os.pipe() if with_stdin else (os.open(os.devnull, os.O_RDONLY), -1)
+    actions: list[tuple[object, ...]] = [
+        (os.POSIX_SPAWN_DUP2, in_r, 0),
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+    ]
+    pid = spawn(["/bin/bash", "-lc", req["cmd"]], dict(BASE_ENV, TERM="dumb"), actions)
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
     if with_stdin:
-        threading.Thread(target=feed_stdin, args=(proc, conn), daemon=True).start()
-    assert proc.stdout is not None and proc.stderr is not None
+        _thread.start_new_thread(feed_stdin, (conn, in_w))
     # A pidfd says when the command exits; the pipes may stay open after that (a background dev server).
-    pidfd = os.pidfd_open(proc.pid)
-    kinds = {proc.stdout.fileno(): b"O", proc.stderr.fileno(): b"R"}
-    sel = selectors.DefaultSelector()
-    for fd in kinds:
-        os.set_blocking(fd, False)
-        sel.register(fd, selectors.EVENT_READ)
-    sel.register(pidfd, selectors.EVENT_READ)
-    timeout = req.get("timeout")
-    deadline = None if timeout is None else time.monotonic() + float(timeout)
+    pidfd = os.pidfd_open(pid)
+    kinds = {out_r: b"O", err_r: b"R"}
+    poller = select.poll()
+    for fd in (out_r, err_r, pidfd):
+        poller.register(fd, select.POLLIN)
+    timeout = req.get("timeout") or ""
+    deadline = time.monotonic() + float(timeout) if timeout else None
     exited_at = None
     timed_out = False
+    wait: float | None
     while kinds or exited_at is None:
         now = time.monotonic()
-        if exited_at is not None and now - exited_at > DRAIN_AFTER_EXIT_S:
-            break
-        wait = None if deadline is None else max(0.0, deadline - now)
         if exited_at is not None:
-            wait = max(0.0, exited_at + DRAIN_AFTER_EXIT_S - now)
-        events = sel.select(wait)
+            if now - exited_at > DRAIN_AFTER_EXIT_S:
+                break
+            wait = exited_at + DRAIN_AFTER_EXIT_S - now
+        else:
+            wait = None if deadline is None else max(0.0, deadline - now)
+        events = poller.poll(None if wait is None else int(wait * 1000) + 1)
         if not events and exited_at is None and deadline is not None and time.monotonic() >= deadline:
             timed_out = True
-            kill_group(proc.pid)
+            kill_group(pid)
             deadline = None
             continue
-        for key, _ in events:
-            fd = int(key.fd)
+        for fd, _ in events:
             if fd == pidfd:
-                sel.unregister(pidfd)
+                poller.unregister(pidfd)
                 exited_at = time.monotonic()
                 continue
             try:
                 data = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
             except OSError:
                 data = b""
             if data:
-                conn.sendall(frame(kinds[fd], data))
+                send(conn, kinds[fd], data)
             else:
-                sel.unregister(fd)
+                poller.unregister(fd)
                 del kinds[fd]
-    sel.close()
-    os.close(pidfd)
-    proc.stdout.close()
-    proc.stderr.close()
-    returncode = proc.wait()
-    code = returncode if returncode >= 0 else 128 - returncode
-    conn.sendall(frame(b"X", json.dumps({"code": code, "timed_out": timed_out}).encode()))
+    for fd in (out_r, err_r, pidfd):
+        os.close(fd)
+    send(conn, b"X", encode({"code": exit_code(pid), "timed_out": int(timed_out)}))
 
 
-def feed_stdin(proc: "subprocess.Popen[bytes]", conn: socket.socket) -> None:
-    assert proc.stdin is not None
+def feed_stdin(conn: int, in_w: int) -> None:
     try:
         while True:
             kind, data = read_frame(conn)
             if kind == b"I":
-                write_all(proc.stdin.fileno(), data)
+                write_all(in_w, data)
             elif kind == b"E":
                 break
     except (EOFError, OSError):
         pass
-    finally:
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
+    os.close(in_w)
 
 
 def set_size(fd: int, cols: int, rows: int) -> None:
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))  # the kernel sends SIGWINCH
 
 
-def do_pty(req: dict[str, Any], conn: socket.socket) -> None:
+def do_pty(req: dict[str, str], conn: int) -> None:
     master, slave = os.openpty()
     set_size(master, int(req["cols"]), int(req["rows"]))
-
-    def make_controlling() -> None:
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-    proc = subprocess.Popen(
-        ["/bin/bash", "-l"],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        cwd=WORKDIR,
-        env=dict(BASE_ENV, TERM="xterm-256color", COLORTERM="truecolor"),
-        start_new_session=True,
-        preexec_fn=make_controlling,
-        close_fds=True,
-    )
+    # Opened (not inherited) after setsid, the terminal becomes the new session's controlling terminal.
+    actions: list[tuple[object, ...]] = [
+        (os.POSIX_SPAWN_OPEN, 0, os.ttyname(slave), os.O_RDWR, 0),
+        (os.POSIX_SPAWN_DUP2, 0, 1),
+        (os.POSIX_SPAWN_DUP2, 0, 2),
+    ]
+    pid = spawn(["/bin/bash", "-l"], dict(BASE_ENV, TERM="xterm-256color", COLORTERM="truecolor"), actions)
     os.close(slave)
 
     def inbound() -> None:
@@ -186,17 +202,15 @@ def do_pty(req: dict[str, Any], conn: socket.socket) -> None:
                 if kind == b"D":
                     write_all(master, data)
                 elif kind == b"W":
-                    size = json.loads(data)
+                    size = decode(data)
                     set_size(master, int(size["cols"]), int(size["rows"]))
-                    kill_group(proc.pid, signal.SIGWINCH)
-        except (EOFError, OSError, ValueError):
+        except (EOFError, OSError, ValueError, KeyError):
             pass
-        # the host hung up: hang up the terminal
-        kill_group(proc.pid, signal.SIGHUP)
+        kill_group(pid, SIGHUP)  # the host hung up: hang up the terminal
         time.sleep(0.05)
-        kill_group(proc.pid)
+        kill_group(pid)
 
-    threading.Thread(target=inbound, daemon=True).start()
+    _thread.start_new_thread(inbound, ())
     try:
         while True:
             try:
@@ -205,43 +219,41 @@ def do_pty(req: dict[str, Any], conn: socket.socket) -> None:
                 data = b""
             if not data:
                 break
-            conn.sendall(frame(b"D", data))
+            send(conn, b"D", data)
     except OSError:
         pass
-    code = proc.wait()
+    code = exit_code(pid)
     os.close(master)
-    with contextlib.suppress(OSError):
-        conn.sendall(frame(b"X", json.dumps({"code": code}).encode()))
+    try:  # noqa: SIM105
+        send(conn, b"X", encode({"code": code}))
+    except OSError:
+        pass
 
 
-def handle(conn: socket.socket) -> None:
+def handle(conn: int) -> None:
     try:
         _kind, data = read_frame(conn)
-        req = json.loads(data)
+        req = decode(data)
         if req.get("op") == "exec":
             do_exec(req, conn)
         elif req.get("op") == "pty":
             do_pty(req, conn)
         else:
-            conn.sendall(frame(b"X", b'{"ok": true}'))
-    except (EOFError, OSError, ValueError):
+            send(conn, b"X", encode({"ok": 1}))
+    except (EOFError, OSError, ValueError, KeyError):
         pass
     finally:
-        conn.close()
+        os.close(conn)
 
 
 def main(fd: int) -> None:
-    listener = socket.socket(fileno=fd)
-    listener.set_inheritable(False)
+    listener = _socket.socket(fileno=fd)
+    os.set_inheritable(fd, False)
+    os.chdir(HOME if os.path.isdir(HOME) else "/")
     while True:
-        conn, _ = listener.accept()
-        threading.Thread(target=handle, args=(conn,), daemon=True).start()
+        conn, _ = listener._accept()  # type: ignore[attr-defined]  # the C socket's accept: a bare fd
+        _thread.start_new_thread(handle, (conn,))
 
 
 if __name__ == "__main__":
-    # Not dumpable: processes of the same user cannot read this agent's memory or take its descriptors.
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
     main(int(sys.argv[1]))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,16 @@ from hangar.errors import InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import ExecResult, Pty
 
 MAX_OUTPUT = 16 * 1024 * 1024  # per stream; beyond this output is cut and marked
+
+
+def encode(values: dict[str, object]) -> bytes:
+    """The agent's flat map encoding: ``key NUL value NUL ...`` (commands never contain NUL)."""
+    return "\0".join(f"{k}\0{'' if v is None else v}" for k, v in values.items()).encode("utf-8", "surrogateescape")
+
+
+def decode(payload: bytes) -> dict[str, str]:
+    parts = payload.decode("utf-8", "replace").split("\0")
+    return dict(zip(parts[0::2], parts[1::2], strict=False))
 
 
 def frame(kind: bytes, payload: bytes) -> bytes:
@@ -37,7 +46,7 @@ class AgentChannel:
             reader, writer = await asyncio.open_unix_connection(str(self.socket_path))
         except OSError as exc:
             raise Unavailable(f"the rig's exec channel is gone ({exc.strerror})") from exc
-        writer.write(frame(b"J", json.dumps(request).encode()))
+        writer.write(frame(b"J", encode(request)))
         return reader, writer
 
     async def ping(self) -> None:
@@ -54,7 +63,9 @@ class AgentChannel:
             raise InvalidArgs("command must be a non-empty string", field="command")
         if timeout_s is not None and timeout_s <= 0:
             raise InvalidArgs("timeout must be positive", field="timeout")
-        request = {"op": "exec", "cmd": command, "timeout": timeout_s, "stdin": stdin is not None}
+        if "\0" in command:
+            raise InvalidArgs("command must not contain NUL characters", field="command")
+        request = {"op": "exec", "cmd": command, "timeout": timeout_s, "stdin": int(stdin is not None)}
         reader, writer = await self._connect(request)
         out, err = bytearray(), bytearray()
         try:
@@ -70,12 +81,12 @@ class AgentChannel:
                 elif kind == b"R" and len(err) < MAX_OUTPUT:
                     err += payload
                 elif kind == b"X":
-                    result = json.loads(payload)
+                    result = decode(payload)
                     return ExecResult(
                         exit_code=int(result["code"]),
                         stdout=out[:MAX_OUTPUT].decode("utf-8", "replace"),
                         stderr=err[:MAX_OUTPUT].decode("utf-8", "replace"),
-                        timed_out=bool(result["timed_out"]),
+                        timed_out=result.get("timed_out") == "1",
                     )
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
             raise Unavailable("the rig's exec channel closed before the command finished") from exc
@@ -116,7 +127,7 @@ class AgentPty(Pty):
             if kind == b"D" and payload:
                 return payload
             if kind == b"X":
-                self.exit_code = int(json.loads(payload).get("code", -1))
+                self.exit_code = int(decode(payload).get("code") or -1)
                 self._eof = True
         return b""
 
@@ -133,7 +144,7 @@ class AgentPty(Pty):
         _check_size(cols, rows)
         if self._closed or self._eof:
             raise Refused("the terminal is closed")
-        self._writer.write(frame(b"W", json.dumps({"cols": cols, "rows": rows}).encode()))
+        self._writer.write(frame(b"W", encode({"cols": cols, "rows": rows})))
         with contextlib.suppress(ConnectionError, OSError):
             await self._writer.drain()
 

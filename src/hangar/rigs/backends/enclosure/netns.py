@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import errno
 import os
 import re
 import socket
+import struct
+import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hangar.errors import Internal
 
 CLONE_NEWNET = 0x40000000
+NETLINK_ROUTE, RTM_NEWROUTE, NLMSG_ERROR = 0, 24, 2
+NLM_FLAGS = 0x1 | 0x4 | 0x200 | 0x400  # request, ack, exclusive, create
+RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_LINK, RTN_UNICAST = 254, 3, 253, 1
+RTA_OIF, RTA_PREFSRC = 4, 7
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -33,17 +41,48 @@ def _join(path: str) -> None:
         os.close(fd)
 
 
-async def _run(argv: list[str], stdin: bytes | None = None) -> str:
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate(stdin)
-    if proc.returncode != 0:
-        raise Internal(f"{argv[0]} failed: {err.decode(errors='replace').strip()[:300]}")
-    return out.decode(errors="replace")
+def _nft(argv: list[str], stdin: str | None) -> str:
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise Internal(f"nft failed: {done.stderr.strip()[:300]}")
+    return done.stdout
+
+
+def _route_message(family: int, src: bytes, seq: int) -> bytes:
+    """RTM_NEWROUTE: a default route out of loopback (ifindex 1) with ``src`` as the preferred source."""
+    rtmsg = struct.pack("BBBBBBBBI", family, 0, 0, 0, RT_TABLE_MAIN, RTPROT_BOOT,
+                        RT_SCOPE_LINK if family == socket.AF_INET else 0, RTN_UNICAST, 0)  # fmt: skip
+    attrs = struct.pack("HHI", 8, RTA_OIF, 1) + struct.pack("HH", 4 + len(src), RTA_PREFSRC) + src
+    body = rtmsg + attrs
+    return struct.pack("IHHII", 16 + len(body), RTM_NEWROUTE, NLM_FLAGS, seq, 0) + body
+
+
+def _add_default_routes() -> None:
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE) as nl:
+        for seq, (family, src) in enumerate(
+            ((socket.AF_INET, socket.inet_pton(socket.AF_INET, "127.0.0.1")),
+             (socket.AF_INET6, socket.inet_pton(socket.AF_INET6, "::1"))), start=1):  # fmt: skip
+            nl.send(_route_message(family, src, seq))
+            reply = nl.recv(4096)
+            error = -struct.unpack("i", reply[16:20])[0] if struct.unpack("H", reply[4:6])[0] == NLMSG_ERROR else 0
+            if error:
+                raise OSError(error, f"adding the default route: {os.strerror(error)}")
+
+
+def _configure(ruleset: str) -> None:
+    for _ in range(400):
+        try:
+            _add_default_routes()
+            break
+        except OSError as exc:
+            # bubblewrap brings loopback up in the rig a moment after it reports the rig's pid; wait for it
+            # rather than racing it (bringing it up ourselves makes its own setup fail)
+            if exc.errno != errno.ENETDOWN:
+                raise Internal(f"cannot route the rig's traffic to its gate: {exc.strerror}") from exc
+            time.sleep(0.005)
+    else:
+        raise Internal("the rig's loopback interface never came up")
+    _nft(["nft", "-f", "-"], ruleset)
 
 
 class NetNamespace:
@@ -61,25 +100,15 @@ class NetNamespace:
                                           initargs=(str(self.path),))  # fmt: skip
 
     async def configure(self, ruleset: str) -> None:
-        """Default routes into loopback (so any destination reaches the output hook) and the egress rules."""
-        script = "ip route add default dev lo src 127.0.0.1 && ip -6 route add default dev lo src ::1 && nft -f -"
-        argv = ["nsenter", f"--net={self._require()}", "sh", "-c", script]
-        for _ in range(400):
-            try:
-                await _run(argv, stdin=ruleset.encode())
-                return
-            except Internal as exc:
-                # bubblewrap brings loopback up in the rig a moment after it reports the rig's pid; wait for it
-                # rather than racing it (bringing it up ourselves makes its own setup fail)
-                if "not up" not in exc.message:
-                    raise
-                await asyncio.sleep(0.005)
-        raise Internal("the rig's loopback interface never came up")
+        """Default routes into loopback (so any destination reaches the output hook) and the egress rules.
+        Both run on the namespace's own thread: routes over netlink, ``nft`` as a child that inherits the
+        thread's namespace (no ``nsenter`` or ``ip`` processes on the boot path)."""
+        await asyncio.get_running_loop().run_in_executor(self._executor(), _configure, ruleset)
 
-    def _require(self) -> Path:
-        if self.path is None:
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._thread is None:
             raise Internal("the rig's network namespace is not attached")
-        return self.path
+        return self._thread
 
     async def socket(self, family: int, kind: int) -> socket.socket:
         """A new non-blocking socket living in this namespace."""
@@ -91,8 +120,8 @@ class NetNamespace:
 
     async def dropped_packets(self) -> int:
         """Packets the namespace's filter dropped (not TCP/UDP, so the gate never saw them)."""
-        out = await _run(["nsenter", f"--net={self._require()}", "nft", "list", "counter", "inet", "hangar_filter",
-                          "dropped"])  # fmt: skip
+        argv = ["nft", "list", "counter", "inet", "hangar_filter", "dropped"]
+        out = await asyncio.get_running_loop().run_in_executor(self._executor(), _nft, argv, None)
         found = re.search(r"packets (\d+)", out)
         return int(found.group(1)) if found else 0
 
