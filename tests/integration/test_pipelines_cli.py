@@ -198,6 +198,7 @@ def test_killed_mid_run_then_resumed_reruns_only_unfinished_steps(tmp_path: Path
                 os.killpg(int((marks / "b_pid").read_text()), signal.SIGKILL)
     assert proc.returncode == -signal.SIGKILL
     run_id = (marks / "run_id").read_text().strip()
+    assert proc.stderr is not None and f"run {run_id} started" in proc.stderr.read().decode()
 
     shown = json.loads(cli("show", run_id, "--data-dir", str(data)).stdout)
     assert shown["status"] == "running"

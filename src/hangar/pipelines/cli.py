@@ -176,6 +176,8 @@ def run(
             ws = await _workspace(ctx, workspace, create=True)
             run_id = await engine.start_run(ws, loaded.template, payload=body, dry_run=dry_run, by="cli")
             assert run_id is not None
+            # On stderr, so --json output stays one document; the id is what `resume` needs after a crash.
+            typer.echo(f"run {run_id} started", err=True)
             await engine.settle()
             snap = await engine.snapshot(ws, run_id)
         if as_json:
