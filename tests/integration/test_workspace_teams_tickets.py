@@ -53,6 +53,10 @@ async def test_teams_crud_and_dispatch(tmp_path: Path) -> None:
         )
         runs = [await wait_run(client, ws, r) for r in out["runIds"]]
         assert sorted(r["agentId"] for r in runs) == sorted(ids) and {r["outcome"] for r in runs} == {"ok"}
+        # The prompt is posted once; each member answers it.
+        msgs = (await client.call("messages.list", workspace_id=ws, space_id=space["id"]))["messages"]
+        assert [m["content"] for m in msgs].count("echo all") == 1
+        assert sum(1 for m in msgs if m["author"]["kind"] == "agent" and "you said: echo all" in m["content"]) == 3
 
         with pytest.raises(RpcError) as err:
             await client.call("teams.get", workspace_id=ws, team_id="nope")

@@ -168,19 +168,16 @@ async def teams_dispatch(ctx: OpContext, args: TeamDispatchArgs) -> dict[str, An
     """Dispatch a team into a space: every member (``allParallel``) or only the leader (``manager``)."""
     team = await ctx.app.service(TeamService).get(ctx.ws, args.team_id)
     mode = check_dispatch_mode(args.dispatch_mode) if args.dispatch_mode else team.dispatch_mode
-    runner = ctx.app.service(AgentRunner)
-    run_ids = []
-    for agent_id in team.dispatch_targets(mode):
-        run = await runner.dispatch(
-            ctx.ws,
-            agent_id=agent_id,
-            space_id=args.space_id,
-            prompt=args.prompt,
-            dispatched_by=ctx.principal.label,
-            prompt_author=author_of(ctx),
-            output_schema=args.output_schema,
-        )
-        run_ids.append(run.id)
+    runs = await ctx.app.service(AgentRunner).dispatch_many(
+        ctx.ws,
+        agent_ids=team.dispatch_targets(mode),
+        space_id=args.space_id,
+        prompt=args.prompt,
+        dispatched_by=ctx.principal.label,
+        prompt_author=author_of(ctx),
+        output_schema=args.output_schema,
+    )
+    run_ids = [r.id for r in runs]
     await audit_queued(ctx, "teams.dispatch", f"team:{team.id}", {"runIds": run_ids, "mode": mode})
     return {"runIds": run_ids, "dispatchMode": mode}
 

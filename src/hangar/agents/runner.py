@@ -66,6 +66,7 @@ class _LiveRun:
     ) -> None:
         self._runner = runner
         self._ws = workspace_id
+        self.workspace_id = workspace_id
         self._ids = {"workspace_id": workspace_id, "run_id": run_id, "agent_id": agent.id, "space_id": space_id}
         self._author = Author("agent", agent.id, agent.name)
         self._space_id = space_id
@@ -211,6 +212,33 @@ class AgentRunner:
         agent_field: str = "agent_id",
     ) -> Run:
         """Record a run, post its prompt into the space, and start it; returns the run as recorded."""
+        (run,) = await self.dispatch_many(
+            workspace_id,
+            agent_ids=[agent_id],
+            space_id=space_id,
+            prompt=prompt,
+            dispatched_by=dispatched_by,
+            prompt_author=prompt_author,
+            output_schema=output_schema,
+            max_turns=max_turns,
+            agent_field=agent_field,
+        )
+        return run
+
+    async def dispatch_many(
+        self,
+        workspace_id: str,
+        *,
+        agent_ids: list[str],
+        space_id: str,
+        prompt: str,
+        dispatched_by: str,
+        prompt_author: Author,
+        output_schema: dict[str, Any] | None = None,
+        max_turns: int | None = None,
+        agent_field: str = "agent_id",
+    ) -> list[Run]:
+        """One run per agent with the same prompt, posted once into the space (a team dispatch)."""
         if not prompt.strip():
             raise InvalidArgs("prompt must not be empty", field="prompt")
         if len(prompt) > PROMPT_MAX:
@@ -219,78 +247,78 @@ class AgentRunner:
             check_schema(output_schema)
         if max_turns is not None and not 1 <= max_turns <= 200:
             raise InvalidArgs("maxTurns must be between 1 and 200", field="maxTurns")
-        agent = await self.agents.get(workspace_id, agent_id, field=agent_field)
+        agents = [await self.agents.get(workspace_id, a, field=agent_field) for a in agent_ids]
         space = await self.spaces.get(workspace_id, space_id)
         if space.archived_at is not None:
             raise Refused(f"space {space_id} is archived; agents cannot be dispatched into it")
-        run = Run(
-            id=new_id(),
-            agent_id=agent.id,
-            space_id=space_id,
-            status="running",
-            outcome=None,
-            error=None,
-            prompt=prompt,
-            output_schema=output_schema,
-            output=None,
-            has_output=False,
-            output_error=None,
-            turns=0,
-            dispatched_by=dispatched_by,
-            created_at=self.app.clock.now(),
-            finished_at=None,
-            owner=self._owner,
-        )
-        run_id = run.id
-        # The run and its prompt are recorded in one transaction; the rest is written by the run's queue, in
-        # order, while the model is being called.
+        now = self.app.clock.now()
+        runs = [
+            Run(
+                id=new_id(),
+                agent_id=agent.id,
+                space_id=space_id,
+                status="running",
+                outcome=None,
+                error=None,
+                prompt=prompt,
+                output_schema=output_schema,
+                output=None,
+                has_output=False,
+                output_error=None,
+                turns=0,
+                dispatched_by=dispatched_by,
+                created_at=now,
+                finished_at=None,
+                owner=self._owner,
+            )
+            for agent in agents
+        ]
+        # The runs and their prompt are recorded in one transaction (the message names the first run); the rest
+        # is written by each run's queue, in order, while the model is being called.
         prompt_message = await self.spaces.record(
             workspace_id,
             space_id,
             prompt_author,
             prompt,
-            run_id=run_id,
+            run_id=runs[0].id,
             space=space,
-            also=[sa.insert(tables.agent_runs).values(**run.__dict__)],
+            also=[sa.insert(tables.agent_runs).values([r.__dict__ for r in runs])],
         )
-        live = _LiveRun(self, workspace_id, run_id, agent, space_id, OutputHolder(output_schema))
-        live.post_later(lambda: self.spaces.announce(workspace_id, prompt_message))
-        live.emit(
-            ev.RunStarted(
-                workspace_id=workspace_id,
-                run_id=run_id,
-                agent_id=agent.id,
-                space_id=space_id,
-                dispatched_by=dispatched_by,
+        for i, (agent, run) in enumerate(zip(agents, runs, strict=True)):
+            live = _LiveRun(self, workspace_id, run.id, agent, space_id, OutputHolder(output_schema))
+            if i == 0:
+                live.post_later(lambda: self.spaces.announce(workspace_id, prompt_message))
+            live.emit(
+                ev.RunStarted(
+                    workspace_id=workspace_id,
+                    run_id=run.id,
+                    agent_id=agent.id,
+                    space_id=space_id,
+                    dispatched_by=dispatched_by,
+                )
             )
-        )
-        default_turns = agent.adapter.max_turns if isinstance(agent.adapter, OpenAIAdapter) else 1
+            turns = max_turns or (agent.adapter.max_turns if isinstance(agent.adapter, OpenAIAdapter) else 1)
+            self._start(live, run, agent, prompt_message["id"], turns)
+        return runs
+
+    def _start(self, live: _LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
+        run_id = run.id
         task = asyncio.get_running_loop().create_task(
-            self._drive(live, workspace_id, run_id, agent, space_id, prompt, output_schema, max_turns or default_turns),
-            name=f"agent-run:{run_id}",
+            self._drive(live, run, agent, prompt_message_id, max_turns), name=f"agent-run:{run_id}"
         )
         self._drivers[run_id] = task
         task.add_done_callback(lambda _t: self._drivers.pop(run_id, None))
-        return run
 
-    async def _drive(
-        self,
-        live: _LiveRun,
-        workspace_id: str,
-        run_id: str,
-        agent: Agent,
-        space_id: str,
-        prompt: str,
-        schema: dict[str, Any] | None,
-        max_turns: int,
-    ) -> None:
+    async def _drive(self, live: _LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
+        workspace_id, run_id, space_id = live.workspace_id, run.id, run.space_id
+        prompt, schema = run.prompt, run.output_schema
         output = live.output
         result = RunResult("failed", "the run ended before it started")
         try:
             limit = agent.adapter.history_limit if isinstance(agent.adapter, OpenAIAdapter) else 0
             recent = await self.spaces.recent(workspace_id, space_id, limit=limit + 1) if limit else []
-            # The conversation before this run: its own prompt (queued, perhaps already written) comes last.
-            recent = [m for m in recent if m["runId"] != run_id][-limit:] if limit else []
+            # The conversation before this run: its prompt (perhaps not written yet) is added last by the adapter.
+            recent = [m for m in recent if m["id"] != prompt_message_id][-limit:] if limit else []
             request = RunRequest(
                 workspace_id=workspace_id,
                 run_id=run_id,

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from hangar.agents.bodies.common import agent_id_for, dispatch, harvest, schema_for, space_for
+from hangar.agents.runner import AgentRunner
 from hangar.errors import InvalidArgs
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
 from hangar.workspace import TeamService, check_dispatch_mode
+from hangar.workspace.bodies import pipeline_author
 
 
 def _member_schema(step: StepContext) -> dict[str, Any] | None:
@@ -62,7 +64,17 @@ async def team_dispatch(step: StepContext) -> StepResult:
     if not prompt.strip():
         raise InvalidArgs(f"step {step.step_id} needs a prompt", field="prompt")
     space_id = space_for(step)
-    run_ids = [(await dispatch(step, agent_id=a, space_id=space_id, prompt=prompt, schema=schema)).id for a in targets]
+    runs = await step.app.service(AgentRunner).dispatch_many(
+        step.workspace_id,
+        agent_ids=targets,
+        space_id=space_id,
+        prompt=prompt,
+        dispatched_by=f"pipeline:{step.run_id}/{step.step_id}",
+        prompt_author=pipeline_author(step),
+        output_schema=schema,
+        agent_field="teamId",
+    )
+    run_ids = [r.id for r in runs]
     await step.progress({"runIds": run_ids, "spaceId": space_id, "dispatchMode": mode, "agentIds": targets})
     return StepResult.suspend_until_tasks_complete(run_ids)
 
