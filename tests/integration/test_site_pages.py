@@ -219,7 +219,8 @@ def test_openapi_is_valid_3_1_and_covers_the_site(client: httpx.Client) -> None:
 
 def test_api_catalog(client: httpx.Client, site: RunningSite) -> None:
     r = client.get("/.well-known/api-catalog")
-    assert r.status_code == 200 and r.headers["content-type"] == "application/linkset+json"
+    assert r.status_code == 200
+    assert r.headers["content-type"] == 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"'
     linkset = r.json()["linkset"]
     anchors = {entry["anchor"]: entry for entry in linkset}
     for api in (f"{site.url}/", f"{site.url}/mcp"):

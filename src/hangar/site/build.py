@@ -192,7 +192,9 @@ class SiteBuild:
         t["/llms-full.txt"] = Template(full.encode(), PLAIN)
         t["/openapi.json"] = Template(discovery.dumps(openapi_document(SKILLS)).encode(), JSON)
         t["/.well-known/api-catalog"] = Template(
-            discovery.dumps(discovery.api_catalog()).encode(), "application/linkset+json"
+            discovery.dumps(discovery.api_catalog()).encode(),
+            # RFC 9727 section 4.2: the linkset is marked with the api-catalog profile.
+            'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"',
         )
         for name, text in self.skills_text.items():
             t[f"/.well-known/agent-skills/{name}/SKILL.md"] = Template(text.encode(), MARKDOWN)
