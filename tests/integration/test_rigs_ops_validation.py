@@ -136,3 +136,20 @@ async def test_roles_and_guardrails(tmp_path: Path) -> None:
         await env.call("guardrails.set", readOnly=True)
         e = await fails(env, "rig_close", rigId=rig)
         assert e.code == "refused" and "read-only" in e.message
+
+
+async def test_a_space_in_read_only_mode_holds_its_rig(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        elsewhere = await env.open(await env.new_space("free"))
+        await env.call("guardrails.set", space_id=env.space, readOnly=True)
+        for op, args in (
+            ("rig.exec", {"command": "true"}),
+            ("rig.takeControl", {}),
+            ("rig.terminalUrl", {}),
+            ("rig_close", {}),
+        ):
+            e = await fails(env, op, rigId=rig, **args)
+            assert e.code == "refused" and "this space is in read-only mode" in e.message, (op, e.message)
+        assert (await env.call("rig.ports", rigId=rig))["ports"] == []  # observations stay allowed
+        assert (await env.exec(elsewhere, "echo free"))["stdout"] == "free\n"

@@ -21,6 +21,7 @@ from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
 from hangar.rigs.signing import Lane, LaneSigner
 from hangar.rpc.context import OpContext
+from hangar.rpc.guardrails import Guardrails
 from hangar.rpc.registry import Args, NoArgs, op
 
 USE_ACTIONS = ("enclosureControl", "networkEgress", "processSpawn")
@@ -36,6 +37,17 @@ def manager(ctx: OpContext) -> RigManager:
     if found is None:
         raise Unavailable("the rig manager is not running on this server")
     return found
+
+
+async def guarded(ctx: OpContext, rig_id: str) -> RigManager:
+    """The manager, once the rig's own space has been held to the guardrails: the dispatcher checks the
+    workspace (and a space named in args), but rig ops name a rig, not a space."""
+    mgr = manager(ctx)
+    if ctx.spec.mutating or ctx.spec.actions:
+        rec = await mgr.store.get(ctx.ws, rig_id)
+        if rec is not None:
+            await ctx.app.service(Guardrails).check(await ctx.db(), ctx.ws, ctx.spec, rec.space_id)
+    return mgr
 
 
 def signer(ctx: OpContext) -> LaneSigner:
@@ -105,7 +117,7 @@ async def rig_list(ctx: OpContext, args: ListArgs) -> list[dict[str, Any]]:
 @op("rig_close", kind="destructive", scope="workspace", actions=("enclosureControl",))
 async def rig_close(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
     """Destroy a rig and discard its disk; its row stays for the audit trail."""
-    rec = await manager(ctx).close(ctx.ws, args.rig_id, CloseReason.requested, ctx.principal)
+    rec = await (await guarded(ctx, args.rig_id)).close(ctx.ws, args.rig_id, CloseReason.requested, ctx.principal)
     await ctx.audit("rig.close", f"rig:{rec.id}", {"reason": rec.close_reason.value if rec.close_reason else None})
     return {
         "rigId": rec.id,
@@ -128,7 +140,7 @@ def _clip(text: str) -> tuple[str, bool]:
 @op("rig.exec", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def rig_exec(ctx: OpContext, args: ExecArgs) -> dict[str, Any]:
     """Run a shell command in a terminal rig (bash -lc, as the rig user, in its home)."""
-    mgr = manager(ctx)
+    mgr = await guarded(ctx, args.rig_id)
     live = await mgr.get_live(ctx.ws, args.rig_id)
     if live.surface is not Surface.terminal:
         raise Refused(f"rig.exec drives terminal rigs; rig {live.id} is a {live.surface.value} rig")
@@ -151,14 +163,16 @@ def _control_reply(live: LiveRig) -> dict[str, Any]:
 @op("rig.takeControl", kind="mutate", scope="workspace", actions=("enclosureControl",))
 async def rig_take_control(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
     """A person takes control: others' mutating verbs are refused until it is handed back."""
-    return _control_reply(await manager(ctx).take_control(ctx.ws, args.rig_id, ctx.principal))
+    return _control_reply(await (await guarded(ctx, args.rig_id)).take_control(ctx.ws, args.rig_id, ctx.principal))
 
 
 @op("rig.releaseControl", kind="mutate", scope="workspace", actions=("enclosureControl",))
 async def rig_release_control(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
     """Hand control back (the holder, or a workspace admin for a stuck take-over)."""
     force = ctx.role is not None and ctx.role >= Role.admin
-    return _control_reply(await manager(ctx).release_control(ctx.ws, args.rig_id, ctx.principal, force=force))
+    return _control_reply(
+        await (await guarded(ctx, args.rig_id)).release_control(ctx.ws, args.rig_id, ctx.principal, force=force)
+    )
 
 
 @op("rig.watch", kind="watch", scope="workspace", min_role="member")
@@ -189,7 +203,9 @@ class SharePortArgs(RigArgs):
 @op("rig.sharePort", kind="mutate", scope="workspace", actions=("enclosureControl", "networkEgress"))
 async def rig_share_port(ctx: OpContext, args: SharePortArgs) -> dict[str, Any]:
     """Share a forwarded port on the local network (an OS-assigned port on all interfaces), or stop sharing."""
-    live = await manager(ctx).share_port(ctx.ws, args.rig_id, args.guest_port, args.share, ctx.principal)
+    live = await (await guarded(ctx, args.rig_id)).share_port(
+        ctx.ws, args.rig_id, args.guest_port, args.share, ctx.principal
+    )
     return {"rigId": live.id, "limit": live.ports.limit, "ports": live.ports.to_wire()}
 
 
@@ -202,7 +218,7 @@ class GrantArgs(RigArgs):
 @op("rig.grantHosts", kind="mutate", scope="workspace", min_role="admin", actions=("networkEgress",))
 async def rig_grant_hosts(ctx: OpContext, args: GrantArgs) -> dict[str, Any]:
     """Add host names (exact or *.suffix) to one rig's egress allowlist."""
-    mgr = manager(ctx)
+    mgr = await guarded(ctx, args.rig_id)
     async with mgr.acting(ctx.ws, args.rig_id, ctx.principal, mutating=True, what="rig.grantHosts") as (_l, handle):
         await handle.grant_hosts(args.hosts)
     await mgr.log_action(ctx.ws, args.rig_id, ctx.principal, "grantHosts", {"hosts": sorted(args.hosts)})
@@ -211,7 +227,7 @@ async def rig_grant_hosts(ctx: OpContext, args: GrantArgs) -> dict[str, Any]:
 
 
 async def _lane_url(ctx: OpContext, rig_id: str, lane: Lane, path: str, scheme_ws: bool) -> dict[str, Any]:
-    live = await manager(ctx).get_live(ctx.ws, rig_id)
+    live = await (await guarded(ctx, rig_id)).get_live(ctx.ws, rig_id)
     token, exp = signer(ctx).mint(lane, ctx.ws, live.id, ctx.principal.user_id)
     origin = ctx.app.settings.origin
     if scheme_ws:
@@ -240,7 +256,7 @@ class UseArgs(RigArgs):
 async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> dict[str, Any]:
     """Parse totally first (a malformed action names its field), then answer for the surface's backend."""
     parsed = parse_action(table, args.action)
-    mgr = manager(ctx)
+    mgr = await guarded(ctx, args.rig_id)
     try:
         live = await mgr.get_live(ctx.ws, args.rig_id)
     except NotFound:
