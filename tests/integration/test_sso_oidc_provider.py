@@ -158,6 +158,13 @@ async def test_state_is_single_use_and_bound_to_the_browser(tmp_path: Path) -> N
         assert stolen.status_code == 400 and stolen.json()["error"]["code"] == "state"
         replay = await s.http.get(callback_url)
         assert failure_code(replay) == "state"
+        # The provider names itself in its response (RFC 9207); another name is a mix-up.
+        start = await s.http.get(f"{s.srv.url}/oidc/login?relay=desktop")
+        callback_url = await drive_to_callback(s.http, start, f"{s.srv.url}/oidc/callback", login="alice")
+        assert parse_qs(urlsplit(callback_url).query)["iss"] == [s.peer.issuer]
+        mixed_up = callback_url.replace("iss=http%3A%2F%2F127.0.0.1", "iss=http%3A%2F%2Fevil.example")
+        assert mixed_up != callback_url
+        assert failure_code(await s.http.get(mixed_up)) == "issuer"
         forged = await s.http.get(f"{s.srv.url}/oidc/callback?state=forged&code=x")
         assert failure_code(forged) == "state"
         users = await s.srv.ctx.identity.list_users()

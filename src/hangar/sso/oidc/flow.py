@@ -195,6 +195,11 @@ class OidcService:
         code = params.get("code")
         if not code:
             raise LoginFailed("invalid", "the identity provider sent no authorization code")
+        # RFC 9207: a provider that names itself in the response must be the one this sign-in went to
+        # (a defence against mix-up attacks when several providers are in play).
+        returned_iss = params.get("iss")
+        if returned_iss is not None and returned_iss != pending.issuer:
+            raise LoginFailed("issuer", "the authorization response comes from another issuer")
         conn = self._enabled()
         if (conn.issuer, conn.clientId) != (pending.issuer, pending.client_id):
             raise LoginFailed("invalid", "the OIDC connection changed during this sign-in; start again")
