@@ -281,3 +281,9 @@ def test_stylesheet(client: httpx.Client) -> None:
     r = client.get("/static/site.css")
     assert r.status_code == 200 and r.headers["content-type"] == "text/css; charset=utf-8"
     assert "@media" in r.text
+
+
+def test_404_html_claims_no_canonical_page(client: httpx.Client) -> None:
+    r = client.get("/no/such/page")
+    assert r.status_code == 404
+    assert 'rel="canonical"' not in r.text and 'name="robots" content="noindex"' in r.text

@@ -112,6 +112,7 @@ class Renderer:
             content=content,
             version=hangar.__version__,
             css_version=self.css_version,
+            not_found=False,
         )
 
     def not_found_html(self, body_md: str) -> str:
@@ -128,6 +129,7 @@ class Renderer:
             content=self.html_of_markdown(body_md),
             version=hangar.__version__,
             css_version=self.css_version,
+            not_found=True,
         )
 
 
