@@ -24,6 +24,7 @@ import websockets
 
 from hangar.rigs.backends.base import RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend
+from hangar.rigs.egress.allowlist import terminal_default_allowlist
 from hangar.rigs.image.pack import ensure_pack
 
 BIN = Path(sys.executable).parent / "hangar"
@@ -65,16 +66,24 @@ def quiet(_text: str) -> None:
     pass
 
 
+def spec_like_the_manager(work: Path, rig_id: str) -> RigSpec:
+    """The spec the manager would hand the backend: the terminal's default allowlist and a fresh home."""
+    home = work / "direct" / "homes" / rig_id
+    home.mkdir(parents=True)
+    return RigSpec(rig_id, "bench", "terminal", 512, 2, terminal_default_allowlist(None), home, None)
+
+
 async def direct(work: Path) -> tuple[list[float], float]:
     backend = EnclosureBackend(work / "direct" / "rigs", packs_root=PACKS)
     starts: list[float] = []
     for i in range(OPENS):
+        spec = spec_like_the_manager(work, f"d{i}")
         started = time.perf_counter()
-        rig = await backend.start(RigSpec(f"d{i}", "bench", "terminal", 512, 2, frozenset(), None, None), quiet)
+        rig = await backend.start(spec, quiet)
         await rig.exec("echo ready", timeout_s=30)
         starts.append((time.perf_counter() - started) * 1000)
         await rig.aclose()
-    rig = await backend.start(RigSpec("dx", "bench", "terminal", 512, 2, frozenset(), None, None), quiet)
+    rig = await backend.start(spec_like_the_manager(work, "dx"), quiet)
     count, began = 0, time.perf_counter()
     while time.perf_counter() - began < EXEC_SECONDS:
         await rig.exec("true", timeout_s=30)
