@@ -197,7 +197,9 @@ class DocsToolServer:
             supported = ", ".join(sorted(_ALL_VERSIONS))
             await _send(send, 400, _rpc_error(INVALID_REQUEST, f"unsupported MCP-Protocol-Version; use {supported}"))
             return
-        body = await self._read(receive)
+        declared = headers.get(b"content-length", "")
+        too_big = declared.isdigit() and int(declared) > MAX_BODY
+        body = None if too_big else await self._read(receive)
         if body is None:
             await _send(send, 413, _rpc_error(INVALID_REQUEST, f"request body exceeds {MAX_BODY} bytes"))
             return
