@@ -211,6 +211,11 @@ async def test_event_trigger_and_schedule_trigger_with_fake_clock(tmp_path: Path
                 await asyncio.sleep(0.05)
             (run,) = runs
             assert run["trigger"] == {"kind": "event", "id": trig["id"]}
+            paused = await c.call("pipelines.triggers.setEnabled", workspace_id=ws, triggerId=trig["id"], enabled=False)
+            assert paused["enabled"] is False
+            await c.call("pipelines.emit", workspace_id=ws, eventType="person.arrived", payload={"who": "Cy"})
+            await engine.settle()
+            assert len((await c.call("pipelines.runs.list", workspace_id=ws))["runs"]) == 1
             detail = await c.call("pipelines.runs.get", workspace_id=ws, runId=run["runId"])
             assert detail["payload"] == {"who": "Bo"} and detail["state"]["greeting"] == "hello Bo"
 

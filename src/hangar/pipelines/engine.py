@@ -331,6 +331,8 @@ class PipelineEngine:
     async def settle(self) -> None:
         """Until no run has a live driver and every announcement is delivered (children and resumed parents
         included)."""
+        if self.subscribed:
+            await self.bus.drain()
         while self._tasks or self._announcing:
             await asyncio.gather(*self._tasks.values(), *self._announcing, return_exceptions=True)
             if self.subscribed:

@@ -77,6 +77,11 @@ class TriggerRef(PlArgs):
     trigger_id: str
 
 
+class TriggerEnableArgs(PlArgs):
+    trigger_id: str
+    enabled: bool
+
+
 class EmitArgs(PlArgs):
     event_type: str = Field(min_length=1, max_length=128)
     payload: dict[str, Any] = Field(default_factory=dict)
@@ -260,6 +265,15 @@ async def triggers_list(ctx: OpContext, args: TriggerListArgs) -> dict[str, Any]
     return {"triggers": [r.to_wire() for r in rows]}
 
 
+@op("pipelines.triggers.setEnabled", kind="mutate", scope="workspace", actions=["processSpawn"])
+async def triggers_set_enabled(ctx: OpContext, args: TriggerEnableArgs) -> dict[str, Any]:
+    """Pause or resume a trigger: a disabled event or schedule trigger starts no runs."""
+    row = await _engine(ctx).store.set_trigger_enabled(ctx.ws, args.trigger_id, args.enabled)
+    await ctx.audit("pipelines.trigger.setEnabled", f"pipeline-trigger:{row.id}", {"enabled": args.enabled})
+    _poke_scheduler(ctx)
+    return row.to_wire()
+
+
 @op("pipelines.triggers.delete", kind="destructive", scope="workspace", min_role="admin")
 async def triggers_delete(ctx: OpContext, args: TriggerRef) -> dict[str, Any]:
     """Remove a trigger (runs it started stay)."""
@@ -308,6 +322,7 @@ PIPELINE_OPS = [
     runs_watch,
     triggers_create,
     triggers_list,
+    triggers_set_enabled,
     triggers_delete,
     emit,
     bodies_list,

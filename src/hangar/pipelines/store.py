@@ -189,6 +189,16 @@ class PipelineStore:
         if res.rowcount == 0:
             raise NotFound(f"trigger {trigger_id!r} does not exist")
 
+    async def set_trigger_enabled(self, ws: str, trigger_id: str, enabled: bool) -> TriggerRow:
+        engine = await self.engine(ws)
+        tt = t.triggers
+        async with engine.begin() as conn:
+            res = await conn.execute(sa.update(tt).where(tt.c.id == trigger_id).values(enabled=enabled))
+            if res.rowcount == 0:
+                raise NotFound(f"trigger {trigger_id!r} does not exist")
+            row = (await conn.execute(sa.select(tt).where(tt.c.id == trigger_id))).mappings().one()
+        return _trigger(row)
+
     async def set_trigger_times(
         self, ws: str, trigger_id: str, *, last_fired_at: datetime | None, next_fire_at: datetime | None
     ) -> None:
