@@ -85,6 +85,8 @@ class RigLifecycle:
         if isinstance(setting, int) and setting > 0:
             self.budget_mb = setting
         await self._close_leftovers()
+        # Drops spooled by a process that died mid-upload never landed; nothing else reads them.
+        await asyncio.to_thread(shutil.rmtree, self.app.datadir.root / "rigs" / "spool", True)
         self._subs.append(
             self.app.bus.subscribe(self._on_space_event, name="rigs:spaces", types=hooks.SPACE_EVENT_TYPES)
         )
