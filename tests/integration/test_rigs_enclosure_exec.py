@@ -6,12 +6,14 @@ import asyncio
 import fcntl
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
 
 from hangar.errors import Refused, Unavailable
-from hangar.rigs.backends.enclosure import EnclosureRig
+from hangar.rigs.backends.enclosure import EnclosureBackend, EnclosureRig
+from hangar.rigs.backends.enclosure.cgroups import detect, rig_cgroup
 from hangar.rigs.image.pack import MARKER, PACK_NAME, ensure_pack
 from tests.integration.rigs_enclosure_env import PACKS, enclosure, ready_pack, running_rig, spec
 
@@ -199,3 +201,46 @@ async def test_a_first_open_waits_for_the_build_lock_and_does_not_rebuild(tmp_pa
     os.close(lock_fd)
     info = await asyncio.wait_for(waiter, 10)
     assert info.built_in_s is None and info.path == packs / PACK_NAME
+
+
+CRASHING_SERVER = """
+import asyncio, os, sys
+from pathlib import Path
+from hangar.rigs.backends.base import RigSpec
+from hangar.rigs.backends.enclosure import EnclosureBackend
+
+async def main():
+    backend = EnclosureBackend(Path(sys.argv[1]), packs_root=Path(sys.argv[2]))
+    rig = await backend.start(RigSpec("orphan", "ws", "terminal", 256, 1, frozenset(), None, None), print)
+    await rig.exec("nohup sleep 600 >/dev/null 2>&1 &", timeout_s=10)
+    print("RUN_DIR", rig.run_dir, flush=True)
+    os._exit(1)  # the server dies without closing its rig
+
+asyncio.run(main())
+"""
+
+
+async def test_a_crashed_servers_rigs_die_with_it_and_are_cleared(tmp_path: Path) -> None:
+    await ready_pack()
+    rigs_root = tmp_path / "rigs"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CRASHING_SERVER, str(rigs_root), str(PACKS), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    run_dir = Path(out.decode().split("RUN_DIR ", 1)[1].split()[0])
+    assert run_dir.is_dir()
+    version, _ = detect()
+    assert version is not None
+    orphan = rig_cgroup(version, run_dir.name)
+    for _ in range(200):  # bubblewrap's --die-with-parent: the rig dies with the server
+        if orphan.pids() == []:
+            break
+        await asyncio.sleep(0.01)
+    assert orphan.pids() == []
+    backend = EnclosureBackend(rigs_root, packs_root=PACKS)
+    rig = await backend.start(spec("next"), lambda _t: None)
+    try:
+        assert not run_dir.exists()  # the leftover disk is gone, and its cgroup
+        assert not orphan.exists()
+    finally:
+        await rig.aclose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -11,7 +12,7 @@ from hangar.errors import InvalidArgs, Unavailable
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import probe
 from hangar.rigs.backends.enclosure.cgroups import detect
-from hangar.rigs.backends.enclosure.rig import EnclosureRig
+from hangar.rigs.backends.enclosure.rig import EnclosureRig, clear_leftovers
 from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.image.pack import ensure_pack, missing_tools, pack_ready
 
@@ -40,6 +41,7 @@ class EnclosureBackend(RigBackend):
         self._tool_path = tool_path  # where host tools are looked up (None: $PATH)
         self._reason: str | None = None
         self._probed = False
+        self._swept = False
 
     def unavailable_reason(self) -> str | None:
         if not self._probed:
@@ -57,6 +59,9 @@ class EnclosureBackend(RigBackend):
         version, why = detect()
         if version is None:
             raise Unavailable(f"no usable cgroups for rig limits: {why}")
+        if not self._swept:
+            self._swept = True
+            await asyncio.to_thread(clear_leftovers, self.rigs_root / "run", version)
         pack = await ensure_pack(self.packs_root, progress)
         rig = EnclosureRig(spec, self.rigs_root / "run", version, self.upstream_overrides)
         try:

@@ -78,6 +78,9 @@ class RigCgroup(ABC):
     @abstractmethod
     def remove(self) -> None: ...
 
+    @abstractmethod
+    def exists(self) -> bool: ...
+
     def kill_all(self, timeout_s: float = 5.0) -> None:
         """Kill every process in the group (frozen first, so nothing forks away meanwhile)."""
         with contextlib.suppress(OSError):
@@ -167,6 +170,9 @@ class CgroupV1(RigCgroup):
         for path in self.dirs.values():
             _rmdir(path)
 
+    def exists(self) -> bool:
+        return any(path.exists() for path in self.dirs.values())
+
 
 class CgroupV2(RigCgroup):
     def __init__(self, rig_name: str, root: Path = CGROUP_ROOT) -> None:
@@ -229,6 +235,9 @@ class CgroupV2(RigCgroup):
 
     def remove(self) -> None:
         _rmdir(self.dir)
+
+    def exists(self) -> bool:
+        return self.dir.exists()
 
 
 def rig_cgroup(version: str, rig_name: str) -> RigCgroup:

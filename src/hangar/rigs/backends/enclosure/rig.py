@@ -72,6 +72,7 @@ class EnclosureRig(RigHandle):
         self.run_dir = run_root / f"{spec.rig_id}-{self.token}"
         self.netns = NetNamespace()
         self.gate = EgressGate(spec.rig_id, spec.allow_hosts, upstream_overrides=upstream_overrides)
+        self.cgroup_version = cgroup_version
         self.cgroup: RigCgroup = rig_cgroup(cgroup_version, f"{spec.rig_id}-{self.token}")
         self._dir_fd: int | None = None  # keeps the socket path short: /proc/self/fd/<n>/agent.sock
         self.channel = AgentChannel(self.run_dir / "agent.sock")
@@ -108,6 +109,7 @@ class EnclosureRig(RigHandle):
         for sub in ("disk/upper", "disk/work", "root", "etc"):
             (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         os.chmod(self.run_dir, 0o700)
+        (self.run_dir / "owner").write_text(str(os.getpid()))  # lets a later server clear what a crash left
         # Unix socket paths are limited to 108 bytes and data directories can be deep: reach the socket
         # through a descriptor of its directory instead of its full path.
         self._dir_fd = os.open(self.run_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -337,6 +339,35 @@ class EnclosureRig(RigHandle):
             await asyncio.to_thread(self.cgroup.remove)
         self.netns.close()
         await asyncio.to_thread(shutil.rmtree, self.run_dir, True)
+
+
+def clear_leftovers(run_root: Path, cgroup_version: str) -> int:
+    """Remove rig directories (and their cgroups) left by a server process that is gone: its rigs died with
+    it (bubblewrap's ``--die-with-parent``), but their disks and groups stay. Returns how many were removed."""
+    removed = 0
+    if not run_root.is_dir():
+        return 0
+    for entry in run_root.iterdir():
+        try:
+            owner = int((entry / "owner").read_text())
+        except (OSError, ValueError):
+            continue  # not ours, or still being created
+        try:
+            os.kill(owner, 0)
+            continue  # its server still runs
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        group = rig_cgroup(cgroup_version, entry.name)
+        with contextlib.suppress(OSError):
+            group.kill_all(timeout_s=1.0)
+            group.remove()
+        shutil.rmtree(entry, ignore_errors=True)
+        removed += 1
+    if removed:
+        log.warning("cleared %d rig directories left by a server that stopped without closing them", removed)
+    return removed
 
 
 def _seccomp_fd() -> int | None:
