@@ -87,3 +87,21 @@ def test_unbounded_hosts_do_not_grow_the_cache(site: SiteBuild) -> None:
     for i in range(100):
         assert _res(site.origin(f"http://h{i}.test"), "/about").body
     assert len(site._origins) <= 16
+
+
+def test_every_internal_link_resolves(site: SiteBuild) -> None:
+    import re
+
+    origin = site.origin("http://x.test")
+    broken = []
+    for slug, body in site.bodies.items():
+        for target in re.findall(r"\]\((/[^)\s]*)\)", body):
+            path = target.split("#")[0]
+            if origin.page(path) is None and origin.resource(path) is None:
+                broken.append(f"/{slug} -> {target}")
+    for name, text in site.skills_text.items():
+        for target in re.findall(r"https://origin\.hangar\.invalid(/[^\s)`]*)", text):
+            path = target.rstrip(".:,")
+            if origin.resource(path) is None and origin.page(path) is None:
+                broken.append(f"skill {name} -> {target}")
+    assert broken == []
