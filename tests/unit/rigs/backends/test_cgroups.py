@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from hangar.rigs.backends.enclosure.cgroups import detect, rig_cgroup
+from hangar.rigs.backends.enclosure.cgroups import CgroupV1, CgroupV2, detect, rig_cgroup
 
 pytestmark = pytest.mark.needs_root
 
@@ -21,6 +21,14 @@ def test_limits_freeze_resident_and_kill() -> None:
     group = rig_cgroup(version, f"test-{secrets.token_hex(4)}")
     group.create(256, 1)
     try:
+        if isinstance(group, CgroupV1):
+            assert (group.dirs["memory"] / "memory.limit_in_bytes").read_text().strip() == str(256 << 20)
+            assert (group.dirs["cpu"] / "cpu.cfs_quota_us").read_text().strip() == "100000"
+            assert (group.dirs["pids"] / "pids.max").read_text().strip() == "4096"
+        else:
+            assert isinstance(group, CgroupV2)
+            assert (group.dir / "memory.max").read_text().strip() == str(256 << 20)
+            assert (group.dir / "cpu.max").read_text().split() == ["100000", "100000"]
         files = " ".join(str(p) for p in group.procs_files())
         proc = subprocess.Popen(
             ["sh", "-c", f'for f in {files}; do echo $$ > "$f"; done; exec python3 -c "b = bytearray(48 << 20); '
