@@ -29,6 +29,7 @@ ACCOUNTS: dict[str, dict[str, Any]] = {
     "alice": {"email": "alice@example.com", "email_verified": True, "name": "Alice Liddell", "groups": ["admins"]},
     "bob": {"email": "bob@example.com", "email_verified": True, "name": "Bob Builder", "groups": ["eng"]},
     "eve": {"email": "eve@example.com", "email_verified": False, "name": "Eve", "groups": []},
+    "carol": {"email": "carol@example.com", "email_verified": True, "name": "Carol", "groups": ["admins"]},
 }
 
 
@@ -113,6 +114,11 @@ async def test_code_flow_end_to_end_with_groups_jit_and_auto_member(tmp_path: Pa
         again = await me(s.srv, token_of(await s.login("bob")))
         assert again["id"] == bob["id"]
         assert len(await s.srv.ctx.identity.list_users()) == 3  # owner, alice, bob
+
+        # groupsClaim names the claim read: with another name, carol's "admins" is not seen.
+        await s.save(groupsClaim="roles")
+        carol = await me(s.srv, token_of(await s.login("carol")))
+        assert carol["workspaces"][0]["role"] == "guest"
 
 
 async def test_confidential_client_secret_from_the_secrets_file(tmp_path: Path) -> None:
