@@ -25,18 +25,21 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _type_name(schema: dict[str, Any]) -> str:
+def _type_name(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> str:
+    defs = defs or {}
     if "anyOf" in schema:
-        return " or ".join(_type_name(s) for s in schema["anyOf"])
+        return " or ".join(_type_name(s, defs) for s in schema["anyOf"])
     if "enum" in schema:
         return " / ".join(f"`{v}`" for v in schema["enum"])
     if "const" in schema:
         return f"`{schema['const']}`"
     if "$ref" in schema:
-        return str(schema["$ref"]).rsplit("/", 1)[-1]
+        name = str(schema["$ref"]).rsplit("/", 1)[-1]
+        target = defs.get(name)
+        return _type_name(target, defs) if isinstance(target, dict) and "enum" in target else name
     t = schema.get("type", "any")
     if t == "array":
-        return f"list of {_type_name(schema.get('items', {}))}"
+        return f"list of {_type_name(schema.get('items', {}), defs)}"
     return str(t)
 
 
@@ -47,10 +50,11 @@ def _args_of(model: Any) -> str:
     if not props:
         return "none"
     required = set(schema.get("required", []))
+    defs = schema.get("$defs", {})
     parts = []
     for name, prop in props.items():
         mark = "" if name in required else "?"
-        parts.append(f"`{name}{mark}`: {_type_name(prop)}")
+        parts.append(f"`{name}{mark}`: {_type_name(prop, defs)}")
     return ", ".join(parts)
 
 
