@@ -70,7 +70,7 @@ async def test_create_space_prompt_agent_and_post_message(tmp_path: Path) -> Non
             ("system", "post", "Summary posted."),
         ]
         runs = (await client.call("runs.list", workspace_id=ws))["runs"]
-        assert runs[0]["dispatchedBy"] == f"pipeline:{snap['runId']}/ask"
+        assert runs[0]["dispatchedBy"] == f"pipeline:{snap['runId']}/ask#1"
 
 
 async def test_prompt_agent_failures_fail_the_step(tmp_path: Path) -> None:
@@ -219,3 +219,57 @@ async def test_worktree_cleanup_body_and_dry_run(tmp_path: Path) -> None:
         assert (await client.call("worktrees.list", workspace_id=ws))["worktrees"] == []
         snap = await pipes.run(raw)
         assert snap["state"]["cleanup"].startswith("sweep: released 0 worktree(s)")
+
+
+async def test_a_repeated_attempt_finds_what_the_interrupted_one_did(tmp_path: Path) -> None:
+    """Bodies run at least once: calling a body again for the same run, step and attempt (what the engine
+    does after a crash) reuses the space, the message and the agent run instead of making new ones."""
+    from hangar.agents.bodies.prompt import prompt_agent
+    from hangar.pipelines import StepContext, StepDef
+    from hangar.workspace.bodies import create_space, post_message
+
+    src = make_repo(tmp_path / "src", "app")
+    async with pipelines_server(tmp_path) as (srv, client, ws, _pipes):
+        await client.call("repos.register", workspace_id=ws, path=str(src))
+        agent = await _cli_agent(client, ws, "Cli")
+
+        def ctx(step: dict[str, Any], state: dict[str, Any], attempt: int = 1) -> StepContext:
+            async def progress(_data: Any) -> None:
+                return None
+
+            return StepContext(
+                app=srv.ctx,
+                run_id="run-1",
+                workspace_id=ws,
+                template_id="t",
+                parent_run_id=None,
+                dry_run=False,
+                payload={},
+                state=state,
+                step=StepDef.model_validate({"kind": "listen", **step}),
+                attempt=attempt,
+                clock=srv.ctx.clock,
+                run_dir=tmp_path / "run",
+                progress=progress,
+            )
+
+        open_step = {"id": "open", "body": "messaging.createSpace", "config": {"repoIds": ["app"]}}
+        first = await create_space(ctx(open_step, {}))
+        again = await create_space(ctx(open_step, {}))
+        assert first.output == again.output
+        space_id = first.output
+        assert len((await client.call("spaces.get", workspace_id=ws, space_id=space_id))["repos"]) == 1
+        retry = await create_space(ctx(open_step, {}, attempt=2))  # a retry is a new attempt: a new space
+        assert retry.output != space_id
+
+        state = {"pipeline_space_id": space_id, "space_id": space_id, "content": "hello"}
+        await post_message(ctx({"id": "post", "body": "messaging.postMessage"}, state))
+        await post_message(ctx({"id": "post", "body": "messaging.postMessage"}, state))
+        msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
+        assert [m["content"] for m in msgs] == ["hello"]
+
+        ask = {"id": "ask", "body": "conversation.promptAgent", "config": {"agentId": agent, "prompt": "echo x"}}
+        one = await prompt_agent(ctx(ask, state))
+        two = await prompt_agent(ctx(ask, state))
+        assert one.kind == "suspendUntilTasksComplete" and one.task_ids == two.task_ids
+        assert len((await client.call("runs.list", workspace_id=ws))["runs"]) == 1

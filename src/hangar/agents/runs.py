@@ -85,6 +85,7 @@ class RunStore:
         space_id: str | None = None,
         agent_id: str | None = None,
         status: str | None = None,
+        dispatched_by: str | None = None,
         limit: int = 200,
     ) -> list[Run]:
         t = tables.agent_runs
@@ -95,6 +96,8 @@ class RunStore:
             q = q.where(t.c.agent_id == agent_id)
         if status is not None:
             q = q.where(t.c.status == status)
+        if dispatched_by is not None:
+            q = q.where(t.c.dispatched_by == dispatched_by)
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.connect() as conn:
             rows = (await conn.execute(q)).mappings().all()

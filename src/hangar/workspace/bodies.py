@@ -1,9 +1,9 @@
 """Pipeline bodies of the workspace part: ``messaging.createSpace``, ``messaging.postMessage`` and
 ``worktree.cleanup``.
 
-Bodies run at least once (a step running when the server died runs again), so a repeated
-``messaging.createSpace`` opens a second space and a repeated ``messaging.postMessage`` posts twice; cleanup is
-naturally idempotent.
+Bodies run at least once (a step running when the server died runs again, with the same attempt number), so each
+keys its effect by run, step and attempt (``step_key``) and finds what an interrupted attempt already did: the
+space it opened, the message it posted. Cleanup is idempotent by nature.
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ SPACE_STATE_KEY = "pipeline_space_id"
 def pipeline_author(step: StepContext) -> Author:
     """How pipeline-authored messages are signed: the run, and the step's label."""
     return Author("system", f"pipeline:{step.run_id}", step.label or "Pipeline")
+
+
+def step_key(step: StepContext) -> str:
+    """What one attempt of one step did is recorded under this key, so a repeat of the attempt finds it."""
+    return f"pipeline:{step.run_id}/{step.step_id}#{step.attempt}"
 
 
 @body(
@@ -46,16 +51,18 @@ async def create_space(step: StepContext) -> StepResult:
     specs = [step.render(r) for r in cfg.repo_ids]
     all_repos = bool(cfg.extras.get("allRepos", False))
     wants_repos = bool(specs) or all_repos
-    space = await spaces.create(
-        step.workspace_id,
-        title=title,
-        mode=mode,
-        hidden=not named,
-        created_by=f"pipeline:{step.run_id}",
-        provisioning="provisioning" if wants_repos else "ready",
-    )
+    space = await spaces.find_created_by(step.workspace_id, step_key(step))
+    if space is None:
+        space = await spaces.create(
+            step.workspace_id,
+            title=title,
+            mode=mode,
+            hidden=not named,
+            created_by=step_key(step),
+            provisioning="provisioning" if wants_repos else "ready",
+        )
     checked_out: list[dict[str, Any]] = []
-    if wants_repos:
+    if wants_repos and space.provisioning != "ready":
         made = await step.app.service(WorktreeService).provision_space(
             step.workspace_id, space.id, specs, all_repos=all_repos
         )
@@ -79,7 +86,13 @@ async def post_message(step: StepContext) -> StepResult:
         raise InvalidArgs("state space_id must be a space id (a string)", field="space_id")
     if not isinstance(content, str) or not content:
         raise InvalidArgs("state content must be a non-empty string", field="content")
-    msg = await step.app.service(SpaceService).post(step.workspace_id, space_id, pipeline_author(step), content)
+    spaces = step.app.service(SpaceService)
+    key = step_key(step)
+    msg = await spaces.find_posted(step.workspace_id, space_id, f"pipeline:{step.run_id}", key)
+    if msg is None:
+        msg = await spaces.post(
+            step.workspace_id, space_id, pipeline_author(step), content, metadata={"pipelineStep": key}
+        )
     return StepResult.ok({"posted_space_id": space_id, "posted_at": msg["createdAt"] or iso(step.clock.now())})
 
 

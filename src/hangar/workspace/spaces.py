@@ -153,6 +153,25 @@ class SpaceService:
         space = self._cache[(workspace_id, space_id)] = Space(**dict(row))
         return space
 
+    async def find_created_by(self, workspace_id: str, created_by: str) -> Space | None:
+        t = tables.spaces
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            row = (await conn.execute(sa.select(t).where(t.c.created_by == created_by))).mappings().first()
+        return Space(**dict(row)) if row else None
+
+    async def find_posted(
+        self, workspace_id: str, space_id: str, author_id: str, step_key: str
+    ) -> dict[str, Any] | None:
+        """The message ``author_id`` posted in the space with ``metadata.pipelineStep == step_key``, if any."""
+        t = tables.messages
+        q = sa.select(t).where(t.c.space_id == space_id, t.c.author_id == author_id).order_by(t.c.seq)
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        found = [r for r in rows if (r["metadata"] or {}).get("pipelineStep") == step_key]
+        return message_to_wire(found[0]) if found else None
+
     async def all(
         self, workspace_id: str, *, include_archived: bool = False, include_hidden: bool = False
     ) -> list[Space]:

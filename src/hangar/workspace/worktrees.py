@@ -159,7 +159,8 @@ class WorktreeService:
     ) -> list[Worktree]:
         """Check out a space's repos, narrating progress through ``SpaceProvisioningChanged``.
 
-        ``all_repos`` adds every registered repo not named in ``specs`` (at its default branch). A failure marks
+        ``all_repos`` adds every registered repo not named in ``specs`` (at its default branch). Repos the space
+        already has are skipped, so provisioning again finishes what an interrupted attempt began. A failure marks
         the space ``failed`` with the reason and re-raises; worktrees already made stay recorded.
         """
         wanted = list(specs)
@@ -167,9 +168,12 @@ class WorktreeService:
             named = {parse_repo_spec(s)[0] for s in specs}
             wanted += [r.id for r in await self._repos.all(workspace_id) if r.id not in named and r.name not in named]
         made: list[Worktree] = []
+        present = {w.repo_id for w in await self.all(workspace_id, space_id=space_id)}
         try:
             for spec in wanted:
                 repo: Repo = await self._repos.get(workspace_id, parse_repo_spec(spec)[0])
+                if repo.id in present:
+                    continue  # checked out by an earlier, interrupted attempt
                 await self._spaces.set_provisioning(
                     workspace_id, space_id, "provisioning", step="repo", detail=repo.name
                 )

@@ -15,7 +15,7 @@ from hangar.agents.runs import Run
 from hangar.errors import InvalidArgs, Refused
 from hangar.pipelines import StepContext, TaskOutcome
 from hangar.workspace import SpaceService
-from hangar.workspace.bodies import SPACE_STATE_KEY, pipeline_author
+from hangar.workspace.bodies import SPACE_STATE_KEY, pipeline_author, step_key
 
 
 def space_for(step: StepContext) -> str:
@@ -44,15 +44,25 @@ def schema_for(step: StepContext, default: dict[str, Any] | None = None) -> dict
     return check_schema(schema) if schema is not None else None
 
 
+async def earlier_runs(step: StepContext) -> list[Run]:
+    """Runs this very attempt of the step already dispatched before the process died (oldest first)."""
+    runs = await step.app.service(AgentRunner).store.all(step.workspace_id, dispatched_by=step_key(step))
+    return sorted(runs, key=lambda r: (r.created_at, r.id))
+
+
 async def dispatch(
     step: StepContext, *, agent_id: str, space_id: str, prompt: str, schema: dict[str, Any] | None
 ) -> Run:
+    """Dispatch one agent for this attempt of the step, or find the run an interrupted attempt dispatched."""
+    earlier = await earlier_runs(step)
+    if earlier:
+        return earlier[0]
     return await step.app.service(AgentRunner).dispatch(
         step.workspace_id,
         agent_id=agent_id,
         space_id=space_id,
         prompt=prompt,
-        dispatched_by=f"pipeline:{step.run_id}/{step.step_id}",
+        dispatched_by=step_key(step),
         prompt_author=pipeline_author(step),
         output_schema=schema,
         agent_field="agentId",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from hangar.agents.bodies.common import agent_id_for, dispatch, harvest, schema_for, space_for
+from hangar.agents.bodies.common import agent_id_for, dispatch, earlier_runs, harvest, schema_for, space_for
 from hangar.agents.runner import AgentRunner
 from hangar.errors import InvalidArgs
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
 from hangar.workspace import TeamService, check_dispatch_mode
-from hangar.workspace.bodies import pipeline_author
+from hangar.workspace.bodies import pipeline_author, step_key
 
 
 def _member_schema(step: StepContext) -> dict[str, Any] | None:
@@ -64,12 +64,12 @@ async def team_dispatch(step: StepContext) -> StepResult:
     if not prompt.strip():
         raise InvalidArgs(f"step {step.step_id} needs a prompt", field="prompt")
     space_id = space_for(step)
-    runs = await step.app.service(AgentRunner).dispatch_many(
+    runs = await earlier_runs(step) or await step.app.service(AgentRunner).dispatch_many(
         step.workspace_id,
         agent_ids=targets,
         space_id=space_id,
         prompt=prompt,
-        dispatched_by=f"pipeline:{step.run_id}/{step.step_id}",
+        dispatched_by=step_key(step),
         prompt_author=pipeline_author(step),
         output_schema=schema,
         agent_field="teamId",
