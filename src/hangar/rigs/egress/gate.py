@@ -190,7 +190,7 @@ class EgressGate:
             writer.write(_forbidden(f"{name} is unreachable", status=b"502 Bad Gateway"))
             return
         self._record("http", name, True, "allow-listed host")
-        upstream[1].write(head)
+        upstream[1].write(_one_request(head))
         await relay((reader, writer), upstream)
 
     async def _tls(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -264,6 +264,20 @@ def _host_header(head: bytes) -> str | None:
             text = value.strip().decode("ascii", "replace").lower()
             return text or None
     return None
+
+
+def _one_request(head: bytes) -> bytes:
+    """The request head with ``Connection: close``: the gate checks one Host per connection, so a keep-alive
+    connection must not carry a second request naming another host. Upgrades (WebSocket) are left alone."""
+    lines = head[:-4].split(b"\r\n")
+    if any(line.lower().startswith(b"upgrade:") for line in lines[1:]):
+        return head
+    kept = [lines[0]] + [
+        line
+        for line in lines[1:]
+        if not line.lower().startswith((b"connection:", b"keep-alive:", b"proxy-connection:"))
+    ]
+    return b"\r\n".join([*kept, b"Connection: close"]) + b"\r\n\r\n"
 
 
 def _forbidden(message: str, status: bytes = b"403 Forbidden") -> bytes:

@@ -78,6 +78,18 @@ async def test_http_allowed_host_reaches_upstream(gate: EgressGate, upstream: Up
     assert gate.events[-1].kind == "http" and gate.events[-1].allowed
 
 
+async def test_http_carries_one_request_per_connection(gate: EgressGate, upstream: Upstream) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", gate.ports.http)
+    writer.write(
+        b"GET /a HTTP/1.1\r\nHost: granted.test\r\nConnection: keep-alive\r\n\r\n"
+        b"GET /b HTTP/1.1\r\nHost: evil.example\r\n\r\n"
+    )
+    assert (await asyncio.wait_for(reader.read(), 5)).endswith(b"upstream")
+    writer.close()
+    head = bytes(upstream.received).split(b"\r\n\r\n")[0]
+    assert head == b"GET /a HTTP/1.1\r\nHost: granted.test\r\nConnection: close"
+
+
 async def test_http_unlisted_host_and_other_port_are_refused(gate: EgressGate, upstream: Upstream) -> None:
     assert (await http_get(gate.ports.http, "evil.example")).startswith(b"HTTP/1.1 403")
     assert (await http_get(gate.ports.http, "granted.test:8080")).startswith(b"HTTP/1.1 403")
