@@ -154,6 +154,8 @@ def build_site(base_url: str | None = None) -> Starlette:
     site = SiteBuild(base_url)
     tools = DocsToolServer(site)
     site.render(tools.descriptions, PROTOCOL_VERSIONS)
+    if base_url:
+        site.origin(base_url).warm()  # the only origin: every response's bytes and ETag exist before serving
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

@@ -86,6 +86,13 @@ class Origin:
         self._resources[path] = found
         return found
 
+    def warm(self) -> None:
+        """Materialize everything now (with a fixed base URL, at build time rather than on first requests)."""
+        for path in [*self._build.templates, SKILLS_INDEX]:
+            self.resource(path)
+        for path in self._build.page_paths:
+            self.page(path)
+
     def page(self, path: str) -> tuple[Resource, Resource] | None:
         """A content page's (HTML, markdown twin), or None when ``path`` is not a page."""
         found = self._pages.get(path)
