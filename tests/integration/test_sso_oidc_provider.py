@@ -19,6 +19,7 @@ import pytest
 import websockets
 
 from hangar.core.clock import FakeClock
+from hangar.sso.config import SsoConfigStore
 from hangar.sso.oidc.flow import OidcService
 from tests.peers.oidc_provider import OidcPeer, drive_login, drive_to_callback, oidc_provider, signing_key
 from tests.peers.sso_parts import SSO_PARTS
@@ -271,3 +272,28 @@ async def test_session_policy_applies_to_sso_credentials(tmp_path: Path) -> None
         assert late.status_code == 401 and "maximum age" in late.json()["error"]["message"]
         with pytest.raises((RpcError, ConnectionError, websockets.ConnectionClosed)):
             await me(s.srv, token)
+
+
+async def test_scim_provisioned_user_signs_in_and_scim_deactivation_locks_them_out(tmp_path: Path) -> None:
+    async with setup(tmp_path) as s:
+        await s.save(allowJit=False)
+        token = s.srv.ctx.service(SsoConfigStore).regenerate_scim_token()
+        headers = {"authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=f"{s.srv.url}/scim/v2", headers=headers) as scim:
+            made = await scim.post("/Users", json={"userName": "alice@example.com", "displayName": "Alice"})
+            assert made.status_code == 201
+            uid = made.json()["id"]
+            # Provisioned ahead of time, linked at first sign-in by the provider's verified email.
+            credential = token_of(await s.login("alice"))
+            assert (await me(s.srv, credential))["id"] == uid
+            user = await s.srv.ctx.identity.get_user(uid)
+            assert user is not None and user.sso_subject == "alice"
+            off = {
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [{"op": "replace", "path": "active", "value": False}],
+            }
+            assert (await scim.patch(f"/Users/{uid}", json=off)).status_code == 200
+        refused = await s.login("alice")
+        assert failure_code(refused) == "invalid" and "deactivated" in refused.text
+        with pytest.raises((RpcError, ConnectionError, websockets.ConnectionClosed)):
+            await me(s.srv, credential)
