@@ -72,6 +72,13 @@ async def test_templates_runs_and_watch_over_rpc(tmp_path: Path) -> None:
             assert ("hello", "running") in seen
             await watch.close()
 
+            one = await c.watch("pipelines.runs.watch", workspace_id=ws, runId=started["runId"])
+            assert one.result["runId"] == started["runId"] and one.result["status"] == "completed"
+            await one.close()
+            with pytest.raises(RpcError) as missing:
+                await c.watch("pipelines.runs.watch", workspace_id=ws, runId="nope")
+            assert missing.value.code == "not_found"
+
             runs = await c.call("pipelines.runs.list", workspace_id=ws, templateId="greet")
             assert [r["runId"] for r in runs["runs"]] == [started["runId"]]
             triggers = await c.call("pipelines.triggers.list", workspace_id=ws, templateId="greet")
