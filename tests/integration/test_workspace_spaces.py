@@ -63,7 +63,8 @@ async def test_unknown_space(tmp_path: Path) -> None:
             assert err.value.code == "not_found" and "space nope" in err.value.message
 
 
-async def test_watch_streams_and_replays(tmp_path: Path) -> None:
+async def test_watch_streams_and_replays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("hangar.workspace.watch.REPLAY_PAGE", 2)  # replay crosses several pages
     async with workspace_server(tmp_path) as (_srv, client, ws):
         space = await client.call("spaces.create", workspace_id=ws, title="w")
         other = await client.call("spaces.create", workspace_id=ws, title="other")

@@ -17,6 +17,8 @@ from hangar.core.events import StoredEvent
 from hangar.core.ids import new_id
 from hangar.workspace.records import iso
 
+REPLAY_PAGE = 500
+
 
 def event_frame(ev: StoredEvent) -> dict[str, Any]:
     return {"seq": ev.seq, "type": ev.type, "at": iso(ev.occurred_at), "payload": ev.payload}
@@ -39,10 +41,14 @@ async def follow_space(
         replayed_up_to = 0
         if after_seq is not None:
             replayed_up_to = after_seq
-            for ev in await app.bus.replay(workspace_id, after_seq=after_seq):
-                replayed_up_to = ev.seq
-                if ev.payload.get("space_id") == space_id:
-                    yield ev
+            while True:  # in pages, so a watcher far behind does not load the whole history at once
+                page = await app.bus.replay(workspace_id, after_seq=replayed_up_to, limit=REPLAY_PAGE)
+                for ev in page:
+                    replayed_up_to = ev.seq
+                    if ev.payload.get("space_id") == space_id:
+                        yield ev
+                if len(page) < REPLAY_PAGE:
+                    break
         while True:
             ev = await queue.get()
             if ev.seq > replayed_up_to:
