@@ -212,3 +212,51 @@ async def test_read_only_mode_refuses_drops_but_not_reading(tmp_path: Path) -> N
         r = await drop(env, path, [("new.txt", b"x")])
         assert r.status_code == 403 and code(r) == "refused" and "read-only" in r.text
         assert (await read(env, path, "/home/rig/drops/kept.txt")).content == b"kept"
+
+
+async def _stream_drop(env: RigsEnv, path: str, sizes: list[int]) -> bytes:
+    """Send a multipart drop of zero-filled files of ``sizes`` bytes over a raw socket, streaming it (no
+    Content-Length: chunked), and return the response's status line."""
+    url = urlsplit(env.srv.url)
+    reader, writer = await asyncio.open_connection(url.hostname, url.port)
+    writer.write(
+        (
+            f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {env.srv.owner_token}\r\n"
+            "Content-Type: multipart/form-data; boundary=zz\r\nTransfer-Encoding: chunked\r\n\r\n"
+        ).encode()
+    )
+
+    def chunk(data: bytes) -> None:
+        writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    block = bytes(1 << 20)
+    status = asyncio.ensure_future(reader.readline())
+    try:
+        for i, size in enumerate(sizes):
+            chunk(f'--zz\r\nContent-Disposition: form-data; name="file"; filename="f{i}.bin"\r\n\r\n'.encode())
+            left = size
+            while left and not status.done():
+                piece = block[: min(left, len(block))]
+                chunk(piece)
+                left -= len(piece)
+                await writer.drain()
+            chunk(b"\r\n")
+        chunk(b"--zz--\r\n")
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+    except ConnectionError:
+        pass  # the server answered and closed before the whole body was sent
+    line = await asyncio.wait_for(status, 120)
+    writer.close()
+    return line
+
+
+@pytest.mark.slow
+async def test_the_real_size_limits_hold_while_streaming(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        path = await lane_path(env, rig)
+        assert b" 413 " in await _stream_drop(env, path, [256 * 1024 * 1024 + 1])
+        assert b" 413 " in await _stream_drop(env, path, [200 * 1024 * 1024, 200 * 1024 * 1024, 113 * 1024 * 1024])
+        assert (await env.exec(rig, "ls -A ~"))["stdout"] == ""
+        assert list((env.srv.data_dir / "rigs" / "spool").iterdir()) == []
