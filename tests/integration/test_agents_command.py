@@ -114,3 +114,16 @@ async def test_interrupt_kills_the_process_group(tmp_path: Path) -> None:
             await asyncio.sleep(0.05)
         else:
             raise AssertionError("the command's child process survived the interrupt")
+
+
+async def test_command_timeout_stops_it(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        space = await client.call("spaces.create", workspace_id=ws, title="cli")
+        adapter = {"type": "command", "argv": [sys.executable, SCRIPT], "timeoutSeconds": 0.5}
+        agent = await client.call("agents.create", workspace_id=ws, name="Slow", adapter=adapter)
+        started = await client.call(
+            "agents.run", workspace_id=ws, agent_id=agent["id"], space_id=space["id"], prompt="sleep"
+        )
+        run = await wait_run(client, ws, started["runId"])
+        assert run["outcome"] == "failed"
+        assert run["error"] == "the command did not finish within 0.5 s and was stopped"
