@@ -2,8 +2,8 @@
 namespace with the egress gate, the agent's exec channel, port forwards and confined file access.
 
 Process tree (each step ``exec``s the next, so the host sees one process until bubblewrap forks):
-``sh`` (joins the rig's cgroups) -> ``unshare -m`` (a private mount namespace, where the overlay root is
-mounted; it vanishes with the rig, so nothing leaks onto the host) -> ``bwrap`` (new network, PID, IPC, UTS,
+the forked child joins the rig's cgroups and mounts the overlay root in a private mount namespace (see
+``launch``; it vanishes with the rig, so nothing leaks onto the host) -> ``bwrap`` (new network, PID, IPC, UTS,
 cgroup and mount namespaces, root = the overlay) -> ``setpriv`` (uid 1000, no capabilities, no new
 privileges) -> the agent. The network namespace is configured from the host (routes, nft rules, the egress
 gate's listeners) while the agent starts.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hangar.errors import Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import ExecResult, Pty, RigHandle, RigSpec
-from hangar.rigs.backends.enclosure import fs, seccomp
+from hangar.rigs.backends.enclosure import fs, launch, seccomp
 from hangar.rigs.backends.enclosure.access import grant_tree
 from hangar.rigs.backends.enclosure.cgroups import RigCgroup, rig_cgroup
 from hangar.rigs.backends.enclosure.channel import AgentChannel, AgentPty
@@ -42,21 +42,8 @@ AGENT_SOURCE = Path(__file__).with_name("agent.py")
 BOOT_TIMEOUT_S = 20.0
 READ_CHUNK = 256 * 1024
 
-LAUNCH = (
-    'for f in $HANGAR_CGROUP_PROCS; do echo $$ > "$f"; done\n'
-    "exec unshare --mount --propagation private -- sh -c "
-    '\'mount -t overlay overlay -o "lowerdir=$HANGAR_LOWER,upperdir=$HANGAR_UPPER,workdir=$HANGAR_WORK" '
-    '"$HANGAR_MERGED" && exec "$@"\' sh "$@"'
-)
 SETPRIV = ["/usr/bin/setpriv", f"--reuid={RIG_UID}", f"--regid={RIG_UID}", "--clear-groups",
            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
-
-
-def _overlay_safe(path: Path) -> str:
-    text = str(path)
-    if any(c in text for c in ",:\\\n"):
-        raise Unavailable(f"path {text!r} cannot be used in an overlay mount (it contains ',', ':' or '\\')")
-    return text
 
 
 class EnclosureRig(RigHandle):
@@ -149,19 +136,21 @@ class EnclosureRig(RigHandle):
         try:
             listener.bind(str(self.channel.socket_path))
             listener.listen(64)
-            env = {
-                "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
-                "HANGAR_CGROUP_PROCS": " ".join(str(p) for p in self.cgroup.procs_files()),
-                "HANGAR_LOWER": _overlay_safe(pack),
-                "HANGAR_UPPER": _overlay_safe(self.run_dir / "disk" / "upper"),
-                "HANGAR_WORK": _overlay_safe(self.run_dir / "disk" / "work"),
-                "HANGAR_MERGED": str(self.run_dir / "root"),
-            }
             with open(self.run_dir / "enclosure.log", "ab") as errlog:  # noqa: ASYNC230 - local file, tiny
+                child = launch.prepare(
+                    self.cgroup.procs_files(),
+                    pack,
+                    self.run_dir / "disk" / "upper",
+                    self.run_dir / "disk" / "work",
+                    self.run_dir / "root",
+                    errlog.fileno(),
+                )
                 self._proc = await asyncio.create_subprocess_exec(
-                    "sh", "-c", LAUNCH, "sh", *self._bwrap_argv(listener.fileno(), info_w, seccomp_fd),
-                    stdin=asyncio.subprocess.DEVNULL, stdout=errlog, stderr=errlog, env=env,
+                    *self._bwrap_argv(listener.fileno(), info_w, seccomp_fd),
+                    stdin=asyncio.subprocess.DEVNULL, stdout=errlog, stderr=errlog,
+                    env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")},
                     pass_fds=(listener.fileno(), info_w, *([seccomp_fd] if seccomp_fd is not None else [])),
+                    preexec_fn=child,
                 )  # fmt: skip
         finally:
             listener.close()
