@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -24,6 +25,8 @@ from hangar.errors import HangarError, InvalidArgs, Unauthenticated
 from hangar.rigs.backends.base import Pty
 from hangar.rigs.lanes import LaneAccess, authorize
 from hangar.rpc.context import Principal
+
+log = logging.getLogger(__name__)
 
 AUTH_TIMEOUT_S = 10.0
 DEFAULT_COLS, DEFAULT_ROWS = 80, 24
@@ -120,8 +123,11 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int) -> Non
             done, _ = await asyncio.wait({out, inp}, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 exc = task.exception()
-                if exc is not None and not isinstance(exc, WebSocketDisconnect):
-                    raise exc
+                if isinstance(exc, HangarError):
+                    raise exc  # told to the person, then the lane closes
+                if exc is not None and not isinstance(exc, WebSocketDisconnect | OSError | RuntimeError):
+                    log.warning("rigs: terminal lane of %s ended on %r", live.id, exc)
+                # a socket that went away (disconnect, reset, send after close) just ends the lane
         finally:
             for task in (out, inp):
                 task.cancel()
