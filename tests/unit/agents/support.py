@@ -56,33 +56,11 @@ async def collect_until(watch: Watch, event_type: str, timeout: float = 20.0) ->
 
 @contextlib.asynccontextmanager
 async def pipelines_server(tmp_path: Path) -> AsyncIterator[tuple[RunningServer, RpcClient, str, PipelineHarness]]:
-    """``workspace_server`` plus a pipeline engine on the same application context (the server's own when a
-    pipelines part provides one), resumed by the bus like the real server's."""
+    """``workspace_server`` whose pipeline engine (the server's own) is at hand to run templates."""
     from hangar.pipelines.engine import PipelineEngine
-    from hangar.pipelines.tables import MIGRATIONS
 
-    parts = server_parts()
-    if "pipelines" not in {p.name for p in parts}:
-        parts.append(Part(name="pipelines-tables", migrations=[MIGRATIONS]))
-    async with running_server(tmp_path / "data", parts=parts) as srv:
-        engine = srv.ctx.maybe_service(PipelineEngine)
-        own = engine is None
-        if engine is None:
-            engine = PipelineEngine.from_app(srv.ctx)
-
-            async def on_event(ev: Any) -> None:
-                await engine.on_event(ev)
-
-            sub = srv.ctx.bus.subscribe(on_event, name="test-pipelines")
-            engine.subscribed = True
-        ws = await srv.new_workspace("pipes")
-        try:
-            async with RpcClient(srv.ws_url, srv.owner_token) as client:
-                yield srv, client, ws, PipelineHarness(engine, ws)
-        finally:
-            if own:
-                await srv.ctx.bus.unsubscribe(sub)
-                await engine.aclose()
+    async with workspace_server(tmp_path) as (srv, client, ws):
+        yield srv, client, ws, PipelineHarness(srv.ctx.service(PipelineEngine), ws)
 
 
 class PipelineHarness:
