@@ -126,9 +126,21 @@ async def test_losing_membership_closes_the_rigs_you_opened(tmp_path: Path) -> N
             rig = (await member.call("rig.open", workspace_id=env.ws, space_id=env.space, surface="terminal"))["rigId"]
             me = await member.call("users.me")
         await env.call("members.remove", user_id=me["id"])
-        await env.manager.sweep()
+        await env.srv.ctx.bus.drain()  # the removal is an event; no sweep needed
         row = await env.status(rig)
         assert (row["status"], row["closeReason"]) == ("closed", "workspaceGone")
+
+
+async def test_the_sweep_notices_lost_membership_without_an_event(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        token = await env.srv.new_user_token(env.ws, "member", name="quiet")
+        async with RpcClient(env.srv.ws_url, token) as member:
+            rig = (await member.call("rig.open", workspace_id=env.ws, space_id=env.space, surface="terminal"))["rigId"]
+            me = await member.call("users.me")
+        await env.srv.ctx.identity.remove_member(env.ws, me["id"])  # straight to the store: no event
+        assert (await env.status(rig))["status"] == "ready"
+        await env.manager.sweep()
+        assert (await env.status(rig))["closeReason"] == "workspaceGone"
 
 
 async def test_rows_a_crashed_server_left_live_are_closed_at_start(tmp_path: Path) -> None:

@@ -12,12 +12,14 @@ from hangar.core.audit import sensitive as _sensitive
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.errors import Refused
+from hangar.identity.events import MemberRemoved
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
 from hangar.workspace.events import SpaceUpdated
 from hangar.workspace.spaces import SpaceService
 from hangar.workspace.worktrees import WorktreeService
 
-SPACE_EVENT_TYPES: tuple[str, ...] = (SpaceUpdated.type,)
+# Events that end rigs: an archived space (conversationEnded), a removed member (workspaceGone).
+ENDING_EVENT_TYPES: tuple[str, ...] = (SpaceUpdated.type, MemberRemoved.type)
 
 
 def sensitive(content: str | bytes) -> dict[str, Any]:
@@ -58,6 +60,14 @@ async def still_member(app: AppContext, ws: str, user_id: str | None) -> bool:
     if user_id is None:
         return True
     return await app.identity.role_of(ws, user_id) is not None
+
+
+def removed_member(ev: StoredEvent) -> str | None:
+    """The user who left the workspace with this event, if any."""
+    if ev.type == MemberRemoved.type:
+        user_id = ev.payload.get("user_id")
+        return user_id if isinstance(user_id, str) else None
+    return None
 
 
 def ended_space(ev: StoredEvent) -> str | None:

@@ -88,7 +88,7 @@ class RigLifecycle:
         # Drops spooled by a process that died mid-upload never landed; nothing else reads them.
         await asyncio.to_thread(shutil.rmtree, self.app.datadir.root / "rigs" / "spool", True)
         self._subs.append(
-            self.app.bus.subscribe(self._on_space_event, name="rigs:spaces", types=hooks.SPACE_EVENT_TYPES)
+            self.app.bus.subscribe(self._on_ending_event, name="rigs:endings", types=hooks.ENDING_EVENT_TYPES)
         )
         self._tasks.append(asyncio.create_task(self._loop(SWEEP_INTERVAL_S, self.sweep), name="rigs:sweep"))
         self._tasks.append(asyncio.create_task(self._loop(PORT_POLL_INTERVAL_S, self.poll_ports), name="rigs:ports"))
@@ -374,12 +374,16 @@ class RigLifecycle:
             live.notify_phase()
         await self.log_action(live.ws, live.id, "server", "park", {})
 
-    async def _on_space_event(self, ev: StoredEvent) -> None:
+    async def _on_ending_event(self, ev: StoredEvent) -> None:
+        """An archived space ends its rigs; a member who left takes the rigs they opened with them (the sweep
+        also notices lost membership, for changes made without an event)."""
+        in_ws = [r for r in self._rigs.values() if r.ws == ev.workspace_id]
         space_id = hooks.ended_space(ev)
-        if space_id is None:
-            return
-        for live in [r for r in self._rigs.values() if r.ws == ev.workspace_id and r.space_id == space_id]:
+        for live in [r for r in in_ws if r.space_id == space_id]:
             await self._close(live, CloseReason.conversation_ended)
+        user_id = hooks.removed_member(ev)
+        for live in [r for r in in_ws if user_id is not None and _user_of(r.opened_by) == user_id]:
+            await self._close(live, CloseReason.workspace_gone)
 
     # -- closing ------------------------------------------------------------------------------------------
 
