@@ -211,15 +211,41 @@ def _conjuncts(bound: Bound) -> list[Bound]:
     return [bound]
 
 
-def _selectivity(bound: BCompare | BPresent) -> tuple[int, int]:
+def _selectivity(bound: Bound) -> tuple[int, int]:
     """A guess at how few elements a positive condition leaves (lower is fewer): the identifying
     sub-attributes before the classifying ones, equality before prefixes before substrings."""
+    if not isinstance(bound, BCompare | BPresent):
+        return 9, 9
     sub = bound.target.sub.name if bound.target.sub is not None else ""
     by_sub = 0 if sub in ("value", "display", "formatted", "streetAddress", "postalCode") else 1
     by_op = {"eq": 0, "sw": 1, "ge": 2, "gt": 2, "le": 2, "lt": 2, "ew": 3, "co": 3}.get(
         bound.op if isinstance(bound, BCompare) else "", 4
     )
     return by_sub, by_op
+
+
+def _positive(bound: Bound) -> bool:
+    """A condition some value must satisfy (not a negation, ``ne`` or ``eq null``)."""
+    return isinstance(bound, BPresent) or (isinstance(bound, BCompare) and bound.op != "ne" and bound.value is not None)
+
+
+def _joined_elements(conjuncts: list[Bound]) -> Cond:
+    """``attr[a and b and ...]`` of positive conditions: one index row per condition, all in one element,
+    found by joining the rows on (user, element) instead of grouping every element."""
+    # The likeliest-selective condition first: SQLite, without statistics, drives the join from it.
+    conjuncts = sorted(conjuncts, key=_selectivity)
+    rows = [scim_values.alias() for _ in conjuncts]
+    first = rows[0]
+    query = sa.select(first.c.user_id).select_from(first)
+    for row in rows[1:]:
+        query = query.join(row, sa.and_(row.c.user_id == first.c.user_id, row.c.elem == first.c.elem))
+    conditions: list[Cond] = []
+    for row, cond in zip(rows, conjuncts, strict=True):
+        assert isinstance(cond, BCompare | BPresent)
+        conditions.append(row.c.path == leaf_key(cond.target))
+        if isinstance(cond, BCompare):
+            conditions.append(_value_predicate(row, cond.target.leaf, cond.op, cond.value))
+    return scim_users.c.user_id.in_(query.where(*conditions))
 
 
 def _value_path(bound: BValuePath) -> Cond:
@@ -229,6 +255,9 @@ def _value_path(bound: BValuePath) -> Cond:
     if isinstance(inner, BPresent) or (isinstance(inner, BCompare) and inner.op != "ne" and inner.value is not None):
         # One positive condition needs no grouping: some element satisfies it exactly when some value does.
         return _indexed_leaf(inner)
+    conjuncts = _conjuncts(inner)
+    if all(_positive(c) for c in conjuncts):
+        return _joined_elements(conjuncts)
     values = scim_values.alias()
     element_path = leaf_key(Target(bound.target.ext, bound.target.attr, None))
     is_element = sa.func.max(sa.case((values.c.path == element_path, 1), else_=0)) == 1
@@ -240,11 +269,7 @@ def _value_path(bound: BValuePath) -> Cond:
     )
     # Grouping every element of an attribute is a scan; when the inner filter requires some value (a positive
     # condition in its top-level conjunction), only the users holding such a value need grouping.
-    positive = [
-        c
-        for c in _conjuncts(bound.inner)
-        if isinstance(c, BPresent) or (isinstance(c, BCompare) and c.op != "ne" and c.value is not None)
-    ]
+    positive = [c for c in conjuncts if _positive(c)]
     if positive:
         best = min(positive, key=_selectivity)
         assert isinstance(best, BCompare | BPresent)
