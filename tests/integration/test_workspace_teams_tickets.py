@@ -61,7 +61,12 @@ async def test_teams_crud_and_dispatch(tmp_path: Path) -> None:
         with pytest.raises(RpcError) as err:
             await client.call("teams.get", workspace_id=ws, team_id="nope")
         assert err.value.code == "not_found"
+        with pytest.raises(RpcError) as err:
+            await client.call("agents.delete", workspace_id=ws, agent_id=ids[0])
+        assert err.value.code == "conflict" and "member of 1 team" in err.value.message
         await client.call("teams.delete", workspace_id=ws, team_id=team["id"])
+        await client.call("agents.delete", workspace_id=ws, agent_id=ids[0])
+        assert len((await client.call("agents.list", workspace_id=ws))["agents"]) == 2
         assert (await client.call("teams.list", workspace_id=ws))["teams"] == []
 
 

@@ -79,10 +79,13 @@ async def agents_update(ctx: OpContext, args: AgentUpdateArgs) -> dict[str, Any]
 
 @op("agents.delete", kind="destructive", scope="workspace", min_role="admin", actions=["secretAccess"])
 async def agents_delete(ctx: OpContext, args: AgentRef) -> dict[str, Any]:
-    """Delete an agent and its stored key; refused while it has runs in progress."""
+    """Delete an agent and its stored key; refused while it has runs in progress or belongs to a team."""
     running = await ctx.app.service(AgentRunner).store.all(ctx.ws, agent_id=args.agent_id, status="running")
     if running:
         raise Conflict(f"agent {args.agent_id} has {len(running)} run(s) in progress; interrupt them first")
+    teams = await ctx.app.service(TeamService).teams_of(ctx.ws, args.agent_id)
+    if teams:
+        raise Conflict(f"agent {args.agent_id} is a member of {len(teams)} team(s); remove it from them first")
     await ctx.app.service(AgentService).delete(ctx.ws, args.agent_id)
     await ctx.audit("agents.delete", f"agent:{args.agent_id}")
     return {"deleted": True}
