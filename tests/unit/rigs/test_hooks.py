@@ -1,0 +1,29 @@
+"""Which events end rigs: an archived space, a removed member; nothing else."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from hangar.core.events import StoredEvent
+from hangar.rigs.hooks import ENDING_EVENT_TYPES, ended_space, removed_member
+
+
+def ev(type_name: str, **payload: Any) -> StoredEvent:
+    return StoredEvent("ws1", 1, "e1", type_name, datetime(2026, 1, 1, tzinfo=UTC), payload)
+
+
+def test_the_ending_events() -> None:
+    assert set(ENDING_EVENT_TYPES) == {"workspace.spaceUpdated", "identity.memberRemoved"}
+
+
+def test_an_archived_space_ends_but_a_renamed_one_does_not() -> None:
+    assert ended_space(ev("workspace.spaceUpdated", space_id="s1", title="t", archived=True)) == "s1"
+    assert ended_space(ev("workspace.spaceUpdated", space_id="s1", title="t", archived=False)) is None
+    assert ended_space(ev("identity.memberRemoved", user_id="u1", role="member")) is None
+
+
+def test_a_removed_member_is_named() -> None:
+    assert removed_member(ev("identity.memberRemoved", user_id="u1", role="member")) == "u1"
+    assert removed_member(ev("workspace.spaceUpdated", space_id="s1", archived=True)) is None
+    assert removed_member(ev("identity.memberRemoved", role="member")) is None
