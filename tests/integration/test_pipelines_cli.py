@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ from typer.testing import CliRunner
 
 from hangar.pipelines.bodies import catalog
 from hangar.pipelines.cli import pipeline_app
+from hangar.pipelines.lease import DriverLock
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
 
@@ -305,3 +307,38 @@ def test_dry_run_reports_what_it_would_do(tmp_path: Path) -> None:
     assert out["status"] == "completed"
     assert out["state"]["_dryRun"] == {"make": f"bash -c touch {marker}"}
     assert not marker.exists()
+
+
+def test_a_run_driven_by_another_process_is_not_driven_twice(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    raw = {
+        "id": "held",
+        "steps": [
+            {"id": "start", "kind": "trigger"},
+            {
+                "id": "s",
+                "kind": "listen",
+                "body": "shell.run",
+                "trigger": {"sourceStepIds": ["start"]},
+                "config": {"script": "echo hi"},
+            },
+        ],
+    }
+    res = cli("run", str(write(tmp_path / "held.json", raw)), "--data-dir", str(data), "--json")
+    run_id = json.loads(res.stdout)["runId"]
+    lock = DriverLock.acquire(data / "pipelines" / run_id, run_id)
+    try:
+        # A finished run needs no driver, so only an unfinished one is refused; make this one unfinished.
+        ws_db = next(data.glob("*/workspace.db"))
+        conn = sqlite3.connect(ws_db)
+        conn.execute("UPDATE pipeline_runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))
+        conn.execute("UPDATE pipeline_step_runs SET status = 'running' WHERE run_id = ? AND step_id = 's'", (run_id,))
+        conn.commit()
+        conn.close()
+        res = cli("resume", run_id, "--data-dir", str(data))
+        assert res.exit_code == 2
+        assert f"pipeline run {run_id} is being driven by another process" in res.stderr
+    finally:
+        lock.release()
+    res = cli("resume", run_id, "--data-dir", str(data), "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["status"] == "completed"

@@ -105,3 +105,50 @@ async def test_events_recorded_while_down_are_replayed_at_start(tmp_path: Path) 
     async with running_server(data) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
         await asyncio.sleep(0.3)
         assert len((await c.call("pipelines.runs.list", workspace_id=ws))["runs"]) == 1
+
+
+async def test_events_recorded_by_another_process_reach_a_running_server(tmp_path: Path) -> None:
+    from hangar.config import Settings
+    from hangar.core.clock import FakeClock
+    from hangar.core.part_def import CORE_PART
+    from hangar.identity.part import IDENTITY_PART
+    from hangar.pipelines.part import PIPELINES_CLI_PART
+    from hangar.server.context_factory import open_context
+
+    data = tmp_path / "data"
+    clock = FakeClock()
+    raw = {
+        "id": "on-bell",
+        "steps": [
+            {"id": "start", "kind": "trigger"},
+            {
+                "id": "say",
+                "kind": "listen",
+                "body": "shell.run",
+                "trigger": {"sourceStepIds": ["start"]},
+                "config": {"script": "echo rang {{n}}", "outputKey": "said"},
+            },
+        ],
+    }
+    async with running_server(data, clock=clock) as srv:
+        ws = await srv.new_workspace("pipes")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            await c.call("pipelines.templates.create", workspace_id=ws, template=raw)
+            await c.call(
+                "pipelines.triggers.create", workspace_id=ws, templateId="on-bell", kind="event", eventType="bell.rang"
+            )
+            async with open_context(
+                Settings(data_dir=data), clock=clock, parts=[CORE_PART, IDENTITY_PART, PIPELINES_CLI_PART]
+            ) as other:
+                await other.bus.publish_raw(ws, "bell.rang", {"n": 3})
+            await asyncio.sleep(0.2)
+            assert (await c.call("pipelines.runs.list", workspace_id=ws))["runs"] == []
+            clock.advance(61)  # the next scheduler pass reads the stored events
+            for _ in range(200):
+                runs = (await c.call("pipelines.runs.list", workspace_id=ws))["runs"]
+                if runs and runs[0]["status"] == "completed":
+                    break
+                await asyncio.sleep(0.05)
+            (run,) = runs
+            detail = await c.call("pipelines.runs.get", workspace_id=ws, runId=run["runId"])
+            assert detail["state"]["said"] == "rang 3"

@@ -24,6 +24,7 @@ from hangar.pipelines import template as tpl
 from hangar.pipelines._algo import Graph, StepRec
 from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
+from hangar.pipelines.lease import DrivenElsewhere, DriverLock
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
 from hangar.pipelines.rows import RunRow, Tick, aware
 from hangar.pipelines.runner import Msg, RunDriver
@@ -268,12 +269,14 @@ class PipelineEngine:
         return run.id
 
     def _launch(self, driver: RunDriver) -> None:
+        """Start driving a run; raises ``DrivenElsewhere`` when another process holds the run's lock."""
         run_id = driver.run.id
+        lock = DriverLock.acquire(driver.run_dir, run_id)
         self._drivers[run_id] = driver
-        task = asyncio.create_task(self._drive(driver), name=f"pipeline-run:{run_id}")
+        task = asyncio.create_task(self._drive(driver, lock), name=f"pipeline-run:{run_id}")
         self._tasks[run_id] = task
 
-    async def _drive(self, driver: RunDriver) -> None:
+    async def _drive(self, driver: RunDriver, lock: DriverLock) -> None:
         try:
             await driver.drive()
         except asyncio.CancelledError:
@@ -282,25 +285,29 @@ class PipelineEngine:
             log.exception("pipeline run %s: driver failed", driver.run.id)
         finally:
             self.detach(driver)
+            lock.release()
             if self._tasks.get(driver.run.id) is asyncio.current_task():
                 del self._tasks[driver.run.id]
 
     async def _ensure_driver(self, ws: str, run_id: str) -> RunDriver | None:
-        """The live driver of a run, loading one from the store when the run is unfinished and not live."""
+        """The live driver of a run, loading one from the store when the run is unfinished and not live
+        (``DrivenElsewhere`` when another process drives it)."""
         live = self._drivers.get(run_id)
         if live is not None:
             return live
         lock = self._locks.setdefault(run_id, asyncio.Lock())
-        async with lock:
-            live = self._drivers.get(run_id)
-            if live is not None:
-                return live
-            run, recs = await self.store.load_run(ws, run_id)
-            if run.status in FINISHED_RUN:
-                return None
-            driver = RunDriver(self, run, recs, Template.model_validate(run.template))
-            self._launch(driver)
-        self._locks.pop(run_id, None)
+        try:
+            async with lock:
+                live = self._drivers.get(run_id)
+                if live is not None:
+                    return live
+                run, recs = await self.store.load_run(ws, run_id)
+                if run.status in FINISHED_RUN:
+                    return None
+                driver = RunDriver(self, run, recs, Template.model_validate(run.template))
+                self._launch(driver)
+        finally:
+            self._locks.pop(run_id, None)
         return driver
 
     async def resume(self, ws: str, run_id: str) -> bool:
@@ -308,10 +315,16 @@ class PipelineEngine:
         return await self._ensure_driver(ws, run_id) is not None
 
     async def resume_workspace(self, ws: str) -> list[str]:
-        ids = await self.store.unfinished_run_ids(ws)
-        for run_id in ids:
-            await self.resume(ws, run_id)
-        return ids
+        """Drive every unfinished run of the workspace that no other process drives; returns their ids."""
+        resumed = []
+        for run_id in await self.store.unfinished_run_ids(ws):
+            try:
+                await self.resume(ws, run_id)
+            except DrivenElsewhere:
+                log.info("pipeline run %s is driven by another process; not resumed here", run_id)
+                continue
+            resumed.append(run_id)
+        return resumed
 
     async def cancel(self, ws: str, run_id: str) -> None:
         run, _ = await self.store.load_run(ws, run_id)
@@ -354,7 +367,10 @@ class PipelineEngine:
         touched: list[str] = []
         waiters, has_triggers = await self.store.interest(ws, keys, ev.type)
         for run_id, step_id in waiters:
-            driver = await self._ensure_driver(ws, run_id)
+            try:
+                driver = await self._ensure_driver(ws, run_id)
+            except DrivenElsewhere:
+                continue  # the process driving it resumes it from the stored event when it looks
             if driver is None:
                 continue
             driver.offer(Msg("tasks", step_id) if task_id is not None else Msg("event", step_id, ev))
@@ -394,7 +410,8 @@ class PipelineEngine:
                     if rec.deadline is not None and rec.deadline <= now:
                         live.offer(Msg("expire", rec.step_id))
             else:
-                await self._ensure_driver(ws, run_id)  # loading checks deadlines
+                with contextlib.suppress(DrivenElsewhere):
+                    await self._ensure_driver(ws, run_id)  # loading checks deadlines
         return run_ids
 
     # -- reading ----------------------------------------------------------------------------------------------

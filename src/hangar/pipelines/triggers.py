@@ -157,9 +157,16 @@ async def next_wake(engine: PipelineEngine, ws: str) -> datetime | None:
 class Scheduler:
     """Fires schedule triggers and times out long suspensions, sleeping on the engine's clock in between."""
 
-    def __init__(self, engine: PipelineEngine, workspaces: Callable[[], Awaitable[list[str]]]) -> None:
+    def __init__(
+        self,
+        engine: PipelineEngine,
+        workspaces: Callable[[], Awaitable[list[str]]],
+        *,
+        on_pass: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
         self._engine = engine
         self._workspaces = workspaces
+        self._on_pass = on_pass
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -175,6 +182,8 @@ class Scheduler:
         soonest: datetime | None = None
         for ws in await self._workspaces():
             try:
+                if self._on_pass is not None:
+                    await self._on_pass(ws)
                 await fire_due_schedules(self._engine, ws)
                 await self._engine.expire_suspensions(ws)
                 nxt = await next_wake(self._engine, ws)
