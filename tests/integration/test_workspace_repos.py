@@ -113,7 +113,12 @@ async def test_bad_repo_input(tmp_path: Path) -> None:
         assert "nope" in failed[0]["provisioning"]["error"]
         with pytest.raises(RpcError) as err:
             await client.call("spaces.create", workspace_id=ws, title="w2", repoIds=["ghost"])
-        assert err.value.code == "not_found"
+        assert (
+            err.value.code == "not_found"
+            and err.value.message == "repoIds: repo ghost is not registered in this workspace"
+        )
+        spaces = (await client.call("spaces.list", workspace_id=ws))["spaces"]
+        assert "w2" not in [s["title"] for s in spaces]  # nothing was opened for a repo that does not exist
 
 
 async def test_cleanup_modes_and_dry_run(tmp_path: Path) -> None:

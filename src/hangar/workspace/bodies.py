@@ -53,6 +53,7 @@ async def create_space(step: StepContext) -> StepResult:
     wants_repos = bool(specs) or all_repos
     space = await spaces.find_created_by(step.workspace_id, step_key(step))
     if space is None:
+        await step.app.service(WorktreeService).check_specs(step.workspace_id, specs)
         space = await spaces.create(
             step.workspace_id,
             title=title,

@@ -45,6 +45,7 @@ class SpaceCreateArgs(WsArgs):
 async def spaces_create(ctx: OpContext, args: SpaceCreateArgs) -> dict[str, Any]:
     """Open a space (a conversation), optionally with repo worktrees checked out in its working folder."""
     wants_repos = bool(args.repo_ids) or args.all_repos
+    await ctx.app.service(WorktreeService).check_specs(ctx.ws, args.repo_ids)
     space = await _spaces(ctx).create(
         ctx.ws,
         title=args.title,

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
-from hangar.errors import Conflict, InvalidArgs
+from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.workspace import tables
 from hangar.workspace.git import GitFailed, git
 from hangar.workspace.records import iso
@@ -153,6 +153,16 @@ class WorktreeService:
         async with engine.begin() as conn:
             await conn.execute(sa.insert(tables.worktrees).values(**wt.__dict__))
         return wt
+
+    async def check_specs(self, workspace_id: str, specs: list[str], field: str = "repoIds") -> None:
+        """Every spec names a registered repo (before a space is opened for them); branches are checked when
+        they are checked out."""
+        for spec in specs:
+            ref, _ = parse_repo_spec(spec, field)
+            try:
+                await self._repos.get(workspace_id, ref)
+            except NotFound as exc:
+                raise NotFound(f"{field}: {exc.message}") from None
 
     async def provision_space(
         self, workspace_id: str, space_id: str, specs: list[str], *, all_repos: bool = False
