@@ -26,7 +26,7 @@ from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.lease import DrivenElsewhere, DriverLock
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
-from hangar.pipelines.rows import RunRow, Tick, aware
+from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
 from hangar.pipelines.store import PipelineStore
 from hangar.pipelines.views import run_snapshot, step_wire
@@ -450,4 +450,4 @@ class PipelineEngine:
         await self.store.aclose()
 
 
-__all__ = ["PipelineEngine", "Tick"]
+__all__ = ["PipelineEngine"]
