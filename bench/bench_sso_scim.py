@@ -53,6 +53,8 @@ FILTERS = {
     "emails value filter": 'emails[type eq "work" and value co "5000@"]',
     "and/or/not over JSON": 'name.familyName sw "Fam5" and (title pr or not (active eq false))',
     "enterprise attribute": f'{ENTERPRISE_URN}:department eq "dept-7"',
+    "externalId eq": 'externalId eq "ext-7777"',
+    "unselective value filter": 'emails[type eq "work" and primary eq true]',
 }
 
 
