@@ -65,6 +65,17 @@ async def harvest(step: StepContext) -> StepResult:
     return StepResult.ok(output={"harvested": task.output, "outcome": task.outcome})
 
 
+@body("test.slowHarvest", summary="Dispatches once, then harvests slowly (held by a gate).", resumes=True)
+async def slow_harvest(step: StepContext) -> StepResult:
+    if step.resume is None:
+        CALLS.append("dispatch")
+        return StepResult.suspend_until_tasks_complete([step.config.extras["taskId"]])
+    CALLS.append("harvest")
+    await GATES.setdefault("harvest", asyncio.Event()).wait()
+    (task,) = step.resume.tasks
+    return StepResult.ok(output=task.output)
+
+
 @body("test.terminal", summary="Ends the run.")
 async def terminal(step: StepContext) -> StepResult:
     return StepResult.terminal({"ended_by": step.step_id})
@@ -81,5 +92,5 @@ async def bad(step: StepContext) -> Any:
     return {"not": "a result"}
 
 
-TEST_BODIES = [value, flaky, raiser, sleeper, wait_event, wait_tasks, harvest, terminal, progress, bad]
+TEST_BODIES = [value, flaky, raiser, sleeper, wait_event, wait_tasks, harvest, slow_harvest, terminal, progress, bad]
 BODIES = TEST_BODIES

@@ -607,3 +607,27 @@ async def test_parent_resumes_from_a_finished_child_whose_announcement_was_lost(
         await h2.engine.settle()
         snap = await h2.engine.snapshot(WS, parent)
         assert snap["status"] == "completed" and snap["state"]["kid"] == {"v": 5}
+
+
+async def test_a_harvest_interrupted_by_a_crash_harvests_again_without_dispatching_again(tmp_path: Path) -> None:
+    GATES.clear()
+    CALLS.clear()
+    raw = steps(listen("h", "start", body="test.slowHarvest", outputKey="out", extras={"taskId": "run-9"}))
+    async with harness(tmp_path, bodies=TEST_BODIES) as h1:
+        run_id = await h1.start(raw)
+        await until(lambda: "dispatch" in CALLS)
+        await h1.engine.settle()
+        await h1.engine.publish(TaskFinished(workspace_id=WS, task_id="run-9", outcome="completed", output={"x": 1}))
+        await until(lambda: "harvest" in CALLS)
+    # The process stopped mid-harvest: the step is stored as running, with what resumed it.
+    GATES.clear()
+    GATES["harvest"] = asyncio.Event()
+    GATES["harvest"].set()
+    async with harness(tmp_path, bodies=TEST_BODIES) as h2:
+        _run, recs = await h2.engine.store.load_run(WS, run_id)
+        assert recs["h"].status is StepStatus.running and recs["h"].resume is not None
+        await h2.engine.resume(WS, run_id)
+        await h2.engine.settle()
+        snap = await h2.engine.snapshot(WS, run_id)
+    assert snap["status"] == "completed" and snap["state"]["out"] == {"x": 1}
+    assert CALLS.count("dispatch") == 1 and CALLS.count("harvest") == 2
