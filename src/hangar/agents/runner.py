@@ -74,6 +74,7 @@ class _LiveRun:
         self.output = output
         self.open_turn: int | None = None
         self.turns = 0
+        self.first_seq: int | None = None
         tools = agent.adapter.tools if isinstance(agent.adapter, OpenAIAdapter) else ()
         self.toolbox = RunToolbox(
             enabled=tools,
@@ -109,7 +110,9 @@ class _LiveRun:
                         job = _Job(event=job.event.model_copy(update={"text": "".join(text)}))
                 try:
                     if job.event is not None:
-                        await self._runner.publish(job.event)
+                        stored = await self._runner.publish(job.event)
+                        if self.first_seq is None:
+                            self.first_seq = stored.seq
                     elif job.action is not None:
                         await job.action()
                 except Exception as exc:
@@ -193,10 +196,10 @@ class AgentRunner:
         self._interrupted: set[str] = set()
         self._owner = this_process()
 
-    async def publish(self, event: DomainEvent) -> None:
+    async def publish(self, event: DomainEvent) -> StoredEvent:
         """Publish a run event as the workspace's sole writer of the moment (see ``WorkspaceWrites``)."""
         async with self.spaces.writes.lock(event.workspace_id):
-            await self.app.bus.publish(event)  # the one place this part publishes
+            return await self.app.bus.publish(event)  # the one place this part publishes
 
     async def dispatch(
         self,
@@ -390,6 +393,7 @@ class AgentRunner:
                 output_error=output_error,
                 turns=live.turns,
                 finished_at=self.app.clock.now(),
+                first_seq=live.first_seq,
             )
         self._interrupted.discard(run_id)
         await self.publish(
@@ -433,9 +437,20 @@ class AgentRunner:
         return await self.store.get(workspace_id, run_id)
 
     async def events(self, workspace_id: str, run_id: str) -> list[StoredEvent]:
-        await self.store.get(workspace_id, run_id)
-        stored = await self.app.bus.replay(workspace_id, types=ev.RUN_EVENT_TYPES)
-        return [e for e in stored if e.payload.get("run_id") == run_id]
+        """The run's persisted events in order: read in pages from its first event up to its ``runFinished``."""
+        run = await self.store.get(workspace_id, run_id)
+        after = (run.first_seq - 1) if run.first_seq else 0
+        found: list[StoredEvent] = []
+        while True:
+            page = await self.app.bus.replay(workspace_id, after_seq=after, types=ev.RUN_EVENT_TYPES, limit=1000)
+            for e in page:
+                if e.payload.get("run_id") == run_id:
+                    found.append(e)
+                    if e.type == ev.RunFinished.type:
+                        return found
+            if len(page) < 1000:
+                return found
+            after = page[-1].seq
 
     async def recover(self, workspace_id: str) -> int:
         """Close runs a previous server process left running; returns how many."""

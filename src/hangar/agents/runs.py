@@ -34,6 +34,7 @@ class Run:
     created_at: datetime
     finished_at: datetime | None
     owner: str | None = None
+    first_seq: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return {

@@ -44,6 +44,7 @@ agent_runs = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("owner", sa.String(64), nullable=True),
+    sa.Column("first_seq", sa.Integer, nullable=True),
 )
 
 MIGRATIONS = MigrationSet("agents", "workspace", Path(__file__).parent / "migrations")
