@@ -78,9 +78,7 @@ class EnclosureRig(RigHandle):
 
     async def boot(self, pack: Path, progress: Callable[[str], None]) -> None:
         progress("preparing the rig's disk")
-        await asyncio.to_thread(self._prepare_dirs)
-        await asyncio.to_thread(self.cgroup.create, self.spec.memory_mb, self.spec.vcpus)
-        self._cgroup_made = True
+        await asyncio.to_thread(self._prepare)
         progress("starting the rig and its egress gate")
         await self._spawn(pack)
         progress("rig ready")
@@ -91,6 +89,11 @@ class EnclosureRig(RigHandle):
         self._netns_made = True
         await self.netns.configure(ruleset(self.gate.ports))
         await self.gate.start(self.netns.socket)
+
+    def _prepare(self) -> None:
+        self._prepare_dirs()
+        self._cgroup_made = True
+        self.cgroup.create(self.spec.memory_mb, self.spec.vcpus)
 
     def _prepare_dirs(self) -> None:
         for sub in ("disk/upper", "disk/work", "root", "etc"):
