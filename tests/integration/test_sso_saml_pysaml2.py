@@ -50,8 +50,12 @@ async def test_round_trip_with_pysaml2_idp_signs_in_and_the_credential_works(tmp
             idp.user.attributes = {
                 "email": ["ada@example.test"],
                 "displayName": ["Ada Lovelace"],
+                "groups": ["engineers", "platform-admins"],
             }
-            await enable_saml(srv.ctx, idp.metadata_xml(), wantResponseSigned=True)
+            ws_id = await srv.new_workspace("team")
+            await enable_saml(
+                srv.ctx, idp.metadata_xml(), wantResponseSigned=True, groupRoleMap={"platform-admins": "admin"}
+            )
             users_before = len(await srv.ctx.identity.list_users())
 
             done = await _sign_in(client, srv.url)
@@ -64,6 +68,8 @@ async def test_round_trip_with_pysaml2_idp_signs_in_and_the_credential_works(tmp
             assert me["email"] == "ada@example.test"
             assert me["displayName"] == "Ada Lovelace"
             assert me["isServerOwner"] is False
+            # autoMember and the group mapping, from the groups attribute the IdP sent.
+            assert {"id": ws_id, "name": "team", "role": "admin"} in me["workspaces"]
             user = await srv.ctx.identity.find_user_by_sso(idp.entity_id, "ada@example.test")
             assert user is not None and user.id == me["id"]
             assert len(await srv.ctx.identity.list_users()) == users_before + 1
@@ -113,6 +119,22 @@ async def test_sha1_signed_responses_from_the_real_idp_are_refused_and_provision
             assert html_page.status_code == 400 and "signature" in html_page.text
             assert len(await srv.ctx.identity.list_users()) == users_before
             assert await srv.ctx.identity.find_user_by_email("grace@example.test") is None
+
+
+async def test_want_response_signed_refuses_an_idp_that_signs_only_the_assertion(tmp_path: Path) -> None:
+    async with running_server(tmp_path / "srv") as srv, httpx.AsyncClient() as client:
+        sp_md = (await client.get(f"{srv.url}/saml/metadata")).content
+        (tmp_path / "idp").mkdir()
+        with running_idp(tmp_path / "idp", sp_md) as idp:
+            idp.sign_response = False
+            await enable_saml(srv.ctx, idp.metadata_xml(), wantResponseSigned=True)
+            refused = await _sign_in(client, srv.url, accept="application/json")
+            assert refused.status_code == 400
+            assert refused.json()["error"]["code"] == "signature"
+            # The same IdP answer is accepted once the response signature is no longer wanted.
+            await enable_saml(srv.ctx, idp.metadata_xml(), wantResponseSigned=False)
+            accepted = await _sign_in(client, srv.url)
+            assert accepted.status_code == 303
 
 
 async def test_a_replayed_idp_response_is_refused(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ class Pysaml2Idp:
         # pysaml2 signs with SHA-1 unless told otherwise; tests choose.
         self.sign_alg = RSA_SHA256
         self.digest_alg = SHA256
+        self.sign_response = True
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.base = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         self.entity_id = f"{self.base}/metadata"
@@ -108,7 +109,7 @@ class Pysaml2Idp:
             identity=self.user.attributes,
             name_id=name_id,
             authn={"class_ref": "urn:oasis:names:tc:SAML:2.0:ac:classes:Password"},
-            sign_response=True,
+            sign_response=self.sign_response,
             sign_assertion=True,
             sign_alg=self.sign_alg,
             digest_alg=self.digest_alg,
