@@ -212,6 +212,10 @@ async def test_pairing_lockout_guard_and_providers_probe(tmp_path: Path) -> None
         assert (await http.get("/auth/providers")).json()["pairingEnabled"] is False
         invite = await http.post("/auth/pair", json={"code": "ABCD-EFGH", "deviceName": "x"})
         assert invite.status_code == 403 and invite.json()["error"]["code"] == "pairing_disabled"
+        # While pairing is forbidden, the last enabled connection cannot be switched off either.
+        last = await rpc_error(c, "sso.saveConfig", kind="oidc", config={"enabled": False})
+        assert last.code == "refused" and "last enabled SSO connection" in last.message
+        assert (await c.call("sso.getConfig", kind="oidc"))["enabled"] is True
         assert await c.call("sso.setPairingEnabled", enabled=True) == {"pairingEnabled": True}
 
 

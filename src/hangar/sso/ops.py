@@ -85,7 +85,12 @@ async def get_config(ctx: OpContext, args: KindArgs) -> dict[str, Any]:
 async def save_config(ctx: OpContext, args: SaveConfigArgs) -> dict[str, Any]:
     """Validate, persist and apply a connection at once; fields left out keep their saved values."""
     store = _store(ctx.app)
-    _check_metadata(store.preview(args.kind, args.config))
+    preview = store.preview(args.kind, args.config)
+    _check_metadata(preview)
+    other: SsoKind = "oidc" if args.kind == "saml" else "saml"
+    if not preview.enabled and not store.get(other).enabled and not ctx.app.identity.pairing_enabled():
+        # The other half of the lockout guard: with manual pairing forbidden, the last connection stays on.
+        raise Refused("manual pairing is forbidden, so the last enabled SSO connection cannot be turned off")
     record = await store.save(args.kind, args.config)
     # Field names only: values (and the secret above all) stay out of the log.
     log.info(
