@@ -297,3 +297,14 @@ async def test_scim_provisioned_user_signs_in_and_scim_deactivation_locks_them_o
         assert failure_code(refused) == "invalid" and "deactivated" in refused.text
         with pytest.raises((RpcError, ConnectionError, websockets.ConnectionClosed)):
             await me(s.srv, credential)
+
+
+async def test_a_sign_in_left_pending_too_long_is_refused(tmp_path: Path) -> None:
+    clock = FakeClock(datetime.now(UTC))
+    async with setup(tmp_path, clock=clock) as s:
+        await s.save()
+        start = await s.http.get(f"{s.srv.url}/oidc/login?relay=desktop")
+        callback_url = await drive_to_callback(s.http, start, f"{s.srv.url}/oidc/callback", login="alice")
+        clock.advance(11 * 60)  # pending sign-ins live 10 minutes
+        resp = await s.http.get(callback_url)
+        assert failure_code(resp) == "state" and "too long" in resp.text
