@@ -120,19 +120,20 @@ def check_signature_element(sig: etree._Element, target_id: str, idp: IdpMetadat
     info = infos[0]
     c14n = _algorithm(info.find(q(DS, "CanonicalizationMethod")), "CanonicalizationMethod")
     if c14n not in C14N_METHODS:
-        raise _refuse(f"canonicalization {c14n} is not allowed (comments or unknown methods)")
+        raise _refuse(f"canonicalization {c14n[:100]!r} is not allowed (comments or unknown methods)")
     sm_uri = _algorithm(info.find(q(DS, "SignatureMethod")), "SignatureMethod")
     method = _SIG_URIS.get(sm_uri)
     if method is None or method not in SIGNATURE_METHODS:
         weak = " (SHA-1 and other weak algorithms are refused)" if "sha1" in sm_uri.lower() else ""
-        raise _refuse(f"signature method {sm_uri} is not allowed{weak}")
+        raise _refuse(f"signature method {sm_uri[:100]!r} is not allowed{weak}")
     refs = info.findall(q(DS, "Reference"))
     if len(refs) != 1:
         raise _refuse(f"the signature must have exactly one Reference, found {len(refs)}")
     ref = refs[0]
     if ref.get("URI") != f"#{target_id}":
         raise _refuse(
-            f"the signature's reference {ref.get('URI')!r} does not point at the element it signs (#{target_id})"
+            f"the signature's reference {str(ref.get('URI'))[:100]!r} does not point at the element it signs "
+            f"({'#' + target_id[:100]!r})"
         )
     transforms_el = ref.find(q(DS, "Transforms"))
     algorithms = [] if transforms_el is None else [t.get("Algorithm") or "" for t in transforms_el]
@@ -141,7 +142,7 @@ def check_signature_element(sig: etree._Element, target_id: str, idp: IdpMetadat
     c14n_count = sum(1 for a in algorithms if a in C14N_METHODS)
     for algo, transform in zip(algorithms, transforms_el if transforms_el is not None else [], strict=True):
         if algo != ENVELOPED and algo not in C14N_METHODS:
-            raise _refuse(f"transform {algo or '(none)'} is not allowed")
+            raise _refuse(f"transform {algo[:100]!r} is not allowed")
         for inner in transform:
             if inner.tag != q(EXC_C14N_NS, "InclusiveNamespaces"):
                 raise _refuse("a transform carries unexpected content")
@@ -151,7 +152,7 @@ def check_signature_element(sig: etree._Element, target_id: str, idp: IdpMetadat
     digest = _DIGEST_URIS.get(dm_uri)
     if digest is None or digest not in DIGEST_METHODS:
         weak = " (SHA-1 and other weak algorithms are refused)" if "sha1" in dm_uri.lower() else ""
-        raise _refuse(f"digest method {dm_uri} is not allowed{weak}")
+        raise _refuse(f"digest method {dm_uri[:100]!r} is not allowed{weak}")
     values = ref.findall(q(DS, "DigestValue"))
     if len(values) != 1 or len(values[0]):
         raise _refuse("the reference must have one DigestValue holding text only")

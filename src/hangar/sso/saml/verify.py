@@ -287,7 +287,7 @@ class ResponseVerifier:
         for restriction in restrictions:
             audiences = [text_of(a, "Audience") for a in restriction.findall(q(SAML, "Audience"))]
             if self.settings.sp_entity_id not in audiences:
-                shown = ", ".join(a[:80] for a in audiences[:3]) or "nobody"
+                shown = ", ".join(repr(a[:80]) for a in audiences[:3]) or "nobody"
                 raise SamlError("audience", f"the assertion is meant for {shown}, not {self.settings.sp_entity_id}")
 
     def _check_confirmation(self, subject: etree._Element, now: datetime, expiries: list[datetime]) -> str | None:
