@@ -100,8 +100,16 @@ def _ms(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
+def pinned(cpu: int) -> list[str]:
+    """Pin a process to one CPU when the machine has two or more, so server and load generator do not trade
+    cores during a run (both servers get the same core, the load generator the other)."""
+    if (os.cpu_count() or 1) < 2 or not shutil.which("taskset"):
+        return []
+    return ["taskset", "-c", str(cpu)]
+
+
 def wrk(url: str, duration: int, connections: int, script: Path | None = None) -> dict[str, float]:
-    cmd = ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency"]
+    cmd = [*pinned(1), "wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency"]
     if script:
         cmd += ["-s", str(script)]
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
@@ -136,7 +144,7 @@ def main() -> int:
         tmp.chmod(0o755)  # nginx's worker drops to an unprivileged user when started as root
         site_port, nginx_port = free_port(), free_port()
         site_url = f"http://127.0.0.1:{site_port}"
-        site = subprocess.Popen([hangar, "site", "--port", str(site_port)], stdout=subprocess.DEVNULL)
+        site = subprocess.Popen([*pinned(0), hangar, "site", "--port", str(site_port)], stdout=subprocess.DEVNULL)
         procs = [site]
         try:
             wait_http(site_url + "/healthz")
@@ -155,7 +163,7 @@ def main() -> int:
             (root / "search.json").write_bytes(search)
             conf = tmp / "nginx.conf"
             conf.write_text(NGINX_CONF.format(tmp=tmp, port=nginx_port, root=root))
-            ngx = subprocess.Popen([nginx, "-c", str(conf), "-p", str(tmp)])
+            ngx = subprocess.Popen([*pinned(0), nginx, "-c", str(conf), "-p", str(tmp)])
             procs.append(ngx)
             nginx_url = f"http://127.0.0.1:{nginx_port}"
             wait_http(nginx_url + PAGE)
@@ -191,6 +199,7 @@ def main() -> int:
     print(
         f"wrk -t1 -c{args.connections} -d{args.duration}s on loopback, median of {args.rounds} alternating rounds; "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; one worker process each"
+        + (", servers on CPU 0 and wrk on CPU 1" if pinned(0) else "")
     )
     head = (
         f"{'workload':<26} {'hangar req/s':>12} {'p50':>6} {'p99':>6} {'nginx req/s':>12} {'p50':>6} {'p99':>6}"
