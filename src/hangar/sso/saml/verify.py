@@ -18,6 +18,7 @@ store) so it runs without a server. Order of the checks, which fixes the code a 
 11. a bearer ``SubjectConfirmation`` whose ``Recipient`` is our ACS                       -> ``recipient``
     and whose ``SubjectConfirmationData`` times hold                                      -> ``expired``
 12. ``InResponseTo`` names a pending request (or unsolicited and ``allowIdpInitiated``)   -> ``request_match``
+    (the assertion's own InResponseTo; the response's only when the response is signed)
 13. the ``NameID`` and the configured attributes (text only, never partial)               -> ``malformed``
 14. the pending request is used up (one use)                                              -> ``request_match``
 
