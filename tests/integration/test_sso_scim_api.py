@@ -107,6 +107,15 @@ async def test_users_crud_filter_and_pagination(tmp_path: Path) -> None:
         assert searched.json()["Resources"] == [
             {"schemas": made[2]["schemas"], "id": made[2]["id"], "userName": "user2@corp.example"}
         ]
+        enterprise = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
+        seven = await create(http, "seven@corp.example", **{enterprise: {"employeeNumber": "7", "costCenter": "c"}})
+        picked = await http.get(
+            f"/Users/{seven['id']}", params={"attributes": f"{enterprise}:employeeNumber,name.givenName"}
+        )
+        assert picked.json() == {"schemas": seven["schemas"], "id": seven["id"], enterprise: {"employeeNumber": "7"}}
+        dropped = (await http.get(f"/Users/{seven['id']}", params={"excludedAttributes": enterprise})).json()
+        assert enterprise not in dropped and dropped["userName"] == "seven@corp.example"
+        assert (await http.delete(f"/Users/{seven['id']}")).status_code == 204
         trimmed = (await http.get(f"/Users/{one['id']}", params={"excludedAttributes": "emails,name"})).json()
         assert "emails" not in trimmed and "name" not in trimmed and trimmed["id"] == one["id"]
         zero = (await http.get("/Users", params={"count": 0})).json()

@@ -132,33 +132,48 @@ def bind_filter(text: str | None, kind: str) -> Bound | None:
         raise ScimBadRequest("invalidFilter", f"filter: {exc}") from None
 
 
+def _pick(source: dict[str, Any], path: str, out: dict[str, Any]) -> None:
+    """Copy ``name`` or ``name.sub`` of ``source`` into ``out`` (names compared case-insensitively)."""
+    head, _, sub = path.partition(".")
+    for key, value in source.items():
+        if key.lower() != head.lower():
+            continue
+        if not sub:
+            out[key] = value
+        elif isinstance(value, dict) and get_ci(value, sub) is not None:
+            out.setdefault(key, {})[sub] = get_ci(value, sub)
+        elif isinstance(value, list):
+            picked = [{sub: get_ci(v, sub)} for v in value if isinstance(v, dict) and get_ci(v, sub) is not None]
+            if picked:
+                out[key] = picked
+
+
 def project(resource: dict[str, Any], attributes: list[str], excluded: list[str]) -> dict[str, Any]:
-    """RFC 7644 §3.9: keep only ``attributes`` (plus what is always returned), or drop ``excluded``."""
+    """RFC 7644 §3.9: keep only ``attributes`` (plus what is always returned), or drop ``excluded``. Names may
+    be URN-qualified; an extension's attributes are picked inside its object."""
     always = {"id", "schemas"}
+    extensions = {k.lower(): k for k, v in resource.items() if k.lower().startswith("urn:") and isinstance(v, dict)}
     if attributes:
-        out: dict[str, Any] = {}
-        for key, value in resource.items():
-            if key in always:
-                out[key] = value
+        out: dict[str, Any] = {k: v for k, v in resource.items() if k in always}
         for wanted in attributes:
-            head, _, sub = wanted.rpartition(":")[2].partition(".")
-            for key, value in resource.items():
-                if key.lower() != head.lower():
-                    continue
-                if not sub:
-                    out[key] = value
-                elif isinstance(value, dict) and get_ci(value, sub) is not None:
-                    out.setdefault(key, {})[sub] = get_ci(value, sub)
-                elif isinstance(value, list):
-                    picked = [
-                        {sub: get_ci(v, sub)} for v in value if isinstance(v, dict) and get_ci(v, sub) is not None
-                    ]
-                    if picked:
-                        out[key] = picked
+            if wanted.lower() in extensions:
+                key = extensions[wanted.lower()]
+                out[key] = resource[key]
+                continue
+            uri, _, name = wanted.rpartition(":")
+            if uri and uri.lower() in extensions:
+                key = extensions[uri.lower()]
+                picked: dict[str, Any] = {}
+                _pick(resource[key], name, picked)
+                if picked:
+                    out.setdefault(key, {}).update(picked)
+                continue
+            _pick(resource, name, out)
         return out
     if excluded:
-        drop = {e.rpartition(":")[2].lower() for e in excluded}
-        return {k: v for k, v in resource.items() if k in always or k.lower() not in drop}
+        drop = {e.rpartition(":")[2].lower() for e in excluded if e.lower() not in extensions}
+        gone = {extensions[e.lower()] for e in excluded if e.lower() in extensions}
+        return {k: v for k, v in resource.items() if k in always or (k.lower() not in drop and k not in gone)}
     return resource
 
 
