@@ -160,6 +160,25 @@ async def test_sql_agrees_with_memory(directory: ScimDirectory) -> None:
     assert sum(1 for n in sizes if 0 < n < 80) >= len(FILTERS) * 3 // 4
 
 
+def _inner(rng: random.Random, depth: int = 0) -> str:
+    """A random value filter over one email: and/or/not of conditions on its sub-attributes."""
+    leaves = [
+        lambda: f'type {rng.choice(["eq", "ne"])} "{rng.choice(["work", "home", "other"])}"',
+        lambda: (
+            f'value {rng.choice(["co", "sw", "ew", "eq", "ne", "gt"])} "{rng.choice(["alpha", "home", "org", "1@"])}"'
+        ),
+        lambda: f"primary {rng.choice(['eq', 'ne'])} {rng.choice(['true', 'false'])}",
+        lambda: f"{rng.choice(['primary', 'display', 'type'])} pr",
+        lambda: f"{rng.choice(['primary', 'display'])} eq null",
+    ]
+    if depth >= 2 or rng.random() < 0.35:
+        return rng.choice(leaves)()
+    shape = rng.choice(["and", "and", "or", "not"])
+    if shape == "not":
+        return f"not ({_inner(rng, depth + 1)})"
+    return f"({_inner(rng, depth + 1)}) {shape} ({_inner(rng, depth + 1)})"
+
+
 def _random_filter(rng: random.Random, depth: int = 0) -> str:
     leaves = [
         lambda: f'userName {rng.choice(["eq", "co", "sw", "ew", "ne", "gt", "lt"])} "{rng.choice(WORDS).lower()[:3]}"',
@@ -167,6 +186,7 @@ def _random_filter(rng: random.Random, depth: int = 0) -> str:
         lambda: f"{rng.choice(['title', 'externalId', 'emails', 'name.givenName', 'displayName'])} pr",
         lambda: f"active {rng.choice(['eq', 'ne'])} {rng.choice(['true', 'false'])}",
         lambda: f'emails[type eq "{rng.choice(["work", "home", "other"])}"]',
+        lambda: f"emails[{_inner(rng)}]",
         lambda: f'emails.value {rng.choice(["co", "ew", "ne"])} "{rng.choice(["home", "org", "1@"])}"',
         lambda: f'externalId {rng.choice(["eq", "ne"])} "{rng.choice(["ext-a", "ext-A", "ext-5"])}"',
         lambda: f'{ENTERPRISE_URN}:employeeNumber {rng.choice(["gt", "le", "eq"])} "{rng.randint(1, 5)}"',
@@ -182,7 +202,7 @@ def _random_filter(rng: random.Random, depth: int = 0) -> str:
 async def test_random_filters_agree(directory: ScimDirectory) -> None:
     everyone = await _all(directory)
     rng = random.Random(11)
-    for _ in range(150):
+    for _ in range(250):
         text = _random_filter(rng)
         bound = bind(user_schema(), parse_filter(text))
         expected = [r["id"] for r in everyone if matches(bound, r)]
