@@ -77,6 +77,9 @@ class RigLifecycle:
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[Subscription] = []
         self._stopping = False
+        # The background sweep and an explicit one (an op, a test) must not interleave: a caller whose sweep
+        # returns has seen every decision of the rules carried out, including closes another sweep began.
+        self._sweep_lock = asyncio.Lock()
 
     # -- start and stop -----------------------------------------------------------------------------------
 
@@ -329,6 +332,10 @@ class RigLifecycle:
 
     async def sweep(self) -> None:
         """Measure, then park, reap, evict and close rigs whose owners are gone, as the rules say now."""
+        async with self._sweep_lock:
+            await self._sweep()
+
+    async def _sweep(self) -> None:
         await self.measure()
         now = self.app.clock.monotonic()
         for decision in lifecycle([r.state() for r in self._rigs.values()], now):
