@@ -308,3 +308,20 @@ async def test_a_sign_in_left_pending_too_long_is_refused(tmp_path: Path) -> Non
         clock.advance(11 * 60)  # pending sign-ins live 10 minutes
         resp = await s.http.get(callback_url)
         assert failure_code(resp) == "state" and "too long" in resp.text
+
+
+async def test_provider_gone_before_the_code_exchange_is_internal(tmp_path: Path) -> None:
+    async with (
+        running_server(tmp_path, parts=SSO_PARTS) as srv,
+        httpx.AsyncClient(follow_redirects=False, headers={"accept": "application/json"}) as http,
+    ):
+        async with oidc_provider(redirect_uris=[f"{srv.url}/oidc/callback"], accounts=ACCOUNTS) as peer:
+            async with RpcClient(srv.ws_url, srv.owner_token) as c:
+                config = {"enabled": True, "issuer": peer.issuer, "clientId": peer.client_id}
+                await c.call("sso.saveConfig", kind="oidc", config=config)
+            start = await http.get(f"{srv.url}/oidc/login?relay=desktop")
+            callback_url = await drive_to_callback(http, start, f"{srv.url}/oidc/callback", login="alice")
+        # The provider has stopped: the token endpoint cannot be reached.
+        resp = await http.get(callback_url)
+        assert resp.status_code == 400 and resp.json()["error"]["code"] == "internal"
+        assert len(await srv.ctx.identity.list_users()) == 1
