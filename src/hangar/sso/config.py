@@ -111,12 +111,6 @@ _MODELS: dict[str, type[SamlConnection] | type[OidcConnection]] = {
 }
 
 
-def parse_kind(value: str) -> SsoKind:
-    if value not in KINDS:
-        raise InvalidArgs(f"kind must be saml or oidc, not {value!r}", field="kind")
-    return value
-
-
 def check_issuer_url(issuer: str, *, field: str = "config.issuer") -> str:
     """An OIDC issuer must be an absolute https URL; http only for the loopback hosts."""
     parts = urlsplit(issuer)

@@ -61,6 +61,8 @@ class LoginFailed(Refused):
     """An SSO login that ends in a failure page; ``sso_code`` is the stable code shown to the client."""
 
     def __init__(self, sso_code: str, message: str) -> None:
+        if sso_code not in SAML_CODES and sso_code not in OIDC_CODES:
+            raise ValueError(f"unknown SSO failure code {sso_code!r}")
         super().__init__(message, detail_code=sso_code)
         self.sso_code = sso_code
 

@@ -139,3 +139,10 @@ def test_intent_round_trips() -> None:
     assert LoginIntent.from_dict(intent.to_dict()) == intent
     assert LoginIntent.from_dict({"relay": "bogus", "client_origin": 5}) == LoginIntent()
     assert LoginIntent.from_dict(None) == LoginIntent()
+
+
+def test_login_failures_carry_only_known_codes() -> None:
+    assert handoff.LoginFailed("nonce", "x").sso_code == "nonce"
+    assert handoff.LoginFailed("request_match", "x").detail_code == "request_match"
+    with pytest.raises(ValueError):
+        handoff.LoginFailed("oops", "x")

@@ -121,9 +121,6 @@ class OidcService:
             raise LoginFailed("state", "this sign-in took too long; start again")
         return pending
 
-    def peek_pending(self, state: str) -> PendingLogin | None:
-        return self._pending.get(state)
-
     async def begin(self, request: Request) -> Response:
         conn = self._enabled()
         try:
