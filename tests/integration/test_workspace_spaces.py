@@ -96,3 +96,21 @@ async def test_guest_reads_but_cannot_post(tmp_path: Path) -> None:
             with pytest.raises(RpcError) as err:
                 await guest.call("messages.post", workspace_id=ws, space_id=space["id"], content="hi")
             assert err.value.code == "forbidden"
+
+
+async def test_argument_errors_name_fields_as_the_contract_writes_them(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        for op, args, field in [
+            ("messages.post", {"content": "x"}, "space_id"),
+            ("runs.get", {}, "runId"),
+            ("messages.list", {"spaceId": "s", "afterSeq": -1}, "afterSeq"),
+        ]:
+            with pytest.raises(RpcError) as err:
+                await client.call(op, workspace_id=ws, **args)
+            assert err.value.code == "invalid_args" and field in err.value.message, err.value.message
+        # Both spellings are accepted.
+        space = await client.call("spaces.create", workspace_id=ws, title="x")
+        await client.call("messages.post", workspace_id=ws, spaceId=space["id"], content="a")
+        await client.call("messages.post", workspace_id=ws, space_id=space["id"], content="b")
+        listed = await client.call("messages.list", workspace_id=ws, space_id=space["id"], after_seq=0)
+        assert [m["content"] for m in listed["messages"]] == ["a", "b"]
