@@ -67,6 +67,9 @@ class InvalidArgs(HangarError):
     http_status = 400
 
     def __init__(self, message: str, *, field: str | None = None, detail_code: str | None = None) -> None:
+        # The contract says the message names the field: say it once, in front, when the text does not.
+        if field and field not in message:
+            message = f"{field}: {message}"
         super().__init__(message, detail_code=detail_code)
         self.field = field
 

@@ -9,9 +9,10 @@ from typing import Any
 from pydantic import Field
 
 from hangar.core.events import StoredEvent
+from hangar.core.settings import WorkspaceSettings
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import WORKSPACE_SCOPE, Guardrails, GuardrailSetting, space_scope
-from hangar.rpc.registry import Args, op
+from hangar.rpc.registry import Args, NoArgs, op
 
 
 def _event(ev: StoredEvent) -> dict[str, Any]:
@@ -112,4 +113,25 @@ async def guardrails_set(ctx: OpContext, args: GuardrailSetArgs) -> dict[str, An
     return _setting(saved)
 
 
-CORE_OPS = [events_list, events_watch, audit_list, guardrails_get, guardrails_set]
+@op("settings.get", kind="read", scope="workspace")
+async def settings_get(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+    """The workspace's settings: every declared key with its summary and stored value (null when default)."""
+    store = ctx.app.service(WorkspaceSettings)
+    stored = await store.all(ctx.ws)
+    return {k: {"summary": spec.summary, "value": stored.get(k)} for k, spec in store.specs.items()}
+
+
+class SettingSetArgs(Args):
+    key: str = Field(min_length=1)
+    value: Any = None
+
+
+@op("settings.set", kind="mutate", scope="workspace", min_role="admin")
+async def settings_set(ctx: OpContext, args: SettingSetArgs) -> dict[str, Any]:
+    """Set one workspace setting (validated by the part that declares it); a null value restores the default."""
+    saved = await ctx.app.service(WorkspaceSettings).set(ctx.ws, args.key, args.value, by=ctx.principal.label)
+    await ctx.audit("settings.set", f"setting:{args.key}", {"value": saved})
+    return {"key": args.key, "value": saved}
+
+
+CORE_OPS = [events_list, events_watch, audit_list, guardrails_get, guardrails_set, settings_get, settings_set]

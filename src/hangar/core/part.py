@@ -10,6 +10,7 @@ from starlette.routing import BaseRoute
 from hangar.core.context import AppContext
 from hangar.core.db import MigrationSet
 from hangar.core.events import DomainEvent
+from hangar.core.settings import SettingSpec
 
 
 @dataclass(frozen=True)
@@ -22,5 +23,6 @@ class Part:
     routes: Sequence[BaseRoute] = ()
     migrations: Sequence[MigrationSet] = ()
     events: Sequence[type[DomainEvent]] = ()
+    settings: Sequence[SettingSpec] = ()  # workspace settings keys this part owns
     start: Callable[[AppContext], Awaitable[None]] | None = None
     stop: Callable[[AppContext], Awaitable[None]] | None = None

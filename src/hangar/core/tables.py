@@ -49,4 +49,13 @@ guardrail_settings = sa.Table(
     sa.Column("updated_at", UtcDateTime(), nullable=False),
 )
 
+workspace_settings = sa.Table(
+    "workspace_settings",
+    metadata,
+    sa.Column("key", sa.String(128), primary_key=True),
+    sa.Column("value", sa.JSON, nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+    sa.Column("updated_by", sa.String(200), nullable=False),
+)
+
 MIGRATIONS = MigrationSet("core", "workspace", Path(__file__).parent / "migrations")

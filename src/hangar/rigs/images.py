@@ -14,6 +14,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+from hangar.core.settings import SettingSpec
 from hangar.errors import InvalidArgs
 
 log = logging.getLogger("hangar.rigs.images")
@@ -120,3 +121,18 @@ def boot_image(stored: object, field: str = EXEC_IMAGE_KEY) -> ImageRef | None:
     except InvalidArgs as exc:
         log.error("IGNORING invalid %s %r: %s; booting the default image instead", field, stored, exc.message)
         return None
+
+
+IMAGE_SETTINGS = [
+    SettingSpec(
+        EXEC_IMAGE_KEY,
+        "Terminal rig image: a registry reference (host/repo:tag or @sha256 digest); local paths, archives and "
+        "flag-like strings are refused",
+        lambda v: str(validate_image_ref(v, EXEC_IMAGE_KEY)),
+    ),
+    SettingSpec(
+        BROWSER_IMAGE_KEY,
+        "Browser rig image for engine A: a registry reference, refused like the terminal image",
+        lambda v: str(validate_image_ref(v, BROWSER_IMAGE_KEY)),
+    ),
+]

@@ -26,12 +26,14 @@ from typing import Any
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
 from hangar.core.ids import new_id
+from hangar.core.settings import WorkspaceSettings
 from hangar.errors import HangarError, NotFound, Refused, Unavailable
 from hangar.rigs import hooks
 from hangar.rigs.actions import TABLES
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.errors import BackendFailure
 from hangar.rigs.events import RigClosedEvent, RigReaped
+from hangar.rigs.images import EXEC_IMAGE_KEY, boot_image
 from hangar.rigs.live import LiveRig
 from hangar.rigs.model import (
     DEFAULT_MEMORY_BUDGET_MB,
@@ -224,7 +226,30 @@ class RigLifecycle:
         # A boot that fails after rig.open answered is recorded on the row; nobody awaits the task then.
         live.boot.add_done_callback(lambda t: None if t.cancelled() else t.exception())
         await self.store.append_action(ws, rig_id, principal=principal.label, verb="open")
+        if surface is Surface.terminal:
+            await self._custom_image_notice(live)
         return live
+
+    async def _custom_image_notice(self, live: LiveRig) -> None:
+        """The stored terminal image is checked again at boot: an invalid value is ignored loudly (``boot_image``
+        logs it) and the default boots. A valid one cannot be pulled by a backend that boots only its own pack,
+        which is said just as loudly rather than pretended."""
+        stored = await self.app.service(WorkspaceSettings).get(live.ws, EXEC_IMAGE_KEY)
+        if stored is None:
+            return
+        image = boot_image(stored)
+        if image is None:
+            note = f"ignored the invalid {EXEC_IMAGE_KEY} setting; booting the default terminal image"
+        elif not self.backend.boots_registry_images:
+            note = (
+                f"the {self.backend.name} backend boots its own terminal pack; the custom image {image} "
+                "needs the microvm backend, which is planned"
+            )
+            log.warning("rigs: rig %s: %s", live.id, note)
+        else:
+            return
+        live.status_detail = note
+        await self.store.append_action(live.ws, live.id, principal="server", verb="imageNotice", details={"note": note})
 
     async def _boot(self, live: LiveRig, spec: RigSpec) -> RigHandle:
         def progress(step: str) -> None:

@@ -12,6 +12,7 @@ from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.rigs.backends.base import RigBackend
 from hangar.rigs.events import RIG_EVENTS
+from hangar.rigs.images import IMAGE_SETTINGS
 from hangar.rigs.manager import RigManager
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.routes import RIG_ROUTES
@@ -42,6 +43,7 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
         routes=RIG_ROUTES,
         migrations=[MIGRATIONS],
         events=RIG_EVENTS,
+        settings=IMAGE_SETTINGS,
         start=start,
         stop=stop,
     )

@@ -16,6 +16,7 @@ from hangar.core.db import Databases
 from hangar.core.events import EventBus, EventRegistry
 from hangar.core.part import Part
 from hangar.core.secrets import SecretsFile
+from hangar.core.settings import WorkspaceSettings
 from hangar.identity.service import IdentityService
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ async def open_context(
         audit=AuditLog(dbs, clock),
         identity=identity,
     )
+    ctx.provide(WorkspaceSettings(dbs, clock, [s for p in parts for s in p.settings]))
     started: list[Part] = []
     try:
         for part in parts:

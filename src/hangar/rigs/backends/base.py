@@ -150,6 +150,9 @@ class RigBackend(ABC):
     """A way of running rigs on this host."""
 
     name: ClassVar[str]  # "enclosure"
+    # Whether the backend can boot a workspace's custom registry image (rigs.microvm.execImage); the enclosure
+    # boots its own pre-extracted pack only.
+    boots_registry_images: ClassVar[bool] = False
 
     @abstractmethod
     def unavailable_reason(self) -> str | None:
