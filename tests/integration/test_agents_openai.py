@@ -250,3 +250,39 @@ async def test_bad_agent_input_is_refused_with_the_field(tmp_path: Path) -> None
         # Nothing was recorded by the refused dispatches.
         assert (await client.call("runs.list", workspace_id=ws))["runs"] == []
         assert (await client.call("messages.list", workspace_id=ws, space_id=space["id"]))["messages"] == []
+
+
+async def test_concurrent_runs_lose_no_event(tmp_path: Path) -> None:
+    """Twenty runs at once in one workspace: each run's live frames are exactly its persisted events, in a
+    complete sequence, and carry the model's whole text (deltas may be merged when the database is busy)."""
+    words = "alpha beta gamma delta epsilon zeta eta theta "
+    async with running_fake_openai() as fake, workspace_server(tmp_path) as (_srv, client, ws):
+        fake.default = Reply(text=words, chunk_size=6)
+        space_id, agent_id = await _setup(client, ws, fake.url, "many")
+        watch = await client.watch("spaces.watch", workspace_id=ws, space_id=space_id)
+        started = await asyncio.gather(
+            *(
+                client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt=f"p{i}")
+                for i in range(20)
+            )
+        )
+        run_ids = {s["runId"] for s in started}
+        frames: dict[str, list[dict[str, Any]]] = {r: [] for r in run_ids}
+        done: set[str] = set()
+        while done != run_ids:
+            frame = await watch.next(30)
+            rid = frame["payload"].get("run_id")
+            if rid in frames:
+                frames[rid].append(frame)
+                if frame["type"] == "agents.runFinished":
+                    done.add(rid)
+        for rid, got in frames.items():
+            persisted = (await client.call("runs.events", workspace_id=ws, runId=rid))["events"]
+            assert [f["seq"] for f in got] == [e["seq"] for e in persisted]
+            types = [f["type"] for f in got]
+            assert types[:2] == ["agents.runStarted", "agents.turnStarted"]
+            assert types[-2:] == ["agents.turnFinished", "agents.runFinished"]
+            assert "".join(f["payload"]["text"] for f in got if f["type"] == "agents.textDelta") == words
+        msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
+        assert sorted(m["content"] for m in msgs if m["author"]["kind"] == "user") == sorted(f"p{i}" for i in range(20))
+        assert sum(1 for m in msgs if m["author"]["kind"] == "agent" and m["content"] == words.strip()) == 20

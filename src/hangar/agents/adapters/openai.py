@@ -84,7 +84,7 @@ class OpenAIChatAdapter(Adapter):
                 await io.turn_finished(turn, "failed", str(exc))
                 return RunResult("failed", str(exc))
             if reply.text.strip():
-                await io.reply(turn, reply.text)
+                await io.reply(turn, reply.text.strip())
             calls = [reply.calls[i] for i in sorted(reply.calls)]
             if not calls:
                 await io.turn_finished(turn, "ok")
