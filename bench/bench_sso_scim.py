@@ -162,10 +162,11 @@ async def over_http(data_dir: Path, rounds: int) -> dict[str, float]:
                 token = (await rpc.call("sso.scimRegenerateToken"))["token"]
             headers = {"authorization": f"Bearer {token}"}
             figures = {}
-            for label in ("userName eq", "emails value filter"):
+            for label in FILTERS:
 
                 async def get(label: str = label) -> Any:
-                    resp = await http.get(f"{url}/scim/v2/Users", params={"filter": FILTERS[label]}, headers=headers)
+                    params = {"filter": FILTERS[label], "count": 100}
+                    resp = await http.get(f"{url}/scim/v2/Users", params=params, headers=headers)
                     assert resp.status_code == 200, resp.text
                     return resp.json()["totalResults"]
 
