@@ -359,7 +359,8 @@ class AgentRunner:
                 result = RunResult("interrupted", "the run was stopped because the server is shutting down")
         except Exception as exc:
             log.exception("agent run %s failed inside Hangar", run_id)
-            result = RunResult("failed", f"the run failed inside Hangar: {exc}")
+            # The exception text may hold anything (paths, values): it goes to the log, the run says where.
+            result = RunResult("failed", f"the run failed inside Hangar ({type(exc).__name__}); see the server log")
         finally:
             self._adapters.pop(run_id, None)
             await asyncio.shield(self._finish(workspace_id, run_id, agent, space_id, live, output, result))
