@@ -91,6 +91,7 @@ async def test_bad_repo_input(tmp_path: Path) -> None:
             ({"path": "relative/dir"}, "invalid_args", "must be absolute"),
             ({"url": f"file://{tmp_path}/missing.git"}, "invalid_args", "cannot be cloned"),
             ({"url": "not a url"}, "invalid_args", "is not a clone URL"),
+            ({"url": "https://bob:ghp_secret@example.test/a.git"}, "invalid_args", "must not carry credentials"),
             ({}, "invalid_args", "exactly one of path"),
             ({"path": str(tmp_path / "src" / "app"), "name": "bad name!"}, "invalid_args", "name"),
         ]

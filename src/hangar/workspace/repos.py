@@ -27,6 +27,7 @@ from hangar.workspace.records import iso
 log = logging.getLogger(__name__)
 
 _URL = re.compile(r"^(https?|ssh|git|file)://\S+$|^[\w.-]+@[\w.-]+:\S+$")
+_CREDENTIALS = re.compile(r"^[a-z]+://[^/@\s]*:[^/@\s]*@")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -81,6 +82,11 @@ class RepoService:
         else:
             assert url is not None
             source_kind, field, source = "url", "url", url.strip()
+            if _CREDENTIALS.match(source):
+                # A token in the URL would be stored and shown with the repo; secrets live in the secrets file.
+                raise InvalidArgs(
+                    "url must not carry credentials (user:password@); use a URL without them", field="url"
+                )
             if not _URL.match(source):
                 raise InvalidArgs(
                     f"url {url!r} is not a clone URL (https://, ssh://, git://, file:// or user@host:path)",
