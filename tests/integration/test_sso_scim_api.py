@@ -233,6 +233,22 @@ async def test_groups_are_workspaces_and_read_only(tmp_path: Path) -> None:
         assert group["id"] == ws and group["displayName"] == "Research"
         assert [m["value"] for m in group["members"]] == [made["id"]]  # the server owner is not a SCIM user
         assert (await http.get(f"/Groups/{ws}")).json() == group
+        # The user side of the same membership, read-only and filterable.
+        fay = (await http.get(f"/Users/{made['id']}")).json()
+        assert [(g["value"], g["display"], g["type"]) for g in fay["groups"]] == [(ws, "Research", "direct")]
+        members = await http.get("/Users", params={"filter": 'groups[display eq "research"]'})
+        assert [r["id"] for r in members.json()["Resources"]] == [made["id"]]
+        scim_error(
+            await http.patch(
+                f"/Users/{made['id']}",
+                json={
+                    "schemas": [PATCH_URN],
+                    "Operations": [{"op": "add", "path": "groups", "value": [{"value": ws}]}],
+                },
+            ),
+            400,
+            "mutability",
+        )
         hit = await http.get("/Groups", params={"filter": f'members[value eq "{made["id"]}"]'})
         assert hit.json()["totalResults"] == 1
         scim_error(await http.post("/Groups", json={"displayName": "New"}), 501)

@@ -84,6 +84,20 @@ async def directory(tmp_path: Path) -> AsyncIterator[ScimDirectory]:
                 )
             )
             await reindex(conn, uid, resource)
+        for w, name in enumerate(["Research", "ops", "Design team"]):
+            await conn.execute(
+                sa.insert(identity_tables.workspaces).values(
+                    id=f"ws-{w}", name=name, created_at=T0, created_by="user-000"
+                )
+            )
+        for i in range(80):
+            for w in range(3):
+                if rng.random() < 0.3:
+                    await conn.execute(
+                        sa.insert(identity_tables.memberships).values(
+                            workspace_id=f"ws-{w}", user_id=f"user-{i:03d}", role="member", created_at=T0
+                        )
+                    )
     yield ScimDirectory(dbs.server, IdentityService(dbs.server, FakeClock()), FakeClock())
     await dbs.aclose()
 
@@ -134,6 +148,14 @@ FILTERS = [
     'id sw "user-00"',
     '(userName co "a" or title pr) and not (emails[type eq "other"])',
     'not (not (active eq true) or userName co "zeta")',
+    "groups pr",
+    "not (groups pr)",
+    'groups eq "WS-1"',
+    'groups.value ne "ws-1"',
+    'groups.display sw "de"',
+    'groups[value eq "ws-0" or display co "TEAM"]',
+    'groups[not (display eq "ops")]',
+    'groups.type eq "direct" and emails pr',
 ]
 
 
@@ -187,6 +209,13 @@ def _random_filter(rng: random.Random, depth: int = 0) -> str:
         lambda: f"active {rng.choice(['eq', 'ne'])} {rng.choice(['true', 'false'])}",
         lambda: f'emails[type eq "{rng.choice(["work", "home", "other"])}"]',
         lambda: f"emails[{_inner(rng)}]",
+        lambda: (
+            f"groups{rng.choice(['.value', '.display', ''])} {rng.choice(['eq', 'ne', 'co'])}"
+            f' "{rng.choice(["ws-1", "ops", "e"])}"'
+        ),
+        lambda: (
+            f'groups[{rng.choice(["", "not "])}(display {rng.choice(["sw", "ew"])} "{rng.choice(["R", "m", "s"])}")]'
+        ),
         lambda: f'emails.value {rng.choice(["co", "ew", "ne"])} "{rng.choice(["home", "org", "1@"])}"',
         lambda: f'externalId {rng.choice(["eq", "ne"])} "{rng.choice(["ext-a", "ext-A", "ext-5"])}"',
         lambda: f'{ENTERPRISE_URN}:employeeNumber {rng.choice(["gt", "le", "eq"])} "{rng.randint(1, 5)}"',

@@ -39,6 +39,8 @@ from hangar.sso.scim.schema import AttrDef
 from hangar.sso.scim.tables import scim_users, scim_values
 
 users = identity_tables.users
+memberships = identity_tables.memberships
+workspaces = identity_tables.workspaces
 Cond = ColumnElement[bool]
 TEXT_TYPES = frozenset({"string", "reference", "binary", "dateTime"})
 _TOP = "\U0010ffff"
@@ -283,6 +285,57 @@ def _value_path(bound: BValuePath) -> Cond:
     return scim_users.c.user_id.in_(grouped)
 
 
+# -- groups: the workspaces a user is a member of (read-only, one membership row per element) ------------------
+
+
+def _is_groups(target: Target) -> bool:
+    return target.ext is None and target.attr.name == "groups"
+
+
+def _group_column(target: Target) -> ColumnElement[Any]:
+    sub = target.sub.name if target.sub is not None else "value"
+    if sub == "value":
+        return workspaces.c.id
+    if sub == "display":
+        return workspaces.c.name
+    if sub == "type":
+        return sa.literal("direct")
+    raise FilterSemanticError(f"groups.{sub} cannot be used in a filter")
+
+
+def _group_element(bound: Bound) -> Cond:
+    """A condition on one membership row (joined with its workspace)."""
+    if isinstance(bound, BAnd):
+        return sa.and_(_group_element(bound.left), _group_element(bound.right))
+    if isinstance(bound, BOr):
+        return sa.or_(_group_element(bound.left), _group_element(bound.right))
+    if isinstance(bound, BNot):
+        return sa.not_(_group_element(bound.inner))
+    assert isinstance(bound, BCompare | BPresent), "value filters do not nest"
+    return _column_leaf(bound, _group_column(bound.target))
+
+
+def _members_where(cond: Cond) -> Cond:
+    rows = sa.select(memberships.c.user_id).join(workspaces, workspaces.c.id == memberships.c.workspace_id)
+    return scim_users.c.user_id.in_(rows.where(cond))
+
+
+def _groups(bound: Bound) -> Cond:
+    if isinstance(bound, BValuePath):
+        return _members_where(_group_element(bound.inner))
+    assert isinstance(bound, BCompare | BPresent)
+    if isinstance(bound, BPresent) and bound.target.sub is None:
+        return _members_where(sa.true())
+    column = _group_column(bound.target)
+    present = BPresent(bound.target)
+    if isinstance(bound, BPresent) or bound.value is None:
+        some = _members_where(_column_leaf(present, column))
+        return sa.not_(some) if isinstance(bound, BCompare) and bound.op == "eq" else some
+    if bound.op == "ne":
+        return sa.not_(_members_where(_column_leaf(BCompare(bound.target, "eq", bound.value), column)))
+    return _members_where(_column_leaf(bound, column))
+
+
 def to_sql(bound: Bound) -> Cond:
     """The SQL condition selecting the users ``bound`` matches."""
     if isinstance(bound, BAnd):
@@ -291,6 +344,8 @@ def to_sql(bound: Bound) -> Cond:
         return sa.or_(to_sql(bound.left), to_sql(bound.right))
     if isinstance(bound, BNot):
         return sa.not_(to_sql(bound.inner))
+    if _is_groups(bound.target):
+        return _groups(bound)
     if isinstance(bound, BValuePath):
         return _value_path(bound)
     target = bound.target

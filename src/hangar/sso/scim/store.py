@@ -32,6 +32,8 @@ from hangar.sso.scim.sql import to_sql
 from hangar.sso.scim.tables import scim_users, scim_values
 
 users = identity_tables.users
+memberships = identity_tables.memberships
+workspaces = identity_tables.workspaces
 
 
 def stamp(value: datetime) -> str:
@@ -139,9 +141,10 @@ class ScimDirectory:
         owner = await self._owner()
         async with self._db.connect() as conn:
             row = (await conn.execute(self._base(owner).where(scim_users.c.user_id == user_id))).first()
-        if row is None:
-            raise ScimNotFound(f"no user {user_id}")
-        return render_user(row, base_url)
+            if row is None:
+                raise ScimNotFound(f"no user {user_id}")
+            groups = await _groups_of(conn, [user_id], base_url)
+        return render_user(row, base_url, groups.get(user_id))
 
     async def search(
         self, bound: Bound | None, start_index: int, count: int, base_url: str
@@ -177,7 +180,8 @@ class ScimDirectory:
                 )
                 by_id = {r.user_id: r for r in (await conn.execute(page_q)).all()}
                 rows = [by_id[i] for i in wanted if i in by_id]
-        return len(ids), [render_user(r, base_url) for r in rows]
+            groups = await _groups_of(conn, wanted, base_url) if wanted else {}
+        return len(ids), [render_user(r, base_url, groups.get(r.user_id)) for r in rows]
 
     # -- writing ---------------------------------------------------------------------------------------------
 
@@ -322,7 +326,23 @@ async def reindex(conn: Any, user_id: str, resource: dict[str, Any] | None) -> N
         await conn.execute(sa.insert(scim_values), rows)
 
 
-def render_user(row: Any, base_url: str) -> dict[str, Any]:
+async def _groups_of(conn: Any, user_ids: list[str], base_url: str) -> dict[str, list[dict[str, Any]]]:
+    """The read-only ``groups`` of some users: the workspaces they are members of."""
+    q = (
+        sa.select(memberships.c.user_id, workspaces.c.id, workspaces.c.name)
+        .join(workspaces, workspaces.c.id == memberships.c.workspace_id)
+        .where(memberships.c.user_id.in_(user_ids))
+        .order_by(memberships.c.created_at, workspaces.c.id)
+    )
+    found: dict[str, list[dict[str, Any]]] = {}
+    for user_id, workspace_id, name in (await conn.execute(q)).all():
+        found.setdefault(user_id, []).append(
+            {"value": workspace_id, "display": name, "type": "direct", "$ref": f"{base_url}/Groups/{workspace_id}"}
+        )
+    return found
+
+
+def render_user(row: Any, base_url: str, groups: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     stored: dict[str, Any] = dict(row.resource)
     schemas = [USER_URN]
     if get_ci(stored, ENTERPRISE_URN) is not None:
@@ -336,6 +356,8 @@ def render_user(row: Any, base_url: str) -> dict[str, Any]:
     # removes it makes the user active again, the attribute's meaning when absent.
     if "active" in stored or row.deactivated_at is not None:
         out["active"] = row.deactivated_at is None
+    if groups:
+        out["groups"] = groups
     out["meta"] = {
         "resourceType": "User",
         "created": stamp(row.created_at),
