@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.rpc import RpcClient
+from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import collect_until, wait_run, workspace_server
 
 SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
@@ -127,3 +127,45 @@ async def test_command_timeout_stops_it(tmp_path: Path) -> None:
         run = await wait_run(client, ws, started["runId"])
         assert run["outcome"] == "failed"
         assert run["error"] == "the command did not finish within 0.5 s and was stopped"
+
+
+async def test_secret_environment_is_write_only(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (srv, client, ws):
+        space = await client.call("spaces.create", workspace_id=ws, title="cli")
+        adapter = {
+            "type": "command",
+            "argv": [sys.executable, SCRIPT],
+            "env": {"PLAIN": "visible"},
+            "secretEnv": {"AGENT_TOKEN": "tok-s3cret"},
+        }
+        agent = await client.call("agents.create", workspace_id=ws, name="Env", adapter=adapter)
+        assert agent["adapter"]["secretEnvNames"] == ["AGENT_TOKEN"] and "secretEnv" not in agent["adapter"]
+        assert "tok-s3cret" not in str(await client.call("agents.list", workspace_id=ws))
+        assert b"tok-s3cret" not in (srv.data_dir / ws / "workspace.db").read_bytes()
+
+        async def run_env() -> str:
+            started = await client.call(
+                "agents.run", workspace_id=ws, agent_id=agent["id"], space_id=space["id"], prompt="env"
+            )
+            await wait_run(client, ws, started["runId"])
+            msgs = (await client.call("messages.list", workspace_id=ws, space_id=space["id"]))["messages"]
+            return str(msgs[-1]["content"])
+
+        assert await run_env() == "token=tok-s3cret plain=visible"
+        # Editing the adapter without secretEnv keeps the secret; an empty value removes it.
+        kept = {k: v for k, v in adapter.items() if k != "secretEnv"}
+        await client.call("agents.update", workspace_id=ws, agent_id=agent["id"], adapter=kept)
+        assert await run_env() == "token=tok-s3cret plain=visible"
+        updated = await client.call(
+            "agents.update", workspace_id=ws, agent_id=agent["id"], adapter={**kept, "secretEnv": {"AGENT_TOKEN": ""}}
+        )
+        assert updated["adapter"]["secretEnvNames"] == []
+        assert await run_env() == "token=- plain=visible"
+        with pytest.raises(RpcError) as err:
+            bad = {**kept, "secretEnv": {"NOT-A-NAME": "x"}}
+            await client.call("agents.update", workspace_id=ws, agent_id=agent["id"], adapter=bad)
+        assert err.value.code == "invalid_args" and "adapter.secretEnv" in err.value.message
+        await client.call("agents.update", workspace_id=ws, agent_id=agent["id"], adapter=adapter)
+        assert "tok-s3cret" in (srv.data_dir / "secrets.json").read_text()
+        await client.call("agents.delete", workspace_id=ws, agent_id=agent["id"])
+        assert "tok-s3cret" not in (srv.data_dir / "secrets.json").read_text()

@@ -2,11 +2,14 @@
 
 ``openai``: any OpenAI-compatible chat-completions endpoint. ``apiKey`` is write-only: it is moved to the
 secrets file on save, never stored in the database and never returned.
-``command``: a command-line agent run as a subprocess in the space's working folder.
+``command``: a command-line agent run as a subprocess in the space's working folder. ``secretEnv`` (variables
+such as a CLI agent's API key) is write-only too: values go to the secrets file, the record keeps the names
+(``secretEnvNames``); a name given with an empty value is removed.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
@@ -14,6 +17,7 @@ from pydantic.alias_generators import to_camel
 
 from hangar.errors import InvalidArgs
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 BUILTIN_TOOLS: tuple[str, ...] = ("post_message", "list_files", "read_file")
 ROLES: tuple[str, ...] = ("chiefExecutive", "member")
 
@@ -55,6 +59,16 @@ class CommandAdapter(_Config):
     prompt_via: Literal["stdin", "arg"] = "stdin"
     timeout_seconds: float | None = Field(default=None, gt=0, le=86400)
     env: dict[str, str] = Field(default_factory=dict)
+    secret_env: dict[str, str] = Field(default_factory=dict)
+    secret_env_names: tuple[str, ...] = ()
+
+    @field_validator("env", "secret_env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in v if not _ENV_NAME.match(k)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not an environment variable name")
+        return v
 
     @field_validator("argv")
     @classmethod
@@ -82,8 +96,8 @@ def parse_adapter(raw: Any, field: str = "adapter") -> OpenAIAdapter | CommandAd
 
 
 def stored_adapter(config: OpenAIAdapter | CommandAdapter) -> dict[str, Any]:
-    """What the database keeps: everything but the API key."""
-    return config.model_dump(mode="json", by_alias=True, exclude={"api_key"})
+    """What the database keeps: everything but secret values (the API key, secret environment values)."""
+    return config.model_dump(mode="json", by_alias=True, exclude={"api_key", "secret_env"})
 
 
 def check_role(role: str) -> str:

@@ -341,6 +341,7 @@ class AgentRunner:
                 output_schema=schema,
                 max_turns=max_turns,
                 api_key=self.agents.api_key(workspace_id, agent.id),
+                secret_env=self.agents.secret_env(workspace_id, agent),
             )
             adapter_task = asyncio.get_running_loop().create_task(make_adapter(agent, self._http).run(request, live))
             self._adapters[run_id] = adapter_task

@@ -51,6 +51,10 @@ def secret_key(workspace_id: str, agent_id: str) -> str:
     return f"agents.{workspace_id}.{agent_id}.apiKey"
 
 
+def env_secret_key(workspace_id: str, agent_id: str, name: str) -> str:
+    return f"agents.{workspace_id}.{agent_id}.env.{name}"
+
+
 class AgentService:
     def __init__(self, app: AppContext) -> None:
         self._app = app
@@ -70,8 +74,7 @@ class AgentService:
             await self._check_single_chief(workspace_id, None)
         agent_id = new_id()
         now = self._app.clock.now()
-        if isinstance(config, OpenAIAdapter) and config.api_key:
-            self._app.secrets.set(secret_key(workspace_id, agent_id), config.api_key)
+        config = self._keep_secrets(workspace_id, agent_id, config, previous=None)
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.begin() as conn:
             await conn.execute(
@@ -86,6 +89,43 @@ class AgentService:
                 )
             )
         return await self.get(workspace_id, agent_id)
+
+    def _keep_secrets(
+        self,
+        workspace_id: str,
+        agent_id: str,
+        config: OpenAIAdapter | CommandAdapter,
+        *,
+        previous: OpenAIAdapter | CommandAdapter | None,
+    ) -> OpenAIAdapter | CommandAdapter:
+        """Move the config's secret values to the secrets file; returns the config as the database keeps it.
+
+        An API key or secret variable left out keeps its stored value; switching adapters drops the other's."""
+        secrets = self._app.secrets
+        if isinstance(config, OpenAIAdapter):
+            secrets.delete_prefix(f"agents.{workspace_id}.{agent_id}.env.")
+            if config.api_key:
+                secrets.set(secret_key(workspace_id, agent_id), config.api_key)
+            return config.model_copy(update={"api_key": None})
+        secrets.delete(secret_key(workspace_id, agent_id))
+        names = set(previous.secret_env_names) if isinstance(previous, CommandAdapter) else set()
+        for name, value in config.secret_env.items():
+            if value:
+                secrets.set(env_secret_key(workspace_id, agent_id, name), value)
+                names.add(name)
+            else:
+                secrets.delete(env_secret_key(workspace_id, agent_id, name))
+                names.discard(name)
+        return config.model_copy(update={"secret_env": {}, "secret_env_names": tuple(sorted(names))})
+
+    def secret_env(self, workspace_id: str, agent: Agent) -> dict[str, str]:
+        """The secret environment of a command agent, read from the secrets file at run time."""
+        if not isinstance(agent.adapter, CommandAdapter):
+            return {}
+        found = {
+            n: self._app.secrets.get(env_secret_key(workspace_id, agent.id, n)) for n in agent.adapter.secret_env_names
+        }
+        return {n: v for n, v in found.items() if v is not None}
 
     async def _check_single_chief(self, workspace_id: str, agent_id: str | None) -> None:
         for other in await self.all(workspace_id):
@@ -142,7 +182,7 @@ class AgentService:
         system_prompt: str | None = None,
         adapter: Any = None,
     ) -> Agent:
-        await self.get(workspace_id, agent_id)
+        current = await self.get(workspace_id, agent_id)
         values: dict[str, Any] = {"updated_at": self._app.clock.now()}
         if name is not None:
             values["name"] = require_text(name, "name", limit=200)
@@ -153,13 +193,8 @@ class AgentService:
         if system_prompt is not None:
             values["system_prompt"] = system_prompt
         if adapter is not None:
-            config = parse_adapter(adapter)
+            config = self._keep_secrets(workspace_id, agent_id, parse_adapter(adapter), previous=current.adapter)
             values["adapter"] = stored_adapter(config)
-            if isinstance(config, OpenAIAdapter):
-                if config.api_key:
-                    self._app.secrets.set(secret_key(workspace_id, agent_id), config.api_key)
-            else:
-                self._app.secrets.delete(secret_key(workspace_id, agent_id))
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.begin() as conn:
             await conn.execute(sa.update(tables.agents).where(tables.agents.c.id == agent_id).values(**values))
@@ -172,4 +207,4 @@ class AgentService:
         async with engine.begin() as conn:
             await conn.execute(sa.delete(tables.agents).where(tables.agents.c.id == agent_id))
         self._cache.pop((workspace_id, agent_id), None)
-        self._app.secrets.delete(secret_key(workspace_id, agent_id))
+        self._app.secrets.delete_prefix(f"agents.{workspace_id}.{agent_id}.")

@@ -9,7 +9,8 @@ adapter's task; an adapter must release what it holds (HTTP streams, child proce
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,6 +39,7 @@ class RunRequest:
     output_schema: dict[str, Any] | None
     max_turns: int
     api_key: str | None
+    secret_env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

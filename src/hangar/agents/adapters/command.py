@@ -50,6 +50,7 @@ class CommandLineAdapter(Adapter):
         env = {
             **os.environ,
             **self._cfg.env,
+            **request.secret_env,
             "HANGAR_RUN_ID": request.run_id,
             "HANGAR_SPACE_ID": request.space_id,
             "HANGAR_WORKSPACE_ID": request.workspace_id,

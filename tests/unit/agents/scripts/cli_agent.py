@@ -30,6 +30,8 @@ elif word == "file":
 elif word == "lastline":
     print("thinking...", flush=True)
     print(json.dumps({"n": 2, "schemaType": "object"}), flush=True)
+elif word == "env":
+    print(f"token={os.environ.get('AGENT_TOKEN', '-')} plain={os.environ.get('PLAIN', '-')}", flush=True)
 elif word == "bad":
     print(json.dumps({"n": "two"}), flush=True)
 else:
