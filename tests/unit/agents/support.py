@@ -8,18 +8,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from hangar.agents.part import AGENTS_PART
 from hangar.core.part import Part
 from hangar.server.parts import all_parts
-from hangar.workspace.part import WORKSPACE_PART
 from tests.support.rpc import RpcClient, Watch
 from tests.support.server import RunningServer, running_server
 
 
 def server_parts() -> list[Part]:
-    parts = list(all_parts())
-    names = {p.name for p in parts}
-    parts += [p for p in (WORKSPACE_PART, AGENTS_PART) if p.name not in names]
+    """The server's own parts (the workspace and agents parts among them)."""
+    parts = all_parts()
+    assert {"workspace", "agents", "pipelines"} <= {p.name for p in parts}
     return parts
 
 
