@@ -30,6 +30,7 @@ MODES: tuple[str, ...] = ("chat", "review", "plan")
 KINDS: tuple[str, ...] = ("standard", "chatprovider")
 PROVISIONING_STATES: tuple[str, ...] = ("provisioning", "ready", "failed", "cancelled")
 MESSAGE_MAX = 200_000
+CACHE_MAX = 10_000
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,8 @@ class SpaceService:
             )
         if row is None:
             raise NotFound(f"space {space_id} does not exist in this workspace")
+        if len(self._cache) >= CACHE_MAX:
+            self._cache.clear()  # a crude bound: the cache only saves reads, so starting over is harmless
         space = self._cache[(workspace_id, space_id)] = Space(**dict(row))
         return space
 
