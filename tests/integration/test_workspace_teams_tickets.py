@@ -20,6 +20,12 @@ async def test_teams_crud_and_dispatch(tmp_path: Path) -> None:
             (await client.call("agents.create", workspace_id=ws, name=n, adapter=adapter))["id"]
             for n in ("Ann", "Bob", "Cy")
         ]
+        assert (await client.call("agents.frontDoor", workspace_id=ws))["agent"]["id"] == ids[0]
+        await client.call("agents.update", workspace_id=ws, agent_id=ids[1], role="chiefExecutive")
+        assert (await client.call("agents.frontDoor", workspace_id=ws))["agent"]["id"] == ids[1]
+        with pytest.raises(RpcError) as err:
+            await client.call("agents.update", workspace_id=ws, agent_id=ids[2], role="chiefExecutive")
+        assert err.value.code == "conflict" and "Bob is already the workspace's chief-executive" in err.value.message
         team = await client.call("teams.create", workspace_id=ws, name="Crew", memberIds=ids[:2])
         assert team["leaderId"] == ids[0] and team["dispatchMode"] == "allParallel"
         with pytest.raises(RpcError) as err:

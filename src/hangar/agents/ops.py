@@ -54,6 +54,13 @@ async def agents_get(ctx: OpContext, args: AgentRef) -> dict[str, Any]:
     return (await ctx.app.service(AgentService).get(ctx.ws, args.agent_id)).to_wire()
 
 
+@op("agents.frontDoor", kind="read", scope="workspace")
+async def agents_front_door(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+    """The agent a new conversation wakes: the chief-executive agent, else the first agent, else none."""
+    agent = await ctx.app.service(AgentService).front_door(ctx.ws)
+    return {"agent": agent.to_wire() if agent else None}
+
+
 class AgentUpdateArgs(WsArgs):
     agent_id: str
     name: str | None = None
@@ -189,6 +196,7 @@ AGENT_OPS = [
     agents_create,
     agents_list,
     agents_get,
+    agents_front_door,
     agents_update,
     agents_delete,
     agents_run,
