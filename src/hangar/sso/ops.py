@@ -88,7 +88,8 @@ async def save_config(ctx: OpContext, args: SaveConfigArgs) -> dict[str, Any]:
     preview = store.preview(args.kind, args.config)
     _check_metadata(preview)
     other: SsoKind = "oidc" if args.kind == "saml" else "saml"
-    if not preview.enabled and not store.get(other).enabled and not ctx.app.identity.pairing_enabled():
+    turning_off = store.get(args.kind).enabled and not preview.enabled
+    if turning_off and not store.get(other).enabled and not ctx.app.identity.pairing_enabled():
         # The other half of the lockout guard: with manual pairing forbidden, the last connection stays on.
         raise Refused("manual pairing is forbidden, so the last enabled SSO connection cannot be turned off")
     record = await store.save(args.kind, args.config)
