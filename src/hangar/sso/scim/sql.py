@@ -52,7 +52,7 @@ def _column(target: Target) -> ColumnElement[Any] | None:
         return None
     name = target.attr.name
     if name == "id":
-        return users.c.id
+        return scim_users.c.user_id
     if name == "userName":
         return scim_users.c.user_name
     if name == "externalId":
@@ -122,7 +122,8 @@ def _column_leaf(bound: BCompare | BPresent, column: ColumnElement[Any]) -> Cond
 
 
 def _active(bound: BCompare | BPresent) -> Cond:
-    active = users.c.deactivated_at.is_(None)
+    # A subquery rather than a join, so that counting matches reads only scim_users' live index.
+    active = scim_users.c.user_id.in_(sa.select(users.c.id).where(users.c.deactivated_at.is_(None)))
     if isinstance(bound, BPresent):
         return sa.true()
     if bound.value is None:
@@ -334,6 +335,23 @@ def _groups(bound: Bound) -> Cond:
     if bound.op == "ne":
         return sa.not_(_members_where(_column_leaf(BCompare(bound.target, "eq", bound.value), column)))
     return _members_where(_column_leaf(bound, column))
+
+
+def columns_only(bound: Bound) -> bool:
+    """Whether the filter reads only ``scim_users`` columns (no subquery), so running it twice costs little."""
+    if isinstance(bound, BAnd | BOr):
+        return columns_only(bound.left) and columns_only(bound.right)
+    if isinstance(bound, BNot):
+        return columns_only(bound.inner)
+    if isinstance(bound, BValuePath):
+        return False
+    target = bound.target
+    if target.ext is not None or target.attr.name in ("active", "groups"):
+        return False
+    try:
+        return _column(target) is not None
+    except FilterSemanticError:
+        return True
 
 
 def to_sql(bound: Bound) -> Cond:

@@ -28,7 +28,7 @@ from hangar.sso.scim.match import Bound, fold, get_ci
 from hangar.sso.scim.patch import apply_patch
 from hangar.sso.scim.resource import canonical, require_user_name
 from hangar.sso.scim.schema import ENTERPRISE_URN, GROUP_URN, USER_URN, user_schema
-from hangar.sso.scim.sql import to_sql
+from hangar.sso.scim.sql import columns_only, to_sql
 from hangar.sso.scim.tables import scim_users, scim_values
 
 users = identity_tables.users
@@ -151,37 +151,40 @@ class ScimDirectory:
     ) -> tuple[int, list[dict[str, Any]]]:
         """``(totalResults, page)`` for a filter, with 1-based ``start_index``.
 
-        The filter runs once, selecting only ids in page order (the total is their number); the page's
-        representations are then read by id. A window count would copy every matching representation, and a
-        separate count would run the filter twice."""
+        No filter, or one on columns only: a count that the live index answers without reading
+        representations, then the page in listing order, stopping after ``count`` rows. A filter that looks
+        into the value index or other tables runs once instead: the matching ids in listing order (their
+        number is the total), then the page's representations by id. Neither path copies every matching
+        representation, as a window count would."""
         await self.sync()
         owner = await self._owner()
         conditions: list[ColumnElement[bool]] = [scim_users.c.deleted_at.is_(None)]
         if owner:
-            conditions.append(users.c.id != owner)
+            conditions.append(scim_users.c.user_id != owner)
         if bound is not None:
             conditions.append(to_sql(bound))
-        joined = scim_users.join(users, users.c.id == scim_users.c.user_id)
-        ids_q = (
-            sa.select(scim_users.c.user_id)
-            .select_from(joined)
-            .where(*conditions)
-            .order_by(scim_users.c.created_at, scim_users.c.user_id)
-        )
+        order = (scim_users.c.created_at, scim_users.c.user_id)
+        page_base = sa.select(scim_users, users.c.deactivated_at).join(users, users.c.id == scim_users.c.user_id)
         async with self._db.connect() as conn:
-            ids = list((await conn.execute(ids_q)).scalars())
-            wanted = ids[start_index - 1 : start_index - 1 + count] if count > 0 else []
-            rows = []
-            if wanted:
-                page_q = (
-                    sa.select(scim_users, users.c.deactivated_at)
-                    .select_from(joined)
-                    .where(scim_users.c.user_id.in_(wanted))
-                )
-                by_id = {r.user_id: r for r in (await conn.execute(page_q)).all()}
-                rows = [by_id[i] for i in wanted if i in by_id]
-            groups = await _groups_of(conn, wanted, base_url) if wanted else {}
-        return len(ids), [render_user(r, base_url, groups.get(r.user_id)) for r in rows]
+            rows: list[Any] = []
+            if bound is None or columns_only(bound):
+                total_q = sa.select(sa.func.count()).select_from(scim_users).where(*conditions)
+                total = int((await conn.execute(total_q)).scalar_one())
+                if count > 0 and total >= start_index:
+                    page_q = page_base.where(*conditions).order_by(*order).limit(count).offset(start_index - 1)
+                    rows = list((await conn.execute(page_q)).all())
+            else:
+                ids_q = sa.select(scim_users.c.user_id).where(*conditions).order_by(*order)
+                ids = list((await conn.execute(ids_q)).scalars())
+                total = len(ids)
+                wanted = ids[start_index - 1 : start_index - 1 + count] if count > 0 else []
+                if wanted:
+                    found = (await conn.execute(page_base.where(scim_users.c.user_id.in_(wanted)))).all()
+                    by_id = {r.user_id: r for r in found}
+                    rows = [by_id[i] for i in wanted if i in by_id]
+            shown = [r.user_id for r in rows]
+            groups = await _groups_of(conn, shown, base_url) if shown else {}
+        return total, [render_user(r, base_url, groups.get(r.user_id)) for r in rows]
 
     # -- writing ---------------------------------------------------------------------------------------------
 
