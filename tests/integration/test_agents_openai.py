@@ -286,3 +286,25 @@ async def test_concurrent_runs_lose_no_event(tmp_path: Path) -> None:
         msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
         assert sorted(m["content"] for m in msgs if m["author"]["kind"] == "user") == sorted(f"p{i}" for i in range(20))
         assert sum(1 for m in msgs if m["author"]["kind"] == "agent" and m["content"] == words.strip()) == 20
+
+
+async def test_interrupt_right_after_dispatch(tmp_path: Path) -> None:
+    """An interrupt that lands before the run has called the model ends it without calling the model."""
+    from hangar.agents import AgentRunner
+    from hangar.workspace import Author
+
+    async with running_fake_openai() as fake, workspace_server(tmp_path) as (srv, client, ws):
+        space_id, agent_id = await _setup(client, ws, fake.url, "early")
+        runner = srv.ctx.service(AgentRunner)
+        run = await runner.dispatch(
+            ws, agent_id=agent_id, space_id=space_id, prompt="x", dispatched_by="test", prompt_author=Author.system()
+        )
+        stopped = await runner.interrupt(ws, run.id)
+        assert (stopped.status, stopped.outcome, stopped.error) == (
+            "finished",
+            "interrupted",
+            "the run was interrupted",
+        )
+        assert fake.bodies_for("early") == []
+        events = [e["type"] for e in (await client.call("runs.events", workspace_id=ws, runId=run.id))["events"]]
+        assert events == ["agents.runStarted", "agents.runFinished"]

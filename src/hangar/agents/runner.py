@@ -193,6 +193,7 @@ class AgentRunner:
         self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
         self._drivers: dict[str, asyncio.Task[None]] = {}
         self._adapters: dict[str, asyncio.Task[RunResult]] = {}
+        self._finishing: set[str] = set()
         self._interrupted: set[str] = set()
         self._owner = this_process()
 
@@ -343,6 +344,8 @@ class AgentRunner:
                 api_key=self.agents.api_key(workspace_id, agent.id),
                 secret_env=self.agents.secret_env(workspace_id, agent),
             )
+            if run_id in self._interrupted:  # interrupted before the adapter started
+                raise asyncio.CancelledError
             adapter_task = asyncio.get_running_loop().create_task(make_adapter(agent, self._http).run(request, live))
             self._adapters[run_id] = adapter_task
             try:
@@ -364,7 +367,11 @@ class AgentRunner:
             result = RunResult("failed", f"the run failed inside Hangar ({type(exc).__name__}); see the server log")
         finally:
             self._adapters.pop(run_id, None)
-            await asyncio.shield(self._finish(workspace_id, run_id, agent, space_id, live, output, result))
+            self._finishing.add(run_id)
+            try:
+                await asyncio.shield(self._finish(workspace_id, run_id, agent, space_id, live, output, result))
+            finally:
+                self._finishing.discard(run_id)
 
     async def _finish(
         self,
@@ -425,10 +432,12 @@ class AgentRunner:
         adapter = self._adapters.get(run_id)
         if run.status != "running" or driver is None:
             return run
-        self._interrupted.add(run_id)
-        # Before the adapter starts (or between), stopping the run's own task has the same effect.
-        (adapter or driver).cancel()
-        await asyncio.gather(driver, return_exceptions=True)
+        if run_id not in self._finishing:  # a run already being recorded as over keeps its own outcome
+            self._interrupted.add(run_id)
+            if adapter is not None:
+                adapter.cancel()
+            # Without an adapter yet, the run sees the flag before it would start one.
+        await asyncio.gather(asyncio.shield(driver), return_exceptions=True)
         return await self.store.get(workspace_id, run_id)
 
     async def wait(self, workspace_id: str, run_id: str) -> Run:
