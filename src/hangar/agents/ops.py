@@ -7,8 +7,9 @@ from typing import Any
 from pydantic import Field
 
 from hangar.agents.runner import AgentRunner
+from hangar.agents.runs import STATUSES
 from hangar.agents.service import AgentService
-from hangar.errors import Conflict
+from hangar.errors import Conflict, InvalidArgs
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import op
 from hangar.workspace import TeamService, check_dispatch_mode
@@ -144,6 +145,8 @@ class RunListArgs(WsArgs):
 @op("runs.list", kind="read", scope="workspace")
 async def runs_list(ctx: OpContext, args: RunListArgs) -> dict[str, Any]:
     """Runs, newest first, optionally of one space, agent or status (``running``, ``finished``)."""
+    if args.status is not None and args.status not in STATUSES:
+        raise InvalidArgs(f"status must be one of {', '.join(STATUSES)}, not {args.status!r}", field="status")
     runs = await ctx.app.service(AgentRunner).store.all(
         ctx.ws, space_id=args.space_id, agent_id=args.agent_id, status=args.status, limit=args.limit
     )

@@ -440,13 +440,6 @@ class AgentRunner:
         await asyncio.gather(asyncio.shield(driver), return_exceptions=True)
         return await self.store.get(workspace_id, run_id)
 
-    async def wait(self, workspace_id: str, run_id: str) -> Run:
-        """The run once it has finished (returns at once for a finished run)."""
-        driver = self._drivers.get(run_id)
-        if driver is not None:
-            await asyncio.gather(asyncio.shield(driver), return_exceptions=True)
-        return await self.store.get(workspace_id, run_id)
-
     async def events(self, workspace_id: str, run_id: str) -> list[StoredEvent]:
         """The run's persisted events in order: read in pages from its first event up to its ``runFinished``."""
         run = await self.store.get(workspace_id, run_id)
@@ -487,10 +480,6 @@ class AgentRunner:
             )
             await self._report_task(workspace_id, run.id, RunResult("failed", error), OutputHolder(None))
         return len(stale)
-
-    @property
-    def live_runs(self) -> int:
-        return len(self._drivers)
 
     async def wait_idle(self) -> None:
         """Until no run is live in this process (in-process commands wait on it before they exit, since

@@ -8,7 +8,6 @@ its repo worktrees are checked out and command-line agents run.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -243,13 +242,6 @@ class SpaceService:
                 workspace_id=workspace_id, space_id=space_id, state=state, step=step, detail=detail
             )
         )
-
-    async def remove_folder(self, workspace_id: str, space_id: str) -> bool:
-        folder = self.folder(workspace_id, space_id)
-        if not folder.exists():
-            return False
-        shutil.rmtree(folder, ignore_errors=True)
-        return True
 
     async def post(
         self,
