@@ -55,6 +55,7 @@ FILTERS = {
     "enterprise attribute": f'{ENTERPRISE_URN}:department eq "dept-7"',
     "externalId eq": 'externalId eq "ext-7777"',
     "unselective value filter": 'emails[type eq "work" and primary eq true]',
+    "every user (userName sw)": 'userName sw "user"',
 }
 
 

@@ -62,6 +62,13 @@ def derive_display_name(resource: dict[str, Any]) -> str:
     return "user"
 
 
+SORT_IN_MEMORY_BELOW = 1000
+_UNINDEXED_ORDER: tuple[ColumnElement[Any], ...] = (
+    sa.literal_column("+scim_users.created_at"),
+    sa.literal_column("+scim_users.user_id"),
+)
+
+
 class ScimDirectory:
     def __init__(self, engine: AsyncEngine, identity: IdentityService, clock: Clock) -> None:
         self._db = engine
@@ -171,7 +178,11 @@ class ScimDirectory:
                 total_q = sa.select(sa.func.count()).select_from(scim_users).where(*conditions)
                 total = int((await conn.execute(total_q)).scalar_one())
                 if count > 0 and total >= start_index:
-                    page_q = page_base.where(*conditions).order_by(*order).limit(count).offset(start_index - 1)
+                    # Many matches: walk the listing order and stop early. Few: find them by the filter's own
+                    # index and sort them (the unary plus keeps SQLite, which has no statistics here, from
+                    # walking the listing order over every user instead).
+                    by = order if total > SORT_IN_MEMORY_BELOW else _UNINDEXED_ORDER
+                    page_q = page_base.where(*conditions).order_by(*by).limit(count).offset(start_index - 1)
                     rows = list((await conn.execute(page_q)).all())
             else:
                 ids_q = sa.select(scim_users.c.user_id).where(*conditions).order_by(*order)
