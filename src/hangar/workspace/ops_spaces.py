@@ -13,7 +13,7 @@ from hangar.workspace.args import WsArgs
 from hangar.workspace.records import Author
 from hangar.workspace.repos import RepoService
 from hangar.workspace.spaces import SpaceService
-from hangar.workspace.watch import event_frame, follow_space
+from hangar.workspace.watch import SpaceFollower, event_frame
 from hangar.workspace.worktrees import WorktreeService
 from hangar.workspace.writes import WorkspaceWrites
 
@@ -129,9 +129,13 @@ async def spaces_watch(ctx: OpContext, args: SpaceWatchArgs) -> AsyncIterator[di
     With ``afterSeq`` the events persisted after that sequence number are sent first.
     """
     space = await _spaces(ctx).get(ctx.ws, args.space_id)
-    yield {"space": space.to_wire()}
-    async for event in follow_space(ctx.app, ctx.ws, args.space_id, after_seq=args.after_seq):
-        yield event_frame(event)
+    follower = SpaceFollower(ctx.app, ctx.ws, args.space_id)
+    try:
+        yield {"space": space.to_wire()}
+        async for event in follower.events(after_seq=args.after_seq):
+            yield event_frame(event)
+    finally:
+        await follower.aclose()
 
 
 class MessagePostArgs(WsArgs):
