@@ -214,6 +214,8 @@ async def test_malformed_requests_get_scim_errors(tmp_path: Path) -> None:
         scim_error(await http.get("/Users", params={"filter": 'userName eq "open'}), 400, "invalidFilter")
         scim_error(await http.get("/Users", params={"filter": "shoeSize gt 9"}), 400, "invalidFilter")
         scim_error(await http.get("/Users", params={"filter": "active gt true"}), 400, "invalidFilter")
+        for only_in_memory in ("meta pr", 'meta.version eq "W/1"', 'groups.$ref eq "x"'):
+            scim_error(await http.get("/Users", params={"filter": only_in_memory}), 400, "invalidFilter")
         scim_error(await http.get("/Users", params={"count": "many"}), 400, "invalidValue")
         scim_error(await http.get("/Users/no-such-id"), 404)
         scim_error(await http.get("/Bogus"), 404)

@@ -22,9 +22,9 @@ from sqlalchemy.sql.elements import ColumnElement
 from hangar.core.clock import Clock
 from hangar.identity import tables as identity_tables
 from hangar.identity.service import SETTING_OWNER, IdentityService
-from hangar.sso.scim.errors import ScimNotFound, ScimUniqueness
+from hangar.sso.scim.errors import ScimBadRequest, ScimNotFound, ScimUniqueness
 from hangar.sso.scim.index import index_rows
-from hangar.sso.scim.match import Bound, fold, get_ci
+from hangar.sso.scim.match import Bound, FilterSemanticError, fold, get_ci
 from hangar.sso.scim.patch import apply_patch
 from hangar.sso.scim.resource import canonical, require_user_name
 from hangar.sso.scim.schema import ENTERPRISE_URN, GROUP_URN, USER_URN, user_schema
@@ -169,7 +169,10 @@ class ScimDirectory:
         if owner:
             conditions.append(scim_users.c.user_id != owner)
         if bound is not None:
-            conditions.append(to_sql(bound))
+            try:
+                conditions.append(to_sql(bound))
+            except FilterSemanticError as exc:
+                raise ScimBadRequest("invalidFilter", f"filter: {exc}") from None
         order = (scim_users.c.created_at, scim_users.c.user_id)
         page_base = sa.select(scim_users, users.c.deactivated_at).join(users, users.c.id == scim_users.c.user_id)
         async with self._db.connect() as conn:
