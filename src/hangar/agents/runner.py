@@ -481,6 +481,11 @@ class AgentRunner:
             await self._report_task(workspace_id, run.id, RunResult("failed", error), OutputHolder(None))
         return len(stale)
 
+    @property
+    def busy(self) -> bool:
+        """Whether a run is live in this process."""
+        return bool(self._drivers)
+
     async def wait_idle(self) -> None:
         """Until no run is live in this process (in-process commands wait on it before they exit, since
         leaving would interrupt the runs their suspended steps wait for)."""

@@ -19,6 +19,7 @@ import typer
 
 from hangar.config import Settings
 from hangar.core.context import AppContext
+from hangar.core.events import StoredEvent
 from hangar.errors import HangarError
 from hangar.pipelines import template as tpl
 from hangar.pipelines.bodies.catalog import default_registry
@@ -100,10 +101,43 @@ async def _engine(data_dir: Path | None) -> AsyncIterator[tuple[AppContext, Pipe
     parts = [p for p in all_parts() if p.name != "pipelines"] + [PIPELINES_CLI_PART]
     async with open_context(settings, parts=parts) as ctx:
         engine = PipelineEngine.from_app(ctx)
+        # Events published in this process (an agent run's TaskFinished, a body's own events) resume the
+        # steps waiting on them here, as the server's subscription does.
+        engine.subscribed = True
+        sub = ctx.bus.subscribe(_forward(engine, _HANDLED), name="pipelines-cli")
         try:
             yield ctx, engine
         finally:
+            await ctx.bus.unsubscribe(sub)
             await engine.aclose()
+
+
+# Event ids a command handed to the engine itself (``emit`` needs the runs an event touched).
+_HANDLED: set[str] = set()
+
+
+def _forward(engine: PipelineEngine, handled: set[str]) -> Callable[[StoredEvent], Coroutine[Any, Any, None]]:
+    async def forward(ev: StoredEvent) -> None:
+        if ev.id in handled:
+            handled.discard(ev.id)
+            return
+        await engine.on_event(ev)
+
+    return forward
+
+
+async def _drive(ctx: AppContext, engine: PipelineEngine) -> None:
+    """Run on until nothing in this process can move: pipeline drivers settle, and agent runs that suspended
+    steps wait for finish here too (leaving would interrupt them)."""
+    from hangar.agents import AgentRunner
+
+    while True:
+        await engine.settle()
+        runner = ctx.maybe_service(AgentRunner)
+        if runner is None or not runner.busy:
+            return
+        await runner.wait_idle()
+        await ctx.bus.drain()
 
 
 async def _workspace(ctx: AppContext, name: str, *, create: bool) -> str:
@@ -178,7 +212,7 @@ def run(
             assert run_id is not None
             # On stderr, so --json output stays one document; the id is what `resume` needs after a crash.
             typer.echo(f"run {run_id} started", err=True)
-            await engine.settle()
+            await _drive(ctx, engine)
             snap = await engine.snapshot(ws, run_id)
         if as_json:
             _dump(snap)
@@ -205,8 +239,10 @@ def emit(
             ws = await _workspace(ctx, workspace, create=False)
             await engine.expire_suspensions(ws)
             stored = await ctx.bus.publish_raw(ws, event_type, body)
+            # Marked before this task yields, so the subscription cannot hand the same event over twice.
+            _HANDLED.add(stored.id)
             run_ids = await engine.on_event(stored)
-            await engine.settle()
+            await _drive(ctx, engine)
             snaps = [await engine.snapshot(ws, r) for r in run_ids]
         if as_json:
             _dump(snaps)
@@ -251,7 +287,7 @@ def resume(
             ws = await _workspace(ctx, workspace, create=False)
             await engine.expire_suspensions(ws)
             await engine.resume(ws, run_id)
-            await engine.settle()
+            await _drive(ctx, engine)
             snap = await engine.snapshot(ws, run_id)
         if as_json:
             _dump(snap)
