@@ -126,3 +126,11 @@ async def test_memberships_and_roles(ctx: AppContext) -> None:
 
 async def test_an_assertion_without_a_subject_is_refused(ctx: AppContext) -> None:
     assert "did not name" in await fail(ctx, SamlConnection(), who(subject=""))
+
+
+async def test_concurrent_first_sign_ins_of_one_person_both_succeed(ctx: AppContext) -> None:
+    import asyncio
+
+    results = await asyncio.gather(*(login(ctx, SamlConnection(), who("sub-race")) for _ in range(6)))
+    assert len({r.user.id for r in results}) == 1
+    assert sum(r.created for r in results) == 1
