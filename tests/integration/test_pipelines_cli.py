@@ -121,6 +121,12 @@ def test_run_contract_example_then_show(tmp_path: Path) -> None:
     assert run_dir == data / "pipelines" / out["runId"] and run_dir.is_dir()
     shown = cli("show", out["runId"], "--data-dir", str(data))
     assert shown.exit_code == 0 and json.loads(shown.stdout) == out
+    # The run is recorded against a manual trigger row of its template, like runs started over RPC.
+    (db,) = data.glob("*/workspace.db")
+    with sqlite3.connect(db) as conn:
+        triggers = conn.execute("SELECT id, kind, template_id FROM pipeline_triggers").fetchall()
+        (run_trigger,) = conn.execute("SELECT trigger_id FROM pipeline_runs WHERE id = ?", (out["runId"],)).fetchone()
+    assert [(k, t) for _, k, t in triggers] == [("manual", "triage")] and run_trigger == triggers[0][0]
     missing = cli("show", "no-such-run", "--data-dir", str(data))
     assert missing.exit_code == 2 and "pipeline run 'no-such-run' does not exist" in missing.stderr
 

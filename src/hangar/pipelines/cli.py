@@ -22,6 +22,7 @@ from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.errors import HangarError
 from hangar.pipelines import template as tpl
+from hangar.pipelines import triggers
 from hangar.pipelines.bodies.catalog import default_registry
 from hangar.pipelines.engine import PipelineEngine
 
@@ -208,7 +209,10 @@ def run(
         body = _payload(payload, inputs or [])
         async with _engine(data_dir) as (ctx, engine):
             ws = await _workspace(ctx, workspace, create=True)
-            run_id = await engine.start_run(ws, loaded.template, payload=body, dry_run=dry_run, by="cli")
+            trigger_id = await triggers.manual_trigger_id(engine, ws, loaded.template.id, by="cli", stored=False)
+            run_id = await engine.start_run(
+                ws, loaded.template, payload=body, dry_run=dry_run, trigger_id=trigger_id, by="cli"
+            )
             assert run_id is not None
             # On stderr, so --json output stays one document; the id is what `resume` needs after a crash.
             typer.echo(f"run {run_id} started", err=True)

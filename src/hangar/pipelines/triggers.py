@@ -103,12 +103,30 @@ async def create_trigger(
     return row
 
 
-async def manual_trigger_id(engine: PipelineEngine, ws: str, template_id: str, *, by: str | None = None) -> str:
-    """The template's manual trigger row, created on first use."""
+async def manual_trigger_id(
+    engine: PipelineEngine, ws: str, template_id: str, *, by: str | None = None, stored: bool = True
+) -> str:
+    """The template's manual trigger row, created on first use. ``stored=False`` is for templates run from a
+    file (``hangar pipeline run``), which need not be stored in the workspace to have their runs recorded."""
     found = await engine.store.list_triggers(ws, template_id=template_id, kind="manual")
     if found:
         return found[0].id
-    return (await create_trigger(engine, ws, template_id=template_id, kind="manual", by=by)).id
+    if stored:
+        return (await create_trigger(engine, ws, template_id=template_id, kind="manual", by=by)).id
+    row = TriggerRow(
+        id=new_id(),
+        template_id=template_id,
+        kind="manual",
+        event_type=None,
+        cron=None,
+        payload={},
+        enabled=True,
+        last_fired_at=None,
+        next_fire_at=None,
+        created_at=engine.clock.now(),
+    )
+    await engine.store.insert_trigger(ws, row, by=by)
+    return row.id
 
 
 async def fire_due_schedules(engine: PipelineEngine, ws: str) -> list[str]:
