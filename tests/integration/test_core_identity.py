@@ -157,3 +157,16 @@ async def test_concurrent_clients_are_isolated(tmp_path: Path) -> None:
 
         results = await asyncio.gather(*(one(i) for i in range(20)))
         assert set(results) == {"0.0.1"}
+
+
+async def test_audit_sequences_stay_gap_free_under_concurrency(tmp_path: Path) -> None:
+    async with running_server(tmp_path, parts=PARTS) as srv:
+        wid = await srv.new_workspace()
+        seqs = await asyncio.gather(
+            *(srv.ctx.audit.append(wid, principal="p", action="a", target="t") for _ in range(50))
+        )
+        assert sorted(seqs) == list(range(1, 51))
+        events = await asyncio.gather(*(srv.ctx.bus.publish(Noted(workspace_id=wid, text=str(i))) for i in range(20)))
+        assert sorted(e.seq for e in events) == list(range(events[0].seq, events[0].seq + 20))
+        replayed = await srv.ctx.bus.replay(wid, after_seq=events[0].seq - 1)
+        assert replayed[0].occurred_at.tzinfo is not None and len(replayed) == 20

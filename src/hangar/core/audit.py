@@ -7,7 +7,7 @@ which keeps only its length and SHA-256. The table refuses UPDATE and DELETE by 
 
 from __future__ import annotations
 
-import asyncio
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,6 +18,7 @@ from hangar.core import tables
 from hangar.core.clock import Clock
 from hangar.core.db import Databases
 from hangar.core.ids import sha256_hex
+from hangar.core.sqlite_writer import dt, js, transaction
 
 
 def sensitive(content: str | bytes) -> dict[str, Any]:
@@ -37,12 +38,24 @@ class AuditEntry:
     details: dict[str, Any]
 
 
+@transaction
+def _append(
+    conn: sqlite3.Connection, at: str | None, principal: str, action: str, target: str, details: str | None
+) -> int:
+    """One entry; the write transaction (BEGIN IMMEDIATE) keeps the per-target sequence gap-free across processes."""
+    row = conn.execute("SELECT max(target_seq) FROM audit_log WHERE target = ?", (target,)).fetchone()
+    seq = int(row[0] or 0) + 1
+    conn.execute(
+        "INSERT INTO audit_log (at, principal, action, target, target_seq, details) VALUES (?, ?, ?, ?, ?, ?)",
+        (at, principal, action, target, seq, details),
+    )
+    return seq
+
+
 class AuditLog:
     def __init__(self, dbs: Databases, clock: Clock) -> None:
         self._dbs = dbs
         self._clock = clock
-        # One writer per workspace in this process keeps the per-target sequence gap-free.
-        self._locks: dict[str, asyncio.Lock] = {}
 
     async def append(
         self,
@@ -54,21 +67,9 @@ class AuditLog:
         details: dict[str, Any] | None = None,
     ) -> int:
         """Record one entry; returns its per-target sequence number."""
-        engine = await self._dbs.workspace(workspace_id)
-        t = tables.audit_log
-        async with self._locks.setdefault(workspace_id, asyncio.Lock()), engine.begin() as conn:
-            last = (await conn.execute(sa.select(sa.func.max(t.c.target_seq)).where(t.c.target == target))).scalar()
-            seq = int(last or 0) + 1
-            await conn.execute(
-                sa.insert(t).values(
-                    at=self._clock.now(),
-                    principal=principal,
-                    action=action,
-                    target=target,
-                    target_seq=seq,
-                    details=details or {},
-                )
-            )
+        writer = await self._dbs.writer(workspace_id)
+        at = dt(self._clock.now())
+        seq: int = await writer.call(_append, at, principal, action, target, js(details or {}))
         return seq
 
     async def entries(self, workspace_id: str, *, target: str | None = None, limit: int = 500) -> list[AuditEntry]:

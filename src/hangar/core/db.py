@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from hangar.core.datadir import DataDir
+from hangar.core.sqlite_writer import Writer
 from hangar.errors import NotFound
 
 Scope = Literal["server", "workspace"]
@@ -94,6 +95,7 @@ class Databases:
         self._workspace_sets = [m for m in migrations if m.scope == "workspace"]
         self._server: AsyncEngine | None = None
         self._workspaces: dict[str, AsyncEngine] = {}
+        self._writers: dict[str, Writer] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def open(self) -> None:
@@ -130,7 +132,18 @@ class Databases:
             self._workspaces[workspace_id] = engine
             return engine
 
+    async def writer(self, workspace_id: str) -> Writer:
+        """The fast write path to the workspace database (opened and migrated like ``workspace``)."""
+        writer = self._writers.get(workspace_id)
+        if writer is None:
+            await self.workspace(workspace_id)
+            writer = self._writers.setdefault(workspace_id, Writer(str(self._datadir.workspace_db(workspace_id))))
+        return writer
+
     async def forget_workspace(self, workspace_id: str) -> None:
+        writer = self._writers.pop(workspace_id, None)
+        if writer is not None:
+            await writer.aclose()
         engine = self._workspaces.pop(workspace_id, None)
         if engine is not None:
             await engine.dispose()
@@ -139,6 +152,9 @@ class Databases:
         return list(self._workspaces)
 
     async def aclose(self) -> None:
+        writers, self._writers = list(self._writers.values()), {}
+        for writer in writers:
+            await writer.aclose()
         for engine in list(self._workspaces.values()):
             await engine.dispose()
         self._workspaces.clear()

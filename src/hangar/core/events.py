@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +23,7 @@ from hangar.core import tables
 from hangar.core.clock import Clock
 from hangar.core.db import Databases
 from hangar.core.ids import new_id
+from hangar.core.sqlite_writer import dt, js, transaction
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,15 @@ class EventRegistry:
 Handler = Callable[[StoredEvent], Awaitable[None]]
 
 
+@transaction
+def _insert_event(conn: sqlite3.Connection, ev_id: str, type_name: str, at: str | None, payload: str | None) -> int:
+    cur = conn.execute(
+        "INSERT INTO domain_events (id, type, occurred_at, payload) VALUES (?, ?, ?, ?)",
+        (ev_id, type_name, at, payload),
+    )
+    return int(cur.lastrowid or 0)
+
+
 @dataclass(eq=False)
 class Subscription:
     name: str
@@ -133,14 +144,10 @@ class EventBus:
 
     async def publish_raw(self, workspace_id: str, type_name: str, payload: dict[str, Any]) -> StoredEvent:
         """Persist and deliver an event given by wire name (for events named at run time, e.g. from a CLI)."""
-        engine = await self._dbs.workspace(workspace_id)
+        writer = await self._dbs.writer(workspace_id)
         ev_id = new_id()
         at = self._clock.now()
-        async with engine.begin() as conn:
-            result = await conn.execute(
-                sa.insert(tables.domain_events).values(id=ev_id, type=type_name, occurred_at=at, payload=payload)
-            )
-            seq = int(result.inserted_primary_key[0])  # type: ignore[index]
+        seq = await writer.call(_insert_event, ev_id, type_name, dt(at), js(payload))
         stored = StoredEvent(workspace_id, seq, ev_id, type_name, at, payload)
         self._deliver(stored)
         return stored

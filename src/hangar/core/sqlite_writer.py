@@ -1,0 +1,129 @@
+"""A fast write path for small SQLite transactions: plain connections, one transaction per call.
+
+Why: through the async engine a small transaction costs about a millisecond of thread hops (aiosqlite), far more
+than the write itself. Writers on the hot paths (domain events, the audit log, pipeline ticks) use this instead.
+Datetimes are written the way SQLAlchemy's SQLite ``DateTime`` stores them (UTC, no offset) and JSON compactly,
+so the SQLAlchemy readers read these rows back like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@functools.lru_cache(maxsize=512)
+def dt(value: datetime | None) -> str | None:
+    """A datetime as SQLAlchemy's SQLite ``DateTime`` stores it (UTC, no offset), so its readers parse it."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        if value.utcoffset():
+            value = value.astimezone(UTC)
+        value = value.replace(tzinfo=None)
+    return value.isoformat(sep=" ", timespec="microseconds")
+
+
+def js(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, separators=(",", ":"), default=str)
+
+
+def connect(path: str, *, busy_ms: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute(f"PRAGMA busy_timeout={busy_ms}")
+    return conn
+
+
+def transaction(fn: Callable[..., T]) -> Callable[..., T]:
+    """Run ``fn(conn, ...)`` inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back when it raises)."""
+
+    def wrapped(conn: sqlite3.Connection, *args: Any) -> T:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn, *args)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
+    return wrapped
+
+
+class Writer:
+    """Plain SQLite connections to one database file, one transaction per ``call``.
+
+    Fast path: the tick is written on the event loop by a connection that never waits for the lock
+    (``busy_timeout=0``) and never checkpoints the WAL (``wal_autocheckpoint=0``), so it costs tens of
+    microseconds and cannot stall the loop. When another writer holds the lock the same transaction is
+    written from a dedicated thread by a connection that waits; that thread also checkpoints the WAL every
+    ``CHECKPOINT_EVERY`` fast commits. Why: a thread hop per tick costs more than the write itself (see
+    bench/bench_pipelines.py).
+    """
+
+    CHECKPOINT_EVERY = 500
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._fast: sqlite3.Connection | None = None
+        self._slow: sqlite3.Connection | None = None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+        self._since_checkpoint = 0
+        self._checkpointing: asyncio.Future[Any] | None = None
+
+    def _slow_conn(self) -> sqlite3.Connection:
+        if self._slow is None:
+            self._slow = connect(self._path, busy_ms=10_000)
+        return self._slow
+
+    def _slow_call(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        return fn(self._slow_conn(), *args)
+
+    def _checkpoint(self) -> None:
+        self._slow_conn().execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(connection, *args)``, which runs one transaction: on the loop when the lock is free at once,
+        else on the writer thread."""
+        loop = asyncio.get_running_loop()
+        if self._fast is None:
+            self._fast = connect(self._path, busy_ms=0)
+            self._fast.execute("PRAGMA wal_autocheckpoint=0")
+        try:
+            result = fn(self._fast, *args)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            return await loop.run_in_executor(self._pool, self._slow_call, fn, args)
+        self._since_checkpoint += 1
+        if self._since_checkpoint >= self.CHECKPOINT_EVERY and (
+            self._checkpointing is None or self._checkpointing.done()
+        ):
+            self._since_checkpoint = 0
+            self._checkpointing = loop.run_in_executor(self._pool, self._checkpoint)
+        return result
+
+    def _close(self) -> None:
+        if self._slow is not None:
+            self._slow.close()
+            self._slow = None
+
+    async def aclose(self) -> None:
+        if self._fast is not None:
+            self._fast.close()
+            self._fast = None
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._pool, self._close)
+        self._pool.shutdown(wait=True)
