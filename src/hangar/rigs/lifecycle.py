@@ -485,7 +485,6 @@ class RigLifecycle:
             live.phase = Phase.closed
             live.notify_phase(reason.value)
             live.ended.set()
-            self.store.forget(live.id)
 
     async def _fail(self, live: LiveRig, detail: str) -> None:
         if live.phase not in LIVE_PHASES:
@@ -509,7 +508,6 @@ class RigLifecycle:
         finally:
             live.notify_phase(CloseReason.backend_failure.value)
             live.ended.set()
-            self.store.forget(live.id)
 
     async def _publish_closed(self, live: LiveRig, reason: CloseReason, phase: Phase) -> None:
         event = RigClosedEvent(

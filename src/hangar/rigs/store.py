@@ -8,7 +8,7 @@ arrives here already reduced by ``hangar.core.audit.sensitive`` to a length and 
 
 from __future__ import annotations
 
-import asyncio
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.clock import Clock
 from hangar.core.db import Databases, MigrationSet
+from hangar.core.sqlite_writer import dt, js, transaction
 from hangar.core.types import UtcDateTime
 from hangar.rigs.model import LIVE_PHASES, CloseReason, Phase, RigRecord, Surface
 
@@ -59,6 +60,21 @@ rig_action_log = sa.Table(
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("details", sa.JSON, nullable=False),
 )
+
+
+@transaction
+def _append_action(
+    conn: sqlite3.Connection, rig_id: str, at: str | None, principal: str, verb: str, outcome: str, details: str | None
+) -> int:
+    """One action row; the write transaction keeps the per-rig sequence gap-free, across processes too."""
+    row = conn.execute("SELECT max(seq) FROM rig_action_log WHERE rig_id = ?", (rig_id,)).fetchone()
+    seq = int(row[0] or 0) + 1
+    conn.execute(
+        "INSERT INTO rig_action_log (rig_id, seq, at, principal, verb, outcome, details) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (rig_id, seq, at, principal, verb, outcome, details),
+    )
+    return seq
+
 
 MIGRATIONS = MigrationSet("rigs", "workspace", Path(__file__).parent / "migrations")
 
@@ -102,10 +118,6 @@ class RigStore:
     def __init__(self, dbs: Databases, clock: Clock) -> None:
         self._dbs = dbs
         self._clock = clock
-        # One writer per rig in this process keeps the per-rig sequence gap-free; the last number is remembered
-        # so an append is one INSERT (the unique (rig_id, seq) constraint still guards it).
-        self._seq_locks: dict[str, asyncio.Lock] = {}
-        self._last_seq: dict[str, int] = {}
 
     async def _engine(self, ws: str) -> AsyncEngine:
         return await self._dbs.workspace(ws)
@@ -181,27 +193,9 @@ class RigStore:
         details: dict[str, Any] | None = None,
     ) -> int:
         """Record one input event; returns its per-rig sequence number."""
-        t = rig_action_log
-        engine = await self._engine(ws)
-        async with self._seq_locks.setdefault(rig_id, asyncio.Lock()), engine.begin() as conn:
-            last = self._last_seq.get(rig_id)
-            if last is None:
-                found = (await conn.execute(sa.select(sa.func.max(t.c.seq)).where(t.c.rig_id == rig_id))).scalar()
-                last = int(found or 0)
-            seq = last + 1
-            await conn.execute(
-                sa.insert(t).values(
-                    rig_id=rig_id,
-                    seq=seq,
-                    at=self._clock.now(),
-                    principal=principal,
-                    verb=verb,
-                    outcome=outcome,
-                    details=details or {},
-                )
-            )
-        # Only after the commit: a failed insert must not skip a number.
-        self._last_seq[rig_id] = seq
+        writer = await self._dbs.writer(ws)
+        at = dt(self._clock.now())
+        seq: int = await writer.call(_append_action, rig_id, at, principal, verb, outcome, js(details or {}))
         return seq
 
     async def actions(self, ws: str, rig_id: str) -> list[ActionEntry]:
@@ -212,8 +206,3 @@ class RigStore:
             ActionEntry(r["rig_id"], r["seq"], r["at"], r["principal"], r["verb"], r["outcome"], dict(r["details"]))
             for r in rows
         ]
-
-    def forget(self, rig_id: str) -> None:
-        """Drop in-process bookkeeping for a rig that reached a final phase."""
-        self._seq_locks.pop(rig_id, None)
-        self._last_seq.pop(rig_id, None)
