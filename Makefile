@@ -2,12 +2,15 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Debian packages the tests drive for real (sandboxes, browsers, protocol peers, load generators).
-APT_PACKAGES := git bubblewrap passt mmdebstrap iproute2 nftables util-linux chromium chromium-driver nginx-light wrk xmlsec1 \
-	nodejs npm
+# Debian packages the tests drive for real: namespaces and the rigs' image builder and firewall, a browser, the
+# SAML peer's signer. Node.js and npm (the OIDC peer) are installed only when the commands are missing, since
+# many machines carry them from another source that Debian's npm would conflict with.
+APT_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux chromium xmlsec1
+# Load generator and peer server for `make bench`.
+APT_BENCH_PACKAGES := nginx-light wrk
 DATA_DIR ?=
 
-.PHONY: install run test apt-deps lint typecheck pytest bench clean
+.PHONY: install run test apt-deps apt-bench-deps lint typecheck pytest bench clean
 
 $(BIN)/hangar: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,15 +24,23 @@ run: install
 	$(BIN)/hangar serve $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 # Installs only the Debian packages that are missing; needs root (CI runs as root) or sudo.
-apt-deps:
-	@missing=""; for p in $(APT_PACKAGES); do \
+define apt_install
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
+	if [ "$(2)" = node ] && ! { command -v node && command -v npm; } >/dev/null; then missing="$$missing nodejs npm"; fi; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+endef
+
+apt-deps:
+	$(call apt_install,$(APT_PACKAGES),node)
+
+apt-bench-deps:
+	$(call apt_install,$(APT_BENCH_PACKAGES),)
 
 lint: install
 	$(BIN)/ruff check src tests bench
@@ -43,7 +54,7 @@ pytest: install apt-deps
 
 test: install apt-deps lint typecheck pytest
 
-bench: install apt-deps
+bench: install apt-deps apt-bench-deps
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
