@@ -134,7 +134,8 @@ def main() -> int:
     args = parser.parse_args()
     for tool in ("wrk", "nginx"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
-            print(f"{tool} is missing: install Debian's wrk and nginx-light (make apt-deps)", file=sys.stderr)
+            hint = "install Debian's wrk and nginx-light (make apt-bench-deps, which make bench runs)"
+            print(f"{tool} is missing: {hint}", file=sys.stderr)
             return 2
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     hangar = str(Path(sys.executable).with_name("hangar"))
