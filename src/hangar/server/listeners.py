@@ -41,6 +41,10 @@ class Listener:
             # RPC frames are small JSON; compressing each costs more CPU than the bytes it saves on loopback/LAN.
             ws_per_message_deflate=False,
             log_level="warning",
+            # Per-request work the server need not do: an access log nobody reads at this level, and a Server
+            # header clients do not use. (Date stays: an origin server with a clock must send it.)
+            access_log=False,
+            server_header=False,
             lifespan="on",
         )
         self.server = _Server(config)
