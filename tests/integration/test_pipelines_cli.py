@@ -21,47 +21,9 @@ from typer.testing import CliRunner
 from hangar.pipelines.bodies import catalog
 from hangar.pipelines.cli import pipeline_app
 from hangar.pipelines.lease import DriverLock
+from tests.unit.pipelines.test_template import CONTRACT_EXAMPLE
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
-
-CONTRACT_EXAMPLE: dict[str, Any] = {
-    "id": "triage",
-    "name": "Triage a report",
-    "steps": [
-        {"id": "start", "kind": "trigger", "body": "pipeline.trigger"},
-        {
-            "id": "check",
-            "kind": "listen",
-            "body": "shell.run",
-            "trigger": {"sourceStepIds": ["start"]},
-            "config": {
-                "script": "grep -c ERROR {{log_path}}",
-                "outputKey": "errors",
-                "retryPolicy": {"maxAttempts": 3, "backoff": "exponential", "initialDelayMs": 200},
-                "continueOnFail": False,
-                "timeoutMs": 30000,
-            },
-        },
-        {
-            "id": "route",
-            "kind": "router",
-            "body": "flow.router",
-            "trigger": {"sourceStepIds": ["check"]},
-            "config": {"extras": {"predicate": {"type": "comparison", "left": "errors", "op": "gt", "right": 0}}},
-        },
-        {
-            "id": "fix",
-            "kind": "listen",
-            "body": "shell.run",
-            "trigger": {"sourceStepIds": ["route"]},
-            "config": {"script": "echo fixing"},
-        },
-        {"id": "both", "kind": "join", "body": "pipeline.trigger", "waitForStepIds": ["fix"]},
-        {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["both"]}},
-    ],
-    "edges": [{"from": "route", "to": "fix", "routeKey": "true"}],
-}
-
 
 RUNNER = CliRunner()
 

@@ -124,12 +124,10 @@ class RigHandle(ABC):
         leaves the rig root, or crosses a symlink, is ``Refused``."""
 
     @abstractmethod
-    async def read_file(self, guest_path: str) -> AsyncIterator[bytes]:
+    def read_file(self, guest_path: str) -> AsyncIterator[bytes]:
         """Stream a regular file's bytes from inside the rig (an async generator: ``async for chunk in
         handle.read_file(p)``, no ``await``). ``NotFound`` when missing; ``Refused`` for paths escaping the
         rig (``..``, symlinks pointing out) and for non-regular files; raised on the first iteration."""
-        raise NotImplementedError
-        yield b""  # pragma: no cover - makes this an async generator, as implementations are
 
     @abstractmethod
     def alive(self) -> bool:
