@@ -7,10 +7,6 @@ import asyncio
 import base64
 import contextlib
 import json
-import re
-import shutil
-import subprocess
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,19 +16,9 @@ import pytest
 import websockets
 
 from tests.integration.site_env import RunningSite, serve_site
+from tests.support.chromium import CHROMIUM, headless_chromium
 
-CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make apt-deps)")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--remote-debugging-port=0",
-]
 
 
 @pytest.fixture(scope="module")
@@ -79,45 +65,22 @@ class Page:
 
 
 @contextlib.asynccontextmanager
-async def chromium_page(width: int, height: int, mobile: bool) -> AsyncIterator[Page]:
-    assert CHROMIUM is not None
-    with tempfile.TemporaryDirectory() as profile:
-        proc = subprocess.Popen(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert proc.stderr is not None
-            port = None
-            for _ in range(200):
-                line = await asyncio.to_thread(proc.stderr.readline)
-                found = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
-                if found:
-                    port = int(found.group(1))
-                    break
-            assert port, "chromium did not report its DevTools port"
-            async with httpx.AsyncClient() as http:
-                targets = (await http.get(f"http://127.0.0.1:{port}/json/list")).json()
-            page_ws = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
-            async with websockets.connect(page_ws, max_size=64 << 20) as ws:
-                page = Page(ws)
-                await page.call("Page.enable")
-                await page.call(
-                    "Emulation.setDeviceMetricsOverride",
-                    width=width,
-                    height=height,
-                    deviceScaleFactor=1,
-                    mobile=mobile,
-                )
-                yield page
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+async def chromium_page(profile: Path, width: int, height: int, mobile: bool) -> AsyncIterator[Page]:
+    async with headless_chromium(profile) as endpoint:
+        async with httpx.AsyncClient() as http:
+            targets = (await http.get(f"http://{endpoint}/json/list")).json()
+        page_ws = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
+        async with websockets.connect(page_ws, max_size=64 << 20) as ws:
+            page = Page(ws)
+            await page.call("Page.enable")
+            await page.call(
+                "Emulation.setDeviceMetricsOverride",
+                width=width,
+                height=height,
+                deviceScaleFactor=1,
+                mobile=mobile,
+            )
+            yield page
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -126,7 +89,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 
 async def test_phone_width_landing_and_manual_page(site: RunningSite, tmp_path: Path) -> None:
-    async with chromium_page(390, 844, mobile=True) as page:
+    async with chromium_page(tmp_path / "profile", 390, 844, mobile=True) as page:
         await page.goto(site.url + "/")
         assert await page.js("document.querySelector('h1').textContent") == "Hangar"
         nav = await page.js("[...document.querySelectorAll('.topnav a')].map(a => a.textContent)")
@@ -150,7 +113,7 @@ async def test_phone_width_landing_and_manual_page(site: RunningSite, tmp_path: 
 
 
 async def test_desktop_width_shows_the_sidebar_beside_the_text(site: RunningSite, tmp_path: Path) -> None:
-    async with chromium_page(1280, 900, mobile=False) as page:
+    async with chromium_page(tmp_path / "profile", 1280, 900, mobile=False) as page:
         await page.goto(site.url + "/manual/guides/pair-a-device")
         side = await page.js("JSON.stringify(document.querySelector('#manual-nav').getBoundingClientRect())")
         main = await page.js("JSON.stringify(document.querySelector('main').getBoundingClientRect())")

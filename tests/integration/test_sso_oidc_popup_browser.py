@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
-import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,10 +23,10 @@ import websockets
 
 from tests.peers.oidc_provider import drive_login, oidc_provider
 from tests.peers.sso_parts import SSO_PARTS
+from tests.support.chromium import CHROMIUM, headless_chromium
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 
-CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 CONNECT_TAB = (
@@ -81,28 +80,7 @@ async def connect_tab_result(url: str, profile: Path) -> str | None:
     """Open ``url`` in headless Chromium, wait until the popup it opens has run and closed itself (the tab
     watches ``popup.closed``), and return what the tab recorded (None when no message reached it). Driven over
     the DevTools protocol."""
-    assert CHROMIUM is not None
-    proc = await asyncio.create_subprocess_exec(
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-popup-blocking",
-        "--remote-debugging-port=0",
-        f"--user-data-dir={profile}",
-        url,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert proc.stderr is not None
-        endpoint = ""
-        while not endpoint:
-            line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
-            if not line:
-                raise RuntimeError("chromium exited before opening DevTools")
-            if "DevTools listening on ws://" in line:
-                endpoint = line.split("ws://", 1)[1].split("/", 1)[0]
+    async with headless_chromium(profile, url, "--disable-popup-blocking") as endpoint:
         async with httpx.AsyncClient(base_url=f"http://{endpoint}") as devtools:
             tab = None
             while tab is None:
@@ -128,9 +106,6 @@ async def connect_tab_result(url: str, profile: Path) -> str | None:
                     return await read("data-got", call + 1)
                 await asyncio.sleep(0.05)
         raise AssertionError("the popup never ran and closed")
-    finally:
-        proc.kill()
-        await proc.wait()
 
 
 async def test_popup_posts_the_credential_only_to_a_trusted_connect_tab(tmp_path: Path) -> None:
