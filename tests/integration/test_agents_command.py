@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -47,6 +48,27 @@ async def test_command_output_is_streamed_and_posted(tmp_path: Path, prompt_via:
         assert streamed == f"cwd={folder}\nyou said: echo hello there\n"
         msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
         assert msgs[-1]["author"]["kind"] == "agent" and msgs[-1]["content"] == streamed.strip()
+
+
+async def test_command_agent_reads_its_context_file(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        space_id, agent_id = await _agent(client, ws, "stdin")
+        await client.call("agents.update", workspace_id=ws, agent_id=agent_id, systemPrompt="Be brief.")
+        await client.call("messages.post", workspace_id=ws, space_id=space_id, content="hello agent")
+        first = await client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="echo hi")
+        await wait_run(client, ws, first["runId"])
+        second = await client.call(
+            "agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="context please"
+        )
+        await wait_run(client, ws, second["runId"])
+        msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
+        seen = json.loads(msgs[-1]["content"])
+        assert seen["mode"] == "0o600" and seen["prompt"] == "context please"
+        assert seen["agent"] == {"id": agent_id, "name": "Cli", "role": "member", "systemPrompt": "Be brief."}
+        assert seen["turns"][0] == "Server owner: hello agent"
+        assert seen["turns"][-1].startswith("me: cwd=")
+        folder = Path((await client.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"])
+        assert not list(folder.glob(".hangar-context-*"))  # removed when the run ended
 
 
 async def test_command_failure_reports_exit_status_and_stderr(tmp_path: Path) -> None:

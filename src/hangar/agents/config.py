@@ -61,6 +61,8 @@ class CommandAdapter(_Config):
     env: dict[str, str] = Field(default_factory=dict)
     secret_env: dict[str, str] = Field(default_factory=dict)
     secret_env_names: tuple[str, ...] = ()
+    # Messages of the space handed over in the context file (``HANGAR_CONTEXT_FILE``), as for chat models.
+    history_limit: int = Field(default=50, ge=0, le=1000)
 
     @field_validator("env", "secret_env")
     @classmethod

@@ -319,7 +319,7 @@ class AgentRunner:
         output = live.output
         result = RunResult("failed", "the run ended before it started")
         try:
-            limit = agent.adapter.history_limit if isinstance(agent.adapter, OpenAIAdapter) else 0
+            limit = agent.adapter.history_limit
             recent = await self.spaces.recent(workspace_id, space_id, limit=limit + 1) if limit else []
             # The conversation before this run: its prompt (perhaps not written yet) is added last by the adapter.
             recent = [m for m in recent if m["id"] != prompt_message_id][-limit:] if limit else []

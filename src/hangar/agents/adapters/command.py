@@ -5,8 +5,14 @@ element, else is appended). Stdout is relayed as text deltas while the program r
 agent's reply when it exits 0. The program runs in its own process group, so an interrupt (or the timeout)
 ends it and everything it started.
 
-Output contract: the environment carries ``HANGAR_RUN_ID``, ``HANGAR_SPACE_ID``, ``HANGAR_WORKSPACE_ID`` and
-``HANGAR_OUTPUT_FILE``; with an output schema also ``HANGAR_OUTPUT_SCHEMA``. A program that writes a JSON
+Input contract: the environment carries ``HANGAR_RUN_ID``, ``HANGAR_SPACE_ID``, ``HANGAR_WORKSPACE_ID``,
+``HANGAR_CONTEXT_FILE`` and ``HANGAR_OUTPUT_FILE``; with an output schema also ``HANGAR_OUTPUT_SCHEMA``. The
+context file is a JSON document with what a chat-completions agent would be given: the agent (id, name, role,
+system prompt), the prompt, and the space's recent messages oldest first (author kind and name, content, ``own``
+when this agent wrote it), so a command-line agent can hold a conversation instead of seeing one prompt. It is
+written 0600 and removed when the run ends.
+
+Output contract: A program that writes a JSON
 document to ``$HANGAR_OUTPUT_FILE`` submits it (the command-line equivalent of ``submit_output``); otherwise the
 last stdout line that parses as JSON is submitted.
 """
@@ -24,6 +30,7 @@ from typing import Any
 
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
 from hangar.agents.config import CommandAdapter
+from hangar.core.fileio import write_private_atomic
 
 _STDERR_TAIL = 2000
 _KILL_GRACE_SECONDS = 2.0
@@ -47,6 +54,8 @@ class CommandLineAdapter(Adapter):
         await io.turn_started(turn)
         request.folder.mkdir(parents=True, exist_ok=True)
         out_file = request.folder / f".hangar-output-{request.run_id}.json"
+        context_file = request.folder / f".hangar-context-{request.run_id}.json"
+        write_private_atomic(context_file, json.dumps(_context(request), ensure_ascii=False).encode())
         env = {
             **os.environ,
             **self._cfg.env,
@@ -55,6 +64,7 @@ class CommandLineAdapter(Adapter):
             "HANGAR_SPACE_ID": request.space_id,
             "HANGAR_WORKSPACE_ID": request.workspace_id,
             "HANGAR_OUTPUT_FILE": str(out_file),
+            "HANGAR_CONTEXT_FILE": str(context_file),
         }
         if request.output_schema is not None:
             env["HANGAR_OUTPUT_SCHEMA"] = json.dumps(request.output_schema)
@@ -69,6 +79,7 @@ class CommandLineAdapter(Adapter):
                 start_new_session=True,
             )
         except OSError as exc:
+            context_file.unlink(missing_ok=True)
             error = f"the command {self._cfg.argv[0]!r} cannot be started: {exc.strerror or exc}"
             await io.turn_finished(turn, "failed", error)
             return RunResult("failed", error)
@@ -78,8 +89,9 @@ class CommandLineAdapter(Adapter):
             await _kill_group(proc)
             raise
         finally:
-            with contextlib.suppress(OSError):
-                out_file.unlink(missing_ok=True)
+            for path in (out_file, context_file):
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
         return result
 
     async def _drive(
@@ -137,6 +149,18 @@ class CommandLineAdapter(Adapter):
 
 
 _NOTHING: Any = object()
+
+
+def _context(req: RunRequest) -> dict[str, Any]:
+    agent = req.agent
+    return {
+        "agent": {"id": agent.id, "name": agent.name, "role": agent.role, "systemPrompt": agent.system_prompt},
+        "prompt": req.prompt,
+        "history": [
+            {"author": {"kind": m.author_kind, "name": m.author_name}, "content": m.content, "own": m.own}
+            for m in req.history
+        ],
+    }
 
 
 def _harvest(out_file: Path, stdout: str) -> Any:

@@ -32,6 +32,13 @@ elif word == "lastline":
     print(json.dumps({"n": 2, "schemaType": "object"}), flush=True)
 elif word == "env":
     print(f"token={os.environ.get('AGENT_TOKEN', '-')} plain={os.environ.get('PLAIN', '-')}", flush=True)
+elif word == "context":
+    path = os.environ["HANGAR_CONTEXT_FILE"]
+    with open(path) as fh:
+        context = json.load(fh)
+    mode = oct(os.stat(path).st_mode & 0o777)
+    turns = [f"{'me' if m['own'] else m['author']['name']}: {m['content']}" for m in context["history"]]
+    print(json.dumps({"mode": mode, "agent": context["agent"], "prompt": context["prompt"], "turns": turns}))
 elif word == "bad":
     print(json.dumps({"n": "two"}), flush=True)
 else:
