@@ -162,8 +162,9 @@ async def runs_events(ctx: OpContext, args: RunRef) -> dict[str, Any]:
 
 @op("runs.interrupt", kind="mutate", scope="workspace")
 async def runs_interrupt(ctx: OpContext, args: RunRef) -> dict[str, Any]:
-    """Stop a running run (outcome ``interrupted``); a finished run is returned unchanged."""
-    run = await ctx.app.service(AgentRunner).interrupt(ctx.ws, args.run_id)
+    """Stop a running run (outcome ``interrupted``), whichever process drives it, and return it once it is over;
+    a finished run is returned unchanged."""
+    run = await ctx.app.service(AgentRunner).interrupt(ctx.ws, args.run_id, by=ctx.principal.label)
     await audit_queued(ctx, "runs.interrupt", f"run:{run.id}", {"outcome": run.outcome})
     return run.to_wire()
 

@@ -3,17 +3,25 @@ interrupts them, and reports each finished run as a task (``hangar.pipelines.eve
 
 Dispatch records the run, posts the prompt into the space and returns at once; the run proceeds in its own
 task. Whatever happens to the far side, the run ends with an outcome and its record, the space and the events
-already published stay as they are. A run left ``running`` by a stopped server is closed as ``failed`` on the
-next start.
+already published stay as they are.
+
+The process driving a run holds its driver lock (``<dataDir>/agents/runs/<runId>/.driver.lock``, the same kind
+pipelines use) from before the run is recorded until its end is, so the kernel tells every other process whether
+the driver is alive. A run left ``running`` by a dead process is closed as ``failed`` by the next process to
+start (or ``interrupted`` when someone had asked it to stop). Any process can interrupt a run: the request is a
+file beside the lock, which the driving process looks for while it drives runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import shutil
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,8 +41,9 @@ from hangar.agents.tools import OutputHolder, RunToolbox
 from hangar.core.context import AppContext
 from hangar.core.events import DomainEvent, StoredEvent
 from hangar.core.ids import new_id
-from hangar.errors import InvalidArgs, Refused
+from hangar.errors import InvalidArgs, Refused, Unavailable
 from hangar.pipelines.events import TaskFinished
+from hangar.pipelines.lease import STOP_POLL_S, STOP_WAIT_S, DriverLock, clear_stop, request_stop, stop_requested
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -195,7 +204,12 @@ class AgentRunner:
         self._adapters: dict[str, asyncio.Task[RunResult]] = {}
         self._finishing: set[str] = set()
         self._interrupted: set[str] = set()
+        self._locks: dict[str, DriverLock] = {}
+        self._stop_watch: asyncio.Task[None] | None = None
         self._owner = this_process()
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.app.datadir.root / "agents" / "runs" / run_id
 
     async def publish(self, event: DomainEvent) -> StoredEvent:
         """Publish a run event as the workspace's sole writer of the moment (see ``WorkspaceWrites``)."""
@@ -277,17 +291,27 @@ class AgentRunner:
             )
             for agent in agents
         ]
+        # Each run's driver lock is held before its row says ``running``: no other process can take it for dead.
+        for run in runs:
+            lock = DriverLock.try_acquire(self.run_dir(run.id))
+            assert lock is not None  # a new id: nobody else knows it yet
+            self._locks[run.id] = lock
         # The runs and their prompt are recorded in one transaction (the message names the first run); the rest
         # is written by each run's queue, in order, while the model is being called.
-        prompt_message = await self.spaces.record(
-            workspace_id,
-            space_id,
-            prompt_author,
-            prompt,
-            run_id=runs[0].id,
-            space=space,
-            also=[sa.insert(tables.agent_runs).values([r.__dict__ for r in runs])],
-        )
+        try:
+            prompt_message = await self.spaces.record(
+                workspace_id,
+                space_id,
+                prompt_author,
+                prompt,
+                run_id=runs[0].id,
+                space=space,
+                also=[sa.insert(tables.agent_runs).values([r.__dict__ for r in runs])],
+            )
+        except BaseException:
+            for run in runs:
+                self._release(run.id)
+            raise
         for i, (agent, run) in enumerate(zip(agents, runs, strict=True)):
             live = _LiveRun(self, workspace_id, run.id, agent, space_id, OutputHolder(output_schema))
             if i == 0:
@@ -312,6 +336,33 @@ class AgentRunner:
         )
         self._drivers[run_id] = task
         task.add_done_callback(lambda _t: self._drivers.pop(run_id, None))
+        if self._stop_watch is None or self._stop_watch.done():
+            self._stop_watch = asyncio.get_running_loop().create_task(self._watch_stops(), name="agent-stop-requests")
+
+    async def _watch_stops(self) -> None:
+        """While this process drives runs: interrupt those another process asked to stop (a stat per live run
+        every ``STOP_POLL_S``)."""
+        while self._drivers:
+            await asyncio.sleep(STOP_POLL_S)
+            for run_id in list(self._drivers):
+                if run_id not in self._interrupted and stop_requested(self.run_dir(run_id)):
+                    self._interrupt_here(run_id)
+
+    def _interrupt_here(self, run_id: str) -> None:
+        if run_id in self._finishing:  # a run already being recorded as over keeps its own outcome
+            return
+        self._interrupted.add(run_id)
+        adapter = self._adapters.get(run_id)
+        if adapter is not None:
+            adapter.cancel()
+        # Without an adapter yet, the run sees the flag before it would start one.
+
+    def _release(self, run_id: str) -> None:
+        """Give up a run's driver lock once its end is recorded, and remove its directory (lock, stop request)."""
+        lock = self._locks.pop(run_id, None)
+        if lock is not None:
+            lock.release()
+        shutil.rmtree(self.run_dir(run_id), ignore_errors=True)
 
     async def _drive(self, live: _LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
         workspace_id, run_id, space_id = live.workspace_id, run.id, run.space_id
@@ -372,6 +423,7 @@ class AgentRunner:
                 await asyncio.shield(self._finish(workspace_id, run_id, agent, space_id, live, output, result))
             finally:
                 self._finishing.discard(run_id)
+                self._release(run_id)
 
     async def _finish(
         self,
@@ -425,20 +477,83 @@ class AgentRunner:
             TaskFinished(workspace_id=workspace_id, task_id=run_id, outcome=result.outcome, output=payload)
         )
 
-    async def interrupt(self, workspace_id: str, run_id: str) -> Run:
-        """Stop a running run (outcome ``interrupted``); a finished run is returned as it is."""
+    async def interrupt(self, workspace_id: str, run_id: str, *, by: str = "hangar") -> Run:
+        """Stop a running run (outcome ``interrupted``) and return it once it is over, whichever process drives
+        it; a finished run is returned as it is."""
         run = await self.store.get(workspace_id, run_id)
-        driver = self._drivers.get(run_id)
-        adapter = self._adapters.get(run_id)
-        if run.status != "running" or driver is None:
+        if run.status != "running":
             return run
-        if run_id not in self._finishing:  # a run already being recorded as over keeps its own outcome
-            self._interrupted.add(run_id)
-            if adapter is not None:
-                adapter.cancel()
-            # Without an adapter yet, the run sees the flag before it would start one.
-        await asyncio.gather(asyncio.shield(driver), return_exceptions=True)
-        return await self.store.get(workspace_id, run_id)
+        driver = self._drivers.get(run_id)
+        if driver is not None:
+            self._interrupt_here(run_id)
+            await asyncio.gather(asyncio.shield(driver), return_exceptions=True)
+            return await self.store.get(workspace_id, run_id)
+        # Driven by another process (or by none, if it died): ask, then wait for the run to be over.
+        run_dir = self.run_dir(run_id)
+        request_stop(run_dir, by, self.app.clock.now())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STOP_WAIT_S
+        try:
+            while True:
+                if await self._close_if_abandoned(workspace_id, run):
+                    return await self.store.get(workspace_id, run_id)
+                await asyncio.sleep(STOP_POLL_S)
+                run = await self.store.get(workspace_id, run_id)
+                if run.status != "running":
+                    return run
+                if loop.time() >= deadline:
+                    raise Unavailable(
+                        f"agent run {run_id} is driven by another process that has not stopped it within "
+                        f"{STOP_WAIT_S:g} s; the request stands and is carried out when that process sees it",
+                        detail_code="stop_pending",
+                    )
+        finally:
+            if run.status != "running":
+                shutil.rmtree(run_dir, ignore_errors=True)
+
+    async def _close_if_abandoned(self, workspace_id: str, run: Run) -> bool:
+        """Close a ``running`` run whose driver is gone: nobody holds its lock and its recorded owner process is
+        dead (or is this one, which does not drive it). ``interrupted`` when a stop was requested, else
+        ``failed``. Returns whether this call closed it."""
+        if run.id in self._drivers or run.id in self._locks:
+            return False
+        if run.owner != self._owner and is_alive(run.owner):
+            return False  # recorded by a live process (before driver locks, or its lock is on another host)
+        run_dir = self.run_dir(run.id)
+        lock = DriverLock.try_acquire(run_dir)
+        if lock is None:
+            return False  # a live process drives it
+        try:
+            if stop_requested(run_dir):
+                result = RunResult("interrupted", "the run was interrupted after the process driving it stopped")
+            else:
+                result = RunResult("failed", "the server stopped during the run")
+            closed = await self.store.close_running(
+                workspace_id,
+                run.id,
+                outcome=result.outcome,
+                error=result.error,
+                finished_at=self.app.clock.now(),
+            )
+            if not closed:
+                return False  # it ended meanwhile
+            await self.publish(
+                ev.RunFinished(
+                    workspace_id=workspace_id,
+                    run_id=run.id,
+                    agent_id=run.agent_id,
+                    space_id=run.space_id,
+                    outcome=result.outcome,
+                    error=result.error,
+                )
+            )
+            await self._report_task(workspace_id, run.id, result, OutputHolder(None))
+            return True
+        finally:
+            lock.release()
+            with contextlib.suppress(OSError):
+                clear_stop(run_dir)
+                shutil.rmtree(run_dir, ignore_errors=True)
 
     async def events(self, workspace_id: str, run_id: str) -> list[StoredEvent]:
         """The run's persisted events in order: read in pages from its first event up to its ``runFinished``."""
@@ -457,29 +572,12 @@ class AgentRunner:
             after = page[-1].seq
 
     async def recover(self, workspace_id: str) -> int:
-        """Close runs a previous server process left running; returns how many."""
-        stale = [
-            r
-            for r in await self.store.running(workspace_id)
-            if r.id not in self._drivers and (r.owner == self._owner or not is_alive(r.owner))
-        ]
-        for run in stale:
-            error = "the server stopped during the run"
-            await self.store.update(
-                workspace_id, run.id, status="finished", outcome="failed", error=error, finished_at=self.app.clock.now()
-            )
-            await self.publish(
-                ev.RunFinished(
-                    workspace_id=workspace_id,
-                    run_id=run.id,
-                    agent_id=run.agent_id,
-                    space_id=run.space_id,
-                    outcome="failed",
-                    error=error,
-                )
-            )
-            await self._report_task(workspace_id, run.id, RunResult("failed", error), OutputHolder(None))
-        return len(stale)
+        """Close runs a dead process left running (never one a live process drives); returns how many."""
+        closed = 0
+        for run in await self.store.running(workspace_id):
+            if await self._close_if_abandoned(workspace_id, run):
+                closed += 1
+        return closed
 
     @property
     def busy(self) -> bool:
@@ -495,6 +593,8 @@ class AgentRunner:
     async def aclose(self) -> None:
         """Stop every live run (each ends ``interrupted``) and close the HTTP pool; safe twice."""
         drivers = list(self._drivers.values())
+        if self._stop_watch is not None:
+            drivers.append(self._stop_watch)
         for task in drivers:
             task.cancel()
         await asyncio.gather(*drivers, return_exceptions=True)

@@ -70,6 +70,16 @@ class RunStore:
         async with engine.begin() as conn:
             await conn.execute(sa.update(tables.agent_runs).where(tables.agent_runs.c.id == run_id).values(**values))
 
+    async def close_running(self, workspace_id: str, run_id: str, **values: Any) -> bool:
+        """Record a run as finished only if it is still ``running``; whether it was."""
+        t = tables.agent_runs
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            done = await conn.execute(
+                sa.update(t).where(t.c.id == run_id, t.c.status == "running").values(status="finished", **values)
+            )
+        return bool(done.rowcount)
+
     async def get(self, workspace_id: str, run_id: str) -> Run:
         engine = await self._app.dbs.workspace(workspace_id)
         t = tables.agent_runs

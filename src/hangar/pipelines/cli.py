@@ -1,8 +1,9 @@
-"""``hangar pipeline validate|run|emit|show|resume`` (CONTRACTS §5).
+"""``hangar pipeline validate|run|emit|show|resume|cancel`` (CONTRACTS §5).
 
 ``run`` drives the template in this process until the run ends or every live step is suspended, with the
 same application context the server builds (without listening); ``emit`` records a domain event and runs on
-whatever it resumed; ``resume`` picks up an unfinished run (for instance after the process was killed).
+whatever it resumed; ``resume`` picks up an unfinished run (for instance after the process was killed);
+``cancel`` stops a run whichever process drives it (this one, another command, or the server).
 Exit codes: 0 completed (or valid), 1 failed or cancelled, 2 usage or invalid template, 3 suspended.
 """
 
@@ -291,6 +292,30 @@ def resume(
             ws = await _workspace(ctx, workspace, create=False)
             await engine.expire_suspensions(ws)
             await engine.resume(ws, run_id)
+            await _drive(ctx, engine)
+            snap = await engine.snapshot(ws, run_id)
+        if as_json:
+            _dump(snap)
+        else:
+            _print_run(snap)
+        return _exit_code([snap["status"]])
+
+    raise typer.Exit(_run_async(main))
+
+
+@pipeline_app.command("cancel")
+def cancel(
+    run_id: Annotated[str, typer.Argument(help="Pipeline run id.")],
+    data_dir: DataDirOpt = None,
+    workspace: WorkspaceOpt = DEFAULT_WORKSPACE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Cancel an unfinished run, whichever process drives it, and print it once it has ended (exit 1: cancelled)."""
+
+    async def main() -> int:
+        async with _engine(data_dir) as (ctx, engine):
+            ws = await _workspace(ctx, workspace, create=False)
+            await engine.cancel(ws, run_id, by="cli")
             await _drive(ctx, engine)
             snap = await engine.snapshot(ws, run_id)
         if as_json:

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 from hangar.core.clock import Clock
 from hangar.core.events import DomainEvent, EventBus, StoredEvent
 from hangar.core.ids import new_id
-from hangar.errors import Conflict, NotFound, Refused
+from hangar.errors import Conflict, NotFound, Refused, Unavailable
 from hangar.pipelines import template as tpl
 from hangar.pipelines._algo import Graph, StepRec
 from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
-from hangar.pipelines.lease import DrivenElsewhere, DriverLock
+from hangar.pipelines.lease import STOP_POLL_S, STOP_WAIT_S, DrivenElsewhere, DriverLock, request_stop, stop_requested
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
@@ -114,6 +114,9 @@ class PipelineEngine:
         self._wires: dict[int, tuple[Template, dict[str, Any]]] = {}
         # Announcements of finished runs (events, a parent's task) run beside the drivers; settle() waits.
         self._announcing: set[asyncio.Task[None]] = set()
+        # Looks for stop requests other processes wrote for the runs driven here; runs only while some are.
+        self._stop_watch: asyncio.Task[None] | None = None
+        self._stops_seen: set[str] = set()
         # When the engine is subscribed to the bus, events reach ``on_event`` through it; otherwise (the
         # command line) the engine calls ``on_event`` itself after publishing.
         self.subscribed = False
@@ -211,7 +214,8 @@ class PipelineEngine:
             # Nobody waits for the children of a run that failed or was cancelled any more.
             for child in await self.store.list_runs(run.workspace_id, parent_run_id=run.id):
                 if child.status not in FINISHED_RUN:
-                    with contextlib.suppress(Conflict):  # it ended meanwhile
+                    # Conflict: it ended meanwhile; Unavailable: its driver elsewhere will honour the request.
+                    with contextlib.suppress(Conflict, Unavailable):
                         await self.cancel(run.workspace_id, child.id)
 
     async def publish(self, event: DomainEvent) -> StoredEvent:
@@ -272,9 +276,25 @@ class PipelineEngine:
         """Start driving a run; raises ``DrivenElsewhere`` when another process holds the run's lock."""
         run_id = driver.run.id
         lock = DriverLock.acquire(driver.run_dir, run_id)
+        if stop_requested(driver.run_dir):
+            # Asked to stop while nobody drove it (or its driver died): it ends cancelled before anything runs.
+            driver.offer(Msg("cancel"))
+            self._stops_seen.add(run_id)
         self._drivers[run_id] = driver
         task = asyncio.create_task(self._drive(driver, lock), name=f"pipeline-run:{run_id}")
         self._tasks[run_id] = task
+        if self._stop_watch is None or self._stop_watch.done():
+            self._stop_watch = asyncio.create_task(self._watch_stops(), name="pipeline-stop-requests")
+
+    async def _watch_stops(self) -> None:
+        """While this process drives runs: hand each stop request another process wrote to its driver (a stat
+        per live run every ``STOP_POLL_S``; the driver then stops running bodies, shell scripts included)."""
+        while self._drivers:
+            await asyncio.sleep(STOP_POLL_S)
+            for run_id, driver in list(self._drivers.items()):
+                if run_id not in self._stops_seen and stop_requested(driver.run_dir):
+                    self._stops_seen.add(run_id)
+                    driver.offer(Msg("cancel"))
 
     async def _drive(self, driver: RunDriver, lock: DriverLock) -> None:
         try:
@@ -286,6 +306,7 @@ class PipelineEngine:
         finally:
             self.detach(driver)
             lock.release()
+            self._stops_seen.discard(driver.run.id)
             if self._tasks.get(driver.run.id) is asyncio.current_task():
                 del self._tasks[driver.run.id]
 
@@ -326,15 +347,40 @@ class PipelineEngine:
             resumed.append(run_id)
         return resumed
 
-    async def cancel(self, ws: str, run_id: str) -> None:
+    async def cancel(self, ws: str, run_id: str, *, by: str = "hangar") -> None:
+        """Cancel an unfinished run and return once it has ended, whichever process drives it.
+
+        The request is recorded beside the run's driver lock first, so it stands whatever happens next. A run
+        this process drives (or can take over: nobody drives it) is cancelled here at once; a run another process
+        drives is cancelled by that process when it sees the request, or by this one if that driver dies while
+        this one waits."""
         run, _ = await self.store.load_run(ws, run_id)
         if run.status in FINISHED_RUN:
             raise Conflict(f"pipeline run {run_id} is already {run.status.value}")
-        driver = await self._ensure_driver(ws, run_id)
-        if driver is None:
-            raise Conflict(f"pipeline run {run_id} has already finished")
-        driver.offer(Msg("cancel"))
-        await self.wait(run_id)
+        request_stop(self.run_dir(run_id), by, self.clock.now())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STOP_WAIT_S
+        while True:
+            try:
+                driver = await self._ensure_driver(ws, run_id)
+            except DrivenElsewhere:
+                driver = None
+            else:
+                if driver is None:
+                    return  # it ended meanwhile (cancelled by its driver, or it finished first)
+                driver.offer(Msg("cancel"))
+                await self.wait(run_id)
+                return
+            await asyncio.sleep(STOP_POLL_S)
+            run, _ = await self.store.load_run(ws, run_id)
+            if run.status in FINISHED_RUN:
+                return
+            if loop.time() >= deadline:
+                raise Unavailable(
+                    f"pipeline run {run_id} is driven by another process that has not stopped it within "
+                    f"{STOP_WAIT_S:g} s; the cancellation stands and is carried out when that process sees it",
+                    detail_code="stop_pending",
+                )
 
     async def wait(self, run_id: str) -> None:
         """Until the run's current driver stops (the run ended or every live step is suspended)."""
@@ -442,6 +488,8 @@ class PipelineEngine:
     async def aclose(self) -> None:
         """Stop every driver without recording anything: unfinished runs resume at the next start."""
         tasks = [*self._tasks.values(), *self._announcing]
+        if self._stop_watch is not None:
+            tasks.append(self._stop_watch)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

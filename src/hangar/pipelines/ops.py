@@ -191,9 +191,10 @@ async def runs_start(ctx: OpContext, args: RunStartArgs) -> dict[str, Any]:
 
 @op("pipelines.runs.cancel", kind="mutate", scope="workspace")
 async def runs_cancel(ctx: OpContext, args: RunRef) -> dict[str, Any]:
-    """Cancel an unfinished run: running bodies are stopped, suspended steps cancelled."""
+    """Cancel an unfinished run, whichever process drives it: running bodies are stopped, suspended steps
+    cancelled; returns the run once it has ended."""
     engine = _engine(ctx)
-    await engine.cancel(ctx.ws, args.run_id)
+    await engine.cancel(ctx.ws, args.run_id, by=ctx.principal.label)
     await ctx.audit("pipelines.run.cancel", f"pipeline-run:{args.run_id}")
     return await engine.snapshot(ctx.ws, args.run_id)
 
