@@ -631,3 +631,53 @@ async def test_a_harvest_interrupted_by_a_crash_harvests_again_without_dispatchi
         snap = await h2.engine.snapshot(WS, run_id)
     assert snap["status"] == "completed" and snap["state"]["out"] == {"x": 1}
     assert CALLS.count("dispatch") == 1 and CALLS.count("harvest") == 2
+
+
+async def test_a_stop_request_from_elsewhere_cancels_a_running_run_promptly(h: Harness) -> None:
+    from hangar.pipelines.lease import request_stop
+
+    run_id = await h.start(steps(val("slow", "start", extras={"gate": "hold"}), val("after", "slow", value=1)))
+    await until(lambda: "slow" in CALLS)
+    # What another process's cancel writes: the driver here sees it without being told in-process.
+    request_stop(h.engine.run_dir(run_id), "elsewhere", h.clock.now())
+    await h.engine.wait(run_id)
+    snap = await h.engine.snapshot(WS, run_id)
+    assert snap["status"] == "cancelled"
+    assert status(snap) == {"start": "completed", "slow": "cancelled", "after": "cancelled"}
+
+
+async def test_a_run_asked_to_stop_while_nobody_drove_it_ends_cancelled_when_next_driven(tmp_path: Path) -> None:
+    from hangar.pipelines.lease import request_stop
+
+    async with harness(tmp_path, bodies=TEST_BODIES) as h1:
+        run_id = await h1.start(
+            steps(
+                listen("w", "start", body="test.waitEvent", extras={"eventType": "x.go"}),
+                val("after", "w", value=1, outputKey="after"),
+            )
+        )
+        await h1.engine.settle()
+        assert (await h1.engine.snapshot(WS, run_id))["status"] == "suspended"
+    request_stop(tmp_path / "pipelines" / run_id, "elsewhere", h1.clock.now())
+    async with harness(tmp_path, bodies=TEST_BODIES) as h2:
+        # The event it waited for is there, but the stop request comes first: nothing more runs.
+        await h2.bus.publish_raw(WS, "x.go", {})
+        assert await h2.engine.resume_workspace(WS) == [run_id]
+        await h2.engine.settle()
+        snap = await h2.engine.snapshot(WS, run_id)
+        assert snap["status"] == "cancelled"
+        assert "after" not in snap["state"] and "after" not in CALLS
+
+
+async def test_cancel_from_an_engine_that_does_not_drive_the_run(tmp_path: Path) -> None:
+    """Two engines on one data directory (as two processes would be): the one not driving the run cancels it."""
+    GATES.clear()
+    CALLS.clear()
+    async with harness(tmp_path, bodies=TEST_BODIES) as driver, harness(tmp_path, bodies=TEST_BODIES) as other:
+        run_id = await driver.start(steps(val("slow", "start", extras={"gate": "hold"})))
+        await until(lambda: "slow" in CALLS)
+        assert await other.engine.resume_workspace(WS) == []  # driven elsewhere: not taken over
+        await other.engine.cancel(WS, run_id)
+        snap = await other.engine.snapshot(WS, run_id)
+        assert snap["status"] == "cancelled" and status(snap)["slow"] == "cancelled"
+        assert driver.engine.live_runs == []
