@@ -43,7 +43,15 @@ from hangar.core.events import DomainEvent, StoredEvent
 from hangar.core.ids import new_id
 from hangar.errors import InvalidArgs, Refused, Unavailable
 from hangar.pipelines.events import TaskFinished
-from hangar.pipelines.lease import STOP_POLL_S, STOP_WAIT_S, DriverLock, clear_stop, request_stop, stop_requested
+from hangar.pipelines.lease import (
+    END_POLL_S,
+    STOP_POLL_S,
+    STOP_WAIT_S,
+    DriverLock,
+    clear_stop,
+    request_stop,
+    stop_requested,
+)
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -497,7 +505,7 @@ class AgentRunner:
             while True:
                 if await self._close_if_abandoned(workspace_id, run):
                     return await self.store.get(workspace_id, run_id)
-                await asyncio.sleep(STOP_POLL_S)
+                await asyncio.sleep(END_POLL_S)
                 run = await self.store.get(workspace_id, run_id)
                 if run.status != "running":
                     return run

@@ -24,7 +24,15 @@ from hangar.pipelines import template as tpl
 from hangar.pipelines._algo import Graph, StepRec
 from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
-from hangar.pipelines.lease import STOP_POLL_S, STOP_WAIT_S, DrivenElsewhere, DriverLock, request_stop, stop_requested
+from hangar.pipelines.lease import (
+    END_POLL_S,
+    STOP_POLL_S,
+    STOP_WAIT_S,
+    DrivenElsewhere,
+    DriverLock,
+    request_stop,
+    stop_requested,
+)
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
@@ -371,7 +379,7 @@ class PipelineEngine:
                 driver.offer(Msg("cancel"))
                 await self.wait(run_id)
                 return
-            await asyncio.sleep(STOP_POLL_S)
+            await asyncio.sleep(END_POLL_S)
             run, _ = await self.store.load_run(ws, run_id)
             if run.status in FINISHED_RUN:
                 return

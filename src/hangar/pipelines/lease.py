@@ -25,8 +25,10 @@ from hangar.errors import Conflict
 
 LOCK_NAME = ".driver.lock"
 STOP_NAME = ".stop"
-# How often a driving process looks for stop requests, and how long a requester waits for the run to end.
-STOP_POLL_S = 0.1
+# How often a driving process looks for stop requests (a stat per live run), how often a requester looks whether
+# the run has ended (one row read), and how long it waits for that.
+STOP_POLL_S = 0.05
+END_POLL_S = 0.025
 STOP_WAIT_S = 20.0
 
 
