@@ -10,13 +10,18 @@ import os
 from pathlib import Path
 
 
-def start_ticks(pid: int) -> str | None:
+def _stat_fields(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat`` after the command name (which may hold spaces): field 3 (state) onwards."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    # Fields after the command name (which may hold spaces) start at the last ')'; start time is field 22.
-    return stat.rsplit(")", 1)[1].split()[19]
+    return stat.rsplit(")", 1)[1].split()
+
+
+def start_ticks(pid: int) -> str | None:
+    fields = _stat_fields(pid)
+    return fields[19] if fields else None  # field 22: start time
 
 
 def this_process() -> str:
@@ -38,5 +43,8 @@ def is_alive(owner: str | None) -> bool:
         return False
     except PermissionError:
         pass
-    current = start_ticks(pid)
-    return current is None or ticks in ("?", current)
+    fields = _stat_fields(pid)
+    if fields is None:
+        return True
+    # A zombie (killed, not yet reaped by its parent) drives nothing any more.
+    return fields[0] != "Z" and ticks in ("?", fields[19])
