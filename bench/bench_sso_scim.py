@@ -62,7 +62,8 @@ FILTERS = {
 async def populate(dbs: Databases, count: int) -> None:
     rng = random.Random(1)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    users, records = [], []
+    users: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
     for i in range(count):
         uid = f"00000000-0000-4000-8000-{i:012d}"
         name = f"user{i}@corp.example"
@@ -93,9 +94,10 @@ async def populate(dbs: Databases, count: int) -> None:
                 "created_at": created,
                 "updated_at": created,
                 "version": 1,
+                "seq": i + 1,
             }
         )
-    values = [row for rec in records for row in index_rows(user_schema(), rec["user_id"], rec["resource"])]
+    values = [row for r in records for row in index_rows(user_schema(), r["user_id"], r["seq"], r["resource"])]
     async with dbs.server.begin() as conn:
         await conn.execute(sa.insert(identity_tables.users), users)
         await conn.execute(sa.insert(scim_users), records)

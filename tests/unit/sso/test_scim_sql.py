@@ -17,11 +17,11 @@ from hangar.core.db import Databases
 from hangar.identity import tables as identity_tables
 from hangar.identity.service import IdentityService
 from hangar.sso import config as sso_config
+from hangar.sso.scim import store
 from hangar.sso.scim.filter import parse_filter
 from hangar.sso.scim.match import bind, fold, matches
 from hangar.sso.scim.schema import ENTERPRISE_URN, user_schema
-from hangar.sso.scim.store import ScimDirectory, reindex
-from hangar.sso.scim.tables import scim_users
+from hangar.sso.scim.store import ScimDirectory, insert_records, reindex
 
 BASE = "http://x/scim/v2"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -52,8 +52,15 @@ def make_user(rng: random.Random, i: int) -> tuple[dict[str, Any], bool, datetim
     return resource, rng.random() < 0.25, T0 + timedelta(hours=i)
 
 
-@pytest.fixture
-async def directory(tmp_path: Path) -> AsyncIterator[ScimDirectory]:
+@pytest.fixture(params=["sorted", "walked", "listed"])
+async def directory(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[ScimDirectory]:
+    """The same users under each way a page is read: few matches found by the filter's index and sorted; many,
+    the listing order walked with per-user probes; many on a deep page, the listing order walked with lists."""
+    if request.param != "sorted":
+        monkeypatch.setattr(store, "SORT_IN_MEMORY_BELOW", -1)
+        monkeypatch.setattr(store, "WALK_BUDGET", 10**9 if request.param == "walked" else -1)
     datadir = DataDir(tmp_path).ensure()
     dbs = Databases(datadir, [identity_tables.MIGRATIONS, sso_config.MIGRATIONS])
     await dbs.open()
@@ -71,18 +78,17 @@ async def directory(tmp_path: Path) -> AsyncIterator[ScimDirectory]:
                     deactivated_at=created if deactivated else None,
                 )
             )
-            await conn.execute(
-                sa.insert(scim_users).values(
-                    user_id=uid,
-                    user_name=resource["userName"],
-                    user_name_lc=fold(resource["userName"]),
-                    external_id=resource.get("externalId"),
-                    resource=resource,
-                    created_at=created,
-                    updated_at=created + timedelta(minutes=i % 7),
-                    version=1,
-                )
-            )
+            record = {
+                "user_id": uid,
+                "user_name": resource["userName"],
+                "user_name_lc": fold(resource["userName"]),
+                "external_id": resource.get("externalId"),
+                "resource": resource,
+                "created_at": created,
+                "updated_at": created + timedelta(minutes=i % 7),
+                "version": 1,
+            }
+            await insert_records(conn, [record])
             await reindex(conn, uid, resource)
         for w, name in enumerate(["Research", "ops", "Design team"]):
             await conn.execute(
@@ -252,3 +258,23 @@ async def test_pagination(directory: ScimDirectory) -> None:
     assert beyond == [] and beyond_total == total
     count_only, none = await directory.search(bound, 1, 0, BASE)
     assert none == [] and count_only == total
+
+
+async def test_each_way_of_reading_a_page_is_taken(directory: ScimDirectory, request: pytest.FixtureRequest) -> None:
+    """The agreement tests above run under every page strategy: check the fixture really selects each one."""
+    way = request.node.callspec.params["directory"]
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    engine = directory._db.sync_engine
+    sa.event.listen(engine, "before_cursor_execute", seen)
+    try:
+        await _ids(directory, 'emails[type eq "work" and value sw "a"] or title pr')
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", seen)
+    page = statements[-1]
+    assert "LIMIT" in page
+    assert ("+scim_users.created_at" in page) == (way == "sorted")
+    assert ("EXISTS" in page) == (way == "walked")

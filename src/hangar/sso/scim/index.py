@@ -32,8 +32,16 @@ def leaf_key(target: Target) -> str:
     return f"{base}.{target.sub.name.lower()}" if target.sub is not None else base
 
 
-def _scalar(rows: list[dict[str, Any]], user_id: str, path: str, elem: int, value: Any) -> None:
-    row: dict[str, Any] = {"user_id": user_id, "path": path, "elem": elem, "text": None, "text_lc": None, "num": None}
+Owner = tuple[str, int]  # (user_id, seq): every row carries both, filters read only the integer
+
+
+def _row(owner: Owner, path: str, elem: int) -> dict[str, Any]:
+    user_id, seq = owner
+    return {"user_id": user_id, "user_seq": seq, "path": path, "elem": elem, "text": None, "text_lc": None, "num": None}
+
+
+def _scalar(rows: list[dict[str, Any]], owner: Owner, path: str, elem: int, value: Any) -> None:
+    row = _row(owner, path, elem)
     if isinstance(value, bool):
         row["num"] = 1.0 if value else 0.0
     elif isinstance(value, int | float):
@@ -45,26 +53,27 @@ def _scalar(rows: list[dict[str, Any]], user_id: str, path: str, elem: int, valu
     rows.append(row)
 
 
-def _walk(rows: list[dict[str, Any]], user_id: str, ext: str | None, attr: AttrDef, value: Any) -> None:
+def _walk(rows: list[dict[str, Any]], owner: Owner, ext: str | None, attr: AttrDef, value: Any) -> None:
     base = attr_key(ext, attr)
     items = value if isinstance(value, list) else [value]
     for elem, item in enumerate(items):
         if not attr.complex:
-            _scalar(rows, user_id, base, elem, item)
+            _scalar(rows, owner, base, elem, item)
             continue
         if not isinstance(item, dict) or not item:
             continue
-        rows.append({"user_id": user_id, "path": base, "elem": elem, "text": None, "text_lc": None, "num": None})
+        rows.append(_row(owner, base, elem))
         for key, sub_value in item.items():
             sub = attr.sub(key)
             if sub is None:
                 continue
             for leaf in sub_value if isinstance(sub_value, list) else [sub_value]:
-                _scalar(rows, user_id, f"{base}.{sub.name.lower()}", elem, leaf)
+                _scalar(rows, owner, f"{base}.{sub.name.lower()}", elem, leaf)
 
 
-def index_rows(schema: ResourceSchema, user_id: str, resource: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``scim_values`` rows of one stored (canonical) representation."""
+def index_rows(schema: ResourceSchema, user_id: str, seq: int, resource: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``scim_values`` rows of one stored (canonical) representation of the record numbered ``seq``."""
+    owner = (user_id, seq)
     rows: list[dict[str, Any]] = []
     for key, value in resource.items():
         low = key.lower()
@@ -72,14 +81,14 @@ def index_rows(schema: ResourceSchema, user_id: str, resource: dict[str, Any]) -
         if ext is not None:
             if isinstance(value, dict) and value:
                 urn, attrs = ext
-                rows.append({"user_id": user_id, "path": low, "elem": 0, "text": None, "text_lc": None, "num": None})
+                rows.append(_row(owner, low, 0))
                 for sub_key, sub_value in value.items():
                     sub = attrs.get(sub_key.lower())
                     if sub is not None:
-                        _walk(rows, user_id, urn, sub, sub_value)
+                        _walk(rows, owner, urn, sub, sub_value)
             continue
         attr = schema.attrs.get(low)
         if attr is None or low in COLUMN_ATTRS:
             continue
-        _walk(rows, user_id, None, attr, value)
+        _walk(rows, owner, None, attr, value)
     return rows

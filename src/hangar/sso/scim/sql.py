@@ -3,10 +3,16 @@
 Listing never loads users into Python to filter them. The common attributes are columns (``id``, ``userName``
 through its case-folded unique index, ``externalId``, ``active`` from ``users.deactivated_at``,
 ``meta.created``/``meta.lastModified``); every other attribute is looked up in the value index
-(``scim.index``): "some value of the attribute satisfies the predicate" is ``user_id IN (SELECT user_id FROM
-scim_values WHERE path = ... AND ...)``, which SQLite answers from an index and evaluates once. A value filter
-(``emails[type eq "work" and value co "@x"]``) groups the index rows of the attribute by element and keeps the
-elements whose rows satisfy the whole inner filter together.
+(``scim.index``): "some value of the attribute satisfies the predicate" is ``seq IN (SELECT user_seq FROM
+scim_values WHERE path = ... AND ...)``, which SQLite answers from a covering index and evaluates once. Records
+are keyed there by ``seq``, a small integer, rather than the 36-character user id: the subqueries of a filter
+matching thousands of users compare and carry integers. A value filter (``emails[type eq "work" and value co
+"@x"]``) joins one index row per condition on (user, element), or groups the index rows of the attribute by
+element and keeps the elements whose rows satisfy the whole inner filter together.
+
+``to_sql(bound, correlated=True)`` gives the same condition as ``EXISTS`` probes per user instead of lists:
+SQLite builds an ``IN (subquery)`` list whole before it returns a row, so a page read by walking the listing
+order and stopping after ``count`` matches needs probes to stop early.
 
 The semantics are those of ``match`` (the in-memory evaluator), which the unit tests check against this on
 generated data: ASCII case folding, empty strings count as absent, ``ne`` is ``not eq``, ``eq null`` is
@@ -19,7 +25,8 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import ColumnElement, UnaryExpression
+from sqlalchemy.sql.operators import custom_op
 
 from hangar.identity import tables as identity_tables
 from hangar.sso.scim.index import leaf_key
@@ -102,7 +109,19 @@ def _text_compare(op: str, column: ColumnElement[Any], value: str) -> Cond:
 # -- attributes kept in columns -----------------------------------------------------------------------------
 
 
-def _column_leaf(bound: BCompare | BPresent, column: ColumnElement[Any]) -> Cond:
+def _some(outer: ColumnElement[Any], inner: ColumnElement[Any], query: sa.Select[Any], correlated: bool) -> Cond:
+    """``outer IN (query)``, where ``query`` selects ``inner`` (never NULL); or, ``correlated``, an EXISTS probe
+    of ``query`` for each outer row (see the module docstring)."""
+    if correlated:
+        # Only scim_users is the outer row: a page query also joins ``users``, which the probe of ``active``
+        # reads on its own.
+        return sa.exists(query.where(inner == outer).correlate(scim_users))
+    return outer.in_(query)
+
+
+def _column_leaf(bound: BCompare | BPresent, column: ColumnElement[Any], folded: bool = False) -> Cond:
+    """``folded``: the column already holds the case-folded value (``user_name_lc``), so comparing it needs no
+    ``lower()`` and its index serves."""
     leaf = bound.target.leaf
     present: Cond = column.is_not(None)
     if leaf.type in TEXT_TYPES and leaf.type != "dateTime":
@@ -112,18 +131,20 @@ def _column_leaf(bound: BCompare | BPresent, column: ColumnElement[Any]) -> Cond
     if bound.value is None:
         return sa.not_(present) if bound.op == "eq" else present
     if bound.op == "ne":
-        return sa.not_(_column_leaf(BCompare(bound.target, "eq", bound.value), column))
+        return sa.not_(_column_leaf(BCompare(bound.target, "eq", bound.value), column, folded))
     value = bound.value
     if isinstance(value, datetime):
         return sa.and_(present, _order(bound.op, column, value))
     if leaf.case_exact:
         return sa.and_(present, _text_compare(bound.op, column, str(value)))
-    return sa.and_(present, _text_compare(bound.op, sa.func.lower(column), fold(str(value))))
+    return sa.and_(present, _text_compare(bound.op, column if folded else sa.func.lower(column), fold(str(value))))
 
 
 def _active(bound: BCompare | BPresent) -> Cond:
-    # A subquery rather than a join, so that counting matches reads only scim_users' live index.
-    active = scim_users.c.user_id.in_(sa.select(users.c.id).where(users.c.deactivated_at.is_(None)))
+    # A probe of the user's row, evaluated only for the records the rest of the filter leaves (as a list it
+    # would read every active user's id first).
+    live = sa.select(users.c.id).where(users.c.deactivated_at.is_(None))
+    active = _some(scim_users.c.user_id, users.c.id, live, correlated=True)
     if isinstance(bound, BPresent):
         return sa.true()
     if bound.value is None:
@@ -132,48 +153,56 @@ def _active(bound: BCompare | BPresent) -> Cond:
     return same if bound.op == "eq" else sa.not_(same)
 
 
-def _user_name(bound: BCompare) -> Cond | None:
-    """``userName eq``/``ne`` through the unique case-folded index: the lookup identity providers make most."""
-    if bound.op not in ("eq", "ne") or not isinstance(bound.value, str):
-        return None
-    folded = scim_users.c.user_name_lc
-    same = sa.and_(folded.is_not(None), folded == fold(bound.value))
-    return same if bound.op == "eq" else sa.not_(same)
-
-
 # -- attributes in the value index ------------------------------------------------------------------------
 
 
-def _value_predicate(values: Any, leaf: AttrDef, op: str, value: Any) -> Cond:
-    """The predicate one index row must satisfy for ``<leaf> <op> <value>`` (value not None, op not ne)."""
+def unindexed(column: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``+column``: the same value, but SQLite will not look it up through an index."""
+    return UnaryExpression(column, operator=custom_op("+"), type_=column.type)
+
+
+def _value_predicate(values: Any, leaf: AttrDef, op: str, value: Any, probe: bool = False) -> Cond:
+    """The predicate one index row must satisfy for ``<leaf> <op> <value>`` (value not None, op not ne).
+
+    ``probe``: the row is reached through its user (a correlated probe), so the values are kept out of index
+    choice: without statistics SQLite would rather range over every user's values than look up one user's."""
+    num, text, text_lc = values.c.num, values.c.text, values.c.text_lc
+    if probe:
+        num, text, text_lc = unindexed(num), unindexed(text), unindexed(text_lc)
     if leaf.type == "boolean":
-        same: Cond = values.c.num == (1.0 if value else 0.0)
+        same: Cond = num == (1.0 if value else 0.0)
         return same
     if leaf.type in ("integer", "decimal"):
-        return sa.and_(values.c.num.is_not(None), _order(op, values.c.num, float(value)))
+        return sa.and_(num.is_not(None), _order(op, num, float(value)))
     if isinstance(value, datetime):
         raise FilterSemanticError(f"{leaf.name} cannot be compared as a timestamp here")
     if leaf.case_exact:
-        return sa.and_(values.c.text.is_not(None), _text_compare(op, values.c.text, str(value)))
-    return sa.and_(values.c.text_lc.is_not(None), _text_compare(op, values.c.text_lc, fold(str(value))))
+        return sa.and_(text.is_not(None), _text_compare(op, text, str(value)))
+    return sa.and_(text_lc.is_not(None), _text_compare(op, text_lc, fold(str(value))))
 
 
-def _having_users(values: Any, path: str, where: Cond) -> Cond:
+def _holders(query: sa.Select[Any], key: ColumnElement[Any], correlated: bool) -> Cond:
+    """Users among those ``query`` selects by ``key`` (a ``scim_values.user_seq``)."""
+    return _some(scim_users.c.seq, key, query, correlated)
+
+
+def _having_users(values: Any, path: str, where: Cond, correlated: bool) -> Cond:
     """Users with at least one index row at ``path`` satisfying ``where``."""
-    return scim_users.c.user_id.in_(sa.select(values.c.user_id).where(values.c.path == path, where))
+    return _holders(sa.select(values.c.user_seq).where(values.c.path == path, where), values.c.user_seq, correlated)
 
 
-def _indexed_leaf(bound: BCompare | BPresent) -> Cond:
+def _indexed_leaf(bound: BCompare | BPresent, correlated: bool) -> Cond:
     target = bound.target
     path = leaf_key(target)
     values = scim_values.alias()
     if isinstance(bound, BPresent) or bound.value is None:
-        present = _having_users(values, path, sa.true())
+        present = _having_users(values, path, sa.true(), correlated)
         return sa.not_(present) if isinstance(bound, BCompare) and bound.op == "eq" else present
     if bound.op == "ne":
-        equal = _value_predicate(values, target.leaf, "eq", bound.value)
-        return sa.not_(_having_users(values, path, equal))
-    return _having_users(values, path, _value_predicate(values, target.leaf, bound.op, bound.value))
+        equal = _value_predicate(values, target.leaf, "eq", bound.value, correlated)
+        return sa.not_(_having_users(values, path, equal, correlated))
+    where = _value_predicate(values, target.leaf, bound.op, bound.value, correlated)
+    return _having_users(values, path, where, correlated)
 
 
 def _element_condition(values: Any, bound: Bound) -> Cond:
@@ -232,42 +261,42 @@ def _positive(bound: Bound) -> bool:
     return isinstance(bound, BPresent) or (isinstance(bound, BCompare) and bound.op != "ne" and bound.value is not None)
 
 
-def _joined_elements(conjuncts: list[Bound]) -> Cond:
+def _joined_elements(conjuncts: list[Bound], correlated: bool) -> Cond:
     """``attr[a and b and ...]`` of positive conditions: one index row per condition, all in one element,
     found by joining the rows on (user, element) instead of grouping every element."""
     # The likeliest-selective condition first: SQLite, without statistics, drives the join from it.
     conjuncts = sorted(conjuncts, key=_selectivity)
     rows = [scim_values.alias() for _ in conjuncts]
     first = rows[0]
-    query = sa.select(first.c.user_id).select_from(first)
+    query = sa.select(first.c.user_seq).select_from(first)
     for row in rows[1:]:
-        query = query.join(row, sa.and_(row.c.user_id == first.c.user_id, row.c.elem == first.c.elem))
+        query = query.join(row, sa.and_(row.c.user_seq == first.c.user_seq, row.c.elem == first.c.elem))
     conditions: list[Cond] = []
     for row, cond in zip(rows, conjuncts, strict=True):
         assert isinstance(cond, BCompare | BPresent)
         conditions.append(row.c.path == leaf_key(cond.target))
         if isinstance(cond, BCompare):
-            conditions.append(_value_predicate(row, cond.target.leaf, cond.op, cond.value))
-    return scim_users.c.user_id.in_(query.where(*conditions))
+            conditions.append(_value_predicate(row, cond.target.leaf, cond.op, cond.value, correlated))
+    return _holders(query.where(*conditions), first.c.user_seq, correlated)
 
 
-def _value_path(bound: BValuePath) -> Cond:
+def _value_path(bound: BValuePath, correlated: bool) -> Cond:
     if _column(bound.target) is not None or bound.target.attr.name in ("userName", "active"):
         raise FilterSemanticError(f"{bound.target.attr.name}[...] cannot be used in a filter")
     inner = bound.inner
     if isinstance(inner, BPresent) or (isinstance(inner, BCompare) and inner.op != "ne" and inner.value is not None):
         # One positive condition needs no grouping: some element satisfies it exactly when some value does.
-        return _indexed_leaf(inner)
+        return _indexed_leaf(inner, correlated)
     conjuncts = _conjuncts(inner)
     if all(_positive(c) for c in conjuncts):
-        return _joined_elements(conjuncts)
+        return _joined_elements(conjuncts, correlated)
     values = scim_values.alias()
     element_path = leaf_key(Target(bound.target.ext, bound.target.attr, None))
     is_element = sa.func.max(sa.case((values.c.path == element_path, 1), else_=0)) == 1
     grouped = (
-        sa.select(values.c.user_id)
+        sa.select(values.c.user_seq)
         .where(values.c.path.in_(sorted({element_path} | _paths(bound.inner))))
-        .group_by(values.c.user_id, values.c.elem)
+        .group_by(values.c.user_seq, values.c.elem)
         .having(sa.and_(is_element, _element_condition(values, bound.inner)))
     )
     # Grouping every element of an attribute is a scan; when the inner filter requires some value (a positive
@@ -281,9 +310,9 @@ def _value_path(bound: BValuePath) -> Cond:
             sa.true() if isinstance(best, BPresent) else _value_predicate(narrow, best.target.leaf, best.op, best.value)
         )
         grouped = grouped.where(
-            values.c.user_id.in_(sa.select(narrow.c.user_id).where(narrow.c.path == leaf_key(best.target), where))
+            values.c.user_seq.in_(sa.select(narrow.c.user_seq).where(narrow.c.path == leaf_key(best.target), where))
         )
-    return scim_users.c.user_id.in_(grouped)
+    return _holders(grouped, values.c.user_seq, correlated)
 
 
 # -- groups: the workspaces a user is a member of (read-only, one membership row per element) ------------------
@@ -316,25 +345,24 @@ def _group_element(bound: Bound) -> Cond:
     return _column_leaf(bound, _group_column(bound.target))
 
 
-def _members_where(cond: Cond) -> Cond:
-    rows = sa.select(memberships.c.user_id).join(workspaces, workspaces.c.id == memberships.c.workspace_id)
-    return scim_users.c.user_id.in_(rows.where(cond))
+def _groups(bound: Bound, correlated: bool) -> Cond:
+    def members_where(cond: Cond) -> Cond:
+        rows = sa.select(memberships.c.user_id).join(workspaces, workspaces.c.id == memberships.c.workspace_id)
+        return _some(scim_users.c.user_id, memberships.c.user_id, rows.where(cond), correlated)
 
-
-def _groups(bound: Bound) -> Cond:
     if isinstance(bound, BValuePath):
-        return _members_where(_group_element(bound.inner))
+        return members_where(_group_element(bound.inner))
     assert isinstance(bound, BCompare | BPresent)
     if isinstance(bound, BPresent) and bound.target.sub is None:
-        return _members_where(sa.true())
+        return members_where(sa.true())
     column = _group_column(bound.target)
     present = BPresent(bound.target)
     if isinstance(bound, BPresent) or bound.value is None:
-        some = _members_where(_column_leaf(present, column))
+        some = members_where(_column_leaf(present, column))
         return sa.not_(some) if isinstance(bound, BCompare) and bound.op == "eq" else some
     if bound.op == "ne":
-        return sa.not_(_members_where(_column_leaf(BCompare(bound.target, "eq", bound.value), column)))
-    return _members_where(_column_leaf(bound, column))
+        return sa.not_(members_where(_column_leaf(BCompare(bound.target, "eq", bound.value), column)))
+    return members_where(_column_leaf(bound, column))
 
 
 def columns_only(bound: Bound) -> bool:
@@ -354,26 +382,26 @@ def columns_only(bound: Bound) -> bool:
         return True
 
 
-def to_sql(bound: Bound) -> Cond:
-    """The SQL condition selecting the users ``bound`` matches."""
+def to_sql(bound: Bound, correlated: bool = False) -> Cond:
+    """The SQL condition selecting the users ``bound`` matches; ``correlated``: as probes (module docstring)."""
     if isinstance(bound, BAnd):
-        return sa.and_(to_sql(bound.left), to_sql(bound.right))
+        return sa.and_(to_sql(bound.left, correlated), to_sql(bound.right, correlated))
     if isinstance(bound, BOr):
-        return sa.or_(to_sql(bound.left), to_sql(bound.right))
+        return sa.or_(to_sql(bound.left, correlated), to_sql(bound.right, correlated))
     if isinstance(bound, BNot):
-        return sa.not_(to_sql(bound.inner))
+        return sa.not_(to_sql(bound.inner, correlated))
     if _is_groups(bound.target):
-        return _groups(bound)
+        return _groups(bound, correlated)
     if isinstance(bound, BValuePath):
-        return _value_path(bound)
+        return _value_path(bound, correlated)
     target = bound.target
     if target.ext is None and target.attr.name == "active":
         return _active(bound)
-    if target.ext is None and target.attr.name == "userName" and isinstance(bound, BCompare):
-        fast = _user_name(bound)
-        if fast is not None:
-            return fast
+    if target.ext is None and target.attr.name == "userName":
+        # Live records keep ``user_name_lc`` equal to the folded userName (deleted ones, never listed, hold NULL):
+        # every comparison runs on it, through its unique index or the listing index that covers it.
+        return _column_leaf(bound, scim_users.c.user_name_lc, folded=True)
     column = _column(target)
     if column is not None:
         return _column_leaf(bound, column)
-    return _indexed_leaf(bound)
+    return _indexed_leaf(bound, correlated)

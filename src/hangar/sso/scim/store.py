@@ -12,6 +12,7 @@ Writes are serialised by one lock, so the uniqueness check and the insert cannot
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime
 from typing import Any
 
@@ -28,7 +29,7 @@ from hangar.sso.scim.match import Bound, FilterSemanticError, fold, get_ci
 from hangar.sso.scim.patch import apply_patch
 from hangar.sso.scim.resource import canonical, require_user_name
 from hangar.sso.scim.schema import ENTERPRISE_URN, GROUP_URN, USER_URN, user_schema
-from hangar.sso.scim.sql import columns_only, to_sql
+from hangar.sso.scim.sql import to_sql, unindexed
 from hangar.sso.scim.tables import scim_users, scim_values
 
 users = identity_tables.users
@@ -63,10 +64,40 @@ def derive_display_name(resource: dict[str, Any]) -> str:
 
 
 SORT_IN_MEMORY_BELOW = 1000
+# A page read by walking the listing order with per-user probes visits about (offset + count) * users / matches
+# users; past this many, building the match list once and walking with it costs less.
+WALK_BUDGET = 3000
+_LISTING_ORDER: tuple[ColumnElement[Any], ...] = (scim_users.c.created_at, scim_users.c.user_id)
 _UNINDEXED_ORDER: tuple[ColumnElement[Any], ...] = (
     sa.literal_column("+scim_users.created_at"),
     sa.literal_column("+scim_users.user_id"),
 )
+
+
+_USERS_COUNT = sa.select(sa.func.count()).select_from(users).scalar_subquery()
+# What a page shows of each user: the record, SCIM's ``active`` and the workspaces (the read-only ``groups``), in
+# one statement; the membership time is the string SQLite keeps, which sorts as the time does.
+_GROUPS = (
+    sa.select(
+        sa.func.json_group_array(
+            sa.func.json_array(sa.cast(memberships.c.created_at, sa.Text), workspaces.c.id, workspaces.c.name)
+        )
+    )
+    .join(workspaces, workspaces.c.id == memberships.c.workspace_id)
+    .where(memberships.c.user_id == scim_users.c.user_id)
+    .scalar_subquery()
+)
+_PAGE = sa.select(
+    scim_users.c.user_id,
+    scim_users.c.user_name,
+    scim_users.c.external_id,
+    scim_users.c.resource,
+    scim_users.c.created_at,
+    scim_users.c.updated_at,
+    scim_users.c.version,
+    users.c.deactivated_at,
+    _GROUPS.label("groups"),
+).join(users, users.c.id == scim_users.c.user_id)
 
 
 class ScimDirectory:
@@ -89,19 +120,19 @@ class ScimDirectory:
 
     # -- reading ---------------------------------------------------------------------------------------------
 
-    def _base(self, owner: str | None) -> sa.Select[Any]:
-        q = (
-            sa.select(scim_users, users.c.deactivated_at)
-            .join(users, users.c.id == scim_users.c.user_id)
-            .where(scim_users.c.deleted_at.is_(None))
-        )
-        return q.where(users.c.id != owner) if owner else q
+    def _live(self, owner: str | None, indexed: bool = True) -> list[ColumnElement[bool]]:
+        """The records listed. ``indexed=False`` keeps the listing index out of the planner's choice."""
+        deleted = scim_users.c.deleted_at if indexed else unindexed(scim_users.c.deleted_at)
+        live: list[ColumnElement[bool]] = [deleted.is_(None)]
+        return [*live, scim_users.c.user_id != owner] if owner else live
 
-    async def sync(self) -> None:
+    async def sync(self, known: int | None = None) -> None:
         """Give every user without a SCIM record one. Users are never deleted, so an unchanged count of users
-        means nothing to do: one ``count(*)`` per request in the common case."""
-        async with self._db.connect() as conn:
-            known = (await conn.execute(sa.select(sa.func.count()).select_from(users))).scalar_one()
+        means nothing to do: one ``count(*)`` per request in the common case, asked for in the same statement as
+        the request's own count when the caller has one (``known``)."""
+        if known is None:
+            async with self._db.connect() as conn:
+                known = (await conn.execute(sa.select(_USERS_COUNT))).scalar_one()
         if known == self._known_users:
             return
         self._owner_known = False
@@ -138,7 +169,7 @@ class ScimDirectory:
             )
         if rows:
             async with self._db.begin() as conn:
-                await conn.execute(sa.insert(scim_users).prefix_with("OR IGNORE"), rows)
+                await insert_records(conn, rows, or_ignore=True)
                 for row in rows:
                     await reindex(conn, row["user_id"], row["resource"])
         self._known_users = known
@@ -147,58 +178,58 @@ class ScimDirectory:
         await self.sync()
         owner = await self._owner()
         async with self._db.connect() as conn:
-            row = (await conn.execute(self._base(owner).where(scim_users.c.user_id == user_id))).first()
-            if row is None:
-                raise ScimNotFound(f"no user {user_id}")
-            groups = await _groups_of(conn, [user_id], base_url)
-        return render_user(row, base_url, groups.get(user_id))
+            q = _PAGE.where(*self._live(owner), scim_users.c.user_id == user_id)
+            row = (await conn.execute(q)).first()
+        if row is None:
+            raise ScimNotFound(f"no user {user_id}")
+        return render_user(row, base_url)
 
     async def search(
         self, bound: Bound | None, start_index: int, count: int, base_url: str
     ) -> tuple[int, list[dict[str, Any]]]:
         """``(totalResults, page)`` for a filter, with 1-based ``start_index``.
 
-        No filter, or one on columns only: a count that the live index answers without reading
-        representations, then the page in listing order, stopping after ``count`` rows. A filter that looks
-        into the value index or other tables runs once instead: the matching ids in listing order (their
-        number is the total), then the page's representations by id. Neither path copies every matching
-        representation, as a window count would."""
-        await self.sync()
-        owner = await self._owner()
-        conditions: list[ColumnElement[bool]] = [scim_users.c.deleted_at.is_(None)]
-        if owner:
-            conditions.append(scim_users.c.user_id != owner)
-        if bound is not None:
+        One count of the matches (subqueries evaluated once, as lists), then the page. Few matches: found by
+        the filter's own indexes and sorted. Many: the listing order is walked until the page is full, the
+        filter's subqueries probed per user, so a page of an unselective filter reads about ``count`` users
+        instead of building every match list again. Deep pages into a sparse result fall back to the lists."""
+        for _ in range(2):
+            owner = await self._owner()
+            live = self._live(owner)
             try:
-                conditions.append(to_sql(bound))
+                listed = [*live, to_sql(bound)] if bound is not None else live
             except FilterSemanticError as exc:
                 raise ScimBadRequest("invalidFilter", f"filter: {exc}") from None
-        order = (scim_users.c.created_at, scim_users.c.user_id)
-        page_base = sa.select(scim_users, users.c.deactivated_at).join(users, users.c.id == scim_users.c.user_id)
-        async with self._db.connect() as conn:
-            rows: list[Any] = []
-            if bound is None or columns_only(bound):
-                total_q = sa.select(sa.func.count()).select_from(scim_users).where(*conditions)
-                total = int((await conn.execute(total_q)).scalar_one())
-                if count > 0 and total >= start_index:
-                    # Many matches: walk the listing order and stop early. Few: find them by the filter's own
-                    # index and sort them (the unary plus keeps SQLite, which has no statistics here, from
-                    # walking the listing order over every user instead).
-                    by = order if total > SORT_IN_MEMORY_BELOW else _UNINDEXED_ORDER
-                    page_q = page_base.where(*conditions).order_by(*by).limit(count).offset(start_index - 1)
-                    rows = list((await conn.execute(page_q)).all())
-            else:
-                ids_q = sa.select(scim_users.c.user_id).where(*conditions).order_by(*order)
-                ids = list((await conn.execute(ids_q)).scalars())
-                total = len(ids)
-                wanted = ids[start_index - 1 : start_index - 1 + count] if count > 0 else []
-                if wanted:
-                    found = (await conn.execute(page_base.where(scim_users.c.user_id.in_(wanted)))).all()
-                    by_id = {r.user_id: r for r in found}
-                    rows = [by_id[i] for i in wanted if i in by_id]
-            shown = [r.user_id for r in rows]
-            groups = await _groups_of(conn, shown, base_url) if shown else {}
-        return total, [render_user(r, base_url, groups.get(r.user_id)) for r in rows]
+            async with self._db.connect() as conn:
+                matches = sa.select(sa.func.count()).select_from(scim_users).where(*listed).scalar_subquery()
+                known, total = (await conn.execute(sa.select(_USERS_COUNT, matches))).one()
+                if known == self._known_users:
+                    rows = await self._page(conn, bound, owner, int(total), start_index, count)
+                    return int(total), [render_user(r, base_url) for r in rows]
+            await self.sync(known)  # users came (or it is the first request): count again with their records
+        raise RuntimeError("users kept arriving while counting SCIM matches")  # pragma: no cover
+
+    async def _page(
+        self,
+        conn: Any,
+        bound: Bound | None,
+        owner: str | None,
+        total: int,
+        start_index: int,
+        count: int,
+    ) -> list[Any]:
+        if count <= 0 or total < start_index:
+            return []
+        visits = (start_index - 1 + count) * max(total, self._known_users or 0) / total
+        if total <= SORT_IN_MEMORY_BELOW:
+            # Found from the filter's own index (or list) and sorted: the unary pluses keep SQLite, which has no
+            # statistics here, from walking the listing order over every user instead.
+            live, correlated, by = self._live(owner, indexed=False), False, _UNINDEXED_ORDER
+        else:
+            live, correlated, by = self._live(owner), visits <= WALK_BUDGET, _LISTING_ORDER
+        where = [*live, to_sql(bound, correlated)] if bound is not None else live
+        page_q = _PAGE.where(*where).order_by(*by).limit(count).offset(start_index - 1)
+        return list((await conn.execute(page_q)).all())
 
     # -- writing ---------------------------------------------------------------------------------------------
 
@@ -224,18 +255,17 @@ class ScimDirectory:
             )
             now = self._clock.now()
             async with self._db.begin() as conn:
-                await conn.execute(
-                    sa.insert(scim_users).values(
-                        user_id=user.id,
-                        user_name=name,
-                        user_name_lc=fold(name),
-                        external_id=resource.get("externalId"),
-                        resource=resource,
-                        created_at=now,
-                        updated_at=now,
-                        version=1,
-                    )
-                )
+                record = {
+                    "user_id": user.id,
+                    "user_name": name,
+                    "user_name_lc": fold(name),
+                    "external_id": resource.get("externalId"),
+                    "resource": resource,
+                    "created_at": now,
+                    "updated_at": now,
+                    "version": 1,
+                }
+                await insert_records(conn, [record])
                 await reindex(conn, user.id, resource)
             if active is False:
                 await self._identity.deactivate_user(user.id)
@@ -335,31 +365,37 @@ class ScimDirectory:
         return out
 
 
+# Each record takes the next seq as it is inserted: one statement, so under SQLite's single writer two inserts
+# never read the same maximum (and the unique index would refuse them if they did).
+_NEXT_SEQ = sa.select(sa.func.coalesce(sa.func.max(scim_users.c.seq), 0) + 1).scalar_subquery()
+
+
+async def insert_records(conn: Any, records: list[dict[str, Any]], or_ignore: bool = False) -> None:
+    """Insert SCIM records (``scim_users`` rows without ``seq``), each numbered with the next seq."""
+    insert = sa.insert(scim_users).values(seq=_NEXT_SEQ)
+    await conn.execute(insert.prefix_with("OR IGNORE") if or_ignore else insert, records)
+
+
 async def reindex(conn: Any, user_id: str, resource: dict[str, Any] | None) -> None:
     """Replace a user's rows in the value index (none when ``resource`` is None: deleted)."""
-    await conn.execute(sa.delete(scim_values).where(scim_values.c.user_id == user_id))
-    rows = index_rows(user_schema(), user_id, resource) if resource is not None else []
+    seq = (await conn.execute(sa.select(scim_users.c.seq).where(scim_users.c.user_id == user_id))).scalar_one()
+    await conn.execute(sa.delete(scim_values).where(scim_values.c.user_seq == seq))
+    rows = index_rows(user_schema(), user_id, seq, resource) if resource is not None else []
     if rows:
         await conn.execute(sa.insert(scim_values), rows)
 
 
-async def _groups_of(conn: Any, user_ids: list[str], base_url: str) -> dict[str, list[dict[str, Any]]]:
-    """The read-only ``groups`` of some users: the workspaces they are members of."""
-    q = (
-        sa.select(memberships.c.user_id, workspaces.c.id, workspaces.c.name)
-        .join(workspaces, workspaces.c.id == memberships.c.workspace_id)
-        .where(memberships.c.user_id.in_(user_ids))
-        .order_by(memberships.c.created_at, workspaces.c.id)
-    )
-    found: dict[str, list[dict[str, Any]]] = {}
-    for user_id, workspace_id, name in (await conn.execute(q)).all():
-        found.setdefault(user_id, []).append(
-            {"value": workspace_id, "display": name, "type": "direct", "$ref": f"{base_url}/Groups/{workspace_id}"}
-        )
-    return found
+def _groups(found: str | None, base_url: str) -> list[dict[str, Any]]:
+    """The read-only ``groups`` from the page query's ``[[joined, workspace id, name], ...]``, in order of
+    joining (then id), as a separate query ordered them."""
+    memberships_found = sorted(json.loads(found)) if found and found != "[]" else []
+    return [
+        {"value": ws_id, "display": name, "type": "direct", "$ref": f"{base_url}/Groups/{ws_id}"}
+        for _, ws_id, name in memberships_found
+    ]
 
 
-def render_user(row: Any, base_url: str, groups: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def render_user(row: Any, base_url: str) -> dict[str, Any]:
     stored: dict[str, Any] = dict(row.resource)
     schemas = [USER_URN]
     if get_ci(stored, ENTERPRISE_URN) is not None:
@@ -373,6 +409,7 @@ def render_user(row: Any, base_url: str, groups: list[dict[str, Any]] | None = N
     # removes it makes the user active again, the attribute's meaning when absent.
     if "active" in stored or row.deactivated_at is not None:
         out["active"] = row.deactivated_at is None
+    groups = _groups(row.groups, base_url)
     if groups:
         out["groups"] = groups
     out["meta"] = {

@@ -20,6 +20,8 @@ scim_users = sa.Table(
     sa.Column("updated_at", UtcDateTime(), nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("deleted_at", UtcDateTime()),
+    # A small integer naming the record in ``scim_values`` (unique, assigned once at insert, never reused).
+    sa.Column("seq", sa.Integer),
 )
 
 # One row per leaf value of a stored representation (see ``scim.index``); filters query it through its indexes.
@@ -27,6 +29,7 @@ scim_values = sa.Table(
     "scim_values",
     metadata,
     sa.Column("user_id", sa.String(36), nullable=False),
+    sa.Column("user_seq", sa.Integer),
     sa.Column("path", sa.String(400), nullable=False),
     sa.Column("elem", sa.Integer, nullable=False),
     sa.Column("text", sa.Text),
