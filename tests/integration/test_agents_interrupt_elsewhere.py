@@ -207,3 +207,22 @@ async def test_recover_leaves_a_run_whose_lock_a_live_process_holds(tmp_path: Pa
         assert await runner.recover(ws) == 1
         closed = await wait_run(c, ws, run_id)
         assert (closed["outcome"], closed["error"]) == ("failed", "the server stopped during the run")
+
+
+async def test_cancelling_the_pipeline_interrupts_its_agent_run_in_the_other_process(tmp_path: Path) -> None:
+    async with (
+        running_server(tmp_path / "data", parts=server_parts()) as srv,
+        RpcClient(srv.ws_url, srv.owner_token) as c,
+        driven_elsewhere(tmp_path, srv, c) as (proc, ws, run, child),
+    ):
+        # The step waiting on the agent run is suspended (nobody holds the pipeline run); the command drives
+        # the agent run. Cancelling the pipeline over RPC also stops that agent run, in the command's process.
+        pipeline_run = run["dispatchedBy"].removeprefix("pipeline:").split("/")[0]
+        snap = await c.call("pipelines.runs.cancel", workspace_id=ws, runId=pipeline_run)
+        assert snap["status"] == "cancelled"
+        stopped = await wait_run(c, ws, run["id"])
+        assert (stopped["outcome"], stopped["error"]) == ("interrupted", "the run was interrupted")
+        await wait_gone(child)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 1, err
+        assert json.loads(out)["status"] == "cancelled"

@@ -15,6 +15,7 @@ from hangar.workspace import SpaceService
 async def _start(app: AppContext) -> None:
     agents = app.provide(AgentService(app))
     runner = app.provide(AgentRunner(app, agents, app.service(SpaceService)))
+    runner.follow_pipelines()
     # Runs a previous process left running can never finish now: close them so their waiters move on.
     for workspace_id in await app.identity.list_workspace_ids():
         if app.dbs.workspace_exists(workspace_id):

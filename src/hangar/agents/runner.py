@@ -39,10 +39,10 @@ from hangar.agents.runs import Run, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.tools import OutputHolder, RunToolbox
 from hangar.core.context import AppContext
-from hangar.core.events import DomainEvent, StoredEvent
+from hangar.core.events import DomainEvent, StoredEvent, Subscription
 from hangar.core.ids import new_id
 from hangar.errors import InvalidArgs, Refused, Unavailable
-from hangar.pipelines.events import TaskFinished
+from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.lease import (
     END_POLL_S,
     STOP_POLL_S,
@@ -214,6 +214,7 @@ class AgentRunner:
         self._interrupted: set[str] = set()
         self._locks: dict[str, DriverLock] = {}
         self._stop_watch: asyncio.Task[None] | None = None
+        self._pipelines_sub: Subscription | None = None
         self._owner = this_process()
 
     def run_dir(self, run_id: str) -> Path:
@@ -563,6 +564,32 @@ class AgentRunner:
                 clear_stop(run_dir)
                 shutil.rmtree(run_dir, ignore_errors=True)
 
+    def follow_pipelines(self) -> None:
+        """Interrupt the agent runs a pipeline run's steps dispatched when that pipeline run is cancelled (the
+        runs are the steps' work: a cancelled run's steps stop, wherever their agent runs are driven)."""
+        self._pipelines_sub = self.app.bus.subscribe(
+            self._on_pipeline_finished, name="agents-pipeline-runs", types=[PipelineRunFinished.type]
+        )
+
+    async def _on_pipeline_finished(self, event: StoredEvent) -> None:
+        if event.payload.get("status") != "cancelled":
+            return
+        await self.interrupt_for_pipeline(event.workspace_id, str(event.payload["run_id"]))
+
+    async def interrupt_for_pipeline(self, workspace_id: str, pipeline_run_id: str) -> list[Run]:
+        """Interrupt every running agent run the steps of one pipeline run dispatched; returns them ended."""
+        runs = await self.store.running_for_pipeline(workspace_id, pipeline_run_id)
+        ended: list[Run] = []
+        for got in await asyncio.gather(
+            *(self.interrupt(workspace_id, r.id, by=f"pipeline:{pipeline_run_id}") for r in runs),
+            return_exceptions=True,
+        ):
+            if isinstance(got, Run):
+                ended.append(got)
+            else:
+                log.warning("pipeline run %s was cancelled; one of its agent runs: %s", pipeline_run_id, got)
+        return ended
+
     async def events(self, workspace_id: str, run_id: str) -> list[StoredEvent]:
         """The run's persisted events in order: read in pages from its first event up to its ``runFinished``."""
         run = await self.store.get(workspace_id, run_id)
@@ -600,6 +627,9 @@ class AgentRunner:
 
     async def aclose(self) -> None:
         """Stop every live run (each ends ``interrupted``) and close the HTTP pool; safe twice."""
+        if self._pipelines_sub is not None:
+            await self.app.bus.unsubscribe(self._pipelines_sub)
+            self._pipelines_sub = None
         drivers = list(self._drivers.values())
         if self._stop_watch is not None:
             drivers.append(self._stop_watch)

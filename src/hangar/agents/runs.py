@@ -114,5 +114,16 @@ class RunStore:
             rows = (await conn.execute(q)).mappings().all()
         return [Run(**dict(r)) for r in rows]
 
+    async def running_for_pipeline(self, workspace_id: str, pipeline_run_id: str) -> list[Run]:
+        """Running runs dispatched by the steps of one pipeline run (``dispatched_by`` is the step attempt's key,
+        ``pipeline:<runId>/<stepId>#<attempt>``, see ``hangar.workspace.bodies.step_key``)."""
+        t = tables.agent_runs
+        prefix = f"pipeline:{pipeline_run_id}/"
+        q = sa.select(t).where(t.c.status == "running", t.c.dispatched_by.startswith(prefix, autoescape=True))
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [Run(**dict(r)) for r in rows]
+
     async def running(self, workspace_id: str) -> list[Run]:
         return await self.all(workspace_id, status="running", limit=100_000)
