@@ -355,7 +355,7 @@ class PipelineEngine:
             resumed.append(run_id)
         return resumed
 
-    async def cancel(self, ws: str, run_id: str, *, by: str = "hangar") -> None:
+    async def cancel(self, ws: str, run_id: str, *, by: str = "hangar", wait_s: float = STOP_WAIT_S) -> None:
         """Cancel an unfinished run and return once it has ended, whichever process drives it.
 
         The request is recorded beside the run's driver lock first, so it stands whatever happens next. A run
@@ -367,7 +367,7 @@ class PipelineEngine:
             raise Conflict(f"pipeline run {run_id} is already {run.status.value}")
         request_stop(self.run_dir(run_id), by, self.clock.now())
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + STOP_WAIT_S
+        deadline = loop.time() + wait_s
         while True:
             try:
                 driver = await self._ensure_driver(ws, run_id)
@@ -386,7 +386,7 @@ class PipelineEngine:
             if loop.time() >= deadline:
                 raise Unavailable(
                     f"pipeline run {run_id} is driven by another process that has not stopped it within "
-                    f"{STOP_WAIT_S:g} s; the cancellation stands and is carried out when that process sees it",
+                    f"{wait_s:g} s; the cancellation stands and is carried out when that process sees it",
                     detail_code="stop_pending",
                 )
 

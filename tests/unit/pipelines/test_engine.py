@@ -681,3 +681,44 @@ async def test_cancel_from_an_engine_that_does_not_drive_the_run(tmp_path: Path)
         snap = await other.engine.snapshot(WS, run_id)
         assert snap["status"] == "cancelled" and status(snap)["slow"] == "cancelled"
         assert driver.engine.live_runs == []
+
+
+async def test_a_cancel_the_driver_does_not_answer_stands_until_the_run_is_driven_again(tmp_path: Path) -> None:
+    """The driving process is alive but does not answer (here: a process holding the run's lock and nothing
+    else): the cancel fails ``unavailable`` after its wait, and the request is honoured by the next driver."""
+    import subprocess
+    import sys
+
+    from hangar.errors import Unavailable
+    from hangar.pipelines.lease import LOCK_NAME, stop_requested
+
+    async with harness(tmp_path, bodies=TEST_BODIES) as h1:
+        run_id = await h1.start(steps(listen("w", "start", body="test.waitEvent", extras={"eventType": "x.go"})))
+        await h1.engine.settle()
+    run_dir = tmp_path / "pipelines" / run_id
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX);"
+            " print('held', flush=True); time.sleep(60)",
+            str(run_dir / LOCK_NAME),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        async with harness(tmp_path, bodies=TEST_BODIES) as h2:
+            with pytest.raises(Unavailable) as err:
+                await h2.engine.cancel(WS, run_id, wait_s=0.3)
+            assert err.value.detail_code == "stop_pending"
+            assert stop_requested(run_dir)
+            assert (await h2.engine.snapshot(WS, run_id))["status"] == "suspended"
+    finally:
+        holder.kill()
+        holder.wait()
+    async with harness(tmp_path, bodies=TEST_BODIES) as h3:
+        assert await h3.engine.resume_workspace(WS) == [run_id]
+        await h3.engine.settle()
+        assert (await h3.engine.snapshot(WS, run_id))["status"] == "cancelled"
