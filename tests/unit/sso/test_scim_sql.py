@@ -15,11 +15,13 @@ from hangar.core.clock import FakeClock
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.identity import tables as identity_tables
+from hangar.identity.roles import Role
 from hangar.identity.service import IdentityService
 from hangar.sso import config as sso_config
 from hangar.sso.scim import store
 from hangar.sso.scim.filter import parse_filter
 from hangar.sso.scim.match import bind, fold, matches
+from hangar.sso.scim.routes import ScimResponse, list_response, list_response_json
 from hangar.sso.scim.schema import ENTERPRISE_URN, user_schema
 from hangar.sso.scim.store import ScimDirectory, insert_records, reindex
 
@@ -278,3 +280,91 @@ async def test_each_way_of_reading_a_page_is_taken(directory: ScimDirectory, req
     assert "LIMIT" in page
     assert ("+scim_users.created_at" in page) == (way == "sorted")
     assert ("EXISTS" in page) == (way == "walked")
+
+
+def _expected(
+    uid: str, resource: dict[str, Any], active: bool, groups: list[str], created: datetime, version: int = 1
+) -> dict[str, Any]:
+    """A User as RFC 7643 shows it, built here from what the fixture stored (not by the code under test)."""
+    out: dict[str, Any] = {
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"]
+        + ([ENTERPRISE_URN] if ENTERPRISE_URN in resource else []),
+        "id": uid,
+        **{k: v for k, v in resource.items() if k != "active"},
+        "active": active,
+    }
+    if groups:
+        out["groups"] = [
+            {"value": ws, "display": name, "type": "direct", "$ref": f"{BASE}/Groups/{ws}"}
+            for ws, name in sorted(groups)
+        ]
+    out["meta"] = {
+        "resourceType": "User",
+        "created": created.isoformat().replace("+00:00", "Z"),
+        "lastModified": ANY_TIME,
+        "location": f"{BASE}/Users/{uid}",
+        "version": f'W/"{version}"',
+    }
+    return out
+
+
+class _AnyTime:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.endswith("Z") and datetime.fromisoformat(other[:-1]) is not None
+
+
+ANY_TIME = _AnyTime()
+
+
+async def test_listed_users_show_what_is_stored_and_memberships_as_they_are_now(tmp_path: Path) -> None:
+    """Listing joins each record's stored JSON with what changes without SCIM writing it: deactivation and
+    workspace membership by identity show at once; a SCIM write re-renders the record."""
+    dbs = Databases(DataDir(tmp_path).ensure(), [identity_tables.MIGRATIONS, sso_config.MIGRATIONS])
+    await dbs.open()
+    try:
+        clock = FakeClock(T0)
+        identity = IdentityService(dbs.server, clock)
+        directory = ScimDirectory(dbs.server, identity, clock)
+        rng = random.Random(3)
+        made: dict[str, tuple[dict[str, Any], datetime]] = {}
+        for i in range(12):
+            resource, _, _ = make_user(rng, i)
+            resource["name"] = {"givenName": "Zoë", "familyName": 'O"Hara\\x'}
+            created = await directory.create(dict(resource), BASE)
+            made[created["id"]] = (resource, clock.now())
+            clock.advance(60)
+        ids = list(made)
+        ws_a = await identity.create_workspace("Research ☃", ids[0])
+        ws_b = await identity.create_workspace("ops", ids[1])
+        await identity.add_member(ws_a.id, ids[2], Role.member)
+        await identity.add_member(ws_b.id, ids[2], Role.member)
+        await identity.deactivate_user(ids[3])
+
+        def expected(uid: str, version: int = 1) -> dict[str, Any]:
+            groups = [(ws_a.id, ws_a.name)] * (uid in (ids[0], ids[2])) + [(ws_b.id, ws_b.name)] * (
+                uid in (ids[1], ids[2])
+            )
+            resource, created = made[uid]
+            active = uid != ids[3] and resource.get("active", True) is not False
+            return _expected(uid, resource, active, groups, created, version)
+
+        total, page = await directory.search(None, 1, 100, BASE)
+        assert total == 12 and page == [expected(uid) for uid in ids]
+        assert [await directory.get(uid, BASE) for uid in ids] == page
+        # The route's joined JSON is what encoding the same page as dictionaries gives, byte for byte.
+        total, texts = await directory.search_json(None, 1, 100, BASE)
+        assert list_response_json(total, 1, texts) == ScimResponse(list_response(total, 1, page)).body
+
+        await identity.remove_member(ws_a.id, ids[2])
+        await identity.reactivate_user(ids[3])
+        made[ids[4]] = ({**made[ids[4]][0], "title": "Night shift"}, made[ids[4]][1])
+        await directory.replace(ids[4], made[ids[4]][0], BASE)
+        _, page = await directory.search(None, 1, 100, BASE)
+        by_id = {r["id"]: r for r in page}
+        assert by_id[ids[2]]["groups"] == [
+            {"value": ws_b.id, "display": "ops", "type": "direct", "$ref": f"{BASE}/Groups/{ws_b.id}"}
+        ]
+        assert by_id[ids[3]]["active"] is True
+        assert by_id[ids[4]] == expected(ids[4], version=2) and by_id[ids[4]]["title"] == "Night shift"
+    finally:
+        await dbs.aclose()

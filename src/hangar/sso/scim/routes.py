@@ -187,12 +187,23 @@ def list_response(total: int, start: int, page: list[dict[str, Any]]) -> dict[st
     }
 
 
+def list_response_json(total: int, start: int, page: list[str]) -> bytes:
+    """``list_response`` of resources that are JSON texts already: the page is joined, not decoded and encoded
+    again (the same bytes as ``ScimResponse`` would give, spacing included)."""
+    envelope = {"schemas": [LIST_URN], "totalResults": total, "startIndex": start, "itemsPerPage": len(page)}
+    head = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    return "".join([head[:-1], ',"Resources":[', ",".join(page), "]}"]).encode()
+
+
 async def _search_users(request: Request, params: dict[str, Any]) -> Response:
     start = max(1, _int(params.get("startIndex"), "startIndex", 1))
     count = min(MAX_COUNT, max(0, _int(params.get("count"), "count", DEFAULT_COUNT)))
     bound = bind_filter(params.get("filter"), "User")
-    total, page = await directory(request).search(bound, start, count, base_url(request))
     attributes, excluded = _names(params.get("attributes")), _names(params.get("excludedAttributes"))
+    if not attributes and not excluded:
+        total, texts = await directory(request).search_json(bound, start, count, base_url(request))
+        return Response(list_response_json(total, start, texts), media_type=MEDIA_TYPE)
+    total, page = await directory(request).search(bound, start, count, base_url(request))
     return ScimResponse(list_response(total, start, [project(r, attributes, excluded) for r in page]))
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -25,20 +24,17 @@ from hangar.identity import tables as identity_tables
 from hangar.identity.service import SETTING_OWNER, IdentityService
 from hangar.sso.scim.errors import ScimBadRequest, ScimNotFound, ScimUniqueness
 from hangar.sso.scim.index import index_rows
-from hangar.sso.scim.match import Bound, FilterSemanticError, fold, get_ci
+from hangar.sso.scim.match import Bound, FilterSemanticError, fold
 from hangar.sso.scim.patch import apply_patch
+from hangar.sso.scim.render import document, fixed_parts, groups_json, stamp
 from hangar.sso.scim.resource import canonical, require_user_name
-from hangar.sso.scim.schema import ENTERPRISE_URN, GROUP_URN, USER_URN, user_schema
+from hangar.sso.scim.schema import GROUP_URN, user_schema
 from hangar.sso.scim.sql import to_sql, unindexed
 from hangar.sso.scim.tables import scim_users, scim_values
 
 users = identity_tables.users
 memberships = identity_tables.memberships
 workspaces = identity_tables.workspaces
-
-
-def stamp(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
 
 
 def derive_email(resource: dict[str, Any]) -> str | None:
@@ -89,13 +85,9 @@ _GROUPS = (
 )
 _PAGE = sa.select(
     scim_users.c.user_id,
-    scim_users.c.user_name,
-    scim_users.c.external_id,
-    scim_users.c.resource,
-    scim_users.c.created_at,
-    scim_users.c.updated_at,
+    scim_users.c.rendered,
     scim_users.c.version,
-    users.c.deactivated_at,
+    users.c.deactivated_at.is_not(None).label("deactivated"),
     _GROUPS.label("groups"),
 ).join(users, users.c.id == scim_users.c.user_id)
 
@@ -172,7 +164,27 @@ class ScimDirectory:
                 await insert_records(conn, rows, or_ignore=True)
                 for row in rows:
                     await reindex(conn, row["user_id"], row["resource"])
+        if self._known_users is None:
+            await self._fill_rendered()
         self._known_users = known
+
+    async def _fill_rendered(self) -> None:
+        """Render the records stored without ``rendered`` (from before the column, or cleared to be rebuilt);
+        once per process, at the first request. A write in between wins: it always sets ``rendered``."""
+        async with self._db.connect() as conn:
+            found = (
+                await conn.execute(
+                    sa.select(*_RENDER_FROM).where(scim_users.c.rendered.is_(None), scim_users.c.deleted_at.is_(None))
+                )
+            ).all()
+        if found:
+            fill = (
+                sa.update(scim_users)
+                .where(scim_users.c.user_id == sa.bindparam("uid"), scim_users.c.rendered.is_(None))
+                .values(rendered=sa.bindparam("text"))
+            )
+            async with self._db.begin() as conn:
+                await conn.execute(fill, [{"uid": r.user_id, "text": fixed_parts(*r)} for r in found])
 
     async def get(self, user_id: str, base_url: str) -> dict[str, Any]:
         await self.sync()
@@ -180,14 +192,22 @@ class ScimDirectory:
         async with self._db.connect() as conn:
             q = _PAGE.where(*self._live(owner), scim_users.c.user_id == user_id)
             row = (await conn.execute(q)).first()
-        if row is None:
-            raise ScimNotFound(f"no user {user_id}")
-        return render_user(row, base_url)
+            if row is None:
+                raise ScimNotFound(f"no user {user_id}")
+            found: dict[str, Any] = json.loads((await _documents(conn, [row], base_url))[0])
+        return found
 
     async def search(
         self, bound: Bound | None, start_index: int, count: int, base_url: str
     ) -> tuple[int, list[dict[str, Any]]]:
-        """``(totalResults, page)`` for a filter, with 1-based ``start_index``.
+        """``(totalResults, page)`` for a filter, with 1-based ``start_index`` (see ``search_json``)."""
+        total, page = await self.search_json(bound, start_index, count, base_url)
+        return total, [json.loads(text) for text in page]
+
+    async def search_json(
+        self, bound: Bound | None, start_index: int, count: int, base_url: str
+    ) -> tuple[int, list[str]]:
+        """``(totalResults, page)`` for a filter, with 1-based ``start_index``; each user as JSON text.
 
         One count of the matches (subqueries evaluated once, as lists), then the page. Few matches: found by
         the filter's own indexes and sorted. Many: the listing order is walked until the page is full, the
@@ -205,7 +225,7 @@ class ScimDirectory:
                 known, total = (await conn.execute(sa.select(_USERS_COUNT, matches))).one()
                 if known == self._known_users:
                     rows = await self._page(conn, bound, owner, int(total), start_index, count)
-                    return int(total), [render_user(r, base_url) for r in rows]
+                    return int(total), await _documents(conn, rows, base_url)
             await self.sync(known)  # users came (or it is the first request): count again with their records
         raise RuntimeError("users kept arriving while counting SCIM matches")  # pragma: no cover
 
@@ -292,16 +312,22 @@ class ScimDirectory:
         active = resource.get("active")
         async with self._db.begin() as conn:
             await self._check_unique(conn, name, user_id)
+            created_at = (
+                await conn.execute(sa.select(scim_users.c.created_at).where(scim_users.c.user_id == user_id))
+            ).scalar_one()
+            now = self._clock.now()
+            external_id = resource.get("externalId")
             await conn.execute(
                 sa.update(scim_users)
                 .where(scim_users.c.user_id == user_id)
                 .values(
                     user_name=name,
                     user_name_lc=fold(name),
-                    external_id=resource.get("externalId"),
+                    external_id=external_id,
                     resource=resource,
-                    updated_at=self._clock.now(),
+                    updated_at=now,
                     version=scim_users.c.version + 1,
+                    rendered=fixed_parts(user_id, name, external_id, resource, created_at, now),
                 )
             )
             await reindex(conn, user_id, resource)
@@ -370,10 +396,23 @@ class ScimDirectory:
 _NEXT_SEQ = sa.select(sa.func.coalesce(sa.func.max(scim_users.c.seq), 0) + 1).scalar_subquery()
 
 
+# What ``fixed_parts`` renders a record from, in its order.
+_RENDER_FROM = (
+    scim_users.c.user_id,
+    scim_users.c.user_name,
+    scim_users.c.external_id,
+    scim_users.c.resource,
+    scim_users.c.created_at,
+    scim_users.c.updated_at,
+)
+
+
 async def insert_records(conn: Any, records: list[dict[str, Any]], or_ignore: bool = False) -> None:
-    """Insert SCIM records (``scim_users`` rows without ``seq``), each numbered with the next seq."""
+    """Insert SCIM records (``scim_users`` rows without ``seq`` and ``rendered``), each numbered with the next
+    seq and rendered (``render.fixed_parts``)."""
+    rows = [{**r, "rendered": fixed_parts(*(r[c.name] for c in _RENDER_FROM))} for r in records]
     insert = sa.insert(scim_users).values(seq=_NEXT_SEQ)
-    await conn.execute(insert.prefix_with("OR IGNORE") if or_ignore else insert, records)
+    await conn.execute(insert.prefix_with("OR IGNORE") if or_ignore else insert, rows)
 
 
 async def reindex(conn: Any, user_id: str, resource: dict[str, Any] | None) -> None:
@@ -385,38 +424,14 @@ async def reindex(conn: Any, user_id: str, resource: dict[str, Any] | None) -> N
         await conn.execute(sa.insert(scim_values), rows)
 
 
-def _groups(found: str | None, base_url: str) -> list[dict[str, Any]]:
-    """The read-only ``groups`` from the page query's ``[[joined, workspace id, name], ...]``, in order of
-    joining (then id), as a separate query ordered them."""
-    memberships_found = sorted(json.loads(found)) if found and found != "[]" else []
+async def _documents(conn: Any, rows: list[Any], base_url: str) -> list[str]:
+    """The JSON texts of the users of ``_PAGE`` rows; records without ``rendered`` are rendered here."""
+    rendered = {r.user_id: r.rendered for r in rows}
+    unrendered = [uid for uid, text in rendered.items() if text is None]
+    if unrendered:
+        found = await conn.execute(sa.select(*_RENDER_FROM).where(scim_users.c.user_id.in_(unrendered)))
+        rendered.update({r.user_id: fixed_parts(*r) for r in found})
     return [
-        {"value": ws_id, "display": name, "type": "direct", "$ref": f"{base_url}/Groups/{ws_id}"}
-        for _, ws_id, name in memberships_found
+        document(rendered[r.user_id], r.user_id, r.version, r.deactivated, groups_json(r.groups, base_url), base_url)
+        for r in rows
     ]
-
-
-def render_user(row: Any, base_url: str) -> dict[str, Any]:
-    stored: dict[str, Any] = dict(row.resource)
-    schemas = [USER_URN]
-    if get_ci(stored, ENTERPRISE_URN) is not None:
-        schemas.append(ENTERPRISE_URN)
-    out: dict[str, Any] = {"schemas": schemas, "id": row.user_id}
-    if row.external_id:
-        out["externalId"] = row.external_id
-    out.update({k: v for k, v in stored.items() if k not in ("externalId", "active")})
-    out["userName"] = row.user_name
-    # ``active`` is shown once the provider has set it (users.deactivated_at holds the truth); a provider that
-    # removes it makes the user active again, the attribute's meaning when absent.
-    if "active" in stored or row.deactivated_at is not None:
-        out["active"] = row.deactivated_at is None
-    groups = _groups(row.groups, base_url)
-    if groups:
-        out["groups"] = groups
-    out["meta"] = {
-        "resourceType": "User",
-        "created": stamp(row.created_at),
-        "lastModified": stamp(row.updated_at),
-        "location": f"{base_url}/Users/{row.user_id}",
-        "version": f'W/"{row.version}"',
-    }
-    return out

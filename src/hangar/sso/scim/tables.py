@@ -22,6 +22,9 @@ scim_users = sa.Table(
     sa.Column("deleted_at", UtcDateTime()),
     # A small integer naming the record in ``scim_values`` (unique, assigned once at insert, never reused).
     sa.Column("seq", sa.Integer),
+    # The JSON text of what only SCIM writes change (``scim.render``), rewritten with every write; NULL: render
+    # from ``resource`` (records from before the column, or cleared so that they are rebuilt).
+    sa.Column("rendered", sa.Text),
 )
 
 # One row per leaf value of a stored representation (see ``scim.index``); filters query it through its indexes.
