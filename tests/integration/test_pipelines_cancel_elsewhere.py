@@ -1,7 +1,8 @@
 """Cancelling a pipeline run that another process drives: a `hangar pipeline run` command (a real process)
 runs a long shell step, and `hangar pipeline cancel` or a server's `pipelines.runs.cancel` on the same data
 directory stops it; a server starting beside it does not take the run over; and a cancellation whose driver
-dies while it waits is carried out by the requester, without running the step again."""
+dies while it waits is carried out by the requester, which kills the script the dead driver left running and
+does not run the step again."""
 
 from __future__ import annotations
 
@@ -183,6 +184,8 @@ def test_cancel_is_carried_out_when_the_driver_dies_meanwhile(tmp_path: Path) ->
         assert code == 1
         assert shown["status"] == "cancelled"
         assert shown["steps"]["nap"]["status"] == "cancelled"
+        # The script the dead driver could not stop was killed by the process that took the run over.
+        assert_script_gone(marks)
     # The run was taken over only to be cancelled: its shell step never ran a second time.
     assert (marks / "runs").read_text() == "run\n"
     res = subprocess.run(

@@ -34,6 +34,7 @@ from hangar.pipelines.lease import (
     stop_requested,
 )
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
+from hangar.pipelines.procs import kill_orphaned_groups
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
 from hangar.pipelines.store import PipelineStore
@@ -284,6 +285,11 @@ class PipelineEngine:
         """Start driving a run; raises ``DrivenElsewhere`` when another process holds the run's lock."""
         run_id = driver.run.id
         lock = DriverLock.acquire(driver.run_dir, run_id)
+        # Scripts an earlier driver of this run started and could not stop (it died) must not run on beside the
+        # steps this driver re-runs or the cancellation it carries out.
+        killed = kill_orphaned_groups(driver.run_dir)
+        if killed:
+            log.info("pipeline run %s: killed %d script group(s) its previous driver left running", run_id, killed)
         if stop_requested(driver.run_dir):
             # Asked to stop while nobody drove it (or its driver died): it ends cancelled before anything runs.
             driver.offer(Msg("cancel"))

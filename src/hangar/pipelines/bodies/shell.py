@@ -4,7 +4,8 @@ The script's ``{{key}}`` placeholders are filled from state, then the trigger pa
 one shell word. Every shell step of a run shares ``<dataDir>/pipelines/<pipelineRunId>/`` as its working
 directory (also written to state as ``<stepId>_runDir``). Exit 0 puts the trimmed stdout under ``outputKey``;
 any other exit fails the step with the tail of stderr. A step timeout or a cancelled run kills the script's
-whole process group.
+whole process group. While the script runs its group is recorded under ``<runDir>/.shell/<stepId>``, so when the
+driving process dies, whoever drives the run next kills what it left running (``procs.kill_orphaned_groups``).
 
 Other parts add environment variables (a forge token, for one) by providing a ``ShellEnvironment`` service.
 """
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 
 from hangar.pipelines._algo import DRY_RUN_KEY
 from hangar.pipelines.bodies.spec import ConfigField, body
+from hangar.pipelines.procs import record_group
 from hangar.pipelines.results import NO_OUTPUT, StepResult
 from hangar.pipelines.step import StepContext
 
@@ -89,6 +91,7 @@ async def shell_run(step: StepContext) -> StepResult:
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
+    recorded = record_group(run_dir, step.step_id, proc.pid)
     try:
         out, err = await proc.communicate()
     except BaseException:
@@ -96,6 +99,8 @@ async def shell_run(step: StepContext) -> StepResult:
         _kill_group(proc)
         await proc.wait()
         raise
+    finally:
+        recorded.unlink(missing_ok=True)
     if proc.returncode != 0:
         tail = stderr_tail(err)
         return StepResult.failed(f"script exited with status {proc.returncode}" + (f": {tail}" if tail else ""))
