@@ -139,7 +139,7 @@ async def test_interrupt_closes_the_run_when_its_driver_dies_meanwhile(tmp_path:
     async with (
         running_server(tmp_path / "data", parts=server_parts()) as srv,
         RpcClient(srv.ws_url, srv.owner_token) as c,
-        driven_elsewhere(tmp_path, srv, c) as (proc, ws, run, _child),
+        driven_elsewhere(tmp_path, srv, c) as (proc, ws, run, child),
     ):
         runner = srv.ctx.service(AgentRunner)
         proc.send_signal(signal.SIGSTOP)
@@ -155,6 +155,7 @@ async def test_interrupt_closes_the_run_when_its_driver_dies_meanwhile(tmp_path:
         stopped = await asking
         assert (stopped["status"], stopped["outcome"]) == ("finished", "interrupted")
         assert stopped["error"] == "the run was interrupted after the process driving it stopped"
+        await wait_gone(child)  # the agent's command the dead driver left running was killed by the closer
         tasks = [e.payload for e in await srv.ctx.bus.replay(ws) if e.type == "pipeline.taskFinished"]
         assert [(t["task_id"], t["outcome"]) for t in tasks] == [(run["id"], "interrupted")]
 

@@ -52,6 +52,7 @@ from hangar.pipelines.lease import (
     request_stop,
     stop_requested,
 )
+from hangar.pipelines.procs import kill_orphaned_groups
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -403,6 +404,7 @@ class AgentRunner:
                 max_turns=max_turns,
                 api_key=self.agents.api_key(workspace_id, agent.id),
                 secret_env=self.agents.secret_env(workspace_id, agent),
+                control_dir=self.run_dir(run_id),
             )
             if run_id in self._interrupted:  # interrupted before the adapter started
                 raise asyncio.CancelledError
@@ -533,6 +535,8 @@ class AgentRunner:
         if lock is None:
             return False  # a live process drives it
         try:
+            # The agent's command the dead driver left running (if any) goes too.
+            kill_orphaned_groups(run_dir)
             if stop_requested(run_dir):
                 result = RunResult("interrupted", "the run was interrupted after the process driving it stopped")
             else:

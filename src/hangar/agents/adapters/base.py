@@ -40,6 +40,9 @@ class RunRequest:
     max_turns: int
     api_key: str | None
     secret_env: Mapping[str, str] = field(default_factory=dict)
+    # Where the run's driver lock lives: an adapter that starts processes records their group there, so a
+    # process that closes the run after its driver died can stop what the driver left running.
+    control_dir: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from typing import Any
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
 from hangar.agents.config import CommandAdapter
 from hangar.core.fileio import write_private_atomic
+from hangar.pipelines.procs import record_group
 
 _STDERR_TAIL = 2000
 _KILL_GRACE_SECONDS = 2.0
@@ -83,12 +84,15 @@ class CommandLineAdapter(Adapter):
             error = f"the command {self._cfg.argv[0]!r} cannot be started: {exc.strerror or exc}"
             await io.turn_finished(turn, "failed", error)
             return RunResult("failed", error)
+        recorded = record_group(request.control_dir, "command", proc.pid) if request.control_dir else None
         try:
             result = await self._drive(proc, request, io, turn, out_file)
         except BaseException:
             await _kill_group(proc)
             raise
         finally:
+            if recorded is not None:
+                recorded.unlink(missing_ok=True)
             for path in (out_file, context_file):
                 with contextlib.suppress(OSError):
                     path.unlink(missing_ok=True)
