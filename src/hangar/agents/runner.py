@@ -18,9 +18,6 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from collections import deque
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +26,16 @@ import sqlalchemy as sa
 
 from hangar.agents import events as ev
 from hangar.agents import tables
-from hangar.agents.adapters.base import Adapter, HistoryMessage, RunRequest, RunResult, ToolResult
+from hangar.agents.adapters.base import Adapter, HistoryMessage, RunRequest, RunResult
 from hangar.agents.adapters.command import CommandLineAdapter
 from hangar.agents.adapters.openai import OpenAIChatAdapter
 from hangar.agents.config import OpenAIAdapter
+from hangar.agents.live_run import LiveRun
 from hangar.agents.output_schema import check_schema
 from hangar.agents.owner import is_alive, this_process
 from hangar.agents.runs import Run, RunStore
 from hangar.agents.service import Agent, AgentService
-from hangar.agents.tools import OutputHolder, RunToolbox
+from hangar.agents.tools import OutputHolder
 from hangar.core.context import AppContext
 from hangar.core.events import DomainEvent, StoredEvent, Subscription
 from hangar.core.ids import new_id
@@ -57,142 +55,7 @@ from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
 
-RESULT_CAP = 2000
 PROMPT_MAX = 200_000
-
-
-@dataclass(frozen=True)
-class _Job:
-    """One queued report: an event to publish, or an action (posting a message), optionally awaited."""
-
-    event: ev.RunEvent | None = None
-    action: Callable[[], Awaitable[Any]] | None = None
-    done: asyncio.Future[None] | None = None
-
-
-class _LiveRun:
-    """``RunIO`` of one run: turns adapter reports into published events and space messages.
-
-    Reports are queued and written in order by one task per run, so the adapter never waits for the database
-    (the model request goes out while the run's start is being persisted). Text deltas that pile up while a
-    write is in progress are merged into one event: the text is the same, with fewer writes when the database
-    is busy. ``flush`` waits until everything queued is written.
-    """
-
-    def __init__(
-        self, runner: AgentRunner, workspace_id: str, run_id: str, agent: Agent, space_id: str, output: OutputHolder
-    ) -> None:
-        self._runner = runner
-        self._ws = workspace_id
-        self.workspace_id = workspace_id
-        self._ids = {"workspace_id": workspace_id, "run_id": run_id, "agent_id": agent.id, "space_id": space_id}
-        self._author = Author("agent", agent.id, agent.name)
-        self._space_id = space_id
-        self._run_id = run_id
-        self.output = output
-        self.open_turn: int | None = None
-        self.turns = 0
-        self.first_seq: int | None = None
-        tools = agent.adapter.tools if isinstance(agent.adapter, OpenAIAdapter) else ()
-        self.toolbox = RunToolbox(
-            enabled=tools,
-            folder=runner.spaces.folder(workspace_id, space_id),
-            output=output,
-            post=self._post_now,
-        )
-        self._queue: deque[_Job] = deque()
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._pump = asyncio.get_running_loop().create_task(self._drain(), name=f"agent-run-events:{run_id}")
-
-    def _put(self, job: _Job) -> None:
-        self._queue.append(job)
-        self._idle.clear()
-        self._wake.set()
-
-    async def _drain(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._queue:
-                job = self._queue.popleft()
-                if isinstance(job.event, ev.TextDelta):
-                    text = [job.event.text]
-                    while self._queue and isinstance(nxt := self._queue[0].event, ev.TextDelta):
-                        if nxt.turn != job.event.turn:
-                            break
-                        text.append(nxt.text)
-                        self._queue.popleft()
-                    if len(text) > 1:
-                        job = _Job(event=job.event.model_copy(update={"text": "".join(text)}))
-                try:
-                    if job.event is not None:
-                        stored = await self._runner.publish(job.event)
-                        if self.first_seq is None:
-                            self.first_seq = stored.seq
-                    elif job.action is not None:
-                        await job.action()
-                except Exception as exc:
-                    log.exception("agent run %s: recording a report failed", self._run_id)
-                    if job.done is not None and not job.done.done():
-                        job.done.set_exception(exc)
-                else:
-                    if job.done is not None and not job.done.done():
-                        job.done.set_result(None)
-            self._idle.set()
-
-    def _emit(self, event: ev.RunEvent) -> None:
-        self._put(_Job(event=event))
-
-    async def _post(self, content: str) -> None:
-        await self._runner.spaces.post(self._ws, self._space_id, self._author, content, run_id=self._run_id)
-
-    def emit(self, event: ev.RunEvent) -> None:
-        self._emit(event)
-
-    def post_later(self, action: Callable[[], Awaitable[Any]]) -> None:
-        self._put(_Job(action=action))
-
-    async def _post_now(self, content: str) -> None:
-        """Post in order with the run's other reports and wait for it (a tool's caller wants to know)."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._put(_Job(action=lambda: self._post(content), done=done))
-        await done
-
-    async def flush(self) -> None:
-        await self._idle.wait()
-
-    async def aclose(self) -> None:
-        self._pump.cancel()
-        await asyncio.gather(self._pump, return_exceptions=True)
-
-    async def turn_started(self, turn: int) -> None:
-        self.open_turn, self.turns = turn, turn
-        self._emit(ev.TurnStarted(**self._ids, turn=turn))
-
-    async def reasoning_started(self, turn: int) -> None:
-        self._emit(ev.ReasoningStarted(**self._ids, turn=turn))
-
-    async def reasoning_finished(self, turn: int, text: str) -> None:
-        self._emit(ev.ReasoningFinished(**self._ids, turn=turn, text=text))
-
-    async def text_delta(self, turn: int, text: str) -> None:
-        self._emit(ev.TextDelta(**self._ids, turn=turn, text=text))
-
-    async def tool_started(self, turn: int, call_id: str, name: str, arguments: dict[str, Any]) -> None:
-        self._emit(ev.ToolCallStarted(**self._ids, turn=turn, call_id=call_id, name=name, arguments=arguments))
-
-    async def tool_finished(self, turn: int, call_id: str, name: str, result: ToolResult) -> None:
-        capped = result.content[:RESULT_CAP]
-        self._emit(ev.ToolCallFinished(**self._ids, turn=turn, call_id=call_id, name=name, ok=result.ok, result=capped))
-
-    async def turn_finished(self, turn: int, outcome: str, error: str | None = None) -> None:
-        self.open_turn = None
-        self._emit(ev.TurnFinished(**self._ids, turn=turn, outcome=outcome, error=error))
-
-    async def reply(self, turn: int, text: str) -> None:
-        self.post_later(lambda: self._post(text))
 
 
 def make_adapter(agent: Agent, http: httpx.AsyncClient) -> Adapter:
@@ -323,7 +186,9 @@ class AgentRunner:
                 self._release(run.id)
             raise
         for i, (agent, run) in enumerate(zip(agents, runs, strict=True)):
-            live = _LiveRun(self, workspace_id, run.id, agent, space_id, OutputHolder(output_schema))
+            live = LiveRun(
+                self.publish, self.spaces, workspace_id, run.id, agent, space_id, OutputHolder(output_schema)
+            )
             if i == 0:
                 live.post_later(lambda: self.spaces.announce(workspace_id, prompt_message))
             live.emit(
@@ -339,7 +204,7 @@ class AgentRunner:
             self._start(live, run, agent, prompt_message["id"], turns)
         return runs
 
-    def _start(self, live: _LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
+    def _start(self, live: LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
         run_id = run.id
         task = asyncio.get_running_loop().create_task(
             self._drive(live, run, agent, prompt_message_id, max_turns), name=f"agent-run:{run_id}"
@@ -374,7 +239,7 @@ class AgentRunner:
             lock.release()
         shutil.rmtree(self.run_dir(run_id), ignore_errors=True)
 
-    async def _drive(self, live: _LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
+    async def _drive(self, live: LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
         workspace_id, run_id, space_id = live.workspace_id, run.id, run.space_id
         prompt, schema = run.prompt, run.output_schema
         output = live.output
@@ -442,7 +307,7 @@ class AgentRunner:
         run_id: str,
         agent: Agent,
         space_id: str,
-        live: _LiveRun,
+        live: LiveRun,
         output: OutputHolder,
         result: RunResult,
     ) -> None:
