@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from hangar.agents import AgentRunner
-from hangar.agents.owner import start_ticks
 from hangar.core.ids import new_id
+from hangar.pipelines.procs import start_ticks
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.unit.agents.support import collect_until, server_parts, wait_run

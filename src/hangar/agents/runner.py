@@ -32,7 +32,6 @@ from hangar.agents.adapters.openai import OpenAIChatAdapter
 from hangar.agents.config import OpenAIAdapter
 from hangar.agents.live_run import LiveRun
 from hangar.agents.output_schema import check_schema
-from hangar.agents.owner import is_alive, this_process
 from hangar.agents.runs import Run, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.tools import OutputHolder
@@ -50,7 +49,7 @@ from hangar.pipelines.lease import (
     request_stop,
     stop_requested,
 )
-from hangar.pipelines.procs import kill_orphaned_groups
+from hangar.pipelines.procs import is_alive, kill_orphaned_groups, this_process
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)

@@ -94,7 +94,11 @@ def _dump(value: Any) -> None:
 
 
 @asynccontextmanager
-async def _engine(data_dir: Path | None) -> AsyncIterator[tuple[AppContext, PipelineEngine]]:
+async def _engine(
+    data_dir: Path | None, handled: set[str] | None = None
+) -> AsyncIterator[tuple[AppContext, PipelineEngine]]:
+    """The command's engine. ``handled``: ids of events the command hands to the engine itself (``emit`` needs
+    the runs an event touched), which the bus subscription then skips."""
     from hangar.pipelines.part import PIPELINES_CLI_PART
     from hangar.server.context_factory import open_context
     from hangar.server.parts import all_parts
@@ -106,16 +110,12 @@ async def _engine(data_dir: Path | None) -> AsyncIterator[tuple[AppContext, Pipe
         # Events published in this process (an agent run's TaskFinished, a body's own events) resume the
         # steps waiting on them here, as the server's subscription does.
         engine.subscribed = True
-        sub = ctx.bus.subscribe(_forward(engine, _HANDLED), name="pipelines-cli")
+        sub = ctx.bus.subscribe(_forward(engine, set() if handled is None else handled), name="pipelines-cli")
         try:
             yield ctx, engine
         finally:
             await ctx.bus.unsubscribe(sub)
             await engine.aclose()
-
-
-# Event ids a command handed to the engine itself (``emit`` needs the runs an event touched).
-_HANDLED: set[str] = set()
 
 
 def _forward(engine: PipelineEngine, handled: set[str]) -> Callable[[StoredEvent], Coroutine[Any, Any, None]]:
@@ -240,12 +240,13 @@ def emit(
 
     async def main() -> int:
         body = _payload(payload, [])
-        async with _engine(data_dir) as (ctx, engine):
+        handled: set[str] = set()
+        async with _engine(data_dir, handled) as (ctx, engine):
             ws = await _workspace(ctx, workspace, create=False)
             await engine.expire_suspensions(ws)
             stored = await ctx.bus.publish_raw(ws, event_type, body)
             # Marked before this task yields, so the subscription cannot hand the same event over twice.
-            _HANDLED.add(stored.id)
+            handled.add(stored.id)
             run_ids = await engine.on_event(stored)
             await _drive(ctx, engine)
             snaps = [await engine.snapshot(ws, r) for r in run_ids]
