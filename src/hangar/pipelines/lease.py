@@ -21,6 +21,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
+from hangar.core.fileio import write_private_atomic
 from hangar.errors import Conflict
 
 LOCK_NAME = ".driver.lock"
@@ -81,11 +82,9 @@ def is_driven(run_dir: Path) -> bool:
 
 
 def request_stop(run_dir: Path, by: str, at: datetime) -> None:
-    """Record a stop request for whoever drives the run (now or next); written whole, then renamed into place."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = run_dir / f"{STOP_NAME}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps({"by": by, "at": at.isoformat()}))
-    os.replace(tmp, run_dir / STOP_NAME)
+    """Record a stop request for whoever drives the run (now or next); written whole and synced, so it survives
+    either process dying."""
+    write_private_atomic(run_dir / STOP_NAME, json.dumps({"by": by, "at": at.isoformat()}).encode())
 
 
 def stop_requested(run_dir: Path) -> bool:
