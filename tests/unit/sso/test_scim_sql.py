@@ -138,6 +138,8 @@ FILTERS = [
     'emails.type ne "home"',
     "emails.value eq null",
     'emails[type eq "work" and value sw "alpha"]',
+    'emails[type eq "work" and primary eq true]',
+    'emails[primary eq true and type sw "W" and type pr]',
     'emails[type eq "home" or primary eq true]',
     'emails[not (type eq "work")]',
     "emails[primary pr]",

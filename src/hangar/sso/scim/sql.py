@@ -266,6 +266,8 @@ def _joined_elements(conjuncts: list[Bound], correlated: bool) -> Cond:
     found by joining the rows on (user, element) instead of grouping every element."""
     # The likeliest-selective condition first: SQLite, without statistics, drives the join from it.
     conjuncts = sorted(conjuncts, key=_selectivity)
+    if not correlated and len(conjuncts) > 1 and _selectivity(conjuncts[0])[0] > 0:
+        return _merged_elements(conjuncts)
     rows = [scim_values.alias() for _ in conjuncts]
     first = rows[0]
     query = sa.select(first.c.user_seq).select_from(first)
@@ -278,6 +280,24 @@ def _joined_elements(conjuncts: list[Bound], correlated: bool) -> Cond:
         if isinstance(cond, BCompare):
             conditions.append(_value_predicate(row, cond.target.leaf, cond.op, cond.value, correlated))
     return _holders(query.where(*conditions), first.c.user_seq, correlated)
+
+
+def _merged_elements(conjuncts: list[Bound]) -> Cond:
+    """``attr[a and b and ...]`` where no condition is on an identifying sub-attribute (``emails[type eq "work"
+    and primary eq true]``): each condition may hold for most elements, so probing one element per row of the
+    first would cost a lookup per element. Instead each condition lists its (user, element) pairs, which an
+    equality reads from a covering index already in that order, and SQLite merges the sorted lists (an
+    ``INTERSECT`` with ``ORDER BY`` runs as a merge)."""
+    sides = []
+    for cond in conjuncts:
+        assert isinstance(cond, BCompare | BPresent)
+        row = scim_values.alias()
+        where = [row.c.path == leaf_key(cond.target)]
+        if isinstance(cond, BCompare):
+            where.append(_value_predicate(row, cond.target.leaf, cond.op, cond.value))
+        sides.append(sa.select(row.c.user_seq, row.c.elem).where(*where))
+    pairs = sa.intersect(*sides).order_by(sa.literal_column("user_seq"), sa.literal_column("elem")).subquery()
+    return _holders(sa.select(pairs.c.user_seq), pairs.c.user_seq, correlated=False)
 
 
 def _value_path(bound: BValuePath, correlated: bool) -> Cond:

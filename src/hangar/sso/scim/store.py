@@ -209,10 +209,11 @@ class ScimDirectory:
     ) -> tuple[int, list[str]]:
         """``(totalResults, page)`` for a filter, with 1-based ``start_index``; each user as JSON text.
 
-        One count of the matches (subqueries evaluated once, as lists), then the page. Few matches: found by
-        the filter's own indexes and sorted. Many: the listing order is walked until the page is full, the
-        filter's subqueries probed per user, so a page of an unselective filter reads about ``count`` users
-        instead of building every match list again. Deep pages into a sparse result fall back to the lists."""
+        One count of the matches (subqueries evaluated once, as lists), then the page. One match: read by the
+        key the count found. Few matches: found by the filter's own indexes and sorted. Many: the listing order
+        is walked until the page is full, the filter's subqueries probed per user, so a page of an unselective
+        filter reads about ``count`` users instead of building every match list again. Deep pages into a
+        sparse result fall back to the lists."""
         for _ in range(2):
             owner = await self._owner()
             live = self._live(owner)
@@ -221,10 +222,13 @@ class ScimDirectory:
             except FilterSemanticError as exc:
                 raise ScimBadRequest("invalidFilter", f"filter: {exc}") from None
             async with self._db.connect() as conn:
-                matches = sa.select(sa.func.count()).select_from(scim_users).where(*listed).scalar_subquery()
-                known, total = (await conn.execute(sa.select(_USERS_COUNT, matches))).one()
+                # The first match's seq comes with the count: a lookup (one match) then reads its page by key
+                # instead of evaluating the filter again.
+                matched = sa.select(sa.func.count().label("n"), sa.func.min(scim_users.c.seq).label("first"))
+                found = matched.where(*listed).subquery()
+                known, total, first = (await conn.execute(sa.select(_USERS_COUNT, found.c.n, found.c.first))).one()
                 if known == self._known_users:
-                    rows = await self._page(conn, bound, owner, int(total), start_index, count)
+                    rows = await self._page(conn, bound, owner, int(total), first, start_index, count)
                     return int(total), await _documents(conn, rows, base_url)
             await self.sync(known)  # users came (or it is the first request): count again with their records
         raise RuntimeError("users kept arriving while counting SCIM matches")  # pragma: no cover
@@ -235,11 +239,14 @@ class ScimDirectory:
         bound: Bound | None,
         owner: str | None,
         total: int,
+        first: int | None,
         start_index: int,
         count: int,
     ) -> list[Any]:
         if count <= 0 or total < start_index:
             return []
+        if total == 1:
+            return list((await conn.execute(_PAGE.where(*self._live(owner), scim_users.c.seq == first))).all())
         visits = (start_index - 1 + count) * max(total, self._known_users or 0) / total
         if total <= SORT_IN_MEMORY_BELOW:
             # Found from the filter's own index (or list) and sorted: the unary pluses keep SQLite, which has no
