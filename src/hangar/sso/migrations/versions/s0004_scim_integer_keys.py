@@ -29,8 +29,6 @@ def upgrade() -> None:
     op.add_column("scim_users", sa.Column("seq", sa.Integer, nullable=True))
     op.execute("UPDATE scim_users SET seq = rowid")
     op.create_index("ix_scim_users_seq", "scim_users", ["seq"], unique=True)
-    # Live records by key: a filter's short match list is checked against it one key at a time.
-    op.create_index("ix_scim_users_seq_live", "scim_users", ["deleted_at", "seq", "user_id"])
     op.add_column("scim_values", sa.Column("user_seq", sa.Integer, nullable=True))
     op.execute(
         "UPDATE scim_values SET user_seq = (SELECT seq FROM scim_users WHERE scim_users.user_id = scim_values.user_id)"
@@ -59,6 +57,5 @@ def downgrade() -> None:
     for name, columns in OLD_VALUE_INDEXES.items():
         op.create_index(name, "scim_values", columns)
     op.drop_column("scim_values", "user_seq")
-    op.drop_index("ix_scim_users_seq_live", "scim_users")
     op.drop_index("ix_scim_users_seq", "scim_users")
     op.drop_column("scim_users", "seq")
