@@ -6,7 +6,8 @@ element of a multi-valued attribute, so the conditions of a value filter can be 
 ``urn:...:enterprise:2.0:user:department``. Each complex value also gets a marker row at its own path (no
 value), so ``emails pr`` and a value filter's ``not (...)`` see elements whatever sub-attributes they carry.
 Empty strings are not indexed: in filters they count as absent. The attributes kept in columns (``id``,
-``userName``, ``externalId``, ``active``, ``meta``) are not indexed here.
+``userName``, ``externalId``, ``active``, ``meta``) are not indexed here. Rows name their record by ``user_seq``
+(``scim_users.seq``), which filters read, and by ``user_id``.
 """
 
 from __future__ import annotations

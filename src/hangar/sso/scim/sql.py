@@ -385,23 +385,6 @@ def _groups(bound: Bound, correlated: bool) -> Cond:
     return members_where(_column_leaf(bound, column))
 
 
-def columns_only(bound: Bound) -> bool:
-    """Whether the filter reads only ``scim_users`` columns (no subquery), so running it twice costs little."""
-    if isinstance(bound, BAnd | BOr):
-        return columns_only(bound.left) and columns_only(bound.right)
-    if isinstance(bound, BNot):
-        return columns_only(bound.inner)
-    if isinstance(bound, BValuePath):
-        return False
-    target = bound.target
-    if target.ext is not None or target.attr.name in ("active", "groups"):
-        return False
-    try:
-        return _column(target) is not None
-    except FilterSemanticError:
-        return True
-
-
 def to_sql(bound: Bound, correlated: bool = False) -> Cond:
     """The SQL condition selecting the users ``bound`` matches; ``correlated``: as probes (module docstring)."""
     if isinstance(bound, BAnd):
