@@ -93,6 +93,10 @@ async def test_users_crud_filter_and_pagination(tmp_path: Path) -> None:
         assert got.status_code == 200 and got.json() == one and got.headers["etag"] == 'W/"1"'
         found = (await http.get("/Users", params={"filter": 'USERNAME eq "USER3@corp.example"'})).json()
         assert found["totalResults"] == 1 and found["Resources"][0]["id"] == one["id"]
+        # A listing without attribute selection is joined from stored JSON: the same users as GET gives them.
+        listed = await http.get("/Users")
+        assert listed.headers["content-type"] == "application/scim+json"
+        assert listed.json()["itemsPerPage"] == 7 and listed.json()["Resources"] == made
         smiths = (await http.get("/Users", params={"filter": 'name.familyName eq "smith"', "count": 2})).json()
         assert smiths["totalResults"] == 3 and smiths["itemsPerPage"] == 2 and smiths["startIndex"] == 1
         rest = (await http.get("/Users", params={"filter": 'name.familyName eq "smith"', "startIndex": 3})).json()
