@@ -222,8 +222,9 @@ async def test_nonce_mismatch(tmp_path: Path) -> None:
         start = await s.http.get(f"{s.srv.url}/oidc/login?relay=desktop")
         state = parse_qs(urlsplit(start.headers["location"]).query)["state"][0]
         # As if the provider answered with a token minted for another sign-in.
-        pending = service._pending[state]
-        service._pending[state] = dataclasses.replace(pending, nonce="another-nonce")
+        pending = service.pending.take(state)
+        assert pending is not None
+        service.pending.add(state, dataclasses.replace(pending, nonce="another-nonce"))
         callback_url = await drive_to_callback(s.http, start, f"{s.srv.url}/oidc/callback", login="alice")
         resp = await s.http.get(callback_url)
         assert failure_code(resp) == "nonce"

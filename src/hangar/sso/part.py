@@ -19,9 +19,9 @@ async def _start(ctx: AppContext) -> None:
     store = SsoConfigStore(ctx.dbs.server, ctx.secrets, ctx.clock)
     await store.load()
     ctx.provide(store)
-    if ctx.maybe_service(SamlService) is None:
-        saml_service(ctx)
-    ctx.provide(OidcService(ctx, store))
+    # SAML and OIDC share one connection for their pending sign-ins (``hangar.sso.state``).
+    saml = saml_service(ctx)
+    ctx.provide(OidcService(ctx, store, saml.db))
     ctx.provide(ScimDirectory(ctx.dbs.server, ctx.identity, ctx.clock))
 
 
@@ -29,6 +29,9 @@ async def _stop(ctx: AppContext) -> None:
     oidc = ctx.maybe_service(OidcService)
     if oidc is not None:
         await oidc.aclose()
+    saml = ctx.maybe_service(SamlService)
+    if saml is not None:
+        saml.db.close()
 
 
 SSO_PART = Part(

@@ -1,7 +1,8 @@
 """The OIDC relying party: authorization code flow with PKCE (S256), ``state`` and ``nonce``, via authlib.
 
 ``/oidc/login`` discovers the provider, remembers a pending login under a fresh ``state`` (with the PKCE
-verifier, the nonce, the redirect URI and the client's relay), binds it to this browser with an HttpOnly
+verifier, the nonce, the redirect URI and the client's relay; in the server database, so a restart in
+between loses nothing: ``hangar.sso.oidc.pending``), binds it to this browser with an HttpOnly
 cookie whose name derives from the state, and redirects to the authorization endpoint. ``/oidc/callback``
 takes the pending login out (each state works once, and only in the browser holding the cookie), exchanges the
 code (with the client secret from the secrets file when one is saved), verifies the ID token, reads the
@@ -10,11 +11,10 @@ userinfo endpoint for claims the token left out, and hands the result to the sha
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import secrets
-from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -30,12 +30,12 @@ from hangar.sso.config import OidcConnection, SsoConfigStore, SsoKind
 from hangar.sso.handoff import LoginFailed, LoginIntent, failure_response, request_origin, success_response
 from hangar.sso.login import SsoIdentity, complete_login
 from hangar.sso.oidc.discovery import HTTP_TIMEOUT, ProviderKeys, ProviderMetadata, discover
+from hangar.sso.oidc.pending import PENDING_TTL_SECONDS, PendingLogin, PendingLogins
 from hangar.sso.oidc.tokens import verify_id_token
+from hangar.sso.state import StateDb
 
 log = logging.getLogger(__name__)
 
-PENDING_TTL_SECONDS = 600
-MAX_PENDING = 10_000
 METADATA_TTL_SECONDS = 3600
 SCOPES = "openid email profile"
 CALLBACK_PATH = "/oidc/callback"
@@ -49,24 +49,14 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class PendingLogin:
-    nonce: str
-    code_verifier: str
-    redirect_uri: str
-    intent: LoginIntent
-    binding_hash: str
-    issuer: str
-    client_id: str
-    started: float
-
-
 class OidcService:
-    def __init__(self, ctx: AppContext, store: SsoConfigStore, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self, ctx: AppContext, store: SsoConfigStore, db: StateDb, http: httpx.AsyncClient | None = None
+    ) -> None:
         self._ctx = ctx
         self._store = store
         self._http = http or httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=False)
-        self._pending: OrderedDict[str, PendingLogin] = OrderedDict()
+        self.pending = PendingLogins(ctx.clock, db)
         self._providers: dict[str, tuple[ProviderMetadata, ProviderKeys, float]] = {}
         store.on_change(self._on_config_change)
 
@@ -103,21 +93,13 @@ class OidcService:
             raise LoginFailed("invalid", "OIDC sign-in is not enabled on this server")
         return conn
 
-    def _remember(self, state: str, pending: PendingLogin) -> None:
-        now = self._ctx.clock.monotonic()
-        while self._pending:
-            oldest_state, oldest = next(iter(self._pending.items()))
-            if now - oldest.started < PENDING_TTL_SECONDS and len(self._pending) < MAX_PENDING:
-                break
-            del self._pending[oldest_state]
-        self._pending[state] = pending
-
-    def take_pending(self, state: str | None) -> PendingLogin:
+    async def take_pending(self, state: str | None) -> PendingLogin:
         """The pending login for ``state``, removed (single use); ``state`` failure when unknown or stale."""
-        pending = self._pending.pop(state, None) if state else None
+        # The store blocks on the server database: off the loop (see ``hangar.sso.state``).
+        pending = await asyncio.to_thread(self.pending.take, state) if state else None
         if pending is None:
             raise LoginFailed("state", "this sign-in is unknown, already used or expired; start again")
-        if self._ctx.clock.monotonic() - pending.started >= PENDING_TTL_SECONDS:
+        if self._ctx.clock.now() >= pending.expires_at:
             raise LoginFailed("state", "this sign-in took too long; start again")
         return pending
 
@@ -143,9 +125,10 @@ class OidcService:
             )
         finally:
             await client.aclose()
-        self._remember(
+        await asyncio.to_thread(
+            self.pending.add,
             state,
-            PendingLogin(
+            self.pending.new(
                 nonce=nonce,
                 code_verifier=verifier,
                 redirect_uri=redirect_uri,
@@ -153,7 +136,6 @@ class OidcService:
                 binding_hash=_digest(binding),
                 issuer=conn.issuer,
                 client_id=conn.clientId,
-                started=self._ctx.clock.monotonic(),
             ),
         )
         resp = RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
@@ -172,7 +154,7 @@ class OidcService:
         params = request.query_params
         state = params.get("state")
         try:
-            pending = self.take_pending(state)
+            pending = await self.take_pending(state)
             assert state is not None
             presented = request.cookies.get(binding_cookie(state), "")
             if not presented or not secrets.compare_digest(_digest(presented), pending.binding_hash):

@@ -5,18 +5,21 @@ origin). ``take`` removes it, so an ``InResponseTo`` is honoured once; entries e
 ``SeenAssertions`` remembers accepted assertion ids until the assertion itself expires, so the same signed
 assertion posted twice (an unsolicited one in particular, which has no request to use up) is refused.
 
-Both live in memory: a restart forgets pending logins, which only means those people sign in again. Both
-are bounded so that a flood of ``/saml/login`` requests cannot grow them without limit (oldest go first).
+Both live in the server database (``sso_saml_pending``, ``sso_saml_seen``; see ``hangar.sso.state``), so a
+sign-in started before a restart completes after it and a restart forgets no used assertion. Both are
+bounded so that a flood of ``/saml/login`` requests cannot grow them without limit: expired rows go on every
+insert, and past the capacity the oldest go first.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hangar.core.clock import Clock
+from hangar.core.sqlite_writer import dt
+from hangar.sso.state import StateDb, cap_oldest, parse_dt, purge_expired
 
 DEFAULT_TTL = timedelta(minutes=10)
 MAX_PENDING = 10_000
@@ -32,79 +35,101 @@ class PendingRequest:
     expires_at: datetime
 
 
+def _request(row: tuple[str, str | None, str | None, str, str]) -> PendingRequest:
+    return PendingRequest(row[0], row[1], row[2], parse_dt(row[3]), parse_dt(row[4]))
+
+
 class PendingRequests:
-    def __init__(self, clock: Clock, *, ttl: timedelta = DEFAULT_TTL, capacity: int = MAX_PENDING) -> None:
+    def __init__(self, clock: Clock, db: StateDb, *, ttl: timedelta = DEFAULT_TTL, capacity: int = MAX_PENDING) -> None:
         self._clock = clock
+        self._db = db
         self._ttl = ttl
         self._capacity = capacity
-        self._items: OrderedDict[str, PendingRequest] = OrderedDict()
-        self._lock = threading.Lock()
 
     def add(self, request_id: str, *, relay: str | None = None, client_origin: str | None = None) -> PendingRequest:
         now = self._clock.now()
         item = PendingRequest(request_id, relay, client_origin, now, now + self._ttl)
-        with self._lock:
-            self._purge(now)
-            self._items[request_id] = item
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
+
+        def insert(conn: sqlite3.Connection) -> None:
+            purge_expired(conn, "sso_saml_pending", "expires_at", now)
+            conn.execute(
+                "INSERT OR REPLACE INTO sso_saml_pending (id, relay, client_origin, created_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (request_id, relay, client_origin, dt(now), dt(item.expires_at)),
+            )
+            cap_oldest(conn, "sso_saml_pending", "created_at", self._capacity)
+
+        self._db.run(insert)
         return item
 
     def peek(self, request_id: str) -> PendingRequest | None:
         """The live pending request, without using it up."""
         now = self._clock.now()
-        with self._lock:
-            item = self._items.get(request_id)
-            if item is None or item.expires_at <= now:
-                return None
-            return item
+
+        def select(conn: sqlite3.Connection) -> PendingRequest | None:
+            row = conn.execute(
+                "SELECT id, relay, client_origin, created_at, expires_at FROM sso_saml_pending "
+                "WHERE id = ? AND expires_at > ?",
+                (request_id, dt(now)),
+            ).fetchone()
+            return None if row is None else _request(row)
+
+        return self._db.run(select)
 
     def take(self, request_id: str) -> PendingRequest | None:
         """Use up the pending request: the first caller gets it, every later one gets None."""
         now = self._clock.now()
-        with self._lock:
-            item = self._items.pop(request_id, None)
+
+        def delete(conn: sqlite3.Connection) -> PendingRequest | None:
+            row = conn.execute(
+                "DELETE FROM sso_saml_pending WHERE id = ? RETURNING id, relay, client_origin, created_at, expires_at",
+                (request_id,),
+            ).fetchone()
+            return None if row is None else _request(row)
+
+        item = self._db.run(delete)
         if item is None or item.expires_at <= now:
             return None
         return item
 
     def __len__(self) -> int:
-        return len(self._items)
-
-    def _purge(self, now: datetime) -> None:
-        while self._items:
-            first = next(iter(self._items.values()))
-            if first.expires_at > now:
-                break
-            self._items.popitem(last=False)
+        return int(self._db.run(lambda conn: conn.execute("SELECT count(*) FROM sso_saml_pending").fetchone()[0]))
 
 
 class SeenAssertions:
-    def __init__(self, clock: Clock, *, capacity: int = MAX_SEEN) -> None:
+    def __init__(self, clock: Clock, db: StateDb, *, capacity: int = MAX_SEEN) -> None:
         self._clock = clock
+        self._db = db
         self._capacity = capacity
-        self._items: OrderedDict[str, datetime] = OrderedDict()
-        self._lock = threading.Lock()
 
     def seen(self, key: str) -> bool:
         now = self._clock.now()
-        with self._lock:
-            until = self._items.get(key)
-            return until is not None and until > now
+
+        def select(conn: sqlite3.Connection) -> bool:
+            row = conn.execute("SELECT 1 FROM sso_saml_seen WHERE key = ? AND until > ?", (key, dt(now))).fetchone()
+            return row is not None
+
+        return self._db.run(select)
 
     def remember(self, key: str, until: datetime) -> bool:
         """Record ``key`` until ``until``; False when it was already recorded (a replay)."""
         now = self._clock.now()
-        with self._lock:
-            old = self._items.get(key)
-            if old is not None and old > now:
+
+        def upsert(conn: sqlite3.Connection) -> bool:
+            # One statement: a new key is inserted, an expired one replaced, a live one left alone (rowcount 0).
+            cur = conn.execute(
+                "INSERT INTO sso_saml_seen (key, until, accepted_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET until = excluded.until, accepted_at = excluded.accepted_at "
+                "WHERE sso_saml_seen.until <= ?",
+                (key, dt(until), dt(now), dt(now)),
+            )
+            if cur.rowcount == 0:
                 return False
-            self._items[key] = until
-            self._items.move_to_end(key)
-            if len(self._items) > self._capacity:
+            (count,) = conn.execute("SELECT count(*) FROM sso_saml_seen").fetchone()
+            if count > self._capacity:
                 # Drop expired entries first; if still full, the oldest accepted go.
-                for k in [k for k, t in self._items.items() if t <= now]:
-                    del self._items[k]
-                while len(self._items) > self._capacity:
-                    self._items.popitem(last=False)
+                purge_expired(conn, "sso_saml_seen", "until", now)
+                cap_oldest(conn, "sso_saml_seen", "accepted_at", self._capacity)
             return True
+
+        return self._db.run(upsert)

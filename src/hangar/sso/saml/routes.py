@@ -9,6 +9,7 @@ provisioned. ``/saml/metadata`` is our entity descriptor for the IdP's administr
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from urllib.parse import parse_qs
 
@@ -73,8 +74,14 @@ async def saml_login(request: Request) -> Response:
             intent = LoginIntent.from_request(request)
         except InvalidArgs as exc:
             raise SamlError("invalid", exc.message) from None
-        authn = saml_service(_ctx(request)).start_login(
-            conn, _origin(request), relay=intent.relay, client_origin=intent.client_origin
+        # Off the loop: the pending request is written to the server database, which may have to wait for
+        # another writer, and that writer may itself be waiting for the loop (``hangar.sso.state``).
+        authn = await asyncio.to_thread(
+            saml_service(_ctx(request)).start_login,
+            conn,
+            _origin(request),
+            relay=intent.relay,
+            client_origin=intent.client_origin,
         )
     except SamlError as exc:
         return failure_response(request, exc.saml_code, exc.message)
@@ -107,7 +114,8 @@ async def saml_acs(request: Request) -> Response:
         values = form.get("SAMLResponse", [])
         if len(values) != 1:
             raise SamlError("malformed", "the form post must carry exactly one SAMLResponse")
-        identity = saml_service(ctx).verify(conn, _origin(request), values[0])
+        # Off the loop for the same reason (and the signature checks are CPU work).
+        identity = await asyncio.to_thread(saml_service(ctx).verify, conn, _origin(request), values[0])
         pending = identity.request
         intent = LoginIntent(
             relay=pending.relay if pending else None,

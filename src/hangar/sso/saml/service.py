@@ -1,5 +1,6 @@
 """The SAML service provider as the server runs it: the saved SAML connection turned into verifier settings,
-and the pending-request and seen-assertion stores shared by ``/saml/login`` and ``/saml/acs``.
+and the pending-request and seen-assertion stores (in the server database) shared by ``/saml/login`` and
+``/saml/acs``.
 
 Settings are derived per request from the record saved last (so a save applies at once); the parsed IdP
 metadata is cached by the exact XML text, so a new record's metadata is parsed once.
@@ -18,6 +19,7 @@ from hangar.sso.saml.metadata import IdpMetadata, parse_idp_metadata, sp_metadat
 from hangar.sso.saml.pending import PendingRequests, SeenAssertions
 from hangar.sso.saml.request import AuthnRequest, build_authn_request, new_request_id
 from hangar.sso.saml.verify import ResponseVerifier, SamlIdentity, SpSettings
+from hangar.sso.state import StateDb
 
 ACS_PATH = "/saml/acs"
 LOGIN_PATH = "/saml/login"
@@ -29,10 +31,11 @@ def acs_url(origin: str) -> str:
 
 
 class SamlService:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, db: StateDb) -> None:
         self.clock = clock
-        self.pending = PendingRequests(clock)
-        self.seen = SeenAssertions(clock)
+        self.db = db
+        self.pending = PendingRequests(clock, db)
+        self.seen = SeenAssertions(clock, db)
         self._lock = threading.Lock()
         self._metadata: tuple[str, IdpMetadata] | None = None
 
@@ -65,7 +68,9 @@ class SamlService:
     def start_login(
         self, conn: SamlConnection, origin: str, *, relay: str | None, client_origin: str | None
     ) -> AuthnRequest:
-        """Build the AuthnRequest and remember it as pending (with what the login asked for)."""
+        """Build the AuthnRequest and remember it as pending (with what the login asked for).
+
+        Writes to the server database: call it off the event loop (as ``verify``)."""
         settings = self.settings(conn, origin)
         rid = new_request_id()
         # RelayState carries the request id so an IdP that echoes it lets us cross-check; trust comes from
@@ -95,7 +100,7 @@ def saml_service(ctx: AppContext) -> SamlService:
     if existing is not None:
         return existing
     try:
-        return ctx.provide(SamlService(ctx.clock))
+        return ctx.provide(SamlService(ctx.clock, StateDb(ctx.datadir.server_db)))
     except ValueError:
         # Two requests raced to create it; the first one won.
         return ctx.service(SamlService)

@@ -17,6 +17,7 @@ from hangar.sso.saml import (
 )
 from tests.unit.sso.saml.attacks import ATTACKS, Attack
 from tests.unit.sso.saml.kit import ACS, NOW, SP, Spec, idp_metadata_xml, signed_response, to_bytes
+from tests.unit.sso.saml.state import state_db
 
 
 def make_verifier(
@@ -31,10 +32,11 @@ def make_verifier(
         allow_idp_initiated=allow_idp_initiated,
         want_response_signed=want_response_signed,
     )
-    pending = PendingRequests(clock)
+    db = state_db()
+    pending = PendingRequests(clock, db)
     pending.add("_req0001", relay="desktop")
     pending.add("_req0002", relay="web-popup")
-    seen = SeenAssertions(clock)
+    seen = SeenAssertions(clock, db)
     return ResponseVerifier(settings, clock, pending, seen), pending, seen
 
 
@@ -155,9 +157,10 @@ def test_expired_idp_certificate_is_refused() -> None:
     old = keypair("old-idp", not_after=NOW - timedelta(days=1))
     clock = FakeClock(NOW)
     settings = SpSettings(sp_entity_id=SP, acs_url=ACS, idp=parse_idp_metadata(idp_metadata_xml(certs=(old,))))
-    pending = PendingRequests(clock)
+    db = state_db()
+    pending = PendingRequests(clock, db)
     pending.add("_req0001")
-    verifier = ResponseVerifier(settings, clock, pending, SeenAssertions(clock))
+    verifier = ResponseVerifier(settings, clock, pending, SeenAssertions(clock, db))
     with pytest.raises(SamlError) as caught:
         verifier.verify_xml(to_bytes(signed_response(kp=old)))
     assert caught.value.saml_code == "signature"
@@ -171,9 +174,10 @@ def test_metadata_with_two_certificates_accepts_either() -> None:
     certs = (keypair("idp"), keypair("rollover"))
     settings = SpSettings(sp_entity_id=SP, acs_url=ACS, idp=parse_idp_metadata(idp_metadata_xml(certs=certs)))
     for kp in certs:
-        pending = PendingRequests(clock)
+        db = state_db()
+        pending = PendingRequests(clock, db)
         pending.add("_req0001")
-        verifier = ResponseVerifier(settings, clock, pending, SeenAssertions(clock))
+        verifier = ResponseVerifier(settings, clock, pending, SeenAssertions(clock, db))
         assert verifier.verify_xml(to_bytes(signed_response(kp=kp))).subject == "ada@example.test"
 
 

@@ -23,6 +23,7 @@ from hangar.sso.saml import (
 from hangar.sso.saml.request import MAX_INFLATED_BYTES, deflate_encode
 from hangar.sso.saml.xml import MD, SAML, SAMLP, q
 from tests.unit.sso.saml.kit import ACS, IDP, NOW, SP, SSO_URL, idp_metadata_xml, keypair
+from tests.unit.sso.saml.state import state_db
 
 
 def test_authn_request_round_trips_through_the_redirect_binding() -> None:
@@ -123,7 +124,7 @@ def test_sp_metadata_names_our_entity_and_consumer() -> None:
 
 def test_pending_requests_are_one_use_and_expire() -> None:
     clock = FakeClock(NOW)
-    pending = PendingRequests(clock, ttl=timedelta(minutes=10))
+    pending = PendingRequests(clock, state_db(), ttl=timedelta(minutes=10))
     pending.add("_a", relay="desktop", client_origin=None)
     pending.add("_b")
     assert pending.peek("_a") is not None
@@ -135,7 +136,7 @@ def test_pending_requests_are_one_use_and_expire() -> None:
 
 
 def test_pending_requests_are_bounded() -> None:
-    pending = PendingRequests(FakeClock(NOW), capacity=3)
+    pending = PendingRequests(FakeClock(NOW), state_db(), capacity=3)
     for i in range(5):
         pending.add(f"_{i}")
     assert len(pending) == 3
@@ -144,7 +145,7 @@ def test_pending_requests_are_bounded() -> None:
 
 def test_seen_assertions_refuse_a_second_use_until_expiry() -> None:
     clock = FakeClock(NOW)
-    seen = SeenAssertions(clock)
+    seen = SeenAssertions(clock, state_db())
     assert seen.remember("k", NOW + timedelta(minutes=1))
     assert seen.seen("k") and not seen.remember("k", NOW + timedelta(minutes=1))
     clock.advance(61)

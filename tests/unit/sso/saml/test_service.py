@@ -12,12 +12,13 @@ from hangar.sso.config import SamlConnection
 from hangar.sso.saml import SamlError
 from hangar.sso.saml.service import SamlService
 from tests.unit.sso.saml.kit import IDP, NOW, SSO_URL, idp_metadata_xml
+from tests.unit.sso.saml.state import state_db
 
 ORIGIN = "https://hangar.example.com"
 
 
 def test_settings_follow_the_saved_record() -> None:
-    service = SamlService(FakeClock(NOW))
+    service = SamlService(FakeClock(NOW), state_db())
     conn = SamlConnection(
         enabled=True,
         idpMetadataXml=idp_metadata_xml(),
@@ -40,7 +41,7 @@ def test_settings_follow_the_saved_record() -> None:
 
 
 def test_start_login_remembers_the_request_with_its_relay() -> None:
-    service = SamlService(FakeClock(NOW))
+    service = SamlService(FakeClock(NOW), state_db())
     conn = SamlConnection(enabled=True, idpMetadataXml=idp_metadata_xml())
     request = service.start_login(conn, ORIGIN, relay="web-popup", client_origin="http://localhost:5173")
     assert request.redirect_url.startswith(SSO_URL + "?SAMLRequest=")
@@ -51,5 +52,5 @@ def test_start_login_remembers_the_request_with_its_relay() -> None:
 
 def test_a_record_without_metadata_is_refused() -> None:
     with pytest.raises(SamlError) as caught:
-        SamlService(FakeClock(NOW)).settings(SamlConnection(), ORIGIN)
+        SamlService(FakeClock(NOW), state_db()).settings(SamlConnection(), ORIGIN)
     assert caught.value.saml_code == "invalid"

@@ -1,0 +1,135 @@
+"""The sign-in state stores on a real server database: they survive a reopen (a restart), use-once holds
+between separate connections racing from threads (as two processes would), expiry follows the injectable
+clock, and the tables stay bounded."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+from hangar.core.clock import FakeClock
+from hangar.sso.handoff import LoginIntent
+from hangar.sso.oidc.pending import PendingLogin, PendingLogins
+from hangar.sso.saml import PendingRequests, SeenAssertions
+from hangar.sso.state import StateDb
+from tests.unit.sso.saml.kit import NOW
+from tests.unit.sso.saml.state import state_db
+
+
+def _path(db: StateDb) -> Path:
+    return Path(db._path)
+
+
+def _race(workers: list[StateDb], attempt: object) -> list[object]:
+    """Run ``attempt(db)`` on every connection at once (released together by a barrier); their results."""
+    barrier = threading.Barrier(len(workers))
+    results: list[object] = [None] * len(workers)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        results[i] = attempt(workers[i])  # type: ignore[operator]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(workers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def test_pending_requests_and_seen_assertions_survive_a_reopen() -> None:
+    clock = FakeClock(NOW)
+    first = state_db()
+    PendingRequests(clock, first).add("_req", relay="web-popup", client_origin="http://localhost:5173")
+    assert SeenAssertions(clock, first).remember("idp\n_a1", NOW + timedelta(minutes=5))
+    first.close()
+    again = StateDb(_path(first))
+    taken = PendingRequests(clock, again).take("_req")
+    assert taken is not None and (taken.relay, taken.client_origin) == ("web-popup", "http://localhost:5173")
+    assert taken.expires_at == NOW + timedelta(minutes=10)
+    seen = SeenAssertions(clock, again)
+    assert seen.seen("idp\n_a1") and not seen.remember("idp\n_a1", NOW + timedelta(minutes=5))
+
+
+def test_one_pending_request_taken_by_racing_connections_goes_to_exactly_one() -> None:
+    clock = FakeClock(NOW)
+    db = state_db()
+    workers = [StateDb(_path(db)) for _ in range(6)]
+    for round_ in range(20):
+        PendingRequests(clock, db).add(f"_r{round_}", relay="desktop")
+        got = _race(workers, lambda w, rid=f"_r{round_}": PendingRequests(clock, w).take(rid))
+        assert sum(g is not None for g in got) == 1, got
+
+
+def test_one_assertion_remembered_by_racing_connections_is_accepted_once() -> None:
+    clock = FakeClock(NOW)
+    db = state_db()
+    workers = [StateDb(_path(db)) for _ in range(6)]
+    for round_ in range(20):
+        key, until = f"idp\n_a{round_}", NOW + timedelta(minutes=5)
+        got = _race(workers, lambda w, k=key, u=until: SeenAssertions(clock, w).remember(k, u))
+        assert got.count(True) == 1, got
+
+
+def test_seen_assertions_are_bounded_expired_first_then_oldest() -> None:
+    clock = FakeClock(NOW)
+    seen = SeenAssertions(clock, state_db(), capacity=3)
+    hour = NOW + timedelta(hours=1)
+    assert seen.remember("old", hour)
+    clock.advance(10)
+    assert seen.remember("short", NOW + timedelta(seconds=15))
+    clock.advance(10)
+    assert seen.remember("a", hour)
+    clock.advance(10)
+    # Over capacity with an expired entry: the expired one goes, the oldest live one stays.
+    assert seen.remember("b", hour)
+    assert all(seen.seen(k) for k in ("old", "a", "b"))
+    clock.advance(10)
+    # Over capacity with none expired: the oldest accepted goes.
+    assert seen.remember("c", hour)
+    assert not seen.seen("old") and all(seen.seen(k) for k in "abc")
+
+
+def _login(store: PendingLogins, nonce: str = "n") -> PendingLogin:
+    return store.new(
+        nonce=nonce,
+        code_verifier="v" * 64,
+        redirect_uri="http://127.0.0.1:1/oidc/callback",
+        intent=LoginIntent(relay="web-popup", client_origin="http://localhost:5173"),
+        binding_hash="b" * 64,
+        issuer="http://127.0.0.1:2",
+        client_id="hangar",
+    )
+
+
+def test_oidc_pending_logins_round_trip_once_and_survive_a_reopen() -> None:
+    clock = FakeClock(NOW)
+    db = state_db()
+    login = _login(PendingLogins(clock, db))
+    PendingLogins(clock, db).add("s1", login)
+    db.close()
+    store = PendingLogins(clock, StateDb(_path(db)))
+    assert store.take("s1") == login
+    assert store.take("s1") is None
+    assert "v" * 64 not in repr(login) and "nonce" not in repr(login)
+
+
+def test_oidc_pending_logins_race_expire_and_stay_bounded() -> None:
+    clock = FakeClock(NOW)
+    db = state_db()
+    store = PendingLogins(clock, db, capacity=3)
+    store.add("raced", _login(store))
+    got = _race([StateDb(_path(db)) for _ in range(5)], lambda w: PendingLogins(clock, w).take("raced"))
+    assert sum(g is not None for g in got) == 1
+    for i in range(5):
+        store.add(f"s{i}", _login(store))
+    assert len(store) == 3 and store.take("s0") is None and store.take("s4") is not None
+    stale = _login(store)
+    store.add("stale", stale)
+    clock.advance(601)
+    # Taken rows carry their expiry for the caller to judge; an insert purges the expired ones.
+    taken = store.take("stale")
+    assert taken is not None and taken.expires_at <= clock.now()
+    store.add("fresh", _login(store))
+    assert len(store) == 1
