@@ -72,6 +72,15 @@ def _payload(raw: str | None, inputs: list[str]) -> dict[str, Any]:
     return payload
 
 
+def _report(snap: dict[str, Any], as_json: bool) -> int:
+    """Print one run (a JSON document or the text form) and give the command's exit code for it."""
+    if as_json:
+        _dump(snap)
+    else:
+        _print_run(snap)
+    return _exit_code([snap["status"]])
+
+
 def _exit_code(statuses: list[str]) -> int:
     if any(s in ("failed", "cancelled") for s in statuses):
         return EXIT_FAILED
@@ -219,11 +228,7 @@ def run(
             typer.echo(f"run {run_id} started", err=True)
             await _drive(ctx, engine)
             snap = await engine.snapshot(ws, run_id)
-        if as_json:
-            _dump(snap)
-        else:
-            _print_run(snap)
-        return _exit_code([snap["status"]])
+        return _report(snap, as_json)
 
     raise typer.Exit(_run_async(main))
 
@@ -295,11 +300,7 @@ def resume(
             await engine.resume(ws, run_id)
             await _drive(ctx, engine)
             snap = await engine.snapshot(ws, run_id)
-        if as_json:
-            _dump(snap)
-        else:
-            _print_run(snap)
-        return _exit_code([snap["status"]])
+        return _report(snap, as_json)
 
     raise typer.Exit(_run_async(main))
 
@@ -319,10 +320,6 @@ def cancel(
             await engine.cancel(ws, run_id, by="cli")
             await _drive(ctx, engine)
             snap = await engine.snapshot(ws, run_id)
-        if as_json:
-            _dump(snap)
-        else:
-            _print_run(snap)
-        return _exit_code([snap["status"]])
+        return _report(snap, as_json)
 
     raise typer.Exit(_run_async(main))
