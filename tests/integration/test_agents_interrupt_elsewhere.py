@@ -23,7 +23,7 @@ from hangar.pipelines.lease import LOCK_NAME, STOP_NAME
 from hangar.workspace import SpaceService
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.unit.agents.support import server_parts, wait_run
+from tests.unit.agents.support import ask_agent_template, insert_running_run, server_parts, wait_run
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
 SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
@@ -37,30 +37,6 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def template(agent: str) -> dict[str, Any]:
-    return {
-        "id": "ask-sleeper",
-        "steps": [
-            {"id": "start", "kind": "trigger", "body": "pipeline.trigger"},
-            {
-                "id": "open",
-                "kind": "listen",
-                "body": "messaging.createSpace",
-                "trigger": {"sourceStepIds": ["start"]},
-                "config": {"outputKey": "space_id"},
-            },
-            {
-                "id": "ask",
-                "kind": "listen",
-                "body": "conversation.promptAgent",
-                "trigger": {"sourceStepIds": ["open"]},
-                "config": {"agentId": agent, "prompt": "sleep"},
-            },
-            {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["ask"]}},
-        ],
-    }
-
-
 @contextlib.asynccontextmanager
 async def driven_elsewhere(
     tmp_path: Path, srv: RunningServer, c: RpcClient
@@ -70,7 +46,7 @@ async def driven_elsewhere(
     adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
     agent = (await c.call("agents.create", workspace_id=ws, name="Sleeper", adapter=adapter))["id"]
     file = tmp_path / "ask.json"
-    file.write_text(json.dumps(template(agent)))
+    file.write_text(json.dumps(ask_agent_template("ask-sleeper", agent, "sleep")))
     proc = subprocess.Popen(
         [HANGAR, "pipeline", "run", str(file), "--data-dir", str(srv.data_dir), "--workspace", "cli", "--json"],
         env={k: v for k, v in os.environ.items() if k != "HANGAR_DATA_DIR"},
@@ -187,19 +163,7 @@ async def test_recover_leaves_a_run_whose_lock_a_live_process_holds(tmp_path: Pa
         )
         try:
             assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-            await runner.store.insert(
-                ws,
-                id=run_id,
-                agent_id=agent,
-                space_id=space,
-                status="running",
-                prompt="elsewhere",
-                has_output=False,
-                turns=1,
-                dispatched_by="test",
-                created_at=srv.ctx.clock.now(),
-                owner="999999999:1",
-            )
+            await insert_running_run(srv, ws, run_id, agent, space, "999999999:1")
             assert await runner.recover(ws) == 0
             assert (await c.call("runs.get", workspace_id=ws, runId=run_id))["status"] == "running"
         finally:

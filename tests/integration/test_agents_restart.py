@@ -12,7 +12,7 @@ from hangar.core.ids import new_id
 from hangar.pipelines.procs import start_ticks
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.unit.agents.support import collect_until, server_parts, wait_run
+from tests.unit.agents.support import collect_until, insert_running_run, server_parts, wait_run
 
 SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
 
@@ -30,23 +30,10 @@ async def test_stop_interrupts_and_restart_closes_stale_runs(tmp_path: Path) -> 
             await collect_until(watch, "agents.textDelta")
             # A run a killed process left behind (recorded as running, its owner gone), and one that another
             # live process (a command beside the server) drives.
-            runner = srv.ctx.service(AgentRunner)
             stale, elsewhere = new_id(), new_id()
             other = subprocess.Popen(["sleep", "60"])
             for run_id, owner in ((stale, "999999999:1"), (elsewhere, f"{other.pid}:{start_ticks(other.pid)}")):
-                await runner.store.insert(
-                    ws,
-                    id=run_id,
-                    agent_id=agent,
-                    space_id=space,
-                    status="running",
-                    prompt="lost",
-                    has_output=False,
-                    turns=1,
-                    dispatched_by="test",
-                    created_at=srv.ctx.clock.now(),
-                    owner=owner,
-                )
+                await insert_running_run(srv, ws, run_id, agent, space, owner)
 
     async with running_server(data, parts=server_parts()) as srv:
         token = await srv.ctx.identity.issue_device(srv.owner_id, "again")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
+from tests.unit.agents.support import ask_agent_template
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
 SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
@@ -20,28 +21,7 @@ async def test_run_with_an_agent_step_completes(tmp_path: Path) -> None:
         ws = (await c.call("workspaces.create", name="cli"))["id"]
         adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
         agent = (await c.call("agents.create", workspace_id=ws, name="Echo", adapter=adapter))["id"]
-    template = {
-        "id": "ask-echo",
-        "name": "Ask the echo agent",
-        "steps": [
-            {"id": "start", "kind": "trigger", "body": "pipeline.trigger"},
-            {
-                "id": "open",
-                "kind": "listen",
-                "body": "messaging.createSpace",
-                "trigger": {"sourceStepIds": ["start"]},
-                "config": {"outputKey": "space_id"},
-            },
-            {
-                "id": "ask",
-                "kind": "listen",
-                "body": "conversation.promptAgent",
-                "trigger": {"sourceStepIds": ["open"]},
-                "config": {"agentId": agent, "prompt": "lastline {{topic}}", "outputKey": "answer"},
-            },
-            {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["ask"]}},
-        ],
-    }
+    template = ask_agent_template("ask-echo", agent, "lastline {{topic}}", outputKey="answer")
     path = tmp_path / "t.json"
     path.write_text(json.dumps(template))
     r = subprocess.run(

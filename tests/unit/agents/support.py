@@ -91,3 +91,48 @@ def template(*steps: dict[str, Any], tid: str = "t") -> dict[str, Any]:
         chain.append({"kind": "listen", "trigger": {"sourceStepIds": [chain[-1]["id"]]}, **s})
     chain.append({"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": [chain[-1]["id"]]}})
     return {"id": tid, "name": tid, "steps": chain, "edges": []}
+
+
+def ask_agent_template(tid: str, agent_id: str, prompt: str, **config: Any) -> dict[str, Any]:
+    """A pipeline that opens a space and prompts one agent in it (``config`` adds to the prompt step's)."""
+    return {
+        "id": tid,
+        "steps": [
+            {"id": "start", "kind": "trigger", "body": "pipeline.trigger"},
+            {
+                "id": "open",
+                "kind": "listen",
+                "body": "messaging.createSpace",
+                "trigger": {"sourceStepIds": ["start"]},
+                "config": {"outputKey": "space_id"},
+            },
+            {
+                "id": "ask",
+                "kind": "listen",
+                "body": "conversation.promptAgent",
+                "trigger": {"sourceStepIds": ["open"]},
+                "config": {"agentId": agent_id, "prompt": prompt, **config},
+            },
+            {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["ask"]}},
+        ],
+    }
+
+
+async def insert_running_run(srv: RunningServer, ws: str, run_id: str, agent: str, space: str, owner: str) -> None:
+    """Record an agent run as ``running`` and driven by ``owner`` (``<pid>:<start ticks>``), as another process
+    would have left it."""
+    from hangar.agents import AgentRunner
+
+    await srv.ctx.service(AgentRunner).store.insert(
+        ws,
+        id=run_id,
+        agent_id=agent,
+        space_id=space,
+        status="running",
+        prompt="elsewhere",
+        has_output=False,
+        turns=1,
+        dispatched_by="test",
+        created_at=srv.ctx.clock.now(),
+        owner=owner,
+    )
