@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.rpc import RpcClient  # noqa: E402
 from tests.support.server import running_server  # noqa: E402
-from tests.unit.agents.support import server_parts  # noqa: E402
+from tests.unit.agents.support import ask_agent_template, server_parts  # noqa: E402
 
 from hangar.pipelines.lease import END_POLL_S, STOP_POLL_S  # noqa: E402
 
@@ -51,30 +51,6 @@ def shell_template(tid: str, mark: Path) -> dict[str, Any]:
                 "config": {"script": f'echo "$HANGAR_PIPELINE_RUN_ID" > {mark}; sleep 60'},
             },
             {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["nap"]}},
-        ],
-    }
-
-
-def agent_template(agent: str) -> dict[str, Any]:
-    return {
-        "id": "ask",
-        "steps": [
-            {"id": "start", "kind": "trigger"},
-            {
-                "id": "open",
-                "kind": "listen",
-                "body": "messaging.createSpace",
-                "trigger": {"sourceStepIds": ["start"]},
-                "config": {"outputKey": "space_id"},
-            },
-            {
-                "id": "ask",
-                "kind": "listen",
-                "body": "conversation.promptAgent",
-                "trigger": {"sourceStepIds": ["open"]},
-                "config": {"agentId": agent, "prompt": "sleep"},
-            },
-            {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["ask"]}},
         ],
     }
 
@@ -147,7 +123,7 @@ async def main(samples: int) -> None:
                 results.setdefault("agent interrupt, run driven by the server", []).append(ms)
                 # Agent run driven by a `hangar pipeline run` command.
                 seen = {r["id"] for r in (await c.call("runs.list", workspace_id=ws))["runs"]}
-                proc = command(tmp, agent_template(agent), data)
+                proc = command(tmp, ask_agent_template("ask", agent, "sleep"), data)
 
                 async def new_run(seen: set[str] = seen) -> str | None:
                     runs = (await c.call("runs.list", workspace_id=ws, status="running"))["runs"]
