@@ -21,6 +21,7 @@ from hangar.agents import AgentRunner
 from hangar.core.ids import new_id
 from hangar.pipelines.lease import LOCK_NAME, STOP_NAME
 from hangar.workspace import SpaceService
+from tests.support.locks import lock_held_elsewhere
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
 from tests.unit.agents.support import ask_agent_template, insert_running_run, server_parts, wait_run
@@ -150,25 +151,10 @@ async def test_recover_leaves_a_run_whose_lock_a_live_process_holds(tmp_path: Pa
         run_id = new_id()
         lock_dir = runner.run_dir(run_id)
         lock_dir.mkdir(parents=True)
-        holder = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX);"
-                " print('held', flush=True); time.sleep(60)",
-                str(lock_dir / LOCK_NAME),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with lock_held_elsewhere(lock_dir / LOCK_NAME):
             await insert_running_run(srv, ws, run_id, agent, space, "999999999:1")
             assert await runner.recover(ws) == 0
             assert (await c.call("runs.get", workspace_id=ws, runId=run_id))["status"] == "running"
-        finally:
-            holder.kill()
-            holder.wait()
         assert await runner.recover(ws) == 1
         closed = await wait_run(c, ws, run_id)
         assert (closed["outcome"], closed["error"]) == ("failed", "the server stopped during the run")

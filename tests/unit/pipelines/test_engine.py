@@ -11,6 +11,7 @@ import pytest
 from hangar.core.clock import FakeClock
 from hangar.pipelines import StepStatus, TaskFinished
 from hangar.pipelines import template as tpl
+from tests.support.locks import lock_held_elsewhere
 from tests.unit.pipelines.bodies_for_tests import CALLS, GATES, TEST_BODIES
 from tests.unit.pipelines.harness import WS, Harness, harness, listen, steps
 
@@ -686,9 +687,6 @@ async def test_cancel_from_an_engine_that_does_not_drive_the_run(tmp_path: Path)
 async def test_a_cancel_the_driver_does_not_answer_stands_until_the_run_is_driven_again(tmp_path: Path) -> None:
     """The driving process is alive but does not answer (here: a process holding the run's lock and nothing
     else): the cancel fails ``unavailable`` after its wait, and the request is honoured by the next driver."""
-    import subprocess
-    import sys
-
     from hangar.errors import Unavailable
     from hangar.pipelines.lease import LOCK_NAME, stop_requested
 
@@ -696,28 +694,13 @@ async def test_a_cancel_the_driver_does_not_answer_stands_until_the_run_is_drive
         run_id = await h1.start(steps(listen("w", "start", body="test.waitEvent", extras={"eventType": "x.go"})))
         await h1.engine.settle()
     run_dir = tmp_path / "pipelines" / run_id
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX);"
-            " print('held', flush=True); time.sleep(60)",
-            str(run_dir / LOCK_NAME),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with lock_held_elsewhere(run_dir / LOCK_NAME):
         async with harness(tmp_path, bodies=TEST_BODIES) as h2:
             with pytest.raises(Unavailable) as err:
                 await h2.engine.cancel(WS, run_id, wait_s=0.3)
             assert err.value.detail_code == "stop_pending"
             assert stop_requested(run_dir)
             assert (await h2.engine.snapshot(WS, run_id))["status"] == "suspended"
-    finally:
-        holder.kill()
-        holder.wait()
     async with harness(tmp_path, bodies=TEST_BODIES) as h3:
         assert await h3.engine.resume_workspace(WS) == [run_id]
         await h3.engine.settle()

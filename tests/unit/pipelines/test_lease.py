@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from hangar.pipelines.lease import (
     request_stop,
     stop_requested,
 )
+from tests.support.locks import lock_held_elsewhere
 
 
 def test_lock_is_exclusive_and_released(tmp_path: Path) -> None:
@@ -39,23 +38,8 @@ def test_lock_is_exclusive_and_released(tmp_path: Path) -> None:
 def test_a_lock_held_by_another_process_is_seen_and_freed_when_it_dies(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX);"
-            " print('held', flush=True); time.sleep(60)",
-            str(run_dir / LOCK_NAME),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with lock_held_elsewhere(run_dir / LOCK_NAME):
         assert is_driven(run_dir)
-    finally:
-        holder.kill()
-        holder.wait()
     assert not is_driven(run_dir)
 
 

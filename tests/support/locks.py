@@ -1,0 +1,27 @@
+"""A run's driver lock held by another, live process: what a second driver (the server beside a
+``hangar pipeline`` command) looks like to the process under test."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+_HOLD = (
+    "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX);"
+    " print('held', flush=True); time.sleep(60)"
+)
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(lock_file: Path) -> Iterator[None]:
+    """Another process holds an exclusive flock on ``lock_file`` until the block ends (then it is killed)."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(lock_file)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
