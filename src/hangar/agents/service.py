@@ -17,6 +17,7 @@ from hangar.agents import tables
 from hangar.agents.config import CommandAdapter, OpenAIAdapter, check_role, parse_adapter, stored_adapter
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
+from hangar.core.stamps import WorkspaceCaches
 from hangar.errors import Conflict, NotFound
 from hangar.workspace.records import iso, require_text
 
@@ -47,6 +48,9 @@ class Agent:
         }
 
 
+COUNTER = "agents"  # the change counter of the agents table (migration a0004)
+
+
 def secret_key(workspace_id: str, agent_id: str) -> str:
     return f"agents.{workspace_id}.{agent_id}.apiKey"
 
@@ -58,8 +62,9 @@ def env_secret_key(workspace_id: str, agent_id: str, name: str) -> str:
 class AgentService:
     def __init__(self, app: AppContext) -> None:
         self._app = app
-        # Every dispatch reads its agent; records change only through this service, which drops them here.
-        self._cache: dict[tuple[str, str], Agent] = {}
+        # Every dispatch reads its agent: kept while the workspace's ``agents`` change counter stays put, so an
+        # agent changed by another process is read fresh.
+        self._cache: WorkspaceCaches[str, Agent] = WorkspaceCaches(app.dbs.stamp, COUNTER)
 
     def api_key(self, workspace_id: str, agent_id: str) -> str | None:
         return self._app.secrets.get(secret_key(workspace_id, agent_id))
@@ -145,18 +150,19 @@ class AgentService:
         )
 
     async def get(self, workspace_id: str, agent_id: str, *, field: str = "agent_id") -> Agent:
-        cached = self._cache.get((workspace_id, agent_id))
-        if cached is not None:
-            return cached
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.connect() as conn:
-            row = (
-                (await conn.execute(sa.select(tables.agents).where(tables.agents.c.id == agent_id))).mappings().first()
-            )
-        if row is None:
-            raise NotFound(f"{field}: agent {agent_id} does not exist in this workspace")
-        agent = self._cache[(workspace_id, agent_id)] = self._from_row(workspace_id, row)
-        return agent
+        async def load() -> Agent:
+            engine = await self._app.dbs.workspace(workspace_id)
+            async with engine.connect() as conn:
+                row = (
+                    (await conn.execute(sa.select(tables.agents).where(tables.agents.c.id == agent_id)))
+                    .mappings()
+                    .first()
+                )
+            if row is None:
+                raise NotFound(f"{field}: agent {agent_id} does not exist in this workspace")
+            return self._from_row(workspace_id, row)
+
+        return await self._cache.get(workspace_id, agent_id, load)
 
     async def all(self, workspace_id: str) -> list[Agent]:
         t = tables.agents
@@ -198,7 +204,6 @@ class AgentService:
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.begin() as conn:
             await conn.execute(sa.update(tables.agents).where(tables.agents.c.id == agent_id).values(**values))
-        self._cache.pop((workspace_id, agent_id), None)
         return await self.get(workspace_id, agent_id)
 
     async def delete(self, workspace_id: str, agent_id: str) -> None:
@@ -206,5 +211,4 @@ class AgentService:
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.begin() as conn:
             await conn.execute(sa.delete(tables.agents).where(tables.agents.c.id == agent_id))
-        self._cache.pop((workspace_id, agent_id), None)
         self._app.secrets.delete_prefix(f"agents.{workspace_id}.{agent_id}.")

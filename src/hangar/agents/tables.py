@@ -47,4 +47,4 @@ agent_runs = sa.Table(
     sa.Column("first_seq", sa.Integer, nullable=True),
 )
 
-MIGRATIONS = MigrationSet("agents", "workspace", Path(__file__).parent / "migrations")
+MIGRATIONS = MigrationSet("agents", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))

@@ -3,42 +3,80 @@
 Each part owns its tables and ships its own Alembic migration set (a directory with ``versions/``). A set is
 applied to the server database or to every workspace database when that database is opened, and each set keeps
 its own version table (``alembic_version_<name>``), so parts evolve their schemas without touching each other.
+
+Migrating is serialized and atomic. Alembic keeps its migration context in module globals, so two threads of one
+process migrating two databases at once mix their connections (seen as a segfault inside SQLite and databases
+stamped at head without their tables): one lock per process. Two processes migrating one file wait for each other
+on a lock file beside it. Python's sqlite3 module commits before every DDL statement unless told not to, so a kill
+mid-migration used to leave tables without their version stamp ("table ... already exists" at every later start):
+migrations run with the driver's own transaction handling off, inside one ``BEGIN IMMEDIATE`` ... ``COMMIT``.
+
+A new workspace's database is built, migrated and seeded under a temporary name and renamed into place in one
+step, so a workspace directory either holds a complete database or does not exist. Every database's schema is
+checked against its parts' table definitions when it opens; a damaged workspace database makes that workspace
+answer ``unavailable`` (and is reported in the log) while the rest of the server serves.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+import fcntl
+import logging
+import os
+import secrets
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import sqlalchemy as sa
 from alembic.config import Config
 from alembic.runtime.environment import EnvironmentContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from hangar.core.datadir import DataDir
-from hangar.core.sqlite_writer import Writer
-from hangar.errors import NotFound
+from hangar.core.sqlite_writer import Writer, connect
+from hangar.core.stamps import StampReader
+from hangar.errors import Conflict, NotFound, Unavailable
+
+log = logging.getLogger(__name__)
 
 Scope = Literal["server", "workspace"]
+Seed = Callable[[sqlite3.Connection], Any]  # writes a new database's first rows (one transaction each)
+
+# Alembic's migration context is process-global: one migration at a time in this process.
+_MIGRATING = threading.Lock()
+# How long a damaged workspace answers ``unavailable`` before its database is checked again (an operator may
+# have restored it meanwhile).
+_RECHECK_DAMAGED_S = 30.0
+_CREATING_PREFIX = ".creating-"
 
 
 @dataclass(frozen=True)
 class MigrationSet:
-    """One part's migrations for one kind of database."""
+    """One part's migrations for one kind of database, and the table definitions they must produce."""
 
     name: str
     scope: Scope
     location: Path
+    tables: tuple[sa.MetaData, ...] = ()
 
     def __post_init__(self) -> None:
         if not (self.location / "versions").is_dir():
             raise ValueError(f"migration set {self.name!r}: {self.location}/versions is not a directory")
+
+
+class DatabaseDamaged(Unavailable):
+    """A database whose schema is not what its migration sets produce (or that cannot be migrated)."""
 
 
 def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
@@ -52,18 +90,84 @@ def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -
     cur.close()
 
 
-def apply_migrations(path: Path, sets: Sequence[MigrationSet]) -> None:
-    """Bring the SQLite file at ``path`` to the head of every migration set (synchronous)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(f"sqlite:///{path}")
-    event.listen(engine, "connect", _sqlite_pragmas)
+def _migration_connect(dbapi_conn: DBAPIConnection, record: ConnectionPoolEntry) -> None:
+    _sqlite_pragmas(dbapi_conn, record)
+    # The driver would otherwise commit before each DDL statement; the BEGIN below holds the whole migration.
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=120000")  # another process may be migrating this file
+    cur.close()
+
+
+def _migration_begin(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created 0600) shared by every process; released when the block ends.
+
+    A separate file, never the database: closing any descriptor of a database file drops SQLite's own locks."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        with engine.begin() as conn:
-            for mset in sets:
-                _upgrade(conn, mset)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
-        engine.dispose()
+        os.close(fd)
+
+
+def apply_migrations(path: Path, sets: Sequence[MigrationSet], *, seed: Sequence[Seed] = ()) -> None:
+    """Bring the SQLite file at ``path`` to the head of every migration set in one transaction, check its
+    schema, then run ``seed`` (synchronous). Raises ``DatabaseDamaged`` when the result is not a complete
+    database."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _MIGRATING, _file_lock(path.with_name(path.name + ".lock")):
+        engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
+        event.listen(engine, "connect", _migration_connect)
+        event.listen(engine, "begin", _migration_begin)
+        try:
+            with engine.begin() as conn:
+                for mset in sets:
+                    _upgrade(conn, mset)
+        except sa.exc.SQLAlchemyError as exc:
+            raise DatabaseDamaged(f"{path.name} cannot be migrated: {_first_line(exc)}") from exc
+        finally:
+            engine.dispose()
+        problems = schema_problems(path, sets)
+        if problems:
+            raise DatabaseDamaged(f"{path.name} is missing " + "; ".join(problems))
+        if seed:
+            db = connect(str(path), busy_ms=10_000)
+            try:
+                for fn in seed:
+                    fn(db)
+            finally:
+                db.close()
     path.chmod(0o600)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(getattr(exc, "orig", None) or exc).splitlines()[0][:300]
+
+
+def schema_problems(path: Path, sets: Sequence[MigrationSet]) -> list[str]:
+    """What the database at ``path`` lacks of the tables and columns its migration sets declare."""
+    db = sqlite3.connect(path)
+    try:
+        problems: list[str] = []
+        for mset in sets:
+            for metadata in mset.tables:
+                for table in metadata.sorted_tables:
+                    have = {row[1] for row in db.execute(f'PRAGMA table_info("{table.name}")')}
+                    if not have:
+                        problems.append(f"table {table.name} ({mset.name})")
+                        continue
+                    missing = [c.name for c in table.columns if c.name not in have]
+                    if missing:
+                        problems.append(f"columns {', '.join(missing)} of {table.name} ({mset.name})")
+        return problems
+    finally:
+        db.close()
 
 
 def _upgrade(conn: Connection, mset: MigrationSet) -> None:
@@ -80,14 +184,49 @@ def _upgrade(conn: Connection, mset: MigrationSet) -> None:
             env.run_migrations()
 
 
+@contextlib.asynccontextmanager
+async def write_transaction(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A transaction that holds the database's write lock from its first statement, for check-then-act: what
+    it reads cannot change before it writes, in this process or another. SQLite: ``BEGIN IMMEDIATE`` (a plain
+    transaction reads a snapshot and only then asks for the lock). On PostgreSQL its reads would take
+    ``SELECT ... FOR UPDATE``."""
+    async with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            await conn.exec_driver_sql("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            await conn.rollback()
+            raise
+        await conn.commit()
+
+
 def _async_engine(path: Path) -> AsyncEngine:
     engine = create_async_engine(f"sqlite+aiosqlite:///{path}", pool_size=4, max_overflow=8)
     event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
 
 
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class Databases:
-    """Opens the server database at start and workspace databases lazily, migrating each on open."""
+    """Opens the server database at start and workspace databases lazily, migrating and checking each on open."""
 
     def __init__(self, datadir: DataDir, migrations: Sequence[MigrationSet]) -> None:
         self._datadir = datadir
@@ -97,9 +236,12 @@ class Databases:
         self._workspaces: dict[str, AsyncEngine] = {}
         self._writers: dict[str, Writer] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._damaged: dict[str, tuple[float, DatabaseDamaged]] = {}
+        self._stamps: dict[str | None, StampReader] = {}
 
     async def open(self) -> None:
         await asyncio.to_thread(apply_migrations, self._datadir.server_db, self._server_sets)
+        await asyncio.to_thread(self._clear_abandoned_creations)
         self._server = _async_engine(self._datadir.server_db)
 
     @property
@@ -111,11 +253,54 @@ class Databases:
     def workspace_exists(self, workspace_id: str) -> bool:
         return self._datadir.workspace_db(workspace_id).exists()
 
-    async def workspace(self, workspace_id: str, *, create: bool = False) -> AsyncEngine:
-        """The workspace's engine; opens (and migrates) it on first use.
+    async def create_workspace(self, workspace_id: str, seed: Sequence[Seed] = ()) -> AsyncEngine:
+        """Build the workspace's database complete (migrated, checked, ``seed`` written) under a temporary
+        name, then rename it into place: a kill at any moment leaves either no workspace directory or a
+        complete one. ``Conflict`` when the workspace already has a directory."""
+        lock = self._locks.setdefault(workspace_id, asyncio.Lock())
+        async with lock:
+            await self._build_workspace(workspace_id, seed)
+            return self._open_engine(workspace_id)
 
-        ``create`` makes the file when missing; otherwise a missing workspace database is ``NotFound``.
-        """
+    async def _build_workspace(self, workspace_id: str, seed: Sequence[Seed]) -> None:
+        final = self._datadir.workspace_dir(workspace_id)
+        if (final / "workspace.db").exists():
+            raise Conflict(f"workspace {workspace_id} already has a database")
+        staging = self._datadir.root / f"{_CREATING_PREFIX}{workspace_id}-{os.getpid()}-{secrets.token_hex(4)}"
+        staging.mkdir(mode=0o700)
+        try:
+            await asyncio.to_thread(apply_migrations, staging / "workspace.db", self._workspace_sets, seed=seed)
+            # rename(2) is atomic, and refuses to replace a directory another creator put there meanwhile.
+            if final.exists():
+                os.rename(staging / "workspace.db", final / "workspace.db")
+                _fsync_dir(final)
+            else:
+                os.rename(staging, final)
+            _fsync_dir(self._datadir.root)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, staging, True)
+
+    def _open_engine(self, workspace_id: str) -> AsyncEngine:
+        self._damaged.pop(workspace_id, None)
+        engine = self._workspaces[workspace_id] = _async_engine(self._datadir.workspace_db(workspace_id))
+        return engine
+
+    def _clear_abandoned_creations(self) -> None:
+        """Remove staging directories of workspace creations whose process died (they never became visible)."""
+        for entry in self._datadir.root.glob(f"{_CREATING_PREFIX}*"):
+            try:
+                pid = int(entry.name.rsplit("-", 2)[-2])
+            except (ValueError, IndexError):
+                continue
+            if not _pid_alive(pid):
+                log.warning("removing %s, left by a workspace creation that was interrupted", entry.name)
+                shutil.rmtree(entry, ignore_errors=True)
+
+    async def workspace(self, workspace_id: str, *, create: bool = False) -> AsyncEngine:
+        """The workspace's engine; opens (migrates and checks) it on first use.
+
+        A missing workspace database is ``NotFound`` (``create`` makes it, for tests and tools that build
+        workspaces by hand); a damaged one is ``DatabaseDamaged`` (``unavailable``)."""
         engine = self._workspaces.get(workspace_id)
         if engine is not None:
             return engine
@@ -124,13 +309,27 @@ class Databases:
             engine = self._workspaces.get(workspace_id)
             if engine is not None:
                 return engine
+            damaged = self._damaged.get(workspace_id)
+            if damaged is not None and time.monotonic() - damaged[0] < _RECHECK_DAMAGED_S:
+                raise damaged[1]
             path = self._datadir.workspace_db(workspace_id)
-            if not path.exists() and not create:
-                raise NotFound(f"workspace {workspace_id} has no database")
-            await asyncio.to_thread(apply_migrations, path, self._workspace_sets)
-            engine = _async_engine(path)
-            self._workspaces[workspace_id] = engine
-            return engine
+            if not path.exists():
+                if not create:
+                    raise NotFound(f"workspace {workspace_id} has no database")
+                await self._build_workspace(workspace_id, ())
+                return self._open_engine(workspace_id)
+            try:
+                await asyncio.to_thread(apply_migrations, path, self._workspace_sets)
+            except DatabaseDamaged as exc:
+                err = DatabaseDamaged(
+                    f"workspace {workspace_id} is unavailable: its database is damaged ({exc.message}); "
+                    "restore it from a backup"
+                )
+                if damaged is None:
+                    log.error("%s", err.message)
+                self._damaged[workspace_id] = (time.monotonic(), err)
+                raise err from exc
+            return self._open_engine(workspace_id)
 
     async def writer(self, workspace_id: str) -> Writer:
         """The fast write path to the workspace database (opened and migrated like ``workspace``)."""
@@ -140,10 +339,26 @@ class Databases:
             writer = self._writers.setdefault(workspace_id, Writer(str(self._datadir.workspace_db(workspace_id))))
         return writer
 
+    async def stamp(self, workspace_id: str | None, counter: str) -> int:
+        """The change counter ``counter`` of the server database (``None``) or of a workspace database, as
+        committed now by any process (see ``hangar.core.stamps``)."""
+        reader = self._stamps.get(workspace_id)
+        if reader is None:
+            if workspace_id is None:
+                path = self._datadir.server_db
+            else:
+                await self.workspace(workspace_id)
+                path = self._datadir.workspace_db(workspace_id)
+            reader = self._stamps.setdefault(workspace_id, StampReader(str(path)))
+        return reader.read(counter)
+
     async def forget_workspace(self, workspace_id: str) -> None:
         writer = self._writers.pop(workspace_id, None)
         if writer is not None:
             await writer.aclose()
+        reader = self._stamps.pop(workspace_id, None)
+        if reader is not None:
+            reader.close()
         engine = self._workspaces.pop(workspace_id, None)
         if engine is not None:
             await engine.dispose()
@@ -155,6 +370,9 @@ class Databases:
         writers, self._writers = list(self._writers.values()), {}
         for writer in writers:
             await writer.aclose()
+        for reader in self._stamps.values():
+            reader.close()
+        self._stamps.clear()
         for engine in list(self._workspaces.values()):
             await engine.dispose()
         self._workspaces.clear()

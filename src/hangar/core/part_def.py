@@ -10,7 +10,7 @@ from hangar.rpc.guardrails import Guardrails
 
 
 async def _start(ctx: AppContext) -> None:
-    ctx.provide(Guardrails(ctx.clock))
+    ctx.provide(Guardrails(ctx.clock, ctx.dbs.stamp))
 
 
 CORE_PART = Part(name="core", ops=CORE_OPS, migrations=[MIGRATIONS], start=_start)

@@ -3,14 +3,22 @@
 Secrets (OIDC client secret, SCIM token, agent API keys...) live here and nowhere else: never in a database,
 a log or a reply. The file is JSON, mode 0600, rewritten atomically on every change. Keys are namespaced by
 the part that owns them, e.g. ``sso.oidc.clientSecret`` or ``agents.<workspaceId>.<agentId>.apiKey``.
+
+Other processes share the file (the CLI, a second server): a read checks whether the file changed since it was
+loaded (its inode, size and modification time; a rename replaces the inode) and reloads it, and a change is
+read-modify-written under an exclusive lock on ``secrets.json.lock``, so no process writes back a stale copy over
+another's change.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import stat
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hangar.core.fileio import write_private_atomic
@@ -21,14 +29,24 @@ class SecretsFile:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._lock = threading.Lock()
+        self._seen: tuple[int, int, int] | None = None
         self._data: dict[str, str] = self._load()
 
     @property
     def path(self) -> Path:
         return self._path
 
+    def _signature(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self._path)
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
     def _load(self) -> dict[str, str]:
-        if not self._path.exists():
+        signature = self._signature()
+        if signature is None:
+            self._seen = None
             return {}
         mode = stat.S_IMODE(os.stat(self._path).st_mode)
         if mode & 0o077:
@@ -40,33 +58,59 @@ class SecretsFile:
             raise Internal(f"the secrets file {self._path.name} cannot be read") from exc
         if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
             raise Internal(f"the secrets file {self._path.name} is not a map of strings")
+        self._seen = signature
         return {str(k): v for k, v in raw.items()}
+
+    def _current(self) -> dict[str, str]:
+        """What the file holds now (reloaded when another process changed it); call with ``_lock`` held."""
+        if self._signature() != self._seen:
+            self._data = self._load()
+        return self._data
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """This process's lock, then the lock every process takes around a read-modify-write of the file."""
+        with self._lock:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self._path.with_name(self._path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
 
     def get(self, key: str) -> str | None:
         with self._lock:
-            return self._data.get(key)
+            return self._current().get(key)
 
     def has(self, key: str) -> bool:
         with self._lock:
-            return key in self._data
+            return key in self._current()
 
     def set(self, key: str, value: str) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._flush()
+        def put(data: dict[str, str]) -> bool:
+            data[key] = value
+            return True
+
+        self._change(put)
 
     def delete(self, key: str) -> None:
-        with self._lock:
-            if self._data.pop(key, None) is not None:
-                self._flush()
+        self._change(lambda data: data.pop(key, None) is not None)
 
     def delete_prefix(self, prefix: str) -> None:
-        with self._lock:
-            doomed = [k for k in self._data if k.startswith(prefix)]
+        def drop(data: dict[str, str]) -> bool:
+            doomed = [k for k in data if k.startswith(prefix)]
             for k in doomed:
-                del self._data[k]
-            if doomed:
-                self._flush()
+                del data[k]
+            return bool(doomed)
 
-    def _flush(self) -> None:
-        write_private_atomic(self._path, json.dumps(self._data, indent=1, sort_keys=True).encode())
+        self._change(drop)
+
+    def _change(self, apply: Callable[[dict[str, str]], bool]) -> None:
+        """Read the file as it is now, apply the change, and write it back if ``apply`` says it changed."""
+        with self._exclusive():
+            data = dict(self._current())
+            if apply(data):
+                write_private_atomic(self._path, json.dumps(data, indent=1, sort_keys=True).encode())
+                self._data = data
+                self._seen = self._signature()

@@ -58,4 +58,4 @@ workspace_settings = sa.Table(
     sa.Column("updated_by", sa.String(200), nullable=False),
 )
 
-MIGRATIONS = MigrationSet("core", "workspace", Path(__file__).parent / "migrations")
+MIGRATIONS = MigrationSet("core", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))

@@ -31,7 +31,7 @@ async def server_info(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
         "origin": s.origin,
         "publicUrl": s.public_url,
         "webClientUrl": s.web_client_url,
-        "pairingEnabled": ctx.app.identity.pairing_enabled(),
+        "pairingEnabled": await ctx.app.identity.pairing_enabled(),
     }
 
 

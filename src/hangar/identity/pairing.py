@@ -73,7 +73,7 @@ class Pairing:
         return await self._mint("device", user_id, DEVICE_CODE_LIFETIME, user_id=user_id)
 
     async def redeem(self, code: str, device_name: str) -> Paired:
-        if not self._identity.pairing_enabled():
+        if not await self._identity.pairing_enabled():
             raise PairingDisabled("manual pairing is disabled on this server; sign in with single sign-on")
         if not isinstance(code, str) or not _normalize(code):
             raise InvalidArgs("code is required", field="code")

@@ -1,9 +1,13 @@
 """Users, workspaces, memberships, device credentials, server settings and authentication.
 
-Authentication runs on every use of a credential (every RPC frame, every authenticated HTTP request), so it
-is served from memory: device records are cached by token hash and re-read from the database when older than
-``_FRESH_SECONDS`` (so a revocation made by another process is seen promptly), and ``last_used_at`` is
-written back at most every ``_TOUCH_SECONDS`` (the idle timeout is counted in minutes).
+Authentication runs on every use of a credential (every RPC frame, every authenticated HTTP request), so what it
+reads (credentials, roles, the server owner, the session policy, the pairing flag) is kept in memory, but only
+for as long as the server database's ``authority`` change counter stays put: triggers bump it in the same
+transaction as any change to users, workspaces, memberships, credentials or server settings, made by this
+process or any other (``hangar admin owner-token`` while the server runs, a second server). Every decision reads
+the counter first (a few microseconds), so none acts on a copy another process has made stale.
+
+``last_used_at`` is written back at most every ``_TOUCH_SECONDS`` (the idle timeout is counted in minutes).
 """
 
 from __future__ import annotations
@@ -18,26 +22,37 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import HTTPConnection
 
 from hangar.core.clock import Clock
+from hangar.core.db import write_transaction
 from hangar.core.ids import new_id, new_token, token_hash
+from hangar.core.stamps import Stamp, StampedCache, engine_stamp
 from hangar.errors import Conflict, InvalidArgs, NotFound, Unauthenticated
 from hangar.identity import tables as t
 from hangar.identity.models import Device, Member, SessionPolicy, User, Workspace
 from hangar.identity.roles import Role
 from hangar.rpc.context import Principal
 
-_FRESH_SECONDS = 5.0
 _TOUCH_SECONDS = 30.0
+AUTHORITY = "authority"
 
 SETTING_OWNER = "serverOwnerUserId"
 SETTING_PAIRING = "pairingEnabled"
 SETTING_POLICY = "sessionPolicy"
 
 
+@dataclass(frozen=True)
+class ServerAuthority:
+    """The server-wide settings every decision reads, as of one value of the authority counter."""
+
+    owner_id: str | None
+    pairing_enabled: bool
+    policy: SessionPolicy
+
+
 @dataclass
-class _CachedDevice:
-    device: Device
-    user: User
-    loaded_at: float
+class _Use:
+    """This process's own record of a credential's last use, written back every ``_TOUCH_SECONDS``."""
+
+    last_used_at: datetime
     touched_at: float
 
 
@@ -58,24 +73,32 @@ def _device(row: Any) -> Device:
 
 
 class IdentityService:
-    def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
+    def __init__(self, engine: AsyncEngine, clock: Clock, stamp: Stamp | None = None) -> None:
         self._db = engine
         self._clock = clock
-        self._devices: dict[str, _CachedDevice] = {}
-        self._roles: dict[tuple[str, str], Role | None] = {}
-        self._policy = SessionPolicy()
-        self._pairing = True
-        self._owner_id: str | None = None
+        # Keys: ("device", token hash) -> (Device, User) | None; ("role", workspace, user) -> Role | None;
+        # ("server",) -> ServerAuthority.
+        self._authority: StampedCache[tuple[str, ...], Any] = StampedCache(stamp or engine_stamp(engine, AUTHORITY))
+        self._uses: dict[str, _Use] = {}
 
-    async def load(self) -> None:
-        """Read the server-wide settings the hot path needs into memory."""
+    async def authority_stamp(self) -> int:
+        """The authority counter now: changes whenever anything an authorization decision reads changes."""
+        return await self._authority.current()
+
+    async def server_authority(self) -> ServerAuthority:
+        return await self._authority.get(("server",), self._load_server_authority)  # type: ignore[no-any-return]
+
+    async def _load_server_authority(self) -> ServerAuthority:
         policy = await self.get_setting(SETTING_POLICY)
-        if isinstance(policy, dict):
-            self._policy = SessionPolicy(int(policy.get("maxAgeMinutes", 0)), int(policy.get("idleTimeoutMinutes", 0)))
         pairing = await self.get_setting(SETTING_PAIRING)
-        self._pairing = True if pairing is None else bool(pairing)
         owner = await self.get_setting(SETTING_OWNER)
-        self._owner_id = owner if isinstance(owner, str) else None
+        return ServerAuthority(
+            owner_id=owner if isinstance(owner, str) else None,
+            pairing_enabled=True if pairing is None else bool(pairing),
+            policy=SessionPolicy(int(policy.get("maxAgeMinutes", 0)), int(policy.get("idleTimeoutMinutes", 0)))
+            if isinstance(policy, dict)
+            else SessionPolicy(),
+        )
 
     # -- server settings ---------------------------------------------------------------------------------
 
@@ -94,15 +117,14 @@ class IdentityService:
             if done.rowcount == 0:
                 await conn.execute(sa.insert(t.server_settings).values(key=key, value=value))
 
-    def pairing_enabled(self) -> bool:
-        return self._pairing
+    async def pairing_enabled(self) -> bool:
+        return (await self.server_authority()).pairing_enabled
 
     async def set_pairing_enabled(self, enabled: bool) -> None:
         await self.set_setting(SETTING_PAIRING, enabled)
-        self._pairing = enabled
 
-    def session_policy(self) -> SessionPolicy:
-        return self._policy
+    async def session_policy(self) -> SessionPolicy:
+        return (await self.server_authority()).policy
 
     async def set_session_policy(self, max_age_minutes: int, idle_timeout_minutes: int) -> SessionPolicy:
         for name, value in (("maxAgeMinutes", max_age_minutes), ("idleTimeoutMinutes", idle_timeout_minutes)):
@@ -112,7 +134,6 @@ class IdentityService:
         await self.set_setting(
             SETTING_POLICY, {"maxAgeMinutes": max_age_minutes, "idleTimeoutMinutes": idle_timeout_minutes}
         )
-        self._policy = policy
         return policy
 
     # -- users ---------------------------------------------------------------------------------------------
@@ -176,45 +197,58 @@ class IdentityService:
             raise Conflict("a user with that identity-provider subject already exists") from exc
         if done.rowcount == 0:
             raise NotFound(f"user {user_id} does not exist")
-        self._forget_user(user_id)
         user = await self.get_user(user_id)
         assert user is not None
         return user
 
     async def deactivate_user(self, user_id: str) -> User:
         """Deactivate and revoke every credential; the user can no longer sign in."""
-        user = await self.update_user(user_id, deactivated_at=self._clock.now())
+        now = self._clock.now()
         async with self._db.begin() as conn:
+            done = await conn.execute(sa.update(t.users).where(t.users.c.id == user_id).values(deactivated_at=now))
+            if done.rowcount == 0:
+                raise NotFound(f"user {user_id} does not exist")
             await conn.execute(
                 sa.update(t.devices)
                 .where(t.devices.c.user_id == user_id, t.devices.c.revoked_at.is_(None))
-                .values(revoked_at=self._clock.now())
+                .values(revoked_at=now)
             )
-        self._forget_user(user_id)
+        user = await self.get_user(user_id)
+        assert user is not None
         return user
 
     async def reactivate_user(self, user_id: str) -> User:
         return await self.update_user(user_id, deactivated_at=None)
 
-    def _forget_user(self, user_id: str) -> None:
-        for key in [k for k, c in self._devices.items() if c.user.id == user_id]:
-            del self._devices[key]
-
     # -- server owner --------------------------------------------------------------------------------------
 
-    def is_server_owner(self, user_id: str) -> bool:
-        return self._owner_id is not None and self._owner_id == user_id
+    async def is_server_owner(self, user_id: str) -> bool:
+        owner = (await self.server_authority()).owner_id
+        return owner is not None and owner == user_id
 
     async def ensure_server_owner(self) -> User:
-        """The install's operator, created on first use."""
-        await self.load()
-        if self._owner_id is not None:
-            user = await self.get_user(self._owner_id)
-            if user is not None:
-                return user
-        user = await self.create_user(email=None, display_name="Server owner")
-        await self.set_setting(SETTING_OWNER, user.id)
-        self._owner_id = user.id
+        """The install's operator, created on first use (one transaction, so two processes asking at once
+        agree on one owner)."""
+        async with write_transaction(self._db) as conn:
+            row = (
+                await conn.execute(sa.select(t.server_settings.c.value).where(t.server_settings.c.key == SETTING_OWNER))
+            ).first()
+            if row is not None and isinstance(row[0], str):
+                found = (await conn.execute(sa.select(t.users).where(t.users.c.id == row[0]))).first()
+                if found is not None:
+                    return _user(found)
+            user = User(new_id(), None, "Server owner", self._clock.now(), None, None, None)
+            await conn.execute(
+                sa.insert(t.users).values(
+                    id=user.id, email=None, display_name=user.display_name, created_at=user.created_at
+                )
+            )
+            if row is None:
+                await conn.execute(sa.insert(t.server_settings).values(key=SETTING_OWNER, value=user.id))
+            else:
+                await conn.execute(
+                    sa.update(t.server_settings).where(t.server_settings.c.key == SETTING_OWNER).values(value=user.id)
+                )
         return user
 
     # -- workspaces and members ---------------------------------------------------------------------------
@@ -230,7 +264,6 @@ class IdentityService:
                     workspace_id=ws.id, user_id=owner_id, role=Role.owner.name, created_at=ws.created_at
                 )
             )
-        self._roles[(ws.id, owner_id)] = Role.owner
         return ws
 
     async def get_workspace(self, workspace_id: str) -> Workspace | None:
@@ -255,16 +288,15 @@ class IdentityService:
         return [(Workspace(r.id, r.name, r.created_at, r.created_by), Role[r.role]) for r in rows]
 
     async def role_of(self, workspace_id: str, user_id: str) -> Role | None:
-        key = (workspace_id, user_id)
-        if key in self._roles:
-            return self._roles[key]
-        q = sa.select(t.memberships.c.role).where(
-            t.memberships.c.workspace_id == workspace_id, t.memberships.c.user_id == user_id
-        )
-        async with self._db.connect() as conn:
-            row = (await conn.execute(q)).first()
-        role = None if row is None else Role[row[0]]
-        self._roles[key] = role
+        async def load() -> Role | None:
+            q = sa.select(t.memberships.c.role).where(
+                t.memberships.c.workspace_id == workspace_id, t.memberships.c.user_id == user_id
+            )
+            async with self._db.connect() as conn:
+                row = (await conn.execute(q)).first()
+            return None if row is None else Role[row[0]]
+
+        role: Role | None = await self._authority.get(("role", workspace_id, user_id), load)
         return role
 
     async def members(self, workspace_id: str) -> list[Member]:
@@ -295,7 +327,6 @@ class IdentityService:
                     workspace_id=workspace_id, user_id=user_id, role=role.name, created_at=now
                 )
             )
-        self._roles[(workspace_id, user_id)] = role
 
     async def set_role(self, workspace_id: str, user_id: str, role: Role) -> None:
         async with self._db.begin() as conn:
@@ -307,7 +338,6 @@ class IdentityService:
             )
         if done.rowcount == 0:
             raise NotFound(f"user {user_id} is not a member of this workspace")
-        self._roles[(workspace_id, user_id)] = role
 
     async def remove_member(self, workspace_id: str, user_id: str) -> None:
         async with self._db.begin() as conn:
@@ -319,7 +349,6 @@ class IdentityService:
             )
         if done.rowcount == 0:
             raise NotFound(f"user {user_id} is not a member of this workspace")
-        self._roles[(workspace_id, user_id)] = None
 
     async def _guard_last_owner(self, conn: Any, workspace_id: str, user_id: str, new_role: Role | None) -> None:
         """A workspace always keeps at least one owner."""
@@ -366,49 +395,53 @@ class IdentityService:
             )
         if done.rowcount == 0:
             raise NotFound(f"device {device_id} is not an active device of this user")
-        for key in [k for k, c in self._devices.items() if c.device.id == device_id]:
-            del self._devices[key]
 
-    async def authenticate(self, token: str) -> Principal:
+    async def authenticate(self, token: str, *, touch: bool = True) -> Principal:
         """Check a device credential on use: it exists, is not revoked, its user is active, and the session
-        policy (max age, idle timeout) allows it. Raises ``Unauthenticated`` with the reason."""
+        policy (max age, idle timeout) allows it. Raises ``Unauthenticated`` with the reason.
+
+        ``touch=False`` checks without counting as a use (re-checking the credential behind an open watch)."""
         if not token:
             raise Unauthenticated("no device credential was given")
         key = token_hash(token)
-        mono = self._clock.monotonic()
-        cached = self._devices.get(key)
-        if cached is None or mono - cached.loaded_at > _FRESH_SECONDS:
-            cached = await self._load_device(key, mono, cached)
-        device, user = cached.device, cached.user
+        found = await self._authority.get(("device", key), lambda: self._load_device(key))
+        if found is None:
+            raise Unauthenticated("the device credential is not known")
+        device, user = found
         if device.revoked_at is not None:
             raise Unauthenticated("the device credential was revoked")
         if not user.active:
             raise Unauthenticated("the user is deactivated")
+        authority = await self.server_authority()
         now = self._clock.now()
-        why = self._policy.violation(device, now)
+        use = self._uses.get(device.id)
+        if use is not None and use.last_used_at > device.last_used_at:
+            device = replace(device, last_used_at=use.last_used_at)
+        why = authority.policy.violation(device, now)
         if why is not None:
             raise Unauthenticated(why)
-        cached.device = replace(device, last_used_at=now)
-        if mono - cached.touched_at >= _TOUCH_SECONDS:
-            cached.touched_at = mono
-            await self._touch(device.id, now)
-        return Principal(user.id, device.id, user.display_name, self.is_server_owner(user.id))
+        if touch:
+            mono = self._clock.monotonic()
+            if use is None:
+                use = self._uses[device.id] = _Use(now, mono)
+            use.last_used_at = now
+            if mono - use.touched_at >= _TOUCH_SECONDS:
+                use.touched_at = mono
+                await self._touch(device.id, now)
+        owner = authority.owner_id is not None and authority.owner_id == user.id
+        return Principal(user.id, device.id, user.display_name, owner)
 
-    async def _load_device(self, key: str, mono: float, previous: _CachedDevice | None) -> _CachedDevice:
+    async def _load_device(self, key: str) -> tuple[Device, User] | None:
         q = sa.select(t.devices).where(t.devices.c.token_hash == key)
         async with self._db.connect() as conn:
             row = (await conn.execute(q)).first()
         if row is None:
-            raise Unauthenticated("the device credential is not known")
+            return None
         device = _device(row)
-        if previous is not None and previous.device.last_used_at > device.last_used_at:
-            device = replace(device, last_used_at=previous.device.last_used_at)
         user = await self.get_user(device.user_id)
         if user is None:
             raise Unauthenticated("the credential's user no longer exists")
-        cached = _CachedDevice(device, user, mono, previous.touched_at if previous else mono)
-        self._devices[key] = cached
-        return cached
+        return device, user
 
     async def _touch(self, device_id: str, now: datetime) -> None:
         async with self._db.begin() as conn:
@@ -424,7 +457,7 @@ class IdentityService:
 
     async def flush(self) -> None:
         """Write back pending last-used times (at shutdown)."""
-        pending = [(c.device.id, c.device.last_used_at) for c in self._devices.values()]
+        pending = [(device_id, use.last_used_at) for device_id, use in self._uses.items()]
         for device_id, at in pending:
             await self._touch(device_id, at)
         await asyncio.sleep(0)

@@ -75,4 +75,4 @@ server_settings = sa.Table(
     sa.Column("value", sa.JSON, nullable=False),
 )
 
-MIGRATIONS = MigrationSet("identity", "server", Path(__file__).parent / "migrations")
+MIGRATIONS = MigrationSet("identity", "server", Path(__file__).parent / "migrations", tables=(metadata,))

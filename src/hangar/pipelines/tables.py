@@ -93,4 +93,4 @@ waits = sa.Table(
     sa.Column("wait_key", sa.String(300), primary_key=True),
 )
 
-MIGRATIONS = MigrationSet("pipelines", "workspace", Path(__file__).parent / "migrations")
+MIGRATIONS = MigrationSet("pipelines", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))

@@ -76,7 +76,7 @@ def _append_action(
     return seq
 
 
-MIGRATIONS = MigrationSet("rigs", "workspace", Path(__file__).parent / "migrations")
+MIGRATIONS = MigrationSet("rigs", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))
 
 _SETTABLE = frozenset({"phase", "status_detail", "close_reason", "controller", "resident_mb", "closed_at", "display"})
 

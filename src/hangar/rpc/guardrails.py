@@ -7,6 +7,7 @@ answered ``refused`` naming the class, for a person to approve out of band.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -14,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core import tables
 from hangar.core.clock import Clock
+from hangar.core.stamps import WorkspaceCaches
 from hangar.errors import InvalidArgs, Refused
 from hangar.rpc.registry import ACTION_CLASSES, OpSpec
 
@@ -30,22 +32,27 @@ class GuardrailSetting:
     ask_first: frozenset[str] = frozenset()
 
 
+COUNTER = "guardrails"
+
+
 class Guardrails:
-    def __init__(self, clock: Clock) -> None:
+    """Policies are checked on every mutating op, so they are kept in memory while the workspace's
+    ``guardrails`` change counter stays put (a policy another process saves applies at once)."""
+
+    def __init__(self, clock: Clock, stamp: Callable[[str, str], Awaitable[int]]) -> None:
         self._clock = clock
-        self._cache: dict[tuple[str, str], GuardrailSetting] = {}
+        self._cache: WorkspaceCaches[str, GuardrailSetting] = WorkspaceCaches(stamp, COUNTER)
 
     async def get(self, engine: AsyncEngine, workspace_id: str, scope: str) -> GuardrailSetting:
-        key = (workspace_id, scope)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached
-        g = tables.guardrail_settings
-        async with engine.connect() as conn:
-            row = (await conn.execute(sa.select(g).where(g.c.scope == scope))).first()
-        setting = GuardrailSetting() if row is None else GuardrailSetting(bool(row.read_only), frozenset(row.ask_first))
-        self._cache[key] = setting
-        return setting
+        async def load() -> GuardrailSetting:
+            g = tables.guardrail_settings
+            async with engine.connect() as conn:
+                row = (await conn.execute(sa.select(g).where(g.c.scope == scope))).first()
+            if row is None:
+                return GuardrailSetting()
+            return GuardrailSetting(bool(row.read_only), frozenset(row.ask_first))
+
+        return await self._cache.get(workspace_id, scope, load)
 
     async def set(
         self, engine: AsyncEngine, workspace_id: str, scope: str, setting: GuardrailSetting
@@ -63,7 +70,6 @@ class Guardrails:
             done = await conn.execute(sa.update(g).where(g.c.scope == scope).values(**values))
             if done.rowcount == 0:
                 await conn.execute(sa.insert(g).values(scope=scope, **values))
-        self._cache[(workspace_id, scope)] = setting
         return setting
 
     async def check(self, engine: AsyncEngine, workspace_id: str, spec: OpSpec, space_id: str | None) -> None:

@@ -4,6 +4,7 @@ then every part's ``start``. Used by the server and by in-process commands (``ha
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Sequence
 
@@ -17,7 +18,7 @@ from hangar.core.events import EventBus, EventRegistry
 from hangar.core.part import Part
 from hangar.core.secrets import SecretsFile
 from hangar.core.settings import WorkspaceSettings
-from hangar.identity.service import IdentityService
+from hangar.identity.service import AUTHORITY, IdentityService
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,7 @@ async def open_context(
     await dbs.open()
     registry = EventRegistry([e for p in parts for e in p.events])
     bus = EventBus(dbs, clock, registry)
-    identity = IdentityService(dbs.server, clock)
-    await identity.load()
+    identity = IdentityService(dbs.server, clock, stamp=functools.partial(dbs.stamp, None, AUTHORITY))
     ctx = AppContext(
         settings=settings,
         clock=clock,

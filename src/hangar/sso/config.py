@@ -26,9 +26,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.core.clock import Clock
 from hangar.core.db import MigrationSet
 from hangar.core.secrets import SecretsFile
+from hangar.core.stamps import Stamp, engine_stamp
 from hangar.core.types import UtcDateTime
 from hangar.errors import InvalidArgs
 from hangar.identity.roles import Role
+from hangar.sso.scim import tables as scim_tables
 
 SsoKind = Literal["saml", "oidc"]
 KINDS: tuple[SsoKind, ...] = ("saml", "oidc")
@@ -43,8 +45,6 @@ MAX_CLOCK_SKEW_SECONDS = 3600
 # Roles an SSO login may grant: owner is never handed out by an identity provider.
 GRANTABLE_ROLES: tuple[str, ...] = tuple(r.name for r in Role if r is not Role.owner)
 
-MIGRATIONS = MigrationSet("sso", "server", Path(__file__).parent / "migrations")
-
 metadata = sa.MetaData()
 
 sso_connections = sa.Table(
@@ -53,6 +53,10 @@ sso_connections = sa.Table(
     sa.Column("kind", sa.String(16), primary_key=True),
     sa.Column("config", sa.JSON, nullable=False),
     sa.Column("updated_at", UtcDateTime(), nullable=False),
+)
+
+MIGRATIONS = MigrationSet(
+    "sso", "server", Path(__file__).parent / "migrations", tables=(metadata, scim_tables.metadata)
 )
 
 
@@ -219,15 +223,35 @@ def split_secret(changes: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[bool
 ChangeListener = Callable[[SsoKind, Connection], Awaitable[None] | None]
 
 
-class SsoConfigStore:
-    """The saved connections, cached in memory and replaced on every save."""
+COUNTER = "sso"  # the change counter of sso_connections (migration s0007)
 
-    def __init__(self, engine: AsyncEngine, secrets: SecretsFile, clock: Clock) -> None:
+
+class SsoConfigStore:
+    """The saved connections, kept in memory while the server database's ``sso`` change counter stays put.
+
+    Every entry point (sign-in routes, ``sso.*`` ops) calls ``fresh`` first, so a connection saved by another
+    process applies at once; the synchronous accessors then read what ``fresh`` checked."""
+
+    def __init__(self, engine: AsyncEngine, secrets: SecretsFile, clock: Clock, stamp: Stamp | None = None) -> None:
         self._engine = engine
         self._secrets = secrets
         self._clock = clock
+        self._stamp = stamp or engine_stamp(engine, COUNTER)
+        self._version: int | None = None
         self._current: dict[SsoKind, Connection] = {k: default(k) for k in KINDS}
         self._listeners: list[ChangeListener] = []
+
+    async def fresh(self) -> SsoConfigStore:
+        """Reload the records when any process saved one since they were read; returns the store."""
+        version = await self._stamp()
+        if version != self._version or version < 0:
+            before = dict(self._current)
+            await self.load()
+            self._version = version
+            for kind in KINDS:
+                if before[kind] != self._current[kind]:
+                    await self._notify(kind, self._current[kind])
+        return self
 
     async def load(self) -> None:
         """Read the saved records; a record that no longer validates is kept but disabled, never dropped."""
@@ -286,11 +310,14 @@ class SsoConfigStore:
             else:
                 self._secrets.set(CLIENT_SECRET_KEY, secret)
         self._current[kind] = record
+        await self._notify(kind, record)
+        return record
+
+    async def _notify(self, kind: SsoKind, record: Connection) -> None:
         for listener in self._listeners:
             result = listener(kind, record)
             if result is not None:
                 await result
-        return record
 
     # --- secrets -----------------------------------------------------------------------------------------
 

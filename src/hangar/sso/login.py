@@ -75,7 +75,7 @@ async def complete_login(
         if candidate is not None and (candidate.sso_issuer, candidate.sso_subject) == (who.issuer, who.subject):
             # A concurrent first sign-in of this same person pinned it between our two lookups.
             user = candidate
-        elif candidate is not None and not identity.is_server_owner(candidate.id):
+        elif candidate is not None and not await identity.is_server_owner(candidate.id):
             if candidate.sso_subject is not None:
                 raise LoginFailed("invalid", "this email address belongs to an account linked to another sign-in")
             if who.email_verified is False or (kind == "oidc" and who.email_verified is not True):

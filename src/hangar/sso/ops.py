@@ -62,8 +62,8 @@ class SessionPolicyArgs(Args):
     idleTimeoutMinutes: int = Field(ge=0, le=10 * 366 * 24 * 60)
 
 
-def _store(app: AppContext) -> SsoConfigStore:
-    return app.service(SsoConfigStore)
+async def _store(app: AppContext) -> SsoConfigStore:
+    return await app.service(SsoConfigStore).fresh()
 
 
 def _check_metadata(conn: Connection) -> None:
@@ -78,18 +78,18 @@ def _check_metadata(conn: Connection) -> None:
 @op("sso.getConfig", kind="read", scope="server", server_owner=True)
 async def get_config(ctx: OpContext, args: KindArgs) -> dict[str, Any]:
     """The saved connection of one kind, every field with its value; the client secret only as a flag."""
-    return _store(ctx.app).public_view(args.kind)
+    return (await _store(ctx.app)).public_view(args.kind)
 
 
 @op("sso.saveConfig", kind="mutate", scope="server", server_owner=True, actions=["secretAccess"])
 async def save_config(ctx: OpContext, args: SaveConfigArgs) -> dict[str, Any]:
     """Validate, persist and apply a connection at once; fields left out keep their saved values."""
-    store = _store(ctx.app)
+    store = await _store(ctx.app)
     preview = store.preview(args.kind, args.config)
     _check_metadata(preview)
     other: SsoKind = "oidc" if args.kind == "saml" else "saml"
     turning_off = store.get(args.kind).enabled and not preview.enabled
-    if turning_off and not store.get(other).enabled and not ctx.app.identity.pairing_enabled():
+    if turning_off and not store.get(other).enabled and not await ctx.app.identity.pairing_enabled():
         # The other half of the lockout guard: with manual pairing forbidden, the last connection stays on.
         raise Refused("manual pairing is forbidden, so the last enabled SSO connection cannot be turned off")
     record = await store.save(args.kind, args.config)
@@ -107,13 +107,13 @@ async def save_config(ctx: OpContext, args: SaveConfigArgs) -> dict[str, Any]:
 @op("sso.status", kind="read", scope="server", server_owner=True)
 async def status(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
     """Enabled and configured flags per kind, SCIM token presence, the canonical origin, pairing."""
-    store = _store(ctx.app)
+    store = await _store(ctx.app)
     return {
         "saml": {"enabled": store.saml.enabled, "configured": store.saml.configured},
         "oidc": {"enabled": store.oidc.enabled, "configured": store.oidc.configured},
         "scimTokenPresent": store.scim_token() is not None,
         "origin": ctx.app.settings.origin,
-        "pairingEnabled": ctx.app.identity.pairing_enabled(),
+        "pairingEnabled": await ctx.app.identity.pairing_enabled(),
     }
 
 
@@ -173,7 +173,7 @@ async def _test_oidc(app: AppContext, conn: OidcConnection) -> dict[str, Any]:
 @op("sso.testConnection", kind="read", scope="server", server_owner=True, actions=["networkEgress"])
 async def test_connection(ctx: OpContext, args: TestConnectionArgs) -> dict[str, Any]:
     """Test the saved connection, or the saved one with the given unsaved values, without saving anything."""
-    conn = _store(ctx.app).preview(args.kind, args.config)
+    conn = (await _store(ctx.app)).preview(args.kind, args.config)
     return await run_test(ctx.app, args.kind, conn)
 
 
@@ -183,7 +183,7 @@ async def sp_metadata(ctx: OpContext, args: SpMetadataArgs) -> dict[str, Any]:
     origin = origin_of(args.origin)
     if origin is None or origin != args.origin.rstrip("/").lower():
         raise InvalidArgs("origin must be an http(s) origin such as https://hangar.example.com", field="origin")
-    conn = _store(ctx.app).saml
+    conn = (await _store(ctx.app)).saml
     entity_id = conn.sp_entity_id(origin)
     return {
         "origin": origin,
@@ -195,7 +195,7 @@ async def sp_metadata(ctx: OpContext, args: SpMetadataArgs) -> dict[str, Any]:
 
 async def working_connection(app: AppContext) -> tuple[str | None, list[str]]:
     """The kind of the first connection that is enabled and passes its test, and why the others do not."""
-    store = _store(app)
+    store = await _store(app)
     reasons: list[str] = []
     for kind in _GUARD_ORDER:
         conn = store.get(kind)
@@ -218,13 +218,13 @@ async def set_pairing_enabled(ctx: OpContext, args: PairingArgs) -> dict[str, An
             raise Refused("manual pairing cannot be forbidden while no SSO connection works: " + "; ".join(reasons))
     await ctx.app.identity.set_pairing_enabled(args.enabled)
     log.info("manual pairing %s by %s", "allowed" if args.enabled else "forbidden", ctx.principal.label)
-    return {"pairingEnabled": ctx.app.identity.pairing_enabled()}
+    return {"pairingEnabled": await ctx.app.identity.pairing_enabled()}
 
 
 @op("sso.sessionPolicy", kind="read", scope="server", server_owner=True)
 async def session_policy(ctx: OpContext, args: NoArgs) -> dict[str, int]:
     """The device-credential maximum age and idle timeout, in minutes (0 means unset)."""
-    policy = ctx.app.identity.session_policy()
+    policy = await ctx.app.identity.session_policy()
     return {"maxAgeMinutes": policy.max_age_minutes, "idleTimeoutMinutes": policy.idle_timeout_minutes}
 
 
@@ -238,7 +238,7 @@ async def set_session_policy(ctx: OpContext, args: SessionPolicyArgs) -> dict[st
 @op("sso.scimRegenerateToken", kind="mutate", scope="server", server_owner=True, actions=["secretAccess"])
 async def scim_regenerate_token(ctx: OpContext, args: NoArgs) -> dict[str, str]:
     """A new SCIM bearer token, returned this once; the previous token stops working."""
-    token = _store(ctx.app).regenerate_scim_token()
+    token = (await _store(ctx.app)).regenerate_scim_token()
     log.info("SCIM token regenerated by %s", ctx.principal.label)
     return {"token": token}
 
@@ -268,13 +268,13 @@ async def auth_providers(request: Request) -> Response:
         }
         return Response(status_code=204, headers=preflight)
     app: AppContext = request.app.state.ctx
-    store = _store(app)
+    store = await _store(app)
     providers = [
         {"id": kind, "kind": kind, "label": LABELS[kind], "loginUrl": f"/{kind}/login"}
         for kind in KINDS
         if store.get(kind).enabled
     ]
-    return JSONResponse({"providers": providers, "pairingEnabled": app.identity.pairing_enabled()}, headers=cors)
+    return JSONResponse({"providers": providers, "pairingEnabled": await app.identity.pairing_enabled()}, headers=cors)
 
 
 SSO_ROUTES: list[BaseRoute] = [Route("/auth/providers", auth_providers, methods=["GET", "OPTIONS"])]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+
 from hangar.core.context import AppContext
 from hangar.core.part import Part
-from hangar.sso.config import MIGRATIONS, SsoConfigStore
+from hangar.sso.config import COUNTER, MIGRATIONS, SsoConfigStore
 from hangar.sso.handoff import handoff_routes
 from hangar.sso.oidc.flow import OidcService
 from hangar.sso.oidc.routes import OIDC_ROUTES
@@ -16,8 +18,8 @@ from hangar.sso.scim.store import ScimDirectory
 
 
 async def _start(ctx: AppContext) -> None:
-    store = SsoConfigStore(ctx.dbs.server, ctx.secrets, ctx.clock)
-    await store.load()
+    store = SsoConfigStore(ctx.dbs.server, ctx.secrets, ctx.clock, functools.partial(ctx.dbs.stamp, None, COUNTER))
+    await store.fresh()
     ctx.provide(store)
     # SAML and OIDC share one connection for their pending sign-ins (``hangar.sso.state``).
     saml = saml_service(ctx)

@@ -19,6 +19,7 @@ from sqlalchemy.sql.base import Executable
 
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
+from hangar.core.stamps import WorkspaceCaches
 from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.workspace import tables
 from hangar.workspace.events import MessagePosted, SpaceCreated, SpaceProvisioningChanged, SpaceUpdated
@@ -29,7 +30,7 @@ MODES: tuple[str, ...] = ("chat", "review", "plan")
 KINDS: tuple[str, ...] = ("standard", "chatprovider")
 PROVISIONING_STATES: tuple[str, ...] = ("provisioning", "ready", "failed", "cancelled")
 MESSAGE_MAX = 200_000
-CACHE_MAX = 10_000
+COUNTER = "spaces"  # the change counter of the spaces table (migration w0002)
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,9 @@ class SpaceService:
     def __init__(self, app: AppContext, writes: WorkspaceWrites | None = None) -> None:
         self._app = app
         self.writes = writes or WorkspaceWrites()
-        # Space rows change only through this service, which drops them here; dispatches read them often.
-        self._cache: dict[tuple[str, str], Space] = {}
+        # Dispatches read spaces often: kept while the workspace's ``spaces`` change counter stays put, so a
+        # space changed by another process is read fresh.
+        self._cache: WorkspaceCaches[str, Space] = WorkspaceCaches(app.dbs.stamp, COUNTER)
 
     def folder(self, workspace_id: str, space_id: str) -> Path:
         """The space's working folder (not created here)."""
@@ -140,20 +142,19 @@ class SpaceService:
         return await self.get(workspace_id, space_id)
 
     async def get(self, workspace_id: str, space_id: str) -> Space:
-        cached = self._cache.get((workspace_id, space_id))
-        if cached is not None:
-            return cached
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.connect() as conn:
-            row = (
-                (await conn.execute(sa.select(tables.spaces).where(tables.spaces.c.id == space_id))).mappings().first()
-            )
-        if row is None:
-            raise NotFound(f"space {space_id} does not exist in this workspace")
-        if len(self._cache) >= CACHE_MAX:
-            self._cache.clear()  # a crude bound: the cache only saves reads, so starting over is harmless
-        space = self._cache[(workspace_id, space_id)] = Space(**dict(row))
-        return space
+        async def load() -> Space:
+            engine = await self._app.dbs.workspace(workspace_id)
+            async with engine.connect() as conn:
+                row = (
+                    (await conn.execute(sa.select(tables.spaces).where(tables.spaces.c.id == space_id)))
+                    .mappings()
+                    .first()
+                )
+            if row is None:
+                raise NotFound(f"space {space_id} does not exist in this workspace")
+            return Space(**dict(row))
+
+        return await self._cache.get(workspace_id, space_id, load)
 
     async def find_created_by(self, workspace_id: str, created_by: str) -> Space | None:
         t = tables.spaces
@@ -197,7 +198,6 @@ class SpaceService:
                 .where(tables.spaces.c.id == space_id)
                 .values(updated_at=self._app.clock.now(), **values)
             )
-        self._cache.pop((workspace_id, space_id), None)
         return await self.get(workspace_id, space_id)
 
     async def rename(self, workspace_id: str, space_id: str, title: str) -> Space:

@@ -104,4 +104,4 @@ worktrees = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
 )
 
-MIGRATIONS = MigrationSet("workspace", "workspace", Path(__file__).parent / "migrations")
+MIGRATIONS = MigrationSet("workspace", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))

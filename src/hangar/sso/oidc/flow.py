@@ -87,8 +87,8 @@ class OidcService:
         base = self._ctx.settings.public_url or request_origin(request)
         return base.rstrip("/") + CALLBACK_PATH
 
-    def _enabled(self) -> OidcConnection:
-        conn = self._store.oidc
+    async def _enabled(self) -> OidcConnection:
+        conn = (await self._store.fresh()).oidc
         if not conn.enabled or not conn.issuer or not conn.clientId:
             raise LoginFailed("invalid", "OIDC sign-in is not enabled on this server")
         return conn
@@ -104,7 +104,7 @@ class OidcService:
         return pending
 
     async def begin(self, request: Request) -> Response:
-        conn = self._enabled()
+        conn = await self._enabled()
         try:
             intent = LoginIntent.from_request(request)
         except InvalidArgs as exc:
@@ -179,7 +179,7 @@ class OidcService:
         returned_iss = params.get("iss")
         if returned_iss is not None and returned_iss != pending.issuer:
             raise LoginFailed("issuer", "the authorization response comes from another issuer")
-        conn = self._enabled()
+        conn = await self._enabled()
         if (conn.issuer, conn.clientId) != (pending.issuer, pending.client_id):
             raise LoginFailed("invalid", "the OIDC connection changed during this sign-in; start again")
         meta, keys = await self.provider(pending.issuer)

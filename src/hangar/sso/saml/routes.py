@@ -56,12 +56,12 @@ def _origin(request: Request) -> str:
     return request_origin(request)
 
 
-def _connection(request: Request) -> SamlConnection:
-    return _ctx(request).service(SsoConfigStore).saml
+async def _connection(request: Request) -> SamlConnection:
+    return (await _ctx(request).service(SsoConfigStore).fresh()).saml
 
 
-def _enabled_connection(request: Request) -> SamlConnection:
-    conn = _connection(request)
+async def _enabled_connection(request: Request) -> SamlConnection:
+    conn = await _connection(request)
     if not conn.enabled:
         raise SamlError("invalid", "SAML sign-in is not enabled on this server")
     return conn
@@ -69,7 +69,7 @@ def _enabled_connection(request: Request) -> SamlConnection:
 
 async def saml_login(request: Request) -> Response:
     try:
-        conn = _enabled_connection(request)
+        conn = await _enabled_connection(request)
         try:
             intent = LoginIntent.from_request(request)
         except InvalidArgs as exc:
@@ -109,7 +109,7 @@ async def _read_form(request: Request) -> dict[str, list[str]]:
 async def saml_acs(request: Request) -> Response:
     ctx = _ctx(request)
     try:
-        conn = _enabled_connection(request)
+        conn = await _enabled_connection(request)
         form = await _read_form(request)
         values = form.get("SAMLResponse", [])
         if len(values) != 1:
@@ -146,7 +146,7 @@ async def saml_acs(request: Request) -> Response:
 
 async def saml_metadata(request: Request) -> Response:
     try:
-        xml = saml_service(_ctx(request)).sp_metadata(_connection(request), _origin(request))
+        xml = saml_service(_ctx(request)).sp_metadata(await _connection(request), _origin(request))
     except SamlError as exc:
         return failure_response(request, exc.saml_code, exc.message)
     return Response(xml, media_type="application/samlmetadata+xml")
