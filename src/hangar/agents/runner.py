@@ -168,37 +168,34 @@ class AgentRunner:
             lock = DriverLock.try_acquire(self.run_dir(run.id))
             assert lock is not None  # a new id: nobody else knows it yet
             self._locks[run.id] = lock
-        # The runs and their prompt are recorded in one transaction (the message names the first run); the rest
-        # is written by each run's queue, in order, while the model is being called.
+        # The runs, their prompt and the events announcing them are recorded in one transaction (the message
+        # names the first run); the turn events are written by each run's queue, in order, while the model is
+        # being called.
+        first_seqs: list[int] = []
         try:
-            prompt_message = await self.spaces.record(
-                workspace_id,
-                space_id,
-                prompt_author,
-                prompt,
-                run_id=runs[0].id,
-                space=space,
-                also=[sa.insert(tables.agent_runs).values([r.__dict__ for r in runs])],
-            )
+            async with self.spaces.writes.lock(workspace_id), self.app.bus.transaction(workspace_id) as tx:
+                await tx.conn.execute(sa.insert(tables.agent_runs).values([r.__dict__ for r in runs]))
+                prompt_message = await self.spaces.append(
+                    tx, space_id, prompt_author, prompt, run_id=runs[0].id, space=space
+                )
+                for agent, run in zip(agents, runs, strict=True):
+                    started = ev.RunStarted(
+                        workspace_id=workspace_id,
+                        run_id=run.id,
+                        agent_id=agent.id,
+                        space_id=space_id,
+                        dispatched_by=dispatched_by,
+                    )
+                    first_seqs.append((await tx.publish(started)).seq)
         except BaseException:
             for run in runs:
                 self._release(run.id)
             raise
-        for i, (agent, run) in enumerate(zip(agents, runs, strict=True)):
+        for agent, run, first_seq in zip(agents, runs, first_seqs, strict=True):
             live = LiveRun(
                 self.publish, self.spaces, workspace_id, run.id, agent, space_id, OutputHolder(output_schema)
             )
-            if i == 0:
-                live.post_later(lambda: self.spaces.announce(workspace_id, prompt_message))
-            live.emit(
-                ev.RunStarted(
-                    workspace_id=workspace_id,
-                    run_id=run.id,
-                    agent_id=agent.id,
-                    space_id=space_id,
-                    dispatched_by=dispatched_by,
-                )
-            )
+            live.first_seq = first_seq
             turns = max_turns or (agent.adapter.max_turns if isinstance(agent.adapter, OpenAIAdapter) else 1)
             self._start(live, run, agent, prompt_message["id"], turns)
         return runs
@@ -317,9 +314,9 @@ class AgentRunner:
         output_error = None
         if output.schema is not None and not output.accepted:
             output_error = output.last_error or "the agent did not call submit_output"
-        async with self.spaces.writes.lock(workspace_id):
+        async with self.spaces.writes.lock(workspace_id), self.app.bus.transaction(workspace_id) as tx:
             await self.store.update(
-                workspace_id,
+                tx.conn,
                 run_id,
                 status="finished",
                 outcome=result.outcome,
@@ -331,26 +328,19 @@ class AgentRunner:
                 finished_at=self.app.clock.now(),
                 first_seq=live.first_seq,
             )
-        self._interrupted.discard(run_id)
-        await self.publish(
-            ev.RunFinished(
-                workspace_id=workspace_id,
-                run_id=run_id,
-                agent_id=agent.id,
-                space_id=space_id,
-                outcome=result.outcome,
-                error=result.error,
-                has_output=output.accepted,
+            await tx.publish(
+                ev.RunFinished(
+                    workspace_id=workspace_id,
+                    run_id=run_id,
+                    agent_id=agent.id,
+                    space_id=space_id,
+                    outcome=result.outcome,
+                    error=result.error,
+                    has_output=output.accepted,
+                )
             )
-        )
-        await self._report_task(workspace_id, run_id, result, output)
-
-    async def _report_task(self, workspace_id: str, run_id: str, result: RunResult, output: OutputHolder) -> None:
-        """Tell the pipelines engine the task (this run) is over, with the harvested output."""
-        payload: Any = output.value if output.accepted else None
-        await self.publish(
-            TaskFinished(workspace_id=workspace_id, task_id=run_id, outcome=result.outcome, output=payload)
-        )
+            await tx.publish(_task_finished(workspace_id, run_id, result, output))
+        self._interrupted.discard(run_id)
 
     async def interrupt(self, workspace_id: str, run_id: str, *, by: str = "hangar") -> Run:
         """Stop a running run (outcome ``interrupted``) and return it once it is over, whichever process drives
@@ -405,26 +395,23 @@ class AgentRunner:
                 result = RunResult("interrupted", "the run was interrupted after the process driving it stopped")
             else:
                 result = RunResult("failed", "the server stopped during the run")
-            closed = await self.store.close_running(
-                workspace_id,
-                run.id,
-                outcome=result.outcome,
-                error=result.error,
-                finished_at=self.app.clock.now(),
-            )
-            if not closed:
-                return False  # it ended meanwhile
-            await self.publish(
-                ev.RunFinished(
-                    workspace_id=workspace_id,
-                    run_id=run.id,
-                    agent_id=run.agent_id,
-                    space_id=run.space_id,
-                    outcome=result.outcome,
-                    error=result.error,
+            async with self.spaces.writes.lock(workspace_id), self.app.bus.transaction(workspace_id) as tx:
+                closed = await self.store.close_running(
+                    tx.conn, run.id, outcome=result.outcome, error=result.error, finished_at=self.app.clock.now()
                 )
-            )
-            await self._report_task(workspace_id, run.id, result, OutputHolder(None))
+                if not closed:
+                    return False  # it ended meanwhile
+                await tx.publish(
+                    ev.RunFinished(
+                        workspace_id=workspace_id,
+                        run_id=run.id,
+                        agent_id=run.agent_id,
+                        space_id=run.space_id,
+                        outcome=result.outcome,
+                        error=result.error,
+                    )
+                )
+                await tx.publish(_task_finished(workspace_id, run.id, result, OutputHolder(None)))
             return True
         finally:
             lock.release()
@@ -505,3 +492,9 @@ class AgentRunner:
             task.cancel()
         await asyncio.gather(*drivers, return_exceptions=True)
         await self._http.aclose()
+
+
+def _task_finished(workspace_id: str, run_id: str, result: RunResult, output: OutputHolder) -> TaskFinished:
+    """What tells the pipelines engine the task (this run) is over, with the harvested output."""
+    payload: Any = output.value if output.accepted else None
+    return TaskFinished(workspace_id=workspace_id, task_id=run_id, outcome=result.outcome, output=payload)

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.agents import tables
 from hangar.core.context import AppContext
@@ -65,19 +66,19 @@ class RunStore:
         async with engine.begin() as conn:
             await conn.execute(sa.insert(tables.agent_runs).values(**values))
 
-    async def update(self, workspace_id: str, run_id: str, **values: Any) -> None:
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(sa.update(tables.agent_runs).where(tables.agent_runs.c.id == run_id).values(**values))
+    @staticmethod
+    async def update(conn: AsyncConnection, run_id: str, **values: Any) -> None:
+        """Within the caller's transaction (the run's end and its events commit together)."""
+        await conn.execute(sa.update(tables.agent_runs).where(tables.agent_runs.c.id == run_id).values(**values))
 
-    async def close_running(self, workspace_id: str, run_id: str, **values: Any) -> bool:
-        """Record a run as finished only if it is still ``running``; whether it was."""
+    @staticmethod
+    async def close_running(conn: AsyncConnection, run_id: str, **values: Any) -> bool:
+        """Within the caller's transaction: record a run as finished only if it is still ``running``; whether
+        it was."""
         t = tables.agent_runs
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            done = await conn.execute(
-                sa.update(t).where(t.c.id == run_id, t.c.status == "running").values(status="finished", **values)
-            )
+        done = await conn.execute(
+            sa.update(t).where(t.c.id == run_id, t.c.status == "running").values(status="finished", **values)
+        )
         return bool(done.rowcount)
 
     async def get(self, workspace_id: str, run_id: str) -> Run:

@@ -339,9 +339,7 @@ class Databases:
             writer = self._writers.setdefault(workspace_id, Writer(str(self._datadir.workspace_db(workspace_id))))
         return writer
 
-    async def stamp(self, workspace_id: str | None, counter: str) -> int:
-        """The change counter ``counter`` of the server database (``None``) or of a workspace database, as
-        committed now by any process (see ``hangar.core.stamps``)."""
+    async def _reader(self, workspace_id: str | None) -> StampReader:
         reader = self._stamps.get(workspace_id)
         if reader is None:
             if workspace_id is None:
@@ -350,7 +348,17 @@ class Databases:
                 await self.workspace(workspace_id)
                 path = self._datadir.workspace_db(workspace_id)
             reader = self._stamps.setdefault(workspace_id, StampReader(str(path)))
-        return reader.read(counter)
+        return reader
+
+    async def stamp(self, workspace_id: str | None, counter: str) -> int:
+        """The change counter ``counter`` of the server database (``None``) or of a workspace database, as
+        committed now by any process (see ``hangar.core.stamps``)."""
+        return (await self._reader(workspace_id)).read(counter)
+
+    async def last_event_seq(self, workspace_id: str) -> int:
+        """The sequence number of the workspace's newest domain event, committed by any process (0: none)."""
+        row = (await self._reader(workspace_id)).fetch("SELECT max(seq) FROM domain_events")
+        return int(row[0]) if row and row[0] is not None else 0
 
     async def forget_workspace(self, workspace_id: str) -> None:
         writer = self._writers.pop(workspace_id, None)

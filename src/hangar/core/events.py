@@ -4,20 +4,33 @@ Publishing writes the event to the workspace database first (``domain_events.seq
 hands it to every matching subscriber. Each subscriber has its own queue and task, so a slow or failing
 subscriber neither blocks the publisher nor the others. Consumers that must not miss events after a restart
 (pipelines, the chat bridge) keep a cursor with ``set_cursor`` and call ``replay`` on start.
+
+A record and its event are written in one transaction (``transaction``): a kill between the two can no longer
+leave a record no watcher or consumer ever hears of.
+
+Delivery is in sequence order per workspace, exactly once per process: the bus keeps, per workspace, the last
+sequence number it delivered, hands over an event it just wrote when it is the next one, and otherwise reads the
+gap from the database. Events other processes sharing the data directory record (the CLI, a second server) are
+found by the tail: while the bus tails (``start``), it checks every workspace's last sequence number every
+``tail_interval`` seconds (one indexed read each, no thread hop) and delivers what is new, so they reach this
+process's subscribers within that interval. Workspaces created after the tail started are delivered from their
+first event.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.core import tables
 from hangar.core.clock import Clock
@@ -88,6 +101,7 @@ class EventRegistry:
 
 
 Handler = Callable[[StoredEvent], Awaitable[None]]
+_GAP_PAGE = 1000
 
 
 @transaction
@@ -128,18 +142,60 @@ class Subscription:
         await self.queue.join()
 
 
+class EventTransaction:
+    """The caller's records and their events, committed together (see ``EventBus.transaction``)."""
+
+    def __init__(self, bus: EventBus, workspace_id: str, conn: AsyncConnection) -> None:
+        self._bus = bus
+        self.workspace_id = workspace_id
+        self.conn = conn
+        self.staged: list[StoredEvent] = []
+
+    async def publish(self, event: DomainEvent) -> StoredEvent:
+        """Write ``event`` in this transaction; subscribers get it once the transaction commits."""
+        if event.workspace_id != self.workspace_id:
+            raise ValueError(f"event of workspace {event.workspace_id} staged in workspace {self.workspace_id}")
+        self._bus.know(event)
+        ev_id, at, payload = new_id(), self._bus.now(), event.payload()
+        result = await self.conn.execute(
+            sa.insert(tables.domain_events).values(id=ev_id, type=event.type, occurred_at=at, payload=payload)
+        )
+        stored = StoredEvent(self.workspace_id, int(result.inserted_primary_key[0]), ev_id, event.type, at, payload)  # type: ignore[index]
+        self.staged.append(stored)
+        return stored
+
+
+WorkspaceLister = Callable[[], Awaitable[list[str]]]
+Stamp = Callable[[], Awaitable[int]]
+
+
 class EventBus:
-    def __init__(self, dbs: Databases, clock: Clock, registry: EventRegistry | None = None) -> None:
+    def __init__(
+        self, dbs: Databases, clock: Clock, registry: EventRegistry | None = None, *, tail_interval: float = 0.25
+    ) -> None:
         self._dbs = dbs
         self._clock = clock
         self.registry = registry or EventRegistry()
+        self.tail_interval = tail_interval
         self._subs: list[Subscription] = []
         self._closed = False
+        self._delivered: dict[str, int] = {}  # workspace -> last sequence number handed to subscribers
+        self._pumps: dict[str, asyncio.Lock] = {}
+        self._tail: asyncio.Task[None] | None = None
+        self._tailed: set[str] = set()
+        self._known_at_start: set[str] = set()
+        self._failing: set[str] = set()
+
+    def now(self) -> datetime:
+        return self._clock.now()
+
+    def know(self, event: DomainEvent) -> None:
+        if self.registry.get(event.type) is None:
+            self.registry.register(type(event))
 
     async def publish(self, event: DomainEvent) -> StoredEvent:
         """Persist ``event`` in its workspace database, then deliver it to subscribers."""
-        if self.registry.get(event.type) is None:
-            self.registry.register(type(event))
+        self.know(event)
         return await self.publish_raw(event.workspace_id, event.type, event.payload())
 
     async def publish_raw(self, workspace_id: str, type_name: str, payload: dict[str, Any]) -> StoredEvent:
@@ -149,8 +205,116 @@ class EventBus:
         at = self._clock.now()
         seq = await writer.call(_insert_event, ev_id, type_name, dt(at), js(payload))
         stored = StoredEvent(workspace_id, seq, ev_id, type_name, at, payload)
-        self._deliver(stored)
+        await self._advance(workspace_id, [stored])
         return stored
+
+    async def committed(self, workspace_id: str, events: Sequence[StoredEvent]) -> None:
+        """Deliver events the caller committed itself (with its own records, on its own connection)."""
+        await self._advance(workspace_id, events)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, workspace_id: str) -> AsyncIterator[EventTransaction]:
+        """One transaction of the workspace database for the caller's records and the events announcing them
+        (``tx.publish``); the events are delivered after it commits, and not at all if it rolls back."""
+        engine = await self._dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            tx = EventTransaction(self, workspace_id, conn)
+            yield tx
+        if tx.staged:
+            await self._advance(workspace_id, tx.staged)
+
+    async def _advance(self, workspace_id: str, written: Sequence[StoredEvent] = ()) -> None:
+        """Deliver, in sequence order, every event of the workspace after the last one delivered; ``written``
+        are events this process just committed (handed over without reading them back when they come next)."""
+        lock = self._pumps.get(workspace_id)
+        if lock is None:
+            lock = self._pumps[workspace_id] = asyncio.Lock()
+        async with lock:
+            last = self._delivered.get(workspace_id)
+            if last is None:
+                # First sight of this workspace here: what came before is history (replayed by whoever needs it),
+                # unless the workspace is new since the tail started.
+                if self._is_new(workspace_id):
+                    last = 0
+                elif written:
+                    last = min(e.seq for e in written) - 1
+                else:
+                    last = await self._last_seq(workspace_id)
+            fresh = sorted((e for e in written if e.seq > last), key=lambda e: e.seq)
+            if written and not fresh:
+                pass  # the tail delivered them already
+            elif fresh and all(e.seq == last + 1 + i for i, e in enumerate(fresh)):
+                for ev in fresh:
+                    self._deliver(ev)
+                last = fresh[-1].seq
+            else:
+                while page := await self.replay(workspace_id, after_seq=last, limit=_GAP_PAGE):
+                    for ev in page:
+                        self._deliver(ev)
+                    last = page[-1].seq
+            self._delivered[workspace_id] = last
+
+    def _is_new(self, workspace_id: str) -> bool:
+        return self._tail is not None and workspace_id not in self._known_at_start
+
+    async def _last_seq(self, workspace_id: str) -> int:
+        return await self._dbs.last_event_seq(workspace_id)
+
+    # -- following other processes ------------------------------------------------------------------------
+
+    async def start(self, workspaces: WorkspaceLister, changed: Stamp) -> None:
+        """Tail every workspace for events other processes record. ``workspaces`` lists the workspace ids;
+        ``changed`` is a counter that moves when one is created (it is re-listed then)."""
+        if self._tail is not None:
+            return
+        ids = await workspaces()
+        self._known_at_start = set(ids)
+        for ws in ids:
+            await self._track(ws)
+        self._tail = asyncio.get_running_loop().create_task(self._follow(workspaces, changed), name="events:tail")
+
+    async def _track(self, workspace_id: str) -> None:
+        if workspace_id in self._tailed:
+            return
+        try:
+            if workspace_id not in self._delivered:
+                self._delivered[workspace_id] = 0 if self._is_new(workspace_id) else await self._last_seq(workspace_id)
+        except Exception as exc:  # a damaged workspace is reported by the databases; the rest is tailed
+            self._report(workspace_id, exc)
+            return
+        self._tailed.add(workspace_id)
+
+    def _report(self, workspace_id: str, exc: Exception) -> None:
+        if workspace_id not in self._failing:
+            self._failing.add(workspace_id)
+            log.warning("events of workspace %s are not followed: %s", workspace_id, exc)
+
+    async def _follow(self, workspaces: WorkspaceLister, changed: Stamp) -> None:
+        seen = await changed()
+        while True:
+            await asyncio.sleep(self.tail_interval)
+            try:
+                now = await changed()
+                if now != seen:
+                    seen = now
+                    for ws in await workspaces():
+                        await self._track(ws)
+                await self.poll()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("following other processes' events failed; retrying")
+
+    async def poll(self) -> None:
+        """One pass of the tail: deliver what other processes recorded since the last pass."""
+        for ws in list(self._tailed):
+            try:
+                top = await self._last_seq(ws)
+                if top > self._delivered.get(ws, 0):
+                    await self._advance(ws)
+                self._failing.discard(ws)
+            except Exception as exc:
+                self._report(ws, exc)
 
     def _deliver(self, ev: StoredEvent) -> None:
         for sub in self._subs:
@@ -220,5 +384,8 @@ class EventBus:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._tail is not None:
+            self._tail.cancel()
+            await asyncio.gather(self._tail, return_exceptions=True)
         for sub in list(self._subs):
             await self.unsubscribe(sub)

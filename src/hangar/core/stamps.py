@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -65,12 +65,17 @@ class StampReader:
         self._lock = threading.Lock()  # readers may run on worker threads too (the CLI's sync code)
 
     def read(self, counter: str) -> int:
+        row = self.fetch(f"SELECT value FROM {COUNTERS_TABLE} WHERE name = ?", (counter,))
+        # A database that predates the counter (mid-migration) reads as "always changed".
+        return -1 if row is None else int(row[0])
+
+    def fetch(self, query: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        """The first row of a small read (an indexed lookup: it runs on the caller's thread)."""
         with self._lock:
             if self._conn is None:
                 self._conn = connect(self._path, busy_ms=2000)
-            row = self._conn.execute(f"SELECT value FROM {COUNTERS_TABLE} WHERE name = ?", (counter,)).fetchone()
-        # A database that predates the counter (mid-migration) reads as "always changed".
-        return -1 if row is None else int(row[0])
+            row: tuple[Any, ...] | None = self._conn.execute(query, params).fetchone()
+        return row
 
     def close(self) -> None:
         with self._lock:

@@ -197,15 +197,11 @@ class PipelineEngine:
         if self._drivers.get(driver.run.id) is driver:
             del self._drivers[driver.run.id]
 
-    def run_ended(self, run: RunRow) -> None:
-        """Announce a finished run (after its end is stored): ``PipelineRunFinished``, and for a child run the
+    @staticmethod
+    def end_events(run: RunRow) -> list[DomainEvent]:
+        """What a run's end announces, written with it: ``PipelineRunFinished``, and for a child run the
         ``TaskFinished`` its parent's step waits for."""
-        task = asyncio.create_task(self._announce(run), name=f"pipeline-run-ended:{run.id}")
-        self._announcing.add(task)
-        task.add_done_callback(self._announcing.discard)
-
-    async def _announce(self, run: RunRow) -> None:
-        await self.publish(
+        events: list[DomainEvent] = [
             PipelineRunFinished(
                 workspace_id=run.workspace_id,
                 run_id=run.id,
@@ -214,18 +210,35 @@ class PipelineEngine:
                 parent_run_id=run.parent_run_id,
                 error=run.error,
             )
-        )
+        ]
         if run.parent_run_id is not None:
-            await self.publish(
+            events.append(
                 TaskFinished(workspace_id=run.workspace_id, task_id=run.id, outcome=run.status.value, output=run.state)
             )
-        if run.status is not RunStatus.completed:
-            # Nobody waits for the children of a run that failed or was cancelled any more.
-            for child in await self.store.list_runs(run.workspace_id, parent_run_id=run.id):
-                if child.status not in FINISHED_RUN:
-                    # Conflict: it ended meanwhile; Unavailable: its driver elsewhere will honour the request.
-                    with contextlib.suppress(Conflict, Unavailable):
-                        await self.cancel(run.workspace_id, child.id)
+        return events
+
+    async def announce_committed(self, ws: str, events: list[StoredEvent]) -> None:
+        """Deliver events a tick committed (when no subscription does, hand them to ``on_event`` here)."""
+        await self.bus.committed(ws, events)
+        if not self.subscribed:
+            for stored in events:
+                await self.on_event(stored)
+
+    def run_ended(self, run: RunRow) -> None:
+        """After a run's end is stored (with its announcements): a run that did not complete cancels its
+        children, whose results nobody waits for any more."""
+        if run.status is RunStatus.completed:
+            return
+        task = asyncio.create_task(self._cancel_children(run), name=f"pipeline-run-ended:{run.id}")
+        self._announcing.add(task)
+        task.add_done_callback(self._announcing.discard)
+
+    async def _cancel_children(self, run: RunRow) -> None:
+        for child in await self.store.list_runs(run.workspace_id, parent_run_id=run.id):
+            if child.status not in FINISHED_RUN:
+                # Conflict: it ended meanwhile; Unavailable: its driver elsewhere will honour the request.
+                with contextlib.suppress(Conflict, Unavailable):
+                    await self.cancel(run.workspace_id, child.id)
 
     async def publish(self, event: DomainEvent) -> StoredEvent:
         stored = await self.bus.publish(event)

@@ -2,12 +2,14 @@
 event subscription (suspended steps and event triggers) and the scheduler (cron triggers, 24-hour timeouts).
 
 Events are consumed with a per-workspace cursor: at start, the events recorded while the server was down
-are handled before live delivery begins, and events other processes record are picked up by every scheduler
-pass, so an event trigger or a suspended step never misses one.
+are handled before live delivery begins; the bus then delivers every event in sequence order, those other
+processes record included (within its tail interval), and every scheduler pass also reads what came after the
+part's position, so an event trigger or a suspended step never misses one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from hangar.core.context import AppContext
@@ -28,11 +30,11 @@ REPLAY_PAGE = 1000
 class PipelinesRuntime:
     """What the part runs in the server besides the engine: the subscription, the event poll, the scheduler.
 
-    In-process events arrive through the bus subscription at once. Events recorded by another process sharing
-    the data directory (a ``hangar pipeline emit``, say) never pass through this process's bus, so every
-    scheduler pass also reads the events after this part's position in sequence order and handles those the
-    subscription has not. The position is stored as the consumer cursor: after a restart the events after it
-    are handled again (harmless: a suspended step resumes once and a trigger firing starts one run).
+    Events arrive through the bus subscription in sequence order per workspace, those another process sharing
+    the data directory records (a ``hangar pipeline emit``, say) included. The part handles each event after its
+    position once, whichever way it came (the subscription, or the poll every scheduler pass makes as a safety
+    net). The position is stored as the consumer cursor: after a restart the events after it are handled again
+    (harmless: a suspended step resumes once and a trigger firing starts one run).
     """
 
     def __init__(self, ctx: AppContext, engine: PipelineEngine) -> None:
@@ -41,36 +43,45 @@ class PipelinesRuntime:
         self.scheduler = Scheduler(engine, self.workspaces, on_pass=self.poll)
         self._sub: Subscription | None = None
         self._position: dict[str, int] = {}
-        self._live_seen: dict[str, set[int]] = {}
+        self._handling: dict[str, asyncio.Lock] = {}
+        self._saved: dict[str, int] = {}  # the position last stored as the cursor
 
     async def workspaces(self) -> list[str]:
         ids = await self._ctx.identity.list_workspace_ids()
         return [ws for ws in ids if self._ctx.dbs.workspace_exists(ws)]
 
-    async def handle_live(self, ev: StoredEvent) -> None:
+    async def _handle(self, ev: StoredEvent) -> None:
+        """Hand ``ev`` to the engine unless it is at or before the workspace's position (seen already)."""
+        ws = ev.workspace_id
+        if ws not in self._position:
+            self._position[ws] = self._saved[ws] = await self._ctx.bus.cursor(ws, CURSOR)
+        if ev.seq <= self._position[ws]:
+            return
+        self._position[ws] = ev.seq
         await self.engine.on_event(ev)
-        if ev.seq > self._position.get(ev.workspace_id, 0):
-            self._live_seen.setdefault(ev.workspace_id, set()).add(ev.seq)
+
+    async def handle_live(self, ev: StoredEvent) -> None:
+        async with self._lock(ev.workspace_id):
+            await self._handle(ev)
+
+    def _lock(self, ws: str) -> asyncio.Lock:
+        lock = self._handling.get(ws)
+        if lock is None:
+            lock = self._handling[ws] = asyncio.Lock()
+        return lock
 
     async def poll(self, ws: str) -> None:
-        """Handle, in sequence order, the stored events after this part's position that it has not seen."""
+        """Handle, in sequence order, the stored events after this part's position, and store the position."""
         bus = self._ctx.bus
-        start = after = self._position.get(ws)
-        if after is None:
-            start = after = await bus.cursor(ws, CURSOR)
-        seen = self._live_seen.get(ws, set())
-        while page := await bus.replay(ws, after_seq=after, limit=REPLAY_PAGE):
-            for ev in page:
-                if ev.seq in seen:
-                    seen.discard(ev.seq)
-                else:
-                    await self.engine.on_event(ev)
-            after = page[-1].seq
-        self._position[ws] = after
-        if seen:
-            self._live_seen[ws] = {q for q in seen if q > after}
-        if after != start:
-            await bus.set_cursor(ws, CURSOR, after)
+        async with self._lock(ws):
+            if ws not in self._position:
+                self._position[ws] = self._saved[ws] = await bus.cursor(ws, CURSOR)
+            while page := await bus.replay(ws, after_seq=self._position[ws], limit=REPLAY_PAGE):
+                for ev in page:
+                    await self._handle(ev)
+            if self._position[ws] != self._saved[ws]:
+                await bus.set_cursor(ws, CURSOR, self._position[ws])
+                self._saved[ws] = self._position[ws]
 
     async def start(self) -> None:
         for ws in await self.workspaces():

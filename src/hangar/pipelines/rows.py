@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from hangar.core.events import DomainEvent
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.model import RunStatus
 
@@ -67,9 +68,10 @@ class Tick:
     steps: list[StepRec] = field(default_factory=list)
     waits_added: list[tuple[str, str]] = field(default_factory=list)  # (step_id, wait_key)
     waits_cleared: list[str] = field(default_factory=list)  # step ids
+    events: list[DomainEvent] = field(default_factory=list)  # written with the tick (a run's end announcements)
 
     def __bool__(self) -> bool:
-        return bool(self.run or self.steps or self.waits_added or self.waits_cleared)
+        return bool(self.run or self.steps or self.waits_added or self.waits_cleared or self.events)
 
 
 def aware(value: datetime | None) -> datetime | None:

@@ -87,6 +87,7 @@ class RunDriver:
         self.inbox: deque[Msg] = deque()
         self._wake = asyncio.Event()
         self.ended = False
+        self._end_written = False
         self._tick_now: datetime | None = None
 
     # -- outside world ------------------------------------------------------------------------------------
@@ -117,12 +118,18 @@ class RunDriver:
         if self._run_dirty:
             self.run.updated_at = self._now()
             tick.run = self.run
-        seq = await self.e.store.commit(self.ws, self.run.id, tick)
+            if self.ended and not self._end_written:
+                # The run's end and its announcements commit together: no kill leaves a parent waiting.
+                tick.events = self.e.end_events(self.run)
+                self._end_written = True
+        seq, announced = await self.e.store.commit(self.ws, self.run.id, tick, self._now())
         changed = tick.steps
         self.tick = Tick()
         self._dirty_steps = {}
         self._run_dirty = False
         self.e.notify(self.run, changed)
+        if announced:
+            await self.e.announce_committed(self.ws, announced)
         return seq
 
     # -- the loop -----------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from hangar.core import tables as core_tables
 
 # The same pragmas (WAL, synchronous=NORMAL, busy timeout) as every connection the core opens.
 from hangar.core.events import StoredEvent
+from hangar.core.ids import new_id
 from hangar.errors import Conflict, NotFound
 from hangar.pipelines import tables as t
 from hangar.pipelines._algo import StepRec
@@ -298,13 +299,22 @@ class PipelineStore:
         async with engine.connect() as conn:
             return [r[0] for r in (await conn.execute(q)).all()]
 
-    async def commit(self, ws: str, run_id: str, tick: Tick) -> int:
-        """Write one tick in one transaction; returns the highest domain-event seq at that moment (a step
-        started in this tick only counts events after it)."""
+    async def commit(self, ws: str, run_id: str, tick: Tick, now: datetime) -> tuple[int, list[StoredEvent]]:
+        """Write one tick in one transaction, with the events it announces; returns the highest domain-event
+        seq at that moment (a step started in this tick only counts events after it) and the events written."""
         steps = [step_row(run_id, r) for r in tick.steps]
         run = run_row_values(tick.run) if tick.run is not None else None
+        events = [(new_id(), e.type, e.payload()) for e in tick.events]
+        rows = [(ev_id, kind, _dt(now), _js(payload)) for ev_id, kind, payload in events]
         writer = await self._writer(ws)
-        return await writer.call(write_tick, run_id, steps, run, list(tick.waits_cleared), list(tick.waits_added))
+        seq, seqs = await writer.call(
+            write_tick, run_id, steps, run, list(tick.waits_cleared), list(tick.waits_added), rows
+        )
+        stored = [
+            StoredEvent(ws, n, ev_id, kind, now, payload)
+            for n, (ev_id, kind, payload) in zip(seqs, events, strict=True)
+        ]
+        return seq, stored
 
     async def aclose(self) -> None:
         writers, self._writers = self._writers, {}

@@ -18,6 +18,7 @@ _SQL_RUN = "UPDATE pipeline_runs SET status=?, state=?, error=?, updated_at=?, f
 _SQL_CLEAR = "DELETE FROM pipeline_waits WHERE run_id=? AND step_id=?"
 _SQL_WAIT = "INSERT OR IGNORE INTO pipeline_waits (run_id, step_id, wait_key) VALUES (?, ?, ?)"
 _SQL_SEQ = "SELECT max(seq) FROM domain_events"
+_SQL_EVENT = "INSERT INTO domain_events (id, type, occurred_at, payload) VALUES (?, ?, ?, ?)"
 
 
 def step_row(run_id: str, r: StepRec) -> tuple[Any, ...]:
@@ -50,7 +51,10 @@ def write_tick(
     run: tuple[Any, ...] | None,
     cleared: list[str],
     added: list[tuple[str, str]],
-) -> int:
+    events: list[tuple[str, str, str | None, str | None]],
+) -> tuple[int, list[int]]:
+    """The tick's rows and the events it announces (id, type, time, payload), in one transaction; returns the
+    newest event's sequence number at that moment and those of the tick's events."""
     if steps:
         conn.executemany(_SQL_STEP, steps)
     if run is not None:
@@ -59,7 +63,8 @@ def write_tick(
         conn.executemany(_SQL_CLEAR, [(run_id, s) for s in cleared])
     if added:
         conn.executemany(_SQL_WAIT, [(run_id, s, k) for s, k in added])
-    return int(conn.execute(_SQL_SEQ).fetchone()[0] or 0)
+    seqs = [int(conn.execute(_SQL_EVENT, event).lastrowid or 0) for event in events]
+    return int(conn.execute(_SQL_SEQ).fetchone()[0] or 0), seqs
 
 
 _SQL_INSERT_RUN = (

@@ -49,7 +49,7 @@ def build_server(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_context(settings, clock=clock, parts=parts) as ctx:
+        async with open_context(settings, clock=clock, parts=parts, follow_events=True) as ctx:
             app.state.ctx = ctx
             app.state.registry = registry
             app.state.dispatcher = Dispatcher(ctx, registry, ctx.service(Guardrails))

@@ -25,8 +25,14 @@ log = logging.getLogger(__name__)
 
 @contextlib.asynccontextmanager
 async def open_context(
-    settings: Settings, *, clock: Clock | None = None, parts: Sequence[Part] | None = None
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    parts: Sequence[Part] | None = None,
+    follow_events: bool = False,
 ) -> AsyncIterator[AppContext]:
+    """The context with every part started. ``follow_events`` (the server): the event bus also delivers the
+    events other processes record in any workspace, within its tail interval."""
     if parts is None:
         from hangar.server.parts import all_parts
 
@@ -51,6 +57,8 @@ async def open_context(
     ctx.provide(WorkspaceSettings(dbs, clock, [s for p in parts for s in p.settings]))
     started: list[Part] = []
     try:
+        if follow_events:
+            await bus.start(identity.list_workspace_ids, identity.authority_stamp)
         for part in parts:
             if part.start is not None:
                 await part.start(ctx)

@@ -8,16 +8,17 @@ its repo worktrees are checked out and command-line agents run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.sql.base import Executable
 
 from hangar.core.context import AppContext
+from hangar.core.events import DomainEvent, EventTransaction
 from hangar.core.ids import new_id
 from hangar.core.stamps import WorkspaceCaches
 from hangar.errors import InvalidArgs, NotFound, Refused
@@ -91,6 +92,12 @@ def message_to_wire(row: Any) -> dict[str, Any]:
     }
 
 
+def _updated(workspace_id: str, space: Space) -> DomainEvent:
+    return SpaceUpdated(
+        workspace_id=workspace_id, space_id=space.id, title=space.title, archived=space.archived_at is not None
+    )
+
+
 class SpaceService:
     def __init__(self, app: AppContext, writes: WorkspaceWrites | None = None) -> None:
         self._app = app
@@ -120,9 +127,9 @@ class SpaceService:
             raise InvalidArgs(f"kind must be one of {', '.join(KINDS)}, not {kind!r}", field="kind")
         now = self._app.clock.now()
         space_id = new_id()
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(
+        self.folder(workspace_id, space_id).mkdir(parents=True, exist_ok=True)
+        async with self._app.bus.transaction(workspace_id) as tx:
+            await tx.conn.execute(
                 sa.insert(tables.spaces).values(
                     id=space_id,
                     kind=kind,
@@ -135,10 +142,11 @@ class SpaceService:
                     updated_at=now,
                 )
             )
-        self.folder(workspace_id, space_id).mkdir(parents=True, exist_ok=True)
-        await self._app.bus.publish(
-            SpaceCreated(workspace_id=workspace_id, space_id=space_id, title=title, mode=mode, kind=kind, hidden=hidden)
-        )
+            await tx.publish(
+                SpaceCreated(
+                    workspace_id=workspace_id, space_id=space_id, title=title, mode=mode, kind=kind, hidden=hidden
+                )
+            )
         return await self.get(workspace_id, space_id)
 
     async def get(self, workspace_id: str, space_id: str) -> Space:
@@ -189,39 +197,31 @@ class SpaceService:
             rows = (await conn.execute(q)).mappings().all()
         return [Space(**dict(r)) for r in rows]
 
-    async def _update(self, workspace_id: str, space_id: str, **values: Any) -> Space:
+    async def _update(
+        self, workspace_id: str, space_id: str, announce: Callable[[Space], DomainEvent], **values: Any
+    ) -> Space:
+        """Change the space's row and publish what ``announce`` makes of the changed space, in one transaction."""
         await self.get(workspace_id, space_id)
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(
-                sa.update(tables.spaces)
-                .where(tables.spaces.c.id == space_id)
-                .values(updated_at=self._app.clock.now(), **values)
+        t = tables.spaces
+        async with self._app.bus.transaction(workspace_id) as tx:
+            await tx.conn.execute(
+                sa.update(t).where(t.c.id == space_id).values(updated_at=self._app.clock.now(), **values)
             )
-        return await self.get(workspace_id, space_id)
+            row = (await tx.conn.execute(sa.select(t).where(t.c.id == space_id))).mappings().one()
+            space = Space(**dict(row))
+            await tx.publish(announce(space))
+        return space
 
     async def rename(self, workspace_id: str, space_id: str, title: str) -> Space:
-        space = await self._update(workspace_id, space_id, title=require_text(title, "title", limit=SPACE_TITLE_MAX))
-        await self._publish_updated(workspace_id, space)
-        return space
+        title = require_text(title, "title", limit=SPACE_TITLE_MAX)
+        return await self._update(workspace_id, space_id, functools.partial(_updated, workspace_id), title=title)
 
     async def archive(self, workspace_id: str, space_id: str) -> Space:
         current = await self.get(workspace_id, space_id)
         if current.archived_at is not None:
             return current
-        space = await self._update(workspace_id, space_id, archived_at=self._app.clock.now())
-        await self._publish_updated(workspace_id, space)
-        return space
-
-    async def _publish_updated(self, workspace_id: str, space: Space) -> None:
-        await self._app.bus.publish(
-            SpaceUpdated(
-                workspace_id=workspace_id,
-                space_id=space.id,
-                title=space.title,
-                archived=space.archived_at is not None,
-            )
-        )
+        now = self._app.clock.now()
+        return await self._update(workspace_id, space_id, functools.partial(_updated, workspace_id), archived_at=now)
 
     async def set_provisioning(
         self,
@@ -236,11 +236,14 @@ class SpaceService:
         """Record setup progress on the space row and publish ``SpaceProvisioningChanged``."""
         if state not in PROVISIONING_STATES:
             raise ValueError(f"unknown provisioning state {state!r}")
-        await self._update(workspace_id, space_id, provisioning=state, provisioning_step=step, provisioning_error=error)
-        await self._app.bus.publish(
-            SpaceProvisioningChanged(
+
+        def changed(space: Space) -> DomainEvent:
+            return SpaceProvisioningChanged(
                 workspace_id=workspace_id, space_id=space_id, state=state, step=step, detail=detail
             )
+
+        await self._update(
+            workspace_id, space_id, changed, provisioning=state, provisioning_step=step, provisioning_error=error
         )
 
     async def post(
@@ -254,47 +257,25 @@ class SpaceService:
         run_id: str | None = None,
         space: Space | None = None,
     ) -> dict[str, Any]:
-        """Append a message and publish ``MessagePosted``; an archived space takes no new messages.
+        """Append a message and publish ``MessagePosted`` in one transaction; an archived space takes no new
+        messages. ``space`` is the space as the caller just read it (saves reading it again)."""
+        async with self.writes.lock(workspace_id), self._app.bus.transaction(workspace_id) as tx:
+            return await self.append(tx, space_id, author, content, metadata=metadata, run_id=run_id, space=space)
 
-        ``space`` is the space as the caller just read it (saves reading it again)."""
-        async with self.writes.lock(workspace_id):
-            message = await self._record(workspace_id, space_id, author, content, metadata, run_id, space, ())
-            await self._app.bus.publish(MessagePosted(workspace_id=workspace_id, space_id=space_id, message=message))
-        return message
-
-    async def record(
+    async def append(
         self,
-        workspace_id: str,
+        tx: EventTransaction,
         space_id: str,
         author: Author,
         content: str,
         *,
+        metadata: dict[str, Any] | None = None,
         run_id: str | None = None,
         space: Space | None = None,
-        also: Sequence[Executable] = (),
     ) -> dict[str, Any]:
-        """Append a message without announcing it yet, together with the caller's ``also`` statements in one
-        transaction (a dispatch records its run and its prompt at once); ``announce`` publishes it."""
-        async with self.writes.lock(workspace_id):
-            return await self._record(workspace_id, space_id, author, content, None, run_id, space, also)
-
-    async def announce(self, workspace_id: str, message: dict[str, Any]) -> None:
-        async with self.writes.lock(workspace_id):
-            await self._app.bus.publish(
-                MessagePosted(workspace_id=workspace_id, space_id=message["spaceId"], message=message)
-            )
-
-    async def _record(
-        self,
-        workspace_id: str,
-        space_id: str,
-        author: Author,
-        content: str,
-        metadata: dict[str, Any] | None,
-        run_id: str | None,
-        space: Space | None,
-        also: Sequence[Executable],
-    ) -> dict[str, Any]:
+        """Within the caller's transaction (``bus.transaction``, under ``writes.lock``): append a message and
+        its ``MessagePosted`` event (a dispatch records its runs, its prompt and their events at once)."""
+        workspace_id = tx.workspace_id
         if len(content) > MESSAGE_MAX:
             raise InvalidArgs(f"content is {len(content)} characters; the limit is {MESSAGE_MAX}", field="content")
         if space is None or space.id != space_id:
@@ -312,12 +293,10 @@ class SpaceService:
             "run_id": run_id,
             "created_at": self._app.clock.now(),
         }
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            for statement in also:
-                await conn.execute(statement)
-            result = await conn.execute(sa.insert(tables.messages).values(**values))
-        return message_to_wire({**values, "seq": int(result.inserted_primary_key[0])})  # type: ignore[index]
+        result = await tx.conn.execute(sa.insert(tables.messages).values(**values))
+        message = message_to_wire({**values, "seq": int(result.inserted_primary_key[0])})  # type: ignore[index]
+        await tx.publish(MessagePosted(workspace_id=workspace_id, space_id=space_id, message=message))
+        return message
 
     async def messages(
         self, workspace_id: str, space_id: str, *, after_seq: int = 0, limit: int = 200

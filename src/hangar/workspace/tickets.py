@@ -74,9 +74,8 @@ class TicketService:
             await self.get(workspace_id, parent_id, field="parentId")
         ticket_id = new_id()
         now = self._app.clock.now()
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(
+        async with self._app.bus.transaction(workspace_id) as tx:
+            await tx.conn.execute(
                 sa.insert(tables.tickets).values(
                     id=ticket_id,
                     title=title,
@@ -89,7 +88,7 @@ class TicketService:
                     updated_at=now,
                 )
             )
-        await self._app.bus.publish(TicketChanged(workspace_id=workspace_id, ticket_id=ticket_id, status=status))
+            await tx.publish(TicketChanged(workspace_id=workspace_id, ticket_id=ticket_id, status=status))
         return await self.get(workspace_id, ticket_id)
 
     async def get(self, workspace_id: str, ticket_id: str, *, field: str = "ticketId") -> Ticket:
@@ -146,15 +145,13 @@ class TicketService:
         elif parent_id is not None:
             await self._check_parent(workspace_id, ticket_id, parent_id)
             values["parent_id"] = parent_id
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(sa.update(tables.tickets).where(tables.tickets.c.id == ticket_id).values(**values))
-        ticket = await self.get(workspace_id, ticket_id)
-        if ticket.status != current.status:
-            await self._app.bus.publish(
-                TicketChanged(workspace_id=workspace_id, ticket_id=ticket_id, status=ticket.status)
-            )
-        return ticket
+        async with self._app.bus.transaction(workspace_id) as tx:
+            t = tables.tickets
+            await tx.conn.execute(sa.update(t).where(t.c.id == ticket_id).values(**values))
+            status_now = (await tx.conn.execute(sa.select(t.c.status).where(t.c.id == ticket_id))).scalar_one()
+            if status_now != current.status:
+                await tx.publish(TicketChanged(workspace_id=workspace_id, ticket_id=ticket_id, status=status_now))
+        return await self.get(workspace_id, ticket_id)
 
     async def _check_parent(self, workspace_id: str, ticket_id: str, parent_id: str) -> None:
         """A parent must exist and must not be the ticket itself or one of its descendants."""

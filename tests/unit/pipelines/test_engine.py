@@ -598,8 +598,11 @@ async def test_parent_resumes_from_a_finished_child_whose_announcement_was_lost(
             if (await h1.engine.snapshot(WS, parent))["status"] == "suspended":
                 break
             await asyncio.sleep(0.01)
-        # The process dies after the child's end is stored but before it is announced.
-        h1.engine.run_ended = lambda run: None  # type: ignore[method-assign]
+        # The process dies after the child's end (and its announcement) is stored, before it is delivered.
+        async def undelivered(ws: str, events: list[StoredEvent]) -> None:
+            return None
+
+        h1.engine.announce_committed = undelivered  # type: ignore[method-assign]
         GATES["kid"].set()
         await h1.engine.settle()
         assert (await h1.engine.snapshot(WS, parent))["status"] == "suspended"
