@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from hangar.core.clock import FakeClock
+from hangar.core.events import StoredEvent
 from hangar.pipelines import StepStatus, TaskFinished
 from hangar.pipelines import template as tpl
 from tests.support.locks import lock_held_elsewhere
@@ -598,6 +599,7 @@ async def test_parent_resumes_from_a_finished_child_whose_announcement_was_lost(
             if (await h1.engine.snapshot(WS, parent))["status"] == "suspended":
                 break
             await asyncio.sleep(0.01)
+
         # The process dies after the child's end (and its announcement) is stored, before it is delivered.
         async def undelivered(ws: str, events: list[StoredEvent]) -> None:
             return None
