@@ -15,6 +15,7 @@ from hangar.config import Settings
 from hangar.core.clock import Clock
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.identity.creation import create_workspace
 from hangar.identity.roles import Role
 from hangar.rpc.endpoint import MAX_FRAME_BYTES
 from hangar.server.app import build_server
@@ -41,8 +42,7 @@ class RunningServer:
     async def new_workspace(self, name: str = "ws", owner_token: str | None = None) -> str:
         """A workspace owned by the server owner (or the user behind ``owner_token``)."""
         principal = await self.ctx.identity.authenticate(owner_token or self.owner_token)
-        ws = await self.ctx.identity.create_workspace(name, principal.user_id)
-        await self.ctx.dbs.workspace(ws.id, create=True)
+        ws = await create_workspace(self.ctx, name, principal.user_id, by=principal.label)
         return ws.id
 
 

@@ -8,6 +8,7 @@ which keeps only its length and SHA-256. The table refuses UPDATE and DELETE by 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -71,6 +72,13 @@ class AuditLog:
         at = dt(self._clock.now())
         seq: int = await writer.call(_append, at, principal, action, target, js(details or {}))
         return seq
+
+    def seed(
+        self, *, principal: str, action: str, target: str, details: dict[str, Any] | None = None
+    ) -> Callable[[sqlite3.Connection], int]:
+        """Writes one entry into a database being built (``Databases.create_workspace``)."""
+        row = (dt(self._clock.now()), principal, action, target, js(details or {}))
+        return lambda conn: _append(conn, *row)
 
     async def entries(self, workspace_id: str, *, target: str | None = None, limit: int = 500) -> list[AuditEntry]:
         engine = await self._dbs.workspace(workspace_id)

@@ -104,13 +104,22 @@ Handler = Callable[[StoredEvent], Awaitable[None]]
 _GAP_PAGE = 1000
 
 
+_SQL_INSERT = "INSERT INTO domain_events (id, type, occurred_at, payload) VALUES (?, ?, ?, ?)"
+
+
 @transaction
 def _insert_event(conn: sqlite3.Connection, ev_id: str, type_name: str, at: str | None, payload: str | None) -> int:
-    cur = conn.execute(
-        "INSERT INTO domain_events (id, type, occurred_at, payload) VALUES (?, ?, ?, ?)",
-        (ev_id, type_name, at, payload),
-    )
-    return int(cur.lastrowid or 0)
+    return int(conn.execute(_SQL_INSERT, (ev_id, type_name, at, payload)).lastrowid or 0)
+
+
+@transaction
+def _insert_event_once(
+    conn: sqlite3.Connection, ev_id: str, type_name: str, at: str | None, payload: str | None
+) -> int | None:
+    """Insert unless the workspace already holds an event with this id (a relay carried it before)."""
+    if conn.execute("SELECT 1 FROM domain_events WHERE id = ?", (ev_id,)).fetchone() is not None:
+        return None
+    return int(conn.execute(_SQL_INSERT, (ev_id, type_name, at, payload)).lastrowid or 0)
 
 
 @dataclass(eq=False)
@@ -208,6 +217,30 @@ class EventBus:
         await self._advance(workspace_id, [stored])
         return stored
 
+    async def publish_once(
+        self, workspace_id: str, ev_id: str, type_name: str, at: datetime, payload: dict[str, Any]
+    ) -> StoredEvent | None:
+        """Persist and deliver an event written elsewhere first (the outbox), unless it is here already."""
+        writer = await self._dbs.writer(workspace_id)
+        seq = await writer.call(_insert_event_once, ev_id, type_name, dt(at), js(payload))
+        if seq is None:
+            return None
+        stored = StoredEvent(workspace_id, seq, ev_id, type_name, at, payload)
+        await self._advance(workspace_id, [stored])
+        return stored
+
+    def seed(self, event: DomainEvent) -> Callable[[sqlite3.Connection], int]:
+        """Writes ``event`` into a database being built (``Databases.create_workspace``); ``created`` delivers
+        it once the workspace exists."""
+        self.know(event)
+        row = (new_id(), event.type, dt(self._clock.now()), js(event.payload()))
+        return lambda conn: _insert_event(conn, *row)
+
+    async def created(self, workspace_id: str) -> None:
+        """A workspace this process just created: deliver its events from the first one."""
+        self._delivered.setdefault(workspace_id, 0)
+        await self._advance(workspace_id)
+
     async def committed(self, workspace_id: str, events: Sequence[StoredEvent]) -> None:
         """Deliver events the caller committed itself (with its own records, on its own connection)."""
         await self._advance(workspace_id, events)
@@ -262,16 +295,21 @@ class EventBus:
 
     # -- following other processes ------------------------------------------------------------------------
 
-    async def start(self, workspaces: WorkspaceLister, changed: Stamp) -> None:
+    async def start(
+        self, workspaces: WorkspaceLister, changed: Stamp, *, on_change: Callable[[], Awaitable[object]] | None = None
+    ) -> None:
         """Tail every workspace for events other processes record. ``workspaces`` lists the workspace ids;
-        ``changed`` is a counter that moves when one is created (it is re-listed then)."""
+        ``changed`` is a counter that moves when one is created (they are re-listed then, and ``on_change``
+        runs: the outbox relay)."""
         if self._tail is not None:
             return
         ids = await workspaces()
         self._known_at_start = set(ids)
         for ws in ids:
             await self._track(ws)
-        self._tail = asyncio.get_running_loop().create_task(self._follow(workspaces, changed), name="events:tail")
+        self._tail = asyncio.get_running_loop().create_task(
+            self._follow(workspaces, changed, on_change), name="events:tail"
+        )
 
     async def _track(self, workspace_id: str) -> None:
         if workspace_id in self._tailed:
@@ -289,7 +327,9 @@ class EventBus:
             self._failing.add(workspace_id)
             log.warning("events of workspace %s are not followed: %s", workspace_id, exc)
 
-    async def _follow(self, workspaces: WorkspaceLister, changed: Stamp) -> None:
+    async def _follow(
+        self, workspaces: WorkspaceLister, changed: Stamp, on_change: Callable[[], Awaitable[object]] | None
+    ) -> None:
         seen = await changed()
         while True:
             await asyncio.sleep(self.tail_interval)
@@ -299,6 +339,8 @@ class EventBus:
                     seen = now
                     for ws in await workspaces():
                         await self._track(ws)
+                    if on_change is not None:
+                        await on_change()
                 await self.poll()
             except asyncio.CancelledError:
                 raise

@@ -8,7 +8,8 @@ from pydantic import Field
 
 import hangar
 from hangar.errors import Forbidden, NotFound
-from hangar.identity.events import MemberRemoved, MemberRoleChanged, WorkspaceCreated
+from hangar.identity.creation import create_workspace
+from hangar.identity.events import MemberRemoved, MemberRoleChanged
 from hangar.identity.pairing import Pairing
 from hangar.identity.roles import Role
 from hangar.rpc.context import OpContext
@@ -59,13 +60,8 @@ class CreateWorkspaceArgs(Args):
 @op("workspaces.create", kind="mutate", scope="server")
 async def workspaces_create(ctx: OpContext, args: CreateWorkspaceArgs) -> dict[str, str]:
     """Create a workspace; the caller becomes its owner."""
-    name = args.name.strip()
-    ws = await ctx.app.identity.create_workspace(name or args.name, ctx.principal.user_id)
-    await ctx.app.dbs.workspace(ws.id, create=True)
-    await ctx.app.bus.publish(WorkspaceCreated(workspace_id=ws.id, name=ws.name, owner_id=ctx.principal.user_id))
-    await ctx.app.audit.append(
-        ws.id, principal=ctx.principal.label, action="workspaces.create", target=f"workspace:{ws.id}"
-    )
+    name = args.name.strip() or args.name
+    ws = await create_workspace(ctx.app, name, ctx.principal.user_id, by=ctx.principal.label)
     return {"id": ws.id, "name": ws.name}
 
 
@@ -116,11 +112,9 @@ async def members_set_role(ctx: OpContext, args: SetRoleArgs) -> dict[str, str]:
     assert ctx.role is not None
     if (role is Role.owner or current is Role.owner) and ctx.role is not Role.owner:
         raise Forbidden("only an owner can grant or take away the owner role")
-    await ctx.app.identity.set_role(ctx.ws, args.user_id, role)
+    changed = MemberRoleChanged(workspace_id=ctx.ws, user_id=args.user_id, old_role=current.name, new_role=role.name)
+    await ctx.app.identity.set_role(ctx.ws, args.user_id, role, announce=changed)
     await ctx.audit("members.setRole", f"user:{args.user_id}", {"from": current.name, "to": role.name})
-    await ctx.app.bus.publish(
-        MemberRoleChanged(workspace_id=ctx.ws, user_id=args.user_id, old_role=current.name, new_role=role.name)
-    )
     return {"userId": args.user_id, "role": role.name}
 
 
@@ -140,9 +134,9 @@ async def members_remove(ctx: OpContext, args: RemoveArgs) -> dict[str, str]:
             raise Forbidden("removing another member needs the admin role")
         if target is Role.owner and ctx.role is not Role.owner:
             raise Forbidden("only an owner can remove an owner")
-    await ctx.app.identity.remove_member(ctx.ws, args.user_id)
+    removed = MemberRemoved(workspace_id=ctx.ws, user_id=args.user_id, role=target.name)
+    await ctx.app.identity.remove_member(ctx.ws, args.user_id, announce=removed)
     await ctx.audit("members.remove", f"user:{args.user_id}", {"role": target.name})
-    await ctx.app.bus.publish(MemberRemoved(workspace_id=ctx.ws, user_id=args.user_id, role=target.name))
     return {"userId": args.user_id}
 
 

@@ -18,6 +18,7 @@ from hangar.core.clock import Clock
 from hangar.core.ids import token_hash
 from hangar.errors import InvalidArgs, Refused
 from hangar.identity import tables as t
+from hangar.identity.events import MemberAdded
 from hangar.identity.roles import Role
 from hangar.identity.service import IdentityService
 
@@ -94,7 +95,8 @@ class Pairing:
                 raise InvalidArgs("the pairing code is unknown, used or expired", field="code")
         if row.kind == "invite":
             user = await self._identity.create_user(email=None, display_name=name)
-            await self._identity.add_member(row.workspace_id, user.id, Role[row.role])
+            added = MemberAdded(workspace_id=row.workspace_id, user_id=user.id, role=row.role)
+            await self._identity.add_member(row.workspace_id, user.id, Role[row.role], announce=added)
             user_id, ws, role = user.id, row.workspace_id, row.role
         else:
             user_id, ws, role = row.user_id, None, None

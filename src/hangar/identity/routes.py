@@ -10,7 +10,6 @@ from starlette.routing import Route
 
 from hangar.core.context import AppContext
 from hangar.errors import HangarError, InvalidArgs
-from hangar.identity.events import MemberAdded
 from hangar.identity.pairing import Pairing, PairingDisabled
 
 MAX_BODY = 16 * 1024
@@ -44,8 +43,6 @@ async def pair(request: Request) -> Response:
         return error_response(err, 403, "pairing_disabled")
     except HangarError as err:
         return error_response(err)
-    if paired.workspace_id is not None and paired.role is not None:
-        await ctx.bus.publish(MemberAdded(workspace_id=paired.workspace_id, user_id=paired.user_id, role=paired.role))
     return JSONResponse({"token": paired.token, "userId": paired.user_id})
 
 

@@ -13,6 +13,7 @@ the counter first (a few microseconds), so none acts on a copy another process h
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -21,8 +22,10 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import HTTPConnection
 
+from hangar.core import outbox
 from hangar.core.clock import Clock
 from hangar.core.db import write_transaction
+from hangar.core.events import DomainEvent
 from hangar.core.ids import new_id, new_token, token_hash
 from hangar.core.stamps import Stamp, StampedCache, engine_stamp
 from hangar.errors import Conflict, InvalidArgs, NotFound, Unauthenticated
@@ -73,9 +76,16 @@ def _device(row: Any) -> Device:
 
 
 class IdentityService:
-    def __init__(self, engine: AsyncEngine, clock: Clock, stamp: Stamp | None = None) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        clock: Clock,
+        stamp: Stamp | None = None,
+        relay: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
         self._db = engine
         self._clock = clock
+        self._relay = relay  # carries events staged with records to their workspaces (``hangar.core.outbox``)
         # Keys: ("device", token hash) -> (Device, User) | None; ("role", workspace, user) -> Role | None;
         # ("server",) -> ServerAuthority.
         self._authority: StampedCache[tuple[str, ...], Any] = StampedCache(stamp or engine_stamp(engine, AUTHORITY))
@@ -253,8 +263,10 @@ class IdentityService:
 
     # -- workspaces and members ---------------------------------------------------------------------------
 
-    async def create_workspace(self, name: str, owner_id: str) -> Workspace:
-        ws = Workspace(new_id(), name, self._clock.now(), owner_id)
+    async def create_workspace(self, name: str, owner_id: str, *, workspace_id: str | None = None) -> Workspace:
+        """The workspace's row and its owner's membership (its database is made first, complete: see
+        ``Databases.create_workspace``)."""
+        ws = Workspace(workspace_id or new_id(), name, self._clock.now(), owner_id)
         async with self._db.begin() as conn:
             await conn.execute(
                 sa.insert(t.workspaces).values(id=ws.id, name=name, created_at=ws.created_at, created_by=owner_id)
@@ -310,7 +322,19 @@ class IdentityService:
             rows = (await conn.execute(q)).all()
         return [Member(r.user_id, r.display_name, r.email, Role[r.role], r.created_at) for r in rows]
 
-    async def add_member(self, workspace_id: str, user_id: str, role: Role) -> None:
+    async def _announce(self, conn: Any, event: DomainEvent | None) -> None:
+        """Stage ``event`` in the caller's transaction (it commits with the record it announces)."""
+        if event is not None:
+            await outbox.stage(conn, event, self._clock.now())
+
+    async def _relayed(self, event: DomainEvent | None) -> None:
+        if event is not None and self._relay is not None:
+            await self._relay()
+
+    async def add_member(
+        self, workspace_id: str, user_id: str, role: Role, *, announce: DomainEvent | None = None
+    ) -> None:
+        """Add a member (a no-op when already one); ``announce`` is written with the membership."""
         now = self._clock.now()
         async with self._db.begin() as conn:
             exists = (
@@ -327,8 +351,12 @@ class IdentityService:
                     workspace_id=workspace_id, user_id=user_id, role=role.name, created_at=now
                 )
             )
+            await self._announce(conn, announce)
+        await self._relayed(announce)
 
-    async def set_role(self, workspace_id: str, user_id: str, role: Role) -> None:
+    async def set_role(
+        self, workspace_id: str, user_id: str, role: Role, *, announce: DomainEvent | None = None
+    ) -> None:
         async with self._db.begin() as conn:
             await self._guard_last_owner(conn, workspace_id, user_id, role)
             done = await conn.execute(
@@ -336,10 +364,12 @@ class IdentityService:
                 .where(t.memberships.c.workspace_id == workspace_id, t.memberships.c.user_id == user_id)
                 .values(role=role.name)
             )
-        if done.rowcount == 0:
-            raise NotFound(f"user {user_id} is not a member of this workspace")
+            if done.rowcount == 0:
+                raise NotFound(f"user {user_id} is not a member of this workspace")
+            await self._announce(conn, announce)
+        await self._relayed(announce)
 
-    async def remove_member(self, workspace_id: str, user_id: str) -> None:
+    async def remove_member(self, workspace_id: str, user_id: str, *, announce: DomainEvent | None = None) -> None:
         async with self._db.begin() as conn:
             await self._guard_last_owner(conn, workspace_id, user_id, None)
             done = await conn.execute(
@@ -347,8 +377,10 @@ class IdentityService:
                     t.memberships.c.workspace_id == workspace_id, t.memberships.c.user_id == user_id
                 )
             )
-        if done.rowcount == 0:
-            raise NotFound(f"user {user_id} is not a member of this workspace")
+            if done.rowcount == 0:
+                raise NotFound(f"user {user_id} is not a member of this workspace")
+            await self._announce(conn, announce)
+        await self._relayed(announce)
 
     async def _guard_last_owner(self, conn: Any, workspace_id: str, user_id: str, new_role: Role | None) -> None:
         """A workspace always keeps at least one owner."""

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from hangar.core import outbox
 from hangar.core.db import MigrationSet
 from hangar.core.types import UtcDateTime
 
@@ -75,4 +76,6 @@ server_settings = sa.Table(
     sa.Column("value", sa.JSON, nullable=False),
 )
 
-MIGRATIONS = MigrationSet("identity", "server", Path(__file__).parent / "migrations", tables=(metadata,))
+MIGRATIONS = MigrationSet(
+    "identity", "server", Path(__file__).parent / "migrations", tables=(metadata, outbox.metadata)
+)

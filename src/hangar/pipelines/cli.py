@@ -152,6 +152,8 @@ async def _drive(ctx: AppContext, engine: PipelineEngine) -> None:
 
 
 async def _workspace(ctx: AppContext, name: str, *, create: bool) -> str:
+    from hangar.identity.creation import create_workspace
+
     for ws_id in await ctx.identity.list_workspace_ids():
         ws = await ctx.identity.get_workspace(ws_id)
         if ws is not None and name in (ws.name, ws.id):
@@ -160,8 +162,7 @@ async def _workspace(ctx: AppContext, name: str, *, create: bool) -> str:
     if not create:
         raise Usage(f"no workspace named {name!r}")
     owner = await ctx.identity.ensure_server_owner()
-    ws = await ctx.identity.create_workspace(name, owner.id)
-    await ctx.dbs.workspace(ws.id, create=True)
+    ws = await create_workspace(ctx, name, owner.id, by="cli")
     return ws.id
 
 

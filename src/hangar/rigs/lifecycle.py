@@ -464,23 +464,9 @@ class RigLifecycle:
             await self.store.update(live.ws, live.id, phase=Phase.closing)
             await self._teardown(live)
             live.phase = Phase.closed
-            now = self.app.clock.now()
-            await self.store.update(
-                live.ws, live.id, phase=Phase.closed, close_reason=reason, closed_at=now, controller=None
-            )
             await self.log_action(live.ws, live.id, "server", "close", {"reason": reason.value, "cause": cause})
-            await self._publish_closed(live, reason, Phase.closed)
-            if reason in REAP_REASONS and cause in ("idle", "ttl", "memory"):
-                await self.app.bus.publish(
-                    RigReaped(
-                        workspace_id=live.ws,
-                        rig_id=live.id,
-                        space_id=live.space_id,
-                        reason=reason.value,
-                        cause=cause,
-                        agent=live.last_actor,
-                    )
-                )
+            fields = {"phase": Phase.closed, "close_reason": reason, "closed_at": self.app.clock.now()}
+            await self._record_end(live, reason, cause, controller=None, **fields)
         finally:
             live.phase = Phase.closed
             live.notify_phase(reason.value)
@@ -493,37 +479,52 @@ class RigLifecycle:
         live.phase = Phase.failed
         live.status_detail = detail
         try:
-            await self.store.update(
-                live.ws,
-                live.id,
+            await self._teardown(live)
+            await self.log_action(live.ws, live.id, "server", "failed", {"reason": CloseReason.backend_failure.value})
+            await self._record_end(
+                live,
+                CloseReason.backend_failure,
+                None,
                 phase=Phase.failed,
                 close_reason=CloseReason.backend_failure,
                 status_detail=detail[:500],
                 closed_at=self.app.clock.now(),
                 controller=None,
             )
-            await self._teardown(live)
-            await self.log_action(live.ws, live.id, "server", "failed", {"reason": CloseReason.backend_failure.value})
-            await self._publish_closed(live, CloseReason.backend_failure, Phase.failed)
         finally:
             live.notify_phase(CloseReason.backend_failure.value)
             live.ended.set()
 
-    async def _publish_closed(self, live: LiveRig, reason: CloseReason, phase: Phase) -> None:
-        event = RigClosedEvent(
+    async def _record_end(self, live: LiveRig, reason: CloseReason, cause: str | None, **fields: Any) -> None:
+        """Store how the rig ended and publish ``rigs.closed`` (and ``rigs.reaped`` for a reaping) in one
+        transaction."""
+        closed = RigClosedEvent(
             workspace_id=live.ws,
             rig_id=live.id,
             space_id=live.space_id,
             surface=live.surface.value,
             reason=reason.value,
-            phase="failed" if phase is Phase.failed else "closed",
+            phase="failed" if fields.get("phase") is Phase.failed else "closed",
         )
         try:
-            await self.app.bus.publish(event)
+            async with self.app.bus.transaction(live.ws) as tx:
+                await self.store.update(live.ws, live.id, conn=tx.conn, **fields)
+                await tx.publish(closed)
+                if reason in REAP_REASONS and cause in ("idle", "ttl", "memory"):
+                    await tx.publish(
+                        RigReaped(
+                            workspace_id=live.ws,
+                            rig_id=live.id,
+                            space_id=live.space_id,
+                            reason=reason.value,
+                            cause=cause,
+                            agent=live.last_actor,
+                        )
+                    )
         except Exception:
             if not self._stopping:
                 raise
-            log.warning("rigs: the closing of %s was not published (the server is stopping)", live.id)
+            log.warning("rigs: the closing of %s was not recorded (the server is stopping)", live.id)
 
     # -- listing ------------------------------------------------------------------------------------------
 

@@ -134,18 +134,19 @@ class RigManager(RigLifecycle):
         live.controller = user_id
         live.notify({"type": "control", "controller": user_id})
         self._touch(live)
-        await self.store.update(live.ws, live.id, controller=user_id)
-        await self.log_action(live.ws, live.id, principal, verb, details)
         change: Literal["takeover", "handback"] = "takeover" if user_id is not None else "handback"
-        await self.app.bus.publish(
-            RigControlChanged(
-                workspace_id=live.ws,
-                rig_id=live.id,
-                space_id=live.space_id,
-                change=change,
-                user_id=principal.user_id,
+        async with self.app.bus.transaction(live.ws) as tx:
+            await self.store.update(live.ws, live.id, conn=tx.conn, controller=user_id)
+            await tx.publish(
+                RigControlChanged(
+                    workspace_id=live.ws,
+                    rig_id=live.id,
+                    space_id=live.space_id,
+                    change=change,
+                    user_id=principal.user_id,
+                )
             )
-        )
+        await self.log_action(live.ws, live.id, principal, verb, details)
 
     # -- sharing ports ------------------------------------------------------------------------------------
 

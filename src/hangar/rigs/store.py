@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.core.clock import Clock
 from hangar.core.db import Databases, MigrationSet
@@ -160,14 +160,20 @@ class RigStore:
             await conn.execute(sa.insert(rig_sessions).values(**values))
         return _record(values)
 
-    async def update(self, ws: str, rig_id: str, **fields: Any) -> None:
+    async def update(self, ws: str, rig_id: str, *, conn: AsyncConnection | None = None, **fields: Any) -> None:
+        """Change a rig's row; within ``conn``'s transaction when given (a change and its event commit
+        together)."""
         unknown = set(fields) - _SETTABLE
         if unknown:
             raise ValueError(f"rig_sessions has no settable fields {sorted(unknown)}")
         values = {k: (v.value if isinstance(v, Phase | CloseReason) else v) for k, v in fields.items()}
         values["updated_at"] = self._clock.now()
-        async with (await self._engine(ws)).begin() as conn:
-            await conn.execute(sa.update(rig_sessions).where(rig_sessions.c.id == rig_id).values(**values))
+        statement = sa.update(rig_sessions).where(rig_sessions.c.id == rig_id).values(**values)
+        if conn is not None:
+            await conn.execute(statement)
+            return
+        async with (await self._engine(ws)).begin() as own:
+            await own.execute(statement)
 
     async def get(self, ws: str, rig_id: str) -> RigRecord | None:
         async with (await self._engine(ws)).connect() as conn:

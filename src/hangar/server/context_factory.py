@@ -15,6 +15,7 @@ from hangar.core.context import AppContext
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.events import EventBus, EventRegistry
+from hangar.core.outbox import Outbox
 from hangar.core.part import Part
 from hangar.core.secrets import SecretsFile
 from hangar.core.settings import WorkspaceSettings
@@ -43,7 +44,10 @@ async def open_context(
     await dbs.open()
     registry = EventRegistry([e for p in parts for e in p.events])
     bus = EventBus(dbs, clock, registry)
-    identity = IdentityService(dbs.server, clock, stamp=functools.partial(dbs.stamp, None, AUTHORITY))
+    relay = Outbox(dbs.server, bus)
+    identity = IdentityService(
+        dbs.server, clock, stamp=functools.partial(dbs.stamp, None, AUTHORITY), relay=relay.relay
+    )
     ctx = AppContext(
         settings=settings,
         clock=clock,
@@ -58,7 +62,8 @@ async def open_context(
     started: list[Part] = []
     try:
         if follow_events:
-            await bus.start(identity.list_workspace_ids, identity.authority_stamp)
+            await bus.start(identity.list_workspace_ids, identity.authority_stamp, on_change=relay.relay)
+            await relay.relay()  # what a process stopped before relaying
         for part in parts:
             if part.start is not None:
                 await part.start(ctx)

@@ -1,10 +1,12 @@
 """The authority change counter: bumped in the same transaction as any change to who may do what, so every
 process checks what it keeps in memory against it (see hangar.core.stamps). A credential's last use is not such
-a change.
+a change. And the event outbox: workspace events about server-database records, written with them
+(see hangar.core.outbox).
 
 Revision ID: i0002
 """
 
+import sqlalchemy as sa
 from alembic import op
 
 from hangar.core.stamps import bump_triggers_sql, drop_triggers_sql
@@ -27,9 +29,19 @@ def upgrade() -> None:
     for table, counter, columns in GUARDED:
         for statement in bump_triggers_sql(table, counter, update_columns=columns):
             op.execute(statement)
+    op.create_table(
+        "event_outbox",
+        sa.Column("position", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("id", sa.String(36), nullable=False),
+        sa.Column("workspace_id", sa.String(64), nullable=False),
+        sa.Column("type", sa.String(128), nullable=False),
+        sa.Column("occurred_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("payload", sa.JSON, nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("event_outbox")
     for table, counter, _columns in GUARDED:
         for statement in drop_triggers_sql(table, counter):
             op.execute(statement)
