@@ -17,9 +17,8 @@ async def _start(app: AppContext) -> None:
     runner = app.provide(AgentRunner(app, agents, app.service(SpaceService)))
     runner.follow_pipelines()
     # Runs a previous process left running can never finish now: close them so their waiters move on.
-    for workspace_id in await app.identity.list_workspace_ids():
-        if app.dbs.workspace_exists(workspace_id):
-            await runner.recover(workspace_id)
+    for workspace_id in await app.workspace_ids():
+        await runner.recover(workspace_id)
 
 
 async def _stop(app: AppContext) -> None:

@@ -250,9 +250,6 @@ class Databases:
             raise RuntimeError("Databases.open() has not been awaited")
         return self._server
 
-    def workspace_exists(self, workspace_id: str) -> bool:
-        return self._datadir.workspace_db(workspace_id).exists()
-
     async def create_workspace(self, workspace_id: str, seed: Sequence[Seed] = ()) -> AsyncEngine:
         """Build the workspace's database complete (migrated, checked, ``seed`` written) under a temporary
         name, then rename it into place: a kill at any moment leaves either no workspace directory or a

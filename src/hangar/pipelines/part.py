@@ -47,8 +47,7 @@ class PipelinesRuntime:
         self._saved: dict[str, int] = {}  # the position last stored as the cursor
 
     async def workspaces(self) -> list[str]:
-        ids = await self._ctx.identity.list_workspace_ids()
-        return [ws for ws in ids if self._ctx.dbs.workspace_exists(ws)]
+        return await self._ctx.workspace_ids()
 
     async def _handle(self, ev: StoredEvent) -> None:
         """Hand ``ev`` to the engine unless it is at or before the workspace's position (seen already)."""

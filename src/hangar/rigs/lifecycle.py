@@ -114,9 +114,7 @@ class RigLifecycle:
 
     async def _close_leftovers(self) -> None:
         """Rows a previous process left live describe rigs that died with it."""
-        for ws in await self.app.identity.list_workspace_ids():
-            if not self.app.dbs.workspace_exists(ws):
-                continue
+        for ws in await self.app.workspace_ids():
             for rec in await self.store.rigs(ws):
                 await self.store.update(
                     ws,

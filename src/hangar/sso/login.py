@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from hangar.core.context import AppContext
 from hangar.errors import Conflict
+from hangar.identity.events import MemberAdded, MemberRoleChanged
 from hangar.identity.models import User
 from hangar.identity.roles import Role
 from hangar.sso.config import Connection
@@ -121,6 +122,8 @@ async def _apply_memberships(
         current = await identity.role_of(ws_id, user.id)
         if current is None:
             if first and auto_member:
-                await identity.add_member(ws_id, user.id, role)
+                added = MemberAdded(workspace_id=ws_id, user_id=user.id, role=role.name)
+                await identity.add_member(ws_id, user.id, role, announce=added)
         elif mapped and current is not Role.owner and current is not role:
-            await identity.set_role(ws_id, user.id, role)
+            changed = MemberRoleChanged(workspace_id=ws_id, user_id=user.id, old_role=current.name, new_role=role.name)
+            await identity.set_role(ws_id, user.id, role, announce=changed)
