@@ -42,6 +42,15 @@ async def authorize(
     return LaneAccess(grant.workspace_id, principal, manager, live)
 
 
+async def still_allowed(app: AppContext, ws: str, token: str) -> None:
+    """What an open lane re-checks while it runs: the credential still works and its person is still a member
+    (or above) of the rig's workspace."""
+    principal = await app.identity.authenticate(token, touch=False)
+    role = await app.identity.role_of(ws, principal.user_id)
+    if role is None or role < Role.member:
+        raise Forbidden("your membership of the rig's workspace ended; the lane is closed")
+
+
 async def refuse_if_read_only(app: AppContext, ws: str, space_id: str, lane: Lane) -> None:
     """Lanes are routes, not ops, so the guardrails' read-only mode is checked here (at every use, so a URL
     minted before the mode was set does not outlive it)."""

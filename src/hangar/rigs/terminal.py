@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -21,9 +22,11 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from hangar.core.context import AppContext
 from hangar.errors import HangarError, InvalidArgs, Unauthenticated
 from hangar.rigs.backends.base import Pty
-from hangar.rigs.lanes import LaneAccess, authorize
+from hangar.rigs.lanes import LaneAccess, authorize, still_allowed
+from hangar.rpc.access import AccessMonitor, Revocable
 from hangar.rpc.context import Principal
 
 log = logging.getLogger(__name__)
@@ -40,10 +43,12 @@ def _size(value: str | None, default: int, name: str) -> int:
     return int(value)
 
 
-async def _principal(ws: WebSocket) -> Principal:
+async def _credential(ws: WebSocket) -> tuple[Principal, str]:
+    """Who opens the lane, and the credential they used (re-checked while the lane is open)."""
     app = ws.app.state.ctx
-    if ws.headers.get("authorization"):
-        return await app.identity.authenticate_bearer(ws)  # type: ignore[no-any-return]
+    scheme, _, token = ws.headers.get("authorization", "").partition(" ")
+    if scheme:
+        return await app.identity.authenticate_bearer(ws), token.strip()
     try:
         first = await asyncio.wait_for(ws.receive_text(), AUTH_TIMEOUT_S)
         frame = json.loads(first)
@@ -51,7 +56,7 @@ async def _principal(ws: WebSocket) -> Principal:
         raise Unauthenticated("send Authorization: Bearer or a first frame {type: auth, token}") from None
     if not isinstance(frame, dict) or frame.get("type") != "auth" or not isinstance(frame.get("token"), str):
         raise Unauthenticated("the first frame must be {type: auth, token}")
-    return await app.identity.authenticate(frame["token"])  # type: ignore[no-any-return]
+    return await app.identity.authenticate(frame["token"]), frame["token"]
 
 
 async def _fail(ws: WebSocket, err: HangarError) -> None:
@@ -66,20 +71,28 @@ async def terminal_lane(ws: WebSocket) -> None:
     try:
         cols = _size(ws.query_params.get("cols"), DEFAULT_COLS, "cols")
         rows = _size(ws.query_params.get("rows"), DEFAULT_ROWS, "rows")
-        principal = await _principal(ws)
+        principal, token = await _credential(ws)
         access = await authorize(
             ws.app.state.ctx, "terminal", rig_id, ws.query_params.get("sig"), principal, mutating=True
         )
     except HangarError as err:
         await _fail(ws, err)
         return
+    app: AppContext = ws.app.state.ctx
+    guard = Revocable(functools.partial(still_allowed, app, access.ws, token))
+    monitor = app.maybe_service(AccessMonitor)
+    if monitor is not None:
+        monitor.watch(guard)
     try:
-        await _serve(ws, access, cols, rows)
+        await _serve(ws, access, cols, rows, guard.ended)
     except HangarError as err:
         await _fail(ws, err)
+    finally:
+        if monitor is not None:
+            monitor.forget(guard)
 
 
-async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int) -> None:
+async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, revoked: asyncio.Future[HangarError]) -> None:
     mgr, principal = access.manager, access.principal
     typed = hashlib.sha256()
     typed_len = 0
@@ -120,7 +133,10 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int) -> Non
         out = asyncio.create_task(pump_out(pty))
         inp = asyncio.create_task(pump_in(pty))
         try:
-            done, _ = await asyncio.wait({out, inp}, return_when=asyncio.FIRST_COMPLETED)
+            ending: set[asyncio.Future[Any]] = {out, inp, revoked}
+            done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
+            if revoked in done:
+                raise revoked.result()  # access ended: told to the person, then the lane closes (4401 / 4403)
             for task in done:
                 exc = task.exception()
                 if isinstance(exc, HangarError):

@@ -16,8 +16,9 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from hangar.errors import HangarError, InvalidArgs, NotFound, Unauthenticated
-from hangar.rpc.context import Principal
+from hangar.errors import Forbidden, HangarError, InvalidArgs, NotFound, Unauthenticated
+from hangar.rpc.access import AccessMonitor
+from hangar.rpc.context import OpContext, Principal
 from hangar.rpc.dispatcher import Dispatcher, error_frame, to_wire
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,10 @@ class Connection:
         self.token = ""
         self.tasks: set[asyncio.Task[None]] = set()
         self.watches: dict[Any, asyncio.Task[None]] = {}
+        self.watching: dict[Any, OpContext] = {}  # what each open watch was allowed as, re-checked when authority moves
         self._send_lock = asyncio.Lock()
         self.closed = False
+        self.monitor = dispatcher.app.maybe_service(AccessMonitor)
 
     async def send(self, frame: dict[str, Any]) -> None:
         if self.closed:
@@ -50,11 +53,12 @@ class Connection:
                 self.closed = True
 
     async def close(self, code: int, reason: str = "") -> None:
-        if not self.closed and self.ws.application_state != WebSocketState.DISCONNECTED:
+        async with self._send_lock:
+            if not self.closed and self.ws.application_state != WebSocketState.DISCONNECTED:
+                self.closed = True
+                with contextlib.suppress(RuntimeError):
+                    await self.ws.close(code, reason)
             self.closed = True
-            with contextlib.suppress(RuntimeError):
-                await self.ws.close(code, reason)
-        self.closed = True
 
     async def authenticate(self) -> bool:
         identity = self.dispatcher.app.identity
@@ -90,6 +94,8 @@ class Connection:
     async def serve(self) -> None:
         if not await self.authenticate():
             return
+        if self.monitor is not None:
+            self.monitor.watch(self)
         try:
             while True:
                 message = await self.ws.receive()
@@ -110,6 +116,8 @@ class Connection:
             pass
         finally:
             self.closed = True
+            if self.monitor is not None:
+                self.monitor.forget(self)
             for task in list(self.tasks) + list(self.watches.values()):
                 task.cancel()
             await asyncio.gather(*self.tasks, *self.watches.values(), return_exceptions=True)
@@ -142,6 +150,7 @@ class Connection:
                     raise InvalidArgs(f"a watch with id {req_id!r} is already open on this socket", field="id")
                 task = asyncio.get_running_loop().create_task(self._run_watch(req_id, ctx, args))
                 self.watches[req_id] = task
+                self.watching[req_id] = ctx
                 task.add_done_callback(self._forget_watch(req_id))
                 return
             result = await self.dispatcher.call(ctx, args)
@@ -159,8 +168,51 @@ class Connection:
         def done(task: asyncio.Task[None]) -> None:
             if self.watches.get(req_id) is task:
                 del self.watches[req_id]
+                self.watching.pop(req_id, None)
 
         return done
+
+    async def recheck(self) -> None:
+        """Called by the access monitor when authority moved (and every second): a credential that no longer
+        works closes the socket with 4401; a watch its caller may no longer open ends with ``forbidden``."""
+        if self.closed or self.principal is None:
+            return
+        identity = self.dispatcher.app.identity
+        try:
+            principal = await identity.authenticate(self.token, touch=False)
+        except Unauthenticated as err:
+            await self.send(error_frame(None, err))
+            await self.close(CLOSE_UNAUTHENTICATED, "unauthenticated")
+            return
+        for watch_id, ctx in list(self.watching.items()):
+            why = await self._watch_refused(ctx, principal)
+            if why is not None:
+                await self.end_watch(watch_id, why)
+
+    async def _watch_refused(self, ctx: OpContext, principal: Principal) -> Forbidden | None:
+        spec = ctx.spec
+        if spec.server_owner and not principal.is_server_owner:
+            return Forbidden(f"{spec.name} is reserved to the server owner; the watch ended")
+        if ctx.workspace_id is None:
+            return None
+        role = await self.dispatcher.app.identity.role_of(ctx.workspace_id, principal.user_id)
+        if role is None:
+            return Forbidden(f"you are no longer a member of workspace {ctx.workspace_id}; the watch ended")
+        if role < spec.min_role:
+            return Forbidden(
+                f"{spec.name} needs the {spec.min_role.name} role; you are now {role.name}; the watch ended"
+            )
+        return None
+
+    async def end_watch(self, watch_id: Any, err: HangarError) -> None:
+        """Stop a watch (nothing more is sent for it), then tell its caller why."""
+        task = self.watches.pop(watch_id, None)
+        self.watching.pop(watch_id, None)
+        if task is None:
+            return
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await self.send({"id": watch_id, "event": {"type": "error", "error": err.to_dict()}})
 
     async def _run_watch(self, req_id: Any, ctx: Any, args: Any) -> None:
         gen = self.dispatcher.watch(ctx, args)
@@ -193,6 +245,7 @@ class Connection:
         args = frame.get("args") or {}
         watch_id = args.get("watchId") if isinstance(args, dict) else None
         task = self.watches.pop(watch_id, None)
+        self.watching.pop(watch_id, None)
         if task is None:
             await self.send(error_frame(req_id, NotFound(f"no open watch with id {watch_id!r}")))
             return

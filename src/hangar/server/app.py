@@ -16,6 +16,7 @@ from hangar.config import Settings
 from hangar.core.clock import Clock
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.rpc.access import AccessMonitor
 from hangar.rpc.dispatcher import Dispatcher
 from hangar.rpc.endpoint import rpc_endpoint
 from hangar.rpc.guardrails import Guardrails
@@ -50,11 +51,16 @@ def build_server(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with open_context(settings, clock=clock, parts=parts, follow_events=True) as ctx:
+            monitor = ctx.provide(AccessMonitor(ctx.identity.authority_stamp))
+            monitor.start()
             app.state.ctx = ctx
             app.state.registry = registry
             app.state.dispatcher = Dispatcher(ctx, registry, ctx.service(Guardrails))
             if on_ready is not None:
                 on_ready.append(ctx)
-            yield
+            try:
+                yield
+            finally:
+                await monitor.aclose()
 
     return Starlette(routes=routes, lifespan=lifespan)

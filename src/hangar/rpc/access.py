@@ -1,0 +1,94 @@
+"""Access is checked when it ends, too: long-lived streams (RPC watches, terminal lanes) are re-checked whenever
+authority changes, so a removed member, a role lowered below a watch op's minimum, a revoked or deactivated
+credential and an expired session stop receiving at that moment, not at the next request.
+
+Whatever holds such a stream registers a ``Guarded`` with the server's ``AccessMonitor``. The monitor reads the
+server database's authority counter every ``interval`` seconds (a few microseconds; it moves with any change
+made by any process) and re-checks every registered stream when it moved, and at least every ``recheck_every``
+seconds for what time alone ends (a session's maximum age or idle timeout). Each stream decides what to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from hangar.errors import HangarError
+
+log = logging.getLogger(__name__)
+
+
+class Guarded(Protocol):
+    async def recheck(self) -> None:
+        """Check again what was allowed when the stream opened, and end what no longer is."""
+
+
+class Revocable:
+    """A stream's guard: ``check`` raises a ``HangarError`` once the stream may no longer run; ``ended`` then
+    resolves to that error (the stream waits on it beside its own work)."""
+
+    def __init__(self, check: Callable[[], Awaitable[object]]) -> None:
+        self._check = check
+        self.ended: asyncio.Future[HangarError] = asyncio.get_running_loop().create_future()
+
+    async def recheck(self) -> None:
+        if self.ended.done():
+            return
+        try:
+            await self._check()
+        except HangarError as err:
+            if not self.ended.done():
+                self.ended.set_result(err)
+
+
+class AccessMonitor:
+    def __init__(
+        self, authority_stamp: Callable[[], Awaitable[int]], *, interval: float = 0.1, recheck_every: float = 1.0
+    ) -> None:
+        self._stamp = authority_stamp
+        self.interval = interval
+        self.recheck_every = recheck_every
+        self._guarded: set[Guarded] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def watch(self, guarded: Guarded) -> None:
+        self._guarded.add(guarded)
+
+    def forget(self, guarded: Guarded) -> None:
+        self._guarded.discard(guarded)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="access-monitor")
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        seen: int | None = None
+        checked_at = loop.time()
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                stamp = await self._stamp()
+            except Exception:
+                log.exception("access monitor: cannot read the authority counter")
+                continue
+            now = loop.time()
+            if stamp == seen and now - checked_at < self.recheck_every:
+                continue
+            seen, checked_at = stamp, now
+            await self.recheck_all()
+
+    async def recheck_all(self) -> None:
+        for guarded in list(self._guarded):
+            try:
+                await guarded.recheck()
+            except Exception:
+                log.exception("access monitor: re-checking a stream failed")
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
