@@ -121,8 +121,10 @@ class StampedCache(Generic[K, V]):
             self._version = version
         return version
 
-    async def get(self, key: K, load: Callable[[], Awaitable[V]]) -> V:
-        version = await self.current()
+    async def get(self, key: K, load: Callable[[], Awaitable[V]], *, as_of: int | None = None) -> V:
+        """The value for ``key``. ``as_of``: a counter value the caller read for this same decision (one read
+        serves a request's checks); a value other than the one this cache holds is read again."""
+        version = as_of if as_of is not None and as_of == self._version and as_of >= 0 else await self.current()
         if key in self._values:
             return self._values[key]
         value = await load()

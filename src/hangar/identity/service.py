@@ -95,8 +95,9 @@ class IdentityService:
         """The authority counter now: changes whenever anything an authorization decision reads changes."""
         return await self._authority.current()
 
-    async def server_authority(self) -> ServerAuthority:
-        return await self._authority.get(("server",), self._load_server_authority)  # type: ignore[no-any-return]
+    async def server_authority(self, *, as_of: int | None = None) -> ServerAuthority:
+        value = await self._authority.get(("server",), self._load_server_authority, as_of=as_of)
+        return value  # type: ignore[no-any-return]
 
     async def _load_server_authority(self) -> ServerAuthority:
         policy = await self.get_setting(SETTING_POLICY)
@@ -299,7 +300,9 @@ class IdentityService:
             rows = (await conn.execute(q)).all()
         return [(Workspace(r.id, r.name, r.created_at, r.created_by), Role[r.role]) for r in rows]
 
-    async def role_of(self, workspace_id: str, user_id: str) -> Role | None:
+    async def role_of(self, workspace_id: str, user_id: str, *, as_of: int | None = None) -> Role | None:
+        """``as_of``: the authority counter the caller's decision read (``Principal.authority``)."""
+
         async def load() -> Role | None:
             q = sa.select(t.memberships.c.role).where(
                 t.memberships.c.workspace_id == workspace_id, t.memberships.c.user_id == user_id
@@ -308,7 +311,7 @@ class IdentityService:
                 row = (await conn.execute(q)).first()
             return None if row is None else Role[row[0]]
 
-        role: Role | None = await self._authority.get(("role", workspace_id, user_id), load)
+        role: Role | None = await self._authority.get(("role", workspace_id, user_id), load, as_of=as_of)
         return role
 
     async def members(self, workspace_id: str) -> list[Member]:
@@ -436,7 +439,8 @@ class IdentityService:
         if not token:
             raise Unauthenticated("no device credential was given")
         key = token_hash(token)
-        found = await self._authority.get(("device", key), lambda: self._load_device(key))
+        version = await self._authority.current()  # one read of the counter serves the whole check
+        found = await self._authority.get(("device", key), lambda: self._load_device(key), as_of=version)
         if found is None:
             raise Unauthenticated("the device credential is not known")
         device, user = found
@@ -444,7 +448,7 @@ class IdentityService:
             raise Unauthenticated("the device credential was revoked")
         if not user.active:
             raise Unauthenticated("the user is deactivated")
-        authority = await self.server_authority()
+        authority = await self.server_authority(as_of=version)
         now = self._clock.now()
         use = self._uses.get(device.id)
         if use is not None and use.last_used_at > device.last_used_at:
@@ -461,7 +465,7 @@ class IdentityService:
                 use.touched_at = mono
                 await self._touch(device.id, now)
         owner = authority.owner_id is not None and authority.owner_id == user.id
-        return Principal(user.id, device.id, user.display_name, owner)
+        return Principal(user.id, device.id, user.display_name, owner, authority=version)
 
     async def _load_device(self, key: str) -> tuple[Device, User] | None:
         q = sa.select(t.devices).where(t.devices.c.token_hash == key)

@@ -21,6 +21,7 @@ class Principal:
     device_id: str
     display_name: str
     is_server_owner: bool
+    authority: int = -1  # the authority counter this principal was checked against (``IdentityService``)
 
     @property
     def label(self) -> str:

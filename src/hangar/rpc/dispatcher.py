@@ -94,7 +94,7 @@ class Dispatcher:
             raise Forbidden(f"{spec.name} is reserved to the server owner")
         role = None
         if workspace_id is not None:
-            role = await identity.role_of(workspace_id, principal.user_id)
+            role = await identity.role_of(workspace_id, principal.user_id, as_of=principal.authority)
             if role is None:
                 raise Forbidden(f"you are not a member of workspace {workspace_id}")
             if role < spec.min_role:
