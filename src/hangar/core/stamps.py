@@ -56,6 +56,22 @@ def drop_triggers_sql(table: str, counter: str) -> list[str]:
     return [f"DROP TRIGGER IF EXISTS bump_{counter}_{table}_{suffix}" for suffix in ("ins", "upd", "del")]
 
 
+Guard = tuple[str, str, tuple[str, ...] | None]  # (table, counter, the columns whose updates count; None: all)
+
+
+def add_guards(execute: Callable[[str], object], guarded: list[Guard]) -> None:
+    """For a migration: the triggers that bump each counter when its table changes (``execute`` is ``op.execute``)."""
+    for table, counter, columns in guarded:
+        for statement in bump_triggers_sql(table, counter, update_columns=columns):
+            execute(statement)
+
+
+def drop_guards(execute: Callable[[str], object], guarded: list[Guard]) -> None:
+    for table, counter, _columns in guarded:
+        for statement in drop_triggers_sql(table, counter):
+            execute(statement)
+
+
 class StampReader:
     """Reads the change counters of one SQLite database file."""
 

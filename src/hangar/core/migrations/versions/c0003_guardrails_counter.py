@@ -6,25 +6,21 @@ Revision ID: c0003
 
 from alembic import op
 
-from hangar.core.stamps import bump_triggers_sql, drop_triggers_sql
+from hangar.core.stamps import Guard, add_guards, drop_guards
 
 revision = "c0003"
 down_revision = "c0002"
 branch_labels = None
 depends_on = None
 
-GUARDED = [("guardrail_settings", "guardrails", None)]
+GUARDED: list[Guard] = [("guardrail_settings", "guardrails", None)]
 
 
 def upgrade() -> None:
-    for table, counter, columns in GUARDED:
-        for statement in bump_triggers_sql(table, counter, update_columns=columns):
-            op.execute(statement)
+    add_guards(op.execute, GUARDED)
     op.create_index("ix_domain_events_id", "domain_events", ["id"])
 
 
 def downgrade() -> None:
     op.drop_index("ix_domain_events_id", "domain_events")
-    for table, counter, _columns in GUARDED:
-        for statement in drop_triggers_sql(table, counter):
-            op.execute(statement)
+    drop_guards(op.execute, GUARDED)

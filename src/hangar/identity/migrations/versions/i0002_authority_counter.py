@@ -9,14 +9,14 @@ Revision ID: i0002
 import sqlalchemy as sa
 from alembic import op
 
-from hangar.core.stamps import bump_triggers_sql, drop_triggers_sql
+from hangar.core.stamps import Guard, add_guards, drop_guards
 
 revision = "i0002"
 down_revision = "i0001"
 branch_labels = None
 depends_on = None
 
-GUARDED = [
+GUARDED: list[Guard] = [
     ("users", "authority", None),
     ("workspaces", "authority", None),
     ("memberships", "authority", None),
@@ -26,9 +26,7 @@ GUARDED = [
 
 
 def upgrade() -> None:
-    for table, counter, columns in GUARDED:
-        for statement in bump_triggers_sql(table, counter, update_columns=columns):
-            op.execute(statement)
+    add_guards(op.execute, GUARDED)
     op.create_table(
         "event_outbox",
         sa.Column("position", sa.Integer, primary_key=True, autoincrement=True),
@@ -42,6 +40,4 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("event_outbox")
-    for table, counter, _columns in GUARDED:
-        for statement in drop_triggers_sql(table, counter):
-            op.execute(statement)
+    drop_guards(op.execute, GUARDED)

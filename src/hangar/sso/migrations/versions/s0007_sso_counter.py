@@ -5,23 +5,19 @@ Revision ID: s0007
 
 from alembic import op
 
-from hangar.core.stamps import bump_triggers_sql, drop_triggers_sql
+from hangar.core.stamps import Guard, add_guards, drop_guards
 
 revision = "s0007"
 down_revision = "s0006"
 branch_labels = None
 depends_on = None
 
-GUARDED = [("sso_connections", "sso", None)]
+GUARDED: list[Guard] = [("sso_connections", "sso", None)]
 
 
 def upgrade() -> None:
-    for table, counter, columns in GUARDED:
-        for statement in bump_triggers_sql(table, counter, update_columns=columns):
-            op.execute(statement)
+    add_guards(op.execute, GUARDED)
 
 
 def downgrade() -> None:
-    for table, counter, _columns in GUARDED:
-        for statement in drop_triggers_sql(table, counter):
-            op.execute(statement)
+    drop_guards(op.execute, GUARDED)

@@ -5,23 +5,19 @@ Revision ID: w0002
 
 from alembic import op
 
-from hangar.core.stamps import bump_triggers_sql, drop_triggers_sql
+from hangar.core.stamps import Guard, add_guards, drop_guards
 
 revision = "w0002"
 down_revision = "w0001"
 branch_labels = None
 depends_on = None
 
-GUARDED = [("spaces", "spaces", None)]
+GUARDED: list[Guard] = [("spaces", "spaces", None)]
 
 
 def upgrade() -> None:
-    for table, counter, columns in GUARDED:
-        for statement in bump_triggers_sql(table, counter, update_columns=columns):
-            op.execute(statement)
+    add_guards(op.execute, GUARDED)
 
 
 def downgrade() -> None:
-    for table, counter, _columns in GUARDED:
-        for statement in drop_triggers_sql(table, counter):
-            op.execute(statement)
+    drop_guards(op.execute, GUARDED)
