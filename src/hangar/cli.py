@@ -95,5 +95,35 @@ def owner_token(data_dir: DataDirOpt = None) -> None:
     typer.echo(asyncio.run(run()))
 
 
+@admin_app.command("trusted-host-exec")
+def trusted_host_exec_cmd(
+    state: Annotated[str, typer.Argument(help="on or off")],
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Run shell steps and command agents on this host instead of enclosures (single-person installs only).
+
+    Off by default. When on, user-authored code runs as the server's user with access to everything the server
+    can reach; every server start says so in its log."""
+    from hangar.core.confine import SETTING_TRUSTED_HOST_EXEC
+    from hangar.server.context_factory import open_context
+
+    if state not in ("on", "off"):
+        raise typer.BadParameter(f"expected on or off, got {state!r}", param_hint="STATE")
+    settings = settings_from(data_dir=data_dir)
+
+    async def run() -> None:
+        from hangar.core.part_def import CORE_PART
+        from hangar.identity.part import IDENTITY_PART
+
+        async with open_context(settings, parts=[CORE_PART, IDENTITY_PART]) as ctx:
+            await ctx.identity.set_setting(SETTING_TRUSTED_HOST_EXEC, state == "on")
+
+    asyncio.run(run())
+    if state == "on":
+        typer.echo("trusted host execution is ON: user code runs on this host as the server's user")
+    else:
+        typer.echo("trusted host execution is off: user code runs only in enclosures")
+
+
 def main() -> None:
     app()

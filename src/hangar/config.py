@@ -1,6 +1,6 @@
 """Process settings: flags win over environment variables, which win over defaults.
 
-Environment: ``HANGAR_DATA_DIR``, ``HANGAR_PUBLIC_URL``, ``SERVER_WEB_CLIENT_URL``.
+Environment: ``HANGAR_DATA_DIR``, ``HANGAR_PUBLIC_URL``, ``SERVER_WEB_CLIENT_URL``, ``HANGAR_RIG_PACKS_DIR``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("web_client_url", "SERVER_WEB_CLIENT_URL")
     )
     site_port: int | None = DEFAULT_SITE_PORT
+    # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no
+    # workspace data, so several data directories on one host may share one cache.
+    rig_packs_dir: Path | None = Field(
+        default=None, validation_alias=AliasChoices("rig_packs_dir", "HANGAR_RIG_PACKS_DIR")
+    )
 
     @field_validator("public_url")
     @classmethod

@@ -21,6 +21,7 @@ from hangar.agents import AgentRunner
 from hangar.core.ids import new_id
 from hangar.pipelines.lease import LOCK_NAME, STOP_NAME
 from hangar.workspace import SpaceService
+from tests.support.confined import CLI_AGENT, trust_host
 from tests.support.locks import lock_held_elsewhere
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
@@ -42,9 +43,11 @@ def alive(pid: int) -> bool:
 async def driven_elsewhere(
     tmp_path: Path, srv: RunningServer, c: RpcClient
 ) -> AsyncIterator[tuple[subprocess.Popen[str], str, dict[str, Any], int]]:
-    """A `hangar pipeline run` process driving a sleeping command agent: (process, ws, run, agent's pid)."""
+    """A `hangar pipeline run` process driving a sleeping command agent: (process, ws, run, agent's pid).
+    The agent runs on the host (trusted host execution), so its pid is a host pid this test can watch."""
+    await trust_host(srv.ctx)
     ws = (await c.call("workspaces.create", name="cli"))["id"]
-    adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
+    adapter = {"type": "command", "argv": [*CLI_AGENT]}
     agent = (await c.call("agents.create", workspace_id=ws, name="Sleeper", adapter=adapter))["id"]
     file = tmp_path / "ask.json"
     file.write_text(json.dumps(ask_agent_template("ask-sleeper", agent, "sleep")))
@@ -145,7 +148,7 @@ async def test_recover_leaves_a_run_whose_lock_a_live_process_holds(tmp_path: Pa
     ):
         ws = await srv.new_workspace("locks")
         space = (await c.call("spaces.create", workspace_id=ws, title="s"))["id"]
-        adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
+        adapter = {"type": "command", "argv": [*CLI_AGENT]}
         agent = (await c.call("agents.create", workspace_id=ws, name="Cli", adapter=adapter))["id"]
         runner = srv.ctx.service(AgentRunner)
         run_id = new_id()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from tests.integration.test_workspace_repos import make_repo
+from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcClient
 from tests.unit.agents.fake_openai import Reply, call, running_fake_openai, text
 from tests.unit.agents.support import pipelines_server, template
@@ -21,7 +21,7 @@ async def _openai_agent(client: RpcClient, ws: str, url: str, model: str, name: 
 
 
 async def _cli_agent(client: RpcClient, ws: str, name: str) -> str:
-    adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
+    adapter = {"type": "command", "argv": [*CLI_AGENT]}
     return str((await client.call("agents.create", workspace_id=ws, name=name, adapter=adapter))["id"])
 
 

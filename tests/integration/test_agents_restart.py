@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from hangar.agents import AgentRunner
 from hangar.core.ids import new_id
-from hangar.pipelines.procs import start_ticks
+from hangar.core.procs import start_ticks
+from tests.support.confined import CLI_AGENT, trust_host
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.unit.agents.support import collect_until, insert_running_run, server_parts, wait_run
@@ -20,10 +20,11 @@ SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli
 async def test_stop_interrupts_and_restart_closes_stale_runs(tmp_path: Path) -> None:
     data = tmp_path / "data"
     async with running_server(data, parts=server_parts()) as srv:
+        await trust_host(srv.ctx)  # the agent's pid is watched on the host
         ws = await srv.new_workspace("restart")
         async with RpcClient(srv.ws_url, srv.owner_token) as client:
             space = (await client.call("spaces.create", workspace_id=ws, title="s"))["id"]
-            adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
+            adapter = {"type": "command", "argv": [*CLI_AGENT]}
             agent = (await client.call("agents.create", workspace_id=ws, name="Cli", adapter=adapter))["id"]
             watch = await client.watch("spaces.watch", workspace_id=ws, space_id=space)
             live = await client.call("agents.run", workspace_id=ws, agent_id=agent, space_id=space, prompt="sleep")

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hangar.pipelines.engine import PipelineEngine
+from hangar.pipelines.engine import CONTROL_DIR, PipelineEngine
 from hangar.pipelines.lease import STOP_NAME
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
@@ -64,6 +64,8 @@ def driving(tmp_path: Path, data: Path, *extra: str) -> Iterator[tuple[subproces
     """`hangar pipeline run` of the long template in its own process, once its shell step is running."""
     marks = tmp_path / "marks"
     marks.mkdir()
+    # The script writes host paths and its pids are watched on the host: it runs there (trusted host execution).
+    subprocess.run([HANGAR, "admin", "trusted-host-exec", "on", "--data-dir", str(data)], env=env(), check=True)
     file = tmp_path / "long.json"
     file.write_text(json.dumps(long_template(marks)))
     proc = subprocess.Popen(
@@ -169,7 +171,7 @@ def test_cancel_is_carried_out_when_the_driver_dies_meanwhile(tmp_path: Path) ->
             text=True,
         )
         try:
-            request = data / "pipelines" / run_id / STOP_NAME
+            request = data / "pipelines" / CONTROL_DIR / run_id / STOP_NAME
             deadline = time.monotonic() + 30
             while not request.exists():
                 assert canceller.poll() is None, canceller.stderr.read() if canceller.stderr else ""

@@ -20,7 +20,9 @@ from typer.testing import CliRunner
 
 from hangar.pipelines.bodies import catalog
 from hangar.pipelines.cli import pipeline_app
+from hangar.pipelines.engine import CONTROL_DIR
 from hangar.pipelines.lease import DriverLock
+from tests.support.confined import trust_host_dir
 from tests.unit.pipelines.test_template import CONTRACT_EXAMPLE
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
@@ -69,6 +71,7 @@ def test_validate_exit_codes_and_warnings(tmp_path: Path) -> None:
 
 def test_run_contract_example_then_show(tmp_path: Path) -> None:
     data = tmp_path / "data"
+    trust_host_dir(data)  # the steps read host files named in the input
     log = tmp_path / "app.log"
     log.write_text("ok\nERROR one\nERROR two\n")
     file = write(tmp_path / "triage.json", CONTRACT_EXAMPLE)
@@ -118,6 +121,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 def test_killed_mid_run_then_resumed_reruns_only_unfinished_steps(tmp_path: Path) -> None:
     data, marks = tmp_path / "data", tmp_path / "marks"
     marks.mkdir()
+    trust_host_dir(data)  # the scripts mark host files
 
     def shell(sid: str, source: str, script: str) -> dict[str, Any]:
         return {
@@ -294,7 +298,7 @@ def test_a_run_driven_by_another_process_is_not_driven_twice(tmp_path: Path) -> 
     }
     res = cli("run", str(write(tmp_path / "held.json", raw)), "--data-dir", str(data), "--json")
     run_id = json.loads(res.stdout)["runId"]
-    lock = DriverLock.acquire(data / "pipelines" / run_id, run_id)
+    lock = DriverLock.acquire(data / "pipelines" / CONTROL_DIR / run_id, run_id)
     try:
         # A finished run needs no driver, so only an unfinished one is refused; make this one unfinished.
         ws_db = next(data.glob("*/workspace.db"))

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.unit.agents.support import ask_agent_template
@@ -19,7 +20,7 @@ async def test_run_with_an_agent_step_completes(tmp_path: Path) -> None:
     data = tmp_path / "data"
     async with running_server(data) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
         ws = (await c.call("workspaces.create", name="cli"))["id"]
-        adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
+        adapter = {"type": "command", "argv": [*CLI_AGENT]}
         agent = (await c.call("agents.create", workspace_id=ws, name="Echo", adapter=adapter))["id"]
     template = ask_agent_template("ask-echo", agent, "lastline {{topic}}", outputKey="answer")
     path = tmp_path / "t.json"

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 from tests.integration.test_pipelines_rpc import wait_status
+from tests.support.confined import trust_host_dir
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 
@@ -13,6 +14,7 @@ from tests.support.server import running_server
 async def test_server_restart_resumes_unfinished_runs(tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     marks.mkdir()
+    trust_host_dir(tmp_path / "data")  # the scripts mark host files
     raw = {
         "id": "restart",
         "steps": [

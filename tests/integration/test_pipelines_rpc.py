@@ -10,6 +10,7 @@ import pytest
 
 from hangar.core.clock import FakeClock
 from hangar.pipelines.engine import PipelineEngine
+from tests.support.confined import host_pids
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 
@@ -163,13 +164,12 @@ async def test_nested_sub_pipelines_merge_child_state(tmp_path: Path) -> None:
 
 
 async def test_cancel_stops_a_running_script_and_its_children(tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
     slow = {
         "id": "slow",
         "kind": "listen",
         "body": "shell.run",
         "trigger": {"sourceStepIds": ["start"]},
-        "config": {"script": f"sleep 300 & echo $! > {pid_file}; wait"},
+        "config": {"script": "sleep 300 & echo $! > pid; wait"},
     }
     raw = {"id": "slow", "steps": [{"id": "start", "kind": "trigger"}, slow]}
     async with running_server(tmp_path / "data") as srv:
@@ -177,18 +177,20 @@ async def test_cancel_stops_a_running_script_and_its_children(tmp_path: Path) ->
         async with RpcClient(srv.ws_url, srv.owner_token) as c:
             await c.call("pipelines.templates.create", workspace_id=ws, template=raw)
             started = await c.call("pipelines.runs.start", workspace_id=ws, templateId="slow")
+            pid_file = srv.data_dir / "pipelines" / started["runId"] / "pid"  # the run's working directory
             for _ in range(400):
                 if pid_file.exists() and pid_file.read_text().strip():
                     break
                 await asyncio.sleep(0.05)
-            pid = int(pid_file.read_text())
+            pid = int(pid_file.read_text())  # in the run's enclosure
+            assert host_pids(pid, "sleep")
             snap = await c.call("pipelines.runs.cancel", workspace_id=ws, runId=started["runId"])
             assert snap["status"] == "cancelled" and snap["steps"]["slow"]["status"] == "cancelled"
             for _ in range(100):
-                if not Path(f"/proc/{pid}").exists():
+                if not host_pids(pid, "sleep"):
                     break
                 await asyncio.sleep(0.05)
-            assert not Path(f"/proc/{pid}").exists(), "the script's child survived the cancel"
+            assert not host_pids(pid, "sleep"), "the script's child survived the cancel"
             with pytest.raises(RpcError) as again:
                 await c.call("pipelines.runs.cancel", workspace_id=ws, runId=started["runId"])
             assert again.value.code == "conflict"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcError
 from tests.unit.agents.support import wait_run, workspace_server
 
@@ -15,7 +15,7 @@ SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli
 
 async def test_teams_crud_and_dispatch(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (_srv, client, ws):
-        adapter = {"type": "command", "argv": [sys.executable, SCRIPT]}
+        adapter = {"type": "command", "argv": [*CLI_AGENT]}
         ids = [
             (await client.call("agents.create", workspace_id=ws, name=n, adapter=adapter))["id"]
             for n in ("Ann", "Bob", "Cy")

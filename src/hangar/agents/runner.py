@@ -35,9 +35,11 @@ from hangar.agents.output_schema import check_schema
 from hangar.agents.runs import Run, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.tools import OutputHolder
+from hangar.core.confine import confinement_for
 from hangar.core.context import AppContext
 from hangar.core.events import DomainEvent, StoredEvent, Subscription
 from hangar.core.ids import new_id
+from hangar.core.procs import is_alive, kill_orphaned_groups, this_process
 from hangar.errors import InvalidArgs, Refused, Unavailable
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.lease import (
@@ -49,7 +51,6 @@ from hangar.pipelines.lease import (
     request_stop,
     stop_requested,
 )
-from hangar.pipelines.procs import is_alive, kill_orphaned_groups, this_process
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -266,6 +267,7 @@ class AgentRunner:
                 api_key=self.agents.api_key(workspace_id, agent.id),
                 secret_env=self.agents.secret_env(workspace_id, agent),
                 control_dir=self.run_dir(run_id),
+                confine=lambda: confinement_for(self.app),
             )
             if run_id in self._interrupted:  # interrupted before the adapter started
                 raise asyncio.CancelledError

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from hangar.core.clock import Clock
 from hangar.core.db import Databases
 from hangar.core.ids import new_id
 from hangar.core.sqlite_writer import dt, js, transaction
+from hangar.errors import InvalidArgs, Refused
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,15 @@ class StoredEvent:
         return registry.parse(self.type, self.workspace_id, self.payload)
 
 
+# First segments of the server's own event types, refused for emitted events even when the process that
+# emits composes fewer parts than the server (the command line).
+RESERVED_NAMESPACES = frozenset(
+    {"agents", "audit", "chat", "core", "events", "guardrails", "hangar", "identity", "pipeline", "pipelines",
+     "rig", "rigs", "server", "sso", "workspace"}
+)  # fmt: skip
+USER_EVENT_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+$")
+
+
 class EventRegistry:
     """The event classes the server knows, registered explicitly by each part."""
 
@@ -98,6 +109,23 @@ class EventRegistry:
     @property
     def types(self) -> list[str]:
         return sorted(self._by_type)
+
+    def check_user_type(self, type_name: str, field: str = "eventType") -> None:
+        """Events people and scripts emit (``pipelines.emit``) live in their own namespace: a type that is,
+        or shares its first segment with, a type some part records (``workspace.``, ``pipeline.``...) is
+        refused, so nobody can forge a message, a finished task or a removed member."""
+        if not isinstance(type_name, str) or len(type_name) > 128 or not USER_EVENT_TYPE.match(type_name):
+            raise InvalidArgs(
+                f"{field} must be dotted words like review.approved (letters, digits, _ and -; at most 128)",
+                field=field,
+            )
+        namespace = type_name.split(".", 1)[0]
+        system = RESERVED_NAMESPACES | {t.split(".", 1)[0] for t in self._by_type}
+        if namespace in system:
+            raise Refused(
+                f"{type_name} is in the {namespace!r} namespace, which the server's own events use; "
+                "emit events under a namespace of your own (e.g. review.approved)"
+            )
 
 
 Handler = Callable[[StoredEvent], Awaitable[None]]

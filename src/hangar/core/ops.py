@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from hangar.core.events import StoredEvent
 from hangar.core.settings import WorkspaceSettings
@@ -99,11 +99,11 @@ async def guardrails_get(ctx: OpContext, args: GuardrailGetArgs) -> dict[str, An
 
 class GuardrailSetArgs(Args):
     space_id: str | None = None
-    read_only: bool = Field(default=False, alias="readOnly")
+    read_only: StrictBool = Field(default=False, alias="readOnly")  # strict: "yes" is not a boolean
     ask_first: list[str] = Field(default_factory=list, alias="askFirst")
 
 
-@op("guardrails.set", kind="mutate", scope="workspace", min_role="admin")
+@op("guardrails.set", kind="mutate", scope="workspace", min_role="admin", governs_guardrails=True)
 async def guardrails_set(ctx: OpContext, args: GuardrailSetArgs) -> dict[str, Any]:
     """Set read-only mode and the ask-first action classes for the workspace or one space."""
     scope = space_scope(args.space_id) if args.space_id else WORKSPACE_SCOPE

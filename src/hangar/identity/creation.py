@@ -8,10 +8,38 @@ without a row is never listed, and nothing reaches it).
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
+from hangar.errors import Forbidden
 from hangar.identity.events import WorkspaceCreated
 from hangar.identity.models import Workspace
+from hangar.identity.roles import Role
+
+SETTING_CREATORS = "workspaceCreators"
+Creators = Literal["serverOwner", "members", "anyone"]
+CREATORS: tuple[str, ...] = get_args(Creators)
+DEFAULT_CREATORS: Creators = "members"
+
+
+async def workspace_creators(app: AppContext) -> Creators:
+    """Who may create workspaces: the server owner only, also members of any workspace (the default: not
+    guests, not people who belong nowhere), or anyone signed in. Read on every call: the CLI may change it."""
+    value = await app.identity.get_setting(SETTING_CREATORS)
+    return value if value in CREATORS else DEFAULT_CREATORS
+
+
+async def check_may_create(app: AppContext, user_id: str) -> None:
+    if await app.identity.is_server_owner(user_id):
+        return
+    who = await workspace_creators(app)
+    if who == "anyone":
+        return
+    if who == "members" and any(role >= Role.member for _, role in await app.identity.workspaces_of(user_id)):
+        return
+    allowed = "the server owner" if who == "serverOwner" else "the server owner and members of a workspace"
+    raise Forbidden(f"workspaces.create is allowed to {allowed} on this server (setting {SETTING_CREATORS})")
 
 
 async def create_workspace(app: AppContext, name: str, owner_id: str, *, by: str) -> Workspace:

@@ -8,7 +8,7 @@ from pydantic import Field
 
 import hangar
 from hangar.errors import Forbidden, NotFound
-from hangar.identity.creation import create_workspace
+from hangar.identity.creation import SETTING_CREATORS, Creators, check_may_create, create_workspace
 from hangar.identity.events import MemberRemoved, MemberRoleChanged
 from hangar.identity.pairing import Pairing
 from hangar.identity.roles import Role
@@ -59,7 +59,9 @@ class CreateWorkspaceArgs(Args):
 
 @op("workspaces.create", kind="mutate", scope="server")
 async def workspaces_create(ctx: OpContext, args: CreateWorkspaceArgs) -> dict[str, str]:
-    """Create a workspace; the caller becomes its owner."""
+    """Create a workspace; the caller becomes its owner. Who may is a server setting
+    (``server.setWorkspaceCreators``; default: the server owner and members of any workspace, not guests)."""
+    await check_may_create(ctx.app, ctx.principal.user_id)
     name = args.name.strip() or args.name
     ws = await create_workspace(ctx.app, name, ctx.principal.user_id, by=ctx.principal.label)
     return {"id": ws.id, "name": ws.name}
@@ -167,6 +169,17 @@ async def devices_revoke(ctx: OpContext, args: RevokeArgs) -> dict[str, str]:
     return {"deviceId": args.device_id}
 
 
+class WorkspaceCreatorsArgs(Args):
+    who: Creators = Field(description="serverOwner, members (of any workspace; the default) or anyone")
+
+
+@op("server.setWorkspaceCreators", kind="mutate", scope="server", server_owner=True)
+async def server_set_workspace_creators(ctx: OpContext, args: WorkspaceCreatorsArgs) -> dict[str, str]:
+    """Choose who may create workspaces (server owner only)."""
+    await ctx.app.identity.set_setting(SETTING_CREATORS, args.who)
+    return {"who": args.who}
+
+
 @op("devices.pairingCode", kind="mutate", scope="server")
 async def devices_pairing_code(ctx: OpContext, args: NoArgs) -> dict[str, str]:
     """Mint a single-use 15-minute code that pairs another device to the caller (redeem at POST /auth/pair)."""
@@ -204,6 +217,7 @@ async def server_deactivate_user(ctx: OpContext, args: DeactivateArgs) -> dict[s
 IDENTITY_OPS = [
     server_users,
     server_deactivate_user,
+    server_set_workspace_creators,
     server_info,
     users_me,
     workspaces_create,

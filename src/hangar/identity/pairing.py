@@ -73,6 +73,17 @@ class Pairing:
     async def mint_device_code(self, user_id: str) -> str:
         return await self._mint("device", user_id, DEVICE_CODE_LIFETIME, user_id=user_id)
 
+    async def _check_minter(self, workspace_id: str, minter: str, role: Role) -> None:
+        """An invite admits no more than its minter may grant *now*: a minter since demoted or removed cannot
+        admit admins through a code minted before (the code is spent either way)."""
+        current = await self._identity.role_of(workspace_id, minter)
+        may_grant = current is not None and current >= Role.admin and role <= current
+        if not may_grant and not await self._identity.is_server_owner(minter):
+            raise Refused(
+                f"this invite was minted by someone who can no longer admit people as {role.name}; "
+                "ask a current admin for a new code"
+            )
+
     async def redeem(self, code: str, device_name: str) -> Paired:
         if not await self._identity.pairing_enabled():
             raise PairingDisabled("manual pairing is disabled on this server; sign in with single sign-on")
@@ -94,6 +105,7 @@ class Pairing:
             if claimed.rowcount == 0:
                 raise InvalidArgs("the pairing code is unknown, used or expired", field="code")
         if row.kind == "invite":
+            await self._check_minter(row.workspace_id, row.created_by, Role[row.role])
             user = await self._identity.create_user(email=None, display_name=name)
             added = MemberAdded(workspace_id=row.workspace_id, user_id=user.id, role=row.role)
             await self._identity.add_member(row.workspace_id, user.id, Role[row.role], announce=added)

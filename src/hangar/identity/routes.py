@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from hangar.core import wire
 from hangar.core.context import AppContext
+from hangar.core.http import read_body
+from hangar.core.ratelimit import rate_limited
 from hangar.errors import HangarError, InvalidArgs
 from hangar.identity.pairing import Pairing, PairingDisabled
 
@@ -23,14 +24,9 @@ def error_response(err: HangarError, status: int | None = None, code: str | None
 
 async def pair(request: Request) -> Response:
     ctx: AppContext = request.app.state.ctx
-    body = await request.body()
     try:
-        if len(body) > MAX_BODY:
-            raise InvalidArgs("the request body is too large", field="body")
-        try:
-            data = json.loads(body or b"null")
-        except ValueError:
-            raise InvalidArgs("the body must be JSON: {code, deviceName}", field="body") from None
+        body = await read_body(request, MAX_BODY)
+        data = wire.loads(body or b"null", field="body")
         if not isinstance(data, dict):
             raise InvalidArgs("the body must be a JSON object: {code, deviceName}", field="body")
         code, name = data.get("code"), data.get("deviceName", "")
@@ -58,4 +54,7 @@ async def me(request: Request) -> Response:
     )
 
 
-IDENTITY_ROUTES = [Route("/auth/pair", pair, methods=["POST"]), Route("/auth/me", me, methods=["GET"])]
+IDENTITY_ROUTES = [
+    Route("/auth/pair", rate_limited("pair", pair), methods=["POST"]),
+    Route("/auth/me", me, methods=["GET"]),
+]

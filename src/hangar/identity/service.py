@@ -360,7 +360,8 @@ class IdentityService:
     async def set_role(
         self, workspace_id: str, user_id: str, role: Role, *, announce: DomainEvent | None = None
     ) -> None:
-        async with self._db.begin() as conn:
+        # Check and change under the write lock: two owners demoting themselves at once cannot both pass.
+        async with write_transaction(self._db) as conn:
             await self._guard_last_owner(conn, workspace_id, user_id, role)
             done = await conn.execute(
                 sa.update(t.memberships)
@@ -373,7 +374,7 @@ class IdentityService:
         await self._relayed(announce)
 
     async def remove_member(self, workspace_id: str, user_id: str, *, announce: DomainEvent | None = None) -> None:
-        async with self._db.begin() as conn:
+        async with write_transaction(self._db) as conn:
             await self._guard_last_owner(conn, workspace_id, user_id, None)
             done = await conn.execute(
                 sa.delete(t.memberships).where(

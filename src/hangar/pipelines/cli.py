@@ -248,6 +248,7 @@ def emit(
         body = _payload(payload, [])
         handled: set[str] = set()
         async with _engine(data_dir, handled) as (ctx, engine):
+            ctx.bus.registry.check_user_type(event_type, "EVENT_TYPE")
             ws = await _workspace(ctx, workspace, create=False)
             await engine.expire_suspensions(ws)
             stored = await ctx.bus.publish_raw(ws, event_type, body)

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hangar.core.clock import Clock
+from hangar.core.confine import Confinement, pipeline_run_key
 from hangar.core.events import DomainEvent, EventBus, StoredEvent
 from hangar.core.ids import new_id
+from hangar.core.procs import kill_orphaned_groups
 from hangar.errors import Conflict, NotFound, Refused, Unavailable
 from hangar.pipelines import template as tpl
 from hangar.pipelines._algo import Graph, StepRec
@@ -34,7 +36,6 @@ from hangar.pipelines.lease import (
     stop_requested,
 )
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
-from hangar.pipelines.procs import kill_orphaned_groups
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
 from hangar.pipelines.store import PipelineStore
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_SUBPIPELINE_DEPTH = 8
+CONTROL_DIR = ".control"  # under <dataDir>/pipelines/; run ids are generated, never this name
 
 
 @dataclass(eq=False)
@@ -169,7 +171,13 @@ class PipelineEngine:
         return wire
 
     def run_dir(self, run_id: str) -> Path:
+        """The run's working directory, shared by its shell steps (mounted into their enclosure)."""
         return self._data_root / "pipelines" / run_id
+
+    def control_dir(self, run_id: str) -> Path:
+        """The run's driver lock, stop request and script records: outside the working directory, which the
+        run's own (confined) scripts can write, so nothing they do can steer the driver or the host."""
+        return self._data_root / "pipelines" / CONTROL_DIR / run_id
 
     def children_for(self, ws: str, run: RunRow, step_id: str, attempt: int) -> _Children:
         return _Children(self, run, step_id, attempt)
@@ -297,13 +305,13 @@ class PipelineEngine:
     def _launch(self, driver: RunDriver) -> None:
         """Start driving a run; raises ``DrivenElsewhere`` when another process holds the run's lock."""
         run_id = driver.run.id
-        lock = DriverLock.acquire(driver.run_dir, run_id)
+        lock = DriverLock.acquire(driver.control_dir, run_id)
         # Scripts an earlier driver of this run started and could not stop (it died) must not run on beside the
         # steps this driver re-runs or the cancellation it carries out.
-        killed = kill_orphaned_groups(driver.run_dir)
+        killed = kill_orphaned_groups(driver.control_dir)
         if killed:
             log.info("pipeline run %s: killed %d script group(s) its previous driver left running", run_id, killed)
-        if stop_requested(driver.run_dir):
+        if stop_requested(driver.control_dir):
             # Asked to stop while nobody drove it (or its driver died): it ends cancelled before anything runs.
             driver.offer(Msg("cancel"))
             self._stops_seen.add(run_id)
@@ -319,7 +327,7 @@ class PipelineEngine:
         while self._drivers:
             await asyncio.sleep(STOP_POLL_S)
             for run_id, driver in list(self._drivers.items()):
-                if run_id not in self._stops_seen and stop_requested(driver.run_dir):
+                if run_id not in self._stops_seen and stop_requested(driver.control_dir):
                     self._stops_seen.add(run_id)
                     driver.offer(Msg("cancel"))
 
@@ -334,8 +342,18 @@ class PipelineEngine:
             self.detach(driver)
             lock.release()
             self._stops_seen.discard(driver.run.id)
+            await self._release_enclosure(driver.run.id)
             if self._tasks.get(driver.run.id) is asyncio.current_task():
                 del self._tasks[driver.run.id]
+
+    async def _release_enclosure(self, run_id: str) -> None:
+        """The run's shell steps are over here: its warm enclosure goes (a later driver boots a new one)."""
+        confinement = self.app.maybe_service(Confinement) if self.app is not None else None
+        if confinement is not None:
+            try:
+                await confinement.release(pipeline_run_key(run_id))
+            except Exception:  # the run's outcome stands whatever happens to its enclosure
+                log.exception("pipeline run %s: could not close its enclosure", run_id)
 
     async def _ensure_driver(self, ws: str, run_id: str) -> RunDriver | None:
         """The live driver of a run, loading one from the store when the run is unfinished and not live
@@ -384,7 +402,7 @@ class PipelineEngine:
         run, _ = await self.store.load_run(ws, run_id)
         if run.status in FINISHED_RUN:
             raise Conflict(f"pipeline run {run_id} is already {run.status.value}")
-        request_stop(self.run_dir(run_id), by, self.clock.now())
+        request_stop(self.control_dir(run_id), by, self.clock.now())
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
         while True:

@@ -286,7 +286,9 @@ async def triggers_delete(ctx: OpContext, args: TriggerRef) -> dict[str, Any]:
 
 @op("pipelines.emit", kind="mutate", scope="workspace", actions=["processSpawn"])
 async def emit(ctx: OpContext, args: EmitArgs) -> dict[str, Any]:
-    """Record a domain event: it resumes the steps suspended on it and fires its event triggers."""
+    """Record a domain event of your own namespace (``review.approved``; the server's own types are refused):
+    it resumes the steps suspended on it and fires its event triggers."""
+    ctx.app.bus.registry.check_user_type(args.event_type)
     stored = await ctx.app.bus.publish_raw(ctx.ws, args.event_type, args.payload)
     await ctx.audit("pipelines.emit", f"event:{args.event_type}", {"seq": stored.seq})
     return {"seq": stored.seq, "id": stored.id}

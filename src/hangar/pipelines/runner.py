@@ -75,6 +75,7 @@ class RunDriver:
         self.template = template
         self.graph = engine.graph_for(template)
         self.run_dir = engine.run_dir(run.id)
+        self.control_dir = engine.control_dir(run.id)
         self.tick = Tick()
         self._dirty_steps: dict[str, StepRec] = {}
         self._run_dirty = False
@@ -360,6 +361,7 @@ class RunDriver:
             attempt=self.recs[sid].attempts,
             clock=self.e.clock,
             run_dir=self.run_dir,
+            control_dir=self.control_dir,
             progress=lambda data: self.e.report_progress(self, sid, data),
             children=self.e.children_for(self.ws, run, sid, self.recs[sid].attempts),
             resume=resume,

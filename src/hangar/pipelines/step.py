@@ -90,6 +90,7 @@ class StepContext:
         clock: Clock,
         run_dir: Path,
         progress: ProgressSink,
+        control_dir: Path | None = None,
         children: ChildRuns | None = None,
         resume: Resume | None = None,
     ) -> None:
@@ -105,6 +106,8 @@ class StepContext:
         self.attempt = attempt
         self.clock = clock
         self._run_dir = run_dir
+        # Where host-run script groups are recorded: never inside the working directory scripts can write.
+        self.control_dir = control_dir or run_dir.parent / ".control" / run_dir.name
         self._progress = progress
         self._children = children
         self.resume = resume
@@ -114,6 +117,10 @@ class StepContext:
         """The server's application context (``step.app.service(...)`` finds other parts' services)."""
         if self._app is None:
             raise Unavailable("this pipeline engine runs without an application context")
+        return self._app
+
+    @property
+    def maybe_app(self) -> AppContext | None:
         return self._app
 
     def maybe_service(self, cls: type[T]) -> T | None:

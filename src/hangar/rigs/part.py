@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hangar.core.confine import Confinement
 from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.rigs.backends.base import RigBackend
+from hangar.rigs.confinement import RigConfinement
 from hangar.rigs.events import RIG_EVENTS
 from hangar.rigs.images import IMAGE_SETTINGS
 from hangar.rigs.manager import RigManager
@@ -24,15 +26,21 @@ BackendFactory = Callable[[AppContext], RigBackend]
 def enclosure_backend(app: AppContext) -> RigBackend:
     from hangar.rigs.backends.enclosure import EnclosureBackend
 
-    return EnclosureBackend(app.datadir.sub("rigs"))
+    return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.rig_packs_dir)
 
 
 def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
     async def start(app: AppContext) -> None:
-        manager = app.provide(RigManager(app, backend_factory(app)))
+        backend = backend_factory(app)
+        manager = app.provide(RigManager(app, backend))
+        # User code (shell steps, command agents) runs in rigs of the same backend.
+        app.provide(RigConfinement(backend), as_type=Confinement)
         await manager.start()
 
     async def stop(app: AppContext) -> None:
+        confinement = app.maybe_service(Confinement)
+        if confinement is not None:
+            await confinement.aclose()
         manager = app.maybe_service(RigManager)
         if manager is not None:
             await manager.stop()

@@ -38,6 +38,9 @@ def to_wire(value: Any) -> Any:
     return value
 
 
+MAX_ID_CHARS = 256
+
+
 def _field_of(exc: ValidationError) -> tuple[str, str]:
     first = exc.errors()[0]
     field = ".".join(str(p) for p in first["loc"]) or "args"
@@ -62,6 +65,8 @@ class Dispatcher:
         req_id = frame.get("id")
         if not isinstance(req_id, str | int) or isinstance(req_id, bool):
             raise InvalidArgs("id must be a string or a number", field="id")
+        if isinstance(req_id, str) and len(req_id) > MAX_ID_CHARS:
+            raise InvalidArgs(f"id must be at most {MAX_ID_CHARS} characters", field="id")
         op_name = frame.get("op")
         if not isinstance(op_name, str):
             raise InvalidArgs("op must be a string naming the operation", field="op")

@@ -16,6 +16,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from hangar.core import wire
 from hangar.errors import Forbidden, HangarError, InvalidArgs, NotFound, Unauthenticated
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.context import OpContext, Principal
@@ -71,8 +72,8 @@ class Connection:
             via_frame = True
             try:
                 raw = await asyncio.wait_for(self.ws.receive_text(), AUTH_TIMEOUT_S)
-                frame = json.loads(raw)
-            except (TimeoutError, ValueError, WebSocketDisconnect, KeyError):
+                frame = wire.loads(raw)
+            except (TimeoutError, ValueError, WebSocketDisconnect, KeyError, InvalidArgs):
                 frame = None
             if not isinstance(frame, dict) or frame.get("type") != "auth" or not isinstance(frame.get("token"), str):
                 await self.send(
@@ -123,11 +124,12 @@ class Connection:
             await asyncio.gather(*self.tasks, *self.watches.values(), return_exceptions=True)
 
     def handle(self, text: str) -> None:
+        frame: Any = None
         try:
-            frame = json.loads(text)
-        except json.JSONDecodeError as exc:
-            err = InvalidArgs(f"the frame is not valid JSON ({exc.msg})", field="frame")
-            self._spawn(self.send(error_frame(None, err)))
+            frame = wire.parse(text)
+            wire.check(frame)
+        except InvalidArgs as err:
+            self._spawn(self.send(error_frame(_plain_id(frame), err)))
             return
         self._spawn(self.run_frame(frame))
 
@@ -252,6 +254,18 @@ class Connection:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await self.send({"id": req_id, "ok": True, "result": {"watchId": watch_id}})
+
+
+def _plain_id(frame: Any) -> Any:
+    """The id of a refused frame when it is one a client can match its request by, else None."""
+    req_id = frame.get("id") if isinstance(frame, dict) else None
+    try:
+        wire.check(req_id, field="id")
+    except InvalidArgs:
+        return None
+    if isinstance(req_id, bool) or not isinstance(req_id, str | int) or len(str(req_id)) > 256:
+        return None
+    return req_id
 
 
 async def rpc_endpoint(ws: WebSocket) -> None:

@@ -74,7 +74,7 @@ class Guardrails:
 
     async def check(self, engine: AsyncEngine, workspace_id: str, spec: OpSpec, space_id: str | None) -> None:
         """Raise ``Refused`` when the policy does not allow ``spec`` here."""
-        if not spec.mutating and not spec.actions:
+        if (not spec.mutating and not spec.actions) or spec.governs_guardrails:
             return
         scopes = [WORKSPACE_SCOPE] + ([space_scope(space_id)] if space_id else [])
         settings = [await self.get(engine, workspace_id, s) for s in scopes]

@@ -60,6 +60,8 @@ class OpSpec:
     args_model: type[BaseModel]
     handler: Callable[..., Any]
     summary: str
+    # Guardrails never refuse it (``guardrails.set``: a workspace put in read-only mode can be taken out of it).
+    governs_guardrails: bool = False
 
     @property
     def mutating(self) -> bool:
@@ -74,8 +76,11 @@ def op(
     min_role: str | None = None,
     actions: Iterable[str] = (),
     server_owner: bool = False,
+    governs_guardrails: bool = False,
 ) -> Callable[[F], F]:
-    """Declare an op. ``min_role`` defaults to guest for reads and watches, member for mutations."""
+    """Declare an op. ``min_role`` defaults to guest for reads and watches, member for mutations, for
+    workspace-scoped ops. A server-scoped op has no workspace to hold a role in: it takes no ``min_role``
+    (``server_owner`` reserves it; anything finer is the handler's rule, like who may create workspaces)."""
 
     def decorate(fn: F) -> F:
         where = f"op {name!r} ({fn.__module__}.{fn.__qualname__})"
@@ -85,7 +90,10 @@ def op(
             raise ValueError(f"{where}: kind must be one of {sorted(KINDS)}")
         if scope not in ("server", "workspace"):
             raise ValueError(f"{where}: scope must be server or workspace")
-        role_name = min_role or ("guest" if kind in ("read", "watch") else "member")
+        if scope == "server" and min_role is not None:
+            raise ValueError(f"{where}: a server-scoped op has no workspace role to require")
+        default_role = "guest" if kind in ("read", "watch") else "member"
+        role_name = "guest" if scope == "server" else (min_role or default_role)
         if role_name not in Role.__members__:
             raise ValueError(f"{where}: min_role must be one of {list(Role.__members__)}")
         acts = frozenset(actions)
@@ -117,6 +125,7 @@ def op(
             min_role=Role[role_name],
             actions=acts,
             server_owner=server_owner,
+            governs_guardrails=governs_guardrails,
             args_model=model,
             handler=fn,
             summary=doc.split("\n\n")[0].replace("\n", " ").strip(),

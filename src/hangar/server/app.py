@@ -4,6 +4,7 @@ the application context and starts the parts."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
@@ -14,6 +15,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 import hangar
 from hangar.config import Settings
 from hangar.core.clock import Clock
+from hangar.core.confine import confinement_reason, trusted_host_exec
 from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.rpc.access import AccessMonitor
@@ -22,6 +24,8 @@ from hangar.rpc.endpoint import rpc_endpoint
 from hangar.rpc.guardrails import Guardrails
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
+
+log = logging.getLogger("hangar.server")
 
 
 async def healthz(_request: Request) -> JSONResponse:
@@ -56,6 +60,7 @@ def build_server(
             app.state.ctx = ctx
             app.state.registry = registry
             app.state.dispatcher = Dispatcher(ctx, registry, ctx.service(Guardrails))
+            await warn_about_host_execution(ctx)
             if on_ready is not None:
                 on_ready.append(ctx)
             try:
@@ -64,3 +69,15 @@ def build_server(
                 await monitor.aclose()
 
     return Starlette(routes=routes, lifespan=lifespan)
+
+
+async def warn_about_host_execution(ctx: AppContext) -> None:
+    """Trusted host execution is a deliberate choice of a single-person install: said loudly at every start."""
+    if await trusted_host_exec(ctx):
+        log.warning(
+            "TRUSTED HOST EXECUTION IS ON: shell steps and command agents run on this host as the server's "
+            "user, not in enclosures, with access to everything the server can reach, its secrets and every "
+            "workspace's data included. Turn it off with: hangar admin trusted-host-exec off"
+        )
+    elif reason := await confinement_reason(ctx):
+        log.warning("shell steps and command agents will be refused: %s", reason)

@@ -17,6 +17,7 @@ from hangar.core.db import Databases
 from hangar.core.events import EventBus, EventRegistry
 from hangar.core.outbox import Outbox
 from hangar.core.part import Part
+from hangar.core.ratelimit import RateLimits
 from hangar.core.secrets import SecretsFile
 from hangar.core.settings import WorkspaceSettings
 from hangar.identity.service import AUTHORITY, IdentityService
@@ -58,6 +59,7 @@ async def open_context(
         audit=AuditLog(dbs, clock),
         identity=identity,
     )
+    ctx.provide(RateLimits())
     ctx.provide(WorkspaceSettings(dbs, clock, [s for p in parts for s in p.settings]))
     started: list[Part] = []
     try:

@@ -22,6 +22,9 @@ class _Server(uvicorn.Server):
         yield
 
 
+MAX_HEAD_BYTES = 64 * 1024
+
+
 @dataclass
 class Listener:
     name: str
@@ -38,6 +41,10 @@ class Listener:
             ws="websockets-sansio",
             ws_max_size=MAX_FRAME_BYTES,
             ws_ping_interval=20.0,
+            # h11 refuses a request head (request line and headers) past this size with 431 instead of
+            # buffering it whole; the httptools parser has no such bound.
+            http="h11",
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
             # RPC frames are small JSON; compressing each costs more CPU than the bytes it saves on loopback/LAN.
             ws_per_message_deflate=False,
             log_level="warning",

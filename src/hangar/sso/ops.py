@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool, StrictInt
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -53,13 +53,14 @@ class SpMetadataArgs(Args):
     origin: str = Field(min_length=1, max_length=500)
 
 
+# Security settings take strict types: ``true`` is not one minute and ``"yes"`` is not a boolean.
 class PairingArgs(Args):
-    enabled: bool
+    enabled: StrictBool
 
 
 class SessionPolicyArgs(Args):
-    maxAgeMinutes: int = Field(ge=0, le=10 * 366 * 24 * 60)
-    idleTimeoutMinutes: int = Field(ge=0, le=10 * 366 * 24 * 60)
+    maxAgeMinutes: StrictInt = Field(ge=0, le=10 * 366 * 24 * 60)
+    idleTimeoutMinutes: StrictInt = Field(ge=0, le=10 * 366 * 24 * 60)
 
 
 async def _store(app: AppContext) -> SsoConfigStore:

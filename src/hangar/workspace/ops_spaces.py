@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from hangar.identity.roles import Role
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import op
 from hangar.workspace.args import WsArgs
@@ -67,11 +68,17 @@ async def _space_detail(ctx: OpContext, space_id: str) -> dict[str, Any]:
     space = await spaces.get(ctx.ws, space_id)
     worktrees = await ctx.app.service(WorktreeService).all(ctx.ws, space_id=space_id)
     repos = {r.id: r.name for r in await ctx.app.service(RepoService).all(ctx.ws)}
-    return {
+    detail = {
         **space.to_wire(),
         "folder": str(spaces.folder(ctx.ws, space_id)),
         "repos": [{**w.to_wire(), "repoName": repos.get(w.repo_id)} for w in worktrees],
     }
+    if ctx.role is None or ctx.role < Role.member:
+        # Where the server keeps files is the host's business: guests see the space, not server paths.
+        del detail["folder"]
+        for repo in detail["repos"]:
+            del repo["path"]
+    return detail
 
 
 class SpaceListArgs(WsArgs):

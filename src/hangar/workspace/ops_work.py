@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from hangar.errors import InvalidArgs
+from hangar.identity.roles import Role
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import op
 from hangar.workspace.args import WsArgs
@@ -243,7 +244,11 @@ async def worktrees_list(ctx: OpContext, args: WorktreeListArgs) -> dict[str, An
     wts = await ctx.app.service(WorktreeService).all(
         ctx.ws, space_id=args.space_id, ticket_id=args.ticket_id, pr=args.pr()
     )
-    return {"worktrees": [w.to_wire() for w in wts]}
+    rows = [w.to_wire() for w in wts]
+    if ctx.role is None or ctx.role < Role.member:  # server paths are not shown to guests
+        for row in rows:
+            del row["path"]
+    return {"worktrees": rows}
 
 
 class WorktreeAddArgs(WorktreeOwner):

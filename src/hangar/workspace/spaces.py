@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from hangar.core.context import AppContext
 from hangar.core.events import DomainEvent, EventTransaction
 from hangar.core.ids import new_id
+from hangar.core.paths import contained
 from hangar.core.stamps import WorkspaceCaches
 from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.workspace import tables
@@ -107,8 +108,9 @@ class SpaceService:
         self._cache: WorkspaceCaches[str, Space] = WorkspaceCaches(app.dbs.stamp, COUNTER)
 
     def folder(self, workspace_id: str, space_id: str) -> Path:
-        """The space's working folder (not created here)."""
-        return self._app.datadir.workspace_dir(workspace_id) / "spaces" / space_id
+        """The space's working folder (not created here). Callers look the space up first; the id is also
+        checked to name one folder under the workspace's ``spaces`` directory."""
+        return contained(self._app.datadir.workspace_dir(workspace_id) / "spaces", space_id, field="space_id")
 
     async def create(
         self,

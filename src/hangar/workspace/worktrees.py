@@ -20,12 +20,14 @@ import sqlalchemy as sa
 
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
+from hangar.core.paths import contained
 from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.workspace import tables
 from hangar.workspace.git import GitFailed, git
 from hangar.workspace.records import iso
 from hangar.workspace.repos import Repo, RepoService, parse_repo_spec
 from hangar.workspace.spaces import SpaceService
+from hangar.workspace.tickets import TicketService
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -116,11 +118,13 @@ class WorktreeService:
             await self._spaces.get(workspace_id, space_id)
             base, owner = self._spaces.folder(workspace_id, space_id), f"space-{space_id}"
         elif ticket_id is not None:
-            base, owner = ws_dir / "worktrees" / "tickets" / ticket_id, f"ticket-{ticket_id}"
+            await self._app.service(TicketService).get(workspace_id, ticket_id)
+            base = contained(ws_dir / "worktrees" / "tickets", ticket_id, field="ticketId")
+            owner = f"ticket-{ticket_id}"
         else:
             assert pr is not None
             safe = _UNSAFE.sub("-", pr).strip("-")
-            base, owner = ws_dir / "worktrees" / "pr" / safe, f"pr-{safe}"
+            base, owner = contained(ws_dir / "worktrees" / "pr", safe, field="pr"), f"pr-{safe}"
         for existing in await self.all(workspace_id, space_id=space_id, ticket_id=ticket_id, pr=pr):
             if existing.repo_id == repo.id:
                 raise Conflict(f"repo {repo.name} is already checked out there ({existing.path})")
@@ -252,6 +256,7 @@ class WorktreeService:
             report = CleanupReport("prEditor", dry_run)
             doomed = await self.all(workspace_id, pr=pr)
         elif space_id is not None:
+            await self._spaces.get(workspace_id, space_id)  # an existing space of this workspace, never a path
             report = CleanupReport("space", dry_run)
             doomed = await self.all(workspace_id, space_id=space_id)
             folder = self._spaces.folder(workspace_id, space_id)
@@ -268,7 +273,11 @@ class WorktreeService:
             ]
             spaces_dir = self._app.datadir.workspace_dir(workspace_id) / "spaces"
             if spaces_dir.is_dir():
-                report.folders += [str(p) for p in sorted(spaces_dir.iterdir()) if p.is_dir() and p.name not in live]
+                report.folders += [
+                    str(p)
+                    for p in sorted(spaces_dir.iterdir())
+                    if p.is_dir() and not p.is_symlink() and p.name not in live
+                ]
         report.worktrees = [wt.path for wt in doomed]
         if not dry_run:
             for wt in doomed:

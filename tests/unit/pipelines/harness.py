@@ -11,6 +11,7 @@ from typing import Any
 
 from hangar.config import Settings
 from hangar.core.clock import Clock, SystemClock
+from hangar.core.confine import HOST, Confinement
 from hangar.core.db import Databases
 from hangar.core.events import EventBus
 from hangar.core.part import Part
@@ -65,6 +66,9 @@ async def harness(
         Settings(data_dir=root), clock=clock, parts=[CORE_PART, IDENTITY_PART, BARE_PIPELINES]
     ) as ctx:
         await ctx.dbs.workspace(WS, create=True)
+        # Engine semantics are tested with scripts on the host (trusted host execution); confinement in an
+        # enclosure has its own tests.
+        ctx.provide(HOST, as_type=Confinement)
         registry = BodyRegistry([*all_bodies(), *bodies])
         engine = PipelineEngine(
             store=PipelineStore(ctx.dbs.workspace),

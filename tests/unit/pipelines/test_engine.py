@@ -12,6 +12,7 @@ from hangar.core.clock import FakeClock
 from hangar.core.events import StoredEvent
 from hangar.pipelines import StepStatus, TaskFinished
 from hangar.pipelines import template as tpl
+from hangar.pipelines.engine import CONTROL_DIR
 from tests.support.locks import lock_held_elsewhere
 from tests.unit.pipelines.bodies_for_tests import CALLS, GATES, TEST_BODIES
 from tests.unit.pipelines.harness import WS, Harness, harness, listen, steps
@@ -664,7 +665,7 @@ async def test_a_run_asked_to_stop_while_nobody_drove_it_ends_cancelled_when_nex
         )
         await h1.engine.settle()
         assert (await h1.engine.snapshot(WS, run_id))["status"] == "suspended"
-    request_stop(tmp_path / "pipelines" / run_id, "elsewhere", h1.clock.now())
+    request_stop(tmp_path / "pipelines" / CONTROL_DIR / run_id, "elsewhere", h1.clock.now())
     async with harness(tmp_path, bodies=TEST_BODIES) as h2:
         # The event it waited for is there, but the stop request comes first: nothing more runs.
         await h2.bus.publish_raw(WS, "x.go", {})
@@ -698,7 +699,7 @@ async def test_a_cancel_the_driver_does_not_answer_stands_until_the_run_is_drive
     async with harness(tmp_path, bodies=TEST_BODIES) as h1:
         run_id = await h1.start(steps(listen("w", "start", body="test.waitEvent", extras={"eventType": "x.go"})))
         await h1.engine.settle()
-    run_dir = tmp_path / "pipelines" / run_id
+    run_dir = tmp_path / "pipelines" / CONTROL_DIR / run_id
     with lock_held_elsewhere(run_dir / LOCK_NAME):
         async with harness(tmp_path, bodies=TEST_BODIES) as h2:
             with pytest.raises(Unavailable) as err:

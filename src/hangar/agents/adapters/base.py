@@ -9,12 +9,18 @@ adapter's task; an adapter must release what it holds (HTTP streams, child proce
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from hangar.agents.service import Agent
+from hangar.core.confine import Confinement, confinement_for
+
+
+async def no_confinement() -> Confinement:
+    """A request built without a server: only an explicitly provided confinement would do."""
+    return await confinement_for(None)
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,8 @@ class RunRequest:
     # Where the run's driver lock lives: an adapter that starts processes records their group there, so a
     # process that closes the run after its driver died can stop what the driver left running.
     control_dir: Path | None = None
+    # Where programs the run starts (the ``command`` adapter) run: the space's enclosure, chosen when needed.
+    confine: Callable[[], Awaitable[Confinement]] = no_confinement
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,16 @@ rig root without following symlinks out of it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
+
+from hangar.core.confine import ExecResult
+
+__all__ = ["Command", "ExecResult", "Pty", "RigBackend", "RigHandle", "RigSpec"]
+
+GUEST_WORKTREE = "/home/rig/worktree"  # where a rig sees its mounted worktree (or a run's working directory)
 
 
 @dataclass(frozen=True)
@@ -39,11 +45,15 @@ class RigSpec:
 
 
 @dataclass(frozen=True)
-class ExecResult:
-    exit_code: int  # the command's exit status; -1 (or 128+signal) when it was killed
-    stdout: str  # decoded as UTF-8 with replacement
-    stderr: str
-    timed_out: bool  # True when the timeout fired and the command was killed
+class Command:
+    """A program run as the rig user: ``argv[0]`` is looked up on the rig's PATH, ``cwd`` is a guest path,
+    ``env`` is added to the rig user's base environment (HOME, PATH, LANG...), never the server's."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str]
+    stdin: bytes | None = None
+    timeout_s: float | None = None
 
 
 class Pty(ABC):
@@ -80,6 +90,11 @@ class RigHandle(ABC):
         ``timeout_s`` None means no limit; on timeout the command's whole process group is killed and
         ``timed_out`` is True. ``stdin`` is fed then closed (empty stdin when None). Works only while awake:
         the manager wakes a parked rig before exec."""
+
+    @abstractmethod
+    async def run(self, command: Command, on_stdout: Callable[[bytes], Awaitable[None]] | None) -> ExecResult:
+        """Run ``command`` (see ``Command``), passing each stdout chunk to ``on_stdout`` as it comes. Cancelling
+        the call kills the command's process group."""
 
     @abstractmethod
     async def open_pty(self, cols: int, rows: int) -> Pty:

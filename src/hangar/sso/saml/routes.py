@@ -18,6 +18,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from hangar.core.context import AppContext
+from hangar.core.ratelimit import rate_limited
 from hangar.errors import HangarError, InvalidArgs
 from hangar.sso.config import SamlConnection, SsoConfigStore
 from hangar.sso.handoff import LoginFailed, LoginIntent, failure_response, request_origin, success_response
@@ -153,7 +154,7 @@ async def saml_metadata(request: Request) -> Response:
 
 
 SAML_ROUTES: list[BaseRoute] = [
-    Route(LOGIN_PATH, saml_login, methods=["GET"]),
-    Route(ACS_PATH, saml_acs, methods=["POST"]),
+    Route(LOGIN_PATH, rate_limited("signin", saml_login), methods=["GET"]),
+    Route(ACS_PATH, rate_limited("signin", saml_acs), methods=["POST"]),
     Route(METADATA_PATH, saml_metadata, methods=["GET"]),
 ]

@@ -17,8 +17,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from hangar.core import wire
 from hangar.core.context import AppContext
-from hangar.errors import HangarError, Internal
+from hangar.core.http import read_body
+from hangar.errors import HangarError, Internal, InvalidArgs
 from hangar.sso.config import SsoConfigStore
 from hangar.sso.scim.documents import resource_types, schemas, service_provider_config
 from hangar.sso.scim.errors import (
@@ -93,15 +95,11 @@ def directory(request: Request) -> ScimDirectory:
 
 
 async def read_json(request: Request) -> Any:
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise ScimBadRequest("invalidSyntax", f"the request body is larger than {MAX_BODY_BYTES // 1024} KiB")
+    body = await read_body(request, MAX_BODY_BYTES)
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise ScimBadRequest("invalidSyntax", "the request body is not valid JSON") from None
+        return wire.loads(body, field="body")
+    except InvalidArgs as exc:
+        raise ScimBadRequest("invalidSyntax", exc.message) from None
 
 
 def _int(value: Any, name: str, default: int) -> int:

@@ -13,6 +13,10 @@ The first frame from the host is ``J`` with the request:
 - ``op=ping`` -> ``X ok=1``
 - ``op=exec cmd=<text> timeout=<seconds or empty> stdin=<0|1>``; with stdin the host then sends ``I`` chunks
   and one ``E``; the agent sends ``O`` (stdout) and ``R`` (stderr) chunks, then ``X code=<n> timed_out=<0|1>``.
+  Instead of ``cmd`` (run with ``bash -lc``) a request may carry ``argc=<n>`` and ``arg.0`` .. ``arg.<n-1>``
+  (run through ``env -C <cwd>``, so argv[0] is looked up on the rig's PATH), ``cwd=<guest dir>`` and
+  ``env.<NAME>=<value>`` entries added to the rig user's base environment. The host closing the connection
+  before ``X`` kills the command's process group (an interrupted step or agent).
 - ``op=pty cols=<n> rows=<n>``; both sides send ``D`` data; the host sends ``W cols=<n> rows=<n>`` to resize;
   the agent sends ``X code=<n>`` when the shell exits. The host closing the connection hangs the terminal up.
 """
@@ -117,11 +121,13 @@ def do_exec(req: dict[str, str], conn: int) -> None:
         (os.POSIX_SPAWN_DUP2, out_w, 1),
         (os.POSIX_SPAWN_DUP2, err_w, 2),
     ]
-    pid = spawn(["/bin/bash", "-lc", req["cmd"]], dict(BASE_ENV, TERM="dumb"), actions)
+    env = dict(BASE_ENV, TERM="dumb")
+    env.update({k[4:]: v for k, v in req.items() if k.startswith("env.") and k[4:] and "=" not in k[4:]})
+    pid = spawn(command_argv(req), env, actions)
     for fd in (in_r, out_w, err_w):
         os.close(fd)
-    if with_stdin:
-        _thread.start_new_thread(feed_stdin, (conn, in_w))
+    finished = [False]
+    _thread.start_new_thread(watch_host, (conn, in_w, pid, finished))
     # A pidfd says when the command exits; the pipes may stay open after that (a background dev server).
     pidfd = os.pidfd_open(pid)
     kinds = {out_r: b"O", err_r: b"R"}
@@ -163,20 +169,35 @@ def do_exec(req: dict[str, str], conn: int) -> None:
                 del kinds[fd]
     for fd in (out_r, err_r, pidfd):
         os.close(fd)
-    send(conn, b"X", encode({"code": exit_code(pid), "timed_out": int(timed_out)}))
+    code = exit_code(pid)
+    finished[0] = True  # from here the pid may be reused: the watcher must not signal it
+    send(conn, b"X", encode({"code": code, "timed_out": int(timed_out)}))
 
 
-def feed_stdin(conn: int, in_w: int) -> None:
+def command_argv(req: dict[str, str]) -> list[str]:
+    if "argc" not in req:
+        return ["/bin/bash", "-lc", req["cmd"]]
+    argv = [req["arg." + str(i)] for i in range(int(req["argc"]))]
+    return ["/usr/bin/env", "-C", req.get("cwd") or HOME, "--", *argv]
+
+
+def watch_host(conn: int, in_w: int, pid: int, finished: list[bool]) -> None:
+    """Feeds stdin frames (``in_w`` is -1 without stdin) and notices the host hanging up: an interrupted
+    request must not leave its command running."""
     try:
         while True:
             kind, data = read_frame(conn)
-            if kind == b"I":
+            if kind == b"I" and in_w >= 0:
                 write_all(in_w, data)
-            elif kind == b"E":
-                break
+            elif kind == b"E" and in_w >= 0:
+                os.close(in_w)
+                in_w = -1
     except (EOFError, OSError):
         pass
-    os.close(in_w)
+    if in_w >= 0:
+        os.close(in_w)
+    if not finished[0]:
+        kill_group(pid)
 
 
 def set_size(fd: int, cols: int, rows: int) -> None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from hangar.errors import InvalidArgs, Refused, Unavailable
-from hangar.rigs.backends.base import ExecResult, Pty
+from hangar.rigs.backends.base import Command, ExecResult, Pty
 
 MAX_OUTPUT = 16 * 1024 * 1024  # per stream; beyond this output is cut and marked
 
@@ -61,12 +61,29 @@ class AgentChannel:
     async def exec(self, command: str, timeout_s: float | None, stdin: bytes | None) -> ExecResult:
         if not isinstance(command, str) or not command.strip():
             raise InvalidArgs("command must be a non-empty string", field="command")
-        if timeout_s is not None and timeout_s <= 0:
-            raise InvalidArgs("timeout must be positive", field="timeout")
         if "\0" in command:
             raise InvalidArgs("command must not contain NUL characters", field="command")
-        request = {"op": "exec", "cmd": command, "timeout": timeout_s, "stdin": int(stdin is not None)}
-        reader, writer = await self._connect(request)
+        return await self._exec({"op": "exec", "cmd": command}, timeout_s, stdin, None)
+
+    async def run(self, command: Command, on_stdout: Callable[[bytes], Awaitable[None]] | None) -> ExecResult:
+        fields = [*command.argv, command.cwd, *command.env, *command.env.values()]
+        if not command.argv or any("\0" in f for f in fields):
+            raise InvalidArgs("a command needs a program, and no part of it may contain NUL", field="command")
+        request: dict[str, Any] = {"op": "exec", "argc": len(command.argv), "cwd": command.cwd}
+        request.update({f"arg.{i}": arg for i, arg in enumerate(command.argv)})
+        request.update({f"env.{k}": v for k, v in command.env.items()})
+        return await self._exec(request, command.timeout_s, command.stdin, on_stdout)
+
+    async def _exec(
+        self,
+        request: dict[str, Any],
+        timeout_s: float | None,
+        stdin: bytes | None,
+        on_stdout: Callable[[bytes], Awaitable[None]] | None,
+    ) -> ExecResult:
+        if timeout_s is not None and timeout_s <= 0:
+            raise InvalidArgs("timeout must be positive", field="timeout")
+        reader, writer = await self._connect({**request, "timeout": timeout_s, "stdin": int(stdin is not None)})
         out, err = bytearray(), bytearray()
         try:
             if stdin is not None:
@@ -76,8 +93,11 @@ class AgentChannel:
             await writer.drain()
             while True:
                 kind, payload = await read_frame(reader)
-                if kind == b"O" and len(out) < MAX_OUTPUT:
-                    out += payload
+                if kind == b"O":
+                    if on_stdout is not None:
+                        await on_stdout(payload)
+                    if len(out) < MAX_OUTPUT:
+                        out += payload
                 elif kind == b"R" and len(err) < MAX_OUTPUT:
                     err += payload
                 elif kind == b"X":
@@ -91,6 +111,7 @@ class AgentChannel:
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
             raise Unavailable("the rig's exec channel closed before the command finished") from exc
         finally:
+            # Closing before the exit frame (a timeout or a cancelled task) makes the agent kill the command.
             writer.close()
 
     async def open_pty(self, cols: int, rows: int, on_close: Callable[[AgentPty], None]) -> AgentPty:

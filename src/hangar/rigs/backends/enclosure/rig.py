@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from pathlib import Path
 
 from hangar.errors import Internal, InvalidArgs, Refused, Unavailable
-from hangar.rigs.backends.base import ExecResult, Pty, RigHandle, RigSpec
+from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import fs, launch, seccomp
 from hangar.rigs.backends.enclosure.access import grant_tree
 from hangar.rigs.backends.enclosure.cgroups import RigCgroup, rig_cgroup
@@ -37,7 +37,6 @@ from hangar.rigs.image.pack import RIG_UID
 log = logging.getLogger("hangar.rigs.enclosure")
 
 GUEST_HOME = "/home/rig"
-GUEST_WORKTREE = "/home/rig/worktree"
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
 BOOT_TIMEOUT_S = 20.0
 READ_CHUNK = 256 * 1024
@@ -192,6 +191,12 @@ class EnclosureRig(RigHandle):
         if self._parked:
             raise Refused(f"rig {self.spec.rig_id} is parked; wake it first")
         return await self.channel.exec(command, timeout_s, stdin)
+
+    async def run(self, command: Command, on_stdout: Callable[[bytes], Awaitable[None]] | None) -> ExecResult:
+        self._check_live()
+        if self._parked:
+            raise Refused(f"rig {self.spec.rig_id} is parked; wake it first")
+        return await self.channel.run(command, on_stdout)
 
     async def open_pty(self, cols: int, rows: int) -> Pty:
         self._check_live()

@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from hangar.pipelines.procs import GROUPS_DIR, is_alive, kill_orphaned_groups, record_group, start_ticks, this_process
+from hangar.core.procs import GROUPS_DIR, is_alive, kill_orphaned_groups, record_group, start_ticks, this_process
 
 
 def test_recorded_groups_are_killed_and_a_reused_pid_is_left_alone(tmp_path: Path) -> None:

@@ -1,0 +1,74 @@
+"""Confined shell steps: what running a step's script in its run's warm enclosure adds over running the same
+script on the host, measured side by side in one run (target: under 10 ms added per step).
+
+Both sides go through the same ``Confinement`` interface the ``shell.run`` body uses: ``RigConfinement`` (the
+enclosure backend, one warm rig for the scope) and ``HostExecution`` (trusted host execution). Also reported:
+the first step of a run, which boots the run's enclosure.
+
+Run as root: ``.venv/bin/python bench/bench_confined_shell.py`` (builds the pack first if this machine has none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from hangar.core.confine import HOST, Confinement, Job, Scope
+from hangar.rigs.backends.enclosure import EnclosureBackend
+from hangar.rigs.confinement import RigConfinement
+from hangar.rigs.image.pack import ensure_pack
+
+PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))
+STEPS = 60
+ROUNDS = 3
+SCRIPT = 'echo "step in $HANGAR_RUN_DIR" > out.txt; cat out.txt'
+
+
+async def timed(confinement: Confinement, scope: Scope) -> float:
+    started = time.perf_counter()
+    done = await confinement.run(scope, Job(("bash", "-c", SCRIPT), {"HANGAR_RUN_DIR": "x"}))
+    assert done.exit_code == 0, done.stderr
+    return (time.perf_counter() - started) * 1000
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def main() -> None:
+    await ensure_pack(PACKS, lambda text: print(text, file=sys.stderr))
+    with tempfile.TemporaryDirectory(prefix="hbc-") as root:
+        backend = EnclosureBackend(Path(root) / "rigs", packs_root=PACKS)
+        reason = backend.unavailable_reason()
+        if reason is not None:
+            raise SystemExit(f"enclosures cannot run here: {reason}")
+        enclosure = RigConfinement(backend)
+        boots: list[float] = []
+        confined: list[float] = []
+        host: list[float] = []
+        try:
+            for r in range(ROUNDS):
+                scope = Scope(f"pipelineRun:bench{r}", "bench", Path(root) / f"run{r}")
+                boots.append(await timed(enclosure, scope))
+                for _ in range(STEPS):  # alternate, so both sides see the same machine load
+                    confined.append(await timed(enclosure, scope))
+                    host.append(await timed(HOST, scope))
+                await enclosure.release(scope.key)
+        finally:
+            await enclosure.aclose()
+    added = statistics.median(confined) - statistics.median(host)
+    print(f"shell step, {ROUNDS} runs x {STEPS} steps, alternating")
+    print(f"  first step of a run (boots its enclosure): median {statistics.median(boots):.1f} ms")
+    print(f"  warm enclosure: p50 {statistics.median(confined):.2f} ms, p90 {pct(confined, 0.9):.2f} ms")
+    print(f"  host:           p50 {statistics.median(host):.2f} ms, p90 {pct(host, 0.9):.2f} ms")
+    print(f"  added by confinement per step (p50): {added:.2f} ms (target < 10 ms)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,232 @@
+"""Where code that users author runs: pipeline shell steps and command-line agents.
+
+Such code runs confined, never as the server on the host: a part that can build enclosures (the rigs part)
+provides a ``Confinement`` service, and ``confinement_for`` hands it out. One enclosure serves one *scope*
+(a pipeline run's shell steps, a space's command agents), kept warm between uses, with the scope's working
+directory mounted as the program's working directory and an environment holding only what the program needs.
+
+Where the host cannot build enclosures, user code is refused with a sentence naming what is missing. A server
+owner who runs a single-person install may switch on trusted host execution (``hangar admin trusted-host-exec
+on``, off by default, said loudly at every server start): then ``HostExecution`` runs user code on the host
+as the server's user, still with a minimal environment. The setting is read on every use, so a change made
+by the CLI holds at once in every process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from hangar.core.fileio import write_private_atomic
+from hangar.core.procs import record_group
+from hangar.errors import Unavailable
+
+if TYPE_CHECKING:
+    from hangar.core.context import AppContext
+
+log = logging.getLogger("hangar.confine")
+
+SETTING_TRUSTED_HOST_EXEC = "trustedHostExec"
+TRUSTED_HOST_EXEC_FIX = "hangar admin trusted-host-exec on"
+KILL_GRACE_S = 2.0
+# What a program run on the host keeps of the server's environment: enough to find programs and a home.
+HOST_ENV_KEPT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ")
+
+OnOutput = Callable[[bytes], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int  # the program's exit status; 128+signal when it was killed
+    stdout: str  # decoded as UTF-8 with replacement
+    stderr: str
+    timed_out: bool  # True when the timeout fired and the program was killed
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One warm enclosure: ``key`` names it (``pipelineRun:<id>``, ``space:<workspaceId>:<spaceId>``)."""
+
+    key: str
+    workspace_id: str
+    workdir: Path  # host directory, mounted as the program's working directory
+    control_dir: Path | None = None  # host execution records process groups here (never inside workdir)
+
+
+def pipeline_run_key(run_id: str) -> str:
+    return f"pipelineRun:{run_id}"
+
+
+def space_key(workspace_id: str, space_id: str) -> str:
+    return f"space:{workspace_id}:{space_id}"
+
+
+@dataclass(frozen=True)
+class Job:
+    argv: tuple[str, ...]  # argv[0] is looked up on the PATH of wherever it runs
+    env: Mapping[str, str] = field(default_factory=dict)  # added to a minimal base, never the server's env
+    stdin: bytes | None = None
+    timeout_s: float | None = None
+    group_name: str = "job"  # the record name of its process group under the scope's control_dir
+    # Files placed in the working directory before the program starts (plain names), readable by it.
+    files: Mapping[str, bytes] = field(default_factory=dict)
+
+
+class Confinement:
+    """Subclassed by what runs programs (looked up as a service, so not an ``ABC``)."""
+
+    where: ClassVar[str]
+
+    def unavailable_reason(self) -> str | None:
+        """None when programs can run here; else one sentence saying what the host lacks."""
+        raise NotImplementedError
+
+    def workdir_seen(self, scope: Scope) -> str:
+        """The scope's working directory as the program sees it."""
+        raise NotImplementedError
+
+    async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
+        """Run ``job`` in ``scope``'s working directory; cancelling the call kills the program and what it
+        started."""
+        raise NotImplementedError
+
+    async def release(self, key: str) -> None:
+        """The scope is done (its run finished): free what it holds. Unknown keys are ignored."""
+
+    async def aclose(self) -> None:
+        """Free every scope (server stop)."""
+
+
+def plain_name(name: str) -> str:
+    """A file name placed in a working directory: one component, never a path."""
+    if not name or "/" in name or name in (".", "..") or "\0" in name:
+        raise ValueError(f"{name!r} is not a plain file name")
+    return name
+
+
+async def trusted_host_exec(app: AppContext) -> bool:
+    return (await app.identity.get_setting(SETTING_TRUSTED_HOST_EXEC)) is True
+
+
+async def confinement_reason(app: AppContext) -> str | None:
+    """Why user code cannot run confined here (None when it can)."""
+    provided = app.maybe_service(Confinement)
+    return "this server runs without the rigs part" if provided is None else provided.unavailable_reason()
+
+
+async def confinement_for(app: AppContext | None) -> Confinement:
+    """The confinement user code runs in, read afresh each time (the owner may switch host execution in
+    another process); ``Unavailable`` naming what is missing when neither is possible."""
+    if app is None:
+        reason: str | None = "no server is running"
+    else:
+        if await trusted_host_exec(app):
+            return HOST
+        reason = await confinement_reason(app)
+        if reason is None:
+            return app.service(Confinement)
+    raise Unavailable(
+        f"user code runs confined in an enclosure, and {reason}; on a single-person install the server owner "
+        f"may run it on the host instead: {TRUSTED_HOST_EXEC_FIX}"
+    )
+
+
+class HostExecution(Confinement):
+    """Trusted host execution: the program runs as the server's user, in the scope's directory, in its own
+    process group, with only ``HOST_ENV_KEPT`` of the server's environment."""
+
+    where = "host"
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def workdir_seen(self, scope: Scope) -> str:
+        return str(scope.workdir)
+
+    async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
+        env = {k: os.environ[k] for k in HOST_ENV_KEPT if k in os.environ}
+        env.update(job.env)
+        scope.workdir.mkdir(parents=True, exist_ok=True)
+        for name, data in job.files.items():
+            write_private_atomic(scope.workdir / plain_name(name), data)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *job.argv,
+                cwd=scope.workdir,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL if job.stdin is None else asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return ExecResult(127, "", f"{job.argv[0]}: {exc.strerror or exc}", False)
+        recorded = None
+        if scope.control_dir is not None:
+            scope.control_dir.mkdir(parents=True, exist_ok=True)
+            recorded = record_group(scope.control_dir, job.group_name, proc.pid)
+        try:
+            return await _collect(proc, job, on_stdout)
+        except BaseException:
+            await kill_group(proc)
+            raise
+        finally:
+            if recorded is not None:
+                recorded.unlink(missing_ok=True)
+
+
+async def _collect(proc: asyncio.subprocess.Process, job: Job, on_stdout: OnOutput | None) -> ExecResult:
+    assert proc.stdout is not None and proc.stderr is not None
+    if proc.stdin is not None and job.stdin is not None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(job.stdin)
+            await proc.stdin.drain()
+        proc.stdin.close()
+    err_task = asyncio.create_task(proc.stderr.read())
+    out = bytearray()
+
+    async def pump() -> None:
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(65536):
+            out.extend(chunk)
+            if on_stdout is not None:
+                await on_stdout(chunk)
+        await proc.wait()
+
+    timed_out = False
+    try:
+        await asyncio.wait_for(pump(), job.timeout_s)
+    except TimeoutError:
+        timed_out = True
+        await kill_group(proc)
+    except BaseException:
+        err_task.cancel()
+        raise
+    err = await err_task
+    code = proc.returncode if proc.returncode is not None else -1
+    return ExecResult(
+        128 - code if code < 0 else code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), timed_out
+    )
+
+
+async def kill_group(proc: asyncio.subprocess.Process) -> None:
+    """End the program and everything it started: SIGTERM to its group, SIGKILL after a grace period."""
+    # The group is signalled even when the leader has exited: what it started may still run.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    if proc.returncode is None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await proc.wait()
+
+
+HOST = HostExecution()

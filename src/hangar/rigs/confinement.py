@@ -1,0 +1,113 @@
+"""Confinement for user code on the rig backend: one warm rig per scope (a pipeline run, a space's agents).
+
+A scope's rig boots on its first job with the scope's working directory mounted at ``GUEST_WORKTREE``, the
+terminal's egress allowlist and the terminal's limits, and stays up for later jobs of the same scope: a shell
+step in a warm rig costs one exec round trip, not a boot. It is closed when the scope is released (its
+pipeline run finished), after ``IDLE_S`` without a job, or when the server stops. Programs run as the rig
+user with the rig's base environment plus what the job names; they see neither the data directory nor the
+host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import secrets
+from dataclasses import dataclass, field
+
+from hangar.core.confine import Confinement, ExecResult, Job, OnOutput, Scope, plain_name
+from hangar.rigs.backends.base import GUEST_WORKTREE, Command, RigBackend, RigHandle, RigSpec
+from hangar.rigs.egress.allowlist import terminal_default_allowlist
+from hangar.rigs.model import LIMITS, Surface
+
+log = logging.getLogger("hangar.rigs.confinement")
+
+IDLE_S = 300.0
+REAP_EVERY_S = 15.0
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass
+class _Warm:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    rig: RigHandle | None = None
+    busy: int = 0
+    last_used: float = 0.0
+
+
+class RigConfinement(Confinement):
+    where = "enclosure"
+
+    def __init__(self, backend: RigBackend, *, idle_s: float = IDLE_S) -> None:
+        self._backend = backend
+        self._idle_s = idle_s
+        self._warm: dict[str, _Warm] = {}
+        self._reaper: asyncio.Task[None] | None = None
+
+    def unavailable_reason(self) -> str | None:
+        return self._backend.unavailable_reason()
+
+    def workdir_seen(self, scope: Scope) -> str:
+        return GUEST_WORKTREE
+
+    async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
+        warm = self._warm.setdefault(scope.key, _Warm())
+        warm.busy += 1
+        try:
+            rig = await self._rig(scope, warm)
+            for name, data in job.files.items():
+                await rig.write_file(f"{GUEST_WORKTREE}/{plain_name(name)}", data, exclusive=False)
+            command = Command(job.argv, GUEST_WORKTREE, dict(job.env), job.stdin, job.timeout_s)
+            return await rig.run(command, on_stdout)
+        finally:
+            warm.busy -= 1
+            warm.last_used = asyncio.get_running_loop().time()
+
+    async def _rig(self, scope: Scope, warm: _Warm) -> RigHandle:
+        async with warm.lock:
+            if warm.rig is not None and warm.rig.alive():
+                return warm.rig
+            if warm.rig is not None:
+                await warm.rig.aclose()
+            scope.workdir.mkdir(parents=True, exist_ok=True)
+            limits = LIMITS[Surface.terminal]
+            allow = await asyncio.to_thread(terminal_default_allowlist, scope.workdir)
+            rig_id = f"u-{_UNSAFE.sub('-', scope.key)[-40:]}-{secrets.token_hex(3)}"
+            spec = RigSpec(
+                rig_id, scope.workspace_id, "terminal", limits.memory_mb, limits.vcpus, allow, None, scope.workdir
+            )
+            warm.rig = await self._backend.start(spec, lambda _text: None)
+            log.info("enclosure for %s is up", scope.key)
+            self._ensure_reaper()
+            return warm.rig
+
+    def _ensure_reaper(self) -> None:
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.create_task(self._reap(), name="confinement-reaper")
+
+    async def _reap(self) -> None:
+        while self._warm:
+            await asyncio.sleep(REAP_EVERY_S)
+            now = asyncio.get_running_loop().time()
+            for key, warm in list(self._warm.items()):
+                if warm.busy == 0 and not warm.lock.locked() and now - warm.last_used >= self._idle_s:
+                    await self.release(key)
+
+    async def release(self, key: str) -> None:
+        warm = self._warm.pop(key, None)
+        if warm is None or warm.rig is None:
+            return
+        async with warm.lock:
+            rig, warm.rig = warm.rig, None
+            if rig is not None:
+                await rig.aclose()
+
+    async def aclose(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        for key in list(self._warm):
+            await self.release(key)
