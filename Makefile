@@ -2,15 +2,19 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Debian packages the tests drive for real: namespaces and the rigs' image builder and firewall, a browser, the
-# SAML peer's signer. Node.js and npm (the OIDC peer) are installed only when the commands are missing, since
-# many machines carry them from another source that Debian's npm would conflict with.
-APT_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux chromium xmlsec1
+# Debian packages the server needs on its host: namespaces, the rigs' image builder and firewall (rigs, confined
+# shell steps and command agents). `make run` installs them where it can; where it cannot, `hangar serve` says
+# in one line what is unavailable and the command that fixes it.
+APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux
+# What the tests drive besides: a browser, the SAML peer's signer. Node.js and npm (the OIDC peer) are installed
+# only when the commands are missing, since many machines carry them from another source that Debian's npm would
+# conflict with.
+APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1
 # Load generator and peer server for `make bench`.
 APT_BENCH_PACKAGES := nginx-light wrk
 DATA_DIR ?=
 
-.PHONY: install run test apt-deps apt-bench-deps lint typecheck pytest bench clean
+.PHONY: install run test apt-deps apt-run-deps apt-bench-deps lint typecheck pytest fuzz bench clean
 
 $(BIN)/hangar: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +25,7 @@ $(BIN)/hangar: pyproject.toml
 install: $(BIN)/hangar
 
 run: install
+	-@$(MAKE) --no-print-directory apt-run-deps || echo "could not install $(APT_RUN_PACKAGES); the server says what is unavailable"
 	$(BIN)/hangar serve $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 # Installs only the Debian packages that are missing; needs root (CI runs as root) or sudo.
@@ -39,6 +44,9 @@ endef
 apt-deps:
 	$(call apt_install,$(APT_PACKAGES),node)
 
+apt-run-deps:
+	$(call apt_install,$(APT_RUN_PACKAGES),)
+
 apt-bench-deps:
 	$(call apt_install,$(APT_BENCH_PACKAGES),)
 
@@ -53,6 +61,10 @@ pytest: install apt-deps
 	$(BIN)/pytest -q
 
 test: install apt-deps lint typecheck pytest
+
+# The long fuzz run over every op's arguments and raw frames (`make test` runs a bounded number of examples).
+fuzz: install apt-deps
+	HANGAR_FUZZ_EXAMPLES=20000 $(BIN)/pytest -q tests/integration/test_fuzz_boundaries.py
 
 bench: install apt-deps apt-bench-deps
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

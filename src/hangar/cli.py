@@ -46,6 +46,9 @@ def serve(
     ] = None,
     site_port: Annotated[int, typer.Option("--site-port", help="Website port.")] = DEFAULT_SITE_PORT,
     no_site: Annotated[bool, typer.Option("--no-site", help="Do not serve the website.")] = False,
+    site_url: Annotated[
+        str | None, typer.Option("--site-url", help="Public origin of the website (default: its own listener).")
+    ] = None,
 ) -> None:
     """Run the self-hosted server, and the website on its own port unless --no-site."""
     from hangar.server.app import build_server
@@ -58,8 +61,12 @@ def serve(
     if not no_site:
         from hangar.site.app import build_site
 
-        listeners.append(Listener("website", build_site(None), host, site_port))
+        # Absolute links come from the configured origin, never from a request's Host header: pages are cached
+        # publicly, and a shared cache must not hand one host's links to another.
+        listeners.append(Listener("website", build_site(site_url or local_origin(host, site_port)), host, site_port))
     typer.echo(f"data directory: {settings.data_dir}")
+    if (missing := host_readiness()) is not None:
+        typer.echo(missing)
     typer.echo(f"owner credential: hangar admin owner-token --data-dir {settings.data_dir}")
     run_listeners(listeners)
 
@@ -74,7 +81,25 @@ def site(
     from hangar.server.listeners import Listener, run_listeners
     from hangar.site.app import build_site
 
-    run_listeners([Listener("website", build_site(base_url), host, port)])
+    run_listeners([Listener("website", build_site(base_url or local_origin(host, port)), host, port)])
+
+
+def host_readiness() -> str | None:
+    """One line when this host cannot run rigs and confined user code, naming what is missing and the command
+    that fixes it; None when it can."""
+    from hangar.rigs.backends.enclosure import probe
+
+    reason = probe.unavailable_reason()
+    if reason is None:
+        return None
+    packages = probe.missing_packages()
+    fix = f"sudo apt-get install -y {' '.join(packages)}" if packages else "run the server as root on Linux"
+    return f"unavailable: rigs, shell steps and command agents ({reason}); fix: {fix}"
+
+
+def local_origin(host: str, port: int) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)
+    return f"http://{shown}:{port}"
 
 
 @admin_app.command("owner-token")

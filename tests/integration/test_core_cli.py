@@ -49,3 +49,43 @@ def test_bad_flag_is_named(tmp_path: Path) -> None:
         [HANGAR, "serve", "--web-client-url", "nope", "--data-dir", str(tmp_path)], capture_output=True, text=True
     )
     assert r.returncode == 2 and "--web-client-url" in r.stderr
+
+
+def test_the_website_builds_links_from_its_configured_origin_never_the_host_header(tmp_path: Path) -> None:
+    env = {**os.environ, "HANGAR_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.Popen(
+        [HANGAR, "serve", "--port", "0", "--site-port", "0", "--site-url", "https://docs.hangar.example"],
+        env=env, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        site = next(line.strip().partition(": ")[2] for line in proc.stdout if line.startswith("website"))
+        sitemap = httpx.get(f"{site}/llms.txt", headers={"Host": "evil.example"})
+        assert sitemap.status_code == 200
+        assert "https://docs.hangar.example/" in sitemap.text and "evil.example" not in sitemap.text
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_the_server_says_what_it_is_at_its_root_and_what_the_host_lacks(tmp_path: Path) -> None:
+    env = {**os.environ, "HANGAR_DATA_DIR": str(tmp_path / "data"), "PATH": "/nonexistent"}
+    proc = subprocess.Popen(
+        [HANGAR, "serve", "--port", "0", "--no-site"], env=env, stdout=subprocess.PIPE, text=True
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line.strip())
+            if line.startswith("server"):
+                break
+        server = lines[-1].partition(": ")[2]
+        unavailable = [line for line in lines if line.startswith("unavailable:")]
+        assert len(unavailable) == 1 and "bubblewrap" in unavailable[0] and "sudo apt-get install" in unavailable[0]
+        page = httpx.get(f"{server}/")
+        assert page.status_code == 200 and "Hangar server" in page.text and "owner-token" in page.text
+        assert "default-src 'none'" in page.headers["content-security-policy"]
+    finally:
+        proc.terminate()
+        proc.wait(20)

@@ -124,9 +124,10 @@ async def test_roles_and_workspaces(srv: RunningServer) -> None:
 
 
 async def test_server_owner_ops_refuse_a_workspace_owner(srv: RunningServer) -> None:
-    user_token = await srv.new_user_token(None, name="wsowner")
+    home = await srv.new_workspace("home")
+    user_token = await srv.new_user_token(home, "member", name="wsowner")
     async with RpcClient(srv.ws_url, user_token) as c:
-        await c.call("workspaces.create", name="Mine")
+        await c.call("workspaces.create", name="Mine")  # a member of a workspace may create one
         err = await expect("forbidden", c.call("server.users"))
         assert "server owner" in err.message
     async with RpcClient(srv.ws_url, srv.owner_token) as c:

@@ -91,10 +91,9 @@ async def test_park_freezes_and_wake_resumes_with_memory_resident() -> None:
 
 
 async def _count_lines(rig: EnclosureRig, path: str) -> int:
-    count = 0
-    async for chunk in rig.read_file(path):
-        count += chunk.count(b"\n")
-    return count
+    """Counted from the host, in the rig's disk layer: the rig's own agent is frozen while it is parked."""
+    file = rig.run_dir / "disk" / "upper" / path.lstrip("/")
+    return file.read_bytes().count(b"\n")
 
 
 async def test_memory_limit_and_resident_memory() -> None:

@@ -260,3 +260,40 @@ async def test_the_real_size_limits_hold_while_streaming(tmp_path: Path) -> None
         assert b" 413 " in await _stream_drop(env, path, [200 * 1024 * 1024, 200 * 1024 * 1024, 113 * 1024 * 1024])
         assert (await env.exec(rig, "ls -A ~"))["stdout"] == ""
         assert list((env.srv.data_dir / "rigs" / "spool").iterdir()) == []
+
+
+async def test_files_are_read_and_written_as_the_rig_user_inside_the_rig(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        path = await lane_path(env, rig)
+        for guest in ("/etc/shadow", "/proc/1/environ", "/root/.bashrc"):
+            r = await read(env, path, guest)
+            assert r.status_code in (403, 404), (guest, r.status_code, r.text[:200])
+            assert code(r) in ("refused", "not_found")
+        kallsyms = await read(env, path, "/proc/kallsyms")
+        if kallsyms.status_code == 200:  # readable, but only as the rig user sees it: no kernel addresses
+            addresses = {line.split()[0] for line in kallsyms.text.splitlines()[:50]}
+            assert addresses <= {"0000000000000000"}, sorted(addresses)[:3]
+        await env.exec(rig, "printf mine > /home/rig/note.txt")
+        assert (await read(env, path, "/home/rig/note.txt")).content == b"mine"
+
+
+async def test_dropped_file_names_are_unicode(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        path = await lane_path(env, rig)
+        names = ["日本語のメモ.txt", "party 🎉.md", "Ünïcödé—name.csv"]
+        r = await drop(env, path, [(n, n.encode()) for n in names])
+        assert r.status_code == 200, r.text
+        landed = [f["path"] for f in r.json()["files"]]
+        assert landed == [f"/home/rig/drops/{n}" for n in names]
+        for n in names:
+            got = await read(env, path, f"/home/rig/drops/{n}")
+            assert got.status_code == 200 and got.content == n.encode()
+        listing = await env.exec(rig, "ls /home/rig/drops")
+        assert sorted(listing["stdout"].split("\n")[:3]) == sorted(names) or set(names) <= set(
+            listing["stdout"].splitlines()
+        )
+        for bad in ("a/b.txt", ".."):
+            r = await drop(env, path, [(bad, b"x")])
+            assert r.status_code == 400, (bad, r.text)

@@ -153,7 +153,8 @@ async def test_cleanup_modes_and_dry_run(tmp_path: Path) -> None:
         await client.call("spaces.archive", workspace_id=ws, space_id=gone["id"])
         orphan = Path(keep["folder"]).parent / "not-a-space"
         orphan.mkdir()
-        vanished = await client.call("worktrees.add", workspace_id=ws, repo="app", ticketId="t-vanish")
+        vanishing = await client.call("tickets.create", workspace_id=ws, title="vanishing")
+        vanished = await client.call("worktrees.add", workspace_id=ws, repo="app", ticketId=vanishing["id"])
         shutil.rmtree(vanished["path"])
         sweep = await client.call("worktrees.cleanup", workspace_id=ws, dryRun=True)
         assert sorted(sweep["worktrees"]) == sorted([gone["repos"][0]["path"], vanished["path"]])

@@ -34,12 +34,15 @@ def _parse_int(text: str) -> int | OutOfRange:
     return value if INT64_MIN <= value <= INT64_MAX else OutOfRange(text)
 
 
-def _parse_constant(name: str) -> Any:
-    raise _Refusal(f"{name} is not a JSON number")
+class NotANumber:
+    """``NaN`` or ``Infinity``, which Python's parser accepts and JSON does not; refused by ``check``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
-class _Refusal(ValueError):
-    pass
+def _parse_constant(name: str) -> NotANumber:
+    return NotANumber(name)
 
 
 def loads(data: str | bytes, *, field: str = "frame") -> Any:
@@ -55,8 +58,6 @@ def parse(data: str | bytes, *, field: str = "frame") -> Any:
     try:
         text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
         value = json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
-    except _Refusal as exc:
-        raise InvalidArgs(f"{field}: {exc}", field=field) from None
     except UnicodeDecodeError:
         raise InvalidArgs(f"{field} is not valid UTF-8", field=field) from None
     except RecursionError:
@@ -77,6 +78,8 @@ def check(value: Any, *, field: str = "frame") -> None:
             _check_text(item, field)
         elif isinstance(item, bool) or item is None or isinstance(item, float):
             continue
+        elif isinstance(item, NotANumber):
+            raise InvalidArgs(f"{field}: {item.name} is not a JSON number", field=field)
         elif isinstance(item, OutOfRange):
             raise InvalidArgs(
                 f"{field}: an integer of {item.digits} digits is out of range (64-bit integers only)", field=field

@@ -118,7 +118,9 @@ class DropSpool:
         self._value += data[start:end]
 
     def on_header_end(self) -> None:
-        self._headers[self._field.decode("latin-1").lower()] = self._value.decode("utf-8", "replace")
+        # Header bytes are kept one character per byte (latin-1): the multipart parser works on that form, and a
+        # browser sends a file name as raw UTF-8 bytes, decoded below as a whole.
+        self._headers[self._field.decode("latin-1").lower()] = self._value.decode("latin-1")
         self._field = self._value = b""
 
     def on_headers_finished(self) -> None:
@@ -139,7 +141,12 @@ class DropSpool:
         index = len(self.files)
         if index >= MAX_FILES:
             raise DropTooLarge(f"a drop takes at most {MAX_FILES} files")
-        filename = check_name(raw_filename.decode("utf-8", "replace"), index)
+        try:
+            decoded = raw_filename.decode("utf-8")
+        except UnicodeDecodeError:
+            where = f"files[{index}].filename"
+            raise InvalidArgs(f"{where}: file names must be UTF-8", field=where) from None
+        filename = check_name(decoded, index)
         path = self.dir / f"{index:03d}"
         self._part = _Part(name, filename, path, open(path, "xb"))  # noqa: SIM115 - closed at part end
         self.files.append(self._part)

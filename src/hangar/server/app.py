@@ -24,6 +24,7 @@ from hangar.rpc.endpoint import rpc_endpoint
 from hangar.rpc.guardrails import Guardrails
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
+from hangar.server.landing import landing
 
 log = logging.getLogger("hangar.server")
 
@@ -46,6 +47,7 @@ def build_server(
         parts = all_parts()
     registry = OpRegistry(o for p in parts for o in p.ops)
     routes: list[BaseRoute] = [
+        Route("/", landing, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         WebSocketRoute("/rpc", rpc_endpoint),
     ]

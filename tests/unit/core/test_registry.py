@@ -37,11 +37,12 @@ def test_decorator_attaches_a_frozen_spec_and_registers_nothing() -> None:
         ({"kind": "poke"}, "kind"),
         ({"scope": "galaxy"}, "scope"),
         ({"min_role": "king"}, "min_role"),
+        ({"scope": "server", "min_role": "admin"}, "server-scoped op has no workspace role"),
         ({"actions": ["teleport"]}, "unknown action classes"),
     ],
 )
 def test_bad_declarations_fail_at_import(kwargs: dict[str, object], message: str) -> None:
-    base: dict[str, object] = {"kind": "read", "scope": "server"}
+    base: dict[str, object] = {"kind": "read", "scope": "workspace"}
     base.update(kwargs)
     with pytest.raises(ValueError, match=message):
 

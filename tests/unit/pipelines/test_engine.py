@@ -646,7 +646,7 @@ async def test_a_stop_request_from_elsewhere_cancels_a_running_run_promptly(h: H
     run_id = await h.start(steps(val("slow", "start", extras={"gate": "hold"}), val("after", "slow", value=1)))
     await until(lambda: "slow" in CALLS)
     # What another process's cancel writes: the driver here sees it without being told in-process.
-    request_stop(h.engine.run_dir(run_id), "elsewhere", h.clock.now())
+    request_stop(h.engine.control_dir(run_id), "elsewhere", h.clock.now())
     await h.engine.wait(run_id)
     snap = await h.engine.snapshot(WS, run_id)
     assert snap["status"] == "cancelled"

@@ -17,6 +17,12 @@ The first frame from the host is ``J`` with the request:
   (run through ``env -C <cwd>``, so argv[0] is looked up on the rig's PATH), ``cwd=<guest dir>`` and
   ``env.<NAME>=<value>`` entries added to the rig user's base environment. The host closing the connection
   before ``X`` kills the command's process group (an interrupted step or agent).
+- ``op=read path=<guest path>``: the agent opens the file as the rig user (the kernel's permission checks, the
+  rig's own root and /proc) and sends ``O`` chunks, then ``X ok=1``; or ``X error=<kind> message=<text>``
+  with kind ``notfound``, ``refused`` or ``exists``.
+- ``op=write path=<guest path> exclusive=<0|1>``: creates missing parent directories and the file as the rig
+  user (never following a symlink at the last component) and answers ``K`` when it is open (or an ``X`` error
+  as for ``read``); the host then sends ``I`` chunks and one ``E``, and the agent answers ``X ok=1``.
 - ``op=pty cols=<n> rows=<n>``; both sides send ``D`` data; the host sends ``W cols=<n> rows=<n>`` to resize;
   the agent sends ``X code=<n>`` when the shell exits. The host closing the connection hangs the terminal up.
 """
@@ -251,6 +257,76 @@ def do_pty(req: dict[str, str], conn: int) -> None:
         pass
 
 
+def file_error(conn: int, exc: OSError) -> None:
+    kinds = {2: "notfound", 17: "exists", 20: "refused", 21: "refused", 13: "refused", 1: "refused", 40: "refused"}
+    kind = kinds.get(exc.errno or 0, "refused")
+    send(conn, b"X", encode({"error": kind, "message": os.strerror(exc.errno or 1)}))
+
+
+def do_read(req: dict[str, str], conn: int) -> None:
+    try:
+        fd = os.open(req["path"], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        file_error(conn, exc)
+        return
+    try:
+        if not stat_is_regular(fd):
+            send(conn, b"X", encode({"error": "refused", "message": "not a regular file"}))
+            return
+        os.set_blocking(fd, True)
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError as exc:
+                file_error(conn, exc)
+                return
+            if not data:
+                break
+            send(conn, b"O", data)
+        send(conn, b"X", encode({"ok": 1}))
+    finally:
+        os.close(fd)
+
+
+def stat_is_regular(fd: int) -> bool:
+    return (os.fstat(fd).st_mode & 0o170000) == 0o100000
+
+
+def do_write(req: dict[str, str], conn: int) -> None:
+    path = req["path"]
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags |= os.O_EXCL if req.get("exclusive") == "1" else os.O_TRUNC
+    parent = path.rsplit("/", 1)[0]
+    try:
+        if parent:
+            os.makedirs(parent, 0o755, exist_ok=True)
+    except OSError as exc:  # a component is a file, a dangling link, or not the rig user's to write
+        send(conn, b"X", encode({"error": "refused", "message": os.strerror(exc.errno or 1)}))
+        return
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        file_error(conn, exc)
+        return
+    try:
+        if not stat_is_regular(fd):
+            send(conn, b"X", encode({"error": "refused", "message": "not a regular file"}))
+            return
+        os.set_blocking(fd, True)
+        send(conn, b"K", b"")
+        while True:
+            kind, data = read_frame(conn)
+            if kind == b"E":
+                break
+            if kind == b"I":
+                write_all(fd, data)
+        send(conn, b"X", encode({"ok": 1}))
+    except OSError as exc:
+        file_error(conn, exc)
+    finally:
+        os.close(fd)
+
+
 def handle(conn: int) -> None:
     try:
         _kind, data = read_frame(conn)
@@ -259,6 +335,10 @@ def handle(conn: int) -> None:
             do_exec(req, conn)
         elif req.get("op") == "pty":
             do_pty(req, conn)
+        elif req.get("op") == "read":
+            do_read(req, conn)
+        elif req.get("op") == "write":
+            do_write(req, conn)
         else:
             send(conn, b"X", encode({"ok": 1}))
     except (EOFError, OSError, ValueError, KeyError):

@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from hangar.errors import InvalidArgs, Refused, Unavailable
+from hangar.errors import Conflict, InvalidArgs, NotFound, Refused, Unavailable
 from hangar.rigs.backends.base import Command, ExecResult, Pty
 
 MAX_OUTPUT = 16 * 1024 * 1024  # per stream; beyond this output is cut and marked
@@ -114,11 +114,68 @@ class AgentChannel:
             # Closing before the exit frame (a timeout or a cancelled task) makes the agent kill the command.
             writer.close()
 
+    async def read_file(self, guest_path: str) -> AsyncIterator[bytes]:
+        """A file's bytes as the rig user reads it inside the rig (``NotFound``/``Refused`` before the first
+        chunk when the agent cannot open it)."""
+        reader, writer = await self._connect({"op": "read", "path": guest_path})
+        try:
+            await writer.drain()
+            while True:
+                kind, payload = await read_frame(reader)
+                if kind == b"O":
+                    yield payload
+                elif kind == b"X":
+                    _raise_file_error(decode(payload), guest_path)
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            raise Unavailable("the rig's channel closed while reading the file") from exc
+        finally:
+            writer.close()
+
+    async def write_file(self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool) -> None:
+        """Write a file as the rig user inside the rig, creating its parent directories."""
+        reader, writer = await self._connect({"op": "write", "path": guest_path, "exclusive": int(exclusive)})
+        try:
+            await writer.drain()
+            kind, payload = await read_frame(reader)  # K once the file is open, else the refusal
+            if kind == b"X":
+                _raise_file_error(decode(payload), guest_path)
+                raise Unavailable("the rig's agent answered a write without opening the file")
+            chunks = _single(bytes(data)) if isinstance(data, bytes | bytearray) else data
+            async for chunk in chunks:
+                for start in range(0, len(chunk), 65536):
+                    writer.write(frame(b"I", chunk[start : start + 65536]))
+                await writer.drain()
+            writer.write(frame(b"E", b""))
+            await writer.drain()
+            kind, payload = await read_frame(reader)
+            if kind == b"X":
+                _raise_file_error(decode(payload), guest_path)
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            raise Unavailable("the rig's channel closed while writing the file") from exc
+        finally:
+            writer.close()
+
     async def open_pty(self, cols: int, rows: int, on_close: Callable[[AgentPty], None]) -> AgentPty:
         _check_size(cols, rows)
         reader, writer = await self._connect({"op": "pty", "cols": cols, "rows": rows})
         await writer.drain()
         return AgentPty(reader, writer, on_close)
+
+
+async def _single(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+def _raise_file_error(reply: dict[str, str], guest_path: str) -> None:
+    kind, message = reply.get("error"), reply.get("message", "")
+    if kind is None:
+        return
+    if kind == "notfound":
+        raise NotFound(f"{guest_path} does not exist in the rig")
+    if kind == "exists":
+        raise Conflict(f"{guest_path} already exists in the rig")
+    raise Refused(f"{guest_path}: the rig user cannot use it ({message})")
 
 
 def _check_size(cols: int, rows: int) -> None:

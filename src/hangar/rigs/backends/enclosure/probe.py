@@ -20,6 +20,11 @@ HOST_TOOLS: dict[str, str] = {
 NAMESPACES = ("mnt", "pid", "ipc", "uts", "net")
 
 
+def missing_packages(path: str | None = None) -> list[str]:
+    """Debian packages whose tools are missing here (what ``apt-get install`` would fix)."""
+    return sorted({pkg for tool, pkg in HOST_TOOLS.items() if not shutil.which(tool, path=path)})
+
+
 def unavailable_reason(
     *,
     path: str | None = None,

@@ -39,7 +39,6 @@ log = logging.getLogger("hangar.rigs.enclosure")
 GUEST_HOME = "/home/rig"
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
 BOOT_TIMEOUT_S = 20.0
-READ_CHUNK = 256 * 1024
 
 SETPRIV = ["/usr/bin/setpriv", f"--reuid={RIG_UID}", f"--regid={RIG_UID}", "--clear-groups",
            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
@@ -65,7 +64,6 @@ class EnclosureRig(RigHandle):
         self.forwards = Forwards(self.netns)
         self.pid1: int | None = None  # the rig's PID 1 as seen from the host
         self._proc: asyncio.subprocess.Process | None = None
-        self._root_fd: int | None = None
         self._ptys: set[AgentPty] = set()
         self._parked = False
         self._closed = False
@@ -172,7 +170,6 @@ class EnclosureRig(RigHandle):
             raise Internal("the rig did not come up in time: " + self._log_tail()) from exc
         finally:
             os.close(info_r)
-        self._root_fd = os.open(f"/proc/{self.pid1}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
 
     def _log_tail(self) -> str:
         try:
@@ -186,22 +183,21 @@ class EnclosureRig(RigHandle):
         if self._closed or not self.alive():
             raise Unavailable(f"rig {self.spec.rig_id} is not running")
 
-    async def exec(self, command: str, *, timeout_s: float | None, stdin: bytes | None = None) -> ExecResult:
+    def _check_awake(self) -> None:
         self._check_live()
         if self._parked:
             raise Refused(f"rig {self.spec.rig_id} is parked; wake it first")
+
+    async def exec(self, command: str, *, timeout_s: float | None, stdin: bytes | None = None) -> ExecResult:
+        self._check_awake()
         return await self.channel.exec(command, timeout_s, stdin)
 
     async def run(self, command: Command, on_stdout: Callable[[bytes], Awaitable[None]] | None) -> ExecResult:
-        self._check_live()
-        if self._parked:
-            raise Refused(f"rig {self.spec.rig_id} is parked; wake it first")
+        self._check_awake()
         return await self.channel.run(command, on_stdout)
 
     async def open_pty(self, cols: int, rows: int) -> Pty:
-        self._check_live()
-        if self._parked:
-            raise Refused(f"rig {self.spec.rig_id} is parked; wake it first")
+        self._check_awake()
         pty = await self.channel.open_pty(cols, rows, self._ptys.discard)
         self._ptys.add(pty)
         return pty
@@ -252,31 +248,19 @@ class EnclosureRig(RigHandle):
         self.gate.grant(hosts)
 
     async def write_file(self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool) -> None:
-        self._check_live()
-        assert self._root_fd is not None
-        fd = await asyncio.to_thread(
-            fs.open_for_write, self._root_fd, guest_path, exclusive=exclusive, owner=(RIG_UID, RIG_UID)
-        )
-        try:
-            if isinstance(data, bytes | bytearray):
-                await asyncio.to_thread(_write_all, fd, bytes(data))
-            elif hasattr(data, "__aiter__"):
-                async for chunk in data:
-                    await asyncio.to_thread(_write_all, fd, chunk)
-            else:
-                raise InvalidArgs("data must be bytes or an async iterator of bytes", field="data")
-        finally:
-            os.close(fd)
+        self._check_awake()
+        fs.split_guest_path(guest_path)  # refuses relative paths and ``..`` before the rig sees them
+        if not isinstance(data, bytes | bytearray) and not hasattr(data, "__aiter__"):
+            raise InvalidArgs("data must be bytes or an async iterator of bytes", field="data")
+        # Written by the rig's agent, as the rig user, in the rig's own view: the kernel's permission checks
+        # decide, never the server's authority.
+        await self.channel.write_file(guest_path, data, exclusive=exclusive)
 
     async def read_file(self, guest_path: str) -> AsyncIterator[bytes]:
-        self._check_live()
-        assert self._root_fd is not None
-        fd = await asyncio.to_thread(fs.open_for_read, self._root_fd, guest_path)
-        try:
-            while chunk := await asyncio.to_thread(os.read, fd, READ_CHUNK):
-                yield chunk
-        finally:
-            os.close(fd)
+        self._check_awake()  # files go through the rig's agent, which a parked rig has frozen
+        fs.split_guest_path(guest_path)
+        async for chunk in self.channel.read_file(guest_path):
+            yield chunk
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
@@ -327,11 +311,9 @@ class EnclosureRig(RigHandle):
             await pty.aclose()
 
     async def _remove(self) -> None:
-        for attr in ("_root_fd", "_dir_fd"):
-            fd = getattr(self, attr)
-            if fd is not None:
-                os.close(fd)
-                setattr(self, attr, None)
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
         if self._cgroup_made:
             await asyncio.to_thread(self.cgroup.remove)
         self.netns.close()
@@ -390,9 +372,3 @@ def _read_info(fd: int) -> dict[str, int] | None:
             if isinstance(parsed, dict) and "child-pid" in parsed:
                 return parsed
             return None
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
