@@ -307,4 +307,6 @@ async def test_interrupt_right_after_dispatch(tmp_path: Path) -> None:
         )
         assert fake.bodies_for("early") == []
         events = [e["type"] for e in (await client.call("runs.events", workspace_id=ws, runId=run.id))["events"]]
-        assert events == ["agents.runStarted", "agents.runFinished"]
+        # Under load the adapter may have opened its turn before the interrupt landed; it never got further.
+        assert events[0] == "agents.runStarted" and events[-1] == "agents.runFinished"
+        assert set(events[1:-1]) <= {"agents.turnStarted", "agents.turnFinished"}, events

@@ -104,6 +104,8 @@ async def test_oversized_pairing_bodies_are_refused_before_they_are_read_and_gue
                     assert int(r.headers["Retry-After"]) >= 1
                     break
             assert codes[0] == 400 and codes[-1] == 429, codes
+            signins = [(await http.get(f"{srv.url}/oidc/login")).status_code for _ in range(40)]
+            assert signins[-1] == 429 and 429 not in signins[:30], signins
 
 
 def test_a_request_head_past_the_cap_is_refused_without_reading_it_whole(tmp_path: Path) -> None:

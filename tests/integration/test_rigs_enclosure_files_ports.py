@@ -93,13 +93,17 @@ async def test_files_land_in_the_rig_and_escapes_are_refused(tmp_path: Path) -> 
             await rig.write_file("/home/rig/drops/a.txt", b"again", exclusive=True)
         await rig.exec("echo made inside > /tmp/inner.txt", timeout_s=10)
         assert b"".join([c async for c in rig.read_file("/tmp/inner.txt")]) == b"made inside\n"
-        # the rig plants symlinks pointing out of its home and at the host's view of things
+        # Symlinks the rig plants lead only where the rig user could go anyway: files are opened by the rig's
+        # agent, as the rig user, inside the rig's own root.
         await rig.exec("ln -s /etc/shadow ~/shadow; ln -s / ~/rootlink; ln -s ../../.. ~/up", timeout_s=10)
-        for path in ("/home/rig/shadow", "/home/rig/rootlink/etc/passwd", "/home/rig/up/etc/hostname"):
+        for path in ("/home/rig/shadow", "/etc/shadow"):  # root-only in the image; the link itself is not followed
             with pytest.raises(Refused):
                 _ = [c async for c in rig.read_file(path)]
+        inside = (await rig.exec("cat /etc/passwd", timeout_s=10)).stdout.encode()
+        for path in ("/home/rig/rootlink/etc/passwd", "/home/rig/up/etc/passwd"):
+            assert b"".join([c async for c in rig.read_file(path)]) == inside  # the rig's file, not the host's
             with pytest.raises(Refused):
-                await rig.write_file(path, b"x", exclusive=False)
+                await rig.write_file(path, b"x", exclusive=False)  # not the rig user's to write
         with pytest.raises(Refused):
             await rig.write_file("/home/rig/../../etc/passwd", b"x", exclusive=False)
         with pytest.raises(NotFound):

@@ -226,7 +226,7 @@ async def test_malformed_requests_get_scim_errors(tmp_path: Path) -> None:
         scim_error(await http.get("/Bogus"), 404)
         scim_error(await http.post("/Schemas", json={}), 405)
         big = {"userName": "x", "displayName": "y" * (1024 * 1024)}
-        scim_error(await http.post("/Users", json=big), 400, "invalidSyntax")
+        scim_error(await http.post("/Users", json=big), 413)  # refused by its declared length, unread
 
 
 async def test_groups_are_workspaces_and_read_only(tmp_path: Path) -> None:
@@ -333,3 +333,14 @@ async def test_fuzzed_filters_and_patches_never_fail_inside(tmp_path: Path) -> N
             body = {"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [op]}
             resp = await http.patch(f"/Users/{made['id']}", json=body)
             assert resp.status_code in (200, 400, 409), (op, resp.text)
+
+
+async def test_surrogates_deep_bodies_and_oversized_bodies_are_refused_not_internal(tmp_path: Path) -> None:
+    async with scim_server(tmp_path) as (_srv, http):
+        user = '{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "a\\ud800b"}'
+        scim_error(await http.post("/Users", content=user), 400, "invalidSyntax")
+        deep = "[" * 5000 + "]" * 5000
+        scim_error(await http.post("/Users", content=deep), 400, "invalidSyntax")
+        huge = await http.post("/Users", content=b"{" + b" " * (2 * 1024 * 1024) + b"}")
+        assert huge.status_code == 413
+        assert (await http.get("/Users")).status_code == 200

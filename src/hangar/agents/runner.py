@@ -39,6 +39,7 @@ from hangar.core.confine import confinement_for
 from hangar.core.context import AppContext
 from hangar.core.events import DomainEvent, StoredEvent, Subscription
 from hangar.core.ids import new_id
+from hangar.core.paths import contained
 from hangar.core.procs import is_alive, kill_orphaned_groups, this_process
 from hangar.errors import InvalidArgs, Refused, Unavailable
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
@@ -82,7 +83,7 @@ class AgentRunner:
         self._owner = this_process()
 
     def run_dir(self, run_id: str) -> Path:
-        return self.app.datadir.root / "agents" / "runs" / run_id
+        return contained(self.app.datadir.root / "agents" / "runs", run_id, field="runId")
 
     async def publish(self, event: DomainEvent) -> StoredEvent:
         """Publish a run event as the workspace's sole writer of the moment (see ``WorkspaceWrites``)."""

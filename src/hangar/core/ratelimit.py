@@ -40,15 +40,16 @@ class RateLimits:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
+        self.budgets = dict(BUDGETS)
         self._buckets: dict[tuple[str, str], tuple[float, float]] = {}  # (kind, client) -> (tokens, at)
 
     def take(self, kind: str, client: str) -> float:
         """0 when the attempt may go on; else the seconds until the next one may."""
-        budget = BUDGETS[kind]
+        budget = self.budgets[kind]
         now = self._clock()
         tokens, at = self._buckets.pop((kind, client), (float(budget.burst), now))
         tokens = min(float(budget.burst), tokens + (now - at) * budget.per_minute / 60)
-        if len(self._buckets) >= MAX_CLIENTS * len(BUDGETS):
+        if len(self._buckets) >= MAX_CLIENTS * len(self.budgets):
             self._buckets.pop(next(iter(self._buckets)))
         if tokens < 1:
             self._buckets[(kind, client)] = (tokens, now)

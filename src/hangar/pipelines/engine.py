@@ -20,6 +20,7 @@ from hangar.core.clock import Clock
 from hangar.core.confine import Confinement, pipeline_run_key
 from hangar.core.events import DomainEvent, EventBus, StoredEvent
 from hangar.core.ids import new_id
+from hangar.core.paths import contained
 from hangar.core.procs import kill_orphaned_groups
 from hangar.errors import Conflict, NotFound, Refused, Unavailable
 from hangar.pipelines import template as tpl
@@ -172,12 +173,12 @@ class PipelineEngine:
 
     def run_dir(self, run_id: str) -> Path:
         """The run's working directory, shared by its shell steps (mounted into their enclosure)."""
-        return self._data_root / "pipelines" / run_id
+        return contained(self._data_root / "pipelines", run_id, field="runId")
 
     def control_dir(self, run_id: str) -> Path:
         """The run's driver lock, stop request and script records: outside the working directory, which the
         run's own (confined) scripts can write, so nothing they do can steer the driver or the host."""
-        return self._data_root / "pipelines" / CONTROL_DIR / run_id
+        return contained(self._data_root / "pipelines" / CONTROL_DIR, run_id, field="runId")
 
     def children_for(self, ws: str, run: RunRow, step_id: str, attempt: int) -> _Children:
         return _Children(self, run, step_id, attempt)

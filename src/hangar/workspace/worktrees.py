@@ -128,7 +128,7 @@ class WorktreeService:
         for existing in await self.all(workspace_id, space_id=space_id, ticket_id=ticket_id, pr=pr):
             if existing.repo_id == repo.id:
                 raise Conflict(f"repo {repo.name} is already checked out there ({existing.path})")
-        path = base / repo.name
+        path = contained(base, repo.name, field=field)
         if path.exists():
             raise Conflict(f"{path} already exists; release or remove it first")
         base.mkdir(parents=True, exist_ok=True)
