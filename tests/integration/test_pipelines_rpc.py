@@ -241,7 +241,7 @@ async def test_event_trigger_and_schedule_trigger_with_fake_clock(tmp_path: Path
                 cron="*/5 * * * *",
                 payload={"who": "cron"},
             )
-            assert sched["nextFireAt"] == "2026-01-01T00:05:00+00:00"
+            assert sched["nextFireAt"] == "2026-01-01T00:05:00Z"
             clock.advance(4 * 60)
             await asyncio.sleep(0.3)
             assert len((await c.call("pipelines.runs.list", workspace_id=ws))["runs"]) == 1
@@ -254,11 +254,10 @@ async def test_event_trigger_and_schedule_trigger_with_fake_clock(tmp_path: Path
             scheduled = runs[0]
             assert scheduled["trigger"] == {"kind": "schedule", "id": sched["id"]}
             detail = await c.call("pipelines.runs.get", workspace_id=ws, runId=scheduled["runId"])
-            assert detail["payload"] == {"who": "cron", "scheduledAt": "2026-01-01T00:05:00+00:00"}
+            assert detail["payload"] == {"who": "cron", "scheduledAt": "2026-01-01T00:05:00Z"}
             # Ten idle minutes later, two more slots passed while nobody looked: one run, for the latest slot.
             listed = await c.call("pipelines.triggers.list", workspace_id=ws, templateId="greet")
             assert (
-                next(t for t in listed["triggers"] if t["kind"] == "schedule")["nextFireAt"]
-                == "2026-01-01T00:10:00+00:00"
+                next(t for t in listed["triggers"] if t["kind"] == "schedule")["nextFireAt"] == "2026-01-01T00:10:00Z"
             )
             await engine.settle()

@@ -10,6 +10,7 @@ from pydantic import Field, StrictBool
 
 from hangar.core.events import StoredEvent
 from hangar.core.settings import WorkspaceSettings
+from hangar.core.types import rfc3339
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import WORKSPACE_SCOPE, Guardrails, GuardrailSetting, space_scope
 from hangar.rpc.registry import Args, NoArgs, op
@@ -20,7 +21,7 @@ def _event(ev: StoredEvent) -> dict[str, Any]:
         "seq": ev.seq,
         "id": ev.id,
         "type": ev.type,
-        "occurredAt": ev.occurred_at.isoformat(),
+        "occurredAt": rfc3339(ev.occurred_at),
         "payload": ev.payload,
     }
 
@@ -71,7 +72,7 @@ async def audit_list(ctx: OpContext, args: AuditArgs) -> list[dict[str, Any]]:
     """Audit rows of the workspace, optionally for one target."""
     return [
         {
-            "at": e.at.isoformat(),
+            "at": rfc3339(e.at),
             "principal": e.principal,
             "action": e.action,
             "target": e.target,

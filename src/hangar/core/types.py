@@ -35,3 +35,15 @@ class UtcDateTime(sa.TypeDecorator[datetime]):
             value = datetime.fromisoformat(value)
         assert isinstance(value, datetime)
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def rfc3339(value: datetime) -> str:
+    """The one way a timestamp reaches a client: RFC 3339 in UTC with ``Z`` (``2026-01-01T00:05:00Z``, with the
+    fraction of a second when there is one). A naive value is one SQLite gave back without its zone: the server
+    stores UTC only."""
+    aware = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return aware.isoformat().replace("+00:00", "Z")
+
+
+def rfc3339_or_none(value: datetime | None) -> str | None:
+    return None if value is None else rfc3339(value)

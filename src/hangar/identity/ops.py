@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 import hangar
+from hangar.core.types import rfc3339, rfc3339_or_none
 from hangar.errors import Forbidden, NotFound
 from hangar.identity.creation import SETTING_CREATORS, Creators, check_may_create, create_workspace
 from hangar.identity.events import MemberRemoved, MemberRoleChanged
@@ -71,7 +72,7 @@ async def workspaces_create(ctx: OpContext, args: CreateWorkspaceArgs) -> dict[s
 async def workspaces_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
     """The workspaces the caller belongs to, with the caller's role in each."""
     rows = await ctx.app.identity.workspaces_of(ctx.principal.user_id)
-    return [{"id": w.id, "name": w.name, "role": r.name, "createdAt": w.created_at.isoformat()} for w, r in rows]
+    return [{"id": w.id, "name": w.name, "role": r.name, "createdAt": rfc3339(w.created_at)} for w, r in rows]
 
 
 @op("members.list", kind="read", scope="workspace")
@@ -149,9 +150,9 @@ async def devices_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
         {
             "id": d.id,
             "name": d.name,
-            "createdAt": d.created_at.isoformat(),
-            "lastUsedAt": d.last_used_at.isoformat(),
-            "revokedAt": d.revoked_at.isoformat() if d.revoked_at else None,
+            "createdAt": rfc3339(d.created_at),
+            "lastUsedAt": rfc3339(d.last_used_at),
+            "revokedAt": rfc3339_or_none(d.revoked_at),
             "current": d.id == ctx.principal.device_id,
         }
         for d in await ctx.app.identity.list_devices(ctx.principal.user_id)

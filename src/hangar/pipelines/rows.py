@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hangar.core.events import DomainEvent
+from hangar.core.types import rfc3339_or_none
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.model import RunStatus
 
@@ -55,8 +56,8 @@ class TriggerRow:
             "cron": self.cron,
             "payload": self.payload,
             "enabled": self.enabled,
-            "lastFiredAt": self.last_fired_at.isoformat() if self.last_fired_at else None,
-            "nextFireAt": self.next_fire_at.isoformat() if self.next_fire_at else None,
+            "lastFiredAt": rfc3339_or_none(self.last_fired_at),
+            "nextFireAt": rfc3339_or_none(self.next_fire_at),
         }
 
 

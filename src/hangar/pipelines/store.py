@@ -23,6 +23,7 @@ from hangar.core import tables as core_tables
 # The same pragmas (WAL, synchronous=NORMAL, busy timeout) as every connection the core opens.
 from hangar.core.events import StoredEvent
 from hangar.core.ids import new_id
+from hangar.core.types import rfc3339
 from hangar.errors import Conflict, NotFound
 from hangar.pipelines import tables as t
 from hangar.pipelines._algo import StepRec
@@ -142,8 +143,8 @@ class PipelineStore:
                 "id": r["id"],
                 "name": r["name"],
                 "steps": len(r["definition"].get("steps", [])),
-                "createdAt": r["created_at"].isoformat(),
-                "updatedAt": r["updated_at"].isoformat(),
+                "createdAt": rfc3339(r["created_at"]),
+                "updatedAt": rfc3339(r["updated_at"]),
             }
             for r in rows
         ]

@@ -21,6 +21,7 @@ from typing import Any
 from croniter import croniter
 
 from hangar.core.ids import new_id
+from hangar.core.types import rfc3339
 from hangar.errors import InvalidArgs, NotFound
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.rows import TriggerRow
@@ -153,7 +154,7 @@ async def fire_due_schedules(engine: PipelineEngine, ws: str) -> list[str]:
             run_id = await engine.start_run(
                 ws,
                 template,
-                payload={**trig.payload, "scheduledAt": slot.isoformat()},
+                payload={**trig.payload, "scheduledAt": rfc3339(slot)},
                 trigger_kind="schedule",
                 trigger_id=trig.id,
                 trigger_key=slot.isoformat(),

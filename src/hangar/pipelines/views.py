@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from hangar.core.types import rfc3339_or_none
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.rows import RunRow
 
 
 def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
+    return rfc3339_or_none(value)
 
 
 def step_wire(rec: StepRec) -> dict[str, Any]:

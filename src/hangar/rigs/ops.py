@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, StrictBool, StrictStr
 
+from hangar.core.types import rfc3339, rfc3339_or_none
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity.roles import Role
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
@@ -100,8 +101,8 @@ async def _row(ctx: OpContext, rec: RigRecord, live: LiveRig | None) -> dict[str
         "closeReason": rec.close_reason.value if rec.close_reason else None,
         "memoryMb": rec.memory_mb,
         "residentMb": live.resident_mb if live is not None else rec.resident_mb,
-        "createdAt": rec.created_at.isoformat(),
-        "closedAt": rec.closed_at.isoformat() if rec.closed_at else None,
+        "createdAt": rfc3339(rec.created_at),
+        "closedAt": rfc3339_or_none(rec.closed_at),
     }
 
 
@@ -307,7 +308,7 @@ async def rig_action_log(ctx: OpContext, args: RigArgs) -> list[dict[str, Any]]:
     return [
         {
             "seq": e.seq,
-            "at": e.at.isoformat(),
+            "at": rfc3339(e.at),
             "principal": e.principal,
             "verb": e.verb,
             "outcome": e.outcome,

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
+from hangar.core.types import rfc3339_or_none
 from hangar.errors import InvalidArgs
 
 SPACE_TITLE_MAX = 48
 
 
 def iso(value: datetime | None) -> str | None:
-    """A stored timestamp as ISO 8601 UTC (SQLite hands datetimes back without their zone)."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.isoformat().replace("+00:00", "Z")
+    """A stored timestamp on the wire (``rfc3339``)."""
+    return rfc3339_or_none(value)
 
 
 def clip_title(text: str, limit: int = SPACE_TITLE_MAX) -> str:

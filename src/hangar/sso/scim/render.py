@@ -14,6 +14,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from hangar.core.types import rfc3339
 from hangar.sso.scim.match import get_ci
 from hangar.sso.scim.schema import ENTERPRISE_URN, USER_URN
 
@@ -21,7 +22,7 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def stamp(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
+    return rfc3339(value)
 
 
 def fixed_parts(
