@@ -80,22 +80,23 @@ class Job:
 
 
 class Confinement:
-    """Subclassed by what runs programs (looked up as a service, so not an ``ABC``)."""
+    """What runs programs; subclassed by each way of doing it (looked up as a service, so not an ``ABC``).
+    This base runs nothing: it is unavailable, and ``confinement_for`` never hands it out."""
 
-    where: ClassVar[str]
+    where: ClassVar[str] = "nowhere"
 
     def unavailable_reason(self) -> str | None:
         """None when programs can run here; else one sentence saying what the host lacks."""
-        raise NotImplementedError
+        return "no way of confining programs is configured"
 
     def workdir_seen(self, scope: Scope) -> str:
         """The scope's working directory as the program sees it."""
-        raise NotImplementedError
+        return str(scope.workdir)
 
     async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
         """Run ``job`` in ``scope``'s working directory; cancelling the call kills the program and what it
         started."""
-        raise NotImplementedError
+        raise Unavailable(f"{job.argv[0]} cannot run: {self.unavailable_reason()}")
 
     async def release(self, key: str) -> None:
         """The scope is done (its run finished): free what it holds. Unknown keys are ignored."""

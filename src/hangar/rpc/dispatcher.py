@@ -41,6 +41,14 @@ def to_wire(value: Any) -> Any:
 MAX_ID_CHARS = 256
 
 
+def check_request_id(req_id: Any) -> None:
+    """A request id is a string of at most ``MAX_ID_CHARS`` or a number (``InvalidArgs`` otherwise)."""
+    if not isinstance(req_id, str | int) or isinstance(req_id, bool):
+        raise InvalidArgs("id must be a string or a number", field="id")
+    if isinstance(req_id, str) and len(req_id) > MAX_ID_CHARS:
+        raise InvalidArgs(f"id must be at most {MAX_ID_CHARS} characters", field="id")
+
+
 def _field_of(exc: ValidationError) -> tuple[str, str]:
     first = exc.errors()[0]
     field = ".".join(str(p) for p in first["loc"]) or "args"
@@ -63,10 +71,7 @@ class Dispatcher:
         if not isinstance(frame, dict):
             raise InvalidArgs("a request frame must be a JSON object with id, op and args", field="frame")
         req_id = frame.get("id")
-        if not isinstance(req_id, str | int) or isinstance(req_id, bool):
-            raise InvalidArgs("id must be a string or a number", field="id")
-        if isinstance(req_id, str) and len(req_id) > MAX_ID_CHARS:
-            raise InvalidArgs(f"id must be at most {MAX_ID_CHARS} characters", field="id")
+        check_request_id(req_id)
         op_name = frame.get("op")
         if not isinstance(op_name, str):
             raise InvalidArgs("op must be a string naming the operation", field="op")

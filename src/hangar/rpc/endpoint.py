@@ -20,7 +20,7 @@ from hangar.core import wire
 from hangar.errors import Forbidden, HangarError, InvalidArgs, NotFound, Unauthenticated
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.context import OpContext, Principal
-from hangar.rpc.dispatcher import Dispatcher, error_frame, to_wire
+from hangar.rpc.dispatcher import Dispatcher, check_request_id, error_frame, to_wire
 
 log = logging.getLogger(__name__)
 
@@ -261,9 +261,8 @@ def _plain_id(frame: Any) -> Any:
     req_id = frame.get("id") if isinstance(frame, dict) else None
     try:
         wire.check(req_id, field="id")
+        check_request_id(req_id)
     except InvalidArgs:
-        return None
-    if isinstance(req_id, bool) or not isinstance(req_id, str | int) or len(str(req_id)) > 256:
         return None
     return req_id
 

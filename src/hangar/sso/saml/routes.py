@@ -18,6 +18,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from hangar.core.context import AppContext
+from hangar.core.http import BodyTooLarge, read_body
 from hangar.core.ratelimit import rate_limited
 from hangar.errors import HangarError, InvalidArgs
 from hangar.sso.config import SamlConnection, SsoConfigStore
@@ -93,14 +94,10 @@ async def _read_form(request: Request) -> dict[str, list[str]]:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/x-www-form-urlencoded":
         raise SamlError("malformed", "the assertion consumer takes an HTML form post (HTTP-POST binding)")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
-        raise SamlError("malformed", f"the form post is larger than {MAX_FORM_BYTES // 1024} KiB")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            raise SamlError("malformed", f"the form post is larger than {MAX_FORM_BYTES // 1024} KiB")
+    try:
+        body = await read_body(request, MAX_FORM_BYTES)
+    except BodyTooLarge:
+        raise SamlError("malformed", f"the form post is larger than {MAX_FORM_BYTES // 1024} KiB") from None
     try:
         return parse_qs(body.decode("ascii"), keep_blank_values=True, max_num_fields=16, strict_parsing=False)
     except (UnicodeDecodeError, ValueError):

@@ -263,17 +263,27 @@ def file_error(conn: int, exc: OSError) -> None:
     send(conn, b"X", encode({"error": kind, "message": os.strerror(exc.errno or 1)}))
 
 
-def do_read(req: dict[str, str], conn: int) -> None:
+def open_regular(conn: int, path: str, flags: int) -> int:
+    """A blocking descriptor of the regular file at ``path`` (never following a symlink at its last
+    component), or -1 after the refusal was sent to the host."""
     try:
-        fd = os.open(req["path"], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         file_error(conn, exc)
+        return -1
+    if (os.fstat(fd).st_mode & 0o170000) != 0o100000:
+        os.close(fd)
+        send(conn, b"X", encode({"error": "refused", "message": "not a regular file"}))
+        return -1
+    os.set_blocking(fd, True)
+    return fd
+
+
+def do_read(req: dict[str, str], conn: int) -> None:
+    fd = open_regular(conn, req["path"], os.O_RDONLY)
+    if fd < 0:
         return
     try:
-        if not stat_is_regular(fd):
-            send(conn, b"X", encode({"error": "refused", "message": "not a regular file"}))
-            return
-        os.set_blocking(fd, True)
         while True:
             try:
                 data = os.read(fd, 65536)
@@ -288,14 +298,8 @@ def do_read(req: dict[str, str], conn: int) -> None:
         os.close(fd)
 
 
-def stat_is_regular(fd: int) -> bool:
-    return (os.fstat(fd).st_mode & 0o170000) == 0o100000
-
-
 def do_write(req: dict[str, str], conn: int) -> None:
     path = req["path"]
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    flags |= os.O_EXCL if req.get("exclusive") == "1" else os.O_TRUNC
     parent = path.rsplit("/", 1)[0]
     try:
         if parent:
@@ -303,16 +307,11 @@ def do_write(req: dict[str, str], conn: int) -> None:
     except OSError as exc:  # a component is a file, a dangling link, or not the rig user's to write
         send(conn, b"X", encode({"error": "refused", "message": os.strerror(exc.errno or 1)}))
         return
-    try:
-        fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
-    except OSError as exc:
-        file_error(conn, exc)
+    exclusive = os.O_EXCL if req.get("exclusive") == "1" else os.O_TRUNC
+    fd = open_regular(conn, path, os.O_WRONLY | os.O_CREAT | exclusive)
+    if fd < 0:
         return
     try:
-        if not stat_is_regular(fd):
-            send(conn, b"X", encode({"error": "refused", "message": "not a regular file"}))
-            return
-        os.set_blocking(fd, True)
         send(conn, b"K", b"")
         while True:
             kind, data = read_frame(conn)
