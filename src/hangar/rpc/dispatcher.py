@@ -27,17 +27,6 @@ def error_frame(req_id: Any, err: HangarError) -> dict[str, Any]:
     return {"id": req_id, "ok": False, "error": err.to_dict()}
 
 
-def to_wire(value: Any) -> Any:
-    """Results may be pydantic models, dataclass-free dicts and lists of either."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True)
-    if isinstance(value, dict):
-        return {k: to_wire(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_wire(v) for v in value]
-    return value
-
-
 MAX_ID_CHARS = 256
 
 
@@ -122,7 +111,7 @@ class Dispatcher:
 
     async def call(self, ctx: OpContext, args: BaseModel) -> Any:
         try:
-            return to_wire(await ctx.spec.handler(ctx, args))
+            return ctx.spec.result_to_wire(await ctx.spec.handler(ctx, args))
         except HangarError:
             raise
         except Exception as exc:

@@ -20,7 +20,8 @@ from hangar.core import wire
 from hangar.errors import Forbidden, HangarError, InvalidArgs, NotFound, Unauthenticated
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.context import OpContext, Principal
-from hangar.rpc.dispatcher import Dispatcher, check_request_id, error_frame, to_wire
+from hangar.rpc.dispatcher import Dispatcher, check_request_id, error_frame
+from hangar.rpc.registry import to_wire
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +223,7 @@ class Connection:
         try:
             async for item in gen:
                 if first:
-                    await self.send({"id": req_id, "ok": True, "result": to_wire(item)})
+                    await self.send({"id": req_id, "ok": True, "result": ctx.spec.result_to_wire(item)})
                     first = False
                 else:
                     await self.send({"id": req_id, "event": to_wire(item)})

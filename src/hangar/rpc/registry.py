@@ -9,8 +9,11 @@ is handed those lists (``OpRegistry``), so what a server serves is explicit.
     async def members_invite(ctx: OpContext, args: InviteArgs) -> dict[str, str]:
         \"\"\"Mint an invite code for the workspace.\"\"\"
 
-Watch ops (``kind="watch"``) are async generators: the first value yielded is the reply's result, every later
-value is sent as an ``{"id", "event"}`` frame until the caller unwatches or the socket closes.
+Every op declares what it answers: the return annotation of a read or mutation is a ``Result`` model (or a list of
+them), and the dispatcher serializes it, so the registry knows each op's result shape (reference pages, generated
+clients and tool schemas read it from ``OpSpec.result_schema``). Watch ops (``kind="watch"``) are async generators
+that name their first reply with ``result=``: the first value yielded is the reply's result, every later value is
+sent as an ``{"id", "event"}`` frame until the caller unwatches or the socket closes.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, get_type_hints
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
 
 from hangar.identity.roles import Role
 
@@ -46,7 +50,25 @@ class Args(BaseModel):
 
 
 class NoArgs(Args):
-    pass
+    """The arguments of an op that takes none (``workspace_id`` aside, which the dispatcher takes)."""
+
+
+class Result(BaseModel):
+    """Base for op result models: fields are snake_case in Python and camelCase on the wire (the wire
+    convention); a field whose contract spells it otherwise says so with ``serialization_alias``."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, from_attributes=True)
+
+
+def omitted_when_none() -> Any:
+    """A field left out of the wire form while it is ``None`` (the contract omits it rather than sending null)."""
+    return Field(None, exclude_if=lambda v: v is None)
+
+
+class Done(Result):
+    """The answer of an op that has nothing to report beyond having been done."""
+
+    ok: bool = True
 
 
 @dataclass(frozen=True)
@@ -62,6 +84,21 @@ class OpSpec:
     summary: str
     # Guardrails never refuse it (``guardrails.set``: a workspace put in read-only mode can be taken out of it).
     governs_guardrails: bool = False
+    # What the op answers (a watch: its first reply). ``None`` only while an op still answers untyped dicts.
+    result: TypeAdapter[Any] | None = None
+
+    def result_to_wire(self, value: Any) -> Any:
+        """The declared result in its wire form."""
+        if self.result is None:
+            return to_wire(value)
+        return self.result.dump_python(value, mode="json", by_alias=True)
+
+    @property
+    def result_schema(self) -> dict[str, Any] | None:
+        """The JSON Schema of the wire form of the result."""
+        if self.result is None:
+            return None
+        return self.result.json_schema(by_alias=True, mode="serialization")
 
     @property
     def mutating(self) -> bool:
@@ -77,6 +114,7 @@ def op(
     actions: Iterable[str] = (),
     server_owner: bool = False,
     governs_guardrails: bool = False,
+    result: Any = None,
 ) -> Callable[[F], F]:
     """Declare an op. ``min_role`` defaults to guest for reads and watches, member for mutations, for
     workspace-scoped ops. A server-scoped op has no workspace to hold a role in: it takes no ``min_role``
@@ -117,6 +155,7 @@ def op(
             raise ValueError(f"{where}: `args` must be annotated with a pydantic model")
         if scope == "workspace" and "workspace_id" in model.model_fields:
             raise ValueError(f"{where}: workspace_id is taken by the dispatcher; do not declare it")
+        result_type = _result_type(where, kind, hints.get("return"), result)
         doc = inspect.getdoc(fn) or ""
         spec = OpSpec(
             name=name,
@@ -129,11 +168,40 @@ def op(
             args_model=model,
             handler=fn,
             summary=doc.split("\n\n")[0].replace("\n", " ").strip(),
+            result=None if result_type is None else TypeAdapter(result_type),
         )
         fn.__op_spec__ = spec  # type: ignore[attr-defined]
         return fn
 
     return decorate
+
+
+def _is_result(tp: Any) -> bool:
+    """A ``Result`` model, or a list of them."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return True
+    return get_origin(tp) is list and all(_is_result(a) for a in get_args(tp))
+
+
+def _result_type(where: str, kind: str, annotation: Any, declared: Any) -> Any:
+    if kind == "watch":
+        if declared is not None and not _is_result(declared):
+            raise ValueError(f"{where}: result= must be a pydantic model")
+        return declared
+    if declared is not None:
+        raise ValueError(f"{where}: only a watch op names its result with result=; annotate the return instead")
+    return annotation if _is_result(annotation) else None
+
+
+def to_wire(value: Any) -> Any:
+    """Models, dicts and lists of them in wire form (a watch's events; untyped results)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, dict):
+        return {k: to_wire(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_wire(v) for v in value]
+    return value
 
 
 def spec_of(fn: object) -> OpSpec:
