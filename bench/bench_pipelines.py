@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from hangar.config import Settings
-from hangar.core.part_def import CORE_PART
 from hangar.identity.part import IDENTITY_PART
+from hangar.oversight import OVERSIGHT_PART
 from hangar.pipelines import template as tpl
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.part import PIPELINES_CLI_PART
@@ -149,7 +149,7 @@ async def main() -> None:
     )
     ratios: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-pipelines-") as tmp:
-        parts = [CORE_PART, IDENTITY_PART, PIPELINES_CLI_PART]
+        parts = [OVERSIGHT_PART, IDENTITY_PART, PIPELINES_CLI_PART]
         async with open_context(Settings(data_dir=Path(tmp)), parts=parts) as ctx:
             await ctx.dbs.workspace(WS, create=True)
             engine = PipelineEngine.from_app(ctx)

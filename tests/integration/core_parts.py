@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from hangar.core.part import Part
-from hangar.core.part_def import CORE_PART
 from hangar.errors import Unavailable
 from hangar.identity.part import IDENTITY_PART
+from hangar.oversight import OVERSIGHT_PART
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, op
 
@@ -37,4 +37,4 @@ async def test_crash(ctx: OpContext, args: NoArgs) -> None:
 
 
 TEST_PART = Part(name="test", ops=[test_spawn, test_down, test_crash])
-PARTS = [CORE_PART, IDENTITY_PART, TEST_PART]
+PARTS = [OVERSIGHT_PART, IDENTITY_PART, TEST_PART]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import uvicorn
 
-from hangar.site.app import build_site
+from hangar.cli.website import build_site
 
 
 @dataclass

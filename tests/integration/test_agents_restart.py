@@ -9,6 +9,7 @@ from pathlib import Path
 from hangar.agents import AgentRunner
 from hangar.core.ids import new_id
 from hangar.core.procs import start_ticks
+from hangar.identity import IdentityService
 from tests.support.confined import CLI_AGENT, trust_host
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
@@ -37,7 +38,7 @@ async def test_stop_interrupts_and_restart_closes_stale_runs(tmp_path: Path) -> 
                 await insert_running_run(srv, ws, run_id, agent, space, owner)
 
     async with running_server(data, parts=server_parts()) as srv:
-        token = await srv.ctx.identity.issue_device(srv.owner_id, "again")
+        token = await srv.ctx.service(IdentityService).issue_device(srv.owner_id, "again")
         async with RpcClient(srv.ws_url, token) as client:
             stopped = await wait_run(client, ws, live["runId"])
             assert stopped["outcome"] == "interrupted"

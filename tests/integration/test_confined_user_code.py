@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from hangar.core.confine import HOST, Confinement
+from hangar.identity import IdentityService
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.part import make_rigs_part
 from hangar.server.app import warn_about_host_execution
@@ -142,7 +143,7 @@ async def test_a_confined_step_cannot_mint_an_owner_credential_or_steer_the_driv
         assert "not found" in out and "False" in out
         # the driver's lock and records live outside what the script can write
         assert not (srv.data_dir / "pipelines" / run["runId"] / "driver.lock").exists()
-        devices = await srv.ctx.identity.list_devices(srv.owner_id)
+        devices = await srv.ctx.service(IdentityService).list_devices(srv.owner_id)
         assert [d.name for d in devices] == ["test-owner"]
 
 

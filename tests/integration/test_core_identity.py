@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from hangar.core.clock import FakeClock
 from hangar.core.events import DomainEvent
+from hangar.identity import IdentityService
 from tests.integration.core_parts import PARTS
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
@@ -39,10 +40,10 @@ async def test_pairing_on_and_off(tmp_path: Path) -> None:
         assert again.status_code == 400 and again.json()["error"]["code"] == "invalid_args"
         bad = await http.post(f"{srv.url}/auth/pair", content=b"{oops")
         assert bad.status_code == 400 and "JSON" in bad.json()["error"]["message"]
-        await srv.ctx.identity.set_pairing_enabled(False)
+        await srv.ctx.service(IdentityService).set_pairing_enabled(False)
         off = await http.post(f"{srv.url}/auth/pair", json={"code": device_code, "deviceName": "phone"})
         assert off.status_code == 403 and off.json()["error"]["code"] == "pairing_disabled"
-        await srv.ctx.identity.set_pairing_enabled(True)
+        await srv.ctx.service(IdentityService).set_pairing_enabled(True)
         on = await http.post(f"{srv.url}/auth/pair", json={"code": device_code, "deviceName": "phone"})
         assert on.status_code == 200 and on.json()["userId"] == user_id
 
@@ -65,7 +66,7 @@ async def test_revoked_credential(tmp_path: Path) -> None:
 async def test_session_policy_expiry_with_the_injectable_clock(tmp_path: Path) -> None:
     clock = FakeClock()
     async with running_server(tmp_path, parts=PARTS, clock=clock) as srv, httpx.AsyncClient() as http:
-        await srv.ctx.identity.set_session_policy(max_age_minutes=60, idle_timeout_minutes=10)
+        await srv.ctx.service(IdentityService).set_session_policy(max_age_minutes=60, idle_timeout_minutes=10)
         token = await srv.new_user_token(None, name="p")
         headers = {"Authorization": f"Bearer {token}"}
         async with RpcClient(srv.ws_url, token) as c:

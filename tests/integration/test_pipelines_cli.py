@@ -18,8 +18,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from hangar.cli.pipeline import pipeline_app
 from hangar.pipelines.bodies import catalog
-from hangar.pipelines.cli import pipeline_app
 from hangar.pipelines.engine import CONTROL_DIR
 from hangar.pipelines.lease import DriverLock
 from tests.support.confined import trust_host_dir

@@ -60,8 +60,8 @@ async def test_server_restart_resumes_unfinished_runs(tmp_path: Path) -> None:
 
 async def test_events_recorded_while_down_are_replayed_at_start(tmp_path: Path) -> None:
     from hangar.config import Settings
-    from hangar.core.part_def import CORE_PART
     from hangar.identity.part import IDENTITY_PART
+    from hangar.oversight import OVERSIGHT_PART
     from hangar.pipelines.part import PIPELINES_CLI_PART
     from hangar.server.context_factory import open_context
 
@@ -91,7 +91,7 @@ async def test_events_recorded_while_down_are_replayed_at_start(tmp_path: Path) 
                 eventType="door.opened",
             )
     # Another process records the event while the server is down, and does nothing about it.
-    async with open_context(Settings(data_dir=data), parts=[CORE_PART, IDENTITY_PART, PIPELINES_CLI_PART]) as ctx:
+    async with open_context(Settings(data_dir=data), parts=[OVERSIGHT_PART, IDENTITY_PART, PIPELINES_CLI_PART]) as ctx:
         await ctx.bus.publish_raw(ws, "door.opened", {"n": 7})
     async with running_server(data) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
         for _ in range(200):
@@ -112,8 +112,8 @@ async def test_events_recorded_while_down_are_replayed_at_start(tmp_path: Path) 
 async def test_events_recorded_by_another_process_reach_a_running_server(tmp_path: Path) -> None:
     from hangar.config import Settings
     from hangar.core.clock import FakeClock
-    from hangar.core.part_def import CORE_PART
     from hangar.identity.part import IDENTITY_PART
+    from hangar.oversight import OVERSIGHT_PART
     from hangar.pipelines.part import PIPELINES_CLI_PART
     from hangar.server.context_factory import open_context
 
@@ -140,7 +140,7 @@ async def test_events_recorded_by_another_process_reach_a_running_server(tmp_pat
                 "pipelines.triggers.create", workspace_id=ws, templateId="on-bell", kind="event", eventType="bell.rang"
             )
             async with open_context(
-                Settings(data_dir=data), clock=clock, parts=[CORE_PART, IDENTITY_PART, PIPELINES_CLI_PART]
+                Settings(data_dir=data), clock=clock, parts=[OVERSIGHT_PART, IDENTITY_PART, PIPELINES_CLI_PART]
             ) as other:
                 await other.bus.publish_raw(ws, "bell.rang", {"n": 3})
             # No scheduler pass (the clock stands still): the server's event tail delivers it.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hangar.identity import IdentityService
 from hangar.rigs.backends.enclosure import EnclosureRig
 from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_parts, rigs_server
@@ -141,7 +142,7 @@ async def test_the_sweep_notices_lost_membership_without_an_event(tmp_path: Path
         async with RpcClient(env.srv.ws_url, token) as member:
             rig = (await member.call("rig.open", workspace_id=env.ws, space_id=env.space, surface="terminal"))["rigId"]
             me = await member.call("users.me")
-        await env.srv.ctx.identity.remove_member(env.ws, me["id"])  # straight to the store: no event
+        await env.srv.ctx.service(IdentityService).remove_member(env.ws, me["id"])  # straight to the store: no event
         assert (await env.status(rig))["status"] == "ready"
         await env.manager.sweep()
         assert (await env.status(rig))["closeReason"] == "workspaceGone"
@@ -185,7 +186,7 @@ async def test_the_server_owner_sets_the_memory_budget(tmp_path: Path) -> None:
         status = await env.client.call("rigs.setMemoryBudget", memoryBudgetMb=512)
         assert status["memoryBudgetMb"] == 512 and env.manager.budget_mb == 512
         assert (await env.status(rig))["status"] == "ready"
-        assert await env.srv.ctx.identity.get_setting("rigs.memoryBudgetMb") == 512
+        assert await env.srv.ctx.service(IdentityService).get_setting("rigs.memoryBudgetMb") == 512
         # With it full, the next terminal (512 MB ceiling) evicts the idle one.
         await env.open(await env.new_space("b"))
         assert (await env.status(rig))["closeReason"] == "idleTimeout"

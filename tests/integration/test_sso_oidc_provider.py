@@ -19,6 +19,7 @@ import pytest
 import websockets
 
 from hangar.core.clock import FakeClock
+from hangar.identity import IdentityService
 from hangar.sso.config import SsoConfigStore
 from hangar.sso.oidc.flow import OidcService
 from tests.peers.oidc_provider import OidcPeer, drive_login, drive_to_callback, oidc_provider, signing_key
@@ -106,7 +107,7 @@ async def test_code_flow_end_to_end_with_groups_jit_and_auto_member(tmp_path: Pa
         assert alice["email"] == "alice@example.com" and alice["displayName"] == "Alice Liddell"
         assert alice["isServerOwner"] is False
         assert alice["workspaces"] == [{"id": ws, "name": "Hangar HQ", "role": "admin"}]
-        user = await s.srv.ctx.identity.get_user(alice["id"])
+        user = await s.srv.ctx.service(IdentityService).get_user(alice["id"])
         assert user is not None and user.sso_issuer == s.peer.issuer and user.sso_subject == "alice"
 
         # A user whose groups map to nothing gets the default role; signing in again keeps the same user.
@@ -114,7 +115,7 @@ async def test_code_flow_end_to_end_with_groups_jit_and_auto_member(tmp_path: Pa
         assert bob["workspaces"][0]["role"] == "guest"
         again = await me(s.srv, token_of(await s.login("bob")))
         assert again["id"] == bob["id"]
-        assert len(await s.srv.ctx.identity.list_users()) == 3  # owner, alice, bob
+        assert len(await s.srv.ctx.service(IdentityService).list_users()) == 3  # owner, alice, bob
 
         # groupsClaim names the claim read: with another name, carol's "admins" is not seen.
         await s.save(groupsClaim="roles")
@@ -174,7 +175,7 @@ async def test_state_is_single_use_and_bound_to_the_browser(tmp_path: Path) -> N
         assert failure_code(await s.http.get(mixed_up)) == "issuer"
         forged = await s.http.get(f"{s.srv.url}/oidc/callback?state=forged&code=x")
         assert failure_code(forged) == "state"
-        users = await s.srv.ctx.identity.list_users()
+        users = await s.srv.ctx.service(IdentityService).list_users()
         assert [u.email for u in users] == [None]  # nothing was provisioned
 
 
@@ -183,15 +184,15 @@ async def test_jit_off_deactivated_and_unverified_email(tmp_path: Path) -> None:
         await s.save(allowJit=False)
         refused = await s.login("alice")
         assert failure_code(refused) == "invalid" and "just-in-time" in refused.text
-        assert len(await s.srv.ctx.identity.list_users()) == 1
+        assert len(await s.srv.ctx.service(IdentityService).list_users()) == 1
         # A user invited before SSO is linked by their verified email on first sign-in.
-        invited = await s.srv.ctx.identity.create_user(email="alice@example.com", display_name="alice")
+        invited = await s.srv.ctx.service(IdentityService).create_user(email="alice@example.com", display_name="alice")
         token = token_of(await s.login("alice"))
         assert (await me(s.srv, token))["id"] == invited.id
         # An unverified email never links to an existing account.
-        await s.srv.ctx.identity.create_user(email="eve@example.com", display_name="eve")
+        await s.srv.ctx.service(IdentityService).create_user(email="eve@example.com", display_name="eve")
         assert "not verified" in (await s.login("eve")).text
-        await s.srv.ctx.identity.deactivate_user(invited.id)
+        await s.srv.ctx.service(IdentityService).deactivate_user(invited.id)
         deactivated = await s.login("alice")
         assert failure_code(deactivated) == "invalid" and "deactivated" in deactivated.text
 
@@ -212,7 +213,7 @@ async def test_expired_id_token(tmp_path: Path) -> None:
     async with setup(tmp_path, clock=clock) as s:
         await s.save()
         assert failure_code(await s.login("alice")) == "expired"
-        assert len(await s.srv.ctx.identity.list_users()) == 1
+        assert len(await s.srv.ctx.service(IdentityService).list_users()) == 1
 
 
 async def test_nonce_mismatch(tmp_path: Path) -> None:
@@ -287,7 +288,7 @@ async def test_scim_provisioned_user_signs_in_and_scim_deactivation_locks_them_o
             # Provisioned ahead of time, linked at first sign-in by the provider's verified email.
             credential = token_of(await s.login("alice"))
             assert (await me(s.srv, credential))["id"] == uid
-            user = await s.srv.ctx.identity.get_user(uid)
+            user = await s.srv.ctx.service(IdentityService).get_user(uid)
             assert user is not None and user.sso_subject == "alice"
             off = {
                 "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
@@ -325,4 +326,4 @@ async def test_provider_gone_before_the_code_exchange_is_internal(tmp_path: Path
         # The provider has stopped: the token endpoint cannot be reached.
         resp = await http.get(callback_url)
         assert resp.status_code == 400 and resp.json()["error"]["code"] == "internal"
-        assert len(await srv.ctx.identity.list_users()) == 1
+        assert len(await srv.ctx.service(IdentityService).list_users()) == 1

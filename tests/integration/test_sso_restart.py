@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 
 from hangar.core.clock import FakeClock
+from hangar.identity import IdentityService
 from tests.integration.test_sso_oidc_provider import ACCOUNTS, failure_code, me, token_of
 from tests.peers.oidc_provider import drive_to_callback, oidc_provider
 from tests.peers.sso_parts import SSO_PARTS
@@ -50,14 +51,14 @@ async def test_saml_sign_in_started_before_a_restart_completes_after_it_and_cann
         async with running_server(tmp_path, clock=FakeClock(NOW), public_url=SAML_PUBLIC_URL) as srv:
             await enable_saml(srv.ctx, idp_metadata_xml())
             rid = await _start_saml_login(srv, client)
-            users_before = len(await srv.ctx.identity.list_users())
+            users_before = len(await srv.ctx.service(IdentityService).list_users())
         genuine = _response_to(rid)
 
         async with running_server(tmp_path, clock=FakeClock(NOW), public_url=SAML_PUBLIC_URL) as srv:
             ok = await _post(client, srv, genuine)
             assert ok.status_code == 303, ok.text
             assert ok.headers["location"].startswith("hangar://auth/complete#token=")
-            assert len(await srv.ctx.identity.list_users()) == users_before + 1
+            assert len(await srv.ctx.service(IdentityService).list_users()) == users_before + 1
 
         async with running_server(tmp_path, clock=FakeClock(NOW), public_url=SAML_PUBLIC_URL) as srv:
             # The same assertion again: the restart did not forget it was used.
@@ -66,7 +67,7 @@ async def test_saml_sign_in_started_before_a_restart_completes_after_it_and_cann
             # A new assertion answering the used request: the request was used up for good.
             reuse = await _post(client, srv, _response_to(rid, "_assert0002"))
             assert reuse.status_code == 400 and reuse.json()["error"]["code"] == "request_match", reuse.text
-            assert len(await srv.ctx.identity.list_users()) == users_before + 1
+            assert len(await srv.ctx.service(IdentityService).list_users()) == users_before + 1
 
 
 async def test_saml_request_expired_across_a_restart_is_request_match(tmp_path: Path) -> None:
@@ -89,13 +90,13 @@ async def test_saml_double_post_of_one_response_signs_in_once(tmp_path: Path) ->
     ):
         await enable_saml(srv.ctx, idp_metadata_xml())
         rid = await _start_saml_login(srv, client)
-        users_before = len(await srv.ctx.identity.list_users())
+        users_before = len(await srv.ctx.service(IdentityService).list_users())
         genuine = _response_to(rid)
         answers = await asyncio.gather(*(_post(client, srv, genuine) for _ in range(4)))
         assert sorted(a.status_code for a in answers) == [303, 400, 400, 400], [a.text for a in answers]
         codes = {a.json()["error"]["code"] for a in answers if a.status_code == 400}
         assert codes <= {"invalid", "request_match"}, codes
-        assert len(await srv.ctx.identity.list_users()) == users_before + 1
+        assert len(await srv.ctx.service(IdentityService).list_users()) == users_before + 1
 
 
 async def test_oidc_sign_in_started_before_a_restart_completes_after_it_and_cannot_be_replayed(
@@ -124,7 +125,7 @@ async def test_oidc_sign_in_started_before_a_restart_completes_after_it_and_cann
         async with running_server(tmp_path, parts=SSO_PARTS, public_url=OIDC_PUBLIC_URL) as srv:
             replay = await browser.get(srv.url + path_and_query)
             assert failure_code(replay) == "state"
-            assert len(await srv.ctx.identity.list_users()) == 2  # owner and alice, once
+            assert len(await srv.ctx.service(IdentityService).list_users()) == 2  # owner and alice, once
 
 
 async def test_oidc_double_callback_signs_in_once(tmp_path: Path) -> None:
@@ -141,4 +142,4 @@ async def test_oidc_double_callback_signs_in_once(tmp_path: Path) -> None:
         answers = await asyncio.gather(browser.get(callback_url), browser.get(callback_url))
         assert sorted(a.status_code for a in answers) == [303, 400]
         assert [failure_code(a) for a in answers if a.status_code == 400] == ["state"]
-        assert len(await srv.ctx.identity.list_users()) == 2
+        assert len(await srv.ctx.service(IdentityService).list_users()) == 2

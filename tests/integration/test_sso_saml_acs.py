@@ -14,6 +14,7 @@ from lxml import etree
 
 from hangar.core.clock import FakeClock
 from hangar.core.ratelimit import Budget, RateLimits
+from hangar.identity import IdentityService
 from hangar.sso.saml import inflate_bounded
 from hangar.sso.saml.service import saml_service
 from hangar.sso.saml.xml import MD, SAML, SAMLP, q
@@ -41,7 +42,7 @@ async def test_every_corpus_attack_is_refused_over_http_and_provisions_nothing(t
         # The whole corpus comes from one client in a few seconds: past the sign-in budget of a real client.
         srv.ctx.service(RateLimits).budgets["signin"] = Budget(burst=10_000, per_minute=10_000)
         service = saml_service(srv.ctx)
-        users_before = {u.id for u in await srv.ctx.identity.list_users()}
+        users_before = {u.id for u in await srv.ctx.service(IdentityService).list_users()}
         for attack in ATTACKS:
             want = bool(attack.options.get("want_response_signed", False))
             await enable_saml(srv.ctx, idp_metadata_xml(), wantResponseSigned=want)
@@ -51,7 +52,7 @@ async def test_every_corpus_attack_is_refused_over_http_and_provisions_nothing(t
             answer = await _post(client, srv, b64(attack.make()))
             assert answer.status_code == 400, attack.name
             assert answer.json()["error"]["code"] == attack.code, (attack.name, answer.json())
-        assert {u.id for u in await srv.ctx.identity.list_users()} == users_before
+        assert {u.id for u in await srv.ctx.service(IdentityService).list_users()} == users_before
 
         # The genuine response the attacks were crafted from goes through, once.
         await enable_saml(srv.ctx, idp_metadata_xml())
@@ -60,7 +61,7 @@ async def test_every_corpus_attack_is_refused_over_http_and_provisions_nothing(t
         assert ok.status_code == 303, ok.text
         assert ok.headers["location"].startswith("hangar://auth/complete#token=")
         assert ok.headers["cache-control"] == "no-store"
-        assert len(await srv.ctx.identity.list_users()) == len(users_before) + 1
+        assert len(await srv.ctx.service(IdentityService).list_users()) == len(users_before) + 1
         again = await _post(client, srv, genuine)
         assert again.json()["error"]["code"] == "invalid"
 
@@ -165,11 +166,11 @@ async def test_login_outcome_refusal_provisions_nothing(tmp_path: Path) -> None:
     async with running_server(tmp_path, clock=FakeClock(NOW), public_url=PUBLIC_URL) as srv, httpx.AsyncClient() as c:
         await enable_saml(srv.ctx, idp_metadata_xml(), allowJit=False)
         saml_service(srv.ctx).pending.add("_req0001")
-        before = len(await srv.ctx.identity.list_users())
+        before = len(await srv.ctx.service(IdentityService).list_users())
         answer = await _post(c, srv, b64(signed_response()))
         assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid"
         assert "just-in-time" in answer.json()["error"]["message"]
-        assert len(await srv.ctx.identity.list_users()) == before
+        assert len(await srv.ctx.service(IdentityService).list_users()) == before
 
 
 async def test_a_failing_internal_seam_answers_internal_and_provisions_nothing(tmp_path: Path) -> None:
@@ -177,7 +178,7 @@ async def test_a_failing_internal_seam_answers_internal_and_provisions_nothing(t
         await enable_saml(srv.ctx, idp_metadata_xml())
         service = saml_service(srv.ctx)
         service.pending.add("_req0001")
-        before = len(await srv.ctx.identity.list_users())
+        before = len(await srv.ctx.service(IdentityService).list_users())
 
         def broken(key: str, until: object) -> bool:
             raise OSError("replay store unavailable")
@@ -186,7 +187,7 @@ async def test_a_failing_internal_seam_answers_internal_and_provisions_nothing(t
         answer = await _post(c, srv, b64(signed_response()))
         assert answer.status_code == 400
         assert answer.json()["error"] == {"code": "internal", "message": "the server could not complete the sign-in"}
-        assert len(await srv.ctx.identity.list_users()) == before
+        assert len(await srv.ctx.service(IdentityService).list_users()) == before
 
 
 async def test_unreadable_saved_metadata_is_named_in_the_failure(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import httpx
 import pytest
 
+from hangar.identity import IdentityService
 from hangar.sso.saml.service import saml_service
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
@@ -56,7 +57,7 @@ async def test_round_trip_with_pysaml2_idp_signs_in_and_the_credential_works(tmp
             await enable_saml(
                 srv.ctx, idp.metadata_xml(), wantResponseSigned=True, groupRoleMap={"platform-admins": "admin"}
             )
-            users_before = len(await srv.ctx.identity.list_users())
+            users_before = len(await srv.ctx.service(IdentityService).list_users())
 
             done = await _sign_in(client, srv.url)
             assert done.status_code == 303, done.text
@@ -70,16 +71,16 @@ async def test_round_trip_with_pysaml2_idp_signs_in_and_the_credential_works(tmp
             assert me["isServerOwner"] is False
             # autoMember and the group mapping, from the groups attribute the IdP sent.
             assert {"id": ws_id, "name": "team", "role": "admin"} in me["workspaces"]
-            user = await srv.ctx.identity.find_user_by_sso(idp.entity_id, "ada@example.test")
+            user = await srv.ctx.service(IdentityService).find_user_by_sso(idp.entity_id, "ada@example.test")
             assert user is not None and user.id == me["id"]
-            assert len(await srv.ctx.identity.list_users()) == users_before + 1
+            assert len(await srv.ctx.service(IdentityService).list_users()) == users_before + 1
 
             # Signing in again finds the same user through the subject pin.
             again = await _sign_in(client, srv.url)
             token2 = _token(again.headers["location"], "hangar://auth/complete")
             async with RpcClient(srv.ws_url, token2) as rpc:
                 assert (await rpc.call("users.me"))["id"] == me["id"]
-            assert len(await srv.ctx.identity.list_users()) == users_before + 1
+            assert len(await srv.ctx.service(IdentityService).list_users()) == users_before + 1
 
 
 async def test_web_popup_relay_honours_only_trusted_client_origins(tmp_path: Path) -> None:
@@ -110,15 +111,15 @@ async def test_sha1_signed_responses_from_the_real_idp_are_refused_and_provision
             idp.sign_alg, idp.digest_alg = RSA_SHA1, SHA1
             idp.user.name_id = "grace@example.test"
             await enable_saml(srv.ctx, idp.metadata_xml())
-            users_before = len(await srv.ctx.identity.list_users())
+            users_before = len(await srv.ctx.service(IdentityService).list_users())
             refused = await _sign_in(client, srv.url, accept="application/json")
             assert refused.status_code == 400
             assert refused.json()["error"]["code"] == "signature"
             assert "SHA-1" in refused.json()["error"]["message"]
             html_page = await _sign_in(client, srv.url)
             assert html_page.status_code == 400 and "signature" in html_page.text
-            assert len(await srv.ctx.identity.list_users()) == users_before
-            assert await srv.ctx.identity.find_user_by_email("grace@example.test") is None
+            assert len(await srv.ctx.service(IdentityService).list_users()) == users_before
+            assert await srv.ctx.service(IdentityService).find_user_by_email("grace@example.test") is None
 
 
 async def test_want_response_signed_refuses_an_idp_that_signs_only_the_assertion(tmp_path: Path) -> None:

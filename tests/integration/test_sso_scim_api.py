@@ -13,7 +13,8 @@ import httpx
 import pytest
 import websockets
 
-from hangar.identity.roles import Role
+from hangar.core.principal import Role
+from hangar.identity import IdentityService
 from hangar.sso.config import SsoConfigStore
 from tests.peers.sso_parts import SSO_PARTS
 from tests.support.rpc import RpcClient, RpcError
@@ -87,7 +88,7 @@ async def test_users_crud_filter_and_pagination(tmp_path: Path) -> None:
         ]
         one = made[3]
         assert one["active"] is True and one["meta"]["resourceType"] == "User" and one["meta"]["version"] == 'W/"1"'
-        user = await srv.ctx.identity.get_user(one["id"])
+        user = await srv.ctx.service(IdentityService).get_user(one["id"])
         assert user is not None and user.email == "user3@corp.example" and user.display_name == "Given3 Smith"
         got = await http.get(f"/Users/{one['id']}")
         assert got.status_code == 200 and got.json() == one and got.headers["etag"] == 'W/"1"'
@@ -136,7 +137,7 @@ async def test_users_crud_filter_and_pagination(tmp_path: Path) -> None:
         )
         assert put.status_code == 200 and put.json()["displayName"] == "Three" and "emails" not in put.json()
         assert put.json()["meta"]["version"] == 'W/"2"'
-        assert (await srv.ctx.identity.get_user(one["id"])).display_name == "Three"  # type: ignore[union-attr]
+        assert (await srv.ctx.service(IdentityService).get_user(one["id"])).display_name == "Three"  # type: ignore[union-attr]
         scim_error(await http.put(f"/Users/{one['id']}", json={"id": "other", "userName": "x"}), 400, "mutability")
         scim_error(await http.put(f"/Users/{one['id']}", json={"displayName": "no name"}), 400, "invalidValue")
 
@@ -145,8 +146,8 @@ async def test_deactivation_reaches_device_credentials_and_delete_is_soft(tmp_pa
     async with scim_server(tmp_path) as (srv, http):
         ws = await srv.new_workspace("Ops")
         made = await create(http, "dana@corp.example")
-        await srv.ctx.identity.add_member(ws, made["id"], Role.member)
-        token = await srv.ctx.identity.issue_device(made["id"], "laptop")
+        await srv.ctx.service(IdentityService).add_member(ws, made["id"], Role.member)
+        token = await srv.ctx.service(IdentityService).issue_device(made["id"], "laptop")
         async with RpcClient(srv.ws_url, token) as c:
             assert (await c.call("users.me"))["id"] == made["id"]
         # The shape one large identity provider sends: capitalised op, string boolean, no path.
@@ -155,7 +156,7 @@ async def test_deactivation_reaches_device_credentials_and_delete_is_soft(tmp_pa
             json={"schemas": [PATCH_URN], "Operations": [{"op": "Replace", "value": {"active": "False"}}]},
         )
         assert off.status_code == 200 and off.json()["active"] is False
-        user = await srv.ctx.identity.get_user(made["id"])
+        user = await srv.ctx.service(IdentityService).get_user(made["id"])
         assert user is not None and user.deactivated_at is not None
         with pytest.raises((RpcError, ConnectionError, websockets.ConnectionClosed)):
             async with RpcClient(srv.ws_url, token) as c:
@@ -167,13 +168,13 @@ async def test_deactivation_reaches_device_credentials_and_delete_is_soft(tmp_pa
             json={"schemas": [PATCH_URN], "Operations": [{"op": "replace", "path": "active", "value": True}]},
         )
         assert on.json()["active"] is True
-        assert (await srv.ctx.identity.get_user(made["id"])).deactivated_at is None  # type: ignore[union-attr]
+        assert (await srv.ctx.service(IdentityService).get_user(made["id"])).deactivated_at is None  # type: ignore[union-attr]
 
         gone = await http.delete(f"/Users/{made['id']}")
         assert gone.status_code == 204
         scim_error(await http.get(f"/Users/{made['id']}"), 404)
         scim_error(await http.delete(f"/Users/{made['id']}"), 404)
-        user = await srv.ctx.identity.get_user(made["id"])
+        user = await srv.ctx.service(IdentityService).get_user(made["id"])
         assert user is not None and user.deactivated_at is not None  # kept, deactivated
         assert (await http.get("/Users")).json()["totalResults"] == 0
         again = await create(http, "dana@corp.example")
@@ -233,7 +234,7 @@ async def test_groups_are_workspaces_and_read_only(tmp_path: Path) -> None:
     async with scim_server(tmp_path) as (srv, http):
         ws = await srv.new_workspace("Research")
         made = await create(http, "fay@corp.example")
-        await srv.ctx.identity.add_member(ws, made["id"], Role.member)
+        await srv.ctx.service(IdentityService).add_member(ws, made["id"], Role.member)
         groups = (await http.get("/Groups")).json()
         assert groups["totalResults"] == 1
         group = groups["Resources"][0]
@@ -267,7 +268,7 @@ async def test_groups_are_workspaces_and_read_only(tmp_path: Path) -> None:
 
 async def test_existing_users_are_found_and_the_owner_is_not_exposed(tmp_path: Path) -> None:
     async with scim_server(tmp_path) as (srv, http):
-        invited = await srv.ctx.identity.create_user(email="gil@corp.example", display_name="Gil")
+        invited = await srv.ctx.service(IdentityService).create_user(email="gil@corp.example", display_name="Gil")
         found = (await http.get("/Users", params={"filter": 'userName eq "gil@corp.example"'})).json()
         assert found["totalResults"] == 1
         record = found["Resources"][0]

@@ -10,6 +10,7 @@ import httpx2
 from scim2_client.engines.httpx2 import SyncSCIMClient
 from scim2_tester import CheckResult, Status, check_server
 
+from hangar.identity import IdentityService
 from tests.peers.sso_parts import SSO_PARTS
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
@@ -40,7 +41,7 @@ async def test_scim2_tester_discovery_users_and_misc(tmp_path: Path) -> None:
         tags = set().union(*(r.tags for r in results))
         assert {"discovery", "crud:create", "crud:read", "crud:update", "crud:delete", "misc"} <= tags
         # The checker cleaned up after itself: what it created was deleted, so deactivated and hidden.
-        users = await srv.ctx.identity.list_users()
+        users = await srv.ctx.service(IdentityService).list_users()
         assert len(users) > 1 and all(u.deactivated_at is not None for u in users if u.id != srv.owner_id)
 
 

@@ -15,6 +15,7 @@ import pytest
 import websockets
 
 from hangar.core.clock import FakeClock
+from hangar.identity import IdentityService
 from tests.integration.rigs_env import rigs_server
 from tests.integration.test_rigs_ops_terminal import next_text, read_until, terminal_url
 from tests.support.processes import hangar_serve
@@ -51,7 +52,7 @@ async def member_watching(srv: RunningServer) -> AsyncIterator[Watching]:
     """A workspace and a member of it with an open ``events.watch``."""
     ws = await srv.new_workspace("watched")
     token = await srv.new_user_token(ws, "member", name="watcher")
-    principal = await srv.ctx.identity.authenticate(token)
+    principal = await srv.ctx.service(IdentityService).authenticate(token)
     async with RpcClient(srv.ws_url, token) as client, RpcClient(srv.ws_url, srv.owner_token) as owner:
         watch = await client.watch("events.watch", workspace_id=ws)
         yield Watching(ws, principal.user_id, token, client, watch, owner)
@@ -114,7 +115,7 @@ async def test_a_terminal_lane_closes_when_its_member_leaves(tmp_path: Path) -> 
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
         token = await env.srv.new_user_token(env.ws, "member", name="typist")
-        user = (await env.srv.ctx.identity.authenticate(token)).user_id
+        user = (await env.srv.ctx.service(IdentityService).authenticate(token)).user_id
         async with RpcClient(env.srv.ws_url, token) as member:
             url = await terminal_url(env, rig, member)
         async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as term:

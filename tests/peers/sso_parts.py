@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hangar.core.part_def import CORE_PART
 from hangar.identity.part import IDENTITY_PART
+from hangar.oversight import OVERSIGHT_PART
 from hangar.sso.part import SSO_PART
 
-SSO_PARTS = [CORE_PART, IDENTITY_PART, SSO_PART]
+SSO_PARTS = [OVERSIGHT_PART, IDENTITY_PART, SSO_PART]

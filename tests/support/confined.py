@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hangar.core.confine import SETTING_TRUSTED_HOST_EXEC
 from hangar.core.context import AppContext
+from hangar.identity import IdentityService
 
 CLI_AGENT_SOURCE = (Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py").read_text()
 CLI_AGENT = ["python3", "-c", CLI_AGENT_SOURCE]
@@ -16,7 +17,7 @@ CLI_AGENT = ["python3", "-c", CLI_AGENT_SOURCE]
 async def trust_host(ctx: AppContext) -> None:
     """Trusted host execution on (what `hangar admin trusted-host-exec on` sets): for tests that watch host
     processes by pid or read host paths from scripts."""
-    await ctx.identity.set_setting(SETTING_TRUSTED_HOST_EXEC, True)
+    await ctx.service(IdentityService).set_setting(SETTING_TRUSTED_HOST_EXEC, True)
 
 
 def host_pids(ns_pid: int, argv0: str) -> list[int]:

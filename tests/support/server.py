@@ -15,8 +15,9 @@ from hangar.config import Settings
 from hangar.core.clock import Clock
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.core.principal import Role
+from hangar.identity import IdentityService
 from hangar.identity.creation import create_workspace
-from hangar.identity.roles import Role
 from hangar.rpc.endpoint import MAX_FRAME_BYTES
 from hangar.server.app import build_server
 
@@ -34,14 +35,16 @@ class RunningServer:
         self, workspace_id: str | None = None, role: str | Role = Role.member, name: str = "user"
     ) -> str:
         """A new user (member of ``workspace_id`` at ``role`` when given) and a device credential for them."""
-        user = await self.ctx.identity.create_user(email=f"{name}@example.test", display_name=name)
+        user = await self.ctx.service(IdentityService).create_user(email=f"{name}@example.test", display_name=name)
         if workspace_id is not None:
-            await self.ctx.identity.add_member(workspace_id, user.id, role if isinstance(role, Role) else Role[role])
-        return await self.ctx.identity.issue_device(user.id, f"{name}-device")
+            await self.ctx.service(IdentityService).add_member(
+                workspace_id, user.id, role if isinstance(role, Role) else Role[role]
+            )
+        return await self.ctx.service(IdentityService).issue_device(user.id, f"{name}-device")
 
     async def new_workspace(self, name: str = "ws", owner_token: str | None = None) -> str:
         """A workspace owned by the server owner (or the user behind ``owner_token``)."""
-        principal = await self.ctx.identity.authenticate(owner_token or self.owner_token)
+        principal = await self.ctx.service(IdentityService).authenticate(owner_token or self.owner_token)
         ws = await create_workspace(self.ctx, name, principal.user_id, by=principal.label)
         return ws.id
 
@@ -76,8 +79,8 @@ async def running_server(
         await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     ctx = ready[0]
-    owner = await ctx.identity.ensure_server_owner()
-    token = await ctx.identity.issue_device(owner.id, "test-owner")
+    owner = await ctx.service(IdentityService).ensure_server_owner()
+    token = await ctx.service(IdentityService).issue_device(owner.id, "test-owner")
     try:
         yield RunningServer(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/rpc", ctx, token, owner.id, data_dir)
     finally:

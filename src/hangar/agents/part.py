@@ -9,6 +9,7 @@ from hangar.agents.service import AgentService
 from hangar.agents.tables import MIGRATIONS
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.identity import usable_workspace_ids
 from hangar.workspace import SpaceService
 
 
@@ -17,7 +18,7 @@ async def _start(app: AppContext) -> None:
     runner = app.provide(AgentRunner(app, agents, app.service(SpaceService)))
     runner.follow_pipelines()
     # Runs a previous process left running can never finish now: close them so their waiters move on.
-    for workspace_id in await app.workspace_ids():
+    for workspace_id in await usable_workspace_ids(app):
         await runner.recover(workspace_id)
 
 

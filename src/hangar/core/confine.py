@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, ClassVar
 from hangar.core.fileio import write_private_atomic
 from hangar.core.procs import record_group
 from hangar.errors import Unavailable
+from hangar.identity import IdentityService
 
 if TYPE_CHECKING:
     from hangar.core.context import AppContext
@@ -113,7 +114,7 @@ def plain_name(name: str) -> str:
 
 
 async def trusted_host_exec(app: AppContext) -> bool:
-    return (await app.identity.get_setting(SETTING_TRUSTED_HOST_EXEC)) is True
+    return (await app.service(IdentityService).get_setting(SETTING_TRUSTED_HOST_EXEC)) is True
 
 
 async def confinement_reason(app: AppContext) -> str | None:

@@ -1,10 +1,11 @@
 """The application context handed to every part: settings, clock, data directory, databases, secrets, events,
-audit, identity, and a typed registry of the services parts provide to each other."""
+audit, and a typed registry of the services parts provide to each other (identity is one of them: the kernel
+knows no part)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from hangar.config import Settings
 from hangar.core.audit import AuditLog
@@ -13,10 +14,6 @@ from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.events import EventBus
 from hangar.core.secrets import SecretsFile
-from hangar.errors import NotFound, Unavailable
-
-if TYPE_CHECKING:
-    from hangar.identity.service import IdentityService
 
 T = TypeVar("T")
 
@@ -30,20 +27,7 @@ class AppContext:
     secrets: SecretsFile
     bus: EventBus
     audit: AuditLog
-    identity: IdentityService
     _services: dict[type[Any], Any] = field(default_factory=dict)
-
-    async def workspace_ids(self) -> list[str]:
-        """Every workspace whose database opens. A damaged one is reported by ``Databases`` (once) and left out,
-        so one broken workspace never keeps the rest from starting or serving."""
-        usable = []
-        for workspace_id in await self.identity.list_workspace_ids():
-            try:
-                await self.dbs.workspace(workspace_id)
-            except (NotFound, Unavailable):
-                continue
-            usable.append(workspace_id)
-        return usable
 
     def provide(self, service: T, as_type: type[T] | None = None) -> T:
         """Register a part's service under its class (or ``as_type``) for other parts to look up."""

@@ -11,6 +11,7 @@ from hangar.core.context import AppContext
 from hangar.core.db import MigrationSet
 from hangar.core.events import DomainEvent
 from hangar.core.settings import SettingSpec
+from hangar.core.tables import MIGRATIONS as KERNEL_MIGRATIONS
 
 
 @dataclass(frozen=True)
@@ -26,3 +27,9 @@ class Part:
     settings: Sequence[SettingSpec] = ()  # workspace settings keys this part owns
     start: Callable[[AppContext], Awaitable[None]] | None = None
     stop: Callable[[AppContext], Awaitable[None]] | None = None
+
+
+def kernel_part() -> Part:
+    """The kernel's own workspace tables (domain events, audit, settings, guardrails) as a part: every server and
+    command opens them first, since every part writes events and audit rows."""
+    return Part(name="kernel", migrations=[KERNEL_MIGRATIONS])

@@ -12,10 +12,11 @@ from typing import Literal, get_args
 
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
+from hangar.core.principal import Role
 from hangar.errors import Forbidden
 from hangar.identity.events import WorkspaceCreated
 from hangar.identity.models import Workspace
-from hangar.identity.roles import Role
+from hangar.identity.service import IdentityService
 
 SETTING_CREATORS = "workspaceCreators"
 Creators = Literal["serverOwner", "members", "anyone"]
@@ -26,17 +27,19 @@ DEFAULT_CREATORS: Creators = "members"
 async def workspace_creators(app: AppContext) -> Creators:
     """Who may create workspaces: the server owner only, also members of any workspace (the default: not
     guests, not people who belong nowhere), or anyone signed in. Read on every call: the CLI may change it."""
-    value = await app.identity.get_setting(SETTING_CREATORS)
+    value = await app.service(IdentityService).get_setting(SETTING_CREATORS)
     return value if value in CREATORS else DEFAULT_CREATORS
 
 
 async def check_may_create(app: AppContext, user_id: str) -> None:
-    if await app.identity.is_server_owner(user_id):
+    if await app.service(IdentityService).is_server_owner(user_id):
         return
     who = await workspace_creators(app)
     if who == "anyone":
         return
-    if who == "members" and any(role >= Role.member for _, role in await app.identity.workspaces_of(user_id)):
+    if who == "members" and any(
+        role >= Role.member for _, role in await app.service(IdentityService).workspaces_of(user_id)
+    ):
         return
     allowed = "the server owner" if who == "serverOwner" else "the server owner and members of a workspace"
     raise Forbidden(f"workspaces.create is allowed to {allowed} on this server (setting {SETTING_CREATORS})")
@@ -48,6 +51,6 @@ async def create_workspace(app: AppContext, name: str, owner_id: str, *, by: str
     created = WorkspaceCreated(workspace_id=ws_id, name=name, owner_id=owner_id)
     audited = app.audit.seed(principal=by, action="workspaces.create", target=f"workspace:{ws_id}")
     await app.dbs.create_workspace(ws_id, seed=[app.bus.seed(created), audited])
-    ws = await app.identity.create_workspace(name, owner_id, workspace_id=ws_id)
+    ws = await app.service(IdentityService).create_workspace(name, owner_id, workspace_id=ws_id)
     await app.bus.created(ws.id)
     return ws

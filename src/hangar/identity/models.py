@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hangar.identity.roles import Role
+from hangar.core.principal import Role
 
 
 @dataclass(frozen=True)

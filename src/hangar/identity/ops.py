@@ -7,12 +7,13 @@ from typing import Any
 from pydantic import Field
 
 import hangar
+from hangar.core.principal import Role
 from hangar.core.types import rfc3339, rfc3339_or_none
 from hangar.errors import Forbidden, NotFound
 from hangar.identity.creation import SETTING_CREATORS, Creators, check_may_create, create_workspace
 from hangar.identity.events import MemberRemoved, MemberRoleChanged
 from hangar.identity.pairing import Pairing
-from hangar.identity.roles import Role
+from hangar.identity.service import IdentityService
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, op
 
@@ -33,17 +34,17 @@ async def server_info(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
         "origin": s.origin,
         "publicUrl": s.public_url,
         "webClientUrl": s.web_client_url,
-        "pairingEnabled": await ctx.app.identity.pairing_enabled(),
+        "pairingEnabled": await ctx.app.service(IdentityService).pairing_enabled(),
     }
 
 
 @op("users.me", kind="read", scope="server")
 async def users_me(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
     """The calling user, whether they are the server owner, and their workspaces with roles."""
-    user = await ctx.app.identity.get_user(ctx.principal.user_id)
+    user = await ctx.app.service(IdentityService).get_user(ctx.principal.user_id)
     if user is None:
         raise NotFound("your user no longer exists")
-    spaces = await ctx.app.identity.workspaces_of(user.id)
+    spaces = await ctx.app.service(IdentityService).workspaces_of(user.id)
     return {
         "id": user.id,
         "email": user.email,
@@ -71,7 +72,7 @@ async def workspaces_create(ctx: OpContext, args: CreateWorkspaceArgs) -> dict[s
 @op("workspaces.list", kind="read", scope="server")
 async def workspaces_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
     """The workspaces the caller belongs to, with the caller's role in each."""
-    rows = await ctx.app.identity.workspaces_of(ctx.principal.user_id)
+    rows = await ctx.app.service(IdentityService).workspaces_of(ctx.principal.user_id)
     return [{"id": w.id, "name": w.name, "role": r.name, "createdAt": rfc3339(w.created_at)} for w, r in rows]
 
 
@@ -80,7 +81,7 @@ async def members_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
     """The workspace's members with their roles."""
     return [
         {"userId": m.user_id, "displayName": m.display_name, "email": m.email, "role": m.role.name}
-        for m in await ctx.app.identity.members(ctx.ws)
+        for m in await ctx.app.service(IdentityService).members(ctx.ws)
     ]
 
 
@@ -109,14 +110,14 @@ class SetRoleArgs(Args):
 async def members_set_role(ctx: OpContext, args: SetRoleArgs) -> dict[str, str]:
     """Change a member's role. Only owners grant or take away ownership; the last owner stays."""
     role = _role(ctx, args.role)
-    current = await ctx.app.identity.role_of(ctx.ws, args.user_id)
+    current = await ctx.app.service(IdentityService).role_of(ctx.ws, args.user_id)
     if current is None:
         raise NotFound(f"user {args.user_id} is not a member of this workspace")
     assert ctx.role is not None
     if (role is Role.owner or current is Role.owner) and ctx.role is not Role.owner:
         raise Forbidden("only an owner can grant or take away the owner role")
     changed = MemberRoleChanged(workspace_id=ctx.ws, user_id=args.user_id, old_role=current.name, new_role=role.name)
-    await ctx.app.identity.set_role(ctx.ws, args.user_id, role, announce=changed)
+    await ctx.app.service(IdentityService).set_role(ctx.ws, args.user_id, role, announce=changed)
     await ctx.audit("members.setRole", f"user:{args.user_id}", {"from": current.name, "to": role.name})
     return {"userId": args.user_id, "role": role.name}
 
@@ -129,7 +130,7 @@ class RemoveArgs(Args):
 async def members_remove(ctx: OpContext, args: RemoveArgs) -> dict[str, str]:
     """Remove a member. Anyone may leave; removing someone else needs admin (and owner to remove an owner)."""
     assert ctx.role is not None
-    target = await ctx.app.identity.role_of(ctx.ws, args.user_id)
+    target = await ctx.app.service(IdentityService).role_of(ctx.ws, args.user_id)
     if target is None:
         raise NotFound(f"user {args.user_id} is not a member of this workspace")
     if args.user_id != ctx.principal.user_id:
@@ -138,7 +139,7 @@ async def members_remove(ctx: OpContext, args: RemoveArgs) -> dict[str, str]:
         if target is Role.owner and ctx.role is not Role.owner:
             raise Forbidden("only an owner can remove an owner")
     removed = MemberRemoved(workspace_id=ctx.ws, user_id=args.user_id, role=target.name)
-    await ctx.app.identity.remove_member(ctx.ws, args.user_id, announce=removed)
+    await ctx.app.service(IdentityService).remove_member(ctx.ws, args.user_id, announce=removed)
     await ctx.audit("members.remove", f"user:{args.user_id}", {"role": target.name})
     return {"userId": args.user_id}
 
@@ -155,7 +156,7 @@ async def devices_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
             "revokedAt": rfc3339_or_none(d.revoked_at),
             "current": d.id == ctx.principal.device_id,
         }
-        for d in await ctx.app.identity.list_devices(ctx.principal.user_id)
+        for d in await ctx.app.service(IdentityService).list_devices(ctx.principal.user_id)
     ]
 
 
@@ -166,7 +167,7 @@ class RevokeArgs(Args):
 @op("devices.revoke", kind="destructive", scope="server")
 async def devices_revoke(ctx: OpContext, args: RevokeArgs) -> dict[str, str]:
     """Revoke one of the caller's device credentials; it stops working at once."""
-    await ctx.app.identity.revoke_device(ctx.principal.user_id, args.device_id)
+    await ctx.app.service(IdentityService).revoke_device(ctx.principal.user_id, args.device_id)
     return {"deviceId": args.device_id}
 
 
@@ -177,7 +178,7 @@ class WorkspaceCreatorsArgs(Args):
 @op("server.setWorkspaceCreators", kind="mutate", scope="server", server_owner=True)
 async def server_set_workspace_creators(ctx: OpContext, args: WorkspaceCreatorsArgs) -> dict[str, str]:
     """Choose who may create workspaces (server owner only)."""
-    await ctx.app.identity.set_setting(SETTING_CREATORS, args.who)
+    await ctx.app.service(IdentityService).set_setting(SETTING_CREATORS, args.who)
     return {"who": args.who}
 
 
@@ -198,7 +199,7 @@ async def server_users(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
             "active": u.active,
             "ssoIssuer": u.sso_issuer,
         }
-        for u in await ctx.app.identity.list_users()
+        for u in await ctx.app.service(IdentityService).list_users()
     ]
 
 
@@ -211,7 +212,7 @@ async def server_deactivate_user(ctx: OpContext, args: DeactivateArgs) -> dict[s
     """Deactivate a user and revoke all their credentials (server owner only)."""
     if args.user_id == ctx.principal.user_id:
         raise Forbidden("the server owner cannot deactivate themselves")
-    await ctx.app.identity.deactivate_user(args.user_id)
+    await ctx.app.service(IdentityService).deactivate_user(args.user_id)
     return {"userId": args.user_id}
 
 

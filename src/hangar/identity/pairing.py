@@ -16,10 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.clock import Clock
 from hangar.core.ids import token_hash
+from hangar.core.principal import Role
 from hangar.errors import InvalidArgs, Refused
 from hangar.identity import tables as t
 from hangar.identity.events import MemberAdded
-from hangar.identity.roles import Role
 from hangar.identity.service import IdentityService
 
 # No 0/O, 1/I/L: codes are read aloud and typed by hand.

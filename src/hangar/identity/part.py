@@ -8,15 +8,16 @@ from hangar.identity.events import IDENTITY_EVENTS
 from hangar.identity.ops import IDENTITY_OPS
 from hangar.identity.pairing import Pairing
 from hangar.identity.routes import IDENTITY_ROUTES
+from hangar.identity.service import IdentityService
 from hangar.identity.tables import MIGRATIONS
 
 
 async def _start(ctx: AppContext) -> None:
-    ctx.provide(Pairing(ctx.dbs.server, ctx.identity, ctx.clock))
+    ctx.provide(Pairing(ctx.dbs.server, ctx.service(IdentityService), ctx.clock))
 
 
 async def _stop(ctx: AppContext) -> None:
-    await ctx.identity.flush()
+    await ctx.service(IdentityService).flush()
 
 
 IDENTITY_PART = Part(

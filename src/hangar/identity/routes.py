@@ -12,6 +12,7 @@ from hangar.core.http import read_body
 from hangar.core.ratelimit import rate_limited
 from hangar.errors import HangarError, InvalidArgs
 from hangar.identity.pairing import Pairing, PairingDisabled
+from hangar.identity.service import IdentityService
 
 MAX_BODY = 16 * 1024
 
@@ -46,7 +47,7 @@ async def me(request: Request) -> Response:
     """The principal behind a bearer credential: the simplest check that a credential still works."""
     ctx: AppContext = request.app.state.ctx
     try:
-        principal = await ctx.identity.authenticate_bearer(request)
+        principal = await ctx.service(IdentityService).authenticate_bearer(request)
     except HangarError as err:
         return error_response(err)
     return JSONResponse(

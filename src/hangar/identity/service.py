@@ -24,15 +24,15 @@ from starlette.requests import HTTPConnection
 
 from hangar.core import outbox
 from hangar.core.clock import Clock
+from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
 from hangar.core.events import DomainEvent
 from hangar.core.ids import new_id, new_token, token_hash
+from hangar.core.principal import Principal, Role
 from hangar.core.stamps import Stamp, StampedCache, engine_stamp
-from hangar.errors import Conflict, InvalidArgs, NotFound, Unauthenticated
+from hangar.errors import Conflict, InvalidArgs, NotFound, Unauthenticated, Unavailable
 from hangar.identity import tables as t
 from hangar.identity.models import Device, Member, SessionPolicy, User, Workspace
-from hangar.identity.roles import Role
-from hangar.rpc.context import Principal
 
 _TOUCH_SECONDS = 30.0
 AUTHORITY = "authority"
@@ -498,3 +498,16 @@ class IdentityService:
         for device_id, at in pending:
             await self._touch(device_id, at)
         await asyncio.sleep(0)
+
+
+async def usable_workspace_ids(app: AppContext) -> list[str]:
+    """Every workspace whose database opens. A damaged one is reported by ``Databases`` (once) and left out, so
+    one broken workspace never keeps the rest from starting or serving."""
+    usable = []
+    for workspace_id in await app.service(IdentityService).list_workspace_ids():
+        try:
+            await app.dbs.workspace(workspace_id)
+        except (NotFound, Unavailable):
+            continue
+        usable.append(workspace_id)
+    return usable

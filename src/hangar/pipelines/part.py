@@ -15,6 +15,7 @@ import logging
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
 from hangar.core.part import Part
+from hangar.identity import usable_workspace_ids
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PIPELINE_EVENTS
 from hangar.pipelines.ops import PIPELINE_OPS
@@ -47,7 +48,7 @@ class PipelinesRuntime:
         self._saved: dict[str, int] = {}  # the position last stored as the cursor
 
     async def workspaces(self) -> list[str]:
-        return await self._ctx.workspace_ids()
+        return await usable_workspace_ids(self._ctx)
 
     async def _handle(self, ev: StoredEvent) -> None:
         """Hand ``ev`` to the engine unless it is at or before the workspace's position (seen already)."""

@@ -31,6 +31,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from hangar.core.ids import new_id
 from hangar.errors import Conflict, HangarError, InvalidArgs
+from hangar.identity import IdentityService
 from hangar.rigs.errors import DropTooLarge
 from hangar.rigs.lanes import authorize
 
@@ -218,7 +219,7 @@ async def drop_files(request: Request) -> Response:
     rig_id = request.path_params["rig_id"]
     spool: DropSpool | None = None
     try:
-        principal = await app.identity.authenticate_bearer(request)
+        principal = await app.service(IdentityService).authenticate_bearer(request)
         access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal, mutating=True)
         mgr, live = access.manager, access.live
         mgr.check_control(live, principal, "drop_files")
@@ -256,7 +257,7 @@ async def read_file(request: Request) -> Response:
     app = request.app.state.ctx
     rig_id = request.path_params["rig_id"]
     try:
-        principal = await app.identity.authenticate_bearer(request)
+        principal = await app.service(IdentityService).authenticate_bearer(request)
         access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal, mutating=False)
         path = decode_path(request.query_params.get("p"))
         mgr = access.manager

@@ -12,6 +12,7 @@ from hangar.core.audit import sensitive as _sensitive
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.errors import Refused
+from hangar.identity import IdentityService
 from hangar.identity.events import MemberRemoved
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
 from hangar.workspace.events import SpaceUpdated
@@ -55,11 +56,11 @@ async def allowlist(app: AppContext, ws: str, space_id: str) -> frozenset[str]:
 
 async def still_member(app: AppContext, ws: str, user_id: str | None) -> bool:
     """False once the workspace is gone or the person who opened the rig lost their membership."""
-    if await app.identity.get_workspace(ws) is None:
+    if await app.service(IdentityService).get_workspace(ws) is None:
         return False
     if user_id is None:
         return True
-    return await app.identity.role_of(ws, user_id) is not None
+    return await app.service(IdentityService).role_of(ws, user_id) is not None
 
 
 def removed_member(ev: StoredEvent) -> str | None:

@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hangar.core.context import AppContext
+from hangar.core.principal import Principal, Role
 from hangar.errors import Forbidden, Refused, Unavailable
-from hangar.identity.roles import Role
+from hangar.identity import IdentityService
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import RigManager
 from hangar.rigs.signing import Lane, LaneSigner
-from hangar.rpc.context import Principal
 from hangar.rpc.guardrails import WORKSPACE_SCOPE, Guardrails, space_scope
 
 
@@ -30,7 +30,7 @@ async def authorize(
     grant = LaneSigner(app.secrets, app.clock).verify(token, lane, rig_id)
     if grant.user_id != principal.user_id:
         raise Forbidden("this lane URL was minted for another person")
-    role = await app.identity.role_of(grant.workspace_id, principal.user_id)
+    role = await app.service(IdentityService).role_of(grant.workspace_id, principal.user_id)
     if role is None or role < Role.member:
         raise Forbidden(f"the {lane} lane needs membership (member or above) in the rig's workspace")
     manager = app.maybe_service(RigManager)
@@ -45,8 +45,8 @@ async def authorize(
 async def still_allowed(app: AppContext, ws: str, token: str) -> None:
     """What an open lane re-checks while it runs: the credential still works and its person is still a member
     (or above) of the rig's workspace."""
-    principal = await app.identity.authenticate(token, touch=False)
-    role = await app.identity.role_of(ws, principal.user_id)
+    principal = await app.service(IdentityService).authenticate(token, touch=False)
+    role = await app.service(IdentityService).role_of(ws, principal.user_id)
     if role is None or role < Role.member:
         raise Forbidden("your membership of the rig's workspace ended; the lane is closed")
 

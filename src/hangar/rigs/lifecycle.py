@@ -26,8 +26,10 @@ from typing import Any
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
 from hangar.core.ids import new_id
+from hangar.core.principal import Principal
 from hangar.core.settings import WorkspaceSettings
 from hangar.errors import HangarError, NotFound, Refused, Unavailable
+from hangar.identity import IdentityService, usable_workspace_ids
 from hangar.rigs import hooks
 from hangar.rigs.actions import TABLES
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
@@ -51,7 +53,6 @@ from hangar.rigs.model import (
 )
 from hangar.rigs.policy import Park, evict, lifecycle
 from hangar.rigs.store import RigStore
-from hangar.rpc.context import Principal
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ class RigLifecycle:
     # -- start and stop -----------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        setting = await self.app.identity.get_setting(MEMORY_BUDGET_SETTING)
+        setting = await self.app.service(IdentityService).get_setting(MEMORY_BUDGET_SETTING)
         if isinstance(setting, int) and setting > 0:
             self.budget_mb = setting
         await self._close_leftovers()
@@ -114,7 +115,7 @@ class RigLifecycle:
 
     async def _close_leftovers(self) -> None:
         """Rows a previous process left live describe rigs that died with it."""
-        for ws in await self.app.workspace_ids():
+        for ws in await usable_workspace_ids(self.app):
             for rec in await self.store.rigs(ws):
                 await self.store.update(
                     ws,

@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+from hangar.core.principal import Principal
 from hangar.errors import HangarError
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import ExecResult, RigHandle
@@ -17,7 +18,6 @@ from hangar.rigs.errors import BackendFailure, ControlHeld
 from hangar.rigs.events import RigControlChanged
 from hangar.rigs.lifecycle import MEMORY_BUDGET_SETTING, RigLifecycle
 from hangar.rigs.live import LiveRig
-from hangar.rpc.context import Principal
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,10 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, StrictBool, StrictStr
 
+from hangar.core.principal import Role
 from hangar.core.types import rfc3339, rfc3339_or_none
 from hangar.errors import NotFound, Refused, Unavailable
-from hangar.identity.roles import Role
+from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
@@ -81,7 +82,7 @@ class ListArgs(Args):
 async def _controller(ctx: OpContext, user_id: str | None) -> dict[str, str] | None:
     if user_id is None:
         return None
-    user = await ctx.app.identity.get_user(user_id)
+    user = await ctx.app.service(IdentityService).get_user(user_id)
     return {"userId": user_id, "displayName": user.display_name if user else user_id}
 
 
@@ -345,7 +346,7 @@ class BudgetArgs(Args):
 async def rigs_set_memory_budget(ctx: OpContext, args: BudgetArgs) -> dict[str, Any]:
     """Set the resident-memory budget of all rigs on this host (MB); idle rigs over it are evicted now."""
     mgr = manager(ctx)
-    await ctx.app.identity.set_setting(MEMORY_BUDGET_SETTING, args.memory_budget_mb)
+    await ctx.app.service(IdentityService).set_setting(MEMORY_BUDGET_SETTING, args.memory_budget_mb)
     mgr.budget_mb = args.memory_budget_mb
     await mgr.sweep()
     return _host_status(mgr)

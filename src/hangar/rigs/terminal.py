@@ -23,11 +23,12 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from hangar.core.context import AppContext
+from hangar.core.principal import Principal
 from hangar.errors import HangarError, InvalidArgs, Unauthenticated
+from hangar.identity import IdentityService
 from hangar.rigs.backends.base import Pty
 from hangar.rigs.lanes import LaneAccess, authorize, still_allowed
 from hangar.rpc.access import AccessMonitor, Revocable
-from hangar.rpc.context import Principal
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ async def _credential(ws: WebSocket) -> tuple[Principal, str]:
     app = ws.app.state.ctx
     scheme, _, token = ws.headers.get("authorization", "").partition(" ")
     if scheme:
-        return await app.identity.authenticate_bearer(ws), token.strip()
+        return await app.service(IdentityService).authenticate_bearer(ws), token.strip()
     try:
         first = await asyncio.wait_for(ws.receive_text(), AUTH_TIMEOUT_S)
         frame = json.loads(first)
@@ -56,7 +57,7 @@ async def _credential(ws: WebSocket) -> tuple[Principal, str]:
         raise Unauthenticated("send Authorization: Bearer or a first frame {type: auth, token}") from None
     if not isinstance(frame, dict) or frame.get("type") != "auth" or not isinstance(frame.get("token"), str):
         raise Unauthenticated("the first frame must be {type: auth, token}")
-    return await app.identity.authenticate(frame["token"]), frame["token"]
+    return await app.service(IdentityService).authenticate(frame["token"]), frame["token"]
 
 
 async def _fail(ws: WebSocket, err: HangarError) -> None:

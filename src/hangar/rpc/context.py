@@ -8,25 +8,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.context import AppContext
+from hangar.core.principal import Principal, Role
 from hangar.errors import WorkspaceRequired
-from hangar.identity.roles import Role
 from hangar.rpc.registry import OpSpec
-
-
-@dataclass(frozen=True)
-class Principal:
-    """An authenticated caller: a user acting through one device credential."""
-
-    user_id: str
-    device_id: str
-    display_name: str
-    is_server_owner: bool
-    authority: int = -1  # the authority counter this principal was checked against (``IdentityService``)
-
-    @property
-    def label(self) -> str:
-        """How the principal is written in audit rows: never the credential."""
-        return f"user:{self.user_id}"
 
 
 @dataclass(frozen=True)

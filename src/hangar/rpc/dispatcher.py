@@ -15,8 +15,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from hangar.core.context import AppContext
+from hangar.core.principal import Principal
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
-from hangar.rpc.context import OpContext, Principal
+from hangar.rpc.authority import Authority
+from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import Guardrails
 from hangar.rpc.registry import OpRegistry, OpSpec
 
@@ -50,10 +52,11 @@ def _field_of(exc: ValidationError) -> tuple[str, str]:
 
 
 class Dispatcher:
-    def __init__(self, app: AppContext, registry: OpRegistry, guardrails: Guardrails) -> None:
+    def __init__(self, app: AppContext, registry: OpRegistry, guardrails: Guardrails, authority: Authority) -> None:
         self.app = app
         self.registry = registry
         self.guardrails = guardrails
+        self.authority = authority
 
     def parse_frame(self, frame: Any) -> tuple[Any, OpSpec, dict[str, Any]]:
         """Check the frame's shape and find its op; returns (id, spec, args)."""
@@ -87,7 +90,7 @@ class Dispatcher:
             if not isinstance(ws, str) or not ws:
                 raise InvalidArgs("args.workspace_id must be a non-empty string", field="workspace_id")
             workspace_id = ws
-        identity = self.app.identity
+        identity = self.authority
         principal = await identity.authenticate(token)
         if spec.server_owner and not principal.is_server_owner:
             raise Forbidden(f"{spec.name} is reserved to the server owner")

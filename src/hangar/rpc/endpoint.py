@@ -17,9 +17,10 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from hangar.core import wire
+from hangar.core.principal import Principal
 from hangar.errors import Forbidden, HangarError, InvalidArgs, NotFound, Unauthenticated
 from hangar.rpc.access import AccessMonitor
-from hangar.rpc.context import OpContext, Principal
+from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Dispatcher, check_request_id, error_frame
 from hangar.rpc.registry import to_wire
 
@@ -63,7 +64,7 @@ class Connection:
             self.closed = True
 
     async def authenticate(self) -> bool:
-        identity = self.dispatcher.app.identity
+        identity = self.dispatcher.authority
         header = self.ws.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         via_frame = False
@@ -180,7 +181,7 @@ class Connection:
         works closes the socket with 4401; a watch its caller may no longer open ends with ``forbidden``."""
         if self.closed or self.principal is None:
             return
-        identity = self.dispatcher.app.identity
+        identity = self.dispatcher.authority
         try:
             principal = await identity.authenticate(self.token, touch=False)
         except Unauthenticated as err:
@@ -198,7 +199,7 @@ class Connection:
             return Forbidden(f"{spec.name} is reserved to the server owner; the watch ended")
         if ctx.workspace_id is None:
             return None
-        role = await self.dispatcher.app.identity.role_of(ctx.workspace_id, principal.user_id)
+        role = await self.dispatcher.authority.role_of(ctx.workspace_id, principal.user_id)
         if role is None:
             return Forbidden(f"you are no longer a member of workspace {ctx.workspace_id}; the watch ended")
         if role < spec.min_role:

@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
-from hangar.identity.roles import Role
+from hangar.core.principal import Role
 
 Kind = Literal["read", "mutate", "destructive", "watch"]
 OpScope = Literal["server", "workspace"]

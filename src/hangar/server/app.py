@@ -18,6 +18,7 @@ from hangar.core.clock import Clock
 from hangar.core.confine import confinement_reason, trusted_host_exec
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.identity import IdentityService
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.dispatcher import Dispatcher
 from hangar.rpc.endpoint import rpc_endpoint
@@ -57,11 +58,12 @@ def build_server(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with open_context(settings, clock=clock, parts=parts, follow_events=True) as ctx:
-            monitor = ctx.provide(AccessMonitor(ctx.identity.authority_stamp))
+            identity = ctx.service(IdentityService)
+            monitor = ctx.provide(AccessMonitor(identity.authority_stamp))
             monitor.start()
             app.state.ctx = ctx
             app.state.registry = registry
-            app.state.dispatcher = Dispatcher(ctx, registry, ctx.service(Guardrails))
+            app.state.dispatcher = Dispatcher(ctx, registry, ctx.service(Guardrails), identity)
             await warn_about_host_execution(ctx)
             if on_ready is not None:
                 on_ready.append(ctx)

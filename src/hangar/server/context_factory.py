@@ -16,7 +16,7 @@ from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.events import EventBus, EventRegistry
 from hangar.core.outbox import Outbox
-from hangar.core.part import Part
+from hangar.core.part import Part, kernel_part
 from hangar.core.ratelimit import RateLimits
 from hangar.core.secrets import SecretsFile
 from hangar.core.settings import WorkspaceSettings
@@ -41,6 +41,8 @@ async def open_context(
         parts = all_parts()
     clock = clock or SystemClock()
     datadir = DataDir(settings.data_dir).ensure()
+    if not any(p.name == "kernel" for p in parts):
+        parts = [kernel_part(), *parts]
     dbs = Databases(datadir, [m for p in parts for m in p.migrations])
     await dbs.open()
     registry = EventRegistry([e for p in parts for e in p.events])
@@ -57,8 +59,8 @@ async def open_context(
         secrets=SecretsFile(datadir.secrets_file),
         bus=bus,
         audit=AuditLog(dbs, clock),
-        identity=identity,
     )
+    ctx.provide(identity)
     ctx.provide(RateLimits())
     ctx.provide(WorkspaceSettings(dbs, clock, [s for p in parts for s in p.settings]))
     started: list[Part] = []

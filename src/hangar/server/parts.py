@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from hangar.core.part import Part
+from hangar.core.part import Part, kernel_part
 
 
 def all_parts() -> list[Part]:
     # Imports stay inside so that importing this module has no side effects and no cycles.
     from hangar.agents.part import AGENTS_PART
-    from hangar.core.part_def import CORE_PART
     from hangar.identity.part import IDENTITY_PART
+    from hangar.oversight import OVERSIGHT_PART
     from hangar.pipelines.part import PIPELINES_PART
     from hangar.rigs.part import RIGS_PART
     from hangar.sso.part import SSO_PART
     from hangar.workspace.part import WORKSPACE_PART
 
     return [
-        CORE_PART,
+        kernel_part(),
+        OVERSIGHT_PART,
         IDENTITY_PART,
         SSO_PART,
         WORKSPACE_PART,

@@ -1,4 +1,4 @@
-"""The website app: ``build_site(base_url)`` renders everything once and returns a Starlette app.
+"""The website app: ``website_app(base_url, sources)`` renders everything once and returns a Starlette app.
 
 Serving a published resource is a dictionary lookup done before Starlette's machinery is entered (``SiteApp``
 handles GET and HEAD itself); only the tool server's POSTs and the lifespan go through Starlette. Unpublished
@@ -22,6 +22,7 @@ from hangar.site.build import Origin, SiteBuild
 from hangar.site.discovery import MCP_PATHS
 from hangar.site.mcp_server import PROTOCOL_VERSIONS, DocsToolServer, origin_of
 from hangar.site.negotiate import choose
+from hangar.site.reference import Sources
 
 log = logging.getLogger(__name__)
 
@@ -146,12 +147,12 @@ class _McpEndpoint:
         await self.server.asgi(scope, receive, send)
 
 
-def build_site(base_url: str | None = None) -> Starlette:
+def website_app(base_url: str | None = None, sources: Sources | None = None) -> Starlette:
     """The website as an ASGI app. ``base_url`` fixes the origin of canonical URLs; when None, each request's
-    own origin is used."""
+    own origin is used. ``sources``: what the generated reference pages document (``hangar.cli.website``)."""
     if base_url is not None and not base_url.startswith(("http://", "https://")):
         raise ValueError("base_url must start with http:// or https://")
-    site = SiteBuild(base_url)
+    site = SiteBuild(base_url, sources)
     tools = DocsToolServer(site)
     site.render(tools.descriptions, PROTOCOL_VERSIONS)
     if base_url:

@@ -130,7 +130,8 @@ NOT_FOUND_PATH = "HANGARNOTFOUNDPATH"  # replaced by the escaped request path
 
 
 class SiteBuild:
-    def __init__(self, base_url: str | None = None) -> None:
+    def __init__(self, base_url: str | None = None, sources: reference.Sources | None = None) -> None:
+        self.sources = sources or reference.Sources()
         self.base_url = base_url.rstrip("/") if base_url else None
         self.pages: dict[str, Page] = load_pages()
         self.renderer = Renderer(self.pages)
@@ -167,7 +168,7 @@ class SiteBuild:
             return "| Method | Path | Purpose |\n|---|---|---|\n" + rows
         if key.startswith("index-"):
             return self._section_index(key.removeprefix("index-"))
-        return reference.generate(key)
+        return reference.generate(key, self.sources)
 
     def _section_index(self, section: str) -> str:
         """The list of a manual section's pages with their descriptions, in the spec's order."""

@@ -1,18 +1,37 @@
 """Reference sections generated from the code when the site is built, so they cannot drift from it.
 
-Each generator imports what it documents inside the function: a part that is broken or not installed makes
-its section say so instead of failing the whole site.
+What they document is handed over as ``Sources`` by whoever composes the product (``hangar.cli.website``): the
+site imports no part, server or command line. Each source is loaded when its section is generated, so a part that
+is broken or not installed makes its section say so instead of failing the whole site.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
+from hangar.core.part import Part
+from hangar.rpc.registry import spec_of
+
 log = logging.getLogger(__name__)
+
+
+def _nothing() -> Sequence[Any]:
+    return ()
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What the generated sections document, each loaded on demand: the server's parts (ops, routes, events),
+    the pipeline step bodies, and the command line's root command (a click command)."""
+
+    parts: Callable[[], Sequence[Part]] = _nothing
+    bodies: Callable[[], Sequence[Any]] = _nothing
+    cli: Callable[[], Any] | None = None
 
 
 def _cell(text: object) -> str:
@@ -58,12 +77,9 @@ def _args_of(model: Any) -> str:
     return ", ".join(parts)
 
 
-def rpc_ops() -> str:
-    from hangar.rpc.registry import spec_of
-    from hangar.server.parts import all_parts
-
+def rpc_ops(sources: Sources) -> str:
     out = []
-    for part in all_parts():
+    for part in sources.parts():
         if not part.ops:
             continue
         rows = []
@@ -103,11 +119,9 @@ def _route_rows(routes: Iterable[BaseRoute], prefix: str = "") -> list[tuple[str
     return rows
 
 
-def server_routes() -> str:
-    from hangar.server.parts import all_parts
-
+def server_routes(sources: Sources) -> str:
     out = []
-    for part in all_parts():
+    for part in sources.parts():
         rows = _route_rows(part.routes)
         if rows:
             out.append(f"### Part `{part.name}`\n\n")
@@ -116,11 +130,9 @@ def server_routes() -> str:
     return "".join(out) or "No part of this build declares HTTP routes beyond the socket.\n"
 
 
-def domain_events() -> str:
-    from hangar.server.parts import all_parts
-
+def domain_events(sources: Sources) -> str:
     rows = []
-    for part in all_parts():
+    for part in sources.parts():
         for cls in part.events:
             fields = ", ".join(
                 f"`{name}`" for name in cls.model_fields if name != "workspace_id"
@@ -132,12 +144,8 @@ def domain_events() -> str:
     return _table(("Type", "Class", "Part", "Payload fields", "Meaning"), sorted(rows))
 
 
-def pipeline_steps() -> str:
-    try:
-        from hangar.pipelines.bodies.catalog import all_bodies
-    except ImportError:
-        return "The pipeline engine's step catalogue is not part of this build, so no step bodies are registered.\n"
-    specs = sorted(all_bodies(), key=lambda b: str(getattr(b, "key", "")))
+def pipeline_steps(sources: Sources) -> str:
+    specs = sorted(sources.bodies(), key=lambda b: str(getattr(b, "key", "")))
     if not specs:
         return "No step bodies are registered in this build.\n"
     out = [f"{len(specs)} bodies are registered: " + ", ".join(f"`{getattr(b, 'key', '?')}`" for b in specs) + ".\n\n"]
@@ -190,18 +198,16 @@ def _click_rows(cmd: Any, path: str) -> list[str]:
     return out
 
 
-def cli() -> str:
-    import typer.main
-
-    from hangar.cli import app
-
-    root = typer.main.get_command(app)
+def cli(sources: Sources) -> str:
+    if sources.cli is None:
+        return "The command line is not part of this build.\n"
+    root = sources.cli()
     rows = _click_rows(root, "")
     out = "".join(rows).replace("### `", "### `hangar ")
     return out or "The command line has no commands in this build.\n"
 
 
-GENERATORS: dict[str, Callable[[], str]] = {
+GENERATORS: dict[str, Callable[[Sources], str]] = {
     "rpc-ops": rpc_ops,
     "server-routes": server_routes,
     "domain-events": domain_events,
@@ -210,13 +216,13 @@ GENERATORS: dict[str, Callable[[], str]] = {
 }
 
 
-def generate(key: str) -> str:
+def generate(key: str, sources: Sources) -> str:
     """The markdown of one generated section; a failure becomes a visible notice, never a crash."""
     gen = GENERATORS.get(key)
     if gen is None:
         raise ValueError(f"unknown generated section {key!r}; known: {sorted(GENERATORS)}")
     try:
-        return gen()
+        return gen(sources)
     except Exception as exc:
         log.warning("site: generating the %s reference failed: %s", key, exc)
         return (

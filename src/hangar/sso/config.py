@@ -25,11 +25,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.clock import Clock
 from hangar.core.db import MigrationSet
+from hangar.core.principal import Role
 from hangar.core.secrets import SecretsFile
 from hangar.core.stamps import Stamp, engine_stamp
 from hangar.core.types import UtcDateTime
 from hangar.errors import InvalidArgs
-from hangar.identity.roles import Role
 from hangar.sso.scim import tables as scim_tables
 
 SsoKind = Literal["saml", "oidc"]

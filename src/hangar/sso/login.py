@@ -22,10 +22,11 @@ import logging
 from dataclasses import dataclass, field
 
 from hangar.core.context import AppContext
+from hangar.core.principal import Role
 from hangar.errors import Conflict
+from hangar.identity import IdentityService
 from hangar.identity.events import MemberAdded, MemberRoleChanged
 from hangar.identity.models import User
-from hangar.identity.roles import Role
 from hangar.sso.config import Connection
 from hangar.sso.handoff import LoginFailed
 
@@ -66,7 +67,7 @@ async def complete_login(
     """Resolve, provision and authorise the user behind ``who``; raise ``LoginFailed("invalid", ...)``."""
     if not who.subject or not who.issuer:
         raise LoginFailed("invalid", "the identity provider did not name the user")
-    identity = ctx.identity
+    identity = ctx.service(IdentityService)
     email = _clean_email(who.email)
     name = (who.display_name or "").strip()[:200] or email or who.subject[:200]
     user = await identity.find_user_by_sso(who.issuer, who.subject)
@@ -117,7 +118,7 @@ async def _apply_memberships(
     ctx: AppContext, user: User, role: Role, *, first: bool, auto_member: bool, mapped: bool
 ) -> None:
     role = min(role, Role.admin)
-    identity = ctx.identity
+    identity = ctx.service(IdentityService)
     for ws_id in await identity.list_workspace_ids():
         current = await identity.role_of(ws_id, user.id)
         if current is None:

@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 
 from hangar.core.context import AppContext
 from hangar.errors import InvalidArgs, Refused
+from hangar.identity import IdentityService
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, op
 from hangar.sso.config import KINDS, Connection, OidcConnection, SamlConnection, SsoConfigStore, SsoKind
@@ -90,7 +91,7 @@ async def save_config(ctx: OpContext, args: SaveConfigArgs) -> dict[str, Any]:
     _check_metadata(preview)
     other: SsoKind = "oidc" if args.kind == "saml" else "saml"
     turning_off = store.get(args.kind).enabled and not preview.enabled
-    if turning_off and not store.get(other).enabled and not await ctx.app.identity.pairing_enabled():
+    if turning_off and not store.get(other).enabled and not await ctx.app.service(IdentityService).pairing_enabled():
         # The other half of the lockout guard: with manual pairing forbidden, the last connection stays on.
         raise Refused("manual pairing is forbidden, so the last enabled SSO connection cannot be turned off")
     record = await store.save(args.kind, args.config)
@@ -114,7 +115,7 @@ async def status(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
         "oidc": {"enabled": store.oidc.enabled, "configured": store.oidc.configured},
         "scimTokenPresent": store.scim_token() is not None,
         "origin": ctx.app.settings.origin,
-        "pairingEnabled": await ctx.app.identity.pairing_enabled(),
+        "pairingEnabled": await ctx.app.service(IdentityService).pairing_enabled(),
     }
 
 
@@ -217,22 +218,22 @@ async def set_pairing_enabled(ctx: OpContext, args: PairingArgs) -> dict[str, An
         kind, reasons = await working_connection(ctx.app)
         if kind is None:
             raise Refused("manual pairing cannot be forbidden while no SSO connection works: " + "; ".join(reasons))
-    await ctx.app.identity.set_pairing_enabled(args.enabled)
+    await ctx.app.service(IdentityService).set_pairing_enabled(args.enabled)
     log.info("manual pairing %s by %s", "allowed" if args.enabled else "forbidden", ctx.principal.label)
-    return {"pairingEnabled": await ctx.app.identity.pairing_enabled()}
+    return {"pairingEnabled": await ctx.app.service(IdentityService).pairing_enabled()}
 
 
 @op("sso.sessionPolicy", kind="read", scope="server", server_owner=True)
 async def session_policy(ctx: OpContext, args: NoArgs) -> dict[str, int]:
     """The device-credential maximum age and idle timeout, in minutes (0 means unset)."""
-    policy = await ctx.app.identity.session_policy()
+    policy = await ctx.app.service(IdentityService).session_policy()
     return {"maxAgeMinutes": policy.max_age_minutes, "idleTimeoutMinutes": policy.idle_timeout_minutes}
 
 
 @op("sso.setSessionPolicy", kind="mutate", scope="server", server_owner=True)
 async def set_session_policy(ctx: OpContext, args: SessionPolicyArgs) -> dict[str, int]:
     """Set the bounds; every later use of a device credential is checked against them."""
-    policy = await ctx.app.identity.set_session_policy(args.maxAgeMinutes, args.idleTimeoutMinutes)
+    policy = await ctx.app.service(IdentityService).set_session_policy(args.maxAgeMinutes, args.idleTimeoutMinutes)
     return {"maxAgeMinutes": policy.max_age_minutes, "idleTimeoutMinutes": policy.idle_timeout_minutes}
 
 
@@ -275,7 +276,9 @@ async def auth_providers(request: Request) -> Response:
         for kind in KINDS
         if store.get(kind).enabled
     ]
-    return JSONResponse({"providers": providers, "pairingEnabled": await app.identity.pairing_enabled()}, headers=cors)
+    return JSONResponse(
+        {"providers": providers, "pairingEnabled": await app.service(IdentityService).pairing_enabled()}, headers=cors
+    )
 
 
 SSO_ROUTES: list[BaseRoute] = [Route("/auth/providers", auth_providers, methods=["GET", "OPTIONS"])]

@@ -6,6 +6,7 @@ import functools
 
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.identity import IdentityService
 from hangar.sso.config import COUNTER, MIGRATIONS, SsoConfigStore
 from hangar.sso.handoff import handoff_routes
 from hangar.sso.oidc.flow import OidcService
@@ -24,7 +25,7 @@ async def _start(ctx: AppContext) -> None:
     # SAML and OIDC share one connection for their pending sign-ins (``hangar.sso.state``).
     saml = saml_service(ctx)
     ctx.provide(OidcService(ctx, store, saml.db))
-    ctx.provide(ScimDirectory(ctx.dbs.server, ctx.identity, ctx.clock))
+    ctx.provide(ScimDirectory(ctx.dbs.server, ctx.service(IdentityService), ctx.clock))
 
 
 async def _stop(ctx: AppContext) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from hangar.identity.roles import Role
+from hangar.core.principal import Role
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import op
 from hangar.workspace.args import WsArgs

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from hangar.identity.roles import Role
+from hangar.core.principal import Role
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, OpRegistry, op, spec_of
 

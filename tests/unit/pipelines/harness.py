@@ -15,8 +15,8 @@ from hangar.core.confine import HOST, Confinement
 from hangar.core.db import Databases
 from hangar.core.events import EventBus
 from hangar.core.part import Part
-from hangar.core.part_def import CORE_PART
 from hangar.identity.part import IDENTITY_PART
+from hangar.oversight import OVERSIGHT_PART
 from hangar.pipelines import template as tpl
 from hangar.pipelines.bodies.catalog import all_bodies
 from hangar.pipelines.bodies.spec import BodyRegistry
@@ -63,7 +63,7 @@ async def harness(
 ) -> AsyncIterator[Harness]:
     clock = clock or SystemClock()
     async with open_context(
-        Settings(data_dir=root), clock=clock, parts=[CORE_PART, IDENTITY_PART, BARE_PIPELINES]
+        Settings(data_dir=root), clock=clock, parts=[OVERSIGHT_PART, IDENTITY_PART, BARE_PIPELINES]
     ) as ctx:
         await ctx.dbs.workspace(WS, create=True)
         # Engine semantics are tested with scripts on the host (trusted host execution); confinement in an

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from hangar.site.app import build_site
+from hangar.cli.website import build_site
 from hangar.site.build import Origin, Resource, SiteBuild
 from hangar.site.render import ORIGIN
 from hangar.site.slugs import SKILLS, page_slugs, twin_path_of

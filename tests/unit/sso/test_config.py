@@ -13,9 +13,9 @@ import pytest
 from hangar.core.clock import FakeClock
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
+from hangar.core.principal import Role
 from hangar.core.secrets import SecretsFile
 from hangar.errors import InvalidArgs
-from hangar.identity.roles import Role
 from hangar.sso import config as sso_config
 from hangar.sso.config import OidcConnection, SamlConnection, SsoConfigStore
 

@@ -13,8 +13,8 @@ from hangar.core.clock import FakeClock
 from hangar.core.context import AppContext
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
+from hangar.core.principal import Role
 from hangar.identity import tables as identity_tables
-from hangar.identity.roles import Role
 from hangar.identity.service import IdentityService
 from hangar.sso.config import OidcConnection, SamlConnection
 from hangar.sso.handoff import LoginFailed
@@ -29,7 +29,7 @@ async def ctx(tmp_path: Path) -> AsyncIterator[AppContext]:
     await dbs.open()
     identity = IdentityService(dbs.server, FakeClock())
     await identity.ensure_server_owner()
-    yield cast(AppContext, SimpleNamespace(identity=identity))
+    yield cast(AppContext, SimpleNamespace(service={IdentityService: identity}.__getitem__))
     await dbs.aclose()
 
 
@@ -53,7 +53,7 @@ async def test_jit_pins_the_subject_and_later_logins_find_it(ctx: AppContext) ->
     first = await login(ctx, SamlConnection(), who())
     assert first.created and not first.linked
     assert (first.user.sso_issuer, first.user.sso_subject, first.user.email) == (IDP, "sub-1", "ann@example.com")
-    principal = await ctx.identity.authenticate(first.token)
+    principal = await ctx.service(IdentityService).authenticate(first.token)
     assert principal.user_id == first.user.id
     # The same subject with a new email and name is the same user, updated.
     again = await login(ctx, SamlConnection(), who(email="ann@new.example", display_name="Ann B"))
@@ -64,13 +64,13 @@ async def test_jit_pins_the_subject_and_later_logins_find_it(ctx: AppContext) ->
 
 
 async def test_jit_off_refuses_unknown_users_and_provisions_nothing(ctx: AppContext) -> None:
-    before = len(await ctx.identity.list_users())
+    before = len(await ctx.service(IdentityService).list_users())
     assert "just-in-time" in await fail(ctx, SamlConnection(allowJit=False), who())
-    assert len(await ctx.identity.list_users()) == before
+    assert len(await ctx.service(IdentityService).list_users()) == before
 
 
 async def test_email_linking_needs_a_verified_email_for_oidc(ctx: AppContext) -> None:
-    invited = await ctx.identity.create_user(email="Ann@Example.com", display_name="invited")
+    invited = await ctx.service(IdentityService).create_user(email="Ann@Example.com", display_name="invited")
     assert "not verified" in await fail(ctx, OidcConnection(), who(), kind="oidc")
     assert "not verified" in await fail(ctx, OidcConnection(), who(email_verified=False), kind="oidc")
     linked = await login(ctx, OidcConnection(allowJit=False), who(email_verified=True), kind="oidc")
@@ -78,50 +78,50 @@ async def test_email_linking_needs_a_verified_email_for_oidc(ctx: AppContext) ->
 
 
 async def test_the_server_owner_is_never_taken_over_by_email(ctx: AppContext) -> None:
-    owner = await ctx.identity.ensure_server_owner()
-    await ctx.identity.update_user(owner.id, email="root@example.com")
+    owner = await ctx.service(IdentityService).ensure_server_owner()
+    await ctx.service(IdentityService).update_user(owner.id, email="root@example.com")
     outcome = await login(ctx, SamlConnection(), who(email="root@example.com"))
     assert outcome.created and outcome.user.id != owner.id
 
 
 async def test_deactivated_users_are_refused(ctx: AppContext) -> None:
     first = await login(ctx, SamlConnection(), who())
-    await ctx.identity.deactivate_user(first.user.id)
+    await ctx.service(IdentityService).deactivate_user(first.user.id)
     assert "deactivated" in await fail(ctx, SamlConnection(), who())
-    linked_target = await ctx.identity.create_user(email="zed@example.com", display_name="zed")
-    await ctx.identity.deactivate_user(linked_target.id)
+    linked_target = await ctx.service(IdentityService).create_user(email="zed@example.com", display_name="zed")
+    await ctx.service(IdentityService).deactivate_user(linked_target.id)
     assert "deactivated" in await fail(ctx, SamlConnection(), who("sub-z", email="zed@example.com"))
 
 
 async def test_memberships_and_roles(ctx: AppContext) -> None:
-    owner = await ctx.identity.ensure_server_owner()
-    ws1 = (await ctx.identity.create_workspace("one", owner.id)).id
-    ws2 = (await ctx.identity.create_workspace("two", owner.id)).id
+    owner = await ctx.service(IdentityService).ensure_server_owner()
+    ws1 = (await ctx.service(IdentityService).create_workspace("one", owner.id)).id
+    ws2 = (await ctx.service(IdentityService).create_workspace("two", owner.id)).id
     conn = SamlConnection(groupRoleMap={"eng": "member", "ops": "admin"}, defaultRole="guest")
     ann = await login(ctx, conn, who(groups=("eng", "ops")))
     assert ann.role is Role.admin
-    assert [await ctx.identity.role_of(w, ann.user.id) for w in (ws1, ws2)] == [Role.admin, Role.admin]
+    assert [await ctx.service(IdentityService).role_of(w, ann.user.id) for w in (ws1, ws2)] == [Role.admin, Role.admin]
     # No mapped group: the default role; autoMember off: no memberships.
     bob = await login(ctx, conn, who("sub-b", email="bob@example.com", groups=("other",)))
-    assert await ctx.identity.role_of(ws1, bob.user.id) is Role.guest
+    assert await ctx.service(IdentityService).role_of(ws1, bob.user.id) is Role.guest
     cid = await login(ctx, SamlConnection(autoMember=False), who("sub-c", email="cid@example.com"))
-    assert await ctx.identity.role_of(ws1, cid.user.id) is None
+    assert await ctx.service(IdentityService).role_of(ws1, cid.user.id) is None
     # A later login whose groups map elsewhere moves existing memberships; one without mapped groups does not.
     await login(ctx, conn, who(groups=("eng",)))
-    assert await ctx.identity.role_of(ws1, ann.user.id) is Role.member
+    assert await ctx.service(IdentityService).role_of(ws1, ann.user.id) is Role.member
     await login(ctx, conn, who(groups=()))
-    assert await ctx.identity.role_of(ws1, ann.user.id) is Role.member
+    assert await ctx.service(IdentityService).role_of(ws1, ann.user.id) is Role.member
     # Workspaces created later are not joined automatically (autoMember is for the first login).
-    ws3 = (await ctx.identity.create_workspace("three", owner.id)).id
+    ws3 = (await ctx.service(IdentityService).create_workspace("three", owner.id)).id
     await login(ctx, conn, who(groups=("ops",)))
-    assert await ctx.identity.role_of(ws3, ann.user.id) is None
+    assert await ctx.service(IdentityService).role_of(ws3, ann.user.id) is None
     # A workspace owner is never demoted by an identity provider, and nobody is made owner.
-    await ctx.identity.set_role(ws2, ann.user.id, Role.owner)
+    await ctx.service(IdentityService).set_role(ws2, ann.user.id, Role.owner)
     await login(ctx, conn, who(groups=("eng",)))
-    assert await ctx.identity.role_of(ws2, ann.user.id) is Role.owner
+    assert await ctx.service(IdentityService).role_of(ws2, ann.user.id) is Role.owner
     rogue = SamlConnection.model_construct(groupRoleMap={"x": "owner"}, defaultRole="owner", autoMember=True)
     dee = await login(ctx, rogue, who("sub-d", email="dee@example.com", groups=("x",)))
-    assert dee.role is Role.admin and await ctx.identity.role_of(ws1, dee.user.id) is Role.admin
+    assert dee.role is Role.admin and await ctx.service(IdentityService).role_of(ws1, dee.user.id) is Role.admin
 
 
 async def test_an_assertion_without_a_subject_is_refused(ctx: AppContext) -> None:

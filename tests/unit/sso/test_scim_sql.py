@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from hangar.core.clock import FakeClock
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
+from hangar.core.principal import Role
 from hangar.identity import tables as identity_tables
-from hangar.identity.roles import Role
 from hangar.identity.service import IdentityService
 from hangar.sso import config as sso_config
 from hangar.sso.scim import store

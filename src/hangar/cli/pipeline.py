@@ -18,10 +18,12 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from hangar.cli.root import DataDirOpt
 from hangar.config import Settings
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.errors import HangarError
+from hangar.identity import IdentityService
 from hangar.pipelines import template as tpl
 from hangar.pipelines import triggers
 from hangar.pipelines.bodies.catalog import default_registry
@@ -35,9 +37,6 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED = 0, 1, 2, 3
 DEFAULT_WORKSPACE = "default"
 T = TypeVar("T")
 
-DataDirOpt = Annotated[
-    Path | None, typer.Option("--data-dir", help="Data directory (default $HANGAR_DATA_DIR or ~/.local/share/hangar).")
-]
 WorkspaceOpt = Annotated[
     str, typer.Option("--workspace", help="Workspace name (or id); `run` creates it when missing.")
 ]
@@ -154,14 +153,14 @@ async def _drive(ctx: AppContext, engine: PipelineEngine) -> None:
 async def _workspace(ctx: AppContext, name: str, *, create: bool) -> str:
     from hangar.identity.creation import create_workspace
 
-    for ws_id in await ctx.identity.list_workspace_ids():
-        ws = await ctx.identity.get_workspace(ws_id)
+    for ws_id in await ctx.service(IdentityService).list_workspace_ids():
+        ws = await ctx.service(IdentityService).get_workspace(ws_id)
         if ws is not None and name in (ws.name, ws.id):
             await ctx.dbs.workspace(ws.id, create=True)
             return ws.id
     if not create:
         raise Usage(f"no workspace named {name!r}")
-    owner = await ctx.identity.ensure_server_owner()
+    owner = await ctx.service(IdentityService).ensure_server_owner()
     ws = await create_workspace(ctx, name, owner.id, by="cli")
     return ws.id
 

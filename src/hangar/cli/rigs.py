@@ -6,21 +6,18 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from hangar.cli.root import DataDirOpt
 from hangar.config import Settings
 from hangar.errors import HangarError
 from hangar.rigs.image.pack import PACK_NAME, STEPS, TOOLSET_REVISION, ensure_pack
 
 rigs_app = typer.Typer(help="Rig machines: the terminal image pack and host checks.", no_args_is_help=True)
 
-DataDirOpt = Annotated[
-    Path | None, typer.Option("--data-dir", help="Data directory (default $HANGAR_DATA_DIR or ~/.local/share/hangar).")
-]
 _STEP = re.compile(r"\((\d+)/(\d+)\)$")
 
 

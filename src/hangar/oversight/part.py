@@ -1,11 +1,10 @@
-"""The core part: workspace tables for events, audit and guardrails, and their ops."""
+"""The oversight part: its ops, and the guardrails service the dispatcher enforces."""
 
 from __future__ import annotations
 
 from hangar.core.context import AppContext
-from hangar.core.ops import CORE_OPS
 from hangar.core.part import Part
-from hangar.core.tables import MIGRATIONS
+from hangar.oversight.ops import OVERSIGHT_OPS
 from hangar.rpc.guardrails import Guardrails
 
 
@@ -13,4 +12,4 @@ async def _start(ctx: AppContext) -> None:
     ctx.provide(Guardrails(ctx.clock, ctx.dbs.stamp))
 
 
-CORE_PART = Part(name="core", ops=CORE_OPS, migrations=[MIGRATIONS], start=_start)
+OVERSIGHT_PART = Part(name="oversight", ops=OVERSIGHT_OPS, start=_start)

@@ -1,4 +1,4 @@
-"""Ops over the core's workspace tables: domain events, the audit log, guardrail settings."""
+"""Ops over the kernel's workspace records: domain events, the audit log, guardrails and settings."""
 
 from __future__ import annotations
 
@@ -135,4 +135,4 @@ async def settings_set(ctx: OpContext, args: SettingSetArgs) -> dict[str, Any]:
     return {"key": args.key, "value": saved}
 
 
-CORE_OPS = [events_list, events_watch, audit_list, guardrails_get, guardrails_set, settings_get, settings_set]
+OVERSIGHT_OPS = [events_list, events_watch, audit_list, guardrails_get, guardrails_set, settings_get, settings_set]

@@ -1,0 +1,59 @@
+"""``hangar admin``: operator tasks on a data directory."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from hangar.cli.root import DataDirOpt, settings_from
+from hangar.identity import IdentityService
+
+admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_help=True)
+
+
+@admin_app.command("owner-token")
+def owner_token(data_dir: DataDirOpt = None) -> None:
+    """Print a new device credential for the server owner, creating the owner on first use."""
+    from hangar.server.context_factory import open_context
+
+    settings = settings_from(data_dir=data_dir)
+
+    async def run() -> str:
+        from hangar.identity.part import IDENTITY_PART
+
+        async with open_context(settings, parts=[IDENTITY_PART]) as ctx:
+            owner = await ctx.service(IdentityService).ensure_server_owner()
+            return await ctx.service(IdentityService).issue_device(owner.id, "owner-token")
+
+    typer.echo(asyncio.run(run()))
+
+
+@admin_app.command("trusted-host-exec")
+def trusted_host_exec_cmd(
+    state: Annotated[str, typer.Argument(help="on or off")],
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Run shell steps and command agents on this host instead of enclosures (single-person installs only).
+
+    Off by default. When on, user-authored code runs as the server's user with access to everything the server
+    can reach; every server start says so in its log."""
+    from hangar.core.confine import SETTING_TRUSTED_HOST_EXEC
+    from hangar.server.context_factory import open_context
+
+    if state not in ("on", "off"):
+        raise typer.BadParameter(f"expected on or off, got {state!r}", param_hint="STATE")
+    settings = settings_from(data_dir=data_dir)
+
+    async def run() -> None:
+        from hangar.identity.part import IDENTITY_PART
+
+        async with open_context(settings, parts=[IDENTITY_PART]) as ctx:
+            await ctx.service(IdentityService).set_setting(SETTING_TRUSTED_HOST_EXEC, state == "on")
+
+    asyncio.run(run())
+    if state == "on":
+        typer.echo("trusted host execution is ON: user code runs on this host as the server's user")
+    else:
+        typer.echo("trusted host execution is off: user code runs only in enclosures")
