@@ -22,12 +22,11 @@ import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hangar.core.fileio import write_private_atomic
 from hangar.core.procs import record_group
 from hangar.errors import Unavailable
-from hangar.identity import IdentityService
 
 if TYPE_CHECKING:
     from hangar.core.context import AppContext
@@ -113,8 +112,20 @@ def plain_name(name: str) -> str:
     return name
 
 
+class HostExecSwitch:
+    """The server owner's trusted-host-exec choice, read afresh on every use (another process may flip it). The
+    part that keeps server settings (identity) provides it; without it, host execution stays off."""
+
+    def __init__(self, read_setting: Callable[[str], Awaitable[Any]]) -> None:
+        self._read = read_setting
+
+    async def on(self) -> bool:
+        return (await self._read(SETTING_TRUSTED_HOST_EXEC)) is True
+
+
 async def trusted_host_exec(app: AppContext) -> bool:
-    return (await app.service(IdentityService).get_setting(SETTING_TRUSTED_HOST_EXEC)) is True
+    switch = app.maybe_service(HostExecSwitch)
+    return switch is not None and await switch.on()
 
 
 async def confinement_reason(app: AppContext) -> str | None:

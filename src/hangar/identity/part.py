@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hangar.core.confine import HostExecSwitch
 from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.identity.events import IDENTITY_EVENTS
@@ -13,7 +14,9 @@ from hangar.identity.tables import MIGRATIONS
 
 
 async def _start(ctx: AppContext) -> None:
-    ctx.provide(Pairing(ctx.dbs.server, ctx.service(IdentityService), ctx.clock))
+    identity = ctx.service(IdentityService)
+    ctx.provide(Pairing(ctx.dbs.server, identity, ctx.clock))
+    ctx.provide(HostExecSwitch(identity.get_setting))  # server settings live here
 
 
 async def _stop(ctx: AppContext) -> None:
