@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -294,16 +294,11 @@ def resume(
 ) -> None:
     """Drive an unfinished run again (after a crash or kill): steps that completed are never run again."""
 
-    async def main() -> int:
-        async with _engine(data_dir) as (ctx, engine):
-            ws = await _workspace(ctx, workspace, create=False)
-            await engine.expire_suspensions(ws)
-            await engine.resume(ws, run_id)
-            await _drive(ctx, engine)
-            snap = await engine.snapshot(ws, run_id)
-        return _report(snap, as_json)
+    async def act(engine: PipelineEngine, ws: str) -> None:
+        await engine.expire_suspensions(ws)
+        await engine.resume(ws, run_id)
 
-    raise typer.Exit(_run_async(main))
+    _act_on_run(run_id, data_dir, workspace, as_json, act)
 
 
 @pipeline_app.command("cancel")
@@ -315,10 +310,25 @@ def cancel(
 ) -> None:
     """Cancel an unfinished run, whichever process drives it, and print it once it has ended (exit 1: cancelled)."""
 
+    async def act(engine: PipelineEngine, ws: str) -> None:
+        await engine.cancel(ws, run_id, by="cli")
+
+    _act_on_run(run_id, data_dir, workspace, as_json, act)
+
+
+def _act_on_run(
+    run_id: str,
+    data_dir: Path | None,
+    workspace: str,
+    as_json: bool,
+    act: Callable[[PipelineEngine, str], Awaitable[None]],
+) -> NoReturn:
+    """Do something to a run, drive what it set moving until nothing here can move, then report the run."""
+
     async def main() -> int:
         async with _engine(data_dir) as (ctx, engine):
             ws = await _workspace(ctx, workspace, create=False)
-            await engine.cancel(ws, run_id, by="cli")
+            await act(engine, ws)
             await _drive(ctx, engine)
             snap = await engine.snapshot(ws, run_id)
         return _report(snap, as_json)
