@@ -50,9 +50,12 @@ apt-run-deps:
 apt-bench-deps:
 	$(call apt_install,$(APT_BENCH_PACKAGES),)
 
+# ruff, then the import contracts of .importlinter: the layers and the parts' order (a change that imports up a
+# layer or into another part's private module fails here).
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy
