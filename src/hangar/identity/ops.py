@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 import hangar
 from hangar.core.principal import Role
-from hangar.core.types import rfc3339, rfc3339_or_none
 from hangar.errors import Forbidden, NotFound
 from hangar.identity.creation import SETTING_CREATORS, Creators, check_may_create, create_workspace
 from hangar.identity.events import MemberRemoved, MemberRoleChanged
 from hangar.identity.pairing import Pairing
+from hangar.identity.results import (
+    DeviceRef,
+    DeviceView,
+    Me,
+    MemberRoleSet,
+    MemberView,
+    OneTimeCode,
+    ServerInfo,
+    ServerUser,
+    UserRef,
+    WorkspaceCreators,
+    WorkspaceEntry,
+    WorkspaceRef,
+    WorkspaceRole,
+)
 from hangar.identity.service import IdentityService
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, op
@@ -25,34 +37,34 @@ def _role(ctx: OpContext, name: str, field: str = "role") -> Role:
 
 
 @op("server.info", kind="read", scope="server")
-async def server_info(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+async def server_info(ctx: OpContext, args: NoArgs) -> ServerInfo:
     """The server's version, canonical origin and whether manual pairing is allowed."""
     s = ctx.app.settings
-    return {
-        "name": "Hangar",
-        "version": hangar.__version__,
-        "origin": s.origin,
-        "publicUrl": s.public_url,
-        "webClientUrl": s.web_client_url,
-        "pairingEnabled": await ctx.app.service(IdentityService).pairing_enabled(),
-    }
+    return ServerInfo(
+        name="Hangar",
+        version=hangar.__version__,
+        origin=s.origin,
+        public_url=s.public_url,
+        web_client_url=s.web_client_url,
+        pairing_enabled=await ctx.app.service(IdentityService).pairing_enabled(),
+    )
 
 
 @op("users.me", kind="read", scope="server")
-async def users_me(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+async def users_me(ctx: OpContext, args: NoArgs) -> Me:
     """The calling user, whether they are the server owner, and their workspaces with roles."""
     user = await ctx.app.service(IdentityService).get_user(ctx.principal.user_id)
     if user is None:
         raise NotFound("your user no longer exists")
     spaces = await ctx.app.service(IdentityService).workspaces_of(user.id)
-    return {
-        "id": user.id,
-        "email": user.email,
-        "displayName": user.display_name,
-        "isServerOwner": ctx.principal.is_server_owner,
-        "deviceId": ctx.principal.device_id,
-        "workspaces": [{"id": w.id, "name": w.name, "role": r.name} for w, r in spaces],
-    }
+    return Me(
+        id=user.id,
+        email=user.email,
+        display_name=user.display_name,
+        is_server_owner=ctx.principal.is_server_owner,
+        device_id=ctx.principal.device_id,
+        workspaces=[WorkspaceRole(id=w.id, name=w.name, role=r.name) for w, r in spaces],
+    )
 
 
 class CreateWorkspaceArgs(Args):
@@ -60,27 +72,27 @@ class CreateWorkspaceArgs(Args):
 
 
 @op("workspaces.create", kind="mutate", scope="server")
-async def workspaces_create(ctx: OpContext, args: CreateWorkspaceArgs) -> dict[str, str]:
+async def workspaces_create(ctx: OpContext, args: CreateWorkspaceArgs) -> WorkspaceRef:
     """Create a workspace; the caller becomes its owner. Who may is a server setting
     (``server.setWorkspaceCreators``; default: the server owner and members of any workspace, not guests)."""
     await check_may_create(ctx.app, ctx.principal.user_id)
     name = args.name.strip() or args.name
     ws = await create_workspace(ctx.app, name, ctx.principal.user_id, by=ctx.principal.label)
-    return {"id": ws.id, "name": ws.name}
+    return WorkspaceRef.model_validate(ws)
 
 
 @op("workspaces.list", kind="read", scope="server")
-async def workspaces_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
+async def workspaces_list(ctx: OpContext, args: NoArgs) -> list[WorkspaceEntry]:
     """The workspaces the caller belongs to, with the caller's role in each."""
     rows = await ctx.app.service(IdentityService).workspaces_of(ctx.principal.user_id)
-    return [{"id": w.id, "name": w.name, "role": r.name, "createdAt": rfc3339(w.created_at)} for w, r in rows]
+    return [WorkspaceEntry(id=w.id, name=w.name, role=r.name, created_at=w.created_at) for w, r in rows]
 
 
 @op("members.list", kind="read", scope="workspace")
-async def members_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
+async def members_list(ctx: OpContext, args: NoArgs) -> list[MemberView]:
     """The workspace's members with their roles."""
     return [
-        {"userId": m.user_id, "displayName": m.display_name, "email": m.email, "role": m.role.name}
+        MemberView(user_id=m.user_id, display_name=m.display_name, email=m.email, role=m.role.name)
         for m in await ctx.app.service(IdentityService).members(ctx.ws)
     ]
 
@@ -90,7 +102,7 @@ class InviteArgs(Args):
 
 
 @op("members.invite", kind="mutate", scope="workspace", min_role="admin")
-async def members_invite(ctx: OpContext, args: InviteArgs) -> dict[str, str]:
+async def members_invite(ctx: OpContext, args: InviteArgs) -> OneTimeCode:
     """Mint a single-use invite code (7 days) that joins a new person at ``role``; redeem at POST /auth/pair."""
     role = _role(ctx, args.role)
     assert ctx.role is not None
@@ -98,7 +110,7 @@ async def members_invite(ctx: OpContext, args: InviteArgs) -> dict[str, str]:
         raise Forbidden(f"an {ctx.role.name} cannot invite at the {role.name} role")
     code = await ctx.app.service(Pairing).mint_invite(ctx.ws, role, ctx.principal.user_id)
     await ctx.audit("members.invite", f"workspace:{ctx.ws}", {"role": role.name})
-    return {"code": code}
+    return OneTimeCode(code=code)
 
 
 class SetRoleArgs(Args):
@@ -107,7 +119,7 @@ class SetRoleArgs(Args):
 
 
 @op("members.setRole", kind="mutate", scope="workspace", min_role="admin")
-async def members_set_role(ctx: OpContext, args: SetRoleArgs) -> dict[str, str]:
+async def members_set_role(ctx: OpContext, args: SetRoleArgs) -> MemberRoleSet:
     """Change a member's role. Only owners grant or take away ownership; the last owner stays."""
     role = _role(ctx, args.role)
     current = await ctx.app.service(IdentityService).role_of(ctx.ws, args.user_id)
@@ -119,7 +131,7 @@ async def members_set_role(ctx: OpContext, args: SetRoleArgs) -> dict[str, str]:
     changed = MemberRoleChanged(workspace_id=ctx.ws, user_id=args.user_id, old_role=current.name, new_role=role.name)
     await ctx.app.service(IdentityService).set_role(ctx.ws, args.user_id, role, announce=changed)
     await ctx.audit("members.setRole", f"user:{args.user_id}", {"from": current.name, "to": role.name})
-    return {"userId": args.user_id, "role": role.name}
+    return MemberRoleSet(user_id=args.user_id, role=role.name)
 
 
 class RemoveArgs(Args):
@@ -127,7 +139,7 @@ class RemoveArgs(Args):
 
 
 @op("members.remove", kind="destructive", scope="workspace", min_role="guest")
-async def members_remove(ctx: OpContext, args: RemoveArgs) -> dict[str, str]:
+async def members_remove(ctx: OpContext, args: RemoveArgs) -> UserRef:
     """Remove a member. Anyone may leave; removing someone else needs admin (and owner to remove an owner)."""
     assert ctx.role is not None
     target = await ctx.app.service(IdentityService).role_of(ctx.ws, args.user_id)
@@ -141,21 +153,21 @@ async def members_remove(ctx: OpContext, args: RemoveArgs) -> dict[str, str]:
     removed = MemberRemoved(workspace_id=ctx.ws, user_id=args.user_id, role=target.name)
     await ctx.app.service(IdentityService).remove_member(ctx.ws, args.user_id, announce=removed)
     await ctx.audit("members.remove", f"user:{args.user_id}", {"role": target.name})
-    return {"userId": args.user_id}
+    return UserRef(user_id=args.user_id)
 
 
 @op("devices.list", kind="read", scope="server")
-async def devices_list(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
+async def devices_list(ctx: OpContext, args: NoArgs) -> list[DeviceView]:
     """The caller's device credentials (never the tokens), with last use and revocation."""
     return [
-        {
-            "id": d.id,
-            "name": d.name,
-            "createdAt": rfc3339(d.created_at),
-            "lastUsedAt": rfc3339(d.last_used_at),
-            "revokedAt": rfc3339_or_none(d.revoked_at),
-            "current": d.id == ctx.principal.device_id,
-        }
+        DeviceView(
+            id=d.id,
+            name=d.name,
+            created_at=d.created_at,
+            last_used_at=d.last_used_at,
+            revoked_at=d.revoked_at,
+            current=d.id == ctx.principal.device_id,
+        )
         for d in await ctx.app.service(IdentityService).list_devices(ctx.principal.user_id)
     ]
 
@@ -165,10 +177,10 @@ class RevokeArgs(Args):
 
 
 @op("devices.revoke", kind="destructive", scope="server")
-async def devices_revoke(ctx: OpContext, args: RevokeArgs) -> dict[str, str]:
+async def devices_revoke(ctx: OpContext, args: RevokeArgs) -> DeviceRef:
     """Revoke one of the caller's device credentials; it stops working at once."""
     await ctx.app.service(IdentityService).revoke_device(ctx.principal.user_id, args.device_id)
-    return {"deviceId": args.device_id}
+    return DeviceRef(device_id=args.device_id)
 
 
 class WorkspaceCreatorsArgs(Args):
@@ -176,31 +188,22 @@ class WorkspaceCreatorsArgs(Args):
 
 
 @op("server.setWorkspaceCreators", kind="mutate", scope="server", server_owner=True)
-async def server_set_workspace_creators(ctx: OpContext, args: WorkspaceCreatorsArgs) -> dict[str, str]:
+async def server_set_workspace_creators(ctx: OpContext, args: WorkspaceCreatorsArgs) -> WorkspaceCreators:
     """Choose who may create workspaces (server owner only)."""
     await ctx.app.service(IdentityService).set_setting(SETTING_CREATORS, args.who)
-    return {"who": args.who}
+    return WorkspaceCreators(who=args.who)
 
 
 @op("devices.pairingCode", kind="mutate", scope="server")
-async def devices_pairing_code(ctx: OpContext, args: NoArgs) -> dict[str, str]:
+async def devices_pairing_code(ctx: OpContext, args: NoArgs) -> OneTimeCode:
     """Mint a single-use 15-minute code that pairs another device to the caller (redeem at POST /auth/pair)."""
-    return {"code": await ctx.app.service(Pairing).mint_device_code(ctx.principal.user_id)}
+    return OneTimeCode(code=await ctx.app.service(Pairing).mint_device_code(ctx.principal.user_id))
 
 
 @op("server.users", kind="read", scope="server", server_owner=True)
-async def server_users(ctx: OpContext, args: NoArgs) -> list[dict[str, Any]]:
+async def server_users(ctx: OpContext, args: NoArgs) -> list[ServerUser]:
     """Every user of the server (server owner only)."""
-    return [
-        {
-            "id": u.id,
-            "email": u.email,
-            "displayName": u.display_name,
-            "active": u.active,
-            "ssoIssuer": u.sso_issuer,
-        }
-        for u in await ctx.app.service(IdentityService).list_users()
-    ]
+    return [ServerUser.model_validate(u) for u in await ctx.app.service(IdentityService).list_users()]
 
 
 class DeactivateArgs(Args):
@@ -208,12 +211,12 @@ class DeactivateArgs(Args):
 
 
 @op("server.deactivateUser", kind="destructive", scope="server", server_owner=True)
-async def server_deactivate_user(ctx: OpContext, args: DeactivateArgs) -> dict[str, str]:
+async def server_deactivate_user(ctx: OpContext, args: DeactivateArgs) -> UserRef:
     """Deactivate a user and revoke all their credentials (server owner only)."""
     if args.user_id == ctx.principal.user_id:
         raise Forbidden("the server owner cannot deactivate themselves")
     await ctx.app.service(IdentityService).deactivate_user(args.user_id)
-    return {"userId": args.user_id}
+    return UserRef(user_id=args.user_id)
 
 
 IDENTITY_OPS = [

@@ -10,20 +10,18 @@ from pydantic import Field, StrictBool
 
 from hangar.core.events import StoredEvent
 from hangar.core.settings import WorkspaceSettings
-from hangar.core.types import rfc3339
+from hangar.oversight.results import (
+    AuditRow,
+    EventView,
+    GuardrailPolicy,
+    SettingSaved,
+    SettingsView,
+    SettingView,
+    Watching,
+)
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import WORKSPACE_SCOPE, Guardrails, GuardrailSetting, space_scope
-from hangar.rpc.registry import Args, NoArgs, op
-
-
-def _event(ev: StoredEvent) -> dict[str, Any]:
-    return {
-        "seq": ev.seq,
-        "id": ev.id,
-        "type": ev.type,
-        "occurredAt": rfc3339(ev.occurred_at),
-        "payload": ev.payload,
-    }
+from hangar.rpc.registry import Args, NoArgs, op, to_wire
 
 
 class EventsArgs(Args):
@@ -33,18 +31,18 @@ class EventsArgs(Args):
 
 
 @op("events.list", kind="read", scope="workspace", min_role="member")
-async def events_list(ctx: OpContext, args: EventsArgs) -> list[dict[str, Any]]:
+async def events_list(ctx: OpContext, args: EventsArgs) -> list[EventView]:
     """Domain events of the workspace after a sequence number, oldest first."""
     events = await ctx.app.bus.replay(ctx.ws, after_seq=args.after_seq, types=args.types, limit=args.limit)
-    return [_event(e) for e in events]
+    return [EventView.model_validate(e) for e in events]
 
 
 class WatchEventsArgs(Args):
     types: list[str] | None = None
 
 
-@op("events.watch", kind="watch", scope="workspace", min_role="member")
-async def events_watch(ctx: OpContext, args: WatchEventsArgs) -> AsyncIterator[Any]:
+@op("events.watch", kind="watch", scope="workspace", min_role="member", result=Watching)
+async def events_watch(ctx: OpContext, args: WatchEventsArgs) -> AsyncIterator[Watching | EventView]:
     """Stream the workspace's domain events as they are published."""
     queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
 
@@ -55,9 +53,9 @@ async def events_watch(ctx: OpContext, args: WatchEventsArgs) -> AsyncIterator[A
         forward, name=f"rpc-watch:{ctx.principal.device_id}", types=args.types, workspace_id=ctx.ws
     )
     try:
-        yield {"watching": ctx.ws}
+        yield Watching(watching=ctx.ws)
         while True:
-            yield _event(await queue.get())
+            yield EventView.model_validate(await queue.get())
     finally:
         await ctx.app.bus.unsubscribe(sub)
 
@@ -68,17 +66,10 @@ class AuditArgs(Args):
 
 
 @op("audit.list", kind="read", scope="workspace", min_role="admin")
-async def audit_list(ctx: OpContext, args: AuditArgs) -> list[dict[str, Any]]:
+async def audit_list(ctx: OpContext, args: AuditArgs) -> list[AuditRow]:
     """Audit rows of the workspace, optionally for one target."""
     return [
-        {
-            "at": rfc3339(e.at),
-            "principal": e.principal,
-            "action": e.action,
-            "target": e.target,
-            "seq": e.target_seq,
-            "details": e.details,
-        }
+        AuditRow(at=e.at, principal=e.principal, action=e.action, target=e.target, seq=e.target_seq, details=e.details)
         for e in await ctx.app.audit.entries(ctx.ws, target=args.target, limit=args.limit)
     ]
 
@@ -87,15 +78,15 @@ class GuardrailGetArgs(Args):
     space_id: str | None = None
 
 
-def _setting(s: GuardrailSetting) -> dict[str, Any]:
-    return {"readOnly": s.read_only, "askFirst": sorted(s.ask_first)}
+def _policy(s: GuardrailSetting) -> GuardrailPolicy:
+    return GuardrailPolicy(read_only=s.read_only, ask_first=sorted(s.ask_first))
 
 
 @op("guardrails.get", kind="read", scope="workspace")
-async def guardrails_get(ctx: OpContext, args: GuardrailGetArgs) -> dict[str, Any]:
+async def guardrails_get(ctx: OpContext, args: GuardrailGetArgs) -> GuardrailPolicy:
     """The guardrail policy of the workspace, or of one space when ``space_id`` is given."""
     scope = space_scope(args.space_id) if args.space_id else WORKSPACE_SCOPE
-    return _setting(await ctx.app.service(Guardrails).get(await ctx.db(), ctx.ws, scope))
+    return _policy(await ctx.app.service(Guardrails).get(await ctx.db(), ctx.ws, scope))
 
 
 class GuardrailSetArgs(Args):
@@ -105,21 +96,22 @@ class GuardrailSetArgs(Args):
 
 
 @op("guardrails.set", kind="mutate", scope="workspace", min_role="admin", governs_guardrails=True)
-async def guardrails_set(ctx: OpContext, args: GuardrailSetArgs) -> dict[str, Any]:
+async def guardrails_set(ctx: OpContext, args: GuardrailSetArgs) -> GuardrailPolicy:
     """Set read-only mode and the ask-first action classes for the workspace or one space."""
     scope = space_scope(args.space_id) if args.space_id else WORKSPACE_SCOPE
     setting = GuardrailSetting(args.read_only, frozenset(args.ask_first))
     saved = await ctx.app.service(Guardrails).set(await ctx.db(), ctx.ws, scope, setting)
-    await ctx.audit("guardrails.set", f"guardrails:{scope}", _setting(saved))
-    return _setting(saved)
+    policy = _policy(saved)
+    await ctx.audit("guardrails.set", f"guardrails:{scope}", to_wire(policy))
+    return policy
 
 
 @op("settings.get", kind="read", scope="workspace")
-async def settings_get(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+async def settings_get(ctx: OpContext, args: NoArgs) -> SettingsView:
     """The workspace's settings: every declared key with its summary and stored value (null when default)."""
     store = ctx.app.service(WorkspaceSettings)
     stored = await store.all(ctx.ws)
-    return {k: {"summary": spec.summary, "value": stored.get(k)} for k, spec in store.specs.items()}
+    return SettingsView({k: SettingView(summary=spec.summary, value=stored.get(k)) for k, spec in store.specs.items()})
 
 
 class SettingSetArgs(Args):
@@ -128,11 +120,11 @@ class SettingSetArgs(Args):
 
 
 @op("settings.set", kind="mutate", scope="workspace", min_role="admin")
-async def settings_set(ctx: OpContext, args: SettingSetArgs) -> dict[str, Any]:
+async def settings_set(ctx: OpContext, args: SettingSetArgs) -> SettingSaved:
     """Set one workspace setting (validated by the part that declares it); a null value restores the default."""
     saved = await ctx.app.service(WorkspaceSettings).set(ctx.ws, args.key, args.value, by=ctx.principal.label)
     await ctx.audit("settings.set", f"setting:{args.key}", {"value": saved})
-    return {"key": args.key, "value": saved}
+    return SettingSaved(key=args.key, value=saved)
 
 
 OVERSIGHT_OPS = [events_list, events_watch, audit_list, guardrails_get, guardrails_set, settings_get, settings_set]

@@ -57,7 +57,13 @@ class Result(BaseModel):
     """Base for op result models: fields are snake_case in Python and camelCase on the wire (the wire
     convention); a field whose contract spells it otherwise says so with ``serialization_alias``."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, from_attributes=True)
+    # A field with a default is always sent, so the schema of the wire form lists it as required.
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        from_attributes=True,
+        json_schema_serialization_defaults_required=True,
+    )
 
 
 def omitted_when_none() -> Any:

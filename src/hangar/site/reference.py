@@ -7,6 +7,7 @@ is broken or not installed makes its section say so instead of failing the whole
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
 from hangar.core.part import Part
-from hangar.rpc.registry import spec_of
+from hangar.rpc.registry import OpSpec, spec_of
 
 log = logging.getLogger(__name__)
 
@@ -44,37 +45,68 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _type_name(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> str:
+# Objects nested deeper than this are named (by their model), not spelled out, to keep a table cell readable.
+_EXPAND_DEPTH = 3
+
+
+def _literal(value: object) -> str:
+    return f"`{value}`" if isinstance(value, str) else f"`{json.dumps(value)}`"
+
+
+def _type_name(schema: dict[str, Any], defs: dict[str, Any] | None = None, depth: int = 0) -> str:
+    """A compact rendering of a JSON Schema: ``list of``, ``map of``, ``{`field`: type, ...}``, ``or``."""
     defs = defs or {}
     if "anyOf" in schema:
-        return " or ".join(_type_name(s, defs) for s in schema["anyOf"])
+        return " or ".join(_type_name(s, defs, depth) for s in schema["anyOf"])
     if "enum" in schema:
-        return " / ".join(f"`{v}`" for v in schema["enum"])
+        return " / ".join(_literal(v) for v in schema["enum"])
     if "const" in schema:
-        return f"`{schema['const']}`"
+        return _literal(schema["const"])
     if "$ref" in schema:
         name = str(schema["$ref"]).rsplit("/", 1)[-1]
         target = defs.get(name)
-        return _type_name(target, defs) if isinstance(target, dict) and "enum" in target else name
+        if not isinstance(target, dict) or ("properties" in target and depth >= _EXPAND_DEPTH):
+            return name
+        return _type_name(target, defs, depth)
     t = schema.get("type", "any")
     if t == "array":
-        return f"list of {_type_name(schema.get('items', {}), defs)}"
+        return f"list of {_type_name(schema.get('items', {}), defs, depth)}"
+    if t == "object":
+        if "properties" in schema:
+            return "{" + _fields(schema, defs, depth + 1) + "}"
+        values = schema.get("additionalProperties")
+        return f"map of {_type_name(values, defs, depth)}" if isinstance(values, dict) and values else "object"
+    if t == "string" and schema.get("format") == "date-time":
+        return "timestamp"
     return str(t)
 
 
-def _args_of(model: Any) -> str:
-    """One line per field of an op's argument model: name, type, required or default."""
-    schema = model.model_json_schema(by_alias=True)
+def _fields(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> str:
+    """``name: type`` for each property; ``?`` marks one that may be left out."""
     props: dict[str, Any] = schema.get("properties", {})
-    if not props:
-        return "none"
     required = set(schema.get("required", []))
+    return ", ".join(
+        f"`{name}{'' if name in required else '?'}`: {_type_name(prop, defs, depth)}" for name, prop in props.items()
+    )
+
+
+def _args_of(model: Any) -> str:
+    """One entry per field of an op's argument model: name, type, required or default."""
+    schema = model.model_json_schema(by_alias=True)
+    if not schema.get("properties"):
+        return "none"
+    return _fields(schema, schema.get("$defs", {}), 1)
+
+
+def _result_of(spec: OpSpec) -> str:
+    """The shape of what an op answers (a watch: its first reply), in the same notation as its arguments."""
+    schema = spec.result_schema
+    if schema is None:
+        return "not declared"
     defs = schema.get("$defs", {})
-    parts = []
-    for name, prop in props.items():
-        mark = "" if name in required else "?"
-        parts.append(f"`{name}{mark}`: {_type_name(prop, defs)}")
-    return ", ".join(parts)
+    if schema.get("properties"):
+        return _fields(schema, defs, 1)
+    return _type_name(schema, defs)
 
 
 def rpc_ops(sources: Sources) -> str:
@@ -87,10 +119,12 @@ def rpc_ops(sources: Sources) -> str:
             spec = spec_of(fn)
             who = "server owner" if spec.server_owner else spec.min_role.name
             acts = ", ".join(sorted(spec.actions)) or "—"
-            rows.append((f"`{spec.name}`", spec.kind, spec.scope, who, acts, _args_of(spec.args_model), spec.summary))
+            args, result = _args_of(spec.args_model), _result_of(spec)
+            rows.append((f"`{spec.name}`", spec.kind, spec.scope, who, acts, args, result, spec.summary))
         rows.sort(key=lambda r: r[0])
         out.append(f"### Part `{part.name}`\n\n")
-        out.append(_table(("Op", "Kind", "Scope", "Minimum role", "Actions", "Arguments", "Summary"), rows))
+        head = ("Op", "Kind", "Scope", "Minimum role", "Actions", "Arguments", "Result", "Summary")
+        out.append(_table(head, rows))
         out.append("\n")
     if not out:
         return "No part of this build declares RPC ops.\n"

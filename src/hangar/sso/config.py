@@ -63,7 +63,8 @@ MIGRATIONS = MigrationSet(
 class _Connection(BaseModel):
     """Fields both kinds share."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Replies send every field, so the schema of the reply form lists defaulted fields as required.
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_serialization_defaults_required=True)
 
     enabled: bool = False
     defaultRole: str = "member"
@@ -106,6 +107,12 @@ class OidcConnection(_Connection):
     @property
     def configured(self) -> bool:
         return bool(self.issuer and self.clientId)
+
+
+class OidcView(OidcConnection):
+    """An OIDC record as replies show it: the client secret only as a presence flag."""
+
+    clientSecretPresent: bool
 
 
 Connection = SamlConnection | OidcConnection
@@ -342,9 +349,13 @@ class SsoConfigStore:
 
     # --- replies -------------------------------------------------------------------------------------------
 
-    def public_view(self, kind: SsoKind) -> dict[str, Any]:
+    def public_record(self, kind: SsoKind) -> SamlConnection | OidcView:
         """The record as ``sso.getConfig`` returns it: every field, secrets only as presence flags."""
-        view = self._current[kind].model_dump(mode="json")
-        if kind == "oidc":
-            view["clientSecretPresent"] = self._secrets.has(CLIENT_SECRET_KEY)
-        return view
+        record = self._current[kind]
+        if isinstance(record, SamlConnection):
+            return record
+        return OidcView(**record.model_dump(), clientSecretPresent=self._secrets.has(CLIENT_SECRET_KEY))
+
+    def public_view(self, kind: SsoKind) -> dict[str, Any]:
+        """``public_record`` in its wire form."""
+        return self.public_record(kind).model_dump(mode="json")

@@ -24,6 +24,21 @@ from hangar.rpc.registry import Args, NoArgs, op
 from hangar.sso.config import KINDS, Connection, OidcConnection, SamlConnection, SsoConfigStore, SsoKind
 from hangar.sso.handoff import LoginFailed, origin_of
 from hangar.sso.oidc.flow import OidcService
+from hangar.sso.results import (
+    ConnectionFailed,
+    ConnectionOutcome,
+    ConnectionTest,
+    ConnectionView,
+    FailureReason,
+    KindStatus,
+    OidcConnectionOk,
+    PairingState,
+    SamlConnectionOk,
+    ScimToken,
+    SessionPolicyView,
+    SpMetadata,
+    SsoStatus,
+)
 from hangar.sso.saml.errors import SamlError
 from hangar.sso.saml.metadata import parse_idp_metadata, sp_metadata_xml
 from hangar.sso.saml.request import build_authn_request
@@ -78,13 +93,13 @@ def _check_metadata(conn: Connection) -> None:
 
 
 @op("sso.getConfig", kind="read", scope="server", server_owner=True)
-async def get_config(ctx: OpContext, args: KindArgs) -> dict[str, Any]:
+async def get_config(ctx: OpContext, args: KindArgs) -> ConnectionView:
     """The saved connection of one kind, every field with its value; the client secret only as a flag."""
-    return (await _store(ctx.app)).public_view(args.kind)
+    return ConnectionView((await _store(ctx.app)).public_record(args.kind))
 
 
 @op("sso.saveConfig", kind="mutate", scope="server", server_owner=True, actions=["secretAccess"])
-async def save_config(ctx: OpContext, args: SaveConfigArgs) -> dict[str, Any]:
+async def save_config(ctx: OpContext, args: SaveConfigArgs) -> ConnectionView:
     """Validate, persist and apply a connection at once; fields left out keep their saved values."""
     store = await _store(ctx.app)
     preview = store.preview(args.kind, args.config)
@@ -103,36 +118,36 @@ async def save_config(ctx: OpContext, args: SaveConfigArgs) -> dict[str, Any]:
         record.enabled,
         ", ".join(sorted(args.config)),
     )
-    return store.public_view(args.kind)
+    return ConnectionView(store.public_record(args.kind))
 
 
 @op("sso.status", kind="read", scope="server", server_owner=True)
-async def status(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+async def status(ctx: OpContext, args: NoArgs) -> SsoStatus:
     """Enabled and configured flags per kind, SCIM token presence, the canonical origin, pairing."""
     store = await _store(ctx.app)
-    return {
-        "saml": {"enabled": store.saml.enabled, "configured": store.saml.configured},
-        "oidc": {"enabled": store.oidc.enabled, "configured": store.oidc.configured},
-        "scimTokenPresent": store.scim_token() is not None,
-        "origin": ctx.app.settings.origin,
-        "pairingEnabled": await ctx.app.service(IdentityService).pairing_enabled(),
-    }
+    return SsoStatus(
+        saml=KindStatus(enabled=store.saml.enabled, configured=store.saml.configured),
+        oidc=KindStatus(enabled=store.oidc.enabled, configured=store.oidc.configured),
+        scim_token_present=store.scim_token() is not None,
+        origin=ctx.app.settings.origin,
+        pairing_enabled=await ctx.app.service(IdentityService).pairing_enabled(),
+    )
 
 
-async def run_test(app: AppContext, kind: SsoKind, conn: Connection) -> dict[str, Any]:
-    """The connection test short of a browser round trip: ``{"ok": true, ...}`` or ``{"ok": false, "error"}``."""
+async def run_test(app: AppContext, kind: SsoKind, conn: Connection) -> ConnectionOutcome:
+    """The connection test short of a browser round trip: what was checked, or why it failed."""
     try:
         if isinstance(conn, SamlConnection):
             return _test_saml(app, conn)
         assert isinstance(conn, OidcConnection)
         return await _test_oidc(app, conn)
     except SamlError as exc:
-        return {"ok": False, "kind": kind, "error": {"code": exc.saml_code, "message": exc.message}}
+        return ConnectionFailed(kind=kind, error=FailureReason(code=exc.saml_code, message=exc.message))
     except LoginFailed as exc:
-        return {"ok": False, "kind": kind, "error": {"code": exc.sso_code, "message": exc.message}}
+        return ConnectionFailed(kind=kind, error=FailureReason(code=exc.sso_code, message=exc.message))
 
 
-def _test_saml(app: AppContext, conn: SamlConnection) -> dict[str, Any]:
+def _test_saml(app: AppContext, conn: SamlConnection) -> SamlConnectionOk:
     if not conn.configured:
         raise SamlError("invalid", "idpMetadataXml is missing")
     meta = parse_idp_metadata(conn.idpMetadataXml or "")
@@ -143,56 +158,52 @@ def _test_saml(app: AppContext, conn: SamlConnection) -> dict[str, Any]:
         idp_sso_url=meta.sso_url,
         now=app.clock.now(),
     )
-    return {
-        "ok": True,
-        "kind": "saml",
-        "idpEntityId": meta.entity_id,
-        "ssoUrl": meta.sso_url,
-        "certificates": len(meta.certificates),
-        "spEntityId": conn.sp_entity_id(origin),
-        "requestId": request.id,
-        "redirectUrl": request.redirect_url,
-    }
+    return SamlConnectionOk(
+        idp_entity_id=meta.entity_id,
+        sso_url=meta.sso_url,
+        certificates=len(meta.certificates),
+        sp_entity_id=conn.sp_entity_id(origin),
+        request_id=request.id,
+        redirect_url=request.redirect_url,
+    )
 
 
-async def _test_oidc(app: AppContext, conn: OidcConnection) -> dict[str, Any]:
+async def _test_oidc(app: AppContext, conn: OidcConnection) -> OidcConnectionOk:
     if not conn.issuer or not conn.clientId:
         raise LoginFailed("invalid", "issuer and clientId are required")
     service = app.service(OidcService)
     meta, keys = await service.discover_fresh(conn.issuer)
     key_set = await keys.for_kid(None)
-    return {
-        "ok": True,
-        "kind": "oidc",
-        "issuer": meta.issuer,
-        "authorizationEndpoint": meta.authorization_endpoint,
-        "tokenEndpoint": meta.token_endpoint,
-        "jwksUri": meta.jwks_uri,
-        "signingKeys": len(key_set.keys),
-    }
+    return OidcConnectionOk(
+        issuer=meta.issuer,
+        authorization_endpoint=meta.authorization_endpoint,
+        token_endpoint=meta.token_endpoint,
+        jwks_uri=meta.jwks_uri,
+        signing_keys=len(key_set.keys),
+    )
 
 
 @op("sso.testConnection", kind="read", scope="server", server_owner=True, actions=["networkEgress"])
-async def test_connection(ctx: OpContext, args: TestConnectionArgs) -> dict[str, Any]:
+async def test_connection(ctx: OpContext, args: TestConnectionArgs) -> ConnectionTest:
     """Test the saved connection, or the saved one with the given unsaved values, without saving anything."""
     conn = (await _store(ctx.app)).preview(args.kind, args.config)
-    return await run_test(ctx.app, args.kind, conn)
+    return ConnectionTest(await run_test(ctx.app, args.kind, conn))
 
 
 @op("sso.spMetadata", kind="read", scope="server", server_owner=True)
-async def sp_metadata(ctx: OpContext, args: SpMetadataArgs) -> dict[str, Any]:
+async def sp_metadata(ctx: OpContext, args: SpMetadataArgs) -> SpMetadata:
     """Our SAML service-provider entity descriptor for an origin (what the IdP's administrator imports)."""
     origin = origin_of(args.origin)
     if origin is None or origin != args.origin.rstrip("/").lower():
         raise InvalidArgs("origin must be an http(s) origin such as https://hangar.example.com", field="origin")
     conn = (await _store(ctx.app)).saml
     entity_id = conn.sp_entity_id(origin)
-    return {
-        "origin": origin,
-        "entityId": entity_id,
-        "acsUrl": acs_url(origin),
-        "xml": sp_metadata_xml(entity_id, acs_url(origin)).decode(),
-    }
+    return SpMetadata(
+        origin=origin,
+        entity_id=entity_id,
+        acs_url=acs_url(origin),
+        xml=sp_metadata_xml(entity_id, acs_url(origin)).decode(),
+    )
 
 
 async def working_connection(app: AppContext) -> tuple[str | None, list[str]]:
@@ -205,14 +216,14 @@ async def working_connection(app: AppContext) -> tuple[str | None, list[str]]:
             reasons.append(f"{kind} is not enabled")
             continue
         result = await run_test(app, kind, conn)
-        if result["ok"]:
+        if not isinstance(result, ConnectionFailed):
             return kind, reasons
-        reasons.append(f"{kind} fails its test ({result['error']['code']}: {result['error']['message']})")
+        reasons.append(f"{kind} fails its test ({result.error.code}: {result.error.message})")
     return None, reasons
 
 
 @op("sso.setPairingEnabled", kind="mutate", scope="server", server_owner=True)
-async def set_pairing_enabled(ctx: OpContext, args: PairingArgs) -> dict[str, Any]:
+async def set_pairing_enabled(ctx: OpContext, args: PairingArgs) -> PairingState:
     """Allow or forbid manual pairing; forbidding is refused while no SSO connection works (lockout guard)."""
     if not args.enabled:
         kind, reasons = await working_connection(ctx.app)
@@ -220,29 +231,28 @@ async def set_pairing_enabled(ctx: OpContext, args: PairingArgs) -> dict[str, An
             raise Refused("manual pairing cannot be forbidden while no SSO connection works: " + "; ".join(reasons))
     await ctx.app.service(IdentityService).set_pairing_enabled(args.enabled)
     log.info("manual pairing %s by %s", "allowed" if args.enabled else "forbidden", ctx.principal.label)
-    return {"pairingEnabled": await ctx.app.service(IdentityService).pairing_enabled()}
+    return PairingState(pairing_enabled=await ctx.app.service(IdentityService).pairing_enabled())
 
 
 @op("sso.sessionPolicy", kind="read", scope="server", server_owner=True)
-async def session_policy(ctx: OpContext, args: NoArgs) -> dict[str, int]:
+async def session_policy(ctx: OpContext, args: NoArgs) -> SessionPolicyView:
     """The device-credential maximum age and idle timeout, in minutes (0 means unset)."""
-    policy = await ctx.app.service(IdentityService).session_policy()
-    return {"maxAgeMinutes": policy.max_age_minutes, "idleTimeoutMinutes": policy.idle_timeout_minutes}
+    return SessionPolicyView.model_validate(await ctx.app.service(IdentityService).session_policy())
 
 
 @op("sso.setSessionPolicy", kind="mutate", scope="server", server_owner=True)
-async def set_session_policy(ctx: OpContext, args: SessionPolicyArgs) -> dict[str, int]:
+async def set_session_policy(ctx: OpContext, args: SessionPolicyArgs) -> SessionPolicyView:
     """Set the bounds; every later use of a device credential is checked against them."""
     policy = await ctx.app.service(IdentityService).set_session_policy(args.maxAgeMinutes, args.idleTimeoutMinutes)
-    return {"maxAgeMinutes": policy.max_age_minutes, "idleTimeoutMinutes": policy.idle_timeout_minutes}
+    return SessionPolicyView.model_validate(policy)
 
 
 @op("sso.scimRegenerateToken", kind="mutate", scope="server", server_owner=True, actions=["secretAccess"])
-async def scim_regenerate_token(ctx: OpContext, args: NoArgs) -> dict[str, str]:
+async def scim_regenerate_token(ctx: OpContext, args: NoArgs) -> ScimToken:
     """A new SCIM bearer token, returned this once; the previous token stops working."""
     token = (await _store(ctx.app)).regenerate_scim_token()
     log.info("SCIM token regenerated by %s", ctx.principal.label)
-    return {"token": token}
+    return ScimToken(token=token)
 
 
 SSO_OPS = [
@@ -276,9 +286,8 @@ async def auth_providers(request: Request) -> Response:
         for kind in KINDS
         if store.get(kind).enabled
     ]
-    return JSONResponse(
-        {"providers": providers, "pairingEnabled": await app.service(IdentityService).pairing_enabled()}, headers=cors
-    )
+    pairing = await app.service(IdentityService).pairing_enabled()
+    return JSONResponse({"providers": providers, "pairingEnabled": pairing}, headers=cors)
 
 
 SSO_ROUTES: list[BaseRoute] = [Route("/auth/providers", auth_providers, methods=["GET", "OPTIONS"])]

@@ -13,6 +13,15 @@ from hangar.rpc.registry import op
 from hangar.workspace.args import WsArgs
 from hangar.workspace.records import Author
 from hangar.workspace.repos import RepoService
+from hangar.workspace.results import (
+    MessageList,
+    MessageView,
+    SpaceDetail,
+    SpaceFollowed,
+    SpaceList,
+    SpaceRepo,
+    SpaceView,
+)
 from hangar.workspace.spaces import SpaceService
 from hangar.workspace.watch import SpaceFollower, event_frame
 from hangar.workspace.worktrees import WorktreeService
@@ -43,7 +52,7 @@ class SpaceCreateArgs(WsArgs):
 
 
 @op("spaces.create", kind="mutate", scope="workspace")
-async def spaces_create(ctx: OpContext, args: SpaceCreateArgs) -> dict[str, Any]:
+async def spaces_create(ctx: OpContext, args: SpaceCreateArgs) -> SpaceDetail:
     """Open a space (a conversation), optionally with repo worktrees checked out in its working folder."""
     wants_repos = bool(args.repo_ids) or args.all_repos
     await ctx.app.service(WorktreeService).check_specs(ctx.ws, args.repo_ids)
@@ -63,22 +72,20 @@ async def spaces_create(ctx: OpContext, args: SpaceCreateArgs) -> dict[str, Any]
     return await _space_detail(ctx, space.id)
 
 
-async def _space_detail(ctx: OpContext, space_id: str) -> dict[str, Any]:
+def shows_paths(ctx: OpContext) -> bool:
+    """Where the server keeps files is the host's business: guests see spaces and worktrees, not server paths."""
+    return ctx.role is not None and ctx.role >= Role.member
+
+
+async def _space_detail(ctx: OpContext, space_id: str) -> SpaceDetail:
     spaces = _spaces(ctx)
     space = await spaces.get(ctx.ws, space_id)
     worktrees = await ctx.app.service(WorktreeService).all(ctx.ws, space_id=space_id)
-    repos = {r.id: r.name for r in await ctx.app.service(RepoService).all(ctx.ws)}
-    detail = {
-        **space.to_wire(),
-        "folder": str(spaces.folder(ctx.ws, space_id)),
-        "repos": [{**w.to_wire(), "repoName": repos.get(w.repo_id)} for w in worktrees],
-    }
-    if ctx.role is None or ctx.role < Role.member:
-        # Where the server keeps files is the host's business: guests see the space, not server paths.
-        del detail["folder"]
-        for repo in detail["repos"]:
-            del repo["path"]
-    return detail
+    names = {r.id: r.name for r in await ctx.app.service(RepoService).all(ctx.ws)}
+    paths = shows_paths(ctx)
+    repos = [SpaceRepo.of(w, show_path=paths, repo_name=names.get(w.repo_id)) for w in worktrees]
+    folder = str(spaces.folder(ctx.ws, space_id)) if paths else None
+    return SpaceDetail.of(space, folder=folder, repos=repos)
 
 
 class SpaceListArgs(WsArgs):
@@ -87,10 +94,10 @@ class SpaceListArgs(WsArgs):
 
 
 @op("spaces.list", kind="read", scope="workspace")
-async def spaces_list(ctx: OpContext, args: SpaceListArgs) -> dict[str, Any]:
+async def spaces_list(ctx: OpContext, args: SpaceListArgs) -> SpaceList:
     """List the workspace's spaces (archived and hidden ones on request)."""
     spaces = await _spaces(ctx).all(ctx.ws, include_archived=args.include_archived, include_hidden=args.include_hidden)
-    return {"spaces": [s.to_wire() for s in spaces]}
+    return SpaceList(spaces=[SpaceView.of(s) for s in spaces])
 
 
 class SpaceRef(WsArgs):
@@ -98,7 +105,7 @@ class SpaceRef(WsArgs):
 
 
 @op("spaces.get", kind="read", scope="workspace")
-async def spaces_get(ctx: OpContext, args: SpaceRef) -> dict[str, Any]:
+async def spaces_get(ctx: OpContext, args: SpaceRef) -> SpaceDetail:
     """One space with its working folder and checked-out repos."""
     return await _space_detail(ctx, args.space_id)
 
@@ -109,19 +116,19 @@ class SpaceRenameArgs(WsArgs):
 
 
 @op("spaces.rename", kind="mutate", scope="workspace")
-async def spaces_rename(ctx: OpContext, args: SpaceRenameArgs) -> dict[str, Any]:
+async def spaces_rename(ctx: OpContext, args: SpaceRenameArgs) -> SpaceView:
     """Rename a space."""
     space = await _spaces(ctx).rename(ctx.ws, args.space_id, args.title)
     await ctx.audit("spaces.rename", f"space:{space.id}", {"title": space.title})
-    return space.to_wire()
+    return SpaceView.of(space)
 
 
 @op("spaces.archive", kind="mutate", scope="workspace")
-async def spaces_archive(ctx: OpContext, args: SpaceRef) -> dict[str, Any]:
+async def spaces_archive(ctx: OpContext, args: SpaceRef) -> SpaceView:
     """Archive a space: it keeps its history but takes no new messages or agent runs."""
     space = await _spaces(ctx).archive(ctx.ws, args.space_id)
     await ctx.audit("spaces.archive", f"space:{space.id}")
-    return space.to_wire()
+    return SpaceView.of(space)
 
 
 class SpaceWatchArgs(WsArgs):
@@ -129,8 +136,8 @@ class SpaceWatchArgs(WsArgs):
     after_seq: int | None = Field(default=None, ge=0)
 
 
-@op("spaces.watch", kind="watch", scope="workspace")
-async def spaces_watch(ctx: OpContext, args: SpaceWatchArgs) -> AsyncIterator[dict[str, Any]]:
+@op("spaces.watch", kind="watch", scope="workspace", result=SpaceFollowed)
+async def spaces_watch(ctx: OpContext, args: SpaceWatchArgs) -> AsyncIterator[SpaceFollowed | dict[str, Any]]:
     """Follow a space: new messages, provisioning changes and agent turn events, as event frames.
 
     With ``afterSeq`` the events persisted after that sequence number are sent first.
@@ -138,7 +145,7 @@ async def spaces_watch(ctx: OpContext, args: SpaceWatchArgs) -> AsyncIterator[di
     space = await _spaces(ctx).get(ctx.ws, args.space_id)
     follower = SpaceFollower(ctx.app, ctx.ws, args.space_id)
     try:
-        yield {"space": space.to_wire()}
+        yield SpaceFollowed(space=SpaceView.of(space))
         async for event in follower.events(after_seq=args.after_seq):
             yield event_frame(event)
     finally:
@@ -152,9 +159,10 @@ class MessagePostArgs(WsArgs):
 
 
 @op("messages.post", kind="mutate", scope="workspace")
-async def messages_post(ctx: OpContext, args: MessagePostArgs) -> dict[str, Any]:
+async def messages_post(ctx: OpContext, args: MessagePostArgs) -> MessageView:
     """Post a message to a space as the caller."""
-    return await _spaces(ctx).post(ctx.ws, args.space_id, author_of(ctx), args.content, metadata=args.metadata)
+    posted = await _spaces(ctx).post(ctx.ws, args.space_id, author_of(ctx), args.content, metadata=args.metadata)
+    return MessageView.model_validate(posted)
 
 
 class MessageListArgs(WsArgs):
@@ -164,10 +172,10 @@ class MessageListArgs(WsArgs):
 
 
 @op("messages.list", kind="read", scope="workspace")
-async def messages_list(ctx: OpContext, args: MessageListArgs) -> dict[str, Any]:
+async def messages_list(ctx: OpContext, args: MessageListArgs) -> MessageList:
     """A space's messages after ``afterSeq``, oldest first."""
     msgs = await _spaces(ctx).messages(ctx.ws, args.space_id, after_seq=args.after_seq, limit=args.limit)
-    return {"messages": msgs}
+    return MessageList(messages=[MessageView.model_validate(m) for m in msgs])
 
 
 SPACE_OPS = [

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
-from hangar.core.principal import Role
 from hangar.errors import InvalidArgs
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import op
+from hangar.rpc.registry import NoArgs, op, to_wire
 from hangar.workspace.args import WsArgs
+from hangar.workspace.ops_spaces import shows_paths
 from hangar.workspace.repos import RepoService
+from hangar.workspace.results import (
+    CleanupView,
+    RepoList,
+    RepoRemoved,
+    RepoView,
+    TeamDeleted,
+    TeamList,
+    TeamView,
+    TicketDetail,
+    TicketList,
+    TicketsDeleted,
+    TicketView,
+    WorktreeList,
+    WorktreeView,
+)
 from hangar.workspace.teams import TeamService
 from hangar.workspace.tickets import TicketService
 from hangar.workspace.worktrees import WorktreeService, pr_key
@@ -27,23 +40,19 @@ class TeamCreateArgs(WsArgs):
 
 
 @op("teams.create", kind="mutate", scope="workspace")
-async def teams_create(ctx: OpContext, args: TeamCreateArgs) -> dict[str, Any]:
+async def teams_create(ctx: OpContext, args: TeamCreateArgs) -> TeamView:
     """Create a team of agents with a leader and a default dispatch mode."""
     team = await ctx.app.service(TeamService).create(
         ctx.ws, name=args.name, member_ids=args.member_ids, leader_id=args.leader_id, dispatch_mode=args.dispatch_mode
     )
     await ctx.audit("teams.create", f"team:{team.id}", {"name": team.name, "members": list(team.member_ids)})
-    return team.to_wire()
-
-
-class NoWsArgs(WsArgs):
-    pass
+    return TeamView.of(team)
 
 
 @op("teams.list", kind="read", scope="workspace")
-async def teams_list(ctx: OpContext, args: NoWsArgs) -> dict[str, Any]:
+async def teams_list(ctx: OpContext, args: NoArgs) -> TeamList:
     """List the workspace's teams."""
-    return {"teams": [t.to_wire() for t in await ctx.app.service(TeamService).all(ctx.ws)]}
+    return TeamList(teams=[TeamView.of(t) for t in await ctx.app.service(TeamService).all(ctx.ws)])
 
 
 class TeamRef(WsArgs):
@@ -51,9 +60,9 @@ class TeamRef(WsArgs):
 
 
 @op("teams.get", kind="read", scope="workspace")
-async def teams_get(ctx: OpContext, args: TeamRef) -> dict[str, Any]:
+async def teams_get(ctx: OpContext, args: TeamRef) -> TeamView:
     """One team."""
-    return (await ctx.app.service(TeamService).get(ctx.ws, args.team_id)).to_wire()
+    return TeamView.of(await ctx.app.service(TeamService).get(ctx.ws, args.team_id))
 
 
 class TeamUpdateArgs(WsArgs):
@@ -65,7 +74,7 @@ class TeamUpdateArgs(WsArgs):
 
 
 @op("teams.update", kind="mutate", scope="workspace")
-async def teams_update(ctx: OpContext, args: TeamUpdateArgs) -> dict[str, Any]:
+async def teams_update(ctx: OpContext, args: TeamUpdateArgs) -> TeamView:
     """Rename a team, change its members, leader or dispatch mode."""
     team = await ctx.app.service(TeamService).update(
         ctx.ws,
@@ -76,15 +85,15 @@ async def teams_update(ctx: OpContext, args: TeamUpdateArgs) -> dict[str, Any]:
         dispatch_mode=args.dispatch_mode,
     )
     await ctx.audit("teams.update", f"team:{team.id}", {"members": list(team.member_ids)})
-    return team.to_wire()
+    return TeamView.of(team)
 
 
 @op("teams.delete", kind="destructive", scope="workspace")
-async def teams_delete(ctx: OpContext, args: TeamRef) -> dict[str, Any]:
+async def teams_delete(ctx: OpContext, args: TeamRef) -> TeamDeleted:
     """Delete a team (its agents stay)."""
     await ctx.app.service(TeamService).delete(ctx.ws, args.team_id)
     await ctx.audit("teams.delete", f"team:{args.team_id}")
-    return {"deleted": True}
+    return TeamDeleted()
 
 
 # ---- tickets
@@ -99,7 +108,7 @@ class TicketCreateArgs(WsArgs):
 
 
 @op("tickets.create", kind="mutate", scope="workspace")
-async def tickets_create(ctx: OpContext, args: TicketCreateArgs) -> dict[str, Any]:
+async def tickets_create(ctx: OpContext, args: TicketCreateArgs) -> TicketView:
     """File a ticket (a sub-ticket with ``parentId``), reported by the caller."""
     ticket = await ctx.app.service(TicketService).create(
         ctx.ws,
@@ -111,7 +120,7 @@ async def tickets_create(ctx: OpContext, args: TicketCreateArgs) -> dict[str, An
         space_id=args.space_id,
     )
     await ctx.audit("tickets.create", f"ticket:{ticket.id}", {"title": ticket.title})
-    return ticket.to_wire()
+    return TicketView.model_validate(ticket)
 
 
 class TicketListArgs(WsArgs):
@@ -121,12 +130,12 @@ class TicketListArgs(WsArgs):
 
 
 @op("tickets.list", kind="read", scope="workspace")
-async def tickets_list(ctx: OpContext, args: TicketListArgs) -> dict[str, Any]:
+async def tickets_list(ctx: OpContext, args: TicketListArgs) -> TicketList:
     """List tickets, optionally the sub-tickets of one parent, only top-level ones, or one status."""
     tickets = await ctx.app.service(TicketService).all(
         ctx.ws, parent_id=args.parent_id, roots_only=args.roots_only, status=args.status
     )
-    return {"tickets": [t.to_wire() for t in tickets]}
+    return TicketList(tickets=[TicketView.model_validate(t) for t in tickets])
 
 
 class TicketRef(WsArgs):
@@ -134,12 +143,12 @@ class TicketRef(WsArgs):
 
 
 @op("tickets.get", kind="read", scope="workspace")
-async def tickets_get(ctx: OpContext, args: TicketRef) -> dict[str, Any]:
+async def tickets_get(ctx: OpContext, args: TicketRef) -> TicketDetail:
     """One ticket with its direct sub-tickets."""
     svc = ctx.app.service(TicketService)
     ticket = await svc.get(ctx.ws, args.ticket_id)
-    subs = await svc.all(ctx.ws, parent_id=ticket.id)
-    return {**ticket.to_wire(), "subTickets": [s.to_wire() for s in subs]}
+    subs = [TicketView.model_validate(s) for s in await svc.all(ctx.ws, parent_id=ticket.id)]
+    return TicketDetail.model_validate({**vars(ticket), "sub_tickets": subs})
 
 
 class TicketUpdateArgs(WsArgs):
@@ -152,7 +161,7 @@ class TicketUpdateArgs(WsArgs):
 
 
 @op("tickets.update", kind="mutate", scope="workspace")
-async def tickets_update(ctx: OpContext, args: TicketUpdateArgs) -> dict[str, Any]:
+async def tickets_update(ctx: OpContext, args: TicketUpdateArgs) -> TicketView:
     """Edit a ticket: title, description, status, or its parent (``detach`` makes it top-level)."""
     ticket = await ctx.app.service(TicketService).update(
         ctx.ws,
@@ -164,15 +173,15 @@ async def tickets_update(ctx: OpContext, args: TicketUpdateArgs) -> dict[str, An
         detach=args.detach,
     )
     await ctx.audit("tickets.update", f"ticket:{ticket.id}", {"status": ticket.status})
-    return ticket.to_wire()
+    return TicketView.model_validate(ticket)
 
 
 @op("tickets.delete", kind="destructive", scope="workspace")
-async def tickets_delete(ctx: OpContext, args: TicketRef) -> dict[str, Any]:
+async def tickets_delete(ctx: OpContext, args: TicketRef) -> TicketsDeleted:
     """Delete a ticket and its sub-tickets."""
     count = await ctx.app.service(TicketService).delete(ctx.ws, args.ticket_id)
     await ctx.audit("tickets.delete", f"ticket:{args.ticket_id}", {"deleted": count})
-    return {"deleted": count}
+    return TicketsDeleted(deleted=count)
 
 
 # ---- repos and worktrees
@@ -191,17 +200,17 @@ class RepoRegisterArgs(WsArgs):
     min_role="admin",
     actions=["networkEgress", "processSpawn"],
 )
-async def repos_register(ctx: OpContext, args: RepoRegisterArgs) -> dict[str, Any]:
+async def repos_register(ctx: OpContext, args: RepoRegisterArgs) -> RepoView:
     """Register a workspace repo from a local git repository (``path``) or a clone URL (``url``)."""
     repo = await ctx.app.service(RepoService).register(ctx.ws, path=args.path, url=args.url, name=args.name)
     await ctx.audit("repos.register", f"repo:{repo.id}", {"name": repo.name, "source": repo.source})
-    return repo.to_wire()
+    return RepoView.model_validate(repo)
 
 
 @op("repos.list", kind="read", scope="workspace")
-async def repos_list(ctx: OpContext, args: NoWsArgs) -> dict[str, Any]:
+async def repos_list(ctx: OpContext, args: NoArgs) -> RepoList:
     """List the workspace's repos."""
-    return {"repos": [r.to_wire() for r in await ctx.app.service(RepoService).all(ctx.ws)]}
+    return RepoList(repos=[RepoView.model_validate(r) for r in await ctx.app.service(RepoService).all(ctx.ws)])
 
 
 class RepoRef(WsArgs):
@@ -209,17 +218,17 @@ class RepoRef(WsArgs):
 
 
 @op("repos.get", kind="read", scope="workspace")
-async def repos_get(ctx: OpContext, args: RepoRef) -> dict[str, Any]:
+async def repos_get(ctx: OpContext, args: RepoRef) -> RepoView:
     """One repo (by id or name)."""
-    return (await ctx.app.service(RepoService).get(ctx.ws, args.repo_id)).to_wire()
+    return RepoView.model_validate(await ctx.app.service(RepoService).get(ctx.ws, args.repo_id))
 
 
 @op("repos.remove", kind="destructive", scope="workspace", min_role="admin")
-async def repos_remove(ctx: OpContext, args: RepoRef) -> dict[str, Any]:
+async def repos_remove(ctx: OpContext, args: RepoRef) -> RepoRemoved:
     """Forget a repo and delete its clone; refused while worktrees of it exist."""
     repo = await ctx.app.service(RepoService).remove(ctx.ws, args.repo_id)
     await ctx.audit("repos.remove", f"repo:{repo.id}", {"name": repo.name})
-    return {"removed": repo.id}
+    return RepoRemoved(removed=repo.id)
 
 
 class WorktreeOwner(WsArgs):
@@ -239,16 +248,13 @@ class WorktreeListArgs(WorktreeOwner):
 
 
 @op("worktrees.list", kind="read", scope="workspace")
-async def worktrees_list(ctx: OpContext, args: WorktreeListArgs) -> dict[str, Any]:
+async def worktrees_list(ctx: OpContext, args: WorktreeListArgs) -> WorktreeList:
     """List worktrees, optionally those of one space, ticket or PR."""
     wts = await ctx.app.service(WorktreeService).all(
         ctx.ws, space_id=args.space_id, ticket_id=args.ticket_id, pr=args.pr()
     )
-    rows = [w.to_wire() for w in wts]
-    if ctx.role is None or ctx.role < Role.member:  # server paths are not shown to guests
-        for row in rows:
-            del row["path"]
-    return {"worktrees": rows}
+    paths = shows_paths(ctx)
+    return WorktreeList(worktrees=[WorktreeView.of(w, show_path=paths) for w in wts])
 
 
 class WorktreeAddArgs(WorktreeOwner):
@@ -256,13 +262,13 @@ class WorktreeAddArgs(WorktreeOwner):
 
 
 @op("worktrees.add", kind="mutate", scope="workspace", actions=["processSpawn"])
-async def worktrees_add(ctx: OpContext, args: WorktreeAddArgs) -> dict[str, Any]:
+async def worktrees_add(ctx: OpContext, args: WorktreeAddArgs) -> WorktreeView:
     """Check out ``<repoId>`` or ``<repoId>@<branch>`` for a space, a ticket, or a PR editor."""
     wt = await ctx.app.service(WorktreeService).checkout(
         ctx.ws, args.repo, space_id=args.space_id, ticket_id=args.ticket_id, pr=args.pr(), field="repo"
     )
     await ctx.audit("worktrees.add", f"worktree:{wt.id}", {"path": wt.path, "branch": wt.branch})
-    return wt.to_wire()
+    return WorktreeView.of(wt)
 
 
 class WorktreeCleanupArgs(WorktreeOwner):
@@ -270,14 +276,15 @@ class WorktreeCleanupArgs(WorktreeOwner):
 
 
 @op("worktrees.cleanup", kind="destructive", scope="workspace", actions=["processSpawn"])
-async def worktrees_cleanup(ctx: OpContext, args: WorktreeCleanupArgs) -> dict[str, Any]:
+async def worktrees_cleanup(ctx: OpContext, args: WorktreeCleanupArgs) -> CleanupView:
     """Release a ticket's, a PR editor's or a space's worktrees; with no owner, sweep the workspace."""
     report = await ctx.app.service(WorktreeService).cleanup(
         ctx.ws, ticket_id=args.ticket_id, pr=args.pr(), space_id=args.space_id, dry_run=args.dry_run
     )
+    view = CleanupView.model_validate(report)
     if not args.dry_run:
-        await ctx.audit("worktrees.cleanup", f"workspace:{ctx.ws}", report.to_wire())
-    return report.to_wire()
+        await ctx.audit("worktrees.cleanup", f"workspace:{ctx.ws}", to_wire(view))
+    return view
 
 
 WORK_OPS = [

@@ -13,7 +13,6 @@ import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import sqlalchemy as sa
 
@@ -22,7 +21,6 @@ from hangar.core.ids import new_id
 from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.workspace import tables
 from hangar.workspace.git import GitFailed, git
-from hangar.workspace.records import iso
 
 log = logging.getLogger(__name__)
 
@@ -39,16 +37,6 @@ class Repo:
     source: str
     default_branch: str
     created_at: datetime
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "sourceKind": self.source_kind,
-            "source": self.source,
-            "defaultBranch": self.default_branch,
-            "createdAt": iso(self.created_at),
-        }
 
 
 def _default_name(source: str) -> str:

@@ -25,7 +25,8 @@ from hangar.core.stamps import WorkspaceCaches
 from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.workspace import tables
 from hangar.workspace.events import MessagePosted, SpaceCreated, SpaceProvisioningChanged, SpaceUpdated
-from hangar.workspace.records import SPACE_TITLE_MAX, Author, iso, require_text
+from hangar.workspace.records import SPACE_TITLE_MAX, Author, require_text
+from hangar.workspace.results import MessageAuthor, MessageView
 from hangar.workspace.writes import WorkspaceWrites
 
 MODES: tuple[str, ...] = ("chat", "review", "plan")
@@ -55,24 +56,6 @@ class Space:
         """The one check every behaviour that differs for bridged spaces goes through."""
         return self.kind == "chatprovider"
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "mode": self.mode,
-            "title": self.title,
-            "hidden": self.hidden,
-            "createdBy": self.created_by,
-            "provisioning": {
-                "state": self.provisioning,
-                "step": self.provisioning_step,
-                "error": self.provisioning_error,
-            },
-            "createdAt": iso(self.created_at),
-            "updatedAt": iso(self.updated_at),
-            "archivedAt": iso(self.archived_at),
-        }
-
 
 def check_mode(mode: str, field: str = "mode") -> str:
     if mode not in MODES:
@@ -81,16 +64,19 @@ def check_mode(mode: str, field: str = "mode") -> str:
 
 
 def message_to_wire(row: Any) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "seq": row["seq"],
-        "spaceId": row["space_id"],
-        "author": {"kind": row["author_kind"], "id": row["author_id"], "name": row["author_name"]},
-        "content": row["content"],
-        "metadata": dict(row["metadata"] or {}),
-        "runId": row["run_id"],
-        "createdAt": iso(row["created_at"]),
-    }
+    """A message row in its wire form (``MessageView``), as replies and ``MessagePosted`` carry it."""
+    author = MessageAuthor(kind=row["author_kind"], id=row["author_id"], name=row["author_name"])
+    view = MessageView(
+        id=row["id"],
+        seq=row["seq"],
+        space_id=row["space_id"],
+        author=author,
+        content=row["content"],
+        metadata=dict(row["metadata"] or {}),
+        run_id=row["run_id"],
+        created_at=row["created_at"],
+    )
+    return view.model_dump(mode="json", by_alias=True)
 
 
 def _updated(workspace_id: str, space: Space) -> DomainEvent:

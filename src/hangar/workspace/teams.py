@@ -17,7 +17,7 @@ from hangar.core.context import AppContext
 from hangar.core.ids import new_id
 from hangar.errors import InvalidArgs, NotFound
 from hangar.workspace import tables
-from hangar.workspace.records import iso, require_text
+from hangar.workspace.records import require_text
 
 DISPATCH_MODES: tuple[str, ...] = ("allParallel", "manager")
 
@@ -37,17 +37,6 @@ class Team:
     member_ids: tuple[str, ...]
     created_at: datetime
     updated_at: datetime
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "leaderId": self.leader_agent_id,
-            "dispatchMode": self.dispatch_mode,
-            "memberIds": list(self.member_ids),
-            "createdAt": iso(self.created_at),
-            "updatedAt": iso(self.updated_at),
-        }
 
     def dispatch_targets(self, mode: str | None = None) -> list[str]:
         """The agents one dispatch reaches: every member, or only the leader in ``manager`` mode."""

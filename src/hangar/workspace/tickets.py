@@ -13,7 +13,7 @@ from hangar.core.ids import new_id
 from hangar.errors import InvalidArgs, NotFound
 from hangar.workspace import tables
 from hangar.workspace.events import TicketChanged
-from hangar.workspace.records import iso, require_text
+from hangar.workspace.records import require_text
 
 STATUSES: tuple[str, ...] = ("open", "inProgress", "blocked", "done", "cancelled")
 DESCRIPTION_MAX = 50_000
@@ -36,19 +36,6 @@ class Ticket:
     space_id: str | None
     created_at: datetime
     updated_at: datetime
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "description": self.description,
-            "reporter": self.reporter,
-            "status": self.status,
-            "parentId": self.parent_id,
-            "spaceId": self.space_id,
-            "createdAt": iso(self.created_at),
-            "updatedAt": iso(self.updated_at),
-        }
 
 
 class TicketService:

@@ -24,8 +24,8 @@ from hangar.core.paths import contained
 from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.workspace import tables
 from hangar.workspace.git import GitFailed, git
-from hangar.workspace.records import iso
 from hangar.workspace.repos import Repo, RepoService, parse_repo_spec
+from hangar.workspace.results import CleanupView, WorktreeView
 from hangar.workspace.spaces import SpaceService
 from hangar.workspace.tickets import TicketService
 
@@ -45,17 +45,7 @@ class Worktree:
     created_at: datetime
 
     def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "repoId": self.repo_id,
-            "branch": self.branch,
-            "workBranch": self.work_branch,
-            "path": self.path,
-            "spaceId": self.space_id,
-            "ticketId": self.ticket_id,
-            "prKey": self.pr_key,
-            "createdAt": iso(self.created_at),
-        }
+        return WorktreeView.of(self).model_dump(mode="json", by_alias=True)
 
 
 @dataclass
@@ -74,13 +64,7 @@ class CleanupReport:
         )
 
     def to_wire(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "dryRun": self.dry_run,
-            "worktrees": self.worktrees,
-            "folders": self.folders,
-            "summary": self.summary,
-        }
+        return CleanupView.model_validate(self).model_dump(mode="json", by_alias=True)
 
 
 def pr_key(repo_full_name: str, pr_number: int | str) -> str:

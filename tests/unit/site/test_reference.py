@@ -37,3 +37,11 @@ def test_generated_sections_cover_every_op_and_body() -> None:
     cli = reference.cli(sources)
     for command in ("hangar serve", "hangar site", "hangar admin owner-token", "hangar pipeline run"):
         assert f"### `{command}`" in cli
+
+
+def test_ops_show_their_result_shape() -> None:
+    ops = reference.rpc_ops()
+    row = next(line for line in ops.splitlines() if line.startswith("| `server.info` |"))
+    assert "`pairingEnabled`: boolean" in row and "`publicUrl`: string or null" in row
+    row = next(line for line in ops.splitlines() if line.startswith("| `worktrees.list` |"))
+    assert "`worktrees`: list of {" in row and "`path?`: string or null" in row and "`createdAt`: timestamp" in row
