@@ -8,8 +8,9 @@ The wire format is dnslib's, both ways. Only the header and the first question a
 more, and sections left unread are parser surface a hostile rig cannot reach. On top of dnslib's own checks a
 question is refused unless its name is written out in full (nothing precedes it but the header, so a
 compression pointer there is never legitimate), every label fits in 63 bytes and the name in 255, and no label
-holds a dot (dnslib's text form would run it into the next label: ``evil.com`` + ``pypi`` reads as a name under
-``pypi``). dnslib itself refuses labels that are not UTF-8; no resolver sends either for a host name.
+holds a dot (dnslib's text form would run it into the next labels: the label ``evil.com`` under ``pypi.org``
+would read as ``evil.com.pypi.org``). dnslib itself refuses labels that are not UTF-8; no resolver sends either
+for a host name.
 
 Why not ``DNSRecord.parse``: measured with dnslib 0.9.26, a name behind a few thousand backward compression
 pointers in the additional section makes it raise ``RecursionError`` (not its ``DNSError``); the unit tests
