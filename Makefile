@@ -2,10 +2,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Debian packages the server needs on its host: namespaces, the rigs' image builder and firewall (rigs, confined
-# shell steps and command agents). `make run` installs them where it can; where it cannot, `hangar serve` says
+# Debian packages the server needs on its host: namespaces, the rigs' image builder, firewall and seccomp filter
+# (rigs, confined shell steps and command agents). `make run` installs them where it can; where it cannot, `hangar serve` says
 # in one line what is unavailable and the command that fixes it.
-APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux
+APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libseccomp2
 # What the tests drive besides: a browser, the SAML peer's signer. Node.js and npm (the OIDC peer) are installed
 # only when the commands are missing, since many machines carry them from another source that Debian's npm would
 # conflict with.

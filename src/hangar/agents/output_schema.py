@@ -1,8 +1,9 @@
 """Output schemas: the JSON Schema subset a dispatcher gives for an agent's ``submit_output`` payload.
 
-Validation is the pipelines part's own subset validator (``hangar.pipelines.schema``), so a payload the agent
-got accepted is exactly one the pipeline step's ``outputSchema`` check accepts too. Messages name the failing
-JSON path, so an agent told why its payload was refused can fix it and retry.
+Validation is the pipelines part's (``hangar.pipelines.schema``: the subset written as a schema, checked and
+applied with the ``jsonschema`` library), so a payload the agent got accepted is exactly one the pipeline step's
+``outputSchema`` check accepts too. Messages name the failing JSON path, so an agent told why its payload was
+refused can fix it and retry.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""A small validator for the JSON Schema subset ``outputSchema`` may use.
+"""The JSON Schema subset ``outputSchema`` may use, checked and applied with the ``jsonschema`` library.
 
-Why our own: the subset is small, and we want one message naming the path of the first violation
-(``$.findings[2].severity: 'urgent' is not one of ['low', 'high']``) plus a load-time check that a template's
-schema only uses keywords we honour, instead of silently ignoring the rest.
+The subset is itself written as a JSON Schema (``SUBSET``): a template's or an agent run's schema is validated
+against it when it is given, so a keyword we do not honour is refused instead of silently ignored (``$ref`` in
+particular, which would make validation follow references). Values are validated with jsonschema's Draft 2020-12
+validator. What stays ours is the wording: one message naming the JSON path of the first violation
+(``$.findings[2].severity: "urgent" is not one of ["low", "high"]``), so an agent told why its payload was
+refused can fix it and retry.
 
 Keywords: ``type`` (a name or a list of names), ``properties``, ``required``, ``additionalProperties`` (bool or
 schema), ``items``, ``enum``, ``const``, ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``,
@@ -14,84 +17,86 @@ schema), ``items``, ``enum``, ``const``, ``minimum``, ``maximum``, ``exclusiveMi
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from jsonschema import Draft202012Validator, ValidationError, validators
+
 TYPES: frozenset[str] = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "$comment"})
+_ANNOTATIONS = ("title", "description", "default", "examples", "$schema", "$id", "$comment")
 _NUMERIC = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
-KEYWORDS: frozenset[str] = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "enum",
-        "const",
-        "pattern",
-        "uniqueItems",
-        "anyOf",
-        *_NUMERIC,
-        *_COUNTS,
-    }
+_SCHEMA = {"$ref": "#"}
+_TYPE_NAME = {"enum": sorted(TYPES)}
+SUBSET: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "type": {
+            "if": {"type": "array"},
+            "then": {"minItems": 1, "items": _TYPE_NAME},
+            "else": _TYPE_NAME,
+        },
+        "properties": {"type": "object", "additionalProperties": _SCHEMA},
+        "required": {"type": "array", "items": {"type": "string"}},
+        "additionalProperties": {"if": {"type": "boolean"}, "else": _SCHEMA},
+        "items": _SCHEMA,
+        "enum": {"type": "array", "minItems": 1},
+        "const": True,
+        "pattern": {"type": "string", "format": "regex"},
+        "uniqueItems": {"type": "boolean"},
+        "anyOf": {"type": "array", "minItems": 1, "items": _SCHEMA},
+        **{key: {"type": "number"} for key in _NUMERIC},
+        **{key: {"type": "integer", "minimum": 0} for key in _COUNTS},
+        **{key: True for key in _ANNOTATIONS},
+        "$schema": {"type": "string"},  # not followed: values are always checked as Draft 2020-12
+        "$id": {"type": "string"},  # nothing refers to it: ``$ref`` is not in the subset
+    },
+    "additionalProperties": False,
+}
+KEYWORDS: frozenset[str] = frozenset(SUBSET["properties"]) - frozenset(_ANNOTATIONS)
+
+_SUBSET_CHECK = Draft202012Validator(SUBSET, format_checker=Draft202012Validator.FORMAT_CHECKER)
+_extend: Callable[..., type[Draft202012Validator]] = validators.extend  # the stubs leave it untyped
+# Python values count too (a body's output may hold tuples or other mappings before it is stored as JSON)
+_Validator = _extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {
+            "array": lambda _checker, value: isinstance(value, list | tuple),
+            "object": lambda _checker, value: isinstance(value, Mapping),
+        }
+    ),
 )
+
+
+def _where(root: str, path: Iterable[str | int]) -> str:
+    return root + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
 
 
 def check_schema(schema: Any, path: str = "outputSchema") -> list[str]:
     """Problems with the schema itself (unsupported keyword, bad type name...), each naming where."""
-    if not isinstance(schema, Mapping):
-        return [f"{path} must be an object"]
     problems: list[str] = []
-    for key, value in schema.items():
-        where = f"{path}.{key}"
-        if key in _ANNOTATIONS:
-            continue
-        if key not in KEYWORDS:
-            problems.append(f"{where}: keyword {key!r} is not supported (supported: {', '.join(sorted(KEYWORDS))})")
-        elif key == "type":
-            names = value if isinstance(value, list) else [value]
-            bad = [n for n in names if n not in TYPES]
-            if bad or not names:
-                problems.append(f"{where}: {bad or value!r} is not a type (types: {', '.join(sorted(TYPES))})")
-        elif key == "properties":
-            if not isinstance(value, Mapping):
-                problems.append(f"{where} must be an object")
-            else:
-                for name, sub in value.items():
-                    problems += check_schema(sub, f"{where}.{name}")
-        elif key == "required":
-            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-                problems.append(f"{where} must be a list of property names")
-        elif key == "additionalProperties":
-            if not isinstance(value, bool):
-                problems += check_schema(value, where)
-        elif key == "items":
-            problems += check_schema(value, where)
-        elif key == "anyOf":
-            if not (isinstance(value, list) and value):
-                problems.append(f"{where} must be a non-empty list of schemas")
-            else:
-                for i, sub in enumerate(value):
-                    problems += check_schema(sub, f"{where}[{i}]")
-        elif key == "enum":
-            if not isinstance(value, list) or not value:
-                problems.append(f"{where} must be a non-empty list")
-        elif key in _NUMERIC:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                problems.append(f"{where} must be a number")
-        elif key in _COUNTS:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                problems.append(f"{where} must be a non-negative integer")
-        elif key == "pattern":
-            try:
-                re.compile(str(value))
-            except re.error as exc:
-                problems.append(f"{where}: {exc}")
-        elif key == "uniqueItems" and not isinstance(value, bool):
-            problems.append(f"{where} must be true or false")
+    for error in _SUBSET_CHECK.iter_errors(schema):
+        where = _where(path, error.absolute_path)
+        if error.validator == "additionalProperties":
+            problems += [
+                f"{where}.{key}: keyword {key!r} is not supported (supported: {', '.join(sorted(KEYWORDS))})"
+                for key in error.instance
+                if key not in SUBSET["properties"]
+            ]
+        elif error.validator == "type":
+            wanted = str(error.validator_value)
+            problems.append(f"{where} must be {'an' if wanted[0] in 'aeiou' else 'a'} {wanted}")
+        elif error.validator == "enum":
+            problems.append(f"{where}: {error.instance!r} is not a type (types: {', '.join(sorted(TYPES))})")
+        elif error.validator == "minItems":
+            problems.append(f"{where} must not be empty")
+        elif error.validator == "minimum":
+            problems.append(f"{where} must be a non-negative integer")
+        elif error.validator == "format":  # only ``pattern`` has one: the cause is Python's reason
+            problems.append(f"{where}: {error.cause}")
+        else:
+            problems.append(f"{where}: {error.message}")
     return problems
 
 
@@ -113,88 +118,73 @@ def _type_of(value: Any) -> str:
     return type(value).__name__
 
 
-def _is(value: Any, name: str) -> bool:
-    actual = _type_of(value)
-    if name == "number":
-        return actual in ("integer", "number")
-    if name == "integer":
-        return actual == "integer" or (actual == "number" and float(value).is_integer())
-    return actual == name
-
-
 def _short(value: Any) -> str:
     text = json.dumps(value, default=str, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def first_violation(value: Any, schema: Mapping[str, Any], path: str = "$") -> str | None:
-    """The first place ``value`` breaks ``schema``, as ``<path>: <what>``; ``None`` when it conforms."""
-    if "type" in schema:
-        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(_is(value, n) for n in names):
-            return f"{path}: expected {' or '.join(names)}, got {_type_of(value)}"
-    if "const" in schema and value != schema["const"]:
-        return f"{path}: must equal {_short(schema['const'])}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{path}: {_short(value)} is not one of {_short(schema['enum'])}"
-    if "anyOf" in schema and all(first_violation(value, sub, path) is not None for sub in schema["anyOf"]):
-        return f"{path}: matches none of the anyOf schemas"
-    kind = _type_of(value)
-    if kind in ("integer", "number"):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{path}: {value} is less than the minimum {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{path}: {value} is more than the maximum {schema['maximum']}"
-        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-            return f"{path}: {value} must be more than {schema['exclusiveMinimum']}"
-        if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
-            return f"{path}: {value} must be less than {schema['exclusiveMaximum']}"
-    elif kind == "string":
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            return f"{path}: shorter than {schema['minLength']} characters"
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"{path}: longer than {schema['maxLength']} characters"
-        if "pattern" in schema and re.search(schema["pattern"], value) is None:
-            return f"{path}: {_short(value)} does not match the pattern {schema['pattern']!r}"
-    elif kind == "array":
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            return f"{path}: fewer than {schema['minItems']} items"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            return f"{path}: more than {schema['maxItems']} items"
-        if schema.get("uniqueItems"):
-            seen: set[str] = set()
-            for i, item in enumerate(value):
-                key = json.dumps(item, sort_keys=True, default=str)
-                if key in seen:
-                    return f"{path}[{i}]: duplicates an earlier item"
-                seen.add(key)
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            for i, item in enumerate(value):
-                found = first_violation(item, items, f"{path}[{i}]")
-                if found:
-                    return found
-    elif kind == "object":
-        for name in schema.get("required", ()):
-            if name not in value:
-                return f"{path}: missing required property {name!r}"
-        if "minProperties" in schema and len(value) < schema["minProperties"]:
-            return f"{path}: fewer than {schema['minProperties']} properties"
-        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-            return f"{path}: more than {schema['maxProperties']} properties"
-        props: Mapping[str, Any] = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        for name, item in value.items():
-            sub = props.get(name)
-            where = f"{path}.{name}"
-            if sub is not None:
-                found = first_violation(item, sub, where)
-                if found:
-                    return found
-            elif extra is False:
-                return f"{where}: property not allowed (additionalProperties is false)"
-            elif isinstance(extra, Mapping):
-                found = first_violation(item, extra, where)
-                if found:
-                    return found
-    return None
+def _names(types: Any) -> str:
+    return " or ".join(types) if isinstance(types, list) else str(types)
+
+
+def _missing(value: Mapping[str, Any], names: list[str]) -> str:
+    return next((repr(name) for name in names if name not in value), "?")
+
+
+# keyword -> what a violation of it says, given the value and the keyword's setting
+_WORDING: dict[str, Callable[[Any, Any], str]] = {
+    "type": lambda value, want: f"expected {_names(want)}, got {_type_of(value)}",
+    "const": lambda value, want: f"must equal {_short(want)}",
+    "enum": lambda value, want: f"{_short(value)} is not one of {_short(want)}",
+    "anyOf": lambda value, want: "matches none of the anyOf schemas",
+    "minimum": lambda value, want: f"{value} is less than the minimum {want}",
+    "maximum": lambda value, want: f"{value} is more than the maximum {want}",
+    "exclusiveMinimum": lambda value, want: f"{value} must be more than {want}",
+    "exclusiveMaximum": lambda value, want: f"{value} must be less than {want}",
+    "minLength": lambda value, want: f"shorter than {want} characters",
+    "maxLength": lambda value, want: f"longer than {want} characters",
+    "pattern": lambda value, want: f"{_short(value)} does not match the pattern {want!r}",
+    "minItems": lambda value, want: f"fewer than {want} items",
+    "maxItems": lambda value, want: f"more than {want} items",
+    "required": lambda value, want: f"missing required property {_missing(value, want)}",
+    "minProperties": lambda value, want: f"fewer than {want} properties",
+    "maxProperties": lambda value, want: f"more than {want} properties",
+}
+
+
+# which violation to report when there are several: the shallowest, at one place these keywords first (a wrong
+# type explains every other complaint about the same value), then by path, so the same payload always gets the
+# same message (jsonschema visits extra properties in set order)
+_FIRST = ("type", "const", "enum", "anyOf")
+
+
+def _rank(error: ValidationError) -> tuple[int, int, list[tuple[int, str]]]:
+    keyword = str(error.validator)
+    path = [(part, "") if isinstance(part, int) else (-1, part) for part in error.absolute_path]
+    return len(path), _FIRST.index(keyword) if keyword in _FIRST else len(_FIRST), path
+
+
+def _message(error: ValidationError) -> str:
+    where = _where("$", error.absolute_path)
+    value: Any = error.instance
+    if error.validator == "additionalProperties":  # only ``false`` fails here; a schema's errors come from within
+        declared = error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {}
+        extra = next((name for name in value if name not in declared), "?")
+        return f"{where}.{extra}: property not allowed (additionalProperties is false)"
+    if error.validator == "uniqueItems":
+        seen: set[str] = set()
+        for index, item in enumerate(value):
+            key = json.dumps(item, sort_keys=True, default=str)
+            if key in seen:
+                return f"{where}[{index}]: duplicates an earlier item"
+            seen.add(key)
+        return f"{where}: items are not unique"  # equal only as jsonschema compares (1 and 1.0)
+    wording = _WORDING.get(str(error.validator))
+    return f"{where}: {wording(value, error.validator_value) if wording else error.message}"
+
+
+def first_violation(value: Any, schema: Mapping[str, Any]) -> str | None:
+    """Where and how ``value`` breaks ``schema`` (a schema ``check_schema`` accepted), as ``<path>: <what>``;
+    ``None`` when it conforms."""
+    errors = list(_Validator(schema).iter_errors(value))
+    return _message(min(errors, key=_rank)) if errors else None

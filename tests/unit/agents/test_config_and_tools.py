@@ -12,7 +12,7 @@ import pytest
 from hangar.agents.adapters.base import HistoryMessage, RunRequest
 from hangar.agents.adapters.openai import initial_messages
 from hangar.agents.config import CommandAdapter, OpenAIAdapter, check_role, parse_adapter, stored_adapter
-from hangar.agents.output_schema import as_tool_parameters, check_schema
+from hangar.agents.output_schema import as_tool_parameters, check_schema, violation
 from hangar.agents.service import Agent
 from hangar.agents.tools import READ_LIMIT, OutputHolder, RunToolbox
 from hangar.errors import InvalidArgs
@@ -136,3 +136,9 @@ def test_conversation_sent_to_the_model(tmp_path: Path) -> None:
     ]
     plain = initial_messages(RunRequest("ws", "r1", "s1", _agent(""), "Go", (), tmp_path, None, 5, None))
     assert "submit_output" not in plain[0]["content"] and plain[-1] == {"role": "user", "content": "Go"}
+
+
+def test_violation_names_the_path_inside_the_payload() -> None:
+    schema = check_schema({"type": "object", "properties": {"items": {"type": "array", "items": {"maxLength": 3}}}})
+    assert violation(schema, {"items": ["ok", "too long"]}) == "$.items[1]: longer than 3 characters"
+    assert violation(schema, {"items": ["ok"]}) is None

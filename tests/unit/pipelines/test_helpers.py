@@ -55,6 +55,65 @@ def test_check_schema_refuses_unsupported_keywords() -> None:
     assert schema.check_schema({"minimum": "1"}) == ["outputSchema.minimum must be a number"]
 
 
+FINDINGS = {
+    "type": "object",
+    "required": ["findings"],
+    "properties": {
+        "findings": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"severity": {"enum": ["low", "high"]}, "line": {"type": "integer", "minimum": 1}},
+                "additionalProperties": {"type": "string"},
+            },
+        }
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"findings": [{"severity": "low"}, {"severity": "high"}, {"severity": "urgent"}]},
+         '$.findings[2].severity: "urgent" is not one of ["low", "high"]'),
+        ({"findings": [{"line": 0}]}, "$.findings[0].line: 0 is less than the minimum 1"),
+        ({"findings": [{"note": 3}]}, "$.findings[0].note: expected string, got integer"),
+        ({"findings": ({"severity": "low"},)}, None),  # a Python tuple is an array too
+        ({"findings": "none"}, "$.findings: expected array, got string"),
+    ],
+)  # fmt: skip
+def test_violation_names_the_json_path(value: Any, expected: str | None) -> None:
+    assert schema.first_violation(value, FINDINGS) == expected
+
+
+def test_violation_reports_the_wrong_type_first_and_always_the_same_one() -> None:
+    # several keywords fail on one value: the type explains the rest
+    assert (
+        schema.first_violation(7, {"minimum": 10, "enum": [1], "type": "string"}) == "$: expected string, got integer"
+    )
+    extra = {"additionalProperties": {"type": "integer"}}
+    assert schema.first_violation({"z": "1", "b": "2", "m": "3"}, extra) == "$.b: expected integer, got string"
+
+
+def test_enum_and_const_tell_booleans_from_numbers() -> None:
+    assert schema.first_violation(True, {"enum": [1, 2]}) == "$: true is not one of [1, 2]"
+    assert schema.first_violation(1.0, {"const": 1}) is None
+
+
+def test_check_schema_names_where_each_problem_is() -> None:
+    assert schema.check_schema({"properties": {"a": {"type": "str"}}, "items": {"pattern": "("}, "$ref": "#"}) == [
+        "outputSchema.properties.a.type: 'str' is not a type (types: "
+        + "array, boolean, integer, null, number, object, string)",
+        "outputSchema.items.pattern: missing ), unterminated subpattern at position 0",
+        "outputSchema.$ref: keyword '$ref' is not supported (supported: " + ", ".join(sorted(schema.KEYWORDS)) + ")",
+    ]
+    assert sorted(schema.check_schema({"minLength": -1, "anyOf": []})) == [
+        "outputSchema.anyOf must not be empty",
+        "outputSchema.minLength must be a non-negative integer",
+    ]
+    assert schema.check_schema(["not", "a", "schema"]) == ["outputSchema must be an object"]
+
+
 @pytest.mark.parametrize(
     ("reducer", "existing", "new", "expected"),
     [

@@ -40,7 +40,7 @@ def test_generated_sections_cover_every_op_and_body() -> None:
 
 
 def test_ops_show_their_result_shape() -> None:
-    ops = reference.rpc_ops()
+    ops = reference.rpc_ops(reference_sources())
     row = next(line for line in ops.splitlines() if line.startswith("| `server.info` |"))
     assert "`pairingEnabled`: boolean" in row and "`publicUrl`: string or null" in row
     row = next(line for line in ops.splitlines() if line.startswith("| `worktrees.list` |"))

@@ -62,3 +62,13 @@ async def test_start_refuses_with_the_reason(tmp_path: Path) -> None:
 def test_this_host_cgroups_are_detected() -> None:
     version, reason = detect()
     assert (version, reason) in {("v1", None), ("v2", None)} or (version is None and reason)
+
+
+def test_missing_libseccomp_is_named_with_its_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    if any(shutil.which(t) is None for t in probe.HOST_TOOLS):
+        pytest.skip("host tools missing")
+    monkeypatch.setattr(probe.ctypes.util, "find_library", lambda name: None)
+    assert probe.unavailable_reason(euid=0) == (
+        "the enclosure backend is missing host libraries: libseccomp (Debian package libseccomp2)"
+    )
+    assert "libseccomp2" in probe.missing_packages()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 import shutil
 import sys
@@ -17,12 +18,19 @@ HOST_TOOLS: dict[str, str] = {
     "ip": "iproute2",
     "nft": "nftables",
 }
+# shared library (as ctypes finds it) -> the Debian package that provides it; libseccomp builds the rigs' filter
+HOST_LIBRARIES: dict[str, str] = {"seccomp": "libseccomp2"}
 NAMESPACES = ("mnt", "pid", "ipc", "uts", "net")
 
 
+def _missing_libraries() -> dict[str, str]:
+    return {name: pkg for name, pkg in HOST_LIBRARIES.items() if ctypes.util.find_library(name) is None}
+
+
 def missing_packages(path: str | None = None) -> list[str]:
-    """Debian packages whose tools are missing here (what ``apt-get install`` would fix)."""
-    return sorted({pkg for tool, pkg in HOST_TOOLS.items() if not shutil.which(tool, path=path)})
+    """Debian packages whose tools or libraries are missing here (what ``apt-get install`` would fix)."""
+    tools = {pkg for tool, pkg in HOST_TOOLS.items() if not shutil.which(tool, path=path)}
+    return sorted(tools | set(_missing_libraries().values()))
 
 
 def unavailable_reason(
@@ -46,6 +54,9 @@ def unavailable_reason(
     ]
     if missing:
         return "the enclosure backend is missing host tools: " + ", ".join(missing)
+    libraries = [f"lib{name} (Debian package {pkg})" for name, pkg in _missing_libraries().items()]
+    if libraries:
+        return "the enclosure backend is missing host libraries: " + ", ".join(libraries)
     absent = [ns for ns in NAMESPACES if not (proc_root / "self" / "ns" / ns).exists()]
     if absent:
         return "the kernel lacks namespaces the enclosure needs: " + ", ".join(absent)
