@@ -1,11 +1,12 @@
-"""Column types shared by every part's tables."""
+"""Column types shared by every part's tables, and the one wire format for time."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 import sqlalchemy as sa
+from pydantic import PlainSerializer, WithJsonSchema
 from sqlalchemy.engine import Dialect
 
 
@@ -47,3 +48,11 @@ def rfc3339(value: datetime) -> str:
 
 def rfc3339_or_none(value: datetime | None) -> str | None:
     return None if value is None else rfc3339(value)
+
+
+# A timestamp field of a wire model: a datetime in Python, ``rfc3339`` on the wire.
+Timestamp = Annotated[
+    datetime,
+    PlainSerializer(rfc3339, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
+]
