@@ -21,6 +21,7 @@ from hangar.agents.results import (
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import RunStatus
 from hangar.agents.service import AgentService
+from hangar.core.part import OpFunction
 from hangar.errors import Conflict, InvalidArgs
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import NoArgs, op
@@ -204,7 +205,7 @@ async def teams_dispatch(ctx: OpContext, args: TeamDispatchArgs) -> TeamDispatch
     return TeamDispatch(run_ids=run_ids, dispatch_mode=mode)
 
 
-AGENT_OPS = [
+AGENT_OPS: list[OpFunction] = [
     agents_create,
     agents_list,
     agents_get,

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field, StrictBool
 
 from hangar.core.events import StoredEvent
+from hangar.core.part import OpFunction
 from hangar.core.settings import WorkspaceSettings
 from hangar.core.types import rfc3339
 from hangar.rpc.context import OpContext
@@ -135,4 +136,12 @@ async def settings_set(ctx: OpContext, args: SettingSetArgs) -> dict[str, Any]:
     return {"key": args.key, "value": saved}
 
 
-CORE_OPS = [events_list, events_watch, audit_list, guardrails_get, guardrails_set, settings_get, settings_set]
+CORE_OPS: list[OpFunction] = [
+    events_list,
+    events_watch,
+    audit_list,
+    guardrails_get,
+    guardrails_set,
+    settings_get,
+    settings_set,
+]

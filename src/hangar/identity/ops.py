@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 import hangar
+from hangar.core.part import OpFunction
 from hangar.core.types import rfc3339, rfc3339_or_none
 from hangar.errors import Forbidden, NotFound
 from hangar.identity.creation import SETTING_CREATORS, Creators, check_may_create, create_workspace
@@ -215,7 +216,7 @@ async def server_deactivate_user(ctx: OpContext, args: DeactivateArgs) -> dict[s
     return {"userId": args.user_id}
 
 
-IDENTITY_OPS = [
+IDENTITY_OPS: list[OpFunction] = [
     server_users,
     server_deactivate_user,
     server_set_workspace_creators,

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from hangar.core.part import OpFunction
 from hangar.errors import InvalidArgs
 from hangar.pipelines import template as tpl
 from hangar.pipelines import triggers
@@ -313,7 +314,7 @@ async def bodies_list(ctx: OpContext, args: NoArgs) -> BodyList:
     return BodyList(bodies=[BodyInfo.model_validate(b) for b in _engine(ctx).bodies.specs])
 
 
-PIPELINE_OPS = [
+PIPELINE_OPS: list[OpFunction] = [
     templates_validate,
     templates_create,
     templates_list,

@@ -13,6 +13,7 @@ from typing import Annotated, Any, NoReturn
 
 from pydantic import AliasChoices, Field, StrictBool, StrictStr
 
+from hangar.core.part import OpFunction
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity.roles import Role
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
@@ -355,7 +356,7 @@ async def rigs_set_memory_budget(ctx: OpContext, args: BudgetArgs) -> HostStatus
     return _host_status(mgr)
 
 
-RIG_OPS = [
+RIG_OPS: list[OpFunction] = [
     rig_open,
     rig_list,
     rig_close,

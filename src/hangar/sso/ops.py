@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from hangar.core.context import AppContext
+from hangar.core.part import OpFunction
 from hangar.errors import InvalidArgs, Refused
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, op
@@ -244,7 +245,7 @@ async def scim_regenerate_token(ctx: OpContext, args: NoArgs) -> dict[str, str]:
     return {"token": token}
 
 
-SSO_OPS = [
+SSO_OPS: list[OpFunction] = [
     get_config,
     save_config,
     status,

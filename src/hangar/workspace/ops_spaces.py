@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from hangar.core.part import OpFunction
 from hangar.identity.roles import Role
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import op
@@ -170,7 +171,7 @@ async def messages_list(ctx: OpContext, args: MessageListArgs) -> dict[str, Any]
     return {"messages": msgs}
 
 
-SPACE_OPS = [
+SPACE_OPS: list[OpFunction] = [
     spaces_create,
     spaces_list,
     spaces_get,

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from hangar.core.part import OpFunction
 from hangar.errors import InvalidArgs
 from hangar.identity.roles import Role
 from hangar.rpc.context import OpContext
@@ -280,7 +281,7 @@ async def worktrees_cleanup(ctx: OpContext, args: WorktreeCleanupArgs) -> dict[s
     return report.to_wire()
 
 
-WORK_OPS = [
+WORK_OPS: list[OpFunction] = [
     teams_create,
     teams_list,
     teams_get,
