@@ -9,7 +9,7 @@ from hangar.errors import Unavailable
 from hangar.identity.part import IDENTITY_PART
 from hangar.oversight import OVERSIGHT_PART
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import Args, NoArgs, op
+from hangar.rpc.registry import Args, Done, NoArgs, Result, op
 
 
 class SpawnArgs(Args):
@@ -18,20 +18,25 @@ class SpawnArgs(Args):
     count: int = 1
 
 
+class Spawned(Result):
+    ran: str
+    count: int
+
+
 @op("test.spawn", kind="mutate", scope="workspace", actions=["processSpawn"])
-async def test_spawn(ctx: OpContext, args: SpawnArgs) -> dict[str, object]:
+async def test_spawn(ctx: OpContext, args: SpawnArgs) -> Spawned:
     """An op declaring an action class, to exercise guardrails."""
-    return {"ran": args.command, "count": args.count}
+    return Spawned(ran=args.command, count=args.count)
 
 
 @op("test.down", kind="read", scope="server")
-async def test_down(ctx: OpContext, args: NoArgs) -> None:
+async def test_down(ctx: OpContext, args: NoArgs) -> Done:
     """Always unavailable."""
     raise Unavailable("the test backend is down")
 
 
 @op("test.crash", kind="read", scope="server")
-async def test_crash(ctx: OpContext, args: NoArgs) -> None:
+async def test_crash(ctx: OpContext, args: NoArgs) -> Done:
     """Always crashes with a secret in the exception text, which must not reach the caller."""
     raise RuntimeError("secret-value-123")
 

@@ -1,12 +1,22 @@
 """Agents: workspace-scoped agent records, their adapters (``openai``, ``command``), runs and turn events.
 
 Other parts dispatch runs through ``AgentRunner`` (``app.service(AgentRunner)``), read agents through
-``AgentService``, and follow runs through the events in ``hangar.agents.events``.
+``AgentService``, and follow runs through the events in ``hangar.agents.events`` (a run's ``RunStatus`` and
+``RunOutcome``).
 """
 
-from hangar.agents.events import AGENT_EVENTS, RUN_EVENT_TYPES
+from hangar.agents.events import AGENT_EVENTS, RUN_EVENT_TYPES, RunOutcome
 from hangar.agents.runner import AgentRunner
-from hangar.agents.runs import Run
+from hangar.agents.runs import Run, RunStatus
 from hangar.agents.service import Agent, AgentService
 
-__all__ = ["AGENT_EVENTS", "RUN_EVENT_TYPES", "Agent", "AgentRunner", "AgentService", "Run"]
+__all__ = [
+    "AGENT_EVENTS",
+    "RUN_EVENT_TYPES",
+    "Agent",
+    "AgentRunner",
+    "AgentService",
+    "Run",
+    "RunOutcome",
+    "RunStatus",
+]

@@ -9,11 +9,19 @@ its run, agent, space and turn number. ``TurnFinished.outcome`` is ``ok``, ``fai
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from hangar.core.events import DomainEvent
 
-OUTCOMES: tuple[str, ...] = ("ok", "failed", "interrupted", "turnLimit")
+
+class RunOutcome(StrEnum):
+    """How a turn, and so a run, ended."""
+
+    ok = "ok"
+    failed = "failed"
+    interrupted = "interrupted"
+    turn_limit = "turnLimit"
 
 
 class RunEvent(DomainEvent):
@@ -76,13 +84,13 @@ class TextDelta(RunEvent):
 class TurnFinished(RunEvent):
     type = "agents.turnFinished"
     turn: int
-    outcome: str
+    outcome: RunOutcome
     error: str | None = None
 
 
 class RunFinished(RunEvent):
     type = "agents.runFinished"
-    outcome: str
+    outcome: RunOutcome
     error: str | None = None
     has_output: bool = False
 

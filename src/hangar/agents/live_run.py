@@ -157,7 +157,7 @@ class LiveRun:
         capped = result.content[:RESULT_CAP]
         self._emit(ev.ToolCallFinished(**self._ids, turn=turn, call_id=call_id, name=name, ok=result.ok, result=capped))
 
-    async def turn_finished(self, turn: int, outcome: str, error: str | None = None) -> None:
+    async def turn_finished(self, turn: int, outcome: ev.RunOutcome, error: str | None = None) -> None:
         self.open_turn = None
         self._emit(ev.TurnFinished(**self._ids, turn=turn, outcome=outcome, error=error))
 

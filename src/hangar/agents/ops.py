@@ -6,16 +6,28 @@ from typing import Any
 
 from pydantic import Field
 
+from hangar.agents.results import (
+    AgentDeleted,
+    AgentList,
+    AgentView,
+    DispatchedRun,
+    FrontDoor,
+    RunEventFrame,
+    RunEvents,
+    RunList,
+    RunView,
+    TeamDispatch,
+)
 from hangar.agents.runner import AgentRunner
-from hangar.agents.runs import STATUSES
+from hangar.agents.runs import RunStatus
 from hangar.agents.service import AgentService
+from hangar.core.part import OpFunction
 from hangar.errors import Conflict, InvalidArgs
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import op
+from hangar.rpc.registry import NoArgs, op
 from hangar.workspace import TeamService, check_dispatch_mode
 from hangar.workspace.args import WsArgs
 from hangar.workspace.ops_spaces import audit_queued, author_of
-from hangar.workspace.watch import event_frame
 
 
 class AgentCreateArgs(WsArgs):
@@ -26,23 +38,19 @@ class AgentCreateArgs(WsArgs):
 
 
 @op("agents.create", kind="mutate", scope="workspace", min_role="admin", actions=["secretAccess"])
-async def agents_create(ctx: OpContext, args: AgentCreateArgs) -> dict[str, Any]:
+async def agents_create(ctx: OpContext, args: AgentCreateArgs) -> AgentView:
     """Create an agent; an ``openai`` adapter's ``apiKey`` goes to the secrets file and is never returned."""
     agent = await ctx.app.service(AgentService).create(
         ctx.ws, name=args.name, role=args.role, system_prompt=args.system_prompt, adapter=args.adapter
     )
     await ctx.audit("agents.create", f"agent:{agent.id}", {"name": agent.name, "adapter": agent.adapter.type})
-    return agent.to_wire()
-
-
-class NoArgs(WsArgs):
-    pass
+    return AgentView.of(agent)
 
 
 @op("agents.list", kind="read", scope="workspace")
-async def agents_list(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+async def agents_list(ctx: OpContext, args: NoArgs) -> AgentList:
     """List the workspace's agents."""
-    return {"agents": [a.to_wire() for a in await ctx.app.service(AgentService).all(ctx.ws)]}
+    return AgentList(agents=[AgentView.of(a) for a in await ctx.app.service(AgentService).all(ctx.ws)])
 
 
 class AgentRef(WsArgs):
@@ -50,16 +58,16 @@ class AgentRef(WsArgs):
 
 
 @op("agents.get", kind="read", scope="workspace")
-async def agents_get(ctx: OpContext, args: AgentRef) -> dict[str, Any]:
+async def agents_get(ctx: OpContext, args: AgentRef) -> AgentView:
     """One agent (``hasApiKey`` instead of the key)."""
-    return (await ctx.app.service(AgentService).get(ctx.ws, args.agent_id)).to_wire()
+    return AgentView.of(await ctx.app.service(AgentService).get(ctx.ws, args.agent_id))
 
 
 @op("agents.frontDoor", kind="read", scope="workspace")
-async def agents_front_door(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+async def agents_front_door(ctx: OpContext, args: NoArgs) -> FrontDoor:
     """The agent a new conversation wakes: the chief-executive agent, else the first agent, else none."""
     agent = await ctx.app.service(AgentService).front_door(ctx.ws)
-    return {"agent": agent.to_wire() if agent else None}
+    return FrontDoor(agent=AgentView.of(agent) if agent else None)
 
 
 class AgentUpdateArgs(WsArgs):
@@ -71,7 +79,7 @@ class AgentUpdateArgs(WsArgs):
 
 
 @op("agents.update", kind="mutate", scope="workspace", min_role="admin", actions=["secretAccess"])
-async def agents_update(ctx: OpContext, args: AgentUpdateArgs) -> dict[str, Any]:
+async def agents_update(ctx: OpContext, args: AgentUpdateArgs) -> AgentView:
     """Edit an agent; an adapter given without ``apiKey`` keeps the stored key."""
     agent = await ctx.app.service(AgentService).update(
         ctx.ws,
@@ -82,13 +90,13 @@ async def agents_update(ctx: OpContext, args: AgentUpdateArgs) -> dict[str, Any]
         adapter=args.adapter,
     )
     await ctx.audit("agents.update", f"agent:{agent.id}", {"name": agent.name, "adapter": agent.adapter.type})
-    return agent.to_wire()
+    return AgentView.of(agent)
 
 
 @op("agents.delete", kind="destructive", scope="workspace", min_role="admin", actions=["secretAccess"])
-async def agents_delete(ctx: OpContext, args: AgentRef) -> dict[str, Any]:
+async def agents_delete(ctx: OpContext, args: AgentRef) -> AgentDeleted:
     """Delete an agent and its stored key; refused while it has runs in progress or belongs to a team."""
-    running = await ctx.app.service(AgentRunner).store.all(ctx.ws, agent_id=args.agent_id, status="running")
+    running = await ctx.app.service(AgentRunner).store.all(ctx.ws, agent_id=args.agent_id, status=RunStatus.running)
     if running:
         raise Conflict(f"agent {args.agent_id} has {len(running)} run(s) in progress; interrupt them first")
     teams = await ctx.app.service(TeamService).teams_of(ctx.ws, args.agent_id)
@@ -96,7 +104,7 @@ async def agents_delete(ctx: OpContext, args: AgentRef) -> dict[str, Any]:
         raise Conflict(f"agent {args.agent_id} is a member of {len(teams)} team(s); remove it from them first")
     await ctx.app.service(AgentService).delete(ctx.ws, args.agent_id)
     await ctx.audit("agents.delete", f"agent:{args.agent_id}")
-    return {"deleted": True}
+    return AgentDeleted()
 
 
 class AgentRunArgs(WsArgs):
@@ -108,7 +116,7 @@ class AgentRunArgs(WsArgs):
 
 
 @op("agents.run", kind="mutate", scope="workspace", actions=["networkEgress", "processSpawn"])
-async def agents_run(ctx: OpContext, args: AgentRunArgs) -> dict[str, Any]:
+async def agents_run(ctx: OpContext, args: AgentRunArgs) -> DispatchedRun:
     """Dispatch an agent into a space with a prompt; returns at once with the run id (follow it with
     ``spaces.watch`` or ``runs.get``)."""
     run = await ctx.app.service(AgentRunner).dispatch(
@@ -122,7 +130,7 @@ async def agents_run(ctx: OpContext, args: AgentRunArgs) -> dict[str, Any]:
         max_turns=args.max_turns,
     )
     await audit_queued(ctx, "agents.run", f"run:{run.id}", {"agentId": run.agent_id, "spaceId": run.space_id})
-    return {"runId": run.id, **run.to_wire()}
+    return DispatchedRun.of(run)
 
 
 class RunRef(WsArgs):
@@ -130,9 +138,9 @@ class RunRef(WsArgs):
 
 
 @op("runs.get", kind="read", scope="workspace")
-async def runs_get(ctx: OpContext, args: RunRef) -> dict[str, Any]:
+async def runs_get(ctx: OpContext, args: RunRef) -> RunView:
     """One run: status, outcome, error, turns and the harvested output."""
-    return (await ctx.app.service(AgentRunner).store.get(ctx.ws, args.run_id)).to_wire()
+    return RunView.model_validate(await ctx.app.service(AgentRunner).store.get(ctx.ws, args.run_id))
 
 
 class RunListArgs(WsArgs):
@@ -143,30 +151,31 @@ class RunListArgs(WsArgs):
 
 
 @op("runs.list", kind="read", scope="workspace")
-async def runs_list(ctx: OpContext, args: RunListArgs) -> dict[str, Any]:
+async def runs_list(ctx: OpContext, args: RunListArgs) -> RunList:
     """Runs, newest first, optionally of one space, agent or status (``running``, ``finished``)."""
-    if args.status is not None and args.status not in STATUSES:
-        raise InvalidArgs(f"status must be one of {', '.join(STATUSES)}, not {args.status!r}", field="status")
+    if args.status is not None and args.status not in list(RunStatus):
+        raise InvalidArgs(f"status must be one of {', '.join(RunStatus)}, not {args.status!r}", field="status")
+    status = None if args.status is None else RunStatus(args.status)
     runs = await ctx.app.service(AgentRunner).store.all(
-        ctx.ws, space_id=args.space_id, agent_id=args.agent_id, status=args.status, limit=args.limit
+        ctx.ws, space_id=args.space_id, agent_id=args.agent_id, status=status, limit=args.limit
     )
-    return {"runs": [r.to_wire() for r in runs]}
+    return RunList(runs=[RunView.model_validate(r) for r in runs])
 
 
 @op("runs.events", kind="read", scope="workspace")
-async def runs_events(ctx: OpContext, args: RunRef) -> dict[str, Any]:
+async def runs_events(ctx: OpContext, args: RunRef) -> RunEvents:
     """The persisted turn events of one run, in order."""
     events = await ctx.app.service(AgentRunner).events(ctx.ws, args.run_id)
-    return {"events": [event_frame(e) for e in events]}
+    return RunEvents(events=[RunEventFrame.of(e) for e in events])
 
 
 @op("runs.interrupt", kind="mutate", scope="workspace")
-async def runs_interrupt(ctx: OpContext, args: RunRef) -> dict[str, Any]:
+async def runs_interrupt(ctx: OpContext, args: RunRef) -> RunView:
     """Stop a running run (outcome ``interrupted``), whichever process drives it, and return it once it is over;
     a finished run is returned unchanged."""
     run = await ctx.app.service(AgentRunner).interrupt(ctx.ws, args.run_id, by=ctx.principal.label)
     await audit_queued(ctx, "runs.interrupt", f"run:{run.id}", {"outcome": run.outcome})
-    return run.to_wire()
+    return RunView.model_validate(run)
 
 
 class TeamDispatchArgs(WsArgs):
@@ -178,7 +187,7 @@ class TeamDispatchArgs(WsArgs):
 
 
 @op("teams.dispatch", kind="mutate", scope="workspace", actions=["networkEgress", "processSpawn"])
-async def teams_dispatch(ctx: OpContext, args: TeamDispatchArgs) -> dict[str, Any]:
+async def teams_dispatch(ctx: OpContext, args: TeamDispatchArgs) -> TeamDispatch:
     """Dispatch a team into a space: every member (``allParallel``) or only the leader (``manager``)."""
     team = await ctx.app.service(TeamService).get(ctx.ws, args.team_id)
     mode = check_dispatch_mode(args.dispatch_mode) if args.dispatch_mode else team.dispatch_mode
@@ -193,10 +202,10 @@ async def teams_dispatch(ctx: OpContext, args: TeamDispatchArgs) -> dict[str, An
     )
     run_ids = [r.id for r in runs]
     await audit_queued(ctx, "teams.dispatch", f"team:{team.id}", {"runIds": run_ids, "mode": mode})
-    return {"runIds": run_ids, "dispatchMode": mode}
+    return TeamDispatch(run_ids=run_ids, dispatch_mode=mode)
 
 
-AGENT_OPS = [
+AGENT_OPS: list[OpFunction] = [
     agents_create,
     agents_list,
     agents_get,

@@ -32,7 +32,7 @@ from hangar.agents.adapters.openai import OpenAIChatAdapter
 from hangar.agents.config import OpenAIAdapter
 from hangar.agents.live_run import LiveRun
 from hangar.agents.output_schema import check_schema
-from hangar.agents.runs import Run, RunStore
+from hangar.agents.runs import Run, RunStatus, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.tools import OutputHolder
 from hangar.core.confine import confinement_for
@@ -149,7 +149,7 @@ class AgentRunner:
                 id=new_id(),
                 agent_id=agent.id,
                 space_id=space_id,
-                status="running",
+                status=RunStatus.running,
                 outcome=None,
                 error=None,
                 prompt=prompt,
@@ -241,7 +241,7 @@ class AgentRunner:
         workspace_id, run_id, space_id = live.workspace_id, run.id, run.space_id
         prompt, schema = run.prompt, run.output_schema
         output = live.output
-        result = RunResult("failed", "the run ended before it started")
+        result = RunResult(ev.RunOutcome.failed, "the run ended before it started")
         try:
             limit = agent.adapter.history_limit
             recent = await self.spaces.recent(workspace_id, space_id, limit=limit + 1) if limit else []
@@ -284,13 +284,14 @@ class AgentRunner:
                 raise
         except asyncio.CancelledError:
             if run_id in self._interrupted:
-                result = RunResult("interrupted", "the run was interrupted")
+                result = RunResult(ev.RunOutcome.interrupted, "the run was interrupted")
             else:
-                result = RunResult("interrupted", "the run was stopped because the server is shutting down")
+                result = RunResult(ev.RunOutcome.interrupted, "the run was stopped because the server is shutting down")
         except Exception as exc:
             log.exception("agent run %s failed inside Hangar", run_id)
             # The exception text may hold anything (paths, values): it goes to the log, the run says where.
-            result = RunResult("failed", f"the run failed inside Hangar ({type(exc).__name__}); see the server log")
+            error = f"the run failed inside Hangar ({type(exc).__name__}); see the server log"
+            result = RunResult(ev.RunOutcome.failed, error)
         finally:
             self._adapters.pop(run_id, None)
             self._finishing.add(run_id)
@@ -321,7 +322,7 @@ class AgentRunner:
             await self.store.update(
                 tx.conn,
                 run_id,
-                status="finished",
+                status=RunStatus.finished,
                 outcome=result.outcome,
                 error=result.error,
                 output=output.value if output.accepted else None,
@@ -349,7 +350,7 @@ class AgentRunner:
         """Stop a running run (outcome ``interrupted``) and return it once it is over, whichever process drives
         it; a finished run is returned as it is."""
         run = await self.store.get(workspace_id, run_id)
-        if run.status != "running":
+        if run.status is not RunStatus.running:
             return run
         driver = self._drivers.get(run_id)
         if driver is not None:
@@ -367,7 +368,7 @@ class AgentRunner:
                     return await self.store.get(workspace_id, run_id)
                 await asyncio.sleep(END_POLL_S)
                 run = await self.store.get(workspace_id, run_id)
-                if run.status != "running":
+                if run.status is not RunStatus.running:
                     return run
                 if loop.time() >= deadline:
                     raise Unavailable(
@@ -376,7 +377,7 @@ class AgentRunner:
                         detail_code="stop_pending",
                     )
         finally:
-            if run.status != "running":
+            if run.status is not RunStatus.running:
                 shutil.rmtree(run_dir, ignore_errors=True)
 
     async def _close_if_abandoned(self, workspace_id: str, run: Run) -> bool:
@@ -395,9 +396,10 @@ class AgentRunner:
             # The agent's command the dead driver left running (if any) goes too.
             kill_orphaned_groups(run_dir)
             if stop_requested(run_dir):
-                result = RunResult("interrupted", "the run was interrupted after the process driving it stopped")
+                error = "the run was interrupted after the process driving it stopped"
+                result = RunResult(ev.RunOutcome.interrupted, error)
             else:
-                result = RunResult("failed", "the server stopped during the run")
+                result = RunResult(ev.RunOutcome.failed, "the server stopped during the run")
             async with self.spaces.writes.lock(workspace_id), self.app.bus.transaction(workspace_id) as tx:
                 closed = await self.store.close_running(
                     tx.conn, run.id, outcome=result.outcome, error=result.error, finished_at=self.app.clock.now()

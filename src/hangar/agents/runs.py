@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.agents import tables
+from hangar.agents.events import RunOutcome
 from hangar.core.context import AppContext
 from hangar.errors import NotFound
-from hangar.workspace.records import iso
 
-STATUSES: tuple[str, ...] = ("running", "finished")
+
+class RunStatus(StrEnum):
+    running = "running"
+    finished = "finished"  # with an outcome
 
 
 @dataclass(frozen=True)
@@ -22,8 +27,8 @@ class Run:
     id: str
     agent_id: str
     space_id: str
-    status: str
-    outcome: str | None
+    status: RunStatus
+    outcome: RunOutcome | None
     error: str | None
     prompt: str
     output_schema: dict[str, Any] | None
@@ -37,24 +42,16 @@ class Run:
     owner: str | None = None
     first_seq: int | None = None
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "agentId": self.agent_id,
-            "spaceId": self.space_id,
-            "status": self.status,
-            "outcome": self.outcome,
-            "error": self.error,
-            "prompt": self.prompt,
-            "outputSchema": self.output_schema,
-            "output": self.output,
-            "hasOutput": self.has_output,
-            "outputError": self.output_error,
-            "turns": self.turns,
-            "dispatchedBy": self.dispatched_by,
-            "createdAt": iso(self.created_at),
-            "finishedAt": iso(self.finished_at),
-        }
+    @classmethod
+    def of_row(cls, row: Mapping[Any, Any]) -> Run:
+        outcome = row["outcome"]
+        return cls(
+            **{
+                **row,
+                "status": RunStatus(row["status"]),
+                "outcome": None if outcome is None else RunOutcome(outcome),
+            }
+        )
 
 
 class RunStore:
@@ -76,9 +73,8 @@ class RunStore:
         """Within the caller's transaction: record a run as finished only if it is still ``running``; whether
         it was."""
         t = tables.agent_runs
-        done = await conn.execute(
-            sa.update(t).where(t.c.id == run_id, t.c.status == "running").values(status="finished", **values)
-        )
+        still_running = sa.update(t).where(t.c.id == run_id, t.c.status == RunStatus.running)
+        done = await conn.execute(still_running.values(status=RunStatus.finished, **values))
         return bool(done.rowcount)
 
     async def get(self, workspace_id: str, run_id: str) -> Run:
@@ -88,7 +84,7 @@ class RunStore:
             row = (await conn.execute(sa.select(t).where(t.c.id == run_id))).mappings().first()
         if row is None:
             raise NotFound(f"runId: run {run_id} does not exist in this workspace")
-        return Run(**dict(row))
+        return Run.of_row(row)
 
     async def all(
         self,
@@ -96,7 +92,7 @@ class RunStore:
         *,
         space_id: str | None = None,
         agent_id: str | None = None,
-        status: str | None = None,
+        status: RunStatus | None = None,
         dispatched_by: str | None = None,
         limit: int = 200,
     ) -> list[Run]:
@@ -113,18 +109,18 @@ class RunStore:
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.connect() as conn:
             rows = (await conn.execute(q)).mappings().all()
-        return [Run(**dict(r)) for r in rows]
+        return [Run.of_row(r) for r in rows]
 
     async def running_for_pipeline(self, workspace_id: str, pipeline_run_id: str) -> list[Run]:
         """Running runs dispatched by the steps of one pipeline run (``dispatched_by`` is the step attempt's key,
         ``pipeline:<runId>/<stepId>#<attempt>``, see ``hangar.workspace.bodies.step_key``)."""
         t = tables.agent_runs
         prefix = f"pipeline:{pipeline_run_id}/"
-        q = sa.select(t).where(t.c.status == "running", t.c.dispatched_by.startswith(prefix, autoescape=True))
+        q = sa.select(t).where(t.c.status == RunStatus.running, t.c.dispatched_by.startswith(prefix, autoescape=True))
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.connect() as conn:
             rows = (await conn.execute(q)).mappings().all()
-        return [Run(**dict(r)) for r in rows]
+        return [Run.of_row(r) for r in rows]
 
     async def running(self, workspace_id: str) -> list[Run]:
-        return await self.all(workspace_id, status="running", limit=100_000)
+        return await self.all(workspace_id, status=RunStatus.running, limit=100_000)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.routing import BaseRoute
 
@@ -13,6 +14,11 @@ from hangar.core.events import DomainEvent
 from hangar.core.settings import SettingSpec
 from hangar.core.tables import MIGRATIONS as KERNEL_MIGRATIONS
 
+# A function declared with ``@op`` (``hangar.rpc.registry``): ``(ctx, args)``, a coroutine or, for a watch, an
+# async generator. Named by its shape so the kernel does not import the RPC layer; the server's ``OpRegistry``
+# checks each carries its ``OpSpec``.
+OpFunction = Callable[..., Awaitable[Any] | AsyncIterator[Any]]
+
 
 @dataclass(frozen=True)
 class Part:
@@ -20,7 +26,7 @@ class Part:
     ``stop`` runs at shutdown in reverse order of start."""
 
     name: str
-    ops: Sequence[object] = ()  # functions declared with @op
+    ops: Sequence[OpFunction] = ()
     routes: Sequence[BaseRoute] = ()
     migrations: Sequence[MigrationSet] = ()
     events: Sequence[type[DomainEvent]] = ()

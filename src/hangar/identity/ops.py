@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 import hangar
+from hangar.core.part import OpFunction
 from hangar.core.principal import Role
 from hangar.errors import Forbidden, NotFound
 from hangar.identity.creation import SETTING_CREATORS, Creators, check_may_create, create_workspace
@@ -219,7 +220,7 @@ async def server_deactivate_user(ctx: OpContext, args: DeactivateArgs) -> UserRe
     return UserRef(user_id=args.user_id)
 
 
-IDENTITY_OPS = [
+IDENTITY_OPS: list[OpFunction] = [
     server_users,
     server_deactivate_user,
     server_set_workspace_creators,

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field, StrictBool
 
 from hangar.core.events import StoredEvent
+from hangar.core.part import OpFunction
 from hangar.core.settings import WorkspaceSettings
 from hangar.oversight.results import (
     AuditRow,
@@ -127,4 +128,12 @@ async def settings_set(ctx: OpContext, args: SettingSetArgs) -> SettingSaved:
     return SettingSaved(key=args.key, value=saved)
 
 
-OVERSIGHT_OPS = [events_list, events_watch, audit_list, guardrails_get, guardrails_set, settings_get, settings_set]
+OVERSIGHT_OPS: list[OpFunction] = [
+    events_list,
+    events_watch,
+    audit_list,
+    guardrails_get,
+    guardrails_set,
+    settings_get,
+    settings_set,
+]

@@ -40,7 +40,7 @@ from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
 from hangar.pipelines.store import PipelineStore
-from hangar.pipelines.views import run_snapshot, step_wire
+from hangar.pipelines.views import run_snapshot, steps_changed
 
 if TYPE_CHECKING:
     from hangar.core.context import AppContext
@@ -192,11 +192,7 @@ class PipelineEngine:
     def notify(self, run: RunRow, changed: Sequence[StepRec]) -> None:
         if not self._listeners:
             return
-        frame = {
-            "runId": run.id,
-            "status": run.status.value,
-            "steps": [{"stepId": r.step_id, **step_wire(r)} for r in changed],
-        }
+        frame = steps_changed(run, changed).model_dump(mode="json", by_alias=True)
         for lst in self._listeners:
             if lst.workspace_id == run.workspace_id and lst.run_id in (None, run.id):
                 lst.queue.put_nowait(frame)
@@ -509,8 +505,9 @@ class PipelineEngine:
     # -- reading ----------------------------------------------------------------------------------------------
 
     async def snapshot(self, ws: str, run_id: str) -> dict[str, Any]:
+        """The run in the command line's ``--json`` shape."""
         run, recs = await self.store.load_run(ws, run_id)
-        return run_snapshot(run, recs)
+        return run_snapshot(run, recs).model_dump(mode="json", by_alias=True)
 
     def listen(self, ws: str, run_id: str | None) -> Listener:
         """Start receiving step-run changes of one run (or every run of the workspace) on ``.queue``."""

@@ -13,14 +13,32 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from hangar.core.part import OpFunction
 from hangar.errors import InvalidArgs
 from hangar.pipelines import template as tpl
 from hangar.pipelines import triggers
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.model import RunStatus
-from hangar.pipelines.views import run_detail, run_summary
+from hangar.pipelines.op_results import (
+    BodyInfo,
+    BodyList,
+    Deleted,
+    Emitted,
+    RunDetail,
+    RunList,
+    RunSnapshot,
+    RunStarted,
+    RunWatchReply,
+    TemplateCheck,
+    TemplateDetail,
+    TemplateList,
+    TemplateSaved,
+    TriggerList,
+    TriggerView,
+)
+from hangar.pipelines.views import run_detail, run_snapshot, run_summary
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import Args, op
+from hangar.rpc.registry import Args, NoArgs, op
 
 
 class PlArgs(Args):
@@ -87,10 +105,6 @@ class EmitArgs(PlArgs):
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
-class NoArgs(PlArgs):
-    pass
-
-
 def _engine(ctx: OpContext) -> PipelineEngine:
     return ctx.app.service(PipelineEngine)
 
@@ -108,44 +122,44 @@ def _poke_scheduler(ctx: OpContext) -> None:
 
 
 @op("pipelines.templates.validate", kind="read", scope="workspace")
-async def templates_validate(ctx: OpContext, args: TemplateArgs) -> dict[str, Any]:
+async def templates_validate(ctx: OpContext, args: TemplateArgs) -> TemplateCheck:
     """Check a template without storing it: its problems and warnings."""
     try:
         loaded = _load(ctx, args.template)
     except tpl.TemplateInvalid as exc:
-        return {"valid": False, "problems": exc.problems, "warnings": []}
-    return {"valid": True, "problems": [], "warnings": loaded.warnings}
+        return TemplateCheck(valid=False, problems=exc.problems, warnings=[])
+    return TemplateCheck(valid=True, problems=[], warnings=loaded.warnings)
 
 
 @op("pipelines.templates.create", kind="mutate", scope="workspace")
-async def templates_create(ctx: OpContext, args: TemplateArgs) -> dict[str, Any]:
+async def templates_create(ctx: OpContext, args: TemplateArgs) -> TemplateSaved:
     """Store a new template (refused with every problem named when it is invalid)."""
     loaded = _load(ctx, args.template)
     wire = loaded.template.to_wire()
     await _engine(ctx).store.insert_template(ctx.ws, wire, by=ctx.principal.label, now=ctx.app.clock.now())
     await ctx.audit("pipelines.template.create", f"pipeline-template:{wire['id']}")
-    return {"id": wire["id"], "warnings": loaded.warnings}
+    return TemplateSaved(id=wire["id"], warnings=loaded.warnings)
 
 
 @op("pipelines.templates.list", kind="read", scope="workspace")
-async def templates_list(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+async def templates_list(ctx: OpContext, args: NoArgs) -> TemplateList:
     """The workspace's templates."""
-    return {"templates": await _engine(ctx).store.list_templates(ctx.ws)}
+    return TemplateList(templates=await _engine(ctx).store.list_templates(ctx.ws))
 
 
 @op("pipelines.templates.get", kind="read", scope="workspace")
-async def templates_get(ctx: OpContext, args: TemplateRef) -> dict[str, Any]:
+async def templates_get(ctx: OpContext, args: TemplateRef) -> TemplateDetail:
     """One template, with the warnings it loads with today (e.g. a body no longer registered)."""
     wire = await _engine(ctx).store.get_template(ctx.ws, args.template_id)
     try:
         warnings = _load(ctx, wire).warnings
     except tpl.TemplateInvalid as exc:
         warnings = exc.problems
-    return {"template": wire, "warnings": warnings}
+    return TemplateDetail(template=wire, warnings=warnings)
 
 
 @op("pipelines.templates.update", kind="mutate", scope="workspace")
-async def templates_update(ctx: OpContext, args: TemplateUpdateArgs) -> dict[str, Any]:
+async def templates_update(ctx: OpContext, args: TemplateUpdateArgs) -> TemplateSaved:
     """Replace a template; runs already started keep the version they started with."""
     loaded = _load(ctx, args.template)
     wire = loaded.template.to_wire()
@@ -155,20 +169,20 @@ async def templates_update(ctx: OpContext, args: TemplateUpdateArgs) -> dict[str
         )
     await _engine(ctx).store.update_template(ctx.ws, wire, now=ctx.app.clock.now())
     await ctx.audit("pipelines.template.update", f"pipeline-template:{wire['id']}")
-    return {"id": wire["id"], "warnings": loaded.warnings}
+    return TemplateSaved(id=wire["id"], warnings=loaded.warnings)
 
 
 @op("pipelines.templates.delete", kind="destructive", scope="workspace", min_role="admin")
-async def templates_delete(ctx: OpContext, args: TemplateRef) -> dict[str, Any]:
+async def templates_delete(ctx: OpContext, args: TemplateRef) -> Deleted:
     """Delete a template and its triggers (its runs stay, with their own copy of the template)."""
     await _engine(ctx).store.delete_template(ctx.ws, args.template_id)
     await ctx.audit("pipelines.template.delete", f"pipeline-template:{args.template_id}")
     _poke_scheduler(ctx)
-    return {"deleted": args.template_id}
+    return Deleted(deleted=args.template_id)
 
 
 @op("pipelines.runs.start", kind="mutate", scope="workspace", actions=["processSpawn"])
-async def runs_start(ctx: OpContext, args: RunStartArgs) -> dict[str, Any]:
+async def runs_start(ctx: OpContext, args: RunStartArgs) -> RunStarted:
     """Start a run of a stored template (manual trigger) with a payload; ``dryRun`` makes bodies report only."""
     engine = _engine(ctx)
     template = await engine.stored_template(ctx.ws, args.template_id)
@@ -186,21 +200,21 @@ async def runs_start(ctx: OpContext, args: RunStartArgs) -> dict[str, Any]:
     await ctx.audit(
         "pipelines.run.start", f"pipeline-run:{run_id}", {"templateId": args.template_id, "dryRun": args.dry_run}
     )
-    return {"runId": run_id}
+    return RunStarted(run_id=run_id)
 
 
 @op("pipelines.runs.cancel", kind="mutate", scope="workspace")
-async def runs_cancel(ctx: OpContext, args: RunRef) -> dict[str, Any]:
+async def runs_cancel(ctx: OpContext, args: RunRef) -> RunSnapshot:
     """Cancel an unfinished run, whichever process drives it: running bodies are stopped, suspended steps
     cancelled; returns the run once it has ended."""
     engine = _engine(ctx)
     await engine.cancel(ctx.ws, args.run_id, by=ctx.principal.label)
     await ctx.audit("pipelines.run.cancel", f"pipeline-run:{args.run_id}")
-    return await engine.snapshot(ctx.ws, args.run_id)
+    return run_snapshot(*await engine.store.load_run(ctx.ws, args.run_id))
 
 
 @op("pipelines.runs.list", kind="read", scope="workspace")
-async def runs_list(ctx: OpContext, args: RunListArgs) -> dict[str, Any]:
+async def runs_list(ctx: OpContext, args: RunListArgs) -> RunList:
     """Runs, newest first, optionally of one template, in one status, or children of one run."""
     rows = await _engine(ctx).store.list_runs(
         ctx.ws,
@@ -209,40 +223,40 @@ async def runs_list(ctx: OpContext, args: RunListArgs) -> dict[str, Any]:
         parent_run_id=args.parent_run_id,
         limit=args.limit,
     )
-    return {"runs": [run_summary(r) for r in rows]}
+    return RunList(runs=[run_summary(r) for r in rows])
 
 
-async def _detail(ctx: OpContext, run_id: str) -> dict[str, Any]:
+async def _detail(ctx: OpContext, run_id: str) -> RunDetail:
     run, recs = await _engine(ctx).store.load_run(ctx.ws, run_id)
     labels = {s["id"]: (s.get("config") or {}).get("label") or s["id"] for s in run.template.get("steps", [])}
     return run_detail(run, recs, labels)
 
 
 @op("pipelines.runs.get", kind="read", scope="workspace")
-async def runs_get(ctx: OpContext, args: RunRef) -> dict[str, Any]:
+async def runs_get(ctx: OpContext, args: RunRef) -> RunDetail:
     """A run with its step runs: status, attempts, errors, timings, suspension and progress."""
     return await _detail(ctx, args.run_id)
 
 
-@op("pipelines.runs.watch", kind="watch", scope="workspace")
-async def runs_watch(ctx: OpContext, args: RunWatchArgs) -> AsyncIterator[dict[str, Any]]:
+@op("pipelines.runs.watch", kind="watch", scope="workspace", result=RunWatchReply)
+async def runs_watch(ctx: OpContext, args: RunWatchArgs) -> AsyncIterator[RunWatchReply | dict[str, Any]]:
     """Follow step-run changes as they are stored: of one run (replying with the run), or of every run in the
     workspace (replying with the run list); each event frame is ``{runId, status, steps: [...]}``."""
     engine = _engine(ctx)
     listener = engine.listen(ctx.ws, args.run_id)
     try:
         if args.run_id is not None:
-            yield await _detail(ctx, args.run_id)
+            yield RunWatchReply(await _detail(ctx, args.run_id))
         else:
-            yield {"runs": [run_summary(r) for r in await engine.store.list_runs(ctx.ws, limit=100)]}
-        while True:
+            yield RunWatchReply(RunList(runs=[run_summary(r) for r in await engine.store.list_runs(ctx.ws, limit=100)]))
+        while True:  # the step changes (``StepsChanged``, in wire form)
             yield await listener.queue.get()
     finally:
         engine.unlisten(listener)
 
 
 @op("pipelines.triggers.create", kind="mutate", scope="workspace", actions=["processSpawn"])
-async def triggers_create(ctx: OpContext, args: TriggerCreateArgs) -> dict[str, Any]:
+async def triggers_create(ctx: OpContext, args: TriggerCreateArgs) -> TriggerView:
     """Add a trigger to a template: ``event`` (eventType) or ``schedule`` (cron, UTC)."""
     row = await triggers.create_trigger(
         _engine(ctx),
@@ -256,62 +270,51 @@ async def triggers_create(ctx: OpContext, args: TriggerCreateArgs) -> dict[str, 
     )
     await ctx.audit("pipelines.trigger.create", f"pipeline-trigger:{row.id}", {"templateId": args.template_id})
     _poke_scheduler(ctx)
-    return row.to_wire()
+    return TriggerView.model_validate(row)
 
 
 @op("pipelines.triggers.list", kind="read", scope="workspace")
-async def triggers_list(ctx: OpContext, args: TriggerListArgs) -> dict[str, Any]:
+async def triggers_list(ctx: OpContext, args: TriggerListArgs) -> TriggerList:
     """Trigger rows, optionally of one template."""
     rows = await _engine(ctx).store.list_triggers(ctx.ws, template_id=args.template_id)
-    return {"triggers": [r.to_wire() for r in rows]}
+    return TriggerList(triggers=[TriggerView.model_validate(r) for r in rows])
 
 
 @op("pipelines.triggers.setEnabled", kind="mutate", scope="workspace", actions=["processSpawn"])
-async def triggers_set_enabled(ctx: OpContext, args: TriggerEnableArgs) -> dict[str, Any]:
+async def triggers_set_enabled(ctx: OpContext, args: TriggerEnableArgs) -> TriggerView:
     """Pause or resume a trigger: a disabled event or schedule trigger starts no runs."""
     row = await _engine(ctx).store.set_trigger_enabled(ctx.ws, args.trigger_id, args.enabled)
     await ctx.audit("pipelines.trigger.setEnabled", f"pipeline-trigger:{row.id}", {"enabled": args.enabled})
     _poke_scheduler(ctx)
-    return row.to_wire()
+    return TriggerView.model_validate(row)
 
 
 @op("pipelines.triggers.delete", kind="destructive", scope="workspace", min_role="admin")
-async def triggers_delete(ctx: OpContext, args: TriggerRef) -> dict[str, Any]:
+async def triggers_delete(ctx: OpContext, args: TriggerRef) -> Deleted:
     """Remove a trigger (runs it started stay)."""
     await _engine(ctx).store.delete_trigger(ctx.ws, args.trigger_id)
     await ctx.audit("pipelines.trigger.delete", f"pipeline-trigger:{args.trigger_id}")
     _poke_scheduler(ctx)
-    return {"deleted": args.trigger_id}
+    return Deleted(deleted=args.trigger_id)
 
 
 @op("pipelines.emit", kind="mutate", scope="workspace", actions=["processSpawn"])
-async def emit(ctx: OpContext, args: EmitArgs) -> dict[str, Any]:
+async def emit(ctx: OpContext, args: EmitArgs) -> Emitted:
     """Record a domain event of your own namespace (``review.approved``; the server's own types are refused):
     it resumes the steps suspended on it and fires its event triggers."""
     ctx.app.bus.registry.check_user_type(args.event_type)
     stored = await ctx.app.bus.publish_raw(ctx.ws, args.event_type, args.payload)
     await ctx.audit("pipelines.emit", f"event:{args.event_type}", {"seq": stored.seq})
-    return {"seq": stored.seq, "id": stored.id}
+    return Emitted(seq=stored.seq, id=stored.id)
 
 
 @op("pipelines.bodies.list", kind="read", scope="workspace")
-async def bodies_list(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+async def bodies_list(ctx: OpContext, args: NoArgs) -> BodyList:
     """Registered bodies: key, one-line summary and the settings each reads."""
-    return {
-        "bodies": [
-            {
-                "key": b.key,
-                "summary": b.summary,
-                "config": [{"name": f.name, "doc": f.doc, "required": f.required} for f in b.config],
-                "resumes": b.resumes,
-                "honoursDryRun": b.honours_dry_run,
-            }
-            for b in _engine(ctx).bodies.specs
-        ]
-    }
+    return BodyList(bodies=[BodyInfo.model_validate(b) for b in _engine(ctx).bodies.specs])
 
 
-PIPELINE_OPS = [
+PIPELINE_OPS: list[OpFunction] = [
     templates_validate,
     templates_create,
     templates_list,

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hangar.core.events import DomainEvent
-from hangar.core.types import rfc3339_or_none
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.model import RunStatus
 
@@ -46,19 +45,6 @@ class TriggerRow:
     last_fired_at: datetime | None
     next_fire_at: datetime | None
     created_at: datetime
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "templateId": self.template_id,
-            "kind": self.kind,
-            "eventType": self.event_type,
-            "cron": self.cron,
-            "payload": self.payload,
-            "enabled": self.enabled,
-            "lastFiredAt": rfc3339_or_none(self.last_fired_at),
-            "nextFireAt": rfc3339_or_none(self.next_fire_at),
-        }
 
 
 @dataclass

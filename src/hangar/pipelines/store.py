@@ -23,12 +23,12 @@ from hangar.core import tables as core_tables
 # The same pragmas (WAL, synchronous=NORMAL, busy timeout) as every connection the core opens.
 from hangar.core.events import StoredEvent
 from hangar.core.ids import new_id
-from hangar.core.types import rfc3339
 from hangar.errors import Conflict, NotFound
 from hangar.pipelines import tables as t
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.events import TaskFinished
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, StepStatus
+from hangar.pipelines.op_results import TemplateSummary
 from hangar.pipelines.rows import RunRow, Tick, TriggerRow, aware
 from hangar.pipelines.writer import Writer, insert_run, interest, run_row_values, step_row, write_tick
 from hangar.pipelines.writer import dt as _dt
@@ -133,19 +133,19 @@ class PipelineStore:
             raise NotFound(f"template {template_id!r} does not exist")
         return dict(row[0])
 
-    async def list_templates(self, ws: str) -> list[dict[str, Any]]:
+    async def list_templates(self, ws: str) -> list[TemplateSummary]:
         engine = await self.engine(ws)
         tt = t.templates
         async with engine.connect() as conn:
             rows = (await conn.execute(sa.select(tt).order_by(tt.c.id))).mappings().all()
         return [
-            {
-                "id": r["id"],
-                "name": r["name"],
-                "steps": len(r["definition"].get("steps", [])),
-                "createdAt": rfc3339(r["created_at"]),
-                "updatedAt": rfc3339(r["updated_at"]),
-            }
+            TemplateSummary(
+                id=r["id"],
+                name=r["name"],
+                steps=len(r["definition"].get("steps", [])),
+                created_at=r["created_at"],
+                updated_at=r["updated_at"],
+            )
             for r in rows
         ]
 

@@ -3,46 +3,54 @@ of the ``pipelines.runs.get`` op (timings, trigger, progress)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
-from typing import Any
+from collections.abc import Mapping, Sequence
 
-from hangar.core.types import rfc3339_or_none
 from hangar.pipelines._algo import StepRec
+from hangar.pipelines.op_results import (
+    RunDetail,
+    RunSnapshot,
+    RunSummary,
+    StepChange,
+    StepDetail,
+    StepsChanged,
+    StepState,
+    Suspension,
+    TriggerOfRun,
+)
 from hangar.pipelines.rows import RunRow
 
 
-def _iso(value: datetime | None) -> str | None:
-    return rfc3339_or_none(value)
+def step_state(rec: StepRec) -> StepState:
+    return StepState(status=rec.status, attempts=rec.attempts, error=rec.error)
 
 
-def step_wire(rec: StepRec) -> dict[str, Any]:
-    return {"status": rec.status.value, "attempts": rec.attempts, "error": rec.error}
+def run_snapshot(run: RunRow, recs: Mapping[str, StepRec]) -> RunSnapshot:
+    return RunSnapshot(
+        run_id=run.id, status=run.status, state=run.state, steps={sid: step_state(rec) for sid, rec in recs.items()}
+    )
 
 
-def run_snapshot(run: RunRow, recs: Mapping[str, StepRec]) -> dict[str, Any]:
-    """``{"runId", "status", "state", "steps": {"<stepId>": {"status", "attempts", "error"}}}``."""
-    return {
-        "runId": run.id,
-        "status": run.status.value,
-        "state": run.state,
-        "steps": {sid: step_wire(rec) for sid, rec in recs.items()},
-    }
+def steps_changed(run: RunRow, changed: Sequence[StepRec]) -> StepsChanged:
+    return StepsChanged(
+        run_id=run.id,
+        status=run.status,
+        steps=[StepChange(step_id=r.step_id, **dict(step_state(r))) for r in changed],
+    )
 
 
-def run_summary(run: RunRow) -> dict[str, Any]:
-    return {
-        "runId": run.id,
-        "templateId": run.template_id,
-        "status": run.status.value,
-        "trigger": {"kind": run.trigger_kind, "id": run.trigger_id},
-        "dryRun": run.dry_run,
-        "parentRunId": run.parent_run_id,
-        "error": run.error,
-        "createdAt": _iso(run.created_at),
-        "updatedAt": _iso(run.updated_at),
-        "finishedAt": _iso(run.finished_at),
-    }
+def run_summary(run: RunRow) -> RunSummary:
+    return RunSummary(
+        run_id=run.id,
+        template_id=run.template_id,
+        status=run.status,
+        trigger=TriggerOfRun(kind=run.trigger_kind, id=run.trigger_id),
+        dry_run=run.dry_run,
+        parent_run_id=run.parent_run_id,
+        error=run.error,
+        created_at=run.created_at,
+        updated_at=run.updated_at,
+        finished_at=run.finished_at,
+    )
 
 
 def _duration_ms(rec: StepRec) -> int | None:
@@ -51,26 +59,29 @@ def _duration_ms(rec: StepRec) -> int | None:
     return int((rec.finished_at - rec.started_at).total_seconds() * 1000)
 
 
-def run_detail(run: RunRow, recs: Mapping[str, StepRec], labels: Mapping[str, str]) -> dict[str, Any]:
-    steps = []
-    for sid, rec in recs.items():
-        steps.append(
-            {
-                "stepId": sid,
-                "label": labels.get(sid, sid),
-                **step_wire(rec),
-                "routeKey": rec.route_key,
-                "startedAt": _iso(rec.started_at),
-                "finishedAt": _iso(rec.finished_at),
-                "durationMs": _duration_ms(rec),
-                "retryAt": _iso(rec.not_before),
-                "suspendedOn": (
-                    {"eventType": rec.suspend.get("eventType"), "taskIds": rec.suspend.get("taskIds") or []}
-                    if rec.suspend
-                    else None
-                ),
-                "deadline": _iso(rec.deadline),
-                "progress": rec.progress,
-            }
-        )
-    return {**run_summary(run), "payload": run.payload, "state": run.state, "steps": steps}
+def _step_detail(step_id: str, rec: StepRec, label: str) -> StepDetail:
+    suspended_on = None
+    if rec.suspend:
+        suspended_on = Suspension(event_type=rec.suspend.get("eventType"), task_ids=rec.suspend.get("taskIds") or [])
+    return StepDetail(
+        **dict(step_state(rec)),
+        step_id=step_id,
+        label=label,
+        route_key=rec.route_key,
+        started_at=rec.started_at,
+        finished_at=rec.finished_at,
+        duration_ms=_duration_ms(rec),
+        retry_at=rec.not_before,
+        suspended_on=suspended_on,
+        deadline=rec.deadline,
+        progress=rec.progress,
+    )
+
+
+def run_detail(run: RunRow, recs: Mapping[str, StepRec], labels: Mapping[str, str]) -> RunDetail:
+    return RunDetail(
+        **dict(run_summary(run)),
+        payload=run.payload,
+        state=run.state,
+        steps=[_step_detail(sid, rec, labels.get(sid, sid)) for sid, rec in recs.items()],
+    )

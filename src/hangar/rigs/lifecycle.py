@@ -342,10 +342,11 @@ class RigLifecycle:
                 if live.phase is not Phase.ready:
                     return
                 listening = await handle.listening_ports()
-                before = live.ports.to_wire()
+                before = live.ports.rows()
                 fresh = await live.ports.sync(handle, listening)
-                if live.ports.to_wire() != before:
-                    live.notify({"type": "ports", "ports": live.ports.to_wire()})
+                after = live.ports.rows()
+                if after != before:
+                    live.notify({"type": "ports", "ports": after})
         except HangarError as exc:
             log.warning("rigs: port poll of %s failed: %s", live.id, exc.message)
             return

@@ -15,6 +15,7 @@ from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.model import Phase, Surface, SurfaceLimits
 from hangar.rigs.policy import RigState
 from hangar.rigs.ports import PortForwards
+from hangar.rigs.results import RigSnapshot
 
 
 @dataclass(eq=False)
@@ -53,15 +54,15 @@ class LiveRig:
     def notify_phase(self, reason: str | None = None) -> None:
         self.notify({"type": "phase", "phase": self.phase.value, "detail": self.status_detail, "reason": reason})
 
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "rigId": self.id,
-            "surface": self.surface.value,
-            "phase": self.phase.value,
-            "statusDetail": self.status_detail,
-            "controller": self.controller,
-            "ports": self.ports.to_wire(),
-        }
+    def snapshot(self) -> RigSnapshot:
+        return RigSnapshot(
+            rig_id=self.id,
+            surface=self.surface,
+            phase=self.phase,
+            status_detail=self.status_detail,
+            controller=self.controller,
+            ports=self.ports.rows(),
+        )
 
     def state(self) -> RigState:
         return RigState(

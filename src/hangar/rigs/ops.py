@@ -9,18 +9,33 @@ control; observations stay allowed.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 from pydantic import AliasChoices, Field, StrictBool, StrictStr
 
+from hangar.core.part import OpFunction
 from hangar.core.principal import Role
-from hangar.core.types import rfc3339, rfc3339_or_none
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
+from hangar.rigs.results import (
+    ActionLogEntry,
+    ActionResult,
+    Controller,
+    ControlState,
+    ExecOutput,
+    HostsGranted,
+    HostStatus,
+    LaneUrl,
+    RigClosed,
+    RigOpened,
+    RigPorts,
+    RigRow,
+    RigSnapshot,
+)
 from hangar.rigs.signing import Lane, LaneSigner
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import Guardrails
@@ -69,46 +84,46 @@ class OpenArgs(Args):
 
 
 @op("rig.open", kind="mutate", scope="workspace", actions=USE_ACTIONS)
-async def rig_open(ctx: OpContext, args: OpenArgs) -> dict[str, Any]:
+async def rig_open(ctx: OpContext, args: OpenArgs) -> RigOpened:
     """Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting."""
     live = await manager(ctx).open(ctx.ws, args.space_id, args.surface, args.engine, ctx.principal)
-    return {"rigId": live.id, "phase": live.phase.value, "statusDetail": live.status_detail}
+    return RigOpened(rig_id=live.id, phase=live.phase, status_detail=live.status_detail)
 
 
 class ListArgs(Args):
     include_closed: StrictBool = Field(default=False, alias="includeClosed")
 
 
-async def _controller(ctx: OpContext, user_id: str | None) -> dict[str, str] | None:
+async def _controller(ctx: OpContext, user_id: str | None) -> Controller | None:
     if user_id is None:
         return None
     user = await ctx.app.service(IdentityService).get_user(user_id)
-    return {"userId": user_id, "displayName": user.display_name if user else user_id}
+    return Controller(user_id=user_id, display_name=user.display_name if user else user_id)
 
 
-async def _row(ctx: OpContext, rec: RigRecord, live: LiveRig | None) -> dict[str, Any]:
+async def _row(ctx: OpContext, rec: RigRecord, live: LiveRig | None) -> RigRow:
     # In-memory phases lead the row only while live; final phases are read from the row with their reason.
     phase = live.phase if live is not None and live.phase in LIVE_PHASES else rec.phase
-    return {
-        "rigId": rec.id,
-        "spaceId": rec.space_id,
-        "surface": rec.surface.value,
-        "engine": rec.engine,
-        "backend": rec.backend,
-        "status": phase.value,
-        "statusDetail": live.status_detail if live is not None else rec.status_detail,
-        "display": rec.display,
-        "controller": await _controller(ctx, live.controller if live is not None else rec.controller),
-        "closeReason": rec.close_reason.value if rec.close_reason else None,
-        "memoryMb": rec.memory_mb,
-        "residentMb": live.resident_mb if live is not None else rec.resident_mb,
-        "createdAt": rfc3339(rec.created_at),
-        "closedAt": rfc3339_or_none(rec.closed_at),
-    }
+    return RigRow(
+        rig_id=rec.id,
+        space_id=rec.space_id,
+        surface=rec.surface,
+        engine=rec.engine,
+        backend=rec.backend,
+        status=phase,
+        status_detail=live.status_detail if live is not None else rec.status_detail,
+        display=rec.display,
+        controller=await _controller(ctx, live.controller if live is not None else rec.controller),
+        close_reason=rec.close_reason,
+        memory_mb=rec.memory_mb,
+        resident_mb=live.resident_mb if live is not None else rec.resident_mb,
+        created_at=rec.created_at,
+        closed_at=rec.closed_at,
+    )
 
 
 @op("rig_list", kind="read", scope="workspace", min_role="member")
-async def rig_list(ctx: OpContext, args: ListArgs) -> list[dict[str, Any]]:
+async def rig_list(ctx: OpContext, args: ListArgs) -> list[RigRow]:
     """The workspace's rigs with surface, status, display and controller (closed ones on request)."""
     return [
         await _row(ctx, rec, live)
@@ -117,15 +132,11 @@ async def rig_list(ctx: OpContext, args: ListArgs) -> list[dict[str, Any]]:
 
 
 @op("rig_close", kind="destructive", scope="workspace", actions=("enclosureControl",))
-async def rig_close(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+async def rig_close(ctx: OpContext, args: RigArgs) -> RigClosed:
     """Destroy a rig and discard its disk; its row stays for the audit trail."""
     rec = await (await guarded(ctx, args.rig_id)).close(ctx.ws, args.rig_id, CloseReason.requested, ctx.principal)
     await ctx.audit("rig.close", f"rig:{rec.id}", {"reason": rec.close_reason.value if rec.close_reason else None})
-    return {
-        "rigId": rec.id,
-        "phase": rec.phase.value,
-        "closeReason": rec.close_reason.value if rec.close_reason else None,
-    }
+    return RigClosed(rig_id=rec.id, phase=rec.phase, close_reason=rec.close_reason)
 
 
 class ExecArgs(RigArgs):
@@ -140,7 +151,7 @@ def _clip(text: str) -> tuple[str, bool]:
 
 
 @op("rig.exec", kind="mutate", scope="workspace", actions=USE_ACTIONS)
-async def rig_exec(ctx: OpContext, args: ExecArgs) -> dict[str, Any]:
+async def rig_exec(ctx: OpContext, args: ExecArgs) -> ExecOutput:
     """Run a shell command in a terminal rig (bash -lc, as the rig user, in its home)."""
     mgr = await guarded(ctx, args.rig_id)
     live = await mgr.get_live(ctx.ws, args.rig_id)
@@ -149,27 +160,27 @@ async def rig_exec(ctx: OpContext, args: ExecArgs) -> dict[str, Any]:
     result = await mgr.exec(ctx.ws, args.rig_id, args.command, args.timeout_ms / 1000, ctx.principal)
     stdout, cut_out = _clip(result.stdout)
     stderr, cut_err = _clip(result.stderr)
-    return {
-        "exitCode": result.exit_code,
-        "stdout": stdout,
-        "stderr": stderr,
-        "timedOut": result.timed_out,
-        "truncated": cut_out or cut_err,
-    }
+    return ExecOutput(
+        exit_code=result.exit_code,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=result.timed_out,
+        truncated=cut_out or cut_err,
+    )
 
 
-def _control_reply(live: LiveRig) -> dict[str, Any]:
-    return {"rigId": live.id, "controller": live.controller}
+def _control_reply(live: LiveRig) -> ControlState:
+    return ControlState(rig_id=live.id, controller=live.controller)
 
 
 @op("rig.takeControl", kind="mutate", scope="workspace", actions=("enclosureControl",))
-async def rig_take_control(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+async def rig_take_control(ctx: OpContext, args: RigArgs) -> ControlState:
     """A person takes control: others' mutating verbs are refused until it is handed back."""
     return _control_reply(await (await guarded(ctx, args.rig_id)).take_control(ctx.ws, args.rig_id, ctx.principal))
 
 
 @op("rig.releaseControl", kind="mutate", scope="workspace", actions=("enclosureControl",))
-async def rig_release_control(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+async def rig_release_control(ctx: OpContext, args: RigArgs) -> ControlState:
     """Hand control back (the holder, or a workspace admin for a stuck take-over)."""
     force = ctx.role is not None and ctx.role >= Role.admin
     return _control_reply(
@@ -177,8 +188,8 @@ async def rig_release_control(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
     )
 
 
-@op("rig.watch", kind="watch", scope="workspace", min_role="member")
-async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[dict[str, Any]]:
+@op("rig.watch", kind="watch", scope="workspace", min_role="member", result=RigSnapshot)
+async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[RigSnapshot | dict[str, Any]]:
     """Watch a rig live: first its state, then its activity (phases, commands and their results, control,
     ports) until it ends. An open watch pins the rig against parking and idle reaping."""
     async with manager(ctx).watch(ctx.ws, args.rig_id) as (live, queue):
@@ -191,10 +202,13 @@ async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[dict[str, An
 
 
 @op("rig.ports", kind="read", scope="workspace", min_role="member")
-async def rig_ports(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+async def rig_ports(ctx: OpContext, args: RigArgs) -> RigPorts:
     """The rig's listening guest ports: forwarded ones with their host (and LAN) ports, then the rest."""
-    live = await manager(ctx).get_live(ctx.ws, args.rig_id)
-    return {"rigId": live.id, "limit": live.ports.limit, "ports": live.ports.to_wire()}
+    return _ports_reply(await manager(ctx).get_live(ctx.ws, args.rig_id))
+
+
+def _ports_reply(live: LiveRig) -> RigPorts:
+    return RigPorts(rig_id=live.id, limit=live.ports.limit, ports=live.ports.rows())
 
 
 class SharePortArgs(RigArgs):
@@ -203,12 +217,12 @@ class SharePortArgs(RigArgs):
 
 
 @op("rig.sharePort", kind="mutate", scope="workspace", actions=("enclosureControl", "networkEgress"))
-async def rig_share_port(ctx: OpContext, args: SharePortArgs) -> dict[str, Any]:
+async def rig_share_port(ctx: OpContext, args: SharePortArgs) -> RigPorts:
     """Share a forwarded port on the local network (an OS-assigned port on all interfaces), or stop sharing."""
     live = await (await guarded(ctx, args.rig_id)).share_port(
         ctx.ws, args.rig_id, args.guest_port, args.share, ctx.principal
     )
-    return {"rigId": live.id, "limit": live.ports.limit, "ports": live.ports.to_wire()}
+    return _ports_reply(live)
 
 
 class GrantArgs(RigArgs):
@@ -218,35 +232,35 @@ class GrantArgs(RigArgs):
 
 
 @op("rig.grantHosts", kind="mutate", scope="workspace", min_role="admin", actions=("networkEgress",))
-async def rig_grant_hosts(ctx: OpContext, args: GrantArgs) -> dict[str, Any]:
+async def rig_grant_hosts(ctx: OpContext, args: GrantArgs) -> HostsGranted:
     """Add host names (exact or *.suffix) to one rig's egress allowlist."""
     mgr = await guarded(ctx, args.rig_id)
     async with mgr.acting(ctx.ws, args.rig_id, ctx.principal, mutating=True, what="rig.grantHosts") as (_l, handle):
         await handle.grant_hosts(args.hosts)
     await mgr.log_action(ctx.ws, args.rig_id, ctx.principal, "grantHosts", {"hosts": sorted(args.hosts)})
     await ctx.audit("rig.grantHosts", f"rig:{args.rig_id}", {"hosts": sorted(args.hosts)})
-    return {"rigId": args.rig_id, "granted": sorted(args.hosts)}
+    return HostsGranted(rig_id=args.rig_id, granted=sorted(args.hosts))
 
 
-async def _lane_url(ctx: OpContext, rig_id: str, lane: Lane, path: str, scheme_ws: bool) -> dict[str, Any]:
+async def _lane_url(ctx: OpContext, rig_id: str, lane: Lane, path: str, scheme_ws: bool) -> LaneUrl:
     live = await (await guarded(ctx, rig_id)).get_live(ctx.ws, rig_id)
     token, exp = signer(ctx).mint(lane, ctx.ws, live.id, ctx.principal.user_id)
     origin = ctx.app.settings.origin
     if scheme_ws:
         origin = "ws" + origin.removeprefix("http")
     target = f"{path}/{live.id}?sig={token}"
-    return {"url": f"{origin}{target}", "path": target, "sig": token, "expiresAt": exp}
+    return LaneUrl(url=f"{origin}{target}", path=target, sig=token, expires_at=exp)
 
 
 @op("rig.fileLaneUrl", kind="read", scope="workspace", min_role="member")
-async def rig_file_lane_url(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+async def rig_file_lane_url(ctx: OpContext, args: RigArgs) -> LaneUrl:
     """A signed URL for the rig's file lane (POST drops into ~/drops, GET ?p= reads a file), for you only."""
     return await _lane_url(ctx, args.rig_id, "files", "/rig/files", scheme_ws=False)
 
 
 # A terminal runs commands in the rig: minting one is held to the same guardrails as rig.exec.
 @op("rig.terminalUrl", kind="mutate", scope="workspace", actions=USE_ACTIONS)
-async def rig_terminal_url(ctx: OpContext, args: RigArgs) -> dict[str, Any]:
+async def rig_terminal_url(ctx: OpContext, args: RigArgs) -> LaneUrl:
     """A signed WebSocket URL for a live terminal in the rig (PTY over the socket), for you only."""
     return await _lane_url(ctx, args.rig_id, "terminal", "/rig/terminal", scheme_ws=True)
 
@@ -255,8 +269,9 @@ class UseArgs(RigArgs):
     action: Any = None
 
 
-async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> dict[str, Any]:
-    """Parse totally first (a malformed action names its field), then answer for the surface's backend."""
+async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> NoReturn:
+    """Parse totally first (a malformed action names its field), then answer for the surface's backend (none
+    drives these surfaces yet, so the answer is ``unavailable``)."""
     parsed = parse_action(table, args.action)
     mgr = await guarded(ctx, args.rig_id)
     try:
@@ -277,61 +292,51 @@ async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> dict[str, Any
 
 
 @op("computer_use", kind="mutate", scope="workspace", actions=USE_ACTIONS)
-async def computer_use(ctx: OpContext, args: UseArgs) -> dict[str, Any]:
+async def computer_use(ctx: OpContext, args: UseArgs) -> ActionResult:
     """Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...)."""
     return await _use(ctx, COMPUTER_USE, args)
 
 
 @op("browser_use", kind="mutate", scope="workspace", actions=USE_ACTIONS)
-async def browser_use(ctx: OpContext, args: UseArgs) -> dict[str, Any]:
+async def browser_use(ctx: OpContext, args: UseArgs) -> ActionResult:
     """Drive a browser rig with one action (navigate, click, fill, extract, screenshot...)."""
     return await _use(ctx, BROWSER_USE, args)
 
 
 @op("mobile_use", kind="mutate", scope="workspace", actions=DEVICE_ACTIONS)
-async def mobile_use(ctx: OpContext, args: UseArgs) -> dict[str, Any]:
+async def mobile_use(ctx: OpContext, args: UseArgs) -> ActionResult:
     """Drive a mobile emulator rig with one action (tap, swipe, keys, apps, shell argv...)."""
     return await _use(ctx, MOBILE_USE, args)
 
 
 @op("sim_use", kind="mutate", scope="workspace", actions=DEVICE_ACTIONS)
-async def sim_use(ctx: OpContext, args: UseArgs) -> dict[str, Any]:
+async def sim_use(ctx: OpContext, args: UseArgs) -> ActionResult:
     """Drive a platform simulator rig with one action (tap, swipe, keys, apps, spawn argv...)."""
     return await _use(ctx, SIM_USE, args)
 
 
 @op("rig.actionLog", kind="read", scope="workspace", min_role="admin")
-async def rig_action_log(ctx: OpContext, args: RigArgs) -> list[dict[str, Any]]:
+async def rig_action_log(ctx: OpContext, args: RigArgs) -> list[ActionLogEntry]:
     """A rig's action log, oldest first: principal, per-rig sequence, verb, outcome, details (never content)."""
     mgr = manager(ctx)
     if await mgr.store.get(ctx.ws, args.rig_id) is None:
         raise NotFound(f"no rig {args.rig_id} in this workspace")
-    return [
-        {
-            "seq": e.seq,
-            "at": rfc3339(e.at),
-            "principal": e.principal,
-            "verb": e.verb,
-            "outcome": e.outcome,
-            "details": e.details,
-        }
-        for e in await mgr.store.actions(ctx.ws, args.rig_id)
-    ]
+    return [ActionLogEntry.model_validate(e) for e in await mgr.store.actions(ctx.ws, args.rig_id)]
 
 
-def _host_status(mgr: RigManager) -> dict[str, Any]:
+def _host_status(mgr: RigManager) -> HostStatus:
     live = mgr.live_rigs()
-    return {
-        "backend": mgr.backend.name,
-        "unavailableReason": mgr.backend.unavailable_reason(),
-        "memoryBudgetMb": mgr.budget_mb,
-        "residentMb": sum(r.resident_mb for r in live),
-        "liveRigs": len(live),
-    }
+    return HostStatus(
+        backend=mgr.backend.name,
+        unavailable_reason=mgr.backend.unavailable_reason(),
+        memory_budget_mb=mgr.budget_mb,
+        resident_mb=sum(r.resident_mb for r in live),
+        live_rigs=len(live),
+    )
 
 
 @op("rigs.status", kind="read", scope="server", server_owner=True)
-async def rigs_status(ctx: OpContext, args: NoArgs) -> dict[str, Any]:
+async def rigs_status(ctx: OpContext, args: NoArgs) -> HostStatus:
     """This host's rigs: backend and whether it can run here, the memory budget and what is resident now."""
     mgr = manager(ctx)
     await mgr.measure()
@@ -343,7 +348,7 @@ class BudgetArgs(Args):
 
 
 @op("rigs.setMemoryBudget", kind="mutate", scope="server", server_owner=True)
-async def rigs_set_memory_budget(ctx: OpContext, args: BudgetArgs) -> dict[str, Any]:
+async def rigs_set_memory_budget(ctx: OpContext, args: BudgetArgs) -> HostStatus:
     """Set the resident-memory budget of all rigs on this host (MB); idle rigs over it are evicted now."""
     mgr = manager(ctx)
     await ctx.app.service(IdentityService).set_setting(MEMORY_BUDGET_SETTING, args.memory_budget_mb)
@@ -352,7 +357,7 @@ async def rigs_set_memory_budget(ctx: OpContext, args: BudgetArgs) -> dict[str, 
     return _host_status(mgr)
 
 
-RIG_OPS = [
+RIG_OPS: list[OpFunction] = [
     rig_open,
     rig_list,
     rig_close,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from hangar.errors import Conflict, HangarError, InvalidArgs
 from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.model import MAX_FORWARDED_PORTS
+from hangar.rigs.results import PortRow
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +95,11 @@ class PortForwards:
         self.forwards.clear()
         self.overflow.clear()
 
-    def to_wire(self) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = [
-            {"guestPort": f.guest_port, "forwarded": True, "hostPort": f.host_port, "lanPort": f.lan_port}
+    def rows(self) -> list[PortRow]:
+        """Forwarded ports, then the rest, each by guest port."""
+        rows = [
+            PortRow(guest_port=f.guest_port, forwarded=True, host_port=f.host_port, lan_port=f.lan_port)
             for f in sorted(self.forwards.values(), key=lambda f: f.guest_port)
         ]
-        rows += [{"guestPort": p, "forwarded": False, "hostPort": None, "lanPort": None} for p in sorted(self.overflow)]
+        rows += [PortRow(guest_port=p, forwarded=False, host_port=None, lan_port=None) for p in sorted(self.overflow)]
         return rows

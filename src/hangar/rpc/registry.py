@@ -88,22 +88,18 @@ class OpSpec:
     args_model: type[BaseModel]
     handler: Callable[..., Any]
     summary: str
+    # What the op answers (a watch: its first reply); ``@op`` refuses an op that does not say.
+    result: TypeAdapter[Any]
     # Guardrails never refuse it (``guardrails.set``: a workspace put in read-only mode can be taken out of it).
     governs_guardrails: bool = False
-    # What the op answers (a watch: its first reply). ``None`` only while an op still answers untyped dicts.
-    result: TypeAdapter[Any] | None = None
 
     def result_to_wire(self, value: Any) -> Any:
         """The declared result in its wire form."""
-        if self.result is None:
-            return to_wire(value)
         return self.result.dump_python(value, mode="json", by_alias=True)
 
     @property
-    def result_schema(self) -> dict[str, Any] | None:
+    def result_schema(self) -> dict[str, Any]:
         """The JSON Schema of the wire form of the result."""
-        if self.result is None:
-            return None
         return self.result.json_schema(by_alias=True, mode="serialization")
 
     @property
@@ -174,7 +170,7 @@ def op(
             args_model=model,
             handler=fn,
             summary=doc.split("\n\n")[0].replace("\n", " ").strip(),
-            result=None if result_type is None else TypeAdapter(result_type),
+            result=TypeAdapter(result_type),
         )
         fn.__op_spec__ = spec  # type: ignore[attr-defined]
         return fn
@@ -190,13 +186,16 @@ def _is_result(tp: Any) -> bool:
 
 
 def _result_type(where: str, kind: str, annotation: Any, declared: Any) -> Any:
+    """What the op answers; refused at import when undeclared, so the registry can describe every op."""
     if kind == "watch":
-        if declared is not None and not _is_result(declared):
-            raise ValueError(f"{where}: result= must be a pydantic model")
+        if not _is_result(declared):
+            raise ValueError(f"{where}: a watch op names its first reply with result=<pydantic model>")
         return declared
     if declared is not None:
         raise ValueError(f"{where}: only a watch op names its result with result=; annotate the return instead")
-    return annotation if _is_result(annotation) else None
+    if not _is_result(annotation):
+        raise ValueError(f"{where}: the return must be annotated with a Result model or a list of them")
+    return annotation
 
 
 def to_wire(value: Any) -> Any:

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from hangar.core.context import AppContext
+from hangar.core.part import OpFunction
 from hangar.errors import InvalidArgs, Refused
 from hangar.identity import IdentityService
 from hangar.rpc.context import OpContext
@@ -255,7 +256,7 @@ async def scim_regenerate_token(ctx: OpContext, args: NoArgs) -> ScimToken:
     return ScimToken(token=token)
 
 
-SSO_OPS = [
+SSO_OPS: list[OpFunction] = [
     get_config,
     save_config,
     status,

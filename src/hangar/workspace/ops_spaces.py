@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from hangar.core.part import OpFunction
 from hangar.core.principal import Role
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import op
@@ -178,7 +179,7 @@ async def messages_list(ctx: OpContext, args: MessageListArgs) -> MessageList:
     return MessageList(messages=[MessageView.model_validate(m) for m in msgs])
 
 
-SPACE_OPS = [
+SPACE_OPS: list[OpFunction] = [
     spaces_create,
     spaces_list,
     spaces_get,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from hangar.core.part import OpFunction
 from hangar.errors import InvalidArgs
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import NoArgs, op, to_wire
@@ -287,7 +288,7 @@ async def worktrees_cleanup(ctx: OpContext, args: WorktreeCleanupArgs) -> Cleanu
     return view
 
 
-WORK_OPS = [
+WORK_OPS: list[OpFunction] = [
     teams_create,
     teams_list,
     teams_get,

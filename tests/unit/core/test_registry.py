@@ -4,7 +4,7 @@ import pytest
 
 from hangar.core.principal import Role
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import Args, NoArgs, OpRegistry, op, spec_of
+from hangar.rpc.registry import Args, Done, NoArgs, OpRegistry, op, spec_of
 
 
 class A(Args):
@@ -17,11 +17,11 @@ class WithWs(Args):
 
 def test_decorator_attaches_a_frozen_spec_and_registers_nothing() -> None:
     @op("demo.read", kind="read", scope="workspace")
-    async def demo(ctx: OpContext, args: A) -> int:
+    async def demo(ctx: OpContext, args: A) -> Done:
         """Read a demo.
 
         More text."""
-        return args.x
+        return Done()
 
     spec = spec_of(demo)
     assert spec.min_role is Role.guest and spec.summary == "Read a demo."
@@ -73,8 +73,8 @@ def test_signature_and_model_are_checked() -> None:
 
 def test_duplicate_names_refused() -> None:
     @op("demo.dup", kind="read", scope="server")
-    async def one(ctx: OpContext, args: NoArgs) -> None:
-        return None
+    async def one(ctx: OpContext, args: NoArgs) -> Done:
+        return Done()
 
     with pytest.raises(ValueError, match="twice"):
         OpRegistry([one, one])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from hangar.agents.events import RunOutcome
 from hangar.agents.service import Agent
 from hangar.core.confine import Confinement, confinement_for
 
@@ -55,7 +56,7 @@ class RunRequest:
 
 @dataclass(frozen=True)
 class RunResult:
-    outcome: str
+    outcome: RunOutcome
     error: str | None = None
 
 
@@ -95,7 +96,7 @@ class RunIO(Protocol):
     async def text_delta(self, turn: int, text: str) -> None: ...
     async def tool_started(self, turn: int, call_id: str, name: str, arguments: dict[str, Any]) -> None: ...
     async def tool_finished(self, turn: int, call_id: str, name: str, result: ToolResult) -> None: ...
-    async def turn_finished(self, turn: int, outcome: str, error: str | None = None) -> None: ...
+    async def turn_finished(self, turn: int, outcome: RunOutcome, error: str | None = None) -> None: ...
 
     async def reply(self, turn: int, text: str) -> None:
         """Post the turn's text as the agent's message in the space."""

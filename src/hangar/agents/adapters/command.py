@@ -34,6 +34,7 @@ from typing import Any
 
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
 from hangar.agents.config import CommandAdapter
+from hangar.agents.events import RunOutcome
 from hangar.core.confine import ExecResult, Job, Scope, space_key
 from hangar.errors import HangarError
 
@@ -61,8 +62,8 @@ class CommandLineAdapter(Adapter):
         try:
             confinement = await request.confine()
         except HangarError as exc:
-            await io.turn_finished(turn, "failed", exc.message)
-            return RunResult("failed", exc.message)
+            await io.turn_finished(turn, RunOutcome.failed, exc.message)
+            return RunResult(RunOutcome.failed, exc.message)
         scope = Scope(space_key(request.workspace_id, request.space_id), request.workspace_id, request.folder,
                       request.control_dir)  # fmt: skip
         seen = confinement.workdir_seen(scope)
@@ -114,8 +115,8 @@ class CommandLineAdapter(Adapter):
         else:
             error = ""
         if error:
-            await io.turn_finished(turn, "failed", error)
-            return RunResult("failed", error)
+            await io.turn_finished(turn, RunOutcome.failed, error)
+            return RunResult(RunOutcome.failed, error)
         stdout = done.stdout
         if stdout.strip():
             await io.reply(turn, stdout.strip())
@@ -123,8 +124,8 @@ class CommandLineAdapter(Adapter):
             payload = _harvest(out_file, stdout)
             if payload is not _NOTHING:
                 io.output.submit(payload)
-        await io.turn_finished(turn, "ok")
-        return RunResult("ok")
+        await io.turn_finished(turn, RunOutcome.ok)
+        return RunResult(RunOutcome.ok)
 
 
 _NOTHING: Any = object()

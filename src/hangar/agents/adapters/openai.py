@@ -19,6 +19,7 @@ import httpx
 
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult, ToolResult
 from hangar.agents.config import OpenAIAdapter
+from hangar.agents.events import RunOutcome
 
 
 class EndpointError(Exception):
@@ -81,14 +82,14 @@ class OpenAIChatAdapter(Adapter):
             try:
                 reply = await self._stream_turn(request, messages, tools, turn, io)
             except EndpointError as exc:
-                await io.turn_finished(turn, "failed", str(exc))
-                return RunResult("failed", str(exc))
+                await io.turn_finished(turn, RunOutcome.failed, str(exc))
+                return RunResult(RunOutcome.failed, str(exc))
             if reply.text.strip():
                 await io.reply(turn, reply.text.strip())
             calls = [reply.calls[i] for i in sorted(reply.calls)]
             if not calls:
-                await io.turn_finished(turn, "ok")
-                return RunResult("ok")
+                await io.turn_finished(turn, RunOutcome.ok)
+                return RunResult(RunOutcome.ok)
             messages.append(
                 {
                     "role": "assistant",
@@ -105,13 +106,13 @@ class OpenAIChatAdapter(Adapter):
                 messages.append({"role": "tool", "tool_call_id": c.id, "content": result.content})
                 done = done or result.ends_run
             if done:
-                await io.turn_finished(turn, "ok")
-                return RunResult("ok")
+                await io.turn_finished(turn, RunOutcome.ok)
+                return RunResult(RunOutcome.ok)
             if turn == limit:
                 error = f"the agent was still calling tools after {limit} turn(s), the turn limit"
-                await io.turn_finished(turn, "turnLimit", error)
-                return RunResult("turnLimit", error)
-            await io.turn_finished(turn, "ok")
+                await io.turn_finished(turn, RunOutcome.turn_limit, error)
+                return RunResult(RunOutcome.turn_limit, error)
+            await io.turn_finished(turn, RunOutcome.ok)
         raise AssertionError("unreachable: the loop returns at the turn limit")
 
     async def _call_tool(self, turn: int, call: _ToolCall, io: RunIO) -> ToolResult:

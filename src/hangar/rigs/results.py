@@ -1,0 +1,121 @@
+"""What the rig ops answer: rigs, their state, ports, command output, lane URLs and the host's rig status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import RootModel
+
+from hangar.core.types import Timestamp
+from hangar.rigs.model import CloseReason, Phase, Surface
+from hangar.rpc.registry import Result
+
+
+class RigOpened(Result):
+    rig_id: str
+    phase: Phase
+    status_detail: str
+
+
+class Controller(Result):
+    """The person holding control of a rig."""
+
+    user_id: str
+    display_name: str
+
+
+class RigRow(Result):
+    """One rig of ``rig_list``."""
+
+    rig_id: str
+    space_id: str
+    surface: Surface
+    engine: str | None
+    backend: str
+    status: Phase
+    status_detail: str
+    display: str | None  # "<width>x<height>", for surfaces with a screen
+    controller: Controller | None
+    close_reason: CloseReason | None
+    memory_mb: int
+    resident_mb: int
+    created_at: Timestamp
+    closed_at: Timestamp | None
+
+
+class RigClosed(Result):
+    rig_id: str
+    phase: Phase
+    close_reason: CloseReason | None
+
+
+class ExecOutput(Result):
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+    truncated: bool  # an output was cut to the reply's size limit
+
+
+class ControlState(Result):
+    rig_id: str
+    controller: str | None  # user id
+
+
+class PortRow(Result):
+    """A listening guest port: forwarded to a host loopback port (and shared on the LAN on request), or not."""
+
+    guest_port: int
+    forwarded: bool
+    host_port: int | None
+    lan_port: int | None
+
+
+class RigPorts(Result):
+    rig_id: str
+    limit: int  # how many ports are forwarded at most
+    ports: list[PortRow]
+
+
+class RigSnapshot(Result):
+    """The first reply of ``rig.watch``; its activity events follow."""
+
+    rig_id: str
+    surface: Surface
+    phase: Phase
+    status_detail: str
+    controller: str | None  # user id
+    ports: list[PortRow]
+
+
+class HostsGranted(Result):
+    rig_id: str
+    granted: list[str]
+
+
+class LaneUrl(Result):
+    url: str
+    path: str
+    sig: str
+    expires_at: int  # unix seconds
+
+
+class ActionResult(RootModel[dict[str, Any]]):
+    """What one action of a ``*_use`` op answers: its shape depends on the verb (CONTRACTS §6)."""
+
+
+class ActionLogEntry(Result):
+    seq: int
+    at: Timestamp
+    principal: str
+    verb: str
+    outcome: str  # ok, refused or error
+    details: dict[str, Any]
+
+
+class HostStatus(Result):
+    backend: str
+    unavailable_reason: str | None
+    memory_budget_mb: int
+    resident_mb: int
+    live_rigs: int

@@ -1,0 +1,31 @@
+"""The rig ops declare their results; port rows keep their wire form."""
+
+from __future__ import annotations
+
+import pytest
+
+from hangar.rigs.ops import RIG_OPS
+from hangar.rigs.ports import Forward, PortForwards
+from hangar.rigs.results import RigPorts
+from hangar.rpc.registry import spec_of
+
+
+@pytest.mark.parametrize("fn", RIG_OPS, ids=lambda fn: spec_of(fn).name)
+def test_every_op_declares_its_result(fn: object) -> None:
+    spec = spec_of(fn)
+    assert spec.result is not None and spec.result_schema is not None
+
+
+def test_port_rows_list_forwarded_ports_then_the_rest() -> None:
+    ports = PortForwards(limit=1)
+    ports.forwards[8080] = Forward(8080, 18080, 28080)
+    ports.overflow.add(3000)
+    spec = spec_of(next(fn for fn in RIG_OPS if spec_of(fn).name == "rig.ports"))
+    assert spec.result_to_wire(RigPorts(rig_id="r1", limit=ports.limit, ports=ports.rows())) == {
+        "rigId": "r1",
+        "limit": 1,
+        "ports": [
+            {"guestPort": 8080, "forwarded": True, "hostPort": 18080, "lanPort": 28080},
+            {"guestPort": 3000, "forwarded": False, "hostPort": None, "lanPort": None},
+        ],
+    }
