@@ -18,6 +18,7 @@ from hangar.pipelines import template as tpl
 from hangar.pipelines import triggers
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.model import RunStatus
+from hangar.pipelines.runtime import PipelinesRuntime
 from hangar.pipelines.views import run_detail, run_summary
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, op
@@ -100,8 +101,6 @@ def _load(ctx: OpContext, raw: dict[str, Any]) -> tpl.Loaded:
 
 
 def _poke_scheduler(ctx: OpContext) -> None:
-    from hangar.pipelines.part import PipelinesRuntime
-
     runtime = ctx.app.maybe_service(PipelinesRuntime)
     if runtime is not None:
         runtime.scheduler.poke()

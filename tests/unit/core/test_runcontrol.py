@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hangar.pipelines.lease import (
+from hangar.core.runcontrol import (
     LOCK_NAME,
     STOP_NAME,
     DrivenElsewhere,
