@@ -32,7 +32,7 @@ from tests.support.rpc import RpcClient  # noqa: E402
 from tests.support.server import running_server  # noqa: E402
 from tests.unit.agents.support import ask_agent_template, server_parts  # noqa: E402
 
-from hangar.pipelines.lease import END_POLL_S, STOP_POLL_S  # noqa: E402
+from hangar.core.runcontrol import END_POLL_S, STOP_POLL_S  # noqa: E402
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
 AGENT = str(ROOT / "tests" / "unit" / "agents" / "scripts" / "cli_agent.py")

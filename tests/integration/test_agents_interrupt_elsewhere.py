@@ -19,7 +19,7 @@ from typing import Any
 
 from hangar.agents import AgentRunner
 from hangar.core.ids import new_id
-from hangar.pipelines.lease import LOCK_NAME, STOP_NAME
+from hangar.core.runcontrol import LOCK_NAME, STOP_NAME
 from hangar.workspace import SpaceService
 from tests.support.confined import CLI_AGENT, trust_host
 from tests.support.locks import lock_held_elsewhere

@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hangar.pipelines.engine import CONTROL_DIR, PipelineEngine
-from hangar.pipelines.lease import STOP_NAME
+from hangar.core.runcontrol import STOP_NAME
+from hangar.pipelines.engine import PipelineEngine
+from hangar.pipelines.layout import CONTROL_DIR
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 

@@ -19,9 +19,9 @@ import yaml
 from typer.testing import CliRunner
 
 from hangar.cli.pipeline import pipeline_app
+from hangar.core.runcontrol import DriverLock
 from hangar.pipelines.bodies import catalog
-from hangar.pipelines.engine import CONTROL_DIR
-from hangar.pipelines.lease import DriverLock
+from hangar.pipelines.layout import CONTROL_DIR
 from tests.support.confined import trust_host_dir
 from tests.unit.pipelines.test_template import CONTRACT_EXAMPLE
 

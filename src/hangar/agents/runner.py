@@ -5,19 +5,17 @@ Dispatch records the run, posts the prompt into the space and returns at once; t
 task. Whatever happens to the far side, the run ends with an outcome and its record, the space and the events
 already published stay as they are.
 
-The process driving a run holds its driver lock (``<dataDir>/agents/runs/<runId>/.driver.lock``, the same kind
-pipelines use) from before the run is recorded until its end is, so the kernel tells every other process whether
-the driver is alive. A run left ``running`` by a dead process is closed as ``failed`` by the next process to
-start (or ``interrupted`` when someone had asked it to stop). Any process can interrupt a run: the request is a
-file beside the lock, which the driving process looks for while it drives runs.
+The process driving a run holds its driver lock (``<dataDir>/agents/runs/<runId>/.driver.lock``; see
+``hangar.core.runcontrol``, which pipelines use too) from before the run is recorded until its end is, so the
+kernel tells every other process whether the driver is alive. A run left ``running`` by a dead process is closed
+as ``failed`` by the next process to start (or ``interrupted`` when someone had asked it to stop). Any process can
+interrupt a run: the request is a file beside the lock, which the driving process looks for while it drives runs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +37,10 @@ from hangar.core.confine import confinement_for
 from hangar.core.context import AppContext
 from hangar.core.events import DomainEvent, StoredEvent, Subscription
 from hangar.core.ids import new_id
-from hangar.core.paths import contained
-from hangar.core.procs import is_alive, kill_orphaned_groups, this_process
-from hangar.errors import InvalidArgs, Refused, Unavailable
+from hangar.core.procs import is_alive, this_process
+from hangar.core.runcontrol import RunControl
+from hangar.errors import InvalidArgs, Refused
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
-from hangar.pipelines.lease import (
-    END_POLL_S,
-    STOP_POLL_S,
-    STOP_WAIT_S,
-    DriverLock,
-    clear_stop,
-    request_stop,
-    stop_requested,
-)
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -77,13 +66,13 @@ class AgentRunner:
         self._adapters: dict[str, asyncio.Task[RunResult]] = {}
         self._finishing: set[str] = set()
         self._interrupted: set[str] = set()
-        self._locks: dict[str, DriverLock] = {}
-        self._stop_watch: asyncio.Task[None] | None = None
+        # The runs' driver locks, and the stop requests other processes write for the runs driven here.
+        self.control = RunControl(app.datadir.root / "agents" / "runs", kind="agent run", on_stop=self._stop_requested)
         self._pipelines_sub: Subscription | None = None
         self._owner = this_process()
 
     def run_dir(self, run_id: str) -> Path:
-        return contained(self.app.datadir.root / "agents" / "runs", run_id, field="runId")
+        return self.control.control_dir(run_id)
 
     async def publish(self, event: DomainEvent) -> StoredEvent:
         """Publish a run event as the workspace's sole writer of the moment (see ``WorkspaceWrites``)."""
@@ -167,9 +156,7 @@ class AgentRunner:
         ]
         # Each run's driver lock is held before its row says ``running``: no other process can take it for dead.
         for run in runs:
-            lock = DriverLock.try_acquire(self.run_dir(run.id))
-            assert lock is not None  # a new id: nobody else knows it yet
-            self._locks[run.id] = lock
+            self.control.take(run.id)  # a new id: nobody else knows it yet
         # The runs, their prompt and the events announcing them are recorded in one transaction (the message
         # names the first run); the turn events are written by each run's queue, in order, while the model is
         # being called.
@@ -209,33 +196,25 @@ class AgentRunner:
         )
         self._drivers[run_id] = task
         task.add_done_callback(lambda _t: self._drivers.pop(run_id, None))
-        if self._stop_watch is None or self._stop_watch.done():
-            self._stop_watch = asyncio.get_running_loop().create_task(self._watch_stops(), name="agent-stop-requests")
 
-    async def _watch_stops(self) -> None:
-        """While this process drives runs: interrupt those another process asked to stop (a stat per live run
-        every ``STOP_POLL_S``)."""
-        while self._drivers:
-            await asyncio.sleep(STOP_POLL_S)
-            for run_id in list(self._drivers):
-                if run_id not in self._interrupted and stop_requested(self.run_dir(run_id)):
-                    self._interrupt_here(run_id)
+    def _stop_requested(self, run_id: str) -> bool:
+        """Another process asked to interrupt a run this one holds."""
+        return run_id in self._drivers and self._interrupt_here(run_id)
 
-    def _interrupt_here(self, run_id: str) -> None:
+    def _interrupt_here(self, run_id: str) -> bool:
         if run_id in self._finishing:  # a run already being recorded as over keeps its own outcome
-            return
+            return False
         self._interrupted.add(run_id)
         adapter = self._adapters.get(run_id)
         if adapter is not None:
             adapter.cancel()
         # Without an adapter yet, the run sees the flag before it would start one.
+        return True
 
     def _release(self, run_id: str) -> None:
         """Give up a run's driver lock once its end is recorded, and remove its directory (lock, stop request)."""
-        lock = self._locks.pop(run_id, None)
-        if lock is not None:
-            lock.release()
-        shutil.rmtree(self.run_dir(run_id), ignore_errors=True)
+        self.control.release(run_id)
+        self.control.remove(run_id)
 
     async def _drive(self, live: LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
         workspace_id, run_id, space_id = live.workspace_id, run.id, run.space_id
@@ -358,46 +337,42 @@ class AgentRunner:
             await asyncio.gather(asyncio.shield(driver), return_exceptions=True)
             return await self.store.get(workspace_id, run_id)
         # Driven by another process (or by none, if it died): ask, then wait for the run to be over.
-        run_dir = self.run_dir(run_id)
-        request_stop(run_dir, by, self.app.clock.now())
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + STOP_WAIT_S
+
+        async def ended() -> bool:
+            nonlocal run
+            run = await self.store.get(workspace_id, run_id)
+            return run.status is not RunStatus.running
+
         try:
-            while True:
-                if await self._close_if_abandoned(workspace_id, run):
-                    return await self.store.get(workspace_id, run_id)
-                await asyncio.sleep(END_POLL_S)
-                run = await self.store.get(workspace_id, run_id)
-                if run.status is not RunStatus.running:
-                    return run
-                if loop.time() >= deadline:
-                    raise Unavailable(
-                        f"agent run {run_id} is driven by another process that has not stopped it within "
-                        f"{STOP_WAIT_S:g} s; the request stands and is carried out when that process sees it",
-                        detail_code="stop_pending",
-                    )
+            await self.control.stop(
+                run_id,
+                by=by,
+                at=self.app.clock.now(),
+                stop_here=lambda: self._close_if_abandoned(workspace_id, run),
+                ended=ended,
+            )
         finally:
-            if run.status is not RunStatus.running:
-                shutil.rmtree(run_dir, ignore_errors=True)
+            if run.status is not RunStatus.running:  # it ended elsewhere: what is left of its directory goes
+                self.control.remove(run_id)
+        return run if run.status is not RunStatus.running else await self.store.get(workspace_id, run_id)
 
     async def _close_if_abandoned(self, workspace_id: str, run: Run) -> bool:
         """Close a ``running`` run whose driver is gone: nobody holds its lock and its recorded owner process is
         dead (or is this one, which does not drive it). ``interrupted`` when a stop was requested, else
         ``failed``. Returns whether this call closed it."""
-        if run.id in self._drivers or run.id in self._locks:
+        if run.id in self._drivers or self.control.holds(run.id):
             return False
         if run.owner != self._owner and is_alive(run.owner):
             return False  # recorded by a live process (before driver locks, or its lock is on another host)
-        run_dir = self.run_dir(run.id)
-        lock = DriverLock.try_acquire(run_dir)
-        if lock is None:
+        # Taking the lock kills the agent's command the dead driver left running (if any).
+        took = self.control.try_take(run.id)
+        if took is None:
             return False  # a live process drives it
         try:
-            # The agent's command the dead driver left running (if any) goes too.
-            kill_orphaned_groups(run_dir)
-            if stop_requested(run_dir):
-                error = "the run was interrupted after the process driving it stopped"
-                result = RunResult(ev.RunOutcome.interrupted, error)
+            if took.stop_requested:
+                result = RunResult(
+                    ev.RunOutcome.interrupted, "the run was interrupted after the process driving it stopped"
+                )
             else:
                 result = RunResult(ev.RunOutcome.failed, "the server stopped during the run")
             async with self.spaces.writes.lock(workspace_id), self.app.bus.transaction(workspace_id) as tx:
@@ -419,10 +394,7 @@ class AgentRunner:
                 await tx.publish(_task_finished(workspace_id, run.id, result, OutputHolder(None)))
             return True
         finally:
-            lock.release()
-            with contextlib.suppress(OSError):
-                clear_stop(run_dir)
-                shutil.rmtree(run_dir, ignore_errors=True)
+            self._release(run.id)
 
     def follow_pipelines(self) -> None:
         """Interrupt the agent runs a pipeline run's steps dispatched when that pipeline run is cancelled (the
@@ -491,11 +463,10 @@ class AgentRunner:
             await self.app.bus.unsubscribe(self._pipelines_sub)
             self._pipelines_sub = None
         drivers = list(self._drivers.values())
-        if self._stop_watch is not None:
-            drivers.append(self._stop_watch)
         for task in drivers:
             task.cancel()
         await asyncio.gather(*drivers, return_exceptions=True)
+        await self.control.aclose()
         await self._http.aclose()
 
 

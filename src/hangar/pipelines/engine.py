@@ -20,22 +20,13 @@ from hangar.core.clock import Clock
 from hangar.core.confine import Confinement, pipeline_run_key
 from hangar.core.events import DomainEvent, EventBus, StoredEvent
 from hangar.core.ids import new_id
-from hangar.core.paths import contained
-from hangar.core.procs import kill_orphaned_groups
+from hangar.core.runcontrol import STOP_WAIT_S, DrivenElsewhere, RunControl
 from hangar.errors import Conflict, NotFound, Refused, Unavailable
 from hangar.pipelines import template as tpl
 from hangar.pipelines._algo import Graph, StepRec
 from hangar.pipelines.bodies.spec import BodyRegistry
-from hangar.pipelines.events import PipelineRunFinished, TaskFinished
-from hangar.pipelines.lease import (
-    END_POLL_S,
-    STOP_POLL_S,
-    STOP_WAIT_S,
-    DrivenElsewhere,
-    DriverLock,
-    request_stop,
-    stop_requested,
-)
+from hangar.pipelines.events import TaskFinished
+from hangar.pipelines.layout import control_root
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
@@ -48,7 +39,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_SUBPIPELINE_DEPTH = 8
-CONTROL_DIR = ".control"  # under <dataDir>/pipelines/; run ids are generated, never this name
 
 
 @dataclass(eq=False)
@@ -117,7 +107,7 @@ class PipelineEngine:
         self.clock = clock
         self.bodies = bodies
         self.app = app
-        self._data_root = data_root
+        self.data_root = data_root
         self._drivers: dict[str, RunDriver] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -126,9 +116,8 @@ class PipelineEngine:
         self._wires: dict[int, tuple[Template, dict[str, Any]]] = {}
         # Announcements of finished runs (events, a parent's task) run beside the drivers; settle() waits.
         self._announcing: set[asyncio.Task[None]] = set()
-        # Looks for stop requests other processes wrote for the runs driven here; runs only while some are.
-        self._stop_watch: asyncio.Task[None] | None = None
-        self._stops_seen: set[str] = set()
+        # The runs' driver locks, and the stop requests other processes write for the runs driven here.
+        self.control = RunControl(control_root(data_root), kind="pipeline run", on_stop=self._stop_requested)
         # When the engine is subscribed to the bus, events reach ``on_event`` through it; otherwise (the
         # command line) the engine calls ``on_event`` itself after publishing.
         self.subscribed = False
@@ -146,7 +135,7 @@ class PipelineEngine:
             app=app,
         )
 
-    # -- helpers the driver uses ----------------------------------------------------------------------------
+    # -- what the driver uses (``DriverHost``) ------------------------------------------------------------
 
     def graph_for(self, template: Template) -> Graph:
         """The scheduling graph of a template, built once per template object (runs of one template share it)."""
@@ -171,23 +160,11 @@ class PipelineEngine:
         self._wires[key] = (template, wire)
         return wire
 
-    def run_dir(self, run_id: str) -> Path:
-        """The run's working directory, shared by its shell steps (mounted into their enclosure)."""
-        return contained(self._data_root / "pipelines", run_id, field="runId")
-
     def control_dir(self, run_id: str) -> Path:
-        """The run's driver lock, stop request and script records: outside the working directory, which the
-        run's own (confined) scripts can write, so nothing they do can steer the driver or the host."""
-        return contained(self._data_root / "pipelines" / CONTROL_DIR, run_id, field="runId")
+        return self.control.control_dir(run_id)
 
-    def children_for(self, ws: str, run: RunRow, step_id: str, attempt: int) -> _Children:
+    def children_for(self, run: RunRow, step_id: str, attempt: int) -> _Children:
         return _Children(self, run, step_id, attempt)
-
-    async def report_progress(self, driver: RunDriver, step_id: str, data: Mapping[str, Any]) -> None:
-        rec = driver.recs[step_id]
-        rec.progress = dict(data)
-        await self.store.set_progress(driver.ws, driver.run.id, step_id, rec.progress)
-        self.notify(driver.run, [rec])
 
     def notify(self, run: RunRow, changed: Sequence[StepRec]) -> None:
         if not self._listeners:
@@ -201,26 +178,6 @@ class PipelineEngine:
         """The driver will do nothing more: later messages for its run load a fresh driver from the store."""
         if self._drivers.get(driver.run.id) is driver:
             del self._drivers[driver.run.id]
-
-    @staticmethod
-    def end_events(run: RunRow) -> list[DomainEvent]:
-        """What a run's end announces, written with it: ``PipelineRunFinished``, and for a child run the
-        ``TaskFinished`` its parent's step waits for."""
-        events: list[DomainEvent] = [
-            PipelineRunFinished(
-                workspace_id=run.workspace_id,
-                run_id=run.id,
-                template_id=run.template_id,
-                status=run.status.value,
-                parent_run_id=run.parent_run_id,
-                error=run.error,
-            )
-        ]
-        if run.parent_run_id is not None:
-            events.append(
-                TaskFinished(workspace_id=run.workspace_id, task_id=run.id, outcome=run.status.value, output=run.state)
-            )
-        return events
 
     async def announce_committed(self, ws: str, events: list[StoredEvent]) -> None:
         """Deliver events a tick committed (when no subscription does, hand them to ``on_event`` here)."""
@@ -302,33 +259,22 @@ class PipelineEngine:
     def _launch(self, driver: RunDriver) -> None:
         """Start driving a run; raises ``DrivenElsewhere`` when another process holds the run's lock."""
         run_id = driver.run.id
-        lock = DriverLock.acquire(driver.control_dir, run_id)
-        # Scripts an earlier driver of this run started and could not stop (it died) must not run on beside the
-        # steps this driver re-runs or the cancellation it carries out.
-        killed = kill_orphaned_groups(driver.control_dir)
-        if killed:
-            log.info("pipeline run %s: killed %d script group(s) its previous driver left running", run_id, killed)
-        if stop_requested(driver.control_dir):
+        if self.control.take(run_id).stop_requested:
             # Asked to stop while nobody drove it (or its driver died): it ends cancelled before anything runs.
             driver.offer(Msg("cancel"))
-            self._stops_seen.add(run_id)
         self._drivers[run_id] = driver
-        task = asyncio.create_task(self._drive(driver, lock), name=f"pipeline-run:{run_id}")
-        self._tasks[run_id] = task
-        if self._stop_watch is None or self._stop_watch.done():
-            self._stop_watch = asyncio.create_task(self._watch_stops(), name="pipeline-stop-requests")
+        self._tasks[run_id] = asyncio.create_task(self._drive(driver), name=f"pipeline-run:{run_id}")
 
-    async def _watch_stops(self) -> None:
-        """While this process drives runs: hand each stop request another process wrote to its driver (a stat
-        per live run every ``STOP_POLL_S``; the driver then stops running bodies, shell scripts included)."""
-        while self._drivers:
-            await asyncio.sleep(STOP_POLL_S)
-            for run_id, driver in list(self._drivers.items()):
-                if run_id not in self._stops_seen and stop_requested(driver.control_dir):
-                    self._stops_seen.add(run_id)
-                    driver.offer(Msg("cancel"))
+    def _stop_requested(self, run_id: str) -> bool:
+        """Another process asked to stop a run driven here: its driver stops running bodies, shell scripts
+        included."""
+        driver = self._drivers.get(run_id)
+        if driver is None:
+            return False
+        driver.offer(Msg("cancel"))
+        return True
 
-    async def _drive(self, driver: RunDriver, lock: DriverLock) -> None:
+    async def _drive(self, driver: RunDriver) -> None:
         try:
             await driver.drive()
         except asyncio.CancelledError:
@@ -337,8 +283,7 @@ class PipelineEngine:
             log.exception("pipeline run %s: driver failed", driver.run.id)
         finally:
             self.detach(driver)
-            lock.release()
-            self._stops_seen.discard(driver.run.id)
+            self.control.release(driver.run.id)
             await self._release_enclosure(driver.run.id)
             if self._tasks.get(driver.run.id) is asyncio.current_task():
                 del self._tasks[driver.run.id]
@@ -399,30 +344,21 @@ class PipelineEngine:
         run, _ = await self.store.load_run(ws, run_id)
         if run.status in FINISHED_RUN:
             raise Conflict(f"pipeline run {run_id} is already {run.status.value}")
-        request_stop(self.control_dir(run_id), by, self.clock.now())
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_s
-        while True:
+
+        async def cancel_here() -> bool:
             try:
                 driver = await self._ensure_driver(ws, run_id)
             except DrivenElsewhere:
-                driver = None
-            else:
-                if driver is None:
-                    return  # it ended meanwhile (cancelled by its driver, or it finished first)
+                return False
+            if driver is not None:  # else it ended meanwhile (cancelled by its driver, or it finished first)
                 driver.offer(Msg("cancel"))
                 await self.wait(run_id)
-                return
-            await asyncio.sleep(END_POLL_S)
-            run, _ = await self.store.load_run(ws, run_id)
-            if run.status in FINISHED_RUN:
-                return
-            if loop.time() >= deadline:
-                raise Unavailable(
-                    f"pipeline run {run_id} is driven by another process that has not stopped it within "
-                    f"{wait_s:g} s; the cancellation stands and is carried out when that process sees it",
-                    detail_code="stop_pending",
-                )
+            return True
+
+        async def ended() -> bool:
+            return (await self.store.load_run(ws, run_id))[0].status in FINISHED_RUN
+
+        await self.control.stop(run_id, by=by, at=self.clock.now(), stop_here=cancel_here, ended=ended, wait_s=wait_s)
 
     async def wait(self, run_id: str) -> None:
         """Until the run's current driver stops (the run ended or every live step is suspended)."""
@@ -531,11 +467,10 @@ class PipelineEngine:
     async def aclose(self) -> None:
         """Stop every driver without recording anything: unfinished runs resume at the next start."""
         tasks = [*self._tasks.values(), *self._announcing]
-        if self._stop_watch is not None:
-            tasks.append(self._stop_watch)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.control.aclose()
         self._tasks.clear()
         self._drivers.clear()
         await self.store.aclose()

@@ -36,6 +36,7 @@ from hangar.pipelines.op_results import (
     TriggerList,
     TriggerView,
 )
+from hangar.pipelines.runtime import PipelinesRuntime
 from hangar.pipelines.views import run_detail, run_snapshot, run_summary
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, op
@@ -114,8 +115,6 @@ def _load(ctx: OpContext, raw: dict[str, Any]) -> tpl.Loaded:
 
 
 def _poke_scheduler(ctx: OpContext) -> None:
-    from hangar.pipelines.part import PipelinesRuntime
-
     runtime = ctx.app.maybe_service(PipelinesRuntime)
     if runtime is not None:
         runtime.scheduler.poke()

@@ -6,7 +6,7 @@ transaction, and only then start their bodies. So whatever a crash interrupts, t
 completed (never run again) and which were running (run again: bodies are at-least-once).
 
 A driver stops when the run ends, or when every live step is suspended (the run is then ``suspended`` and a
-resumption loads a fresh driver from the store).
+resumption loads a fresh driver from the store). What it needs from whoever runs it (the engine) is ``DriverHost``.
 """
 
 from __future__ import annotations
@@ -15,24 +15,83 @@ import asyncio
 import heapq
 import logging
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from hangar.core.events import StoredEvent
+from hangar.core.clock import Clock
+from hangar.core.events import DomainEvent, StoredEvent
 from hangar.errors import HangarError
-from hangar.pipelines import _algo, predicates
-from hangar.pipelines._algo import DRY_RUN_KEY, StepRec
+from hangar.pipelines import _algo, layout, predicates
+from hangar.pipelines._algo import DRY_RUN_KEY, Graph, StepRec
+from hangar.pipelines.bodies.spec import BodyRegistry
+from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import RunStatus, StepKind, StepStatus, Template
 from hangar.pipelines.results import StepResult
 from hangar.pipelines.rows import RunRow, Tick
-from hangar.pipelines.step import Resume, ResumedEvent, StepContext, TaskOutcome
+from hangar.pipelines.step import ChildRuns, Resume, ResumedEvent, StepContext, TaskOutcome
+from hangar.pipelines.store import PipelineStore
 
 if TYPE_CHECKING:
-    from hangar.pipelines.engine import PipelineEngine
+    from hangar.core.context import AppContext
 
 log = logging.getLogger(__name__)
+
+
+class DriverHost(Protocol):
+    """What a driver needs from whoever runs it (``PipelineEngine``)."""
+
+    store: PipelineStore
+    clock: Clock
+    bodies: BodyRegistry
+    app: AppContext | None
+    data_root: Path
+
+    def graph_for(self, template: Template) -> Graph:
+        """The scheduling graph of ``template`` (shared by runs of one template)."""
+        ...
+
+    def children_for(self, run: RunRow, step_id: str, attempt: int) -> ChildRuns:
+        """How one attempt of one step starts child runs."""
+        ...
+
+    def notify(self, run: RunRow, changed: Sequence[StepRec]) -> None:
+        """Tell watchers which step runs changed (after they are stored)."""
+        ...
+
+    async def announce_committed(self, ws: str, events: list[StoredEvent]) -> None:
+        """Deliver the events a tick committed."""
+        ...
+
+    def detach(self, driver: RunDriver) -> None:
+        """The driver will do nothing more: later messages for its run load a fresh driver."""
+        ...
+
+    def run_ended(self, run: RunRow) -> None:
+        """After a run's end is stored."""
+        ...
+
+
+def end_events(run: RunRow) -> list[DomainEvent]:
+    """What a run's end announces, written with it: ``PipelineRunFinished``, and for a child run the
+    ``TaskFinished`` its parent's step waits for."""
+    events: list[DomainEvent] = [
+        PipelineRunFinished(
+            workspace_id=run.workspace_id,
+            run_id=run.id,
+            template_id=run.template_id,
+            status=run.status.value,
+            parent_run_id=run.parent_run_id,
+            error=run.error,
+        )
+    ]
+    if run.parent_run_id is not None:
+        events.append(
+            TaskFinished(workspace_id=run.workspace_id, task_id=run.id, outcome=run.status.value, output=run.state)
+        )
+    return events
 
 
 @dataclass(frozen=True)
@@ -67,15 +126,15 @@ def _resume_from_wire(wire: Mapping[str, Any]) -> Resume:
 
 
 class RunDriver:
-    def __init__(self, engine: PipelineEngine, run: RunRow, recs: dict[str, StepRec], template: Template) -> None:
-        self.e = engine
+    def __init__(self, host: DriverHost, run: RunRow, recs: dict[str, StepRec], template: Template) -> None:
+        self.e = host
         self.run = run
         self.ws = run.workspace_id
         self.recs = recs
         self.template = template
-        self.graph = engine.graph_for(template)
-        self.run_dir = engine.run_dir(run.id)
-        self.control_dir = engine.control_dir(run.id)
+        self.graph = host.graph_for(template)
+        self.run_dir = layout.run_dir(host.data_root, run.id)
+        self.control_dir = layout.control_dir(host.data_root, run.id)
         self.tick = Tick()
         self._dirty_steps: dict[str, StepRec] = {}
         self._run_dirty = False
@@ -121,7 +180,7 @@ class RunDriver:
             tick.run = self.run
             if self.ended and not self._end_written:
                 # The run's end and its announcements commit together: no kill leaves a parent waiting.
-                tick.events = self.e.end_events(self.run)
+                tick.events = end_events(self.run)
                 self._end_written = True
         seq, announced = await self.e.store.commit(self.ws, self.run.id, tick, self._now())
         changed = tick.steps
@@ -362,10 +421,16 @@ class RunDriver:
             clock=self.e.clock,
             run_dir=self.run_dir,
             control_dir=self.control_dir,
-            progress=lambda data: self.e.report_progress(self, sid, data),
-            children=self.e.children_for(self.ws, run, sid, self.recs[sid].attempts),
+            progress=lambda data: self._report_progress(sid, data),
+            children=self.e.children_for(run, sid, self.recs[sid].attempts),
             resume=resume,
         )
+
+    async def _report_progress(self, sid: str, data: Mapping[str, Any]) -> None:
+        rec = self.recs[sid]
+        rec.progress = dict(data)
+        await self.e.store.set_progress(self.ws, self.run.id, sid, rec.progress)
+        self.e.notify(self.run, [rec])
 
     async def _execute(self, sid: str, resume: Resume | None) -> Finished:
         step = self.graph.steps[sid]

@@ -12,7 +12,7 @@ from hangar.core.clock import FakeClock
 from hangar.core.events import StoredEvent
 from hangar.pipelines import StepStatus, TaskFinished
 from hangar.pipelines import template as tpl
-from hangar.pipelines.engine import CONTROL_DIR
+from hangar.pipelines.layout import CONTROL_DIR
 from tests.support.locks import lock_held_elsewhere
 from tests.unit.pipelines.bodies_for_tests import CALLS, GATES, TEST_BODIES
 from tests.unit.pipelines.harness import WS, Harness, harness, listen, steps
@@ -641,7 +641,7 @@ async def test_a_harvest_interrupted_by_a_crash_harvests_again_without_dispatchi
 
 
 async def test_a_stop_request_from_elsewhere_cancels_a_running_run_promptly(h: Harness) -> None:
-    from hangar.pipelines.lease import request_stop
+    from hangar.core.runcontrol import request_stop
 
     run_id = await h.start(steps(val("slow", "start", extras={"gate": "hold"}), val("after", "slow", value=1)))
     await until(lambda: "slow" in CALLS)
@@ -654,7 +654,7 @@ async def test_a_stop_request_from_elsewhere_cancels_a_running_run_promptly(h: H
 
 
 async def test_a_run_asked_to_stop_while_nobody_drove_it_ends_cancelled_when_next_driven(tmp_path: Path) -> None:
-    from hangar.pipelines.lease import request_stop
+    from hangar.core.runcontrol import request_stop
 
     async with harness(tmp_path, bodies=TEST_BODIES) as h1:
         run_id = await h1.start(
@@ -693,8 +693,8 @@ async def test_cancel_from_an_engine_that_does_not_drive_the_run(tmp_path: Path)
 async def test_a_cancel_the_driver_does_not_answer_stands_until_the_run_is_driven_again(tmp_path: Path) -> None:
     """The driving process is alive but does not answer (here: a process holding the run's lock and nothing
     else): the cancel fails ``unavailable`` after its wait, and the request is honoured by the next driver."""
+    from hangar.core.runcontrol import LOCK_NAME, stop_requested
     from hangar.errors import Unavailable
-    from hangar.pipelines.lease import LOCK_NAME, stop_requested
 
     async with harness(tmp_path, bodies=TEST_BODIES) as h1:
         run_id = await h1.start(steps(listen("w", "start", body="test.waitEvent", extras={"eventType": "x.go"})))
