@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field, StrictBool, StrictStr
+from pydantic import Field, StrictBool, StrictStr
 
 from hangar.core.types import rfc3339, rfc3339_or_none
 from hangar.errors import NotFound, Refused, Unavailable
@@ -60,9 +60,7 @@ class RigArgs(Args):
 
 
 class OpenArgs(Args):
-    space_id: Annotated[StrictStr, Field(min_length=1, max_length=64)] = Field(
-        validation_alias=AliasChoices("space_id", "spaceId")
-    )
+    space_id: Annotated[StrictStr, Field(min_length=1, max_length=64)]
     surface: StrictStr
     engine: StrictStr | None = None
 
