@@ -18,7 +18,7 @@ from hangar.core.context import AppContext
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
 from hangar.rpc.context import OpContext, Principal
 from hangar.rpc.guardrails import Guardrails
-from hangar.rpc.registry import OpRegistry, OpSpec, spellings
+from hangar.rpc.registry import CONTRACT_SNAKE_CASE, OpRegistry, OpSpec, spellings
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,9 @@ def invalid_args(exc: ValidationError, model: type[BaseModel], given: Mapping[st
     key = loc[0]
     names = spellings(model, key)
     if first["type"] == "missing":
-        # Nothing to echo: follow the caller's style, snake_case if that is what they write, else camelCase.
-        snake = any("_" in k for k in given)
+        # Nothing to echo: follow the style of the caller's other keys, else the contract's spelling.
+        snake_keys, camel_keys = any("_" in k for k in given), any(k != k.lower() for k in given)
+        snake = snake_keys if snake_keys != camel_keys else not CONTRACT_SNAKE_CASE.isdisjoint(names)
         key = next((n for n in names if ("_" in n) == snake), key)
     field = ".".join([key, *loc[1:]])
     if first["type"] == "missing":

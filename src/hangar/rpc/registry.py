@@ -43,6 +43,11 @@ _NAME = re.compile(r"^[a-z][A-Za-z0-9]*([._][a-z][A-Za-z0-9]*)*$")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+CONTRACT_SNAKE_CASE: frozenset[str] = frozenset({"space_id", "agent_id"})
+"""Arguments the contracts write in snake_case (CONTRACTS sections 6 and 7). Both spellings are accepted like any
+other's; this only says how an error names one the caller left out without showing which style they write."""
+
+
 def _both_spellings(name: str) -> AliasChoices:
     """The spellings an argument answers to: camelCase first (the wire convention, and what schemas show), then
     snake_case, which existing contracts write (``space_id``, ``agent_id``), whichever way Python declares it."""

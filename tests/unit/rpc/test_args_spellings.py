@@ -63,15 +63,24 @@ def test_spellings_of_a_field() -> None:
         ({"spaceId": "s", "max_turns": "x"}, "max_turns", "args.max_turns:"),
         ({"spaceId": "s", "rig_id": 1}, "rig_id", "args.rig_id:"),
         ({"spaceId": "s", "colour": "red"}, "colour", "args.colour is not a known argument"),
-        # Nothing to echo for a missing field: the caller's style decides.
+        # Nothing to echo for a missing field: the caller's style decides, else the contract's spelling.
         ({"replyTo": "m"}, "spaceId", "args.spaceId is required"),
         ({"reply_to": "m"}, "space_id", "args.space_id is required"),
-        ({}, "spaceId", "args.spaceId is required"),
+        ({}, "space_id", "args.space_id is required"),
+        ({"limit": 3}, "space_id", "args.space_id is required"),
     ],
 )
 def test_errors_name_the_field_as_the_caller_spelled_it(given: dict[str, Any], field: str, message: str) -> None:
     err = error(Post, given)
     assert err.field == field and err.message.startswith(message), err.message
+
+
+def test_a_missing_field_the_contract_writes_in_camel_case_stays_so() -> None:
+    class Run(Args):
+        run_id: str
+
+    assert error(Run, {}).message == "args.runId is required"
+    assert error(Run, {"workspace_name": "x"}).field == "run_id"
 
 
 def test_one_argument_spelled_twice_is_refused_naming_both() -> None:
