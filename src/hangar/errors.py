@@ -2,7 +2,8 @@
 
 Every error a caller can see carries a stable ``code`` (the RPC contract's codes) and a one-sentence message.
 Backend errors are translated into this tree in one place with ``raise ... from exc``; only the HTTP and RPC
-edges map errors to statuses and frames.
+edges map errors to statuses and frames (``hangar.core.http_errors`` renders every JSON error body on HTTP,
+``hangar.rpc.dispatcher`` the error frames).
 
     HangarError (internal)
     ├── Unauthenticated (unauthenticated)
@@ -16,8 +17,8 @@ edges map errors to statuses and frames.
     ├── Unavailable (unavailable)
     └── Internal (internal)
 
-Parts subclass the leaf that matches their meaning (a SAML verification failure is an ``InvalidArgs``-like
-``Refused``, a pipeline template error is ``InvalidArgs``) and may carry a finer ``detail_code``.
+Parts subclass the leaf that matches their meaning (a failed SSO sign-in is a ``Refused`` answered 400,
+``hangar.sso.errors``; a pipeline template error is ``InvalidArgs``) and may carry a finer ``detail_code``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class HangarError(Exception):
 
     def to_dict(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}
+
+    def http_headers(self) -> dict[str, str]:
+        """Headers the HTTP edge sends with this error (a rate limit's ``Retry-After``)."""
+        return {}
 
 
 class Unauthenticated(HangarError):

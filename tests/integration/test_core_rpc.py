@@ -159,6 +159,25 @@ async def test_guardrails_read_only_and_ask_first(srv: RunningServer) -> None:
         await c.call("members.list", workspace_id=wid)
 
 
+async def test_arguments_take_either_spelling(srv: RunningServer) -> None:
+    async with RpcClient(srv.ws_url, srv.owner_token) as c:
+        wid = (await c.call("workspaces.create", name="S"))["id"]
+        await c.call("guardrails.set", workspace_id=wid, spaceId="s1", ask_first=["processSpawn"])
+        assert (await c.call("guardrails.get", workspace_id=wid, space_id="s1"))["askFirst"] == ["processSpawn"]
+        # The space's guardrail applies whichever way the caller spells the space.
+        for spelling in ("space_id", "spaceId"):
+            err = await expect("refused", c.call("test.spawn", workspace_id=wid, command="ls", **{spelling: "s1"}))
+            assert "asks first" in err.message
+        err = await expect("invalid_args", c.call("test.spawn", workspace_id=wid, command="ls", space_id=5))
+        assert err.message.startswith("args.space_id:")
+        err = await expect("invalid_args", c.call("test.spawn", workspace_id=wid, command="ls", spaceId=5))
+        assert err.message.startswith("args.spaceId:")
+        err = await expect(
+            "invalid_args", c.call("test.spawn", workspace_id=wid, command="ls", space_id="a", spaceId="b")
+        )
+        assert "spelled twice" in err.message
+
+
 async def test_oversize_frame_closes_1009_and_others_keep_going(srv: RunningServer) -> None:
     async with RpcClient(srv.ws_url, srv.owner_token) as bystander, RpcClient(srv.ws_url, srv.owner_token) as c:
         ok_size = json.dumps({"id": 1, "op": "server.info", "args": {"pad": "x" * 1000}})

@@ -1,6 +1,6 @@
 """Attempts per client: pairing codes and sign-ins are guessable secrets, so each client (by its address) gets
-a token bucket per kind of attempt. Past it the route answers 429 with ``Retry-After`` and the refusal is
-logged; the handler behind never runs.
+a token bucket per kind of attempt. Past it the route answers 429 with ``Retry-After`` (``TooManyAttempts``) and
+the refusal is logged; the handler behind never runs.
 
 Buckets live in the process that answers: each server process limits what reaches it, which bounds guessing
 by the number of processes, with nothing shared to keep consistent.
@@ -15,12 +15,25 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
+
+from hangar.errors import Refused
 
 log = logging.getLogger("hangar.ratelimit")
 
 Handler = Callable[[Request], Awaitable[Response]]
 MAX_CLIENTS = 10_000  # buckets kept per kind; the oldest go first
+
+
+class TooManyAttempts(Refused):
+    http_status = 429
+
+    def __init__(self, kind: str, retry: int) -> None:
+        super().__init__(f"too many {kind} attempts; retry in {retry} s")
+        self.retry = retry
+
+    def http_headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry)}
 
 
 @dataclass(frozen=True)
@@ -68,11 +81,7 @@ def rate_limited(kind: str, handler: Handler) -> Handler:
         if wait > 0:
             retry = max(1, math.ceil(wait))
             log.warning("rate limit: %s attempts from %s refused for %d s", kind, client, retry)
-            return JSONResponse(
-                {"error": {"code": "refused", "message": f"too many {kind} attempts; retry in {retry} s"}},
-                status_code=429,
-                headers={"Retry-After": str(retry)},
-            )
+            raise TooManyAttempts(kind, retry)
         return await handler(request)
 
     return guarded

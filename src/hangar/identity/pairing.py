@@ -32,6 +32,8 @@ DEVICE_CODE_LIFETIME = timedelta(minutes=15)
 class PairingDisabled(Refused):
     """Manual pairing is forbidden on this server (an SSO connection is the way in)."""
 
+    code = "pairing_disabled"  # the code CONTRACTS section 3 gives this refusal at /auth/pair
+
 
 @dataclass(frozen=True)
 class Paired:

@@ -7,7 +7,8 @@ while bytes arrive, and nothing lands in the rig unless the whole drop is valid.
 (beside the worktree, never inside it) and never overwrite: a colliding name lands as ``2-name.ext``, then
 ``3-name.ext``. Names are refused when they carry a path (separators, ``.`` or ``..``), control characters or
 more than 255 bytes. Dropping is mutating (refused while someone else holds control); reading a file out is an
-observation. Both are audited as counts, sizes and paths, never content.
+observation. Both are audited as counts, sizes and paths, never content. Errors are raised and rendered by the
+server's error handler (``hangar.core.http_errors``).
 """
 
 from __future__ import annotations
@@ -46,13 +47,6 @@ GUEST_HOME = "/home/rig"
 DROPS_DIR = f"{GUEST_HOME}/drops"
 CHUNK = 256 * 1024
 _EXTENDED_FILENAME = re.compile(r"filename\*\s*=\s*UTF-8''([^;\s]+)", re.IGNORECASE)
-
-
-def error_response(err: HangarError) -> JSONResponse:
-    body: dict[str, Any] = {"error": err.to_dict()}
-    if isinstance(err, InvalidArgs) and err.field:
-        body["error"]["field"] = err.field
-    return JSONResponse(body, status_code=err.http_status)
 
 
 def check_name(raw: str, index: int) -> str:
@@ -246,8 +240,6 @@ async def drop_files(request: Request) -> Response:
             access.ws, principal=principal.label, action="rig.drop_files", target=f"rig:{rig_id}", details=details
         )
         return JSONResponse({"rigId": rig_id, "delivery": "landed", "directory": DROPS_DIR, "files": landed})
-    except HangarError as err:
-        return error_response(err)
     finally:
         if spool is not None:
             spool.close()
@@ -256,16 +248,13 @@ async def drop_files(request: Request) -> Response:
 async def read_file(request: Request) -> Response:
     app = request.app.state.ctx
     rig_id = request.path_params["rig_id"]
-    try:
-        principal = await app.service(IdentityService).authenticate_bearer(request)
-        access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal, mutating=False)
-        path = decode_path(request.query_params.get("p"))
-        mgr = access.manager
-        async with mgr.acting(access.ws, rig_id, principal, mutating=False, what="read_file") as (_live, handle):
-            stream = handle.read_file(path)
-            first = await anext(stream, b"")  # errors (missing, escaping, not regular) surface before 200
-    except HangarError as err:
-        return error_response(err)
+    principal = await app.service(IdentityService).authenticate_bearer(request)
+    access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal, mutating=False)
+    path = decode_path(request.query_params.get("p"))
+    mgr = access.manager
+    async with mgr.acting(access.ws, rig_id, principal, mutating=False, what="read_file") as (_live, handle):
+        stream = handle.read_file(path)
+        first = await anext(stream, b"")  # errors (missing, escaping, not regular) surface before 200
 
     counted = {"bytes": 0}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, NoReturn
 
-from pydantic import AliasChoices, Field, StrictBool, StrictStr
+from pydantic import Field, StrictBool, StrictStr
 
 from hangar.core.part import OpFunction
 from hangar.core.principal import Role
@@ -76,9 +76,7 @@ class RigArgs(Args):
 
 
 class OpenArgs(Args):
-    space_id: Annotated[StrictStr, Field(min_length=1, max_length=64)] = Field(
-        validation_alias=AliasChoices("space_id", "spaceId")
-    )
+    space_id: Annotated[StrictStr, Field(min_length=1, max_length=64)]
     surface: StrictStr
     engine: StrictStr | None = None
 

@@ -9,7 +9,7 @@ errors into wire shapes.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -20,7 +20,7 @@ from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, Worksp
 from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import Guardrails
-from hangar.rpc.registry import OpRegistry, OpSpec
+from hangar.rpc.registry import CONTRACT_SNAKE_CASE, OpRegistry, OpSpec, spellings
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +40,28 @@ def check_request_id(req_id: Any) -> None:
         raise InvalidArgs(f"id must be at most {MAX_ID_CHARS} characters", field="id")
 
 
-def _field_of(exc: ValidationError) -> tuple[str, str]:
+def invalid_args(exc: ValidationError, model: type[BaseModel], given: Mapping[str, Any]) -> InvalidArgs:
+    """The first validation failure, naming the field as the caller spelled it (``given`` holds their keys)."""
     first = exc.errors()[0]
-    field = ".".join(str(p) for p in first["loc"]) or "args"
-    kind = first["type"]
-    if kind == "missing":
-        return field, f"args.{field} is required"
-    if kind == "extra_forbidden":
-        return field, f"args.{field} is not a known argument"
-    return field, f"args.{field}: {first['msg']}"
+    loc = [str(p) for p in first["loc"]]
+    if not loc:
+        return InvalidArgs(f"args: {first['msg']}", field="args")
+    key = loc[0]
+    names = spellings(model, key)
+    if first["type"] == "missing":
+        # Nothing to echo: follow the style of the caller's other keys, else the contract's spelling.
+        snake_keys, camel_keys = any("_" in k for k in given), any(k != k.lower() for k in given)
+        snake = snake_keys if snake_keys != camel_keys else not CONTRACT_SNAKE_CASE.isdisjoint(names)
+        key = next((n for n in names if ("_" in n) == snake), key)
+    field = ".".join([key, *loc[1:]])
+    if first["type"] == "missing":
+        return InvalidArgs(f"args.{field} is required", field=field)
+    if first["type"] == "extra_forbidden":
+        twin = next((n for n in names if n != key and n in given), None)
+        if twin is not None:
+            return InvalidArgs(f"args.{twin} and args.{key} are one argument spelled twice; send one", field=key)
+        return InvalidArgs(f"args.{field} is not a known argument", field=field)
+    return InvalidArgs(f"args.{field}: {first['msg']}", field=field)
 
 
 class Dispatcher:
@@ -104,10 +117,10 @@ class Dispatcher:
         try:
             parsed = spec.args_model.model_validate(args)
         except ValidationError as exc:
-            field, message = _field_of(exc)
-            raise InvalidArgs(message, field=field) from None
+            raise invalid_args(exc, spec.args_model, args) from None
         if workspace_id is not None:
-            space_id = args.get("space_id") or args.get("spaceId")
+            # Whichever spelling the caller used, the parsed model holds it under its Python name.
+            space_id = getattr(parsed, "space_id", None)
             engine = await self.app.dbs.workspace(workspace_id)
             await self.guardrails.check(engine, workspace_id, spec, space_id if isinstance(space_id, str) else None)
         return OpContext(self.app, principal, spec, workspace_id, role, req_id), parsed

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from pydantic.alias_generators import to_camel
+from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel, to_snake
 
 from hangar.core.principal import Role
 
@@ -43,10 +43,41 @@ _NAME = re.compile(r"^[a-z][A-Za-z0-9]*([._][a-z][A-Za-z0-9]*)*$")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Args(BaseModel):
-    """Base for op argument models: unknown fields are refused, naming the field."""
+CONTRACT_SNAKE_CASE: frozenset[str] = frozenset({"space_id", "agent_id"})
+"""Arguments the contracts write in snake_case (CONTRACTS sections 6 and 7). Both spellings are accepted like any
+other's; this only says how an error names one the caller left out without showing which style they write."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+def _both_spellings(name: str) -> AliasChoices:
+    """The spellings an argument answers to: camelCase first (the wire convention, and what schemas show), then
+    snake_case, which existing contracts write (``space_id``, ``agent_id``), whichever way Python declares it."""
+    camel, snake = to_camel(name), to_snake(name)
+    return AliasChoices(camel, snake) if camel != snake else AliasChoices(camel)
+
+
+class Args(BaseModel):
+    """Base for op argument models. ``workspace_id`` is the dispatcher's (the scope key, spelled so); every other
+    field is camelCase on the wire and accepted in snake_case too. Unknown fields are refused, naming the field;
+    a field declared with its own alias keeps it (and its Python name is accepted, ``populate_by_name``)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        alias_generator=AliasGenerator(validation_alias=_both_spellings, serialization_alias=to_camel),
+    )
+
+
+def spellings(model: type[BaseModel], key: str) -> tuple[str, ...]:
+    """Every spelling the argument that ``key`` names answers to (``key`` alone when it names none)."""
+    for name, info in model.model_fields.items():
+        found = [name, *(a for a in (info.alias, info.serialization_alias) if a)]
+        if isinstance(info.validation_alias, str):
+            found.append(info.validation_alias)
+        elif isinstance(info.validation_alias, AliasChoices):
+            found.extend(c for c in info.validation_alias.choices if isinstance(c, str))
+        if key in found:
+            return tuple(dict.fromkeys(found))
+    return (key,)
 
 
 class NoArgs(Args):

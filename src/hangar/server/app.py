@@ -1,5 +1,6 @@
 """The server's ASGI application: ``/healthz``, ``/rpc`` and every part's routes, with a lifespan that opens
-the application context and starts the parts."""
+the application context and starts the parts, and the one error handler that renders every route's JSON error body
+(``hangar.core.http_errors``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hangar.config import Settings
 from hangar.core.clock import Clock
 from hangar.core.confine import confinement_reason, trusted_host_exec
 from hangar.core.context import AppContext
+from hangar.core.http_errors import EXCEPTION_HANDLERS
 from hangar.core.part import Part
 from hangar.identity import IdentityService
 from hangar.rpc.access import AccessMonitor
@@ -72,7 +74,7 @@ def build_server(
             finally:
                 await monitor.aclose()
 
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)
 
 
 async def warn_about_host_execution(ctx: AppContext) -> None:

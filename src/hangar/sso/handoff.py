@@ -15,7 +15,7 @@ its public URL, and the origin the request arrived on), and loopback origins (``
 ``[::1]`` on any port, http or https), where development web clients run.
 
 Failure answers 400: ``{"error": {"code", "message"}}`` when the client accepts ``application/json``, otherwise an
-HTML page that shows the same code. Codes are the spec's stable SAML codes or the OIDC codes of CONTRACTS §4.
+HTML page that shows the same code. Codes are the stable SAML and OIDC codes of CONTRACTS §4 (``hangar.sso.errors``).
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from hangar.config import Settings
-from hangar.errors import InvalidArgs, Refused
+from hangar.core.http_errors import error_response
+from hangar.errors import InvalidArgs
+from hangar.sso.errors import SsoError
 
 RELAYS: tuple[str, ...] = ("desktop", "web-popup")
 DESKTOP_TARGET = "hangar://auth/complete"
@@ -40,31 +42,7 @@ POPUP_PATH = "/auth/popup-complete"
 COMPLETE_PATH = "/auth/complete"
 POPUP_MESSAGE_TYPE = "hangar:sso"
 
-SAML_CODES: tuple[str, ...] = (
-    "signature",
-    "expired",
-    "audience",
-    "destination",
-    "request_match",
-    "issuer",
-    "recipient",
-    "malformed",
-    "status",
-    "invalid",
-    "internal",
-)
-OIDC_CODES: tuple[str, ...] = ("state", "issuer", "audience", "nonce", "signature", "expired", "invalid", "internal")
 LOOPBACK_HOSTS: frozenset[str] = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-class LoginFailed(Refused):
-    """An SSO login that ends in a failure page; ``sso_code`` is the stable code shown to the client."""
-
-    def __init__(self, sso_code: str, message: str) -> None:
-        if sso_code not in SAML_CODES and sso_code not in OIDC_CODES:
-            raise ValueError(f"unknown SSO failure code {sso_code!r}")
-        super().__init__(message, detail_code=sso_code)
-        self.sso_code = sso_code
 
 
 def origin_of(url: str | None) -> str | None:
@@ -167,14 +145,14 @@ def wants_json(request: Request) -> bool:
     return "application/json" in request.headers.get("accept", "").lower()
 
 
-def failure_response(request: Request, code: str, message: str) -> Response:
-    """``400`` with the stable code, as JSON or as a small HTML page depending on ``Accept``."""
+def failure_response(request: Request, err: SsoError) -> Response:
+    """``400`` with the stable code, as the shared JSON error body or as a small HTML page depending on ``Accept``."""
     if wants_json(request):
-        return JSONResponse({"error": {"code": code, "message": message}}, status_code=400, headers=_NO_STORE)
+        return error_response(err, headers=_NO_STORE)
     body = _page(
         "Sign-in failed",
-        f"<h1>Sign-in failed</h1><p>Error code: <code id='code'>{html.escape(code)}</code></p>"
-        f"<p>{html.escape(message)}</p><p>Close this window and try again, or ask the server owner.</p>",
+        f"<h1>Sign-in failed</h1><p>Error code: <code id='code'>{html.escape(err.sso_code)}</code></p>"
+        f"<p>{html.escape(err.message)}</p><p>Close this window and try again, or ask the server owner.</p>",
     )
     return HTMLResponse(body, status_code=400, headers={**_NO_STORE, "Content-Security-Policy": "default-src 'none'"})
 

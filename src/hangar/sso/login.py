@@ -28,7 +28,7 @@ from hangar.identity import IdentityService
 from hangar.identity.events import MemberAdded, MemberRoleChanged
 from hangar.identity.models import User
 from hangar.sso.config import Connection
-from hangar.sso.handoff import LoginFailed
+from hangar.sso.errors import SsoError
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +64,9 @@ def _clean_email(email: str | None) -> str | None:
 async def complete_login(
     ctx: AppContext, conn: Connection, who: SsoIdentity, *, kind: str, device_name: str
 ) -> LoginOutcome:
-    """Resolve, provision and authorise the user behind ``who``; raise ``LoginFailed("invalid", ...)``."""
+    """Resolve, provision and authorise the user behind ``who``; raise ``SsoError("invalid", ...)``."""
     if not who.subject or not who.issuer:
-        raise LoginFailed("invalid", "the identity provider did not name the user")
+        raise SsoError("invalid", "the identity provider did not name the user")
     identity = ctx.service(IdentityService)
     email = _clean_email(who.email)
     name = (who.display_name or "").strip()[:200] or email or who.subject[:200]
@@ -79,15 +79,15 @@ async def complete_login(
             user = candidate
         elif candidate is not None and not await identity.is_server_owner(candidate.id):
             if candidate.sso_subject is not None:
-                raise LoginFailed("invalid", "this email address belongs to an account linked to another sign-in")
+                raise SsoError("invalid", "this email address belongs to an account linked to another sign-in")
             if who.email_verified is False or (kind == "oidc" and who.email_verified is not True):
-                raise LoginFailed("invalid", "the identity provider has not verified this email address")
+                raise SsoError("invalid", "the identity provider has not verified this email address")
             _refuse_deactivated(candidate)
             user = await identity.update_user(candidate.id, sso_issuer=who.issuer, sso_subject=who.subject)
             linked = True
     if user is None:
         if not conn.allowJit:
-            raise LoginFailed("invalid", "there is no account for this user and just-in-time provisioning is off")
+            raise SsoError("invalid", "there is no account for this user and just-in-time provisioning is off")
         try:
             user = await identity.create_user(
                 email=email, display_name=name, sso_issuer=who.issuer, sso_subject=who.subject
@@ -97,7 +97,7 @@ async def complete_login(
             # Two first logins raced; the other one created the user.
             user = await identity.find_user_by_sso(who.issuer, who.subject)
             if user is None:
-                raise LoginFailed("internal", "the account could not be created") from None
+                raise SsoError("internal", "the account could not be created") from None
     _refuse_deactivated(user)
     if not created and (name != user.display_name or (email is not None and email != user.email)):
         user = await identity.update_user(user.id, display_name=name, email=email or user.email)
@@ -111,7 +111,7 @@ async def complete_login(
 
 def _refuse_deactivated(user: User) -> None:
     if user.deactivated_at is not None:
-        raise LoginFailed("invalid", "this account is deactivated")
+        raise SsoError("invalid", "this account is deactivated")
 
 
 async def _apply_memberships(

@@ -23,7 +23,8 @@ from hangar.identity import IdentityService
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, op
 from hangar.sso.config import KINDS, Connection, OidcConnection, SamlConnection, SsoConfigStore, SsoKind
-from hangar.sso.handoff import LoginFailed, origin_of
+from hangar.sso.errors import SsoError
+from hangar.sso.handoff import origin_of
 from hangar.sso.oidc.flow import OidcService
 from hangar.sso.results import (
     ConnectionFailed,
@@ -40,7 +41,6 @@ from hangar.sso.results import (
     SpMetadata,
     SsoStatus,
 )
-from hangar.sso.saml.errors import SamlError
 from hangar.sso.saml.metadata import parse_idp_metadata, sp_metadata_xml
 from hangar.sso.saml.request import build_authn_request
 from hangar.sso.saml.service import acs_url
@@ -89,7 +89,7 @@ def _check_metadata(conn: Connection) -> None:
     if isinstance(conn, SamlConnection) and conn.configured:
         try:
             parse_idp_metadata(conn.idpMetadataXml or "")
-        except SamlError as exc:
+        except SsoError as exc:
             raise InvalidArgs(f"config.{exc.message}", field="config.idpMetadataXml") from None
 
 
@@ -142,15 +142,13 @@ async def run_test(app: AppContext, kind: SsoKind, conn: Connection) -> Connecti
             return _test_saml(app, conn)
         assert isinstance(conn, OidcConnection)
         return await _test_oidc(app, conn)
-    except SamlError as exc:
-        return ConnectionFailed(kind=kind, error=FailureReason(code=exc.saml_code, message=exc.message))
-    except LoginFailed as exc:
+    except SsoError as exc:
         return ConnectionFailed(kind=kind, error=FailureReason(code=exc.sso_code, message=exc.message))
 
 
 def _test_saml(app: AppContext, conn: SamlConnection) -> SamlConnectionOk:
     if not conn.configured:
-        raise SamlError("invalid", "idpMetadataXml is missing")
+        raise SsoError("invalid", "idpMetadataXml is missing")
     meta = parse_idp_metadata(conn.idpMetadataXml or "")
     origin = app.settings.origin
     request = build_authn_request(
@@ -171,7 +169,7 @@ def _test_saml(app: AppContext, conn: SamlConnection) -> SamlConnectionOk:
 
 async def _test_oidc(app: AppContext, conn: OidcConnection) -> OidcConnectionOk:
     if not conn.issuer or not conn.clientId:
-        raise LoginFailed("invalid", "issuer and clientId are required")
+        raise SsoError("invalid", "issuer and clientId are required")
     service = app.service(OidcService)
     meta, keys = await service.discover_fresh(conn.issuer)
     key_set = await keys.for_kid(None)

@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from hangar.config import Settings
 from hangar.errors import InvalidArgs
 from hangar.sso import handoff
+from hangar.sso.errors import SsoError
 from hangar.sso.handoff import LoginIntent
 
 
@@ -23,11 +24,11 @@ def make_app(settings: Settings) -> Starlette:
         try:
             intent = LoginIntent.from_request(request)
         except InvalidArgs as exc:
-            return handoff.failure_response(request, "invalid", exc.message)
+            return handoff.failure_response(request, SsoError("invalid", exc.message))
         return handoff.success_response(settings, intent, "hgr_tok/en+=")
 
     async def fail(request: Request) -> Response:
-        return handoff.failure_response(request, "signature", "The <assertion> signature does not verify.")
+        return handoff.failure_response(request, SsoError("signature", "The <assertion> signature does not verify."))
 
     app = Starlette(routes=[Route("/start", start), Route("/fail", fail), *handoff.handoff_routes()])
     app.state.ctx = SimpleNamespace(settings=settings)
@@ -142,7 +143,7 @@ def test_intent_round_trips() -> None:
 
 
 def test_login_failures_carry_only_known_codes() -> None:
-    assert handoff.LoginFailed("nonce", "x").sso_code == "nonce"
-    assert handoff.LoginFailed("request_match", "x").detail_code == "request_match"
+    assert SsoError("nonce", "x").sso_code == "nonce"
+    assert SsoError("request_match", "x").detail_code == "request_match"
     with pytest.raises(ValueError):
-        handoff.LoginFailed("oops", "x")
+        SsoError("oops", "x")

@@ -17,7 +17,7 @@ from hangar.core.principal import Role
 from hangar.identity import tables as identity_tables
 from hangar.identity.service import IdentityService
 from hangar.sso.config import OidcConnection, SamlConnection
-from hangar.sso.handoff import LoginFailed
+from hangar.sso.errors import SsoError
 from hangar.sso.login import SsoIdentity, complete_login
 
 IDP = "https://idp.example.com"
@@ -43,7 +43,7 @@ async def login(ctx: AppContext, conn: Any, identity: SsoIdentity, kind: str = "
 
 
 async def fail(ctx: AppContext, conn: Any, identity: SsoIdentity, kind: str = "saml") -> str:
-    with pytest.raises(LoginFailed) as err:
+    with pytest.raises(SsoError) as err:
         await login(ctx, conn, identity, kind)
     assert err.value.sso_code == "invalid"
     return err.value.message

@@ -13,7 +13,7 @@ from joserfc import jws, jwt
 from joserfc.jwk import ECKey, KeySet, OctKey, RSAKey
 from joserfc.util import urlsafe_b64encode
 
-from hangar.sso.handoff import LoginFailed
+from hangar.sso.errors import SsoError
 from hangar.sso.oidc.discovery import ProviderKeys, check_endpoint
 from hangar.sso.oidc.tokens import check_claims, verify_id_token
 
@@ -48,7 +48,7 @@ async def verify(token: str, *, algs: tuple[str, ...] = ("RS256", "ES256")) -> d
 
 
 async def code_of(token: str, **kw: Any) -> str:
-    with pytest.raises(LoginFailed) as err:
+    with pytest.raises(SsoError) as err:
         await verify(token, **kw)
     return err.value.sso_code
 
@@ -103,7 +103,7 @@ async def test_claim_failures(over: dict[str, Any], code: str) -> None:
 def test_leeway_uses_the_given_clock() -> None:
     payload = claims(exp=1_000_000, iat=None)
     check_claims(payload, issuer=ISSUER, client_id=CLIENT, nonce=NONCE, now=datetime.fromtimestamp(1_000_030, UTC))
-    with pytest.raises(LoginFailed) as err:
+    with pytest.raises(SsoError) as err:
         check_claims(payload, issuer=ISSUER, client_id=CLIENT, nonce=NONCE, now=datetime.fromtimestamp(1_000_061, UTC))
     assert err.value.sso_code == "expired"
 
@@ -125,6 +125,6 @@ def test_endpoints_must_be_https_except_on_loopback(url: Any, ok: bool) -> None:
     if ok:
         assert check_endpoint(url, "authorization_endpoint") == url
     else:
-        with pytest.raises(LoginFailed) as err:
+        with pytest.raises(SsoError) as err:
             check_endpoint(url, "authorization_endpoint")
         assert err.value.sso_code == "issuer"

@@ -18,7 +18,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from hangar.sso.config import LOOPBACK_HOSTS
-from hangar.sso.handoff import LoginFailed
+from hangar.sso.errors import OidcCode, SsoError
 
 HTTP_TIMEOUT = 10.0
 MAX_DOCUMENT_BYTES = 512 * 1024
@@ -38,47 +38,47 @@ class ProviderMetadata:
 def check_endpoint(url: Any, name: str) -> str:
     """An endpoint URL must be absolute https (http only on loopback hosts)."""
     if not isinstance(url, str) or not url:
-        raise LoginFailed("issuer", f"the provider's discovery document has no {name}")
+        raise SsoError("issuer", f"the provider's discovery document has no {name}")
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     if parts.scheme == "https" and host:
         return url
     if parts.scheme == "http" and host in LOOPBACK_HOSTS:
         return url
-    raise LoginFailed("issuer", f"the provider's {name} must use https")
+    raise SsoError("issuer", f"the provider's {name} must use https")
 
 
-async def fetch_json(http: httpx.AsyncClient, url: str, what: str, code: str) -> dict[str, Any]:
+async def fetch_json(http: httpx.AsyncClient, url: str, what: str, code: OidcCode) -> dict[str, Any]:
     try:
         resp = await http.get(url, headers={"accept": "application/json"}, timeout=HTTP_TIMEOUT)
     except httpx.HTTPError as exc:
-        raise LoginFailed(code, f"the {what} could not be fetched: {type(exc).__name__}") from None
+        raise SsoError(code, f"the {what} could not be fetched: {type(exc).__name__}") from None
     if resp.status_code != 200:
-        raise LoginFailed(code, f"the {what} answered HTTP {resp.status_code}")
+        raise SsoError(code, f"the {what} answered HTTP {resp.status_code}")
     if len(resp.content) > MAX_DOCUMENT_BYTES:
-        raise LoginFailed(code, f"the {what} is too large")
+        raise SsoError(code, f"the {what} is too large")
     try:
         data = json.loads(resp.content)
     except ValueError:
-        raise LoginFailed(code, f"the {what} is not JSON") from None
+        raise SsoError(code, f"the {what} is not JSON") from None
     if not isinstance(data, dict):
-        raise LoginFailed(code, f"the {what} is not a JSON object")
+        raise SsoError(code, f"the {what} is not a JSON object")
     return data
 
 
 async def discover(http: httpx.AsyncClient, issuer: str) -> ProviderMetadata:
-    """The provider's metadata; raises ``LoginFailed("issuer", ...)`` when it cannot be used."""
+    """The provider's metadata; raises ``SsoError("issuer", ...)`` when it cannot be used."""
     check_endpoint(issuer, "issuer")
     url = issuer.rstrip("/") + "/.well-known/openid-configuration"
     doc = await fetch_json(http, url, "discovery document", "issuer")
     if doc.get("issuer") != issuer:
-        raise LoginFailed("issuer", f"the discovery document names issuer {doc.get('issuer')!r}, not {issuer!r}")
+        raise SsoError("issuer", f"the discovery document names issuer {doc.get('issuer')!r}, not {issuer!r}")
     response_types = doc.get("response_types_supported")
     if isinstance(response_types, list) and "code" not in response_types:
-        raise LoginFailed("issuer", "the provider does not offer the authorization code flow")
+        raise SsoError("issuer", "the provider does not offer the authorization code flow")
     pkce = doc.get("code_challenge_methods_supported")
     if isinstance(pkce, list) and "S256" not in pkce:
-        raise LoginFailed("issuer", "the provider does not offer S256 PKCE")
+        raise SsoError("issuer", "the provider does not offer S256 PKCE")
     algs = doc.get("id_token_signing_alg_values_supported")
     methods = doc.get("token_endpoint_auth_methods_supported")
     userinfo = doc.get("userinfo_endpoint")
@@ -110,7 +110,7 @@ class ProviderKeys:
         try:
             keys = KeySet.import_key_set(doc)  # type: ignore[arg-type]
         except (JoseError, ValueError, TypeError, KeyError) as exc:
-            raise LoginFailed("signature", f"the provider's key set cannot be read: {exc}") from None
+            raise SsoError("signature", f"the provider's key set cannot be read: {exc}") from None
         self._keys = keys
         return keys
 
@@ -126,5 +126,5 @@ class ProviderKeys:
             return keys
         keys = await self._fetch()
         if not self._holds(keys, kid):
-            raise LoginFailed("signature", f"the ID token is signed with a key the provider does not publish ({kid})")
+            raise SsoError("signature", f"the ID token is signed with a key the provider does not publish ({kid})")
         return keys

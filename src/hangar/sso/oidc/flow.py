@@ -27,7 +27,8 @@ from starlette.responses import RedirectResponse, Response
 from hangar.core.context import AppContext
 from hangar.errors import InvalidArgs
 from hangar.sso.config import OidcConnection, SsoConfigStore, SsoKind
-from hangar.sso.handoff import LoginFailed, LoginIntent, failure_response, request_origin, success_response
+from hangar.sso.errors import SsoError
+from hangar.sso.handoff import LoginIntent, failure_response, request_origin, success_response
 from hangar.sso.login import SsoIdentity, complete_login
 from hangar.sso.oidc.discovery import HTTP_TIMEOUT, ProviderKeys, ProviderMetadata, discover
 from hangar.sso.oidc.pending import PENDING_TTL_SECONDS, PendingLogin, PendingLogins
@@ -90,7 +91,7 @@ class OidcService:
     async def _enabled(self) -> OidcConnection:
         conn = (await self._store.fresh()).oidc
         if not conn.enabled or not conn.issuer or not conn.clientId:
-            raise LoginFailed("invalid", "OIDC sign-in is not enabled on this server")
+            raise SsoError("invalid", "OIDC sign-in is not enabled on this server")
         return conn
 
     async def take_pending(self, state: str | None) -> PendingLogin:
@@ -98,9 +99,9 @@ class OidcService:
         # The store blocks on the server database: off the loop (see ``hangar.sso.state``).
         pending = await asyncio.to_thread(self.pending.take, state) if state else None
         if pending is None:
-            raise LoginFailed("state", "this sign-in is unknown, already used or expired; start again")
+            raise SsoError("state", "this sign-in is unknown, already used or expired; start again")
         if self._ctx.clock.now() >= pending.expires_at:
-            raise LoginFailed("state", "this sign-in took too long; start again")
+            raise SsoError("state", "this sign-in took too long; start again")
         return pending
 
     async def begin(self, request: Request) -> Response:
@@ -108,7 +109,7 @@ class OidcService:
         try:
             intent = LoginIntent.from_request(request)
         except InvalidArgs as exc:
-            raise LoginFailed("invalid", exc.message) from None
+            raise SsoError("invalid", exc.message) from None
         assert conn.issuer is not None and conn.clientId is not None
         meta, _keys = await self.provider(conn.issuer)
         state = secrets.token_urlsafe(32)
@@ -158,10 +159,10 @@ class OidcService:
             assert state is not None
             presented = request.cookies.get(binding_cookie(state), "")
             if not presented or not secrets.compare_digest(_digest(presented), pending.binding_hash):
-                raise LoginFailed("state", "this sign-in was started in another browser; start again here")
+                raise SsoError("state", "this sign-in was started in another browser; start again here")
             response = await self._complete(request, pending)
-        except LoginFailed as exc:
-            response = failure_response(request, exc.sso_code, exc.message)
+        except SsoError as exc:
+            response = failure_response(request, exc)
         if state:
             response.delete_cookie(binding_cookie(state), path=CALLBACK_PATH)
         return response
@@ -170,23 +171,23 @@ class OidcService:
         params = request.query_params
         if params.get("error"):
             detail = params.get("error_description") or params.get("error")
-            raise LoginFailed("invalid", f"the identity provider refused the sign-in: {detail}"[:300])
+            raise SsoError("invalid", f"the identity provider refused the sign-in: {detail}"[:300])
         code = params.get("code")
         if not code:
-            raise LoginFailed("invalid", "the identity provider sent no authorization code")
+            raise SsoError("invalid", "the identity provider sent no authorization code")
         # RFC 9207: a provider that names itself in the response must be the one this sign-in went to
         # (a defence against mix-up attacks when several providers are in play).
         returned_iss = params.get("iss")
         if returned_iss is not None and returned_iss != pending.issuer:
-            raise LoginFailed("issuer", "the authorization response comes from another issuer")
+            raise SsoError("issuer", "the authorization response comes from another issuer")
         conn = await self._enabled()
         if (conn.issuer, conn.clientId) != (pending.issuer, pending.client_id):
-            raise LoginFailed("invalid", "the OIDC connection changed during this sign-in; start again")
+            raise SsoError("invalid", "the OIDC connection changed during this sign-in; start again")
         meta, keys = await self.provider(pending.issuer)
         token = await self._exchange(meta, pending, code)
         id_token = token.get("id_token")
         if not isinstance(id_token, str):
-            raise LoginFailed("invalid", "the token response carries no ID token")
+            raise SsoError("invalid", "the token response carries no ID token")
         claims = await verify_id_token(
             id_token,
             keys=keys,
@@ -234,11 +235,11 @@ class OidcService:
                 code_verifier=pending.code_verifier,
             )
         except OAuthError as exc:
-            raise LoginFailed("invalid", f"the token endpoint refused the code: {exc.error}") from None
+            raise SsoError("invalid", f"the token endpoint refused the code: {exc.error}") from None
         except httpx.HTTPError as exc:
-            raise LoginFailed("internal", f"the token endpoint could not be reached: {type(exc).__name__}") from None
+            raise SsoError("internal", f"the token endpoint could not be reached: {type(exc).__name__}") from None
         except ValueError:
-            raise LoginFailed("invalid", "the token endpoint's answer cannot be read") from None
+            raise SsoError("invalid", "the token endpoint's answer cannot be read") from None
         finally:
             await client.aclose()
         return dict(token)
@@ -258,7 +259,7 @@ class OidcService:
             return {}
         # OpenID Connect Core §5.3.2: userinfo for another subject must not be used.
         if info.get("sub") != subject:
-            raise LoginFailed("invalid", "the userinfo endpoint describes another user")
+            raise SsoError("invalid", "the userinfo endpoint describes another user")
         return info
 
 

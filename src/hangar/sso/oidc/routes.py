@@ -10,7 +10,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hangar.core.ratelimit import rate_limited
-from hangar.sso.handoff import LoginFailed, failure_response
+from hangar.sso.errors import SsoError
+from hangar.sso.handoff import failure_response
 from hangar.sso.oidc.flow import OidcService
 
 log = logging.getLogger(__name__)
@@ -21,11 +22,11 @@ def _guarded(step: Callable[[OidcService, Request], Awaitable[Response]]) -> Cal
         try:
             service = request.app.state.ctx.service(OidcService)
             return await step(service, request)
-        except LoginFailed as exc:
-            return failure_response(request, exc.sso_code, exc.message)
+        except SsoError as exc:
+            return failure_response(request, exc)
         except Exception:
             log.exception("OIDC %s failed", request.url.path)
-            return failure_response(request, "internal", "the sign-in failed inside the server; see its log")
+            return failure_response(request, SsoError("internal", "the sign-in failed inside the server; see its log"))
 
     return handle
 

@@ -17,7 +17,7 @@ from joserfc import jws
 from joserfc.errors import BadSignatureError, JoseError
 from joserfc.util import urlsafe_b64decode
 
-from hangar.sso.handoff import LoginFailed
+from hangar.sso.errors import SsoError
 from hangar.sso.oidc.discovery import ProviderKeys
 
 ASYMMETRIC_ALGS: frozenset[str] = frozenset(
@@ -29,13 +29,13 @@ MAX_TOKEN_BYTES = 64 * 1024
 
 def _header(token: str) -> dict[str, Any]:
     if len(token) > MAX_TOKEN_BYTES or token.count(".") != 2:
-        raise LoginFailed("invalid", "the ID token is not a compact JWS")
+        raise SsoError("invalid", "the ID token is not a compact JWS")
     try:
         header = json.loads(urlsafe_b64decode(token.split(".", 1)[0].encode()))
     except (ValueError, UnicodeDecodeError):
-        raise LoginFailed("invalid", "the ID token header cannot be read") from None
+        raise SsoError("invalid", "the ID token header cannot be read") from None
     if not isinstance(header, dict):
-        raise LoginFailed("invalid", "the ID token header is not an object")
+        raise SsoError("invalid", "the ID token header is not an object")
     return header
 
 
@@ -49,58 +49,58 @@ async def verify_id_token(
     now: datetime,
     allowed_algs: tuple[str, ...],
 ) -> dict[str, Any]:
-    """The verified claims of ``token``; raises ``LoginFailed`` with the code of the first failed check."""
+    """The verified claims of ``token``; raises ``SsoError`` with the code of the first failed check."""
     header = _header(token)
     alg = header.get("alg")
     algs = [a for a in allowed_algs if a in ASYMMETRIC_ALGS] or ["RS256"]
     if not isinstance(alg, str) or alg not in algs:
-        raise LoginFailed("signature", f"the ID token's algorithm {alg!r} is not accepted")
+        raise SsoError("signature", f"the ID token's algorithm {alg!r} is not accepted")
     if header.get("crit"):
-        raise LoginFailed("signature", "the ID token has critical header parameters we do not process")
+        raise SsoError("signature", "the ID token has critical header parameters we do not process")
     kid = header.get("kid")
     key_set = await keys.for_kid(kid if isinstance(kid, str) else None)
     try:
         verified = jws.deserialize_compact(token, key_set, algorithms=algs)
     except BadSignatureError:
-        raise LoginFailed("signature", "the ID token's signature does not verify") from None
+        raise SsoError("signature", "the ID token's signature does not verify") from None
     except JoseError as exc:
-        raise LoginFailed("signature", f"the ID token's signature cannot be checked: {exc.error}") from None
+        raise SsoError("signature", f"the ID token's signature cannot be checked: {exc.error}") from None
     try:
         claims = json.loads(verified.payload)
     except ValueError:
-        raise LoginFailed("invalid", "the ID token's claims are not JSON") from None
+        raise SsoError("invalid", "the ID token's claims are not JSON") from None
     if not isinstance(claims, dict):
-        raise LoginFailed("invalid", "the ID token's claims are not an object")
+        raise SsoError("invalid", "the ID token's claims are not an object")
     check_claims(claims, issuer=issuer, client_id=client_id, nonce=nonce, now=now)
     return claims
 
 
 def check_claims(claims: dict[str, Any], *, issuer: str, client_id: str, nonce: str, now: datetime) -> None:
     if claims.get("iss") != issuer:
-        raise LoginFailed("issuer", f"the ID token was issued by {claims.get('iss')!r}, not {issuer!r}")
+        raise SsoError("issuer", f"the ID token was issued by {claims.get('iss')!r}, not {issuer!r}")
     aud = claims.get("aud")
     audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
     if client_id not in audiences:
-        raise LoginFailed("audience", "the ID token is not meant for this server's client id")
+        raise SsoError("audience", "the ID token is not meant for this server's client id")
     azp = claims.get("azp")
     if len(audiences) > 1 and azp is None:
-        raise LoginFailed("audience", "the ID token has several audiences but no authorized party (azp)")
+        raise SsoError("audience", "the ID token has several audiences but no authorized party (azp)")
     if azp is not None and azp != client_id:
-        raise LoginFailed("audience", "the ID token's authorized party (azp) is not this server's client id")
+        raise SsoError("audience", "the ID token's authorized party (azp) is not this server's client id")
     stamp = now.timestamp()
     exp = claims.get("exp")
     if isinstance(exp, bool) or not isinstance(exp, int | float):
-        raise LoginFailed("invalid", "the ID token has no expiry (exp)")
+        raise SsoError("invalid", "the ID token has no expiry (exp)")
     if stamp > exp + LEEWAY_SECONDS:
-        raise LoginFailed("expired", "the ID token has expired")
+        raise SsoError("expired", "the ID token has expired")
     iat = claims.get("iat")
     if isinstance(iat, int | float) and not isinstance(iat, bool) and iat > stamp + LEEWAY_SECONDS:
-        raise LoginFailed("expired", "the ID token was issued in the future (check the clocks)")
+        raise SsoError("expired", "the ID token was issued in the future (check the clocks)")
     nbf = claims.get("nbf")
     if isinstance(nbf, int | float) and not isinstance(nbf, bool) and nbf > stamp + LEEWAY_SECONDS:
-        raise LoginFailed("expired", "the ID token is not valid yet")
+        raise SsoError("expired", "the ID token is not valid yet")
     if claims.get("nonce") != nonce:
-        raise LoginFailed("nonce", "the ID token's nonce is not the one this sign-in sent")
+        raise SsoError("nonce", "the ID token's nonce is not the one this sign-in sent")
     sub = claims.get("sub")
     if not isinstance(sub, str) or not sub:
-        raise LoginFailed("invalid", "the ID token names no subject (sub)")
+        raise SsoError("invalid", "the ID token names no subject (sub)")

@@ -17,7 +17,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from lxml import etree
 
-from hangar.sso.saml.errors import SamlError
+from hangar.sso.errors import SsoError
 from hangar.sso.saml.xml import DS, MD, SAMLP, parse_untrusted, q, text_of
 
 BINDING_REDIRECT = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect"
@@ -42,8 +42,8 @@ class IdpMetadata:
         return {cert.public_bytes(Encoding.DER): cert for cert in self.certificates}
 
 
-def _bad(message: str) -> SamlError:
-    return SamlError("malformed", f"idpMetadataXml: {message}")
+def _bad(message: str) -> SsoError:
+    return SsoError("malformed", f"idpMetadataXml: {message}")
 
 
 def load_certificate(text: str) -> x509.Certificate:
@@ -57,11 +57,11 @@ def load_certificate(text: str) -> x509.Certificate:
 
 
 def parse_idp_metadata(xml: str | bytes) -> IdpMetadata:
-    """Read the IdP's entity descriptor; every problem is a ``malformed`` ``SamlError`` naming it."""
+    """Read the IdP's entity descriptor; every problem is a ``malformed`` ``SsoError`` naming it."""
     data = xml.encode() if isinstance(xml, str) else xml
     try:
         root = parse_untrusted(data, what="document")
-    except SamlError as exc:
+    except SsoError as exc:
         raise _bad(exc.message) from None
     if root.tag == q(MD, "EntitiesDescriptor"):
         idps = [e for e in root.iter(q(MD, "EntityDescriptor")) if e.find(q(MD, "IDPSSODescriptor")) is not None]

@@ -16,7 +16,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from lxml import etree
 
-from hangar.sso.saml.errors import SamlError
+from hangar.sso.errors import SsoError
 from hangar.sso.saml.metadata import BINDING_POST
 from hangar.sso.saml.xml import SAML, SAMLP, instant, q
 
@@ -76,18 +76,18 @@ def deflate_encode(xml: bytes) -> str:
 def inflate_bounded(encoded: str, *, limit: int = MAX_INFLATED_BYTES) -> bytes:
     """Undo ``deflate_encode``, refusing (``malformed``) anything that would inflate beyond ``limit`` bytes."""
     if len(encoded) > MAX_ENCODED_CHARS:
-        raise SamlError("malformed", "the redirect-binding message is too long")
+        raise SsoError("malformed", "the redirect-binding message is too long")
     try:
         raw = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
-        raise SamlError("malformed", "the redirect-binding message is not base64") from None
+        raise SsoError("malformed", "the redirect-binding message is not base64") from None
     inflater = zlib.decompressobj(-15)
     try:
         out = inflater.decompress(raw, limit + 1)
     except zlib.error:
-        raise SamlError("malformed", "the redirect-binding message is not raw DEFLATE data") from None
+        raise SsoError("malformed", "the redirect-binding message is not raw DEFLATE data") from None
     if len(out) > limit or inflater.unconsumed_tail:
-        raise SamlError("malformed", f"the redirect-binding message inflates beyond {limit // 1024} KiB")
+        raise SsoError("malformed", f"the redirect-binding message inflates beyond {limit // 1024} KiB")
     if not inflater.eof:
-        raise SamlError("malformed", "the redirect-binding message is truncated DEFLATE data")
+        raise SsoError("malformed", "the redirect-binding message is truncated DEFLATE data")
     return out

@@ -22,9 +22,9 @@ from hangar.core.http import BodyTooLarge, read_body
 from hangar.core.ratelimit import rate_limited
 from hangar.errors import HangarError, InvalidArgs
 from hangar.sso.config import SamlConnection, SsoConfigStore
-from hangar.sso.handoff import LoginFailed, LoginIntent, failure_response, request_origin, success_response
+from hangar.sso.errors import SsoError
+from hangar.sso.handoff import LoginIntent, failure_response, request_origin, success_response
 from hangar.sso.login import SsoIdentity, complete_login
-from hangar.sso.saml.errors import SamlError
 from hangar.sso.saml.service import ACS_PATH, LOGIN_PATH, METADATA_PATH, saml_service
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ async def _connection(request: Request) -> SamlConnection:
 async def _enabled_connection(request: Request) -> SamlConnection:
     conn = await _connection(request)
     if not conn.enabled:
-        raise SamlError("invalid", "SAML sign-in is not enabled on this server")
+        raise SsoError("invalid", "SAML sign-in is not enabled on this server")
     return conn
 
 
@@ -75,7 +75,7 @@ async def saml_login(request: Request) -> Response:
         try:
             intent = LoginIntent.from_request(request)
         except InvalidArgs as exc:
-            raise SamlError("invalid", exc.message) from None
+            raise SsoError("invalid", exc.message) from None
         # Off the loop: the pending request is written to the server database, which may have to wait for
         # another writer, and that writer may itself be waiting for the loop (``hangar.sso.state``).
         authn = await asyncio.to_thread(
@@ -85,23 +85,23 @@ async def saml_login(request: Request) -> Response:
             relay=intent.relay,
             client_origin=intent.client_origin,
         )
-    except SamlError as exc:
-        return failure_response(request, exc.saml_code, exc.message)
+    except SsoError as exc:
+        return failure_response(request, exc)
     return RedirectResponse(authn.redirect_url, status_code=302, headers=_NO_STORE)
 
 
 async def _read_form(request: Request) -> dict[str, list[str]]:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/x-www-form-urlencoded":
-        raise SamlError("malformed", "the assertion consumer takes an HTML form post (HTTP-POST binding)")
+        raise SsoError("malformed", "the assertion consumer takes an HTML form post (HTTP-POST binding)")
     try:
         body = await read_body(request, MAX_FORM_BYTES)
     except BodyTooLarge:
-        raise SamlError("malformed", f"the form post is larger than {MAX_FORM_BYTES // 1024} KiB") from None
+        raise SsoError("malformed", f"the form post is larger than {MAX_FORM_BYTES // 1024} KiB") from None
     try:
         return parse_qs(body.decode("ascii"), keep_blank_values=True, max_num_fields=16, strict_parsing=False)
     except (UnicodeDecodeError, ValueError):
-        raise SamlError("malformed", "the form post cannot be read") from None
+        raise SsoError("malformed", "the form post cannot be read") from None
 
 
 async def saml_acs(request: Request) -> Response:
@@ -111,7 +111,7 @@ async def saml_acs(request: Request) -> Response:
         form = await _read_form(request)
         values = form.get("SAMLResponse", [])
         if len(values) != 1:
-            raise SamlError("malformed", "the form post must carry exactly one SAMLResponse")
+            raise SsoError("malformed", "the form post must carry exactly one SAMLResponse")
         # Off the loop for the same reason (and the signature checks are CPU work).
         identity = await asyncio.to_thread(saml_service(ctx).verify, conn, _origin(request), values[0])
         pending = identity.request
@@ -127,26 +127,23 @@ async def saml_acs(request: Request) -> Response:
             groups=identity.groups,
         )
         outcome = await complete_login(ctx, conn, who, kind="saml", device_name=DEVICE_NAME)
-    except SamlError as exc:
-        log.info("SAML sign-in refused: %s (%s)", exc.saml_code, exc.message)
-        return failure_response(request, exc.saml_code, exc.message)
-    except LoginFailed as exc:
-        log.info("SAML sign-in refused by the login outcome: %s (%s)", exc.sso_code, exc.message)
-        return failure_response(request, exc.sso_code, exc.message)
+    except SsoError as exc:
+        log.info("SAML sign-in refused: %s (%s)", exc.sso_code, exc.message)
+        return failure_response(request, exc)
     except HangarError as exc:
         log.info("SAML sign-in refused by the login outcome: %s", exc.message)
-        return failure_response(request, "invalid", exc.message)
+        return failure_response(request, SsoError("invalid", exc.message))
     except Exception:
         log.exception("SAML sign-in failed inside the server")
-        return failure_response(request, "internal", "the server could not complete the sign-in")
+        return failure_response(request, SsoError("internal", "the server could not complete the sign-in"))
     return success_response(ctx.settings, intent, outcome.token)
 
 
 async def saml_metadata(request: Request) -> Response:
     try:
         xml = saml_service(_ctx(request)).sp_metadata(await _connection(request), _origin(request))
-    except SamlError as exc:
-        return failure_response(request, exc.saml_code, exc.message)
+    except SsoError as exc:
+        return failure_response(request, exc)
     return Response(xml, media_type="application/samlmetadata+xml")
 
 

@@ -14,7 +14,7 @@ from datetime import timedelta
 from hangar.core.clock import Clock
 from hangar.core.context import AppContext
 from hangar.sso.config import SamlConnection
-from hangar.sso.saml.errors import SamlError
+from hangar.sso.errors import SsoError
 from hangar.sso.saml.metadata import IdpMetadata, parse_idp_metadata, sp_metadata_xml
 from hangar.sso.saml.pending import PendingRequests, SeenAssertions
 from hangar.sso.saml.request import AuthnRequest, build_authn_request, new_request_id
@@ -42,7 +42,7 @@ class SamlService:
     def idp_metadata(self, conn: SamlConnection) -> IdpMetadata:
         xml = conn.idpMetadataXml or ""
         if not xml.strip():
-            raise SamlError("invalid", "the SAML connection has no identity provider metadata")
+            raise SsoError("invalid", "the SAML connection has no identity provider metadata")
         with self._lock:
             cached = self._metadata
         if cached is not None and cached[0] == xml:

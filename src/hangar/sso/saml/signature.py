@@ -27,7 +27,7 @@ from signxml.algorithms import CanonicalizationMethod, DigestAlgorithm, Signatur
 from signxml.exceptions import InvalidCertificate, InvalidInput, SignXMLException
 from signxml.verifier import SignatureConfiguration, XMLVerifier
 
-from hangar.sso.saml.errors import SamlError
+from hangar.sso.errors import SsoError
 from hangar.sso.saml.metadata import IdpMetadata
 from hangar.sso.saml.xml import DS, SAML, q
 
@@ -63,8 +63,8 @@ _ID_ATTRIBUTES = etree.XPath("//@*[local-name()='ID' or local-name()='Id' or loc
 _DIGEST_URIS = {m.value: m for m in DigestAlgorithm}
 
 
-def _refuse(message: str) -> SamlError:
-    return SamlError("signature", message)
+def _refuse(message: str) -> SsoError:
+    return SsoError("signature", message)
 
 
 def check_layout(root: etree._Element) -> None:

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from lxml import etree
 
 from hangar.core.clock import Clock
-from hangar.sso.saml.errors import SamlError
+from hangar.sso.errors import SsoError
 from hangar.sso.saml.metadata import IdpMetadata
 from hangar.sso.saml.pending import PendingRequest, PendingRequests, SeenAssertions
 from hangar.sso.saml.signature import check_layout, signature_of, verify_enveloped
@@ -84,16 +84,16 @@ def decode_post_value(value: str | bytes) -> bytes:
     raw = value.encode("ascii", "replace") if isinstance(value, str) else value
     compact = b"".join(raw.split())
     if not compact:
-        raise SamlError("malformed", "SAMLResponse is empty")
+        raise SsoError("malformed", "SAMLResponse is empty")
     if len(compact) > (MAX_XML_BYTES * 4) // 3 + 4:
-        raise SamlError("malformed", f"SAMLResponse is larger than {MAX_XML_BYTES // 1024} KiB")
+        raise SsoError("malformed", f"SAMLResponse is larger than {MAX_XML_BYTES // 1024} KiB")
     try:
         xml = base64.b64decode(compact, validate=True)
     except (binascii.Error, ValueError):
-        raise SamlError("malformed", "SAMLResponse is not base64") from None
+        raise SsoError("malformed", "SAMLResponse is not base64") from None
     head = xml.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
     if head != b"<":
-        raise SamlError("malformed", "SAMLResponse is not XML (compressed responses are not accepted by POST)")
+        raise SsoError("malformed", "SAMLResponse is not XML (compressed responses are not accepted by POST)")
     return xml
 
 
@@ -113,21 +113,21 @@ class ResponseVerifier:
         skew = s.clock_skew
         root = parse_untrusted(data, what="SAML response")
         if root.tag != q(SAMLP, "Response"):
-            raise SamlError("malformed", f"expected a samlp:Response, found {etree.QName(root).localname}")
+            raise SsoError("malformed", f"expected a samlp:Response, found {etree.QName(root).localname}")
         if root.get("Version") != "2.0":
-            raise SamlError("malformed", "the response is not SAML 2.0 (Version must be 2.0)")
+            raise SsoError("malformed", "the response is not SAML 2.0 (Version must be 2.0)")
         response_id = root.get("ID")
         if not response_id:
-            raise SamlError("malformed", "the response has no ID")
+            raise SsoError("malformed", "the response has no ID")
 
         # 2. wrapping and the response signature.
         check_layout(root)
         for candidate in root.findall(q(SAML, "Assertion")):
             if signature_of(candidate) is None:
-                raise SamlError("signature", "an assertion is not signed (assertion signatures are always required)")
+                raise SsoError("signature", "an assertion is not signed (assertion signatures are always required)")
         response_signed = signature_of(root) is not None
         if s.want_response_signed and not response_signed:
-            raise SamlError("signature", "the response is not signed and wantResponseSigned is on")
+            raise SsoError("signature", "the response is not signed and wantResponseSigned is on")
         view = verify_enveloped(root, response_id, s.idp, now) if response_signed else root
 
         # 3-5. issuer, status, destination (read from the signed response when there is one).
@@ -138,45 +138,45 @@ class ResponseVerifier:
         destination = view.get("Destination")
         if destination is None:
             if response_signed:
-                raise SamlError("destination", "the signed response names no Destination")
+                raise SsoError("destination", "the signed response names no Destination")
         elif destination != s.acs_url:
-            raise SamlError("destination", f"the response is addressed to {destination[:120]!r}, not our ACS")
+            raise SsoError("destination", f"the response is addressed to {destination[:120]!r}, not our ACS")
         response_irt = view.get("InResponseTo")
         issue = parse_instant(view.get("IssueInstant"), "Response IssueInstant")
         if issue is None:
-            raise SamlError("malformed", "the response has no IssueInstant")
+            raise SsoError("malformed", "the response has no IssueInstant")
         if issue > now + skew:
-            raise SamlError("expired", "the response was issued in the future (beyond the clock skew allowance)")
+            raise SsoError("expired", "the response was issued in the future (beyond the clock skew allowance)")
 
         # 6. exactly one assertion.
         if root.find(f".//{q(SAML, 'EncryptedAssertion')}") is not None:
-            raise SamlError("invalid", "encrypted assertions are not supported; ask the IdP to sign, not encrypt")
+            raise SsoError("invalid", "encrypted assertions are not supported; ask the IdP to sign, not encrypt")
         assertions = root.findall(q(SAML, "Assertion"))
         if len(assertions) != 1:
-            raise SamlError("invalid", f"a response must carry exactly one assertion, found {len(assertions)}")
+            raise SsoError("invalid", f"a response must carry exactly one assertion, found {len(assertions)}")
         raw_assertion = assertions[0]
         assertion_id = raw_assertion.get("ID")
         if not assertion_id:
-            raise SamlError("malformed", "the assertion has no ID")
+            raise SsoError("malformed", "the assertion has no ID")
 
         # 7. the assertion signature; everything below reads the signed copy only.
         assertion = verify_enveloped(raw_assertion, assertion_id, s.idp, now)
         replay_key = f"{s.idp.entity_id}\n{assertion_id}"
         if self._seen.seen(replay_key):
-            raise SamlError("invalid", "this assertion was already used (replay)")
+            raise SsoError("invalid", "this assertion was already used (replay)")
         if assertion.get("Version") != "2.0":
-            raise SamlError("malformed", "the assertion is not SAML 2.0")
+            raise SsoError("malformed", "the assertion is not SAML 2.0")
         a_issuer = child(assertion, SAML, "Issuer")
         if a_issuer is None:
-            raise SamlError("malformed", "the assertion has no Issuer")
+            raise SsoError("malformed", "the assertion has no Issuer")
         self._check_issuer(a_issuer, "assertion")
 
         # 9-10. times and audience.
         a_issue = parse_instant(assertion.get("IssueInstant"), "Assertion IssueInstant")
         if a_issue is None:
-            raise SamlError("malformed", "the assertion has no IssueInstant")
+            raise SsoError("malformed", "the assertion has no IssueInstant")
         if a_issue > now + skew:
-            raise SamlError("expired", "the assertion was issued in the future (beyond the clock skew allowance)")
+            raise SsoError("expired", "the assertion was issued in the future (beyond the clock skew allowance)")
         conditions = child(assertion, SAML, "Conditions")
         expiries: list[datetime] = []
         if conditions is not None:
@@ -186,34 +186,34 @@ class ResponseVerifier:
         # 11. subject and its bearer confirmation.
         subject = child(assertion, SAML, "Subject")
         if subject is None:
-            raise SamlError("invalid", "the assertion has no Subject")
+            raise SsoError("invalid", "the assertion has no Subject")
         scd_irt = self._check_confirmation(subject, now, expiries)
 
         # 12. request matching (the pending request is only used up at the very end).
         if response_irt and response_irt != scd_irt and (scd_irt or not response_signed):
             # An unsigned response's InResponseTo is anyone's to write: alone it never makes an unsolicited
             # assertion solicited.
-            raise SamlError("request_match", "the response and its assertion answer different requests")
+            raise SsoError("request_match", "the response and its assertion answer different requests")
         request_id = scd_irt or (response_irt if response_signed else None)
         if request_id:
             if self._pending.peek(request_id) is None:
-                raise SamlError("request_match", "InResponseTo matches no pending request (unknown, used or expired)")
+                raise SsoError("request_match", "InResponseTo matches no pending request (unknown, used or expired)")
         elif not s.allow_idp_initiated:
-            raise SamlError("request_match", "unsolicited responses are not accepted (allowIdpInitiated is off)")
+            raise SsoError("request_match", "unsolicited responses are not accepted (allowIdpInitiated is off)")
 
         # 13. identity.
         name_id_el = child(subject, SAML, "NameID")
         if name_id_el is None:
-            raise SamlError("invalid", "the assertion's subject has no NameID")
+            raise SsoError("invalid", "the assertion's subject has no NameID")
         name_id = text_of(name_id_el, "NameID")
         if not name_id:
-            raise SamlError("malformed", "the NameID is empty")
+            raise SsoError("malformed", "the NameID is empty")
         attributes = self._attributes(assertion)
         email = self._first(attributes, s.email_attribute)
         if email is None and _EMAIL.match(name_id):
             email = name_id
         if email is not None and not _EMAIL.match(email):
-            raise SamlError("invalid", f"the {s.email_attribute} attribute is not an email address")
+            raise SsoError("invalid", f"the {s.email_attribute} attribute is not an email address")
         display_name = self._first(attributes, s.display_name_attribute)
         groups = tuple(v for v in attributes.get(s.groups_attribute, ()) if v)
         authn = child(assertion, SAML, "AuthnStatement")
@@ -221,17 +221,17 @@ class ResponseVerifier:
         if authn is not None:
             session_end = parse_instant(authn.get("SessionNotOnOrAfter"), "SessionNotOnOrAfter")
             if session_end is not None and now - skew >= session_end:
-                raise SamlError("expired", "the identity provider's session has already ended")
+                raise SsoError("expired", "the identity provider's session has already ended")
 
         # 14-15. replay and one use; only now is anything recorded.
         request: PendingRequest | None = None
         if request_id:
             request = self._pending.take(request_id)
             if request is None:
-                raise SamlError("request_match", "the pending request was already used")
+                raise SsoError("request_match", "the pending request was already used")
         keep_until = (max(expiries) if expiries else now + timedelta(minutes=10)) + skew
         if not self._seen.remember(replay_key, keep_until):
-            raise SamlError("invalid", "this assertion was already used (replay)")
+            raise SsoError("invalid", "this assertion was already used (replay)")
         return SamlIdentity(
             issuer=s.idp.entity_id,
             subject=name_id,
@@ -250,61 +250,61 @@ class ResponseVerifier:
     def _check_issuer(self, el: etree._Element, where: str) -> None:
         fmt = el.get("Format")
         if fmt is not None and fmt != ENTITY_FORMAT:
-            raise SamlError("issuer", f"the {where} issuer has format {fmt[:80]!r}, not an entity id")
+            raise SsoError("issuer", f"the {where} issuer has format {fmt[:80]!r}, not an entity id")
         value = text_of(el, f"the {where} Issuer")
         if value != self.settings.idp.entity_id:
-            raise SamlError("issuer", f"the {where} was issued by {value[:120]!r}, not the configured IdP")
+            raise SsoError("issuer", f"the {where} was issued by {value[:120]!r}, not the configured IdP")
 
     def _check_status(self, response: etree._Element) -> None:
         status = child(response, SAMLP, "Status")
         code_el = child(status, SAMLP, "StatusCode") if status is not None else None
         if code_el is None:
-            raise SamlError("malformed", "the response has no Status/StatusCode")
+            raise SsoError("malformed", "the response has no Status/StatusCode")
         value = code_el.get("Value") or ""
         if value != STATUS_SUCCESS:
             sub = child(code_el, SAMLP, "StatusCode")
             detail = f" ({sub.get('Value')})" if sub is not None and sub.get("Value") else ""
-            raise SamlError("status", f"the identity provider answered {value or 'no status'}{detail}")
+            raise SsoError("status", f"the identity provider answered {value or 'no status'}{detail}")
 
     def _check_window(self, el: etree._Element, what: str, now: datetime, expiries: list[datetime]) -> None:
         skew = self.settings.clock_skew
         not_before = parse_instant(el.get("NotBefore"), f"{what} NotBefore")
         not_after = parse_instant(el.get("NotOnOrAfter"), f"{what} NotOnOrAfter")
         if not_before is not None and now + skew < not_before:
-            raise SamlError("expired", f"{what} is not valid yet (NotBefore is beyond the clock skew allowance)")
+            raise SsoError("expired", f"{what} is not valid yet (NotBefore is beyond the clock skew allowance)")
         if not_after is not None:
             if now - skew >= not_after:
-                raise SamlError("expired", f"{what} has expired (NotOnOrAfter has passed)")
+                raise SsoError("expired", f"{what} has expired (NotOnOrAfter has passed)")
             expiries.append(not_after)
 
     def _check_audience(self, conditions: etree._Element | None) -> None:
         if conditions is None:
-            raise SamlError("audience", "the assertion has no Conditions and so no audience restriction")
+            raise SsoError("audience", "the assertion has no Conditions and so no audience restriction")
         if conditions.find(q(SAML, "Condition")) is not None:
-            raise SamlError("invalid", "the assertion carries a condition we do not understand")
+            raise SsoError("invalid", "the assertion carries a condition we do not understand")
         restrictions = conditions.findall(q(SAML, "AudienceRestriction"))
         if not restrictions:
-            raise SamlError("audience", "the assertion has no AudienceRestriction")
+            raise SsoError("audience", "the assertion has no AudienceRestriction")
         for restriction in restrictions:
             audiences = [text_of(a, "Audience") for a in restriction.findall(q(SAML, "Audience"))]
             if self.settings.sp_entity_id not in audiences:
                 shown = ", ".join(repr(a[:80]) for a in audiences[:3]) or "nobody"
-                raise SamlError("audience", f"the assertion is meant for {shown}, not {self.settings.sp_entity_id}")
+                raise SsoError("audience", f"the assertion is meant for {shown}, not {self.settings.sp_entity_id}")
 
     def _check_confirmation(self, subject: etree._Element, now: datetime, expiries: list[datetime]) -> str | None:
         """The matching bearer confirmation's InResponseTo (None when unsolicited)."""
         bearers = [sc for sc in subject.findall(q(SAML, "SubjectConfirmation")) if sc.get("Method") == CM_BEARER]
         if not bearers:
-            raise SamlError("invalid", "the assertion has no bearer SubjectConfirmation")
+            raise SsoError("invalid", "the assertion has no bearer SubjectConfirmation")
         datas = [child(sc, SAML, "SubjectConfirmationData") for sc in bearers]
         matching = [d for d in datas if d is not None and d.get("Recipient") == self.settings.acs_url]
         if not matching:
             named = next((d.get("Recipient") for d in datas if d is not None and d.get("Recipient")), None)
             shown = repr(named[:120]) if named else "no recipient"
-            raise SamlError("recipient", f"the subject confirmation names {shown}, not our ACS")
+            raise SsoError("recipient", f"the subject confirmation names {shown}, not our ACS")
         scd = matching[0]
         if scd.get("NotOnOrAfter") is None:
-            raise SamlError("invalid", "the bearer SubjectConfirmationData has no NotOnOrAfter")
+            raise SsoError("invalid", "the bearer SubjectConfirmationData has no NotOnOrAfter")
         self._check_window(scd, "SubjectConfirmationData", now, expiries)
         return scd.get("InResponseTo")
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from lxml import etree
 
-from hangar.sso.saml.errors import SamlCode, SamlError
+from hangar.sso.errors import SamlCode, SsoError
 
 SAMLP = "urn:oasis:names:tc:SAML:2.0:protocol"
 SAML = "urn:oasis:names:tc:SAML:2.0:assertion"
@@ -44,25 +44,25 @@ def _parser() -> etree.XMLParser:
 def parse_untrusted(data: bytes, *, what: str = "document", code: SamlCode = "malformed") -> etree._Element:
     """Parse ``data`` (UTF-8 XML) refusing DTDs, entities, NUL bytes and oversized input with ``code``."""
     if len(data) > MAX_XML_BYTES:
-        raise SamlError(code, f"the {what} is larger than {MAX_XML_BYTES // 1024} KiB")
+        raise SsoError(code, f"the {what} is larger than {MAX_XML_BYTES // 1024} KiB")
     if b"\x00" in data:
         # UTF-16/32 input hides markup from the byte scan below; SAML documents here are UTF-8.
-        raise SamlError(code, f"the {what} is not UTF-8 XML")
+        raise SsoError(code, f"the {what} is not UTF-8 XML")
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        raise SamlError(code, f"the {what} is not UTF-8 XML") from None
+        raise SsoError(code, f"the {what} is not UTF-8 XML") from None
     if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        raise SamlError(code, f"the {what} carries a DOCTYPE; DTDs and entities are refused")
+        raise SsoError(code, f"the {what} carries a DOCTYPE; DTDs and entities are refused")
     try:
         root = etree.fromstring(data, parser=_parser())
     except etree.XMLSyntaxError as exc:
-        raise SamlError(code, f"the {what} is not well-formed XML: {exc.msg}") from None
+        raise SsoError(code, f"the {what} is not well-formed XML: {exc.msg}") from None
     docinfo = root.getroottree().docinfo
     if getattr(docinfo, "doctype", "") or docinfo.internalDTD is not None or docinfo.externalDTD is not None:
-        raise SamlError(code, f"the {what} carries a DOCTYPE; DTDs and entities are refused")
+        raise SsoError(code, f"the {what} carries a DOCTYPE; DTDs and entities are refused")
     for _ in root.iter(etree.Entity):
-        raise SamlError(code, f"the {what} uses an entity reference; entities are refused")
+        raise SsoError(code, f"the {what} uses an entity reference; entities are refused")
     return root
 
 
@@ -73,7 +73,7 @@ def text_of(el: etree._Element, what: str) -> str:
     taken for the value.
     """
     if len(el):
-        raise SamlError("malformed", f"{what} must hold text only")
+        raise SsoError("malformed", f"{what} must hold text only")
     return (el.text or "").strip()
 
 
@@ -81,7 +81,7 @@ def child(el: etree._Element, ns: str, local: str) -> etree._Element | None:
     """The one direct child ``{ns}local``; two of them are refused as malformed."""
     found = el.findall(q(ns, local))
     if len(found) > 1:
-        raise SamlError("malformed", f"{local} appears {len(found)} times inside {etree.QName(el).localname}")
+        raise SsoError("malformed", f"{local} appears {len(found)} times inside {etree.QName(el).localname}")
     return found[0] if found else None
 
 
@@ -92,7 +92,7 @@ def parse_instant(value: str | None, what: str) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise SamlError("malformed", f"{what} is not a dateTime: {value[:40]!r}") from None
+        raise SsoError("malformed", f"{what} is not a dateTime: {value[:40]!r}") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)

@@ -1,13 +1,15 @@
-"""SCIM errors: leaves of the Hangar error tree that also carry the SCIM status and ``scimType`` (RFC 7644 §3.12).
-
-Only the SCIM edge (``routes``) turns them into ``urn:ietf:params:scim:api:messages:2.0:Error`` bodies.
+"""SCIM errors: the leaves of the Hangar error tree that SCIM needs beyond the tree's own (a ``scimType``, or a
+status of its own; RFC 7644 §3.12), and ``error_body``, the one renderer of the SCIM error body
+(``urn:ietf:params:scim:api:messages:2.0:Error``) that RFC 7644 fixes where the rest of Hangar answers with the
+shared JSON error body. The SCIM routes raise any error of the tree (``NotFound``, ``Unauthenticated``...) and the
+edge (``routes.scim``) renders it here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hangar.errors import Conflict, HangarError, InvalidArgs, NotFound, Refused, Unauthenticated
+from hangar.errors import Conflict, HangarError, InvalidArgs, Refused
 
 ERROR_URN = "urn:ietf:params:scim:api:messages:2.0:Error"
 
@@ -23,14 +25,6 @@ class ScimBadRequest(InvalidArgs):
 
 class ScimUniqueness(Conflict):
     scim_type = "uniqueness"
-
-
-class ScimNotFound(NotFound):
-    pass
-
-
-class ScimUnauthorized(Unauthenticated):
-    pass
 
 
 class ScimMethodNotAllowed(Refused):

@@ -20,15 +20,13 @@ from starlette.routing import BaseRoute, Route
 from hangar.core import wire
 from hangar.core.context import AppContext
 from hangar.core.http import read_body
-from hangar.errors import HangarError, Internal, InvalidArgs
+from hangar.errors import HangarError, Internal, InvalidArgs, NotFound, Unauthenticated
 from hangar.sso.config import SsoConfigStore
 from hangar.sso.scim.documents import resource_types, schemas, service_provider_config
 from hangar.sso.scim.errors import (
     ScimBadRequest,
     ScimMethodNotAllowed,
-    ScimNotFound,
     ScimNotImplemented,
-    ScimUnauthorized,
     error_body,
 )
 from hangar.sso.scim.filter import FilterSyntaxError, parse_filter
@@ -62,9 +60,9 @@ def _authenticate(request: Request) -> None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
-        raise ScimUnauthorized("send the SCIM token as Authorization: Bearer <token>")
+        raise Unauthenticated("send the SCIM token as Authorization: Bearer <token>")
     if not store.scim_token_matches(token):  # constant-time (secrets.compare_digest)
-        raise ScimUnauthorized("the SCIM token is not valid")
+        raise Unauthenticated("the SCIM token is not valid")
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -78,13 +76,13 @@ def scim(handler: Handler) -> Handler:
             _authenticate(request)
             return await handler(request)
         except HangarError as exc:
-            status, body = error_body(exc)
-            headers = {"WWW-Authenticate": 'Bearer realm="scim"'} if status == 401 else None
-            return ScimResponse(body, status_code=status, headers=headers)
+            err = exc
         except Exception:
             log.exception("SCIM %s %s failed", request.method, request.url.path)
-            status, body = error_body(Internal("the server failed to handle this SCIM request"))
-            return ScimResponse(body, status_code=status)
+            err = Internal("the server failed to handle this SCIM request")
+        status, body = error_body(err)
+        headers = {"WWW-Authenticate": 'Bearer realm="scim"'} if status == 401 else None
+        return ScimResponse(body, status_code=status, headers=headers)
 
     return run
 
@@ -285,7 +283,7 @@ async def groups_get(request: Request) -> Response:
             return ScimResponse(
                 project(group, _names(params.get("attributes")), _names(params.get("excludedAttributes")))
             )
-    raise ScimNotFound(f"no group {gid}")
+    raise NotFound(f"no group {gid}")
 
 
 @scim
@@ -309,7 +307,7 @@ async def resource_type_get(request: Request) -> Response:
     for item in resource_types(base_url(request)):
         if item["id"] == request.path_params["name"]:
             return ScimResponse(item)
-    raise ScimNotFound(f"no resource type {request.path_params['name']}")
+    raise NotFound(f"no resource type {request.path_params['name']}")
 
 
 @scim
@@ -323,7 +321,7 @@ async def schema_get(request: Request) -> Response:
     for item in schemas(base_url(request)):
         if item["id"] == request.path_params["urn"]:
             return ScimResponse(item)
-    raise ScimNotFound(f"no schema {request.path_params['urn']}")
+    raise NotFound(f"no schema {request.path_params['urn']}")
 
 
 @scim
@@ -333,7 +331,7 @@ async def method_not_allowed(request: Request) -> Response:
 
 @scim
 async def not_found(request: Request) -> Response:
-    raise ScimNotFound(f"{request.url.path} is not a SCIM endpoint here")
+    raise NotFound(f"{request.url.path} is not a SCIM endpoint here")
 
 
 WRITES = ["POST", "PUT", "PATCH", "DELETE"]

@@ -20,9 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
 
 from hangar.core.clock import Clock
+from hangar.errors import NotFound
 from hangar.identity import tables as identity_tables
 from hangar.identity.service import SETTING_OWNER, IdentityService
-from hangar.sso.scim.errors import ScimBadRequest, ScimNotFound, ScimUniqueness
+from hangar.sso.scim.errors import ScimBadRequest, ScimUniqueness
 from hangar.sso.scim.index import index_rows
 from hangar.sso.scim.match import Bound, FilterSemanticError, fold
 from hangar.sso.scim.patch import apply_patch
@@ -193,7 +194,7 @@ class ScimDirectory:
             q = _PAGE.where(*self._live(owner), scim_users.c.user_id == user_id)
             row = (await conn.execute(q)).first()
             if row is None:
-                raise ScimNotFound(f"no user {user_id}")
+                raise NotFound(f"no user {user_id}")
             found: dict[str, Any] = json.loads((await _documents(conn, [row], base_url))[0])
         return found
 

@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 
 from hangar.core.clock import FakeClock
+from hangar.sso.errors import SsoError
 from hangar.sso.saml import (
     PendingRequests,
     ResponseVerifier,
-    SamlError,
     SeenAssertions,
     SpSettings,
     parse_idp_metadata,
@@ -55,9 +55,9 @@ def test_the_genuine_response_passes(want_response_signed: bool) -> None:
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
 def test_attack_is_refused_with_its_code(attack: Attack) -> None:
     verifier, pending, seen = make_verifier(**attack.options)  # type: ignore[arg-type]
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         verifier.verify_xml(attack.make())
-    assert caught.value.saml_code == attack.code, caught.value.message
+    assert caught.value.sso_code == attack.code, caught.value.message
     assert caught.value.http_status == 400
     assert caught.value.to_dict()["code"] == attack.code
     # A refused response uses up nothing: the pending request still works for the genuine response.
@@ -102,18 +102,18 @@ def test_expiry_follows_the_injected_clock() -> None:
     verifier, _, _ = make_verifier(clock=clock)
     data = to_bytes(signed_response())
     clock.advance(5 * 60 + 91)
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         verifier.verify_xml(data)
-    assert caught.value.saml_code == "expired"
+    assert caught.value.sso_code == "expired"
 
 
 def test_replayed_response_is_refused() -> None:
     verifier, _, _ = make_verifier()
     data = to_bytes(signed_response())
     verifier.verify_xml(data)
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         verifier.verify_xml(data)
-    assert caught.value.saml_code == "invalid"
+    assert caught.value.sso_code == "invalid"
     assert "replay" in caught.value.message
 
 
@@ -121,18 +121,18 @@ def test_replayed_unsolicited_response_is_refused() -> None:
     verifier, _, _ = make_verifier(allow_idp_initiated=True)
     data = to_bytes(signed_response(Spec(in_response_to=None, scd_in_response_to=None)))
     assert verifier.verify_xml(data).request is None
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         verifier.verify_xml(data)
-    assert caught.value.saml_code == "invalid"
+    assert caught.value.sso_code == "invalid"
 
 
 def test_pending_request_is_used_once() -> None:
     verifier, _, _ = make_verifier()
     verifier.verify_xml(to_bytes(signed_response()))
     second = signed_response(Spec(assertion_id="_assert0002", response_id="_resp0002"))
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         verifier.verify_xml(to_bytes(second))
-    assert caught.value.saml_code == "request_match"
+    assert caught.value.sso_code == "request_match"
 
 
 def test_pending_request_expires() -> None:
@@ -140,9 +140,9 @@ def test_pending_request_expires() -> None:
     verifier, _, _ = make_verifier(clock=clock)
     clock.advance(11 * 60)
     later = signed_response(Spec(now=clock.now()))
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         verifier.verify_xml(to_bytes(later))
-    assert caught.value.saml_code == "request_match"
+    assert caught.value.sso_code == "request_match"
 
 
 def test_unsolicited_response_accepted_when_allowed() -> None:
@@ -161,9 +161,9 @@ def test_expired_idp_certificate_is_refused() -> None:
     pending = PendingRequests(clock, db)
     pending.add("_req0001")
     verifier = ResponseVerifier(settings, clock, pending, SeenAssertions(clock, db))
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         verifier.verify_xml(to_bytes(signed_response(kp=old)))
-    assert caught.value.saml_code == "signature"
+    assert caught.value.sso_code == "signature"
     assert "not valid now" in caught.value.message
 
 

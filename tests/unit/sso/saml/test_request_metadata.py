@@ -11,9 +11,9 @@ import pytest
 from lxml import etree
 
 from hangar.core.clock import FakeClock
+from hangar.sso.errors import SsoError
 from hangar.sso.saml import (
     PendingRequests,
-    SamlError,
     SeenAssertions,
     build_authn_request,
     inflate_bounded,
@@ -56,9 +56,9 @@ def test_deflate_bomb_is_refused_without_inflating_it_all() -> None:
     bomb = comp.compress(b"\0" * (32 * 1024 * 1024)) + comp.flush()
     encoded = base64.b64encode(bomb).decode()
     assert len(encoded) < 64 * 1024  # small enough to be let in, 32 MiB once inflated
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         inflate_bounded(encoded, limit=MAX_INFLATED_BYTES)
-    assert caught.value.saml_code == "malformed"
+    assert caught.value.sso_code == "malformed"
     assert "inflates beyond" in caught.value.message
 
 
@@ -72,9 +72,9 @@ def test_deflate_bomb_is_refused_without_inflating_it_all() -> None:
     ],
 )
 def test_bad_redirect_messages_are_malformed(encoded: str, why: str) -> None:
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         inflate_bounded(encoded)
-    assert caught.value.saml_code == "malformed"
+    assert caught.value.sso_code == "malformed"
     assert why in caught.value.message
 
 
@@ -105,9 +105,9 @@ def test_entities_descriptor_with_one_idp_is_read() -> None:
     ],
 )
 def test_bad_idp_metadata_is_refused_naming_the_problem(xml: str, why: str) -> None:
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         parse_idp_metadata(xml)
-    assert caught.value.saml_code == "malformed"
+    assert caught.value.sso_code == "malformed"
     assert why in caught.value.message
     assert caught.value.message.startswith("idpMetadataXml")
 

@@ -9,7 +9,7 @@ import pytest
 
 from hangar.core.clock import FakeClock
 from hangar.sso.config import SamlConnection
-from hangar.sso.saml import SamlError
+from hangar.sso.errors import SsoError
 from hangar.sso.saml.service import SamlService
 from tests.unit.sso.saml.kit import IDP, NOW, SSO_URL, idp_metadata_xml
 from tests.unit.sso.saml.state import state_db
@@ -51,6 +51,6 @@ def test_start_login_remembers_the_request_with_its_relay() -> None:
 
 
 def test_a_record_without_metadata_is_refused() -> None:
-    with pytest.raises(SamlError) as caught:
+    with pytest.raises(SsoError) as caught:
         SamlService(FakeClock(NOW), state_db()).settings(SamlConnection(), ORIGIN)
-    assert caught.value.saml_code == "invalid"
+    assert caught.value.sso_code == "invalid"
