@@ -26,6 +26,7 @@ from typing import Any
 from hangar.config import Settings
 from hangar.identity.part import IDENTITY_PART
 from hangar.oversight import OVERSIGHT_PART
+from hangar.pipelines import BodyRegistry
 from hangar.pipelines import template as tpl
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.part import PIPELINES_CLI_PART
@@ -152,7 +153,7 @@ async def main() -> None:
         parts = [OVERSIGHT_PART, IDENTITY_PART, PIPELINES_CLI_PART]
         async with open_context(Settings(data_dir=Path(tmp)), parts=parts) as ctx:
             await ctx.dbs.workspace(WS, create=True)
-            engine = PipelineEngine.from_app(ctx)
+            engine = PipelineEngine.from_app(ctx, BodyRegistry(PIPELINES_CLI_PART.bodies))
             engine.store = CountingStore(ctx.dbs.workspace)
             try:
                 for name, raw, n in (

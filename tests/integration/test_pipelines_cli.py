@@ -18,9 +18,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import hangar.server.parts as server_parts
 from hangar.cli.pipeline import pipeline_app
+from hangar.core.part import Part
 from hangar.core.runcontrol import DriverLock
-from hangar.pipelines.bodies import catalog
 from hangar.pipelines.layout import CONTROL_DIR
 from tests.support.confined import trust_host_dir
 from tests.unit.pipelines.test_template import CONTRACT_EXAMPLE
@@ -205,7 +206,11 @@ def test_killed_mid_run_then_resumed_reruns_only_unfinished_steps(tmp_path: Path
 
 @pytest.fixture
 def with_test_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog, "BODY_MODULES", (*catalog.BODY_MODULES, "tests.unit.pipelines.bodies_for_tests"))
+    from tests.unit.pipelines import bodies_for_tests
+
+    composed = server_parts.all_parts
+    test_part = Part(name="test-bodies", bodies=bodies_for_tests.BODIES)
+    monkeypatch.setattr(server_parts, "all_parts", lambda: [*composed(), test_part])
     monkeypatch.delenv("HANGAR_DATA_DIR", raising=False)
 
 

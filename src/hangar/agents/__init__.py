@@ -1,14 +1,15 @@
-"""Agents: workspace-scoped agent records, their adapters (``openai``, ``command``), runs and turn events.
+"""Agents: workspace-scoped agent records, their adapters (``openai``, ``command``), runs, turn events and teams.
 
 Other parts dispatch runs through ``AgentRunner`` (``app.service(AgentRunner)``), read agents through
-``AgentService``, and follow runs through the events in ``hangar.agents.events`` (a run's ``RunStatus`` and
-``RunOutcome``).
+``AgentService`` and teams through ``TeamService``, and follow runs through the events in
+``hangar.agents.events`` (a run's ``RunStatus`` and ``RunOutcome``).
 """
 
 from hangar.agents.events import AGENT_EVENTS, RUN_EVENT_TYPES, RunOutcome
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import Run, RunStatus
 from hangar.agents.service import Agent, AgentService
+from hangar.agents.teams import Team, TeamService, check_dispatch_mode
 
 __all__ = [
     "AGENT_EVENTS",
@@ -19,4 +20,7 @@ __all__ = [
     "Run",
     "RunOutcome",
     "RunStatus",
+    "Team",
+    "TeamService",
+    "check_dispatch_mode",
 ]

@@ -21,13 +21,12 @@ from hangar.agents.results import (
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import RunStatus
 from hangar.agents.service import AgentService
+from hangar.agents.teams import TeamService, check_dispatch_mode
 from hangar.core.part import OpFunction
 from hangar.errors import Conflict, InvalidArgs
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import NoArgs, op
-from hangar.workspace import TeamService, check_dispatch_mode
-from hangar.workspace.args import WsArgs
-from hangar.workspace.ops_spaces import audit_queued, author_of
+from hangar.workspace import WsArgs, audit_queued, author_of
 
 
 class AgentCreateArgs(WsArgs):

@@ -1,9 +1,9 @@
 """Output schemas: the JSON Schema subset a dispatcher gives for an agent's ``submit_output`` payload.
 
-Validation is the pipelines part's (``hangar.pipelines.schema``: the subset written as a schema, checked and
-applied with the ``jsonschema`` library), so a payload the agent got accepted is exactly one the pipeline step's
-``outputSchema`` check accepts too. Messages name the failing JSON path, so an agent told why its payload was
-refused can fix it and retry.
+Validation is the pipelines part's (``hangar.pipelines.schema_problems`` and ``first_violation``: the subset
+written as a schema, checked and applied with the ``jsonschema`` library), so a payload the agent got accepted is
+exactly one the pipeline step's ``outputSchema`` check accepts too. Messages name the failing JSON path, so an
+agent told why its payload was refused can fix it and retry.
 """
 
 from __future__ import annotations
@@ -11,15 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from hangar.errors import InvalidArgs
-from hangar.pipelines.schema import check_schema as _schema_problems
-from hangar.pipelines.schema import first_violation
+from hangar.pipelines import first_violation, schema_problems
 
 
 def check_schema(schema: Any, field: str = "outputSchema") -> dict[str, Any]:
     """The schema must be an object using the supported keywords; otherwise ``InvalidArgs`` naming ``field``."""
     if not isinstance(schema, dict):
         raise InvalidArgs(f"{field} must be a JSON Schema object", field=field)
-    problems = _schema_problems(schema, field)
+    problems = schema_problems(schema, field)
     if problems:
         raise InvalidArgs(problems[0], field=field)
     return schema

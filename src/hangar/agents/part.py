@@ -1,12 +1,15 @@
-"""The agents part: its tables, ops, events, and the runner service."""
+"""The agents part: its tables, ops, events, pipeline bodies, and the agent, team and runner services."""
 
 from __future__ import annotations
 
+from hangar.agents.bodies import BODIES
 from hangar.agents.events import AGENT_EVENTS
 from hangar.agents.ops import AGENT_OPS
+from hangar.agents.ops_teams import TEAM_OPS
 from hangar.agents.runner import AgentRunner
 from hangar.agents.service import AgentService
 from hangar.agents.tables import MIGRATIONS
+from hangar.agents.teams import TeamService
 from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.identity import usable_workspace_ids
@@ -15,6 +18,7 @@ from hangar.workspace import SpaceService
 
 async def _start(app: AppContext) -> None:
     agents = app.provide(AgentService(app))
+    app.provide(TeamService(app, agents))
     runner = app.provide(AgentRunner(app, agents, app.service(SpaceService)))
     runner.follow_pipelines()
     # Runs a previous process left running can never finish now: close them so their waiters move on.
@@ -30,9 +34,10 @@ async def _stop(app: AppContext) -> None:
 
 AGENTS_PART = Part(
     name="agents",
-    ops=AGENT_OPS,
+    ops=[*AGENT_OPS, *TEAM_OPS],
     migrations=[MIGRATIONS],
     events=AGENT_EVENTS,
+    bodies=BODIES,
     start=_start,
     stop=_stop,
 )

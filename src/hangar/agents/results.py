@@ -11,6 +11,7 @@ from hangar.agents.config import CommandAdapter, OpenAIAdapter
 from hangar.agents.events import RunOutcome
 from hangar.agents.runs import Run, RunStatus
 from hangar.agents.service import Agent
+from hangar.agents.teams import Team
 from hangar.core.events import StoredEvent
 from hangar.core.types import Timestamp
 from hangar.rpc.registry import Result
@@ -129,3 +130,25 @@ class RunEvents(Result):
 class TeamDispatch(Result):
     run_ids: list[str]
     dispatch_mode: str
+
+
+class TeamView(Result):
+    id: str
+    name: str
+    leader_id: str | None
+    dispatch_mode: str
+    member_ids: list[str]
+    created_at: Timestamp
+    updated_at: Timestamp
+
+    @classmethod
+    def of(cls, team: Team) -> TeamView:
+        return cls.model_validate({**vars(team), "leader_id": team.leader_agent_id})
+
+
+class TeamList(Result):
+    teams: list[TeamView]
+
+
+class TeamDeleted(Result):
+    deleted: bool = True

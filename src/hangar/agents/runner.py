@@ -40,7 +40,7 @@ from hangar.core.ids import new_id
 from hangar.core.procs import is_alive, this_process
 from hangar.core.runcontrol import RunControl
 from hangar.errors import InvalidArgs, Refused
-from hangar.pipelines.events import PipelineRunFinished, TaskFinished
+from hangar.pipelines import PipelineRunFinished, TaskFinished, run_key
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -413,7 +413,7 @@ class AgentRunner:
         runs = await self.store.running_for_pipeline(workspace_id, pipeline_run_id)
         ended: list[Run] = []
         for got in await asyncio.gather(
-            *(self.interrupt(workspace_id, r.id, by=f"pipeline:{pipeline_run_id}") for r in runs),
+            *(self.interrupt(workspace_id, r.id, by=run_key(pipeline_run_id)) for r in runs),
             return_exceptions=True,
         ):
             if isinstance(got, Run):

@@ -15,6 +15,7 @@ from hangar.agents import tables
 from hangar.agents.events import RunOutcome
 from hangar.core.context import AppContext
 from hangar.errors import NotFound
+from hangar.pipelines import attempt_keys_prefix
 
 
 class RunStatus(StrEnum):
@@ -112,10 +113,10 @@ class RunStore:
         return [Run.of_row(r) for r in rows]
 
     async def running_for_pipeline(self, workspace_id: str, pipeline_run_id: str) -> list[Run]:
-        """Running runs dispatched by the steps of one pipeline run (``dispatched_by`` is the step attempt's key,
-        ``pipeline:<runId>/<stepId>#<attempt>``, see ``hangar.workspace.bodies.step_key``)."""
+        """Running runs dispatched by the steps of one pipeline run (``dispatched_by`` is the step's
+        ``attempt_key``, which starts with the run's ``attempt_keys_prefix``)."""
         t = tables.agent_runs
-        prefix = f"pipeline:{pipeline_run_id}/"
+        prefix = attempt_keys_prefix(pipeline_run_id)
         q = sa.select(t).where(t.c.status == RunStatus.running, t.c.dispatched_by.startswith(prefix, autoescape=True))
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.connect() as conn:

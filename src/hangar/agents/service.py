@@ -18,8 +18,9 @@ from hangar.agents.config import CommandAdapter, OpenAIAdapter, check_role, pars
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
 from hangar.core.stamps import WorkspaceCaches
+from hangar.core.types import rfc3339_or_none
 from hangar.errors import Conflict, NotFound
-from hangar.workspace.records import iso, require_text
+from hangar.workspace import require_text
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,8 @@ class Agent:
             "role": self.role,
             "systemPrompt": self.system_prompt,
             "adapter": adapter,
-            "createdAt": iso(self.created_at),
-            "updatedAt": iso(self.updated_at),
+            "createdAt": rfc3339_or_none(self.created_at),
+            "updatedAt": rfc3339_or_none(self.updated_at),
         }
 
 

@@ -1,6 +1,10 @@
 """Tables owned by the agents part (schema in ``agents/migrations``, revisions ``a…``).
 
 Turn events are not stored here: they are domain events, persisted by the bus in ``domain_events``.
+
+``teams`` and ``team_members`` are created by the workspace part's revision ``w0001``, from when teams lived
+there; they stay in that chain so that existing workspace databases keep their migration history. Moving them
+to a revision here would have to create them only where they do not exist yet, for no gain.
 """
 
 from __future__ import annotations
@@ -45,6 +49,25 @@ agent_runs = sa.Table(
     sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("owner", sa.String(64), nullable=True),
     sa.Column("first_seq", sa.Integer, nullable=True),
+)
+
+teams = sa.Table(
+    "teams",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("leader_agent_id", sa.String(36), nullable=True),
+    sa.Column("dispatch_mode", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+team_members = sa.Table(
+    "team_members",
+    metadata,
+    sa.Column("team_id", sa.String(36), sa.ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("agent_id", sa.String(36), primary_key=True),
+    sa.Column("position", sa.Integer, nullable=False),
 )
 
 MIGRATIONS = MigrationSet("agents", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))

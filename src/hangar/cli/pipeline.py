@@ -26,7 +26,7 @@ from hangar.errors import HangarError
 from hangar.identity import IdentityService
 from hangar.pipelines import template as tpl
 from hangar.pipelines import triggers
-from hangar.pipelines.bodies.catalog import default_registry
+from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.engine import PipelineEngine
 
 pipeline_app = typer.Typer(
@@ -109,12 +109,12 @@ async def _engine(
     the runs an event touched), which the bus subscription then skips."""
     from hangar.pipelines.part import PIPELINES_CLI_PART
     from hangar.server.context_factory import open_context
-    from hangar.server.parts import all_parts
+    from hangar.server.parts import all_parts, step_bodies
 
     settings = Settings.from_flags(data_dir=data_dir)
     parts = [p for p in all_parts() if p.name != "pipelines"] + [PIPELINES_CLI_PART]
     async with open_context(settings, parts=parts) as ctx:
-        engine = PipelineEngine.from_app(ctx)
+        engine = PipelineEngine.from_app(ctx, BodyRegistry(step_bodies(parts)))
         # Events published in this process (an agent run's TaskFinished, a body's own events) resume the
         # steps waiting on them here, as the server's subscription does.
         engine.subscribed = True
@@ -181,8 +181,15 @@ def _run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         raise _fail("interrupted; unfinished runs can be driven on with `hangar pipeline resume RUN_ID`", 130) from None
 
 
+def _bodies() -> BodyRegistry:
+    """Every body the server runs: what the parts contribute, gathered by the composition."""
+    from hangar.server.parts import all_parts, step_bodies
+
+    return BodyRegistry(step_bodies(all_parts()))
+
+
 def _load(file: Path) -> tpl.Loaded:
-    loaded = tpl.load_file(file, default_registry())
+    loaded = tpl.load_file(file, _bodies())
     for warning in loaded.warnings:
         typer.echo(f"warning: {warning}", err=True)
     return loaded

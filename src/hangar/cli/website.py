@@ -26,9 +26,10 @@ def _parts() -> list[Any]:
 
 
 def _bodies() -> list[Any]:
-    from hangar.pipelines.bodies.catalog import all_bodies
+    from hangar.pipelines import BodyRegistry
+    from hangar.server.parts import all_parts, step_bodies
 
-    return list(all_bodies())
+    return list(BodyRegistry(step_bodies(all_parts())).specs)
 
 
 def reference_sources() -> Sources:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.routing import BaseRoute
 
@@ -20,6 +20,14 @@ from hangar.core.tables import MIGRATIONS as KERNEL_MIGRATIONS
 OpFunction = Callable[..., Awaitable[Any] | AsyncIterator[Any]]
 
 
+class StepBody(Protocol):
+    """A pipeline step body: an async function of one step, declared with ``hangar.pipelines.body`` (which
+    attaches what the pipelines part reads). The kernel does not know what a step is, so the step is ``Any``
+    here; the pipelines part checks each body's declaration when it builds its registry."""
+
+    def __call__(self, step: Any, /) -> Awaitable[Any]: ...
+
+
 @dataclass(frozen=True)
 class Part:
     """``start`` runs after the databases open (create and ``ctx.provide`` services, resume work);
@@ -31,6 +39,8 @@ class Part:
     migrations: Sequence[MigrationSet] = ()
     events: Sequence[type[DomainEvent]] = ()
     settings: Sequence[SettingSpec] = ()  # workspace settings keys this part owns
+    # Pipeline step bodies this part contributes; the composition hands every part's to the pipelines part.
+    bodies: Sequence[StepBody] = ()
     start: Callable[[AppContext], Awaitable[None]] | None = None
     stop: Callable[[AppContext], Awaitable[None]] | None = None
 

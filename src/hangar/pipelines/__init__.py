@@ -1,14 +1,27 @@
 """Pipelines: templates of steps run by a durable scheduler.
 
-The public surface other parts use: ``body`` (declare a body), ``BodySpec``, ``ConfigField``, ``StepContext``,
-``StepResult``, ``Resume``/``TaskOutcome`` (what a resumed body sees) and the ``TaskFinished`` event.
+The public surface other parts use: ``body`` (declare a body; list it in your ``Part(bodies=...)``),
+``BodySpec``, ``ConfigField``, ``StepContext`` (its ``attempt_key`` keys what one attempt of a step did),
+``StepResult``, ``Resume``/``TaskOutcome`` (what a resumed body sees), the ``TaskFinished`` and
+``PipelineRunFinished`` events, ``run_key``/``attempt_keys_prefix`` (to find what a run's steps did), and the
+``outputSchema`` checks (``schema_problems``, ``first_violation``) agents share so both accept the same payloads.
 """
 
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec, ConfigField, body, spec_of_body
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import NodeConfig, RunStatus, StepDef, StepKind, StepStatus, Template
 from hangar.pipelines.results import NO_OUTPUT, StepResult
-from hangar.pipelines.step import ChildRuns, Resume, ResumedEvent, StepContext, TaskOutcome
+from hangar.pipelines.schema import check_schema as schema_problems
+from hangar.pipelines.schema import first_violation
+from hangar.pipelines.step import (
+    ChildRuns,
+    Resume,
+    ResumedEvent,
+    StepContext,
+    TaskOutcome,
+    attempt_keys_prefix,
+    run_key,
+)
 
 __all__ = [
     "NO_OUTPUT",
@@ -29,6 +42,10 @@ __all__ = [
     "TaskFinished",
     "TaskOutcome",
     "Template",
+    "attempt_keys_prefix",
     "body",
+    "first_violation",
+    "run_key",
+    "schema_problems",
     "spec_of_body",
 ]

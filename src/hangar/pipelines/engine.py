@@ -123,14 +123,12 @@ class PipelineEngine:
         self.subscribed = False
 
     @classmethod
-    def from_app(cls, app: AppContext, bodies: BodyRegistry | None = None) -> PipelineEngine:
-        from hangar.pipelines.bodies.catalog import default_registry
-
+    def from_app(cls, app: AppContext, bodies: BodyRegistry) -> PipelineEngine:
         return cls(
             store=PipelineStore(app.dbs.workspace),
             bus=app.bus,
             clock=app.clock,
-            bodies=bodies or default_registry(),
+            bodies=bodies,
             data_root=app.datadir.root,
             app=app,
         )

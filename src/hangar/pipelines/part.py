@@ -1,22 +1,22 @@
-"""The pipelines part: tables, ops, events, and at start the engine (resuming every unfinished run) and the
-runtime beside it (``hangar.pipelines.runtime``: the event subscription and the scheduler).
+"""The pipelines part: tables, ops, events, its own bodies, and at start the engine (resuming every unfinished
+run) and the runtime beside it (``hangar.pipelines.runtime``: the event subscription and the scheduler).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hangar.core.context import AppContext
-from hangar.core.part import Part
+from hangar.core.part import Part, StepBody
+from hangar.pipelines.bodies import router, shell, subpipeline, trigger
+from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PIPELINE_EVENTS
 from hangar.pipelines.ops import PIPELINE_OPS
 from hangar.pipelines.runtime import PipelinesRuntime
 from hangar.pipelines.tables import MIGRATIONS
 
-
-async def _start(ctx: AppContext) -> None:
-    engine = ctx.provide(PipelineEngine.from_app(ctx))
-    runtime = ctx.provide(PipelinesRuntime(ctx, engine))
-    await runtime.start()
+BODIES: list[StepBody] = [*trigger.BODIES, *shell.BODIES, *router.BODIES, *subpipeline.BODIES]
 
 
 async def _stop(ctx: AppContext) -> None:
@@ -25,15 +25,29 @@ async def _stop(ctx: AppContext) -> None:
         await runtime.stop()
 
 
-PIPELINES_PART = Part(
-    name="pipelines",
-    ops=PIPELINE_OPS,
-    migrations=[MIGRATIONS],
-    events=PIPELINE_EVENTS,
-    start=_start,
-    stop=_stop,
-)
+def make_pipelines_part(bodies: Sequence[StepBody] = ()) -> Part:
+    """The part, whose engine runs its own bodies and ``bodies``: those of the other parts, handed over by the
+    composition (the only place that knows every part)."""
+    registry = BodyRegistry([*BODIES, *bodies])
 
-# For in-process commands (``hangar pipeline``): the tables, ops and events, but no resumption of other runs,
-# no subscription and no scheduler; the command builds and drives its own engine.
-PIPELINES_CLI_PART = Part(name="pipelines", ops=PIPELINE_OPS, migrations=[MIGRATIONS], events=PIPELINE_EVENTS)
+    async def start(ctx: AppContext) -> None:
+        engine = ctx.provide(PipelineEngine.from_app(ctx, registry))
+        runtime = ctx.provide(PipelinesRuntime(ctx, engine))
+        await runtime.start()
+
+    return Part(
+        name="pipelines",
+        ops=PIPELINE_OPS,
+        migrations=[MIGRATIONS],
+        events=PIPELINE_EVENTS,
+        bodies=BODIES,
+        start=start,
+        stop=_stop,
+    )
+
+
+# For in-process commands (``hangar pipeline``): the tables, ops, events and bodies, but no resumption of other
+# runs, no subscription and no scheduler; the command builds and drives its own engine.
+PIPELINES_CLI_PART = Part(
+    name="pipelines", ops=PIPELINE_OPS, migrations=[MIGRATIONS], events=PIPELINE_EVENTS, bodies=BODIES
+)

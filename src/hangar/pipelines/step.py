@@ -27,6 +27,20 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+def run_key(run_id: str) -> str:
+    """What a pipeline run's effects in other parts are signed and keyed with (``pipeline:<runId>``)."""
+    return f"pipeline:{run_id}"
+
+
+def attempt_keys_prefix(run_id: str) -> str:
+    """Every ``StepContext.attempt_key`` of the run's steps starts with this (to find all their effects)."""
+    return f"{run_key(run_id)}/"
+
+
+def _attempt_key(run_id: str, step_id: str, attempt: int) -> str:
+    return f"{attempt_keys_prefix(run_id)}{step_id}#{attempt}"
+
+
 @dataclass(frozen=True)
 class ResumedEvent:
     """The domain event that resumed a step suspended with ``suspendUntilEvent``."""
@@ -104,6 +118,10 @@ class StepContext:
         self.state: Mapping[str, Any] = MappingProxyType(state) if isinstance(state, dict) else state
         self.step = step
         self.attempt = attempt
+        # Bodies run at least once: what one attempt did elsewhere (a space opened, a run dispatched) is recorded
+        # under this key, so a repeat of the attempt after a crash finds it instead of doing it again.
+        self.run_key = run_key(run_id)
+        self.attempt_key = _attempt_key(run_id, step.id, attempt)
         self.clock = clock
         self._run_dir = run_dir
         # Where host-run script groups are recorded: never inside the working directory scripts can write.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hangar.core.part import Part, kernel_part
+from collections.abc import Sequence
+
+from hangar.core.part import Part, StepBody, kernel_part
 
 
 def all_parts() -> list[Part]:
@@ -10,19 +12,16 @@ def all_parts() -> list[Part]:
     from hangar.agents.part import AGENTS_PART
     from hangar.identity.part import IDENTITY_PART
     from hangar.oversight import OVERSIGHT_PART
-    from hangar.pipelines.part import PIPELINES_PART
+    from hangar.pipelines.part import make_pipelines_part
     from hangar.rigs.part import RIGS_PART
     from hangar.sso.part import SSO_PART
     from hangar.workspace.part import WORKSPACE_PART
 
-    return [
-        kernel_part(),
-        OVERSIGHT_PART,
-        IDENTITY_PART,
-        SSO_PART,
-        WORKSPACE_PART,
-        AGENTS_PART,
-        RIGS_PART,
-        # Last: resuming runs at start may run bodies that use the services the parts above provide.
-        PIPELINES_PART,
-    ]
+    others = [kernel_part(), OVERSIGHT_PART, IDENTITY_PART, SSO_PART, WORKSPACE_PART, AGENTS_PART, RIGS_PART]
+    # Last: resuming runs at start may run bodies that use the services the parts above provide.
+    return [*others, make_pipelines_part(bodies=step_bodies(others))]
+
+
+def step_bodies(parts: Sequence[Part]) -> list[StepBody]:
+    """Every pipeline step body the parts contribute."""
+    return [b for p in parts for b in p.bodies]

@@ -2,8 +2,8 @@
 ``worktree.cleanup``.
 
 Bodies run at least once (a step running when the server died runs again, with the same attempt number), so each
-keys its effect by run, step and attempt (``step_key``) and finds what an interrupted attempt already did: the
-space it opened, the message it posted. Cleanup is idempotent by nature.
+keys its effect by the step's ``attempt_key`` and finds what an interrupted attempt already did: the space it
+opened, the message it posted. Cleanup is idempotent by nature.
 """
 
 from __future__ import annotations
@@ -12,21 +12,9 @@ from typing import Any
 
 from hangar.errors import InvalidArgs
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
-from hangar.workspace.records import Author, clip_title, iso
+from hangar.workspace.records import SPACE_STATE_KEY, clip_title, iso, pipeline_author
 from hangar.workspace.spaces import SpaceService, check_mode
 from hangar.workspace.worktrees import WorktreeService, pr_key
-
-SPACE_STATE_KEY = "pipeline_space_id"
-
-
-def pipeline_author(step: StepContext) -> Author:
-    """How pipeline-authored messages are signed: the run, and the step's label."""
-    return Author("system", f"pipeline:{step.run_id}", step.label or "Pipeline")
-
-
-def step_key(step: StepContext) -> str:
-    """What one attempt of one step did is recorded under this key, so a repeat of the attempt finds it."""
-    return f"pipeline:{step.run_id}/{step.step_id}#{step.attempt}"
 
 
 @body(
@@ -51,7 +39,7 @@ async def create_space(step: StepContext) -> StepResult:
     specs = [step.render(r) for r in cfg.repo_ids]
     all_repos = bool(cfg.extras.get("allRepos", False))
     wants_repos = bool(specs) or all_repos
-    space = await spaces.find_created_by(step.workspace_id, step_key(step))
+    space = await spaces.find_created_by(step.workspace_id, step.attempt_key)
     if space is None:
         await step.app.service(WorktreeService).check_specs(step.workspace_id, specs)
         space = await spaces.create(
@@ -59,7 +47,7 @@ async def create_space(step: StepContext) -> StepResult:
             title=title,
             mode=mode,
             hidden=not named,
-            created_by=step_key(step),
+            created_by=step.attempt_key,
             provisioning="provisioning" if wants_repos else "ready",
         )
     checked_out: list[dict[str, Any]] = []
@@ -88,8 +76,8 @@ async def post_message(step: StepContext) -> StepResult:
     if not isinstance(content, str) or not content:
         raise InvalidArgs("state content must be a non-empty string", field="content")
     spaces = step.app.service(SpaceService)
-    key = step_key(step)
-    msg = await spaces.find_posted(step.workspace_id, space_id, f"pipeline:{step.run_id}", key)
+    key = step.attempt_key
+    msg = await spaces.find_posted(step.workspace_id, space_id, step.run_key, key)
     if msg is None:
         msg = await spaces.post(
             step.workspace_id, space_id, pipeline_author(step), content, metadata={"pipelineStep": key}

@@ -12,7 +12,7 @@ from hangar.core.principal import Role
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import op
 from hangar.workspace.args import WsArgs
-from hangar.workspace.records import Author
+from hangar.workspace.records import author_of
 from hangar.workspace.repos import RepoService
 from hangar.workspace.results import (
     MessageList,
@@ -26,18 +26,6 @@ from hangar.workspace.results import (
 from hangar.workspace.spaces import SpaceService
 from hangar.workspace.watch import SpaceFollower, event_frame
 from hangar.workspace.worktrees import WorktreeService
-from hangar.workspace.writes import WorkspaceWrites
-
-
-def author_of(ctx: OpContext) -> Author:
-    return Author("user", ctx.principal.user_id, ctx.principal.display_name)
-
-
-async def audit_queued(ctx: OpContext, action: str, target: str, details: dict[str, Any] | None = None) -> None:
-    """An audit entry written in turn with this part's other writes (``WorkspaceWrites``), for ops that run
-    while agents are streaming into the same database."""
-    async with ctx.app.service(WorkspaceWrites).lock(ctx.ws):
-        await ctx.audit(action, target, details)
 
 
 def _spaces(ctx: OpContext) -> SpaceService:

@@ -1,4 +1,4 @@
-"""Ops on teams, tickets, repos and worktrees."""
+"""Ops on tickets, repos and worktrees."""
 
 from __future__ import annotations
 
@@ -16,9 +16,6 @@ from hangar.workspace.results import (
     RepoList,
     RepoRemoved,
     RepoView,
-    TeamDeleted,
-    TeamList,
-    TeamView,
     TicketDetail,
     TicketList,
     TicketsDeleted,
@@ -26,76 +23,8 @@ from hangar.workspace.results import (
     WorktreeList,
     WorktreeView,
 )
-from hangar.workspace.teams import TeamService
 from hangar.workspace.tickets import TicketService
 from hangar.workspace.worktrees import WorktreeService, pr_key
-
-# ---- teams
-
-
-class TeamCreateArgs(WsArgs):
-    name: str
-    member_ids: list[str]
-    leader_id: str | None = None
-    dispatch_mode: str = "allParallel"
-
-
-@op("teams.create", kind="mutate", scope="workspace")
-async def teams_create(ctx: OpContext, args: TeamCreateArgs) -> TeamView:
-    """Create a team of agents with a leader and a default dispatch mode."""
-    team = await ctx.app.service(TeamService).create(
-        ctx.ws, name=args.name, member_ids=args.member_ids, leader_id=args.leader_id, dispatch_mode=args.dispatch_mode
-    )
-    await ctx.audit("teams.create", f"team:{team.id}", {"name": team.name, "members": list(team.member_ids)})
-    return TeamView.of(team)
-
-
-@op("teams.list", kind="read", scope="workspace")
-async def teams_list(ctx: OpContext, args: NoArgs) -> TeamList:
-    """List the workspace's teams."""
-    return TeamList(teams=[TeamView.of(t) for t in await ctx.app.service(TeamService).all(ctx.ws)])
-
-
-class TeamRef(WsArgs):
-    team_id: str
-
-
-@op("teams.get", kind="read", scope="workspace")
-async def teams_get(ctx: OpContext, args: TeamRef) -> TeamView:
-    """One team."""
-    return TeamView.of(await ctx.app.service(TeamService).get(ctx.ws, args.team_id))
-
-
-class TeamUpdateArgs(WsArgs):
-    team_id: str
-    name: str | None = None
-    member_ids: list[str] | None = None
-    leader_id: str | None = None
-    dispatch_mode: str | None = None
-
-
-@op("teams.update", kind="mutate", scope="workspace")
-async def teams_update(ctx: OpContext, args: TeamUpdateArgs) -> TeamView:
-    """Rename a team, change its members, leader or dispatch mode."""
-    team = await ctx.app.service(TeamService).update(
-        ctx.ws,
-        args.team_id,
-        name=args.name,
-        member_ids=args.member_ids,
-        leader_id=args.leader_id,
-        dispatch_mode=args.dispatch_mode,
-    )
-    await ctx.audit("teams.update", f"team:{team.id}", {"members": list(team.member_ids)})
-    return TeamView.of(team)
-
-
-@op("teams.delete", kind="destructive", scope="workspace")
-async def teams_delete(ctx: OpContext, args: TeamRef) -> TeamDeleted:
-    """Delete a team (its agents stay)."""
-    await ctx.app.service(TeamService).delete(ctx.ws, args.team_id)
-    await ctx.audit("teams.delete", f"team:{args.team_id}")
-    return TeamDeleted()
-
 
 # ---- tickets
 
@@ -289,11 +218,6 @@ async def worktrees_cleanup(ctx: OpContext, args: WorktreeCleanupArgs) -> Cleanu
 
 
 WORK_OPS: list[OpFunction] = [
-    teams_create,
-    teams_list,
-    teams_get,
-    teams_update,
-    teams_delete,
     tickets_create,
     tickets_list,
     tickets_get,

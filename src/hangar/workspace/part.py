@@ -1,16 +1,16 @@
-"""The workspace part: its tables, ops, events and services."""
+"""The workspace part: its tables, ops, events, pipeline bodies and services."""
 
 from __future__ import annotations
 
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.workspace.bodies import BODIES
 from hangar.workspace.events import WORKSPACE_EVENTS
 from hangar.workspace.ops_spaces import SPACE_OPS
 from hangar.workspace.ops_work import WORK_OPS
 from hangar.workspace.repos import RepoService
 from hangar.workspace.spaces import SpaceService
 from hangar.workspace.tables import MIGRATIONS
-from hangar.workspace.teams import TeamService
 from hangar.workspace.tickets import TicketService
 from hangar.workspace.worktrees import WorktreeService
 from hangar.workspace.writes import WorkspaceWrites
@@ -21,7 +21,6 @@ async def _start(app: AppContext) -> None:
     spaces = app.provide(SpaceService(app, writes))
     repos = app.provide(RepoService(app))
     app.provide(WorktreeService(app, spaces, repos))
-    app.provide(TeamService(app))
     app.provide(TicketService(app))
 
 
@@ -30,5 +29,6 @@ WORKSPACE_PART = Part(
     ops=[*SPACE_OPS, *WORK_OPS],
     migrations=[MIGRATIONS],
     events=WORKSPACE_EVENTS,
+    bodies=BODIES,
     start=_start,
 )

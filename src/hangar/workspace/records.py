@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from hangar.core.types import rfc3339_or_none
 from hangar.errors import InvalidArgs
 
+if TYPE_CHECKING:
+    from hangar.pipelines import StepContext
+    from hangar.rpc.context import OpContext
+
 SPACE_TITLE_MAX = 48
+# The state key ``messaging.createSpace`` publishes its space under, where later agent steps look for it.
+SPACE_STATE_KEY = "pipeline_space_id"
 
 
 def iso(value: datetime | None) -> str | None:
@@ -43,3 +50,13 @@ class Author:
     @staticmethod
     def system(name: str = "Hangar") -> Author:
         return Author("system", "system", name)
+
+
+def pipeline_author(step: StepContext) -> Author:
+    """How pipeline-authored messages are signed: the run, and the step's label."""
+    return Author("system", step.run_key, step.label or "Pipeline")
+
+
+def author_of(ctx: OpContext) -> Author:
+    """How a message a person sends through an op is signed."""
+    return Author("user", ctx.principal.user_id, ctx.principal.display_name)

@@ -1,4 +1,4 @@
-"""What the workspace ops answer: spaces and their messages, teams, tickets, repos and worktrees.
+"""What the workspace ops answer: spaces and their messages, tickets, repos and worktrees.
 
 These models are the one definition of the records' wire form: the stores keep plain dataclasses, and what
 leaves the server as a message payload, a step output or an audit detail is one of these models in wire form.
@@ -14,7 +14,6 @@ from hangar.rpc.registry import Result, omitted_when_none
 
 if TYPE_CHECKING:
     from hangar.workspace.spaces import Space
-    from hangar.workspace.teams import Team
     from hangar.workspace.worktrees import Worktree
 
 
@@ -113,28 +112,6 @@ class MessageView(Result):
 
 class MessageList(Result):
     messages: list[MessageView]
-
-
-class TeamView(Result):
-    id: str
-    name: str
-    leader_id: str | None
-    dispatch_mode: str
-    member_ids: list[str]
-    created_at: Timestamp
-    updated_at: Timestamp
-
-    @classmethod
-    def of(cls, team: Team) -> TeamView:
-        return cls.model_validate({**vars(team), "leader_id": team.leader_agent_id})
-
-
-class TeamList(Result):
-    teams: list[TeamView]
-
-
-class TeamDeleted(Result):
-    deleted: bool = True
 
 
 class TicketView(Result):

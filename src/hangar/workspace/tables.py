@@ -1,7 +1,8 @@
 """Workspace tables owned by the workspace part (schema in ``workspace/migrations``, revisions ``w…``).
 
 Agents live in the agents part's own tables; rows here name agents by id without a foreign key, because each
-part migrates its own tables independently.
+part migrates its own tables independently. The ``teams`` and ``team_members`` tables are created by this part's
+revision ``w0001`` (teams began here) but belong to the agents part, which declares and uses them.
 """
 
 from __future__ import annotations
@@ -44,25 +45,6 @@ messages = sa.Table(
     sa.Column("metadata", sa.JSON, nullable=False),
     sa.Column("run_id", sa.String(36), nullable=True),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-)
-
-teams = sa.Table(
-    "teams",
-    metadata,
-    sa.Column("id", sa.String(36), primary_key=True),
-    sa.Column("name", sa.String(200), nullable=False),
-    sa.Column("leader_agent_id", sa.String(36), nullable=True),
-    sa.Column("dispatch_mode", sa.String(16), nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-)
-
-team_members = sa.Table(
-    "team_members",
-    metadata,
-    sa.Column("team_id", sa.String(36), sa.ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True),
-    sa.Column("agent_id", sa.String(36), primary_key=True),
-    sa.Column("position", sa.Integer, nullable=False),
 )
 
 tickets = sa.Table(

@@ -9,6 +9,10 @@ once. Parts that write often and concurrently (messages, agent turn events) take
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hangar.rpc.context import OpContext
 
 
 class WorkspaceWrites:
@@ -20,3 +24,10 @@ class WorkspaceWrites:
         if lock is None:
             lock = self._locks[workspace_id] = asyncio.Lock()
         return lock
+
+
+async def audit_queued(ctx: OpContext, action: str, target: str, details: dict[str, Any] | None = None) -> None:
+    """An audit entry written in turn with this part's other writes (``WorkspaceWrites``), for ops that run
+    while agents are streaming into the same database."""
+    async with ctx.app.service(WorkspaceWrites).lock(ctx.ws):
+        await ctx.audit(action, target, details)

@@ -1,4 +1,4 @@
-"""Bodies the engine tests run next to the real catalog: each does one observable thing."""
+"""Bodies the engine tests run next to the real ones: each does one observable thing."""
 
 from __future__ import annotations
 

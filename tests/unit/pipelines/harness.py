@@ -1,5 +1,5 @@
 """An engine built from the core pieces (databases, event bus, clock) in a temporary data directory, with
-bodies written by the tests themselves next to the real catalog."""
+bodies written by the tests themselves next to those the server's parts contribute."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from hangar.core.part import Part
 from hangar.identity.part import IDENTITY_PART
 from hangar.oversight import OVERSIGHT_PART
 from hangar.pipelines import template as tpl
-from hangar.pipelines.bodies.catalog import all_bodies
 from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PIPELINE_EVENTS
 from hangar.pipelines.store import PipelineStore
 from hangar.pipelines.tables import MIGRATIONS
 from hangar.server.context_factory import open_context
+from hangar.server.parts import all_parts, step_bodies
 
 WS = "ws1"
 
@@ -69,7 +69,7 @@ async def harness(
         # Engine semantics are tested with scripts on the host (trusted host execution); confinement in an
         # enclosure has its own tests.
         ctx.provide(HOST, as_type=Confinement)
-        registry = BodyRegistry([*all_bodies(), *bodies])
+        registry = BodyRegistry([*step_bodies(all_parts()), *bodies])
         engine = PipelineEngine(
             store=PipelineStore(ctx.dbs.workspace),
             bus=ctx.bus,

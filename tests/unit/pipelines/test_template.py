@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from hangar.pipelines import BodyRegistry
 from hangar.pipelines import template as tpl
-from hangar.pipelines.bodies.catalog import default_registry
+from hangar.server.parts import all_parts, step_bodies
 
-BODIES = default_registry()
+BODIES = BodyRegistry(step_bodies(all_parts()))
 
 CONTRACT_EXAMPLE: dict[str, Any] = {
     "id": "triage",

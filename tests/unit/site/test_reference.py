@@ -22,9 +22,9 @@ def test_unknown_section_is_a_programming_error() -> None:
 
 
 def test_generated_sections_cover_every_op_and_body() -> None:
-    from hangar.pipelines.bodies.catalog import all_bodies
+    from hangar.pipelines import spec_of_body
     from hangar.rpc.registry import spec_of
-    from hangar.server.parts import all_parts
+    from hangar.server.parts import all_parts, step_bodies
 
     sources = reference_sources()
     ops = reference.rpc_ops(sources)
@@ -32,8 +32,8 @@ def test_generated_sections_cover_every_op_and_body() -> None:
         for fn in part.ops:
             assert f"`{spec_of(fn).name}`" in ops
     steps = reference.pipeline_steps(sources)
-    for body in all_bodies():
-        assert f"### `{body.key}`" in steps
+    for body in step_bodies(all_parts()):
+        assert f"### `{spec_of_body(body).key}`" in steps
     cli = reference.cli(sources)
     for command in ("hangar serve", "hangar site", "hangar admin owner-token", "hangar pipeline run"):
         assert f"### `{command}`" in cli

@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from hangar.agents import Team, check_dispatch_mode
 from hangar.errors import InvalidArgs
-from hangar.workspace import CleanupReport, Team, check_dispatch_mode, check_mode, clip_title, parse_repo_spec
+from hangar.workspace import CleanupReport, check_mode, clip_title, parse_repo_spec
 from hangar.workspace.records import iso, require_text
 from hangar.workspace.worktrees import pr_key
 

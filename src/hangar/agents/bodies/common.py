@@ -14,8 +14,7 @@ from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import Run
 from hangar.errors import InvalidArgs, Refused
 from hangar.pipelines import StepContext, TaskOutcome
-from hangar.workspace import SpaceService
-from hangar.workspace.bodies import SPACE_STATE_KEY, pipeline_author, step_key
+from hangar.workspace import SPACE_STATE_KEY, SpaceService, pipeline_author
 
 
 def space_for(step: StepContext) -> str:
@@ -46,7 +45,7 @@ def schema_for(step: StepContext, default: dict[str, Any] | None = None) -> dict
 
 async def earlier_runs(step: StepContext) -> list[Run]:
     """Runs this very attempt of the step already dispatched before the process died (oldest first)."""
-    runs = await step.app.service(AgentRunner).store.all(step.workspace_id, dispatched_by=step_key(step))
+    runs = await step.app.service(AgentRunner).store.all(step.workspace_id, dispatched_by=step.attempt_key)
     return sorted(runs, key=lambda r: (r.created_at, r.id))
 
 
@@ -62,7 +61,7 @@ async def dispatch(
         agent_id=agent_id,
         space_id=space_id,
         prompt=prompt,
-        dispatched_by=step_key(step),
+        dispatched_by=step.attempt_key,
         prompt_author=pipeline_author(step),
         output_schema=schema,
         agent_field="agentId",

@@ -6,10 +6,10 @@ from typing import Any
 
 from hangar.agents.bodies.common import agent_id_for, dispatch, earlier_runs, harvest, schema_for, space_for
 from hangar.agents.runner import AgentRunner
+from hangar.agents.teams import TeamService, check_dispatch_mode
 from hangar.errors import InvalidArgs
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
-from hangar.workspace import TeamService, check_dispatch_mode
-from hangar.workspace.bodies import pipeline_author, step_key
+from hangar.workspace import pipeline_author
 
 
 def _member_schema(step: StepContext) -> dict[str, Any] | None:
@@ -69,7 +69,7 @@ async def team_dispatch(step: StepContext) -> StepResult:
         agent_ids=targets,
         space_id=space_id,
         prompt=prompt,
-        dispatched_by=step_key(step),
+        dispatched_by=step.attempt_key,
         prompt_author=pipeline_author(step),
         output_schema=schema,
         agent_field="teamId",

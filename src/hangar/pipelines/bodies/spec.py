@@ -2,7 +2,8 @@
 
 A body is an async function taking a ``StepContext`` and returning a ``StepResult``, declared with ``@body``.
 The decorator validates the declaration at import and attaches a frozen ``BodySpec``; it registers nothing
-globally. ``bodies/catalog.py`` lists the modules that contribute bodies, and the engine is handed the list.
+globally. Each part lists its bodies in its ``Part(bodies=...)``; the composition hands them to the pipelines part,
+whose engine is given the registry built from them.
 
     @body("shell.run", summary="Runs a bash script in the run's directory.",
           config=[ConfigField("script", "Bash script with {{key}} substitution", required=True)])

@@ -1,8 +1,8 @@
 """Teams: named groups of agents with a leader and a default dispatch mode.
 
 ``allParallel`` dispatches every member with the same prompt; ``manager`` dispatches only the leader, who
-coordinates. Members are agent ids of the agents part; they are checked through its public service when a team
-is saved (no foreign key: each part migrates its own tables).
+coordinates. Members are checked against the agents when a team is saved (no foreign key: the team tables
+were created by the workspace part's first migration, see ``agents.tables``).
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from hangar.agents import tables
+from hangar.agents.service import AgentService
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
 from hangar.errors import InvalidArgs, NotFound
-from hangar.workspace import tables
-from hangar.workspace.records import require_text
+from hangar.workspace import require_text
 
 DISPATCH_MODES: tuple[str, ...] = ("allParallel", "manager")
 
@@ -46,8 +47,9 @@ class Team:
 
 
 class TeamService:
-    def __init__(self, app: AppContext) -> None:
+    def __init__(self, app: AppContext, agents: AgentService) -> None:
         self._app = app
+        self._agents = agents
 
     async def _check_members(self, workspace_id: str, member_ids: list[str], leader_id: str | None) -> None:
         if not member_ids:
@@ -56,12 +58,8 @@ class TeamService:
             raise InvalidArgs("memberIds lists an agent twice", field="memberIds")
         if leader_id is not None and leader_id not in member_ids:
             raise InvalidArgs(f"leaderId {leader_id} is not one of the team's members", field="leaderId")
-        # Resolved at call time: the agents part stands on this one, so it is not imported at module load.
-        from hangar.agents import AgentService
-
-        agents = self._app.service(AgentService)
         for agent_id in member_ids:
-            await agents.get(workspace_id, agent_id)
+            await self._agents.get(workspace_id, agent_id)
 
     async def create(
         self,
