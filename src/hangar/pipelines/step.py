@@ -180,9 +180,11 @@ class StepContext:
     def has(self, key: str) -> bool:
         return substitute.has_key(key, self.state, self.payload)
 
-    def render(self, text: str, *, shell: bool = False) -> str:
-        """``{{key}}`` substitution; ``shell`` quotes each value as one shell word."""
-        return substitute.render(text, self.state, self.payload, shell=shell)
+    def render(self, text: str, *, shell: bool = False, extra: Mapping[str, Any] | None = None) -> str:
+        """``{{key}}`` substitution; ``shell`` quotes each value as one shell word; ``extra`` keys are seen as
+        state keys (an item of a collection the body iterates, say)."""
+        state = {**self.state, **extra} if extra else self.state
+        return substitute.render(text, state, self.payload, shell=shell)
 
     def inputs(self) -> dict[str, Any]:
         """The node's ``inputKeys`` and their values (a missing key is an error naming it)."""

@@ -12,12 +12,9 @@ from hangar.core.audit import sensitive as _sensitive
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.errors import Refused
-from hangar.identity import IdentityService
-from hangar.identity.events import MemberRemoved
+from hangar.identity import IdentityService, MemberRemoved
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
-from hangar.workspace.events import SpaceUpdated
-from hangar.workspace.spaces import SpaceService
-from hangar.workspace.worktrees import WorktreeService
+from hangar.workspace import SpaceService, SpaceUpdated, WorktreeService
 
 # Events that end rigs: an archived space (conversationEnded), a removed member (workspaceGone).
 ENDING_EVENT_TYPES: tuple[str, ...] = (SpaceUpdated.type, MemberRemoved.type)

@@ -24,9 +24,7 @@ from dataclasses import dataclass, field
 from hangar.core.context import AppContext
 from hangar.core.principal import Role
 from hangar.errors import Conflict
-from hangar.identity import IdentityService
-from hangar.identity.events import MemberAdded, MemberRoleChanged
-from hangar.identity.models import User
+from hangar.identity import IdentityService, MemberAdded, MemberRoleChanged, User
 from hangar.sso.config import Connection
 from hangar.sso.errors import SsoError
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from hangar.agents.bodies.common import agent_id_for, dispatch, harvest, schema_for, space_for
 from hangar.errors import InvalidArgs
-from hangar.pipelines import ConfigField, StepContext, StepResult, body, substitute
+from hangar.pipelines import ConfigField, StepContext, StepResult, body
 
 _AGENT_FIELDS = [
     ConfigField("agentId", "Workspace agent to dispatch ({{key}} substitution)", required=True),
@@ -69,7 +69,7 @@ async def for_each(step: StepContext) -> StepResult:
         return StepResult.ok(output=[])
     item_key = str(step.config.extras.get("itemKey") or "item")
     template = step.config.prompt or ""
-    prompts = [substitute.render(template, {**step.state, item_key: item}, step.payload) for item in items]
+    prompts = [step.render(template, extra={item_key: item}) for item in items]
     run = await dispatch(
         step,
         agent_id=agent_id_for(step),
