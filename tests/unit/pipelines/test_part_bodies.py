@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hangar.core.part_def import CORE_PART
 
 from hangar.config import Settings
 from hangar.core.clock import FakeClock
 from hangar.identity.part import IDENTITY_PART
+from hangar.oversight import OVERSIGHT_PART
 from hangar.pipelines import BodyRegistry, StepContext, StepDef, StepResult, attempt_keys_prefix, body, spec_of_body
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.part import BODIES, make_pipelines_part
@@ -45,7 +45,7 @@ def test_each_part_lists_its_own_bodies() -> None:
 async def test_the_engine_runs_the_bodies_the_composition_hands_over(tmp_path: Path) -> None:
     part = make_pipelines_part(bodies=[handed_over])
     assert _keys(part.bodies) == _keys(BODIES)  # the part declares only its own
-    parts = [CORE_PART, IDENTITY_PART, part]
+    parts = [OVERSIGHT_PART, IDENTITY_PART, part]
     async with open_context(Settings(data_dir=tmp_path), clock=FakeClock(), parts=parts) as ctx:
         engine = ctx.service(PipelineEngine)
         assert "test.handedOver" in engine.bodies and "shell.run" in engine.bodies

@@ -21,8 +21,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from hangar.core.clock import Clock
 from hangar.errors import NotFound
+from hangar.identity import SETTING_OWNER, IdentityService
 from hangar.identity import tables as identity_tables
-from hangar.identity.service import SETTING_OWNER, IdentityService
 from hangar.sso.scim.errors import ScimBadRequest, ScimUniqueness
 from hangar.sso.scim.index import index_rows
 from hangar.sso.scim.match import Bound, FilterSemanticError, fold
