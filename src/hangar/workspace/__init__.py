@@ -3,8 +3,8 @@
 Other parts use the services below through ``app.service(...)`` (provided when the part starts) and follow
 spaces through the domain events re-exported here. Parts whose ops or bodies work in spaces also share:
 ``WsArgs`` (the op argument base), ``author_of`` and ``audit_queued`` (signing a message, auditing in turn with
-this part's writes), ``event_frame`` (an event as watchers see it), ``require_text``, and for pipeline bodies
-``pipeline_author`` and ``SPACE_STATE_KEY`` (where ``messaging.createSpace`` publishes its space).
+this part's writes), ``require_text``, and for pipeline bodies ``pipeline_author`` and ``SPACE_STATE_KEY``
+(where ``messaging.createSpace`` publishes its space).
 This module imports only what it re-exports, none of it the part's ops or bodies.
 """
 
@@ -22,7 +22,6 @@ from hangar.workspace.records import (
 from hangar.workspace.repos import Repo, RepoService, parse_repo_spec
 from hangar.workspace.spaces import Space, SpaceService, check_mode
 from hangar.workspace.tickets import Ticket, TicketService
-from hangar.workspace.watch import event_frame
 from hangar.workspace.worktrees import CleanupReport, Worktree, WorktreeService, pr_key
 from hangar.workspace.writes import audit_queued
 
@@ -49,7 +48,6 @@ __all__ = [
     "author_of",
     "check_mode",
     "clip_title",
-    "event_frame",
     "parse_repo_spec",
     "pipeline_author",
     "pr_key",
