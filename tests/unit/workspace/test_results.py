@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from hangar.agents import Team
+from hangar.agents.results import TeamView
 from hangar.rpc.registry import to_wire
-from hangar.workspace import Space, Team, Worktree
-from hangar.workspace.results import SpaceDetail, SpaceRepo, SpaceView, TeamView, WorktreeView
+from hangar.workspace import Space, Worktree
+from hangar.workspace.results import SpaceDetail, SpaceRepo, SpaceView, WorktreeView
 
 AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 SPACE = Space("s1", "standard", "chat", "Plans", False, "user:u1", "failed", "clone", "no network", AT, AT, None)
