@@ -7,14 +7,21 @@ Where server paths are hidden from guests, the field is omitted (``omitted_when_
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Protocol, Self
 
 from hangar.core.types import Timestamp
 from hangar.rpc.registry import Result, omitted_when_none
 
-if TYPE_CHECKING:
-    from hangar.workspace.spaces import Space
-    from hangar.workspace.worktrees import Worktree
+
+# The records are described by what the views read of them, not imported: the stores import these views to
+# render their events, so naming the record classes here would close a circle.
+class _SpaceRecord(Protocol):
+    @property
+    def provisioning(self) -> str: ...
+    @property
+    def provisioning_step(self) -> str | None: ...
+    @property
+    def provisioning_error(self) -> str | None: ...
 
 
 class Provisioning(Result):
@@ -38,7 +45,7 @@ class SpaceView(Result):
     archived_at: Timestamp | None
 
     @classmethod
-    def of(cls, space: Space, **more: Any) -> Self:
+    def of(cls, space: _SpaceRecord, **more: Any) -> Self:
         """The view of ``space``; ``more`` gives the fields a subclass adds."""
         state = Provisioning(state=space.provisioning, step=space.provisioning_step, error=space.provisioning_error)
         return cls.model_validate({**vars(space), "provisioning": state, **more})
@@ -58,7 +65,7 @@ class WorktreeView(Result):
     created_at: Timestamp
 
     @classmethod
-    def of(cls, worktree: Worktree, *, show_path: bool = True, **more: Any) -> Self:
+    def of(cls, worktree: object, *, show_path: bool = True, **more: Any) -> Self:
         """The view of ``worktree``, without its path unless ``show_path``; ``more`` as in ``SpaceView.of``."""
         fields = {**vars(worktree), **more}
         if not show_path:
