@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from hangar.core.events import DomainEvent
 from hangar.core.part import Part
 from hangar.errors import Unavailable
 from hangar.identity.part import IDENTITY_PART
@@ -41,5 +42,15 @@ async def test_crash(ctx: OpContext, args: NoArgs) -> Done:
     raise RuntimeError("secret-value-123")
 
 
-TEST_PART = Part(name="test", ops=[test_spawn, test_down, test_crash])
+class Noted(DomainEvent):
+    type = "test.noted"
+    text: str
+
+
+class Pinged(DomainEvent):
+    type = "test.pinged"
+    n: int
+
+
+TEST_PART = Part(name="test", ops=[test_spawn, test_down, test_crash], events=[Noted, Pinged])
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, TEST_PART]

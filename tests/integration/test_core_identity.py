@@ -12,16 +12,10 @@ import pytest
 import sqlalchemy as sa
 
 from hangar.core.clock import FakeClock
-from hangar.core.events import DomainEvent
 from hangar.identity import IdentityService
-from tests.integration.core_parts import PARTS
+from tests.integration.core_parts import PARTS, Noted
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
-
-
-class Noted(DomainEvent):
-    type = "test.noted"
-    text: str
 
 
 async def test_pairing_on_and_off(tmp_path: Path) -> None:

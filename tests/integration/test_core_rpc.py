@@ -193,11 +193,7 @@ async def test_oversize_frame_closes_1009_and_others_keep_going(srv: RunningServ
 
 
 async def test_watch_and_unwatch(srv: RunningServer) -> None:
-    from hangar.core.events import DomainEvent
-
-    class Pinged(DomainEvent):
-        type = "test.pinged"
-        n: int
+    from tests.integration.core_parts import Pinged
 
     async with RpcClient(srv.ws_url, srv.owner_token) as c:
         wid = (await c.call("workspaces.create", name="W"))["id"]

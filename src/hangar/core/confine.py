@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from hangar.core.fileio import write_private_atomic
 from hangar.core.procs import record_group
+from hangar.core.settings import SettingSpec, strict_bool
 from hangar.errors import Unavailable
 
 if TYPE_CHECKING:
@@ -34,6 +35,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("hangar.confine")
 
 SETTING_TRUSTED_HOST_EXEC = "trustedHostExec"
+TRUSTED_HOST_EXEC_SPEC = SettingSpec(
+    SETTING_TRUSTED_HOST_EXEC,
+    "Run shell steps and command agents on the host instead of enclosures (single-person installs).",
+    validate=strict_bool(SETTING_TRUSTED_HOST_EXEC),
+)
 TRUSTED_HOST_EXEC_FIX = "hangar admin trusted-host-exec on"
 KILL_GRACE_S = 2.0
 # What a program run on the host keeps of the server's environment: enough to find programs and a home.

@@ -227,8 +227,13 @@ class EventBus:
         return self._clock.now()
 
     def know(self, event: DomainEvent) -> None:
-        if self.registry.get(event.type) is None:
-            self.registry.register(type(event))
+        """Only the event types the parts declare (``Part.events``) are recorded: the registry is the list of
+        what can happen, and a type nobody declared could not be parsed back, documented or reserved."""
+        if self.registry.get(event.type) is not type(event):
+            raise ValueError(
+                f"event type {event.type!r} ({type(event).__name__}) is not declared by any part: "
+                "list it in its Part(events=[...])"
+            )
 
     async def publish(self, event: DomainEvent) -> StoredEvent:
         """Persist ``event`` in its workspace database, then deliver it to subscribers."""

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from starlette.routing import BaseRoute
 
+from hangar.core.confine import TRUSTED_HOST_EXEC_SPEC
 from hangar.core.context import AppContext
 from hangar.core.db import MigrationSet
 from hangar.core.events import DomainEvent
@@ -39,6 +40,8 @@ class Part:
     migrations: Sequence[MigrationSet] = ()
     events: Sequence[type[DomainEvent]] = ()
     settings: Sequence[SettingSpec] = ()  # workspace settings keys this part owns
+    # Server-wide settings keys this part owns (kept by the identity part in the server database).
+    server_settings: Sequence[SettingSpec] = ()
     # Pipeline step bodies this part contributes; the composition hands every part's to the pipelines part.
     bodies: Sequence[StepBody] = ()
     start: Callable[[AppContext], Awaitable[None]] | None = None
@@ -47,5 +50,6 @@ class Part:
 
 def kernel_part() -> Part:
     """The kernel's own workspace tables (domain events, audit, settings, guardrails) as a part: every server and
-    command opens them first, since every part writes events and audit rows."""
-    return Part(name="kernel", migrations=[KERNEL_MIGRATIONS])
+    command opens them first, since every part writes events and audit rows. Its one server setting is the owner's
+    trusted-host-exec switch (``hangar.core.confine``)."""
+    return Part(name="kernel", migrations=[KERNEL_MIGRATIONS], server_settings=[TRUSTED_HOST_EXEC_SPEC])

@@ -28,6 +28,28 @@ class SettingSpec:
     validate: Callable[[Any], Any]  # returns the value to store, or raises InvalidArgs naming the key
 
 
+def strict_bool(key: str) -> Callable[[Any], bool]:
+    """A validator for a yes/no setting: ``true`` or ``false``, nothing that merely looks like one."""
+
+    def check(value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise InvalidArgs(f"{key} must be true or false", field=key)
+        return value
+
+    return check
+
+
+def strict_int(key: str, low: int, high: int) -> Callable[[Any], int]:
+    """A validator for a whole-number setting between ``low`` and ``high``."""
+
+    def check(value: Any) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise InvalidArgs(f"{key} must be a whole number from {low} to {high}", field=key)
+        return value
+
+    return check
+
+
 class WorkspaceSettings:
     def __init__(self, dbs: Databases, clock: Clock, specs: Iterable[SettingSpec]) -> None:
         self._dbs = dbs

@@ -8,12 +8,13 @@ without a row is never listed, and nothing reaches it).
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
 from hangar.core.principal import Role
-from hangar.errors import Forbidden
+from hangar.core.settings import SettingSpec
+from hangar.errors import Forbidden, InvalidArgs
 from hangar.identity.events import WorkspaceCreated
 from hangar.identity.models import Workspace
 from hangar.identity.service import IdentityService
@@ -22,6 +23,15 @@ SETTING_CREATORS = "workspaceCreators"
 Creators = Literal["serverOwner", "members", "anyone"]
 CREATORS: tuple[str, ...] = get_args(Creators)
 DEFAULT_CREATORS: Creators = "members"
+
+
+def _check_creators(value: object) -> Creators:
+    if isinstance(value, str) and value in CREATORS:
+        return cast(Creators, value)
+    raise InvalidArgs(f"{SETTING_CREATORS} must be one of {', '.join(CREATORS)}", field=SETTING_CREATORS)
+
+
+CREATORS_SPEC = SettingSpec(SETTING_CREATORS, "Who may create workspaces on this server.", _check_creators)
 
 
 async def workspace_creators(app: AppContext) -> Creators:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hangar.core.confine import HostExecSwitch
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.identity.creation import CREATORS_SPEC
 from hangar.identity.events import IDENTITY_EVENTS
 from hangar.identity.ops import IDENTITY_OPS
 from hangar.identity.pairing import Pairing
@@ -29,6 +30,7 @@ IDENTITY_PART = Part(
     routes=IDENTITY_ROUTES,
     migrations=[MIGRATIONS],
     events=IDENTITY_EVENTS,
+    server_settings=[CREATORS_SPEC],
     start=_start,
     stop=_stop,
 )

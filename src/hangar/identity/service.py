@@ -13,7 +13,7 @@ the counter first (a few microseconds), so none acts on a copy another process h
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -29,6 +29,7 @@ from hangar.core.db import write_transaction
 from hangar.core.events import DomainEvent
 from hangar.core.ids import new_id, new_token, token_hash
 from hangar.core.principal import Principal, Role
+from hangar.core.settings import SettingSpec
 from hangar.core.stamps import Stamp, StampedCache, engine_stamp
 from hangar.errors import Conflict, InvalidArgs, NotFound, Unauthenticated, Unavailable
 from hangar.identity import tables as t
@@ -40,6 +41,7 @@ AUTHORITY = "authority"
 SETTING_OWNER = "serverOwnerUserId"
 SETTING_PAIRING = "pairingEnabled"
 SETTING_POLICY = "sessionPolicy"
+OWN_SETTINGS = frozenset({SETTING_OWNER, SETTING_PAIRING, SETTING_POLICY})
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,16 @@ class IdentityService:
         clock: Clock,
         stamp: Stamp | None = None,
         relay: Callable[[], Awaitable[object]] | None = None,
+        settings: Iterable[SettingSpec] = (),
     ) -> None:
         self._db = engine
+        # The server settings other parts declared (``Part.server_settings``); this service's own keys aside,
+        # nothing else is written.
+        self._settings: dict[str, SettingSpec] = {}
+        for spec in settings:
+            if spec.key in self._settings or spec.key in OWN_SETTINGS:
+                raise ValueError(f"server setting {spec.key!r} is declared twice")
+            self._settings[spec.key] = spec
         self._clock = clock
         self._relay = relay  # carries events staged with records to their workspaces (``hangar.core.outbox``)
         # Keys: ("device", token hash) -> (Device, User) | None; ("role", workspace, user) -> Role | None;
@@ -121,6 +131,14 @@ class IdentityService:
         return None if row is None else row[0]
 
     async def set_setting(self, key: str, value: Any) -> None:
+        """Store a server setting: one of this service's own, or one a part declared (validated first)."""
+        if key not in OWN_SETTINGS:
+            spec = self._settings.get(key)
+            if spec is None:
+                raise ValueError(
+                    f"server setting {key!r} is not declared by any part: list it in Part(server_settings)"
+                )
+            value = spec.validate(value)
         async with self._db.begin() as conn:
             done = await conn.execute(
                 sa.update(t.server_settings).where(t.server_settings.c.key == key).values(value=value)

@@ -27,7 +27,7 @@ from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
 from hangar.core.ids import new_id
 from hangar.core.principal import Principal
-from hangar.core.settings import WorkspaceSettings
+from hangar.core.settings import SettingSpec, WorkspaceSettings, strict_int
 from hangar.errors import HangarError, NotFound, Refused, Unavailable
 from hangar.identity import IdentityService, usable_workspace_ids
 from hangar.rigs import hooks
@@ -59,6 +59,11 @@ log = logging.getLogger(__name__)
 SWEEP_INTERVAL_S = 30.0
 OPEN_WAIT_S = 20.0  # rig.open answers `provisioning` when the boot (a first pack build) takes longer
 MEMORY_BUDGET_SETTING = "rigs.memoryBudgetMb"
+MEMORY_BUDGET_SPEC = SettingSpec(
+    MEMORY_BUDGET_SETTING,
+    "The resident-memory budget of all rigs on this host, in MB.",
+    strict_int(MEMORY_BUDGET_SETTING, 512, 1024 * 1024),
+)
 
 # What each surface without a backend here needs, as its verb table says.
 PLANNED: dict[Surface, str] = {table.surface: table.needs for table in TABLES.values()}

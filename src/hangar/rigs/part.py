@@ -15,6 +15,7 @@ from hangar.rigs.backends.base import RigBackend
 from hangar.rigs.confinement import RigConfinement
 from hangar.rigs.events import RIG_EVENTS
 from hangar.rigs.images import IMAGE_SETTINGS
+from hangar.rigs.lifecycle import MEMORY_BUDGET_SPEC
 from hangar.rigs.manager import RigManager
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.routes import RIG_ROUTES
@@ -52,6 +53,7 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
         migrations=[MIGRATIONS],
         events=RIG_EVENTS,
         settings=IMAGE_SETTINGS,
+        server_settings=[MEMORY_BUDGET_SPEC],
         start=start,
         stop=stop,
     )

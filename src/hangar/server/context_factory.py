@@ -49,7 +49,11 @@ async def open_context(
     bus = EventBus(dbs, clock, registry)
     relay = Outbox(dbs.server, bus)
     identity = IdentityService(
-        dbs.server, clock, stamp=functools.partial(dbs.stamp, None, AUTHORITY), relay=relay.relay
+        dbs.server,
+        clock,
+        stamp=functools.partial(dbs.stamp, None, AUTHORITY),
+        relay=relay.relay,
+        settings=[s for p in parts for s in p.server_settings],
     )
     ctx = AppContext(
         settings=settings,
