@@ -63,6 +63,7 @@ class AgentRunner:
         # One pooled client for every run: connections to a model server are reused across turns and runs.
         self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
         self._drivers: dict[str, asyncio.Task[None]] = {}
+        self._driven_in: dict[str, str] = {}  # run id -> workspace of the runs driven here
         self._adapters: dict[str, asyncio.Task[RunResult]] = {}
         self._finishing: set[str] = set()
         self._interrupted: set[str] = set()
@@ -195,7 +196,13 @@ class AgentRunner:
             self._drive(live, run, agent, prompt_message_id, max_turns), name=f"agent-run:{run_id}"
         )
         self._drivers[run_id] = task
-        task.add_done_callback(lambda _t: self._drivers.pop(run_id, None))
+        self._driven_in[run_id] = live.workspace_id
+
+        def done(_t: object) -> None:
+            self._drivers.pop(run_id, None)
+            self._driven_in.pop(run_id, None)
+
+        task.add_done_callback(done)
 
     def _stop_requested(self, run_id: str) -> bool:
         """Another process asked to interrupt a run this one holds."""
@@ -328,14 +335,15 @@ class AgentRunner:
     async def interrupt(self, workspace_id: str, run_id: str, *, by: str = "hangar") -> Run:
         """Stop a running run (outcome ``interrupted``) and return it once it is over, whichever process drives
         it; a finished run is returned as it is."""
+        if self._driven_in.get(run_id) == workspace_id:
+            # Driven here: flagged before anything is awaited, so a run interrupted right after its dispatch
+            # never gets as far as calling the model.
+            return await self._interrupt_driven_here(workspace_id, run_id)
         run = await self.store.get(workspace_id, run_id)
         if run.status is not RunStatus.running:
             return run
-        driver = self._drivers.get(run_id)
-        if driver is not None:
-            self._interrupt_here(run_id)
-            await asyncio.gather(asyncio.shield(driver), return_exceptions=True)
-            return await self.store.get(workspace_id, run_id)
+        if self._driven_in.get(run_id) == workspace_id:  # it started driving here while the row was read
+            return await self._interrupt_driven_here(workspace_id, run_id)
         # Driven by another process (or by none, if it died): ask, then wait for the run to be over.
 
         async def ended() -> bool:
@@ -355,6 +363,13 @@ class AgentRunner:
             if run.status is not RunStatus.running:  # it ended elsewhere: what is left of its directory goes
                 self.control.remove(run_id)
         return run if run.status is not RunStatus.running else await self.store.get(workspace_id, run_id)
+
+    async def _interrupt_driven_here(self, workspace_id: str, run_id: str) -> Run:
+        driver = self._drivers.get(run_id)
+        self._interrupt_here(run_id)
+        if driver is not None:
+            await asyncio.gather(asyncio.shield(driver), return_exceptions=True)
+        return await self.store.get(workspace_id, run_id)
 
     async def _close_if_abandoned(self, workspace_id: str, run: Run) -> bool:
         """Close a ``running`` run whose driver is gone: nobody holds its lock and its recorded owner process is
