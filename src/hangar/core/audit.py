@@ -2,13 +2,16 @@
 
 Each row records who (principal), did what (action), to what (target), with a sequence number that is
 monotonic per target. Content that must not be stored (typed text, clipboard) goes through ``sensitive``,
-which keeps only its length and SHA-256. The table refuses UPDATE and DELETE by trigger.
+which keeps only its length and SHA-256. The table refuses UPDATE and DELETE by trigger. Each row also says
+which door the call that wrote it came through (``DOOR``: the RPC socket or the MCP endpoint), whichever code
+path wrote it while the call was served.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,6 +23,9 @@ from hangar.core.clock import Clock
 from hangar.core.db import Databases
 from hangar.core.ids import sha256_hex
 from hangar.core.sqlite_writer import dt, js, transaction
+
+# Set by the RPC layer around each op it serves (``socket``, ``mcp``); ``None`` for work no caller started.
+DOOR: ContextVar[str | None] = ContextVar("hangar_audit_door", default=None)
 
 
 def sensitive(content: str | bytes) -> dict[str, Any]:
@@ -37,18 +43,25 @@ class AuditEntry:
     target: str
     target_seq: int
     details: dict[str, Any]
+    door: str | None = None
 
 
 @transaction
 def _append(
-    conn: sqlite3.Connection, at: str | None, principal: str, action: str, target: str, details: str | None
+    conn: sqlite3.Connection,
+    at: str | None,
+    principal: str,
+    action: str,
+    target: str,
+    details: str | None,
+    door: str | None,
 ) -> int:
     """One entry; the write transaction (BEGIN IMMEDIATE) keeps the per-target sequence gap-free across processes."""
     row = conn.execute("SELECT max(target_seq) FROM audit_log WHERE target = ?", (target,)).fetchone()
     seq = int(row[0] or 0) + 1
     conn.execute(
-        "INSERT INTO audit_log (at, principal, action, target, target_seq, details) VALUES (?, ?, ?, ?, ?, ?)",
-        (at, principal, action, target, seq, details),
+        "INSERT INTO audit_log (at, principal, action, target, target_seq, details, door) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (at, principal, action, target, seq, details, door),
     )
     return seq
 
@@ -70,14 +83,14 @@ class AuditLog:
         """Record one entry; returns its per-target sequence number."""
         writer = await self._dbs.writer(workspace_id)
         at = dt(self._clock.now())
-        seq: int = await writer.call(_append, at, principal, action, target, js(details or {}))
+        seq: int = await writer.call(_append, at, principal, action, target, js(details or {}), DOOR.get())
         return seq
 
     def seed(
         self, *, principal: str, action: str, target: str, details: dict[str, Any] | None = None
     ) -> Callable[[sqlite3.Connection], int]:
         """Writes one entry into a database being built (``Databases.create_workspace``)."""
-        row = (dt(self._clock.now()), principal, action, target, js(details or {}))
+        row = (dt(self._clock.now()), principal, action, target, js(details or {}), DOOR.get())
         return lambda conn: _append(conn, *row)
 
     async def entries(self, workspace_id: str, *, target: str | None = None, limit: int = 500) -> list[AuditEntry]:

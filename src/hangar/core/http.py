@@ -4,6 +4,7 @@ and a body that grows past it while streaming stops there. Either way the answer
 from __future__ import annotations
 
 from starlette.requests import Request
+from starlette.types import Message, Receive
 
 from hangar.errors import InvalidArgs
 
@@ -26,3 +27,18 @@ async def read_body(request: Request, limit: int) -> bytes:
         if len(body) > limit:
             raise BodyTooLarge(limit)
     return bytes(body)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that first hands back a body already read (a gate that looked at it before an ASGI app that
+    reads it again)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

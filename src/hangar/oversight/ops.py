@@ -70,7 +70,15 @@ class AuditArgs(Args):
 async def audit_list(ctx: OpContext, args: AuditArgs) -> list[AuditRow]:
     """Audit rows of the workspace, optionally for one target."""
     return [
-        AuditRow(at=e.at, principal=e.principal, action=e.action, target=e.target, seq=e.target_seq, details=e.details)
+        AuditRow(
+            at=e.at,
+            principal=e.principal,
+            action=e.action,
+            target=e.target,
+            seq=e.target_seq,
+            details=e.details,
+            door=e.door,
+        )
         for e in await ctx.app.audit.entries(ctx.ws, target=args.target, limit=args.limit)
     ]
 

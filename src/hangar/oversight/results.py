@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import RootModel
 
 from hangar.core.types import Timestamp
-from hangar.rpc.registry import Result
+from hangar.rpc.registry import Result, omitted_when_none
 
 
 class EventView(Result):
@@ -35,6 +35,7 @@ class AuditRow(Result):
     target: str
     seq: int
     details: dict[str, Any]
+    door: str | None = omitted_when_none()  # ``socket`` or ``mcp``: the door of the call that wrote it
 
 
 class GuardrailPolicy(Result):

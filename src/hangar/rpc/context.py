@@ -21,6 +21,7 @@ class OpContext:
     workspace_id: str | None
     role: Role | None
     request_id: str | int | None = None
+    door: str = "socket"  # the way the call came in (``socket``, ``mcp``), recorded with its audit rows
 
     @property
     def ws(self) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from hangar.core.audit import DOOR
 from hangar.core.context import AppContext
-from hangar.core.principal import Principal
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
 from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
@@ -91,7 +91,7 @@ class Dispatcher:
         return req_id, spec, args
 
     async def prepare(
-        self, principal: Principal, token: str, req_id: Any, spec: OpSpec, raw: dict[str, Any]
+        self, token: str, req_id: Any, spec: OpSpec, raw: dict[str, Any], door: str = "socket"
     ) -> tuple[OpContext, BaseModel]:
         """Everything short of running the handler: the contract's checks in order."""
         args = dict(raw)
@@ -123,9 +123,10 @@ class Dispatcher:
             space_id = getattr(parsed, "space_id", None)
             engine = await self.app.dbs.workspace(workspace_id)
             await self.guardrails.check(engine, workspace_id, spec, space_id if isinstance(space_id, str) else None)
-        return OpContext(self.app, principal, spec, workspace_id, role, req_id), parsed
+        return OpContext(self.app, principal, spec, workspace_id, role, req_id, door), parsed
 
     async def call(self, ctx: OpContext, args: BaseModel) -> Any:
+        door = DOOR.set(ctx.door)
         try:
             return ctx.spec.result_to_wire(await ctx.spec.handler(ctx, args))
         except HangarError:
@@ -134,6 +135,8 @@ class Dispatcher:
             # The exception text may hold anything (paths, values); it goes to the log, not the caller.
             log.exception("op %s failed", ctx.spec.name)
             raise HangarError(f"{ctx.spec.name} failed with an internal error") from exc
+        finally:
+            DOOR.reset(door)
 
     def watch(self, ctx: OpContext, args: BaseModel) -> AsyncIterator[Any]:
         gen: AsyncIterator[Any] = ctx.spec.handler(ctx, args)

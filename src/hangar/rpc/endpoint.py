@@ -148,7 +148,7 @@ class Connection:
                 return
             req_id, spec, raw_args = self.dispatcher.parse_frame(frame)
             assert self.principal is not None
-            ctx, args = await self.dispatcher.prepare(self.principal, self.token, req_id, spec, raw_args)
+            ctx, args = await self.dispatcher.prepare(self.token, req_id, spec, raw_args)
             if spec.kind == "watch":
                 if req_id in self.watches:
                     raise InvalidArgs(f"a watch with id {req_id!r} is already open on this socket", field="id")

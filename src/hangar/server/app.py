@@ -25,6 +25,7 @@ from hangar.rpc.access import AccessMonitor
 from hangar.rpc.dispatcher import Dispatcher
 from hangar.rpc.endpoint import rpc_endpoint
 from hangar.rpc.guardrails import Guardrails
+from hangar.rpc.mcp_door import METADATA_PATH, McpDoor, protected_resource
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
 from hangar.server.landing import landing
@@ -49,10 +50,13 @@ def build_server(
 
         parts = all_parts()
     registry = OpRegistry(o for p in parts for o in p.ops)
+    door = McpDoor(registry, lambda: settings.origin)
     routes: list[BaseRoute] = [
         Route("/", landing, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         WebSocketRoute("/rpc", rpc_endpoint),
+        Route("/mcp", door, methods=["GET", "POST", "DELETE"]),
+        Route(METADATA_PATH, protected_resource, methods=["GET"]),
     ]
     for part in parts:
         routes.extend(part.routes)
@@ -70,7 +74,8 @@ def build_server(
             if on_ready is not None:
                 on_ready.append(ctx)
             try:
-                yield
+                async with door.run(app.state.dispatcher, identity):
+                    yield
             finally:
                 await monitor.aclose()
 

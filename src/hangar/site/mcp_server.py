@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
 import hangar
+from hangar.core.http import replaying
 from hangar.site.build import SiteBuild
 from hangar.site.discovery import MCP_SERVER_NAME
 from hangar.site.negotiate import choose
@@ -216,16 +217,7 @@ class DocsToolServer:
             body = json.dumps(verdict).encode()
             send = _restoring_id(send, original)
 
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.manager.handle_request(scope, replay, send)
+        await self.manager.handle_request(scope, replaying(body, receive), send)
 
     async def _read(self, receive: Receive) -> bytes | None:
         chunks: list[bytes] = []

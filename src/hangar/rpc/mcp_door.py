@@ -1,0 +1,220 @@
+"""The product's MCP endpoint at ``/mcp`` (CONTRACTS.md section 8): the op registry as tools over Streamable HTTP,
+on the official MCP SDK, through the same dispatcher as the RPC socket.
+
+The SDK speaks the protocol (every revision it knows, sessions with ``Mcp-Session-Id``, POST, the GET stream,
+DELETE). In front of it a gate authenticates the bearer device credential on every request (401 with the
+protected-resource metadata's address otherwise) and hands the SDK the caller, which binds a session to the
+credential that opened it: a session id presented with another credential is unknown. A client that keeps no
+session is served too: a request that carries no session id and is not an ``initialize`` goes to a stateless
+twin of the same server.
+
+A tool call is one op call: the dispatcher's checks in the socket's order (credential, server owner, role,
+arguments, guardrails), the op's handler, its audit rows marked ``door: mcp``. A refusal or failure is a tool
+result with ``isError`` and the socket's error code, never a protocol error: the agent reads why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import mcp.types as mt
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+import hangar
+from hangar.core.http import BodyTooLarge, read_body, replaying
+from hangar.core.principal import Principal
+from hangar.errors import HangarError, Unauthenticated
+from hangar.rpc.authority import Authority
+from hangar.rpc.dispatcher import Dispatcher
+from hangar.rpc.mcp_tools import catalogue, structured
+from hangar.rpc.registry import OpRegistry
+
+MAX_BODY = 1024 * 1024
+INVALID_PARAMS = -32602
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+INSTRUCTIONS = (
+    "Hangar's own API: every operation of the server as a tool, named as the operation (workspaces.list, "
+    "spaces.create, rig.open, pipelines.runs.start...). Workspace-scoped tools take workspace_id; start with "
+    "workspaces.list. A refused call answers with isError and a code: forbidden, invalid_args, refused (a "
+    "guardrail), not_found, conflict, unavailable."
+)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def bearer_token(scope: Scope) -> str | None:
+    scheme, _, token = (_header(scope, b"authorization") or "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
+    raw = json.dumps(body).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": raw})
+
+
+class McpDoor:
+    """Owns the SDK server and its two session managers; the instance is the ``/mcp`` ASGI endpoint. ``origin``
+    gives the server's canonical origin (the metadata's address in a 401)."""
+
+    def __init__(self, registry: OpRegistry, origin: Callable[[], str]) -> None:
+        self.registry = registry
+        self.origin = origin
+        self.tools = [mt.Tool.model_validate(t) for t in catalogue(registry)]
+        self._dispatcher: Dispatcher | None = None
+        self._authority: Authority | None = None
+        self.server: Server[Any] = Server(
+            "hangar",
+            version=hangar.__version__,
+            title="Hangar",
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        # Every request carries a bearer credential a browser on another site cannot attach, so the SDK's Host
+        # and Origin allowlist (DNS-rebinding protection) would only refuse the server's own public names.
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        self.sessions = StreamableHTTPSessionManager(
+            app=self.server, security_settings=security, max_request_body_size=MAX_BODY
+        )
+        self.sessionless = StreamableHTTPSessionManager(
+            app=self.server,
+            stateless=True,
+            json_response=True,
+            security_settings=security,
+            max_request_body_size=MAX_BODY,
+        )
+
+    @contextlib.asynccontextmanager
+    async def run(self, dispatcher: Dispatcher, authority: Authority) -> AsyncIterator[None]:
+        self._dispatcher, self._authority = dispatcher, authority
+        async with self.sessions.run(), self.sessionless.run():
+            yield
+
+    # -- the gate ----------------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._authority is None:
+            await _answer(send, 503, {"error": "the server is starting"}, [])
+            return
+        token = bearer_token(scope)
+        principal: Principal | None = None
+        if token is not None:
+            try:
+                principal = await self._authority.authenticate(token)
+            except Unauthenticated:
+                principal = None
+        if token is None or principal is None:
+            await self._unauthorized(send, "a valid device credential is required" if token else None)
+            return
+        # The SDK keys a session to this caller: the same credential must come back with the session id.
+        scope = {**scope, "user": AuthenticatedUser(self._access(token, principal))}
+        if scope["method"] != "POST" or _header(scope, MCP_SESSION_ID_HEADER.encode()) is not None:
+            await self.sessions.handle_request(scope, receive, send)
+            return
+        try:
+            body = await read_body(Request(scope, receive), MAX_BODY)
+        except BodyTooLarge as err:
+            await _answer(send, 413, _rpc_error(err.message), [])
+            return
+        manager = self.sessions if _is_initialize(body) else self.sessionless
+        await manager.handle_request(scope, replaying(body, receive), send)
+
+    async def _unauthorized(self, send: Send, problem: str | None) -> None:
+        challenge = f'Bearer resource_metadata="{self.origin()}{METADATA_PATH}"'
+        if problem is not None:
+            challenge += f', error="invalid_token", error_description="{problem}"'
+        body = {"error": "invalid_token" if problem else "unauthorized", "error_description": problem or "sign in"}
+        await _answer(send, 401, body, [(b"www-authenticate", challenge.encode())])
+
+    @staticmethod
+    def _access(token: str, principal: Principal) -> AccessToken:
+        return AccessToken(token=token, client_id=principal.device_id, scopes=[], subject=principal.user_id)
+
+    # -- the SDK's handlers ------------------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: Any, params: mt.PaginatedRequestParams | None) -> mt.ListToolsResult:
+        return mt.ListToolsResult(tools=self.tools)
+
+    async def _call_tool(self, ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        spec = self.registry.get(params.name)
+        if spec is None or spec.kind == "watch":
+            raise MCPError(INVALID_PARAMS, f"there is no tool named {params.name!r}; tools/list names them all")
+        token = _token_of(ctx)
+        assert self._dispatcher is not None
+        if token is None:  # the gate lets nothing through without one; a transport that drops it is refused
+            return _tool_error(Unauthenticated("a valid device credential is required"))
+        try:
+            op_ctx, args = await self._dispatcher.prepare(
+                token, getattr(ctx, "request_id", None), spec, dict(params.arguments or {}), door="mcp"
+            )
+            wire = await self._dispatcher.call(op_ctx, args)
+        except HangarError as err:
+            return _tool_error(err)
+        content = structured(spec, wire)
+        text = json.dumps(content, ensure_ascii=False)
+        return mt.CallToolResult(content=[mt.TextContent(text=text)], structured_content=content)
+
+
+async def protected_resource(request: Request) -> JSONResponse:
+    """OAuth 2.0 protected-resource metadata (RFC 9728): where ``/mcp`` is and who issues its tokens."""
+    origin = request.app.state.ctx.settings.origin
+    return JSONResponse(
+        {
+            "resource": f"{origin}/mcp",
+            "authorization_servers": [origin],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Hangar",
+        }
+    )
+
+
+def _token_of(ctx: Any) -> str | None:
+    """The caller's credential, as the gate put it on the request the SDK is serving."""
+    request = getattr(ctx, "request", None)
+    scope = getattr(request, "scope", None)
+    if isinstance(scope, dict):
+        user = scope.get("user")
+        if isinstance(user, AuthenticatedUser):
+            return user.access_token.token
+        return bearer_token(scope)
+    return None
+
+
+def _tool_error(err: HangarError) -> mt.CallToolResult:
+    body = err.to_dict()
+    return mt.CallToolResult(
+        content=[mt.TextContent(text=f"{body['code']}: {body['message']}")],
+        structured_content={"error": body},
+        is_error=True,
+    )
+
+
+def _rpc_error(message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+
+
+def _is_initialize(body: bytes) -> bool:
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("method") == "initialize"

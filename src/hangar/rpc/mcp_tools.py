@@ -1,0 +1,98 @@
+"""The product's MCP tools, generated from the op registry (CONTRACTS.md section 8): one tool per op that is not a
+watch, named as the op, described by its docstring, taking its argument schema and answering its result schema.
+
+Nothing here is written per op: a new op is a new tool. Watch ops are not tools (they are offered as resources).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hangar.rpc.registry import OpRegistry, OpSpec
+
+WORKSPACE_ID_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "description": "The workspace the call acts in (workspace-scoped ops).",
+}
+
+
+def is_tool(spec: OpSpec) -> bool:
+    return spec.kind != "watch"
+
+
+def openai_name(op_name: str) -> str:
+    """A tool name without dots, for clients that refuse them (OpenAI function tools): ``workspaces__create``."""
+    return op_name.replace(".", "__")
+
+
+def input_schema(spec: OpSpec) -> dict[str, Any]:
+    """The op's argument schema as a JSON Schema object; a workspace-scoped op also takes ``workspace_id``."""
+    schema = copy.deepcopy(spec.args_model.model_json_schema(by_alias=True))
+    schema["type"] = "object"
+    schema.pop("title", None)
+    if spec.scope == "workspace":
+        schema["properties"] = {"workspace_id": WORKSPACE_ID_SCHEMA, **schema.get("properties", {})}
+        schema["required"] = ["workspace_id", *schema.get("required", [])]
+    else:
+        schema.setdefault("properties", {})
+    return schema
+
+
+def output_schema(spec: OpSpec) -> dict[str, Any]:
+    """The op's result schema as a JSON Schema object: a list result is wrapped as ``{"items": [...]}``."""
+    schema = copy.deepcopy(spec.result_schema)
+    defs = schema.pop("$defs", None)
+    if schema.get("type") == "array":
+        schema = {"type": "object", "properties": {"items": schema}, "required": ["items"]}
+    else:
+        # A union of objects stays a union, declared as an object as tools must.
+        schema["type"] = "object"
+    schema.pop("title", None)
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+def structured(spec: OpSpec, wire: Any) -> dict[str, Any]:
+    """``structuredContent`` for a result in wire form (a list is wrapped as ``output_schema`` says)."""
+    return wire if isinstance(wire, dict) else {"items": wire}
+
+
+def hints_of(spec: OpSpec) -> dict[str, Any]:
+    hints: dict[str, Any] = {"title": spec.name}
+    if spec.kind == "read":
+        hints["readOnlyHint"] = True
+    else:
+        hints["readOnlyHint"] = False
+        hints["destructiveHint"] = spec.kind == "destructive"
+    return hints
+
+
+def description(spec: OpSpec) -> str:
+    """The op's own words, then who may call it: an agent reading the catalogue learns both."""
+    doc = (spec.handler.__doc__ or spec.summary).strip()
+    if spec.server_owner:
+        who = "the server owner only"
+    elif spec.scope == "workspace":
+        who = f"members with the {spec.min_role.name} role or above (pass workspace_id)"
+    else:
+        who = "any signed-in user"
+    return f"{' '.join(doc.split())}\n\nWho may call it: {who}."
+
+
+def tool_of(spec: OpSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "title": spec.name,
+        "description": description(spec),
+        "inputSchema": input_schema(spec),
+        "outputSchema": output_schema(spec),
+        "annotations": hints_of(spec),
+    }
+
+
+def catalogue(registry: OpRegistry) -> list[dict[str, Any]]:
+    """Every tool, in the registry's (sorted) order."""
+    return [tool_of(spec) for spec in registry.specs.values() if is_tool(spec)]
