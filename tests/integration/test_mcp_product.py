@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import httpx2
+import mcp.types as mt
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -20,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from hangar.core.principal import Role
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
-from tests.support.rpc import RpcClient
+from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
 JSON_AND_SSE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -33,12 +34,12 @@ async def srv(tmp_path: Path) -> AsyncIterator[RunningServer]:
 
 
 @asynccontextmanager
-async def mcp_session(srv: RunningServer, token: str) -> AsyncIterator[ClientSession]:
-    client = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30)
+async def mcp_session(srv: RunningServer, token: str, **client: Any) -> AsyncIterator[ClientSession]:
+    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30)
     async with (
-        client,
-        streamable_http_client(f"{srv.url}/mcp", http_client=client) as (read, write),
-        ClientSession(read, write) as session,
+        http,
+        streamable_http_client(f"{srv.url}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write, **client) as session,
     ):
         await session.initialize()
         yield session
@@ -170,3 +171,79 @@ async def test_a_client_that_keeps_no_session_is_served(srv: RunningServer) -> N
         assert "mcp-session-id" not in r.headers
         big = await http.post("/mcp", content=b"{" + b" " * (1024 * 1024 + 10) + b"}", headers=headers)
         assert big.status_code == 413
+
+
+# Ops whose success changes what the next call sees (a new pairing code, a regenerated token): their outcome kind
+# and code are compared, not their values.
+async def _over_socket(socket: RpcClient, op: str, args: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        return "ok", await socket.call(op, **args)
+    except RpcError as err:
+        return err.code, None
+
+
+async def _over_mcp(session: ClientSession, op: str, args: dict[str, Any]) -> tuple[str, Any]:
+    result = await session.call_tool(op, args)
+    body = payload(result)
+    if result.is_error:
+        return str(body["error"]["code"]), None
+    return "ok", body["items"] if set(body) == {"items"} else body
+
+
+async def test_both_doors_answer_every_op_alike_for_every_role(srv: RunningServer) -> None:
+    """For each op and each role, the same call (no arguments but the workspace) through the socket and as a
+    tool: the same refusal code, or both answered, with the same result for reads."""
+    ws = await srv.new_workspace()
+    tokens = {role.name: await srv.new_user_token(ws, role, name=role.name) for role in Role}
+    registry = OpRegistry(fn for part in all_parts() for fn in part.ops)
+    compared, outcomes = 0, set()
+    for role, token in tokens.items():
+        async with RpcClient(srv.ws_url, token) as socket, mcp_session(srv, token) as session:
+            for spec in registry.specs.values():
+                if spec.kind == "watch":
+                    continue
+                args: dict[str, Any] = {"workspace_id": ws} if spec.scope == "workspace" else {}
+                first = await _over_socket(socket, spec.name, args)
+                second = await _over_mcp(session, spec.name, args)
+                assert first[0] == second[0], (role, spec.name, first, second)
+                outcomes.add(first[0])
+                if first[0] == "ok" and spec.kind == "read":
+                    assert first[1] == second[1], (role, spec.name)
+                compared += 1
+    assert compared == 4 * len([s for s in registry.specs.values() if s.kind != "watch"])
+    # The table covers answers and each kind of refusal the order of checks produces.
+    assert {"ok", "forbidden", "invalid_args"} <= outcomes, outcomes
+
+
+async def test_an_ask_first_guardrail_asks_the_person_in_their_client(srv: RunningServer) -> None:
+    ws = await srv.new_workspace()
+    async with RpcClient(srv.ws_url, srv.owner_token) as socket:
+        await socket.call("guardrails.set", workspace_id=ws, askFirst=["secretAccess"])
+    call = {"workspace_id": ws, "agentId": "no-such-agent"}
+    asked: list[str] = []
+
+    def answering(approve: bool | None) -> Any:
+        async def elicit(context: Any, params: Any) -> mt.ElicitResult:
+            asked.append(params.message)
+            if approve is None:
+                return mt.ElicitResult(action="decline")
+            return mt.ElicitResult(action="accept", content={"approve": approve})
+
+        return elicit
+
+    # A client that cannot be asked gets the refusal naming the rule.
+    async with mcp_session(srv, srv.owner_token) as session:
+        refused = payload(await session.call_tool("agents.delete", call))["error"]
+        assert refused["code"] == "refused" and "asks first for secretAccess" in refused["message"]
+    for answer in (None, False):
+        async with mcp_session(srv, srv.owner_token, elicitation_callback=answering(answer)) as session:
+            assert payload(await session.call_tool("agents.delete", call))["error"]["code"] == "refused"
+    async with mcp_session(srv, srv.owner_token, elicitation_callback=answering(True)) as session:
+        ran = payload(await session.call_tool("agents.delete", call))["error"]
+    assert ran["code"] == "not_found"  # approved: the op itself ran and found no such agent
+    assert len(asked) == 3 and "asks first for secretAccess" in asked[-1]
+    async with RpcClient(srv.ws_url, srv.owner_token) as socket:
+        rows = await socket.call("audit.list", workspace_id=ws, target="op:agents.delete")
+    assert [(r["action"], r.get("door"), r["details"]["actionClasses"]) for r in rows] == [
+        ("guardrails.approved", "mcp", ["secretAccess"])
+    ]

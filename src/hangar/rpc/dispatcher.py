@@ -9,20 +9,24 @@ errors into wire shapes.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from hangar.core.audit import DOOR
 from hangar.core.context import AppContext
+from hangar.core.principal import Principal
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
 from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
-from hangar.rpc.guardrails import Guardrails
+from hangar.rpc.guardrails import AskFirst, Guardrails
 from hangar.rpc.registry import CONTRACT_SNAKE_CASE, OpRegistry, OpSpec, spellings
 
 log = logging.getLogger(__name__)
+
+# Asks the caller's person whether one ask-first call may run (a door that can ask: the MCP endpoint).
+Ask = Callable[[AskFirst], Awaitable[bool]]
 
 
 def error_frame(req_id: Any, err: HangarError) -> dict[str, Any]:
@@ -91,7 +95,13 @@ class Dispatcher:
         return req_id, spec, args
 
     async def prepare(
-        self, token: str, req_id: Any, spec: OpSpec, raw: dict[str, Any], door: str = "socket"
+        self,
+        token: str,
+        req_id: Any,
+        spec: OpSpec,
+        raw: dict[str, Any],
+        door: str = "socket",
+        ask: Ask | None = None,
     ) -> tuple[OpContext, BaseModel]:
         """Everything short of running the handler: the contract's checks in order."""
         args = dict(raw)
@@ -122,8 +132,28 @@ class Dispatcher:
             # Whichever spelling the caller used, the parsed model holds it under its Python name.
             space_id = getattr(parsed, "space_id", None)
             engine = await self.app.dbs.workspace(workspace_id)
-            await self.guardrails.check(engine, workspace_id, spec, space_id if isinstance(space_id, str) else None)
+            try:
+                await self.guardrails.check(engine, workspace_id, spec, space_id if isinstance(space_id, str) else None)
+            except AskFirst as rule:
+                if ask is None or not await ask(rule):
+                    raise
+                await self._approved(workspace_id, principal, spec, rule, door)
         return OpContext(self.app, principal, spec, workspace_id, role, req_id, door), parsed
+
+    async def _approved(self, workspace_id: str, principal: Principal, spec: OpSpec, rule: AskFirst, door: str) -> None:
+        """The person approved one ask-first call where it was made: the approval is an audit row of its own."""
+        token = DOOR.set(door)
+        try:
+            details = {"op": spec.name, "actionClasses": sorted(rule.classes)}
+            await self.app.audit.append(
+                workspace_id,
+                principal=principal.label,
+                action="guardrails.approved",
+                target=f"op:{spec.name}",
+                details=details,
+            )
+        finally:
+            DOOR.reset(token)
 
     async def call(self, ctx: OpContext, args: BaseModel) -> Any:
         door = DOOR.set(ctx.door)

@@ -2,7 +2,8 @@
 
 Allowed by default. A read-only mode (workspace-wide or for one space) denies every mutating op and every
 action class wholesale. A space's autonomy setting can demote action classes to ask-first: the op is then
-answered ``refused`` naming the class, for a person to approve out of band.
+answered ``refused`` naming the class (``AskFirst``), unless the door the call came through could ask the person
+and they approved this one call (the MCP endpoint asks through an elicitation).
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ class GuardrailSetting:
 
 
 COUNTER = "guardrails"
+
+
+class AskFirst(Refused):
+    """A guardrail asks a person before this op's action classes run."""
+
+    def __init__(self, message: str, classes: frozenset[str]) -> None:
+        super().__init__(message, detail_code="ask_first")
+        self.classes = classes
 
 
 class Guardrails:
@@ -87,7 +96,8 @@ class Guardrails:
             demoted = spec.actions & setting.ask_first
             if demoted:
                 where = "this workspace" if scope == WORKSPACE_SCOPE else "this space"
-                raise Refused(
+                raise AskFirst(
                     f"{spec.name} refused: {where} asks first for {', '.join(sorted(demoted))}; "
-                    "a person must approve it"
+                    "a person must approve it",
+                    demoted,
                 )

@@ -27,7 +27,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPError, NoBackChannelError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
@@ -37,7 +37,8 @@ from hangar.core.http import BodyTooLarge, read_body, replaying
 from hangar.core.principal import Principal
 from hangar.errors import HangarError, Unauthenticated
 from hangar.rpc.authority import Authority
-from hangar.rpc.dispatcher import Dispatcher
+from hangar.rpc.dispatcher import Ask, Dispatcher
+from hangar.rpc.guardrails import AskFirst
 from hangar.rpc.mcp_tools import catalogue, structured
 from hangar.rpc.registry import OpRegistry
 
@@ -164,7 +165,12 @@ class McpDoor:
             return _tool_error(Unauthenticated("a valid device credential is required"))
         try:
             op_ctx, args = await self._dispatcher.prepare(
-                token, getattr(ctx, "request_id", None), spec, dict(params.arguments or {}), door="mcp"
+                token,
+                getattr(ctx, "request_id", None),
+                spec,
+                dict(params.arguments or {}),
+                door="mcp",
+                ask=_asker(ctx),
             )
             wire = await self._dispatcher.call(op_ctx, args)
         except HangarError as err:
@@ -185,6 +191,33 @@ async def protected_resource(request: Request) -> JSONResponse:
             "resource_name": "Hangar",
         }
     )
+
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approve": {"type": "boolean", "title": "Approve", "description": "Let this one call run."}},
+    "required": ["approve"],
+}
+
+
+def _asker(ctx: Any) -> Ask | None:
+    """An ask-first guardrail becomes a question to the person in their client, where the client can show one
+    (it declared elicitation, and this exchange has a way back); otherwise the call stays refused."""
+    session = getattr(ctx, "session", None)
+    if session is None or not session.check_client_capability(
+        mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
+    ):
+        return None
+
+    async def ask(rule: AskFirst) -> bool:
+        message = f"{rule.message.split(' refused: ', 1)[-1]}. Approve this one call?"
+        try:
+            answer = await session.elicit_form(message, APPROVAL_SCHEMA, related_request_id=ctx.request_id)
+        except NoBackChannelError:
+            return False
+        return answer.action == "accept" and (answer.content or {}).get("approve") is True
+
+    return ask
 
 
 def _token_of(ctx: Any) -> str | None:

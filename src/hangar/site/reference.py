@@ -16,6 +16,7 @@ from typing import Any
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
 from hangar.core.part import Part
+from hangar.rpc.mcp_tools import hints_of, is_tool, openai_name
 from hangar.rpc.registry import OpSpec, spec_of
 
 log = logging.getLogger(__name__)
@@ -131,6 +132,27 @@ def rpc_ops(sources: Sources) -> str:
     return "".join(out)
 
 
+def mcp_tools(sources: Sources) -> str:
+    """The product MCP endpoint's tools: one per op that is not a watch, with its hints and schemas."""
+    specs = sorted(
+        (spec_of(fn) for part in sources.parts() for fn in part.ops if is_tool(spec_of(fn))), key=lambda s: s.name
+    )
+    if not specs:
+        return "No part of this build declares ops, so the MCP endpoint offers no tools.\n"
+    rows = []
+    for spec in specs:
+        hints = hints_of(spec)
+        shown = ", ".join(f"`{k}`" for k in ("readOnlyHint", "destructiveHint") if hints.get(k))
+        args = _args_of(spec.args_model)
+        if spec.scope == "workspace":
+            args = "`workspace_id`: string" + ("" if args == "none" else ", " + args)
+        rows.append(
+            (f"`{spec.name}`", f"`{openai_name(spec.name)}`", shown or "—", args, _result_of(spec), spec.summary)
+        )
+    head = ("Tool", "Dot-free name", "Hints", "Arguments (`inputSchema`)", "Result (`outputSchema`)", "Summary")
+    return f"{len(specs)} tools.\n\n" + _table(head, rows)
+
+
 def _purpose(endpoint: Any) -> str:
     """The first sentence of the handler's docstring, else the handler's name."""
     doc = (getattr(endpoint, "__doc__", None) or "").strip()
@@ -243,6 +265,7 @@ def cli(sources: Sources) -> str:
 
 GENERATORS: dict[str, Callable[[Sources], str]] = {
     "rpc-ops": rpc_ops,
+    "mcp-tools": mcp_tools,
     "server-routes": server_routes,
     "domain-events": domain_events,
     "pipeline-steps": pipeline_steps,

@@ -25,7 +25,6 @@ PLANNED_AREAS = (
     "manual/reference/slash-commands",
     "manual/guides/record-meeting",
     "manual/guides/run-orchestration",
-    "manual/guides/mcp-server",
     "manual/guides/connect-calendar",
 )
 

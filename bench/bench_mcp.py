@@ -1,0 +1,181 @@
+"""The product MCP endpoint against the RPC socket, in one run on one server process (``hangar serve``):
+
+- a tool call (``server.info`` as a tool, over an initialized session, one request in flight) against the same op
+  over the socket, sequential round trips with p50/p99, and the ratio (target: at most 1.3);
+- the same tool call through the official SDK client (what an agent client pays, client included);
+- ``tools/list`` (about a hundred tools with their schemas): time per call;
+- 500 concurrent sessions held open on the server: its resident memory before and after, per session.
+
+Run: .venv/bin/python bench/bench_mcp.py [--seconds 5] [--sessions 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_rpc import socket_load, start_server
+
+VERSION = "2025-06-18"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+}
+
+
+def headers(token: str, session: str | None = None) -> dict[str, str]:
+    out = {
+        "authorization": f"Bearer {token}",
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": VERSION,
+    }
+    if session is not None:
+        out["mcp-session-id"] = session
+    return out
+
+
+def sse_json(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC answer of a POST, whether it came as JSON or as one SSE message."""
+    if response.headers.get("content-type", "").startswith("application/json"):
+        return dict(response.json())
+    for line in response.text.splitlines():
+        if line.startswith("data:"):
+            return dict(json.loads(line[5:]))
+    raise RuntimeError(f"no answer in {response.text[:200]!r}")
+
+
+async def open_session(http: httpx.AsyncClient, url: str, token: str) -> str:
+    r = await http.post(url, json=INIT, headers=headers(token))
+    r.raise_for_status()
+    session = r.headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    await http.post(url, json=note, headers=headers(token, session))
+    return session
+
+
+async def tool_load(url: str, token: str, seconds: float) -> list[float]:
+    """Sequential ``tools/call server.info`` on one session; per-call latencies in seconds."""
+    latencies: list[float] = []
+    async with httpx.AsyncClient(timeout=30) as http:
+        session = await open_session(http, url, token)
+        deadline = time.perf_counter() + seconds
+        n = 0
+        while time.perf_counter() < deadline:
+            n += 1
+            call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "server.info"}}
+            t0 = time.perf_counter()
+            answer = sse_json(await http.post(url, json=call, headers=headers(token, session)))
+            latencies.append(time.perf_counter() - t0)
+            assert answer["result"]["structuredContent"]["name"] == "Hangar", answer
+    return latencies
+
+
+async def sdk_load(url: str, token: str, seconds: float) -> list[float]:
+    latencies: list[float] = []
+    client = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30)
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            result = await session.call_tool("server.info", {})
+            latencies.append(time.perf_counter() - t0)
+            assert not result.is_error
+    return latencies
+
+
+async def list_tools(url: str, token: str, rounds: int) -> tuple[list[float], int, int]:
+    latencies: list[float] = []
+    async with httpx.AsyncClient(timeout=30) as http:
+        session = await open_session(http, url, token)
+        for n in range(rounds):
+            t0 = time.perf_counter()
+            r = await http.post(
+                url, json={"jsonrpc": "2.0", "id": n + 1, "method": "tools/list"}, headers=headers(token, session)
+            )
+            answer = sse_json(r)
+            latencies.append(time.perf_counter() - t0)
+    return latencies, len(answer["result"]["tools"]), len(r.content)
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+async def hold_sessions(url: str, token: str, count: int, pid: int) -> tuple[int, int, float]:
+    before = rss_kib(pid)
+    limits = httpx.Limits(max_connections=50)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+        t0 = time.perf_counter()
+        sessions = await asyncio.gather(*(open_session(http, url, token) for _ in range(count)))
+        opened = time.perf_counter() - t0
+        await asyncio.sleep(1.0)
+        after = rss_kib(pid)
+        for s in sessions:  # end them, as a well-behaved client does
+            await http.delete(url, headers=headers(token, s))
+    return before, after, opened
+
+
+def report(name: str, lat: list[float]) -> float:
+    lat.sort()
+    p50 = statistics.median(lat) * 1000
+    p99 = lat[max(int(len(lat) * 0.99) - 1, 0)] * 1000
+    print(f"{name:<44} {len(lat):>7,} calls   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms")
+    return p50
+
+
+async def main(seconds: float, sessions: int) -> None:
+    with tempfile.TemporaryDirectory() as data_dir:
+        proc, ws_url, token = start_server(data_dir)
+        url = ws_url.replace("ws://", "http://").removesuffix("/rpc") + "/mcp"
+        try:
+            await socket_load(ws_url, token, 0.5, 1)
+            await tool_load(url, token, 0.5)  # warm up both doors
+            socket_p50 = report("socket: server.info, sequential", await socket_load(ws_url, token, seconds, 1))
+            tool_p50 = report("mcp: tools/call server.info, sequential", await tool_load(url, token, seconds))
+            print(f"{'ratio mcp / socket (p50)':<44} {tool_p50 / socket_p50:>7.2f}")
+            report("mcp via the SDK client (client included)", await sdk_load(url, token, seconds))
+            lat, count, size = await list_tools(url, token, 50)
+            report(f"mcp: tools/list ({count} tools, {size // 1024} KiB)", lat)
+            before, after, opened = await hold_sessions(url, token, sessions, proc.pid)
+            per = (after - before) / sessions
+            print(
+                f"{sessions} sessions opened in {opened:.1f} s; server RSS {before / 1024:.0f} MiB -> "
+                f"{after / 1024:.0f} MiB, {per:.0f} KiB per session"
+            )
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--sessions", type=int, default=500)
+    os.environ.pop("HANGAR_DATA_DIR", None)
+    parsed = parser.parse_args()
+    asyncio.run(main(parsed.seconds, parsed.sessions))
