@@ -4,6 +4,7 @@ to the credential that opened them, sessionless clients, and the audit row's doo
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -247,3 +248,47 @@ async def test_an_ask_first_guardrail_asks_the_person_in_their_client(srv: Runni
     assert [(r["action"], r.get("door"), r["details"]["actionClasses"]) for r in rows] == [
         ("guardrails.approved", "mcp", ["secretAccess"])
     ]
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")  # the 2025 revisions' way, served here
+async def test_records_are_resources_and_watches_are_subscriptions(srv: RunningServer) -> None:
+    ws = await srv.new_workspace()
+    updates: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+
+    async with RpcClient(srv.ws_url, srv.owner_token) as socket:
+        space = await socket.call("spaces.create", workspace_id=ws, title="Plan")
+        for n in range(3):
+            await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content=f"m{n}")
+        ticket = await socket.call("tickets.create", workspace_id=ws, title="Fix it")
+        uri = f"hangar://workspaces/{ws}/spaces/{space['id']}"
+        async with mcp_session(srv, srv.owner_token, message_handler=on_message) as session:
+            templates = {t.uri_template for t in (await session.list_resource_templates()).resource_templates}
+            assert "hangar://workspaces/{workspaceId}/spaces/{spaceId}" in templates
+            read = await session.read_resource(uri)
+            body = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+            assert body["space"]["title"] == "Plan" and [m["content"] for m in body["messages"]] == ["m0", "m1", "m2"]
+            got = json.loads(
+                (await session.read_resource(f"hangar://workspaces/{ws}/tickets/{ticket['id']}")).contents[0].text  # type: ignore[union-attr]
+            )
+            assert got["ticket"]["title"] == "Fix it"
+            with pytest.raises(MCPError, match="not_found"):
+                await session.read_resource(f"hangar://workspaces/{ws}/spaces/nope")
+            with pytest.raises(MCPError, match="no resource at"):
+                await session.read_resource("hangar://elsewhere/x")
+            await session.subscribe_resource(uri)
+            await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="news")
+            for _ in range(100):
+                if updates:
+                    break
+                await asyncio.sleep(0.05)
+            assert updates and updates[0] == uri
+            await asyncio.sleep(0.3)  # a post is a few events (the message, the space's change): let them all arrive
+            await session.unsubscribe_resource(uri)
+            seen = len(updates)
+            await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="more")
+            await asyncio.sleep(0.5)
+            assert len(updates) == seen

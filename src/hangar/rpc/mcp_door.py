@@ -15,6 +15,7 @@ result with ``isError`` and the socket's error code, never a protocol error: the
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
@@ -37,13 +38,17 @@ from hangar.core.http import BodyTooLarge, read_body, replaying
 from hangar.core.principal import Principal
 from hangar.errors import HangarError, Unauthenticated
 from hangar.rpc.authority import Authority
+from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Ask, Dispatcher
 from hangar.rpc.guardrails import AskFirst
+from hangar.rpc.mcp_resources import KINDS, ResourceKind, arguments, find
 from hangar.rpc.mcp_tools import catalogue, structured
 from hangar.rpc.registry import OpRegistry
 
 MAX_BODY = 1024 * 1024
 INVALID_PARAMS = -32602
+RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that is not there
+REFUSED = -32001  # an op refused reading or following a resource; the message starts with the socket's code
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 INSTRUCTIONS = (
     "Hangar's own API: every operation of the server as a tool, named as the operation (workspaces.list, "
@@ -89,7 +94,13 @@ class McpDoor:
             instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_templates,
+            on_read_resource=self._read_resource,
+            on_subscribe_resource=self._subscribe,
+            on_unsubscribe_resource=self._unsubscribe,
         )
+        self._following: dict[tuple[str, str], asyncio.Task[None]] = {}  # (session id, uri)
         # Every request carries a bearer credential a browser on another site cannot attach, so the SDK's Host
         # and Origin allowlist (DNS-rebinding protection) would only refuse the server's own public names.
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -107,8 +118,12 @@ class McpDoor:
     @contextlib.asynccontextmanager
     async def run(self, dispatcher: Dispatcher, authority: Authority) -> AsyncIterator[None]:
         self._dispatcher, self._authority = dispatcher, authority
-        async with self.sessions.run(), self.sessionless.run():
-            yield
+        try:
+            async with self.sessions.run(), self.sessionless.run():
+                yield
+        finally:
+            for task in list(self._following.values()):
+                task.cancel()
 
     # -- the gate ----------------------------------------------------------------------------------------------
 
@@ -164,20 +179,127 @@ class McpDoor:
         if token is None:  # the gate lets nothing through without one; a transport that drops it is refused
             return _tool_error(Unauthenticated("a valid device credential is required"))
         try:
-            op_ctx, args = await self._dispatcher.prepare(
-                token,
-                getattr(ctx, "request_id", None),
-                spec,
-                dict(params.arguments or {}),
-                door="mcp",
-                ask=_asker(ctx),
-            )
-            wire = await self._dispatcher.call(op_ctx, args)
+            wire = await self._run(ctx, token, spec.name, dict(params.arguments or {}))
         except HangarError as err:
             return _tool_error(err)
-        content = structured(spec, wire)
+        content = structured(wire)
         text = json.dumps(content, ensure_ascii=False)
         return mt.CallToolResult(content=[mt.TextContent(text=text)], structured_content=content)
+
+    async def _run(self, ctx: Any, token: str, op_name: str, args: dict[str, Any]) -> Any:
+        """One op as the caller, through the dispatcher; a watch op answers its first reply and stops."""
+        spec = self.registry.get(op_name)
+        assert spec is not None and self._dispatcher is not None
+        req_id = getattr(ctx, "request_id", None)
+        op_ctx, parsed = await self._dispatcher.prepare(token, req_id, spec, args, door="mcp", ask=_asker(ctx))
+        if spec.kind != "watch":
+            return await self._dispatcher.call(op_ctx, parsed)
+        watch = self._dispatcher.watch(op_ctx, parsed)
+        try:
+            return spec.result_to_wire(await anext(watch))
+        finally:
+            await watch.aclose()  # type: ignore[attr-defined]
+
+    # -- resources ---------------------------------------------------------------------------------------------
+
+    async def _list_resources(self, ctx: Any, params: mt.PaginatedRequestParams | None) -> mt.ListResourcesResult:
+        return mt.ListResourcesResult(resources=[])  # every resource is named by a template
+
+    async def _list_templates(
+        self, ctx: Any, params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourceTemplatesResult:
+        templates = [
+            mt.ResourceTemplate(
+                uri_template=k.template, name=k.name, description=k.description, mime_type="application/json"
+            )
+            for k in KINDS
+        ]
+        return mt.ListResourceTemplatesResult(resource_templates=templates)
+
+    def _resource(self, uri: str) -> tuple[ResourceKind, dict[str, str]]:
+        found = find(uri)
+        if found is None:
+            raise MCPError(RESOURCE_NOT_FOUND, f"no resource at {uri!r}; resources/templates/list names them")
+        return found
+
+    async def _read_resource(self, ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
+        uri = str(params.uri)
+        kind, variables = self._resource(uri)
+        token = _token_of(ctx) or ""
+        content: dict[str, Any] = {}
+        try:
+            for call in kind.reads:
+                wire = await self._run(ctx, token, call[1], arguments(call, variables))
+                if call[0] is None:
+                    content.update(structured(wire))
+                else:
+                    content[call[0]] = wire
+        except HangarError as err:
+            raise _resource_error(err) from None
+        text = json.dumps(content, ensure_ascii=False)
+        return mt.ReadResourceResult(
+            contents=[mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+        )
+
+    async def _subscribe(self, ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
+        uri = str(params.uri)
+        kind, variables = self._resource(uri)
+        if kind.watch is None:
+            raise MCPError(INVALID_PARAMS, f"{kind.name} resources change only when read again; read {uri} instead")
+        if not _session_id(ctx):
+            raise MCPError(INVALID_PARAMS, "subscriptions need a session: initialize and send its Mcp-Session-Id")
+        spec = self.registry.get(kind.watch[1])
+        assert spec is not None and self._dispatcher is not None
+        token = _token_of(ctx) or ""
+        try:
+            op_ctx, parsed = await self._dispatcher.prepare(
+                token, ctx.request_id, spec, arguments(kind.watch, variables), door="mcp"
+            )
+            watch = self._dispatcher.watch(op_ctx, parsed)
+            await anext(watch)  # started: its first reply is the state a read gives
+        except HangarError as err:
+            raise _resource_error(err) from None
+        key = (_session_id(ctx), uri)
+        previous = self._following.pop(key, None)
+        if previous is not None:
+            previous.cancel()
+        self._following[key] = asyncio.get_running_loop().create_task(
+            self._follow(key, watch, ctx.session, token, op_ctx), name=f"mcp-subscription:{uri}"
+        )
+        return mt.EmptyResult()
+
+    async def _unsubscribe(self, ctx: Any, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
+        task = self._following.pop((_session_id(ctx), str(params.uri)), None)
+        if task is not None:
+            task.cancel()
+        return mt.EmptyResult()
+
+    async def _follow(self, key: tuple[str, str], watch: Any, session: Any, token: str, op_ctx: OpContext) -> None:
+        """Each event of the watch becomes ``notifications/resources/updated``, while the caller still may see it
+        (checked again before each: a member who left hears nothing more) and the session still listens."""
+        try:
+            async for _event in watch:
+                if not await self._still_allowed(token, op_ctx):
+                    return
+                try:
+                    await session.send_resource_updated(key[1])
+                except Exception:
+                    return  # the session is gone
+        finally:
+            await watch.aclose()
+            if self._following.get(key) is asyncio.current_task():
+                del self._following[key]
+
+    async def _still_allowed(self, token: str, op_ctx: OpContext) -> bool:
+        assert self._authority is not None
+        try:
+            principal = await self._authority.authenticate(token, touch=False)
+        except HangarError:
+            return False
+        if op_ctx.workspace_id is None:
+            return True
+        role = await self._authority.role_of(op_ctx.workspace_id, principal.user_id)
+        return role is not None and role >= op_ctx.spec.min_role
 
 
 async def protected_resource(request: Request) -> JSONResponse:
@@ -200,6 +322,12 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 
 
+def _resource_error(err: HangarError) -> MCPError:
+    body = err.to_dict()
+    code = RESOURCE_NOT_FOUND if body["code"] == "not_found" else REFUSED
+    return MCPError(code, f"{body['code']}: {body['message']}")
+
+
 def _asker(ctx: Any) -> Ask | None:
     """An ask-first guardrail becomes a question to the person in their client, where the client can show one
     (it declared elicitation, and this exchange has a way back); otherwise the call stays refused."""
@@ -218,6 +346,12 @@ def _asker(ctx: Any) -> Ask | None:
         return answer.action == "accept" and (answer.content or {}).get("approve") is True
 
     return ask
+
+
+def _session_id(ctx: Any) -> str:
+    """The MCP session the request belongs to (empty for a sessionless request)."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    return (_header(scope, MCP_SESSION_ID_HEADER.lower().encode()) or "") if isinstance(scope, dict) else ""
 
 
 def _token_of(ctx: Any) -> str | None:

@@ -55,7 +55,7 @@ def output_schema(spec: OpSpec) -> dict[str, Any]:
     return schema
 
 
-def structured(spec: OpSpec, wire: Any) -> dict[str, Any]:
+def structured(wire: Any) -> dict[str, Any]:
     """``structuredContent`` for a result in wire form (a list is wrapped as ``output_schema`` says)."""
     return wire if isinstance(wire, dict) else {"items": wire}
 

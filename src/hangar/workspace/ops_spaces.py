@@ -158,12 +158,18 @@ class MessageListArgs(WsArgs):
     space_id: str
     after_seq: int = Field(default=0, ge=0)
     limit: int = Field(default=200, ge=1, le=1000)
+    last: int | None = Field(default=None, ge=1, le=1000)  # instead of a page: the last N messages
 
 
 @op("messages.list", kind="read", scope="workspace")
 async def messages_list(ctx: OpContext, args: MessageListArgs) -> MessageList:
-    """A space's messages after ``afterSeq``, oldest first."""
-    msgs = await _spaces(ctx).messages(ctx.ws, args.space_id, after_seq=args.after_seq, limit=args.limit)
+    """A space's messages after ``afterSeq``, oldest first; or, with ``last``, its last messages, oldest first."""
+    spaces = _spaces(ctx)
+    if args.last is not None:
+        await spaces.get(ctx.ws, args.space_id)  # an unknown space is not_found, as for a page
+        msgs = await spaces.recent(ctx.ws, args.space_id, limit=args.last)
+    else:
+        msgs = await spaces.messages(ctx.ws, args.space_id, after_seq=args.after_seq, limit=args.limit)
     return MessageList(messages=[MessageView.model_validate(m) for m in msgs])
 
 
