@@ -1,7 +1,8 @@
 """The product MCP endpoint against the RPC socket, in one run on one server process (``hangar serve``):
 
-- a tool call (``server.info`` as a tool, over an initialized session, one request in flight) against the same op
-  over the socket, sequential round trips with p50/p99, and the ratio (target: at most 1.3);
+- a tool call (``server.info`` as a tool, one request in flight, in a session and sessionless) against the same op
+  over the socket, sequential round trips with p50/p99, and the ratio (target: at most 1.3), with a lean HTTP
+  client so the figure is the server's;
 - the same tool call through the official SDK client (what an agent client pays, client included);
 - ``tools/list`` (about a hundred tools with their schemas): time per call;
 - 500 concurrent sessions held open on the server: its resident memory before and after, per session.
@@ -21,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import httpx2
@@ -51,16 +53,6 @@ def headers(token: str, session: str | None = None) -> dict[str, str]:
     return out
 
 
-def sse_json(response: httpx.Response) -> dict[str, Any]:
-    """The JSON-RPC answer of a POST, whether it came as JSON or as one SSE message."""
-    if response.headers.get("content-type", "").startswith("application/json"):
-        return dict(response.json())
-    for line in response.text.splitlines():
-        if line.startswith("data:"):
-            return dict(json.loads(line[5:]))
-    raise RuntimeError(f"no answer in {response.text[:200]!r}")
-
-
 async def open_session(http: httpx.AsyncClient, url: str, token: str) -> str:
     r = await http.post(url, json=INIT, headers=headers(token))
     r.raise_for_status()
@@ -70,18 +62,66 @@ async def open_session(http: httpx.AsyncClient, url: str, token: str) -> str:
     return session
 
 
-async def tool_load(url: str, token: str, seconds: float) -> list[float]:
-    """Sequential ``tools/call server.info`` on one session; per-call latencies in seconds."""
+class RawHttp:
+    """A keep-alive HTTP/1.1 client of a few lines: the load generator's own cost stays out of the figure
+    (httpx alone costs more per request than the server's whole answer)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+
+    async def __aenter__(self) -> RawHttp:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.writer.close()
+
+    async def post(self, path: str, body: dict[str, Any], head: dict[str, str]) -> tuple[dict[str, str], bytes]:
+        raw = json.dumps(body).encode()
+        lines = [f"POST {path} HTTP/1.1", f"Host: {self.host}:{self.port}", f"Content-Length: {len(raw)}"]
+        lines += [f"{k}: {v}" for k, v in head.items()]
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + raw)
+        await self.writer.drain()
+        await self.reader.readline()  # status line
+        headers: dict[str, str] = {}
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            key, _, value = line.decode().partition(":")
+            headers[key.strip().lower()] = value.strip()
+        if "content-length" in headers:
+            return headers, await self.reader.readexactly(int(headers["content-length"]))
+        chunks = b""
+        while size := int((await self.reader.readline()).strip(), 16):
+            chunks += (await self.reader.readexactly(size + 2))[:-2]
+        await self.reader.readline()
+        return headers, chunks
+
+
+def answer_of(headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    if headers.get("content-type", "").startswith("application/json"):
+        return dict(json.loads(body))
+    for line in body.decode().splitlines():
+        if line.startswith("data:"):
+            return dict(json.loads(line[5:]))
+    raise RuntimeError(f"no answer in {body[:200]!r}")
+
+
+async def tool_load(url: str, token: str, seconds: float, *, session: bool) -> list[float]:
+    """Sequential ``tools/call server.info`` over one connection (in a session, or sessionless)."""
+    parts = urlsplit(url)
     latencies: list[float] = []
-    async with httpx.AsyncClient(timeout=30) as http:
-        session = await open_session(http, url, token)
+    async with RawHttp(parts.hostname or "127.0.0.1", parts.port or 80) as http:
+        sid = None
+        if session:
+            head, _ = await http.post(parts.path, INIT, headers(token))
+            sid = head["mcp-session-id"]
+            await http.post(parts.path, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers(token, sid))
         deadline = time.perf_counter() + seconds
         n = 0
         while time.perf_counter() < deadline:
             n += 1
             call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "server.info"}}
             t0 = time.perf_counter()
-            answer = sse_json(await http.post(url, json=call, headers=headers(token, session)))
+            answer = answer_of(*await http.post(parts.path, call, headers(token, sid)))
             latencies.append(time.perf_counter() - t0)
             assert answer["result"]["structuredContent"]["name"] == "Hangar", answer
     return latencies
@@ -114,7 +154,7 @@ async def list_tools(url: str, token: str, rounds: int) -> tuple[list[float], in
             r = await http.post(
                 url, json={"jsonrpc": "2.0", "id": n + 1, "method": "tools/list"}, headers=headers(token, session)
             )
-            answer = sse_json(r)
+            answer = answer_of(dict(r.headers), r.content)
             latencies.append(time.perf_counter() - t0)
     return latencies, len(answer["result"]["tools"]), len(r.content)
 
@@ -154,10 +194,16 @@ async def main(seconds: float, sessions: int) -> None:
         url = ws_url.replace("ws://", "http://").removesuffix("/rpc") + "/mcp"
         try:
             await socket_load(ws_url, token, 0.5, 1)
-            await tool_load(url, token, 0.5)  # warm up both doors
+            await tool_load(url, token, 0.5, session=True)  # warm up both doors
             socket_p50 = report("socket: server.info, sequential", await socket_load(ws_url, token, seconds, 1))
-            tool_p50 = report("mcp: tools/call server.info, sequential", await tool_load(url, token, seconds))
-            print(f"{'ratio mcp / socket (p50)':<44} {tool_p50 / socket_p50:>7.2f}")
+            in_session = report(
+                "mcp: tools/call, in a session (SSE answer)", await tool_load(url, token, seconds, session=True)
+            )
+            sessionless = report(
+                "mcp: tools/call, sessionless (JSON answer)", await tool_load(url, token, seconds, session=False)
+            )
+            print(f"{'ratio mcp / socket (p50), session':<44} {in_session_p50 / socket_p50:>7.2f}")
+            print(f"{'ratio mcp / socket (p50), sessionless':<44} {sessionless_p50 / socket_p50:>7.2f}")
             report("mcp via the SDK client (client included)", await sdk_load(url, token, seconds))
             lat, count, size = await list_tools(url, token, 50)
             report(f"mcp: tools/list ({count} tools, {size // 1024} KiB)", lat)
