@@ -196,12 +196,10 @@ async def main(seconds: float, sessions: int) -> None:
             await socket_load(ws_url, token, 0.5, 1)
             await tool_load(url, token, 0.5, session=True)  # warm up both doors
             socket_p50 = report("socket: server.info, sequential", await socket_load(ws_url, token, seconds, 1))
-            in_session = report(
-                "mcp: tools/call, in a session (SSE answer)", await tool_load(url, token, seconds, session=True)
-            )
-            sessionless = report(
-                "mcp: tools/call, sessionless (JSON answer)", await tool_load(url, token, seconds, session=False)
-            )
+            in_session = await tool_load(url, token, seconds, session=True)
+            in_session_p50 = report("mcp: tools/call, in a session (SSE answer)", in_session)
+            sessionless = await tool_load(url, token, seconds, session=False)
+            sessionless_p50 = report("mcp: tools/call, sessionless (JSON answer)", sessionless)
             print(f"{'ratio mcp / socket (p50), session':<44} {in_session_p50 / socket_p50:>7.2f}")
             print(f"{'ratio mcp / socket (p50), sessionless':<44} {sessionless_p50 / socket_p50:>7.2f}")
             report("mcp via the SDK client (client included)", await sdk_load(url, token, seconds))
