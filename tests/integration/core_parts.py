@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from pydantic import Field
 
 from hangar.core.events import DomainEvent
@@ -42,6 +44,19 @@ async def test_crash(ctx: OpContext, args: NoArgs) -> Done:
     raise RuntimeError("secret-value-123")
 
 
+class SlowArgs(Args):
+    seconds: float = Field(default=2.2, gt=0, le=10)
+
+
+@op("test.slow", kind="read", scope="server")
+async def test_slow(ctx: OpContext, args: SlowArgs) -> Done:
+    """Takes its time, saying how it goes half way, to exercise progress."""
+    await asyncio.sleep(args.seconds / 2)
+    await ctx.report("half way")
+    await asyncio.sleep(args.seconds / 2)
+    return Done()
+
+
 class Noted(DomainEvent):
     type = "test.noted"
     text: str
@@ -52,5 +67,5 @@ class Pinged(DomainEvent):
     n: int
 
 
-TEST_PART = Part(name="test", ops=[test_spawn, test_down, test_crash], events=[Noted, Pinged])
+TEST_PART = Part(name="test", ops=[test_spawn, test_down, test_crash, test_slow], events=[Noted, Pinged])
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, TEST_PART]

@@ -292,3 +292,23 @@ async def test_records_are_resources_and_watches_are_subscriptions(srv: RunningS
             await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="more")
             await asyncio.sleep(0.5)
             assert len(updates) == seen
+
+
+async def test_a_long_op_sends_progress_when_the_client_asks(tmp_path: Path) -> None:
+    from tests.integration.core_parts import TEST_PART
+
+    heard: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, message))
+
+    async with (
+        running_server(tmp_path / "data", parts=[*all_parts(), TEST_PART]) as server,
+        mcp_session(server, server.owner_token) as session,
+    ):
+        quiet = await session.call_tool("test.slow", {"seconds": 0.2})
+        assert quiet.is_error is False and heard == []
+        done = await session.call_tool("test.slow", {"seconds": 2.4}, progress_callback=on_progress)
+    assert done.is_error is False
+    assert [p for p, _m in heard] == sorted({p for p, _m in heard}) and len(heard) >= 2
+    assert any(m and "test.slow: half way" in m for _p, m in heard), heard

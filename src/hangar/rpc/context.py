@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ class OpContext:
     role: Role | None
     request_id: str | int | None = None
     door: str = "socket"  # the way the call came in (``socket``, ``mcp``), recorded with its audit rows
+    # Tells the caller how a long op is going, where the door and the caller asked for it (MCP progress).
+    progress: Callable[[str], Awaitable[None]] | None = None
 
     @property
     def ws(self) -> str:
@@ -32,6 +35,11 @@ class OpContext:
 
     async def db(self) -> AsyncEngine:
         return await self.app.dbs.workspace(self.ws)
+
+    async def report(self, message: str) -> None:
+        """Say how the op is going (a pack being built, a step under way); nothing when nobody listens."""
+        if self.progress is not None:
+            await self.progress(message)
 
     async def audit(self, action: str, target: str, details: dict[str, Any] | None = None) -> int:
         return await self.app.audit.append(

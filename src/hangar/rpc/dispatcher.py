@@ -102,6 +102,7 @@ class Dispatcher:
         raw: dict[str, Any],
         door: str = "socket",
         ask: Ask | None = None,
+        progress: Callable[[str], Awaitable[None]] | None = None,
     ) -> tuple[OpContext, BaseModel]:
         """Everything short of running the handler: the contract's checks in order."""
         args = dict(raw)
@@ -138,7 +139,7 @@ class Dispatcher:
                 if ask is None or not await ask(rule):
                     raise
                 await self._approved(workspace_id, principal, spec, rule, door)
-        return OpContext(self.app, principal, spec, workspace_id, role, req_id, door), parsed
+        return OpContext(self.app, principal, spec, workspace_id, role, req_id, door, progress), parsed
 
     async def _approved(self, workspace_id: str, principal: Principal, spec: OpSpec, rule: AskFirst, door: str) -> None:
         """The person approved one ask-first call where it was made: the approval is an audit row of its own."""

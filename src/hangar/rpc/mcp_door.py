@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import mcp.types as mt
@@ -179,19 +179,24 @@ class McpDoor:
         if token is None:  # the gate lets nothing through without one; a transport that drops it is refused
             return _tool_error(Unauthenticated("a valid device credential is required"))
         try:
-            wire = await self._run(ctx, token, spec.name, dict(params.arguments or {}))
+            async with _progress(ctx, params, spec.name) as progress:
+                wire = await self._run(ctx, token, spec.name, dict(params.arguments or {}), progress)
         except HangarError as err:
             return _tool_error(err)
         content = structured(wire)
         text = json.dumps(content, ensure_ascii=False)
         return mt.CallToolResult(content=[mt.TextContent(text=text)], structured_content=content)
 
-    async def _run(self, ctx: Any, token: str, op_name: str, args: dict[str, Any]) -> Any:
+    async def _run(
+        self, ctx: Any, token: str, op_name: str, args: dict[str, Any], progress: Progress | None = None
+    ) -> Any:
         """One op as the caller, through the dispatcher; a watch op answers its first reply and stops."""
         spec = self.registry.get(op_name)
         assert spec is not None and self._dispatcher is not None
         req_id = getattr(ctx, "request_id", None)
-        op_ctx, parsed = await self._dispatcher.prepare(token, req_id, spec, args, door="mcp", ask=_asker(ctx))
+        op_ctx, parsed = await self._dispatcher.prepare(
+            token, req_id, spec, args, door="mcp", ask=_asker(ctx), progress=progress
+        )
         if spec.kind != "watch":
             return await self._dispatcher.call(op_ctx, parsed)
         watch = self._dispatcher.watch(op_ctx, parsed)
@@ -346,6 +351,48 @@ def _asker(ctx: Any) -> Ask | None:
         return answer.action == "accept" and (answer.content or {}).get("approve") is True
 
     return ask
+
+
+Progress = Callable[[str], Awaitable[None]]
+HEARTBEAT_S = 1.0
+
+
+@contextlib.asynccontextmanager
+async def _progress(ctx: Any, params: mt.CallToolRequestParams, name: str) -> AsyncIterator[Progress | None]:
+    """When the client asked for progress (``_meta.progressToken``): a notification every second while the op
+    runs, carrying what the op last reported, and one at once for each report. Otherwise nothing is sent."""
+    token = (params.meta or {}).get("progress_token")
+    session = getattr(ctx, "session", None)
+    if token is None or session is None:
+        yield None
+        return
+    sent, said = 0, ["working"]
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    async def send() -> None:
+        nonlocal sent
+        sent += 1  # progress only grows, as the protocol asks; there is no total to announce
+        message = f"{name}: {said[0]} ({loop.time() - started:.0f} s)"
+        with contextlib.suppress(Exception):  # a client that went away stops hearing; the op goes on
+            await session.send_progress_notification(
+                token, float(sent), message=message, related_request_id=ctx.request_id
+            )
+
+    async def report(message: str) -> None:
+        said[0] = message
+        await send()
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            await send()
+
+    heartbeat = loop.create_task(beat())
+    try:
+        yield report
+    finally:
+        heartbeat.cancel()
 
 
 def _session_id(ctx: Any) -> str:
