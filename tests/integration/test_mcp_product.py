@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from hangar.core.principal import Role
+from hangar.rpc.mcp_door import McpDoor
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
 from tests.support.rpc import RpcClient, RpcError
@@ -253,6 +254,7 @@ async def test_an_ask_first_guardrail_asks_the_person_in_their_client(srv: Runni
 @pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")  # the 2025 revisions' way, served here
 async def test_records_are_resources_and_watches_are_subscriptions(srv: RunningServer) -> None:
     ws = await srv.new_workspace()
+    door = srv.ctx.service(McpDoor)
     updates: list[str] = []
 
     async def on_message(message: Any) -> None:
@@ -292,6 +294,14 @@ async def test_records_are_resources_and_watches_are_subscriptions(srv: RunningS
             await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="more")
             await asyncio.sleep(0.5)
             assert len(updates) == seen
+            await session.subscribe_resource(uri)
+            assert len(door._following) == 1
+        # The client ended its session: what it followed ends with it.
+        for _ in range(100):
+            if not door._following:
+                break
+            await asyncio.sleep(0.05)
+        assert door._following == {}
 
 
 async def test_a_long_op_sends_progress_when_the_client_asks(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -45,10 +46,14 @@ from hangar.rpc.mcp_resources import KINDS, ResourceKind, arguments, find
 from hangar.rpc.mcp_tools import catalogue, structured
 from hangar.rpc.registry import OpRegistry
 
+log = logging.getLogger(__name__)
+
 MAX_BODY = 1024 * 1024
 INVALID_PARAMS = -32602
 RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that is not there
 REFUSED = -32001  # an op refused reading or following a resource; the message starts with the socket's code
+MAX_SUBSCRIPTIONS = 32  # per session
+ASK_TIMEOUT_S = 300.0  # how long an ask-first question waits for the person before the call stays refused
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 INSTRUCTIONS = (
     "Hangar's own API: every operation of the server as a tool, named as the operation (workspaces.list, "
@@ -101,6 +106,7 @@ class McpDoor:
             on_unsubscribe_resource=self._unsubscribe,
         )
         self._following: dict[tuple[str, str], asyncio.Task[None]] = {}  # (session id, uri)
+        self._watched_sessions: set[str] = set()
         # Every request carries a bearer credential a browser on another site cannot attach, so the SDK's Host
         # and Origin allowlist (DNS-rebinding protection) would only refuse the server's own public names.
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -122,8 +128,7 @@ class McpDoor:
             async with self.sessions.run(), self.sessionless.run():
                 yield
         finally:
-            for task in list(self._following.values()):
-                task.cancel()
+            await self._stop_following(dict(self._following))
 
     # -- the gate ----------------------------------------------------------------------------------------------
 
@@ -201,7 +206,7 @@ class McpDoor:
             return await self._dispatcher.call(op_ctx, parsed)
         watch = self._dispatcher.watch(op_ctx, parsed)
         try:
-            return spec.result_to_wire(await anext(watch))
+            return spec.result_to_wire(await _first(spec.name, watch))
         finally:
             await watch.aclose()  # type: ignore[attr-defined]
 
@@ -255,23 +260,54 @@ class McpDoor:
             raise MCPError(INVALID_PARAMS, "subscriptions need a session: initialize and send its Mcp-Session-Id")
         spec = self.registry.get(kind.watch[1])
         assert spec is not None and self._dispatcher is not None
+        session_id = _session_id(ctx)
+        key = (session_id, uri)
+        if key not in self._following and sum(k[0] == session_id for k in self._following) >= MAX_SUBSCRIPTIONS:
+            raise MCPError(INVALID_PARAMS, f"a session follows at most {MAX_SUBSCRIPTIONS} resources; unsubscribe one")
         token = _token_of(ctx) or ""
         try:
             op_ctx, parsed = await self._dispatcher.prepare(
                 token, ctx.request_id, spec, arguments(kind.watch, variables), door="mcp"
             )
-            watch = self._dispatcher.watch(op_ctx, parsed)
-            await anext(watch)  # started: its first reply is the state a read gives
         except HangarError as err:
             raise _resource_error(err) from None
-        key = (_session_id(ctx), uri)
+        watch = self._dispatcher.watch(op_ctx, parsed)
+        try:
+            await _first(spec.name, watch)  # started: its first reply is the state a read gives
+        except HangarError as err:
+            await watch.aclose()  # type: ignore[attr-defined]
+            raise _resource_error(err) from None
         previous = self._following.pop(key, None)
         if previous is not None:
             previous.cancel()
         self._following[key] = asyncio.get_running_loop().create_task(
             self._follow(key, watch, ctx.session, token, op_ctx), name=f"mcp-subscription:{uri}"
         )
+        self._end_with_session(ctx, session_id)
         return mt.EmptyResult()
+
+    def _end_with_session(self, ctx: Any, session_id: str) -> None:
+        """Follows end with their session: the SDK drops notifications to a session that is gone without a word,
+        so nothing else would ever end them. The connection's exit stack unwinds when the session ends (a DELETE,
+        the idle timeout, the server stopping); the SDK offers it to handlers only through the session proxy."""
+        connection = getattr(getattr(ctx, "session", None), "_connection", None)
+        stack = getattr(connection, "exit_stack", None)
+        if stack is None or session_id in self._watched_sessions:
+            return
+        self._watched_sessions.add(session_id)
+
+        async def end() -> None:
+            self._watched_sessions.discard(session_id)
+            await self._stop_following({k: t for k, t in self._following.items() if k[0] == session_id})
+
+        stack.push_async_callback(end)
+
+    async def _stop_following(self, follows: dict[tuple[str, str], asyncio.Task[None]]) -> None:
+        for key, task in follows.items():
+            if self._following.get(key) is task:
+                del self._following[key]
+            task.cancel()
+        await asyncio.gather(*follows.values(), return_exceptions=True)
 
     async def _unsubscribe(self, ctx: Any, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
         task = self._following.pop((_session_id(ctx), str(params.uri)), None)
@@ -327,6 +363,18 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 
 
+async def _first(name: str, watch: Any) -> Any:
+    """A watch's first reply; what is not a ``HangarError`` is logged and answered as an internal error, as the
+    dispatcher does for every other op (the exception's text never reaches the caller)."""
+    try:
+        return await anext(watch)
+    except HangarError:
+        raise
+    except Exception as exc:
+        log.exception("op %s failed", name)
+        raise HangarError(f"{name} failed with an internal error") from exc
+
+
 def _resource_error(err: HangarError) -> MCPError:
     body = err.to_dict()
     code = RESOURCE_NOT_FOUND if body["code"] == "not_found" else REFUSED
@@ -345,9 +393,10 @@ def _asker(ctx: Any) -> Ask | None:
     async def ask(rule: AskFirst) -> bool:
         message = f"{rule.message.split(' refused: ', 1)[-1]}. Approve this one call?"
         try:
-            answer = await session.elicit_form(message, APPROVAL_SCHEMA, related_request_id=ctx.request_id)
-        except NoBackChannelError:
-            return False
+            async with asyncio.timeout(ASK_TIMEOUT_S):
+                answer = await session.elicit_form(message, APPROVAL_SCHEMA, related_request_id=ctx.request_id)
+        except (NoBackChannelError, MCPError, TimeoutError, ValueError):
+            return False  # no way to ask, a client that failed to answer, or no answer in time: still refused
         return answer.action == "accept" and (answer.content or {}).get("approve") is True
 
     return ask

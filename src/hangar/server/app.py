@@ -73,6 +73,7 @@ def build_server(
             await warn_about_host_execution(ctx)
             if on_ready is not None:
                 on_ready.append(ctx)
+            ctx.provide(door)  # the tool catalogue, for whoever offers it (agents)
             try:
                 async with door.run(app.state.dispatcher, identity):
                     yield
