@@ -7,22 +7,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import httpx2
 import mcp.types as mt
 import pytest
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from hangar.core.principal import Role
 from hangar.rpc.mcp_door import McpDoor
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
+from tests.support.mcp import mcp_session, payload
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
@@ -33,23 +31,6 @@ JSON_AND_SSE = {"accept": "application/json, text/event-stream", "content-type":
 async def srv(tmp_path: Path) -> AsyncIterator[RunningServer]:
     async with running_server(tmp_path / "data") as s:
         yield s
-
-
-@asynccontextmanager
-async def mcp_session(srv: RunningServer, token: str, **client: Any) -> AsyncIterator[ClientSession]:
-    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30)
-    async with (
-        http,
-        streamable_http_client(f"{srv.url}/mcp", http_client=http) as (read, write),
-        ClientSession(read, write, **client) as session,
-    ):
-        await session.initialize()
-        yield session
-
-
-def payload(result: Any) -> dict[str, Any]:
-    assert result.structured_content is not None
-    return dict(result.structured_content)
 
 
 async def test_every_op_but_watches_is_a_tool_with_its_schemas(srv: RunningServer) -> None:

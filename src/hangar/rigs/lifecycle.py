@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ from hangar.rigs.store import RigStore
 log = logging.getLogger(__name__)
 
 SWEEP_INTERVAL_S = 30.0
+BOOT_POLL_S = 0.5  # how often a waiting rig.open looks at the boot's status detail
 OPEN_WAIT_S = 20.0  # rig.open answers `provisioning` when the boot (a first pack build) takes longer
 MEMORY_BUDGET_SETTING = "rigs.memoryBudgetMb"
 MEMORY_BUDGET_SPEC = SettingSpec(
@@ -146,8 +148,16 @@ class RigLifecycle:
     # -- opening ------------------------------------------------------------------------------------------
 
     async def open(
-        self, ws: str, space_id: str, surface_name: str, engine_name: str | None, principal: Principal
+        self,
+        ws: str,
+        space_id: str,
+        surface_name: str,
+        engine_name: str | None,
+        principal: Principal,
+        on_status: Callable[[str], Awaitable[None]] | None = None,
     ) -> LiveRig:
+        """The space's rig, opened or reused, once booted or after ``OPEN_WAIT_S`` still booting; ``on_status``
+        hears each change of the boot's status detail meanwhile (a first pack build's steps)."""
         surface = parse_surface(surface_name)
         engine = resolve_engine(surface, engine_name)
         if surface is not Surface.terminal:
@@ -168,9 +178,25 @@ class RigLifecycle:
                 await self._admit(limits.memory_mb)
                 live = await self._provision(ws, space_id, surface, engine, limits, principal)
         if live.phase is Phase.provisioning and live.boot is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(live.boot), OPEN_WAIT_S)
+            await self._await_boot(live, live.boot, on_status)
         return live
+
+    async def _await_boot(
+        self, live: LiveRig, boot: asyncio.Future[Any], on_status: Callable[[str], Awaitable[None]] | None
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + OPEN_WAIT_S
+        said: str | None = None
+        while (left := deadline - loop.time()) > 0:
+            if on_status is not None and live.status_detail != said:
+                said = live.status_detail
+                await on_status(said or "provisioning")
+            try:
+                # A boot that fails raises here, as it did when waited on whole.
+                await asyncio.wait_for(asyncio.shield(boot), min(left, BOOT_POLL_S))
+                return
+            except TimeoutError:
+                continue
 
     async def _admit(self, need_mb: int) -> None:
         """Make room for a new rig's memory ceiling under the budget, evicting idle rigs LRU first."""

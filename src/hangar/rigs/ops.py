@@ -84,7 +84,9 @@ class OpenArgs(Args):
 @op("rig.open", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def rig_open(ctx: OpContext, args: OpenArgs) -> RigOpened:
     """Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting."""
-    live = await manager(ctx).open(ctx.ws, args.space_id, args.surface, args.engine, ctx.principal)
+    live = await manager(ctx).open(
+        ctx.ws, args.space_id, args.surface, args.engine, ctx.principal, on_status=ctx.report
+    )
     return RigOpened(rig_id=live.id, phase=live.phase, status_detail=live.status_detail)
 
 
