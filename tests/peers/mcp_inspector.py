@@ -8,27 +8,18 @@ command-line client alone runs on the Node the tests install, and is the same co
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import threading
 from pathlib import Path
 from typing import Any
 
+from tests.peers import npm
+
 PEER_DIR = Path(__file__).parent / "mcp-inspector"
 CLI_DIR = PEER_DIR / "node_modules" / "@modelcontextprotocol" / "inspector-cli" / "build"
-_install_lock = threading.Lock()
 
 
 def ensure_installed() -> None:
-    for tool in ("node", "npm"):
-        if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} is not installed (the Makefile's APT_PACKAGES lists nodejs and npm)")
-    with _install_lock:
-        if (CLI_DIR / "cli.js").is_file():
-            return
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PEER_DIR, check=True, timeout=300
-        )
+    npm.ensure_installed(PEER_DIR, CLI_DIR / "cli.js")
 
 
 def inspect(url: str, *args: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:

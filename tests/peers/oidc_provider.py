@@ -9,10 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import shutil
 import socket
-import subprocess
-import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -23,21 +20,13 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 from joserfc.jwk import RSAKey
 
+from tests.peers import npm
+
 PEER_DIR = Path(__file__).parent / "oidc-provider"
-_install_lock = threading.Lock()
 
 
 def ensure_installed() -> None:
-    """``npm ci`` into the peer directory when its packages are missing; a clear error when node is absent."""
-    for tool in ("node", "npm"):
-        if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} is not installed (the Makefile's APT_PACKAGES lists nodejs and npm)")
-    with _install_lock:
-        if (PEER_DIR / "node_modules" / "oidc-provider").is_dir():
-            return
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PEER_DIR, check=True, timeout=300
-        )
+    npm.ensure_installed(PEER_DIR, PEER_DIR / "node_modules" / "oidc-provider")
 
 
 def free_port() -> int:
