@@ -46,6 +46,9 @@ async def test_every_op_but_watches_is_a_tool_with_its_schemas(srv: RunningServe
     assert tools["workspaces.list"].annotations.read_only_hint is True
     assert tools["members.remove"].annotations.destructive_hint is True
     assert tools["audit.list"].output_schema["properties"]["items"]["type"] == "array"
+    # No field carries pydantic's restated title ("Createdat"): names say it, and agents pay for every byte.
+    assert "title" not in create.output_schema["properties"]["createdAt"]
+    assert create.input_schema["properties"]["title"] == {"type": "string"}  # a field named title stays
 
 
 async def test_a_tool_call_is_the_op_through_the_one_dispatcher(srv: RunningServer) -> None:

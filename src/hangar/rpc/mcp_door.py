@@ -32,7 +32,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 import hangar
 from hangar.core.http import BodyTooLarge, read_body, replaying
@@ -133,6 +133,10 @@ class McpDoor:
     # -- the gate ----------------------------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        send = _with_cors(send)
+        if scope["method"] == "OPTIONS":
+            await _preflight(send)
+            return
         if self._authority is None:
             await _answer(send, 503, {"error": "the server is starting"}, [])
             return
@@ -352,8 +356,40 @@ async def protected_resource(request: Request) -> JSONResponse:
             "authorization_servers": [origin],
             "bearer_methods_supported": ["header"],
             "resource_name": "Hangar",
-        }
+        },
+        headers={"access-control-allow-origin": "*"},
     )
+
+
+# Browser-based MCP clients (an inspector page, a web agent) call from their own origin. The endpoint trusts no
+# ambient credential (no cookie: the bearer header is the only one), so any origin may call it and read the
+# headers the protocol needs; a page still needs a credential someone gave it.
+CORS_HEADERS: list[tuple[bytes, bytes]] = [
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-expose-headers", b"mcp-session-id, mcp-protocol-version, www-authenticate"),
+]
+PREFLIGHT_HEADERS: list[tuple[bytes, bytes]] = [
+    (b"access-control-allow-methods", b"GET, POST, DELETE, OPTIONS"),
+    (
+        b"access-control-allow-headers",
+        b"authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id",
+    ),
+    (b"access-control-max-age", b"600"),
+]
+
+
+def _with_cors(send: Send) -> Send:
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *CORS_HEADERS]}
+        await send(message)
+
+    return sending
+
+
+async def _preflight(send: Send) -> None:
+    await send({"type": "http.response.start", "status": 204, "headers": PREFLIGHT_HEADERS})
+    await send({"type": "http.response.body", "body": b""})
 
 
 APPROVAL_SCHEMA: dict[str, Any] = {

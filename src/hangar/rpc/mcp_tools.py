@@ -6,7 +6,6 @@ Nothing here is written per op: a new op is a new tool. Watch ops are not tools 
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from hangar.rpc.registry import OpRegistry, OpSpec
@@ -27,11 +26,28 @@ def openai_name(op_name: str) -> str:
     return op_name.replace(".", "__")
 
 
+def _lean(schema: Any) -> Any:  # a copy: the registry's schemas stay as they are
+    """The schema without the ``title`` pydantic writes on every field ("Createdat" for ``createdAt``): it says
+    nothing the property's name does not, and every agent that lists the tools pays for it in context."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: v for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    for key in ("properties", "$defs", "patternProperties"):
+        if isinstance(out.get(key), dict):
+            out[key] = {name: _lean(sub) for name, sub in out[key].items()}
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(out.get(key), dict):
+            out[key] = _lean(out[key])
+    for key in ("anyOf", "allOf", "oneOf", "prefixItems"):
+        if isinstance(out.get(key), list):
+            out[key] = [_lean(sub) for sub in out[key]]
+    return out
+
+
 def input_schema(spec: OpSpec) -> dict[str, Any]:
     """The op's argument schema as a JSON Schema object; a workspace-scoped op also takes ``workspace_id``."""
-    schema = copy.deepcopy(spec.args_model.model_json_schema(by_alias=True))
+    schema: dict[str, Any] = _lean(spec.args_model.model_json_schema(by_alias=True))
     schema["type"] = "object"
-    schema.pop("title", None)
     if spec.scope == "workspace":
         schema["properties"] = {"workspace_id": WORKSPACE_ID_SCHEMA, **schema.get("properties", {})}
         schema["required"] = ["workspace_id", *schema.get("required", [])]
@@ -42,14 +58,13 @@ def input_schema(spec: OpSpec) -> dict[str, Any]:
 
 def output_schema(spec: OpSpec) -> dict[str, Any]:
     """The op's result schema as a JSON Schema object: a list result is wrapped as ``{"items": [...]}``."""
-    schema = copy.deepcopy(spec.result_schema)
+    schema: dict[str, Any] = _lean(spec.result_schema)
     defs = schema.pop("$defs", None)
     if schema.get("type") == "array":
         schema = {"type": "object", "properties": {"items": schema}, "required": ["items"]}
     else:
         # A union of objects stays a union, declared as an object as tools must.
         schema["type"] = "object"
-    schema.pop("title", None)
     if defs:
         schema["$defs"] = defs
     return schema

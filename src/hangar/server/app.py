@@ -55,7 +55,7 @@ def build_server(
         Route("/", landing, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         WebSocketRoute("/rpc", rpc_endpoint),
-        Route("/mcp", door, methods=["GET", "POST", "DELETE"]),
+        Route("/mcp", door, methods=["GET", "POST", "DELETE", "OPTIONS"]),
         Route(METADATA_PATH, protected_resource, methods=["GET"]),
     ]
     for part in parts:
