@@ -29,6 +29,13 @@ async def read_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
+def bearer_token(authorization: str | None) -> str | None:
+    """The credential of an ``Authorization: Bearer <token>`` header (any case of the scheme), or ``None``."""
+    scheme, _, token = (authorization or "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
 def replaying(body: bytes, receive: Receive) -> Receive:
     """``receive`` that first hands back a body already read (a gate that looked at it before an ASGI app that
     reads it again)."""

@@ -27,6 +27,7 @@ from hangar.core.clock import Clock
 from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
 from hangar.core.events import DomainEvent
+from hangar.core.http import bearer_token
 from hangar.core.ids import new_id, new_token, token_hash
 from hangar.core.principal import Principal, Role
 from hangar.core.settings import SettingSpec
@@ -504,11 +505,10 @@ class IdentityService:
 
     async def authenticate_bearer(self, request: HTTPConnection) -> Principal:
         """Authenticate an HTTP request by its ``Authorization: Bearer <device credential>`` header."""
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = bearer_token(request.headers.get("authorization"))
+        if token is None:
             raise Unauthenticated("send the device credential as Authorization: Bearer <token>")
-        return await self.authenticate(token.strip())
+        return await self.authenticate(token)
 
     async def flush(self) -> None:
         """Write back pending last-used times (at shutdown)."""

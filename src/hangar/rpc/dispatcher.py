@@ -103,6 +103,7 @@ class Dispatcher:
         door: str = "socket",
         ask: Ask | None = None,
         progress: Callable[[str], Awaitable[None]] | None = None,
+        principal: Principal | None = None,
     ) -> tuple[OpContext, BaseModel]:
         """Everything short of running the handler: the contract's checks in order."""
         args = dict(raw)
@@ -115,7 +116,8 @@ class Dispatcher:
                 raise InvalidArgs("args.workspace_id must be a non-empty string", field="workspace_id")
             workspace_id = ws
         identity = self.authority
-        principal = await identity.authenticate(token)
+        if principal is None:  # given only by a door that checked this credential for this very request
+            principal = await identity.authenticate(token)
         if spec.server_owner and not principal.is_server_owner:
             raise Forbidden(f"{spec.name} is reserved to the server owner")
         role = None

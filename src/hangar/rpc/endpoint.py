@@ -17,6 +17,7 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from hangar.core import wire
+from hangar.core.http import bearer_token
 from hangar.core.principal import Principal
 from hangar.errors import Forbidden, HangarError, InvalidArgs, NotFound, Unauthenticated
 from hangar.rpc.access import AccessMonitor
@@ -65,11 +66,10 @@ class Connection:
 
     async def authenticate(self) -> bool:
         identity = self.dispatcher.authority
-        header = self.ws.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
+        token = bearer_token(self.ws.headers.get("authorization"))
         via_frame = False
-        if scheme.lower() == "bearer" and token.strip():
-            self.token = token.strip()
+        if token is not None:
+            self.token = token
         else:
             via_frame = True
             try:

@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 import hangar
-from hangar.core.http import BodyTooLarge, read_body, replaying
+from hangar.core.http import BodyTooLarge, bearer_token, read_body, replaying
 from hangar.core.principal import Principal
 from hangar.errors import HangarError, Unauthenticated
 from hangar.rpc.authority import Authority
@@ -55,6 +55,7 @@ REFUSED = -32001  # an op refused reading or following a resource; the message s
 MAX_SUBSCRIPTIONS = 32  # per session
 ASK_TIMEOUT_S = 300.0  # how long an ask-first question waits for the person before the call stays refused
 METADATA_PATH = "/.well-known/oauth-protected-resource"
+PRINCIPAL_KEY = "hangar.principal"  # where the gate leaves the caller on the request's ASGI scope
 INSTRUCTIONS = (
     "Hangar's own API: every operation of the server as a tool, named as the operation (workspaces.list, "
     "spaces.create, rig.open, pipelines.runs.start...). Workspace-scoped tools take workspace_id; start with "
@@ -70,9 +71,8 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def bearer_token(scope: Scope) -> str | None:
-    scheme, _, token = (_header(scope, b"authorization") or "").partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
+def _bearer(scope: Scope) -> str | None:
+    return bearer_token(_header(scope, b"authorization"))
 
 
 async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
@@ -140,7 +140,7 @@ class McpDoor:
         if self._authority is None:
             await _answer(send, 503, {"error": "the server is starting"}, [])
             return
-        token = bearer_token(scope)
+        token = _bearer(scope)
         principal: Principal | None = None
         if token is not None:
             try:
@@ -151,7 +151,7 @@ class McpDoor:
             await self._unauthorized(send, "a valid device credential is required" if token else None)
             return
         # The SDK keys a session to this caller: the same credential must come back with the session id.
-        scope = {**scope, "user": AuthenticatedUser(self._access(token, principal))}
+        scope = {**scope, "user": AuthenticatedUser(self._access(token, principal)), PRINCIPAL_KEY: principal}
         if scope["method"] != "POST" or _header(scope, MCP_SESSION_ID_HEADER.encode()) is not None:
             await self.sessions.handle_request(scope, receive, send)
             return
@@ -204,7 +204,7 @@ class McpDoor:
         assert spec is not None and self._dispatcher is not None
         req_id = getattr(ctx, "request_id", None)
         op_ctx, parsed = await self._dispatcher.prepare(
-            token, req_id, spec, args, door="mcp", ask=_asker(ctx), progress=progress
+            token, req_id, spec, args, door="mcp", ask=_asker(ctx), progress=progress, principal=_principal_of(ctx)
         )
         if spec.kind != "watch":
             return await self._dispatcher.call(op_ctx, parsed)
@@ -271,7 +271,7 @@ class McpDoor:
         token = _token_of(ctx) or ""
         try:
             op_ctx, parsed = await self._dispatcher.prepare(
-                token, ctx.request_id, spec, arguments(kind.watch, variables), door="mcp"
+                token, ctx.request_id, spec, arguments(kind.watch, variables), door="mcp", principal=_principal_of(ctx)
             )
         except HangarError as err:
             raise _resource_error(err) from None
@@ -486,6 +486,14 @@ def _session_id(ctx: Any) -> str:
     return (_header(scope, MCP_SESSION_ID_HEADER.lower().encode()) or "") if isinstance(scope, dict) else ""
 
 
+def _principal_of(ctx: Any) -> Principal | None:
+    """The caller as the gate authenticated the very HTTP request the SDK is serving (so the dispatcher need not
+    check the same credential twice within one request)."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    found = scope.get(PRINCIPAL_KEY) if isinstance(scope, dict) else None
+    return found if isinstance(found, Principal) else None
+
+
 def _token_of(ctx: Any) -> str | None:
     """The caller's credential, as the gate put it on the request the SDK is serving."""
     request = getattr(ctx, "request", None)
@@ -494,7 +502,7 @@ def _token_of(ctx: Any) -> str | None:
         user = scope.get("user")
         if isinstance(user, AuthenticatedUser):
             return user.access_token.token
-        return bearer_token(scope)
+        return _bearer(scope)
     return None
 
 

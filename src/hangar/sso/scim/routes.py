@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 
 from hangar.core import wire
 from hangar.core.context import AppContext
-from hangar.core.http import read_body
+from hangar.core.http import bearer_token, read_body
 from hangar.errors import HangarError, Internal, InvalidArgs, NotFound, Unauthenticated
 from hangar.sso.config import SsoConfigStore
 from hangar.sso.scim.documents import resource_types, schemas, service_provider_config
@@ -57,9 +57,8 @@ def base_url(request: Request) -> str:
 
 def _authenticate(request: Request) -> None:
     store = request.app.state.ctx.service(SsoConfigStore)
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None:
         raise Unauthenticated("send the SCIM token as Authorization: Bearer <token>")
     if not store.scim_token_matches(token):  # constant-time (secrets.compare_digest)
         raise Unauthenticated("the SCIM token is not valid")
