@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from hangar.errors import InvalidArgs
+from hangar.errors import Forbidden, InvalidArgs
 
 
 class Role(IntEnum):
@@ -29,15 +29,44 @@ class Role(IntEnum):
 
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller: a user acting through one device credential."""
+    """An authenticated caller: a user, or an agent, acting through one device credential.
+
+    A credential may be narrower than its holder (an OAuth client the person consented for, an agent's
+    short-lived credential): ``workspace_id`` limits it to one workspace, ``read_only`` to ops that change
+    nothing, ``tools`` to the named ops. ``agent_id`` marks an agent acting in its own workspace: it holds the
+    member role there and nowhere else."""
 
     user_id: str
     device_id: str
     display_name: str
     is_server_owner: bool
     authority: int = -1  # the authority counter this principal was checked against (``IdentityService``)
+    workspace_id: str | None = None
+    read_only: bool = False
+    tools: frozenset[str] | None = None
+    agent_id: str | None = None
 
     @property
     def label(self) -> str:
         """How the principal is written in audit rows: never the credential."""
+        if self.agent_id is not None:
+            return f"agent:{self.agent_id}"
         return f"user:{self.user_id}"
+
+    @property
+    def scoped(self) -> bool:
+        """Whether the credential is narrower than its holder."""
+        return self.workspace_id is not None or self.read_only or self.tools is not None
+
+    def check_reach(self, workspace_id: str | None, *, changes: bool, action: str, op: bool = True) -> None:
+        """Refuse ``action`` (an op's name when ``op``, else a lane or route) when it lies outside what this
+        credential was granted: another workspace, a change through a read-only credential, an op not among its
+        tools (a credential limited to tools reaches no lane). The holder's own role is checked elsewhere."""
+        if self.workspace_id is not None and workspace_id != self.workspace_id:
+            where = f"workspace {workspace_id}" if workspace_id is not None else "server-wide changes"
+            if workspace_id is not None or changes:
+                raise Forbidden(f"this credential is limited to workspace {self.workspace_id}; {action} needs {where}")
+        if changes and self.read_only:
+            raise Forbidden(f"this credential is read-only; {action} changes something")
+        if self.tools is not None and (not op or action not in self.tools):
+            raise Forbidden(f"{action} is not among the tools this credential was granted")

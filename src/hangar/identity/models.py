@@ -41,6 +41,19 @@ class Member:
 
 
 @dataclass(frozen=True)
+class DeviceScope:
+    """What a credential reaches beyond "everything its holder may do": one workspace, reads only, named ops,
+    a deadline, the agent it speaks for, the OAuth client it was issued to. The default is the whole holder."""
+
+    workspace_id: str | None = None
+    read_only: bool = False
+    tools: frozenset[str] | None = None
+    expires_at: datetime | None = None
+    agent_id: str | None = None
+    client_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Device:
     id: str
     user_id: str
@@ -48,6 +61,7 @@ class Device:
     created_at: datetime
     last_used_at: datetime
     revoked_at: datetime | None
+    scope: DeviceScope = DeviceScope()
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,8 @@ class SessionPolicy:
 
     def violation(self, device: Device, now: datetime) -> str | None:
         """Why ``device`` may no longer be used at ``now``, or None."""
+        if device.scope.expires_at is not None and now >= device.scope.expires_at:
+            return "the credential has expired"
         if self.max_age_minutes and now - device.created_at >= timedelta(minutes=self.max_age_minutes):
             return "the credential is older than the session policy's maximum age"
         if self.idle_timeout_minutes and now - device.last_used_at >= timedelta(minutes=self.idle_timeout_minutes):

@@ -10,6 +10,7 @@ from hangar.core.principal import Role
 from hangar.errors import Forbidden, NotFound
 from hangar.identity.creation import SETTING_CREATORS, Creators, check_may_create, create_workspace
 from hangar.identity.events import MemberRemoved, MemberRoleChanged
+from hangar.identity.models import Workspace
 from hangar.identity.pairing import Pairing
 from hangar.identity.results import (
     DeviceRef,
@@ -51,13 +52,20 @@ async def server_info(ctx: OpContext, args: NoArgs) -> ServerInfo:
     )
 
 
+async def _reachable(ctx: OpContext) -> list[tuple[Workspace, Role]]:
+    """The caller's workspaces that their credential reaches (one, for a credential limited to a workspace)."""
+    rows = await ctx.app.service(IdentityService).workspaces_of(ctx.principal.user_id)
+    only = ctx.principal.workspace_id
+    return [(w, r) for w, r in rows if only is None or w.id == only]
+
+
 @op("users.me", kind="read", scope="server")
 async def users_me(ctx: OpContext, args: NoArgs) -> Me:
     """The calling user, whether they are the server owner, and their workspaces with roles."""
     user = await ctx.app.service(IdentityService).get_user(ctx.principal.user_id)
     if user is None:
         raise NotFound("your user no longer exists")
-    spaces = await ctx.app.service(IdentityService).workspaces_of(user.id)
+    spaces = await _reachable(ctx)
     return Me(
         id=user.id,
         email=user.email,
@@ -85,7 +93,7 @@ async def workspaces_create(ctx: OpContext, args: CreateWorkspaceArgs) -> Worksp
 @op("workspaces.list", kind="read", scope="server")
 async def workspaces_list(ctx: OpContext, args: NoArgs) -> list[WorkspaceEntry]:
     """The workspaces the caller belongs to, with the caller's role in each."""
-    rows = await ctx.app.service(IdentityService).workspaces_of(ctx.principal.user_id)
+    rows = await _reachable(ctx)
     return [WorkspaceEntry(id=w.id, name=w.name, role=r.name, created_at=w.created_at) for w, r in rows]
 
 
@@ -168,6 +176,9 @@ async def devices_list(ctx: OpContext, args: NoArgs) -> list[DeviceView]:
             last_used_at=d.last_used_at,
             revoked_at=d.revoked_at,
             current=d.id == ctx.principal.device_id,
+            workspace_id=d.scope.workspace_id,
+            read_only=d.scope.read_only,
+            expires_at=d.scope.expires_at,
         )
         for d in await ctx.app.service(IdentityService).list_devices(ctx.principal.user_id)
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from hangar.core.types import Timestamp
 from hangar.identity.creation import Creators
 from hangar.rpc.registry import Result
@@ -73,6 +75,9 @@ class DeviceView(Result):
     last_used_at: Timestamp
     revoked_at: Timestamp | None
     current: bool
+    workspace_id: str | None = Field(default=None, description="the one workspace it reaches; null: all")
+    read_only: bool = False
+    expires_at: Timestamp | None = None
 
 
 class DeviceRef(Result):

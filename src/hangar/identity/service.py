@@ -34,7 +34,7 @@ from hangar.core.settings import SettingSpec
 from hangar.core.stamps import Stamp, StampedCache, engine_stamp
 from hangar.errors import Conflict, InvalidArgs, NotFound, Unauthenticated, Unavailable
 from hangar.identity import tables as t
-from hangar.identity.models import Device, Member, SessionPolicy, User, Workspace
+from hangar.identity.models import Device, DeviceScope, Member, SessionPolicy, User, Workspace
 
 _TOUCH_SECONDS = 30.0
 AUTHORITY = "authority"
@@ -62,6 +62,9 @@ class _Use:
     touched_at: float
 
 
+WHOLE_HOLDER = DeviceScope()  # a credential that reaches whatever its holder may do
+
+
 def _user(row: Any) -> User:
     return User(
         id=row.id,
@@ -75,7 +78,28 @@ def _user(row: Any) -> User:
 
 
 def _device(row: Any) -> Device:
-    return Device(row.id, row.user_id, row.name, row.created_at, row.last_used_at, row.revoked_at)
+    scope = DeviceScope(
+        workspace_id=row.workspace_id,
+        read_only=bool(row.read_only),
+        tools=frozenset(row.tools) if row.tools is not None else None,
+        expires_at=row.expires_at,
+        agent_id=row.agent_id,
+        client_id=row.client_id,
+    )
+    return Device(row.id, row.user_id, row.name, row.created_at, row.last_used_at, row.revoked_at, scope)
+
+
+def _principal(device: Device, user: User, owner_id: str | None, version: int) -> Principal:
+    scope = device.scope
+    if scope.agent_id is not None:  # an agent's credential speaks for the agent, never for its sponsor
+        who = Principal(f"agent:{scope.agent_id}", device.id, device.name, False, agent_id=scope.agent_id)
+    else:
+        # A credential limited to one workspace does not carry the server owner's server-wide powers.
+        owner = owner_id is not None and owner_id == user.id and scope.workspace_id is None
+        who = Principal(user.id, device.id, user.display_name, owner)
+    return replace(
+        who, authority=version, workspace_id=scope.workspace_id, read_only=scope.read_only, tools=scope.tools
+    )
 
 
 class IdentityService:
@@ -418,25 +442,67 @@ class IdentityService:
 
     # -- devices and authentication -------------------------------------------------------------------------
 
-    async def issue_device(self, user_id: str, name: str) -> str:
+    async def issue_device(self, user_id: str, name: str, *, scope: DeviceScope = WHOLE_HOLDER) -> str:
         """Create a device credential for ``user_id``; the token is returned once and stored only hashed."""
-        token = new_token()
+        return (await self.new_device(user_id, name, scope=scope))[1]
+
+    async def new_device(self, owner_id: str, name: str, *, scope: DeviceScope = WHOLE_HOLDER) -> tuple[str, str]:
+        """Create a device credential and answer ``(device id, token)``. ``owner_id`` is the person it belongs
+        to; for an agent's credential (``scope.agent_id``) the person on whose behalf the agent runs (it stops
+        working when they are deactivated), and it is always limited to the agent's workspace."""
+        if scope.agent_id is not None and scope.workspace_id is None:
+            raise InvalidArgs("an agent's credential is limited to the agent's workspace: give its workspace_id")
+        device_id, token = new_id(), new_token()
         now = self._clock.now()
         async with self._db.begin() as conn:
             await conn.execute(
                 sa.insert(t.devices).values(
-                    id=new_id(),
-                    user_id=user_id,
+                    id=device_id,
+                    user_id=owner_id,
                     name=name[:200] or "device",
                     token_hash=token_hash(token),
                     created_at=now,
                     last_used_at=now,
+                    workspace_id=scope.workspace_id,
+                    read_only=scope.read_only,
+                    tools=sorted(scope.tools) if scope.tools is not None else None,
+                    expires_at=scope.expires_at,
+                    agent_id=scope.agent_id,
+                    client_id=scope.client_id,
                 )
             )
+        return device_id, token
+
+    async def rotate_device_token(self, device_id: str) -> str:
+        """Give an active device credential a new token; the old one stops working at once (refresh rotation)."""
+        token = new_token()
+        async with self._db.begin() as conn:
+            done = await conn.execute(
+                sa.update(t.devices)
+                .where(t.devices.c.id == device_id, t.devices.c.revoked_at.is_(None))
+                .values(token_hash=token_hash(token))
+            )
+        if done.rowcount == 0:
+            raise NotFound(f"device {device_id} is not an active device credential")
         return token
 
+    async def revoke_device_id(self, device_id: str) -> None:
+        """Revoke a credential by id, whoever holds it (an agent's run ended, an OAuth grant was withdrawn)."""
+        async with self._db.begin() as conn:
+            await conn.execute(
+                sa.update(t.devices)
+                .where(t.devices.c.id == device_id, t.devices.c.revoked_at.is_(None))
+                .values(revoked_at=self._clock.now())
+            )
+
+    async def get_device(self, device_id: str) -> Device | None:
+        async with self._db.connect() as conn:
+            row = (await conn.execute(sa.select(t.devices).where(t.devices.c.id == device_id))).first()
+        return _device(row) if row is not None else None
+
     async def list_devices(self, user_id: str) -> list[Device]:
-        q = sa.select(t.devices).where(t.devices.c.user_id == user_id).order_by(t.devices.c.created_at)
+        mine = sa.and_(t.devices.c.user_id == user_id, t.devices.c.agent_id.is_(None))  # not agents' they sponsor
+        q = sa.select(t.devices).where(mine).order_by(t.devices.c.created_at)
         async with self._db.connect() as conn:
             rows = (await conn.execute(q)).all()
         return [_device(r) for r in rows]
@@ -484,8 +550,7 @@ class IdentityService:
             if mono - use.touched_at >= _TOUCH_SECONDS:
                 use.touched_at = mono
                 await self._touch(device.id, now)
-        owner = authority.owner_id is not None and authority.owner_id == user.id
-        return Principal(user.id, device.id, user.display_name, owner, authority=version)
+        return _principal(device, user, authority.owner_id, version)
 
     async def _load_device(self, key: str) -> tuple[Device, User] | None:
         q = sa.select(t.devices).where(t.devices.c.token_hash == key)

@@ -52,6 +52,13 @@ devices = sa.Table(
     sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.Column("last_used_at", UtcDateTime(), nullable=False),
     sa.Column("revoked_at", UtcDateTime()),
+    # A credential narrower than its holder (``DeviceScope``); all empty for a person's own devices.
+    sa.Column("workspace_id", sa.String(64)),
+    sa.Column("read_only", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("tools", sa.JSON),
+    sa.Column("expires_at", UtcDateTime()),
+    sa.Column("agent_id", sa.String(36)),
+    sa.Column("client_id", sa.String(64)),
 )
 
 pairing_codes = sa.Table(

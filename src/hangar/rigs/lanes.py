@@ -30,6 +30,7 @@ async def authorize(
     grant = LaneSigner(app.secrets, app.clock).verify(token, lane, rig_id)
     if grant.user_id != principal.user_id:
         raise Forbidden("this lane URL was minted for another person")
+    principal.check_reach(grant.workspace_id, changes=mutating, action=f"the {lane} lane", op=False)
     role = await app.service(IdentityService).role_of(grant.workspace_id, principal.user_id)
     if role is None or role < Role.member:
         raise Forbidden(f"the {lane} lane needs membership (member or above) in the rig's workspace")
@@ -46,6 +47,7 @@ async def still_allowed(app: AppContext, ws: str, token: str) -> None:
     """What an open lane re-checks while it runs: the credential still works and its person is still a member
     (or above) of the rig's workspace."""
     principal = await app.service(IdentityService).authenticate(token, touch=False)
+    principal.check_reach(ws, changes=False, action="the lane", op=False)
     role = await app.service(IdentityService).role_of(ws, principal.user_id)
     if role is None or role < Role.member:
         raise Forbidden("your membership of the rig's workspace ended; the lane is closed")

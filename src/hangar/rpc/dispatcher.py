@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from hangar.core.audit import DOOR
 from hangar.core.context import AppContext
-from hangar.core.principal import Principal
+from hangar.core.principal import Principal, Role
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
 from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
@@ -118,11 +118,12 @@ class Dispatcher:
         identity = self.authority
         if principal is None:  # given only by a door that checked this credential for this very request
             principal = await identity.authenticate(token)
+        principal.check_reach(workspace_id, changes=spec.mutating, action=spec.name)
         if spec.server_owner and not principal.is_server_owner:
             raise Forbidden(f"{spec.name} is reserved to the server owner")
         role = None
         if workspace_id is not None:
-            role = await identity.role_of(workspace_id, principal.user_id, as_of=principal.authority)
+            role = await self.role_in(workspace_id, principal)
             if role is None:
                 raise Forbidden(f"you are not a member of workspace {workspace_id}")
             if role < spec.min_role:
@@ -142,6 +143,13 @@ class Dispatcher:
                     raise
                 await self._approved(workspace_id, principal, spec, rule, door)
         return OpContext(self.app, principal, spec, workspace_id, role, req_id, door, progress), parsed
+
+    async def role_in(self, workspace_id: str, principal: Principal) -> Role | None:
+        """An agent is a member of its own workspace (``check_reach`` kept it there); a person holds the role
+        their membership says, read at the authority their credential was checked against."""
+        if principal.agent_id is not None:
+            return Role.member
+        return await self.authority.role_of(workspace_id, principal.user_id, as_of=principal.authority)
 
     async def _approved(self, workspace_id: str, principal: Principal, spec: OpSpec, rule: AskFirst, door: str) -> None:
         """The person approved one ask-first call where it was made: the approval is an audit row of its own."""

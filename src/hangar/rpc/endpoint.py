@@ -199,7 +199,7 @@ class Connection:
             return Forbidden(f"{spec.name} is reserved to the server owner; the watch ended")
         if ctx.workspace_id is None:
             return None
-        role = await self.dispatcher.authority.role_of(ctx.workspace_id, principal.user_id)
+        role = await self.dispatcher.role_in(ctx.workspace_id, principal)
         if role is None:
             return Forbidden(f"you are no longer a member of workspace {ctx.workspace_id}; the watch ended")
         if role < spec.min_role:

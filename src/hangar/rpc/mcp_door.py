@@ -336,14 +336,14 @@ class McpDoor:
                 del self._following[key]
 
     async def _still_allowed(self, token: str, op_ctx: OpContext) -> bool:
-        assert self._authority is not None
+        assert self._authority is not None and self._dispatcher is not None
         try:
             principal = await self._authority.authenticate(token, touch=False)
         except HangarError:
             return False
         if op_ctx.workspace_id is None:
             return True
-        role = await self._authority.role_of(op_ctx.workspace_id, principal.user_id)
+        role = await self._dispatcher.role_in(op_ctx.workspace_id, principal)
         return role is not None and role >= op_ctx.spec.min_role
 
 
