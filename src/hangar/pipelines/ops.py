@@ -7,6 +7,8 @@ names are camelCase on the wire (``templateId``, ``runId``, ``dryRun``); snake_c
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -18,7 +20,7 @@ from hangar.errors import InvalidArgs
 from hangar.pipelines import template as tpl
 from hangar.pipelines import triggers
 from hangar.pipelines.engine import PipelineEngine
-from hangar.pipelines.model import RunStatus
+from hangar.pipelines.model import FINISHED_RUN, TERMINAL_STEP, RunStatus, StepStatus
 from hangar.pipelines.op_results import (
     BodyInfo,
     BodyList,
@@ -67,6 +69,13 @@ class RunStartArgs(PlArgs):
 
 class RunRef(PlArgs):
     run_id: str
+
+
+class RunWaitArgs(PlArgs):
+    run_id: str
+    timeout_seconds: float = Field(
+        default=600, ge=1, le=3600, description="how long to wait before answering with the run as it stands"
+    )
 
 
 class RunListArgs(PlArgs):
@@ -237,6 +246,45 @@ async def runs_get(ctx: OpContext, args: RunRef) -> RunDetail:
     return await _detail(ctx, args.run_id)
 
 
+# A run another process drives tells this one nothing, so waiting also reads the store this often.
+WAIT_POLL_SECONDS = 1.0
+SETTLED = FINISHED_RUN | {RunStatus.suspended}
+
+
+def _how_far(run: RunDetail) -> str:
+    done = sum(1 for s in run.steps if s.status in TERMINAL_STEP)
+    running = [s.label for s in run.steps if s.status == StepStatus.running]
+    doing = f"; running: {', '.join(running)}" if running else ""
+    return f"run {run.status.value}: {done} of {len(run.steps)} steps done{doing}"
+
+
+@op("pipelines.runs.wait", kind="read", scope="workspace")
+async def runs_wait(ctx: OpContext, args: RunWaitArgs) -> RunDetail:
+    """Wait until a run settles (completed, failed, cancelled, or suspended waiting on a person or an event) and
+    answer with it; after ``timeoutSeconds`` answer with the run as it stands (still running). Callers that asked
+    for progress hear how far it got at every step change."""
+    engine = _engine(ctx)
+    listener = engine.listen(ctx.ws, args.run_id)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + args.timeout_seconds
+    said = ""
+    try:
+        while True:
+            run = await _detail(ctx, args.run_id)
+            if run.status in SETTLED or loop.time() >= deadline:
+                return run
+            if (news := _how_far(run)) != said:
+                said = news
+                await ctx.report(news)
+            wait = min(WAIT_POLL_SECONDS, deadline - loop.time())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(listener.queue.get(), max(wait, 0))
+            while not listener.queue.empty():  # a burst of changes is one look at the store
+                listener.queue.get_nowait()
+    finally:
+        engine.unlisten(listener)
+
+
 @op("pipelines.runs.watch", kind="watch", scope="workspace", result=RunWatchReply)
 async def runs_watch(ctx: OpContext, args: RunWatchArgs) -> AsyncIterator[RunWatchReply | dict[str, Any]]:
     """Follow step-run changes as they are stored: of one run (replying with the run), or of every run in the
@@ -324,6 +372,7 @@ PIPELINE_OPS: list[OpFunction] = [
     runs_cancel,
     runs_list,
     runs_get,
+    runs_wait,
     runs_watch,
     triggers_create,
     triggers_list,
