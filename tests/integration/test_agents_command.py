@@ -6,9 +6,11 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.confined import CLI_AGENT, host_pids
+from tests.support.mcp import mcp_session, payload
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import collect_until, wait_run, workspace_server
 
@@ -184,3 +186,49 @@ async def test_secret_environment_is_write_only(tmp_path: Path) -> None:
         assert "tok-s3cret" in (srv.data_dir / "secrets.json").read_text()
         await client.call("agents.delete", workspace_id=ws, agent_id=agent["id"])
         assert "tok-s3cret" not in (srv.data_dir / "secrets.json").read_text()
+
+
+async def _wait_file(path: Path, timeout: float = 60.0) -> dict[str, str]:
+    for _ in range(int(timeout / 0.05)):
+        if path.exists():
+            return dict(json.loads(path.read_text()))
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{path.name} never appeared")
+
+
+async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (srv, client, ws):
+        space_id = (await client.call("spaces.create", workspace_id=ws, title="cli"))["id"]
+        adapter = {"type": "command", "argv": [*CLI_AGENT], "productTools": ["spaces.list", "tickets.create"]}
+        agent_id = (await client.call("agents.create", workspace_id=ws, name="Caller", adapter=adapter))["id"]
+        other_ws = (await client.call("workspaces.create", name="elsewhere"))["id"]
+        folder = Path((await client.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"])
+        started = await client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="mcp")
+        got = await _wait_file(folder / "mcp.json")
+        assert got["HANGAR_MCP_URL"] == f"{srv.url}/mcp" and got["HANGAR_MCP_UNAVAILABLE"] is None
+        token = got["HANGAR_MCP_TOKEN"]
+        # During the run: the agent's voice, its workspace, its tools.
+        async with mcp_session(srv, token) as session:
+            listed = payload(await session.call_tool("spaces.list", {"workspace_id": ws}))
+            assert space_id in [s["id"] for s in listed["spaces"]]
+            filed = payload(await session.call_tool("tickets.create", {"workspace_id": ws, "title": "from the CLI"}))
+            elsewhere = await session.call_tool("spaces.list", {"workspace_id": other_ws})
+            assert elsewhere.is_error and "limited to workspace" in elsewhere.content[0].text
+            invite = await session.call_tool("members.invite", {"workspace_id": ws, "role": "guest"})
+            assert invite.is_error and "not among the tools" in invite.content[0].text
+        rows = [r for r in await client.call("audit.list", workspace_id=ws) if r["action"] == "tickets.create"]
+        assert [(r["principal"], r["target"], r["door"]) for r in rows] == [
+            (f"agent:{agent_id}", f"ticket:{filed['id']}", "mcp")
+        ]
+        (folder / "go").write_text("")
+        run = await wait_run(client, ws, started["runId"], timeout=60)
+        assert run["outcome"] == "ok", run
+        # After the run, however it ended, the credential is dead.
+        async with httpx.AsyncClient() as http:
+            after = await http.post(
+                f"{srv.url}/mcp",
+                headers={"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            )
+        assert after.status_code == 401
+        assert token not in json.dumps(await client.call("messages.list", workspace_id=ws, space_id=space_id))

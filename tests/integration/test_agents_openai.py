@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from hangar.agents.product_catalogue import DEFAULT_PRODUCT_TOOLS
+from hangar.rpc.mcp_tools import openai_name
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.fake_openai import Reply, call, running_fake_openai, text
 from tests.unit.agents.support import collect_until, wait_run, workspace_server
@@ -82,7 +84,13 @@ async def test_run_streams_reasoning_text_and_tool_calls(tmp_path: Path) -> None
         assert bodies[0]["stream"] is True and bodies[0]["messages"][0]["role"] == "system"
         assert "You are careful." in bodies[0]["messages"][0]["content"]
         assert bodies[0]["messages"][-1] == {"role": "user", "content": "Hi"}
-        assert {t["function"]["name"] for t in bodies[0]["tools"]} == {"post_message", "list_files", "read_file"}
+        # The built-in tools, and the product's ops an agent gets when its configuration names none.
+        product = {openai_name(n) for n in DEFAULT_PRODUCT_TOOLS}
+        assert {t["function"]["name"] for t in bodies[0]["tools"]} == {
+            "post_message",
+            "list_files",
+            "read_file",
+        } | product
         third = bodies[2]["messages"]
         assert third[-1]["role"] == "tool" and third[-1]["content"] == "the launch code is 1234"
         assert third[-2]["content"] == "Reading." and third[-2]["tool_calls"][0]["function"]["name"] == "read_file"

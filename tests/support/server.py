@@ -78,6 +78,7 @@ async def running_server(
             raise RuntimeError("server stopped during start")
         await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
+    cfg.port = port  # the server's own origin is the one it listens on (what it tells its agents)
     ctx = ready[0]
     owner = await ctx.service(IdentityService).ensure_server_owner()
     token = await ctx.service(IdentityService).issue_device(owner.id, "test-owner")

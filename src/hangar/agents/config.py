@@ -5,6 +5,9 @@ secrets file on save, never stored in the database and never returned.
 ``command``: a command-line agent run as a subprocess in the space's working folder. ``secretEnv`` (variables
 such as a CLI agent's API key) is write-only too: values go to the secrets file, the record keeps the names
 (``secretEnvNames``); a name given with an empty value is removed.
+
+Both take ``productTools``: the product's ops the agent may call as tools (``hangar.agents.product_tools``), by op
+name; left out, the default set. Names are checked against the op registry where the process knows it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,19 @@ class _Config(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True)
 
 
-class OpenAIAdapter(_Config):
+class _AgentAdapter(_Config):
+    # ``None``: the default set (``product_tools.DEFAULT_PRODUCT_TOOLS``); ``[]``: none.
+    product_tools: tuple[Annotated[str, Field(min_length=1, max_length=100)], ...] | None = Field(
+        default=None, max_length=500
+    )
+
+    @field_validator("product_tools")
+    @classmethod
+    def _product_tools(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if v is None else tuple(dict.fromkeys(v))
+
+
+class OpenAIAdapter(_AgentAdapter):
     type: Literal["openai"]
     base_url: str
     model: str = Field(min_length=1, max_length=200)
@@ -53,7 +68,7 @@ class OpenAIAdapter(_Config):
         return v
 
 
-class CommandAdapter(_Config):
+class CommandAdapter(_AgentAdapter):
     type: Literal["command"]
     argv: tuple[str, ...] = Field(min_length=1)
     prompt_via: Literal["stdin", "arg"] = "stdin"

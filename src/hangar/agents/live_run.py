@@ -12,6 +12,7 @@ from typing import Any
 from hangar.agents import events as ev
 from hangar.agents.adapters.base import ToolResult
 from hangar.agents.config import OpenAIAdapter
+from hangar.agents.product_tools import RunProductTools
 from hangar.agents.service import Agent
 from hangar.agents.tools import OutputHolder, RunToolbox
 from hangar.core.events import DomainEvent, StoredEvent
@@ -50,6 +51,7 @@ class LiveRun:
         agent: Agent,
         space_id: str,
         output: OutputHolder,
+        product: RunProductTools | None = None,
     ) -> None:
         self._publish = publish
         self._spaces = spaces
@@ -69,6 +71,7 @@ class LiveRun:
             folder=spaces.folder(workspace_id, space_id),
             output=output,
             post=self._post_now,
+            product=product,
         )
         self._queue: deque[_Job] = deque()
         self._wake = asyncio.Event()

@@ -27,9 +27,12 @@ from hangar.agents import tables
 from hangar.agents.adapters.base import Adapter, HistoryMessage, RunRequest, RunResult
 from hangar.agents.adapters.command import CommandLineAdapter
 from hangar.agents.adapters.openai import OpenAIChatAdapter
-from hangar.agents.config import OpenAIAdapter
+from hangar.agents.config import CommandAdapter, OpenAIAdapter
 from hangar.agents.live_run import LiveRun
+from hangar.agents.mcp_grant import McpGrant, grant_mcp, revoke
 from hangar.agents.output_schema import check_schema
+from hangar.agents.product_catalogue import DEFAULT_PRODUCT_TOOLS, agent_principal, granted
+from hangar.agents.product_tools import RunProductTools
 from hangar.agents.runs import Run, RunStatus, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.tools import OutputHolder
@@ -41,6 +44,7 @@ from hangar.core.procs import is_alive, this_process
 from hangar.core.runcontrol import RunControl
 from hangar.errors import InvalidArgs, Refused
 from hangar.pipelines import PipelineRunFinished, TaskFinished, run_key
+from hangar.rpc.op_caller import OpCaller
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -183,12 +187,51 @@ class AgentRunner:
             raise
         for agent, run, first_seq in zip(agents, runs, first_seqs, strict=True):
             live = LiveRun(
-                self.publish, self.spaces, workspace_id, run.id, agent, space_id, OutputHolder(output_schema)
+                self.publish,
+                self.spaces,
+                workspace_id,
+                run.id,
+                agent,
+                space_id,
+                OutputHolder(output_schema),
+                self._product_tools(workspace_id, run.id, agent, space_id),
             )
             live.first_seq = first_seq
             turns = max_turns or (agent.adapter.max_turns if isinstance(agent.adapter, OpenAIAdapter) else 1)
             self._start(live, run, agent, prompt_message["id"], turns)
         return runs
+
+    def _product_tools(self, workspace_id: str, run_id: str, agent: Agent, space_id: str) -> RunProductTools | None:
+        """The product's ops an ``openai`` agent calls in this process, as the agent (``product_tools``). A command
+        agent calls them over the MCP endpoint instead (``mcp_grant``)."""
+        if not isinstance(agent.adapter, OpenAIAdapter):
+            return None
+        caller = self.app.maybe_service(OpCaller)
+        if caller is None:
+            names = DEFAULT_PRODUCT_TOOLS if agent.adapter.product_tools is None else agent.adapter.product_tools
+            if names:
+                log.warning("agent run %s: product tools are not offered: this process has no dispatcher", run_id)
+            principal = agent_principal(agent.id, agent.name, workspace_id, run_id, names)
+            return RunProductTools(None, names, principal, space_id, unavailable="this process has no dispatcher")
+        names = granted(agent.adapter, caller.registry)
+        principal = agent_principal(agent.id, agent.name, workspace_id, run_id, names)
+        return RunProductTools(caller, names, principal, space_id)
+
+    async def _mcp_grant(self, workspace_id: str, run: Run, agent: Agent) -> McpGrant:
+        if not isinstance(agent.adapter, CommandAdapter):
+            return McpGrant()
+        caller = self.app.maybe_service(OpCaller)
+        tools = granted(agent.adapter, caller.registry) if caller is not None else ()
+        return await grant_mcp(
+            self.app,
+            workspace_id=workspace_id,
+            run_id=run.id,
+            agent_id=agent.id,
+            agent_name=agent.name,
+            adapter=agent.adapter,
+            tools=tools,
+            dispatched_by=run.dispatched_by,
+        )
 
     def _start(self, live: LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
         run_id = run.id
@@ -228,11 +271,13 @@ class AgentRunner:
         prompt, schema = run.prompt, run.output_schema
         output = live.output
         result = RunResult(ev.RunOutcome.failed, "the run ended before it started")
+        grant = McpGrant()
         try:
             limit = agent.adapter.history_limit
             recent = await self.spaces.recent(workspace_id, space_id, limit=limit + 1) if limit else []
             # The conversation before this run: its prompt (perhaps not written yet) is added last by the adapter.
             recent = [m for m in recent if m["id"] != prompt_message_id][-limit:] if limit else []
+            grant = await self._mcp_grant(workspace_id, run, agent)
             request = RunRequest(
                 workspace_id=workspace_id,
                 run_id=run_id,
@@ -255,6 +300,7 @@ class AgentRunner:
                 secret_env=self.agents.secret_env(workspace_id, agent),
                 control_dir=self.run_dir(run_id),
                 confine=lambda: confinement_for(self.app),
+                product_env=grant.env,
             )
             if run_id in self._interrupted:  # interrupted before the adapter started
                 raise asyncio.CancelledError
@@ -282,7 +328,7 @@ class AgentRunner:
             self._adapters.pop(run_id, None)
             self._finishing.add(run_id)
             try:
-                await asyncio.shield(self._finish(workspace_id, run_id, agent, space_id, live, output, result))
+                await asyncio.shield(self._finish(workspace_id, run_id, agent, space_id, live, output, result, grant))
             finally:
                 self._finishing.discard(run_id)
                 self._release(run_id)
@@ -296,7 +342,9 @@ class AgentRunner:
         live: LiveRun,
         output: OutputHolder,
         result: RunResult,
+        grant: McpGrant,
     ) -> None:
+        await revoke(self.app, grant)  # the run's credential dies with it, however it ended
         if live.open_turn is not None:
             await live.turn_finished(live.open_turn, result.outcome, result.error)
         await live.flush()

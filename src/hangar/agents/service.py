@@ -15,11 +15,13 @@ import sqlalchemy as sa
 
 from hangar.agents import tables
 from hangar.agents.config import CommandAdapter, OpenAIAdapter, check_role, parse_adapter, stored_adapter
+from hangar.agents.product_catalogue import check_product_tools
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
 from hangar.core.stamps import WorkspaceCaches
 from hangar.core.types import rfc3339_or_none
 from hangar.errors import Conflict, NotFound
+from hangar.rpc.op_caller import OpCaller
 from hangar.workspace import require_text
 
 
@@ -75,7 +77,7 @@ class AgentService:
     ) -> Agent:
         name = require_text(name, "name", limit=200)
         check_role(role)
-        config = parse_adapter(adapter)
+        config = self._parse(adapter)
         if role == "chiefExecutive":
             await self._check_single_chief(workspace_id, None)
         agent_id = new_id()
@@ -95,6 +97,14 @@ class AgentService:
                 )
             )
         return await self.get(workspace_id, agent_id)
+
+    def _parse(self, raw: Any) -> OpenAIAdapter | CommandAdapter:
+        """Adapter settings as given; the product tools they name checked against the ops this process serves."""
+        config = parse_adapter(raw)
+        caller = self._app.maybe_service(OpCaller)
+        if config.product_tools is not None and caller is not None:
+            check_product_tools(config.product_tools, caller.registry)
+        return config
 
     def _keep_secrets(
         self,
@@ -200,7 +210,7 @@ class AgentService:
         if system_prompt is not None:
             values["system_prompt"] = system_prompt
         if adapter is not None:
-            config = self._keep_secrets(workspace_id, agent_id, parse_adapter(adapter), previous=current.adapter)
+            config = self._keep_secrets(workspace_id, agent_id, self._parse(adapter), previous=current.adapter)
             values["adapter"] = stored_adapter(config)
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.begin() as conn:

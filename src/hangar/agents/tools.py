@@ -5,6 +5,8 @@ Built-in tools, each really run by the server and confined to the run's space:
 paths that escape it are refused). ``submit_output`` is offered whenever the dispatcher gave an output schema:
 the payload is validated against it; a refused payload is answered with the reasons so the agent can retry,
 an accepted one ends the run and is handed to whoever dispatched it.
+
+Beside them, the product's own ops the agent may call (``hangar.agents.product_tools``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from hangar.agents.adapters.base import ToolResult
 from hangar.agents.output_schema import as_tool_parameters, violation
+from hangar.agents.product_tools import RunProductTools
 
 READ_LIMIT = 64 * 1024
 LIST_LIMIT = 500
@@ -85,14 +88,18 @@ class RunToolbox:
         folder: Path,
         output: OutputHolder,
         post: Callable[[str], Awaitable[None]],
+        product: RunProductTools | None = None,
     ) -> None:
         self._enabled = enabled
         self._folder = folder
         self._output = output
         self._post = post
+        self._product = product
 
     def specs(self) -> list[dict[str, Any]]:
         tools = [{"type": "function", "function": {"name": n, **_SPECS[n]}} for n in self._enabled]
+        if self._product is not None:
+            tools.extend(self._product.specs())
         if self._output.schema is not None:
             tools.append(
                 {
@@ -112,6 +119,8 @@ class RunToolbox:
             ok, message = self._output.submit(payload)
             return ToolResult(ok, message, ends_run=ok)
         if name not in self._enabled:
+            if self._product is not None and self._product.handles(name):
+                return await self._product.call(name, arguments)
             return ToolResult(False, f"there is no tool named {name!r}")
         try:
             if name == "post_message":

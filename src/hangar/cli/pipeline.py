@@ -108,12 +108,17 @@ async def _engine(
     """The command's engine. ``handled``: ids of events the command hands to the engine itself (``emit`` needs
     the runs an event touched), which the bus subscription then skips."""
     from hangar.pipelines.part import PIPELINES_CLI_PART
+    from hangar.rpc.registry import OpRegistry
     from hangar.server.context_factory import open_context
+    from hangar.server.dispatch import attach_dispatcher, op_caller
     from hangar.server.parts import all_parts, step_bodies
 
     settings = Settings.from_flags(data_dir=data_dir)
     parts = [p for p in all_parts() if p.name != "pipelines"] + [PIPELINES_CLI_PART]
-    async with open_context(settings, parts=parts) as ctx:
+    # Agents run here call the product's ops as the server's agents do; no MCP endpoint is served here.
+    caller = op_caller(OpRegistry(o for p in parts for o in p.ops))
+    async with open_context(settings, parts=parts, services=[caller]) as ctx:
+        attach_dispatcher(ctx)
         engine = PipelineEngine.from_app(ctx, BodyRegistry(step_bodies(parts)))
         # Events published in this process (an agent run's TaskFinished, a body's own events) resume the
         # steps waiting on them here, as the server's subscription does.

@@ -111,3 +111,21 @@ def tool_of(spec: OpSpec) -> dict[str, Any]:
 def catalogue(registry: OpRegistry) -> list[dict[str, Any]]:
     """Every tool, in the registry's (sorted) order."""
     return [tool_of(spec) for spec in registry.specs.values() if is_tool(spec)]
+
+
+def op_of_openai_name(name: str) -> str:
+    """The op an OpenAI-style tool name stands for (``workspaces__create`` → ``workspaces.create``). Op names never
+    hold two underscores in a row (each word starts with a letter), so the spelling goes both ways."""
+    return name.replace("__", ".")
+
+
+def function_tool(spec: OpSpec) -> dict[str, Any]:
+    """The op as an OpenAI function tool: the MCP tool's description and input schema, under a dot-free name."""
+    return {
+        "type": "function",
+        "function": {
+            "name": openai_name(spec.name),
+            "description": description(spec),
+            "parameters": input_schema(spec),
+        },
+    }

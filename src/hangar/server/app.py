@@ -22,12 +22,11 @@ from hangar.core.http_errors import EXCEPTION_HANDLERS
 from hangar.core.part import Part
 from hangar.identity import IdentityService
 from hangar.rpc.access import AccessMonitor
-from hangar.rpc.dispatcher import Dispatcher
 from hangar.rpc.endpoint import rpc_endpoint
-from hangar.rpc.guardrails import Guardrails
 from hangar.rpc.mcp_door import METADATA_PATH, McpDoor, protected_resource
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
+from hangar.server.dispatch import attach_dispatcher, listener_origin, op_caller
 from hangar.server.landing import landing
 
 log = logging.getLogger("hangar.server")
@@ -63,13 +62,14 @@ def build_server(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_context(settings, clock=clock, parts=parts, follow_events=True) as ctx:
+        caller = op_caller(registry, mcp_url=lambda: f"{listener_origin(settings)}/mcp")
+        async with open_context(settings, clock=clock, parts=parts, follow_events=True, services=[caller]) as ctx:
             identity = ctx.service(IdentityService)
             monitor = ctx.provide(AccessMonitor(identity.authority_stamp))
             monitor.start()
             app.state.ctx = ctx
             app.state.registry = registry
-            app.state.dispatcher = Dispatcher(ctx, registry, ctx.service(Guardrails), identity)
+            app.state.dispatcher = attach_dispatcher(ctx)
             await warn_about_host_execution(ctx)
             if on_ready is not None:
                 on_ready.append(ctx)

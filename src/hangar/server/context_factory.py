@@ -32,9 +32,11 @@ async def open_context(
     clock: Clock | None = None,
     parts: Sequence[Part] | None = None,
     follow_events: bool = False,
+    services: Sequence[object] = (),
 ) -> AsyncIterator[AppContext]:
     """The context with every part started. ``follow_events`` (the server): the event bus also delivers the
-    events other processes record in any workspace, within its tail interval."""
+    events other processes record in any workspace, within its tail interval. ``services``: what the composition
+    provides before the parts start (the op caller agents use)."""
     if parts is None:
         from hangar.server.parts import all_parts
 
@@ -65,6 +67,8 @@ async def open_context(
         audit=AuditLog(dbs, clock),
     )
     ctx.provide(identity)
+    for service in services:
+        ctx.provide(service)
     ctx.provide(RateLimits())
     ctx.provide(WorkspaceSettings(dbs, clock, [s for p in parts for s in p.settings]))
     started: list[Part] = []

@@ -58,5 +58,7 @@ def pipeline_author(step: StepContext) -> Author:
 
 
 def author_of(ctx: OpContext) -> Author:
-    """How a message a person sends through an op is signed."""
+    """How a message sent through an op is signed: the person, or the agent whose credential called."""
+    if ctx.principal.agent_id is not None:
+        return Author("agent", ctx.principal.agent_id, ctx.principal.display_name)
     return Author("user", ctx.principal.user_id, ctx.principal.display_name)

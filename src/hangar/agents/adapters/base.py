@@ -52,6 +52,9 @@ class RunRequest:
     control_dir: Path | None = None
     # Where programs the run starts (the ``command`` adapter) run: the space's enclosure, chosen when needed.
     confine: Callable[[], Awaitable[Confinement]] = no_confinement
+    # The product's MCP endpoint for a program the run starts: its address and the run's credential, or why not
+    # (``hangar.agents.mcp_grant``).
+    product_env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

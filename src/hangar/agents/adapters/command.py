@@ -12,10 +12,12 @@ agent's reply when it exits 0. An interrupt (or the timeout) ends the program an
 
 Input contract: the environment carries ``HANGAR_RUN_ID``, ``HANGAR_SPACE_ID``, ``HANGAR_WORKSPACE_ID``,
 ``HANGAR_CONTEXT_FILE`` and ``HANGAR_OUTPUT_FILE`` (paths as the program sees them); with an output schema
-also ``HANGAR_OUTPUT_SCHEMA``. The context file is a JSON document with what a chat-completions agent would be
-given: the agent (id, name, role, system prompt), the prompt, and the space's recent messages oldest first
-(author kind and name, content, ``own`` when this agent wrote it), so a command-line agent can hold a
-conversation instead of seeing one prompt. It is removed when the run ends.
+also ``HANGAR_OUTPUT_SCHEMA``; ``HANGAR_MCP_URL`` and ``HANGAR_MCP_TOKEN`` (the product's MCP endpoint and a
+credential for this run, ``hangar.agents.mcp_grant``), or ``HANGAR_MCP_UNAVAILABLE`` saying why not. The context
+file is a JSON document with what a chat-completions agent would be given: the agent (id, name, role, system
+prompt), the prompt, and the space's recent messages oldest first (author kind and name, content, ``own`` when
+this agent wrote it), so a command-line agent can hold a conversation instead of seeing one prompt. It is
+removed when the run ends.
 
 Output contract: A program that writes a JSON document to ``$HANGAR_OUTPUT_FILE`` submits it (the
 command-line equivalent of ``submit_output``); otherwise the last stdout line that parses as JSON is
@@ -71,6 +73,7 @@ class CommandLineAdapter(Adapter):
         env = {
             **self._cfg.env,
             **request.secret_env,
+            **request.product_env,
             "HANGAR_RUN_ID": request.run_id,
             "HANGAR_SPACE_ID": request.space_id,
             "HANGAR_WORKSPACE_ID": request.workspace_id,

@@ -45,7 +45,10 @@ class _Reply:
 
 def _system_prompt(req: RunRequest) -> str:
     parts = [req.agent.system_prompt.strip()] if req.agent.system_prompt.strip() else []
-    parts.append(f"You are {req.agent.name}, an agent working in a Hangar space.")
+    parts.append(
+        f"You are {req.agent.name}, an agent working in a Hangar space: workspace_id {req.workspace_id}, "
+        f"space_id {req.space_id} (Hangar's tools take these, and use them when you leave them out)."
+    )
     if req.output_schema is not None:
         parts.append(
             "When your work is done, call the submit_output tool with the result; it is checked against the "

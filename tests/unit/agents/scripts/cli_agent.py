@@ -39,6 +39,30 @@ elif word == "context":
     mode = oct(os.stat(path).st_mode & 0o777)
     turns = [f"{'me' if m['own'] else m['author']['name']}: {m['content']}" for m in context["history"]]
     print(json.dumps({"mode": mode, "agent": context["agent"], "prompt": context["prompt"], "turns": turns}))
+elif word == "mcp":
+    # Hands the MCP address and credential to the test through the working folder (never stdout, which is
+    # posted), says whether the endpoint is reachable from here, and waits for the test to say it is done.
+    import socket
+    import urllib.parse
+
+    url = os.environ.get("HANGAR_MCP_URL")
+    reach = "-"
+    if url:
+        parts = urllib.parse.urlsplit(url)
+        try:
+            socket.create_connection((parts.hostname, parts.port), timeout=2).close()
+            reach = "connected"
+        except OSError as exc:
+            reach = type(exc).__name__
+    found = {k: os.environ.get(k) for k in ("HANGAR_MCP_URL", "HANGAR_MCP_TOKEN", "HANGAR_MCP_UNAVAILABLE")}
+    with open("mcp.json.tmp", "w") as fh:
+        json.dump({**found, "reach": reach}, fh)
+    os.rename("mcp.json.tmp", "mcp.json")
+    for _ in range(600 if url else 0):
+        if os.path.exists("go"):
+            break
+        time.sleep(0.1)
+    print("called back" if url else f"no way back: {found['HANGAR_MCP_UNAVAILABLE']}", flush=True)
 elif word == "bad":
     print(json.dumps({"n": "two"}), flush=True)
 else:

@@ -1,0 +1,78 @@
+"""The product's own ops as an agent's tools (CONTRACTS.md sections 7 and 8): the same catalogue MCP clients get.
+
+An agent's adapter names the ops it may call (``productTools``); left out, ``DEFAULT_PRODUCT_TOOLS``: the rig
+verbs, acting in the agent's space, and reads of spaces, messages and tickets. An ``openai`` agent is offered them
+as function tools (a dot becomes ``__``; parameters and description as the MCP tool has them); each call is one op
+call through the one dispatcher as the agent (``Principal`` with its ``agent_id``, limited to its workspace and its
+tools, holding the member role there), so roles, guardrails and audit answer as for any caller, and the audit row
+names ``agent:<id>`` and the door ``agent``. The answer, or the refusal as ``"<code>: <message>"``, goes back to
+the model as the tool's result.
+
+Where an op takes a space, the agent's own space is the default; the rig verbs are held to it (``rig.open`` in
+another space is refused, and so is a verb on a rig of another space). Why: a rig an agent opens shows in the
+space the agent works in, beside its conversation, where the people who dispatched it look; an agent working
+on one space's request has no business driving a machine someone opened for another. Reads are not held: an
+agent, like any member, may read the workspace's spaces, messages and tickets to do its work. The space rule is
+the in-process toolbox's (``product_tools``): a command agent's MCP credential (``mcp_grant``) is held to the
+workspace and the tools, since credentials carry no space yet.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from hangar.agents.config import CommandAdapter, OpenAIAdapter
+from hangar.core.principal import Principal
+from hangar.errors import InvalidArgs
+from hangar.rpc.mcp_tools import is_tool
+from hangar.rpc.registry import OpRegistry
+
+log = logging.getLogger(__name__)
+
+RIG_VERBS: tuple[str, ...] = (
+    "rig.open", "rig_list", "rig.exec", "rig_close", "rig.ports",
+    "computer_use", "browser_use", "mobile_use", "sim_use",
+)  # fmt: skip
+READS: tuple[str, ...] = ("spaces.list", "spaces.get", "messages.list", "tickets.list", "tickets.get")
+DEFAULT_PRODUCT_TOOLS: tuple[str, ...] = RIG_VERBS + READS
+"""What an agent may call when its configuration names nothing: drive rigs in its space (open, list, run commands,
+use a screen, close; not take control from a person, grant hosts or hand out lanes), and read spaces, messages
+and tickets."""
+
+FIELD = "adapter.productTools"
+
+
+def check_product_tools(names: Iterable[str], registry: OpRegistry) -> None:
+    """Every name is an op the registry serves as a tool; ``InvalidArgs`` naming the ones that are not."""
+    unknown = [n for n in names if registry.get(n) is None]
+    if unknown:
+        raise InvalidArgs(f"{FIELD}: no op is named {', '.join(map(repr, unknown))}", field=FIELD)
+    watches = [n for n in names if not is_tool(registry.get(n))]  # type: ignore[arg-type]
+    if watches:
+        raise InvalidArgs(f"{FIELD}: {', '.join(map(repr, watches))} are watch ops, which are not tools", field=FIELD)
+
+
+def granted(adapter: OpenAIAdapter | CommandAdapter, registry: OpRegistry) -> tuple[str, ...]:
+    """The ops the agent may call here: its list, or the default one, as far as this registry serves them (a
+    server composed without the rigs part has no rig verbs to offer)."""
+    names = DEFAULT_PRODUCT_TOOLS if adapter.product_tools is None else adapter.product_tools
+    served = [n for n in names if (spec := registry.get(n)) is not None and is_tool(spec)]
+    missing = set(names) - set(served)
+    if missing and adapter.product_tools is not None:
+        log.warning("product tools named by an agent are not served here: %s", ", ".join(sorted(missing)))
+    return tuple(served)
+
+
+def agent_principal(agent_id: str, agent_name: str, workspace_id: str, run_id: str, tools: Iterable[str]) -> Principal:
+    """The agent as a caller of ops during one run: its workspace only, its tools only, its own name in audit
+    rows (``agent:<id>``); the device names the run, so a row says which run made the call."""
+    return Principal(
+        user_id=f"agent:{agent_id}",
+        device_id=f"run:{run_id}",
+        display_name=agent_name,
+        is_server_owner=False,
+        workspace_id=workspace_id,
+        tools=frozenset(tools),
+        agent_id=agent_id,
+    )
