@@ -44,7 +44,8 @@ export function useCall<N extends CallOpName>(op: N, args: ArgsOf<N>): CallState
   useEffect(() => {
     let live = true;
     setState((s) => ({ ...s, loading: true }));
-    const call = client.call as (op: N, args: ArgsOf<N>) => Promise<ResultOf<N>>;
+    // The rest-parameter signature of `call` does not narrow for a generic N; the arguments are N's all the same.
+    const call = client.call.bind(client) as (op: N, args: ArgsOf<N>) => Promise<ResultOf<N>>;
     call(op, JSON.parse(key) as ArgsOf<N>).then(
       (data) => live && setState({ data, error: undefined, loading: false }),
       (error: unknown) => {
