@@ -6,15 +6,19 @@ BIN := $(VENV)/bin
 # (rigs, confined shell steps and command agents). `make run` installs them where it can; where it cannot, `hangar serve` says
 # in one line what is unavailable and the command that fixes it.
 APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libseccomp2
-# What the tests drive besides: a browser, the SAML peer's signer. Node.js and npm (the OIDC peer) are installed
-# only when the commands are missing, since many machines carry them from another source that Debian's npm would
-# conflict with.
+# What the tests drive besides: a browser, the SAML peer's signer. Node.js and npm (the OIDC peer, the web
+# client's build) are installed only when the commands are missing, since many machines carry them from another
+# source that Debian's npm would conflict with.
 APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1
 # Load generator and peer server for `make bench`.
 APT_BENCH_PACKAGES := nginx-light wrk
 DATA_DIR ?=
 
-.PHONY: install run test apt-deps apt-run-deps apt-bench-deps lint typecheck pytest fuzz bench clean
+# The web client (web/): built into web/dist, which the server serves at /. Node.js and npm come from Debian where
+# the commands are missing.
+WEB_SOURCES := $(shell find web/src web/test -type f 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json web/package.json
+
+.PHONY: install run test apt-deps apt-run-deps apt-bench-deps lint typecheck pytest fuzz bench clean web web-test client-types
 
 $(BIN)/hangar: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +30,7 @@ install: $(BIN)/hangar
 
 run: install
 	-@$(MAKE) --no-print-directory apt-run-deps || echo "could not install $(APT_RUN_PACKAGES); the server says what is unavailable"
+	-@$(MAKE) --no-print-directory web || echo "could not build the web client; the server's / says how"
 	$(BIN)/hangar serve $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 # Installs only the Debian packages that are missing; needs root (CI runs as root) or sudo.
@@ -45,7 +50,7 @@ apt-deps:
 	$(call apt_install,$(APT_PACKAGES),node)
 
 apt-run-deps:
-	$(call apt_install,$(APT_RUN_PACKAGES),)
+	$(call apt_install,$(APT_RUN_PACKAGES),node)
 
 apt-bench-deps:
 	$(call apt_install,$(APT_BENCH_PACKAGES),)
@@ -60,10 +65,26 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-pytest: install apt-deps
+web/node_modules/.package-lock.json: web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+
+web/dist/index.html: web/node_modules/.package-lock.json $(WEB_SOURCES)
+	cd web && npm run --silent build
+
+web: web/dist/index.html
+
+# The client's unit tests (vitest); the build above type-checks them and the generated op table.
+web-test: web/node_modules/.package-lock.json
+	cd web && npm test --silent
+
+# Regenerates web/src/generated/ops.ts from the op registry (a unit test fails while the committed one is stale).
+client-types: install
+	$(BIN)/python -m hangar.server.typed_client
+
+pytest: install apt-deps web
 	$(BIN)/pytest -q
 
-test: install apt-deps lint typecheck pytest
+test: install apt-deps lint typecheck web web-test pytest
 
 # The long fuzz run over every op's arguments and raw frames (`make test` runs a bounded number of examples).
 fuzz: install apt-deps
@@ -73,4 +94,4 @@ bench: install apt-deps apt-bench-deps
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache web/node_modules web/dist

@@ -1,6 +1,7 @@
 """Process settings: flags win over environment variables, which win over defaults.
 
-Environment: ``HANGAR_DATA_DIR``, ``HANGAR_PUBLIC_URL``, ``SERVER_WEB_CLIENT_URL``, ``HANGAR_RIG_PACKS_DIR``.
+Environment: ``HANGAR_DATA_DIR``, ``HANGAR_PUBLIC_URL``, ``SERVER_WEB_CLIENT_URL``, ``HANGAR_RIG_PACKS_DIR``,
+``HANGAR_WEB_DIST``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class Settings(BaseSettings):
     rig_packs_dir: Path | None = Field(
         default=None, validation_alias=AliasChoices("rig_packs_dir", "HANGAR_RIG_PACKS_DIR")
     )
+
+    # The built web client the server serves at ``/`` (default: ``web/dist`` of the checkout it runs from).
+    web_dist: Path | None = Field(default=None, validation_alias=AliasChoices("web_dist", "HANGAR_WEB_DIST"))
 
     @field_validator("public_url")
     @classmethod

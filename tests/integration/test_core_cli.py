@@ -69,7 +69,13 @@ def test_the_website_builds_links_from_its_configured_origin_never_the_host_head
 
 
 def test_the_server_says_what_it_is_at_its_root_and_what_the_host_lacks(tmp_path: Path) -> None:
-    env = {**os.environ, "HANGAR_DATA_DIR": str(tmp_path / "data"), "PATH": "/nonexistent"}
+    # Without a built web client, the root is the landing page that says how to build it.
+    env = {
+        **os.environ,
+        "HANGAR_DATA_DIR": str(tmp_path / "data"),
+        "HANGAR_WEB_DIST": str(tmp_path / "not-built"),
+        "PATH": "/nonexistent",
+    }
     proc = subprocess.Popen(
         [HANGAR, "serve", "--port", "0", "--no-site"], env=env, stdout=subprocess.PIPE, text=True
     )  # fmt: skip
@@ -85,6 +91,7 @@ def test_the_server_says_what_it_is_at_its_root_and_what_the_host_lacks(tmp_path
         assert len(unavailable) == 1 and "bubblewrap" in unavailable[0] and "sudo apt-get install" in unavailable[0]
         page = httpx.get(f"{server}/")
         assert page.status_code == 200 and "Hangar server" in page.text and "owner-token" in page.text
+        assert "npm run build" in page.text
         assert "default-src 'none'" in page.headers["content-security-policy"]
     finally:
         proc.terminate()

@@ -55,15 +55,17 @@ async def running_server(
     *,
     clock: Clock | None = None,
     parts: Sequence[Part] | None = None,
+    port: int = 0,
     **settings: Any,
 ) -> AsyncIterator[RunningServer]:
-    cfg = Settings(data_dir=data_dir, host="127.0.0.1", port=0, **settings)
+    """``port`` 0 picks a free one; a test that restarts the server under a client passes the port it had."""
+    cfg = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)
     ready: list[AppContext] = []
     app = build_server(cfg, clock=clock, parts=parts, on_ready=ready)
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
-        port=0,
+        port=port,
         ws="websockets-sansio",
         ws_max_size=MAX_FRAME_BYTES,
         log_level="warning",

@@ -1,4 +1,5 @@
-"""The server's ASGI application: ``/healthz``, ``/rpc`` and every part's routes, with a lifespan that opens
+"""The server's ASGI application: ``/healthz``, ``/rpc``, every part's routes and, last, the web client (its
+assets and the app shell for every other GET, ``hangar.server.webclient``), with a lifespan that opens
 the application context and starts the parts, and the one error handler that renders every route's JSON error body
 (``hangar.core.http_errors``)."""
 
@@ -27,7 +28,7 @@ from hangar.rpc.mcp_door import METADATA_PATH, McpDoor, protected_resource
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
 from hangar.server.dispatch import attach_dispatcher, listener_origin, op_caller
-from hangar.server.landing import landing
+from hangar.server.webclient import default_dist, web_client_routes
 
 log = logging.getLogger("hangar.server")
 
@@ -51,7 +52,6 @@ def build_server(
     registry = OpRegistry(o for p in parts for o in p.ops)
     door = McpDoor(registry, lambda: settings.origin)
     routes: list[BaseRoute] = [
-        Route("/", landing, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         WebSocketRoute("/rpc", rpc_endpoint),
         Route("/mcp", door, methods=["GET", "POST", "DELETE", "OPTIONS"]),
@@ -59,6 +59,7 @@ def build_server(
     ]
     for part in parts:
         routes.extend(part.routes)
+    routes.extend(web_client_routes(settings.web_dist or default_dist()))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

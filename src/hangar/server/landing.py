@@ -1,5 +1,6 @@
-"""``GET /`` on the server: until the web client lands, a small page that says what this server is and how to
-connect to it (no script, no third-party origin, a strict Content-Security-Policy)."""
+"""The server's landing page: what ``/`` answers while the web client is not built (``hangar.server.webclient``),
+saying what this server is, how to build the browser client and how to connect without it (no script, no
+third-party origin, a strict Content-Security-Policy)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,13 @@ pre{{background:#f1f3f5;padding:.8rem;overflow:auto}}</style>
 </head><body>
 <h1>Hangar server {version}</h1>
 <p>This is a self-hosted Hangar control center: workspaces where people and agents work together, pipelines,
-rigs, single sign-on. The browser control center is not part of this version yet; connect with a client.</p>
-<h2>Connect</h2>
+rigs, single sign-on.</p>
+<h2>The browser control center is not built</h2>
+<p>This server serves the web client from <code>web/dist</code> of its checkout, which is not there yet. Build it
+with <code>make run</code> (which builds it and starts the server), or by hand:</p>
+<pre>cd web &amp;&amp; npm ci &amp;&amp; npm run build</pre>
+<p>then reload this page.</p>
+<h2>Connect without it</h2>
 <ol>
 <li>On the server's machine, mint the owner's first credential:
 <pre>hangar admin owner-token --data-dir DIR</pre></li>
@@ -36,7 +42,7 @@ or through single sign-on (<code>GET /auth/providers</code>).</li>
 """
 
 
-async def landing(request: Request) -> HTMLResponse:
+def landing_response(request: Request) -> HTMLResponse:
     origin = request.app.state.ctx.settings.origin
     ws = "wss" + origin.removeprefix("https") if origin.startswith("https") else "ws" + origin.removeprefix("http")
     body = PAGE.format(version=html.escape(hangar.__version__), ws=html.escape(ws))

@@ -1,0 +1,1878 @@
+// Generated from the server's op registry by `python -m hangar.server.typed_client`. Do not edit: a test fails when this file is stale.
+/* eslint-disable */
+
+// Shared definitions
+
+/** ``command`` settings as returned: the names of the secret variables (``secretEnvNames``), not their values. */
+export type CommandAdapterView = {
+  productTools?: Array<string> | null;
+  type: "command";
+  argv: Array<string>;
+  promptVia?: "stdin" | "arg";
+  timeoutSeconds?: number | null;
+  env?: Record<string, string>;
+  secretEnvNames?: Array<string>;
+  historyLimit?: number;
+};
+
+/** ``openai`` settings as returned: the key is never sent back, only whether one is stored. */
+export type OpenAIAdapterView = {
+  productTools?: Array<string> | null;
+  type: "openai";
+  baseUrl: string;
+  model: string;
+  maxTurns?: number;
+  timeoutSeconds?: number;
+  temperature?: number | null;
+  tools?: Array<string>;
+  historyLimit?: number;
+  hasApiKey?: boolean;
+};
+
+export type AgentView = {
+  id: string;
+  name: string;
+  role: string;
+  systemPrompt: string;
+  adapter: OpenAIAdapterView | CommandAdapterView;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type AgentDeleted = {
+  deleted: boolean;
+};
+
+/** The agent a new conversation wakes, or null when the workspace has none. */
+export type FrontDoor = {
+  agent: AgentView | null;
+};
+
+export type AgentList = {
+  agents: Array<AgentView>;
+};
+
+/** How a turn, and so a run, ended. */
+export type RunOutcome = "ok" | "failed" | "interrupted" | "turnLimit";
+
+export type RunStatus = "running" | "finished";
+
+/** The run just dispatched, with its id also as ``runId``. */
+export type DispatchedRun = {
+  id: string;
+  agentId: string;
+  spaceId: string;
+  status: RunStatus;
+  outcome: RunOutcome | null;
+  error: string | null;
+  prompt: string;
+  outputSchema: Record<string, unknown> | null;
+  output: unknown;
+  hasOutput: boolean;
+  outputError: string | null;
+  turns: number;
+  dispatchedBy: string;
+  createdAt: string;
+  finishedAt: string | null;
+  runId: string;
+};
+
+/** One audit entry; ``seq`` numbers the entries of its target. */
+export type AuditRow = {
+  at: string;
+  principal: string;
+  action: string;
+  target: string;
+  seq: number;
+  details: Record<string, unknown>;
+  door?: string | null;
+};
+
+/** A device credential, never its token; ``current`` marks the one the caller used. */
+export type DeviceView = {
+  id: string;
+  name: string;
+  createdAt: string;
+  lastUsedAt: string;
+  revokedAt: string | null;
+  current: boolean;
+  /** the one workspace it reaches; null: all */
+  workspaceId: string | null;
+  readOnly: boolean;
+  expiresAt: string | null;
+};
+
+/** A single-use code, redeemed at ``POST /auth/pair``. */
+export type OneTimeCode = {
+  code: string;
+};
+
+export type DeviceRef = {
+  deviceId: string;
+};
+
+/** A domain event as stored: its sequence number in the workspace, type and payload. */
+export type EventView = {
+  seq: number;
+  id: string;
+  type: string;
+  occurredAt: string;
+  payload: Record<string, unknown>;
+};
+
+/** The first reply of ``events.watch``: the workspace now followed. */
+export type Watching = {
+  watching: string;
+};
+
+export type GuardrailPolicy = {
+  readOnly: boolean;
+  askFirst: Array<string>;
+};
+
+export type MemberView = {
+  userId: string;
+  displayName: string;
+  email: string | null;
+  role: string;
+};
+
+export type UserRef = {
+  userId: string;
+};
+
+export type MemberRoleSet = {
+  userId: string;
+  role: string;
+};
+
+export type MessageAuthor = {
+  kind: string;
+  id: string;
+  name: string;
+};
+
+export type MessageView = {
+  id: string;
+  seq: number;
+  spaceId: string;
+  author: MessageAuthor;
+  content: string;
+  metadata: Record<string, unknown>;
+  runId: string | null;
+  createdAt: string;
+};
+
+export type MessageList = {
+  messages: Array<MessageView>;
+};
+
+export type BodyInfo = {
+  key: string;
+  summary: string;
+  config: Array<BodySetting>;
+  resumes: boolean;
+  honoursDryRun: boolean;
+};
+
+export type BodySetting = {
+  name: string;
+  doc: string;
+  required: boolean;
+};
+
+export type BodyList = {
+  bodies: Array<BodyInfo>;
+};
+
+export type Emitted = {
+  seq: number;
+  id: string;
+};
+
+export type PipelinesRunsCancelRunStatus = "running" | "suspended" | "completed" | "failed" | "cancelled";
+
+export type StepState = {
+  status: StepStatus;
+  attempts: number;
+  error: string | null;
+};
+
+export type StepStatus = "pending" | "running" | "suspended" | "completed" | "failed" | "skipped" | "timedOut" | "cancelled";
+
+/** The command line's ``--json`` shape (CONTRACTS §5). */
+export type RunSnapshot = {
+  runId: string;
+  status: PipelinesRunsCancelRunStatus;
+  state: Record<string, unknown>;
+  steps: Record<string, StepState>;
+};
+
+export type PipelinesRunsGetRunStatus = "running" | "suspended" | "completed" | "failed" | "cancelled";
+
+export type StepDetail = {
+  status: StepStatus;
+  attempts: number;
+  error: string | null;
+  stepId: string;
+  label: string;
+  routeKey: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  durationMs: number | null;
+  retryAt: string | null;
+  suspendedOn: Suspension | null;
+  deadline: string | null;
+  progress: Record<string, unknown> | null;
+};
+
+export type Suspension = {
+  eventType: string | null;
+  taskIds: Array<string>;
+};
+
+export type TriggerOfRun = {
+  kind: string;
+  id: string | null;
+};
+
+export type RunDetail = {
+  runId: string;
+  templateId: string;
+  status: PipelinesRunsGetRunStatus;
+  trigger: TriggerOfRun;
+  dryRun: boolean;
+  parentRunId: string | null;
+  error: string | null;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+  payload: Record<string, unknown>;
+  state: Record<string, unknown>;
+  steps: Array<StepDetail>;
+};
+
+export type PipelinesRunsListRunStatus = "running" | "suspended" | "completed" | "failed" | "cancelled";
+
+export type RunSummary = {
+  runId: string;
+  templateId: string;
+  status: PipelinesRunsListRunStatus;
+  trigger: TriggerOfRun;
+  dryRun: boolean;
+  parentRunId: string | null;
+  error: string | null;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+};
+
+export type RunList = {
+  runs: Array<RunSummary>;
+};
+
+export type RunStarted = {
+  runId: string;
+};
+
+export type PipelinesRunsWaitRunStatus = "running" | "suspended" | "completed" | "failed" | "cancelled";
+
+export type PipelinesRunsWatchRunStatus = "running" | "suspended" | "completed" | "failed" | "cancelled";
+
+export type TemplateSaved = {
+  id: string;
+  warnings: Array<string>;
+};
+
+export type Deleted = {
+  deleted: string;
+};
+
+export type TemplateDetail = {
+  template: Record<string, unknown>;
+  warnings: Array<string>;
+};
+
+export type TemplateSummary = {
+  id: string;
+  name: string;
+  steps: number;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type TemplateList = {
+  templates: Array<TemplateSummary>;
+};
+
+export type TemplateCheck = {
+  valid: boolean;
+  problems: Array<string>;
+  warnings: Array<string>;
+};
+
+export type TriggerView = {
+  id: string;
+  templateId: string;
+  kind: "manual" | "event" | "schedule";
+  eventType: string | null;
+  cron: string | null;
+  payload: Record<string, unknown>;
+  enabled: boolean;
+  lastFiredAt: string | null;
+  nextFireAt: string | null;
+};
+
+export type TriggerList = {
+  triggers: Array<TriggerView>;
+};
+
+export type RepoView = {
+  id: string;
+  name: string;
+  sourceKind: string;
+  source: string;
+  defaultBranch: string;
+  createdAt: string;
+};
+
+export type RepoList = {
+  repos: Array<RepoView>;
+};
+
+export type RepoRemoved = {
+  removed: string;
+};
+
+export type ActionLogEntry = {
+  seq: number;
+  at: string;
+  principal: string;
+  verb: string;
+  outcome: string;
+  details: Record<string, unknown>;
+};
+
+export type ExecOutput = {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  truncated: boolean;
+};
+
+export type LaneUrl = {
+  url: string;
+  path: string;
+  sig: string;
+  expiresAt: number;
+};
+
+export type HostsGranted = {
+  rigId: string;
+  granted: Array<string>;
+};
+
+export type Phase = "provisioning" | "ready" | "parked" | "closing" | "closed" | "failed";
+
+export type RigOpened = {
+  rigId: string;
+  phase: Phase;
+  statusDetail: string;
+};
+
+/** A listening guest port: forwarded to a host loopback port (and shared on the LAN on request), or not. */
+export type PortRow = {
+  guestPort: number;
+  forwarded: boolean;
+  hostPort: number | null;
+  lanPort: number | null;
+};
+
+export type RigPorts = {
+  rigId: string;
+  limit: number;
+  ports: Array<PortRow>;
+};
+
+export type ControlState = {
+  rigId: string;
+  controller: string | null;
+};
+
+export type Surface = "terminal" | "browser" | "computer" | "mobile" | "simulator";
+
+/** The first reply of ``rig.watch``; its activity events follow. */
+export type RigSnapshot = {
+  rigId: string;
+  surface: Surface;
+  phase: Phase;
+  statusDetail: string;
+  controller: string | null;
+  ports: Array<PortRow>;
+};
+
+export type CloseReason = "requested" | "idleTimeout" | "ttlExpired" | "conversationEnded" | "workspaceGone" | "serverShutdown" | "backendFailure";
+
+export type RigClosed = {
+  rigId: string;
+  phase: Phase;
+  closeReason: CloseReason | null;
+};
+
+/** The person holding control of a rig. */
+export type Controller = {
+  userId: string;
+  displayName: string;
+};
+
+/** One rig of ``rig_list``. */
+export type RigRow = {
+  rigId: string;
+  spaceId: string;
+  surface: Surface;
+  engine: string | null;
+  backend: string;
+  status: Phase;
+  statusDetail: string;
+  display: string | null;
+  controller: Controller | null;
+  closeReason: CloseReason | null;
+  memoryMb: number;
+  residentMb: number;
+  createdAt: string;
+  closedAt: string | null;
+};
+
+export type HostStatus = {
+  backend: string;
+  unavailableReason: string | null;
+  memoryBudgetMb: number;
+  residentMb: number;
+  liveRigs: number;
+};
+
+/** A persisted event: its sequence number in the workspace, type, time and payload (snake_case fields). */
+export type RunEventFrame = {
+  seq: number;
+  type: string;
+  at: string;
+  payload: Record<string, unknown>;
+};
+
+export type RunEvents = {
+  events: Array<RunEventFrame>;
+};
+
+/** One agent run, built from a ``Run`` record. */
+export type RunView = {
+  id: string;
+  agentId: string;
+  spaceId: string;
+  status: RunStatus;
+  outcome: RunOutcome | null;
+  error: string | null;
+  prompt: string;
+  outputSchema: Record<string, unknown> | null;
+  output: unknown;
+  hasOutput: boolean;
+  outputError: string | null;
+  turns: number;
+  dispatchedBy: string;
+  createdAt: string;
+  finishedAt: string | null;
+};
+
+export type RunsListRunList = {
+  runs: Array<RunView>;
+};
+
+export type ServerInfo = {
+  name: string;
+  version: string;
+  origin: string;
+  publicUrl: string | null;
+  webClientUrl: string | null;
+  pairingEnabled: boolean;
+};
+
+export type WorkspaceCreators = {
+  who: "serverOwner" | "members" | "anyone";
+};
+
+export type ServerUser = {
+  id: string;
+  email: string | null;
+  displayName: string;
+  active: boolean;
+  ssoIssuer: string | null;
+};
+
+/** A declared setting: what it is for and its stored value (null while it keeps its default). */
+export type SettingView = {
+  summary: string;
+  value: unknown;
+};
+
+export type SettingSaved = {
+  key: string;
+  value: unknown;
+};
+
+/** How far checking out a space's repos got: ``state``, the step under way, the error that stopped it. */
+export type Provisioning = {
+  state: string;
+  step: string | null;
+  error: string | null;
+};
+
+export type SpaceView = {
+  id: string;
+  kind: string;
+  mode: string;
+  title: string;
+  hidden: boolean;
+  createdBy: string;
+  provisioning: Provisioning;
+  createdAt: string;
+  updatedAt: string;
+  archivedAt: string | null;
+};
+
+/** A worktree in a space's working folder, with its repo's name (null once the repo is gone). */
+export type SpaceRepo = {
+  id: string;
+  repoId: string;
+  branch: string;
+  workBranch: string;
+  path?: string | null;
+  spaceId: string | null;
+  ticketId: string | null;
+  prKey: string | null;
+  createdAt: string;
+  repoName: string | null;
+};
+
+/** A space with its working folder (hidden from guests) and the worktrees checked out in it. */
+export type SpaceDetail = {
+  id: string;
+  kind: string;
+  mode: string;
+  title: string;
+  hidden: boolean;
+  createdBy: string;
+  provisioning: Provisioning;
+  createdAt: string;
+  updatedAt: string;
+  archivedAt: string | null;
+  folder?: string | null;
+  repos: Array<SpaceRepo>;
+};
+
+export type SpaceList = {
+  spaces: Array<SpaceView>;
+};
+
+/** The first reply of ``spaces.watch``: the space as it is now. */
+export type SpaceFollowed = {
+  space: SpaceView;
+};
+
+/** An OIDC record as replies show it: the client secret only as a presence flag. */
+export type OidcView = {
+  enabled: boolean;
+  defaultRole: string;
+  groupRoleMap: Record<string, string>;
+  autoMember: boolean;
+  allowJit: boolean;
+  issuer: string | null;
+  clientId: string | null;
+  groupsClaim: string;
+  clientSecretPresent: boolean;
+};
+
+export type SamlConnection = {
+  enabled: boolean;
+  defaultRole: string;
+  groupRoleMap: Record<string, string>;
+  autoMember: boolean;
+  allowJit: boolean;
+  idpMetadataXml: string | null;
+  spEntityId: string | null;
+  emailAttribute: string;
+  displayNameAttribute: string;
+  groupsAttribute: string;
+  clockSkewSeconds: number;
+  allowIdpInitiated: boolean;
+  wantResponseSigned: boolean;
+};
+
+export type ScimToken = {
+  token: string;
+};
+
+/** Bounds on a device credential in minutes; 0 means unset. */
+export type SessionPolicyView = {
+  maxAgeMinutes: number;
+  idleTimeoutMinutes: number;
+};
+
+export type PairingState = {
+  pairingEnabled: boolean;
+};
+
+export type SpMetadata = {
+  origin: string;
+  entityId: string;
+  acsUrl: string;
+  xml: string;
+};
+
+export type KindStatus = {
+  enabled: boolean;
+  configured: boolean;
+};
+
+export type SsoStatus = {
+  saml: KindStatus;
+  oidc: KindStatus;
+  scimTokenPresent: boolean;
+  origin: string;
+  pairingEnabled: boolean;
+};
+
+export type ConnectionFailed = {
+  ok: false;
+  kind: string;
+  error: FailureReason;
+};
+
+export type FailureReason = {
+  code: string;
+  message: string;
+};
+
+/** The issuer's discovery document and signing keys were fetched. */
+export type OidcConnectionOk = {
+  ok: true;
+  kind: "oidc";
+  issuer: string;
+  authorizationEndpoint: string;
+  tokenEndpoint: string;
+  jwksUri: string;
+  signingKeys: number;
+};
+
+/** The IdP metadata parses and an authentication request can be built from it. */
+export type SamlConnectionOk = {
+  ok: true;
+  kind: "saml";
+  idpEntityId: string;
+  ssoUrl: string;
+  certificates: number;
+  spEntityId: string;
+  requestId: string;
+  redirectUrl: string;
+};
+
+export type TeamView = {
+  id: string;
+  name: string;
+  leaderId: string | null;
+  dispatchMode: string;
+  memberIds: Array<string>;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type TeamDeleted = {
+  deleted: boolean;
+};
+
+export type TeamDispatch = {
+  runIds: Array<string>;
+  dispatchMode: string;
+};
+
+export type TeamList = {
+  teams: Array<TeamView>;
+};
+
+export type TicketView = {
+  id: string;
+  title: string;
+  description: string;
+  reporter: string;
+  status: string;
+  parentId: string | null;
+  spaceId: string | null;
+  createdAt: string;
+  updatedAt: string;
+};
+
+/** How many tickets went: the one named and its sub-tickets. */
+export type TicketsDeleted = {
+  deleted: number;
+};
+
+export type TicketDetail = {
+  id: string;
+  title: string;
+  description: string;
+  reporter: string;
+  status: string;
+  parentId: string | null;
+  spaceId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  subTickets: Array<TicketView>;
+};
+
+export type TicketList = {
+  tickets: Array<TicketView>;
+};
+
+/** A workspace with the caller's role in it. */
+export type WorkspaceRole = {
+  id: string;
+  name: string;
+  role: string;
+};
+
+/** The calling user, through the device credential they called with. */
+export type Me = {
+  id: string;
+  email: string | null;
+  displayName: string;
+  isServerOwner: boolean;
+  deviceId: string;
+  workspaces: Array<WorkspaceRole>;
+};
+
+export type WorkspaceRef = {
+  id: string;
+  name: string;
+};
+
+export type WorkspaceEntry = {
+  id: string;
+  name: string;
+  role: string;
+  createdAt: string;
+};
+
+/** A checked-out worktree and what owns it (a space, a ticket, or a PR editor by ``prKey``). */
+export type WorktreeView = {
+  id: string;
+  repoId: string;
+  branch: string;
+  workBranch: string;
+  path?: string | null;
+  spaceId: string | null;
+  ticketId: string | null;
+  prKey: string | null;
+  createdAt: string;
+};
+
+/** What a worktree cleanup released (or, in a dry run, would release). */
+export type CleanupView = {
+  mode: string;
+  dryRun: boolean;
+  worktrees: Array<string>;
+  folders: Array<string>;
+  summary: string;
+};
+
+export type WorktreeList = {
+  worktrees: Array<WorktreeView>;
+};
+
+// Arguments and results, one pair per op
+
+/** Create an agent; an ``openai`` adapter's ``apiKey`` goes to the secrets file and is never returned. */
+export type AgentsCreateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  name: string;
+  role?: string;
+  systemPrompt?: string;
+  adapter: Record<string, unknown>;
+};
+export type AgentsCreateResult = AgentView;
+
+/** Delete an agent and its stored key; refused while it has runs in progress or belongs to a team. */
+export type AgentsDeleteArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  agentId: string;
+};
+export type AgentsDeleteResult = AgentDeleted;
+
+/** The agent a new conversation wakes: the chief-executive agent, else the first agent, else none. */
+export type AgentsFrontDoorArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type AgentsFrontDoorResult = FrontDoor;
+
+/** One agent (``hasApiKey`` instead of the key). */
+export type AgentsGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  agentId: string;
+};
+export type AgentsGetResult = AgentView;
+
+/** List the workspace's agents. */
+export type AgentsListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type AgentsListResult = AgentList;
+
+/** Dispatch an agent into a space with a prompt; returns at once with the run id (follow it with ``spaces.watch`` or ``runs.get``). */
+export type AgentsRunArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  agentId: string;
+  spaceId: string;
+  prompt: string;
+  outputSchema?: Record<string, unknown> | null;
+  maxTurns?: number | null;
+};
+export type AgentsRunResult = DispatchedRun;
+
+/** Edit an agent; an adapter given without ``apiKey`` keeps the stored key. */
+export type AgentsUpdateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  agentId: string;
+  name?: string | null;
+  role?: string | null;
+  systemPrompt?: string | null;
+  adapter?: Record<string, unknown> | null;
+};
+export type AgentsUpdateResult = AgentView;
+
+/** Audit rows of the workspace, optionally for one target. */
+export type AuditListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  target?: string | null;
+  limit?: number;
+};
+export type AuditListResult = Array<AuditRow>;
+
+/** Drive a browser rig with one action (navigate, click, fill, extract, screenshot...). */
+export type BrowserUseArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+  action?: unknown;
+};
+export type BrowserUseResult = Record<string, unknown>;
+
+/** Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...). */
+export type ComputerUseArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+  action?: unknown;
+};
+export type ComputerUseResult = Record<string, unknown>;
+
+/** The caller's device credentials (never the tokens), with last use and revocation. */
+export type DevicesListArgs = Record<string, never>;
+export type DevicesListResult = Array<DeviceView>;
+
+/** Mint a single-use 15-minute code that pairs another device to the caller (redeem at POST /auth/pair). */
+export type DevicesPairingCodeArgs = Record<string, never>;
+export type DevicesPairingCodeResult = OneTimeCode;
+
+/** Revoke one of the caller's device credentials; it stops working at once. */
+export type DevicesRevokeArgs = {
+  deviceId: string;
+};
+export type DevicesRevokeResult = DeviceRef;
+
+/** Domain events of the workspace after a sequence number, oldest first. */
+export type EventsListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  afterSeq?: number;
+  types?: Array<string> | null;
+  limit?: number;
+};
+export type EventsListResult = Array<EventView>;
+
+/** Stream the workspace's domain events as they are published. */
+export type EventsWatchArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  types?: Array<string> | null;
+};
+export type EventsWatchResult = Watching;
+
+/** The guardrail policy of the workspace, or of one space when ``space_id`` is given. */
+export type GuardrailsGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId?: string | null;
+};
+export type GuardrailsGetResult = GuardrailPolicy;
+
+/** Set read-only mode and the ask-first action classes for the workspace or one space. */
+export type GuardrailsSetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId?: string | null;
+  readOnly?: boolean;
+  askFirst?: Array<string>;
+};
+export type GuardrailsSetResult = GuardrailPolicy;
+
+/** Mint a single-use invite code (7 days) that joins a new person at ``role``; redeem at POST /auth/pair. */
+export type MembersInviteArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  role?: string;
+};
+export type MembersInviteResult = OneTimeCode;
+
+/** The workspace's members with their roles. */
+export type MembersListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type MembersListResult = Array<MemberView>;
+
+/** Remove a member. Anyone may leave; removing someone else needs admin (and owner to remove an owner). */
+export type MembersRemoveArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  userId: string;
+};
+export type MembersRemoveResult = UserRef;
+
+/** Change a member's role. Only owners grant or take away ownership; the last owner stays. */
+export type MembersSetRoleArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  userId: string;
+  role: string;
+};
+export type MembersSetRoleResult = MemberRoleSet;
+
+/** A space's messages after ``afterSeq``, oldest first; or, with ``last``, its last messages, oldest first. */
+export type MessagesListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId: string;
+  afterSeq?: number;
+  limit?: number;
+  last?: number | null;
+};
+export type MessagesListResult = MessageList;
+
+/** Post a message to a space as the caller. */
+export type MessagesPostArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId: string;
+  content: string;
+  metadata?: Record<string, unknown>;
+};
+export type MessagesPostResult = MessageView;
+
+/** Drive a mobile emulator rig with one action (tap, swipe, keys, apps, shell argv...). */
+export type MobileUseArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+  action?: unknown;
+};
+export type MobileUseResult = Record<string, unknown>;
+
+/** Registered bodies: key, one-line summary and the settings each reads. */
+export type PipelinesBodiesListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type PipelinesBodiesListResult = BodyList;
+
+/** Record a domain event of your own namespace (``review.approved``; the server's own types are refused): it resumes the steps suspended on it and fires its event triggers. */
+export type PipelinesEmitArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  eventType: string;
+  payload?: Record<string, unknown>;
+};
+export type PipelinesEmitResult = Emitted;
+
+/** Cancel an unfinished run, whichever process drives it: running bodies are stopped, suspended steps cancelled; returns the run once it has ended. */
+export type PipelinesRunsCancelArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  runId: string;
+};
+export type PipelinesRunsCancelResult = RunSnapshot;
+
+/** A run with its step runs: status, attempts, errors, timings, suspension and progress. */
+export type PipelinesRunsGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  runId: string;
+};
+export type PipelinesRunsGetResult = RunDetail;
+
+/** Runs, newest first, optionally of one template, in one status, or children of one run. */
+export type PipelinesRunsListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  templateId?: string | null;
+  status?: PipelinesRunsListRunStatus | null;
+  parentRunId?: string | null;
+  limit?: number;
+};
+export type PipelinesRunsListResult = RunList;
+
+/** Start a run of a stored template (manual trigger) with a payload; ``dryRun`` makes bodies report only. */
+export type PipelinesRunsStartArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  templateId: string;
+  payload?: Record<string, unknown>;
+  dryRun?: boolean;
+};
+export type PipelinesRunsStartResult = RunStarted;
+
+/** Wait until a run settles (completed, failed, cancelled, or suspended waiting on a person or an event) and answer with it; after ``timeoutSeconds`` answer with the run as it stands (still running). Callers that asked for progress hear how far it got at every step change. */
+export type PipelinesRunsWaitArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  runId: string;
+  /** how long to wait before answering with the run as it stands */
+  timeoutSeconds?: number;
+};
+export type PipelinesRunsWaitResult = RunDetail;
+
+/** Follow step-run changes as they are stored: of one run (replying with the run), or of every run in the workspace (replying with the run list); each event frame is ``{runId, status, steps: [...]}``. */
+export type PipelinesRunsWatchArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  runId?: string | null;
+};
+export type PipelinesRunsWatchResult = RunDetail | RunList;
+
+/** Store a new template (refused with every problem named when it is invalid). */
+export type PipelinesTemplatesCreateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  template: Record<string, unknown>;
+};
+export type PipelinesTemplatesCreateResult = TemplateSaved;
+
+/** Delete a template and its triggers (its runs stay, with their own copy of the template). */
+export type PipelinesTemplatesDeleteArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  templateId: string;
+};
+export type PipelinesTemplatesDeleteResult = Deleted;
+
+/** One template, with the warnings it loads with today (e.g. a body no longer registered). */
+export type PipelinesTemplatesGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  templateId: string;
+};
+export type PipelinesTemplatesGetResult = TemplateDetail;
+
+/** The workspace's templates. */
+export type PipelinesTemplatesListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type PipelinesTemplatesListResult = TemplateList;
+
+/** Replace a template; runs already started keep the version they started with. */
+export type PipelinesTemplatesUpdateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  templateId: string;
+  template: Record<string, unknown>;
+};
+export type PipelinesTemplatesUpdateResult = TemplateSaved;
+
+/** Check a template without storing it: its problems and warnings. */
+export type PipelinesTemplatesValidateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  template: Record<string, unknown>;
+};
+export type PipelinesTemplatesValidateResult = TemplateCheck;
+
+/** Add a trigger to a template: ``event`` (eventType) or ``schedule`` (cron, UTC). */
+export type PipelinesTriggersCreateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  templateId: string;
+  kind: "manual" | "event" | "schedule";
+  eventType?: string | null;
+  cron?: string | null;
+  payload?: Record<string, unknown>;
+};
+export type PipelinesTriggersCreateResult = TriggerView;
+
+/** Remove a trigger (runs it started stay). */
+export type PipelinesTriggersDeleteArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  triggerId: string;
+};
+export type PipelinesTriggersDeleteResult = Deleted;
+
+/** Trigger rows, optionally of one template. */
+export type PipelinesTriggersListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  templateId?: string | null;
+};
+export type PipelinesTriggersListResult = TriggerList;
+
+/** Pause or resume a trigger: a disabled event or schedule trigger starts no runs. */
+export type PipelinesTriggersSetEnabledArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  triggerId: string;
+  enabled: boolean;
+};
+export type PipelinesTriggersSetEnabledResult = TriggerView;
+
+/** One repo (by id or name). */
+export type ReposGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  repoId: string;
+};
+export type ReposGetResult = RepoView;
+
+/** List the workspace's repos. */
+export type ReposListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type ReposListResult = RepoList;
+
+/** Register a workspace repo from a local git repository (``path``) or a clone URL (``url``). */
+export type ReposRegisterArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  path?: string | null;
+  url?: string | null;
+  name?: string | null;
+};
+export type ReposRegisterResult = RepoView;
+
+/** Forget a repo and delete its clone; refused while worktrees of it exist. */
+export type ReposRemoveArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  repoId: string;
+};
+export type ReposRemoveResult = RepoRemoved;
+
+/** A rig's action log, oldest first: principal, per-rig sequence, verb, outcome, details (never content). */
+export type RigActionLogArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigActionLogResult = Array<ActionLogEntry>;
+
+/** Run a shell command in a terminal rig (bash -lc, as the rig user, in its home). */
+export type RigExecArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+  command: string;
+  timeoutMs?: number;
+};
+export type RigExecResult = ExecOutput;
+
+/** A signed URL for the rig's file lane (POST drops into ~/drops, GET ?p= reads a file), for you only. */
+export type RigFileLaneUrlArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigFileLaneUrlResult = LaneUrl;
+
+/** Add host names (exact or *.suffix) to one rig's egress allowlist. */
+export type RigGrantHostsArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+  hosts: Array<string>;
+};
+export type RigGrantHostsResult = HostsGranted;
+
+/** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. */
+export type RigOpenArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId: string;
+  surface: string;
+  engine?: string | null;
+};
+export type RigOpenResult = RigOpened;
+
+/** The rig's listening guest ports: forwarded ones with their host (and LAN) ports, then the rest. */
+export type RigPortsArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigPortsResult = RigPorts;
+
+/** Hand control back (the holder, or a workspace admin for a stuck take-over). */
+export type RigReleaseControlArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigReleaseControlResult = ControlState;
+
+/** Share a forwarded port on the local network (an OS-assigned port on all interfaces), or stop sharing. */
+export type RigSharePortArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+  guestPort: number;
+  share?: boolean;
+};
+export type RigSharePortResult = RigPorts;
+
+/** A person takes control: others' mutating verbs are refused until it is handed back. */
+export type RigTakeControlArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigTakeControlResult = ControlState;
+
+/** A signed WebSocket URL for a live terminal in the rig (PTY over the socket), for you only. */
+export type RigTerminalUrlArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigTerminalUrlResult = LaneUrl;
+
+/** Watch a rig live: first its state, then its activity (phases, commands and their results, control, ports) until it ends. An open watch pins the rig against parking and idle reaping. */
+export type RigWatchArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigWatchResult = RigSnapshot;
+
+/** Destroy a rig and discard its disk; its row stays for the audit trail. */
+export type RigCloseArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigCloseResult = RigClosed;
+
+/** The workspace's rigs with surface, status, display and controller (closed ones on request). */
+export type RigListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  includeClosed?: boolean;
+};
+export type RigListResult = Array<RigRow>;
+
+/** Set the resident-memory budget of all rigs on this host (MB); idle rigs over it are evicted now. */
+export type RigsSetMemoryBudgetArgs = {
+  memoryBudgetMb: number;
+};
+export type RigsSetMemoryBudgetResult = HostStatus;
+
+/** This host's rigs: backend and whether it can run here, the memory budget and what is resident now. */
+export type RigsStatusArgs = Record<string, never>;
+export type RigsStatusResult = HostStatus;
+
+/** The persisted turn events of one run, in order. */
+export type RunsEventsArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  runId: string;
+};
+export type RunsEventsResult = RunEvents;
+
+/** One run: status, outcome, error, turns and the harvested output. */
+export type RunsGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  runId: string;
+};
+export type RunsGetResult = RunView;
+
+/** Stop a running run (outcome ``interrupted``), whichever process drives it, and return it once it is over; a finished run is returned unchanged. */
+export type RunsInterruptArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  runId: string;
+};
+export type RunsInterruptResult = RunView;
+
+/** Runs, newest first, optionally of one space, agent or status (``running``, ``finished``). */
+export type RunsListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId?: string | null;
+  agentId?: string | null;
+  status?: string | null;
+  limit?: number;
+};
+export type RunsListResult = RunsListRunList;
+
+/** Deactivate a user and revoke all their credentials (server owner only). */
+export type ServerDeactivateUserArgs = {
+  userId: string;
+};
+export type ServerDeactivateUserResult = UserRef;
+
+/** The server's version, canonical origin and whether manual pairing is allowed. */
+export type ServerInfoArgs = Record<string, never>;
+export type ServerInfoResult = ServerInfo;
+
+/** Choose who may create workspaces (server owner only). */
+export type ServerSetWorkspaceCreatorsArgs = {
+  /** serverOwner, members (of any workspace; the default) or anyone */
+  who: "serverOwner" | "members" | "anyone";
+};
+export type ServerSetWorkspaceCreatorsResult = WorkspaceCreators;
+
+/** Every user of the server (server owner only). */
+export type ServerUsersArgs = Record<string, never>;
+export type ServerUsersResult = Array<ServerUser>;
+
+/** The workspace's settings: every declared key with its summary and stored value (null when default). */
+export type SettingsGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type SettingsGetResult = Record<string, SettingView>;
+
+/** Set one workspace setting (validated by the part that declares it); a null value restores the default. */
+export type SettingsSetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  key: string;
+  value?: unknown;
+};
+export type SettingsSetResult = SettingSaved;
+
+/** Drive a platform simulator rig with one action (tap, swipe, keys, apps, spawn argv...). */
+export type SimUseArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+  action?: unknown;
+};
+export type SimUseResult = Record<string, unknown>;
+
+/** Archive a space: it keeps its history but takes no new messages or agent runs. */
+export type SpacesArchiveArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId: string;
+};
+export type SpacesArchiveResult = SpaceView;
+
+/** Open a space (a conversation), optionally with repo worktrees checked out in its working folder. */
+export type SpacesCreateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  title: string;
+  mode?: string;
+  hidden?: boolean;
+  repoIds?: Array<string>;
+  allRepos?: boolean;
+};
+export type SpacesCreateResult = SpaceDetail;
+
+/** One space with its working folder and checked-out repos. */
+export type SpacesGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId: string;
+};
+export type SpacesGetResult = SpaceDetail;
+
+/** List the workspace's spaces (archived and hidden ones on request). */
+export type SpacesListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  includeArchived?: boolean;
+  includeHidden?: boolean;
+};
+export type SpacesListResult = SpaceList;
+
+/** Rename a space. */
+export type SpacesRenameArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId: string;
+  title: string;
+};
+export type SpacesRenameResult = SpaceView;
+
+/** Follow a space: new messages, provisioning changes and agent turn events, as event frames. */
+export type SpacesWatchArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId: string;
+  afterSeq?: number | null;
+};
+export type SpacesWatchResult = SpaceFollowed;
+
+/** The saved connection of one kind, every field with its value; the client secret only as a flag. */
+export type SsoGetConfigArgs = {
+  kind: "saml" | "oidc";
+};
+export type SsoGetConfigResult = SamlConnection | OidcView;
+
+/** Validate, persist and apply a connection at once; fields left out keep their saved values. */
+export type SsoSaveConfigArgs = {
+  kind: "saml" | "oidc";
+  config: Record<string, unknown>;
+};
+export type SsoSaveConfigResult = SamlConnection | OidcView;
+
+/** A new SCIM bearer token, returned this once; the previous token stops working. */
+export type SsoScimRegenerateTokenArgs = Record<string, never>;
+export type SsoScimRegenerateTokenResult = ScimToken;
+
+/** The device-credential maximum age and idle timeout, in minutes (0 means unset). */
+export type SsoSessionPolicyArgs = Record<string, never>;
+export type SsoSessionPolicyResult = SessionPolicyView;
+
+/** Allow or forbid manual pairing; forbidding is refused while no SSO connection works (lockout guard). */
+export type SsoSetPairingEnabledArgs = {
+  enabled: boolean;
+};
+export type SsoSetPairingEnabledResult = PairingState;
+
+/** Set the bounds; every later use of a device credential is checked against them. */
+export type SsoSetSessionPolicyArgs = {
+  maxAgeMinutes: number;
+  idleTimeoutMinutes: number;
+};
+export type SsoSetSessionPolicyResult = SessionPolicyView;
+
+/** Our SAML service-provider entity descriptor for an origin (what the IdP's administrator imports). */
+export type SsoSpMetadataArgs = {
+  origin: string;
+};
+export type SsoSpMetadataResult = SpMetadata;
+
+/** Enabled and configured flags per kind, SCIM token presence, the canonical origin, pairing. */
+export type SsoStatusArgs = Record<string, never>;
+export type SsoStatusResult = SsoStatus;
+
+/** Test the saved connection, or the saved one with the given unsaved values, without saving anything. */
+export type SsoTestConnectionArgs = {
+  kind: "saml" | "oidc";
+  config?: Record<string, unknown> | null;
+};
+export type SsoTestConnectionResult = SamlConnectionOk | OidcConnectionOk | ConnectionFailed;
+
+/** Create a team of agents with a leader and a default dispatch mode. */
+export type TeamsCreateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  name: string;
+  memberIds: Array<string>;
+  leaderId?: string | null;
+  dispatchMode?: string;
+};
+export type TeamsCreateResult = TeamView;
+
+/** Delete a team (its agents stay). */
+export type TeamsDeleteArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  teamId: string;
+};
+export type TeamsDeleteResult = TeamDeleted;
+
+/** Dispatch a team into a space: every member (``allParallel``) or only the leader (``manager``). */
+export type TeamsDispatchArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  teamId: string;
+  spaceId: string;
+  prompt: string;
+  dispatchMode?: string | null;
+  outputSchema?: Record<string, unknown> | null;
+};
+export type TeamsDispatchResult = TeamDispatch;
+
+/** One team. */
+export type TeamsGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  teamId: string;
+};
+export type TeamsGetResult = TeamView;
+
+/** List the workspace's teams. */
+export type TeamsListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type TeamsListResult = TeamList;
+
+/** Rename a team, change its members, leader or dispatch mode. */
+export type TeamsUpdateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  teamId: string;
+  name?: string | null;
+  memberIds?: Array<string> | null;
+  leaderId?: string | null;
+  dispatchMode?: string | null;
+};
+export type TeamsUpdateResult = TeamView;
+
+/** File a ticket (a sub-ticket with ``parentId``), reported by the caller. */
+export type TicketsCreateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  title: string;
+  description?: string;
+  parentId?: string | null;
+  status?: string;
+  spaceId?: string | null;
+};
+export type TicketsCreateResult = TicketView;
+
+/** Delete a ticket and its sub-tickets. */
+export type TicketsDeleteArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  ticketId: string;
+};
+export type TicketsDeleteResult = TicketsDeleted;
+
+/** One ticket with its direct sub-tickets. */
+export type TicketsGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  ticketId: string;
+};
+export type TicketsGetResult = TicketDetail;
+
+/** List tickets, optionally the sub-tickets of one parent, only top-level ones, or one status. */
+export type TicketsListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  parentId?: string | null;
+  rootsOnly?: boolean;
+  status?: string | null;
+};
+export type TicketsListResult = TicketList;
+
+/** Edit a ticket: title, description, status, or its parent (``detach`` makes it top-level). */
+export type TicketsUpdateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  ticketId: string;
+  title?: string | null;
+  description?: string | null;
+  status?: string | null;
+  parentId?: string | null;
+  detach?: boolean;
+};
+export type TicketsUpdateResult = TicketView;
+
+/** The calling user, whether they are the server owner, and their workspaces with roles. */
+export type UsersMeArgs = Record<string, never>;
+export type UsersMeResult = Me;
+
+/** Create a workspace; the caller becomes its owner. Who may is a server setting (``server.setWorkspaceCreators``; default: the server owner and members of any workspace, not guests). */
+export type WorkspacesCreateArgs = {
+  name: string;
+};
+export type WorkspacesCreateResult = WorkspaceRef;
+
+/** The workspaces the caller belongs to, with the caller's role in each. */
+export type WorkspacesListArgs = Record<string, never>;
+export type WorkspacesListResult = Array<WorkspaceEntry>;
+
+/** Check out ``<repoId>`` or ``<repoId>@<branch>`` for a space, a ticket, or a PR editor. */
+export type WorktreesAddArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId?: string | null;
+  ticketId?: string | null;
+  repoFullName?: string | null;
+  prNumber?: number | null;
+  /** <repoId> or <repoId>@<branch> */
+  repo: string;
+};
+export type WorktreesAddResult = WorktreeView;
+
+/** Release a ticket's, a PR editor's or a space's worktrees; with no owner, sweep the workspace. */
+export type WorktreesCleanupArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId?: string | null;
+  ticketId?: string | null;
+  repoFullName?: string | null;
+  prNumber?: number | null;
+  dryRun?: boolean;
+};
+export type WorktreesCleanupResult = CleanupView;
+
+/** List worktrees, optionally those of one space, ticket or PR. */
+export type WorktreesListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId?: string | null;
+  ticketId?: string | null;
+  repoFullName?: string | null;
+  prNumber?: number | null;
+};
+export type WorktreesListResult = WorktreeList;
+
+/** Every op: its kind, scope, argument and result types. */
+export interface Ops {
+  "agents.create": { kind: "mutate"; scope: "workspace"; args: AgentsCreateArgs; result: AgentsCreateResult };
+  "agents.delete": { kind: "destructive"; scope: "workspace"; args: AgentsDeleteArgs; result: AgentsDeleteResult };
+  "agents.frontDoor": { kind: "read"; scope: "workspace"; args: AgentsFrontDoorArgs; result: AgentsFrontDoorResult };
+  "agents.get": { kind: "read"; scope: "workspace"; args: AgentsGetArgs; result: AgentsGetResult };
+  "agents.list": { kind: "read"; scope: "workspace"; args: AgentsListArgs; result: AgentsListResult };
+  "agents.run": { kind: "mutate"; scope: "workspace"; args: AgentsRunArgs; result: AgentsRunResult };
+  "agents.update": { kind: "mutate"; scope: "workspace"; args: AgentsUpdateArgs; result: AgentsUpdateResult };
+  "audit.list": { kind: "read"; scope: "workspace"; args: AuditListArgs; result: AuditListResult };
+  "browser_use": { kind: "mutate"; scope: "workspace"; args: BrowserUseArgs; result: BrowserUseResult };
+  "computer_use": { kind: "mutate"; scope: "workspace"; args: ComputerUseArgs; result: ComputerUseResult };
+  "devices.list": { kind: "read"; scope: "server"; args: DevicesListArgs; result: DevicesListResult };
+  "devices.pairingCode": { kind: "mutate"; scope: "server"; args: DevicesPairingCodeArgs; result: DevicesPairingCodeResult };
+  "devices.revoke": { kind: "destructive"; scope: "server"; args: DevicesRevokeArgs; result: DevicesRevokeResult };
+  "events.list": { kind: "read"; scope: "workspace"; args: EventsListArgs; result: EventsListResult };
+  "events.watch": { kind: "watch"; scope: "workspace"; args: EventsWatchArgs; result: EventsWatchResult };
+  "guardrails.get": { kind: "read"; scope: "workspace"; args: GuardrailsGetArgs; result: GuardrailsGetResult };
+  "guardrails.set": { kind: "mutate"; scope: "workspace"; args: GuardrailsSetArgs; result: GuardrailsSetResult };
+  "members.invite": { kind: "mutate"; scope: "workspace"; args: MembersInviteArgs; result: MembersInviteResult };
+  "members.list": { kind: "read"; scope: "workspace"; args: MembersListArgs; result: MembersListResult };
+  "members.remove": { kind: "destructive"; scope: "workspace"; args: MembersRemoveArgs; result: MembersRemoveResult };
+  "members.setRole": { kind: "mutate"; scope: "workspace"; args: MembersSetRoleArgs; result: MembersSetRoleResult };
+  "messages.list": { kind: "read"; scope: "workspace"; args: MessagesListArgs; result: MessagesListResult };
+  "messages.post": { kind: "mutate"; scope: "workspace"; args: MessagesPostArgs; result: MessagesPostResult };
+  "mobile_use": { kind: "mutate"; scope: "workspace"; args: MobileUseArgs; result: MobileUseResult };
+  "pipelines.bodies.list": { kind: "read"; scope: "workspace"; args: PipelinesBodiesListArgs; result: PipelinesBodiesListResult };
+  "pipelines.emit": { kind: "mutate"; scope: "workspace"; args: PipelinesEmitArgs; result: PipelinesEmitResult };
+  "pipelines.runs.cancel": { kind: "mutate"; scope: "workspace"; args: PipelinesRunsCancelArgs; result: PipelinesRunsCancelResult };
+  "pipelines.runs.get": { kind: "read"; scope: "workspace"; args: PipelinesRunsGetArgs; result: PipelinesRunsGetResult };
+  "pipelines.runs.list": { kind: "read"; scope: "workspace"; args: PipelinesRunsListArgs; result: PipelinesRunsListResult };
+  "pipelines.runs.start": { kind: "mutate"; scope: "workspace"; args: PipelinesRunsStartArgs; result: PipelinesRunsStartResult };
+  "pipelines.runs.wait": { kind: "read"; scope: "workspace"; args: PipelinesRunsWaitArgs; result: PipelinesRunsWaitResult };
+  "pipelines.runs.watch": { kind: "watch"; scope: "workspace"; args: PipelinesRunsWatchArgs; result: PipelinesRunsWatchResult };
+  "pipelines.templates.create": { kind: "mutate"; scope: "workspace"; args: PipelinesTemplatesCreateArgs; result: PipelinesTemplatesCreateResult };
+  "pipelines.templates.delete": { kind: "destructive"; scope: "workspace"; args: PipelinesTemplatesDeleteArgs; result: PipelinesTemplatesDeleteResult };
+  "pipelines.templates.get": { kind: "read"; scope: "workspace"; args: PipelinesTemplatesGetArgs; result: PipelinesTemplatesGetResult };
+  "pipelines.templates.list": { kind: "read"; scope: "workspace"; args: PipelinesTemplatesListArgs; result: PipelinesTemplatesListResult };
+  "pipelines.templates.update": { kind: "mutate"; scope: "workspace"; args: PipelinesTemplatesUpdateArgs; result: PipelinesTemplatesUpdateResult };
+  "pipelines.templates.validate": { kind: "read"; scope: "workspace"; args: PipelinesTemplatesValidateArgs; result: PipelinesTemplatesValidateResult };
+  "pipelines.triggers.create": { kind: "mutate"; scope: "workspace"; args: PipelinesTriggersCreateArgs; result: PipelinesTriggersCreateResult };
+  "pipelines.triggers.delete": { kind: "destructive"; scope: "workspace"; args: PipelinesTriggersDeleteArgs; result: PipelinesTriggersDeleteResult };
+  "pipelines.triggers.list": { kind: "read"; scope: "workspace"; args: PipelinesTriggersListArgs; result: PipelinesTriggersListResult };
+  "pipelines.triggers.setEnabled": { kind: "mutate"; scope: "workspace"; args: PipelinesTriggersSetEnabledArgs; result: PipelinesTriggersSetEnabledResult };
+  "repos.get": { kind: "read"; scope: "workspace"; args: ReposGetArgs; result: ReposGetResult };
+  "repos.list": { kind: "read"; scope: "workspace"; args: ReposListArgs; result: ReposListResult };
+  "repos.register": { kind: "mutate"; scope: "workspace"; args: ReposRegisterArgs; result: ReposRegisterResult };
+  "repos.remove": { kind: "destructive"; scope: "workspace"; args: ReposRemoveArgs; result: ReposRemoveResult };
+  "rig.actionLog": { kind: "read"; scope: "workspace"; args: RigActionLogArgs; result: RigActionLogResult };
+  "rig.exec": { kind: "mutate"; scope: "workspace"; args: RigExecArgs; result: RigExecResult };
+  "rig.fileLaneUrl": { kind: "read"; scope: "workspace"; args: RigFileLaneUrlArgs; result: RigFileLaneUrlResult };
+  "rig.grantHosts": { kind: "mutate"; scope: "workspace"; args: RigGrantHostsArgs; result: RigGrantHostsResult };
+  "rig.open": { kind: "mutate"; scope: "workspace"; args: RigOpenArgs; result: RigOpenResult };
+  "rig.ports": { kind: "read"; scope: "workspace"; args: RigPortsArgs; result: RigPortsResult };
+  "rig.releaseControl": { kind: "mutate"; scope: "workspace"; args: RigReleaseControlArgs; result: RigReleaseControlResult };
+  "rig.sharePort": { kind: "mutate"; scope: "workspace"; args: RigSharePortArgs; result: RigSharePortResult };
+  "rig.takeControl": { kind: "mutate"; scope: "workspace"; args: RigTakeControlArgs; result: RigTakeControlResult };
+  "rig.terminalUrl": { kind: "mutate"; scope: "workspace"; args: RigTerminalUrlArgs; result: RigTerminalUrlResult };
+  "rig.watch": { kind: "watch"; scope: "workspace"; args: RigWatchArgs; result: RigWatchResult };
+  "rig_close": { kind: "destructive"; scope: "workspace"; args: RigCloseArgs; result: RigCloseResult };
+  "rig_list": { kind: "read"; scope: "workspace"; args: RigListArgs; result: RigListResult };
+  "rigs.setMemoryBudget": { kind: "mutate"; scope: "server"; args: RigsSetMemoryBudgetArgs; result: RigsSetMemoryBudgetResult };
+  "rigs.status": { kind: "read"; scope: "server"; args: RigsStatusArgs; result: RigsStatusResult };
+  "runs.events": { kind: "read"; scope: "workspace"; args: RunsEventsArgs; result: RunsEventsResult };
+  "runs.get": { kind: "read"; scope: "workspace"; args: RunsGetArgs; result: RunsGetResult };
+  "runs.interrupt": { kind: "mutate"; scope: "workspace"; args: RunsInterruptArgs; result: RunsInterruptResult };
+  "runs.list": { kind: "read"; scope: "workspace"; args: RunsListArgs; result: RunsListResult };
+  "server.deactivateUser": { kind: "destructive"; scope: "server"; args: ServerDeactivateUserArgs; result: ServerDeactivateUserResult };
+  "server.info": { kind: "read"; scope: "server"; args: ServerInfoArgs; result: ServerInfoResult };
+  "server.setWorkspaceCreators": { kind: "mutate"; scope: "server"; args: ServerSetWorkspaceCreatorsArgs; result: ServerSetWorkspaceCreatorsResult };
+  "server.users": { kind: "read"; scope: "server"; args: ServerUsersArgs; result: ServerUsersResult };
+  "settings.get": { kind: "read"; scope: "workspace"; args: SettingsGetArgs; result: SettingsGetResult };
+  "settings.set": { kind: "mutate"; scope: "workspace"; args: SettingsSetArgs; result: SettingsSetResult };
+  "sim_use": { kind: "mutate"; scope: "workspace"; args: SimUseArgs; result: SimUseResult };
+  "spaces.archive": { kind: "mutate"; scope: "workspace"; args: SpacesArchiveArgs; result: SpacesArchiveResult };
+  "spaces.create": { kind: "mutate"; scope: "workspace"; args: SpacesCreateArgs; result: SpacesCreateResult };
+  "spaces.get": { kind: "read"; scope: "workspace"; args: SpacesGetArgs; result: SpacesGetResult };
+  "spaces.list": { kind: "read"; scope: "workspace"; args: SpacesListArgs; result: SpacesListResult };
+  "spaces.rename": { kind: "mutate"; scope: "workspace"; args: SpacesRenameArgs; result: SpacesRenameResult };
+  "spaces.watch": { kind: "watch"; scope: "workspace"; args: SpacesWatchArgs; result: SpacesWatchResult };
+  "sso.getConfig": { kind: "read"; scope: "server"; args: SsoGetConfigArgs; result: SsoGetConfigResult };
+  "sso.saveConfig": { kind: "mutate"; scope: "server"; args: SsoSaveConfigArgs; result: SsoSaveConfigResult };
+  "sso.scimRegenerateToken": { kind: "mutate"; scope: "server"; args: SsoScimRegenerateTokenArgs; result: SsoScimRegenerateTokenResult };
+  "sso.sessionPolicy": { kind: "read"; scope: "server"; args: SsoSessionPolicyArgs; result: SsoSessionPolicyResult };
+  "sso.setPairingEnabled": { kind: "mutate"; scope: "server"; args: SsoSetPairingEnabledArgs; result: SsoSetPairingEnabledResult };
+  "sso.setSessionPolicy": { kind: "mutate"; scope: "server"; args: SsoSetSessionPolicyArgs; result: SsoSetSessionPolicyResult };
+  "sso.spMetadata": { kind: "read"; scope: "server"; args: SsoSpMetadataArgs; result: SsoSpMetadataResult };
+  "sso.status": { kind: "read"; scope: "server"; args: SsoStatusArgs; result: SsoStatusResult };
+  "sso.testConnection": { kind: "read"; scope: "server"; args: SsoTestConnectionArgs; result: SsoTestConnectionResult };
+  "teams.create": { kind: "mutate"; scope: "workspace"; args: TeamsCreateArgs; result: TeamsCreateResult };
+  "teams.delete": { kind: "destructive"; scope: "workspace"; args: TeamsDeleteArgs; result: TeamsDeleteResult };
+  "teams.dispatch": { kind: "mutate"; scope: "workspace"; args: TeamsDispatchArgs; result: TeamsDispatchResult };
+  "teams.get": { kind: "read"; scope: "workspace"; args: TeamsGetArgs; result: TeamsGetResult };
+  "teams.list": { kind: "read"; scope: "workspace"; args: TeamsListArgs; result: TeamsListResult };
+  "teams.update": { kind: "mutate"; scope: "workspace"; args: TeamsUpdateArgs; result: TeamsUpdateResult };
+  "tickets.create": { kind: "mutate"; scope: "workspace"; args: TicketsCreateArgs; result: TicketsCreateResult };
+  "tickets.delete": { kind: "destructive"; scope: "workspace"; args: TicketsDeleteArgs; result: TicketsDeleteResult };
+  "tickets.get": { kind: "read"; scope: "workspace"; args: TicketsGetArgs; result: TicketsGetResult };
+  "tickets.list": { kind: "read"; scope: "workspace"; args: TicketsListArgs; result: TicketsListResult };
+  "tickets.update": { kind: "mutate"; scope: "workspace"; args: TicketsUpdateArgs; result: TicketsUpdateResult };
+  "users.me": { kind: "read"; scope: "server"; args: UsersMeArgs; result: UsersMeResult };
+  "workspaces.create": { kind: "mutate"; scope: "server"; args: WorkspacesCreateArgs; result: WorkspacesCreateResult };
+  "workspaces.list": { kind: "read"; scope: "server"; args: WorkspacesListArgs; result: WorkspacesListResult };
+  "worktrees.add": { kind: "mutate"; scope: "workspace"; args: WorktreesAddArgs; result: WorktreesAddResult };
+  "worktrees.cleanup": { kind: "destructive"; scope: "workspace"; args: WorktreesCleanupArgs; result: WorktreesCleanupResult };
+  "worktrees.list": { kind: "read"; scope: "workspace"; args: WorktreesListArgs; result: WorktreesListResult };
+}
+
+export type OpName = keyof Ops;
+export type WatchOpName = { [N in OpName]: Ops[N]["kind"] extends "watch" ? N : never }[OpName];
+export type CallOpName = Exclude<OpName, WatchOpName>;
+
+export interface OpMeta {
+  kind: "read" | "mutate" | "destructive" | "watch";
+  scope: "server" | "workspace";
+  minRole: "guest" | "member" | "admin" | "owner";
+  serverOwner: boolean;
+  /** The argument a watch resumes from after a reconnect: the last event's `seq`. */
+  cursor?: "afterSeq";
+}
+
+export const OPS: { readonly [N in OpName]: OpMeta } = {
+  "agents.create": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "agents.delete": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
+  "agents.frontDoor": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "agents.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "agents.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "agents.run": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "agents.update": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "audit.list": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
+  "browser_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "computer_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "devices.list": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
+  "devices.pairingCode": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
+  "devices.revoke": { kind: "destructive", scope: "server", minRole: "guest", serverOwner: false },
+  "events.list": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "events.watch": { kind: "watch", scope: "workspace", minRole: "member", serverOwner: false },
+  "guardrails.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "guardrails.set": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "members.invite": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "members.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "members.remove": { kind: "destructive", scope: "workspace", minRole: "guest", serverOwner: false },
+  "members.setRole": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "messages.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "messages.post": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "mobile_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "pipelines.bodies.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "pipelines.emit": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "pipelines.runs.cancel": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "pipelines.runs.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "pipelines.runs.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "pipelines.runs.start": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "pipelines.runs.wait": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "pipelines.runs.watch": { kind: "watch", scope: "workspace", minRole: "guest", serverOwner: false },
+  "pipelines.templates.create": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "pipelines.templates.delete": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
+  "pipelines.templates.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "pipelines.templates.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "pipelines.templates.update": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "pipelines.templates.validate": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "pipelines.triggers.create": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "pipelines.triggers.delete": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
+  "pipelines.triggers.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "pipelines.triggers.setEnabled": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "repos.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "repos.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "repos.register": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "repos.remove": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
+  "rig.actionLog": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
+  "rig.exec": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.fileLaneUrl": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.grantHosts": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "rig.open": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.ports": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.releaseControl": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.sharePort": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.takeControl": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.terminalUrl": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.watch": { kind: "watch", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig_close": { kind: "destructive", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig_list": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "rigs.setMemoryBudget": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "rigs.status": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "runs.events": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "runs.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "runs.interrupt": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "runs.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "server.deactivateUser": { kind: "destructive", scope: "server", minRole: "guest", serverOwner: true },
+  "server.info": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
+  "server.setWorkspaceCreators": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "server.users": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "settings.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "settings.set": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "sim_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "spaces.archive": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "spaces.create": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "spaces.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "spaces.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "spaces.rename": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "spaces.watch": { kind: "watch", scope: "workspace", minRole: "guest", serverOwner: false, cursor: "afterSeq" },
+  "sso.getConfig": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "sso.saveConfig": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "sso.scimRegenerateToken": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "sso.sessionPolicy": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "sso.setPairingEnabled": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "sso.setSessionPolicy": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "sso.spMetadata": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "sso.status": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "sso.testConnection": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "teams.create": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "teams.delete": { kind: "destructive", scope: "workspace", minRole: "member", serverOwner: false },
+  "teams.dispatch": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "teams.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "teams.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "teams.update": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "tickets.create": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "tickets.delete": { kind: "destructive", scope: "workspace", minRole: "member", serverOwner: false },
+  "tickets.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "tickets.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "tickets.update": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "users.me": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
+  "workspaces.create": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
+  "workspaces.list": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
+  "worktrees.add": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "worktrees.cleanup": { kind: "destructive", scope: "workspace", minRole: "member", serverOwner: false },
+  "worktrees.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+};

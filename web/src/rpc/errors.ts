@@ -1,0 +1,37 @@
+/** The error codes of the RPC socket (CONTRACTS.md section 2), plus `unavailable` for a lost connection. */
+export const ERROR_CODES = [
+  "unauthenticated",
+  "forbidden",
+  "workspace_required",
+  "unknown_op",
+  "invalid_args",
+  "not_found",
+  "conflict",
+  "refused",
+  "unavailable",
+  "internal",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** A refused call: `code` is one of the contract's codes; `message` is one sentence meant for people. */
+export class RpcError extends Error {
+  readonly code: ErrorCode;
+  readonly field: string | undefined;
+
+  constructor(code: ErrorCode, message: string, field?: string) {
+    super(message);
+    this.name = "RpcError";
+    this.code = code;
+    this.field = field;
+  }
+
+  /** An error body from the wire; an unknown code is kept as `internal` rather than trusted. */
+  static fromWire(body: unknown): RpcError {
+    const raw = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
+    const code = ERROR_CODES.find((c) => c === raw["code"]) ?? "internal";
+    const message = typeof raw["message"] === "string" ? raw["message"] : "the server gave no reason";
+    const field = typeof raw["field"] === "string" ? raw["field"] : undefined;
+    return new RpcError(code, message, field);
+  }
+}
