@@ -45,6 +45,7 @@ class Budget:
 BUDGETS: dict[str, Budget] = {
     "pair": Budget(burst=20, per_minute=20),
     "signin": Budget(burst=30, per_minute=30),
+    "register": Budget(burst=10, per_minute=10),  # OAuth client registrations: anonymous, so few per address
 }
 
 

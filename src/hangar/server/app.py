@@ -25,7 +25,7 @@ from hangar.rpc.access import AccessMonitor
 from hangar.rpc.dispatcher import Dispatcher
 from hangar.rpc.endpoint import rpc_endpoint
 from hangar.rpc.guardrails import Guardrails
-from hangar.rpc.mcp_door import METADATA_PATH, McpDoor, protected_resource
+from hangar.rpc.mcp_door import MCP_PATH, METADATA_PATH, McpDoor, protected_resource
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
 from hangar.server.landing import landing
@@ -55,7 +55,7 @@ def build_server(
         Route("/", landing, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         WebSocketRoute("/rpc", rpc_endpoint),
-        Route("/mcp", door, methods=["GET", "POST", "DELETE", "OPTIONS"]),
+        Route(MCP_PATH, door, methods=["GET", "POST", "DELETE", "OPTIONS"]),
         Route(METADATA_PATH, protected_resource, methods=["GET"]),
     ]
     for part in parts:
