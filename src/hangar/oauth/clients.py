@@ -154,6 +154,7 @@ def read_metadata(data: Any) -> ClientMetadata:
     """The metadata of a registration request, checked; ``OAuthError`` naming the first field at fault."""
     if not isinstance(data, dict):
         raise OAuthError("invalid_client_metadata", "body: the registration must be a JSON object")
+    data = {k: v for k, v in data.items() if v is not None}  # a member sent as null is a member left out
     uris = data.get("redirect_uris")
     if uris is None:
         raise _bad_uri("redirect_uris", "is required")
