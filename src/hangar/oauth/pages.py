@@ -119,7 +119,8 @@ def sign_in_page(
             f"<form id='pair' method='post' action='{PAIR_PATH}'>{_hidden(a)}"
             "<label>Pairing code <input type='text' name='code' autocomplete='one-time-code' "
             "maxlength='20' required></label>"
-            "<p class='claim'>Make one in Hangar where you are signed in: Settings, Devices, Pair a device.</p>"
+            "<p class='claim'>Make one where you are already signed in to Hangar, with the "
+            "<code>devices.pairingCode</code> operation (single use, 15 minutes).</p>"
             "<button type='submit'>Sign in with the code</button></form>"
         )
     if providers:
@@ -180,8 +181,8 @@ def consent_page(
         "<label><input type='radio' name='access' value='read' checked> Read only</label>"
         "<label><input type='radio' name='access' value='write'> Read and make changes, as you could</label>"
         "</fieldset>"
-        "<p class='claim'>It acts as you, never beyond your own role. You can end this at any time: "
-        "Settings, Devices, or the devices.revoke tool.</p>"
+        f"<p class='claim'>It acts as you, never beyond your own role. It is listed among your devices as "
+        f"<code>{html.escape(a.client_name)} (OAuth)</code>; end it at any time with <code>devices.revoke</code>.</p>"
         "<button type='submit' name='decision' value='approve' id='approve'>Allow</button>"
         "<button type='submit' name='decision' value='deny' id='deny'>Deny</button></form>"
     )
