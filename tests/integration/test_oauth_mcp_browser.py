@@ -6,6 +6,7 @@ redirect URI, and the SDK's MCP session then works within exactly what the perso
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,10 @@ async def test_the_sdk_client_signs_in_with_a_pairing_code_and_gets_what_was_cho
                 assert change.is_error is True and "read-only" in payload(change)["error"]["message"]
                 other = await session.call_tool("spaces.list", {"workspace_id": beta})
                 assert other.is_error is True and f"limited to workspace {alpha}" in payload(other)["error"]["message"]
+                # An hour later (as the client sees it): the SDK refreshes, and the same session goes on.
+                provider.context.token_expiry_time = time.time() - 1
+                again = await session.call_tool("spaces.list", {"workspace_id": alpha})
+                assert again.is_error is False
 
             # The grant is one of Alice's devices, named after the client, narrowed as she chose; audited.
             async with RpcClient(srv.ws_url, alice) as c:
@@ -112,7 +117,10 @@ async def test_the_sdk_client_signs_in_with_a_pairing_code_and_gets_what_was_cho
     # The sign-in page named the client and where it goes.
     assert seen["authorize"].startswith(f"{srv.url}/auth/oauth/authorize?")
     assert "Test agent" in seen["sign_in_page"] and callback.uri in seen["sign_in_page"]
-    assert storage.tokens is not None and storage.tokens.refresh_token and storage.tokens.expires_in == 3600
+    assert sent.count("POST /auth/oauth/token") == 2 and sent.count("POST /mcp") >= 5
+    first, renewed = storage.history
+    assert renewed.access_token != first.access_token and renewed.refresh_token != first.refresh_token
+    assert renewed.expires_in == 3600
     assert storage.client is not None and storage.client.client_id.startswith("hoc_")
 
 

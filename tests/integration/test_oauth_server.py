@@ -23,13 +23,17 @@ from hangar.identity.part import IDENTITY_PART
 from hangar.oauth.part import OAUTH_PART
 from hangar.oversight import OVERSIGHT_PART
 from hangar.sso.part import SSO_PART
+from hangar.sso.saml.service import saml_service
 from tests.peers.oidc_provider import drive_login, oidc_provider
 from tests.support.oauth import authorize_url, form, pkce, register, sign_in_and_decide
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
+from tests.unit.sso.saml.kit import NOW, b64, idp_metadata_xml, signed_response
+from tests.unit.sso.saml.serving import enable_saml
 
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, SSO_PART, OAUTH_PART]
 REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the tests read the redirect's Location
+PUBLIC_URL = "http://127.0.0.1:8420"  # the origin the SAML kit's responses are addressed to
 
 
 @dataclass
@@ -463,3 +467,40 @@ async def test_an_sso_hand_off_that_reaches_another_browser_is_refused(world: Wo
             # The victim's request is still unsigned: its consent page asks for a sign-in.
             consent = await victim.get(f"{srv.url}/auth/oauth/consent?request={request_id}")
             assert consent.status_code == 200 and "/auth/oauth/pair" in consent.text and "Mallory" not in consent.text
+
+
+async def test_a_saml_sign_in_continues_the_authorization_request(tmp_path: Path) -> None:
+    async with (
+        running_server(tmp_path / "data", parts=PARTS, clock=FakeClock(NOW), public_url=PUBLIC_URL) as srv,
+        httpx.AsyncClient(timeout=30) as browser,
+        httpx.AsyncClient(timeout=30) as idp_post,
+    ):
+        await enable_saml(srv.ctx, idp_metadata_xml())
+        client = await register(browser, srv.url, redirect_uris=[REDIRECT])
+        _verifier, challenge = pkce()
+        # The issuer and resource are the public URL; the test reaches the listener itself.
+        page = await browser.get(authorize_url(srv.url, client, challenge, resource=f"{PUBLIC_URL}/mcp"))
+        assert 'href="/auth/oauth/sso?' in page.text.replace("'", '"')
+        request_id = form(page, "/auth/oauth/pair")["fields"]["request"]
+        start = await browser.get(f"{srv.url}/auth/oauth/sso", params={"request": request_id, "provider": "saml"})
+        assert start.status_code == 303 and start.headers["location"] == (
+            f"/saml/login?relay=oauth&continuation={request_id}"
+        )
+        # The kit's response answers request _req0001: pretend /saml/login issued it for this continuation.
+        saml_service(srv.ctx).pending.add("_req0001", relay="oauth", continuation=request_id)
+        # The identity provider's form post carries no cookie of ours (a cross-site post).
+        acs = await idp_post.post(f"{srv.url}/saml/acs", data={"SAMLResponse": b64(signed_response())})
+        assert acs.status_code == 303 and acs.headers["location"].startswith("/auth/oauth/sso-return?handoff=")
+        back = await browser.get(f"{srv.url}{acs.headers['location']}")
+        assert back.status_code == 303, back.text
+        consent = await browser.get(f"{srv.url}{back.headers['location']}")
+        assert consent.status_code == 200 and "/auth/oauth/decide" in consent.text
+        users = await srv.ctx.service(IdentityService).list_users()
+        saml_user = next(u for u in users if u.sso_subject)
+        assert saml_user.display_name in consent.text
+        # Nothing else was issued: no device credential for the SAML sign-in itself.
+        async with srv.ctx.dbs.server.connect() as conn:
+            devices = (
+                await conn.exec_driver_sql("SELECT count(*) FROM devices WHERE user_id = ?", (saml_user.id,))
+            ).scalar()
+        assert devices == 0

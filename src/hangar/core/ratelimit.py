@@ -8,6 +8,7 @@ by the number of processes, with nothing shared to keep consistent.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -75,6 +76,7 @@ class RateLimits:
 def rate_limited(kind: str, handler: Handler) -> Handler:
     """``handler`` behind the ``kind`` bucket of the calling client."""
 
+    @functools.wraps(handler)  # the reference pages read the handler's docstring
     async def guarded(request: Request) -> Response:
         limits: RateLimits | None = request.app.state.ctx.maybe_service(RateLimits)
         client = request.client.host if request.client else "unknown"

@@ -17,6 +17,7 @@ Either way the person is bound to the request on the server, and the browser goe
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -56,6 +57,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def page_route(handler: Handler) -> Handler:
+    @functools.wraps(handler)
     async def handle(request: Request) -> Response:
         try:
             return await handler(request)
@@ -150,6 +152,7 @@ async def _held(request: Request, request_id: str | None) -> tuple[AuthRequest, 
 
 
 async def authorize(request: Request) -> Response:
+    """The authorization endpoint: check the request, then show the sign-in page (RFC 6749, PKCE S256)."""
     ctx = _ctx(request)
     q = request.query_params
     for name in ("client_id", "redirect_uri"):
@@ -214,6 +217,7 @@ def _to_consent(auth: AuthRequest) -> Response:
 
 
 async def pair(request: Request) -> Response:
+    """Sign in to a pending authorization request with a device pairing code."""
     ctx = _ctx(request)
     form = await read_form(request)
     auth, client, binding = await _held(request, form.get("request"))
@@ -228,7 +232,7 @@ async def pair(request: Request) -> Response:
 
 
 async def sso_start(request: Request) -> Response:
-    """A link (a plain navigation: the SSO login leaves this origin, which a form post may not)."""
+    """Start the SSO login for a pending authorization request (a link: the login leaves this origin)."""
     ctx = _ctx(request)
     auth, client, binding = await _held(request, request.query_params.get("request"))
     wanted = request.query_params.get("provider")
@@ -239,6 +243,7 @@ async def sso_start(request: Request) -> Response:
 
 
 async def sso_return(request: Request) -> Response:
+    """Where an SSO login started from the sign-in page comes back (a one-time server-side hand-off)."""
     ctx = _ctx(request)
     handoff = await ctx.service(SignInHandoffs).take(request.query_params.get("handoff", ""))
     if handoff is None:
@@ -253,6 +258,7 @@ async def sso_return(request: Request) -> Response:
 
 
 async def consent(request: Request) -> Response:
+    """The consent page of a signed-in authorization request."""
     ctx = _ctx(request)
     auth, client, binding = await _held(request, request.query_params.get("request"))
     if auth.user_id is None:
@@ -261,6 +267,7 @@ async def consent(request: Request) -> Response:
 
 
 async def decide(request: Request) -> Response:
+    """Allow or deny: redirect to the client with a code (or access_denied), state and iss."""
     ctx = _ctx(request)
     form = await read_form(request)
     auth, client, binding = await _held(request, form.get("request"))

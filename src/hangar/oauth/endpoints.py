@@ -40,6 +40,7 @@ def _ctx(request: Request) -> AppContext:
 
 
 async def register(request: Request) -> Response:
+    """Dynamic client registration (RFC 7591)."""
     if request.method == "OPTIONS":
         return preflight("POST, OPTIONS")
     try:
@@ -111,6 +112,7 @@ async def authenticate_client(request: Request, form: dict[str, str]) -> Client:
 
 
 async def token(request: Request) -> Response:
+    """The token endpoint: authorization_code (with PKCE) and refresh_token grants."""
     if request.method == "OPTIONS":
         return preflight("POST, OPTIONS")
     ctx = _ctx(request)
@@ -147,6 +149,7 @@ async def token(request: Request) -> Response:
 
 
 async def revoke(request: Request) -> Response:
+    """Token revocation (RFC 7009): ends the grant a token belongs to."""
     if request.method == "OPTIONS":
         return preflight("POST, OPTIONS")
     try:

@@ -49,6 +49,7 @@ def document(settings: Settings) -> dict[str, Any]:
 
 
 async def authorization_server_metadata(request: Request) -> Response:
+    """The authorization server metadata (RFC 8414)."""
     if request.method == "OPTIONS":
         return preflight("GET, OPTIONS")
     settings: Settings = request.app.state.ctx.settings

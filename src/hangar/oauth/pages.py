@@ -79,6 +79,7 @@ def error_page(title: str, message: str, *, status: int = 400) -> HTMLResponse:
 
 
 async def stylesheet(_request: Request) -> Response:
+    """The stylesheet of the sign-in and consent pages."""
     return Response(STYLE, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
 
