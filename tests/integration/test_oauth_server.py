@@ -454,6 +454,8 @@ async def test_an_sso_hand_off_that_reaches_another_browser_is_refused(world: Wo
         client = await world.client()
         _verifier, challenge = pkce()
         async with httpx.AsyncClient(timeout=30) as victim, httpx.AsyncClient(timeout=30) as attacker:
+            lost = await attacker.get(f"{srv.url}/oidc/login?relay=oauth", headers={"accept": "application/json"})
+            assert lost.status_code == 400 and "continuation" in lost.json()["error"]["message"]
             page = await victim.get(authorize_url(srv.url, client, challenge))
             request_id = form(page, "/auth/oauth/pair")["fields"]["request"]
             # Someone else signs in at the provider for the victim's request: the hand-off lands in their browser.
