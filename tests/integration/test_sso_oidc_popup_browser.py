@@ -19,11 +19,10 @@ from urllib.parse import quote, unquote
 
 import httpx
 import pytest
-import websockets
 
 from tests.peers.oidc_provider import drive_login, oidc_provider
 from tests.peers.sso_parts import SSO_PARTS
-from tests.support.chromium import CHROMIUM, headless_chromium
+from tests.support.chromium import CHROMIUM, browser_page
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 
@@ -80,32 +79,13 @@ async def connect_tab_result(url: str, profile: Path) -> str | None:
     """Open ``url`` in headless Chromium, wait until the popup it opens has run and closed itself (the tab
     watches ``popup.closed``), and return what the tab recorded (None when no message reached it). Driven over
     the DevTools protocol."""
-    async with headless_chromium(profile, url, "--disable-popup-blocking") as endpoint:
-        async with httpx.AsyncClient(base_url=f"http://{endpoint}") as devtools:
-            tab = None
-            while tab is None:
-                targets = (await devtools.get("/json/list")).json()
-                tab = next((t for t in targets if t.get("type") == "page" and t.get("url") == url), None)
-                await asyncio.sleep(0.05)
-        async with websockets.connect(tab["webSocketDebuggerUrl"], max_size=None) as cdp:
-
-            async def read(attribute: str, call_id: int) -> str | None:
-                expression = f"document.body && document.body.getAttribute('{attribute}')"
-                params = {"expression": expression, "returnByValue": True}
-                await cdp.send(json.dumps({"id": call_id, "method": "Runtime.evaluate", "params": params}))
-                while True:
-                    reply = json.loads(await asyncio.wait_for(cdp.recv(), 30))
-                    if reply.get("id") == call_id:
-                        value = reply["result"]["result"].get("value")
-                        return value if isinstance(value, str) else None
-
-            for call in range(1, 600, 2):
-                if await read("data-closed", call):
-                    # The popup posts before it closes; let the message event run, then read.
-                    await asyncio.sleep(0.3)
-                    return await read("data-got", call + 1)
-                await asyncio.sleep(0.05)
-        raise AssertionError("the popup never ran and closed")
+    async with browser_page(profile, "--disable-popup-blocking") as page:
+        await page.navigate(url)
+        await page.wait_for("!!document.body && document.body.getAttribute('data-closed') === '1'")
+        # The popup posts before it closes; let the message event run, then read.
+        await asyncio.sleep(0.3)
+        got = await page.evaluate("document.body.getAttribute('data-got')")
+    return got if isinstance(got, str) else None
 
 
 async def test_popup_posts_the_credential_only_to_a_trusted_connect_tab(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import httpx
 from joserfc.jwk import RSAKey
 
 from tests.peers import npm
+from tests.support.chromium import Page
 
 PEER_DIR = Path(__file__).parent / "oidc-provider"
 
@@ -166,3 +167,25 @@ async def drive_login(
         return start
     prefix = "{0.scheme}://{0.netloc}/oidc/callback".format(urlsplit(start_url))
     return await http.get(await drive_to_callback(http, start, prefix, login=login, password=password))
+
+
+async def sign_in_in_browser(
+    page: Page, *, login: str, until: str, password: str = "any-password", max_steps: int = 20
+) -> str:
+    """Work through the provider's login and consent pages in a real browser, from wherever ``page`` is, until
+    its address starts with ``until`` (answered)."""
+    for step in range(max_steps):
+        href = str(await page.wait_for("document.readyState === 'complete' && location.href"))
+        if href.startswith(until):
+            return href
+        if not await page.evaluate("!!document.forms[0]"):
+            raise AssertionError(
+                f"unexpected provider page at {href}: {await page.evaluate('document.body.innerText')}"
+            )
+        has_login = await page.evaluate("!!document.querySelector('form input[name=login]')")
+        fields = {"login": login, "password": password} if has_login else {}
+        # Mark this document: the next one (after the post and its redirects) will not carry the mark.
+        await page.evaluate(f"window.__step = {step}; true")
+        await page.submit("form", fields, button="button[type=submit], button")
+        await page.wait_for(f"window.__step !== {step} && document.readyState === 'complete'")
+    raise AssertionError("the sign-in did not come back")

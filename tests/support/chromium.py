@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import json
 import os
 import shutil
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
 
 CHROMIUM = shutil.which("chromium")
 BASE_FLAGS = (
@@ -65,3 +71,81 @@ async def _kill_group(pgid: int) -> None:
         except ProcessLookupError:
             return
         await asyncio.sleep(0.025)
+
+
+class Page:
+    """One tab of a running headless Chromium, driven over the DevTools protocol (``Runtime.evaluate`` runs in
+    the page as DevTools does, so a page's own content security policy does not stop the test's scripts)."""
+
+    def __init__(self, cdp: websockets.ClientConnection) -> None:
+        self._cdp = cdp
+        self._ids = itertools.count(1)
+
+    async def _call(self, method: str, **params: Any) -> dict[str, Any]:
+        call_id = next(self._ids)
+        await self._cdp.send(json.dumps({"id": call_id, "method": method, "params": params}))
+        while True:
+            reply = json.loads(await asyncio.wait_for(self._cdp.recv(), 30))
+            if reply.get("id") == call_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                result: dict[str, Any] = reply.get("result", {})
+                return result
+
+    async def evaluate(self, expression: str) -> Any:
+        """The value of ``expression`` in the page (promises awaited); a script error fails the test."""
+        result = await self._call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"script failed: {result['exceptionDetails'].get('text')} in {expression[:200]}")
+        return result["result"].get("value")
+
+    async def navigate(self, url: str) -> None:
+        await self._call("Page.navigate", url=url)
+
+    async def wait_for(self, expression: str, timeout: float = 30) -> Any:
+        """Poll ``expression`` until it is truthy (across navigations) and return its value."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            try:
+                value = await self.evaluate(expression)
+            except RuntimeError:  # the page was navigating away
+                value = None
+            if value:
+                return value
+            if asyncio.get_running_loop().time() > deadline:
+                location = await self.evaluate("location.href")
+                raise AssertionError(f"waited {timeout} s for {expression!r}; the page is at {location}")
+            await asyncio.sleep(0.05)
+
+    async def submit(self, form: str, fields: dict[str, str] | None = None, button: str | None = None) -> None:
+        """Fill the named fields of the form ``form`` (a CSS selector; radios are checked by value) and submit
+        it as a person would, through ``button`` when given (its name and value go with the form)."""
+        script = (
+            "(function(sel, fields, button){var f=document.querySelector(sel);"
+            "if(!f) throw new Error('no form '+sel);"
+            "for (var name in fields){var els=f.querySelectorAll('[name=\"'+name+'\"]');"
+            "if(!els.length) throw new Error('no field '+name);"
+            "els.forEach(function(el){if(el.type==='radio'||el.type==='checkbox'){el.checked=(el.value===fields[name]);}"
+            "else{el.value=fields[name];}});}"
+            "var b=button?f.querySelector(button):null; if(button&&!b) throw new Error('no button '+button);"
+            "f.requestSubmit(b||undefined); return true;})"
+            f"({json.dumps(form)}, {json.dumps(fields or {})}, {json.dumps(button)})"
+        )
+        await self.evaluate(script)
+
+
+@contextlib.asynccontextmanager
+async def browser_page(profile: Path, *flags: str) -> AsyncIterator[Page]:
+    """A headless Chromium with one blank tab to drive."""
+    async with headless_chromium(profile, "about:blank", *flags) as endpoint:
+        async with httpx.AsyncClient(base_url=f"http://{endpoint}") as devtools:
+            tab = None
+            for _ in range(600):
+                targets = (await devtools.get("/json/list")).json()
+                tab = next((t for t in targets if t.get("type") == "page"), None)
+                if tab is not None:
+                    break
+                await asyncio.sleep(0.05)
+            assert tab is not None, "chromium opened no tab"
+        async with websockets.connect(tab["webSocketDebuggerUrl"], max_size=None) as cdp:
+            yield Page(cdp)

@@ -80,7 +80,9 @@ async def running_server(
             raise RuntimeError("server stopped during start")
         await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
-    cfg.port = port  # the server's own origin is the one it listens on (what it tells its agents)
+    # The listener's real port, as `hangar serve` knows it: the server's origin (the issuer and resource of
+    # its OAuth metadata, the SAML entity) names it.
+    cfg.port = port
     ctx = ready[0]
     owner = await ctx.service(IdentityService).ensure_server_owner()
     token = await ctx.service(IdentityService).issue_device(owner.id, "test-owner")

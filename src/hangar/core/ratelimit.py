@@ -8,6 +8,7 @@ by the number of processes, with nothing shared to keep consistent.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -45,6 +46,7 @@ class Budget:
 BUDGETS: dict[str, Budget] = {
     "pair": Budget(burst=20, per_minute=20),
     "signin": Budget(burst=30, per_minute=30),
+    "register": Budget(burst=10, per_minute=10),  # OAuth client registrations: anonymous, so few per address
 }
 
 
@@ -74,6 +76,7 @@ class RateLimits:
 def rate_limited(kind: str, handler: Handler) -> Handler:
     """``handler`` behind the ``kind`` bucket of the calling client."""
 
+    @functools.wraps(handler)  # the reference pages read the handler's docstring
     async def guarded(request: Request) -> Response:
         limits: RateLimits | None = request.app.state.ctx.maybe_service(RateLimits)
         client = request.client.host if request.client else "unknown"

@@ -3,24 +3,28 @@
 What it offers the other parts: ``IdentityService`` (looked up with ``app.service(IdentityService)``): who a
 credential belongs to, roles, members, server settings (``SETTING_OWNER`` names the server owner's);
 ``usable_workspace_ids`` for parts that resume work in every workspace at start; the records ``User``,
-``Workspace`` and ``Member``; ``DeviceScope``, what a credential narrower than its holder reaches (an agent
-run's); and the membership events (``WorkspaceCreated``, ``MemberAdded``, ``MemberRoleChanged``,
-``MemberRemoved``)."""
+``Workspace``, ``Member``, ``Device`` and ``DeviceScope`` (a credential narrower than its holder);
+``Pairing`` (looked up the same way: pairing codes, and ``sign_in`` for a sign-in that issues its own
+credential); and the membership events (``WorkspaceCreated``, ``MemberAdded``,
+``MemberRoleChanged``, ``MemberRemoved``)."""
 
 from __future__ import annotations
 
 from hangar.identity.events import MemberAdded, MemberRemoved, MemberRoleChanged, WorkspaceCreated
-from hangar.identity.models import DeviceScope, Member, User, Workspace
+from hangar.identity.models import Device, DeviceScope, Member, User, Workspace
+from hangar.identity.pairing import Pairing
 from hangar.identity.service import SETTING_OWNER, IdentityService, usable_workspace_ids
 
 __all__ = [
     "SETTING_OWNER",
+    "Device",
     "DeviceScope",
     "IdentityService",
     "Member",
     "MemberAdded",
     "MemberRemoved",
     "MemberRoleChanged",
+    "Pairing",
     "User",
     "Workspace",
     "WorkspaceCreated",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -86,18 +87,19 @@ class Pairing:
                 "ask a current admin for a new code"
             )
 
-    async def redeem(self, code: str, device_name: str) -> Paired:
+    async def _spend(self, code: str, kinds: frozenset[str]) -> Any:
+        """Use up a live code of one of ``kinds`` and answer its row. A code of another kind is refused as if
+        unknown, and stays unspent."""
         if not await self._identity.pairing_enabled():
             raise PairingDisabled("manual pairing is disabled on this server; sign in with single sign-on")
         if not isinstance(code, str) or not _normalize(code):
             raise InvalidArgs("code is required", field="code")
-        name = (device_name or "").strip() or "device"
         now = self._clock.now()
         key = token_hash(_normalize(code))
         async with self._db.begin() as conn:
             row = (await conn.execute(sa.select(t.pairing_codes).where(t.pairing_codes.c.code_hash == key))).first()
             # Unknown, used and expired codes fail alike: the answer is no oracle.
-            if row is None or row.used_at is not None or row.expires_at <= now:
+            if row is None or row.used_at is not None or row.expires_at <= now or row.kind not in kinds:
                 raise InvalidArgs("the pairing code is unknown, used or expired", field="code")
             claimed = await conn.execute(
                 sa.update(t.pairing_codes)
@@ -106,6 +108,27 @@ class Pairing:
             )
             if claimed.rowcount == 0:
                 raise InvalidArgs("the pairing code is unknown, used or expired", field="code")
+        return row
+
+    async def _used_by(self, code: str, user_id: str) -> None:
+        async with self._db.begin() as conn:
+            await conn.execute(
+                sa.update(t.pairing_codes)
+                .where(t.pairing_codes.c.code_hash == token_hash(_normalize(code)))
+                .values(used_by=user_id)
+            )
+
+    async def sign_in(self, code: str) -> str:
+        """Spend a device pairing code to sign its minter in somewhere that issues its own credential (the
+        OAuth authorization server) and answer their user id; no device is made here. Invite codes are not
+        taken: they bring a new person in, which only ``/auth/pair`` does."""
+        row = await self._spend(code, frozenset({"device"}))
+        await self._used_by(code, row.user_id)
+        return str(row.user_id)
+
+    async def redeem(self, code: str, device_name: str) -> Paired:
+        row = await self._spend(code, frozenset({"invite", "device"}))
+        name = (device_name or "").strip() or "device"
         if row.kind == "invite":
             await self._check_minter(row.workspace_id, row.created_by, Role[row.role])
             user = await self._identity.create_user(email=None, display_name=name)
@@ -115,8 +138,5 @@ class Pairing:
         else:
             user_id, ws, role = row.user_id, None, None
         token = await self._identity.issue_device(user_id, name)
-        async with self._db.begin() as conn:
-            await conn.execute(
-                sa.update(t.pairing_codes).where(t.pairing_codes.c.code_hash == key).values(used_by=user_id)
-            )
+        await self._used_by(code, user_id)
         return Paired(token, user_id, ws, role)

@@ -473,18 +473,45 @@ class IdentityService:
             )
         return device_id, token
 
-    async def rotate_device_token(self, device_id: str) -> str:
-        """Give an active device credential a new token; the old one stops working at once (refresh rotation)."""
+    async def rotate_device_token(self, device_id: str, *, expires_at: datetime | None = None) -> str:
+        """Give an active device credential a new token; the old one stops working at once (refresh rotation).
+        ``expires_at``, when given, is the new token's deadline (an OAuth access token's next hour); otherwise
+        the deadline stays. A credential its holder may no longer use (deactivated, or past the session
+        policy's maximum age or idle timeout) is not renewed: ``Unauthenticated`` with the reason."""
+        device = await self.get_device(device_id)
+        if device is None or device.revoked_at is not None:
+            raise NotFound(f"device {device_id} is not an active device credential")
+        user = await self.get_user(device.user_id)
+        if user is None or not user.active:
+            raise Unauthenticated("the user is deactivated")
+        use = self._uses.get(device_id)
+        if use is not None and use.last_used_at > device.last_used_at:
+            device = replace(device, last_used_at=use.last_used_at)
+        # The credential's own deadline is what rotation moves; the session policy still holds.
+        undated = replace(device, scope=replace(device.scope, expires_at=None))
+        why = (await self.session_policy()).violation(undated, self._clock.now())
+        if why is not None:
+            raise Unauthenticated(why)
         token = new_token()
+        values: dict[str, Any] = {"token_hash": token_hash(token)}
+        if expires_at is not None:
+            values["expires_at"] = expires_at
         async with self._db.begin() as conn:
             done = await conn.execute(
                 sa.update(t.devices)
                 .where(t.devices.c.id == device_id, t.devices.c.revoked_at.is_(None))
-                .values(token_hash=token_hash(token))
+                .values(**values)
             )
         if done.rowcount == 0:
             raise NotFound(f"device {device_id} is not an active device credential")
         return token
+
+    async def device_of_token(self, token: str) -> Device | None:
+        """The device record a token names, with no check of whether it may still be used (a revocation
+        request may present an access token that has already expired)."""
+        async with self._db.connect() as conn:
+            row = (await conn.execute(sa.select(t.devices).where(t.devices.c.token_hash == token_hash(token)))).first()
+        return _device(row) if row is not None else None
 
     async def revoke_device_id(self, device_id: str) -> None:
         """Revoke a credential by id, whoever holds it (an agent's run ended, an OAuth grant was withdrawn)."""

@@ -55,6 +55,7 @@ REFUSED = -32001  # an op refused reading or following a resource; the message s
 MAX_SUBSCRIPTIONS = 32  # per session
 ASK_TIMEOUT_S = 300.0  # how long an ask-first question waits for the person before the call stays refused
 METADATA_PATH = "/.well-known/oauth-protected-resource"
+MCP_PATH = "/mcp"  # the resource the authorization server issues tokens for (RFC 8707)
 PRINCIPAL_KEY = "hangar.principal"  # where the gate leaves the caller on the request's ASGI scope
 INSTRUCTIONS = (
     "Hangar's own API: every operation of the server as a tool, named as the operation (workspaces.list, "
@@ -352,7 +353,7 @@ async def protected_resource(request: Request) -> JSONResponse:
     origin = request.app.state.ctx.settings.origin
     return JSONResponse(
         {
-            "resource": f"{origin}/mcp",
+            "resource": f"{origin}{MCP_PATH}",
             "authorization_servers": [origin],
             "bearer_methods_supported": ["header"],
             "resource_name": "Hangar",

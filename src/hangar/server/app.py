@@ -24,7 +24,7 @@ from hangar.core.part import Part
 from hangar.identity import IdentityService
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.endpoint import rpc_endpoint
-from hangar.rpc.mcp_door import METADATA_PATH, McpDoor, protected_resource
+from hangar.rpc.mcp_door import MCP_PATH, METADATA_PATH, McpDoor, protected_resource
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
 from hangar.server.dispatch import attach_dispatcher, listener_origin, op_caller
@@ -54,7 +54,7 @@ def build_server(
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
         WebSocketRoute("/rpc", rpc_endpoint),
-        Route("/mcp", door, methods=["GET", "POST", "DELETE", "OPTIONS"]),
+        Route(MCP_PATH, door, methods=["GET", "POST", "DELETE", "OPTIONS"]),
         Route(METADATA_PATH, protected_resource, methods=["GET"]),
     ]
     for part in parts:

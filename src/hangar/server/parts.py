@@ -11,13 +11,23 @@ def all_parts() -> list[Part]:
     # Imports stay inside so that importing this module has no side effects and no cycles.
     from hangar.agents.part import AGENTS_PART
     from hangar.identity.part import IDENTITY_PART
+    from hangar.oauth.part import OAUTH_PART
     from hangar.oversight import OVERSIGHT_PART
     from hangar.pipelines.part import make_pipelines_part
     from hangar.rigs.part import RIGS_PART
     from hangar.sso.part import SSO_PART
     from hangar.workspace.part import WORKSPACE_PART
 
-    others = [kernel_part(), OVERSIGHT_PART, IDENTITY_PART, SSO_PART, WORKSPACE_PART, AGENTS_PART, RIGS_PART]
+    others = [
+        kernel_part(),
+        OVERSIGHT_PART,
+        IDENTITY_PART,
+        SSO_PART,
+        OAUTH_PART,
+        WORKSPACE_PART,
+        AGENTS_PART,
+        RIGS_PART,
+    ]
     # Last: resuming runs at start may run bodies that use the services the parts above provide.
     return [*others, make_pipelines_part(bodies=step_bodies(others))]
 

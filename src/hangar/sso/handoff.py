@@ -10,6 +10,10 @@ never reaches a server log or a ``Referer``. The target is, in order:
    the server's own origin);
 4. same-origin ``/auth/complete`` when no relay was given.
 
+``relay=oauth`` is not a hand-off to a client: the sign-in continues a flow of this server (the OAuth
+authorization server's sign-in page, named by ``continuation``) and no credential is made; see
+``hangar.sso.continuation``.
+
 The origin allow-list (``trusted_origins``): the web client URL origin, the server's own origin (its listener and
 its public URL, and the origin the request arrived on), and loopback origins (``localhost``, ``127.0.0.1``,
 ``[::1]`` on any port, http or https), where development web clients run.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +41,10 @@ from hangar.core.http_errors import error_response
 from hangar.errors import InvalidArgs
 from hangar.sso.errors import SsoError
 
-RELAYS: tuple[str, ...] = ("desktop", "web-popup")
+OAUTH_RELAY = "oauth"
+RELAYS: tuple[str, ...] = ("desktop", "web-popup", OAUTH_RELAY)
+# What a continuation may look like: the flow's own opaque id, never a URL or a path.
+CONTINUATION = re.compile(r"[A-Za-z0-9_-]{16,128}")
 DESKTOP_TARGET = "hangar://auth/complete"
 POPUP_PATH = "/auth/popup-complete"
 COMPLETE_PATH = "/auth/complete"
@@ -93,31 +101,46 @@ class LoginIntent:
 
     relay: str | None = None
     client_origin: str | None = None
+    continuation: str | None = None  # relay=oauth: the flow of this server the sign-in continues
 
     @classmethod
     def from_request(cls, request: Request) -> LoginIntent:
-        """Read ``relay`` and ``client_origin``; an unknown relay is refused, an untrusted origin dropped."""
+        """Read ``relay``, ``client_origin`` and ``continuation``; an unknown relay or a malformed continuation
+        is refused, an untrusted origin dropped."""
         relay = request.query_params.get("relay") or None
         if relay is not None and relay not in RELAYS:
-            raise InvalidArgs(f"relay must be desktop or web-popup, not {relay!r}", field="relay")
+            raise InvalidArgs(f"relay must be desktop, web-popup or oauth, not {relay!r}", field="relay")
+        continuation = None
+        if relay == OAUTH_RELAY:
+            continuation = request.query_params.get("continuation") or ""
+            if not CONTINUATION.fullmatch(continuation):
+                raise InvalidArgs("relay=oauth needs the continuation of the sign-in page", field="continuation")
         raw_origin = request.query_params.get("client_origin")
         settings: Settings = request.app.state.ctx.settings
         client_origin = None
         if relay == "web-popup" and is_trusted_origin(raw_origin, settings, request_origin(request)):
             client_origin = origin_of(raw_origin)
-        return cls(relay=relay, client_origin=client_origin)
+        return cls(relay=relay, client_origin=client_origin, continuation=continuation)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"relay": self.relay, "client_origin": self.client_origin}
+        return {"relay": self.relay, "client_origin": self.client_origin, "continuation": self.continuation}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> LoginIntent:
-        data = data or {}
-        relay = data.get("relay")
-        origin = data.get("client_origin")
+        return cls.restore(**(data or {}))
+
+    @classmethod
+    def restore(cls, relay: Any = None, client_origin: Any = None, continuation: Any = None, **_: Any) -> LoginIntent:
+        """An intent as stored with a pending sign-in; whatever is not well formed is dropped (and an oauth
+        relay without its continuation is no relay)."""
+        relay = relay if relay in RELAYS else None
+        continuation = continuation if isinstance(continuation, str) and CONTINUATION.fullmatch(continuation) else None
+        if relay == OAUTH_RELAY and continuation is None:
+            relay = None
         return cls(
-            relay=relay if relay in RELAYS else None,
-            client_origin=origin if isinstance(origin, str) else None,
+            relay=relay,
+            client_origin=client_origin if isinstance(client_origin, str) else None,
+            continuation=continuation if relay == OAUTH_RELAY else None,
         )
 
 

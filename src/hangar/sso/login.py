@@ -13,7 +13,8 @@ is written ("nothing is provisioned by a failed login"). In order:
    from ``groupRoleMap`` (highest match) or ``defaultRole``. On later logins a group that maps to a role moves
    existing memberships to it, except that an owner is never demoted by an identity provider and nobody is
    ever made owner.
-6. A device credential is issued with ``identity.issue_device``.
+6. A device credential is issued with ``identity.issue_device`` (``complete_login``); a sign-in that continues
+   a flow of this server stops at the user (``resolve_user``), and that flow issues what it issues.
 """
 
 from __future__ import annotations
@@ -62,7 +63,18 @@ def _clean_email(email: str | None) -> str | None:
 async def complete_login(
     ctx: AppContext, conn: Connection, who: SsoIdentity, *, kind: str, device_name: str
 ) -> LoginOutcome:
-    """Resolve, provision and authorise the user behind ``who``; raise ``SsoError("invalid", ...)``."""
+    """Resolve, provision and authorise the user behind ``who`` and issue a device credential; raise
+    ``SsoError("invalid", ...)``."""
+    user, created, linked, role = await resolve_user(ctx, conn, who, kind=kind)
+    token = await ctx.service(IdentityService).issue_device(user.id, device_name)
+    log.info("sso login via %s: user %s (created=%s, linked=%s)", kind, user.id, created, linked)
+    return LoginOutcome(user, token, created, linked, role)
+
+
+async def resolve_user(
+    ctx: AppContext, conn: Connection, who: SsoIdentity, *, kind: str
+) -> tuple[User, bool, bool, Role]:
+    """Steps 1 to 5: the user behind ``who`` (created or linked?) and the role the provider's groups give."""
     if not who.subject or not who.issuer:
         raise SsoError("invalid", "the identity provider did not name the user")
     identity = ctx.service(IdentityService)
@@ -102,9 +114,7 @@ async def complete_login(
     role = conn.role_for_groups(list(who.groups))
     mapped = any(g in conn.groupRoleMap for g in who.groups)
     await _apply_memberships(ctx, user, role, first=created or linked, auto_member=conn.autoMember, mapped=mapped)
-    token = await identity.issue_device(user.id, device_name)
-    log.info("sso login via %s: user %s (created=%s, linked=%s)", kind, user.id, created, linked)
-    return LoginOutcome(user, token, created, linked, role)
+    return user, created, linked, role
 
 
 def _refuse_deactivated(user: User) -> None:

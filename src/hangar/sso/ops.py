@@ -9,6 +9,7 @@ connection is enabled, complete and passes the same test (the lockout guard: oth
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt
@@ -267,6 +268,22 @@ SSO_OPS: list[OpFunction] = [
 ]
 
 
+@dataclass(frozen=True)
+class Provider:
+    """A sign-in the server offers: ``login_path`` on this origin starts it (CONTRACTS section 4)."""
+
+    id: str
+    kind: SsoKind
+    label: str
+    login_path: str
+
+
+async def sign_in_providers(app: AppContext) -> list[Provider]:
+    """The enabled SSO connections, as the connect screen and the OAuth sign-in page offer them."""
+    store = await _store(app)
+    return [Provider(kind, kind, LABELS[kind], f"/{kind}/login") for kind in KINDS if store.get(kind).enabled]
+
+
 async def auth_providers(request: Request) -> Response:
     """The connect screen's probe: offered connections and whether manual pairing is allowed."""
     cors = {"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"}
@@ -279,11 +296,8 @@ async def auth_providers(request: Request) -> Response:
         }
         return Response(status_code=204, headers=preflight)
     app: AppContext = request.app.state.ctx
-    store = await _store(app)
     providers = [
-        {"id": kind, "kind": kind, "label": LABELS[kind], "loginUrl": f"/{kind}/login"}
-        for kind in KINDS
-        if store.get(kind).enabled
+        {"id": p.id, "kind": p.kind, "label": p.label, "loginUrl": p.login_path} for p in await sign_in_providers(app)
     ]
     pairing = await app.service(IdentityService).pairing_enabled()
     return JSONResponse({"providers": providers, "pairingEnabled": pairing}, headers=cors)

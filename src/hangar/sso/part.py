@@ -8,6 +8,7 @@ from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.identity import IdentityService
 from hangar.sso.config import COUNTER, MIGRATIONS, SsoConfigStore
+from hangar.sso.continuation import SignInHandoffs
 from hangar.sso.handoff import handoff_routes
 from hangar.sso.oidc.flow import OidcService
 from hangar.sso.oidc.routes import OIDC_ROUTES
@@ -26,6 +27,7 @@ async def _start(ctx: AppContext) -> None:
     saml = saml_service(ctx)
     ctx.provide(OidcService(ctx, store, saml.db))
     ctx.provide(ScimDirectory(ctx.dbs.server, ctx.service(IdentityService), ctx.clock))
+    ctx.provide(SignInHandoffs(ctx.dbs.server, ctx.clock))
 
 
 async def _stop(ctx: AppContext) -> None:

@@ -27,9 +27,10 @@ from starlette.responses import RedirectResponse, Response
 from hangar.core.context import AppContext
 from hangar.errors import InvalidArgs
 from hangar.sso.config import OidcConnection, SsoConfigStore, SsoKind
+from hangar.sso.continuation import signed_in
 from hangar.sso.errors import SsoError
-from hangar.sso.handoff import LoginIntent, failure_response, request_origin, success_response
-from hangar.sso.login import SsoIdentity, complete_login
+from hangar.sso.handoff import LoginIntent, failure_response, request_origin
+from hangar.sso.login import SsoIdentity
 from hangar.sso.oidc.discovery import HTTP_TIMEOUT, ProviderKeys, ProviderMetadata, discover
 from hangar.sso.oidc.pending import PENDING_TTL_SECONDS, PendingLogin, PendingLogins
 from hangar.sso.oidc.tokens import verify_id_token
@@ -209,8 +210,9 @@ class OidcService:
             email_verified=claims.get("email_verified") if isinstance(claims.get("email_verified"), bool) else None,
         )
         agent = request.headers.get("user-agent", "browser")[:80]
-        outcome = await complete_login(self._ctx, conn, who, kind="oidc", device_name=f"OIDC sign-in · {agent}")
-        return success_response(self._ctx.settings, pending.intent, outcome.token)
+        return await signed_in(
+            self._ctx, conn, who, kind="oidc", device_name=f"OIDC sign-in · {agent}", intent=pending.intent
+        )
 
     async def _exchange(self, meta: ProviderMetadata, pending: PendingLogin, code: str) -> dict[str, Any]:
         secret = self._store.client_secret()

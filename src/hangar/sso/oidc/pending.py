@@ -24,7 +24,8 @@ PENDING_TTL_SECONDS = 600
 MAX_PENDING = 10_000
 
 _COLUMNS = (
-    "nonce, code_verifier, redirect_uri, relay, client_origin, binding_hash, issuer, client_id, created_at, expires_at"
+    "nonce, code_verifier, redirect_uri, relay, client_origin, continuation, binding_hash, issuer, client_id, "
+    "created_at, expires_at"
 )
 
 
@@ -80,7 +81,7 @@ class PendingLogins:
         def insert(conn: sqlite3.Connection) -> None:
             purge_expired(conn, "sso_oidc_pending", "expires_at", self._clock.now())
             conn.execute(
-                f"INSERT OR REPLACE INTO sso_oidc_pending (state, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO sso_oidc_pending (state, {_COLUMNS}) VALUES ({', '.join('?' * 12)})",
                 (
                     state,
                     p.nonce,
@@ -88,6 +89,7 @@ class PendingLogins:
                     p.redirect_uri,
                     p.intent.relay,
                     p.intent.client_origin,
+                    p.intent.continuation,
                     p.binding_hash,
                     p.issuer,
                     p.client_id,
@@ -109,12 +111,14 @@ class PendingLogins:
             ).fetchone()
             if row is None:
                 return None
-            nonce, verifier, redirect_uri, relay, origin, binding, issuer, client_id, created, expires = row
+            nonce, verifier, redirect_uri, relay, origin, continuation, binding, issuer, client_id, created, expires = (
+                row
+            )
             return PendingLogin(
                 nonce,
                 verifier,
                 redirect_uri,
-                LoginIntent(relay=relay, client_origin=origin),
+                LoginIntent.restore(relay, origin, continuation),
                 binding,
                 issuer,
                 client_id,

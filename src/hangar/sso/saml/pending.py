@@ -1,7 +1,8 @@
 """Requests we sent and assertions we accepted, remembered just long enough to refuse replays.
 
 ``PendingRequests`` holds every AuthnRequest id we issued with what the login started with (relay, client
-origin). ``take`` removes it, so an ``InResponseTo`` is honoured once; entries expire after ``ttl``.
+origin, the flow it continues). ``take`` removes it, so an ``InResponseTo`` is honoured once; entries expire
+after ``ttl``.
 ``SeenAssertions`` remembers accepted assertion ids until the assertion itself expires, so the same signed
 assertion posted twice (an unsolicited one in particular, which has no request to use up) is refused.
 
@@ -33,10 +34,14 @@ class PendingRequest:
     client_origin: str | None
     created_at: datetime
     expires_at: datetime
+    continuation: str | None = None
 
 
-def _request(row: tuple[str, str | None, str | None, str, str]) -> PendingRequest:
-    return PendingRequest(row[0], row[1], row[2], parse_dt(row[3]), parse_dt(row[4]))
+_COLUMNS = "id, relay, client_origin, created_at, expires_at, continuation"
+
+
+def _request(row: tuple[str, str | None, str | None, str, str, str | None]) -> PendingRequest:
+    return PendingRequest(row[0], row[1], row[2], parse_dt(row[3]), parse_dt(row[4]), row[5])
 
 
 class PendingRequests:
@@ -46,16 +51,22 @@ class PendingRequests:
         self._ttl = ttl
         self._capacity = capacity
 
-    def add(self, request_id: str, *, relay: str | None = None, client_origin: str | None = None) -> PendingRequest:
+    def add(
+        self,
+        request_id: str,
+        *,
+        relay: str | None = None,
+        client_origin: str | None = None,
+        continuation: str | None = None,
+    ) -> PendingRequest:
         now = self._clock.now()
-        item = PendingRequest(request_id, relay, client_origin, now, now + self._ttl)
+        item = PendingRequest(request_id, relay, client_origin, now, now + self._ttl, continuation)
 
         def insert(conn: sqlite3.Connection) -> None:
             purge_expired(conn, "sso_saml_pending", "expires_at", now)
             conn.execute(
-                "INSERT OR REPLACE INTO sso_saml_pending (id, relay, client_origin, created_at, expires_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (request_id, relay, client_origin, dt(now), dt(item.expires_at)),
+                f"INSERT OR REPLACE INTO sso_saml_pending ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                (request_id, relay, client_origin, dt(now), dt(item.expires_at), continuation),
             )
             cap_oldest(conn, "sso_saml_pending", "created_at", self._capacity)
 
@@ -68,8 +79,7 @@ class PendingRequests:
 
         def select(conn: sqlite3.Connection) -> PendingRequest | None:
             row = conn.execute(
-                "SELECT id, relay, client_origin, created_at, expires_at FROM sso_saml_pending "
-                "WHERE id = ? AND expires_at > ?",
+                f"SELECT {_COLUMNS} FROM sso_saml_pending WHERE id = ? AND expires_at > ?",
                 (request_id, dt(now)),
             ).fetchone()
             return None if row is None else _request(row)
@@ -82,7 +92,7 @@ class PendingRequests:
 
         def delete(conn: sqlite3.Connection) -> PendingRequest | None:
             row = conn.execute(
-                "DELETE FROM sso_saml_pending WHERE id = ? RETURNING id, relay, client_origin, created_at, expires_at",
+                f"DELETE FROM sso_saml_pending WHERE id = ? RETURNING {_COLUMNS}",
                 (request_id,),
             ).fetchone()
             return None if row is None else _request(row)

@@ -22,9 +22,10 @@ from hangar.core.http import BodyTooLarge, read_body
 from hangar.core.ratelimit import rate_limited
 from hangar.errors import HangarError, InvalidArgs
 from hangar.sso.config import SamlConnection, SsoConfigStore
+from hangar.sso.continuation import signed_in
 from hangar.sso.errors import SsoError
-from hangar.sso.handoff import LoginIntent, failure_response, request_origin, success_response
-from hangar.sso.login import SsoIdentity, complete_login
+from hangar.sso.handoff import LoginIntent, failure_response, request_origin
+from hangar.sso.login import SsoIdentity
 from hangar.sso.saml.service import ACS_PATH, LOGIN_PATH, METADATA_PATH, saml_service
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ async def saml_login(request: Request) -> Response:
             _origin(request),
             relay=intent.relay,
             client_origin=intent.client_origin,
+            continuation=intent.continuation,
         )
     except SsoError as exc:
         return failure_response(request, exc)
@@ -115,9 +117,10 @@ async def saml_acs(request: Request) -> Response:
         # Off the loop for the same reason (and the signature checks are CPU work).
         identity = await asyncio.to_thread(saml_service(ctx).verify, conn, _origin(request), values[0])
         pending = identity.request
-        intent = LoginIntent(
-            relay=pending.relay if pending else None,
-            client_origin=pending.client_origin if pending else None,
+        intent = (
+            LoginIntent.restore(pending.relay, pending.client_origin, pending.continuation)
+            if pending
+            else LoginIntent()
         )
         who = SsoIdentity(
             issuer=identity.issuer,
@@ -126,7 +129,7 @@ async def saml_acs(request: Request) -> Response:
             display_name=identity.display_name,
             groups=identity.groups,
         )
-        outcome = await complete_login(ctx, conn, who, kind="saml", device_name=DEVICE_NAME)
+        response = await signed_in(ctx, conn, who, kind="saml", device_name=DEVICE_NAME, intent=intent)
     except SsoError as exc:
         log.info("SAML sign-in refused: %s (%s)", exc.sso_code, exc.message)
         return failure_response(request, exc)
@@ -136,7 +139,7 @@ async def saml_acs(request: Request) -> Response:
     except Exception:
         log.exception("SAML sign-in failed inside the server")
         return failure_response(request, SsoError("internal", "the server could not complete the sign-in"))
-    return success_response(ctx.settings, intent, outcome.token)
+    return response
 
 
 async def saml_metadata(request: Request) -> Response:

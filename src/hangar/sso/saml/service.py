@@ -66,7 +66,13 @@ class SamlService:
         )
 
     def start_login(
-        self, conn: SamlConnection, origin: str, *, relay: str | None, client_origin: str | None
+        self,
+        conn: SamlConnection,
+        origin: str,
+        *,
+        relay: str | None,
+        client_origin: str | None,
+        continuation: str | None = None,
     ) -> AuthnRequest:
         """Build the AuthnRequest and remember it as pending (with what the login asked for).
 
@@ -83,7 +89,7 @@ class SamlService:
             relay_state=rid,
             request_id=rid,
         )
-        self.pending.add(request.id, relay=relay, client_origin=client_origin)
+        self.pending.add(request.id, relay=relay, client_origin=client_origin, continuation=continuation)
         return request
 
     def verify(self, conn: SamlConnection, origin: str, saml_response: str | bytes) -> SamlIdentity:
