@@ -554,6 +554,19 @@ class IdentityService:
         key = token_hash(token)
         version = await self._authority.current()  # one read of the counter serves the whole check
         found = await self._authority.get(("device", key), lambda: self._load_device(key), as_of=version)
+        return await self._usable(found, version, touch=touch)
+
+    async def recheck_device(self, device_id: str) -> Principal:
+        """Check again, by its id, a credential that was good when something long-lived opened (an MCP session's
+        subscription): the same checks as ``authenticate`` without counting as a use. By id, because the token
+        itself may have been rotated meanwhile (an OAuth refresh) while the credential lives on."""
+        version = await self._authority.current()
+        found = await self._authority.get(
+            ("device-id", device_id), lambda: self._load_device_where(t.devices.c.id == device_id), as_of=version
+        )
+        return await self._usable(found, version, touch=False)
+
+    async def _usable(self, found: tuple[Device, User] | None, version: int, *, touch: bool) -> Principal:
         if found is None:
             raise Unauthenticated("the device credential is not known")
         device, user = found
@@ -580,7 +593,10 @@ class IdentityService:
         return _principal(device, user, authority.owner_id, version)
 
     async def _load_device(self, key: str) -> tuple[Device, User] | None:
-        q = sa.select(t.devices).where(t.devices.c.token_hash == key)
+        return await self._load_device_where(t.devices.c.token_hash == key)
+
+    async def _load_device_where(self, which: sa.ColumnElement[bool]) -> tuple[Device, User] | None:
+        q = sa.select(t.devices).where(which)
         async with self._db.connect() as conn:
             row = (await conn.execute(q)).first()
         if row is None:

@@ -13,6 +13,11 @@ class Authority(Protocol):
         """The principal of a device credential, checked on this use (raises ``Unauthenticated``)."""
         ...
 
+    async def recheck_device(self, device_id: str) -> Principal:
+        """The principal of a credential known by id, checked again without counting as a use (its token may
+        have rotated since it was first presented)."""
+        ...
+
     async def role_of(self, workspace_id: str, user_id: str, *, as_of: int | None = None) -> Role | None:
         """The user's role in the workspace, or ``None`` when they are not a member."""
         ...
