@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hangar.rigs.egress.rules import GATE_ADDRESS, GatePorts
 from tests.support.confined import CLI_AGENT, host_pids
 from tests.support.mcp import mcp_session, payload
 from tests.support.rpc import RpcClient, RpcError
@@ -205,7 +206,15 @@ async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(t
         folder = Path((await client.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"])
         started = await client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="mcp")
         got = await _wait_file(folder / "mcp.json")
-        assert got["HANGAR_MCP_URL"] == f"{srv.url}/mcp" and got["HANGAR_MCP_UNAVAILABLE"] is None
+        # Inside the enclosure the endpoint is the gate's server door; the program called it with urllib.
+        assert got["HANGAR_MCP_URL"] == f"http://{GATE_ADDRESS}:{GatePorts().server_door}/mcp"
+        assert got["HANGAR_MCP_UNAVAILABLE"] is None
+        assert {"spaces.list", "tickets.create"} <= set(got["tools"]) and space_id in got["spaces"]
+        assert got["unauthenticated"] == {"status": 401}  # the door adds no authority: the server checks
+        # The rest of the server's listener stays out of reach (§6), refused by the gate saying why.
+        for path in ("/rpc", "/auth/pair", "/healthz", "/mcpx"):
+            status, text = got["other"][path]
+            assert status == 403 and f"{path} is not reachable from this rig" in text, (path, status, text)
         token = got["HANGAR_MCP_TOKEN"]
         # During the run: the agent's voice, its workspace, its tools.
         async with mcp_session(srv, token) as session:
