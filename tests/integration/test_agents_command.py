@@ -197,7 +197,9 @@ async def _wait_file(path: Path, timeout: float = 60.0) -> dict[str, str]:
     raise AssertionError(f"{path.name} never appeared")
 
 
-async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(tmp_path: Path) -> None:
+async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     async with workspace_server(tmp_path) as (srv, client, ws):
         space_id = (await client.call("spaces.create", workspace_id=ws, title="cli"))["id"]
         adapter = {"type": "command", "argv": [*CLI_AGENT], "productTools": ["spaces.list", "tickets.create"]}
@@ -240,4 +242,13 @@ async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(t
                 json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
             )
         assert after.status_code == 401
-        assert token not in json.dumps(await client.call("messages.list", workspace_id=ws, space_id=space_id))
+        # ... also through the door, which a later run of the agent opens again with its own credential.
+        again = await client.call(
+            "agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt=f"mcp-again {token}"
+        )
+        assert (await wait_run(client, ws, again["runId"], timeout=60))["outcome"] == "ok"
+        msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
+        assert msgs[-1]["content"] == "old credential: 401"
+        assert token not in json.dumps(msgs[:-2])  # the first run's reply does not show it
+        refused = [r.getMessage() for r in caplog.records if r.name == "hangar.rigs.egress"]
+        assert any(" egress server /auth/pair denied: not the MCP endpoint" in line for line in refused)

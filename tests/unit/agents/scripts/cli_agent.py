@@ -49,8 +49,11 @@ elif word == "mcp":
 
     def rpc(url, token, method, params):
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
-        headers = {"authorization": f"Bearer {token}", "content-type": "application/json",
-                   "accept": "application/json, text/event-stream"}
+        headers = {
+            "authorization": f"Bearer {token}",
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+        }
         try:
             with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=20) as answer:
                 text = answer.read().decode()
@@ -75,8 +78,12 @@ elif word == "mcp":
     if url:
         listed = rpc(url, token, "tools/list", {})
         found["tools"] = sorted(t["name"] for t in listed["result"]["tools"])
-        called = rpc(url, token, "tools/call",
-                     {"name": "spaces.list", "arguments": {"workspace_id": os.environ["HANGAR_WORKSPACE_ID"]}})
+        called = rpc(
+            url,
+            token,
+            "tools/call",
+            {"name": "spaces.list", "arguments": {"workspace_id": os.environ["HANGAR_WORKSPACE_ID"]}},
+        )
         found["spaces"] = [s["id"] for s in called["result"]["structuredContent"]["spaces"]]
         found["unauthenticated"] = rpc(url, "not-a-credential", "tools/list", {})
         origin = url.removesuffix("/mcp")
@@ -95,8 +102,11 @@ elif word == "mcp-again":
     import urllib.request
 
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
-    headers = {"authorization": f"Bearer {prompt.split()[1]}", "content-type": "application/json",
-               "accept": "application/json, text/event-stream"}
+    headers = {
+        "authorization": f"Bearer {prompt.split()[1]}",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
     try:
         with urllib.request.urlopen(urllib.request.Request(os.environ["HANGAR_MCP_URL"], body, headers)) as answer:
             print(f"old credential: {answer.status}")
