@@ -290,6 +290,7 @@ class EgressGate:
             reason = f"server unreachable ({exc.__class__.__name__})"
             return await refuse(request.path, reason, refusal("the server is unreachable", b"502 Bad Gateway"))
         self._record("server", request.path, True, "the server's MCP endpoint")
+        # Closing the door closes the program's side; ``forward`` then ends the server's side (an idle stream).
         await server_door.forward(request, (reader, writer), upstream, target, READ_TIMEOUT_S)
 
     # --- everything else -----------------------------------------------------------------------------------

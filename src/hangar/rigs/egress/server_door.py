@@ -93,7 +93,7 @@ def parse_head(head: bytes) -> DoorRequest:
         if not sep or not _TOKEN.fullmatch(name):
             raise Malformed("a header line is not NAME: value")
         if _CONTROL.search(value):
-            raise Malformed(f"the {name.decode()} header holds control characters")
+            raise Malformed(f"the {name[:64].decode()} header holds control characters")
         key = name.lower()
         if key == b"content-length":
             lengths.append(value)

@@ -195,3 +195,30 @@ def test_door_target_is_a_plain_http_listener() -> None:
     for url in ("https://127.0.0.1:8420/mcp", "http://127.0.0.1/mcp", "unix:///x"):
         with pytest.raises(ValueError):
             DoorTarget.from_url(url)
+
+
+async def test_closing_the_door_ends_an_idle_stream_on_the_servers_side_too() -> None:
+    ended = asyncio.Event()
+
+    async def idle_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        await writer.drain()
+        await reader.read()  # the gate's side of the connection ends
+        ended.set()
+        writer.close()
+
+    upstream = await asyncio.start_server(idle_stream, "127.0.0.1", 0)
+    idle = Server()
+    idle.port = int(upstream.sockets[0].getsockname()[1])
+    g = await open_gate(idle)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", g.ports.server_door)
+        writer.write(b"GET /mcp HTTP/1.1\r\nHost: h\r\n\r\n")
+        await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        await g.close_server_door()
+        await asyncio.wait_for(ended.wait(), 5)
+        writer.close()
+    finally:
+        await g.aclose()
+        upstream.close()
