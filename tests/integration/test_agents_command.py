@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from hangar.rigs.egress.rules import GATE_ADDRESS, GatePorts
-from tests.support.confined import CLI_AGENT, host_pids
+from tests.support.confined import CLI_AGENT, host_pids, trust_host
 from tests.support.mcp import mcp_session, payload
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import collect_until, wait_run, workspace_server
@@ -252,3 +252,17 @@ async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(
         assert token not in json.dumps(msgs[:-2])  # the first run's reply does not show it
         refused = [r.getMessage() for r in caplog.records if r.name == "hangar.rigs.egress"]
         assert any(" egress server /auth/pair denied: not the MCP endpoint" in line for line in refused)
+
+
+async def test_under_trusted_host_execution_the_agent_calls_the_servers_own_listener(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (srv, client, ws):
+        await trust_host(srv.ctx)
+        space_id = (await client.call("spaces.create", workspace_id=ws, title="cli"))["id"]
+        adapter = {"type": "command", "argv": [*CLI_AGENT], "productTools": ["spaces.list"]}
+        agent_id = (await client.call("agents.create", workspace_id=ws, name="Host", adapter=adapter))["id"]
+        folder = Path((await client.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"])
+        started = await client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="mcp")
+        got = await _wait_file(folder / "mcp.json")
+        assert got["HANGAR_MCP_URL"] == f"{srv.url}/mcp" and space_id in got["spaces"]
+        (folder / "go").write_text("")
+        assert (await wait_run(client, ws, started["runId"], timeout=60))["outcome"] == "ok"
