@@ -9,7 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.confined import CLI_AGENT, host_pids
+from hangar.rigs.egress.rules import GATE_ADDRESS, GatePorts
+from tests.support.confined import CLI_AGENT, host_pids, trust_host
 from tests.support.mcp import mcp_session, payload
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import collect_until, wait_run, workspace_server
@@ -196,7 +197,9 @@ async def _wait_file(path: Path, timeout: float = 60.0) -> dict[str, str]:
     raise AssertionError(f"{path.name} never appeared")
 
 
-async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(tmp_path: Path) -> None:
+async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     async with workspace_server(tmp_path) as (srv, client, ws):
         space_id = (await client.call("spaces.create", workspace_id=ws, title="cli"))["id"]
         adapter = {"type": "command", "argv": [*CLI_AGENT], "productTools": ["spaces.list", "tickets.create"]}
@@ -205,7 +208,15 @@ async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(t
         folder = Path((await client.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"])
         started = await client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="mcp")
         got = await _wait_file(folder / "mcp.json")
-        assert got["HANGAR_MCP_URL"] == f"{srv.url}/mcp" and got["HANGAR_MCP_UNAVAILABLE"] is None
+        # Inside the enclosure the endpoint is the gate's server door; the program called it with urllib.
+        assert got["HANGAR_MCP_URL"] == f"http://{GATE_ADDRESS}:{GatePorts().server_door}/mcp"
+        assert got["HANGAR_MCP_UNAVAILABLE"] is None
+        assert {"spaces.list", "tickets.create"} <= set(got["tools"]) and space_id in got["spaces"]
+        assert got["unauthenticated"] == {"status": 401}  # the door adds no authority: the server checks
+        # The rest of the server's listener stays out of reach (§6), refused by the gate saying why.
+        for path in ("/rpc", "/auth/pair", "/healthz", "/mcpx"):
+            status, text = got["other"][path]
+            assert status == 403 and f"{path} is not reachable from this rig" in text, (path, status, text)
         token = got["HANGAR_MCP_TOKEN"]
         # During the run: the agent's voice, its workspace, its tools.
         async with mcp_session(srv, token) as session:
@@ -231,4 +242,27 @@ async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(t
                 json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
             )
         assert after.status_code == 401
-        assert token not in json.dumps(await client.call("messages.list", workspace_id=ws, space_id=space_id))
+        # ... also through the door, which a later run of the agent opens again with its own credential.
+        again = await client.call(
+            "agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt=f"mcp-again {token}"
+        )
+        assert (await wait_run(client, ws, again["runId"], timeout=60))["outcome"] == "ok"
+        msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
+        assert msgs[-1]["content"] == "old credential: 401"
+        assert token not in json.dumps(msgs[:-2])  # the first run's reply does not show it
+        refused = [r.getMessage() for r in caplog.records if r.name == "hangar.rigs.egress"]
+        assert any(" egress server /auth/pair denied: not the MCP endpoint" in line for line in refused)
+
+
+async def test_under_trusted_host_execution_the_agent_calls_the_servers_own_listener(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (srv, client, ws):
+        await trust_host(srv.ctx)
+        space_id = (await client.call("spaces.create", workspace_id=ws, title="cli"))["id"]
+        adapter = {"type": "command", "argv": [*CLI_AGENT], "productTools": ["spaces.list"]}
+        agent_id = (await client.call("agents.create", workspace_id=ws, name="Host", adapter=adapter))["id"]
+        folder = Path((await client.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"])
+        started = await client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="mcp")
+        got = await _wait_file(folder / "mcp.json")
+        assert got["HANGAR_MCP_URL"] == f"{srv.url}/mcp" and space_id in got["spaces"]
+        (folder / "go").write_text("")
+        assert (await wait_run(client, ws, started["runId"], timeout=60))["outcome"] == "ok"

@@ -147,6 +147,17 @@ async def test_a_confined_step_cannot_mint_an_owner_credential_or_steer_the_driv
         assert [d.name for d in devices] == ["test-owner"]
 
 
+async def test_a_shell_step_reaches_neither_the_servers_listener_nor_the_server_door(tmp_path: Path) -> None:
+    async with member_session(tmp_path) as (srv, c, ws):
+        port = srv.url.rsplit(":", 1)[1]
+        urls = [f"http://127.0.0.1:{port}/mcp", f"http://198.18.0.1:{port}/mcp", "http://198.18.0.1:984/mcp"]
+        script = "; ".join(f"curl -sS -m 5 -o /dev/null -w '%{{http_code}} ' {u}; echo rc=$?" for u in urls)
+        run = await run_template(srv, c, ws, template("door", ("door", script, {})))
+        codes = [line.split("rc=")[1] for line in run["state"]["door"].splitlines() if "rc=" in line]
+        assert len(codes) == 3 and codes[0] == "7", codes  # the enclosure's loopback: nothing listens there
+        assert set(codes[1:]) <= {"52", "56"}, codes  # the gate's deny listener hung up: no door for shell steps
+
+
 async def test_a_step_timeout_kills_the_script_inside_the_enclosure(tmp_path: Path) -> None:
     async with member_session(tmp_path) as (srv, c, ws):
         raw = template("nap", ("nap", "sleep 97 & echo $! > nap.pid; wait", {"config": {"timeoutMs": 3000}}))

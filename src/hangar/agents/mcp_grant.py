@@ -1,11 +1,15 @@
 """A command agent's way back into Hangar: the product's MCP endpoint and a credential for the length of one run.
 
-The program gets ``HANGAR_MCP_URL`` (the server's own listener + ``/mcp``) and ``HANGAR_MCP_TOKEN``, a device
+The program gets ``HANGAR_MCP_URL`` and ``HANGAR_MCP_TOKEN``, a device
 credential that speaks for the agent (``agent:<id>`` in audit rows), reaches only the agent's workspace and the
 ops among its product tools, and expires with the run's time limit (an hour at most). It is issued on behalf of
 the person who dispatched the run (deactivating them ends it) or, for a run no person dispatched (a pipeline
 step, another agent), the workspace's first owner. It is revoked when the run ends, however it ends; should the
 process driving the run die first, the deadline ends it.
+
+The URL is the endpoint as the program reaches it, which the place it runs decides (``core.confine.CallBack``):
+the server's own listener + ``/mcp`` under trusted host execution, the enclosure's server door otherwise
+(``hangar.rigs.egress.server_door``: the gate passes that one endpoint on, nothing else of the listener).
 
 Where no credential can be made (the process serves no MCP endpoint, as ``hangar pipeline run``; the workspace
 has no owner to sponsor it), the program gets ``HANGAR_MCP_UNAVAILABLE`` with the reason instead, so an agent
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from hangar.agents.config import CommandAdapter
+from hangar.core.confine import CallBack
 from hangar.core.context import AppContext
 from hangar.core.principal import Role
 from hangar.identity import DeviceScope, IdentityService
@@ -34,6 +39,7 @@ URL_VAR, TOKEN_VAR, UNAVAILABLE_VAR = "HANGAR_MCP_URL", "HANGAR_MCP_TOKEN", "HAN
 class McpGrant:
     env: dict[str, str] = field(default_factory=dict)
     device_id: str | None = None
+    call_back: CallBack | None = None  # the endpoint, handed to the program where it runs (``HANGAR_MCP_URL``)
 
 
 async def _sponsor(identity: IdentityService, workspace_id: str, dispatched_by: str) -> str | None:
@@ -72,7 +78,7 @@ async def grant_mcp(
         agent_id=agent_id,
     )
     device_id, token = await identity.new_device(sponsor, agent_name, scope=scope)
-    return McpGrant({URL_VAR: url, TOKEN_VAR: token}, device_id)
+    return McpGrant({TOKEN_VAR: token}, device_id, CallBack(URL_VAR, url))
 
 
 async def revoke(app: AppContext, grant: McpGrant) -> None:

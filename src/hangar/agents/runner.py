@@ -301,6 +301,7 @@ class AgentRunner:
                 control_dir=self.run_dir(run_id),
                 confine=lambda: confinement_for(self.app),
                 product_env=grant.env,
+                product_call_back=grant.call_back,
             )
             if run_id in self._interrupted:  # interrupted before the adapter started
                 raise asyncio.CancelledError

@@ -75,6 +75,17 @@ def space_key(workspace_id: str, space_id: str) -> str:
 
 
 @dataclass(frozen=True)
+class CallBack:
+    """The server's MCP endpoint for a confined program: ``url`` as the host reaches it, handed to the program
+    in ``variable``. Where the program runs decides the address it gets: host execution hands ``url`` as it
+    is; an enclosure, whose loopback is its own and whose gate keeps the server's listener out, opens its
+    server door for the job and hands the door's address (``hangar.rigs.egress.server_door``)."""
+
+    variable: str
+    url: str
+
+
+@dataclass(frozen=True)
 class Job:
     argv: tuple[str, ...]  # argv[0] is looked up on the PATH of wherever it runs
     env: Mapping[str, str] = field(default_factory=dict)  # added to a minimal base, never the server's env
@@ -83,6 +94,7 @@ class Job:
     group_name: str = "job"  # the record name of its process group under the scope's control_dir
     # Files placed in the working directory before the program starts (plain names), readable by it.
     files: Mapping[str, bytes] = field(default_factory=dict)
+    call_back: CallBack | None = None  # the program may call the server's MCP endpoint back while it runs
 
 
 class Confinement:
@@ -172,6 +184,8 @@ class HostExecution(Confinement):
     async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
         env = {k: os.environ[k] for k in HOST_ENV_KEPT if k in os.environ}
         env.update(job.env)
+        if job.call_back is not None:
+            env[job.call_back.variable] = job.call_back.url
         scope.workdir.mkdir(parents=True, exist_ok=True)
         for name, data in job.files.items():
             write_private_atomic(scope.workdir / plain_name(name), data)

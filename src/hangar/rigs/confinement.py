@@ -6,6 +6,9 @@ step in a warm rig costs one exec round trip, not a boot. It is closed when the 
 pipeline run finished), after ``IDLE_S`` without a job, or when the server stops. Programs run as the rig
 user with the rig's base environment plus what the job names; they see neither the data directory nor the
 host.
+
+A job that may call the server back (``Job.call_back``: a command agent with an MCP grant) holds the rig's
+server door open while it runs and gets the door's address; the door closes when the last such job ends.
 """
 
 from __future__ import annotations
@@ -59,8 +62,14 @@ class RigConfinement(Confinement):
             rig = await self._rig(scope, warm)
             for name, data in job.files.items():
                 await rig.write_file(f"{GUEST_WORKTREE}/{plain_name(name)}", data, exclusive=False)
-            command = Command(job.argv, GUEST_WORKTREE, dict(job.env), job.stdin, job.timeout_s)
-            return await rig.run(command, on_stdout)
+            env = dict(job.env)
+            if job.call_back is None:
+                return await rig.run(Command(job.argv, GUEST_WORKTREE, env, job.stdin, job.timeout_s), on_stdout)
+            env[job.call_back.variable] = await rig.open_server_door(job.call_back.url)
+            try:
+                return await rig.run(Command(job.argv, GUEST_WORKTREE, env, job.stdin, job.timeout_s), on_stdout)
+            finally:
+                await rig.close_server_door()
         finally:
             warm.busy -= 1
             warm.last_used = asyncio.get_running_loop().time()

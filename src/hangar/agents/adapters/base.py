@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from hangar.agents.events import RunOutcome
 from hangar.agents.service import Agent
-from hangar.core.confine import Confinement, confinement_for
+from hangar.core.confine import CallBack, Confinement, confinement_for
 
 
 async def no_confinement() -> Confinement:
@@ -55,6 +55,7 @@ class RunRequest:
     # The product's MCP endpoint for a program the run starts: its address and the run's credential, or why not
     # (``hangar.agents.mcp_grant``).
     product_env: Mapping[str, str] = field(default_factory=dict)
+    product_call_back: CallBack | None = None  # the endpoint's address, given where the program runs
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ agent's reply when it exits 0. An interrupt (or the timeout) ends the program an
 
 Input contract: the environment carries ``HANGAR_RUN_ID``, ``HANGAR_SPACE_ID``, ``HANGAR_WORKSPACE_ID``,
 ``HANGAR_CONTEXT_FILE`` and ``HANGAR_OUTPUT_FILE`` (paths as the program sees them); with an output schema
-also ``HANGAR_OUTPUT_SCHEMA``; ``HANGAR_MCP_URL`` and ``HANGAR_MCP_TOKEN`` (the product's MCP endpoint and a
-credential for this run, ``hangar.agents.mcp_grant``), or ``HANGAR_MCP_UNAVAILABLE`` saying why not. The context
+also ``HANGAR_OUTPUT_SCHEMA``; ``HANGAR_MCP_URL`` and ``HANGAR_MCP_TOKEN`` (the product's MCP endpoint as the
+program reaches it, through the enclosure's server door, and a credential for this run,
+``hangar.agents.mcp_grant``), or ``HANGAR_MCP_UNAVAILABLE`` saying why not. The context
 file is a JSON document with what a chat-completions agent would be given: the agent (id, name, role, system
 prompt), the prompt, and the space's recent messages oldest first (author kind and name, content, ``own`` when
 this agent wrote it), so a command-line agent can hold a conversation instead of seeing one prompt. It is
@@ -89,6 +90,7 @@ class CommandLineAdapter(Adapter):
             timeout_s=self._cfg.timeout_seconds,
             group_name="command",
             files={context_name: json.dumps(_context(request), ensure_ascii=False).encode()},
+            call_back=request.product_call_back,
         )
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 

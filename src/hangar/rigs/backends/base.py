@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from hangar.core.confine import ExecResult
+from hangar.errors import Unavailable
 
 __all__ = ["Command", "ExecResult", "Pty", "RigBackend", "RigHandle", "RigSpec"]
 
@@ -131,6 +132,16 @@ class RigHandle(ABC):
     async def grant_hosts(self, hosts: Iterable[str]) -> None:
         """Add names (exact or ``*.suffix``) to the rig's egress allowlist; takes effect for new connections.
         ``InvalidArgs`` on a name that is not a valid host name pattern."""
+
+    async def open_server_door(self, endpoint: str) -> str:
+        """Open the rig's door to the server's MCP endpoint (``endpoint``, as the host reaches it) and return the
+        URL a program in the rig reaches it at. Opens are counted: the door stays open until every one is
+        matched by ``close_server_door``. Rigs that have no such door refuse."""
+        raise Unavailable("this kind of rig has no door to the server")
+
+    async def close_server_door(self) -> None:
+        """Undo one ``open_server_door``; the last one closes the door and ends what still goes through it."""
+        return None  # a rig without a door has nothing to close
 
     @abstractmethod
     async def write_file(self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool) -> None:

@@ -8,7 +8,8 @@ traffic; this is a few hundred lines of asyncio.
 
 Its listeners are sockets created inside the rig's namespace (see ``rules`` for how traffic reaches them);
 its upstream connections leave from the host's namespace. Only names matching the allowlist get through,
-and only on ports 80 (HTTP) and 443 (TLS, passed through without being terminated).
+and only on ports 80 (HTTP) and 443 (TLS, passed through without being terminated). The server door
+(``server_door``) is a listener of its own, there only while ``open_server_door`` holds it open.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
-from hangar.rigs.egress import dns, sni
+from hangar.rigs.egress import dns, server_door, sni
 from hangar.rigs.egress.allowlist import matches, validate_patterns
+from hangar.rigs.egress.answers import refusal
 from hangar.rigs.egress.relay import relay
 from hangar.rigs.egress.rules import DEFAULT_PORTS, GATE_ADDRESS, GatePorts
 
@@ -42,7 +44,7 @@ SocketFactory = Callable[[int, int], Awaitable[socket.socket]]
 @dataclass(frozen=True)
 class EgressEvent:
     at: float  # time.time()
-    kind: str  # "dns", "http", "tls", "tcp", "udp"
+    kind: str  # "dns", "http", "tls", "tcp", "udp", "server" (the server door)
     target: str  # name or address:port the rig asked for
     allowed: bool
     reason: str
@@ -68,6 +70,9 @@ class EgressGate:
         self._servers: list[asyncio.AbstractServer] = []
         self._transports: list[asyncio.BaseTransport] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._door: server_door.DoorTarget | None = None
+        self._door_server: asyncio.AbstractServer | None = None
+        self._door_writers: set[asyncio.StreamWriter] = set()
 
     @property
     def allowlist(self) -> frozenset[str]:
@@ -102,7 +107,9 @@ class EgressGate:
         family: int,
         address: tuple[str, int],
         handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
-    ) -> None:
+        *,
+        limit: int = 2**16,
+    ) -> asyncio.AbstractServer:
         sock = await make_socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:
@@ -119,7 +126,9 @@ class EgressGate:
             finally:
                 writer.close()
 
-        self._servers.append(await asyncio.start_server(guarded, sock=sock))
+        server = await asyncio.start_server(guarded, sock=sock, limit=limit)
+        self._servers.append(server)
+        return server
 
     async def _serve_udp(
         self, make_socket: SocketFactory, family: int, address: tuple[str, int], protocol: asyncio.DatagramProtocol
@@ -133,6 +142,7 @@ class EgressGate:
         self._transports.append(transport)
 
     async def aclose(self) -> None:
+        await self.close_server_door()
         for server in self._servers:
             server.close()
         for transport in self._transports:
@@ -176,18 +186,18 @@ class EgressGate:
         host = _host_header(head)
         if host is None:
             self._record("http", "?", False, "no Host header")
-            writer.write(_forbidden("a Host header is required"))
+            writer.write(refusal("a Host header is required"))
             return
         name, _, port = host.partition(":")
         if port not in ("", "80") or not self.allowed(name):
             self._record("http", host, False, "host not allow-listed" if port in ("", "80") else "port not 80")
-            writer.write(_forbidden(f"egress to {host} is not allowed from this rig"))
+            writer.write(refusal(f"egress to {host} is not allowed from this rig"))
             return
         try:
             upstream = await self._upstream(name.lower(), 80)
         except (OSError, TimeoutError) as exc:
             self._record("http", name, False, f"upstream unreachable ({exc.__class__.__name__})")
-            writer.write(_forbidden(f"{name} is unreachable", status=b"502 Bad Gateway"))
+            writer.write(refusal(f"{name} is unreachable", status=b"502 Bad Gateway"))
             return
         self._record("http", name, True, "allow-listed host")
         upstream[1].write(_one_request(head))
@@ -215,6 +225,73 @@ class EgressGate:
         self._record("tls", name, True, "allow-listed SNI")
         upstream[1].write(record)
         await relay((reader, writer), upstream)
+
+    # --- the server door ----------------------------------------------------------------------------------
+
+    async def open_server_door(self, target: server_door.DoorTarget, make_socket: SocketFactory) -> None:
+        """Listen on the door port (in the rig's namespace) and pass MCP requests on to ``target``."""
+        if self._door_server is not None:
+            return
+        self._door = target
+        self._door_server = await self._serve_tcp(
+            make_socket, socket.AF_INET, ("127.0.0.1", self.ports.server_door), self._server_door, limit=HEAD_LIMIT
+        )
+        self._record("server", f"{GATE_ADDRESS}:{self.ports.server_door}", True, "server door opened")
+
+    async def close_server_door(self) -> None:
+        """Stop listening and end the exchanges still going through the door."""
+        door, self._door_server, self._door = self._door_server, None, None
+        if door is None:
+            return
+        door.close()
+        with contextlib.suppress(ValueError):
+            self._servers.remove(door)
+        for writer in list(self._door_writers):
+            writer.close()
+        self._record("server", f"{GATE_ADDRESS}:{self.ports.server_door}", True, "server door closed")
+
+    async def _server_door(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        target = self._door
+        if target is None:
+            return
+        self._door_writers.add(writer)
+        try:
+            await self._through_door(target, reader, writer)
+        finally:
+            self._door_writers.discard(writer)
+
+    async def _through_door(
+        self, target: server_door.DoorTarget, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        async def refuse(what: str, reason: str, answer: bytes) -> None:
+            self._record("server", what, False, reason)
+            await server_door.answer_and_close(reader, writer, answer)
+
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
+        except asyncio.LimitOverrunError:
+            too_large = f"the request head is larger than {HEAD_LIMIT} bytes"
+            return await refuse(
+                "?", "request head too large", refusal(too_large, b"431 Request Header Fields Too Large")
+            )
+        try:
+            request = server_door.parse_head(head)
+        except server_door.Malformed as exc:
+            return await refuse(
+                "?", f"malformed request ({exc})", refusal(f"malformed request: {exc}", b"400 Bad Request")
+            )
+        if request.path not in server_door.PATHS:
+            path = request.path[:200]
+            why = f"{path} is not reachable from this rig: the server door passes only the MCP endpoint, /mcp"
+            return await refuse(path, "not the MCP endpoint", refusal(why))
+        try:
+            upstream = await asyncio.wait_for(asyncio.open_connection(target.host, target.port), CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as exc:
+            reason = f"server unreachable ({exc.__class__.__name__})"
+            return await refuse(request.path, reason, refusal("the server is unreachable", b"502 Bad Gateway"))
+        self._record("server", request.path, True, "the server's MCP endpoint")
+        # Closing the door closes the program's side; ``forward`` then ends the server's side (an idle stream).
+        await server_door.forward(request, (reader, writer), upstream, target, READ_TIMEOUT_S)
 
     # --- everything else -----------------------------------------------------------------------------------
 
@@ -278,11 +355,3 @@ def _one_request(head: bytes) -> bytes:
         if not line.lower().startswith((b"connection:", b"keep-alive:", b"proxy-connection:"))
     ]
     return b"\r\n".join([*kept, b"Connection: close"]) + b"\r\n\r\n"
-
-
-def _forbidden(message: str, status: bytes = b"403 Forbidden") -> bytes:
-    body = (message + "\n").encode()
-    return (
-        b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
-    )

@@ -8,7 +8,8 @@ import contextlib
 CHUNK = 64 * 1024
 
 
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy one direction until its end (passed on as a half-close) or a broken connection."""
     try:
         while data := await reader.read(CHUNK):
             writer.write(data)
@@ -24,7 +25,7 @@ async def relay(
 ) -> None:
     """Relay until both directions finished (half-closes are passed on), then close both."""
     try:
-        await asyncio.gather(_pump(a[0], b[1]), _pump(b[0], a[1]))
+        await asyncio.gather(pump(a[0], b[1]), pump(b[0], a[1]))
     finally:
         for writer in (a[1], b[1]):
             writer.close()

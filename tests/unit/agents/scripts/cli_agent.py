@@ -40,29 +40,78 @@ elif word == "context":
     turns = [f"{'me' if m['own'] else m['author']['name']}: {m['content']}" for m in context["history"]]
     print(json.dumps({"mode": mode, "agent": context["agent"], "prompt": context["prompt"], "turns": turns}))
 elif word == "mcp":
-    # Hands the MCP address and credential to the test through the working folder (never stdout, which is
-    # posted), says whether the endpoint is reachable from here, and waits for the test to say it is done.
-    import socket
+    # Calls the product back over MCP with what the run was given (stdlib only: urllib, as any program could),
+    # tries paths of the server's listener other than /mcp, hands what it saw to the test through the working
+    # folder (never stdout, which is posted), and waits for the test to say it is done.
+    import urllib.error
     import urllib.parse
+    import urllib.request
+
+    def rpc(url, token, method, params):
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+        headers = {
+            "authorization": f"Bearer {token}",
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+        }
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=20) as answer:
+                text = answer.read().decode()
+        except urllib.error.HTTPError as exc:
+            return {"status": exc.code}
+        # the answer is JSON or an event stream whose data lines carry it
+        data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        return json.loads(data[-1] if data else text)
+
+    def status(url):
+        try:
+            with urllib.request.urlopen(url, timeout=20) as answer:
+                return [answer.status, answer.read().decode()]
+        except urllib.error.HTTPError as exc:
+            return [exc.code, exc.read().decode()]
+        except OSError as exc:
+            return [type(exc).__name__, str(exc)]
 
     url = os.environ.get("HANGAR_MCP_URL")
-    reach = "-"
-    if url:
-        parts = urllib.parse.urlsplit(url)
-        try:
-            socket.create_connection((parts.hostname, parts.port), timeout=2).close()
-            reach = "connected"
-        except OSError as exc:
-            reach = type(exc).__name__
+    token = os.environ.get("HANGAR_MCP_TOKEN")
     found = {k: os.environ.get(k) for k in ("HANGAR_MCP_URL", "HANGAR_MCP_TOKEN", "HANGAR_MCP_UNAVAILABLE")}
+    if url:
+        listed = rpc(url, token, "tools/list", {})
+        found["tools"] = sorted(t["name"] for t in listed["result"]["tools"])
+        called = rpc(
+            url,
+            token,
+            "tools/call",
+            {"name": "spaces.list", "arguments": {"workspace_id": os.environ["HANGAR_WORKSPACE_ID"]}},
+        )
+        found["spaces"] = [s["id"] for s in called["result"]["structuredContent"]["spaces"]]
+        found["unauthenticated"] = rpc(url, "not-a-credential", "tools/list", {})
+        origin = url.removesuffix("/mcp")
+        found["other"] = {path: status(origin + path) for path in ("/rpc", "/auth/pair", "/healthz", "/mcpx")}
     with open("mcp.json.tmp", "w") as fh:
-        json.dump({**found, "reach": reach}, fh)
+        json.dump(found, fh)
     os.rename("mcp.json.tmp", "mcp.json")
     for _ in range(600 if url else 0):
         if os.path.exists("go"):
             break
         time.sleep(0.1)
-    print("called back" if url else f"no way back: {found['HANGAR_MCP_UNAVAILABLE']}", flush=True)
+    print(f"called back: {len(found['tools'])} tools" if url else f"no way back: {found['HANGAR_MCP_UNAVAILABLE']}")
+elif word == "mcp-again":
+    # A later run of the same agent calls through the door with the credential an earlier run was given.
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
+    headers = {
+        "authorization": f"Bearer {prompt.split()[1]}",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
+    try:
+        with urllib.request.urlopen(urllib.request.Request(os.environ["HANGAR_MCP_URL"], body, headers)) as answer:
+            print(f"old credential: {answer.status}")
+    except urllib.error.HTTPError as exc:
+        print(f"old credential: {exc.code}")
 elif word == "bad":
     print(json.dumps({"n": "two"}), flush=True)
 else:

@@ -105,6 +105,10 @@ class NetNamespace:
         thread's namespace (no ``nsenter`` or ``ip`` processes on the boot path)."""
         await asyncio.get_running_loop().run_in_executor(self._executor(), _configure, ruleset)
 
+    async def apply(self, rules: str) -> None:
+        """Load more nft commands into the namespace (the server door's table, or its removal)."""
+        await asyncio.get_running_loop().run_in_executor(self._executor(), _nft, ["nft", "-f", "-"], rules)
+
     def _executor(self) -> ThreadPoolExecutor:
         if self._thread is None:
             raise Internal("the rig's network namespace is not attached")

@@ -21,6 +21,7 @@ import shutil
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from hangar.errors import Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
@@ -31,7 +32,8 @@ from hangar.rigs.backends.enclosure.channel import AgentChannel, AgentPty
 from hangar.rigs.backends.enclosure.forwards import Forwards
 from hangar.rigs.backends.enclosure.netns import NetNamespace
 from hangar.rigs.egress.gate import EgressGate
-from hangar.rigs.egress.rules import ruleset
+from hangar.rigs.egress.rules import GATE_ADDRESS, ruleset, server_door_removal, server_door_rules
+from hangar.rigs.egress.server_door import DoorTarget
 from hangar.rigs.image.pack import RIG_UID
 
 log = logging.getLogger("hangar.rigs.enclosure")
@@ -70,6 +72,8 @@ class EnclosureRig(RigHandle):
         self._teardown: asyncio.Future[None] | None = None
         self._cgroup_made = False
         self._netns_made = False
+        self._door_lock = asyncio.Lock()
+        self._door_opens = 0
 
     # --- boot ----------------------------------------------------------------------------------------------
 
@@ -246,6 +250,33 @@ class EnclosureRig(RigHandle):
 
     async def grant_hosts(self, hosts: Iterable[str]) -> None:
         self.gate.grant(hosts)
+
+    async def open_server_door(self, endpoint: str) -> str:
+        target = DoorTarget.from_url(endpoint)
+        path = urlsplit(endpoint).path
+        async with self._door_lock:
+            self._check_live()
+            if self._door_opens == 0:
+                await self.gate.open_server_door(target, self.netns.socket)
+                try:
+                    await self.netns.apply(server_door_rules(self.gate.ports))
+                except BaseException:
+                    await self.gate.close_server_door()
+                    raise
+            self._door_opens += 1
+        return f"http://{GATE_ADDRESS}:{self.gate.ports.server_door}{path}"
+
+    async def close_server_door(self) -> None:
+        async with self._door_lock:
+            if self._door_opens == 0:
+                return
+            self._door_opens -= 1
+            if self._door_opens:
+                return
+            if self.alive():
+                with contextlib.suppress(Internal):
+                    await self.netns.apply(server_door_removal())
+            await self.gate.close_server_door()
 
     async def write_file(self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool) -> None:
         self._check_awake()
