@@ -17,6 +17,7 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from hangar.core.principal import Role
+from hangar.identity import IdentityService
 from hangar.rpc.mcp_door import McpDoor
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
@@ -306,3 +307,53 @@ async def test_a_long_op_sends_progress_when_the_client_asks(tmp_path: Path) -> 
     assert done.is_error is False
     assert [p for p, _m in heard] == sorted({p for p, _m in heard}) and len(heard) >= 2
     assert any(m and "test.slow: half way" in m for _p, m in heard), heard
+
+
+async def test_one_credential_holds_at_most_its_cap_of_sessions(srv: RunningServer) -> None:
+    door = srv.ctx.service(McpDoor)
+    door.seats.limit = 2
+    owner_device = (await srv.ctx.service(IdentityService).authenticate(srv.owner_token)).device_id
+    other = await srv.new_user_token(name="ann")
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+    def headers(token: str, session_id: str | None = None) -> dict[str, str]:
+        extra = {"mcp-session-id": session_id} if session_id else {}
+        return {**JSON_AND_SSE, "authorization": f"Bearer {token}", **extra}
+
+    async with httpx.AsyncClient(base_url=srv.url) as http:
+
+        async def open_session(token: str) -> httpx.Response:
+            return await http.post("/mcp", json=init, headers=headers(token))
+
+        first, second = [(await open_session(srv.owner_token)).headers["mcp-session-id"] for _ in range(2)]
+        refused = await open_session(srv.owner_token)
+        assert refused.status_code == 429
+        error = refused.json()["error"]
+        assert refused.json()["id"] == 1 and "mcp-session-id" not in refused.headers
+        assert "already holds 2 open MCP sessions" in error["message"] and "DELETE" in error["message"]
+        # Nothing else is disturbed: the open sessions answer, another credential opens its own.
+        assert (await http.post("/mcp", json=listing, headers=headers(srv.owner_token, first))).status_code == 200
+        assert (await open_session(other)).status_code == 200
+        # Ending a session frees its seat.
+        ended = await http.delete("/mcp", headers=headers(srv.owner_token, first))
+        assert ended.status_code == 200
+        third = await open_session(srv.owner_token)
+        assert third.status_code == 200, third.text
+        assert (await open_session(srv.owner_token)).status_code == 429
+        # So does the idle timeout: a session opened with a short one ends by itself and gives its seat back.
+        await http.delete("/mcp", headers=headers(srv.owner_token, second))
+        door.sessions.session_idle_timeout = 0.3
+        assert (await open_session(srv.owner_token)).status_code == 200
+        assert door.seats.held(owner_device) == 2
+        for _ in range(100):
+            if door.seats.held(owner_device) < 2:
+                break
+            await asyncio.sleep(0.05)
+        assert door.seats.held(owner_device) == 1
+        assert (await open_session(srv.owner_token)).status_code == 200

@@ -27,7 +27,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from starlette.requests import Request
@@ -43,6 +43,7 @@ from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Ask, Dispatcher
 from hangar.rpc.guardrails import AskFirst
 from hangar.rpc.mcp_resources import KINDS, ResourceKind, arguments, find
+from hangar.rpc.mcp_sessions import MAX_SESSIONS_PER_CREDENTIAL, Seat, SessionCap
 from hangar.rpc.mcp_tools import catalogue, structured
 from hangar.rpc.registry import OpRegistry
 
@@ -56,6 +57,8 @@ MAX_SUBSCRIPTIONS = 32  # per session
 ASK_TIMEOUT_S = 300.0  # how long an ask-first question waits for the person before the call stays refused
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 PRINCIPAL_KEY = "hangar.principal"  # where the gate leaves the caller on the request's ASGI scope
+SEAT_KEY = "hangar.mcp.seat"  # where it leaves an initialize's seat under its credential's cap
+TOO_MANY_SESSIONS = -32000  # the JSON-RPC error of a 429: the credential holds all the sessions it may
 INSTRUCTIONS = (
     "Hangar's own API: every operation of the server as a tool, named as the operation (workspaces.list, "
     "spaces.create, rig.open, pipelines.runs.start...). Workspace-scoped tools take workspace_id; start with "
@@ -84,11 +87,18 @@ async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[t
 
 class McpDoor:
     """Owns the SDK server and its two session managers; the instance is the ``/mcp`` ASGI endpoint. ``origin``
-    gives the server's canonical origin (the metadata's address in a 401)."""
+    gives the server's canonical origin (the metadata's address in a 401); ``sessions_per_credential`` caps the
+    sessions one device credential holds open (``mcp_sessions``)."""
 
-    def __init__(self, registry: OpRegistry, origin: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        registry: OpRegistry,
+        origin: Callable[[], str],
+        sessions_per_credential: int = MAX_SESSIONS_PER_CREDENTIAL,
+    ) -> None:
         self.registry = registry
         self.origin = origin
+        self.seats = SessionCap(sessions_per_credential)
         self.tools = [mt.Tool.model_validate(t) for t in catalogue(registry)]
         self._dispatcher: Dispatcher | None = None
         self._authority: Authority | None = None
@@ -105,6 +115,7 @@ class McpDoor:
             on_subscribe_resource=self._subscribe,
             on_unsubscribe_resource=self._unsubscribe,
         )
+        self.server.middleware.append(self._seat_opened)
         self._following: dict[tuple[str, str], asyncio.Task[None]] = {}  # (session id, uri)
         self._watched_sessions: set[str] = set()
         # Every request carries a bearer credential a browser on another site cannot attach, so the SDK's Host
@@ -160,8 +171,32 @@ class McpDoor:
         except BodyTooLarge as err:
             await _answer(send, 413, _rpc_error(err.message), [])
             return
-        manager = self.sessions if _is_initialize(body) else self.sessionless
-        await manager.handle_request(scope, replaying(body, receive), send)
+        if not _is_initialize(body):
+            await self.sessionless.handle_request(scope, replaying(body, receive), send)
+            return
+        seat = self.seats.take(principal.device_id)
+        if seat is None:
+            refusal = self.seats.refusal(self.sessions.session_idle_timeout or DEFAULT_SESSION_IDLE_TIMEOUT)
+            await _answer(send, 429, _rpc_error(refusal, TOO_MANY_SESSIONS, _request_id(body)), [])
+            return
+        try:
+            await self.sessions.handle_request({**scope, SEAT_KEY: seat}, replaying(body, receive), send)
+        finally:
+            if not seat.opened:  # nothing was opened (refused, failed, a revision without sessions)
+                self.seats.give_back(seat)
+
+    async def _seat_opened(self, ctx: Any, call_next: Any) -> Any:
+        """SDK middleware: an ``initialize`` that opens a session keeps its seat until the session ends; the
+        session's connection unwinds its exit stack however it ends (DELETE, idle timeout, shutdown, crash)."""
+        if ctx.method == "initialize":
+            scope = getattr(getattr(ctx, "request", None), "scope", None)
+            seat = scope.get(SEAT_KEY) if isinstance(scope, dict) else None
+            stack = _connection_stack(ctx)
+            opens_session = getattr(_connection(ctx), "session_id", None) is not None
+            if isinstance(seat, Seat) and not seat.opened and stack is not None and opens_session:
+                seat.opened = True
+                stack.callback(self.seats.give_back, seat)
+        return await call_next(ctx)
 
     async def _unauthorized(self, send: Send, problem: str | None) -> None:
         challenge = f'Bearer resource_metadata="{self.origin()}{METADATA_PATH}"'
@@ -294,8 +329,7 @@ class McpDoor:
         """Follows end with their session: the SDK drops notifications to a session that is gone without a word,
         so nothing else would ever end them. The connection's exit stack unwinds when the session ends (a DELETE,
         the idle timeout, the server stopping); the SDK offers it to handlers only through the session proxy."""
-        connection = getattr(getattr(ctx, "session", None), "_connection", None)
-        stack = getattr(connection, "exit_stack", None)
+        stack = _connection_stack(ctx)
         if stack is None or session_id in self._watched_sessions:
             return
         self._watched_sessions.add(session_id)
@@ -480,6 +514,18 @@ async def _progress(ctx: Any, params: mt.CallToolRequestParams, name: str) -> As
         heartbeat.cancel()
 
 
+def _connection(ctx: Any) -> Any:
+    """The SDK's connection (for a stateful client: its session) a request belongs to. The SDK offers it to
+    lowlevel handlers and middleware only through the session proxy."""
+    return getattr(getattr(ctx, "session", None), "_connection", None)
+
+
+def _connection_stack(ctx: Any) -> contextlib.AsyncExitStack | None:
+    """The exit stack of the connection a request belongs to: it unwinds when the connection ends."""
+    stack = getattr(_connection(ctx), "exit_stack", None)
+    return stack if isinstance(stack, contextlib.AsyncExitStack) else None
+
+
 def _session_id(ctx: Any) -> str:
     """The MCP session the request belongs to (empty for a sessionless request)."""
     scope = getattr(getattr(ctx, "request", None), "scope", None)
@@ -515,8 +561,14 @@ def _tool_error(err: HangarError) -> mt.CallToolResult:
     )
 
 
-def _rpc_error(message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+def _rpc_error(message: str, code: int = -32600, request_id: Any = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _request_id(body: bytes) -> Any:
+    message = json.loads(body)
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, (str, int)) else None
 
 
 def _is_initialize(body: bytes) -> bool:
