@@ -357,3 +357,30 @@ async def test_one_credential_holds_at_most_its_cap_of_sessions(srv: RunningServ
             await asyncio.sleep(0.05)
         assert door.seats.held(owner_device) == 1
         assert (await open_session(srv.owner_token)).status_code == 200
+
+
+async def test_rows_written_by_work_a_call_left_running_carry_no_door(tmp_path: Path) -> None:
+    """A row written while the call is served (by the op or a task it awaits) records the door; one written by a
+    task the op left running after it answered is no call through a door, and records none."""
+    from tests.integration.core_parts import TEST_PART
+
+    async with running_server(tmp_path / "data", parts=[*all_parts(), TEST_PART]) as server:
+        ws = await server.new_workspace()
+        async with RpcClient(server.ws_url, server.owner_token) as socket:
+            await socket.call("test.later", workspace_id=ws)
+            async with mcp_session(server, server.owner_token) as session:
+                assert (await session.call_tool("test.later", {"workspace_id": ws})).is_error is False
+            for _ in range(100):
+                rows = await socket.call("audit.list", workspace_id=ws, target="test:later")
+                if len(rows) == 6:
+                    break
+                await asyncio.sleep(0.05)
+    written = sorted((r["action"], r.get("door") or "") for r in rows)
+    assert written == [
+        ("test.after", ""),
+        ("test.after", ""),
+        ("test.now", "mcp"),
+        ("test.now", "socket"),
+        ("test.within", "mcp"),
+        ("test.within", "socket"),
+    ]
