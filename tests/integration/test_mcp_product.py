@@ -21,7 +21,7 @@ from hangar.identity import IdentityService
 from hangar.rpc.mcp_door import McpDoor
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
-from tests.support.mcp import mcp_session, payload
+from tests.support.mcp import mcp_client, mcp_session, payload
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
@@ -384,3 +384,52 @@ async def test_rows_written_by_work_a_call_left_running_carry_no_door(tmp_path: 
         ("test.within", "mcp"),
         ("test.within", "socket"),
     ]
+
+
+async def test_a_2026_client_follows_resources_through_subscriptions_listen(srv: RunningServer) -> None:
+    """The 2026-07-28 revision has no sessions and no resources/subscribe: a client follows resources on one
+    subscriptions/listen stream, and hears of changes only of what it may see."""
+    ws = await srv.new_workspace()
+    guest = await srv.new_user_token(ws, Role.guest, name="gus")
+    door = srv.ctx.service(McpDoor)
+    async with RpcClient(srv.ws_url, srv.owner_token) as socket:
+        space = await socket.call("spaces.create", workspace_id=ws, title="Plan")
+        ticket = await socket.call("tickets.create", workspace_id=ws, title="Fix it")
+        uri = f"hangar://workspaces/{ws}/spaces/{space['id']}"
+        async with mcp_client(srv, srv.owner_token, "auto") as client:
+            assert client.protocol_version == "2026-07-28"
+            assert client.server_capabilities.resources is not None and client.server_capabilities.resources.subscribe
+            body = json.loads((await client.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
+            assert body["space"]["title"] == "Plan"
+            async with client.listen(resource_subscriptions=[uri], tools_list_changed=True) as sub:
+                assert sub.honored.resource_subscriptions == [uri] and sub.honored.tools_list_changed is True
+                assert door.listening.open_streams == 1
+                await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="news")
+                async with asyncio.timeout(10):
+                    event = await anext(sub)
+                assert getattr(event, "uri", None) == uri
+            for _ in range(100):  # the client closed its stream: the server lets go of it
+                if door.listening.open_streams == 0:
+                    break
+                await asyncio.sleep(0.05)
+            assert door.listening.open_streams == 0
+            # What cannot be followed is refused before anything is acknowledged, naming why.
+            with pytest.raises(MCPError, match="change only when read again"):
+                async with client.listen(resource_subscriptions=[f"hangar://workspaces/{ws}/tickets/{ticket['id']}"]):
+                    pass
+            with pytest.raises(MCPError, match="not_found"):
+                async with client.listen(resource_subscriptions=[f"hangar://workspaces/{ws}/spaces/nope"]):
+                    pass
+        async with mcp_client(srv, guest, "2026-07-28") as client:
+            with pytest.raises(MCPError, match="forbidden"):
+                async with client.listen(resource_subscriptions=[f"hangar://workspaces/{ws}/events"]):
+                    pass
+        # The server stopping ends every stream gracefully: the client's loop ends, nothing is reported lost.
+        async with (
+            mcp_client(srv, srv.owner_token, "auto") as client,
+            client.listen(resource_subscriptions=[uri]) as sub,
+        ):
+            door.listening.close()
+            assert [event async for event in sub] == []
+    held = door.seats.held((await srv.ctx.service(IdentityService).authenticate(srv.owner_token)).device_id)
+    assert held == 0  # a listen stream holds a seat only while it is open

@@ -42,6 +42,7 @@ from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Ask, Dispatcher
 from hangar.rpc.guardrails import AskFirst
+from hangar.rpc.mcp_listen import Follow, Listening
 from hangar.rpc.mcp_resources import KINDS, ResourceKind, arguments, find
 from hangar.rpc.mcp_sessions import MAX_SESSIONS_PER_CREDENTIAL, Seat, SessionCap
 from hangar.rpc.mcp_tools import catalogue, structured
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
 INVALID_PARAMS = -32602
+INVALID_REQUEST = -32600
 RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that is not there
 REFUSED = -32001  # an op refused reading or following a resource; the message starts with the socket's code
 MAX_SUBSCRIPTIONS = 32  # per session
@@ -114,7 +116,9 @@ class McpDoor:
             on_read_resource=self._read_resource,
             on_subscribe_resource=self._subscribe,
             on_unsubscribe_resource=self._unsubscribe,
+            on_subscriptions_listen=self._listen,
         )
+        self.listening = Listening()
         self.server.middleware.append(self._seat_opened)
         self._following: dict[tuple[str, str], asyncio.Task[None]] = {}  # (session id, uri)
         self._watched_sessions: set[str] = set()
@@ -139,6 +143,7 @@ class McpDoor:
             async with self.sessions.run(), self.sessionless.run():
                 yield
         finally:
+            self.listening.close()
             await self._stop_following(dict(self._following))
 
     # -- the gate ----------------------------------------------------------------------------------------------
@@ -290,20 +295,19 @@ class McpDoor:
             contents=[mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
         )
 
-    async def _subscribe(self, ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
-        uri = str(params.uri)
+    def _followable(self, uri: str) -> tuple[ResourceKind, dict[str, str]]:
         kind, variables = self._resource(uri)
         if kind.watch is None:
             raise MCPError(INVALID_PARAMS, f"{kind.name} resources change only when read again; read {uri} instead")
-        if not _session_id(ctx):
-            raise MCPError(INVALID_PARAMS, "subscriptions need a session: initialize and send its Mcp-Session-Id")
+        return kind, variables
+
+    async def _start_watch(self, ctx: Any, token: str, uri: str) -> tuple[Any, OpContext]:
+        """The resource's watch op, run as the caller through the dispatcher and started: its first reply (the
+        state a read gives) is taken, so a refusal or a missing record is answered here."""
+        kind, variables = self._followable(uri)
+        assert kind.watch is not None and self._dispatcher is not None
         spec = self.registry.get(kind.watch[1])
-        assert spec is not None and self._dispatcher is not None
-        session_id = _session_id(ctx)
-        key = (session_id, uri)
-        if key not in self._following and sum(k[0] == session_id for k in self._following) >= MAX_SUBSCRIPTIONS:
-            raise MCPError(INVALID_PARAMS, f"a session follows at most {MAX_SUBSCRIPTIONS} resources; unsubscribe one")
-        token = _token_of(ctx) or ""
+        assert spec is not None
         try:
             op_ctx, parsed = await self._dispatcher.prepare(
                 token, ctx.request_id, spec, arguments(kind.watch, variables), door="mcp", principal=_principal_of(ctx)
@@ -312,10 +316,23 @@ class McpDoor:
             raise _resource_error(err) from None
         watch = self._dispatcher.watch(op_ctx, parsed)
         try:
-            await _first(spec.name, watch)  # started: its first reply is the state a read gives
+            await _first(spec.name, watch)
         except HangarError as err:
             await watch.aclose()  # type: ignore[attr-defined]
             raise _resource_error(err) from None
+        return watch, op_ctx
+
+    async def _subscribe(self, ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
+        uri = str(params.uri)
+        self._followable(uri)
+        if not _session_id(ctx):
+            raise MCPError(INVALID_PARAMS, "subscriptions need a session: initialize and send its Mcp-Session-Id")
+        session_id = _session_id(ctx)
+        key = (session_id, uri)
+        if key not in self._following and sum(k[0] == session_id for k in self._following) >= MAX_SUBSCRIPTIONS:
+            raise MCPError(INVALID_PARAMS, f"a session follows at most {MAX_SUBSCRIPTIONS} resources; unsubscribe one")
+        token = _token_of(ctx) or ""
+        watch, op_ctx = await self._start_watch(ctx, token, uri)
         previous = self._following.pop(key, None)
         if previous is not None:
             previous.cancel()
@@ -346,6 +363,30 @@ class McpDoor:
                 del self._following[key]
             task.cancel()
         await asyncio.gather(*follows.values(), return_exceptions=True)
+
+    async def _listen(self, ctx: Any, params: mt.SubscriptionsListenRequestParams) -> mt.SubscriptionsListenResult:
+        """``subscriptions/listen`` (2026-07-28): the named resources followed as ``resources/subscribe`` follows
+        them, on one stream that holds one of the credential's seats while it is open (``mcp_listen``)."""
+        if ctx.request_id is None:
+            raise MCPError(INVALID_REQUEST, "subscriptions/listen needs a request id: its frames carry it")
+        uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
+        if len(uris) > MAX_SUBSCRIPTIONS:
+            raise MCPError(INVALID_PARAMS, f"a listen stream follows at most {MAX_SUBSCRIPTIONS} resources")
+        for uri in uris:
+            self._followable(uri)  # an unknown or unfollowable resource is refused before any work
+        principal, token = _principal_of(ctx), _token_of(ctx) or ""
+        seat = None if principal is None else self.seats.take(principal.device_id)
+        if seat is None:
+            raise MCPError(TOO_MANY_SESSIONS, self.seats.refusal(DEFAULT_SESSION_IDLE_TIMEOUT, listening=True))
+
+        async def start(uri: str) -> Follow:
+            watch, op_ctx = await self._start_watch(ctx, token, uri)
+            return watch, lambda: self._still_allowed(token, op_ctx)
+
+        try:
+            return await self.listening.serve(ctx, params, uris, start)
+        finally:
+            self.seats.give_back(seat)
 
     async def _unsubscribe(self, ctx: Any, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
         task = self._following.pop((_session_id(ctx), str(params.uri)), None)
@@ -561,7 +602,7 @@ def _tool_error(err: HangarError) -> mt.CallToolResult:
     )
 
 
-def _rpc_error(message: str, code: int = -32600, request_id: Any = None) -> dict[str, Any]:
+def _rpc_error(message: str, code: int = INVALID_REQUEST, request_id: Any = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 

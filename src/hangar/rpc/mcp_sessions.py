@@ -4,7 +4,9 @@ The SDK bounds the sessions of the whole endpoint (10,000); without a bound per 
 leaked one, a client stuck in a reconnect loop) could open sessions until nobody else can. Every ``initialize``
 takes a seat for its credential before the SDK sees it; the seat is held for as long as the session it opened
 lives (ended by a DELETE, the idle timeout or the server stopping) and given back at once when the request
-opened nothing. A credential whose seats are all taken gets HTTP 429, and nothing else changes.
+opened nothing. A credential whose seats are all taken gets HTTP 429, and nothing else changes. A
+``subscriptions/listen`` stream (the 2026-07-28 revision's stand-in for a session that follows resources) holds a
+seat while it is open too.
 """
 
 from __future__ import annotations
@@ -52,10 +54,11 @@ class SessionCap:
         else:
             self._held.pop(seat.device_id, None)
 
-    def refusal(self, idle_timeout_s: float) -> str:
-        """Why an ``initialize`` was refused, and how the caller makes room."""
+    def refusal(self, idle_timeout_s: float, *, listening: bool = False) -> str:
+        """Why an ``initialize`` (or a listen stream) was refused, and how the caller makes room."""
         return (
-            f"this credential already holds {self.limit} open MCP sessions, the most one credential may hold: "
-            "end one you no longer use (an HTTP DELETE of /mcp with its Mcp-Session-Id header) or let one expire "
-            f"(a session with no request for {idle_timeout_s / 60:g} minutes ends), then initialize again"
+            f"this credential already holds {self.limit} open MCP sessions and listen streams, the most one "
+            "credential may hold: end one you no longer use (an HTTP DELETE of /mcp with its Mcp-Session-Id "
+            "header, or closing a subscriptions/listen stream) or let a session expire (one with no request for "
+            f"{idle_timeout_s / 60:g} minutes ends), then {'listen' if listening else 'initialize'} again"
         )
