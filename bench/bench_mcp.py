@@ -5,7 +5,8 @@
   client so the figure is the server's;
 - the same tool call through the official SDK client (what an agent client pays, client included);
 - ``tools/list`` (about a hundred tools with their schemas): time per call;
-- 500 concurrent sessions held open on the server: its resident memory before and after, per session.
+- 500 concurrent sessions held open on the server (over several credentials, each under its cap): its resident
+  memory before and after, per session.
 
 Run: .venv/bin/python bench/bench_mcp.py [--seconds 5] [--sessions 500]
 """
@@ -17,6 +18,7 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +32,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_rpc import socket_load, start_server
+from bench_rpc import BIN, socket_load, start_server
+from hangar.rpc.mcp_sessions import MAX_SESSIONS_PER_CREDENTIAL
 
 VERSION = "2025-06-18"
 INIT = {
@@ -166,16 +169,28 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-async def hold_sessions(url: str, token: str, count: int, pid: int) -> tuple[int, int, float]:
+def more_tokens(data_dir: str, count: int) -> list[str]:
+    """Further device credentials of the server owner: one credential holds at most
+    ``MAX_SESSIONS_PER_CREDENTIAL`` sessions, so many sessions are opened as many agent clients would."""
+    return [
+        subprocess.run(
+            [str(BIN), "admin", "owner-token", "--data-dir", data_dir], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        for _ in range(count)
+    ]
+
+
+async def hold_sessions(url: str, tokens: list[str], count: int, pid: int) -> tuple[int, int, float]:
     before = rss_kib(pid)
     limits = httpx.Limits(max_connections=50)
+    owners = [tokens[n // MAX_SESSIONS_PER_CREDENTIAL] for n in range(count)]
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
         t0 = time.perf_counter()
-        sessions = await asyncio.gather(*(open_session(http, url, token) for _ in range(count)))
+        sessions = await asyncio.gather(*(open_session(http, url, token) for token in owners))
         opened = time.perf_counter() - t0
         await asyncio.sleep(1.0)
         after = rss_kib(pid)
-        for s in sessions:  # end them, as a well-behaved client does
+        for token, s in zip(owners, sessions, strict=True):  # end them, as a well-behaved client does
             await http.delete(url, headers=headers(token, s))
     return before, after, opened
 
@@ -205,7 +220,8 @@ async def main(seconds: float, sessions: int) -> None:
             report("mcp via the SDK client (client included)", await sdk_load(url, token, seconds))
             lat, count, size = await list_tools(url, token, 50)
             report(f"mcp: tools/list ({count} tools, {size // 1024} KiB)", lat)
-            before, after, opened = await hold_sessions(url, token, sessions, proc.pid)
+            tokens = more_tokens(data_dir, -(-sessions // MAX_SESSIONS_PER_CREDENTIAL))
+            before, after, opened = await hold_sessions(url, tokens, sessions, proc.pid)
             per = (after - before) / sessions
             print(
                 f"{sessions} sessions opened in {opened:.1f} s; server RSS {before / 1024:.0f} MiB -> "
