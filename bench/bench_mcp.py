@@ -2,7 +2,8 @@
 
 - a tool call (``server.info`` as a tool, one request in flight, in a session and sessionless) against the same op
   over the socket, sequential round trips with p50/p99, and the ratio (target: at most 1.3), with a lean HTTP
-  client so the figure is the server's;
+  client so the figure is the server's; and the call asking for progress, which the SDK's transport serves;
+- the listener's floor: a trivial route (``GET /healthz``) with the same client, the least any HTTP answer costs;
 - the same tool call through the official SDK client (what an agent client pays, client included);
 - ``tools/list`` (about a hundred tools with their schemas): time per call;
 - 500 concurrent sessions held open on the server (over several credentials, each under its cap): its resident
@@ -80,8 +81,10 @@ class RawHttp:
         self.writer.close()
 
     async def post(self, path: str, body: dict[str, Any], head: dict[str, str]) -> tuple[dict[str, str], bytes]:
-        raw = json.dumps(body).encode()
-        lines = [f"POST {path} HTTP/1.1", f"Host: {self.host}:{self.port}", f"Content-Length: {len(raw)}"]
+        return await self.request("POST", path, json.dumps(body).encode(), head)
+
+    async def request(self, method: str, path: str, raw: bytes, head: dict[str, str]) -> tuple[dict[str, str], bytes]:
+        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}:{self.port}", f"Content-Length: {len(raw)}"]
         lines += [f"{k}: {v}" for k, v in head.items()]
         self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + raw)
         await self.writer.drain()
@@ -108,8 +111,9 @@ def answer_of(headers: dict[str, str], body: bytes) -> dict[str, Any]:
     raise RuntimeError(f"no answer in {body[:200]!r}")
 
 
-async def tool_load(url: str, token: str, seconds: float, *, session: bool) -> list[float]:
-    """Sequential ``tools/call server.info`` over one connection (in a session, or sessionless)."""
+async def tool_load(url: str, token: str, seconds: float, *, session: bool, progress: bool = False) -> list[float]:
+    """Sequential ``tools/call server.info`` over one connection (in a session, or sessionless). A plain call is
+    answered in one exchange; one asking for progress (``progress``) takes the SDK's transport and an SSE answer."""
     parts = urlsplit(url)
     latencies: list[float] = []
     async with RawHttp(parts.hostname or "127.0.0.1", parts.port or 80) as http:
@@ -122,11 +126,29 @@ async def tool_load(url: str, token: str, seconds: float, *, session: bool) -> l
         n = 0
         while time.perf_counter() < deadline:
             n += 1
-            call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "server.info"}}
+            params: dict[str, Any] = {"name": "server.info"}
+            if progress:
+                params["_meta"] = {"progressToken": n}
+            call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
             t0 = time.perf_counter()
             answer = answer_of(*await http.post(parts.path, call, headers(token, sid)))
             latencies.append(time.perf_counter() - t0)
             assert answer["result"]["structuredContent"]["name"] == "Hangar", answer
+    return latencies
+
+
+async def floor_load(url: str, seconds: float) -> list[float]:
+    """The listener's floor: sequential ``GET /healthz`` (a trivial Starlette route answering a small JSON body)
+    with the same client over one connection: HTTP parsing, routing and the answer, no MCP and no op."""
+    parts = urlsplit(url)
+    latencies: list[float] = []
+    async with RawHttp(parts.hostname or "127.0.0.1", parts.port or 80) as http:
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            _head, body = await http.request("GET", "/healthz", b"", {})
+            latencies.append(time.perf_counter() - t0)
+            assert json.loads(body)["status"] == "ok", body
     return latencies
 
 
@@ -211,12 +233,16 @@ async def main(seconds: float, sessions: int) -> None:
             await socket_load(ws_url, token, 0.5, 1)
             await tool_load(url, token, 0.5, session=True)  # warm up both doors
             socket_p50 = report("socket: server.info, sequential", await socket_load(ws_url, token, seconds, 1))
+            floor_p50 = report("http floor: GET /healthz, same listener", await floor_load(url, seconds))
             in_session = await tool_load(url, token, seconds, session=True)
-            in_session_p50 = report("mcp: tools/call, in a session (SSE answer)", in_session)
+            in_session_p50 = report("mcp: tools/call, in a session", in_session)
             sessionless = await tool_load(url, token, seconds, session=False)
-            sessionless_p50 = report("mcp: tools/call, sessionless (JSON answer)", sessionless)
+            sessionless_p50 = report("mcp: tools/call, sessionless", sessionless)
+            streamed = await tool_load(url, token, seconds, session=True, progress=True)
+            report("mcp: tools/call asking progress (SDK, SSE)", streamed)
             print(f"{'ratio mcp / socket (p50), session':<44} {in_session_p50 / socket_p50:>7.2f}")
             print(f"{'ratio mcp / socket (p50), sessionless':<44} {sessionless_p50 / socket_p50:>7.2f}")
+            print(f"{'ratio http floor / socket (p50)':<44} {floor_p50 / socket_p50:>7.2f}")
             report("mcp via the SDK client (client included)", await sdk_load(url, token, seconds))
             lat, count, size = await list_tools(url, token, 50)
             report(f"mcp: tools/list ({count} tools, {size // 1024} KiB)", lat)

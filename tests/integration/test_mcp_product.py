@@ -26,6 +26,12 @@ from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
 JSON_AND_SSE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 
 
 @pytest.fixture
@@ -121,15 +127,9 @@ async def test_without_a_valid_credential_the_answer_points_to_the_metadata(srv:
 
 async def test_a_session_belongs_to_the_credential_that_opened_it(srv: RunningServer) -> None:
     other = await srv.new_user_token(name="eve")
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
     async with httpx.AsyncClient(base_url=srv.url) as http:
         opened = await http.post(
-            "/mcp", json=init, headers={**JSON_AND_SSE, "authorization": f"Bearer {srv.owner_token}"}
+            "/mcp", json=INIT, headers={**JSON_AND_SSE, "authorization": f"Bearer {srv.owner_token}"}
         )
         assert opened.status_code == 200, opened.text
         session_id = opened.headers["mcp-session-id"]
@@ -314,12 +314,6 @@ async def test_one_credential_holds_at_most_its_cap_of_sessions(srv: RunningServ
     door.seats.limit = 2
     owner_device = (await srv.ctx.service(IdentityService).authenticate(srv.owner_token)).device_id
     other = await srv.new_user_token(name="ann")
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
     def headers(token: str, session_id: str | None = None) -> dict[str, str]:
@@ -329,7 +323,7 @@ async def test_one_credential_holds_at_most_its_cap_of_sessions(srv: RunningServ
     async with httpx.AsyncClient(base_url=srv.url) as http:
 
         async def open_session(token: str) -> httpx.Response:
-            return await http.post("/mcp", json=init, headers=headers(token))
+            return await http.post("/mcp", json=INIT, headers=headers(token))
 
         first, second = [(await open_session(srv.owner_token)).headers["mcp-session-id"] for _ in range(2)]
         refused = await open_session(srv.owner_token)
@@ -433,3 +427,83 @@ async def test_a_2026_client_follows_resources_through_subscriptions_listen(srv:
             assert [event async for event in sub] == []
     held = door.seats.held((await srv.ctx.service(IdentityService).authenticate(srv.owner_token)).device_id)
     assert held == 0  # a listen stream holds a seat only while it is open
+
+
+async def test_a_plain_tool_call_is_answered_in_one_exchange(srv: RunningServer) -> None:
+    """A tool call that asked for no progress is answered as plain JSON (Streamable HTTP lets any POST be); one
+    that asked for progress gets the SDK's stream. Either keeps the session alive and bound to its credential."""
+    door = srv.ctx.service(McpDoor)
+    door.sessions.session_idle_timeout = 0.6
+    other = await srv.new_user_token(name="eve")
+
+    def call(n: int, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": "server.info", "arguments": {}}
+        if meta is not None:
+            params["_meta"] = meta
+        return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
+    async with httpx.AsyncClient(base_url=srv.url) as http:
+        opened = await http.post(
+            "/mcp", json=INIT, headers={**JSON_AND_SSE, "authorization": f"Bearer {srv.owner_token}"}
+        )
+        sid = opened.headers["mcp-session-id"]
+        head = {
+            **JSON_AND_SSE,
+            "authorization": f"Bearer {srv.owner_token}",
+            "mcp-session-id": sid,
+            "mcp-protocol-version": "2025-06-18",
+        }
+        # Busy for longer than the idle timeout, with calls answered outside the SDK's transport only.
+        for n in range(8):
+            plain = await http.post("/mcp", json=call(n + 2), headers=head)
+            assert plain.status_code == 200 and plain.headers["content-type"] == "application/json", plain.text
+            assert plain.headers["mcp-session-id"] == sid
+            assert plain.json()["result"]["structuredContent"]["name"] == "Hangar"
+            await asyncio.sleep(0.15)
+        streamed = await http.post("/mcp", json=call(20, {"progressToken": "p"}), headers=head)
+        assert streamed.status_code == 200 and streamed.headers["content-type"].startswith("text/event-stream")
+        assert '"structuredContent"' in streamed.text
+        # Errors keep the SDK's shapes: an unknown tool is a JSON-RPC error, bad params are invalid params.
+        unknown = await http.post("/mcp", json={**call(21), "params": {"name": "nope"}}, headers=head)
+        assert unknown.json()["error"]["code"] == -32602 and "no tool named" in unknown.json()["error"]["message"]
+        malformed = await http.post("/mcp", json={**call(22), "params": {"name": 7}}, headers=head)
+        assert malformed.json()["error"]["code"] == -32602
+        # Another credential with this session id, or a session that ended, is not found, as from the SDK.
+        stolen = await http.post("/mcp", json=call(23), headers={**head, "authorization": f"Bearer {other}"})
+        assert stolen.status_code == 404
+        await asyncio.sleep(1.0)  # idle now: the session expires
+        expired = await http.post("/mcp", json=call(24), headers=head)
+        assert expired.status_code == 404
+
+
+async def test_a_call_answered_in_one_exchange_can_be_cancelled(tmp_path: Path) -> None:
+    from tests.integration.core_parts import TEST_PART
+
+    slow = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "test.slow", "arguments": {"seconds": 8}},
+    }
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    async with (
+        running_server(tmp_path / "data", parts=[*all_parts(), TEST_PART]) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=30) as http,
+    ):
+        owner = {**JSON_AND_SSE, "authorization": f"Bearer {server.owner_token}"}
+        sid = (await http.post("/mcp", json=INIT, headers=owner)).headers["mcp-session-id"]
+        head = {**owner, "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
+        started = asyncio.get_running_loop().time()
+        call = asyncio.create_task(http.post("/mcp", json=slow, headers=head))
+        await asyncio.sleep(0.5)
+        stranger = await server.new_user_token(name="eve")  # another credential cannot cancel it
+        await http.post("/mcp", json=cancel, headers={**head, "authorization": f"Bearer {stranger}"})
+        await asyncio.sleep(0.2)
+        assert not call.done()
+        acknowledged = await http.post("/mcp", json=cancel, headers=head)
+        assert acknowledged.status_code == 202
+        answer = (await call).json()
+        assert answer == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32800, "message": "Request cancelled"}}
+        assert asyncio.get_running_loop().time() - started < 4
+        info = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "server.info"}}
+        assert (await http.post("/mcp", json=info, headers=head)).json()["result"]["structuredContent"]["name"]

@@ -19,9 +19,11 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
+import anyio
 import mcp.types as mt
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -30,6 +32,8 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
@@ -42,6 +46,16 @@ from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Ask, Dispatcher
 from hangar.rpc.guardrails import AskFirst
+from hangar.rpc.mcp_exchange import (
+    EXCHANGE_KEY,
+    REQUEST_CANCELLED,
+    NeedsExchange,
+    SessionFacts,
+    cancelled_request,
+    plain_tool_call,
+    revision,
+    serve_call,
+)
 from hangar.rpc.mcp_listen import Follow, Listening
 from hangar.rpc.mcp_resources import KINDS, ResourceKind, arguments, find
 from hangar.rpc.mcp_sessions import MAX_SESSIONS_PER_CREDENTIAL, Seat, SessionCap
@@ -119,7 +133,9 @@ class McpDoor:
             on_subscriptions_listen=self._listen,
         )
         self.listening = Listening()
-        self.server.middleware.append(self._seat_opened)
+        self.server.middleware.append(self._on_initialize)
+        self._settled: dict[str, SessionFacts] = {}  # by session id
+        self._exchanges: dict[tuple[str, str | int], asyncio.Future[Any]] = {}  # (session id, request id)
         self._following: dict[tuple[str, str], asyncio.Task[None]] = {}  # (session id, uri)
         self._watched_sessions: set[str] = set()
         # Every request carries a bearer credential a browser on another site cannot attach, so the SDK's Host
@@ -168,13 +184,20 @@ class McpDoor:
             return
         # The SDK keys a session to this caller: the same credential must come back with the session id.
         scope = {**scope, "user": AuthenticatedUser(self._access(token, principal)), PRINCIPAL_KEY: principal}
-        if scope["method"] != "POST" or _header(scope, MCP_SESSION_ID_HEADER.encode()) is not None:
+        session_id = _header(scope, MCP_SESSION_ID_HEADER.encode())
+        if scope["method"] != "POST":
             await self.sessions.handle_request(scope, receive, send)
             return
         try:
             body = await read_body(Request(scope, receive), MAX_BODY)
         except BodyTooLarge as err:
             await _answer(send, 413, _rpc_error(err.message), [])
+            return
+        if await self._in_one_exchange(scope, body, principal, session_id, send):
+            return
+        if session_id is not None:
+            self._cancel_exchange(body, session_id, principal)  # the SDK then acknowledges the notification
+            await self.sessions.handle_request(scope, replaying(body, receive), send)
             return
         if not _is_initialize(body):
             await self.sessionless.handle_request(scope, replaying(body, receive), send)
@@ -190,18 +213,83 @@ class McpDoor:
             if not seat.opened:  # nothing was opened (refused, failed, a revision without sessions)
                 self.seats.give_back(seat)
 
-    async def _seat_opened(self, ctx: Any, call_next: Any) -> Any:
-        """SDK middleware: an ``initialize`` that opens a session keeps its seat until the session ends; the
-        session's connection unwinds its exit stack however it ends (DELETE, idle timeout, shutdown, crash)."""
-        if ctx.method == "initialize":
-            scope = getattr(getattr(ctx, "request", None), "scope", None)
-            seat = scope.get(SEAT_KEY) if isinstance(scope, dict) else None
-            stack = _connection_stack(ctx)
-            opens_session = getattr(_connection(ctx), "session_id", None) is not None
-            if isinstance(seat, Seat) and not seat.opened and stack is not None and opens_session:
-                seat.opened = True
-                stack.callback(self.seats.give_back, seat)
-        return await call_next(ctx)
+    async def _on_initialize(self, ctx: Any, call_next: Any) -> Any:
+        """SDK middleware. An ``initialize`` that opens a session keeps its seat until the session ends, and what
+        it settled is kept for calls answered in one exchange; the session's connection unwinds its exit stack
+        however it ends (DELETE, idle timeout, shutdown, crash), which lets both go."""
+        if ctx.method != "initialize":
+            return await call_next(ctx)
+        scope = getattr(getattr(ctx, "request", None), "scope", None)
+        seat = scope.get(SEAT_KEY) if isinstance(scope, dict) else None
+        stack = _connection_stack(ctx)
+        session_id = getattr(_connection(ctx), "session_id", None)
+        if not isinstance(seat, Seat) or seat.opened or stack is None or session_id is None:
+            return await call_next(ctx)
+        seat.opened = True
+        stack.callback(self.seats.give_back, seat)
+        result = await call_next(ctx)
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        params = ctx.params if isinstance(ctx.params, Mapping) else {}
+        if isinstance(version, str) and version in HANDSHAKE_PROTOCOL_VERSIONS:
+            self._settled[session_id] = SessionFacts(
+                seat.device_id, version, params.get("clientInfo"), params.get("capabilities")
+            )
+            stack.callback(self._settled.pop, session_id, None)
+        return result
+
+    def _cancel_exchange(self, body: bytes, session_id: str, principal: Principal) -> None:
+        """A ``notifications/cancelled`` for a call being answered in one exchange of this credential's session."""
+        request_id = cancelled_request(body)
+        facts = self._settled.get(session_id)
+        call = None if request_id is None else self._exchanges.get((session_id, request_id))
+        if call is not None and facts is not None and facts.device_id == principal.device_id:
+            call.cancel()
+
+    async def _in_one_exchange(
+        self, scope: Scope, body: bytes, principal: Principal, session_id: str | None, send: Send
+    ) -> bool:
+        """Answer a plain tool call in one exchange (``mcp_exchange``) where it may be; False: the SDK serves it.
+        In a session, only one this credential opened and the SDK still serves, which counts as busy meanwhile."""
+        message = plain_tool_call(body)
+        if message is None:
+            return False
+        facts = None if session_id is None else self._settled.get(session_id)
+        if session_id is not None and (facts is None or facts.device_id != principal.device_id):
+            return False
+        version = revision(Headers(scope=scope), facts)
+        if version is None:
+            return False
+        with _busy(self.sessions, session_id) as live:
+            if not live:
+                return False
+            call = asyncio.ensure_future(serve_call(self.server, scope, message, version, facts))
+            key = (session_id, message["id"]) if session_id is not None else None
+            if key is not None:
+                self._exchanges[key] = call  # a notifications/cancelled for it can reach it
+            try:
+                answer = await call
+            except NeedsExchange:
+                return False
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not call.cancelled() or (current is not None and current.cancelling()):
+                    raise
+                # Cancelled by the client: the 2025 revisions end such a request with this error, as the SDK does.
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": REQUEST_CANCELLED, "message": "Request cancelled"},
+                }
+            finally:
+                if key is not None and self._exchanges.get(key) is call:
+                    del self._exchanges[key]
+                if not call.done():
+                    call.cancel()
+        if answer is None:
+            return False
+        headers = [(MCP_SESSION_ID_HEADER.lower().encode(), session_id.encode())] if session_id else []
+        await _answer(send, 200, answer, headers)
+        return True
 
     async def _unauthorized(self, send: Send, problem: str | None) -> None:
         challenge = f'Bearer resource_metadata="{self.origin()}{METADATA_PATH}"'
@@ -500,6 +588,13 @@ def _asker(ctx: Any) -> Ask | None:
         mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
     ):
         return None
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    if isinstance(scope, dict) and scope.get(EXCHANGE_KEY):
+
+        async def again(rule: AskFirst) -> bool:
+            raise NeedsExchange(rule.message)  # the question needs the SDK's exchange: nothing has run yet
+
+        return again
 
     async def ask(rule: AskFirst) -> bool:
         message = f"{rule.message.split(' refused: ', 1)[-1]}. Approve this one call?"
@@ -553,6 +648,34 @@ async def _progress(ctx: Any, params: mt.CallToolRequestParams, name: str) -> As
         yield report
     finally:
         heartbeat.cancel()
+
+
+@contextlib.contextmanager
+def _busy(manager: StreamableHTTPSessionManager, session_id: str | None) -> Iterator[bool]:
+    """While a call is answered outside the SDK's transport, its session counts as busy as the transport counts
+    a request it serves (no idle expiry meanwhile; the countdown starts again after the last). Yields whether
+    the session is still served (not ended, not expiring); a sessionless call always is. The SDK (2.3.0) keeps
+    the transports and their count of requests in flight to itself."""
+    if session_id is None:
+        yield True
+        return
+    transport = manager._server_instances.get(session_id)
+    idle = None if transport is None else transport.idle_scope
+    timeout = None if transport is None else transport._idle_timeout
+    if transport is None or transport.is_terminated or (idle is not None and idle.cancel_called):
+        yield False
+        return
+    if idle is None or timeout is None:
+        yield True
+        return
+    transport._requests_in_flight += 1
+    idle.deadline = math.inf
+    try:
+        yield True
+    finally:
+        transport._requests_in_flight -= 1
+        if not transport._requests_in_flight:
+            idle.deadline = anyio.current_time() + timeout
 
 
 def _connection(ctx: Any) -> Any:
