@@ -2,10 +2,12 @@
 
 - a tool call (``server.info`` as a tool, one request in flight, in a session and sessionless) against the same op
   over the socket, sequential round trips with p50/p99, and the ratio (target: at most 1.3), with a lean HTTP
-  client so the figure is the server's;
+  client so the figure is the server's; and the call asking for progress, which the SDK's transport serves;
+- the listener's floor: a trivial route (``GET /healthz``) with the same client, the least any HTTP answer costs;
 - the same tool call through the official SDK client (what an agent client pays, client included);
 - ``tools/list`` (about a hundred tools with their schemas): time per call;
-- 500 concurrent sessions held open on the server: its resident memory before and after, per session.
+- 500 concurrent sessions held open on the server (over several credentials, each under its cap): its resident
+  memory before and after, per session.
 
 Run: .venv/bin/python bench/bench_mcp.py [--seconds 5] [--sessions 500]
 """
@@ -17,6 +19,7 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +33,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_rpc import socket_load, start_server
+from bench_rpc import BIN, socket_load, start_server
+from hangar.rpc.mcp_sessions import MAX_SESSIONS_PER_CREDENTIAL
 
 VERSION = "2025-06-18"
 INIT = {
@@ -77,8 +81,10 @@ class RawHttp:
         self.writer.close()
 
     async def post(self, path: str, body: dict[str, Any], head: dict[str, str]) -> tuple[dict[str, str], bytes]:
-        raw = json.dumps(body).encode()
-        lines = [f"POST {path} HTTP/1.1", f"Host: {self.host}:{self.port}", f"Content-Length: {len(raw)}"]
+        return await self.request("POST", path, json.dumps(body).encode(), head)
+
+    async def request(self, method: str, path: str, raw: bytes, head: dict[str, str]) -> tuple[dict[str, str], bytes]:
+        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}:{self.port}", f"Content-Length: {len(raw)}"]
         lines += [f"{k}: {v}" for k, v in head.items()]
         self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + raw)
         await self.writer.drain()
@@ -105,8 +111,9 @@ def answer_of(headers: dict[str, str], body: bytes) -> dict[str, Any]:
     raise RuntimeError(f"no answer in {body[:200]!r}")
 
 
-async def tool_load(url: str, token: str, seconds: float, *, session: bool) -> list[float]:
-    """Sequential ``tools/call server.info`` over one connection (in a session, or sessionless)."""
+async def tool_load(url: str, token: str, seconds: float, *, session: bool, progress: bool = False) -> list[float]:
+    """Sequential ``tools/call server.info`` over one connection (in a session, or sessionless). A plain call is
+    answered in one exchange; one asking for progress (``progress``) takes the SDK's transport and an SSE answer."""
     parts = urlsplit(url)
     latencies: list[float] = []
     async with RawHttp(parts.hostname or "127.0.0.1", parts.port or 80) as http:
@@ -119,11 +126,29 @@ async def tool_load(url: str, token: str, seconds: float, *, session: bool) -> l
         n = 0
         while time.perf_counter() < deadline:
             n += 1
-            call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "server.info"}}
+            params: dict[str, Any] = {"name": "server.info"}
+            if progress:
+                params["_meta"] = {"progressToken": n}
+            call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
             t0 = time.perf_counter()
             answer = answer_of(*await http.post(parts.path, call, headers(token, sid)))
             latencies.append(time.perf_counter() - t0)
             assert answer["result"]["structuredContent"]["name"] == "Hangar", answer
+    return latencies
+
+
+async def floor_load(url: str, seconds: float) -> list[float]:
+    """The listener's floor: sequential ``GET /healthz`` (a trivial Starlette route answering a small JSON body)
+    with the same client over one connection: HTTP parsing, routing and the answer, no MCP and no op."""
+    parts = urlsplit(url)
+    latencies: list[float] = []
+    async with RawHttp(parts.hostname or "127.0.0.1", parts.port or 80) as http:
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            _head, body = await http.request("GET", "/healthz", b"", {})
+            latencies.append(time.perf_counter() - t0)
+            assert json.loads(body)["status"] == "ok", body
     return latencies
 
 
@@ -166,16 +191,28 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-async def hold_sessions(url: str, token: str, count: int, pid: int) -> tuple[int, int, float]:
+def more_tokens(data_dir: str, count: int) -> list[str]:
+    """Further device credentials of the server owner: one credential holds at most
+    ``MAX_SESSIONS_PER_CREDENTIAL`` sessions, so many sessions are opened as many agent clients would."""
+    return [
+        subprocess.run(
+            [str(BIN), "admin", "owner-token", "--data-dir", data_dir], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        for _ in range(count)
+    ]
+
+
+async def hold_sessions(url: str, tokens: list[str], count: int, pid: int) -> tuple[int, int, float]:
     before = rss_kib(pid)
     limits = httpx.Limits(max_connections=50)
+    owners = [tokens[n // MAX_SESSIONS_PER_CREDENTIAL] for n in range(count)]
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
         t0 = time.perf_counter()
-        sessions = await asyncio.gather(*(open_session(http, url, token) for _ in range(count)))
+        sessions = await asyncio.gather(*(open_session(http, url, token) for token in owners))
         opened = time.perf_counter() - t0
         await asyncio.sleep(1.0)
         after = rss_kib(pid)
-        for s in sessions:  # end them, as a well-behaved client does
+        for token, s in zip(owners, sessions, strict=True):  # end them, as a well-behaved client does
             await http.delete(url, headers=headers(token, s))
     return before, after, opened
 
@@ -196,16 +233,21 @@ async def main(seconds: float, sessions: int) -> None:
             await socket_load(ws_url, token, 0.5, 1)
             await tool_load(url, token, 0.5, session=True)  # warm up both doors
             socket_p50 = report("socket: server.info, sequential", await socket_load(ws_url, token, seconds, 1))
+            floor_p50 = report("http floor: GET /healthz, same listener", await floor_load(url, seconds))
             in_session = await tool_load(url, token, seconds, session=True)
-            in_session_p50 = report("mcp: tools/call, in a session (SSE answer)", in_session)
+            in_session_p50 = report("mcp: tools/call, in a session", in_session)
             sessionless = await tool_load(url, token, seconds, session=False)
-            sessionless_p50 = report("mcp: tools/call, sessionless (JSON answer)", sessionless)
+            sessionless_p50 = report("mcp: tools/call, sessionless", sessionless)
+            streamed = await tool_load(url, token, seconds, session=True, progress=True)
+            report("mcp: tools/call asking progress (SDK, SSE)", streamed)
             print(f"{'ratio mcp / socket (p50), session':<44} {in_session_p50 / socket_p50:>7.2f}")
             print(f"{'ratio mcp / socket (p50), sessionless':<44} {sessionless_p50 / socket_p50:>7.2f}")
+            print(f"{'ratio http floor / socket (p50)':<44} {floor_p50 / socket_p50:>7.2f}")
             report("mcp via the SDK client (client included)", await sdk_load(url, token, seconds))
             lat, count, size = await list_tools(url, token, 50)
             report(f"mcp: tools/list ({count} tools, {size // 1024} KiB)", lat)
-            before, after, opened = await hold_sessions(url, token, sessions, proc.pid)
+            tokens = more_tokens(data_dir, -(-sessions // MAX_SESSIONS_PER_CREDENTIAL))
+            before, after, opened = await hold_sessions(url, tokens, sessions, proc.pid)
             per = (after - before) / sessions
             print(
                 f"{sessions} sessions opened in {opened:.1f} s; server RSS {before / 1024:.0f} MiB -> "

@@ -57,6 +57,20 @@ async def test_slow(ctx: OpContext, args: SlowArgs) -> Done:
     return Done()
 
 
+_LEFT_BEHIND: set[asyncio.Task[int]] = set()
+
+
+@op("test.later", kind="mutate", scope="workspace")
+async def test_later(ctx: OpContext, args: NoArgs) -> Done:
+    """Writes an audit row itself, one from a task it awaits, and leaves a task that writes one after it answered."""
+    await ctx.audit("test.now", "test:later")
+    await asyncio.create_task(ctx.audit("test.within", "test:later"))
+    task = asyncio.create_task(ctx.audit("test.after", "test:later"))  # runs once the call has answered
+    _LEFT_BEHIND.add(task)
+    task.add_done_callback(_LEFT_BEHIND.discard)
+    return Done()
+
+
 class Noted(DomainEvent):
     type = "test.noted"
     text: str
@@ -67,5 +81,5 @@ class Pinged(DomainEvent):
     n: int
 
 
-TEST_PART = Part(name="test", ops=[test_spawn, test_down, test_crash, test_slow], events=[Noted, Pinged])
+TEST_PART = Part(name="test", ops=[test_spawn, test_down, test_crash, test_slow, test_later], events=[Noted, Pinged])
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, TEST_PART]

@@ -17,14 +17,21 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from hangar.core.principal import Role
+from hangar.identity import IdentityService
 from hangar.rpc.mcp_door import McpDoor
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
-from tests.support.mcp import mcp_session, payload
+from tests.support.mcp import mcp_client, mcp_session, payload
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
 JSON_AND_SSE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 
 
 @pytest.fixture
@@ -120,15 +127,9 @@ async def test_without_a_valid_credential_the_answer_points_to_the_metadata(srv:
 
 async def test_a_session_belongs_to_the_credential_that_opened_it(srv: RunningServer) -> None:
     other = await srv.new_user_token(name="eve")
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
     async with httpx.AsyncClient(base_url=srv.url) as http:
         opened = await http.post(
-            "/mcp", json=init, headers={**JSON_AND_SSE, "authorization": f"Bearer {srv.owner_token}"}
+            "/mcp", json=INIT, headers={**JSON_AND_SSE, "authorization": f"Bearer {srv.owner_token}"}
         )
         assert opened.status_code == 200, opened.text
         session_id = opened.headers["mcp-session-id"]
@@ -306,3 +307,203 @@ async def test_a_long_op_sends_progress_when_the_client_asks(tmp_path: Path) -> 
     assert done.is_error is False
     assert [p for p, _m in heard] == sorted({p for p, _m in heard}) and len(heard) >= 2
     assert any(m and "test.slow: half way" in m for _p, m in heard), heard
+
+
+async def test_one_credential_holds_at_most_its_cap_of_sessions(srv: RunningServer) -> None:
+    door = srv.ctx.service(McpDoor)
+    door.seats.limit = 2
+    owner_device = (await srv.ctx.service(IdentityService).authenticate(srv.owner_token)).device_id
+    other = await srv.new_user_token(name="ann")
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+    def headers(token: str, session_id: str | None = None) -> dict[str, str]:
+        extra = {"mcp-session-id": session_id} if session_id else {}
+        return {**JSON_AND_SSE, "authorization": f"Bearer {token}", **extra}
+
+    async with httpx.AsyncClient(base_url=srv.url) as http:
+
+        async def open_session(token: str) -> httpx.Response:
+            return await http.post("/mcp", json=INIT, headers=headers(token))
+
+        first, second = [(await open_session(srv.owner_token)).headers["mcp-session-id"] for _ in range(2)]
+        refused = await open_session(srv.owner_token)
+        assert refused.status_code == 429
+        error = refused.json()["error"]
+        assert refused.json()["id"] == 1 and "mcp-session-id" not in refused.headers
+        assert "already holds 2 open MCP sessions" in error["message"] and "DELETE" in error["message"]
+        # Nothing else is disturbed: the open sessions answer, another credential opens its own.
+        assert (await http.post("/mcp", json=listing, headers=headers(srv.owner_token, first))).status_code == 200
+        assert (await open_session(other)).status_code == 200
+        # Ending a session frees its seat.
+        ended = await http.delete("/mcp", headers=headers(srv.owner_token, first))
+        assert ended.status_code == 200
+        third = await open_session(srv.owner_token)
+        assert third.status_code == 200, third.text
+        assert (await open_session(srv.owner_token)).status_code == 429
+        # So does the idle timeout: a session opened with a short one ends by itself and gives its seat back.
+        await http.delete("/mcp", headers=headers(srv.owner_token, second))
+        door.sessions.session_idle_timeout = 0.3
+        assert (await open_session(srv.owner_token)).status_code == 200
+        assert door.seats.held(owner_device) == 2
+        for _ in range(100):
+            if door.seats.held(owner_device) < 2:
+                break
+            await asyncio.sleep(0.05)
+        assert door.seats.held(owner_device) == 1
+        assert (await open_session(srv.owner_token)).status_code == 200
+
+
+async def test_rows_written_by_work_a_call_left_running_carry_no_door(tmp_path: Path) -> None:
+    """A row written while the call is served (by the op or a task it awaits) records the door; one written by a
+    task the op left running after it answered is no call through a door, and records none."""
+    from tests.integration.core_parts import TEST_PART
+
+    async with running_server(tmp_path / "data", parts=[*all_parts(), TEST_PART]) as server:
+        ws = await server.new_workspace()
+        async with RpcClient(server.ws_url, server.owner_token) as socket:
+            await socket.call("test.later", workspace_id=ws)
+            async with mcp_session(server, server.owner_token) as session:
+                assert (await session.call_tool("test.later", {"workspace_id": ws})).is_error is False
+            for _ in range(100):
+                rows = await socket.call("audit.list", workspace_id=ws, target="test:later")
+                if len(rows) == 6:
+                    break
+                await asyncio.sleep(0.05)
+    written = sorted((r["action"], r.get("door") or "") for r in rows)
+    assert written == [
+        ("test.after", ""),
+        ("test.after", ""),
+        ("test.now", "mcp"),
+        ("test.now", "socket"),
+        ("test.within", "mcp"),
+        ("test.within", "socket"),
+    ]
+
+
+async def test_a_2026_client_follows_resources_through_subscriptions_listen(srv: RunningServer) -> None:
+    """The 2026-07-28 revision has no sessions and no resources/subscribe: a client follows resources on one
+    subscriptions/listen stream, and hears of changes only of what it may see."""
+    ws = await srv.new_workspace()
+    guest = await srv.new_user_token(ws, Role.guest, name="gus")
+    door = srv.ctx.service(McpDoor)
+    async with RpcClient(srv.ws_url, srv.owner_token) as socket:
+        space = await socket.call("spaces.create", workspace_id=ws, title="Plan")
+        ticket = await socket.call("tickets.create", workspace_id=ws, title="Fix it")
+        uri = f"hangar://workspaces/{ws}/spaces/{space['id']}"
+        async with mcp_client(srv, srv.owner_token, "auto") as client:
+            assert client.protocol_version == "2026-07-28"
+            assert client.server_capabilities.resources is not None and client.server_capabilities.resources.subscribe
+            body = json.loads((await client.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
+            assert body["space"]["title"] == "Plan"
+            async with client.listen(resource_subscriptions=[uri], tools_list_changed=True) as sub:
+                assert sub.honored.resource_subscriptions == [uri] and sub.honored.tools_list_changed is True
+                assert door.listening.open_streams == 1
+                await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="news")
+                async with asyncio.timeout(10):
+                    event = await anext(sub)
+                assert getattr(event, "uri", None) == uri
+            for _ in range(100):  # the client closed its stream: the server lets go of it
+                if door.listening.open_streams == 0:
+                    break
+                await asyncio.sleep(0.05)
+            assert door.listening.open_streams == 0
+            # What cannot be followed is refused before anything is acknowledged, naming why.
+            with pytest.raises(MCPError, match="change only when read again"):
+                async with client.listen(resource_subscriptions=[f"hangar://workspaces/{ws}/tickets/{ticket['id']}"]):
+                    pass
+            with pytest.raises(MCPError, match="not_found"):
+                async with client.listen(resource_subscriptions=[f"hangar://workspaces/{ws}/spaces/nope"]):
+                    pass
+        async with mcp_client(srv, guest, "2026-07-28") as client:
+            with pytest.raises(MCPError, match="forbidden"):
+                async with client.listen(resource_subscriptions=[f"hangar://workspaces/{ws}/events"]):
+                    pass
+        # The server stopping ends every stream gracefully: the client's loop ends, nothing is reported lost.
+        async with (
+            mcp_client(srv, srv.owner_token, "auto") as client,
+            client.listen(resource_subscriptions=[uri]) as sub,
+        ):
+            door.listening.close()
+            assert [event async for event in sub] == []
+    held = door.seats.held((await srv.ctx.service(IdentityService).authenticate(srv.owner_token)).device_id)
+    assert held == 0  # a listen stream holds a seat only while it is open
+
+
+async def test_a_plain_tool_call_is_answered_in_one_exchange(srv: RunningServer) -> None:
+    """A tool call that asked for no progress is answered as plain JSON (Streamable HTTP lets any POST be); one
+    that asked for progress gets the SDK's stream. Either keeps the session alive and bound to its credential."""
+    door = srv.ctx.service(McpDoor)
+    door.sessions.session_idle_timeout = 0.6
+    other = await srv.new_user_token(name="eve")
+
+    def call(n: int, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": "server.info", "arguments": {}}
+        if meta is not None:
+            params["_meta"] = meta
+        return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
+    async with httpx.AsyncClient(base_url=srv.url) as http:
+        opened = await http.post(
+            "/mcp", json=INIT, headers={**JSON_AND_SSE, "authorization": f"Bearer {srv.owner_token}"}
+        )
+        sid = opened.headers["mcp-session-id"]
+        head = {
+            **JSON_AND_SSE,
+            "authorization": f"Bearer {srv.owner_token}",
+            "mcp-session-id": sid,
+            "mcp-protocol-version": "2025-06-18",
+        }
+        # Busy for longer than the idle timeout, with calls answered outside the SDK's transport only.
+        for n in range(8):
+            plain = await http.post("/mcp", json=call(n + 2), headers=head)
+            assert plain.status_code == 200 and plain.headers["content-type"] == "application/json", plain.text
+            assert plain.headers["mcp-session-id"] == sid
+            assert plain.json()["result"]["structuredContent"]["name"] == "Hangar"
+            await asyncio.sleep(0.15)
+        streamed = await http.post("/mcp", json=call(20, {"progressToken": "p"}), headers=head)
+        assert streamed.status_code == 200 and streamed.headers["content-type"].startswith("text/event-stream")
+        assert '"structuredContent"' in streamed.text
+        # Errors keep the SDK's shapes: an unknown tool is a JSON-RPC error, bad params are invalid params.
+        unknown = await http.post("/mcp", json={**call(21), "params": {"name": "nope"}}, headers=head)
+        assert unknown.json()["error"]["code"] == -32602 and "no tool named" in unknown.json()["error"]["message"]
+        malformed = await http.post("/mcp", json={**call(22), "params": {"name": 7}}, headers=head)
+        assert malformed.json()["error"]["code"] == -32602
+        # Another credential with this session id, or a session that ended, is not found, as from the SDK.
+        stolen = await http.post("/mcp", json=call(23), headers={**head, "authorization": f"Bearer {other}"})
+        assert stolen.status_code == 404
+        await asyncio.sleep(1.0)  # idle now: the session expires
+        expired = await http.post("/mcp", json=call(24), headers=head)
+        assert expired.status_code == 404
+
+
+async def test_a_call_answered_in_one_exchange_can_be_cancelled(tmp_path: Path) -> None:
+    from tests.integration.core_parts import TEST_PART
+
+    slow = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "test.slow", "arguments": {"seconds": 8}},
+    }
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    async with (
+        running_server(tmp_path / "data", parts=[*all_parts(), TEST_PART]) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=30) as http,
+    ):
+        owner = {**JSON_AND_SSE, "authorization": f"Bearer {server.owner_token}"}
+        sid = (await http.post("/mcp", json=INIT, headers=owner)).headers["mcp-session-id"]
+        head = {**owner, "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
+        started = asyncio.get_running_loop().time()
+        call = asyncio.create_task(http.post("/mcp", json=slow, headers=head))
+        await asyncio.sleep(0.5)
+        stranger = await server.new_user_token(name="eve")  # another credential cannot cancel it
+        await http.post("/mcp", json=cancel, headers={**head, "authorization": f"Bearer {stranger}"})
+        await asyncio.sleep(0.2)
+        assert not call.done()
+        acknowledged = await http.post("/mcp", json=cancel, headers=head)
+        assert acknowledged.status_code == 202
+        answer = (await call).json()
+        assert answer == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32800, "message": "Request cancelled"}}
+        assert asyncio.get_running_loop().time() - started < 4
+        info = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "server.info"}}
+        assert (await http.post("/mcp", json=info, headers=head)).json()["result"]["structuredContent"]["name"]

@@ -52,6 +52,7 @@ async def test_open_validates_surface_engine_and_space(tmp_path: Path) -> None:
         e = await fails(env, "rig.open", space_id=env.space, surface="terminal", colour="red")
         assert e.code == "invalid_args" and "colour" in e.message
         assert await env.call("rig_list") == []
+        assert (await fails(env, "rig.get", rigId="no-such-rig")).code == "not_found"
 
 
 async def test_exec_validates_its_arguments(tmp_path: Path) -> None:

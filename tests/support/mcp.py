@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.server import RunningServer
@@ -28,3 +28,11 @@ async def mcp_session(srv: RunningServer, token: str, **client: Any) -> AsyncIte
 def payload(result: Any) -> dict[str, Any]:
     assert result.structured_content is not None
     return dict(result.structured_content)
+
+
+@asynccontextmanager
+async def mcp_client(srv: RunningServer, token: str, mode: str) -> AsyncIterator[Client]:
+    """The SDK's high-level client; ``mode`` as the SDK takes it (``auto``: discover the newest revision)."""
+    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30)
+    async with http, Client(streamable_http_client(f"{srv.url}/mcp", http_client=http), mode=mode) as client:
+        yield client

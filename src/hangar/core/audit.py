@@ -4,13 +4,15 @@ Each row records who (principal), did what (action), to what (target), with a se
 monotonic per target. Content that must not be stored (typed text, clipboard) goes through ``sensitive``,
 which keeps only its length and SHA-256. The table refuses UPDATE and DELETE by trigger. Each row also says
 which door the call that wrote it came through (``DOOR``: the RPC socket or the MCP endpoint), whichever code
-path wrote it while the call was served.
+path wrote it while the call was served. Work a call leaves running in the background (a task it started that
+goes on after the answer) writes rows with no door: by then nobody is calling through one.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,8 +26,36 @@ from hangar.core.db import Databases
 from hangar.core.ids import sha256_hex
 from hangar.core.sqlite_writer import dt, js, transaction
 
-# Set by the RPC layer around each op it serves (``socket``, ``mcp``); ``None`` for work no caller started.
-DOOR: ContextVar[str | None] = ContextVar("hangar_audit_door", default=None)
+
+@dataclass(eq=False)
+class Door:
+    """One call through a door. A task started during the call inherits this very object with the context, so
+    marking the call answered reaches the tasks it left behind as well."""
+
+    name: str  # ``socket``, ``mcp``
+    serving: bool = True
+
+
+# Set by the RPC layer around each op it serves (``through``); ``None`` for work no caller started.
+DOOR: ContextVar[Door | None] = ContextVar("hangar_audit_door", default=None)
+
+
+@contextmanager
+def through(name: str) -> Iterator[None]:
+    """A call served through the door ``name``: rows written until it returns carry the door."""
+    door = Door(name)
+    token = DOOR.set(door)
+    try:
+        yield
+    finally:
+        door.serving = False
+        DOOR.reset(token)
+
+
+def current_door() -> str | None:
+    """The door of the call being served, or None (no call, or the call already answered)."""
+    door = DOOR.get()
+    return door.name if door is not None and door.serving else None
 
 
 def sensitive(content: str | bytes) -> dict[str, Any]:
@@ -83,14 +113,14 @@ class AuditLog:
         """Record one entry; returns its per-target sequence number."""
         writer = await self._dbs.writer(workspace_id)
         at = dt(self._clock.now())
-        seq: int = await writer.call(_append, at, principal, action, target, js(details or {}), DOOR.get())
+        seq: int = await writer.call(_append, at, principal, action, target, js(details or {}), current_door())
         return seq
 
     def seed(
         self, *, principal: str, action: str, target: str, details: dict[str, Any] | None = None
     ) -> Callable[[sqlite3.Connection], int]:
         """Writes one entry into a database being built (``Databases.create_workspace``)."""
-        row = (dt(self._clock.now()), principal, action, target, js(details or {}), DOOR.get())
+        row = (dt(self._clock.now()), principal, action, target, js(details or {}), current_door())
         return lambda conn: _append(conn, *row)
 
     async def entries(self, workspace_id: str, *, target: str | None = None, limit: int = 500) -> list[AuditEntry]:

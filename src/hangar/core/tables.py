@@ -38,7 +38,7 @@ audit_log = sa.Table(
     sa.Column("target", sa.String(300), nullable=False),
     sa.Column("target_seq", sa.Integer, nullable=False),
     sa.Column("details", sa.JSON, nullable=False),
-    sa.Column("door", sa.String(16), nullable=True),  # the door the call came through (``DOOR``); null: no caller
+    sa.Column("door", sa.String(16), nullable=True),  # the call's door (``audit.DOOR``); null: no call
 )
 
 guardrail_settings = sa.Table(

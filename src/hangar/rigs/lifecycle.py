@@ -562,5 +562,13 @@ class RigLifecycle:
     async def records(self, ws: str, *, include_closed: bool) -> list[tuple[RigRecord, LiveRig | None]]:
         return [(rec, self._rigs.get(rec.id)) for rec in await self.store.rigs(ws, include_closed=include_closed)]
 
+    async def record(self, ws: str, rig_id: str) -> tuple[RigRecord, LiveRig | None]:
+        """One rig's record and, while it lives, its live state; looking does not touch it."""
+        rec = await self.store.get(ws, rig_id)
+        if rec is None:
+            raise NotFound(f"no rig {rig_id} in this workspace")
+        live = self._rigs.get(rig_id)
+        return rec, live if live is not None and live.ws == ws else None
+
     def live_rigs(self) -> list[LiveRig]:
         return list(self._rigs.values())

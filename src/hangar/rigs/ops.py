@@ -131,6 +131,14 @@ async def rig_list(ctx: OpContext, args: ListArgs) -> list[RigRow]:
     ]
 
 
+@op("rig.get", kind="read", scope="workspace", min_role="member")
+async def rig_get(ctx: OpContext, args: RigArgs) -> RigRow:
+    """One rig as ``rig_list`` shows it, closed or not. A read: it neither wakes the rig nor counts as activity
+    against its idle timeout."""
+    rec, live = await manager(ctx).record(ctx.ws, args.rig_id)
+    return await _row(ctx, rec, live)
+
+
 @op("rig_close", kind="destructive", scope="workspace", actions=("enclosureControl",))
 async def rig_close(ctx: OpContext, args: RigArgs) -> RigClosed:
     """Destroy a rig and discard its disk; its row stays for the audit trail."""
@@ -366,6 +374,7 @@ RIG_OPS: list[OpFunction] = [
     rig_release_control,
     rig_watch,
     rig_ports,
+    rig_get,
     rig_share_port,
     rig_grant_hosts,
     rig_file_lane_url,

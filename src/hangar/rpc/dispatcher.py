@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from hangar.core.audit import DOOR
+from hangar.core.audit import through
 from hangar.core.context import AppContext
 from hangar.core.principal import Principal, Role
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
@@ -153,8 +153,7 @@ class Dispatcher:
 
     async def _approved(self, workspace_id: str, principal: Principal, spec: OpSpec, rule: AskFirst, door: str) -> None:
         """The person approved one ask-first call where it was made: the approval is an audit row of its own."""
-        token = DOOR.set(door)
-        try:
+        with through(door):
             details = {"op": spec.name, "actionClasses": sorted(rule.classes)}
             await self.app.audit.append(
                 workspace_id,
@@ -163,21 +162,17 @@ class Dispatcher:
                 target=f"op:{spec.name}",
                 details=details,
             )
-        finally:
-            DOOR.reset(token)
 
     async def call(self, ctx: OpContext, args: BaseModel) -> Any:
-        door = DOOR.set(ctx.door)
         try:
-            return ctx.spec.result_to_wire(await ctx.spec.handler(ctx, args))
+            with through(ctx.door):
+                return ctx.spec.result_to_wire(await ctx.spec.handler(ctx, args))
         except HangarError:
             raise
         except Exception as exc:
             # The exception text may hold anything (paths, values); it goes to the log, not the caller.
             log.exception("op %s failed", ctx.spec.name)
             raise HangarError(f"{ctx.spec.name} failed with an internal error") from exc
-        finally:
-            DOOR.reset(door)
 
     def watch(self, ctx: OpContext, args: BaseModel) -> AsyncIterator[Any]:
         gen: AsyncIterator[Any] = ctx.spec.handler(ctx, args)

@@ -19,17 +19,21 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
+import anyio
 import mcp.types as mt
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
@@ -42,7 +46,19 @@ from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Ask, Dispatcher
 from hangar.rpc.guardrails import AskFirst
+from hangar.rpc.mcp_exchange import (
+    EXCHANGE_KEY,
+    REQUEST_CANCELLED,
+    NeedsExchange,
+    SessionFacts,
+    cancelled_request,
+    plain_tool_call,
+    revision,
+    serve_call,
+)
+from hangar.rpc.mcp_listen import Follow, Listening
 from hangar.rpc.mcp_resources import KINDS, ResourceKind, arguments, find
+from hangar.rpc.mcp_sessions import MAX_SESSIONS_PER_CREDENTIAL, Seat, SessionCap
 from hangar.rpc.mcp_tools import catalogue, structured
 from hangar.rpc.registry import OpRegistry
 
@@ -50,6 +66,7 @@ log = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
 INVALID_PARAMS = -32602
+INVALID_REQUEST = -32600
 RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that is not there
 REFUSED = -32001  # an op refused reading or following a resource; the message starts with the socket's code
 MAX_SUBSCRIPTIONS = 32  # per session
@@ -57,6 +74,8 @@ ASK_TIMEOUT_S = 300.0  # how long an ask-first question waits for the person bef
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"  # the resource the authorization server issues tokens for (RFC 8707)
 PRINCIPAL_KEY = "hangar.principal"  # where the gate leaves the caller on the request's ASGI scope
+SEAT_KEY = "hangar.mcp.seat"  # where it leaves an initialize's seat under its credential's cap
+TOO_MANY_SESSIONS = -32000  # the JSON-RPC error of a 429: the credential holds all the sessions it may
 INSTRUCTIONS = (
     "Hangar's own API: every operation of the server as a tool, named as the operation (workspaces.list, "
     "spaces.create, rig.open, pipelines.runs.start...). Workspace-scoped tools take workspace_id; start with "
@@ -85,11 +104,18 @@ async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[t
 
 class McpDoor:
     """Owns the SDK server and its two session managers; the instance is the ``/mcp`` ASGI endpoint. ``origin``
-    gives the server's canonical origin (the metadata's address in a 401)."""
+    gives the server's canonical origin (the metadata's address in a 401); ``sessions_per_credential`` caps the
+    sessions one device credential holds open (``mcp_sessions``)."""
 
-    def __init__(self, registry: OpRegistry, origin: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        registry: OpRegistry,
+        origin: Callable[[], str],
+        sessions_per_credential: int = MAX_SESSIONS_PER_CREDENTIAL,
+    ) -> None:
         self.registry = registry
         self.origin = origin
+        self.seats = SessionCap(sessions_per_credential)
         self.tools = [mt.Tool.model_validate(t) for t in catalogue(registry)]
         self._dispatcher: Dispatcher | None = None
         self._authority: Authority | None = None
@@ -105,7 +131,12 @@ class McpDoor:
             on_read_resource=self._read_resource,
             on_subscribe_resource=self._subscribe,
             on_unsubscribe_resource=self._unsubscribe,
+            on_subscriptions_listen=self._listen,
         )
+        self.listening = Listening()
+        self.server.middleware.append(self._on_initialize)
+        self._settled: dict[str, SessionFacts] = {}  # by session id
+        self._exchanges: dict[tuple[str, str | int], asyncio.Future[Any]] = {}  # (session id, request id)
         self._following: dict[tuple[str, str], asyncio.Task[None]] = {}  # (session id, uri)
         self._watched_sessions: set[str] = set()
         # Every request carries a bearer credential a browser on another site cannot attach, so the SDK's Host
@@ -129,6 +160,7 @@ class McpDoor:
             async with self.sessions.run(), self.sessionless.run():
                 yield
         finally:
+            self.listening.close()
             await self._stop_following(dict(self._following))
 
     # -- the gate ----------------------------------------------------------------------------------------------
@@ -153,7 +185,8 @@ class McpDoor:
             return
         # The SDK keys a session to this caller: the same credential must come back with the session id.
         scope = {**scope, "user": AuthenticatedUser(self._access(token, principal)), PRINCIPAL_KEY: principal}
-        if scope["method"] != "POST" or _header(scope, MCP_SESSION_ID_HEADER.encode()) is not None:
+        session_id = _header(scope, MCP_SESSION_ID_HEADER.encode())
+        if scope["method"] != "POST":
             await self.sessions.handle_request(scope, receive, send)
             return
         try:
@@ -161,8 +194,103 @@ class McpDoor:
         except BodyTooLarge as err:
             await _answer(send, 413, _rpc_error(err.message), [])
             return
-        manager = self.sessions if _is_initialize(body) else self.sessionless
-        await manager.handle_request(scope, replaying(body, receive), send)
+        if await self._in_one_exchange(scope, body, principal, session_id, send):
+            return
+        if session_id is not None:
+            self._cancel_exchange(body, session_id, principal)  # the SDK then acknowledges the notification
+            await self.sessions.handle_request(scope, replaying(body, receive), send)
+            return
+        if not _is_initialize(body):
+            await self.sessionless.handle_request(scope, replaying(body, receive), send)
+            return
+        seat = self.seats.take(principal.device_id)
+        if seat is None:
+            refusal = self.seats.refusal(self.sessions.session_idle_timeout or DEFAULT_SESSION_IDLE_TIMEOUT)
+            await _answer(send, 429, _rpc_error(refusal, TOO_MANY_SESSIONS, _request_id(body)), [])
+            return
+        try:
+            await self.sessions.handle_request({**scope, SEAT_KEY: seat}, replaying(body, receive), send)
+        finally:
+            if not seat.opened:  # nothing was opened (refused, failed, a revision without sessions)
+                self.seats.give_back(seat)
+
+    async def _on_initialize(self, ctx: Any, call_next: Any) -> Any:
+        """SDK middleware. An ``initialize`` that opens a session keeps its seat until the session ends, and what
+        it settled is kept for calls answered in one exchange; the session's connection unwinds its exit stack
+        however it ends (DELETE, idle timeout, shutdown, crash), which lets both go."""
+        if ctx.method != "initialize":
+            return await call_next(ctx)
+        scope = getattr(getattr(ctx, "request", None), "scope", None)
+        seat = scope.get(SEAT_KEY) if isinstance(scope, dict) else None
+        stack = _connection_stack(ctx)
+        session_id = getattr(_connection(ctx), "session_id", None)
+        if not isinstance(seat, Seat) or seat.opened or stack is None or session_id is None:
+            return await call_next(ctx)
+        seat.opened = True
+        stack.callback(self.seats.give_back, seat)
+        result = await call_next(ctx)
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        params = ctx.params if isinstance(ctx.params, Mapping) else {}
+        if isinstance(version, str) and version in HANDSHAKE_PROTOCOL_VERSIONS:
+            self._settled[session_id] = SessionFacts(
+                seat.device_id, version, params.get("clientInfo"), params.get("capabilities")
+            )
+            stack.callback(self._settled.pop, session_id, None)
+        return result
+
+    def _cancel_exchange(self, body: bytes, session_id: str, principal: Principal) -> None:
+        """A ``notifications/cancelled`` for a call being answered in one exchange of this credential's session."""
+        request_id = cancelled_request(body)
+        facts = self._settled.get(session_id)
+        call = None if request_id is None else self._exchanges.get((session_id, request_id))
+        if call is not None and facts is not None and facts.device_id == principal.device_id:
+            call.cancel()
+
+    async def _in_one_exchange(
+        self, scope: Scope, body: bytes, principal: Principal, session_id: str | None, send: Send
+    ) -> bool:
+        """Answer a plain tool call in one exchange (``mcp_exchange``) where it may be; False: the SDK serves it.
+        In a session, only one this credential opened and the SDK still serves, which counts as busy meanwhile."""
+        message = plain_tool_call(body)
+        if message is None:
+            return False
+        facts = None if session_id is None else self._settled.get(session_id)
+        if session_id is not None and (facts is None or facts.device_id != principal.device_id):
+            return False
+        version = revision(Headers(scope=scope), facts)
+        if version is None:
+            return False
+        with _busy(self.sessions, session_id) as live:
+            if not live:
+                return False
+            call = asyncio.ensure_future(serve_call(self.server, scope, message, version, facts))
+            key = (session_id, message["id"]) if session_id is not None else None
+            if key is not None:
+                self._exchanges[key] = call  # a notifications/cancelled for it can reach it
+            try:
+                answer = await call
+            except NeedsExchange:
+                return False
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not call.cancelled() or (current is not None and current.cancelling()):
+                    raise
+                # Cancelled by the client: the 2025 revisions end such a request with this error, as the SDK does.
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": REQUEST_CANCELLED, "message": "Request cancelled"},
+                }
+            finally:
+                if key is not None and self._exchanges.get(key) is call:
+                    del self._exchanges[key]
+                if not call.done():
+                    call.cancel()
+        if answer is None:
+            return False
+        headers = [(MCP_SESSION_ID_HEADER.lower().encode(), session_id.encode())] if session_id else []
+        await _answer(send, 200, answer, headers)
+        return True
 
     async def _unauthorized(self, send: Send, problem: str | None) -> None:
         challenge = f'Bearer resource_metadata="{self.origin()}{METADATA_PATH}"'
@@ -256,20 +384,19 @@ class McpDoor:
             contents=[mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
         )
 
-    async def _subscribe(self, ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
-        uri = str(params.uri)
+    def _followable(self, uri: str) -> tuple[ResourceKind, dict[str, str]]:
         kind, variables = self._resource(uri)
         if kind.watch is None:
             raise MCPError(INVALID_PARAMS, f"{kind.name} resources change only when read again; read {uri} instead")
-        if not _session_id(ctx):
-            raise MCPError(INVALID_PARAMS, "subscriptions need a session: initialize and send its Mcp-Session-Id")
+        return kind, variables
+
+    async def _start_watch(self, ctx: Any, token: str, uri: str) -> tuple[Any, OpContext]:
+        """The resource's watch op, run as the caller through the dispatcher and started: its first reply (the
+        state a read gives) is taken, so a refusal or a missing record is answered here."""
+        kind, variables = self._followable(uri)
+        assert kind.watch is not None and self._dispatcher is not None
         spec = self.registry.get(kind.watch[1])
-        assert spec is not None and self._dispatcher is not None
-        session_id = _session_id(ctx)
-        key = (session_id, uri)
-        if key not in self._following and sum(k[0] == session_id for k in self._following) >= MAX_SUBSCRIPTIONS:
-            raise MCPError(INVALID_PARAMS, f"a session follows at most {MAX_SUBSCRIPTIONS} resources; unsubscribe one")
-        token = _token_of(ctx) or ""
+        assert spec is not None
         try:
             op_ctx, parsed = await self._dispatcher.prepare(
                 token, ctx.request_id, spec, arguments(kind.watch, variables), door="mcp", principal=_principal_of(ctx)
@@ -278,10 +405,23 @@ class McpDoor:
             raise _resource_error(err) from None
         watch = self._dispatcher.watch(op_ctx, parsed)
         try:
-            await _first(spec.name, watch)  # started: its first reply is the state a read gives
+            await _first(spec.name, watch)
         except HangarError as err:
             await watch.aclose()  # type: ignore[attr-defined]
             raise _resource_error(err) from None
+        return watch, op_ctx
+
+    async def _subscribe(self, ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
+        uri = str(params.uri)
+        self._followable(uri)
+        if not _session_id(ctx):
+            raise MCPError(INVALID_PARAMS, "subscriptions need a session: initialize and send its Mcp-Session-Id")
+        session_id = _session_id(ctx)
+        key = (session_id, uri)
+        if key not in self._following and sum(k[0] == session_id for k in self._following) >= MAX_SUBSCRIPTIONS:
+            raise MCPError(INVALID_PARAMS, f"a session follows at most {MAX_SUBSCRIPTIONS} resources; unsubscribe one")
+        token = _token_of(ctx) or ""
+        watch, op_ctx = await self._start_watch(ctx, token, uri)
         previous = self._following.pop(key, None)
         if previous is not None:
             previous.cancel()
@@ -295,8 +435,7 @@ class McpDoor:
         """Follows end with their session: the SDK drops notifications to a session that is gone without a word,
         so nothing else would ever end them. The connection's exit stack unwinds when the session ends (a DELETE,
         the idle timeout, the server stopping); the SDK offers it to handlers only through the session proxy."""
-        connection = getattr(getattr(ctx, "session", None), "_connection", None)
-        stack = getattr(connection, "exit_stack", None)
+        stack = _connection_stack(ctx)
         if stack is None or session_id in self._watched_sessions:
             return
         self._watched_sessions.add(session_id)
@@ -313,6 +452,30 @@ class McpDoor:
                 del self._following[key]
             task.cancel()
         await asyncio.gather(*follows.values(), return_exceptions=True)
+
+    async def _listen(self, ctx: Any, params: mt.SubscriptionsListenRequestParams) -> mt.SubscriptionsListenResult:
+        """``subscriptions/listen`` (2026-07-28): the named resources followed as ``resources/subscribe`` follows
+        them, on one stream that holds one of the credential's seats while it is open (``mcp_listen``)."""
+        if ctx.request_id is None:
+            raise MCPError(INVALID_REQUEST, "subscriptions/listen needs a request id: its frames carry it")
+        uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
+        if len(uris) > MAX_SUBSCRIPTIONS:
+            raise MCPError(INVALID_PARAMS, f"a listen stream follows at most {MAX_SUBSCRIPTIONS} resources")
+        for uri in uris:
+            self._followable(uri)  # an unknown or unfollowable resource is refused before any work
+        principal, token = _principal_of(ctx), _token_of(ctx) or ""
+        seat = None if principal is None else self.seats.take(principal.device_id)
+        if seat is None:
+            raise MCPError(TOO_MANY_SESSIONS, self.seats.refusal(DEFAULT_SESSION_IDLE_TIMEOUT, listening=True))
+
+        async def start(uri: str) -> Follow:
+            watch, op_ctx = await self._start_watch(ctx, token, uri)
+            return watch, lambda: self._still_allowed(token, op_ctx)
+
+        try:
+            return await self.listening.serve(ctx, params, uris, start)
+        finally:
+            self.seats.give_back(seat)
 
     async def _unsubscribe(self, ctx: Any, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
         task = self._following.pop((_session_id(ctx), str(params.uri)), None)
@@ -426,6 +589,13 @@ def _asker(ctx: Any) -> Ask | None:
         mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
     ):
         return None
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    if isinstance(scope, dict) and scope.get(EXCHANGE_KEY):
+
+        async def again(rule: AskFirst) -> bool:
+            raise NeedsExchange(rule.message)  # the question needs the SDK's exchange: nothing has run yet
+
+        return again
 
     async def ask(rule: AskFirst) -> bool:
         message = f"{rule.message.split(' refused: ', 1)[-1]}. Approve this one call?"
@@ -481,6 +651,46 @@ async def _progress(ctx: Any, params: mt.CallToolRequestParams, name: str) -> As
         heartbeat.cancel()
 
 
+@contextlib.contextmanager
+def _busy(manager: StreamableHTTPSessionManager, session_id: str | None) -> Iterator[bool]:
+    """While a call is answered outside the SDK's transport, its session counts as busy as the transport counts
+    a request it serves (no idle expiry meanwhile; the countdown starts again after the last). Yields whether
+    the session is still served (not ended, not expiring); a sessionless call always is. The SDK (2.3.0) keeps
+    the transports and their count of requests in flight to itself."""
+    if session_id is None:
+        yield True
+        return
+    transport = manager._server_instances.get(session_id)
+    idle = None if transport is None else transport.idle_scope
+    timeout = None if transport is None else transport._idle_timeout
+    if transport is None or transport.is_terminated or (idle is not None and idle.cancel_called):
+        yield False
+        return
+    if idle is None or timeout is None:
+        yield True
+        return
+    transport._requests_in_flight += 1
+    idle.deadline = math.inf
+    try:
+        yield True
+    finally:
+        transport._requests_in_flight -= 1
+        if not transport._requests_in_flight:
+            idle.deadline = anyio.current_time() + timeout
+
+
+def _connection(ctx: Any) -> Any:
+    """The SDK's connection (for a stateful client: its session) a request belongs to. The SDK offers it to
+    lowlevel handlers and middleware only through the session proxy."""
+    return getattr(getattr(ctx, "session", None), "_connection", None)
+
+
+def _connection_stack(ctx: Any) -> contextlib.AsyncExitStack | None:
+    """The exit stack of the connection a request belongs to: it unwinds when the connection ends."""
+    stack = getattr(_connection(ctx), "exit_stack", None)
+    return stack if isinstance(stack, contextlib.AsyncExitStack) else None
+
+
 def _session_id(ctx: Any) -> str:
     """The MCP session the request belongs to (empty for a sessionless request)."""
     scope = getattr(getattr(ctx, "request", None), "scope", None)
@@ -516,8 +726,14 @@ def _tool_error(err: HangarError) -> mt.CallToolResult:
     )
 
 
-def _rpc_error(message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+def _rpc_error(message: str, code: int = INVALID_REQUEST, request_id: Any = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _request_id(body: bytes) -> Any:
+    message = json.loads(body)
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, (str, int)) else None
 
 
 def _is_initialize(body: bytes) -> bool:

@@ -67,8 +67,10 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
         "hangar://workspaces/{workspaceId}/rigs/{rigId}",
         "rig",
-        "A rig's live state: status, controller, ports; subscribe to hear of each change.",
-        reads=(("rig", "rig.watch", {"rig_id": "{rigId}"}),),
+        "A rig: surface, status, controller, memory (closed ones too); subscribe to hear of each change while it "
+        "lives (phases, commands, control, ports). Reading does not keep the rig awake.",
+        # A read op, not the watch: a watch lane counts as activity and would keep an idle rig alive.
+        reads=(("rig", "rig.get", {"rig_id": "{rigId}"}),),
         watch=(None, "rig.watch", {"rig_id": "{rigId}"}),
     ),
     ResourceKind(

@@ -368,12 +368,40 @@ export type LaneUrl = {
   expiresAt: number;
 };
 
+export type CloseReason = "requested" | "idleTimeout" | "ttlExpired" | "conversationEnded" | "workspaceGone" | "serverShutdown" | "backendFailure";
+
+/** The person holding control of a rig. */
+export type Controller = {
+  userId: string;
+  displayName: string;
+};
+
+export type Phase = "provisioning" | "ready" | "parked" | "closing" | "closed" | "failed";
+
+export type Surface = "terminal" | "browser" | "computer" | "mobile" | "simulator";
+
+/** One rig of ``rig_list``. */
+export type RigRow = {
+  rigId: string;
+  spaceId: string;
+  surface: Surface;
+  engine: string | null;
+  backend: string;
+  status: Phase;
+  statusDetail: string;
+  display: string | null;
+  controller: Controller | null;
+  closeReason: CloseReason | null;
+  memoryMb: number;
+  residentMb: number;
+  createdAt: string;
+  closedAt: string | null;
+};
+
 export type HostsGranted = {
   rigId: string;
   granted: Array<string>;
 };
-
-export type Phase = "provisioning" | "ready" | "parked" | "closing" | "closed" | "failed";
 
 export type RigOpened = {
   rigId: string;
@@ -400,8 +428,6 @@ export type ControlState = {
   controller: string | null;
 };
 
-export type Surface = "terminal" | "browser" | "computer" | "mobile" | "simulator";
-
 /** The first reply of ``rig.watch``; its activity events follow. */
 export type RigSnapshot = {
   rigId: string;
@@ -412,36 +438,10 @@ export type RigSnapshot = {
   ports: Array<PortRow>;
 };
 
-export type CloseReason = "requested" | "idleTimeout" | "ttlExpired" | "conversationEnded" | "workspaceGone" | "serverShutdown" | "backendFailure";
-
 export type RigClosed = {
   rigId: string;
   phase: Phase;
   closeReason: CloseReason | null;
-};
-
-/** The person holding control of a rig. */
-export type Controller = {
-  userId: string;
-  displayName: string;
-};
-
-/** One rig of ``rig_list``. */
-export type RigRow = {
-  rigId: string;
-  spaceId: string;
-  surface: Surface;
-  engine: string | null;
-  backend: string;
-  status: Phase;
-  statusDetail: string;
-  display: string | null;
-  controller: Controller | null;
-  closeReason: CloseReason | null;
-  memoryMb: number;
-  residentMb: number;
-  createdAt: string;
-  closedAt: string | null;
 };
 
 export type HostStatus = {
@@ -1208,6 +1208,14 @@ export type RigFileLaneUrlArgs = {
 };
 export type RigFileLaneUrlResult = LaneUrl;
 
+/** One rig as ``rig_list`` shows it, closed or not. A read: it neither wakes the rig nor counts as activity against its idle timeout. */
+export type RigGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigGetResult = RigRow;
+
 /** Add host names (exact or *.suffix) to one rig's egress allowlist. */
 export type RigGrantHostsArgs = {
   /** The workspace the call acts in. */
@@ -1700,6 +1708,7 @@ export interface Ops {
   "rig.actionLog": { kind: "read"; scope: "workspace"; args: RigActionLogArgs; result: RigActionLogResult };
   "rig.exec": { kind: "mutate"; scope: "workspace"; args: RigExecArgs; result: RigExecResult };
   "rig.fileLaneUrl": { kind: "read"; scope: "workspace"; args: RigFileLaneUrlArgs; result: RigFileLaneUrlResult };
+  "rig.get": { kind: "read"; scope: "workspace"; args: RigGetArgs; result: RigGetResult };
   "rig.grantHosts": { kind: "mutate"; scope: "workspace"; args: RigGrantHostsArgs; result: RigGrantHostsResult };
   "rig.open": { kind: "mutate"; scope: "workspace"; args: RigOpenArgs; result: RigOpenResult };
   "rig.ports": { kind: "read"; scope: "workspace"; args: RigPortsArgs; result: RigPortsResult };
@@ -1820,6 +1829,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "rig.actionLog": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "rig.exec": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.fileLaneUrl": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.get": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.grantHosts": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "rig.open": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.ports": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
