@@ -17,7 +17,7 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from hangar.core.principal import Role
-from hangar.identity import IdentityService
+from hangar.identity import DeviceScope, IdentityService
 from hangar.rpc.mcp_door import McpDoor
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
@@ -507,3 +507,38 @@ async def test_a_call_answered_in_one_exchange_can_be_cancelled(tmp_path: Path) 
         assert asyncio.get_running_loop().time() - started < 4
         info = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "server.info"}}
         assert (await http.post("/mcp", json=info, headers=head)).json()["result"]["structuredContent"]["name"]
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_a_narrow_credential_sees_its_tools_and_its_follows_outlive_a_token_rotation(srv: RunningServer) -> None:
+    ws = await srv.new_workspace()
+    identity = srv.ctx.service(IdentityService)
+    scope = DeviceScope(workspace_id=ws, read_only=True, client_id="c")
+    device_id, token = await identity.new_device(srv.owner_id, "Reader (OAuth)", scope=scope)
+    updates: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+
+    async with RpcClient(srv.ws_url, srv.owner_token) as socket:
+        space = await socket.call("spaces.create", workspace_id=ws, title="Plan")
+        uri = f"hangar://workspaces/{ws}/spaces/{space['id']}"
+        async with mcp_session(srv, token, message_handler=on_message) as session:
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert {"members.list", "messages.list", "server.info"} <= names
+            assert not names & {"spaces.create", "messages.post", "workspaces.create", "members.invite"}
+            await session.subscribe_resource(uri)
+            await identity.rotate_device_token(device_id)  # an OAuth refresh: same credential, new token
+            await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="after rotation")
+            for _ in range(100):
+                if updates:
+                    break
+                await asyncio.sleep(0.05)
+            assert updates[:1] == [uri]
+            await identity.revoke_device_id(device_id)
+            await asyncio.sleep(0.5)
+            seen = len(updates)
+            await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="after revocation")
+            await asyncio.sleep(0.8)
+            assert len(updates) == seen

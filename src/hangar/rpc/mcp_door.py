@@ -41,7 +41,7 @@ from starlette.types import Message, Receive, Scope, Send
 import hangar
 from hangar.core.http import BodyTooLarge, bearer_token, read_body, replaying
 from hangar.core.principal import Principal
-from hangar.errors import HangarError, Unauthenticated
+from hangar.errors import Forbidden, HangarError, Unauthenticated
 from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Ask, Dispatcher
@@ -60,7 +60,7 @@ from hangar.rpc.mcp_listen import Follow, Listening
 from hangar.rpc.mcp_resources import KINDS, ResourceKind, arguments, find
 from hangar.rpc.mcp_sessions import MAX_SESSIONS_PER_CREDENTIAL, Seat, SessionCap
 from hangar.rpc.mcp_tools import catalogue, structured
-from hangar.rpc.registry import OpRegistry
+from hangar.rpc.registry import OpRegistry, OpSpec
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +306,12 @@ class McpDoor:
     # -- the SDK's handlers ------------------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: Any, params: mt.PaginatedRequestParams | None) -> mt.ListToolsResult:
-        return mt.ListToolsResult(tools=self.tools)
+        """The whole catalogue, or for a credential narrower than its holder (an OAuth client's, an agent's) the
+        tools it reaches: a client is not offered what every call would refuse."""
+        principal = _principal_of(ctx)
+        if principal is None or not principal.scoped:
+            return mt.ListToolsResult(tools=self.tools)
+        return mt.ListToolsResult(tools=[t for t in self.tools if _reaches(principal, self.registry.get(t.name))])
 
     async def _call_tool(self, ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         spec = self.registry.get(params.name)
@@ -426,7 +431,7 @@ class McpDoor:
         if previous is not None:
             previous.cancel()
         self._following[key] = asyncio.get_running_loop().create_task(
-            self._follow(key, watch, ctx.session, token, op_ctx), name=f"mcp-subscription:{uri}"
+            self._follow(key, watch, ctx.session, op_ctx), name=f"mcp-subscription:{uri}"
         )
         self._end_with_session(ctx, session_id)
         return mt.EmptyResult()
@@ -470,7 +475,7 @@ class McpDoor:
 
         async def start(uri: str) -> Follow:
             watch, op_ctx = await self._start_watch(ctx, token, uri)
-            return watch, lambda: self._still_allowed(token, op_ctx)
+            return watch, lambda: self._still_allowed(op_ctx)
 
         try:
             return await self.listening.serve(ctx, params, uris, start)
@@ -483,12 +488,12 @@ class McpDoor:
             task.cancel()
         return mt.EmptyResult()
 
-    async def _follow(self, key: tuple[str, str], watch: Any, session: Any, token: str, op_ctx: OpContext) -> None:
+    async def _follow(self, key: tuple[str, str], watch: Any, session: Any, op_ctx: OpContext) -> None:
         """Each event of the watch becomes ``notifications/resources/updated``, while the caller still may see it
         (checked again before each: a member who left hears nothing more) and the session still listens."""
         try:
             async for _event in watch:
-                if not await self._still_allowed(token, op_ctx):
+                if not await self._still_allowed(op_ctx):
                     return
                 try:
                     await session.send_resource_updated(key[1])
@@ -499,10 +504,12 @@ class McpDoor:
             if self._following.get(key) is asyncio.current_task():
                 del self._following[key]
 
-    async def _still_allowed(self, token: str, op_ctx: OpContext) -> bool:
+    async def _still_allowed(self, op_ctx: OpContext) -> bool:
+        """By the credential's id, not its token: an OAuth refresh rotates the token of a credential that lives
+        on, and the session (bound to the credential) outlives the rotation."""
         assert self._authority is not None and self._dispatcher is not None
         try:
-            principal = await self._authority.authenticate(token, touch=False)
+            principal = await self._authority.recheck_device(op_ctx.principal.device_id)
         except HangarError:
             return False
         if op_ctx.workspace_id is None:
@@ -695,6 +702,17 @@ def _session_id(ctx: Any) -> str:
     """The MCP session the request belongs to (empty for a sessionless request)."""
     scope = getattr(getattr(ctx, "request", None), "scope", None)
     return (_header(scope, MCP_SESSION_ID_HEADER.lower().encode()) or "") if isinstance(scope, dict) else ""
+
+
+def _reaches(principal: Principal, spec: OpSpec | None) -> bool:
+    if spec is None:
+        return False
+    workspace_id = principal.workspace_id if spec.scope == "workspace" else None
+    try:
+        principal.check_reach(workspace_id, changes=spec.mutating, action=spec.name)
+    except Forbidden:
+        return False
+    return True
 
 
 def _principal_of(ctx: Any) -> Principal | None:

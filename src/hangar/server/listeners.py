@@ -23,6 +23,7 @@ class _Server(uvicorn.Server):
 
 
 MAX_HEAD_BYTES = 64 * 1024
+GRACEFUL_STOP_S = 5
 
 
 @dataclass
@@ -53,6 +54,9 @@ class Listener:
             access_log=False,
             server_header=False,
             lifespan="on",
+            # Long-lived answers (MCP event streams, listen streams, lanes) would otherwise hold a graceful stop
+            # open until each client leaves; past this, uvicorn cancels them and the shutdown hooks run.
+            timeout_graceful_shutdown=GRACEFUL_STOP_S,
         )
         self.server = _Server(config)
         return self.server
