@@ -29,12 +29,15 @@ class EventsArgs(Args):
     after_seq: int = Field(default=0, ge=0, alias="afterSeq")
     types: list[str] | None = None
     limit: int = Field(default=200, ge=1, le=1000)
+    last: int | None = Field(default=None, ge=1, le=1000, description="the last events instead of the first")
 
 
 @op("events.list", kind="read", scope="workspace", min_role="member")
 async def events_list(ctx: OpContext, args: EventsArgs) -> list[EventView]:
-    """Domain events of the workspace after a sequence number, oldest first."""
-    events = await ctx.app.bus.replay(ctx.ws, after_seq=args.after_seq, types=args.types, limit=args.limit)
+    """Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``."""
+    events = await ctx.app.bus.replay(
+        ctx.ws, after_seq=args.after_seq, types=args.types, limit=args.limit, last=args.last
+    )
     return [EventView.model_validate(e) for e in events]
 
 

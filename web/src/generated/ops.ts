@@ -906,13 +906,15 @@ export type DevicesRevokeArgs = {
 };
 export type DevicesRevokeResult = DeviceRef;
 
-/** Domain events of the workspace after a sequence number, oldest first. */
+/** Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``. */
 export type EventsListArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
   afterSeq?: number;
   types?: Array<string> | null;
   limit?: number;
+  /** the last events instead of the first */
+  last?: number | null;
 };
 export type EventsListResult = Array<EventView>;
 

@@ -1,4 +1,5 @@
-"""``audit.list`` filters (action, principal, target, door, time) and its newest-first page, over the real socket."""
+"""``audit.list`` filters (action, principal, target, door, time) and its newest-first page, and ``events.list``'s
+last events, over the real socket."""
 
 from __future__ import annotations
 
@@ -74,3 +75,23 @@ async def test_bad_filters_are_named(srv: RunningServer) -> None:
             await c.call("audit.list", workspace_id=wid, since="2026-01-02T00:00:00Z", until="2026-01-01T00:00:00Z")
         assert info.value.code == "invalid_args"
         assert "until must be later than since" in info.value.message
+
+
+async def test_events_list_gives_the_last_events_oldest_first(srv: RunningServer) -> None:
+    wid = await srv.new_workspace("Eventful")
+    async with RpcClient(srv.ws_url, srv.owner_token) as c:
+        for n in range(3):  # each role change publishes identity.memberRoleChanged
+            async with RpcClient(srv.ws_url, await srv.new_user_token(wid, "member", name=f"u{n}")) as u:
+                uid = (await u.call("users.me"))["id"]
+            await c.call("members.setRole", workspace_id=wid, userId=uid, role="admin")
+        everything = await c.call("events.list", workspace_id=wid)
+        seqs = [e["seq"] for e in everything]
+        assert seqs == sorted(seqs) and len(seqs) == 4
+        last_two = await c.call("events.list", workspace_id=wid, last=2)
+        assert [e["seq"] for e in last_two] == seqs[-2:]
+        first_two = await c.call("events.list", workspace_id=wid, limit=2)
+        assert [e["seq"] for e in first_two] == seqs[:2]
+        typed = await c.call("events.list", workspace_id=wid, types=["identity.workspaceCreated"], last=5)
+        assert [e["type"] for e in typed] == ["identity.workspaceCreated"]
+        after = await c.call("events.list", workspace_id=wid, afterSeq=seqs[-2], last=5)
+        assert [e["seq"] for e in after] == seqs[-1:]
