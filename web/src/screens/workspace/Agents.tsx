@@ -66,16 +66,27 @@ function CreateAgent({ workspaceId, onCreated }: { workspaceId: string; onCreate
         </div>
         <div className="field">
           <label htmlFor={`${id}-prompt`}>System prompt</label>
-          <textarea id={`${id}-prompt`} rows={2} value={systemPrompt} onChange={(e) => setSystemPrompt(e.target.value)} />
+          <textarea
+            id={`${id}-prompt`}
+            rows={2}
+            value={systemPrompt}
+            onChange={(e) => setSystemPrompt(e.target.value)}
+          />
         </div>
         <fieldset>
           <legend>Adapter</legend>
           <label className="check">
-            <input type="radio" name={`${id}-type`} checked={type === "openai"} onChange={() => setType("openai")} />{" "}
+            <input type="radio" name={`${id}-type`} checked={type === "openai"} onChange={() => setType("openai")} />
+            {" "}
             openai (an OpenAI-compatible endpoint)
           </label>
           <label className="check">
-            <input type="radio" name={`${id}-type`} checked={type === "command"} onChange={() => setType("command")} />{" "}
+            <input
+              type="radio"
+              name={`${id}-type`}
+              checked={type === "command"}
+              onChange={() => setType("command")}
+            />{" "}
             command (a command-line agent)
           </label>
         </fieldset>
@@ -133,11 +144,17 @@ function CreateAgent({ workspaceId, onCreated }: { workspaceId: string; onCreate
   );
 }
 
-function AgentRow({ workspaceId, agent, admin, onChanged }: { workspaceId: string; agent: AgentView; admin: boolean; onChanged(): void }) {
+function AgentRow({ workspaceId, agent, admin, onChanged }: {
+  workspaceId: string;
+  agent: AgentView;
+  admin: boolean;
+  onChanged(): void;
+}) {
   const client = useRpc();
   const action = useAction();
   const remove = async () => {
-    if (await action.run(() => client.call("agents.delete", { workspace_id: workspaceId, agentId: agent.id }))) onChanged();
+    const args = { workspace_id: workspaceId, agentId: agent.id };
+    if (await action.run(() => client.call("agents.delete", args))) onChanged();
   };
   return (
     <li>

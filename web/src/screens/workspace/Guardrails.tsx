@@ -13,7 +13,13 @@ export const ACTION_CLASSES: ReadonlyArray<readonly [string, string]> = [
   ["packageInstall", "installs software"],
 ];
 
-function PolicyForm(props: { workspaceId: string; spaceId: string | null; policy: GuardrailPolicy; where: string; canChange: boolean; onSaved(): void }) {
+function PolicyForm(props: {
+  workspaceId: string;
+  spaceId: string | null;
+  policy: GuardrailPolicy;
+  where: string;
+  canChange: boolean;
+}) {
   const client = useRpc();
   const action = useAction();
   const id = useId();
@@ -28,9 +34,12 @@ function PolicyForm(props: { workspaceId: string; spaceId: string | null; policy
     e.preventDefault();
     setSaved(false);
     const args = { workspace_id: props.workspaceId, spaceId: props.spaceId, readOnly, askFirst };
-    if (await action.run(() => client.call("guardrails.set", args))) {
+    const policy = await action.run(() => client.call("guardrails.set", args));
+    if (policy) {
+      // What the server now holds (it sorts the classes).
+      setReadOnly(policy.readOnly);
+      setAskFirst(policy.askFirst);
       setSaved(true);
-      props.onSaved();
     }
   };
   return (
@@ -77,18 +86,10 @@ function PolicyForm(props: { workspaceId: string; spaceId: string | null; policy
 }
 
 function Policy(props: { workspaceId: string; spaceId: string | null; where: string; canChange: boolean }) {
-  const [bump, setBump] = useState(0);
-  const policy = useCall("guardrails.get", { workspace_id: props.workspaceId, spaceId: props.spaceId }, bump);
+  const policy = useCall("guardrails.get", { workspace_id: props.workspaceId, spaceId: props.spaceId });
   if (policy.error) return <Refusal error={policy.error} />;
   if (!policy.data) return <p aria-busy="true">Loading guardrails…</p>;
-  return (
-    <PolicyForm
-      key={`${props.spaceId}:${JSON.stringify(policy.data)}`}
-      {...props}
-      policy={policy.data}
-      onSaved={() => setBump((n) => n + 1)}
-    />
-  );
+  return <PolicyForm key={props.spaceId ?? ""} {...props} policy={policy.data} />;
 }
 
 export function Guardrails({ workspaceId, canChange }: { workspaceId: string; canChange: boolean }) {
@@ -116,7 +117,14 @@ export function Guardrails({ workspaceId, canChange }: { workspaceId: string; ca
           ))}
         </select>
       </div>
-      {space && <Policy workspaceId={workspaceId} spaceId={space.id} where={`the space “${space.title}”`} canChange={canChange} />}
+      {space && (
+        <Policy
+          workspaceId={workspaceId}
+          spaceId={space.id}
+          where={`the space “${space.title}”`}
+          canChange={canChange}
+        />
+      )}
     </>
   );
 }

@@ -16,7 +16,8 @@ function RegisterRepo({ workspaceId, onRegistered }: { workspaceId: string; onRe
   const [name, setName] = useState("");
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const args = { workspace_id: workspaceId, ...(from === "url" ? { url: source } : { path: source }), name: name || null };
+    const where = from === "url" ? { url: source } : { path: source };
+    const args = { workspace_id: workspaceId, ...where, name: name || null };
     if (await action.run(() => client.call("repos.register", args))) {
       setSource("");
       setName("");
@@ -40,7 +41,13 @@ function RegisterRepo({ workspaceId, onRegistered }: { workspaceId: string; onRe
         </fieldset>
         <div className="field">
           <label htmlFor={`${id}-src`}>{from === "url" ? "Clone URL" : "Path on the server"}</label>
-          <input id={`${id}-src`} value={source} required spellCheck={false} onChange={(e) => setSource(e.target.value)} />
+          <input
+            id={`${id}-src`}
+            value={source}
+            required
+            spellCheck={false}
+            onChange={(e) => setSource(e.target.value)}
+          />
         </div>
         <div className="field">
           <label htmlFor={`${id}-name`}>Name (optional)</label>
@@ -55,11 +62,17 @@ function RegisterRepo({ workspaceId, onRegistered }: { workspaceId: string; onRe
   );
 }
 
-function RepoRow({ workspaceId, repo, admin, onChanged }: { workspaceId: string; repo: RepoView; admin: boolean; onChanged(): void }) {
+function RepoRow({ workspaceId, repo, admin, onChanged }: {
+  workspaceId: string;
+  repo: RepoView;
+  admin: boolean;
+  onChanged(): void;
+}) {
   const client = useRpc();
   const action = useAction();
   const remove = async () => {
-    if (await action.run(() => client.call("repos.remove", { workspace_id: workspaceId, repoId: repo.id }))) onChanged();
+    const args = { workspace_id: workspaceId, repoId: repo.id };
+    if (await action.run(() => client.call("repos.remove", args))) onChanged();
   };
   return (
     <li>

@@ -19,7 +19,8 @@ function CreateSpace({ workspaceId, onCreated }: { workspaceId: string; onCreate
   const id = useId();
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const made = await action.run(() => client.call("spaces.create", { workspace_id: workspaceId, title, mode, hidden }));
+    const args = { workspace_id: workspaceId, title, mode, hidden };
+    const made = await action.run(() => client.call("spaces.create", args));
     if (made) {
       setTitle("");
       setHidden(false);
@@ -148,7 +149,11 @@ function SpaceRow({ workspaceId, space, onChanged }: { workspaceId: string; spac
   );
 }
 
-export function Spaces({ workspaceId, refresh, canChange }: { workspaceId: string; refresh: number; canChange: boolean }) {
+export function Spaces({ workspaceId, refresh, canChange }: {
+  workspaceId: string;
+  refresh: number;
+  canChange: boolean;
+}) {
   const [showHidden, setShowHidden] = useState(false);
   const [showArchived, setShowArchived] = useState(false);
   const [bump, setBump] = useState(0);

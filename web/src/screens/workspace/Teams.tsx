@@ -9,7 +9,11 @@ const DISPATCH_MODES: ReadonlyArray<readonly [string, string]> = [
   ["manager", "manager: the leader, who delegates"],
 ];
 
-function CreateTeam({ workspaceId, agents, onCreated }: { workspaceId: string; agents: AgentView[]; onCreated(): void }) {
+function CreateTeam({ workspaceId, agents, onCreated }: {
+  workspaceId: string;
+  agents: AgentView[];
+  onCreated(): void;
+}) {
   const client = useRpc();
   const action = useAction();
   const id = useId();
@@ -48,7 +52,11 @@ function CreateTeam({ workspaceId, agents, onCreated }: { workspaceId: string; a
           {agents.length === 0 && <p className="hint">Create an agent first.</p>}
           {agents.map((a) => (
             <label className="check" key={a.id}>
-              <input type="checkbox" checked={members.includes(a.id)} onChange={(e) => toggle(a.id, e.target.checked)} />{" "}
+              <input
+                type="checkbox"
+                checked={members.includes(a.id)}
+                onChange={(e) => toggle(a.id, e.target.checked)}
+              />{" "}
               {a.name}
             </label>
           ))}
@@ -85,7 +93,13 @@ function CreateTeam({ workspaceId, agents, onCreated }: { workspaceId: string; a
   );
 }
 
-function TeamRow(props: { workspaceId: string; team: TeamView; names: Map<string, string>; canChange: boolean; onChanged(): void }) {
+function TeamRow(props: {
+  workspaceId: string;
+  team: TeamView;
+  names: Map<string, string>;
+  canChange: boolean;
+  onChanged(): void;
+}) {
   const { team, names } = props;
   const client = useRpc();
   const action = useAction();
@@ -120,7 +134,11 @@ function TeamRow(props: { workspaceId: string; team: TeamView; names: Map<string
   );
 }
 
-export function Teams({ workspaceId, agentsChanged, canChange }: { workspaceId: string; agentsChanged: number; canChange: boolean }) {
+export function Teams({ workspaceId, agentsChanged, canChange }: {
+  workspaceId: string;
+  agentsChanged: number;
+  canChange: boolean;
+}) {
   const [bump, setBump] = useState(0);
   const reload = () => setBump((n) => n + 1);
   const teams = useCall("teams.list", { workspace_id: workspaceId }, bump + agentsChanged);
@@ -139,7 +157,14 @@ export function Teams({ workspaceId, agentsChanged, canChange }: { workspaceId: 
       ) : (
         <ul className="list" aria-label="Teams">
           {list.map((t) => (
-            <TeamRow key={t.id} workspaceId={workspaceId} team={t} names={names} canChange={canChange} onChanged={reload} />
+            <TeamRow
+              key={t.id}
+              workspaceId={workspaceId}
+              team={t}
+              names={names}
+              canChange={canChange}
+              onChanged={reload}
+            />
           ))}
         </ul>
       )}

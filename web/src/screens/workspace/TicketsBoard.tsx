@@ -7,7 +7,11 @@ import { ticketPath } from "../../router";
 import { Refusal } from "./common";
 import { boardOf, CreateTicket, statusLabel, StatusSelect } from "./tickets";
 
-export function TicketsBoard({ workspaceId, refresh, canChange }: { workspaceId: string; refresh: number; canChange: boolean }) {
+export function TicketsBoard({ workspaceId, refresh, canChange }: {
+  workspaceId: string;
+  refresh: number;
+  canChange: boolean;
+}) {
   const [bump, setBump] = useState(0);
   const reload = () => setBump((n) => n + 1);
   const tickets = useCall("tickets.list", { workspace_id: workspaceId }, refresh + bump);

@@ -37,7 +37,8 @@ export function boardOf(tickets: TicketView[]): Board {
   }
   const statuses = [...STATUSES.map(([s]) => s)];
   for (const t of roots) if (!statuses.includes(t.status)) statuses.push(t.status);
-  return { columns: statuses.map((status) => ({ status, tickets: roots.filter((t) => t.status === status) })), children };
+  const columns = statuses.map((status) => ({ status, tickets: roots.filter((t) => t.status === status) }));
+  return { columns, children };
 }
 
 export function StatusSelect(props: { workspaceId: string; ticket: TicketView; onChanged(): void }) {
@@ -45,9 +46,8 @@ export function StatusSelect(props: { workspaceId: string; ticket: TicketView; o
   const client = useRpc();
   const action = useAction();
   const change = async (status: string) => {
-    if (await action.run(() => client.call("tickets.update", { workspace_id: workspaceId, ticketId: ticket.id, status }))) {
-      props.onChanged();
-    }
+    const args = { workspace_id: workspaceId, ticketId: ticket.id, status };
+    if (await action.run(() => client.call("tickets.update", args))) props.onChanged();
   };
   return (
     <>
