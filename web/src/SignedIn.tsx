@@ -1,6 +1,6 @@
 /** The signed-in shell: one RPC client for the credential, a header with the person and the connection's state,
  * and the screen of the current path. */
-import { useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { RpcClient, rpcUrlFor } from "./rpc/client";
 import { RpcContext, useCall, useConnectionState, useRpc } from "./rpc/hooks";
 import { Link } from "./Link";
@@ -8,7 +8,12 @@ import { markFirstRender } from "./perf";
 import type { Route } from "./router";
 import { Home } from "./screens/Home";
 import { NotFound } from "./screens/NotFound";
-import { Workspace } from "./screens/Workspace";
+
+// The workspace screens load with the first visit to one of them, keeping the first load small.
+const WorkspaceHome = lazy(() => import("./screens/workspace/WorkspaceHome"));
+const TicketPage = lazy(() => import("./screens/workspace/TicketPage"));
+const WorkspaceSettings = lazy(() => import("./screens/workspace/WorkspaceSettings"));
+const AuditPage = lazy(() => import("./screens/workspace/AuditPage"));
 
 const STATE_TEXT = {
   connecting: "Connecting…",
@@ -49,7 +54,13 @@ function Screen({ route }: { route: Route }) {
   useEffect(() => markFirstRender(), []);
   switch (route.name) {
     case "workspace":
-      return <Workspace workspaceId={route.workspaceId} />;
+      return <WorkspaceHome workspaceId={route.workspaceId} />;
+    case "ticket":
+      return <TicketPage workspaceId={route.workspaceId} ticketId={route.ticketId} />;
+    case "workspaceSettings":
+      return <WorkspaceSettings workspaceId={route.workspaceId} />;
+    case "audit":
+      return <AuditPage workspaceId={route.workspaceId} />;
     case "notFound":
       return <NotFound path={route.path} />;
     default:
@@ -71,7 +82,9 @@ function Body({ route, onSignedOut }: { route: Route; onSignedOut(): void }) {
       </a>
       <Header onSignOut={signOut} />
       <main id="main" tabIndex={-1}>
-        <Screen route={route} />
+        <Suspense fallback={<p aria-busy="true">Loading…</p>}>
+          <Screen route={route} />
+        </Suspense>
       </main>
     </>
   );

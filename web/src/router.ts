@@ -6,9 +6,15 @@ export type Route =
   | { name: "connect"; next: string | null }
   | { name: "home" }
   | { name: "workspace"; workspaceId: string }
+  | { name: "ticket"; workspaceId: string; ticketId: string }
+  | { name: "audit"; workspaceId: string }
+  | { name: "workspaceSettings"; workspaceId: string }
   | { name: "notFound"; path: string };
 
 const WORKSPACE = /^\/workspaces\/([^/]+)\/?$/;
+const TICKET = /^\/workspaces\/([^/]+)\/tickets\/([^/]+)\/?$/;
+const AUDIT = /^\/workspaces\/([^/]+)\/audit\/?$/;
+const WORKSPACE_SETTINGS = /^\/settings\/workspaces\/([^/]+)\/?$/;
 
 /** A path the app may go to after connecting: same-origin and absolute, never `//host` or a scheme. */
 export function safeNext(next: string | null): string | null {
@@ -21,19 +27,42 @@ export function parseRoute(pathname: string, search = ""): Route {
   if (pathname === "/connect" || pathname === "/connect/") {
     return { name: "connect", next: safeNext(new URLSearchParams(search).get("next")) };
   }
-  const ws = WORKSPACE.exec(pathname);
-  if (ws?.[1]) {
-    try {
-      return { name: "workspace", workspaceId: decodeURIComponent(ws[1]) };
-    } catch {
-      return { name: "notFound", path: pathname };
+  try {
+    const ws = WORKSPACE.exec(pathname);
+    if (ws?.[1]) return { name: "workspace", workspaceId: decodeURIComponent(ws[1]) };
+    const ticket = TICKET.exec(pathname);
+    if (ticket?.[1] && ticket[2]) {
+      return { name: "ticket", workspaceId: decodeURIComponent(ticket[1]), ticketId: decodeURIComponent(ticket[2]) };
     }
+    const audit = AUDIT.exec(pathname);
+    if (audit?.[1]) return { name: "audit", workspaceId: decodeURIComponent(audit[1]) };
+    const settings = WORKSPACE_SETTINGS.exec(pathname);
+    if (settings?.[1]) return { name: "workspaceSettings", workspaceId: decodeURIComponent(settings[1]) };
+  } catch {
+    // A malformed %-escape names nothing.
   }
   return { name: "notFound", path: pathname };
 }
 
 export function workspacePath(workspaceId: string): string {
   return `/workspaces/${encodeURIComponent(workspaceId)}`;
+}
+
+export function ticketPath(workspaceId: string, ticketId: string): string {
+  return `${workspacePath(workspaceId)}/tickets/${encodeURIComponent(ticketId)}`;
+}
+
+export function spacePath(workspaceId: string, spaceId: string): string {
+  return `${workspacePath(workspaceId)}/spaces/${encodeURIComponent(spaceId)}`;
+}
+
+/** The audit log and the domain events (section 9 names no path for them; they live under the workspace). */
+export function auditPath(workspaceId: string): string {
+  return `${workspacePath(workspaceId)}/audit`;
+}
+
+export function workspaceSettingsPath(workspaceId: string): string {
+  return `/settings/workspaces/${encodeURIComponent(workspaceId)}`;
 }
 
 const listeners = new Set<() => void>();

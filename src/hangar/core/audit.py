@@ -123,12 +123,34 @@ class AuditLog:
         row = (dt(self._clock.now()), principal, action, target, js(details or {}), current_door())
         return lambda conn: _append(conn, *row)
 
-    async def entries(self, workspace_id: str, *, target: str | None = None, limit: int = 500) -> list[AuditEntry]:
+    async def entries(
+        self,
+        workspace_id: str,
+        *,
+        target: str | None = None,
+        action: str | None = None,
+        principal: str | None = None,
+        door: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 500,
+        newest: bool = False,
+    ) -> list[AuditEntry]:
+        """Entries matching every filter given, oldest first; with ``newest``, the last ``limit`` of them, newest
+        first (what a person reading the log wants to see first)."""
         engine = await self._dbs.workspace(workspace_id)
         t = tables.audit_log
-        q = sa.select(t).order_by(t.c.id).limit(limit)
-        if target is not None:
-            q = q.where(t.c.target == target)
+        q = sa.select(t).order_by(t.c.id.desc() if newest else t.c.id).limit(limit)
+        for column, value in ((t.c.target, target), (t.c.action, action), (t.c.principal, principal)):
+            if value is not None:
+                q = q.where(column == value)
+        if door is not None:
+            # ``none``: rows no caller's door wrote (work the server started itself).
+            q = q.where(t.c.door.is_(None) if door == "none" else t.c.door == door)
+        if since is not None:
+            q = q.where(t.c.at >= since)
+        if until is not None:
+            q = q.where(t.c.at < until)
         async with engine.connect() as conn:
             rows = (await conn.execute(q)).mappings().all()
         return [AuditEntry(**{k: r[k] for k in AuditEntry.__dataclass_fields__}) for r in rows]

@@ -428,16 +428,22 @@ class EventBus:
         after_seq: int = 0,
         types: Sequence[str] | None = None,
         limit: int | None = None,
+        last: int | None = None,
     ) -> list[StoredEvent]:
+        """Events after ``after_seq``, oldest first: the first ``limit`` of them, or with ``last`` the last ones."""
         engine = await self._dbs.workspace(workspace_id)
         t = tables.domain_events
-        q = sa.select(t).where(t.c.seq > after_seq).order_by(t.c.seq)
+        q = sa.select(t).where(t.c.seq > after_seq).order_by(t.c.seq.desc() if last is not None else t.c.seq)
         if types is not None:
             q = q.where(t.c.type.in_(list(types)))
-        if limit is not None:
+        if last is not None:
+            q = q.limit(last)
+        elif limit is not None:
             q = q.limit(limit)
         async with engine.connect() as conn:
             rows = (await conn.execute(q)).mappings().all()
+        if last is not None:
+            rows = list(reversed(rows))
         return [
             StoredEvent(workspace_id, r["seq"], r["id"], r["type"], r["occurred_at"], dict(r["payload"])) for r in rows
         ]

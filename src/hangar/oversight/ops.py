@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, StrictBool
+from pydantic import AwareDatetime, Field, StrictBool, model_validator
 
 from hangar.core.events import StoredEvent
 from hangar.core.part import OpFunction
@@ -29,12 +29,15 @@ class EventsArgs(Args):
     after_seq: int = Field(default=0, ge=0, alias="afterSeq")
     types: list[str] | None = None
     limit: int = Field(default=200, ge=1, le=1000)
+    last: int | None = Field(default=None, ge=1, le=1000, description="the last events instead of the first")
 
 
 @op("events.list", kind="read", scope="workspace", min_role="member")
 async def events_list(ctx: OpContext, args: EventsArgs) -> list[EventView]:
-    """Domain events of the workspace after a sequence number, oldest first."""
-    events = await ctx.app.bus.replay(ctx.ws, after_seq=args.after_seq, types=args.types, limit=args.limit)
+    """Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``."""
+    events = await ctx.app.bus.replay(
+        ctx.ws, after_seq=args.after_seq, types=args.types, limit=args.limit, last=args.last
+    )
     return [EventView.model_validate(e) for e in events]
 
 
@@ -63,12 +66,38 @@ async def events_watch(ctx: OpContext, args: WatchEventsArgs) -> AsyncIterator[W
 
 class AuditArgs(Args):
     target: str | None = None
+    action: str | None = None
+    principal: str | None = Field(default=None, description="as rows write it: user:<id> or agent:<id>")
+    door: Literal["socket", "mcp", "none"] | None = Field(
+        default=None, description="the door of the call that wrote the row; none: work no caller started"
+    )
+    since: AwareDatetime | None = Field(default=None, description="rows at or after this time")
+    until: AwareDatetime | None = Field(default=None, description="rows before this time")
     limit: int = Field(default=200, ge=1, le=1000)
+    newest: bool = Field(default=False, description="the last rows that match, newest first")
+
+    @model_validator(mode="after")
+    def _window(self) -> AuditArgs:
+        if self.since is not None and self.until is not None and self.until <= self.since:
+            raise ValueError("until must be later than since")
+        return self
 
 
 @op("audit.list", kind="read", scope="workspace", min_role="admin")
 async def audit_list(ctx: OpContext, args: AuditArgs) -> list[AuditRow]:
-    """Audit rows of the workspace, optionally for one target."""
+    """Audit rows of the workspace, oldest first (``newest``: newest first), filtered by target, action,
+    principal, door and time."""
+    entries = await ctx.app.audit.entries(
+        ctx.ws,
+        target=args.target,
+        action=args.action,
+        principal=args.principal,
+        door=args.door,
+        since=args.since,
+        until=args.until,
+        limit=args.limit,
+        newest=args.newest,
+    )
     return [
         AuditRow(
             at=e.at,
@@ -79,7 +108,7 @@ async def audit_list(ctx: OpContext, args: AuditArgs) -> list[AuditRow]:
             details=e.details,
             door=e.door,
         )
-        for e in await ctx.app.audit.entries(ctx.ws, target=args.target, limit=args.limit)
+        for e in entries
     ]
 
 

@@ -854,12 +854,23 @@ export type AgentsUpdateArgs = {
 };
 export type AgentsUpdateResult = AgentView;
 
-/** Audit rows of the workspace, optionally for one target. */
+/** Audit rows of the workspace, oldest first (``newest``: newest first), filtered by target, action, principal, door and time. */
 export type AuditListArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
   target?: string | null;
+  action?: string | null;
+  /** as rows write it: user:<id> or agent:<id> */
+  principal?: string | null;
+  /** the door of the call that wrote the row; none: work no caller started */
+  door?: ("socket" | "mcp" | "none") | null;
+  /** rows at or after this time */
+  since?: string | null;
+  /** rows before this time */
+  until?: string | null;
   limit?: number;
+  /** the last rows that match, newest first */
+  newest?: boolean;
 };
 export type AuditListResult = Array<AuditRow>;
 
@@ -895,13 +906,15 @@ export type DevicesRevokeArgs = {
 };
 export type DevicesRevokeResult = DeviceRef;
 
-/** Domain events of the workspace after a sequence number, oldest first. */
+/** Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``. */
 export type EventsListArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
   afterSeq?: number;
   types?: Array<string> | null;
   limit?: number;
+  /** the last events instead of the first */
+  last?: number | null;
 };
 export type EventsListResult = Array<EventView>;
 

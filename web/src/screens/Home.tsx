@@ -1,7 +1,44 @@
-/** The signed-in home (`/`): who you are and your workspaces, each a link to its page. */
+/** The signed-in home (`/`): your workspaces, each a link to its page, and creating a new one. */
+import { useId, useState, type FormEvent } from "react";
 import { Link } from "../Link";
-import { useCall } from "../rpc/hooks";
-import { workspacePath } from "../router";
+import { RpcError } from "../rpc/errors";
+import { useCall, useRpc } from "../rpc/hooks";
+import { navigate, workspacePath } from "../router";
+
+function CreateWorkspace() {
+  const client = useRpc();
+  const id = useId();
+  const [name, setName] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const made = await client.call("workspaces.create", { name });
+      navigate(workspacePath(made.id));
+    } catch (err) {
+      setError(err instanceof RpcError ? err.message : String(err));
+      setBusy(false);
+    }
+  };
+  return (
+    <form className="card" onSubmit={submit} aria-labelledby={`${id}-title`}>
+      <h2 id={`${id}-title`}>New workspace</h2>
+      <label htmlFor={`${id}-name`}>Name</label>
+      <input id={`${id}-name`} value={name} maxLength={200} required onChange={(e) => setName(e.target.value)} />
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      <button type="submit" disabled={busy || !name.trim()}>
+        Create workspace
+      </button>
+    </form>
+  );
+}
 
 export function Home() {
   const workspaces = useCall("workspaces.list", {});
@@ -16,7 +53,7 @@ export function Home() {
       {workspaces.data === undefined ? (
         !workspaces.error && <p aria-busy="true">Loading workspaces…</p>
       ) : workspaces.data.length === 0 ? (
-        <p>You are not a member of any workspace yet. Ask a workspace admin for an invite.</p>
+        <p>You are not a member of any workspace yet. Create one, or ask a workspace admin for an invite.</p>
       ) : (
         <ul className="list" aria-label="Your workspaces">
           {workspaces.data.map((w) => (
@@ -27,6 +64,7 @@ export function Home() {
           ))}
         </ul>
       )}
+      <CreateWorkspace />
     </>
   );
 }

@@ -1,0 +1,256 @@
+/** The audit log and the domain events of a workspace (`/workspaces/<id>/audit`; section 9 names no path for them).
+ * The audit log is filtered on the server by action, principal, target, door and time, newest first; the events by
+ * type, following new ones live. */
+import { useId, useState, type FormEvent } from "react";
+import type { AuditListArgs } from "../../generated/ops";
+import { Link } from "../../Link";
+import { useCall } from "../../rpc/hooks";
+import { workspacePath, workspaceSettingsPath } from "../../router";
+import { isAdmin, NotAMember, Refusal, useWorkspace, when, WorkspaceHeader } from "./common";
+import { useWorkspaceEvents } from "./events";
+import "./workspace.css";
+
+const PAGE = 200;
+const EVENTS_SHOWN = 200;
+
+interface AuditFilter {
+  action: string;
+  principal: string;
+  target: string;
+  door: string;
+  since: string;
+  until: string;
+}
+
+const NO_FILTER: AuditFilter = { action: "", principal: "", target: "", door: "", since: "", until: "" };
+
+/** A `datetime-local` value (the person's local time) as the instant the server compares with. */
+export function instant(local: string): string | null {
+  if (!local) return null;
+  const t = new Date(local);
+  return Number.isNaN(t.getTime()) ? null : t.toISOString();
+}
+
+export function auditArgs(workspaceId: string, f: AuditFilter): AuditListArgs {
+  return {
+    workspace_id: workspaceId,
+    action: f.action.trim() || null,
+    principal: f.principal || null,
+    target: f.target.trim() || null,
+    door: f.door === "socket" || f.door === "mcp" || f.door === "none" ? f.door : null,
+    since: instant(f.since),
+    until: instant(f.until),
+    limit: PAGE,
+    newest: true,
+  };
+}
+
+function AuditLog({ workspaceId }: { workspaceId: string }) {
+  const id = useId();
+  const [draft, setDraft] = useState<AuditFilter>(NO_FILTER);
+  const [filter, setFilter] = useState<AuditFilter>(NO_FILTER);
+  const [bump, setBump] = useState(0);
+  const rows = useCall("audit.list", auditArgs(workspaceId, filter), bump);
+  const members = useCall("members.list", { workspace_id: workspaceId });
+  const agents = useCall("agents.list", { workspace_id: workspaceId });
+  const who = new Map<string, string>([
+    ...(members.data ?? []).map((m): [string, string] => [`user:${m.userId}`, m.displayName]),
+    ...(agents.data?.agents ?? []).map((a): [string, string] => [`agent:${a.id}`, `${a.name} (agent)`]),
+  ]);
+  const set = (key: keyof AuditFilter) => (e: { target: { value: string } }) =>
+    setDraft((d) => ({ ...d, [key]: e.target.value }));
+  const apply = (e: FormEvent) => {
+    e.preventDefault();
+    setFilter(draft);
+    setBump((n) => n + 1);
+  };
+  return (
+    <section aria-labelledby="audit-title" className="panel" id="audit">
+      <h2 id="audit-title">Audit log</h2>
+      <form className="filters" onSubmit={apply} aria-label="Filter the audit log">
+        <div className="field">
+          <label htmlFor={`${id}-action`}>Action</label>
+          <input id={`${id}-action`} value={draft.action} placeholder="spaces.create" onChange={set("action")} />
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-who`}>Principal</label>
+          <select id={`${id}-who`} value={draft.principal} onChange={set("principal")}>
+            <option value="">Anyone</option>
+            {[...who].map(([key, name]) => (
+              <option key={key} value={key}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-target`}>Target</label>
+          <input id={`${id}-target`} value={draft.target} placeholder="space:…" onChange={set("target")} />
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-door`}>Door</label>
+          <select id={`${id}-door`} value={draft.door} onChange={set("door")}>
+            <option value="">Any</option>
+            <option value="socket">socket (apps and this client)</option>
+            <option value="mcp">mcp (MCP clients)</option>
+            <option value="none">none (the server's own work)</option>
+          </select>
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-since`}>From</label>
+          <input id={`${id}-since`} type="datetime-local" value={draft.since} onChange={set("since")} />
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-until`}>Until</label>
+          <input id={`${id}-until`} type="datetime-local" value={draft.until} onChange={set("until")} />
+        </div>
+        <div className="filter-buttons">
+          <button type="submit">Apply filters</button>
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => {
+              setDraft(NO_FILTER);
+              setFilter(NO_FILTER);
+              setBump((n) => n + 1);
+            }}
+          >
+            Clear
+          </button>
+        </div>
+      </form>
+      <Refusal error={rows.error} />
+      {rows.data === undefined ? (
+        !rows.error && <p aria-busy="true">Loading the audit log…</p>
+      ) : rows.data.length === 0 ? (
+        <p>No audit rows match.</p>
+      ) : (
+        <>
+          <p className="hint" aria-live="polite">
+            {rows.data.length === PAGE ? `The newest ${PAGE} rows that match` : `${rows.data.length} rows`}, newest
+            first.
+          </p>
+          <div className="scroll" role="region" aria-label="Audit rows" tabIndex={0}>
+            <table className="table audit-table">
+              <thead>
+                <tr>
+                  <th scope="col">Time</th>
+                  <th scope="col">Principal</th>
+                  <th scope="col">Action</th>
+                  <th scope="col">Target</th>
+                  <th scope="col">Door</th>
+                  <th scope="col">Details</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.data.map((r) => (
+                  <tr key={`${r.target}#${r.seq}`}>
+                    <td>
+                      <time dateTime={r.at}>{when(r.at)}</time>
+                    </td>
+                    <td title={r.principal}>{who.get(r.principal) ?? r.principal}</td>
+                    <td>
+                      <code>{r.action}</code>
+                    </td>
+                    <td>
+                      <code>{r.target}</code>
+                    </td>
+                    <td>{r.door ?? "none"}</td>
+                    <td>
+                      {Object.keys(r.details).length > 0 && <code className="wrap">{JSON.stringify(r.details)}</code>}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      )}
+    </section>
+  );
+}
+
+function Events({ workspaceId }: { workspaceId: string }) {
+  const id = useId();
+  const [draft, setDraft] = useState("");
+  const [types, setTypes] = useState<string[] | null>(null);
+  const { events, loaded, error } = useWorkspaceEvents(workspaceId, { types, shown: EVENTS_SHOWN });
+  const apply = (e: FormEvent) => {
+    e.preventDefault();
+    const wanted = draft
+      .split(",")
+      .map((t) => t.trim())
+      .filter(Boolean);
+    setTypes(wanted.length ? wanted : null);
+  };
+  return (
+    <section aria-labelledby="events-title" className="panel" id="events">
+      <h2 id="events-title">Domain events</h2>
+      <form className="filters" onSubmit={apply} aria-label="Filter the domain events">
+        <div className="field grow">
+          <label htmlFor={`${id}-types`}>Event types (comma-separated)</label>
+          <input
+            id={`${id}-types`}
+            value={draft}
+            placeholder="workspace.spaceCreated, workspace.ticketChanged"
+            onChange={(e) => setDraft(e.target.value)}
+          />
+        </div>
+        <div className="filter-buttons">
+          <button type="submit">Apply filter</button>
+        </div>
+      </form>
+      <Refusal error={error} />
+      {!error &&
+        (!loaded ? (
+          <p aria-busy="true">Loading events…</p>
+        ) : events.length === 0 ? (
+          <p>No events{types ? " of these types" : ""} yet; new ones appear here as they happen.</p>
+        ) : (
+          <>
+            <p className="hint">The last {EVENTS_SHOWN} at most, newest first; new ones appear as they happen.</p>
+            <ol className="list events" aria-label="Domain events, newest first">
+              {[...events].reverse().map((e) => (
+                <li key={e.seq} data-seq={e.seq}>
+                  <div className="row-main">
+                    <span className="hint">#{e.seq}</span>
+                    <code>{e.type}</code>
+                    <time dateTime={e.occurredAt}>{when(e.occurredAt)}</time>
+                  </div>
+                  <details>
+                    <summary>Payload</summary>
+                    <pre>{JSON.stringify(e.payload, null, 2)}</pre>
+                  </details>
+                </li>
+              ))}
+            </ol>
+          </>
+        ))}
+    </section>
+  );
+}
+
+export default function AuditPage({ workspaceId }: { workspaceId: string }) {
+  const { workspace, missing } = useWorkspace(workspaceId);
+  const admin = isAdmin(workspace?.role);
+  return (
+    <div className="ws">
+      <WorkspaceHeader workspaceId={workspaceId} workspace={workspace} title="Audit log and events" />
+      {missing && <NotAMember />}
+      {workspace && (
+        <>
+          <nav aria-label="Workspace" className="subnav">
+            <Link href={workspacePath(workspaceId)}>Workspace home</Link>
+            <Link href={workspaceSettingsPath(workspaceId)}>Settings</Link>
+          </nav>
+          {admin ? (
+            <AuditLog workspaceId={workspaceId} />
+          ) : (
+            <p className="notice">The audit log is for admins and owners; your role is {workspace.role}.</p>
+          )}
+          {workspace.role !== "guest" && <Events workspaceId={workspaceId} />}
+        </>
+      )}
+    </div>
+  );
+}

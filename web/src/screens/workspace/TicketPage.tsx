@@ -1,0 +1,142 @@
+/** One ticket (`/workspaces/<id>/tickets/<ticketId>`): its status, description and parent, edits, its sub-tickets
+ * and filing new ones, and deleting it (with its sub-tickets). */
+import { useId, useState, type FormEvent } from "react";
+import type { TicketDetail } from "../../generated/ops";
+import { Link } from "../../Link";
+import { useCall, useRpc } from "../../rpc/hooks";
+import { navigate, ticketPath, workspacePath } from "../../router";
+import { ConfirmButton, NotAMember, Refusal, useAction, useWorkspace, when, WorkspaceHeader } from "./common";
+import { CreateTicket, statusLabel, StatusSelect } from "./tickets";
+import "./workspace.css";
+
+function ParentLink({ workspaceId, parentId }: { workspaceId: string; parentId: string }) {
+  const parent = useCall("tickets.get", { workspace_id: workspaceId, ticketId: parentId });
+  return (
+    <p>
+      Sub-ticket of{" "}
+      <Link href={ticketPath(workspaceId, parentId)}>{parent.data?.title ?? (parent.error ? parentId : "…")}</Link>
+    </p>
+  );
+}
+
+function EditTicket({ workspaceId, ticket, onSaved }: { workspaceId: string; ticket: TicketDetail; onSaved(): void }) {
+  const client = useRpc();
+  const action = useAction();
+  const [title, setTitle] = useState(ticket.title);
+  const [description, setDescription] = useState(ticket.description);
+  const id = useId();
+  const save = async (e: FormEvent) => {
+    e.preventDefault();
+    const args = { workspace_id: workspaceId, ticketId: ticket.id, title, description };
+    if (await action.run(() => client.call("tickets.update", args))) onSaved();
+  };
+  return (
+    <details className="adder">
+      <summary>Edit title and description</summary>
+      <form className="stack-form" onSubmit={save} aria-label="Edit ticket">
+        <div className="field">
+          <label htmlFor={`${id}-t`}>Title</label>
+          <input id={`${id}-t`} value={title} required onChange={(e) => setTitle(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-d`}>Description</label>
+          <textarea id={`${id}-d`} rows={4} value={description} onChange={(e) => setDescription(e.target.value)} />
+        </div>
+        <button type="submit" disabled={action.busy || !title.trim()}>
+          Save
+        </button>
+        <Refusal error={action.error} />
+      </form>
+    </details>
+  );
+}
+
+export default function TicketPage({ workspaceId, ticketId }: { workspaceId: string; ticketId: string }) {
+  const client = useRpc();
+  const { workspace, missing } = useWorkspace(workspaceId);
+  const [bump, setBump] = useState(0);
+  const reload = () => setBump((n) => n + 1);
+  const ticket = useCall("tickets.get", { workspace_id: workspaceId, ticketId }, bump);
+  const removal = useAction();
+  const t = ticket.data;
+  const canChange = workspace !== undefined && workspace.role !== "guest";
+  const remove = async () => {
+    const done = await removal.run(() => client.call("tickets.delete", { workspace_id: workspaceId, ticketId }));
+    if (done) navigate(workspacePath(workspaceId), true);
+  };
+  if (missing) {
+    return (
+      <div className="ws">
+        <WorkspaceHeader workspaceId={workspaceId} workspace={workspace} title="Ticket" />
+        <NotAMember />
+      </div>
+    );
+  }
+  return (
+    <div className="ws">
+      <WorkspaceHeader
+        workspaceId={workspaceId}
+        workspace={workspace}
+        title={t?.title ?? (ticket.error ? "Ticket not found" : "Ticket")}
+      />
+      <Refusal error={ticket.error} />
+      {!t ? (
+        !ticket.error && <p aria-busy="true">Loading the ticket…</p>
+      ) : (
+        <>
+          <div className="ticket-meta">
+            {canChange ? (
+              <StatusSelect workspaceId={workspaceId} ticket={t} onChanged={reload} />
+            ) : (
+              <span className="badge">{statusLabel(t.status)}</span>
+            )}
+            <span className="hint">
+              Filed by <code>{t.reporter}</code> on {when(t.createdAt)}
+            </span>
+          </div>
+          {t.parentId && <ParentLink workspaceId={workspaceId} parentId={t.parentId} />}
+          <section aria-labelledby="desc-title" className="panel">
+            <h2 id="desc-title">Description</h2>
+            {t.description ? <p className="prewrap">{t.description}</p> : <p className="hint">No description.</p>}
+            {canChange && <EditTicket key={t.updatedAt} workspaceId={workspaceId} ticket={t} onSaved={reload} />}
+          </section>
+          <section aria-labelledby="subs-title" className="panel">
+            <h2 id="subs-title">Sub-tickets</h2>
+            {t.subTickets.length === 0 ? (
+              <p>No sub-tickets yet.</p>
+            ) : (
+              <ul className="list" aria-label="Sub-tickets">
+                {t.subTickets.map((s) => (
+                  <li key={s.id}>
+                    <Link href={ticketPath(workspaceId, s.id)}>{s.title}</Link>
+                    <span className="badge">{statusLabel(s.status)}</span>
+                  </li>
+                ))}
+              </ul>
+            )}
+            {canChange && (
+              <CreateTicket workspaceId={workspaceId} parentId={t.id} label="Add sub-ticket" onCreated={reload} />
+            )}
+          </section>
+          {canChange && (
+            <section aria-labelledby="delete-title" className="panel">
+              <h2 id="delete-title">Delete</h2>
+              <ConfirmButton
+                label="Delete"
+                name="Delete this ticket"
+                question={
+                  t.subTickets.length
+                    ? `Delete this ticket and its ${t.subTickets.length} sub-ticket(s)?`
+                    : "Delete this ticket?"
+                }
+                busy={removal.busy}
+                onConfirm={() => void remove()}
+              />
+              <Refusal error={removal.error} />
+            </section>
+          )}
+        </>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,68 @@
+/** A workspace's settings (`/settings/workspaces/<id>`): members and roles, invites, guardrails, and the place of
+ * the chat bridge's connect dialog. */
+import { Link } from "../../Link";
+import { useCall } from "../../rpc/hooks";
+import { auditPath, workspacePath } from "../../router";
+import { isAdmin, NotAMember, useWorkspace, WorkspaceHeader } from "./common";
+import { Guardrails } from "./Guardrails";
+import { InviteForm, MemberRoles } from "./Members";
+import "./workspace.css";
+
+export default function WorkspaceSettings({ workspaceId }: { workspaceId: string }) {
+  const { workspace, missing, error } = useWorkspace(workspaceId);
+  const me = useCall("users.me", {});
+  const admin = isAdmin(workspace?.role);
+  return (
+    <div className="ws">
+      <WorkspaceHeader
+        workspaceId={workspaceId}
+        workspace={workspace}
+        title={workspace ? `Settings of ${workspace.name}` : "Workspace settings"}
+      />
+      {error && (
+        <p className="error" role="alert">
+          {error.message}
+        </p>
+      )}
+      {missing && <NotAMember />}
+      {workspace && (
+        <>
+          <nav aria-label="Workspace" className="subnav">
+            <Link href={workspacePath(workspaceId)}>Workspace home</Link>
+            {admin && <Link href={auditPath(workspaceId)}>Audit log and events</Link>}
+          </nav>
+          {!admin && (
+            <p className="notice">
+              Your role is <strong>{workspace.role}</strong>: you can see these settings, and only admins and owners
+              can change them.
+            </p>
+          )}
+          <section aria-labelledby="members-title" className="panel" id="members">
+            <h2 id="members-title">Members and roles</h2>
+            <p className="hint">
+              Only owners grant or take away the owner role, and a workspace always keeps one owner.
+            </p>
+            {me.data && <MemberRoles workspaceId={workspaceId} me={me.data.id} />}
+          </section>
+          {admin && (
+            <section aria-labelledby="invites-title" className="panel" id="invites">
+              <h2 id="invites-title">Invites</h2>
+              <InviteForm workspaceId={workspaceId} myRole={workspace.role} />
+            </section>
+          )}
+          <section aria-labelledby="guardrails-title" className="panel" id="guardrails">
+            <h2 id="guardrails-title">Guardrails</h2>
+            <Guardrails workspaceId={workspaceId} canChange={admin} />
+          </section>
+          <section aria-labelledby="chat-title" className="panel" id="chat-bridge">
+            <h2 id="chat-title">Chat bridge</h2>
+            <p className="notice">
+              Not available yet. Connecting this workspace to a chat provider (Slack) arrives with the chat bridge, a
+              later release; its connect dialog will be here. There is nothing to set up until then.
+            </p>
+          </section>
+        </>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,78 @@
+/** The workspace's domain events as a screen follows them: the last `shown` events (optionally of some types),
+ * then each new one as it is published. The watch survives reconnects: after each one its first reply comes again
+ * and what was missed meanwhile is fetched from the last event shown. */
+import { useEffect, useRef, useState } from "react";
+import type { EventView } from "../../generated/ops";
+import { RpcError } from "../../rpc/errors";
+import { useRpc } from "../../rpc/hooks";
+
+function isEvent(value: unknown): value is EventView {
+  const v = value as Partial<EventView> | null;
+  return typeof v === "object" && v !== null && typeof v.seq === "number" && typeof v.type === "string";
+}
+
+export interface FollowOptions {
+  types?: string[] | null;
+  shown: number;
+  /** Each event that arrived after the first page (live, or fetched after a reconnect): something changed. */
+  onChange?(event: EventView): void;
+}
+
+export function useWorkspaceEvents(
+  workspaceId: string,
+  { types = null, shown, onChange }: FollowOptions,
+): { events: EventView[]; loaded: boolean; error: RpcError | null } {
+  const client = useRpc();
+  const [events, setEvents] = useState<EventView[]>([]);
+  const [loaded, setLoaded] = useState(false);
+  const [error, setError] = useState<RpcError | null>(null);
+  const lastSeq = useRef(0);
+  const changed = useRef(onChange);
+  changed.current = onChange;
+  const typesKey = JSON.stringify(types);
+
+  useEffect(() => {
+    let live = true;
+    let firstPage = true;
+    const wanted = JSON.parse(typesKey) as string[] | null;
+    lastSeq.current = 0;
+    setEvents([]);
+    setLoaded(false);
+    setError(null);
+    const add = (found: EventView[], quiet: boolean) => {
+      const fresh = found.filter((e) => e.seq > lastSeq.current);
+      if (!live || fresh.length === 0) return;
+      lastSeq.current = Math.max(lastSeq.current, ...fresh.map((e) => e.seq));
+      setEvents((old) => [...old, ...fresh].sort((a, b) => a.seq - b.seq).slice(-shown));
+      if (!quiet) for (const e of fresh) changed.current?.(e);
+    };
+    const handle = client.watch(
+      "events.watch",
+      { workspace_id: workspaceId, types: wanted },
+      {
+        onReply: () => {
+          const quiet = firstPage;
+          firstPage = false;
+          client
+            .call("events.list", { workspace_id: workspaceId, afterSeq: lastSeq.current, last: shown, types: wanted })
+            .then(
+              (found) => {
+                add(found, quiet);
+                if (live) setLoaded(true);
+              },
+              (e: unknown) => live && e instanceof RpcError && e.code !== "unavailable" && setError(e),
+            );
+        },
+        onEvent: (event) => {
+          if (isEvent(event)) add([event], false);
+        },
+        onError: (e) => live && setError(e),
+      },
+    );
+    return () => {
+      live = false;
+      handle.close();
+    };
+  }, [client, workspaceId, typesKey, shown]);
+  return { events, loaded, error };
+}
