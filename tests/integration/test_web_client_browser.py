@@ -10,69 +10,25 @@ import asyncio
 import gzip
 import socket
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import async_playwright
 
 from hangar.identity import IdentityService
-from hangar.identity.pairing import Pairing
 from hangar.identity.part import IDENTITY_PART
 from hangar.oversight import OVERSIGHT_PART
 from hangar.sso.part import SSO_PART
 from hangar.workspace.part import WORKSPACE_PART
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
-from tests.support.server import RunningServer, running_server
-from tests.support.webclient import axe_source, built_web_client
+from tests.support.server import running_server
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, connect_with_code
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, SSO_PART, WORKSPACE_PART]
-
-
-@asynccontextmanager
-async def chromium() -> AsyncIterator[Any]:
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield browser
-        finally:
-            await browser.close()
-
-
-class Console:
-    """Every console error and uncaught exception of a page (a CSP violation is one)."""
-
-    def __init__(self, page: Any) -> None:
-        self.errors: list[str] = []
-        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
-
-
-async def axe_violations(page: Any) -> list[str]:
-    """Serious and critical axe violations of the page as it is now."""
-    await page.evaluate(axe_source() + "\n;0")
-    result = await page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-    return [
-        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']]}"
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
-
-
-async def pairing_code(srv: RunningServer) -> str:
-    return await srv.ctx.service(Pairing).mint_device_code(srv.owner_id)
-
-
-async def connect_with_code(page: Any, srv: RunningServer) -> None:
-    await page.get_by_role("textbox", name="Pairing code").fill(await pairing_code(srv))
-    await page.get_by_role("textbox", name="Device name").fill("Test browser")
-    await page.get_by_role("button", name="Connect", exact=True).click()
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,23 @@
 """The built web client (``web/dist``) for browser tests: built here when missing or older than its sources, as
-``make test`` builds it first; node and npm come from the host (the Makefile installs Debian's where missing)."""
+``make test`` builds it first; node and npm come from the host (the Makefile installs Debian's where missing).
+And what every browser test of it needs: Debian's Chromium driven by Playwright (never a downloaded browser), a
+page's console errors, axe's serious and critical violations, and connecting a page with a pairing code."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
+
+from playwright.async_api import async_playwright
+
+from hangar.identity.pairing import Pairing
+from tests.support.chromium import CHROMIUM
+from tests.support.server import RunningServer
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 DIST = WEB / "dist"
@@ -39,3 +50,43 @@ def axe_source() -> str:
     """axe-core from the client's own dev dependencies (no CDN), injected into pages by the tests."""
     built_web_client()  # the same npm install brings it
     return (WEB / "node_modules" / "axe-core" / "axe.min.js").read_text(encoding="utf-8")
+
+
+@asynccontextmanager
+async def chromium() -> AsyncIterator[Any]:
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+class Console:
+    """Every console error and uncaught exception of a page (a CSP violation is one)."""
+
+    def __init__(self, page: Any) -> None:
+        self.errors: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+
+
+async def axe_violations(page: Any) -> list[str]:
+    """Serious and critical axe violations of the page as it is now."""
+    await page.evaluate(axe_source() + "\n;0")
+    result = await page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+async def pairing_code(srv: RunningServer) -> str:
+    return await srv.ctx.service(Pairing).mint_device_code(srv.owner_id)
+
+
+async def connect_with_code(page: Any, srv: RunningServer) -> None:
+    await page.get_by_role("textbox", name="Pairing code").fill(await pairing_code(srv))
+    await page.get_by_role("textbox", name="Device name").fill("Test browser")
+    await page.get_by_role("button", name="Connect", exact=True).click()

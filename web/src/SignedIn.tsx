@@ -1,6 +1,6 @@
 /** The signed-in shell: one RPC client for the credential, a header with the person and the connection's state,
  * and the screen of the current path. */
-import { useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { RpcClient, rpcUrlFor } from "./rpc/client";
 import { RpcContext, useCall, useConnectionState, useRpc } from "./rpc/hooks";
 import { Link } from "./Link";
@@ -9,6 +9,14 @@ import type { Route } from "./router";
 import { Home } from "./screens/Home";
 import { NotFound } from "./screens/NotFound";
 import { Workspace } from "./screens/Workspace";
+
+// The pipelines screens (their canvas, editor and YAML parser) load with the first visit to them, not before.
+const Pipelines = lazy(() => import("./screens/pipelines/Pipelines").then((m) => ({ default: m.Pipelines })));
+const RunMonitor = lazy(() => import("./screens/pipelines/RunMonitor").then((m) => ({ default: m.RunMonitor })));
+
+function Loading() {
+  return <p aria-busy="true">Loading…</p>;
+}
 
 const STATE_TEXT = {
   connecting: "Connecting…",
@@ -50,6 +58,18 @@ function Screen({ route }: { route: Route }) {
   switch (route.name) {
     case "workspace":
       return <Workspace workspaceId={route.workspaceId} />;
+    case "pipelines":
+      return (
+        <Suspense fallback={<Loading />}>
+          <Pipelines workspaceId={route.workspaceId} />
+        </Suspense>
+      );
+    case "pipelineRun":
+      return (
+        <Suspense fallback={<Loading />}>
+          <RunMonitor workspaceId={route.workspaceId} runId={route.runId} />
+        </Suspense>
+      );
     case "notFound":
       return <NotFound path={route.path} />;
     default:

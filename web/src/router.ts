@@ -6,9 +6,13 @@ export type Route =
   | { name: "connect"; next: string | null }
   | { name: "home" }
   | { name: "workspace"; workspaceId: string }
+  | { name: "pipelines"; workspaceId: string }
+  | { name: "pipelineRun"; workspaceId: string; runId: string }
   | { name: "notFound"; path: string };
 
 const WORKSPACE = /^\/workspaces\/([^/]+)\/?$/;
+const PIPELINES = /^\/workspaces\/([^/]+)\/pipelines\/?$/;
+const PIPELINE_RUN = /^\/workspaces\/([^/]+)\/pipelines\/runs\/([^/]+)\/?$/;
 
 /** A path the app may go to after connecting: same-origin and absolute, never `//host` or a scheme. */
 export function safeNext(next: string | null): string | null {
@@ -29,11 +33,29 @@ export function parseRoute(pathname: string, search = ""): Route {
       return { name: "notFound", path: pathname };
     }
   }
+  const pipelines = PIPELINES.exec(pathname);
+  const run = PIPELINE_RUN.exec(pathname);
+  try {
+    if (pipelines?.[1]) return { name: "pipelines", workspaceId: decodeURIComponent(pipelines[1]) };
+    if (run?.[1] && run[2]) {
+      return { name: "pipelineRun", workspaceId: decodeURIComponent(run[1]), runId: decodeURIComponent(run[2]) };
+    }
+  } catch {
+    // A malformed %-escape names nothing.
+  }
   return { name: "notFound", path: pathname };
 }
 
 export function workspacePath(workspaceId: string): string {
   return `/workspaces/${encodeURIComponent(workspaceId)}`;
+}
+
+export function pipelinesPath(workspaceId: string): string {
+  return `${workspacePath(workspaceId)}/pipelines`;
+}
+
+export function pipelineRunPath(workspaceId: string, runId: string): string {
+  return `${pipelinesPath(workspaceId)}/runs/${encodeURIComponent(runId)}`;
 }
 
 const listeners = new Set<() => void>();

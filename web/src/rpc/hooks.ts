@@ -36,7 +36,8 @@ export interface CallState<N extends OpName> {
   loading: boolean;
 }
 
-export function useCall<N extends CallOpName>(op: N, args: ArgsOf<N>): CallState<N> {
+/** `refresh`: any value that changes when the result should be fetched again (after a change the screen made). */
+export function useCall<N extends CallOpName>(op: N, args: ArgsOf<N>, refresh: unknown = 0): CallState<N> {
   const client = useRpc();
   const epoch = useConnectionEpoch();
   const key = JSON.stringify(args);
@@ -59,6 +60,6 @@ export function useCall<N extends CallOpName>(op: N, args: ArgsOf<N>): CallState
     return () => {
       live = false;
     };
-  }, [client, op, key, epoch]);
+  }, [client, op, key, epoch, refresh]);
   return state;
 }

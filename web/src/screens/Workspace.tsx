@@ -6,6 +6,7 @@ import type { EventView } from "../generated/ops";
 import { Link } from "../Link";
 import { RpcError } from "../rpc/errors";
 import { useCall, useRpc } from "../rpc/hooks";
+import { pipelinesPath } from "../router";
 
 const SHOWN = 50;
 
@@ -73,6 +74,11 @@ export function Workspace({ workspaceId }: { workspaceId: string }) {
         <p className="hint">
           Your role: <span className="badge">{workspace.role}</span>. Spaces, tickets, agents and pipelines will be
           shown here.
+        </p>
+      )}
+      {workspace && (
+        <p>
+          <Link href={pipelinesPath(workspaceId)}>Pipelines</Link>
         </p>
       )}
       <section aria-labelledby="activity-title">
