@@ -7,6 +7,7 @@ each screen, light and dark, and at phone width; no console error anywhere."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,13 @@ async def open_signed_in(browser: Any, srv: RunningServer, path: str, **context:
     return page, console
 
 
+async def shot(page: Any, name: str) -> None:
+    """A screenshot for the manual's guides, kept where ``HANGAR_WEB_SHOTS`` names (taken only then)."""
+    where = os.environ.get("HANGAR_WEB_SHOTS")
+    if where:
+        await page.screenshot(path=str(Path(where) / f"{name}.png"), full_page=True)
+
+
 async def ok_pixels(page: Any) -> int:
     """How many pixels of the run's canvas are drawn in the theme's `--ok` colour (a completed step's)."""
     return int(
@@ -102,6 +110,7 @@ async def test_write_a_template_with_an_error_fix_it_and_watch_a_run_complete(tm
         create = page.get_by_role("button", name="Create template")
         assert await create.is_disabled()
         assert await axe_violations(page) == []
+        await shot(page, "pipelines-editor-problem")
         # The problem's button puts the cursor on its line.
         await problem.get_by_role("button").click()
         selected = await editor.evaluate("t => t.value.slice(t.selectionStart, t.selectionEnd)")
@@ -139,6 +148,7 @@ async def test_write_a_template_with_an_error_fix_it_and_watch_a_run_complete(tm
         await row.get_by_text("hello Ann O'Neil").wait_for()
         assert await page.get_by_text("3 of 3 steps settled").count() == 1
         assert await axe_violations(page) == []
+        await shot(page, "pipelines-run-completed")
         async with RpcClient(srv.ws_url, srv.owner_token) as c:
             run = await c.call("pipelines.runs.get", workspace_id=ws, runId=run_id)
         assert run["status"] == "completed" and run["state"]["greeting"] == "hello Ann O'Neil"
@@ -216,6 +226,7 @@ async def test_approve_at_a_gate_and_cancel_a_running_run(tmp_path: Path, dist: 
         )
         assert await axe_violations(page) == []
         assert await page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+        await shot(page, "pipelines-gate-phone-dark")
         await gate.get_by_role("textbox", name="Reason (optional)").fill("looks good")
         await gate.get_by_role("button", name="Approve").click()
         await page.wait_for_function(
@@ -245,6 +256,7 @@ async def test_approve_at_a_gate_and_cancel_a_running_run(tmp_path: Path, dist: 
         )
         assert await page.get_by_role("progressbar").get_attribute("value") == "1"
         assert await axe_violations(page) == []
+        await shot(page, "pipelines-run-running-phone-dark")
         await page.get_by_role("button", name="Cancel run").click()
         await page.get_by_text("The run was cancelled.").wait_for()
         await page.wait_for_function(

@@ -41,7 +41,36 @@ function palette(el: Element): Palette {
   };
 }
 
-const MARK: Record<Tone, string> = { idle: "", busy: "", wait: "⏸", good: "✓", bad: "✗", off: "–" };
+/** A status mark drawn as lines (a font may lack the glyphs): a tick, a cross, a pause, a dash. */
+function drawMark(ctx: CanvasRenderingContext2D, tone: Tone, x: number, y: number): void {
+  ctx.beginPath();
+  switch (tone) {
+    case "good":
+      ctx.moveTo(x - 6, y);
+      ctx.lineTo(x - 2, y + 4);
+      ctx.lineTo(x + 6, y - 5);
+      break;
+    case "bad":
+      ctx.moveTo(x - 5, y - 5);
+      ctx.lineTo(x + 5, y + 5);
+      ctx.moveTo(x + 5, y - 5);
+      ctx.lineTo(x - 5, y + 5);
+      break;
+    case "wait":
+      ctx.moveTo(x - 3, y - 6);
+      ctx.lineTo(x - 3, y + 6);
+      ctx.moveTo(x + 3, y - 6);
+      ctx.lineTo(x + 3, y + 6);
+      break;
+    case "off":
+      ctx.moveTo(x - 5, y);
+      ctx.lineTo(x + 5, y);
+      break;
+    default:
+      return;
+  }
+  ctx.stroke();
+}
 
 function shapePath(ctx: CanvasRenderingContext2D, kind: GraphNode["kind"], b: Box): void {
   const { x, y, w, h } = b;
@@ -203,11 +232,11 @@ function drawNode(
     ctx.beginPath();
     ctx.arc(mx, my, 7, spin, spin + Math.PI * 1.4);
     ctx.stroke();
-  } else if (state && MARK[tone]) {
-    ctx.fillStyle = colour;
-    ctx.font = "700 15px system-ui, sans-serif";
-    ctx.textAlign = "center";
-    ctx.fillText(MARK[tone], mx, my);
+  } else if (state) {
+    ctx.strokeStyle = colour;
+    ctx.lineWidth = 2.5;
+    ctx.lineCap = "round";
+    drawMark(ctx, tone, mx, my);
   }
   if (state && state.attempts > 1) {
     ctx.fillStyle = p.muted;

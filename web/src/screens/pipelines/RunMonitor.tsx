@@ -139,6 +139,10 @@ function EventGate(props: { workspaceId: string; run: RunDetail; step: StepDetai
         ) : null}
         .
       </p>
+      <p className="hint-inline">
+        Approve and Reject send this event with your decision; it resumes every step waiting for it whose match the
+        event meets, in any run.
+      </p>
       <label htmlFor={`${ids}-reason`}>Reason (optional)</label>
       <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} />
       <div className="row actions">

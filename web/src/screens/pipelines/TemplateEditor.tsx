@@ -19,6 +19,9 @@ import {
 
 const CHECK_AFTER_MS = 350;
 const LINE_PX = 21; // the textarea's line height (pipelines.css), for scrolling to a line
+// The text area grows with the template between these many lines, then scrolls.
+const MIN_LINES = 12;
+const MAX_LINES = 32;
 
 interface Problem {
   message: string;
@@ -132,6 +135,7 @@ export function TemplateEditor(props: {
   for (const p of current?.problems ?? []) if (p.line !== null && !badLines.has(p.line)) badLines.set(p.line, p.message);
   const warnLines = new Set((current?.warnings ?? []).map((w) => w.line).filter((l) => l !== null));
   const lineCount = (text ?? "").split("\n").length;
+  const codeHeight = { height: `${Math.min(MAX_LINES, Math.max(MIN_LINES, lineCount + 1)) * LINE_PX + 16}px` };
 
   const jump = (line: number) => {
     const el = area.current;
@@ -203,7 +207,7 @@ export function TemplateEditor(props: {
       ) : (
         <div className="editor-body">
           <div className="code">
-            <div className="gutter" ref={gutter} aria-hidden="true">
+            <div className="gutter" ref={gutter} aria-hidden="true" style={codeHeight}>
               {Array.from({ length: lineCount }, (_, i) => {
                 const n = i + 1;
                 const bad = badLines.get(n);
@@ -223,6 +227,7 @@ export function TemplateEditor(props: {
               value={text}
               spellCheck={false}
               wrap="off"
+              style={codeHeight}
               aria-invalid={hasProblems}
               aria-describedby={problemsId}
               onChange={(e) => setText(e.target.value)}
