@@ -202,12 +202,40 @@ SLOW = {
 }
 
 
+SHAKY = {
+    "id": "shaky",
+    "name": "Shaky",
+    "steps": [
+        {"id": "start", "kind": "trigger"},
+        {
+            "id": "flaky",
+            "kind": "listen",
+            "body": "test.flaky",
+            "trigger": {"sourceStepIds": ["start"]},
+            "config": {
+                "extras": {"failTimes": 1},
+                "retryPolicy": {"maxAttempts": 2, "initialDelayMs": 10},
+                "outputKey": "tries",
+            },
+        },
+        {
+            "id": "boom",
+            "kind": "listen",
+            "body": "shell.run",
+            "trigger": {"sourceStepIds": ["flaky"]},
+            "config": {"script": "echo 'disk on fire' >&2; exit 3"},
+        },
+    ],
+}
+
+
 async def test_approve_at_a_gate_and_cancel_a_running_run(tmp_path: Path, dist: Path) -> None:
     async with running_server(tmp_path, parts=parts_with_test_bodies(), web_dist=dist) as srv, chromium() as browser:
         ws = await srv.new_workspace("Gates")
         async with RpcClient(srv.ws_url, srv.owner_token) as c:
             await c.call("pipelines.templates.create", workspace_id=ws, template=GATE)
             await c.call("pipelines.templates.create", workspace_id=ws, template=SLOW)
+            await c.call("pipelines.templates.create", workspace_id=ws, template=SHAKY)
             gated = (await c.call("pipelines.runs.start", workspace_id=ws, templateId="review"))["runId"]
 
         # Dark, at phone width: the gate is usable there too.
@@ -267,4 +295,23 @@ async def test_approve_at_a_gate_and_cancel_a_running_run(tmp_path: Path, dist: 
         assert await page.get_by_role("button", name="Cancel run").count() == 0
         async with RpcClient(srv.ws_url, srv.owner_token) as c:
             assert (await c.call("pipelines.runs.get", workspace_id=ws, runId=slow))["status"] == "cancelled"
+
+        # Retries and errors: a step that succeeded on its second attempt, then one that failed for good.
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            shaky = (await c.call("pipelines.runs.start", workspace_id=ws, templateId="shaky"))["runId"]
+        await page.goto(f"{srv.url}/workspaces/{ws}/pipelines/runs/{shaky}")
+        await page.wait_for_function(
+            "() => /boom: listen, failed/.test("
+            "document.querySelector('canvas[data-testid=pipeline-graph]')?.getAttribute('aria-label') ?? '')",
+            timeout=20_000,
+        )
+        label = await page.get_by_role("img", name=re.compile("Pipeline run graph")).get_attribute("aria-label")
+        assert "flaky: listen, completed after 2 attempts" in (label or "")
+        flaky = page.get_by_role("row").filter(has=page.get_by_role("button", name="flaky"))
+        assert (await flaky.get_by_role("cell").nth(1).inner_text()).strip() == "2"
+        boom = page.get_by_role("row").filter(has=page.get_by_role("button", name="boom"))
+        await boom.get_by_text("disk on fire").wait_for()
+        await page.locator(".pl-status").filter(has_text="failed").first.wait_for()
+        assert "disk on fire" in await page.get_by_role("alert").first.inner_text()
+        assert await axe_violations(page) == []
         assert console.errors == []

@@ -280,7 +280,8 @@ export function describeGraph(graph: Graph, states?: ReadonlyMap<string, NodeSta
   const steps = graph.nodes.map((n) => {
     const s = states?.get(n.id);
     const label = n.label === n.id ? n.id : `${n.label} (${n.id})`;
-    return `${label}: ${n.kind}${s ? `, ${statusText(s.status)}` : ""}`;
+    const tries = s && s.attempts > 1 ? ` after ${s.attempts} attempts` : "";
+    return `${label}: ${n.kind}${s ? `, ${statusText(s.status)}${tries}` : ""}`;
   });
   return steps.length ? steps.join("; ") : "no steps";
 }
