@@ -65,6 +65,24 @@ async def test_templates_runs_and_watch_over_rpc(tmp_path: Path) -> None:
             assert run["trigger"]["kind"] == "manual" and run["trigger"]["id"]
             hello = next(s for s in run["steps"] if s["stepId"] == "hello")
             assert hello["label"] == "Say hello" and hello["attempts"] == 1 and hello["durationMs"] is not None
+            # The run carries the template it started with (what a monitor draws), not a later edit of it.
+            assert run["template"]["id"] == "greet" and [s["id"] for s in run["template"]["steps"]] == [
+                "start",
+                "hello",
+            ]
+            edited = template(
+                "greet",
+                {
+                    "id": "more",
+                    "kind": "listen",
+                    "body": "shell.run",
+                    "trigger": {"sourceStepIds": ["hello"]},
+                    "config": {"script": "true"},
+                },
+            )
+            await c.call("pipelines.templates.update", workspace_id=ws, templateId="greet", template=edited)
+            again = await c.call("pipelines.runs.get", workspace_id=ws, runId=started["runId"])
+            assert [s["id"] for s in again["template"]["steps"]] == ["start", "hello"]
             seen: set[tuple[str, str]] = set()
             while ("hello", "completed") not in seen:
                 frame = await watch.next()

@@ -15,6 +15,14 @@ const TicketPage = lazy(() => import("./screens/workspace/TicketPage"));
 const WorkspaceSettings = lazy(() => import("./screens/workspace/WorkspaceSettings"));
 const AuditPage = lazy(() => import("./screens/workspace/AuditPage"));
 
+// The pipelines screens (their canvas, editor and YAML parser) load with the first visit to them, not before.
+const Pipelines = lazy(() => import("./screens/pipelines/Pipelines").then((m) => ({ default: m.Pipelines })));
+const RunMonitor = lazy(() => import("./screens/pipelines/RunMonitor").then((m) => ({ default: m.RunMonitor })));
+
+function Loading() {
+  return <p aria-busy="true">Loading…</p>;
+}
+
 const STATE_TEXT = {
   connecting: "Connecting…",
   open: "Connected",
@@ -61,6 +69,18 @@ function Screen({ route }: { route: Route }) {
       return <WorkspaceSettings workspaceId={route.workspaceId} />;
     case "audit":
       return <AuditPage workspaceId={route.workspaceId} />;
+    case "pipelines":
+      return (
+        <Suspense fallback={<Loading />}>
+          <Pipelines workspaceId={route.workspaceId} />
+        </Suspense>
+      );
+    case "pipelineRun":
+      return (
+        <Suspense fallback={<Loading />}>
+          <RunMonitor workspaceId={route.workspaceId} runId={route.runId} />
+        </Suspense>
+      );
     case "notFound":
       return <NotFound path={route.path} />;
     default:

@@ -9,12 +9,16 @@ export type Route =
   | { name: "ticket"; workspaceId: string; ticketId: string }
   | { name: "audit"; workspaceId: string }
   | { name: "workspaceSettings"; workspaceId: string }
+  | { name: "pipelines"; workspaceId: string }
+  | { name: "pipelineRun"; workspaceId: string; runId: string }
   | { name: "notFound"; path: string };
 
 const WORKSPACE = /^\/workspaces\/([^/]+)\/?$/;
 const TICKET = /^\/workspaces\/([^/]+)\/tickets\/([^/]+)\/?$/;
 const AUDIT = /^\/workspaces\/([^/]+)\/audit\/?$/;
 const WORKSPACE_SETTINGS = /^\/settings\/workspaces\/([^/]+)\/?$/;
+const PIPELINES = /^\/workspaces\/([^/]+)\/pipelines\/?$/;
+const PIPELINE_RUN = /^\/workspaces\/([^/]+)\/pipelines\/runs\/([^/]+)\/?$/;
 
 /** A path the app may go to after connecting: same-origin and absolute, never `//host` or a scheme. */
 export function safeNext(next: string | null): string | null {
@@ -38,6 +42,12 @@ export function parseRoute(pathname: string, search = ""): Route {
     if (audit?.[1]) return { name: "audit", workspaceId: decodeURIComponent(audit[1]) };
     const settings = WORKSPACE_SETTINGS.exec(pathname);
     if (settings?.[1]) return { name: "workspaceSettings", workspaceId: decodeURIComponent(settings[1]) };
+    const pipelines = PIPELINES.exec(pathname);
+    if (pipelines?.[1]) return { name: "pipelines", workspaceId: decodeURIComponent(pipelines[1]) };
+    const run = PIPELINE_RUN.exec(pathname);
+    if (run?.[1] && run[2]) {
+      return { name: "pipelineRun", workspaceId: decodeURIComponent(run[1]), runId: decodeURIComponent(run[2]) };
+    }
   } catch {
     // A malformed %-escape names nothing.
   }
@@ -63,6 +73,14 @@ export function auditPath(workspaceId: string): string {
 
 export function workspaceSettingsPath(workspaceId: string): string {
   return `/settings/workspaces/${encodeURIComponent(workspaceId)}`;
+}
+
+export function pipelinesPath(workspaceId: string): string {
+  return `${workspacePath(workspaceId)}/pipelines`;
+}
+
+export function pipelineRunPath(workspaceId: string, runId: string): string {
+  return `${pipelinesPath(workspaceId)}/runs/${encodeURIComponent(runId)}`;
 }
 
 const listeners = new Set<() => void>();

@@ -109,6 +109,8 @@ class RunDetail(RunSummary):
     payload: dict[str, Any]
     state: dict[str, Any]
     steps: list[StepDetail]
+    # The template as this run started with it (later edits do not reach a started run): what a monitor draws.
+    template: dict[str, Any]
 
 
 class RunWatchReply(RootModel[RunDetail | RunList]):

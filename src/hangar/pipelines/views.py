@@ -84,4 +84,5 @@ def run_detail(run: RunRow, recs: Mapping[str, StepRec], labels: Mapping[str, st
         payload=run.payload,
         state=run.state,
         steps=[_step_detail(sid, rec, labels.get(sid, sid)) for sid, rec in recs.items()],
+        template=run.template,
     )

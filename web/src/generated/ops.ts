@@ -250,6 +250,7 @@ export type RunDetail = {
   payload: Record<string, unknown>;
   state: Record<string, unknown>;
   steps: Array<StepDetail>;
+  template: Record<string, unknown>;
 };
 
 export type PipelinesRunsListRunStatus = "running" | "suspended" | "completed" | "failed" | "cancelled";

@@ -4,7 +4,7 @@
 import { useCallback, useState } from "react";
 import type { EventView } from "../../generated/ops";
 import { Link } from "../../Link";
-import { auditPath, workspaceSettingsPath } from "../../router";
+import { auditPath, pipelinesPath, workspaceSettingsPath } from "../../router";
 import { Activity } from "./Activity";
 import { Agents } from "./Agents";
 import { isAdmin, NotAMember, useWorkspace, WorkspaceHeader } from "./common";
@@ -49,6 +49,7 @@ function Home({ workspaceId, role }: { workspaceId: string; role: string }) {
         <a href="#teams">Teams</a>
         <a href="#repos">Repositories</a>
         <a href="#members">Members</a>
+        <Link href={pipelinesPath(workspaceId)}>Pipelines</Link>
         <Link href={workspaceSettingsPath(workspaceId)}>Settings</Link>
         {member && <Link href={auditPath(workspaceId)}>{admin ? "Audit log and events" : "Events"}</Link>}
       </nav>

@@ -1,0 +1,317 @@
+"""The pipelines screens end to end: Debian's Chromium, driven by Playwright, against a real server (every part,
+the pipelines engine with its shell steps in the real enclosure) serving the real build of ``web/``.
+
+Writing a template in the editor (a problem shown at its line first, then fixed), running it and watching it
+complete on the canvas; deciding at a gate that waits for a person's event; cancelling a running run; axe on
+each screen, light and dark, and at phone width; no console error anywhere."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hangar.core.part import Part
+from hangar.identity import IdentityService
+from hangar.pipelines.part import make_pipelines_part
+from hangar.server.parts import all_parts, step_bodies
+from tests.support.chromium import CHROMIUM
+from tests.support.rpc import RpcClient
+from tests.support.server import RunningServer, running_server
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium
+from tests.unit.pipelines import bodies_for_tests
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
+
+BROKEN = """id: greet
+name: Greet
+steps:
+  - id: start
+    kind: trigger
+  - id: hello
+    kind: listen
+    body: shell.run
+    trigger:
+      sourceStepIds: [ghost]
+    config:
+      label: Say hello
+      script: printf 'hello %s' {{who}}
+      outputKey: greeting
+  - id: end
+    kind: terminal
+    trigger:
+      sourceStepIds: [hello]
+"""
+
+
+@pytest.fixture(scope="module")
+def dist() -> Path:
+    return built_web_client()
+
+
+async def open_signed_in(browser: Any, srv: RunningServer, path: str, **context: Any) -> tuple[Any, Console]:
+    token = await srv.ctx.service(IdentityService).issue_device(srv.owner_id, "pipelines-browser")
+    page = await (await browser.new_context(**context)).new_page()
+    console = Console(page)
+    await page.goto(f"{srv.url}{path}#token={token}")
+    return page, console
+
+
+async def shot(page: Any, name: str) -> None:
+    """A screenshot for the manual's guides, kept where ``HANGAR_WEB_SHOTS`` names (taken only then)."""
+    where = os.environ.get("HANGAR_WEB_SHOTS")
+    if where:
+        await page.screenshot(path=str(Path(where) / f"{name}.png"), full_page=True)
+
+
+async def ok_pixels(page: Any) -> int:
+    """How many pixels of the run's canvas are drawn in the theme's `--ok` colour (a completed step's)."""
+    return int(
+        await page.evaluate(
+            """() => {
+              const c = document.querySelector('canvas[data-testid=pipeline-graph]');
+              const probe = document.createElement('span');
+              probe.style.color = getComputedStyle(c).getPropertyValue('--ok');
+              document.body.append(probe);
+              const [r, g, b] = getComputedStyle(probe).color.match(/\\d+/g).map(Number);
+              probe.remove();
+              const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+              let n = 0;
+              for (let i = 0; i < d.length; i += 4) {
+                if (d[i + 3] > 200 && Math.abs(d[i] - r) + Math.abs(d[i + 1] - g) + Math.abs(d[i + 2] - b) < 40) n++;
+              }
+              return n;
+            }"""
+        )
+    )
+
+
+async def test_write_a_template_with_an_error_fix_it_and_watch_a_run_complete(tmp_path: Path, dist: Path) -> None:
+    async with running_server(tmp_path, web_dist=dist) as srv, chromium() as browser:
+        ws = await srv.new_workspace("Pipes")
+        page, console = await open_signed_in(browser, srv, f"/workspaces/{ws}/pipelines")
+        await page.get_by_role("heading", name="Pipelines", exact=True).wait_for()
+        await page.get_by_text("No templates yet").wait_for()
+        assert await axe_violations(page) == []
+
+        await page.get_by_role("button", name="New template").click()
+        editor = page.get_by_role("textbox", name=re.compile("Template text"))
+        await editor.fill(BROKEN)
+        problems = page.get_by_role("list", name="Problems")
+        problem = problems.get_by_role("listitem").filter(has_text="names unknown step 'ghost'")
+        await problem.wait_for()
+        line = BROKEN.splitlines().index("      sourceStepIds: [ghost]") + 1
+        assert await problem.get_by_role("button").inner_text() == f"Line {line}"
+        assert await page.locator(".gutter .bad").all_inner_texts() == [str(line)]
+        assert await editor.get_attribute("aria-invalid") == "true"
+        create = page.get_by_role("button", name="Create template")
+        assert await create.is_disabled()
+        assert await axe_violations(page) == []
+        await shot(page, "pipelines-editor-problem")
+        # The problem's button puts the cursor on its line.
+        await problem.get_by_role("button").click()
+        selected = await editor.evaluate("t => t.value.slice(t.selectionStart, t.selectionEnd)")
+        assert selected == "      sourceStepIds: [ghost]"
+
+        await editor.fill(BROKEN.replace("[ghost]", "[start]"))
+        await page.get_by_text("The template is valid.").wait_for()
+        assert await page.locator(".gutter .bad").count() == 0
+        preview = page.get_by_role("img", name=re.compile("Preview of the pipeline graph"))
+        assert "Say hello (hello): listen" in (await preview.get_attribute("aria-label") or "")
+        await create.click()
+        await page.get_by_role("status").filter(has_text="Saved greet").wait_for()
+        await page.get_by_role("list", name="Templates").get_by_text("Greet", exact=True).wait_for()
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            stored = await c.call("pipelines.templates.get", workspace_id=ws, templateId="greet")
+        assert stored["template"]["steps"][1]["trigger"] == {"sourceStepIds": ["start"]}
+
+        await page.get_by_role("button", name="Run Greet").click()
+        await page.get_by_role("textbox", name=re.compile("Payload")).fill('{"who": "Ann O\'Neil"}')
+        await page.get_by_role("button", name="Start run").click()
+        await page.wait_for_url(re.compile(rf"/workspaces/{ws}/pipelines/runs/[^/]+$"))
+        run_id = page.url.rsplit("/", 1)[-1]
+        graph = page.get_by_role("img", name=re.compile("Pipeline run graph"))
+        await graph.wait_for()
+        await page.wait_for_function(
+            "() => /Say hello \\(hello\\): listen, completed/.test("
+            "document.querySelector('canvas[data-testid=pipeline-graph]').getAttribute('aria-label'))",
+            timeout=30_000,
+        )
+        await page.locator(".pl-status").filter(has_text="completed").first.wait_for()
+        label = await graph.get_attribute("aria-label") or ""
+        assert "start: trigger, completed" in label and "end: terminal, completed" in label
+        assert await ok_pixels(page) > 200, "the canvas shows no completed step"
+        row = page.get_by_role("row").filter(has_text="Say hello")
+        await row.get_by_text("hello Ann O'Neil").wait_for()
+        assert await page.get_by_text("3 of 3 steps settled").count() == 1
+        assert await axe_violations(page) == []
+        await shot(page, "pipelines-run-completed")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            run = await c.call("pipelines.runs.get", workspace_id=ws, runId=run_id)
+        assert run["status"] == "completed" and run["state"]["greeting"] == "hello Ann O'Neil"
+
+        # The runs list knows it, and the editor opens the stored template again (as YAML).
+        await page.get_by_role("link", name="Pipelines").click()
+        runs = page.get_by_role("list", name="Runs, newest first")
+        await runs.get_by_role("listitem").filter(has_text=run_id[:8]).filter(has_text="completed").wait_for()
+        await page.get_by_role("button", name="Edit Greet").click()
+        await page.get_by_text("The template is valid.").wait_for()
+        assert "sourceStepIds:" in await editor.input_value()
+        assert console.errors == []
+
+
+def parts_with_test_bodies() -> list[Part]:
+    """Every part, and the engine's test bodies (``test.waitEvent`` suspends a step until an event)."""
+    others = all_parts()[:-1]
+    tests = Part(name="test-bodies", bodies=bodies_for_tests.BODIES)
+    return [*others, tests, make_pipelines_part(bodies=step_bodies([*others, tests]))]
+
+
+GATE = {
+    "id": "review",
+    "name": "Review",
+    "steps": [
+        {"id": "start", "kind": "trigger"},
+        {
+            "id": "gate",
+            "kind": "listen",
+            "body": "test.waitEvent",
+            "trigger": {"sourceStepIds": ["start"]},
+            "config": {"label": "Sign-off", "outputKey": "approval", "extras": {"eventType": "review.decided"}},
+        },
+        {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["gate"]}},
+    ],
+}
+
+SLOW = {
+    "id": "slow",
+    "name": "Slow",
+    "steps": [
+        {"id": "start", "kind": "trigger"},
+        {
+            "id": "wait",
+            "kind": "listen",
+            "body": "shell.run",
+            "trigger": {"sourceStepIds": ["start"]},
+            "config": {"script": "sleep 300", "label": "Take a while"},
+        },
+    ],
+}
+
+
+SHAKY = {
+    "id": "shaky",
+    "name": "Shaky",
+    "steps": [
+        {"id": "start", "kind": "trigger"},
+        {
+            "id": "flaky",
+            "kind": "listen",
+            "body": "test.flaky",
+            "trigger": {"sourceStepIds": ["start"]},
+            "config": {
+                "extras": {"failTimes": 1},
+                "retryPolicy": {"maxAttempts": 2, "initialDelayMs": 10},
+                "outputKey": "tries",
+            },
+        },
+        {
+            "id": "boom",
+            "kind": "listen",
+            "body": "shell.run",
+            "trigger": {"sourceStepIds": ["flaky"]},
+            "config": {"script": "echo 'disk on fire' >&2; exit 3"},
+        },
+    ],
+}
+
+
+async def test_approve_at_a_gate_and_cancel_a_running_run(tmp_path: Path, dist: Path) -> None:
+    async with running_server(tmp_path, parts=parts_with_test_bodies(), web_dist=dist) as srv, chromium() as browser:
+        ws = await srv.new_workspace("Gates")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            await c.call("pipelines.templates.create", workspace_id=ws, template=GATE)
+            await c.call("pipelines.templates.create", workspace_id=ws, template=SLOW)
+            await c.call("pipelines.templates.create", workspace_id=ws, template=SHAKY)
+            gated = (await c.call("pipelines.runs.start", workspace_id=ws, templateId="review"))["runId"]
+
+        # Dark, at phone width: the gate is usable there too.
+        page, console = await open_signed_in(
+            browser,
+            srv,
+            f"/workspaces/{ws}/pipelines/runs/{gated}",
+            viewport={"width": 375, "height": 800},
+            color_scheme="dark",
+        )
+        gate = page.get_by_role("group", name=re.compile("Sign-off waits for the event review.decided"))
+        await gate.wait_for(timeout=20_000)
+        await page.locator(".pl-status").filter(has_text="suspended").first.wait_for()
+        assert "Sign-off (gate): listen, suspended" in (
+            await page.get_by_role("img", name=re.compile("Pipeline run graph")).get_attribute("aria-label") or ""
+        )
+        assert await axe_violations(page) == []
+        assert await page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+        await shot(page, "pipelines-gate-phone-dark")
+        await gate.get_by_role("textbox", name="Reason (optional)").fill("looks good")
+        await gate.get_by_role("button", name="Approve").click()
+        await page.wait_for_function(
+            "() => /Sign-off \\(gate\\): listen, completed/.test("
+            "document.querySelector('canvas[data-testid=pipeline-graph]').getAttribute('aria-label'))",
+            timeout=20_000,
+        )
+        await page.get_by_role("heading", name="Waiting").wait_for(state="detached")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            run = await c.call("pipelines.runs.get", workspace_id=ws, runId=gated)
+        assert run["status"] == "completed"
+        assert run["state"]["approval"] == {
+            "decision": "approved",
+            "reason": "looks good",
+            "runId": gated,
+            "stepId": "gate",
+        }
+
+        # A running run shows its progress and is cancelled from the monitor.
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            slow = (await c.call("pipelines.runs.start", workspace_id=ws, templateId="slow"))["runId"]
+        await page.goto(f"{srv.url}/workspaces/{ws}/pipelines/runs/{slow}")
+        await page.wait_for_function(
+            "() => /Take a while \\(wait\\): listen, running/.test("
+            "document.querySelector('canvas[data-testid=pipeline-graph]')?.getAttribute('aria-label') ?? '')",
+            timeout=20_000,
+        )
+        assert await page.get_by_role("progressbar").get_attribute("value") == "1"
+        assert await axe_violations(page) == []
+        await shot(page, "pipelines-run-running-phone-dark")
+        await page.get_by_role("button", name="Cancel run").click()
+        await page.get_by_text("The run was cancelled.").wait_for()
+        await page.wait_for_function(
+            "() => /Take a while \\(wait\\): listen, cancelled/.test("
+            "document.querySelector('canvas[data-testid=pipeline-graph]').getAttribute('aria-label'))",
+            timeout=20_000,
+        )
+        assert await page.get_by_role("button", name="Cancel run").count() == 0
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            assert (await c.call("pipelines.runs.get", workspace_id=ws, runId=slow))["status"] == "cancelled"
+
+        # Retries and errors: a step that succeeded on its second attempt, then one that failed for good.
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            shaky = (await c.call("pipelines.runs.start", workspace_id=ws, templateId="shaky"))["runId"]
+        await page.goto(f"{srv.url}/workspaces/{ws}/pipelines/runs/{shaky}")
+        await page.wait_for_function(
+            "() => /boom: listen, failed/.test("
+            "document.querySelector('canvas[data-testid=pipeline-graph]')?.getAttribute('aria-label') ?? '')",
+            timeout=20_000,
+        )
+        label = await page.get_by_role("img", name=re.compile("Pipeline run graph")).get_attribute("aria-label")
+        assert "flaky: listen, completed after 2 attempts" in (label or "")
+        flaky = page.get_by_role("row").filter(has=page.get_by_role("button", name="flaky"))
+        assert (await flaky.get_by_role("cell").nth(1).inner_text()).strip() == "2"
+        boom = page.get_by_role("row").filter(has=page.get_by_role("button", name="boom"))
+        await boom.get_by_text("disk on fire").wait_for()
+        await page.locator(".pl-status").filter(has_text="failed").first.wait_for()
+        assert "disk on fire" in await page.get_by_role("alert").first.inner_text()
+        assert await axe_violations(page) == []
+        assert console.errors == []

@@ -1,0 +1,238 @@
+/** The pipelines of a workspace (`/workspaces/<id>/pipelines`): the templates, the editor, starting a run with a
+ * payload, and the runs, kept live by `pipelines.runs.watch`. */
+import { useEffect, useId, useRef, useState, type FormEvent } from "react";
+import type { RunSummary, TemplateSummary } from "../../generated/ops";
+import { Link } from "../../Link";
+import { RpcError } from "../../rpc/errors";
+import { useCall, useRpc } from "../../rpc/hooks";
+import { navigate, pipelineRunPath, workspacePath } from "../../router";
+import { isStepsChanged } from "./status";
+import { StatusBadge } from "./StatusBadge";
+import { TemplateEditor } from "./TemplateEditor";
+import "./pipelines.css";
+
+type Editing = { templateId: string | null } | null;
+
+function when(iso: string): string {
+  return new Date(iso).toLocaleString();
+}
+
+function useTemplates(workspaceId: string, version: number) {
+  return useCall("pipelines.templates.list", { workspace_id: workspaceId }, version);
+}
+
+/** The workspace's runs, newest first: the watch's first reply, then each run's status as its steps change. */
+function useRuns(workspaceId: string): { runs: RunSummary[] | null; error: RpcError | null } {
+  const client = useRpc();
+  const [runs, setRuns] = useState<RunSummary[] | null>(null);
+  const [error, setError] = useState<RpcError | null>(null);
+  const known = useRef(new Set<string>());
+  known.current = new Set((runs ?? []).map((r) => r.runId));
+  useEffect(() => {
+    let live = true;
+    const refetch = () =>
+      client.call("pipelines.runs.list", { workspace_id: workspaceId }).then(
+        (r) => live && setRuns(r.runs),
+        (e: unknown) => live && e instanceof RpcError && e.code !== "unavailable" && setError(e),
+      );
+    const handle = client.watch(
+      "pipelines.runs.watch",
+      { workspace_id: workspaceId },
+      {
+        onReply: (reply) => {
+          if (live && "runs" in reply) setRuns(reply.runs);
+        },
+        onEvent: (event) => {
+          if (!live || !isStepsChanged(event)) return;
+          // A run started elsewhere (a trigger, another person): the list is fetched again to show it.
+          if (!known.current.has(event.runId)) {
+            void refetch();
+            return;
+          }
+          setRuns((old) => (old ?? []).map((r) => (r.runId === event.runId ? { ...r, status: event.status } : r)));
+        },
+        onError: (e) => live && setError(e),
+      },
+    );
+    return () => {
+      live = false;
+      handle.close();
+    };
+  }, [client, workspaceId]);
+  return { runs, error };
+}
+
+function StartRun(props: { workspaceId: string; template: TemplateSummary; onClose(): void }) {
+  const client = useRpc();
+  const ids = useId();
+  const [payload, setPayload] = useState("{}");
+  const [dryRun, setDryRun] = useState(false);
+  const [problem, setProblem] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const start = async (e: FormEvent) => {
+    e.preventDefault();
+    let value: unknown;
+    try {
+      value = JSON.parse(payload || "{}");
+    } catch (err) {
+      setProblem(`The payload is not valid JSON: ${(err as Error).message}`);
+      return;
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      setProblem("The payload must be a JSON object, such as {\"who\": \"Ann\"}.");
+      return;
+    }
+    setBusy(true);
+    setProblem(null);
+    try {
+      const started = await client.call("pipelines.runs.start", {
+        workspace_id: props.workspaceId,
+        templateId: props.template.id,
+        payload: value as Record<string, unknown>,
+        dryRun,
+      });
+      navigate(pipelineRunPath(props.workspaceId, started.runId));
+    } catch (err) {
+      setProblem(err instanceof RpcError ? err.message : String(err));
+      setBusy(false);
+    }
+  };
+  return (
+    <form className="card start-run" onSubmit={start} aria-labelledby={`${ids}-title`}>
+      <h2 id={`${ids}-title`}>Run {props.template.name || props.template.id}</h2>
+      <label htmlFor={`${ids}-payload`}>Payload (JSON object: the trigger payload the steps read)</label>
+      <textarea
+        id={`${ids}-payload`}
+        className="payload"
+        value={payload}
+        spellCheck={false}
+        aria-invalid={problem !== null}
+        aria-describedby={problem ? `${ids}-problem` : undefined}
+        onChange={(e) => setPayload(e.target.value)}
+      />
+      <label className="check">
+        <input type="checkbox" checked={dryRun} onChange={(e) => setDryRun(e.target.checked)} /> Dry run (bodies
+        report what they would do)
+      </label>
+      {problem && (
+        <p className="error" role="alert" id={`${ids}-problem`}>
+          {problem}
+        </p>
+      )}
+      <div className="row actions">
+        <button type="submit" disabled={busy}>
+          {busy ? "Starting…" : "Start run"}
+        </button>
+        <button type="button" className="secondary" onClick={props.onClose}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function Pipelines({ workspaceId }: { workspaceId: string }) {
+  const workspaces = useCall("workspaces.list", {});
+  const workspace = workspaces.data?.find((w) => w.id === workspaceId);
+  const [version, setVersion] = useState(0);
+  const templates = useTemplates(workspaceId, version);
+  const runs = useRuns(workspaceId);
+  const [editing, setEditing] = useState<Editing>(null);
+  const [starting, setStarting] = useState<TemplateSummary | null>(null);
+  const names = new Map((templates.data?.templates ?? []).map((t) => [t.id, t.name || t.id]));
+
+  return (
+    <div className="pipelines">
+      <p className="crumbs">
+        <Link href="/">Workspaces</Link> / <Link href={workspacePath(workspaceId)}>{workspace?.name ?? "Workspace"}</Link>
+      </p>
+      <h1>Pipelines</h1>
+      <section aria-labelledby="templates-title">
+        <div className="row">
+          <h2 id="templates-title">Templates</h2>
+          <button type="button" onClick={() => setEditing({ templateId: null })}>
+            New template
+          </button>
+        </div>
+        {templates.error && (
+          <p className="error" role="alert">
+            {templates.error.message}
+          </p>
+        )}
+        {templates.data === undefined ? (
+          !templates.error && <p aria-busy="true">Loading templates…</p>
+        ) : templates.data.templates.length === 0 ? (
+          <p>No templates yet. Write one with New template.</p>
+        ) : (
+          <ul className="list" aria-label="Templates">
+            {templates.data.templates.map((t) => (
+              <li key={t.id}>
+                <span>
+                  <strong>{t.name || t.id}</strong> <code>{t.id}</code>{" "}
+                  <span className="hint-inline">
+                    {t.steps} step{t.steps === 1 ? "" : "s"}, updated {when(t.updatedAt)}
+                  </span>
+                </span>
+                <span className="row">
+                  <button
+                    type="button"
+                    className="secondary"
+                    aria-label={`Edit ${t.name || t.id}`}
+                    onClick={() => setEditing({ templateId: t.id })}
+                  >
+                    Edit
+                  </button>
+                  <button type="button" aria-label={`Run ${t.name || t.id}`} onClick={() => setStarting(t)}>
+                    Run
+                  </button>
+                </span>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+      {starting && <StartRun workspaceId={workspaceId} template={starting} onClose={() => setStarting(null)} />}
+      {editing && (
+        <TemplateEditor
+          workspaceId={workspaceId}
+          templateId={editing.templateId}
+          onSaved={(id) => {
+            setVersion((v) => v + 1);
+            setEditing({ templateId: id });
+          }}
+          onClose={() => setEditing(null)}
+        />
+      )}
+      <section aria-labelledby="runs-title">
+        <h2 id="runs-title">Runs</h2>
+        {runs.error && (
+          <p className="error" role="alert">
+            {runs.error.message}
+          </p>
+        )}
+        {runs.runs === null ? (
+          !runs.error && <p aria-busy="true">Loading runs…</p>
+        ) : runs.runs.length === 0 ? (
+          <p>No runs yet.</p>
+        ) : (
+          <ul className="list" aria-label="Runs, newest first">
+            {runs.runs.map((r) => (
+              <li key={r.runId}>
+                <span>
+                  <Link href={pipelineRunPath(workspaceId, r.runId)}>
+                    {names.get(r.templateId) ?? r.templateId} · {r.runId.slice(0, 8)}
+                  </Link>{" "}
+                  <span className="hint-inline">
+                    {r.trigger.kind}
+                    {r.dryRun ? ", dry run" : ""}, {when(r.createdAt)}
+                  </span>
+                </span>
+                <StatusBadge status={r.status} />
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+    </div>
+  );
+}
