@@ -8,7 +8,13 @@ import hangar
 from hangar.core.part import OpFunction
 from hangar.core.principal import Role
 from hangar.errors import Forbidden, NotFound
-from hangar.identity.creation import SETTING_CREATORS, Creators, check_may_create, create_workspace
+from hangar.identity.creation import (
+    SETTING_CREATORS,
+    Creators,
+    check_may_create,
+    create_workspace,
+    workspace_creators,
+)
 from hangar.identity.events import MemberRemoved, MemberRoleChanged
 from hangar.identity.models import Workspace
 from hangar.identity.pairing import Pairing
@@ -199,6 +205,12 @@ class WorkspaceCreatorsArgs(Args):
     who: Creators = Field(description="serverOwner, members (of any workspace; the default) or anyone")
 
 
+@op("server.workspaceCreators", kind="read", scope="server", server_owner=True)
+async def server_workspace_creators(ctx: OpContext, args: NoArgs) -> WorkspaceCreators:
+    """Who may create workspaces now (server owner only)."""
+    return WorkspaceCreators(who=await workspace_creators(ctx.app))
+
+
 @op("server.setWorkspaceCreators", kind="mutate", scope="server", server_owner=True)
 async def server_set_workspace_creators(ctx: OpContext, args: WorkspaceCreatorsArgs) -> WorkspaceCreators:
     """Choose who may create workspaces (server owner only)."""
@@ -234,6 +246,7 @@ async def server_deactivate_user(ctx: OpContext, args: DeactivateArgs) -> UserRe
 IDENTITY_OPS: list[OpFunction] = [
     server_users,
     server_deactivate_user,
+    server_workspace_creators,
     server_set_workspace_creators,
     server_info,
     users_me,
