@@ -6,7 +6,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 DIST = WEB / "dist"
@@ -39,3 +42,38 @@ def axe_source() -> str:
     """axe-core from the client's own dev dependencies (no CDN), injected into pages by the tests."""
     built_web_client()  # the same npm install brings it
     return (WEB / "node_modules" / "axe-core" / "axe.min.js").read_text(encoding="utf-8")
+
+
+async def axe_violations(page: Any) -> list[str]:
+    """Serious and critical axe violations of the page as it is now."""
+    await page.evaluate(axe_source() + "\n;0")
+    result = await page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+class Console:
+    """Every console error and uncaught exception of a page (a CSP violation is one)."""
+
+    def __init__(self, page: Any) -> None:
+        self.errors: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+
+
+@asynccontextmanager
+async def chromium() -> AsyncIterator[Any]:
+    """Debian's Chromium under Playwright (never a downloaded browser)."""
+    from playwright.async_api import async_playwright
+
+    from tests.support.chromium import CHROMIUM
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield browser
+        finally:
+            await browser.close()

@@ -1,6 +1,6 @@
 /** The signed-in shell: one RPC client for the credential, a header with the person and the connection's state,
  * and the screen of the current path. */
-import { useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { RpcClient, rpcUrlFor } from "./rpc/client";
 import { RpcContext, useCall, useConnectionState, useRpc } from "./rpc/hooks";
 import { Link } from "./Link";
@@ -9,6 +9,10 @@ import type { Route } from "./router";
 import { Home } from "./screens/Home";
 import { NotFound } from "./screens/NotFound";
 import { Workspace } from "./screens/Workspace";
+
+// Settings screens load with their own chunk, only when opened.
+const ServerSettings = lazy(() => import("./screens/settings/ServerSettings"));
+const Devices = lazy(() => import("./screens/settings/Devices"));
 
 const STATE_TEXT = {
   connecting: "Connecting…",
@@ -38,6 +42,10 @@ function Header({ onSignOut }: { onSignOut(deviceId: string | null): void }) {
           </>
         )}
       </p>
+      <nav className="settings-links" aria-label="Settings">
+        <Link href="/settings/devices">Devices</Link>
+        {me.data?.isServerOwner && <Link href="/settings/server/sso">Server settings</Link>}
+      </nav>
       <button type="button" className="secondary" onClick={() => onSignOut(me.data?.deviceId ?? null)}>
         Sign out
       </button>
@@ -50,6 +58,18 @@ function Screen({ route }: { route: Route }) {
   switch (route.name) {
     case "workspace":
       return <Workspace workspaceId={route.workspaceId} />;
+    case "serverSettings":
+      return (
+        <Suspense fallback={<p aria-busy="true">Loading settings…</p>}>
+          <ServerSettings section={route.section} />
+        </Suspense>
+      );
+    case "devices":
+      return (
+        <Suspense fallback={<p aria-busy="true">Loading devices…</p>}>
+          <Devices />
+        </Suspense>
+      );
     case "notFound":
       return <NotFound path={route.path} />;
     default:

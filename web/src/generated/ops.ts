@@ -100,6 +100,8 @@ export type DeviceView = {
   workspaceId: string | null;
   readOnly: boolean;
   expiresAt: string | null;
+  /** the OAuth client it was issued to, if any */
+  oauthClientId: string | null;
 };
 
 /** A single-use code, redeemed at ``POST /auth/pair``. */
