@@ -1,6 +1,6 @@
 /** `/settings/devices`: the signed-in person's device credentials (browsers, apps, and OAuth clients with the
  * workspace and read-only scope they were granted), revoking one, and a pairing code for another device. */
-import { useEffect, useState } from "react";
+import { useState } from "react";
 import type { OneTimeCode } from "../../generated/ops";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { CopyButton, Outcome, useAction, useLoaded, when } from "./common";
@@ -47,9 +47,6 @@ export default function Devices() {
   const workspaces = useCall("workspaces.list", {});
   const action = useAction();
   const [confirming, setConfirming] = useState<string | null>(null);
-  useEffect(() => {
-    document.title = "Devices · Hangar";
-  }, []);
   const names = new Map((workspaces.data ?? []).map((w) => [w.id, w.name]));
   const revoke = (deviceId: string, name: string) => {
     setConfirming(null);

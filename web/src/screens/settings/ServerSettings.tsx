@@ -1,7 +1,6 @@
 /** The server owner's settings (`/settings/server/sso`, `/settings/server/rigs`, `/settings/server/users`): one
  * page with a link per section. Anyone else is told plainly that these are the server owner's, and no
  * server-owner op is called for them. */
-import { useEffect } from "react";
 import { Link } from "../../Link";
 import { useCall } from "../../rpc/hooks";
 import type { ServerSection } from "../../router";
@@ -18,9 +17,6 @@ const TITLES: Record<ServerSection, string> = {
 
 export default function ServerSettings({ section }: { section: ServerSection }) {
   const me = useCall("users.me", {});
-  useEffect(() => {
-    document.title = `${TITLES[section]} · Server settings · Hangar`;
-  }, [section]);
   if (me.error) {
     return (
       <p className="error" role="alert">
