@@ -23,6 +23,10 @@ function Loading() {
   return <p aria-busy="true">Loading…</p>;
 }
 
+// Settings screens load with their own chunk, only when opened.
+const ServerSettings = lazy(() => import("./screens/settings/ServerSettings"));
+const Devices = lazy(() => import("./screens/settings/Devices"));
+
 const STATE_TEXT = {
   connecting: "Connecting…",
   open: "Connected",
@@ -51,6 +55,10 @@ function Header({ onSignOut }: { onSignOut(deviceId: string | null): void }) {
           </>
         )}
       </p>
+      <nav className="settings-links" aria-label="Settings">
+        <Link href="/settings/devices">Devices</Link>
+        {me.data?.isServerOwner && <Link href="/settings/server/sso">Server settings</Link>}
+      </nav>
       <button type="button" className="secondary" onClick={() => onSignOut(me.data?.deviceId ?? null)}>
         Sign out
       </button>
@@ -79,6 +87,18 @@ function Screen({ route }: { route: Route }) {
       return (
         <Suspense fallback={<Loading />}>
           <RunMonitor workspaceId={route.workspaceId} runId={route.runId} />
+        </Suspense>
+      );
+    case "serverSettings":
+      return (
+        <Suspense fallback={<p aria-busy="true">Loading settings…</p>}>
+          <ServerSettings section={route.section} />
+        </Suspense>
+      );
+    case "devices":
+      return (
+        <Suspense fallback={<p aria-busy="true">Loading devices…</p>}>
+          <Devices />
         </Suspense>
       );
     case "notFound":

@@ -11,6 +11,8 @@ export type Route =
   | { name: "workspaceSettings"; workspaceId: string }
   | { name: "pipelines"; workspaceId: string }
   | { name: "pipelineRun"; workspaceId: string; runId: string }
+  | { name: "serverSettings"; section: ServerSection }
+  | { name: "devices" }
   | { name: "notFound"; path: string };
 
 const WORKSPACE = /^\/workspaces\/([^/]+)\/?$/;
@@ -19,6 +21,11 @@ const AUDIT = /^\/workspaces\/([^/]+)\/audit\/?$/;
 const WORKSPACE_SETTINGS = /^\/settings\/workspaces\/([^/]+)\/?$/;
 const PIPELINES = /^\/workspaces\/([^/]+)\/pipelines\/?$/;
 const PIPELINE_RUN = /^\/workspaces\/([^/]+)\/pipelines\/runs\/([^/]+)\/?$/;
+
+/** The server owner's settings screens: `/settings/server/<section>` (users is this client's own path). */
+export const SERVER_SECTIONS = ["sso", "rigs", "users"] as const;
+export type ServerSection = (typeof SERVER_SECTIONS)[number];
+const SERVER_SETTINGS = /^\/settings\/server(?:\/([a-z]+))?\/?$/;
 
 /** A path the app may go to after connecting: same-origin and absolute, never `//host` or a scheme. */
 export function safeNext(next: string | null): string | null {
@@ -31,6 +38,12 @@ export function parseRoute(pathname: string, search = ""): Route {
   if (pathname === "/connect" || pathname === "/connect/") {
     return { name: "connect", next: safeNext(new URLSearchParams(search).get("next")) };
   }
+  const server = SERVER_SETTINGS.exec(pathname);
+  if (server) {
+    const section = SERVER_SECTIONS.find((s) => s === (server[1] ?? "sso"));
+    return section ? { name: "serverSettings", section } : { name: "notFound", path: pathname };
+  }
+  if (pathname === "/settings/devices" || pathname === "/settings/devices/") return { name: "devices" };
   try {
     const ws = WORKSPACE.exec(pathname);
     if (ws?.[1]) return { name: "workspace", workspaceId: decodeURIComponent(ws[1]) };

@@ -8,7 +8,13 @@ import hangar
 from hangar.core.part import OpFunction
 from hangar.core.principal import Role
 from hangar.errors import Forbidden, NotFound
-from hangar.identity.creation import SETTING_CREATORS, Creators, check_may_create, create_workspace
+from hangar.identity.creation import (
+    SETTING_CREATORS,
+    Creators,
+    check_may_create,
+    create_workspace,
+    workspace_creators,
+)
 from hangar.identity.events import MemberRemoved, MemberRoleChanged
 from hangar.identity.models import Workspace
 from hangar.identity.pairing import Pairing
@@ -179,6 +185,7 @@ async def devices_list(ctx: OpContext, args: NoArgs) -> list[DeviceView]:
             workspace_id=d.scope.workspace_id,
             read_only=d.scope.read_only,
             expires_at=d.scope.expires_at,
+            oauth_client_id=d.scope.client_id,
         )
         for d in await ctx.app.service(IdentityService).list_devices(ctx.principal.user_id)
     ]
@@ -197,6 +204,12 @@ async def devices_revoke(ctx: OpContext, args: RevokeArgs) -> DeviceRef:
 
 class WorkspaceCreatorsArgs(Args):
     who: Creators = Field(description="serverOwner, members (of any workspace; the default) or anyone")
+
+
+@op("server.workspaceCreators", kind="read", scope="server", server_owner=True)
+async def server_workspace_creators(ctx: OpContext, args: NoArgs) -> WorkspaceCreators:
+    """Who may create workspaces now (server owner only)."""
+    return WorkspaceCreators(who=await workspace_creators(ctx.app))
 
 
 @op("server.setWorkspaceCreators", kind="mutate", scope="server", server_owner=True)
@@ -234,6 +247,7 @@ async def server_deactivate_user(ctx: OpContext, args: DeactivateArgs) -> UserRe
 IDENTITY_OPS: list[OpFunction] = [
     server_users,
     server_deactivate_user,
+    server_workspace_creators,
     server_set_workspace_creators,
     server_info,
     users_me,

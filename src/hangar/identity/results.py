@@ -78,6 +78,7 @@ class DeviceView(Result):
     workspace_id: str | None = Field(default=None, description="the one workspace it reaches; null: all")
     read_only: bool = False
     expires_at: Timestamp | None = None
+    oauth_client_id: str | None = Field(default=None, description="the OAuth client it was issued to, if any")
 
 
 class DeviceRef(Result):

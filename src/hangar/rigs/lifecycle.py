@@ -119,6 +119,7 @@ class RigLifecycle:
             *(self._close(r, CloseReason.server_shutdown) for r in list(self._rigs.values())),
             return_exceptions=True,
         )
+        await self.backend.aclose()
 
     async def _close_leftovers(self) -> None:
         """Rows a previous process left live describe rigs that died with it."""

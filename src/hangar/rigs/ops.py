@@ -8,6 +8,7 @@ control; observations stay allowed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, NoReturn
 
@@ -30,6 +31,7 @@ from hangar.rigs.results import (
     HostsGranted,
     HostStatus,
     LaneUrl,
+    PackView,
     RigClosed,
     RigOpened,
     RigPorts,
@@ -40,6 +42,8 @@ from hangar.rigs.signing import Lane, LaneSigner
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import Guardrails
 from hangar.rpc.registry import Args, NoArgs, op
+
+log = logging.getLogger(__name__)
 
 USE_ACTIONS = ("enclosureControl", "networkEgress", "processSpawn")
 DEVICE_ACTIONS = (*USE_ACTIONS, "packageInstall")
@@ -365,6 +369,41 @@ async def rigs_set_memory_budget(ctx: OpContext, args: BudgetArgs) -> HostStatus
     return _host_status(mgr)
 
 
+def _pack_views(mgr: RigManager) -> list[PackView]:
+    return [
+        PackView(
+            name=p.name,
+            surface=p.surface,
+            revision=p.revision,
+            state=p.state,
+            step=p.step,
+            step_index=p.step_index,
+            steps=p.steps,
+            error=p.error,
+        )
+        for p in mgr.backend.packs()
+    ]
+
+
+@op("rigs.packs", kind="read", scope="server", server_owner=True)
+async def rigs_packs(ctx: OpContext, args: NoArgs) -> list[PackView]:
+    """The image packs rigs boot from on this host: ready, missing, failed, or building with its current step."""
+    return _pack_views(manager(ctx))
+
+
+class BuildPackArgs(Args):
+    name: StrictStr = Field(min_length=1, max_length=100)
+
+
+@op("rigs.buildPack", kind="mutate", scope="server", server_owner=True, actions=["networkEgress", "packageInstall"])
+async def rigs_build_pack(ctx: OpContext, args: BuildPackArgs) -> list[PackView]:
+    """Start building an image pack in the background (it takes minutes); ``rigs.packs`` shows its progress."""
+    mgr = manager(ctx)
+    mgr.backend.build_pack(args.name)
+    log.info("rigs: building pack %s, asked by %s", args.name, ctx.principal.label)
+    return _pack_views(mgr)
+
+
 RIG_OPS: list[OpFunction] = [
     rig_open,
     rig_list,
@@ -386,4 +425,6 @@ RIG_OPS: list[OpFunction] = [
     rig_action_log,
     rigs_status,
     rigs_set_memory_budget,
+    rigs_packs,
+    rigs_build_pack,
 ]

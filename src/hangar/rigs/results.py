@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import RootModel
 
@@ -111,6 +111,20 @@ class ActionLogEntry(Result):
     verb: str
     outcome: str  # ok, refused or error
     details: dict[str, Any]
+
+
+class PackView(Result):
+    """An image pack: ``ready``, ``missing``, ``building`` (with its step, ``stepIndex`` of ``steps`` when the
+    build numbers them) or ``failed`` (with the error of the last build)."""
+
+    name: str
+    surface: str
+    revision: str
+    state: Literal["ready", "missing", "building", "failed"]
+    step: str | None
+    step_index: int
+    steps: int
+    error: str | None
 
 
 class HostStatus(Result):

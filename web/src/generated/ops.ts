@@ -100,6 +100,8 @@ export type DeviceView = {
   workspaceId: string | null;
   readOnly: boolean;
   expiresAt: string | null;
+  /** the OAuth client it was issued to, if any */
+  oauthClientId: string | null;
 };
 
 /** A single-use code, redeemed at ``POST /auth/pair``. */
@@ -443,6 +445,18 @@ export type RigClosed = {
   rigId: string;
   phase: Phase;
   closeReason: CloseReason | null;
+};
+
+/** An image pack: ``ready``, ``missing``, ``building`` (with its step, ``stepIndex`` of ``steps`` when the build numbers them) or ``failed`` (with the error of the last build). */
+export type PackView = {
+  name: string;
+  surface: string;
+  revision: string;
+  state: "ready" | "missing" | "building" | "failed";
+  step: string | null;
+  stepIndex: number;
+  steps: number;
+  error: string | null;
 };
 
 export type HostStatus = {
@@ -1315,6 +1329,16 @@ export type RigListArgs = {
 };
 export type RigListResult = Array<RigRow>;
 
+/** Start building an image pack in the background (it takes minutes); ``rigs.packs`` shows its progress. */
+export type RigsBuildPackArgs = {
+  name: string;
+};
+export type RigsBuildPackResult = Array<PackView>;
+
+/** The image packs rigs boot from on this host: ready, missing, failed, or building with its current step. */
+export type RigsPacksArgs = Record<string, never>;
+export type RigsPacksResult = Array<PackView>;
+
 /** Set the resident-memory budget of all rigs on this host (MB); idle rigs over it are evicted now. */
 export type RigsSetMemoryBudgetArgs = {
   memoryBudgetMb: number;
@@ -1380,6 +1404,10 @@ export type ServerSetWorkspaceCreatorsResult = WorkspaceCreators;
 /** Every user of the server (server owner only). */
 export type ServerUsersArgs = Record<string, never>;
 export type ServerUsersResult = Array<ServerUser>;
+
+/** Who may create workspaces now (server owner only). */
+export type ServerWorkspaceCreatorsArgs = Record<string, never>;
+export type ServerWorkspaceCreatorsResult = WorkspaceCreators;
 
 /** The workspace's settings: every declared key with its summary and stored value (null when default). */
 export type SettingsGetArgs = {
@@ -1733,6 +1761,8 @@ export interface Ops {
   "rig.watch": { kind: "watch"; scope: "workspace"; args: RigWatchArgs; result: RigWatchResult };
   "rig_close": { kind: "destructive"; scope: "workspace"; args: RigCloseArgs; result: RigCloseResult };
   "rig_list": { kind: "read"; scope: "workspace"; args: RigListArgs; result: RigListResult };
+  "rigs.buildPack": { kind: "mutate"; scope: "server"; args: RigsBuildPackArgs; result: RigsBuildPackResult };
+  "rigs.packs": { kind: "read"; scope: "server"; args: RigsPacksArgs; result: RigsPacksResult };
   "rigs.setMemoryBudget": { kind: "mutate"; scope: "server"; args: RigsSetMemoryBudgetArgs; result: RigsSetMemoryBudgetResult };
   "rigs.status": { kind: "read"; scope: "server"; args: RigsStatusArgs; result: RigsStatusResult };
   "runs.events": { kind: "read"; scope: "workspace"; args: RunsEventsArgs; result: RunsEventsResult };
@@ -1743,6 +1773,7 @@ export interface Ops {
   "server.info": { kind: "read"; scope: "server"; args: ServerInfoArgs; result: ServerInfoResult };
   "server.setWorkspaceCreators": { kind: "mutate"; scope: "server"; args: ServerSetWorkspaceCreatorsArgs; result: ServerSetWorkspaceCreatorsResult };
   "server.users": { kind: "read"; scope: "server"; args: ServerUsersArgs; result: ServerUsersResult };
+  "server.workspaceCreators": { kind: "read"; scope: "server"; args: ServerWorkspaceCreatorsArgs; result: ServerWorkspaceCreatorsResult };
   "settings.get": { kind: "read"; scope: "workspace"; args: SettingsGetArgs; result: SettingsGetResult };
   "settings.set": { kind: "mutate"; scope: "workspace"; args: SettingsSetArgs; result: SettingsSetResult };
   "sim_use": { kind: "mutate"; scope: "workspace"; args: SimUseArgs; result: SimUseResult };
@@ -1854,6 +1885,8 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "rig.watch": { kind: "watch", scope: "workspace", minRole: "member", serverOwner: false },
   "rig_close": { kind: "destructive", scope: "workspace", minRole: "member", serverOwner: false },
   "rig_list": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "rigs.buildPack": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "rigs.packs": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.setMemoryBudget": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.status": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "runs.events": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
@@ -1864,6 +1897,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "server.info": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "server.setWorkspaceCreators": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "server.users": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "server.workspaceCreators": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "settings.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "settings.set": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "sim_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },

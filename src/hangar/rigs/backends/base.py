@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from hangar.core.confine import ExecResult
-from hangar.errors import Unavailable
+from hangar.errors import NotFound, Unavailable
+from hangar.rigs.packs import PackStatus
 
 __all__ = ["Command", "ExecResult", "Pty", "RigBackend", "RigHandle", "RigSpec"]
 
@@ -188,3 +189,15 @@ class RigBackend(ABC):
         """Boot a rig for ``spec``; call ``progress`` with short step texts (e.g. building the image pack)
         while provisioning. Raises ``Unavailable`` when the host cannot run it (with ``unavailable_reason``'s
         text)."""
+
+    def packs(self) -> list[PackStatus]:
+        """The image packs this backend boots from, each with its state (none for a backend without packs)."""
+        return []
+
+    def build_pack(self, name: str) -> None:
+        """Start building pack ``name`` in the background unless it is ready or building already."""
+        raise NotFound(f"the {self.name} backend has no pack {name!r}")
+
+    async def aclose(self) -> None:
+        """Stop background work (a pack build under way); the server is stopping."""
+        return None

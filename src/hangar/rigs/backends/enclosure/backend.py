@@ -8,13 +8,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from hangar.errors import InvalidArgs, Unavailable
+from hangar.errors import InvalidArgs, NotFound, Unavailable
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import probe
 from hangar.rigs.backends.enclosure.cgroups import detect
 from hangar.rigs.backends.enclosure.rig import EnclosureRig, clear_leftovers
 from hangar.rigs.egress.allowlist import validate_patterns
-from hangar.rigs.image.pack import ensure_pack, missing_tools, pack_ready
+from hangar.rigs.image.pack import PACK_NAME, TOOLSET_REVISION, ensure_pack, missing_tools, pack_ready
+from hangar.rigs.packs import PackBuilds, PackPhase, PackStatus
 
 _RIG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 SURFACES = frozenset({"terminal"})
@@ -42,6 +43,7 @@ class EnclosureBackend(RigBackend):
         self._reason: str | None = None
         self._probed = False
         self._swept = False
+        self._builds = PackBuilds()
 
     def unavailable_reason(self) -> str | None:
         if not self._probed:
@@ -62,6 +64,8 @@ class EnclosureBackend(RigBackend):
         if not self._swept:
             self._swept = True
             await asyncio.to_thread(clear_leftovers, self.rigs_root / "run", version)
+        if not pack_ready(self.packs_root):  # built once, whoever asks first; progress shows in packs()
+            await self._builds.run(PACK_NAME, self._ensure_pack, progress)
         pack = await ensure_pack(self.packs_root, progress)
         rig = EnclosureRig(spec, self.rigs_root / "run", version, self.upstream_overrides)
         try:
@@ -70,6 +74,24 @@ class EnclosureBackend(RigBackend):
             await rig.aclose()
             raise
         return rig
+
+    async def _ensure_pack(self, progress: Callable[[str], None]) -> None:
+        await ensure_pack(self.packs_root, progress)
+
+    def packs(self) -> list[PackStatus]:
+        state: PackPhase = "ready" if pack_ready(self.packs_root) else "missing"
+        return [self._builds.describe(PackStatus(PACK_NAME, "terminal", TOOLSET_REVISION, state))]
+
+    def build_pack(self, name: str) -> None:
+        if name != PACK_NAME:
+            raise NotFound(f"the enclosure backend has no pack {name!r} (it has {PACK_NAME})")
+        if missing_tools() and not pack_ready(self.packs_root):
+            raise Unavailable(f"building {PACK_NAME} needs {', '.join(missing_tools())} (Debian package mmdebstrap)")
+        if not pack_ready(self.packs_root):
+            self._builds.start(PACK_NAME, self._ensure_pack)
+
+    async def aclose(self) -> None:
+        await self._builds.aclose()
 
 
 def _validate(spec: RigSpec) -> None:

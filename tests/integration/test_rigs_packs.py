@@ -1,0 +1,101 @@
+"""``rigs.packs`` and ``rigs.buildPack`` on the real server and the enclosure backend: a build started by the
+server owner runs in the background, shows its step while under way, ends ready (or failed, with the reason),
+and a second request joins the build under way. ``mmdebstrap`` is a stand-in (tests/support/fake_mmdebstrap.py):
+the real build takes minutes and the network."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hangar.rigs.backends.enclosure import EnclosureBackend
+from hangar.rigs.part import make_rigs_part
+from hangar.server.parts import all_parts
+from tests.support.fake_mmdebstrap import install_fake_mmdebstrap
+from tests.support.rpc import RpcClient, RpcError
+from tests.support.server import running_server
+
+
+def parts_with_packs_in(packs: Path) -> list[Any]:
+    rigs = make_rigs_part(lambda app: EnclosureBackend(app.datadir.sub("rigs"), packs_root=packs))
+    return [*(p for p in all_parts() if p.name != "rigs"), rigs]
+
+
+async def wait_for_state(client: RpcClient, want: str, timeout: float = 20.0) -> dict[str, Any]:
+    async with asyncio.timeout(timeout):
+        while True:
+            (pack,) = await client.call("rigs.packs")
+            if pack["state"] == want:
+                return dict(pack)
+            await asyncio.sleep(0.05)
+
+
+async def test_a_pack_build_shows_its_step_then_ends_ready(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = install_fake_mmdebstrap(tmp_path, monkeypatch)
+    packs = tmp_path / "packs"
+    async with (
+        running_server(tmp_path / "data", parts=parts_with_packs_in(packs)) as srv,
+        RpcClient(srv.ws_url, srv.owner_token) as c,
+    ):
+        (pack,) = await c.call("rigs.packs")
+        assert pack | {"step": None} == {
+            "name": "terminal-tools-v1",
+            "surface": "terminal",
+            "revision": "tools-v1",
+            "state": "missing",
+            "step": None,
+            "stepIndex": 0,
+            "steps": 0,
+            "error": None,
+        }
+        (started,) = await c.call("rigs.buildPack", name="terminal-tools-v1")
+        assert started["state"] == "building"
+        async with asyncio.timeout(20):
+            while (pack := (await c.call("rigs.packs"))[0])["stepIndex"] < 4:
+                await asyncio.sleep(0.05)
+        assert pack["state"] == "building"
+        assert pack["step"] == "terminal image: downloading packages (4/10)"
+        assert pack["steps"] == 10
+        # Asking again while it builds joins the build under way.
+        (again,) = await c.call("rigs.buildPack", name="terminal-tools-v1")
+        assert again["state"] == "building" and again["stepIndex"] == 4
+        fake.finish()
+        ready = await wait_for_state(c, "ready")
+        assert ready["step"] is None and ready["error"] is None
+        assert (packs / "terminal-tools-v1" / ".hangar-pack.json").is_file()
+
+
+async def test_a_failed_build_says_why_and_can_be_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = install_fake_mmdebstrap(tmp_path, monkeypatch)
+    packs = tmp_path / "packs"
+    async with (
+        running_server(tmp_path / "data", parts=parts_with_packs_in(packs)) as srv,
+        RpcClient(srv.ws_url, srv.owner_token) as c,
+    ):
+        fake.finish(exit_code=2)
+        await c.call("rigs.buildPack", name="terminal-tools-v1")
+        failed = await wait_for_state(c, "failed")
+        assert "exit code 2" in failed["error"] and "mirror answered 404" in failed["error"]
+        fake.finish()
+        (retry,) = await c.call("rigs.buildPack", name="terminal-tools-v1")
+        assert retry["state"] == "building" and retry["error"] is None
+        await wait_for_state(c, "ready")
+
+
+async def test_packs_are_the_server_owners_and_an_unknown_pack_is_named(tmp_path: Path) -> None:
+    async with running_server(tmp_path / "data", parts=parts_with_packs_in(tmp_path / "packs")) as srv:
+        ws = await srv.new_workspace()
+        member = await srv.new_user_token(ws, "owner", name="wsowner")
+        async with RpcClient(srv.ws_url, member) as c:
+            for op, args in (("rigs.packs", {}), ("rigs.buildPack", {"name": "terminal-tools-v1"})):
+                with pytest.raises(RpcError) as refused:
+                    await c.call(op, **args)
+                assert refused.value.code == "forbidden"
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            with pytest.raises(RpcError) as unknown:
+                await c.call("rigs.buildPack", name="../etc")
+            assert unknown.value.code == "not_found" and "terminal-tools-v1" in unknown.value.message
+            assert not (tmp_path / "etc").exists()

@@ -1,0 +1,121 @@
+/** `/settings/devices`: the signed-in person's device credentials (browsers, apps, and OAuth clients with the
+ * workspace and read-only scope they were granted), revoking one, and a pairing code for another device. */
+import { useState } from "react";
+import type { OneTimeCode } from "../../generated/ops";
+import { useCall, useRpc } from "../../rpc/hooks";
+import { CopyButton, Outcome, useAction, useLoaded, when } from "./common";
+import "./settings.css";
+
+const CODE_MINUTES = 15;
+
+function PairingCode() {
+  const client = useRpc();
+  const action = useAction();
+  const [code, setCode] = useState<OneTimeCode | null>(null);
+  const mint = () => {
+    void action.run(async () => {
+      setCode(await client.call("devices.pairingCode", {}));
+      return null;
+    });
+  };
+  return (
+    <section aria-labelledby="pair" className="panel">
+      <h2 id="pair">Pair another device</h2>
+      <p className="hint">
+        A single-use code, valid for {CODE_MINUTES} minutes: type it on the other device&apos;s connect screen to sign
+        it in as you.
+      </p>
+      {code && (
+        <div className="once">
+          <p>
+            Pairing code: <code className="code">{code.code}</code>
+          </p>
+          <CopyButton text={code.code} label="Copy code" />
+        </div>
+      )}
+      <button type="button" disabled={action.busy} onClick={mint}>
+        {code ? "Make another code" : "Make a pairing code"}
+      </button>
+      <Outcome action={action} />
+    </section>
+  );
+}
+
+export default function Devices() {
+  const client = useRpc();
+  const devices = useLoaded("devices.list", {});
+  const workspaces = useCall("workspaces.list", {});
+  const action = useAction();
+  const [confirming, setConfirming] = useState<string | null>(null);
+  const names = new Map((workspaces.data ?? []).map((w) => [w.id, w.name]));
+  const revoke = (deviceId: string, name: string) => {
+    setConfirming(null);
+    void action.run(async () => {
+      await client.call("devices.revoke", { deviceId });
+      devices.reload();
+      return `${name} is revoked.`;
+    });
+  };
+  const active = (devices.data ?? []).filter((d) => !d.revokedAt);
+  const revoked = (devices.data ?? []).filter((d) => d.revokedAt);
+  return (
+    <div className="settings">
+      <h1>Your devices</h1>
+      <p className="hint">
+        Every browser, app and OAuth client signed in as you. Revoking one signs it out at once.
+      </p>
+      {devices.error && (
+        <p className="error" role="alert">
+          {devices.error.message}
+        </p>
+      )}
+      {!devices.data && !devices.error && <p aria-busy="true">Loading your devices…</p>}
+      {devices.data && (
+        <ul className="list devices" aria-label="Signed-in devices">
+          {active.map((d) => (
+            <li key={d.id}>
+              <div>
+                <strong>{d.name}</strong>
+                {d.current && <span className="badge">this browser</span>}
+                {d.oauthClientId && <span className="badge">OAuth client</span>}
+                <p className="hint">
+                  Reaches {d.workspaceId ? `the workspace ${names.get(d.workspaceId) ?? d.workspaceId} only` : "all your workspaces"}
+                  {d.readOnly ? ", read-only" : ""}. Signed in {when(d.createdAt)}; last used {when(d.lastUsedAt)}
+                  {d.expiresAt ? `; expires ${when(d.expiresAt)}` : ""}.
+                </p>
+              </div>
+              {confirming === d.id ? (
+                <span className="actions">
+                  <button type="button" onClick={() => revoke(d.id, d.name)}>
+                    Yes, revoke {d.name}
+                  </button>
+                  <button type="button" className="secondary" onClick={() => setConfirming(null)}>
+                    Cancel
+                  </button>
+                </span>
+              ) : (
+                <button type="button" className="secondary" onClick={() => setConfirming(d.id)}>
+                  {d.current ? "Revoke (sign out here)" : `Revoke ${d.name}`}
+                </button>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+      {revoked.length > 0 && (
+        <details>
+          <summary>Revoked ({revoked.length})</summary>
+          <ul className="list" aria-label="Revoked devices">
+            {revoked.map((d) => (
+              <li key={d.id}>
+                {d.name} <span className="hint">revoked {when(d.revokedAt)}</span>
+              </li>
+            ))}
+          </ul>
+        </details>
+      )}
+      <Outcome action={action} />
+      <PairingCode />
+    </div>
+  );
+}

@@ -1,0 +1,290 @@
+/** `/settings/server/rigs` (rigs.md): whether this host can run rigs, the image packs (a build shows its step
+ * and a progress bar), the memory budget of all rigs, and custom images per workspace. */
+import { useEffect, useState, type FormEvent } from "react";
+import type { PackView } from "../../generated/ops";
+import { useCall, useRpc } from "../../rpc/hooks";
+import { Field, Outcome, useAction, useLoaded } from "./common";
+import { fieldOf, whole } from "./fields";
+
+const BUILD_POLL_MS = 1000;
+const IMAGE_KEYS = [
+  { key: "rigs.microvm.execImage", label: "Terminal image" },
+  { key: "rigs.microvm.browserImage", label: "Browser image (engine A)" },
+] as const;
+
+function HostCheck() {
+  const client = useRpc();
+  const status = useLoaded("rigs.status", {});
+  const budget = useAction();
+  const [draft, setDraft] = useState<string | null>(null);
+  if (status.error) {
+    return (
+      <p className="error" role="alert">
+        {status.error.message}
+      </p>
+    );
+  }
+  const s = status.data;
+  if (!s) return <p aria-busy="true">Checking this host…</p>;
+  const value = draft ?? String(s.memoryBudgetMb);
+  const wrong = fieldOf(budget.error, ["memoryBudgetMb"]);
+  const save = (e: FormEvent) => {
+    e.preventDefault();
+    void budget.run(async () => {
+      // Sent as typed when not a whole number, so the server's refusal names the field.
+      status.set(await client.call("rigs.setMemoryBudget", { memoryBudgetMb: whole(value) as number }));
+      setDraft(null);
+      return "Memory budget saved.";
+    });
+  };
+  const used = s.memoryBudgetMb > 0 ? Math.min(100, Math.round((s.residentMb / s.memoryBudgetMb) * 100)) : 0;
+  return (
+    <>
+      <section aria-labelledby="host-check" className="panel">
+        <h2 id="host-check">Host check</h2>
+        {s.unavailableReason ? (
+          <p className="error" role="status">
+            Rigs cannot run on this host ({s.backend} backend): {s.unavailableReason}
+          </p>
+        ) : (
+          <p className="ok" role="status">
+            Rigs can run on this host ({s.backend} backend).
+          </p>
+        )}
+        <dl className="facts">
+          <div>
+            <dt>Live rigs</dt>
+            <dd>{s.liveRigs}</dd>
+          </div>
+          <div>
+            <dt>Resident memory</dt>
+            <dd>
+              {s.residentMb} MB of {s.memoryBudgetMb} MB ({used}%)
+            </dd>
+          </div>
+        </dl>
+        <button type="button" className="secondary" onClick={status.reload}>
+          Check again
+        </button>
+      </section>
+      <section aria-labelledby="memory-budget" className="panel">
+        <h2 id="memory-budget">Memory budget</h2>
+        <form onSubmit={save} noValidate>
+          <Field
+            label="Memory budget of all rigs (MB)"
+            hint="Resident megabytes all rigs on this host may hold together (a parked rig still holds its memory); idle rigs over it are closed. At least 512; 12288 by default."
+            error={wrong ? budget.error?.message : null}
+          >
+            {(id, describedBy) => (
+              <input
+                id={id}
+                type="number"
+                min={512}
+                step={256}
+                inputMode="numeric"
+                value={value}
+                aria-describedby={describedBy}
+                aria-invalid={wrong !== null || undefined}
+                onChange={(e) => setDraft(e.target.value)}
+              />
+            )}
+          </Field>
+          <button type="submit" disabled={budget.busy}>
+            Save budget
+          </button>
+        </form>
+        <Outcome action={budget} fieldShown={wrong !== null} />
+      </section>
+    </>
+  );
+}
+
+function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string): void; busy: boolean }) {
+  const label = `${pack.surface} image ${pack.revision}`;
+  return (
+    <li className="pack">
+      <div>
+        <strong>{pack.name}</strong> <span className="hint">({label})</span>
+      </div>
+      {pack.state === "ready" && <span className="badge ok">ready</span>}
+      {pack.state === "missing" && <span className="badge">not built</span>}
+      {pack.state === "failed" && <span className="badge bad">build failed</span>}
+      {pack.state === "building" && (
+        <div className="progress">
+          <progress
+            aria-label={`Building ${pack.name}`}
+            max={pack.steps || undefined}
+            value={pack.steps ? pack.stepIndex : undefined}
+          />
+          <span role="status">{pack.step ?? "starting…"}</span>
+        </div>
+      )}
+      {pack.error && (
+        <p className="error" role="alert">
+          {pack.error}
+        </p>
+      )}
+      {(pack.state === "missing" || pack.state === "failed") && (
+        <button type="button" disabled={busy} onClick={() => onBuild(pack.name)}>
+          {pack.state === "failed" ? `Build ${pack.name} again` : `Build ${pack.name}`}
+        </button>
+      )}
+    </li>
+  );
+}
+
+function Packs() {
+  const client = useRpc();
+  const packs = useLoaded("rigs.packs", {});
+  const build = useAction();
+  const building = packs.data?.some((p) => p.state === "building") ?? false;
+  const { reload } = packs;
+  // While a build runs its step is fetched again each second; nothing is polled otherwise.
+  useEffect(() => {
+    if (!building) return;
+    const timer = setInterval(reload, BUILD_POLL_MS);
+    return () => clearInterval(timer);
+  }, [building, reload]);
+  const start = (name: string) => {
+    void build.run(async () => {
+      packs.set(await client.call("rigs.buildPack", { name }));
+      return null;
+    });
+  };
+  return (
+    <section aria-labelledby="packs" className="panel">
+      <h2 id="packs">Image packs</h2>
+      <p className="hint">
+        Rigs boot from packs built once and cached on this host. A build takes a few minutes; the first rig builds
+        its pack itself if it is missing.
+      </p>
+      {packs.error && (
+        <p className="error" role="alert">
+          {packs.error.message}
+        </p>
+      )}
+      {packs.data &&
+        (packs.data.length === 0 ? (
+          <p>This host&apos;s backend boots without packs.</p>
+        ) : (
+          <ul className="list" aria-label="Image packs">
+            {packs.data.map((p) => (
+              <PackRow key={p.name} pack={p} onBuild={start} busy={build.busy} />
+            ))}
+          </ul>
+        ))}
+      <Outcome action={build} />
+    </section>
+  );
+}
+
+function WorkspaceImages({ workspaceId }: { workspaceId: string }) {
+  const client = useRpc();
+  const settings = useLoaded("settings.get", { workspace_id: workspaceId });
+  const [drafts, setDrafts] = useState<Record<string, string>>({});
+  const [savingKey, setSavingKey] = useState<string | null>(null);
+  const action = useAction();
+  if (settings.error) {
+    return (
+      <p className="error" role="alert">
+        {settings.error.message}
+      </p>
+    );
+  }
+  if (!settings.data) return <p aria-busy="true">Loading this workspace&apos;s settings…</p>;
+  const data = settings.data;
+  const stored = (key: string) => {
+    const value = data[key]?.value;
+    return typeof value === "string" ? value : "";
+  };
+  const save = (key: string) => (e: FormEvent) => {
+    e.preventDefault();
+    setSavingKey(key);
+    const typed = (drafts[key] ?? stored(key)).trim();
+    void action.run(async () => {
+      await client.call("settings.set", { workspace_id: workspaceId, key, value: typed === "" ? null : typed });
+      setDrafts(({ [key]: _, ...rest }) => rest);
+      settings.reload();
+      return typed === "" ? "Restored the default image." : "Image saved; rigs opened from now on boot it.";
+    });
+  };
+  return (
+    <>
+      {IMAGE_KEYS.map(({ key, label }) => (
+        <form key={key} onSubmit={save(key)} noValidate className="image-form">
+          <Field
+            label={label}
+            hint={`${data[key]?.summary ?? key} Blank restores the default image.`}
+            error={savingKey === key && action.error ? action.error.message : null}
+          >
+            {(id, describedBy) => (
+              <input
+                id={id}
+                className="mono"
+                placeholder="registry.example.com/team/image:tag"
+                value={drafts[key] ?? stored(key)}
+                aria-describedby={describedBy}
+                aria-invalid={(savingKey === key && action.error !== null) || undefined}
+                onChange={(e) => setDrafts({ ...drafts, [key]: e.target.value })}
+              />
+            )}
+          </Field>
+          <button type="submit" className="secondary" disabled={action.busy}>
+            Save {label.toLowerCase()}
+          </button>
+        </form>
+      ))}
+      <p className="saved" role="status">
+        {action.done}
+      </p>
+    </>
+  );
+}
+
+function CustomImages() {
+  const workspaces = useCall("workspaces.list", {});
+  const admin = (workspaces.data ?? []).filter((w) => w.role === "admin" || w.role === "owner");
+  const [chosen, setChosen] = useState<string | null>(null);
+  const workspaceId = chosen ?? admin[0]?.id ?? null;
+  return (
+    <section aria-labelledby="custom-images" className="panel">
+      <h2 id="custom-images">Custom images for a workspace</h2>
+      <p className="hint">
+        A registry reference such as <code>ghcr.io/team/image:tag</code>; local paths, archives and flag-like values
+        are refused. Workspaces you administer are listed.
+      </p>
+      {workspaces.error && (
+        <p className="error" role="alert">
+          {workspaces.error.message}
+        </p>
+      )}
+      {workspaces.data && admin.length === 0 && <p>You administer no workspace on this server.</p>}
+      {workspaceId && (
+        <>
+          <Field label="Workspace">
+            {(id) => (
+              <select id={id} value={workspaceId} onChange={(e) => setChosen(e.target.value)}>
+                {admin.map((w) => (
+                  <option key={w.id} value={w.id}>
+                    {w.name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <WorkspaceImages key={workspaceId} workspaceId={workspaceId} />
+        </>
+      )}
+    </section>
+  );
+}
+
+export function RigsSettings() {
+  return (
+    <>
+      <HostCheck />
+      <Packs />
+      <CustomImages />
+    </>
+  );
+}

@@ -1,0 +1,58 @@
+/** The server owner's settings (`/settings/server/sso`, `/settings/server/rigs`, `/settings/server/users`): one
+ * page with a link per section. Anyone else is told plainly that these are the server owner's, and no
+ * server-owner op is called for them. */
+import { Link } from "../../Link";
+import { useCall } from "../../rpc/hooks";
+import type { ServerSection } from "../../router";
+import { RigsSettings } from "./RigsSettings";
+import { SsoSettings } from "./SsoSettings";
+import { UsersSettings } from "./UsersSettings";
+import "./settings.css";
+
+const TITLES: Record<ServerSection, string> = {
+  sso: "Single sign-on",
+  rigs: "Rigs",
+  users: "Users",
+};
+
+export default function ServerSettings({ section }: { section: ServerSection }) {
+  const me = useCall("users.me", {});
+  if (me.error) {
+    return (
+      <p className="error" role="alert">
+        {me.error.message}
+      </p>
+    );
+  }
+  if (!me.data) return <p aria-busy="true">Loading…</p>;
+  if (!me.data.isServerOwner) {
+    return (
+      <>
+        <h1>Server settings</h1>
+        <p className="notice" role="alert">
+          Server owner only: these settings belong to the person who operates this Hangar server. Owning a workspace
+          is not enough. Ask the server owner if something here needs changing.
+        </p>
+        <p>
+          <Link href="/settings/devices">Your devices</Link> · <Link href="/">Your workspaces</Link>
+        </p>
+      </>
+    );
+  }
+  return (
+    <div className="settings">
+      <p className="crumbs">Server settings</p>
+      <h1>{TITLES[section]}</h1>
+      <nav aria-label="Server settings sections" className="sections">
+        {(Object.keys(TITLES) as ServerSection[]).map((s) => (
+          <Link key={s} href={`/settings/server/${s}`} aria-current={s === section ? "page" : undefined}>
+            {TITLES[s]}
+          </Link>
+        ))}
+      </nav>
+      {section === "sso" && <SsoSettings />}
+      {section === "rigs" && <RigsSettings />}
+      {section === "users" && <UsersSettings selfId={me.data.id} />}
+    </div>
+  );
+}
