@@ -1,6 +1,6 @@
 /** The signed-in shell: one RPC client for the credential, a header with the person and the connection's state,
  * and the screen of the current path. */
-import { useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { RpcClient, rpcUrlFor } from "./rpc/client";
 import { RpcContext, useCall, useConnectionState, useRpc } from "./rpc/hooks";
 import { Link } from "./Link";
@@ -9,6 +9,8 @@ import type { Route } from "./router";
 import { Home } from "./screens/Home";
 import { NotFound } from "./screens/NotFound";
 import { Workspace } from "./screens/Workspace";
+
+const SpaceScreen = lazy(() => import("./screens/space/SpaceScreen").then((m) => ({ default: m.SpaceScreen })));
 
 const STATE_TEXT = {
   connecting: "Connecting…",
@@ -50,6 +52,13 @@ function Screen({ route }: { route: Route }) {
   switch (route.name) {
     case "workspace":
       return <Workspace workspaceId={route.workspaceId} />;
+    case "space":
+    case "rig":
+      return (
+        <Suspense fallback={<p role="status">Loading the space…</p>}>
+          <SpaceScreen route={route} />
+        </Suspense>
+      );
     case "notFound":
       return <NotFound path={route.path} />;
     default:

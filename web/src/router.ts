@@ -6,9 +6,13 @@ export type Route =
   | { name: "connect"; next: string | null }
   | { name: "home" }
   | { name: "workspace"; workspaceId: string }
+  | { name: "space"; workspaceId: string; spaceId: string }
+  | { name: "rig"; workspaceId: string; rigId: string }
   | { name: "notFound"; path: string };
 
 const WORKSPACE = /^\/workspaces\/([^/]+)\/?$/;
+const SPACE = /^\/workspaces\/([^/]+)\/spaces\/([^/]+)\/?$/;
+const RIG = /^\/workspaces\/([^/]+)\/rigs\/([^/]+)\/?$/;
 
 /** A path the app may go to after connecting: same-origin and absolute, never `//host` or a scheme. */
 export function safeNext(next: string | null): string | null {
@@ -29,7 +33,33 @@ export function parseRoute(pathname: string, search = ""): Route {
       return { name: "notFound", path: pathname };
     }
   }
+  const space = SPACE.exec(pathname);
+  if (space?.[1] && space[2]) {
+    const [workspaceId, spaceId] = [decoded(space[1]), decoded(space[2])];
+    if (workspaceId !== null && spaceId !== null) return { name: "space", workspaceId, spaceId };
+  }
+  const rig = RIG.exec(pathname);
+  if (rig?.[1] && rig[2]) {
+    const [workspaceId, rigId] = [decoded(rig[1]), decoded(rig[2])];
+    if (workspaceId !== null && rigId !== null) return { name: "rig", workspaceId, rigId };
+  }
   return { name: "notFound", path: pathname };
+}
+
+function decoded(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+export function spacePath(workspaceId: string, spaceId: string): string {
+  return `${workspacePath(workspaceId)}/spaces/${encodeURIComponent(spaceId)}`;
+}
+
+export function rigPath(workspaceId: string, rigId: string): string {
+  return `${workspacePath(workspaceId)}/rigs/${encodeURIComponent(rigId)}`;
 }
 
 export function workspacePath(workspaceId: string): string {
