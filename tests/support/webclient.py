@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 import subprocess
 import threading
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 DIST = WEB / "dist"
@@ -39,3 +43,47 @@ def axe_source() -> str:
     """axe-core from the client's own dev dependencies (no CDN), injected into pages by the tests."""
     built_web_client()  # the same npm install brings it
     return (WEB / "node_modules" / "axe-core" / "axe.min.js").read_text(encoding="utf-8")
+
+
+@contextlib.asynccontextmanager
+async def chromium() -> AsyncIterator[Any]:
+    """Debian's Chromium under Playwright (never a downloaded browser)."""
+    from playwright.async_api import async_playwright
+
+    from tests.support.chromium import CHROMIUM
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+class Console:
+    """Every console error and uncaught exception of a page (a CSP violation is one)."""
+
+    def __init__(self, page: Any) -> None:
+        self.errors: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+
+
+async def axe_violations(page: Any, exclude: Sequence[str] = ()) -> list[str]:
+    """Serious and critical axe violations of the page as it is now (``exclude``: CSS selectors left out)."""
+    await page.evaluate(axe_source() + "\n;0")
+    context = json.dumps({"include": [["body"]], "exclude": [[s] for s in exclude]})
+    result = await page.evaluate(f"axe.run({context}, {{resultTypes: ['violations']}})")
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+async def open_signed_in(browser: Any, url: str, token: str, **context: Any) -> tuple[Any, Console]:
+    """A new page at ``url``, signed in through the ``#token=`` hand-off, with its console followed."""
+    page = await (await browser.new_context(**context)).new_page()
+    console = Console(page)
+    await page.goto(f"{url}#token={token}")
+    return page, console

@@ -1,6 +1,6 @@
 /** A space (`/workspaces/<id>/spaces/<spaceId>`, and `/workspaces/<id>/rigs/<rigId>` for one of its rigs): the
  * live conversation with its composer, the provisioning banner, and the space's rigs as tabs. */
-import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react";
+import { lazy, Suspense, useCallback, useEffect, useMemo, useState, type KeyboardEvent } from "react";
 import type { Provisioning, RigRow, SpaceView } from "../../generated/ops";
 import { Link } from "../../Link";
 import { navigate, rigPath, spacePath, workspacePath } from "../../router";
@@ -98,6 +98,18 @@ interface Rigs {
   error: string | null;
 }
 
+/** Left and right arrows move between tabs (the ARIA tabs pattern); the tab that gets focus is selected. */
+function moveBetweenTabs(e: KeyboardEvent<HTMLDivElement>) {
+  if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
+  const tabs = [...e.currentTarget.querySelectorAll<HTMLButtonElement>('[role="tab"]')];
+  const at = tabs.findIndex((t) => t === document.activeElement);
+  const next = tabs[(at + (e.key === "ArrowRight" ? 1 : -1) + tabs.length) % tabs.length];
+  if (!next) return;
+  e.preventDefault();
+  next.focus();
+  next.click();
+}
+
 function useRigs(workspaceId: string, spaceId: string): Rigs {
   const client = useRpc();
   const [rigs, setRigs] = useState<RigRow[] | null>(null);
@@ -188,12 +200,14 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
         </p>
       </div>
       {space && <ProvisioningBanner provisioning={space.provisioning} />}
-      <div className="tabs" role="tablist" aria-label="Conversation and rigs">
+      <div className="tabs-row">
+      <div className="tabs" role="tablist" aria-label="Conversation and rigs" onKeyDown={moveBetweenTabs}>
         <button
           type="button"
           role="tab"
           id="tab-conversation"
           aria-selected={current === null}
+          tabIndex={current === null ? 0 : -1}
           aria-controls="panel-conversation"
           className="tab"
           onClick={() => select(null)}
@@ -207,6 +221,7 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
             key={r.rigId}
             id={`tab-${r.rigId}`}
             aria-selected={current === r.rigId}
+            tabIndex={current === r.rigId ? 0 : -1}
             aria-controls={`panel-${r.rigId}`}
             className="tab"
             data-phase={r.status}
@@ -215,6 +230,7 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
             {r.surface === "terminal" ? "Terminal" : r.surface} <span className="hint">{r.status}</span>
           </button>
         ))}
+      </div>
         {!rigsError && !rigs.some((r) => r.surface === "terminal") && (
           <button type="button" className="secondary small" onClick={openTerminal} disabled={opening || !!archived}>
             {opening ? "Opening a terminal…" : "Open a terminal"}
