@@ -1,6 +1,6 @@
 /** The signed-in shell: one RPC client for the credential, a header with the person and the connection's state,
  * and the screen of the current path. */
-import { lazy, Suspense, useEffect, useState } from "react";
+import { useEffect, useState } from "react";
 import { RpcClient, rpcUrlFor } from "./rpc/client";
 import { RpcContext, useCall, useConnectionState, useRpc } from "./rpc/hooks";
 import { Link } from "./Link";
@@ -9,8 +9,7 @@ import type { Route } from "./router";
 import { Home } from "./screens/Home";
 import { NotFound } from "./screens/NotFound";
 import { Workspace } from "./screens/Workspace";
-
-const SpaceScreen = lazy(() => import("./screens/space/SpaceScreen").then((m) => ({ default: m.SpaceScreen })));
+import { Space } from "./screens/space";
 
 const STATE_TEXT = {
   connecting: "Connecting…",
@@ -54,11 +53,7 @@ function Screen({ route }: { route: Route }) {
       return <Workspace workspaceId={route.workspaceId} />;
     case "space":
     case "rig":
-      return (
-        <Suspense fallback={<p role="status">Loading the space…</p>}>
-          <SpaceScreen route={route} />
-        </Suspense>
-      );
+      return <Space route={route} />;
     case "notFound":
       return <NotFound path={route.path} />;
     default:

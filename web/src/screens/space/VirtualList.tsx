@@ -46,7 +46,8 @@ export function VirtualList<T extends Keyed>({ items, render, estimate, onReachS
   const heights = useRef(new Map<string, number>());
   const anchor = useRef<Anchor>({ key: null, delta: 0, atEnd: true });
   const [version, setVersion] = useState(0);
-  const [view, setView] = useState({ top: 0, height: 800 });
+  // Until the list has been laid out, the view is taken to be at the end (where a conversation opens).
+  const [view, setView] = useState({ top: Number.POSITIVE_INFINITY, height: 800 });
 
   const offsets = useMemo(() => {
     const out = new Array<number>(items.length + 1);
@@ -86,19 +87,22 @@ export function VirtualList<T extends Keyed>({ items, render, estimate, onReachS
     setView({ top: el.scrollTop, height: el.clientHeight });
   }, [items, offsets]);
 
+  // Older items are asked for when the reader scrolls near the start, or when the items do not fill the view.
   const onScroll = useCallback(() => {
     const el = scroller.current;
     if (!el) return;
     remember();
     setView({ top: el.scrollTop, height: el.clientHeight });
-  }, [remember]);
-
-  const first = indexAt(offsets, Math.max(0, view.top - OVERSCAN));
-  const last = Math.min(items.length - 1, indexAt(offsets, view.top + view.height + OVERSCAN));
-
+    if (onReachStart && el.scrollTop < OVERSCAN) onReachStart();
+  }, [remember, onReachStart]);
   useEffect(() => {
-    if (onReachStart && items.length > 0 && first === 0 && view.top < OVERSCAN) onReachStart();
-  }, [onReachStart, first, view.top, items.length]);
+    const el = scroller.current;
+    if (el && onReachStart && items.length > 0 && el.scrollHeight <= el.clientHeight) onReachStart();
+  }, [onReachStart, items.length, total]);
+
+  const top = Math.min(view.top, Math.max(0, total - view.height));
+  const first = indexAt(offsets, Math.max(0, top - OVERSCAN));
+  const last = Math.min(items.length - 1, indexAt(offsets, top + view.height + OVERSCAN));
 
   // Measure what is rendered; a changed height re-computes the offsets (and the anchor keeps the view still).
   const observer = useMemo(

@@ -1,17 +1,18 @@
 /** A space followed live: its newest messages first, older pages on demand, and its agent runs' turn events.
  *
- * `spaces.watch` is opened first; each of its first replies (again after every reconnect) fetches what the
- * screen may have missed: the newest page of messages the first time, the messages after the newest one shown
- * after a reconnect, and the events of the runs still going. Live frames and fetched pages meet in merges that
+ * The newest page of messages is fetched as `spaces.watch` opens; each of the watch's first replies (again after
+ * every reconnect) then fetches what the screen may have missed: the messages after the newest one shown, and the
+ * events of the runs still going. Live frames and fetched pages meet in merges that
  * keep every message and event once, so their order of arrival does not matter. */
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useLayoutEffect, useRef, useState } from "react";
 import type { MessageView, SpaceView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
 import { isFrame, mergeFrames, mergeMessages, provisioningOf, type Frame } from "./stream";
 
-/** Messages fetched per page (the newest on opening, then older ones as the reader scrolls up). */
-export const PAGE = 200;
+/** Messages fetched on opening (the newest: a screenful and more, quick to send), then per older page. */
+export const FIRST_PAGE = 100;
+export const PAGE = 250;
 
 export interface SpaceStream {
   space: SpaceView | null;
@@ -64,7 +65,8 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
     if (live.current && e instanceof RpcError && e.code !== "unavailable") setError(e);
   }, []);
 
-  useEffect(() => {
+  // A layout effect: the watch starts as the screen mounts, not after the browser's next paint.
+  useLayoutEffect(() => {
     live.current = true;
     shown.current = [];
     setSpace(null);
@@ -76,23 +78,33 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
     setOlderDone(false);
     const ws = { workspace_id: workspaceId, spaceId };
 
-    const catchUp = async () => {
-      const newest = shown.current[shown.current.length - 1];
-      if (!newest) {
-        const page = await client.call("messages.list", { ...ws, last: PAGE });
-        addMessages(page.messages);
-        if (live.current) {
-          setOlderDone(page.messages.length < PAGE);
-          setOpened(true);
-        }
-      } else {
-        for (let after = newest.seq; ; ) {
-          const page = await client.call("messages.list", { ...ws, afterSeq: after, limit: 1000 });
+    // The newest page is asked for at once, beside the watch (it decides how soon the space shows); after the
+    // watch's reply, what was posted in between is fetched as the messages after the newest one shown.
+    let firstPage: Promise<void> | null = null;
+    const openFirst = () =>
+      (firstPage ??= client.call("messages.list", { ...ws, last: FIRST_PAGE }).then(
+        (page) => {
           addMessages(page.messages);
-          const last = page.messages[page.messages.length - 1];
-          if (!last || page.messages.length < 1000) break;
-          after = last.seq;
-        }
+          if (live.current) {
+            setOlderDone(page.messages.length < FIRST_PAGE);
+            setOpened(true);
+          }
+        },
+        (e: unknown) => {
+          firstPage = null; // asked again after the reconnect
+          throw e;
+        },
+      ));
+    openFirst().catch(failed);
+
+    const catchUp = async () => {
+      await openFirst();
+      for (let after = shown.current[shown.current.length - 1]?.seq ?? 0; ; ) {
+        const page = await client.call("messages.list", { ...ws, afterSeq: after, limit: 1000 });
+        addMessages(page.messages);
+        const last = page.messages[page.messages.length - 1];
+        if (!last || page.messages.length < 1000) break;
+        after = last.seq;
       }
       const going = await client.call("runs.list", { ...ws, status: "running" });
       await Promise.all(
