@@ -15,6 +15,38 @@ type LaneState = "connecting" | "open" | "closed";
 const LIGHT: ITheme = { background: "#ffffff", foreground: "#1b1f24", cursor: "#1b1f24", selectionBackground: "#b6d4fe" };
 const DARK: ITheme = { background: "#0d1117", foreground: "#e6edf3", cursor: "#e6edf3", selectionBackground: "#264f78" };
 
+/** Open `xterm` in `el` with its styles kept within the server's Content-Security-Policy. xterm.js writes its
+ * theme, scrollbar and row sizes into <style> elements, which `style-src 'self'` blocks; while it opens, each
+ * <style> it creates is an inert, hidden stand-in whose text is mirrored into a constructed stylesheet adopted by
+ * the document (a stylesheet built through the CSSOM is not an inline style). Returns the undo. */
+function openWithinPolicy(xterm: Xterm, el: HTMLElement): () => void {
+  const sheets: CSSStyleSheet[] = [];
+  const observers: MutationObserver[] = [];
+  const create = document.createElement;
+  const standIn = (tag: string, options?: ElementCreationOptions): HTMLElement => {
+    if (tag.toLowerCase() !== "style") return create.call(document, tag, options);
+    const node = create.call(document, "xterm-style");
+    node.hidden = true;
+    const sheet = new CSSStyleSheet();
+    sheets.push(sheet);
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+    const mirror = new MutationObserver(() => sheet.replaceSync(node.textContent ?? ""));
+    mirror.observe(node, { childList: true, characterData: true, subtree: true });
+    observers.push(mirror);
+    return node;
+  };
+  document.createElement = standIn as typeof document.createElement;
+  try {
+    xterm.open(el);
+  } finally {
+    document.createElement = create;
+  }
+  return () => {
+    for (const o of observers) o.disconnect();
+    document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => !sheets.includes(s));
+  };
+}
+
 function laneUrl(path: string, cols: number, rows: number): string {
   const url = new URL(path, window.location.href);
   url.protocol = window.location.protocol === "https:" ? "wss:" : "ws:";
@@ -44,7 +76,7 @@ export function Terminal({ workspaceId, rigId }: { workspaceId: string; rigId: s
     });
     const fit = new FitAddon();
     xterm.loadAddon(fit);
-    xterm.open(el);
+    const unstyle = openWithinPolicy(xterm, el);
     fit.fit();
     term.current = xterm;
     let socket: WebSocket | null = null;
@@ -122,6 +154,7 @@ export function Terminal({ workspaceId, rigId }: { workspaceId: string; rigId: s
       resized.dispose();
       socket?.close(1000);
       xterm.dispose();
+      unstyle();
       term.current = null;
     };
   }, [client, workspaceId, rigId, attempt]);
