@@ -6,6 +6,7 @@ xterm.js, takes a file drop and changes hands. axe finds no serious or critical 
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from pathlib import Path
@@ -151,6 +152,9 @@ SCROLL_FRAMES = """async ([step, frames]) => {
   return times;
 }"""
 
+# The terminal's screen, line by line.
+SCREEN_LINES = "() => [...document.querySelectorAll('.xterm-rows > div')].map((d) => d.textContent.trim())"
+
 # When the newest seeded message first appears on screen, measured in the page from navigation start.
 OPENED = """(() => {
   const look = () => {
@@ -193,7 +197,9 @@ async def test_a_space_of_10000_messages_opens_fast_and_scrolls_smoothly(tmp_pat
             count = int(await log.get_attribute("data-count") or 0)
             if count >= 10_000:
                 break
-        await page.wait_for_function("() => document.querySelector('[role=log]').dataset.count >= 10000", timeout=60_000)
+        await page.wait_for_function(
+            "() => document.querySelector('[role=log]').dataset.count >= 10000", timeout=60_000
+        )
         rendered = await page.locator(".vitem").count()
         times += await page.evaluate(SCROLL_FRAMES, [-2000, 120])  # fast scroll back down through it all
         times.sort()
@@ -235,13 +241,8 @@ async def test_a_terminal_rig_runs_what_is_typed_into_xterm(tmp_path: Path, dist
         # The PTY was sized to fit the box, not left at 80x24.
         await page.keyboard.type("stty size")
         await page.keyboard.press("Enter")
-        await page.wait_for_function(
-            "() => /\\n\\d+ \\d+\\n/.test([...document.querySelectorAll('.xterm-rows > div')].map(d => d.textContent).join('\\n'))"
-        )
-        rows_cols = await page.evaluate(
-            "[...document.querySelectorAll('.xterm-rows > div')].map(d => d.textContent.trim())"
-            ".find(t => /^\\d+ \\d+$/.test(t))"
-        )
+        await page.wait_for_function(f"() => ({SCREEN_LINES})().some((t) => /^\\d+ \\d+$/.test(t))")
+        rows_cols = next(t for t in await page.evaluate(SCREEN_LINES) if re.fullmatch(r"\d+ \d+", t))
         assert rows_cols != "24 80"
 
         # Paste reaches the terminal from the clipboard.

@@ -128,9 +128,7 @@ async def test_last_with_before_seq_pages_back_through_the_history(tmp_path: Pat
         seen = [m["content"] for m in newest]
         before = newest[0]["seq"]
         while True:
-            page = await client.call(
-                "messages.list", workspace_id=ws, space_id=space["id"], last=3, beforeSeq=before
-            )
+            page = await client.call("messages.list", workspace_id=ws, space_id=space["id"], last=3, beforeSeq=before)
             if not page["messages"]:
                 break
             seen = [m["content"] for m in page["messages"]] + seen
