@@ -77,13 +77,17 @@ def rigs_parts(overrides: Mapping[str, tuple[str, int]] | None = None) -> list[A
 
 @contextlib.asynccontextmanager
 async def rigs_server(
-    tmp_path: Path, *, clock: Clock | None = None, overrides: Mapping[str, tuple[str, int]] | None = None
+    tmp_path: Path,
+    *,
+    clock: Clock | None = None,
+    overrides: Mapping[str, tuple[str, int]] | None = None,
+    **settings: Any,
 ) -> AsyncIterator[RigsEnv]:
     """``tmp_path`` is unused on purpose: rig runtime paths hold UNIX sockets (at most 108 bytes), so the
-    data directory is a short one under /tmp."""
+    data directory is a short one under /tmp. ``settings`` are the server's (``web_dist`` for browser tests)."""
     await ready_pack()
     with tempfile.TemporaryDirectory(prefix="hr-", dir="/tmp") as short:
-        async with running_server(Path(short), clock=clock, parts=rigs_parts(overrides)) as srv:
+        async with running_server(Path(short), clock=clock, parts=rigs_parts(overrides), **settings) as srv:
             ws = await srv.new_workspace()
             async with RpcClient(srv.ws_url, srv.owner_token) as client:
                 space = (await client.call("spaces.create", workspace_id=ws, title="rig tests"))["id"]

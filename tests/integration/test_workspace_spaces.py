@@ -114,3 +114,26 @@ async def test_argument_errors_name_fields_as_the_contract_writes_them(tmp_path:
         await client.call("messages.post", workspace_id=ws, space_id=space["id"], content="b")
         listed = await client.call("messages.list", workspace_id=ws, space_id=space["id"], after_seq=0)
         assert [m["content"] for m in listed["messages"]] == ["a", "b"]
+
+
+async def test_last_with_before_seq_pages_back_through_the_history(tmp_path: Path) -> None:
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        space = await client.call("spaces.create", workspace_id=ws, title="Long")
+        other = await client.call("spaces.create", workspace_id=ws, title="Other")
+        for i in range(7):
+            await client.call("messages.post", workspace_id=ws, space_id=space["id"], content=f"m{i}")
+            await client.call("messages.post", workspace_id=ws, space_id=other["id"], content=f"o{i}")
+        newest = (await client.call("messages.list", workspace_id=ws, space_id=space["id"], last=3))["messages"]
+        assert [m["content"] for m in newest] == ["m4", "m5", "m6"]
+        seen = [m["content"] for m in newest]
+        before = newest[0]["seq"]
+        while True:
+            page = await client.call("messages.list", workspace_id=ws, space_id=space["id"], last=3, beforeSeq=before)
+            if not page["messages"]:
+                break
+            seen = [m["content"] for m in page["messages"]] + seen
+            before = page["messages"][0]["seq"]
+        assert seen == [f"m{i}" for i in range(7)]  # every message once, in order, none of the other space's
+        with pytest.raises(RpcError) as err:
+            await client.call("messages.list", workspace_id=ws, space_id=space["id"], beforeSeq=before)
+        assert err.value.code == "invalid_args" and "beforeSeq" in err.value.message

@@ -5,10 +5,11 @@ page's console errors, axe's serious and critical violations, and connecting a p
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -71,10 +72,11 @@ class Console:
         page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
 
 
-async def axe_violations(page: Any) -> list[str]:
-    """Serious and critical axe violations of the page as it is now."""
+async def axe_violations(page: Any, exclude: Sequence[str] = ()) -> list[str]:
+    """Serious and critical axe violations of the page as it is now (``exclude``: CSS selectors left out)."""
     await page.evaluate(axe_source() + "\n;0")
-    result = await page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    context = json.dumps({"include": [["body"]], "exclude": [[s] for s in exclude]})
+    result = await page.evaluate(f"axe.run({context}, {{resultTypes: ['violations']}})")
     return [
         f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']]}"
         for v in result["violations"]
@@ -90,3 +92,11 @@ async def connect_with_code(page: Any, srv: RunningServer) -> None:
     await page.get_by_role("textbox", name="Pairing code").fill(await pairing_code(srv))
     await page.get_by_role("textbox", name="Device name").fill("Test browser")
     await page.get_by_role("button", name="Connect", exact=True).click()
+
+
+async def open_signed_in(browser: Any, url: str, token: str, **context: Any) -> tuple[Any, Console]:
+    """A new page at ``url``, signed in through the ``#token=`` hand-off, with its console followed."""
+    page = await (await browser.new_context(**context)).new_page()
+    console = Console(page)
+    await page.goto(f"{url}#token={token}")
+    return page, console

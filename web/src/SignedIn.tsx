@@ -26,6 +26,7 @@ function Loading() {
 // Settings screens load with their own chunk, only when opened.
 const ServerSettings = lazy(() => import("./screens/settings/ServerSettings"));
 const Devices = lazy(() => import("./screens/settings/Devices"));
+import { Space } from "./screens/space";
 
 const STATE_TEXT = {
   connecting: "Connecting…",
@@ -101,6 +102,9 @@ function Screen({ route }: { route: Route }) {
           <Devices />
         </Suspense>
       );
+    case "space":
+    case "rig":
+      return <Space route={route} />;
     case "notFound":
       return <NotFound path={route.path} />;
     default:

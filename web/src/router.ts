@@ -13,6 +13,8 @@ export type Route =
   | { name: "pipelineRun"; workspaceId: string; runId: string }
   | { name: "serverSettings"; section: ServerSection }
   | { name: "devices" }
+  | { name: "space"; workspaceId: string; spaceId: string }
+  | { name: "rig"; workspaceId: string; rigId: string }
   | { name: "notFound"; path: string };
 
 const WORKSPACE = /^\/workspaces\/([^/]+)\/?$/;
@@ -20,6 +22,8 @@ const TICKET = /^\/workspaces\/([^/]+)\/tickets\/([^/]+)\/?$/;
 const AUDIT = /^\/workspaces\/([^/]+)\/audit\/?$/;
 const WORKSPACE_SETTINGS = /^\/settings\/workspaces\/([^/]+)\/?$/;
 const PIPELINES = /^\/workspaces\/([^/]+)\/pipelines\/?$/;
+const SPACE = /^\/workspaces\/([^/]+)\/spaces\/([^/]+)\/?$/;
+const RIG = /^\/workspaces\/([^/]+)\/rigs\/([^/]+)\/?$/;
 const PIPELINE_RUN = /^\/workspaces\/([^/]+)\/pipelines\/runs\/([^/]+)\/?$/;
 
 /** The server owner's settings screens: `/settings/server/<section>` (users is this client's own path). */
@@ -61,10 +65,26 @@ export function parseRoute(pathname: string, search = ""): Route {
     if (run?.[1] && run[2]) {
       return { name: "pipelineRun", workspaceId: decodeURIComponent(run[1]), runId: decodeURIComponent(run[2]) };
     }
+    const space = SPACE.exec(pathname);
+    if (space?.[1] && space[2]) {
+      return { name: "space", workspaceId: decodeURIComponent(space[1]), spaceId: decodeURIComponent(space[2]) };
+    }
+    const rig = RIG.exec(pathname);
+    if (rig?.[1] && rig[2]) {
+      return { name: "rig", workspaceId: decodeURIComponent(rig[1]), rigId: decodeURIComponent(rig[2]) };
+    }
   } catch {
     // A malformed %-escape names nothing.
   }
   return { name: "notFound", path: pathname };
+}
+
+export function spacePath(workspaceId: string, spaceId: string): string {
+  return `${workspacePath(workspaceId)}/spaces/${encodeURIComponent(spaceId)}`;
+}
+
+export function rigPath(workspaceId: string, rigId: string): string {
+  return `${workspacePath(workspaceId)}/rigs/${encodeURIComponent(rigId)}`;
 }
 
 export function workspacePath(workspaceId: string): string {
@@ -73,10 +93,6 @@ export function workspacePath(workspaceId: string): string {
 
 export function ticketPath(workspaceId: string, ticketId: string): string {
   return `${workspacePath(workspaceId)}/tickets/${encodeURIComponent(ticketId)}`;
-}
-
-export function spacePath(workspaceId: string, spaceId: string): string {
-  return `${workspacePath(workspaceId)}/spaces/${encodeURIComponent(spaceId)}`;
 }
 
 /** The audit log and the domain events (section 9 names no path for them; they live under the workspace). */

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from hangar.core.part import OpFunction
 from hangar.core.principal import Role
+from hangar.errors import InvalidArgs
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import op
 from hangar.workspace.args import WsArgs
@@ -159,15 +160,19 @@ class MessageListArgs(WsArgs):
     after_seq: int = Field(default=0, ge=0)
     limit: int = Field(default=200, ge=1, le=1000)
     last: int | None = Field(default=None, ge=1, le=1000)  # instead of a page: the last N messages
+    before_seq: int | None = Field(default=None, ge=1)  # with ``last``: the last N before this one (older pages)
 
 
 @op("messages.list", kind="read", scope="workspace")
 async def messages_list(ctx: OpContext, args: MessageListArgs) -> MessageList:
-    """A space's messages after ``afterSeq``, oldest first; or, with ``last``, its last messages, oldest first."""
+    """A space's messages after ``afterSeq``, oldest first; or, with ``last``, its last messages (those before
+    ``beforeSeq`` when given, to page back through a long history), oldest first."""
     spaces = _spaces(ctx)
+    if args.before_seq is not None and args.last is None:
+        raise InvalidArgs("beforeSeq pages backwards and needs last (how many messages)", field="beforeSeq")
     if args.last is not None:
         await spaces.get(ctx.ws, args.space_id)  # an unknown space is not_found, as for a page
-        msgs = await spaces.recent(ctx.ws, args.space_id, limit=args.last)
+        msgs = await spaces.recent(ctx.ws, args.space_id, limit=args.last, before_seq=args.before_seq)
     else:
         msgs = await spaces.messages(ctx.ws, args.space_id, after_seq=args.after_seq, limit=args.limit)
     return MessageList(messages=[MessageView.model_validate(m) for m in msgs])

@@ -298,10 +298,16 @@ class SpaceService:
             rows = (await conn.execute(q)).mappings().all()
         return [message_to_wire(r) for r in rows]
 
-    async def recent(self, workspace_id: str, space_id: str, *, limit: int) -> list[dict[str, Any]]:
-        """The last ``limit`` messages, oldest first (what an agent sees of the conversation)."""
+    async def recent(
+        self, workspace_id: str, space_id: str, *, limit: int, before_seq: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The last ``limit`` messages (before ``before_seq`` when given), oldest first (what an agent sees of the
+        conversation; a reader paging back through its history)."""
         t = tables.messages
-        q = sa.select(t).where(t.c.space_id == space_id).order_by(t.c.seq.desc()).limit(limit)
+        q = sa.select(t).where(t.c.space_id == space_id)
+        if before_seq is not None:
+            q = q.where(t.c.seq < before_seq)
+        q = q.order_by(t.c.seq.desc()).limit(limit)
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.connect() as conn:
             rows = (await conn.execute(q)).mappings().all()

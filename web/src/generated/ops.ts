@@ -991,7 +991,7 @@ export type MembersSetRoleArgs = {
 };
 export type MembersSetRoleResult = MemberRoleSet;
 
-/** A space's messages after ``afterSeq``, oldest first; or, with ``last``, its last messages, oldest first. */
+/** A space's messages after ``afterSeq``, oldest first; or, with ``last``, its last messages (those before ``beforeSeq`` when given, to page back through a long history), oldest first. */
 export type MessagesListArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -999,6 +999,7 @@ export type MessagesListArgs = {
   afterSeq?: number;
   limit?: number;
   last?: number | null;
+  beforeSeq?: number | null;
 };
 export type MessagesListResult = MessageList;
 

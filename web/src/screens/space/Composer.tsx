@@ -1,0 +1,149 @@
+/** The composer: a message to the space, or, when it @mentions an agent, that agent run on it (`agents.run`
+ * posts the message as the prompt, as the product does for a dispatched agent). Typing `@` suggests agents. */
+import { useId, useMemo, useRef, useState, type KeyboardEvent } from "react";
+import type { AgentView } from "../../generated/ops";
+import { RpcError } from "../../rpc/errors";
+import { useRpc } from "../../rpc/hooks";
+import { complete, mentionAt, mentionedAgents, suggest, type MentionQuery } from "./mentions";
+
+interface Props {
+  workspaceId: string;
+  spaceId: string;
+  agents: readonly AgentView[];
+  disabled: string | null;
+}
+
+export function Composer({ workspaceId, spaceId, agents, disabled }: Props) {
+  const client = useRpc();
+  const id = useId();
+  const box = useRef<HTMLTextAreaElement>(null);
+  const [text, setText] = useState("");
+  const [mention, setMention] = useState<MentionQuery | null>(null);
+  const [active, setActive] = useState(0);
+  const [sending, setSending] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  const options = useMemo(() => (mention ? suggest(mention.query, agents) : []), [mention, agents]);
+  const addressed = useMemo(() => mentionedAgents(text, agents)[0] ?? null, [text, agents]);
+  const open = options.length > 0;
+
+  const track = (value: string, caret: number) => {
+    setText(value);
+    setMention(mentionAt(value, caret));
+    setActive(0);
+  };
+  const pick = (agent: AgentView) => {
+    if (!mention) return;
+    const done = complete(text, mention, agent.name);
+    setText(done.text);
+    setMention(null);
+    requestAnimationFrame(() => {
+      box.current?.focus();
+      box.current?.setSelectionRange(done.caret, done.caret);
+    });
+  };
+  const send = () => {
+    const content = text.trim();
+    if (!content || sending) return;
+    setSending(true);
+    setError(null);
+    const ws = { workspace_id: workspaceId, spaceId };
+    const sent = addressed
+      ? client.call("agents.run", { ...ws, agentId: addressed.id, prompt: content })
+      : client.call("messages.post", { ...ws, content });
+    sent
+      .then(() => {
+        setText("");
+        setMention(null);
+      })
+      .catch((e: unknown) => setError(e instanceof RpcError ? e.message : String(e)))
+      .finally(() => setSending(false));
+  };
+  const onKey = (e: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (open) {
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+        e.preventDefault();
+        const step = e.key === "ArrowDown" ? 1 : -1;
+        setActive((a) => (a + step + options.length) % options.length);
+        return;
+      }
+      if (e.key === "Enter" || e.key === "Tab") {
+        const agent = options[active];
+        if (agent) {
+          e.preventDefault();
+          pick(agent);
+          return;
+        }
+      }
+      if (e.key === "Escape") {
+        e.preventDefault();
+        setMention(null);
+        return;
+      }
+    }
+    if (e.key === "Enter" && !e.shiftKey && !e.nativeEvent.isComposing) {
+      e.preventDefault();
+      send();
+    }
+  };
+
+  if (disabled) return <p className="composer-off">{disabled}</p>;
+  return (
+    <form
+      className="composer"
+      onSubmit={(e) => {
+        e.preventDefault();
+        send();
+      }}
+    >
+      <label htmlFor={`${id}-text`} className="visually-hidden">
+        Message
+      </label>
+      {open && (
+        <ul className="mentions" id={`${id}-agents`} role="listbox" aria-label="Agents to mention">
+          {options.map((agent, i) => (
+            <li
+              key={agent.id}
+              id={`${id}-agent-${i}`}
+              role="option"
+              aria-selected={i === active}
+              onMouseDown={(e) => {
+                e.preventDefault();
+                pick(agent);
+              }}
+            >
+              <span className="author">@{agent.name}</span> <span className="hint">{agent.role}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      <textarea
+        id={`${id}-text`}
+        ref={box}
+        rows={2}
+        value={text}
+        placeholder="Write a message; @ mentions an agent"
+        aria-describedby={`${id}-hint`}
+        aria-autocomplete="list"
+        aria-controls={open ? `${id}-agents` : undefined}
+        aria-activedescendant={open ? `${id}-agent-${active}` : undefined}
+        onChange={(e) => track(e.target.value, e.target.selectionStart)}
+        onKeyDown={onKey}
+        onBlur={() => setMention(null)}
+      />
+      <p className="hint" id={`${id}-hint`}>
+        {addressed
+          ? `Sending runs ${addressed.name} on this message.`
+          : "Enter sends, Shift+Enter starts a new line. Mention an agent with @ to run it."}
+      </p>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      <button type="submit" disabled={sending || !text.trim()}>
+        {sending ? "Sending…" : addressed ? `Send to ${addressed.name}` : "Send"}
+      </button>
+    </form>
+  );
+}

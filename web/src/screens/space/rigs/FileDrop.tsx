@@ -1,0 +1,115 @@
+/** Files dropped (or chosen) onto a rig travel over its file lane (`POST /rig/files/<rigId>`, a URL minted by
+ * `rig.fileLaneUrl`, with the device credential as a bearer), not the RPC socket; they land in `~/drops`. */
+import { useRef, useState, type DragEvent } from "react";
+import { loadToken } from "../../../auth/credential";
+import { useRpc } from "../../../rpc/hooks";
+import { RpcError } from "../../../rpc/errors";
+
+interface Landed {
+  name: string;
+  path: string;
+  size: number;
+}
+
+function landedFiles(body: unknown): Landed[] {
+  const files = (body as { files?: unknown } | null)?.files;
+  return Array.isArray(files) ? (files as Landed[]) : [];
+}
+
+async function errorText(response: Response): Promise<string> {
+  try {
+    const body = (await response.json()) as { error?: { message?: string }; message?: string };
+    return body.error?.message ?? body.message ?? `the server answered ${response.status}`;
+  } catch {
+    return `the server answered ${response.status}`;
+  }
+}
+
+export function FileDrop({ workspaceId, rigId, disabled }: { workspaceId: string; rigId: string; disabled: boolean }) {
+  const client = useRpc();
+  const picker = useRef<HTMLInputElement>(null);
+  const [over, setOver] = useState(false);
+  const [state, setState] = useState<{ busy: boolean; landed: Landed[]; error: string | null }>({
+    busy: false,
+    landed: [],
+    error: null,
+  });
+
+  const send = async (files: File[]) => {
+    if (files.length === 0 || disabled) return;
+    setState({ busy: true, landed: [], error: null });
+    try {
+      const lane = await client.call("rig.fileLaneUrl", { workspace_id: workspaceId, rigId });
+      const form = new FormData();
+      for (const f of files) form.append("files", f, f.name);
+      const response = await fetch(lane.path, {
+        method: "POST",
+        body: form,
+        headers: { Authorization: `Bearer ${loadToken(window.localStorage) ?? ""}` },
+      });
+      if (!response.ok) throw new Error(await errorText(response));
+      setState({ busy: false, landed: landedFiles(await response.json()), error: null });
+    } catch (e) {
+      setState({ busy: false, landed: [], error: e instanceof RpcError || e instanceof Error ? e.message : String(e) });
+    }
+  };
+  const drop = (e: DragEvent<HTMLDivElement>) => {
+    e.preventDefault();
+    setOver(false);
+    void send([...e.dataTransfer.files]);
+  };
+
+  return (
+    <div
+      className="drop"
+      data-over={over}
+      onDragOver={(e) => {
+        e.preventDefault();
+        setOver(true);
+      }}
+      onDragLeave={() => setOver(false)}
+      onDrop={drop}
+    >
+      <p>Drop files here to put them in the rig's <code>~/drops</code> folder, or</p>
+      <button
+        type="button"
+        className="secondary small"
+        disabled={disabled || state.busy}
+        onClick={() => picker.current?.click()}
+      >
+        Choose files…
+      </button>
+      <input
+        ref={picker}
+        hidden
+        aria-label="Files to send to the rig"
+        type="file"
+        multiple
+        disabled={disabled || state.busy}
+        onChange={(e) => {
+          void send([...(e.target.files ?? [])]);
+          e.target.value = "";
+        }}
+      />
+      {state.busy && (
+        <p role="status">
+          <progress aria-label="Sending files" /> Sending…
+        </p>
+      )}
+      {state.landed.length > 0 && (
+        <ul className="landed" aria-label="Files that landed">
+          {state.landed.map((f) => (
+            <li key={f.path}>
+              <code>{f.path}</code> ({f.size} bytes)
+            </li>
+          ))}
+        </ul>
+      )}
+      {state.error && (
+        <p className="error" role="alert">
+          {state.error}
+        </p>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,170 @@
+/** One rig of the space: its state and controller (take control, hand back), its forwarded ports with links, file
+ * drops through the file lane, and the terminal. `rig.watch` keeps all of it live while the tab is open. */
+import { lazy, Suspense, useCallback, useEffect, useState } from "react";
+import type { PortRow, RigRow } from "../../../generated/ops";
+import { RpcError } from "../../../rpc/errors";
+import { useCall, useRpc } from "../../../rpc/hooks";
+import { FileDrop } from "./FileDrop";
+import { portUrl } from "./portLinks";
+
+const Terminal = lazy(() => import("./Terminal").then((m) => ({ default: m.Terminal })));
+
+function message(e: unknown): string {
+  return e instanceof RpcError ? e.message : String(e);
+}
+
+interface PortsProps {
+  workspaceId: string;
+  rigId: string;
+  ports: PortRow[];
+  onPorts(ports: PortRow[]): void;
+}
+
+function Ports({ workspaceId, rigId, ports, onPorts }: PortsProps) {
+  const client = useRpc();
+  const [error, setError] = useState<string | null>(null);
+  const share = (port: PortRow, on: boolean) =>
+    client
+      .call("rig.sharePort", { workspace_id: workspaceId, rigId, guestPort: port.guestPort, share: on })
+      .then((r) => onPorts(r.ports), (e: unknown) => setError(message(e)));
+  if (ports.length === 0) return <p className="hint">Nothing listens in the rig yet; ports appear here as they open.</p>;
+  return (
+    <>
+      <ul className="ports">
+        {ports.map((p) => {
+          const url = portUrl(p, window.location);
+          return (
+            <li key={p.guestPort}>
+              <span>
+                Port <strong>{p.guestPort}</strong>
+                {p.forwarded ? ` → server port ${p.hostPort ?? "?"}` : " (not forwarded: the limit is reached)"}
+                {p.lanPort !== null && `, shared on the network at ${p.lanPort}`}
+              </span>
+              {url && (
+                <a href={url} target="_blank" rel="noreferrer noopener">
+                  Open {p.guestPort}
+                </a>
+              )}
+              {p.forwarded && (
+                <button type="button" className="secondary small" onClick={() => share(p, p.lanPort === null)}>
+                  {p.lanPort === null ? "Share on network" : "Stop sharing"}
+                </button>
+              )}
+            </li>
+          );
+        })}
+      </ul>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+    </>
+  );
+}
+
+export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string; rig: RigRow; onChanged(): void }) {
+  const client = useRpc();
+  const me = useCall("users.me", {});
+  const [phase, setPhase] = useState(rig.status);
+  const [detail, setDetail] = useState(rig.statusDetail);
+  const [ports, setPorts] = useState<PortRow[]>([]);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const rigId = rig.rigId;
+  const ws = { workspace_id: workspaceId, rigId };
+
+  const refreshPorts = useCallback(() => {
+    client.call("rig.ports", { workspace_id: workspaceId, rigId }).then(
+      (r) => setPorts(r.ports),
+      () => undefined,
+    );
+  }, [client, workspaceId, rigId]);
+
+  useEffect(() => {
+    const handle = client.watch(
+      "rig.watch",
+      { workspace_id: workspaceId, rigId },
+      {
+        onReply: (snap) => {
+          setPhase(snap.phase);
+          setDetail(snap.statusDetail);
+          setPorts(snap.ports);
+        },
+        onEvent: (event) => {
+          const e = (event ?? {}) as Record<string, unknown>;
+          if (e["type"] === "phase" && typeof e["phase"] === "string") {
+            setPhase(e["phase"] as RigRow["status"]);
+            if (typeof e["detail"] === "string") setDetail(e["detail"]);
+            onChanged();
+          } else if (e["type"] === "control") {
+            onChanged(); // the row names the controller
+          } else if (e["type"] === "ports") {
+            refreshPorts();
+          }
+        },
+        onError: (e) => setError(e.message),
+      },
+    );
+    return () => handle.close();
+  }, [client, workspaceId, rigId, onChanged, refreshPorts]);
+
+  const control = (take: boolean) => {
+    setBusy(true);
+    setError(null);
+    client
+      .call(take ? "rig.takeControl" : "rig.releaseControl", ws)
+      .then(onChanged, (e: unknown) => setError(message(e)))
+      .finally(() => setBusy(false));
+  };
+
+  const mine = rig.controller !== null && rig.controller.userId === me.data?.id;
+  const ready = phase === "ready";
+  return (
+    <div className="rig">
+      <div className="rig-bar">
+        <p className="rig-state" data-phase={phase}>
+          <span className="badge">{rig.surface}</span> {phase}
+          {detail && phase !== "ready" ? ` — ${detail}` : ""}
+          {phase === "provisioning" && <progress aria-label="Starting the rig" />}
+        </p>
+        <p className="controller">
+          {rig.controller
+            ? mine
+              ? "You have control: agents' and others' actions are refused."
+              : `${rig.controller.displayName} has control.`
+            : "Nobody has taken control; agents may act in the rig."}
+        </p>
+        {mine ? (
+          <button type="button" className="secondary small" disabled={busy} onClick={() => control(false)}>
+            Hand back
+          </button>
+        ) : (
+          <button type="button" className="secondary small" disabled={busy || !ready} onClick={() => control(true)}>
+            Take control
+          </button>
+        )}
+      </div>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {rig.surface === "terminal" && ready && (
+        <Suspense fallback={<p role="status">Loading the terminal…</p>}>
+          <Terminal workspaceId={workspaceId} rigId={rigId} />
+        </Suspense>
+      )}
+      <div className="rig-side">
+        <section aria-labelledby={`ports-${rigId}`}>
+          <h2 id={`ports-${rigId}`}>Forwarded ports</h2>
+          <Ports workspaceId={workspaceId} rigId={rigId} ports={ports} onPorts={setPorts} />
+        </section>
+        <section aria-labelledby={`drop-${rigId}`}>
+          <h2 id={`drop-${rigId}`}>Files</h2>
+          <FileDrop workspaceId={workspaceId} rigId={rigId} disabled={!ready} />
+        </section>
+      </div>
+    </div>
+  );
+}

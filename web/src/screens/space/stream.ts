@@ -1,0 +1,185 @@
+/** The space's stream as data: messages merged by sequence number, agent runs folded from their turn events, and
+ * the timeline the screen draws. Pure functions, so the merging rules are unit-tested without a browser. */
+import type { MessageView, Provisioning, RunOutcome } from "../../generated/ops";
+
+/** An event frame of `spaces.watch` or of `runs.events` (payload fields in snake_case, as the server sends them). */
+export interface Frame {
+  seq: number;
+  type: string;
+  at?: string;
+  payload: Record<string, unknown>;
+}
+
+export function isFrame(value: unknown): value is Frame {
+  const v = value as Partial<Frame> | null;
+  return typeof v === "object" && v !== null && typeof v.seq === "number" && typeof v.type === "string";
+}
+
+/** `incoming` merged into `messages` (both oldest first), each sequence number once. The common cases (newer
+ * messages appended, an older page prepended) cost one concatenation, not a sort of the whole history. */
+export function mergeMessages(messages: readonly MessageView[], incoming: readonly MessageView[]): MessageView[] {
+  if (incoming.length === 0) return messages as MessageView[];
+  const first = messages[0];
+  const last = messages[messages.length - 1];
+  const sorted = [...incoming].sort((a, b) => a.seq - b.seq);
+  const unique = sorted.filter((m, i) => i === 0 || sorted[i - 1]?.seq !== m.seq);
+  if (!last || !first) return unique;
+  if ((unique[0]?.seq ?? 0) > last.seq) return [...messages, ...unique];
+  if ((unique[unique.length - 1]?.seq ?? 0) < first.seq) return [...unique, ...messages];
+  const bySeq = new Map<number, MessageView>();
+  for (const m of messages) bySeq.set(m.seq, m);
+  for (const m of unique) bySeq.set(m.seq, m);
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
+
+/** `incoming` frames merged into a run's frames, in sequence order, each once. */
+export function mergeFrames(frames: readonly Frame[], incoming: readonly Frame[]): Frame[] {
+  const bySeq = new Map<number, Frame>();
+  for (const f of frames) bySeq.set(f.seq, f);
+  for (const f of incoming) bySeq.set(f.seq, f);
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
+
+export interface ToolCallView {
+  callId: string;
+  name: string;
+  arguments: unknown;
+  /** null while the call runs */
+  ok: boolean | null;
+  result: string | null;
+}
+
+export interface TurnView {
+  turn: number;
+  reasoning: string | null;
+  reasoningLive: boolean;
+  tools: ToolCallView[];
+  /** Text streamed in this turn and not yet landed as a message. */
+  text: string;
+  outcome: RunOutcome | null;
+  error: string | null;
+}
+
+export interface RunActivity {
+  runId: string;
+  agentId: string | null;
+  status: "running" | "finished";
+  outcome: RunOutcome | null;
+  error: string | null;
+  turns: TurnView[];
+}
+
+const str = (v: unknown): string => (typeof v === "string" ? v : "");
+const optStr = (v: unknown): string | null => (typeof v === "string" ? v : null);
+
+function turnOf(turns: TurnView[], n: unknown): TurnView {
+  const number = typeof n === "number" ? n : 0;
+  let turn = turns.find((t) => t.turn === number);
+  if (!turn) {
+    turn = { turn: number, reasoning: null, reasoningLive: false, tools: [], text: "", outcome: null, error: null };
+    turns.push(turn);
+    turns.sort((a, b) => a.turn - b.turn);
+  }
+  return turn;
+}
+
+/** A run's activity from its turn events; `landed` is the content of the run's messages already in the space,
+ * whose streamed text is therefore shown as the message, not twice. */
+export function foldRun(runId: string, frames: readonly Frame[], landed: readonly string[] = []): RunActivity {
+  const run: RunActivity = { runId, agentId: null, status: "running", outcome: null, error: null, turns: [] };
+  for (const { type, payload: p } of frames) {
+    if (type === "agents.runStarted") {
+      run.agentId = optStr(p["agent_id"]);
+      continue;
+    }
+    if (!type.startsWith("agents.")) continue;
+    run.agentId ??= optStr(p["agent_id"]);
+    if (type === "agents.runFinished") {
+      run.status = "finished";
+      run.outcome = (optStr(p["outcome"]) as RunOutcome | null) ?? null;
+      run.error = optStr(p["error"]);
+      continue;
+    }
+    const turn = turnOf(run.turns, p["turn"]);
+    switch (type) {
+      case "agents.reasoningStarted":
+        turn.reasoningLive = true;
+        break;
+      case "agents.reasoningFinished":
+        turn.reasoningLive = false;
+        turn.reasoning = str(p["text"]);
+        break;
+      case "agents.toolCallStarted":
+        turn.tools.push({ callId: str(p["call_id"]), name: str(p["name"]), arguments: p["arguments"], ok: null, result: null });
+        break;
+      case "agents.toolCallFinished": {
+        const callId = str(p["call_id"]);
+        const call = turn.tools.find((t) => t.callId === callId);
+        const done = { ok: p["ok"] === true, result: str(p["result"]) };
+        if (call) Object.assign(call, done);
+        else turn.tools.push({ callId, name: str(p["name"]), arguments: null, ...done });
+        break;
+      }
+      case "agents.textDelta":
+        turn.text += str(p["text"]);
+        break;
+      case "agents.turnFinished":
+        turn.reasoningLive = false;
+        turn.outcome = (optStr(p["outcome"]) as RunOutcome | null) ?? null;
+        turn.error = optStr(p["error"]);
+        break;
+    }
+  }
+  // A turn's reply lands as a message of the run; from then on the message shows it.
+  const pending = [...landed.map((t) => t.trim())];
+  for (const turn of run.turns) {
+    const at = pending.indexOf(turn.text.trim());
+    if (turn.text && (at >= 0 || run.status === "finished")) {
+      if (at >= 0) pending.splice(at, 1);
+      turn.text = "";
+    }
+  }
+  return run;
+}
+
+export type TimelineItem =
+  | { kind: "message"; key: string; message: MessageView }
+  | { kind: "run"; key: string; runId: string };
+
+/** Messages in order, each agent run's activity right after the message that prompted it; runs whose prompt is
+ * not among the loaded messages (a team's other members, a run dispatched elsewhere) follow the newest message. */
+export function timeline(messages: readonly MessageView[], liveRuns: readonly string[]): TimelineItem[] {
+  const items: TimelineItem[] = [];
+  const placed = new Set<string>();
+  for (const m of messages) {
+    items.push({ kind: "message", key: `m${m.seq}`, message: m });
+    if (m.runId && m.author.kind !== "agent" && !placed.has(m.runId)) {
+      placed.add(m.runId);
+      items.push({ kind: "run", key: `r${m.runId}`, runId: m.runId });
+    }
+  }
+  for (const runId of liveRuns) {
+    if (!placed.has(runId)) items.push({ kind: "run", key: `r${runId}`, runId });
+  }
+  return items;
+}
+
+/** The run's messages' contents (what `foldRun` needs to hide streamed text that has landed). */
+export function landedTexts(messages: readonly MessageView[], runId: string): string[] {
+  const out: string[] = [];
+  for (let i = messages.length - 1; i >= 0 && out.length < 50; i -= 1) {
+    const m = messages[i];
+    if (m && m.runId === runId && m.author.kind === "agent") out.push(m.content);
+  }
+  return out;
+}
+
+/** The provisioning state an event carries, or null when the frame is not one. */
+export function provisioningOf(frame: Frame): Provisioning | null {
+  if (frame.type !== "workspace.spaceProvisioningChanged") return null;
+  const p = frame.payload;
+  const step = optStr(p["step"]);
+  const detail = optStr(p["detail"]);
+  const state = str(p["state"]);
+  return { state, step: step && detail ? `${step}: ${detail}` : step, error: state === "failed" ? detail : null };
+}

@@ -1,0 +1,186 @@
+/** A space followed live: its newest messages first, older pages on demand, and its agent runs' turn events.
+ *
+ * The newest page of messages is fetched as `spaces.watch` opens; each of the watch's first replies (again after
+ * every reconnect) then fetches what the screen may have missed: the messages after the newest one shown, and the
+ * events of the runs still going. Live frames and fetched pages meet in merges that
+ * keep every message and event once, so their order of arrival does not matter. */
+import { useCallback, useLayoutEffect, useRef, useState } from "react";
+import type { MessageView, SpaceView } from "../../generated/ops";
+import { RpcError } from "../../rpc/errors";
+import { useRpc } from "../../rpc/hooks";
+import { isFrame, mergeFrames, mergeMessages, provisioningOf, type Frame } from "./stream";
+
+/** Messages fetched on opening (the newest: a screenful and more, quick to send), then per older page. */
+export const FIRST_PAGE = 100;
+export const PAGE = 250;
+
+export interface SpaceStream {
+  space: SpaceView | null;
+  error: RpcError | null;
+  /** The first page has arrived. */
+  opened: boolean;
+  messages: MessageView[];
+  /** Turn events per run, for the runs this screen follows or has loaded. */
+  runs: Record<string, Frame[]>;
+  /** Runs seen going while the screen is open, in the order they started. */
+  liveRuns: string[];
+  olderDone: boolean;
+  loadOlder(): void;
+  /** Fetch a run's recorded events (a finished run's steps, shown on request). */
+  loadRun(runId: string): void;
+}
+
+function message(value: unknown): MessageView | null {
+  const m = value as Partial<MessageView> | null;
+  return typeof m === "object" && m !== null && typeof m.seq === "number" && typeof m.id === "string"
+    ? (m as MessageView)
+    : null;
+}
+
+export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStream {
+  const client = useRpc();
+  const [space, setSpace] = useState<SpaceView | null>(null);
+  const [error, setError] = useState<RpcError | null>(null);
+  const [opened, setOpened] = useState(false);
+  const [messages, setMessages] = useState<MessageView[]>([]);
+  const [runs, setRuns] = useState<Record<string, Frame[]>>({});
+  const [liveRuns, setLiveRuns] = useState<string[]>([]);
+  const [olderDone, setOlderDone] = useState(false);
+  const shown = useRef<MessageView[]>([]);
+  const loadingOlder = useRef(false);
+  const live = useRef(true);
+
+  const addMessages = useCallback((found: MessageView[]) => {
+    if (!live.current || found.length === 0) return;
+    shown.current = mergeMessages(shown.current, found);
+    setMessages(shown.current);
+  }, []);
+  const addFrames = useCallback((runId: string, frames: Frame[], following: boolean) => {
+    if (!live.current) return;
+    setRuns((old) => ({ ...old, [runId]: mergeFrames(old[runId] ?? [], frames) }));
+    if (following) setLiveRuns((old) => (old.includes(runId) ? old : [...old, runId]));
+  }, []);
+  const failed = useCallback((e: unknown) => {
+    // A call cut off by a lost connection is made again after the reconnect (the watch replies again).
+    if (live.current && e instanceof RpcError && e.code !== "unavailable") setError(e);
+  }, []);
+
+  // A layout effect: the watch starts as the screen mounts, not after the browser's next paint.
+  useLayoutEffect(() => {
+    live.current = true;
+    shown.current = [];
+    setSpace(null);
+    setError(null);
+    setOpened(false);
+    setMessages([]);
+    setRuns({});
+    setLiveRuns([]);
+    setOlderDone(false);
+    const ws = { workspace_id: workspaceId, spaceId };
+
+    // The newest page is asked for at once, beside the watch (it decides how soon the space shows); after the
+    // watch's reply, what was posted in between is fetched as the messages after the newest one shown.
+    let firstPage: Promise<void> | null = null;
+    const openFirst = () =>
+      (firstPage ??= client.call("messages.list", { ...ws, last: FIRST_PAGE }).then(
+        (page) => {
+          addMessages(page.messages);
+          if (live.current) {
+            setOlderDone(page.messages.length < FIRST_PAGE);
+            setOpened(true);
+          }
+        },
+        (e: unknown) => {
+          firstPage = null; // asked again after the reconnect
+          throw e;
+        },
+      ));
+    openFirst().catch(failed);
+
+    const catchUp = async () => {
+      await openFirst();
+      for (let after = shown.current[shown.current.length - 1]?.seq ?? 0; ; ) {
+        const page = await client.call("messages.list", { ...ws, afterSeq: after, limit: 1000 });
+        addMessages(page.messages);
+        const last = page.messages[page.messages.length - 1];
+        if (!last || page.messages.length < 1000) break;
+        after = last.seq;
+      }
+      const going = await client.call("runs.list", { ...ws, status: "running" });
+      await Promise.all(
+        going.runs.map(async (run) => {
+          const { events } = await client.call("runs.events", { workspace_id: workspaceId, runId: run.id });
+          addFrames(run.id, events, true);
+        }),
+      );
+    };
+
+    const handle = client.watch("spaces.watch", ws, {
+      onReply: (result) => {
+        if (!live.current) return;
+        setSpace(result.space);
+        catchUp().catch(failed);
+      },
+      onEvent: (event) => {
+        if (!isFrame(event)) return;
+        const { type, payload } = event;
+        if (type === "workspace.messagePosted") {
+          const m = message(payload["message"]);
+          if (m) addMessages([m]);
+        } else if (type.startsWith("agents.") && typeof payload["run_id"] === "string") {
+          addFrames(payload["run_id"], [event], true);
+        } else if (type === "workspace.spaceProvisioningChanged") {
+          const provisioning = provisioningOf(event);
+          if (provisioning) setSpace((s) => (s ? { ...s, provisioning } : s));
+          // The record holds the error that stopped it: fetch the space for the whole story.
+          if (provisioning?.state === "failed") {
+            client.call("spaces.get", ws).then((s) => live.current && setSpace(s), failed);
+          }
+        } else if (type === "workspace.spaceUpdated") {
+          const title = payload["title"];
+          const archived = payload["archived"] === true;
+          setSpace((s) =>
+            s
+              ? {
+                  ...s,
+                  title: typeof title === "string" ? title : s.title,
+                  archivedAt: archived ? (s.archivedAt ?? event.at ?? new Date().toISOString()) : null,
+                }
+              : s,
+          );
+        }
+      },
+      onError: (e) => live.current && setError(e),
+    });
+    return () => {
+      live.current = false;
+      handle.close();
+    };
+  }, [client, workspaceId, spaceId, addMessages, addFrames, failed]);
+
+  const loadOlder = useCallback(() => {
+    const oldest = shown.current[0];
+    if (!oldest || loadingOlder.current || olderDone) return;
+    loadingOlder.current = true;
+    client
+      .call("messages.list", { workspace_id: workspaceId, spaceId, last: PAGE, beforeSeq: oldest.seq })
+      .then((page) => {
+        addMessages(page.messages);
+        if (page.messages.length < PAGE && live.current) setOlderDone(true);
+      }, failed)
+      .finally(() => {
+        loadingOlder.current = false;
+      });
+  }, [client, workspaceId, spaceId, olderDone, addMessages, failed]);
+
+  const loadRun = useCallback(
+    (runId: string) => {
+      client
+        .call("runs.events", { workspace_id: workspaceId, runId })
+        .then(({ events }) => addFrames(runId, events, false), failed);
+    },
+    [client, workspaceId, addFrames, failed],
+  );
+
+  return { space, error, opened, messages, runs, liveRuns, olderDone, loadOlder, loadRun };
+}
