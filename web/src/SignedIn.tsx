@@ -1,6 +1,6 @@
 /** The signed-in shell: one RPC client for the credential, a header with the person and the connection's state,
  * and the screen of the current path. */
-import { lazy, Suspense, useEffect, useState } from "react";
+import { lazy, Suspense, useCallback, useEffect, useState } from "react";
 import { RpcClient, rpcUrlFor } from "./rpc/client";
 import { RpcContext, useCall, useConnectionState, useRpc } from "./rpc/hooks";
 import { Link } from "./Link";
@@ -8,6 +8,8 @@ import { markFirstRender } from "./perf";
 import type { Route } from "./router";
 import { Home } from "./screens/Home";
 import { NotFound } from "./screens/NotFound";
+import { useShortcuts } from "./shortcuts";
+import { ShortcutsDialog } from "./ShortcutsDialog";
 
 // The workspace screens load with the first visit to one of them, keeping the first load small.
 const WorkspaceHome = lazy(() => import("./screens/workspace/WorkspaceHome"));
@@ -114,6 +116,8 @@ function Screen({ route }: { route: Route }) {
 
 function Body({ route, onSignedOut }: { route: Route; onSignedOut(): void }) {
   const client = useRpc();
+  const [helpOpen, setHelpOpen] = useState(false);
+  useShortcuts(route, useCallback(() => setHelpOpen(true), []));
   const signOut = (deviceId: string | null) => {
     // The credential stops working on the server too, not only in this browser; signing out never waits on it.
     if (deviceId) client.call("devices.revoke", { deviceId }).catch(() => undefined).finally(onSignedOut);
@@ -130,6 +134,7 @@ function Body({ route, onSignedOut }: { route: Route; onSignedOut(): void }) {
           <Screen route={route} />
         </Suspense>
       </main>
+      <ShortcutsDialog open={helpOpen} onClose={() => setHelpOpen(false)} />
     </>
   );
 }

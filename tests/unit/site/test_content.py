@@ -21,7 +21,6 @@ PLANNED_AREAS = (
     "manual/tutorials/first-chat-bridge",
     "manual/tutorials/first-pr",
     "manual/reference/chat-bridge",
-    "manual/reference/keyboard-shortcuts",
     "manual/reference/slash-commands",
     "manual/guides/record-meeting",
     "manual/guides/run-orchestration",

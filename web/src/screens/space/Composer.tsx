@@ -121,6 +121,7 @@ export function Composer({ workspaceId, spaceId, agents, disabled }: Props) {
         id={`${id}-text`}
         ref={box}
         rows={2}
+        data-shortcut-focus
         value={text}
         placeholder="Write a message; @ mentions an agent"
         aria-describedby={`${id}-hint`}

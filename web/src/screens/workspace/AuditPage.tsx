@@ -70,7 +70,13 @@ function AuditLog({ workspaceId }: { workspaceId: string }) {
       <form className="filters" onSubmit={apply} aria-label="Filter the audit log">
         <div className="field">
           <label htmlFor={`${id}-action`}>Action</label>
-          <input id={`${id}-action`} value={draft.action} placeholder="spaces.create" onChange={set("action")} />
+          <input
+            id={`${id}-action`}
+            value={draft.action}
+            placeholder="spaces.create"
+            onChange={set("action")}
+            data-shortcut-focus
+          />
         </div>
         <div className="field">
           <label htmlFor={`${id}-who`}>Principal</label>
