@@ -56,6 +56,10 @@ async def test_connect_with_a_pairing_code_then_deep_links_keep_you_signed_in(tm
         print(f"\nfirst load: {len(js)} script(s), {sum(map(len, js))} bytes, {gzipped} bytes gzipped")
         print(f"connect screen: first render {render_ms:.0f} ms after navigation start ({seen_ms:.0f} ms seen)")
         assert gzipped <= 250 * 1024
+        # The server sends them gzipped (the browser asks for it), so the bytes on the wire are about those.
+        sent = [(await r.all_headers()) for r in scripts]
+        assert all(h.get("content-encoding") == "gzip" and h.get("vary") == "Accept-Encoding" for h in sent), sent
+        print(f"first load sent: {sum(int(h['content-length']) for h in sent)} bytes of script")
         assert page.url == srv.url + "/connect"
         assert await axe_violations(page) == []
 

@@ -4,6 +4,7 @@ the client) when it is not built. A small stand-in build is used so this runs wi
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import httpx
@@ -46,6 +47,58 @@ async def test_every_unreserved_get_answers_the_shell_under_a_strict_policy(tmp_
         # A rebuild while the server runs is served at the next load (new hashed names in a new shell).
         (dist / "index.html").write_text(SHELL.replace("4f3a", "77aa"))
         assert "app-77aa.js" in (await http.get(f"{srv.url}/workspaces/w1")).text
+
+
+# A stand-in bundle that compresses like a real one (repetitive identifiers), large enough to be worth it.
+BUNDLE = "".join(
+    f"export function component{i}(props) {{ return render(props.value{i % 17}); }}\n" for i in range(4000)
+)
+
+
+async def raw_get(http: httpx.AsyncClient, url: str, headers: dict[str, str]) -> tuple[httpx.Response, bytes]:
+    """The response and its body exactly as sent (httpx would otherwise decode gzip)."""
+    async with http.stream("GET", url, headers=headers) as response:
+        return response, b"".join([chunk async for chunk in response.aiter_raw()])
+
+
+async def test_text_assets_go_gzipped_to_a_client_that_accepts_it(tmp_path: Path, dist: Path) -> None:
+    (dist / "assets" / "index-9c1d.js").write_text(BUNDLE)
+    (dist / "assets" / "logo-1b2c.png").write_bytes(bytes(range(256)) * 16)
+    url = "/assets/index-9c1d.js"
+    async with running_server(tmp_path / "data", parts=PARTS, web_dist=dist) as srv, httpx.AsyncClient() as http:
+        del http.headers["accept-encoding"]  # httpx asks for gzip by default; each request below says what it accepts
+        zipped, body = await raw_get(http, srv.url + url, {"Accept-Encoding": "gzip, deflate, br"})
+        assert zipped.status_code == 200
+        assert zipped.headers["content-encoding"] == "gzip" and zipped.headers["vary"] == "Accept-Encoding"
+        assert int(zipped.headers["content-length"]) == len(body) < len(BUNDLE) // 5
+        assert gzip.decompress(body).decode() == BUNDLE
+        assert "javascript" in zipped.headers["content-type"]
+        assert zipped.headers["cache-control"] == "public, max-age=31536000, immutable"
+        assert zipped.headers["x-content-type-options"] == "nosniff"
+        # Compressed once: the second answer is the kept body, byte for byte.
+        assert (await raw_get(http, srv.url + url, {"Accept-Encoding": "gzip"}))[1] == body
+
+        for refusing in ({}, {"Accept-Encoding": "identity"}, {"Accept-Encoding": "gzip;q=0, br"}):
+            plain, raw = await raw_get(http, srv.url + url, refusing)
+            assert plain.status_code == 200, refusing
+            assert "content-encoding" not in plain.headers and raw.decode() == BUNDLE, refusing
+            assert plain.headers["vary"] == "Accept-Encoding", refusing
+            assert plain.headers["etag"] != zipped.headers["etag"], "two representations share a validator"
+        assert (await raw_get(http, srv.url + url, {"Accept-Encoding": "*"}))[0].headers["content-encoding"] == "gzip"
+
+        # Revalidation answers 304 for the representation the client holds.
+        again = {"Accept-Encoding": "gzip", "If-None-Match": zipped.headers["etag"]}
+        assert (await raw_get(http, srv.url + url, again))[0].status_code == 304
+
+        # Already compressed formats, and files too small to gain, go as they are.
+        png, raw = await raw_get(http, f"{srv.url}/assets/logo-1b2c.png", {"Accept-Encoding": "gzip"})
+        assert "content-encoding" not in png.headers and raw == bytes(range(256)) * 16
+        tiny, raw = await raw_get(http, f"{srv.url}/assets/app-4f3a.js", {"Accept-Encoding": "gzip"})
+        assert "content-encoding" not in tiny.headers and raw == b"console.log('hangar')"
+        # A rebuilt file under the same name (a developer's rebuild) is compressed afresh.
+        (dist / "assets" / "index-9c1d.js").write_text(BUNDLE + "export const rebuilt = 1;\n")
+        _, body = await raw_get(http, srv.url + url, {"Accept-Encoding": "gzip"})
+        assert gzip.decompress(body).decode().endswith("rebuilt = 1;\n")
 
 
 async def test_reserved_paths_keep_their_routes(tmp_path: Path, dist: Path) -> None:

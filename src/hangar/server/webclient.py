@@ -4,8 +4,9 @@
 the app shell, and ``assets/`` with content-hashed names. Every GET of a path that is not reserved answers the shell,
 so a deep link loads the app, which then reads the path; the reserved paths keep their own routes, and a path under
 a reserved prefix that no route answers stays a 404 (a missing asset too). Assets are cached for a year (a new build
-has new names); the shell is revalidated on every load, under a Content-Security-Policy that admits scripts and
-styles from this origin only and sockets to this server.
+has new names) and sent gzipped to a browser that accepts it (compressed once, then kept in memory); the shell is
+revalidated on every load, under a Content-Security-Policy that admits scripts and styles from this origin only and
+sockets to this server.
 
 When the client is not built (a developer who ran the server from a fresh checkout), the shell's paths answer the
 server's landing page, which says how to build it.
@@ -17,13 +18,16 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio.to_thread
+from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from hangar.config import Settings
+from hangar.server.compressed import GzipCache, accepts_gzip, is_compressible
 from hangar.server.landing import landing_response
 
 RESERVED_EXACT: frozenset[str] = frozenset({"/rpc", "/mcp", "/healthz"})
@@ -80,8 +84,14 @@ def content_security_policy(settings: Settings, request: Request) -> str:
 
 
 class ImmutableAssets(StaticFiles):
-    """``web/dist/assets``: content-hashed names, so a year's cache; never sniffed as another type. The folder
-    may appear after the server started (a build), or never: a missing one is a 404, not a configuration error."""
+    """``web/dist/assets``: content-hashed names, so a year's cache; never sniffed as another type; text formats
+    gzipped when the request accepts it (``Vary: Accept-Encoding`` either way, so a shared cache keeps both). The
+    folder may appear after the server started (a build), or never: a missing one is a 404, not a configuration
+    error."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.gzipped = GzipCache()
 
     async def check_config(self) -> None:
         """Starlette refuses a missing folder at the first request; here each request looks (and 404s)."""
@@ -91,6 +101,30 @@ class ImmutableAssets(StaticFiles):
         response.headers["Cache-Control"] = IMMUTABLE
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        if not isinstance(response, FileResponse) or response.stat_result is None:
+            return response
+        if not is_compressible(response.path, response.stat_result.st_size):
+            return response
+        response.headers["Vary"] = "Accept-Encoding"
+        request = Headers(scope=scope)
+        if (
+            scope["method"] != "GET"
+            or response.status_code != 200
+            or not accepts_gzip(request.get("accept-encoding", ""))
+        ):
+            return response
+        headers = {k: v for k, v in response.headers.items() if k not in ("content-length", "etag")}
+        # The compressed body is another representation: its own validator, so caches never mix the two.
+        etag = response.headers.get("etag", "").removesuffix('"') + '-gzip"' if "etag" in response.headers else None
+        if etag:
+            headers["etag"] = etag
+            if etag in [t.strip() for t in request.get("if-none-match", "").split(",")]:
+                return Response(status_code=304, headers={k: v for k, v in headers.items() if k != "content-type"})
+        body = await anyio.to_thread.run_sync(self.gzipped.body, response.path, response.stat_result)
+        return Response(body, headers={**headers, "Content-Encoding": "gzip"})
 
 
 @dataclass
