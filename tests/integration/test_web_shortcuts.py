@@ -74,3 +74,26 @@ async def test_shortcuts_open_their_list_and_navigate_the_current_workspace(tmp_
         await page.keyboard.press("p")
         await page.wait_for_url(f"{srv.url}/workspaces/{ws}/pipelines")
         assert console.errors == []
+
+
+async def test_the_shortcuts_list_is_accessible_dark_at_phone_width(tmp_path: Path) -> None:
+    dist = built_web_client()
+    async with running_server(tmp_path, web_dist=dist) as srv, chromium() as browser:
+        token = await srv.ctx.service(IdentityService).issue_device(srv.owner_id, "shortcuts-phone")
+        page, console = await open_signed_in(
+            browser, f"{srv.url}/", token, viewport={"width": 375, "height": 740}, color_scheme="dark"
+        )
+        await page.get_by_role("heading", name="Workspaces", exact=True).wait_for()
+        # From a screen outside any workspace, with none visited yet, the workspace shortcuts do nothing.
+        await page.keyboard.press("g")
+        await page.keyboard.press("p")
+        assert page.url == f"{srv.url}/"
+        await page.keyboard.press("?")
+        dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
+        await dialog.wait_for()
+        assert await axe_violations(page) == []
+        box = await dialog.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 375
+        await dialog.get_by_role("button", name="Close").click()
+        await dialog.wait_for(state="hidden")
+        assert console.errors == []
