@@ -26,7 +26,7 @@ from tests.peers.sso_parts import SSO_PARTS
 from tests.support.chromium import CHROMIUM, Page, browser_page
 from tests.support.mcp import payload
 from tests.support.oauth import MemoryTokens, authorize_url, loopback_callback, pkce, register
-from tests.support.rpc import RpcClient
+from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
@@ -160,7 +160,10 @@ async def test_the_sign_in_page_signs_in_through_sso_and_comes_back_to_the_reque
                 assert token.status_code == 200, token.text
                 async with RpcClient(srv.ws_url, token.json()["access_token"]) as c:
                     me = await c.call("users.me")
-                    # All workspaces and changes allowed: the person's own reach, server-wide changes included.
-                    assert (await c.call("devices.pairingCode"))["code"]
+                    # All workspaces and changes allowed: the person's own reach, server-wide changes included,
+                    # but never minting a lasting credential of the person outside the grant.
+                    assert (await c.call("workspaces.create", name="From the client"))["id"]
+                    with pytest.raises(RpcError, match="your own device"):
+                        await c.call("devices.pairingCode")
     assert person == "Alice (alice@example.com)"
     assert me["email"] == "alice@example.com" and [w["id"] for w in me["workspaces"]] == [ws]

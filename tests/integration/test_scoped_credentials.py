@@ -83,3 +83,25 @@ async def test_an_agents_credential_speaks_for_the_agent_within_its_tools(tmp_pa
         assert who.label == f"agent:{agent_id}" and who.user_id == f"agent:{agent_id}" and not who.is_server_owner
         with pytest.raises(InvalidArgs, match=r"limited to the agent's workspace"):
             await identity.issue_device(srv.owner_id, "loose", scope=DeviceScope(agent_id=agent_id))
+
+
+async def test_an_applications_credential_cannot_mint_or_end_the_persons_other_credentials(tmp_path: Path) -> None:
+    async with running_server(tmp_path, parts=PARTS) as srv:
+        identity = srv.ctx.service(IdentityService)
+        # The widest grant an OAuth client can get: every workspace, read and change.
+        wide = await identity.issue_device(srv.owner_id, "Wide client (OAuth)", scope=DeviceScope(client_id="c"))
+        read_only = await identity.issue_device(srv.owner_id, "Reader (OAuth)", scope=DeviceScope(read_only=True))
+        async with RpcClient(srv.ws_url, srv.owner_token) as own:
+            mine = next(d for d in await own.call("devices.list") if d["current"])
+        async with RpcClient(srv.ws_url, wide) as c:
+            minted = await _refused(c, "devices.pairingCode")
+            assert minted.code == "forbidden" and "your own device" in minted.message
+            other = await _refused(c, "devices.revoke", device_id=mine["id"])
+            assert other.code == "forbidden" and "only itself" in other.message
+            me = await c.call("users.me")
+            await c.call("devices.revoke", device_id=me["deviceId"])  # signing out is its own to do
+        async with RpcClient(srv.ws_url, read_only) as r:
+            assert (await r.call("users.me"))["isServerOwner"] is False  # owner reads act on the network
+            assert (await _refused(r, "server.users")).code == "forbidden"
+        async with RpcClient(srv.ws_url, srv.owner_token) as own:
+            assert (await own.call("devices.pairingCode"))["code"]

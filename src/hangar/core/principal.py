@@ -45,6 +45,9 @@ class Principal:
     read_only: bool = False
     tools: frozenset[str] | None = None
     agent_id: str | None = None
+    # Issued to an application or an agent (an OAuth client's grant, an agent run's credential, anything with a
+    # deadline): it may act within its grant but never mint or end the holder's other credentials.
+    delegated: bool = False
 
     @property
     def label(self) -> str:

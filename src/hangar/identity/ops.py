@@ -197,7 +197,10 @@ class RevokeArgs(Args):
 
 @op("devices.revoke", kind="destructive", scope="server")
 async def devices_revoke(ctx: OpContext, args: RevokeArgs) -> DeviceRef:
-    """Revoke one of the caller's device credentials; it stops working at once."""
+    """Revoke one of the caller's device credentials; it stops working at once. A credential issued to an
+    application or an agent may revoke only itself (signing out)."""
+    if ctx.principal.delegated and args.device_id != ctx.principal.device_id:
+        raise Forbidden("a credential issued to an application or an agent may revoke only itself")
     await ctx.app.service(IdentityService).revoke_device(ctx.principal.user_id, args.device_id)
     return DeviceRef(device_id=args.device_id)
 
@@ -221,7 +224,11 @@ async def server_set_workspace_creators(ctx: OpContext, args: WorkspaceCreatorsA
 
 @op("devices.pairingCode", kind="mutate", scope="server")
 async def devices_pairing_code(ctx: OpContext, args: NoArgs) -> OneTimeCode:
-    """Mint a single-use 15-minute code that pairs another device to the caller (redeem at POST /auth/pair)."""
+    """Mint a single-use 15-minute code that pairs another device to the caller (redeem at POST /auth/pair).
+    Only from the person's own device: a credential issued to an application or an agent, or narrowed, would
+    otherwise turn itself into a whole, lasting credential of the person."""
+    if ctx.principal.delegated or ctx.principal.scoped:
+        raise Forbidden("pairing codes are minted from your own device, not by an application or an agent")
     return OneTimeCode(code=await ctx.app.service(Pairing).mint_device_code(ctx.principal.user_id))
 
 

@@ -94,11 +94,18 @@ def _principal(device: Device, user: User, owner_id: str | None, version: int) -
     if scope.agent_id is not None:  # an agent's credential speaks for the agent, never for its sponsor
         who = Principal(f"agent:{scope.agent_id}", device.id, device.name, False, agent_id=scope.agent_id)
     else:
-        # A credential limited to one workspace does not carry the server owner's server-wide powers.
-        owner = owner_id is not None and owner_id == user.id and scope.workspace_id is None
+        # A credential limited to one workspace, or to reads, does not carry the server owner's server-wide powers
+        # (some owner reads act on the network: sso.testConnection).
+        owner = owner_id is not None and owner_id == user.id and scope.workspace_id is None and not scope.read_only
         who = Principal(user.id, device.id, user.display_name, owner)
+    delegated = scope.client_id is not None or scope.agent_id is not None or scope.expires_at is not None
     return replace(
-        who, authority=version, workspace_id=scope.workspace_id, read_only=scope.read_only, tools=scope.tools
+        who,
+        authority=version,
+        workspace_id=scope.workspace_id,
+        read_only=scope.read_only,
+        tools=scope.tools,
+        delegated=delegated,
     )
 
 
