@@ -92,6 +92,8 @@ async def connect_with_code(page: Any, srv: RunningServer) -> None:
     await page.get_by_role("textbox", name="Pairing code").fill(await pairing_code(srv))
     await page.get_by_role("textbox", name="Device name").fill("Test browser")
     await page.get_by_role("button", name="Connect", exact=True).click()
+    # Connected once the app has left the connect screen (the credential is stored by then).
+    await page.wait_for_url(lambda url: "/connect" not in url)
 
 
 async def open_signed_in(browser: Any, url: str, token: str, **context: Any) -> tuple[Any, Console]:

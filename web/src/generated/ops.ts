@@ -911,11 +911,11 @@ export type ComputerUseResult = Record<string, unknown>;
 export type DevicesListArgs = Record<string, never>;
 export type DevicesListResult = Array<DeviceView>;
 
-/** Mint a single-use 15-minute code that pairs another device to the caller (redeem at POST /auth/pair). */
+/** Mint a single-use 15-minute code that pairs another device to the caller (redeem at POST /auth/pair). Only from the person's own device: a credential issued to an application or an agent, or narrowed, would otherwise turn itself into a whole, lasting credential of the person. */
 export type DevicesPairingCodeArgs = Record<string, never>;
 export type DevicesPairingCodeResult = OneTimeCode;
 
-/** Revoke one of the caller's device credentials; it stops working at once. */
+/** Revoke one of the caller's device credentials; it stops working at once. A credential issued to an application or an agent may revoke only itself (signing out). */
 export type DevicesRevokeArgs = {
   deviceId: string;
 };
