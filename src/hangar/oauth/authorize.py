@@ -33,7 +33,7 @@ from hangar.oauth.browser import NotThisBrowser, bind, binding_of, check_form, c
 from hangar.oauth.clients import Client, Clients
 from hangar.oauth.forms import BadForm, read_form
 from hangar.oauth.grants import Grants
-from hangar.oauth.metadata import resource_url
+from hangar.oauth.metadata import is_our_resource, resource_url
 from hangar.oauth.pages import CONSENT_PATH, Asking, WorkspaceChoice, consent_page, error_page, sign_in_page
 from hangar.oauth.requests import AuthRequest, PendingRequests
 from hangar.sso import OAUTH_RELAY, SignInHandoffs, sign_in_providers
@@ -86,11 +86,6 @@ def with_params(uri: str, params: dict[str, str | None]) -> str:
 
 def _redirect(location: str) -> RedirectResponse:
     return RedirectResponse(location, status_code=303, headers=_NO_STORE)
-
-
-def _our_resource(resource: str, ctx: AppContext) -> bool:
-    ours = resource_url(ctx.settings)
-    return resource.rstrip("/") == ours
 
 
 def _asking(client: Client, auth: AuthRequest, binding: str) -> Asking:
@@ -195,7 +190,7 @@ async def authorize(request: Request) -> Response:
     if not CHALLENGE.fullmatch(challenge):
         return fail("invalid_request", "code_challenge must be the base64url SHA-256 of the verifier (43 characters)")
     resource = q.get("resource")
-    if resource is not None and not _our_resource(resource, ctx):
+    if resource is not None and not is_our_resource(resource, ctx.settings):
         return fail("invalid_target", f"resource must be {resource_url(ctx.settings)}")
     auth, binding = await ctx.service(PendingRequests).open(
         client_id=client.client_id,

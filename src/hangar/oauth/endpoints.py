@@ -26,7 +26,7 @@ from hangar.oauth.clients import Client, Clients, read_metadata
 from hangar.oauth.errors import OAuthError, error_answer, json_answer, preflight
 from hangar.oauth.forms import BadForm, read_form
 from hangar.oauth.grants import Grants
-from hangar.oauth.metadata import resource_url
+from hangar.oauth.metadata import is_our_resource, resource_url
 
 MAX_REGISTRATION_BYTES = 16 * 1024
 
@@ -111,19 +111,24 @@ async def authenticate_client(request: Request, form: dict[str, str]) -> Client:
 # -- token -----------------------------------------------------------------------------------------------------
 
 
+async def _client_and_form(request: Request) -> tuple[Client, dict[str, str]]:
+    """The form-encoded body of a client's request and the client it authenticates (token, revocation)."""
+    try:
+        form = await read_form(request)
+    except BadForm as exc:
+        raise OAuthError("invalid_request", str(exc)) from None
+    return await authenticate_client(request, form), form
+
+
 async def token(request: Request) -> Response:
     """The token endpoint: authorization_code (with PKCE) and refresh_token grants."""
     if request.method == "OPTIONS":
         return preflight("POST, OPTIONS")
     ctx = _ctx(request)
     try:
-        try:
-            form = await read_form(request)
-        except BadForm as exc:
-            raise OAuthError("invalid_request", str(exc)) from None
-        client = await authenticate_client(request, form)
+        client, form = await _client_and_form(request)
         resource = form.get("resource")
-        if resource is not None and resource.rstrip("/") != resource_url(ctx.settings):
+        if resource is not None and not is_our_resource(resource, ctx.settings):
             raise OAuthError("invalid_target", f"resource must be {resource_url(ctx.settings)}")
         grants = ctx.service(Grants)
         grant_type = form.get("grant_type")
@@ -153,11 +158,7 @@ async def revoke(request: Request) -> Response:
     if request.method == "OPTIONS":
         return preflight("POST, OPTIONS")
     try:
-        try:
-            form = await read_form(request)
-        except BadForm as exc:
-            raise OAuthError("invalid_request", str(exc)) from None
-        client = await authenticate_client(request, form)
+        client, form = await _client_and_form(request)
         presented = form.get("token")
         if not presented:
             raise OAuthError("invalid_request", "token is required")

@@ -30,6 +30,11 @@ def resource_url(settings: Settings) -> str:
     return f"{settings.origin}{MCP_PATH}"
 
 
+def is_our_resource(resource: str, settings: Settings) -> bool:
+    """Whether an RFC 8707 ``resource`` parameter names our ``/mcp`` (a trailing slash allowed)."""
+    return resource.rstrip("/") == resource_url(settings)
+
+
 def document(settings: Settings) -> dict[str, Any]:
     origin = settings.origin
     return {
