@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hangar.errors import ERROR_CODES
 from hangar.rpc.registry import OpRegistry, OpSpec
 
 HEADER = """\
@@ -242,4 +243,8 @@ def render(registry: OpRegistry, command: str) -> str:
         "}\n\n"
     )
     out.append("export const OPS: { readonly [N in OpName]: OpMeta } = {\n" + "\n".join(meta) + "\n};\n")
+    codes = "\n".join(f"  {literal(code)}," for code in ERROR_CODES)
+    out.append(
+        f"\n/** The error codes of the RPC socket (CONTRACTS.md section 2). */\nexport const ERROR_CODES = [\n{codes}\n] as const;\n"
+    )
     return "".join(out)

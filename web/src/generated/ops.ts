@@ -1935,3 +1935,17 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "worktrees.cleanup": { kind: "destructive", scope: "workspace", minRole: "member", serverOwner: false },
   "worktrees.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
 };
+
+/** The error codes of the RPC socket (CONTRACTS.md section 2). */
+export const ERROR_CODES = [
+  "unauthenticated",
+  "forbidden",
+  "workspace_required",
+  "unknown_op",
+  "invalid_args",
+  "not_found",
+  "conflict",
+  "refused",
+  "unavailable",
+  "internal",
+] as const;

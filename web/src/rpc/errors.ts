@@ -1,16 +1,8 @@
-/** The error codes of the RPC socket (CONTRACTS.md section 2), plus `unavailable` for a lost connection. */
-export const ERROR_CODES = [
-  "unauthenticated",
-  "forbidden",
-  "workspace_required",
-  "unknown_op",
-  "invalid_args",
-  "not_found",
-  "conflict",
-  "refused",
-  "unavailable",
-  "internal",
-] as const;
+import { ERROR_CODES } from "../generated/ops";
+
+/** The error codes of the RPC socket, generated from the server's list (`unavailable` also marks a lost
+ * connection). */
+export { ERROR_CODES };
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
