@@ -245,6 +245,7 @@ def render(registry: OpRegistry, command: str) -> str:
     out.append("export const OPS: { readonly [N in OpName]: OpMeta } = {\n" + "\n".join(meta) + "\n};\n")
     codes = "\n".join(f"  {literal(code)}," for code in ERROR_CODES)
     out.append(
-        f"\n/** The error codes of the RPC socket (CONTRACTS.md section 2). */\nexport const ERROR_CODES = [\n{codes}\n] as const;\n"
+        "\n/** The error codes of the RPC socket (CONTRACTS.md section 2). */\n"
+        f"export const ERROR_CODES = [\n{codes}\n] as const;\n"
     )
     return "".join(out)
