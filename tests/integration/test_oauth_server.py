@@ -7,6 +7,7 @@ client keeping cookies like a browser (Chromium walks them in ``test_oauth_mcp_b
 from __future__ import annotations
 
 import base64
+import html
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,6 +206,11 @@ async def test_a_bad_request_from_a_known_client_goes_back_to_it(
 ) -> None:
     client = await world.client()
     _verifier, challenge = pkce()
+    # Never approved by anyone: anyone could have registered it, so the problem is shown, never redirected.
+    shown = await world.http.get(authorize_url(world.srv.url, client, challenge, state="keep-me", **overrides))
+    assert shown.status_code == 400 and "location" not in shown.headers
+    assert error in shown.text and says in html.unescape(shown.text)
+    await world.grant(client)
     reply = await world.http.get(authorize_url(world.srv.url, client, challenge, state="keep-me", **overrides))
     assert reply.status_code == 303 and reply.headers["location"].startswith(REDIRECT + "?")
     got = _query(reply.headers["location"])
@@ -330,6 +336,10 @@ async def test_a_code_needs_the_verifier_its_client_and_its_redirect(world: Worl
     redeem["code"] = code
     stolen = await world.token(other, **redeem, code_verifier=verifier)
     assert _error(stolen) == ("invalid_grant", "the authorization code was issued to another client")
+    guessed = await world.token(client, **redeem, code_verifier=pkce()[0])
+    assert _error(guessed)[0] == "invalid_grant"
+    # Neither the other client nor a wrong verifier burnt the code: its own client still redeems it.
+    assert (await world.token(client, **redeem, code_verifier=verifier)).status_code == 200
     unknown = await world.token({"client_id": "hoc_nobody"}, **redeem, code_verifier=verifier)
     assert unknown.status_code == 401 and _error(unknown)[0] == "invalid_client"
     made_up = await world.token(client, **{**redeem, "code": "made-up"}, code_verifier=verifier)

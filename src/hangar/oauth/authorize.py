@@ -2,7 +2,8 @@
 
 ``GET /auth/oauth/authorize`` checks the request. Until the client and the redirect URI are known (a registered
 client, one of its registered redirect URIs exactly), a problem is shown on a page and nothing is redirected:
-an unchecked URI must never receive anything. After that, problems go back to the client as RFC 6749 section
+an unchecked URI must never receive anything. After that, for a client a person has approved before, problems go
+back to the client as RFC 6749 section
 4.1.2.1 says (``error``, ``error_description``, ``state``, ``iss``): a response type other than ``code``, a
 missing PKCE challenge or a method other than ``S256``, a ``resource`` (RFC 8707) other than ``/mcp``. A good
 request is stored, bound to this browser (``hangar.oauth.browser``), and answered with the sign-in page.
@@ -165,11 +166,15 @@ async def authorize(request: Request) -> Response:
         return error_page(
             "Unknown redirect", "redirect_uri is not one this application registered, so nothing is sent there"
         )
-    # From here on the redirect URI is trusted: problems go back to the client.
+    # From here on the redirect URI is the client's own: problems go back to it, once a person has approved the
+    # client. Anyone may register a client with any redirect URI, so before that an error redirect would make
+    # this server a redirector to an arbitrary site: the problem is shown here instead.
     state = q.get("state")
     iss = ctx.settings.origin
 
     def fail(error: str, description: str) -> Response:
+        if client.authorized_at is None:
+            return error_page("Invalid request", f"{error}: {description}")
         return _redirect(
             with_params(redirect_uri, {"error": error, "error_description": description, "state": state, "iss": iss})
         )

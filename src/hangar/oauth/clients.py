@@ -72,6 +72,7 @@ class Client:
     auth_method: str
     secret_hash: str | None
     created_at: datetime
+    authorized_at: datetime | None = None  # the last time a person approved it; None: never
 
     @property
     def public(self) -> bool:
@@ -188,6 +189,7 @@ def _client(row: Any) -> Client:
         row.auth_method,
         row.secret_hash,
         row.created_at,
+        row.authorized_at,
     )
 
 

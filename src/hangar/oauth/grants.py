@@ -81,6 +81,21 @@ def s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
 
 
+def _presented(row: Any, client: Client, redirect_uri: str | None, verifier: str | None) -> Any:
+    """The code's row, when it exists and this is the client it was issued to, with its redirect URI and verifier."""
+    if row is None:
+        raise _invalid_grant("the authorization code is unknown")
+    if row.client_id != client.client_id:
+        raise _invalid_grant("the authorization code was issued to another client")
+    if redirect_uri != row.redirect_uri:
+        raise _invalid_grant("redirect_uri does not match the one of the authorization request")
+    if verifier is None:
+        raise OAuthError("invalid_request", "code_verifier is required (PKCE)")
+    if not VERIFIER.fullmatch(verifier) or not secrets.compare_digest(s256(verifier), row.code_challenge):
+        raise _invalid_grant("code_verifier does not match the code_challenge")
+    return row
+
+
 def _invalid_grant(description: str) -> OAuthError:
     return OAuthError("invalid_grant", description)
 
@@ -125,15 +140,16 @@ class Grants:
         key = token_hash(code)
         grant_id = new_id()
         async with write_transaction(self._db) as conn:
-            row = (await conn.execute(sa.select(t.codes).where(t.codes.c.code_hash == key))).first()
-            if row is not None and row.used_at is None:
+            found = (await conn.execute(sa.select(t.codes).where(t.codes.c.code_hash == key))).first()
+            # Only the presenter the code was made for (its client, redirect URI and PKCE verifier) changes
+            # anything: someone else holding a stolen code can neither burn it nor revoke what it gave.
+            row = _presented(found, client, redirect_uri, verifier)
+            if row.used_at is None:
                 await conn.execute(
                     sa.update(t.codes).where(t.codes.c.code_hash == key).values(used_at=now, grant_id=grant_id)
                 )
-            elif row is not None:
+            else:
                 await conn.execute(sa.update(t.codes).where(t.codes.c.code_hash == key).values(reused_at=now))
-        if row is None:
-            raise _invalid_grant("the authorization code is unknown")
         if row.used_at is not None:
             if row.grant_id is not None:
                 await self._revoke(row.grant_id, "oauth.codeReused")
@@ -141,14 +157,6 @@ class Grants:
             raise _invalid_grant("the authorization code was already used; what it gave is revoked")
         if row.expires_at <= now:
             raise _invalid_grant("the authorization code has expired")
-        if row.client_id != client.client_id:
-            raise _invalid_grant("the authorization code was issued to another client")
-        if redirect_uri != row.redirect_uri:
-            raise _invalid_grant("redirect_uri does not match the one of the authorization request")
-        if verifier is None:
-            raise OAuthError("invalid_request", "code_verifier is required (PKCE)")
-        if not VERIFIER.fullmatch(verifier) or not secrets.compare_digest(s256(verifier), row.code_challenge):
-            raise _invalid_grant("code_verifier does not match the code_challenge")
         user = await self._identity.get_user(row.user_id)
         if user is None or not user.active:
             raise _invalid_grant("the person who approved this is no longer active")
