@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from pathlib import Path
 
@@ -147,6 +148,9 @@ async def test_command_timeout_stops_it(tmp_path: Path) -> None:
         assert run["error"] == "the command did not finish within 0.5 s and was stopped"
 
 
+SECRET_SHA = hashlib.sha256(b"tok-s3cret").hexdigest()[:12]
+
+
 async def test_secret_environment_is_write_only(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (srv, client, ws):
         space = await client.call("spaces.create", workspace_id=ws, title="cli")
@@ -169,11 +173,11 @@ async def test_secret_environment_is_write_only(tmp_path: Path) -> None:
             msgs = (await client.call("messages.list", workspace_id=ws, space_id=space["id"]))["messages"]
             return str(msgs[-1]["content"])
 
-        assert await run_env() == "token=tok-s3cret plain=visible"
+        assert await run_env() == f"token=[redacted] sha={SECRET_SHA} plain=visible"
         # Editing the adapter without secretEnv keeps the secret; an empty value removes it.
         kept = {k: v for k, v in adapter.items() if k != "secretEnv"}
         await client.call("agents.update", workspace_id=ws, agent_id=agent["id"], adapter=kept)
-        assert await run_env() == "token=tok-s3cret plain=visible"
+        assert await run_env() == f"token=[redacted] sha={SECRET_SHA} plain=visible"
         updated = await client.call(
             "agents.update", workspace_id=ws, agent_id=agent["id"], adapter={**kept, "secretEnv": {"AGENT_TOKEN": ""}}
         )

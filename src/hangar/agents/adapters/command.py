@@ -38,6 +38,8 @@ from typing import Any
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
 from hangar.agents.config import CommandAdapter
 from hangar.agents.events import RunOutcome
+from hangar.agents.mcp_grant import TOKEN_VAR
+from hangar.agents.redact import Redactor
 from hangar.core.confine import ExecResult, Job, Scope, space_key
 from hangar.errors import HangarError
 
@@ -93,36 +95,38 @@ class CommandLineAdapter(Adapter):
             call_back=request.product_call_back,
         )
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        # The agent's secrets and its run credential; the endpoint's address is no secret.
+        redactor = Redactor([*request.secret_env.values(), request.product_env.get(TOKEN_VAR, "")])
 
         async def relay(chunk: bytes) -> None:
-            if piece := decoder.decode(chunk):
+            if piece := redactor.feed(decoder.decode(chunk)):
                 await io.text_delta(turn, piece)
 
         try:
             done = await confinement.run(scope, job, relay)
-            if tail := decoder.decode(b"", final=True):
+            if tail := redactor.feed(decoder.decode(b"", final=True)) + redactor.flush():
                 await io.text_delta(turn, tail)
-            return await self._finish(done, io, turn, request.folder / out_name)
+            return await self._finish(done, io, turn, request.folder / out_name, redactor)
         finally:
             for name in (out_name, context_name):
                 with contextlib.suppress(OSError):
                     (request.folder / name).unlink(missing_ok=True)
 
-    async def _finish(self, done: ExecResult, io: RunIO, turn: int, out_file: Path) -> RunResult:
+    async def _finish(self, done: ExecResult, io: RunIO, turn: int, out_file: Path, redactor: Redactor) -> RunResult:
         if done.timed_out:
             error = f"the command did not finish within {self._cfg.timeout_seconds:g} s and was stopped"
         elif done.exit_code == NOT_STARTED and not done.stdout:
-            tail = done.stderr.strip()[-_STDERR_TAIL:] or "not found"
+            tail = redactor.clean(done.stderr).strip()[-_STDERR_TAIL:] or "not found"
             error = f"the command {self._cfg.argv[0]!r} cannot be started: {tail}"
         elif done.exit_code != 0:
-            tail = done.stderr.strip()[-_STDERR_TAIL:] or "(no stderr)"
+            tail = redactor.clean(done.stderr).strip()[-_STDERR_TAIL:] or "(no stderr)"
             error = f"the command exited with status {done.exit_code}: {tail}"
         else:
             error = ""
         if error:
             await io.turn_finished(turn, RunOutcome.failed, error)
             return RunResult(RunOutcome.failed, error)
-        stdout = done.stdout
+        stdout = redactor.clean(done.stdout)
         if stdout.strip():
             await io.reply(turn, stdout.strip())
         if io.output.schema is not None:

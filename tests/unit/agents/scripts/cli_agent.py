@@ -1,5 +1,6 @@
 """A small command-line agent for the command adapter tests: behaviour is chosen by the prompt."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -31,7 +32,10 @@ elif word == "lastline":
     print("thinking...", flush=True)
     print(json.dumps({"n": 2, "schemaType": "object"}), flush=True)
 elif word == "env":
-    print(f"token={os.environ.get('AGENT_TOKEN', '-')} plain={os.environ.get('PLAIN', '-')}", flush=True)
+    token = os.environ.get("AGENT_TOKEN")
+    # The value itself comes back redacted; its digest shows the program was given it.
+    seen = f"{token} sha={hashlib.sha256(token.encode()).hexdigest()[:12]}" if token else "-"
+    print(f"token={seen} plain={os.environ.get('PLAIN', '-')}", flush=True)
 elif word == "context":
     path = os.environ["HANGAR_CONTEXT_FILE"]
     with open(path) as fh:
