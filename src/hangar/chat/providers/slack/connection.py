@@ -73,8 +73,8 @@ LINK_DISABLED = "link_disabled"
 
 def backoff_delay(failures: int, rand: Callable[[], float]) -> float:
     """Full jitter: uniform in [0, min(cap, base * 2**failures)] (``rand()`` is uniform in [0, 1))."""
-    ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** min(failures, 16))
-    return rand() * ceiling
+    ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2.0 ** min(failures, 16))
+    return float(rand()) * ceiling
 
 
 class _Socket(SocketModeClient):
@@ -233,7 +233,7 @@ class SlackConnection:
         socket.wss_uri = url
         self._sockets.add(socket)
         try:
-            await socket.connect()
+            await socket.connect()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
         except Exception as e:  # refused, reset, handshake answered with an error status
             await self._close(socket)
             raise ChatProviderError(TRANSPORT_CODE, f"The socket could not be opened ({type(e).__name__}).") from None
@@ -269,7 +269,7 @@ class SlackConnection:
     async def _close(self, socket: _Socket) -> None:
         self._sockets.discard(socket)
         with contextlib.suppress(Exception):
-            await socket.close()
+            await socket.close()  # type: ignore[no-untyped-call]
 
     # --- envelopes ---
 
