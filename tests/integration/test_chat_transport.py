@@ -171,6 +171,18 @@ async def test_rotation_reconnects_at_once_without_backoff_growth(bridge: Bridge
     await emu.drop()
     await bridge.advance_to_next_dial(1.0)
     await eventually(lambda: bridge.conn.state == "connected")
+    # A failing streak ended by a hello leaves nothing behind: a rotation whose new socket is refused backs off
+    # from the first step again.
+    emu.refuse_connections(3)
+    await emu.drop()
+    for delay in [1.0, 2.0, 4.0, 8.0]:
+        await bridge.advance_to_next_dial(delay)
+    await eventually(lambda: bridge.conn.state == "connected")
+    emu.refuse_connections(1)
+    await emu.rotate("refresh_requested")
+    await eventually(lambda: bridge.clock.pending_sleepers == 1)  # the prompt dial was refused
+    await bridge.advance_to_next_dial(1.0)
+    await eventually(lambda: bridge.conn.state == "connected")
     sent = await emu.message("C0GENERAL", "U0ALICE", "still here")
     await eventually(lambda: len(bridge.events) == 1)
     assert isinstance(bridge.events[0], InboundMessage) and bridge.events[0].ts == sent.ts

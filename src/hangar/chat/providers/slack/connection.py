@@ -205,12 +205,12 @@ class SlackConnection:
                     await self._close(current)
                 current = socket
                 rotated = await self._serve(socket)
+                if socket.hello.is_set():
+                    failures = 0  # a greeted socket ends the failing streak
                 if rotated:
-                    continue  # promptly, the backoff left as it was
+                    continue  # promptly, no backoff
                 await self._close(socket)
                 current = None
-                if socket.hello.is_set():
-                    failures = 0
                 self._move("connecting")
                 delay = backoff_delay(failures, self._rand)
                 failures += 1
