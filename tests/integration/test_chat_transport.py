@@ -7,6 +7,7 @@ every Web API call with that clock, so dial times are asserted in clock seconds,
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -72,9 +73,7 @@ def make_bridge(emu: SlackEmulator, rand: Callable[[], float] = lambda: 1.0) -> 
         bridge.events.append(event)
         return await bridge.answer(event) if bridge.answer else None
 
-    conn = SlackConnection(
-        api, APP_TOKEN, clock, on_event, lambda s, m: holder[0].states.append((s, m)), rand=rand
-    )
+    conn = SlackConnection(api, APP_TOKEN, clock, on_event, lambda s, m: holder[0].states.append((s, m)), rand=rand)
     holder.append(Bridge(emu, clock, api, conn))
     return holder[0]
 
@@ -319,8 +318,10 @@ async def test_stream_calls_recorded_and_refusals_surface_as_provider_codes(brid
     with pytest.raises(ChatProviderError) as missing:
         await api.start_stream(channel="C0GENERAL", thread_ts="1.1", markdown_text="hi")
     assert missing.value.provider_code == "missing_recipient_user_id"
-    card = [{"type": "plan_update", "title": "fix"}, {"type": "task_update", "id": "s", "title": "Working on it...",
-                                                      "status": "in_progress"}]
+    card = [
+        {"type": "plan_update", "title": "fix"},
+        {"type": "task_update", "id": "s", "title": "Working on it...", "status": "in_progress"},
+    ]
     ts = await api.start_stream(
         channel="C0GENERAL",
         thread_ts="1.1",
@@ -409,3 +410,19 @@ async def test_unreachable_provider_is_a_transport_error(emu: SlackEmulator) -> 
         assert unreachable.value.provider_code == TRANSPORT_CODE and not unreachable.value.terminal
     finally:
         await api.aclose()
+
+
+async def test_tokens_stay_out_of_logs_and_errors(bridge: Bridge, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    emu = bridge.emu
+    refresh = emu.issue_refresh_token()
+    access, _ = await bridge.api.rotate_config_token(refresh)
+    await bridge.api.manifest_validate(access, {"display_information": {"name": "x"}})
+    await connect(bridge)
+    emu.refuse_token(BOT_TOKEN, "token_revoked")
+    with pytest.raises(ChatProviderError) as refused:
+        await bridge.api.post_message(channel="C0GENERAL", text="hi")
+    await eventually(lambda: bridge.conn.state == "error")
+    for secret in (BOT_TOKEN, APP_TOKEN, refresh, access):
+        assert secret not in caplog.text and secret not in str(refused.value)
+    assert "token_revoked" in caplog.text

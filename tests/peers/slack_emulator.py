@@ -547,7 +547,9 @@ class SlackEmulator:
 async def running_slack(clock: Clock | None = None) -> AsyncIterator[SlackEmulator]:
     """Serve a ``SlackEmulator`` on an ephemeral loopback port; ``api_url`` is its Web API base."""
     fake = SlackEmulator(clock)
-    config = uvicorn.Config(fake.app(), host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="websockets-sansio")
+    config = uvicorn.Config(
+        fake.app(), host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="websockets-sansio"
+    )
     server = uvicorn.Server(config)
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     task = asyncio.create_task(server.serve())

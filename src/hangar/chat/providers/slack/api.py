@@ -11,7 +11,6 @@ never put in an error message or a log line (the SDK's own logger is held above 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,7 +69,9 @@ def provider_error(method: str, error: BaseException) -> ChatProviderError:
         if code == "missing_scope" and data.get("needed"):
             message = f"{method}: the token lacks the scope {data['needed']} (it has {data.get('provided', 'none')})."
         return ChatProviderError(code, message, status=status, retry_after=retry_after_of(error))
-    return ChatProviderError(TRANSPORT_CODE, f"{method}: the chat provider could not be reached ({type(error).__name__}).")
+    return ChatProviderError(
+        TRANSPORT_CODE, f"{method}: the chat provider could not be reached ({type(error).__name__})."
+    )
 
 
 class SlackApi:
@@ -110,7 +111,9 @@ class SlackApi:
         self._session = None
         self._client = None
 
-    async def _call(self, method: str, call: Callable[[AsyncWebClient], Awaitable[AsyncSlackResponse]]) -> dict[str, Any]:
+    async def _call(
+        self, method: str, call: Callable[[AsyncWebClient], Awaitable[AsyncSlackResponse]]
+    ) -> dict[str, Any]:
         web = self._web()
 
         async def attempt() -> AsyncSlackResponse:
@@ -122,7 +125,7 @@ class SlackApi:
 
         try:
             response = await self._limiter.run(method, attempt)
-        except (SlackApiError, aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+        except (TimeoutError, SlackApiError, aiohttp.ClientError, OSError) as e:
             error = provider_error(method, e)
             log.info("chat provider call %s failed: %s", method, error.provider_code)
             if error.terminal:
@@ -187,7 +190,9 @@ class SlackApi:
         )
         return dict(data.get("manifest") or {})
 
-    async def manifest_validate(self, config_token: str, manifest: Mapping[str, Any], app_id: str | None = None) -> None:
+    async def manifest_validate(
+        self, config_token: str, manifest: Mapping[str, Any], app_id: str | None = None
+    ) -> None:
         """Raises ``ChatProviderError("invalid_manifest")`` when the provider finds faults."""
         await self._call(
             "apps.manifest.validate",
@@ -205,9 +210,7 @@ class SlackApi:
         )
         return str(data.get("ts") or "")
 
-    async def update_message(
-        self, *, channel: str, ts: str, text: str, blocks: Sequence[Block] | None = None
-    ) -> None:
+    async def update_message(self, *, channel: str, ts: str, text: str, blocks: Sequence[Block] | None = None) -> None:
         await self._call(
             "chat.update", lambda w: w.chat_update(channel=channel, ts=ts, text=text, blocks=_plain(blocks))
         )

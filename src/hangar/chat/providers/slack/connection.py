@@ -254,7 +254,9 @@ class SlackConnection:
             reason = socket.disconnect_reason
             if reason == LINK_DISABLED:
                 self._refused(
-                    ChatProviderError(LINK_DISABLED, "Socket Mode is turned off for this app: turn it on, then reconnect.")
+                    ChatProviderError(
+                        LINK_DISABLED, "Socket Mode is turned off for this app: turn it on, then reconnect."
+                    )
                 )
                 raise _Stopped
             self._move("connecting")
@@ -288,7 +290,9 @@ class SlackConnection:
         if event is not None:
             await self._handle(event)
 
-    async def _ack(self, client: AsyncBaseSocketModeClient, envelope_id: str, payload: dict[str, Any] | None = None) -> None:
+    async def _ack(
+        self, client: AsyncBaseSocketModeClient, envelope_id: str, payload: dict[str, Any] | None = None
+    ) -> None:
         body: dict[str, Any] = {"envelope_id": envelope_id}
         if payload:
             body["payload"] = payload
