@@ -49,6 +49,13 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("rig_packs_dir", "HANGAR_RIG_PACKS_DIR")
     )
 
+    # The chat provider's Web API base (its socket URL is whatever ``apps.connections.open`` answers); tests point
+    # it at a loopback fake so no other host is dialled.
+    chatprovider_api_url: str = Field(
+        default="https://slack.com/api/",
+        validation_alias=AliasChoices("chatprovider_api_url", "HANGAR_CHATPROVIDER_API_URL"),
+    )
+
     # The built web client the server serves at ``/`` (default: ``web/dist`` of the checkout it runs from).
     web_dist: Path | None = Field(default=None, validation_alias=AliasChoices("web_dist", "HANGAR_WEB_DIST"))
 

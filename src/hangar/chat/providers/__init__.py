@@ -1,0 +1,1 @@
+"""The chat providers the bridge speaks to; one package each (today ``slack``)."""
