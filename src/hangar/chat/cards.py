@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from hangar.chat.narration import THINKING
 from hangar.chat.outbound import Block, Chunk
 
 # Plain strings the provider shows in a card row (titles, details) are capped like streamed prose chunks.
@@ -30,7 +31,7 @@ ARGUMENT_VALUE_MAX = 60
 SETUP_ROW_ID = "setup"
 CTA_ROW_ID = "cta"
 CTA_TITLE = "View in Control Center"
-THINKING_TITLE = "Thinking..."
+THINKING_TITLE = THINKING
 
 # Argument names whose values say where a tool works, never what it read or wrote: paths, patterns, addresses.
 # Anything else (file contents, commands, queries, message bodies) stays in the product.

@@ -176,6 +176,11 @@ class ReplyStream:
         """True while a streamed message is open."""
         return self._mode is _Mode.streaming
 
+    @property
+    def message_ts(self) -> str | None:
+        """The open streamed message, for the bridge to remember (a restart finishes its card with an update)."""
+        return self._ts if self._mode is _Mode.streaming else None
+
     async def open(self) -> None:
         """A mention was accepted: open the card at once (``Working on it...``), before clone and first token."""
         self.card.set_setup(ACCEPTED)

@@ -65,7 +65,7 @@ async def test_a_mention_opens_the_card_at_once_with_the_recipient_in_a_channel(
     stream, out, _, _ = make()
     await stream.open()
     (start,) = out.calls
-    assert start.method == "start_stream"
+    assert start.method == "start_stream" and stream.message_ts is not None
     assert start.kwargs["recipient_user_id"] == "U1" and start.kwargs["recipient_team_id"] == "T1"
     assert start.kwargs["task_display_mode"] == "plan"
     assert start.chunks == [
@@ -97,6 +97,7 @@ async def test_flushes_at_most_once_a_second_with_card_and_text_in_one_call() ->
         assert kinds.index("markdown_text") > max(i for i, k in enumerate(kinds) if k == "task_update")
     await stream.finish(TurnOutcome.ok)
     assert out.landed_prose() == "".join(f"part {i} " for i in range(100))
+    assert stream.message_ts is None
 
 
 async def test_nothing_is_resent_while_the_card_says_nothing_new() -> None:
