@@ -231,13 +231,14 @@ function Events({ workspaceId }: { workspaceId: string }) {
         </div>
         <div className="field">
           <label htmlFor={`${id}-since`}>From</label>
-          <input id={`${id}-since`} type="datetime-local" value={draft.since} onChange={set("since")} />
+          <input id={`${id}-since`} type="datetime-local" step={1} value={draft.since} onChange={set("since")} />
         </div>
         <div className="field">
           <label htmlFor={`${id}-until`}>Until</label>
           <input
             id={`${id}-until`}
             type="datetime-local"
+            step={1}
             value={draft.until}
             aria-invalid={bad ? true : undefined}
             aria-describedby={bad ? `${id}-bad` : undefined}
