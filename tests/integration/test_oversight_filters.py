@@ -95,3 +95,34 @@ async def test_events_list_gives_the_last_events_oldest_first(srv: RunningServer
         assert [e["type"] for e in typed] == ["identity.workspaceCreated"]
         after = await c.call("events.list", workspace_id=wid, afterSeq=seqs[-2], last=5)
         assert [e["seq"] for e in after] == seqs[-1:]
+
+
+async def test_events_list_narrows_to_a_time_window(srv: RunningServer) -> None:
+    wid = await srv.new_workspace("Timed")
+    async with RpcClient(srv.ws_url, srv.owner_token) as c:
+        for n in range(3):
+            async with RpcClient(srv.ws_url, await srv.new_user_token(wid, "member", name=f"t{n}")) as u:
+                uid = (await u.call("users.me"))["id"]
+            await c.call("members.setRole", workspace_id=wid, userId=uid, role="admin")
+        everything = await c.call("events.list", workspace_id=wid)
+        assert len(everything) == 4
+        # From the second event (inclusive) to the fourth (exclusive); distinct instants are needed for the cut.
+        times = [e["occurredAt"] for e in everything]
+        assert len(set(times)) == 4, times
+        since, until = times[1], times[3]
+        window = await c.call("events.list", workspace_id=wid, since=since, until=until)
+        assert [e["seq"] for e in window] == [e["seq"] for e in everything[1:3]]
+        last_in_window = await c.call("events.list", workspace_id=wid, since=since, until=until, last=1)
+        assert [e["seq"] for e in last_in_window] == [everything[2]["seq"]]
+        later = await c.call("events.list", workspace_id=wid, since=times[3])
+        assert [e["seq"] for e in later] == [everything[3]["seq"]]
+        assert await c.call("events.list", workspace_id=wid, until=times[0]) == []
+        for args, words in (
+            ({"since": "2026-01-01T00:00:00"}, "since"),
+            ({"until": "soon"}, "until"),
+            ({"since": "2026-01-02T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, "until must be later than since"),
+        ):
+            with pytest.raises(RpcError) as info:
+                await c.call("events.list", workspace_id=wid, **args)
+            assert info.value.code == "invalid_args"
+            assert words in info.value.message, info.value

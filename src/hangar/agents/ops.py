@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hangar.agents.results import (
     AgentDeleted,
     AgentList,
     AgentView,
     DispatchedRun,
+    DispatchedRuns,
     FrontDoor,
     RunEventFrame,
     RunEvents,
@@ -132,6 +133,39 @@ async def agents_run(ctx: OpContext, args: AgentRunArgs) -> DispatchedRun:
     return DispatchedRun.of(run)
 
 
+class AgentRunManyArgs(WsArgs):
+    agent_ids: list[str] = Field(min_length=1, max_length=20)
+    space_id: str
+    prompt: str
+    max_turns: int | None = None
+
+    @field_validator("agent_ids")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        return list(dict.fromkeys(v))
+
+
+@op("agents.runMany", kind="mutate", scope="workspace", actions=["networkEgress", "processSpawn"])
+async def agents_run_many(ctx: OpContext, args: AgentRunManyArgs) -> DispatchedRuns:
+    """Dispatch several agents into a space on one prompt (a message mentioning each of them): the prompt is
+    posted once and every agent runs on it; returns at once with the runs, in the order asked."""
+    runs = await ctx.app.service(AgentRunner).dispatch_many(
+        ctx.ws,
+        agent_ids=args.agent_ids,
+        space_id=args.space_id,
+        prompt=args.prompt,
+        dispatched_by=ctx.principal.label,
+        prompt_author=author_of(ctx),
+        max_turns=args.max_turns,
+        agent_field="agentIds",
+    )
+    run_ids = [r.id for r in runs]
+    await audit_queued(
+        ctx, "agents.runMany", f"space:{args.space_id}", {"runIds": run_ids, "agentIds": [r.agent_id for r in runs]}
+    )
+    return DispatchedRuns(runs=[DispatchedRun.of(r) for r in runs], run_ids=run_ids)
+
+
 class RunRef(WsArgs):
     run_id: str
 
@@ -212,6 +246,7 @@ AGENT_OPS: list[OpFunction] = [
     agents_update,
     agents_delete,
     agents_run,
+    agents_run_many,
     runs_get,
     runs_list,
     runs_events,

@@ -106,6 +106,13 @@ class DispatchedRun(RunView):
         return cls(**dict(RunView.model_validate(run)), run_id=run.id)
 
 
+class DispatchedRuns(Result):
+    """The runs just dispatched on one prompt, one per agent in the order asked, with their ids as ``runIds``."""
+
+    runs: list[DispatchedRun]
+    run_ids: list[str]
+
+
 class RunList(Result):
     runs: list[RunView]
 

@@ -429,13 +429,20 @@ class EventBus:
         types: Sequence[str] | None = None,
         limit: int | None = None,
         last: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[StoredEvent]:
-        """Events after ``after_seq``, oldest first: the first ``limit`` of them, or with ``last`` the last ones."""
+        """Events after ``after_seq``, oldest first: the first ``limit`` of them, or with ``last`` the last ones;
+        with ``since``/``until`` only those that occurred at or after ``since`` and before ``until``."""
         engine = await self._dbs.workspace(workspace_id)
         t = tables.domain_events
         q = sa.select(t).where(t.c.seq > after_seq).order_by(t.c.seq.desc() if last is not None else t.c.seq)
         if types is not None:
             q = q.where(t.c.type.in_(list(types)))
+        if since is not None:
+            q = q.where(t.c.occurred_at >= since)
+        if until is not None:
+            q = q.where(t.c.occurred_at < until)
         if last is not None:
             q = q.limit(last)
         elif limit is not None:

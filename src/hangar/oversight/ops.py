@@ -25,7 +25,20 @@ from hangar.rpc.guardrails import WORKSPACE_SCOPE, Guardrails, GuardrailSetting,
 from hangar.rpc.registry import Args, NoArgs, op, to_wire
 
 
-class EventsArgs(Args):
+class TimeWindow(Args):
+    """A half-open time window, ``since`` inclusive and ``until`` exclusive; either end may be left open."""
+
+    since: AwareDatetime | None = Field(default=None, description="at or after this time")
+    until: AwareDatetime | None = Field(default=None, description="before this time")
+
+    @model_validator(mode="after")
+    def _window(self) -> TimeWindow:
+        if self.since is not None and self.until is not None and self.until <= self.since:
+            raise ValueError("until must be later than since")
+        return self
+
+
+class EventsArgs(TimeWindow):
     after_seq: int = Field(default=0, ge=0, alias="afterSeq")
     types: list[str] | None = None
     limit: int = Field(default=200, ge=1, le=1000)
@@ -34,9 +47,16 @@ class EventsArgs(Args):
 
 @op("events.list", kind="read", scope="workspace", min_role="member")
 async def events_list(ctx: OpContext, args: EventsArgs) -> list[EventView]:
-    """Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``."""
+    """Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``;
+    optionally only those of some types and those that occurred in a time window."""
     events = await ctx.app.bus.replay(
-        ctx.ws, after_seq=args.after_seq, types=args.types, limit=args.limit, last=args.last
+        ctx.ws,
+        after_seq=args.after_seq,
+        types=args.types,
+        limit=args.limit,
+        last=args.last,
+        since=args.since,
+        until=args.until,
     )
     return [EventView.model_validate(e) for e in events]
 
@@ -64,23 +84,15 @@ async def events_watch(ctx: OpContext, args: WatchEventsArgs) -> AsyncIterator[W
         await ctx.app.bus.unsubscribe(sub)
 
 
-class AuditArgs(Args):
+class AuditArgs(TimeWindow):
     target: str | None = None
     action: str | None = None
     principal: str | None = Field(default=None, description="as rows write it: user:<id> or agent:<id>")
     door: Literal["socket", "mcp", "none"] | None = Field(
         default=None, description="the door of the call that wrote the row; none: work no caller started"
     )
-    since: AwareDatetime | None = Field(default=None, description="rows at or after this time")
-    until: AwareDatetime | None = Field(default=None, description="rows before this time")
     limit: int = Field(default=200, ge=1, le=1000)
     newest: bool = Field(default=False, description="the last rows that match, newest first")
-
-    @model_validator(mode="after")
-    def _window(self) -> AuditArgs:
-        if self.since is not None and self.until is not None and self.until <= self.since:
-            raise ValueError("until must be later than since")
-        return self
 
 
 @op("audit.list", kind="read", scope="workspace", min_role="admin")

@@ -77,6 +77,12 @@ export type DispatchedRun = {
   runId: string;
 };
 
+/** The runs just dispatched on one prompt, one per agent in the order asked, with their ids as ``runIds``. */
+export type DispatchedRuns = {
+  runs: Array<DispatchedRun>;
+  runIds: Array<string>;
+};
+
 /** One audit entry; ``seq`` numbers the entries of its target. */
 export type AuditRow = {
   at: string;
@@ -857,6 +863,17 @@ export type AgentsRunArgs = {
 };
 export type AgentsRunResult = DispatchedRun;
 
+/** Dispatch several agents into a space on one prompt (a message mentioning each of them): the prompt is posted once and every agent runs on it; returns at once with the runs, in the order asked. */
+export type AgentsRunManyArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  agentIds: Array<string>;
+  spaceId: string;
+  prompt: string;
+  maxTurns?: number | null;
+};
+export type AgentsRunManyResult = DispatchedRuns;
+
 /** Edit an agent; an adapter given without ``apiKey`` keeps the stored key. */
 export type AgentsUpdateArgs = {
   /** The workspace the call acts in. */
@@ -873,16 +890,16 @@ export type AgentsUpdateResult = AgentView;
 export type AuditListArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
+  /** at or after this time */
+  since?: string | null;
+  /** before this time */
+  until?: string | null;
   target?: string | null;
   action?: string | null;
   /** as rows write it: user:<id> or agent:<id> */
   principal?: string | null;
   /** the door of the call that wrote the row; none: work no caller started */
   door?: ("socket" | "mcp" | "none") | null;
-  /** rows at or after this time */
-  since?: string | null;
-  /** rows before this time */
-  until?: string | null;
   limit?: number;
   /** the last rows that match, newest first */
   newest?: boolean;
@@ -921,10 +938,14 @@ export type DevicesRevokeArgs = {
 };
 export type DevicesRevokeResult = DeviceRef;
 
-/** Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``. */
+/** Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``; optionally only those of some types and those that occurred in a time window. */
 export type EventsListArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
+  /** at or after this time */
+  since?: string | null;
+  /** before this time */
+  until?: string | null;
   afterSeq?: number;
   types?: Array<string> | null;
   limit?: number;
@@ -1708,6 +1729,7 @@ export interface Ops {
   "agents.get": { kind: "read"; scope: "workspace"; args: AgentsGetArgs; result: AgentsGetResult };
   "agents.list": { kind: "read"; scope: "workspace"; args: AgentsListArgs; result: AgentsListResult };
   "agents.run": { kind: "mutate"; scope: "workspace"; args: AgentsRunArgs; result: AgentsRunResult };
+  "agents.runMany": { kind: "mutate"; scope: "workspace"; args: AgentsRunManyArgs; result: AgentsRunManyResult };
   "agents.update": { kind: "mutate"; scope: "workspace"; args: AgentsUpdateArgs; result: AgentsUpdateResult };
   "audit.list": { kind: "read"; scope: "workspace"; args: AuditListArgs; result: AuditListResult };
   "browser_use": { kind: "mutate"; scope: "workspace"; args: BrowserUseArgs; result: BrowserUseResult };
@@ -1832,6 +1854,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "agents.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "agents.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "agents.run": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "agents.runMany": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "agents.update": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "audit.list": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "browser_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },

@@ -1,10 +1,11 @@
-/** The composer: a message to the space, or, when it @mentions an agent, that agent run on it (`agents.run`
- * posts the message as the prompt, as the product does for a dispatched agent). Typing `@` suggests agents. */
+/** The composer: a message to the space, or, when it @mentions agents, each of them run on it (`agents.run` for one,
+ * `agents.runMany` for several: the message is posted once as the prompt, as the product does for a dispatched
+ * agent, and every agent's turn streams into the space). Typing `@` suggests agents. */
 import { useId, useMemo, useRef, useState, type KeyboardEvent } from "react";
 import type { AgentView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
-import { complete, mentionAt, mentionedAgents, suggest, type MentionQuery } from "./mentions";
+import { complete, mentionAt, mentionedAgents, namesOf, suggest, type MentionQuery } from "./mentions";
 
 interface Props {
   workspaceId: string;
@@ -24,7 +25,8 @@ export function Composer({ workspaceId, spaceId, agents, disabled }: Props) {
   const [error, setError] = useState<string | null>(null);
 
   const options = useMemo(() => (mention ? suggest(mention.query, agents) : []), [mention, agents]);
-  const addressed = useMemo(() => mentionedAgents(text, agents)[0] ?? null, [text, agents]);
+  const addressed = useMemo(() => mentionedAgents(text, agents), [text, agents]);
+  const names = namesOf(addressed);
   const open = options.length > 0;
 
   const track = (value: string, caret: number) => {
@@ -48,9 +50,13 @@ export function Composer({ workspaceId, spaceId, agents, disabled }: Props) {
     setSending(true);
     setError(null);
     const ws = { workspace_id: workspaceId, spaceId };
-    const sent = addressed
-      ? client.call("agents.run", { ...ws, agentId: addressed.id, prompt: content })
-      : client.call("messages.post", { ...ws, content });
+    const [only] = addressed;
+    const sent: Promise<unknown> =
+      addressed.length > 1
+        ? client.call("agents.runMany", { ...ws, agentIds: addressed.map((a) => a.id), prompt: content })
+        : only
+          ? client.call("agents.run", { ...ws, agentId: only.id, prompt: content })
+          : client.call("messages.post", { ...ws, content });
     sent
       .then(() => {
         setText("");
@@ -133,9 +139,9 @@ export function Composer({ workspaceId, spaceId, agents, disabled }: Props) {
         onBlur={() => setMention(null)}
       />
       <p className="hint" id={`${id}-hint`}>
-        {addressed
-          ? `Sending runs ${addressed.name} on this message.`
-          : "Enter sends, Shift+Enter starts a new line. Mention an agent with @ to run it."}
+        {names
+          ? `Sending runs ${names} on this message.`
+          : "Enter sends, Shift+Enter starts a new line. Mention agents with @ to run them."}
       </p>
       {error && (
         <p className="error" role="alert">
@@ -143,7 +149,7 @@ export function Composer({ workspaceId, spaceId, agents, disabled }: Props) {
         </p>
       )}
       <button type="submit" disabled={sending || !text.trim()}>
-        {sending ? "Sending…" : addressed ? `Send to ${addressed.name}` : "Send"}
+        {sending ? "Sending…" : names ? `Send to ${names}` : "Send"}
       </button>
     </form>
   );

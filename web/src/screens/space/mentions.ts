@@ -59,3 +59,10 @@ export function complete(text: string, mention: MentionQuery, name: string): { t
   const inserted = `@${name} `;
   return { text: text.slice(0, mention.start) + inserted + text.slice(end), caret: mention.start + inserted.length };
 }
+
+/** The agents' names as a sentence names them: "Ada", "Ada and Bob", "Ada, Bob and Cy"; empty for none. */
+export function namesOf(agents: readonly Named[]): string {
+  const names = agents.map((a) => a.name);
+  if (names.length <= 1) return names[0] ?? "";
+  return `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+}

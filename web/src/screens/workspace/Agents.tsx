@@ -1,17 +1,15 @@
 /** The workspace's agents, and (for admins) creating one: a name and an adapter, `openai` (an OpenAI-compatible
- * endpoint: base URL, model, an API key that is written once and never shown again) or `command` (a command line). */
+ * endpoint: base URL, model, an API key that is written once and never shown again) or `command` (a command line);
+ * editing one (name, role, instructions, the adapter's settings, its product tools, a replacement key) and deleting
+ * one. */
 import { useId, useState, type FormEvent } from "react";
 import type { AgentView } from "../../generated/ops";
 import { useCall, useRpc } from "../../rpc/hooks";
+import { draftOf, linesOf, updateArgs, type AgentDraft } from "./agentEdit";
 import { ConfirmButton, Refusal, useAction } from "./common";
 
 /** A command line typed one argument per line: no shell quoting rules to get wrong. */
-export function argvOf(text: string): string[] {
-  return text
-    .split("\n")
-    .map((a) => a.trim())
-    .filter((a) => a !== "");
-}
+export const argvOf = linesOf;
 
 function adapterSummary(agent: AgentView): string {
   const a = agent.adapter;
@@ -144,6 +142,135 @@ function CreateAgent({ workspaceId, onCreated }: { workspaceId: string; onCreate
   );
 }
 
+function AgentEditor({ workspaceId, agent, onDone }: {
+  workspaceId: string;
+  agent: AgentView;
+  onDone(saved: boolean): void;
+}) {
+  const client = useRpc();
+  const action = useAction();
+  const id = useId();
+  const [draft, setDraft] = useState<AgentDraft>(() => draftOf(agent));
+  const set = <K extends keyof AgentDraft>(key: K, value: AgentDraft[K]) => setDraft((d) => ({ ...d, [key]: value }));
+  const text = (key: "name" | "systemPrompt" | "baseUrl" | "model" | "apiKey" | "argv" | "tools") =>
+    (e: { target: { value: string } }) => set(key, e.target.value);
+  const a = agent.adapter;
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const saved = await action.run(() => client.call("agents.update", updateArgs(workspaceId, agent, draft)));
+    // A typed key leaves the page's memory whether or not the server took it.
+    set("apiKey", "");
+    if (saved) onDone(true);
+  };
+  return (
+    <form className="stack-form editor" onSubmit={submit} aria-label={`Edit agent ${agent.name}`}>
+      <div className="field">
+        <label htmlFor={`${id}-name`}>Name</label>
+        <input id={`${id}-name`} value={draft.name} required onChange={text("name")} />
+      </div>
+      <div className="field">
+        <label htmlFor={`${id}-role`}>Role</label>
+        <select id={`${id}-role`} value={draft.role} onChange={(e) => set("role", e.target.value)}>
+          <option value="member">member</option>
+          <option value="chiefExecutive">chiefExecutive (answers new conversations)</option>
+        </select>
+      </div>
+      <div className="field">
+        <label htmlFor={`${id}-prompt`}>Instructions (system prompt)</label>
+        <textarea id={`${id}-prompt`} rows={3} value={draft.systemPrompt} onChange={text("systemPrompt")} />
+      </div>
+      {a.type === "openai" ? (
+        <>
+          <div className="field">
+            <label htmlFor={`${id}-url`}>Base URL</label>
+            <input id={`${id}-url`} type="url" value={draft.baseUrl} required onChange={text("baseUrl")} />
+          </div>
+          <div className="field">
+            <label htmlFor={`${id}-model`}>Model</label>
+            <input id={`${id}-model`} value={draft.model} required onChange={text("model")} />
+          </div>
+          <div className="field">
+            <label htmlFor={`${id}-key`}>Replace the API key</label>
+            <input
+              id={`${id}-key`}
+              type="password"
+              autoComplete="new-password"
+              value={draft.apiKey}
+              aria-describedby={`${id}-key-hint`}
+              onChange={text("apiKey")}
+            />
+            <p className="hint" id={`${id}-key-hint`}>
+              {a.hasApiKey ? "A key is stored; leave this empty to keep it." : "No key is stored."} Keys are never
+              shown.
+            </p>
+          </div>
+        </>
+      ) : (
+        <>
+          <div className="field">
+            <label htmlFor={`${id}-argv`}>Command line, one argument per line</label>
+            <textarea
+              id={`${id}-argv`}
+              rows={3}
+              value={draft.argv}
+              required
+              spellCheck={false}
+              onChange={text("argv")}
+            />
+          </div>
+          <div className="field">
+            <label htmlFor={`${id}-via`}>Prompt given on</label>
+            <select
+              id={`${id}-via`}
+              value={draft.promptVia}
+              onChange={(e) => set("promptVia", e.target.value === "arg" ? "arg" : "stdin")}
+            >
+              <option value="stdin">standard input</option>
+              <option value="arg">the last argument</option>
+            </select>
+          </div>
+          {(a.secretEnvNames ?? []).length > 0 && (
+            <p className="hint">Secret variables stored (values never shown): {a.secretEnvNames?.join(", ")}</p>
+          )}
+        </>
+      )}
+      <fieldset>
+        <legend>Product tools</legend>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={draft.defaultTools}
+            onChange={(e) => set("defaultTools", e.target.checked)}
+          />{" "}
+          the default set (rigs in its space; reading spaces, messages and tickets)
+        </label>
+        {!draft.defaultTools && (
+          <div className="field">
+            <label htmlFor={`${id}-tools`}>Ops it may call, one per line (none when empty)</label>
+            <textarea
+              id={`${id}-tools`}
+              rows={4}
+              value={draft.tools}
+              spellCheck={false}
+              placeholder={"tickets.list\nmessages.list"}
+              onChange={text("tools")}
+            />
+          </div>
+        )}
+      </fieldset>
+      <div className="filter-buttons">
+        <button type="submit" disabled={action.busy || !draft.name.trim()}>
+          {action.busy ? "Saving…" : "Save agent"}
+        </button>
+        <button type="button" className="secondary" onClick={() => onDone(false)}>
+          Cancel
+        </button>
+      </div>
+      <Refusal error={action.error} />
+    </form>
+  );
+}
+
 function AgentRow({ workspaceId, agent, admin, onChanged }: {
   workspaceId: string;
   agent: AgentView;
@@ -152,6 +279,7 @@ function AgentRow({ workspaceId, agent, admin, onChanged }: {
 }) {
   const client = useRpc();
   const action = useAction();
+  const [editing, setEditing] = useState(false);
   const remove = async () => {
     const args = { workspace_id: workspaceId, agentId: agent.id };
     if (await action.run(() => client.call("agents.delete", args))) onChanged();
@@ -163,8 +291,19 @@ function AgentRow({ workspaceId, agent, admin, onChanged }: {
         <span className="badge">{agent.role}</span>
         <span className="hint wrap">{adapterSummary(agent)}</span>
       </div>
-      {admin && (
+      {admin && !editing && (
         <div className="row-actions">
+          <button
+            type="button"
+            className="secondary"
+            aria-label={`Edit agent ${agent.name}`}
+            onClick={() => {
+              action.clear();
+              setEditing(true);
+            }}
+          >
+            Edit
+          </button>
           <ConfirmButton
             label="Delete"
             name={`Delete agent ${agent.name}`}
@@ -173,6 +312,16 @@ function AgentRow({ workspaceId, agent, admin, onChanged }: {
             onConfirm={() => void remove()}
           />
         </div>
+      )}
+      {editing && (
+        <AgentEditor
+          workspaceId={workspaceId}
+          agent={agent}
+          onDone={(saved) => {
+            setEditing(false);
+            if (saved) onChanged();
+          }}
+        />
       )}
       <Refusal error={action.error} />
     </li>

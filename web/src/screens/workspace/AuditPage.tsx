@@ -1,6 +1,6 @@
 /** The audit log and the domain events of a workspace (`/workspaces/<id>/audit`; section 9 names no path for them).
  * The audit log is filtered on the server by action, principal, target, door and time, newest first; the events by
- * type, following new ones live. */
+ * type and time, following new ones live. */
 import { useId, useState, type FormEvent } from "react";
 import type { AuditListArgs } from "../../generated/ops";
 import { Link } from "../../Link";
@@ -29,6 +29,13 @@ export function instant(local: string): string | null {
   if (!local) return null;
   const t = new Date(local);
   return Number.isNaN(t.getTime()) ? null : t.toISOString();
+}
+
+/** Whether a window typed as local times holds no instant (its end not after its start). */
+export function emptyWindow(since: string, until: string): boolean {
+  const from = instant(since);
+  const to = instant(until);
+  return from !== null && to !== null && Date.parse(to) <= Date.parse(from);
 }
 
 export function auditArgs(workspaceId: string, f: AuditFilter): AuditListArgs {
@@ -176,19 +183,39 @@ function AuditLog({ workspaceId }: { workspaceId: string }) {
   );
 }
 
+interface EventsFilter {
+  types: string;
+  since: string;
+  until: string;
+}
+
+const NO_EVENTS_FILTER: EventsFilter = { types: "", since: "", until: "" };
+
+/** The event types typed comma-separated, or null for every type. */
+export function typesOf(text: string): string[] | null {
+  const wanted = text
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean);
+  return wanted.length ? wanted : null;
+}
+
 function Events({ workspaceId }: { workspaceId: string }) {
   const id = useId();
-  const [draft, setDraft] = useState("");
-  const [types, setTypes] = useState<string[] | null>(null);
-  const { events, loaded, error } = useWorkspaceEvents(workspaceId, { types, shown: EVENTS_SHOWN });
+  const [draft, setDraft] = useState<EventsFilter>(NO_EVENTS_FILTER);
+  const [filter, setFilter] = useState<EventsFilter>(NO_EVENTS_FILTER);
+  const types = typesOf(filter.types);
+  const since = instant(filter.since);
+  const until = instant(filter.until);
+  const bad = emptyWindow(draft.since, draft.until);
+  const { events, loaded, error } = useWorkspaceEvents(workspaceId, { types, since, until, shown: EVENTS_SHOWN });
+  const set = (key: keyof EventsFilter) => (e: { target: { value: string } }) =>
+    setDraft((d) => ({ ...d, [key]: e.target.value }));
   const apply = (e: FormEvent) => {
     e.preventDefault();
-    const wanted = draft
-      .split(",")
-      .map((t) => t.trim())
-      .filter(Boolean);
-    setTypes(wanted.length ? wanted : null);
+    if (!bad) setFilter(draft);
   };
+  const narrowed = types !== null || since !== null || until !== null;
   return (
     <section aria-labelledby="events-title" className="panel" id="events">
       <h2 id="events-title">Domain events</h2>
@@ -197,24 +224,64 @@ function Events({ workspaceId }: { workspaceId: string }) {
           <label htmlFor={`${id}-types`}>Event types (comma-separated)</label>
           <input
             id={`${id}-types`}
-            value={draft}
+            value={draft.types}
             placeholder="workspace.spaceCreated, workspace.ticketChanged"
-            onChange={(e) => setDraft(e.target.value)}
+            onChange={set("types")}
+          />
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-since`}>From</label>
+          <input id={`${id}-since`} type="datetime-local" step={1} value={draft.since} onChange={set("since")} />
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-until`}>Until</label>
+          <input
+            id={`${id}-until`}
+            type="datetime-local"
+            step={1}
+            value={draft.until}
+            aria-invalid={bad ? true : undefined}
+            aria-describedby={bad ? `${id}-bad` : undefined}
+            onChange={set("until")}
           />
         </div>
         <div className="filter-buttons">
-          <button type="submit">Apply filter</button>
+          <button type="submit" disabled={bad}>
+            Apply filter
+          </button>
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => {
+              setDraft(NO_EVENTS_FILTER);
+              setFilter(NO_EVENTS_FILTER);
+            }}
+          >
+            Clear
+          </button>
         </div>
+        {bad && (
+          <p className="error" id={`${id}-bad`} role="alert">
+            “Until” must be later than “From”.
+          </p>
+        )}
       </form>
       <Refusal error={error} />
       {!error &&
         (!loaded ? (
           <p aria-busy="true">Loading events…</p>
         ) : events.length === 0 ? (
-          <p>No events{types ? " of these types" : ""} yet; new ones appear here as they happen.</p>
+          <p>
+            No events{narrowed ? " match" : " yet"}
+            {until === null ? "; new ones appear here as they happen." : "."}
+          </p>
         ) : (
           <>
-            <p className="hint">The last {EVENTS_SHOWN} at most, newest first; new ones appear as they happen.</p>
+            <p className="hint" aria-live="polite">
+              {events.length} event{events.length === 1 ? "" : "s"}
+              {narrowed ? " that match" : ""} (the last {EVENTS_SHOWN} at most), newest first
+              {until === null ? "; new ones appear as they happen." : "."}
+            </p>
             <ol className="list events" aria-label="Domain events, newest first">
               {[...events].reverse().map((e) => (
                 <li key={e.seq} data-seq={e.seq}>

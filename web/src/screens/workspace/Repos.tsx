@@ -1,11 +1,21 @@
 /** The workspace's repositories (register from a path on the server or a clone URL, remove) and the worktrees
- * checked out of them, with what each belongs to. */
+ * checked out of them, with what each belongs to: check one out for a space or a ticket, release an owner's
+ * worktrees, or sweep the workspace (what a sweep would release is shown before it does). */
 import { useId, useState, type FormEvent } from "react";
-import type { RepoView, WorktreeView } from "../../generated/ops";
+import type { CleanupView, RepoView, WorktreesCleanupArgs, WorktreeView } from "../../generated/ops";
 import { Link } from "../../Link";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { spacePath, ticketPath } from "../../router";
 import { ConfirmButton, Refusal, useAction, when } from "./common";
+
+/** Work the server is doing for this form (a clone, a checkout): it has no measurable progress, so the bar runs. */
+function Working({ what }: { what: string }) {
+  return (
+    <p className="working" role="status">
+      <progress aria-label={what} /> {what}
+    </p>
+  );
+}
 
 function RegisterRepo({ workspaceId, onRegistered }: { workspaceId: string; onRegistered(): void }) {
   const client = useRpc();
@@ -56,6 +66,7 @@ function RegisterRepo({ workspaceId, onRegistered }: { workspaceId: string; onRe
         <button type="submit" disabled={action.busy || !source.trim()}>
           Register
         </button>
+        {action.busy && <Working what={from === "url" ? "Cloning the repository…" : "Registering the repository…"} />}
         <Refusal error={action.error} />
       </form>
     </details>
@@ -106,7 +117,210 @@ function Owner({ workspaceId, tree }: { workspaceId: string; tree: WorktreeView 
   return <span>nothing</span>;
 }
 
-export function Repos({ workspaceId, admin }: { workspaceId: string; admin: boolean }) {
+function AddWorktree({ workspaceId, repos, onAdded }: { workspaceId: string; repos: RepoView[]; onAdded(): void }) {
+  const client = useRpc();
+  const action = useAction();
+  const id = useId();
+  const [repoId, setRepoId] = useState("");
+  const [branch, setBranch] = useState("");
+  const [ownerKind, setOwnerKind] = useState<"space" | "ticket">("space");
+  const [owner, setOwner] = useState("");
+  const spaces = useCall("spaces.list", { workspace_id: workspaceId });
+  const tickets = useCall("tickets.list", { workspace_id: workspaceId });
+  const repo = repos.find((r) => r.id === repoId) ?? repos[0];
+  const choices =
+    ownerKind === "space"
+      ? (spaces.data?.spaces ?? []).map((sp) => [sp.id, sp.title] as const)
+      : (tickets.data?.tickets ?? []).map((t) => [t.id, t.title] as const);
+  const chosen = choices.some(([key]) => key === owner) ? owner : (choices[0]?.[0] ?? "");
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (!repo || !chosen) return;
+    const spec = branch.trim() ? `${repo.id}@${branch.trim()}` : repo.id;
+    const ownerArg = ownerKind === "space" ? { spaceId: chosen } : { ticketId: chosen };
+    if (await action.run(() => client.call("worktrees.add", { workspace_id: workspaceId, repo: spec, ...ownerArg }))) {
+      setBranch("");
+      onAdded();
+    }
+  };
+  return (
+    <details className="adder">
+      <summary>Check out a worktree</summary>
+      <form className="stack-form" onSubmit={submit} aria-label="New worktree">
+        <div className="field">
+          <label htmlFor={`${id}-repo`}>Repository</label>
+          <select id={`${id}-repo`} value={repo?.id ?? ""} onChange={(e) => setRepoId(e.target.value)}>
+            {repos.map((r) => (
+              <option key={r.id} value={r.id}>
+                {r.name}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-branch`}>Branch</label>
+          <input
+            id={`${id}-branch`}
+            value={branch}
+            spellCheck={false}
+            placeholder={repo ? repo.defaultBranch : ""}
+            aria-describedby={`${id}-branch-hint`}
+            onChange={(e) => setBranch(e.target.value)}
+          />
+          <p className="hint" id={`${id}-branch-hint`}>
+            Empty: the repository's default branch.
+          </p>
+        </div>
+        <fieldset>
+          <legend>For</legend>
+          <label className="check">
+            <input
+              type="radio"
+              name={`${id}-kind`}
+              checked={ownerKind === "space"}
+              onChange={() => setOwnerKind("space")}
+            />{" "}
+            a space (in its working folder)
+          </label>
+          <label className="check">
+            <input
+              type="radio"
+              name={`${id}-kind`}
+              checked={ownerKind === "ticket"}
+              onChange={() => setOwnerKind("ticket")}
+            />{" "}
+            a ticket
+          </label>
+        </fieldset>
+        <div className="field">
+          <label htmlFor={`${id}-owner`}>{ownerKind === "space" ? "Space" : "Ticket"}</label>
+          <select id={`${id}-owner`} value={chosen} onChange={(e) => setOwner(e.target.value)}>
+            {choices.map(([key, title]) => (
+              <option key={key} value={key}>
+                {title}
+              </option>
+            ))}
+          </select>
+          {choices.length === 0 && <p className="hint">No {ownerKind === "space" ? "spaces" : "tickets"} yet.</p>}
+        </div>
+        <button type="submit" disabled={action.busy || !repo || !chosen}>
+          Check out
+        </button>
+        {action.busy && <Working what="Checking out the worktree…" />}
+        <Refusal error={action.error} />
+      </form>
+    </details>
+  );
+}
+
+/** The owner a worktree is released with; a pull request's editor is released where its PR is reviewed. */
+function ownerArgs(tree: WorktreeView): Partial<WorktreesCleanupArgs> | null {
+  if (tree.spaceId) return { spaceId: tree.spaceId };
+  if (tree.ticketId) return { ticketId: tree.ticketId };
+  return null;
+}
+
+function WorktreeRow({ workspaceId, tree, repoName, canChange, onChanged }: {
+  workspaceId: string;
+  tree: WorktreeView;
+  repoName: string;
+  canChange: boolean;
+  onChanged(): void;
+}) {
+  const client = useRpc();
+  const action = useAction();
+  const owner = ownerArgs(tree);
+  const release = async () => {
+    if (!owner) return;
+    if (await action.run(() => client.call("worktrees.cleanup", { workspace_id: workspaceId, ...owner }))) {
+      onChanged();
+    }
+  };
+  const whose = tree.spaceId ? "space" : "ticket";
+  return (
+    <li>
+      <div className="row-main">
+        <strong>{repoName}</strong>
+        <code>{tree.workBranch}</code>
+        <span className="hint">
+          from {tree.branch}, for <Owner workspaceId={workspaceId} tree={tree} />, since {when(tree.createdAt)}
+        </span>
+      </div>
+      {canChange && owner && (
+        <div className="row-actions">
+          <ConfirmButton
+            label="Release"
+            name={`Release worktree ${repoName} ${tree.workBranch}`}
+            question={`Release the ${whose}'s worktrees (its checkouts are removed; commits stay on their branches)?`}
+            busy={action.busy}
+            onConfirm={() => void release()}
+          />
+        </div>
+      )}
+      {action.busy && <Working what="Releasing…" />}
+      <Refusal error={action.error} />
+    </li>
+  );
+}
+
+/** The sweep: first what it would release (a dry run), then, when confirmed, releasing exactly that. */
+function Sweep({ workspaceId, onSwept }: { workspaceId: string; onSwept(): void }) {
+  const client = useRpc();
+  const action = useAction();
+  const [preview, setPreview] = useState<CleanupView | null>(null);
+  const [done, setDone] = useState<CleanupView | null>(null);
+  const look = async () => {
+    setDone(null);
+    const found = await action.run(() => client.call("worktrees.cleanup", { workspace_id: workspaceId, dryRun: true }));
+    setPreview(found ?? null);
+  };
+  const sweep = async () => {
+    const swept = await action.run(() => client.call("worktrees.cleanup", { workspace_id: workspaceId }));
+    setPreview(null);
+    if (swept) {
+      setDone(swept);
+      onSwept();
+    }
+  };
+  const empty = preview && preview.worktrees.length === 0 && preview.folders.length === 0;
+  return (
+    <div className="sweep" aria-label="Clean up" role="group">
+      <button type="button" className="secondary" disabled={action.busy} onClick={() => void look()}>
+        Find what to clean up
+      </button>
+      {preview && (
+        <div role="status">
+          {empty ? (
+            <p>Nothing to clean up: no worktree lost its folder or space, and no folder lost its space.</p>
+          ) : (
+            <>
+              <p>{preview.summary}</p>
+              <ul className="paths" aria-label="To be released">
+                {[...preview.worktrees, ...preview.folders].map((p) => (
+                  <li key={p}>
+                    <code className="wrap">{p}</code>
+                  </li>
+                ))}
+              </ul>
+              <ConfirmButton
+                label="Clean up"
+                name="Clean up these"
+                question="Release these worktrees and remove these folders?"
+                busy={action.busy}
+                onConfirm={() => void sweep()}
+              />
+            </>
+          )}
+        </div>
+      )}
+      {done && <p role="status">Cleaned up: {done.summary}</p>}
+      {action.busy && <Working what="Cleaning up…" />}
+      <Refusal error={action.error} />
+    </div>
+  );
+}
+
+export function Repos({ workspaceId, admin, member = admin }: { workspaceId: string; admin: boolean; member?: boolean }) {
   const [bump, setBump] = useState(0);
   const reload = () => setBump((n) => n + 1);
   const repos = useCall("repos.list", { workspace_id: workspaceId }, bump);
@@ -139,18 +353,19 @@ export function Repos({ workspaceId, admin }: { workspaceId: string; admin: bool
       ) : (
         <ul className="list" aria-label="Worktrees">
           {worktrees.map((w) => (
-            <li key={w.id}>
-              <div className="row-main">
-                <strong>{names.get(w.repoId) ?? w.repoId}</strong>
-                <code>{w.workBranch}</code>
-                <span className="hint">
-                  from {w.branch}, for <Owner workspaceId={workspaceId} tree={w} />, since {when(w.createdAt)}
-                </span>
-              </div>
-            </li>
+            <WorktreeRow
+              key={w.id}
+              workspaceId={workspaceId}
+              tree={w}
+              repoName={names.get(w.repoId) ?? w.repoId}
+              canChange={member}
+              onChanged={reload}
+            />
           ))}
         </ul>
       )}
+      {member && list && list.length > 0 && <AddWorktree workspaceId={workspaceId} repos={list} onAdded={reload} />}
+      {member && <Sweep workspaceId={workspaceId} onSwept={reload} />}
     </section>
   );
 }

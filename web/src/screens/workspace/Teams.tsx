@@ -1,5 +1,5 @@
-/** The workspace's teams of agents: members, leader, dispatch mode; create and delete. */
-import { useId, useState, type FormEvent } from "react";
+/** The workspace's teams of agents: members, leader, dispatch mode; create, edit and delete. */
+import { useId, useState, type FormEvent, type ReactNode } from "react";
 import type { AgentView, TeamView } from "../../generated/ops";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { ConfirmButton, Refusal, useAction } from "./common";
@@ -9,6 +9,101 @@ const DISPATCH_MODES: ReadonlyArray<readonly [string, string]> = [
   ["manager", "manager: the leader, who delegates"],
 ];
 
+interface TeamDraft {
+  name: string;
+  members: string[];
+  leader: string;
+  mode: string;
+}
+
+/** The team's fields, for a new team and for editing one: name, members, a leader among them, dispatch mode. */
+function TeamForm(props: {
+  label: string;
+  submitLabel: string;
+  agents: AgentView[];
+  initial: TeamDraft;
+  busy: boolean;
+  onSubmit(draft: TeamDraft): Promise<boolean>;
+  onCancel?(): void;
+  children?: ReactNode;
+}) {
+  const id = useId();
+  const [name, setName] = useState(props.initial.name);
+  const [members, setMembers] = useState<string[]>(props.initial.members);
+  const [leader, setLeader] = useState(props.initial.leader);
+  const [mode, setMode] = useState(props.initial.mode);
+  const toggle = (agentId: string, on: boolean) =>
+    setMembers((m) => (on ? [...m, agentId] : m.filter((x) => x !== agentId)));
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    // A leader who is no longer a member leads nothing.
+    const draft = { name: name.trim(), members, leader: members.includes(leader) ? leader : "", mode };
+    if ((await props.onSubmit(draft)) && !props.onCancel) {
+      setName("");
+      setMembers([]);
+      setLeader("");
+    }
+  };
+  return (
+    <form className="stack-form" onSubmit={submit} aria-label={props.label}>
+      <div className="field">
+        <label htmlFor={`${id}-name`}>Name</label>
+        <input id={`${id}-name`} value={name} required onChange={(e) => setName(e.target.value)} />
+      </div>
+      <fieldset>
+        <legend>Members</legend>
+        {props.agents.length === 0 && <p className="hint">Create an agent first.</p>}
+        {props.agents.map((a) => (
+          <label className="check" key={a.id}>
+            <input
+              type="checkbox"
+              checked={members.includes(a.id)}
+              onChange={(e) => toggle(a.id, e.target.checked)}
+            />{" "}
+            {a.name}
+          </label>
+        ))}
+      </fieldset>
+      <div className="field">
+        <label htmlFor={`${id}-leader`}>Leader</label>
+        <select id={`${id}-leader`} value={leader} onChange={(e) => setLeader(e.target.value)}>
+          <option value="">The first member</option>
+          {props.agents
+            .filter((a) => members.includes(a.id))
+            .map((a) => (
+              <option key={a.id} value={a.id}>
+                {a.name}
+              </option>
+            ))}
+        </select>
+      </div>
+      <div className="field">
+        <label htmlFor={`${id}-mode`}>Dispatch mode</label>
+        <select id={`${id}-mode`} value={mode} onChange={(e) => setMode(e.target.value)}>
+          {DISPATCH_MODES.map(([m, label]) => (
+            <option key={m} value={m}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="filter-buttons">
+        <button type="submit" disabled={props.busy || !name.trim() || members.length === 0}>
+          {props.submitLabel}
+        </button>
+        {props.onCancel && (
+          <button type="button" className="secondary" onClick={props.onCancel}>
+            Cancel
+          </button>
+        )}
+      </div>
+      {props.children}
+    </form>
+  );
+}
+
+const NEW_TEAM: TeamDraft = { name: "", members: [], leader: "", mode: "allParallel" };
+
 function CreateTeam({ workspaceId, agents, onCreated }: {
   workspaceId: string;
   agents: AgentView[];
@@ -16,79 +111,31 @@ function CreateTeam({ workspaceId, agents, onCreated }: {
 }) {
   const client = useRpc();
   const action = useAction();
-  const id = useId();
-  const [name, setName] = useState("");
-  const [members, setMembers] = useState<string[]>([]);
-  const [leader, setLeader] = useState("");
-  const [mode, setMode] = useState("allParallel");
-  const toggle = (agentId: string, on: boolean) =>
-    setMembers((m) => (on ? [...m, agentId] : m.filter((x) => x !== agentId)));
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const create = async (d: TeamDraft) => {
     const args = {
       workspace_id: workspaceId,
-      name,
-      memberIds: members,
-      leaderId: leader && members.includes(leader) ? leader : null,
-      dispatchMode: mode,
+      name: d.name,
+      memberIds: d.members,
+      leaderId: d.leader || null,
+      dispatchMode: d.mode,
     };
-    if (await action.run(() => client.call("teams.create", args))) {
-      setName("");
-      setMembers([]);
-      setLeader("");
-      onCreated();
-    }
+    const made = await action.run(() => client.call("teams.create", args));
+    if (made) onCreated();
+    return made !== undefined;
   };
   return (
     <details className="adder">
       <summary>Create a team</summary>
-      <form className="stack-form" onSubmit={submit} aria-label="New team">
-        <div className="field">
-          <label htmlFor={`${id}-name`}>Name</label>
-          <input id={`${id}-name`} value={name} required onChange={(e) => setName(e.target.value)} />
-        </div>
-        <fieldset>
-          <legend>Members</legend>
-          {agents.length === 0 && <p className="hint">Create an agent first.</p>}
-          {agents.map((a) => (
-            <label className="check" key={a.id}>
-              <input
-                type="checkbox"
-                checked={members.includes(a.id)}
-                onChange={(e) => toggle(a.id, e.target.checked)}
-              />{" "}
-              {a.name}
-            </label>
-          ))}
-        </fieldset>
-        <div className="field">
-          <label htmlFor={`${id}-leader`}>Leader</label>
-          <select id={`${id}-leader`} value={leader} onChange={(e) => setLeader(e.target.value)}>
-            <option value="">No leader</option>
-            {agents
-              .filter((a) => members.includes(a.id))
-              .map((a) => (
-                <option key={a.id} value={a.id}>
-                  {a.name}
-                </option>
-              ))}
-          </select>
-        </div>
-        <div className="field">
-          <label htmlFor={`${id}-mode`}>Dispatch mode</label>
-          <select id={`${id}-mode`} value={mode} onChange={(e) => setMode(e.target.value)}>
-            {DISPATCH_MODES.map(([m, label]) => (
-              <option key={m} value={m}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </div>
-        <button type="submit" disabled={action.busy || !name.trim() || members.length === 0}>
-          Create team
-        </button>
+      <TeamForm
+        label="New team"
+        submitLabel="Create team"
+        agents={agents}
+        initial={NEW_TEAM}
+        busy={action.busy}
+        onSubmit={create}
+      >
         <Refusal error={action.error} />
-      </form>
+      </TeamForm>
     </details>
   );
 }
@@ -96,6 +143,7 @@ function CreateTeam({ workspaceId, agents, onCreated }: {
 function TeamRow(props: {
   workspaceId: string;
   team: TeamView;
+  agents: AgentView[];
   names: Map<string, string>;
   canChange: boolean;
   onChanged(): void;
@@ -103,10 +151,27 @@ function TeamRow(props: {
   const { team, names } = props;
   const client = useRpc();
   const action = useAction();
+  const [editing, setEditing] = useState(false);
   const remove = async () => {
     if (await action.run(() => client.call("teams.delete", { workspace_id: props.workspaceId, teamId: team.id }))) {
       props.onChanged();
     }
+  };
+  const save = async (d: TeamDraft) => {
+    const args = {
+      workspace_id: props.workspaceId,
+      teamId: team.id,
+      name: d.name,
+      memberIds: d.members,
+      leaderId: d.leader || null,
+      dispatchMode: d.mode,
+    };
+    const saved = await action.run(() => client.call("teams.update", args));
+    if (saved) {
+      setEditing(false);
+      props.onChanged();
+    }
+    return saved !== undefined;
   };
   return (
     <li>
@@ -118,8 +183,19 @@ function TeamRow(props: {
           {team.leaderId && ` · led by ${names.get(team.leaderId) ?? team.leaderId}`}
         </span>
       </div>
-      {props.canChange && (
+      {props.canChange && !editing && (
         <div className="row-actions">
+          <button
+            type="button"
+            className="secondary"
+            aria-label={`Edit team ${team.name}`}
+            onClick={() => {
+              action.clear();
+              setEditing(true);
+            }}
+          >
+            Edit
+          </button>
           <ConfirmButton
             label="Delete"
             name={`Delete team ${team.name}`}
@@ -129,7 +205,21 @@ function TeamRow(props: {
           />
         </div>
       )}
-      <Refusal error={action.error} />
+      {editing ? (
+        <TeamForm
+          label={`Edit team ${team.name}`}
+          submitLabel="Save team"
+          agents={props.agents}
+          initial={{ name: team.name, members: team.memberIds, leader: team.leaderId ?? "", mode: team.dispatchMode }}
+          busy={action.busy}
+          onSubmit={save}
+          onCancel={() => setEditing(false)}
+        >
+          <Refusal error={action.error} />
+        </TeamForm>
+      ) : (
+        <Refusal error={action.error} />
+      )}
     </li>
   );
 }
@@ -161,6 +251,7 @@ export function Teams({ workspaceId, agentsChanged, canChange }: {
               key={t.id}
               workspaceId={workspaceId}
               team={t}
+              agents={agentList}
               names={names}
               canChange={canChange}
               onChanged={reload}

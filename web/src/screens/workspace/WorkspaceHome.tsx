@@ -57,7 +57,7 @@ function Home({ workspaceId, role }: { workspaceId: string; role: string }) {
       <TicketsBoard workspaceId={workspaceId} refresh={changes.tickets} canChange={member} />
       <Agents workspaceId={workspaceId} admin={admin} onChanged={() => setAgentsChanged((n) => n + 1)} />
       <Teams workspaceId={workspaceId} agentsChanged={agentsChanged} canChange={member} />
-      <Repos workspaceId={workspaceId} admin={admin} />
+      <Repos workspaceId={workspaceId} admin={admin} member={member} />
       <section aria-labelledby="members-title" className="panel" id="members">
         <h2 id="members-title">Members and invites</h2>
         <MemberList workspaceId={workspaceId} refresh={changes.members} />

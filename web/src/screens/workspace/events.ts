@@ -1,5 +1,5 @@
-/** The workspace's domain events as a screen follows them: the last `shown` events (optionally of some types),
- * then each new one as it is published. The watch survives reconnects: after each one its first reply comes again
+/** The workspace's domain events as a screen follows them: the last `shown` events (optionally of some types, and
+ * only those that occurred in a time window), then each new one as it is published. The watch survives reconnects: after each one its first reply comes again
  * and what was missed meanwhile is fetched from the last event shown. */
 import { useEffect, useRef, useState } from "react";
 import type { EventView } from "../../generated/ops";
@@ -11,8 +11,18 @@ function isEvent(value: unknown): value is EventView {
   return typeof v === "object" && v !== null && typeof v.seq === "number" && typeof v.type === "string";
 }
 
+/** Whether an event occurred in the window: at or after `since`, before `until` (instants; null leaves it open),
+ * as the server's `events.list` reads the window. */
+export function inWindow(occurredAt: string, since: string | null, until: string | null): boolean {
+  const t = Date.parse(occurredAt);
+  return (since === null || t >= Date.parse(since)) && (until === null || t < Date.parse(until));
+}
+
 export interface FollowOptions {
   types?: string[] | null;
+  /** The time window, as instants (ISO 8601 with a zone); null leaves that end open. */
+  since?: string | null;
+  until?: string | null;
   shown: number;
   /** Each event that arrived after the first page (live, or fetched after a reconnect): something changed. */
   onChange?(event: EventView): void;
@@ -20,7 +30,7 @@ export interface FollowOptions {
 
 export function useWorkspaceEvents(
   workspaceId: string,
-  { types = null, shown, onChange }: FollowOptions,
+  { types = null, since = null, until = null, shown, onChange }: FollowOptions,
 ): { events: EventView[]; loaded: boolean; error: RpcError | null } {
   const client = useRpc();
   const [events, setEvents] = useState<EventView[]>([]);
@@ -40,7 +50,7 @@ export function useWorkspaceEvents(
     setLoaded(false);
     setError(null);
     const add = (found: EventView[], quiet: boolean) => {
-      const fresh = found.filter((e) => e.seq > lastSeq.current);
+      const fresh = found.filter((e) => e.seq > lastSeq.current && inWindow(e.occurredAt, since, until));
       if (!live || fresh.length === 0) return;
       lastSeq.current = Math.max(lastSeq.current, ...fresh.map((e) => e.seq));
       setEvents((old) => [...old, ...fresh].sort((a, b) => a.seq - b.seq).slice(-shown));
@@ -54,7 +64,14 @@ export function useWorkspaceEvents(
           const quiet = firstPage;
           firstPage = false;
           client
-            .call("events.list", { workspace_id: workspaceId, afterSeq: lastSeq.current, last: shown, types: wanted })
+            .call("events.list", {
+              workspace_id: workspaceId,
+              afterSeq: lastSeq.current,
+              last: shown,
+              types: wanted,
+              since,
+              until,
+            })
             .then(
               (found) => {
                 add(found, quiet);
@@ -73,6 +90,6 @@ export function useWorkspaceEvents(
       live = false;
       handle.close();
     };
-  }, [client, workspaceId, typesKey, shown]);
+  }, [client, workspaceId, typesKey, since, until, shown]);
   return { events, loaded, error };
 }
