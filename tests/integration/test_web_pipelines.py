@@ -7,6 +7,7 @@ each screen, light and dark, and at phone width; no console error anywhere."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -22,6 +23,7 @@ from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
 from tests.support.webclient import Console, axe_violations, built_web_client, chromium
+from tests.unit.agents.fake_openai import call, running_fake_openai, text
 from tests.unit.pipelines import bodies_for_tests
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
@@ -314,4 +316,85 @@ async def test_approve_at_a_gate_and_cancel_a_running_run(tmp_path: Path, dist: 
         await page.locator(".pl-status").filter(has_text="failed").first.wait_for()
         assert "disk on fire" in await page.get_by_role("alert").first.inner_text()
         assert await axe_violations(page) == []
+        assert console.errors == []
+
+
+def approval_template(approver: str) -> dict[str, Any]:
+    return {
+        "id": "ship",
+        "name": "Ship",
+        "steps": [
+            {"id": "start", "kind": "trigger"},
+            {
+                "id": "open",
+                "kind": "listen",
+                "body": "messaging.createSpace",
+                "trigger": {"sourceStepIds": ["start"]},
+                "config": {"label": "Open review", "extras": {"conversationTitle": "Ship review"}},
+            },
+            {
+                "id": "gate",
+                "kind": "listen",
+                "body": "approval.gate",
+                "trigger": {"sourceStepIds": ["open"]},
+                "config": {"label": "Sign-off", "agentId": approver, "outputKey": "approval"},
+            },
+            {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["gate"]}},
+        ],
+    }
+
+
+async def test_a_person_approves_an_approval_gate_by_telling_its_approver(tmp_path: Path, dist: Path) -> None:
+    """The approver (an ``openai`` agent on the scripted model) leaves the decision to a person; the person's
+    Approve in the monitor tells it in the gate's space, it submits ``approved``, and the run completes."""
+    async with (
+        running_fake_openai() as fake,
+        running_server(tmp_path, web_dist=dist) as srv,
+        chromium() as browser,
+    ):
+        ws = await srv.new_workspace("Approvals")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            adapter = {"type": "openai", "baseUrl": fake.url, "model": "approver", "apiKey": "sk-test"}
+            agent = (await c.call("agents.create", workspace_id=ws, name="Approver", adapter=adapter))["id"]
+            await c.call("pipelines.templates.create", workspace_id=ws, template=approval_template(agent))
+            fake.script(
+                "approver",
+                text("A person decides this one; tell me their decision."),
+                call("submit_output", {"decision": "approved", "reason": "the person approved: ship it"}),
+            )
+            run_id = (await c.call("pipelines.runs.start", workspace_id=ws, templateId="ship"))["runId"]
+
+        page, console = await open_signed_in(browser, srv, f"/workspaces/{ws}/pipelines/runs/{run_id}")
+        gate = page.get_by_role("group", name=re.compile("Sign-off waits for the decision of its approver Approver"))
+        await gate.wait_for(timeout=20_000)
+        # The approver has answered without deciding: the gate now waits for its decision.
+        await page.get_by_text("Waits for event agents.runFinished").wait_for(timeout=20_000)
+        space_link = gate.get_by_role("link", name="the gate's space")
+        space_href = await space_link.get_attribute("href") or ""
+        assert re.fullmatch(rf"/workspaces/{ws}/spaces/[^/]+", space_href), space_href
+        space = space_href.rsplit("/", 1)[-1]
+        assert await axe_violations(page) == []
+        await shot(page, "pipelines-approval-gate")
+
+        await gate.get_by_role("textbox", name="Reason (optional)").fill("ship it")
+        await gate.get_by_role("button", name="Approve").click()
+        await gate.get_by_role("status").filter(has_text="Told Approver you approved it").wait_for()
+        await page.wait_for_function(
+            "() => /Sign-off \\(gate\\): listen, completed/.test("
+            "document.querySelector('canvas[data-testid=pipeline-graph]').getAttribute('aria-label'))",
+            timeout=20_000,
+        )
+        await page.get_by_role("heading", name="Waiting").wait_for(state="detached")
+        await page.locator(".pl-status").filter(has_text="completed").first.wait_for()
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            run = await c.call("pipelines.runs.get", workspace_id=ws, runId=run_id)
+            msgs = (await c.call("messages.list", workspace_id=ws, space_id=space))["messages"]
+        assert run["status"] == "completed"
+        assert run["state"]["approval"] == {"decision": "approved", "reason": "the person approved: ship it"}
+        told = [m for m in msgs if m["author"]["kind"] != "agent" and "I approve this step" in m["content"]]
+        assert len(told) == 1 and told[0]["content"].startswith("@Approver I approve this step. Reason: ship it")
+        # The approver was dispatched with the person's message and the gate's output contract.
+        last = fake.bodies_for("approver")[-1]
+        assert "Reason: ship it" in json.dumps(last["messages"])
+        assert "submit_output" in {t["function"]["name"] for t in last["tools"]}
         assert console.errors == []
