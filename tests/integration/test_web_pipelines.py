@@ -149,6 +149,22 @@ async def test_write_a_template_with_an_error_fix_it_and_watch_a_run_complete(tm
         row = page.get_by_role("row").filter(has_text="Say hello")
         await row.get_by_text("hello Ann O'Neil").wait_for()
         assert await page.get_by_text("3 of 3 steps settled").count() == 1
+        # The canvas from the keyboard: Tab and the arrow keys go through the steps in order, Enter opens one.
+        first = page.get_by_role("button", name=re.compile(r"^Step start: trigger, completed"))
+        await first.focus()
+        await page.keyboard.press("Tab")
+        focused = "document.activeElement.getAttribute('aria-label')"
+        assert (await page.evaluate(focused)).startswith("Step Say hello (hello): listen, completed")
+        assert await page.evaluate("getComputedStyle(document.activeElement).outlineStyle") == "solid"
+        await page.keyboard.press("ArrowRight")
+        assert (await page.evaluate(focused)).startswith("Step end: terminal")
+        await page.keyboard.press("Home")
+        await page.keyboard.press("ArrowDown")
+        await page.keyboard.press("Enter")
+        await page.locator("tr.selected").filter(has_text="Say hello").wait_for()
+        assert (
+            await page.get_by_role("button", name=re.compile("^Step Say hello")).get_attribute("aria-current") == "step"
+        )
         assert await axe_violations(page) == []
         await shot(page, "pipelines-run-completed")
         async with RpcClient(srv.ws_url, srv.owner_token) as c:
@@ -185,6 +201,15 @@ GATE = {
             "config": {"label": "Sign-off", "outputKey": "approval", "extras": {"eventType": "review.decided"}},
         },
         {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["gate"]}},
+    ],
+}
+
+QUICK = {
+    "id": "quick",
+    "name": "Quick",
+    "steps": [
+        {"id": "start", "kind": "trigger"},
+        {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["start"]}},
     ],
 }
 
@@ -398,3 +423,72 @@ async def test_a_person_approves_an_approval_gate_by_telling_its_approver(tmp_pa
         assert "Reason: ship it" in json.dumps(last["messages"])
         assert "submit_output" in {t["function"]["name"] for t in last["tools"]}
         assert console.errors == []
+
+
+async def test_triggers_of_a_template_and_deleting_it(tmp_path: Path, dist: Path) -> None:
+    async with running_server(tmp_path, web_dist=dist) as srv, chromium() as browser:
+        ws = await srv.new_workspace("Triggers")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            await c.call("pipelines.templates.create", workspace_id=ws, template=QUICK)
+        page, console = await open_signed_in(browser, srv, f"/workspaces/{ws}/pipelines")
+        await page.get_by_role("button", name="Triggers of Quick").click()
+        panel = page.get_by_role("region", name="Triggers of Quick")
+        await panel.get_by_text("No triggers yet").wait_for()
+        assert await axe_violations(page) == []
+
+        # An event trigger with a payload; it fires when the event is emitted.
+        await panel.get_by_role("combobox", name="Kind").select_option("event")
+        await panel.get_by_role("textbox", name="Event type").fill("review.requested")
+        await panel.get_by_role("textbox", name=re.compile("Payload")).fill('{"who": "Ann"}')
+        await panel.get_by_role("button", name="Add trigger").click()
+        listed = panel.get_by_role("list", name="Triggers of Quick")
+        await listed.get_by_role("listitem").filter(has_text="on event review.requested").wait_for()
+        # A schedule: a bad cron is refused with the server's words, then a good one is listed with its next time.
+        await panel.get_by_role("combobox", name="Kind").select_option("schedule")
+        cron = panel.get_by_role("textbox", name=re.compile("Cron"))
+        await cron.fill("every tuesday")
+        await panel.get_by_role("button", name="Add trigger").click()
+        await panel.get_by_role("alert").filter(has_text="is not a valid cron expression").wait_for()
+        await cron.fill("0 9 * * 1-5")
+        await panel.get_by_role("button", name="Add trigger").click()
+        schedule = listed.get_by_role("listitem").filter(has_text="on schedule 0 9 * * 1-5 (UTC)")
+        await schedule.filter(has_text="next").wait_for()
+        await schedule.get_by_role("button", name=re.compile("^Pause")).click()
+        await schedule.filter(has_text="(paused)").wait_for()
+        assert await axe_violations(page) == []
+        await shot(page, "pipelines-triggers")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            rows = (await c.call("pipelines.triggers.list", workspace_id=ws, templateId="quick"))["triggers"]
+            assert {(r["kind"], r["enabled"]) for r in rows} == {("event", True), ("schedule", False)}
+            await c.call("pipelines.emit", workspace_id=ws, eventType="review.requested", payload={"pr": 7})
+        runs = page.get_by_role("list", name="Runs, newest first")
+        await runs.get_by_role("listitem").filter(has_text="event").first.wait_for(timeout=20_000)
+
+        await listed.get_by_role("listitem").filter(has_text="on event").get_by_role("button", name="Remove").click()
+        await listed.get_by_role("listitem").filter(has_text="on event").wait_for(state="detached")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            rows = (await c.call("pipelines.triggers.list", workspace_id=ws, templateId="quick"))["triggers"]
+            assert [r["kind"] for r in rows] == ["schedule"]
+
+        # Deleting asks first; a member is refused by the server and sees why; the owner deletes it.
+        member = await srv.new_user_token(ws, "member", name="Uma")
+        other = await (await browser.new_context()).new_page()
+        other_console = Console(other)
+        await other.goto(f"{srv.url}/workspaces/{ws}/pipelines#token={member}")
+        await other.get_by_role("button", name="Delete Quick").click()
+        await other.get_by_role("alertdialog").get_by_role("button", name="Delete Quick").click()
+        await other.get_by_role("alertdialog").get_by_role("alert").wait_for()
+        assert "admin" in await other.get_by_role("alertdialog").get_by_role("alert").inner_text()
+
+        await page.get_by_role("button", name="Delete Quick").click()
+        dialog = page.get_by_role("alertdialog", name="Delete the template Quick?")
+        await dialog.get_by_role("button", name="Keep it").click()
+        await dialog.wait_for(state="detached")
+        await page.get_by_role("button", name="Delete Quick").click()
+        assert await axe_violations(page) == []
+        await dialog.get_by_role("button", name="Delete Quick").click()
+        await page.get_by_role("status").filter(has_text="Deleted Quick.").wait_for()
+        await page.get_by_text("No templates yet").wait_for()
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            assert (await c.call("pipelines.templates.list", workspace_id=ws))["templates"] == []
+        assert console.errors == [] and other_console.errors == []
