@@ -8,7 +8,6 @@ each screen, light and dark, and at phone width; no console error anywhere."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from hangar.server.parts import all_parts, step_bodies
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot
 from tests.unit.agents.fake_openai import call, running_fake_openai, text
 from tests.unit.pipelines import bodies_for_tests
 
@@ -60,13 +59,6 @@ async def open_signed_in(browser: Any, srv: RunningServer, path: str, **context:
     console = Console(page)
     await page.goto(f"{srv.url}{path}#token={token}")
     return page, console
-
-
-async def shot(page: Any, name: str) -> None:
-    """A screenshot for the manual's guides, kept where ``HANGAR_WEB_SHOTS`` names (taken only then)."""
-    where = os.environ.get("HANGAR_WEB_SHOTS")
-    if where:
-        await page.screenshot(path=str(Path(where) / f"{name}.png"), full_page=True)
 
 
 async def ok_pixels(page: Any) -> int:
@@ -311,12 +303,11 @@ async def test_approve_at_a_gate_and_cancel_a_running_run(tmp_path: Path, dist: 
         )
         assert await page.get_by_role("progressbar").get_attribute("value") == "1"
         assert await axe_violations(page) == []
-        await shot(page, "pipelines-run-running-phone-dark")
         await page.get_by_role("button", name="Cancel run").click()
         await page.get_by_text("The run was cancelled.").wait_for()
         await page.wait_for_function(
             "() => /Take a while \\(wait\\): listen, cancelled/.test("
-            "document.querySelector('canvas[data-testid=pipeline-graph]').getAttribute('aria-label'))",
+            "document.querySelector('canvas[data-testid=pipeline-graph]')?.getAttribute('aria-label') ?? '')",
             timeout=20_000,
         )
         assert await page.get_by_role("button", name="Cancel run").count() == 0

@@ -30,7 +30,8 @@ function useRun(workspaceId: string, runId: string): { run: RunDetail | null; er
   useEffect(() => {
     let live = true;
     let timer: ReturnType<typeof setTimeout> | null = null;
-    setRun(null);
+    // Reloading the same run keeps it on screen (the canvas does not blink away); another run starts blank.
+    setRun((old) => (old && old.runId === runId ? old : null));
     setError(null);
     const fetchSoon = () => {
       if (timer !== null) return;
