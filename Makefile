@@ -18,7 +18,7 @@ DATA_DIR ?=
 # the commands are missing.
 WEB_SOURCES := $(shell find web/src web/test -type f 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json web/package.json
 
-.PHONY: install run test apt-deps apt-run-deps apt-bench-deps lint typecheck pytest fuzz bench clean web web-test client-types
+.PHONY: install run test apt-deps apt-run-deps apt-bench-deps lint typecheck pytest fuzz bench clean web web-test client-types manual-shots
 
 $(BIN)/hangar: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,11 @@ pytest: install apt-deps web
 	$(BIN)/pytest -q
 
 test: install apt-deps lint typecheck web web-test pytest
+
+# Retakes the manual's screenshots (src/hangar/site/content/manual/images): the browser tests take them at the
+# screens the guides describe; commit the PNGs that changed.
+manual-shots: install apt-deps web
+	HANGAR_WEB_SHOTS=1 $(BIN)/pytest -q tests/integration/test_web_*.py
 
 # The long fuzz run over every op's arguments and raw frames (`make test` runs a bounded number of examples).
 fuzz: install apt-deps

@@ -9,7 +9,7 @@ from tests.integration.test_workspace_repos import make_repo
 from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcClient
 from tests.unit.agents.fake_openai import Reply, call, running_fake_openai, text
-from tests.unit.agents.support import pipelines_server, template
+from tests.unit.agents.support import pipelines_server, template, wait_run
 
 SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
 SUMMARY = {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}
@@ -201,6 +201,74 @@ async def test_approval_gate(tmp_path: Path) -> None:
         snap = await pipes.run(raw)
         assert snap["status"] == "failed"
         assert snap["steps"]["gate"]["error"] == "the approver rejected: no tests"
+
+
+async def test_an_approval_gate_waits_for_the_approver_told_by_a_person(tmp_path: Path) -> None:
+    """The approver answers without deciding: the gate keeps waiting, shows where the decision is made, and a
+    later run of the approver in that space (a person telling it) that submits a valid decision resolves it. A
+    run of another agent, or one whose output does not match the gate's schema, does not."""
+    import asyncio
+
+    async with running_fake_openai() as fake, pipelines_server(tmp_path) as (_srv, client, ws, pipes):
+        approver = await _openai_agent(client, ws, fake.url, "gate2", name="Approver")
+        other = await _openai_agent(client, ws, fake.url, "other", name="Other")
+        raw = template(
+            {"id": "open", "body": "messaging.createSpace"},
+            {"id": "gate", "body": "approval.gate", "config": {"agentId": approver, "outputKey": "approval"}},
+        )
+        fake.script("gate2", text("A person decides this one; tell me their decision."))
+        from hangar.pipelines import template as tpl
+
+        run_id = await pipes.engine.start_run(ws, tpl.load(raw, pipes.engine.bodies).template, payload={})
+
+        async def gate_detail() -> dict[str, Any]:
+            for _ in range(1000):
+                run = await client.call("pipelines.runs.get", workspace_id=ws, runId=run_id)
+                (gate,) = [s for s in run["steps"] if s["stepId"] == "gate"]
+                if gate["status"] == "suspended" and gate["suspendedOn"]["eventType"] == "agents.runFinished":
+                    return dict(gate)
+                await asyncio.sleep(0.02)
+            raise AssertionError("the gate did not wait for a decision")
+
+        gate = await gate_detail()
+        approval = gate["approval"]
+        assert approval["agentId"] == approver
+        assert approval["outputSchema"]["required"] == ["decision", "reason"]
+        space = approval["spaceId"]
+        schema = approval["outputSchema"]
+        # Another agent's decision, and the approver's run with an output the gate's schema refuses: still waiting.
+        fake.script("other", call("submit_output", {"decision": "approved", "reason": "not mine to say"}))
+        other_run = await client.call(
+            "agents.run", workspace_id=ws, agentId=other, spaceId=space, prompt="@Other approve", outputSchema=schema
+        )
+        await wait_run(client, ws, other_run["runId"])
+        fake.script("gate2", call("submit_output", {"verdict": "yes"}))
+        loose = await client.call(
+            "agents.run", workspace_id=ws, agentId=approver, spaceId=space, prompt="@Approver ok", outputSchema={}
+        )
+        await wait_run(client, ws, loose["runId"])
+        await asyncio.sleep(0.3)
+        assert (await gate_detail())["status"] == "suspended"
+
+        fake.script("gate2", call("submit_output", {"decision": "approved", "reason": "Ann approved: ship it"}))
+        told = await client.call(
+            "agents.run",
+            workspace_id=ws,
+            agentId=approver,
+            spaceId=space,
+            prompt="@Approver Ann approves: ship it",
+            outputSchema=schema,
+        )
+        await wait_run(client, ws, told["runId"])
+        for _ in range(500):
+            snap = await pipes.engine.snapshot(ws, run_id)
+            if snap["status"] != "running":
+                break
+            await asyncio.sleep(0.02)
+        assert snap["status"] == "completed", snap
+        assert snap["state"]["approval"] == {"decision": "approved", "reason": "Ann approved: ship it"}
+        run = await client.call("pipelines.runs.get", workspace_id=ws, runId=run_id)
+        assert [s["approval"] for s in run["steps"] if s["stepId"] == "gate"] == [None]
 
 
 async def test_worktree_cleanup_body_and_dry_run(tmp_path: Path) -> None:

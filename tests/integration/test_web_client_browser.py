@@ -23,7 +23,7 @@ from hangar.workspace.part import WORKSPACE_PART
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, connect_with_code
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, connect_with_code, shot
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -62,6 +62,7 @@ async def test_connect_with_a_pairing_code_then_deep_links_keep_you_signed_in(tm
         print(f"first load sent: {sum(int(h['content-length']) for h in sent)} bytes of script")
         assert page.url == srv.url + "/connect"
         assert await axe_violations(page) == []
+        await shot(page, "connect")
 
         await connect_with_code(page, srv)
         link = page.get_by_role("link", name="Alpha")

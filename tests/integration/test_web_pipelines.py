@@ -7,7 +7,7 @@ each screen, light and dark, and at phone width; no console error anywhere."""
 
 from __future__ import annotations
 
-import os
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,8 @@ from hangar.server.parts import all_parts, step_bodies
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot
+from tests.unit.agents.fake_openai import call, running_fake_openai, text
 from tests.unit.pipelines import bodies_for_tests
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
@@ -58,13 +59,6 @@ async def open_signed_in(browser: Any, srv: RunningServer, path: str, **context:
     console = Console(page)
     await page.goto(f"{srv.url}{path}#token={token}")
     return page, console
-
-
-async def shot(page: Any, name: str) -> None:
-    """A screenshot for the manual's guides, kept where ``HANGAR_WEB_SHOTS`` names (taken only then)."""
-    where = os.environ.get("HANGAR_WEB_SHOTS")
-    if where:
-        await page.screenshot(path=str(Path(where) / f"{name}.png"), full_page=True)
 
 
 async def ok_pixels(page: Any) -> int:
@@ -147,6 +141,22 @@ async def test_write_a_template_with_an_error_fix_it_and_watch_a_run_complete(tm
         row = page.get_by_role("row").filter(has_text="Say hello")
         await row.get_by_text("hello Ann O'Neil").wait_for()
         assert await page.get_by_text("3 of 3 steps settled").count() == 1
+        # The canvas from the keyboard: Tab and the arrow keys go through the steps in order, Enter opens one.
+        first = page.get_by_role("button", name=re.compile(r"^Step start: trigger, completed"))
+        await first.focus()
+        await page.keyboard.press("Tab")
+        focused = "document.activeElement.getAttribute('aria-label')"
+        assert (await page.evaluate(focused)).startswith("Step Say hello (hello): listen, completed")
+        assert await page.evaluate("getComputedStyle(document.activeElement).outlineStyle") == "solid"
+        await page.keyboard.press("ArrowRight")
+        assert (await page.evaluate(focused)).startswith("Step end: terminal")
+        await page.keyboard.press("Home")
+        await page.keyboard.press("ArrowDown")
+        await page.keyboard.press("Enter")
+        await page.locator("tr.selected").filter(has_text="Say hello").wait_for()
+        assert (
+            await page.get_by_role("button", name=re.compile("^Step Say hello")).get_attribute("aria-current") == "step"
+        )
         assert await axe_violations(page) == []
         await shot(page, "pipelines-run-completed")
         async with RpcClient(srv.ws_url, srv.owner_token) as c:
@@ -183,6 +193,15 @@ GATE = {
             "config": {"label": "Sign-off", "outputKey": "approval", "extras": {"eventType": "review.decided"}},
         },
         {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["gate"]}},
+    ],
+}
+
+QUICK = {
+    "id": "quick",
+    "name": "Quick",
+    "steps": [
+        {"id": "start", "kind": "trigger"},
+        {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["start"]}},
     ],
 }
 
@@ -284,12 +303,11 @@ async def test_approve_at_a_gate_and_cancel_a_running_run(tmp_path: Path, dist: 
         )
         assert await page.get_by_role("progressbar").get_attribute("value") == "1"
         assert await axe_violations(page) == []
-        await shot(page, "pipelines-run-running-phone-dark")
         await page.get_by_role("button", name="Cancel run").click()
         await page.get_by_text("The run was cancelled.").wait_for()
         await page.wait_for_function(
             "() => /Take a while \\(wait\\): listen, cancelled/.test("
-            "document.querySelector('canvas[data-testid=pipeline-graph]').getAttribute('aria-label'))",
+            "document.querySelector('canvas[data-testid=pipeline-graph]')?.getAttribute('aria-label') ?? '')",
             timeout=20_000,
         )
         assert await page.get_by_role("button", name="Cancel run").count() == 0
@@ -315,3 +333,153 @@ async def test_approve_at_a_gate_and_cancel_a_running_run(tmp_path: Path, dist: 
         assert "disk on fire" in await page.get_by_role("alert").first.inner_text()
         assert await axe_violations(page) == []
         assert console.errors == []
+
+
+def approval_template(approver: str) -> dict[str, Any]:
+    return {
+        "id": "ship",
+        "name": "Ship",
+        "steps": [
+            {"id": "start", "kind": "trigger"},
+            {
+                "id": "open",
+                "kind": "listen",
+                "body": "messaging.createSpace",
+                "trigger": {"sourceStepIds": ["start"]},
+                "config": {"label": "Open review", "extras": {"conversationTitle": "Ship review"}},
+            },
+            {
+                "id": "gate",
+                "kind": "listen",
+                "body": "approval.gate",
+                "trigger": {"sourceStepIds": ["open"]},
+                "config": {"label": "Sign-off", "agentId": approver, "outputKey": "approval"},
+            },
+            {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["gate"]}},
+        ],
+    }
+
+
+async def test_a_person_approves_an_approval_gate_by_telling_its_approver(tmp_path: Path, dist: Path) -> None:
+    """The approver (an ``openai`` agent on the scripted model) leaves the decision to a person; the person's
+    Approve in the monitor tells it in the gate's space, it submits ``approved``, and the run completes."""
+    async with (
+        running_fake_openai() as fake,
+        running_server(tmp_path, web_dist=dist) as srv,
+        chromium() as browser,
+    ):
+        ws = await srv.new_workspace("Approvals")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            adapter = {"type": "openai", "baseUrl": fake.url, "model": "approver", "apiKey": "sk-test"}
+            agent = (await c.call("agents.create", workspace_id=ws, name="Approver", adapter=adapter))["id"]
+            await c.call("pipelines.templates.create", workspace_id=ws, template=approval_template(agent))
+            fake.script(
+                "approver",
+                text("A person decides this one; tell me their decision."),
+                call("submit_output", {"decision": "approved", "reason": "the person approved: ship it"}),
+            )
+            run_id = (await c.call("pipelines.runs.start", workspace_id=ws, templateId="ship"))["runId"]
+
+        page, console = await open_signed_in(browser, srv, f"/workspaces/{ws}/pipelines/runs/{run_id}")
+        gate = page.get_by_role("group", name=re.compile("Sign-off waits for the decision of its approver Approver"))
+        await gate.wait_for(timeout=20_000)
+        # The approver has answered without deciding: the gate now waits for its decision.
+        await page.get_by_text("Waits for event agents.runFinished").wait_for(timeout=20_000)
+        space_link = gate.get_by_role("link", name="the gate's space")
+        space_href = await space_link.get_attribute("href") or ""
+        assert re.fullmatch(rf"/workspaces/{ws}/spaces/[^/]+", space_href), space_href
+        space = space_href.rsplit("/", 1)[-1]
+        assert await axe_violations(page) == []
+        await shot(page, "pipelines-approval-gate")
+
+        await gate.get_by_role("textbox", name="Reason (optional)").fill("ship it")
+        await gate.get_by_role("button", name="Approve").click()
+        await gate.get_by_role("status").filter(has_text="Told Approver you approved it").wait_for()
+        await page.wait_for_function(
+            "() => /Sign-off \\(gate\\): listen, completed/.test("
+            "document.querySelector('canvas[data-testid=pipeline-graph]').getAttribute('aria-label'))",
+            timeout=20_000,
+        )
+        await page.get_by_role("heading", name="Waiting").wait_for(state="detached")
+        await page.locator(".pl-status").filter(has_text="completed").first.wait_for()
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            run = await c.call("pipelines.runs.get", workspace_id=ws, runId=run_id)
+            msgs = (await c.call("messages.list", workspace_id=ws, space_id=space))["messages"]
+        assert run["status"] == "completed"
+        assert run["state"]["approval"] == {"decision": "approved", "reason": "the person approved: ship it"}
+        told = [m for m in msgs if m["author"]["kind"] != "agent" and "I approve this step" in m["content"]]
+        assert len(told) == 1 and told[0]["content"].startswith("@Approver I approve this step. Reason: ship it")
+        # The approver was dispatched with the person's message and the gate's output contract.
+        last = fake.bodies_for("approver")[-1]
+        assert "Reason: ship it" in json.dumps(last["messages"])
+        assert "submit_output" in {t["function"]["name"] for t in last["tools"]}
+        assert console.errors == []
+
+
+async def test_triggers_of_a_template_and_deleting_it(tmp_path: Path, dist: Path) -> None:
+    async with running_server(tmp_path, web_dist=dist) as srv, chromium() as browser:
+        ws = await srv.new_workspace("Triggers")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            await c.call("pipelines.templates.create", workspace_id=ws, template=QUICK)
+        page, console = await open_signed_in(browser, srv, f"/workspaces/{ws}/pipelines")
+        await page.get_by_role("button", name="Triggers of Quick").click()
+        panel = page.get_by_role("region", name="Triggers of Quick")
+        await panel.get_by_text("No triggers yet").wait_for()
+        assert await axe_violations(page) == []
+
+        # An event trigger with a payload; it fires when the event is emitted.
+        await panel.get_by_role("combobox", name="Kind").select_option("event")
+        await panel.get_by_role("textbox", name="Event type").fill("review.requested")
+        await panel.get_by_role("textbox", name=re.compile("Payload")).fill('{"who": "Ann"}')
+        await panel.get_by_role("button", name="Add trigger").click()
+        listed = panel.get_by_role("list", name="Triggers of Quick")
+        await listed.get_by_role("listitem").filter(has_text="on event review.requested").wait_for()
+        # A schedule: a bad cron is refused with the server's words, then a good one is listed with its next time.
+        await panel.get_by_role("combobox", name="Kind").select_option("schedule")
+        cron = panel.get_by_role("textbox", name=re.compile("Cron"))
+        await cron.fill("every tuesday")
+        await panel.get_by_role("button", name="Add trigger").click()
+        await panel.get_by_role("alert").filter(has_text="is not a valid cron expression").wait_for()
+        await cron.fill("0 9 * * 1-5")
+        await panel.get_by_role("button", name="Add trigger").click()
+        schedule = listed.get_by_role("listitem").filter(has_text="on schedule 0 9 * * 1-5 (UTC)")
+        await schedule.filter(has_text="next").wait_for()
+        await schedule.get_by_role("button", name=re.compile("^Pause")).click()
+        await schedule.filter(has_text="(paused)").wait_for()
+        assert await axe_violations(page) == []
+        await shot(page, "pipelines-triggers")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            rows = (await c.call("pipelines.triggers.list", workspace_id=ws, templateId="quick"))["triggers"]
+            assert {(r["kind"], r["enabled"]) for r in rows} == {("event", True), ("schedule", False)}
+            await c.call("pipelines.emit", workspace_id=ws, eventType="review.requested", payload={"pr": 7})
+        runs = page.get_by_role("list", name="Runs, newest first")
+        await runs.get_by_role("listitem").filter(has_text="event").first.wait_for(timeout=20_000)
+
+        await listed.get_by_role("listitem").filter(has_text="on event").get_by_role("button", name="Remove").click()
+        await listed.get_by_role("listitem").filter(has_text="on event").wait_for(state="detached")
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            rows = (await c.call("pipelines.triggers.list", workspace_id=ws, templateId="quick"))["triggers"]
+            assert [r["kind"] for r in rows] == ["schedule"]
+
+        # Deleting asks first; a member is refused by the server and sees why; the owner deletes it.
+        member = await srv.new_user_token(ws, "member", name="Uma")
+        other = await (await browser.new_context()).new_page()
+        other_console = Console(other)
+        await other.goto(f"{srv.url}/workspaces/{ws}/pipelines#token={member}")
+        await other.get_by_role("button", name="Delete Quick").click()
+        await other.get_by_role("alertdialog").get_by_role("button", name="Delete Quick").click()
+        await other.get_by_role("alertdialog").get_by_role("alert").wait_for()
+        assert "admin" in await other.get_by_role("alertdialog").get_by_role("alert").inner_text()
+
+        await page.get_by_role("button", name="Delete Quick").click()
+        dialog = page.get_by_role("alertdialog", name="Delete the template Quick?")
+        await dialog.get_by_role("button", name="Keep it").click()
+        await dialog.wait_for(state="detached")
+        await page.get_by_role("button", name="Delete Quick").click()
+        assert await axe_violations(page) == []
+        await dialog.get_by_role("button", name="Delete Quick").click()
+        await page.get_by_role("status").filter(has_text="Deleted Quick.").wait_for()
+        await page.get_by_text("No templates yet").wait_for()
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            assert (await c.call("pipelines.templates.list", workspace_id=ws))["templates"] == []
+        assert console.errors == [] and other_console.errors == []

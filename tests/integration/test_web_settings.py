@@ -26,7 +26,7 @@ from tests.support.chromium import CHROMIUM
 from tests.support.fake_mmdebstrap import install_fake_mmdebstrap
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -65,6 +65,7 @@ async def test_saml_is_configured_and_kept_secrets_stay_unsaid_and_the_pairing_g
         saml = page.get_by_role("form", name="SAML connection")
         await saml.get_by_label("Identity provider metadata (XML)").wait_for()
         await no_axe_violations(page)
+        await shot(page, "settings-sso")
 
         # The lockout guard: with no SSO connection working, forbidding manual pairing is refused, and the page
         # says the guard's own words.
@@ -259,6 +260,7 @@ async def test_rigs_settings_show_the_host_check_a_pack_building_the_budget_and_
         fake.finish()
         await packs.get_by_text("ready", exact=True).wait_for(timeout=15_000)
         assert await bar.count() == 0
+        await shot(page, "settings-rigs-phone-dark")
 
         # The memory budget: too small is refused at the field, a good one is saved.
         budget = page.get_by_label("Memory budget of all rigs (MB)")

@@ -21,7 +21,7 @@ from tests.integration.rigs_env import rigs_server
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
+from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
 from tests.unit.agents.fake_openai import Reply, ToolCall, running_fake_openai, text
 from tests.unit.agents.support import server_parts
 
@@ -93,6 +93,7 @@ async def test_messages_stream_between_pages_and_a_mentioned_agent_replies(tmp_p
         # The reply streams in and lands as Ada's message; the turn's steps stay in the run's block.
         await log.locator('.msg[data-kind="agent"]').get_by_text("Hello from Ada, streamed in pieces.").wait_for()
         await run.get_by_text("finished after 2 turns").wait_for(timeout=20_000)
+        await shot(other, "space-agent-reply")
         reasoning = run.locator("details.reasoning")
         assert await reasoning.get_attribute("open") is None  # collapsed
         await reasoning.locator("summary").click()

@@ -22,7 +22,7 @@ from hangar.workspace.part import WORKSPACE_PART
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, connect_with_code
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, connect_with_code, shot
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -198,6 +198,7 @@ async def agents_and_teams(page: Any, srv: RunningServer, ws: str) -> None:
     crew = page.get_by_role("list", name="Teams").get_by_role("listitem").filter(has_text="Crew")
     await crew.get_by_text("led by Scout", exact=False).wait_for()
     await no_violations(page, "agents and teams")
+    await shot(page, "workspace-home")
 
 
 async def invite(page: Any, srv: RunningServer, ws: str) -> str:

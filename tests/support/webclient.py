@@ -6,6 +6,7 @@ page's console errors, axe's serious and critical violations, and connecting a p
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -102,3 +103,29 @@ async def open_signed_in(browser: Any, url: str, token: str, **context: Any) -> 
     console = Console(page)
     await page.goto(f"{url}#token={token}")
     return page, console
+
+
+# The manual's screenshots (``make manual-shots``): the browser tests take them at the screens the guides describe,
+# so the pictures show the client as it is. The guides reference them as ``/manual/images/<name>.png``.
+MANUAL_IMAGES = Path(__file__).resolve().parents[2] / "src" / "hangar" / "site" / "content" / "manual" / "images"
+SHOTS_VARIABLE = "HANGAR_WEB_SHOTS"
+SHOT_MAX = (1280, 800)
+
+
+async def shot(page: Any, name: str) -> None:
+    """Save the visible part of ``page`` as the manual's ``<name>.png`` when ``HANGAR_WEB_SHOTS`` is set (else do
+    nothing). Only the viewport is taken (at most 1280x800 CSS pixels, one image pixel each), so a shot stays
+    small; the screen should be settled (what it shows loaded) when this is called."""
+    if not os.environ.get(SHOTS_VARIABLE):
+        return
+    viewport = page.viewport_size or {"width": SHOT_MAX[0], "height": SHOT_MAX[1]}
+    width, height = min(viewport["width"], SHOT_MAX[0]), min(viewport["height"], SHOT_MAX[1])
+    MANUAL_IMAGES.mkdir(parents=True, exist_ok=True)
+    # No caret or animation in the picture: the same screen gives the same image.
+    await page.screenshot(
+        path=str(MANUAL_IMAGES / f"{name}.png"),
+        clip={"x": 0, "y": 0, "width": width, "height": height},
+        scale="css",
+        animations="disabled",
+        caret="hide",
+    )

@@ -135,3 +135,29 @@ describe("template text", () => {
     expect(problemPath("a template needs exactly one trigger step (found 0)", TRIAGE)).toBeNull();
   });
 });
+
+describe("keyboard order of the canvas's steps", () => {
+  it("goes layer by layer, left to right within a layer, whatever order the template lists them in", async () => {
+    const { stepOrder } = await import("../src/screens/pipelines/GraphCanvas");
+    const shuffled = { ...TRIAGE, steps: [...TRIAGE.steps].reverse() };
+    const g = graphOf(shuffled);
+    const layout = layoutGraph(g);
+    const ids = stepOrder(g, layout).map((s) => s.node.id);
+    expect(ids.slice(0, 3)).toEqual(["start", "check", "route"]);
+    const fixSkip = ids.slice(3, 5);
+    expect(new Set(fixSkip)).toEqual(new Set(["fix", "skip"]));
+    const [a, b] = fixSkip.map((id) => layout.boxes.get(id)!.x);
+    expect(a!).toBeLessThan(b!);
+    expect(ids.slice(5)).toEqual(["both", "end"]);
+  });
+});
+
+describe("an approval gate's decision message", () => {
+  it("mentions the approver and carries the decision and the reason", async () => {
+    const { decisionMessage } = await import("../src/screens/pipelines/ApprovalGate");
+    expect(decisionMessage("Ada", "approved", "  ship it ")).toBe(
+      "@Ada I approve this step. Reason: ship it Submit decision `approved` with submit_output.",
+    );
+    expect(decisionMessage("Ada", "rejected", "")).toBe("@Ada I reject this step. Submit decision `rejected` with submit_output.");
+  });
+});

@@ -14,6 +14,7 @@ from hangar.pipelines.results import NO_OUTPUT, StepResult
 from hangar.pipelines.schema import check_schema as schema_problems
 from hangar.pipelines.schema import first_violation
 from hangar.pipelines.step import (
+    APPROVAL_PROGRESS_KEY,
     ChildRuns,
     Resume,
     ResumedEvent,
@@ -24,6 +25,7 @@ from hangar.pipelines.step import (
 )
 
 __all__ = [
+    "APPROVAL_PROGRESS_KEY",
     "NO_OUTPUT",
     "BodyRegistry",
     "BodySpec",

@@ -92,6 +92,15 @@ class Suspension(Result):
     task_ids: list[str]
 
 
+class ApprovalWait(Result):
+    """A step waiting for an agent's decision (an approval gate): the agent, the space where it decides, and the
+    output its ``submit_output`` must match. A person decides by telling that agent there."""
+
+    agent_id: str
+    space_id: str
+    output_schema: dict[str, Any]
+
+
 class StepDetail(StepState):
     step_id: str
     label: str
@@ -103,6 +112,8 @@ class StepDetail(StepState):
     suspended_on: Suspension | None
     deadline: Timestamp | None
     progress: dict[str, Any] | None
+    # Set while the step is suspended on an agent's decision (from what the body reported in ``progress``).
+    approval: ApprovalWait | None = None
 
 
 class RunDetail(RunSummary):

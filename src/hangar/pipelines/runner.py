@@ -400,6 +400,9 @@ class RunDriver:
         for sid, resume in starts:
             if seq >= 0 and resume is None:
                 self._since[sid] = seq
+            elif resume is not None and resume.event is not None:
+                # A step an event resumed that suspends again waits for a later event, not the same one again.
+                self._since[sid] = max(self._since.get(sid, 0), resume.event.seq)
             task = asyncio.create_task(self._execute(sid, resume), name=f"pipeline:{self.run.id}:{sid}")
             self._tasks[task] = sid
             task.add_done_callback(lambda _t: self._wake.set())

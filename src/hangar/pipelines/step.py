@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+# A body waiting for a decision an agent makes in a conversation reports ``{APPROVAL_PROGRESS_KEY: {agentId,
+# spaceId, outputSchema}}`` in its progress; the run's step detail shows it typed (``ApprovalWait``), so a client
+# can send the person's decision to that agent in that space.
+APPROVAL_PROGRESS_KEY = "approval"
+
+
 def run_key(run_id: str) -> str:
     """What a pipeline run's effects in other parts are signed and keyed with (``pipeline:<runId>``)."""
     return f"pipeline:{run_id}"

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.op_results import (
+    ApprovalWait,
     RunDetail,
     RunSnapshot,
     RunSummary,
@@ -18,6 +19,7 @@ from hangar.pipelines.op_results import (
     TriggerOfRun,
 )
 from hangar.pipelines.rows import RunRow
+from hangar.pipelines.step import APPROVAL_PROGRESS_KEY
 
 
 def step_state(rec: StepRec) -> StepState:
@@ -59,6 +61,17 @@ def _duration_ms(rec: StepRec) -> int | None:
     return int((rec.finished_at - rec.started_at).total_seconds() * 1000)
 
 
+def _approval(rec: StepRec) -> ApprovalWait | None:
+    """What a suspended step waiting for an agent's decision reported about it (malformed reports show nothing)."""
+    reported = (rec.progress or {}).get(APPROVAL_PROGRESS_KEY)
+    if rec.suspend is None or not isinstance(reported, dict):
+        return None
+    agent, space, schema = reported.get("agentId"), reported.get("spaceId"), reported.get("outputSchema")
+    if not (isinstance(agent, str) and isinstance(space, str) and isinstance(schema, dict)):
+        return None
+    return ApprovalWait(agent_id=agent, space_id=space, output_schema=schema)
+
+
 def _step_detail(step_id: str, rec: StepRec, label: str) -> StepDetail:
     suspended_on = None
     if rec.suspend:
@@ -75,6 +88,7 @@ def _step_detail(step_id: str, rec: StepRec, label: str) -> StepDetail:
         suspended_on=suspended_on,
         deadline=rec.deadline,
         progress=rec.progress,
+        approval=_approval(rec),
     )
 
 

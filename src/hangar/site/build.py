@@ -15,7 +15,15 @@ from typing import Any
 
 import hangar
 from hangar.site import discovery, reference
-from hangar.site.content import CONTENT_DIR, Page, load_pages, load_releases, load_skills
+from hangar.site.content import (
+    CONTENT_DIR,
+    MANUAL_IMAGES_PATH,
+    Page,
+    load_pages,
+    load_releases,
+    load_skills,
+    manual_images,
+)
 from hangar.site.openapi import SITE_ENDPOINTS, openapi_document
 from hangar.site.render import ORIGIN, Renderer, page_markdown
 from hangar.site.search import Doc
@@ -46,9 +54,10 @@ class Template:
     media_type: str
     page: bool = False  # a content page or twin: Vary: Accept and the api-catalog Link
     cache: bytes = b"public, max-age=300"
+    binary: bool = False  # an image: served byte for byte (no origin stand-in to replace)
 
     def materialize(self, origin: bytes) -> Resource:
-        body = self.body.replace(_ORIGIN_B, origin) if _ORIGIN_B in self.body else self.body
+        body = self.body.replace(_ORIGIN_B, origin) if not self.binary and _ORIGIN_B in self.body else self.body
         etag = b'"' + hashlib.sha256(body).hexdigest()[:32].encode() + b'"'
         headers = [
             (b"content-type", self.media_type.encode()),
@@ -220,6 +229,8 @@ class SiteBuild:
             discovery.rss(self.releases, self.renderer.html_of_markdown).encode(), "application/rss+xml"
         )
         t["/static/site.css"] = Template(self.renderer.css, "text/css; charset=utf-8", cache=b"public, max-age=86400")
+        for name, data in manual_images().items():
+            t[f"{MANUAL_IMAGES_PATH}/{name}"] = Template(data, "image/png", cache=b"public, max-age=86400", binary=True)
         health = json.dumps({"status": "ok", "version": hangar.__version__}).encode()
         t["/healthz"] = Template(health, JSON, cache=b"no-store")
         self.not_found_templates = self._render_not_found()

@@ -66,6 +66,19 @@ def parse_page(slug: str, text: str, *, where: str) -> Page:
     )
 
 
+# The manual's screenshots: PNG files taken by the web client's browser tests (``make manual-shots``), served
+# at ``MANUAL_IMAGES_PATH/<name>`` and referenced from the guides as ``![alt](/manual/images/<name>)``.
+MANUAL_IMAGES_DIR = CONTENT_DIR / "manual" / "images"
+MANUAL_IMAGES_PATH = "/manual/images"
+
+
+def manual_images(root: Path = MANUAL_IMAGES_DIR) -> dict[str, bytes]:
+    """Every PNG of the manual's image folder by file name (none when the folder is missing)."""
+    if not root.is_dir():
+        return {}
+    return {p.name: p.read_bytes() for p in sorted(root.glob("*.png")) if p.is_file()}
+
+
 def file_of(slug: str, root: Path = CONTENT_DIR) -> Path:
     return root / ("index.md" if slug == "" else f"{slug}.md")
 

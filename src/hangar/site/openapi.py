@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hangar.site.content import manual_images
 from hangar.site.render import ORIGIN
 from hangar.site.slugs import COMPARE_TOOLS, MANUAL_ROOTS, MANUAL_SECTIONS, TOP_PAGES
 
@@ -63,6 +64,14 @@ def _enum_param(name: str, values: list[str], description: str) -> dict[str, Any
         "description": description,
         "schema": {"type": "string", "enum": values},
     }
+
+
+def _image_op() -> dict[str, Any]:
+    """The manual's screenshots, one path per PNG of its image folder."""
+    op = _plain("A screenshot of the manual's guides (PNG).", "image/png", tag="assets")
+    names = sorted(manual_images())
+    op["get"]["parameters"] = [_enum_param("name", names, "File name of the screenshot.")]
+    return op
 
 
 def _plain(summary: str, media: str, schema: dict[str, Any] | None = None, tag: str = "discovery") -> dict[str, Any]:
@@ -312,6 +321,7 @@ def openapi_document(skills: tuple[str, ...]) -> dict[str, Any]:
         "/sitemap-index.xml": _plain("Every published page.", "application/xml"),
         "/rss.xml": _plain("Release notes as RSS 2.0.", "application/rss+xml"),
         "/static/site.css": _plain("The site's stylesheet.", "text/css", tag="assets"),
+        "/manual/images/{name}": _image_op(),
         "/healthz": _plain("Liveness.", "application/json", {"$ref": "#/components/schemas/Health"}, tag="ops"),
         "/mcp": _mcp_path(),
         "/.well-known/mcp": _mcp_path(),
@@ -353,6 +363,7 @@ SITE_ENDPOINTS: tuple[tuple[str, str, str], ...] = (
     ("GET", "/sitemap-index.xml", "Sitemap"),
     ("GET", "/rss.xml", "Release notes feed"),
     ("GET", "/static/site.css", "Stylesheet"),
+    ("GET", "/manual/images/{name}", "Screenshots of the manual's guides"),
     ("GET", "/healthz", "Liveness: status and version"),
     ("GET", "/mcp, /.well-known/mcp", "Discovery card of the docs tool server"),
     ("POST", "/mcp, /.well-known/mcp", "Docs tool server (MCP, JSON-RPC 2.0)"),

@@ -216,6 +216,13 @@ export type RunSnapshot = {
   steps: Record<string, StepState>;
 };
 
+/** A step waiting for an agent's decision (an approval gate): the agent, the space where it decides, and the output its ``submit_output`` must match. A person decides by telling that agent there. */
+export type ApprovalWait = {
+  agentId: string;
+  spaceId: string;
+  outputSchema: Record<string, unknown>;
+};
+
 export type PipelinesRunsGetRunStatus = "running" | "suspended" | "completed" | "failed" | "cancelled";
 
 export type StepDetail = {
@@ -232,6 +239,7 @@ export type StepDetail = {
   suspendedOn: Suspension | null;
   deadline: string | null;
   progress: Record<string, unknown> | null;
+  approval: ApprovalWait | null;
 };
 
 export type Suspension = {

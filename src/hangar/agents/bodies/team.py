@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from hangar.agents.bodies.common import agent_id_for, dispatch, earlier_runs, harvest, schema_for, space_for
+from hangar.agents.events import RunFinished
+from hangar.agents.output_schema import violation
 from hangar.agents.runner import AgentRunner
 from hangar.agents.teams import TeamService, check_dispatch_mode
 from hangar.errors import InvalidArgs
-from hangar.pipelines import ConfigField, StepContext, StepResult, body
+from hangar.pipelines import APPROVAL_PROGRESS_KEY, ConfigField, StepContext, StepResult, body
 from hangar.workspace import pipeline_author
 
 
@@ -107,19 +109,42 @@ GATE_PROMPT = (
     resumes=True,
 )
 async def approval_gate(step: StepContext) -> StepResult:
+    """The approver decides with ``submit_output``. When its first run ends without a decision (it answered, say,
+    that a person must decide), the gate waits on: a later run of the approver in the same space that submits an
+    output matching the gate's schema decides it (a person tells the approver, and the approver submits)."""
     schema = schema_for(step, GATE_SCHEMA)
+    assert schema is not None  # the default is there
+    if step.resume is not None and step.resume.event is not None:
+        run = await step.app.service(AgentRunner).store.get(step.workspace_id, str(step.resume.event.payload["run_id"]))
+        if not run.has_output or violation(schema, run.output) is not None:
+            return _await_decision(step, run.agent_id, run.space_id)
+        return _decided(run.output)
     if step.resume is not None:
         (task,) = step.resume.tasks
+        run = await step.app.service(AgentRunner).store.get(step.workspace_id, task.task_id)
+        if task.succeeded and not run.has_output:
+            return _await_decision(step, run.agent_id, run.space_id)
         output, error = await harvest(step, task, schema)
         if error:
             return StepResult.failed(error)
-        if isinstance(output, dict) and output.get("decision") == "rejected":
-            return StepResult.failed(f"the approver rejected: {output.get('reason') or 'no reason given'}")
-        return StepResult.ok(output=output)
+        return _decided(output)
     prompt = step.render(step.config.prompt) if step.config.prompt else GATE_PROMPT
     run = await dispatch(step, agent_id=agent_id_for(step), space_id=space_for(step), prompt=prompt, schema=schema)
-    await step.progress({"runId": run.id, "spaceId": run.space_id})
+    approval = {"agentId": run.agent_id, "spaceId": run.space_id, "outputSchema": schema}
+    await step.progress({"runId": run.id, "spaceId": run.space_id, APPROVAL_PROGRESS_KEY: approval})
     return StepResult.suspend_until_tasks_complete([run.id])
+
+
+def _decided(output: Any) -> StepResult:
+    if isinstance(output, dict) and output.get("decision") == "rejected":
+        return StepResult.failed(f"the approver rejected: {output.get('reason') or 'no reason given'}")
+    return StepResult.ok(output=output)
+
+
+def _await_decision(step: StepContext, agent_id: str, space_id: str) -> StepResult:
+    """Wait for a run of the approver in the gate's space that ends with an accepted ``submit_output``."""
+    match = {"agent_id": agent_id, "space_id": space_id, "has_output": True}
+    return StepResult.suspend_until_event(RunFinished.type, match=match)
 
 
 BODIES = [team_dispatch, approval_gate]

@@ -1,8 +1,12 @@
 /** The pipeline graph drawn on a canvas: each step kind has its own shape, each status its own colour and mark,
  * edges carry their route keys, and the layout is automatic (`layout.ts`). A canvas is a picture to a screen
  * reader, so the element is an image whose name lists every step with its kind and status; the screens show the
- * same facts as a table beside it. Colours come from the page's theme and follow a light/dark switch. */
-import { useEffect, useMemo, useRef, type MouseEvent } from "react";
+ * same facts as a table beside it. Colours come from the page's theme and follow a light/dark switch.
+ *
+ * When steps can be selected, each step also has a transparent button over its box: the steps are reachable with
+ * Tab in the graph's order (layer by layer, left to right in each), arrow keys move between them, Home and End go to the
+ * first and last, and Enter (or Space) opens the step's detail as a click does; the focused step is outlined. */
+import { useEffect, useMemo, useRef, type KeyboardEvent, type MouseEvent } from "react";
 import type { Graph, GraphNode } from "./graph";
 import { layoutGraph, type Box, type Layout } from "./layout";
 import { statusText, toneOf, type Tone } from "./status";
@@ -276,13 +280,15 @@ function draw(canvas: HTMLCanvasElement, layout: Layout, props: Props, spin: num
   }
 }
 
+/** A step as words: its label (and id), kind, status and attempts. */
+function stepName(n: GraphNode, s: NodeState | undefined): string {
+  const label = n.label === n.id ? n.id : `${n.label} (${n.id})`;
+  const tries = s && s.attempts > 1 ? ` after ${s.attempts} attempts` : "";
+  return `${label}: ${n.kind}${s ? `, ${statusText(s.status)}${tries}` : ""}`;
+}
+
 export function describeGraph(graph: Graph, states?: ReadonlyMap<string, NodeState>): string {
-  const steps = graph.nodes.map((n) => {
-    const s = states?.get(n.id);
-    const label = n.label === n.id ? n.id : `${n.label} (${n.id})`;
-    const tries = s && s.attempts > 1 ? ` after ${s.attempts} attempts` : "";
-    return `${label}: ${n.kind}${s ? `, ${statusText(s.status)}${tries}` : ""}`;
-  });
+  const steps = graph.nodes.map((n) => stepName(n, states?.get(n.id)));
   return steps.length ? steps.join("; ") : "no steps";
 }
 
@@ -324,16 +330,57 @@ export function GraphCanvas(props: Props) {
     }
   };
 
+  const order = useMemo(() => stepOrder(props.graph, layout), [props.graph, layout]);
+  const buttons = useRef(new Map<string, HTMLButtonElement>());
+  const onKey = (e: KeyboardEvent<HTMLButtonElement>, index: number) => {
+    const next = { ArrowRight: index + 1, ArrowDown: index + 1, ArrowLeft: index - 1, ArrowUp: index - 1, Home: 0, End: order.length - 1 }[
+      e.key
+    ];
+    if (next === undefined) return;
+    e.preventDefault();
+    const target = order[Math.max(0, Math.min(order.length - 1, next))];
+    if (target) buttons.current.get(target.node.id)?.focus();
+  };
+
   return (
     <div className="graph-scroll">
-      <canvas
-        ref={ref}
-        className="graph"
-        role="img"
-        aria-label={`${props.title}: ${describeGraph(props.graph, props.states)}`}
-        data-testid="pipeline-graph"
-        onClick={onClick}
-      />
+      <div className="graph-box" style={{ width: layout.width, height: layout.height }}>
+        <canvas
+          ref={ref}
+          className="graph"
+          role="img"
+          aria-label={`${props.title}: ${describeGraph(props.graph, props.states)}`}
+          data-testid="pipeline-graph"
+          onClick={onClick}
+        />
+        {props.onSelect &&
+          order.map(({ node, box }, i) => (
+            <button
+              key={node.id}
+              ref={(el) => {
+                if (el) buttons.current.set(node.id, el);
+                else buttons.current.delete(node.id);
+              }}
+              type="button"
+              className="graph-step"
+              style={{ left: box.x, top: box.y, width: box.w, height: box.h }}
+              aria-label={`Step ${stepName(node, props.states?.get(node.id))}`}
+              aria-current={props.selected === node.id ? "step" : undefined}
+              onClick={() => props.onSelect?.(node.id)}
+              onKeyDown={(e) => onKey(e, i)}
+            />
+          ))}
+      </div>
     </div>
   );
+}
+
+/** The steps in reading order: layer by layer (the layers run top to bottom), left to right within a layer. */
+export function stepOrder(graph: Graph, layout: Layout): { node: GraphNode; box: Box }[] {
+  const placed: { node: GraphNode; box: Box }[] = [];
+  for (const node of graph.nodes) {
+    const box = layout.boxes.get(node.id);
+    if (box) placed.push({ node, box });
+  }
+  return placed.sort((a, b) => a.box.layer - b.box.layer || a.box.x - b.box.x || a.box.y - b.box.y);
 }

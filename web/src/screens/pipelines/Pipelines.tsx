@@ -1,5 +1,5 @@
-/** The pipelines of a workspace (`/workspaces/<id>/pipelines`): the templates, the editor, starting a run with a
- * payload, and the runs, kept live by `pipelines.runs.watch`. */
+/** The pipelines of a workspace (`/workspaces/<id>/pipelines`): the templates (their triggers, deleting one), the
+ * editor, starting a run with a payload, and the runs, kept live by `pipelines.runs.watch`. */
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import type { RunSummary, TemplateSummary } from "../../generated/ops";
 import { Link } from "../../Link";
@@ -9,6 +9,7 @@ import { navigate, pipelineRunPath, workspacePath } from "../../router";
 import { isStepsChanged } from "./status";
 import { StatusBadge } from "./StatusBadge";
 import { TemplateEditor } from "./TemplateEditor";
+import { Triggers } from "./Triggers";
 import "./pipelines.css";
 
 type Editing = { templateId: string | null } | null;
@@ -131,6 +132,49 @@ function StartRun(props: { workspaceId: string; template: TemplateSummary; onClo
   );
 }
 
+/** Deleting a template asks first; what the server answers (a refusal, say) is shown where the person looks. */
+function DeleteTemplate(props: { workspaceId: string; template: TemplateSummary; onDeleted(): void; onCancel(): void }) {
+  const client = useRpc();
+  const ids = useId();
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState<string | null>(null);
+  const name = props.template.name || props.template.id;
+  const remove = async () => {
+    setBusy(true);
+    setProblem(null);
+    try {
+      await client.call("pipelines.templates.delete", { workspace_id: props.workspaceId, templateId: props.template.id });
+      props.onDeleted();
+    } catch (err) {
+      setProblem(err instanceof RpcError ? err.message : String(err));
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="card confirm" role="alertdialog" aria-labelledby={`${ids}-q`} aria-describedby={`${ids}-d`}>
+      <p id={`${ids}-q`}>
+        <strong>Delete the template {name}?</strong>
+      </p>
+      <p id={`${ids}-d`} className="hint-inline">
+        Its triggers are removed with it; its runs stay, each with the copy of the template it started with.
+      </p>
+      {problem && (
+        <p className="error" role="alert">
+          {problem}
+        </p>
+      )}
+      <div className="row actions">
+        <button type="button" className="danger" disabled={busy} onClick={() => void remove()}>
+          Delete {name}
+        </button>
+        <button type="button" className="secondary" autoFocus onClick={props.onCancel}>
+          Keep it
+        </button>
+      </div>
+    </div>
+  );
+}
+
 export function Pipelines({ workspaceId }: { workspaceId: string }) {
   const workspaces = useCall("workspaces.list", {});
   const workspace = workspaces.data?.find((w) => w.id === workspaceId);
@@ -139,6 +183,9 @@ export function Pipelines({ workspaceId }: { workspaceId: string }) {
   const runs = useRuns(workspaceId);
   const [editing, setEditing] = useState<Editing>(null);
   const [starting, setStarting] = useState<TemplateSummary | null>(null);
+  const [triggersOf, setTriggersOf] = useState<TemplateSummary | null>(null);
+  const [deleting, setDeleting] = useState<TemplateSummary | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
   const names = new Map((templates.data?.templates ?? []).map((t) => [t.id, t.name || t.id]));
 
   return (
@@ -185,12 +232,55 @@ export function Pipelines({ workspaceId }: { workspaceId: string }) {
                   <button type="button" aria-label={`Run ${t.name || t.id}`} onClick={() => setStarting(t)}>
                     Run
                   </button>
+                  <button
+                    type="button"
+                    className="secondary"
+                    aria-label={`Triggers of ${t.name || t.id}`}
+                    onClick={() => setTriggersOf(t)}
+                  >
+                    Triggers
+                  </button>
+                  <button
+                    type="button"
+                    className="danger"
+                    aria-label={`Delete ${t.name || t.id}`}
+                    onClick={() => setDeleting(t)}
+                  >
+                    Delete
+                  </button>
                 </span>
+                {deleting?.id === t.id && (
+                  <DeleteTemplate
+                    workspaceId={workspaceId}
+                    template={t}
+                    onCancel={() => setDeleting(null)}
+                    onDeleted={() => {
+                      setDeleting(null);
+                      if (triggersOf?.id === t.id) setTriggersOf(null);
+                      if (editing?.templateId === t.id) setEditing(null);
+                      setNotice(`Deleted ${t.name || t.id}.`);
+                      setVersion((v) => v + 1);
+                    }}
+                  />
+                )}
               </li>
             ))}
           </ul>
         )}
       </section>
+      {notice && (
+        <p className="hint" role="status">
+          {notice}
+        </p>
+      )}
+      {triggersOf && (
+        <Triggers
+          key={triggersOf.id}
+          workspaceId={workspaceId}
+          template={triggersOf}
+          onClose={() => setTriggersOf(null)}
+        />
+      )}
       {starting && <StartRun workspaceId={workspaceId} template={starting} onClose={() => setStarting(null)} />}
       {editing && (
         <TemplateEditor

@@ -1,6 +1,7 @@
 /** One run (`/workspaces/<id>/pipelines/runs/<runId>`): its graph with live step statuses (`pipelines.runs.watch`),
  * how far it got, each step's attempts, time, error, output and what a suspended step waits for; cancelling it,
- * deciding at a gate that waits for a person's event, and resuming a step suspended on an event by sending it.
+ * deciding at a gate that waits for a person's event or telling an approval gate's approver the person's decision,
+ * and resuming a step suspended on an event by sending it.
  *
  * A watch event carries only statuses, attempts and errors, which the canvas shows at once; the rest of a step's
  * detail (timings, suspension, output) is fetched again a moment later. */
@@ -10,6 +11,7 @@ import { Link } from "../../Link";
 import { RpcError } from "../../rpc/errors";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { navigate, pipelineRunPath, pipelinesPath, workspacePath } from "../../router";
+import { ApprovalGate } from "./ApprovalGate";
 import { graphOf } from "./graph";
 import { GraphCanvas, type NodeState } from "./GraphCanvas";
 import { StatusBadge } from "./StatusBadge";
@@ -28,7 +30,8 @@ function useRun(workspaceId: string, runId: string): { run: RunDetail | null; er
   useEffect(() => {
     let live = true;
     let timer: ReturnType<typeof setTimeout> | null = null;
-    setRun(null);
+    // Reloading the same run keeps it on screen (the canvas does not blink away); another run starts blank.
+    setRun((old) => (old && old.runId === runId ? old : null));
     setError(null);
     const fetchSoon = () => {
       if (timer !== null) return;
@@ -84,6 +87,12 @@ function outputOf(run: RunDetail, def: Obj | undefined): { key: string; value: u
 
 function show(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+}
+
+/** A step's progress as shown in its row: an approval gate's contract is in the Waiting panel instead. */
+function withoutApproval(progress: Record<string, unknown>): Record<string, unknown> {
+  const { approval: _shown, ...rest } = progress;
+  return rest;
 }
 
 function duration(ms: number | null): string {
@@ -178,6 +187,9 @@ function EventGate(props: { workspaceId: string; run: RunDetail; step: StepDetai
 
 function Waiting(props: { workspaceId: string; run: RunDetail; step: StepDetail; body: string | null; onSent(): void }) {
   const on = props.step.suspendedOn;
+  if (props.step.approval) {
+    return <ApprovalGate workspaceId={props.workspaceId} step={props.step} approval={props.step.approval} onSent={props.onSent} />;
+  }
   if (on?.eventType) {
     return <EventGate workspaceId={props.workspaceId} run={props.run} step={props.step} eventType={on.eventType} onSent={props.onSent} />;
   }
@@ -406,7 +418,7 @@ export function RunMonitor({ workspaceId, runId }: { workspaceId: string; runId:
                           Waits for tasks <code>{s.suspendedOn.taskIds.join(", ")}</code>
                         </p>
                       )}
-                      {s.progress && <pre>{show(s.progress)}</pre>}
+                      {s.progress && <pre>{show(withoutApproval(s.progress))}</pre>}
                       {out && (
                         <>
                           <p className="hint-inline">

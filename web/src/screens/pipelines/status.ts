@@ -75,6 +75,7 @@ export function applyChanges(run: RunDetail, event: StepsChanged): RunDetail {
       suspendedOn: null,
       deadline: null,
       progress: null,
+      approval: null,
     });
   }
   return { ...run, status: event.status, steps };
