@@ -96,6 +96,7 @@ class AgentRunner:
         output_schema: dict[str, Any] | None = None,
         max_turns: int | None = None,
         agent_field: str = "agent_id",
+        prompt_metadata: dict[str, Any] | None = None,
     ) -> Run:
         """Record a run, post its prompt into the space, and start it; returns the run as recorded."""
         (run,) = await self.dispatch_many(
@@ -108,6 +109,7 @@ class AgentRunner:
             output_schema=output_schema,
             max_turns=max_turns,
             agent_field=agent_field,
+            prompt_metadata=prompt_metadata,
         )
         return run
 
@@ -123,8 +125,10 @@ class AgentRunner:
         output_schema: dict[str, Any] | None = None,
         max_turns: int | None = None,
         agent_field: str = "agent_id",
+        prompt_metadata: dict[str, Any] | None = None,
     ) -> list[Run]:
-        """One run per agent with the same prompt, posted once into the space (a team dispatch)."""
+        """One run per agent with the same prompt, posted once into the space (a team dispatch);
+        ``prompt_metadata`` is stored on the prompt's message (the chat bridge's ``chat`` stamp)."""
         if not prompt.strip():
             raise InvalidArgs("prompt must not be empty", field="prompt")
         if len(prompt) > PROMPT_MAX:
@@ -170,7 +174,7 @@ class AgentRunner:
             async with self.spaces.writes.lock(workspace_id), self.app.bus.transaction(workspace_id) as tx:
                 await tx.conn.execute(sa.insert(tables.agent_runs).values([r.__dict__ for r in runs]))
                 prompt_message = await self.spaces.append(
-                    tx, space_id, prompt_author, prompt, run_id=runs[0].id, space=space
+                    tx, space_id, prompt_author, prompt, metadata=prompt_metadata, run_id=runs[0].id, space=space
                 )
                 for agent, run in zip(agents, runs, strict=True):
                     started = ev.RunStarted(

@@ -1,0 +1,519 @@
+"""The bridge of one workspace to its chat provider: people's messages in, the agents' replies out.
+
+In (``on_event``, called by the provider's connection for every event it did not drop):
+
+- a mention in a channel opens a thread and a ``chatprovider`` space; a reply in a bridged thread continues that
+  space without a mention; any other channel message is ignored; a direct message gets one space per DM;
+- the sender is resolved to a workspace member on every event (``UserLinks.resolve_member``; a first try links
+  by the provider's verified email); anyone else gets the refusal in the thread and nothing reaches an agent;
+- the front-door agent is dispatched with the message as its prompt, stamped ``metadata['chat']``; a mention or
+  a DM opens its reply card at once (``Working on it...``), and the run's events drive it
+  (``hangar.chat.replies.ReplyStream``); a DM shows an is-thinking status and gets its thread title;
+- the slash command is answered ephemerally (``hangar.chat.commands``).
+
+Out (bus subscriptions of this workspace): the run events of bridged spaces (also runs started in the product:
+their recipient is the member whose link made the bridge), the provisioning narration while a chat request is
+in flight (``hangar.chat.narration``), and messages people type in the product, mirrored with their name (the
+echo guard: a message carrying ``metadata['chat']`` came from the chat and is never sent back).
+
+One conversation's events are handled in order; one bad event is logged (its id, never its text) and the bridge
+goes on. Streamed cards not finished yet are recorded (``chat_open_streams``) so a restarted server finishes them
+instead of leaving one that says ``Working on it...`` forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+
+from hangar.agents import AgentRunner, AgentService
+from hangar.chat import commands
+from hangar.chat.cards import Card, TurnOutcome
+from hangar.chat.deeplink import public_open_url
+from hangar.chat.errors import ChatProviderError
+from hangar.chat.inbound import InboundEvent, InboundMessage, SlashCommand
+from hangar.chat.links import CODE_REFUSAL, LinkedMember, LinkRefusal
+from hangar.chat.narration import NarrationState, narrate, still_in_flight
+from hangar.chat.outbound import ChatOutbound
+from hangar.chat.replies import ConnectionFlags, ReplyStream, ReplyTarget
+from hangar.chat.service import ChatService
+from hangar.chat.space_links import SpaceLink
+from hangar.chat.tables import chat_open_streams
+from hangar.core.context import AppContext
+from hangar.core.events import StoredEvent, Subscription
+from hangar.errors import HangarError
+from hangar.workspace import Author, SpaceService, TicketService
+
+log = logging.getLogger(__name__)
+
+NO_AGENT = "This workspace has no agent to answer yet: add one in Hangar."
+EMPTY_MENTION = "Ask me something after the mention, and a workspace agent will answer here."
+THINKING = "is thinking..."
+RESTARTED = "The server restarted before this reply finished."
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+
+RUN_TYPES = (
+    "agents.runStarted",
+    "agents.reasoningStarted",
+    "agents.reasoningFinished",
+    "agents.toolCallStarted",
+    "agents.toolCallFinished",
+    "agents.textDelta",
+    "agents.runFinished",
+)
+MESSAGE_POSTED = "workspace.messagePosted"
+PROVISIONING = "workspace.spaceProvisioningChanged"
+
+
+class BridgeApi(ChatOutbound, Protocol):
+    """The provider calls the bridge makes beyond posting and streaming."""
+
+    async def conversations_info(self, channel: str) -> str: ...
+
+    async def users_info(self, user_id: str) -> Any: ...
+
+
+@dataclass
+class _Turn:
+    """One reply card: a chat request (or a run started in the product) and the run that answers it."""
+
+    stream: ReplyStream
+    target: ReplyTarget
+    request: str
+    run_id: str | None = None
+    in_flight: bool = True  # a chat request waiting for its turn (narration speaks only then)
+    status_set: bool = False
+    pending: list[StoredEvent] = field(default_factory=list)
+
+
+def clean_request(text: str) -> str:
+    """The message without the bot's mention and surrounding space."""
+    return " ".join(_MENTION.sub(" ", text).split())
+
+
+def chat_stamp(provider: str, ev: InboundMessage, thread_id: str | None, label: str) -> dict[str, str]:
+    return {
+        "provider": provider,
+        "teamId": ev.team_id,
+        "channelId": ev.channel_id,
+        "threadId": thread_id or "",
+        "messageId": ev.ts,
+        "userId": ev.user_id,
+        "userLabel": label,
+    }
+
+
+class Bridge:
+    def __init__(
+        self,
+        app: AppContext,
+        chat: ChatService,
+        workspace_id: str,
+        provider: str,
+        api: BridgeApi,
+        flags: ConnectionFlags,
+        *,
+        renders_cards: bool = True,
+    ) -> None:
+        self._app = app
+        self._chat = chat
+        self.workspace_id = workspace_id
+        self.provider = provider
+        self._api = api
+        self.flags = flags
+        self._renders_cards = renders_cards
+        self._turns: dict[str, _Turn] = {}  # space id -> the reply card in progress there
+        self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
+        self._subs: list[Subscription] = []
+        self._last_command = "/hangar"
+
+    # -- life --------------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        bus = self._app.bus
+        name = f"chat:{self.workspace_id}:{self.provider}"
+        self._subs = [
+            bus.subscribe(self._on_run, name=f"{name}:runs", types=RUN_TYPES, workspace_id=self.workspace_id),
+            bus.subscribe(
+                self._on_posted, name=f"{name}:mirror", types=[MESSAGE_POSTED], workspace_id=self.workspace_id
+            ),
+            bus.subscribe(
+                self._on_provisioning, name=f"{name}:setup", types=[PROVISIONING], workspace_id=self.workspace_id
+            ),
+        ]
+        await self._finish_left_cards()
+
+    async def stop(self) -> None:
+        for sub in self._subs:
+            await self._app.bus.unsubscribe(sub)
+        self._subs = []
+
+    # -- in ----------------------------------------------------------------------------------------------------
+
+    async def on_event(self, event: InboundEvent) -> str | None:
+        try:
+            if isinstance(event, SlashCommand):
+                return await self._command(event)
+            await self._message(event)
+        except Exception:
+            event_id = event.envelope_id if isinstance(event, SlashCommand) else event.event_id
+            log.exception("chat bridge: event %s of workspace %s failed", event_id, self.workspace_id)
+        return None
+
+    async def _message(self, ev: InboundMessage) -> None:
+        links = self._chat.space_links
+        is_dm = ev.kind == "dm"
+        anchor = None if is_dm else (ev.thread_ts or ev.ts)
+        reply_thread = ev.thread_ts or ev.ts
+        if ev.kind == "message":
+            # Only a reply in a thread the bot was brought into continues; the rest of a channel is not ours.
+            if ev.thread_ts is None or await links.find(
+                self.workspace_id, self.provider, ev.channel_id, ev.thread_ts
+            ) is None:
+                return
+        lock = self._locks.setdefault((ev.channel_id, anchor), asyncio.Lock())
+        async with lock:
+            who = await self._member(ev)
+            if isinstance(who, LinkRefusal):
+                await self._say(ev.channel_id, reply_thread, self._refusal(who))
+                return
+            request = clean_request(ev.text)
+            if not request:
+                await self._say(ev.channel_id, reply_thread, EMPTY_MENTION)
+                return
+            channel_name = None if is_dm else await self._channel_name(ev.channel_id)
+            link, created = await links.find_or_create(
+                self.workspace_id,
+                self.provider,
+                team_id=ev.team_id,
+                channel_id=ev.channel_id,
+                thread_id=anchor,
+                request=request,
+                channel_name=channel_name,
+                created_by_user_id=who.user.id,
+                created_by=f"user:{who.user.id}",
+            )
+            await self._ask(ev, who, link, request, anchor, reply_thread, created=created)
+
+    async def _ask(
+        self,
+        ev: InboundMessage,
+        who: LinkedMember,
+        link: SpaceLink,
+        request: str,
+        anchor: str | None,
+        reply_thread: str,
+        *,
+        created: bool,
+    ) -> None:
+        space_id = link.cc_space_id
+        author = Author("user", who.user.id, who.user.display_name)
+        stamp = {"chat": chat_stamp(self.provider, ev, anchor, who.user.display_name)}
+        agent = await self._app.service(AgentService).front_door(self.workspace_id)
+        if agent is None:
+            await self._app.service(SpaceService).post(self.workspace_id, space_id, author, request, metadata=stamp)
+            await self._say(ev.channel_id, reply_thread, NO_AGENT)
+            return
+        is_dm = ev.kind == "dm"
+        target = ReplyTarget(ev.channel_id, reply_thread, ev.user_id, ev.team_id, is_dm=is_dm)
+        turn = _Turn(self._stream(target, request, space_id), target, request)
+        self._turns[space_id] = turn
+        if is_dm:
+            if created:
+                await self._quietly(self._api.set_thread_title(channel=ev.channel_id, thread_ts=reply_thread,
+                                                               title=request[:255]))  # fmt: skip
+            await self._quietly(
+                self._api.set_thread_status(channel=ev.channel_id, thread_ts=reply_thread, status=THINKING)
+            )
+            turn.status_set = True
+        await turn.stream.open()
+        await self._remember_card(space_id, turn)
+        try:
+            run = await self._app.service(AgentRunner).dispatch(
+                self.workspace_id,
+                agent_id=agent.id,
+                space_id=space_id,
+                prompt=request,
+                dispatched_by=f"user:{who.user.id}",
+                prompt_author=author,
+                prompt_metadata=stamp,
+            )
+        except HangarError as exc:
+            self._turns.pop(space_id, None)
+            await turn.stream.finish(TurnOutcome.failed)
+            await self._forget_card(space_id)
+            await self._say(ev.channel_id, reply_thread, exc.message)
+            return
+        turn.run_id = run.id
+        for stored in turn.pending:  # events of this run that arrived before the dispatch answered
+            await self._drive(turn, stored)
+        turn.pending.clear()
+
+    async def _member(self, ev: InboundMessage) -> LinkedMember | LinkRefusal:
+        links = self._chat.user_links
+        found = await links.resolve_member(self.workspace_id, self.provider, ev.team_id, ev.user_id)
+        if isinstance(found, LinkRefusal) and found.reason == "notLinked":
+            # A first message from someone unknown: the provider's verified email may name a member.
+            with contextlib.suppress(ChatProviderError):
+                profile = await self._api.users_info(ev.user_id)
+                email = getattr(profile, "email", None)
+                if email and await links.link_by_email(
+                    self.workspace_id, self.provider, ev.team_id, ev.user_id, email
+                ):
+                    found = await links.resolve_member(self.workspace_id, self.provider, ev.team_id, ev.user_id)
+        return found
+
+    def _refusal(self, refusal: LinkRefusal) -> str:
+        if refusal.reason == "notLinked":
+            return (
+                f"{refusal.message} Get a link code in Hangar (workspace settings, Chat bridge) and send "
+                f"`{self._last_command} link <code>`."
+            )
+        return refusal.message
+
+    async def _channel_name(self, channel: str) -> str | None:
+        try:
+            return await self._api.conversations_info(channel)
+        except ChatProviderError:
+            return channel
+
+    # -- the slash command -------------------------------------------------------------------------------------
+
+    async def _command(self, cmd: SlashCommand) -> str | None:
+        self._last_command = cmd.command or self._last_command
+        parsed = commands.parse(cmd.text)
+        if parsed.verb == "help":
+            return commands.help_text(self._last_command)
+        if parsed.verb == "unknown":
+            return commands.unknown_text(self._last_command, parsed.word)
+        if parsed.verb == "link":
+            linked = await self._chat.user_links.link_by_code(
+                self.workspace_id, self.provider, cmd.team_id, cmd.user_id, parsed.argument
+            )
+            return CODE_REFUSAL if linked is None else "Linked: your chat account now acts as you in Hangar."
+        who = await self._chat.user_links.resolve_member(self.workspace_id, self.provider, cmd.team_id, cmd.user_id)
+        if isinstance(who, LinkRefusal):
+            # Refusals are posted where the person can see them, not only ephemerally.
+            await self._say(cmd.channel_id, None, self._refusal(who))
+            return None
+        title, description = commands.ticket_parts(parsed.argument)
+        if not title:
+            return f"Give the ticket a title: `{self._last_command} ticket <title> | <description>`."
+        try:
+            ticket = await self._app.service(TicketService).create(
+                self.workspace_id, title=title, description=description, reporter=f"user:{who.user.id}"
+            )
+        except HangarError as exc:
+            return exc.message
+        link = public_open_url(self._app.settings, self.workspace_id, "tickets", ticket.id)
+        return f"Filed ticket {ticket.title!r}" + (f": {link}" if link else ".")
+
+    # -- out: run events ---------------------------------------------------------------------------------------
+
+    async def _on_run(self, stored: StoredEvent) -> None:
+        try:
+            await self._run_event(stored)
+        except Exception:
+            log.exception("chat bridge: run event %s of workspace %s failed", stored.seq, self.workspace_id)
+
+    async def _run_event(self, stored: StoredEvent) -> None:
+        p = stored.payload
+        space_id = str(p.get("space_id", ""))
+        turn = self._turns.get(space_id)
+        if turn is None:
+            if stored.type != "agents.runStarted":
+                return
+            turn = await self._product_turn(space_id)
+            if turn is None:
+                return
+            turn.run_id = str(p["run_id"])
+        if turn.run_id is None:
+            if stored.type == "agents.runStarted" or turn.pending:
+                turn.pending.append(stored)
+            return
+        await self._drive(turn, stored)
+
+    async def _drive(self, turn: _Turn, stored: StoredEvent) -> None:
+        p = stored.payload
+        if str(p.get("run_id")) != turn.run_id:
+            return
+        stream = turn.stream
+        kind = stored.type
+        if kind == "agents.runStarted":
+            turn.in_flight = False
+        elif kind == "agents.reasoningStarted":
+            turn.in_flight = False
+            stream.on_reasoning_started()
+        elif kind == "agents.reasoningFinished":
+            stream.on_reasoning_finished(str(p.get("text", "")))
+        elif kind == "agents.toolCallStarted":
+            stream.on_tool_started(str(p["call_id"]), str(p["name"]), dict(p.get("arguments") or {}))
+        elif kind == "agents.toolCallFinished":
+            stream.on_tool_finished(str(p["call_id"]), ok=bool(p.get("ok")))
+        elif kind == "agents.textDelta":
+            stream.on_text(str(p.get("text", "")))
+        elif kind == "agents.runFinished":
+            space_id = str(p["space_id"])
+            if self._turns.get(space_id) is turn:
+                del self._turns[space_id]
+            await stream.finish(TurnOutcome(str(p.get("outcome", "failed"))))
+            await self._forget_card(space_id)
+            if turn.status_set:
+                await self._quietly(
+                    self._api.set_thread_status(
+                        channel=turn.target.channel, thread_ts=turn.target.thread_ts or "", status=""
+                    )
+                )
+
+    async def _product_turn(self, space_id: str) -> _Turn | None:
+        """A run started in the product on a bridged space: its reply goes to the conversation, streamed to the
+        member whose link made the bridge (posted whole when they have unlinked since)."""
+        link = await self._chat.space_links.for_space(self.workspace_id, space_id)
+        if link is None or link.provider != self.provider:
+            return None
+        recipient = None
+        if link.created_by_user_id is not None:
+            recipient = await self._chat.user_links.find_by_user(
+                self.workspace_id, self.provider, link.created_by_user_id
+            )
+        is_dm = link.external_thread_id is None
+        thread = link.external_thread_id
+        target = ReplyTarget(
+            link.external_channel_id,
+            thread,
+            recipient.external_user_id if recipient else None,
+            recipient.external_team_id if recipient else None,
+            is_dm=is_dm,
+        )
+        space = await self._app.service(SpaceService).get(self.workspace_id, space_id)
+        turn = _Turn(self._stream(target, space.title, space_id), target, space.title, in_flight=False)
+        self._turns[space_id] = turn
+        return turn
+
+    def _stream(self, target: ReplyTarget, request: str, space_id: str) -> ReplyStream:
+        return ReplyStream(
+            self._api,
+            target,
+            request=request,
+            flags=self.flags,
+            clock=self._app.clock,
+            renders_cards=self._renders_cards,
+            link=public_open_url(self._app.settings, self.workspace_id, "spaces", space_id),
+        )
+
+    # -- out: narration ----------------------------------------------------------------------------------------
+
+    async def _on_provisioning(self, stored: StoredEvent) -> None:
+        p = stored.payload
+        turn = self._turns.get(str(p.get("space_id", "")))
+        if turn is None:
+            return
+        state = str(p.get("state", ""))
+        situation = NarrationState(
+            renders_cards=self._renders_cards and self.flags.cards_available,
+            streaming_available=self.flags.streaming_available,
+            request_in_flight=turn.in_flight,
+            turn_card_open=not turn.in_flight,
+            card_open=not turn.stream.card.finished,
+        )
+        text = narrate(
+            situation,
+            state,
+            step=p.get("step"),
+            detail=p.get("detail"),
+            link=public_open_url(self._app.settings, self.workspace_id, "spaces", str(p["space_id"])),
+        )
+        if text is not None:
+            turn.stream.set_setup(text)
+        turn.in_flight = still_in_flight(turn.in_flight, provisioning_state=state)
+
+    # -- out: mirroring ----------------------------------------------------------------------------------------
+
+    async def _on_posted(self, stored: StoredEvent) -> None:
+        try:
+            await self._mirror(stored.payload)
+        except Exception:
+            log.exception("chat bridge: mirroring event %s of workspace %s failed", stored.seq, self.workspace_id)
+
+    async def _mirror(self, payload: Mapping[str, Any]) -> None:
+        message = payload.get("message") or {}
+        metadata = message.get("metadata") or {}
+        author = message.get("author") or {}
+        # Echo guard: what came from the chat is not sent back; agents' words travel in their reply cards.
+        if "chat" in metadata or author.get("kind") != "user":
+            return
+        link = await self._chat.space_links.for_space(self.workspace_id, str(payload.get("space_id", "")))
+        if link is None or link.provider != self.provider:
+            return
+        text = f"*{author.get('name') or 'Someone'}*: {message.get('content', '')}"
+        await self._say(link.external_channel_id, link.external_thread_id, text)
+
+    # -- cards a restart must finish ---------------------------------------------------------------------------
+
+    async def _remember_card(self, space_id: str, turn: _Turn) -> None:
+        ts = turn.stream.message_ts
+        if ts is None:
+            return
+        row = {
+            "space_id": space_id,
+            "provider": self.provider,
+            "channel": turn.target.channel,
+            "ts": ts,
+            "run_id": turn.run_id,
+            "card": {"request": turn.request},
+            "started_at": self._app.clock.now(),
+        }
+        engine = await self._app.dbs.workspace(self.workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(sa.delete(chat_open_streams).where(chat_open_streams.c.space_id == space_id))
+            await conn.execute(sa.insert(chat_open_streams).values(**row))
+
+    async def _forget_card(self, space_id: str) -> None:
+        engine = await self._app.dbs.workspace(self.workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(sa.delete(chat_open_streams).where(chat_open_streams.c.space_id == space_id))
+
+    async def _finish_left_cards(self) -> None:
+        """Cards a previous process opened and never finished: closed now, saying the server restarted."""
+        t = chat_open_streams
+        engine = await self._app.dbs.workspace(self.workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(sa.select(t).where(t.c.provider == self.provider))).mappings().all()
+        for row in rows:
+            link = public_open_url(self._app.settings, self.workspace_id, "spaces", row["space_id"])
+            note = RESTARTED + (f" The rest is in Hangar: {link}" if link else " The rest is in Hangar.")
+            card = Card(str((row["card"] or {}).get("request") or ""))
+            card.set_setup(note)
+            card.finish(TurnOutcome.interrupted, link)
+            block = card.plan_block()
+            for attempt in (
+                self._api.stop_stream(channel=row["channel"], ts=row["ts"], blocks=[block]),
+                self._api.update_message(channel=row["channel"], ts=row["ts"], text=note, blocks=[block]),
+            ):
+                try:
+                    await attempt
+                    break
+                except ChatProviderError:
+                    continue
+            await self._forget_card(str(row["space_id"]))
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+
+    async def _say(self, channel: str, thread_ts: str | None, text: str) -> None:
+        await self._quietly(self._api.post_message(channel=channel, text=text, thread_ts=thread_ts))
+
+    async def _quietly(self, call: Any) -> Any:
+        """A provider call whose failure must not stop the bridge (a status line, a refusal)."""
+        try:
+            return await call
+        except ChatProviderError as exc:
+            log.warning("chat bridge: %s refused a call: %s", self.provider, exc.provider_code)
+            return None
+
