@@ -94,6 +94,90 @@ export type AuditRow = {
   door?: string | null;
 };
 
+export type LinkCode = {
+  code: string;
+  expiresAt: string;
+};
+
+export type ConnectReply = {
+  state: "disconnected" | "connecting" | "connected" | "error";
+  error?: string | null;
+};
+
+export type ChatStatus = {
+  provider: string;
+  state: "disconnected" | "connecting" | "connected" | "error";
+  error?: string | null;
+  streamingAvailable: boolean;
+};
+
+export type UserLinkView = {
+  provider: string;
+  externalUserId: string;
+  externalTeamId: string;
+  userId: string;
+  method: string;
+  linkedAt: string;
+};
+
+export type CapabilitiesView = {
+  streaming: boolean;
+  streamingRequiresThread: boolean;
+  ephemeralMessages: boolean;
+  threadStatus: boolean;
+  threadTitle: boolean;
+  slashCommands: boolean;
+  taskCards: boolean;
+  maxMessageLength: number;
+  maxStreamChunkLength: number;
+};
+
+export type CredentialFieldView = {
+  id: string;
+  label: string;
+  required: boolean;
+  prefix: string;
+  purpose: string;
+  /** The sentence a value with the wrong prefix is refused with, client and server */
+  refusal: string;
+};
+
+export type ProviderEntry = {
+  provider: string;
+  label: string;
+  transport: string;
+  spaceKind: string;
+  fields: Array<CredentialFieldView>;
+  capabilities: CapabilitiesView;
+  botScopes: Array<string>;
+  botEvents: Array<string>;
+  defaultCommand: string;
+  status?: ChatStatus | null;
+};
+
+export type BotProfileView = {
+  appName: string;
+  botDisplayName: string;
+  description: string;
+  agentDescription: string;
+  command: string;
+  agentEnabled: boolean;
+};
+
+export type SetupLink = {
+  url: string;
+  profile: BotProfileView;
+};
+
+export type Unlinked = {
+  unlinked: boolean;
+};
+
+/** ``chat.watchUserLinks``: the roster, first as the reply, then again as each event after a change. */
+export type UserLinkRoster = {
+  links: Array<UserLinkView>;
+};
+
 /** A device credential, never its token; ``current`` marks the one the caller used. */
 export type DeviceView = {
   id: string;
@@ -923,6 +1007,87 @@ export type BrowserUseArgs = {
 };
 export type BrowserUseResult = Record<string, unknown>;
 
+/** Mint a one-time code (15 minutes) that links the caller's own chat account: send ``/<command> link <code>`` from the chat. A new code replaces the caller's previous one. */
+export type ChatBeginUserLinkArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string;
+};
+export type ChatBeginUserLinkResult = LinkCode;
+
+/** Store the provider's credentials for the workspace (write-only) and (re)start its connection. */
+export type ChatConnectArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string;
+  /** Values of the descriptor's fields (botToken, appToken, configRefreshToken); an optional field left empty keeps its stored value */
+  credentials: Record<string, unknown>;
+};
+export type ChatConnectResult = ConnectReply;
+
+/** Stop the workspace's connection and delete its stored credentials and unfinished setup. */
+export type ChatDisconnectArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string;
+};
+export type ChatDisconnectResult = ChatStatus;
+
+/** The workspace's linked chat members (all providers, or one). */
+export type ChatListUserLinksArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string | null;
+};
+export type ChatListUserLinksResult = Array<UserLinkView>;
+
+/** The chat providers this server offers, each with its credential fields, capabilities and the workspace's connection status: the settings screen renders the connect dialog from it. */
+export type ChatProvidersArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type ChatProvidersResult = Array<ProviderEntry>;
+
+/** The provider's address that creates the workspace's app from the bot profile (the given fields over the defaults; an empty one leaves its value). Reads no secret and contacts nobody. */
+export type ChatSetupLinkArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string;
+  appName?: string | null;
+  botDisplayName?: string | null;
+  description?: string | null;
+  agentDescription?: string | null;
+  command?: string | null;
+  agentEnabled?: boolean | null;
+};
+export type ChatSetupLinkResult = SetupLink;
+
+/** The workspace's connection to the provider: ``disconnected``, ``connecting``, ``connected`` or ``error`` (with the provider's error), and whether replies can stream. */
+export type ChatStatusArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string;
+};
+export type ChatStatusResult = ChatStatus;
+
+/** Remove a member's chat link: a member their own, an admin anyone's. */
+export type ChatUnlinkUserArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string;
+  /** Whose link to remove; the caller's own when absent */
+  userId?: string | null;
+};
+export type ChatUnlinkUserResult = Unlinked;
+
+/** The roster of linked chat members, then the whole roster again whenever a link is made or removed (in this server or another process sharing its data). */
+export type ChatWatchUserLinksArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string | null;
+};
+export type ChatWatchUserLinksResult = UserLinkRoster;
+
 /** Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...). */
 export type ComputerUseArgs = {
   /** The workspace the call acts in. */
@@ -1741,6 +1906,15 @@ export interface Ops {
   "agents.update": { kind: "mutate"; scope: "workspace"; args: AgentsUpdateArgs; result: AgentsUpdateResult };
   "audit.list": { kind: "read"; scope: "workspace"; args: AuditListArgs; result: AuditListResult };
   "browser_use": { kind: "mutate"; scope: "workspace"; args: BrowserUseArgs; result: BrowserUseResult };
+  "chat.beginUserLink": { kind: "mutate"; scope: "workspace"; args: ChatBeginUserLinkArgs; result: ChatBeginUserLinkResult };
+  "chat.connect": { kind: "mutate"; scope: "workspace"; args: ChatConnectArgs; result: ChatConnectResult };
+  "chat.disconnect": { kind: "destructive"; scope: "workspace"; args: ChatDisconnectArgs; result: ChatDisconnectResult };
+  "chat.listUserLinks": { kind: "read"; scope: "workspace"; args: ChatListUserLinksArgs; result: ChatListUserLinksResult };
+  "chat.providers": { kind: "read"; scope: "workspace"; args: ChatProvidersArgs; result: ChatProvidersResult };
+  "chat.setupLink": { kind: "read"; scope: "workspace"; args: ChatSetupLinkArgs; result: ChatSetupLinkResult };
+  "chat.status": { kind: "read"; scope: "workspace"; args: ChatStatusArgs; result: ChatStatusResult };
+  "chat.unlinkUser": { kind: "mutate"; scope: "workspace"; args: ChatUnlinkUserArgs; result: ChatUnlinkUserResult };
+  "chat.watchUserLinks": { kind: "watch"; scope: "workspace"; args: ChatWatchUserLinksArgs; result: ChatWatchUserLinksResult };
   "computer_use": { kind: "mutate"; scope: "workspace"; args: ComputerUseArgs; result: ComputerUseResult };
   "devices.list": { kind: "read"; scope: "server"; args: DevicesListArgs; result: DevicesListResult };
   "devices.pairingCode": { kind: "mutate"; scope: "server"; args: DevicesPairingCodeArgs; result: DevicesPairingCodeResult };
@@ -1866,6 +2040,15 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "agents.update": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "audit.list": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "browser_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "chat.beginUserLink": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "chat.connect": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "chat.disconnect": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
+  "chat.listUserLinks": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "chat.providers": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "chat.setupLink": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
+  "chat.status": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "chat.unlinkUser": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "chat.watchUserLinks": { kind: "watch", scope: "workspace", minRole: "guest", serverOwner: false },
   "computer_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "devices.list": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "devices.pairingCode": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },

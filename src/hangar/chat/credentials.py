@@ -1,0 +1,134 @@
+"""Chat credentials and half-finished guided setup, in files beside the workspace database.
+
+Layout (``<dataDir>/<workspaceId>/``):
+
+    chat_credentials/                  directory, 0700
+    chat_credentials/<provider>.json   the provider's tokens, 0600, written atomically
+    chat_credentials/<provider>_setup.json   a guided setup not finished yet (the created app's id...), 0600
+
+They live in the workspace's directory rather than in its database or the server's ``secrets.json`` so that a
+deleted workspace takes its tokens with it, and an export or backup of the database carries none.
+
+Legacy files: earlier layouts kept one credential file and one setup file directly in the workspace directory.
+The spec does not name them; this module takes them to be ``<dataDir>/<workspaceId>/chat_credentials.json`` and
+``<dataDir>/<workspaceId>/chat_setup.json``, each either an object keyed by provider or, flat, the values of the
+one provider. They are read once (``migrate_legacy``, at the part's start), written to the new layout unless a
+newer file exists there already, and removed.
+
+Every function takes a ``Workspace`` record looked up in the identity part: an id from input never names a
+directory before it has been found to be a workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from hangar.chat.descriptor import CHAT_PROVIDER, DESCRIPTORS, descriptor_for
+from hangar.core.datadir import DataDir
+from hangar.core.fileio import write_private_atomic
+from hangar.identity import Workspace
+
+log = logging.getLogger(__name__)
+
+DIR_NAME = "chat_credentials"
+LEGACY_CREDENTIALS = "chat_credentials.json"
+LEGACY_SETUP = "chat_setup.json"
+
+
+class CredentialFiles:
+    def __init__(self, datadir: DataDir) -> None:
+        self._datadir = datadir
+
+    def directory(self, workspace: Workspace) -> Path:
+        return self._datadir.workspace_dir(workspace.id) / DIR_NAME
+
+    def _path(self, workspace: Workspace, provider: str, suffix: str = "") -> Path:
+        descriptor_for(provider)  # only a declared provider names a file
+        return self.directory(workspace) / f"{provider}{suffix}.json"
+
+    def _ensure_dir(self, workspace: Workspace) -> Path:
+        folder = self.directory(workspace)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask, and an older directory may be wider
+        return folder
+
+    def _write(self, path: Path, workspace: Workspace, data: dict[str, Any]) -> None:
+        self._ensure_dir(workspace)
+        write_private_atomic(path, json.dumps(data, sort_keys=True).encode())
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, Any] | None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            log.error("chat file %s is not JSON; treated as absent", path.name)
+            return None
+        return data if isinstance(data, dict) else None
+
+    @staticmethod
+    def _remove(path: Path) -> None:
+        path.unlink(missing_ok=True)
+
+    # -- credentials -----------------------------------------------------------------------------------------
+
+    def read(self, workspace: Workspace, provider: str) -> dict[str, str] | None:
+        data = self._read(self._path(workspace, provider))
+        if data is None:
+            return None
+        return {k: v for k, v in data.items() if isinstance(v, str)}
+
+    def write(self, workspace: Workspace, provider: str, credentials: dict[str, str]) -> None:
+        self._write(self._path(workspace, provider), workspace, dict(credentials))
+
+    def delete(self, workspace: Workspace, provider: str) -> None:
+        """Forget the provider's credentials and any unfinished setup."""
+        self._remove(self._path(workspace, provider))
+        self._remove(self._path(workspace, provider, "_setup"))
+
+    # -- guided setup ----------------------------------------------------------------------------------------
+
+    def read_setup(self, workspace: Workspace, provider: str) -> dict[str, Any] | None:
+        return self._read(self._path(workspace, provider, "_setup"))
+
+    def write_setup(self, workspace: Workspace, provider: str, setup: dict[str, Any]) -> None:
+        self._write(self._path(workspace, provider, "_setup"), workspace, setup)
+
+    def delete_setup(self, workspace: Workspace, provider: str) -> None:
+        self._remove(self._path(workspace, provider, "_setup"))
+
+    # -- legacy layout ---------------------------------------------------------------------------------------
+
+    def migrate_legacy(self, workspace: Workspace) -> list[str]:
+        """Move the legacy credential and setup files into the per-provider layout; returns the files moved."""
+        moved = []
+        base = self._datadir.workspace_dir(workspace.id)
+        for name, suffix in ((LEGACY_CREDENTIALS, ""), (LEGACY_SETUP, "_setup")):
+            legacy = base / name
+            data = self._read(legacy)
+            if data is None:
+                if legacy.exists():
+                    log.error("legacy chat file %s of workspace %s is unreadable; left in place", name, workspace.id)
+                continue
+            for provider, values in _per_provider(data).items():
+                target = self._path(workspace, provider, suffix)
+                if not target.exists():  # a newer file wins over the legacy one
+                    self._write(target, workspace, values)
+            self._remove(legacy)
+            moved.append(name)
+        return moved
+
+
+def _per_provider(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Legacy content keyed by provider, or flat for the one provider there was."""
+    keyed = {p: v for p, v in data.items() if p in DESCRIPTORS and isinstance(v, dict)}
+    if keyed:
+        return keyed
+    return {CHAT_PROVIDER: data}

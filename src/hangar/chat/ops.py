@@ -1,0 +1,180 @@
+"""The chat ops: provider descriptors and connection status, connecting and disconnecting, member links and the
+roster watch, the guided-setup link. Each call names its workspace (``workspace_id``); audit rows name the
+credential fields given, never their values."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import Field
+
+from hangar.chat.descriptor import CHAT_PROVIDER, DESCRIPTORS, descriptor_for
+from hangar.chat.links import RosterFollower
+from hangar.chat.results import (
+    BotProfileView,
+    ChatStatus,
+    ConnectReply,
+    LinkCode,
+    ProviderEntry,
+    SetupLink,
+    Unlinked,
+    UserLinkRoster,
+    UserLinkView,
+)
+from hangar.chat.service import ChatService
+from hangar.core.part import OpFunction
+from hangar.core.principal import Role
+from hangar.errors import Forbidden
+from hangar.rpc.context import OpContext
+from hangar.rpc.registry import Args, NoArgs, op
+
+
+def _chat(ctx: OpContext) -> ChatService:
+    return ctx.app.service(ChatService)
+
+
+class ProviderArgs(Args):
+    provider: str = CHAT_PROVIDER
+
+
+class SomeProviderArgs(Args):
+    provider: str | None = None  # every provider when absent
+
+
+@op("chat.providers", kind="read", scope="workspace")
+async def chat_providers(ctx: OpContext, args: NoArgs) -> list[ProviderEntry]:
+    """The chat providers this server offers, each with its credential fields, capabilities and the
+    workspace's connection status: the settings screen renders the connect dialog from it."""
+    chat = _chat(ctx)
+    ws = await chat.workspace(ctx.ws)
+    return [ProviderEntry.of(d, chat.status(ws, d.provider)) for d in DESCRIPTORS.values()]
+
+
+@op("chat.status", kind="read", scope="workspace")
+async def chat_status(ctx: OpContext, args: ProviderArgs) -> ChatStatus:
+    """The workspace's connection to the provider: ``disconnected``, ``connecting``, ``connected`` or ``error``
+    (with the provider's error), and whether replies can stream."""
+    chat = _chat(ctx)
+    return ChatStatus.of(chat.status(await chat.workspace(ctx.ws), descriptor_for(args.provider).provider))
+
+
+class ConnectArgs(Args):
+    provider: str = CHAT_PROVIDER
+    credentials: dict[str, Any] = Field(
+        description="Values of the descriptor's fields (botToken, appToken, configRefreshToken); an optional "
+        "field left empty keeps its stored value"
+    )
+
+
+@op("chat.connect", kind="mutate", scope="workspace", min_role="admin", actions=("secretAccess", "networkEgress"))
+async def chat_connect(ctx: OpContext, args: ConnectArgs) -> ConnectReply:
+    """Store the provider's credentials for the workspace (write-only) and (re)start its connection."""
+    chat = _chat(ctx)
+    ws = await chat.workspace(ctx.ws)
+    status = await chat.connect(ws, descriptor_for(args.provider).provider, args.credentials)
+    stored = sorted(chat.credentials(ws, status.provider) or {})
+    await ctx.audit("chat.connect", f"chat:{status.provider}", {"fields": stored, "state": status.state})
+    return ConnectReply(state=status.state, error=status.error)
+
+
+@op("chat.disconnect", kind="destructive", scope="workspace", min_role="admin", actions=("secretAccess",))
+async def chat_disconnect(ctx: OpContext, args: ProviderArgs) -> ChatStatus:
+    """Stop the workspace's connection and delete its stored credentials and unfinished setup."""
+    chat = _chat(ctx)
+    ws = await chat.workspace(ctx.ws)
+    provider = descriptor_for(args.provider).provider
+    await chat.disconnect(ws, provider)
+    await ctx.audit("chat.disconnect", f"chat:{provider}")
+    return ChatStatus.of(chat.status(ws, provider))
+
+
+@op("chat.beginUserLink", kind="mutate", scope="workspace", min_role="member")
+async def chat_begin_user_link(ctx: OpContext, args: ProviderArgs) -> LinkCode:
+    """Mint a one-time code (15 minutes) that links the caller's own chat account: send ``/<command> link <code>``
+    from the chat. A new code replaces the caller's previous one."""
+    if ctx.principal.agent_id is not None:
+        raise Forbidden("an agent has no chat account to link; a person mints their own code")
+    provider = descriptor_for(args.provider).provider
+    code, expires_at = _chat(ctx).codes.mint(ctx.ws, provider, ctx.principal.user_id)
+    return LinkCode(code=code, expires_at=expires_at)
+
+
+@op("chat.listUserLinks", kind="read", scope="workspace")
+async def chat_list_user_links(ctx: OpContext, args: SomeProviderArgs) -> list[UserLinkView]:
+    """The workspace's linked chat members (all providers, or one)."""
+    provider = None if args.provider is None else descriptor_for(args.provider).provider
+    return [UserLinkView.of(link) for link in await _chat(ctx).user_links.list(ctx.ws, provider)]
+
+
+class UnlinkArgs(Args):
+    provider: str = CHAT_PROVIDER
+    user_id: str | None = Field(default=None, description="Whose link to remove; the caller's own when absent")
+
+
+@op("chat.unlinkUser", kind="mutate", scope="workspace", min_role="member")
+async def chat_unlink_user(ctx: OpContext, args: UnlinkArgs) -> Unlinked:
+    """Remove a member's chat link: a member their own, an admin anyone's."""
+    user_id = args.user_id or ctx.principal.user_id
+    if user_id != ctx.principal.user_id and (ctx.role is None or ctx.role < Role.admin):
+        raise Forbidden("removing another member's chat link needs the admin role")
+    provider = descriptor_for(args.provider).provider
+    removed = await _chat(ctx).user_links.unlink(ctx.ws, provider, user_id)
+    if removed is not None:
+        await ctx.audit("chat.unlinkUser", f"user:{user_id}", {"provider": provider})
+    return Unlinked(unlinked=removed is not None)
+
+
+@op("chat.watchUserLinks", kind="watch", scope="workspace", result=UserLinkRoster)
+async def chat_watch_user_links(
+    ctx: OpContext, args: SomeProviderArgs
+) -> AsyncIterator[UserLinkRoster | dict[str, Any]]:
+    """The roster of linked chat members, then the whole roster again whenever a link is made or removed (in
+    this server or another process sharing its data)."""
+    provider = None if args.provider is None else descriptor_for(args.provider).provider
+    links = _chat(ctx).user_links
+    follower = RosterFollower(ctx.app, ctx.ws)  # before the first answer: no change after it is missed
+    try:
+
+        async def roster() -> UserLinkRoster:
+            return UserLinkRoster(links=[UserLinkView.of(k) for k in await links.list(ctx.ws, provider)])
+
+        yield await roster()
+        async for _ in follower.changes():
+            yield (await roster()).model_dump(mode="json", by_alias=True)
+    finally:
+        await follower.aclose()
+
+
+class SetupLinkArgs(Args):
+    provider: str = CHAT_PROVIDER
+    app_name: str | None = None
+    bot_display_name: str | None = None
+    description: str | None = None
+    agent_description: str | None = None
+    command: str | None = None
+    agent_enabled: bool | None = None
+
+
+@op("chat.setupLink", kind="read", scope="workspace", min_role="admin")
+async def chat_setup_link(ctx: OpContext, args: SetupLinkArgs) -> SetupLink:
+    """The provider's address that creates the workspace's app from the bot profile (the given fields over the
+    defaults; an empty one leaves its value). Reads no secret and contacts nobody."""
+    chat = _chat(ctx)
+    ws = await chat.workspace(ctx.ws)
+    edits = args.model_dump(by_alias=True, exclude={"provider"})
+    url, profile = chat.setup_link(ws, descriptor_for(args.provider).provider, edits)
+    return SetupLink(url=url, profile=BotProfileView.of(profile))
+
+
+CHAT_OPS: list[OpFunction] = [
+    chat_providers,
+    chat_status,
+    chat_connect,
+    chat_disconnect,
+    chat_begin_user_link,
+    chat_list_user_links,
+    chat_unlink_user,
+    chat_watch_user_links,
+    chat_setup_link,
+]

@@ -1,0 +1,140 @@
+"""What the chat ops answer. No result carries a token: credentials travel in only."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Literal
+
+from pydantic import Field
+
+from hangar.chat.descriptor import ProviderDescriptor
+from hangar.chat.links import UserLink
+from hangar.chat.profile import BotProfile
+from hangar.chat.service import ConnectionStatus
+from hangar.core.types import Timestamp
+from hangar.rpc.registry import Result, omitted_when_none
+
+State = Literal["disconnected", "connecting", "connected", "error"]
+
+
+class CredentialFieldView(Result):
+    id: str
+    label: str
+    required: bool
+    prefix: str
+    purpose: str
+    refusal: str = Field(description="The sentence a value with the wrong prefix is refused with, client and server")
+
+
+class CapabilitiesView(Result):
+    streaming: bool
+    streaming_requires_thread: bool
+    ephemeral_messages: bool
+    thread_status: bool
+    thread_title: bool
+    slash_commands: bool
+    task_cards: bool
+    max_message_length: int
+    max_stream_chunk_length: int
+
+
+class ChatStatus(Result):
+    provider: str
+    state: State
+    error: str | None = omitted_when_none()
+    streaming_available: bool
+
+    @classmethod
+    def of(cls, status: ConnectionStatus) -> ChatStatus:
+        return cls(
+            provider=status.provider,
+            state=status.state,
+            error=status.error,
+            streaming_available=status.streaming_available,
+        )
+
+
+class ProviderEntry(Result):
+    provider: str
+    label: str
+    transport: str
+    space_kind: str
+    fields: list[CredentialFieldView]
+    capabilities: CapabilitiesView
+    bot_scopes: list[str]
+    bot_events: list[str]
+    default_command: str
+    status: ChatStatus | None = omitted_when_none()
+
+    @classmethod
+    def of(cls, d: ProviderDescriptor, status: ConnectionStatus | None) -> ProviderEntry:
+        return cls(
+            provider=d.provider,
+            label=d.label,
+            transport=d.transport,
+            space_kind=d.space_kind,
+            fields=[CredentialFieldView(**asdict(f), refusal=f.refusal) for f in d.fields],
+            capabilities=CapabilitiesView(**asdict(d.capabilities)),
+            bot_scopes=list(d.bot_scopes),
+            bot_events=list(d.bot_events),
+            default_command=d.default_command,
+            status=None if status is None else ChatStatus.of(status),
+        )
+
+
+class ConnectReply(Result):
+    state: State
+    error: str | None = omitted_when_none()
+
+
+class LinkCode(Result):
+    code: str
+    expires_at: Timestamp
+
+
+class UserLinkView(Result):
+    provider: str
+    external_user_id: str
+    external_team_id: str
+    user_id: str
+    method: str
+    linked_at: Timestamp
+
+    @classmethod
+    def of(cls, link: UserLink) -> UserLinkView:
+        return cls(
+            provider=link.provider,
+            external_user_id=link.external_user_id,
+            external_team_id=link.external_team_id,
+            user_id=link.user_id,
+            method=link.method,
+            linked_at=link.linked_at,
+        )
+
+
+class UserLinkRoster(Result):
+    """``chat.watchUserLinks``: the roster, first as the reply, then again as each event after a change."""
+
+    links: list[UserLinkView]
+
+
+class Unlinked(Result):
+    unlinked: bool
+
+
+class BotProfileView(Result):
+    app_name: str
+    bot_display_name: str
+    description: str
+    agent_description: str
+    command: str
+    agent_enabled: bool
+
+    @classmethod
+    def of(cls, profile: BotProfile) -> BotProfileView:
+        return cls(**asdict(profile))
+
+
+class SetupLink(Result):
+    url: str
+    profile: BotProfileView

@@ -1,0 +1,112 @@
+"""The chat part's service: credentials in and connection status out, the per-workspace connections, the links.
+
+Tokens travel one way: ``connect`` takes them, writes them to the workspace's credential file and hands them to
+the connection; nothing here returns them (``status`` reports state, the provider's error and whether streaming
+works). The transport reads them through ``credentials`` when it needs them again (the lead's app management).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hangar.chat.connections import ConnectionRegistry, ConnectionState
+from hangar.chat.credentials import CredentialFiles
+from hangar.chat.descriptor import DESCRIPTORS, descriptor_for, validate_credentials
+from hangar.chat.links import LinkCodes, UserLinks
+from hangar.chat.profile import BotProfile, default_profile, edit_profile, setup_link
+from hangar.chat.space_links import SpaceLinks
+from hangar.core.context import AppContext
+from hangar.errors import NotFound
+from hangar.identity import IdentityService, Workspace, usable_workspace_ids
+from hangar.workspace import SpaceService
+
+log = logging.getLogger(__name__)
+
+NOT_RUNNING = "credentials are stored but this server has not started the connection"
+
+
+@dataclass(frozen=True)
+class ConnectionStatus:
+    provider: str
+    state: ConnectionState
+    error: str | None
+    streaming_available: bool
+
+
+class ChatService:
+    def __init__(self, app: AppContext, registry: ConnectionRegistry) -> None:
+        self._app = app
+        self.files = CredentialFiles(app.datadir)
+        self.registry = registry
+        self.codes = LinkCodes(app.clock)
+        self.user_links = UserLinks(app, self.codes)
+        self.space_links = SpaceLinks(app, app.service(SpaceService))
+
+    async def workspace(self, workspace_id: str) -> Workspace:
+        """The workspace record an id names: only a found workspace names a directory."""
+        found = await self._app.service(IdentityService).get_workspace(workspace_id)
+        if found is None:
+            raise NotFound(f"workspace {workspace_id} does not exist")
+        return found
+
+    # -- connection ------------------------------------------------------------------------------------------
+
+    def status(self, workspace: Workspace, provider: str) -> ConnectionStatus:
+        descriptor_for(provider)
+        if self.files.read(workspace, provider) is None:
+            return ConnectionStatus(provider, "disconnected", None, False)
+        conn = self.registry.get(workspace.id, provider)
+        if conn is None:
+            return ConnectionStatus(provider, "error", NOT_RUNNING, False)
+        state = conn.state
+        return ConnectionStatus(provider, state, conn.error if state == "error" else None, conn.streaming_available)
+
+    async def connect(self, workspace: Workspace, provider: str, raw: Mapping[str, Any]) -> ConnectionStatus:
+        """Check and store the submitted credentials, then restart the workspace's connection with them."""
+        descriptor = descriptor_for(provider)
+        credentials = validate_credentials(descriptor, raw, self.files.read(workspace, provider))
+        self.files.write(workspace, provider, credentials)
+        await self.registry.restart(workspace, provider, credentials)
+        return self.status(workspace, provider)
+
+    async def disconnect(self, workspace: Workspace, provider: str) -> None:
+        descriptor_for(provider)
+        await self.registry.stop(workspace.id, provider)
+        self.files.delete(workspace, provider)
+
+    def credentials(self, workspace: Workspace, provider: str) -> dict[str, str] | None:
+        return self.files.read(workspace, provider)
+
+    def store_refresh_token(self, workspace: Workspace, provider: str, refresh_token: str) -> None:
+        """Keep a rotated configuration refresh token at once: the previous one no longer works."""
+        stored = self.files.read(workspace, provider) or {}
+        self.files.write(workspace, provider, {**stored, "configRefreshToken": refresh_token})
+
+    async def start_all(self) -> None:
+        """At server start: move legacy files, then start a connection for every workspace with credentials."""
+        for workspace_id in await usable_workspace_ids(self._app):
+            workspace = await self.workspace(workspace_id)
+            try:
+                self.files.migrate_legacy(workspace)
+            except OSError:
+                log.exception("legacy chat files of workspace %s could not be migrated", workspace_id)
+            for provider in DESCRIPTORS:
+                credentials = self.files.read(workspace, provider)
+                if credentials is not None:
+                    await self.registry.restart(workspace, provider, credentials)
+
+    # -- guided setup ----------------------------------------------------------------------------------------
+
+    def profile(self, workspace: Workspace, provider: str) -> BotProfile:
+        """The profile of an unfinished setup, else the default one for the workspace."""
+        setup = self.files.read_setup(workspace, provider) or {}
+        saved = setup.get("botProfile")
+        base = default_profile(workspace.name)
+        return edit_profile(base, saved) if isinstance(saved, dict) else base
+
+    def setup_link(self, workspace: Workspace, provider: str, edits: Mapping[str, Any]) -> tuple[str, BotProfile]:
+        profile = edit_profile(self.profile(workspace, provider), edits)
+        return setup_link(descriptor_for(provider), profile), profile
