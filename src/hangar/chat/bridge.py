@@ -172,12 +172,12 @@ class Bridge:
         is_dm = ev.kind == "dm"
         anchor = None if is_dm else (ev.thread_ts or ev.ts)
         reply_thread = ev.thread_ts or ev.ts
-        if ev.kind == "message":
-            # Only a reply in a thread the bot was brought into continues; the rest of a channel is not ours.
-            if ev.thread_ts is None or await links.find(
-                self.workspace_id, self.provider, ev.channel_id, ev.thread_ts
-            ) is None:
-                return
+        # Only a reply in a thread the bot was brought into continues; the rest of a channel is not ours.
+        if ev.kind == "message" and (
+            ev.thread_ts is None
+            or await links.find(self.workspace_id, self.provider, ev.channel_id, ev.thread_ts) is None
+        ):
+            return
         lock = self._locks.setdefault((ev.channel_id, anchor), asyncio.Lock())
         async with lock:
             who = await self._member(ev)
@@ -264,9 +264,7 @@ class Bridge:
             with contextlib.suppress(ChatProviderError):
                 profile = await self._api.users_info(ev.user_id)
                 email = getattr(profile, "email", None)
-                if email and await links.link_by_email(
-                    self.workspace_id, self.provider, ev.team_id, ev.user_id, email
-                ):
+                if email and await links.link_by_email(self.workspace_id, self.provider, ev.team_id, ev.user_id, email):
                     found = await links.resolve_member(self.workspace_id, self.provider, ev.team_id, ev.user_id)
         return found
 
@@ -516,4 +514,3 @@ class Bridge:
         except ChatProviderError as exc:
             log.warning("chat bridge: %s refused a call: %s", self.provider, exc.provider_code)
             return None
-

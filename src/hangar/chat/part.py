@@ -1,24 +1,29 @@
 """The chat part: its tables, ops, events, the deep-link route, and the service with the workspaces' connections.
 
-``make_chat_part(factory)`` takes the provider transport that builds a live connection from stored credentials;
-the part made without one (``CHAT_PART``) stores credentials and links but dials nothing, and says so in the
-status (``error``, "no transport")."""
+``make_chat_part(transport)`` takes the provider transport that builds a live connection from stored
+credentials (``CHAT_PART``: Slack's); the part made with ``None`` stores credentials and links but dials nothing,
+and says so in the status (``error``, "no transport")."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from hangar.chat.connections import ConnectionFactory, ConnectionRegistry
 from hangar.chat.deeplink import ROUTES
 from hangar.chat.events import CHAT_EVENTS
 from hangar.chat.ops import CHAT_OPS
+from hangar.chat.providers.slack.live import slack_connections
 from hangar.chat.service import ChatService
 from hangar.chat.tables import MIGRATIONS
 from hangar.core.context import AppContext
 from hangar.core.part import Part
 
+Transport = Callable[[AppContext], ConnectionFactory]
 
-def make_chat_part(factory: ConnectionFactory | None = None) -> Part:
+
+def make_chat_part(transport: Transport | None) -> Part:
     async def start(app: AppContext) -> None:
-        chat = app.provide(ChatService(app, ConnectionRegistry(factory)))
+        chat = app.provide(ChatService(app, ConnectionRegistry(transport(app) if transport else None)))
         await chat.start_all()
 
     async def stop(app: AppContext) -> None:
@@ -37,4 +42,4 @@ def make_chat_part(factory: ConnectionFactory | None = None) -> Part:
     )
 
 
-CHAT_PART = make_chat_part()
+CHAT_PART = make_chat_part(slack_connections)

@@ -157,7 +157,9 @@ def schema_problems(path: Path, sets: Sequence[MigrationSet]) -> list[str]:
         problems: list[str] = []
         for mset in sets:
             for metadata in mset.tables:
-                for table in metadata.sorted_tables:
+                # Not ``sorted_tables``: sorting resolves foreign keys, and a part's table may reference another
+                # part's (``chat_space_links.cc_space_id`` -> ``spaces.id``), which is not in its metadata.
+                for table in metadata.tables.values():
                     have = {row[1] for row in db.execute(f'PRAGMA table_info("{table.name}")')}
                     if not have:
                         problems.append(f"table {table.name} ({mset.name})")

@@ -1,0 +1,68 @@
+"""A workspace's live Slack connection: the Web API client, the Socket Mode supervisor and the bridge, as one.
+
+``slack_connections(app)`` is the factory the chat part's connection registry calls with stored credentials:
+it builds the three and starts them. The registry sees the ``ChatConnection`` face (state, the provider's error,
+whether streaming works, stop); the bridge gets the events and the run follow-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hangar.chat.bridge import Bridge
+from hangar.chat.connections import ChatConnection, ConnectionFactory, ConnectionState
+from hangar.chat.providers.slack.api import SlackApi
+from hangar.chat.providers.slack.connection import SlackConnection
+from hangar.chat.replies import ConnectionFlags
+from hangar.chat.service import ChatService
+from hangar.core.context import AppContext
+from hangar.identity import Workspace
+
+
+class LiveSlack:
+    def __init__(self, app: AppContext, workspace: Workspace, provider: str, credentials: Mapping[str, str]) -> None:
+        self.api = SlackApi(credentials["botToken"], clock=app.clock, api_url=app.settings.chatprovider_api_url)
+        self.flags = ConnectionFlags()
+        self.bridge = Bridge(app, app.service(ChatService), workspace.id, provider, self.api, self.flags)
+        self.connection = SlackConnection(
+            self.api, credentials["appToken"], app.clock, on_event=self.bridge.on_event, on_state=self._moved
+        )
+
+    def _moved(self, state: ConnectionState, _message: str | None) -> None:
+        if state == "connecting":
+            # A new socket is a new chance: what the provider refused on the last one is asked again.
+            self.flags.streaming_available = True
+            self.flags.cards_available = True
+
+    async def start(self) -> None:
+        await self.bridge.start()
+        self.connection.start()
+
+    @property
+    def state(self) -> ConnectionState:
+        return self.connection.state
+
+    @property
+    def error(self) -> str | None:
+        err = self.connection.error
+        return err.message if err is not None and self.state == "error" else None
+
+    @property
+    def streaming_available(self) -> bool:
+        return self.flags.streaming_available
+
+    async def stop(self) -> None:
+        try:
+            await self.connection.stop()
+            await self.bridge.stop()
+        finally:
+            await self.api.aclose()
+
+
+def slack_connections(app: AppContext) -> ConnectionFactory:
+    async def build(workspace: Workspace, provider: str, credentials: Mapping[str, str]) -> ChatConnection:
+        live = LiveSlack(app, workspace, provider, credentials)
+        await live.start()
+        return live
+
+    return build
