@@ -3,6 +3,10 @@
 ``chat_space_links``: one external conversation (a channel thread, or a whole bot DM) to one space, deleted with
 the space. ``chat_user_links``: one external member to one user (identity resolution, not an access grant).
 ``chat_open_streams``: streamed replies not finished yet, so a restarted server can finish their cards.
+
+The references to ``spaces(id)`` (``ON DELETE CASCADE``) are made by the migration, in the database: the
+workspace part declares ``spaces`` in its own metadata, which these definitions (used for queries and the schema
+check) do not share.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ chat_space_links = sa.Table(
     sa.Column("external_team_id", sa.String(64), nullable=False),
     sa.Column("external_channel_id", sa.String(64), nullable=False),
     sa.Column("external_thread_id", sa.String(64), nullable=True),
-    sa.Column("cc_space_id", sa.String(36), sa.ForeignKey("spaces.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("cc_space_id", sa.String(36), nullable=False),
     sa.Column("created_by_user_id", sa.String(36), nullable=True),
     sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.Column("last_activity_at", UtcDateTime(), nullable=False),
@@ -47,7 +51,7 @@ chat_user_links = sa.Table(
 chat_open_streams = sa.Table(
     "chat_open_streams",
     metadata,
-    sa.Column("space_id", sa.String(36), sa.ForeignKey("spaces.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("space_id", sa.String(36), primary_key=True),
     sa.Column("provider", sa.String(32), nullable=False),
     sa.Column("channel", sa.String(64), nullable=False),
     sa.Column("ts", sa.String(64), nullable=False),
