@@ -4,78 +4,12 @@ WebSocket, and an ``openai`` agent on the scripted model endpoint."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.peers.slack_emulator import APP_TOKEN, BOT_TOKEN, SlackEmulator, running_slack
-from tests.support.rpc import RpcClient
-from tests.support.server import RunningServer, running_server
-from tests.unit.agents.fake_openai import FakeOpenAI, running_fake_openai, text
-from tests.unit.agents.support import server_parts
-
-PROVIDER = "chatprovider"
-ALICE = "U0ALICE"
-GENERAL = "C0GENERAL"
-
-
-@dataclass
-class World:
-    srv: RunningServer
-    client: RpcClient
-    ws: str
-    slack: SlackEmulator
-    model: FakeOpenAI
-    agent_id: str
-
-
-async def until(check: Callable[[], Awaitable[Any]], timeout: float = 20.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        got = await check()
-        if got:
-            return got
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("the condition never held")
-        await asyncio.sleep(0.05)
-
-
-@contextlib.asynccontextmanager
-async def world(tmp_path: Path, *, link: bool = True, **settings: Any) -> AsyncIterator[World]:
-    async with (
-        running_slack() as slack,
-        running_fake_openai() as model,
-        running_server(tmp_path / "data", parts=server_parts(), chatprovider_api_url=slack.api_url, **settings) as srv,
-    ):
-        ws = await srv.new_workspace("acme")
-        async with RpcClient(srv.ws_url, srv.owner_token) as client:
-            agent = await client.call(
-                "agents.create",
-                workspace_id=ws,
-                name="Ada",
-                adapter={"type": "openai", "baseUrl": model.url, "model": "m", "apiKey": "sk-test"},
-            )
-            connected = await client.call(
-                "chat.connect",
-                workspace_id=ws,
-                provider=PROVIDER,
-                credentials={"botToken": BOT_TOKEN, "appToken": APP_TOKEN},
-            )
-            assert connected["state"] in ("connecting", "connected")
-            await slack.wait_hellos(1)
-            w = World(srv, client, ws, slack, model, agent["id"])
-            if link:
-                code = (await client.call("chat.beginUserLink", workspace_id=ws, provider=PROVIDER))["code"]
-                answer = await slack.acked(await slack.slash("/hangar", f"link {code.lower()}", ALICE, GENERAL))
-                assert answer is not None and "Linked" in answer["text"], answer
-            yield w
-
-
-async def chat_spaces(w: World) -> list[dict[str, Any]]:
-    spaces = (await w.client.call("spaces.list", workspace_id=w.ws))["spaces"]
-    return [s for s in spaces if s["kind"] == PROVIDER]
+from tests.peers.slack_emulator import SlackEmulator
+from tests.support.chat import ALICE, GENERAL, PROVIDER, chat_spaces, until, world
+from tests.unit.agents.fake_openai import text
 
 
 def stopped_streams(slack: SlackEmulator) -> list[Any]:
@@ -86,7 +20,7 @@ async def test_a_mention_opens_a_thread_and_a_space_and_the_agent_answers_there(
     async with world(tmp_path) as w:
         w.model.script("m", text("Hello from Ada."), text("Still here."))
         sent = await w.slack.mention(GENERAL, ALICE, "what is up?")
-        await until(lambda: _async(stopped_streams(w.slack)))
+        await until(lambda: stopped_streams(w.slack))
         (stream,) = stopped_streams(w.slack)
         assert stream.thread_ts == sent.ts and stream.channel == GENERAL
         assert stream.recipient_user_id == ALICE and stream.recipient_team_id
@@ -109,7 +43,7 @@ async def test_a_mention_opens_a_thread_and_a_space_and_the_agent_answers_there(
         }
         # A reply in the thread continues the same space, no mention needed.
         await w.slack.message(GENERAL, ALICE, "and then?", thread_ts=sent.ts)
-        await until(lambda: _async(len(stopped_streams(w.slack)) == 2))
+        await until(lambda: len(stopped_streams(w.slack)) == 2)
         assert len(await chat_spaces(w)) == 1
         assert "Still here." in stopped_streams(w.slack)[1].text
         # A plain channel message is not ours: no space, no run, no reply.
@@ -123,7 +57,7 @@ async def test_someone_not_linked_is_refused_in_the_thread_and_nothing_runs(tmp_
     async with world(tmp_path, link=False) as w:
         w.slack.add_user("U0BOB", "bob", "bob@elsewhere.example")
         sent = await w.slack.mention(GENERAL, "U0BOB", "do something")
-        refusal = await until(lambda: _async([m for m in w.slack.messages if m.get("thread_ts") == sent.ts]))
+        refusal = await until(lambda: [m for m in w.slack.messages if m.get("thread_ts") == sent.ts])
         assert "not linked" in refusal[0]["text"] and "/hangar link" in refusal[0]["text"]
         assert await chat_spaces(w) == [] and w.model.requests == []
 
@@ -132,11 +66,11 @@ async def test_a_person_typing_in_the_product_is_mirrored_and_chat_messages_are_
     async with world(tmp_path) as w:
         w.model.script("m", text("Answer."))
         sent = await w.slack.mention(GENERAL, ALICE, "mirror me")
-        await until(lambda: _async(stopped_streams(w.slack)))
+        await until(lambda: stopped_streams(w.slack))
         (space,) = await chat_spaces(w)
         before = len(w.slack.messages)
         await w.client.call("messages.post", workspace_id=w.ws, space_id=space["id"], content="From the product")
-        mirrored = await until(lambda: _async(w.slack.messages[before:]))
+        mirrored = await until(lambda: w.slack.messages[before:])
         assert mirrored[0]["thread_ts"] == sent.ts and mirrored[0]["text"].endswith(": From the product")
         await asyncio.sleep(0.3)
         # The chat's own message (the prompt) never came back, nor did the agent's reply as a plain message.
@@ -148,9 +82,9 @@ async def test_a_dm_gets_one_space_a_title_and_a_thinking_status(tmp_path: Path)
         w.slack.add_channel("D0ALICE", "alice")
         w.model.script("m", text("Hi in private."), text("Again."))
         first = await w.slack.dm("D0ALICE", ALICE, "private question")
-        await until(lambda: _async(stopped_streams(w.slack)))
+        await until(lambda: stopped_streams(w.slack))
         await w.slack.dm("D0ALICE", ALICE, "second one")
-        await until(lambda: _async(len(stopped_streams(w.slack)) == 2))
+        await until(lambda: len(stopped_streams(w.slack)) == 2)
         (space,) = await chat_spaces(w)
         assert space["title"] == "Slack DM · private question"
         titles = w.slack.calls_of("assistant.threads.setTitle")
@@ -174,7 +108,3 @@ async def test_slash_commands_answer_help_unknown_and_file_tickets(tmp_path: Pat
         assert ticket["title"] == "Broken build" and ticket["description"] == "it fails | badly"
         bad = await w.slack.acked(await w.slack.slash("/ask", "link ZZZZZZ", "U0BOB", GENERAL))
         assert bad is not None and "not valid" in bad["text"]
-
-
-async def _async(value: Any) -> Any:
-    return value

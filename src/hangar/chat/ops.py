@@ -9,12 +9,15 @@ from typing import Any
 
 from pydantic import Field
 
+from hangar.chat.apps import INSTALL_STEPS, AppManagement
 from hangar.chat.descriptor import CHAT_PROVIDER, DESCRIPTORS, descriptor_for
 from hangar.chat.links import RosterFollower
 from hangar.chat.results import (
     BotProfileView,
     ChatStatus,
     ConnectReply,
+    CreatedApp,
+    EditedProfile,
     LinkCode,
     ProviderEntry,
     SetupLink,
@@ -167,6 +170,58 @@ async def chat_setup_link(ctx: OpContext, args: SetupLinkArgs) -> SetupLink:
     return SetupLink(url=url, profile=BotProfileView.of(profile))
 
 
+class CreateAppArgs(SetupLinkArgs):
+    config_refresh_token: str | None = Field(
+        default=None,
+        description="The app configuration refresh token (xoxe...), when none is stored yet; write-only",
+    )
+
+
+@op(
+    "chat.createApp",
+    kind="mutate",
+    scope="workspace",
+    min_role="admin",
+    actions=("secretAccess", "networkEgress"),
+)
+async def chat_create_app(ctx: OpContext, args: CreateAppArgs) -> CreatedApp:
+    """Create the workspace's app from the bot profile through the provider's manifest API; answers the steps
+    left (install it, make an app-level token, connect)."""
+    chat = _chat(ctx)
+    ws = await chat.workspace(ctx.ws)
+    provider = descriptor_for(args.provider).provider
+    edits = args.model_dump(by_alias=True, exclude={"provider", "config_refresh_token"})
+    created = await AppManagement(ctx.app).create(ws, provider, edits, args.config_refresh_token)
+    await ctx.audit("chat.createApp", f"chat:{provider}", {"appId": created.app_id})
+    return CreatedApp(
+        app_id=created.app_id,
+        install_url=created.install_url,
+        remaining_steps=list(INSTALL_STEPS),
+        profile=BotProfileView.of(created.profile),
+    )
+
+
+@op("chat.botProfile", kind="read", scope="workspace", min_role="admin", actions=("networkEgress",))
+async def chat_bot_profile(ctx: OpContext, args: ProviderArgs) -> BotProfileView:
+    """The app's bot profile as the provider has it now (its exported manifest)."""
+    chat = _chat(ctx)
+    ws = await chat.workspace(ctx.ws)
+    return BotProfileView.of(await AppManagement(ctx.app).profile(ws, descriptor_for(args.provider).provider))
+
+
+@op("chat.updateBotProfile", kind="mutate", scope="workspace", min_role="admin", actions=("networkEgress",))
+async def chat_update_bot_profile(ctx: OpContext, args: SetupLinkArgs) -> EditedProfile:
+    """Edit the app's bot profile (an empty field leaves its value); scopes and events are merged, never
+    removed. ``remainingStep`` is present only when the provider wants a reinstall."""
+    chat = _chat(ctx)
+    ws = await chat.workspace(ctx.ws)
+    provider = descriptor_for(args.provider).provider
+    edits = args.model_dump(by_alias=True, exclude={"provider"})
+    edited = await AppManagement(ctx.app).edit(ws, provider, edits)
+    await ctx.audit("chat.updateBotProfile", f"chat:{provider}", {"remainingStep": edited.remaining_step})
+    return EditedProfile(profile=BotProfileView.of(edited.profile), remaining_step=edited.remaining_step)
+
+
 CHAT_OPS: list[OpFunction] = [
     chat_providers,
     chat_status,
@@ -177,4 +232,7 @@ CHAT_OPS: list[OpFunction] = [
     chat_unlink_user,
     chat_watch_user_links,
     chat_setup_link,
+    chat_create_app,
+    chat_bot_profile,
+    chat_update_bot_profile,
 ]

@@ -138,3 +138,17 @@ class BotProfileView(Result):
 class SetupLink(Result):
     url: str
     profile: BotProfileView
+
+
+class CreatedApp(Result):
+    app_id: str
+    install_url: str | None = Field(description="The provider's page that installs the new app to the team")
+    remaining_steps: list[str]
+    profile: BotProfileView
+
+
+class EditedProfile(Result):
+    profile: BotProfileView
+    remaining_step: str | None = Field(
+        default=None, description="Present only when a step is left (``reinstall``); absent: the edit is live"
+    )

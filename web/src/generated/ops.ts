@@ -99,9 +99,26 @@ export type LinkCode = {
   expiresAt: string;
 };
 
+export type BotProfileView = {
+  appName: string;
+  botDisplayName: string;
+  description: string;
+  agentDescription: string;
+  command: string;
+  agentEnabled: boolean;
+};
+
 export type ConnectReply = {
   state: "disconnected" | "connecting" | "connected" | "error";
   error?: string | null;
+};
+
+export type CreatedApp = {
+  appId: string;
+  /** The provider's page that installs the new app to the team */
+  installUrl: string | null;
+  remainingSteps: Array<string>;
+  profile: BotProfileView;
 };
 
 export type ChatStatus = {
@@ -155,15 +172,6 @@ export type ProviderEntry = {
   status?: ChatStatus | null;
 };
 
-export type BotProfileView = {
-  appName: string;
-  botDisplayName: string;
-  description: string;
-  agentDescription: string;
-  command: string;
-  agentEnabled: boolean;
-};
-
 export type SetupLink = {
   url: string;
   profile: BotProfileView;
@@ -171,6 +179,12 @@ export type SetupLink = {
 
 export type Unlinked = {
   unlinked: boolean;
+};
+
+export type EditedProfile = {
+  profile: BotProfileView;
+  /** Present only when a step is left (``reinstall``); absent: the edit is live */
+  remainingStep: string | null;
 };
 
 /** ``chat.watchUserLinks``: the roster, first as the reply, then again as each event after a change. */
@@ -1015,6 +1029,14 @@ export type ChatBeginUserLinkArgs = {
 };
 export type ChatBeginUserLinkResult = LinkCode;
 
+/** The app's bot profile as the provider has it now (its exported manifest). */
+export type ChatBotProfileArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string;
+};
+export type ChatBotProfileResult = BotProfileView;
+
 /** Store the provider's credentials for the workspace (write-only) and (re)start its connection. */
 export type ChatConnectArgs = {
   /** The workspace the call acts in. */
@@ -1024,6 +1046,22 @@ export type ChatConnectArgs = {
   credentials: Record<string, unknown>;
 };
 export type ChatConnectResult = ConnectReply;
+
+/** Create the workspace's app from the bot profile through the provider's manifest API; answers the steps left (install it, make an app-level token, connect). */
+export type ChatCreateAppArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string;
+  appName?: string | null;
+  botDisplayName?: string | null;
+  description?: string | null;
+  agentDescription?: string | null;
+  command?: string | null;
+  agentEnabled?: boolean | null;
+  /** The app configuration refresh token (xoxe...), when none is stored yet; write-only */
+  configRefreshToken?: string | null;
+};
+export type ChatCreateAppResult = CreatedApp;
 
 /** Stop the workspace's connection and delete its stored credentials and unfinished setup. */
 export type ChatDisconnectArgs = {
@@ -1079,6 +1117,20 @@ export type ChatUnlinkUserArgs = {
   userId?: string | null;
 };
 export type ChatUnlinkUserResult = Unlinked;
+
+/** Edit the app's bot profile (an empty field leaves its value); scopes and events are merged, never removed. ``remainingStep`` is present only when the provider wants a reinstall. */
+export type ChatUpdateBotProfileArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  provider?: string;
+  appName?: string | null;
+  botDisplayName?: string | null;
+  description?: string | null;
+  agentDescription?: string | null;
+  command?: string | null;
+  agentEnabled?: boolean | null;
+};
+export type ChatUpdateBotProfileResult = EditedProfile;
 
 /** The roster of linked chat members, then the whole roster again whenever a link is made or removed (in this server or another process sharing its data). */
 export type ChatWatchUserLinksArgs = {
@@ -1907,13 +1959,16 @@ export interface Ops {
   "audit.list": { kind: "read"; scope: "workspace"; args: AuditListArgs; result: AuditListResult };
   "browser_use": { kind: "mutate"; scope: "workspace"; args: BrowserUseArgs; result: BrowserUseResult };
   "chat.beginUserLink": { kind: "mutate"; scope: "workspace"; args: ChatBeginUserLinkArgs; result: ChatBeginUserLinkResult };
+  "chat.botProfile": { kind: "read"; scope: "workspace"; args: ChatBotProfileArgs; result: ChatBotProfileResult };
   "chat.connect": { kind: "mutate"; scope: "workspace"; args: ChatConnectArgs; result: ChatConnectResult };
+  "chat.createApp": { kind: "mutate"; scope: "workspace"; args: ChatCreateAppArgs; result: ChatCreateAppResult };
   "chat.disconnect": { kind: "destructive"; scope: "workspace"; args: ChatDisconnectArgs; result: ChatDisconnectResult };
   "chat.listUserLinks": { kind: "read"; scope: "workspace"; args: ChatListUserLinksArgs; result: ChatListUserLinksResult };
   "chat.providers": { kind: "read"; scope: "workspace"; args: ChatProvidersArgs; result: ChatProvidersResult };
   "chat.setupLink": { kind: "read"; scope: "workspace"; args: ChatSetupLinkArgs; result: ChatSetupLinkResult };
   "chat.status": { kind: "read"; scope: "workspace"; args: ChatStatusArgs; result: ChatStatusResult };
   "chat.unlinkUser": { kind: "mutate"; scope: "workspace"; args: ChatUnlinkUserArgs; result: ChatUnlinkUserResult };
+  "chat.updateBotProfile": { kind: "mutate"; scope: "workspace"; args: ChatUpdateBotProfileArgs; result: ChatUpdateBotProfileResult };
   "chat.watchUserLinks": { kind: "watch"; scope: "workspace"; args: ChatWatchUserLinksArgs; result: ChatWatchUserLinksResult };
   "computer_use": { kind: "mutate"; scope: "workspace"; args: ComputerUseArgs; result: ComputerUseResult };
   "devices.list": { kind: "read"; scope: "server"; args: DevicesListArgs; result: DevicesListResult };
@@ -2041,13 +2096,16 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "audit.list": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "browser_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "chat.beginUserLink": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "chat.botProfile": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "chat.connect": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "chat.createApp": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "chat.disconnect": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
   "chat.listUserLinks": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "chat.providers": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "chat.setupLink": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "chat.status": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "chat.unlinkUser": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "chat.updateBotProfile": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "chat.watchUserLinks": { kind: "watch", scope: "workspace", minRole: "guest", serverOwner: false },
   "computer_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "devices.list": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },

@@ -25,6 +25,7 @@ from hangar.chat.errors import TRANSPORT_CODE, ChatProviderError
 from hangar.chat.outbound import Block, Chunk
 from hangar.chat.providers.slack.ratelimit import RateLimiter, retry_after_of
 from hangar.core.clock import Clock
+from hangar.core.context import AppContext
 
 log = logging.getLogger(__name__)
 
@@ -281,3 +282,8 @@ class SlackApi:
             "assistant.threads.setTitle",
             lambda w: w.assistant_threads_setTitle(channel_id=channel, thread_ts=thread_ts, title=title),
         )
+
+
+def provider_api(app: AppContext, token: str = "") -> SlackApi:
+    """A client of the provider's Web API as this server is configured (``HANGAR_CHATPROVIDER_API_URL``)."""
+    return SlackApi(token, clock=app.clock, api_url=app.settings.chatprovider_api_url)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from hangar.chat.bridge import Bridge
 from hangar.chat.connections import ChatConnection, ConnectionFactory, ConnectionState
-from hangar.chat.providers.slack.api import SlackApi
+from hangar.chat.providers.slack.api import provider_api
 from hangar.chat.providers.slack.connection import SlackConnection
 from hangar.chat.replies import ConnectionFlags
 from hangar.chat.service import ChatService
@@ -21,7 +21,7 @@ from hangar.identity import Workspace
 
 class LiveSlack:
     def __init__(self, app: AppContext, workspace: Workspace, provider: str, credentials: Mapping[str, str]) -> None:
-        self.api = SlackApi(credentials["botToken"], clock=app.clock, api_url=app.settings.chatprovider_api_url)
+        self.api = provider_api(app, credentials["botToken"])
         self.flags = ConnectionFlags()
         self.bridge = Bridge(app, app.service(ChatService), workspace.id, provider, self.api, self.flags)
         self.connection = SlackConnection(
