@@ -29,6 +29,9 @@ async def test_a_mention_opens_a_thread_and_a_space_and_the_agent_answers_there(
         assert any(c.get("type") == "plan_update" for c in stream.chunks)
         (space,) = await chat_spaces(w)
         assert space["title"] == "#general · what is up?"
+        events = await w.client.call("events.list", workspace_id=w.ws, types=["workspace.spaceProvisioningChanged"])
+        setup = [(e["payload"]["state"], e["payload"].get("step"), e["payload"].get("detail")) for e in events]
+        assert setup == [("provisioning", "agent", "Ada"), ("ready", None, None)], setup
         msgs = (await w.client.call("messages.list", workspace_id=w.ws, space_id=space["id"]))["messages"]
         prompt = msgs[0]
         assert prompt["content"] == "what is up?" and prompt["author"]["kind"] == "user"

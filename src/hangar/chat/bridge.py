@@ -235,6 +235,9 @@ class Bridge:
             turn.status_set = True
         await turn.stream.open()
         await self._remember_card(space_id, turn)
+        spaces = self._app.service(SpaceService)
+        if created:  # the conversation's space is new: its setup is the agent joining it
+            await spaces.set_provisioning(self.workspace_id, space_id, "provisioning", step="agent", detail=agent.name)
         try:
             run = await self._app.service(AgentRunner).dispatch(
                 self.workspace_id,
@@ -247,10 +250,14 @@ class Bridge:
             )
         except HangarError as exc:
             self._turns.pop(space_id, None)
+            if created:
+                await spaces.set_provisioning(self.workspace_id, space_id, "failed", error=exc.message)
             await turn.stream.finish(TurnOutcome.failed)
             await self._forget_card(space_id)
             await self._say(ev.channel_id, reply_thread, exc.message)
             return
+        if created:
+            await spaces.set_provisioning(self.workspace_id, space_id, "ready")
         turn.run_id = run.id
         for stored in turn.pending:  # events of this run that arrived before the dispatch answered
             await self._drive(turn, stored)
