@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from hangar.chat.connections import ChatConnection, ConnectionState
 from hangar.chat.links import LinkedMember, LinkRefusal
+from hangar.chat.open_streams import OpenStream
 from hangar.chat.part import make_chat_part
 from hangar.chat.service import ChatService
 from hangar.chat.tables import chat_space_links
@@ -231,9 +232,18 @@ async def test_bridges_are_unique_per_thread_and_per_whole_conversation(tmp_path
                 async with engine.begin() as conn:
                     await conn.execute(sa.insert(chat_space_links).values(**duplicate))
 
-        async with engine.begin() as conn:  # a deleted space takes its bridge with it
+        streams = srv.ctx.service(ChatService).open_streams
+        for link, ts in ((thread_a, "1.1"), (thread_b, "2.2"), (thread_b, "2.3")):
+            card = {"title": "please help", "rows": []}
+            await streams.record(ws, OpenStream(link.cc_space_id, P, "C1", ts, None, card, dm.created_at))
+        assert sorted(s.ts for s in await streams.all(ws)) == ["1.1", "2.3"]  # one per space, the latest
+
+        async with engine.begin() as conn:  # a deleted space takes its bridge and open stream with it
             await conn.execute(sa.text("DELETE FROM spaces WHERE id = :id"), {"id": thread_a.cc_space_id})
         assert await bridges.find(ws, P, "C1", "1700000000.000100") is None
+        assert [s.ts for s in await streams.all(ws)] == ["2.3"]
+        await streams.finished(ws, thread_b.cc_space_id)
+        assert await streams.all(ws) == []
         assert await bridges.find(ws, P, "C1", "1700000000.000200") is not None
 
 

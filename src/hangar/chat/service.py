@@ -16,6 +16,7 @@ from hangar.chat.connections import ConnectionRegistry, ConnectionState
 from hangar.chat.credentials import CredentialFiles
 from hangar.chat.descriptor import DESCRIPTORS, descriptor_for, validate_credentials
 from hangar.chat.links import LinkCodes, UserLinks
+from hangar.chat.open_streams import OpenStreams
 from hangar.chat.profile import BotProfile, default_profile, edit_profile, setup_link
 from hangar.chat.space_links import SpaceLinks
 from hangar.core.context import AppContext
@@ -44,6 +45,7 @@ class ChatService:
         self.codes = LinkCodes(app.clock)
         self.user_links = UserLinks(app, self.codes)
         self.space_links = SpaceLinks(app, app.service(SpaceService))
+        self.open_streams = OpenStreams(app)
 
     async def workspace(self, workspace_id: str) -> Workspace:
         """The workspace record an id names: only a found workspace names a directory."""

@@ -3,6 +3,7 @@
 <dataDir>/server.db                    server database (users, workspaces, memberships, devices, settings)
 <dataDir>/secrets.json                 owner-only (0600) secrets file, written atomically
 <dataDir>/<workspaceId>/workspace.db   one database per workspace (events, audit, parts' tables)
+<dataDir>/<workspaceId>/chat_credentials/   chat tokens and unfinished setup, 0700/0600 (``hangar.chat.credentials``)
 <dataDir>/pipelines/<pipelineRunId>/   shell-step working directories
 <dataDir>/rigs/                        rig images, packs, runtime state
 """
