@@ -26,6 +26,8 @@ from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 
 P = "chatprovider"
+# The chat part with nothing plugged in to dial: these tests are about storage, roles and links.
+NO_TRANSPORT = [make_chat_part(None) if p.name == "chat" else p for p in all_parts()]
 BOT = "xoxb-1111-2222-botsecretvalue"
 APP = "xapp-1-A1-3333-appsecretvalue"
 REFRESH = "xoxe-1-refreshsecretvalue"
@@ -44,7 +46,7 @@ async def _forbidden(client: RpcClient, op: str, **args: Any) -> None:
 
 
 async def test_each_op_holds_its_minimum_role(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as srv, RpcClient(srv.ws_url, srv.owner_token) as owner:
+    async with running_server(tmp_path, parts=NO_TRANSPORT) as srv, RpcClient(srv.ws_url, srv.owner_token) as owner:
         ws = await srv.new_workspace("roles")
         guest_t = await srv.new_user_token(ws, "guest", name="g")
         member_t = await srv.new_user_token(ws, "member", name="m")
@@ -78,7 +80,7 @@ async def test_each_op_holds_its_minimum_role(tmp_path: Path) -> None:
 
 
 async def test_tokens_go_in_and_never_come_back(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
+    async with running_server(tmp_path, parts=NO_TRANSPORT) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
         ws = await srv.new_workspace("tokens")
         with pytest.raises(RpcError) as bad:
             await c.call("chat.connect", workspace_id=ws, provider=P, credentials={"botToken": APP, "appToken": APP})
@@ -122,7 +124,7 @@ async def test_tokens_go_in_and_never_come_back(tmp_path: Path) -> None:
 
 
 async def test_a_member_links_by_code_and_the_roster_follows(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as srv, RpcClient(srv.ws_url, srv.owner_token) as owner:
+    async with running_server(tmp_path, parts=NO_TRANSPORT) as srv, RpcClient(srv.ws_url, srv.owner_token) as owner:
         ws = await srv.new_workspace("links")
         member_t = await srv.new_user_token(ws, "member", name="m")
         other_t = await srv.new_user_token(ws, "member", name="o")
@@ -176,7 +178,7 @@ async def test_a_member_links_by_code_and_the_roster_follows(tmp_path: Path) -> 
 
 
 async def test_a_code_minted_by_someone_who_left_links_nobody(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as srv:
+    async with running_server(tmp_path, parts=NO_TRANSPORT) as srv:
         ws = await srv.new_workspace("left")
         token = await srv.new_user_token(ws, "member", name="l")
         async with RpcClient(srv.ws_url, token) as leaver:
@@ -187,7 +189,7 @@ async def test_a_code_minted_by_someone_who_left_links_nobody(tmp_path: Path) ->
 
 
 async def test_bridges_are_unique_per_thread_and_per_whole_conversation(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as srv:
+    async with running_server(tmp_path, parts=NO_TRANSPORT) as srv:
         ws = await srv.new_workspace("bridges")
         bridges = srv.ctx.service(ChatService).space_links
 
@@ -248,7 +250,7 @@ async def test_bridges_are_unique_per_thread_and_per_whole_conversation(tmp_path
 
 
 async def test_the_deep_link_page_is_public_and_shape_checked(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as srv, httpx.AsyncClient(base_url=srv.url) as http:
+    async with running_server(tmp_path, parts=NO_TRANSPORT) as srv, httpx.AsyncClient(base_url=srv.url) as http:
         ok = await http.get("/open/workspaces/any-ws/spaces/s.1")
         assert ok.status_code == 200 and ok.headers["cache-control"] == "no-store"
         assert 'href="hangar://workspaces/any-ws/spaces/s.1"' in ok.text and "<script" not in ok.text
@@ -285,7 +287,7 @@ async def test_the_server_starts_a_connection_for_stored_and_legacy_credentials(
         made.append(Recorded(workspace, credentials))
         return made[-1]
 
-    parts = [make_chat_part(factory) if p.name == "chat" else p for p in all_parts()]
+    parts = [make_chat_part(lambda _app: factory) if p.name == "chat" else p for p in all_parts()]
     async with running_server(tmp_path, parts=parts) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
         stored = await srv.new_workspace("stored")
         legacy = await srv.new_workspace("legacy")

@@ -31,8 +31,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import sqlalchemy as sa
-
 from hangar.agents import AgentRunner, AgentService
 from hangar.chat import commands
 from hangar.chat.cards import Card, TurnOutcome
@@ -41,11 +39,11 @@ from hangar.chat.errors import ChatProviderError
 from hangar.chat.inbound import InboundEvent, InboundMessage, SlashCommand
 from hangar.chat.links import CODE_REFUSAL, LinkedMember, LinkRefusal
 from hangar.chat.narration import NarrationState, narrate, still_in_flight
+from hangar.chat.open_streams import OpenStream
 from hangar.chat.outbound import ChatOutbound
 from hangar.chat.replies import ConnectionFlags, ReplyStream, ReplyTarget
 from hangar.chat.service import ChatService
 from hangar.chat.space_links import SpaceLink
-from hangar.chat.tables import chat_open_streams
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
 from hangar.errors import HangarError
@@ -466,48 +464,32 @@ class Bridge:
         ts = turn.stream.message_ts
         if ts is None:
             return
-        row = {
-            "space_id": space_id,
-            "provider": self.provider,
-            "channel": turn.target.channel,
-            "ts": ts,
-            "run_id": turn.run_id,
-            "card": {"request": turn.request},
-            "started_at": self._app.clock.now(),
-        }
-        engine = await self._app.dbs.workspace(self.workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(sa.delete(chat_open_streams).where(chat_open_streams.c.space_id == space_id))
-            await conn.execute(sa.insert(chat_open_streams).values(**row))
+        stream = OpenStream(
+            space_id, self.provider, turn.target.channel, ts, turn.run_id, {"request": turn.request},
+            self._app.clock.now(),
+        )  # fmt: skip
+        await self._chat.open_streams.record(self.workspace_id, stream)
 
     async def _forget_card(self, space_id: str) -> None:
-        engine = await self._app.dbs.workspace(self.workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(sa.delete(chat_open_streams).where(chat_open_streams.c.space_id == space_id))
+        await self._chat.open_streams.finished(self.workspace_id, space_id)
 
     async def _finish_left_cards(self) -> None:
         """Cards a previous process opened and never finished: closed now, saying the server restarted."""
-        t = chat_open_streams
-        engine = await self._app.dbs.workspace(self.workspace_id)
-        async with engine.connect() as conn:
-            rows = (await conn.execute(sa.select(t).where(t.c.provider == self.provider))).mappings().all()
+        rows = [r for r in await self._chat.open_streams.all(self.workspace_id) if r.provider == self.provider]
         for row in rows:
-            link = public_open_url(self._app.settings, self.workspace_id, "spaces", row["space_id"])
+            link = public_open_url(self._app.settings, self.workspace_id, "spaces", row.space_id)
             note = RESTARTED + (f" The rest is in Hangar: {link}" if link else " The rest is in Hangar.")
-            card = Card(str((row["card"] or {}).get("request") or ""))
+            card = Card(str(row.card.get("request") or ""))
             card.set_setup(note)
             card.finish(TurnOutcome.interrupted, link)
             block = card.plan_block()
-            for attempt in (
-                self._api.stop_stream(channel=row["channel"], ts=row["ts"], blocks=[block]),
-                self._api.update_message(channel=row["channel"], ts=row["ts"], text=note, blocks=[block]),
-            ):
-                try:
-                    await attempt
-                    break
-                except ChatProviderError:
-                    continue
-            await self._forget_card(str(row["space_id"]))
+            # The stream may still be open on the provider's side (stop it with the card) or ended there
+            # already (then the message is edited).
+            try:
+                await self._api.stop_stream(channel=row.channel, ts=row.ts, blocks=[block])
+            except ChatProviderError:
+                await self._quietly(self._api.update_message(channel=row.channel, ts=row.ts, text=note, blocks=[block]))
+            await self._forget_card(row.space_id)
 
     # -- helpers -----------------------------------------------------------------------------------------------
 
