@@ -127,7 +127,11 @@ class Bridge:
         self._api = api
         self.flags = flags
         self._renders_cards = renders_cards
-        self._turns: dict[str, _Turn] = {}  # space id -> the reply card in progress there
+        # Reply cards in progress by the run that answers them; a chat request whose dispatch has not answered
+        # yet waits by its space; the latest card of each space is the one provisioning narrates on.
+        self._turns: dict[str, _Turn] = {}
+        self._waiting: dict[str, _Turn] = {}
+        self._latest: dict[str, _Turn] = {}
         self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
         self._subs: list[Subscription] = []
         self._last_command = "/hangar"
@@ -222,7 +226,7 @@ class Bridge:
         is_dm = ev.kind == "dm"
         target = ReplyTarget(ev.channel_id, reply_thread, ev.user_id, ev.team_id, is_dm=is_dm)
         turn = _Turn(self._stream(target, request, space_id), target, request)
-        self._turns[space_id] = turn
+        self._waiting[space_id] = self._latest[space_id] = turn
         if is_dm:
             if created:
                 await self._quietly(self._api.set_thread_title(channel=ev.channel_id, thread_ts=reply_thread,
@@ -247,7 +251,7 @@ class Bridge:
                 prompt_metadata=stamp,
             )
         except HangarError as exc:
-            self._turns.pop(space_id, None)
+            self._waiting.pop(space_id, None)
             if created:
                 await spaces.set_provisioning(self.workspace_id, space_id, "failed", error=exc.message)
             await turn.stream.finish(TurnOutcome.failed)
@@ -257,6 +261,9 @@ class Bridge:
         if created:
             await spaces.set_provisioning(self.workspace_id, space_id, "ready")
         turn.run_id = run.id
+        self._turns[run.id] = turn
+        if self._waiting.get(space_id) is turn:
+            del self._waiting[space_id]
         for stored in turn.pending:  # events of this run that arrived before the dispatch answered
             await self._drive(turn, stored)
         turn.pending.clear()
@@ -328,19 +335,23 @@ class Bridge:
 
     async def _run_event(self, stored: StoredEvent) -> None:
         p = stored.payload
-        space_id = str(p.get("space_id", ""))
-        turn = self._turns.get(space_id)
+        space_id, run_id = str(p.get("space_id", "")), str(p.get("run_id", ""))
+        turn = self._turns.get(run_id)
         if turn is None:
+            waiting = self._waiting.get(space_id)
+            if waiting is not None:
+                # The dispatch has not answered yet: its run's events wait for it (a run of someone else
+                # starting there meanwhile is told apart once the run id is known).
+                if stored.type == "agents.runStarted" or waiting.pending:
+                    waiting.pending.append(stored)
+                return
             if stored.type != "agents.runStarted":
                 return
             turn = await self._product_turn(space_id)
             if turn is None:
                 return
-            turn.run_id = str(p["run_id"])
-        if turn.run_id is None:
-            if stored.type == "agents.runStarted" or turn.pending:
-                turn.pending.append(stored)
-            return
+            turn.run_id = run_id
+            self._turns[run_id] = turn
         await self._drive(turn, stored)
 
     async def _drive(self, turn: _Turn, stored: StoredEvent) -> None:
@@ -364,8 +375,9 @@ class Bridge:
             stream.on_text(str(p.get("text", "")))
         elif kind == "agents.runFinished":
             space_id = str(p["space_id"])
-            if self._turns.get(space_id) is turn:
-                del self._turns[space_id]
+            self._turns.pop(str(p["run_id"]), None)
+            if self._latest.get(space_id) is turn:
+                del self._latest[space_id]
             await stream.finish(TurnOutcome(str(p.get("outcome", "failed"))))
             await self._forget_card(space_id)
             if turn.status_set:
@@ -397,7 +409,7 @@ class Bridge:
         )
         space = await self._app.service(SpaceService).get(self.workspace_id, space_id)
         turn = _Turn(self._stream(target, space.title, space_id), target, space.title, in_flight=False)
-        self._turns[space_id] = turn
+        self._latest[space_id] = turn
         return turn
 
     def _stream(self, target: ReplyTarget, request: str, space_id: str) -> ReplyStream:
@@ -415,7 +427,7 @@ class Bridge:
 
     async def _on_provisioning(self, stored: StoredEvent) -> None:
         p = stored.payload
-        turn = self._turns.get(str(p.get("space_id", "")))
+        turn = self._latest.get(str(p.get("space_id", "")))
         if turn is None:
             return
         state = str(p.get("state", ""))
