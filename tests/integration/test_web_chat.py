@@ -128,7 +128,7 @@ async def test_chat_bridge_settings_end_to_end(tmp_path: Path, dist: Path) -> No
         assert [c["command"] for c in slack.manifest["features"]["slash_commands"]] == ["/ops"]
         await expect(edit.get_by_role("textbox", name="Slash command")).to_have_value("ops")
         assert await axe_violations(page) == []
-        await page.get_by_role("heading", name="Chat bridge").scroll_into_view_if_needed()
+        await page.evaluate("document.getElementById('chat-bridge').scrollIntoView({block: 'start'})")
         await shot(page, "chat-bridge-settings")
 
         # The link dialog: the code, its countdown and the exact command; it closes once the chat redeems the code.

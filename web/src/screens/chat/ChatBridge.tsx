@@ -21,7 +21,11 @@ export default function ChatBridge(props: ChatBridgeProps) {
   const providers = useCall("chat.providers", { workspace_id: props.workspaceId });
   return (
     <div className="chat-bridge">
-      <Refusal error={providers.error} />
+      {providers.error?.code === "unknown_op" ? (
+        <p className="notice">This server runs without the chat bridge: there is nothing to set up here.</p>
+      ) : (
+        <Refusal error={providers.error} />
+      )}
       {!providers.data && !providers.error && <p role="status">Loading the chat providers…</p>}
       {providers.data?.map((entry) => <ProviderPanel key={entry.provider} entry={entry} {...props} />)}
     </div>

@@ -50,7 +50,7 @@ export function ConnectForm(props: {
       setDone(
         reply.state === "error"
           ? `Stored, but ${entry.label} refused them: ${reply.error ?? "unknown error"}`
-          : `Stored. The connection is ${reply.state}.`,
+          : `Stored. The connection starts: follow it in the status above.`,
       );
     }
     props.onChanged();
