@@ -122,8 +122,17 @@ async def test_chat_bridge_settings_end_to_end(tmp_path: Path, dist: Path) -> No
         await edit.get_by_role("textbox", name="Description", exact=True).fill("Release helpers for Acme")
         await edit.get_by_role("textbox", name="Slash command").fill("/Ops")
         await edit.get_by_text("sent as /ops").wait_for()
+        # The provider refuses the manifest once: the server's error shows inline.
+        slack.manifest_errors = [{"message": "a refused field", "pointer": "/display_information"}]
         await edit.get_by_role("button", name="Save the bot profile").click()
-        await page.get_by_role("status").filter(has_text=re.compile("Saved")).wait_for()
+        profile_section = page.get_by_role("region", name="Bot profile")
+        await expect(profile_section.get_by_role("alert")).to_contain_text("invalid_manifest")
+        slack.manifest_errors = None
+        # The app lacks a scope the bridge needs: the edit adds it, and the provider wants a reinstall.
+        slack.manifest["oauth_config"]["scopes"]["bot"].remove("users:read.email")
+        await edit.get_by_role("button", name="Save the bot profile").click()
+        await profile_section.get_by_role("status").filter(has_text="Reinstall the app to apply").wait_for()
+        assert "users:read.email" in slack.manifest["oauth_config"]["scopes"]["bot"]
         assert slack.manifest["display_information"]["description"] == "Release helpers for Acme"
         assert [c["command"] for c in slack.manifest["features"]["slash_commands"]] == ["/ops"]
         await expect(edit.get_by_role("textbox", name="Slash command")).to_have_value("ops")
@@ -176,6 +185,21 @@ async def test_chat_bridge_settings_end_to_end(tmp_path: Path, dist: Path) -> No
         await phone.get_by_role("dialog", name="Link my chat account").wait_for(state="hidden")
         assert await axe_violations(phone) == []
         assert await phone.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+
+        # The member links; the admin's roster follows, and an admin may unlink anyone.
+        slack.add_user("U0BOB", "bob", "bob@example.com")
+        await phone.get_by_role("button", name="Link my chat account").click()
+        bob_dialog = phone.get_by_role("dialog", name="Link my chat account")
+        bob_code = (await bob_dialog.locator(".chat-code").inner_text()).strip()
+        await slack.acked(await slack.slash("/ops", f"link {bob_code}", "U0BOB", GENERAL))
+        await bob_dialog.wait_for(state="hidden")
+        bob_row = roster.get_by_role("row").filter(has_text="U0BOB")
+        await expect(bob_row).to_contain_text("bob")
+        await bob_row.get_by_role("button", name="Unlink bob").click()
+        await page.get_by_role("group", name=re.compile("Unlink bob's Slack account")).get_by_role(
+            "button", name="Unlink", exact=True
+        ).click()
+        await phone.get_by_text("No one has linked a Slack account yet.").wait_for()
 
         # The provider revokes the app token and drops the socket: the terminal error appears with its words.
         slack.refuse_token(APP_TOKEN, "token_revoked")

@@ -138,9 +138,11 @@ export function Roster(props: {
 }) {
   const client = useRpc();
   const action = useAction();
-  const members = useCall("members.list", { workspace_id: props.workspaceId });
+  // Read again when the linked people change: someone who joined after the page opened may have linked.
+  const linkedUsers = (props.links ?? []).map((l) => l.userId).sort().join(",");
+  const members = useCall("members.list", { workspace_id: props.workspaceId }, linkedUsers);
   const names = new Map((members.data ?? []).map((m) => [m.userId, m.displayName]));
-  const nameOf = (userId: string) => names.get(userId) ?? "a former member";
+  const nameOf = (userId: string) => names.get(userId) ?? (members.loading ? "…" : "a former member");
   const unlink = (userId: string) =>
     void action.run(() =>
       client.call("chat.unlinkUser", { workspace_id: props.workspaceId, provider: props.provider, userId }),
