@@ -196,9 +196,11 @@ async def test_chat_bridge_settings_end_to_end(tmp_path: Path, dist: Path) -> No
         bob_row = roster.get_by_role("row").filter(has_text="U0BOB")
         await expect(bob_row).to_contain_text("bob")
         await bob_row.get_by_role("button", name="Unlink bob").click()
-        await page.get_by_role("group", name=re.compile("Unlink bob's Slack account")).get_by_role(
-            "button", name="Unlink", exact=True
-        ).click()
+        await (
+            page.get_by_role("group", name=re.compile("Unlink bob's Slack account"))
+            .get_by_role("button", name="Unlink", exact=True)
+            .click()
+        )
         await phone.get_by_text("No one has linked a Slack account yet.").wait_for()
 
         # The provider revokes the app token and drops the socket: the terminal error appears with its words.
