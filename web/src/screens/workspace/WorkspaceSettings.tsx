@@ -1,5 +1,6 @@
 /** A workspace's settings (`/settings/workspaces/<id>`): members and roles, invites, guardrails, and the place of
- * the chat bridge's connect dialog. */
+ * the chat bridge (connection, guided setup, links: web/src/screens/chat/). */
+import { lazy, Suspense } from "react";
 import { Link } from "../../Link";
 import { useCall } from "../../rpc/hooks";
 import { auditPath, workspacePath } from "../../router";
@@ -7,6 +8,9 @@ import { isAdmin, NotAMember, useWorkspace, WorkspaceHeader } from "./common";
 import { Guardrails } from "./Guardrails";
 import { InviteForm, MemberRoles } from "./Members";
 import "./workspace.css";
+
+// The chat bridge's settings (forms, dialog, roster) load only when a settings page is opened.
+const ChatBridge = lazy(() => import("../chat/ChatBridge"));
 
 export default function WorkspaceSettings({ workspaceId }: { workspaceId: string }) {
   const { workspace, missing, error } = useWorkspace(workspaceId);
@@ -56,10 +60,13 @@ export default function WorkspaceSettings({ workspaceId }: { workspaceId: string
           </section>
           <section aria-labelledby="chat-title" className="panel" id="chat-bridge">
             <h2 id="chat-title">Chat bridge</h2>
-            <p className="notice">
-              Not available yet. Connecting this workspace to a chat provider (Slack) arrives with the chat bridge, a
-              later release; its connect dialog will be here. There is nothing to set up until then.
+            <p className="hint">
+              People reach this workspace's agents from a chat (Slack): mention the bot, reply in its thread, or send
+              it a direct message.
             </p>
+            <Suspense fallback={<p role="status">Loading the chat bridge settings…</p>}>
+              <ChatBridge workspaceId={workspaceId} role={workspace.role} me={me.data?.id} />
+            </Suspense>
           </section>
         </>
       )}

@@ -1,0 +1,63 @@
+/** What the chat settings follow: the connection status (read again every few seconds while the section is on
+ * screen and the tab visible, and at once after a change), and the roster of linked members (the watch). */
+import { useCallback, useEffect, useState, type RefObject } from "react";
+import type { UserLinkView } from "../../generated/ops";
+import { RpcError } from "../../rpc/errors";
+import { useCall, useRpc } from "../../rpc/hooks";
+
+export const STATUS_EVERY_MS = 3000;
+
+/** Whether `ref`'s element is (at least partly) in the viewport; true where the browser cannot tell. */
+export function useOnScreen(ref: RefObject<Element | null>): boolean {
+  const [on, setOn] = useState(true);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || typeof IntersectionObserver === "undefined") return;
+    const observer = new IntersectionObserver((entries) => setOn(entries.some((e) => e.isIntersecting)));
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, [ref]);
+  return on;
+}
+
+export function useChatStatus(workspaceId: string, provider: string, onScreen: boolean) {
+  const [tick, setTick] = useState(0);
+  const bump = useCallback(() => setTick((t) => t + 1), []);
+  useEffect(() => {
+    if (!onScreen) return;
+    const timer = setInterval(() => {
+      if (document.visibilityState === "visible") bump();
+    }, STATUS_EVERY_MS);
+    return () => clearInterval(timer);
+  }, [onScreen, bump]);
+  const status = useCall("chat.status", { workspace_id: workspaceId, provider }, tick);
+  return { ...status, refresh: bump };
+}
+
+export function useRoster(workspaceId: string, provider: string): { links: UserLinkView[] | undefined; error: RpcError | null } {
+  const client = useRpc();
+  const [links, setLinks] = useState<UserLinkView[] | undefined>(undefined);
+  const [error, setError] = useState<RpcError | null>(null);
+  useEffect(() => {
+    let live = true;
+    const handle = client.watch(
+      "chat.watchUserLinks",
+      { workspace_id: workspaceId, provider },
+      {
+        onReply: (roster) => live && setLinks(roster.links),
+        onEvent: (event) => {
+          // Each event is the whole roster again.
+          if (live && typeof event === "object" && event !== null && Array.isArray((event as { links?: unknown }).links)) {
+            setLinks((event as { links: UserLinkView[] }).links);
+          }
+        },
+        onError: (e) => live && setError(e),
+      },
+    );
+    return () => {
+      live = false;
+      handle.close();
+    };
+  }, [client, workspaceId, provider]);
+  return { links, error };
+}
