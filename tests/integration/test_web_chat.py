@@ -126,7 +126,7 @@ async def test_chat_bridge_settings_end_to_end(tmp_path: Path, dist: Path) -> No
         slack.manifest_errors = [{"message": "a refused field", "pointer": "/display_information"}]
         await edit.get_by_role("button", name="Save the bot profile").click()
         profile_section = page.get_by_role("region", name="Bot profile")
-        await expect(profile_section.get_by_role("alert")).to_contain_text("invalid_manifest")
+        await expect(profile_section.get_by_role("alert")).to_contain_text("/display_information: a refused field")
         slack.manifest_errors = None
         # The app lacks a scope the bridge needs: the edit adds it, and the provider wants a reinstall.
         slack.manifest["oauth_config"]["scopes"]["bot"].remove("users:read.email")

@@ -69,6 +69,12 @@ def provider_error(method: str, error: BaseException) -> ChatProviderError:
         message = f"{method}: the chat provider answered {code}."
         if code == "missing_scope" and data.get("needed"):
             message = f"{method}: the token lacks the scope {data['needed']} (it has {data.get('provided', 'none')})."
+        elif code == "invalid_manifest" and isinstance(data.get("errors"), list):
+            # The manifest is ours, not a secret: what the provider says of each field is what the admin needs.
+            faults = [
+                f"{e.get('pointer', '')}: {e.get('message', '')}" for e in data["errors"][:5] if isinstance(e, dict)
+            ]
+            message = f"{method}: the chat provider refused the app manifest ({'; '.join(faults)})."
         return ChatProviderError(code, message, status=status, retry_after=retry_after_of(error))
     return ChatProviderError(
         TRANSPORT_CODE, f"{method}: the chat provider could not be reached ({type(error).__name__})."
