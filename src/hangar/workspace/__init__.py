@@ -19,7 +19,7 @@ from hangar.workspace.records import (
     pipeline_author,
     require_text,
 )
-from hangar.workspace.repos import Repo, RepoService, parse_repo_spec
+from hangar.workspace.repos import Repo, RepoService, RepoSpec, parse_repo_spec
 from hangar.workspace.spaces import Space, SpaceService, check_mode
 from hangar.workspace.tickets import Ticket, TicketService
 from hangar.workspace.worktrees import CleanupReport, Worktree, WorktreeService, pr_key
@@ -33,6 +33,7 @@ __all__ = [
     "MessagePosted",
     "Repo",
     "RepoService",
+    "RepoSpec",
     "Space",
     "SpaceCreated",
     "SpaceProvisioningChanged",

@@ -3,7 +3,10 @@
 A space's worktrees live in its working folder (``<folder>/<repoName>``); a ticket's under
 ``<dataDir>/<ws>/worktrees/tickets/<ticketId>/``; a PR editor's under ``<dataDir>/<ws>/worktrees/pr/<key>/``.
 Each worktree checks out its own work branch (``hangar/<owner>``) started from the requested branch, so agents
-can commit without touching the source's branches.
+can commit without touching the source's branches. A pull request (``<repoId>#<number>``) is fetched from the
+repo's origin into the local branch ``pr/<number>`` first, and the work branch starts from there.
+
+Provisioning a space also runs each checked-out repo's setup script (``hangar.workspace.setup_script``), confined.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import contextlib
 import os
 import re
 import shutil
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,6 +31,7 @@ from hangar.workspace import tables
 from hangar.workspace.git import GitFailed, git
 from hangar.workspace.repos import Repo, RepoService, parse_repo_spec
 from hangar.workspace.results import CleanupView, WorktreeView
+from hangar.workspace.setup_script import has_setup_script, run_setup_script
 from hangar.workspace.spaces import SpaceService
 from hangar.workspace.tickets import TicketService
 
@@ -86,15 +92,22 @@ class WorktreeService:
         ticket_id: str | None = None,
         pr: str | None = None,
         field: str = "repoIds",
+        on_pr_checkout: Callable[[Repo], Awaitable[None]] | None = None,
     ) -> Worktree:
-        """Check out ``<repoId>`` or ``<repoId>@<branch>`` for exactly one owner (space, ticket or PR key)."""
+        """Check out ``<repoId>``, ``<repoId>@<branch>`` or ``<repoId>#<number>`` for exactly one owner (space,
+        ticket or PR key). ``on_pr_checkout`` is told before a pull request is fetched (provisioning narrates it)."""
         owners = [o for o in (space_id, ticket_id, pr) if o is not None]
         if len(owners) != 1:
             raise InvalidArgs("a worktree belongs to exactly one of a space, a ticket or a PR", field="owner")
-        ref, branch = parse_repo_spec(spec, field)
-        repo = await self._repos.get(workspace_id, ref)
+        wanted = parse_repo_spec(spec, field)
+        repo = await self._repos.get(workspace_id, wanted.ref)
         await self._repos.refresh(workspace_id, repo)
-        branch = branch or repo.default_branch
+        if wanted.pr is not None:
+            if on_pr_checkout is not None:
+                await on_pr_checkout(repo)
+            branch = await self._repos.fetch_pull_request(workspace_id, repo, wanted.pr, field)
+        else:
+            branch = wanted.branch or repo.default_branch
         if not await self._repos.has_branch(workspace_id, repo, branch):
             raise InvalidArgs(f"{field}: branch {branch!r} does not exist in repo {repo.name}", field=field)
         ws_dir = self._app.datadir.workspace_dir(workspace_id)
@@ -146,36 +159,47 @@ class WorktreeService:
         """Every spec names a registered repo (before a space is opened for them); branches are checked when
         they are checked out."""
         for spec in specs:
-            ref, _ = parse_repo_spec(spec, field)
             try:
-                await self._repos.get(workspace_id, ref)
+                await self._repos.get(workspace_id, parse_repo_spec(spec, field).ref)
             except NotFound as exc:
                 raise NotFound(f"{field}: {exc.message}") from None
 
     async def provision_space(
         self, workspace_id: str, space_id: str, specs: list[str], *, all_repos: bool = False
     ) -> list[Worktree]:
-        """Check out a space's repos, narrating progress through ``SpaceProvisioningChanged``.
+        """Check out a space's repos and run their setup scripts, narrating progress through
+        ``SpaceProvisioningChanged`` (steps ``repo``, ``prCheckout`` and ``script``, each naming the repo).
 
         ``all_repos`` adds every registered repo not named in ``specs`` (at its default branch). Repos the space
-        already has are skipped, so provisioning again finishes what an interrupted attempt began. A failure marks
-        the space ``failed`` with the reason and re-raises; worktrees already made stay recorded.
+        already has are not checked out again, so provisioning again finishes what an interrupted or failed attempt
+        began; their setup scripts do run again (an attempt may have stopped inside one), so a setup script should
+        be safe to repeat. A failure marks the space ``failed`` with the reason and re-raises; worktrees already
+        made stay recorded.
         """
         wanted = list(specs)
         if all_repos:
-            named = {parse_repo_spec(s)[0] for s in specs}
+            named = {parse_repo_spec(s).ref for s in specs}
             wanted += [r.id for r in await self._repos.all(workspace_id) if r.id not in named and r.name not in named]
         made: list[Worktree] = []
-        present = {w.repo_id for w in await self.all(workspace_id, space_id=space_id)}
+        present = {w.repo_id: w for w in await self.all(workspace_id, space_id=space_id)}
+
+        async def step(name: str, repo: Repo) -> None:
+            await self._spaces.set_provisioning(workspace_id, space_id, "provisioning", step=name, detail=repo.name)
+
         try:
             for spec in wanted:
-                repo: Repo = await self._repos.get(workspace_id, parse_repo_spec(spec)[0])
-                if repo.id in present:
-                    continue  # checked out by an earlier, interrupted attempt
-                await self._spaces.set_provisioning(
-                    workspace_id, space_id, "provisioning", step="repo", detail=repo.name
-                )
-                made.append(await self.checkout(workspace_id, spec, space_id=space_id))
+                repo: Repo = await self._repos.get(workspace_id, parse_repo_spec(spec).ref)
+                wt = present.get(repo.id)  # checked out by an earlier, interrupted attempt
+                if wt is None:
+                    await step("repo", repo)
+                    wt = await self.checkout(
+                        workspace_id, spec, space_id=space_id, on_pr_checkout=lambda r: step("prCheckout", r)
+                    )
+                    made.append(wt)
+                if has_setup_script(Path(wt.path)):
+                    await step("script", repo)
+                    folder = self._spaces.folder(workspace_id, space_id)
+                    await run_setup_script(self._app, workspace_id, space_id, folder, repo.name)
         except Exception as exc:
             reason = getattr(exc, "message", None) or str(exc)
             await self._spaces.set_provisioning(workspace_id, space_id, "failed", error=reason)

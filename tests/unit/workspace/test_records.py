@@ -8,7 +8,7 @@ import pytest
 
 from hangar.agents import Team, check_dispatch_mode
 from hangar.errors import InvalidArgs
-from hangar.workspace import CleanupReport, check_mode, clip_title, parse_repo_spec
+from hangar.workspace import CleanupReport, RepoSpec, check_mode, clip_title, parse_repo_spec
 from hangar.workspace.records import iso, require_text
 from hangar.workspace.worktrees import pr_key
 
@@ -27,12 +27,19 @@ def test_titles() -> None:
 
 
 def test_repo_specs() -> None:
-    assert parse_repo_spec("abc") == ("abc", None)
-    assert parse_repo_spec("abc@feature/x") == ("abc", "feature/x")
-    for bad in ("", "@main", "abc@"):
-        with pytest.raises(InvalidArgs) as err:
+    assert parse_repo_spec("abc") == RepoSpec("abc", None, None)
+    assert parse_repo_spec("abc@feature/x") == RepoSpec("abc", "feature/x", None)
+    assert parse_repo_spec(" abc#7 ") == RepoSpec("abc", None, 7)
+    # The first @ ends the reference: a branch may contain '#', and is never read as a pull request.
+    assert parse_repo_spec("abc@fix#12") == RepoSpec("abc", "fix#12", None)
+    for bad in ("", "@main", "abc@", "#7", "abc#7@main"):
+        with pytest.raises(InvalidArgs, match="must be <repoId>, <repoId>@<branch> or <repoId>#") as err:
             parse_repo_spec(bad)
         assert err.value.field == "repoIds"
+    for number in ("", "0", "-3", "x1", "1.5", "7 8", "١٢", "1000000000", "7; rm -rf /"):
+        with pytest.raises(InvalidArgs, match="pull request number") as err:
+            parse_repo_spec(f"abc#{number}", "repo")
+        assert err.value.field == "repo"
     assert pr_key("acme/app", 12) == "acme/app#12"
 
 

@@ -1,0 +1,88 @@
+"""A repository's setup script: ``.hangar/setup`` in a freshly checked-out worktree, run while a space is set up.
+
+The path is fixed and lives in the repository itself: the script is a file the repository's authors own and review
+like the rest of their code, so no workspace setting can point provisioning at some other program, and a repo
+without the file is checked out exactly as before. Only an executable regular file counts; the path is examined
+without following symlinks, so a link planted in a repository never makes the server look elsewhere on the host.
+
+It is code the repository's authors wrote, so it runs confined like shell steps and command agents
+(``hangar.core.confine``): in the space's enclosure (the one its command agents share, kept warm), with the
+space's folder mounted as the working directory and the script started in its repo's worktree, with an
+environment holding only the variables below, never the server's, and a timeout. Where the host cannot confine,
+it is refused with the sentence every caller of ``confinement_for`` gives, never run unconfined.
+
+Environment: ``HANGAR_WORKSPACE_ID``, ``HANGAR_SPACE_ID``, ``HANGAR_REPO`` (the repo's name) and
+``HANGAR_WORKTREE`` (the worktree as the script sees it). The script is handed no secret, so what it prints holds
+none of ours: its output's tail can go into the failure reason as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from hangar.core.confine import Job, Scope, confinement_for, space_key
+from hangar.core.context import AppContext
+from hangar.errors import Conflict
+
+SETUP_SCRIPT = (".hangar", "setup")
+SETUP_TIMEOUT_S = 600.0
+OUTPUT_TAIL = 2000
+# Started by a shell in the space's folder: the worktree is the folder's ``<repoName>`` subdirectory wherever the
+# folder is mounted, and the name arrives as an argument, never spliced into the command text.
+_START = 'cd -- "$1" && exec ./.hangar/setup'
+
+
+class SetupScriptFailed(Conflict):
+    """The repository's setup script failed: the worktree is there, but not in the state its authors want."""
+
+
+def has_setup_script(worktree: Path) -> bool:
+    """True when the worktree holds an executable regular file at ``.hangar/setup`` (no symlink followed)."""
+    folder, name = SETUP_SCRIPT
+    try:
+        holder = os.lstat(worktree / folder)
+        script = os.lstat(worktree / folder / name)
+    except OSError:
+        return False
+    return stat.S_ISDIR(holder.st_mode) and stat.S_ISREG(script.st_mode) and bool(script.st_mode & 0o111)
+
+
+async def run_setup_script(
+    app: AppContext,
+    workspace_id: str,
+    space_id: str,
+    folder: Path,
+    repo_name: str,
+    *,
+    timeout_s: float = SETUP_TIMEOUT_S,
+) -> None:
+    """Run ``<folder>/<repo_name>/.hangar/setup`` confined in the space's enclosure; raise ``SetupScriptFailed``
+    naming the exit status and the output's tail when it fails, ``Unavailable`` when it cannot run confined."""
+    confinement = await confinement_for(app)
+    scope = Scope(space_key(workspace_id, space_id), workspace_id, folder)
+    env = {
+        "HANGAR_WORKSPACE_ID": workspace_id,
+        "HANGAR_SPACE_ID": space_id,
+        "HANGAR_REPO": repo_name,
+        "HANGAR_WORKTREE": f"{confinement.workdir_seen(scope)}/{repo_name}",
+    }
+    job = Job(("bash", "-c", _START, "hangar-setup", repo_name), env, timeout_s=timeout_s, group_name="setup")
+    done = await confinement.run(scope, job)
+    if done.timed_out:
+        raise SetupScriptFailed(
+            f"the setup script of {repo_name} did not finish within {timeout_s:g} s and was stopped"
+            + _tail(done.stderr, done.stdout, prefix=": ")
+        )
+    if done.exit_code != 0:
+        raise SetupScriptFailed(
+            f"the setup script of {repo_name} exited with status {done.exit_code}"
+            + (_tail(done.stderr, done.stdout, prefix=": ") or " (no output)")
+        )
+
+
+def _tail(stderr: str, stdout: str, *, prefix: str) -> str:
+    """The end of what the script said, stderr first (where failures are explained), else stdout."""
+    said = stderr.strip() or stdout.strip()
+    return f"{prefix}{said[-OUTPUT_TAIL:]}" if said else ""
