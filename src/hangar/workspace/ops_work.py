@@ -188,12 +188,13 @@ async def worktrees_list(ctx: OpContext, args: WorktreeListArgs) -> WorktreeList
 
 
 class WorktreeAddArgs(WorktreeOwner):
-    repo: str = Field(description="<repoId> or <repoId>@<branch>")
+    repo: str = Field(description="<repoId>, <repoId>@<branch> or <repoId>#<pullRequestNumber>")
 
 
 @op("worktrees.add", kind="mutate", scope="workspace", actions=["processSpawn"])
 async def worktrees_add(ctx: OpContext, args: WorktreeAddArgs) -> WorktreeView:
-    """Check out ``<repoId>`` or ``<repoId>@<branch>`` for a space, a ticket, or a PR editor."""
+    """Check out ``<repoId>``, ``<repoId>@<branch>`` or ``<repoId>#<number>`` (a pull request) for a space, a
+    ticket, or a PR editor."""
     wt = await ctx.app.service(WorktreeService).checkout(
         ctx.ws, args.repo, space_id=args.space_id, ticket_id=args.ticket_id, pr=args.pr(), field="repo"
     )

@@ -65,6 +65,7 @@ BUILT_AREAS = (
     "manual/guides/chatprovider-integration",
     "manual/guides/customize-chat-bot",
     "manual/guides/link-chat-account",
+    "manual/guides/repo-scripts",
 )
 
 

@@ -1910,7 +1910,7 @@ export type WorkspacesCreateResult = WorkspaceRef;
 export type WorkspacesListArgs = Record<string, never>;
 export type WorkspacesListResult = Array<WorkspaceEntry>;
 
-/** Check out ``<repoId>`` or ``<repoId>@<branch>`` for a space, a ticket, or a PR editor. */
+/** Check out ``<repoId>``, ``<repoId>@<branch>`` or ``<repoId>#<number>`` (a pull request) for a space, a ticket, or a PR editor. */
 export type WorktreesAddArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1918,7 +1918,7 @@ export type WorktreesAddArgs = {
   ticketId?: string | null;
   repoFullName?: string | null;
   prNumber?: number | null;
-  /** <repoId> or <repoId>@<branch> */
+  /** <repoId>, <repoId>@<branch> or <repoId>#<pullRequestNumber> */
   repo: string;
 };
 export type WorktreesAddResult = WorktreeView;
