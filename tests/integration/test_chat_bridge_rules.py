@@ -23,7 +23,7 @@ from hangar.chat.replies import MESSAGE_MAX, REPLY_MAX
 from tests.peers.slack_emulator import CARD_CHUNKS, SlackEmulator, Stream, running_slack
 from tests.support.chat import ALICE, GENERAL, PROVIDER, World, chat_server, chat_spaces, until, world
 from tests.support.rpc import RpcClient
-from tests.unit.agents.fake_openai import running_fake_openai, text
+from tests.unit.agents.fake_openai import Reply, running_fake_openai, text
 
 PUBLIC = "https://hangar.example"
 STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
@@ -301,3 +301,83 @@ async def test_the_deep_link_a_card_points_to_opens_the_space(tmp_path: Path) ->
             for bad in (f"{space['id']}$", "x" * 129, "a%20b", "..%2Fetc"):
                 missing = await http.get(f"/open/workspaces/{w.ws}/spaces/{bad}")
                 assert missing.status_code == 404, bad
+
+
+async def test_a_card_refused_on_an_append_is_dropped_and_the_prose_goes_on(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        # The card opens with the mention; the model is slow to start, and meanwhile the provider turns cards off.
+        w.model.script("m", Reply(reasoning="weighing it", text="Thought, then wrote.", stall_seconds=1.0))
+        sent = await w.slack.mention(GENERAL, ALICE, "think first")
+        (stream,) = await until(lambda: thread_streams(w.slack, sent.ts))
+        assert any(c["type"] == "plan_update" for c in stream.chunks)
+        w.slack.refuse_chunks_with = "invalid_blocks"
+        await answered(w, sent.ts, 1)
+        assert stream.text == "Thought, then wrote."
+        refused = [c for c in w.slack.calls_of("chat.appendStream") + w.slack.calls_of("chat.stopStream")
+                   if card_chunks_sent_in(c)]  # fmt: skip
+        assert refused, "a card was offered on an append and refused"
+        # Every card chunk the provider accepted came before the refusal.
+        accepted_after = [c for c in stream.chunks[1:] if c["type"] in CARD_CHUNKS and "weighing" in str(c)]
+        assert accepted_after == []
+
+
+def card_chunks_sent_in(call: Any) -> bool:
+    chunks = call.args.get("chunks")
+    chunks = json.loads(chunks) if isinstance(chunks, str) else chunks or []
+    return any(ch.get("type") in CARD_CHUNKS for ch in chunks)
+
+
+async def test_two_turns_running_at_once_in_one_thread_each_finish_their_card(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        w.model.script("m", text("First, slowly.", stall_seconds=1.5), text("Second, quickly."))
+        sent = await w.slack.mention(GENERAL, ALICE, "first question")
+        await until(lambda: w.model.requests)  # the first turn's model call is under way
+        await w.slack.message(GENERAL, ALICE, "second question", thread_ts=sent.ts)
+        await until(lambda: len(w.model.requests) == 2)
+        streams = await answered(w, sent.ts, 2)
+        await settle()
+        assert sorted(s.text for s in streams) == ["First, slowly.", "Second, quickly."]
+        assert all(s.state == "stopped" for s in thread_streams(w.slack, sent.ts))
+        assert len(thread_streams(w.slack, sent.ts)) == 2
+
+
+async def test_a_restart_after_a_roll_over_finishes_the_open_message_and_keeps_the_first(tmp_path: Path) -> None:
+    async with running_slack() as slack, running_fake_openai() as model:
+        reply = long_text(MESSAGE_MAX + 4_000)
+        # The model streams slowly, so the server stops while the second message is open.
+        model.script("m", text(reply, chunk_size=400, delay_between_chunks=0.25))
+        async with world(tmp_path, slack=slack, model=model) as w:
+            sent = await slack.mention(GENERAL, ALICE, "a long one, then a restart")
+            first, second = await until(
+                lambda: len(thread_streams(slack, sent.ts)) >= 2 and thread_streams(slack, sent.ts)
+            )
+            del w
+        assert first.state == "stopped" and second.state == "streaming"
+        kept = first.text
+        hellos = slack.hellos
+        async with chat_server(tmp_path / "data", slack):
+            await until(lambda: second.state == "stopped")
+            await slack.wait_hellos(hellos + 1)
+        assert [c.args["ts"] for c in slack.calls_of("chat.update")] == []
+        (stop,) = [c for c in slack.calls_of("chat.stopStream") if c.args["ts"] == second.ts]
+        assert RESTARTED in json.dumps(stop.args["blocks"])
+        assert first.text == kept and len(kept) > 0
+
+
+async def test_a_restart_finishes_a_card_the_provider_ended_meanwhile_with_an_update(tmp_path: Path) -> None:
+    async with running_slack() as slack, running_fake_openai() as model:
+        model.script("m", text("never heard", stall_seconds=15))
+        async with world(tmp_path, slack=slack, model=model) as w:
+            sent = await slack.mention(GENERAL, ALICE, "slow again")
+            (stream,) = await until(lambda: thread_streams(slack, sent.ts))
+            await until(lambda: model.requests)
+            del w
+        stream.state = "ended"  # the provider closed the stream on its side while the server was down
+        hellos = slack.hellos
+        async with chat_server(tmp_path / "data", slack):
+            (update,) = await until(lambda: slack.calls_of("chat.update"))
+            await slack.wait_hellos(hellos + 1)
+        assert update.args["ts"] == stream.ts and update.args["text"].startswith(RESTARTED)
+        blocks = update.args["blocks"]
+        (plan,) = json.loads(blocks) if isinstance(blocks, str) else blocks
+        assert [t["status"] for t in plan["tasks"]] == ["error"] and plan["title"] == "slow again"

@@ -129,7 +129,13 @@ class Bridge:
         self._api = api
         self.flags = flags
         self._renders_cards = renders_cards
-        self._turns: dict[str, _Turn] = {}  # space id -> the reply card in progress there
+        self._turns: dict[str, _Turn] = {}  # space id -> the latest reply card in progress there
+        # run id -> its reply card: a thread may have several turns running at once (a reply sent while the
+        # agent still answers the previous one), and each run's events must reach its own card.
+        self._runs: dict[str, _Turn] = {}
+        # Run events are handled one at a time: the bus delivers them in order, and the events of a run that
+        # came before its dispatch answered are replayed under the same lock so nothing overtakes them.
+        self._run_lock = asyncio.Lock()
         self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
         self._subs: list[Subscription] = []
         self._last_command = "/hangar"
@@ -233,8 +239,7 @@ class Bridge:
                 self._api.set_thread_status(channel=ev.channel_id, thread_ts=reply_thread, status=THINKING)
             )
             turn.status_set = True
-        await turn.stream.open()
-        await self._remember_card(space_id, turn)
+        await turn.stream.open()  # the opened message is recorded by the stream's on_open
         try:
             run = await self._app.service(AgentRunner).dispatch(
                 self.workspace_id,
@@ -248,13 +253,16 @@ class Bridge:
         except HangarError as exc:
             self._turns.pop(space_id, None)
             await turn.stream.finish(TurnOutcome.failed)
-            await self._forget_card(space_id)
+            await self._forget_card(space_id, turn.stream.opened)
             await self._say(ev.channel_id, reply_thread, exc.message)
             return
-        turn.run_id = run.id
-        for stored in turn.pending:  # events of this run that arrived before the dispatch answered
-            await self._drive(turn, stored)
-        turn.pending.clear()
+        async with self._run_lock:
+            turn.run_id = run.id
+            self._runs[run.id] = turn
+            # Events that arrived before the dispatch answered: this run's, or another run's in the same space.
+            pending, turn.pending = turn.pending, []
+            for stored in pending:
+                await self._run_event(stored)
 
     async def _member(self, ev: InboundMessage) -> LinkedMember | LinkRefusal:
         links = self._chat.user_links
@@ -317,25 +325,29 @@ class Bridge:
 
     async def _on_run(self, stored: StoredEvent) -> None:
         try:
-            await self._run_event(stored)
+            async with self._run_lock:
+                await self._run_event(stored)
         except Exception:
             log.exception("chat bridge: run event %s of workspace %s failed", stored.seq, self.workspace_id)
 
     async def _run_event(self, stored: StoredEvent) -> None:
         p = stored.payload
-        space_id = str(p.get("space_id", ""))
-        turn = self._turns.get(space_id)
+        space_id, run_id = str(p.get("space_id", "")), str(p.get("run_id", ""))
+        turn = self._runs.get(run_id)
         if turn is None:
+            waiting = self._turns.get(space_id)
+            if waiting is not None and waiting.run_id is None:
+                # A chat request is being dispatched here: whose run this is, its answer will tell.
+                if stored.type == "agents.runStarted" or waiting.pending:
+                    waiting.pending.append(stored)
+                return
             if stored.type != "agents.runStarted":
                 return
             turn = await self._product_turn(space_id)
             if turn is None:
                 return
-            turn.run_id = str(p["run_id"])
-        if turn.run_id is None:
-            if stored.type == "agents.runStarted" or turn.pending:
-                turn.pending.append(stored)
-            return
+            turn.run_id = run_id
+            self._runs[run_id] = turn
         await self._drive(turn, stored)
 
     async def _drive(self, turn: _Turn, stored: StoredEvent) -> None:
@@ -359,10 +371,11 @@ class Bridge:
             stream.on_text(str(p.get("text", "")))
         elif kind == "agents.runFinished":
             space_id = str(p["space_id"])
+            self._runs.pop(str(p["run_id"]), None)
             if self._turns.get(space_id) is turn:
                 del self._turns[space_id]
             await stream.finish(TurnOutcome(str(p.get("outcome", "failed"))))
-            await self._forget_card(space_id)
+            await self._forget_card(space_id, stream.opened)
             if turn.status_set:
                 await self._quietly(
                     self._api.set_thread_status(
@@ -404,6 +417,7 @@ class Bridge:
             clock=self._app.clock,
             renders_cards=self._renders_cards,
             link=public_open_url(self._app.settings, self.workspace_id, "spaces", space_id),
+            on_open=lambda ts: self._remember_card(space_id, target.channel, ts, request),
         )
 
     # -- out: narration ----------------------------------------------------------------------------------------
@@ -455,28 +469,37 @@ class Bridge:
 
     # -- cards a restart must finish ---------------------------------------------------------------------------
 
-    async def _remember_card(self, space_id: str, turn: _Turn) -> None:
-        ts = turn.stream.message_ts
-        if ts is None:
-            return
+    async def _remember_card(self, space_id: str, channel: str, ts: str, request: str) -> None:
+        """The streamed message now open in ``space_id`` (a roll-over's replaces the one it closed; so does a
+        later turn's, the table holding one per space)."""
         row = {
             "space_id": space_id,
             "provider": self.provider,
-            "channel": turn.target.channel,
+            "channel": channel,
             "ts": ts,
-            "run_id": turn.run_id,
-            "card": {"request": turn.request},
+            "run_id": None,
+            "card": {"request": request},
             "started_at": self._app.clock.now(),
         }
-        engine = await self._app.dbs.workspace(self.workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(sa.delete(chat_open_streams).where(chat_open_streams.c.space_id == space_id))
-            await conn.execute(sa.insert(chat_open_streams).values(**row))
+        try:
+            engine = await self._app.dbs.workspace(self.workspace_id)
+            async with engine.begin() as conn:
+                await conn.execute(sa.delete(chat_open_streams).where(chat_open_streams.c.space_id == space_id))
+                await conn.execute(sa.insert(chat_open_streams).values(**row))
+        except Exception:  # the reply goes on; only a restart's clean-up of it is lost
+            log.exception("chat bridge: the open reply in space %s was not recorded", space_id)
 
-    async def _forget_card(self, space_id: str) -> None:
+    async def _forget_card(self, space_id: str, opened: list[str] | None = None) -> None:
+        """A finished reply's record, only if it is still this reply's (``opened``: its messages; None: any)."""
+        t = chat_open_streams
+        where = t.c.space_id == space_id
+        if opened is not None:
+            if not opened:
+                return
+            where = sa.and_(where, t.c.ts.in_(opened))
         engine = await self._app.dbs.workspace(self.workspace_id)
         async with engine.begin() as conn:
-            await conn.execute(sa.delete(chat_open_streams).where(chat_open_streams.c.space_id == space_id))
+            await conn.execute(sa.delete(t).where(where))
 
     async def _finish_left_cards(self) -> None:
         """Cards a previous process opened and never finished: closed now, saying the server restarted."""
@@ -491,15 +514,13 @@ class Bridge:
             card.set_setup(note)
             card.finish(TurnOutcome.interrupted, link)
             block = card.plan_block()
-            for attempt in (
-                self._api.stop_stream(channel=row["channel"], ts=row["ts"], blocks=[block]),
-                self._api.update_message(channel=row["channel"], ts=row["ts"], text=note, blocks=[block]),
-            ):
-                try:
-                    await attempt
-                    break
-                except ChatProviderError:
-                    continue
+            try:
+                await self._api.stop_stream(channel=row["channel"], ts=row["ts"], blocks=[block])
+            except ChatProviderError:
+                # The provider ended the stream on its side meanwhile: the message is still there to update.
+                await self._quietly(
+                    self._api.update_message(channel=row["channel"], ts=row["ts"], text=note, blocks=[block])
+                )
             await self._forget_card(str(row["space_id"]))
 
     # -- helpers -----------------------------------------------------------------------------------------------
