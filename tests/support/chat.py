@@ -47,12 +47,37 @@ async def until(check: Callable[[], Any], timeout: float = 20.0) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def world(tmp_path: Path, *, link: bool = True, connect: bool = True, **settings: Any) -> AsyncIterator[World]:
-    async with (
-        running_slack() as slack,
-        running_fake_openai() as model,
-        running_server(tmp_path / "data", parts=server_parts(), chatprovider_api_url=slack.api_url, **settings) as srv,
-    ):
+async def world(
+    tmp_path: Path,
+    *,
+    link: bool = True,
+    connect: bool = True,
+    slack: SlackEmulator | None = None,
+    model: FakeOpenAI | None = None,
+    **settings: Any,
+) -> AsyncIterator[World]:
+    """``slack`` and ``model`` given by the caller outlive this server (a test that restarts it passes them)."""
+    async with contextlib.AsyncExitStack() as peers:
+        if slack is None:
+            slack = await peers.enter_async_context(running_slack())
+        if model is None:
+            model = await peers.enter_async_context(running_fake_openai())
+        async with _world(tmp_path, slack, model, link=link, connect=connect, **settings) as w:
+            yield w
+
+
+def chat_server(
+    data_dir: Path, slack: SlackEmulator, **settings: Any
+) -> contextlib.AbstractAsyncContextManager[RunningServer]:
+    """The real server with the agents' parts, its chat provider the emulator (again on ``data_dir`` to restart)."""
+    return running_server(data_dir, parts=server_parts(), chatprovider_api_url=slack.api_url, **settings)
+
+
+@contextlib.asynccontextmanager
+async def _world(
+    tmp_path: Path, slack: SlackEmulator, model: FakeOpenAI, *, link: bool, connect: bool, **settings: Any
+) -> AsyncIterator[World]:
+    async with chat_server(tmp_path / "data", slack, **settings) as srv:
         ws = await srv.new_workspace("acme")
         async with RpcClient(srv.ws_url, srv.owner_token) as client:
             agent = await client.call(

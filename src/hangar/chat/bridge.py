@@ -127,11 +127,13 @@ class Bridge:
         self._api = api
         self.flags = flags
         self._renders_cards = renders_cards
-        # Reply cards in progress by the run that answers them; a chat request whose dispatch has not answered
-        # yet waits by its space; the latest card of each space is the one provisioning narrates on.
-        self._turns: dict[str, _Turn] = {}
-        self._waiting: dict[str, _Turn] = {}
-        self._latest: dict[str, _Turn] = {}
+        self._turns: dict[str, _Turn] = {}  # space id -> the latest reply card in progress there
+        # run id -> its reply card: a thread may have several turns running at once (a reply sent while the
+        # agent still answers the previous one), and each run's events must reach its own card.
+        self._runs: dict[str, _Turn] = {}
+        # Run events are handled one at a time: the bus delivers them in order, and the events of a run that
+        # came before its dispatch answered are replayed under the same lock so nothing overtakes them.
+        self._run_lock = asyncio.Lock()
         self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
         self._subs: list[Subscription] = []
         self._last_command = "/hangar"
@@ -226,7 +228,7 @@ class Bridge:
         is_dm = ev.kind == "dm"
         target = ReplyTarget(ev.channel_id, reply_thread, ev.user_id, ev.team_id, is_dm=is_dm)
         turn = _Turn(self._stream(target, request, space_id), target, request)
-        self._waiting[space_id] = self._latest[space_id] = turn
+        self._turns[space_id] = turn
         if is_dm:
             if created:
                 await self._quietly(self._api.set_thread_title(channel=ev.channel_id, thread_ts=reply_thread,
@@ -235,8 +237,7 @@ class Bridge:
                 self._api.set_thread_status(channel=ev.channel_id, thread_ts=reply_thread, status=THINKING)
             )
             turn.status_set = True
-        await turn.stream.open()
-        await self._remember_card(space_id, turn)
+        await turn.stream.open()  # the opened message is recorded by the stream's on_open
         spaces = self._app.service(SpaceService)
         if created:  # the conversation's space is new: its setup is the agent joining it
             await spaces.set_provisioning(self.workspace_id, space_id, "provisioning", step="agent", detail=agent.name)
@@ -251,22 +252,22 @@ class Bridge:
                 prompt_metadata=stamp,
             )
         except HangarError as exc:
-            self._waiting.pop(space_id, None)
+            self._turns.pop(space_id, None)
             if created:
                 await spaces.set_provisioning(self.workspace_id, space_id, "failed", error=exc.message)
             await turn.stream.finish(TurnOutcome.failed)
-            await self._forget_card(space_id)
+            await self._forget_card(space_id, turn.stream.opened)
             await self._say(ev.channel_id, reply_thread, exc.message)
             return
         if created:
             await spaces.set_provisioning(self.workspace_id, space_id, "ready")
-        turn.run_id = run.id
-        self._turns[run.id] = turn
-        if self._waiting.get(space_id) is turn:
-            del self._waiting[space_id]
-        for stored in turn.pending:  # events of this run that arrived before the dispatch answered
-            await self._drive(turn, stored)
-        turn.pending.clear()
+        async with self._run_lock:
+            turn.run_id = run.id
+            self._runs[run.id] = turn
+            # Events that arrived before the dispatch answered: this run's, or another run's in the same space.
+            pending, turn.pending = turn.pending, []
+            for stored in pending:
+                await self._run_event(stored)
 
     async def _member(self, ev: InboundMessage) -> LinkedMember | LinkRefusal:
         links = self._chat.user_links
@@ -329,19 +330,19 @@ class Bridge:
 
     async def _on_run(self, stored: StoredEvent) -> None:
         try:
-            await self._run_event(stored)
+            async with self._run_lock:
+                await self._run_event(stored)
         except Exception:
             log.exception("chat bridge: run event %s of workspace %s failed", stored.seq, self.workspace_id)
 
     async def _run_event(self, stored: StoredEvent) -> None:
         p = stored.payload
         space_id, run_id = str(p.get("space_id", "")), str(p.get("run_id", ""))
-        turn = self._turns.get(run_id)
+        turn = self._runs.get(run_id)
         if turn is None:
-            waiting = self._waiting.get(space_id)
-            if waiting is not None:
-                # The dispatch has not answered yet: its run's events wait for it (a run of someone else
-                # starting there meanwhile is told apart once the run id is known).
+            waiting = self._turns.get(space_id)
+            if waiting is not None and waiting.run_id is None:
+                # A chat request is being dispatched here: whose run this is, its answer will tell.
                 if stored.type == "agents.runStarted" or waiting.pending:
                     waiting.pending.append(stored)
                 return
@@ -351,7 +352,7 @@ class Bridge:
             if turn is None:
                 return
             turn.run_id = run_id
-            self._turns[run_id] = turn
+            self._runs[run_id] = turn
         await self._drive(turn, stored)
 
     async def _drive(self, turn: _Turn, stored: StoredEvent) -> None:
@@ -375,11 +376,11 @@ class Bridge:
             stream.on_text(str(p.get("text", "")))
         elif kind == "agents.runFinished":
             space_id = str(p["space_id"])
-            self._turns.pop(str(p["run_id"]), None)
-            if self._latest.get(space_id) is turn:
-                del self._latest[space_id]
+            self._runs.pop(str(p["run_id"]), None)
+            if self._turns.get(space_id) is turn:
+                del self._turns[space_id]
             await stream.finish(TurnOutcome(str(p.get("outcome", "failed"))))
-            await self._forget_card(space_id)
+            await self._forget_card(space_id, stream.opened)
             if turn.status_set:
                 await self._quietly(
                     self._api.set_thread_status(
@@ -409,7 +410,7 @@ class Bridge:
         )
         space = await self._app.service(SpaceService).get(self.workspace_id, space_id)
         turn = _Turn(self._stream(target, space.title, space_id), target, space.title, in_flight=False)
-        self._latest[space_id] = turn
+        self._turns[space_id] = turn
         return turn
 
     def _stream(self, target: ReplyTarget, request: str, space_id: str) -> ReplyStream:
@@ -421,13 +422,14 @@ class Bridge:
             clock=self._app.clock,
             renders_cards=self._renders_cards,
             link=public_open_url(self._app.settings, self.workspace_id, "spaces", space_id),
+            on_open=lambda ts: self._remember_card(space_id, target.channel, ts, request),
         )
 
     # -- out: narration ----------------------------------------------------------------------------------------
 
     async def _on_provisioning(self, stored: StoredEvent) -> None:
         p = stored.payload
-        turn = self._latest.get(str(p.get("space_id", "")))
+        turn = self._turns.get(str(p.get("space_id", "")))
         if turn is None:
             return
         state = str(p.get("state", ""))
@@ -472,18 +474,20 @@ class Bridge:
 
     # -- cards a restart must finish ---------------------------------------------------------------------------
 
-    async def _remember_card(self, space_id: str, turn: _Turn) -> None:
-        ts = turn.stream.message_ts
-        if ts is None:
-            return
-        stream = OpenStream(
-            space_id, self.provider, turn.target.channel, ts, turn.run_id, {"request": turn.request},
-            self._app.clock.now(),
-        )  # fmt: skip
-        await self._chat.open_streams.record(self.workspace_id, stream)
+    async def _remember_card(self, space_id: str, channel: str, ts: str, request: str) -> None:
+        """The streamed message now open in ``space_id`` (a roll-over's replaces the one it closed; so does a
+        later turn's, the table holding one per space)."""
+        stream = OpenStream(space_id, self.provider, channel, ts, None, {"request": request}, self._app.clock.now())
+        try:
+            await self._chat.open_streams.record(self.workspace_id, stream)
+        except Exception:  # the reply goes on; only a restart's clean-up of it is lost
+            log.exception("chat bridge: the open reply in space %s was not recorded", space_id)
 
-    async def _forget_card(self, space_id: str) -> None:
-        await self._chat.open_streams.finished(self.workspace_id, space_id)
+    async def _forget_card(self, space_id: str, opened: list[str] | None = None) -> None:
+        """A finished reply's record, only if it is still this reply's (``opened``: its messages; None: any)."""
+        if opened is not None and not opened:
+            return
+        await self._chat.open_streams.finished(self.workspace_id, space_id, only_ts=opened)
 
     async def _finish_left_cards(self) -> None:
         """Cards a previous process opened and never finished: closed now, saying the server restarted."""
@@ -495,11 +499,10 @@ class Bridge:
             card.set_setup(note)
             card.finish(TurnOutcome.interrupted, link)
             block = card.plan_block()
-            # The stream may still be open on the provider's side (stop it with the card) or ended there
-            # already (then the message is edited).
             try:
                 await self._api.stop_stream(channel=row.channel, ts=row.ts, blocks=[block])
             except ChatProviderError:
+                # The provider ended the stream on its side meanwhile: the message is still there to update.
                 await self._quietly(self._api.update_message(channel=row.channel, ts=row.ts, text=note, blocks=[block]))
             await self._forget_card(row.space_id)
 

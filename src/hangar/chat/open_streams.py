@@ -49,10 +49,16 @@ class OpenStreams:
             if done.rowcount == 0:
                 await conn.execute(sa.insert(t).values(space_id=stream.space_id, **values))
 
-    async def finished(self, workspace_id: str, space_id: str) -> None:
+    async def finished(self, workspace_id: str, space_id: str, *, only_ts: list[str] | None = None) -> None:
+        """Forget the space's open stream; with ``only_ts``, only if it is one of those messages (a later reply
+        in the same space may have recorded its own since)."""
+        t = chat_open_streams
+        where = t.c.space_id == space_id
+        if only_ts is not None:
+            where = sa.and_(where, t.c.ts.in_(only_ts))
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.begin() as conn:
-            await conn.execute(sa.delete(chat_open_streams).where(chat_open_streams.c.space_id == space_id))
+            await conn.execute(sa.delete(t).where(where))
 
     async def all(self, workspace_id: str) -> list[OpenStream]:
         t = chat_open_streams

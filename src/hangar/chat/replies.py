@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -144,6 +145,7 @@ class ReplyStream:
         clock: Clock,
         renders_cards: bool = True,
         link: str | None = None,
+        on_open: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._out = outbound
         self._target = target
@@ -164,6 +166,10 @@ class ReplyStream:
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # Told of every streamed message this reply opens (the first, and each roll-over's): the bridge records
+        # it so a restarted server can finish the one left open.
+        self._on_open = on_open
+        self.opened: list[str] = []
 
     # --- what the bridge calls --------------------------------------------------------------------------------
 
@@ -318,6 +324,7 @@ class ReplyStream:
             self.card.acknowledge(delta)
         self._mode = _Mode.streaming
         self._landed_in_message(piece)
+        await self._opened()
 
     async def _start_without_card(self, piece: str) -> bool:
         t = self._target
@@ -335,7 +342,14 @@ class ReplyStream:
         self._flags.cards_available = False
         self._mode = _Mode.streaming
         self._landed_in_message(piece)
+        await self._opened()
         return True
+
+    async def _opened(self) -> None:
+        assert self._ts is not None
+        self.opened.append(self._ts)
+        if self._on_open is not None:
+            await self._on_open(self._ts)
 
     async def _append(self, piece: str, delta: CardDelta | None) -> None:
         assert self._ts is not None
