@@ -384,3 +384,15 @@ async def test_a_restart_finishes_a_card_the_provider_ended_meanwhile_with_an_up
         blocks = update.args["blocks"]
         (plan,) = json.loads(blocks) if isinstance(blocks, str) else blocks
         assert [t["status"] for t in plan["tasks"]] == ["error"] and plan["title"] == "slow again"
+
+
+async def test_a_slash_command_sent_again_files_one_ticket(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        envelope = await w.slack.slash("/hangar", "ticket Only once", ALICE, GENERAL)
+        first = await w.slack.acked(envelope)
+        assert first is not None and "Only once" in first["text"]
+        await w.slack.redeliver(envelope)
+        await asyncio.sleep(0.5)
+        tickets = await w.client.call("tickets.list", workspace_id=w.ws)
+        listed = tickets["tickets"] if isinstance(tickets, dict) else tickets
+        assert [t["title"] for t in listed] == ["Only once"]

@@ -311,7 +311,9 @@ class SlackConnection:
 
     async def _slash(self, client: AsyncBaseSocketModeClient, envelope_id: str, payload: dict[str, Any]) -> None:
         command = slash_command(envelope_id, payload)
-        if command is None:
+        # A command the provider sends again (no ack seen in time) carries the same envelope id: acked, not run
+        # twice (a second ``ticket`` would file a second ticket).
+        if command is None or (self._reader is not None and self._reader.seen_before(f"envelope:{envelope_id}")):
             await self._ack(client, envelope_id)
             return
         task = asyncio.ensure_future(self._handle(command))
