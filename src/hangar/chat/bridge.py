@@ -91,6 +91,16 @@ class _Turn:
     in_flight: bool = True  # a chat request waiting for its turn (narration speaks only then)
     status_set: bool = False
     pending: list[StoredEvent] = field(default_factory=list)
+    opening: asyncio.Future[None] | None = None  # the card being opened beside the dispatch
+
+    async def opened(self) -> None:
+        """Wait for the card to be open and recorded (finishing it first would leave its record behind)."""
+        if self.opening is not None:
+            try:
+                await self.opening
+            except Exception:
+                log.exception("chat bridge: opening the reply card failed")
+            self.opening = None
 
 
 def clean_request(text: str) -> str:
@@ -172,11 +182,11 @@ class Bridge:
         is_dm = ev.kind == "dm"
         anchor = None if is_dm else (ev.thread_ts or ev.ts)
         reply_thread = ev.thread_ts or ev.ts
+        if ev.kind == "message" and ev.thread_ts is None:
+            return
+        known = await links.find(self.workspace_id, self.provider, ev.channel_id, anchor)
         # Only a reply in a thread the bot was brought into continues; the rest of a channel is not ours.
-        if ev.kind == "message" and (
-            ev.thread_ts is None
-            or await links.find(self.workspace_id, self.provider, ev.channel_id, ev.thread_ts) is None
-        ):
+        if ev.kind == "message" and known is None:
             return
         lock = self._locks.setdefault((ev.channel_id, anchor), asyncio.Lock())
         async with lock:
@@ -188,7 +198,9 @@ class Bridge:
             if not request:
                 await self._say(ev.channel_id, reply_thread, EMPTY_MENTION)
                 return
-            channel_name = None if is_dm else await self._channel_name(ev.channel_id)
+            # The channel's name only titles a new space: a known conversation costs no paced look-up
+            # (conversations.info is allowed 50 calls a minute; a busy thread would queue behind it).
+            channel_name = None if is_dm or known is not None else await self._channel_name(ev.channel_id)
             link, created = await links.find_or_create(
                 self.workspace_id,
                 self.provider,
@@ -225,16 +237,9 @@ class Bridge:
         target = ReplyTarget(ev.channel_id, reply_thread, ev.user_id, ev.team_id, is_dm=is_dm)
         turn = _Turn(self._stream(target, request, space_id), target, request)
         self._turns[space_id] = turn
-        if is_dm:
-            if created:
-                await self._quietly(self._api.set_thread_title(channel=ev.channel_id, thread_ts=reply_thread,
-                                                               title=request[:255]))  # fmt: skip
-            await self._quietly(
-                self._api.set_thread_status(channel=ev.channel_id, thread_ts=reply_thread, status=THINKING)
-            )
-            turn.status_set = True
-        await turn.stream.open()
-        await self._remember_card(space_id, turn)
+        # The card (and a DM's title and status) opens beside the dispatch, not before it: these calls are paced
+        # per method (chat.startStream 100 a minute), and a busy workspace's prompts must not queue behind them.
+        turn.opening = asyncio.ensure_future(self._acknowledge(ev, turn, space_id, reply_thread, created=created))
         try:
             run = await self._app.service(AgentRunner).dispatch(
                 self.workspace_id,
@@ -247,6 +252,7 @@ class Bridge:
             )
         except HangarError as exc:
             self._turns.pop(space_id, None)
+            await turn.opened()
             await turn.stream.finish(TurnOutcome.failed)
             await self._forget_card(space_id)
             await self._say(ev.channel_id, reply_thread, exc.message)
@@ -255,6 +261,20 @@ class Bridge:
         for stored in turn.pending:  # events of this run that arrived before the dispatch answered
             await self._drive(turn, stored)
         turn.pending.clear()
+
+    async def _acknowledge(
+        self, ev: InboundMessage, turn: _Turn, space_id: str, reply_thread: str, *, created: bool
+    ) -> None:
+        if ev.kind == "dm":
+            if created:
+                await self._quietly(self._api.set_thread_title(channel=ev.channel_id, thread_ts=reply_thread,
+                                                               title=turn.request[:255]))  # fmt: skip
+            await self._quietly(
+                self._api.set_thread_status(channel=ev.channel_id, thread_ts=reply_thread, status=THINKING)
+            )
+            turn.status_set = True
+        await turn.stream.open()
+        await self._remember_card(space_id, turn)
 
     async def _member(self, ev: InboundMessage) -> LinkedMember | LinkRefusal:
         links = self._chat.user_links
@@ -361,6 +381,7 @@ class Bridge:
             space_id = str(p["space_id"])
             if self._turns.get(space_id) is turn:
                 del self._turns[space_id]
+            await turn.opened()
             await stream.finish(TurnOutcome(str(p.get("outcome", "failed"))))
             await self._forget_card(space_id)
             if turn.status_set:
