@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import statistics
 import subprocess
@@ -121,6 +122,12 @@ def start_hangar(tmp: Path, api_url: str) -> tuple[subprocess.Popen[str], str, s
     raise RuntimeError(f"hangar did not start; see {tmp}/hangar.log")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
@@ -172,7 +179,7 @@ async def first_chunk(slack: TimedSlack, model: TimedModel, mentions: int, reply
 
 
 async def inbound(
-    slack: TimedSlack, c: RpcClient, ws: str, rate: float, seconds: float, threads: int, drain: float
+    slack: TimedSlack, c: RpcClient, ws: str, rate: float, seconds: float, threads: int, drain: float, server: int
 ) -> None:
     """Replies in ``threads`` bridged threads at ``rate`` a second for ``seconds``; each must be one prompt."""
     anchors = []
@@ -196,6 +203,7 @@ async def inbound(
 
     collector = asyncio.create_task(collect())
     total = int(rate * seconds)
+    cpu0 = cpu_seconds(server)
     t0 = time.perf_counter()
     for i in range(total):
         due = t0 + i / rate
@@ -208,6 +216,7 @@ async def inbound(
     deadline = time.perf_counter() + drain
     while len(landed) < total and time.perf_counter() < deadline:
         await asyncio.sleep(0.05)
+    busy = (cpu_seconds(server) - cpu0) / (time.perf_counter() - t0)
     await asyncio.sleep(1.0)  # a late duplicate would show up now
     collector.cancel()
     await asyncio.gather(collector, return_exceptions=True)
@@ -216,16 +225,19 @@ async def inbound(
     dupes = sum(n - 1 for n in landed.values() if n > 1)
     print(f"inbound: {total} replies in {threads} bridged threads at {rate:.0f}/s for {seconds:.0f} s")
     print(f"  sent in {sent_in:.2f} s ({total / sent_in:.1f}/s achieved by the emulator)")
-    print(f"  prompts in the product: {handled}; lost {total - handled}; duplicated {dupes}")
+    print(f"  prompts in the product: {handled}; missing at the end {total - handled}; duplicated {dupes}")
     if handled:
         span = last_landed - t0
         print(f"  last prompt handled {span:.2f} s after the first reply was sent ({handled / span:.1f}/s handled)")
         print(f"  lag of the last handled prompt behind the last reply sent: {last_landed - t0 - sent_in:.2f} s")
+    print(f"  the server process's CPU meanwhile: {busy:.2f} of a core")
     if handled < total:
         print(f"  (gave up waiting {drain:.0f} s after the last reply was sent)")
 
 
 async def main(ns: argparse.Namespace) -> None:
+    # The emulator's sockets to a server that has stopped are logged by asyncio at every write: not news here.
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
     slack, model = TimedSlack(), TimedModel()
     model.requests = _Discard()
     model.headers = _Discard()
@@ -251,7 +263,7 @@ async def main(ns: argparse.Namespace) -> None:
                     late = Reply(text="word " * 4, chunk_size=5, stall_seconds=1.1)
                     await first_chunk(slack, model, ns.mentions, late, "model's first token after 1.1 s")
                     model.default = Reply(text="ok")
-                    await inbound(slack, c, ws, ns.rate, ns.seconds, ns.threads, ns.drain)
+                    await inbound(slack, c, ws, ns.rate, ns.seconds, ns.threads, ns.drain, hangar.pid)
             finally:
                 hangar.terminate()
                 hangar.wait(30)
