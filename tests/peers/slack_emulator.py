@@ -544,9 +544,12 @@ class SlackEmulator:
 
 
 @contextlib.asynccontextmanager
-async def running_slack(clock: Clock | None = None) -> AsyncIterator[SlackEmulator]:
-    """Serve a ``SlackEmulator`` on an ephemeral loopback port; ``api_url`` is its Web API base."""
-    fake = SlackEmulator(clock)
+async def running_slack(
+    clock: Clock | None = None, emulator: SlackEmulator | None = None
+) -> AsyncIterator[SlackEmulator]:
+    """Serve a ``SlackEmulator`` (``emulator``, else a new one on ``clock``) on an ephemeral loopback port;
+    ``api_url`` is its Web API base."""
+    fake = emulator or SlackEmulator(clock)
     config = uvicorn.Config(
         fake.app(), host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="websockets-sansio"
     )

@@ -89,6 +89,16 @@ class _Turn:
     in_flight: bool = True  # a chat request waiting for its turn (narration speaks only then)
     status_set: bool = False
     pending: list[StoredEvent] = field(default_factory=list)
+    opening: asyncio.Future[None] | None = None  # the card being opened beside the dispatch
+
+    async def card_open(self) -> None:
+        """Wait until the card is open and recorded (finishing it before would leave its record behind)."""
+        if self.opening is not None:
+            try:
+                await self.opening
+            except Exception:
+                log.exception("chat bridge: opening a reply card failed")
+            self.opening = None
 
 
 def clean_request(text: str) -> str:
@@ -177,10 +187,10 @@ class Bridge:
         anchor = None if is_dm else (ev.thread_ts or ev.ts)
         reply_thread = ev.thread_ts or ev.ts
         # Only a reply in a thread the bot was brought into continues; the rest of a channel is not ours.
-        if ev.kind == "message" and (
-            ev.thread_ts is None
-            or await links.find(self.workspace_id, self.provider, ev.channel_id, ev.thread_ts) is None
-        ):
+        if ev.kind == "message" and ev.thread_ts is None:
+            return
+        known = await links.find(self.workspace_id, self.provider, ev.channel_id, anchor)
+        if ev.kind == "message" and known is None:
             return
         lock = self._locks.setdefault((ev.channel_id, anchor), asyncio.Lock())
         async with lock:
@@ -192,7 +202,9 @@ class Bridge:
             if not request:
                 await self._say(ev.channel_id, reply_thread, EMPTY_MENTION)
                 return
-            channel_name = None if is_dm else await self._channel_name(ev.channel_id)
+            # The channel's name only titles a new space: a known conversation costs no paced look-up
+            # (conversations.info is allowed 50 calls a minute; a busy thread would queue behind it).
+            channel_name = None if is_dm or known is not None else await self._channel_name(ev.channel_id)
             link, created = await links.find_or_create(
                 self.workspace_id,
                 self.provider,
@@ -229,15 +241,9 @@ class Bridge:
         target = ReplyTarget(ev.channel_id, reply_thread, ev.user_id, ev.team_id, is_dm=is_dm)
         turn = _Turn(self._stream(target, request, space_id), target, request)
         self._turns[space_id] = turn
-        if is_dm:
-            if created:
-                await self._quietly(self._api.set_thread_title(channel=ev.channel_id, thread_ts=reply_thread,
-                                                               title=request[:255]))  # fmt: skip
-            await self._quietly(
-                self._api.set_thread_status(channel=ev.channel_id, thread_ts=reply_thread, status=THINKING)
-            )
-            turn.status_set = True
-        await turn.stream.open()  # the opened message is recorded by the stream's on_open
+        # The card (and a DM's title and status) opens beside the dispatch, not before it: these calls are paced
+        # per method (chat.startStream 100 a minute), and a busy workspace's prompts must not queue behind them.
+        turn.opening = asyncio.ensure_future(self._acknowledge(ev, turn, reply_thread, created=created))
         spaces = self._app.service(SpaceService)
         if created:  # the conversation's space is new: its setup is the agent joining it
             await spaces.set_provisioning(self.workspace_id, space_id, "provisioning", step="agent", detail=agent.name)
@@ -255,6 +261,7 @@ class Bridge:
             self._turns.pop(space_id, None)
             if created:
                 await spaces.set_provisioning(self.workspace_id, space_id, "failed", error=exc.message)
+            await turn.card_open()
             await turn.stream.finish(TurnOutcome.failed)
             await self._forget_card(space_id, turn.stream.opened)
             await self._say(ev.channel_id, reply_thread, exc.message)
@@ -268,6 +275,18 @@ class Bridge:
             pending, turn.pending = turn.pending, []
             for stored in pending:
                 await self._run_event(stored)
+
+    async def _acknowledge(self, ev: InboundMessage, turn: _Turn, reply_thread: str, *, created: bool) -> None:
+        """The request is accepted: a DM gets its title and the is-thinking status, the card opens."""
+        if ev.kind == "dm":
+            if created:
+                await self._quietly(self._api.set_thread_title(channel=ev.channel_id, thread_ts=reply_thread,
+                                                               title=turn.request[:255]))  # fmt: skip
+            await self._quietly(
+                self._api.set_thread_status(channel=ev.channel_id, thread_ts=reply_thread, status=THINKING)
+            )
+            turn.status_set = True
+        await turn.stream.open()  # the opened message is recorded by the stream's on_open
 
     async def _member(self, ev: InboundMessage) -> LinkedMember | LinkRefusal:
         links = self._chat.user_links
@@ -379,6 +398,7 @@ class Bridge:
             self._runs.pop(str(p["run_id"]), None)
             if self._turns.get(space_id) is turn:
                 del self._turns[space_id]
+            await turn.card_open()
             await stream.finish(TurnOutcome(str(p.get("outcome", "failed"))))
             await self._forget_card(space_id, stream.opened)
             if turn.status_set:

@@ -115,9 +115,10 @@ class FakeOpenAI:
 
 
 @contextlib.asynccontextmanager
-async def running_fake_openai() -> AsyncIterator[FakeOpenAI]:
-    """Serve a ``FakeOpenAI`` on an ephemeral loopback port; ``fake.url`` is its ``…/v1`` base URL."""
-    fake = FakeOpenAI()
+async def running_fake_openai(fake: FakeOpenAI | None = None) -> AsyncIterator[FakeOpenAI]:
+    """Serve a ``FakeOpenAI`` (``fake``, else a new one) on an ephemeral loopback port; ``fake.url`` is its ``…/v1``
+    base URL."""
+    fake = fake or FakeOpenAI()
     server = uvicorn.Server(uvicorn.Config(fake.app(), host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     task = asyncio.create_task(server.serve())
