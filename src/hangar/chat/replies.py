@@ -262,7 +262,10 @@ class ReplyStream:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if self._last_call is not None:
+            # The card opened on the mention carried no text: the reply's first words go out as they come (the
+            # time to the first answer is what a person waits on); every later flush keeps the cadence.
+            first_words = self._mode is _Mode.streaming and self._landed == 0 and bool(self._pending)
+            if self._last_call is not None and not first_words:
                 wait = self._last_call + FLUSH_INTERVAL - self._clock.monotonic()
                 if wait > 0:
                     await self._clock.sleep(wait)
