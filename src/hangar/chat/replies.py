@@ -165,6 +165,7 @@ class ReplyStream:
         self._last_call: float | None = None
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
+        self._first_words = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         # Told of every streamed message this reply opens (the first, and each roll-over's): the bridge records
         # it so a restarted server can finish the one left open.
@@ -226,6 +227,8 @@ class ReplyStream:
         self._reply.append(delta)
         self._reply_len += len(delta)
         self._pending += delta
+        if not self._landed:
+            self._first_words.set()
         self._kick()
 
     async def finish(self, outcome: TurnOutcome) -> None:
@@ -264,17 +267,34 @@ class ReplyStream:
             self._wake.clear()
             # The card opened on the mention carried no text: the reply's first words go out as they come (the
             # time to the first answer is what a person waits on); every later flush keeps the cadence.
+            if not self._pending and not (self.cards_on and self.card.stream_delta()):
+                continue  # nothing to send: no cadence wait, or the first words would wait behind it
             first_words = self._mode is _Mode.streaming and self._landed == 0 and bool(self._pending)
             if self._last_call is not None and not first_words:
                 wait = self._last_call + FLUSH_INTERVAL - self._clock.monotonic()
                 if wait > 0:
-                    await self._clock.sleep(wait)
+                    await self._cadence_wait(wait)
             async with self._lock:
                 if self._mode not in (_Mode.idle, _Mode.streaming):
                     return
                 await self._flush()
                 if self._pending:
                     self._wake.set()
+
+    async def _cadence_wait(self, seconds: float) -> None:
+        """Wait out the cadence, cut short by the reply's first words (a card change waiting for its turn, such as
+        provisioning narration, must not hold them back: they travel together in one call)."""
+        if self._landed:
+            await self._clock.sleep(seconds)
+            return
+        self._first_words.clear()
+        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+        words = asyncio.ensure_future(self._first_words.wait())
+        try:
+            await asyncio.wait({sleeper, words}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (sleeper, words):
+                t.cancel()
 
     # --- the provider calls -----------------------------------------------------------------------------------
 

@@ -367,3 +367,18 @@ async def test_the_answer_is_a_later_append_after_the_plan() -> None:
     start, append = out.calls
     assert not start.prose and start.chunks[0]["type"] == "plan_update"
     assert append.chunks == [{"type": "markdown_text", "text": "hello"}]
+
+
+async def test_a_card_change_waiting_for_the_cadence_does_not_hold_back_the_first_words() -> None:
+    stream, out, clock, _ = make()
+    await stream.open()
+    stream.set_setup("Setting up Ada...")  # narration: a card change that waits for the second to pass
+    clock.advance(0.2)
+    await settle()
+    assert len(out.calls) == 1
+    stream.on_text("Hello")
+    await settle()
+    first = out.of("append_stream")
+    assert len(first) == 1 and first[0].prose == "Hello" and first[0].at - out.calls[0].at < 1.0
+    assert task(first[0], "setup") == {"type": "task_update", "id": "setup", "title": "Setting up Ada...",
+                                       "status": "in_progress"}  # fmt: skip
