@@ -206,16 +206,30 @@ async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(
 ) -> None:
     async with workspace_server(tmp_path) as (srv, client, ws):
         space_id = (await client.call("spaces.create", workspace_id=ws, title="cli"))["id"]
-        adapter = {"type": "command", "argv": [*CLI_AGENT], "productTools": ["spaces.list", "tickets.create"]}
+        other_space = (await client.call("spaces.create", workspace_id=ws, title="not the run's"))["id"]
+        await client.call("messages.post", workspace_id=ws, space_id=other_space, content="said elsewhere")
+        tools = ["spaces.list", "spaces.get", "messages.list", "messages.post", "tickets.create"]
+        adapter = {"type": "command", "argv": [*CLI_AGENT], "productTools": tools}
         agent_id = (await client.call("agents.create", workspace_id=ws, name="Caller", adapter=adapter))["id"]
         other_ws = (await client.call("workspaces.create", name="elsewhere"))["id"]
         folder = Path((await client.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"])
-        started = await client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="mcp")
+        started = await client.call(
+            "agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt=f"mcp {other_space}"
+        )
         got = await _wait_file(folder / "mcp.json")
         # Inside the enclosure the endpoint is the gate's server door; the program called it with urllib.
         assert got["HANGAR_MCP_URL"] == f"http://{GATE_ADDRESS}:{GatePorts().server_door}/mcp"
         assert got["HANGAR_MCP_UNAVAILABLE"] is None
-        assert {"spaces.list", "tickets.create"} <= set(got["tools"]) and space_id in got["spaces"]
+        assert set(tools) <= set(got["tools"])
+        # The credential is limited to the run's space: the workspace's spaces list shows that one, its messages
+        # are read, another space's are refused, and so is a post there.
+        assert got["spaces"] == [space_id]
+        assert [m["content"] for m in got["own"]["messages"]] == ["mcp " + other_space]
+        limit = f"forbidden: this credential is limited to space {space_id}"
+        assert got["elsewhere"] == {
+            "messages.list": {"error": f"{limit}; messages.list names space {other_space}"},
+            "messages.post": {"error": f"{limit}; messages.post names space {other_space}"},
+        }
         assert got["unauthenticated"] == {"status": 401}  # the door adds no authority: the server checks
         # The rest of the server's listener stays out of reach (§6), refused by the gate saying why.
         for path in ("/rpc", "/auth/pair", "/healthz", "/mcpx"):
@@ -229,6 +243,10 @@ async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(
             filed = payload(await session.call_tool("tickets.create", {"workspace_id": ws, "title": "from the CLI"}))
             elsewhere = await session.call_tool("spaces.list", {"workspace_id": other_ws})
             assert elsewhere.is_error and "limited to workspace" in elsewhere.content[0].text
+            other = await session.call_tool("spaces.get", {"workspace_id": ws, "spaceId": other_space})
+            assert other.is_error and other.content[0].text == f"{limit}; spaces.get names space {other_space}"
+            own = payload(await session.call_tool("spaces.get", {"workspace_id": ws, "spaceId": space_id}))
+            assert own["id"] == space_id
             invite = await session.call_tool("members.invite", {"workspace_id": ws, "role": "guest"})
             assert invite.is_error and "not among the tools" in invite.content[0].text
         rows = [r for r in await client.call("audit.list", workspace_id=ws) if r["action"] == "tickets.create"]
@@ -254,6 +272,8 @@ async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(
         msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
         assert msgs[-1]["content"] == "old credential: 401"
         assert token not in json.dumps(msgs[:-2])  # the first run's reply does not show it
+        said = (await client.call("messages.list", workspace_id=ws, space_id=other_space))["messages"]
+        assert [m["content"] for m in said] == ["said elsewhere"]  # nothing was posted there
         refused = [r.getMessage() for r in caplog.records if r.name == "hangar.rigs.egress"]
         assert any(" egress server /auth/pair denied: not the MCP endpoint" in line for line in refused)
 

@@ -17,11 +17,13 @@ async def test_an_openai_agent_runs_a_command_in_its_spaces_rig(tmp_path: Path) 
             "agents.create", name="Rigger", adapter={"type": "openai", "baseUrl": fake.url, "model": "rig"}
         )
         rig_id = await env.open()  # a person opened a terminal in the space the agent is dispatched into
-        elsewhere = await env.open(await env.new_space())
+        other_space = await env.new_space()
+        elsewhere = await env.open(other_space)
         fake.script(
             "rig",
             call("rig__exec", {"rigId": rig_id, "command": "id -u; echo hi-from-rig"}),
             call("rig__exec", {"rigId": elsewhere, "command": "echo should-not-run"}),
+            call("rig_list", {}),  # the rigs of its space only
             call("rig_close", {"rigId": rig_id}),
             text("done"),
         )
@@ -33,9 +35,12 @@ async def test_an_openai_agent_runs_a_command_in_its_spaces_rig(tmp_path: Path) 
         ran = json.loads(results[0])
         assert ran["exitCode"] == 0 and ran["stdout"].split() == ["1000", "hi-from-rig"], ran
         assert (
-            results[1] == f"forbidden: rig.exec: rig {elsewhere} is in another space; this agent works in {env.space}"
+            results[1]
+            == f"forbidden: this credential is limited to space {env.space}; rig.exec: rig {elsewhere} is in space "
+            f"{other_space}"
         )
-        assert json.loads(results[2])["rigId"] == rig_id
+        assert [r["rigId"] for r in json.loads(results[2])] == [rig_id]
+        assert json.loads(results[3])["rigId"] == rig_id
 
         who = f"agent:{agent['id']}"
         log = await env.call("rig.actionLog", rigId=rig_id)

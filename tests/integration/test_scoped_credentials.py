@@ -85,6 +85,41 @@ async def test_an_agents_credential_speaks_for_the_agent_within_its_tools(tmp_pa
             await identity.issue_device(srv.owner_id, "loose", scope=DeviceScope(agent_id=agent_id))
 
 
+async def test_a_credential_limited_to_one_space(tmp_path: Path) -> None:
+    async with running_server(tmp_path, parts=PARTS) as srv:
+        a = await srv.new_workspace("a")
+        identity = srv.ctx.service(IdentityService)
+        agent_id = "4f6c1f2e-0000-4000-8000-00000000a9e2"
+        tools = frozenset({"members.list", "test.spawn", "events.list"})
+        scope = DeviceScope(workspace_id=a, space_id="space-own", agent_id=agent_id, tools=tools)
+        token = await identity.issue_device(srv.owner_id, "agent run in a space", scope=scope)
+        async with RpcClient(srv.ws_url, token) as c:
+            assert (await c.call("test.spawn", workspace_id=a, space_id="space-own", command="x"))["ran"] == "x"
+            # Either spelling of the argument names the space.
+            elsewhere = await _refused(c, "test.spawn", workspace_id=a, spaceId="space-other", command="x")
+            assert elsewhere.code == "forbidden"
+            assert elsewhere.message == (
+                "this credential is limited to space space-own; test.spawn names space space-other"
+            )
+            assert (await c.call("test.spawn", workspace_id=a, command="y"))["ran"] == "y"  # names no space
+            assert len(await c.call("members.list", workspace_id=a)) == 1  # not about spaces
+            every = await _refused(c, "events.list", workspace_id=a)
+            assert every.message == (
+                "this credential is limited to space space-own; events.list reads every space of the workspace"
+            )
+        assert (await identity.authenticate(token)).space_id == "space-own"
+        # A person's devices list shows the limit (an agent's credentials are not listed among them).
+        await identity.issue_device(srv.owner_id, "one space", scope=DeviceScope(workspace_id=a, space_id="space-own"))
+        async with RpcClient(srv.ws_url, srv.owner_token) as full:
+            listed = {d["name"]: d for d in await full.call("devices.list")}
+            assert listed["one space"]["spaceId"] == "space-own" and listed["one space"]["workspaceId"] == a
+            assert all(d["spaceId"] is None for n, d in listed.items() if n != "one space")
+            # The person's own credential reaches every space.
+            assert (await full.call("test.spawn", workspace_id=a, space_id="space-other", command="z"))["ran"] == "z"
+        with pytest.raises(InvalidArgs, match=r"limited to a space is limited to its workspace"):
+            await identity.issue_device(srv.owner_id, "loose", scope=DeviceScope(space_id="space-own"))
+
+
 async def test_an_applications_credential_cannot_mint_or_end_the_persons_other_credentials(tmp_path: Path) -> None:
     async with running_server(tmp_path, parts=PARTS) as srv:
         identity = srv.ctx.service(IdentityService)

@@ -1,9 +1,10 @@
 """A command agent's way back into Hangar: the product's MCP endpoint and a credential for the length of one run.
 
-The program gets ``HANGAR_MCP_URL`` and ``HANGAR_MCP_TOKEN``, a device
-credential that speaks for the agent (``agent:<id>`` in audit rows), reaches only the agent's workspace and the
-ops among its product tools, and expires with the run's time limit (an hour at most). It is issued on behalf of
-the person who dispatched the run (deactivating them ends it) or, for a run no person dispatched (a pipeline
+The program gets ``HANGAR_MCP_URL`` and ``HANGAR_MCP_TOKEN``, a device credential that speaks for the agent
+(``agent:<id>`` in audit rows), reaches only the agent's workspace, the space the run works in
+(``Principal.check_space``: an op naming another space is refused, ``spaces.list`` answers that space alone) and
+the ops among its product tools, and expires with the run's time limit (an hour at most). It is issued on behalf
+of the person who dispatched the run (deactivating them ends it) or, for a run no person dispatched (a pipeline
 step, another agent), the workspace's first owner. It is revoked when the run ends, however it ends; should the
 process driving the run die first, the deadline ends it.
 
@@ -55,6 +56,7 @@ async def grant_mcp(
     *,
     workspace_id: str,
     run_id: str,
+    space_id: str,
     agent_id: str,
     agent_name: str,
     adapter: CommandAdapter,
@@ -73,6 +75,7 @@ async def grant_mcp(
     lifetime = min(adapter.timeout_seconds or MAX_LIFETIME_S, MAX_LIFETIME_S)
     scope = DeviceScope(
         workspace_id=workspace_id,
+        space_id=space_id,
         tools=frozenset(tools),
         expires_at=app.clock.now() + timedelta(seconds=lifetime),
         agent_id=agent_id,

@@ -20,7 +20,7 @@ from hangar.agents.results import (
     TeamDispatch,
 )
 from hangar.agents.runner import AgentRunner
-from hangar.agents.runs import RunStatus
+from hangar.agents.runs import Run, RunStatus
 from hangar.agents.service import AgentService
 from hangar.agents.teams import TeamService, check_dispatch_mode
 from hangar.core.part import OpFunction
@@ -170,10 +170,18 @@ class RunRef(WsArgs):
     run_id: str
 
 
+async def _run_in_reach(ctx: OpContext, run_id: str) -> Run:
+    """The run, once its space has been held to a credential limited to one space (the op names a run, so the
+    dispatcher saw no space)."""
+    run = await ctx.app.service(AgentRunner).store.get(ctx.ws, run_id)
+    ctx.principal.check_space(run.space_id, action=ctx.spec.name, subject=f"run {run_id}")
+    return run
+
+
 @op("runs.get", kind="read", scope="workspace")
 async def runs_get(ctx: OpContext, args: RunRef) -> RunView:
     """One run: status, outcome, error, turns and the harvested output."""
-    return RunView.model_validate(await ctx.app.service(AgentRunner).store.get(ctx.ws, args.run_id))
+    return RunView.model_validate(await _run_in_reach(ctx, args.run_id))
 
 
 class RunListArgs(WsArgs):
@@ -185,12 +193,14 @@ class RunListArgs(WsArgs):
 
 @op("runs.list", kind="read", scope="workspace")
 async def runs_list(ctx: OpContext, args: RunListArgs) -> RunList:
-    """Runs, newest first, optionally of one space, agent or status (``running``, ``finished``)."""
+    """Runs, newest first, optionally of one space, agent or status (``running``, ``finished``); for a credential
+    limited to one space, of that space."""
     if args.status is not None and args.status not in list(RunStatus):
         raise InvalidArgs(f"status must be one of {', '.join(RunStatus)}, not {args.status!r}", field="status")
     status = None if args.status is None else RunStatus(args.status)
+    space_id = args.space_id or ctx.principal.space_id  # another space than the credential's was refused
     runs = await ctx.app.service(AgentRunner).store.all(
-        ctx.ws, space_id=args.space_id, agent_id=args.agent_id, status=status, limit=args.limit
+        ctx.ws, space_id=space_id, agent_id=args.agent_id, status=status, limit=args.limit
     )
     return RunList(runs=[RunView.model_validate(r) for r in runs])
 
@@ -198,6 +208,7 @@ async def runs_list(ctx: OpContext, args: RunListArgs) -> RunList:
 @op("runs.events", kind="read", scope="workspace")
 async def runs_events(ctx: OpContext, args: RunRef) -> RunEvents:
     """The persisted turn events of one run, in order."""
+    await _run_in_reach(ctx, args.run_id)
     events = await ctx.app.service(AgentRunner).events(ctx.ws, args.run_id)
     return RunEvents(events=[RunEventFrame.of(e) for e in events])
 
@@ -206,6 +217,7 @@ async def runs_events(ctx: OpContext, args: RunRef) -> RunEvents:
 async def runs_interrupt(ctx: OpContext, args: RunRef) -> RunView:
     """Stop a running run (outcome ``interrupted``), whichever process drives it, and return it once it is over;
     a finished run is returned unchanged."""
+    await _run_in_reach(ctx, args.run_id)
     run = await ctx.app.service(AgentRunner).interrupt(ctx.ws, args.run_id, by=ctx.principal.label)
     await audit_queued(ctx, "runs.interrupt", f"run:{run.id}", {"outcome": run.outcome})
     return RunView.model_validate(run)

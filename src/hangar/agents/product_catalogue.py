@@ -3,18 +3,18 @@
 An agent's adapter names the ops it may call (``productTools``); left out, ``DEFAULT_PRODUCT_TOOLS``: the rig
 verbs, acting in the agent's space, and reads of spaces, messages and tickets. An ``openai`` agent is offered them
 as function tools (a dot becomes ``__``; parameters and description as the MCP tool has them); each call is one op
-call through the one dispatcher as the agent (``Principal`` with its ``agent_id``, limited to its workspace and its
-tools, holding the member role there), so roles, guardrails and audit answer as for any caller, and the audit row
-names ``agent:<id>`` and the door ``agent``. The answer, or the refusal as ``"<code>: <message>"``, goes back to
-the model as the tool's result.
+call through the one dispatcher as the agent (``Principal`` with its ``agent_id``, limited to its workspace, the
+space its run works in and its tools, holding the member role there), so roles, guardrails and audit answer as
+for any caller, and the audit row names ``agent:<id>`` and the door ``agent``. The answer, or the refusal as
+``"<code>: <message>"``, goes back to the model as the tool's result.
 
-Where an op takes a space, the agent's own space is the default; the rig verbs are held to it (``rig.open`` in
-another space is refused, and so is a verb on a rig of another space). Why: a rig an agent opens shows in the
-space the agent works in, beside its conversation, where the people who dispatched it look; an agent working
-on one space's request has no business driving a machine someone opened for another. Reads are not held: an
-agent, like any member, may read the workspace's spaces, messages and tickets to do its work. The space rule is
-the in-process toolbox's (``product_tools``): a command agent's MCP credential (``mcp_grant``) is held to the
-workspace and the tools, since credentials carry no space yet.
+Where an op takes a space, the agent's own space is the default, and another space is refused: ``messages.list``
+or ``messages.post`` elsewhere, ``rig.open`` in another space, a verb on a rig of another space; ``spaces.list``
+answers the agent's space alone and ``events.list`` (every space's events) is refused. Why: an agent works on one
+space's request, where the people who dispatched it look; what others said and opened in other spaces is not
+its business. Ops about no space (tickets, for instance) answer as its tools allow. The rule is the credential's
+(``Principal.check_space``), applied by the dispatcher and the ops, so a command agent's MCP credential
+(``mcp_grant``, which carries the run's space) is held exactly as these in-process calls are.
 """
 
 from __future__ import annotations
@@ -64,15 +64,18 @@ def granted(adapter: OpenAIAdapter | CommandAdapter, registry: OpRegistry) -> tu
     return tuple(served)
 
 
-def agent_principal(agent_id: str, agent_name: str, workspace_id: str, run_id: str, tools: Iterable[str]) -> Principal:
-    """The agent as a caller of ops during one run: its workspace only, its tools only, its own name in audit
-    rows (``agent:<id>``); the device names the run, so a row says which run made the call."""
+def agent_principal(
+    agent_id: str, agent_name: str, workspace_id: str, space_id: str, run_id: str, tools: Iterable[str]
+) -> Principal:
+    """The agent as a caller of ops during one run: its workspace and the run's space only, its tools only, its
+    own name in audit rows (``agent:<id>``); the device names the run, so a row says which run made the call."""
     return Principal(
         user_id=f"agent:{agent_id}",
         device_id=f"run:{run_id}",
         display_name=agent_name,
         is_server_owner=False,
         workspace_id=workspace_id,
+        space_id=space_id,
         tools=frozenset(tools),
         agent_id=agent_id,
     )

@@ -4,26 +4,15 @@ through the one dispatcher as the agent (what, and why the space rules: ``hangar
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 from hangar.agents.adapters.base import ToolResult
-from hangar.agents.product_catalogue import RIG_VERBS
 from hangar.core.principal import Principal
-from hangar.errors import Forbidden, HangarError
+from hangar.errors import HangarError
 from hangar.rpc.mcp_tools import function_tool, op_of_openai_name, openai_name
 from hangar.rpc.op_caller import OpCaller
-from hangar.rpc.registry import OpSpec
 
 RESULT_LIMIT = 64 * 1024  # characters of an answer handed back to the model
-
-
-def _takes(spec: OpSpec, field: str) -> bool:
-    return field in spec.args_model.model_fields
-
-
-def _given(args: dict[str, Any], snake: str, camel: str) -> Any:
-    return args[snake] if snake in args else args.get(camel)
 
 
 class RunProductTools:
@@ -34,14 +23,12 @@ class RunProductTools:
         caller: OpCaller | None,
         names: tuple[str, ...],
         principal: Principal,
-        space_id: str,
         *,
         unavailable: str | None = None,
     ) -> None:
         self._caller = caller
         self._names = names
         self._principal = principal
-        self._space_id = space_id
         self._unavailable = unavailable
         self._by_tool = {openai_name(n): n for n in names}
 
@@ -60,8 +47,7 @@ class RunProductTools:
             why = self._unavailable or "this process has no dispatcher"
             return ToolResult(False, f"unavailable: {op_name} cannot be called here: {why}")
         try:
-            args = await self._in_own_space(op_name, dict(arguments))
-            wire = await self._caller.call(self._principal, op_name, args)
+            wire = await self._caller.call(self._principal, op_name, self._defaults(op_name, dict(arguments)))
         except HangarError as err:
             body = err.to_dict()
             return ToolResult(False, f"{body['code']}: {body['message']}")
@@ -70,35 +56,16 @@ class RunProductTools:
             text = text[:RESULT_LIMIT] + f"\n… (truncated at {RESULT_LIMIT} characters)"
         return ToolResult(True, text)
 
-    async def _in_own_space(self, op_name: str, args: dict[str, Any]) -> dict[str, Any]:
-        """The agent's workspace and space as defaults; the rig verbs held to its space."""
+    def _defaults(self, op_name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """The agent's workspace and space where the model named none. Which spaces it may name is the
+        credential's rule (``Principal.check_space``), held by the dispatcher and the ops as for any caller."""
         assert self._caller is not None
         spec = self._caller.registry.get(op_name)
         if spec is None:
             return args
         if spec.scope == "workspace":
             args.setdefault("workspace_id", self._principal.workspace_id)
-        if _takes(spec, "space_id"):
-            space = _given(args, "space_id", "spaceId")
-            if space is None:
-                args["space_id"] = space = self._space_id
-            if op_name in RIG_VERBS and space != self._space_id:
-                raise Forbidden(f"{op_name} acts in the space this agent works in ({self._space_id}), not {space}")
-        rig_id = _given(args, "rig_id", "rigId")
-        if op_name in RIG_VERBS and _takes(spec, "rig_id") and isinstance(rig_id, str):
-            await self._check_rig_space(op_name, args, rig_id)
+        if "space_id" in spec.args_model.model_fields and args.get("space_id", args.get("spaceId")) is None:
+            args.pop("spaceId", None)
+            args["space_id"] = self._principal.space_id
         return args
-
-    async def _check_rig_space(self, op_name: str, args: dict[str, Any], rig_id: str) -> None:
-        """A verb on a rig of another space is refused. The rig's space is read through ``rig_list`` as the
-        agent (a read its role allows, whether or not ``rig_list`` is among its tools), so a workspace the agent
-        cannot reach stays unread; a rig the list does not show is left to the op to answer."""
-        assert self._caller is not None
-        if self._caller.registry.get("rig_list") is None or args.get("workspace_id") != self._principal.workspace_id:
-            return
-        tools = self._principal.tools
-        reader = replace(self._principal, tools=None if tools is None else tools | {"rig_list"})
-        rows = await self._caller.call(reader, "rig_list", {"workspace_id": args["workspace_id"]})
-        space = next((r.get("spaceId") for r in rows if isinstance(r, dict) and r.get("rigId") == rig_id), None)
-        if space is not None and space != self._space_id:
-            raise Forbidden(f"{op_name}: rig {rig_id} is in another space; this agent works in {self._space_id}")

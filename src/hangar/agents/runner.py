@@ -215,11 +215,11 @@ class AgentRunner:
             names = DEFAULT_PRODUCT_TOOLS if agent.adapter.product_tools is None else agent.adapter.product_tools
             if names:
                 log.warning("agent run %s: product tools are not offered: this process has no dispatcher", run_id)
-            principal = agent_principal(agent.id, agent.name, workspace_id, run_id, names)
-            return RunProductTools(None, names, principal, space_id, unavailable="this process has no dispatcher")
+            principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
+            return RunProductTools(None, names, principal, unavailable="this process has no dispatcher")
         names = granted(agent.adapter, caller.registry)
-        principal = agent_principal(agent.id, agent.name, workspace_id, run_id, names)
-        return RunProductTools(caller, names, principal, space_id)
+        principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
+        return RunProductTools(caller, names, principal)
 
     async def _mcp_grant(self, workspace_id: str, run: Run, agent: Agent) -> McpGrant:
         if not isinstance(agent.adapter, CommandAdapter):
@@ -230,6 +230,7 @@ class AgentRunner:
             self.app,
             workspace_id=workspace_id,
             run_id=run.id,
+            space_id=run.space_id,
             agent_id=agent.id,
             agent_name=agent.name,
             adapter=agent.adapter,

@@ -42,8 +42,9 @@ class Member:
 
 @dataclass(frozen=True)
 class DeviceScope:
-    """What a credential reaches beyond "everything its holder may do": one workspace, reads only, named ops,
-    a deadline, the agent it speaks for, the OAuth client it was issued to. The default is the whole holder."""
+    """What a credential reaches beyond "everything its holder may do": one workspace, one space of it, reads
+    only, named ops, a deadline, the agent it speaks for, the OAuth client it was issued to. The default is the
+    whole holder."""
 
     workspace_id: str | None = None
     read_only: bool = False
@@ -51,6 +52,7 @@ class DeviceScope:
     expires_at: datetime | None = None
     agent_id: str | None = None
     client_id: str | None = None
+    space_id: str | None = None  # within ``workspace_id``
 
 
 @dataclass(frozen=True)

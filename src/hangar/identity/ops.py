@@ -186,6 +186,7 @@ async def devices_list(ctx: OpContext, args: NoArgs) -> list[DeviceView]:
             read_only=d.scope.read_only,
             expires_at=d.scope.expires_at,
             oauth_client_id=d.scope.client_id,
+            space_id=d.scope.space_id,
         )
         for d in await ctx.app.service(IdentityService).list_devices(ctx.principal.user_id)
     ]

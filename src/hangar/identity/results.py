@@ -79,6 +79,7 @@ class DeviceView(Result):
     read_only: bool = False
     expires_at: Timestamp | None = None
     oauth_client_id: str | None = Field(default=None, description="the OAuth client it was issued to, if any")
+    space_id: str | None = Field(default=None, description="the one space of its workspace it reaches; null: all")
 
 
 class DeviceRef(Result):

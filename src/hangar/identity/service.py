@@ -85,6 +85,7 @@ def _device(row: Any) -> Device:
         expires_at=row.expires_at,
         agent_id=row.agent_id,
         client_id=row.client_id,
+        space_id=row.space_id,
     )
     return Device(row.id, row.user_id, row.name, row.created_at, row.last_used_at, row.revoked_at, scope)
 
@@ -105,6 +106,7 @@ def _principal(device: Device, user: User, owner_id: str | None, version: int) -
         workspace_id=scope.workspace_id,
         read_only=scope.read_only,
         tools=scope.tools,
+        space_id=scope.space_id,
         delegated=delegated,
     )
 
@@ -459,6 +461,8 @@ class IdentityService:
         working when they are deactivated), and it is always limited to the agent's workspace."""
         if scope.agent_id is not None and scope.workspace_id is None:
             raise InvalidArgs("an agent's credential is limited to the agent's workspace: give its workspace_id")
+        if scope.space_id is not None and scope.workspace_id is None:
+            raise InvalidArgs("a credential limited to a space is limited to its workspace: give its workspace_id")
         device_id, token = new_id(), new_token()
         now = self._clock.now()
         async with self._db.begin() as conn:
@@ -476,6 +480,7 @@ class IdentityService:
                     expires_at=scope.expires_at,
                     agent_id=scope.agent_id,
                     client_id=scope.client_id,
+                    space_id=scope.space_id,
                 )
             )
         return device_id, token

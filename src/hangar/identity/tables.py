@@ -59,6 +59,7 @@ devices = sa.Table(
     sa.Column("expires_at", UtcDateTime()),
     sa.Column("agent_id", sa.String(36)),
     sa.Column("client_id", sa.String(64)),
+    sa.Column("space_id", sa.String(64)),
 )
 
 pairing_codes = sa.Table(

@@ -48,7 +48,9 @@ class EventsArgs(TimeWindow):
 @op("events.list", kind="read", scope="workspace", min_role="member")
 async def events_list(ctx: OpContext, args: EventsArgs) -> list[EventView]:
     """Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``;
-    optionally only those of some types and those that occurred in a time window."""
+    optionally only those of some types and those that occurred in a time window. Every space's events are in
+    it, so a credential limited to one space is refused."""
+    ctx.principal.whole_workspace(ctx.spec.name)
     events = await ctx.app.bus.replay(
         ctx.ws,
         after_seq=args.after_seq,
@@ -67,7 +69,9 @@ class WatchEventsArgs(Args):
 
 @op("events.watch", kind="watch", scope="workspace", min_role="member", result=Watching)
 async def events_watch(ctx: OpContext, args: WatchEventsArgs) -> AsyncIterator[Watching | EventView]:
-    """Stream the workspace's domain events as they are published."""
+    """Stream the workspace's domain events as they are published (refused to a credential limited to one
+    space, as ``events.list``)."""
+    ctx.principal.whole_workspace(ctx.spec.name)
     queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
 
     async def forward(ev: StoredEvent) -> None:

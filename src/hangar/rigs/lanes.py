@@ -38,6 +38,7 @@ async def authorize(
     if manager is None:
         raise Unavailable("the rig manager is not running on this server")
     live = await manager.get_live(grant.workspace_id, rig_id)
+    principal.check_space(live.space_id, action=f"the {lane} lane", subject=f"rig {rig_id}")
     if mutating:
         await refuse_if_read_only(app, grant.workspace_id, live.space_id, lane)
     return LaneAccess(grant.workspace_id, principal, manager, live)

@@ -61,13 +61,17 @@ def manager(ctx: OpContext) -> RigManager:
 
 
 async def guarded(ctx: OpContext, rig_id: str) -> RigManager:
-    """The manager, once the rig's own space has been held to the guardrails: the dispatcher checks the
-    workspace (and a space named in args), but rig ops name a rig, not a space."""
+    """The manager, once the rig's own space has been held to a credential limited to one space and, for a
+    change, to the guardrails: the dispatcher checks the workspace and a space named in args, but rig ops name a
+    rig, not a space. A rig not found is left to the op to answer."""
     mgr = manager(ctx)
-    if ctx.spec.mutating or ctx.spec.actions:
+    changes = ctx.spec.mutating or bool(ctx.spec.actions)
+    if changes or ctx.principal.space_id is not None:
         rec = await mgr.store.get(ctx.ws, rig_id)
         if rec is not None:
-            await ctx.app.service(Guardrails).check(await ctx.db(), ctx.ws, ctx.spec, rec.space_id)
+            ctx.principal.check_space(rec.space_id, action=ctx.spec.name, subject=f"rig {rig_id}")
+            if changes:
+                await ctx.app.service(Guardrails).check(await ctx.db(), ctx.ws, ctx.spec, rec.space_id)
     return mgr
 
 
@@ -128,10 +132,13 @@ async def _row(ctx: OpContext, rec: RigRecord, live: LiveRig | None) -> RigRow:
 
 @op("rig_list", kind="read", scope="workspace", min_role="member")
 async def rig_list(ctx: OpContext, args: ListArgs) -> list[RigRow]:
-    """The workspace's rigs with surface, status, display and controller (closed ones on request)."""
+    """The workspace's rigs with surface, status, display and controller (closed ones on request); for a
+    credential limited to one space, that space's rigs."""
+    only = ctx.principal.space_id
     return [
         await _row(ctx, rec, live)
         for rec, live in await manager(ctx).records(ctx.ws, include_closed=args.include_closed)
+        if only is None or rec.space_id == only
     ]
 
 
@@ -139,7 +146,7 @@ async def rig_list(ctx: OpContext, args: ListArgs) -> list[RigRow]:
 async def rig_get(ctx: OpContext, args: RigArgs) -> RigRow:
     """One rig as ``rig_list`` shows it, closed or not. A read: it neither wakes the rig nor counts as activity
     against its idle timeout."""
-    rec, live = await manager(ctx).record(ctx.ws, args.rig_id)
+    rec, live = await (await guarded(ctx, args.rig_id)).record(ctx.ws, args.rig_id)
     return await _row(ctx, rec, live)
 
 
@@ -204,7 +211,7 @@ async def rig_release_control(ctx: OpContext, args: RigArgs) -> ControlState:
 async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[RigSnapshot | dict[str, Any]]:
     """Watch a rig live: first its state, then its activity (phases, commands and their results, control,
     ports) until it ends. An open watch pins the rig against parking and idle reaping."""
-    async with manager(ctx).watch(ctx.ws, args.rig_id) as (live, queue):
+    async with (await guarded(ctx, args.rig_id)).watch(ctx.ws, args.rig_id) as (live, queue):
         yield live.snapshot()
         while True:
             event = await queue.get()
@@ -216,7 +223,7 @@ async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[RigSnapshot 
 @op("rig.ports", kind="read", scope="workspace", min_role="member")
 async def rig_ports(ctx: OpContext, args: RigArgs) -> RigPorts:
     """The rig's listening guest ports: forwarded ones with their host (and LAN) ports, then the rest."""
-    return _ports_reply(await manager(ctx).get_live(ctx.ws, args.rig_id))
+    return _ports_reply(await (await guarded(ctx, args.rig_id)).get_live(ctx.ws, args.rig_id))
 
 
 def _ports_reply(live: LiveRig) -> RigPorts:
@@ -330,7 +337,7 @@ async def sim_use(ctx: OpContext, args: UseArgs) -> ActionResult:
 @op("rig.actionLog", kind="read", scope="workspace", min_role="admin")
 async def rig_action_log(ctx: OpContext, args: RigArgs) -> list[ActionLogEntry]:
     """A rig's action log, oldest first: principal, per-rig sequence, verb, outcome, details (never content)."""
-    mgr = manager(ctx)
+    mgr = await guarded(ctx, args.rig_id)
     if await mgr.store.get(ctx.ws, args.rig_id) is None:
         raise NotFound(f"no rig {args.rig_id} in this workspace")
     return [ActionLogEntry.model_validate(e) for e in await mgr.store.actions(ctx.ws, args.rig_id)]

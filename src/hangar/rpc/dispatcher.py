@@ -2,8 +2,9 @@
 
 Order: frame shape → op known → ``workspace_id`` present (before any database opens) → credential still
 valid (session policy on every use) → server-owner ops → membership and minimum role → arguments parsed
-totally (the message names the field) → guardrails → the handler. Only this module and the HTTP edge turn
-errors into wire shapes.
+totally (the message names the field) → the space they name, for a credential limited to one → guardrails →
+the handler (an op naming a rig or a run, not a space, holds its space to the same check itself). Only this
+module and the HTTP edge turn errors into wire shapes.
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ class Dispatcher:
         if workspace_id is not None:
             # Whichever spelling the caller used, the parsed model holds it under its Python name.
             space_id = getattr(parsed, "space_id", None)
+            principal.check_space(space_id if isinstance(space_id, str) else None, action=spec.name)
             engine = await self.app.dbs.workspace(workspace_id)
             try:
                 await self.guardrails.check(engine, workspace_id, spec, space_id if isinstance(space_id, str) else None)

@@ -85,9 +85,11 @@ class SpaceListArgs(WsArgs):
 
 @op("spaces.list", kind="read", scope="workspace")
 async def spaces_list(ctx: OpContext, args: SpaceListArgs) -> SpaceList:
-    """List the workspace's spaces (archived and hidden ones on request)."""
+    """List the workspace's spaces (archived and hidden ones on request); for a credential limited to one space,
+    that space."""
     spaces = await _spaces(ctx).all(ctx.ws, include_archived=args.include_archived, include_hidden=args.include_hidden)
-    return SpaceList(spaces=[SpaceView.of(s) for s in spaces])
+    only = ctx.principal.space_id
+    return SpaceList(spaces=[SpaceView.of(s) for s in spaces if only is None or s.id == only])
 
 
 class SpaceRef(WsArgs):

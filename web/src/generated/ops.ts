@@ -206,6 +206,8 @@ export type DeviceView = {
   expiresAt: string | null;
   /** the OAuth client it was issued to, if any */
   oauthClientId: string | null;
+  /** the one space of its workspace it reaches; null: all */
+  spaceId: string | null;
 };
 
 /** A single-use code, redeemed at ``POST /auth/pair``. */
@@ -1163,7 +1165,7 @@ export type DevicesRevokeArgs = {
 };
 export type DevicesRevokeResult = DeviceRef;
 
-/** Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``; optionally only those of some types and those that occurred in a time window. */
+/** Domain events of the workspace after a sequence number, oldest first: the first ``limit``, or the ``last``; optionally only those of some types and those that occurred in a time window. Every space's events are in it, so a credential limited to one space is refused. */
 export type EventsListArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1179,7 +1181,7 @@ export type EventsListArgs = {
 };
 export type EventsListResult = Array<EventView>;
 
-/** Stream the workspace's domain events as they are published. */
+/** Stream the workspace's domain events as they are published (refused to a credential limited to one space, as ``events.list``). */
 export type EventsWatchArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1568,7 +1570,7 @@ export type RigCloseArgs = {
 };
 export type RigCloseResult = RigClosed;
 
-/** The workspace's rigs with surface, status, display and controller (closed ones on request). */
+/** The workspace's rigs with surface, status, display and controller (closed ones on request); for a credential limited to one space, that space's rigs. */
 export type RigListArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1620,7 +1622,7 @@ export type RunsInterruptArgs = {
 };
 export type RunsInterruptResult = RunView;
 
-/** Runs, newest first, optionally of one space, agent or status (``running``, ``finished``). */
+/** Runs, newest first, optionally of one space, agent or status (``running``, ``finished``); for a credential limited to one space, of that space. */
 export type RunsListArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1709,7 +1711,7 @@ export type SpacesGetArgs = {
 };
 export type SpacesGetResult = SpaceDetail;
 
-/** List the workspace's spaces (archived and hidden ones on request). */
+/** List the workspace's spaces (archived and hidden ones on request); for a credential limited to one space, that space. */
 export type SpacesListArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;

@@ -44,9 +44,10 @@ elif word == "context":
     turns = [f"{'me' if m['own'] else m['author']['name']}: {m['content']}" for m in context["history"]]
     print(json.dumps({"mode": mode, "agent": context["agent"], "prompt": context["prompt"], "turns": turns}))
 elif word == "mcp":
-    # Calls the product back over MCP with what the run was given (stdlib only: urllib, as any program could),
-    # tries paths of the server's listener other than /mcp, hands what it saw to the test through the working
-    # folder (never stdout, which is posted), and waits for the test to say it is done.
+    # Calls the product back over MCP with what the run was given (stdlib only: urllib, as any program could):
+    # the spaces it is shown, its own space's messages and, given another space after the word, that space's
+    # messages and a post there; tries paths of the server's listener other than /mcp, hands what it saw to the
+    # test through the working folder (never stdout, which is posted), and waits for the test to say it is done.
     import urllib.error
     import urllib.parse
     import urllib.request
@@ -89,6 +90,19 @@ elif word == "mcp":
             {"name": "spaces.list", "arguments": {"workspace_id": os.environ["HANGAR_WORKSPACE_ID"]}},
         )
         found["spaces"] = [s["id"] for s in called["result"]["structuredContent"]["spaces"]]
+
+        def tool(name, **arguments):
+            """The tool's answer: its structured content, or the text of its refusal."""
+            arguments["workspace_id"] = os.environ["HANGAR_WORKSPACE_ID"]
+            result = rpc(url, token, "tools/call", {"name": name, "arguments": arguments})["result"]
+            return {"error": result["content"][0]["text"]} if result.get("isError") else result["structuredContent"]
+
+        for other in prompt.split()[1:2]:
+            found["own"] = tool("messages.list", spaceId=os.environ["HANGAR_SPACE_ID"])
+            found["elsewhere"] = {
+                "messages.list": tool("messages.list", spaceId=other),
+                "messages.post": tool("messages.post", spaceId=other, content="from another space"),
+            }
         found["unauthenticated"] = rpc(url, "not-a-credential", "tools/list", {})
         origin = url.removesuffix("/mcp")
         found["other"] = {path: status(origin + path) for path in ("/rpc", "/auth/pair", "/healthz", "/mcpx")}
