@@ -146,6 +146,7 @@ class Bridge:
         self._run_lock = asyncio.Lock()
         self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
         self._subs: list[Subscription] = []
+        self._finishing: set[asyncio.Future[None]] = set()
         self._last_command = "/hangar"
 
     # -- life --------------------------------------------------------------------------------------------------
@@ -168,6 +169,10 @@ class Bridge:
         for sub in self._subs:
             await self._app.bus.unsubscribe(sub)
         self._subs = []
+        # Replies being finished get their last calls; a card still open when the process ends is finished by
+        # the next start (its record stays).
+        if self._finishing:
+            await asyncio.wait(set(self._finishing), timeout=5)
 
     # -- in ----------------------------------------------------------------------------------------------------
 
@@ -398,15 +403,27 @@ class Bridge:
             self._runs.pop(str(p["run_id"]), None)
             if self._turns.get(space_id) is turn:
                 del self._turns[space_id]
+            # Finished beside the run events, not under their lock: the card's last calls are paced by the
+            # provider, and every other conversation's events would queue behind them.
+            finishing = asyncio.ensure_future(
+                self._finish_turn(turn, space_id, TurnOutcome(str(p.get("outcome", "failed"))))
+            )
+            self._finishing.add(finishing)
+            finishing.add_done_callback(self._finishing.discard)
+
+    async def _finish_turn(self, turn: _Turn, space_id: str, outcome: TurnOutcome) -> None:
+        try:
             await turn.card_open()
-            await stream.finish(TurnOutcome(str(p.get("outcome", "failed"))))
-            await self._forget_card(space_id, stream.opened)
+            await turn.stream.finish(outcome)
+            await self._forget_card(space_id, turn.stream.opened)
             if turn.status_set:
                 await self._quietly(
                     self._api.set_thread_status(
                         channel=turn.target.channel, thread_ts=turn.target.thread_ts or "", status=""
                     )
                 )
+        except Exception:
+            log.exception("chat bridge: finishing the reply in space %s failed", space_id)
 
     async def _product_turn(self, space_id: str) -> _Turn | None:
         """A run started in the product on a bridged space: its reply goes to the conversation, streamed to the
