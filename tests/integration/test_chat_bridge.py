@@ -111,3 +111,17 @@ async def test_slash_commands_answer_help_unknown_and_file_tickets(tmp_path: Pat
         assert ticket["title"] == "Broken build" and ticket["description"] == "it fails | badly"
         bad = await w.slack.acked(await w.slack.slash("/ask", "link ZZZZZZ", "U0BOB", GENERAL))
         assert bad is not None and "not valid" in bad["text"]
+
+
+async def test_a_new_conversation_narrates_its_setup_on_the_card(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        # The model takes its time: the card's setup row shows where the request is meanwhile.
+        w.model.script("m", text("Ready now.", stall_seconds=2.5))
+        await w.slack.mention(GENERAL, ALICE, "narrate please")
+        (stream,) = await until(lambda: stopped_streams(w.slack))
+        setup = [c for c in stream.chunks if c.get("type") == "task_update" and c.get("id") == "setup"]
+        titles = [c["title"] for c in setup]
+        assert titles[0] == "Working on it..."
+        # Narrated after the accepted card: the agent joining the new space, then starting.
+        assert set(titles[1:]) & {"Setting up Ada...", "Starting the agent..."}, titles
+        assert setup[-1]["status"] == "complete" and "Ready now." in stream.text
