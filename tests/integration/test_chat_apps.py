@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.peers.slack_emulator import APP_ID
-from tests.support.chat import PROVIDER, World, world
+from tests.peers.slack_emulator import APP_ID, APP_TOKEN, BOT_TOKEN
+from tests.support.chat import PROVIDER, World, until, world
 from tests.support.rpc import RpcError
 
 
@@ -71,3 +71,15 @@ async def test_the_setup_link_dials_nothing(tmp_path: Path) -> None:
         link = await w.client.call("chat.setupLink", workspace_id=w.ws, appName="Acme")
         assert link["url"].startswith("https://api.slack.com/apps?") and link["profile"]["appName"] == "Acme"
         assert len(w.slack.calls) == before
+
+
+async def test_until_the_command_is_used_the_bot_names_the_profile_s_word(tmp_path: Path) -> None:
+    async with world(tmp_path, link=False, connect=False) as w:
+        token = w.slack.issue_refresh_token()
+        await w.client.call("chat.createApp", workspace_id=w.ws, configRefreshToken=token, command="askme")
+        credentials = {"botToken": BOT_TOKEN, "appToken": APP_TOKEN}
+        await w.client.call("chat.connect", workspace_id=w.ws, provider=PROVIDER, credentials=credentials)
+        await w.slack.wait_hellos(1)
+        sent = await w.slack.mention("C0GENERAL", "U0ALICE", "hello?")
+        refusal = await until(lambda: [m for m in w.slack.messages if m.get("thread_ts") == sent.ts])
+        assert "`/askme link <code>`" in refusal[0]["text"]

@@ -129,6 +129,7 @@ class Bridge:
         flags: ConnectionFlags,
         *,
         renders_cards: bool = True,
+        command: str = "hangar",
     ) -> None:
         self._app = app
         self._chat = chat
@@ -147,7 +148,8 @@ class Bridge:
         self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
         self._subs: list[Subscription] = []
         self._finishing: set[asyncio.Future[None]] = set()
-        self._last_command = "/hangar"
+        # The word the app was last invoked with; until then, the bot profile's.
+        self._last_command = f"/{command}"
 
     # -- life --------------------------------------------------------------------------------------------------
 

@@ -23,7 +23,9 @@ class LiveSlack:
     def __init__(self, app: AppContext, workspace: Workspace, provider: str, credentials: Mapping[str, str]) -> None:
         self.api = provider_api(app, credentials["botToken"])
         self.flags = ConnectionFlags()
-        self.bridge = Bridge(app, app.service(ChatService), workspace.id, provider, self.api, self.flags)
+        chat = app.service(ChatService)
+        command = chat.profile(workspace, provider).command
+        self.bridge = Bridge(app, chat, workspace.id, provider, self.api, self.flags, command=command)
         self.connection = SlackConnection(
             self.api, credentials["appToken"], app.clock, on_event=self.bridge.on_event, on_state=self._moved
         )
