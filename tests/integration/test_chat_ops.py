@@ -13,7 +13,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from hangar.chat.connections import ChatConnection, ConnectionState
+from hangar.chat.connections import ChatConnection
 from hangar.chat.links import LinkedMember, LinkRefusal
 from hangar.chat.open_streams import OpenStream
 from hangar.chat.part import make_chat_part
@@ -24,6 +24,7 @@ from hangar.identity import IdentityService, Workspace
 from hangar.server.parts import all_parts
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
+from tests.unit.chat.core.recorded import Recorded
 
 P = "chatprovider"
 # The chat part with nothing plugged in to dial: these tests are about storage, roles and links.
@@ -256,28 +257,6 @@ async def test_the_deep_link_page_is_public_and_shape_checked(tmp_path: Path) ->
         assert 'href="hangar://workspaces/any-ws/spaces/s.1"' in ok.text and "<script" not in ok.text
         for bad in ("/open/workspaces/any-ws/spaces/a$b", "/open/workspaces/any-ws/rigs/r", "/open/x"):
             assert (await http.get(bad)).status_code == 404, bad
-
-
-class Recorded:
-    def __init__(self, workspace: Workspace, credentials: Mapping[str, str]) -> None:
-        self.workspace = workspace
-        self.credentials = dict(credentials)
-        self.stopped = False
-
-    @property
-    def state(self) -> ConnectionState:
-        return "connecting"
-
-    @property
-    def error(self) -> str | None:
-        return None
-
-    @property
-    def streaming_available(self) -> bool:
-        return True
-
-    async def stop(self) -> None:
-        self.stopped = True
 
 
 async def test_the_server_starts_a_connection_for_stored_and_legacy_credentials(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 import * as yaml from "yaml";
 import { describe, expect, it } from "vitest";
+import { parsePayload } from "../src/screens/pipelines/payload";
 import { parseRoute, pipelineRunPath, pipelinesPath } from "../src/router";
 import { graphOf } from "../src/screens/pipelines/graph";
 import { layoutGraph } from "../src/screens/pipelines/layout";
@@ -159,5 +160,15 @@ describe("an approval gate's decision message", () => {
       "@Ada I approve this step. Reason: ship it Submit decision `approved` with submit_output.",
     );
     expect(decisionMessage("Ada", "rejected", "")).toBe("@Ada I reject this step. Submit decision `rejected` with submit_output.");
+  });
+});
+
+describe("a typed payload", () => {
+  it("is a JSON object, empty text the empty one, anything else one sentence", () => {
+    expect(parsePayload('{"who": "Ann"}')).toEqual({ value: { who: "Ann" } });
+    expect(parsePayload("")).toEqual({ value: {} });
+    expect(parsePayload("[1]")).toEqual({ problem: 'The payload must be a JSON object, such as {"who": "Ann"}.' });
+    const broken = parsePayload("{who");
+    expect("problem" in broken && broken.problem.startsWith("The payload is not valid JSON: ")).toBe(true);
   });
 });

@@ -5,32 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from hangar.chat.connections import NO_TRANSPORT, START_FAILED, ChatConnection, ConnectionRegistry, ConnectionState
+from hangar.chat.connections import NO_TRANSPORT, START_FAILED, ChatConnection, ConnectionRegistry
 from hangar.chat.space_links import space_title
 from hangar.identity import Workspace
+from tests.unit.chat.core.recorded import Recorded
 
 WS = Workspace("ws-1", "Acme", datetime(2026, 1, 1, tzinfo=UTC), "u-1")
-
-
-class Recorded:
-    def __init__(self, credentials: Mapping[str, str]) -> None:
-        self.credentials = dict(credentials)
-        self.stopped = False
-
-    @property
-    def state(self) -> ConnectionState:
-        return "connecting"
-
-    @property
-    def error(self) -> str | None:
-        return None
-
-    @property
-    def streaming_available(self) -> bool:
-        return True
-
-    async def stop(self) -> None:
-        self.stopped = True
 
 
 async def test_without_a_factory_the_state_says_nothing_dials() -> None:
@@ -43,7 +23,7 @@ async def test_a_restart_stops_the_previous_connection_first() -> None:
     made: list[Recorded] = []
 
     async def factory(ws: Workspace, provider: str, creds: Mapping[str, str]) -> ChatConnection:
-        made.append(Recorded(creds))
+        made.append(Recorded(WS, creds))
         return made[-1]
 
     registry = ConnectionRegistry(factory)

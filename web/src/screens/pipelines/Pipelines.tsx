@@ -11,6 +11,7 @@ import { StatusBadge } from "./StatusBadge";
 import { TemplateEditor } from "./TemplateEditor";
 import { Triggers } from "./Triggers";
 import "./pipelines.css";
+import { parsePayload } from "./payload";
 
 type Editing = { templateId: string | null } | null;
 
@@ -72,24 +73,19 @@ function StartRun(props: { workspaceId: string; template: TemplateSummary; onClo
   const [busy, setBusy] = useState(false);
   const start = async (e: FormEvent) => {
     e.preventDefault();
-    let value: unknown;
-    try {
-      value = JSON.parse(payload || "{}");
-    } catch (err) {
-      setProblem(`The payload is not valid JSON: ${(err as Error).message}`);
+    const parsed = parsePayload(payload);
+    if ("problem" in parsed) {
+      setProblem(parsed.problem);
       return;
     }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      setProblem("The payload must be a JSON object, such as {\"who\": \"Ann\"}.");
-      return;
-    }
+    const value = parsed.value;
     setBusy(true);
     setProblem(null);
     try {
       const started = await client.call("pipelines.runs.start", {
         workspace_id: props.workspaceId,
         templateId: props.template.id,
-        payload: value as Record<string, unknown>,
+        payload: value,
         dryRun,
       });
       navigate(pipelineRunPath(props.workspaceId, started.runId));

@@ -17,6 +17,7 @@ import { GraphCanvas, type NodeState } from "./GraphCanvas";
 import { StatusBadge } from "./StatusBadge";
 import { applyChanges, FINISHED_RUN, isStepsChanged, progressOf, statusText } from "./status";
 import "./pipelines.css";
+import { parsePayload } from "./payload";
 
 const REFETCH_AFTER_MS = 250;
 
@@ -123,18 +124,13 @@ function EventGate(props: { workspaceId: string; run: RunDetail; step: StepDetai
   const decide = (decision: "approved" | "rejected") =>
     send({ decision, reason, runId: props.run.runId, stepId: props.step.stepId });
   const sendPayload = () => {
-    let value: unknown;
-    try {
-      value = JSON.parse(payload || "{}");
-    } catch (e) {
-      setProblem(`The payload is not valid JSON: ${(e as Error).message}`);
+    const parsed = parsePayload(payload);
+    if ("problem" in parsed) {
+      setProblem(parsed.problem);
       return;
     }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      setProblem("The payload must be a JSON object.");
-      return;
-    }
-    void send(value as Record<string, unknown>);
+    const value = parsed.value;
+    void send(value);
   };
   return (
     <div className="gate" role="group" aria-labelledby={`${ids}-what`}>

@@ -4,6 +4,7 @@ import { useId, useState, type FormEvent } from "react";
 import type { TemplateSummary, TriggerView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
 import { useCall, useRpc } from "../../rpc/hooks";
+import { parsePayload } from "./payload";
 
 type Kind = TriggerView["kind"];
 
@@ -31,17 +32,12 @@ function AddTrigger(props: { workspaceId: string; templateId: string; onAdded():
   const [busy, setBusy] = useState(false);
   const add = async (e: FormEvent) => {
     e.preventDefault();
-    let value: unknown;
-    try {
-      value = JSON.parse(payload || "{}");
-    } catch (err) {
-      setProblem(`The payload is not valid JSON: ${(err as Error).message}`);
+    const parsed = parsePayload(payload);
+    if ("problem" in parsed) {
+      setProblem(parsed.problem);
       return;
     }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      setProblem("The payload must be a JSON object.");
-      return;
-    }
+    const value = parsed.value;
     setBusy(true);
     setProblem(null);
     try {
@@ -51,7 +47,7 @@ function AddTrigger(props: { workspaceId: string; templateId: string; onAdded():
         kind,
         eventType: kind === "event" ? eventType.trim() : null,
         cron: kind === "schedule" ? cron.trim() : null,
-        payload: value as Record<string, unknown>,
+        payload: value,
       });
       setEventType("");
       setCron("");
