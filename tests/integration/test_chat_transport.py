@@ -20,14 +20,9 @@ from hangar.chat.providers.slack.api import SlackApi
 from hangar.chat.providers.slack.connection import ConnectionState, SlackConnection
 from hangar.core.clock import FakeClock
 from tests.peers.slack_emulator import APP_TOKEN, BOT_TOKEN, BOT_USER_ID, TEAM_ID, SlackEmulator, running_slack
+from tests.support.chat import until
 
 SAFETY = 10.0  # seconds a test may wait for the peer before it is a failure; never asserted on
-
-
-async def eventually(check: Callable[[], bool]) -> None:
-    async with asyncio.timeout(SAFETY):
-        while not check():
-            await asyncio.sleep(0.005)
 
 
 @dataclass
@@ -48,12 +43,12 @@ class Bridge:
     async def advance_to_next_dial(self, expected_delay: float) -> None:
         """The supervisor is asleep for exactly ``expected_delay``: wake it and see it dial."""
         dials = len(self.dial_times())
-        await eventually(lambda: self.clock.pending_sleepers == 1)
+        await until(lambda: self.clock.pending_sleepers == 1, SAFETY)
         self.clock.advance(expected_delay - 1e-6)
         await asyncio.sleep(0.05)
         assert len(self.dial_times()) == dials, "dialled before its backoff was over"
         self.clock.advance(1e-6)
-        await eventually(lambda: len(self.dial_times()) == dials + 1)
+        await until(lambda: len(self.dial_times()) == dials + 1, SAFETY)
 
 
 @pytest.fixture
@@ -88,7 +83,7 @@ async def bridge(emu: SlackEmulator) -> AsyncIterator[Bridge]:
 
 async def connect(b: Bridge) -> None:
     b.conn.start()
-    await eventually(lambda: b.conn.state == "connected")
+    await until(lambda: b.conn.state == "connected", SAFETY)
 
 
 async def test_connected_on_hello(bridge: Bridge) -> None:
@@ -119,7 +114,7 @@ async def test_events_arrive_normalized_twin_dropped_redelivery_deduped(bridge: 
     await emu.redeliver(mention.envelope_ids[0])
     await emu.acked(mention.envelope_ids[0])
     last = await emu.dm("D0ALICE", "U0ALICE", "last")
-    await eventually(lambda: any(isinstance(e, InboundMessage) and e.ts == last.ts for e in bridge.events))
+    await until(lambda: any(isinstance(e, InboundMessage) and e.ts == last.ts for e in bridge.events), SAFETY)
     await asyncio.sleep(0.05)
 
     got = [(e.kind, e.channel_id, e.text) for e in bridge.events if isinstance(e, InboundMessage)]
@@ -151,7 +146,7 @@ async def test_ack_comes_before_the_handler_and_a_failing_handler_kills_nothing(
     await bridge.emu.acked(held.envelope_ids[0])  # acked while its handler is still waiting
     await bridge.emu.message("C0GENERAL", "U0ALICE", "boom")
     after = await bridge.emu.message("C0GENERAL", "U0ALICE", "after")
-    await eventually(lambda: any(isinstance(e, InboundMessage) and e.ts == after.ts for e in bridge.events))
+    await until(lambda: any(isinstance(e, InboundMessage) and e.ts == after.ts for e in bridge.events), SAFETY)
     assert bridge.conn.state == "connected"
     release.set()
 
@@ -162,28 +157,28 @@ async def test_rotation_reconnects_at_once_without_backoff_growth(bridge: Bridge
     for n, reason in enumerate(["refresh_requested", "warning"], start=2):
         await emu.rotate(reason)
         await emu.wait_hellos(n)
-        await eventually(lambda: bridge.conn.state == "connected" and len(emu.links) == 1)
+        await until(lambda: bridge.conn.state == "connected" and len(emu.links) == 1, SAFETY)
     assert bridge.dial_times() == [1000.0, 1000.0, 1000.0]  # no clock time passed: nobody slept
     assert bridge.clock.pending_sleepers == 0
     assert [s for s, _ in bridge.states] == ["connecting", "connected"] * 3
     # The backoff was not escalated by the rotations: a drop now waits the first step (1 s at full jitter).
     await emu.drop()
     await bridge.advance_to_next_dial(1.0)
-    await eventually(lambda: bridge.conn.state == "connected")
+    await until(lambda: bridge.conn.state == "connected", SAFETY)
     # A failing streak ended by a hello leaves nothing behind: a rotation whose new socket is refused backs off
     # from the first step again.
     emu.refuse_connections(3)
     await emu.drop()
     for delay in [1.0, 2.0, 4.0, 8.0]:
         await bridge.advance_to_next_dial(delay)
-    await eventually(lambda: bridge.conn.state == "connected")
+    await until(lambda: bridge.conn.state == "connected", SAFETY)
     emu.refuse_connections(1)
     await emu.rotate("refresh_requested")
-    await eventually(lambda: bridge.clock.pending_sleepers == 1)  # the prompt dial was refused
+    await until(lambda: bridge.clock.pending_sleepers == 1, SAFETY)  # the prompt dial was refused
     await bridge.advance_to_next_dial(1.0)
-    await eventually(lambda: bridge.conn.state == "connected")
+    await until(lambda: bridge.conn.state == "connected", SAFETY)
     sent = await emu.message("C0GENERAL", "U0ALICE", "still here")
-    await eventually(lambda: len(bridge.events) == 1)
+    await until(lambda: len(bridge.events) == 1, SAFETY)
     assert isinstance(bridge.events[0], InboundMessage) and bridge.events[0].ts == sent.ts
 
 
@@ -192,16 +187,16 @@ async def test_drop_reconnects_with_capped_exponential_backoff_reset_after_hello
     await connect(bridge)
     emu.refuse_connections(6)
     await emu.drop()
-    await eventually(lambda: bridge.conn.state == "connecting")
+    await until(lambda: bridge.conn.state == "connecting", SAFETY)
     for delay in [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]:  # rand() = 1: the top of each jitter range
         await bridge.advance_to_next_dial(delay)
-    await eventually(lambda: bridge.conn.state == "connected")
+    await until(lambda: bridge.conn.state == "connected", SAFETY)
     gaps = [b - a for a, b in zip(bridge.dial_times(), bridge.dial_times()[1:], strict=False)]
     assert gaps == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
     # After the hello the backoff starts over.
     await emu.drop()
     await bridge.advance_to_next_dial(1.0)
-    await eventually(lambda: bridge.conn.state == "connected")
+    await until(lambda: bridge.conn.state == "connected", SAFETY)
 
 
 async def test_backoff_jitter_stays_within_its_range(emu: SlackEmulator) -> None:
@@ -213,7 +208,7 @@ async def test_backoff_jitter_stays_within_its_range(emu: SlackEmulator) -> None
         await emu.drop()
         for delay in [0.5 * 1, 0.25 * 2, 0.9 * 4]:
             await b.advance_to_next_dial(delay)
-        await eventually(lambda: b.conn.state == "connected")
+        await until(lambda: b.conn.state == "connected", SAFETY)
     finally:
         await b.conn.stop()
         await b.api.aclose()
@@ -223,7 +218,7 @@ async def test_backoff_jitter_stays_within_its_range(emu: SlackEmulator) -> None
 async def test_refused_credentials_are_terminal(bridge: Bridge, token: str, code: str) -> None:
     bridge.emu.refuse_token(token, code)
     bridge.conn.start()
-    await eventually(lambda: bridge.conn.state == "error")
+    await until(lambda: bridge.conn.state == "error", SAFETY)
     assert bridge.conn.error is not None and bridge.conn.error.provider_code == code
     assert bridge.states[-1] == ("error", str(bridge.conn.error))
     assert "xoxb-" not in str(bridge.conn.error) and "xapp-" not in str(bridge.conn.error)
@@ -236,7 +231,7 @@ async def test_refused_credentials_are_terminal(bridge: Bridge, token: str, code
 async def test_missing_scope_names_the_scope(bridge: Bridge) -> None:
     bridge.emu.refuse_token(APP_TOKEN, "missing_scope", needed="connections:write", provided="")
     bridge.conn.start()
-    await eventually(lambda: bridge.conn.state == "error")
+    await until(lambda: bridge.conn.state == "error", SAFETY)
     assert "connections:write" in (bridge.states[-1][1] or "")
 
 
@@ -246,13 +241,13 @@ async def test_revoked_bot_token_on_a_later_call_ends_the_connection(bridge: Bri
     with pytest.raises(ChatProviderError) as refused:
         await bridge.api.post_message(channel="C0GENERAL", text="hi")
     assert refused.value.terminal
-    await eventually(lambda: bridge.conn.state == "error" and not bridge.emu.links)
+    await until(lambda: bridge.conn.state == "error" and not bridge.emu.links, SAFETY)
 
 
 async def test_link_disabled_is_terminal_with_a_clear_message(bridge: Bridge) -> None:
     await connect(bridge)
     await bridge.emu.rotate("link_disabled")
-    await eventually(lambda: bridge.conn.state == "error")
+    await until(lambda: bridge.conn.state == "error", SAFETY)
     assert "Socket Mode is turned off" in (bridge.states[-1][1] or "")
     assert len(bridge.dial_times()) == 1
 
@@ -260,9 +255,9 @@ async def test_link_disabled_is_terminal_with_a_clear_message(bridge: Bridge) ->
 async def test_ratelimited_socket_url_waits_retry_after(bridge: Bridge) -> None:
     bridge.emu.ratelimit("apps.connections.open", times=1, retry_after=7)
     bridge.conn.start()
-    await eventually(lambda: len(bridge.dial_times()) == 1)
+    await until(lambda: len(bridge.dial_times()) == 1, SAFETY)
     await bridge.advance_to_next_dial(7.0)
-    await eventually(lambda: bridge.conn.state == "connected")
+    await until(lambda: bridge.conn.state == "connected", SAFETY)
 
 
 async def test_429_waited_out_and_the_reply_lands(bridge: Bridge) -> None:
@@ -270,7 +265,7 @@ async def test_429_waited_out_and_the_reply_lands(bridge: Bridge) -> None:
     emu.ratelimit("chat.postMessage", times=3, retry_after=2)
     posting = asyncio.create_task(bridge.api.post_message(channel="C0GENERAL", text="the answer"))
     for _ in range(3):
-        await eventually(lambda: bridge.clock.pending_sleepers == 1)
+        await until(lambda: bridge.clock.pending_sleepers == 1, SAFETY)
         bridge.clock.advance(2)
     ts = await asyncio.wait_for(posting, SAFETY)
     times = [c.at for c in emu.calls_of("chat.postMessage")]
@@ -309,7 +304,7 @@ async def test_late_slash_answer_is_posted_ephemerally(bridge: Bridge, monkeypat
     envelope_id = await bridge.emu.slash("/hangar", "ticket x", "U0ALICE", "C0GENERAL")
     assert await bridge.emu.acked(envelope_id) is None
     release.set()
-    await eventually(lambda: len(bridge.emu.ephemerals) == 1)
+    await until(lambda: len(bridge.emu.ephemerals) == 1, SAFETY)
     assert bridge.emu.ephemerals[0] | {} == {"channel": "C0GENERAL", "user": "U0ALICE", "text": "late answer"}
 
 
@@ -422,7 +417,7 @@ async def test_tokens_stay_out_of_logs_and_errors(bridge: Bridge, caplog: pytest
     emu.refuse_token(BOT_TOKEN, "token_revoked")
     with pytest.raises(ChatProviderError) as refused:
         await bridge.api.post_message(channel="C0GENERAL", text="hi")
-    await eventually(lambda: bridge.conn.state == "error")
+    await until(lambda: bridge.conn.state == "error", SAFETY)
     for secret in (BOT_TOKEN, APP_TOKEN, refresh, access):
         assert secret not in caplog.text and secret not in str(refused.value)
     assert "token_revoked" in caplog.text

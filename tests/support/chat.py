@@ -43,7 +43,7 @@ async def until(check: Callable[[], Any], timeout: float = 20.0) -> Any:
             return got
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("the condition never held")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.01)
 
 
 @contextlib.asynccontextmanager
