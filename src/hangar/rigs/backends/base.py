@@ -17,6 +17,7 @@ rig root without following symlinks out of it.
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from typing import ClassVar
 
 from hangar.core.confine import ExecResult
 from hangar.errors import NotFound, Unavailable
+from hangar.rigs.engines.session import EngineSession
 from hangar.rigs.packs import PackStatus
 
 __all__ = ["Command", "ExecResult", "Pty", "RigBackend", "RigHandle", "RigSpec"]
@@ -38,12 +40,15 @@ class RigSpec:
 
     rig_id: str
     workspace_id: str
-    surface: str  # "terminal" in this issue
+    surface: str  # "terminal" or "browser"
     memory_mb: int
     vcpus: int
     allow_hosts: frozenset[str]  # egress allowlist: exact names or "*.suffix"
     home_dir: Path | None  # host dir bind-mounted as the rig user's home (~/drops lands there), or None
     worktree: Path | None  # host worktree bind-mounted inside home (files are never dropped inside it)
+    engine: str | None = None  # browser rigs: "engine-a", "engine-b" or "engine-c", for the rig's whole life
+    display: tuple[int, int] | None = None  # boot display (width, height) for surfaces with a screen
+    trust_pem: bytes | None = None  # a CA certificate (public part only) the rig's browser trusts: dev domains
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,26 @@ class RigHandle(ABC):
     async def close_server_door(self) -> None:
         """Undo one ``open_server_door``; the last one closes the door and ends what still goes through it."""
         return None  # a rig without a door has nothing to close
+
+    def browser(self) -> EngineSession:
+        """The connected engine of a browser rig (booted with the rig); other rigs refuse."""
+        raise Unavailable("this rig runs no browser engine")
+
+    async def connect(self, guest_port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A TCP connection to ``127.0.0.1:<guest_port>`` inside the rig (a dev domain's target); ``Unavailable``
+        when nothing listens there."""
+        raise Unavailable("this kind of rig cannot be connected to")
+
+    async def serve_loopback(
+        self, guest_port: int, handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+    ) -> None:
+        """Listen on the rig's own ``127.0.0.1:<guest_port>`` and run ``handler`` on the host for each connection
+        (the dev-domain lanes on 80 and 443). Ports below 1024 cannot be taken by the rig user first."""
+        raise Unavailable("this kind of rig cannot serve lanes on its loopback")
+
+    async def set_local_names(self, names: frozenset[str]) -> None:
+        """Names the rig's resolver answers with the rig's own loopback (its dev domains); replaces the set."""
+        raise Unavailable("this kind of rig has no resolver of its own")
 
     @abstractmethod
     async def write_file(self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool) -> None:

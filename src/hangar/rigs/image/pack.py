@@ -1,8 +1,10 @@
-"""The terminal image: a Debian root filesystem built once with mmdebstrap and kept as a pre-extracted pack.
+"""Rig images: Debian root filesystems built once with mmdebstrap and kept as pre-extracted packs.
 
-The pack lives at ``<packs_root>/terminal-tools-v1/`` (``packs_root`` is ``<dataDir>/rigs/microvm-packs``),
-keyed by the toolset revision ``tools-v1``: change ``PACKAGES`` and the revision moves, so old packs are never
-reused for a different toolset. Rigs mount it read-only as the lower layer of their root filesystem.
+A pack lives at ``<packs_root>/<recipe name>/`` (``packs_root`` is ``<dataDir>/rigs/microvm-packs``). Its name
+is its cache key: the terminal pack is keyed by the toolset revision ``tools-v1``; a browser pack by the image,
+the engine and the audio revision ``audio-v1-<engine>`` (``recipes.py``), so packs are never shared between
+engines and a change of packages moves the key instead of reusing an old pack. Rigs mount a pack read-only as
+the lower layer of their root filesystem.
 
 Building takes a minute or more, so it happens once: a file lock makes concurrent first opens (threads, tasks
 or processes) wait for a single build, and the build happens in a temporary sibling directory that is renamed
@@ -25,20 +27,10 @@ from pathlib import Path
 from hangar.errors import Internal, Unavailable
 from hangar.rigs.image.mirror import debian_mirror
 
-TOOLSET_REVISION = "tools-v1"
-PACK_NAME = "terminal-tools-v1"
 RELEASE = "bookworm"
 MARKER = ".hangar-pack.json"
 RIG_USER = "rig"
 RIG_UID = 1000
-
-# The CLI baseline of a hosted CI runner, from Debian packages; no container runtimes or language toolcaches.
-PACKAGES: tuple[str, ...] = (
-    "bash", "ca-certificates", "curl", "wget", "git", "openssh-client", "build-essential", "pkg-config",
-    "python3", "python3-venv", "python3-pip", "jq", "rsync", "socat", "zip", "unzip", "xz-utils", "bzip2",
-    "zstd", "gzip", "tar", "p7zip-full", "procps", "iproute2", "less", "file", "patch", "make", "nano",
-    "vim-tiny", "sqlite3", "tree", "netcat-openbsd", "dnsutils", "locales", "tzdata",
-)  # fmt: skip
 
 # mmdebstrap's own step lines, in order, mapped to what a person reads in the progress bar.
 STEPS: tuple[tuple[str, str], ...] = (
@@ -48,11 +40,47 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("downloading packages", "downloading packages"),
     ("extracting archives", "extracting base system"),
     ("installing essential", "installing base system"),
-    ("installing remaining", "installing the CLI toolset"),
+    ("installing remaining", "installing the packages"),
     ("running --customize-hook", "creating the rig user"),
     ("cleaning", "cleaning up"),
     ("success", "done"),
 )
+
+# Every pack: the rig user owns its home (uid 1000 is the uid rigs run as); the rig's own resolver and host name
+# are bind-mounted at boot, so the image keeps empty ones.
+_BASE_HOOKS: tuple[str, ...] = (
+    f'chroot "$1" useradd --create-home --uid {RIG_UID} --user-group --shell /bin/bash {RIG_USER}',
+    'echo "C.UTF-8 UTF-8" > "$1/etc/locale.gen"',
+    'rm -f "$1/etc/resolv.conf" "$1/etc/hostname"; touch "$1/etc/resolv.conf"',
+)
+
+
+@dataclass(frozen=True)
+class PackRecipe:
+    """What one pack holds. ``name`` is the directory and cache key; ``revision`` is what the marker must say
+    for the pack to count as built; ``label`` is how progress names it ("terminal image")."""
+
+    name: str
+    revision: str
+    surface: str
+    label: str
+    packages: tuple[str, ...]
+    hooks: tuple[str, ...] = ()  # mmdebstrap customize hooks after the base ones ("$1" is the root)
+    engine: str | None = None
+
+
+TOOLSET_REVISION = "tools-v1"
+PACK_NAME = "terminal-tools-v1"
+
+# The CLI baseline of a hosted CI runner, from Debian packages; no container runtimes or language toolcaches.
+PACKAGES: tuple[str, ...] = (
+    "bash", "ca-certificates", "curl", "wget", "git", "openssh-client", "build-essential", "pkg-config",
+    "python3", "python3-venv", "python3-pip", "jq", "rsync", "socat", "zip", "unzip", "xz-utils", "bzip2",
+    "zstd", "gzip", "tar", "p7zip-full", "procps", "iproute2", "less", "file", "patch", "make", "nano",
+    "vim-tiny", "sqlite3", "tree", "netcat-openbsd", "dnsutils", "locales", "tzdata",
+)  # fmt: skip
+
+TERMINAL = PackRecipe(PACK_NAME, TOOLSET_REVISION, "terminal", "terminal image", PACKAGES)
 
 
 @dataclass(frozen=True)
@@ -65,14 +93,14 @@ class PackInfo:
 ProgressFn = Callable[[str], None]
 
 
-def pack_path(packs_root: Path) -> Path:
-    return packs_root / PACK_NAME
+def pack_path(packs_root: Path, recipe: PackRecipe = TERMINAL) -> Path:
+    return packs_root / recipe.name
 
 
-def pack_ready(packs_root: Path) -> bool:
-    marker = pack_path(packs_root) / MARKER
+def pack_ready(packs_root: Path, recipe: PackRecipe = TERMINAL) -> bool:
+    marker = pack_path(packs_root, recipe) / MARKER
     try:
-        return bool(json.loads(marker.read_text())["revision"] == TOOLSET_REVISION)
+        return bool(json.loads(marker.read_text())["revision"] == recipe.revision)
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
@@ -92,41 +120,38 @@ def missing_tools() -> list[str]:
     return [tool for tool in ("mmdebstrap",) if shutil.which(tool) is None]
 
 
-async def ensure_pack(packs_root: Path, progress: ProgressFn | None = None) -> PackInfo:
+async def ensure_pack(packs_root: Path, progress: ProgressFn | None = None, recipe: PackRecipe = TERMINAL) -> PackInfo:
     """Return the ready pack, building it first if needed (once, whoever asks concurrently)."""
     report = progress or (lambda _text: None)
-    if pack_ready(packs_root):
-        return PackInfo(pack_path(packs_root), TOOLSET_REVISION, None)
+    if pack_ready(packs_root, recipe):
+        return PackInfo(pack_path(packs_root, recipe), recipe.revision, None)
     _mkdir(packs_root)
-    lock_fd = os.open(packs_root / f"{PACK_NAME}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    lock_fd = os.open(packs_root / f"{recipe.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        report("waiting for the terminal image build lock")
+        report(f"waiting for the {recipe.label} build lock")
         await asyncio.to_thread(fcntl.flock, lock_fd, fcntl.LOCK_EX)
-        if pack_ready(packs_root):  # someone else built it while we waited
-            return PackInfo(pack_path(packs_root), TOOLSET_REVISION, None)
+        if pack_ready(packs_root, recipe):  # someone else built it while we waited
+            return PackInfo(pack_path(packs_root, recipe), recipe.revision, None)
         started = time.monotonic()
-        await _build(packs_root, report)
-        return PackInfo(pack_path(packs_root), TOOLSET_REVISION, time.monotonic() - started)
+        await _build(packs_root, recipe, report)
+        return PackInfo(pack_path(packs_root, recipe), recipe.revision, time.monotonic() - started)
     finally:
         os.close(lock_fd)  # closing releases the lock
 
 
-async def _build(packs_root: Path, report: ProgressFn) -> None:
+async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn) -> None:
     missing = missing_tools()
     if missing:
-        raise Unavailable(f"building the terminal image needs {', '.join(missing)} (Debian package mmdebstrap)")
+        raise Unavailable(f"building the {recipe.label} needs {', '.join(missing)} (Debian package mmdebstrap)")
     mirror = debian_mirror(RELEASE)
-    tmp = _clear_stale(packs_root)
-    report(f"building the terminal image ({TOOLSET_REVISION}) from {mirror}")
+    tmp = _clear_stale(packs_root, recipe)
+    report(f"building the {recipe.label} ({recipe.revision}) from {mirror}")
     argv = [
         "mmdebstrap",
         "--variant=apt",
         f"--mode={'root' if os.geteuid() == 0 else 'unshare'}",
-        f"--include={','.join(PACKAGES)}",
-        # The rig user owns its home; uid 1000 is the uid rigs run as.
-        f'--customize-hook=chroot "$1" useradd --create-home --uid {RIG_UID} --user-group --shell /bin/bash {RIG_USER}',
-        '--customize-hook=echo "C.UTF-8 UTF-8" > "$1/etc/locale.gen"',
-        '--customize-hook=rm -f "$1/etc/resolv.conf" "$1/etc/hostname"; touch "$1/etc/resolv.conf"',
+        f"--include={','.join(recipe.packages)}",
+        *(f"--customize-hook={hook}" for hook in (*_BASE_HOOKS, *recipe.hooks)),
         RELEASE,
         str(tmp),
         mirror,
@@ -144,27 +169,33 @@ async def _build(packs_root: Path, report: ProgressFn) -> None:
         found = step_of(line)
         if found and found[0] > last_step:
             last_step = found[0]
-            report(f"terminal image: {found[1]} ({found[0] + 1}/{len(STEPS)})")
+            report(f"{recipe.label}: {found[1]} ({found[0] + 1}/{len(STEPS)})")
     code = await proc.wait()
     if code != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise Internal(f"mmdebstrap failed with exit code {code}: " + " | ".join(tail[-5:]))
-    _commit(tmp, pack_path(packs_root), mirror)
-    report("terminal image ready")
+    _commit(tmp, pack_path(packs_root, recipe), recipe, mirror)
+    report(f"{recipe.label} ready")
 
 
 def _mkdir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
 
 
-def _clear_stale(packs_root: Path) -> Path:
-    for stale in packs_root.glob(f".tmp-{PACK_NAME}-*"):
+def _clear_stale(packs_root: Path, recipe: PackRecipe) -> Path:
+    for stale in packs_root.glob(f".tmp-{recipe.name}-*"):
         shutil.rmtree(stale, ignore_errors=True)
-    return packs_root / f".tmp-{PACK_NAME}-{os.getpid()}"
+    return packs_root / f".tmp-{recipe.name}-{os.getpid()}"
 
 
-def _commit(tmp: Path, final: Path, mirror: str) -> None:
-    marker = {"revision": TOOLSET_REVISION, "release": RELEASE, "mirror": mirror, "packages": list(PACKAGES)}
+def _commit(tmp: Path, final: Path, recipe: PackRecipe, mirror: str) -> None:
+    marker = {
+        "revision": recipe.revision,
+        "release": RELEASE,
+        "mirror": mirror,
+        "engine": recipe.engine,
+        "packages": list(recipe.packages),
+    }
     (tmp / MARKER).write_text(json.dumps(marker, indent=2))
     os.chmod(tmp, 0o755)
     if final.exists():  # an incomplete or outdated pack: replace it whole

@@ -34,7 +34,7 @@ def test_this_machine_has_a_mirror() -> None:
 
 def test_progress_steps_from_mmdebstrap_lines() -> None:
     assert pack.step_of("I: downloading packages with apt...") == (3, "downloading packages")
-    assert pack.step_of("I: installing remaining packages inside the chroot...") == (6, "installing the CLI toolset")
+    assert pack.step_of("I: installing remaining packages inside the chroot...") == (6, "installing the packages")
     assert pack.step_of("Get:1 http://x bookworm InRelease") is None
 
 

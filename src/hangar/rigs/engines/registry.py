@@ -1,0 +1,17 @@
+"""The engines browser rigs run, by their ``engine`` value. Registration is explicit: one line per engine."""
+
+from __future__ import annotations
+
+from hangar.errors import InvalidArgs
+from hangar.rigs.engines.launch import EngineRecipe
+
+RECIPES: dict[str, EngineRecipe] = {}
+
+
+def recipe_for(engine: str) -> EngineRecipe:
+    try:
+        return RECIPES[engine]
+    except KeyError:
+        raise InvalidArgs(
+            f"engine must be one of {', '.join(sorted(RECIPES))}, not {engine!r}", field="engine"
+        ) from None

@@ -1,0 +1,182 @@
+"""The engine interface: what the browser rig's verbs and the live view ask of one running browser engine.
+
+One ``EngineSession`` talks to one engine over its own protocol (engine A: the DevTools protocol; engine B:
+WebDriver BiDi; engine C: classic W3C WebDriver) through one TCP endpoint: the rig's forward to guest port
+9222, or a port on the host when the engine runs there (tests, benchmarks). Coordinates are CSS pixels of the
+viewport; keys are DOM key names (``Enter``, ``a``, ``Control+a``; ``keys.py`` maps them per protocol).
+
+Errors come from ``hangar.errors``: ``NotFound`` for a selector matching nothing, ``Timeout``-like waits answer
+``False`` rather than raising, ``Unavailable`` when the engine went away, ``Refused`` when the page says no
+(a navigation to a host the egress gate refuses surfaces as the engine's own error page, not an exception).
+Everything a page returns (DOM, titles, console text, clipboard text) is untrusted; the verb layer fences it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+MouseButton = Literal["left", "middle", "right"]
+ExtractKind = Literal["a11y", "dom", "console"]
+
+
+@dataclass(frozen=True)
+class Page:
+    """Where the top-level page is after a verb that navigates."""
+
+    url: str
+    title: str
+    status: int | None = None  # the main document's HTTP status where the engine reports it
+
+
+@dataclass(frozen=True)
+class Still:
+    """One encoded image of the page."""
+
+    mime: Literal["image/jpeg", "image/png"]
+    data: bytes
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One live-view frame, always JPEG, stamped with ``time.monotonic()`` when the engine produced it."""
+
+    data: bytes
+    width: int
+    height: int
+    captured_at: float
+
+
+@dataclass(frozen=True)
+class Extracted:
+    kind: ExtractKind
+    content: str
+    approximation: bool = False  # a DOM-derived a11y tree (engines B and C)
+    note: str | None = None  # what the extract cannot contain (engine C's console misses output during load)
+
+
+class EngineSession(ABC):
+    """A connected browser engine with one top-level page. ``aclose`` is safe to call twice."""
+
+    engine: ClassVar[str]  # "engine-a"
+    hard_reload: ClassVar[bool]  # False: a hard reload is performed as a normal one
+    real_drop: ClassVar[bool]  # True: ``drop_files`` fires a real drop event on the page
+
+    # -- navigation ---------------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def navigate(self, url: str) -> Page:
+        """Load ``url`` in the page and wait for its load event (bounded by the engine's page-load timeout)."""
+
+    @abstractmethod
+    async def reload(self, hard: bool) -> Page:
+        """Reload; ``hard`` bypasses the cache only where ``hard_reload`` is True."""
+
+    @abstractmethod
+    async def stop_loading(self) -> None: ...
+
+    @abstractmethod
+    async def history(self, direction: Literal["back", "forward"]) -> Page: ...
+
+    @abstractmethod
+    async def current(self) -> Page:
+        """The page's URL and title now (no status)."""
+
+    # -- pointer and keyboard -----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def locate(self, selector: str) -> tuple[int, int]:
+        """Scroll the first element matching the CSS ``selector`` into view and return its centre;
+        ``NotFound`` when nothing matches."""
+
+    @abstractmethod
+    async def mouse_move(self, x: int, y: int) -> None: ...
+
+    @abstractmethod
+    async def mouse_button(self, down: bool, x: int | None, y: int | None, button: MouseButton = "left") -> None:
+        """Press or release ``button`` at (x, y), or where the pointer is when no point is given."""
+
+    @abstractmethod
+    async def click(self, x: int, y: int, button: MouseButton = "left") -> None: ...
+
+    @abstractmethod
+    async def drag(self, start: tuple[int, int], end: tuple[int, int]) -> None:
+        """Press at ``start``, move in steps to ``end``, release (HTML drag and drop fires where supported)."""
+
+    @abstractmethod
+    async def scroll(self, x: int, y: int, delta_x: int, delta_y: int) -> None: ...
+
+    @abstractmethod
+    async def key(self, combo: str) -> None:
+        """Press and release a DOM key name with its modifiers (``Control+a``)."""
+
+    @abstractmethod
+    async def key_event(self, down: bool, key: str) -> None:
+        """One key going down or up (the live view relays a person's keys one event at a time)."""
+
+    @abstractmethod
+    async def type_text(self, text: str) -> None:
+        """Type ``text`` into whatever has focus, as keystrokes or inserted text."""
+
+    @abstractmethod
+    async def fill(self, selector: str, value: str) -> None:
+        """Replace the value of the form field matching ``selector`` (``NotFound`` when none), firing the input
+        and change events a person's typing fires."""
+
+    @abstractmethod
+    async def focus(self, selector: str) -> None:
+        """Focus the element matching ``selector``; ``NotFound`` when none."""
+
+    # -- observing ----------------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def extract(self, kind: ExtractKind) -> Extracted: ...
+
+    @abstractmethod
+    async def screenshot(self, full_page: bool, max_width: int, max_height: int) -> Still:
+        """The viewport (or the whole document), scaled down to fit ``max_width`` x ``max_height`` keeping the
+        aspect ratio, never scaled up."""
+
+    @abstractmethod
+    async def viewport(self) -> tuple[int, int]:
+        """The layout viewport's width and height in CSS pixels."""
+
+    @abstractmethod
+    async def set_viewport(self, width: int, height: int) -> None: ...
+
+    @abstractmethod
+    async def wait_for(self, selector: str, timeout_s: float) -> bool:
+        """True once an element matches ``selector``; False when ``timeout_s`` passed first."""
+
+    @abstractmethod
+    async def clipboard_read(self) -> str | None:
+        """The clipboard's text through the page's clipboard API; None when the page has no clipboard API (not a
+        secure context)."""
+
+    @abstractmethod
+    async def clipboard_write(self, text: str) -> bool:
+        """Put ``text`` on the clipboard through the page; False when the page has no clipboard API."""
+
+    # -- files and the live view --------------------------------------------------------------------------
+
+    async def drop_files(self, guest_paths: Sequence[str], x: int, y: int) -> None:
+        """Fire a real drop of the files at (x, y). Only engines with ``real_drop``."""
+        raise NotImplementedError(f"{self.engine} cannot take a real file drop")
+
+    @abstractmethod
+    async def set_input_files(self, x: int, y: int, guest_paths: Sequence[str]) -> bool:
+        """Point the file input at (x, y) (or the one a label there is for) at ``guest_paths``; False when no
+        file input is there."""
+
+    @abstractmethod
+    def frames(self, max_width: int, max_height: int) -> AsyncIterator[Frame]:
+        """Live-view frames as the page changes (engine A: pushed on repaint; B: polled, at most 6 a second;
+        C: polled stills transcoded to JPEG on the host), scaled to fit. Iterate with ``async for``; closing the
+        iterator stops the capture."""
+
+    @abstractmethod
+    async def aclose(self) -> None: ...
