@@ -1,10 +1,11 @@
-"""The ``enclosure`` backend: rigs as Linux namespaces (bubblewrap) over the terminal image pack."""
+"""The ``enclosure`` backend: rigs as Linux namespaces (bubblewrap) over an image pack: the terminal pack, or
+for a browser rig its engine's pack with the engine booted inside (``engines.inrig``)."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -14,11 +15,16 @@ from hangar.rigs.backends.enclosure import probe
 from hangar.rigs.backends.enclosure.cgroups import detect
 from hangar.rigs.backends.enclosure.rig import EnclosureRig, clear_leftovers
 from hangar.rigs.egress.allowlist import validate_patterns
-from hangar.rigs.image.pack import PACK_NAME, TOOLSET_REVISION, ensure_pack, missing_tools, pack_ready
+from hangar.rigs.engines.inrig import boot_engine, check_public_pem
+from hangar.rigs.engines.launch import EngineRecipe
+from hangar.rigs.engines.registry import RECIPES
+from hangar.rigs.image import recipes
+from hangar.rigs.image.pack import TERMINAL, PackRecipe, ensure_pack, missing_tools, pack_ready
 from hangar.rigs.packs import PackBuilds, PackPhase, PackStatus
 
 _RIG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-SURFACES = frozenset({"terminal"})
+SURFACES = frozenset({"terminal", "browser"})
+DEFAULT_DISPLAY = (1280, 800)
 
 
 class EnclosureBackend(RigBackend):
@@ -64,34 +70,71 @@ class EnclosureBackend(RigBackend):
         if not self._swept:
             self._swept = True
             await asyncio.to_thread(clear_leftovers, self.rigs_root / "run", version)
-        if not pack_ready(self.packs_root):  # built once, whoever asks first; progress shows in packs()
-            await self._builds.run(PACK_NAME, self._ensure_pack, progress)
-        pack = await ensure_pack(self.packs_root, progress)
+        engine = _engine_recipe(spec)
+        pack_recipe = recipes.BROWSERS[spec.engine] if engine is not None and spec.engine else TERMINAL
+        if not pack_ready(self.packs_root, pack_recipe):  # built once, whoever asks first; progress in packs()
+            await self._builds.run(pack_recipe.name, self._builder(pack_recipe), progress)
+        pack = await ensure_pack(self.packs_root, progress, pack_recipe)
         rig = EnclosureRig(spec, self.rigs_root / "run", version, self.upstream_overrides)
         try:
             await rig.boot(pack.path, progress)
+            if engine is not None:
+                progress(f"starting {engine.engine}")
+                rig.engine = await boot_engine(
+                    rig,
+                    engine,
+                    display=spec.display or DEFAULT_DISPLAY,
+                    home_url=recipes.HOME_URL,
+                    trust_pem=spec.trust_pem,
+                )
+                progress(f"{engine.engine} ready")
         except BaseException:
             await rig.aclose()
             raise
         return rig
 
-    async def _ensure_pack(self, progress: Callable[[str], None]) -> None:
-        await ensure_pack(self.packs_root, progress)
+    def _builder(self, recipe: PackRecipe) -> Callable[[Callable[[str], None]], Awaitable[None]]:
+        async def build(progress: Callable[[str], None]) -> None:
+            await ensure_pack(self.packs_root, progress, recipe)
+
+        return build
 
     def packs(self) -> list[PackStatus]:
-        state: PackPhase = "ready" if pack_ready(self.packs_root) else "missing"
-        return [self._builds.describe(PackStatus(PACK_NAME, "terminal", TOOLSET_REVISION, state))]
+        views = []
+        for recipe in recipes.ALL:
+            state: PackPhase = "ready" if pack_ready(self.packs_root, recipe) else "missing"
+            views.append(self._builds.describe(PackStatus(recipe.name, recipe.surface, recipe.revision, state)))
+        return views
 
     def build_pack(self, name: str) -> None:
-        if name != PACK_NAME:
-            raise NotFound(f"the enclosure backend has no pack {name!r} (it has {PACK_NAME})")
-        if missing_tools() and not pack_ready(self.packs_root):
-            raise Unavailable(f"building {PACK_NAME} needs {', '.join(missing_tools())} (Debian package mmdebstrap)")
-        if not pack_ready(self.packs_root):
-            self._builds.start(PACK_NAME, self._ensure_pack)
+        names = ", ".join(r.name for r in recipes.ALL)
+        try:
+            recipe = recipes.recipe_named(name)
+        except NotFound:
+            raise NotFound(f"the enclosure backend has no pack {name!r} (it has {names})") from None
+        if pack_ready(self.packs_root, recipe):
+            return
+        if missing_tools():
+            raise Unavailable(f"building {name} needs {', '.join(missing_tools())} (Debian package mmdebstrap)")
+        self._builds.start(name, self._builder(recipe))
 
     async def aclose(self) -> None:
         await self._builds.aclose()
+
+
+def _engine_recipe(spec: RigSpec) -> EngineRecipe | None:
+    """The recipe of a browser rig's engine (None for other surfaces). An engine without a pack is refused;
+    one whose client this server lacks cannot boot."""
+    if spec.surface != "browser":
+        if spec.engine is not None:
+            raise InvalidArgs(f"the {spec.surface} surface has no engines", field="engine")
+        return None
+    if spec.engine not in recipes.BROWSERS:
+        raise InvalidArgs(f"engine must be one of {', '.join(recipes.BROWSERS)}, not {spec.engine!r}", field="engine")
+    recipe = RECIPES.get(spec.engine)
+    if recipe is None:
+        raise Unavailable(f"this server has no client for {spec.engine} yet, so it cannot boot one")
+    return recipe
 
 
 def _validate(spec: RigSpec) -> None:
@@ -104,6 +147,10 @@ def _validate(spec: RigSpec) -> None:
     if not 1 <= spec.vcpus <= 256:
         raise InvalidArgs("vcpus must be between 1 and 256", field="vcpus")
     validate_patterns(spec.allow_hosts, "allow_hosts")
+    if spec.trust_pem is not None:
+        check_public_pem(spec.trust_pem)
+    if spec.display is not None and not all(240 <= side <= 7680 for side in spec.display):
+        raise InvalidArgs("display sides must be between 240 and 7680 pixels", field="display")
     for name, path in (("home_dir", spec.home_dir), ("worktree", spec.worktree)):
         if path is not None and not path.is_absolute():
             raise InvalidArgs(f"{name} must be an absolute host path", field=name)

@@ -34,11 +34,14 @@ from hangar.rigs.backends.enclosure.netns import NetNamespace
 from hangar.rigs.egress.gate import EgressGate
 from hangar.rigs.egress.rules import GATE_ADDRESS, ruleset, server_door_removal, server_door_rules
 from hangar.rigs.egress.server_door import DoorTarget
+from hangar.rigs.engines.inrig import RigEngine
+from hangar.rigs.engines.session import EngineSession
 from hangar.rigs.image.pack import RIG_UID
 
 log = logging.getLogger("hangar.rigs.enclosure")
 
 GUEST_HOME = "/home/rig"
+CA_BUNDLE = "etc/ssl/certs/ca-certificates.crt"  # the system bundle (OpenSSL, GnuTLS through glib-networking)
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
 BOOT_TIMEOUT_S = 20.0
 
@@ -74,12 +77,14 @@ class EnclosureRig(RigHandle):
         self._netns_made = False
         self._door_lock = asyncio.Lock()
         self._door_opens = 0
+        self.engine: RigEngine | None = None  # a browser rig's engine, once booted
+        self._bundle = False  # the system CA bundle is replaced by a per-rig copy that trusts spec.trust_pem
 
     # --- boot ----------------------------------------------------------------------------------------------
 
     async def boot(self, pack: Path, progress: Callable[[str], None]) -> None:
         progress("preparing the rig's disk")
-        await asyncio.to_thread(self._prepare)
+        await asyncio.to_thread(self._prepare, pack)
         progress("starting the rig and its egress gate")
         await self._spawn(pack)
         progress("rig ready")
@@ -91,8 +96,9 @@ class EnclosureRig(RigHandle):
         await self.netns.configure(ruleset(self.gate.ports))
         await self.gate.start(self.netns.socket)
 
-    def _prepare(self) -> None:
+    def _prepare(self, pack: Path) -> None:
         self._prepare_dirs()
+        self._prepare_bundle(pack)
         self._cgroup_made = True
         self.cgroup.create(self.spec.memory_mb, self.spec.vcpus)
 
@@ -114,16 +120,35 @@ class EnclosureRig(RigHandle):
         if self.spec.worktree is not None:
             grant_tree(self.spec.worktree, RIG_UID)
 
+    def _prepare_bundle(self, pack: Path) -> None:
+        """A browser rig given a CA trusts it system-wide too: engine C (WebKitGTK) reads only the system
+        bundle. The pack stays untouched; the rig sees a copy with the CA appended, read-only."""
+        if self.spec.surface != "browser" or self.spec.trust_pem is None:
+            return
+        try:
+            base = (pack / CA_BUNDLE).read_bytes()
+        except OSError:
+            base = b""
+        bundle = self.run_dir / "etc" / "ca-certificates.crt"
+        bundle.write_bytes(base.rstrip(b"\n") + b"\n" + self.spec.trust_pem.strip() + b"\n")
+        os.chmod(bundle, 0o644)
+        self._bundle = True
+
     def _bwrap_argv(self, listen_fd: int, info_fd: int, seccomp_fd: int | None) -> list[str]:
         argv = [
             "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--hostname", "rig",
             "--bind", str(self.run_dir / "root"), "/",
             "--proc", "/proc", "--dev", "/dev",
+            # POSIX shared memory (browsers need it; ``--dev`` leaves /dev/shm unwritable for the rig user),
+            # charged to the rig's memory limit like any page it touches.
+            "--perms", "1777", "--size", str(self.spec.memory_mb * 1024 * 1024 // 2), "--tmpfs", "/dev/shm",
             "--ro-bind", str(self.run_dir / "etc" / "resolv.conf"), "/etc/resolv.conf",
             "--ro-bind", str(self.run_dir / "etc" / "hosts"), "/etc/hosts",
             "--ro-bind", str(AGENT_SOURCE), "/run/hangar-agent.py",
         ]  # fmt: skip
+        if self._bundle:
+            argv += ["--ro-bind", str(self.run_dir / "etc" / "ca-certificates.crt"), f"/{CA_BUNDLE}"]
         if self.spec.home_dir is not None:
             argv += ["--bind", str(self.spec.home_dir), GUEST_HOME]
         if self.spec.worktree is not None:
@@ -251,6 +276,12 @@ class EnclosureRig(RigHandle):
     async def grant_hosts(self, hosts: Iterable[str]) -> None:
         self.gate.grant(hosts)
 
+    def browser(self) -> EngineSession:
+        if self.engine is None or self.engine.session is None:
+            return super().browser()
+        self._check_live()
+        return self.engine.session
+
     async def open_server_door(self, endpoint: str) -> str:
         target = DoorTarget.from_url(endpoint)
         path = urlsplit(endpoint).path
@@ -308,6 +339,7 @@ class EnclosureRig(RigHandle):
 
     async def _destroy(self) -> None:
         steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+            ("stop the browser engine", self._stop_engine),
             ("count dropped packets", self._report_dropped),
             ("kill processes", self._kill),
             ("close terminals", self._close_ptys),
@@ -320,6 +352,10 @@ class EnclosureRig(RigHandle):
                 await step()
             except Exception:  # one failed step must not leave the rest running
                 log.exception("rig %s: could not %s", self.spec.rig_id, what)
+
+    async def _stop_engine(self) -> None:
+        if self.engine is not None:
+            await self.engine.aclose(graceful=not self._parked and self.alive())
 
     async def _report_dropped(self) -> None:
         if self._netns_made and self.alive():
