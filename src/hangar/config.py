@@ -42,7 +42,8 @@ class Settings(BaseSettings):
     web_client_url: str | None = Field(
         default=None, validation_alias=AliasChoices("web_client_url", "SERVER_WEB_CLIENT_URL")
     )
-    site_port: int | None = DEFAULT_SITE_PORT
+    site_port: int | None = DEFAULT_SITE_PORT  # where the website listens beside the server; None: not served
+    site_url: str | None = None  # the website's public origin when it is served under one (``--site-url``)
     # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no
     # workspace data, so several data directories on one host may share one cache.
     rig_packs_dir: Path | None = Field(
@@ -63,6 +64,11 @@ class Settings(BaseSettings):
     @classmethod
     def _public_url(cls, v: str | None) -> str | None:
         return _clean_origin(v, "--public-url")
+
+    @field_validator("site_url")
+    @classmethod
+    def _site_url(cls, v: str | None) -> str | None:
+        return _clean_origin(v, "--site-url")
 
     @field_validator("web_client_url")
     @classmethod

@@ -30,9 +30,13 @@ def serve(
     from hangar.server.app import build_server
     from hangar.server.listeners import Listener, run_listeners
 
+    # The rigs need to know where the website is (it is on every browser rig's allowlist): pass it on.
     settings = settings_from(
-        host=host, port=port, data_dir=data_dir, public_url=public_url, web_client_url=web_client_url
-    )
+        host=host, port=port, data_dir=data_dir, public_url=public_url, web_client_url=web_client_url,
+        site_port=site_port, site_url=site_url,
+    )  # fmt: skip
+    if no_site:
+        settings = settings.model_copy(update={"site_port": None, "site_url": None})
     listeners = [Listener("server", build_server(settings), host, port)]
     if not no_site:
         # Absolute links come from the configured origin, never from a request's Host header: pages are cached

@@ -1,19 +1,25 @@
 """Where rigs meet other parts: spaces and worktrees (workspace part), membership (identity), the egress
-allowlist (egress gate). Each lookup goes through the other part's public service and degrades clearly when
-that part is not in this server (a server composed without the workspace part accepts any space id)."""
+allowlist (egress gate), the product site (server settings), the dev-domain CA. Each lookup goes through the
+other part's public service and degrades clearly when that part is not in this server (a server composed
+without the workspace part accepts any space id)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ipaddress
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from hangar.core.audit import sensitive as _sensitive
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.errors import Refused
 from hangar.identity import IdentityService, MemberRemoved
-from hangar.rigs.egress.allowlist import terminal_default_allowlist
+from hangar.rigs.egress.allowlist import browser_default_allowlist, terminal_default_allowlist
+from hangar.rigs.egress.relay import relay
 from hangar.workspace import SpaceService, SpaceUpdated, WorktreeService
 
 # Events that end rigs: an archived space (conversationEnded), a removed member (workspaceGone).
@@ -49,6 +55,57 @@ async def allowlist(app: AppContext, ws: str, space_id: str) -> frozenset[str]:
     """The terminal's default egress allowlist: developer baseline, apt mirrors, the worktree's forge."""
     worktree = await worktree_of(app, ws, space_id)
     return await asyncio.to_thread(terminal_default_allowlist, worktree)
+
+
+LaneHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def _site_host(app: AppContext) -> str | None:
+    """Where the product site listens on this host (None when this server serves no site)."""
+    if app.settings.site_port is None:
+        return None
+    host = app.settings.host
+    return "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+
+
+def browser_allowlist(app: AppContext, *, first_boot: bool) -> frozenset[str]:
+    """The browser's default egress allowlist: the product site by name (the host of its public origin, when
+    it is served under one) and, on the engine's first boot, the distribution's package archives. A site
+    listening on this host is reached through ``site_lane`` instead."""
+    names = [h for h in (urlsplit(app.settings.site_url or "").hostname,) if h and not _is_ip(h)]
+    return browser_default_allowlist(names, first_boot=first_boot)
+
+
+def site_lane(app: AppContext) -> tuple[int, LaneHandler] | None:
+    """The product site as a browser rig reaches it at its own origin: the rig's loopback port ``site_port``
+    relayed to the site's listener on this host. Never the server's own listener (RPC, MCP, lanes)."""
+    host = _site_host(app)
+    port = app.settings.site_port
+    if host is None or port is None or port == app.settings.port:
+        return None
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            upstream = await asyncio.wait_for(asyncio.open_connection(host, port), 10)
+        except (OSError, TimeoutError):
+            writer.close()
+            return
+        await relay((reader, writer), upstream)
+
+    return port, handler
+
+
+async def dev_ca_pem(app: AppContext) -> bytes | None:
+    """The dev-domain CA certificate (public part only) browser rigs trust; None until dev domains have one.
+    The dev-domains part fills this in."""
+    return None
+
+
+def _is_ip(host: str) -> bool:
+    with contextlib.suppress(ValueError):
+        ipaddress.ip_address(host.strip("[]"))
+        return True
+    return False
 
 
 async def still_member(app: AppContext, ws: str, user_id: str | None) -> bool:

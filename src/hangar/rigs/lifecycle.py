@@ -36,7 +36,8 @@ from hangar.rigs.actions import TABLES
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.errors import BackendFailure
 from hangar.rigs.events import RigClosedEvent, RigReaped
-from hangar.rigs.images import EXEC_IMAGE_KEY, boot_image
+from hangar.rigs.image import recipes
+from hangar.rigs.images import BROWSER_IMAGE_KEY, EXEC_IMAGE_KEY, boot_image
 from hangar.rigs.live import LiveRig
 from hangar.rigs.model import (
     DEFAULT_MEMORY_BUDGET_MB,
@@ -67,8 +68,12 @@ MEMORY_BUDGET_SPEC = SettingSpec(
     strict_int(MEMORY_BUDGET_SETTING, 512, 1024 * 1024),
 )
 
-# What each surface without a backend here needs, as its verb table says.
-PLANNED: dict[Surface, str] = {table.surface: table.needs for table in TABLES.values()}
+# Surfaces this server runs; each other one needs what its verb table says.
+RUNNABLE: frozenset[Surface] = frozenset({Surface.terminal, Surface.browser})
+PLANNED: dict[Surface, str] = {t.surface: t.needs for t in TABLES.values() if t.surface not in RUNNABLE}
+# Which workspace setting names a custom image per surface.
+IMAGE_KEYS: dict[Surface, str] = {Surface.terminal: EXEC_IMAGE_KEY, Surface.browser: BROWSER_IMAGE_KEY}
+CUSTOM_IMAGE_ENGINES = frozenset({"engine-a"})  # the browser override applies to engine A only
 
 
 def _user_of(label: str) -> str | None:
@@ -82,7 +87,8 @@ class RigLifecycle:
         self.budget_mb = budget_mb
         self.store = RigStore(app.dbs, app.clock)
         self._rigs: dict[str, LiveRig] = {}
-        self._terminal_of: dict[tuple[str, str], str] = {}  # (workspace, space) -> terminal rig id
+        # (workspace, space, surface, engine) -> rig id: one terminal per space, one browser per engine per space
+        self._reuse: dict[tuple[str, str, Surface, str | None], str] = {}
         self._open_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[Subscription] = []
@@ -161,16 +167,16 @@ class RigLifecycle:
         hears each change of the boot's status detail meanwhile (a first pack build's steps)."""
         surface = parse_surface(surface_name)
         engine = resolve_engine(surface, engine_name)
-        if surface is not Surface.terminal:
+        if surface not in RUNNABLE:
             raise Unavailable(
                 f"{surface.value} rigs are planned but need {PLANNED[surface]}, which this server does not have yet"
             )
         reason = self.backend.unavailable_reason()
         if reason is not None:
-            raise Unavailable(f"terminal rigs cannot run on this host: {reason}")
+            raise Unavailable(f"{surface.value} rigs cannot run on this host: {reason}")
         await hooks.check_space(self.app, ws, space_id)
         async with self._open_lock:
-            existing = self._rigs.get(self._terminal_of.get((ws, space_id), ""))
+            existing = self._rigs.get(self._reuse.get((ws, space_id, surface, engine), ""))
             if existing is not None and existing.phase in LIVE_PHASES:
                 self._touch(existing, principal)
                 live = existing
@@ -225,15 +231,25 @@ class RigLifecycle:
         rig_id = new_id()
         home = self._home_of(rig_id)
         home.mkdir(parents=True, exist_ok=True)
+        browser = surface is Surface.browser
+        display = limits.boot_display
         spec = RigSpec(
             rig_id=rig_id,
             workspace_id=ws,
             surface=surface.value,
             memory_mb=limits.memory_mb,
             vcpus=limits.vcpus,
-            allow_hosts=await hooks.allowlist(self.app, ws, space_id),
+            allow_hosts=(
+                hooks.browser_allowlist(self.app, first_boot=self._first_boot(engine))
+                if browser
+                else await hooks.allowlist(self.app, ws, space_id)
+            ),
+            # A browser rig sees no worktree: it is driven through its page, not its files.
             home_dir=home,
-            worktree=await hooks.worktree_of(self.app, ws, space_id),
+            worktree=None if browser else await hooks.worktree_of(self.app, ws, space_id),
+            engine=engine,
+            display=(display.width, display.height) if display is not None else None,
+            trust_pem=await hooks.dev_ca_pem(self.app) if browser else None,
         )
         await self.store.insert(
             ws,
@@ -251,40 +267,54 @@ class RigLifecycle:
         live = LiveRig(ws, rig_id, space_id, surface, engine, limits, principal.label, home, now, now)
         live.last_actor = principal.label
         self._rigs[rig_id] = live
-        if surface is Surface.terminal:
-            self._terminal_of[(ws, space_id)] = rig_id
+        self._reuse[(ws, space_id, surface, engine)] = rig_id
         live.boot = asyncio.create_task(self._boot(live, spec), name=f"rigs:boot:{rig_id}")
         # A boot that fails after rig.open answered is recorded on the row; nobody awaits the task then.
         live.boot.add_done_callback(lambda t: None if t.cancelled() else t.exception())
         await self.store.append_action(ws, rig_id, principal=principal.label, verb="open")
-        if surface is Surface.terminal:
-            await self._custom_image_notice(live)
+        await self._custom_image_notice(live)
         return live
 
+    def _first_boot(self, engine: str | None) -> bool:
+        """Whether this boot is the engine's first here: its pack is not built yet, so the boot builds it (and
+        reaches the distribution's package archives doing so)."""
+        if engine is None or engine not in recipes.BROWSERS:
+            return False
+        name = recipes.BROWSERS[engine].name
+        return not any(p.name == name and p.state == "ready" for p in self.backend.packs())
+
     async def _custom_image_notice(self, live: LiveRig) -> None:
-        """The stored terminal image is checked again at boot: an invalid value is ignored loudly (``boot_image``
+        """The stored custom image is checked again at boot: an invalid value is ignored loudly (``boot_image``
         logs it) and the default boots. A valid one cannot be pulled by a backend that boots only its own pack,
-        which is said just as loudly rather than pretended."""
-        stored = await self.app.service(WorkspaceSettings).get(live.ws, EXEC_IMAGE_KEY)
+        which is said just as loudly rather than pretended. The browser image is engine A's only: rigs of the
+        other engines ignore it, loudly too."""
+        key = IMAGE_KEYS.get(live.surface)
+        if key is None:
+            return
+        stored = await self.app.service(WorkspaceSettings).get(live.ws, key)
         if stored is None:
             return
-        image = boot_image(stored)
-        if image is None:
-            note = f"ignored the invalid {EXEC_IMAGE_KEY} setting; booting the default terminal image"
+        what = f"{live.engine} image" if live.engine else f"{live.surface.value} image"
+        if live.engine is not None and live.engine not in CUSTOM_IMAGE_ENGINES:
+            note = f"ignored {key} (it applies to engine-a rigs only); {live.engine} boots its pinned image"
+        elif (image := boot_image(stored, key)) is None:
+            note = f"ignored the invalid {key} setting; booting the default {what}"
         elif not self.backend.boots_registry_images:
             note = (
-                f"the {self.backend.name} backend boots its own terminal pack; the custom image {image} "
+                f"the {self.backend.name} backend boots its own {what} pack; the custom image {image} "
                 "needs the microvm backend, which is planned"
             )
-            log.warning("rigs: rig %s: %s", live.id, note)
         else:
             return
+        log.warning("rigs: rig %s: %s", live.id, note)
+        live.notice = note
         live.status_detail = note
         await self.store.append_action(live.ws, live.id, principal="server", verb="imageNotice", details={"note": note})
 
     async def _boot(self, live: LiveRig, spec: RigSpec) -> RigHandle:
         def progress(step: str) -> None:
             live.status_detail = step[:500]
+            self._touch(live)  # a long first pack build is not idleness
 
         try:
             handle = await self.backend.start(spec, progress)
@@ -300,13 +330,29 @@ class RigLifecycle:
             await handle.aclose()
             raise NotFound(f"rig {live.id} was closed while it started")
         live.handle = handle
+        if live.surface is Surface.browser:
+            await self._open_site_lane(live, handle)
         live.phase = Phase.ready
-        live.status_detail = ""
+        live.status_detail = live.notice
         live.last_active_at = self.app.clock.monotonic()
         live.watcher = asyncio.create_task(self._watch(live, handle), name=f"rigs:watch:{live.id}")
-        await self.store.update(live.ws, live.id, phase=Phase.ready, status_detail="")
+        await self.store.update(live.ws, live.id, phase=Phase.ready, status_detail=live.notice)
         live.notify_phase()
         return handle
+
+    async def _open_site_lane(self, live: LiveRig, handle: RigHandle) -> None:
+        """The product site is on every browser rig's default allowlist wherever it listens: when it listens on
+        this host, the rig reaches it at the same origin (``http://127.0.0.1:<site port>``) through a lane on
+        the rig's own loopback. A backend without loopback lanes says so in the action log."""
+        lane = hooks.site_lane(self.app)
+        if lane is None:
+            return
+        port, handler = lane
+        try:
+            await handle.serve_loopback(port, handler)
+        except HangarError as exc:
+            log.warning("rigs: rig %s cannot reach the product site: %s", live.id, exc.message)
+            await self.log_action(live.ws, live.id, "server", "siteUnreachable", {"port": port, "why": exc.message})
 
     async def _watch(self, live: LiveRig, handle: RigHandle) -> None:
         await handle.wait_dead()
@@ -362,12 +408,15 @@ class RigLifecycle:
     async def poll_ports(self) -> None:
         """Mirror every awake rig's listening ports (called about every four seconds)."""
         for live in list(self._rigs.values()):
+            # Browser rigs are not polled: they listen on their automation ports, forwarded once at boot.
+            if live.surface is not Surface.terminal:
+                continue
             if live.phase is Phase.ready and live.handle is not None and live.handle.alive():
                 await self.sync_ports(live)
 
     async def sync_ports(self, live: LiveRig) -> None:
         handle = live.handle
-        if handle is None:
+        if handle is None or live.surface is not Surface.terminal:
             return
         try:
             async with live.lock:
@@ -483,8 +532,9 @@ class RigLifecycle:
                 log.exception("rigs: destroying %s failed", live.id)
         await asyncio.to_thread(shutil.rmtree, live.home, True)
         self._rigs.pop(live.id, None)
-        if self._terminal_of.get((live.ws, live.space_id)) == live.id:
-            del self._terminal_of[(live.ws, live.space_id)]
+        key = (live.ws, live.space_id, live.surface, live.engine)
+        if self._reuse.get(key) == live.id:
+            del self._reuse[key]
 
     async def _close(self, live: LiveRig, reason: CloseReason, *, cause: str | None = None) -> None:
         if live.phase not in LIVE_PHASES:

@@ -32,6 +32,7 @@ class LiveRig:
     last_active_at: float
     phase: Phase = Phase.provisioning
     status_detail: str = "starting"
+    notice: str = ""  # what the rig's status says once ready (a custom image it could not boot)
     handle: RigHandle | None = None
     boot: asyncio.Task[RigHandle] | None = None
     watcher: asyncio.Task[None] | None = None

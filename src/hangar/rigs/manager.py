@@ -11,13 +11,14 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from hangar.core.principal import Principal
-from hangar.errors import HangarError
+from hangar.errors import HangarError, Refused
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import ExecResult, RigHandle
 from hangar.rigs.errors import BackendFailure, ControlHeld
 from hangar.rigs.events import RigControlChanged
 from hangar.rigs.lifecycle import MEMORY_BUDGET_SETTING, RigLifecycle
 from hangar.rigs.live import LiveRig
+from hangar.rigs.model import Surface
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,10 @@ class RigManager(RigLifecycle):
     # -- sharing ports ------------------------------------------------------------------------------------
 
     async def share_port(self, ws: str, rig_id: str, guest_port: int, share: bool, principal: Principal) -> LiveRig:
+        live = await self.get_live(ws, rig_id)
+        if live.surface is not Surface.terminal:
+            # A browser's only listening ports are its automation endpoint, which is the server's alone.
+            raise Refused(f"rig {rig_id} is a {live.surface.value} rig; only terminal rigs share ports")
         async with self.acting(ws, rig_id, principal, mutating=True, what="rig.sharePort") as (live, handle):
             await self.sync_ports(live)
             if share:

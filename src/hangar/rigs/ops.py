@@ -19,6 +19,7 @@ from hangar.core.principal import Role
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
+from hangar.rigs.browser import use_browser
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
@@ -27,6 +28,7 @@ from hangar.rigs.results import (
     ActionResult,
     Controller,
     ControlState,
+    DisplaySize,
     ExecOutput,
     HostsGranted,
     HostStatus,
@@ -120,7 +122,7 @@ async def _row(ctx: OpContext, rec: RigRecord, live: LiveRig | None) -> RigRow:
         backend=rec.backend,
         status=phase,
         status_detail=live.status_detail if live is not None else rec.status_detail,
-        display=rec.display,
+        display=DisplaySize.parse(rec.display),
         controller=await _controller(ctx, live.controller if live is not None else rec.controller),
         close_reason=rec.close_reason,
         memory_mb=rec.memory_mb,
@@ -288,6 +290,14 @@ class UseArgs(RigArgs):
     action: Any = None
 
 
+def _check_surface(table: VerbTable, live: LiveRig | None) -> None:
+    if live is not None and live.surface is not table.surface:
+        raise Refused(
+            f"{table.tool} drives {table.surface.value} rigs; rig {live.id} is a {live.surface.value} rig "
+            "(a terminal is never reused as a drivable desktop)"
+        )
+
+
 async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> NoReturn:
     """Parse totally first (a malformed action names its field), then answer for the surface's backend (none
     drives these surfaces yet, so the answer is ``unavailable``)."""
@@ -297,11 +307,7 @@ async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> NoReturn:
         live = await mgr.get_live(ctx.ws, args.rig_id)
     except NotFound:
         live = None
-    if live is not None and live.surface is not table.surface:
-        raise Refused(
-            f"{table.tool} drives {table.surface.value} rigs; rig {live.id} is a {live.surface.value} rig "
-            "(a terminal is never reused as a drivable desktop)"
-        )
+    _check_surface(table, live)
     if live is not None and not parsed.observation:
         mgr.check_control(live, ctx.principal, f"{table.tool} {parsed.verb.name}")
     raise Unavailable(
@@ -318,8 +324,12 @@ async def computer_use(ctx: OpContext, args: UseArgs) -> ActionResult:
 
 @op("browser_use", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def browser_use(ctx: OpContext, args: UseArgs) -> ActionResult:
-    """Drive a browser rig with one action (navigate, click, fill, extract, screenshot...)."""
-    return await _use(ctx, BROWSER_USE, args)
+    """Drive a browser rig with one action (navigate, click, fill, extract, screenshot...). Every result
+    carries ``engine``; what the page returns comes fenced as untrusted data."""
+    parsed = parse_action(BROWSER_USE, args.action)
+    mgr = await guarded(ctx, args.rig_id)
+    _check_surface(BROWSER_USE, await mgr.get_live(ctx.ws, args.rig_id))
+    return ActionResult(await use_browser(mgr, ctx.ws, args.rig_id, parsed, ctx.principal))
 
 
 @op("mobile_use", kind="mutate", scope="workspace", actions=DEVICE_ACTIONS)

@@ -24,6 +24,21 @@ class Controller(Result):
     display_name: str
 
 
+class DisplaySize(Result):
+    """A rig's screen in pixels."""
+
+    width: int
+    height: int
+
+    @classmethod
+    def parse(cls, stored: str | None) -> DisplaySize | None:
+        """From the row's ``<width>x<height>`` (None for surfaces without a screen)."""
+        if not stored:
+            return None
+        width, _, height = stored.partition("x")
+        return cls(width=int(width), height=int(height))
+
+
 class RigRow(Result):
     """One rig of ``rig_list``."""
 
@@ -34,7 +49,7 @@ class RigRow(Result):
     backend: str
     status: Phase
     status_detail: str
-    display: str | None  # "<width>x<height>", for surfaces with a screen
+    display: DisplaySize | None  # for surfaces with a screen
     controller: Controller | None
     close_reason: CloseReason | None
     memory_mb: int

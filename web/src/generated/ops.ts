@@ -493,6 +493,12 @@ export type Controller = {
   displayName: string;
 };
 
+/** A rig's screen in pixels. */
+export type DisplaySize = {
+  width: number;
+  height: number;
+};
+
 export type Phase = "provisioning" | "ready" | "parked" | "closing" | "closed" | "failed";
 
 export type Surface = "terminal" | "browser" | "computer" | "mobile" | "simulator";
@@ -506,7 +512,7 @@ export type RigRow = {
   backend: string;
   status: Phase;
   statusDetail: string;
-  display: string | null;
+  display: DisplaySize | null;
   controller: Controller | null;
   closeReason: CloseReason | null;
   memoryMb: number;
@@ -1014,7 +1020,7 @@ export type AuditListArgs = {
 };
 export type AuditListResult = Array<AuditRow>;
 
-/** Drive a browser rig with one action (navigate, click, fill, extract, screenshot...). */
+/** Drive a browser rig with one action (navigate, click, fill, extract, screenshot...). Every result carries ``engine``; what the page returns comes fenced as untrusted data. */
 export type BrowserUseArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;

@@ -1,8 +1,10 @@
-"""Egress allowlists: host name patterns (exact names or ``*.suffix``), matching, and the terminal default.
+"""Egress allowlists: host name patterns (exact names or ``*.suffix``), matching, and the defaults per surface.
 
 The terminal default follows the spec's egress table: the developer baseline (forges, package registries,
 model providers), the distribution's apt mirrors (read from this machine's apt sources) and the worktree's own
-forge host (read from its git remote).
+forge host (read from its git remote). The browser default is the product site (by name, when it has one) plus
+the distribution's package archives on an engine's first boot only; nothing else, so a page reaches only what
+an admin grants.
 """
 
 from __future__ import annotations
@@ -114,4 +116,13 @@ def terminal_default_allowlist(worktree: Path | None = None) -> frozenset[str]:
     forge = forge_host(worktree)
     if forge:
         hosts.add(forge)
+    return frozenset(hosts)
+
+
+def browser_default_allowlist(site_names: Iterable[str], *, first_boot: bool) -> frozenset[str]:
+    """The browser surface's default egress allowlist: the product site's host names (IP literals are reached
+    otherwise, see ``hooks.site_lane``) and, on the engine's first boot, the package archive hosts."""
+    hosts = {normalize_host(n) for n in site_names if is_valid_name(normalize_host(n)) and "." in n}
+    if first_boot:
+        hosts |= mirror_hosts()
     return frozenset(hosts)
