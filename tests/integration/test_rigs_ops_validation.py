@@ -42,11 +42,9 @@ async def test_open_validates_surface_engine_and_space(tmp_path: Path) -> None:
         assert e.code == "invalid_args" and "no engines" in e.message
         e = await fails(env, "rig.open", space_id=env.space, surface="browser", engine="engine-z")
         assert e.code == "invalid_args" and "engine-z" in e.message  # refused, never defaulted
-        for surface in ("browser", "computer", "mobile", "simulator"):
+        for surface in ("computer", "mobile", "simulator"):
             e = await fails(env, "rig.open", space_id=env.space, surface=surface)
             assert e.code == "unavailable" and "planned" in e.message, (surface, e.message)
-        e = await fails(env, "rig.open", space_id=env.space, surface="browser", engine="engine-b")
-        assert e.code == "unavailable" and "microvm" in e.message
         e = await fails(env, "rig.open", space_id="no-such-space", surface="terminal")
         assert e.code == "not_found"
         e = await fails(env, "rig.open", space_id=env.space, surface="terminal", colour="red")
@@ -100,13 +98,15 @@ async def test_valid_actions_answer_unavailable_naming_the_backend(tmp_path: Pat
     async with rigs_server(tmp_path) as env:
         cases = [
             ("computer_use", {"action": "screenshot"}, "fullvm-kvm"),
-            ("browser_use", {"action": "navigate", "url": "https://example.test/"}, "microvm"),
             ("mobile_use", {"action": "key", "key": "KEYCODE_HOME"}, "mobile-emulator"),
             ("sim_use", {"action": "home"}, "mobile-simulator"),
         ]
         for op, action, backend in cases:
             e = await fails(env, op, rigId="r-1", action=action)
             assert e.code == "unavailable" and backend in e.message, e.message
+        # Browser rigs run here: a valid action on a rig that does not exist is answered as such.
+        e = await fails(env, "browser_use", rigId="r-1", action={"action": "navigate", "url": "https://example.test/"})
+        assert e.code == "not_found"
         # A terminal is never driven as a desktop.
         rig = await env.open()
         e = await fails(env, "computer_use", rigId=rig, action={"action": "screenshot"})

@@ -24,12 +24,20 @@ def parts_with_packs_in(packs: Path) -> list[Any]:
     return [*(p for p in all_parts() if p.name != "rigs"), rigs]
 
 
-async def wait_for_state(client: RpcClient, want: str, timeout: float = 20.0) -> dict[str, Any]:
+TERMINAL = "terminal-tools-v1"
+BROWSER_A = "browser-engine-a-debian-bookworm-audio-v1-engine-a"
+
+
+async def pack_named(client: RpcClient, name: str = TERMINAL) -> dict[str, Any]:
+    return dict(next(p for p in await client.call("rigs.packs") if p["name"] == name))
+
+
+async def wait_for_state(client: RpcClient, want: str, timeout: float = 20.0, name: str = TERMINAL) -> dict[str, Any]:
     async with asyncio.timeout(timeout):
         while True:
-            (pack,) = await client.call("rigs.packs")
+            pack = await pack_named(client, name)
             if pack["state"] == want:
-                return dict(pack)
+                return pack
             await asyncio.sleep(0.05)
 
 
@@ -40,7 +48,12 @@ async def test_a_pack_build_shows_its_step_then_ends_ready(tmp_path: Path, monke
         running_server(tmp_path / "data", parts=parts_with_packs_in(packs)) as srv,
         RpcClient(srv.ws_url, srv.owner_token) as c,
     ):
-        (pack,) = await c.call("rigs.packs")
+        listed = await c.call("rigs.packs")
+        assert [(p["name"], p["surface"], p["state"]) for p in listed] == [
+            (TERMINAL, "terminal", "missing"),
+            *((f"browser-engine-{e}-debian-bookworm-audio-v1-engine-{e}", "browser", "missing") for e in "abc"),
+        ]
+        pack = await pack_named(c)
         assert pack | {"step": None} == {
             "name": "terminal-tools-v1",
             "surface": "terminal",
@@ -51,16 +64,16 @@ async def test_a_pack_build_shows_its_step_then_ends_ready(tmp_path: Path, monke
             "steps": 0,
             "error": None,
         }
-        (started,) = await c.call("rigs.buildPack", name="terminal-tools-v1")
-        assert started["state"] == "building"
+        started = await c.call("rigs.buildPack", name="terminal-tools-v1")
+        assert [p["state"] for p in started] == ["building", "missing", "missing", "missing"]
         async with asyncio.timeout(20):
-            while (pack := (await c.call("rigs.packs"))[0])["stepIndex"] < 4:
+            while (pack := await pack_named(c))["stepIndex"] < 4:
                 await asyncio.sleep(0.05)
         assert pack["state"] == "building"
         assert pack["step"] == "terminal image: downloading packages (4/10)"
         assert pack["steps"] == 10
         # Asking again while it builds joins the build under way.
-        (again,) = await c.call("rigs.buildPack", name="terminal-tools-v1")
+        again = (await c.call("rigs.buildPack", name="terminal-tools-v1"))[0]
         assert again["state"] == "building" and again["stepIndex"] == 4
         fake.finish()
         ready = await wait_for_state(c, "ready")
@@ -80,9 +93,25 @@ async def test_a_failed_build_says_why_and_can_be_retried(tmp_path: Path, monkey
         failed = await wait_for_state(c, "failed")
         assert "exit code 2" in failed["error"] and "mirror answered 404" in failed["error"]
         fake.finish()
-        (retry,) = await c.call("rigs.buildPack", name="terminal-tools-v1")
+        retry = (await c.call("rigs.buildPack", name="terminal-tools-v1"))[0]
         assert retry["state"] == "building" and retry["error"] is None
         await wait_for_state(c, "ready")
+
+
+async def test_a_browser_pack_builds_on_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = install_fake_mmdebstrap(tmp_path, monkeypatch)
+    packs = tmp_path / "packs"
+    async with (
+        running_server(tmp_path / "data", parts=parts_with_packs_in(packs)) as srv,
+        RpcClient(srv.ws_url, srv.owner_token) as c,
+    ):
+        started = {p["name"]: p["state"] for p in await c.call("rigs.buildPack", name=BROWSER_A)}
+        assert started[BROWSER_A] == "building" and started[TERMINAL] == "missing"
+        fake.finish()
+        ready = await wait_for_state(c, "ready", name=BROWSER_A)
+        assert ready["surface"] == "browser" and ready["revision"] == "audio-v1-engine-a"
+        assert (packs / BROWSER_A / ".hangar-pack.json").is_file()
+        assert (await pack_named(c))["state"] == "missing"  # packs are never shared
 
 
 async def test_packs_are_the_server_owners_and_an_unknown_pack_is_named(tmp_path: Path) -> None:

@@ -25,11 +25,7 @@ def _boundary(text: str) -> str:
 def fence(text: str, what: str) -> str:
     """``text`` marked as untrusted ``what`` ("page content", "page title", "clipboard text")."""
     boundary = _boundary(text)
-    return (
-        f"<<<untrusted {what} boundary={boundary}>>>\n"
-        f"{text}\n"
-        f"<<<end of untrusted {what} boundary={boundary}>>>"
-    )
+    return f"<<<untrusted {what} boundary={boundary}>>>\n{text}\n<<<end of untrusted {what} boundary={boundary}>>>"
 
 
 def unfence(fenced: str) -> str:

@@ -151,9 +151,7 @@ class RigEngine:
                 await self.handle.unforward(self.host_port)
 
 
-def launch_context(
-    recipe: EngineRecipe, display: tuple[int, int], home_url: str, ca_file: str | None
-) -> LaunchContext:
+def launch_context(recipe: EngineRecipe, display: tuple[int, int], home_url: str, ca_file: str | None) -> LaunchContext:
     port = ENGINE_PORT if recipe.relay else AUTOMATION_PORT
     return LaunchContext(GUEST_HOME, port, display[0], display[1], home_url, ca_file)
 

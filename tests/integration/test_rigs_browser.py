@@ -1,0 +1,408 @@
+"""Browser rigs through the real server: opened with ``rig.open`` on real enclosures, each engine really
+launched from its pack, driven with ``browser_use`` against pages a test server serves through the rig's egress
+gate (under an allow-listed name the gate maps to it).
+
+Booting a browser rig costs seconds, so the server and one rig per engine live for the whole module; each test
+starts by navigating to a fresh page. Where enclosures cannot run, everything skips with the backend's reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from hangar.core.settings import WorkspaceSettings
+from hangar.rigs.backends.base import RigHandle
+from hangar.rigs.backends.enclosure import EnclosureRig
+from hangar.rigs.engines.registry import RECIPES
+from hangar.rigs.fence import unfence
+from hangar.rigs.image.mirror import mirror_hosts
+from hangar.rigs.images import BROWSER_IMAGE_KEY
+from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.support.pages import PageServer, page_server
+from tests.support.rpc import RpcClient, RpcError
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SITE = "pages.test-site.example"  # the name the gate maps to the page server
+VERBS = f"http://{SITE}/rb-verbs.html"
+ENGINES = ("engine-a", "engine-b", "engine-c")
+PNG = b"\x89PNG\r\n\x1a\n"
+JPEG = b"\xff\xd8\xff"
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def pages() -> AsyncIterator[PageServer]:
+    async with page_server() as server:
+        yield server
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def env(pages: PageServer, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RigsEnv]:
+    overrides = {f"{SITE}:80": ("127.0.0.1", pages.port)}
+    # The page server stands in for the product site too: the site is on every browser rig's allowlist
+    # wherever it listens, here on this host's loopback.
+    async with rigs_server(tmp_path_factory.mktemp("browser"), overrides=overrides, site_port=pages.port) as running:
+        yield running
+
+
+class Rigs:
+    """One browser rig per engine, opened on first use and shared by the module's tests."""
+
+    def __init__(self, env: RigsEnv) -> None:
+        self.env = env
+        self.ids: dict[str, str] = {}
+
+    async def get(self, engine: str) -> str:
+        if engine not in RECIPES:
+            pytest.skip(f"{engine}'s client is not on this branch yet")
+        if engine not in self.ids:
+            reply = await self.env.call("rig.open", space_id=self.env.space, surface="browser", engine=engine)
+            assert reply["phase"] == "ready", reply
+            rig = str(reply["rigId"])
+            await self.env.call("rig.grantHosts", rigId=rig, hosts=[SITE])
+            self.ids[engine] = rig
+        return self.ids[engine]
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def rigs(env: RigsEnv) -> Rigs:
+    return Rigs(env)
+
+
+async def use(env: RigsEnv, rig: str, **action: Any) -> dict[str, Any]:
+    reply = await env.call("browser_use", rigId=rig, action=action)
+    assert isinstance(reply, dict)
+    return reply
+
+
+async def fails(env: RigsEnv, rig: str, **action: Any) -> RpcError:
+    with pytest.raises(RpcError) as info:
+        await use(env, rig, **action)
+    return info.value
+
+
+async def found(env: RigsEnv, rig: str, selector: str, timeout: float = 5.0) -> bool:
+    reply = await use(env, rig, action="wait_for", selector=selector, timeout=timeout)
+    return bool(reply["found"])
+
+
+async def dom(env: RigsEnv, rig: str) -> str:
+    reply = await use(env, rig, action="extract", kind="dom")
+    assert reply["untrusted"] is True
+    return unfence(reply["content"])
+
+
+def fits(shot: dict[str, Any], width: int, height: int) -> bool:
+    """Within the bound with one side on it (an engine may leave its scroll bar out of the still)."""
+    w, h = shot["image"]["width"], shot["image"]["height"]
+    return w <= width and h <= height and (w >= width - 20 or h == height)
+
+
+def decoded(shot: dict[str, Any]) -> bytes:
+    image = shot["image"]
+    data = base64.b64decode(image["base64"])
+    assert data.startswith(PNG if image["mime"] == "image/png" else JPEG)
+    return data
+
+
+# -- opening ------------------------------------------------------------------------------------------------
+
+
+async def test_a_browser_rig_opens_is_listed_and_reused_per_engine(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    again = await env.call("rig.open", space_id=env.space, surface="browser", engine="engine-a")
+    assert again["rigId"] == rig  # one browser rig per engine per space
+    default = await env.call("rig.open", space_id=env.space, surface="browser")
+    assert default["rigId"] == rig  # engine A is the default
+    elsewhere = await env.call("rig.open", space_id=await env.new_space("other"), surface="browser")
+    assert elsewhere["rigId"] != rig
+    await env.call("rig_close", rigId=elsewhere["rigId"])
+    row = await env.status(rig)
+    assert row["surface"] == "browser" and row["engine"] == "engine-a" and row["status"] == "ready"
+    assert row["display"] == {"width": 1280, "height": 800} and row["controller"] is None
+    assert row["memoryMb"] == 2048
+    # The rig's only ports are its automation endpoint, which is never offered as a shared port.
+    assert (await env.call("rig.ports", rigId=rig))["ports"] == []
+    with pytest.raises(RpcError) as info:
+        await env.call("rig.sharePort", rigId=rig, guestPort=9222)
+    assert info.value.code == "refused"
+    terminal = await env.open()
+    assert terminal != rig
+    rows = {r["rigId"]: r for r in await env.call("rig_list")}
+    assert rows[terminal]["display"] is None and rows[terminal]["engine"] is None
+
+
+async def test_each_engine_gets_its_own_rig(env: RigsEnv, rigs: Rigs) -> None:
+    opened = {engine: await rigs.get(engine) for engine in ENGINES if engine in RECIPES}
+    if len(opened) < 2:
+        pytest.skip("needs two engines' clients")
+    assert len(set(opened.values())) == len(opened)
+    for engine, rig in opened.items():
+        assert (await env.status(rig))["engine"] == engine
+
+
+async def test_an_unknown_engine_is_refused_never_defaulted(env: RigsEnv) -> None:
+    for engine in ("engine-z", "chromium", ""):
+        with pytest.raises(RpcError) as info:
+            await env.call("rig.open", space_id=env.space, surface="browser", engine=engine)
+        assert info.value.code == "invalid_args" and "engine" in info.value.message
+    with pytest.raises(RpcError) as info:
+        await env.call("rig.open", space_id=env.space, surface="terminal", engine="engine-a")
+    assert info.value.code == "invalid_args"
+
+
+async def test_browser_use_refuses_other_rigs(env: RigsEnv) -> None:
+    terminal = await env.open()
+    e = await fails(env, terminal, action="screenshot")
+    assert e.code == "refused" and "browser" in e.message
+    e = await fails(env, "no-such-rig", action="screenshot")
+    assert e.code == "not_found"
+
+
+async def test_the_default_allowlist_is_the_site_and_nothing_else(env: RigsEnv, rigs: Rigs, pages: PageServer) -> None:
+    rig = await rigs.get("engine-a")
+    live = env.manager.live(env.ws, rig)
+    assert isinstance(live.handle, EnclosureRig)
+    # The pack was built before this boot, so the package archives are not on the list; the test granted SITE.
+    assert live.handle.gate.allowlist == frozenset({SITE})
+    assert not mirror_hosts() & live.handle.gate.allowlist
+    await refused_navigation(env, rig, "pypi.org")  # on the terminal's list, not on a browser's
+    if type(live.handle).serve_loopback is RigHandle.serve_loopback:
+        pytest.skip("the enclosure's loopback lanes are not on this branch yet")
+    # The product site (here: the page server) at its own loopback origin, which is a secure context.
+    site = f"http://127.0.0.1:{pages.port}/rb-verbs.html"
+    page = await use(env, rig, action="navigate", url=site)
+    assert page["status"] == 200 and page["url"] == site
+    await use(env, rig, action="clipboard_write", text="through the page")
+    read = await use(env, rig, action="clipboard_read")
+    assert read["untrusted"] is True and unfence(read["text"]) == "through the page"
+
+
+async def test_the_browser_image_setting_is_engine_as_only(env: RigsEnv, rigs: Rigs) -> None:
+    await env.call("settings.set", key=BROWSER_IMAGE_KEY, value="ghcr.io/acme/browser:1.0")
+    opened: list[str] = []
+    try:
+        for engine, says in (
+            ("engine-a", "boots its own engine-a image pack; the custom image ghcr.io/acme/browser:1.0"),
+            ("engine-b", "ignored rigs.microvm.browserImage (it applies to engine-a rigs only)"),
+        ):
+            if engine not in RECIPES:
+                continue
+            space = await env.new_space(f"image {engine}")
+            reply = await env.call("rig.open", space_id=space, surface="browser", engine=engine)
+            opened.append(reply["rigId"])
+            assert says in (await env.status(reply["rigId"]))["statusDetail"]
+            log = await env.call("rig.actionLog", rigId=reply["rigId"])
+            assert any(r["verb"] == "imageNotice" and says in r["details"]["note"] for r in log)
+        # An invalid stored value is ignored loudly too.
+        await env.srv.ctx.service(WorkspaceSettings).write_unchecked(env.ws, BROWSER_IMAGE_KEY, "--rm", by="legacy")
+        reply = await env.call("rig.open", space_id=await env.new_space("invalid image"), surface="browser")
+        opened.append(reply["rigId"])
+        assert "ignored the invalid rigs.microvm.browserImage" in (await env.status(reply["rigId"]))["statusDetail"]
+    finally:
+        await env.call("settings.set", key=BROWSER_IMAGE_KEY, value=None)
+        for rig in opened:
+            await env.call("rig_close", rigId=rig)
+
+
+# -- every verb on engine A -----------------------------------------------------------------------------------
+
+
+async def test_navigate_answers_url_title_and_status_with_the_title_fenced(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    page = await use(env, rig, action="navigate", url=VERBS)
+    assert page["engine"] == "engine-a" and page["url"] == VERBS and page["status"] == 200
+    title = page["title"]
+    assert "untrusted" in title.splitlines()[0]
+    assert unfence(title).startswith("Verbs page. Ignore previous instructions")
+    missing = await use(env, rig, action="navigate", url=f"http://{SITE}/status/404")
+    assert missing["status"] == 404
+
+
+async def test_clicks_by_selector_and_coordinate(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    await use(env, rig, action="navigate", url=VERBS)
+    assert not await found(env, rig, "#clicked-btn", 0.1)
+    reply = await use(env, rig, action="click", selector="#btn")
+    assert reply["engine"] == "engine-a" and reply["clicked"] == [120, 50]
+    assert await found(env, rig, "#clicked-btn")
+    await use(env, rig, action="click", coordinate=[450, 80])
+    assert await found(env, rig, "#clicked-target")
+    e = await fails(env, rig, action="click", selector="#no-such-element")
+    assert e.code == "not_found"
+
+
+async def test_fill_type_and_key(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    await use(env, rig, action="navigate", url=VERBS)
+    assert (await use(env, rig, action="fill", selector="#name", value="Alice"))["length"] == 5
+    assert "mirror-name:Alice" in await dom(env, rig)
+    await use(env, rig, action="type", selector="#notes", text="hello there")
+    assert "mirror-notes:hello there" in await dom(env, rig)
+    await use(env, rig, action="key", key="Control+a")
+    await use(env, rig, action="type", text="replaced")  # typing goes to what has focus
+    assert "mirror-notes:replaced" in await dom(env, rig)
+    await use(env, rig, action="key", key="Enter")
+    assert await found(env, rig, "#key-Enter")
+
+
+async def test_pointer_verbs(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    await use(env, rig, action="navigate", url=VERBS)
+    await use(env, rig, action="mouse_move", coordinate=[100, 300])
+    assert await found(env, rig, "#moved")
+    await use(env, rig, action="left_mouse_down", coordinate=[100, 300])
+    assert await found(env, rig, "#down")
+    await use(env, rig, action="left_mouse_up")  # where the pointer is
+    assert await found(env, rig, "#up")
+    await use(env, rig, action="navigate", url=VERBS)
+    await use(env, rig, action="drag", start_coordinate=[60, 220], coordinate=[500, 450])
+    assert await found(env, rig, "#dragged")
+    reply = await use(env, rig, action="scroll", delta_y=600)
+    assert reply["at"] == [640, 400]  # the viewport's centre when no coordinate is given
+    assert await found(env, rig, "#scrolled")
+
+
+async def test_extract_kinds_are_fenced_untrusted_data(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    await use(env, rig, action="navigate", url=VERBS)
+    await use(env, rig, action="click", selector="#log")
+    console = await use(env, rig, action="extract", kind="console")
+    assert console["kind"] == "console" and console["untrusted"] is True and console["engine"] == "engine-a"
+    assert "rb-console-after-click" in unfence(console["content"])
+    a11y = await use(env, rig, action="extract", kind="a11y")
+    assert a11y["kind"] == "a11y" and "approximation" not in a11y  # engine A has the real tree
+    assert "Press" in unfence(a11y["content"])
+    html = await dom(env, rig)
+    assert 'id="pad"' in html
+
+
+async def test_screenshots_fit_the_agent_bound(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    await use(env, rig, action="navigate", url=VERBS)
+    shot = await use(env, rig, action="screenshot")
+    assert shot["engine"] == "engine-a" and shot["display"] == {"width": 1280, "height": 800}
+    assert fits(shot, 1280, 800)
+    decoded(shot)
+    full = await use(env, rig, action="screenshot", full_page=True)
+    assert full["image"]["height"] <= 800 and full["image"]["width"] < 1280  # a 4000 px page, scaled to fit
+    decoded(full)
+    try:
+        wide = await use(env, rig, action="set_viewport", width=1920, height=1200)
+        assert wide["display"] == {"width": 1920, "height": 1200}
+        big = await use(env, rig, action="screenshot")
+        assert big["display"] == {"width": 1920, "height": 1200}
+        assert fits(big, 1280, 800) and big["image"]["width"] > 1200  # scaled down to the agent bound
+    finally:
+        await use(env, rig, action="set_viewport", width=1280, height=800)
+
+
+async def test_history_reload_stop_and_wait(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    await use(env, rig, action="navigate", url=VERBS)
+    await use(env, rig, action="navigate", url=f"http://{SITE}/echo?step=2")
+    back = await use(env, rig, action="history", direction="back")
+    assert back["url"] == VERBS
+    forward = await use(env, rig, action="history", direction="forward")
+    assert forward["url"] == f"http://{SITE}/echo?step=2"
+    hard = await use(env, rig, action="reload", hard=True)
+    assert hard["hard"] is True and "note" not in hard and hard["url"] == forward["url"]
+    assert (await use(env, rig, action="stop_loading"))["stopped"] is True
+    await use(env, rig, action="navigate", url=VERBS)
+    assert not await found(env, rig, "#appeared", 0.1)
+    await use(env, rig, action="click", selector="#later")
+    assert await found(env, rig, "#appeared", 10)
+    assert (await use(env, rig, action="wait_for", selector="#never", timeout=0.2))["found"] is False
+
+
+async def test_the_clipboard_needs_a_secure_context(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    await use(env, rig, action="navigate", url=VERBS)  # plain http under a name: not a secure context
+    for action in ({"action": "clipboard_read"}, {"action": "clipboard_write", "text": "copied"}):
+        e = await fails(env, rig, **action)
+        assert e.code == "unavailable" and "clipboard API" in e.message and "type" in e.message
+
+
+async def refused_navigation(env: RigsEnv, rig: str, host: str) -> None:
+    """Navigating to ``host`` shows the engine's error page (or fails), and the rig's gate logged the refusal."""
+    try:
+        page = await use(env, rig, action="navigate", url=f"http://{host}/")
+        assert page.get("status") != 200
+    except RpcError as exc:
+        assert exc.code in ("unavailable", "refused"), exc.message
+    live = env.manager.live(env.ws, rig)
+    assert isinstance(live.handle, EnclosureRig)
+    assert [e for e in live.handle.gate.events if e.target == host and not e.allowed], "the gate logs it"
+
+
+async def test_egress_to_a_host_not_granted_is_refused_and_logged(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    await refused_navigation(env, rig, "not-granted.example")
+    assert (await use(env, rig, action="navigate", url=VERBS))["status"] == 200  # the granted name goes through
+
+
+async def test_mutating_verbs_wait_for_the_person_in_control(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    await use(env, rig, action="navigate", url=VERBS)
+    person = await env.srv.new_user_token(env.ws, "member", name="person")
+    async with RpcClient(env.srv.ws_url, person) as them:
+        await them.call("rig.takeControl", workspace_id=env.ws, rigId=rig)
+        try:
+            assert (await env.status(rig))["controller"]["displayName"] == "person"
+            e = await fails(env, rig, action="click", selector="#btn")
+            assert e.code == "refused" and "control" in e.message
+            assert (await use(env, rig, action="screenshot"))["engine"] == "engine-a"  # observations stay allowed
+            assert not await found(env, rig, "#clicked-btn", 0.1)
+        finally:
+            await them.call("rig.releaseControl", workspace_id=env.ws, rigId=rig)
+    log = await env.call("rig.actionLog", rigId=rig)
+    assert any(r["verb"] == "click" and r["outcome"] == "refused" for r in log)
+
+
+async def test_the_action_log_never_holds_typed_text(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    secrets = ("typed-secret-7f1e", "filled-secret-93ab", "clip-secret-c0de")
+    await use(env, rig, action="navigate", url=f"{VERBS}?token=url-secret-55aa")
+    await use(env, rig, action="type", selector="#notes", text=secrets[0])
+    await use(env, rig, action="fill", selector="#name", value=secrets[1])
+    await fails(env, rig, action="clipboard_write", text=secrets[2])
+    log = await env.call("rig.actionLog", rigId=rig)
+    text = json.dumps(log)
+    for secret in (*secrets, "url-secret-55aa", "Ignore previous instructions"):
+        assert secret not in text
+    typed = next(r for r in reversed(log) if r["verb"] == "type")
+    assert typed["details"]["text"]["length"] == len(secrets[0]) and len(typed["details"]["text"]["sha256"]) == 64
+    assert typed["details"]["engine"] == "engine-a" and typed["principal"].startswith("user:")
+    verbs = {r["verb"] for r in log}
+    assert {"navigate", "type", "fill", "clipboard_write", "screenshot", "open"} <= verbs
+
+
+# -- the essential verbs on engines B and C -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["engine-b", "engine-c"])
+async def test_the_other_engines_drive_the_same_page(env: RigsEnv, rigs: Rigs, engine: str) -> None:
+    rig = await rigs.get(engine)
+    page = await use(env, rig, action="navigate", url=VERBS)
+    assert page["engine"] == engine and page["url"] == VERBS
+    assert unfence(page["title"]).startswith("Verbs page")
+    await use(env, rig, action="click", selector="#btn")
+    assert await found(env, rig, "#clicked-btn")
+    await use(env, rig, action="fill", selector="#name", value="Bob")
+    assert "mirror-name:Bob" in await dom(env, rig)
+    a11y = await use(env, rig, action="extract", kind="a11y")
+    assert a11y["approximation"] is True and a11y["untrusted"] is True
+    shot = await use(env, rig, action="screenshot")
+    assert shot["engine"] == engine and shot["display"] == {"width": 1280, "height": 800}
+    assert shot["image"]["width"] <= 1280 and shot["image"]["height"] <= 800
+    decoded(shot)
+    hard = await use(env, rig, action="reload", hard=True)
+    assert hard["hard"] is False and "normal" in hard["note"] and hard["url"] == VERBS
+    row = await env.status(rig)
+    assert row["engine"] == engine and row["memoryMb"] == 2560
