@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from hangar.core.clock import FakeClock
 from hangar.core.settings import WorkspaceSettings
 from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.backends.enclosure import EnclosureRig
@@ -23,6 +24,7 @@ from hangar.rigs.engines.registry import RECIPES
 from hangar.rigs.fence import unfence
 from hangar.rigs.image.mirror import mirror_hosts
 from hangar.rigs.images import BROWSER_IMAGE_KEY
+from hangar.rigs.model import Surface, limits_for
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.pages import PageServer, page_server
 from tests.support.rpc import RpcClient, RpcError
@@ -42,12 +44,17 @@ async def pages() -> AsyncIterator[PageServer]:
         yield server
 
 
+CLOCK = FakeClock()  # idleness is driven by the test that parks a browser rig; nothing else advances it
+
+
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def env(pages: PageServer, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RigsEnv]:
     overrides = {f"{SITE}:80": ("127.0.0.1", pages.port)}
     # The page server stands in for the product site too: the site is on every browser rig's allowlist
     # wherever it listens, here on this host's loopback.
-    async with rigs_server(tmp_path_factory.mktemp("browser"), overrides=overrides, site_port=pages.port) as running:
+    async with rigs_server(
+        tmp_path_factory.mktemp("browser"), clock=CLOCK, overrides=overrides, site_port=pages.port
+    ) as running:
         yield running
 
 
@@ -381,6 +388,17 @@ async def test_the_action_log_never_holds_typed_text(env: RigsEnv, rigs: Rigs) -
     assert typed["details"]["engine"] == "engine-a" and typed["principal"].startswith("user:")
     verbs = {r["verb"] for r in log}
     assert {"navigate", "type", "fill", "clipboard_write", "screenshot", "open"} <= verbs
+
+
+async def test_an_idle_browser_rig_parks_and_its_engine_answers_after_waking(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get("engine-a")
+    await use(env, rig, action="navigate", url=VERBS)
+    await use(env, rig, action="fill", selector="#name", value="kept")
+    CLOCK.advance(limits_for(Surface.browser, "engine-a").idle_window_s + 1)
+    await env.manager.sweep()
+    assert (await env.status(rig))["status"] == "parked"
+    assert "mirror-name:kept" in await dom(env, rig)  # the page survived the freeze
+    assert (await env.status(rig))["status"] == "ready"
 
 
 # -- the essential verbs on engines B and C -------------------------------------------------------------------
