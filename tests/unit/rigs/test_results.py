@@ -6,7 +6,7 @@ import pytest
 
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.ports import Forward, PortForwards
-from hangar.rigs.results import RigPorts
+from hangar.rigs.results import DisplaySize, RigPorts
 from hangar.rpc.registry import spec_of
 
 
@@ -29,3 +29,9 @@ def test_port_rows_list_forwarded_ports_then_the_rest() -> None:
             {"guestPort": 3000, "forwarded": False, "hostPort": None, "lanPort": None},
         ],
     }
+
+
+def test_rig_rows_carry_the_display_as_width_and_height() -> None:
+    assert DisplaySize.parse("1280x800") == DisplaySize(width=1280, height=800)
+    assert DisplaySize.parse(None) is None and DisplaySize.parse("") is None
+    assert DisplaySize(width=1280, height=800).model_dump(by_alias=True) == {"width": 1280, "height": 800}

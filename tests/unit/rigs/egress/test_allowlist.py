@@ -8,6 +8,7 @@ import pytest
 from hangar.errors import InvalidArgs
 from hangar.rigs.egress.allowlist import (
     DEVELOPER_BASELINE,
+    browser_default_allowlist,
     forge_host,
     matches,
     terminal_default_allowlist,
@@ -64,3 +65,13 @@ def test_terminal_default_has_baseline_mirrors_and_forge(tmp_path: Path) -> None
     assert mirror_hosts() <= allow
     for pattern in allow:
         validate_pattern(pattern)
+
+
+def test_browser_default_is_the_site_and_archives_on_first_boot_only() -> None:
+    assert browser_default_allowlist([], first_boot=False) == frozenset()
+    assert browser_default_allowlist(["Hangar.Example.com", "127.0.0.1", "localhost"], first_boot=False) == {
+        "hangar.example.com"
+    }
+    first = browser_default_allowlist([], first_boot=True)
+    assert first == mirror_hosts()
+    assert "pypi.org" not in first  # none of the terminal's developer baseline
