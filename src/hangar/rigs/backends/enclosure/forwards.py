@@ -55,6 +55,10 @@ class Forwards:
                 await relay((reader, writer), guest)
             except OSError:
                 writer.close()
+            except asyncio.CancelledError:
+                # Ended by ``remove``. Finishing normally instead of cancelled: the stream server's done callback
+                # of Python 3.11 asks a cancelled handler for its exception and logs the CancelledError.
+                writer.close()
             finally:
                 relays.discard(task)
 
