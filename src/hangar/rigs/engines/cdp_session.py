@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from hangar.errors import Conflict, InvalidArgs, NotFound, Refused, Unavailable
 from hangar.rigs.engines import cdp_page as js
-from hangar.rigs.engines.cdp import CdpConnection, Event, Json
+from hangar.rigs.engines.cdp import CdpConnection, CommandFailed, Event, Json
 from hangar.rigs.engines.keys import KeySpec, key_spec, parse_chord
 from hangar.rigs.engines.launch import Endpoint
 from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, MouseButton, Page, Still
@@ -42,6 +42,7 @@ _NAVIGATION_EVENTS = (
     "Page.frameNavigated",
     "Page.lifecycleEvent",
     "Page.navigatedWithinDocument",
+    "Page.frameStoppedLoading",
 )
 
 
@@ -167,17 +168,18 @@ class CdpSession(EngineSession):
 
     async def _navigation(self, start: Callable[[], Awaitable[Json]]) -> Page:
         """Run ``start`` and wait until the main frame commits a document and fires its load event (or changes
-        within the document, or comes back from the back-forward cache); the status is the committed document's
-        response status. A navigation that does not finish within the page-load timeout answers where the page
-        is then."""
+        within the document, comes back from the back-forward cache, or stops loading); the status is the
+        committed document's response status. Chromium answers ``Page.navigate`` only once the navigation
+        commits or fails, so the page-load timeout bounds the command too; a navigation that does not finish in
+        time answers where the page is then."""
         statuses: dict[str, int] = {}
+        loader: str | None = None
         with self._conn.subscribe(_NAVIGATION_EVENTS, self._sid, limit=4096) as events:
-            answer = await start()
-            if answer.get("errorText") == "net::ERR_ABORTED":  # a download or a navigation the page cancelled
-                return await self.current()
-            loader: str | None = None
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(PAGE_LOAD_TIMEOUT_S):
+                    answer = await start()
+                    if answer.get("errorText") == "net::ERR_ABORTED":  # stopped, cancelled, or a download
+                        return await self.current()
                     while True:
                         event = await events.get()
                         params = event.params
@@ -193,13 +195,16 @@ class CdpSession(EngineSession):
                         elif event.method == "Page.navigatedWithinDocument":
                             if loader is None and params.get("frameId") == self._frame_id:
                                 break
+                        elif event.method == "Page.frameStoppedLoading":
+                            if params.get("frameId") == self._frame_id:
+                                break
                         elif params.get("name") == "load" and loader is not None and params.get("loaderId") == loader:
                             break
         page = await self.current()
         return Page(page.url, page.title, statuses.get(loader) if loader else None)
 
     async def navigate(self, url: str) -> Page:
-        return await self._navigation(lambda: self._call("Page.navigate", {"url": url}))
+        return await self._navigation(lambda: self._call("Page.navigate", {"url": url}, PAGE_LOAD_TIMEOUT_S + 5))
 
     async def reload(self, hard: bool) -> Page:
         return await self._navigation(lambda: self._call("Page.reload", {"ignoreCache": hard}))
@@ -250,7 +255,8 @@ class CdpSession(EngineSession):
             await self._drag_event("dragOver" if self._drag_entered else "dragEnter")
             self._drag_entered = True
             return
-        await self._mouse("mouseMoved")
+        held = next((name for name, bit in _BUTTON_BITS.items() if self._buttons & bit), "none")
+        await self._mouse("mouseMoved", held)  # Chromium starts a drag only on moves that name the held button
         if self._drag_watch is not None and await self._on(self._drag_watch, "function () { return this.started; }"):
             # The page started a drag: Chromium hands it over as Input.dragIntercepted, which may trail the move.
             self._drag_watch = None
@@ -410,10 +416,14 @@ class CdpSession(EngineSession):
             if left <= 0:
                 return False
             expression = f"({js.WAIT_FOR})({json.dumps(selector)}, {int(left * 1000)})"
-            result = await self._call(
-                "Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True},
-                limit_s=left + 5.0,
-            )  # fmt: skip
+            try:
+                result = await self._call(
+                    "Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True},
+                    limit_s=left + 5.0,
+                )  # fmt: skip
+            except CommandFailed:  # "Inspected target navigated", "Execution context was destroyed"
+                await asyncio.sleep(0.05)
+                continue
             details = result.get("exceptionDetails")
             if details is None:
                 return bool(result["result"].get("value"))
