@@ -77,6 +77,11 @@ async def test_navigate_reports_url_title_and_status(s: EngineSession, pages: Pa
     assert await s.current() == type(page)(pages.url("/no-such-page.html"), gone.title)
 
 
+async def test_navigate_within_the_document(s: EngineSession, pages: PageServer) -> None:
+    page = await s.navigate(pages.url("/basic.html#next"))
+    assert page.url == pages.url("/basic.html#next") and page.title == "Basic page"
+
+
 async def test_navigate_to_a_closed_port_lands_on_the_error_page(s: EngineSession) -> None:
     page = await s.navigate("http://127.0.0.1:1/")
     assert page.url == "http://127.0.0.1:1/" and page.status is None
@@ -143,7 +148,7 @@ async def test_locate_and_click_change_the_counter(s: EngineSession) -> None:
 
 async def test_locate_scrolls_the_element_into_view(s: EngineSession, pages: PageServer) -> None:
     await s.navigate(pages.url("/a-scroll.html"))
-    x, y = await s.locate("#bottom")
+    _, y = await s.locate("#bottom")
     assert 0 <= y <= 800
     assert await s.wait_for("body[data-y]", 5)  # scroll events are dispatched with the next frame
     body = re.search(r'<body data-y="(\d+)"', await dom(s))

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from hangar.errors import Conflict, InvalidArgs, NotFound, Refused, Unavailable
 from hangar.rigs.engines import cdp_page as js
-from hangar.rigs.engines.cdp import CdpConnection, CommandFailed, Event, Json
+from hangar.rigs.engines.cdp import CdpConnection, CommandFailed, Event, Json, Subscription
 from hangar.rigs.engines.keys import KeySpec, key_spec, parse_chord
 from hangar.rigs.engines.launch import Endpoint
 from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, MouseButton, Page, Still
@@ -173,35 +173,40 @@ class CdpSession(EngineSession):
         commits or fails, so the page-load timeout bounds the command too; a navigation that does not finish in
         time answers where the page is then."""
         statuses: dict[str, int] = {}
-        loader: str | None = None
-        with self._conn.subscribe(_NAVIGATION_EVENTS, self._sid, limit=4096) as events:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(PAGE_LOAD_TIMEOUT_S):
-                    answer = await start()
-                    if answer.get("errorText") == "net::ERR_ABORTED":  # stopped, cancelled, or a download
-                        return await self.current()
-                    while True:
-                        event = await events.get()
-                        params = event.params
-                        if event.method == "Network.responseReceived":
-                            if params.get("type") == "Document" and params.get("frameId") == self._frame_id:
-                                statuses[str(params.get("loaderId"))] = int(params["response"]["status"])
-                        elif event.method == "Page.frameNavigated":
-                            frame = params["frame"]
-                            if frame.get("parentId") is None:
-                                self._frame_id, loader = str(frame["id"]), str(frame["loaderId"])
-                                if params.get("type") == "BackForwardCacheRestore":
-                                    break
-                        elif event.method == "Page.navigatedWithinDocument":
-                            if loader is None and params.get("frameId") == self._frame_id:
-                                break
-                        elif event.method == "Page.frameStoppedLoading":
-                            if params.get("frameId") == self._frame_id:
-                                break
-                        elif params.get("name") == "load" and loader is not None and params.get("loaderId") == loader:
-                            break
+        committed: list[str] = []  # the loader of the document the main frame committed, once it has
+        with (
+            self._conn.subscribe(_NAVIGATION_EVENTS, self._sid, limit=4096) as events,
+            contextlib.suppress(TimeoutError),
+        ):
+            async with asyncio.timeout(PAGE_LOAD_TIMEOUT_S):
+                answer = await start()
+                if answer.get("errorText") != "net::ERR_ABORTED":  # else stopped, cancelled, or a download
+                    await self._loaded(events, statuses, committed)
         page = await self.current()
-        return Page(page.url, page.title, statuses.get(loader) if loader else None)
+        return Page(page.url, page.title, statuses.get(committed[-1]) if committed else None)
+
+    async def _loaded(self, events: Subscription, statuses: dict[str, int], committed: list[str]) -> None:
+        while True:
+            event = await events.get()
+            params = event.params
+            if event.method == "Network.responseReceived":
+                if params.get("type") == "Document" and params.get("frameId") == self._frame_id:
+                    statuses[str(params.get("loaderId"))] = int(params["response"]["status"])
+            elif event.method == "Page.frameNavigated":
+                frame = params["frame"]
+                if frame.get("parentId") is None:
+                    self._frame_id = str(frame["id"])
+                    committed.append(str(frame["loaderId"]))
+                    if params.get("type") == "BackForwardCacheRestore":
+                        return
+            elif event.method == "Page.navigatedWithinDocument":
+                if not committed and params.get("frameId") == self._frame_id:
+                    return  # a same-document navigation: no new document, no load event
+            elif event.method == "Page.frameStoppedLoading":
+                if params.get("frameId") == self._frame_id:
+                    return  # loaded, or stopped before it could
+            elif params.get("name") == "load" and committed and params.get("loaderId") == committed[-1]:
+                return
 
     async def navigate(self, url: str) -> Page:
         return await self._navigation(lambda: self._call("Page.navigate", {"url": url}, PAGE_LOAD_TIMEOUT_S + 5))
