@@ -6,13 +6,21 @@ tests read back through ``extract("dom")`` and ``wait_for``."""
 from __future__ import annotations
 
 import asyncio
+import datetime
+import ipaddress
 import re
+import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from hangar.errors import InvalidArgs, NotFound
 from hangar.rigs.engines.cdp_page import jpeg_size
@@ -354,3 +362,67 @@ async def test_frames_arrive_after_a_page_change(s: EngineSession) -> None:
         assert (await asyncio.wait_for(anext(again), GUARD_S)).width == 320
     finally:
         await again.aclose()  # type: ignore[attr-defined]
+
+
+# -- a trusted CA -------------------------------------------------------------------------------------------
+
+
+def _certificate_pair(directory: Path) -> tuple[Path, Path, Path]:
+    """A throw-away CA and a leaf it signed for 127.0.0.1: (ca.pem, leaf.pem, leaf.key)."""
+    now = datetime.datetime.now(datetime.UTC)
+    valid = (now - datetime.timedelta(hours=1), now + datetime.timedelta(days=1))
+
+    def build(subject: str, issuer: x509.Name, public: ec.EllipticCurvePublicKey) -> x509.CertificateBuilder:
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+        return (
+            x509.CertificateBuilder().subject_name(name).issuer_name(issuer).public_key(public)
+            .serial_number(x509.random_serial_number()).not_valid_before(valid[0]).not_valid_after(valid[1])
+        )  # fmt: skip
+
+    ca_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "engine-a test CA")])
+    ca = (
+        build("engine-a test CA", ca_name, ca_key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    leaf = (
+        build("127.0.0.1", ca_name, leaf_key.public_key())
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = directory / "ca.pem", directory / "leaf.pem", directory / "leaf.key"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        leaf_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return paths
+
+
+async def test_a_given_ca_is_trusted_and_only_then(s: EngineSession, tmp_path: Path) -> None:
+    ca, leaf, key = _certificate_pair(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(leaf, key)
+
+    async def hello(_: web.Request) -> web.Response:
+        return web.Response(text="<title>trusted</title>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", hello)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    url = f"https://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/"  # type: ignore[union-attr]
+    try:
+        refused = await s.navigate(url)  # the module's browser was given no CA
+        assert refused.status is None and refused.title != "trusted"
+        async with host_engine("engine-a", ca_file=str(ca)) as trusting:
+            page = await trusting.navigate(url)
+            assert (page.status, page.title) == (200, "trusted")
+    finally:
+        await runner.cleanup()

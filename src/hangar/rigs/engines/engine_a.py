@@ -7,7 +7,8 @@ Chromium 136+ ignores ``--remote-debugging-port`` with the default profile. The 
 rig's egress log free of Google services Chromium would otherwise call at start.
 
 A dev-domain CA is trusted through the NSS database Chromium reads: from M146 on that is
-``$HOME/.local/share/pki/nssdb`` (Chromium's docs/linux/cert_management.md), created empty when absent.
+``$HOME/.local/share/pki/nssdb`` (Chromium's docs/linux/cert_management.md), created empty when absent
+(checked with Chromium 156: a CA added there is trusted for a loopback HTTPS page, ``tests/conformance``).
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ from __future__ import annotations
 from hangar.rigs.engines.cdp_session import CdpSession
 from hangar.rigs.engines.launch import Endpoint, EngineProcess, EngineRecipe, LaunchContext, LaunchPlan
 from hangar.rigs.engines.session import EngineSession
-
-NSS_DB = ".local/share/pki/nssdb"  # relative to the engine's home
-CA_NICKNAME = "hangar-dev"
 
 
 def chromium_argv(ctx: LaunchContext) -> tuple[str, ...]:
@@ -42,14 +40,20 @@ def chromium_argv(ctx: LaunchContext) -> tuple[str, ...]:
     )
 
 
+# Chromium reads the legacy ``~/.pki/nssdb`` instead when it exists, so the CA goes there too in that case only.
+_TRUST_SCRIPT = """set -e
+ca=$1 home=$2
+for dir in "$home/.local/share/pki/nssdb" "$home/.pki/nssdb"; do
+  if [ "$dir" = "$home/.pki/nssdb" ] && [ ! -d "$dir" ]; then continue; fi
+  mkdir -p "$dir"
+  [ -f "$dir/cert9.db" ] || certutil -N -d "sql:$dir" --empty-password
+  certutil -A -d "sql:$dir" -t C,, -n hangar-dev -i "$ca"
+done
+"""
+
+
 def _trust_ca(ctx: LaunchContext, ca_file: str) -> tuple[EngineProcess, ...]:
-    db = f"sql:{ctx.home}/{NSS_DB}"
-    return (
-        EngineProcess("nssdb-dir", ("mkdir", "-p", f"{ctx.home}/{NSS_DB}")),
-        # -N fails when the database exists; the next step then adds to the existing one, so its failure is benign
-        EngineProcess("nssdb-create", ("sh", "-c", 'certutil -N -d "$1" --empty-password || true', "sh", db)),
-        EngineProcess("nssdb-trust", ("certutil", "-A", "-d", db, "-t", "C,,", "-n", CA_NICKNAME, "-i", ca_file)),
-    )
+    return (EngineProcess("trust-ca", ("sh", "-c", _TRUST_SCRIPT, "trust-ca", ca_file, ctx.home)),)
 
 
 def plan(ctx: LaunchContext) -> LaunchPlan:
