@@ -50,10 +50,10 @@ def _translate(method: str, error: Json) -> HangarError:
     message = str(error.get("message", "unknown error"))[:500]
     if code == -32601:  # method not found: this client asked for something the engine lacks
         return Internal(f"the browser does not know {method}: {message}")
+    if message.startswith(("No node", "Could not find", "No target", "No frame")):  # also under -32602
+        return NotFound(f"the browser no longer has what {method} named: {message}")
     if code == -32602:
         return InvalidArgs(f"the browser rejected the parameters of {method}: {message}")
-    if "No node" in message or "Could not find node" in message:
-        return NotFound(f"the element is gone from the page ({method}: {message})")
     return CommandFailed(method, code, message)
 
 
