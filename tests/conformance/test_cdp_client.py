@@ -66,6 +66,23 @@ async def test_commands_events_and_errors(endpoint: Endpoint) -> None:
         await conn.call("Browser.getVersion")
 
 
+async def test_a_closed_page_fails_its_session_at_once(endpoint: Endpoint) -> None:
+    conn = await CdpConnection.connect(endpoint)
+    try:
+        created = await conn.call("Target.createTarget", {"url": "about:blank"})
+        attached = await conn.call("Target.attachToTarget", {"targetId": created["targetId"], "flatten": True})
+        session = attached["sessionId"]
+        loads = conn.subscribe(("Page.loadEventFired",), session)
+        await conn.call("Target.closeTarget", {"targetId": created["targetId"]})
+        with pytest.raises(Unavailable, match="page was closed"):
+            await asyncio.wait_for(loads.get(), GUARD_S)
+        with pytest.raises(Unavailable, match="page was closed"):
+            await conn.call("Runtime.evaluate", {"expression": "1"}, session)
+        assert "Chrome" in (await conn.call("Browser.getVersion"))["product"]  # the browser itself is fine
+    finally:
+        await conn.aclose()
+
+
 async def test_the_engine_going_away_is_unavailable_everywhere(endpoint: Endpoint) -> None:
     session = await CdpSession.open(endpoint, (800, 600))
     conn = await CdpConnection.connect(endpoint)  # a second client, which closes the browser

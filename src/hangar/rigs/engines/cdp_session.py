@@ -135,14 +135,14 @@ class CdpSession(EngineSession):
         )
         return _value(result)
 
-    async def _on(self, object_id: str, function: str, *args: object, by_value: bool = True) -> Any:
-        """Apply ``function`` with ``this`` = the object, arguments passed as JSON values."""
+    async def _on(self, object_id: str, function: str, *args: object) -> Any:
+        """The JSON value of ``function`` applied with ``this`` = the object, arguments passed as JSON values."""
         result = await self._call(
             "Runtime.callFunctionOn",
-            {"objectId": object_id, "functionDeclaration": function, "returnByValue": by_value,
+            {"objectId": object_id, "functionDeclaration": function, "returnByValue": True,
              "arguments": [{"value": arg} for arg in args], "objectGroup": GROUP},
         )  # fmt: skip
-        return _value(result) if by_value else result["result"].get("objectId")
+        return _value(result)
 
     async def _element(self, selector: str) -> str:
         """A handle on the first element matching ``selector``; ``NotFound`` naming it when none does."""
