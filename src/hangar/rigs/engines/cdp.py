@@ -122,14 +122,6 @@ class Subscription:
                 self._ready.clear()
                 await self._ready.wait()
 
-    async def wait_for(self, match: Callable[[Event], bool], limit_s: float | None) -> Event:
-        """The next event ``match`` accepts; earlier ones are dropped."""
-        async with asyncio.timeout(limit_s):
-            while True:
-                event = await self.get()
-                if match(event):
-                    return event
-
     def close(self) -> None:
         self._owner._subscriptions.discard(self)
 
