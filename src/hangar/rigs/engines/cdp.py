@@ -50,10 +50,10 @@ def _translate(method: str, error: Json) -> HangarError:
     message = str(error.get("message", "unknown error"))[:500]
     if code == -32601:  # method not found: this client asked for something the engine lacks
         return Internal(f"the browser does not know {method}: {message}")
+    if message.startswith(("No node", "Could not find", "No target", "No frame")):  # also under -32602
+        return NotFound(f"the browser no longer has what {method} named: {message}")
     if code == -32602:
         return InvalidArgs(f"the browser rejected the parameters of {method}: {message}")
-    if "No node" in message or "Could not find node" in message:
-        return NotFound(f"the element is gone from the page ({method}: {message})")
     return CommandFailed(method, code, message)
 
 
@@ -122,14 +122,6 @@ class Subscription:
                 self._ready.clear()
                 await self._ready.wait()
 
-    async def wait_for(self, match: Callable[[Event], bool], limit_s: float | None) -> Event:
-        """The next event ``match`` accepts; earlier ones are dropped."""
-        async with asyncio.timeout(limit_s):
-            while True:
-                event = await self.get()
-                if match(event):
-                    return event
-
     def close(self) -> None:
         self._owner._subscriptions.discard(self)
 
@@ -158,7 +150,8 @@ class CdpConnection:
     def __init__(self, socket: ClientConnection) -> None:
         self._socket = socket
         self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[str, asyncio.Future[Json]]] = {}
+        self._pending: dict[int, tuple[str, str | None, asyncio.Future[Json]]] = {}
+        self._detached: dict[str, str] = {}  # session id -> why it ended (its target closed or crashed away)
         self._subscriptions: set[Subscription] = set()
         self._closed_reason: str | None = None
         self._reader = asyncio.create_task(self._read(), name="cdp-reader")
@@ -186,12 +179,14 @@ class CdpConnection:
         ``limit_s`` seconds; the protocol's own errors as ``_translate`` maps them."""
         if self._closed_reason is not None:
             raise _gone(self._closed_reason)
+        if session_id in self._detached:
+            raise _gone(self._detached[session_id])
         call_id = next(self._ids)
         message: Json = {"id": call_id, "method": method, "params": params or {}}
         if session_id is not None:
             message["sessionId"] = session_id
         future: asyncio.Future[Json] = asyncio.get_running_loop().create_future()
-        self._pending[call_id] = (method, future)
+        self._pending[call_id] = (method, session_id, future)
         try:
             await self._socket.send(json.dumps(message))
             async with asyncio.timeout(limit_s):
@@ -234,23 +229,35 @@ class CdpConnection:
     def _dispatch(self, message: Json) -> None:
         if "id" in message:
             entry = self._pending.get(message["id"])
-            if entry is None or entry[1].done():
+            if entry is None or entry[2].done():
                 return
-            method, future = entry
+            method, _, future = entry
             if "error" in message:
                 future.set_exception(_translate(method, message["error"]))
             else:
                 future.set_result(message.get("result") or {})
             return
         event = Event(str(message.get("method", "")), message.get("params") or {}, message.get("sessionId"))
+        if event.method == "Target.detachedFromTarget":
+            self._detach(str(event.params.get("sessionId")))
         for subscription in list(self._subscriptions):
             if subscription.wants(event):
                 subscription.deliver(event)
 
+    def _detach(self, session_id: str) -> None:
+        """The session's page closed: its calls and subscriptions fail now rather than wait for nothing."""
+        reason = self._detached[session_id] = "the page was closed"
+        for method, pending_session, future in self._pending.values():
+            if pending_session == session_id and not future.done():
+                future.set_exception(_gone(f"{reason} while waiting for {method}"))
+        for subscription in self._subscriptions:
+            if subscription.session_id == session_id:
+                subscription.end(reason)
+
     def _finish(self, reason: str) -> None:
         if self._closed_reason is None:
             self._closed_reason = reason
-        for method, future in self._pending.values():
+        for method, _, future in self._pending.values():
             if not future.done():
                 future.set_exception(_gone(f"{reason} while waiting for {method}"))
         for subscription in self._subscriptions:

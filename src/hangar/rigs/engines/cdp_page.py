@@ -118,7 +118,8 @@ def render_ax_tree(nodes: Iterable[Mapping[str, Any]]) -> str:
     Ignored nodes and unnamed wrappers (generic, none) are skipped but their children kept, one level up."""
     by_id = {str(node["nodeId"]): node for node in nodes if "nodeId" in node}
     children = {key: [str(c) for c in node.get("childIds", [])] for key, node in by_id.items()}
-    roots = [key for key, node in by_id.items() if str(node.get("parentId", "")) not in by_id]
+    listed = {child for kids in children.values() for child in kids}
+    roots = [key for key in by_id if key not in listed]
     lines: list[str] = []
     size = 0
     stack: list[tuple[str, int]] = [(key, 0) for key in reversed(roots)]

@@ -14,7 +14,6 @@ events and ``:focus`` styles need it in a headless browser.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import time
@@ -22,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from hangar.errors import Conflict, InvalidArgs, NotFound, Refused, Unavailable
+from hangar.rigs.engines import cdp_capture as capture
 from hangar.rigs.engines import cdp_page as js
 from hangar.rigs.engines.cdp import CdpConnection, CommandFailed, Event, Json, Subscription
 from hangar.rigs.engines.keys import KeySpec, key_spec, parse_chord
@@ -29,9 +29,6 @@ from hangar.rigs.engines.launch import Endpoint
 from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, MouseButton, Page, Still
 
 PAGE_LOAD_TIMEOUT_S = 30.0
-STILL_QUALITY = 80
-FRAME_QUALITY = 70
-FULL_PAGE_MAX_CSS = 16384  # Chromium cannot raster a taller surface in one capture
 DRAG_STEPS = 10
 GROUP = "hangar"  # the object group of the element handles a verb takes (released when it ends)
 DRAG_GROUP = "hangar-drag"  # the dragstart watch, held while a button is
@@ -138,14 +135,14 @@ class CdpSession(EngineSession):
         )
         return _value(result)
 
-    async def _on(self, object_id: str, function: str, *args: object, by_value: bool = True) -> Any:
-        """Apply ``function`` with ``this`` = the object, arguments passed as JSON values."""
+    async def _on(self, object_id: str, function: str, *args: object) -> Any:
+        """The JSON value of ``function`` applied with ``this`` = the object, arguments passed as JSON values."""
         result = await self._call(
             "Runtime.callFunctionOn",
-            {"objectId": object_id, "functionDeclaration": function, "returnByValue": by_value,
+            {"objectId": object_id, "functionDeclaration": function, "returnByValue": True,
              "arguments": [{"value": arg} for arg in args], "objectGroup": GROUP},
         )  # fmt: skip
-        return _value(result) if by_value else result["result"].get("objectId")
+        return _value(result)
 
     async def _element(self, selector: str) -> str:
         """A handle on the first element matching ``selector``; ``NotFound`` naming it when none does."""
@@ -387,21 +384,7 @@ class CdpSession(EngineSession):
         return Extracted(kind, js.render_ax_tree(tree.get("nodes", [])))
 
     async def screenshot(self, full_page: bool, max_width: int, max_height: int) -> Still:
-        metrics = await self._call("Page.getLayoutMetrics")
-        if full_page:
-            size = metrics["cssContentSize"]
-            x, y, width, height = 0.0, 0.0, float(size["width"]), min(float(size["height"]), FULL_PAGE_MAX_CSS)
-        else:
-            view = metrics["cssVisualViewport"]
-            x, y = float(view["pageX"]), float(view["pageY"])
-            width, height = float(view["clientWidth"]), float(view["clientHeight"])
-        scale = min(1.0, max_width / max(width, 1.0), max_height / max(height, 1.0))
-        shot = await self._call("Page.captureScreenshot", {
-            "format": "jpeg", "quality": STILL_QUALITY, "captureBeyondViewport": full_page,
-            "clip": {"x": x, "y": y, "width": width, "height": height, "scale": scale}})  # fmt: skip
-        data = base64.b64decode(shot["data"])
-        image_width, image_height = js.jpeg_size(data)
-        return Still("image/jpeg", data, image_width, image_height)
+        return await capture.still(self._call, full_page, max_width, max_height)
 
     async def viewport(self) -> tuple[int, int]:
         width, height = await self._evaluate("[innerWidth, innerHeight]")
@@ -483,29 +466,13 @@ class CdpSession(EngineSession):
         return str(result["result"]["objectId"])
 
     async def frames(self, max_width: int, max_height: int) -> AsyncIterator[Frame]:
-        """Chromium pushes a frame when the page repaints and sends the next only after the previous one is
-        acknowledged; the acknowledgement goes out when the consumer asks for the next frame, so a slow
-        consumer slows the capture instead of queueing frames."""
-        if self._screencasting:
+        if self._screencasting:  # one screencast per page: a second would steal the first one's frames
             raise Conflict("the live view's frames are already being captured from this page")
         self._screencasting = True
-        try:
-            with self._conn.subscribe(("Page.screencastFrame",), self._sid, limit=8) as events:
-                await self._call("Page.startScreencast", {"format": "jpeg", "quality": FRAME_QUALITY,
-                                                          "maxWidth": max_width, "maxHeight": max_height})  # fmt: skip
-                try:
-                    while True:
-                        event = await events.get()
-                        received = time.monotonic()
-                        data = base64.b64decode(event.params["data"])
-                        width, height = js.jpeg_size(data)
-                        stamp = event.params.get("metadata", {}).get("timestamp")
-                        yield Frame(data, width, height, _captured_at(stamp, received))
-                        await self._call("Page.screencastFrameAck", {"sessionId": event.params["sessionId"]})
-                finally:
-                    if not self._conn.closed:
-                        with contextlib.suppress(Unavailable, Refused):
-                            await self._call("Page.stopScreencast", limit_s=5.0)
+        try:  # closing this iterator closes the screencast's at once, which stops the capture
+            async with contextlib.aclosing(capture.screencast(self._conn, self._sid, max_width, max_height)) as cast:
+                async for frame in cast:
+                    yield frame
         finally:
             self._screencasting = False
 
@@ -516,16 +483,6 @@ class CdpSession(EngineSession):
         for task in list(self._tasks):
             task.cancel()
         await self._conn.aclose()
-
-
-def _captured_at(stamp: object, received: float) -> float:
-    """The frame's wall-clock swap time as a ``time.monotonic()`` instant. The engine shares this host's clock
-    (an enclosure) or keeps it in step; a stamp in the future or older than a second (a clock apart) is not
-    trusted and the receive time stands in."""
-    if not isinstance(stamp, (int, float)):
-        return received
-    age = time.time() - float(stamp)
-    return received - age if 0.0 <= age <= 1.0 else received
 
 
 def _value(result: Json) -> Any:
