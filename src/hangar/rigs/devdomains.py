@@ -48,20 +48,21 @@ rig_dev_domains = sa.Table(
 def validate_domain(value: str, field: str = "domain") -> str:
     """``value`` when it is an acceptable dev domain; else ``InvalidArgs`` naming ``field`` and the rule."""
     if not value:
-        raise InvalidArgs("a dev domain is required, e.g. app.test", field=field)
+        raise InvalidArgs(f"{field} is required: a dev domain such as app.test", field=field)
     if value != value.lower():
-        raise InvalidArgs(f"dev domains are lower case: use {value.lower()!r}", field=field)
+        raise InvalidArgs(f"{field} must be lower case: use {value.lower()!r}", field=field)
     if len(value) > MAX_NAME:
-        raise InvalidArgs(f"a dev domain has at most {MAX_NAME} characters", field=field)
+        raise InvalidArgs(f"{field} has at most {MAX_NAME} characters", field=field)
     labels = value.split(".")
     if len(labels) < 2 or labels[-1] not in TOP_LEVELS:
-        raise InvalidArgs(f"{value!r} is not a dev domain: it must be name.test or name.localhost", field=field)
+        raise InvalidArgs(f"{field} must be name.test or name.localhost; {value!r} is neither", field=field)
     for label in labels[:-1]:
         if len(label) > MAX_LABEL:
-            raise InvalidArgs(f"the label {label[:20]!r}... is longer than {MAX_LABEL} characters", field=field)
+            raise InvalidArgs(f"{field} has a label longer than {MAX_LABEL} characters", field=field)
         if not _LABEL.match(label):
             raise InvalidArgs(
-                f"{label!r} in {value!r} is not a host name label (letters, digits and inner hyphens)", field=field
+                f"{field} has {label!r}, which is not a host name label (letters, digits and inner hyphens)",
+                field=field,
             )
     return value
 
@@ -107,9 +108,7 @@ async def put(conn: AsyncConnection, entry: DevDomain) -> None:
     taken = Conflict(f"{entry.domain} is already mapped in another space of this workspace")
     if held is None:
         try:
-            await conn.execute(
-                sa.insert(t).values(domain=entry.domain, space_id=entry.space_id, **values)
-            )
+            await conn.execute(sa.insert(t).values(domain=entry.domain, space_id=entry.space_id, **values))
         except IntegrityError as exc:  # another process mapped it a moment ago (the caller's transaction ends)
             raise taken from exc
         return

@@ -14,7 +14,8 @@ runs on the host:
 
 A name that routes nowhere gets a small page saying why (404: no such dev domain in this space; 502: its rig or
 port is not there) rather than a reset connection. ``DevLanes`` knows nothing of the manager: it is handed a
-``Route`` (name -> an open connection, or ``LaneMiss``) and, when there is an HTTPS lane, the current TLS context.
+``Route`` (name -> an open connection; ``LaneMiss``, or a ``HangarError`` of the target's ``connect``) and, when
+there is an HTTPS lane, the current TLS context.
 Any ``RigHandle`` that implements ``serve_loopback`` can carry lanes.
 """
 
@@ -28,6 +29,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from hangar.errors import HangarError
 from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.egress.http_head import host_header, one_request
 from hangar.rigs.egress.relay import relay
@@ -105,9 +107,12 @@ class DevLanes:
         try:
             return await self._route(name)
         except LaneMiss as miss:
-            writer.write(lane_page(miss.status, miss.message))
-            await writer.drain()
-            return None
+            status, message = miss.status, miss.message
+        except HangarError as exc:  # the target is there but cannot be reached (nothing listens, rig gone)
+            status, message = 502, f"{name} cannot be reached: {exc.message}."
+        writer.write(lane_page(status, message))
+        await writer.drain()
+        return None
 
     async def _http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -92,10 +92,7 @@ class DevRouter:
         except NotFound as exc:
             why = f"{name} points at rig {entry.rig_id}, which is not running ({exc.message}); map it to a running rig."
             raise LaneMiss(502, why) from exc
-        try:
-            return await handle.connect(entry.guest_port)
-        except HangarError as exc:
-            raise LaneMiss(502, f"{name} cannot be reached: {exc.message}.") from exc
+        return await handle.connect(entry.guest_port)  # its errors become the lane's 502 page
 
     async def refresh(self, ws: str, space_id: str) -> None:
         """Bring the space's leaf and its live lane-carrying rigs' resolver names in step with the table."""
