@@ -78,8 +78,15 @@ class DevRouter:
 
         status = await DevLanes(route, tls, self.https_reason()).start(handle)
         await handle.set_local_names(names)
+        self._prune()
         self._lanes[live.id] = live
         return status
+
+    def _prune(self) -> None:
+        """Forget rigs that ended (their lanes closed with them)."""
+        for rig_id, live in list(self._lanes.items()):
+            if live.phase not in LIVE_PHASES:
+                del self._lanes[rig_id]
 
     async def route(self, ws: str, space_id: str, name: str) -> Streams:
         """A connection to the guest port ``name`` maps to, for a rig of ``space_id``; ``LaneMiss`` says why not.
@@ -98,10 +105,8 @@ class DevRouter:
         """Bring the space's leaf and its live lane-carrying rigs' resolver names in step with the table."""
         names = await self.names(ws, space_id)
         await self._issue(ws, space_id, names)
+        self._prune()
         for rig_id, live in list(self._lanes.items()):
-            if live.phase not in LIVE_PHASES:
-                del self._lanes[rig_id]
-                continue
             if live.ws == ws and live.space_id == space_id and live.handle is not None:
                 try:
                     await live.handle.set_local_names(names)
