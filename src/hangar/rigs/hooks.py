@@ -25,13 +25,14 @@ def sensitive(content: str | bytes) -> dict[str, Any]:
     return _sensitive(content)
 
 
-async def check_space(app: AppContext, ws: str, space_id: str) -> None:
-    """The space must exist in the workspace and not be archived (raises ``NotFound`` / ``Refused``)."""
+async def check_space(app: AppContext, ws: str, space_id: str, *, archived_ok: bool = False) -> None:
+    """The space must exist in the workspace and (unless ``archived_ok``: looking, tidying up) not be archived
+    (raises ``NotFound`` / ``Refused``)."""
     spaces = app.maybe_service(SpaceService)
     if spaces is None:
         return
     space = await spaces.get(ws, space_id)
-    if space.archived_at is not None:
+    if space.archived_at is not None and not archived_ok:
         raise Refused(f"space {space_id} is archived: its conversation has ended, so it takes no new rigs")
 
 

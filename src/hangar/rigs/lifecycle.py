@@ -300,13 +300,19 @@ class RigLifecycle:
             await handle.aclose()
             raise NotFound(f"rig {live.id} was closed while it started")
         live.handle = handle
+        note = await self._prepare_ready(live, handle)
         live.phase = Phase.ready
-        live.status_detail = ""
+        live.status_detail = note or ""
         live.last_active_at = self.app.clock.monotonic()
         live.watcher = asyncio.create_task(self._watch(live, handle), name=f"rigs:watch:{live.id}")
-        await self.store.update(live.ws, live.id, phase=Phase.ready, status_detail="")
+        await self.store.update(live.ws, live.id, phase=Phase.ready, status_detail=live.status_detail)
         live.notify_phase()
         return handle
+
+    async def _prepare_ready(self, live: LiveRig, handle: RigHandle) -> str | None:
+        """What a booted rig needs before it is ``ready`` (the manager adds a browser's dev-domain lanes); returns
+        a note for its status detail, or None."""
+        return None
 
     async def _watch(self, live: LiveRig, handle: RigHandle) -> None:
         await handle.wait_dead()
