@@ -39,4 +39,16 @@ class RigReaped(DomainEvent):
     agent: str | None
 
 
-RIG_EVENTS: tuple[type[DomainEvent], ...] = (RigClosedEvent, RigControlChanged, RigReaped)
+class RigDevDomainChanged(DomainEvent):
+    """A dev domain was mapped (or re-pointed) or removed. Every server process follows it: the space's live
+    rigs get their resolver names and HTTPS leaf in step with the table, whichever process changed it."""
+
+    type = "rigs.devDomainChanged"
+    space_id: str
+    domain: str
+    change: Literal["set", "removed"]
+    rig_id: str | None = None
+    guest_port: int | None = None
+
+
+RIG_EVENTS: tuple[type[DomainEvent], ...] = (RigClosedEvent, RigControlChanged, RigReaped, RigDevDomainChanged)

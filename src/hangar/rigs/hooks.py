@@ -18,6 +18,7 @@ from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.errors import Refused
 from hangar.identity import IdentityService, MemberRemoved
+from hangar.rigs import tls
 from hangar.rigs.egress.allowlist import browser_default_allowlist, terminal_default_allowlist
 from hangar.rigs.egress.relay import relay
 from hangar.workspace import SpaceService, SpaceUpdated, WorktreeService
@@ -31,13 +32,14 @@ def sensitive(content: str | bytes) -> dict[str, Any]:
     return _sensitive(content)
 
 
-async def check_space(app: AppContext, ws: str, space_id: str) -> None:
-    """The space must exist in the workspace and not be archived (raises ``NotFound`` / ``Refused``)."""
+async def check_space(app: AppContext, ws: str, space_id: str, *, archived_ok: bool = False) -> None:
+    """The space must exist in the workspace and (unless ``archived_ok``: looking, tidying up) not be archived
+    (raises ``NotFound`` / ``Refused``)."""
     spaces = app.maybe_service(SpaceService)
     if spaces is None:
         return
     space = await spaces.get(ws, space_id)
-    if space.archived_at is not None:
+    if space.archived_at is not None and not archived_ok:
         raise Refused(f"space {space_id} is archived: its conversation has ended, so it takes no new rigs")
 
 
@@ -96,9 +98,8 @@ def site_lane(app: AppContext) -> tuple[int, LaneHandler] | None:
 
 
 async def dev_ca_pem(app: AppContext) -> bytes | None:
-    """The dev-domain CA certificate (public part only) browser rigs trust; None until dev domains have one.
-    The dev-domains part fills this in."""
-    return None
+    """The dev-domain CA certificate (public part only) browser rigs trust; None on a host without openssl."""
+    return await asyncio.to_thread(tls.dev_ca_pem, app.datadir.sub("rigs"))
 
 
 def _is_ip(host: str) -> bool:

@@ -330,15 +330,21 @@ class RigLifecycle:
             await handle.aclose()
             raise NotFound(f"rig {live.id} was closed while it started")
         live.handle = handle
+        note = await self._prepare_ready(live, handle)
         if live.surface is Surface.browser:
             await self._open_site_lane(live, handle)
         live.phase = Phase.ready
-        live.status_detail = live.notice
+        live.status_detail = "; ".join(n for n in (live.notice, note) if n)
         live.last_active_at = self.app.clock.monotonic()
         live.watcher = asyncio.create_task(self._watch(live, handle), name=f"rigs:watch:{live.id}")
-        await self.store.update(live.ws, live.id, phase=Phase.ready, status_detail=live.notice)
+        await self.store.update(live.ws, live.id, phase=Phase.ready, status_detail=live.status_detail)
         live.notify_phase()
         return handle
+
+    async def _prepare_ready(self, live: LiveRig, handle: RigHandle) -> str | None:
+        """What a booted rig needs before it is ``ready`` (the manager adds a browser's dev-domain lanes); returns
+        a note for its status detail, or None."""
+        return None
 
     async def _open_site_lane(self, live: LiveRig, handle: RigHandle) -> None:
         """The product site is on every browser rig's default allowlist wherever it listens: when it listens on

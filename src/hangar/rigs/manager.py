@@ -10,12 +10,14 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+from hangar.core.context import AppContext
 from hangar.core.principal import Principal
 from hangar.errors import HangarError, Refused
 from hangar.rigs import hooks
-from hangar.rigs.backends.base import ExecResult, RigHandle
+from hangar.rigs.backends.base import ExecResult, RigBackend, RigHandle
+from hangar.rigs.devrouter import DevRouter
 from hangar.rigs.errors import BackendFailure, ControlHeld
-from hangar.rigs.events import RigControlChanged
+from hangar.rigs.events import RigControlChanged, RigDevDomainChanged
 from hangar.rigs.lifecycle import MEMORY_BUDGET_SETTING, RigLifecycle
 from hangar.rigs.live import LiveRig
 from hangar.rigs.model import Surface
@@ -29,6 +31,35 @@ __all__ = ["MEMORY_BUDGET_SETTING", "RigManager"]
 
 
 class RigManager(RigLifecycle):
+    def __init__(self, app: AppContext, backend: RigBackend, **kwargs: Any) -> None:
+        super().__init__(app, backend, **kwargs)
+        self.dev = DevRouter(self)  # dev domains: lanes, resolver names, the HTTPS leaf
+
+    async def start(self) -> None:
+        await super().start()
+        self._subs.append(
+            self.app.bus.subscribe(self.dev.on_event, name="rigs:devDomains", types=(RigDevDomainChanged.type,))
+        )
+
+    async def _prepare_ready(self, live: LiveRig, handle: RigHandle) -> str | None:
+        """Browser rigs get the dev-domain lanes and their space's names before anything runs in them."""
+        if live.surface is not Surface.browser:
+            return None
+        try:
+            status = await self.dev.attach(live)
+        except HangarError as exc:
+            log.warning("rigs: dev-domain lanes of %s not started: %s", live.id, exc.message)
+            return f"dev domains unavailable in this rig: {exc.message}"
+        return None if status.https else f"no HTTPS dev-domain lane: {status.https_reason}"
+
+    async def reach(self, ws: str, rig_id: str) -> RigHandle:
+        """The handle of a rig of this process that traffic is routed to (a dev domain's target): woken when
+        parked, and the traffic counts as its activity. ``NotFound`` when it does not run here."""
+        live = self.live(ws, rig_id)
+        handle = await self._awake(live)
+        self._touch(live)
+        return handle
+
     def check_control(self, live: LiveRig, principal: Principal, what: str) -> None:
         if live.controller is not None and live.controller != principal.user_id:
             raise ControlHeld(f"{what} refused: a person holds control of rig {live.id}; observations stay allowed")

@@ -13,6 +13,7 @@ from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.rigs.backends.base import RigBackend
 from hangar.rigs.confinement import RigConfinement
+from hangar.rigs.devdomain_ops import DEV_DOMAIN_OPS
 from hangar.rigs.events import RIG_EVENTS
 from hangar.rigs.images import IMAGE_SETTINGS
 from hangar.rigs.lifecycle import MEMORY_BUDGET_SPEC
@@ -48,7 +49,7 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
 
     return Part(
         name="rigs",
-        ops=RIG_OPS,
+        ops=[*RIG_OPS, *DEV_DOMAIN_OPS],
         routes=RIG_ROUTES,
         migrations=[MIGRATIONS],
         events=RIG_EVENTS,

@@ -22,6 +22,7 @@ from hangar.core.clock import Clock
 from hangar.core.db import Databases, MigrationSet
 from hangar.core.sqlite_writer import dt, js, transaction
 from hangar.core.types import UtcDateTime
+from hangar.rigs import devdomains
 from hangar.rigs.model import LIVE_PHASES, CloseReason, Phase, RigRecord, Surface
 
 metadata = sa.MetaData()
@@ -76,7 +77,9 @@ def _append_action(
     return seq
 
 
-MIGRATIONS = MigrationSet("rigs", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))
+MIGRATIONS = MigrationSet(
+    "rigs", "workspace", Path(__file__).parent / "migrations", tables=(metadata, devdomains.metadata)
+)
 
 _SETTABLE = frozenset({"phase", "status_detail", "close_reason", "controller", "resident_mb", "closed_at", "display"})
 

@@ -470,6 +470,22 @@ export type ActionLogEntry = {
   details: Record<string, unknown>;
 };
 
+export type DevDomainRow = {
+  domain: string;
+  spaceId: string;
+  rigId: string;
+  guestPort: number;
+  createdBy: string;
+  createdAt: string;
+};
+
+export type DevDomainList = {
+  spaceId: string;
+  domains: Array<DevDomainRow>;
+  https: boolean;
+  httpsUnavailableReason: string | null;
+};
+
 export type ExecOutput = {
   exitCode: number;
   stdout: string;
@@ -1473,6 +1489,14 @@ export type RigActionLogArgs = {
 };
 export type RigActionLogResult = Array<ActionLogEntry>;
 
+/** A space's dev domains (name -> rig and guest port) and whether this host has an HTTPS lane for them. */
+export type RigDevDomainsArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId: string;
+};
+export type RigDevDomainsResult = DevDomainList;
+
 /** Run a shell command in a terminal rig (bash -lc, as the rig user, in its home). */
 export type RigExecArgs = {
   /** The workspace the call acts in. */
@@ -1533,6 +1557,26 @@ export type RigReleaseControlArgs = {
   rigId: string;
 };
 export type RigReleaseControlResult = ControlState;
+
+/** Remove a dev domain of the space: its name stops resolving and routing in the space's rigs. */
+export type RigRemoveDevDomainArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId: string;
+  domain: string;
+};
+export type RigRemoveDevDomainResult = DevDomainList;
+
+/** Map a dev domain (name.test or name.localhost) to a guest port of a rig of the same space; the space's browser rigs reach it over HTTP, and HTTPS when the host has openssl. Re-pointing a domain of the space is allowed; a domain another space holds is a conflict. */
+export type RigSetDevDomainArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  spaceId: string;
+  domain: string;
+  rigId: string;
+  guestPort: number;
+};
+export type RigSetDevDomainResult = DevDomainList;
 
 /** Share a forwarded port on the local network (an OS-assigned port on all interfaces), or stop sharing. */
 export type RigSharePortArgs = {
@@ -2016,6 +2060,7 @@ export interface Ops {
   "repos.register": { kind: "mutate"; scope: "workspace"; args: ReposRegisterArgs; result: ReposRegisterResult };
   "repos.remove": { kind: "destructive"; scope: "workspace"; args: ReposRemoveArgs; result: ReposRemoveResult };
   "rig.actionLog": { kind: "read"; scope: "workspace"; args: RigActionLogArgs; result: RigActionLogResult };
+  "rig.devDomains": { kind: "read"; scope: "workspace"; args: RigDevDomainsArgs; result: RigDevDomainsResult };
   "rig.exec": { kind: "mutate"; scope: "workspace"; args: RigExecArgs; result: RigExecResult };
   "rig.fileLaneUrl": { kind: "read"; scope: "workspace"; args: RigFileLaneUrlArgs; result: RigFileLaneUrlResult };
   "rig.get": { kind: "read"; scope: "workspace"; args: RigGetArgs; result: RigGetResult };
@@ -2023,6 +2068,8 @@ export interface Ops {
   "rig.open": { kind: "mutate"; scope: "workspace"; args: RigOpenArgs; result: RigOpenResult };
   "rig.ports": { kind: "read"; scope: "workspace"; args: RigPortsArgs; result: RigPortsResult };
   "rig.releaseControl": { kind: "mutate"; scope: "workspace"; args: RigReleaseControlArgs; result: RigReleaseControlResult };
+  "rig.removeDevDomain": { kind: "mutate"; scope: "workspace"; args: RigRemoveDevDomainArgs; result: RigRemoveDevDomainResult };
+  "rig.setDevDomain": { kind: "mutate"; scope: "workspace"; args: RigSetDevDomainArgs; result: RigSetDevDomainResult };
   "rig.sharePort": { kind: "mutate"; scope: "workspace"; args: RigSharePortArgs; result: RigSharePortResult };
   "rig.takeControl": { kind: "mutate"; scope: "workspace"; args: RigTakeControlArgs; result: RigTakeControlResult };
   "rig.terminalUrl": { kind: "mutate"; scope: "workspace"; args: RigTerminalUrlArgs; result: RigTerminalUrlResult };
@@ -2153,6 +2200,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "repos.register": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "repos.remove": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
   "rig.actionLog": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
+  "rig.devDomains": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.exec": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.fileLaneUrl": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.get": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
@@ -2160,6 +2208,8 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "rig.open": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.ports": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.releaseControl": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.removeDevDomain": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.setDevDomain": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.sharePort": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.takeControl": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.terminalUrl": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },

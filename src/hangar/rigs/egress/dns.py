@@ -1,4 +1,5 @@
-"""The gate's DNS answers: allow-listed names resolve to the gate's one address; everything else NXDOMAIN.
+"""The gate's DNS answers: allow-listed names resolve to the gate's one address; the rig's local names (its
+space's dev domains, served by lanes on its own loopback) resolve to ``127.0.0.1``; everything else NXDOMAIN.
 
 No query ever goes upstream: the gate resolves real names itself only when a permitted connection leaves, so
 a rig cannot exfiltrate data through lookups of names it invents. AAAA questions for allowed names get an empty
@@ -35,6 +36,7 @@ TTL = 30
 HEADER_BYTES = 12
 MAX_LABEL_BYTES = 63
 MAX_NAME_BYTES = 255
+LOOPBACK = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,15 @@ def answer(question: Question, address: str | None, *, rcode: int = 0) -> bytes:
     return bytes(reply.pack())
 
 
-def respond(data: bytes, allowed: Callable[[str], bool], gate_address: str) -> tuple[bytes | None, Question | None]:
-    """The reply to one query datagram (None to stay silent on garbage) and the parsed question."""
+def respond(
+    data: bytes,
+    allowed: Callable[[str], bool],
+    gate_address: str,
+    *,
+    local: Callable[[str], bool] | None = None,
+) -> tuple[bytes | None, Question | None]:
+    """The reply to one query datagram (None to stay silent on garbage) and the parsed question. ``local`` names
+    resolve to the rig's own loopback, ahead of the allowlist."""
     question = parse_query(data)
     if question is None:
         header = _header(DNSBuffer(data))
@@ -101,8 +110,12 @@ def respond(data: bytes, allowed: Callable[[str], bool], gate_address: str) -> t
         return bytes(DNSRecord(DNSHeader(id=header.id, qr=1, rcode=RCODE_FORMERR, rd=0)).pack()), None
     if question.header.opcode:
         return answer(question, None, rcode=RCODE_NOTIMP), question
-    if not allowed(question.name):
+    if local is not None and local(question.name):
+        address = LOOPBACK
+    elif allowed(question.name):
+        address = gate_address
+    else:
         return answer(question, None, rcode=RCODE_NXDOMAIN), question
     if question.qtype == QTYPE_A and question.qclass == CLASS_IN:
-        return answer(question, gate_address), question
+        return answer(question, address), question
     return answer(question, None), question

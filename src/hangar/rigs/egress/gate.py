@@ -28,6 +28,7 @@ from typing import cast
 from hangar.rigs.egress import dns, server_door, sni
 from hangar.rigs.egress.allowlist import matches, validate_patterns
 from hangar.rigs.egress.answers import refusal
+from hangar.rigs.egress.http_head import host_header, one_request
 from hangar.rigs.egress.relay import relay
 from hangar.rigs.egress.rules import DEFAULT_PORTS, GATE_ADDRESS, GatePorts
 
@@ -73,6 +74,7 @@ class EgressGate:
         self._door: server_door.DoorTarget | None = None
         self._door_server: asyncio.AbstractServer | None = None
         self._door_writers: set[asyncio.StreamWriter] = set()
+        self._local: frozenset[str] = frozenset()  # names answered with the rig's own loopback (dev domains)
 
     @property
     def allowlist(self) -> frozenset[str]:
@@ -83,6 +85,14 @@ class EgressGate:
 
     def allowed(self, name: str) -> bool:
         return matches(name, self._allow)
+
+    def set_local_names(self, names: Iterable[str]) -> None:
+        """Names (exact, lower case) the resolver answers with ``127.0.0.1``: the rig's dev domains, whose lanes
+        listen on its loopback. Replaces the set."""
+        self._local = frozenset(n.lower() for n in names)
+
+    def _is_local(self, name: str) -> bool:
+        return name in self._local
 
     def _record(self, kind: str, target: str, allowed: bool, reason: str) -> None:
         self.events.append(EgressEvent(time.time(), kind, target, allowed, reason))
@@ -155,10 +165,13 @@ class EgressGate:
     # --- DNS -----------------------------------------------------------------------------------------------
 
     def dns_reply(self, data: bytes) -> bytes | None:
-        reply, question = dns.respond(data, self.allowed, GATE_ADDRESS)
+        reply, question = dns.respond(data, self.allowed, GATE_ADDRESS, local=self._is_local)
         if question is not None:
-            ok = self.allowed(question.name)
-            self._record("dns", question.name, ok, "allow-listed name" if ok else "name not allow-listed")
+            if self._is_local(question.name):
+                self._record("dns", question.name, True, "dev domain (the rig's own loopback)")
+            else:
+                ok = self.allowed(question.name)
+                self._record("dns", question.name, ok, "allow-listed name" if ok else "name not allow-listed")
         return reply
 
     async def _dns_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -183,7 +196,7 @@ class EgressGate:
         except asyncio.LimitOverrunError:
             self._record("http", "?", False, "request head too large")
             return
-        host = _host_header(head)
+        host = host_header(head)
         if host is None:
             self._record("http", "?", False, "no Host header")
             writer.write(refusal("a Host header is required"))
@@ -200,7 +213,7 @@ class EgressGate:
             writer.write(refusal(f"{name} is unreachable", status=b"502 Bad Gateway"))
             return
         self._record("http", name, True, "allow-listed host")
-        upstream[1].write(_one_request(head))
+        upstream[1].write(one_request(head))
         await relay((reader, writer), upstream)
 
     async def _tls(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -332,26 +345,3 @@ def _original_destination(sock: socket.socket) -> str:
         raw = sock.getsockopt(socket.IPPROTO_IPV6, SO_ORIGINAL_DST, 28)
         return f"[{socket.inet_ntop(socket.AF_INET6, raw[8:24])}]:{struct.unpack('!H', raw[2:4])[0]}"
     return "?"
-
-
-def _host_header(head: bytes) -> str | None:
-    for line in head.split(b"\r\n")[1:]:
-        key, sep, value = line.partition(b":")
-        if sep and key.strip().lower() == b"host":
-            text = value.strip().decode("ascii", "replace").lower()
-            return text or None
-    return None
-
-
-def _one_request(head: bytes) -> bytes:
-    """The request head with ``Connection: close``: the gate checks one Host per connection, so a keep-alive
-    connection must not carry a second request naming another host. Upgrades (WebSocket) are left alone."""
-    lines = head[:-4].split(b"\r\n")
-    if any(line.lower().startswith(b"upgrade:") for line in lines[1:]):
-        return head
-    kept = [lines[0]] + [
-        line
-        for line in lines[1:]
-        if not line.lower().startswith((b"connection:", b"keep-alive:", b"proxy-connection:"))
-    ]
-    return b"\r\n".join([*kept, b"Connection: close"]) + b"\r\n\r\n"

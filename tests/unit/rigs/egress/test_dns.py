@@ -43,6 +43,20 @@ def test_aaaa_for_an_allowed_name_is_empty() -> None:
     assert flags & 0xF == 0 and an == 0
 
 
+def test_local_names_answer_the_rigs_loopback_ahead_of_the_allowlist() -> None:
+    def local(name: str) -> bool:
+        return name in {"app.test", "pypi.org"}
+
+    reply, question = dns.respond(query("App.Test"), allow, "198.18.0.1", local=local)
+    assert question is not None and reply is not None and reply[-4:] == socket.inet_aton("127.0.0.1")
+    reply, _ = dns.respond(query("pypi.org"), allow, "198.18.0.1", local=local)
+    assert reply is not None and reply[-4:] == socket.inet_aton("127.0.0.1")
+    reply, _ = dns.respond(query("app.test", dns.QTYPE_AAAA), allow, "198.18.0.1", local=local)
+    assert reply is not None and struct.unpack("!HHHH", reply[:8])[3] == 0  # no AAAA: the lanes' names are IPv4
+    reply, _ = dns.respond(query("other.test"), allow, "198.18.0.1", local=local)
+    assert reply is not None and struct.unpack("!H", reply[2:4])[0] & 0xF == dns.RCODE_NXDOMAIN
+
+
 def test_garbage_gets_formerr_or_silence() -> None:
     assert dns.respond(b"\x00\x01", allow, "198.18.0.1") == (None, None)
     reply, question = dns.respond(b"\xab\xcd" + b"\x00" * 10, allow, "198.18.0.1")

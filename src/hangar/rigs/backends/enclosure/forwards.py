@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import socket
 
 from hangar.errors import Conflict, InvalidArgs
 from hangar.rigs.backends.enclosure.netns import NetNamespace
@@ -23,19 +22,6 @@ class Forwards:
     def ports(self) -> dict[int, int]:
         return {port: port for port in self._servers}
 
-    async def _connect_guest(self, guest_port: int) -> socket.socket:
-        loop = asyncio.get_running_loop()
-        last: OSError | None = None
-        for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-            sock = await self._netns.socket(family, socket.SOCK_STREAM)
-            try:
-                await loop.sock_connect(sock, (address, guest_port))
-                return sock
-            except OSError as exc:
-                sock.close()
-                last = exc
-        raise last or OSError(errno.ECONNREFUSED, "connection refused")
-
     async def add(self, guest_port: int, host: str, host_port: int | None) -> int:
         if not 1 <= guest_port <= 65535:
             raise InvalidArgs("guest_port must be between 1 and 65535", field="guest_port")
@@ -50,7 +36,7 @@ class Forwards:
             assert task is not None
             relays.add(task)
             try:
-                sock = await self._connect_guest(guest_port)
+                sock = await self._netns.connect(guest_port)
                 guest = await asyncio.open_connection(sock=sock)
                 await relay((reader, writer), guest)
             except OSError:

@@ -29,6 +29,7 @@ RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_LINK, RTN_UNICAST = 254, 3, 253, 1
 RTA_OIF, RTA_PREFSRC = 4, 7
 
 _libc = ctypes.CDLL(None, use_errno=True)
+Socket = socket.socket  # spelled so inside ``NetNamespace``, whose ``socket`` method hides the module there
 
 
 def _join(path: str) -> None:
@@ -120,6 +121,35 @@ class NetNamespace:
             raise Internal("the rig's network namespace is not attached")
         sock = await asyncio.get_running_loop().run_in_executor(self._thread, socket.socket, family, kind)
         sock.setblocking(False)
+        return sock
+
+    async def connect(self, port: int) -> Socket:
+        """A connected socket to ``port`` on the namespace's loopback (IPv4 first, then IPv6)."""
+        loop = asyncio.get_running_loop()
+        last: OSError | None = None
+        for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+            sock = await self.socket(family, socket.SOCK_STREAM)
+            try:
+                await loop.sock_connect(sock, (address, port))
+                return sock
+            except OSError as exc:
+                sock.close()
+                last = exc
+        raise last or OSError(errno.ECONNREFUSED, "connection refused")
+
+    async def listen(self, family: int, address: str, port: int) -> Socket:
+        """A listening socket bound to ``address:port`` in the namespace (made by the host: the rig user cannot
+        take a port below 1024 first)."""
+        sock = await self.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((address, port))
+            sock.listen(128)
+        except OSError:
+            sock.close()
+            raise
         return sock
 
     async def dropped_packets(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from hangar.errors import Internal, InvalidArgs, Refused, Unavailable
+from hangar.errors import Conflict, Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import fs, launch, seccomp
 from hangar.rigs.backends.enclosure.access import grant_tree
@@ -79,6 +80,8 @@ class EnclosureRig(RigHandle):
         self._door_opens = 0
         self.engine: RigEngine | None = None  # a browser rig's engine, once booted
         self._bundle = False  # the system CA bundle is replaced by a per-rig copy that trusts spec.trust_pem
+        self._loopback: dict[int, list[asyncio.AbstractServer]] = {}  # host-made listeners on the rig's loopback
+        self._loopback_tasks: set[asyncio.Task[None]] = set()
 
     # --- boot ----------------------------------------------------------------------------------------------
 
@@ -252,7 +255,7 @@ class EnclosureRig(RigHandle):
 
     def _listening_ports(self) -> list[int]:
         ports: set[int] = set()
-        gate_ports = self.gate.ports.all()
+        gate_ports = self.gate.ports.all() | set(self._loopback)  # the host's listeners, not the guest's
         for table in ("tcp", "tcp6"):
             try:
                 lines = Path(f"/proc/{self.pid1}/net/{table}").read_text().splitlines()[1:]
@@ -281,6 +284,75 @@ class EnclosureRig(RigHandle):
             return super().browser()
         self._check_live()
         return self.engine.session
+
+    def _host_ports(self) -> frozenset[int]:
+        return self.gate.ports.all() | frozenset(self._loopback)
+
+    async def connect(self, guest_port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        self._check_awake()
+        if not 1 <= guest_port <= 65535:
+            raise InvalidArgs("guest_port must be between 1 and 65535", field="guest_port")
+        if guest_port in self._host_ports():
+            # connecting there would reach the host's own listeners (the gate, or a lane back into itself)
+            raise Refused(f"port {guest_port} of rig {self.spec.rig_id} is held by the host, not a program in it")
+        try:
+            sock = await self.netns.connect(guest_port)
+        except OSError as exc:
+            raise Unavailable(f"nothing listens on port {guest_port} in rig {self.spec.rig_id}") from exc
+        return await asyncio.open_connection(sock=sock)
+
+    async def serve_loopback(
+        self, guest_port: int, handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+    ) -> None:
+        self._check_live()
+        if not 1 <= guest_port <= 65535:
+            raise InvalidArgs("guest_port must be between 1 and 65535", field="guest_port")
+        if guest_port in self._host_ports():
+            raise Conflict(f"port {guest_port} of rig {self.spec.rig_id} is already served by the host")
+
+        async def guarded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            self._loopback_tasks.add(task)
+            try:
+                await handler(reader, writer)
+            except (ConnectionError, TimeoutError, asyncio.IncompleteReadError, OSError):
+                pass
+            except Exception:
+                log.exception("rig %s: the lane on loopback port %d failed", self.spec.rig_id, guest_port)
+            finally:
+                self._loopback_tasks.discard(task)
+                writer.close()
+
+        servers: list[asyncio.AbstractServer] = []
+        try:
+            for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+                try:
+                    sock = await self.netns.listen(family, address, guest_port)
+                except OSError as exc:
+                    if family == socket.AF_INET6 and exc.errno == errno.EADDRNOTAVAIL:
+                        continue  # a namespace without IPv6 loopback: IPv4 is what the lanes' names resolve to
+                    if exc.errno == errno.EADDRINUSE:
+                        raise Conflict(f"port {guest_port} is taken inside rig {self.spec.rig_id}") from exc
+                    raise
+                servers.append(await asyncio.start_server(guarded, sock=sock))
+        except BaseException:
+            for server in servers:
+                server.close()
+            raise
+        self._loopback[guest_port] = servers
+
+    async def set_local_names(self, names: frozenset[str]) -> None:
+        self._check_live()
+        self.gate.set_local_names(names)
+
+    async def _close_loopback(self) -> None:
+        for servers in self._loopback.values():
+            for server in servers:
+                server.close()
+        self._loopback.clear()
+        for task in list(self._loopback_tasks):
+            task.cancel()
 
     async def open_server_door(self, endpoint: str) -> str:
         target = DoorTarget.from_url(endpoint)
@@ -343,6 +415,7 @@ class EnclosureRig(RigHandle):
             ("count dropped packets", self._report_dropped),
             ("kill processes", self._kill),
             ("close terminals", self._close_ptys),
+            ("stop loopback lanes", self._close_loopback),
             ("stop forwards", self.forwards.aclose),
             ("stop the egress gate", self.gate.aclose),
             ("remove the disk", self._remove),

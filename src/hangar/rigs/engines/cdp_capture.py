@@ -1,0 +1,75 @@
+"""Engine A's pictures of the page: stills (``Page.captureScreenshot``) and the live view's screencast.
+
+Stills are clipped to the viewport (or the whole document) and scaled in the engine to fit the caller's box,
+never up, so a large page never crosses the socket at full size. The screencast is pushed by Chromium on
+repaint; it sends the next frame only once the previous one is acknowledged, and the acknowledgement goes out
+when the consumer asks for the next frame, so a slow consumer slows the capture instead of queueing frames.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+
+from hangar.errors import Refused, Unavailable
+from hangar.rigs.engines.cdp import CdpConnection, Json
+from hangar.rigs.engines.cdp_page import jpeg_size
+from hangar.rigs.engines.session import Frame, Still
+
+STILL_QUALITY = 80
+FRAME_QUALITY = 70
+FULL_PAGE_MAX_CSS = 16384  # Chromium cannot raster a taller surface in one capture
+
+Call = Callable[[str, Json], Awaitable[Json]]
+
+
+async def still(call: Call, full_page: bool, max_width: int, max_height: int) -> Still:
+    metrics = await call("Page.getLayoutMetrics", {})
+    if full_page:
+        size = metrics["cssContentSize"]
+        x, y, width, height = 0.0, 0.0, float(size["width"]), min(float(size["height"]), FULL_PAGE_MAX_CSS)
+    else:
+        view = metrics["cssVisualViewport"]
+        x, y = float(view["pageX"]), float(view["pageY"])
+        width, height = float(view["clientWidth"]), float(view["clientHeight"])
+    scale = min(1.0, max_width / max(width, 1.0), max_height / max(height, 1.0))
+    shot = await call("Page.captureScreenshot", {
+        "format": "jpeg", "quality": STILL_QUALITY, "captureBeyondViewport": full_page,
+        "clip": {"x": x, "y": y, "width": width, "height": height, "scale": scale}})  # fmt: skip
+    data = base64.b64decode(shot["data"])
+    image_width, image_height = jpeg_size(data)
+    return Still("image/jpeg", data, image_width, image_height)
+
+
+async def screencast(
+    conn: CdpConnection, session_id: str, max_width: int, max_height: int
+) -> AsyncGenerator[Frame, None]:
+    """Frames until the consumer closes the iterator, which stops the screencast."""
+    with conn.subscribe(("Page.screencastFrame",), session_id, limit=8) as events:
+        start = {"format": "jpeg", "quality": FRAME_QUALITY, "maxWidth": max_width, "maxHeight": max_height}
+        await conn.call("Page.startScreencast", start, session_id)
+        try:
+            while True:
+                event = await events.get()
+                received = time.monotonic()
+                data = base64.b64decode(event.params["data"])
+                width, height = jpeg_size(data)
+                stamp = event.params.get("metadata", {}).get("timestamp")
+                yield Frame(data, width, height, captured_at(stamp, received))
+                await conn.call("Page.screencastFrameAck", {"sessionId": event.params["sessionId"]}, session_id)
+        finally:
+            if not conn.closed:
+                with contextlib.suppress(Unavailable, Refused):
+                    await conn.call("Page.stopScreencast", {}, session_id, 5.0)
+
+
+def captured_at(stamp: object, received: float) -> float:
+    """The frame's wall-clock swap time as a ``time.monotonic()`` instant. The engine shares this host's clock
+    (an enclosure) or keeps it in step; a stamp in the future or older than a second (a clock apart) is not
+    trusted and the receive time stands in."""
+    if not isinstance(stamp, (int, float)):
+        return received
+    age = time.time() - float(stamp)
+    return received - age if 0.0 <= age <= 1.0 else received
