@@ -191,6 +191,22 @@ async def test_the_default_allowlist_is_the_site_and_nothing_else(env: RigsEnv, 
     assert read["untrusted"] is True and unfence(read["text"]) == "through the page"
 
 
+async def test_a_dev_domain_over_https_is_trusted_by_the_browser(env: RigsEnv, rigs: Rigs) -> None:
+    """The CA the manager hands browser rigs is trusted by the engine (through its recipe) and by the rig's
+    system bundle: a dev server in the space's terminal opens by name over HTTPS without a certificate error."""
+    rig = await rigs.get("engine-a")
+    terminal = await env.open()
+    await env.exec(
+        terminal,
+        "mkdir -p ~/rb-site && printf '<title>dev server</title>' > ~/rb-site/index.html && cd ~/rb-site && "
+        "setsid -f python3 -m http.server 8700 --bind 127.0.0.1 >/dev/null 2>&1; "
+        "for i in $(seq 100); do ss -ltn | grep -q :8700 && break; sleep 0.1; done",
+    )
+    await env.call("rig.setDevDomain", space_id=env.space, domain="rb.test", rigId=terminal, guestPort=8700)
+    page = await use(env, rig, action="navigate", url="https://rb.test/")
+    assert page["status"] == 200 and unfence(page["title"]) == "dev server"
+
+
 async def test_the_browser_image_setting_is_engine_as_only(env: RigsEnv, rigs: Rigs) -> None:
     await env.call("settings.set", key=BROWSER_IMAGE_KEY, value="ghcr.io/acme/browser:1.0")
     opened: list[str] = []
