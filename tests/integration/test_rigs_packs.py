@@ -6,22 +6,46 @@ the real build takes minutes and the network."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hangar.core.context import AppContext
+from hangar.rigs.backends.base import RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend
+from hangar.rigs.image.mirror import mirror_hosts
+from hangar.rigs.manager import RigManager
 from hangar.rigs.part import make_rigs_part
 from hangar.server.parts import all_parts
+from hangar.workspace.part import WORKSPACE_PART
 from tests.support.fake_mmdebstrap import install_fake_mmdebstrap
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 
 
-def parts_with_packs_in(packs: Path) -> list[Any]:
-    rigs = make_rigs_part(lambda app: EnclosureBackend(app.datadir.sub("rigs"), packs_root=packs))
-    return [*(p for p in all_parts() if p.name != "rigs"), rigs]
+class RecordingBackend(EnclosureBackend):
+    """The enclosure backend, remembering the specs it was asked to start."""
+
+    specs: list[RigSpec]
+
+    async def start(self, spec: RigSpec, progress: Callable[[str], None]) -> RigHandle:
+        self.specs.append(spec)
+        return await super().start(spec, progress)
+
+
+def parts_with_packs_in(packs: Path, specs: list[RigSpec] | None = None) -> list[Any]:
+    def backend(app: AppContext) -> EnclosureBackend:
+        made = RecordingBackend(app.datadir.sub("rigs"), packs_root=packs)
+        made.specs = specs if specs is not None else []
+        return made
+
+    rigs = make_rigs_part(backend)
+    parts = [p for p in all_parts() if p.name != "rigs"]
+    if not any(p.name == WORKSPACE_PART.name for p in parts):
+        parts.append(WORKSPACE_PART)
+    return [*parts, rigs]
 
 
 TERMINAL = "terminal-tools-v1"
@@ -112,6 +136,39 @@ async def test_a_browser_pack_builds_on_its_own(tmp_path: Path, monkeypatch: pyt
         assert ready["surface"] == "browser" and ready["revision"] == "audio-v1-engine-a"
         assert (packs / BROWSER_A / ".hangar-pack.json").is_file()
         assert (await pack_named(c))["state"] == "missing"  # packs are never shared
+
+
+async def test_a_browser_rigs_first_boot_builds_its_pack_and_may_reach_the_archives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The boot that builds an engine's pack shows the build's steps and gets the package archive hosts; a
+    failed build fails the rig, saying why."""
+    fake = install_fake_mmdebstrap(tmp_path, monkeypatch)
+    specs: list[RigSpec] = []
+    async with (
+        running_server(tmp_path / "data", parts=parts_with_packs_in(tmp_path / "packs", specs)) as srv,
+        RpcClient(srv.ws_url, srv.owner_token) as c,
+    ):
+        if srv.ctx.service(RigManager).backend.unavailable_reason() is not None:
+            pytest.skip(f"enclosures cannot run here: {srv.ctx.service(RigManager).backend.unavailable_reason()}")
+        ws = await srv.new_workspace()
+        space = (await c.call("spaces.create", workspace_id=ws, title="first boot"))["id"]
+        opening = asyncio.create_task(c.call("rig.open", workspace_id=ws, space_id=space, surface="browser"))
+        async with asyncio.timeout(20):
+            while (
+                not (rows := await c.call("rig_list", workspace_id=ws)) or "downloading" not in rows[0]["statusDetail"]
+            ):
+                await asyncio.sleep(0.05)
+        assert rows[0]["statusDetail"] == "engine-a browser image: downloading packages (4/10)"
+        (spec,) = specs
+        assert spec.engine == "engine-a" and spec.display == (1280, 800)
+        assert spec.allow_hosts == mirror_hosts() and spec.allow_hosts  # the archives, and nothing else
+        fake.finish(exit_code=2)
+        with pytest.raises(RpcError) as failed:
+            await opening
+        assert failed.value.code == "unavailable" and "exit code 2" in failed.value.message
+        (row,) = await c.call("rig_list", workspace_id=ws, includeClosed=True)
+        assert row["status"] == "failed" and "mirror answered 404" in row["statusDetail"]
 
 
 async def test_packs_are_the_server_owners_and_an_unknown_pack_is_named(tmp_path: Path) -> None:
