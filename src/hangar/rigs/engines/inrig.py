@@ -40,7 +40,7 @@ RELAY_ARGV = (
     f"TCP:127.0.0.1:{ENGINE_PORT}",
 )
 SETUP_TIMEOUT_S = 60.0
-POLL_S = 0.1
+POLL_S = 0.05  # reading the listening ports is cheap; a boot waits on it
 TAIL_CHARS = 800
 CLOSE_TIMEOUT_S = 5.0
 
