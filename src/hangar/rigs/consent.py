@@ -125,7 +125,7 @@ class ClipboardGrants:
         query = (
             sa.select(t.c.id, t.c.user_id, t.c.direction, t.c.granted_at, t.c.expires_at)
             .where(t.c.revoked_at.is_(None), sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now))
-            .order_by(t.c.granted_at, t.c.id)
+            .order_by(t.c.granted_at, t.c.user_id, t.c.id)
         )
         if user_id is not None:
             query = query.where(t.c.user_id == user_id)

@@ -470,6 +470,22 @@ export type ActionLogEntry = {
   details: Record<string, unknown>;
 };
 
+export type ClipboardGrantRow = {
+  id: string;
+  userId: string;
+  displayName: string;
+  direction: "hostToRig" | "rigToHost";
+  grantedAt: string;
+  expiresAt: string | null;
+  always: boolean;
+};
+
+/** One person's clipboard crossing: what each direction does by default, and their active grants. */
+export type ClipboardPolicy = {
+  defaults: Record<string, "allow" | "ask">;
+  grants: Array<ClipboardGrantRow>;
+};
+
 export type ExecOutput = {
   exitCode: number;
   stdout: string;
@@ -1467,6 +1483,27 @@ export type RigActionLogArgs = {
 };
 export type RigActionLogResult = Array<ActionLogEntry>;
 
+/** Allow your own clipboard crossing in one direction, for up to ten minutes or always (copying out of a rig asks until you do). */
+export type RigClipboardGrantArgs = {
+  direction: "hostToRig" | "rigToHost";
+  minutes?: number | null;
+  always?: boolean;
+};
+export type RigClipboardGrantResult = ClipboardPolicy;
+
+/** Your active clipboard grants; with ``everyone`` (the server owner only) every person's. */
+export type RigClipboardGrantsArgs = {
+  everyone?: boolean;
+};
+export type RigClipboardGrantsResult = ClipboardPolicy;
+
+/** Revoke your grants in one direction (the server owner may revoke anyone's, naming ``userId``). */
+export type RigClipboardRevokeArgs = {
+  direction: "hostToRig" | "rigToHost";
+  userId?: string | null;
+};
+export type RigClipboardRevokeResult = ClipboardPolicy;
+
 /** Run a shell command in a terminal rig (bash -lc, as the rig user, in its home). */
 export type RigExecArgs = {
   /** The workspace the call acts in. */
@@ -1477,7 +1514,7 @@ export type RigExecArgs = {
 };
 export type RigExecResult = ExecOutput;
 
-/** A signed URL for the rig's file lane (POST drops into ~/drops, GET ?p= reads a file), for you only. */
+/** A signed URL for the rig's file lane (POST drops files in, GET ?p= reads a file) and its clipboard lane (/rig/clipboard/<rigId> with the same sig), for you only. */
 export type RigFileLaneUrlArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1501,6 +1538,14 @@ export type RigGrantHostsArgs = {
   hosts: Array<string>;
 };
 export type RigGrantHostsResult = HostsGranted;
+
+/** A signed WebSocket URL for the live view of a browser rig (frames out; your input while you hold control), for you only. */
+export type RigLiveViewUrlArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigLiveViewUrlResult = LaneUrl;
 
 /** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. */
 export type RigOpenArgs = {
@@ -2010,10 +2055,14 @@ export interface Ops {
   "repos.register": { kind: "mutate"; scope: "workspace"; args: ReposRegisterArgs; result: ReposRegisterResult };
   "repos.remove": { kind: "destructive"; scope: "workspace"; args: ReposRemoveArgs; result: ReposRemoveResult };
   "rig.actionLog": { kind: "read"; scope: "workspace"; args: RigActionLogArgs; result: RigActionLogResult };
+  "rig.clipboardGrant": { kind: "mutate"; scope: "server"; args: RigClipboardGrantArgs; result: RigClipboardGrantResult };
+  "rig.clipboardGrants": { kind: "read"; scope: "server"; args: RigClipboardGrantsArgs; result: RigClipboardGrantsResult };
+  "rig.clipboardRevoke": { kind: "mutate"; scope: "server"; args: RigClipboardRevokeArgs; result: RigClipboardRevokeResult };
   "rig.exec": { kind: "mutate"; scope: "workspace"; args: RigExecArgs; result: RigExecResult };
   "rig.fileLaneUrl": { kind: "read"; scope: "workspace"; args: RigFileLaneUrlArgs; result: RigFileLaneUrlResult };
   "rig.get": { kind: "read"; scope: "workspace"; args: RigGetArgs; result: RigGetResult };
   "rig.grantHosts": { kind: "mutate"; scope: "workspace"; args: RigGrantHostsArgs; result: RigGrantHostsResult };
+  "rig.liveViewUrl": { kind: "read"; scope: "workspace"; args: RigLiveViewUrlArgs; result: RigLiveViewUrlResult };
   "rig.open": { kind: "mutate"; scope: "workspace"; args: RigOpenArgs; result: RigOpenResult };
   "rig.ports": { kind: "read"; scope: "workspace"; args: RigPortsArgs; result: RigPortsResult };
   "rig.releaseControl": { kind: "mutate"; scope: "workspace"; args: RigReleaseControlArgs; result: RigReleaseControlResult };
@@ -2147,10 +2196,14 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "repos.register": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "repos.remove": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
   "rig.actionLog": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
+  "rig.clipboardGrant": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
+  "rig.clipboardGrants": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
+  "rig.clipboardRevoke": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
   "rig.exec": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.fileLaneUrl": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.get": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.grantHosts": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "rig.liveViewUrl": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.open": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.ports": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.releaseControl": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
