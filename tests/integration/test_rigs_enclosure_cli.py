@@ -8,6 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from hangar.cli import app
+from hangar.rigs.image.pack import ensure_pack
+from hangar.rigs.image.recipes import BROWSERS
 from tests.integration.rigs_enclosure_env import PACKS, ready_pack
 
 
@@ -23,3 +25,19 @@ def test_build_pack_reuses_a_ready_pack_and_check_reports(tmp_path: Path) -> Non
     assert PACKS.exists()
     result = runner.invoke(app, ["rigs", "check", "--data-dir", str(tmp_path / "data")])
     assert (result.exit_code, result.output) == (0, "enclosure rigs can run on this host\n")
+
+
+def test_build_pack_names_a_browser_pack_and_refuses_an_unknown_one(tmp_path: Path) -> None:
+    packs = tmp_path / "data" / "rigs" / "microvm-packs"
+    packs.mkdir(parents=True)
+    recipe = BROWSERS["engine-a"]
+    asyncio.run(ready_pack())  # skips where enclosures cannot run
+    built = asyncio.run(ensure_pack(PACKS, None, recipe)).path  # shared with the browser rig tests
+    (packs / recipe.name).symlink_to(built)
+    runner = CliRunner()
+    result = runner.invoke(app, ["rigs", "build-pack", recipe.name, "--data-dir", str(tmp_path / "data")])
+    assert result.exit_code == 0, result.output
+    assert f"{recipe.name} already built at {packs / recipe.name}" in result.output
+    result = runner.invoke(app, ["rigs", "build-pack", "browser-engine-z", "--data-dir", str(tmp_path / "data")])
+    assert result.exit_code == 2
+    assert "no pack 'browser-engine-z'" in result.output and "terminal-tools-v1" in result.output

@@ -1,11 +1,12 @@
-"""``hangar rigs build-pack|check``: build the terminal image pack ahead of the first rig, and say whether
-this host can run enclosure rigs."""
+"""``hangar rigs build-pack|check``: build an image pack (the terminal's, or a browser engine's) ahead of the
+first rig, and say whether this host can run enclosure rigs."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -14,9 +15,10 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from hangar.cli.root import DataDirOpt
 from hangar.config import Settings
 from hangar.errors import HangarError
-from hangar.rigs.image.pack import PACK_NAME, STEPS, TOOLSET_REVISION, ensure_pack
+from hangar.rigs.image.pack import PACK_NAME, STEPS, ensure_pack
+from hangar.rigs.image.recipes import ALL, recipe_named
 
-rigs_app = typer.Typer(help="Rig machines: the terminal image pack and host checks.", no_args_is_help=True)
+rigs_app = typer.Typer(help="Rig machines: image packs and host checks.", no_args_is_help=True)
 
 _STEP = re.compile(r"\((\d+)/(\d+)\)$")
 
@@ -27,9 +29,20 @@ def _rigs_root(data_dir: Path | None) -> Path:
 
 
 @rigs_app.command("build-pack")
-def build_pack(data_dir: DataDirOpt = None) -> None:
-    """Build the terminal image pack (Debian packages via mmdebstrap) unless it is already there."""
+def build_pack(
+    name: Annotated[
+        str, typer.Argument(help=f"The pack: {', '.join(r.name for r in ALL)}.", show_default=True)
+    ] = PACK_NAME,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Build an image pack (Debian packages via mmdebstrap) unless it is already there; the terminal's by
+    default."""
     packs = _rigs_root(data_dir) / "microvm-packs"
+    try:
+        recipe = recipe_named(name)
+    except HangarError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(2) from exc
     console = Console(stderr=True)
     with Progress(
         SpinnerColumn(),
@@ -39,7 +52,7 @@ def build_pack(data_dir: DataDirOpt = None) -> None:
         TimeElapsedColumn(),
         console=console,
     ) as progress:
-        task = progress.add_task(f"terminal image {TOOLSET_REVISION}", total=len(STEPS))
+        task = progress.add_task(f"{recipe.label} {recipe.revision}", total=len(STEPS))
 
         def report(text: str) -> None:
             found = _STEP.search(text)
@@ -49,15 +62,15 @@ def build_pack(data_dir: DataDirOpt = None) -> None:
                 progress.update(task, description=text)
 
         try:
-            info = asyncio.run(ensure_pack(packs, report))
+            info = asyncio.run(ensure_pack(packs, report, recipe))
         except HangarError as exc:
             console.print(f"[red]error:[/red] {exc.message}")
             raise typer.Exit(1) from exc
         progress.update(task, completed=len(STEPS))
     if info.built_in_s is None:
-        typer.echo(f"{PACK_NAME} already built at {info.path}")
+        typer.echo(f"{recipe.name} already built at {info.path}")
     else:
-        typer.echo(f"{PACK_NAME} built at {info.path} in {info.built_in_s:.0f} s")
+        typer.echo(f"{recipe.name} built at {info.path} in {info.built_in_s:.0f} s")
 
 
 @rigs_app.command("check")

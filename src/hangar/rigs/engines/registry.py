@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from hangar.errors import InvalidArgs
+from hangar.rigs.engines import engine_a
 from hangar.rigs.engines.launch import EngineRecipe
 
-RECIPES: dict[str, EngineRecipe] = {}
+RECIPES: dict[str, EngineRecipe] = {
+    engine_a.RECIPE.engine: engine_a.RECIPE,
+}
 
 
 def recipe_for(engine: str) -> EngineRecipe:

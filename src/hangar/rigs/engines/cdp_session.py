@@ -1,0 +1,549 @@
+"""Engine A's ``EngineSession``: one Chromium page driven over the DevTools protocol (``cdp.py``).
+
+The session attaches to the browser's first page through a flat session and keeps, from the moment it attaches:
+the console ring (console calls and uncaught exceptions), the pointer's position and held buttons, held modifier
+keys (the live view relays a person's keys one at a time), and any HTML drag Chromium hands over. Drags are
+intercepted (``Input.setInterceptDrags``): headless Chromium has no platform drag loop, so once a page starts a
+drag, further pointer moves become drag events and the release becomes the drop.
+
+JavaScript dialogs are accepted as they open (an ``alert`` would otherwise block every later command) and
+noted in the console ring. Focus is emulated so the page behaves as a focused window: the clipboard API, focus
+events and ``:focus`` styles need it in a headless browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+from hangar.errors import Conflict, InvalidArgs, NotFound, Refused, Unavailable
+from hangar.rigs.engines import cdp_page as js
+from hangar.rigs.engines.cdp import CdpConnection, CommandFailed, Event, Json, Subscription
+from hangar.rigs.engines.keys import KeySpec, key_spec, parse_chord
+from hangar.rigs.engines.launch import Endpoint
+from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, MouseButton, Page, Still
+
+PAGE_LOAD_TIMEOUT_S = 30.0
+STILL_QUALITY = 80
+FRAME_QUALITY = 70
+FULL_PAGE_MAX_CSS = 16384  # Chromium cannot raster a taller surface in one capture
+DRAG_STEPS = 10
+GROUP = "hangar"  # the object group of the element handles a verb takes (released when it ends)
+DRAG_GROUP = "hangar-drag"  # the dragstart watch, held while a button is
+
+_BUTTON_BITS = {"left": 1, "right": 2, "middle": 4}
+_NAVIGATION_EVENTS = (
+    "Network.responseReceived",
+    "Page.frameNavigated",
+    "Page.lifecycleEvent",
+    "Page.navigatedWithinDocument",
+    "Page.frameStoppedLoading",
+)
+
+
+class CdpSession(EngineSession):
+    engine = "engine-a"
+    hard_reload = True
+    real_drop = True
+
+    def __init__(self, conn: CdpConnection, session_id: str) -> None:
+        self._conn = conn
+        self._sid = session_id
+        self._frame_id = ""
+        self._console = js.ConsoleRing()
+        self._pointer = (0, 0)
+        self._buttons = 0
+        self._modifiers = 0
+        self._drag: Json | None = None  # the drag Chromium intercepted, while one is under way
+        self._drag_entered = False
+        self._drag_seen = asyncio.Event()
+        self._drag_watch: str | None = None  # handle of the page-side dragstart watch while a button is held
+        self._screencasting = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    @classmethod
+    async def open(cls, endpoint: Endpoint, viewport: tuple[int, int]) -> CdpSession:
+        """Attach to the browser's page and size its viewport to ``viewport`` (headless Chromium's window
+        keeps room for a frame it does not draw, so ``--window-size`` alone leaves the page shorter)."""
+        conn = await CdpConnection.connect(endpoint)
+        try:
+            target_id = await _page_target(conn)
+            attached = await conn.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
+            session = cls(conn, str(attached["sessionId"]))
+            await session._attach()
+            await session.set_viewport(*viewport)
+        except BaseException:
+            await conn.aclose()
+            raise
+        return session
+
+    async def _attach(self) -> None:
+        # Listeners first, so nothing logged while the domains come up is missed.
+        self._conn.subscribe(
+            ("Runtime.consoleAPICalled",), self._sid, callback=lambda e: self._console.console_call(e.params)
+        )
+        self._conn.subscribe(
+            ("Runtime.exceptionThrown",), self._sid, callback=lambda e: self._console.exception(e.params)
+        )
+        self._conn.subscribe(("Page.javascriptDialogOpening",), self._sid, callback=self._on_dialog)
+        self._conn.subscribe(("Input.dragIntercepted",), self._sid, callback=self._on_drag)
+        for method, params in (
+            ("Page.enable", {}),
+            ("Page.setLifecycleEventsEnabled", {"enabled": True}),
+            ("Runtime.enable", {}),
+            ("Network.enable", {"maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 500_000}),
+            ("Emulation.setFocusEmulationEnabled", {"enabled": True}),
+            ("Input.setInterceptDrags", {"enabled": True}),
+        ):
+            await self._call(method, params)
+        tree = await self._call("Page.getFrameTree")
+        self._frame_id = str(tree["frameTree"]["frame"]["id"])
+
+    async def _call(self, method: str, params: Json | None = None, limit_s: float = 30.0) -> Json:
+        return await self._conn.call(method, params, self._sid, limit_s)
+
+    def _spawn(self, work: Awaitable[object]) -> None:
+        async def run() -> None:
+            with contextlib.suppress(Unavailable, Refused):
+                await work
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _on_dialog(self, event: Event) -> None:
+        self._console.add(f"[dialog {event.params.get('type', '')}] {event.params.get('message', '')} (accepted)")
+        self._spawn(self._call("Page.handleJavaScriptDialog", {"accept": True}))
+
+    def _on_drag(self, event: Event) -> None:
+        self._drag = event.params.get("data")
+        self._drag_entered = False
+        self._drag_seen.set()
+
+    # -- evaluation -----------------------------------------------------------------------------------------
+
+    async def _evaluate(self, expression: str, *, await_promise: bool = False, gesture: bool = False,
+                        limit_s: float = 30.0) -> Any:  # fmt: skip
+        """The JSON value of ``expression`` in the page; a page exception is ``Refused`` with its text."""
+        result = await self._call(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": await_promise, "userGesture": gesture},
+            limit_s,
+        )
+        return _value(result)
+
+    async def _on(self, object_id: str, function: str, *args: object, by_value: bool = True) -> Any:
+        """Apply ``function`` with ``this`` = the object, arguments passed as JSON values."""
+        result = await self._call(
+            "Runtime.callFunctionOn",
+            {"objectId": object_id, "functionDeclaration": function, "returnByValue": by_value,
+             "arguments": [{"value": arg} for arg in args], "objectGroup": GROUP},
+        )  # fmt: skip
+        return _value(result) if by_value else result["result"].get("objectId")
+
+    async def _element(self, selector: str) -> str:
+        """A handle on the first element matching ``selector``; ``NotFound`` naming it when none does."""
+        # The selector travels as a JSON string literal, which is also a JavaScript string literal.
+        result = await self._call(
+            "Runtime.evaluate",
+            {"expression": f"document.querySelector({json.dumps(selector)})", "objectGroup": GROUP},
+        )
+        if "exceptionDetails" in result:
+            raise InvalidArgs(f"{selector!r} is not a valid CSS selector", field="selector")
+        object_id = result["result"].get("objectId")
+        if not object_id:
+            raise NotFound(f"no element matches the selector {selector!r}")
+        return str(object_id)
+
+    async def _release(self) -> None:
+        await self._call("Runtime.releaseObjectGroup", {"objectGroup": GROUP})
+
+    # -- navigation -----------------------------------------------------------------------------------------
+
+    async def _navigation(self, start: Callable[[], Awaitable[Json]]) -> Page:
+        """Run ``start`` and wait until the main frame commits a document and fires its load event (or changes
+        within the document, comes back from the back-forward cache, or stops loading); the status is the
+        committed document's response status. Chromium answers ``Page.navigate`` only once the navigation
+        commits or fails, so the page-load timeout bounds the command too; a navigation that does not finish in
+        time answers where the page is then."""
+        statuses: dict[str, int] = {}
+        committed: list[str] = []  # the loader of the document the main frame committed, once it has
+        with (
+            self._conn.subscribe(_NAVIGATION_EVENTS, self._sid, limit=4096) as events,
+            contextlib.suppress(TimeoutError),
+        ):
+            async with asyncio.timeout(PAGE_LOAD_TIMEOUT_S):
+                answer = await start()
+                if answer.get("errorText") != "net::ERR_ABORTED":  # else stopped, cancelled, or a download
+                    await self._loaded(events, statuses, committed)
+        page = await self.current()
+        return Page(page.url, page.title, statuses.get(committed[-1]) if committed else None)
+
+    async def _loaded(self, events: Subscription, statuses: dict[str, int], committed: list[str]) -> None:
+        while True:
+            event = await events.get()
+            params = event.params
+            if event.method == "Network.responseReceived":
+                if params.get("type") == "Document" and params.get("frameId") == self._frame_id:
+                    statuses[str(params.get("loaderId"))] = int(params["response"]["status"])
+            elif event.method == "Page.frameNavigated":
+                frame = params["frame"]
+                if frame.get("parentId") is None:
+                    self._frame_id = str(frame["id"])
+                    committed.append(str(frame["loaderId"]))
+                    if params.get("type") == "BackForwardCacheRestore":
+                        return
+            elif event.method == "Page.navigatedWithinDocument":
+                if not committed and params.get("frameId") == self._frame_id:
+                    return  # a same-document navigation: no new document, no load event
+            elif event.method == "Page.frameStoppedLoading":
+                if params.get("frameId") == self._frame_id:
+                    return  # loaded, or stopped before it could
+            elif params.get("name") == "load" and committed and params.get("loaderId") == committed[-1]:
+                return
+
+    async def navigate(self, url: str) -> Page:
+        return await self._navigation(lambda: self._call("Page.navigate", {"url": url}, PAGE_LOAD_TIMEOUT_S + 5))
+
+    async def reload(self, hard: bool) -> Page:
+        return await self._navigation(lambda: self._call("Page.reload", {"ignoreCache": hard}))
+
+    async def stop_loading(self) -> None:
+        await self._call("Page.stopLoading")
+
+    async def history(self, direction: Literal["back", "forward"]) -> Page:
+        entries = await self._call("Page.getNavigationHistory")
+        index = int(entries["currentIndex"]) + (-1 if direction == "back" else 1)
+        if not 0 <= index < len(entries["entries"]):
+            return await self.current()  # nowhere to go: the page stays, as WebDriver's back and forward do
+        entry_id = entries["entries"][index]["id"]
+        return await self._navigation(lambda: self._call("Page.navigateToHistoryEntry", {"entryId": entry_id}))
+
+    async def current(self) -> Page:
+        entries = await self._call("Page.getNavigationHistory")
+        entry = entries["entries"][int(entries["currentIndex"])]
+        try:
+            title = str(await self._evaluate("document.title"))
+        except Refused:
+            title = str(entry.get("title", ""))
+        return Page(str(entry["url"]), title)
+
+    # -- pointer --------------------------------------------------------------------------------------------
+
+    async def locate(self, selector: str) -> tuple[int, int]:
+        try:
+            x, y = await self._on(await self._element(selector), js.CENTRE_OF)
+        finally:
+            await self._release()
+        return int(x), int(y)
+
+    async def _mouse(self, kind: str, button: str = "none", clicks: int = 0, **extra: object) -> None:
+        x, y = self._pointer
+        await self._call("Input.dispatchMouseEvent", {
+            "type": kind, "x": x, "y": y, "button": button, "buttons": self._buttons, "clickCount": clicks,
+            "modifiers": self._modifiers, **extra})  # fmt: skip
+
+    async def _drag_event(self, kind: str) -> None:
+        x, y = self._pointer
+        await self._call("Input.dispatchDragEvent",
+                         {"type": kind, "x": x, "y": y, "data": self._drag, "modifiers": self._modifiers})  # fmt: skip
+
+    async def mouse_move(self, x: int, y: int) -> None:
+        self._pointer = (x, y)
+        if self._drag is not None:
+            await self._drag_event("dragOver" if self._drag_entered else "dragEnter")
+            self._drag_entered = True
+            return
+        held = next((name for name, bit in _BUTTON_BITS.items() if self._buttons & bit), "none")
+        await self._mouse("mouseMoved", held)  # Chromium starts a drag only on moves that name the held button
+        if self._drag_watch is not None and await self._on(self._drag_watch, "function () { return this.started; }"):
+            # The page started a drag: Chromium hands it over as Input.dragIntercepted, which may trail the move.
+            self._drag_watch = None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drag_seen.wait(), 5.0)
+            if self._drag is not None:
+                await self._drag_event("dragEnter")
+                self._drag_entered = True
+
+    async def mouse_button(self, down: bool, x: int | None, y: int | None, button: MouseButton = "left") -> None:
+        if x is not None and y is not None and (x, y) != self._pointer:
+            await self.mouse_move(x, y)
+        await self._press(down, button, 1)
+
+    async def _press(self, down: bool, button: MouseButton, clicks: int) -> None:
+        bit = _BUTTON_BITS[button]
+        if down:
+            self._buttons |= bit
+            self._drag, self._drag_entered = None, False
+            self._drag_seen.clear()
+            await self._mouse("mousePressed", button, clicks)
+            if button == "left":
+                result = await self._call("Runtime.evaluate", {"expression": js.DRAG_WATCH, "objectGroup": DRAG_GROUP})
+                self._drag_watch = result["result"].get("objectId")
+            return
+        self._buttons &= ~bit
+        self._drag_watch = None
+        if self._drag is not None and button == "left":
+            await self._drag_event("drop")  # the drop ends Chromium's drag; no release follows it
+            self._drag, self._drag_entered = None, False
+        else:
+            await self._mouse("mouseReleased", button, clicks)
+        await self._call("Runtime.releaseObjectGroup", {"objectGroup": DRAG_GROUP})
+
+    async def click(self, x: int, y: int, button: MouseButton = "left") -> None:
+        await self.mouse_move(x, y)
+        await self._press(True, button, 1)
+        await self._press(False, button, 1)
+
+    async def drag(self, start: tuple[int, int], end: tuple[int, int]) -> None:
+        await self.mouse_move(*start)
+        await self._press(True, "left", 1)
+        (x0, y0), (x1, y1) = start, end
+        for step in range(1, DRAG_STEPS + 1):
+            await self.mouse_move(x0 + (x1 - x0) * step // DRAG_STEPS, y0 + (y1 - y0) * step // DRAG_STEPS)
+        await self._press(False, "left", 1)
+
+    async def scroll(self, x: int, y: int, delta_x: int, delta_y: int) -> None:
+        self._pointer = (x, y)
+        await self._mouse("mouseWheel", deltaX=delta_x, deltaY=delta_y)
+
+    # -- keyboard -------------------------------------------------------------------------------------------
+
+    async def _key(self, down: bool, spec: KeySpec) -> None:
+        if spec.modifier_bit:
+            self._modifiers = self._modifiers | spec.modifier_bit if down else self._modifiers & ~spec.modifier_bit
+        key, text = spec.key, spec.text
+        if self._modifiers & 8 and len(key) == 1 and key.isalpha():
+            key = text = key.upper()
+        if self._modifiers & (1 | 2 | 4):
+            text = ""  # a shortcut types nothing
+        params: Json = {"key": key, "code": spec.code, "windowsVirtualKeyCode": spec.key_code,
+                        "nativeVirtualKeyCode": spec.key_code, "modifiers": self._modifiers}  # fmt: skip
+        if down:
+            params.update(type="keyDown" if text else "rawKeyDown", text=text, unmodifiedText=text)
+        else:
+            params["type"] = "keyUp"
+        await self._call("Input.dispatchKeyEvent", params)
+
+    async def key(self, combo: str) -> None:
+        chord = parse_chord(combo)
+        for modifier in chord.modifiers:
+            await self._key(True, modifier)
+        await self._key(True, chord.key)
+        await self._key(False, chord.key)
+        for modifier in reversed(chord.modifiers):
+            await self._key(False, modifier)
+
+    async def key_event(self, down: bool, key: str) -> None:
+        await self._key(down, key_spec(key))
+
+    async def type_text(self, text: str) -> None:
+        await self._call("Input.insertText", {"text": text})
+
+    async def fill(self, selector: str, value: str) -> None:
+        try:
+            element = await self._element(selector)
+            how = await self._on(element, js.PREPARE_FILL)
+            if how == "none":
+                raise InvalidArgs(f"the element matching {selector!r} is not a form field", field="selector")
+            if how == "direct":
+                await self._on(element, js.SET_VALUE, value)
+                return
+            if value:
+                await self._call("Input.insertText", {"text": value})
+            else:
+                await self.key("Delete")
+            await self._on(element, js.FIRE_CHANGE)
+        finally:
+            await self._release()
+
+    async def focus(self, selector: str) -> None:
+        try:
+            await self._on(await self._element(selector), "function () { this.focus(); }")
+        finally:
+            await self._release()
+
+    # -- observing ------------------------------------------------------------------------------------------
+
+    async def extract(self, kind: ExtractKind) -> Extracted:
+        if kind == "console":
+            return Extracted(kind, self._console.render())
+        if kind == "dom":
+            html = str(await self._evaluate("document.documentElement ? document.documentElement.outerHTML : ''"))
+            if len(html) > js.DOM_CAP:
+                html = html[: js.DOM_CAP] + "\n<!-- cut at the size cap -->"
+            return Extracted(kind, html)
+        await self._call("Accessibility.enable")
+        try:
+            tree = await self._call("Accessibility.getFullAXTree")
+        finally:
+            await self._call("Accessibility.disable")  # keeping it on slows every later DOM change
+        return Extracted(kind, js.render_ax_tree(tree.get("nodes", [])))
+
+    async def screenshot(self, full_page: bool, max_width: int, max_height: int) -> Still:
+        metrics = await self._call("Page.getLayoutMetrics")
+        if full_page:
+            size = metrics["cssContentSize"]
+            x, y, width, height = 0.0, 0.0, float(size["width"]), min(float(size["height"]), FULL_PAGE_MAX_CSS)
+        else:
+            view = metrics["cssVisualViewport"]
+            x, y = float(view["pageX"]), float(view["pageY"])
+            width, height = float(view["clientWidth"]), float(view["clientHeight"])
+        scale = min(1.0, max_width / max(width, 1.0), max_height / max(height, 1.0))
+        shot = await self._call("Page.captureScreenshot", {
+            "format": "jpeg", "quality": STILL_QUALITY, "captureBeyondViewport": full_page,
+            "clip": {"x": x, "y": y, "width": width, "height": height, "scale": scale}})  # fmt: skip
+        data = base64.b64decode(shot["data"])
+        image_width, image_height = js.jpeg_size(data)
+        return Still("image/jpeg", data, image_width, image_height)
+
+    async def viewport(self) -> tuple[int, int]:
+        width, height = await self._evaluate("[innerWidth, innerHeight]")
+        return int(width), int(height)
+
+    async def set_viewport(self, width: int, height: int) -> None:
+        # The emulated metrics drive layout, stills and the screencast alike: a running screencast follows.
+        await self._call("Emulation.setDeviceMetricsOverride",
+                         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})  # fmt: skip
+
+    async def wait_for(self, selector: str, timeout_s: float) -> bool:
+        """Polls inside the page; a navigation destroys the page's promise, so the wait resumes in the new page
+        with the time left."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            expression = f"({js.WAIT_FOR})({json.dumps(selector)}, {int(left * 1000)})"
+            try:
+                result = await self._call(
+                    "Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True},
+                    limit_s=left + 5.0,
+                )  # fmt: skip
+            except CommandFailed:  # "Inspected target navigated", "Execution context was destroyed"
+                await asyncio.sleep(0.05)
+                continue
+            details = result.get("exceptionDetails")
+            if details is None:
+                return bool(result["result"].get("value"))
+            if "SyntaxError" in json.dumps(details):
+                raise InvalidArgs(f"{selector!r} is not a valid CSS selector", field="selector")
+            await asyncio.sleep(0.05)  # the old document is gone; let the next one commit
+
+    async def _clipboard_origin(self) -> str | None:
+        origin = await self._evaluate(js.CLIPBOARD_ORIGIN)
+        if origin is None:
+            return None
+        grant: Json = {"permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]}
+        if str(origin).startswith(("http://", "https://")):
+            grant["origin"] = origin  # else (a file: page) the grant covers every origin of this profile
+        await self._conn.call("Browser.grantPermissions", grant)
+        return str(origin)
+
+    async def clipboard_read(self) -> str | None:
+        if await self._clipboard_origin() is None:
+            return None
+        return str(await self._evaluate("navigator.clipboard.readText()", await_promise=True, gesture=True))
+
+    async def clipboard_write(self, text: str) -> bool:
+        if await self._clipboard_origin() is None:
+            return False
+        expression = f"navigator.clipboard.writeText({json.dumps(text)}).then(() => true)"
+        return bool(await self._evaluate(expression, await_promise=True, gesture=True))
+
+    # -- files and the live view ----------------------------------------------------------------------------
+
+    async def drop_files(self, guest_paths: Sequence[str], x: int, y: int) -> None:
+        data = {"items": [], "files": list(guest_paths), "dragOperationsMask": 1}
+        for kind in ("dragEnter", "dragOver", "drop"):
+            await self._call("Input.dispatchDragEvent",
+                             {"type": kind, "x": x, "y": y, "data": data, "modifiers": self._modifiers})  # fmt: skip
+
+    async def set_input_files(self, x: int, y: int, guest_paths: Sequence[str]) -> bool:
+        try:
+            result = await self._call("Runtime.callFunctionOn", {
+                "functionDeclaration": js.FILE_INPUT_AT, "objectId": await self._global(),
+                "arguments": [{"value": x}, {"value": y}], "objectGroup": GROUP})  # fmt: skip
+            object_id = result["result"].get("objectId")
+            if "exceptionDetails" in result or not object_id:
+                return False
+            await self._call("DOM.setFileInputFiles", {"files": list(guest_paths), "objectId": object_id})
+            return True
+        finally:
+            await self._release()
+
+    async def _global(self) -> str:
+        result = await self._call("Runtime.evaluate", {"expression": "globalThis", "objectGroup": GROUP})
+        return str(result["result"]["objectId"])
+
+    async def frames(self, max_width: int, max_height: int) -> AsyncIterator[Frame]:
+        """Chromium pushes a frame when the page repaints and sends the next only after the previous one is
+        acknowledged; the acknowledgement goes out when the consumer asks for the next frame, so a slow
+        consumer slows the capture instead of queueing frames."""
+        if self._screencasting:
+            raise Conflict("the live view's frames are already being captured from this page")
+        self._screencasting = True
+        try:
+            with self._conn.subscribe(("Page.screencastFrame",), self._sid, limit=8) as events:
+                await self._call("Page.startScreencast", {"format": "jpeg", "quality": FRAME_QUALITY,
+                                                          "maxWidth": max_width, "maxHeight": max_height})  # fmt: skip
+                try:
+                    while True:
+                        event = await events.get()
+                        received = time.monotonic()
+                        data = base64.b64decode(event.params["data"])
+                        width, height = js.jpeg_size(data)
+                        stamp = event.params.get("metadata", {}).get("timestamp")
+                        yield Frame(data, width, height, _captured_at(stamp, received))
+                        await self._call("Page.screencastFrameAck", {"sessionId": event.params["sessionId"]})
+                finally:
+                    if not self._conn.closed:
+                        with contextlib.suppress(Unavailable, Refused):
+                            await self._call("Page.stopScreencast", limit_s=5.0)
+        finally:
+            self._screencasting = False
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        await self._conn.aclose()
+
+
+def _captured_at(stamp: object, received: float) -> float:
+    """The frame's wall-clock swap time as a ``time.monotonic()`` instant. The engine shares this host's clock
+    (an enclosure) or keeps it in step; a stamp in the future or older than a second (a clock apart) is not
+    trusted and the receive time stands in."""
+    if not isinstance(stamp, (int, float)):
+        return received
+    age = time.time() - float(stamp)
+    return received - age if 0.0 <= age <= 1.0 else received
+
+
+def _value(result: Json) -> Any:
+    details = result.get("exceptionDetails")
+    if details is not None:
+        thrown = details.get("exception") or {}
+        text = str(thrown.get("description") or details.get("text") or "an exception")[:300]
+        raise Refused(f"the page threw: {text}")
+    return result["result"].get("value")
+
+
+async def _page_target(conn: CdpConnection) -> str:
+    """The browser's first page, waiting briefly for the one opened at launch; a new one when there is none."""
+    for _ in range(50):
+        targets = await conn.call("Target.getTargets")
+        pages = [t for t in targets.get("targetInfos", []) if t.get("type") == "page"]
+        if pages:
+            return str(pages[0]["targetId"])
+        await asyncio.sleep(0.1)
+    created = await conn.call("Target.createTarget", {"url": "about:blank"})
+    return str(created["targetId"])
