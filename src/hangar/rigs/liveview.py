@@ -289,16 +289,19 @@ class FrameHub:
         if size == self._size and (self._pump is None or not self._pump.done()):
             return
         self._size = size
-        if self._pump is not None:
-            self._pump.cancel()
-            self._pump = None
+        previous, self._pump = self._pump, None
+        if previous is not None:
+            previous.cancel()
         if size is not None:
-            self._pump = asyncio.create_task(self._run(size), name="rigs:liveview")
+            self._pump = asyncio.create_task(self._run(size, previous), name="rigs:liveview")
 
     async def refresh_viewport(self) -> None:
         self.viewport = await self.session.viewport()
 
-    async def _run(self, size: tuple[int, int]) -> None:
+    async def _run(self, size: tuple[int, int], previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            # An engine captures one stream at a time: the old one must have stopped before this one starts.
+            await asyncio.gather(previous, return_exceptions=True)
         frames = self.session.frames(*size)
         dims: tuple[int, int] | None = None
         try:
