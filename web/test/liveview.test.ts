@@ -22,11 +22,16 @@ describe("the live view's wire", () => {
     expect(parseFrame(new ArrayBuffer(15))).toBeNull();
   });
 
-  it("maps a point on the drawn view to the page's CSS pixels, inside the page", () => {
+  it("maps a point on the drawn view to the page's CSS pixels, inside the page, past letterbox bands", () => {
     const viewport = { width: 1280, height: 800 };
     expect(toViewport(320, 200, { width: 640, height: 400 }, viewport)).toEqual({ x: 640, y: 400 });
     expect(toViewport(-5, 9999, { width: 640, height: 400 }, viewport)).toEqual({ x: 0, y: 799 });
     expect(toViewport(10, 10, { width: 0, height: 0 }, viewport)).toEqual({ x: 0, y: 0 });
+    // A box taller than the picture: the picture is centred with bands above and below.
+    expect(toViewport(320, 300, { width: 640, height: 600 }, viewport)).toEqual({ x: 640, y: 400 });
+    expect(toViewport(0, 100, { width: 640, height: 600 }, viewport)).toEqual({ x: 0, y: 0 });
+    // A box wider than the picture: bands left and right.
+    expect(toViewport(450, 200, { width: 900, height: 400 }, viewport)).toEqual({ x: 640, y: 400 });
   });
 
   it("sends DOM key names the rig knows and nothing for keys it does not", () => {

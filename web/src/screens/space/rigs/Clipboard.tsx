@@ -84,6 +84,14 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
 
   const copy = () =>
     run(async () => {
+      // Asked first through the socket, so a copy without consent is not a refused request (the lane would
+      // answer 403 consent_required all the same).
+      const policy = await client.call("rig.clipboardGrants", {});
+      const granted = policy.grants.some((g) => g.direction === "rigToHost");
+      if (policy.defaults["rigToHost"] !== "allow" && !granted) {
+        setConsent("Copying from the rig to your computer needs your consent.");
+        return;
+      }
       const response = await callLane(client, workspaceId, rigId, "clipboard");
       setConsent(null);
       setCopied((await response.json()) as Copied);

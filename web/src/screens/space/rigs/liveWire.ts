@@ -29,14 +29,15 @@ export interface Size {
   height: number;
 }
 
-/** A point on the drawn view (CSS pixels of the box showing it) as a point of the page's viewport. */
+/** A point on the drawn view (CSS pixels of the canvas box) as a point of the page's viewport. The picture is
+ * fitted into the box keeping its aspect (`object-fit: contain`), so bands around it map to the nearest edge. */
 export function toViewport(x: number, y: number, box: Size, viewport: Size): { x: number; y: number } {
   const clamp = (v: number, max: number) => Math.min(Math.max(Math.round(v), 0), Math.max(max - 1, 0));
-  if (box.width <= 0 || box.height <= 0) return { x: 0, y: 0 };
-  return {
-    x: clamp((x / box.width) * viewport.width, viewport.width),
-    y: clamp((y / box.height) * viewport.height, viewport.height),
-  };
+  if (box.width <= 0 || box.height <= 0 || viewport.width <= 0 || viewport.height <= 0) return { x: 0, y: 0 };
+  const scale = Math.min(box.width / viewport.width, box.height / viewport.height);
+  const left = (box.width - viewport.width * scale) / 2;
+  const top = (box.height - viewport.height * scale) / 2;
+  return { x: clamp((x - left) / scale, viewport.width), y: clamp((y - top) / scale, viewport.height) };
 }
 
 const NAMED = new Set([
