@@ -136,6 +136,9 @@ async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Rigs) -
         assert jpeg.startswith(JPEG) and (width, height) == (640, 400) and ms > 0
         live = env.manager.live_rigs()
         assert any(r.id == rig and r.lanes >= 1 for r in live)  # the view pins the rig
+        CLOCK.advance(16 * 60)  # past a browser rig's 15-minute idle window: the open view keeps it from parking
+        await env.manager.sweep()
+        assert (await env.status(rig))["status"] == "ready"
 
         # Without control, input is answered with a notice and ignored: the counter stays at 0.
         for action in ("down", "up"):
