@@ -189,6 +189,17 @@ class W3CEngineCases:
         await session.drag((60, 60), (300, 250))
         assert await shows(session, 'body[data-drag-start="60,60"][data-drag-moves="many"][data-drag-end="300,250"]')
 
+    async def test_html_drag_starts_and_the_session_stays_usable(
+        self, session: EngineSession, pages: PageServer
+    ) -> None:
+        # Synthesized input starts an HTML drag (dragstart fires) but neither engine delivers the drop;
+        # what matters is that the half-done drag leaves the pointer usable.
+        await session.navigate(pages.url("/bc-scroll.html"))
+        await session.drag(await session.locate("#card"), await session.locate("#bin"))
+        assert await shows(session, 'body[data-dnd-start="yes"]')
+        await session.drag((60, 60), (300, 250))
+        assert await shows(session, 'body[data-drag-end="300,250"]')
+
     # -- observing ----------------------------------------------------------------------------------------
 
     async def test_extract_a11y_is_a_flagged_approximation(self, session: EngineSession, pages: PageServer) -> None:
