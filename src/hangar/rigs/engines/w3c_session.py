@@ -17,6 +17,7 @@ from typing import Any
 from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.rigs.engines import w3c_actions
 from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, MouseButton, Page
+from hangar.rigs.engines.w3c_errors import EngineTimeout
 
 Json = str | int | float | bool | None | list[Any] | dict[str, Any]
 
@@ -199,7 +200,10 @@ async def polled_frames(
         if delay > 0:
             await asyncio.sleep(delay)
         next_at = time.monotonic() + interval_s
-        data, width, height = await capture()
+        try:
+            data, width, height = await capture()
+        except (NotFound, Refused, EngineTimeout):
+            continue  # the page is between documents: try again next round (a gone engine still ends it)
         if data == previous:
             continue
         previous = data
