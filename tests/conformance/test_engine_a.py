@@ -24,8 +24,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from hangar.errors import InvalidArgs, NotFound
 from hangar.rigs.engines.cdp_page import jpeg_size
+from hangar.rigs.engines.clipboard_image import NO_CLIPBOARD_API
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession
+from tests.conformance import clipboard_images
+from tests.support.images import solid_png
 from tests.support.pages import PageServer, outward_address, page_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
@@ -308,6 +311,28 @@ async def test_clipboard_absent_on_an_insecure_page(s: EngineSession, pages: Pag
     assert page.status == 200
     assert await s.clipboard_read() is None
     assert await s.clipboard_write("x") is False
+    assert await s.clipboard_write_image("image/png", solid_png(8, 8, (0, 0, 255))) is False
+    assert s.clipboard_image_note == NO_CLIPBOARD_API
+    assert await s.clipboard_read_image() is None and s.clipboard_image_note == NO_CLIPBOARD_API
+
+
+async def test_clipboard_images_round_trip_on_a_secure_page(s: EngineSession) -> None:
+    await clipboard_images.round_trip(s)
+
+
+async def test_clipboard_image_the_page_cannot_decode_is_refused(s: EngineSession) -> None:
+    await clipboard_images.undecodable_is_refused(s)
+
+
+async def test_a_pasted_image_reaches_the_page(s: EngineSession, pages: PageServer) -> None:
+    """The image on the clipboard is what the page gets when a person pastes (Ctrl+V fires the paste event with
+    the image as a file)."""
+    await s.navigate(pages.url("/clip-paste.html"))
+    assert await s.clipboard_write_image("image/png", solid_png(33, 21, (0, 200, 0))) is True
+    x, y = await s.locate("#target")
+    await s.click(x, y)
+    await s.key("Control+v")
+    assert await s.wait_for('#target[data-pasted="image/png 33x21"]', GUARD_S)
 
 
 # -- files and the live view --------------------------------------------------------------------------------

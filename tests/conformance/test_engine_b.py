@@ -19,10 +19,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from hangar.rigs.engines.engine_b import FirefoxSession
+from hangar.rigs.engines.clipboard_image import encode
+from hangar.rigs.engines.engine_b import NO_CLIPBOARD_IMAGES, FirefoxSession
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession
 from tests.conformance.w3c_cases import W3CEngineCases, shows
+from tests.support.images import solid_png
 from tests.support.pages import PageServer, page_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
@@ -45,6 +47,21 @@ class TestEngineB(W3CEngineCases):
         assert isinstance(session, FirefoxSession)
         assert (session.engine, session.hard_reload, session.real_drop) == ("engine-b", False, False)
         assert await session.viewport() == (1280, 800)  # the boot display
+
+    async def test_clipboard_images_are_refused_and_why(self, session: EngineSession, pages: PageServer) -> None:
+        """Headless Firefox's clipboard keeps text and HTML only: the image write answers False saying so and
+        leaves the clipboard as it was. The claim itself is checked: the page's own write of a valid PNG
+        resolves, and the clipboard then holds no image (were that to change, engine B could take images)."""
+        await session.navigate(pages.url("/bc-form.html"))  # loopback: a secure context
+        assert await session.clipboard_write("still here") is True
+        png = solid_png(16, 16, (200, 0, 0))
+        assert await session.clipboard_write_image("image/png", png) is False
+        assert session.clipboard_image_note == NO_CLIPBOARD_IMAGES
+        assert await session.clipboard_read() == "still here"
+        assert isinstance(session, FirefoxSession)
+        answer = await session._call("clipboard_image", "write", encode(png), "image/png", 0)
+        assert answer == {"kept": False, "type": "image/png", "converted": False}
+        assert await session.clipboard_read_image() is None and session.clipboard_image_note is None
 
     async def test_status_of_the_document(self, session: EngineSession, pages: PageServer) -> None:
         assert (await session.navigate(pages.url("/bc-form.html"))).status == 200

@@ -15,7 +15,9 @@ from hangar.rigs.engines import transcode
 from hangar.rigs.engines.engine_c import CONSOLE_NOTE, WebKitSession
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession
+from tests.conformance import clipboard_images
 from tests.conformance.w3c_cases import W3CEngineCases, shows
+from tests.support.images import solid_png
 from tests.support.pages import PageServer, page_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
@@ -40,6 +42,23 @@ class TestEngineC(W3CEngineCases):
         assert await session.viewport() == (1280, 800)  # the boot display
         still = await session.screenshot(False, 1280, 800)
         assert still.mime == "image/png" and still.data.startswith(b"\x89PNG")
+
+    async def test_clipboard_images_round_trip_in_a_secure_context(
+        self, session: EngineSession, pages: PageServer
+    ) -> None:
+        await session.navigate(pages.url("/bc-form.html"))  # loopback: a secure context
+        await clipboard_images.round_trip(session)
+        await clipboard_images.undecodable_is_refused(session)
+
+    async def test_a_pasted_image_reaches_the_page(self, session: EngineSession, pages: PageServer) -> None:
+        """WebKitGTK's paste event carries no file for an image; its default paste inserts it, which the page
+        reads back (``clip-paste.html``)."""
+        await session.navigate(pages.url("/clip-paste.html"))
+        assert await session.clipboard_write_image("image/png", solid_png(33, 21, (0, 200, 0))) is True
+        x, y = await session.locate("#target")
+        await session.click(x, y)
+        await session.key("Control+v")
+        assert await shows(session, '#target[data-pasted="image/png 33x21"]')
 
     async def test_no_status_from_classic_webdriver(self, session: EngineSession, pages: PageServer) -> None:
         missing = await session.navigate(pages.url("/status/404"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from hangar.errors import InvalidArgs, NotFound
+from hangar.rigs.engines.clipboard_image import NO_CLIPBOARD_API
 from hangar.rigs.engines.session import EngineSession, Frame
+from tests.support.images import decoded_size, mean_colour, solid_png
 from tests.support.pages import PageServer, outward_address
 
 SETTLE_S = 5.0  # how long a case waits for a page to show the effect of an input (a bound, not a timing)
@@ -27,25 +28,6 @@ SETTLE_S = 5.0  # how long a case waits for a page to show the effect of an inpu
 
 async def shows(session: EngineSession, selector: str) -> bool:
     return await session.wait_for(selector, SETTLE_S)
-
-
-def decoded_size(data: bytes) -> tuple[int, int]:
-    """Width and height of an image as ffprobe decodes it (independent of the engine code's header reader)."""
-    probe = subprocess.run(
-        ["ffprobe", "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", "-i", "-"],
-        input=data, capture_output=True, timeout=30, check=True,
-    )  # fmt: skip
-    width, height = probe.stdout.decode().strip().split(",")[:2]
-    return int(width), int(height)
-
-
-def mean_colour(data: bytes) -> tuple[int, int, int]:
-    """The average colour of an image, decoded by ffmpeg."""
-    raw = subprocess.run(
-        ["ffmpeg", "-v", "error", "-i", "-", "-vf", "scale=1:1:flags=area", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
-        input=data, capture_output=True, timeout=30, check=True,
-    ).stdout  # fmt: skip
-    return raw[0], raw[1], raw[2]
 
 
 async def body_data(session: EngineSession, name: str) -> str | None:
@@ -267,6 +249,10 @@ class W3CEngineCases:
         await session.navigate(pages.url("/bc-form.html", host=outward_address()))
         assert await session.clipboard_read() is None
         assert await session.clipboard_write("nope") is False
+        assert await session.clipboard_write_image("image/png", solid_png(8, 8, (0, 0, 255))) is False
+        assert session.clipboard_image_note  # why not (engine B's reason comes first: no images at all)
+        assert await session.clipboard_read_image() is None
+        assert session.clipboard_image_note == NO_CLIPBOARD_API
 
     async def test_set_input_files(self, session: EngineSession, pages: PageServer, tmp_path: Path) -> None:
         first, second = tmp_path / "one.txt", tmp_path / "two.txt"

@@ -10,6 +10,7 @@ backend's reason.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import struct
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from hangar.core.clock import FakeClock
 from hangar.rigs.engines.registry import RECIPES
 from hangar.rigs.signing import LaneSigner
 from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.support.images import decoded_size, mean_colour, near, solid_jpeg, solid_png
 from tests.support.pages import PageServer, page_server
 from tests.support.rpc import RpcClient
 
@@ -46,7 +48,11 @@ async def pages() -> AsyncIterator[PageServer]:
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def env(pages: PageServer, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RigsEnv]:
     overrides = {f"{SITE}:80": ("127.0.0.1", pages.port)}
-    async with rigs_server(tmp_path_factory.mktemp("lanes"), clock=CLOCK, overrides=overrides) as running:
+    # The page server stands in for the product site too, which a browser rig reaches at its own loopback origin
+    # (``LOOPBACK``): a secure context, where the page has a clipboard.
+    async with rigs_server(
+        tmp_path_factory.mktemp("lanes"), clock=CLOCK, overrides=overrides, site_port=pages.port
+    ) as running:
         yield running
 
 
@@ -242,7 +248,9 @@ async def test_clipboard_kinds_consent_and_the_secure_context_rule(env: RigsEnv,
 
     r = await clip(env, path, body="pasted ✓ text".encode())
     assert r.status_code == 200, r.text
-    assert r.json() == {"rigId": rig, "kind": "text", "applied": True, "reason": None, "bytes": 15, "files": []}
+    assert r.json() == {
+        "rigId": rig, "kind": "text", "applied": True, "reason": None, "note": None, "bytes": 15, "files": []
+    }  # fmt: skip
 
     # Copying out asks until the person allows it; a ten-minute grant lets it through.
     r = await clip(env, path)
@@ -252,14 +260,16 @@ async def test_clipboard_kinds_consent_and_the_secure_context_rule(env: RigsEnv,
     r = await clip(env, path)
     assert r.status_code == 200
     assert r.json()["available"] is True and r.json()["text"] == "pasted ✓ text" and r.json()["files"] == []
+    assert r.json()["image"] is None
     CLOCK.advance(10 * 60 + 1)
     assert (await clip(env, path)).status_code == 403  # the grant ran out
     await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
     assert (await clip(env, path)).status_code == 200
 
-    # An image: magic bytes checked, at most 16 MB; the engine reaches the page's clipboard for text only.
+    # An image: magic bytes checked, at most 16 MB; bytes that only start like a PNG are refused by the page.
     r = await clip(env, path, body=PNG, ctype="image/png")
-    assert r.status_code == 200 and r.json()["applied"] is False and "text only" in r.json()["reason"]
+    assert r.status_code == 200 and r.json()["applied"] is False
+    assert "not pasted" in r.json()["reason"] and "refused" in r.json()["reason"]
     r = await clip(env, path, body=b"GIF89a" + bytes(10), ctype="image/png")
     assert r.status_code == 400 and r.json()["error"]["field"] == "image"
     r = await clip(env, path, body=b"\xff\xd8\xff" + bytes(16 * 1024 * 1024), ctype="image/jpeg")
@@ -301,6 +311,63 @@ async def test_pasting_is_refused_while_another_person_holds_control(env: RigsEn
         assert (await clip(env, theirs, member, body=b"theirs")).status_code == 200  # the holder pastes
         await m.call("rig.releaseControl", workspace_id=env.ws, rigId=rig)
     await env.client.call("rig.clipboardRevoke", direction="rigToHost")
+
+
+@pytest.mark.parametrize("engine", ["engine-a", "engine-b", "engine-c"])
+async def test_images_cross_the_clipboard(env: RigsEnv, rigs: Rigs, pages: PageServer, engine: str) -> None:
+    """A pasted PNG is what the page gets on Ctrl+V and what a copy reads back; a JPEG is kept as PNG (the
+    reply says so). Engine B's headless Firefox keeps no images: the paste answers why and the clipboard keeps
+    its text."""
+    rig = await rigs.get(engine)
+    await fresh(env, rig)
+    await use(env, rig, action="navigate", url=f"http://127.0.0.1:{pages.port}/clip-paste.html")
+    path = await clip_path(env, rig)
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+    try:
+        assert (await clip(env, path, body=b"text before")).json()["applied"] is True
+        png = solid_png(33, 21, (0, 200, 0))
+        r = await clip(env, path, body=png, ctype="image/png")
+        assert r.status_code == 200, r.text
+        reply = r.json()
+        assert (reply["kind"], reply["bytes"]) == ("image", len(png))
+        if engine == "engine-b":
+            assert reply["applied"] is False and "headless" in reply["reason"] and "drop the image" in reply["reason"]
+            copied = (await clip(env, path)).json()
+            assert copied["image"] is None and copied["text"] == "text before"
+            return
+        assert reply["applied"] is True and reply["reason"] is None and reply["note"] is None
+
+        # The page's paste handler sees the picture (decoded to its size) when a paste happens there.
+        await use(env, rig, action="click", selector="#target")
+        await use(env, rig, action="key", key="Control+v")
+        assert await found(env, rig, '#target[data-pasted="image/png 33x21"]')
+
+        copied = (await clip(env, path)).json()
+        image = copied["image"]
+        assert copied["available"] is True and copied["text"] is None and copied["note"] is None
+        assert (image["mime"], image["width"], image["height"]) == ("image/png", 33, 21)
+        data = base64.b64decode(image["base64"])
+        assert image["bytes"] == len(data) and decoded_size(data) == (33, 21) and near(mean_colour(data), (0, 200, 0))
+
+        jpeg = solid_jpeg(40, 24, (20, 40, 200))
+        reply = (await clip(env, path, body=jpeg, ctype="image/jpeg")).json()
+        assert reply["applied"] is True and "converted to PNG" in reply["note"]
+        image = (await clip(env, path)).json()["image"]
+        assert (image["mime"], image["width"], image["height"]) == ("image/png", 40, 24)
+
+        # Audited as kinds and sizes, never the picture.
+        log = await env.call("rig.actionLog", rigId=rig)
+        writes = [e["details"] for e in log if e["verb"] == "clipboard_write" and e["details"]["kind"] == "image"]
+        assert writes[-2:] == [
+            {"kind": "image", "bytes": len(png), "files": [], "applied": True, "mime": "image/png", "converted": False},
+            {"kind": "image", "bytes": len(jpeg), "files": [], "applied": True, "mime": "image/jpeg",
+             "converted": True},
+        ]  # fmt: skip
+        reads = [e["details"] for e in log if e["verb"] == "clipboard_read" and e["details"]["kind"] == "image"]
+        assert reads[-1]["mime"] == "image/png" and reads[-1]["bytes"] > 0
+        assert image["base64"][:64] not in json.dumps(log)
+    finally:
+        await env.client.call("rig.clipboardRevoke", direction="rigToHost")
 
 
 # -- drops --------------------------------------------------------------------------------------------------

@@ -9,14 +9,17 @@ is allowed by default, copying out answers 403 ``consent_required`` until they g
 Kinds: text (``text/plain``, UTF-8, at most 1 MiB), one PNG or JPEG image (``image/png`` / ``image/jpeg``, at most
 16 MB, its magic bytes checked), or guest file paths (``application/json`` ``{"files": [...]}``; ``{"text": ...}``
 is accepted there too). A browser rig's clipboard is its page's: it exists only in a secure context (https, or
-localhost), holds text through the engine, and never holds files; whatever is not applied says why in
-``reason``. GET answers ``{rigId, engine, available, text, image, files, note}``; POST ``{rigId, kind, applied,
-reason, bytes, files}``. The audit (the rig's action log and the workspace audit) keeps counts, sizes and paths,
-never content.
+localhost), holds text or one image through the page's async clipboard API (engine B's headless Firefox keeps no
+images; engines A and C keep PNG, so a JPEG is converted in the page), and never holds files; whatever is not
+applied says why in ``reason``, and ``note`` says what an applied paste changed. GET answers ``{rigId, engine,
+available, text, image, files, note}`` with ``image`` as ``{mime, base64, bytes, width, height}`` when the
+clipboard holds one (then ``text`` is None); POST ``{rigId, kind, applied, reason, note, bytes, files}``. The
+audit (the rig's action log and the workspace audit) keeps kinds, counts, sizes and paths, never content.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import posixpath
 from typing import Any
@@ -24,27 +27,24 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from hangar.errors import InvalidArgs, Refused
+from hangar.errors import InvalidArgs, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.consent import ClipboardGrants, ConsentRequired, consent_message
+from hangar.rigs.engines.clipboard_image import MAGIC, MAX_IMAGE_BYTES, MB
+from hangar.rigs.engines.images import image_size
+from hangar.rigs.engines.session import ImageMime
 from hangar.rigs.lanes import LaneAccess, authorize
 from hangar.rigs.model import Surface
 
-MB = 1024 * 1024
-MAX_IMAGE_BYTES = 16 * MB
 MAX_TEXT_BYTES = 1 * MB
 MAX_FILES = 64
 MAX_JSON_BYTES = 256 * 1024
-_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
 NOT_SECURE = (
     "the page is not a secure context, so it has no clipboard API (pages over https or from localhost have one; "
     "type into the page instead)"
 )
 NO_FILES = "a browser's clipboard holds no files; drop them onto the page instead (the file lane)"
-NO_IMAGES = (
-    "this browser rig's engine reaches the page's clipboard for text only, so the image was not pasted; "
-    "drop the image file onto the page instead"
-)
+IMAGE_INSTEAD = "drop the image file onto the page instead"
 
 
 class ClipboardTooLarge(Refused):
@@ -53,15 +53,15 @@ class ClipboardTooLarge(Refused):
     http_status = 413
 
 
-def image_kind(data: bytes, declared: str) -> str:
+def image_kind(data: bytes, declared: str) -> ImageMime:
     """The image's MIME type when its magic bytes are the declared format's; ``InvalidArgs`` otherwise."""
-    magic = _MAGIC.get(declared)
-    if magic is None:
+    if declared not in MAGIC:
         raise InvalidArgs("images are image/png or image/jpeg", field="content-type")
-    if not data.startswith(magic):
+    mime: ImageMime = "image/png" if declared == "image/png" else "image/jpeg"
+    if not data.startswith(MAGIC[mime]):
         raise InvalidArgs(f"the body is not a {declared.split('/')[1].upper()} image (its first bytes say otherwise)",
                           field="image")  # fmt: skip
-    return declared
+    return mime
 
 
 def guest_paths(value: Any) -> list[str]:
@@ -97,7 +97,9 @@ def _size(n: int) -> str:
 class Paste:
     """What a POST carries: exactly one kind."""
 
-    def __init__(self, kind: str, *, text: str = "", image: bytes = b"", mime: str = "", files: list[str]) -> None:
+    def __init__(
+        self, kind: str, *, text: str = "", image: bytes = b"", mime: ImageMime = "image/png", files: list[str]
+    ) -> None:
         self.kind, self.text, self.image, self.mime, self.files = kind, text, image, mime, files
 
     @property
@@ -107,7 +109,7 @@ class Paste:
 
 async def read_paste(request: Request) -> Paste:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype in _MAGIC:
+    if ctype in MAGIC:
         data = await _body(request, MAX_IMAGE_BYTES, "the image")
         return Paste("image", image=data, mime=image_kind(data, ctype), files=[])
     if ctype == "text/plain":
@@ -150,6 +152,17 @@ async def _audit(request: Request, access: LaneAccess, verb: str, details: dict[
     )  # fmt: skip
 
 
+def _image_json(mime: ImageMime, data: bytes) -> dict[str, Any]:
+    width: int | None
+    height: int | None
+    try:
+        width, height = image_size(data)
+    except Unavailable:  # a PNG or JPEG (its magic bytes were checked) whose header says no size: sizes unknown
+        width = height = None
+    return {"mime": mime, "base64": base64.b64encode(data).decode("ascii"), "bytes": len(data), "width": width,
+            "height": height}  # fmt: skip
+
+
 async def read_clipboard(request: Request) -> Response:
     app = request.app.state.ctx
     rig_id = request.path_params["rig_id"]
@@ -160,26 +173,38 @@ async def read_clipboard(request: Request) -> Response:
         raise ConsentRequired(consent_message("rigToHost"))
     _browser_only(access)
     mgr = access.manager
+    text: str | None = None
     async with mgr.acting(access.ws, rig_id, principal, mutating=False, what="clipboard_read") as (_l, handle):
         session = handle.browser()
-        text = await session.clipboard_read()
+        # The image first: a clipboard holding one answers it, and its text (empty, or the image's alternative)
+        # is not what was copied. Without an image (or a page clipboard), the text as before.
+        image = await session.clipboard_read_image()
+        image_note = session.clipboard_image_note
+        if image is None:
+            text = await session.clipboard_read()
+    available = image is not None or text is not None
+    note = None if available else NOT_SECURE
+    if image is None and text is not None and image_note is not None:
+        note = image_note  # an image was there but could not be read (over the limit, refused): say so
     details: dict[str, Any] = {
-        "kind": "text" if text else "empty",
-        "available": text is not None,
-        "bytes": len(text.encode()) if text else 0,
+        "kind": "image" if image else "text" if text else "empty",
+        "available": available,
+        "bytes": len(image[1]) if image else len(text.encode()) if text else 0,
         "files": [],
         "consent": decision.why,
     }
+    if image:
+        details["mime"] = image[0]
     await _audit(request, access, "clipboard_read", details)
     return JSONResponse(
         {
             "rigId": rig_id,
             "engine": session.engine,
-            "available": text is not None,
+            "available": available,
             "text": text,
-            "image": None,
+            "image": _image_json(*image) if image else None,
             "files": [],
-            "note": None if text is not None else NOT_SECURE,
+            "note": note,
         }
     )
 
@@ -196,21 +221,27 @@ async def write_clipboard(request: Request) -> Response:
         raise ConsentRequired("pasting into rigs is turned off for you")
     _browser_only(access)
     paste = await read_paste(request)
-    applied, reason = False, None
+    applied, reason, note = False, None, None
     async with mgr.acting(access.ws, rig_id, principal, mutating=True, what="clipboard_write") as (_l, handle):
         session = handle.browser()
         if paste.kind == "text":
             applied = await session.clipboard_write(paste.text)
             reason = None if applied else NOT_SECURE
         elif paste.kind == "image":
-            reason = NO_IMAGES
+            applied = await session.clipboard_write_image(paste.mime, paste.image)
+            said = session.clipboard_image_note
+            if applied:
+                note = said
+            else:
+                reason = f"the image was not pasted: {said or 'the page did not take it'}; {IMAGE_INSTEAD}"
         else:
             reason = NO_FILES
     details: dict[str, Any] = {"kind": paste.kind, "bytes": paste.size, "files": paste.files, "applied": applied}
     if paste.kind == "image":
         details["mime"] = paste.mime
+        details["converted"] = applied and note is not None
     await _audit(request, access, "clipboard_write", details)
     return JSONResponse(
-        {"rigId": rig_id, "kind": paste.kind, "applied": applied, "reason": reason, "bytes": paste.size,
-         "files": paste.files},
+        {"rigId": rig_id, "kind": paste.kind, "applied": applied, "reason": reason, "note": note,
+         "bytes": paste.size, "files": paste.files},
     )  # fmt: skip

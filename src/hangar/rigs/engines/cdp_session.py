@@ -23,12 +23,24 @@ from typing import Any, Literal
 from hangar.errors import Conflict, InvalidArgs, NotFound, Refused, Unavailable
 from hangar.rigs.engines import cdp_capture as capture
 from hangar.rigs.engines import cdp_page as js
+from hangar.rigs.engines import clipboard_image as clip
 from hangar.rigs.engines.cdp import CdpConnection, CommandFailed, Event, Json, Subscription
 from hangar.rigs.engines.keys import KeySpec, key_spec, parse_chord
 from hangar.rigs.engines.launch import Endpoint
-from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, MouseButton, Page, Still
+from hangar.rigs.engines.scripts import script
+from hangar.rigs.engines.session import (
+    EngineSession,
+    Extracted,
+    ExtractKind,
+    Frame,
+    ImageMime,
+    MouseButton,
+    Page,
+    Still,
+)
 
 PAGE_LOAD_TIMEOUT_S = 30.0
+IMAGE_CALL_S = 120.0  # a 16 MB image is decoded, re-encoded and read back by the page: seconds on a busy host
 DRAG_STEPS = 10
 GROUP = "hangar"  # the object group of the element handles a verb takes (released when it ends)
 DRAG_GROUP = "hangar-drag"  # the dragstart watch, held while a button is
@@ -439,6 +451,40 @@ class CdpSession(EngineSession):
             return False
         expression = f"navigator.clipboard.writeText({json.dumps(text)}).then(() => true)"
         return bool(await self._evaluate(expression, await_promise=True, gesture=True))
+
+    async def _image_script(self, *args: object, limit_s: float) -> Any:
+        """Run ``js/clipboard_image.js`` (shared with engines B and C) with a user gesture, the image as an
+        argument rather than in the source."""
+        try:
+            result = await self._call("Runtime.callFunctionOn", {
+                "functionDeclaration": script("clipboard_image"), "objectId": await self._global(),
+                "arguments": [{"value": arg} for arg in args], "returnByValue": True, "awaitPromise": True,
+                "userGesture": True, "objectGroup": GROUP}, limit_s)  # fmt: skip
+        finally:
+            await self._release()
+        return _value(result)
+
+    async def clipboard_write_image(self, mime: ImageMime, data: bytes) -> bool:
+        # The permissions _clipboard_origin grants cover images: clipboardSanitizedWrite is the one
+        # navigator.clipboard.write needs for image/png, clipboardReadWrite the one read() needs.
+        note: str | None
+        if await self._clipboard_origin() is None:
+            ok, note = False, clip.NO_CLIPBOARD_API
+        else:
+            answer = await self._image_script("write", clip.encode(data), mime, 0, limit_s=IMAGE_CALL_S)
+            ok, note = clip.written(self.engine, mime, answer)
+        self.clipboard_image_note = note
+        return ok
+
+    async def clipboard_read_image(self) -> tuple[ImageMime, bytes] | None:
+        note: str | None
+        if await self._clipboard_origin() is None:
+            image, note = None, clip.NO_CLIPBOARD_API
+        else:
+            answer = await self._image_script("read", "", "", clip.MAX_IMAGE_BYTES, limit_s=IMAGE_CALL_S)
+            image, note = clip.read_back(answer)
+        self.clipboard_image_note = note
+        return image
 
     # -- files and the live view ----------------------------------------------------------------------------
 

@@ -14,6 +14,9 @@ What engine B cannot do, and what it does instead:
 - scaled stills: ``captureScreenshot`` has no scale; a still larger than asked is scaled on a canvas in a
   sandboxed script realm (the page's own scripts cannot reach it), never scaled up.
 - live view: no screencast; stills are polled at most six times a second and unchanged ones skipped.
+- clipboard images: headless Firefox's clipboard keeps only text and HTML flavours (``navigator.clipboard.write``
+  of an image resolves, and the clipboard is then empty), so ``clipboard_write_image`` answers False saying so
+  without writing, and ``clipboard_read_image`` finds no image.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ NAVIGATION_TIMEOUT_S = 60.0  # past this a navigation answers where the page is,
 JPEG_QUALITY = 0.8
 MAX_FULL_PAGE_HEIGHT = 16_384  # CSS pixels of a full-page still; longer documents are cut
 SANDBOX = "hangar"  # the script realm for canvas work, out of the page's reach
+NO_CLIPBOARD_IMAGES = (
+    "engine-b runs Firefox headless, whose clipboard holds text and HTML only: an image written to it is dropped"
+)
 
 # Preferences for a browser on a closed network, driven by automation. Values are JSON literals in user.js.
 PREFS: dict[str, bool | int | str] = {
@@ -171,6 +177,7 @@ class FirefoxSession(W3CSession):
     engine = ENGINE
     hard_reload = False  # browsingContext.reload refuses ignoreCache
     real_drop = False
+    clipboard_images_absent = NO_CLIPBOARD_IMAGES
 
     def __init__(self, client: BidiClient, context: str) -> None:
         super().__init__()
@@ -205,7 +212,8 @@ class FirefoxSession(W3CSession):
     # -- primitives ---------------------------------------------------------------------------------------
 
     async def _call(self, name: str, *args: Json, timeout_s: float = 30.0) -> Any:
-        return await self._function(script(name), list(args), timeout_s=timeout_s, activate=name == "clipboard")
+        activate = name.startswith("clipboard")  # the clipboard API wants a user activation
+        return await self._function(script(name), list(args), timeout_s=timeout_s, activate=activate)
 
     async def _function(
         self, declaration: str, args: list[Json], *, timeout_s: float = 30.0, activate: bool = False,

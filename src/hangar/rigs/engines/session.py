@@ -20,6 +20,7 @@ from typing import ClassVar, Literal
 
 MouseButton = Literal["left", "middle", "right"]
 ExtractKind = Literal["a11y", "dom", "console"]
+ImageMime = Literal["image/png", "image/jpeg"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Page:
 class Still:
     """One encoded image of the page."""
 
-    mime: Literal["image/jpeg", "image/png"]
+    mime: ImageMime
     data: bytes
     width: int
     height: int
@@ -160,6 +161,23 @@ class EngineSession(ABC):
     @abstractmethod
     async def clipboard_write(self, text: str) -> bool:
         """Put ``text`` on the clipboard through the page; False when the page has no clipboard API."""
+
+    # What the last image call has to say: why ``clipboard_write_image`` answered False or
+    # ``clipboard_read_image`` None when the page has a clipboard, or what a write changed (a JPEG kept as PNG).
+    # Each call sets it just before it returns, so read it right after the call (no await in between).
+    clipboard_image_note: str | None = None
+
+    @abstractmethod
+    async def clipboard_write_image(self, mime: ImageMime, data: bytes) -> bool:
+        """Put one PNG or JPEG image (at most ``clipboard_image.MAX_IMAGE_BYTES``) on the clipboard through the
+        page's async clipboard API, as the only item; False, with ``clipboard_image_note`` saying why, when the
+        page has no clipboard API (not a secure context), the engine's clipboard cannot hold images, or the page
+        refused. A clipboard taking PNG only gets a JPEG converted to PNG in the page (the note says so)."""
+
+    @abstractmethod
+    async def clipboard_read_image(self) -> tuple[ImageMime, bytes] | None:
+        """The clipboard's PNG or JPEG image through the page; None when it holds none, when the page has no
+        clipboard API, or when the image is over the size cap (``clipboard_image_note`` says which)."""
 
     # -- files and the live view --------------------------------------------------------------------------
 

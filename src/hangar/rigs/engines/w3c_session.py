@@ -12,11 +12,12 @@ import asyncio
 import time
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from hangar.errors import InvalidArgs, NotFound, Refused
+from hangar.rigs.engines import clipboard_image as clip
 from hangar.rigs.engines import w3c_actions
-from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, MouseButton, Page
+from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, ImageMime, MouseButton, Page
 from hangar.rigs.engines.w3c_errors import EngineTimeout
 
 Json = str | int | float | bool | None | list[Any] | dict[str, Any]
@@ -29,6 +30,7 @@ READY_TIMEOUT_S = 30.0  # after a history step, how long to wait for the page to
 CONSOLE_ENTRIES = 1000  # the console buffer keeps the latest entries within both bounds
 CONSOLE_CHARS = 256_000
 CONSOLE_ENTRY_CHARS = 4000
+IMAGE_CALL_S = 120.0  # a 16 MB clipboard image is decoded, re-encoded and read back by the page
 
 
 def console_extract(entries: Iterable[tuple[str, str]], dropped: int, note: str | None = None) -> Extracted:
@@ -179,6 +181,27 @@ class W3CSession(EngineSession):
 
     async def clipboard_write(self, text: str) -> bool:
         return await self._clipboard("write", text) is not None
+
+    # Why this engine's clipboard can hold no image at all, when it cannot (then no write is attempted: a write
+    # would empty the clipboard and keep nothing).
+    clipboard_images_absent: ClassVar[str | None] = None
+
+    async def clipboard_write_image(self, mime: ImageMime, data: bytes) -> bool:
+        note: str | None
+        if self.clipboard_images_absent is not None:
+            ok, note = False, self.clipboard_images_absent
+        else:
+            answer = await self._call("clipboard_image", "write", clip.encode(data), mime, 0, timeout_s=IMAGE_CALL_S)
+            ok, note = clip.written(self.engine, mime, answer)
+        self.clipboard_image_note = note
+        return ok
+
+    async def clipboard_read_image(self) -> tuple[ImageMime, bytes] | None:
+        note: str | None
+        answer = await self._call("clipboard_image", "read", "", "", clip.MAX_IMAGE_BYTES, timeout_s=IMAGE_CALL_S)
+        image, note = clip.read_back(answer)
+        self.clipboard_image_note = note
+        return image
 
 
 FRAME_INTERVAL_S = 1 / 6  # polled live views take at most six stills a second
