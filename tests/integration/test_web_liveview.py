@@ -2,10 +2,13 @@
 real server (real build of ``web/``) whose engine A rig runs in a real enclosure. A change on the rig's page
 reaches the canvas within 0.5 s (the issue's one timed bound); input goes to the page only while the person holds
 control; a file dropped onto the view lands and the page gets a real drop event at that point; the clipboard
-panel pastes, and copying out asks for consent. axe finds no serious or critical violation; no console errors."""
+panel pastes text and images, and copying out asks for consent, then shows what the page's clipboard holds.
+axe finds no serious or critical violation; no console errors."""
 
 from __future__ import annotations
 
+import base64
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,7 @@ import pytest
 
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.chromium import CHROMIUM
+from tests.support.images import solid_png
 from tests.support.pages import page_server
 from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
 
@@ -54,7 +58,9 @@ async def at(page: Any, x: int, y: int) -> tuple[float, float]:
 async def test_the_live_view_shows_changes_fast_and_drives_the_page_in_control(tmp_path: Path, dist: Path) -> None:
     async with (
         page_server() as pages,
-        rigs_server(tmp_path, web_dist=dist, overrides={f"{SITE}:80": ("127.0.0.1", pages.port)}) as env,
+        rigs_server(
+            tmp_path, web_dist=dist, overrides={f"{SITE}:80": ("127.0.0.1", pages.port)}, site_port=pages.port
+        ) as env,
         chromium() as browser,
     ):
         reply = await env.call("rig.open", space_id=env.space, surface="browser", engine="engine-a")
@@ -132,6 +138,29 @@ async def test_the_live_view_shows_changes_fast_and_drives_the_page_in_control(t
         await page.get_by_text("no clipboard API").wait_for()
         grants = (await env.client.call("rig.clipboardGrants"))["grants"]
         assert [(g["direction"], g["always"]) for g in grants] == [("rigToHost", False)]
+
+        # On a secure page (the site at its loopback origin) an image pasted into the panel reaches the page's
+        # clipboard, and copying out shows it.
+        await use(env, rig, action="navigate", url=f"http://127.0.0.1:{pages.port}/clip-paste.html")
+        png = solid_png(33, 21, (0, 200, 0))
+        await box.evaluate(
+            """(box, b64) => {
+                 const raw = atob(b64); const bytes = new Uint8Array(raw.length);
+                 for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+                 const t = new DataTransfer();
+                 t.items.add(new File([bytes], 'shot.png', {type: 'image/png'}));
+                 box.dispatchEvent(new ClipboardEvent('paste', {clipboardData: t, bubbles: true, cancelable: true}));
+               }""",
+            base64.b64encode(png).decode(),
+        )
+        await page.get_by_text(f"Image ready: image/png, {len(png)} bytes").wait_for()
+        await page.get_by_role("button", name="Paste into the rig").click()
+        await page.get_by_role("status").filter(has_text="The image is on the rig's clipboard.").wait_for()
+        await page.get_by_role("button", name="Copy from the rig").click()
+        picture = page.get_by_role("img", name=re.compile(r"^The rig's clipboard: 33x21 PNG image, \d+ bytes$"))
+        await picture.wait_for()
+        await page.get_by_role("link", name="Save the image").wait_for()
+        assert await axe_violations(page) == []
 
         await page.get_by_role("button", name="Hand back").click()
         await page.get_by_role("status").filter(has_text="watching").wait_for()

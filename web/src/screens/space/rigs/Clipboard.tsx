@@ -1,9 +1,10 @@
 /** The rig's clipboard (the clipboard lane, `/rig/clipboard/<rigId>`): paste text or an image from this computer
- * into the rig, and copy the rig's clipboard out. Copying out needs the person's consent (rigs.md): the lane
- * answers `consent_required` until they allow it for ten minutes here, or always under Settings, Server, Rigs,
- * Clipboard access. A browser rig's clipboard is its page's, which exists only on secure pages; the server says
- * so when a paste was not applied. */
-import { useState, type ClipboardEvent } from "react";
+ * into the rig, and copy the rig's clipboard (its text, or its image) out. Copying out needs the person's consent
+ * (rigs.md): the lane answers `consent_required` until they allow it for ten minutes here, or always under
+ * Settings, Server, Rigs, Clipboard access. A browser rig's clipboard is its page's, which exists only on secure
+ * pages; the server says so when a paste was not applied (engine B's clipboard takes no images), and what it
+ * changed when it was (a JPEG kept as PNG). */
+import { useEffect, useRef, useState, type ClipboardEvent } from "react";
 import { Link } from "../../../Link";
 import { RpcError } from "../../../rpc/errors";
 import { useRpc } from "../../../rpc/hooks";
@@ -11,14 +12,85 @@ import { callLane, LaneError } from "./fileLane";
 
 const MAX_IMAGE = 16 * 1024 * 1024;
 
+interface CopiedImage {
+  mime: "image/png" | "image/jpeg";
+  base64: string;
+  bytes: number;
+  width: number | null;
+  height: number | null;
+}
+
 interface Copied {
   available: boolean;
   text: string | null;
+  image: CopiedImage | null;
   note: string | null;
+}
+
+function imageBlob(image: CopiedImage): Blob {
+  const raw = atob(image.base64);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  return new Blob([bytes], { type: image.mime });
+}
+
+function describe(image: CopiedImage): string {
+  const kind = image.mime === "image/png" ? "PNG" : "JPEG";
+  const size = image.width && image.height ? `${image.width}x${image.height} ` : "";
+  return `${size}${kind} image, ${image.bytes} bytes`;
 }
 
 function messageOf(e: unknown): string {
   return e instanceof LaneError || e instanceof RpcError || e instanceof Error ? e.message : String(e);
+}
+
+/** The copied image, drawn on a canvas (the client's content security policy allows images from its own origin
+ * only, so neither a data: nor a blob: URL can be an <img>), with a copy button and a save link. */
+function CopiedPicture({ image, onCopy }: { image: CopiedImage; onCopy: () => void }) {
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const [saveUrl, setSaveUrl] = useState<string | null>(null);
+  const [broken, setBroken] = useState(false);
+  useEffect(() => {
+    const blob = imageBlob(image);
+    const url = URL.createObjectURL(blob);
+    setSaveUrl(url);
+    setBroken(false);
+    let gone = false;
+    createImageBitmap(blob).then(
+      (bitmap) => {
+        const target = canvas.current;
+        if (gone || !target) return;
+        target.width = bitmap.width;
+        target.height = bitmap.height;
+        target.getContext("2d")?.drawImage(bitmap, 0, 0);
+      },
+      () => setBroken(true),
+    );
+    return () => {
+      gone = true;
+      URL.revokeObjectURL(url);
+    };
+  }, [image]);
+  const label = `The rig's clipboard: ${describe(image)}`;
+  return (
+    <figure className="copied-image">
+      <canvas ref={canvas} role="img" aria-label={label} />
+      <figcaption>
+        {describe(image)}
+        {broken && " (this browser cannot show it)"}
+      </figcaption>
+      <div className="clipboard-actions">
+        <button type="button" className="secondary small" onClick={onCopy}>
+          Copy the image to my clipboard
+        </button>
+        {saveUrl && (
+          <a href={saveUrl} download={`rig-clipboard.${image.mime === "image/png" ? "png" : "jpg"}`}>
+            Save the image
+          </a>
+        )}
+      </div>
+    </figure>
+  );
 }
 
 interface Props {
@@ -68,11 +140,12 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
         ? { method: "POST", body: image, headers: { "Content-Type": image.type } }
         : { method: "POST", body: text, headers: { "Content-Type": "text/plain; charset=utf-8" } };
       const response = await callLane(client, workspaceId, rigId, "clipboard", init);
-      const reply = (await response.json()) as { applied?: boolean; reason?: string | null };
+      const reply = (await response.json()) as { applied?: boolean; reason?: string | null; note?: string | null };
+      const note = reply.note ? ` (${reply.note})` : "";
       setSaid(
         reply.applied
           ? image
-            ? "The image is on the rig's clipboard."
+            ? `The image is on the rig's clipboard${note}.`
             : "The text is on the rig's clipboard."
           : `Not pasted: ${reply.reason ?? "the rig did not take it"}.`,
       );
@@ -114,6 +187,20 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
     navigator.clipboard.writeText(copied.text).then(
       () => setSaid("Copied to your clipboard."),
       () => setSaid("The browser refused; select the text and copy it."),
+    );
+  };
+
+  const imageToMine = () => {
+    const picture = copied?.image;
+    if (!picture) return;
+    if (!navigator.clipboard || typeof ClipboardItem === "undefined") {
+      setSaid("This page cannot put images on your clipboard (it needs https); save the image instead.");
+      return;
+    }
+    const blob = imageBlob(picture);
+    navigator.clipboard.write([new ClipboardItem({ [blob.type]: blob })]).then(
+      () => setSaid("The image is on your clipboard."),
+      () => setSaid("The browser refused; save the image instead."),
     );
   };
 
@@ -164,7 +251,9 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
       )}
       {copied && (
         <div className="copied">
-          {copied.available ? (
+          {copied.image ? (
+            <CopiedPicture image={copied.image} onCopy={imageToMine} />
+          ) : copied.available ? (
             <>
               <label htmlFor={`copied-${rigId}`}>The rig's clipboard</label>
               <textarea id={`copied-${rigId}`} rows={2} readOnly value={copied.text ?? ""} />
