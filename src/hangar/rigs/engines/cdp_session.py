@@ -9,6 +9,11 @@ drag, further pointer moves become drag events and the release becomes the drop.
 JavaScript dialogs are accepted as they open (an ``alert`` would otherwise block every later command) and
 noted in the console ring. Focus is emulated so the page behaves as a focused window: the clipboard API, focus
 events and ``:focus`` styles need it in a headless browser.
+
+Clipboard images go through the page's async clipboard API with the script engines B and C run
+(``js/clipboard_image.js``). Chromium writes images as ``image/png`` only (a JPEG ``ClipboardItem`` is refused),
+so a JPEG is converted to PNG on a canvas in the page first, and the write's note says so; Chromium also
+re-encodes what it stores, so the bytes read back are a PNG of the same pixels, not the bytes written.
 """
 
 from __future__ import annotations

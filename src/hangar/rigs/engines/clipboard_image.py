@@ -21,10 +21,20 @@ MAX_IMAGE_BYTES = 16 * MB  # the clipboard lane's limit, both ways
 MAGIC: dict[ImageMime, bytes] = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
 NO_CLIPBOARD_API = "the page is not a secure context, so it has no clipboard API"
 NOT_KEPT = "the page's clipboard accepted the image but does not hold it afterwards"
+NOT_AN_IMAGE = "the page's answer to the clipboard read is not a PNG or JPEG image within the limit"
 
 
 def encode(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
+
+
+def _refusal(answer: dict[str, Any]) -> str | None:
+    """What the page said when its clipboard API could not or would not (cut: the page chose the words)."""
+    if "unsupported" in answer:
+        return str(answer["unsupported"])[:300]
+    if "denied" in answer:
+        return f"the page's clipboard API refused: {str(answer['denied'])[:300]}"
+    return None
 
 
 def written(engine: str, mime: ImageMime, answer: Any) -> tuple[bool, str | None]:
@@ -33,9 +43,9 @@ def written(engine: str, mime: ImageMime, answer: Any) -> tuple[bool, str | None
         return False, "the page answered the clipboard write with something unexpected"
     if answer.get("absent"):
         return False, NO_CLIPBOARD_API
-    for key, prefix in (("unsupported", ""), ("denied", "the page's clipboard API refused: ")):
-        if key in answer:
-            return False, f"{prefix}{str(answer[key])[:300]}"
+    refusal = _refusal(answer)
+    if refusal is not None:
+        return False, refusal
     if answer.get("kept") is not True:
         return False, NOT_KEPT
     if answer.get("converted"):
@@ -54,21 +64,21 @@ def read_back(answer: Any, cap: int = MAX_IMAGE_BYTES) -> tuple[tuple[ImageMime,
         return None, NO_CLIPBOARD_API
     if answer.get("none"):
         return None, None
-    for key, prefix in (("unsupported", ""), ("denied", "the page's clipboard API refused: ")):
-        if key in answer:
-            return None, f"{prefix}{str(answer[key])[:300]}"
+    refusal = _refusal(answer)
+    if refusal is not None:
+        return None, refusal
     size = answer.get("tooLarge")
     if isinstance(size, int):
         return None, f"the clipboard's image is {size / MB:.1f} MB, over the {cap // MB} MB limit, so it was not read"
     mime, text = answer.get("type"), answer.get("data")
     if mime not in MAGIC or not isinstance(text, str) or len(text) > (cap + 2) // 3 * 4:
-        return None, "the page's answer to the clipboard read is not a PNG or JPEG image within the limit"
+        return None, NOT_AN_IMAGE
     try:
         data = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         return None, "the page's answer to the clipboard read is not valid base64"
     if len(data) > cap:
-        return None, "the page's answer to the clipboard read is not a PNG or JPEG image within the limit"
+        return None, NOT_AN_IMAGE
     image_mime: ImageMime = "image/png" if mime == "image/png" else "image/jpeg"
     if not data.startswith(MAGIC[image_mime]):
         return None, f"the clipboard's {image_mime} is not one (its first bytes say otherwise)"

@@ -30,6 +30,9 @@ What engine C cannot do, and what it does instead:
 - real file drops: none; ``set_input_files`` sends the guest paths to the file input as keys.
 - HTML drag and drop: ``drag`` moves a real pointer (pointer-driven drags work) and ``dragstart`` fires, but
   no ``drop`` reaches the page from synthesized input.
+- clipboard images: WebKitGTK's clipboard takes PNG only (``ClipboardItem.supports("image/jpeg")`` is false and a
+  JPEG item is written as nothing), so a JPEG is converted to PNG in the page; a paste event hands the page no
+  file for an image (its default paste inserts it as an ``<img>``).
 """
 
 from __future__ import annotations
