@@ -1,6 +1,7 @@
 """Browser rigs through the real server: opened with ``rig.open`` on real enclosures, each engine really
 launched from its pack, driven with ``browser_use`` against pages a test server serves through the rig's egress
-gate (under an allow-listed name the gate maps to it).
+gate (under an allow-listed name the gate maps to it; the same name on port 443 reaches a server whose
+certificate no rig trusts).
 
 Booting a browser rig costs seconds, so the server and one rig per engine live for the whole module; each test
 starts by navigating to a fresh page. Where enclosures cannot run, everything skips with the backend's reason.
@@ -8,9 +9,11 @@ starts by navigating to a fresh page. Where enclosures cannot run, everything sk
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,14 +21,22 @@ import pytest_asyncio
 
 from hangar.core.clock import FakeClock
 from hangar.core.settings import WorkspaceSettings
+from hangar.errors import Unavailable
 from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.backends.enclosure import EnclosureRig
+from hangar.rigs.backends.enclosure.rig import CA_BUNDLE
+from hangar.rigs.engines.inrig import GUEST_HOME
+from hangar.rigs.engines.launch import LaunchContext
 from hangar.rigs.engines.registry import RECIPES
 from hangar.rigs.fence import unfence
+from hangar.rigs.image import recipes
 from hangar.rigs.image.mirror import mirror_hosts
+from hangar.rigs.image.pack import pack_path
 from hangar.rigs.images import BROWSER_IMAGE_KEY
 from hangar.rigs.model import Surface, limits_for
+from tests.integration.rigs_enclosure_env import PACKS
 from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.support.certs import self_signed
 from tests.support.pages import PageServer, page_server
 from tests.support.rpc import RpcClient, RpcError
 
@@ -36,6 +47,7 @@ VERBS = f"http://{SITE}/rb-verbs.html"
 ENGINES = ("engine-a", "engine-b", "engine-c")
 PNG = b"\x89PNG\r\n\x1a\n"
 JPEG = b"\xff\xd8\xff"
+UNTRUSTED_TITLE = "rb served under a certificate nobody trusts"
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -44,12 +56,36 @@ async def pages() -> AsyncIterator[PageServer]:
         yield server
 
 
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def untrusted_site(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[int]:
+    """HTTPS for SITE with a self-signed certificate: an engine that checks certificates refuses it."""
+    body = f"<!doctype html><title>{UNTRUSTED_TITLE}</title>".encode()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n"
+                         b"Connection: close\r\n\r\n%s" % (len(body), body))  # fmt: skip
+            await writer.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass  # the engine hung up on the certificate: what it should do
+        finally:
+            writer.close()
+
+    context = self_signed(tmp_path_factory.mktemp("untrusted"), SITE)
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=context)
+    async with server:
+        yield int(server.sockets[0].getsockname()[1])
+
+
 CLOCK = FakeClock()  # idleness is driven by the test that parks a browser rig; nothing else advances it
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def env(pages: PageServer, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RigsEnv]:
-    overrides = {f"{SITE}:80": ("127.0.0.1", pages.port)}
+async def env(
+    pages: PageServer, untrusted_site: int, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[RigsEnv]:
+    overrides = {f"{SITE}:80": ("127.0.0.1", pages.port), f"{SITE}:443": ("127.0.0.1", untrusted_site)}
     # The page server stands in for the product site too: the site is on every browser rig's allowlist
     # wherever it listens, here on this host's loopback.
     async with rigs_server(
@@ -191,10 +227,9 @@ async def test_the_default_allowlist_is_the_site_and_nothing_else(env: RigsEnv, 
     assert read["untrusted"] is True and unfence(read["text"]) == "through the page"
 
 
-async def test_a_dev_domain_over_https_is_trusted_by_the_browser(env: RigsEnv, rigs: Rigs) -> None:
-    """The CA the manager hands browser rigs is trusted by the engine (through its recipe) and by the rig's
-    system bundle: a dev server in the space's terminal opens by name over HTTPS without a certificate error."""
-    rig = await rigs.get("engine-a")
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def dev_domain(env: RigsEnv) -> str:
+    """A dev server in the space's terminal rig, under ``rb.test`` (HTTPS through the browser rigs' lanes)."""
     terminal = await env.open()
     await env.exec(
         terminal,
@@ -203,8 +238,50 @@ async def test_a_dev_domain_over_https_is_trusted_by_the_browser(env: RigsEnv, r
         "for i in $(seq 100); do ss -ltn | grep -q :8700 && break; sleep 0.1; done",
     )
     await env.call("rig.setDevDomain", space_id=env.space, domain="rb.test", rigId=terminal, guestPort=8700)
-    page = await use(env, rig, action="navigate", url="https://rb.test/")
-    assert page["status"] == 200 and unfence(page["title"]) == "dev server"
+    return "rb.test"
+
+
+# Where each engine keeps the CA it was handed: A and B in their NSS databases (certutil), C nowhere of its own
+# (WebKitGTK reads only the system bundle, which the rig sees as a per-rig copy with the CA appended).
+NSS_DATABASES = {"engine-a": f"sql:{GUEST_HOME}/.local/share/pki/nssdb", "engine-b": f"sql:{GUEST_HOME}/.firefox"}
+
+
+def pem_body(pem: str) -> str:
+    """The base64 of the first certificate in ``pem``, whitespace removed."""
+    return "".join(pem.split("-----BEGIN CERTIFICATE-----")[1].split("-----END CERTIFICATE-----")[0].split())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_dev_domain_over_https_is_trusted_by_each_engine_in_its_rig_not_by_the_host(
+    env: RigsEnv, rigs: Rigs, dev_domain: str, engine: str
+) -> None:
+    """The CA the manager hands browser rigs is trusted by the engine (through its recipe, or the rig's system
+    bundle): a dev server in the space's terminal opens by name over HTTPS without a certificate error. The CA
+    enters neither the host's trust store nor the pack the rigs share; and the engine does check certificates:
+    one from a CA it was not given is refused."""
+    rig = await rigs.get(engine)
+    page = await use(env, rig, action="navigate", url=f"https://{dev_domain}/")
+    assert page["url"] == f"https://{dev_domain}/" and unfence(page["title"]) == "dev server"
+    if engine != "engine-c":  # classic WebDriver reports no HTTP status
+        assert page["status"] == 200
+    handle = env.manager.live(env.ws, rig).handle
+    assert isinstance(handle, EnclosureRig) and handle.spec.trust_pem is not None
+    ca = pem_body(handle.spec.trust_pem.decode())
+    if engine in NSS_DATABASES:
+        listed = await handle.exec(f"certutil -L -d {NSS_DATABASES[engine]} -n hangar-dev -a", timeout_s=30)
+        assert listed.exit_code == 0 and pem_body(listed.stdout) == ca, listed.stderr
+    bundle = await handle.exec(f"cat /{CA_BUNDLE}", timeout_s=30)
+    assert ca in "".join(bundle.stdout.split())  # every engine's rig: the system bundle too
+    for outside in (Path("/") / CA_BUNDLE, pack_path(PACKS, recipes.BROWSERS[engine]) / CA_BUNDLE):
+        assert ca not in "".join(outside.read_text().split()), outside
+
+    site = f"https://{SITE}/"
+    try:
+        refused = await use(env, rig, action="navigate", url=site)
+        assert UNTRUSTED_TITLE not in unfence(refused["title"]) and refused.get("status") != 200
+    except RpcError as exc:
+        assert exc.code in ("unavailable", "refused"), exc.message
+    assert ("tls", SITE) in [(e.kind, e.target) for e in handle.gate.events if e.allowed]  # the gate let it by
 
 
 async def test_the_browser_image_setting_is_engine_as_only(env: RigsEnv, rigs: Rigs) -> None:
@@ -364,10 +441,12 @@ async def refused_navigation(env: RigsEnv, rig: str, host: str) -> None:
     assert [e for e in live.handle.gate.events if e.target == host and not e.allowed], "the gate logs it"
 
 
-async def test_egress_to_a_host_not_granted_is_refused_and_logged(env: RigsEnv, rigs: Rigs) -> None:
-    rig = await rigs.get("engine-a")
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_egress_to_a_host_not_granted_is_refused_and_logged(env: RigsEnv, rigs: Rigs, engine: str) -> None:
+    rig = await rigs.get(engine)
     await refused_navigation(env, rig, "not-granted.example")
-    assert (await use(env, rig, action="navigate", url=VERBS))["status"] == 200  # the granted name goes through
+    page = await use(env, rig, action="navigate", url=VERBS)  # the granted name goes through
+    assert page["url"] == VERBS and unfence(page["title"]).startswith("Verbs page")
 
 
 async def test_mutating_verbs_wait_for_the_person_in_control(env: RigsEnv, rigs: Rigs) -> None:
@@ -440,3 +519,42 @@ async def test_the_other_engines_drive_the_same_page(env: RigsEnv, rigs: Rigs, e
     assert hard["hard"] is False and "normal" in hard["note"] and hard["url"] == VERBS
     row = await env.status(rig)
     assert row["engine"] == engine and row["memoryMb"] == 2560
+
+
+async def test_firefox_keeps_its_content_sandbox_inside_the_enclosure(env: RigsEnv, rigs: Rigs) -> None:
+    """The enclosure refuses the user namespaces Firefox's sandbox would add (it says so on stderr), and Firefox
+    degrades by itself, without MOZ_DISABLE_CONTENT_SANDBOX: its content processes still load their own seccomp
+    filter on top of the enclosure's one, which the parent process has alone."""
+    rig = await rigs.get("engine-b")
+    await use(env, rig, action="navigate", url=VERBS)
+    handle = env.manager.live(env.ws, rig).handle
+    assert "CanCreateUserNamespace() clone() failure: EPERM" in handle.engine_log()
+    listing = await handle.exec(
+        "for p in $(pgrep -f firefox-esr); do "
+        "printf '%s %s\\n' \"$(grep '^Seccomp_filters:' /proc/$p/status | cut -f2)\" "
+        "\"$(tr '\\0' ' ' < /proc/$p/cmdline)\"; done",
+        timeout_s=30,
+    )
+    rows = [line.split(" ", 1) for line in listing.stdout.splitlines() if " " in line]
+    parent = [int(n) for n, argv in rows if argv.startswith("firefox-esr ")]
+    content = [int(n) for n, argv in rows if "-contentproc" in argv and "-isForBrowser" in argv]
+    assert len(parent) == 1 and content, listing.stdout
+    assert all(n > parent[0] for n in content), listing.stdout
+    environ = await handle.exec("tr '\\0' '\\n' < /proc/$(pgrep -o -x firefox-esr)/environ", timeout_s=30)
+    assert "MOZ_HEADLESS=1" in environ.stdout and "MOZ_DISABLE_CONTENT_SANDBOX" not in environ.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_the_engine_log_reads_what_each_engine_process_said(env: RigsEnv, rigs: Rigs, engine: str) -> None:
+    rig = await rigs.get(engine)
+    handle = env.manager.live(env.ws, rig).handle
+    text = handle.engine_log()
+    context = LaunchContext(GUEST_HOME, 9222, 1280, 800, recipes.HOME_URL)
+    for process in RECIPES[engine].plan(context).processes:
+        assert f"--- {process.name} ---\n" in text
+    says = {"engine-a": "DevTools listening on ws://127.0.0.1:9223", "engine-b": "WebDriver BiDi listening on"}
+    if engine in says:
+        assert says[engine] in text
+    terminal = await env.open()
+    with pytest.raises(Unavailable):
+        env.manager.live(env.ws, terminal).handle.engine_log()

@@ -192,6 +192,39 @@ async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Rigs) -
     assert all(r.lanes == 0 for r in env.manager.live_rigs() if r.id == rig)
 
 
+@pytest.mark.parametrize("engine", ["engine-b", "engine-c"])
+async def test_the_other_engines_frames_follow_the_page_and_take_input(env: RigsEnv, rigs: Rigs, engine: str) -> None:
+    """Engines B and C have no screencast: their frames are polled stills (C's made JPEG by the host's ffmpeg),
+    sized to the view, and a new one follows a change the person makes with control."""
+    rig = await rigs.get(engine)
+    await fresh(env, rig)
+    headers = auth(env.srv.owner_token)
+    async with websockets.connect(await live_url(env, rig, query="&w=640&h=640"), additional_headers=headers) as v:
+        hello = await next_text(v, "hello")
+        assert hello["engine"] == engine and hello["controller"] is None
+        size = await next_text(v, "viewport")
+        assert (size["width"], size["height"]) == (1280, 800)
+        seq, width, height, ms, jpeg = await next_frame(v)
+        assert jpeg.startswith(JPEG) and width <= 640 and height <= 400 and width >= 620 and ms > 0
+        await env.call("rig.takeControl", rigId=rig)
+        await next_text(v, "control")
+        for action in ("down", "up"):
+            await v.send(json.dumps({"type": "mouse", "action": action, "x": 200, "y": 150}))
+        assert await found(env, rig, '#count[data-count="1"]')
+        while True:  # polled frames skip unchanged stills: a later one shows the change
+            later, *_ = await next_frame(v)
+            if later > seq:
+                break
+        for action in ("down", "up"):
+            await v.send(json.dumps({"type": "mouse", "action": action, "x": 200, "y": 270}))
+        await v.send(json.dumps({"type": "text", "text": "typed live"}))
+        for action in ("down", "up"):
+            await v.send(json.dumps({"type": "key", "action": action, "key": "Enter"}))
+        assert await found(env, rig, '#typed[data-entered="typed live"]')
+        await env.call("rig.releaseControl", rigId=rig)
+        assert (await next_text(v, "control"))["controller"] is None
+
+
 async def test_the_live_view_has_its_own_target_and_ends_with_membership(env: RigsEnv, rigs: Rigs) -> None:
     rig = await rigs.get()
     signer = LaneSigner(env.srv.ctx.secrets, env.srv.ctx.clock)

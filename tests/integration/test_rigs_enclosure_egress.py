@@ -4,46 +4,19 @@ loopback under a name only the gate knows), and every other way out refused and 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from hangar.rigs.backends.enclosure import EnclosureRig
+from hangar.rigs.backends.enclosure.netns import RIG_ADDRESS
 from hangar.rigs.egress.rules import GATE_ADDRESS
 from tests.integration.rigs_enclosure_env import running_rig, spec
+from tests.support.certs import self_signed
 
 pytestmark = pytest.mark.needs_root
-
-
-def self_signed(tmp: Path, name: str) -> ssl.SSLContext:
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    (tmp / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (tmp / "key.pem").write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tmp / "cert.pem", tmp / "key.pem")
-    return context
 
 
 async def serve(context: ssl.SSLContext | None, seen: list[str]) -> asyncio.AbstractServer:
@@ -89,6 +62,25 @@ async def test_granted_host_is_reached_over_http_and_https(gated_rig: tuple[Encl
     assert seen == ["GET /plain HTTP/1.1", "GET /tls HTTP/1.1"]
     allowed = [(e.kind, e.target) for e in rig.gate.events if e.allowed]
     assert ("http", "granted.test") in allowed and ("tls", "granted.test") in allowed
+
+
+async def test_names_resolve_one_family_at_a_time_as_glib_asks(gated_rig: tuple[EnclosureRig, list[str]]) -> None:
+    """GLib (WebKitGTK's network stack) looks names up per family with ``AI_ADDRCONFIG``; glibc refuses such an
+    IPv4 lookup unasked on a host whose only IPv4 address is 127.0.0.1. The rig's loopback carries an address
+    of its own so it is asked; IPv6 lookups still end at once (no IPv6 way out), and the address is no way out."""
+    rig, seen = gated_rig
+    lookup = (
+        "python3 -c \"import socket, sys; print(sorted({{a[4][0] for a in socket.getaddrinfo('granted.test', 80, "
+        'getattr(socket, sys.argv[1]), socket.SOCK_STREAM, 0, socket.AI_ADDRCONFIG)}}))" {} 2>&1 | tail -1'
+    )
+    assert (await sh(rig, lookup.format("AF_INET"))).strip() == f"['{GATE_ADDRESS}']"
+    assert "Name or service not known" in await sh(rig, lookup.format("AF_INET6"))
+    assert ("dns", "granted.test") in [(e.kind, e.target) for e in rig.gate.events if e.allowed]
+    assert "rc=52" in await sh(rig, f"curl -sS -m 10 http://{RIG_ADDRESS}:8000/; echo rc=$?")
+    assert ("tcp", f"{RIG_ADDRESS}:8000", "direct connection outside the gate") in [
+        (e.kind, e.target, e.reason) for e in rig.gate.events if not e.allowed
+    ]
+    assert seen == []
 
 
 async def test_everything_else_is_refused_and_logged(gated_rig: tuple[EnclosureRig, list[str]]) -> None:

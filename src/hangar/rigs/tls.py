@@ -4,10 +4,12 @@ Browser rigs trust the CA (its public certificate only, ``dev_ca_pem``) so a pag
 through a rig's HTTPS lane is a secure context there, and nowhere else: no host trust store knows this CA. Its
 certificate is name-constrained to ``test`` and ``localhost``, so even a leaked key could not vouch for a real site.
 
-Why exact names on the leaf: no engine accepts a wildcard directly under a single-label top-level domain (a SAN
-``*.test`` does not cover ``app.test`` in Chromium, NSS or GnuTLS; OpenSSL's own check agrees). The leaf keeps the
-wildcards the spec names and also lists every dev domain of its space as an exact name; it is re-issued (about
-15 ms) whenever that set changes. One leaf per space: a rig is shown only the names it can reach.
+Why exact names and no wildcard on the leaf: no engine accepts a wildcard directly under a single-label top-level
+domain (a SAN ``*.test`` does not cover ``app.test`` in Chromium, NSS or GnuTLS; OpenSSL's own check agrees), and
+Firefox's verifier (mozilla::pkix) goes further: it takes such a SAN for a malformed name and refuses the whole
+certificate (``SEC_ERROR_BAD_DER``), exact names included. So the leaf lists every dev domain of its space as an
+exact name and nothing else (no names: no SAN, a leaf that vouches for nothing); it is re-issued (about 15 ms)
+whenever that set changes. One leaf per space: a rig is shown only the names it can reach.
 
 Files under ``<dataDir>/rigs/tls/`` (directory 0700): ``ca.key`` and ``leaf.key`` (0600; one key serves every
 leaf), ``ca.pem`` (0644), ``leaves/<digest>.pem`` and ``.json`` (the names and expiry it was issued for). Every
@@ -36,7 +38,6 @@ from pathlib import Path
 from hangar.core.fileio import write_private_atomic
 from hangar.errors import Internal, Unavailable
 
-WILDCARDS: tuple[str, ...] = ("*.test", "*.localhost")
 CA_DAYS = 3650
 LEAF_DAYS = 397  # what browsers accept for public leaves; local trust has no cap, this keeps us conservative
 RENEW_BEFORE_S = 30 * 86400
@@ -169,9 +170,9 @@ class DevTls:
         return folder / f"{digest}.pem", folder / f"{digest}.json"
 
     def leaf(self, scope: str, names: Iterable[str]) -> Leaf:
-        """The leaf of ``scope`` (one space) for the wildcards plus ``names``, issued anew when the names, the CA
-        or the coming expiry say so. ``Unavailable`` without openssl."""
-        wanted = (*WILDCARDS, *sorted(set(names) - set(WILDCARDS)))
+        """The leaf of ``scope`` (one space) for exactly ``names``, issued anew when the names, the CA or the
+        coming expiry say so. ``Unavailable`` without openssl."""
+        wanted = tuple(sorted(set(names)))
         cert, meta = self._paths(scope)
         current = self._issued(cert, meta, wanted)
         if current is not None:
@@ -206,7 +207,8 @@ class DevTls:
     def _issue(self, cert: Path, meta: Path, names: tuple[str, ...]) -> None:
         args = ["req", "-config", "/dev/stdin", "-x509", "-new", "-key", str(self.leaf_key),
                 "-CA", str(self.ca_cert), "-CAkey", str(self.ca_key), "-sha256", "-days", str(LEAF_DAYS)]  # fmt: skip
-        for ext in (*_LEAF_EXTENSIONS, "subjectAltName=" + ",".join(f"DNS:{n}" for n in names)):
+        san = ("subjectAltName=" + ",".join(f"DNS:{n}" for n in names),) if names else ()
+        for ext in (*_LEAF_EXTENSIONS, *san):
             args += ["-addext", ext]
         issued_at = time.time()
         cert.parent.mkdir(mode=0o700, exist_ok=True)

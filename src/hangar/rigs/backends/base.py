@@ -153,6 +153,11 @@ class RigHandle(ABC):
         """The connected engine of a browser rig (booted with the rig); other rigs refuse."""
         raise Unavailable("this rig runs no browser engine")
 
+    def engine_log(self) -> str:
+        """What a browser rig's engine processes wrote (stdout and stderr, the newest part of each), for
+        diagnosing an engine; other rigs refuse. Pages can make an engine log anything: untrusted text."""
+        raise Unavailable("this rig runs no browser engine")
+
     async def connect(self, guest_port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """A TCP connection to ``127.0.0.1:<guest_port>`` inside the rig (a dev domain's target); ``Unavailable``
         when nothing listens there."""

@@ -38,6 +38,7 @@ SO_ORIGINAL_DST = 80
 HEAD_LIMIT = 32 * 1024
 READ_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
+CLOSE_TIMEOUT_S = 5.0
 
 SocketFactory = Callable[[int, int], Awaitable[socket.socket]]
 
@@ -71,6 +72,9 @@ class EgressGate:
         self._servers: list[asyncio.AbstractServer] = []
         self._transports: list[asyncio.BaseTransport] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        # Connections being answered or relayed: a closed gate ends them (an upstream that never hangs up would
+        # otherwise keep a relay of a destroyed rig going).
+        self._connections: set[asyncio.Task[object]] = set()
         self._door: server_door.DoorTarget | None = None
         self._door_server: asyncio.AbstractServer | None = None
         self._door_writers: set[asyncio.StreamWriter] = set()
@@ -129,11 +133,20 @@ class EgressGate:
         sock.setblocking(False)
 
         async def guarded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            if task is not None:
+                self._connections.add(task)
             try:
                 await handler(reader, writer)
             except (ConnectionError, TimeoutError, asyncio.IncompleteReadError, OSError):
                 pass
+            except asyncio.CancelledError:
+                # Ended by ``aclose``. Finishing normally instead of cancelled: the stream server's done callback
+                # of Python 3.11 asks a cancelled handler for its exception and logs the CancelledError.
+                pass
             finally:
+                if task is not None:
+                    self._connections.discard(task)
                 writer.close()
 
         server = await asyncio.start_server(guarded, sock=sock, limit=limit)
@@ -159,6 +172,11 @@ class EgressGate:
             transport.close()
         for task in list(self._tasks):
             task.cancel()
+        connections = list(self._connections)
+        for connection in connections:
+            connection.cancel()
+        if connections:  # bounded: closing a socket whose peer stopped reading may wait for its buffer
+            await asyncio.wait(connections, timeout=CLOSE_TIMEOUT_S)
         self._servers.clear()
         self._transports.clear()
 

@@ -166,7 +166,7 @@ class WebKitSession(W3CSession):
         if path == "/url" and isinstance(body, dict) and "#" in str(body.get("url")) and body.get("url") == before:
             pass  # the same URL with a fragment: a scroll within the document, nothing loads
         else:
-            await self._loaded(token, str(before), history=history)
+            await self._loaded(token, str(before), history=history, watch_driver=path == "/url")
         await self._hook_console()
         return await self.current()
 
@@ -176,14 +176,29 @@ class WebKitSession(W3CSession):
             raise Refused("the page did not report its navigation state")
         return state["url"] if mark else state
 
-    async def _loaded(self, token: str, before: str, *, history: bool) -> None:
+    async def _loaded(self, token: str, before: str, *, history: bool, watch_driver: bool = False) -> None:
         """Until a new document finished loading or the URL changed within the marked document (a fragment,
         a same-document history entry). A history step that shows no sign of navigating within
         ``HISTORY_GRACE_S`` had nowhere to go (the driver does not say). A load still going at
-        ``NAVIGATION_TIMEOUT_S`` is left going: the verb reports where the page is."""
+        ``NAVIGATION_TIMEOUT_S`` is left going: the verb reports where the page is.
+
+        ``watch_driver`` (navigating to a URL): the driver's current URL is the pending load's while one is
+        pending. Most failed loads commit an error document (about:blank), which ends the wait like any load;
+        a certificate refused by WebKitGTK commits nothing and leaves the marked document in place. So once
+        the driver showed another URL and is back at the marked document's, with that document still there,
+        the load ended without a document: the verb reports the page where it stayed."""
         loop = asyncio.get_running_loop()
         start = loop.time()
+        left = False  # the driver showed a URL other than the marked document's: a load was pending
         while loop.time() - start < NAVIGATION_TIMEOUT_S:
+            driver_url = None
+            if watch_driver:
+                try:
+                    driver_url = str(await self._client.command("GET", "/url", timeout_s=NAVIGATION_PROBE_TIMEOUT_S))
+                except (Refused, EngineTimeout, NotFound) as exc:
+                    log.debug("engine-c could not read the driver's URL: %s", exc)
+                else:
+                    left = left or driver_url != before
             try:
                 state = await self._nav_state(token, timeout_s=NAVIGATION_PROBE_TIMEOUT_S)
             except (Refused, EngineTimeout, NotFound) as exc:
@@ -195,6 +210,9 @@ class WebKitSession(W3CSession):
                 if state.get("marked") and state.get("url") != before:
                     return
                 if history and state.get("marked") and loop.time() - start > HISTORY_GRACE_S:
+                    return
+                if left and state.get("marked") and state.get("url") == before and driver_url == before:
+                    log.info("engine-c: a load ended without a document (a refused certificate?); page unchanged")
                     return
             await asyncio.sleep(NAVIGATION_POLL_S)
         log.info("engine-c navigation still loading after %g s; reporting where the page is", NAVIGATION_TIMEOUT_S)

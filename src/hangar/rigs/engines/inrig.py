@@ -7,6 +7,10 @@ task kills that process group, so closing the engine needs nothing from the back
 9222 itself. Exactly one host loopback port is forwarded to guest 9222, and the client connects through it
 naming the guest-side authority (engine B checks the Host header against the port it listens on).
 
+Each long-lived process runs with its stderr joined to its stdout, streamed into a bounded buffer per process:
+``RigEngine.log()`` reads what the engine said while it runs (a page that failed to load, a sandbox it could not
+set up), not only when it died.
+
 Only ``write_file``, ``run``, ``listening_ports`` and ``forward`` are used, so a backend other than the enclosure
 (the planned microVM backend) boots browsers with this module unchanged.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from hangar.errors import HangarError, InvalidArgs, Unavailable
@@ -42,6 +47,9 @@ RELAY_ARGV = (
 SETUP_TIMEOUT_S = 60.0
 POLL_S = 0.05  # reading the listening ports is cheap; a boot waits on it
 TAIL_CHARS = 800
+LOG_BYTES = 64 * 1024  # per process: the newest output ``RigEngine.log`` keeps
+# Runs argv with stderr joined to stdout, which is the stream ``RigHandle.run`` hands over as it comes.
+JOINED_OUTPUT = ("sh", "-c", 'exec "$@" 2>&1', "joined-output")
 CLOSE_TIMEOUT_S = 5.0
 
 
@@ -62,6 +70,7 @@ class RigEngine:
     host_port: int | None = None
     session: EngineSession | None = None
     _tasks: list[tuple[str, asyncio.Task[ExecResult]]] = field(default_factory=list)
+    _output: dict[str, bytearray] = field(default_factory=dict)
     _closed: bool = False
 
     @property
@@ -88,8 +97,9 @@ class RigEngine:
         if self.recipe.relay:
             processes.append(EngineProcess("relay", RELAY_ARGV))
         for process in processes:
-            task = asyncio.create_task(self.handle.run(self._command(process, None), None), name=process.name)
-            self._tasks.append((process.name, task))
+            joined = EngineProcess(process.name, (*JOINED_OUTPUT, *process.argv), process.env)
+            run = self.handle.run(self._command(joined, None), self._collector(process.name))
+            self._tasks.append((process.name, asyncio.create_task(run, name=process.name)))
         wanted = {self.context.port, AUTOMATION_PORT}
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.recipe.boot_timeout_s
@@ -111,6 +121,25 @@ class RigEngine:
             self._check_running()
             raise Unavailable(f"{self.engine} did not answer its client in time") from None
         return self.session
+
+    def _collector(self, name: str) -> Callable[[bytes], Awaitable[None]]:
+        buffer = self._output.setdefault(name, bytearray())
+
+        async def collect(chunk: bytes) -> None:
+            buffer.extend(chunk)
+            if len(buffer) > LOG_BYTES:
+                del buffer[: len(buffer) - LOG_BYTES]
+
+        return collect
+
+    def log(self) -> str:
+        """The newest output of each engine process (at most ``LOG_BYTES`` each), headed by its name. It is
+        the engine's own words about pages it loaded: untrusted, for diagnosing, never for an agent's reply."""
+        parts = []
+        for name, buffer in self._output.items():
+            text = buffer.decode("utf-8", "replace")
+            parts.append(f"--- {name} ---\n{text}" + ("" if not text or text.endswith("\n") else "\n"))
+        return "".join(parts)
 
     def _command(self, process: EngineProcess, timeout_s: float | None) -> Command:
         return Command(process.argv, self.context.home, dict(process.env), None, timeout_s)

@@ -154,3 +154,32 @@ async def test_deny_listeners_log_and_close(gate: EgressGate) -> None:
         await asyncio.sleep(0.01)
     kinds = [(e.kind, e.allowed) for e in list(gate.events)[-2:]]
     assert kinds == [("tcp", False), ("udp", False)]
+
+
+async def test_closing_the_gate_ends_the_relays_going_through_it() -> None:
+    """An upstream that never answers nor hangs up keeps a relay open; the rig's end (``aclose``) ends it."""
+    arrived = asyncio.Event()
+    stuck: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        stuck.append(writer)
+        await reader.read(65536)
+        arrived.set()
+        await asyncio.Event().wait()  # never answers; ends when the test's server closes
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = int(server.sockets[0].getsockname()[1])
+    ports = GatePorts(dns=free_port(), http=free_port(), tls=free_port(), deny_tcp=free_port(), deny_udp=free_port())
+    gate = EgressGate(
+        "rig-x", {"granted.test"}, ports=ports, upstream_overrides={"granted.test:443": ("127.0.0.1", port)}
+    )
+    await gate.start(plain_socket)
+    reader, writer = await asyncio.open_connection("127.0.0.1", ports.tls)
+    writer.write(client_hello("granted.test"))
+    await asyncio.wait_for(arrived.wait(), 5)
+    await gate.aclose()
+    assert await asyncio.wait_for(reader.read(), 5) == b""  # the rig's side was hung up
+    writer.close()
+    for w in stuck:
+        w.close()
+    server.close()

@@ -1,6 +1,13 @@
 """A rig's network namespace: created by bubblewrap running as root (so the host's user namespace owns it and
 the rig user has no capabilities in it), loopback only, default routes into loopback, the egress rules loaded.
 
+Loopback also carries the rig's own IPv4 address (``RIG_ADDRESS``), though nothing is ever sent to it: glibc's
+``getaddrinfo`` with ``AI_ADDRCONFIG`` answers a lookup restricted to IPv4 with "Name or service not known",
+without asking any resolver, when the host has no IPv4 address but 127.0.0.1. GLib (so WebKitGTK, engine C)
+looks names up that way, one family at a time, and could resolve nothing; Python, Chromium and Firefox ask for
+both families at once, which that rule lets through. IPv6 keeps only ``::1``, so such lookups of AAAA records
+still end at once: the rig has no IPv6 egress.
+
 Sockets that must live inside the namespace (the gate's listeners, the host side of port forwards connecting
 to guest ports) are created by one dedicated thread that has joined it with ``setns``: a network namespace is
 a per-thread attribute, and a socket keeps the namespace it was created in.
@@ -23,10 +30,13 @@ from pathlib import Path
 from hangar.errors import Internal
 
 CLONE_NEWNET = 0x40000000
-NETLINK_ROUTE, RTM_NEWROUTE, NLMSG_ERROR = 0, 24, 2
+NETLINK_ROUTE, RTM_NEWADDR, RTM_NEWROUTE, NLMSG_ERROR = 0, 20, 24, 2
 NLM_FLAGS = 0x1 | 0x4 | 0x200 | 0x400  # request, ack, exclusive, create
-RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_LINK, RTN_UNICAST = 254, 3, 253, 1
+RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_LINK, RT_SCOPE_HOST, RTN_UNICAST = 254, 3, 253, 254, 1
 RTA_OIF, RTA_PREFSRC = 4, 7
+IFA_ADDRESS, IFA_LOCAL = 1, 2
+LOOPBACK_INDEX = 1
+RIG_ADDRESS = "198.18.0.2"  # next to the gate's (RFC 2544's benchmarking range): never a real destination
 
 _libc = ctypes.CDLL(None, use_errno=True)
 Socket = socket.socket  # spelled so inside ``NetNamespace``, whose ``socket`` method hides the module there
@@ -58,16 +68,33 @@ def _route_message(family: int, src: bytes, seq: int) -> bytes:
     return struct.pack("IHHII", 16 + len(body), RTM_NEWROUTE, NLM_FLAGS, seq, 0) + body
 
 
+def _address_message(address: bytes, seq: int) -> bytes:
+    """RTM_NEWADDR: ``address``/32 on loopback, host scope."""
+    ifaddrmsg = struct.pack("BBBBI", socket.AF_INET, 32, 0, RT_SCOPE_HOST, LOOPBACK_INDEX)
+    attrs = b"".join(struct.pack("HH", 4 + len(address), kind) + address for kind in (IFA_LOCAL, IFA_ADDRESS))
+    body = ifaddrmsg + attrs
+    return struct.pack("IHHII", 16 + len(body), RTM_NEWADDR, NLM_FLAGS, seq, 0) + body
+
+
+def _ask(nl: socket.socket, message: bytes, what: str) -> None:
+    nl.send(message)
+    reply = nl.recv(4096)
+    error = -struct.unpack("i", reply[16:20])[0] if struct.unpack("H", reply[4:6])[0] == NLMSG_ERROR else 0
+    if error:
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
 def _add_default_routes() -> None:
     with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE) as nl:
         for seq, (family, src) in enumerate(
             ((socket.AF_INET, socket.inet_pton(socket.AF_INET, "127.0.0.1")),
              (socket.AF_INET6, socket.inet_pton(socket.AF_INET6, "::1"))), start=1):  # fmt: skip
-            nl.send(_route_message(family, src, seq))
-            reply = nl.recv(4096)
-            error = -struct.unpack("i", reply[16:20])[0] if struct.unpack("H", reply[4:6])[0] == NLMSG_ERROR else 0
-            if error:
-                raise OSError(error, f"adding the default route: {os.strerror(error)}")
+            _ask(nl, _route_message(family, src, seq), "adding the default route")
+
+
+def _add_rig_address() -> None:
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE) as nl:
+        _ask(nl, _address_message(socket.inet_pton(socket.AF_INET, RIG_ADDRESS), 1), "adding the rig's address")
 
 
 def _configure(ruleset: str) -> None:
@@ -83,6 +110,10 @@ def _configure(ruleset: str) -> None:
             time.sleep(0.005)
     else:
         raise Internal("the rig's loopback interface never came up")
+    try:
+        _add_rig_address()
+    except OSError as exc:
+        raise Internal(f"cannot give the rig its address: {exc.strerror}") from exc
     _nft(["nft", "-f", "-"], ruleset)
 
 
@@ -101,7 +132,8 @@ class NetNamespace:
                                           initargs=(str(self.path),))  # fmt: skip
 
     async def configure(self, ruleset: str) -> None:
-        """Default routes into loopback (so any destination reaches the output hook) and the egress rules.
+        """Default routes into loopback (so any destination reaches the output hook), the rig's address and the
+        egress rules.
         Both run on the namespace's own thread: routes over netlink, ``nft`` as a child that inherits the
         thread's namespace (no ``nsenter`` or ``ip`` processes on the boot path)."""
         await asyncio.get_running_loop().run_in_executor(self._executor(), _configure, ruleset)

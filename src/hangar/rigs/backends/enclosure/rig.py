@@ -285,6 +285,11 @@ class EnclosureRig(RigHandle):
         self._check_live()
         return self.engine.session
 
+    def engine_log(self) -> str:
+        if self.engine is None:
+            return super().engine_log()
+        return self.engine.log()
+
     def _host_ports(self) -> frozenset[int]:
         return self.gate.ports.all() | frozenset(self._loopback)
 
