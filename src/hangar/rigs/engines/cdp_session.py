@@ -73,14 +73,13 @@ class CdpSession(EngineSession):
             target_id = await _page_target(conn)
             attached = await conn.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
             session = cls(conn, str(attached["sessionId"]))
-            await session._attach()
-            await session.set_viewport(*viewport)
+            await session._attach(viewport)
         except BaseException:
             await conn.aclose()
             raise
         return session
 
-    async def _attach(self) -> None:
+    async def _attach(self, viewport: tuple[int, int]) -> None:
         # Listeners first, so nothing logged while the domains come up is missed.
         self._conn.subscribe(
             ("Runtime.consoleAPICalled",), self._sid, callback=lambda e: self._console.console_call(e.params)
@@ -90,16 +89,20 @@ class CdpSession(EngineSession):
         )
         self._conn.subscribe(("Page.javascriptDialogOpening",), self._sid, callback=self._on_dialog)
         self._conn.subscribe(("Input.dragIntercepted",), self._sid, callback=self._on_drag)
-        for method, params in (
-            ("Page.enable", {}),
-            ("Page.setLifecycleEventsEnabled", {"enabled": True}),
-            ("Runtime.enable", {}),
-            ("Network.enable", {"maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 500_000}),
-            ("Emulation.setFocusEmulationEnabled", {"enabled": True}),
-            ("Input.setInterceptDrags", {"enabled": True}),
-        ):
-            await self._call(method, params)
-        tree = await self._call("Page.getFrameTree")
+        # Sent together and answered in order: one round trip at boot instead of eight.
+        *_, tree = await self._conn.call_all(
+            [
+                ("Page.enable", {}),
+                ("Page.setLifecycleEventsEnabled", {"enabled": True}),
+                ("Runtime.enable", {}),
+                ("Network.enable", {"maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 500_000}),
+                ("Emulation.setFocusEmulationEnabled", {"enabled": True}),
+                ("Input.setInterceptDrags", {"enabled": True}),
+                _metrics_override(*viewport),
+                ("Page.getFrameTree", {}),
+            ],
+            self._sid,
+        )
         self._frame_id = str(tree["frameTree"]["frame"]["id"])
 
     async def _call(self, method: str, params: Json | None = None, limit_s: float = 30.0) -> Json:
@@ -392,8 +395,7 @@ class CdpSession(EngineSession):
 
     async def set_viewport(self, width: int, height: int) -> None:
         # The emulated metrics drive layout, stills and the screencast alike: a running screencast follows.
-        await self._call("Emulation.setDeviceMetricsOverride",
-                         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})  # fmt: skip
+        await self._call(*_metrics_override(width, height))
 
     async def wait_for(self, selector: str, timeout_s: float) -> bool:
         """Polls inside the page; a navigation destroys the page's promise, so the wait resumes in the new page
@@ -494,13 +496,19 @@ def _value(result: Json) -> Any:
     return result["result"].get("value")
 
 
+def _metrics_override(width: int, height: int) -> tuple[str, Json]:
+    return "Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
+                                                  "mobile": False}  # fmt: skip
+
+
 async def _page_target(conn: CdpConnection) -> str:
-    """The browser's first page, waiting briefly for the one opened at launch; a new one when there is none."""
-    for _ in range(50):
+    """The browser's first page, waiting briefly for the one opened at launch (looked for often: a boot waits on
+    it); a new one when there is none after five seconds."""
+    for _ in range(200):
         targets = await conn.call("Target.getTargets")
         pages = [t for t in targets.get("targetInfos", []) if t.get("type") == "page"]
         if pages:
             return str(pages[0]["targetId"])
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.025)
     created = await conn.call("Target.createTarget", {"url": "about:blank"})
     return str(created["targetId"])
