@@ -1,14 +1,19 @@
-"""The file lane: ``POST /rig/files/<rigId>`` drops files into the rig's ``~/drops``; ``GET
-/rig/files/<rigId>?p=<base64url path>`` reads one file out. Bytes travel over HTTP, not the RPC socket.
+"""The file lane: ``POST /rig/files/<rigId>`` drops files into the rig (a terminal's ``~/drops``, a browser's
+``/tmp/hangar-drops``); ``GET /rig/files/<rigId>?p=<base64url path>`` reads one file out. Bytes travel over
+HTTP, not the RPC socket.
 
 A drop is parsed as it streams in (multipart, python-multipart's push parser) and spooled to disk under the
 data directory, never held whole in memory; the limits (64 files, 256 MB each, 512 MB per drop) are enforced
 while bytes arrive, and nothing lands in the rig unless the whole drop is valid. Files land in ``~/drops``
 (beside the worktree, never inside it) and never overwrite: a colliding name lands as ``2-name.ext``, then
 ``3-name.ext``. Names are refused when they carry a path (separators, ``.`` or ``..``), control characters or
-more than 255 bytes. Dropping is mutating (refused while someone else holds control); reading a file out is an
-observation. Both are audited as counts, sizes and paths, never content. Errors are raised and rendered by the
-server's error handler (``hangar.core.http_errors``).
+more than 255 bytes. A drop into a browser rig may carry a drop point (form fields ``x`` and ``y``, the page's
+CSS pixels, as the live view's ``viewport`` notice gives them): engine A then fires a real drop event there, and
+engines B and C, which cannot, point the file input at that point (or the one a label there is for) at the
+landed files; the reply's ``delivery`` says which happened: ``dropEvent``, ``fileInput`` or ``landed`` (the files
+landed and nothing on the page was told). Dropping is mutating (refused while someone else holds control);
+reading a file out is an observation. Both are audited as counts, sizes and paths, never content. Errors are
+raised and rendered by the server's error handler (``hangar.core.http_errors``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 from urllib.parse import quote, unquote_to_bytes
 
 from python_multipart.multipart import MultipartParser, parse_options_header
@@ -33,8 +38,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from hangar.core.ids import new_id
 from hangar.errors import Conflict, HangarError, InvalidArgs
 from hangar.identity import IdentityService
+from hangar.rigs.engines.session import EngineSession
 from hangar.rigs.errors import DropTooLarge
 from hangar.rigs.lanes import authorize
+from hangar.rigs.model import Surface
 
 MB = 1024 * 1024
 MAX_FILES = 64
@@ -45,6 +52,7 @@ MAX_FIELDS = 8
 MAX_COLLISIONS = 1000
 GUEST_HOME = "/home/rig"
 DROPS_DIR = f"{GUEST_HOME}/drops"
+BROWSER_DROPS_DIR = "/tmp/hangar-drops"
 CHUNK = 256 * 1024
 _EXTENDED_FILENAME = re.compile(r"filename\*\s*=\s*UTF-8''([^;\s]+)", re.IGNORECASE)
 
@@ -100,6 +108,7 @@ class DropSpool:
         self.dir = directory
         self.files: list[_Part] = []
         self.fields = 0
+        self.values: dict[str, str] = {}  # small form fields by name (a drop point)
         self.total = 0
         self._headers: dict[str, str] = {}
         self._field = b""
@@ -168,7 +177,23 @@ class DropSpool:
         if self._part is not None and self._part.fh is not None:
             self._part.fh.close()
             self._part.fh = None
+        elif self._part is not None:
+            self.values[self._part.name] = self._part.value.decode("utf-8", "replace")
         self._part = None
+
+    def point(self) -> tuple[int, int] | None:
+        """The drop point (fields ``x`` and ``y``, whole CSS pixels of the page), when one was given."""
+        given = [name for name in ("x", "y") if name in self.values]
+        if not given:
+            return None
+        coords: list[int] = []
+        for name in ("x", "y"):
+            raw = self.values.get(name, "").strip()
+            if not raw.isdigit() or int(raw) > 100_000:
+                raise InvalidArgs(f"{name} must be a whole number of pixels (give both x and y, or neither)",
+                                  field=name)  # fmt: skip
+            coords.append(int(raw))
+        return coords[0], coords[1]
 
     def close(self) -> None:
         for part in self.files:
@@ -220,12 +245,16 @@ async def drop_files(request: Request) -> Response:
         spool_dir = app.datadir.sub("rigs", "spool", new_id())
         spool = DropSpool(spool_dir)
         await _receive(request, spool)
+        point = spool.point()
+        browser = live.surface is Surface.browser
+        directory = BROWSER_DROPS_DIR if browser else DROPS_DIR
         landed: list[dict[str, Any]] = []
+        delivery: Delivery = "landed"
         async with mgr.acting(access.ws, rig_id, principal, mutating=True, what="drop_files") as (_live, handle):
             for part in spool.files:
                 assert part.path is not None and part.filename is not None
                 for n in range(1, MAX_COLLISIONS + 1):
-                    guest = f"{DROPS_DIR}/{numbered(part.filename, n)}"
+                    guest = f"{directory}/{numbered(part.filename, n)}"
                     try:
                         await handle.write_file(guest, _chunks(part.path), exclusive=True)
                     except Conflict:
@@ -234,15 +263,42 @@ async def drop_files(request: Request) -> Response:
                     break
                 else:
                     raise Conflict(f"{part.filename!r} collides with {MAX_COLLISIONS} existing drops")
-        details = {"count": len(landed), "bytes": sum(f["size"] for f in landed), "files": landed}
+            if browser and point is not None:
+                delivery = await deliver(handle.browser(), [f["path"] for f in landed], point)
+        details: dict[str, Any] = {"count": len(landed), "bytes": sum(f["size"] for f in landed), "files": landed}
+        if browser:
+            details |= {"delivery": delivery, "point": list(point) if point is not None else None}
         await mgr.log_action(access.ws, rig_id, principal, "drop_files", details)
         await app.audit.append(
             access.ws, principal=principal.label, action="rig.drop_files", target=f"rig:{rig_id}", details=details
         )
-        return JSONResponse({"rigId": rig_id, "delivery": "landed", "directory": DROPS_DIR, "files": landed})
+        note = DELIVERY_NOTES[delivery] if browser else None
+        return JSONResponse(
+            {"rigId": rig_id, "delivery": delivery, "note": note, "directory": directory, "files": landed}
+        )
     finally:
         if spool is not None:
             spool.close()
+
+
+Delivery = Literal["dropEvent", "fileInput", "landed"]
+DELIVERY_NOTES: dict[Delivery, str] = {
+    "dropEvent": "the page got a real drop event at the drop point",
+    "fileInput": "this engine cannot take a real drop: the file input at the drop point was set to the files",
+    "landed": "the files landed in the rig; nothing on the page was told",
+}
+
+
+async def deliver(session: EngineSession, paths: list[str], point: tuple[int, int]) -> Delivery:
+    """Tell the page about landed files at ``point``: a real drop where the engine can fire one, else the file
+    input there, else nothing."""
+    x, y = point
+    if session.real_drop:
+        await session.drop_files(paths, x, y)
+        return "dropEvent"
+    if await session.set_input_files(x, y, paths):
+        return "fileInput"
+    return "landed"
 
 
 async def read_file(request: Request) -> Response:

@@ -20,6 +20,7 @@ from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.browser import use_browser
+from hangar.rigs.consent import CONSENT_OPS
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
@@ -275,7 +276,8 @@ async def _lane_url(ctx: OpContext, rig_id: str, lane: Lane, path: str, scheme_w
 
 @op("rig.fileLaneUrl", kind="read", scope="workspace", min_role="member")
 async def rig_file_lane_url(ctx: OpContext, args: RigArgs) -> LaneUrl:
-    """A signed URL for the rig's file lane (POST drops into ~/drops, GET ?p= reads a file), for you only."""
+    """A signed URL for the rig's file lane (POST drops files in, GET ?p= reads a file) and its clipboard lane
+    (/rig/clipboard/<rigId> with the same sig), for you only."""
     return await _lane_url(ctx, args.rig_id, "files", "/rig/files", scheme_ws=False)
 
 
@@ -284,6 +286,13 @@ async def rig_file_lane_url(ctx: OpContext, args: RigArgs) -> LaneUrl:
 async def rig_terminal_url(ctx: OpContext, args: RigArgs) -> LaneUrl:
     """A signed WebSocket URL for a live terminal in the rig (PTY over the socket), for you only."""
     return await _lane_url(ctx, args.rig_id, "terminal", "/rig/terminal", scheme_ws=True)
+
+
+@op("rig.liveViewUrl", kind="read", scope="workspace", min_role="member")
+async def rig_live_view_url(ctx: OpContext, args: RigArgs) -> LaneUrl:
+    """A signed WebSocket URL for the live view of a browser rig (frames out; your input while you hold control),
+    for you only."""
+    return await _lane_url(ctx, args.rig_id, "watch", "/rig/live", scheme_ws=True)
 
 
 class UseArgs(RigArgs):
@@ -435,6 +444,8 @@ RIG_OPS: list[OpFunction] = [
     rig_grant_hosts,
     rig_file_lane_url,
     rig_terminal_url,
+    rig_live_view_url,
+    *CONSENT_OPS,
     computer_use,
     browser_use,
     mobile_use,

@@ -13,6 +13,7 @@ from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.rigs.backends.base import RigBackend
 from hangar.rigs.confinement import RigConfinement
+from hangar.rigs.consent import SERVER_MIGRATIONS
 from hangar.rigs.devdomain_ops import DEV_DOMAIN_OPS
 from hangar.rigs.events import RIG_EVENTS
 from hangar.rigs.images import IMAGE_SETTINGS
@@ -51,7 +52,7 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
         name="rigs",
         ops=[*RIG_OPS, *DEV_DOMAIN_OPS],
         routes=RIG_ROUTES,
-        migrations=[MIGRATIONS],
+        migrations=[MIGRATIONS, SERVER_MIGRATIONS],
         events=RIG_EVENTS,
         settings=IMAGE_SETTINGS,
         server_settings=[MEMORY_BUDGET_SPEC],

@@ -1,14 +1,19 @@
-"""HTTP and WebSocket routes of rigs: the file lane and the live terminal lane."""
+"""HTTP and WebSocket routes of rigs: the file lane, the clipboard lane, the live terminal and the live view."""
 
 from __future__ import annotations
 
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
+from hangar.rigs.clipboard import read_clipboard, write_clipboard
 from hangar.rigs.files import drop_files, read_file
+from hangar.rigs.liveview import live_view_lane
 from hangar.rigs.terminal import terminal_lane
 
 RIG_ROUTES: list[BaseRoute] = [
     Route("/rig/files/{rig_id}", drop_files, methods=["POST"]),
     Route("/rig/files/{rig_id}", read_file, methods=["GET"]),
+    Route("/rig/clipboard/{rig_id}", read_clipboard, methods=["GET"]),
+    Route("/rig/clipboard/{rig_id}", write_clipboard, methods=["POST"]),
     WebSocketRoute("/rig/terminal/{rig_id}", terminal_lane),
+    WebSocketRoute("/rig/live/{rig_id}", live_view_lane),
 ]

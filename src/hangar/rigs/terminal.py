@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hashlib
 import json
 import logging
@@ -22,17 +21,13 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from hangar.core.context import AppContext
-from hangar.core.principal import Principal
-from hangar.errors import HangarError, InvalidArgs, Unauthenticated
-from hangar.identity import IdentityService
+from hangar.errors import HangarError, InvalidArgs
 from hangar.rigs.backends.base import Pty
-from hangar.rigs.lanes import LaneAccess, authorize, still_allowed
-from hangar.rpc.access import AccessMonitor, Revocable
+from hangar.rigs.lanes import LaneAccess, authorize
+from hangar.rigs.socketlane import credential, fail, guarded
 
 log = logging.getLogger(__name__)
 
-AUTH_TIMEOUT_S = 10.0
 DEFAULT_COLS, DEFAULT_ROWS = 80, 24
 
 
@@ -44,53 +39,24 @@ def _size(value: str | None, default: int, name: str) -> int:
     return int(value)
 
 
-async def _credential(ws: WebSocket) -> tuple[Principal, str]:
-    """Who opens the lane, and the credential they used (re-checked while the lane is open)."""
-    app = ws.app.state.ctx
-    scheme, _, token = ws.headers.get("authorization", "").partition(" ")
-    if scheme:
-        return await app.service(IdentityService).authenticate_bearer(ws), token.strip()
-    try:
-        first = await asyncio.wait_for(ws.receive_text(), AUTH_TIMEOUT_S)
-        frame = json.loads(first)
-    except (TimeoutError, ValueError, KeyError):
-        raise Unauthenticated("send Authorization: Bearer or a first frame {type: auth, token}") from None
-    if not isinstance(frame, dict) or frame.get("type") != "auth" or not isinstance(frame.get("token"), str):
-        raise Unauthenticated("the first frame must be {type: auth, token}")
-    return await app.service(IdentityService).authenticate(frame["token"]), frame["token"]
-
-
-async def _fail(ws: WebSocket, err: HangarError) -> None:
-    with contextlib.suppress(Exception):
-        await ws.send_text(json.dumps({"type": "error", **err.to_dict()}))
-        await ws.close(code=4000 + err.http_status, reason=err.code)
-
-
 async def terminal_lane(ws: WebSocket) -> None:
     rig_id = ws.path_params["rig_id"]
     await ws.accept()
     try:
         cols = _size(ws.query_params.get("cols"), DEFAULT_COLS, "cols")
         rows = _size(ws.query_params.get("rows"), DEFAULT_ROWS, "rows")
-        principal, token = await _credential(ws)
+        principal, token = await credential(ws)
         access = await authorize(
             ws.app.state.ctx, "terminal", rig_id, ws.query_params.get("sig"), principal, mutating=True
         )
     except HangarError as err:
-        await _fail(ws, err)
+        await fail(ws, err)
         return
-    app: AppContext = ws.app.state.ctx
-    guard = Revocable(functools.partial(still_allowed, app, access.ws, token))
-    monitor = app.maybe_service(AccessMonitor)
-    if monitor is not None:
-        monitor.watch(guard)
     try:
-        await _serve(ws, access, cols, rows, guard.ended)
+        async with guarded(ws.app.state.ctx, access, token) as revoked:
+            await _serve(ws, access, cols, rows, revoked)
     except HangarError as err:
-        await _fail(ws, err)
-    finally:
-        if monitor is not None:
-            monitor.forget(guard)
+        await fail(ws, err)
 
 
 async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, revoked: asyncio.Future[HangarError]) -> None:

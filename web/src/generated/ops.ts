@@ -470,6 +470,22 @@ export type ActionLogEntry = {
   details: Record<string, unknown>;
 };
 
+export type ClipboardGrantRow = {
+  id: string;
+  userId: string;
+  displayName: string;
+  direction: "hostToRig" | "rigToHost";
+  grantedAt: string;
+  expiresAt: string | null;
+  always: boolean;
+};
+
+/** One person's clipboard crossing: what each direction does by default, and their active grants. */
+export type ClipboardPolicy = {
+  defaults: Record<string, "allow" | "ask">;
+  grants: Array<ClipboardGrantRow>;
+};
+
 export type DevDomainRow = {
   domain: string;
   spaceId: string;
@@ -1489,6 +1505,27 @@ export type RigActionLogArgs = {
 };
 export type RigActionLogResult = Array<ActionLogEntry>;
 
+/** Allow your own clipboard crossing in one direction, for up to ten minutes or always (copying out of a rig asks until you do). */
+export type RigClipboardGrantArgs = {
+  direction: "hostToRig" | "rigToHost";
+  minutes?: number | null;
+  always?: boolean;
+};
+export type RigClipboardGrantResult = ClipboardPolicy;
+
+/** Your active clipboard grants; with ``everyone`` (the server owner only) every person's. */
+export type RigClipboardGrantsArgs = {
+  everyone?: boolean;
+};
+export type RigClipboardGrantsResult = ClipboardPolicy;
+
+/** Revoke your grants in one direction (the server owner may revoke anyone's, naming ``userId``). */
+export type RigClipboardRevokeArgs = {
+  direction: "hostToRig" | "rigToHost";
+  userId?: string | null;
+};
+export type RigClipboardRevokeResult = ClipboardPolicy;
+
 /** A space's dev domains (name -> rig and guest port) and whether this host has an HTTPS lane for them. */
 export type RigDevDomainsArgs = {
   /** The workspace the call acts in. */
@@ -1507,7 +1544,7 @@ export type RigExecArgs = {
 };
 export type RigExecResult = ExecOutput;
 
-/** A signed URL for the rig's file lane (POST drops into ~/drops, GET ?p= reads a file), for you only. */
+/** A signed URL for the rig's file lane (POST drops files in, GET ?p= reads a file) and its clipboard lane (/rig/clipboard/<rigId> with the same sig), for you only. */
 export type RigFileLaneUrlArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1531,6 +1568,14 @@ export type RigGrantHostsArgs = {
   hosts: Array<string>;
 };
 export type RigGrantHostsResult = HostsGranted;
+
+/** A signed WebSocket URL for the live view of a browser rig (frames out; your input while you hold control), for you only. */
+export type RigLiveViewUrlArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+};
+export type RigLiveViewUrlResult = LaneUrl;
 
 /** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. */
 export type RigOpenArgs = {
@@ -2060,11 +2105,15 @@ export interface Ops {
   "repos.register": { kind: "mutate"; scope: "workspace"; args: ReposRegisterArgs; result: ReposRegisterResult };
   "repos.remove": { kind: "destructive"; scope: "workspace"; args: ReposRemoveArgs; result: ReposRemoveResult };
   "rig.actionLog": { kind: "read"; scope: "workspace"; args: RigActionLogArgs; result: RigActionLogResult };
+  "rig.clipboardGrant": { kind: "mutate"; scope: "server"; args: RigClipboardGrantArgs; result: RigClipboardGrantResult };
+  "rig.clipboardGrants": { kind: "read"; scope: "server"; args: RigClipboardGrantsArgs; result: RigClipboardGrantsResult };
+  "rig.clipboardRevoke": { kind: "mutate"; scope: "server"; args: RigClipboardRevokeArgs; result: RigClipboardRevokeResult };
   "rig.devDomains": { kind: "read"; scope: "workspace"; args: RigDevDomainsArgs; result: RigDevDomainsResult };
   "rig.exec": { kind: "mutate"; scope: "workspace"; args: RigExecArgs; result: RigExecResult };
   "rig.fileLaneUrl": { kind: "read"; scope: "workspace"; args: RigFileLaneUrlArgs; result: RigFileLaneUrlResult };
   "rig.get": { kind: "read"; scope: "workspace"; args: RigGetArgs; result: RigGetResult };
   "rig.grantHosts": { kind: "mutate"; scope: "workspace"; args: RigGrantHostsArgs; result: RigGrantHostsResult };
+  "rig.liveViewUrl": { kind: "read"; scope: "workspace"; args: RigLiveViewUrlArgs; result: RigLiveViewUrlResult };
   "rig.open": { kind: "mutate"; scope: "workspace"; args: RigOpenArgs; result: RigOpenResult };
   "rig.ports": { kind: "read"; scope: "workspace"; args: RigPortsArgs; result: RigPortsResult };
   "rig.releaseControl": { kind: "mutate"; scope: "workspace"; args: RigReleaseControlArgs; result: RigReleaseControlResult };
@@ -2200,11 +2249,15 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "repos.register": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "repos.remove": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
   "rig.actionLog": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
+  "rig.clipboardGrant": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
+  "rig.clipboardGrants": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
+  "rig.clipboardRevoke": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
   "rig.devDomains": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.exec": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.fileLaneUrl": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.get": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.grantHosts": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "rig.liveViewUrl": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.open": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.ports": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.releaseControl": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from hangar.errors import InvalidArgs
-from hangar.rigs.engines import engine_a
+from hangar.rigs.engines import engine_a, engine_b, engine_c
 from hangar.rigs.engines.launch import EngineRecipe
 
 RECIPES: dict[str, EngineRecipe] = {
     engine_a.RECIPE.engine: engine_a.RECIPE,
+    engine_b.RECIPE.engine: engine_b.RECIPE,
+    engine_c.RECIPE.engine: engine_c.RECIPE,
 }
 
 

@@ -3,6 +3,7 @@
 import { useEffect, useState, type FormEvent } from "react";
 import type { PackView } from "../../generated/ops";
 import { useCall, useRpc } from "../../rpc/hooks";
+import { ClipboardAccess } from "./ClipboardAccess";
 import { Field, Outcome, useAction, useLoaded } from "./common";
 import { fieldOf, whole } from "./fields";
 
@@ -279,12 +280,13 @@ function CustomImages() {
   );
 }
 
-export function RigsSettings() {
+export function RigsSettings({ selfId }: { selfId: string }) {
   return (
     <>
       <HostCheck />
       <Packs />
       <CustomImages />
+      <ClipboardAccess selfId={selfId} serverOwner />
     </>
   );
 }

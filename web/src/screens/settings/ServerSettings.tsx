@@ -4,6 +4,7 @@
 import { Link } from "../../Link";
 import { useCall } from "../../rpc/hooks";
 import type { ServerSection } from "../../router";
+import { ClipboardAccess } from "./ClipboardAccess";
 import { RigsSettings } from "./RigsSettings";
 import { SsoSettings } from "./SsoSettings";
 import { UsersSettings } from "./UsersSettings";
@@ -36,6 +37,12 @@ export default function ServerSettings({ section }: { section: ServerSection }) 
         <p>
           <Link href="/settings/devices">Your devices</Link> · <Link href="/">Your workspaces</Link>
         </p>
+        {/* Clipboard access is each person's own (rigs.md), so it is here for everyone. */}
+        {section === "rigs" && (
+          <div className="settings">
+            <ClipboardAccess selfId={me.data.id} serverOwner={false} />
+          </div>
+        )}
       </>
     );
   }
@@ -51,7 +58,7 @@ export default function ServerSettings({ section }: { section: ServerSection }) 
         ))}
       </nav>
       {section === "sso" && <SsoSettings />}
-      {section === "rigs" && <RigsSettings />}
+      {section === "rigs" && <RigsSettings selfId={me.data.id} />}
       {section === "users" && <UsersSettings selfId={me.data.id} />}
     </div>
   );

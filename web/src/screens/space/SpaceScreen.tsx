@@ -98,6 +98,12 @@ interface Rigs {
   error: string | null;
 }
 
+/** A rig's tab: its terminal, or a browser rig's live view (named with its engine). */
+function tabName(rig: RigRow): string {
+  if (rig.surface === "terminal") return "Terminal";
+  return rig.surface === "browser" ? `Live view (${rig.engine ?? "browser"})` : rig.surface;
+}
+
 /** Left and right arrows move between tabs (the ARIA tabs pattern); the tab that gets focus is selected. */
 function moveBetweenTabs(e: KeyboardEvent<HTMLDivElement>) {
   if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
@@ -227,7 +233,7 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
             data-phase={r.status}
             onClick={() => select(r.rigId)}
           >
-            {r.surface === "terminal" ? "Terminal" : r.surface} <span className="hint">{r.status}</span>
+            {tabName(r)} <span className="hint">{r.status}</span>
           </button>
         ))}
       </div>

@@ -1,31 +1,22 @@
 /** Files dropped (or chosen) onto a rig travel over its file lane (`POST /rig/files/<rigId>`, a URL minted by
- * `rig.fileLaneUrl`, with the device credential as a bearer), not the RPC socket; they land in `~/drops`. */
+ * `rig.fileLaneUrl`, with the device credential as a bearer), not the RPC socket; they land in the rig's drops
+ * folder (`~/drops` in a terminal, `/tmp/hangar-drops` in a browser). */
 import { useRef, useState, type DragEvent } from "react";
-import { loadToken } from "../../../auth/credential";
 import { useRpc } from "../../../rpc/hooks";
 import { RpcError } from "../../../rpc/errors";
+import { dropFiles, type Landed } from "./fileLane";
 
-interface Landed {
-  name: string;
-  path: string;
-  size: number;
-}
-
-function landedFiles(body: unknown): Landed[] {
-  const files = (body as { files?: unknown } | null)?.files;
-  return Array.isArray(files) ? (files as Landed[]) : [];
-}
-
-async function errorText(response: Response): Promise<string> {
-  try {
-    const body = (await response.json()) as { error?: { message?: string }; message?: string };
-    return body.error?.message ?? body.message ?? `the server answered ${response.status}`;
-  } catch {
-    return `the server answered ${response.status}`;
-  }
-}
-
-export function FileDrop({ workspaceId, rigId, disabled }: { workspaceId: string; rigId: string; disabled: boolean }) {
+export function FileDrop({
+  workspaceId,
+  rigId,
+  disabled,
+  folder = "~/drops",
+}: {
+  workspaceId: string;
+  rigId: string;
+  disabled: boolean;
+  folder?: string;
+}) {
   const client = useRpc();
   const picker = useRef<HTMLInputElement>(null);
   const [over, setOver] = useState(false);
@@ -39,16 +30,8 @@ export function FileDrop({ workspaceId, rigId, disabled }: { workspaceId: string
     if (files.length === 0 || disabled) return;
     setState({ busy: true, landed: [], error: null });
     try {
-      const lane = await client.call("rig.fileLaneUrl", { workspace_id: workspaceId, rigId });
-      const form = new FormData();
-      for (const f of files) form.append("files", f, f.name);
-      const response = await fetch(lane.path, {
-        method: "POST",
-        body: form,
-        headers: { Authorization: `Bearer ${loadToken(window.localStorage) ?? ""}` },
-      });
-      if (!response.ok) throw new Error(await errorText(response));
-      setState({ busy: false, landed: landedFiles(await response.json()), error: null });
+      const reply = await dropFiles(client, workspaceId, rigId, files);
+      setState({ busy: false, landed: reply.files, error: null });
     } catch (e) {
       setState({ busy: false, landed: [], error: e instanceof RpcError || e instanceof Error ? e.message : String(e) });
     }
@@ -70,7 +53,9 @@ export function FileDrop({ workspaceId, rigId, disabled }: { workspaceId: string
       onDragLeave={() => setOver(false)}
       onDrop={drop}
     >
-      <p>Drop files here to put them in the rig's <code>~/drops</code> folder, or</p>
+      <p>
+        Drop files here to put them in the rig's <code>{folder}</code> folder, or
+      </p>
       <button
         type="button"
         className="secondary small"

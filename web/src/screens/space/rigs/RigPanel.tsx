@@ -1,5 +1,5 @@
 /** One rig of the space: its state and controller (take control, hand back), its forwarded ports with links, file
- * drops through the file lane, and the terminal. `rig.watch` keeps all of it live while the tab is open. */
+ * drops through the file lane, and the terminal (terminal rigs) or the live view with its clipboard (browser rigs). `rig.watch` keeps all of it live while the tab is open. */
 import { lazy, Suspense, useCallback, useEffect, useState } from "react";
 import type { PortRow, RigRow } from "../../../generated/ops";
 import { RpcError } from "../../../rpc/errors";
@@ -8,6 +8,7 @@ import { FileDrop } from "./FileDrop";
 import { portUrl } from "./portLinks";
 
 const Terminal = lazy(() => import("./Terminal").then((m) => ({ default: m.Terminal })));
+const LiveView = lazy(() => import("./LiveView").then((m) => ({ default: m.LiveView })));
 
 function message(e: unknown): string {
   return e instanceof RpcError ? e.message : String(e);
@@ -155,6 +156,11 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
           <Terminal workspaceId={workspaceId} rigId={rigId} />
         </Suspense>
       )}
+      {rig.surface === "browser" && ready && (
+        <Suspense fallback={<p role="status">Loading the live view…</p>}>
+          <LiveView workspaceId={workspaceId} rigId={rigId} />
+        </Suspense>
+      )}
       <div className="rig-side">
         <section aria-labelledby={`ports-${rigId}`}>
           <h2 id={`ports-${rigId}`}>Forwarded ports</h2>
@@ -162,7 +168,12 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
         </section>
         <section aria-labelledby={`drop-${rigId}`}>
           <h2 id={`drop-${rigId}`}>Files</h2>
-          <FileDrop workspaceId={workspaceId} rigId={rigId} disabled={!ready} />
+          <FileDrop
+            workspaceId={workspaceId}
+            rigId={rigId}
+            disabled={!ready}
+            folder={rig.surface === "browser" ? "/tmp/hangar-drops" : "~/drops"}
+          />
         </section>
       </div>
     </div>

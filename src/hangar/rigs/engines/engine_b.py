@@ -1,0 +1,362 @@
+"""Engine B: Firefox ESR driven over WebDriver BiDi (its built-in remote agent; no geckodriver).
+
+Firefox runs headless with its own profile; ``user.js`` keeps it quiet on a closed network (no updates,
+telemetry, studies, remote settings, safe-browsing lists, captive-portal or connectivity probes, DNS over
+HTTPS) and lets the page's clipboard API read without a paste prompt. A dev CA, when given, goes into the
+profile's NSS database with ``certutil`` before Firefox starts.
+
+What engine B cannot do, and what it does instead:
+- hard reload: Firefox's ``browsingContext.reload`` refuses ``ignoreCache``; a hard reload is a normal one.
+- real file drops: no drag of files into the page; ``set_input_files`` points a file input at the files.
+- HTML drag and drop: ``drag`` moves a real pointer (mouse events, pointer-driven drags work) and the page's
+  ``dragstart`` fires, but headless Firefox delivers no ``drop`` to synthesized input.
+- accessibility: no platform tree over BiDi; ``extract("a11y")`` is the DOM-derived approximation, flagged.
+- scaled stills: ``captureScreenshot`` has no scale; a still larger than asked is scaled on a canvas in a
+  sandboxed script realm (the page's own scripts cannot reach it), never scaled up.
+- live view: no screencast; stills are polled at most six times a second and unchanged ones skipped.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
+
+from hangar.errors import NotFound, Refused, Unavailable
+from hangar.rigs.engines import w3c_actions
+from hangar.rigs.engines.bidi import BidiClient, local_value, python_value
+from hangar.rigs.engines.images import fit, image_size
+from hangar.rigs.engines.launch import Endpoint, EngineProcess, EngineRecipe, LaunchContext, LaunchPlan
+from hangar.rigs.engines.scripts import script
+from hangar.rigs.engines.session import Extracted, Frame, Page, Still
+from hangar.rigs.engines.w3c_errors import EngineTimeout
+from hangar.rigs.engines.w3c_session import (
+    CONSOLE_CHARS,
+    CONSOLE_ENTRIES,
+    CONSOLE_ENTRY_CHARS,
+    Json,
+    W3CSession,
+    console_extract,
+    polled_frames,
+)
+
+ENGINE = "engine-b"
+PROFILE = ".firefox"
+NAVIGATION_TIMEOUT_S = 60.0  # past this a navigation answers where the page is, still loading
+JPEG_QUALITY = 0.8
+MAX_FULL_PAGE_HEIGHT = 16_384  # CSS pixels of a full-page still; longer documents are cut
+SANDBOX = "hangar"  # the script realm for canvas work, out of the page's reach
+
+# Preferences for a browser on a closed network, driven by automation. Values are JSON literals in user.js.
+PREFS: dict[str, bool | int | str] = {
+    # first run, default-browser and session-restore prompts
+    "browser.shell.checkDefaultBrowser": False,
+    "browser.startup.homepage_override.mstone": "ignore",
+    "startup.homepage_welcome_url": "about:blank",
+    "startup.homepage_welcome_url.additional": "",
+    "browser.aboutwelcome.enabled": False,
+    "trailhead.firstrun.didSeeAboutWelcome": True,
+    "datareporting.policy.firstRunURL": "",
+    "browser.sessionstore.resume_from_crash": False,
+    "toolkit.startup.max_resumed_crashes": -1,
+    "browser.tabs.warnOnClose": False,
+    "browser.warnOnQuit": False,
+    "signon.rememberSignons": False,
+    # updates, telemetry, studies, remote settings
+    "app.update.disabledForTesting": True,
+    "app.update.auto": False,
+    "app.normandy.enabled": False,
+    "app.shield.optoutstudies.enabled": False,
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "datareporting.healthreport.uploadEnabled": False,
+    "toolkit.telemetry.enabled": False,
+    "toolkit.telemetry.unified": False,
+    "toolkit.telemetry.archive.enabled": False,
+    "toolkit.telemetry.server": "",
+    "services.settings.server": "data:,#remote-settings-disabled/v1",
+    "extensions.update.enabled": False,
+    "extensions.getAddons.cache.enabled": False,
+    "extensions.systemAddon.update.enabled": False,
+    "extensions.blocklist.enabled": False,
+    "media.gmp-manager.updateEnabled": False,
+    "browser.search.update": False,
+    "browser.region.update.enabled": False,
+    "browser.region.network.url": "",
+    "browser.translations.enable": False,
+    "browser.ml.enable": False,
+    "browser.uitour.enabled": False,
+    "browser.discovery.enabled": False,
+    "browser.newtabpage.enabled": False,
+    "browser.newtabpage.activity-stream.feeds.system.topstories": False,
+    "browser.topsites.contile.enabled": False,
+    # background network traffic
+    "browser.safebrowsing.malware.enabled": False,
+    "browser.safebrowsing.phishing.enabled": False,
+    "browser.safebrowsing.downloads.enabled": False,
+    "browser.safebrowsing.blockedURIs.enabled": False,
+    "browser.safebrowsing.provider.google4.updateURL": "",
+    "browser.safebrowsing.provider.mozilla.updateURL": "",
+    "network.captive-portal-service.enabled": False,
+    "network.connectivity-service.enabled": False,
+    "network.trr.mode": 5,
+    "network.dns.disablePrefetch": True,
+    "network.prefetch-next": False,
+    "network.predictor.enabled": False,
+    "network.http.speculative-parallel-limit": 0,
+    "security.OCSP.enabled": 0,
+    "security.remote_settings.crlite_filters.enabled": False,
+    "security.remote_settings.intermediates.enabled": False,
+    "geo.provider.network.url": "",
+    # the page's clipboard API: read without the paste prompt (secure contexts only, as everywhere)
+    "dom.events.asyncClipboard.readText": True,
+    "dom.events.asyncClipboard.clipboardItem": True,
+    "dom.events.testing.asyncClipboard": True,
+}
+
+
+def user_js() -> bytes:
+    lines = [f"user_pref({_js_literal(name)}, {_js_literal(value)});" for name, value in PREFS.items()]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _js_literal(value: bool | int | str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def plan(ctx: LaunchContext) -> LaunchPlan:
+    profile = f"{ctx.home}/{PROFILE}"
+    setup: tuple[EngineProcess, ...] = ()
+    if ctx.ca_file:
+        database = f"sql:{profile}"
+        setup = (
+            EngineProcess("certutil-init", ("certutil", "-N", "-d", database, "--empty-password")),
+            EngineProcess(
+                "certutil-trust", ("certutil", "-A", "-d", database, "-t", "C,,", "-n", "hangar-dev", "-i", ctx.ca_file)
+            ),
+        )
+    firefox = EngineProcess(
+        "firefox",
+        ("firefox-esr", "--headless", "--no-remote", "--profile", profile,
+         "--remote-debugging-port", str(ctx.port), ctx.home_url),
+        {"MOZ_HEADLESS": "1", "MOZ_CRASHREPORTER_DISABLE": "1"},
+    )  # fmt: skip
+    return LaunchPlan(files={f"{PROFILE}/user.js": user_js()}, setup=setup, processes=(firefox,))
+
+
+class ConsoleRing:
+    """The latest console entries within ``CONSOLE_ENTRIES`` and ``CONSOLE_CHARS``, counting what fell out."""
+
+    def __init__(self) -> None:
+        self.entries: collections.deque[tuple[str, str]] = collections.deque()
+        self.chars = 0
+        self.dropped = 0
+
+    def add(self, level: str, text: str) -> None:
+        if len(text) > CONSOLE_ENTRY_CHARS:
+            text = text[: CONSOLE_ENTRY_CHARS - 1] + "\u2026"
+        self.entries.append((level, text))
+        self.chars += len(text)
+        while len(self.entries) > CONSOLE_ENTRIES or self.chars > CONSOLE_CHARS:
+            self.chars -= len(self.entries.popleft()[1])
+            self.dropped += 1
+
+
+class FirefoxSession(W3CSession):
+    engine = ENGINE
+    hard_reload = False  # browsingContext.reload refuses ignoreCache
+    real_drop = False
+
+    def __init__(self, client: BidiClient, context: str) -> None:
+        super().__init__()
+        self._client = client
+        self._context = context
+        self._log = ConsoleRing()
+        self._statuses: collections.OrderedDict[str, int] = collections.OrderedDict()
+        self._closed = False
+        client.on("log.entryAdded", self._on_log)
+        client.on("network.responseCompleted", self._on_response)
+
+    # -- events -------------------------------------------------------------------------------------------
+
+    def _on_log(self, params: dict[str, Any]) -> None:
+        if params.get("type") == "console":
+            level = str(params.get("method") or params.get("level") or "log")
+        else:
+            level = "exception"
+        self._log.add(level, str(params.get("text") or ""))
+
+    def _on_response(self, params: dict[str, Any]) -> None:
+        navigation, response = params.get("navigation"), params.get("response")
+        if not isinstance(navigation, str) or not isinstance(response, dict):
+            return
+        status = response.get("status")
+        if isinstance(status, int):
+            self._statuses[navigation] = status  # after redirects, the last response of the navigation wins
+            self._statuses.move_to_end(navigation)
+            while len(self._statuses) > 64:
+                self._statuses.popitem(last=False)
+
+    # -- primitives ---------------------------------------------------------------------------------------
+
+    async def _call(self, name: str, *args: Json, timeout_s: float = 30.0) -> Any:
+        return await self._function(script(name), list(args), timeout_s=timeout_s, activate=name == "clipboard")
+
+    async def _function(
+        self, declaration: str, args: list[Json], *, timeout_s: float = 30.0, activate: bool = False,
+        sandbox: bool = False,
+    ) -> Any:  # fmt: skip
+        target: dict[str, str] = {"context": self._context}
+        if sandbox:
+            target["sandbox"] = SANDBOX
+        result = await self._client.call(
+            "script.callFunction",
+            {"functionDeclaration": declaration, "arguments": [local_value(a) for a in args], "target": target,
+             "awaitPromise": True, "userActivation": activate, "resultOwnership": "none"},
+            timeout_s,
+        )  # fmt: skip
+        if result.get("type") == "exception":
+            details = result.get("exceptionDetails")
+            text = str(details.get("text", "")) if isinstance(details, dict) else ""
+            raise Refused(f"the page's script failed: {' '.join(text.split())[:200]}")
+        remote = result.get("result")
+        return python_value(remote) if isinstance(remote, dict) else None
+
+    async def _perform(self, sources: list[w3c_actions.Source]) -> None:
+        await self._client.call("input.performActions", {"context": self._context, "actions": sources})
+
+    async def _console(self) -> Extracted:
+        return console_extract(list(self._log.entries), self._log.dropped)
+
+    # -- navigation ---------------------------------------------------------------------------------------
+
+    async def _navigation(self, method: str, params: dict[str, Any]) -> Page:
+        try:
+            result = await self._client.call(method, {"context": self._context, **params}, NAVIGATION_TIMEOUT_S)
+        except EngineTimeout:
+            return await self.current()  # still loading: say where the page is now
+        except Unavailable as exc:
+            if exc.detail_code != "unknown_error" or self._client.closed:
+                raise
+            return await self.current()  # a network error: Firefox shows its error page there
+        page = await self.current()
+        navigation = result.get("navigation")
+        status = self._statuses.get(navigation) if isinstance(navigation, str) else None
+        return Page(page.url, page.title, status)
+
+    async def navigate(self, url: str) -> Page:
+        return await self._navigation("browsingContext.navigate", {"url": url, "wait": "complete"})
+
+    async def reload(self, hard: bool) -> Page:
+        # Never ignoreCache: Firefox answers "unsupported operation"; a hard reload is a normal one here.
+        return await self._navigation("browsingContext.reload", {"wait": "complete"})
+
+    async def stop_loading(self) -> None:
+        await self._function("() => { window.stop(); }", [])
+
+    async def history(self, direction: Literal["back", "forward"]) -> Page:
+        try:
+            await self._client.call(
+                "browsingContext.traverseHistory",
+                {"context": self._context, "delta": -1 if direction == "back" else 1},
+                NAVIGATION_TIMEOUT_S,
+            )
+        except NotFound:
+            raise NotFound(f"there is no page to go {direction} to") from None
+        await self._settle()
+        return await self.current()
+
+    # -- stills and the live view -------------------------------------------------------------------------
+
+    async def _capture(self, params: dict[str, Any], max_width: int, max_height: int) -> tuple[bytes, int, int]:
+        result = await self._client.call(
+            "browsingContext.captureScreenshot",
+            {"context": self._context, "format": {"type": "image/jpeg", "quality": JPEG_QUALITY}, **params},
+        )
+        data = base64.b64decode(str(result.get("data", "")))
+        width, height = image_size(data)
+        target = fit(width, height, max_width, max_height)
+        if target == (width, height):
+            return data, width, height
+        scaled = await self._function(
+            script("scale_image"),
+            [base64.b64encode(data).decode(), "image/jpeg", target[0], target[1], "image/jpeg", JPEG_QUALITY],
+            sandbox=True,
+        )
+        data = base64.b64decode(str(scaled))
+        return (data, *image_size(data))
+
+    async def screenshot(self, full_page: bool, max_width: int, max_height: int) -> Still:
+        params: dict[str, Any] = {"origin": "viewport"}
+        if full_page:
+            state = await self._page_state()
+            width, height = int(state["docWidth"]), min(int(state["docHeight"]), MAX_FULL_PAGE_HEIGHT)
+            params = {"origin": "document", "clip": {"type": "box", "x": 0, "y": 0, "width": width, "height": height}}
+        data, width, height = await self._capture(params, max_width, max_height)
+        return Still("image/jpeg", data, width, height)
+
+    def frames(self, max_width: int, max_height: int) -> AsyncIterator[Frame]:
+        return polled_frames(lambda: self._capture({"origin": "viewport"}, max_width, max_height))
+
+    async def set_viewport(self, width: int, height: int) -> None:
+        await self._client.call(
+            "browsingContext.setViewport", {"context": self._context, "viewport": {"width": width, "height": height}}
+        )
+
+    # -- files --------------------------------------------------------------------------------------------
+
+    async def set_input_files(self, x: int, y: int, guest_paths: Sequence[str]) -> bool:
+        node = await self._call("file_input", x, y)
+        if not isinstance(node, dict) or not isinstance(node.get("sharedId"), str):
+            return False
+        await self._client.call(
+            "input.setFiles",
+            {"context": self._context, "element": {"sharedId": node["sharedId"]}, "files": list(guest_paths)},
+        )
+        return True
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if not self._client.closed:
+            with contextlib.suppress(Unavailable):  # the browser is going away anyway
+                await self._client.call("session.end", {}, timeout_s=5)
+        await self._client.aclose()
+
+
+async def connect(endpoint: Endpoint, ctx: LaunchContext) -> FirefoxSession:
+    """A BiDi session on a fresh tab (the first tab may hold a page that refuses some navigations), showing
+    ``ctx.home_url`` at the boot display's size, with console and document statuses recorded from the start."""
+    client = await BidiClient.connect(endpoint)
+    try:
+        await client.call(
+            "session.new",
+            {"capabilities": {"alwaysMatch": {"acceptInsecureCerts": False,
+                                              "unhandledPromptBehavior": {"default": "dismiss"}}}},
+        )  # fmt: skip
+        created = await client.call("browsingContext.create", {"type": "tab"})
+        context = str(created["context"])
+        tree = await client.call("browsingContext.getTree", {"maxDepth": 0})
+        for other in tree.get("contexts", []):
+            if isinstance(other, dict) and other.get("context") != context:
+                await client.call("browsingContext.close", {"context": other["context"]})
+        session = FirefoxSession(client, context)
+        await client.call(
+            "session.subscribe", {"events": ["log.entryAdded", "network.responseCompleted"], "contexts": [context]}
+        )
+        await client.call("browsingContext.activate", {"context": context})
+        await session.set_viewport(ctx.width, ctx.height)
+        await session.navigate(ctx.home_url)
+    except BaseException:
+        await client.aclose()
+        raise
+    return session
+
+
+RECIPE = EngineRecipe(ENGINE, relay=True, plan=plan, connect=connect)

@@ -1,0 +1,77 @@
+"""Engine C (WebKitGTK's MiniBrowser under WebKitWebDriver, classic W3C WebDriver, on an Xvfb display) launched
+on this host: every verb of ``EngineSession``, plus what is particular to it: the console hooked after each
+navigation (output during load missed, and said so), no document status, PNG stills and JPEG frames made by
+the host's ffmpeg."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from hangar.errors import Unavailable
+from hangar.rigs.engines import transcode
+from hangar.rigs.engines.engine_c import CONSOLE_NOTE, WebKitSession
+from hangar.rigs.engines.hostlaunch import host_engine
+from hangar.rigs.engines.session import EngineSession
+from tests.conformance.w3c_cases import W3CEngineCases, shows
+from tests.support.pages import PageServer, page_server
+
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def pages() -> AsyncIterator[PageServer]:
+    async with page_server() as server:
+        yield server
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def session() -> AsyncIterator[EngineSession]:
+    async with host_engine("engine-c") as engine:
+        yield engine
+
+
+class TestEngineC(W3CEngineCases):
+    async def test_session_shape(self, session: EngineSession) -> None:
+        assert isinstance(session, WebKitSession)
+        assert (session.engine, session.hard_reload, session.real_drop) == ("engine-c", False, False)
+        assert await session.viewport() == (1280, 800)  # the boot display
+        still = await session.screenshot(False, 1280, 800)
+        assert still.mime == "image/png" and still.data.startswith(b"\x89PNG")
+
+    async def test_no_status_from_classic_webdriver(self, session: EngineSession, pages: PageServer) -> None:
+        missing = await session.navigate(pages.url("/status/404"))
+        assert (missing.status, missing.title) == (None, "status 404")
+
+    async def test_console_misses_load_and_says_so(self, session: EngineSession, pages: PageServer) -> None:
+        await session.navigate(pages.url("/bc-console.html"))
+        before = await session.extract("console")
+        assert before.kind == "console" and before.note is not None and CONSOLE_NOTE in before.note
+        assert "logged-during-load" not in before.content
+        x, y = await session.locate("#log")
+        await session.click(x, y)
+        assert await shows(session, 'body[data-logged="yes"]')
+        after = await session.extract("console")
+        assert after.note is not None and CONSOLE_NOTE in after.note
+        assert '[warn] logged-after-load {"n":1}' in after.content
+        assert "logged-during-load" not in after.content
+        await session.reload(hard=False)  # a new document: a new, empty buffer
+        assert "logged-after-load" not in (await session.extract("console")).content
+
+    async def test_console_buffer_is_bounded(self, session: EngineSession, pages: PageServer) -> None:
+        await session.navigate(pages.url("/bc-console.html"))
+        x, y = await session.locate("#log")
+        for _ in range(3):
+            await session.click(x, y)
+        extracted = await session.extract("console")
+        assert extracted.content.count("logged-after-load") == 3
+
+    async def test_frames_refused_without_ffmpeg(self, session: EngineSession, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(transcode.shutil, "which", lambda _: None)
+        with pytest.raises(Unavailable, match="ffmpeg"):
+            session.frames(1280, 800)
+        with pytest.raises(Unavailable, match="ffmpeg"):
+            await session.screenshot(False, 640, 400)  # scaling needs it too
+        assert (await session.screenshot(False, 4000, 4000)).mime == "image/png"  # a full-size still does not

@@ -1,0 +1,341 @@
+"""The live view, clipboard and file lanes of browser rigs through the real server, on real enclosures with each
+engine launched from its pack, against pages a test server serves through the rig's egress gate.
+
+The server and one rig per engine live for the whole module (booting costs seconds); each test navigates to a
+fresh page. The secure-context rule is met with the rig's own home page (a ``file:`` document, secure) and a page
+through the gate under a plain-http name (not secure). Where enclosures cannot run, everything skips with the
+backend's reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+import websockets
+
+from hangar.core.clock import FakeClock
+from hangar.rigs.engines.registry import RECIPES
+from hangar.rigs.signing import LaneSigner
+from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.support.pages import PageServer, page_server
+from tests.support.rpc import RpcClient
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SITE = "pages.lanes-site.example"
+COUNTER = f"http://{SITE}/lv-counter.html"
+JPEG = b"\xff\xd8\xff"
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
+GUARD_S = 30.0  # a bound against hangs only
+CLOCK = FakeClock()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def pages() -> AsyncIterator[PageServer]:
+    async with page_server() as server:
+        yield server
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def env(pages: PageServer, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RigsEnv]:
+    overrides = {f"{SITE}:80": ("127.0.0.1", pages.port)}
+    async with rigs_server(tmp_path_factory.mktemp("lanes"), clock=CLOCK, overrides=overrides) as running:
+        yield running
+
+
+class Rigs:
+    """One browser rig per engine, opened on first use and shared by the module's tests."""
+
+    def __init__(self, env: RigsEnv) -> None:
+        self.env = env
+        self.ids: dict[str, str] = {}
+
+    async def get(self, engine: str = "engine-a") -> str:
+        if engine not in RECIPES:
+            pytest.skip(f"{engine}'s client is not on this branch yet")
+        if engine not in self.ids:
+            reply = await self.env.call("rig.open", space_id=self.env.space, surface="browser", engine=engine)
+            assert reply["phase"] == "ready", reply
+            rig = str(reply["rigId"])
+            await self.env.call("rig.grantHosts", rigId=rig, hosts=[SITE])
+            self.ids[engine] = rig
+        return self.ids[engine]
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def rigs(env: RigsEnv) -> Rigs:
+    return Rigs(env)
+
+
+async def use(env: RigsEnv, rig: str, client: RpcClient | None = None, **action: Any) -> dict[str, Any]:
+    reply = await (client or env.client).call("browser_use", workspace_id=env.ws, rigId=rig, action=action)
+    assert isinstance(reply, dict)
+    return reply
+
+
+async def found(env: RigsEnv, rig: str, selector: str, timeout: float = 10.0) -> bool:
+    return bool((await use(env, rig, action="wait_for", selector=selector, timeout=timeout))["found"])
+
+
+async def fresh(env: RigsEnv, rig: str) -> None:
+    """The counter page, loaded anew, at the boot viewport, with nobody in control."""
+    if (await env.status(rig))["controller"] is not None:
+        await env.call("rig.releaseControl", rigId=rig)
+    await use(env, rig, action="set_viewport", width=1280, height=800)
+    await use(env, rig, action="navigate", url=COUNTER)
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+# -- the live view ------------------------------------------------------------------------------------------
+
+
+async def live_url(env: RigsEnv, rig: str, client: RpcClient | None = None, query: str = "") -> str:
+    reply = await (client or env.client).call("rig.liveViewUrl", workspace_id=env.ws, rigId=rig)
+    assert reply["url"].startswith("ws") and reply["path"].startswith(f"/rig/live/{rig}?sig=")
+    return env.ws_origin + reply["path"] + query
+
+
+async def next_text(view: websockets.ClientConnection, kind: str | None = None) -> dict[str, Any]:
+    while True:
+        frame = await asyncio.wait_for(view.recv(), GUARD_S)
+        if isinstance(frame, str):
+            notice = dict(json.loads(frame))
+            if kind is None or notice.get("type") == kind:
+                return notice
+
+
+async def next_frame(view: websockets.ClientConnection) -> tuple[int, int, int, float, bytes]:
+    while True:
+        frame = await asyncio.wait_for(view.recv(), GUARD_S)
+        if isinstance(frame, bytes):
+            seq, width, height, ms = struct.unpack(">IHHd", frame[:16])
+            return seq, width, height, ms, frame[16:]
+
+
+async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get()
+    await fresh(env, rig)
+    headers = auth(env.srv.owner_token)
+    async with websockets.connect(await live_url(env, rig, query="&w=640&h=640"), additional_headers=headers) as v:
+        hello = await next_text(v, "hello")
+        assert hello["engine"] == "engine-a" and hello["controller"] is None
+        # The page's size comes before the first frame: input coordinates are in its CSS pixels.
+        notice = await asyncio.wait_for(v.recv(), GUARD_S)
+        assert isinstance(notice, str) and json.loads(notice) == {"type": "viewport", "width": 1280, "height": 800}
+        seq, width, height, ms, jpeg = await next_frame(v)
+        assert jpeg.startswith(JPEG) and (width, height) == (640, 400) and ms > 0
+        live = env.manager.live_rigs()
+        assert any(r.id == rig and r.lanes >= 1 for r in live)  # the view pins the rig
+        CLOCK.advance(16 * 60)  # past a browser rig's 15-minute idle window: the open view keeps it from parking
+        await env.manager.sweep()
+        assert (await env.status(rig))["status"] == "ready"
+
+        # Without control, input is answered with a notice and ignored: the counter stays at 0.
+        for action in ("down", "up"):
+            await v.send(json.dumps({"type": "mouse", "action": action, "x": 200, "y": 150}))
+        notice = await next_text(v, "readonly")
+        assert "take control" in notice["message"]
+        assert not await found(env, rig, '#count[data-count="1"]', timeout=0.5)
+
+        # With control, the same click counts, and a new frame follows the page's change.
+        await env.call("rig.takeControl", rigId=rig)
+        control = await next_text(v, "control")
+        assert control["controller"] == control["you"]
+        for action in ("down", "up"):
+            await v.send(json.dumps({"type": "mouse", "action": action, "x": 200, "y": 150}))
+        assert await found(env, rig, '#count[data-count="1"]')
+        while True:
+            later, *_ = await next_frame(v)
+            if later > seq:
+                break
+        # Keys and text reach the focused field; a malformed message is answered, not fatal.
+        for action in ("down", "up"):
+            await v.send(json.dumps({"type": "mouse", "action": action, "x": 200, "y": 270}))
+        await v.send(json.dumps({"type": "text", "text": "typed live"}))
+        for action in ("down", "up"):
+            await v.send(json.dumps({"type": "key", "action": action, "key": "Enter"}))
+        assert await found(env, rig, '#typed[data-entered="typed live"]')
+        await v.send(json.dumps({"type": "key", "action": "down", "key": "NoSuchKey"}))
+        err = await next_text(v, "error")
+        assert err["code"] == "invalid_args" and "NoSuchKey" in err["message"]
+        await v.send(json.dumps({"type": "resize", "width": 1024, "height": 700}))
+        size = await next_text(v, "viewport")
+        assert (size["width"], size["height"]) == (1024, 700)
+        await env.call("rig.releaseControl", rigId=rig)
+        assert (await next_text(v, "control"))["controller"] is None
+
+    # Take-over and hand-back emitted their events; the lane's audit keeps counts, not what was typed.
+    changes = [e["change"] for e in await env.events("rigs.controlChanged") if e["rig_id"] == rig]
+    assert changes[-2:] == ["takeover", "handback"]
+    log = await env.call("rig.actionLog", rigId=rig)
+    closed = next(e for e in reversed(log) if e["verb"] == "liveview.close")
+    assert closed["details"]["inputs"] == {"key": 2, "mouse": 4, "resize": 1, "text": 1}
+    assert closed["details"]["ignored"] == 2 and closed["details"]["text"]["length"] == len("typed live")
+    assert "typed live" not in json.dumps([e for e in log if e["verb"].startswith("liveview.")])
+    await asyncio.sleep(0)
+    assert all(r.lanes == 0 for r in env.manager.live_rigs() if r.id == rig)
+
+
+async def test_the_live_view_has_its_own_target_and_ends_with_membership(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get()
+    signer = LaneSigner(env.srv.ctx.secrets, env.srv.ctx.clock)
+    files_sig, _ = signer.mint("files", env.ws, rig, env.srv.owner_id)
+    url = f"{env.ws_origin}/rig/live/{rig}?sig={files_sig}"
+    async with websockets.connect(url, additional_headers=auth(env.srv.owner_token)) as v:
+        err = await next_text(v, "error")
+        assert err["code"] == "forbidden" and "another lane" in err["message"]
+        await asyncio.wait_for(v.wait_closed(), GUARD_S)
+        assert v.close_code == 4403
+    # A terminal rig has no live view.
+    terminal = await env.open()
+    async with websockets.connect(await live_url(env, terminal), additional_headers=auth(env.srv.owner_token)) as v:
+        err = await next_text(v, "error")
+        assert err["code"] == "refused" and "browser rigs" in err["message"]
+    # A member watches (first-frame credential) until their membership ends.
+    member = await env.srv.new_user_token(env.ws, "member", name="watcher")
+    async with RpcClient(env.srv.ws_url, member) as m:
+        url = await live_url(env, rig, client=m)
+        me = (await m.call("users.me"))["id"]
+    async with websockets.connect(url) as v:
+        await v.send(json.dumps({"type": "auth", "token": member}))
+        await next_text(v, "hello")
+        await next_frame(v)
+        await env.call("members.remove", user_id=me)
+        err = await next_text(v, "error")
+        assert err["code"] == "forbidden" and "membership" in err["message"]
+        await asyncio.wait_for(v.wait_closed(), GUARD_S)
+
+
+# -- the clipboard lane -------------------------------------------------------------------------------------
+
+
+async def clip_path(env: RigsEnv, rig: str, client: RpcClient | None = None) -> str:
+    lane = await (client or env.client).call("rig.fileLaneUrl", workspace_id=env.ws, rigId=rig)
+    return f"/rig/clipboard/{rig}?sig={lane['sig']}"
+
+
+async def clip(
+    env: RigsEnv, path: str, token: str | None = None, *, body: bytes | None = None, ctype: str = "text/plain"
+) -> httpx.Response:
+    headers = auth(token or env.srv.owner_token)
+    async with httpx.AsyncClient(base_url=env.srv.url, timeout=GUARD_S) as http:
+        if body is None:
+            return await http.get(path, headers=headers)
+        return await http.post(path, headers={**headers, "Content-Type": ctype}, content=body)
+
+
+async def test_clipboard_kinds_consent_and_the_secure_context_rule(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get()
+    await fresh(env, rig)
+    await use(env, rig, action="history", direction="back")  # the rig's home page: a file: page, secure
+    path = await clip_path(env, rig)
+
+    r = await clip(env, path, body="pasted ✓ text".encode())
+    assert r.status_code == 200, r.text
+    assert r.json() == {"rigId": rig, "kind": "text", "applied": True, "reason": None, "bytes": 15, "files": []}
+
+    # Copying out asks until the person allows it; a ten-minute grant lets it through.
+    r = await clip(env, path)
+    assert r.status_code == 403 and r.json()["error"]["code"] == "consent_required"
+    assert "ten minutes" in r.json()["error"]["message"]
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", minutes=10)
+    r = await clip(env, path)
+    assert r.status_code == 200
+    assert r.json()["available"] is True and r.json()["text"] == "pasted ✓ text" and r.json()["files"] == []
+    CLOCK.advance(10 * 60 + 1)
+    assert (await clip(env, path)).status_code == 403  # the grant ran out
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+    assert (await clip(env, path)).status_code == 200
+
+    # An image: magic bytes checked, at most 16 MB; the engine reaches the page's clipboard for text only.
+    r = await clip(env, path, body=PNG, ctype="image/png")
+    assert r.status_code == 200 and r.json()["applied"] is False and "text only" in r.json()["reason"]
+    r = await clip(env, path, body=b"GIF89a" + bytes(10), ctype="image/png")
+    assert r.status_code == 400 and r.json()["error"]["field"] == "image"
+    r = await clip(env, path, body=b"\xff\xd8\xff" + bytes(16 * 1024 * 1024), ctype="image/jpeg")
+    assert r.status_code == 413
+    r = await clip(env, path, body=json.dumps({"files": ["/tmp/hangar-drops/a.txt"]}).encode(),
+                   ctype="application/json")  # fmt: skip
+    assert r.json()["applied"] is False and "no files" in r.json()["reason"]
+    r = await clip(env, path, body=b"<x/>", ctype="application/xml")
+    assert r.status_code == 400 and r.json()["error"]["field"] == "content-type"
+
+    # A plain-http page is not a secure context: it has no clipboard, and both directions say so.
+    await use(env, rig, action="navigate", url=COUNTER)
+    r = await clip(env, path, body=b"nope")
+    assert r.json()["applied"] is False and "secure context" in r.json()["reason"]
+    r = await clip(env, path)
+    assert r.json()["available"] is False and r.json()["text"] is None and "secure context" in r.json()["note"]
+
+    # Audited as kinds, sizes and paths, never content.
+    log = json.dumps(await env.call("rig.actionLog", rigId=rig))
+    audit = json.dumps(await env.call("audit.list", target=f"rig:{rig}"))
+    for where in (log, audit):
+        assert "clipboard_write" in where and "clipboard_read" in where
+        assert "pasted" not in where and "nope" not in where
+    await env.client.call("rig.clipboardRevoke", direction="rigToHost")
+    assert (await clip(env, path)).status_code == 403
+
+
+async def test_pasting_is_refused_while_another_person_holds_control(env: RigsEnv, rigs: Rigs) -> None:
+    rig = await rigs.get()
+    await fresh(env, rig)
+    member = await env.srv.new_user_token(env.ws, "member", name="driver")
+    async with RpcClient(env.srv.ws_url, member) as m:
+        theirs = await clip_path(env, rig, client=m)
+        await m.call("rig.takeControl", workspace_id=env.ws, rigId=rig)
+        r = await clip(env, await clip_path(env, rig), body=b"mine")
+        assert r.status_code == 403 and r.json()["error"]["code"] == "refused" and "control" in r.text
+        await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+        assert (await clip(env, await clip_path(env, rig))).status_code == 200  # reading is an observation
+        assert (await clip(env, theirs, member, body=b"theirs")).status_code == 200  # the holder pastes
+        await m.call("rig.releaseControl", workspace_id=env.ws, rigId=rig)
+    await env.client.call("rig.clipboardRevoke", direction="rigToHost")
+
+
+# -- drops --------------------------------------------------------------------------------------------------
+
+
+async def drop(env: RigsEnv, rig: str, names: list[str], point: tuple[int, int] | None) -> httpx.Response:
+    lane = await env.call("rig.fileLaneUrl", rigId=rig)
+    data = {"x": str(point[0]), "y": str(point[1])} if point else None
+    async with httpx.AsyncClient(base_url=env.srv.url, timeout=GUARD_S) as http:
+        return await http.post(
+            lane["path"],
+            headers=auth(env.srv.owner_token),
+            data=data,
+            files=[("files", (n, f"content of {n}".encode())) for n in names],
+        )
+
+
+@pytest.mark.parametrize(
+    ("engine", "delivery"), [("engine-a", "dropEvent"), ("engine-b", "fileInput"), ("engine-c", "fileInput")]
+)
+async def test_drops_land_in_tmp_and_reach_the_page(env: RigsEnv, rigs: Rigs, engine: str, delivery: str) -> None:
+    rig = await rigs.get(engine)
+    await fresh(env, rig)
+    # Engine A: a real drop on the drop zone; B and C: the file input a label points at.
+    point = (220, 420) if engine == "engine-a" else (460, 400)
+    r = await drop(env, rig, ["report.txt", "report.txt"], point)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["delivery"] == delivery and body["directory"] == "/tmp/hangar-drops" and body["note"]
+    paths = [f["path"] for f in body["files"]]
+    assert paths[0].startswith("/tmp/hangar-drops/") and paths[1].endswith("2-report.txt")
+    if delivery == "dropEvent":
+        assert await found(env, rig, '#drop[data-event="drop"][data-files="report.txt,2-report.txt"]')
+    else:
+        assert await found(env, rig, '#pick[data-files="report.txt,2-report.txt"]')
+    # Without a point the files land and nothing on the page is told.
+    r = await drop(env, rig, ["report.txt"], None)
+    assert r.json()["delivery"] == "landed" and r.json()["files"][0]["path"].endswith("3-report.txt")

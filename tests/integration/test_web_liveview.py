@@ -1,0 +1,140 @@
+"""A browser rig's live view tab end to end: Debian's Chromium, driven by Playwright, shows the space page of a
+real server (real build of ``web/``) whose engine A rig runs in a real enclosure. A change on the rig's page
+reaches the canvas within 0.5 s (the issue's one timed bound); input goes to the page only while the person holds
+control; a file dropped onto the view lands and the page gets a real drop event at that point; the clipboard
+panel pastes, and copying out asks for consent. axe finds no serious or critical violation; no console errors."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.support.chromium import CHROMIUM
+from tests.support.pages import page_server
+from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
+
+SITE = "pages.liveview-site.example"
+FRAME_BOUND_S = 0.5
+
+
+@pytest.fixture(scope="module")
+def dist() -> Path:
+    return built_web_client()
+
+
+async def use(env: RigsEnv, rig: str, **action: Any) -> dict[str, Any]:
+    reply = await env.call("browser_use", rigId=rig, action=action)
+    assert isinstance(reply, dict)
+    return reply
+
+
+async def found(env: RigsEnv, rig: str, selector: str, timeout: float = 10.0) -> bool:
+    return bool((await use(env, rig, action="wait_for", selector=selector, timeout=timeout))["found"])
+
+
+async def seq(page: Any) -> int:
+    return int(await page.locator("canvas.live-canvas").get_attribute("data-seq") or "0")
+
+
+async def at(page: Any, x: int, y: int) -> tuple[float, float]:
+    """Where the page's CSS point (x, y) of a 1280x800 viewport is on the canvas, in this page's coordinates
+    (the picture is fitted into the canvas box keeping its aspect, centred)."""
+    box = await page.locator("canvas.live-canvas").bounding_box()
+    scale = min(box["width"] / 1280, box["height"] / 800)
+    left, top = (box["width"] - 1280 * scale) / 2, (box["height"] - 800 * scale) / 2
+    return box["x"] + left + x * scale, box["y"] + top + y * scale
+
+
+async def test_the_live_view_shows_changes_fast_and_drives_the_page_in_control(tmp_path: Path, dist: Path) -> None:
+    async with (
+        page_server() as pages,
+        rigs_server(tmp_path, web_dist=dist, overrides={f"{SITE}:80": ("127.0.0.1", pages.port)}) as env,
+        chromium() as browser,
+    ):
+        reply = await env.call("rig.open", space_id=env.space, surface="browser", engine="engine-a")
+        assert reply["phase"] == "ready", reply
+        rig = str(reply["rigId"])
+        await env.call("rig.grantHosts", rigId=rig, hosts=[SITE])
+        await use(env, rig, action="navigate", url=f"http://{SITE}/lv-counter.html")
+
+        page, console = await open_signed_in(
+            browser, f"{env.srv.url}/workspaces/{env.ws}/rigs/{rig}", env.srv.owner_token,
+            viewport={"width": 1400, "height": 1000},
+        )  # fmt: skip
+        tab = page.get_by_role("tab", name="Live view (engine-a)")
+        await tab.wait_for(timeout=60_000)
+        await page.get_by_role("status").filter(has_text="Live view connected (engine-a): watching").wait_for()
+        canvas = page.get_by_role("img", name="The rig's page, live")
+        await page.wait_for_function("() => Number(document.querySelector('canvas.live-canvas')?.dataset.seq) > 0")
+        assert await axe_violations(page) == []
+
+        # A change on the rig's page reaches the canvas within half a second.
+        before = await seq(page)
+        await use(env, rig, action="click", selector="#count")
+        changed = time.monotonic()
+        await page.wait_for_function(
+            f"() => Number(document.querySelector('canvas.live-canvas').dataset.seq) > {before}", timeout=5_000
+        )
+        took = time.monotonic() - changed
+        assert took <= FRAME_BOUND_S, f"the frame took {took:.3f} s"
+        print(f"live view: page change to drawn frame {took * 1000:.0f} ms")
+
+        # Without control, clicking the view does nothing to the page (the client sends nothing; the server would
+        # ignore it anyway, as the lane's own test shows).
+        await page.get_by_text("Take control (above) to use the mouse and keyboard on the page.").wait_for()
+        x, y = await at(page, 200, 150)
+        await page.mouse.click(x, y)
+        assert not await found(env, rig, '#count[data-count="2"]', timeout=0.5)
+        # With control it clicks; keys type into the focused field.
+        await page.get_by_role("button", name="Take control").click()
+        await page.get_by_role("status").filter(has_text="you drive the page").wait_for()
+        driven = page.get_by_role("img", name="The rig's page: you have control (keys and mouse go to the page)")
+        x, y = await at(page, 200, 150)  # the hint above the view went away: the view moved
+        await page.mouse.click(x, y)
+        assert await found(env, rig, '#count[data-count="2"]')
+        fx, fy = await at(page, 200, 270)
+        await page.mouse.click(fx, fy)
+        await driven.press_sequentially("hi there")
+        await driven.press("Enter")
+        assert await found(env, rig, '#typed[data-entered="hi there"]')
+        assert await axe_violations(page) == []
+        await shot(page, "rigs-live-view")
+
+        # A file dropped onto the view lands in the rig and the page gets a real drop event where it fell.
+        dx, dy = await at(page, 220, 420)
+        transfer = await page.evaluate_handle(
+            """() => { const t = new DataTransfer();
+                       t.items.add(new File(['dropped through the view'], 'note.txt', {type: 'text/plain'}));
+                       return t; }"""
+        )
+        await page.locator(".live-box").dispatch_event("drop", {"dataTransfer": transfer, "clientX": dx, "clientY": dy})
+        await page.get_by_text("The page got a real drop event.").wait_for()
+        await page.get_by_role("list", name="Files that landed").get_by_text("/tmp/hangar-drops/note.txt").wait_for()
+        assert await found(env, rig, '#drop[data-event="drop"][data-files="note.txt"]')
+
+        # The clipboard: a plain-http page has none, and the panel says why; copying out asks first.
+        box = page.get_by_label("Paste into the rig (type or paste text, or paste a PNG or JPEG image)")
+        await box.fill("from my computer")
+        await page.get_by_role("button", name="Paste into the rig").click()
+        await page.get_by_role("status").filter(has_text="Not pasted: the page is not a secure context").wait_for()
+        await page.get_by_role("button", name="Copy from the rig").click()
+        consent = page.get_by_role("alert").filter(has_text="needs your consent")
+        await consent.wait_for()
+        assert await consent.get_by_role("link", name="Settings, Server, Rigs, Clipboard access").count() == 1
+        assert await axe_violations(page) == []
+        await consent.get_by_role("button", name="Allow for ten minutes").click()
+        await page.get_by_text("no clipboard API").wait_for()
+        grants = (await env.client.call("rig.clipboardGrants"))["grants"]
+        assert [(g["direction"], g["always"]) for g in grants] == [("rigToHost", False)]
+
+        await page.get_by_role("button", name="Hand back").click()
+        await page.get_by_role("status").filter(has_text="watching").wait_for()
+        assert (await env.status(rig))["controller"] is None
+        await canvas.wait_for()
+        assert console.errors == [], console.errors

@@ -1,0 +1,188 @@
+/** The rig's clipboard (the clipboard lane, `/rig/clipboard/<rigId>`): paste text or an image from this computer
+ * into the rig, and copy the rig's clipboard out. Copying out needs the person's consent (rigs.md): the lane
+ * answers `consent_required` until they allow it for ten minutes here, or always under Settings, Server, Rigs,
+ * Clipboard access. A browser rig's clipboard is its page's, which exists only on secure pages; the server says
+ * so when a paste was not applied. */
+import { useState, type ClipboardEvent } from "react";
+import { Link } from "../../../Link";
+import { RpcError } from "../../../rpc/errors";
+import { useRpc } from "../../../rpc/hooks";
+import { callLane, LaneError } from "./fileLane";
+
+const MAX_IMAGE = 16 * 1024 * 1024;
+
+interface Copied {
+  available: boolean;
+  text: string | null;
+  note: string | null;
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof LaneError || e instanceof RpcError || e instanceof Error ? e.message : String(e);
+}
+
+interface Props {
+  workspaceId: string;
+  rigId: string;
+  disabled: boolean;
+}
+
+export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
+  const client = useRpc();
+  const [text, setText] = useState("");
+  const [image, setImage] = useState<File | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [said, setSaid] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [consent, setConsent] = useState<string | null>(null);
+  const [copied, setCopied] = useState<Copied | null>(null);
+
+  const run = async (work: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    setSaid(null);
+    try {
+      await work();
+    } catch (e) {
+      if (e instanceof LaneError && e.code === "consent_required") setConsent(e.message);
+      else setError(messageOf(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const onPaste = (e: ClipboardEvent<HTMLTextAreaElement>) => {
+    const file = [...e.clipboardData.files].find((f) => f.type === "image/png" || f.type === "image/jpeg");
+    if (!file) return; // text pastes into the box as usual
+    e.preventDefault();
+    if (file.size > MAX_IMAGE) {
+      setError("That image is over 16 MB, the clipboard lane's limit.");
+      return;
+    }
+    setImage(file);
+  };
+
+  const paste = () =>
+    run(async () => {
+      const init: RequestInit = image
+        ? { method: "POST", body: image, headers: { "Content-Type": image.type } }
+        : { method: "POST", body: text, headers: { "Content-Type": "text/plain; charset=utf-8" } };
+      const response = await callLane(client, workspaceId, rigId, "clipboard", init);
+      const reply = (await response.json()) as { applied?: boolean; reason?: string | null };
+      setSaid(
+        reply.applied
+          ? image
+            ? "The image is on the rig's clipboard."
+            : "The text is on the rig's clipboard."
+          : `Not pasted: ${reply.reason ?? "the rig did not take it"}.`,
+      );
+      if (reply.applied) {
+        setText("");
+        setImage(null);
+      }
+    });
+
+  const copy = () =>
+    run(async () => {
+      // Asked first through the socket, so a copy without consent is not a refused request (the lane would
+      // answer 403 consent_required all the same).
+      const policy = await client.call("rig.clipboardGrants", {});
+      const granted = policy.grants.some((g) => g.direction === "rigToHost");
+      if (policy.defaults["rigToHost"] !== "allow" && !granted) {
+        setConsent("Copying from the rig to your computer needs your consent.");
+        return;
+      }
+      const response = await callLane(client, workspaceId, rigId, "clipboard");
+      setConsent(null);
+      setCopied((await response.json()) as Copied);
+    });
+
+  const allow = () =>
+    run(async () => {
+      await client.call("rig.clipboardGrant", { direction: "rigToHost", minutes: 10 });
+      setConsent(null);
+      const response = await callLane(client, workspaceId, rigId, "clipboard");
+      setCopied((await response.json()) as Copied);
+    });
+
+  const toMine = () => {
+    if (!copied?.text) return;
+    if (!navigator.clipboard) {
+      setSaid("This page cannot write your clipboard (it needs https); select the text and copy it.");
+      return;
+    }
+    navigator.clipboard.writeText(copied.text).then(
+      () => setSaid("Copied to your clipboard."),
+      () => setSaid("The browser refused; select the text and copy it."),
+    );
+  };
+
+  return (
+    <div className="clipboard">
+      <label htmlFor={`paste-${rigId}`}>Paste into the rig (type or paste text, or paste a PNG or JPEG image)</label>
+      <textarea
+        id={`paste-${rigId}`}
+        rows={2}
+        value={text}
+        disabled={disabled || busy}
+        onChange={(e) => setText(e.target.value)}
+        onPaste={onPaste}
+      />
+      {image && (
+        <p>
+          Image ready: {image.type}, {image.size} bytes{" "}
+          <button type="button" className="secondary small" onClick={() => setImage(null)}>
+            Discard the image
+          </button>
+        </p>
+      )}
+      <div className="clipboard-actions">
+        <button
+          type="button"
+          className="small"
+          disabled={disabled || busy || (!image && text === "")}
+          onClick={() => void paste()}
+        >
+          Paste into the rig
+        </button>
+        <button type="button" className="secondary small" disabled={disabled || busy} onClick={() => void copy()}>
+          Copy from the rig
+        </button>
+      </div>
+      {busy && <progress aria-label="Working with the rig's clipboard" />}
+      {consent && (
+        <div className="consent" role="alert">
+          <p>Copying from the rig to your computer needs your consent.</p>
+          <button type="button" className="small" disabled={busy} onClick={() => void allow()}>
+            Allow for ten minutes
+          </button>
+          <p className="hint">
+            To always allow it, go to{" "}
+            <Link href="/settings/server/rigs">Settings, Server, Rigs, Clipboard access</Link>.
+          </p>
+        </div>
+      )}
+      {copied && (
+        <div className="copied">
+          {copied.available ? (
+            <>
+              <label htmlFor={`copied-${rigId}`}>The rig's clipboard</label>
+              <textarea id={`copied-${rigId}`} rows={2} readOnly value={copied.text ?? ""} />
+              <button type="button" className="secondary small" disabled={!copied.text} onClick={toMine}>
+                Copy to my clipboard
+              </button>
+            </>
+          ) : (
+            <p className="notice">{copied.note ?? "The rig's clipboard is not available."}</p>
+          )}
+        </div>
+      )}
+      <p role="status">{said}</p>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}
