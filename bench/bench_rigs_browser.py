@@ -22,10 +22,13 @@ not register yet is skipped, saying so. Run as root: ``.venv/bin/python bench/be
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import re
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -38,6 +41,7 @@ import websockets
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.registry import RECIPES
+from hangar.rigs.fence import unfence
 from hangar.rigs.image.pack import pack_ready
 from hangar.rigs.image.recipes import BROWSERS
 
@@ -148,19 +152,22 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def tree_pss_mb(root: int) -> float:
-    """The proportional set size of every process below ``root`` (not ``root`` itself), in MB."""
-    tree, total, todo = _children(), 0, list(_children().get(root, []))
+def tree_pss_mb(root: int) -> tuple[float, float]:
+    """The proportional set size of every process below ``root`` (not ``root`` itself), in MB: all of it, and
+    the part that is the processes' own (anonymous and shared memory, without the mapped files)."""
+    tree = _children()
+    todo, kb = list(tree.get(root, [])), {"Pss:": 0, "Pss_Anon:": 0, "Pss_Shmem:": 0}
     while todo:
         pid = todo.pop()
         todo.extend(tree.get(pid, []))
         try:
             for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1])
+                key, _, rest = line.partition(" ")
+                if key in kb:
+                    kb[key] += int(rest.split()[0])
         except OSError:
             continue
-    return total / 1024
+    return kb["Pss:"] / 1024, (kb["Pss_Anon:"] + kb["Pss_Shmem:"]) / 1024
 
 
 async def rig_idle_mb(rpc: Rpc, engine: str, site: str, run: int) -> int:
@@ -177,14 +184,14 @@ async def rig_idle_mb(rpc: Rpc, engine: str, site: str, run: int) -> int:
         await rpc.call("rig_close", rigId=rig)
 
 
-async def host_idle_mb(engine: str, site: str) -> float:
+async def host_idle_mb(engine: str, site: str) -> tuple[float, float]:
     async with host_engine(engine, width=STILL[0], height=STILL[1]) as session:
         await session.navigate(site)
         await asyncio.sleep(SETTLE_S)
         return await asyncio.to_thread(tree_pss_mb, os.getpid())
 
 
-async def memory(rpc: Rpc, engine: str, site: str) -> tuple[list[int], list[float]]:
+async def memory(rpc: Rpc, engine: str, site: str) -> tuple[list[int], list[tuple[float, float]]]:
     in_rig, on_host = [], []
     for run in range(IDLE_RIGS):
         in_rig.append(await rig_idle_mb(rpc, engine, site, run))
@@ -240,7 +247,9 @@ async def main(asked: list[str]) -> None:
     print(f"(load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores)")
 
 
-def report(engine: str, in_rig: list[float], on_host: list[float], idle: list[int], host_idle: list[float]) -> None:
+def report(
+    engine: str, in_rig: list[float], on_host: list[float], idle: list[int], host_idle: list[tuple[float, float]]
+) -> None:
     ratio = statistics.median(in_rig) / statistics.median(on_host)
     verdict = "within" if ratio <= TARGET_RATIO else "over"
     print(f"{engine}: rig.open -> first screenshot through the server (warm pack): {spread(in_rig)} ms over {RUNS}")
@@ -248,11 +257,103 @@ def report(engine: str, in_rig: list[float], on_host: list[float], idle: list[in
     print(f"  ratio {ratio:.2f} ({verdict} the {TARGET_RATIO}x target)")
     print(f"  idle rig resident memory (open, one navigation, {SETTLE_S:.0f} s): {spread([float(x) for x in idle])} MB "
           f"over {len(idle)} rigs")  # fmt: skip
-    print(f"  peer: the same engine's processes on the host (PSS): {spread(host_idle)} MB")
+    whole, own = [w for w, _ in host_idle], [o for _, o in host_idle]
+    print(f"  peer: the same engine's processes on the host, same state: PSS {spread(whole)} MB, of which their "
+          f"own memory (anonymous and shared, no mapped files) {spread(own)} MB")  # fmt: skip
 
 
-async def live_view(rpc: Rpc, url: str, token: str) -> None:
-    print("engine-a live view: not measured (the live view lane is not on this branch yet)")
+# -- live view ------------------------------------------------------------------------------------------------
+
+# The page the live view watches: it flips between black and white every FLIP_MS, noting each flip's wall-clock
+# time (the page and this process read the same clock: an enclosure shares the host's kernel).
+FLIP_MS = 400
+FLIP_PAGE = f"""<!doctype html><title>flips</title><body style="margin:0;background:#000">
+<script>
+const stamps = [];
+let white = false;
+setInterval(() => {{
+  white = !white;
+  document.body.style.background = white ? '#fff' : '#000';
+  stamps.push(performance.timeOrigin + performance.now());
+  document.body.dataset.stamps = stamps.map((t) => t.toFixed(1)).join(' ');
+}}, {FLIP_MS});
+</script></body>"""
+WATCH_S = 12.0
+PAGE_PORT = 8700
+
+
+async def luminance(jpeg: bytes) -> int:
+    """The mean grey level of a frame (0 black, 255 white), by the host's ffmpeg, after the run."""
+    proc = await asyncio.create_subprocess_exec(
+        "ffmpeg", "-loglevel", "error", "-i", "-", "-vf", "scale=1:1", "-f", "rawvideo", "-pix_fmt", "gray", "-",
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await proc.communicate(jpeg)
+    return out[0]
+
+
+async def serve_flip_page(rpc: Rpc, space: str) -> str:
+    """The page as a dev server in the space's terminal rig, reached by the browser rig under a dev domain."""
+    terminal = (await rpc.call("rig.open", space_id=space, surface="terminal"))["rigId"]
+    script = (
+        f"mkdir -p ~/lv && cat > ~/lv/index.html <<'EOF'\n{FLIP_PAGE}\nEOF\n"
+        f"cd ~/lv && setsid -f python3 -m http.server {PAGE_PORT} --bind 127.0.0.1 >/dev/null 2>&1; "
+        f"for i in $(seq 100); do ss -ltn | grep -q :{PAGE_PORT} && break; sleep 0.1; done"
+    )
+    await rpc.call("rig.exec", rigId=terminal, command=script)
+    await rpc.call("rig.setDevDomain", space_id=space, domain="flips.test", rigId=terminal, guestPort=PAGE_PORT)
+    return terminal
+
+
+async def live_view(rpc: Rpc, origin: str, token: str) -> None:
+    """Live view latency for engine A, from a change on the page to the frame carrying it arriving at the
+    person's end of the lane: a WebSocket client on ``rig.liveViewUrl`` (``/rig/live/<rigId>``), as the web
+    client's live view tab connects, taking each binary frame's arrival time as it is received (before any
+    decoding; the tab's JPEG decode and canvas draw, a few milliseconds, are not included). Which frame carries
+    which flip is read afterwards from the frames' pixels; each flip's latency is the arrival of the first frame
+    showing it minus the time the page script flipped it. The frame header's capture time splits that into the
+    engine (flip to capture) and the lane (capture to arrival: the server, its fan-out and the socket)."""
+    space = await rpc.space("live view")
+    terminal = await serve_flip_page(rpc, space)
+    rig = (await rpc.call("rig.open", space_id=space, surface="browser", engine="engine-a"))["rigId"]
+    try:
+        page = await rpc.call("browser_use", rigId=rig, action={"action": "navigate", "url": "http://flips.test/"})
+        assert page.get("status") == 200, page
+        path = (await rpc.call("rig.liveViewUrl", rigId=rig))["path"]
+        frames: list[tuple[float, float, bytes]] = []  # arrival (unix ms), capture (unix ms), JPEG
+        auth = {"Authorization": f"Bearer {token}"}
+        async with websockets.connect(origin.replace("http", "ws", 1) + path, additional_headers=auth) as view:
+            began = time.time() * 1000
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(WATCH_S):
+                    async for message in view:
+                        arrived = time.time() * 1000
+                        if isinstance(message, bytes):
+                            _, _, _, captured = struct.unpack_from(">IHHd", message)
+                            frames.append((arrived, captured, message[16:]))
+        dom = await rpc.call("browser_use", rigId=rig, action={"action": "extract", "kind": "dom"})
+    finally:
+        await rpc.call("rig_close", rigId=rig)
+        await rpc.call("rig_close", rigId=terminal)
+    match = re.search(r'data-stamps="([0-9. ]+)"', unfence(dom["content"]))
+    assert match, "the page noted no flips"
+    flips = [(float(t), i % 2 == 0) for i, t in enumerate(match.group(1).split())]  # (when, now white)
+    white = [await luminance(jpeg) > 128 for _, _, jpeg in frames]
+    total, engine, lane = [], [], []
+    for when, now_white in flips:
+        if when < began:
+            continue
+        shown = next((f for f, w in zip(frames, white, strict=True) if f[0] >= when and w == now_white), None)
+        if shown is None:
+            continue
+        total.append(shown[0] - when)
+        engine.append(shown[1] - when)
+        lane.append(shown[0] - shown[1])
+    p90 = sorted(total)[int(len(total) * 0.9)]
+    print(f"engine-a live view: a change on the page -> its frame at the person's end: {spread(total)} ms "
+          f"over {len(total)} changes (target under 100 ms; p90 {p90:.0f} ms)")  # fmt: skip
+    print(f"  of which the engine (change -> captured frame) {spread(engine)} ms, the server and the lane "
+          f"(captured -> arrived) {spread(lane)} ms; {len(frames)} frames for {len(flips)} changes")  # fmt: skip
 
 
 if __name__ == "__main__":
