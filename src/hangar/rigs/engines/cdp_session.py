@@ -29,6 +29,7 @@ from hangar.rigs.engines.launch import Endpoint
 from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, MouseButton, Page, Still
 
 PAGE_LOAD_TIMEOUT_S = 30.0
+LAUNCH_LOAD_TIMEOUT_S = 10.0  # the launch page is a local file; past this the session opens anyway
 DRAG_STEPS = 10
 GROUP = "hangar"  # the object group of the element handles a verb takes (released when it ends)
 DRAG_GROUP = "hangar-drag"  # the dragstart watch, held while a button is
@@ -89,21 +90,36 @@ class CdpSession(EngineSession):
         )
         self._conn.subscribe(("Page.javascriptDialogOpening",), self._sid, callback=self._on_dialog)
         self._conn.subscribe(("Input.dragIntercepted",), self._sid, callback=self._on_drag)
-        # Sent together and answered in order: one round trip at boot instead of eight.
-        *_, tree = await self._conn.call_all(
-            [
-                ("Page.enable", {}),
-                ("Page.setLifecycleEventsEnabled", {"enabled": True}),
-                ("Runtime.enable", {}),
-                ("Network.enable", {"maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 500_000}),
-                ("Emulation.setFocusEmulationEnabled", {"enabled": True}),
-                ("Input.setInterceptDrags", {"enabled": True}),
-                _metrics_override(*viewport),
-                ("Page.getFrameTree", {}),
-            ],
-            self._sid,
-        )
-        self._frame_id = str(tree["frameTree"]["frame"]["id"])
+        with self._conn.subscribe(_LOAD_ENDS, self._sid) as loading:
+            # Sent together and answered in order: one round trip at boot instead of eight.
+            *_, tree, state = await self._conn.call_all(
+                [
+                    ("Page.enable", {}),
+                    ("Page.setLifecycleEventsEnabled", {"enabled": True}),
+                    ("Runtime.enable", {}),
+                    ("Network.enable", {"maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 500_000}),
+                    ("Emulation.setFocusEmulationEnabled", {"enabled": True}),
+                    ("Input.setInterceptDrags", {"enabled": True}),
+                    _metrics_override(*viewport),
+                    ("Page.getFrameTree", {}),
+                    _LOAD_STATE,
+                ],
+                self._sid,
+            )
+            self._frame_id = str(tree["frameTree"]["frame"]["id"])
+            await self._launch_page_loaded(_value(state), loading)
+
+    async def _launch_page_loaded(self, state: Any, loading: Subscription) -> None:
+        """Wait (bounded) until the page the engine opened at launch has loaded. A session that answers sooner
+        lets its first navigation race the launch page's own end of loading: that load's events end the wait for
+        the new one, and the page is then read while Chromium swaps documents ("Not attached to an active
+        page")."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(LAUNCH_LOAD_TIMEOUT_S):
+                while state != ["complete", True]:
+                    with contextlib.suppress(TimeoutError):
+                        await loading.get(0.1)  # an end of loading, or a look again (it may have come first)
+                    state = await self._evaluate(_LOAD_EXPRESSION)
 
     async def _call(self, method: str, params: Json | None = None, limit_s: float = 30.0) -> Json:
         return await self._conn.call(method, params, self._sid, limit_s)
@@ -494,6 +510,12 @@ def _value(result: Json) -> Any:
         text = str(thrown.get("description") or details.get("text") or "an exception")[:300]
         raise Refused(f"the page threw: {text}")
     return result["result"].get("value")
+
+
+# The launch page has loaded once its document is complete and is not the empty one a tab starts with.
+_LOAD_EXPRESSION = "[document.readyState, location.href !== 'about:blank']"
+_LOAD_STATE = ("Runtime.evaluate", {"expression": _LOAD_EXPRESSION, "returnByValue": True})
+_LOAD_ENDS = ("Page.loadEventFired", "Page.frameStoppedLoading")
 
 
 def _metrics_override(width: int, height: int) -> tuple[str, Json]:
