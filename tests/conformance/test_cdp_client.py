@@ -105,3 +105,24 @@ async def test_nothing_listening_is_unavailable(tmp_path: Path) -> None:
         host, port = address.rsplit(":", 1)
     with pytest.raises(Unavailable, match="DevTools"):
         await CdpConnection.connect(Endpoint(host, int(port), address))
+
+
+async def test_commands_sent_together_answer_in_order_and_fail_as_one_would(endpoint: Endpoint) -> None:
+    conn = await CdpConnection.connect(endpoint)
+    try:
+        version, targets = await conn.call_all([("Browser.getVersion", {}), ("Target.getTargets", {})])
+        assert "Chrome" in version["product"] and any(t["type"] == "page" for t in targets["targetInfos"])
+        # A failing command among them fails the batch with its own error; the ones after it still ran.
+        page = next(t for t in targets["targetInfos"] if t["type"] == "page")
+        with pytest.raises(Internal, match=r"No\.suchMethod"):
+            await conn.call_all(
+                [
+                    ("Target.getTargets", {}),
+                    ("No.suchMethod", {}),
+                    ("Target.activateTarget", {"targetId": page["targetId"]}),
+                ]
+            )
+        assert not conn._pending  # nothing is left waiting for an answer
+        assert (await conn.call("Browser.getVersion"))["product"] == version["product"]
+    finally:
+        await conn.aclose()

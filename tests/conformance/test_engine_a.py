@@ -78,6 +78,16 @@ async def test_boots_on_the_home_page_at_the_boot_display(browser: EngineSession
     assert await browser.viewport() == (1280, 800)
 
 
+async def test_a_fresh_session_is_on_the_loaded_launch_page_and_navigates_at_once(pages: PageServer) -> None:
+    """The session opens once the launch page has loaded, so a navigation sent straight away is not ended early
+    by the launch page's own end of loading (and the page is not read mid-swap)."""
+    for _ in range(3):
+        async with host_engine("engine-a") as fresh:
+            assert (await fresh.current()).title == "Hangar browser rig"
+            page = await fresh.navigate(pages.url("/basic.html"))
+            assert (page.title, page.status) == ("Basic page", 200)
+
+
 async def test_navigate_reports_url_title_and_status(s: EngineSession, pages: PageServer) -> None:
     page = await s.navigate(pages.url("/basic.html"))
     assert (page.url, page.title, page.status) == (pages.url("/basic.html"), "Basic page", 200)

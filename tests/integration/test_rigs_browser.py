@@ -449,6 +449,36 @@ async def test_egress_to_a_host_not_granted_is_refused_and_logged(env: RigsEnv, 
     assert page["url"] == VERBS and unfence(page["title"]).startswith("Verbs page")
 
 
+QUIET_S = 10.0  # unsilenced, each engine asks for its vendor's services within six seconds of starting
+
+
+async def test_idle_engines_ask_the_network_for_nothing(env: RigsEnv) -> None:
+    """Engines A and B, fresh, on a page with a sign-in form and then idle, ask the gate for no name: their
+    vendors' services (search preconnects, autofill queries, push check-ins, remote settings) are switched off
+    in their recipes, so a rig's egress log holds only what its pages and agents asked for."""
+    opened: dict[str, str] = {}
+    try:
+        for engine in ("engine-a", "engine-b"):
+            if engine not in RECIPES:
+                continue
+            reply = await env.call("rig.open", space_id=await env.new_space(f"quiet {engine}"), surface="browser",
+                                   engine=engine)  # fmt: skip
+            opened[engine] = reply["rigId"]
+            await env.call("rig.grantHosts", rigId=reply["rigId"], hosts=[SITE])
+            page = await use(env, reply["rigId"], action="navigate", url=f"http://{SITE}/bq-form.html")
+            assert page["status"] == 200
+        await asyncio.sleep(QUIET_S)
+        for engine, rig in opened.items():
+            live = env.manager.live(env.ws, rig)
+            assert isinstance(live.handle, EnclosureRig)
+            asked = sorted({e.target for e in live.handle.gate.events if not e.allowed})
+            assert asked == [], f"{engine} asked the network for {asked}"
+            assert any(e.target == SITE and e.allowed for e in live.handle.gate.events)  # the gate saw the page
+    finally:
+        for rig in opened.values():
+            await env.call("rig_close", rigId=rig)
+
+
 async def test_mutating_verbs_wait_for_the_person_in_control(env: RigsEnv, rigs: Rigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)

@@ -46,6 +46,7 @@ from hangar.rigs.engines.session import (
 
 PAGE_LOAD_TIMEOUT_S = 30.0
 IMAGE_CALL_S = 120.0  # a 16 MB image is decoded, re-encoded and read back by the page: seconds on a busy host
+LAUNCH_LOAD_TIMEOUT_S = 10.0  # the launch page is a local file; past this the session opens anyway
 DRAG_STEPS = 10
 GROUP = "hangar"  # the object group of the element handles a verb takes (released when it ends)
 DRAG_GROUP = "hangar-drag"  # the dragstart watch, held while a button is
@@ -90,14 +91,13 @@ class CdpSession(EngineSession):
             target_id = await _page_target(conn)
             attached = await conn.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
             session = cls(conn, str(attached["sessionId"]))
-            await session._attach()
-            await session.set_viewport(*viewport)
+            await session._attach(viewport)
         except BaseException:
             await conn.aclose()
             raise
         return session
 
-    async def _attach(self) -> None:
+    async def _attach(self, viewport: tuple[int, int]) -> None:
         # Listeners first, so nothing logged while the domains come up is missed.
         self._conn.subscribe(
             ("Runtime.consoleAPICalled",), self._sid, callback=lambda e: self._console.console_call(e.params)
@@ -107,17 +107,36 @@ class CdpSession(EngineSession):
         )
         self._conn.subscribe(("Page.javascriptDialogOpening",), self._sid, callback=self._on_dialog)
         self._conn.subscribe(("Input.dragIntercepted",), self._sid, callback=self._on_drag)
-        for method, params in (
-            ("Page.enable", {}),
-            ("Page.setLifecycleEventsEnabled", {"enabled": True}),
-            ("Runtime.enable", {}),
-            ("Network.enable", {"maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 500_000}),
-            ("Emulation.setFocusEmulationEnabled", {"enabled": True}),
-            ("Input.setInterceptDrags", {"enabled": True}),
-        ):
-            await self._call(method, params)
-        tree = await self._call("Page.getFrameTree")
-        self._frame_id = str(tree["frameTree"]["frame"]["id"])
+        with self._conn.subscribe(_LOAD_ENDS, self._sid) as loading:
+            # Sent together and answered in order: one round trip at boot instead of eight.
+            *_, tree, state = await self._conn.call_all(
+                [
+                    ("Page.enable", {}),
+                    ("Page.setLifecycleEventsEnabled", {"enabled": True}),
+                    ("Runtime.enable", {}),
+                    ("Network.enable", {"maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 500_000}),
+                    ("Emulation.setFocusEmulationEnabled", {"enabled": True}),
+                    ("Input.setInterceptDrags", {"enabled": True}),
+                    _metrics_override(*viewport),
+                    ("Page.getFrameTree", {}),
+                    _LOAD_STATE,
+                ],
+                self._sid,
+            )
+            self._frame_id = str(tree["frameTree"]["frame"]["id"])
+            await self._launch_page_loaded(_value(state), loading)
+
+    async def _launch_page_loaded(self, state: Any, loading: Subscription) -> None:
+        """Wait (bounded) until the page the engine opened at launch has loaded. A session that answers sooner
+        lets its first navigation race the launch page's own end of loading: that load's events end the wait for
+        the new one, and the page is then read while Chromium swaps documents ("Not attached to an active
+        page")."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(LAUNCH_LOAD_TIMEOUT_S):
+                while state != ["complete", True]:
+                    with contextlib.suppress(TimeoutError):
+                        await loading.get(0.1)  # an end of loading, or a look again (it may have come first)
+                    state = await self._evaluate(_LOAD_EXPRESSION)
 
     async def _call(self, method: str, params: Json | None = None, limit_s: float = 30.0) -> Json:
         return await self._conn.call(method, params, self._sid, limit_s)
@@ -409,8 +428,7 @@ class CdpSession(EngineSession):
 
     async def set_viewport(self, width: int, height: int) -> None:
         # The emulated metrics drive layout, stills and the screencast alike: a running screencast follows.
-        await self._call("Emulation.setDeviceMetricsOverride",
-                         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})  # fmt: skip
+        await self._call(*_metrics_override(width, height))
 
     async def wait_for(self, selector: str, timeout_s: float) -> bool:
         """Polls inside the page; a navigation destroys the page's promise, so the wait resumes in the new page
@@ -545,13 +563,25 @@ def _value(result: Json) -> Any:
     return result["result"].get("value")
 
 
+# The launch page has loaded once its document is complete and is not the empty one a tab starts with.
+_LOAD_EXPRESSION = "[document.readyState, location.href !== 'about:blank']"
+_LOAD_STATE = ("Runtime.evaluate", {"expression": _LOAD_EXPRESSION, "returnByValue": True})
+_LOAD_ENDS = ("Page.loadEventFired", "Page.frameStoppedLoading")
+
+
+def _metrics_override(width: int, height: int) -> tuple[str, Json]:
+    return "Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
+                                                  "mobile": False}  # fmt: skip
+
+
 async def _page_target(conn: CdpConnection) -> str:
-    """The browser's first page, waiting briefly for the one opened at launch; a new one when there is none."""
-    for _ in range(50):
+    """The browser's first page, waiting briefly for the one opened at launch (looked for often: a boot waits on
+    it); a new one when there is none after five seconds."""
+    for _ in range(200):
         targets = await conn.call("Target.getTargets")
         pages = [t for t in targets.get("targetInfos", []) if t.get("type") == "page"]
         if pages:
             return str(pages[0]["targetId"])
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.025)
     created = await conn.call("Target.createTarget", {"url": "about:blank"})
     return str(created["targetId"])

@@ -122,6 +122,12 @@ PREFS: dict[str, bool | int | str] = {
 }
 
 
+# Release and ESR builds ignore ``services.settings.server`` unless this is set (Mozilla bug 1598562): without it
+# Firefox asks firefox.settings.services.mozilla.com for its remote settings whatever the profile says, which an
+# idle rig's gate log showed as refusals every few seconds.
+FIREFOX_ENV = {"MOZ_HEADLESS": "1", "MOZ_CRASHREPORTER_DISABLE": "1", "MOZ_REMOTE_SETTINGS_DEVTOOLS": "1"}
+
+
 def user_js() -> bytes:
     lines = [f"user_pref({_js_literal(name)}, {_js_literal(value)});" for name, value in PREFS.items()]
     return ("\n".join(lines) + "\n").encode()
@@ -139,9 +145,10 @@ def plan(ctx: LaunchContext) -> LaunchPlan:
     profile = f"{ctx.home}/{PROFILE}"
     setup: tuple[EngineProcess, ...] = ()
     if ctx.ca_file:
+        # ``certutil -A`` creates the profile's database itself (without a password, as Firefox's own would be):
+        # one process on every boot's path instead of two.
         database = f"sql:{profile}"
         setup = (
-            EngineProcess("certutil-init", ("certutil", "-N", "-d", database, "--empty-password")),
             EngineProcess(
                 "certutil-trust", ("certutil", "-A", "-d", database, "-t", "C,,", "-n", "hangar-dev", "-i", ctx.ca_file)
             ),
@@ -150,7 +157,7 @@ def plan(ctx: LaunchContext) -> LaunchPlan:
         "firefox",
         ("firefox-esr", "--headless", "--no-remote", "--profile", profile,
          "--remote-debugging-port", str(ctx.port), ctx.home_url),
-        {"MOZ_HEADLESS": "1", "MOZ_CRASHREPORTER_DISABLE": "1"},
+        FIREFOX_ENV,
     )  # fmt: skip
     return LaunchPlan(files={f"{PROFILE}/user.js": user_js()}, setup=setup, processes=(firefox,))
 

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from hangar.errors import Unavailable
-from hangar.rigs.engines.launch import Endpoint, EngineProcess, LaunchContext
+from hangar.rigs.engines.launch import LISTEN_POLL_S, Endpoint, EngineProcess, LaunchContext
 from hangar.rigs.engines.registry import recipe_for
 from hangar.rigs.engines.session import EngineSession
 
@@ -45,7 +45,7 @@ async def _listening(port: int, deadline: float, procs: list[asyncio.subprocess.
             _, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.close()
             return
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(LISTEN_POLL_S)
     raise Unavailable(f"the engine did not listen on port {port} in time")
 
 

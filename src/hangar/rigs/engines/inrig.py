@@ -28,6 +28,7 @@ from hangar.rigs.backends.base import Command, ExecResult, RigHandle
 from hangar.rigs.engines.launch import (
     AUTOMATION_PORT,
     ENGINE_PORT,
+    LISTEN_POLL_S,
     Endpoint,
     EngineProcess,
     EngineRecipe,
@@ -45,7 +46,6 @@ RELAY_ARGV = (
     f"TCP:127.0.0.1:{ENGINE_PORT}",
 )
 SETUP_TIMEOUT_S = 60.0
-POLL_S = 0.05  # reading the listening ports is cheap; a boot waits on it
 TAIL_CHARS = 800
 LOG_BYTES = 64 * 1024  # per process: the newest output ``RigEngine.log`` keeps
 # Runs argv with stderr joined to stdout, which is the stream ``RigHandle.run`` hands over as it comes.
@@ -107,7 +107,7 @@ class RigEngine:
             self._check_running()
             if loop.time() > deadline:
                 raise Unavailable(f"{self.engine} did not listen on port {self.context.port} in time")
-            await asyncio.sleep(POLL_S)
+            await asyncio.sleep(LISTEN_POLL_S)
         self.host_port = await self.handle.forward(AUTOMATION_PORT, "127.0.0.1", None)
         return self.endpoint()
 

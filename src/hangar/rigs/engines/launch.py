@@ -16,6 +16,7 @@ from hangar.rigs.engines.session import EngineSession
 
 AUTOMATION_PORT = 9222  # what the rig forwards to the host
 ENGINE_PORT = 9223  # where engines behind the relay listen
+LISTEN_POLL_S = 0.025  # how often a boot looks whether the engine listens yet (a cheap look; a boot waits on it)
 
 
 @dataclass(frozen=True)
