@@ -26,7 +26,7 @@ code = int(release.read_text() or "0")
 if code:
     print("E: the mirror answered 404", flush=True)
     sys.exit(code)
-target = pathlib.Path(sys.argv[-2])
+target = pathlib.Path(sys.argv[sys.argv.index("bookworm") + 1])  # then the sources
 target.mkdir(parents=True)
 (target / "bin").mkdir()
 print("I: success in 0.1 seconds", flush=True)

@@ -1,8 +1,10 @@
-"""Which Debian mirror the terminal image is built from: the one this machine's apt is configured with.
+"""Which Debian mirrors rig images are built from: the ones this machine's apt is configured with.
 
 Read at run time from ``/etc/apt/sources.list`` and ``/etc/apt/sources.list.d/*`` (one-line ``.list`` and
 deb822 ``.sources`` files), so the repository never hard-codes a host. The first ``deb`` entry serving a
-Debian suite of the wanted release (not ``-security`` or ``-updates``) wins.
+Debian suite of the wanted release (not ``-security`` or ``-updates``) is the mirror; the release's
+``-updates`` and ``-security`` suites come along wherever the machine configures them, so a pack's browsers and
+tools carry the security fixes the host itself gets.
 """
 
 from __future__ import annotations
@@ -78,6 +80,18 @@ def debian_mirror(release: str = "bookworm", apt_root: Path = APT_ROOT) -> str:
         f"no apt source for Debian {release} is configured in {apt_root}/sources.list*; "
         "the terminal image is built from the machine's configured mirror"
     )
+
+
+def debian_sources(release: str = "bookworm", apt_root: Path = APT_ROOT) -> list[str]:
+    """One-line apt sources for the image: the release from its mirror, then its ``-updates`` and ``-security``
+    suites from wherever the machine takes them (first configured wins), main component only."""
+    lines = [f"deb {debian_mirror(release, apt_root)} {release} main"]
+    for suite in (f"{release}-updates", f"{release}-security"):
+        for entry in apt_entries(apt_root):
+            if suite in entry.suites and entry.uri.startswith(("http://", "https://")):
+                lines.append(f"deb {entry.uri.rstrip('/')} {suite} main")
+                break
+    return lines
 
 
 def mirror_hosts(apt_root: Path = APT_ROOT) -> frozenset[str]:

@@ -25,10 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hangar.errors import Internal, Unavailable
-from hangar.rigs.image.mirror import debian_mirror
+from hangar.rigs.image.mirror import debian_sources
 
 RELEASE = "bookworm"
 MARKER = ".hangar-pack.json"
+# The marker's format: 2 means built from the release with its -updates and -security suites. A pack built
+# before (from the release alone: browsers without their security fixes) is rebuilt once.
+MARKER_FORMAT = 2
 RIG_USER = "rig"
 RIG_UID = 1000
 
@@ -100,7 +103,8 @@ def pack_path(packs_root: Path, recipe: PackRecipe = TERMINAL) -> Path:
 def pack_ready(packs_root: Path, recipe: PackRecipe = TERMINAL) -> bool:
     marker = pack_path(packs_root, recipe) / MARKER
     try:
-        return bool(json.loads(marker.read_text())["revision"] == recipe.revision)
+        found = json.loads(marker.read_text())
+        return bool(found["revision"] == recipe.revision and found.get("format") == MARKER_FORMAT)
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
@@ -143,7 +147,8 @@ async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn) -> No
     missing = missing_tools()
     if missing:
         raise Unavailable(f"building the {recipe.label} needs {', '.join(missing)} (Debian package mmdebstrap)")
-    mirror = debian_mirror(RELEASE)
+    sources = debian_sources(RELEASE)
+    mirror = sources[0].split()[1]
     tmp = _clear_stale(packs_root, recipe)
     report(f"building the {recipe.label} ({recipe.revision}) from {mirror}")
     argv = [
@@ -154,7 +159,7 @@ async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn) -> No
         *(f"--customize-hook={hook}" for hook in (*_BASE_HOOKS, *recipe.hooks)),
         RELEASE,
         str(tmp),
-        mirror,
+        *sources,
     ]
     proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     assert proc.stdout is not None
@@ -174,7 +179,7 @@ async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn) -> No
     if code != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise Internal(f"mmdebstrap failed with exit code {code}: " + " | ".join(tail[-5:]))
-    _commit(tmp, pack_path(packs_root, recipe), recipe, mirror)
+    _commit(tmp, pack_path(packs_root, recipe), recipe, sources)
     report(f"{recipe.label} ready")
 
 
@@ -188,11 +193,12 @@ def _clear_stale(packs_root: Path, recipe: PackRecipe) -> Path:
     return packs_root / f".tmp-{recipe.name}-{os.getpid()}"
 
 
-def _commit(tmp: Path, final: Path, recipe: PackRecipe, mirror: str) -> None:
+def _commit(tmp: Path, final: Path, recipe: PackRecipe, sources: list[str]) -> None:
     marker = {
+        "format": MARKER_FORMAT,
         "revision": recipe.revision,
         "release": RELEASE,
-        "mirror": mirror,
+        "sources": sources,
         "engine": recipe.engine,
         "packages": list(recipe.packages),
     }

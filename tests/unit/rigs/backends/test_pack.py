@@ -19,6 +19,11 @@ def test_mirror_from_deb822_and_one_line_sources(tmp_path: Path) -> None:
         "Components: main\n\nTypes: deb-src\nURIs: http://src.example.net/debian\nSuites: bookworm\n"
     )
     assert mirror.debian_mirror("bookworm", tmp_path) == "http://mirror.example.net/debian"
+    assert mirror.debian_sources("bookworm", tmp_path) == [
+        "deb http://mirror.example.net/debian bookworm main",
+        "deb http://mirror.example.net/debian bookworm-updates main",
+        "deb http://security.example.org/debian-security bookworm-security main",
+    ]
     assert mirror.mirror_hosts(tmp_path) == {"security.example.org", "mirror.example.net"}
 
 
@@ -45,4 +50,6 @@ def test_pack_ready_needs_the_marker_of_this_revision(tmp_path: Path) -> None:
     (path / pack.MARKER).write_text(json.dumps({"revision": "tools-v0"}))
     assert not pack.pack_ready(tmp_path)
     (path / pack.MARKER).write_text(json.dumps({"revision": pack.TOOLSET_REVISION}))
+    assert not pack.pack_ready(tmp_path)  # built before packs took the security suites: rebuilt once
+    (path / pack.MARKER).write_text(json.dumps({"revision": pack.TOOLSET_REVISION, "format": pack.MARKER_FORMAT}))
     assert pack.pack_ready(tmp_path)
