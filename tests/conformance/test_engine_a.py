@@ -11,11 +11,9 @@ import ipaddress
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from aiohttp import web
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -28,31 +26,18 @@ from hangar.rigs.engines.clipboard_image import NO_CLIPBOARD_API
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession
 from tests.conformance import clipboard_images
+from tests.conformance.engine_fixtures import engine_fixture, pages_fixture, start_page_fixture
 from tests.support.images import solid_png
-from tests.support.pages import PageServer, outward_address, page_server
+from tests.support.pages import PageServer, outward_address
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 GUARD_S = 20.0  # a bound against hangs only; nothing asserts on time
 
 
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def pages() -> AsyncIterator[PageServer]:
-    async with page_server() as server:
-        yield server
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[EngineSession]:
-    async with host_engine("engine-a") as session:
-        yield session
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def s(browser: EngineSession, pages: PageServer) -> EngineSession:
-    await browser.set_viewport(1280, 800)
-    await browser.navigate(pages.url("/basic.html"))
-    return browser
+pages = pages_fixture()
+browser = engine_fixture("engine-a")
+s = start_page_fixture("/basic.html")
 
 
 async def dom(session: EngineSession) -> str:

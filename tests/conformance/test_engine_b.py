@@ -8,11 +8,9 @@ import asyncio
 import datetime
 import ssl
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from aiohttp import web
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -23,23 +21,16 @@ from hangar.rigs.engines.clipboard_image import encode
 from hangar.rigs.engines.engine_b import NO_CLIPBOARD_IMAGES, FirefoxSession
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession
+from tests.conformance.engine_fixtures import engine_fixture, pages_fixture
 from tests.conformance.w3c_cases import W3CEngineCases, shows
 from tests.support.images import solid_png
-from tests.support.pages import PageServer, page_server
+from tests.support.pages import PageServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def pages() -> AsyncIterator[PageServer]:
-    async with page_server() as server:
-        yield server
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def session() -> AsyncIterator[EngineSession]:
-    async with host_engine("engine-b") as engine:
-        yield engine
+pages = pages_fixture()
+session = engine_fixture("engine-b")
 
 
 class TestEngineB(W3CEngineCases):

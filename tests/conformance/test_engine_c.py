@@ -5,34 +5,23 @@ the host's ffmpeg."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from hangar.errors import Unavailable
 from hangar.rigs.engines import transcode
 from hangar.rigs.engines.engine_c import CONSOLE_NOTE, WebKitSession
-from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession
 from tests.conformance import clipboard_images
+from tests.conformance.engine_fixtures import engine_fixture, pages_fixture
 from tests.conformance.w3c_cases import W3CEngineCases, shows
 from tests.support.images import solid_png
-from tests.support.pages import PageServer, page_server
+from tests.support.pages import PageServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def pages() -> AsyncIterator[PageServer]:
-    async with page_server() as server:
-        yield server
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def session() -> AsyncIterator[EngineSession]:
-    async with host_engine("engine-c") as engine:
-        yield engine
+pages = pages_fixture()
+session = engine_fixture("engine-c")
 
 
 class TestEngineC(W3CEngineCases):

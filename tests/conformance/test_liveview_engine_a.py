@@ -6,13 +6,10 @@ the capture follows the largest size asked for (up to 2560x1600) and restarts cl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 
 from hangar.rigs.engines.cdp_page import jpeg_size
-from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession
 from hangar.rigs.liveview import (
     FrameHub,
@@ -26,30 +23,16 @@ from hangar.rigs.liveview import (
     decode_header,
     encode_frame,
 )
-from tests.support.pages import PageServer, page_server
+from tests.conformance.engine_fixtures import engine_fixture, pages_fixture, start_page_fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 GUARD_S = 20.0  # a bound against hangs only; nothing asserts on time
 
 
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def pages() -> AsyncIterator[PageServer]:
-    async with page_server() as server:
-        yield server
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[EngineSession]:
-    async with host_engine("engine-a") as session:
-        yield session
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def s(browser: EngineSession, pages: PageServer) -> EngineSession:
-    await browser.set_viewport(1280, 800)
-    await browser.navigate(pages.url("/lv-counter.html"))
-    return browser
+pages = pages_fixture()
+browser = engine_fixture("engine-a")
+s = start_page_fixture("/lv-counter.html")
 
 
 async def click(session: EngineSession, x: int, y: int) -> None:
