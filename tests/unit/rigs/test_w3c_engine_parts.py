@@ -105,7 +105,7 @@ def test_page_scripts_are_function_expressions() -> None:
     from importlib import resources
 
     names = [p.name[:-3] for p in (resources.files("hangar.rigs.engines") / "js").iterdir() if p.name.endswith(".js")]
-    assert {"a11y_approx", "console_hook", "fill", "wait_for", "clipboard", "file_input", "nav_mark"} <= set(names)
+    assert {"a11y_approx", "console_hook", "element", "wait_for", "clipboard", "file_input", "nav_mark"} <= set(names)
     for name in names:
         text = script(name)
         assert text.startswith(("(function", "(async function")) and text.endswith(")"), name

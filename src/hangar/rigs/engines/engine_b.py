@@ -366,8 +366,7 @@ async def connect(endpoint: Endpoint, ctx: LaunchContext) -> FirefoxSession:
             "session.subscribe", {"events": ["log.entryAdded", "network.responseCompleted"], "contexts": [context]}
         )
         await client.call("browsingContext.activate", {"context": context})
-        await session.set_viewport(ctx.width, ctx.height)
-        await session.navigate(ctx.home_url)
+        await session.boot(ctx)
     except BaseException:
         await client.aclose()
         raise

@@ -329,8 +329,7 @@ async def connect(endpoint: Endpoint, ctx: LaunchContext) -> WebKitSession:
             }
         )  # fmt: skip
         session = WebKitSession(client)
-        await session.set_viewport(ctx.width, ctx.height)
-        await session.navigate(ctx.home_url)
+        await session.boot(ctx)
     except BaseException:
         await client.close()
         raise

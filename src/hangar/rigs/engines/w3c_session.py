@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.rigs.engines import clipboard_image as clip
 from hangar.rigs.engines import w3c_actions
+from hangar.rigs.engines.launch import LaunchContext
 from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, ImageMime, MouseButton, Page
 from hangar.rigs.engines.w3c_errors import EngineTimeout
 
@@ -64,6 +65,11 @@ class W3CSession(EngineSession):
     @abstractmethod
     async def _console(self) -> Extracted: ...
 
+    async def boot(self, ctx: LaunchContext) -> None:
+        """Where a freshly connected session starts: a viewport of the boot display, on the home page."""
+        await self.set_viewport(ctx.width, ctx.height)
+        await self.navigate(ctx.home_url)
+
     # -- shared verbs -------------------------------------------------------------------------------------
 
     async def _page_state(self) -> dict[str, Any]:
@@ -80,10 +86,11 @@ class W3CSession(EngineSession):
         """Wait until the page finished loading (after a history step, which resolves before the load)."""
         await self._call("wait_ready", int(READY_TIMEOUT_S * 1000), timeout_s=READY_TIMEOUT_S + 5)
 
-    async def _selector_call(self, name: str, selector: str, *args: Json) -> dict[str, Any]:
-        result = await self._call(name, selector, *args)
+    async def _selector_call(self, verb: str, selector: str, *args: Json) -> dict[str, Any]:
+        """Run ``js/element.js``: ``verb`` on the first element matching ``selector``."""
+        result = await self._call("element", selector, verb, *args)
         if not isinstance(result, dict):
-            raise Refused(f"the page answered {name} with something unexpected")
+            raise Refused(f"the page answered {verb} with something unexpected")
         if "invalid" in result:
             raise InvalidArgs(f"{selector!r} is not a valid CSS selector", field="selector")
         if result.get("missing"):

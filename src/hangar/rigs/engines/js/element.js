@@ -1,7 +1,10 @@
-// Replace the value of the form field matching selector and fire the input and change events typing fires.
-// The value goes through the prototype's setter, past any setter a framework put on the element itself, so
-// frameworks that track the last value they saw notice the change.
-(function (selector, value) {
+// Find the first element matching selector, scroll it into view, then do verb to it:
+// - "locate": return its centre in viewport CSS pixels;
+// - "focus": focus it;
+// - "fill": focus it, replace the value of the form field and fire the input and change events typing fires.
+//   The value goes through the prototype's setter, past any setter a framework put on the element itself, so
+//   frameworks that track the last value they saw notice the change.
+(function (selector, verb, value) {
   let el;
   try {
     el = document.querySelector(selector);
@@ -10,7 +13,12 @@
   }
   if (!el) return { missing: true };
   el.scrollIntoView({ block: "center", inline: "center", behavior: "instant" });
+  if (verb === "locate") {
+    const rect = el.getBoundingClientRect();
+    return { x: Math.round(rect.left + rect.width / 2), y: Math.round(rect.top + rect.height / 2) };
+  }
   el.focus();
+  if (verb === "focus") return { ok: true };
   const setter = (proto) => Object.getOwnPropertyDescriptor(proto, "value").set;
   if (el instanceof HTMLInputElement) {
     if (["checkbox", "radio", "file", "button", "submit", "reset", "image", "hidden"].includes(el.type)) {
