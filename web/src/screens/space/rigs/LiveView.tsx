@@ -4,15 +4,12 @@
  * ignores input and says so). Files dropped onto the view land in the rig and reach the page at the drop point;
  * the server's reply says how. Loaded only when a browser rig's panel opens. */
 import { useCallback, useEffect, useRef, useState, type DragEvent, type KeyboardEvent, type PointerEvent } from "react";
-import { loadToken } from "../../../auth/credential";
-import { RpcError } from "../../../rpc/errors";
 import { useRpc } from "../../../rpc/hooks";
 import { ClipboardPanel } from "./Clipboard";
 import "./live.css";
 import { dropFiles, type DropReply } from "./fileLane";
+import { openLane, type Lane, type LaneState } from "./lane";
 import { domKey, mouseButton, parseFrame, toViewport, wantedSize, type LiveFrame, type Size } from "./liveWire";
-
-type LaneState = "connecting" | "open" | "closed";
 
 interface Notice {
   type?: string;
@@ -22,14 +19,6 @@ interface Notice {
   width?: number;
   height?: number;
   engine?: string;
-}
-
-function laneUrl(path: string, size: Size): string {
-  const url = new URL(path, window.location.href);
-  url.protocol = window.location.protocol === "https:" ? "wss:" : "ws:";
-  url.searchParams.set("w", String(size.width));
-  url.searchParams.set("h", String(size.height));
-  return url.toString();
 }
 
 const DELIVERY: Record<DropReply["delivery"], string> = {
@@ -42,7 +31,7 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
   const client = useRpc();
   const canvas = useRef<HTMLCanvasElement>(null);
   const box = useRef<HTMLDivElement>(null);
-  const socket = useRef<WebSocket | null>(null);
+  const lane = useRef<Lane | null>(null);
   const viewport = useRef<Size>({ width: 1280, height: 800 });
   const [state, setState] = useState<LaneState>("connecting");
   const [engine, setEngine] = useState<string | null>(null);
@@ -60,7 +49,7 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
   controlRef.current = inControl;
 
   const send = useCallback((message: Record<string, unknown>) => {
-    const s = socket.current;
+    const s = lane.current?.socket;
     if (s?.readyState === WebSocket.OPEN && controlRef.current) s.send(JSON.stringify(message));
   }, []);
 
@@ -103,7 +92,7 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
     };
     let lastAsked = "";
     const resizer = new ResizeObserver(() => {
-      const s = socket.current;
+      const s = lane.current?.socket;
       const want = size();
       const key = `${want.width}x${want.height}`;
       if (s?.readyState === WebSocket.OPEN && key !== lastAsked) {
@@ -113,60 +102,40 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
     });
     resizer.observe(frameBox);
 
-    setState("connecting");
     setNotice(null);
-    client
-      .call("rig.liveViewUrl", { workspace_id: workspaceId, rigId })
-      .then((lane) => {
-        if (ended) return;
+    lane.current = openLane<Notice>({
+      mint: () => client.call("rig.liveViewUrl", { workspace_id: workspaceId, rigId }),
+      query: () => {
         const want = size();
         lastAsked = `${want.width}x${want.height}`;
-        const ws = new WebSocket(laneUrl(lane.path, want));
-        ws.binaryType = "arraybuffer";
-        socket.current = ws;
-        ws.onopen = () => {
-          ws.send(JSON.stringify({ type: "auth", token: loadToken(window.localStorage) ?? "" }));
-          setState("open");
-        };
-        ws.onmessage = (ev: MessageEvent<ArrayBuffer | string>) => {
-          if (typeof ev.data !== "string") {
-            const frame = parseFrame(ev.data);
-            if (frame) {
-              pending = frame;
-              void draw();
-            }
-            return;
-          }
-          let n: Notice;
-          try {
-            n = JSON.parse(ev.data) as Notice;
-          } catch {
-            return;
-          }
-          if (n.type === "hello") {
-            setEngine(n.engine ?? null);
-            setInControl(n.controller != null && n.controller === n.you);
-          } else if (n.type === "control") {
-            const mine = n.controller != null && n.controller === n.you;
-            setInControl(mine);
-            setNotice(null);
-          } else if (n.type === "viewport" && n.width && n.height) {
-            viewport.current = { width: n.width, height: n.height };
-          } else if (n.type === "readonly") {
-            setNotice(n.message ?? "Take control to drive the page.");
-          } else if (n.type === "error") {
-            setNotice(n.message ?? "The live view refused.");
-          }
-        };
-        ws.onclose = () => {
-          if (!ended) setState("closed");
-        };
-      })
-      .catch((e: unknown) => {
-        if (ended) return;
-        setState("closed");
-        setNotice(e instanceof RpcError ? e.message : String(e));
-      });
+        return { w: want.width, h: want.height };
+      },
+      onState: setState,
+      onError: setNotice,
+      onBinary: (data) => {
+        const frame = parseFrame(data);
+        if (frame) {
+          pending = frame;
+          void draw();
+        }
+      },
+      onNotice: (n) => {
+        if (n.type === "hello") {
+          setEngine(n.engine ?? null);
+          setInControl(n.controller != null && n.controller === n.you);
+        } else if (n.type === "control") {
+          const mine = n.controller != null && n.controller === n.you;
+          setInControl(mine);
+          setNotice(null);
+        } else if (n.type === "viewport" && n.width && n.height) {
+          viewport.current = { width: n.width, height: n.height };
+        } else if (n.type === "readonly") {
+          setNotice(n.message ?? "Take control to drive the page.");
+        } else if (n.type === "error") {
+          setNotice(n.message ?? "The live view refused.");
+        }
+      },
+    });
 
     // The wheel is taken only while in control (then the page scrolls, not this one); React's wheel handler is
     // passive, so it cannot.
@@ -182,8 +151,8 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
       ended = true;
       resizer.disconnect();
       el.removeEventListener("wheel", wheel);
-      socket.current?.close(1000);
-      socket.current = null;
+      lane.current?.close();
+      lane.current = null;
     };
   }, [client, workspaceId, rigId, attempt, send]);
 

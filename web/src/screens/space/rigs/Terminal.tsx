@@ -6,11 +6,8 @@ import { FitAddon } from "@xterm/addon-fit";
 import { Terminal as Xterm, type ITheme } from "@xterm/xterm";
 import "@xterm/xterm/css/xterm.css";
 import { useCallback, useEffect, useRef, useState } from "react";
-import { loadToken } from "../../../auth/credential";
-import { RpcError } from "../../../rpc/errors";
 import { useRpc } from "../../../rpc/hooks";
-
-type LaneState = "connecting" | "open" | "closed";
+import { openLane, type Lane, type LaneState } from "./lane";
 
 const LIGHT: ITheme = { background: "#ffffff", foreground: "#1b1f24", cursor: "#1b1f24", selectionBackground: "#b6d4fe" };
 const DARK: ITheme = { background: "#0d1117", foreground: "#e6edf3", cursor: "#e6edf3", selectionBackground: "#264f78" };
@@ -47,14 +44,6 @@ function openWithinPolicy(xterm: Xterm, el: HTMLElement): () => void {
   };
 }
 
-function laneUrl(path: string, cols: number, rows: number): string {
-  const url = new URL(path, window.location.href);
-  url.protocol = window.location.protocol === "https:" ? "wss:" : "ws:";
-  url.searchParams.set("cols", String(cols));
-  url.searchParams.set("rows", String(rows));
-  return url.toString();
-}
-
 export function Terminal({ workspaceId, rigId }: { workspaceId: string; rigId: string }) {
   const client = useRpc();
   const box = useRef<HTMLDivElement>(null);
@@ -79,10 +68,10 @@ export function Terminal({ workspaceId, rigId }: { workspaceId: string; rigId: s
     const unstyle = openWithinPolicy(xterm, el);
     fit.fit();
     term.current = xterm;
-    let socket: WebSocket | null = null;
-    let ended = false;
+    let lane: Lane | null = null;
     const encoder = new TextEncoder();
     const sendBytes = (data: string | Uint8Array) => {
+      const socket = lane?.socket;
       if (socket?.readyState === WebSocket.OPEN) socket.send(typeof data === "string" ? encoder.encode(data) : data);
     };
 
@@ -103,6 +92,7 @@ export function Terminal({ workspaceId, rigId }: { workspaceId: string; rigId: s
     const typed = xterm.onData((d) => sendBytes(d));
     const binary = xterm.onBinary((d) => sendBytes(Uint8Array.from(d, (c) => c.charCodeAt(0))));
     const resized = xterm.onResize(({ cols, rows }) => {
+      const socket = lane?.socket;
       if (socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "resize", cols, rows }));
     });
     const fitter = new ResizeObserver(() => {
@@ -110,49 +100,26 @@ export function Terminal({ workspaceId, rigId }: { workspaceId: string; rigId: s
     });
     fitter.observe(el);
 
-    setState("connecting");
     setNotice(null);
-    client
-      .call("rig.terminalUrl", { workspace_id: workspaceId, rigId })
-      .then((lane) => {
-        if (ended) return;
-        socket = new WebSocket(laneUrl(lane.path, xterm.cols, xterm.rows));
-        socket.binaryType = "arraybuffer";
-        socket.onopen = () => {
-          socket?.send(JSON.stringify({ type: "auth", token: loadToken(window.localStorage) ?? "" }));
-          setState("open");
-          xterm.focus();
-        };
-        socket.onmessage = (ev: MessageEvent<ArrayBuffer | string>) => {
-          if (typeof ev.data !== "string") {
-            xterm.write(new Uint8Array(ev.data));
-            return;
-          }
-          try {
-            const frame = JSON.parse(ev.data) as { type?: string; message?: string };
-            if (frame.type === "readonly") setNotice("Someone else has control: what you type is not sent.");
-            else if (frame.type === "error") setNotice(frame.message ?? "The terminal lane refused.");
-          } catch {
-            /* not a notice */
-          }
-        };
-        socket.onclose = () => {
-          if (!ended) setState("closed");
-        };
-      })
-      .catch((e: unknown) => {
-        if (ended) return;
-        setState("closed");
-        setNotice(e instanceof RpcError ? e.message : String(e));
-      });
+    lane = openLane<{ type?: string; message?: string }>({
+      mint: () => client.call("rig.terminalUrl", { workspace_id: workspaceId, rigId }),
+      query: () => ({ cols: xterm.cols, rows: xterm.rows }),
+      onState: setState,
+      onError: setNotice,
+      onOpen: () => xterm.focus(),
+      onBinary: (data) => xterm.write(new Uint8Array(data)),
+      onNotice: (frame) => {
+        if (frame.type === "readonly") setNotice("Someone else has control: what you type is not sent.");
+        else if (frame.type === "error") setNotice(frame.message ?? "The terminal lane refused.");
+      },
+    });
 
     return () => {
-      ended = true;
+      lane?.close();
       fitter.disconnect();
       typed.dispose();
       binary.dispose();
       resized.dispose();
-      socket?.close(1000);
       xterm.dispose();
       unstyle();
       term.current = null;
