@@ -34,6 +34,7 @@ from hangar.rigs.image.mirror import mirror_hosts
 from hangar.rigs.image.pack import pack_path
 from hangar.rigs.images import BROWSER_IMAGE_KEY
 from hangar.rigs.model import Surface, limits_for
+from tests.integration.rigs_browser_env import BrowserRigs, use
 from tests.integration.rigs_enclosure_env import PACKS
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.certs import self_signed
@@ -94,34 +95,9 @@ async def env(
         yield running
 
 
-class Rigs:
-    """One browser rig per engine, opened on first use and shared by the module's tests."""
-
-    def __init__(self, env: RigsEnv) -> None:
-        self.env = env
-        self.ids: dict[str, str] = {}
-
-    async def get(self, engine: str) -> str:
-        if engine not in RECIPES:
-            pytest.skip(f"{engine}'s client is not on this branch yet")
-        if engine not in self.ids:
-            reply = await self.env.call("rig.open", space_id=self.env.space, surface="browser", engine=engine)
-            assert reply["phase"] == "ready", reply
-            rig = str(reply["rigId"])
-            await self.env.call("rig.grantHosts", rigId=rig, hosts=[SITE])
-            self.ids[engine] = rig
-        return self.ids[engine]
-
-
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def rigs(env: RigsEnv) -> Rigs:
-    return Rigs(env)
-
-
-async def use(env: RigsEnv, rig: str, **action: Any) -> dict[str, Any]:
-    reply = await env.call("browser_use", rigId=rig, action=action)
-    assert isinstance(reply, dict)
-    return reply
+async def rigs(env: RigsEnv) -> BrowserRigs:
+    return BrowserRigs(env, SITE)
 
 
 async def fails(env: RigsEnv, rig: str, **action: Any) -> RpcError:
@@ -157,7 +133,7 @@ def decoded(shot: dict[str, Any]) -> bytes:
 # -- opening ------------------------------------------------------------------------------------------------
 
 
-async def test_a_browser_rig_opens_is_listed_and_reused_per_engine(env: RigsEnv, rigs: Rigs) -> None:
+async def test_a_browser_rig_opens_is_listed_and_reused_per_engine(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     again = await env.call("rig.open", space_id=env.space, surface="browser", engine="engine-a")
     assert again["rigId"] == rig  # one browser rig per engine per space
@@ -181,7 +157,7 @@ async def test_a_browser_rig_opens_is_listed_and_reused_per_engine(env: RigsEnv,
     assert rows[terminal]["display"] is None and rows[terminal]["engine"] is None
 
 
-async def test_each_engine_gets_its_own_rig(env: RigsEnv, rigs: Rigs) -> None:
+async def test_each_engine_gets_its_own_rig(env: RigsEnv, rigs: BrowserRigs) -> None:
     opened = {engine: await rigs.get(engine) for engine in ENGINES if engine in RECIPES}
     if len(opened) < 2:
         pytest.skip("needs two engines' clients")
@@ -208,7 +184,9 @@ async def test_browser_use_refuses_other_rigs(env: RigsEnv) -> None:
     assert e.code == "not_found"
 
 
-async def test_the_default_allowlist_is_the_site_and_nothing_else(env: RigsEnv, rigs: Rigs, pages: PageServer) -> None:
+async def test_the_default_allowlist_is_the_site_and_nothing_else(
+    env: RigsEnv, rigs: BrowserRigs, pages: PageServer
+) -> None:
     rig = await rigs.get("engine-a")
     live = env.manager.live(env.ws, rig)
     assert isinstance(live.handle, EnclosureRig)
@@ -253,7 +231,7 @@ def pem_body(pem: str) -> str:
 
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_a_dev_domain_over_https_is_trusted_by_each_engine_in_its_rig_not_by_the_host(
-    env: RigsEnv, rigs: Rigs, dev_domain: str, engine: str
+    env: RigsEnv, rigs: BrowserRigs, dev_domain: str, engine: str
 ) -> None:
     """The CA the manager hands browser rigs is trusted by the engine (through its recipe, or the rig's system
     bundle): a dev server in the space's terminal opens by name over HTTPS without a certificate error. The CA
@@ -284,7 +262,7 @@ async def test_a_dev_domain_over_https_is_trusted_by_each_engine_in_its_rig_not_
     assert ("tls", SITE) in [(e.kind, e.target) for e in handle.gate.events if e.allowed]  # the gate let it by
 
 
-async def test_the_browser_image_setting_is_engine_as_only(env: RigsEnv, rigs: Rigs) -> None:
+async def test_the_browser_image_setting_is_engine_as_only(env: RigsEnv, rigs: BrowserRigs) -> None:
     await env.call("settings.set", key=BROWSER_IMAGE_KEY, value="ghcr.io/acme/browser:1.0")
     opened: list[str] = []
     try:
@@ -314,7 +292,7 @@ async def test_the_browser_image_setting_is_engine_as_only(env: RigsEnv, rigs: R
 # -- every verb on engine A -----------------------------------------------------------------------------------
 
 
-async def test_navigate_answers_url_title_and_status_with_the_title_fenced(env: RigsEnv, rigs: Rigs) -> None:
+async def test_navigate_answers_url_title_and_status_with_the_title_fenced(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     page = await use(env, rig, action="navigate", url=VERBS)
     assert page["engine"] == "engine-a" and page["url"] == VERBS and page["status"] == 200
@@ -325,7 +303,7 @@ async def test_navigate_answers_url_title_and_status_with_the_title_fenced(env: 
     assert missing["status"] == 404
 
 
-async def test_clicks_by_selector_and_coordinate(env: RigsEnv, rigs: Rigs) -> None:
+async def test_clicks_by_selector_and_coordinate(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)
     assert not await found(env, rig, "#clicked-btn", 0.1)
@@ -338,7 +316,7 @@ async def test_clicks_by_selector_and_coordinate(env: RigsEnv, rigs: Rigs) -> No
     assert e.code == "not_found"
 
 
-async def test_fill_type_and_key(env: RigsEnv, rigs: Rigs) -> None:
+async def test_fill_type_and_key(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)
     assert (await use(env, rig, action="fill", selector="#name", value="Alice"))["length"] == 5
@@ -352,7 +330,7 @@ async def test_fill_type_and_key(env: RigsEnv, rigs: Rigs) -> None:
     assert await found(env, rig, "#key-Enter")
 
 
-async def test_pointer_verbs(env: RigsEnv, rigs: Rigs) -> None:
+async def test_pointer_verbs(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)
     await use(env, rig, action="mouse_move", coordinate=[100, 300])
@@ -369,7 +347,7 @@ async def test_pointer_verbs(env: RigsEnv, rigs: Rigs) -> None:
     assert await found(env, rig, "#scrolled")
 
 
-async def test_extract_kinds_are_fenced_untrusted_data(env: RigsEnv, rigs: Rigs) -> None:
+async def test_extract_kinds_are_fenced_untrusted_data(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)
     await use(env, rig, action="click", selector="#log")
@@ -383,7 +361,7 @@ async def test_extract_kinds_are_fenced_untrusted_data(env: RigsEnv, rigs: Rigs)
     assert 'id="pad"' in html
 
 
-async def test_screenshots_fit_the_agent_bound(env: RigsEnv, rigs: Rigs) -> None:
+async def test_screenshots_fit_the_agent_bound(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)
     shot = await use(env, rig, action="screenshot")
@@ -403,7 +381,7 @@ async def test_screenshots_fit_the_agent_bound(env: RigsEnv, rigs: Rigs) -> None
         await use(env, rig, action="set_viewport", width=1280, height=800)
 
 
-async def test_history_reload_stop_and_wait(env: RigsEnv, rigs: Rigs) -> None:
+async def test_history_reload_stop_and_wait(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)
     await use(env, rig, action="navigate", url=f"http://{SITE}/echo?step=2")
@@ -421,7 +399,7 @@ async def test_history_reload_stop_and_wait(env: RigsEnv, rigs: Rigs) -> None:
     assert (await use(env, rig, action="wait_for", selector="#never", timeout=0.2))["found"] is False
 
 
-async def test_the_clipboard_needs_a_secure_context(env: RigsEnv, rigs: Rigs) -> None:
+async def test_the_clipboard_needs_a_secure_context(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)  # plain http under a name: not a secure context
     for action in ({"action": "clipboard_read"}, {"action": "clipboard_write", "text": "copied"}):
@@ -442,7 +420,7 @@ async def refused_navigation(env: RigsEnv, rig: str, host: str) -> None:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-async def test_egress_to_a_host_not_granted_is_refused_and_logged(env: RigsEnv, rigs: Rigs, engine: str) -> None:
+async def test_egress_to_a_host_not_granted_is_refused_and_logged(env: RigsEnv, rigs: BrowserRigs, engine: str) -> None:
     rig = await rigs.get(engine)
     await refused_navigation(env, rig, "not-granted.example")
     page = await use(env, rig, action="navigate", url=VERBS)  # the granted name goes through
@@ -479,7 +457,7 @@ async def test_idle_engines_ask_the_network_for_nothing(env: RigsEnv) -> None:
             await env.call("rig_close", rigId=rig)
 
 
-async def test_mutating_verbs_wait_for_the_person_in_control(env: RigsEnv, rigs: Rigs) -> None:
+async def test_mutating_verbs_wait_for_the_person_in_control(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)
     person = await env.srv.new_user_token(env.ws, "member", name="person")
@@ -497,7 +475,7 @@ async def test_mutating_verbs_wait_for_the_person_in_control(env: RigsEnv, rigs:
     assert any(r["verb"] == "click" and r["outcome"] == "refused" for r in log)
 
 
-async def test_the_action_log_never_holds_typed_text(env: RigsEnv, rigs: Rigs) -> None:
+async def test_the_action_log_never_holds_typed_text(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     secrets = ("typed-secret-7f1e", "filled-secret-93ab", "clip-secret-c0de")
     await use(env, rig, action="navigate", url=f"{VERBS}?token=url-secret-55aa")
@@ -515,7 +493,7 @@ async def test_the_action_log_never_holds_typed_text(env: RigsEnv, rigs: Rigs) -
     assert {"navigate", "type", "fill", "clipboard_write", "screenshot", "open"} <= verbs
 
 
-async def test_an_idle_browser_rig_parks_and_its_engine_answers_after_waking(env: RigsEnv, rigs: Rigs) -> None:
+async def test_an_idle_browser_rig_parks_and_its_engine_answers_after_waking(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)
     await use(env, rig, action="fill", selector="#name", value="kept")
@@ -530,7 +508,7 @@ async def test_an_idle_browser_rig_parks_and_its_engine_answers_after_waking(env
 
 
 @pytest.mark.parametrize("engine", ["engine-b", "engine-c"])
-async def test_the_other_engines_drive_the_same_page(env: RigsEnv, rigs: Rigs, engine: str) -> None:
+async def test_the_other_engines_drive_the_same_page(env: RigsEnv, rigs: BrowserRigs, engine: str) -> None:
     rig = await rigs.get(engine)
     page = await use(env, rig, action="navigate", url=VERBS)
     assert page["engine"] == engine and page["url"] == VERBS
@@ -551,7 +529,7 @@ async def test_the_other_engines_drive_the_same_page(env: RigsEnv, rigs: Rigs, e
     assert row["engine"] == engine and row["memoryMb"] == 2560
 
 
-async def test_firefox_keeps_its_content_sandbox_inside_the_enclosure(env: RigsEnv, rigs: Rigs) -> None:
+async def test_firefox_keeps_its_content_sandbox_inside_the_enclosure(env: RigsEnv, rigs: BrowserRigs) -> None:
     """The enclosure refuses the user namespaces Firefox's sandbox would add (it says so on stderr), and Firefox
     degrades by itself, without MOZ_DISABLE_CONTENT_SANDBOX: its content processes still load their own seccomp
     filter on top of the enclosure's one, which the parent process has alone."""
@@ -575,7 +553,7 @@ async def test_firefox_keeps_its_content_sandbox_inside_the_enclosure(env: RigsE
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-async def test_the_engine_log_reads_what_each_engine_process_said(env: RigsEnv, rigs: Rigs, engine: str) -> None:
+async def test_the_engine_log_reads_what_each_engine_process_said(env: RigsEnv, rigs: BrowserRigs, engine: str) -> None:
     rig = await rigs.get(engine)
     handle = env.manager.live(env.ws, rig).handle
     text = handle.engine_log()

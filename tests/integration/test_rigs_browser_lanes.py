@@ -22,8 +22,8 @@ import pytest_asyncio
 import websockets
 
 from hangar.core.clock import FakeClock
-from hangar.rigs.engines.registry import RECIPES
 from hangar.rigs.signing import LaneSigner
+from tests.integration.rigs_browser_env import BrowserRigs, use
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.images import decoded_size, mean_colour, near, solid_jpeg, solid_png
 from tests.support.pages import PageServer, page_server
@@ -56,34 +56,9 @@ async def env(pages: PageServer, tmp_path_factory: pytest.TempPathFactory) -> As
         yield running
 
 
-class Rigs:
-    """One browser rig per engine, opened on first use and shared by the module's tests."""
-
-    def __init__(self, env: RigsEnv) -> None:
-        self.env = env
-        self.ids: dict[str, str] = {}
-
-    async def get(self, engine: str = "engine-a") -> str:
-        if engine not in RECIPES:
-            pytest.skip(f"{engine}'s client is not on this branch yet")
-        if engine not in self.ids:
-            reply = await self.env.call("rig.open", space_id=self.env.space, surface="browser", engine=engine)
-            assert reply["phase"] == "ready", reply
-            rig = str(reply["rigId"])
-            await self.env.call("rig.grantHosts", rigId=rig, hosts=[SITE])
-            self.ids[engine] = rig
-        return self.ids[engine]
-
-
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def rigs(env: RigsEnv) -> Rigs:
-    return Rigs(env)
-
-
-async def use(env: RigsEnv, rig: str, client: RpcClient | None = None, **action: Any) -> dict[str, Any]:
-    reply = await (client or env.client).call("browser_use", workspace_id=env.ws, rigId=rig, action=action)
-    assert isinstance(reply, dict)
-    return reply
+async def rigs(env: RigsEnv) -> BrowserRigs:
+    return BrowserRigs(env, SITE)
 
 
 async def found(env: RigsEnv, rig: str, selector: str, timeout: float = 10.0) -> bool:
@@ -128,7 +103,29 @@ async def next_frame(view: websockets.ClientConnection) -> tuple[int, int, int, 
             return seq, width, height, ms, frame[16:]
 
 
-async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Rigs) -> None:
+async def click_live(view: websockets.ClientConnection, x: int, y: int) -> None:
+    for action in ("down", "up"):
+        await view.send(json.dumps({"type": "mouse", "action": action, "x": x, "y": y}))
+
+
+async def frame_after(view: websockets.ClientConnection, seq: int) -> None:
+    """Read frames until one later than ``seq`` (polled frames skip unchanged stills: a later one shows a change)."""
+    while True:
+        later, *_ = await next_frame(view)
+        if later > seq:
+            return
+
+
+async def type_live(env: RigsEnv, rig: str, view: websockets.ClientConnection) -> None:
+    """Focus the counter page's field with a click, type into it and press Enter: the page records the entry."""
+    await click_live(view, 200, 270)
+    await view.send(json.dumps({"type": "text", "text": "typed live"}))
+    for action in ("down", "up"):
+        await view.send(json.dumps({"type": "key", "action": action, "key": "Enter"}))
+    assert await found(env, rig, '#typed[data-entered="typed live"]')
+
+
+async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get()
     await fresh(env, rig)
     headers = auth(env.srv.owner_token)
@@ -147,8 +144,7 @@ async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Rigs) -
         assert (await env.status(rig))["status"] == "ready"
 
         # Without control, input is answered with a notice and ignored: the counter stays at 0.
-        for action in ("down", "up"):
-            await v.send(json.dumps({"type": "mouse", "action": action, "x": 200, "y": 150}))
+        await click_live(v, 200, 150)
         notice = await next_text(v, "readonly")
         assert "take control" in notice["message"]
         assert not await found(env, rig, '#count[data-count="1"]', timeout=0.5)
@@ -157,20 +153,11 @@ async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Rigs) -
         await env.call("rig.takeControl", rigId=rig)
         control = await next_text(v, "control")
         assert control["controller"] == control["you"]
-        for action in ("down", "up"):
-            await v.send(json.dumps({"type": "mouse", "action": action, "x": 200, "y": 150}))
+        await click_live(v, 200, 150)
         assert await found(env, rig, '#count[data-count="1"]')
-        while True:
-            later, *_ = await next_frame(v)
-            if later > seq:
-                break
+        await frame_after(v, seq)
         # Keys and text reach the focused field; a malformed message is answered, not fatal.
-        for action in ("down", "up"):
-            await v.send(json.dumps({"type": "mouse", "action": action, "x": 200, "y": 270}))
-        await v.send(json.dumps({"type": "text", "text": "typed live"}))
-        for action in ("down", "up"):
-            await v.send(json.dumps({"type": "key", "action": action, "key": "Enter"}))
-        assert await found(env, rig, '#typed[data-entered="typed live"]')
+        await type_live(env, rig, v)
         await v.send(json.dumps({"type": "key", "action": "down", "key": "NoSuchKey"}))
         err = await next_text(v, "error")
         assert err["code"] == "invalid_args" and "NoSuchKey" in err["message"]
@@ -193,7 +180,9 @@ async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Rigs) -
 
 
 @pytest.mark.parametrize("engine", ["engine-b", "engine-c"])
-async def test_the_other_engines_frames_follow_the_page_and_take_input(env: RigsEnv, rigs: Rigs, engine: str) -> None:
+async def test_the_other_engines_frames_follow_the_page_and_take_input(
+    env: RigsEnv, rigs: BrowserRigs, engine: str
+) -> None:
     """Engines B and C have no screencast: their frames are polled stills (C's made JPEG by the host's ffmpeg),
     sized to the view, and a new one follows a change the person makes with control."""
     rig = await rigs.get(engine)
@@ -208,24 +197,15 @@ async def test_the_other_engines_frames_follow_the_page_and_take_input(env: Rigs
         assert jpeg.startswith(JPEG) and width <= 640 and height <= 400 and width >= 620 and ms > 0
         await env.call("rig.takeControl", rigId=rig)
         await next_text(v, "control")
-        for action in ("down", "up"):
-            await v.send(json.dumps({"type": "mouse", "action": action, "x": 200, "y": 150}))
+        await click_live(v, 200, 150)
         assert await found(env, rig, '#count[data-count="1"]')
-        while True:  # polled frames skip unchanged stills: a later one shows the change
-            later, *_ = await next_frame(v)
-            if later > seq:
-                break
-        for action in ("down", "up"):
-            await v.send(json.dumps({"type": "mouse", "action": action, "x": 200, "y": 270}))
-        await v.send(json.dumps({"type": "text", "text": "typed live"}))
-        for action in ("down", "up"):
-            await v.send(json.dumps({"type": "key", "action": action, "key": "Enter"}))
-        assert await found(env, rig, '#typed[data-entered="typed live"]')
+        await frame_after(v, seq)
+        await type_live(env, rig, v)
         await env.call("rig.releaseControl", rigId=rig)
         assert (await next_text(v, "control"))["controller"] is None
 
 
-async def test_the_live_view_has_its_own_target_and_ends_with_membership(env: RigsEnv, rigs: Rigs) -> None:
+async def test_the_live_view_has_its_own_target_and_ends_with_membership(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get()
     signer = LaneSigner(env.srv.ctx.secrets, env.srv.ctx.clock)
     files_sig, _ = signer.mint("files", env.ws, rig, env.srv.owner_id)
@@ -273,7 +253,7 @@ async def clip(
         return await http.post(path, headers={**headers, "Content-Type": ctype}, content=body)
 
 
-async def test_clipboard_kinds_consent_and_the_secure_context_rule(env: RigsEnv, rigs: Rigs) -> None:
+async def test_clipboard_kinds_consent_and_the_secure_context_rule(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get()
     await fresh(env, rig)
     await use(env, rig, action="history", direction="back")  # the rig's home page: a file: page, secure
@@ -330,7 +310,7 @@ async def test_clipboard_kinds_consent_and_the_secure_context_rule(env: RigsEnv,
     assert (await clip(env, path)).status_code == 403
 
 
-async def test_pasting_is_refused_while_another_person_holds_control(env: RigsEnv, rigs: Rigs) -> None:
+async def test_pasting_is_refused_while_another_person_holds_control(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get()
     await fresh(env, rig)
     member = await env.srv.new_user_token(env.ws, "member", name="driver")
@@ -347,7 +327,7 @@ async def test_pasting_is_refused_while_another_person_holds_control(env: RigsEn
 
 
 @pytest.mark.parametrize("engine", ["engine-a", "engine-b", "engine-c"])
-async def test_images_cross_the_clipboard(env: RigsEnv, rigs: Rigs, pages: PageServer, engine: str) -> None:
+async def test_images_cross_the_clipboard(env: RigsEnv, rigs: BrowserRigs, pages: PageServer, engine: str) -> None:
     """A pasted PNG is what the page gets on Ctrl+V and what a copy reads back; a JPEG is kept as PNG (the
     reply says so). Engine B's headless Firefox keeps no images: the paste answers why and the clipboard keeps
     its text."""
@@ -421,7 +401,9 @@ async def drop(env: RigsEnv, rig: str, names: list[str], point: tuple[int, int] 
 @pytest.mark.parametrize(
     ("engine", "delivery"), [("engine-a", "dropEvent"), ("engine-b", "fileInput"), ("engine-c", "fileInput")]
 )
-async def test_drops_land_in_tmp_and_reach_the_page(env: RigsEnv, rigs: Rigs, engine: str, delivery: str) -> None:
+async def test_drops_land_in_tmp_and_reach_the_page(
+    env: RigsEnv, rigs: BrowserRigs, engine: str, delivery: str
+) -> None:
     rig = await rigs.get(engine)
     await fresh(env, rig)
     # Engine A: a real drop on the drop zone; B and C: the file input a label points at.
