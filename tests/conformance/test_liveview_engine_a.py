@@ -6,6 +6,8 @@ the capture follows the largest size asked for (up to 2560x1600) and restarts cl
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -45,12 +47,23 @@ async def until(session: EngineSession, selector: str) -> None:
     assert await session.wait_for(selector, GUARD_S), f"{selector} never matched"
 
 
-async def test_one_capture_feeds_every_watcher(s: EngineSession) -> None:
-    hub = FrameHub(s)
-    first, second = Watcher((1280, 800)), Watcher((640, 400))
-    hub.join(first)
-    hub.join(second)
+@contextlib.asynccontextmanager
+async def watching(session: EngineSession, *sizes: tuple[int, int]) -> AsyncIterator[tuple[FrameHub, list[Watcher]]]:
+    """A frame hub on ``session`` with one watcher joined per size, in order; after, they leave and the hub closes."""
+    hub = FrameHub(session)
+    watchers = [Watcher(size) for size in sizes]
+    for watcher in watchers:
+        hub.join(watcher)
     try:
+        yield hub, watchers
+    finally:
+        for watcher in watchers:
+            hub.leave(watcher)
+        await hub.aclose()
+
+
+async def test_one_capture_feeds_every_watcher(s: EngineSession) -> None:
+    async with watching(s, (1280, 800), (640, 400)) as (hub, (first, second)):
         seq_a, frame_a = await asyncio.wait_for(first.next(), GUARD_S)
         await click(s, 200, 150)  # the page repaints: a new frame for both
         seen: set[int] = set()
@@ -63,18 +76,10 @@ async def test_one_capture_feeds_every_watcher(s: EngineSession) -> None:
         assert (frame_a.width, frame_a.height) == (1280, 800)
         assert hub.viewport == (1280, 800)
         assert decode_header(encode_frame(seq, frame))[:3] == (seq, 1280, 800)
-    finally:
-        hub.leave(first)
-        hub.leave(second)
-        await hub.aclose()
 
 
 async def test_a_watcher_that_does_not_keep_up_holds_only_the_newest_frame(s: EngineSession) -> None:
-    hub = FrameHub(s)
-    fast, slow = Watcher((1280, 800)), Watcher((1280, 800))
-    hub.join(fast)
-    hub.join(slow)
-    try:
+    async with watching(s, (1280, 800), (1280, 800)) as (hub, (fast, slow)):
         await asyncio.wait_for(fast.next(), GUARD_S)
         for n in range(1, 6):
             await click(s, 200, 150)
@@ -85,37 +90,29 @@ async def test_a_watcher_that_does_not_keep_up_holds_only_the_newest_frame(s: En
         assert hub.latest is not None
         seq, _ = await asyncio.wait_for(slow.next(), GUARD_S)
         assert seq == hub.latest[0]
-    finally:
-        hub.leave(fast)
-        hub.leave(slow)
-        await hub.aclose()
 
 
 async def test_the_capture_follows_the_largest_size_asked_and_restarts_cleanly(s: EngineSession) -> None:
-    hub = FrameHub(s)
-    small = Watcher((640, 400))
-    hub.join(small)
     try:
-        _, frame = await asyncio.wait_for(small.next(), GUARD_S)
-        assert (frame.width, frame.height) == (640, 400)
-        await apply_input(s, ResizeInput(2560, 1600))
-        big = Watcher((2560, 1600))
-        hub.join(big)  # a larger watcher: the capture restarts at its size (no "already capturing" refusal)
-        while True:
-            _, frame = await asyncio.wait_for(big.next(), GUARD_S)
-            if frame.width == 2560:
-                break
-        assert (frame.width, frame.height) == (2560, 1600)
-        hub.leave(big)
-        await click(s, 200, 150)
-        while True:
+        async with watching(s, (640, 400)) as (hub, (small,)):
             _, frame = await asyncio.wait_for(small.next(), GUARD_S)
-            if frame.width == 640:
-                break
-        assert hub.size == (640, 400) and hub.viewport == (2560, 1600)
+            assert (frame.width, frame.height) == (640, 400)
+            await apply_input(s, ResizeInput(2560, 1600))
+            big = Watcher((2560, 1600))
+            hub.join(big)  # a larger watcher: the capture restarts at its size (no "already capturing" refusal)
+            while True:
+                _, frame = await asyncio.wait_for(big.next(), GUARD_S)
+                if frame.width == 2560:
+                    break
+            assert (frame.width, frame.height) == (2560, 1600)
+            hub.leave(big)
+            await click(s, 200, 150)
+            while True:
+                _, frame = await asyncio.wait_for(small.next(), GUARD_S)
+                if frame.width == 640:
+                    break
+            assert hub.size == (640, 400) and hub.viewport == (2560, 1600)
     finally:
-        hub.leave(small)
-        await hub.aclose()
         await s.set_viewport(1280, 800)
 
 
