@@ -21,7 +21,7 @@ form, and checked gone from the gate's refusals (with Chromium 150, and again wi
 - the sign-in and component-update servers, the same way (both new in Chromium 156): the account reconcilor
   posts ``ListAccounts`` to accounts.google.com from start, retrying, and neither ``--allow-browser-signin=false``
   nor the account-preview or AI-mode eligibility features stop it, so ``--gaia-url`` names the dead port (the
-  browser's own sign-in is never wanted in a rig; pages still reach Google's sign-in like any other site);
+  browser's own sign-in is never wanted in a rig);
   an on-demand component install (app id ``ceofaddefefcbblgcgnibnonglccbfja``) asks update.googleapis.com
   despite ``--disable-component-update``, so ``--component-updater=url-source=`` names the dead port too.
 
