@@ -7,7 +7,7 @@ Chromium 136+ ignores ``--remote-debugging-port`` with the default profile.
 
 The network-quiet flags keep a rig's egress log free of the Google services Chromium calls on its own. Each was
 found in Chromium's net log (``--log-net-log``) of a rig idle for a minute after one navigation to a page with a
-form, and checked gone from the gate's refusals (with the pack's Chromium 150):
+form, and checked gone from the gate's refusals (with Chromium 150, and again with 156):
 
 - ``--disable-background-networking``, ``--disable-component-update``, ``--disable-sync``: the documented ones;
 - ``AutofillServerCommunication``: form-type queries to content-autofill.googleapis.com on every page with a form;
@@ -17,7 +17,13 @@ form, and checked gone from the gate's refusals (with the pack's Chromium 150):
 - the GCM endpoints: nothing in a fresh profile can be switched off to stop its device check-in to
   android.clients.google.com, so its check-in, registration and connection endpoints point at port 9 of the
   engine's own loopback, where nothing listens (a rig user cannot bind below 1024): refused there at once,
-  with no lookup and nothing leaving the rig.
+  with no lookup and nothing leaving the rig;
+- the sign-in and component-update servers, the same way (both new in Chromium 156): the account reconcilor
+  posts ``ListAccounts`` to accounts.google.com from start, retrying, and neither ``--allow-browser-signin=false``
+  nor the account-preview or AI-mode eligibility features stop it, so ``--gaia-url`` names the dead port (the
+  browser's own sign-in is never wanted in a rig);
+  an on-demand component install (app id ``ceofaddefefcbblgcgnibnonglccbfja``) asks update.googleapis.com
+  despite ``--disable-component-update``, so ``--component-updater=url-source=`` names the dead port too.
 
 A dev-domain CA is trusted through the NSS database Chromium reads: from M146 on that is
 ``$HOME/.local/share/pki/nssdb`` (Chromium's docs/linux/cert_management.md), created empty when absent
@@ -40,11 +46,14 @@ QUIET_FEATURES = (
     "NetworkTimeServiceQuerying",
 )
 _NOWHERE = "127.0.0.1:9"  # the engine's own loopback, a port the rig user cannot listen on
-GCM_ENDPOINTS = (
+DEAD_ENDPOINTS = (  # services with no off switch, sent where nothing answers
     ("gcm-checkin-url", f"http://{_NOWHERE}/checkin"),
     ("gcm-registration-url", f"http://{_NOWHERE}/register"),
     ("gcm-mcs-endpoint", f"https://{_NOWHERE}"),
+    ("gaia-url", f"http://{_NOWHERE}"),
 )
+# The component updater takes its server as an option of one switch rather than a switch of its own.
+COMPONENT_UPDATER = f"url-source=http://{_NOWHERE}/"
 
 
 def chromium_argv(ctx: LaunchContext) -> tuple[str, ...]:
@@ -63,7 +72,8 @@ def chromium_argv(ctx: LaunchContext) -> tuple[str, ...]:
         "--disable-component-update",
         "--disable-sync",
         f"--disable-features={','.join(QUIET_FEATURES)}",
-        *(f"--{switch}={url}" for switch, url in GCM_ENDPOINTS),
+        *(f"--{switch}={url}" for switch, url in DEAD_ENDPOINTS),
+        f"--component-updater={COMPONENT_UPDATER}",
         "--password-store=basic",  # no keyring daemon in a rig
         f"--window-size={ctx.width},{ctx.height}",
         ctx.home_url,
