@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hangar.errors import InvalidArgs, NotFound
+from hangar.errors import InvalidArgs, NotFound, Unavailable
 from hangar.rigs.engines.clipboard_image import NO_CLIPBOARD_API
 from hangar.rigs.engines.session import EngineSession, Frame
 from tests.support.images import decoded_size, mean_colour, solid_png
@@ -59,6 +59,11 @@ async def silent_server() -> AsyncIterator[tuple[int, asyncio.Event, asyncio.Eve
 
 
 class W3CEngineCases:
+    async def test_a_real_drop_is_refused_naming_the_file_input_way(self, session: EngineSession) -> None:
+        with pytest.raises(Unavailable) as err:
+            await session.drop_files(["/tmp/hangar-drops/a.txt"], 10, 10)
+        assert f"{session.engine} cannot take a real file drop" in err.value.message
+
     # -- navigation ---------------------------------------------------------------------------------------
 
     async def test_navigate_reports_url_and_title(self, session: EngineSession, pages: PageServer) -> None:

@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from hangar.errors import Unavailable
+
 MouseButton = Literal["left", "middle", "right"]
 ExtractKind = Literal["a11y", "dom", "console"]
 ImageMime = Literal["image/png", "image/jpeg"]
@@ -182,8 +184,9 @@ class EngineSession(ABC):
     # -- files and the live view --------------------------------------------------------------------------
 
     async def drop_files(self, guest_paths: Sequence[str], x: int, y: int) -> None:
-        """Fire a real drop of the files at (x, y). Only engines with ``real_drop``."""
-        raise NotImplementedError(f"{self.engine} cannot take a real file drop")
+        """Fire a real drop of the files at (x, y). Only engines with ``real_drop`` can; the others refuse, and
+        callers point a file input at the files instead (``set_input_files``)."""
+        raise Unavailable(f"{self.engine} cannot take a real file drop; point a file input at the files instead")
 
     @abstractmethod
     async def set_input_files(self, x: int, y: int, guest_paths: Sequence[str]) -> bool:
