@@ -4,7 +4,6 @@ and file access confined to the rig (no symlink or ``..`` escapes)."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import httpx
@@ -13,6 +12,7 @@ import pytest
 from hangar.errors import Conflict, InvalidArgs, NotFound, Refused
 from hangar.rigs.backends.enclosure import GUEST_WORKTREE, EnclosureRig
 from tests.integration.rigs_enclosure_env import running_rig, spec
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.needs_root
 
@@ -28,12 +28,6 @@ async def start_web_server(rig: EnclosureRig, port: int) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the web server did not start")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_web_server_inside_reached_through_forwarded_ports() -> None:

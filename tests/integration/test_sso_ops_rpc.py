@@ -19,8 +19,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.oid import NameOID
 
-from tests.peers.oidc_provider import free_port, oidc_provider
+from tests.peers.oidc_provider import oidc_provider
 from tests.peers.sso_parts import SSO_PARTS
+from tests.support.ports import free_port
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from hangar.oversight import OVERSIGHT_PART
 from hangar.sso.part import SSO_PART
 from hangar.workspace.part import WORKSPACE_PART
 from tests.support.chromium import CHROMIUM
+from tests.support.ports import free_port
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.support.webclient import Console, axe_violations, built_web_client, chromium, connect_with_code, shot
@@ -151,12 +151,6 @@ async def test_token_handoff_strips_the_fragment_and_a_revoked_credential_return
         await page.get_by_role("heading", name="Gamma", exact=True).wait_for()
         assert page.url == f"{srv.url}/workspaces/{ws}"
         assert console.errors == []
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_the_client_reconnects_after_a_server_restart_and_its_watch_resumes(tmp_path: Path, dist: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -22,18 +21,13 @@ from joserfc.jwk import RSAKey
 
 from tests.peers import npm
 from tests.support.chromium import Page
+from tests.support.ports import free_port
 
 PEER_DIR = Path(__file__).parent / "oidc-provider"
 
 
 def ensure_installed() -> None:
     npm.ensure_installed(PEER_DIR, PEER_DIR / "node_modules" / "oidc-provider")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def signing_key(kid: str = "k1") -> dict[str, Any]:

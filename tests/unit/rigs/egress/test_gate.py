@@ -10,19 +10,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from hangar.rigs.egress.gate import EgressGate
-from hangar.rigs.egress.rules import GATE_ADDRESS, GatePorts
+from hangar.rigs.egress.rules import GATE_ADDRESS
+from tests.unit.rigs.egress.gate_support import start_gate
 from tests.unit.rigs.egress.test_dns import query
 from tests.unit.rigs.egress.test_sni import client_hello
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def plain_socket(family: int, kind: int) -> socket.socket:
-    return socket.socket(family, kind)
 
 
 class Upstream:
@@ -55,10 +46,8 @@ async def upstream() -> AsyncIterator[Upstream]:
 
 @pytest.fixture
 async def gate(upstream: Upstream) -> AsyncIterator[EgressGate]:
-    ports = GatePorts(dns=free_port(), http=free_port(), tls=free_port(), deny_tcp=free_port(), deny_udp=free_port())
     overrides = {"granted.test:80": ("127.0.0.1", upstream.port), "granted.test:443": ("127.0.0.1", upstream.port)}
-    g = EgressGate("rig-x", {"granted.test"}, ports=ports, upstream_overrides=overrides)
-    await g.start(plain_socket)
+    g = await start_gate(lambda ports: EgressGate("rig-x", {"granted.test"}, ports=ports, upstream_overrides=overrides))
     yield g
     await g.aclose()
 
@@ -169,12 +158,11 @@ async def test_closing_the_gate_ends_the_relays_going_through_it() -> None:
 
     server = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = int(server.sockets[0].getsockname()[1])
-    ports = GatePorts(dns=free_port(), http=free_port(), tls=free_port(), deny_tcp=free_port(), deny_udp=free_port())
-    gate = EgressGate(
-        "rig-x", {"granted.test"}, ports=ports, upstream_overrides={"granted.test:443": ("127.0.0.1", port)}
+    overrides = {"granted.test:443": ("127.0.0.1", port)}
+    gate = await start_gate(
+        lambda ports: EgressGate("rig-x", {"granted.test"}, ports=ports, upstream_overrides=overrides)
     )
-    await gate.start(plain_socket)
-    reader, writer = await asyncio.open_connection("127.0.0.1", ports.tls)
+    reader, writer = await asyncio.open_connection("127.0.0.1", gate.ports.tls)
     writer.write(client_hello("granted.test"))
     await asyncio.wait_for(arrived.wait(), 5)
     await gate.aclose()

@@ -10,9 +10,8 @@ import pytest
 
 from hangar.rigs.egress import gate as gate_module
 from hangar.rigs.egress.gate import EgressGate
-from hangar.rigs.egress.rules import GatePorts
 from hangar.rigs.egress.server_door import DoorTarget, Malformed, parse_head
-from tests.unit.rigs.egress.test_gate import free_port, plain_socket
+from tests.unit.rigs.egress.gate_support import start_gate
 
 
 class Server:
@@ -60,12 +59,8 @@ async def server() -> AsyncIterator[Server]:
 
 
 async def open_gate(server: Server) -> EgressGate:
-    ports = GatePorts(dns=free_port(), http=free_port(), tls=free_port(), deny_tcp=free_port(),
-                      deny_udp=free_port(), server_door=free_port())  # fmt: skip
-    g = EgressGate("rig-d", set(), ports=ports)
-    await g.start(plain_socket)
-    await g.open_server_door(DoorTarget.from_url(f"http://127.0.0.1:{server.port}/mcp"), plain_socket)
-    return g
+    door = DoorTarget.from_url(f"http://127.0.0.1:{server.port}/mcp")
+    return await start_gate(lambda ports: EgressGate("rig-d", set(), ports=ports), door)
 
 
 @pytest.fixture
