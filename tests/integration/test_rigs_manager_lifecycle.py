@@ -10,7 +10,7 @@ import pytest
 import websockets
 
 from hangar.core.clock import FakeClock
-from hangar.rigs import lifecycle as lifecycle_module
+from hangar.rigs import opening
 from hangar.rigs.model import LIMITS, Surface
 from tests.integration.rigs_env import rigs_server
 
@@ -167,7 +167,7 @@ async def test_rig_close_destroys_the_rig_and_its_disk(tmp_path: Path) -> None:
 async def test_open_answers_provisioning_when_the_boot_takes_longer_and_exec_waits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(lifecycle_module, "OPEN_WAIT_S", 0.0)  # as if the image pack were still being built
+    monkeypatch.setattr(opening, "OPEN_WAIT_S", 0.0)  # as if the image pack were still being built
     async with rigs_server(tmp_path) as env:
         reply = await env.call("rig.open", space_id=env.space, surface="terminal")
         assert reply["phase"] == "provisioning" and reply["statusDetail"]

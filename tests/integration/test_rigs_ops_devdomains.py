@@ -59,7 +59,7 @@ async def dev_server(env: RigsEnv, rig: str, text: str) -> None:
 
 async def lanes_rig(env: RigsEnv) -> tuple[str, Any]:
     """A second rig of the space, carrying the dev-domain lanes (what a browser rig gets at boot)."""
-    env.manager._reuse.pop((env.ws, env.space, Surface.terminal, None), None)
+    env.manager.rigs._reuse.pop((env.ws, env.space, Surface.terminal, None), None)
     rig = await env.open()
     status = await env.manager.dev.attach(env.manager.live(env.ws, rig))
     return rig, status

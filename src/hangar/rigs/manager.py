@@ -56,8 +56,8 @@ class RigManager(RigLifecycle):
         """The handle of a rig of this process that traffic is routed to (a dev domain's target): woken when
         parked, and the traffic counts as its activity. ``NotFound`` when it does not run here."""
         live = self.live(ws, rig_id)
-        handle = await self._awake(live)
-        self._touch(live)
+        handle = await self.upkeep.awake(live)
+        self.rigs.touch(live)
         return handle
 
     def check_control(self, live: LiveRig, principal: Principal, what: str) -> None:
@@ -74,8 +74,8 @@ class RigManager(RigLifecycle):
             self.check_control(live, principal, what)
         live.busy += 1
         try:
-            handle = await self._awake(live)
-            self._touch(live, principal)
+            handle = await self.upkeep.awake(live)
+            self.rigs.touch(live, principal)
             try:
                 yield live, handle
             except HangarError:
@@ -85,7 +85,7 @@ class RigManager(RigLifecycle):
                 raise BackendFailure(f"{what} failed inside rig {rig_id}") from exc
         finally:
             live.busy -= 1
-            self._touch(live)
+            self.rigs.touch(live)
 
     async def exec(
         self, ws: str, rig_id: str, command: str, timeout_s: float | None, principal: Principal
@@ -126,7 +126,7 @@ class RigManager(RigLifecycle):
             yield live
         finally:
             live.lanes -= 1
-            self._touch(live)
+            self.rigs.touch(live)
 
     @contextlib.asynccontextmanager
     async def watch(self, ws: str, rig_id: str) -> AsyncIterator[tuple[LiveRig, asyncio.Queue[dict[str, Any]]]]:
@@ -165,7 +165,7 @@ class RigManager(RigLifecycle):
     ) -> None:
         live.controller = user_id
         live.notify({"type": "control", "controller": user_id})
-        self._touch(live)
+        self.rigs.touch(live)
         change: Literal["takeover", "handback"] = "takeover" if user_id is not None else "handback"
         async with self.app.bus.transaction(live.ws) as tx:
             await self.store.update(live.ws, live.id, conn=tx.conn, controller=user_id)
@@ -188,7 +188,7 @@ class RigManager(RigLifecycle):
             # A browser's only listening ports are its automation endpoint, which is the server's alone.
             raise Refused(f"rig {rig_id} is a {live.surface.value} rig; only terminal rigs share ports")
         async with self.acting(ws, rig_id, principal, mutating=True, what="rig.sharePort") as (live, handle):
-            await self.sync_ports(live)
+            await self.upkeep.sync_ports(live)
             if share:
                 await live.ports.share_lan(handle, guest_port)
             else:
