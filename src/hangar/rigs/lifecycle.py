@@ -16,7 +16,8 @@ are closed with ``serverShutdown`` at start.
 ``RigLifecycle`` holds the start and stop, finding and listing rigs, and composes the parts that do the work,
 each handed the shared ``LiveRigs`` and what else it needs: ``opening.RigOpener`` (reuse, provisioning,
 booting), ``upkeep.RigUpkeep`` (the sweep, the memory budget, parking and waking, ports) and
-``closing.RigCloser`` (every way a rig ends). Its methods that callers use stay here as one face.
+``closing.RigCloser`` (every way a rig ends). Callers open and close through those parts (``opener.open``,
+``closer.close``); the sweep, measuring, port polling and the budget, which this runs periodically, stay here.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from hangar.rigs.backends.base import RigBackend, RigHandle
 from hangar.rigs.closing import RigCloser
 from hangar.rigs.live import LiveRig, LiveRigs
 from hangar.rigs.model import DEFAULT_MEMORY_BUDGET_MB, PORT_POLL_INTERVAL_S, CloseReason, Phase, RigRecord
-from hangar.rigs.opening import RigOpener, StatusListener, rig_home
+from hangar.rigs.opening import RigOpener, rig_home
 from hangar.rigs.store import RigStore
 from hangar.rigs.upkeep import RigUpkeep
 
@@ -75,6 +76,11 @@ class RigLifecycle:
     @budget_mb.setter
     def budget_mb(self, value: int) -> None:
         self.upkeep.budget_mb = value
+
+    async def _prepare_ready(self, live: LiveRig, handle: RigHandle) -> str | None:
+        """What a booted rig needs before it is ``ready`` (the manager adds a browser's dev-domain lanes); returns
+        a note for its status detail, or None."""
+        return None
 
     # -- start and stop -----------------------------------------------------------------------------------
 
@@ -125,27 +131,7 @@ class RigLifecycle:
             except Exception:
                 log.exception("rigs: periodic %s failed", getattr(step, "__name__", step))
 
-    # -- what callers do to a rig's life ------------------------------------------------------------------
-
-    async def open(
-        self,
-        ws: str,
-        space_id: str,
-        surface_name: str,
-        engine_name: str | None,
-        principal: Principal,
-        on_status: StatusListener | None = None,
-    ) -> LiveRig:
-        """The space's rig, opened or reused (``RigOpener.open``)."""
-        return await self.opener.open(ws, space_id, surface_name, engine_name, principal, on_status)
-
-    async def _prepare_ready(self, live: LiveRig, handle: RigHandle) -> str | None:
-        """What a booted rig needs before it is ``ready`` (the manager adds a browser's dev-domain lanes); returns
-        a note for its status detail, or None."""
-        return None
-
-    async def close(self, ws: str, rig_id: str, reason: CloseReason, principal: Principal) -> RigRecord:
-        return await self.closer.close(ws, rig_id, reason, principal)
+    # -- the periodic work, also run on demand (an op, a test) --------------------------------------------
 
     async def sweep(self) -> None:
         """Carry out the lifecycle rules now (``RigUpkeep.sweep``)."""

@@ -95,7 +95,7 @@ class OpenArgs(Args):
 @op("rig.open", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def rig_open(ctx: OpContext, args: OpenArgs) -> RigOpened:
     """Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting."""
-    live = await manager(ctx).open(
+    live = await manager(ctx).opener.open(
         ctx.ws, args.space_id, args.surface, args.engine, ctx.principal, on_status=ctx.report
     )
     return RigOpened(rig_id=live.id, phase=live.phase, status_detail=live.status_detail)
@@ -156,7 +156,8 @@ async def rig_get(ctx: OpContext, args: RigArgs) -> RigRow:
 @op("rig_close", kind="destructive", scope="workspace", actions=("enclosureControl",))
 async def rig_close(ctx: OpContext, args: RigArgs) -> RigClosed:
     """Destroy a rig and discard its disk; its row stays for the audit trail."""
-    rec = await (await guarded(ctx, args.rig_id)).close(ctx.ws, args.rig_id, CloseReason.requested, ctx.principal)
+    mgr = await guarded(ctx, args.rig_id)
+    rec = await mgr.closer.close(ctx.ws, args.rig_id, CloseReason.requested, ctx.principal)
     await ctx.audit("rig.close", f"rig:{rec.id}", {"reason": rec.close_reason.value if rec.close_reason else None})
     return RigClosed(rig_id=rec.id, phase=rec.phase, close_reason=rec.close_reason)
 
