@@ -13,7 +13,8 @@ from __future__ import annotations
 from hangar.identity.events import MemberAdded, MemberRemoved, MemberRoleChanged, WorkspaceCreated
 from hangar.identity.models import Device, DeviceScope, Member, User, Workspace
 from hangar.identity.pairing import Pairing
-from hangar.identity.service import SETTING_OWNER, IdentityService, usable_workspace_ids
+from hangar.identity.server_settings import SETTING_OWNER
+from hangar.identity.service import IdentityService, usable_workspace_ids
 
 __all__ = [
     "SETTING_OWNER",

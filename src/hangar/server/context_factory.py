@@ -20,7 +20,8 @@ from hangar.core.part import Part, kernel_part
 from hangar.core.ratelimit import RateLimits
 from hangar.core.secrets import SecretsFile
 from hangar.core.settings import WorkspaceSettings
-from hangar.identity.service import AUTHORITY, IdentityService
+from hangar.identity.authority import AUTHORITY
+from hangar.identity.service import IdentityService
 
 log = logging.getLogger(__name__)
 
