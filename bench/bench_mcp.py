@@ -34,7 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_rpc import BIN, socket_load, start_server
-from hangar.rpc.mcp_sessions import MAX_SESSIONS_PER_CREDENTIAL
+from hangar.rpc.mcp.sessions import MAX_SESSIONS_PER_CREDENTIAL
 
 VERSION = "2025-06-18"
 INIT = {

@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from hangar.core.principal import Role
 from hangar.identity import DeviceScope, IdentityService
-from hangar.rpc.mcp_door import McpDoor
+from hangar.rpc.mcp.door import McpDoor
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
 from tests.support.mcp import mcp_client, mcp_session, payload
@@ -280,13 +280,13 @@ async def test_records_are_resources_and_watches_are_subscriptions(srv: RunningS
             await asyncio.sleep(0.5)
             assert len(updates) == seen
             await session.subscribe_resource(uri)
-            assert len(door._following) == 1
+            assert len(door.subscriptions.following) == 1
         # The client ended its session: what it followed ends with it.
         for _ in range(100):
-            if not door._following:
+            if not door.subscriptions.following:
                 break
             await asyncio.sleep(0.05)
-        assert door._following == {}
+        assert door.subscriptions.following == {}
 
 
 async def test_a_long_op_sends_progress_when_the_client_asks(tmp_path: Path) -> None:

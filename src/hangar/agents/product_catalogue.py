@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from hangar.agents.config import CommandAdapter, OpenAIAdapter
 from hangar.core.principal import Principal
 from hangar.errors import InvalidArgs
-from hangar.rpc.mcp_tools import is_tool
+from hangar.rpc.mcp.tools import is_tool
 from hangar.rpc.registry import OpRegistry
 
 log = logging.getLogger(__name__)

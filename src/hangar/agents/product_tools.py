@@ -9,7 +9,7 @@ from typing import Any
 from hangar.agents.adapters.base import ToolResult
 from hangar.core.principal import Principal
 from hangar.errors import HangarError
-from hangar.rpc.mcp_tools import function_tool, op_of_openai_name, openai_name
+from hangar.rpc.mcp.tools import function_tool, op_of_openai_name, openai_name
 from hangar.rpc.op_caller import OpCaller
 
 RESULT_LIMIT = 64 * 1024  # characters of an answer handed back to the model

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from hangar.config import Settings
 from hangar.oauth.clients import AUTH_METHODS, GRANT_TYPES
 from hangar.oauth.errors import json_answer, preflight
-from hangar.rpc.mcp_door import MCP_PATH
+from hangar.rpc.mcp.wire import MCP_PATH
 
 METADATA_PATH = "/.well-known/oauth-authorization-server"
 AUTHORIZE_PATH = "/auth/oauth/authorize"

@@ -22,7 +22,7 @@ from typing import Any
 from hangar.core.principal import Principal
 from hangar.errors import Unavailable, UnknownOp
 from hangar.rpc.dispatcher import Dispatcher
-from hangar.rpc.mcp_tools import is_tool
+from hangar.rpc.mcp.tools import is_tool
 from hangar.rpc.registry import OpRegistry
 
 AGENT_DOOR = "agent"

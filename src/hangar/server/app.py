@@ -24,7 +24,8 @@ from hangar.core.part import Part
 from hangar.identity import IdentityService
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.endpoint import rpc_endpoint
-from hangar.rpc.mcp_door import MCP_PATH, METADATA_PATH, McpDoor, protected_resource
+from hangar.rpc.mcp.door import McpDoor
+from hangar.rpc.mcp.wire import MCP_PATH, METADATA_PATH, protected_resource
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
 from hangar.server.dispatch import attach_dispatcher, listener_origin, op_caller

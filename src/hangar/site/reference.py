@@ -16,7 +16,7 @@ from typing import Any
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
 from hangar.core.part import Part
-from hangar.rpc.mcp_tools import hints_of, is_tool, openai_name
+from hangar.rpc.mcp.tools import hints_of, is_tool, openai_name
 from hangar.rpc.registry import OpSpec, spec_of
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import pytest
 from hangar.agents.config import parse_adapter
 from hangar.agents.product_catalogue import DEFAULT_PRODUCT_TOOLS, check_product_tools, granted
 from hangar.errors import InvalidArgs
-from hangar.rpc.mcp_tools import function_tool, input_schema, is_tool, op_of_openai_name, openai_name
+from hangar.rpc.mcp.tools import function_tool, input_schema, is_tool, op_of_openai_name, openai_name
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
 

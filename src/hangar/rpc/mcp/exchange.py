@@ -13,13 +13,19 @@ transport answers a cancelled request with.
 Whatever needs more than one exchange goes the SDK's whole way: a call that asked for progress (``_meta``), one
 whose op turns out to need an ask-first question in a client that can answer one (``NeedsExchange``: nothing has
 run yet, and the request is served again by the SDK), any other method, any header the SDK would judge.
+
+``Exchanges`` is the gate's side of it: which calls may be answered so, and the ones in flight, by session and
+request id, for a ``notifications/cancelled`` to reach.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +33,8 @@ import anyio
 from mcp.server.connection import Connection
 from mcp.server.lowlevel import Server
 from mcp.server.runner import serve_one
-from mcp.server.streamable_http import REQUEST_CANCELLED, check_accept_headers
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, REQUEST_CANCELLED, check_accept_headers
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
@@ -37,26 +44,19 @@ from mcp_types import DEFAULT_NEGOTIATED_VERSION, INTERNAL_ERROR, ErrorData
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.types import Scope
+from starlette.types import Scope, Send
+
+from hangar.core.principal import Principal
+from hangar.rpc.mcp.sessions import SessionBook, SessionFacts
+from hangar.rpc.mcp.wire import answer
 
 log = logging.getLogger(__name__)
-__all__ = ["REQUEST_CANCELLED", "NeedsExchange", "SessionFacts", "cancelled_request", "plain_tool_call", "serve_call"]
 
 EXCHANGE_KEY = "hangar.mcp.exchange"  # on the ASGI scope of a request served here
 
 
 class NeedsExchange(Exception):
     """The call needs the SDK's whole exchange (a question to the person): serve the request again that way."""
-
-
-@dataclass(frozen=True)
-class SessionFacts:
-    """What a session's ``initialize`` settled, as the SDK's connection for it holds it."""
-
-    device_id: str  # the credential that opened it
-    protocol_version: str
-    client_info: Any
-    capabilities: Any
 
 
 @dataclass
@@ -156,3 +156,93 @@ async def serve_call(
             error = ErrorData(code=INTERNAL_ERROR, message="Internal server error")
         return {"jsonrpc": "2.0", "id": message["id"], "error": error.model_dump(by_alias=True, exclude_none=True)}
     return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
+class Exchanges:
+    """The plain tool calls ``server`` answers in one exchange, for the sessions of ``manager`` that ``book`` knows
+    and for clients that keep none."""
+
+    def __init__(self, server: Server[Any], manager: StreamableHTTPSessionManager, book: SessionBook) -> None:
+        self.server = server
+        self.manager = manager
+        self.book = book
+        self._calls: dict[tuple[str, str | int], asyncio.Future[Any]] = {}  # (session id, request id)
+
+    def cancel(self, body: bytes, session_id: str, principal: Principal) -> None:
+        """A ``notifications/cancelled`` for a call being answered in one exchange of this credential's session."""
+        request_id = cancelled_request(body)
+        call = None if request_id is None else self._calls.get((session_id, request_id))
+        if call is not None and self.book.facts(session_id, principal.device_id) is not None:
+            call.cancel()
+
+    async def answer(self, scope: Scope, body: bytes, principal: Principal, session_id: str | None, send: Send) -> bool:
+        """Answer a plain tool call in one exchange where it may be; False: the SDK serves it. In a session, only
+        one this credential opened and the SDK still serves, which counts as busy meanwhile."""
+        message = plain_tool_call(body)
+        if message is None:
+            return False
+        facts = None if session_id is None else self.book.facts(session_id, principal.device_id)
+        if session_id is not None and facts is None:
+            return False
+        version = revision(Headers(scope=scope), facts)
+        if version is None:
+            return False
+        with _busy(self.manager, session_id) as live:
+            if not live:
+                return False
+            call = asyncio.ensure_future(serve_call(self.server, scope, message, version, facts))
+            key = (session_id, message["id"]) if session_id is not None else None
+            if key is not None:
+                self._calls[key] = call  # a notifications/cancelled for it can reach it
+            try:
+                reply = await call
+            except NeedsExchange:
+                return False
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not call.cancelled() or (current is not None and current.cancelling()):
+                    raise
+                # Cancelled by the client: the 2025 revisions end such a request with this error, as the SDK does.
+                reply = {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": REQUEST_CANCELLED, "message": "Request cancelled"},
+                }
+            finally:
+                if key is not None and self._calls.get(key) is call:
+                    del self._calls[key]
+                if not call.done():
+                    call.cancel()
+        if reply is None:
+            return False
+        headers = [(MCP_SESSION_ID_HEADER.lower().encode(), session_id.encode())] if session_id else []
+        await answer(send, 200, reply, headers)
+        return True
+
+
+@contextlib.contextmanager
+def _busy(manager: StreamableHTTPSessionManager, session_id: str | None) -> Iterator[bool]:
+    """While a call is answered outside the SDK's transport, its session counts as busy as the transport counts
+    a request it serves (no idle expiry meanwhile; the countdown starts again after the last). Yields whether
+    the session is still served (not ended, not expiring); a sessionless call always is. The SDK (2.3.0) keeps
+    the transports and their count of requests in flight to itself."""
+    if session_id is None:
+        yield True
+        return
+    transport = manager._server_instances.get(session_id)
+    idle = None if transport is None else transport.idle_scope
+    timeout = None if transport is None else transport._idle_timeout
+    if transport is None or transport.is_terminated or (idle is not None and idle.cancel_called):
+        yield False
+        return
+    if idle is None or timeout is None:
+        yield True
+        return
+    transport._requests_in_flight += 1
+    idle.deadline = math.inf
+    try:
+        yield True
+    finally:
+        transport._requests_in_flight -= 1
+        if not transport._requests_in_flight:
+            idle.deadline = anyio.current_time() + timeout

@@ -1,0 +1,96 @@
+"""How the MCP door runs an op: as the caller, through the same dispatcher as the RPC socket.
+
+A tool call, a resource read and a subscription are each op calls here, never their own code path: the
+dispatcher's checks in the socket's order (credential, server owner, role, arguments, guardrails), the op's
+handler, its audit rows marked ``door: mcp``. The dispatcher and the authority exist only once the server has
+started, after the SDK's server (which names the handlers) is built: ``bind`` hands them over.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from hangar.errors import HangarError
+from hangar.rpc.authority import Authority
+from hangar.rpc.context import OpContext
+from hangar.rpc.dispatcher import Dispatcher
+from hangar.rpc.mcp.backchannel import Progress, asker
+from hangar.rpc.mcp.request import principal_of
+from hangar.rpc.registry import OpRegistry, OpSpec
+
+log = logging.getLogger(__name__)
+
+
+class OpRunner:
+    """The ops of ``registry``, run through the dispatcher; ``authority`` is also who the gate asks."""
+
+    def __init__(self, registry: OpRegistry) -> None:
+        self.registry = registry
+        self.dispatcher: Dispatcher | None = None
+        self.authority: Authority | None = None  # None until the server has started
+
+    def bind(self, dispatcher: Dispatcher, authority: Authority) -> None:
+        self.dispatcher, self.authority = dispatcher, authority
+
+    async def run(
+        self, ctx: Any, token: str, op_name: str, args: dict[str, Any], progress: Progress | None = None
+    ) -> Any:
+        """One op as the caller; a watch op answers its first reply and stops."""
+        spec = self.registry.get(op_name)
+        assert spec is not None and self.dispatcher is not None
+        req_id = getattr(ctx, "request_id", None)
+        op_ctx, parsed = await self.dispatcher.prepare(
+            token, req_id, spec, args, door="mcp", ask=asker(ctx), progress=progress, principal=principal_of(ctx)
+        )
+        if spec.kind != "watch":
+            return await self.dispatcher.call(op_ctx, parsed)
+        watch = self.dispatcher.watch(op_ctx, parsed)
+        try:
+            return spec.result_to_wire(await first(spec.name, watch))
+        finally:
+            await watch.aclose()  # type: ignore[attr-defined]
+
+    async def start_watch(
+        self, ctx: Any, token: str, spec: OpSpec, args: dict[str, Any]
+    ) -> tuple[AsyncIterator[Any], OpContext]:
+        """A watch op as the caller, started: its first reply (the state a read gives) is taken, so a refusal or a
+        missing record raises here rather than in whoever follows the watch."""
+        assert self.dispatcher is not None
+        op_ctx, parsed = await self.dispatcher.prepare(
+            token, ctx.request_id, spec, args, door="mcp", principal=principal_of(ctx)
+        )
+        watch = self.dispatcher.watch(op_ctx, parsed)
+        try:
+            await first(spec.name, watch)
+        except HangarError:
+            await watch.aclose()  # type: ignore[attr-defined]
+            raise
+        return watch, op_ctx
+
+    async def still_allowed(self, op_ctx: OpContext) -> bool:
+        """Whether the caller of a running watch may still see what it reports. By the credential's id, not its
+        token: an OAuth refresh rotates the token of a credential that lives on, and the session (bound to the
+        credential) outlives the rotation."""
+        assert self.authority is not None and self.dispatcher is not None
+        try:
+            principal = await self.authority.recheck_device(op_ctx.principal.device_id)
+        except HangarError:
+            return False
+        if op_ctx.workspace_id is None:
+            return True
+        role = await self.dispatcher.role_in(op_ctx.workspace_id, principal)
+        return role is not None and role >= op_ctx.spec.min_role
+
+
+async def first(name: str, watch: Any) -> Any:
+    """A watch's first reply; what is not a ``HangarError`` is logged and answered as an internal error, as the
+    dispatcher does for every other op (the exception's text never reaches the caller)."""
+    try:
+        return await anext(watch)
+    except HangarError:
+        raise
+    except Exception as exc:
+        log.exception("op %s failed", name)
+        raise HangarError(f"{name} failed with an internal error") from exc
