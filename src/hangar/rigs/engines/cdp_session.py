@@ -215,6 +215,16 @@ class CdpSession(EngineSession):
     async def _call(self, method: str, params: Json | None = None, limit_s: float = 30.0) -> Json:
         return await self._conn.call(method, params, self._sid, limit_s)
 
+    async def _input(self, method: str, params: Json | None = None) -> None:
+        """An input command, or an input's clean-up, which the page may answer by closing itself (a button
+        calling ``window.close()``): the input was delivered, and the verb is done rather than failed."""
+        sid = self._sid
+        try:
+            await self._conn.call(method, params, sid)
+        except Unavailable:
+            if self._conn.closed or not self._conn.detached(sid):
+                raise
+
     def _spawn(self, work: Awaitable[object]) -> None:
         async def run() -> None:
             with contextlib.suppress(Unavailable, Refused):
@@ -356,14 +366,14 @@ class CdpSession(EngineSession):
 
     async def _mouse(self, kind: str, button: str = "none", clicks: int = 0, **extra: object) -> None:
         x, y = self._pointer
-        await self._call("Input.dispatchMouseEvent", {
+        await self._input("Input.dispatchMouseEvent", {
             "type": kind, "x": x, "y": y, "button": button, "buttons": self._buttons, "clickCount": clicks,
             "modifiers": self._modifiers, **extra})  # fmt: skip
 
     async def _drag_event(self, kind: str) -> None:
         x, y = self._pointer
-        await self._call("Input.dispatchDragEvent",
-                         {"type": kind, "x": x, "y": y, "data": self._drag, "modifiers": self._modifiers})  # fmt: skip
+        await self._input("Input.dispatchDragEvent",
+                          {"type": kind, "x": x, "y": y, "data": self._drag, "modifiers": self._modifiers})  # fmt: skip
 
     async def mouse_move(self, x: int, y: int) -> None:
         self._pointer = (x, y)
@@ -405,7 +415,7 @@ class CdpSession(EngineSession):
             self._drag, self._drag_entered = None, False
         else:
             await self._mouse("mouseReleased", button, clicks)
-        await self._call("Runtime.releaseObjectGroup", {"objectGroup": DRAG_GROUP})
+        await self._input("Runtime.releaseObjectGroup", {"objectGroup": DRAG_GROUP})
 
     async def click(self, x: int, y: int, button: MouseButton = "left") -> None:
         await self.mouse_move(x, y)
@@ -440,7 +450,7 @@ class CdpSession(EngineSession):
             params.update(type="keyDown" if text else "rawKeyDown", text=text, unmodifiedText=text)
         else:
             params["type"] = "keyUp"
-        await self._call("Input.dispatchKeyEvent", params)
+        await self._input("Input.dispatchKeyEvent", params)
 
     async def key(self, combo: str) -> None:
         chord = parse_chord(combo)
