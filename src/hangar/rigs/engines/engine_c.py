@@ -77,6 +77,7 @@ PAGE_LOAD_STRATEGY = "none"  # the navigation verbs wait for loads themselves (s
 NAVIGATION_POLL_S = 0.05
 NAVIGATION_PROBE_TIMEOUT_S = 5.0
 HISTORY_GRACE_S = 2.0
+ENDING_S = 10.0  # how long the driver may take to end a session whose last window closed
 CONSOLE_NOTE = (
     "engine-c captures console output only after each navigation; output logged while the page loaded is missed"
 )
@@ -157,12 +158,21 @@ class WebKitSession(W3CSession):
 
     async def _discover_pages(self) -> None:
         """Classic WebDriver sends no events: the window handles now, against those the session knows."""
-        try:
-            handles = await self._client.command("GET", "/window/handles")
-        except Unavailable as exc:
-            if exc.detail_code != "invalid_session_id":
-                raise
-            handles, self._ended = [], True  # the last window closed, and the driver ended the session with it
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ENDING_S
+        while True:
+            try:
+                handles = await self._client.command("GET", "/window/handles")
+                break
+            except Unavailable as exc:
+                if exc.detail_code == "invalid_session_id":
+                    handles, self._ended = [], True  # the last window closed, and the driver ended the session
+                    break
+                # Right after the last window closed, the driver answers "unknown error" while it ends the
+                # session (then "invalid session id"): ask again for a moment.
+                if exc.detail_code != "unknown_error" or loop.time() > deadline:
+                    raise
+                await asyncio.sleep(NAVIGATION_POLL_S)
         if not isinstance(handles, list):
             raise Unavailable("engine-c: the driver listed its windows as something unexpected")
         for known in self._pages.known():
