@@ -14,6 +14,11 @@ Clipboard images go through the page's async clipboard API with the script engin
 (``js/clipboard_image.js``). Chromium writes images as ``image/png`` only (a JPEG ``ClipboardItem`` is refused),
 so a JPEG is converted to PNG on a canvas in the page first, and the write's note says so; Chromium also
 re-encodes what it stores, so the bytes read back are a PNG of the same pixels, not the bytes written.
+
+Page targets are discovered (``Target.setDiscoverTargets``): a page opened by a page the session knows is attached
+to and becomes current (``pages.py``), with its own console ring, the session's viewport, and the live view's
+screencast moved to it; each attached page keeps its flat session until its target is destroyed. An input the page
+answers by closing itself (a button calling ``window.close()``) completes the verb rather than failing it.
 """
 
 from __future__ import annotations

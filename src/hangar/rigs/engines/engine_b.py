@@ -17,6 +17,9 @@ What engine B cannot do, and what it does instead:
 - clipboard images: headless Firefox's clipboard keeps only text and HTML flavours (``navigator.clipboard.write``
   of an image resolves, and the clipboard is then empty), so ``clipboard_write_image`` answers False saying so
   without writing, and ``clipboard_read_image`` finds no image.
+- the last page closing: a page's ``window.close()`` in Firefox's last tab closes the window and with it the
+  browser, so a blank background tab is kept in reserve (never a page the session acts on); when the session's
+  last page closes, the home page is loaded there and a new reserve opened.
 """
 
 from __future__ import annotations

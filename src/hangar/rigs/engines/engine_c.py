@@ -33,6 +33,9 @@ What engine C cannot do, and what it does instead:
 - clipboard images: WebKitGTK's clipboard takes PNG only (``ClipboardItem.supports("image/jpeg")`` is false and a
   JPEG item is written as nothing), so a JPEG is converted to PNG in the page; a paste event hands the page no
   file for an image (its default paste inserts it as an ``<img>``).
+- new pages: no events; the window handles are listed whenever pages are settled (before and after each verb) and
+  a new handle is switched to. The driver ends its session when the last window closes, so the home page then
+  comes in a new WebDriver session: a new browser, without the old one's cookies and storage.
 """
 
 from __future__ import annotations
