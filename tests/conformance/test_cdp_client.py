@@ -84,7 +84,7 @@ async def test_a_closed_page_fails_its_session_at_once(endpoint: Endpoint) -> No
 
 
 async def test_the_engine_going_away_is_unavailable_everywhere(endpoint: Endpoint) -> None:
-    session = await CdpSession.open(endpoint, (800, 600))
+    session = await CdpSession.open(endpoint, (800, 600), "about:blank")
     conn = await CdpConnection.connect(endpoint)  # a second client, which closes the browser
     waiting = conn.subscribe(("Page.loadEventFired",))
     try:

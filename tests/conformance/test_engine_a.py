@@ -22,10 +22,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from hangar.errors import InvalidArgs, NotFound
 from hangar.rigs.engines.cdp_page import jpeg_size
+from hangar.rigs.engines.cdp_session import CdpSession
 from hangar.rigs.engines.clipboard_image import NO_CLIPBOARD_API
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession
-from tests.conformance import clipboard_images
+from tests.conformance import clipboard_images, popup_cases
 from tests.conformance.engine_fixtures import engine_fixture, pages_fixture, start_page_fixture
 from tests.support.images import solid_png
 from tests.support.pages import PageServer, outward_address
@@ -385,6 +386,43 @@ async def test_frames_arrive_after_a_page_change(s: EngineSession) -> None:
 
 
 # -- a trusted CA -------------------------------------------------------------------------------------------
+
+
+# -- pages that open and close pages ------------------------------------------------------------------------
+
+
+async def _close_others(session: EngineSession) -> None:
+    assert isinstance(session, CdpSession)
+    current = session._pages.known()[-1]
+    targets = await session._conn.call("Target.getTargets")
+    for target in targets["targetInfos"]:
+        if target["type"] == "page" and target["targetId"] != current:
+            await session._conn.call("Target.closeTarget", {"targetId": target["targetId"]})
+
+
+async def test_a_link_to_a_new_page_is_followed_and_back(s: EngineSession, pages: PageServer) -> None:
+    await popup_cases.a_link_opens_a_page_the_session_follows(s, pages)
+
+
+async def test_a_page_opened_by_script_is_followed_and_back(s: EngineSession, pages: PageServer) -> None:
+    await popup_cases.a_script_opens_a_page_the_session_follows(s, pages)
+    # The history is the new page's own: after a script opened one, going back stays on it (nothing before it).
+    x, y = await s.locate("#script")
+    await s.click(x, y)
+    await s.follow_pages()
+    assert (await s.history("back")).title == "Popup page"
+    x, y = await s.locate("#close")
+    await s.click(x, y)
+    await s.follow_pages()
+    assert (await s.current()).title == "Popup opener"
+
+
+async def test_the_last_page_closing_opens_the_home_page(s: EngineSession, pages: PageServer) -> None:
+    await popup_cases.the_last_page_closing_opens_the_home_page(s, pages, _close_others)
+
+
+async def test_the_live_view_follows_the_new_page(s: EngineSession, pages: PageServer) -> None:
+    await popup_cases.frames_follow_the_new_page(s, pages)
 
 
 def _certificate_pair(directory: Path) -> tuple[Path, Path, Path]:

@@ -34,6 +34,12 @@ session = engine_fixture("engine-b")
 
 
 class TestEngineB(W3CEngineCases):
+    async def close_others(self, session: EngineSession) -> None:
+        assert isinstance(session, FirefoxSession)
+        for context in session._pages.known():  # the session's pages (not its blank reserve tab)
+            if context != session._context:
+                await session._client.call("browsingContext.close", {"context": context})
+
     async def test_session_shape(self, session: EngineSession) -> None:
         assert isinstance(session, FirefoxSession)
         assert (session.engine, session.hard_reload, session.real_drop) == ("engine-b", False, False)

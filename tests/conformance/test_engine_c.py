@@ -25,6 +25,16 @@ session = engine_fixture("engine-c")
 
 
 class TestEngineC(W3CEngineCases):
+    async def close_others(self, session: EngineSession) -> None:
+        assert isinstance(session, WebKitSession)
+        client = session._client
+        current = await client.command("GET", "/window")
+        for handle in await client.command("GET", "/window/handles"):
+            if handle != current:
+                await client.command("POST", "/window", {"handle": handle})
+                await client.command("DELETE", "/window")
+        await client.command("POST", "/window", {"handle": current})
+
     async def test_session_shape(self, session: EngineSession) -> None:
         assert isinstance(session, WebKitSession)
         assert (session.engine, session.hard_reload, session.real_drop) == ("engine-c", False, False)

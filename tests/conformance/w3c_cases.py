@@ -20,6 +20,7 @@ import pytest
 from hangar.errors import InvalidArgs, NotFound, Unavailable
 from hangar.rigs.engines.clipboard_image import NO_CLIPBOARD_API
 from hangar.rigs.engines.session import EngineSession, Frame
+from tests.conformance import popup_cases
 from tests.support.images import decoded_size, mean_colour, solid_png
 from tests.support.pages import PageServer, outward_address
 
@@ -59,6 +60,26 @@ async def silent_server() -> AsyncIterator[tuple[int, asyncio.Event, asyncio.Eve
 
 
 class W3CEngineCases:
+    async def close_others(self, session: EngineSession) -> None:
+        """Close every page but the current one through the engine's protocol (each engine's module)."""
+        raise NotImplementedError
+
+    # -- pages that open and close pages ------------------------------------------------------------------
+
+    async def test_a_link_to_a_new_page_is_followed_and_back(self, session: EngineSession, pages: PageServer) -> None:
+        await popup_cases.a_link_opens_a_page_the_session_follows(session, pages)
+
+    async def test_a_page_opened_by_script_is_followed_and_back(
+        self, session: EngineSession, pages: PageServer
+    ) -> None:
+        await popup_cases.a_script_opens_a_page_the_session_follows(session, pages)
+
+    async def test_the_last_page_closing_opens_the_home_page(self, session: EngineSession, pages: PageServer) -> None:
+        await popup_cases.the_last_page_closing_opens_the_home_page(session, pages, self.close_others)
+
+    async def test_the_live_view_follows_the_new_page(self, session: EngineSession, pages: PageServer) -> None:
+        await popup_cases.frames_follow_the_new_page(session, pages)
+
     async def test_a_real_drop_is_refused_naming_the_file_input_way(self, session: EngineSession) -> None:
         with pytest.raises(Unavailable) as err:
             await session.drop_files(["/tmp/hangar-drops/a.txt"], 10, 10)

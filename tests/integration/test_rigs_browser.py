@@ -316,6 +316,23 @@ async def test_clicks_by_selector_and_coordinate(env: RigsEnv, rigs: BrowserRigs
     assert e.code == "not_found"
 
 
+async def test_a_page_opened_by_a_click_is_followed_and_the_reply_says_so(env: RigsEnv, rigs: BrowserRigs) -> None:
+    rig = await rigs.get("engine-a")
+    await use(env, rig, action="navigate", url=f"http://{SITE}/popup_opener.html")
+    reply = await use(env, rig, action="click", selector="#link")
+    assert reply["note"] == "a new page opened; now acting on it (see pages)"
+    [move] = reply["pages"]
+    assert move["change"] == "opened" and "untrusted page url" in move["url"].splitlines()[0]
+    assert unfence(move["url"]) == f"http://{SITE}/popup_page.html?via=link"
+    assert unfence(move["title"]) == "Popup page" and "untrusted page title" in move["title"].splitlines()[0]
+    assert "Popup content" in await dom(env, rig)  # the next verb acts on the new page
+    assert "pages" not in await use(env, rig, action="wait_for", selector="#close")  # nothing moved since
+    closed = await use(env, rig, action="click", selector="#close")
+    assert closed["note"] == "the page closed; now acting on the most recent remaining page (see pages)"
+    assert [(m["change"], unfence(m["title"])) for m in closed["pages"]] == [("closed", "Popup opener")]
+    assert "Opener page" in await dom(env, rig)
+
+
 async def test_fill_type_and_key(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)

@@ -8,7 +8,10 @@ Rules held here, whatever the engine:
 - the action log keeps what was done, never what was typed, filled or put on the clipboard (length and
   SHA-256 only) and never what a page returned;
 - a mutating verb is refused while a person holds control (observations stay allowed), and the refusal is
-  logged too.
+  logged too;
+- the session follows pages (``EngineSession.follow_pages`` before and after each verb): when a page opened a new
+  one or the current page closed, the reply says so in ``note`` and lists the moves in ``pages``, each with the
+  new current page's URL and title fenced (both are the page's to choose).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from hangar.rigs import hooks
 from hangar.rigs.actions import base as act
 from hangar.rigs.actions import browser as verbs
 from hangar.rigs.actions.base import ParsedAction
-from hangar.rigs.engines.session import EngineSession, Page
+from hangar.rigs.engines.session import EngineSession, Page, PageChange
 from hangar.rigs.errors import ControlHeld
 from hangar.rigs.fence import fence
 from hangar.rigs.manager import RigManager
@@ -46,6 +49,26 @@ def _page(page: Page) -> Result:
     if page.status is not None:
         result["status"] = page.status
     return result
+
+
+_MOVED = {
+    "opened": "a new page opened; now acting on it",
+    "closed": "the page closed; now acting on the most recent remaining page",
+    "home": "the last page closed; a new page on the home page opened, now acting on it",
+}
+
+
+def _page_changes(result: Result, changes: list[PageChange]) -> Result:
+    """The verb's result with the moves between pages: a trusted ``note`` naming what happened (the URL and title
+    stay in the fenced ``pages`` entries), the last entry being the page now current."""
+    if not changes:
+        return result
+    said = "; ".join(dict.fromkeys(_MOVED[c.kind] for c in changes)) + " (see pages)"
+    moves = [
+        {"change": c.kind, "url": fence(c.url, "page url"), "title": fence(c.title, "page title")} for c in changes
+    ]
+    note = f"{result['note']}; {said}" if "note" in result else said
+    return {**result, "note": note, "pages": moves}
 
 
 def _point(coordinate: list[int]) -> tuple[int, int]:
@@ -212,6 +235,18 @@ HANDLERS: dict[str, Handler] = {
 assert set(HANDLERS) == set(verbs.BROWSER_USE.verbs), "every browser verb has a handler"
 
 
+async def _verb(session: EngineSession, verb: str, params: Any) -> tuple[Result, Details]:
+    """One verb on the current page, with the pages settled before (a page opened or closed since the last verb)
+    and after (one this verb opened or closed)."""
+    await session.follow_pages()
+    result, details = await HANDLERS[verb](session, params)
+    await session.follow_pages()
+    changes = session.take_page_changes()
+    if changes:
+        details = {**details, "pages": [c.kind for c in changes]}  # what happened, never the page's URL
+    return _page_changes(result, changes), details
+
+
 def _bound(parsed: ParsedAction) -> float:
     if isinstance(parsed.params, verbs.WaitFor):
         return parsed.params.timeout + VERB_TIMEOUT_S
@@ -230,7 +265,7 @@ async def use_browser(mgr: RigManager, ws: str, rig_id: str, parsed: ParsedActio
         async with mgr.acting(ws, rig_id, principal, mutating=not parsed.observation, what=what) as (_, handle):
             session = handle.browser()
             try:
-                result, details = await asyncio.wait_for(HANDLERS[verb](session, parsed.params), _bound(parsed))
+                result, details = await asyncio.wait_for(_verb(session, verb, parsed.params), _bound(parsed))
             except TimeoutError:
                 raise Unavailable(f"{what}: {session.engine} did not answer in time") from None
         outcome = "ok"

@@ -217,6 +217,18 @@ async def apply_input(session: EngineSession, event: InputEvent) -> None:
         await session.type_text(event.text)
     else:
         await session.set_viewport(event.width, event.height)
+    if _may_switch(event):
+        # A person's click or key may open a page or close this one: the view (and the agent) move with it.
+        await session.follow_pages()
+
+
+def _may_switch(event: InputEvent) -> bool:
+    """A release ends a click or a key press (where pages open and close); typed text may press Enter."""
+    if isinstance(event, MouseInput):
+        return event.action == "up"
+    if isinstance(event, KeyInput):
+        return not event.down
+    return isinstance(event, TextInput)
 
 
 # -- one capture, many watchers -----------------------------------------------------------------------------

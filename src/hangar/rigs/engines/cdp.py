@@ -174,6 +174,10 @@ class CdpConnection:
     def closed(self) -> bool:
         return self._closed_reason is not None
 
+    def detached(self, session_id: str) -> bool:
+        """Whether the flat session's page closed (its target went away)."""
+        return session_id in self._detached
+
     async def call(
         self, method: str, params: Json | None = None, session_id: str | None = None, limit_s: float = CALL_TIMEOUT_S
     ) -> Json:

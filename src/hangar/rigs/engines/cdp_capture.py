@@ -8,13 +8,14 @@ when the consumer asks for the next frame, so a slow consumer slows the capture 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from hangar.errors import Refused, Unavailable
-from hangar.rigs.engines.cdp import CdpConnection, Json
+from hangar.rigs.engines.cdp import CdpConnection, Event, Json, Subscription
 from hangar.rigs.engines.cdp_page import jpeg_size
 from hangar.rigs.engines.session import Frame, Still
 
@@ -44,15 +45,18 @@ async def still(call: Call, full_page: bool, max_width: int, max_height: int) ->
 
 
 async def screencast(
-    conn: CdpConnection, session_id: str, max_width: int, max_height: int
+    conn: CdpConnection, session_id: str, max_width: int, max_height: int, until: asyncio.Event | None = None
 ) -> AsyncGenerator[Frame, None]:
-    """Frames until the consumer closes the iterator, which stops the screencast."""
+    """Frames until the consumer closes the iterator, which stops the screencast, or until ``until`` is set (the
+    session moved to another page), which ends the iterator."""
     with conn.subscribe(("Page.screencastFrame",), session_id, limit=8) as events:
         start = {"format": "jpeg", "quality": FRAME_QUALITY, "maxWidth": max_width, "maxHeight": max_height}
         await conn.call("Page.startScreencast", start, session_id)
         try:
             while True:
-                event = await events.get()
+                event = await _next(events, until)
+                if event is None:
+                    return
                 received = time.monotonic()
                 data = base64.b64decode(event.params["data"])
                 width, height = jpeg_size(data)
@@ -63,6 +67,23 @@ async def screencast(
             if not conn.closed:
                 with contextlib.suppress(Unavailable, Refused):
                     await conn.call("Page.stopScreencast", {}, session_id, 5.0)
+
+
+async def _next(events: Subscription, until: asyncio.Event | None) -> Event | None:
+    """The next frame event, or None once ``until`` is set first."""
+    if until is None:
+        return await events.get()
+    if until.is_set():
+        return None
+    getting = asyncio.ensure_future(events.get())
+    stopping = asyncio.ensure_future(until.wait())
+    try:
+        await asyncio.wait((getting, stopping), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        if not getting.done():
+            getting.cancel()
+    return getting.result() if getting.done() and not getting.cancelled() else None
 
 
 def captured_at(stamp: object, received: float) -> float:

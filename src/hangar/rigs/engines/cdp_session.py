@@ -14,6 +14,11 @@ Clipboard images go through the page's async clipboard API with the script engin
 (``js/clipboard_image.js``). Chromium writes images as ``image/png`` only (a JPEG ``ClipboardItem`` is refused),
 so a JPEG is converted to PNG on a canvas in the page first, and the write's note says so; Chromium also
 re-encodes what it stores, so the bytes read back are a PNG of the same pixels, not the bytes written.
+
+Page targets are discovered (``Target.setDiscoverTargets``): a page opened by a page the session knows is attached
+to and becomes current (``pages.py``), with its own console ring, the session's viewport, and the live view's
+screencast moved to it; each attached page keeps its flat session until its target is destroyed. An input the page
+answers by closing itself (a button calling ``window.close()``) completes the verb rather than failing it.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from hangar.errors import Conflict, InvalidArgs, NotFound, Refused, Unavailable
@@ -32,6 +38,7 @@ from hangar.rigs.engines import clipboard_image as clip
 from hangar.rigs.engines.cdp import CdpConnection, CommandFailed, Event, Json, Subscription
 from hangar.rigs.engines.keys import KeySpec, key_spec, parse_chord
 from hangar.rigs.engines.launch import Endpoint
+from hangar.rigs.engines.pages import PageFollower
 from hangar.rigs.engines.scripts import script
 from hangar.rigs.engines.session import (
     EngineSession,
@@ -41,6 +48,7 @@ from hangar.rigs.engines.session import (
     ImageMime,
     MouseButton,
     Page,
+    PageChange,
     Still,
 )
 
@@ -52,6 +60,7 @@ GROUP = "hangar"  # the object group of the element handles a verb takes (releas
 DRAG_GROUP = "hangar-drag"  # the dragstart watch, held while a button is
 
 _BUTTON_BITS = {"left": 1, "right": 2, "middle": 4}
+_TARGET_EVENTS = ("Target.targetCreated", "Target.targetDestroyed")
 _NAVIGATION_EVENTS = (
     "Network.responseReceived",
     "Page.frameNavigated",
@@ -61,14 +70,26 @@ _NAVIGATION_EVENTS = (
 )
 
 
+@dataclass(frozen=True)
+class _Attached:
+    """A page target the session is attached to: its flat session and its own console ring."""
+
+    sid: str
+    console: js.ConsoleRing
+
+
 class CdpSession(EngineSession):
     engine = "engine-a"
     hard_reload = True
     real_drop = True
 
-    def __init__(self, conn: CdpConnection, session_id: str) -> None:
+    def __init__(self, conn: CdpConnection, target_id: str, home_url: str, viewport: tuple[int, int]) -> None:
         self._conn = conn
-        self._sid = session_id
+        self._home_url = home_url
+        self._viewport = viewport  # applied to every page the session moves to
+        self._pages = PageFollower(self, target_id)
+        self._attached: dict[str, _Attached] = {}  # target id -> its flat session and console, while it lives
+        self._sid = ""  # the current page's flat session
         self._frame_id = ""
         self._console = js.ConsoleRing()
         self._pointer = (0, 0)
@@ -79,36 +100,41 @@ class CdpSession(EngineSession):
         self._drag_seen = asyncio.Event()
         self._drag_watch: str | None = None  # handle of the page-side dragstart watch while a button is held
         self._screencasting = False
+        self._moved = asyncio.Event()  # set when the current page changes: the screencast moves with it
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
     @classmethod
-    async def open(cls, endpoint: Endpoint, viewport: tuple[int, int]) -> CdpSession:
+    async def open(cls, endpoint: Endpoint, viewport: tuple[int, int], home_url: str) -> CdpSession:
         """Attach to the browser's page and size its viewport to ``viewport`` (headless Chromium's window
-        keeps room for a frame it does not draw, so ``--window-size`` alone leaves the page shorter)."""
+        keeps room for a frame it does not draw, so ``--window-size`` alone leaves the page shorter). Page
+        targets are discovered from the start, so a page opened by the current one is followed
+        (``pages.py``); ``home_url`` is where a new page opens when the last one closed."""
         conn = await CdpConnection.connect(endpoint)
         try:
             target_id = await _page_target(conn)
-            attached = await conn.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
-            session = cls(conn, str(attached["sessionId"]))
-            await session._attach(viewport)
+            session = cls(conn, target_id, home_url, viewport)
+            conn.subscribe(_TARGET_EVENTS, callback=session._on_target)
+            await conn.call("Target.setDiscoverTargets", {"discover": True})
+            await session._attach(target_id, launch=True)
         except BaseException:
             await conn.aclose()
             raise
         return session
 
-    async def _attach(self, viewport: tuple[int, int]) -> None:
+    async def _attach(self, target_id: str, *, launch: bool = False) -> None:
+        """Attach to a page target, make it current, and bring up what the verbs need of it; ``launch``: wait
+        (bounded) for the page the engine opened at launch to load."""
+        attached = await self._conn.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
+        sid, console = str(attached["sessionId"]), js.ConsoleRing()
+        self._attached[target_id] = _Attached(sid, console)
         # Listeners first, so nothing logged while the domains come up is missed.
-        self._conn.subscribe(
-            ("Runtime.consoleAPICalled",), self._sid, callback=lambda e: self._console.console_call(e.params)
-        )
-        self._conn.subscribe(
-            ("Runtime.exceptionThrown",), self._sid, callback=lambda e: self._console.exception(e.params)
-        )
-        self._conn.subscribe(("Page.javascriptDialogOpening",), self._sid, callback=self._on_dialog)
-        self._conn.subscribe(("Input.dragIntercepted",), self._sid, callback=self._on_drag)
-        with self._conn.subscribe(_LOAD_ENDS, self._sid) as loading:
-            # Sent together and answered in order: one round trip at boot instead of eight.
+        self._conn.subscribe(("Runtime.consoleAPICalled",), sid, callback=lambda e: console.console_call(e.params))
+        self._conn.subscribe(("Runtime.exceptionThrown",), sid, callback=lambda e: console.exception(e.params))
+        self._conn.subscribe(("Page.javascriptDialogOpening",), sid, callback=self._on_dialog)
+        self._conn.subscribe(("Input.dragIntercepted",), sid, callback=self._on_drag)
+        with self._conn.subscribe(_LOAD_ENDS, sid) as loading:
+            # Sent together and answered in order: one round trip instead of eight.
             *_, tree, state = await self._conn.call_all(
                 [
                     ("Page.enable", {}),
@@ -117,14 +143,67 @@ class CdpSession(EngineSession):
                     ("Network.enable", {"maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 500_000}),
                     ("Emulation.setFocusEmulationEnabled", {"enabled": True}),
                     ("Input.setInterceptDrags", {"enabled": True}),
-                    _metrics_override(*viewport),
+                    _metrics_override(*self._viewport),
                     ("Page.getFrameTree", {}),
                     _LOAD_STATE,
                 ],
-                self._sid,
+                sid,
             )
-            self._frame_id = str(tree["frameTree"]["frame"]["id"])
-            await self._launch_page_loaded(_value(state), loading)
+            self._make_current(target_id, str(tree["frameTree"]["frame"]["id"]))
+            if launch:
+                await self._launch_page_loaded(_value(state), loading)
+
+    def _make_current(self, target_id: str, frame_id: str) -> None:
+        page = self._attached[target_id]
+        self._sid, self._console, self._frame_id = page.sid, page.console, frame_id
+        # Input state belongs to the page it was sent to: the new page starts with nothing held.
+        self._buttons, self._drag, self._drag_entered, self._drag_watch = 0, None, False, None
+        self._moved.set()
+
+    # -- following pages (pages.py) --------------------------------------------------------------------------
+
+    def _on_target(self, event: Event) -> None:
+        if event.method == "Target.targetCreated":
+            info = event.params.get("targetInfo") or {}
+            opener = info.get("openerId")
+            if info.get("type") == "page" and isinstance(opener, str) and self._pages.knows(opener):
+                self._pages.opened(str(info["targetId"]))
+                self._pages.soon()
+            return
+        target_id = str(event.params.get("targetId"))
+        self._attached.pop(target_id, None)
+        self._pages.closed(target_id)
+        if self._pages.pending:
+            self._pages.soon()
+
+    async def _discover_pages(self) -> None:
+        # A browser-level round trip: the events sent before its answer (the last verb's) have been handled.
+        await self._conn.call("Target.getTargets")
+
+    async def _show_page(self, page: str) -> None:
+        if page in self._attached:
+            tree = await self._conn.call("Page.getFrameTree", {}, self._attached[page].sid)
+            self._make_current(page, str(tree["frameTree"]["frame"]["id"]))
+        else:
+            await self._attach(page)
+        await self._call("Page.bringToFront")  # a page in the background is throttled and paints no frames
+
+    async def _open_home(self) -> str:
+        created = await self._conn.call("Target.createTarget", {"url": self._home_url})
+        return str(created["targetId"])
+
+    async def _load_state(self) -> tuple[str, str]:
+        ready, href = await self._evaluate("[document.readyState, location.href]")
+        return str(ready), str(href)
+
+    def _engine_gone(self) -> bool:
+        return self._conn.closed
+
+    async def follow_pages(self) -> None:
+        await self._pages.follow()
+
+    def take_page_changes(self) -> list[PageChange]:
+        return self._pages.take()
 
     async def _launch_page_loaded(self, state: Any, loading: Subscription) -> None:
         """Wait (bounded) until the page the engine opened at launch has loaded. A session that answers sooner
@@ -141,6 +220,16 @@ class CdpSession(EngineSession):
     async def _call(self, method: str, params: Json | None = None, limit_s: float = 30.0) -> Json:
         return await self._conn.call(method, params, self._sid, limit_s)
 
+    async def _input(self, method: str, params: Json | None = None) -> None:
+        """An input command, or an input's clean-up, which the page may answer by closing itself (a button
+        calling ``window.close()``): the input was delivered, and the verb is done rather than failed."""
+        sid = self._sid
+        try:
+            await self._conn.call(method, params, sid)
+        except Unavailable:
+            if self._conn.closed or not self._conn.detached(sid):
+                raise
+
     def _spawn(self, work: Awaitable[object]) -> None:
         async def run() -> None:
             with contextlib.suppress(Unavailable, Refused):
@@ -151,10 +240,14 @@ class CdpSession(EngineSession):
         task.add_done_callback(self._tasks.discard)
 
     def _on_dialog(self, event: Event) -> None:
-        self._console.add(f"[dialog {event.params.get('type', '')}] {event.params.get('message', '')} (accepted)")
-        self._spawn(self._call("Page.handleJavaScriptDialog", {"accept": True}))
+        page = next((p for p in self._attached.values() if p.sid == event.session_id), None)
+        console = page.console if page is not None else self._console
+        console.add(f"[dialog {event.params.get('type', '')}] {event.params.get('message', '')} (accepted)")
+        self._spawn(self._conn.call("Page.handleJavaScriptDialog", {"accept": True}, event.session_id))
 
     def _on_drag(self, event: Event) -> None:
+        if event.session_id != self._sid:
+            return  # a drag on a page the session left
         self._drag = event.params.get("data")
         self._drag_entered = False
         self._drag_seen.set()
@@ -278,14 +371,14 @@ class CdpSession(EngineSession):
 
     async def _mouse(self, kind: str, button: str = "none", clicks: int = 0, **extra: object) -> None:
         x, y = self._pointer
-        await self._call("Input.dispatchMouseEvent", {
+        await self._input("Input.dispatchMouseEvent", {
             "type": kind, "x": x, "y": y, "button": button, "buttons": self._buttons, "clickCount": clicks,
             "modifiers": self._modifiers, **extra})  # fmt: skip
 
     async def _drag_event(self, kind: str) -> None:
         x, y = self._pointer
-        await self._call("Input.dispatchDragEvent",
-                         {"type": kind, "x": x, "y": y, "data": self._drag, "modifiers": self._modifiers})  # fmt: skip
+        await self._input("Input.dispatchDragEvent",
+                          {"type": kind, "x": x, "y": y, "data": self._drag, "modifiers": self._modifiers})  # fmt: skip
 
     async def mouse_move(self, x: int, y: int) -> None:
         self._pointer = (x, y)
@@ -327,7 +420,7 @@ class CdpSession(EngineSession):
             self._drag, self._drag_entered = None, False
         else:
             await self._mouse("mouseReleased", button, clicks)
-        await self._call("Runtime.releaseObjectGroup", {"objectGroup": DRAG_GROUP})
+        await self._input("Runtime.releaseObjectGroup", {"objectGroup": DRAG_GROUP})
 
     async def click(self, x: int, y: int, button: MouseButton = "left") -> None:
         await self.mouse_move(x, y)
@@ -362,7 +455,7 @@ class CdpSession(EngineSession):
             params.update(type="keyDown" if text else "rawKeyDown", text=text, unmodifiedText=text)
         else:
             params["type"] = "keyUp"
-        await self._call("Input.dispatchKeyEvent", params)
+        await self._input("Input.dispatchKeyEvent", params)
 
     async def key(self, combo: str) -> None:
         chord = parse_chord(combo)
@@ -429,6 +522,7 @@ class CdpSession(EngineSession):
     async def set_viewport(self, width: int, height: int) -> None:
         # The emulated metrics drive layout, stills and the screencast alike: a running screencast follows.
         await self._call(*_metrics_override(width, height))
+        self._viewport = (width, height)
 
     async def wait_for(self, selector: str, timeout_s: float) -> bool:
         """Polls inside the page; a navigation destroys the page's promise, so the wait resumes in the new page
@@ -535,13 +629,26 @@ class CdpSession(EngineSession):
         return str(result["result"]["objectId"])
 
     async def frames(self, max_width: int, max_height: int) -> AsyncIterator[Frame]:
+        """The current page's screencast; when the current page changes, the screencast stops on the old page and
+        starts on the new one within the same iterator."""
         if self._screencasting:  # one screencast per page: a second would steal the first one's frames
             raise Conflict("the live view's frames are already being captured from this page")
         self._screencasting = True
-        try:  # closing this iterator closes the screencast's at once, which stops the capture
-            async with contextlib.aclosing(capture.screencast(self._conn, self._sid, max_width, max_height)) as cast:
-                async for frame in cast:
-                    yield frame
+        try:
+            while True:
+                self._moved.clear()
+                sid = self._sid
+                cast = capture.screencast(self._conn, sid, max_width, max_height, until=self._moved)
+                try:  # closing this iterator closes the screencast's at once, which stops the capture
+                    async with contextlib.aclosing(cast):
+                        async for frame in cast:
+                            yield frame
+                except Unavailable:
+                    if self._conn.closed:
+                        raise
+                    await self._pages.follow()  # the page closed under the screencast: follow, then go on there
+                    if self._sid == sid:
+                        raise
         finally:
             self._screencasting = False
 
@@ -551,6 +658,7 @@ class CdpSession(EngineSession):
         self._closed = True
         for task in list(self._tasks):
             task.cancel()
+        await self._pages.aclose()
         await self._conn.aclose()
 
 

@@ -103,7 +103,7 @@ def plan(ctx: LaunchContext) -> LaunchPlan:
 
 
 async def connect(endpoint: Endpoint, ctx: LaunchContext) -> EngineSession:
-    return await CdpSession.open(endpoint, (ctx.width, ctx.height))
+    return await CdpSession.open(endpoint, (ctx.width, ctx.height), ctx.home_url)
 
 
 RECIPE = EngineRecipe(engine="engine-a", relay=True, plan=plan, connect=connect, boot_timeout_s=60.0)

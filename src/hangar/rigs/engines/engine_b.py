@@ -17,6 +17,9 @@ What engine B cannot do, and what it does instead:
 - clipboard images: headless Firefox's clipboard keeps only text and HTML flavours (``navigator.clipboard.write``
   of an image resolves, and the clipboard is then empty), so ``clipboard_write_image`` answers False saying so
   without writing, and ``clipboard_read_image`` finds no image.
+- the last page closing: a page's ``window.close()`` in Firefox's last tab closes the window and with it the
+  browser, so a blank background tab is kept in reserve (never a page the session acts on); when the session's
+  last page closes, the home page is loaded there and a new reserve opened.
 """
 
 from __future__ import annotations
@@ -50,6 +53,12 @@ PROFILE = ".firefox"
 NAVIGATION_TIMEOUT_S = 60.0  # past this a navigation answers where the page is, still loading
 JPEG_QUALITY = 0.8
 MAX_FULL_PAGE_HEIGHT = 16_384  # CSS pixels of a full-page still; longer documents are cut
+SUBSCRIBED = (
+    "log.entryAdded",
+    "network.responseCompleted",
+    "browsingContext.contextCreated",
+    "browsingContext.contextDestroyed",
+)
 SANDBOX = "hangar"  # the script realm for canvas work, out of the page's reach
 NO_CLIPBOARD_IMAGES = (
     "engine-b runs Firefox headless, whose clipboard holds text and HTML only: an image written to it is dropped"
@@ -187,14 +196,18 @@ class FirefoxSession(W3CSession):
     clipboard_images_absent = NO_CLIPBOARD_IMAGES
 
     def __init__(self, client: BidiClient, context: str) -> None:
-        super().__init__()
+        super().__init__(context)
         self._client = client
-        self._context = context
-        self._log = ConsoleRing()
+        self._context = context  # the current page's top-level context
+        self._logs: dict[str, ConsoleRing] = {}  # each top-level context's console, from its start
+        self._parents: dict[str, str] = {}  # a frame's context -> its parent's, to file its console entries
+        self._reserve: str | None = None  # a blank background tab, so a page's window.close() never closes the last
         self._statuses: collections.OrderedDict[str, int] = collections.OrderedDict()
         self._closed = False
         client.on("log.entryAdded", self._on_log)
         client.on("network.responseCompleted", self._on_response)
+        client.on("browsingContext.contextCreated", self._on_context_created)
+        client.on("browsingContext.contextDestroyed", self._on_context_destroyed)
 
     # -- events -------------------------------------------------------------------------------------------
 
@@ -203,7 +216,33 @@ class FirefoxSession(W3CSession):
             level = str(params.get("method") or params.get("level") or "log")
         else:
             level = "exception"
-        self._log.add(level, str(params.get("text") or ""))
+        source = params.get("source")
+        context = str(source.get("context") or self._context) if isinstance(source, dict) else self._context
+        for _ in range(32):  # a frame's entries belong to its page's console (nesting is bounded by the browser)
+            if context not in self._parents:
+                break
+            context = self._parents[context]
+        self._logs.setdefault(context, ConsoleRing()).add(level, str(params.get("text") or ""))
+
+    def _on_context_created(self, params: dict[str, Any]) -> None:
+        parent = params.get("parent")
+        if isinstance(parent, str):
+            self._parents[str(params.get("context"))] = parent
+        opener = params.get("originalOpener")
+        if params.get("parent") is None and isinstance(opener, str) and self._pages.knows(opener):
+            self._pages.opened(str(params.get("context")))
+            self._pages.soon()
+
+    def _on_context_destroyed(self, params: dict[str, Any]) -> None:
+        context = str(params.get("context"))
+        self._logs.pop(context, None)
+        self._parents.pop(context, None)
+        if context == self._reserve:
+            self._reserve = None
+        if params.get("parent") is None:
+            self._pages.closed(context)
+            if self._pages.pending:
+                self._pages.soon()
 
     def _on_response(self, params: dict[str, Any]) -> None:
         navigation, response = params.get("navigation"), params.get("response")
@@ -246,7 +285,42 @@ class FirefoxSession(W3CSession):
         await self._client.call("input.performActions", {"context": self._context, "actions": sources})
 
     async def _console(self) -> Extracted:
-        return console_extract(list(self._log.entries), self._log.dropped)
+        ring = self._logs.get(self._context) or ConsoleRing()
+        return console_extract(list(ring.entries), ring.dropped)
+
+    # -- following pages ----------------------------------------------------------------------------------
+
+    async def _discover_pages(self) -> None:
+        # One round trip: the context events sent before its answer (the last verb's) have been handled.
+        await self._client.call("browsingContext.getTree", {"maxDepth": 0})
+
+    async def _show_page(self, page: str) -> None:
+        self._context = page
+        await self._client.call("browsingContext.activate", {"context": page})
+        if self._viewport != (0, 0):
+            await self.set_viewport(*self._viewport)
+
+    async def reserve(self) -> None:
+        """Keep a blank tab in the background. A page calling ``window.close()`` in the last tab closes Firefox's
+        window, and with it the browser; with this tab there, the window stays, and the tab takes the home page
+        when the session's last page closed."""
+        if self._reserve is None:
+            created = await self._client.call("browsingContext.create", {"type": "tab", "background": True})
+            self._reserve = str(created["context"])
+
+    async def _open_home(self) -> str:
+        context, self._reserve = self._reserve, None
+        if context is None:
+            context = str((await self._client.call("browsingContext.create", {"type": "tab"}))["context"])
+        await self._client.call(
+            "browsingContext.navigate", {"context": context, "url": self._home_url, "wait": "complete"},
+            NAVIGATION_TIMEOUT_S,
+        )  # fmt: skip
+        await self.reserve()
+        return context
+
+    def _engine_gone(self) -> bool:
+        return self._client.closed
 
     # -- navigation ---------------------------------------------------------------------------------------
 
@@ -322,6 +396,7 @@ class FirefoxSession(W3CSession):
         await self._client.call(
             "browsingContext.setViewport", {"context": self._context, "viewport": {"width": width, "height": height}}
         )
+        self._viewport = (width, height)
 
     # -- files --------------------------------------------------------------------------------------------
 
@@ -339,6 +414,7 @@ class FirefoxSession(W3CSession):
         if self._closed:
             return
         self._closed = True
+        await self._pages.aclose()
         if not self._client.closed:
             with contextlib.suppress(Unavailable):  # the browser is going away anyway
                 await self._client.call("session.end", {}, timeout_s=5)
@@ -362,9 +438,9 @@ async def connect(endpoint: Endpoint, ctx: LaunchContext) -> FirefoxSession:
             if isinstance(other, dict) and other.get("context") != context:
                 await client.call("browsingContext.close", {"context": other["context"]})
         session = FirefoxSession(client, context)
-        await client.call(
-            "session.subscribe", {"events": ["log.entryAdded", "network.responseCompleted"], "contexts": [context]}
-        )
+        # Every context's events, so a page opened later has its console and statuses from its start.
+        await client.call("session.subscribe", {"events": [*SUBSCRIBED]})
+        await session.reserve()
         await client.call("browsingContext.activate", {"context": context})
         await session.boot(ctx)
     except BaseException:

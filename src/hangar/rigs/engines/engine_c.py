@@ -33,6 +33,9 @@ What engine C cannot do, and what it does instead:
 - clipboard images: WebKitGTK's clipboard takes PNG only (``ClipboardItem.supports("image/jpeg")`` is false and a
   JPEG item is written as nothing), so a JPEG is converted to PNG in the page; a paste event hands the page no
   file for an image (its default paste inserts it as an ``<img>``).
+- new pages: no events; the window handles are listed whenever pages are settled (before and after each verb) and
+  a new handle is switched to. The driver ends its session when the last window closes, so the home page then
+  comes in a new WebDriver session: a new browser, without the old one's cookies and storage.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ PAGE_LOAD_STRATEGY = "none"  # the navigation verbs wait for loads themselves (s
 NAVIGATION_POLL_S = 0.05
 NAVIGATION_PROBE_TIMEOUT_S = 5.0
 HISTORY_GRACE_S = 2.0
+ENDING_S = 10.0  # how long the driver may take to end a session whose last window closed
 CONSOLE_NOTE = (
     "engine-c captures console output only after each navigation; output logged while the page loaded is missed"
 )
@@ -109,6 +113,7 @@ def plan(ctx: LaunchContext) -> LaunchPlan:
     return LaunchPlan(files={}, setup=(stale,), processes=(xvfb, driver))
 
 
+_WINDOW_GONE = ("no_such_window", "invalid_session_id")  # the current window closed (with the session, if last)
 _ELEMENT_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")  # a driver element id goes into a URL path: nothing else
 
 
@@ -117,9 +122,11 @@ class WebKitSession(W3CSession):
     hard_reload = False  # classic WebDriver has one refresh
     real_drop = False
 
-    def __init__(self, client: WebDriverClient) -> None:
-        super().__init__()
+    def __init__(self, client: WebDriverClient, window: str, capabilities: dict[str, Any]) -> None:
+        super().__init__(window)
         self._client = client
+        self._capabilities = capabilities  # to start a new session when the last window closed with the old one
+        self._ended = False  # the driver ended the session: its last window closed
         self._closed = False
 
     # -- primitives ---------------------------------------------------------------------------------------
@@ -149,6 +156,55 @@ class WebKitSession(W3CSession):
         ]
         dropped = result.get("dropped")
         return console_extract(entries, dropped if isinstance(dropped, int) else 0, note)
+
+    # -- following pages ----------------------------------------------------------------------------------
+
+    async def _discover_pages(self) -> None:
+        """Classic WebDriver sends no events: the window handles now, against those the session knows."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ENDING_S
+        while True:
+            try:
+                handles = await self._client.command("GET", "/window/handles")
+                break
+            except Unavailable as exc:
+                if exc.detail_code == "invalid_session_id":
+                    handles, self._ended = [], True  # the last window closed, and the driver ended the session
+                    break
+                # Right after the last window closed, the driver answers "unknown error" while it ends the
+                # session (then "invalid session id"): ask again for a moment.
+                if exc.detail_code != "unknown_error" or loop.time() > deadline:
+                    raise
+                await asyncio.sleep(NAVIGATION_POLL_S)
+        if not isinstance(handles, list):
+            raise Unavailable("engine-c: the driver listed its windows as something unexpected")
+        for known in self._pages.known():
+            if known not in handles:
+                self._pages.closed(known)
+        for handle in handles:
+            self._pages.opened(str(handle))  # a known one is left as it is
+
+    async def _show_page(self, page: str) -> None:
+        await self._client.command("POST", "/window", {"handle": page})
+        if self._viewport != (0, 0):
+            await self.set_viewport(*self._viewport)  # a new window has the browser's default size
+
+    async def _open_home(self) -> str:
+        """A new WebDriver session (its browser starts on a new window) when the last window ended the old one;
+        otherwise a new window. Either way on the home page, at the session's viewport."""
+        if self._ended:
+            await self._client.start(self._capabilities)
+            self._ended = False
+        else:
+            created = await self._client.command("POST", "/window/new", {"type": "tab"})
+            await self._client.command("POST", "/window", {"handle": created["handle"]})
+        if self._viewport != (0, 0):
+            await self.set_viewport(*self._viewport)
+        await self.navigate(self._home_url)
+        return str(await self._client.command("GET", "/window"))
+
+    def _engine_gone(self) -> bool:
+        return self._closed
 
     # -- navigation ---------------------------------------------------------------------------------------
 
@@ -271,6 +327,11 @@ class WebKitSession(W3CSession):
                     data = await self._png()
                 except EngineTimeout:
                     continue  # the driver holds screenshots while a navigation is pending: keep asking
+                except Unavailable as exc:
+                    if exc.detail_code not in _WINDOW_GONE:
+                        raise
+                    await self._pages.follow()  # the current page closed: the frames go on from the next one
+                    continue
                 return (data, *fit(*image_size(data), max_width, max_height))
 
         async def encode(data: bytes, width: int, height: int) -> bytes:
@@ -284,6 +345,7 @@ class WebKitSession(W3CSession):
         for _ in range(3):
             state = await self._page_state()
             if (int(state["width"]), int(state["height"])) == (width, height):
+                self._viewport = (width, height)
                 return
             await self._client.command(
                 "POST",
@@ -293,6 +355,7 @@ class WebKitSession(W3CSession):
         state = await self._page_state()
         if (int(state["width"]), int(state["height"])) != (width, height):
             raise Unavailable(f"engine-c could not size its viewport to {width}x{height}")
+        self._viewport = (width, height)
 
     # -- files --------------------------------------------------------------------------------------------
 
@@ -311,24 +374,26 @@ class WebKitSession(W3CSession):
         await self._client.close()
 
 
+def capabilities() -> dict[str, Any]:
+    return {
+        "webkitgtk:browserOptions": {
+            "binary": MINIBROWSER,
+            "args": ["--automation", "--javascript-can-access-clipboard=true", "--enable-smooth-scrolling=false"],
+        },
+        "pageLoadStrategy": PAGE_LOAD_STRATEGY,
+        "unhandledPromptBehavior": "dismiss",
+        "timeouts": {"script": int(SCRIPT_TIMEOUT_S * 1000), "pageLoad": int(NAVIGATION_TIMEOUT_S * 1000),
+                     "implicit": 0},
+    }  # fmt: skip
+
+
 async def connect(endpoint: Endpoint, ctx: LaunchContext) -> WebKitSession:
     """A WebDriver session whose MiniBrowser shows ``ctx.home_url`` with a viewport of the boot display."""
     client = WebDriverClient(endpoint)
     try:
-        await client.start(
-            {
-                "webkitgtk:browserOptions": {
-                    "binary": MINIBROWSER,
-                    "args": ["--automation", "--javascript-can-access-clipboard=true",
-                             "--enable-smooth-scrolling=false"],
-                },
-                "pageLoadStrategy": PAGE_LOAD_STRATEGY,
-                "unhandledPromptBehavior": "dismiss",
-                "timeouts": {"script": int(SCRIPT_TIMEOUT_S * 1000), "pageLoad": int(NAVIGATION_TIMEOUT_S * 1000),
-                             "implicit": 0},
-            }
-        )  # fmt: skip
-        session = WebKitSession(client)
+        wanted = capabilities()
+        await client.start(wanted)
+        session = WebKitSession(client, str(await client.command("GET", "/window")), wanted)
         await session.boot(ctx)
     except BaseException:
         await client.close()

@@ -9,6 +9,11 @@ Errors come from ``hangar.errors``: ``NotFound`` for a selector matching nothing
 ``False`` rather than raising, ``Unavailable`` when the engine went away, ``Refused`` when the page says no
 (a navigation to a host the egress gate refuses surfaces as the engine's own error page, not an exception).
 Everything a page returns (DOM, titles, console text, clipboard text) is untrusted; the verb layer fences it.
+
+A session acts on one top-level page at a time, the current page. A page may open others (``target="_blank"``,
+``window.open``) and close itself (``window.close()``): the session then follows, as a person's browser does, so
+the new page becomes current, and when the current page closes the most recent remaining one does (a new page on
+the home page when none is left). ``follow_pages`` settles this; ``take_page_changes`` says what changed.
 """
 
 from __future__ import annotations
@@ -52,6 +57,20 @@ class Frame:
     width: int
     height: int
     captured_at: float
+
+
+PageChangeKind = Literal["opened", "closed", "home"]
+
+
+@dataclass(frozen=True)
+class PageChange:
+    """The session moved to another top-level page. ``opened``: a page opened a new one, now current; ``closed``:
+    the current page closed and the most recent remaining page is current; ``home``: the last page closed and a new
+    page on the home page is current. ``url`` and ``title`` are the new current page's (page-controlled text)."""
+
+    kind: PageChangeKind
+    url: str
+    title: str
 
 
 @dataclass(frozen=True)
@@ -180,6 +199,20 @@ class EngineSession(ABC):
     async def clipboard_read_image(self) -> tuple[ImageMime, bytes] | None:
         """The clipboard's PNG or JPEG image through the page; None when it holds none, when the page has no
         clipboard API, or when the image is over the size cap (``clipboard_image_note`` says which)."""
+
+    # -- pages ----------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def follow_pages(self) -> None:
+        """Settle which top-level page the verbs act on: a page opened since becomes current (once it loaded, within
+        a bound), and when the current page closed the most recent remaining one does, or a new page on the home
+        page when none is left. The verb layer calls it before and after every verb, the live view after a
+        person's input; engines that hear of pages through events (A, B) also follow on their own. A live view's
+        frames follow the current page."""
+
+    @abstractmethod
+    def take_page_changes(self) -> list[PageChange]:
+        """The changes of current page since the last call (the latest few), oldest first."""
 
     # -- files and the live view --------------------------------------------------------------------------
 

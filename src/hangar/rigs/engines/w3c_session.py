@@ -18,7 +18,17 @@ from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.rigs.engines import clipboard_image as clip
 from hangar.rigs.engines import w3c_actions
 from hangar.rigs.engines.launch import LaunchContext
-from hangar.rigs.engines.session import EngineSession, Extracted, ExtractKind, Frame, ImageMime, MouseButton, Page
+from hangar.rigs.engines.pages import PageFollower
+from hangar.rigs.engines.session import (
+    EngineSession,
+    Extracted,
+    ExtractKind,
+    Frame,
+    ImageMime,
+    MouseButton,
+    Page,
+    PageChange,
+)
 from hangar.rigs.engines.w3c_errors import EngineTimeout
 
 Json = str | int | float | bool | None | list[Any] | dict[str, Any]
@@ -47,10 +57,14 @@ def console_extract(entries: Iterable[tuple[str, str]], dropped: int, note: str 
 
 
 class W3CSession(EngineSession):
-    """Verbs common to the WebDriver engines (BiDi and classic)."""
+    """Verbs common to the WebDriver engines (BiDi and classic). ``first_page`` is the id of the page the session
+    starts on (a BiDi context, a classic window handle); the session follows pages from it (``pages.py``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, first_page: str) -> None:
         self._pointer: tuple[int, int] = (0, 0)
+        self._pages = PageFollower(self, first_page)
+        self._home_url = "about:blank"  # where a new page opens when the last one closed (set at boot)
+        self._viewport = (0, 0)  # the size every page the session moves to is given (kept by set_viewport)
 
     # -- the protocol primitives --------------------------------------------------------------------------
 
@@ -65,10 +79,38 @@ class W3CSession(EngineSession):
     @abstractmethod
     async def _console(self) -> Extracted: ...
 
+    @abstractmethod
+    async def _discover_pages(self) -> None:
+        """Learn of pages opened or closed so far (``pages.PageHost``)."""
+
+    @abstractmethod
+    async def _show_page(self, page: str) -> None:
+        """Make ``page`` the one the verbs act on, at the session's viewport."""
+
+    @abstractmethod
+    async def _open_home(self) -> str:
+        """A new page on the home page, when no page is left; its id."""
+
+    @abstractmethod
+    def _engine_gone(self) -> bool: ...
+
     async def boot(self, ctx: LaunchContext) -> None:
         """Where a freshly connected session starts: a viewport of the boot display, on the home page."""
+        self._home_url = ctx.home_url
         await self.set_viewport(ctx.width, ctx.height)
         await self.navigate(ctx.home_url)
+
+    # -- following pages (pages.py; each engine supplies the discovery, the switch and the new home page) -------
+
+    async def _load_state(self) -> tuple[str, str]:
+        state = await self._page_state()
+        return str(state.get("ready", "")), str(state.get("url", ""))
+
+    async def follow_pages(self) -> None:
+        await self._pages.follow()
+
+    def take_page_changes(self) -> list[PageChange]:
+        return self._pages.take()
 
     # -- shared verbs -------------------------------------------------------------------------------------
 

@@ -1,0 +1,167 @@
+"""Following the browser's top-level pages, shared by the three engines: which page the session acts on when a
+page opens another (``target="_blank"``, ``window.open``) or closes itself (``window.close()``).
+
+What a person's browser does, the session does: a newly opened page becomes the current page (once it loaded,
+within a bound, so the reply can say where it is), and when the current page closes the most recent remaining page
+becomes current again; when none is left, a new page on the home page is opened rather than the session dying.
+
+The engine learns of pages its own way (engine A from DevTools target events, engine B from BiDi context events,
+engine C by listing window handles after a verb) and tells a ``PageFollower`` with ``opened`` and ``closed``; the
+follower decides which page is current and asks the engine (a ``PageHost``) to switch. Only pages opened by a page
+the session knows are followed: a page the browser opens on its own (a replacement tab) is not a page an agent
+navigated to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from typing import Protocol
+
+from hangar.errors import HangarError, NotFound, Refused, Unavailable
+from hangar.rigs.engines.session import Page, PageChange, PageChangeKind
+
+log = logging.getLogger(__name__)
+
+NEW_PAGE_LOAD_S = 30.0  # how long a newly opened page may take to load before the session reports it anyway
+BLANK_GRACE_S = 2.0  # a new page still on about:blank after this is taken as meant to be blank (window.open(""))
+LOAD_POLL_S = 0.05
+CHANGES_KEPT = 8  # the latest changes a reply reports; older ones are dropped
+
+
+class PageHost(Protocol):
+    """What a follower asks of its engine session."""
+
+    async def _discover_pages(self) -> None:
+        """Learn of pages opened or closed so far (an engine with events makes one round trip, so every event the
+        last verb caused has arrived; engine C lists its window handles)."""
+
+    async def _show_page(self, page: str) -> None:
+        """Make ``page`` the one every verb, still and live-view frame acts on."""
+
+    async def _open_home(self) -> str:
+        """Open a new page on the home page (no page is left) and return its id."""
+
+    async def _load_state(self) -> tuple[str, str]:
+        """The current page's ``document.readyState`` and ``location.href``."""
+
+    async def current(self) -> Page: ...
+
+    def _engine_gone(self) -> bool:
+        """True when the engine itself went away (no page can be shown any more)."""
+
+
+class PageFollower:
+    """The top-level pages a session knows, most recently current last, and those opened but not yet followed."""
+
+    def __init__(self, host: PageHost, first: str) -> None:
+        self._host = host
+        self._recent: list[str] = [first]  # the current page last (unless it was lost)
+        self._opened: list[str] = []  # opened by a known page, not followed yet, oldest first
+        self._lost = False  # the current page closed and was removed from ``_recent``
+        self._changes: collections.deque[PageChange] = collections.deque(maxlen=CHANGES_KEPT)
+        self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def pending(self) -> bool:
+        """Whether ``follow`` has something to do."""
+        return bool(self._opened) or self._lost
+
+    def knows(self, page: str) -> bool:
+        return page in self._recent or page in self._opened
+
+    def known(self) -> list[str]:
+        return [*self._recent, *self._opened]
+
+    def opened(self, page: str) -> None:
+        if not self.knows(page):
+            self._opened.append(page)
+
+    def closed(self, page: str) -> None:
+        if page in self._opened:
+            self._opened.remove(page)
+        if page in self._recent:
+            if page == self._recent[-1] and not self._lost:
+                self._lost = True
+            self._recent.remove(page)
+
+    def soon(self) -> None:
+        """Follow in the background (an engine's event said a page opened or closed)."""
+        task = asyncio.get_running_loop().create_task(self._follow_quietly(), name="engine:follow-pages")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _follow_quietly(self) -> None:
+        try:
+            await self.follow()
+        except HangarError as exc:  # the next verb's own follow meets it again and reports it
+            log.debug("following the browser's pages failed: %s", exc)
+
+    async def follow(self) -> None:
+        async with self._lock:
+            await self._host._discover_pages()
+            while self.pending:
+                kind: PageChangeKind
+                if self._opened:
+                    # Several opened at once: the newest becomes current, the others wait behind it.
+                    *earlier, page = self._opened
+                    self._opened.clear()
+                    self._recent.extend(earlier)
+                    kind = "opened"
+                elif self._recent:
+                    page, kind = self._recent[-1], "closed"
+                else:
+                    page, kind = await self._host._open_home(), "home"
+                try:
+                    await self._host._show_page(page)
+                    if kind != "closed":
+                        await self._loaded()
+                    now = await self._host.current()
+                except (NotFound, Unavailable, Refused) as exc:
+                    if self._host._engine_gone():
+                        raise
+                    log.debug("the page %s went away while the session moved to it: %s", page, exc)
+                    self._drop(page)
+                    continue
+                self._lost = False
+                if page in self._recent:
+                    self._recent.remove(page)
+                self._recent.append(page)
+                self._changes.append(PageChange(kind, now.url, now.title))
+
+    def _drop(self, page: str) -> None:
+        """A page that failed while being shown is gone: whatever was current before must be found again."""
+        if page in self._recent:
+            self._recent.remove(page)
+        self._lost = True
+
+    async def _loaded(self) -> None:
+        """Until the new page finished loading a document of its own, within ``NEW_PAGE_LOAD_S``; a page still on
+        about:blank after ``BLANK_GRACE_S`` was opened blank (or its first response is slow: it is reported as
+        blank, and is current all the same)."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while True:
+            ready, href = "loading", ""
+            with contextlib.suppress(Refused, NotFound):  # between documents: look again
+                ready, href = await self._host._load_state()
+            elapsed = loop.time() - start
+            blank = href in ("", "about:blank")
+            if ready == "complete" and not blank:
+                return
+            if (blank and elapsed >= BLANK_GRACE_S) or elapsed >= NEW_PAGE_LOAD_S:
+                return
+            await asyncio.sleep(LOAD_POLL_S)
+
+    def take(self) -> list[PageChange]:
+        changes = list(self._changes)
+        self._changes.clear()
+        return changes
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
