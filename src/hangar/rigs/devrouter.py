@@ -12,18 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from hangar.core.events import StoredEvent
 from hangar.errors import HangarError, NotFound, Unavailable
 from hangar.rigs import devdomains
+from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.devlanes import DevLanes, LaneMiss, LaneStatus, Streams, TlsContext
 from hangar.rigs.live import LiveRig
 from hangar.rigs.model import LIVE_PHASES
 from hangar.rigs.tls import DevTls
 
 if TYPE_CHECKING:
-    from hangar.rigs.manager import RigManager
+    from hangar.core.context import AppContext
+
+Reach = Callable[[str, str], Awaitable[RigHandle]]
+"""The handle of a rig of this process that a dev domain's traffic goes to, woken when parked (the manager's)."""
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +38,9 @@ def _scope(ws: str, space_id: str) -> str:
 
 
 class DevRouter:
-    def __init__(self, manager: RigManager) -> None:
-        self._mgr = manager
-        self.tls = DevTls(manager.app.datadir.sub("rigs") / "tls")
+    def __init__(self, app: AppContext, reach: Reach) -> None:
+        self._app, self._reach = app, reach
+        self.tls = DevTls(app.datadir.sub("rigs") / "tls")
         self._lanes: dict[str, LiveRig] = {}  # rigs of this process carrying lanes, by id
         self._https_failure: str | None = None  # the last reason issuing a leaf failed other than a missing openssl
 
@@ -44,7 +49,7 @@ class DevRouter:
         return self.tls.unavailable_reason() or self._https_failure
 
     async def names(self, ws: str, space_id: str) -> frozenset[str]:
-        rows = await devdomains.domains_of(await self._mgr.app.dbs.workspace(ws), space_id)
+        rows = await devdomains.domains_of(await self._app.dbs.workspace(ws), space_id)
         return frozenset(r.domain for r in rows)
 
     async def _issue(self, ws: str, space_id: str, names: frozenset[str]) -> bool:
@@ -91,11 +96,11 @@ class DevRouter:
     async def route(self, ws: str, space_id: str, name: str) -> Streams:
         """A connection to the guest port ``name`` maps to, for a rig of ``space_id``; ``LaneMiss`` says why not.
         A parked target is woken first; the traffic counts as the target's activity."""
-        entry = await devdomains.find(await self._mgr.app.dbs.workspace(ws), name)
+        entry = await devdomains.find(await self._app.dbs.workspace(ws), name)
         if entry is None or entry.space_id != space_id:
             raise LaneMiss(404, f"There is no dev domain {name} in this space (map one with rig.setDevDomain).")
         try:
-            handle = await self._mgr.reach(ws, entry.rig_id)
+            handle = await self._reach(ws, entry.rig_id)
         except NotFound as exc:
             why = f"{name} points at rig {entry.rig_id}, which is not running ({exc.message}); map it to a running rig."
             raise LaneMiss(502, why) from exc

@@ -33,7 +33,7 @@ __all__ = ["MEMORY_BUDGET_SETTING", "RigManager"]
 class RigManager(RigLifecycle):
     def __init__(self, app: AppContext, backend: RigBackend, **kwargs: Any) -> None:
         super().__init__(app, backend, **kwargs)
-        self.dev = DevRouter(self)  # dev domains: lanes, resolver names, the HTTPS leaf
+        self.dev = DevRouter(self.app, self.reach)  # dev domains: lanes, resolver names, the HTTPS leaf
 
     async def start(self) -> None:
         await super().start()
