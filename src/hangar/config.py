@@ -13,8 +13,7 @@ from typing import Any
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_PORT = 8420
-DEFAULT_SITE_PORT = 8421
+from hangar.ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 
 
 def default_data_dir() -> Path:

@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from hangar.core.principal import Role
 from hangar.identity import DeviceScope, IdentityService
-from hangar.rpc.mcp.door import McpDoor
+from hangar.rpc.mcp.deferred import DeferredDoor
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
 from tests.support.mcp import mcp_client, mcp_session, payload
@@ -239,7 +239,7 @@ async def test_an_ask_first_guardrail_asks_the_person_in_their_client(srv: Runni
 @pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")  # the 2025 revisions' way, served here
 async def test_records_are_resources_and_watches_are_subscriptions(srv: RunningServer) -> None:
     ws = await srv.new_workspace()
-    door = srv.ctx.service(McpDoor)
+    door = await srv.ctx.service(DeferredDoor).door()
     updates: list[str] = []
 
     async def on_message(message: Any) -> None:
@@ -310,7 +310,7 @@ async def test_a_long_op_sends_progress_when_the_client_asks(tmp_path: Path) -> 
 
 
 async def test_one_credential_holds_at_most_its_cap_of_sessions(srv: RunningServer) -> None:
-    door = srv.ctx.service(McpDoor)
+    door = await srv.ctx.service(DeferredDoor).door()
     door.seats.limit = 2
     owner_device = (await srv.ctx.service(IdentityService).authenticate(srv.owner_token)).device_id
     other = await srv.new_user_token(name="ann")
@@ -385,7 +385,7 @@ async def test_a_2026_client_follows_resources_through_subscriptions_listen(srv:
     subscriptions/listen stream, and hears of changes only of what it may see."""
     ws = await srv.new_workspace()
     guest = await srv.new_user_token(ws, Role.guest, name="gus")
-    door = srv.ctx.service(McpDoor)
+    door = await srv.ctx.service(DeferredDoor).door()
     async with RpcClient(srv.ws_url, srv.owner_token) as socket:
         space = await socket.call("spaces.create", workspace_id=ws, title="Plan")
         ticket = await socket.call("tickets.create", workspace_id=ws, title="Fix it")
@@ -432,7 +432,7 @@ async def test_a_2026_client_follows_resources_through_subscriptions_listen(srv:
 async def test_a_plain_tool_call_is_answered_in_one_exchange(srv: RunningServer) -> None:
     """A tool call that asked for no progress is answered as plain JSON (Streamable HTTP lets any POST be); one
     that asked for progress gets the SDK's stream. Either keeps the session alive and bound to its credential."""
-    door = srv.ctx.service(McpDoor)
+    door = await srv.ctx.service(DeferredDoor).door()
     door.sessions.session_idle_timeout = 0.6
     other = await srv.new_user_token(name="eve")
 

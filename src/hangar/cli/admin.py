@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
-from hangar.identity import IdentityService
 
 admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_help=True)
 
@@ -21,6 +20,7 @@ def owner_token(data_dir: DataDirOpt = None) -> None:
     settings = settings_from(data_dir=data_dir)
 
     async def run() -> str:
+        from hangar.identity import IdentityService
         from hangar.identity.part import IDENTITY_PART
 
         async with open_context(settings, parts=[IDENTITY_PART]) as ctx:
@@ -47,6 +47,7 @@ def trusted_host_exec_cmd(
     settings = settings_from(data_dir=data_dir)
 
     async def run() -> None:
+        from hangar.identity import IdentityService
         from hangar.identity.part import IDENTITY_PART
 
         async with open_context(settings, parts=[IDENTITY_PART]) as ctx:

@@ -14,20 +14,21 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 from hangar.cli.root import DataDirOpt
-from hangar.config import Settings
-from hangar.core.context import AppContext
-from hangar.core.events import StoredEvent
 from hangar.errors import HangarError
-from hangar.identity import IdentityService
-from hangar.pipelines import template as tpl
-from hangar.pipelines import triggers
-from hangar.pipelines.bodies.spec import BodyRegistry
-from hangar.pipelines.engine import PipelineEngine
+
+if TYPE_CHECKING:
+    # Only for annotations: the engine, the parts and their models are imported by the command that runs, so
+    # `hangar --help` and the other commands start without them.
+    from hangar.core.context import AppContext
+    from hangar.core.events import StoredEvent
+    from hangar.pipelines import template as tpl
+    from hangar.pipelines.bodies.spec import BodyRegistry
+    from hangar.pipelines.engine import PipelineEngine
 
 pipeline_app = typer.Typer(
     help="Validate pipeline templates and run them in this process.", no_args_is_help=True, add_completion=False
@@ -107,6 +108,9 @@ async def _engine(
 ) -> AsyncIterator[tuple[AppContext, PipelineEngine]]:
     """The command's engine. ``handled``: ids of events the command hands to the engine itself (``emit`` needs
     the runs an event touched), which the bus subscription then skips."""
+    from hangar.config import Settings
+    from hangar.pipelines.bodies.spec import BodyRegistry
+    from hangar.pipelines.engine import PipelineEngine
     from hangar.pipelines.part import PIPELINES_CLI_PART
     from hangar.rpc.registry import OpRegistry
     from hangar.server.context_factory import open_context
@@ -156,6 +160,7 @@ async def _drive(ctx: AppContext, engine: PipelineEngine) -> None:
 
 
 async def _workspace(ctx: AppContext, name: str, *, create: bool) -> str:
+    from hangar.identity import IdentityService
     from hangar.identity.creation import create_workspace
 
     for ws_id in await ctx.service(IdentityService).list_workspace_ids():
@@ -171,6 +176,8 @@ async def _workspace(ctx: AppContext, name: str, *, create: bool) -> str:
 
 
 def _run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    from hangar.pipelines import template as tpl
+
     try:
         return asyncio.run(main())
     except Usage as exc:
@@ -188,12 +195,15 @@ def _run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 def _bodies() -> BodyRegistry:
     """Every body the server runs: what the parts contribute, gathered by the composition."""
+    from hangar.pipelines.bodies.spec import BodyRegistry
     from hangar.server.parts import all_parts, step_bodies
 
     return BodyRegistry(step_bodies(all_parts()))
 
 
 def _load(file: Path) -> tpl.Loaded:
+    from hangar.pipelines import template as tpl
+
     loaded = tpl.load_file(file, _bodies())
     for warning in loaded.warnings:
         typer.echo(f"warning: {warning}", err=True)
@@ -227,6 +237,8 @@ def run(
     """Run a template until the run ends or every live step is suspended."""
 
     async def main() -> int:
+        from hangar.pipelines import triggers
+
         loaded = _load(file)
         body = _payload(payload, inputs or [])
         async with _engine(data_dir) as (ctx, engine):

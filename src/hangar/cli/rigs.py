@@ -9,11 +9,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from hangar.cli.root import DataDirOpt
-from hangar.config import Settings
+from hangar.cli.root import DataDirOpt, settings_from
 from hangar.errors import HangarError
 from hangar.rigs.image.pack import PACK_NAME, STEPS, ensure_pack
 from hangar.rigs.image.recipes import ALL, recipe_named
@@ -24,8 +21,7 @@ _STEP = re.compile(r"\((\d+)/(\d+)\)$")
 
 
 def _rigs_root(data_dir: Path | None) -> Path:
-    settings = Settings.from_flags(data_dir=data_dir)
-    return settings.data_dir / "rigs"
+    return settings_from(data_dir=data_dir).data_dir / "rigs"
 
 
 @rigs_app.command("build-pack")
@@ -37,6 +33,10 @@ def build_pack(
 ) -> None:
     """Build an image pack (Debian packages via mmdebstrap) unless it is already there; the terminal's by
     default."""
+    # Imported here: the progress display is heavy, and every other command starts without it.
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     packs = _rigs_root(data_dir) / "microvm-packs"
     try:
         recipe = recipe_named(name)

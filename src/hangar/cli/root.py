@@ -4,11 +4,12 @@ themselves are registered on it in ``hangar.cli`` (the package face), one line e
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hangar.config import Settings
+if TYPE_CHECKING:
+    from hangar.config import Settings
 
 app = typer.Typer(
     name="hangar",
@@ -23,6 +24,9 @@ DataDirOpt = Annotated[
 
 
 def settings_from(**flags: object) -> Settings:
+    # Imported here: settings stand on pydantic, which `hangar --help` does not need.
+    from hangar.config import Settings
+
     try:
         return Settings.from_flags(**flags)
     except ValueError as exc:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
-from hangar.config import DEFAULT_PORT, DEFAULT_SITE_PORT
+from hangar.ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 
 
 def serve(
@@ -25,8 +25,8 @@ def serve(
     ] = None,
 ) -> None:
     """Run the self-hosted server, and the website on its own port unless --no-site."""
-    # Imported here: the server and the website are heavy, and other commands start without them.
-    from hangar.cli.website import build_site
+    # Imported here: the server and the website are heavy, and other commands start without them (the website
+    # only when it is served: it brings the MCP SDK).
     from hangar.server.app import build_server
     from hangar.server.listeners import Listener, run_listeners
 
@@ -39,6 +39,8 @@ def serve(
         settings = settings.model_copy(update={"site_port": None, "site_url": None})
     listeners = [Listener("server", build_server(settings), host, port)]
     if not no_site:
+        from hangar.cli.website import build_site
+
         # Absolute links come from the configured origin, never from a request's Host header: pages are cached
         # publicly, and a shared cache must not hand one host's links to another.
         listeners.append(Listener("website", build_site(site_url or local_origin(host, site_port)), host, site_port))

@@ -24,7 +24,7 @@ from hangar.core.part import Part
 from hangar.identity import IdentityService
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.endpoint import rpc_endpoint
-from hangar.rpc.mcp.door import McpDoor
+from hangar.rpc.mcp.deferred import DeferredDoor
 from hangar.rpc.mcp.wire import MCP_PATH, METADATA_PATH, protected_resource
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
@@ -51,7 +51,9 @@ def build_server(
 
         parts = all_parts()
     registry = OpRegistry(o for p in parts for o in p.ops)
-    door = McpDoor(registry, lambda: settings.origin)
+    # The door is built on its first request: the MCP SDK it stands on is most of a start's time, and most starts
+    # never see an MCP client.
+    door = DeferredDoor(registry, lambda: settings.origin)
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
         WebSocketRoute("/rpc", rpc_endpoint),
@@ -75,7 +77,7 @@ def build_server(
             await warn_about_host_execution(ctx)
             if on_ready is not None:
                 on_ready.append(ctx)
-            ctx.provide(door)  # the tool catalogue, for whoever offers it (agents)
+            ctx.provide(door)  # the door, built on demand, for whoever needs it (tests look into its sessions)
             try:
                 async with door.run(app.state.dispatcher, identity):
                     yield

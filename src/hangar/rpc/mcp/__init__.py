@@ -2,6 +2,8 @@
 
 - ``door``: ``McpDoor``, the ASGI endpoint: the SDK's server and session managers composed with the parts below,
   and the gate that authenticates every request and routes it;
+- ``deferred``: ``DeferredDoor``, what the server mounts: it builds and starts the door (loading the SDK) on the
+  first request, so a start that sees no MCP client never loads it;
 - ``wire``: what the door writes itself (paths, CORS, the 401, plain JSON answers, the protected-resource
   metadata);
 - ``request``: what the gate leaves on a request and how the SDK's handlers read it back (the caller, the session);

@@ -8,6 +8,7 @@ agent reads why. Only a name that is no tool is a protocol error, as it is no ca
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Any
 
 import mcp.types as mt
@@ -27,7 +28,12 @@ class ToolCalls:
 
     def __init__(self, ops: OpRunner) -> None:
         self.ops = ops
-        self.tools = [mt.Tool.model_validate(t) for t in catalogue(ops.registry)]
+
+    @cached_property
+    def tools(self) -> list[mt.Tool]:
+        """Built on the first ``tools/list``, not at server start: generating every op's schemas takes a while, and
+        the registry never changes while the server runs."""
+        return [mt.Tool.model_validate(t) for t in catalogue(self.ops.registry)]
 
     async def list_tools(self, ctx: Any, params: mt.PaginatedRequestParams | None) -> mt.ListToolsResult:
         """The whole catalogue, or for a credential narrower than its holder (an OAuth client's, an agent's) the

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import mcp.types as mt
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Scope, Send
@@ -19,6 +18,9 @@ from starlette.types import Message, Scope, Send
 from hangar.core.http import bearer_token
 
 MAX_BODY = 1024 * 1024
+# JSON-RPC 2.0's code for a request that is not one (the SDK's ``INVALID_REQUEST``), written here so that the modules
+# that only need the paths above (the OAuth metadata, the server's routes) do not load the SDK.
+INVALID_REQUEST = -32600
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"  # the resource the authorization server issues tokens for (RFC 8707)
 
@@ -94,7 +96,7 @@ async def protected_resource(request: Request) -> JSONResponse:
     )
 
 
-def rpc_error(message: str, code: int = mt.INVALID_REQUEST, request_id: Any = None) -> dict[str, Any]:
+def rpc_error(message: str, code: int = INVALID_REQUEST, request_id: Any = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 

@@ -18,9 +18,6 @@ import secrets
 from typing import Any
 
 import httpx
-from authlib.common.security import generate_token
-from authlib.integrations.base_client.errors import OAuthError
-from authlib.integrations.httpx_client import AsyncOAuth2Client
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -106,6 +103,10 @@ class OidcService:
         return pending
 
     async def begin(self, request: Request) -> Response:
+        # authlib is imported by the sign-ins that use it, not at every server start.
+        from authlib.common.security import generate_token
+        from authlib.integrations.httpx_client import AsyncOAuth2Client
+
         conn = await self._enabled()
         try:
             intent = LoginIntent.from_request(request)
@@ -215,6 +216,9 @@ class OidcService:
         )
 
     async def _exchange(self, meta: ProviderMetadata, pending: PendingLogin, code: str) -> dict[str, Any]:
+        from authlib.integrations.base_client.errors import OAuthError
+        from authlib.integrations.httpx_client import AsyncOAuth2Client
+
         secret = self._store.client_secret()
         if secret is None:
             method = "none"

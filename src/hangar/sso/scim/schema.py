@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from scim2_models import EnterpriseUser, Group, User
-
 USER_URN = "urn:ietf:params:scim:schemas:core:2.0:User"
 ENTERPRISE_URN = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
 GROUP_URN = "urn:ietf:params:scim:schemas:core:2.0:Group"
@@ -105,6 +103,10 @@ def _common() -> dict[str, AttrDef]:
 @cache
 def schema_documents() -> dict[str, dict[str, Any]]:
     """The ``/Schemas`` documents by URN, as scim2-models writes them."""
+    # Imported here, on the first SCIM request: scim2-models is heavy (pydantic models documenting every
+    # attribute), and a server that no directory provisions should not pay for it at every start.
+    from scim2_models import EnterpriseUser, Group, User
+
     docs: dict[str, dict[str, Any]] = {}
     for model in (User, EnterpriseUser, Group):
         doc = json.loads(model.to_schema().model_dump_json(exclude_none=True))

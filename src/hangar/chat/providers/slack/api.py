@@ -14,18 +14,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from hangar.chat.errors import TRANSPORT_CODE, ChatProviderError
 from hangar.chat.outbound import Block, Chunk
 from hangar.chat.providers.slack.ratelimit import RateLimiter, retry_after_of
 from hangar.core.clock import Clock
 from hangar.core.context import AppContext
+
+if TYPE_CHECKING:
+    # The SDK's web client stands on aiohttp, a good part of a server start: both are imported when the first
+    # call is made (most servers connect no chat provider).
+    import aiohttp
+    from slack_sdk.web.async_client import AsyncWebClient
+    from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +101,9 @@ class SlackApi:
     def _web(self) -> AsyncWebClient:
         # Made on first use: an aiohttp session belongs to the running loop.
         if self._client is None:
+            import aiohttp
+            from slack_sdk.web.async_client import AsyncWebClient
+
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._timeout))
             self._client = AsyncWebClient(
                 token=self._token,
@@ -121,6 +128,8 @@ class SlackApi:
     async def _call(
         self, method: str, call: Callable[[AsyncWebClient], Awaitable[AsyncSlackResponse]]
     ) -> dict[str, Any]:
+        import aiohttp  # here, as in ``_web``: see the imports above
+
         web = self._web()
 
         async def attempt() -> AsyncSlackResponse:

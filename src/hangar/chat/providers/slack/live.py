@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from hangar.chat.bridge import Bridge
 from hangar.chat.connections import ChatConnection, ConnectionFactory, ConnectionState
 from hangar.chat.providers.slack.api import provider_api
-from hangar.chat.providers.slack.connection import SlackConnection
 from hangar.chat.replies import ConnectionFlags
 from hangar.chat.service import ChatService
 from hangar.core.context import AppContext
@@ -21,6 +20,10 @@ from hangar.identity import Workspace
 
 class LiveSlack:
     def __init__(self, app: AppContext, workspace: Workspace, provider: str, credentials: Mapping[str, str]) -> None:
+        # Imported when a workspace connects: the Socket Mode client stands on aiohttp, a good part of a server
+        # start, and most servers connect no chat provider.
+        from hangar.chat.providers.slack.connection import SlackConnection
+
         self.api = provider_api(app, credentials["botToken"])
         self.flags = ConnectionFlags()
         chat = app.service(ChatService)

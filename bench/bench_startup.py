@@ -1,0 +1,135 @@
+"""Start-up time of the ``hangar`` command: how long until ``hangar serve`` is ready (it prints ``server: <url>``,
+the line tests and scripts wait for), and how long quick commands take from spawn to exit: ``hangar --help``,
+``hangar admin owner-token`` and ``hangar pipeline show`` (the pipeline commands build the same application
+context ``cancel`` and ``resume`` do).
+
+Each sample spawns a fresh process (``python -c`` of the ``hangar`` entry point, so ``--src`` can point at
+another checkout's ``src`` to compare); the server gets a fresh data directory on which ``hangar admin
+owner-token`` ran first, as a first install would. Medians (and the slowest) of ``--samples`` runs.
+
+Bytecode: by default the processes keep compiled modules in a private cache that a warm-up run fills, as an
+installed Hangar does; ``--no-bytecode`` compiles every module at every start instead (what a process sees under
+``PYTHONDONTWRITEBYTECODE``).
+
+Run: .venv/bin/python bench/bench_startup.py [--samples 5] [--src path/to/src] [--no-bytecode]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ENTRY = "from hangar.cli import main; main()"
+TRIVIAL = {
+    "id": "trivial",
+    "steps": [
+        {"id": "start", "kind": "trigger"},
+        {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["start"]}},
+    ],
+}
+
+
+BYTECODE: Path | None = None  # the private cache of compiled modules; None: compile at every start
+
+
+def hangar_env(src: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("HANGAR_DATA_DIR", "PYTHONDONTWRITEBYTECODE")}
+    env["PYTHONPATH"] = str(src)
+    if BYTECODE is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env["PYTHONPYCACHEPREFIX"] = str(BYTECODE)
+    return env
+
+
+def timed_command(src: Path, *args: str) -> float:
+    """Seconds from spawn to exit of one ``hangar`` command, which must succeed."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", ENTRY, *args], env=hangar_env(src), capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"hangar {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
+    return took
+
+
+def serve_ready(src: Path, data: Path) -> float:
+    """Seconds from spawn until ``hangar serve`` prints its ``server:`` line; the server is then stopped."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "serve", "--port", "0", "--no-site", "--data-dir", str(data)],
+        env=hangar_env(src),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        seen: list[str] = []
+        for line in proc.stdout:
+            if line.startswith("server: "):
+                return time.perf_counter() - start
+            seen.append(line)
+        raise RuntimeError(f"hangar serve ended before it was ready: {''.join(seen)[-2000:]}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main(samples: int, src: Path, bytecode: bool) -> None:
+    global BYTECODE
+    results: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        BYTECODE = tmp / "pycache" if bytecode else None
+        # A data directory with one finished run, for the pipeline command.
+        data = tmp / "data"
+        template = tmp / "trivial.json"
+        template.write_text(json.dumps(TRIVIAL))
+        run = subprocess.run(
+            [sys.executable, "-c", ENTRY, "pipeline", "run", str(template), "--data-dir", str(data), "--json"],
+            env=hangar_env(src),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        run_id = json.loads(run.stdout)["runId"]
+        # Warm-up (fills the bytecode cache with what the server and the commands import).
+        serve_ready(src, tmp / "warm-up")
+        for n in range(samples):
+            results.setdefault("hangar --help", []).append(timed_command(src, "--help"))
+            results.setdefault("hangar admin owner-token", []).append(
+                timed_command(src, "admin", "owner-token", "--data-dir", str(data))
+            )
+            results.setdefault("hangar pipeline show RUN", []).append(
+                timed_command(src, "pipeline", "show", run_id, "--data-dir", str(data))
+            )
+            fresh = tmp / f"serve-{n}"
+            timed_command(src, "admin", "owner-token", "--data-dir", str(fresh))
+            results.setdefault("hangar serve --no-site: until ready", []).append(serve_ready(src, fresh))
+    cache = "compiled modules cached" if bytecode else "no bytecode cache"
+    print(f"{samples} samples each, {cache}; seconds (spawn to exit; for serve, spawn to its `server:` line)")
+    print(f"{'command':<40} {'median':>8} {'max':>8}")
+    for name, values in results.items():
+        print(f"{name:<40} {statistics.median(values):8.2f} {max(values):8.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help="The src directory of the checkout to time.")
+    parser.add_argument("--no-bytecode", action="store_true", help="Compile every module at every start.")
+    args = parser.parse_args()
+    main(args.samples, args.src.resolve(), not args.no_bytecode)

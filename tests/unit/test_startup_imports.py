@@ -1,0 +1,54 @@
+"""Starting Hangar stays quick: the heavy libraries a command or a request needs only sometimes are imported when
+that command runs or that request comes, never by importing the command line or building the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mcp.types as mt
+
+from hangar.rpc.mcp import wire
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+# The MCP SDK (the /mcp door, the website's MCP server), SCIM's models (the first SCIM request), the progress
+# display (`hangar rigs build-pack`), and what every command that opens a data directory needs but `--help` does not.
+LAZY_FOR_CLI = ("mcp", "mcp_types", "scim2_models", "rich", "sqlalchemy", "alembic", "pydantic", "hangar.server")
+LAZY_FOR_SERVER = ("mcp", "mcp_types", "scim2_models", "hangar.site")
+
+
+def loaded_after(code: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has loaded after running ``code``."""
+    probe = f"import sys, json\n{code}\nprint(json.dumps([m for m in {list(modules)!r} if m in sys.modules]))"
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_importing_the_command_line_loads_no_heavy_library() -> None:
+    assert loaded_after("import hangar.cli", LAZY_FOR_CLI) == []
+
+
+def test_the_probe_sees_what_is_loaded() -> None:
+    # Without this, a probe that always answered [] would pass the tests around it.
+    loaded = loaded_after("import mcp.types, hangar.cli", LAZY_FOR_CLI)
+    assert {"mcp", "mcp_types", "pydantic"} <= set(loaded) and "scim2_models" not in loaded
+
+
+def test_building_the_server_loads_neither_the_mcp_sdk_nor_scim_models(tmp_path: Path) -> None:
+    code = (
+        "from hangar.config import Settings\n"
+        "from hangar.server.app import build_server\n"
+        f"build_server(Settings(data_dir={str(tmp_path)!r}))"
+    )
+    assert loaded_after(code, LAZY_FOR_SERVER) == []
+
+
+def test_the_door_writes_the_sdk_code_for_an_invalid_request() -> None:
+    # wire.py spells JSON-RPC's code itself so that importing it does not load the SDK: it must stay the SDK's.
+    assert wire.INVALID_REQUEST == mt.INVALID_REQUEST
