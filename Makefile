@@ -15,6 +15,9 @@ APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driv
 # Load generator and peer server for `make bench`.
 APT_BENCH_PACKAGES := nginx-light wrk
 DATA_DIR ?=
+# Compiled modules are kept (under the virtualenv) even where the environment turns bytecode writing off: the suite
+# starts hundreds of `hangar` processes, and each would otherwise compile the whole source again (about a second).
+KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
 
 # The web client (web/): built into web/dist, which the server serves at /. Node.js and npm come from Debian where
 # the commands are missing.
@@ -33,7 +36,7 @@ install: $(BIN)/hangar
 run: install
 	-@$(MAKE) --no-print-directory apt-run-deps || echo "could not install $(APT_RUN_PACKAGES); the server says what is unavailable"
 	-@$(MAKE) --no-print-directory web || echo "could not build the web client; the server's / says how"
-	$(BIN)/hangar serve $(if $(DATA_DIR),--data-dir $(DATA_DIR))
+	$(KEEP_BYTECODE) $(BIN)/hangar serve $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 # Installs only the Debian packages that are missing; needs root (CI runs as root) or sudo.
 define apt_install
@@ -84,7 +87,7 @@ client-types: install
 	$(BIN)/python -m hangar.server.typed_client
 
 pytest: install apt-deps web
-	$(BIN)/pytest -q
+	$(KEEP_BYTECODE) $(BIN)/pytest -q
 
 test: install apt-deps lint typecheck web web-test pytest
 
