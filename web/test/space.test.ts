@@ -109,13 +109,17 @@ describe("mentions", () => {
 });
 
 describe("port links", () => {
-  const port = { guestPort: 3000, forwarded: true, hostPort: 3000, lanPort: null };
+  const port = { guestPort: 3000, forwarded: true, hostAddress: "127.140.7.9", hostPort: 3000, lanPort: null };
   it("links a loopback forward only from a browser on the server host, and a shared port from anywhere", () => {
-    expect(portUrl(port, { protocol: "http:", hostname: "127.0.0.1" })).toBe("http://127.0.0.1:3000/");
+    // the forward listens on the rig's own loopback address, whatever loopback name the page was opened at
+    expect(portUrl(port, { protocol: "http:", hostname: "127.0.0.1" })).toBe("http://127.140.7.9:3000/");
+    expect(portUrl(port, { protocol: "http:", hostname: "localhost" })).toBe("http://127.140.7.9:3000/");
     expect(portUrl(port, { protocol: "https:", hostname: "hangar.example" })).toBeNull();
     expect(portUrl({ ...port, lanPort: 41000 }, { protocol: "https:", hostname: "hangar.example" })).toBe(
       "http://hangar.example:41000/",
     );
-    expect(portUrl({ ...port, forwarded: false, hostPort: null }, { protocol: "http:", hostname: "localhost" })).toBeNull();
+    expect(
+      portUrl({ ...port, forwarded: false, hostAddress: null, hostPort: null }, { protocol: "http:", hostname: "localhost" }),
+    ).toBeNull();
   });
 });

@@ -74,6 +74,13 @@ def space_key(workspace_id: str, space_id: str) -> str:
     return f"space:{workspace_id}:{space_id}"
 
 
+def space_of_key(key: str) -> tuple[str, str] | None:
+    """``(workspaceId, spaceId)`` of a ``space_key``; None for any other scope."""
+    kind, _, rest = key.partition(":")
+    workspace_id, _, space_id = rest.partition(":")
+    return (workspace_id, space_id) if kind == "space" and workspace_id and space_id else None
+
+
 @dataclass(frozen=True)
 class CallBack:
     """The server's MCP endpoint for a confined program: ``url`` as the host reaches it, handed to the program

@@ -1,7 +1,8 @@
 """Confinement for user code on the rig backend: one warm rig per scope (a pipeline run, a space's agents).
 
 A scope's rig boots on its first job with the scope's working directory mounted at ``GUEST_WORKTREE``, the
-terminal's egress allowlist and the terminal's limits, and stays up for later jobs of the same scope: a shell
+terminal's egress allowlist (``allowlist_of``: from the server's records, never from the mounted directory,
+which the programs write) and the terminal's limits, and stays up for later jobs of the same scope: a shell
 step in a warm rig costs one exec round trip, not a boot. It is closed when the scope is released (its
 pipeline run finished), after ``IDLE_S`` without a job, or when the server stops. Programs run as the rig
 user with the rig's base environment plus what the job names; they see neither the data directory nor the
@@ -18,6 +19,7 @@ import contextlib
 import logging
 import re
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from hangar.core.confine import Confinement, ExecResult, Job, OnOutput, Scope, plain_name
@@ -40,12 +42,20 @@ class _Warm:
     last_used: float = 0.0
 
 
+AllowlistOf = Callable[[Scope], Awaitable[frozenset[str]]]
+
+
+async def _baseline(scope: Scope) -> frozenset[str]:
+    return await asyncio.to_thread(terminal_default_allowlist)
+
+
 class RigConfinement(Confinement):
     where = "enclosure"
 
-    def __init__(self, backend: RigBackend, *, idle_s: float = IDLE_S) -> None:
+    def __init__(self, backend: RigBackend, *, idle_s: float = IDLE_S, allowlist_of: AllowlistOf = _baseline) -> None:
         self._backend = backend
         self._idle_s = idle_s
+        self._allowlist_of = allowlist_of
         self._warm: dict[str, _Warm] = {}
         self._reaper: asyncio.Task[None] | None = None
 
@@ -82,7 +92,7 @@ class RigConfinement(Confinement):
                 await warm.rig.aclose()
             scope.workdir.mkdir(parents=True, exist_ok=True)
             limits = LIMITS[Surface.terminal]
-            allow = await asyncio.to_thread(terminal_default_allowlist, scope.workdir)
+            allow = await self._allowlist_of(scope)
             rig_id = f"u-{_UNSAFE.sub('-', scope.key)[-40:]}-{secrets.token_hex(3)}"
             spec = RigSpec(
                 rig_id, scope.workspace_id, "terminal", limits.memory_mb, limits.vcpus, allow, None, scope.workdir

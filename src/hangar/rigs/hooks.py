@@ -14,14 +14,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hangar.core.audit import sensitive as _sensitive
+from hangar.core.confine import Scope, space_of_key
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
-from hangar.errors import Refused
+from hangar.errors import NotFound, Refused
 from hangar.identity import IdentityService, MemberRemoved
 from hangar.rigs import tls
-from hangar.rigs.egress.allowlist import browser_default_allowlist, terminal_default_allowlist
+from hangar.rigs.egress.allowlist import browser_default_allowlist, forge_host, terminal_default_allowlist
 from hangar.rigs.egress.relay import relay
-from hangar.workspace import SpaceService, SpaceUpdated, WorktreeService
+from hangar.workspace import RepoService, SpaceService, SpaceUpdated, WorktreeService
 
 # Events that end rigs: an archived space (conversationEnded), a removed member (workspaceGone).
 ENDING_EVENT_TYPES: tuple[str, ...] = (SpaceUpdated.type, MemberRemoved.type)
@@ -53,10 +54,50 @@ async def worktree_of(app: AppContext, ws: str, space_id: str) -> Path | None:
     return existing[0] if existing else None
 
 
+async def forge_hosts(app: AppContext, ws: str, space_id: str) -> list[str]:
+    """The hosts of the origins the server recorded for the repos checked out in the space. Never read from a
+    worktree: its ``.git`` file and config are the rig's to write."""
+    worktrees, repos = app.maybe_service(WorktreeService), app.maybe_service(RepoService)
+    if worktrees is None or repos is None:
+        return []
+    hosts: list[str] = []
+    for repo_id in dict.fromkeys(wt.repo_id for wt in await worktrees.all(ws, space_id=space_id)):
+        try:
+            repo = await repos.get(ws, repo_id)
+        except NotFound:  # removed since the worktree was listed
+            continue
+        host = forge_host(repo.source) if repo.source_kind == "url" else None
+        if host is not None:
+            hosts.append(host)
+    return hosts
+
+
 async def allowlist(app: AppContext, ws: str, space_id: str) -> frozenset[str]:
-    """The terminal's default egress allowlist: developer baseline, apt mirrors, the worktree's forge."""
-    worktree = await worktree_of(app, ws, space_id)
-    return await asyncio.to_thread(terminal_default_allowlist, worktree)
+    """The terminal's default egress allowlist: developer baseline, apt mirrors, the space's repos' forges."""
+    return await asyncio.to_thread(terminal_default_allowlist, await forge_hosts(app, ws, space_id))
+
+
+async def confinement_allowlist(app: AppContext, scope: Scope) -> frozenset[str]:
+    """The allowlist of a confinement scope's enclosure: a space's is its terminal rigs' (``allowlist``); a
+    pipeline run's has no repo of its own, so the baseline and the apt mirrors."""
+    space = space_of_key(scope.key)
+    if space is not None and space[0] == scope.workspace_id:
+        return await allowlist(app, *space)
+    return await asyncio.to_thread(terminal_default_allowlist)
+
+
+def server_ports(app: AppContext) -> frozenset[int]:
+    """The ports the server's own configuration names: its listener, its site and the explicit ports of the
+    origins it is reached at. A rig's forward never takes one of these numbers, so a restarted server finds
+    them free."""
+    s = app.settings
+    ports = {s.port, *([s.site_port] if s.site_port is not None else [])}
+    for url in (s.public_url, s.web_client_url, s.site_url):
+        with contextlib.suppress(ValueError):
+            port = urlsplit(url).port if url else None
+            if port is not None:
+                ports.add(port)
+    return frozenset(p for p in ports if p)
 
 
 LaneHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

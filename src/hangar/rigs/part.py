@@ -6,11 +6,13 @@ factory) and never asks which one it runs on. Stopping the part closes every rig
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from hangar.core.confine import Confinement
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.rigs import hooks
 from hangar.rigs.backends.base import RigBackend
 from hangar.rigs.confinement import RigConfinement
 from hangar.rigs.consent import SERVER_MIGRATIONS
@@ -37,7 +39,8 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
         backend = backend_factory(app)
         manager = app.provide(RigManager(app, backend))
         # User code (shell steps, command agents) runs in rigs of the same backend.
-        app.provide(RigConfinement(backend), as_type=Confinement)
+        allowlist_of = functools.partial(hooks.confinement_allowlist, app)
+        app.provide(RigConfinement(backend, allowlist_of=allowlist_of), as_type=Confinement)
         await manager.start()
 
     async def stop(app: AppContext) -> None:

@@ -78,10 +78,12 @@ class ControlState(Result):
 
 
 class PortRow(Result):
-    """A listening guest port: forwarded to a host loopback port (and shared on the LAN on request), or not."""
+    """A listening guest port: forwarded to a port of the rig's own host loopback address (and shared on the LAN on
+    request), or not. A forward is opened at ``http://<hostAddress>:<hostPort>/`` on the server's host."""
 
     guest_port: int
     forwarded: bool
+    host_address: str | None  # the rig's own address in 127.0.0.0/8, never 127.0.0.1
     host_port: int | None
     lan_port: int | None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hangar.rigs.loopback import claim, is_rig_address
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.ports import Forward, PortForwards
 from hangar.rigs.results import DisplaySize, RigPorts
@@ -18,17 +19,23 @@ def test_every_op_declares_its_result(fn: object) -> None:
 
 def test_port_rows_list_forwarded_ports_then_the_rest() -> None:
     ports = PortForwards(limit=1)
+    ports._claim = claim()  # what the first forward claims
+    address = ports.address
+    assert address is not None and is_rig_address(address)
     ports.forwards[8080] = Forward(8080, 18080, 28080)
     ports.overflow.add(3000)
     spec = spec_of(next(fn for fn in RIG_OPS if spec_of(fn).name == "rig.ports"))
-    assert spec.result_to_wire(RigPorts(rig_id="r1", limit=ports.limit, ports=ports.rows())) == {
-        "rigId": "r1",
-        "limit": 1,
-        "ports": [
-            {"guestPort": 8080, "forwarded": True, "hostPort": 18080, "lanPort": 28080},
-            {"guestPort": 3000, "forwarded": False, "hostPort": None, "lanPort": None},
-        ],
-    }
+    try:
+        assert spec.result_to_wire(RigPorts(rig_id="r1", limit=ports.limit, ports=ports.rows())) == {
+            "rigId": "r1",
+            "limit": 1,
+            "ports": [
+                {"guestPort": 8080, "forwarded": True, "hostAddress": address, "hostPort": 18080, "lanPort": 28080},
+                {"guestPort": 3000, "forwarded": False, "hostAddress": None, "hostPort": None, "lanPort": None},
+            ],
+        }
+    finally:
+        ports._claim.release()
 
 
 def test_rig_rows_carry_the_display_as_width_and_height() -> None:

@@ -564,10 +564,11 @@ export type RigOpened = {
   statusDetail: string;
 };
 
-/** A listening guest port: forwarded to a host loopback port (and shared on the LAN on request), or not. */
+/** A listening guest port: forwarded to a port of the rig's own host loopback address (and shared on the LAN on request), or not. A forward is opened at ``http://<hostAddress>:<hostPort>/`` on the server's host. */
 export type PortRow = {
   guestPort: number;
   forwarded: boolean;
+  hostAddress: string | null;
   hostPort: number | null;
   lanPort: number | null;
 };

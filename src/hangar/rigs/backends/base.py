@@ -126,9 +126,10 @@ class RigHandle(ABC):
     @abstractmethod
     async def forward(self, guest_port: int, host: str, host_port: int | None) -> int:
         """Relay connections to ``host:host_port`` on the host into the rig's ``guest_port``; return the bound
-        host port. ``host_port`` None lets the OS choose; a taken port raises ``Conflict`` (the caller may
-        retry with None). ``host`` is ``127.0.0.1`` for loopback or ``0.0.0.0`` to share on the local network.
-        Limits on how many forwards exist are the manager's."""
+        host port. ``host`` is the rig's own loopback address (``hangar.rigs.loopback``), where ``host_port``
+        may name a port (a taken one raises ``Conflict``; the caller may retry with None); or ``127.0.0.1`` or
+        ``0.0.0.0`` (shared on the local network), where ``host_port`` must be None: the OS chooses, so no port
+        another program of the host expects is ever taken. Limits on how many forwards exist are the manager's."""
 
     @abstractmethod
     async def unforward(self, host_port: int) -> None:

@@ -2,21 +2,24 @@
 
 The terminal default follows the spec's egress table: the developer baseline (forges, package registries,
 model providers), the distribution's apt mirrors (read from this machine's apt sources) and the worktree's own
-forge host (read from its git remote). The browser default is the product site (by name, when it has one) plus
+forge host, taken from the server's record of the repo's origin (``forge_host`` of the URL an admin registered),
+never from the worktree: its ``.git`` file and config are the rig's to write, and a name read there would be
+whatever the rig wanted reached. The browser default is the product site (by name, when it has one) plus
 the distribution's package archives on an engine's first boot only; nothing else, so a page reaches only what
 an admin grants.
 """
 
 from __future__ import annotations
 
-import configparser
+import logging
 import re
 from collections.abc import Iterable
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from hangar.errors import InvalidArgs
 from hangar.rigs.image.mirror import mirror_hosts
+
+log = logging.getLogger("hangar.rigs.egress")
 
 _LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
 
@@ -74,49 +77,38 @@ def matches(host: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def forge_host(worktree: Path | None) -> str | None:
-    """The host of the worktree's ``origin`` remote (or first remote), from its git config."""
-    if worktree is None:
-        return None
-    git = worktree / ".git"
-    config_path = git / "config"
-    if git.is_file():  # a linked worktree: ".git" holds "gitdir: <path>"; the config is in the common dir
-        text = git.read_text(errors="replace").strip()
-        if text.startswith("gitdir:"):
-            gitdir = (worktree / text.split(":", 1)[1].strip()).resolve()
-            common = gitdir / "commondir"
-            base = (gitdir / common.read_text().strip()).resolve() if common.is_file() else gitdir
-            config_path = base / "config"
-    parser = configparser.ConfigParser(strict=False, interpolation=None)
-    try:
-        parser.read_string(config_path.read_text(errors="replace"))
-    except (OSError, configparser.Error):
-        return None
-    remotes = [s for s in parser.sections() if s.startswith('remote "')]
-    remotes.sort(key=lambda s: s != 'remote "origin"')
-    for section in remotes:
-        url = parser.get(section, "url", fallback="")
-        host = _url_host(url)
-        if host and is_valid_name(host):
-            return host
-    return None
+def fully_qualified(names: Iterable[str], what: str) -> frozenset[str]:
+    """The ``names`` an allowlist can hold (fully qualified host names); the rest (a single label such as
+    ``gitserver``, an IP literal) are logged and left out, so such a host in a repo origin or an apt source never
+    keeps a rig from booting. An admin may grant the full name."""
+    kept: set[str] = set()
+    for name in names:
+        value = normalize_host(name)
+        if "." in value and is_valid_name(value):
+            kept.add(value)
+        else:
+            log.warning("%s %r is not a fully qualified host name: it is left off the egress allowlist", what, name)
+    return frozenset(kept)
 
 
-def _url_host(url: str) -> str | None:
+def forge_host(url: str) -> str | None:
+    """The host of a repo's clone URL (``https://host/...``, ``ssh://...``, ``user@host:path``); None for a
+    local path or ``file://``."""
     if "://" in url:
         return (urlsplit(url).hostname or "").lower() or None
     if ":" in url and "@" in url.split(":", 1)[0]:  # scp-like git@host:path
-        return url.split("@", 1)[1].split(":", 1)[0].lower()
+        return url.split("@", 1)[1].split(":", 1)[0].lower() or None
     return None
 
 
-def terminal_default_allowlist(worktree: Path | None = None) -> frozenset[str]:
-    """The terminal surface's default egress allowlist for a rig over ``worktree``."""
-    hosts = set(DEVELOPER_BASELINE) | set(mirror_hosts())
-    forge = forge_host(worktree)
-    if forge:
-        hosts.add(forge)
-    return frozenset(hosts)
+def terminal_default_allowlist(forge_hosts: Iterable[str] = ()) -> frozenset[str]:
+    """The terminal surface's default egress allowlist, with ``forge_hosts``: the hosts (``forge_host``) of the
+    origins the server recorded for the rig's repos."""
+    return (
+        DEVELOPER_BASELINE
+        | fully_qualified(mirror_hosts(), "the apt mirror")
+        | fully_qualified(forge_hosts, "the forge host of a repo origin")
+    )
 
 
 def browser_default_allowlist(site_names: Iterable[str], *, first_boot: bool) -> frozenset[str]:
@@ -124,5 +116,5 @@ def browser_default_allowlist(site_names: Iterable[str], *, first_boot: bool) ->
     otherwise, see ``hooks.site_lane``) and, on the engine's first boot, the package archive hosts."""
     hosts = {normalize_host(n) for n in site_names if is_valid_name(normalize_host(n)) and "." in n}
     if first_boot:
-        hosts |= mirror_hosts()
+        hosts |= fully_qualified(mirror_hosts(), "the apt mirror")
     return frozenset(hosts)

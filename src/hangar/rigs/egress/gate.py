@@ -8,7 +8,9 @@ traffic; this is a few hundred lines of asyncio.
 
 Its listeners are sockets created inside the rig's namespace (see ``rules`` for how traffic reaches them);
 its upstream connections leave from the host's namespace. Only names matching the allowlist get through,
-and only on ports 80 (HTTP) and 443 (TLS, passed through without being terminated). The server door
+and only on ports 80 (HTTP) and 443 (TLS, passed through without being terminated), and only to an address
+the name resolved to that ``addresses`` permits (never this host's loopback, link-local or metadata addresses;
+private ones only for exact allowlist entries), connected to as checked (``upstream``). The server door
 (``server_door``) is a listener of its own, there only while ``open_server_door`` holds it open.
 """
 
@@ -26,11 +28,12 @@ from dataclasses import dataclass
 from typing import cast
 
 from hangar.rigs.egress import dns, server_door, sni
-from hangar.rigs.egress.allowlist import matches, validate_patterns
+from hangar.rigs.egress.allowlist import matches, normalize_host, validate_patterns
 from hangar.rigs.egress.answers import refusal
 from hangar.rigs.egress.http_head import host_header, one_request
 from hangar.rigs.egress.relay import relay
 from hangar.rigs.egress.rules import DEFAULT_PORTS, GATE_ADDRESS, GatePorts
+from hangar.rigs.egress.upstream import AddressRefused, connect
 
 log = logging.getLogger("hangar.rigs.egress")
 
@@ -89,6 +92,10 @@ class EgressGate:
 
     def allowed(self, name: str) -> bool:
         return matches(name, self._allow)
+
+    def _exact(self, name: str) -> bool:
+        """Allowed by an exact entry (the operator's or an admin's naming), not only by a ``*.suffix``."""
+        return normalize_host(name) in self._allow
 
     def set_local_names(self, names: Iterable[str]) -> None:
         """Names (exact, lower case) the resolver answers with ``127.0.0.1``: the rig's dev domains, whose lanes
@@ -205,8 +212,11 @@ class EgressGate:
     # --- HTTP and TLS --------------------------------------------------------------------------------------
 
     async def _upstream(self, name: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        host, real_port = self._overrides.get(f"{name}:{port}", (name, port))
-        return await asyncio.wait_for(asyncio.open_connection(host, real_port), CONNECT_TIMEOUT_S)
+        """``AddressRefused`` when the name resolves only to addresses rigs may not reach."""
+        override = self._overrides.get(f"{name}:{port}")
+        if override is not None:
+            return await asyncio.wait_for(asyncio.open_connection(*override), CONNECT_TIMEOUT_S)
+        return await asyncio.wait_for(connect(name, port, exact=self._exact(name)), CONNECT_TIMEOUT_S)
 
     async def _http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -226,6 +236,10 @@ class EgressGate:
             return
         try:
             upstream = await self._upstream(name.lower(), 80)
+        except AddressRefused as exc:
+            self._record("http", name, False, exc.reason)
+            writer.write(refusal(f"egress to {name} is refused: {exc.reason}"))
+            return
         except (OSError, TimeoutError) as exc:
             self._record("http", name, False, f"upstream unreachable ({exc.__class__.__name__})")
             writer.write(refusal(f"{name} is unreachable", status=b"502 Bad Gateway"))
@@ -250,6 +264,9 @@ class EgressGate:
             return
         try:
             upstream = await self._upstream(name.lower(), 443)
+        except AddressRefused as exc:  # inside TLS there is no way to say why: the log says it
+            self._record("tls", name, False, exc.reason)
+            return
         except (OSError, TimeoutError) as exc:
             self._record("tls", name, False, f"upstream unreachable ({exc.__class__.__name__})")
             return

@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from hangar.errors import InvalidArgs
@@ -10,6 +7,7 @@ from hangar.rigs.egress.allowlist import (
     DEVELOPER_BASELINE,
     browser_default_allowlist,
     forge_host,
+    fully_qualified,
     matches,
     terminal_default_allowlist,
     validate_pattern,
@@ -36,35 +34,31 @@ def test_matching_exact_and_suffix() -> None:
     assert not matches("198.18.0.1", allow)
 
 
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+def test_forge_host_of_a_recorded_origin() -> None:
+    assert forge_host("https://Code.Example.org/team/x.git") == "code.example.org"
+    assert forge_host("ssh://git@forge.example.net:2222/team/x.git") == "forge.example.net"
+    assert forge_host("git@forge.example.net:team/x.git") == "forge.example.net"
+    assert forge_host("file:///srv/git/x.git") is None
+    assert forge_host("/srv/git/x.git") is None
 
 
-def test_forge_host_from_the_worktree_remote(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    assert forge_host(repo) is None
-    git(repo, "remote", "add", "upstream", "https://code.example.org/team/x.git")
-    git(repo, "remote", "add", "origin", "git@forge.example.net:team/x.git")
-    assert forge_host(repo) == "forge.example.net"  # origin wins
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "x")
-    linked = tmp_path / "linked"
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@x", "worktree", "add", "-q", str(linked))
-    assert forge_host(linked) == "forge.example.net"
-
-
-def test_terminal_default_has_baseline_mirrors_and_forge(tmp_path: Path) -> None:
-    repo = tmp_path / "r"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    git(repo, "remote", "add", "origin", "https://git.example.com/a/b")
-    allow = terminal_default_allowlist(repo)
+def test_terminal_default_has_baseline_mirrors_and_the_recorded_forges() -> None:
+    allow = terminal_default_allowlist(["git.example.com"])
     assert allow >= DEVELOPER_BASELINE
     assert {"github.com", "pypi.org", "registry.npmjs.org", "api.anthropic.com", "git.example.com"} <= allow
-    assert mirror_hosts() <= allow
+    assert fully_qualified(mirror_hosts(), "mirror") <= allow
     for pattern in allow:
         validate_pattern(pattern)
+
+
+def test_single_labels_and_ip_literals_are_left_off_not_fatal(caplog: pytest.LogCaptureFixture) -> None:
+    """A repo origin such as http://gitserver/x.git names no host the allowlist can hold: it is left off (logged)
+    and the list stays valid, so the space's rigs still boot."""
+    allow = terminal_default_allowlist(["gitserver", "10.0.0.5", "[fd00::5]", "git.example.com"])
+    assert "git.example.com" in allow and not {"gitserver", "10.0.0.5", "[fd00::5]"} & allow
+    for pattern in allow:
+        validate_pattern(pattern)
+    assert "'gitserver' is not a fully qualified host name" in caplog.text
 
 
 def test_browser_default_is_the_site_and_archives_on_first_boot_only() -> None:

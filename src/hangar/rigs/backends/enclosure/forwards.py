@@ -1,4 +1,9 @@
-"""Port forwards: a host listener per forward relaying each connection to a guest port inside the rig."""
+"""Port forwards: a host listener per forward relaying each connection to a guest port inside the rig.
+
+A listener binds a rig's own loopback address (``hangar.rigs.loopback``) on a port of the caller's choosing, or
+``127.0.0.1`` and every interface on an OS-assigned port only: a fixed port there is what another program of the
+host may be about to listen on, and its clients would reach the rig instead.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,9 @@ import errno
 from hangar.errors import Conflict, InvalidArgs
 from hangar.rigs.backends.enclosure.netns import NetNamespace
 from hangar.rigs.egress.relay import relay
+from hangar.rigs.loopback import is_rig_address
 
-HOSTS = ("127.0.0.1", "0.0.0.0")  # loopback, or every interface when shared on the local network
+SHARED_HOSTS = ("127.0.0.1", "0.0.0.0")  # the host's loopback, or every interface when shared on the local network
 
 
 class Forwards:
@@ -25,10 +31,13 @@ class Forwards:
     async def add(self, guest_port: int, host: str, host_port: int | None) -> int:
         if not 1 <= guest_port <= 65535:
             raise InvalidArgs("guest_port must be between 1 and 65535", field="guest_port")
-        if host not in HOSTS:
-            raise InvalidArgs(f"host must be one of {', '.join(HOSTS)}", field="host")
+        if host not in SHARED_HOSTS and not is_rig_address(host):
+            raise InvalidArgs(f"host must be a rig's own loopback address or one of {', '.join(SHARED_HOSTS)}",
+                              field="host")  # fmt: skip
         if host_port is not None and not 1 <= host_port <= 65535:
             raise InvalidArgs("host_port must be between 1 and 65535", field="host_port")
+        if host_port is not None and host in SHARED_HOSTS:
+            raise InvalidArgs(f"a forward on {host} takes an OS-assigned port (host_port None)", field="host_port")
         relays: set[asyncio.Task[None]] = set()
 
         async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -52,7 +61,7 @@ class Forwards:
             server = await asyncio.start_server(on_connect, host, host_port or 0, reuse_address=True)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                raise Conflict(f"host port {host_port} is already in use") from exc
+                raise Conflict(f"host port {host}:{host_port} is already in use") from exc
             raise
         bound = int(server.sockets[0].getsockname()[1])
         self._servers[bound] = server

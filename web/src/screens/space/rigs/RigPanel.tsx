@@ -38,7 +38,9 @@ function Ports({ workspaceId, rigId, ports, onPorts }: PortsProps) {
             <li key={p.guestPort}>
               <span>
                 Port <strong>{p.guestPort}</strong>
-                {p.forwarded ? ` → server port ${p.hostPort ?? "?"}` : " (not forwarded: the limit is reached)"}
+                {p.forwarded
+                  ? ` → ${p.hostAddress ?? "?"}:${p.hostPort ?? "?"} on the server`
+                  : " (not forwarded: the limit is reached)"}
                 {p.lanPort !== null && `, shared on the network at ${p.lanPort}`}
               </span>
               {url && (

@@ -1,0 +1,98 @@
+"""Which addresses the gate may connect to, checked after it resolved a name and before it connects to exactly
+that address (so a name that answers differently the second time, DNS rebinding, gains nothing).
+
+An allow-listed name is no promise about where it points: a forge's DNS, a split-horizon resolver or a changed
+record can send it to this host's loopback, the cloud's metadata service or a machine of the private network.
+So after resolving, the gate refuses:
+
+- always: loopback, unspecified, link-local (the metadata services of the clouds live there, at
+  ``169.254.169.254``; also their other known addresses), multicast, and every other special-purpose block
+  (documentation, benchmarking, reserved, ...), in their IPv6 forms too, including IPv4 addresses carried inside
+  IPv6 ones (``::ffff:127.0.0.1``, 6to4, NAT64);
+- for names allowed only through a ``*.suffix`` pattern: private networks too (RFC 1918, unique local IPv6,
+  the shared address space ``100.64.0.0/10``) and this host's own addresses. An exact name on the allowlist
+  comes from the server's operator or an admin (the developer baseline, the apt mirrors this machine uses,
+  the origin of a repo an admin registered, the product site's name, ``rig.grantHosts``), so it may point into
+  the private network: that is what a self-hosted forge or a package mirror on the LAN looks like.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Table = tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...]
+
+_NEVER: tuple[tuple[str, str], ...] = (
+    ("169.254.169.254/32", "the cloud metadata service"),
+    ("100.100.100.200/32", "a cloud metadata service"),
+    ("fd00:ec2::254/128", "the cloud metadata service"),
+    ("127.0.0.0/8", "a loopback address"),
+    ("::1/128", "a loopback address"),
+    ("0.0.0.0/8", "an unspecified address"),
+    ("::/128", "an unspecified address"),
+    ("169.254.0.0/16", "a link-local address"),
+    ("fe80::/10", "a link-local address"),
+    ("224.0.0.0/4", "a multicast address"),
+    ("ff00::/8", "a multicast address"),
+)
+_PRIVATE: tuple[tuple[str, str], ...] = (
+    ("10.0.0.0/8", "a private address"),
+    ("172.16.0.0/12", "a private address"),
+    ("192.168.0.0/16", "a private address"),
+    ("fc00::/7", "a private address"),
+    ("100.64.0.0/10", "a shared (carrier-grade NAT) address"),
+)
+NEVER: Table = tuple((ipaddress.ip_network(net), why) for net, why in _NEVER)
+PRIVATE: Table = tuple((ipaddress.ip_network(net), why) for net, why in _PRIVATE)
+_NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+
+
+def _carried(address: IPAddress) -> IPAddress | None:
+    """The IPv4 address an IPv6 one carries (mapped, 6to4, NAT64), which is where a packet to it ends up."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if any(address in net for net in _NAT64):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def _listed(address: IPAddress, table: Table) -> str | None:
+    return next((why for net, why in table if address.version == net.version and address in net), None)
+
+
+def is_host_own(address: IPAddress) -> bool:
+    """Whether ``address`` is one of this host's own (binding to it succeeds only then): a packet to it never
+    leaves the host, and every service listening on all interfaces answers there."""
+    family = socket.AF_INET if address.version == 4 else socket.AF_INET6
+    with socket.socket(family, socket.SOCK_DGRAM) as probe, contextlib.suppress(OSError):
+        probe.bind((str(address), 0))
+        return True
+    return False
+
+
+def refusal(address: IPAddress, *, exact: bool) -> str | None:
+    """Why the gate must not connect to ``address`` (None when it may). ``exact``: the name was allowed by an
+    exact allowlist entry, which may reach private addresses and this host's non-loopback ones."""
+    for candidate in (address, _carried(address)):
+        if candidate is None:
+            continue
+        never = _listed(candidate, NEVER)
+        if never is not None:
+            return never
+        private = _listed(candidate, PRIVATE)
+        if private is not None:
+            if not exact:
+                return private
+            continue
+        if not candidate.is_global:
+            return "a special-purpose address"
+    if not exact and is_host_own(address):
+        return "an address of this host"
+    return None
