@@ -79,20 +79,17 @@ def is_host_own(address: IPAddress) -> bool:
 
 def refusal(address: IPAddress, *, exact: bool) -> str | None:
     """Why the gate must not connect to ``address`` (None when it may). ``exact``: the name was allowed by an
-    exact allowlist entry, which may reach private addresses and this host's non-loopback ones."""
-    for candidate in (address, _carried(address)):
-        if candidate is None:
-            continue
-        never = _listed(candidate, NEVER)
-        if never is not None:
-            return never
-        private = _listed(candidate, PRIVATE)
-        if private is not None:
-            if not exact:
-                return private
-            continue
-        if not candidate.is_global:
-            return "a special-purpose address"
+    exact allowlist entry, which may reach private addresses and this host's non-loopback ones. An IPv6 address
+    carrying an IPv4 one is judged as that IPv4 address, where its packets end up."""
+    judged = _carried(address) or address
+    never = _listed(judged, NEVER)
+    if never is not None:
+        return never
+    private = _listed(judged, PRIVATE)
+    if private is not None:
+        return None if exact else private
+    if not judged.is_global:
+        return "a special-purpose address"
     if not exact and is_host_own(address):
         return "an address of this host"
     return None

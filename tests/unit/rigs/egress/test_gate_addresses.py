@@ -1,0 +1,125 @@
+"""The gate resolves an allowed name itself and refuses to connect where it resolves to loopback, link-local
+(metadata), private or other special-purpose addresses: HTTP is answered 403 saying why, TLS is closed, and both
+are logged against the rig. The host's resolver is stood in for by ``socket.getaddrinfo`` answering as a hostile
+DNS record would; a peer listens where the record points, and nothing reaches it."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import secrets
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from hangar.rigs.egress.gate import EgressGate
+from tests.unit.rigs.egress.gate_support import start_gate
+from tests.unit.rigs.egress.test_gate import http_get
+from tests.unit.rigs.egress.test_sni import client_hello
+
+
+class Peer:
+    """Listens on ports 80 and 443 of a loopback address of its own (as the host's own service would)."""
+
+    def __init__(self) -> None:
+        self.address = f"127.{secrets.randbelow(100) + 20}.{secrets.randbelow(250) + 1}.{secrets.randbelow(250) + 1}"
+        self.received = bytearray()
+        self.servers: list[asyncio.AbstractServer] = []
+
+    async def start(self) -> None:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.received += await reader.read(65536)
+            writer.close()
+
+        for port in (80, 443):
+            self.servers.append(await asyncio.start_server(handle, self.address, port))
+
+
+@pytest.fixture
+async def peer() -> AsyncIterator[Peer]:
+    p = Peer()
+    await p.start()
+    yield p
+    for server in p.servers:
+        server.close()
+
+
+def resolving(monkeypatch: pytest.MonkeyPatch, records: dict[str, str]) -> None:
+    real = socket.getaddrinfo
+
+    def lookup(host: str, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        if host in records:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (records[host], int(port)))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+
+
+@pytest.fixture(autouse=True)
+def only_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No connection of these tests may leave the host, whatever the gate decides: anything but a loopback
+    address literal fails before a packet is sent."""
+    real = asyncio.open_connection
+
+    async def guarded(host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+        answers = {str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
+        if not all(ipaddress.ip_address(a).is_loopback for a in answers):
+            raise OSError(f"test guard: no connection to {host} ({', '.join(sorted(answers))}) leaves this host")
+        return await real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "open_connection", guarded)
+
+
+@pytest.fixture
+async def gate() -> AsyncIterator[EgressGate]:
+    g = await start_gate(lambda ports: EgressGate("rig-x", {"exact.example.com", "*.wild.example.com"}, ports=ports))
+    yield g
+    await g.aclose()
+
+
+async def test_loopback_and_metadata_are_refused_even_for_an_exact_entry(
+    gate: EgressGate, peer: Peer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    resolving(monkeypatch, {"exact.example.com": peer.address})
+    caplog.set_level(logging.WARNING, "hangar.rigs.egress")
+    reply = await http_get(gate.ports.http, "exact.example.com")
+    why = f"exact.example.com resolves to {peer.address}, a loopback address, which rigs never reach"
+    assert reply.startswith(b"HTTP/1.1 403 Forbidden") and reply.endswith(f"is refused: {why}\n".encode())
+    event = gate.events[-1]
+    assert (event.kind, event.target, event.allowed, event.reason) == ("http", "exact.example.com", False, why)
+    assert why in caplog.text
+    reader, writer = await asyncio.open_connection("127.0.0.1", gate.ports.tls)
+    writer.write(client_hello("exact.example.com"))
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
+    assert (gate.events[-1].kind, gate.events[-1].reason) == ("tls", why)
+    resolving(monkeypatch, {"exact.example.com": "169.254.169.254"})
+    reply = await http_get(gate.ports.http, "exact.example.com")
+    assert b"169.254.169.254, the cloud metadata service, which rigs never reach" in reply
+    assert peer.received == b""
+
+
+async def test_private_addresses_only_for_exact_entries(
+    gate: EgressGate, peer: Peer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolving(monkeypatch, {"db.wild.example.com": "10.20.30.40"})
+    reply = await http_get(gate.ports.http, "db.wild.example.com")
+    assert reply.startswith(b"HTTP/1.1 403") and (
+        b"10.20.30.40, a private address, which rigs reach only under an exact allowlist entry" in reply
+    )
+    # a name under the wildcard pointing at the host's loopback is refused the same way
+    resolving(monkeypatch, {"db.wild.example.com": peer.address})
+    assert b"a loopback address" in await http_get(gate.ports.http, "db.wild.example.com")
+    assert peer.received == b""
+
+
+async def test_an_admin_grant_of_an_exact_name_opens_private_addresses_for_it(gate: EgressGate) -> None:
+    """Decided from the allowlist: exact entries (and exact grants) may reach private addresses, a ``*.suffix``
+    entry's names may not (no traffic is sent to a private address here)."""
+    assert gate._exact("exact.example.com") and gate._exact("EXACT.example.com.")
+    assert not gate._exact("db.wild.example.com")
+    gate.grant(["db.wild.example.com"])
+    assert gate._exact("db.wild.example.com")
