@@ -125,7 +125,9 @@ async def test_the_address_checked_is_the_address_connected_to(
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
     real_refusal = upstream.refusal
     # 127.88.0.1 stands in for a public address here (this test host reaches no other)
-    monkeypatch.setattr(upstream, "refusal", lambda a, exact: None if str(a) == address else real_refusal(a, exact=exact))
+    monkeypatch.setattr(
+        upstream, "refusal", lambda a, exact: None if str(a) == address else real_refusal(a, exact=exact)
+    )
     _, writer = await connect("rebind.example", port, exact=False)
     writer.write(b"hello")
     await writer.drain()

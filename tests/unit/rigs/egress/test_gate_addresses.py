@@ -6,16 +6,13 @@ DNS record would; a peer listens where the record points, and nothing reaches it
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
-import secrets
-import socket
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from hangar.rigs.egress.gate import EgressGate
+from tests.support.resolver import answering, loopback_address, only_loopback
 from tests.unit.rigs.egress.gate_support import start_gate
 from tests.unit.rigs.egress.test_gate import http_get
 from tests.unit.rigs.egress.test_sni import client_hello
@@ -25,7 +22,7 @@ class Peer:
     """Listens on ports 80 and 443 of a loopback address of its own (as the host's own service would)."""
 
     def __init__(self) -> None:
-        self.address = f"127.{secrets.randbelow(100) + 20}.{secrets.randbelow(250) + 1}.{secrets.randbelow(250) + 1}"
+        self.address = loopback_address()
         self.received = bytearray()
         self.servers: list[asyncio.AbstractServer] = []
 
@@ -47,30 +44,9 @@ async def peer() -> AsyncIterator[Peer]:
         server.close()
 
 
-def resolving(monkeypatch: pytest.MonkeyPatch, records: dict[str, str]) -> None:
-    real = socket.getaddrinfo
-
-    def lookup(host: str, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        if host in records:
-            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (records[host], int(port)))]
-        return real(host, port, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", lookup)
-
-
 @pytest.fixture(autouse=True)
-def only_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No connection of these tests may leave the host, whatever the gate decides: anything but a loopback
-    address literal fails before a packet is sent."""
-    real = asyncio.open_connection
-
-    async def guarded(host: str, port: int, *args: Any, **kwargs: Any) -> Any:
-        answers = {str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
-        if not all(ipaddress.ip_address(a).is_loopback for a in answers):
-            raise OSError(f"test guard: no connection to {host} ({', '.join(sorted(answers))}) leaves this host")
-        return await real(host, port, *args, **kwargs)
-
-    monkeypatch.setattr(asyncio, "open_connection", guarded)
+def guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    only_loopback(monkeypatch)
 
 
 @pytest.fixture
@@ -83,7 +59,7 @@ async def gate() -> AsyncIterator[EgressGate]:
 async def test_loopback_and_metadata_are_refused_even_for_an_exact_entry(
     gate: EgressGate, peer: Peer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    resolving(monkeypatch, {"exact.example.com": peer.address})
+    answering(monkeypatch, {"exact.example.com": peer.address})
     caplog.set_level(logging.WARNING, "hangar.rigs.egress")
     reply = await http_get(gate.ports.http, "exact.example.com")
     why = f"exact.example.com resolves to {peer.address}, a loopback address, which rigs never reach"
@@ -96,7 +72,7 @@ async def test_loopback_and_metadata_are_refused_even_for_an_exact_entry(
     assert await asyncio.wait_for(reader.read(), 5) == b""
     writer.close()
     assert (gate.events[-1].kind, gate.events[-1].reason) == ("tls", why)
-    resolving(monkeypatch, {"exact.example.com": "169.254.169.254"})
+    answering(monkeypatch, {"exact.example.com": "169.254.169.254"})
     reply = await http_get(gate.ports.http, "exact.example.com")
     assert b"169.254.169.254, the cloud metadata service, which rigs never reach" in reply
     assert peer.received == b""
@@ -105,13 +81,13 @@ async def test_loopback_and_metadata_are_refused_even_for_an_exact_entry(
 async def test_private_addresses_only_for_exact_entries(
     gate: EgressGate, peer: Peer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    resolving(monkeypatch, {"db.wild.example.com": "10.20.30.40"})
+    answering(monkeypatch, {"db.wild.example.com": "10.20.30.40"})
     reply = await http_get(gate.ports.http, "db.wild.example.com")
     assert reply.startswith(b"HTTP/1.1 403") and (
         b"10.20.30.40, a private address, which rigs reach only under an exact allowlist entry" in reply
     )
     # a name under the wildcard pointing at the host's loopback is refused the same way
-    resolving(monkeypatch, {"db.wild.example.com": peer.address})
+    answering(monkeypatch, {"db.wild.example.com": peer.address})
     assert b"a loopback address" in await http_get(gate.ports.http, "db.wild.example.com")
     assert peer.received == b""
 
