@@ -11,6 +11,7 @@ import pytest
 
 from hangar.errors import Conflict, InvalidArgs, NotFound, Refused
 from hangar.rigs.backends.enclosure import GUEST_WORKTREE, EnclosureRig
+from hangar.rigs.loopback import claim
 from tests.integration.rigs_enclosure_env import running_rig, spec
 from tests.support.ports import free_port
 
@@ -33,30 +34,40 @@ async def start_web_server(rig: EnclosureRig, port: int) -> None:
 async def test_web_server_inside_reached_through_forwarded_ports() -> None:
     async with running_rig() as rig:
         assert await rig.listening_ports() == []  # the gate's own listeners are not the guest's
-        guest_port = free_port()  # likely free on the host too, so the guest's own number can be kept
+        guest_port = free_port()
         await start_web_server(rig, guest_port)
         assert await rig.listening_ports() == [guest_port]
-        host_port = await rig.forward(guest_port, "127.0.0.1", guest_port)
-        assert host_port == guest_port
-        async with httpx.AsyncClient() as client:
-            reply = await client.get(f"http://127.0.0.1:{host_port}/index.txt")
-            assert reply.text == "served from inside the rig\n"
-            # the guest's number is taken on the host now: the caller falls back to an OS-assigned port
-            with pytest.raises(Conflict):
-                await rig.forward(guest_port, "127.0.0.1", host_port)
-            other = await rig.forward(guest_port, "127.0.0.1", None)
-            assert other != host_port
-            assert (await client.get(f"http://127.0.0.1:{other}/index.txt")).status_code == 200
-            # share on the local network: every interface, OS-assigned
-            lan = await rig.forward(guest_port, "0.0.0.0", None)
-            assert lan not in (host_port, other)
-            assert (await client.get(f"http://127.0.0.1:{lan}/index.txt")).status_code == 200
-            await rig.unforward(host_port)
-            await rig.unforward(host_port)  # unknown now: ignored
-            with pytest.raises(httpx.ConnectError):
-                await client.get(f"http://127.0.0.1:{host_port}/index.txt")
-        with pytest.raises(InvalidArgs):
-            await rig.forward(guest_port, "192.0.2.1", None)
+        own = claim()  # the rig's own loopback address, where a forward may keep the guest's port number
+        try:
+            host_port = await rig.forward(guest_port, own.address, guest_port)
+            assert host_port == guest_port
+            async with httpx.AsyncClient() as client:
+                reply = await client.get(f"http://{own.address}:{host_port}/index.txt")
+                assert reply.text == "served from inside the rig\n"
+                # the number is taken on that address now: the caller falls back to an OS-assigned port there
+                with pytest.raises(Conflict):
+                    await rig.forward(guest_port, own.address, host_port)
+                other = await rig.forward(guest_port, own.address, None)
+                assert other != host_port
+                assert (await client.get(f"http://{own.address}:{other}/index.txt")).status_code == 200
+                # the host's loopback and every interface (shared on the local network): OS-assigned only
+                for shared in ("127.0.0.1", "0.0.0.0"):
+                    with pytest.raises(InvalidArgs) as err:
+                        await rig.forward(guest_port, shared, guest_port)
+                    assert err.value.field == "host_port" and "OS-assigned" in err.value.message
+                lan = await rig.forward(guest_port, "0.0.0.0", None)
+                assert lan not in (host_port, other)
+                assert (await client.get(f"http://127.0.0.1:{lan}/index.txt")).status_code == 200
+                await rig.unforward(host_port)
+                await rig.unforward(host_port)  # unknown now: ignored
+                with pytest.raises(httpx.ConnectError):
+                    await client.get(f"http://{own.address}:{host_port}/index.txt")
+        finally:
+            own.release()
+        for elsewhere in ("192.0.2.1", "127.0.0.2", "::1"):
+            with pytest.raises(InvalidArgs) as err:
+                await rig.forward(guest_port, elsewhere, None)
+            assert err.value.field == "host"
         await rig.exec("pkill -f http.server", timeout_s=10)
 
 

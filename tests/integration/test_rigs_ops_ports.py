@@ -1,5 +1,7 @@
-"""Ports: a web server started inside a real rig is reached through its forwarded host port; the guest's own
-port number is preferred; at most 16 are forwarded (the rest listed and logged); share-on-LAN on request."""
+"""Ports: a web server started inside a real rig is reached through its forwarded host port, on the rig's own
+loopback address (never 127.0.0.1, whose ports belong to the host's services); the guest's own port number is
+preferred there, except a port the server's configuration names; at most 16 are forwarded (the rest listed and
+logged); share-on-LAN on request."""
 
 from __future__ import annotations
 
@@ -11,17 +13,34 @@ from typing import Any
 import httpx
 import pytest
 
+from hangar.rigs.loopback import is_rig_address
 from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.support.ports import free_port
 from tests.support.rpc import RpcError
 
 
 def free(port: int) -> bool:
+    """Nothing of the host listens on ``port`` on any address."""
     with socket.socket() as s:
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind(("0.0.0.0", port))
         except OSError:
             return False
     return True
+
+
+def free_port_everywhere() -> int:
+    for _ in range(100):
+        port = free_port()
+        if free(port):
+            return port
+    raise AssertionError("no port is free on every address")
+
+
+SERVE = (
+    "mkdir -p ~/{tag} && echo {tag} > ~/{tag}/index.html && cd ~/{tag} && "
+    "setsid -f python3 -m http.server {port} >/dev/null 2>&1"
+)
 
 
 async def ports_when(env: RigsEnv, rig: str, ready: Any) -> list[dict[str, Any]]:
@@ -38,20 +57,21 @@ async def test_a_web_server_in_the_rig_is_reached_through_its_forward(tmp_path: 
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
         preferred_free = free(18080)
-        await env.exec(
-            rig, "echo hello-port > ~/index.html && cd ~ && setsid -f python3 -m http.server 18080 >/dev/null 2>&1"
-        )
+        await env.exec(rig, SERVE.format(tag="hello-port", port=18080))
         rows = await ports_when(env, rig, lambda rows: any(r["guestPort"] == 18080 for r in rows))
         [row] = rows
         assert row["forwarded"] is True and row["lanPort"] is None
+        address = row["hostAddress"]
+        assert is_rig_address(address) and address != "127.0.0.1"
         if preferred_free:
-            assert row["hostPort"] == 18080  # the guest's own port number, when the host has it free
+            assert row["hostPort"] == 18080  # the guest's own port number, when nothing of the host holds it
         async with httpx.AsyncClient() as http:
-            r = await http.get(f"http://127.0.0.1:{row['hostPort']}/index.html")
+            r = await http.get(f"http://{address}:{row['hostPort']}/index.html")
             assert r.text == "hello-port\n"
             shared = await env.call("rig.sharePort", rigId=rig, guestPort=18080)
             lan = shared["ports"][0]["lanPort"]
             assert isinstance(lan, int) and lan not in (0, row["hostPort"])
+            assert shared["ports"][0]["hostAddress"] == address
             assert (await http.get(f"http://127.0.0.1:{lan}/index.html")).text == "hello-port\n"
             unshared = await env.call("rig.sharePort", rigId=rig, guestPort=18080, share=False)
             assert unshared["ports"][0]["lanPort"] is None
@@ -64,7 +84,69 @@ async def test_a_web_server_in_the_rig_is_reached_through_its_forward(tmp_path: 
         assert await ports_when(env, rig, lambda rows: rows == []) == []
         with pytest.raises(httpx.ConnectError):
             async with httpx.AsyncClient() as http:
-                await http.get(f"http://127.0.0.1:{row['hostPort']}/")
+                await http.get(f"http://{address}:{row['hostPort']}/")
+
+
+async def test_a_rig_never_takes_a_host_services_port_on_127_0_0_1(tmp_path: Path) -> None:
+    """A host service (a local model server, a database) is down; a rig listens on its port number. The forward
+    keeps the number on the rig's own address: clients of the service never reach the rig, and the service, once
+    back, binds its port and gets its traffic."""
+    port = free_port_everywhere()
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        await env.exec(rig, SERVE.format(tag="rig-site", port=port))
+        [row] = await ports_when(env, rig, lambda rows: len(rows) == 1)
+        assert row["hostPort"] == port and row["hostAddress"] != "127.0.0.1"
+        async with httpx.AsyncClient() as http:
+            with pytest.raises(httpx.ConnectError):  # the service is down: nothing answers, the rig least of all
+                await http.get(f"http://127.0.0.1:{port}/index.html")
+
+            async def host_service(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                await reader.readuntil(b"\r\n\r\n")
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\nConnection: close\r\n\r\nhost service\n")
+                await writer.drain()
+                writer.close()
+
+            service = await asyncio.start_server(host_service, "127.0.0.1", port)  # the service comes back
+            try:
+                assert (await http.get(f"http://127.0.0.1:{port}/index.html")).text == "host service\n"
+                assert (await http.get(f"http://{row['hostAddress']}:{port}/index.html")).text == "rig-site\n"
+            finally:
+                service.close()
+
+
+async def test_two_rigs_forward_the_same_guest_port_each_on_its_own_address(tmp_path: Path) -> None:
+    port = free_port_everywhere()
+    async with rigs_server(tmp_path) as env:
+        rows = {}
+        for tag in ("first-rig", "second-rig"):
+            rig = await env.open(await env.new_space(tag))  # a space's terminal is reused: one space each
+            await env.exec(rig, SERVE.format(tag=tag, port=port))
+            [rows[tag]] = await ports_when(env, rig, lambda rows: len(rows) == 1)
+        assert rows["first-rig"]["hostAddress"] != rows["second-rig"]["hostAddress"]
+        async with httpx.AsyncClient() as http:
+            for tag, row in rows.items():
+                assert row["hostPort"] == port
+                assert (await http.get(f"http://{row['hostAddress']}:{port}/index.html")).text == f"{tag}\n"
+
+
+async def test_the_ports_the_servers_configuration_names_are_never_bound(tmp_path: Path) -> None:
+    """The server's listener, its site and the port of its public origin: a rig listening on one gets an
+    OS-assigned port instead, on its own address, so a restarted server finds each free."""
+    site, public = free_port_everywhere(), free_port_everywhere()
+    async with rigs_server(tmp_path, site_port=site, public_url=f"https://hangar.example.test:{public}") as env:
+        own = int(env.srv.url.rsplit(":", 1)[1])
+        rig = await env.open()
+        for tag, port in (("site", site), ("public", public), ("own", own)):
+            await env.exec(rig, SERVE.format(tag=tag, port=port))
+        rows = await ports_when(env, rig, lambda rows: len(rows) == 3)
+        async with httpx.AsyncClient() as http:
+            for row in rows:
+                assert row["forwarded"] and row["hostPort"] not in (site, public, own), row
+                reply = await http.get(f"http://{row['hostAddress']}:{row['hostPort']}/index.html")
+                assert reply.status_code == 200
+        for port in (site, public):
+            assert free(port)  # nothing holds them, on any address
 
 
 LISTEN_17 = (
@@ -80,10 +162,10 @@ LISTEN_17 = (
 async def test_at_most_16_ports_are_forwarded_and_a_taken_host_port_falls_back(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
-        # A host port someone already holds, below the others so it is among the 16 forwarded.
+        # A host port someone already holds on every address, below the others so it is among the 16 forwarded.
         taken = next(p for p in range(18990, 19000) if free(p))
         squatter = socket.socket()
-        squatter.bind(("127.0.0.1", taken))
+        squatter.bind(("0.0.0.0", taken))
         try:
             # A listener on a guest port equal to a host port someone already holds, then 17 more.
             await env.exec(rig, f"setsid -f python3 -m http.server {taken} >/dev/null 2>&1")
