@@ -6,9 +6,9 @@ record can send it to this host's loopback, the cloud's metadata service or a ma
 So after resolving, the gate refuses:
 
 - always: loopback, unspecified, link-local (the metadata services of the clouds live there, at
-  ``169.254.169.254``; also their other known addresses), multicast, and every other special-purpose block
-  (documentation, benchmarking, reserved, ...), in their IPv6 forms too, including IPv4 addresses carried inside
-  IPv6 ones (``::ffff:127.0.0.1``, 6to4, NAT64);
+  ``169.254.169.254``; also their other known addresses), multicast and the reserved blocks (``240.0.0.0/4``,
+  ``::/8``), in their IPv6 forms too, including IPv4 addresses carried inside IPv6 ones (``::ffff:127.0.0.1``,
+  6to4, NAT64);
 - for names allowed only through a ``*.suffix`` pattern: private networks too (RFC 1918, unique local IPv6,
   the shared address space ``100.64.0.0/10``) and this host's own addresses. An exact name on the allowlist
   comes from the server's operator or an admin (the developer baseline, the apt mirrors this machine uses,
@@ -37,12 +37,15 @@ _NEVER: tuple[tuple[str, str], ...] = (
     ("fe80::/10", "a link-local address"),
     ("224.0.0.0/4", "a multicast address"),
     ("ff00::/8", "a multicast address"),
+    ("240.0.0.0/4", "a reserved address"),
+    ("::/8", "a reserved address"),
 )
 _PRIVATE: tuple[tuple[str, str], ...] = (
     ("10.0.0.0/8", "a private address"),
     ("172.16.0.0/12", "a private address"),
     ("192.168.0.0/16", "a private address"),
     ("fc00::/7", "a private address"),
+    ("fec0::/10", "a private address"),
     ("100.64.0.0/10", "a shared (carrier-grade NAT) address"),
 )
 NEVER: Table = tuple((ipaddress.ip_network(net), why) for net, why in _NEVER)
@@ -88,8 +91,8 @@ def refusal(address: IPAddress, *, exact: bool) -> str | None:
     private = _listed(judged, PRIVATE)
     if private is not None:
         return None if exact else private
-    if not judged.is_global:
-        return "a special-purpose address"
+    # Nothing broader (``not is_global``): documentation and benchmarking blocks are where some networks put
+    # their egress proxy, and a public name resolving there is that network's choice, not the rig's.
     if not exact and is_host_own(address):
         return "an address of this host"
     return None

