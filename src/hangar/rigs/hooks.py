@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from hangar.config import Settings
 from hangar.core.audit import sensitive as _sensitive
 from hangar.core.confine import Scope, space_of_key
 from hangar.core.context import AppContext
@@ -86,11 +87,10 @@ async def confinement_allowlist(app: AppContext, scope: Scope) -> frozenset[str]
     return await asyncio.to_thread(terminal_default_allowlist)
 
 
-def server_ports(app: AppContext) -> frozenset[int]:
+def server_ports(s: Settings) -> frozenset[int]:
     """The ports the server's own configuration names: its listener, its site and the explicit ports of the
     origins it is reached at. A rig's forward never takes one of these numbers, so a restarted server finds
     them free."""
-    s = app.settings
     ports = {s.port, *([s.site_port] if s.site_port is not None else [])}
     for url in (s.public_url, s.web_client_url, s.site_url):
         with contextlib.suppress(ValueError):

@@ -140,7 +140,7 @@ class RigUpkeep:
                     return
                 listening = await handle.listening_ports()
                 before = live.ports.rows()
-                fresh = await live.ports.sync(handle, listening, hooks.server_ports(self.app))
+                fresh = await live.ports.sync(handle, listening, hooks.server_ports(self.app.settings))
                 after = live.ports.rows()
                 if after != before:
                     live.notify({"type": "ports", "ports": after})

@@ -1,12 +1,15 @@
-"""Which events end rigs: an archived space, a removed member; nothing else."""
+"""Which events end rigs: an archived space, a removed member; nothing else. The ports a rig's forward never takes
+and the space a confinement scope belongs to."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
+from hangar.config import Settings
+from hangar.core.confine import pipeline_run_key, space_key, space_of_key
 from hangar.core.events import StoredEvent
-from hangar.rigs.hooks import ENDING_EVENT_TYPES, ended_space, removed_member
+from hangar.rigs.hooks import ENDING_EVENT_TYPES, ended_space, removed_member, server_ports
 
 
 def ev(type_name: str, **payload: Any) -> StoredEvent:
@@ -27,3 +30,16 @@ def test_a_removed_member_is_named() -> None:
     assert removed_member(ev("identity.memberRemoved", user_id="u1", role="member")) == "u1"
     assert removed_member(ev("workspace.spaceUpdated", space_id="s1", archived=True)) is None
     assert removed_member(ev("identity.memberRemoved", role="member")) is None
+
+
+def test_the_ports_the_servers_configuration_names() -> None:
+    settings = Settings(port=8420, site_port=8421, public_url="https://hangar.example.test:8443",
+                        web_client_url="http://127.0.0.1:5173", site_url="https://docs.example.test")  # fmt: skip
+    assert server_ports(settings) == {8420, 8421, 8443, 5173}
+    assert server_ports(Settings(port=9000, site_port=None)) == {9000}
+
+
+def test_a_confinement_scope_names_its_space() -> None:
+    assert space_of_key(space_key("ws1", "sp1")) == ("ws1", "sp1")
+    for other in (pipeline_run_key("r1"), "space:ws1", "space::sp1", "spaces:ws1:sp1", ""):
+        assert space_of_key(other) is None
