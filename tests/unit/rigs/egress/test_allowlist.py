@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from hangar.errors import InvalidArgs
+from hangar.rigs.egress import allowlist
 from hangar.rigs.egress.allowlist import (
     DEVELOPER_BASELINE,
     browser_default_allowlist,
@@ -11,6 +12,7 @@ from hangar.rigs.egress.allowlist import (
     matches,
     terminal_default_allowlist,
     validate_pattern,
+    validate_patterns,
 )
 from hangar.rigs.image.mirror import mirror_hosts
 
@@ -69,3 +71,12 @@ def test_browser_default_is_the_site_and_archives_on_first_boot_only() -> None:
     first = browser_default_allowlist([], first_boot=True)
     assert first == mirror_hosts()
     assert "pypi.org" not in first  # none of the terminal's developer baseline
+
+
+def test_an_apt_source_by_single_label_or_address_does_not_break_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host whose apt sources name a LAN cache by address (http://10.0.0.5/debian) or a single label: those
+    hosts are left off both defaults, which stay valid, so every rig still boots."""
+    monkeypatch.setattr(allowlist, "mirror_hosts", lambda: frozenset({"10.0.0.5", "aptcache", "deb.debian.org"}))
+    for allow in (terminal_default_allowlist(), browser_default_allowlist([], first_boot=True)):
+        assert "deb.debian.org" in allow and not {"10.0.0.5", "aptcache"} & allow
+        assert validate_patterns(allow) == allow
