@@ -29,10 +29,17 @@ function brokenStore(): KeyValueStore {
   return { getItem: fail, setItem: fail, removeItem: fail };
 }
 
+/** An address bar whose `location` is live, like the browser's: replacing the history entry changes it. */
 function address(hash: string, pathname = "/workspaces/w1", search = "?x=1") {
   const replaced: string[] = [];
-  const history = { replaceState: (_d: unknown, _u: string, url: string) => void replaced.push(url) };
-  return { location: { hash, pathname, search }, history, replaced };
+  const location = { hash, pathname, search };
+  const history = {
+    replaceState: (_d: unknown, _u: string, url: string) => {
+      replaced.push(url);
+      location.hash = "";
+    },
+  };
+  return { location, history, replaced };
 }
 
 const T0 = 1_700_000_000_000;

@@ -139,9 +139,10 @@ export function takeFragmentHandoff(
   local: KeyValueStore,
   now: number = Date.now(),
 ): Arrival | null {
-  if (!/[#&](token|state)=/.test(location.hash)) return null;
+  const hash = location.hash; // read first: `location` may be the live one, which the next line changes
+  if (!/[#&](token|state)=/.test(hash)) return null;
   history.replaceState(null, "", location.pathname + location.search);
-  const handoff = handoffInFragment(location.hash);
+  const handoff = handoffInFragment(hash);
   if (!handoff) return null;
   if (takeStartedSignIn(session, handoff.state, now)) {
     saveToken(local, handoff.token);
