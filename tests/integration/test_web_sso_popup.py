@@ -125,7 +125,7 @@ async def test_with_pop_ups_blocked_the_sign_in_runs_in_the_tab_and_comes_back_s
             context = await browser.new_context()
             await context.add_init_script("window.open = () => null;")  # what a pop-up blocker answers
             page = await context.new_page()
-            # The provider's own pages run in this tab too, loading resources from elsewhere: only our pages' errors count.
+            # The provider's pages run in this tab too, loading resources from elsewhere: only our pages' errors count.
             ours: list[str] = []
             page.on(
                 "console",
