@@ -20,7 +20,7 @@ from hangar.identity.part import IDENTITY_PART
 from hangar.oversight import OVERSIGHT_PART
 from hangar.sso.part import SSO_PART
 from hangar.workspace.part import WORKSPACE_PART
-from tests.peers.oidc_provider import drive_login, oidc_provider
+from tests.peers.oidc_provider import drive_login, oidc_sign_in
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
@@ -162,10 +162,7 @@ async def test_a_forged_hand_off_with_a_state_this_tab_did_not_keep_is_refused(t
     the popup would. Neither signs the tab in: the state is not one the tab kept."""
     async with running_server(tmp_path, parts=PARTS, web_dist=dist) as srv, chromium() as browser:
         accounts = {"mallory": {"email": "mallory@example.com", "email_verified": True, "name": "Mallory"}}
-        async with oidc_provider(redirect_uris=[f"{srv.url}/oidc/callback"], accounts=accounts) as peer:
-            async with RpcClient(srv.ws_url, srv.owner_token) as c:
-                config = {"enabled": True, "issuer": peer.issuer, "clientId": peer.client_id}
-                await c.call("sso.saveConfig", kind="oidc", config=config)
+        async with oidc_sign_in(srv, accounts):
             async with httpx.AsyncClient(follow_redirects=False) as her_browser:
                 done = await drive_login(her_browser, f"{srv.url}/oidc/login?client_state={'m' * 43}", login="mallory")
             assert done.status_code == 303

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pytest
 from playwright.async_api import Error as PlaywrightError
 
-from tests.peers.oidc_provider import oidc_provider
+from tests.peers.oidc_provider import oidc_sign_in
 from tests.peers.sso_parts import SSO_PARTS
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
@@ -75,10 +75,7 @@ async def test_sso_through_the_popup_signs_the_connect_tab_in(tmp_path: Path) ->
     dist = built_web_client()
     async with running_server(tmp_path, parts=SSO_PARTS, web_dist=dist) as srv, chromium() as browser:
         accounts = {"alice": {"email": "alice@example.com", "email_verified": True, "name": "Alice"}}
-        async with oidc_provider(redirect_uris=[f"{srv.url}/oidc/callback"], accounts=accounts) as peer:
-            async with RpcClient(srv.ws_url, srv.owner_token) as c:
-                config = {"enabled": True, "issuer": peer.issuer, "clientId": peer.client_id}
-                await c.call("sso.saveConfig", kind="oidc", config=config)
+        async with oidc_sign_in(srv, accounts):
             context = await browser.new_context()
             page = await context.new_page()
             console = Console(page)
@@ -118,10 +115,7 @@ async def test_with_pop_ups_blocked_the_sign_in_runs_in_the_tab_and_comes_back_s
     dist = built_web_client()
     async with running_server(tmp_path, parts=SSO_PARTS, web_dist=dist) as srv, chromium() as browser:
         accounts = {"bob": {"email": "bob@example.com", "email_verified": True, "name": "Bob"}}
-        async with oidc_provider(redirect_uris=[f"{srv.url}/oidc/callback"], accounts=accounts) as peer:
-            async with RpcClient(srv.ws_url, srv.owner_token) as c:
-                config = {"enabled": True, "issuer": peer.issuer, "clientId": peer.client_id}
-                await c.call("sso.saveConfig", kind="oidc", config=config)
+        async with oidc_sign_in(srv, accounts):
             context = await browser.new_context()
             await context.add_init_script("window.open = () => null;")  # what a pop-up blocker answers
             page = await context.new_page()
