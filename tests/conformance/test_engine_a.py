@@ -26,7 +26,7 @@ from hangar.rigs.engines.cdp_session import CdpSession
 from hangar.rigs.engines.clipboard_image import NO_CLIPBOARD_API
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession
-from tests.conformance import clipboard_images, popup_cases
+from tests.conformance import clipboard_images, display_cases, popup_cases
 from tests.conformance.engine_fixtures import engine_fixture, pages_fixture, start_page_fixture
 from tests.support.images import solid_png
 from tests.support.pages import PageServer, outward_address
@@ -281,6 +281,12 @@ async def test_screenshot_is_a_jpeg_scaled_to_fit(s: EngineSession, pages: PageS
     assert 1200 < full.width <= 1280 and full.height > 4000 and jpeg_size(full.data) == (full.width, full.height)
     fitted = await s.screenshot(True, 1280, 800)
     assert fitted.height == 800 and fitted.width < 300
+
+
+async def test_a_viewport_still_is_the_display_it_states_scroll_bars_included(
+    s: EngineSession, pages: PageServer
+) -> None:
+    await display_cases.check_stills_match_the_display(s, pages)
 
 
 async def test_set_viewport_changes_the_page_and_the_stills(s: EngineSession) -> None:

@@ -20,7 +20,7 @@ import pytest
 from hangar.errors import InvalidArgs, NotFound, Unavailable
 from hangar.rigs.engines.clipboard_image import NO_CLIPBOARD_API
 from hangar.rigs.engines.session import EngineSession, Frame
-from tests.conformance import popup_cases
+from tests.conformance import display_cases, popup_cases
 from tests.support.images import decoded_size, mean_colour, solid_png
 from tests.support.pages import PageServer, outward_address
 
@@ -245,6 +245,11 @@ class W3CEngineCases:
         assert full.height >= 4000 > height  # the whole 4000 px document
         capped = await session.screenshot(True, 1280, 800)
         assert capped.height == 800 and capped.width < width  # fitted into the agent cap, never stretched
+
+    async def test_a_viewport_still_is_the_display_it_states_scroll_bars_included(
+        self, session: EngineSession, pages: PageServer
+    ) -> None:
+        await display_cases.check_stills_match_the_display(session, pages)
 
     async def test_set_viewport(self, session: EngineSession, pages: PageServer) -> None:
         await session.navigate(pages.url("/bc-form.html"))

@@ -57,6 +57,17 @@ async def test_revoked_credential(tmp_path: Path) -> None:
         assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated"
 
 
+async def test_auth_me_names_whose_credential_it_is(tmp_path: Path) -> None:
+    """What the web client shows before it takes a credential from a link: the account's name and email."""
+    async with running_server(tmp_path, parts=PARTS) as srv, httpx.AsyncClient() as http:
+        token = await srv.new_user_token(None, name="Nadia")
+        r = await http.get(f"{srv.url}/auth/me", headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 200 and r.headers["cache-control"] == "no-store"
+        body = r.json()
+        assert (body["displayName"], body["email"], body["isServerOwner"]) == ("Nadia", "Nadia@example.test", False)
+        assert set(body) == {"userId", "deviceId", "isServerOwner", "displayName", "email"}
+
+
 async def test_session_policy_expiry_with_the_injectable_clock(tmp_path: Path) -> None:
     clock = FakeClock()
     async with running_server(tmp_path, parts=PARTS, clock=clock) as srv, httpx.AsyncClient() as http:

@@ -25,6 +25,8 @@ from hangar.errors import Unavailable
 from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.backends.enclosure import EnclosureRig
 from hangar.rigs.backends.enclosure.rig import CA_BUNDLE
+from hangar.rigs.browser import AGENT_MAX
+from hangar.rigs.engines.images import fit, image_size
 from hangar.rigs.engines.inrig import GUEST_HOME
 from hangar.rigs.engines.launch import LaunchContext
 from hangar.rigs.engines.registry import RECIPES
@@ -117,10 +119,12 @@ async def dom(env: RigsEnv, rig: str) -> str:
     return unfence(reply["content"])
 
 
-def fits(shot: dict[str, Any], width: int, height: int) -> bool:
-    """Within the bound with one side on it (an engine may leave its scroll bar out of the still)."""
-    w, h = shot["image"]["width"], shot["image"]["height"]
-    return w <= width and h <= height and (w >= width - 20 or h == height)
+def shows_the_display(shot: dict[str, Any]) -> bool:
+    """A viewport still is the display the reply states, scroll bars included, scaled to fit the agent bound:
+    the sizes the reply gives and the image's own header both say so."""
+    display, image = shot["display"], shot["image"]
+    expected = fit(display["width"], display["height"], *AGENT_MAX)
+    return (image["width"], image["height"]) == expected == image_size(decoded(shot))
 
 
 def decoded(shot: dict[str, Any]) -> bytes:
@@ -383,8 +387,7 @@ async def test_screenshots_fit_the_agent_bound(env: RigsEnv, rigs: BrowserRigs) 
     await use(env, rig, action="navigate", url=VERBS)
     shot = await use(env, rig, action="screenshot")
     assert shot["engine"] == "engine-a" and shot["display"] == {"width": 1280, "height": 800}
-    assert fits(shot, 1280, 800)
-    decoded(shot)
+    assert shows_the_display(shot)
     full = await use(env, rig, action="screenshot", full_page=True)
     assert full["image"]["height"] <= 800 and full["image"]["width"] < 1280  # a 4000 px page, scaled to fit
     decoded(full)
@@ -393,7 +396,24 @@ async def test_screenshots_fit_the_agent_bound(env: RigsEnv, rigs: BrowserRigs) 
         assert wide["display"] == {"width": 1920, "height": 1200}
         big = await use(env, rig, action="screenshot")
         assert big["display"] == {"width": 1920, "height": 1200}
-        assert fits(big, 1280, 800) and big["image"]["width"] > 1200  # scaled down to the agent bound
+        assert shows_the_display(big)  # scaled down to the agent bound
+    finally:
+        await use(env, rig, action="set_viewport", width=1280, height=800)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_still_is_the_display_it_states_on_a_page_with_scroll_bars(
+    env: RigsEnv, rigs: BrowserRigs, engine: str
+) -> None:
+    rig = await rigs.get(engine)
+    await use(env, rig, action="navigate", url=f"http://{SITE}/scrollbars.html")
+    await use(env, rig, action="scroll", coordinate=[200, 200], delta_x=400, delta_y=600)
+    try:
+        for width, height in ((1280, 800), (1024, 700), (1920, 1200)):
+            await use(env, rig, action="set_viewport", width=width, height=height)
+            shot = await use(env, rig, action="screenshot")
+            assert shot["display"] == {"width": width, "height": height}
+            assert shows_the_display(shot), (shot["display"], shot["image"]["width"], shot["image"]["height"])
     finally:
         await use(env, rig, action="set_viewport", width=1280, height=800)
 
@@ -538,8 +558,7 @@ async def test_the_other_engines_drive_the_same_page(env: RigsEnv, rigs: Browser
     assert a11y["approximation"] is True and a11y["untrusted"] is True
     shot = await use(env, rig, action="screenshot")
     assert shot["engine"] == engine and shot["display"] == {"width": 1280, "height": 800}
-    assert shot["image"]["width"] <= 1280 and shot["image"]["height"] <= 800
-    decoded(shot)
+    assert shows_the_display(shot)
     hard = await use(env, rig, action="reload", hard=True)
     assert hard["hard"] is False and "normal" in hard["note"] and hard["url"] == VERBS
     row = await env.status(rig)

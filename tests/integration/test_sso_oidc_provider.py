@@ -148,6 +148,29 @@ async def test_hand_off_targets(tmp_path: Path) -> None:
         assert foreign.headers["location"].startswith("/auth/popup-complete#token=")
 
 
+async def test_the_hand_off_echoes_the_state_the_client_kept_and_refuses_a_malformed_one(tmp_path: Path) -> None:
+    """The client's state goes round the provider with the pending sign-in and comes back in the fragment, so the
+    client can tell a sign-in it started from a link someone else made."""
+    async with setup(tmp_path) as s:
+        await s.save()
+        kept = "K-_" * 14 + "k"  # 43 characters, the web client's shape
+        popup = await s.login("alice", query=f"relay=web-popup&client_state={kept}")
+        location = popup.headers["location"]
+        assert location.startswith("/auth/popup-complete#token=") and location.endswith(f"&state={kept}")
+        token = unquote(location.split("#token=", 1)[1].split("&", 1)[0])
+        assert (await me(s.srv, token))["email"] == "alice@example.com"
+        # Not sent to the provider: only our own state and the PKCE challenge travel there.
+        start = await s.http.get(f"{s.srv.url}/oidc/login?relay=web-popup&client_state={kept}")
+        assert start.status_code == 302 and kept not in start.headers["location"]
+        plain = await s.login("alice", query="")
+        assert "&state=" not in plain.headers["location"]
+        for bad in ("short", "a" * 129, "a" * 30 + "%26token%3Dmine"):
+            refused = await s.http.get(
+                f"{s.srv.url}/oidc/login?relay=web-popup&client_state={bad}", headers={"accept": "application/json"}
+            )
+            assert refused.status_code == 400 and "client_state" in refused.json()["error"]["message"]
+
+
 async def test_web_client_url_receives_the_credential(tmp_path: Path) -> None:
     async with setup(tmp_path, web_client_url="https://app.example.com/") as s:
         await s.save()

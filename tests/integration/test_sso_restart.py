@@ -28,9 +28,12 @@ OIDC_PUBLIC_URL = "http://127.0.0.1:8421"
 JSON = {"Accept": "application/json"}
 
 
+KEPT = "restart-state-" + "r" * 30  # the client's state, kept with the pending sign-in across the restart
+
+
 async def _start_saml_login(srv: RunningServer, client: httpx.AsyncClient) -> str:
     """Begin a SAML sign-in over HTTP; the AuthnRequest id (RelayState carries it)."""
-    start = await client.get(f"{srv.url}/saml/login?relay=desktop")
+    start = await client.get(f"{srv.url}/saml/login?relay=desktop&client_state={KEPT}")
     assert start.status_code == 302, start.text
     return parse_qs(urlsplit(start.headers["location"]).query)["RelayState"][0]
 
@@ -58,6 +61,7 @@ async def test_saml_sign_in_started_before_a_restart_completes_after_it_and_cann
             ok = await _post(client, srv, genuine)
             assert ok.status_code == 303, ok.text
             assert ok.headers["location"].startswith("hangar://auth/complete#token=")
+            assert ok.headers["location"].endswith(f"&state={KEPT}")
             assert len(await srv.ctx.service(IdentityService).list_users()) == users_before + 1
 
         async with running_server(tmp_path, clock=FakeClock(NOW), public_url=SAML_PUBLIC_URL) as srv:

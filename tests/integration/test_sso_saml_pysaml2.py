@@ -101,6 +101,12 @@ async def test_web_popup_relay_honours_only_trusted_client_origins(tmp_path: Pat
 
             plain = await _sign_in(client, srv.url, "")
             assert plain.headers["location"].startswith("/auth/complete#token=")
+            assert "&state=" not in plain.headers["location"]
+
+            # The state the client kept comes back with the credential, through the real identity provider.
+            kept = "pysaml2-state-" + "s" * 30
+            echoed = await _sign_in(client, srv.url, f"relay=web-popup&client_state={kept}")
+            assert echoed.headers["location"].endswith(f"&state={kept}")
 
 
 async def test_sha1_signed_responses_from_the_real_idp_are_refused_and_provision_nothing(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from hangar.identity import IdentityService
 from tests.peers.slack_emulator import APP_TOKEN, BOT_TOKEN
 from tests.support.chat import ALICE, GENERAL, World, world
 from tests.support.chromium import CHROMIUM
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot, stored_credential
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -38,11 +38,12 @@ async def open_settings(
     """The workspace's settings page, signed in, with every RPC frame the page sends recorded."""
     if token is None:
         token = await w.srv.ctx.service(IdentityService).issue_device(w.srv.owner_id, "chat-browser")
-    page = await (await browser.new_context(**context)).new_page()
+    url = f"{w.srv.url}/settings/workspaces/{w.ws}"
+    page = await (await browser.new_context(storage_state=stored_credential(url, token), **context)).new_page()
     console = Console(page)
     sent: list[str] = []
     page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(str(payload))))
-    await page.goto(f"{w.srv.url}/settings/workspaces/{w.ws}#token={token}")
+    await page.goto(url)
     await page.get_by_role("heading", name="Chat bridge").wait_for()
     return page, console, sent
 

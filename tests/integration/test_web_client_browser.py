@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,15 @@ from tests.support.chromium import CHROMIUM
 from tests.support.ports import free_port
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, connect_with_code, shot
+from tests.support.webclient import (
+    Console,
+    axe_violations,
+    built_web_client,
+    chromium,
+    connect_with_code,
+    shot,
+    stored_credential,
+)
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -134,6 +143,11 @@ async def test_token_handoff_strips_the_fragment_and_a_revoked_credential_return
         page = await browser.new_page()
         console = Console(page)
         await page.goto(f"{srv.url}/workspaces/{ws}#token={token}")
+        # A link's credential answers no sign-in this browser started: the person confirms it first.
+        await page.get_by_role("heading", name="Sign in?").wait_for()
+        assert await page.evaluate("location.hash") == ""
+        assert await page.evaluate("localStorage.getItem('hangar.token')") is None
+        await page.get_by_role("button", name=re.compile(r"^Sign in as ")).click()
         await page.get_by_role("heading", name="Gamma", exact=True).wait_for()
         assert page.url == f"{srv.url}/workspaces/{ws}"
         assert await page.evaluate("location.hash") == ""
@@ -159,9 +173,9 @@ async def test_the_client_reconnects_after_a_server_restart_and_its_watch_resume
         async with running_server(tmp_path, parts=PARTS, web_dist=dist, port=port) as srv:
             ws = await srv.new_workspace("Delta")
             token = await srv.ctx.service(IdentityService).issue_device(srv.owner_id, "restart-test")
-            page = await browser.new_page()
+            page = await (await browser.new_context(storage_state=stored_credential(srv.url, token))).new_page()
             console = Console(page)
-            await page.goto(f"{srv.url}/workspaces/{ws}#token={token}")
+            await page.goto(f"{srv.url}/workspaces/{ws}")
             await page.get_by_role("heading", name="Delta", exact=True).wait_for()
             status = page.get_by_role("status")
             await status.filter(has_text="Connected").wait_for()

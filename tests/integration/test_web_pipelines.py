@@ -21,7 +21,7 @@ from hangar.server.parts import all_parts, step_bodies
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot, stored_credential
 from tests.unit.agents.fake_openai import call, running_fake_openai, text
 from tests.unit.pipelines import bodies_for_tests
 
@@ -55,9 +55,9 @@ def dist() -> Path:
 
 async def open_signed_in(browser: Any, srv: RunningServer, path: str, **context: Any) -> tuple[Any, Console]:
     token = await srv.ctx.service(IdentityService).issue_device(srv.owner_id, "pipelines-browser")
-    page = await (await browser.new_context(**context)).new_page()
+    page = await (await browser.new_context(storage_state=stored_credential(srv.url, token), **context)).new_page()
     console = Console(page)
-    await page.goto(f"{srv.url}{path}#token={token}")
+    await page.goto(f"{srv.url}{path}")
     return page, console
 
 
@@ -463,9 +463,9 @@ async def test_triggers_of_a_template_and_deleting_it(tmp_path: Path, dist: Path
 
         # Deleting asks first; a member is refused by the server and sees why; the owner deletes it.
         member = await srv.new_user_token(ws, "member", name="Uma")
-        other = await (await browser.new_context()).new_page()
+        other = await (await browser.new_context(storage_state=stored_credential(srv.url, member))).new_page()
         other_console = Console(other)
-        await other.goto(f"{srv.url}/workspaces/{ws}/pipelines#token={member}")
+        await other.goto(f"{srv.url}/workspaces/{ws}/pipelines")
         await other.get_by_role("button", name="Delete Quick").click()
         await other.get_by_role("alertdialog").get_by_role("button", name="Delete Quick").click()
         await other.get_by_role("alertdialog").get_by_role("alert").wait_for()

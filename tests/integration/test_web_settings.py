@@ -26,7 +26,7 @@ from tests.support.chromium import CHROMIUM
 from tests.support.fake_mmdebstrap import install_fake_mmdebstrap
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot, stored_credential
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -42,12 +42,12 @@ def dist() -> Path:
 async def open_signed_in(
     browser: Any, srv: RunningServer, path: str, user_id: str | None = None, **ctx: Any
 ) -> tuple[Any, Console]:
-    """A page at ``path`` signed in through the ``#token=`` hand-off (as the owner unless ``user_id``)."""
+    """A page at ``path`` in a browser context holding a credential (the owner's unless ``user_id``)."""
     token = await srv.ctx.service(IdentityService).issue_device(user_id or srv.owner_id, "settings test browser")
-    context = await browser.new_context(**ctx)
+    context = await browser.new_context(storage_state=stored_credential(srv.url, token), **ctx)
     page = await context.new_page()
     console = Console(page)
-    await page.goto(f"{srv.url}{path}#token={token}")
+    await page.goto(f"{srv.url}{path}")
     return page, console
 
 

@@ -21,7 +21,7 @@ from tests.integration.rigs_env import rigs_server
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
+from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot, stored_credential
 from tests.unit.agents.fake_openai import Reply, ToolCall, running_fake_openai, text
 from tests.unit.agents.support import server_parts
 
@@ -268,8 +268,9 @@ async def test_a_terminal_rig_runs_what_is_typed_into_xterm(tmp_path: Path, dist
         assert await axe_violations(page, exclude=[".xterm"]) == []
 
         # The rig's own link opens its tab in its space.
-        again = await (await browser.new_context()).new_page()
-        await again.goto(f"{env.srv.url}/workspaces/{env.ws}/rigs/{rig_id}#token={env.srv.owner_token}")
+        held = stored_credential(env.srv.url, env.srv.owner_token)
+        again = await (await browser.new_context(storage_state=held)).new_page()
+        await again.goto(f"{env.srv.url}/workspaces/{env.ws}/rigs/{rig_id}")
         await again.get_by_role("status").filter(has_text="Terminal connected").wait_for(timeout=60_000)
         # xterm.js's own style rules apply although the policy forbids inline <style> (its cells are inline-blocks).
         cell = await page.evaluate("getComputedStyle(document.querySelector('.xterm-rows span')).display")

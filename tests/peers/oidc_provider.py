@@ -22,6 +22,8 @@ from joserfc.jwk import RSAKey
 from tests.peers import npm
 from tests.support.chromium import Page
 from tests.support.ports import free_port
+from tests.support.rpc import RpcClient
+from tests.support.server import RunningServer
 
 PEER_DIR = Path(__file__).parent / "oidc-provider"
 
@@ -101,6 +103,17 @@ async def oidc_provider(
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def oidc_sign_in(srv: RunningServer, accounts: dict[str, dict[str, Any]]) -> AsyncIterator[OidcPeer]:
+    """A provider registered for ``srv``'s callback, with ``srv``'s OIDC connection enabled for it (saved by the
+    owner over the RPC socket): the sign-in screen offers it from then on."""
+    async with oidc_provider(redirect_uris=[f"{srv.url}/oidc/callback"], accounts=accounts) as peer:
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            config = {"enabled": True, "issuer": peer.issuer, "clientId": peer.client_id}
+            await c.call("sso.saveConfig", kind="oidc", config=config)
+        yield peer
 
 
 class _Forms(HTMLParser):

@@ -1,7 +1,8 @@
 """The built web client (``web/dist``) for browser tests: built here when missing or older than its sources, as
 ``make test`` builds it first; node and npm come from the host (the Makefile installs Debian's where missing).
 And what every browser test of it needs: Debian's Chromium driven by Playwright (never a downloaded browser), a
-page's console errors, axe's serious and critical violations, and connecting a page with a pairing code."""
+page's console errors, axe's serious and critical violations, connecting a page with a pairing code, and a
+browser context that holds a credential already."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from playwright.async_api import async_playwright
 
@@ -97,11 +99,20 @@ async def connect_with_code(page: Any, srv: RunningServer) -> None:
     await page.wait_for_url(lambda url: "/connect" not in url)
 
 
+def stored_credential(url: str, token: str) -> dict[str, Any]:
+    """``storage_state`` for ``browser.new_context``: a browser that holds ``token`` for the server of ``url``, kept
+    where the app keeps it (what pairing, a sign-in the browser started or a link the person confirmed leaves).
+    A ``#token=`` link would not do: the app asks the person before it takes a credential from a link."""
+    parts = urlsplit(url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    return {"cookies": [], "origins": [{"origin": origin, "localStorage": [{"name": "hangar.token", "value": token}]}]}
+
+
 async def open_signed_in(browser: Any, url: str, token: str, **context: Any) -> tuple[Any, Console]:
-    """A new page at ``url``, signed in through the ``#token=`` hand-off, with its console followed."""
-    page = await (await browser.new_context(**context)).new_page()
+    """A new page at ``url`` in a browser context that holds ``token``, with its console followed."""
+    page = await (await browser.new_context(storage_state=stored_credential(url, token), **context)).new_page()
     console = Console(page)
-    await page.goto(f"{url}#token={token}")
+    await page.goto(url)
     return page, console
 
 

@@ -1,14 +1,19 @@
-/** The app: the credential decides between the connect screen and the signed-in shell; the path picks the screen. */
+/** The app: the credential decides between the connect screen and the signed-in shell; the path picks the screen.
+ * A credential offered by a link (not the answer to a sign-in this tab started) comes first: the person confirms
+ * or declines it before anything else runs with it. */
 import { useCallback, useEffect, useState } from "react";
-import { adoptFragmentToken, clearToken, loadToken, saveToken, TOKEN_KEY } from "./auth/credential";
+import { clearToken, loadToken, saveToken, TOKEN_KEY } from "./auth/credential";
+import { takeFragmentHandoff } from "./auth/signin";
 import { navigate, parseRoute, safeNext, useLocation } from "./router";
+import { ConfirmSignIn } from "./screens/ConfirmSignIn";
 import { Connect } from "./screens/Connect";
 import { SignedIn } from "./SignedIn";
 
 const REJECTED = "Your sign-in is no longer accepted by this server (it was revoked or expired). Connect again.";
 
-export function App() {
+export function App({ initialOffer = null }: { initialOffer?: string | null }) {
   const [token, setToken] = useState<string | null>(() => loadToken(window.localStorage));
+  const [offer, setOffer] = useState<string | null>(initialOffer);
   const [notice, setNotice] = useState<string | null>(null);
   const location = useLocation();
   const url = new URL(location, window.location.origin);
@@ -20,8 +25,13 @@ export function App() {
       if (e.key === TOKEN_KEY || e.key === null) setToken(loadToken(window.localStorage));
     };
     const fromHash = () => {
-      const taken = adoptFragmentToken(window.location, window.history, window.localStorage);
-      if (taken) setToken(taken);
+      const arrival = takeFragmentHandoff(window.location, window.history, window.sessionStorage, window.localStorage);
+      if (arrival?.kind === "started") {
+        setOffer(null);
+        setToken(arrival.token);
+      } else if (arrival) {
+        setOffer(arrival.token);
+      }
     };
     window.addEventListener("storage", fromStorage);
     window.addEventListener("hashchange", fromHash);
@@ -32,6 +42,7 @@ export function App() {
   }, []);
 
   useEffect(() => {
+    if (offer) return; // the confirmation decides where the person goes
     if (!token && route.name !== "connect") {
       const here = url.pathname === "/" ? "" : `?next=${encodeURIComponent(url.pathname + url.search)}`;
       navigate(`/connect${here}`, true);
@@ -57,6 +68,13 @@ export function App() {
     setToken(null);
   }, []);
 
+  const accepted = useCallback(() => {
+    if (offer) connected(offer);
+    setOffer(null);
+  }, [offer, connected]);
+  const declined = useCallback(() => setOffer(null), []);
+
+  if (offer) return <ConfirmSignIn offered={offer} current={token} onAccept={accepted} onDecline={declined} />;
   if (!token) return route.name === "connect" ? <Connect notice={notice} onConnected={connected} /> : null;
   if (route.name === "connect") return null;
   return <SignedIn token={token} route={route} onSignedOut={signedOut} onRejected={rejected} />;

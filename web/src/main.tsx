@@ -1,17 +1,18 @@
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { App } from "./App";
-import { adoptFragmentToken } from "./auth/credential";
+import { takeFragmentHandoff } from "./auth/signin";
 import "./styles.css";
 
-// Before anything renders: the SSO hand-off's `#token=` is kept and taken out of the address bar.
-adoptFragmentToken(window.location, window.history, window.localStorage);
+// Before anything renders: a `#token=` hand-off leaves the address bar; the answer to a sign-in this tab started
+// is kept, any other credential waits for the person to confirm it.
+const arrival = takeFragmentHandoff(window.location, window.history, window.sessionStorage, window.localStorage);
 
 const root = document.getElementById("root");
 if (root) {
   createRoot(root).render(
     <StrictMode>
-      <App />
+      <App initialOffer={arrival?.kind === "offered" ? arrival.token : null} />
     </StrictMode>,
   );
 }

@@ -1,42 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { adoptFragmentToken, loadToken, TOKEN_KEY, tokenInFragment, type KeyValueStore } from "../src/auth/credential";
 import { parseRoute, safeNext, workspacePath } from "../src/router";
 import { backoffDelay } from "../src/rpc/backoff";
 import { defaultDeviceName } from "../src/screens/Connect";
-
-function memoryStore(): KeyValueStore & { data: Map<string, string> } {
-  const data = new Map<string, string>();
-  return {
-    data,
-    getItem: (k) => data.get(k) ?? null,
-    setItem: (k, v) => void data.set(k, v),
-    removeItem: (k) => void data.delete(k),
-  };
-}
-
-describe("credential hand-off", () => {
-  it("takes #token= from the fragment, keeps it and strips the fragment", () => {
-    const store = memoryStore();
-    const replaced: string[] = [];
-    const history = { replaceState: (_d: unknown, _u: string, url: string) => void replaced.push(url) };
-    const token = adoptFragmentToken({ hash: "#token=a%2Bb", pathname: "/connect", search: "?x=1" }, history, store);
-    expect(token).toBe("a+b");
-    expect(store.data.get(TOKEN_KEY)).toBe("a+b");
-    expect(replaced).toEqual(["/connect?x=1"]);
-    expect(loadToken(store)).toBe("a+b");
-  });
-
-  it("leaves an address without a credential alone", () => {
-    const store = memoryStore();
-    const replaced: string[] = [];
-    const history = { replaceState: (_d: unknown, _u: string, url: string) => void replaced.push(url) };
-    expect(adoptFragmentToken({ hash: "#section", pathname: "/", search: "" }, history, store)).toBeNull();
-    expect(replaced).toEqual([]);
-    expect(tokenInFragment("#state=1&token=t2")).toBe("t2");
-    expect(tokenInFragment("#token=")).toBeNull();
-    expect(tokenInFragment("#token=%E0%A4%A")).toBeNull();
-  });
-});
 
 describe("routes", () => {
   it("parses the section 9 paths this client knows", () => {

@@ -34,11 +34,21 @@ async def pair(request: Request) -> Response:
 
 
 async def me(request: Request) -> Response:
-    """The principal behind a bearer credential: the simplest check that a credential still works."""
+    """The principal behind a bearer credential: the simplest check that a credential still works, and who it
+    belongs to (the web client shows the name and email before it takes a credential from a link)."""
     ctx: AppContext = request.app.state.ctx
-    principal = await ctx.service(IdentityService).authenticate_bearer(request)
+    identity = ctx.service(IdentityService)
+    principal = await identity.authenticate_bearer(request)
+    user = await identity.get_user(principal.user_id)
     return JSONResponse(
-        {"userId": principal.user_id, "deviceId": principal.device_id, "isServerOwner": principal.is_server_owner}
+        {
+            "userId": principal.user_id,
+            "deviceId": principal.device_id,
+            "isServerOwner": principal.is_server_owner,
+            "displayName": user.display_name if user else None,
+            "email": user.email if user else None,
+        },
+        headers={"Cache-Control": "no-store"},
     )
 
 

@@ -1,14 +1,19 @@
 """Handing the device credential to the client after an SSO login, and the failure pages (CONTRACTS §4).
 
 Success answers ``303 Location: <target>#token=<credential>``; the credential travels in the fragment so it
-never reaches a server log or a ``Referer``. The target is, in order:
+never reaches a server log or a ``Referer``. When the client that started the sign-in gave a ``client_state``
+(a random value it keeps, in the web client ``sessionStorage``), the fragment echoes it: ``#token=...&state=...``.
+That is how a client tells a hand-off it asked for from a link someone else made (login CSRF: a link carrying
+the sender's credential would otherwise sign the person into the sender's account); a client takes a
+credential without asking only when the state matches one it kept. The target is, in order:
 
 1. the ``--web-client-url`` origin when set (whatever the relay);
 2. ``hangar://auth/complete`` for ``relay=desktop``;
-3. ``/auth/popup-complete`` for ``relay=web-popup``: a page that posts the credential to the tab that opened it
-   with ``postMessage``, to the ``client_origin`` declared at login only when the allow-list trusts it (else to
-   the server's own origin);
-4. same-origin ``/auth/complete`` when no relay was given.
+3. ``/auth/popup-complete`` for ``relay=web-popup``: a page that posts the credential and the state to the tab
+   that opened it with ``postMessage``, to the ``client_origin`` declared at login only when the allow-list
+   trusts it (else to the server's own origin);
+4. same-origin ``/auth/complete`` when no relay was given: a page that stores nothing and hands the fragment to
+   the web client at ``/``, which applies its own rules (keep it when the state matches, else ask the person).
 
 ``relay=oauth`` is not a hand-off to a client: the sign-in continues a flow of this server (the OAuth
 authorization server's sign-in page, named by ``continuation``) and no credential is made; see
@@ -43,8 +48,8 @@ from hangar.sso.errors import SsoError
 
 OAUTH_RELAY = "oauth"
 RELAYS: tuple[str, ...] = ("desktop", "web-popup", OAUTH_RELAY)
-# What a continuation may look like: the flow's own opaque id, never a URL or a path.
-CONTINUATION = re.compile(r"[A-Za-z0-9_-]{16,128}")
+# What a continuation or a client state may look like: an opaque random value, never a URL or a path.
+CONTINUATION = CLIENT_STATE = re.compile(r"[A-Za-z0-9_-]{16,128}")
 DESKTOP_TARGET = "hangar://auth/complete"
 POPUP_PATH = "/auth/popup-complete"
 COMPLETE_PATH = "/auth/complete"
@@ -102,11 +107,12 @@ class LoginIntent:
     relay: str | None = None
     client_origin: str | None = None
     continuation: str | None = None  # relay=oauth: the flow of this server the sign-in continues
+    client_state: str | None = None  # echoed in the hand-off's fragment, so the client knows it asked for it
 
     @classmethod
     def from_request(cls, request: Request) -> LoginIntent:
-        """Read ``relay``, ``client_origin`` and ``continuation``; an unknown relay or a malformed continuation
-        is refused, an untrusted origin dropped."""
+        """Read ``relay``, ``client_origin``, ``continuation`` and ``client_state``; an unknown relay, a malformed
+        continuation or client state is refused, an untrusted origin dropped."""
         relay = request.query_params.get("relay") or None
         if relay is not None and relay not in RELAYS:
             raise InvalidArgs(f"relay must be desktop, web-popup or oauth, not {relay!r}", field="relay")
@@ -115,33 +121,52 @@ class LoginIntent:
             continuation = request.query_params.get("continuation") or ""
             if not CONTINUATION.fullmatch(continuation):
                 raise InvalidArgs("relay=oauth needs the continuation of the sign-in page", field="continuation")
+        client_state = request.query_params.get("client_state") or None
+        if client_state is not None and not CLIENT_STATE.fullmatch(client_state):
+            raise InvalidArgs(
+                "client_state must be 16 to 128 letters, digits, '-' or '_' (a random value the client keeps)",
+                field="client_state",
+            )
         raw_origin = request.query_params.get("client_origin")
         settings: Settings = request.app.state.ctx.settings
         client_origin = None
         if relay == "web-popup" and is_trusted_origin(raw_origin, settings, request_origin(request)):
             client_origin = origin_of(raw_origin)
-        return cls(relay=relay, client_origin=client_origin, continuation=continuation)
+        return cls.restore(relay, client_origin, continuation, client_state)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"relay": self.relay, "client_origin": self.client_origin, "continuation": self.continuation}
+        return {
+            "relay": self.relay,
+            "client_origin": self.client_origin,
+            "continuation": self.continuation,
+            "client_state": self.client_state,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> LoginIntent:
         return cls.restore(**(data or {}))
 
     @classmethod
-    def restore(cls, relay: Any = None, client_origin: Any = None, continuation: Any = None, **_: Any) -> LoginIntent:
-        """An intent as stored with a pending sign-in; whatever is not well formed is dropped (and an oauth
-        relay without its continuation is no relay)."""
+    def restore(
+        cls, relay: Any = None, client_origin: Any = None, continuation: Any = None, client_state: Any = None, **_: Any
+    ) -> LoginIntent:
+        """An intent as stored with a pending sign-in; whatever is not well formed is dropped (an oauth relay
+        without its continuation is no relay, and a sign-in that hands no credential to a client has no client
+        state to echo)."""
         relay = relay if relay in RELAYS else None
-        continuation = continuation if isinstance(continuation, str) and CONTINUATION.fullmatch(continuation) else None
+        continuation = continuation if _opaque(continuation, CONTINUATION) else None
         if relay == OAUTH_RELAY and continuation is None:
             relay = None
         return cls(
             relay=relay,
             client_origin=client_origin if isinstance(client_origin, str) else None,
             continuation=continuation if relay == OAUTH_RELAY else None,
+            client_state=client_state if relay != OAUTH_RELAY and _opaque(client_state, CLIENT_STATE) else None,
         )
+
+
+def _opaque(value: Any, shape: re.Pattern[str]) -> bool:
+    return isinstance(value, str) and shape.fullmatch(value) is not None
 
 
 def success_target(settings: Settings, intent: LoginIntent) -> str:
@@ -158,9 +183,17 @@ def success_target(settings: Settings, intent: LoginIntent) -> str:
     return COMPLETE_PATH
 
 
+def handoff_fragment(intent: LoginIntent, token: str) -> str:
+    """``token=<credential>``, then ``&state=<client state>`` when the client gave one."""
+    fragment = f"token={quote(token, safe='')}"
+    if intent.client_state:
+        fragment += f"&state={intent.client_state}"  # its shape needs no escaping
+    return fragment
+
+
 def success_response(settings: Settings, intent: LoginIntent, token: str) -> Response:
-    """``303`` to the target with ``#token=<credential>``; never cached."""
-    location = f"{success_target(settings, intent)}#token={quote(token, safe='')}"
+    """``303`` to the target with ``#token=<credential>[&state=<client state>]``; never cached."""
+    location = f"{success_target(settings, intent)}#{handoff_fragment(intent, token)}"
     return RedirectResponse(location, status_code=303, headers=_NO_STORE)
 
 
@@ -201,20 +234,21 @@ def _script_response(title: str, body: str, script: str) -> HTMLResponse:
 
 
 async def popup_complete(request: Request) -> Response:
-    """Post the fragment's credential to the opener, at an origin the allow-list trusts, then close."""
+    """Post the fragment's credential and state to the opener, at an origin the allow-list trusts, then close.
+    The opener takes the credential only when the state is one it kept (``web/src/auth/signin.ts``)."""
     settings: Settings = request.app.state.ctx.settings
     own = request_origin(request)
     declared = request.query_params.get("client_origin")
     target = origin_of(declared) if is_trusted_origin(declared, settings, own) else None
     target = target or origin_of(settings.public_url) or own
     script = (
-        "(function(){var m=/[#&]token=([^&]*)/.exec(location.hash);"
+        "(function(){var m=/[#&]token=([^&]*)/.exec(location.hash),t=/[#&]state=([^&]*)/.exec(location.hash);"
         "history.replaceState(null,'',location.pathname+location.search);"
         "var s=document.getElementById('status');"
         "if(!m){s.textContent='No credential was handed over.';return;}"
         "if(!window.opener){s.textContent='The window that started sign-in is gone; start again.';return;}"
         f"window.opener.postMessage({{type:{json.dumps(POPUP_MESSAGE_TYPE)},"
-        f"token:decodeURIComponent(m[1])}},{json.dumps(target)});"
+        f"token:decodeURIComponent(m[1]),state:t?decodeURIComponent(t[1]):null}},{json.dumps(target)});"
         "s.textContent='Signed in. You can close this window.';window.close();})();"
     )
     body = "<h1>Signing in</h1><p id='status'>Handing the sign-in to Hangar…</p>"
@@ -222,17 +256,19 @@ async def popup_complete(request: Request) -> Response:
 
 
 async def auth_complete(request: Request) -> Response:
-    """Same-origin landing page: keeps the credential in this origin's storage and clears the fragment."""
+    """Same-origin landing page: stores nothing itself. It hands the fragment to the web client at ``/`` (which
+    keeps the credential when the state is one it kept, and otherwise asks the person first), replacing this
+    page in the history so the credential is not left in it. Storing here would let anyone's link
+    (``/auth/complete#token=<their credential>``) replace the credential this browser holds."""
     script = (
-        "(function(){var m=/[#&]token=([^&]*)/.exec(location.hash);"
+        "(function(){var h=location.hash;"
         "history.replaceState(null,'',location.pathname);"
-        "var s=document.getElementById('status');"
-        "if(!m){s.textContent='No credential was handed over.';return;}"
-        "try{localStorage.setItem('hangar.token',decodeURIComponent(m[1]));}catch(e){}"
-        "s.textContent='Signed in. You can close this window.';})();"
+        "if(!/[#&]token=/.test(h)){document.getElementById('status').textContent='No credential was handed over.';"
+        "return;}"
+        "location.replace('/'+h);})();"
     )
-    body = "<h1>Signed in</h1><p id='status'>Finishing sign-in…</p>"
-    return _script_response("Signed in", body, script)
+    body = "<h1>Signing in</h1><p id='status'>Handing the sign-in to Hangar…</p>"
+    return _script_response("Signing in", body, script)
 
 
 def handoff_routes() -> list[BaseRoute]:

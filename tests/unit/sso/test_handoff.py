@@ -60,6 +60,37 @@ def test_targets_without_a_web_client_url(query: str, location: str) -> None:
     assert resp.headers["cache-control"] == "no-store"
 
 
+STATE = "Zq0-_" * 8 + "abc"  # 43 characters, the web client's shape
+
+
+@pytest.mark.parametrize(
+    ("query", "location"),
+    [
+        (f"relay=desktop&client_state={STATE}", f"hangar://auth/complete#token=hgr_tok%2Fen%2B%3D&state={STATE}"),
+        (f"client_state={STATE}", f"/auth/complete#token=hgr_tok%2Fen%2B%3D&state={STATE}"),
+        (f"relay=web-popup&client_state={STATE}", f"/auth/popup-complete#token=hgr_tok%2Fen%2B%3D&state={STATE}"),
+    ],
+)
+def test_the_hand_off_echoes_the_client_state(query: str, location: str) -> None:
+    resp = client().get(f"/start?{query}")
+    assert resp.status_code == 303 and resp.headers["location"] == location
+    echoed = client(web_client_url="https://app.example.com").get(f"/start?{query}")
+    assert echoed.headers["location"] == f"https://app.example.com#token=hgr_tok%2Fen%2B%3D&state={STATE}"
+
+
+@pytest.mark.parametrize("length", [16, 128])
+def test_a_client_state_at_the_length_limits_is_accepted(length: int) -> None:
+    resp = client().get(f"/start?relay=web-popup&client_state={'a' * length}")
+    assert resp.status_code == 303 and resp.headers["location"].endswith(f"&state={'a' * length}")
+
+
+@pytest.mark.parametrize("bad", ["a" * 15, "a" * 129, "a" * 20 + "%2F", "a" * 20 + ".", "a" * 20 + "%26token%3Dx"])
+def test_a_malformed_client_state_is_refused_naming_it(bad: str) -> None:
+    resp = client().get(f"/start?relay=web-popup&client_state={bad}", headers={"accept": "application/json"})
+    assert resp.status_code == 400
+    assert resp.json()["error"]["code"] == "invalid" and "client_state" in resp.json()["error"]["message"]
+
+
 @pytest.mark.parametrize("query", ["relay=desktop", "", "relay=web-popup&client_origin=http://localhost:1"])
 def test_web_client_url_origin_wins(query: str) -> None:
     resp = client(web_client_url="https://app.example.com/some/path").get(f"/start?{query}")
@@ -111,7 +142,7 @@ def test_allow_list() -> None:
 
 
 def _csp_target(page: str) -> str:
-    found = re.search(r"postMessage\(\{type:\"hangar:sso\",token:decodeURIComponent\(m\[1\]\)\},(\"[^\"]*\")\)", page)
+    found = re.search(r"postMessage\(\{type:\"hangar:sso\",token:[^}]*,state:[^}]*\},(\"[^\"]*\")\)", page)
     assert found, page
     return found.group(1).strip('"')
 
@@ -129,15 +160,23 @@ def test_popup_page_posts_only_to_trusted_origins() -> None:
     assert "evil" not in crafted.text
 
 
-def test_auth_complete_page() -> None:
+def test_auth_complete_page_stores_nothing_and_hands_the_fragment_to_the_web_client() -> None:
+    """Storing here would let anyone's ``/auth/complete#token=<their credential>`` replace this browser's
+    credential; the web client at ``/`` decides (kept for a sign-in it started, else the person confirms)."""
     resp = client().get("/auth/complete")
-    assert resp.status_code == 200 and "hangar.token" in resp.text
+    assert resp.status_code == 200
+    assert "localStorage" not in resp.text and "hangar.token" not in resp.text
+    assert "location.replace('/'+h)" in resp.text
     assert resp.headers["referrer-policy"] == "no-referrer"
 
 
 def test_intent_round_trips() -> None:
-    intent = LoginIntent(relay="web-popup", client_origin="http://localhost:1")
+    intent = LoginIntent(relay="web-popup", client_origin="http://localhost:1", client_state=STATE)
     assert LoginIntent.from_dict(intent.to_dict()) == intent
+    # The oauth relay continues a flow of this server: no credential goes to a client, so no state is kept.
+    oauth = LoginIntent.restore("oauth", None, "c" * 20, STATE)
+    assert oauth.relay == "oauth" and oauth.client_state is None
+    assert LoginIntent.restore("web-popup", None, None, "short").client_state is None
     assert LoginIntent.from_dict({"relay": "bogus", "client_origin": 5}) == LoginIntent()
     assert LoginIntent.from_dict(None) == LoginIntent()
 

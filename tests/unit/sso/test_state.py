@@ -96,7 +96,7 @@ def _login(store: PendingLogins, nonce: str = "n") -> PendingLogin:
         nonce=nonce,
         code_verifier="v" * 64,
         redirect_uri="http://127.0.0.1:1/oidc/callback",
-        intent=LoginIntent(relay="web-popup", client_origin="http://localhost:5173"),
+        intent=LoginIntent(relay="web-popup", client_origin="http://localhost:5173", client_state="k" * 43),
         binding_hash="b" * 64,
         issuer="http://127.0.0.1:2",
         client_id="hangar",

@@ -1,5 +1,6 @@
-/** Where the browser keeps its device credential, and the `#token=` hand-off (CONTRACTS.md sections 4 and 9).
- * The key is the one the server's own `/auth/complete` page writes, so both hand-offs land in the same place. */
+/** Where the browser keeps its device credential (CONTRACTS.md sections 3 and 9). What may put one here: a pairing
+ * the person made on the connect screen, the answer to a sign-in this tab started, or a link's credential the
+ * person confirmed (`signin.ts`). */
 export const TOKEN_KEY = "hangar.token";
 
 export interface KeyValueStore {
@@ -31,28 +32,4 @@ export function clearToken(store: KeyValueStore): void {
   } catch {
     /* nothing kept, nothing to clear */
   }
-}
-
-/** The credential in a URL fragment (`#token=...`, possibly among other fragment parameters), decoded. */
-export function tokenInFragment(hash: string): string | null {
-  const match = /[#&]token=([^&]*)/.exec(hash);
-  if (!match?.[1]) return null;
-  try {
-    return decodeURIComponent(match[1]);
-  } catch {
-    return null;
-  }
-}
-
-/** Take `#token=` from the address: keep it and remove the fragment from the address bar and history, so the
- * credential is neither bookmarked nor shared by copying the URL. Returns the credential taken, if any. */
-export function adoptFragmentToken(
-  location: { hash: string; pathname: string; search: string },
-  history: { replaceState(data: unknown, unused: string, url: string): void },
-  store: KeyValueStore,
-): string | null {
-  const token = tokenInFragment(location.hash);
-  if (location.hash.includes("token=")) history.replaceState(null, "", location.pathname + location.search);
-  if (token) saveToken(store, token);
-  return token;
 }

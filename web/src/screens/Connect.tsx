@@ -1,6 +1,9 @@
 /** The connect screen (`/connect`, CONTRACTS.md sections 3, 4 and 9): a pairing code and a device name, or one
- * button per single sign-on provider of `/auth/providers`, each opening the `web-popup` sign-in. */
+ * button per single sign-on provider of `/auth/providers`, each opening the `web-popup` sign-in (or, where pop-ups
+ * are blocked, the same sign-in in this tab). Each sign-in carries a fresh `client_state` this tab keeps; only an
+ * answer echoing it signs the tab in (`auth/signin.ts`). */
 import { useEffect, useId, useState, type FormEvent } from "react";
+import { startSignIn, takeStartedSignIn } from "../auth/signin";
 import { markFirstRender } from "../perf";
 
 interface Provider {
@@ -67,8 +70,11 @@ export function Connect({ notice, onConnected }: { notice: string | null; onConn
     const receive = (event: MessageEvent) => {
       // Only the server's own popup page may hand a credential over (it is served from this origin).
       if (event.origin !== window.location.origin) return;
-      const data = event.data as { type?: unknown; token?: unknown } | null;
-      if (data?.type === POPUP_MESSAGE_TYPE && typeof data.token === "string" && data.token) onConnected(data.token);
+      const data = event.data as { type?: unknown; token?: unknown; state?: unknown } | null;
+      if (data?.type !== POPUP_MESSAGE_TYPE || typeof data.token !== "string" || !data.token) return;
+      // Only the answer to a sign-in this tab started: any other page of this origin could post the message.
+      if (takeStartedSignIn(window.sessionStorage, data.state)) onConnected(data.token);
+      else setError("A sign-in answer this tab did not ask for was ignored. Sign in again from here.");
     };
     window.addEventListener("message", receive);
     return () => window.removeEventListener("message", receive);
@@ -102,10 +108,14 @@ export function Connect({ notice, onConnected }: { notice: string | null; onConn
   };
 
   const signIn = (provider: Provider) => {
+    setError(null);
     const login = provider.loginUrl ?? `/${provider.kind}/login`;
-    const query = new URLSearchParams({ relay: "web-popup", client_origin: window.location.origin });
+    const state = startSignIn(window.sessionStorage);
+    const origin = window.location.origin;
+    const query = new URLSearchParams({ relay: "web-popup", client_origin: origin, client_state: state });
     const popup = window.open(`${login}?${query.toString()}`, "hangar-sign-in", "popup,width=520,height=680");
-    if (!popup) setError("The sign-in window was blocked. Allow pop-ups for this site, then try again.");
+    // Pop-ups blocked: the same sign-in in this tab; it comes back to `/` with the state this tab kept.
+    if (!popup) window.location.assign(`${login}?${new URLSearchParams({ client_state: state }).toString()}`);
   };
 
   const pairing = providers?.pairingEnabled !== false;

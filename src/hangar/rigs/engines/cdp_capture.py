@@ -1,9 +1,13 @@
 """Engine A's pictures of the page: stills (``Page.captureScreenshot``) and the live view's screencast.
 
 Stills are clipped to the viewport (or the whole document) and scaled in the engine to fit the caller's box,
-never up, so a large page never crosses the socket at full size. The screencast is pushed by Chromium on
-repaint; it sends the next frame only once the previous one is acknowledged, and the acknowledgement goes out
-when the consumer asks for the next frame, so a slow consumer slows the capture instead of queueing frames.
+never up, so a large page never crosses the socket at full size. A viewport still is the display the session
+states (``innerWidth`` x ``innerHeight``), scroll bars included: the layout metrics' client sizes leave the scroll
+bars out, so a page that scrolls would otherwise come back 15 px narrower (and shorter) than its display.
+
+The screencast is pushed by Chromium on repaint; it sends the next frame only once the previous one is
+acknowledged, and the acknowledgement goes out when the consumer asks for the next frame, so a slow consumer
+slows the capture instead of queueing frames.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ FULL_PAGE_MAX_CSS = 16384  # Chromium cannot raster a taller surface in one capt
 Call = Callable[[str, Json], Awaitable[Json]]
 
 
-async def still(call: Call, full_page: bool, max_width: int, max_height: int) -> Still:
+async def still(call: Call, full_page: bool, max_width: int, max_height: int, display: tuple[int, int]) -> Still:
+    """``display`` is the viewport with its scroll bars (what ``viewport()`` states); a viewport still is that size
+    before scaling."""
     metrics = await call("Page.getLayoutMetrics", {})
     if full_page:
         size = metrics["cssContentSize"]
@@ -34,7 +40,7 @@ async def still(call: Call, full_page: bool, max_width: int, max_height: int) ->
     else:
         view = metrics["cssVisualViewport"]
         x, y = float(view["pageX"]), float(view["pageY"])
-        width, height = float(view["clientWidth"]), float(view["clientHeight"])
+        width, height = float(display[0]), float(display[1])
     scale = min(1.0, max_width / max(width, 1.0), max_height / max(height, 1.0))
     shot = await call("Page.captureScreenshot", {
         "format": "jpeg", "quality": STILL_QUALITY, "captureBeyondViewport": full_page,

@@ -165,7 +165,8 @@ class CdpSession(EngineSession):
         return Extracted(kind, js.render_ax_tree(tree.get("nodes", [])))
 
     async def screenshot(self, full_page: bool, max_width: int, max_height: int) -> Still:
-        return await capture.still(self._page.call, full_page, max_width, max_height)
+        display = await self.viewport()
+        return await capture.still(self._page.call, full_page, max_width, max_height, display)
 
     async def viewport(self) -> tuple[int, int]:
         width, height = await self._page.evaluate("[innerWidth, innerHeight]")

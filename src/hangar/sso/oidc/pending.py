@@ -2,7 +2,7 @@
 
 A row is keyed by the ``state`` sent to the provider and holds what the callback needs: the PKCE verifier
 (to redeem the code; it never leaves the server and is never logged), the nonce, the redirect URI, the
-client's relay and origin, the SHA-256 of the browser-binding cookie (never the cookie itself), and the
+client's relay, origin and state, the SHA-256 of the browser-binding cookie (never the cookie itself), and the
 issuer and client id the sign-in went to. ``take`` removes the row in one ``DELETE ... RETURNING`` so each
 state works once, even for two callbacks racing each other; rows expire after ``ttl`` by the injectable
 clock. Expired rows go on every insert, and past the capacity the oldest go first, so a flood of
@@ -25,7 +25,7 @@ MAX_PENDING = 10_000
 
 _COLUMNS = (
     "nonce, code_verifier, redirect_uri, relay, client_origin, continuation, binding_hash, issuer, client_id, "
-    "created_at, expires_at"
+    "created_at, expires_at, client_state"
 )
 
 
@@ -81,7 +81,7 @@ class PendingLogins:
         def insert(conn: sqlite3.Connection) -> None:
             purge_expired(conn, "sso_oidc_pending", "expires_at", self._clock.now())
             conn.execute(
-                f"INSERT OR REPLACE INTO sso_oidc_pending (state, {_COLUMNS}) VALUES ({', '.join('?' * 12)})",
+                f"INSERT OR REPLACE INTO sso_oidc_pending (state, {_COLUMNS}) VALUES ({', '.join('?' * 13)})",
                 (
                     state,
                     p.nonce,
@@ -95,6 +95,7 @@ class PendingLogins:
                     p.client_id,
                     dt(p.created_at),
                     dt(p.expires_at),
+                    p.intent.client_state,
                 ),
             )
             cap_oldest(conn, "sso_oidc_pending", "created_at", self._capacity)
@@ -111,14 +112,25 @@ class PendingLogins:
             ).fetchone()
             if row is None:
                 return None
-            nonce, verifier, redirect_uri, relay, origin, continuation, binding, issuer, client_id, created, expires = (
-                row
-            )
+            (
+                nonce,
+                verifier,
+                redirect_uri,
+                relay,
+                origin,
+                continuation,
+                binding,
+                issuer,
+                client_id,
+                created,
+                expires,
+                kept_state,
+            ) = row
             return PendingLogin(
                 nonce,
                 verifier,
                 redirect_uri,
-                LoginIntent.restore(relay, origin, continuation),
+                LoginIntent.restore(relay, origin, continuation, kept_state),
                 binding,
                 issuer,
                 client_id,

@@ -1,8 +1,8 @@
 """Requests we sent and assertions we accepted, remembered just long enough to refuse replays.
 
 ``PendingRequests`` holds every AuthnRequest id we issued with what the login started with (relay, client
-origin, the flow it continues). ``take`` removes it, so an ``InResponseTo`` is honoured once; entries expire
-after ``ttl``.
+origin, the flow it continues, the client's state to echo in the hand-off). ``take`` removes it, so an
+``InResponseTo`` is honoured once; entries expire after ``ttl``.
 ``SeenAssertions`` remembers accepted assertion ids until the assertion itself expires, so the same signed
 assertion posted twice (an unsolicited one in particular, which has no request to use up) is refused.
 
@@ -35,13 +35,14 @@ class PendingRequest:
     created_at: datetime
     expires_at: datetime
     continuation: str | None = None
+    client_state: str | None = None
 
 
-_COLUMNS = "id, relay, client_origin, created_at, expires_at, continuation"
+_COLUMNS = "id, relay, client_origin, created_at, expires_at, continuation, client_state"
 
 
-def _request(row: tuple[str, str | None, str | None, str, str, str | None]) -> PendingRequest:
-    return PendingRequest(row[0], row[1], row[2], parse_dt(row[3]), parse_dt(row[4]), row[5])
+def _request(row: tuple[str, str | None, str | None, str, str, str | None, str | None]) -> PendingRequest:
+    return PendingRequest(row[0], row[1], row[2], parse_dt(row[3]), parse_dt(row[4]), row[5], row[6])
 
 
 class PendingRequests:
@@ -58,15 +59,16 @@ class PendingRequests:
         relay: str | None = None,
         client_origin: str | None = None,
         continuation: str | None = None,
+        client_state: str | None = None,
     ) -> PendingRequest:
         now = self._clock.now()
-        item = PendingRequest(request_id, relay, client_origin, now, now + self._ttl, continuation)
+        item = PendingRequest(request_id, relay, client_origin, now, now + self._ttl, continuation, client_state)
 
         def insert(conn: sqlite3.Connection) -> None:
             purge_expired(conn, "sso_saml_pending", "expires_at", now)
             conn.execute(
-                f"INSERT OR REPLACE INTO sso_saml_pending ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-                (request_id, relay, client_origin, dt(now), dt(item.expires_at), continuation),
+                f"INSERT OR REPLACE INTO sso_saml_pending ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (request_id, relay, client_origin, dt(now), dt(item.expires_at), continuation, client_state),
             )
             cap_oldest(conn, "sso_saml_pending", "created_at", self._capacity)
 

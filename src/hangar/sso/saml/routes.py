@@ -86,6 +86,7 @@ async def saml_login(request: Request) -> Response:
             relay=intent.relay,
             client_origin=intent.client_origin,
             continuation=intent.continuation,
+            client_state=intent.client_state,
         )
     except SsoError as exc:
         return failure_response(request, exc)
@@ -118,7 +119,7 @@ async def saml_acs(request: Request) -> Response:
         identity = await asyncio.to_thread(saml_service(ctx).verify, conn, _origin(request), values[0])
         pending = identity.request
         intent = (
-            LoginIntent.restore(pending.relay, pending.client_origin, pending.continuation)
+            LoginIntent.restore(pending.relay, pending.client_origin, pending.continuation, pending.client_state)
             if pending
             else LoginIntent()
         )

@@ -73,6 +73,7 @@ class SamlService:
         relay: str | None,
         client_origin: str | None,
         continuation: str | None = None,
+        client_state: str | None = None,
     ) -> AuthnRequest:
         """Build the AuthnRequest and remember it as pending (with what the login asked for).
 
@@ -89,7 +90,9 @@ class SamlService:
             relay_state=rid,
             request_id=rid,
         )
-        self.pending.add(request.id, relay=relay, client_origin=client_origin, continuation=continuation)
+        self.pending.add(
+            request.id, relay=relay, client_origin=client_origin, continuation=continuation, client_state=client_state
+        )
         return request
 
     def verify(self, conn: SamlConnection, origin: str, saml_response: str | bytes) -> SamlIdentity:

@@ -43,11 +43,20 @@ def test_settings_follow_the_saved_record() -> None:
 def test_start_login_remembers_the_request_with_its_relay() -> None:
     service = SamlService(FakeClock(NOW), state_db())
     conn = SamlConnection(enabled=True, idpMetadataXml=idp_metadata_xml())
-    request = service.start_login(conn, ORIGIN, relay="web-popup", client_origin="http://localhost:5173")
+    request = service.start_login(
+        conn, ORIGIN, relay="web-popup", client_origin="http://localhost:5173", client_state="k" * 43
+    )
     assert request.redirect_url.startswith(SSO_URL + "?SAMLRequest=")
+    # The client's state stays on this side: the identity provider sees only our request id.
     assert parse_qs(urlsplit(request.redirect_url).query)["RelayState"] == [request.id]
+    assert "k" * 43 not in request.redirect_url
     pending = service.pending.peek(request.id)
-    assert pending is not None and (pending.relay, pending.client_origin) == ("web-popup", "http://localhost:5173")
+    assert pending is not None
+    assert (pending.relay, pending.client_origin, pending.client_state) == (
+        "web-popup",
+        "http://localhost:5173",
+        "k" * 43,
+    )
 
 
 def test_a_record_without_metadata_is_refused() -> None:

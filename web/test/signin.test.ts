@@ -1,0 +1,179 @@
+import { describe, expect, it } from "vitest";
+import { loadToken, saveToken, TOKEN_KEY, type KeyValueStore } from "../src/auth/credential";
+import {
+  handoffInFragment,
+  MAX_STATES,
+  randomState,
+  SIGNIN_STATES_KEY,
+  startSignIn,
+  STATE_TTL_MS,
+  takeFragmentHandoff,
+  takeStartedSignIn,
+} from "../src/auth/signin";
+import { nameOf } from "../src/screens/ConfirmSignIn";
+
+function memoryStore(): KeyValueStore & { data: Map<string, string> } {
+  const data = new Map<string, string>();
+  return {
+    data,
+    getItem: (k) => data.get(k) ?? null,
+    setItem: (k, v) => void data.set(k, v),
+    removeItem: (k) => void data.delete(k),
+  };
+}
+
+function brokenStore(): KeyValueStore {
+  const fail = () => {
+    throw new Error("storage is disabled");
+  };
+  return { getItem: fail, setItem: fail, removeItem: fail };
+}
+
+/** An address bar whose `location` is live, like the browser's: replacing the history entry changes it. */
+function address(hash: string, pathname = "/workspaces/w1", search = "?x=1") {
+  const replaced: string[] = [];
+  const location = { hash, pathname, search };
+  const history = {
+    replaceState: (_d: unknown, _u: string, url: string) => {
+      replaced.push(url);
+      location.hash = "";
+    },
+  };
+  return { location, history, replaced };
+}
+
+const T0 = 1_700_000_000_000;
+
+describe("sign-in state", () => {
+  it("is random, 43 base64url characters, the shape the server accepts", () => {
+    const a = randomState();
+    expect(a).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(randomState()).not.toBe(a);
+  });
+
+  it("answers the sign-in it was kept for once, and nothing else", () => {
+    const session = memoryStore();
+    const state = startSignIn(session, T0, () => "state-one-aaaaaaaaaaaa");
+    expect(state).toBe("state-one-aaaaaaaaaaaa");
+    expect(session.data.has(SIGNIN_STATES_KEY)).toBe(true);
+    expect(takeStartedSignIn(session, "state-one-aaaaaaaaaaab", T0 + 1)).toBe(false);
+    expect(takeStartedSignIn(session, "", T0 + 1)).toBe(false);
+    expect(takeStartedSignIn(session, null, T0 + 1)).toBe(false);
+    expect(takeStartedSignIn(session, 42, T0 + 1)).toBe(false);
+    // A wrong guess leaves the real sign-in waiting.
+    expect(takeStartedSignIn(session, state, T0 + 2)).toBe(true);
+    expect(takeStartedSignIn(session, state, T0 + 3)).toBe(false); // used up
+    expect(session.data.has(SIGNIN_STATES_KEY)).toBe(false);
+  });
+
+  it("keeps several sign-ins in flight, at most the last few", () => {
+    const session = memoryStore();
+    const states = Array.from({ length: MAX_STATES + 1 }, (_, i) =>
+      startSignIn(session, T0 + i, () => `state-${i}-aaaaaaaaaaaaaaa`),
+    );
+    expect(takeStartedSignIn(session, states[0], T0 + 10)).toBe(false); // the oldest went
+    for (const s of states.slice(1)) expect(takeStartedSignIn(session, s, T0 + 10)).toBe(true);
+  });
+
+  it("expires: a state is good until its time is up, not after", () => {
+    const session = memoryStore();
+    const a = startSignIn(session, T0, () => "state-a-aaaaaaaaaaaaaaa");
+    const b = startSignIn(session, T0, () => "state-b-aaaaaaaaaaaaaaa");
+    expect(takeStartedSignIn(session, a, T0 + STATE_TTL_MS - 1)).toBe(true);
+    expect(takeStartedSignIn(session, b, T0 + STATE_TTL_MS)).toBe(false);
+  });
+
+  it("ignores what it did not write in the session store", () => {
+    const session = memoryStore();
+    session.data.set(SIGNIN_STATES_KEY, "{not json");
+    expect(takeStartedSignIn(session, "anything-aaaaaaaaaaaaaa", T0)).toBe(false);
+    session.data.set(SIGNIN_STATES_KEY, JSON.stringify([{ state: "forged-aaaaaaaaaaaaaaaa", at: T0 + 60_000 }, "x"]));
+    // A state "from the future" is not taken either (the clock cannot run backwards for a real one).
+    expect(takeStartedSignIn(session, "forged-aaaaaaaaaaaaaaaa", T0)).toBe(false);
+  });
+
+  it("still answers the popup in this page when session storage is disabled", () => {
+    const session = brokenStore();
+    const state = startSignIn(session, T0, () => "state-mem-aaaaaaaaaaaaa");
+    expect(takeStartedSignIn(session, state, T0 + 1)).toBe(true);
+    expect(takeStartedSignIn(session, state, T0 + 2)).toBe(false);
+  });
+});
+
+describe("the #token= hand-off", () => {
+  it("reads the credential and the state from the fragment, decoded", () => {
+    expect(handoffInFragment("#token=a%2Bb&state=s1")).toEqual({ token: "a+b", state: "s1" });
+    expect(handoffInFragment("#state=s1&token=t2")).toEqual({ token: "t2", state: "s1" });
+    expect(handoffInFragment("#token=t3")).toEqual({ token: "t3", state: null });
+    expect(handoffInFragment("#token=")).toBeNull();
+    expect(handoffInFragment("#token=%E0%A4%A")).toBeNull();
+    expect(handoffInFragment("#section")).toBeNull();
+  });
+
+  it("keeps the answer to a sign-in this tab started, without asking", () => {
+    const session = memoryStore();
+    const local = memoryStore();
+    const state = startSignIn(session, T0);
+    const { location, history, replaced } = address(`#token=mine&state=${state}`);
+    expect(takeFragmentHandoff(location, history, session, local, T0 + 5)).toEqual({ kind: "started", token: "mine" });
+    expect(loadToken(local)).toBe("mine");
+    expect(replaced).toEqual(["/workspaces/w1?x=1"]);
+  });
+
+  it("never stores a link's credential by itself: it is offered, and the stored one stays", () => {
+    const session = memoryStore();
+    const local = memoryStore();
+    saveToken(local, "victim");
+    startSignIn(session, T0, () => "kept-state-aaaaaaaaaaaa");
+    for (const hash of ["#token=attacker", "#token=attacker&state=wrong-state-aaaaaaaaa", "#state=&token=attacker"]) {
+      const { location, history, replaced } = address(hash);
+      expect(takeFragmentHandoff(location, history, session, local, T0 + 5)).toEqual({
+        kind: "offered",
+        token: "attacker",
+      });
+      expect(local.data.get(TOKEN_KEY)).toBe("victim");
+      expect(replaced).toEqual(["/workspaces/w1?x=1"]); // gone from the address all the same
+    }
+    // The real sign-in is still awaited after the forged ones.
+    expect(takeStartedSignIn(session, "kept-state-aaaaaaaaaaaa", T0 + 6)).toBe(true);
+  });
+
+  it("offers a link's credential when nothing is stored, rather than keeping it", () => {
+    const session = memoryStore();
+    const local = memoryStore();
+    const { location, history } = address("#token=theirs");
+    expect(takeFragmentHandoff(location, history, session, local, T0)).toEqual({ kind: "offered", token: "theirs" });
+    expect(loadToken(local)).toBeNull();
+  });
+
+  it("takes a state that came back too late as an offer", () => {
+    const session = memoryStore();
+    const local = memoryStore();
+    const state = startSignIn(session, T0);
+    const { location, history } = address(`#token=late&state=${state}`);
+    expect(takeFragmentHandoff(location, history, session, local, T0 + STATE_TTL_MS)).toEqual({
+      kind: "offered",
+      token: "late",
+    });
+    expect(loadToken(local)).toBeNull();
+  });
+
+  it("leaves an address without a hand-off alone, and strips an empty one", () => {
+    const session = memoryStore();
+    const local = memoryStore();
+    const plain = address("#section");
+    expect(takeFragmentHandoff(plain.location, plain.history, session, local, T0)).toBeNull();
+    expect(plain.replaced).toEqual([]);
+    const empty = address("#token=&state=x");
+    expect(takeFragmentHandoff(empty.location, empty.history, session, local, T0)).toBeNull();
+    expect(empty.replaced).toEqual(["/workspaces/w1?x=1"]);
+  });
+});
+
+describe("the confirmation", () => {
+  it("names an account by its display name, else its email, else its id", () => {
+    expect(nameOf({ userId: "u1", displayName: "Mallory", email: "m@example.com" })).toBe("Mallory");
+    expect(nameOf({ userId: "u1", displayName: null, email: "m@example.com" })).toBe("m@example.com");
+    expect(nameOf({ userId: "u1", displayName: null, email: null })).toBe("u1");
+  });
+});
