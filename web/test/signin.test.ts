@@ -138,24 +138,33 @@ describe("the #token= hand-off", () => {
     expect(takeStartedSignIn(session, "kept-state-aaaaaaaaaaaa", T0 + 6)).toBe(true);
   });
 
-  it("offers a link's credential when nothing is stored, rather than keeping it", () => {
+  it("keeps a link's credential when nothing is stored: there is nothing to replace", () => {
     const session = memoryStore();
     const local = memoryStore();
-    const { location, history } = address("#token=theirs");
-    expect(takeFragmentHandoff(location, history, session, local, T0)).toEqual({ kind: "offered", token: "theirs" });
-    expect(loadToken(local)).toBeNull();
+    const { location, history, replaced } = address("#token=theirs");
+    expect(takeFragmentHandoff(location, history, session, local, T0)).toEqual({ kind: "started", token: "theirs" });
+    expect(loadToken(local)).toBe("theirs");
+    expect(replaced).toEqual(["/workspaces/w1?x=1"]);
   });
 
-  it("takes a state that came back too late as an offer", () => {
+  it("takes a state that came back too late as an offer, and keeps the stored credential", () => {
     const session = memoryStore();
     const local = memoryStore();
+    saveToken(local, "victim");
     const state = startSignIn(session, T0);
     const { location, history } = address(`#token=late&state=${state}`);
-    expect(takeFragmentHandoff(location, history, session, local, T0 + STATE_TTL_MS)).toEqual({
+    expect(takeFragmentHandoff(location, history, session, local, T0 + STATE_TTL_MS - 1)).toEqual({
+      kind: "started",
+      token: "late",
+    });
+    saveToken(local, "victim");
+    const again = startSignIn(session, T0);
+    const later = address(`#token=late&state=${again}`);
+    expect(takeFragmentHandoff(later.location, later.history, session, local, T0 + STATE_TTL_MS)).toEqual({
       kind: "offered",
       token: "late",
     });
-    expect(loadToken(local)).toBeNull();
+    expect(loadToken(local)).toBe("victim");
   });
 
   it("leaves an address without a hand-off alone, and strips an empty one", () => {

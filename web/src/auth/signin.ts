@@ -6,12 +6,13 @@
  * workspaces. So every sign-in this client starts (the SSO popup, or the same-tab redirect when pop-ups are
  * blocked) carries a random `client_state` that this tab keeps in `sessionStorage`, which no other site can
  * read; the server echoes it in the hand-off (`#token=...&state=...`, or in the popup's message). A credential
- * comes in without a question only with a state this tab kept, once. Any other is an offer: kept in memory,
- * never stored, until the person has seen whose account it is and said yes (`screens/ConfirmSignIn`). Either
- * way the fragment leaves the address bar and the history at once.
+ * comes in without a question only with a state this tab kept (once), or where the browser keeps none (there is
+ * nothing to replace, CONTRACTS.md 9). Any other is an offer: kept in memory, never stored, until the person has
+ * seen whose account it is and said yes (`screens/ConfirmSignIn`). Either way the fragment leaves the address
+ * bar and the history at once.
  *
  * A later one-time sign-in link (a code in the address instead of a credential) lands on the same offer. */
-import { saveToken, type KeyValueStore } from "./credential";
+import { loadToken, saveToken, type KeyValueStore } from "./credential";
 
 export const SIGNIN_STATES_KEY = "hangar.signin.states";
 /** How long a started sign-in may take to come back; the server forgets its side after ten minutes. */
@@ -126,8 +127,8 @@ export function handoffInFragment(hash: string): Handoff | null {
   return token ? { token, state: fragmentParam(hash, "state") } : null;
 }
 
-/** `started`: the answer to a sign-in this tab started, already kept. `offered`: anything else, not kept; the
- * person confirms it first. */
+/** `started`: the answer to a sign-in this tab started, or a credential arriving where none is kept; already kept.
+ * `offered`: a credential that would replace the kept one, not kept; the person confirms it first. */
 export type Arrival = { kind: "started"; token: string } | { kind: "offered"; token: string };
 
 /** Take a hand-off from the address. The fragment leaves the address bar and the history whatever it holds (a
@@ -144,7 +145,10 @@ export function takeFragmentHandoff(
   history.replaceState(null, "", location.pathname + location.search);
   const handoff = handoffInFragment(hash);
   if (!handoff) return null;
-  if (takeStartedSignIn(session, handoff.state, now)) {
+  // A state this tab kept is used up whether or not a credential is stored (it answers one sign-in only).
+  const started = takeStartedSignIn(session, handoff.state, now);
+  // With no credential kept there is nothing to replace: the link signs in without a question (CONTRACTS.md 9).
+  if (started || loadToken(local) === null) {
     saveToken(local, handoff.token);
     return { kind: "started", token: handoff.token };
   }
