@@ -8,12 +8,14 @@ So after resolving, the gate refuses:
 - always: loopback, unspecified, link-local (the metadata services of the clouds live there, at
   ``169.254.169.254``; also their other known addresses), multicast and the reserved blocks (``240.0.0.0/4``,
   ``::/8``), in their IPv6 forms too, including IPv4 addresses carried inside IPv6 ones (``::ffff:127.0.0.1``,
-  6to4, NAT64);
-- for names allowed only through a ``*.suffix`` pattern: private networks too (RFC 1918, unique local IPv6,
-  the shared address space ``100.64.0.0/10``) and this host's own addresses. An exact name on the allowlist
-  comes from the server's operator or an admin (the developer baseline, the apt mirrors this machine uses,
-  the origin of a repo an admin registered, the product site's name, ``rig.grantHosts``), so it may point into
-  the private network: that is what a self-hosted forge or a package mirror on the LAN looks like.
+  6to4, NAT64), and this host's own addresses (every service listening on all interfaces answers there, the
+  server's own listener among them);
+- unless someone named the host: private networks too (RFC 1918, unique local IPv6, the shared address space
+  ``100.64.0.0/10``). A *named* host is an exact allowlist entry the server's operator or an admin wrote (the
+  apt mirrors this machine uses, the origin of a repo an admin registered, the product site's name,
+  ``rig.grantHosts``): that is what a self-hosted forge or a package mirror on the LAN looks like. The built-in
+  developer baseline (public forges, registries, model providers) and ``*.suffix`` patterns name nobody's
+  network, so a private answer for them is refused.
 """
 
 from __future__ import annotations
@@ -80,19 +82,19 @@ def is_host_own(address: IPAddress) -> bool:
     return False
 
 
-def refusal(address: IPAddress, *, exact: bool) -> str | None:
-    """Why the gate must not connect to ``address`` (None when it may). ``exact``: the name was allowed by an
-    exact allowlist entry, which may reach private addresses and this host's non-loopback ones. An IPv6 address
-    carrying an IPv4 one is judged as that IPv4 address, where its packets end up."""
+def refusal(address: IPAddress, *, named: bool) -> str | None:
+    """Why the gate must not connect to ``address`` (None when it may). ``named``: the operator or an admin
+    named the host exactly, so it may reach private addresses. An IPv6 address carrying an IPv4 one is judged
+    as that IPv4 address, where its packets end up."""
     judged = _carried(address) or address
     never = _listed(judged, NEVER)
     if never is not None:
         return never
+    if is_host_own(address) or (judged is not address and is_host_own(judged)):
+        return "an address of this host"
     private = _listed(judged, PRIVATE)
     if private is not None:
-        return None if exact else private
+        return None if named else private
     # Nothing broader (``not is_global``): documentation and benchmarking blocks are where some networks put
     # their egress proxy, and a public name resolving there is that network's choice, not the rig's.
-    if not exact and is_host_own(address):
-        return "an address of this host"
     return None

@@ -9,9 +9,10 @@ traffic; this is a few hundred lines of asyncio.
 Its listeners are sockets created inside the rig's namespace (see ``rules`` for how traffic reaches them);
 its upstream connections leave from the host's namespace. Only names matching the allowlist get through,
 and only on ports 80 (HTTP) and 443 (TLS, passed through without being terminated), and only to an address
-the name resolved to that ``addresses`` permits (never this host's loopback, link-local or metadata addresses;
-private ones only for exact allowlist entries), connected to as checked (``upstream``). The server door
-(``server_door``) is a listener of its own, there only while ``open_server_door`` holds it open.
+the name resolved to that ``addresses`` permits (never this host's own, loopback, link-local or metadata
+addresses; private ones only for hosts the operator or an admin named), connected to as checked
+(``upstream``). The server door (``server_door``) is a listener of its own, there only while
+``open_server_door`` holds it open.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from hangar.rigs.egress import dns, server_door, sni
-from hangar.rigs.egress.allowlist import matches, normalize_host, validate_patterns
+from hangar.rigs.egress.allowlist import DEVELOPER_BASELINE, matches, normalize_host, validate_patterns
 from hangar.rigs.egress.answers import refusal
 from hangar.rigs.egress.http_head import host_header, one_request
 from hangar.rigs.egress.relay import relay
@@ -93,9 +94,11 @@ class EgressGate:
     def allowed(self, name: str) -> bool:
         return matches(name, self._allow)
 
-    def _exact(self, name: str) -> bool:
-        """Allowed by an exact entry (the operator's or an admin's naming), not only by a ``*.suffix``."""
-        return normalize_host(name) in self._allow
+    def _named(self, name: str) -> bool:
+        """Allowed by an exact entry the operator or an admin wrote: not only by a ``*.suffix``, and not only by
+        the built-in developer baseline (which names public services, never anyone's private network)."""
+        host = normalize_host(name)
+        return host in self._allow and host not in DEVELOPER_BASELINE
 
     def set_local_names(self, names: Iterable[str]) -> None:
         """Names (exact, lower case) the resolver answers with ``127.0.0.1``: the rig's dev domains, whose lanes
@@ -216,7 +219,7 @@ class EgressGate:
         override = self._overrides.get(f"{name}:{port}")
         if override is not None:
             return await asyncio.wait_for(asyncio.open_connection(*override), CONNECT_TIMEOUT_S)
-        return await asyncio.wait_for(connect(name, port, exact=self._exact(name)), CONNECT_TIMEOUT_S)
+        return await asyncio.wait_for(connect(name, port, named=self._named(name)), CONNECT_TIMEOUT_S)
 
     async def _http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

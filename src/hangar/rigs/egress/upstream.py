@@ -30,7 +30,7 @@ async def resolve(name: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-def permitted(name: str, answers: list[str], *, exact: bool) -> list[str]:
+def permitted(name: str, answers: list[str], *, named: bool) -> list[str]:
     """The answers the gate may connect to; ``AddressRefused`` naming the first refused one when none remain."""
     usable: list[str] = []
     refused: list[str] = []
@@ -40,11 +40,11 @@ def permitted(name: str, answers: list[str], *, exact: bool) -> list[str]:
         except ValueError:
             refused.append(f"{answer!r}, which is not an address")
             continue
-        why = refusal(address, exact=exact)
+        why = refusal(address, named=named)
         if why is None:
             usable.append(answer)
-        elif refusal(address, exact=True) is None:
-            refused.append(f"{answer}, {why}, which rigs reach only under an exact allowlist entry")
+        elif refusal(address, named=True) is None:
+            refused.append(f"{answer}, {why}, which rigs reach only when an admin named the host")
         else:
             refused.append(f"{answer}, {why}, which rigs never reach")
     if usable:
@@ -55,12 +55,12 @@ def permitted(name: str, answers: list[str], *, exact: bool) -> list[str]:
     raise AddressRefused(f"{name} resolves to {refused[0]}{more}")
 
 
-async def connect(name: str, port: int, *, exact: bool) -> Streams:
+async def connect(name: str, port: int, *, named: bool) -> Streams:
     """A connection to ``name:port`` at an address the rules permit (``AddressRefused`` when none is; the
     ``OSError`` of the last attempt when none answers)."""
     answers = await resolve(name, port)
     failure: OSError | None = None
-    for address in permitted(name, answers, exact=exact):
+    for address in permitted(name, answers, named=named):
         try:
             return await asyncio.open_connection(address, port)
         except OSError as exc:

@@ -53,45 +53,55 @@ PUBLIC = ("140.82.112.3", "151.101.0.223", "2606:4700::6810:84e5", "2002:8c52:70
 
 
 @pytest.mark.parametrize(("answer", "why"), NEVER.items())
-def test_never_reached_even_under_an_exact_entry(answer: str, why: str) -> None:
+def test_never_reached_even_when_an_admin_named_the_host(answer: str, why: str) -> None:
     address = ipaddress.ip_address(answer)
-    assert refusal(address, exact=False) == why
-    assert refusal(address, exact=True) == why
+    assert refusal(address, named=False) == why
+    assert refusal(address, named=True) == why
 
 
 @pytest.mark.parametrize(("answer", "why"), PRIVATE.items())
-def test_private_reached_only_under_an_exact_entry(answer: str, why: str) -> None:
+def test_private_reached_only_when_an_admin_named_the_host(answer: str, why: str) -> None:
     address = ipaddress.ip_address(answer)
-    assert refusal(address, exact=False) == why
-    assert refusal(address, exact=True) is None
+    assert refusal(address, named=False) == why
+    assert refusal(address, named=True) is None
 
 
 @pytest.mark.parametrize("answer", PUBLIC)
 def test_public_addresses_pass(answer: str) -> None:
-    assert refusal(ipaddress.ip_address(answer), exact=False) is None
+    assert refusal(ipaddress.ip_address(answer), named=False) is None
 
 
-def test_this_hosts_own_addresses() -> None:
+def test_this_hosts_own_addresses_are_never_reached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name resolving to one of this host's (non-loopback) addresses reaches every service listening on all
+    interfaces, the server's own listener among them: refused even for a host an admin named."""
+    own = ipaddress.ip_address("10.1.2.3")
+    monkeypatch.setattr("hangar.rigs.egress.addresses.is_host_own", lambda a: a == own)
+    assert refusal(own, named=True) == "an address of this host"
+    assert refusal(ipaddress.ip_address("::ffff:10.1.2.3"), named=True) == "an address of this host"
+    assert refusal(ipaddress.ip_address("10.1.2.4"), named=True) is None
+
+
+def test_is_host_own_tells_the_hosts_addresses() -> None:
     assert is_host_own(ipaddress.ip_address("127.0.0.1"))
     assert not is_host_own(ipaddress.ip_address("140.82.112.3"))
 
 
 def test_mixed_answers_keep_only_the_permitted_and_a_refusal_says_why() -> None:
-    assert permitted("a.example", ["127.0.0.1", "140.82.112.3", "10.0.0.1"], exact=False) == ["140.82.112.3"]
-    assert permitted("a.example", ["10.0.0.1", "127.0.0.1"], exact=True) == ["10.0.0.1"]
+    assert permitted("a.example", ["127.0.0.1", "140.82.112.3", "10.0.0.1"], named=False) == ["140.82.112.3"]
+    assert permitted("a.example", ["10.0.0.1", "127.0.0.1"], named=True) == ["10.0.0.1"]
     with pytest.raises(AddressRefused) as err:
-        permitted("db.corp.example", ["10.0.0.1"], exact=False)
+        permitted("db.corp.example", ["10.0.0.1"], named=False)
     assert err.value.reason == (
-        "db.corp.example resolves to 10.0.0.1, a private address, which rigs reach only under an exact allowlist entry"
+        "db.corp.example resolves to 10.0.0.1, a private address, which rigs reach only when an admin named the host"
     )
     with pytest.raises(AddressRefused) as err:
-        permitted("meta.example", ["169.254.169.254", "127.0.0.1"], exact=True)
+        permitted("meta.example", ["169.254.169.254", "127.0.0.1"], named=True)
     assert err.value.reason == (
         "meta.example resolves to 169.254.169.254, the cloud metadata service, which rigs never reach"
         " (1 more addresses refused too)"
     )
     with pytest.raises(AddressRefused) as err:
-        permitted("none.example", [], exact=True)
+        permitted("none.example", [], named=True)
     assert err.value.reason == "none.example resolves to no address"
 
 
@@ -126,9 +136,9 @@ async def test_the_address_checked_is_the_address_connected_to(
     real_refusal = upstream.refusal
     # 127.88.0.1 stands in for a public address here (this test host reaches no other)
     monkeypatch.setattr(
-        upstream, "refusal", lambda a, exact: None if str(a) == address else real_refusal(a, exact=exact)
+        upstream, "refusal", lambda a, named: None if str(a) == address else real_refusal(a, named=named)
     )
-    _, writer = await connect("rebind.example", port, exact=False)
+    _, writer = await connect("rebind.example", port, named=False)
     writer.write(b"hello")
     await writer.drain()
     assert writer.get_extra_info("peername")[0] == address

@@ -84,7 +84,7 @@ async def test_private_addresses_only_for_exact_entries(
     answering(monkeypatch, {"db.wild.example.com": "10.20.30.40"})
     reply = await http_get(gate.ports.http, "db.wild.example.com")
     assert reply.startswith(b"HTTP/1.1 403") and (
-        b"10.20.30.40, a private address, which rigs reach only under an exact allowlist entry" in reply
+        b"10.20.30.40, a private address, which rigs reach only when an admin named the host" in reply
     )
     # a name under the wildcard pointing at the host's loopback is refused the same way
     answering(monkeypatch, {"db.wild.example.com": peer.address})
@@ -95,7 +95,20 @@ async def test_private_addresses_only_for_exact_entries(
 async def test_an_admin_grant_of_an_exact_name_opens_private_addresses_for_it(gate: EgressGate) -> None:
     """Decided from the allowlist: exact entries (and exact grants) may reach private addresses, a ``*.suffix``
     entry's names may not (no traffic is sent to a private address here)."""
-    assert gate._exact("exact.example.com") and gate._exact("EXACT.example.com.")
-    assert not gate._exact("db.wild.example.com")
+    assert gate._named("exact.example.com") and gate._named("EXACT.example.com.")
+    assert not gate._named("db.wild.example.com")
     gate.grant(["db.wild.example.com"])
-    assert gate._exact("db.wild.example.com")
+    assert gate._named("db.wild.example.com")
+
+
+async def test_the_developer_baseline_never_reaches_private_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The built-in baseline names public services, nobody's private network: a private answer for one of them
+    (a poisoned or split-horizon resolver) is refused though the name is on the allowlist exactly."""
+    g = await start_gate(lambda ports: EgressGate("rig-x", {"pypi.org", "mirror.corp.example"}, ports=ports))
+    try:
+        assert not g._named("pypi.org") and g._named("mirror.corp.example")
+        answering(monkeypatch, {"pypi.org": "10.20.30.40"})
+        reply = await http_get(g.ports.http, "pypi.org")
+        assert reply.startswith(b"HTTP/1.1 403") and b"10.20.30.40, a private address" in reply
+    finally:
+        await g.aclose()
