@@ -41,7 +41,7 @@ _REMOVE_PASSES = 1000  # passes at most (each moves up what lies MAX_DEPTH level
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class NotBeneath(OSError):  # noqa: N818 - an OSError, named for what it says
+class NotBeneath(OSError):
     """The path leaves its folder, or passes through (or names) a symbolic link."""
 
     def __init__(self, rel: str) -> None:

@@ -4,15 +4,21 @@ The server (root) owns worktrees and runs git on them; handing them to uid 1000 
 refuse them as of dubious ownership. Instead each directory and file gets a POSIX ACL entry for the rig
 user (directories also a default entry, so files created later by either side inherit it). The ACL is
 written as the kernel's ``system.posix_acl_*`` extended attribute, so no ``setfacl`` is needed.
+
+The tree is the guest's to change at any moment, so it is only ever reached through descriptors: opened beneath
+its folder (``open_tree``), walked without following symlinks, each ACL written through the entry's own
+descriptor. A symlink planted in it (or over it) never makes the server grant anything outside it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import struct
-from pathlib import Path
+
+from hangar.core.beneath import NotBeneath, anchored, open_beneath, walk
+from hangar.errors import Refused
+from hangar.rigs.backends.base import GuestTree
 
 ACL_VERSION = 2
 USER_OBJ, USER, GROUP_OBJ, MASK, OTHER = 0x01, 0x02, 0x04, 0x10, 0x20
@@ -32,26 +38,52 @@ def acl_bytes(mode: int, uid: int, user_perm: int) -> bytes:
     return struct.pack("<I", ACL_VERSION) + b"".join(struct.pack("<HHI", *e) for e in entries)
 
 
-def grant_tree(root: Path, uid: int) -> int:
-    """Give ``uid`` read-write access to everything under ``root`` (not following symlinks); returns how
-    many entries were changed. Filesystems without ACL support are left as they are."""
-    changed = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [".", *dirnames, *filenames]:
-            path = os.path.join(dirpath, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                perm = 7
-            elif stat.S_ISREG(st.st_mode):
-                perm = 7 if st.st_mode & 0o100 else 6
-            else:
-                continue  # symlinks, sockets, devices: nothing to grant
-            with contextlib.suppress(OSError):
-                os.setxattr(path, ACCESS, acl_bytes(st.st_mode, uid, perm), follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode):
-                    os.setxattr(path, DEFAULT, acl_bytes(0o755, uid, 7), follow_symlinks=False)
-                changed += 1
+def open_tree(tree: GuestTree) -> int:
+    """A descriptor of ``tree``'s directory, opened beneath its folder with no symlink followed; ``Refused``
+    naming the tree when it is a symlink, leaves its folder, or is not a directory there."""
+    try:
+        with anchored(tree.folder) as folder:
+            return open_beneath(folder, tree.beneath, os.O_RDONLY | os.O_DIRECTORY)
+    except (NotBeneath, FileNotFoundError, NotADirectoryError) as exc:
+        raise Refused(
+            f"the rig's worktree {tree.beneath or tree.folder.name!r} is not a folder inside its space's folder "
+            f"(it is gone, or a symbolic link): it is not mounted ({exc.strerror})"
+        ) from None
+
+
+def grant_tree(top: int, uid: int) -> int:
+    """Give ``uid`` read-write access to the directory ``top`` and everything under it, walked from the
+    descriptor (``hangar.core.beneath.walk``: no symlink followed, each entry opened beneath its directory and
+    checked to be what was listed before its ACL is written through the descriptor). Returns how many entries
+    were changed; filesystems without ACL support are left as they are."""
+    changed = _grant(top, os.fstat(top), uid)
+    for holder, name, seen, _parts in walk(top):
+        if not (stat.S_ISDIR(seen.st_mode) or stat.S_ISREG(seen.st_mode)):
+            continue  # symlinks, sockets, fifos, devices: nothing to grant
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, dir_fd=holder)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if os.path.samestat(seen, st):
+                changed += _grant(fd, st, uid)
+        finally:
+            os.close(fd)
     return changed
+
+
+def _grant(fd: int, st: os.stat_result, uid: int) -> int:
+    if stat.S_ISDIR(st.st_mode):
+        perm = 7
+    elif stat.S_ISREG(st.st_mode):
+        perm = 7 if st.st_mode & 0o100 else 6
+    else:
+        return 0
+    try:
+        os.setxattr(fd, ACCESS, acl_bytes(st.st_mode, uid, perm))
+        if stat.S_ISDIR(st.st_mode):
+            os.setxattr(fd, DEFAULT, acl_bytes(0o755, uid, 7))
+    except OSError:
+        return 0
+    return 1
