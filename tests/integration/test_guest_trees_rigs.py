@@ -43,7 +43,9 @@ async def space_with(env: RigsEnv, repo: Path, title: str) -> tuple[str, Path]:
 async def seen_in_terminal(env: RigsEnv, space_id: str) -> str:
     rig = await env.open(space_id)
     try:
-        ran = await env.exec(rig, "ls -A /home/rig/worktree 2>/dev/null; cat /home/rig/worktree/secret.txt 2>/dev/null; true")
+        ran = await env.exec(
+            rig, "ls -A /home/rig/worktree 2>/dev/null; cat /home/rig/worktree/secret.txt 2>/dev/null; true"
+        )
         return str(ran["stdout"])
     finally:
         await env.call("rig_close", rigId=rig)

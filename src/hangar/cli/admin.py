@@ -87,7 +87,8 @@ def local_repo_roots_cmd(
         async with open_context(settings, parts=[IDENTITY_PART, WORKSPACE_PART]) as ctx:
             identity = ctx.service(IdentityService)
             if clear or folders:
-                await identity.set_setting(SETTING_LOCAL_REPO_ROOTS, [str(f.expanduser().absolute()) for f in folders or []])
+                named = [str(f.expanduser().absolute()) for f in folders or []]
+                await identity.set_setting(SETTING_LOCAL_REPO_ROOTS, named)
             current = await identity.get_setting(SETTING_LOCAL_REPO_ROOTS)
             return [str(v) for v in current] if isinstance(current, list) else []
 

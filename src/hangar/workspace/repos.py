@@ -147,8 +147,8 @@ class RepoService:
             await git("clone", "--bare", "--quiet", source, str(dest), limit_s=600)
             # Branches of the source land directly under refs/heads, so a later fetch refreshes them in place;
             # Hangar's own work branches (hangar/...) do not exist upstream and are left alone (no prune).
-            await git("config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*", cwd=dest)
-            head = (await git("symbolic-ref", "--short", "HEAD", cwd=dest)).strip()
+            await git("config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*", git_dir=dest)
+            head = (await git("symbolic-ref", "--short", "HEAD", git_dir=dest)).strip()
         except GitFailed as exc:
             shutil.rmtree(dest, ignore_errors=True)
             raise InvalidArgs(f"{field} {source} cannot be cloned: {exc.reason}", field=field) from exc
@@ -225,7 +225,7 @@ class RepoService:
     async def refresh(self, workspace_id: str, repo: Repo) -> None:
         """Fetch the source's branches; a source that cannot be reached leaves the clone as it was."""
         try:
-            await git("fetch", "--quiet", "origin", cwd=self.clone_path(workspace_id, repo.id), limit_s=120)
+            await git("fetch", "--quiet", "origin", git_dir=self.clone_path(workspace_id, repo.id), limit_s=120)
         except GitFailed as exc:
             log.warning("repo %s: fetch from its source failed (%s); using the clone as it is", repo.name, exc.reason)
 
@@ -241,7 +241,7 @@ class RepoService:
         try:
             await git(
                 "fetch", "--quiet", "--no-tags", "origin", f"+refs/pull/{int(number)}/head:refs/heads/{branch}",
-                cwd=self.clone_path(workspace_id, repo.id), limit_s=120,
+                git_dir=self.clone_path(workspace_id, repo.id), limit_s=120,
             )  # fmt: skip
         except GitFailed as exc:
             raise InvalidArgs(
@@ -252,9 +252,8 @@ class RepoService:
 
     async def has_branch(self, workspace_id: str, repo: Repo, branch: str) -> bool:
         try:
-            await git(
-                "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", cwd=self.clone_path(workspace_id, repo.id)
-            )
+            clone = self.clone_path(workspace_id, repo.id)
+            await git("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", git_dir=clone)
         except GitFailed:
             return False
         return True

@@ -24,10 +24,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from hangar.core.guestacl import grant_tree
 from hangar.errors import Conflict, Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import fs, launch, seccomp
-from hangar.rigs.backends.enclosure.access import grant_tree, open_tree
+from hangar.rigs.backends.enclosure.access import open_tree
 from hangar.rigs.backends.enclosure.cgroups import RigCgroup, rig_cgroup
 from hangar.rigs.backends.enclosure.channel import AgentChannel, AgentPty
 from hangar.rigs.backends.enclosure.forwards import Forwards
