@@ -94,6 +94,13 @@ def _openat2(dir_fd: int, path: str, flags: int, mode: int) -> int:
         raise OSError(err, os.strerror(err), path)
 
 
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
 def _open_walking(dir_fd: int, parts: tuple[str, ...], flags: int, mode: int) -> int:
     """The fallback: one component at a time, each opened beneath the last without following it."""
     fd = dir_fd
@@ -102,7 +109,7 @@ def _open_walking(dir_fd: int, parts: tuple[str, ...], flags: int, mode: int) ->
             try:
                 nxt = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
             except NotADirectoryError:
-                if stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                if _is_link(fd, name):
                     raise NotBeneath("/".join(parts)) from None
                 raise
             if fd != dir_fd:
@@ -111,7 +118,8 @@ def _open_walking(dir_fd: int, parts: tuple[str, ...], flags: int, mode: int) ->
         try:
             got = os.open(parts[-1], flags | os.O_NOFOLLOW, mode, dir_fd=fd)
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
+            # O_NOFOLLOW refuses a link with ELOOP, or ENOTDIR when O_DIRECTORY is asked for too
+            if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and _is_link(fd, parts[-1])):
                 raise NotBeneath("/".join(parts)) from None
             raise
         if flags & os.O_PATH and stat.S_ISLNK(os.fstat(got).st_mode):  # O_PATH | O_NOFOLLOW opens the link itself

@@ -114,7 +114,7 @@ def _beneath(path: Path, roots: Sequence[Path]) -> tuple[Path, tuple[str, ...]]:
     for root in roots:
         if norm.is_relative_to(root):
             return root, norm.relative_to(root).parts
-    raise PredicateError(f"fileExists: {path} lies outside the run's working directory and its workspace's folder")
+    raise PredicateError(f"fileExists: {norm} lies outside the run's working directory and its workspace's folder")
 
 
 def _exists(base: Path, raw: str, roots: Sequence[Path], *, recursive: bool) -> bool:
