@@ -75,7 +75,8 @@ def parts_of(rel: str | Sequence[str]) -> tuple[str, ...]:
 
 def _openat2(dir_fd: int, path: str, flags: int, mode: int) -> int:
     global _openat2_missing
-    how = _OpenHow(flags, mode if flags & (os.O_CREAT | os.O_TMPFILE) == os.O_CREAT else 0, _RESOLVE)
+    creates = bool(flags & os.O_CREAT) or flags & os.O_TMPFILE == os.O_TMPFILE
+    how = _OpenHow(flags, mode if creates else 0, _RESOLVE)  # the kernel refuses a mode it would not use
     while True:
         fd = _syscall(
             ctypes.c_long(SYS_OPENAT2 or 0),
@@ -311,7 +312,8 @@ def _empty(top: int) -> None:
 def remove_entry(dir_fd: int, name: str) -> bool:
     """Remove the entry ``name`` of the directory ``dir_fd``, whatever it is: a directory with everything in it
     (nothing followed), or a file or symlink itself. False when nothing was there."""
-    (name,) = parts_of(name)
+    if parts_of(name) != (name,):
+        raise NotBeneath(name)
     try:
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:

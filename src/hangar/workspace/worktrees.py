@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -38,6 +39,8 @@ from hangar.workspace.results import CleanupView, WorktreeView
 from hangar.workspace.setup_script import has_setup_script, run_setup_script
 from hangar.workspace.spaces import SpaceService
 from hangar.workspace.tickets import TicketService
+
+log = logging.getLogger(__name__)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 STAGING = ".staging"  # <dataDir>/<ws>/worktrees/.staging/<id>/: checkouts before they move into their folder
@@ -250,7 +253,10 @@ class WorktreeService:
         """Remove the worktree's directory, its git bookkeeping and its work branch, then forget it. The directory is
         removed beneath its owner's folder without following anything in it; git only touches the clone."""
         clone = self._repos.clone_path(workspace_id, wt.repo_id)
-        await asyncio.to_thread(remove_path, Path(wt.path))
+        try:
+            await asyncio.to_thread(remove_path, Path(wt.path))
+        except OSError as exc:  # a live enclosure kept writing in it: the space's cleanup removes what is left
+            log.warning("worktree %s: its folder could not be removed (%s)", wt.id, exc.strerror or exc)
         if clone.exists():
             await asyncio.to_thread(_forget_checkout, clone, Path(wt.path))
             await git("worktree", "prune", git_dir=clone)
