@@ -66,6 +66,13 @@ async def test_only_the_server_owner_registers_repositories_on_the_servers_disk(
         mine = await owner.call("repos.register", workspace_id=ws, path=str(private))
         assert mine["source"] == str(private.resolve())
         assert (await owner.call("repos.register", workspace_id=ws, url=f"file://{private}", name="by-url"))["name"]
+        for bad in ("file:///srv/%00nul", "file://relative"):
+            with pytest.raises(RpcError) as err:
+                await owner.call("repos.register", workspace_id=ws, url=bad)
+            assert (err.value.code, err.value.message) == (
+                "invalid_args",
+                "url must name an absolute path on this server",
+            )
 
         # The setting takes absolute folders only, at most MAX_LOCAL_REPO_ROOTS of them.
         identity = srv.ctx.service(IdentityService)

@@ -169,6 +169,8 @@ class RepoService:
 
     async def _may_read(self, local: Path, field: str, host_paths: bool) -> Path:
         """Where a local repository really is (symlinks resolved), when the caller may have the server read it."""
+        if "\0" in str(local) or not local.is_absolute():
+            raise InvalidArgs(f"{field} must name an absolute path on this server", field=field)
         real = Path(await asyncio.to_thread(os.path.realpath, local))
         if host_paths:
             return real
