@@ -59,6 +59,12 @@ async def test_only_the_server_owner_registers_repositories_on_the_servers_disk(
             await refused(admin, ws, path=str(shared / "sneaky"))  # a symlink under the folder names what it points at
             await refused(admin, ws, url=f"file://{shared}/../host/private/secret-app")
 
+            both = subprocess.run(
+                [HANGAR, "admin", "local-repo-roots", str(shared), "--clear", "--data-dir", str(srv.data_dir)],
+                capture_output=True,
+                text=True,
+            )
+            assert both.returncode != 0 and "give folders or --clear, not both" in both.stderr
             assert "only the server owner" in roots_cli(srv.data_dir, "--clear")
             await refused(admin, ws, path=str(allowed))
 
