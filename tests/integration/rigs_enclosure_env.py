@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hangar.rigs.backends.base import RigSpec
+from hangar.rigs.backends.base import GuestTree, RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend, EnclosureRig
 from hangar.rigs.image.pack import ensure_pack
 
@@ -41,7 +41,7 @@ def spec(
     home: Path | None = None,
     worktree: Path | None = None,
 ) -> RigSpec:
-    return RigSpec(rig_id, "ws1", "terminal", memory_mb, 2, allow, home, worktree)
+    return RigSpec(rig_id, "ws1", "terminal", memory_mb, 2, allow, home, GuestTree(worktree) if worktree else None)
 
 
 @contextlib.asynccontextmanager

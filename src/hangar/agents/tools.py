@@ -1,8 +1,11 @@
 """The tools an agent can call during a run.
 
 Built-in tools, each really run by the server and confined to the run's space:
-``post_message`` (post to the space), ``list_files`` and ``read_file`` (inside the space's working folder;
-paths that escape it are refused). ``submit_output`` is offered whenever the dispatcher gave an output schema:
+``post_message`` (post to the space), ``list_files`` and ``read_file`` (inside the space's working folder).
+The folder is the space's guests' to change while the tools read it (a member's terminal, a command agent), so
+paths are opened beneath the folder's descriptor with no symlink followed (``hangar.core.beneath``): a path
+that leaves the folder or passes through a symlink is refused, and swapping one in mid-call changes nothing.
+``submit_output`` is offered whenever the dispatcher gave an output schema:
 the payload is validated against it; a refused payload is answered with the reasons so the agent can retry,
 an accepted one ends the run and is handed to whoever dispatched it.
 
@@ -11,7 +14,7 @@ Beside them, the product's own ops the agent may call (``hangar.agents.product_t
 
 from __future__ import annotations
 
-import os
+import errno
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from typing import Any
 from hangar.agents.adapters.base import ToolResult
 from hangar.agents.output_schema import as_tool_parameters, violation
 from hangar.agents.product_tools import RunProductTools
+from hangar.core.beneath import NotBeneath, anchored, list_beneath, parts_of, read_regular
 
 READ_LIMIT = 64 * 1024
 LIST_LIMIT = 500
@@ -138,40 +142,39 @@ class RunToolbox:
         await self._post(content)
         return ToolResult(True, "posted")
 
-    def _resolve(self, raw: Any) -> Path | str:
-        if raw is None:
-            raw = "."
-        if not isinstance(raw, str):
-            return "`path` must be a string"
-        root = self._folder.resolve()
-        target = (root / raw).resolve()
-        if target != root and root not in target.parents:
-            return f"{raw} is outside your working folder"
-        return target
-
     def _list_files(self, args: dict[str, Any]) -> ToolResult:
-        target = self._resolve(args.get("path"))
-        if isinstance(target, str):
-            return ToolResult(False, target)
-        if not target.is_dir():
-            return ToolResult(False, f"{args.get('path', '.')} is not a folder")
-        root = self._folder.resolve()
-        entries = sorted(os.scandir(target), key=lambda e: e.name)
+        raw = args.get("path")
+        raw = "." if raw is None else raw
+        if not isinstance(raw, str):
+            return ToolResult(False, "`path` must be a string")
+        try:
+            prefix = "/".join(parts_of(raw))
+            with anchored(self._folder) as root:
+                entries = list_beneath(root, raw)
+        except NotBeneath:
+            return ToolResult(False, f"{raw} is outside your working folder or passes through a symbolic link")
+        except (FileNotFoundError, NotADirectoryError):
+            return ToolResult(False, f"{raw} is not a folder")
         lines = [
-            str(Path(e.path).relative_to(root)) + ("/" if e.is_dir() else "")
-            for e in entries[:LIST_LIMIT]
-            if e.name != ".git" and not e.name.startswith(".hangar-output-")
+            (f"{prefix}/{name}" if prefix else name) + ("/" if is_dir else "")
+            for name, is_dir in entries[:LIST_LIMIT]
+            if name != ".git" and not name.startswith(".hangar-output-")
         ]
         more = f"\n… and {len(entries) - LIST_LIMIT} more" if len(entries) > LIST_LIMIT else ""
         return ToolResult(True, ("\n".join(lines) or "(empty folder)") + more)
 
     def _read_file(self, args: dict[str, Any]) -> ToolResult:
-        target = self._resolve(args.get("path"))
-        if isinstance(target, str):
-            return ToolResult(False, target)
-        if not target.is_file():
-            return ToolResult(False, f"{args.get('path')} is not a file")
-        with target.open("rb") as fh:
-            data = fh.read(READ_LIMIT + 1)
+        raw = args.get("path")
+        if not isinstance(raw, str):
+            return ToolResult(False, "`path` must be a string")
+        try:
+            with anchored(self._folder) as root:
+                data = read_regular(root, raw, READ_LIMIT + 1)
+        except NotBeneath:
+            return ToolResult(False, f"{raw} is outside your working folder or passes through a symbolic link")
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.EISDIR, errno.EINVAL, errno.ENOTDIR):
+                return ToolResult(False, f"{raw} is not a file")
+            raise
         text = data[:READ_LIMIT].decode(errors="replace")
         return ToolResult(True, text + ("\n… (truncated)" if len(data) > READ_LIMIT else ""))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
+from hangar.errors import InvalidArgs
 
 admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_help=True)
 
@@ -58,3 +60,43 @@ def trusted_host_exec_cmd(
         typer.echo("trusted host execution is ON: user code runs on this host as the server's user")
     else:
         typer.echo("trusted host execution is off: user code runs only in enclosures")
+
+
+@admin_app.command("local-repo-roots")
+def local_repo_roots_cmd(
+    folders: Annotated[list[Path] | None, typer.Argument(help="absolute folders; none: show the current ones")] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="name no folder (only the owner registers by path)")] = False,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Folders whose git repositories workspace admins may register by path or file:// URL.
+
+    The clone runs as the server, so by default only the server owner registers a repository on this machine's
+    disk; admins register clone URLs. Repositories under the folders named here are open to admins too."""
+    from hangar.server.context_factory import open_context
+    from hangar.workspace.repos import SETTING_LOCAL_REPO_ROOTS
+
+    if clear and folders:
+        raise typer.BadParameter("give folders or --clear, not both", param_hint="FOLDERS")
+    settings = settings_from(data_dir=data_dir)
+
+    async def run() -> list[str]:
+        from hangar.identity import IdentityService
+        from hangar.identity.part import IDENTITY_PART
+        from hangar.workspace.part import WORKSPACE_PART
+
+        async with open_context(settings, parts=[IDENTITY_PART, WORKSPACE_PART]) as ctx:
+            identity = ctx.service(IdentityService)
+            if clear or folders:
+                named = [str(f.expanduser().absolute()) for f in folders or []]
+                await identity.set_setting(SETTING_LOCAL_REPO_ROOTS, named)
+            current = await identity.get_setting(SETTING_LOCAL_REPO_ROOTS)
+            return [str(v) for v in current] if isinstance(current, list) else []
+
+    try:
+        roots = asyncio.run(run())
+    except InvalidArgs as exc:
+        raise typer.BadParameter(exc.message, param_hint="FOLDERS") from None
+    if roots:
+        typer.echo("workspace admins may register repositories under: " + ", ".join(roots))
+    else:
+        typer.echo("no folder is named: only the server owner registers repositories by path or file:// URL")

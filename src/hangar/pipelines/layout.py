@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hangar.core.datadir import DataDir
 from hangar.core.paths import contained
 
 CONTROL_DIR = ".control"  # under <dataDir>/pipelines/; run ids are generated, never this name
@@ -24,3 +25,9 @@ def control_root(data_root: Path) -> Path:
 
 def control_dir(data_root: Path, run_id: str) -> Path:
     return contained(control_root(data_root), run_id, field="runId")
+
+
+def workspace_folder(data_root: Path, workspace_id: str) -> Path:
+    """The run's workspace's folder (its spaces and worktrees): where ``fileExists`` may look besides the run's
+    working directory."""
+    return DataDir(data_root).workspace_dir(workspace_id)

@@ -5,17 +5,23 @@ Shapes (spec, router body): ``fileExists`` (``paths``, ``baseKey`` default ``rep
 key, ``op``, ``right`` a literal), ``and``/``or`` (``of``: list), ``not`` (``of``: one predicate).
 
 ``parse`` checks a predicate's shape (used when a template loads, so a malformed predicate is a template
-error naming where); ``evaluate`` reads state and, for ``fileExists``, the file system.
+error naming where); ``evaluate`` reads state and, for ``fileExists``, the file system: only below the run's
+working directory and its workspace's folder, trees the run's scripts and the spaces' guests write, so each path
+is looked up beneath its folder's descriptor without following any symlink (``hangar.core.beneath``). A path
+(or ``state[baseKey]``) outside them is an error naming it, never a look at the rest of the host.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import stat
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hangar.pipelines.substitute import ABSENT, walk
+from hangar.core.beneath import anchored, lstat_beneath, opened, walk
+from hangar.pipelines.substitute import ABSENT
+from hangar.pipelines.substitute import walk as walk_state
 
 OPS: tuple[str, ...] = ("equals", "notEquals", "contains", "exists", "notExists", "gt", "lt")
 TYPES: tuple[str, ...] = ("fileExists", "comparison", "and", "or", "not")
@@ -95,46 +101,63 @@ def compare(left: Any, op: str, right: Any) -> bool:
     return ln > rn if op == "gt" else ln < rn
 
 
-def _file_exists(pred: Mapping[str, Any], state: Mapping[str, Any], run_dir: Path) -> bool:
+def _file_exists(pred: Mapping[str, Any], state: Mapping[str, Any], roots: Sequence[Path]) -> bool:
     base_value = state.get(str(pred.get("baseKey") or "repo_local_path"))
-    base = Path(str(base_value)) if base_value else run_dir
-    found = False
-    for raw in pred["paths"]:
-        target = Path(raw)
-        if not target.is_absolute():
-            target = base / target
-        if target.exists() or (pred.get("recursive") and _find_below(base, raw)):
-            found = True
-            break
+    base = Path(str(base_value)) if base_value else roots[0]
+    found = any(_exists(base, raw, roots, recursive=bool(pred.get("recursive"))) for raw in pred["paths"])
     return not found if pred.get("negate") else found
 
 
-def _find_below(base: Path, rel: str) -> bool:
-    """Whether ``rel`` (a name or a relative path) exists anywhere under ``base``, skipping vendor dirs."""
-    rel = rel.strip("/")
-    if not base.is_dir():
-        return False
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS]
-        here = Path(dirpath)
-        for name in (*dirnames, *filenames):
-            candidate = (here / name).relative_to(base).as_posix()
-            if candidate == rel or candidate.endswith("/" + rel):
+def _beneath(path: Path, roots: Sequence[Path]) -> tuple[Path, tuple[str, ...]]:
+    """The folder of ``roots`` holding ``path`` (named lexically, nothing resolved) and the way down to it."""
+    norm = Path(os.path.normpath(path))
+    for root in roots:
+        if norm.is_relative_to(root):
+            return root, norm.relative_to(root).parts
+    raise PredicateError(f"fileExists: {norm} lies outside the run's working directory and its workspace's folder")
+
+
+def _exists(base: Path, raw: str, roots: Sequence[Path], *, recursive: bool) -> bool:
+    """Whether ``raw`` (relative to ``base``, or absolute) names an entry, or with ``recursive`` ends the path of
+    one anywhere below ``base``. Looked up beneath the root's descriptor: a guest's symlink is never followed."""
+    root, parts = _beneath(base / raw, roots)
+    broot, bparts = _beneath(base, roots) if recursive else (root, ())
+    try:
+        with anchored(root) as fd:
+            if lstat_beneath(fd, parts) is not None:
                 return True
+        if not recursive:
+            return False
+        with anchored(broot) as bfd, opened(bfd, bparts, os.O_RDONLY | os.O_DIRECTORY) as top:
+            return _found_below(top, raw.strip("/"))
+    except OSError:  # gone, not a folder, or reached through a symlink: not there
+        return False
+
+
+def _found_below(top: int, rel: str) -> bool:
+    """Whether ``rel`` (a name or a relative path) ends the path of an entry below ``top``, vendor dirs skipped."""
+    for _fd, name, st, parts in walk(top, prune=SKIPPED_DIRS):
+        if name in SKIPPED_DIRS and stat.S_ISDIR(st.st_mode):
+            continue
+        candidate = "/".join(parts)
+        if candidate == rel or candidate.endswith("/" + rel):
+            return True
     return False
 
 
-def evaluate(pred: Mapping[str, Any], state: Mapping[str, Any], run_dir: Path) -> bool:
+def evaluate(pred: Mapping[str, Any], state: Mapping[str, Any], run_dir: Path, also: Sequence[Path] = ()) -> bool:
+    """``also``: further folders ``fileExists`` may look in (the run's workspace's folder) besides ``run_dir``;
+    a path outside all of them raises ``PredicateError`` naming it."""
     kind = pred["type"]
     if kind == "fileExists":
-        return _file_exists(pred, state, run_dir)
+        return _file_exists(pred, state, (run_dir, *also))
     if kind == "comparison":
-        return compare(walk(state, str(pred["left"])), str(pred["op"]), pred.get("right"))
+        return compare(walk_state(state, str(pred["left"])), str(pred["op"]), pred.get("right"))
     if kind == "and":
-        return all(evaluate(p, state, run_dir) for p in pred["of"])
+        return all(evaluate(p, state, run_dir, also) for p in pred["of"])
     if kind == "or":
-        return any(evaluate(p, state, run_dir) for p in pred["of"])
-    return not evaluate(pred["of"], state, run_dir)
+        return any(evaluate(p, state, run_dir, also) for p in pred["of"])
+    return not evaluate(pred["of"], state, run_dir, also)
 
 
 def check_run_when(value: Any, path: str) -> None:
@@ -146,10 +169,10 @@ def check_run_when(value: Any, path: str) -> None:
     check(value, path)
 
 
-def run_when_met(value: Any, state: Mapping[str, Any], run_dir: Path) -> bool:
+def run_when_met(value: Any, state: Mapping[str, Any], run_dir: Path, also: Sequence[Path] = ()) -> bool:
     if isinstance(value, str):
         negate = value.startswith("!")
-        found = walk(state, value.lstrip("!"))
+        found = walk_state(state, value.lstrip("!"))
         truthy = found is not ABSENT and bool(found)
         return not truthy if negate else truthy
-    return evaluate(value, state, run_dir)
+    return evaluate(value, state, run_dir, also)

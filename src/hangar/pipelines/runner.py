@@ -134,6 +134,7 @@ class RunDriver:
         self.template = template
         self.graph = host.graph_for(template)
         self.run_dir = layout.run_dir(host.data_root, run.id)
+        self.workspace_dir = layout.workspace_folder(host.data_root, run.workspace_id)
         self.control_dir = layout.control_dir(host.data_root, run.id)
         self.tick = Tick()
         self._dirty_steps: dict[str, StepRec] = {}
@@ -375,9 +376,16 @@ class RunDriver:
             self._apply(sid, StepResult.ok())
             return
         run_when = step.config.run_when
-        if run_when is not None and not predicates.run_when_met(run_when, self.run.state, self.run_dir):
-            self._skip(sid, None)
-            return
+        if run_when is not None:
+            try:
+                met = predicates.run_when_met(run_when, self.run.state, self.run_dir, (self.workspace_dir,))
+            except predicates.PredicateError as exc:
+                _algo.start_attempt(rec, now)
+                self._apply(sid, StepResult.failed(f"runWhen: {exc}"))
+                return
+            if not met:
+                self._skip(sid, None)
+                return
         if self.e.bodies.get(step.body_key) is None:
             self._skip(sid, f"body {step.body_key!r} is not registered; the step never executes")
             return

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from hangar.core.confine import Confinement, ExecResult, Job, OnOutput, Scope, plain_name
-from hangar.rigs.backends.base import GUEST_WORKTREE, Command, RigBackend, RigHandle, RigSpec
+from hangar.rigs.backends.base import GUEST_WORKTREE, Command, GuestTree, RigBackend, RigHandle, RigSpec
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
 from hangar.rigs.model import LIMITS, Surface
 
@@ -94,9 +94,12 @@ class RigConfinement(Confinement):
             limits = LIMITS[Surface.terminal]
             allow = await self._allowlist_of(scope)
             rig_id = f"u-{_UNSAFE.sub('-', scope.key)[-40:]}-{secrets.token_hex(3)}"
+            # The working directory is the scope's own server-made folder (its guests write inside it, never the
+            # folder itself): mounted as opened, beneath nothing but itself.
             spec = RigSpec(
-                rig_id, scope.workspace_id, "terminal", limits.memory_mb, limits.vcpus, allow, None, scope.workdir
-            )
+                rig_id, scope.workspace_id, "terminal", limits.memory_mb, limits.vcpus, allow, None,
+                GuestTree(scope.workdir),
+            )  # fmt: skip
             warm.rig = await self._backend.start(spec, lambda _text: None)
             log.info("enclosure for %s is up", scope.key)
             self._ensure_reaper()

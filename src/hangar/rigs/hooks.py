@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import logging
+import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -15,15 +17,19 @@ from urllib.parse import urlsplit
 
 from hangar.config import Settings
 from hangar.core.audit import sensitive as _sensitive
+from hangar.core.beneath import anchored, lstat_beneath
 from hangar.core.confine import Scope, space_of_key
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.errors import NotFound, Refused
 from hangar.identity import IdentityService, MemberRemoved
 from hangar.rigs import tls
+from hangar.rigs.backends.base import GuestTree
 from hangar.rigs.egress.allowlist import browser_default_allowlist, forge_host, terminal_default_allowlist
 from hangar.rigs.egress.relay import relay
 from hangar.workspace import RepoService, SpaceService, SpaceUpdated, WorktreeService
+
+log = logging.getLogger("hangar.rigs")
 
 # Events that end rigs: an archived space (conversationEnded), a removed member (workspaceGone).
 ENDING_EVENT_TYPES: tuple[str, ...] = (SpaceUpdated.type, MemberRemoved.type)
@@ -45,14 +51,30 @@ async def check_space(app: AppContext, ws: str, space_id: str, *, archived_ok: b
         raise Refused(f"space {space_id} is archived: its conversation has ended, so it takes no new rigs")
 
 
-async def worktree_of(app: AppContext, ws: str, space_id: str) -> Path | None:
-    """The space's first worktree, mounted inside the rig's home (files are never dropped into it)."""
-    worktrees = app.maybe_service(WorktreeService)
-    if worktrees is None:
+async def worktree_of(app: AppContext, ws: str, space_id: str) -> GuestTree | None:
+    """The space's first worktree (from the server's records) that is still a directory in the space's folder,
+    named beneath that folder, so the backend opens it without following anything the space's guests planted.
+    A worktree its guests swapped for a symlink (or removed) is passed over, never mounted or walked."""
+    worktrees, spaces = app.maybe_service(WorktreeService), app.maybe_service(SpaceService)
+    if worktrees is None or spaces is None:
         return None
-    paths = [Path(wt.path) for wt in await worktrees.all(ws, space_id=space_id)]
-    existing = await asyncio.to_thread(lambda: [p for p in paths if p.is_dir()])
-    return existing[0] if existing else None
+    folder = spaces.folder(ws, space_id)
+    names = [Path(wt.path).name for wt in await worktrees.all(ws, space_id=space_id) if Path(wt.path).parent == folder]
+
+    def first_directory() -> str | None:
+        try:
+            with anchored(folder) as fd:
+                for name in names:
+                    found = lstat_beneath(fd, name)
+                    if found is not None and stat.S_ISDIR(found.st_mode):
+                        return name
+                    log.warning("space %s: its worktree %r is not a folder any more; not mounted", space_id, name)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        return None
+
+    name = await asyncio.to_thread(first_directory)
+    return GuestTree(folder, name) if name is not None else None
 
 
 async def forge_hosts(app: AppContext, ws: str, space_id: str) -> list[str]:

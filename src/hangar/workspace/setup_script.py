@@ -3,7 +3,8 @@
 The path is fixed and lives in the repository itself: the script is a file the repository's authors own and review
 like the rest of their code, so no workspace setting can point provisioning at some other program, and a repo
 without the file is checked out exactly as before. Only an executable regular file counts; the path is examined
-without following symlinks, so a link planted in a repository never makes the server look elsewhere on the host.
+beneath the space's folder without following any symlink, so a link planted in a repository (or by the space's
+guests) never makes the server look elsewhere on the host.
 
 It is code the repository's authors wrote, so it runs confined like shell steps and command agents
 (``hangar.core.confine``): in the space's enclosure (the one its command agents share, kept warm), with the
@@ -18,10 +19,10 @@ none of ours: its output's tail can go into the failure reason as it is.
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
+from hangar.core.beneath import anchored, lstat_beneath
 from hangar.core.confine import Job, Scope, confinement_for, space_key
 from hangar.core.context import AppContext
 from hangar.errors import Conflict
@@ -38,15 +39,15 @@ class SetupScriptFailed(Conflict):
     """The repository's setup script failed: the worktree is there, but not in the state its authors want."""
 
 
-def has_setup_script(worktree: Path) -> bool:
-    """True when the worktree holds an executable regular file at ``.hangar/setup`` (no symlink followed)."""
-    folder, name = SETUP_SCRIPT
+def has_setup_script(folder: Path, repo_name: str) -> bool:
+    """True when the worktree ``repo_name`` of the space's ``folder`` holds an executable regular file at
+    ``.hangar/setup``, looked up beneath the folder's descriptor with no symlink followed on the way or at the end."""
     try:
-        holder = os.lstat(worktree / folder)
-        script = os.lstat(worktree / folder / name)
+        with anchored(folder) as fd:
+            script = lstat_beneath(fd, (repo_name, *SETUP_SCRIPT))
     except OSError:
         return False
-    return stat.S_ISDIR(holder.st_mode) and stat.S_ISREG(script.st_mode) and bool(script.st_mode & 0o111)
+    return script is not None and stat.S_ISREG(script.st_mode) and bool(script.st_mode & 0o111)
 
 
 async def run_setup_script(

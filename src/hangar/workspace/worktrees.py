@@ -11,10 +11,13 @@ Provisioning a space also runs each checked-out repo's setup script (``hangar.wo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import os
 import re
 import shutil
+import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,7 +26,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from hangar.core.beneath import anchored, lstat_beneath, opened, remove_path, rename_noreplace
 from hangar.core.context import AppContext
+from hangar.core.guestacl import grant_tree, granted_user
 from hangar.core.ids import new_id
 from hangar.core.paths import contained
 from hangar.errors import Conflict, InvalidArgs, NotFound
@@ -35,7 +40,10 @@ from hangar.workspace.setup_script import has_setup_script, run_setup_script
 from hangar.workspace.spaces import SpaceService
 from hangar.workspace.tickets import TicketService
 
+log = logging.getLogger(__name__)
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+STAGING = ".staging"  # <dataDir>/<ws>/worktrees/.staging/<id>/: checkouts before they move into their folder
 
 
 @dataclass(frozen=True)
@@ -126,19 +134,32 @@ class WorktreeService:
             if existing.repo_id == repo.id:
                 raise Conflict(f"repo {repo.name} is already checked out there ({existing.path})")
         path = contained(base, repo.name, field=field)
-        if path.exists():
-            raise Conflict(f"{path} already exists; release or remove it first")
         base.mkdir(parents=True, exist_ok=True)
+        if await asyncio.to_thread(_occupied, path):  # anything at all, a symlink included
+            raise Conflict(f"{path} already exists; release or remove it first")
         work_branch = f"hangar/{owner}"
+        clone = self._repos.clone_path(workspace_id, repo.id)
+        # Checked out where only the server writes, then moved into place beneath the owner's folder's descriptor:
+        # git never writes by name into a folder a space's guests can change (a symlink there would be followed).
+        staging = ws_dir / "worktrees" / STAGING / new_id()
+        staging.mkdir(parents=True)
         try:
-            await git(
-                "worktree", "add", "--quiet", "-B", work_branch, str(path), branch,
-                cwd=self._repos.clone_path(workspace_id, repo.id),
-            )  # fmt: skip
-        except GitFailed as exc:
-            raise InvalidArgs(
-                f"{field}: {repo.name}@{branch} cannot be checked out: {exc.reason}", field=field
-            ) from exc
+            try:
+                await git(
+                    "worktree", "add", "--quiet", "-B", work_branch, str(staging / repo.name), branch, git_dir=clone
+                )  # fmt: skip
+            except GitFailed as exc:
+                raise InvalidArgs(
+                    f"{field}: {repo.name}@{branch} cannot be checked out: {exc.reason}", field=field
+                ) from exc
+            try:
+                await asyncio.to_thread(_move_into_place, clone, staging / repo.name, path)
+            except FileExistsError:
+                await asyncio.to_thread(remove_path, staging / repo.name)
+                await git("worktree", "prune", git_dir=clone)
+                raise Conflict(f"{path} already exists; release or remove it first") from None
+        finally:
+            await asyncio.to_thread(remove_path, staging)
         wt = Worktree(
             id=new_id(),
             repo_id=repo.id,
@@ -196,9 +217,9 @@ class WorktreeService:
                         workspace_id, spec, space_id=space_id, on_pr_checkout=lambda r: step("prCheckout", r)
                     )
                     made.append(wt)
-                if has_setup_script(Path(wt.path)):
+                folder = self._spaces.folder(workspace_id, space_id)
+                if await asyncio.to_thread(has_setup_script, folder, repo.name):
                     await step("script", repo)
-                    folder = self._spaces.folder(workspace_id, space_id)
                     await run_setup_script(self._app, workspace_id, space_id, folder, repo.name)
         except Exception as exc:
             reason = getattr(exc, "message", None) or str(exc)
@@ -229,19 +250,18 @@ class WorktreeService:
         return [Worktree(**dict(r)) for r in rows]
 
     async def release(self, workspace_id: str, wt: Worktree) -> None:
-        """Remove the worktree's directory, its git bookkeeping and its work branch, then forget it."""
+        """Remove the worktree's directory, its git bookkeeping and its work branch, then forget it. The directory is
+        removed beneath its owner's folder without following anything in it; git only touches the clone."""
         clone = self._repos.clone_path(workspace_id, wt.repo_id)
+        try:
+            await asyncio.to_thread(remove_path, Path(wt.path))
+        except OSError as exc:  # a live enclosure kept writing in it: the space's cleanup removes what is left
+            log.warning("worktree %s: its folder could not be removed (%s)", wt.id, exc.strerror or exc)
         if clone.exists():
-            try:
-                await git("worktree", "remove", "--force", wt.path, cwd=clone)
-            except GitFailed:
-                # Already gone from disk (or never fully made): drop git's record of it instead.
-                shutil.rmtree(wt.path, ignore_errors=True)
-                await git("worktree", "prune", cwd=clone)
+            await asyncio.to_thread(_forget_checkout, clone, Path(wt.path))
+            await git("worktree", "prune", git_dir=clone)
             with contextlib.suppress(GitFailed):
-                await git("branch", "-D", wt.work_branch, cwd=clone)
-        else:
-            shutil.rmtree(wt.path, ignore_errors=True)
+                await git("branch", "-D", wt.work_branch, git_dir=clone)
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.begin() as conn:
             await conn.execute(sa.delete(tables.worktrees).where(tables.worktrees.c.id == wt.id))
@@ -276,8 +296,8 @@ class WorktreeService:
             doomed = [
                 wt
                 for wt in await self.all(workspace_id)
-                if not os.path.exists(wt.path)  # noqa: ASYNC240 (one stat per worktree)
-                or (wt.space_id is not None and wt.space_id not in live)
+                if (wt.space_id is not None and wt.space_id not in live)
+                or not await asyncio.to_thread(_is_directory, Path(wt.path))  # gone, or swapped for a symlink
             ]
             spaces_dir = self._app.datadir.workspace_dir(workspace_id) / "spaces"
             if spaces_dir.is_dir():
@@ -291,5 +311,65 @@ class WorktreeService:
             for wt in doomed:
                 await self.release(workspace_id, wt)
             for folder_path in report.folders:
-                shutil.rmtree(folder_path, ignore_errors=True)
+                # A live enclosure of the space may still write in it: removed without following anything.
+                with contextlib.suppress(OSError):
+                    await asyncio.to_thread(remove_path, Path(folder_path))
         return report
+
+
+def _occupied(path: Path) -> bool:
+    """Whether anything (a symlink included, never followed) is at ``path`` in its server-made folder."""
+    try:
+        with anchored(path.parent) as folder:
+            return lstat_beneath(folder, path.name) is not None
+    except FileNotFoundError:
+        return False
+
+
+def _is_directory(path: Path) -> bool:
+    """Whether ``path`` is still a directory in its server-made folder (a symlink there is not)."""
+    try:
+        with anchored(path.parent) as folder:
+            found = lstat_beneath(folder, path.name)
+    except OSError:
+        return False
+    return found is not None and stat.S_ISDIR(found.st_mode)
+
+
+def _admin_dir(staged: Path, clone: Path) -> Path:
+    """The clone's bookkeeping folder for a checkout git just made (its ``.git`` file, written by git where only
+    the server writes, names it), checked to lie in the clone's ``worktrees``."""
+    text = (staged / ".git").read_text().strip()
+    admin = Path(text.removeprefix("gitdir:").strip())
+    if not text.startswith("gitdir:") or admin.parent != clone / "worktrees":
+        raise GitFailed("git worktree add left an unexpected .git file", text)
+    return admin
+
+
+def _move_into_place(clone: Path, staged: Path, path: Path) -> None:
+    """Move a checkout from staging to ``path`` (never over anything there: ``FileExistsError``), then point the
+    clone's record of it at its new place (``worktrees/<name>/gitdir``, git's documented back-link)."""
+    admin = _admin_dir(staged, clone)
+    with anchored(staged.parent) as src, anchored(path.parent) as dst:
+        # Made elsewhere, the checkout lacks what it would have inherited from the folder's default ACL (the rig
+        # user's write access, where an enclosure of the space has the folder): given before it is moved.
+        uid = granted_user(dst)
+        if uid is not None:
+            with opened(src, staged.name, os.O_RDONLY | os.O_DIRECTORY) as tree:
+                grant_tree(tree, uid)
+        rename_noreplace(src, staged.name, dst, path.name)
+    tmp = admin / "gitdir.tmp"
+    tmp.write_text(f"{path}/.git\n")
+    os.replace(tmp, admin / "gitdir")
+
+
+def _forget_checkout(clone: Path, path: Path) -> None:
+    """Drop the clone's bookkeeping of the checkout at ``path``, found by the back-link the clone holds (never by
+    the worktree's ``.git`` file, which the space's guests can rewrite)."""
+    records = clone / "worktrees"
+    if not records.is_dir():
+        return
+    for admin in records.iterdir():
+        with contextlib.suppress(OSError):
+            if (admin / "gitdir").read_text().strip() == f"{path}/.git":
+                shutil.rmtree(admin)

@@ -194,6 +194,28 @@ def test_predicate_tree_and_file_exists(tmp_path: Path) -> None:
     assert predicates.evaluate(tree, state, tmp_path)
 
 
+def test_file_exists_stays_in_its_folders_and_follows_no_link(tmp_path: Path) -> None:
+    run_dir, workspace, host = tmp_path / "run", tmp_path / "ws", tmp_path / "host"
+    for d in (run_dir, workspace / "spaces" / "s" / "app", host):
+        d.mkdir(parents=True)
+    (host / "secret.txt").write_text("x")
+    (workspace / "spaces" / "s" / "app" / "pubspec.yaml").write_text("x")
+    (run_dir / "probe").symlink_to(host)
+    fe = {"type": "fileExists", "paths": ["probe/secret.txt"]}
+    assert not predicates.evaluate(fe, {}, run_dir)
+    assert not predicates.evaluate({**fe, "paths": ["secret.txt"], "recursive": True}, {}, run_dir)
+    assert predicates.evaluate({**fe, "paths": ["probe"]}, {}, run_dir)  # the link's own name is there
+    in_worktree = {"repo_local_path": str(workspace / "spaces" / "s" / "app")}
+    found = {"type": "fileExists", "paths": ["pubspec.yaml"]}
+    assert predicates.evaluate(found, in_worktree, run_dir, (workspace,))
+    with pytest.raises(predicates.PredicateError, match="lies outside the run's working directory"):
+        predicates.evaluate(found, in_worktree, run_dir)  # without the workspace's folder it is outside
+    for state, paths in (({"repo_local_path": str(host)}, ["secret.txt"]), ({}, [str(host / "secret.txt")]),
+                         ({}, ["../host/secret.txt"])):  # fmt: skip
+        with pytest.raises(predicates.PredicateError, match=str(host)):
+            predicates.evaluate({"type": "fileExists", "paths": paths}, state, run_dir, (workspace,))
+
+
 def test_predicate_shape_errors_name_where() -> None:
     with pytest.raises(predicates.PredicateError, match=r"p.of\[1\].type must be one of"):
         predicates.check({"type": "and", "of": [{"type": "fileExists", "paths": ["a"]}, {"type": "xor"}]}, "p")

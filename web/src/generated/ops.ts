@@ -1480,7 +1480,7 @@ export type ReposListArgs = {
 };
 export type ReposListResult = RepoList;
 
-/** Register a workspace repo from a local git repository (``path``) or a clone URL (``url``). */
+/** Register a workspace repo from a local git repository (``path``) or a clone URL (``url``). A repository on the server's disk (``path``, ``file://``) is the server owner's to register, or under ``localRepoRoots``. */
 export type ReposRegisterArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;

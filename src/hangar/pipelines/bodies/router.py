@@ -51,7 +51,12 @@ async def flow_router(step: StepContext) -> StepResult:
     if problems:
         return StepResult.failed(problems[0])
     if "predicate" in extras:
-        met = predicates.evaluate(extras["predicate"], step.state, step.run_dir)
+        app = step.maybe_app
+        also = (app.datadir.workspace_dir(step.workspace_id),) if app is not None else ()
+        try:
+            met = predicates.evaluate(extras["predicate"], step.state, step.run_dir, also)
+        except predicates.PredicateError as exc:
+            return StepResult.failed(str(exc))
         key = "true" if met else "false"
     elif "switchKey" in extras:
         key = switch_route(extras, step.state)

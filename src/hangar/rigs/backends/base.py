@@ -29,9 +29,27 @@ from hangar.errors import NotFound, Unavailable
 from hangar.rigs.engines.session import EngineSession
 from hangar.rigs.packs import PackStatus
 
-__all__ = ["Command", "ExecResult", "Pty", "RigBackend", "RigHandle", "RigSpec"]
+__all__ = ["Command", "ExecResult", "GuestTree", "Pty", "RigBackend", "RigHandle", "RigSpec"]
 
 GUEST_WORKTREE = "/home/rig/worktree"  # where a rig sees its mounted worktree (or a run's working directory)
+
+
+@dataclass(frozen=True)
+class GuestTree:
+    """A host directory guests write (a space's folder, a worktree in it, a pipeline run's directory), named by
+    the server-made ``folder`` holding it and a relative path ``beneath`` that folder (``""``: the folder itself).
+
+    A backend opens ``folder`` without following its last component and ``beneath`` inside it without following
+    any symlink (``hangar.core.beneath``), then mounts, walks and grants the directory it opened, never the path
+    by name: a tree swapped for a symlink is refused, and one swapped after the check is not the one mounted."""
+
+    folder: Path
+    beneath: str = ""
+
+    @property
+    def path(self) -> Path:
+        """Where the tree is by name: for messages and records, never for opening it."""
+        return self.folder / self.beneath if self.beneath else self.folder
 
 
 @dataclass(frozen=True)
@@ -45,7 +63,7 @@ class RigSpec:
     vcpus: int
     allow_hosts: frozenset[str]  # egress allowlist: exact names or "*.suffix"
     home_dir: Path | None  # host dir bind-mounted as the rig user's home (~/drops lands there), or None
-    worktree: Path | None  # host worktree bind-mounted inside home (files are never dropped inside it)
+    worktree: GuestTree | None  # a guest-writable host tree mounted at GUEST_WORKTREE (drops never land in it)
     engine: str | None = None  # browser rigs: "engine-a", "engine-b" or "engine-c", for the rig's whole life
     display: tuple[int, int] | None = None  # boot display (width, height) for surfaces with a screen
     trust_pem: bytes | None = None  # a CA certificate (public part only) the rig's browser trusts: dev domains

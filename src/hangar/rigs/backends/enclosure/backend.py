@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import ClassVar
 
+from hangar.core.beneath import NotBeneath, parts_of
 from hangar.errors import InvalidArgs, NotFound, Unavailable
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import probe
@@ -151,6 +152,12 @@ def _validate(spec: RigSpec) -> None:
         check_public_pem(spec.trust_pem)
     if spec.display is not None and not all(240 <= side <= 7680 for side in spec.display):
         raise InvalidArgs("display sides must be between 240 and 7680 pixels", field="display")
-    for name, path in (("home_dir", spec.home_dir), ("worktree", spec.worktree)):
+    tree = spec.worktree.folder if spec.worktree is not None else None
+    for name, path in (("home_dir", spec.home_dir), ("worktree", tree)):
         if path is not None and not path.is_absolute():
             raise InvalidArgs(f"{name} must be an absolute host path", field=name)
+    if spec.worktree is not None:
+        try:
+            parts_of(spec.worktree.beneath)
+        except NotBeneath:
+            raise InvalidArgs("worktree must lie beneath its folder", field="worktree") from None

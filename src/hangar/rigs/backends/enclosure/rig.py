@@ -24,10 +24,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from hangar.core.guestacl import grant_tree
 from hangar.errors import Conflict, Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import fs, launch, seccomp
-from hangar.rigs.backends.enclosure.access import grant_tree
+from hangar.rigs.backends.enclosure.access import open_tree
 from hangar.rigs.backends.enclosure.cgroups import RigCgroup, rig_cgroup
 from hangar.rigs.backends.enclosure.channel import AgentChannel, AgentPty
 from hangar.rigs.backends.enclosure.forwards import Forwards
@@ -66,6 +67,7 @@ class EnclosureRig(RigHandle):
         self.cgroup_version = cgroup_version
         self.cgroup: RigCgroup = rig_cgroup(cgroup_version, f"{spec.rig_id}-{self.token}")
         self._dir_fd: int | None = None  # keeps the socket path short: /proc/self/fd/<n>/agent.sock
+        self._tree_fd: int | None = None  # the worktree as opened beneath its folder, until bubblewrap mounts it
         self.channel = AgentChannel(self.run_dir / "agent.sock")
         self.forwards = Forwards(self.netns)
         self.pid1: int | None = None  # the rig's PID 1 as seen from the host
@@ -119,9 +121,12 @@ class EnclosureRig(RigHandle):
         home = self.spec.home_dir
         if home is not None:
             home.mkdir(parents=True, exist_ok=True)
-            os.chown(home, RIG_UID, RIG_UID)
+            os.chown(home, RIG_UID, RIG_UID, follow_symlinks=False)
         if self.spec.worktree is not None:
-            grant_tree(self.spec.worktree, RIG_UID)
+            # The worktree is the guests' to change: it is opened once, beneath its folder with no symlink
+            # followed, and that directory is what gets its ACLs and what bubblewrap mounts (``--bind-fd``).
+            self._tree_fd = open_tree(self.spec.worktree)
+            grant_tree(self._tree_fd, RIG_UID)
 
     def _prepare_bundle(self, pack: Path) -> None:
         """A browser rig given a CA trusts it system-wide too: engine C (WebKitGTK) reads only the system
@@ -154,8 +159,8 @@ class EnclosureRig(RigHandle):
             argv += ["--ro-bind", str(self.run_dir / "etc" / "ca-certificates.crt"), f"/{CA_BUNDLE}"]
         if self.spec.home_dir is not None:
             argv += ["--bind", str(self.spec.home_dir), GUEST_HOME]
-        if self.spec.worktree is not None:
-            argv += ["--bind", str(self.spec.worktree), GUEST_WORKTREE]
+        if self._tree_fd is not None:
+            argv += ["--bind-fd", str(self._tree_fd), GUEST_WORKTREE]
         if seccomp_fd is not None:
             argv += ["--seccomp", str(seccomp_fd)]
         argv += ["--info-fd", str(info_fd), "--chdir", "/", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"]
@@ -165,6 +170,7 @@ class EnclosureRig(RigHandle):
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         info_r, info_w = os.pipe()
         seccomp_fd = _seccomp_fd()
+        passed = [fd for fd in (seccomp_fd, self._tree_fd) if fd is not None]
         try:
             listener.bind(str(self.channel.socket_path))
             listener.listen(64)
@@ -181,7 +187,7 @@ class EnclosureRig(RigHandle):
                     *self._bwrap_argv(listener.fileno(), info_w, seccomp_fd),
                     stdin=asyncio.subprocess.DEVNULL, stdout=errlog, stderr=errlog,
                     env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")},
-                    pass_fds=(listener.fileno(), info_w, *([seccomp_fd] if seccomp_fd is not None else [])),
+                    pass_fds=(listener.fileno(), info_w, *passed),
                     preexec_fn=child,
                 )  # fmt: skip
         finally:
@@ -189,6 +195,7 @@ class EnclosureRig(RigHandle):
             os.close(info_w)
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
+            self._close_tree()
         try:
             info = await asyncio.wait_for(asyncio.to_thread(_read_info, info_r), BOOT_TIMEOUT_S)
             if info is None:
@@ -455,7 +462,13 @@ class EnclosureRig(RigHandle):
         for pty in list(self._ptys):
             await pty.aclose()
 
+    def _close_tree(self) -> None:
+        if self._tree_fd is not None:
+            os.close(self._tree_fd)
+            self._tree_fd = None
+
     async def _remove(self) -> None:
+        self._close_tree()
         if self._dir_fd is not None:
             os.close(self._dir_fd)
             self._dir_fd = None
