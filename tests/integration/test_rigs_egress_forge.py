@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from hangar.core.confine import Confinement, Job, Scope, space_key
 from hangar.rigs.backends.enclosure import EnclosureRig
@@ -129,21 +130,24 @@ async def test_a_single_label_forge_name_does_not_make_the_spaces_rigs_unbootabl
 async def test_the_forge_host_comes_from_the_repos_recorded_origin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An admin registers repos by URL: the forge host of the recorded origin is on the space's terminal
-    allowlist; one whose host is a single label (``gitserver``) is left off, and the rigs still boot."""
-    forge_origin, label_origin = make_repo(tmp_path, "forge"), make_repo(tmp_path, "label")
-    # git on this host fetches the two URLs from local repositories (the recorded origin stays the URL)
-    rewrites = {f"file://{forge_origin}": "https://forge.example.test/team/app.git",
-                f"file://{label_origin}": "http://gitserver/team/lib.git"}  # fmt: skip
-    monkeypatch.setenv("GIT_CONFIG_COUNT", str(len(rewrites)))
-    for i, (local, url) in enumerate(rewrites.items()):
-        monkeypatch.setenv(f"GIT_CONFIG_KEY_{i}", f"url.{local}.insteadOf")
-        monkeypatch.setenv(f"GIT_CONFIG_VALUE_{i}", url)
+    """Repos registered by URL: the forge host of the recorded origin is on the space's terminal allowlist; one
+    whose host is a single label (``gitserver``) is left off, and the rigs still boot."""
+    origins = {"https://forge.example.test/team/app.git": make_repo(tmp_path, "forge"),
+               "http://gitserver/team/lib.git": make_repo(tmp_path, "label")}  # fmt: skip
     async with Listener() as forge:
         overrides = {"forge.example.test:80": ("127.0.0.1", forge.port)}
         async with rigs_server(tmp_path, overrides=overrides) as env:
-            for url in rewrites.values():
-                await space_with_worktree(env, tmp_path, {"url": url})
+            for url, local in origins.items():
+                # Cloned from a local copy (no forge answers here); the record then says what a registration by
+                # URL records: the URL, which is all the allowlist reads.
+                repo = await env.call("repos.register", path=str(local))
+                engine = await env.srv.ctx.dbs.workspace(env.ws)
+                async with engine.begin() as conn:
+                    await conn.execute(
+                        sa.text("UPDATE repos SET source_kind = 'url', source = :url WHERE id = :id"),
+                        {"url": url, "id": repo["id"]},
+                    )
+                await env.call("worktrees.add", spaceId=env.space, repo=repo["id"])
             rig = await env.open()
             out = (await env.exec(rig, curl("http://forge.example.test/team/app.git/info/refs")))["stdout"]
             assert "internal service answered" in out and forge.requests == ["GET /team/app.git/info/refs HTTP/1.1"]
@@ -198,7 +202,7 @@ async def test_names_resolving_to_loopback_private_or_link_local_are_refused(
                 f"{local_service.address}, a loopback address, which rigs never reach\n status=403"
             )
             assert (
-                "10.9.8.7, a private address, which rigs reach only under an exact allowlist entry" in said["db.corp"]
+                "10.9.8.7, a private address, which rigs reach only when an admin named the host" in said["db.corp"]
             )
             assert "169.254.169.254, the cloud metadata service, which rigs never reach" in said["meta.corp"]
             assert "::ffff:127.0.0.1, a loopback address" in said["v6.corp"]

@@ -147,16 +147,16 @@ describe("the #token= hand-off", () => {
     expect(replaced).toEqual(["/workspaces/w1?x=1"]);
   });
 
-  it("takes a state that came back too late as an offer, and keeps the stored credential", () => {
+  it("takes a state that came back too late as an offer, stored credential or not", () => {
     const session = memoryStore();
     const local = memoryStore();
-    saveToken(local, "victim");
     const state = startSignIn(session, T0);
     const { location, history } = address(`#token=late&state=${state}`);
-    expect(takeFragmentHandoff(location, history, session, local, T0 + STATE_TTL_MS - 1)).toEqual({
-      kind: "started",
+    expect(takeFragmentHandoff(location, history, session, local, T0 + STATE_TTL_MS)).toEqual({
+      kind: "offered",
       token: "late",
     });
+    expect(loadToken(local)).toBeNull();
     saveToken(local, "victim");
     const again = startSignIn(session, T0);
     const later = address(`#token=late&state=${again}`);
@@ -165,6 +165,15 @@ describe("the #token= hand-off", () => {
       token: "late",
     });
     expect(loadToken(local)).toBe("victim");
+  });
+
+  it("asks about a hand-off answering a sign-in this tab did not start, even with nothing stored", () => {
+    const session = memoryStore();
+    const local = memoryStore();
+    startSignIn(session, T0, () => "kept-state-aaaaaaaaaaaa");
+    const { location, history } = address("#token=forged&state=someone-elses-state-aaaa");
+    expect(takeFragmentHandoff(location, history, session, local, T0 + 5)).toEqual({ kind: "offered", token: "forged" });
+    expect(loadToken(local)).toBeNull();
   });
 
   it("leaves an address without a hand-off alone, and strips an empty one", () => {

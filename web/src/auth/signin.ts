@@ -6,8 +6,8 @@
  * workspaces. So every sign-in this client starts (the SSO popup, or the same-tab redirect when pop-ups are
  * blocked) carries a random `client_state` that this tab keeps in `sessionStorage`, which no other site can
  * read; the server echoes it in the hand-off (`#token=...&state=...`, or in the popup's message). A credential
- * comes in without a question only with a state this tab kept (once), or where the browser keeps none (there is
- * nothing to replace, CONTRACTS.md 9). Any other is an offer: kept in memory, never stored, until the person has
+ * comes in without a question only with a state this tab kept (once), or from a plain link (no state) where the
+ * browser keeps none (there is nothing to replace, CONTRACTS.md 9). Any other is an offer: kept in memory, never stored, until the person has
  * seen whose account it is and said yes (`screens/ConfirmSignIn`). Either way the fragment leaves the address
  * bar and the history at once.
  *
@@ -127,8 +127,9 @@ export function handoffInFragment(hash: string): Handoff | null {
   return token ? { token, state: fragmentParam(hash, "state") } : null;
 }
 
-/** `started`: the answer to a sign-in this tab started, or a credential arriving where none is kept; already kept.
- * `offered`: a credential that would replace the kept one, not kept; the person confirms it first. */
+/** `started`: the answer to a sign-in this tab started, or a plain link's credential where none is kept; already
+ * kept. `offered`: anything else (one that would replace the kept credential, or a hand-off answering a sign-in
+ * this tab did not start), not kept; the person confirms it first. */
 export type Arrival = { kind: "started"; token: string } | { kind: "offered"; token: string };
 
 /** Take a hand-off from the address. The fragment leaves the address bar and the history whatever it holds (a
@@ -147,8 +148,9 @@ export function takeFragmentHandoff(
   if (!handoff) return null;
   // A state this tab kept is used up whether or not a credential is stored (it answers one sign-in only).
   const started = takeStartedSignIn(session, handoff.state, now);
-  // With no credential kept there is nothing to replace: the link signs in without a question (CONTRACTS.md 9).
-  if (started || loadToken(local) === null) {
+  // With no credential kept there is nothing to replace: a plain link signs in without a question (CONTRACTS.md
+  // 9). A hand-off carrying a state this tab did not keep answers someone else's sign-in: asked about.
+  if (started || (handoff.state === null && loadToken(local) === null)) {
     saveToken(local, handoff.token);
     return { kind: "started", token: handoff.token };
   }
