@@ -1,9 +1,13 @@
-"""Where code that users author runs: pipeline shell steps and command-line agents.
+"""Where code that users author runs: pipeline shell steps, command-line agents and repositories' setup scripts.
 
 Such code runs confined, never as the server on the host: a part that can build enclosures (the rigs part)
-provides a ``Confinement`` service, and ``confinement_for`` hands it out. One enclosure serves one *scope*
-(a pipeline run's shell steps, a space's command agents), kept warm between uses, with the scope's working
-directory mounted as the program's working directory and an environment holding only what the program needs.
+provides a ``Confinement`` service, and ``confinement_for`` hands it out. One enclosure serves one *scope*, with
+the scope's working directory mounted as the program's working directory and an environment holding only what
+the program needs. Code of different trust never shares a scope, so never a process tree, a PID namespace or an
+enclosure's own files: a pipeline run's shell steps share theirs, kept warm between steps and freed when the run
+finishes; an agent run and a setup script each get one of their own (``run_alone``), freed when they end. Within
+a scope each job is contained: whatever it leaves running (a background job, a double fork, a new session) is
+killed when it exits.
 
 Where the host cannot build enclosures, user code is refused with a sentence naming what is missing. A server
 owner who runs a single-person install may switch on trusted host execution (``hangar admin trusted-host-exec
@@ -18,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +47,7 @@ TRUSTED_HOST_EXEC_SPEC = SettingSpec(
 )
 TRUSTED_HOST_EXEC_FIX = "hangar admin trusted-host-exec on"
 KILL_GRACE_S = 2.0
+MAX_OUTPUT = 16 * 1024 * 1024  # per stream; what a program prints beyond this is not kept
 # What a program run on the host keeps of the server's environment: enough to find programs and a home.
 HOST_ENV_KEPT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ")
 
@@ -58,7 +64,8 @@ class ExecResult:
 
 @dataclass(frozen=True)
 class Scope:
-    """One warm enclosure: ``key`` names it (``pipelineRun:<id>``, ``space:<workspaceId>:<spaceId>``)."""
+    """One enclosure: ``key`` names it (``pipeline_run_key``, ``agent_run_key``, ``setup_key``); jobs given the
+    same key share it, so only jobs of the same trust may."""
 
     key: str
     workspace_id: str
@@ -70,8 +77,14 @@ def pipeline_run_key(run_id: str) -> str:
     return f"pipelineRun:{run_id}"
 
 
-def space_key(workspace_id: str, space_id: str) -> str:
-    return f"space:{workspace_id}:{space_id}"
+def agent_run_key(run_id: str) -> str:
+    """One agent run: its secrets and its run credential meet no other run's processes or files."""
+    return f"agentRun:{run_id}"
+
+
+def setup_key(workspace_id: str, space_id: str) -> str:
+    """One run of a repository's setup script, never shared: not even with the space's agents."""
+    return f"spaceSetup:{workspace_id}:{space_id}:{secrets.token_hex(4)}"
 
 
 @dataclass(frozen=True)
@@ -112,8 +125,8 @@ class Confinement:
         return str(scope.workdir)
 
     async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
-        """Run ``job`` in ``scope``'s working directory; cancelling the call kills the program and what it
-        started."""
+        """Run ``job`` in ``scope``'s working directory. What it leaves running is killed when it exits;
+        cancelling the call kills the program and all it started."""
         raise Unavailable(f"{job.argv[0]} cannot run: {self.unavailable_reason()}")
 
     async def release(self, key: str) -> None:
@@ -121,6 +134,14 @@ class Confinement:
 
     async def aclose(self) -> None:
         """Free every scope (server stop)."""
+
+
+async def run_alone(confinement: Confinement, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
+    """Run ``job`` in a scope no other job uses, and free the scope when it ends, however it ends."""
+    try:
+        return await confinement.run(scope, job, on_stdout)
+    finally:
+        await confinement.release(scope.key)
 
 
 def plain_name(name: str) -> str:
@@ -206,47 +227,62 @@ class HostExecution(Confinement):
             scope.control_dir.mkdir(parents=True, exist_ok=True)
             recorded = record_group(scope.control_dir, job.group_name, proc.pid)
         try:
-            return await _collect(proc, job, on_stdout)
-        except BaseException:
-            await kill_group(proc)
-            raise
+            return await collect(proc, job.stdin, job.timeout_s, on_stdout, lambda: kill_group(proc))
         finally:
+            # What the program left running in its group ends with it (trusted host execution has no
+            # namespace to empty; a program that started a new session is beyond reach here).
+            await kill_group(proc)
             if recorded is not None:
                 recorded.unlink(missing_ok=True)
 
 
-async def _collect(proc: asyncio.subprocess.Process, job: Job, on_stdout: OnOutput | None) -> ExecResult:
+async def collect(
+    proc: asyncio.subprocess.Process,
+    stdin: bytes | None,
+    timeout_s: float | None,
+    on_stdout: OnOutput | None,
+    kill: Callable[[], Awaitable[None]],
+) -> ExecResult:
+    """Feed a started program ``stdin``, relay and keep its output (up to ``MAX_OUTPUT`` per stream) until it
+    exits; past ``timeout_s`` call ``kill`` and report the result as timed out."""
     assert proc.stdout is not None and proc.stderr is not None
-    if proc.stdin is not None and job.stdin is not None:
+    if proc.stdin is not None and stdin is not None:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            proc.stdin.write(job.stdin)
+            proc.stdin.write(stdin)
             await proc.stdin.drain()
         proc.stdin.close()
-    err_task = asyncio.create_task(proc.stderr.read())
+    err = bytearray()
+    err_task = asyncio.create_task(_keep(proc.stderr, err, None))
     out = bytearray()
 
     async def pump() -> None:
         assert proc.stdout is not None
-        while chunk := await proc.stdout.read(65536):
-            out.extend(chunk)
-            if on_stdout is not None:
-                await on_stdout(chunk)
+        await _keep(proc.stdout, out, on_stdout)
         await proc.wait()
 
     timed_out = False
     try:
-        await asyncio.wait_for(pump(), job.timeout_s)
+        await asyncio.wait_for(pump(), timeout_s)
     except TimeoutError:
         timed_out = True
-        await kill_group(proc)
+        await kill()
     except BaseException:
         err_task.cancel()
         raise
-    err = await err_task
+    await err_task
     code = proc.returncode if proc.returncode is not None else -1
     return ExecResult(
         128 - code if code < 0 else code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), timed_out
     )
+
+
+async def _keep(stream: asyncio.StreamReader, kept: bytearray, on_chunk: OnOutput | None) -> None:
+    """Read ``stream`` to its end, keeping the first ``MAX_OUTPUT`` bytes (a program may print without end)."""
+    while chunk := await stream.read(65536):
+        if len(kept) < MAX_OUTPUT:
+            kept += chunk[: MAX_OUTPUT - len(kept)]
+        if on_chunk is not None:
+            await on_chunk(chunk)
 
 
 async def kill_group(proc: asyncio.subprocess.Process) -> None:

@@ -64,10 +64,10 @@ class RigConfinement(Confinement):
                 await rig.write_file(f"{GUEST_WORKTREE}/{plain_name(name)}", data, exclusive=False)
             env = dict(job.env)
             if job.call_back is None:
-                return await rig.run(Command(job.argv, GUEST_WORKTREE, env, job.stdin, job.timeout_s), on_stdout)
+                return await rig.run(Command(job.argv, GUEST_WORKTREE, env, job.stdin, job.timeout_s, True), on_stdout)
             env[job.call_back.variable] = await rig.open_server_door(job.call_back.url)
             try:
-                return await rig.run(Command(job.argv, GUEST_WORKTREE, env, job.stdin, job.timeout_s), on_stdout)
+                return await rig.run(Command(job.argv, GUEST_WORKTREE, env, job.stdin, job.timeout_s, True), on_stdout)
             finally:
                 await rig.close_server_door()
         finally:

@@ -1,14 +1,17 @@
-"""The ``command`` adapter: a command-line agent run in its space's enclosure.
+"""The ``command`` adapter: a command-line agent run confined, in an enclosure of the run's own.
 
-The program runs confined (``hangar.core.confine``): one warm enclosure per space, shared by the space's
-command agents, with the space's working folder mounted as the program's working directory; as the rig user,
-with the terminal's egress allowlist, no view of the data directory or the host, and an environment holding
-only the adapter's configured variables, the agent's secrets and the contract below, never the server's.
-``argv[0]`` is looked up on the enclosure's PATH.
+The program runs confined (``hangar.core.confine``): in an enclosure of the run's own, started for it and
+closed when it ends, with the space's working folder mounted as the program's working directory; as the rig
+user, with the terminal's egress allowlist, no view of the data directory or the host, and an environment
+holding only the adapter's configured variables, the agent's secrets and the contract below, never the
+server's. No other run, agent or setup script shares its processes, its PID namespace or its enclosure's own
+files (its home, /tmp): the agent's secrets and the run's credential reach its program alone. What runs in a
+space shares the space's folder only. ``argv[0]`` is looked up on the enclosure's PATH.
 
 The prompt goes to stdin (``promptVia: stdin``) or into argv (``promptVia: arg``: replaces a ``{prompt}``
 element, else is appended). Stdout is relayed as text deltas while the program runs, and posted whole as the
-agent's reply when it exits 0. An interrupt (or the timeout) ends the program and everything it started.
+agent's reply when it exits 0. Whatever the program leaves running is killed when it exits; an interrupt (or
+the timeout) ends the program and everything it started.
 
 Input contract: the environment carries ``HANGAR_RUN_ID``, ``HANGAR_SPACE_ID``, ``HANGAR_WORKSPACE_ID``,
 ``HANGAR_CONTEXT_FILE`` and ``HANGAR_OUTPUT_FILE`` (paths as the program sees them); with an output schema
@@ -40,7 +43,7 @@ from hangar.agents.config import CommandAdapter
 from hangar.agents.events import RunOutcome
 from hangar.agents.mcp_grant import TOKEN_VAR
 from hangar.agents.redact import Redactor
-from hangar.core.confine import ExecResult, Job, Scope, space_key
+from hangar.core.confine import ExecResult, Job, Scope, agent_run_key, run_alone
 from hangar.errors import HangarError
 
 _STDERR_TAIL = 2000
@@ -69,7 +72,7 @@ class CommandLineAdapter(Adapter):
         except HangarError as exc:
             await io.turn_finished(turn, RunOutcome.failed, exc.message)
             return RunResult(RunOutcome.failed, exc.message)
-        scope = Scope(space_key(request.workspace_id, request.space_id), request.workspace_id, request.folder,
+        scope = Scope(agent_run_key(request.run_id), request.workspace_id, request.folder,
                       request.control_dir)  # fmt: skip
         seen = confinement.workdir_seen(scope)
         out_name, context_name = f".hangar-output-{request.run_id}.json", f".hangar-context-{request.run_id}.json"
@@ -103,7 +106,7 @@ class CommandLineAdapter(Adapter):
                 await io.text_delta(turn, piece)
 
         try:
-            done = await confinement.run(scope, job, relay)
+            done = await run_alone(confinement, scope, job, relay)
             if tail := redactor.feed(decoder.decode(b"", final=True)) + redactor.flush():
                 await io.text_delta(turn, tail)
             return await self._finish(done, io, turn, request.folder / out_name, redactor)
