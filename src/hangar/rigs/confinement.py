@@ -1,11 +1,11 @@
-"""Confinement for user code on the rig backend: one warm rig per scope (a pipeline run, a space's agents).
+"""Confinement for user code on the rig backend: one rig per scope (a pipeline run's steps, an agent run, a script).
 
 A scope's rig boots on its first job with the scope's working directory mounted at ``GUEST_WORKTREE``, the
 terminal's egress allowlist and the terminal's limits, and stays up for later jobs of the same scope: a shell
 step in a warm rig costs one exec round trip, not a boot. It is closed when the scope is released (its
 pipeline run finished), after ``IDLE_S`` without a job, or when the server stops. Programs run as the rig
 user with the rig's base environment plus what the job names; they see neither the data directory nor the
-host.
+host. Each job is contained (``Command.contained``): what it leaves running is killed when it exits.
 
 A job that may call the server back (``Job.call_back``: a command agent with an MCP grant) holds the rig's
 server door open while it runs and gets the door's address; the door closes when the last such job ends.

@@ -7,6 +7,11 @@ the forked child joins the rig's cgroups and mounts the overlay root in a privat
 cgroup and mount namespaces, root = the overlay) -> ``setpriv`` (uid 1000, no capabilities, no new
 privileges) -> the agent. The network namespace is configured from the host (routes, nft rules, the egress
 gate's listeners) while the agent starts.
+
+Nothing in the rig names or holds the host: bubblewrap reads its options (host paths among them) from a
+descriptor, so its command line, the rig's ``/proc/1/cmdline``, holds none; what it and the agent print goes
+through a pipe to the host, which keeps it in ``enclosure.log``; and the files the host gives the rig are
+written into its own disk layer rather than bind-mounted.
 """
 
 from __future__ import annotations
