@@ -2,11 +2,11 @@
 
 Driven through the real server, in real enclosures: a repository's setup script leaves a spy behind that reads
 every process's environment, then an agent holding a secret runs in that space; two agents of one space, each
-with its own secret, run side by side and look for each other's secrets in processes and in their home; a
-pipeline's shell steps leave processes behind in every way a shell can (a new session, ``nohup``, a double
-fork, a step that times out) and a later step looks for them; and a step lists what an enclosure shows of the
-host (its descriptors, ``/proc/1/cmdline``, its mounts, ``df``) while the host checks what the enclosure's
-processes hold open.
+with its own secret, run side by side and look for each other's secrets in processes and in their home; an agent
+looks for another run's context file and writes that run's output file; a pipeline's shell steps leave processes
+behind in every way a shell can (a new session, ``nohup``, a double fork, a step that times out) and a later step
+looks for them; and a step lists what an enclosure shows of the host (its descriptors, ``/proc/1/cmdline``, its
+mounts, ``df``) while the host checks what the enclosure's processes hold open.
 """
 
 from __future__ import annotations
@@ -138,6 +138,37 @@ async def test_two_agents_of_one_space_never_see_each_others_secrets(tmp_path: P
             ["AGENT_TOKEN", "HANGAR_MCP_TOKEN"],
             ["AGENT_TOKEN"],
         ), looker_said
+
+
+async def test_an_agent_run_neither_reads_nor_forges_another_runs_context_or_output(tmp_path: Path) -> None:
+    await ready_pack()
+    private = f"victim-system-prompt-{secrets.token_hex(6)}"  # in the victim run's context file alone
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    async with workspace_server(tmp_path) as (_srv, client, ws):
+        space = await client.call("spaces.create", workspace_id=ws, title="shared")
+        folder = Path(space["folder"])
+        victim = await command_agent(client, ws, "Victim", "touch running; sleep 3; echo '{\"n\": 1}'", "v")
+        await client.call("agents.update", workspace_id=ws, agent_id=victim, systemPrompt=private)
+        # Another agent of the space reads every run's context file it can find and writes each one's output file.
+        forger = await command_agent(
+            client,
+            ws,
+            "Forger",
+            "for i in $(seq 30); do "
+            'for f in .hangar-context-*.json "$HOME"/.hangar/.hangar-context-*.json; do [ -e "$f" ] || continue; '
+            'id=${f##*.hangar-context-}; id=${id%.json}; cat "$f" >> peeked.txt; '
+            'echo \'{"n": 666}\' > "$(dirname "$f")/.hangar-output-$id.json"; done; sleep 0.1; done; echo forged',
+            "f",
+        )
+        started = await client.call(
+            "agents.run", workspace_id=ws, agent_id=victim, space_id=space["id"], prompt="go", outputSchema=schema
+        )
+        await wait_for(folder / "running")
+        forging = await client.call("agents.run", workspace_id=ws, agent_id=forger, space_id=space["id"], prompt="go")
+        run = await wait_run(client, ws, started["runId"], timeout=60)
+        assert (await wait_run(client, ws, forging["runId"], timeout=60))["outcome"] == "ok"
+        assert run["outcome"] == "ok" and run["output"] == {"n": 1}, run
+        assert private not in (folder / "peeked.txt").read_text()
 
 
 async def test_what_a_shell_step_leaves_running_is_killed_when_the_step_ends(tmp_path: Path) -> None:

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import secrets
 import signal
+import stat
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +50,8 @@ TRUSTED_HOST_EXEC_SPEC = SettingSpec(
 TRUSTED_HOST_EXEC_FIX = "hangar admin trusted-host-exec on"
 KILL_GRACE_S = 2.0
 MAX_OUTPUT = 16 * 1024 * 1024  # per stream; what a program prints beyond this is not kept
+MAX_RESULT_FILE = 16 * 1024 * 1024  # of a file a job leaves for the server (``Job.results``)
+DRAIN_AFTER_EXIT_S = 0.2  # once a program exited, its output is read until it pauses this long
 # What a program run on the host keeps of the server's environment: enough to find programs and a home.
 HOST_ENV_KEPT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ")
 
@@ -60,6 +64,8 @@ class ExecResult:
     stdout: str  # decoded as UTF-8 with replacement
     stderr: str
     timed_out: bool  # True when the timeout fired and the program was killed
+    # The job's ``results`` the program left (``Job.results``): a regular file each, up to MAX_RESULT_FILE bytes.
+    files: Mapping[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -105,8 +111,11 @@ class Job:
     stdin: bytes | None = None
     timeout_s: float | None = None
     group_name: str = "job"  # the record name of its process group under the scope's control_dir
-    # Files placed in the working directory before the program starts (plain names), readable by it.
+    # Files placed before the program starts (plain names), readable by it, in ``Confinement.files_seen``: in an
+    # enclosure a directory of the enclosure's own, which no other scope sees (never the shared working folder).
     files: Mapping[str, bytes] = field(default_factory=dict)
+    # Plain names of files the program may write beside them, read back when it exits (``ExecResult.files``).
+    results: tuple[str, ...] = ()
     call_back: CallBack | None = None  # the program may call the server's MCP endpoint back while it runs
 
 
@@ -123,6 +132,10 @@ class Confinement:
     def workdir_seen(self, scope: Scope) -> str:
         """The scope's working directory as the program sees it."""
         return str(scope.workdir)
+
+    def files_seen(self, scope: Scope) -> str:
+        """Where a job's ``files`` and ``results`` are, as the program sees them."""
+        return self.workdir_seen(scope)
 
     async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
         """Run ``job`` in ``scope``'s working directory. What it leaves running is killed when it exits;
@@ -142,6 +155,21 @@ async def run_alone(confinement: Confinement, scope: Scope, job: Job, on_stdout:
         return await confinement.run(scope, job, on_stdout)
     finally:
         await confinement.release(scope.key)
+
+
+def read_regular(path: Path, limit: int = MAX_RESULT_FILE) -> bytes | None:
+    """A file a program wrote, where it could also have planted a symlink or a fifo: only a regular file is read,
+    never followed, and never past ``limit``; None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
 
 
 def plain_name(name: str) -> str:
@@ -227,62 +255,100 @@ class HostExecution(Confinement):
             scope.control_dir.mkdir(parents=True, exist_ok=True)
             recorded = record_group(scope.control_dir, job.group_name, proc.pid)
         try:
-            return await collect(proc, job.stdin, job.timeout_s, on_stdout, lambda: kill_group(proc))
+            done = await _collect(proc, job, on_stdout)
+            left = {name: read_regular(scope.workdir / plain_name(name)) for name in job.results}
+            return dataclasses.replace(done, files={name: data for name, data in left.items() if data is not None})
         finally:
             # What the program left running in its group ends with it (trusted host execution has no
             # namespace to empty; a program that started a new session is beyond reach here).
             await kill_group(proc)
             if recorded is not None:
                 recorded.unlink(missing_ok=True)
+            for name in (*job.files, *job.results):
+                with contextlib.suppress(OSError):
+                    (scope.workdir / plain_name(name)).unlink(missing_ok=True)
 
 
-async def collect(
-    proc: asyncio.subprocess.Process,
-    stdin: bytes | None,
-    timeout_s: float | None,
-    on_stdout: OnOutput | None,
-    kill: Callable[[], Awaitable[None]],
-) -> ExecResult:
-    """Feed a started program ``stdin``, relay and keep its output (up to ``MAX_OUTPUT`` per stream) until it
-    exits; past ``timeout_s`` call ``kill`` and report the result as timed out."""
+async def _collect(proc: asyncio.subprocess.Process, job: Job, on_stdout: OnOutput | None) -> ExecResult:
+    """Feed the program ``job.stdin``, relay and keep its output (up to ``MAX_OUTPUT`` per stream) until it
+    exits, then end what it left in its process group; past ``job.timeout_s`` end the group and report the
+    result as timed out. Output still coming after the exit is read until it pauses for ``DRAIN_AFTER_EXIT_S``
+    (a program that started a new session may hold the pipes open)."""
     assert proc.stdout is not None and proc.stderr is not None
-    if proc.stdin is not None and stdin is not None:
+    if proc.stdin is not None and job.stdin is not None:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            proc.stdin.write(stdin)
+            proc.stdin.write(job.stdin)
             await proc.stdin.drain()
         proc.stdin.close()
-    err = bytearray()
-    err_task = asyncio.create_task(_keep(proc.stderr, err, None))
-    out = bytearray()
+    out, err = bytearray(), bytearray()
+    moved, relaying = [0], [0]  # chunks read so far; relays under way (a slow relay is no pause)
 
-    async def pump() -> None:
-        assert proc.stdout is not None
-        await _keep(proc.stdout, out, on_stdout)
-        await proc.wait()
+    async def keep(stream: asyncio.StreamReader, kept: bytearray, on_chunk: OnOutput | None) -> None:
+        while chunk := await stream.read(65536):
+            moved[0] += 1
+            if len(kept) < MAX_OUTPUT:
+                kept += chunk[: MAX_OUTPUT - len(kept)]
+            if on_chunk is not None:
+                relaying[0] += 1
+                try:
+                    await on_chunk(chunk)
+                finally:
+                    relaying[0] -= 1
 
+    readers = {
+        asyncio.create_task(keep(proc.stdout, out, on_stdout)),
+        asyncio.create_task(keep(proc.stderr, err, None)),
+    }
     timed_out = False
     try:
-        await asyncio.wait_for(pump(), timeout_s)
-    except TimeoutError:
-        timed_out = True
-        await kill()
-    except BaseException:
-        err_task.cancel()
-        raise
-    await err_task
+        try:
+            await asyncio.wait_for(_exited(proc), job.timeout_s)
+        except TimeoutError:
+            timed_out = True
+        await kill_group(proc)
+        pending = readers
+        while pending:
+            before = moved[0]
+            _, pending = await asyncio.wait(pending, timeout=DRAIN_AFTER_EXIT_S)
+            if moved[0] == before and not relaying[0]:
+                break
+    finally:
+        for reader in readers:
+            reader.cancel()
+    for reader in readers:
+        if reader.done() and not reader.cancelled() and (failed := reader.exception()) is not None:
+            raise failed
     code = proc.returncode if proc.returncode is not None else -1
     return ExecResult(
         128 - code if code < 0 else code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), timed_out
     )
 
 
-async def _keep(stream: asyncio.StreamReader, kept: bytearray, on_chunk: OnOutput | None) -> None:
-    """Read ``stream`` to its end, keeping the first ``MAX_OUTPUT`` bytes (a program may print without end)."""
-    while chunk := await stream.read(65536):
-        if len(kept) < MAX_OUTPUT:
-            kept += chunk[: MAX_OUTPUT - len(kept)]
-        if on_chunk is not None:
-            await on_chunk(chunk)
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Return once the program has exited and its status is known. ``Process.wait`` also waits until nothing
+    holds its pipes, which a process it left running may do for ever."""
+    loop = asyncio.get_running_loop()
+    gone = loop.create_future()
+    try:
+        pidfd = os.pidfd_open(proc.pid)  # readable once the process has exited
+    except (AttributeError, OSError):  # not Linux, or already reaped
+        pidfd = None
+    if pidfd is not None:
+
+        def readable() -> None:
+            if not gone.done():
+                gone.set_result(None)
+
+        loop.add_reader(pidfd, readable)
+        try:
+            await gone
+        finally:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+    pause = 0.001
+    while proc.returncode is None:  # the child watcher reports the status a moment after the exit
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 async def kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -292,10 +358,10 @@ async def kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
     if proc.returncode is None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
+            await asyncio.wait_for(_exited(proc), KILL_GRACE_S)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    await proc.wait()
+    await _exited(proc)
 
 
 HOST = HostExecution()
