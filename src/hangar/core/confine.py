@@ -300,9 +300,10 @@ async def _collect(proc: asyncio.subprocess.Process, job: Job, on_stdout: OnOutp
         asyncio.create_task(keep(proc.stderr, err, None)),
     }
     timed_out = False
+    code: int | None = None
     try:
         try:
-            await asyncio.wait_for(_exited(proc), job.timeout_s)
+            code = await asyncio.wait_for(_exited(proc), job.timeout_s)
         except TimeoutError:
             timed_out = True
         await kill_group(proc)
@@ -318,15 +319,18 @@ async def _collect(proc: asyncio.subprocess.Process, job: Job, on_stdout: OnOutp
     for reader in readers:
         if reader.done() and not reader.cancelled() and (failed := reader.exception()) is not None:
             raise failed
-    code = proc.returncode if proc.returncode is not None else -1
+    if code is None:  # timed out, and killed since
+        code = await _exited(proc)
     return ExecResult(
         128 - code if code < 0 else code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), timed_out
     )
 
 
-async def _exited(proc: asyncio.subprocess.Process) -> None:
-    """Return once the program has exited and its status is known. ``Process.wait`` also waits until nothing
-    holds its pipes, which a process it left running may do for ever."""
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """Return the program's status (its exit code, or minus the signal that killed it) once it has exited.
+    ``Process.wait`` also waits until nothing holds its pipes, which a process it left running may do for ever."""
+    if proc.returncode is not None:
+        return proc.returncode
     loop = asyncio.get_running_loop()
     gone = loop.create_future()
     try:
@@ -342,6 +346,11 @@ async def _exited(proc: asyncio.subprocess.Process) -> None:
         loop.add_reader(pidfd, readable)
         try:
             await gone
+            # Its status without reaping it (the child watcher does that): no wait for the watcher's report.
+            with contextlib.suppress(ChildProcessError, OSError):
+                info = os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT | os.WNOHANG)  # noqa: ASYNC222 - WNOHANG
+                if info is not None:
+                    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
         finally:
             loop.remove_reader(pidfd)
             os.close(pidfd)
@@ -349,6 +358,7 @@ async def _exited(proc: asyncio.subprocess.Process) -> None:
     while proc.returncode is None:  # the child watcher reports the status a moment after the exit
         await asyncio.sleep(pause)
         pause = min(pause * 2, 0.05)
+    return proc.returncode
 
 
 async def kill_group(proc: asyncio.subprocess.Process) -> None:
