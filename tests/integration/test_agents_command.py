@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from hangar.rigs.egress.rules import GATE_ADDRESS, GatePorts
-from tests.support.confined import CLI_AGENT, host_pids, trust_host
+from tests.support.confined import CLI_AGENT, host_pids, host_processes_named, trust_host
 from tests.support.mcp import mcp_session, payload
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import collect_until, wait_run, workspace_server
@@ -311,16 +311,8 @@ async def test_under_trusted_host_execution_the_output_is_read_back_and_nothing_
         assert run["outcome"] == "ok" and run["output"] == {"n": 5}, run
         assert not list(folder.glob(".hangar-*"))  # the context and output files went with the run
         for _ in range(100):
-            if not any(p.read_bytes().startswith(mark.encode()) for p in _cmdlines()):
+            if not host_processes_named(mark):
                 break
             await asyncio.sleep(0.05)
         else:
             raise AssertionError("what the program left running in its process group outlived it")
-
-
-def _cmdlines() -> list[Path]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (entry / "cmdline").exists():
-            found.append(entry / "cmdline")
-    return found

@@ -20,27 +20,12 @@ from tests.integration.rigs_enclosure_env import PACKS, ready_pack
 from tests.integration.test_confined_user_code import finished, step, template
 from tests.integration.test_space_provisioning import with_setup_script
 from tests.integration.test_workspace_repos import make_repo
+from tests.support.confined import host_processes_named
 from tests.support.rpc import RpcClient
 from tests.unit.agents.support import wait_run, workspace_server
 
 SOURCE_TREE = Path(hangar.__file__).resolve().parent.parent
 STOLEN = ("AGENT_TOKEN", "HANGAR_MCP_TOKEN")
-
-
-def host_processes_named(argv0: str) -> list[int]:
-    """Host pids of live processes whose ``argv[0]`` is ``argv0``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if cmdline.split(b"\0")[0] == argv0.encode() and state != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 async def gone(argv0: str) -> bool:
