@@ -1,14 +1,14 @@
-"""What a forked child does before it becomes bubblewrap.
-
-``prepare``: join the rig's cgroups, enter a private mount namespace and mount the overlay root
-there (so the mount vanishes with the rig and never shows on the host). The overlay's layers are named
-relative to the rig's disk directory, so its options, which the rig can read in ``/proc/self/mountinfo``,
-hold no host path: ``lowerdir=image,upperdir=upper,workdir=work``, ``image`` being a link to the pack.
+"""What the forked child does before it becomes bubblewrap: join the rig's cgroups, enter a private mount
+namespace and mount the overlay root there (so the mount vanishes with the rig and never shows on the host).
+The overlay's layers are named relative to the rig's disk directory, so its options, which the rig can read in
+``/proc/self/mountinfo``, hold no host path (``lowerdir=image,upperdir=upper,workdir=work``, ``image`` being
+a link to the pack). Also here: the memory files bubblewrap reads its options and filter from, and the files
+the host places in a rig's own layer before it boots.
 
 Done with direct system calls in the child (``preexec_fn``) instead of a chain of ``sh``, ``unshare`` and
-``mount`` processes, which cost more than the rest of the launch. Everything the child needs is
-prepared before the fork (bytes, resolved C functions), and a failure is written to the
-child's stderr, since exceptions from the child only surface as a generic error.
+``mount`` processes, which cost more than the rest of the launch. Everything the child needs is prepared
+before the fork (bytes, resolved C functions), and a failure is written to the child's stderr (the pipe to the
+rig's log), since exceptions from the child only surface as a generic error.
 """
 
 from __future__ import annotations
@@ -79,16 +79,6 @@ def _fail(step: bytes) -> None:
     raise OSError(err, step.decode())
 
 
-def _join_cgroups(files: list[bytes]) -> None:
-    pid = str(os.getpid()).encode()
-    for name in files:
-        fd = os.open(name, os.O_WRONLY)
-        try:
-            os.write(fd, pid)
-        finally:
-            os.close(fd)
-
-
 def prepare(procs_files: list[Path], disk: Path, merged: Path) -> Callable[[], None]:
     """The rig's first process: ``disk`` holds ``image`` (a link to the pack), ``upper`` and ``work``."""
     files = [os.fsencode(str(p)) for p in procs_files]
@@ -96,7 +86,13 @@ def prepare(procs_files: list[Path], disk: Path, merged: Path) -> Callable[[], N
     target = os.fsencode(str(merged))
 
     def child() -> None:
-        _join_cgroups(files)
+        pid = str(os.getpid()).encode()
+        for name in files:
+            fd = os.open(name, os.O_WRONLY)
+            try:
+                os.write(fd, pid)
+            finally:
+                os.close(fd)
         if _unshare(CLONE_NEWNS) != 0:
             _fail(b"unshare(CLONE_NEWNS)")
         if _mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
