@@ -3,7 +3,8 @@ script on the host, measured side by side in one run (target: under 10 ms added 
 
 Both sides go through the same ``Confinement`` interface the ``shell.run`` body uses: ``RigConfinement`` (the
 enclosure backend, one warm rig for the scope) and ``HostExecution`` (trusted host execution). Also reported:
-the first step of a run, which boots the run's enclosure.
+the first step of a run, which boots the run's enclosure, and a job in a scope of its own (``run_alone``: an
+agent run, a setup script), which boots an enclosure, runs the job and closes the enclosure.
 
 Run as root: ``.venv/bin/python bench/bench_confined_shell.py`` (builds the pack first if this machine has none).
 """
@@ -18,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hangar.core.confine import HOST, Confinement, Job, Scope
+from hangar.core.confine import HOST, Confinement, Job, Scope, run_alone
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.confinement import RigConfinement
 from hangar.rigs.image.pack import ensure_pack
@@ -40,6 +41,13 @@ async def timed(confinement: Confinement, scope: Scope) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+async def alone(confinement: Confinement, scope: Scope) -> float:
+    started = time.perf_counter()
+    done = await run_alone(confinement, scope, Job(("bash", "-c", SCRIPT), {"HANGAR_RUN_DIR": "x"}))
+    assert done.exit_code == 0, done.stderr
+    return (time.perf_counter() - started) * 1000
+
+
 async def main() -> None:
     await ensure_pack(PACKS, lambda text: print(text, file=sys.stderr))
     with tempfile.TemporaryDirectory(prefix="hbc-") as root:
@@ -51,6 +59,7 @@ async def main() -> None:
         boots: list[float] = []
         confined: list[float] = []
         host: list[float] = []
+        alones: list[float] = []
         try:
             for r in range(ROUNDS):
                 scope = Scope(f"pipelineRun:bench{r}", "bench", Path(root) / f"run{r}")
@@ -59,6 +68,8 @@ async def main() -> None:
                     confined.append(await timed(enclosure, scope))
                     host.append(await timed(HOST, scope))
                 await enclosure.release(scope.key)
+            for r in range(ROUNDS * 3):
+                alones.append(await alone(enclosure, Scope(f"agentRun:bench{r}", "bench", Path(root) / f"run{r}")))
         finally:
             await enclosure.aclose()
     added = statistics.median(confined) - statistics.median(host)
@@ -67,6 +78,7 @@ async def main() -> None:
     print(f"  warm enclosure: p50 {statistics.median(confined):.2f} ms, p90 {p90(confined):.2f} ms")
     print(f"  host:           p50 {statistics.median(host):.2f} ms, p90 {p90(host):.2f} ms")
     print(f"  added by confinement per step (p50): {added:.2f} ms (target < 10 ms)")
+    print(f"  a job in a scope of its own (boot, run, close): median {statistics.median(alones):.1f} ms")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from hangar.rigs.egress.rules import GATE_ADDRESS, GatePorts
-from tests.support.confined import CLI_AGENT, host_pids, trust_host
+from tests.support.confined import CLI_AGENT, host_pids, host_processes_named, trust_host
 from tests.support.mcp import mcp_session, payload
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import collect_until, wait_run, workspace_server
@@ -290,3 +290,29 @@ async def test_under_trusted_host_execution_the_agent_calls_the_servers_own_list
         assert got["HANGAR_MCP_URL"] == f"{srv.url}/mcp" and space_id in got["spaces"]
         (folder / "go").write_text("")
         assert (await wait_run(client, ws, started["runId"], timeout=60))["outcome"] == "ok"
+
+
+async def test_under_trusted_host_execution_the_output_is_read_back_and_nothing_is_left(tmp_path: Path) -> None:
+    mark = f"hangar-left-{hashlib.sha256(str(tmp_path).encode()).hexdigest()[:8]}"
+    async with workspace_server(tmp_path) as (srv, client, ws):
+        await trust_host(srv.ctx)
+        space_id = (await client.call("spaces.create", workspace_id=ws, title="cli"))["id"]
+        folder = Path((await client.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"])
+        script = (
+            f"(exec -a {mark} sleep 300) & "  # left running in the program's process group
+            'test -s "$HANGAR_CONTEXT_FILE" && echo \'{"n": 5}\' > "$HANGAR_OUTPUT_FILE"; echo wrote'
+        )
+        adapter = {"type": "command", "argv": ["bash", "-c", script]}
+        agent_id = (await client.call("agents.create", workspace_id=ws, name="Host", adapter=adapter))["id"]
+        started = await client.call(
+            "agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="go", outputSchema=SCHEMA
+        )
+        run = await wait_run(client, ws, started["runId"], timeout=60)
+        assert run["outcome"] == "ok" and run["output"] == {"n": 5}, run
+        assert not list(folder.glob(".hangar-*"))  # the context and output files went with the run
+        for _ in range(100):
+            if not host_processes_named(mark):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("what the program left running in its process group outlived it")

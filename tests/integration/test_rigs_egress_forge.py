@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from hangar.core.confine import Confinement, Job, Scope, space_key
+from hangar.core.confine import Confinement, Job, Scope, agent_run_key
 from hangar.rigs.backends.enclosure import EnclosureRig
 from hangar.rigs.egress import EgressGate
 from hangar.workspace import SpaceService
@@ -158,12 +158,12 @@ async def test_the_forge_host_comes_from_the_repos_recorded_origin(
 async def test_the_spaces_enclosure_for_user_code_ignores_a_forged_gitdir(
     member: tuple[RigsEnv, RpcClient, Listener],
 ) -> None:
-    """Command agents and setup scripts run in the space's enclosure over the space's folder, which they write:
-    a ``.git`` they leave there does not name the next enclosure's forge host."""
+    """Command agents and setup scripts run in enclosures over the space's folder, which they write: a ``.git``
+    they leave there does not name the next enclosure's forge host."""
     env, _client, internal = member
     confinement = env.srv.ctx.service(Confinement)
     folder = env.srv.ctx.service(SpaceService).folder(env.ws, env.space)
-    scope = Scope(space_key(env.ws, env.space), env.ws, folder)
+    scope = Scope(agent_run_key("run-1"), env.ws, folder, space_id=env.space)
     forged = await confinement.run(scope, Job(("bash", "-c", FORGE_GITDIR.format(where=".", url=FORGE))))
     assert forged.exit_code == 0, forged
     assert (folder / ".git").read_text() == "gitdir: .forged\n"
@@ -201,9 +201,7 @@ async def test_names_resolving_to_loopback_private_or_link_local_are_refused(
                 f"egress to intranet.example.test is refused: intranet.example.test resolves to "
                 f"{local_service.address}, a loopback address, which rigs never reach\n status=403"
             )
-            assert (
-                "10.9.8.7, a private address, which rigs reach only when an admin named the host" in said["db.corp"]
-            )
+            assert "10.9.8.7, a private address, which rigs reach only when an admin named the host" in said["db.corp"]
             assert "169.254.169.254, the cloud metadata service, which rigs never reach" in said["meta.corp"]
             assert "::ffff:127.0.0.1, a loopback address" in said["v6.corp"]
             assert all(out.endswith("status=403") for out in said.values()), said

@@ -44,6 +44,22 @@ def host_pids(ns_pid: int, argv0: str) -> list[int]:
     return found
 
 
+def host_processes_named(argv0: str) -> list[int]:
+    """Host pids of live processes whose ``argv[0]`` is ``argv0``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if cmdline.split(b"\0")[0] == argv0.encode() and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
 def trust_host_dir(data_dir: Path) -> None:
     """Trusted host execution on for a data directory, through the real command line."""
     import subprocess

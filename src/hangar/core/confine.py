@@ -1,9 +1,13 @@
-"""Where code that users author runs: pipeline shell steps and command-line agents.
+"""Where code that users author runs: pipeline shell steps, command-line agents and repositories' setup scripts.
 
 Such code runs confined, never as the server on the host: a part that can build enclosures (the rigs part)
-provides a ``Confinement`` service, and ``confinement_for`` hands it out. One enclosure serves one *scope*
-(a pipeline run's shell steps, a space's command agents), kept warm between uses, with the scope's working
-directory mounted as the program's working directory and an environment holding only what the program needs.
+provides a ``Confinement`` service, and ``confinement_for`` hands it out. One enclosure serves one *scope*, with
+the scope's working directory mounted as the program's working directory and an environment holding only what
+the program needs. Code of different trust never shares a scope, so never a process tree, a PID namespace or an
+enclosure's own files: a pipeline run's shell steps share theirs, kept warm between steps and freed when the run
+finishes; an agent run and a setup script each get one of their own (``run_alone``), freed when they end. Within
+a scope each job is contained: whatever it leaves running (a background job, a double fork, a new session) is
+killed when it exits.
 
 Where the host cannot build enclosures, user code is refused with a sentence naming what is missing. A server
 owner who runs a single-person install may switch on trusted host execution (``hangar admin trusted-host-exec
@@ -16,9 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
+import secrets
 import signal
+import stat
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +49,9 @@ TRUSTED_HOST_EXEC_SPEC = SettingSpec(
 )
 TRUSTED_HOST_EXEC_FIX = "hangar admin trusted-host-exec on"
 KILL_GRACE_S = 2.0
+MAX_OUTPUT = 16 * 1024 * 1024  # per stream; what a program prints beyond this is not kept
+MAX_RESULT_FILE = 16 * 1024 * 1024  # of a file a job leaves for the server (``Job.results``)
+DRAIN_AFTER_EXIT_S = 0.2  # once a program exited, its output is read until it pauses this long
 # What a program run on the host keeps of the server's environment: enough to find programs and a home.
 HOST_ENV_KEPT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ")
 
@@ -54,31 +64,36 @@ class ExecResult:
     stdout: str  # decoded as UTF-8 with replacement
     stderr: str
     timed_out: bool  # True when the timeout fired and the program was killed
+    # The job's ``results`` the program left (``Job.results``): a regular file each, up to MAX_RESULT_FILE bytes.
+    files: Mapping[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Scope:
-    """One warm enclosure: ``key`` names it (``pipelineRun:<id>``, ``space:<workspaceId>:<spaceId>``)."""
+    """One enclosure: ``key`` names it (``pipeline_run_key``, ``agent_run_key``, ``setup_key``); jobs given the
+    same key share it, so only jobs of the same trust may."""
 
     key: str
     workspace_id: str
     workdir: Path  # host directory, mounted as the program's working directory
     control_dir: Path | None = None  # host execution records process groups here (never inside workdir)
+    # The space whose code runs here (an agent run's, a setup script's): its repos' forges are on the
+    # enclosure's egress allowlist. From the server's records, never from anything in workdir.
+    space_id: str | None = None
 
 
 def pipeline_run_key(run_id: str) -> str:
     return f"pipelineRun:{run_id}"
 
 
-def space_key(workspace_id: str, space_id: str) -> str:
-    return f"space:{workspace_id}:{space_id}"
+def agent_run_key(run_id: str) -> str:
+    """One agent run: its secrets and its run credential meet no other run's processes or files."""
+    return f"agentRun:{run_id}"
 
 
-def space_of_key(key: str) -> tuple[str, str] | None:
-    """``(workspaceId, spaceId)`` of a ``space_key``; None for any other scope."""
-    kind, _, rest = key.partition(":")
-    workspace_id, _, space_id = rest.partition(":")
-    return (workspace_id, space_id) if kind == "space" and workspace_id and space_id else None
+def setup_key(workspace_id: str, space_id: str) -> str:
+    """One run of a repository's setup script, never shared: not even with the space's agents."""
+    return f"spaceSetup:{workspace_id}:{space_id}:{secrets.token_hex(4)}"
 
 
 @dataclass(frozen=True)
@@ -99,8 +114,11 @@ class Job:
     stdin: bytes | None = None
     timeout_s: float | None = None
     group_name: str = "job"  # the record name of its process group under the scope's control_dir
-    # Files placed in the working directory before the program starts (plain names), readable by it.
+    # Files placed before the program starts (plain names), readable by it, in ``Confinement.files_seen``: in an
+    # enclosure a directory of the enclosure's own, which no other scope sees (never the shared working folder).
     files: Mapping[str, bytes] = field(default_factory=dict)
+    # Plain names of files the program may write beside them, read back when it exits (``ExecResult.files``).
+    results: tuple[str, ...] = ()
     call_back: CallBack | None = None  # the program may call the server's MCP endpoint back while it runs
 
 
@@ -118,9 +136,13 @@ class Confinement:
         """The scope's working directory as the program sees it."""
         return str(scope.workdir)
 
+    def files_seen(self, scope: Scope) -> str:
+        """Where a job's ``files`` and ``results`` are, as the program sees them."""
+        return self.workdir_seen(scope)
+
     async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
-        """Run ``job`` in ``scope``'s working directory; cancelling the call kills the program and what it
-        started."""
+        """Run ``job`` in ``scope``'s working directory. What it leaves running is killed when it exits;
+        cancelling the call kills the program and all it started."""
         raise Unavailable(f"{job.argv[0]} cannot run: {self.unavailable_reason()}")
 
     async def release(self, key: str) -> None:
@@ -128,6 +150,29 @@ class Confinement:
 
     async def aclose(self) -> None:
         """Free every scope (server stop)."""
+
+
+async def run_alone(confinement: Confinement, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
+    """Run ``job`` in a scope no other job uses, and free the scope when it ends, however it ends."""
+    try:
+        return await confinement.run(scope, job, on_stdout)
+    finally:
+        await confinement.release(scope.key)
+
+
+def read_regular(path: Path, limit: int = MAX_RESULT_FILE) -> bytes | None:
+    """A file a program wrote, where it could also have planted a symlink or a fifo: only a regular file is read,
+    never followed, and never past ``limit``; None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
 
 
 def plain_name(name: str) -> str:
@@ -213,47 +258,110 @@ class HostExecution(Confinement):
             scope.control_dir.mkdir(parents=True, exist_ok=True)
             recorded = record_group(scope.control_dir, job.group_name, proc.pid)
         try:
-            return await _collect(proc, job, on_stdout)
-        except BaseException:
-            await kill_group(proc)
-            raise
+            done = await _collect(proc, job, on_stdout)
+            left = {name: read_regular(scope.workdir / plain_name(name)) for name in job.results}
+            return dataclasses.replace(done, files={name: data for name, data in left.items() if data is not None})
         finally:
+            # What the program left running in its group ends with it (trusted host execution has no
+            # namespace to empty; a program that started a new session is beyond reach here).
+            await kill_group(proc)
             if recorded is not None:
                 recorded.unlink(missing_ok=True)
+            for name in (*job.files, *job.results):
+                with contextlib.suppress(OSError):
+                    (scope.workdir / plain_name(name)).unlink(missing_ok=True)
 
 
 async def _collect(proc: asyncio.subprocess.Process, job: Job, on_stdout: OnOutput | None) -> ExecResult:
+    """Feed the program ``job.stdin``, relay and keep its output (up to ``MAX_OUTPUT`` per stream) until it
+    exits, then end what it left in its process group; past ``job.timeout_s`` end the group and report the
+    result as timed out. Output still coming after the exit is read until it pauses for ``DRAIN_AFTER_EXIT_S``
+    (a program that started a new session may hold the pipes open)."""
     assert proc.stdout is not None and proc.stderr is not None
     if proc.stdin is not None and job.stdin is not None:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             proc.stdin.write(job.stdin)
             await proc.stdin.drain()
         proc.stdin.close()
-    err_task = asyncio.create_task(proc.stderr.read())
-    out = bytearray()
+    out, err = bytearray(), bytearray()
+    moved, relaying = [0], [0]  # chunks read so far; relays under way (a slow relay is no pause)
 
-    async def pump() -> None:
-        assert proc.stdout is not None
-        while chunk := await proc.stdout.read(65536):
-            out.extend(chunk)
-            if on_stdout is not None:
-                await on_stdout(chunk)
-        await proc.wait()
+    async def keep(stream: asyncio.StreamReader, kept: bytearray, on_chunk: OnOutput | None) -> None:
+        while chunk := await stream.read(65536):
+            moved[0] += 1
+            if len(kept) < MAX_OUTPUT:
+                kept += chunk[: MAX_OUTPUT - len(kept)]
+            if on_chunk is not None:
+                relaying[0] += 1
+                try:
+                    await on_chunk(chunk)
+                finally:
+                    relaying[0] -= 1
 
+    readers = {
+        asyncio.create_task(keep(proc.stdout, out, on_stdout)),
+        asyncio.create_task(keep(proc.stderr, err, None)),
+    }
     timed_out = False
+    code: int | None = None
     try:
-        await asyncio.wait_for(pump(), job.timeout_s)
-    except TimeoutError:
-        timed_out = True
+        try:
+            code = await asyncio.wait_for(_exited(proc), job.timeout_s)
+        except TimeoutError:
+            timed_out = True
         await kill_group(proc)
-    except BaseException:
-        err_task.cancel()
-        raise
-    err = await err_task
-    code = proc.returncode if proc.returncode is not None else -1
+        pending = readers
+        while pending:
+            before = moved[0]
+            _, pending = await asyncio.wait(pending, timeout=DRAIN_AFTER_EXIT_S)
+            if moved[0] == before and not relaying[0]:
+                break
+    finally:
+        for reader in readers:
+            reader.cancel()
+    for reader in readers:
+        if reader.done() and not reader.cancelled() and (failed := reader.exception()) is not None:
+            raise failed
+    if code is None:  # timed out, and killed since
+        code = await _exited(proc)
     return ExecResult(
         128 - code if code < 0 else code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), timed_out
     )
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """Return the program's status (its exit code, or minus the signal that killed it) once it has exited.
+    ``Process.wait`` also waits until nothing holds its pipes, which a process it left running may do for ever."""
+    if proc.returncode is not None:
+        return proc.returncode
+    loop = asyncio.get_running_loop()
+    gone = loop.create_future()
+    try:
+        pidfd = os.pidfd_open(proc.pid)  # readable once the process has exited
+    except (AttributeError, OSError):  # not Linux, or already reaped
+        pidfd = None
+    if pidfd is not None:
+
+        def readable() -> None:
+            if not gone.done():
+                gone.set_result(None)
+
+        loop.add_reader(pidfd, readable)
+        try:
+            await gone
+            # Its status without reaping it (the child watcher does that): no wait for the watcher's report.
+            with contextlib.suppress(ChildProcessError, OSError):
+                info = os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT | os.WNOHANG)  # noqa: ASYNC222 - WNOHANG
+                if info is not None:
+                    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        finally:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+    pause = 0.001
+    while proc.returncode is None:  # the child watcher reports the status a moment after the exit
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    return proc.returncode
 
 
 async def kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -263,10 +371,10 @@ async def kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
     if proc.returncode is None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
+            await asyncio.wait_for(_exited(proc), KILL_GRACE_S)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    await proc.wait()
+    await _exited(proc)
 
 
 HOST = HostExecution()

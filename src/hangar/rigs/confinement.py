@@ -1,4 +1,4 @@
-"""Confinement for user code on the rig backend: one warm rig per scope (a pipeline run, a space's agents).
+"""Confinement for user code on the rig backend: one rig per scope (a pipeline run's steps, an agent run, a script).
 
 A scope's rig boots on its first job with the scope's working directory mounted at ``GUEST_WORKTREE``, the
 terminal's egress allowlist (``allowlist_of``: from the server's records, never from the mounted directory,
@@ -6,7 +6,7 @@ which the programs write) and the terminal's limits, and stays up for later jobs
 step in a warm rig costs one exec round trip, not a boot. It is closed when the scope is released (its
 pipeline run finished), after ``IDLE_S`` without a job, or when the server stops. Programs run as the rig
 user with the rig's base environment plus what the job names; they see neither the data directory nor the
-host.
+host. Each job is contained (``Command.contained``): what it leaves running is killed when it exits.
 
 A job that may call the server back (``Job.call_back``: a command agent with an MCP grant) holds the rig's
 server door open while it runs and gets the door's address; the door closes when the last such job ends.
@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from hangar.core.confine import Confinement, ExecResult, Job, OnOutput, Scope, plain_name
+from hangar.core.confine import MAX_RESULT_FILE, Confinement, ExecResult, Job, OnOutput, Scope, plain_name
+from hangar.errors import NotFound, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, GuestTree, RigBackend, RigHandle, RigSpec
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
 from hangar.rigs.model import LIMITS, Surface
@@ -30,6 +32,7 @@ from hangar.rigs.model import LIMITS, Surface
 log = logging.getLogger("hangar.rigs.confinement")
 
 IDLE_S = 300.0
+JOB_FILES = "/home/rig/.hangar"  # a job's files and results: in the rig's own layer, which no other scope sees
 REAP_EVERY_S = 15.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -65,21 +68,27 @@ class RigConfinement(Confinement):
     def workdir_seen(self, scope: Scope) -> str:
         return GUEST_WORKTREE
 
+    def files_seen(self, scope: Scope) -> str:
+        return JOB_FILES
+
     async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
         warm = self._warm.setdefault(scope.key, _Warm())
         warm.busy += 1
         try:
             rig = await self._rig(scope, warm)
             for name, data in job.files.items():
-                await rig.write_file(f"{GUEST_WORKTREE}/{plain_name(name)}", data, exclusive=False)
+                await rig.write_file(f"{JOB_FILES}/{plain_name(name)}", data, exclusive=False)
             env = dict(job.env)
             if job.call_back is None:
-                return await rig.run(Command(job.argv, GUEST_WORKTREE, env, job.stdin, job.timeout_s), on_stdout)
-            env[job.call_back.variable] = await rig.open_server_door(job.call_back.url)
-            try:
-                return await rig.run(Command(job.argv, GUEST_WORKTREE, env, job.stdin, job.timeout_s), on_stdout)
-            finally:
-                await rig.close_server_door()
+                done = await rig.run(Command(job.argv, GUEST_WORKTREE, env, job.stdin, job.timeout_s, True), on_stdout)
+            else:
+                env[job.call_back.variable] = await rig.open_server_door(job.call_back.url)
+                try:
+                    command = Command(job.argv, GUEST_WORKTREE, env, job.stdin, job.timeout_s, True)
+                    done = await rig.run(command, on_stdout)
+                finally:
+                    await rig.close_server_door()
+            return dataclasses.replace(done, files=await _results(rig, job.results))
         finally:
             warm.busy -= 1
             warm.last_used = asyncio.get_running_loop().time()
@@ -133,3 +142,20 @@ class RigConfinement(Confinement):
                 await self._reaper
         for key in list(self._warm):
             await self.release(key)
+
+
+async def _results(rig: RigHandle, names: tuple[str, ...]) -> dict[str, bytes]:
+    """The job's results as the rig user reads them in the rig (a regular file, no symlink followed), each up to
+    ``MAX_RESULT_FILE`` bytes; a name the program did not leave is absent."""
+    found: dict[str, bytes] = {}
+    for name in names:
+        data = bytearray()
+        try:
+            async for chunk in rig.read_file(f"{JOB_FILES}/{plain_name(name)}"):
+                data += chunk[: MAX_RESULT_FILE - len(data)]
+                if len(data) >= MAX_RESULT_FILE:
+                    break
+        except (NotFound, Refused, Unavailable):
+            continue
+        found[name] = bytes(data)
+    return found

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from hangar.config import Settings
 from hangar.core.audit import sensitive as _sensitive
 from hangar.core.beneath import anchored, lstat_beneath
-from hangar.core.confine import Scope, space_of_key
+from hangar.core.confine import Scope
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.errors import NotFound, Refused
@@ -101,11 +101,10 @@ async def allowlist(app: AppContext, ws: str, space_id: str) -> frozenset[str]:
 
 
 async def confinement_allowlist(app: AppContext, scope: Scope) -> frozenset[str]:
-    """The allowlist of a confinement scope's enclosure: a space's is its terminal rigs' (``allowlist``); a
-    pipeline run's has no repo of its own, so the baseline and the apt mirrors."""
-    space = space_of_key(scope.key)
-    if space is not None and space[0] == scope.workspace_id:
-        return await allowlist(app, *space)
+    """The allowlist of a confinement scope's enclosure: code of a space (an agent run, a setup script) gets its
+    terminal rigs' (``allowlist``); a pipeline run has no repo of its own, so the baseline and the apt mirrors."""
+    if scope.space_id is not None:
+        return await allowlist(app, scope.workspace_id, scope.space_id)
     return await asyncio.to_thread(terminal_default_allowlist)
 
 

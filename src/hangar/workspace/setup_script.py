@@ -7,10 +7,12 @@ beneath the space's folder without following any symlink, so a link planted in a
 guests) never makes the server look elsewhere on the host.
 
 It is code the repository's authors wrote, so it runs confined like shell steps and command agents
-(``hangar.core.confine``): in the space's enclosure (the one its command agents share, kept warm), with the
-space's folder mounted as the working directory and the script started in its repo's worktree, with an
-environment holding only the variables below, never the server's, and a timeout. Where the host cannot confine,
-it is refused with the sentence every caller of ``confinement_for`` gives, never run unconfined.
+(``hangar.core.confine``): in an enclosure of its own, closed when the script ends (it shares no process tree
+with the space's agents, which run later with secrets), with the space's folder mounted as the working
+directory and the script started in its repo's worktree, with an environment holding only the variables below,
+never the server's, and a timeout. What the script leaves running (a server started with ``nohup``, a
+double fork) is killed when it exits: only files it leaves in the folder outlast it. Where the host cannot
+confine, it is refused with the sentence every caller of ``confinement_for`` gives, never run unconfined.
 
 Environment: ``HANGAR_WORKSPACE_ID``, ``HANGAR_SPACE_ID``, ``HANGAR_REPO`` (the repo's name) and
 ``HANGAR_WORKTREE`` (the worktree as the script sees it). The script is handed no secret, so what it prints holds
@@ -23,7 +25,7 @@ import stat
 from pathlib import Path
 
 from hangar.core.beneath import anchored, lstat_beneath
-from hangar.core.confine import Job, Scope, confinement_for, space_key
+from hangar.core.confine import Job, Scope, confinement_for, run_alone, setup_key
 from hangar.core.context import AppContext
 from hangar.errors import Conflict
 
@@ -62,7 +64,7 @@ async def run_setup_script(
     """Run ``<folder>/<repo_name>/.hangar/setup`` confined in the space's enclosure; raise ``SetupScriptFailed``
     naming the exit status and the output's tail when it fails, ``Unavailable`` when it cannot run confined."""
     confinement = await confinement_for(app)
-    scope = Scope(space_key(workspace_id, space_id), workspace_id, folder)
+    scope = Scope(setup_key(workspace_id, space_id), workspace_id, folder, space_id=space_id)
     env = {
         "HANGAR_WORKSPACE_ID": workspace_id,
         "HANGAR_SPACE_ID": space_id,
@@ -70,7 +72,7 @@ async def run_setup_script(
         "HANGAR_WORKTREE": f"{confinement.workdir_seen(scope)}/{repo_name}",
     }
     job = Job(("bash", "-c", _START, "hangar-setup", repo_name), env, timeout_s=timeout_s, group_name="setup")
-    done = await confinement.run(scope, job)
+    done = await run_alone(confinement, scope, job)
     if done.timed_out:
         raise SetupScriptFailed(
             f"the setup script of {repo_name} did not finish within {timeout_s:g} s and was stopped"

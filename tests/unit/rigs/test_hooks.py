@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hangar.config import Settings
-from hangar.core.confine import pipeline_run_key, space_key, space_of_key
 from hangar.core.events import StoredEvent
 from hangar.rigs.hooks import ENDING_EVENT_TYPES, ended_space, removed_member, server_ports
 
@@ -37,9 +36,3 @@ def test_the_ports_the_servers_configuration_names() -> None:
                         web_client_url="http://127.0.0.1:5173", site_url="https://docs.example.test")  # fmt: skip
     assert server_ports(settings) == {8420, 8421, 8443, 5173}
     assert server_ports(Settings(port=9000, site_port=None)) == {9000}
-
-
-def test_a_confinement_scope_names_its_space() -> None:
-    assert space_of_key(space_key("ws1", "sp1")) == ("ws1", "sp1")
-    for other in (pipeline_run_key("r1"), "space:ws1", "space::sp1", "spaces:ws1:sp1", ""):
-        assert space_of_key(other) is None

@@ -1,14 +1,17 @@
-"""The ``command`` adapter: a command-line agent run in its space's enclosure.
+"""The ``command`` adapter: a command-line agent run confined, in an enclosure of the run's own.
 
-The program runs confined (``hangar.core.confine``): one warm enclosure per space, shared by the space's
-command agents, with the space's working folder mounted as the program's working directory; as the rig user,
-with the terminal's egress allowlist, no view of the data directory or the host, and an environment holding
-only the adapter's configured variables, the agent's secrets and the contract below, never the server's.
-``argv[0]`` is looked up on the enclosure's PATH.
+The program runs confined (``hangar.core.confine``): in an enclosure of the run's own, started for it and
+closed when it ends, with the space's working folder mounted as the program's working directory; as the rig
+user, with the terminal's egress allowlist, no view of the data directory or the host, and an environment
+holding only the adapter's configured variables, the agent's secrets and the contract below, never the
+server's. No other run, agent or setup script shares its processes, its PID namespace or its enclosure's own
+files (its home, /tmp): the agent's secrets and the run's credential reach its program alone. What runs in a
+space shares the space's folder only. ``argv[0]`` is looked up on the enclosure's PATH.
 
 The prompt goes to stdin (``promptVia: stdin``) or into argv (``promptVia: arg``: replaces a ``{prompt}``
 element, else is appended). Stdout is relayed as text deltas while the program runs, and posted whole as the
-agent's reply when it exits 0. An interrupt (or the timeout) ends the program and everything it started.
+agent's reply when it exits 0. Whatever the program leaves running is killed when it exits; an interrupt (or
+the timeout) ends the program and everything it started.
 
 Input contract: the environment carries ``HANGAR_RUN_ID``, ``HANGAR_SPACE_ID``, ``HANGAR_WORKSPACE_ID``,
 ``HANGAR_CONTEXT_FILE`` and ``HANGAR_OUTPUT_FILE`` (paths as the program sees them); with an output schema
@@ -17,22 +20,19 @@ program reaches it, through the enclosure's server door, and a credential for th
 ``hangar.agents.mcp_grant``), or ``HANGAR_MCP_UNAVAILABLE`` saying why not. The context
 file is a JSON document with what a chat-completions agent would be given: the agent (id, name, role, system
 prompt), the prompt, and the space's recent messages oldest first (author kind and name, content, ``own`` when
-this agent wrote it), so a command-line agent can hold a conversation instead of seeing one prompt. It is
-removed when the run ends.
+this agent wrote it), so a command-line agent can hold a conversation instead of seeing one prompt. Both
+files live in a directory of the run's own enclosure (``Confinement.files_seen``), never in the space's shared
+folder, so no other run reads the context or writes the output; they go with the enclosure when the run ends.
 
 Output contract: A program that writes a JSON document to ``$HANGAR_OUTPUT_FILE`` submits it (the
 command-line equivalent of ``submit_output``); otherwise the last stdout line that parses as JSON is
-submitted. The output file is read without following symlinks, up to ``MAX_OUTPUT_FILE`` bytes.
+submitted. The output file is read without following symlinks, up to ``core.confine.MAX_RESULT_FILE`` bytes.
 """
 
 from __future__ import annotations
 
 import codecs
-import contextlib
 import json
-import os
-import stat
-from pathlib import Path
 from typing import Any
 
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
@@ -40,11 +40,10 @@ from hangar.agents.config import CommandAdapter
 from hangar.agents.events import RunOutcome
 from hangar.agents.mcp_grant import TOKEN_VAR
 from hangar.agents.redact import Redactor
-from hangar.core.confine import ExecResult, Job, Scope, space_key
+from hangar.core.confine import ExecResult, Job, Scope, agent_run_key, run_alone
 from hangar.errors import HangarError
 
 _STDERR_TAIL = 2000
-MAX_OUTPUT_FILE = 16 * 1024 * 1024
 NOT_STARTED = 127  # the exit status of a program that was not found or could not be executed
 
 
@@ -69,9 +68,9 @@ class CommandLineAdapter(Adapter):
         except HangarError as exc:
             await io.turn_finished(turn, RunOutcome.failed, exc.message)
             return RunResult(RunOutcome.failed, exc.message)
-        scope = Scope(space_key(request.workspace_id, request.space_id), request.workspace_id, request.folder,
-                      request.control_dir)  # fmt: skip
-        seen = confinement.workdir_seen(scope)
+        scope = Scope(agent_run_key(request.run_id), request.workspace_id, request.folder, request.control_dir,
+                      space_id=request.space_id)  # fmt: skip
+        seen = confinement.files_seen(scope)
         out_name, context_name = f".hangar-output-{request.run_id}.json", f".hangar-context-{request.run_id}.json"
         env = {
             **self._cfg.env,
@@ -92,6 +91,7 @@ class CommandLineAdapter(Adapter):
             timeout_s=self._cfg.timeout_seconds,
             group_name="command",
             files={context_name: json.dumps(_context(request), ensure_ascii=False).encode()},
+            results=(out_name,),
             call_back=request.product_call_back,
         )
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -102,17 +102,14 @@ class CommandLineAdapter(Adapter):
             if piece := redactor.feed(decoder.decode(chunk)):
                 await io.text_delta(turn, piece)
 
-        try:
-            done = await confinement.run(scope, job, relay)
-            if tail := redactor.feed(decoder.decode(b"", final=True)) + redactor.flush():
-                await io.text_delta(turn, tail)
-            return await self._finish(done, io, turn, request.folder / out_name, redactor)
-        finally:
-            for name in (out_name, context_name):
-                with contextlib.suppress(OSError):
-                    (request.folder / name).unlink(missing_ok=True)
+        done = await run_alone(confinement, scope, job, relay)
+        if tail := redactor.feed(decoder.decode(b"", final=True)) + redactor.flush():
+            await io.text_delta(turn, tail)
+        return await self._finish(done, io, turn, done.files.get(out_name), redactor)
 
-    async def _finish(self, done: ExecResult, io: RunIO, turn: int, out_file: Path, redactor: Redactor) -> RunResult:
+    async def _finish(
+        self, done: ExecResult, io: RunIO, turn: int, out_file: bytes | None, redactor: Redactor
+    ) -> RunResult:
         if done.timed_out:
             error = f"the command did not finish within {self._cfg.timeout_seconds:g} s and was stopped"
         elif done.exit_code == NOT_STARTED and not done.stdout:
@@ -152,12 +149,11 @@ def _context(req: RunRequest) -> dict[str, Any]:
     }
 
 
-def _harvest(out_file: Path, stdout: str) -> Any:
+def _harvest(out_file: bytes | None, stdout: str) -> Any:
     """The submitted payload: the output file's JSON, else the last stdout line that is JSON, else nothing."""
-    raw = _read_output_file(out_file)
-    if raw is not None:
+    if out_file is not None:
         try:
-            return json.loads(raw)
+            return json.loads(out_file)
         except ValueError:
             return _NOTHING
     for line in reversed(stdout.strip().splitlines()):
@@ -166,18 +162,3 @@ def _harvest(out_file: Path, stdout: str) -> Any:
         except ValueError:
             continue
     return _NOTHING
-
-
-def _read_output_file(path: Path) -> bytes | None:
-    """The program wrote this file where it can also plant a symlink or a fifo: only a regular file is read,
-    never followed, and never past ``MAX_OUTPUT_FILE``."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, MAX_OUTPUT_FILE)
-    finally:
-        os.close(fd)

@@ -79,6 +79,10 @@ class Command:
     env: Mapping[str, str]
     stdin: bytes | None = None
     timeout_s: float | None = None
+    # Contained: whatever the command leaves running (a background job, a double fork, a new session) is killed
+    # when it exits, and killing it (a timeout, a cancelled call) kills all of that too. Otherwise what it
+    # leaves in the background keeps running (a dev server started in a person's rig).
+    contained: bool = False
 
 
 class Pty(ABC):

@@ -16,7 +16,9 @@ The first frame from the host is ``J`` with the request:
   Instead of ``cmd`` (run with ``bash -lc``) a request may carry ``argc=<n>`` and ``arg.0`` .. ``arg.<n-1>``
   (run through ``env -C <cwd>``, so argv[0] is looked up on the rig's PATH), ``cwd=<guest dir>`` and
   ``env.<NAME>=<value>`` entries added to the rig user's base environment. The host closing the connection
-  before ``X`` kills the command's process group (an interrupted step or agent).
+  before ``X`` kills the command's process group (an interrupted step or agent). With ``reap=1`` the command
+  is contained (``supervise``): whatever it leaves running is killed when it exits, and killing it kills all
+  it started, in whatever session or group.
 - ``op=read path=<guest path>``: the agent opens the file as the rig user (the kernel's permission checks, the
   rig's own root and /proc) and sends ``O`` chunks, then ``X ok=1``; or ``X error=<kind> message=<text>``
   with kind ``notfound``, ``refused`` or ``exists``.
@@ -46,9 +48,11 @@ BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "LANG": "C.UTF-8",
 }
-SIGHUP, SIGKILL = 1, 9
+SIGHUP, SIGKILL, SIGTERM = 1, 9, 15
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 DRAIN_AFTER_EXIT_S = 0.2  # background jobs may keep the pipes open; stop reading shortly after the exit
 _hardened = False
+_prctl = None  # libc's prctl, once ``harden`` has loaded it
 
 
 def decode(payload: bytes) -> dict[str, str]:
@@ -94,14 +98,17 @@ def kill_group(pid: int, sig: int = SIGKILL) -> None:
 
 def harden() -> None:
     """Not dumpable: processes of the rig user cannot read this agent's memory or take its descriptors.
-    Done before the first child starts (importing ctypes at boot would slow every rig's start)."""
-    global _hardened
+    Done before the first child starts (importing ctypes at boot would slow every rig's start). Also loads
+    what a supervisor needs, since a forked child must import nothing."""
+    global _hardened, _prctl
     if not _hardened:
         _hardened = True
         try:
+            import _signal  # type: ignore[import-not-found]  # noqa: F401 - loaded before any fork (``supervise``)
             import ctypes
 
-            ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+            _prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         except Exception:
             pass
 
@@ -109,6 +116,81 @@ def harden() -> None:
 def spawn(argv: list[str], env: dict[str, str], actions: list[tuple[object, ...]]) -> int:
     harden()
     return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+
+
+def supervise(argv: list[str], env: dict[str, str], stdio: tuple[int, int, int]) -> int:
+    """Start the command under a supervisor and return the supervisor's pid, which stands for the command: it
+    exits with the command's status once nothing the command started is left. The supervisor is a forked
+    child of this agent that becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``), so every process the
+    command leaves behind (a background job, a double fork, a new session) is handed to it rather than to the
+    rig's PID 1, and is killed when the command exits. ``SIGTERM`` makes it kill the command and all of it."""
+    harden()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 126
+    try:
+        code = _supervised(argv, env, stdio)
+    finally:
+        os._exit(code)
+
+
+def _supervised(argv: list[str], env: dict[str, str], stdio: tuple[int, int, int]) -> int:
+    import _signal  # the C module: ``signal`` imports enum (startup time)
+
+    for target, fd in enumerate(stdio):
+        os.dup2(fd, target)
+    os.closerange(3, 1 << 20)  # nothing of the agent's: the listener, other requests' pipes and connections
+    if _prctl is None or _prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        os.write(2, b"hangar: the command cannot be contained (no child subreaper), so it is not run\n")
+        return 126
+    state = {"command": 0, "ended": 0, "stopping": 0}
+
+    def stop(_signum: int, _frame: object) -> None:
+        state["stopping"] = 1
+        if state["command"] and not state["ended"]:
+            kill_group(state["command"])
+        kill_children()
+
+    _signal.signal(SIGTERM, stop)
+    state["command"] = command = os.posix_spawn(argv[0], argv, env, setsid=True)
+    if state["stopping"]:
+        kill_group(command)
+    code = 128 + SIGKILL
+    while True:
+        try:
+            pid, status = os.wait()  # the command, or a process handed over because its parent died
+        except ChildProcessError:
+            return code
+        if pid == command:
+            state["ended"] = 1
+            code = os.waitstatus_to_exitcode(status)
+            code = code if code >= 0 else 128 - code
+        if state["ended"] or state["stopping"]:
+            try:
+                os.waitpid(-1, os.WNOHANG)  # most commands leave nothing: then there is nothing to look for
+            except ChildProcessError:
+                return code
+            kill_children()
+
+
+def kill_children() -> None:
+    """SIGKILL every child of this process (found by parent pid in the rig's /proc): the ones handed over to
+    a subreaper. Their own children are handed over as they die, and killed on the next round."""
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/" + entry + "/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1].decode() == me:  # field 4: the parent's pid
+            try:  # noqa: SIM105
+                os.kill(int(entry), SIGKILL)
+            except OSError:
+                pass
 
 
 def exit_code(pid: int) -> int:
@@ -129,11 +211,15 @@ def do_exec(req: dict[str, str], conn: int) -> None:
     ]
     env = dict(BASE_ENV, TERM="dumb")
     env.update({k[4:]: v for k, v in req.items() if k.startswith("env.") and k[4:] and "=" not in k[4:]})
-    pid = spawn(command_argv(req), env, actions)
+    contained = req.get("reap") == "1"
+    if contained:
+        pid = supervise(command_argv(req), env, (in_r, out_w, err_w))
+    else:
+        pid = spawn(command_argv(req), env, actions)
     for fd in (in_r, out_w, err_w):
         os.close(fd)
     finished = [False]
-    _thread.start_new_thread(watch_host, (conn, in_w, pid, finished))
+    _thread.start_new_thread(watch_host, (conn, in_w, pid, finished, contained))
     # A pidfd says when the command exits; the pipes may stay open after that (a background dev server).
     pidfd = os.pidfd_open(pid)
     kinds = {out_r: b"O", err_r: b"R"}
@@ -156,7 +242,7 @@ def do_exec(req: dict[str, str], conn: int) -> None:
         events = poller.poll(None if wait is None else int(wait * 1000) + 1)
         if not events and exited_at is None and deadline is not None and time.monotonic() >= deadline:
             timed_out = True
-            kill_group(pid)
+            end(pid, contained)
             deadline = None
             continue
         for fd, _ in events:
@@ -187,7 +273,18 @@ def command_argv(req: dict[str, str]) -> list[str]:
     return ["/usr/bin/env", "-C", req.get("cwd") or HOME, "--", *argv]
 
 
-def watch_host(conn: int, in_w: int, pid: int, finished: list[bool]) -> None:
+def end(pid: int, contained: bool) -> None:
+    """Kill a command started by ``do_exec``: its supervisor kills a contained one, else its process group."""
+    if not contained:
+        kill_group(pid)
+        return
+    try:  # noqa: SIM105
+        os.kill(pid, SIGTERM)
+    except OSError:
+        pass
+
+
+def watch_host(conn: int, in_w: int, pid: int, finished: list[bool], contained: bool) -> None:
     """Feeds stdin frames (``in_w`` is -1 without stdin) and notices the host hanging up: an interrupted
     request must not leave its command running."""
     try:
@@ -203,7 +300,7 @@ def watch_host(conn: int, in_w: int, pid: int, finished: list[bool]) -> None:
     if in_w >= 0:
         os.close(in_w)
     if not finished[0]:
-        kill_group(pid)
+        end(pid, contained)
 
 
 def set_size(fd: int, cols: int, rows: int) -> None:

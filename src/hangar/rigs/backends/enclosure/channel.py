@@ -12,10 +12,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from hangar.core.confine import MAX_OUTPUT
 from hangar.errors import Conflict, InvalidArgs, NotFound, Refused, Unavailable
 from hangar.rigs.backends.base import Command, ExecResult, Pty
-
-MAX_OUTPUT = 16 * 1024 * 1024  # per stream; beyond this output is cut and marked
 
 
 def encode(values: dict[str, object]) -> bytes:
@@ -70,6 +69,8 @@ class AgentChannel:
         if not command.argv or any("\0" in f for f in fields):
             raise InvalidArgs("a command needs a program, and no part of it may contain NUL", field="command")
         request: dict[str, Any] = {"op": "exec", "argc": len(command.argv), "cwd": command.cwd}
+        if command.contained:
+            request["reap"] = 1
         request.update({f"arg.{i}": arg for i, arg in enumerate(command.argv)})
         request.update({f"env.{k}": v for k, v in command.env.items()})
         return await self._exec(request, command.timeout_s, command.stdin, on_stdout)

@@ -7,6 +7,11 @@ the forked child joins the rig's cgroups and mounts the overlay root in a privat
 cgroup and mount namespaces, root = the overlay) -> ``setpriv`` (uid 1000, no capabilities, no new
 privileges) -> the agent. The network namespace is configured from the host (routes, nft rules, the egress
 gate's listeners) while the agent starts.
+
+Nothing in the rig names or holds the host: bubblewrap reads its options (host paths among them) from a
+descriptor, so its command line, the rig's ``/proc/1/cmdline``, holds none; what it and the agent print goes
+through a pipe to the host, which keeps it in ``enclosure.log``; and the files the host gives the rig are
+written into its own disk layer rather than bind-mounted.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import json
 import logging
 import os
@@ -45,6 +51,9 @@ log = logging.getLogger("hangar.rigs.enclosure")
 GUEST_HOME = "/home/rig"
 CA_BUNDLE = "etc/ssl/certs/ca-certificates.crt"  # the system bundle (OpenSSL, GnuTLS through glib-networking)
 AGENT_SOURCE = Path(__file__).with_name("agent.py")
+AGENT_GUEST = "/run/hangar-agent.py"
+LOG_LIMIT = 64 * 1024  # of what a rig's bubblewrap and agent print, kept in its enclosure.log
+LOG_WAIT_S = 2.0
 BOOT_TIMEOUT_S = 20.0
 
 SETPRIV = ["/usr/bin/setpriv", f"--reuid={RIG_UID}", f"--regid={RIG_UID}", "--clear-groups",
@@ -81,7 +90,7 @@ class EnclosureRig(RigHandle):
         self._door_lock = asyncio.Lock()
         self._door_opens = 0
         self.engine: RigEngine | None = None  # a browser rig's engine, once booted
-        self._bundle = False  # the system CA bundle is replaced by a per-rig copy that trusts spec.trust_pem
+        self._log_task: asyncio.Task[None] | None = None
         self._loopback: dict[int, list[asyncio.AbstractServer]] = {}  # host-made listeners on the rig's loopback
         self._loopback_tasks: set[asyncio.Task[None]] = set()
 
@@ -91,7 +100,7 @@ class EnclosureRig(RigHandle):
         progress("preparing the rig's disk")
         await asyncio.to_thread(self._prepare, pack)
         progress("starting the rig and its egress gate")
-        await self._spawn(pack)
+        await self._spawn()
         progress("rig ready")
 
     async def _network(self) -> None:
@@ -102,22 +111,21 @@ class EnclosureRig(RigHandle):
         await self.gate.start(self.netns.socket)
 
     def _prepare(self, pack: Path) -> None:
-        self._prepare_dirs()
-        self._prepare_bundle(pack)
+        self._prepare_dirs(pack)
+        self._place_files(pack)
         self._cgroup_made = True
         self.cgroup.create(self.spec.memory_mb, self.spec.vcpus)
 
-    def _prepare_dirs(self) -> None:
-        for sub in ("disk/upper", "disk/work", "root", "etc"):
+    def _prepare_dirs(self, pack: Path) -> None:
+        for sub in ("disk/upper", "disk/work", "root"):
             (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         os.chmod(self.run_dir, 0o700)
+        (self.run_dir / "disk" / launch.LOWER).symlink_to(pack)  # the overlay names its layers relative to disk/
         (self.run_dir / "owner").write_text(str(os.getpid()))  # lets a later server clear what a crash left
         # Unix socket paths are limited to 108 bytes and data directories can be deep: reach the socket
         # through a descriptor of its directory instead of its full path.
         self._dir_fd = os.open(self.run_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         self.channel = AgentChannel(Path(f"/proc/self/fd/{self._dir_fd}/agent.sock"))
-        (self.run_dir / "etc" / "resolv.conf").write_text("nameserver 127.0.0.1\noptions edns0 trust-ad\n")
-        (self.run_dir / "etc" / "hosts").write_text("127.0.0.1\tlocalhost rig\n::1\tlocalhost ip6-localhost\n")
         home = self.spec.home_dir
         if home is not None:
             home.mkdir(parents=True, exist_ok=True)
@@ -128,89 +136,100 @@ class EnclosureRig(RigHandle):
             self._tree_fd = open_tree(self.spec.worktree)
             grant_tree(self._tree_fd, RIG_UID)
 
-    def _prepare_bundle(self, pack: Path) -> None:
-        """A browser rig given a CA trusts it system-wide too: engine C (WebKitGTK) reads only the system
-        bundle. The pack stays untouched; the rig sees a copy with the CA appended, read-only."""
-        if self.spec.surface != "browser" or self.spec.trust_pem is None:
-            return
-        try:
-            base = (pack / CA_BUNDLE).read_bytes()
-        except OSError:
-            base = b""
-        bundle = self.run_dir / "etc" / "ca-certificates.crt"
-        bundle.write_bytes(base.rstrip(b"\n") + b"\n" + self.spec.trust_pem.strip() + b"\n")
-        os.chmod(bundle, 0o644)
-        self._bundle = True
+    def _place_files(self, pack: Path) -> None:
+        """What the host gives every rig (its resolver and hosts files, the agent, a browser rig's CA bundle) is
+        written into the rig's own disk layer, owned by root, rather than bind-mounted from host files: a bind
+        mount names its host source in the rig's ``/proc/self/mountinfo``."""
+        upper = self.run_dir / "disk" / "upper"
+        place = functools.partial(launch.place_file, upper, pack)
+        place("etc/resolv.conf", b"nameserver 127.0.0.1\noptions edns0 trust-ad\n")
+        place("etc/hosts", b"127.0.0.1\tlocalhost rig\n::1\tlocalhost ip6-localhost\n")
+        place(AGENT_GUEST.lstrip("/"), AGENT_SOURCE.read_bytes())
+        if self.spec.surface == "browser" and self.spec.trust_pem is not None:
+            # A browser rig given a CA trusts it system-wide too: engine C (WebKitGTK) reads only the system
+            # bundle. The pack stays untouched; the rig sees the pack's bundle with the CA appended.
+            try:
+                base = (pack / CA_BUNDLE).read_bytes()
+            except OSError:
+                base = b""
+            place(CA_BUNDLE, base.rstrip(b"\n") + b"\n" + self.spec.trust_pem.strip() + b"\n")
 
-    def _bwrap_argv(self, listen_fd: int, info_fd: int, seccomp_fd: int | None) -> list[str]:
+    def _bwrap_options(self, info_fd: int, seccomp_fd: int | None) -> list[str]:
+        """Handed to bubblewrap through a descriptor (``--args``), so its command line, the rig's
+        ``/proc/1/cmdline``, names no host path."""
         argv = [
-            "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--hostname", "rig",
             "--bind", str(self.run_dir / "root"), "/",
             "--proc", "/proc", "--dev", "/dev",
             # POSIX shared memory (browsers need it; ``--dev`` leaves /dev/shm unwritable for the rig user),
             # charged to the rig's memory limit like any page it touches.
             "--perms", "1777", "--size", str(self.spec.memory_mb * 1024 * 1024 // 2), "--tmpfs", "/dev/shm",
-            "--ro-bind", str(self.run_dir / "etc" / "resolv.conf"), "/etc/resolv.conf",
-            "--ro-bind", str(self.run_dir / "etc" / "hosts"), "/etc/hosts",
-            "--ro-bind", str(AGENT_SOURCE), "/run/hangar-agent.py",
         ]  # fmt: skip
-        if self._bundle:
-            argv += ["--ro-bind", str(self.run_dir / "etc" / "ca-certificates.crt"), f"/{CA_BUNDLE}"]
         if self.spec.home_dir is not None:
             argv += ["--bind", str(self.spec.home_dir), GUEST_HOME]
         if self._tree_fd is not None:
             argv += ["--bind-fd", str(self._tree_fd), GUEST_WORKTREE]
         if seccomp_fd is not None:
             argv += ["--seccomp", str(seccomp_fd)]
-        argv += ["--info-fd", str(info_fd), "--chdir", "/", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"]
-        return [*argv, "--", *SETPRIV, "/usr/bin/python3", "-I", "-S", "/run/hangar-agent.py", str(listen_fd)]
+        return [*argv, "--info-fd", str(info_fd), "--chdir", "/", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"]
 
-    async def _spawn(self, pack: Path) -> None:
+    async def _spawn(self) -> None:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         info_r, info_w = os.pipe()
         seccomp_fd = _seccomp_fd()
-        passed = [fd for fd in (seccomp_fd, self._tree_fd) if fd is not None]
+        options_fd: int | None = None
         try:
             listener.bind(str(self.channel.socket_path))
             listener.listen(64)
-            with open(self.run_dir / "enclosure.log", "ab") as errlog:  # noqa: ASYNC230 - local file, tiny
-                child = launch.prepare(
-                    self.cgroup.procs_files(),
-                    pack,
-                    self.run_dir / "disk" / "upper",
-                    self.run_dir / "disk" / "work",
-                    self.run_dir / "root",
-                    errlog.fileno(),
-                )
-                self._proc = await asyncio.create_subprocess_exec(
-                    *self._bwrap_argv(listener.fileno(), info_w, seccomp_fd),
-                    stdin=asyncio.subprocess.DEVNULL, stdout=errlog, stderr=errlog,
-                    env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")},
-                    pass_fds=(listener.fileno(), info_w, *passed),
-                    preexec_fn=child,
-                )  # fmt: skip
+            options_fd = launch.data_fd("hangar-rig-options", self._bwrap_options(info_w, seccomp_fd))
+            extra = [fd for fd in (seccomp_fd, self._tree_fd) if fd is not None]
+            passed = (listener.fileno(), info_w, options_fd, *extra)
+            agent = ["/usr/bin/python3", "-I", "-S", AGENT_GUEST, str(listener.fileno())]
+            # Its output reaches the host's log through a pipe (``_keep_log``): nothing in the rig holds a host file.
+            self._proc = await asyncio.create_subprocess_exec(
+                "bwrap", "--args", str(options_fd), "--", *SETPRIV, *agent,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}, pass_fds=passed,
+                preexec_fn=launch.prepare(self.cgroup.procs_files(), self.run_dir / "disk", self.run_dir / "root"),
+            )  # fmt: skip
+            assert self._proc.stdout is not None
+            self._log_task = asyncio.create_task(self._keep_log(self._proc.stdout), name=f"rig-log-{self.token}")
         finally:
             listener.close()
-            os.close(info_w)
-            if seccomp_fd is not None:
-                os.close(seccomp_fd)
+            for fd in (info_w, seccomp_fd, options_fd):
+                if fd is not None:
+                    os.close(fd)
             self._close_tree()
         try:
             info = await asyncio.wait_for(asyncio.to_thread(_read_info, info_r), BOOT_TIMEOUT_S)
             if info is None:
-                raise Internal("the rig exited during boot: " + self._log_tail())
+                raise Internal("the rig exited during boot: " + await self._log_tail())
             self.pid1 = int(info["child-pid"])
             # the network is set up while the agent starts; nothing runs in the rig before both are done
             await asyncio.wait_for(asyncio.gather(self._network(), self.channel.ping()), BOOT_TIMEOUT_S)
         except Unavailable as exc:
-            raise Internal("the rig's agent did not start: " + self._log_tail()) from exc
+            raise Internal("the rig's agent did not start: " + await self._log_tail()) from exc
         except TimeoutError as exc:
-            raise Internal("the rig did not come up in time: " + self._log_tail()) from exc
+            raise Internal("the rig did not come up in time: " + await self._log_tail()) from exc
         finally:
             os.close(info_r)
 
-    def _log_tail(self) -> str:
+    async def _keep_log(self, output: asyncio.StreamReader) -> None:
+        """What bubblewrap and the agent print, kept in ``enclosure.log`` up to ``LOG_LIMIT`` bytes and read to
+        the end, so the rig never blocks on a full pipe."""
+        kept = 0
+        with open(self.run_dir / "enclosure.log", "ab") as log:  # noqa: ASYNC230 - local file, tiny
+            while chunk := await output.read(65536):
+                if kept < LOG_LIMIT:
+                    log.write(chunk[: LOG_LIMIT - kept])
+                    log.flush()
+                    kept += len(chunk)
+
+    async def _log_tail(self) -> str:
+        if self._log_task is not None and not self.alive():
+            with contextlib.suppress(TimeoutError):  # a rig that died has said all it will: wait for the pipe
+                await asyncio.wait_for(asyncio.shield(self._log_task), LOG_WAIT_S)
         try:
             return (self.run_dir / "enclosure.log").read_text(errors="replace").strip()[-500:] or "(no output)"
         except OSError:
@@ -472,6 +491,9 @@ class EnclosureRig(RigHandle):
         if self._dir_fd is not None:
             os.close(self._dir_fd)
             self._dir_fd = None
+        if self._log_task is not None:
+            with contextlib.suppress(TimeoutError, OSError):  # its processes are dead: the pipe ends at once
+                await asyncio.wait_for(self._log_task, LOG_WAIT_S)
         if self._cgroup_made:
             await asyncio.to_thread(self.cgroup.remove)
         self.netns.close()
@@ -508,14 +530,11 @@ def clear_leftovers(run_root: Path, cgroup_version: str) -> int:
 
 
 def _seccomp_fd() -> int | None:
-    bpf = seccomp.program()
+    bpf = seccomp.host_program()
     if bpf is None:
         log.warning("no seccomp filter for this architecture; rigs may create user namespaces")
         return None
-    fd = os.memfd_create("hangar-rig-seccomp", 0)  # no CLOEXEC: bubblewrap reads it
-    os.write(fd, bpf)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
+    return launch.data_fd("hangar-rig-seccomp", bpf)
 
 
 def _read_info(fd: int) -> dict[str, int] | None:

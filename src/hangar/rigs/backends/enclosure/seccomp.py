@@ -17,6 +17,7 @@ when a filter is built: the probe names the package when the library is missing.
 from __future__ import annotations
 
 import errno
+import functools
 import platform
 import tempfile
 
@@ -52,3 +53,9 @@ def program(machine: str | None = None) -> bytes | None:
         rules.export_bpf(out)
         out.seek(0)
         return out.read()
+
+
+@functools.cache
+def host_program() -> bytes | None:
+    """``program`` for this host, built once: each rig and each command run apart in one is handed it."""
+    return program()
