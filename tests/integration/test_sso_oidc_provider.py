@@ -135,7 +135,7 @@ async def test_confidential_client_secret_from_the_secrets_file(tmp_path: Path) 
 
 
 async def test_hand_off_targets(tmp_path: Path) -> None:
-    async with setup(tmp_path) as s:
+    async with setup(tmp_path, trusted_origins=("http://localhost:5173",)) as s:
         await s.save()
         same_origin = await s.login("alice", query="")
         assert same_origin.headers["location"].startswith("/auth/complete#token=")
@@ -146,6 +146,9 @@ async def test_hand_off_targets(tmp_path: Path) -> None:
         assert '"http://localhost:5173"' in page.text
         foreign = await s.login("alice", query="relay=web-popup&client_origin=https://attacker.example")
         assert foreign.headers["location"].startswith("/auth/popup-complete#token=")
+        # Loopback on a port the configuration does not name (a rig's forwarded port) is as foreign.
+        loopback = await s.login("alice", query="relay=web-popup&client_origin=http://localhost:8080")
+        assert loopback.headers["location"].startswith("/auth/popup-complete#token=")
 
 
 async def test_web_client_url_receives_the_credential(tmp_path: Path) -> None:
