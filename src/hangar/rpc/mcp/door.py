@@ -37,7 +37,8 @@ from hangar.rpc.mcp.listen import Listening
 from hangar.rpc.mcp.ops import OpRunner
 from hangar.rpc.mcp.request import with_caller
 from hangar.rpc.mcp.resources import Resources
-from hangar.rpc.mcp.sessions import MAX_SESSIONS_PER_CREDENTIAL, SessionBook, SessionCap
+from hangar.rpc.mcp.limits import SeatLimits
+from hangar.rpc.mcp.sessions import SessionBook, SessionCap
 from hangar.rpc.mcp.subscriptions import Subscriptions
 from hangar.rpc.mcp.tool_calls import ToolCalls
 from hangar.rpc.mcp.wire import (
@@ -63,18 +64,13 @@ INSTRUCTIONS = (
 
 class McpDoor:
     """Owns the SDK server and its two session managers; the instance is the ``/mcp`` ASGI endpoint. ``origin``
-    gives the server's canonical origin (the metadata's address in a 401); ``sessions_per_credential`` caps the
-    sessions one device credential holds open (``sessions``)."""
+    gives the server's canonical origin (the metadata's address in a 401); ``limits`` caps the sessions one
+    credential, one user and one workspace hold open (``sessions``)."""
 
-    def __init__(
-        self,
-        registry: OpRegistry,
-        origin: Callable[[], str],
-        sessions_per_credential: int = MAX_SESSIONS_PER_CREDENTIAL,
-    ) -> None:
+    def __init__(self, registry: OpRegistry, origin: Callable[[], str], limits: SeatLimits) -> None:
         self.registry = registry
         self.origin = origin
-        self.seats = SessionCap(sessions_per_credential)
+        self.seats = SessionCap(limits)
         self.ops = OpRunner(registry)
         self.tool_calls = ToolCalls(self.ops)
         self.resources = Resources(self.ops)
@@ -164,4 +160,4 @@ class McpDoor:
         if not is_initialize(body):
             await self.sessionless.handle_request(scope, replaying(body, receive), send)
             return
-        await self.book.initialize(scope, body, receive, send, principal.device_id)
+        await self.book.initialize(scope, body, receive, send, principal)
