@@ -1,7 +1,8 @@
 """Slow clients against real listeners (slowloris): connections that send a request head a byte at a time from one
 address, more of them than the process has descriptors, leave everybody else answered on the server and on its
 website, and are closed once the request-head deadline passes; each cap (per address, in total) holds on both
-sides of its line, a trusted proxy is held to the total only, and a WebSocket keeps its place until it closes.
+sides of its line, a trusted proxy is held to the total only, a WebSocket keeps its place until it closes, and a
+request body sent a byte at a time is refused once its own deadline passes.
 
 Clients pick their source address among the loopback addresses (127.0.0.2, 127.0.0.3, ...) so one test plays
 an attacker and a bystander on one machine."""
@@ -15,8 +16,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 import websockets
 
+from hangar.core import http
 from hangar.server.connections import ConnectionGuard, descriptor_ceiling
 from tests.support.processes import hangar_serve
 from tests.support.server import RunningServer, running_server
@@ -241,3 +244,22 @@ async def test_a_websocket_keeps_its_place_until_it_closes(tmp_path: Path) -> No
                 break
             await asyncio.sleep(0.05)
         assert guard.held_by("127.0.0.1") == 0
+
+
+async def test_a_body_must_arrive_within_its_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http, "BODY_TIMEOUT_S", 2.0)
+    async with server(tmp_path) as (srv, _guard):
+        body = b'{"code": "WRONG-CODE"}'
+        head = f"POST /auth/pair HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {len(body)}"
+        # A body sent in pieces within the deadline is read (and the wrong code refused as such).
+        prompt = await Conn.open(srv.url, "127.0.0.3")
+        prompt.send(head.encode() + b"\r\n\r\n" + body[:5])
+        await asyncio.sleep(0.3)
+        prompt.send(body[5:])
+        assert await prompt.status() in (400, 403, 404)
+        # A body left unfinished is refused with a 408 once the deadline passes.
+        stalled = await Conn.open(srv.url, "127.0.0.3")
+        stalled.send(head.encode() + b"\r\n\r\n" + body[:5])
+        assert await stalled.status() == 408
+        for conn in (prompt, stalled):
+            conn.close()

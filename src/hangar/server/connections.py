@@ -11,8 +11,8 @@ server cannot even open a database file. So every listener of the process counts
   ``hangar.core.netaddr``). A configured trusted proxy carries everybody's connections, so it is held only to
   the total.
 
-A connection past either cap is answered ``503`` with ``Retry-After`` and closed at once, before anything is
-read. And a connection waiting for a request head (a new connection, or a kept-alive one after its last answer)
+A connection past either cap is answered ``503`` with ``Retry-After`` and closed, nothing it sent read (up to
+``LINGER_MAX`` at a time linger ``LINGER_S`` so the answer is not lost to a reset). And a connection waiting for a request head (a new connection, or a kept-alive one after its last answer)
 must deliver the whole head within ``head_timeout`` seconds: past it the connection is closed (with a ``408``
 when part of a head had arrived). A WebSocket keeps its place under the caps until it closes.
 
@@ -43,6 +43,11 @@ log = logging.getLogger("hangar.connections")
 RESERVE_MIN = 128  # descriptors kept for databases, logs, pipes and rigs whatever the limit
 RESERVE_SHARE = 4  # ... and at least this share of the limit (a quarter)
 LOG_EVERY_S = 10.0  # refusals are logged at most this often (with how many there were), never one line each
+# A refused connection's request may already be on its way; closing with it unread would reset the connection and
+# could lose the 503. So a few refused connections at a time are closed gently (the answer, then our side's end,
+# then whatever the client still sends is read and dropped for up to a second); past that they are closed at once.
+LINGER_S = 1.0
+LINGER_MAX = 64
 
 
 def descriptor_ceiling(soft_limit: int | None = None) -> int:
@@ -118,6 +123,7 @@ class ConnectionGuard:
         self._per_key: Counter[str] = Counter()
         self._refusals = _Throttled("connections refused")
         self._slow = _Throttled("slow request heads closed")
+        self.lingering = 0
 
     @property
     def open(self) -> int:
@@ -178,15 +184,24 @@ class GuardedH11Protocol(H11Protocol):
         self.guard = _guard_of(config)
         self._admitted = False
         self._head_timer: asyncio.TimerHandle | None = None
+        self._linger: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if not self.guard.admit(transport):
-            transport.write(REFUSED)
-            transport.close()
+            self._refuse(transport)
             return
         self._admitted = True
         self._watch_head()
+
+    def _refuse(self, transport: asyncio.Transport) -> None:
+        transport.write(REFUSED)
+        if self.guard.lingering >= LINGER_MAX or not transport.can_write_eof():
+            transport.close()
+            return
+        self.guard.lingering += 1
+        transport.write_eof()
+        self._linger = self.loop.call_later(LINGER_S, transport.close)
 
     def data_received(self, data: bytes) -> None:
         if not self._admitted:
@@ -206,6 +221,10 @@ class GuardedH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
         self._stop_head_timer()
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
+            self.guard.lingering -= 1
         if self.transport is not None:
             self.guard.release(self.transport)
 

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 import hangar
-from hangar.core.http import BodyTooLarge, read_body, replaying
+from hangar.core.http import BodyTooLarge, BodyTooSlow, read_body, replaying
 from hangar.core.principal import Principal
 from hangar.errors import Unauthenticated
 from hangar.rpc.authority import Authority
@@ -148,8 +148,8 @@ class McpDoor:
             return
         try:
             body = await read_body(Request(scope, receive), MAX_BODY)
-        except BodyTooLarge as err:
-            await answer(send, 413, rpc_error(err.message), [])
+        except (BodyTooLarge, BodyTooSlow) as err:
+            await answer(send, err.http_status, rpc_error(err.message), [])
             return
         if await self.exchanges.answer(scope, body, principal, session_id, send):
             return
