@@ -118,7 +118,9 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("mcp_sessions_per_credential", "HANGAR_MCP_SESSIONS_PER_CREDENTIAL"),
     )
     mcp_sessions_per_user: int = Field(
-        default=MCP_SESSIONS_PER_USER, ge=1, validation_alias=AliasChoices("mcp_sessions_per_user", "HANGAR_MCP_SESSIONS_PER_USER")
+        default=MCP_SESSIONS_PER_USER,
+        ge=1,
+        validation_alias=AliasChoices("mcp_sessions_per_user", "HANGAR_MCP_SESSIONS_PER_USER"),
     )
     mcp_sessions_per_workspace: int = Field(
         default=MCP_SESSIONS_PER_WORKSPACE,

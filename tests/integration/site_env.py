@@ -28,7 +28,9 @@ class RunningSite:
 def serve_site(base_url: str | None = None) -> Iterator[RunningSite]:
     app = build_site(base_url)
     # The listener ``hangar site`` runs (its protocols and connection caps).
-    server = Listener("website", app, "127.0.0.1", 0, ConnectionGuard(ConnectionLimits.from_settings(Settings()))).make()
+    server = Listener(
+        "website", app, "127.0.0.1", 0, ConnectionGuard(ConnectionLimits.from_settings(Settings()))
+    ).make()
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
     for _ in range(1000):

@@ -60,7 +60,7 @@ async def test_failed_sign_ins_are_limited_per_address_on_both_sides_of_the_line
         assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
         assert "failed sign-ins from this address" in limited.json()["error"]["message"]
         # Another address is not held to this one's failures.
-        login, done = await sign_in_person(other, srv.url, "elsewhere", now=NOW)
+        _login, done = await sign_in_person(other, srv.url, "elsewhere", now=NOW)
         assert done is not None and done.status_code == 303
 
 

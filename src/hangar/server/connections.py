@@ -12,9 +12,10 @@ server cannot even open a database file. So every listener of the process counts
   the total.
 
 A connection past either cap is answered ``503`` with ``Retry-After`` and closed, nothing it sent read (up to
-``LINGER_MAX`` at a time linger ``LINGER_S`` so the answer is not lost to a reset). And a connection waiting for a request head (a new connection, or a kept-alive one after its last answer)
-must deliver the whole head within ``head_timeout`` seconds: past it the connection is closed (with a ``408``
-when part of a head had arrived). A WebSocket keeps its place under the caps until it closes.
+``LINGER_MAX`` at a time linger ``LINGER_S`` so the answer is not lost to a reset). And a connection waiting for a
+request head (a new connection, or a kept-alive one after its last answer) must deliver the whole head within
+``head_timeout`` seconds: past it the connection is closed (with a ``408`` when part of a head had arrived). A
+WebSocket keeps its place under the caps until it closes.
 
 The caps are enforced by the uvicorn protocols below (``GuardedH11Protocol`` and its WebSocket sibling), which
 ``hangar.server.listeners`` hands uvicorn in place of its own; they find the guard on their ``GuardedConfig``.

@@ -33,11 +33,11 @@ from hangar.errors import Unauthenticated
 from hangar.rpc.authority import Authority
 from hangar.rpc.dispatcher import Dispatcher
 from hangar.rpc.mcp.exchange import Exchanges
+from hangar.rpc.mcp.limits import SeatLimits
 from hangar.rpc.mcp.listen import Listening
 from hangar.rpc.mcp.ops import OpRunner
 from hangar.rpc.mcp.request import with_caller
 from hangar.rpc.mcp.resources import Resources
-from hangar.rpc.mcp.limits import SeatLimits
 from hangar.rpc.mcp.sessions import SessionBook, SessionCap
 from hangar.rpc.mcp.subscriptions import Subscriptions
 from hangar.rpc.mcp.tool_calls import ToolCalls

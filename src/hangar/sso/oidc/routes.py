@@ -41,7 +41,5 @@ async def _callback(service: OidcService, request: Request) -> Response:
 
 OIDC_ROUTES: list[BaseRoute] = [
     Route("/oidc/login", rate_limited("signin-start", _guarded(_login)), methods=["GET"]),
-    Route(
-        "/oidc/callback", failures_limited("signin", _guarded(_callback), completes="signin-start"), methods=["GET"]
-    ),
+    Route("/oidc/callback", failures_limited("signin", _guarded(_callback), completes="signin-start"), methods=["GET"]),
 ]
