@@ -131,7 +131,7 @@ async def test_a_name_reaches_another_rigs_dev_server_over_http_and_https(tmp_pa
 
 
 async def test_a_rig_holds_at_most_its_cap_of_lane_connections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("hangar.rigs.backends.enclosure.rig.MAX_LOOPBACK_CONNECTIONS", 4)
+    monkeypatch.setattr("hangar.rigs.backends.enclosure.rig.MAX_LOOPBACK_CONNECTIONS", 4, raising=False)
     release = asyncio.Event()
 
     async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
