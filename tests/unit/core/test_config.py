@@ -39,7 +39,7 @@ def test_trusted_proxies_and_origins_from_flags_or_comma_separated_variables(mon
     assert Settings.from_flags(trusted_proxies=["127.0.0.1"]).trusted_proxies == ("127.0.0.1/32",)
     monkeypatch.delenv("HANGAR_TRUSTED_PROXIES")
     assert Settings().trusted_proxies == ()  # by default no proxy header is honoured from anyone
-    with pytest.raises(ValueError, match="--trusted-proxy: 'proxy.example' is not an IP address"):
+    with pytest.raises(ValueError, match=r"--trusted-proxy: 'proxy\.example' is not an IP address"):
         Settings.from_flags(trusted_proxies=["proxy.example"])
     with pytest.raises(ValueError, match="--trusted-origin"):
         Settings.from_flags(trusted_origins=["localhost:5173"])
