@@ -9,7 +9,8 @@ Three runs, side by side, each on a fresh server:
 1. **proxy**: every request comes from one address, a reverse proxy the server is told about
    (``--trusted-proxy 127.0.0.1``), with ``X-Forwarded-For`` naming each person's own address;
 2. **NAT**: the same people from one address and no proxy configured (an office behind one NAT);
-3. **guesser**: one address posting responses that answer no request of the server, until refused.
+3. **guesser**: one address posting responses that answer no request of the server, until refused;
+4. the same guesser naming another client in ``X-Forwarded-For`` with every attempt, no proxy configured.
 
 Each run prints people signed in, refused (429), sign-ins per second (the client's signing included: it shares
 the machine) and the p50/p95 of one person's two requests (without the client's signing). ``--src DIR`` runs the
@@ -140,14 +141,18 @@ async def people(url: str, count: int, workers: int, *, forwarded: bool, name: s
     return run
 
 
-async def guesser(url: str, attempts: int) -> Run:
-    run = Run("guesser: one address, failing")
+async def guesser(url: str, attempts: int, *, rotate: bool = False) -> Run:
+    """Failed attempts from one address; ``rotate``: each naming another client in ``X-Forwarded-For``."""
+    run = Run("guesser: one address, rotating XFF" if rotate else "guesser: one address, failing")
     bogus = {"SAMLResponse": b64(signed_response())}  # answers no request of this server
     async with httpx.AsyncClient(timeout=60) as http:
         start = time.perf_counter()
-        for _ in range(attempts):
+        for n in range(attempts):
+            headers = {"Accept": "application/json"}
+            if rotate:
+                headers["x-forwarded-for"] = f"198.51.100.{n % 250}"
             t0 = time.perf_counter()
-            answer = await http.post(f"{url}/saml/acs", data=bogus, headers={"Accept": "application/json"})
+            answer = await http.post(f"{url}/saml/acs", data=bogus, headers=headers)
             run.latencies.append(time.perf_counter() - t0)
             if answer.status_code == 429:
                 run.refused += 1
@@ -170,6 +175,9 @@ async def main(count: int, workers: int, src: str | None) -> None:
     with serve(src) as (url, token):
         await enable_saml(url, token)
         (await guesser(url, 100)).report()
+    with serve(src) as (url, token):
+        await enable_saml(url, token)
+        (await guesser(url, 100, rotate=True)).report()
 
 
 if __name__ == "__main__":
