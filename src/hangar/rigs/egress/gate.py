@@ -44,6 +44,10 @@ CLOSE_TIMEOUT_S = 5.0
 # cannot use up the server's descriptors. Refusals are recorded at most once every REFUSALS_EVERY_S.
 MAX_CONNECTIONS = 256
 REFUSALS_EVERY_S = 10.0
+# Exchanges one rig holds open through its server door at once: each is a connection to the server's listener from
+# the host's loopback, where it counts under that address's share of the server's connections (which the people
+# on this host use too), so a rig gets a few (an MCP client holds one or two), never that whole share.
+MAX_DOOR_CONNECTIONS = 16
 
 SocketFactory = Callable[[int, int], Awaitable[socket.socket]]
 
@@ -301,6 +305,11 @@ class EgressGate:
     async def _server_door(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         target = self._door
         if target is None:
+            return
+        if len(self._door_writers) >= MAX_DOOR_CONNECTIONS:
+            why = f"this rig already holds {MAX_DOOR_CONNECTIONS} exchanges with the server open; end one first"
+            self._record("server", "?", False, f"{MAX_DOOR_CONNECTIONS} exchanges open")
+            await server_door.answer_and_close(reader, writer, refusal(why, b"503 Service Unavailable"))
             return
         self._door_writers.add(writer)
         try:
