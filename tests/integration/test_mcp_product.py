@@ -311,7 +311,7 @@ async def test_a_long_op_sends_progress_when_the_client_asks(tmp_path: Path) -> 
 
 async def test_one_credential_holds_at_most_its_cap_of_sessions(srv: RunningServer) -> None:
     door = await srv.ctx.service(DeferredDoor).door()
-    door.seats.limit = 2
+    door.seats.limits.per_credential = 2
     owner_device = (await srv.ctx.service(IdentityService).authenticate(srv.owner_token)).device_id
     other = await srv.new_user_token(name="ann")
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}

@@ -46,6 +46,7 @@ from hangar.chat.service import ChatService
 from hangar.chat.space_links import SpaceLink
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
+from hangar.core.ratelimit import TooManyAttempts
 from hangar.errors import HangarError
 from hangar.workspace import Author, SpaceService, TicketService
 
@@ -331,9 +332,12 @@ class Bridge:
         if parsed.verb == "unknown":
             return commands.unknown_text(self._last_command, parsed.word)
         if parsed.verb == "link":
-            linked = await self._chat.user_links.link_by_code(
-                self.workspace_id, self.provider, cmd.team_id, cmd.user_id, parsed.argument
-            )
+            try:
+                linked = await self._chat.user_links.link_by_code(
+                    self.workspace_id, self.provider, cmd.team_id, cmd.user_id, parsed.argument
+                )
+            except TooManyAttempts as exc:
+                return f"Too many wrong link codes from your chat account: try again in {exc.retry} seconds."
             return CODE_REFUSAL if linked is None else "Linked: your chat account now acts as you in Hangar."
         who = await self._chat.user_links.resolve_member(self.workspace_id, self.provider, cmd.team_id, cmd.user_id)
         if isinstance(who, LinkRefusal):

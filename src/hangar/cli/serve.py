@@ -9,6 +9,38 @@ import typer
 from hangar.cli.root import DataDirOpt, settings_from
 from hangar.ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 
+TrustedProxyOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--trusted-proxy",
+        help="A reverse proxy (address or CIDR network) whose X-Forwarded-For is honoured; repeat for more "
+        "($HANGAR_TRUSTED_PROXIES, comma-separated). Default: none.",
+    ),
+]
+MaxConnectionsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-connections",
+        help="Connections held at once in total ($HANGAR_MAX_CONNECTIONS; default and ceiling: the descriptor "
+        "limit less a reserve).",
+    ),
+]
+PerAddressOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-connections-per-address",
+        help="Connections held at once from one client address, an IPv6 /64 counting as one "
+        "($HANGAR_MAX_CONNECTIONS_PER_ADDRESS; default 256).",
+    ),
+]
+HeadTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--request-head-timeout",
+        help="Seconds a client may take to send a request head ($HANGAR_REQUEST_HEAD_TIMEOUT; default 10).",
+    ),
+]
+
 
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
@@ -23,27 +55,44 @@ def serve(
     site_url: Annotated[
         str | None, typer.Option("--site-url", help="Public origin of the website (default: its own listener).")
     ] = None,
+    trusted_proxy: TrustedProxyOpt = None,
+    trusted_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trusted-origin",
+            help="A further origin an SSO popup may hand a credential to (a web client in development); repeat "
+            "for more ($HANGAR_TRUSTED_ORIGINS, comma-separated).",
+        ),
+    ] = None,
+    max_connections: MaxConnectionsOpt = None,
+    max_connections_per_address: PerAddressOpt = None,
+    request_head_timeout: HeadTimeoutOpt = None,
 ) -> None:
     """Run the self-hosted server, and the website on its own port unless --no-site."""
     # Imported here: the server and the website are heavy, and other commands start without them (the website
     # only when it is served: it brings the MCP SDK).
     from hangar.server.app import build_server
+    from hangar.server.connections import ConnectionGuard, ConnectionLimits
     from hangar.server.listeners import Listener, run_listeners
 
     # The rigs need to know where the website is (it is on every browser rig's allowlist): pass it on.
     settings = settings_from(
         host=host, port=port, data_dir=data_dir, public_url=public_url, web_client_url=web_client_url,
-        site_port=site_port, site_url=site_url,
+        site_port=site_port, site_url=site_url, trusted_proxies=trusted_proxy or None,
+        trusted_origins=trusted_origin or None, max_connections=max_connections,
+        max_connections_per_address=max_connections_per_address, request_head_timeout=request_head_timeout,
     )  # fmt: skip
     if no_site:
         settings = settings.model_copy(update={"site_port": None, "site_url": None})
-    listeners = [Listener("server", build_server(settings), host, port)]
+    guard = ConnectionGuard(ConnectionLimits.from_settings(settings))
+    listeners = [Listener("server", build_server(settings), host, port, guard)]
     if not no_site:
         from hangar.cli.website import build_site
 
         # Absolute links come from the configured origin, never from a request's Host header: pages are cached
         # publicly, and a shared cache must not hand one host's links to another.
-        listeners.append(Listener("website", build_site(site_url or local_origin(host, site_port)), host, site_port))
+        site_app = build_site(site_url or local_origin(host, site_port))
+        listeners.append(Listener("website", site_app, host, site_port, guard))
     typer.echo(f"data directory: {settings.data_dir}")
     if (missing := host_readiness()) is not None:
         typer.echo(missing)
@@ -55,12 +104,22 @@ def site(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Website port.")] = DEFAULT_SITE_PORT,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Canonical origin of the site.")] = None,
+    trusted_proxy: TrustedProxyOpt = None,
+    max_connections: MaxConnectionsOpt = None,
+    max_connections_per_address: PerAddressOpt = None,
+    request_head_timeout: HeadTimeoutOpt = None,
 ) -> None:
     """Run the public website alone."""
     from hangar.cli.website import build_site
+    from hangar.server.connections import ConnectionGuard, ConnectionLimits
     from hangar.server.listeners import Listener, run_listeners
 
-    run_listeners([Listener("website", build_site(base_url or local_origin(host, port)), host, port)])
+    settings = settings_from(
+        trusted_proxies=trusted_proxy or None, max_connections=max_connections,
+        max_connections_per_address=max_connections_per_address, request_head_timeout=request_head_timeout,
+    )  # fmt: skip
+    guard = ConnectionGuard(ConnectionLimits.from_settings(settings))
+    run_listeners([Listener("website", build_site(base_url or local_origin(host, port)), host, port, guard)])
 
 
 def host_readiness() -> str | None:

@@ -1,4 +1,10 @@
-"""Running uvicorn listeners side by side in one event loop (the server and its website)."""
+"""Running uvicorn listeners side by side in one event loop (the server and its website).
+
+Every listener of a process answers to one ``ConnectionGuard`` (``hangar.server.connections``: connection caps
+and the request-head deadline). Proxy headers (``X-Forwarded-For``, ``X-Forwarded-Proto``) are honoured only from
+the trusted proxies the guard's limits name, never by uvicorn's default of trusting any loopback client: a
+client's address is what attempt limits key on, and a header anyone can send must not choose it.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from hangar.rpc.endpoint import MAX_FRAME_BYTES
+from hangar.server.connections import ConnectionGuard, GuardedConfig
 
 
 class _Server(uvicorn.Server):
@@ -32,20 +39,24 @@ class Listener:
     app: ASGIApp
     host: str
     port: int
+    guard: ConnectionGuard
     server: _Server | None = None
 
-    def make(self) -> _Server:
-        config = uvicorn.Config(
+    def config(self) -> GuardedConfig:
+        trusted = [str(net) for net in self.guard.limits.trusted_proxies]
+        return GuardedConfig(
             self.app,
+            guard=self.guard,
             host=self.host,
             port=self.port,
-            ws="websockets-sansio",
+            # The WebSocket protocol is uvicorn's sans-I/O websockets one, and HTTP is h11, which refuses a request
+            # head (request line and headers) past this size with 431 instead of buffering it whole (the
+            # httptools parser has no such bound); both under the guard.
             ws_max_size=MAX_FRAME_BYTES,
             ws_ping_interval=20.0,
-            # h11 refuses a request head (request line and headers) past this size with 431 instead of
-            # buffering it whole; the httptools parser has no such bound.
-            http="h11",
             h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+            proxy_headers=bool(trusted),
+            forwarded_allow_ips=trusted or None,
             # RPC frames are small JSON; compressing each costs more CPU than the bytes it saves on loopback/LAN.
             ws_per_message_deflate=False,
             log_level="warning",
@@ -58,7 +69,9 @@ class Listener:
             # open until each client leaves; past this, uvicorn cancels them and the shutdown hooks run.
             timeout_graceful_shutdown=GRACEFUL_STOP_S,
         )
-        self.server = _Server(config)
+
+    def make(self) -> _Server:
+        self.server = _Server(self.config())
         return self.server
 
     @property

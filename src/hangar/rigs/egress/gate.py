@@ -43,6 +43,15 @@ HEAD_LIMIT = 32 * 1024
 READ_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
 CLOSE_TIMEOUT_S = 5.0
+# Connections one rig holds open to its gate at once, over all its listeners (each is a descriptor of the server
+# process, and an allowed one a second for its upstream): past it a new one is closed at once, so code in a rig
+# cannot use up the server's descriptors. Refusals are recorded at most once every REFUSALS_EVERY_S.
+MAX_CONNECTIONS = 256
+REFUSALS_EVERY_S = 10.0
+# Exchanges one rig holds open through its server door at once: each is a connection to the server's listener from
+# the host's loopback, where it counts under that address's share of the server's connections (which the people
+# on this host use too), so a rig gets a few (an MCP client holds one or two), never that whole share.
+MAX_DOOR_CONNECTIONS = 16
 
 SocketFactory = Callable[[int, int], Awaitable[socket.socket]]
 
@@ -79,6 +88,7 @@ class EgressGate:
         # Connections being answered or relayed: a closed gate ends them (an upstream that never hangs up would
         # otherwise keep a relay of a destroyed rig going).
         self._connections: set[asyncio.Task[object]] = set()
+        self._refused_at = -REFUSALS_EVERY_S
         self._door: server_door.DoorTarget | None = None
         self._door_server: asyncio.AbstractServer | None = None
         self._door_writers: set[asyncio.StreamWriter] = set()
@@ -143,6 +153,10 @@ class EgressGate:
         sock.setblocking(False)
 
         async def guarded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if len(self._connections) >= MAX_CONNECTIONS:
+                self._refuse_connection(address)
+                writer.close()
+                return
             task = asyncio.current_task()
             if task is not None:
                 self._connections.add(task)
@@ -162,6 +176,13 @@ class EgressGate:
         server = await asyncio.start_server(guarded, sock=sock, limit=limit)
         self._servers.append(server)
         return server
+
+    def _refuse_connection(self, address: tuple[str, int]) -> None:
+        now = time.monotonic()
+        if now - self._refused_at >= REFUSALS_EVERY_S:
+            self._refused_at = now
+            target = f"{GATE_ADDRESS}:{address[1]}"
+            self._record("tcp", target, False, f"the rig holds {MAX_CONNECTIONS} connections to its gate already")
 
     async def _serve_udp(
         self, make_socket: SocketFactory, family: int, address: tuple[str, int], protocol: asyncio.DatagramProtocol
@@ -304,6 +325,11 @@ class EgressGate:
     async def _server_door(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         target = self._door
         if target is None:
+            return
+        if len(self._door_writers) >= MAX_DOOR_CONNECTIONS:
+            why = f"this rig already holds {MAX_DOOR_CONNECTIONS} exchanges with the server open; end one first"
+            self._record("server", "?", False, f"{MAX_DOOR_CONNECTIONS} exchanges open")
+            await server_door.answer_and_close(reader, writer, refusal(why, b"503 Service Unavailable"))
             return
         self._door_writers.add(writer)
         try:

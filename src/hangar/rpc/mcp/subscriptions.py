@@ -74,7 +74,7 @@ class Subscriptions:
 
     async def listen(self, ctx: Any, params: mt.SubscriptionsListenRequestParams) -> mt.SubscriptionsListenResult:
         """``subscriptions/listen`` (2026-07-28): the named resources followed as ``resources/subscribe`` follows
-        them, on one stream that holds one of the credential's seats while it is open (``listen``)."""
+        them, on one stream that holds a seat under the caller's caps while it is open (``listen``)."""
         if ctx.request_id is None:
             raise MCPError(mt.INVALID_REQUEST, "subscriptions/listen needs a request id: its frames carry it")
         uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
@@ -83,9 +83,9 @@ class Subscriptions:
         for uri in uris:
             self.resources.followable(uri)  # an unknown or unfollowable resource is refused before any work
         principal, token = principal_of(ctx), token_of(ctx) or ""
-        seat = None if principal is None else self.seats.take(principal.device_id)
-        if seat is None:
-            raise MCPError(TOO_MANY_SESSIONS, self.seats.refusal(DEFAULT_SESSION_IDLE_TIMEOUT, listening=True))
+        seat = "credential" if principal is None else self.seats.take(principal)
+        if isinstance(seat, str):
+            raise MCPError(TOO_MANY_SESSIONS, self.seats.refusal(seat, DEFAULT_SESSION_IDLE_TIMEOUT, listening=True))
 
         async def start(uri: str) -> Follow:
             watch, op_ctx = await self.resources.start_watch(ctx, token, uri)

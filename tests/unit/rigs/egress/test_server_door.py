@@ -217,3 +217,28 @@ async def test_closing_the_door_ends_an_idle_stream_on_the_servers_side_too() ->
     finally:
         await g.aclose()
         upstream.close()
+
+
+async def test_a_rig_holds_at_most_its_cap_of_exchanges_through_the_door(
+    gate: EgressGate, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gate_module, "MAX_DOOR_CONNECTIONS", 3, raising=False)
+    request = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+    # Three exchanges whose requests are still coming: at the cap, each is let through.
+    held = [await asyncio.open_connection("127.0.0.1", gate.ports.server_door) for _ in range(3)]
+    for _reader, writer in held:
+        writer.write(request[:20])
+        await writer.drain()
+    for _ in range(100):
+        if len(gate._door_writers) == 3:
+            break
+        await asyncio.sleep(0.02)
+    assert len(gate._door_writers) == 3
+    # One past it is answered 503 and closed, without reaching the server.
+    refused = await exchange(gate, request)
+    assert refused.startswith(b"HTTP/1.1 503") and b"holds 3 exchanges" in refused
+    # The held ones go on and are served.
+    for reader, writer in held:
+        writer.write(request[20:])
+        assert (await asyncio.wait_for(reader.read(), 5)).endswith(b"served")
+        writer.close()

@@ -55,6 +55,9 @@ AGENT_GUEST = "/run/hangar-agent.py"
 LOG_LIMIT = 64 * 1024  # of what a rig's bubblewrap and agent print, kept in its enclosure.log
 LOG_WAIT_S = 2.0
 BOOT_TIMEOUT_S = 20.0
+# Connections the rig's programs hold open at once to the host's lanes on its loopback (dev domains): each is a
+# descriptor of the server process, so past this a new one is closed at once (the gate has its own cap).
+MAX_LOOPBACK_CONNECTIONS = 256
 
 SETPRIV = ["/usr/bin/setpriv", f"--reuid={RIG_UID}", f"--regid={RIG_UID}", "--clear-groups",
            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
@@ -342,6 +345,12 @@ class EnclosureRig(RigHandle):
             raise Conflict(f"port {guest_port} of rig {self.spec.rig_id} is already served by the host")
 
         async def guarded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if len(self._loopback_tasks) >= MAX_LOOPBACK_CONNECTIONS:
+                log.warning(
+                    "rig %s: a lane connection refused, %d are open", self.spec.rig_id, len(self._loopback_tasks)
+                )
+                writer.close()
+                return
             task = asyncio.current_task()
             assert task is not None
             self._loopback_tasks.add(task)
