@@ -12,7 +12,7 @@ import pytest
 
 from hangar.errors import InvalidArgs
 from hangar.identity import IdentityService
-from hangar.workspace.repos import MAX_LOCAL_REPO_ROOTS, SETTING_LOCAL_REPO_ROOTS
+from hangar.workspace.sources import MAX_LOCAL_REPO_ROOTS, SETTING_LOCAL_REPO_ROOTS
 from tests.integration.test_workspace_repos import make_repo
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import workspace_server

@@ -134,7 +134,7 @@ async def repos_register(ctx: OpContext, args: RepoRegisterArgs) -> RepoView:
     """Register a workspace repo from a local git repository (``path``) or a clone URL (``url``). A repository on
     the server's disk (``path``, ``file://``) is the server owner's to register, or under ``localRepoRoots``."""
     repo = await ctx.app.service(RepoService).register(
-        ctx.ws, path=args.path, url=args.url, name=args.name, host_paths=ctx.principal.is_server_owner
+        ctx.ws, path=args.path, url=args.url, name=args.name, by_owner=ctx.principal.is_server_owner
     )
     await ctx.audit("repos.register", f"repo:{repo.id}", {"name": repo.name, "source": repo.source})
     return RepoView.model_validate(repo)

@@ -1,9 +1,11 @@
-"""Which addresses the gate may connect to, checked after it resolved a name and before it connects to exactly
-that address (so a name that answers differently the second time, DNS rebinding, gains nothing).
+"""Which addresses the server may connect to on someone else's behalf, checked after resolving a name and before
+connecting to exactly that address (so a name that answers differently the second time, DNS rebinding, gains
+nothing). One table for every such connection: a rig's egress gate (``hangar.rigs.egress``) and the clones and
+fetches of a workspace admin's repos (``hangar.workspace.sources``).
 
-An allow-listed name is no promise about where it points: a forge's DNS, a split-horizon resolver or a changed
-record can send it to this host's loopback, the cloud's metadata service or a machine of the private network.
-So after resolving, the gate refuses:
+A name is no promise about where it points: a forge's DNS, a split-horizon resolver or a changed record can send
+it to this host's loopback, the cloud's metadata service or a machine of the private network. So after
+resolving, these are refused:
 
 - always: loopback, unspecified, link-local (the metadata services of the clouds live there, at
   ``169.254.169.254``; also their other known addresses), multicast and the reserved blocks (``240.0.0.0/4``,
@@ -11,17 +13,20 @@ So after resolving, the gate refuses:
   6to4, NAT64), and this host's own addresses (every service listening on all interfaces answers there, the
   server's own listener among them);
 - unless someone named the host: private networks too (RFC 1918, unique local IPv6, the shared address space
-  ``100.64.0.0/10``). A *named* host is an exact allowlist entry the server's operator or an admin wrote (the
-  apt mirrors this machine uses, the origin of a repo an admin registered, the product site's name,
-  ``rig.grantHosts``): that is what a self-hosted forge or a package mirror on the LAN looks like. The built-in
-  developer baseline (public forges, registries, model providers) and ``*.suffix`` patterns name nobody's
-  network, so a private answer for them is refused.
+  ``100.64.0.0/10``). Who may name a host is the caller's rule. For the gate it is an exact allowlist entry the
+  server's operator or an admin wrote (the apt mirrors this machine uses, the origin of a repo an admin
+  registered, the product site's name, ``rig.grantHosts``): that is what a self-hosted forge or a package mirror
+  on the LAN looks like. The built-in developer baseline (public forges, registries, model providers) and
+  ``*.suffix`` patterns name nobody's network, so a private answer for them is refused. For an admin's clone it
+  is the server owner, through the ``trustedRepoHosts`` server setting.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
+import re
 import socket
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -55,6 +60,21 @@ PRIVATE: Table = tuple((ipaddress.ip_network(net), why) for net, why in _PRIVATE
 _NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
 
 
+_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
+
+
+def normalize_host(name: str) -> str:
+    return name.strip().lower().rstrip(".")
+
+
+def is_valid_name(name: str) -> bool:
+    """A DNS host name (not an IP literal): labels of letters, digits, ``-``; the last label not numeric."""
+    if not name or len(name) > 253:
+        return False
+    labels = name.split(".")
+    return all(_LABEL.match(label) for label in labels) and not labels[-1].isdigit()
+
+
 def _carried(address: IPAddress) -> IPAddress | None:
     """The IPv4 address an IPv6 one carries (mapped, 6to4, NAT64), which is where a packet to it ends up."""
     if isinstance(address, ipaddress.IPv4Address):
@@ -83,7 +103,7 @@ def is_host_own(address: IPAddress) -> bool:
 
 
 def refusal(address: IPAddress, *, named: bool) -> str | None:
-    """Why the gate must not connect to ``address`` (None when it may). ``named``: the operator or an admin
+    """Why the server must not connect to ``address`` (None when it may). ``named``: the operator or an admin
     named the host exactly, so it may reach private addresses. An IPv6 address carrying an IPv4 one is judged
     as that IPv4 address, where its packets end up."""
     judged = _carried(address) or address
@@ -98,3 +118,49 @@ def refusal(address: IPAddress, *, named: bool) -> str | None:
     # Nothing broader (``not is_global``): documentation and benchmarking blocks are where some networks put
     # their egress proxy, and a public name resolving there is that network's choice, not the rig's.
     return None
+
+
+class AddressRefused(Exception):
+    """Every address the name resolved to is one the caller may not reach; ``reason`` says which and why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+async def resolve(name: str, port: int) -> list[str]:
+    """The addresses the host's resolver gives for ``name``, in its order, each once (``OSError`` when it gives
+    none)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def permitted(
+    name: str, answers: list[str], *, named: bool, who: str = "rigs", namer: str = "an admin named the host"
+) -> list[str]:
+    """The answers that may be connected to; ``AddressRefused`` naming the first refused one when none remain.
+    ``who`` reach the addresses and ``namer`` is who opens private ones, for the reason given."""
+    usable: list[str] = []
+    refused: list[tuple[str, str]] = []  # (the answer, why not)
+    for answer in answers:
+        try:
+            address = ipaddress.ip_address(answer)
+        except ValueError:
+            refused.append((repr(answer), "which is not an address"))
+            continue
+        why = refusal(address, named=named)
+        if why is None:
+            usable.append(answer)
+        elif refusal(address, named=True) is None:
+            refused.append((answer, f"{why}, which {who} reach only when {namer}"))
+        else:
+            refused.append((answer, f"{why}, which {who} never reach"))
+    if usable:
+        return usable
+    if not refused:
+        raise AddressRefused(f"{name} resolves to no address")
+    answer, why = refused[0]
+    more = f" ({len(refused) - 1} more addresses refused too)" if len(refused) > 1 else ""
+    if answers == [name]:  # an address given as such, not a name
+        raise AddressRefused(f"{name} is {why}{more}")
+    raise AddressRefused(f"{name} resolves to {answer}, {why}{more}")
