@@ -130,6 +130,7 @@ async def test_an_admins_clone_reaches_no_internal_address(tmp_path: Path, monke
             "db.corp.example.test": "10.9.8.7",
             "meta.corp.example.test": "169.254.169.254",
             "v6.corp.example.test": "::ffff:127.0.0.1",
+            "gone.example.test": None,
         },
     )
     with GitHttp(forge_root(tmp_path)) as forge:
@@ -152,14 +153,17 @@ async def test_an_admins_clone_reaches_no_internal_address(tmp_path: Path, monke
                 "db.corp.example.test resolves to 10.9.8.7, a private address, which a workspace admin's clones "
                 f"reach only when the server owner names the host ({TRUSTED_FIX} <host>...)"
             )
+            message = await refused(admin, ws, "https://gone.example.test/app.git", code="invalid_args")
+            assert message == (
+                "url: https://gone.example.test/app.git: the host gone.example.test does not resolve ([Errno -2] Name "
+                "or service not known)"
+            )
             assert forge.requests == []
             assert (await admin.call("repos.list", workspace_id=ws))["repos"] == []
 
             # Named by the owner, a private address is reachable, pinned to the address checked.
             await srv.ctx.service(IdentityService).set_setting(SETTING_TRUSTED_REPO_HOSTS, ["DB.corp.example.test."])
-            way = await reach(
-                srv.ctx, "url", f"https://db.corp.example.test:{port}/a.git", by_owner=False, field="url", subject="a"
-            )
+            way = await reach(srv.ctx, "url", f"https://db.corp.example.test:{port}/a.git", by_owner=False, field="url")
             assert f"http.curloptResolve=db.corp.example.test:{port}:10.9.8.7" in way.options
             assert not way.server_identity and "http.followRedirects=false" in way.options
             await refused(admin, ws, f"https://meta.corp.example.test:{port}/app.git")  # never, named or not

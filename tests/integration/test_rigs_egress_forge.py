@@ -132,13 +132,14 @@ async def test_the_forge_host_comes_from_the_repos_recorded_origin(
     """An admin registers repos by URL: the forge host of the recorded origin is on the space's terminal
     allowlist; one whose host is a single label (``gitserver``) is left off, and the rigs still boot."""
     forge_origin, label_origin = make_repo(tmp_path, "forge"), make_repo(tmp_path, "label")
-    # git on this host fetches the two URLs from local repositories (the recorded origin stays the URL)
+    # git on this host fetches the two URLs from local repositories (the recorded origin stays the URL), through
+    # URL rewrites in the server user's git configuration, which the server owner's clones use
     rewrites = {f"file://{forge_origin}": "https://forge.example.test/team/app.git",
                 f"file://{label_origin}": "http://gitserver/team/lib.git"}  # fmt: skip
-    monkeypatch.setenv("GIT_CONFIG_COUNT", str(len(rewrites)))
-    for i, (local, url) in enumerate(rewrites.items()):
-        monkeypatch.setenv(f"GIT_CONFIG_KEY_{i}", f"url.{local}.insteadOf")
-        monkeypatch.setenv(f"GIT_CONFIG_VALUE_{i}", url)
+    config = tmp_path / "xdg" / "git" / "config"
+    config.parent.mkdir(parents=True)
+    config.write_text("".join(f'[url "{local}"]\n\tinsteadOf = {url}\n' for local, url in rewrites.items()))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config.parent.parent))
     async with Listener() as forge:
         overrides = {"forge.example.test:80": ("127.0.0.1", forge.port)}
         async with rigs_server(tmp_path, overrides=overrides) as env:

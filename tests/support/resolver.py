@@ -23,12 +23,15 @@ import pytest
 from hangar.core import addresses
 
 
-def answering(monkeypatch: pytest.MonkeyPatch, records: Mapping[str, str]) -> None:
+def answering(monkeypatch: pytest.MonkeyPatch, records: Mapping[str, str | None]) -> None:
+    """``records``: a name and its address, or None for a name that does not exist."""
     real = socket.getaddrinfo
 
     def lookup(host: Any, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
         if isinstance(host, str) and host in records:
             address = records[host]
+            if address is None:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
             family = socket.AF_INET6 if ":" in address else socket.AF_INET
             sockaddr = (address, int(port or 0)) if family == socket.AF_INET else (address, int(port or 0), 0, 0)
             return [(family, socket.SOCK_STREAM, 6, "", sockaddr)]

@@ -101,7 +101,7 @@ class RepoService:
                 raise InvalidArgs(
                     "url must not carry credentials (user:password@); use a URL without them", field="url"
                 )
-            way = await reach(self._app, "url", source, by_owner=by_owner, field="url", subject=source)
+            way = await reach(self._app, "url", source, by_owner=by_owner, field="url")
         repo_name = name.strip() if name else _default_name(source)
         if not _NAME.match(repo_name):
             raise InvalidArgs(f"name {repo_name!r} must be letters, digits, '.', '_' or '-'", field="name")
@@ -138,10 +138,8 @@ class RepoService:
     async def _reach(self, repo: Repo, field: str) -> Reach:
         """How a fetch of ``repo``'s recorded origin may reach it, decided again now (DNS and the settings may
         have changed since it was registered)."""
-        subject = f"the origin of repo {repo.name} ({repo.source})"
-        return await reach(
-            self._app, repo.source_kind, repo.source, by_owner=repo.registered_by_owner, field=field, subject=subject
-        )
+        kind, owners = repo.source_kind, repo.registered_by_owner
+        return await reach(self._app, kind, repo.source, by_owner=owners, field=field, origin_of=repo.name)
 
     async def _find_by_name(self, workspace_id: str, name: str) -> Repo | None:
         engine = await self._app.dbs.workspace(workspace_id)

@@ -47,6 +47,7 @@ MAX_LOCAL_REPO_ROOTS = 32
 SETTING_TRUSTED_REPO_HOSTS = "trustedRepoHosts"
 TRUSTED_REPO_HOSTS_FIX = "hangar admin trusted-repo-hosts <host>..."
 MAX_TRUSTED_REPO_HOSTS = 32
+RESOLVE_LIMIT_S = 30.0  # a resolver that does not answer fails the clone like a host that does not resolve
 
 URL_FORMS = "https://, ssh://, git://, file:// or user@host:path"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -190,8 +191,9 @@ async def trusted_repo_hosts(app: AppContext) -> frozenset[str]:
     return frozenset(_host_key(h) for h in await _setting(app, SETTING_TRUSTED_REPO_HOSTS))
 
 
-async def may_read(app: AppContext, local: Path, field: str, by_owner: bool) -> Path:
-    """Where a local repository really is (symlinks resolved), when its registrant may have the server read it."""
+async def may_read(app: AppContext, local: Path, field: str, by_owner: bool, subject: str | None = None) -> Path:
+    """Where a local repository really is (symlinks resolved), when its registrant may have the server read it.
+    ``subject`` names a recorded origin being fetched again; without it, ``field`` is what is being registered."""
     if "\0" in str(local) or not local.is_absolute():
         raise InvalidArgs(f"{field} must name an absolute path on this server", field=field)
     real = Path(await asyncio.to_thread(os.path.realpath, local))
@@ -201,6 +203,11 @@ async def may_read(app: AppContext, local: Path, field: str, by_owner: bool) -> 
     if any(real.is_relative_to(root) for root in roots):
         return real
     where = f"under {', '.join(str(r) for r in roots)}" if roots else "under a folder the server owner names"
+    if subject is not None:
+        raise Forbidden(
+            f"{field}: {subject} is a repository on this server's disk, read with the server's rights, so only the "
+            f"server owner's repos are fetched from there, or a workspace admin's {where} ({LOCAL_REPO_ROOTS_FIX})"
+        )
     raise Forbidden(
         f"{field}: a repository on this server's disk is read with the server's rights, so only the server "
         f"owner registers one by {field}, or a workspace admin one {where} ({LOCAL_REPO_ROOTS_FIX}); "
@@ -211,16 +218,20 @@ async def may_read(app: AppContext, local: Path, field: str, by_owner: bool) -> 
 LOCAL = Reach(_allow("file"), server_identity=True)  # a repository on this disk, once its path passed ``may_read``
 
 
-async def reach(app: AppContext, kind: str, source: str, *, by_owner: bool, field: str, subject: str) -> Reach:
+async def reach(
+    app: AppContext, kind: str, source: str, *, by_owner: bool, field: str, origin_of: str | None = None
+) -> Reach:
     """How host git may reach ``source`` (a ``path`` or a ``url``, as ``kind`` says) for a repo the server owner
-    registered (``by_owner``) or a workspace admin did. ``Forbidden`` naming ``field`` when the rules refuse it,
-    ``InvalidArgs`` when its host does not resolve; ``subject`` names the source in those messages."""
+    registered (``by_owner``) or a workspace admin did: being registered, or (``origin_of``: its name) fetched
+    again from its recorded origin. ``Forbidden`` naming ``field`` when the rules refuse it, ``InvalidArgs`` when
+    its host does not resolve."""
+    subject = source if origin_of is None else f"the origin of repo {origin_of} ({source})"
     if kind == "path":
-        await may_read(app, Path(source), field, by_owner)
+        await may_read(app, Path(source), field, by_owner, None if origin_of is None else subject)
         return LOCAL
     where = parse_url(source, field)
     if where.transport == "file":
-        await may_read(app, Path(where.path), field, by_owner)
+        await may_read(app, Path(where.path), field, by_owner, None if origin_of is None else subject)
         return LOCAL
     if by_owner:
         return Reach(_allow(*_OWNERS_TRANSPORTS), server_identity=True)
@@ -260,11 +271,10 @@ async def _addresses(where: Source, *, named: bool, field: str, subject: str) ->
         answers = [where.host]
     else:
         try:
-            answers = await resolve(where.host, where.port)
-        except OSError as exc:
-            raise InvalidArgs(
-                f"{field}: {subject}: the host {where.host} does not resolve ({exc})", field=field
-            ) from None
+            answers = await asyncio.wait_for(resolve(where.host, where.port), RESOLVE_LIMIT_S)
+        except (OSError, TimeoutError) as exc:
+            why = f"{field}: {subject}: the host {where.host} does not resolve ({exc or 'no answer in time'})"
+            raise InvalidArgs(why, field=field) from None
     try:
         return permitted(
             where.host,
