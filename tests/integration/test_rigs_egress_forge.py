@@ -198,9 +198,7 @@ async def test_names_resolving_to_loopback_private_or_link_local_are_refused(
                 f"egress to intranet.example.test is refused: intranet.example.test resolves to "
                 f"{local_service.address}, a loopback address, which rigs never reach\n status=403"
             )
-            assert (
-                "10.9.8.7, a private address, which rigs reach only under an exact allowlist entry" in said["db.corp"]
-            )
+            assert "10.9.8.7, a private address, which rigs reach only when an admin named the host" in said["db.corp"]
             assert "169.254.169.254, the cloud metadata service, which rigs never reach" in said["meta.corp"]
             assert "::ffff:127.0.0.1, a loopback address" in said["v6.corp"]
             assert all(out.endswith("status=403") for out in said.values()), said

@@ -103,9 +103,9 @@ def is_host_own(address: IPAddress) -> bool:
 
 
 def refusal(address: IPAddress, *, named: bool) -> str | None:
-    """Why the server must not connect to ``address`` (None when it may). ``named``: the operator or an admin
-    named the host exactly, so it may reach private addresses. An IPv6 address carrying an IPv4 one is judged
-    as that IPv4 address, where its packets end up."""
+    """Why the server must not connect to ``address`` (None when it may). ``named``: someone the caller trusts
+    for it named the host exactly, so it may reach private addresses. An IPv6 address carrying an IPv4 one is
+    judged as that IPv4 address, where its packets end up."""
     judged = _carried(address) or address
     never = _listed(judged, NEVER)
     if never is not None:

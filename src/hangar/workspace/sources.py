@@ -49,7 +49,7 @@ TRUSTED_REPO_HOSTS_FIX = "hangar admin trusted-repo-hosts <host>..."
 MAX_TRUSTED_REPO_HOSTS = 32
 RESOLVE_LIMIT_S = 30.0  # a resolver that does not answer fails the clone like a host that does not resolve
 
-URL_FORMS = "https://, ssh://, git://, file:// or user@host:path"
+URL_FORMS = "https://, http://, ssh://, git://, file:// or user@host:path"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _HELPER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")  # git's <transport>::<address>, checked before anything else
 _SCP = re.compile(r"^([\w.-]+)@([\w.-]+):(\S+)$", re.ASCII)
@@ -273,8 +273,10 @@ async def _addresses(where: Source, *, named: bool, field: str, subject: str) ->
         try:
             answers = await asyncio.wait_for(resolve(where.host, where.port), RESOLVE_LIMIT_S)
         except (OSError, TimeoutError) as exc:
-            why = f"{field}: {subject}: the host {where.host} does not resolve ({exc or 'no answer in time'})"
-            raise InvalidArgs(why, field=field) from None
+            said = str(exc) or "no answer in time"
+            raise InvalidArgs(
+                f"{field}: {subject}: the host {where.host} does not resolve ({said})", field=field
+            ) from None
     try:
         return permitted(
             where.host,
