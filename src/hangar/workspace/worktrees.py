@@ -109,7 +109,7 @@ class WorktreeService:
             raise InvalidArgs("a worktree belongs to exactly one of a space, a ticket or a PR", field="owner")
         wanted = parse_repo_spec(spec, field)
         repo = await self._repos.get(workspace_id, wanted.ref)
-        await self._repos.refresh(workspace_id, repo)
+        await self._repos.refresh(workspace_id, repo, field)
         if wanted.pr is not None:
             if on_pr_checkout is not None:
                 await on_pr_checkout(repo)

@@ -1480,7 +1480,7 @@ export type ReposListArgs = {
 };
 export type ReposListResult = RepoList;
 
-/** Register a workspace repo from a local git repository (``path``) or a clone URL (``url``). A repository on the server's disk (``path``, ``file://``) is the server owner's to register, or under ``localRepoRoots``. */
+/** Register a workspace repo from a local git repository (``path``) or a clone URL (``url``). The clone runs as the server: a workspace admin's may not use its SSH identity (ssh URLs only to hosts ``trustedRepoHosts`` names), reach its loopback, own, link-local or private addresses, or read its disk (only under ``localRepoRoots``); the server owner's may. */
 export type ReposRegisterArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;

@@ -28,13 +28,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
+from hangar.core.addresses import AddressRefused, normalize_host
 from hangar.rigs.egress import dns, server_door, sni
-from hangar.rigs.egress.allowlist import DEVELOPER_BASELINE, matches, normalize_host, validate_patterns
+from hangar.rigs.egress.allowlist import DEVELOPER_BASELINE, matches, validate_patterns
 from hangar.rigs.egress.answers import refusal
 from hangar.rigs.egress.http_head import host_header, one_request
 from hangar.rigs.egress.relay import relay
 from hangar.rigs.egress.rules import DEFAULT_PORTS, GATE_ADDRESS, GatePorts
-from hangar.rigs.egress.upstream import AddressRefused, connect
+from hangar.rigs.egress.upstream import connect
 
 log = logging.getLogger("hangar.rigs.egress")
 
