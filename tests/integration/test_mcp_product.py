@@ -542,3 +542,40 @@ async def test_a_narrow_credential_sees_its_tools_and_its_follows_outlive_a_toke
             await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="after revocation")
             await asyncio.sleep(0.8)
             assert len(updates) == seen
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_a_removed_member_hears_of_nothing_posted_after_the_removal(srv: RunningServer) -> None:
+    """A follow is a watch run through the dispatcher, which checks the caller again before each event: a post
+    made the moment the removal is answered sends the removed guest no update."""
+    ws = await srv.new_workspace()
+    guest = await srv.new_user_token(ws, Role.guest, name="gus")
+    guest_id = (await srv.ctx.service(IdentityService).authenticate(guest)).user_id
+    door = await srv.ctx.service(DeferredDoor).door()
+    updates: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+
+    async with RpcClient(srv.ws_url, srv.owner_token) as socket:
+        space = await socket.call("spaces.create", workspace_id=ws, title="Plan")
+        uri = f"hangar://workspaces/{ws}/spaces/{space['id']}"
+        async with mcp_session(srv, guest, message_handler=on_message) as session:
+            await session.subscribe_resource(uri)
+            await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="before")
+            for _ in range(100):
+                if updates:
+                    break
+                await asyncio.sleep(0.05)
+            assert updates[:1] == [uri]
+            await asyncio.sleep(0.3)  # a post is a few events: let them all arrive
+            seen = len(updates)
+            await socket.call("members.remove", workspace_id=ws, user_id=guest_id)
+            await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="after")
+            for _ in range(100):  # the follow ends at the first event after the removal
+                if not door.subscriptions.following:
+                    break
+                await asyncio.sleep(0.05)
+            assert door.subscriptions.following == {}
+            assert len(updates) == seen

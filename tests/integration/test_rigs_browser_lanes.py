@@ -22,12 +22,13 @@ import pytest_asyncio
 import websockets
 
 from hangar.core.clock import FakeClock
+from hangar.identity import DeviceScope, IdentityService
 from hangar.rigs.signing import LaneSigner
 from tests.integration.rigs_browser_env import BrowserRigs, use
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.images import decoded_size, mean_colour, near, solid_jpeg, solid_png
 from tests.support.pages import PageServer, page_server
-from tests.support.rpc import RpcClient
+from tests.support.rpc import RpcClient, RpcError
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -233,6 +234,52 @@ async def test_the_live_view_has_its_own_target_and_ends_with_membership(env: Ri
         err = await next_text(v, "error")
         assert err["code"] == "forbidden" and "membership" in err["message"]
         await asyncio.wait_for(v.wait_closed(), GUARD_S)
+
+
+async def test_a_read_only_credential_never_drives_the_live_view(env: RigsEnv, rigs: BrowserRigs) -> None:
+    """An OAuth grant marked read only watches, but its input is refused even while its person holds control
+    through another credential: input is a change, authorized per credential."""
+    rig = await rigs.get()
+    await fresh(env, rig)
+    identity = env.srv.ctx.service(IdentityService)
+    scope = DeviceScope(read_only=True, client_id="reader-client")
+    reader = await identity.issue_device(env.srv.owner_id, "Reader (OAuth)", scope=scope)
+    async with RpcClient(env.srv.ws_url, reader) as r:
+        url = await live_url(env, rig, client=r)
+        with pytest.raises(RpcError) as refused:
+            await r.call("rig.takeControl", workspace_id=env.ws, rigId=rig)
+        assert refused.value.code == "forbidden" and "read-only" in refused.value.message
+    await env.call("rig.takeControl", rigId=rig)  # the same person, through their whole credential
+    try:
+        async with websockets.connect(url, additional_headers=auth(reader)) as v:
+            hello = await next_text(v, "hello")
+            assert hello["controller"] == hello["you"] == env.srv.owner_id
+            await next_frame(v)
+            inputs = [
+                {"type": "mouse", "action": "down", "x": 200, "y": 150},
+                {"type": "mouse", "action": "up", "x": 200, "y": 150},
+                {"type": "key", "action": "down", "key": "Enter"},
+                {"type": "wheel", "x": 10, "y": 10, "deltaY": 100},
+                {"type": "text", "text": "typed through a read-only grant"},
+                {"type": "resize", "width": 800, "height": 600},
+            ]
+            for event in inputs:
+                await v.send(json.dumps(event))
+                err = await next_text(v, "error")
+                assert err["code"] == "forbidden" and "read-only" in err["message"], err
+            await v.send(json.dumps({"type": "view", "width": 320, "height": 200}))  # not input: still allowed
+            await next_frame(v)
+            assert not await found(env, rig, '#count[data-count="1"]', timeout=0.5)
+        # The person's whole credential drives the same view.
+        async with websockets.connect(await live_url(env, rig), additional_headers=auth(env.srv.owner_token)) as v:
+            await next_text(v, "hello")
+            await click_live(v, 200, 150)
+            assert await found(env, rig, '#count[data-count="1"]')
+    finally:
+        await env.call("rig.releaseControl", rigId=rig)
+    log = await env.call("rig.actionLog", rigId=rig)
+    closes = [e["details"] for e in log if e["verb"] == "liveview.close"]
+    assert closes[-2]["inputs"] == {}  # the read-only view applied nothing
 
 
 # -- the clipboard lane -------------------------------------------------------------------------------------

@@ -17,8 +17,10 @@ watch a rig can neither drop files into it nor open a terminal):
 - Client to server, text: ``{"type": "mouse", action: "move"|"down"|"up", x, y, button?}``, ``{"type": "key",
   action: "down"|"up", key}`` (DOM key names), ``{"type": "wheel", x, y, deltaX, deltaY}``, ``{"type": "text",
   text}``, ``{"type": "resize", width, height}`` (the page's viewport, 320x240 to 2560x1600): input, applied only
-  while the sender holds control (``rig.takeControl``); ``{"type": "view", width, height}``: the largest frame
-  the client wants to draw (anyone may send it; query ``w`` and ``h`` give the first).
+  while the sender holds control (``rig.takeControl``) through a credential that may change things (a read-only
+  one, such as an OAuth grant marked read only, is answered ``forbidden`` even while its person holds control
+  through another); ``{"type": "view", width, height}``: the largest frame the client wants to draw (anyone may
+  send it; query ``w`` and ``h`` give the first).
 
 One ``frames()`` capture per rig feeds every watcher (``FrameHub``): it runs at the largest size any watcher
 asked for, and each watcher holds only the newest frame it has not sent yet, so a slow watcher skips stale frames
@@ -46,10 +48,11 @@ from hangar.errors import HangarError, InvalidArgs, Refused, Unavailable
 from hangar.rigs.actions.base import MAX_TEXT
 from hangar.rigs.engines.keys import key_spec
 from hangar.rigs.engines.session import EngineSession, Frame, MouseButton
-from hangar.rigs.lanes import LaneAccess, authorize, refuse_if_read_only
+from hangar.rigs.lanes import LaneAccess, authorize, authorize_change
 from hangar.rigs.live import LiveRig
 from hangar.rigs.model import Surface
 from hangar.rigs.socketlane import credential, fail, guarded
+from hangar.rpc.access import Revocable
 
 log = logging.getLogger(__name__)
 
@@ -414,8 +417,8 @@ async def live_view_lane(ws: WebSocket) -> None:
         await fail(ws, err)
         return
     try:
-        async with guarded(ws.app.state.ctx, access, token) as revoked:
-            await _serve(ws, access, size, revoked)
+        async with guarded(ws.app.state.ctx, access, token) as guard:
+            await _serve(ws, access, size, guard)
     except HangarError as err:
         await fail(ws, err)
 
@@ -424,9 +427,7 @@ def _send_json(ws: WebSocket, payload: dict[str, Any]) -> Any:
     return ws.send_text(json.dumps(payload))
 
 
-async def _serve(
-    ws: WebSocket, access: LaneAccess, size: tuple[int, int], revoked: asyncio.Future[HangarError]
-) -> None:
+async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard: Revocable) -> None:
     mgr, principal, me = access.manager, access.principal, access.principal.user_id
     counts = _Counts()
     async with mgr.watch(access.ws, access.live.id) as (live, events):
@@ -446,6 +447,7 @@ async def _serve(
                 told: tuple[int, int] | None = None
                 while True:
                     seq, frame = await watcher.next()
+                    await guard.admit()  # nothing reaches a person whose access ended, however recently
                     if hub.viewport is not None and hub.viewport != told:
                         told = hub.viewport
                         await _send_json(ws, {"type": "viewport", "width": told[0], "height": told[1]})
@@ -455,6 +457,7 @@ async def _serve(
             async def pump_events() -> None:
                 while True:
                     event = await events.get()
+                    await guard.admit()
                     if event.get("type") == "control":
                         await _send_json(ws, {"type": "control", "controller": event.get("controller"), "you": me})
                     elif event.get("type") == "phase" and event.get("phase") in ("closed", "failed", "closing"):
@@ -462,7 +465,7 @@ async def _serve(
 
             async def pump_input() -> None:
                 told_readonly = False
-                checked_for: str | None = None  # the controller the read-only mode was last checked for
+                checked_for: str | None = None  # the controller input was last authorized for
                 while True:
                     msg = await ws.receive()
                     if msg["type"] == "websocket.disconnect":
@@ -485,7 +488,9 @@ async def _serve(
                             continue
                         told_readonly = False
                         if checked_for != live.controller:
-                            await refuse_if_read_only(mgr.app, access.ws, live.space_id, "watch")
+                            # Input changes the page: the credential that sends it must be one that may change
+                            # things, whatever its person holds through another one.
+                            await authorize_change(access, "watch", "input on the live view")
                             checked_for = live.controller
                         live.last_active_at = mgr.app.clock.monotonic()
                         live.last_actor = principal.label
@@ -502,10 +507,10 @@ async def _serve(
                 asyncio.create_task(pump_input()),
             ]
             try:
-                ending: set[asyncio.Future[Any]] = {*tasks, revoked}
+                ending: set[asyncio.Future[Any]] = {*tasks, guard.ended}
                 done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
-                if revoked in done:
-                    raise revoked.result()
+                if guard.ended in done:
+                    raise guard.ended.result()
                 for task in done:
                     exc = task.exception()
                     if isinstance(exc, HangarError):

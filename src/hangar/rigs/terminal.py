@@ -25,6 +25,7 @@ from hangar.errors import HangarError, InvalidArgs
 from hangar.rigs.backends.base import Pty
 from hangar.rigs.lanes import LaneAccess, authorize
 from hangar.rigs.socketlane import credential, fail, guarded
+from hangar.rpc.access import Revocable
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +54,13 @@ async def terminal_lane(ws: WebSocket) -> None:
         await fail(ws, err)
         return
     try:
-        async with guarded(ws.app.state.ctx, access, token) as revoked:
-            await _serve(ws, access, cols, rows, revoked)
+        async with guarded(ws.app.state.ctx, access, token) as guard:
+            await _serve(ws, access, cols, rows, guard)
     except HangarError as err:
         await fail(ws, err)
 
 
-async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, revoked: asyncio.Future[HangarError]) -> None:
+async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, guard: Revocable) -> None:
     mgr, principal = access.manager, access.principal
     typed = hashlib.sha256()
     typed_len = 0
@@ -71,6 +72,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, revoke
         async def pump_out(pty: Pty) -> None:
             while data := await pty.read():
                 live.last_active_at = mgr.app.clock.monotonic()
+                await guard.admit()  # nothing reaches a person whose access ended, however recently
                 await ws.send_bytes(data)
 
         async def pump_in(pty: Pty) -> None:
@@ -100,10 +102,10 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, revoke
         out = asyncio.create_task(pump_out(pty))
         inp = asyncio.create_task(pump_in(pty))
         try:
-            ending: set[asyncio.Future[Any]] = {out, inp, revoked}
+            ending: set[asyncio.Future[Any]] = {out, inp, guard.ended}
             done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
-            if revoked in done:
-                raise revoked.result()  # access ended: told to the person, then the lane closes (4401 / 4403)
+            if guard.ended in done:
+                raise guard.ended.result()  # access ended: told to the person, then the lane closes (4401 / 4403)
             for task in done:
                 exc = task.exception()
                 if isinstance(exc, HangarError):

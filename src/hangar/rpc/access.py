@@ -27,11 +27,32 @@ class Guarded(Protocol):
 
 class Revocable:
     """A stream's guard: ``check`` raises a ``HangarError`` once the stream may no longer run; ``ended`` then
-    resolves to that error (the stream waits on it beside its own work)."""
+    resolves to that error (the stream waits on it beside its own work).
 
-    def __init__(self, check: Callable[[], Awaitable[object]]) -> None:
+    The monitor's re-checks end a stream within its interval; ``admit``, called before each delivery, closes
+    that gap: nothing is handed on after a change of authority the stream has not been checked against since.
+    With ``stamp`` (the authority counter) it checks again only when the counter moved since the last check that
+    passed, so a delivery costs one counter read; what time alone ends is left to the monitor."""
+
+    def __init__(
+        self, check: Callable[[], Awaitable[object]], stamp: Callable[[], Awaitable[int]] | None = None
+    ) -> None:
         self._check = check
+        self._stamp = stamp
+        self._passed: int | None = None  # the counter read before the last check that passed
         self.ended: asyncio.Future[HangarError] = asyncio.get_running_loop().create_future()
+
+    async def admit(self) -> None:
+        """Raise the error that ended the stream, checking again first when authority may have changed."""
+        if not self.ended.done():
+            stamp = await self._stamp() if self._stamp is not None else None
+            if stamp is not None and stamp >= 0 and stamp == self._passed:
+                return
+            await self.recheck()
+            if not self.ended.done():
+                self._passed = stamp
+                return
+        raise self.ended.result()
 
     async def recheck(self) -> None:
         if self.ended.done():

@@ -177,5 +177,48 @@ class Dispatcher:
             raise HangarError(f"{ctx.spec.name} failed with an internal error") from exc
 
     def watch(self, ctx: OpContext, args: BaseModel) -> AsyncIterator[Any]:
-        gen: AsyncIterator[Any] = ctx.spec.handler(ctx, args)
-        return gen
+        """A watch op's replies: its first one, then its events, each delivered only once its caller has been
+        checked again (``recheck_watch``), whichever door streams them."""
+        return self._delivered(ctx, ctx.spec.handler(ctx, args))
+
+    async def _delivered(self, ctx: OpContext, gen: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """The first reply answers checks made a moment ago (``prepare``); every later event is held to the
+        caller's access at the moment it is handed on, so nothing that happens after a removal is acknowledged
+        reaches the removed member. The checks read through the authority cache: while the authority counter
+        stays put they cost a counter read, and a moved counter makes them read the records again."""
+        first = True
+        try:
+            async for item in gen:
+                if not first:
+                    await self.recheck_watch(ctx)
+                first = False
+                yield item
+        finally:
+            aclose = getattr(gen, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def recheck_watch(self, ctx: OpContext) -> None:
+        """Raise the reason a running watch may no longer deliver: its credential no longer works
+        (``Unauthenticated``), or its caller no longer holds what the op needs (``Forbidden``). By the
+        credential's id, not its token: an OAuth refresh rotates the token of a credential that lives on."""
+        principal = await self.authority.recheck_device(ctx.principal.device_id)
+        refusal = await self.watch_refusal(ctx, principal)
+        if refusal is not None:
+            raise refusal
+
+    async def watch_refusal(self, ctx: OpContext, principal: Principal) -> Forbidden | None:
+        """Why ``principal`` (the watch's caller, checked again) may no longer follow what ``ctx`` opened."""
+        spec = ctx.spec
+        if spec.server_owner and not principal.is_server_owner:
+            return Forbidden(f"{spec.name} is reserved to the server owner; the watch ended")
+        if ctx.workspace_id is None:
+            return None
+        role = await self.role_in(ctx.workspace_id, principal)
+        if role is None:
+            return Forbidden(f"you are no longer a member of workspace {ctx.workspace_id}; the watch ended")
+        if role < spec.min_role:
+            return Forbidden(
+                f"{spec.name} needs the {spec.min_role.name} role; you are now {role.name}; the watch ended"
+            )
+        return None
