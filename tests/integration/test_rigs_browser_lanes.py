@@ -23,6 +23,7 @@ import websockets
 
 from hangar.core.clock import FakeClock
 from hangar.identity import DeviceScope, IdentityService
+from hangar.rigs.fence import unfence
 from hangar.rigs.signing import LaneSigner
 from tests.integration.rigs_browser_env import BrowserRigs, use
 from tests.integration.rigs_env import RigsEnv, rigs_server
@@ -428,6 +429,37 @@ async def test_images_cross_the_clipboard(env: RigsEnv, rigs: BrowserRigs, pages
         assert image["base64"][:64] not in json.dumps(log)
     finally:
         await env.client.call("rig.clipboardRevoke", direction="rigToHost")
+
+
+async def test_the_clipboard_read_verb_asks_for_the_consent_the_lane_asks(env: RigsEnv, rigs: BrowserRigs) -> None:
+    """``browser_use clipboard_read`` carries the rig's clipboard to its caller as the lane's GET does: the same
+    per-person, per-direction consent, refused (and logged as refused) until that person grants it."""
+    rig = await rigs.get()
+    await fresh(env, rig)
+    await use(env, rig, action="history", direction="back")  # the rig's home page: a file: page, secure
+    await use(env, rig, action="clipboard_write", text="copied on the rig")  # pasting in is allowed by default
+    with pytest.raises(RpcError) as refused:
+        await use(env, rig, action="clipboard_read")
+    assert refused.value.code == "consent_required" and "ten minutes" in refused.value.message
+    # Another person's grant is theirs: it lets nothing out to this one.
+    member = await env.srv.new_user_token(env.ws, "member", name="granter")
+    async with RpcClient(env.srv.ws_url, member) as m:
+        await m.call("rig.clipboardGrant", direction="rigToHost", always=True)
+        assert unfence((await use(env, rig, m, action="clipboard_read"))["text"]) == "copied on the rig"
+    with pytest.raises(RpcError) as refused:
+        await use(env, rig, action="clipboard_read")
+    assert refused.value.code == "consent_required"
+    # The person's own ten-minute grant lets it through, until it runs out.
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", minutes=10)
+    read = await use(env, rig, action="clipboard_read")
+    assert read["untrusted"] is True and unfence(read["text"]) == "copied on the rig"
+    CLOCK.advance(10 * 60 + 1)
+    with pytest.raises(RpcError) as refused:
+        await use(env, rig, action="clipboard_read")
+    assert refused.value.code == "consent_required"
+    log = [e for e in await env.call("rig.actionLog", rigId=rig) if e["verb"] == "clipboard_read"]
+    assert [e["outcome"] for e in log[-5:]] == ["refused", "ok", "refused", "ok", "refused"]
+    assert log[-2]["details"]["consent"] == "grant" and "copied on the rig" not in json.dumps(log)
 
 
 # -- drops --------------------------------------------------------------------------------------------------
