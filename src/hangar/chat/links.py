@@ -7,7 +7,8 @@ case-insensitive, and an unknown, expired, used, foreign-workspace or wrong-prov
 answer ``CODE_REFUSAL`` so a guesser learns nothing from the difference.
 
 A link is identity resolution, not an access grant: ``resolve_member`` re-checks membership each time it is
-asked, and a link whose user left the workspace answers a refusal.
+asked, and a link whose user left the workspace answers a refusal. What the bridge then does for the member is
+checked as the ops it amounts to, as them (``LinkedMember.principal``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from hangar.core.clock import Clock
 from hangar.core.context import AppContext
 from hangar.core.events import EventTransaction, StoredEvent
 from hangar.core.ids import new_id
-from hangar.core.principal import Role
+from hangar.core.principal import Principal, Role
 from hangar.errors import Conflict
 from hangar.identity import IdentityService, User
 
@@ -112,6 +113,13 @@ class LinkedMember:
     link: UserLink
     user: User
     role: Role
+
+    @property
+    def principal(self) -> Principal:
+        """The person as the caller of what the bridge does for them: their own user, reaching only the link's
+        workspace and never the server owner's server-wide powers; their role is read afresh at each check."""
+        user, link = self.user, self.link
+        return Principal(user.id, f"chat-link:{link.id}", user.display_name, False, workspace_id=link.workspace_id)
 
 
 @dataclass(frozen=True)
