@@ -274,6 +274,7 @@ async def test_a_read_only_credential_never_drives_the_live_view(env: RigsEnv, r
         # The person's whole credential drives the same view.
         async with websockets.connect(await live_url(env, rig), additional_headers=auth(env.srv.owner_token)) as v:
             await next_text(v, "hello")
+            await next_frame(v)
             await click_live(v, 200, 150)
             assert await found(env, rig, '#count[data-count="1"]')
     finally:

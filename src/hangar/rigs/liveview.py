@@ -306,9 +306,14 @@ class FrameHub:
         self._size = size
         previous, self._pump = self._pump, None
         if previous is not None:
-            previous.cancel()
+            _stop(previous)
         if size is not None:
             self._pump = asyncio.create_task(self._run(size, previous), name="rigs:liveview")
+        else:
+            # Stopping, not stopped: the capture ends when the cancelled task has run its clean-up, which
+            # ``aclose`` (or the next start) waits for; dropping it here would let a new view start a capture
+            # the engine still holds (an engine captures one stream at a time).
+            self._pump = previous
 
     async def refresh_viewport(self) -> None:
         self.viewport = await self.session.viewport()
@@ -316,7 +321,7 @@ class FrameHub:
     async def _run(self, size: tuple[int, int], previous: asyncio.Task[None] | None) -> None:
         if previous is not None:
             # An engine captures one stream at a time: the old one must have stopped before this one starts.
-            await asyncio.gather(previous, return_exceptions=True)
+            await asyncio.wait([previous])
         frames = self.session.frames(*size)
         dims: tuple[int, int] | None = None
         try:
@@ -346,22 +351,36 @@ class FrameHub:
 
     async def aclose(self) -> None:
         if self._pump is not None:
-            self._pump.cancel()
-            await asyncio.gather(self._pump, return_exceptions=True)
+            _stop(self._pump)
+            await asyncio.wait([self._pump])
             self._pump = None
 
 
+def _stop(pump: asyncio.Task[None]) -> None:
+    """Ask a capture to stop, once: cancelling it again would cut its clean-up short (the engine's stop, without
+    which the engine keeps capturing and refuses the next view)."""
+    if not pump.done() and not pump.cancelling():
+        pump.cancel()
+
+
 _HUBS: dict[LiveRig, FrameHub] = {}
+_CLOSING: dict[LiveRig, asyncio.Task[None]] = {}  # a hub whose last watcher left, its capture still stopping
 
 
 @contextlib.asynccontextmanager
 async def watching(
     live: LiveRig, session: EngineSession, size: tuple[int, int]
 ) -> AsyncIterator[tuple[FrameHub, Watcher]]:
-    """Join the rig's frame hub (made by the first watcher, stopped by the last)."""
+    """Join the rig's frame hub (made by the first watcher, stopped by the last). A view opened while the last
+    one's capture is still stopping waits for it: an engine captures one stream at a time."""
     hub = _HUBS.get(live)
     if hub is None or hub.session is not session:
-        hub = _HUBS[live] = FrameHub(session)
+        closing = _CLOSING.get(live)
+        if closing is not None:
+            await asyncio.wait([closing])
+        hub = _HUBS.get(live)  # another view may have made one meanwhile
+        if hub is None or hub.session is not session:
+            hub = _HUBS[live] = FrameHub(session)
     watcher = Watcher(size)
     hub.join(watcher)
     try:
@@ -370,7 +389,12 @@ async def watching(
         hub.leave(watcher)
         if not hub.watchers and _HUBS.get(live) is hub:
             del _HUBS[live]
-            await hub.aclose()
+            closing = _CLOSING[live] = asyncio.ensure_future(hub.aclose())
+            try:
+                await asyncio.shield(closing)
+            finally:
+                if _CLOSING.get(live) is closing:
+                    del _CLOSING[live]
 
 
 # -- the lane -----------------------------------------------------------------------------------------------
@@ -465,7 +489,6 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
 
             async def pump_input() -> None:
                 told_readonly = False
-                checked_for: str | None = None  # the controller input was last authorized for
                 while True:
                     msg = await ws.receive()
                     if msg["type"] == "websocket.disconnect":
@@ -487,11 +510,11 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                                 await _send_json(ws, {"type": "readonly", "message": _readonly_message(live)})
                             continue
                         told_readonly = False
-                        if checked_for != live.controller:
-                            # Input changes the page: the credential that sends it must be one that may change
-                            # things, whatever its person holds through another one.
-                            await authorize_change(access, "watch", "input on the live view")
-                            checked_for = live.controller
+                        # Input changes the page, authorized at each event: the person still has access (the
+                        # lane ends otherwise), through a credential that may change things (whatever its person
+                        # holds through another one), outside read-only mode (set since the lane opened, too).
+                        await guard.admit()
+                        await authorize_change(access, "watch", "input on the live view")
                         live.last_active_at = mgr.app.clock.monotonic()
                         live.last_actor = principal.label
                         await apply_input(session, parsed)
