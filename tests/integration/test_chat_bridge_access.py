@@ -28,6 +28,14 @@ async def refusal_in(w: World, thread_ts: str) -> str:
     return str(posts[0]["text"])
 
 
+async def reply_answered(w: World, thread_ts: str, user: str, text: str) -> str:
+    """What the bridge says in the thread next, once ``user`` replied ``text`` there."""
+    posted = len(thread_posts(w.slack, thread_ts))
+    await w.slack.message(GENERAL, user, text, thread_ts=thread_ts)
+    said = await until(lambda: thread_posts(w.slack, thread_ts)[posted:])
+    return str(said[0]["text"])
+
+
 async def nothing_ran(w: World) -> None:
     await settle()
     assert await chat_spaces(w) == [] and w.model.requests == [] and w.slack.streams == {}
@@ -83,10 +91,7 @@ async def test_a_guest_replying_in_a_members_thread_runs_nothing(tmp_path: Path)
         sent = await w.slack.mention(GENERAL, ALICE, "start a thread")
         await answered(w, sent.ts, 1)
         await linked_guest(w, by="code")
-        posted = len(thread_posts(w.slack, sent.ts))
-        await w.slack.message(GENERAL, GUEST, "now me", thread_ts=sent.ts)
-        said = await until(lambda: thread_posts(w.slack, sent.ts)[posted:])
-        assert "agents.run needs the member role" in said[0]["text"]
+        assert "agents.run needs the member role" in await reply_answered(w, sent.ts, GUEST, "now me")
         await settle()
         assert len(w.model.requests) == 1
         (space,) = await chat_spaces(w)
@@ -116,10 +121,7 @@ async def test_a_space_put_in_read_only_mode_takes_no_more_chat_turns(tmp_path: 
         await answered(w, sent.ts, 1)
         (space,) = await chat_spaces(w)
         await w.client.call("guardrails.set", workspace_id=w.ws, space_id=space["id"], readOnly=True)
-        posted = len(thread_posts(w.slack, sent.ts))
-        await w.slack.message(GENERAL, ALICE, "second", thread_ts=sent.ts)
-        said = await until(lambda: thread_posts(w.slack, sent.ts)[posted:])
-        assert "this space is in read-only mode" in said[0]["text"]
+        assert "this space is in read-only mode" in await reply_answered(w, sent.ts, ALICE, "second")
         await settle()
         assert len(w.model.requests) == 1
 

@@ -17,7 +17,7 @@ import websockets
 from hangar.core.clock import FakeClock
 from hangar.identity import IdentityService
 from hangar.rpc.access import AccessMonitor
-from tests.integration.rigs_env import rigs_server
+from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.integration.test_rigs_ops_terminal import next_text, read_until, terminal_url
 from tests.support.processes import hangar_serve
 from tests.support.rpc import RpcClient, Watch
@@ -140,14 +140,21 @@ async def test_a_member_removed_through_another_server_stops_receiving(tmp_path:
             assert end["error"]["code"] == "forbidden"
 
 
+@contextlib.asynccontextmanager
+async def member_terminal(env: RigsEnv, rig: str) -> AsyncIterator[tuple[str, websockets.ClientConnection]]:
+    """A member of the rig's workspace (their user id) with a live terminal open on the rig."""
+    token = await env.srv.new_user_token(env.ws, "member", name="typist")
+    user = (await env.srv.ctx.service(IdentityService).authenticate(token)).user_id
+    async with RpcClient(env.srv.ws_url, token) as member:
+        url = await terminal_url(env, rig, member)
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as term:
+        yield user, term
+
+
 async def test_a_terminal_lane_closes_when_its_member_leaves(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
-        token = await env.srv.new_user_token(env.ws, "member", name="typist")
-        user = (await env.srv.ctx.service(IdentityService).authenticate(token)).user_id
-        async with RpcClient(env.srv.ws_url, token) as member:
-            url = await terminal_url(env, rig, member)
-        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as term:
+        async with member_terminal(env, rig) as (user, term):
             await term.send(b"echo lane-$((5*5))\n")
             await read_until(term, b"lane-25")
             await env.call("members.remove", user_id=user)
@@ -165,11 +172,7 @@ async def test_a_terminal_sends_nothing_made_after_a_removal_is_acknowledged(tmp
         monitor.interval = monitor.recheck_every = 3600.0
         await asyncio.sleep(0.2)  # the monitor's current pause ends; the next one is the long one
         rig = await env.open()
-        token = await env.srv.new_user_token(env.ws, "member", name="typist")
-        user = (await env.srv.ctx.service(IdentityService).authenticate(token)).user_id
-        async with RpcClient(env.srv.ws_url, token) as member:
-            url = await terminal_url(env, rig, member)
-        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as term:
+        async with member_terminal(env, rig) as (user, term):
             await term.send(b"rm -f /tmp/go; echo waiting-$((2*3)); until [ -e /tmp/go ]; do sleep 0.01; done; "
                             b"echo made-after-$((6*7))\n")  # fmt: skip
             await read_until(term, b"waiting-6")
