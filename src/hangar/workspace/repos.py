@@ -99,17 +99,23 @@ class RepoService:
             raise InvalidArgs(f"{field} {source} cannot be cloned: {exc.reason}", field=field) from exc
         now = self._app.clock.now()
         engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(
-                sa.insert(tables.repos).values(
-                    id=repo_id,
-                    name=repo_name,
-                    source_kind=source_kind,
-                    source=source,
-                    default_branch=head or "main",
-                    created_at=now,
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(
+                    sa.insert(tables.repos).values(
+                        id=repo_id,
+                        name=repo_name,
+                        source_kind=source_kind,
+                        source=source,
+                        default_branch=head or "main",
+                        created_at=now,
+                    )
                 )
-            )
+        except sa.exc.IntegrityError as exc:
+            # The name was free when checked, but another registration took it while this one cloned (the
+            # unique index holds the rule): nothing of this one is kept.
+            shutil.rmtree(dest, ignore_errors=True)
+            raise Conflict(f"a repo named {repo_name!r} is already registered in this workspace") from exc
         return await self.get(workspace_id, repo_id)
 
     async def _find_by_name(self, workspace_id: str, name: str) -> Repo | None:
