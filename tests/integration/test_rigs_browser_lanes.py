@@ -271,10 +271,19 @@ async def test_a_read_only_credential_never_drives_the_live_view(env: RigsEnv, r
             await v.send(json.dumps({"type": "view", "width": 320, "height": 200}))  # not input: still allowed
             await next_frame(v)
             assert not await found(env, rig, '#count[data-count="1"]', timeout=0.5)
-        # The person's whole credential drives the same view.
+        # The person's whole credential drives the same view, outside read-only mode (set while it is open, too).
         async with websockets.connect(await live_url(env, rig), additional_headers=auth(env.srv.owner_token)) as v:
             await next_text(v, "hello")
             await next_frame(v)
+            await env.call("guardrails.set", space_id=env.space, readOnly=True)
+            try:
+                await click_live(v, 200, 150)
+                for _press_and_release in range(2):
+                    err = await next_text(v, "error")
+                    assert err["code"] == "refused" and "this space is in read-only mode" in err["message"], err
+            finally:
+                await env.call("guardrails.set", space_id=env.space, readOnly=False)
+            assert not await found(env, rig, '#count[data-count="1"]', timeout=0.5)
             await click_live(v, 200, 150)
             assert await found(env, rig, '#count[data-count="1"]')
     finally:
