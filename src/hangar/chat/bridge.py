@@ -220,12 +220,10 @@ class Bridge:
             # What the message amounts to is held to the rules of the ops it amounts to, before anything is
             # made: a new conversation opens a space, then the agent runs in it (or the request is posted).
             turn_op = "agents.run" if agent is not None else "messages.post"
-            try:
-                if known is None:
-                    await self._allowed(who, "spaces.create")
-                await self._allowed(who, turn_op, known.cc_space_id if known is not None else None)
-            except HangarError as exc:
-                await self._say(ev.channel_id, reply_thread, exc.message)
+            checks: list[tuple[str, str | None]] = (
+                [("spaces.create", None), (turn_op, None)] if known is None else [(turn_op, known.cc_space_id)]
+            )
+            if await self._refused(who, checks, ev.channel_id, reply_thread):
                 return
             # The channel's name only titles a new space: a known conversation costs no paced look-up
             # (conversations.info is allowed 50 calls a minute; a busy thread would queue behind it).
@@ -241,19 +239,29 @@ class Bridge:
                 created_by_user_id=who.user.id,
                 created_by=f"user:{who.user.id}",
             )
-            if known is None and not created:  # another process bridged it meanwhile: its space has its own rules
-                try:
-                    await self._allowed(who, turn_op, link.cc_space_id)
-                except HangarError as exc:
-                    await self._say(ev.channel_id, reply_thread, exc.message)
-                    return
+            # Another process bridged the conversation meanwhile: its space has its own rules.
+            if (
+                known is None
+                and not created
+                and await self._refused(who, [(turn_op, link.cc_space_id)], ev.channel_id, reply_thread)
+            ):
+                return
             await self._ask(ev, who, agent, link, request, anchor, reply_thread, created=created)
 
-    async def _allowed(self, who: LinkedMember, op_name: str, space_id: str | None = None) -> None:
-        """Raise what ``op_name`` called by the linked person would be refused for: the dispatcher's own checks
-        (role, read-only mode, ask-first, which refuses: nobody can be asked in the middle of a chat turn)."""
+    async def _refused(
+        self, who: LinkedMember, checks: list[tuple[str, str | None]], channel: str, thread: str
+    ) -> bool:
+        """Whether one of the ops (name, space) would be refused to the linked person, by the dispatcher's own
+        checks (role, read-only mode, ask-first, which refuses: nobody can be asked in the middle of a chat
+        turn); the refusal is said in the thread."""
         caller = self._app.service(OpCaller)
-        await caller.authorize(who.principal, op_name, self.workspace_id, space_id=space_id, door=CHAT_DOOR)
+        try:
+            for op_name, space_id in checks:
+                await caller.authorize(who.principal, op_name, self.workspace_id, space_id=space_id, door=CHAT_DOOR)
+        except HangarError as exc:
+            await self._say(channel, thread, exc.message)
+            return True
+        return False
 
     async def _ask(
         self,
