@@ -10,6 +10,7 @@ itself). A part acting for a person without calling an op (the chat bridge) is h
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
@@ -20,6 +21,7 @@ from hangar.core.audit import through
 from hangar.core.context import AppContext
 from hangar.core.principal import Principal, Role
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
+from hangar.rpc.access import Revocable
 from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import AskFirst, Guardrails
@@ -222,13 +224,14 @@ class Dispatcher:
     async def _delivered(self, ctx: OpContext, gen: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The first reply answers checks made a moment ago (``prepare``); every later event is held to the
         caller's access at the moment it is handed on, so nothing that happens after a removal is acknowledged
-        reaches the removed member. The checks read through the authority cache: while the authority counter
-        stays put they cost a counter read, and a moved counter makes them read the records again."""
+        reaches the removed member. The caller is checked again whenever the authority counter moved since the
+        last check (and every second, for what time alone ends): otherwise a delivery costs one counter read."""
+        gate = Revocable(functools.partial(self.recheck_watch, ctx), stamp=self.authority.authority_stamp)
         first = True
         try:
             async for item in gen:
                 if not first:
-                    await self.recheck_watch(ctx)
+                    await gate.admit()
                 first = False
                 yield item
         finally:
