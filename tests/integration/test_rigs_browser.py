@@ -205,7 +205,11 @@ async def test_the_default_allowlist_is_the_site_and_nothing_else(
     page = await use(env, rig, action="navigate", url=site)
     assert page["status"] == 200 and page["url"] == site
     await use(env, rig, action="clipboard_write", text="through the page")
-    read = await use(env, rig, action="clipboard_read")
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)  # copying out asks first
+    try:
+        read = await use(env, rig, action="clipboard_read")
+    finally:
+        await env.client.call("rig.clipboardRevoke", direction="rigToHost")
     assert read["untrusted"] is True and unfence(read["text"]) == "through the page"
 
 
@@ -439,9 +443,13 @@ async def test_history_reload_stop_and_wait(env: RigsEnv, rigs: BrowserRigs) -> 
 async def test_the_clipboard_needs_a_secure_context(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)  # plain http under a name: not a secure context
-    for action in ({"action": "clipboard_read"}, {"action": "clipboard_write", "text": "copied"}):
-        e = await fails(env, rig, **action)
-        assert e.code == "unavailable" and "clipboard API" in e.message and "type" in e.message
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)  # copying out asks first
+    try:
+        for action in ({"action": "clipboard_read"}, {"action": "clipboard_write", "text": "copied"}):
+            e = await fails(env, rig, **action)
+            assert e.code == "unavailable" and "clipboard API" in e.message and "type" in e.message
+    finally:
+        await env.client.call("rig.clipboardRevoke", direction="rigToHost")
 
 
 async def refused_navigation(env: RigsEnv, rig: str, host: str) -> None:

@@ -10,7 +10,8 @@ refills 5 per 15 minutes, a code's lifetime); past it the account's attempts are
 (``TooManyAttempts``) until the bucket refills. A code that works gives its attempt back.
 
 A link is identity resolution, not an access grant: ``resolve_member`` re-checks membership each time it is
-asked, and a link whose user left the workspace answers a refusal.
+asked, and a link whose user left the workspace answers a refusal. What the bridge then does for the member is
+checked as the ops it amounts to, as them (``LinkedMember.principal``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from hangar.core.clock import Clock
 from hangar.core.context import AppContext
 from hangar.core.events import EventTransaction, StoredEvent
 from hangar.core.ids import new_id
-from hangar.core.principal import Role
+from hangar.core.principal import Principal, Role
 from hangar.core.ratelimit import Budget, RateLimits
 from hangar.errors import Conflict
 from hangar.identity import IdentityService, User
@@ -127,6 +128,13 @@ class LinkedMember:
     link: UserLink
     user: User
     role: Role
+
+    @property
+    def principal(self) -> Principal:
+        """The person as the caller of what the bridge does for them: their own user, reaching only the link's
+        workspace and never the server owner's server-wide powers; their role is read afresh at each check."""
+        user, link = self.user, self.link
+        return Principal(user.id, f"chat-link:{link.id}", user.display_name, False, workspace_id=link.workspace_id)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.browser import use_browser
-from hangar.rigs.consent import CONSENT_OPS
+from hangar.rigs.consent import CONSENT_OPS, grants_of
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
@@ -320,6 +320,8 @@ async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> NoReturn:
     _check_surface(table, live)
     if live is not None and not parsed.observation:
         mgr.check_control(live, ctx.principal, f"{table.tool} {parsed.verb.name}")
+    if parsed.verb.crossing is not None:
+        await grants_of(ctx).require(ctx.principal, parsed.verb.crossing)
     raise Unavailable(
         f"{table.tool} {parsed.verb.name}: {table.surface.value} rigs need {table.needs}, "
         "which this server does not have yet (planned)"

@@ -121,18 +121,24 @@ class RepoService:
             raise InvalidArgs(f"{field} {source} cannot be cloned: {_why(exc, way)}", field=field) from exc
         now = self._app.clock.now()
         engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(
-                sa.insert(tables.repos).values(
-                    id=repo_id,
-                    name=repo_name,
-                    source_kind=source_kind,
-                    source=source,
-                    default_branch=head or "main",
-                    created_at=now,
-                    registered_by_owner=by_owner,
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(
+                    sa.insert(tables.repos).values(
+                        id=repo_id,
+                        name=repo_name,
+                        source_kind=source_kind,
+                        source=source,
+                        default_branch=head or "main",
+                        created_at=now,
+                        registered_by_owner=by_owner,
+                    )
                 )
-            )
+        except sa.exc.IntegrityError as exc:
+            # The name was free when checked, but another registration took it while this one cloned (the
+            # unique index holds the rule): nothing of this one is kept.
+            shutil.rmtree(dest, ignore_errors=True)
+            raise Conflict(f"a repo named {repo_name!r} is already registered in this workspace") from exc
         return await self.get(workspace_id, repo_id)
 
     async def _reach(self, repo: Repo, field: str) -> Reach:
