@@ -5,16 +5,18 @@ Shapes (spec, router body): ``fileExists`` (``paths``, ``baseKey`` default ``rep
 key, ``op``, ``right`` a literal), ``and``/``or`` (``of``: list), ``not`` (``of``: one predicate).
 
 ``parse`` checks a predicate's shape (used when a template loads, so a malformed predicate is a template
-error naming where); ``evaluate`` reads state and, for ``fileExists``, the file system.
+error naming where); ``evaluate`` reads state and, for ``fileExists``, the run's working directory only
+(``hangar.pipelines.filecheck``), off the event loop.
 """
 
 from __future__ import annotations
 
-import os
+import asyncio
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from hangar.pipelines.filecheck import LookBudget, exists, find, inside
 from hangar.pipelines.substitute import ABSENT, walk
 
 OPS: tuple[str, ...] = ("equals", "notEquals", "contains", "exists", "notExists", "gt", "lt")
@@ -95,46 +97,63 @@ def compare(left: Any, op: str, right: Any) -> bool:
     return ln > rn if op == "gt" else ln < rn
 
 
-def _file_exists(pred: Mapping[str, Any], state: Mapping[str, Any], run_dir: Path) -> bool:
+def _file_exists(pred: Mapping[str, Any], state: Mapping[str, Any], run_dir: Path, budget: LookBudget) -> bool:
+    """True when any listed path is inside the run directory (``filecheck``: nothing outside it is ever looked
+    at, symlinks are not followed); the base named by ``baseKey`` counts only when it lies inside it too."""
     base_value = state.get(str(pred.get("baseKey") or "repo_local_path"))
-    base = Path(str(base_value)) if base_value else run_dir
+    base = inside(run_dir, str(base_value)) if base_value else ()
     found = False
-    for raw in pred["paths"]:
-        target = Path(raw)
-        if not target.is_absolute():
-            target = base / target
-        if target.exists() or (pred.get("recursive") and _find_below(base, raw)):
-            found = True
-            break
+    if base is not None:
+        for raw in pred["paths"]:
+            parts = inside(run_dir, raw, base)
+            if parts is None:
+                continue
+            found = exists(run_dir, parts) or bool(
+                pred.get("recursive")
+                and not PurePosixPath(raw).is_absolute()
+                and find(run_dir, base, raw, SKIPPED_DIRS, budget)
+            )
+            if found:
+                break
     return not found if pred.get("negate") else found
 
 
-def _find_below(base: Path, rel: str) -> bool:
-    """Whether ``rel`` (a name or a relative path) exists anywhere under ``base``, skipping vendor dirs."""
-    rel = rel.strip("/")
-    if not base.is_dir():
-        return False
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS]
-        here = Path(dirpath)
-        for name in (*dirnames, *filenames):
-            candidate = (here / name).relative_to(base).as_posix()
-            if candidate == rel or candidate.endswith("/" + rel):
-                return True
-    return False
-
-
-def evaluate(pred: Mapping[str, Any], state: Mapping[str, Any], run_dir: Path) -> bool:
+def _evaluate(pred: Mapping[str, Any], state: Mapping[str, Any], run_dir: Path, budget: LookBudget) -> bool:
     kind = pred["type"]
     if kind == "fileExists":
-        return _file_exists(pred, state, run_dir)
+        return _file_exists(pred, state, run_dir, budget)
     if kind == "comparison":
         return compare(walk(state, str(pred["left"])), str(pred["op"]), pred.get("right"))
     if kind == "and":
-        return all(evaluate(p, state, run_dir) for p in pred["of"])
+        return all(_evaluate(p, state, run_dir, budget) for p in pred["of"])
     if kind == "or":
-        return any(evaluate(p, state, run_dir) for p in pred["of"])
-    return not evaluate(pred["of"], state, run_dir)
+        return any(_evaluate(p, state, run_dir, budget) for p in pred["of"])
+    return not _evaluate(pred["of"], state, run_dir, budget)
+
+
+def looks_at_files(pred: Any) -> bool:
+    """Whether evaluating ``pred`` reads the file system (it holds a ``fileExists``)."""
+    if not isinstance(pred, Mapping):
+        return False
+    if pred.get("type") == "fileExists":
+        return True
+    of = pred.get("of")
+    return any(looks_at_files(p) for p in (of if isinstance(of, list) else [of]))
+
+
+async def evaluate(
+    pred: Mapping[str, Any], state: Mapping[str, Any], run_dir: Path, budget: LookBudget | None = None
+) -> bool:
+    """Evaluate a predicate; one that looks at files does so in a worker thread, within one ``LookBudget``
+    (``LookTooCostly`` past it), so a big directory never holds up the event loop."""
+    budget = budget or LookBudget()
+    if not looks_at_files(pred):
+        return _evaluate(pred, state, run_dir, budget)
+    try:
+        return await asyncio.to_thread(_evaluate, pred, state, run_dir, budget)
+    except asyncio.CancelledError:
+        budget.cancelled = True  # the thread stops at its next entry
+        raise
 
 
 def check_run_when(value: Any, path: str) -> None:
@@ -146,10 +165,10 @@ def check_run_when(value: Any, path: str) -> None:
     check(value, path)
 
 
-def run_when_met(value: Any, state: Mapping[str, Any], run_dir: Path) -> bool:
+async def run_when_met(value: Any, state: Mapping[str, Any], run_dir: Path) -> bool:
     if isinstance(value, str):
         negate = value.startswith("!")
         found = walk(state, value.lstrip("!"))
         truthy = found is not ABSENT and bool(found)
         return not truthy if negate else truthy
-    return evaluate(value, state, run_dir)
+    return await evaluate(value, state, run_dir)

@@ -201,8 +201,8 @@ class RunDriver:
                 self._tick_now = None
                 await self._process_inbox()
                 self._collect()
-                self._due_timers()
-                self._schedule()
+                await self._due_timers()
+                await self._schedule()
                 seq = await self._flush()
                 self._start_bodies(seq)
                 if self._just_suspended:
@@ -339,15 +339,15 @@ class RunDriver:
         self._to_start.clear()
         self._candidates.clear()
 
-    def _due_timers(self) -> None:
+    async def _due_timers(self) -> None:
         now = self._now()
         while self._timers and self._timers[0][0] <= now and not self.ended:
             _, sid = heapq.heappop(self._timers)
             rec = self.recs[sid]
             if rec.status is StepStatus.pending:
-                self._launch(sid)
+                await self._launch(sid)
 
-    def _schedule(self) -> None:
+    async def _schedule(self) -> None:
         while self._candidates and not self.ended:
             candidates, self._candidates = self._candidates, []
             plan = _algo.propagate(self.graph, self.recs, candidates)
@@ -360,9 +360,9 @@ class RunDriver:
             for sid in plan.ready:
                 if self.ended:
                     break
-                self._launch(sid)
+                await self._launch(sid)
 
-    def _launch(self, sid: str) -> None:
+    async def _launch(self, sid: str) -> None:
         """Decide what a ready step does: wait for its retry time, finish at once, be skipped, or run."""
         step = self.graph.steps[sid]
         rec = self.recs[sid]
@@ -375,9 +375,18 @@ class RunDriver:
             self._apply(sid, StepResult.ok())
             return
         run_when = step.config.run_when
-        if run_when is not None and not predicates.run_when_met(run_when, self.run.state, self.run_dir):
-            self._skip(sid, None)
-            return
+        if run_when is not None:
+            try:
+                met = await predicates.run_when_met(run_when, self.run.state, self.run_dir)
+            except HangarError as exc:  # a look at the run directory past its bounds
+                _algo.start_attempt(rec, now)
+                self._apply(sid, StepResult.failed(f"runWhen: {exc.message}"))
+                return
+            if self.ended:
+                return
+            if not met:
+                self._skip(sid, None)
+                return
         if self.e.bodies.get(step.body_key) is None:
             self._skip(sid, f"body {step.body_key!r} is not registered; the step never executes")
             return

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hangar.pipelines import predicates, reducers, schema, substitute
+from hangar.pipelines import filecheck, predicates, reducers, schema, substitute
 from hangar.pipelines.substitute import ABSENT
 
 
@@ -168,7 +168,7 @@ def test_comparisons_coerce_numeric_text() -> None:
     assert not predicates.compare("abc", "lt", 1)
 
 
-def test_predicate_tree_and_file_exists(tmp_path: Path) -> None:
+async def test_predicate_tree_and_file_exists(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "src" / "deep").mkdir(parents=True)
     (repo / "src" / "deep" / "pubspec.yaml").write_text("x")
@@ -176,13 +176,15 @@ def test_predicate_tree_and_file_exists(tmp_path: Path) -> None:
     (repo / "node_modules" / "hidden.txt").write_text("x")
     state = {"repo_local_path": str(repo), "n": 5}
     fe = {"type": "fileExists", "paths": ["pubspec.yaml"]}
-    assert not predicates.evaluate(fe, state, tmp_path)
-    assert predicates.evaluate({**fe, "recursive": True}, state, tmp_path)
-    assert predicates.evaluate({**fe, "recursive": True, "negate": True}, state, tmp_path) is False
-    assert not predicates.evaluate({"type": "fileExists", "paths": ["hidden.txt"], "recursive": True}, state, tmp_path)
-    assert predicates.evaluate({"type": "fileExists", "paths": ["src/deep"]}, state, tmp_path)
+    assert not await predicates.evaluate(fe, state, tmp_path)
+    assert await predicates.evaluate({**fe, "recursive": True}, state, tmp_path)
+    assert await predicates.evaluate({**fe, "recursive": True, "negate": True}, state, tmp_path) is False
+    assert not await predicates.evaluate(
+        {"type": "fileExists", "paths": ["hidden.txt"], "recursive": True}, state, tmp_path
+    )
+    assert await predicates.evaluate({"type": "fileExists", "paths": ["src/deep"]}, state, tmp_path)
     (tmp_path / "here.txt").write_text("x")
-    assert predicates.evaluate({"type": "fileExists", "paths": ["here.txt"]}, {}, tmp_path)
+    assert await predicates.evaluate({"type": "fileExists", "paths": ["here.txt"]}, {}, tmp_path)
     tree = {
         "type": "and",
         "of": [
@@ -191,7 +193,7 @@ def test_predicate_tree_and_file_exists(tmp_path: Path) -> None:
         ],
     }
     predicates.check(tree, "p")
-    assert predicates.evaluate(tree, state, tmp_path)
+    assert await predicates.evaluate(tree, state, tmp_path)
 
 
 def test_predicate_shape_errors_name_where() -> None:
@@ -201,8 +203,51 @@ def test_predicate_shape_errors_name_where() -> None:
         predicates.check({"type": "comparison", "left": "a", "op": "gt"}, "p")
 
 
-def test_run_when() -> None:
-    assert predicates.run_when_met("flag", {"flag": True}, Path("."))
-    assert not predicates.run_when_met("flag", {}, Path("."))
-    assert predicates.run_when_met("!flag", {"flag": 0}, Path("."))
-    assert predicates.run_when_met({"type": "comparison", "left": "n", "op": "equals", "right": 1}, {"n": 1}, Path("."))
+async def test_run_when() -> None:
+    assert await predicates.run_when_met("flag", {"flag": True}, Path("."))
+    assert not await predicates.run_when_met("flag", {}, Path("."))
+    assert await predicates.run_when_met("!flag", {"flag": 0}, Path("."))
+    assert await predicates.run_when_met(
+        {"type": "comparison", "left": "n", "op": "equals", "right": 1}, {"n": 1}, Path(".")
+    )
+
+
+async def test_file_exists_stays_inside_the_run_directory(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    (run_dir / "sub").mkdir(parents=True)
+    (run_dir / "sub" / "in.txt").write_text("x")
+    (tmp_path / "secret.db").write_text("x")
+    (run_dir / "to-secret").symlink_to(tmp_path / "secret.db")
+    (run_dir / "to-parent").symlink_to(tmp_path)
+    (run_dir / "sub" / "to-parent").symlink_to(tmp_path)
+
+    async def holds(paths: list[str], state: dict[str, str] | None = None, **more: object) -> bool:
+        return await predicates.evaluate({"type": "fileExists", "paths": paths, **more}, state or {}, run_dir)
+
+    assert await holds(["sub/in.txt"]) and await holds([str(run_dir / "sub" / "in.txt")])
+    assert await holds(["in.txt"], {"b": str(run_dir / "sub")}, baseKey="b")
+    assert await holds(["in.txt"], {"b": "sub"}, baseKey="b")
+    for outside in (["../secret.db"], [str(tmp_path / "secret.db")], ["to-secret"], ["to-parent/secret.db"]):
+        assert not await holds(outside), outside
+    assert not await holds(["secret.db"], {"b": str(tmp_path)}, baseKey="b")
+    assert not await holds(["secret.db"], {"b": "../"}, baseKey="b")
+    assert not await holds(["secret.db"], recursive=True)
+    assert not await holds(["secret.db"], {"b": str(tmp_path)}, baseKey="b", recursive=True)
+    assert await holds(["../secret.db"], negate=True)
+
+
+async def test_a_recursive_look_stops_at_its_bounds(tmp_path: Path) -> None:
+    for i in range(30):
+        (tmp_path / f"f{i}").write_text("")
+    look = {"type": "fileExists", "paths": ["nope"], "recursive": True}
+    with pytest.raises(filecheck.LookTooCostly, match="more than 20 entries"):
+        await predicates.evaluate(look, {}, tmp_path, filecheck.LookBudget(entries=20))
+    assert not await predicates.evaluate(look, {}, tmp_path, filecheck.LookBudget(entries=30))
+    with pytest.raises(filecheck.LookTooCostly, match="spent more than"):
+        await predicates.evaluate(look, {}, tmp_path, filecheck.LookBudget(deadline=0))
+    deep = tmp_path / "deep"
+    for _ in range(filecheck.MAX_DEPTH + 2):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    with pytest.raises(filecheck.LookTooCostly, match=f"deeper than {filecheck.MAX_DEPTH} levels"):
+        await predicates.evaluate({"type": "fileExists", "paths": ["nope"], "recursive": True}, {}, tmp_path)

@@ -51,7 +51,7 @@ async def flow_router(step: StepContext) -> StepResult:
     if problems:
         return StepResult.failed(problems[0])
     if "predicate" in extras:
-        met = predicates.evaluate(extras["predicate"], step.state, step.run_dir)
+        met = await predicates.evaluate(extras["predicate"], step.state, step.run_dir)
         key = "true" if met else "false"
     elif "switchKey" in extras:
         key = switch_route(extras, step.state)
