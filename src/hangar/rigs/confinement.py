@@ -7,6 +7,9 @@ pipeline run finished), after ``IDLE_S`` without a job, or when the server stops
 user with the rig's base environment plus what the job names; they see neither the data directory nor the
 host.
 
+Every enclosure counts in the memory budget of rigs (``budget.MemoryBudget``) at its ceiling while it is up: one
+that does not fit is refused, naming the budget and what holds it, and an idle warm one is closed to make room.
+
 A job that may call the server back (``Job.call_back``: a command agent with an MCP grant) holds the rig's
 server door open while it runs and gets the door's address; the door closes when the last such job ends.
 """
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 
 from hangar.core.confine import Confinement, ExecResult, Job, OnOutput, Scope, plain_name
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, RigBackend, RigHandle, RigSpec
+from hangar.rigs.budget import HeldEnclosure, MemoryBudget
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
 from hangar.rigs.model import LIMITS, Surface
 
@@ -43,9 +47,10 @@ class _Warm:
 class RigConfinement(Confinement):
     where = "enclosure"
 
-    def __init__(self, backend: RigBackend, *, idle_s: float = IDLE_S) -> None:
+    def __init__(self, backend: RigBackend, *, idle_s: float = IDLE_S, budget: MemoryBudget | None = None) -> None:
         self._backend = backend
         self._idle_s = idle_s
+        self._budget = budget
         self._warm: dict[str, _Warm] = {}
         self._reaper: asyncio.Task[None] | None = None
 
@@ -87,10 +92,45 @@ class RigConfinement(Confinement):
             spec = RigSpec(
                 rig_id, scope.workspace_id, "terminal", limits.memory_mb, limits.vcpus, allow, None, scope.workdir
             )
-            warm.rig = await self._backend.start(spec, lambda _text: None)
+            held = await self._admit(scope, warm, limits.memory_mb)
+            try:
+                warm.rig = await self._backend.start(spec, lambda _text: None)
+            except BaseException:
+                self._forget(scope.key)
+                raise
+            if held is not None:
+                held.handle = warm.rig
             log.info("enclosure for %s is up", scope.key)
             self._ensure_reaper()
             return warm.rig
+
+    async def _admit(self, scope: Scope, warm: _Warm, memory_mb: int) -> HeldEnclosure | None:
+        """Count the scope's enclosure in the memory budget before it starts (``Refused`` past it)."""
+        if self._budget is None:
+            return None
+        self._budget.forget(scope.key)  # a dead enclosure being replaced holds nothing any more
+        held = HeldEnclosure(
+            scope.key,
+            scope.workspace_id,
+            memory_mb,
+            busy=lambda: warm.busy > 0 or warm.lock.locked(),
+            last_used=lambda: warm.last_used,
+            release_if_idle=self.release_if_idle,
+        )
+        await self._budget.admit(held)
+        return held
+
+    def _forget(self, key: str) -> None:
+        if self._budget is not None:
+            self._budget.forget(key)
+
+    async def release_if_idle(self, key: str) -> bool:
+        """Close the scope's enclosure unless a job runs in it (the budget makes room); True when closed."""
+        warm = self._warm.get(key)
+        if warm is None or warm.busy or warm.lock.locked():
+            return False
+        await self.release(key)  # pops it before the first await: no job can pick it up meanwhile
+        return True
 
     def _ensure_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():
@@ -108,10 +148,13 @@ class RigConfinement(Confinement):
         warm = self._warm.pop(key, None)
         if warm is None or warm.rig is None:
             return
-        async with warm.lock:
-            rig, warm.rig = warm.rig, None
-            if rig is not None:
-                await rig.aclose()
+        try:
+            async with warm.lock:
+                rig, warm.rig = warm.rig, None
+                if rig is not None:
+                    await rig.aclose()
+        finally:
+            self._forget(key)
 
     async def aclose(self) -> None:
         if self._reaper is not None:

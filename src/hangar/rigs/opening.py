@@ -3,8 +3,8 @@ watching it for a death underneath.
 
 An open answers once the boot is done or after ``OPEN_WAIT_S`` still booting (a first pack build takes
 minutes): the boot runs as its own task, records its own failure, and whoever acts on the rig later waits for
-it (``RigUpkeep.awake``). Room under the memory budget is made before provisioning (``RigUpkeep.make_room``); a
-failed boot or a dead rig ends through ``RigCloser.fail``.
+it (``RigUpkeep.awake``). Room under the memory budget is made before provisioning (``RigUpkeep.make_room``,
+under the budget's lock); a failed boot or a dead rig ends through ``RigCloser.fail``.
 """
 
 from __future__ import annotations
@@ -112,8 +112,11 @@ class RigOpener:
                 live = existing
             else:
                 limits = limits_for(surface, engine)
-                await self.upkeep.make_room(limits.memory_mb)
-                live = await self._provision(ws, space_id, surface, engine, limits, principal)
+                # Room is made and the rig registered (counted at its ceiling while it boots) in one step of the
+                # budget, so an enclosure admitted meanwhile sees it.
+                async with self.upkeep.budget.lock:
+                    await self.upkeep.make_room(limits.memory_mb)
+                    live = await self._provision(ws, space_id, surface, engine, limits, principal)
         if live.phase is Phase.provisioning and live.boot is not None:
             await self._await_boot(live, live.boot, on_status)
         return live

@@ -12,12 +12,12 @@ from hangar.core.confine import Confinement
 from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.rigs.backends.base import RigBackend
+from hangar.rigs.budget import MEMORY_BUDGET_SPEC
 from hangar.rigs.confinement import RigConfinement
 from hangar.rigs.consent import SERVER_MIGRATIONS
 from hangar.rigs.devdomain_ops import DEV_DOMAIN_OPS
 from hangar.rigs.events import RIG_EVENTS
 from hangar.rigs.images import IMAGE_SETTINGS
-from hangar.rigs.lifecycle import MEMORY_BUDGET_SPEC
 from hangar.rigs.manager import RigManager
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.routes import RIG_ROUTES
@@ -37,7 +37,7 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
         backend = backend_factory(app)
         manager = app.provide(RigManager(app, backend))
         # User code (shell steps, command agents) runs in rigs of the same backend.
-        app.provide(RigConfinement(backend), as_type=Confinement)
+        app.provide(RigConfinement(backend, budget=manager.budget), as_type=Confinement)
         await manager.start()
 
     async def stop(app: AppContext) -> None:
