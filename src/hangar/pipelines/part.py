@@ -14,8 +14,10 @@ from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PIPELINE_EVENTS
 from hangar.pipelines.ops import PIPELINE_OPS
 from hangar.pipelines.runtime import PipelinesRuntime
+from hangar.pipelines.slots import MAX_RUNNING_RUNS_SPEC
 from hangar.pipelines.tables import MIGRATIONS
 
+SERVER_SETTINGS = [MAX_RUNNING_RUNS_SPEC]
 BODIES: list[StepBody] = [*trigger.BODIES, *shell.BODIES, *router.BODIES, *subpipeline.BODIES]
 
 
@@ -41,6 +43,7 @@ def make_pipelines_part(bodies: Sequence[StepBody] = ()) -> Part:
         migrations=[MIGRATIONS],
         events=PIPELINE_EVENTS,
         bodies=BODIES,
+        server_settings=SERVER_SETTINGS,
         start=start,
         stop=_stop,
     )
@@ -49,5 +52,10 @@ def make_pipelines_part(bodies: Sequence[StepBody] = ()) -> Part:
 # For in-process commands (``hangar pipeline``): the tables, ops, events and bodies, but no resumption of other
 # runs, no subscription and no scheduler; the command builds and drives its own engine.
 PIPELINES_CLI_PART = Part(
-    name="pipelines", ops=PIPELINE_OPS, migrations=[MIGRATIONS], events=PIPELINE_EVENTS, bodies=BODIES
+    name="pipelines",
+    ops=PIPELINE_OPS,
+    migrations=[MIGRATIONS],
+    events=PIPELINE_EVENTS,
+    bodies=BODIES,
+    server_settings=SERVER_SETTINGS,
 )

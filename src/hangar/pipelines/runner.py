@@ -156,6 +156,14 @@ class RunDriver:
         self.inbox.append(msg)
         self._wake.set()
 
+    @property
+    def woken(self) -> asyncio.Event:
+        """Set when a message arrives (what a run waiting for a slot also watches)."""
+        return self._wake
+
+    def cancel_pending(self) -> bool:
+        return any(m.kind == "cancel" for m in self.inbox)
+
     # -- bookkeeping --------------------------------------------------------------------------------------
 
     def _touch(self, rec: StepRec) -> None:
