@@ -180,7 +180,7 @@ async def test_a_recursive_walk_does_not_hold_up_other_clients(
 async def test_a_walk_past_its_bound_fails_the_step_naming_the_bound(tmp_path: Path) -> None:
     async with member_session(tmp_path) as (_srv, c, ws):
         over = filecheck.MAX_ENTRIES + 10
-        build = f"python3 -c 'import os\nos.mkdir(\"t\")\nfor i in range({over}): open(f\"t/{{i}}\", \"w\").close()'"
+        build = f'python3 -c \'import os\nos.mkdir("t")\nfor i in range({over}): open(f"t/{{i}}", "w").close()\''
         raw = chain(
             "bounded",
             shell("build", "start", build),

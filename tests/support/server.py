@@ -20,6 +20,7 @@ from hangar.identity import IdentityService
 from hangar.identity.creation import create_workspace
 from hangar.rpc.endpoint import MAX_FRAME_BYTES
 from hangar.server.app import build_server
+from tests.support.disks import detach_disks
 
 
 @dataclass
@@ -90,4 +91,7 @@ async def running_server(
         yield RunningServer(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/rpc", ctx, token, owner.id, data_dir)
     finally:
         server.should_exit = True
-        await asyncio.wait_for(task, 30)
+        try:
+            await asyncio.wait_for(task, 30)
+        finally:
+            detach_disks(data_dir)

@@ -9,6 +9,7 @@ host.
 
 Every enclosure counts in the memory budget of rigs (``budget.MemoryBudget``) at its ceiling while it is up: one
 that does not fit is refused, naming the budget and what holds it, and an idle warm one is closed to make room.
+The scope's working directory gets its disk (``hangar.core.disks``) before the enclosure starts.
 
 A job that may call the server back (``Job.call_back``: a command agent with an MCP grant) holds the rig's
 server door open while it runs and gets the door's address; the door closes when the last such job ends.
@@ -24,6 +25,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from hangar.core.confine import Confinement, ExecResult, Job, OnOutput, Scope, plain_name
+from hangar.core.disks import ScopeDisks
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, RigBackend, RigHandle, RigSpec
 from hangar.rigs.budget import HeldEnclosure, MemoryBudget
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
@@ -47,10 +49,18 @@ class _Warm:
 class RigConfinement(Confinement):
     where = "enclosure"
 
-    def __init__(self, backend: RigBackend, *, idle_s: float = IDLE_S, budget: MemoryBudget | None = None) -> None:
+    def __init__(
+        self,
+        backend: RigBackend,
+        *,
+        idle_s: float = IDLE_S,
+        budget: MemoryBudget | None = None,
+        disks: ScopeDisks | None = None,
+    ) -> None:
         self._backend = backend
         self._idle_s = idle_s
         self._budget = budget
+        self._disks = disks
         self._warm: dict[str, _Warm] = {}
         self._reaper: asyncio.Task[None] | None = None
 
@@ -85,6 +95,8 @@ class RigConfinement(Confinement):
                 return warm.rig
             if warm.rig is not None:
                 await warm.rig.aclose()
+            if self._disks is not None:
+                await self._disks.ensure_scope(scope)  # what the enclosure writes there has a quota
             scope.workdir.mkdir(parents=True, exist_ok=True)
             limits = LIMITS[Surface.terminal]
             allow = await asyncio.to_thread(terminal_default_allowlist, scope.workdir)

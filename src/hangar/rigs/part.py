@@ -6,11 +6,15 @@ factory) and never asks which one it runs on. Stopping the part closes every rig
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from hangar.core.confine import Confinement
 from hangar.core.context import AppContext
+from hangar.core.disks import ScopeDisks
 from hangar.core.part import Part
+from hangar.errors import HangarError
+from hangar.identity import IdentityService
 from hangar.rigs.backends.base import RigBackend
 from hangar.rigs.budget import MEMORY_BUDGET_SPEC
 from hangar.rigs.confinement import RigConfinement
@@ -23,6 +27,8 @@ from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.routes import RIG_ROUTES
 from hangar.rigs.store import MIGRATIONS
 
+log = logging.getLogger(__name__)
+
 BackendFactory = Callable[[AppContext], RigBackend]
 
 
@@ -32,13 +38,29 @@ def enclosure_backend(app: AppContext) -> RigBackend:
     return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.rig_packs_dir)
 
 
+async def _start_disks(disks: ScopeDisks, backend: RigBackend) -> None:
+    """Disks unmounted by a reboot are mounted again; a host that cannot make them is said at every start."""
+    if backend.unavailable_reason() is not None:
+        return  # no enclosure runs here, so nothing confined writes
+    reason = disks.unavailable_reason()
+    if reason is not None:
+        log.warning("the working directories of confined code have no disk quota on this host: %s", reason)
+        return
+    try:
+        await disks.remount()
+    except HangarError as exc:
+        log.warning("could not mount the disks of confined code again: %s", exc.message)
+
+
 def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
     async def start(app: AppContext) -> None:
         backend = backend_factory(app)
         manager = app.provide(RigManager(app, backend))
-        # User code (shell steps, command agents) runs in rigs of the same backend.
-        app.provide(RigConfinement(backend, budget=manager.budget), as_type=Confinement)
+        disks = app.provide(ScopeDisks(app.datadir.root / "disks", app.service(IdentityService).get_setting))
+        # User code (shell steps, command agents) runs in rigs of the same backend, its directories on disks.
+        app.provide(RigConfinement(backend, budget=manager.budget, disks=disks), as_type=Confinement)
         await manager.start()
+        await _start_disks(disks, backend)
 
     async def stop(app: AppContext) -> None:
         confinement = app.maybe_service(Confinement)

@@ -1,0 +1,241 @@
+"""Size-bounded directories for what confined user code writes: each scope's working directory (a pipeline run's,
+a space's folder) is a small filesystem of its own, a sparse ext4 image loop-mounted on the directory, so a write
+past the scope's quota fails with "No space left on device" and the host's disk never fills.
+
+Why a filesystem per scope: it is the one bound the kernel enforces on every write, whoever writes and however many
+files. Project quotas need the host filesystem mounted with ``prjquota`` (a data directory's usually is not);
+``RLIMIT_FSIZE`` bounds one file, not a tree; accounting now and then lets a writer get gigabytes ahead between two
+looks; a size-limited tmpfs would hold the bytes in memory and lose them at a restart. The image is sparse (a new
+2 GiB one takes about a megabyte; making and mounting it takes about 20 ms) and mounted with ``discard``, so files
+deleted inside give their space back to the host. Mounted ``nosuid,nodev``: nothing on it is a device or gains
+privileges.
+
+Images live under ``<dataDir>/disks/``: ``<name>.img`` and ``<name>.target`` (the directory it is mounted on),
+outside anything an enclosure sees. A disk is made and mounted at first use (``ensure``: before a scope's
+enclosure starts, before a worktree is checked out into a space's folder), stays mounted (mounts are the host's:
+every process sharing the data directory sees the same, and ``flock`` on ``<name>.lock`` serialises them), is
+mounted again when a process starts after a reboot (``remount``), and goes with its directory (``remove``: the
+mount is detached, the image deleted). The quotas are server settings read when a disk is made:
+``confine.runDiskMb`` for a pipeline run's directory, ``confine.spaceDiskMb`` for a space's folder (worktrees
+included); a disk keeps the size it was made with.
+
+Making and mounting needs root, ``mkfs.ext4`` and loop devices; where they are missing directories stay unbounded
+and every start says so. A directory that already holds files and has no image (made before disk quotas, or
+written by trusted host execution) is left as it is, unbounded, with a warning: mounting over it would hide them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from hangar.core.confine import Scope
+from hangar.core.settings import SettingSpec, strict_int
+from hangar.errors import Unavailable
+
+log = logging.getLogger("hangar.disks")
+
+RUN_DISK_SETTING = "confine.runDiskMb"
+SPACE_DISK_SETTING = "confine.spaceDiskMb"
+DEFAULT_RUN_DISK_MB = 2048
+DEFAULT_SPACE_DISK_MB = 8192
+MIN_DISK_MB = 256
+RUN_DISK_SPEC = SettingSpec(
+    RUN_DISK_SETTING,
+    "The disk quota of a pipeline run's working directory, in MB (for runs started after a change).",
+    strict_int(RUN_DISK_SETTING, MIN_DISK_MB, 16 * 1024 * 1024),
+)
+SPACE_DISK_SPEC = SettingSpec(
+    SPACE_DISK_SETTING,
+    "The disk quota of a space's folder (its worktrees included), in MB (for folders made after a change).",
+    strict_int(SPACE_DISK_SETTING, MIN_DISK_MB, 16 * 1024 * 1024),
+)
+DISK_SPECS = (RUN_DISK_SPEC, SPACE_DISK_SPEC)
+_SETTING_OF_KIND = {
+    "pipelineRun": (RUN_DISK_SETTING, DEFAULT_RUN_DISK_MB),
+    "space": (SPACE_DISK_SETTING, DEFAULT_SPACE_DISK_MB),
+}
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+MKFS = ("mkfs.ext4", "-q", "-F", "-m", "0", "-J", "size=16",
+        "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0")  # fmt: skip
+MOUNT_OPTIONS = "loop,nosuid,nodev,noatime,discard,noinit_itable"
+
+ReadSetting = Callable[[str], Awaitable[Any]]
+
+
+def disk_name(key: str) -> str:
+    """The file name of a scope's disk (``pipelineRun:<id>`` -> ``pipelineRun-<id>``)."""
+    return _UNSAFE.sub("-", key)
+
+
+def quota_of(key: str) -> tuple[str, int]:
+    """The setting naming a scope's quota and its default, by the scope's kind."""
+    return _SETTING_OF_KIND.get(key.partition(":")[0], (RUN_DISK_SETTING, DEFAULT_RUN_DISK_MB))
+
+
+def host_reason() -> str | None:
+    """None when this process can make and mount disks; else what is missing."""
+    if os.geteuid() != 0:
+        return "the server does not run as root"
+    if shutil.which("mkfs.ext4") is None or shutil.which("mount") is None:
+        return "mkfs.ext4 or mount is missing (Debian packages e2fsprogs, mount)"
+    if not os.path.exists("/dev/loop-control"):
+        return "this host has no loop devices (/dev/loop-control)"
+    return None
+
+
+class ScopeDisks:
+    """The bounded directories of one data directory (``root`` is ``<dataDir>/disks``)."""
+
+    def __init__(self, root: Path, read_setting: ReadSetting | None = None) -> None:
+        self.root = root
+        self._read = read_setting
+        self._reason = host_reason()
+
+    def unavailable_reason(self) -> str | None:
+        return self._reason
+
+    async def size_mb(self, key: str) -> int:
+        setting, default = quota_of(key)
+        value = await self._read(setting) if self._read is not None else None
+        return value if isinstance(value, int) and value >= MIN_DISK_MB else default
+
+    async def ensure(self, key: str, target: Path) -> bool:
+        """Mount the scope's disk on ``target``, making it first if needed; True when ``target`` is bounded.
+        ``Unavailable`` when making or mounting failed on a host that can."""
+        if self._reason is not None:
+            return False
+        size = await self.size_mb(key)
+        return await asyncio.to_thread(self._ensure, disk_name(key), target, size)
+
+    async def ensure_scope(self, scope: Scope) -> bool:
+        return await self.ensure(scope.key, scope.workdir)
+
+    async def remove(self, key: str, target: Path) -> None:
+        """Detach the scope's disk from ``target``, delete the image, then remove ``target`` (without following
+        a symlink in it, whatever is left there)."""
+        await asyncio.to_thread(self._remove, disk_name(key), target)
+
+    async def remount(self) -> int:
+        """Mount every disk whose directory is not mounted (after a reboot); returns how many."""
+        if self._reason is not None:
+            return 0
+        return await asyncio.to_thread(self._remount)
+
+    # -- the work, in a thread, under the disk's lock ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self, name: str) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        fd = os.open(self.root / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _ensure(self, name: str, target: Path, size_mb: int) -> bool:
+        with self._locked(name):
+            if os.path.ismount(target):
+                return True
+            image = self.root / f"{name}.img"
+            target.mkdir(parents=True, exist_ok=True)
+            if not image.exists():
+                with os.scandir(target) as listing:
+                    if next(listing, None) is not None:
+                        log.warning("%s holds files made before it had a disk quota: it stays unbounded", target)
+                        return False
+                _make(image, size_mb)
+                (self.root / f"{name}.target").write_text(str(target))
+            _mount(image, target)
+            with contextlib.suppress(OSError):
+                (target / "lost+found").rmdir()  # the new filesystem's; nobody here needs it
+            return True
+
+    def _remove(self, name: str, target: Path) -> None:
+        with self._locked(name):
+            if os.path.ismount(target):
+                _run(("umount", "--lazy", str(target)), f"detach the disk of {target}")
+            (self.root / f"{name}.img").unlink(missing_ok=True)
+            (self.root / f"{name}.target").unlink(missing_ok=True)
+            remove_tree(target)
+        (self.root / f"{name}.lock").unlink(missing_ok=True)
+
+    def _remount(self) -> int:
+        done = 0
+        for image in sorted(self.root.glob("*.img")) if self.root.is_dir() else []:
+            name = image.name.removesuffix(".img")
+            try:
+                target = Path((self.root / f"{name}.target").read_text())
+            except OSError:
+                continue
+            with self._locked(name):
+                if not image.exists() or not target.is_dir() or os.path.ismount(target):
+                    continue
+                try:
+                    _mount(image, target)
+                except Unavailable as exc:
+                    log.warning("%s", exc.message)
+                    continue
+            done += 1
+        return done
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory a guest could write, without following any symlink in it (Python's ``rmtree`` works
+    from descriptors here, with ``O_NOFOLLOW``); a symlink at ``path`` itself is removed, not followed."""
+    if not shutil.rmtree.avoids_symlink_attacks:  # not on this platform: never walk a hostile tree by name
+        raise Unavailable("this platform cannot remove a directory without following symlinks in it")
+    try:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink(missing_ok=True)
+            return
+    except OSError:
+        return
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def full_note(path: Path, key: str) -> str | None:
+    """When ``path`` is a scope's disk with no room left: a sentence naming the quota."""
+    try:
+        if not os.path.ismount(path):
+            return None
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    if st.f_bavail * st.f_frsize >= 1024 * 1024 and st.f_favail > 0:
+        return None
+    setting, _ = quota_of(key)
+    size = st.f_blocks * st.f_frsize // (1024 * 1024)
+    return f"its disk is full: the quota is {size} MB ({setting})"
+
+
+def _make(image: Path, size_mb: int) -> None:
+    tmp = image.with_suffix(".img.tmp")
+    tmp.unlink(missing_ok=True)
+    with open(tmp, "wb") as f:
+        f.truncate(size_mb * 1024 * 1024)  # sparse: blocks are taken as they are written
+    os.chmod(tmp, 0o600)
+    _run((*MKFS, str(tmp)), f"make a {size_mb} MB disk")
+    os.replace(tmp, image)
+
+
+def _mount(image: Path, target: Path) -> None:
+    _run(("mount", "-t", "ext4", "-o", MOUNT_OPTIONS, str(image), str(target)), f"mount the disk of {target}")
+
+
+def _run(argv: tuple[str, ...], what: str) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip()[-300:]
+        raise Unavailable(f"could not {what}: {said or f'{argv[0]} exited with status {done.returncode}'}")

@@ -1,0 +1,82 @@
+"""Disk quotas on what confined user code writes, driven over the real socket of the real server by a member.
+
+A pipeline run's working directory and a space's folder are each a filesystem of their own
+(``hangar.core.disks``): a step writing past the run's quota fails naming it, and the file on the host stays
+within the quota; a write under the quota succeeds. A command agent filling its space's folder is stopped the
+same way.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from hangar.core.disks import RUN_DISK_SETTING, SPACE_DISK_SETTING
+from hangar.identity import IdentityService
+from tests.integration.test_confined_user_code import finished, member_session, step
+from tests.support.rpc import RpcClient
+from tests.unit.agents.support import wait_run
+
+QUOTA_MB = 256
+MB = 1024 * 1024
+
+
+def writing(tid: str, megabytes: int) -> dict[str, Any]:
+    script = f"dd if=/dev/zero of=big bs=1M count={megabytes} status=none && echo wrote"
+    return {
+        "id": tid,
+        "steps": [
+            {"id": "start", "kind": "trigger"},
+            {
+                "id": "write",
+                "kind": "listen",
+                "body": "shell.run",
+                "trigger": {"sourceStepIds": ["start"]},
+                "config": {"script": script, "outputKey": "write"},
+            },
+        ],
+    }
+
+
+async def run(c: RpcClient, ws: str, raw: dict[str, Any]) -> dict[str, Any]:
+    await c.call("pipelines.templates.create", workspace_id=ws, template=raw)
+    started = await c.call("pipelines.runs.start", workspace_id=ws, templateId=raw["id"])
+    return await finished(c, ws, started["runId"], 300)
+
+
+def on_disk(path: Path) -> int:
+    """Bytes a file takes on the host's disk."""
+    return os.stat(path).st_blocks * 512
+
+
+async def test_a_step_writing_past_the_run_quota_fails_and_the_host_file_stays_bounded(tmp_path: Path) -> None:
+    async with member_session(tmp_path) as (srv, c, ws):
+        await srv.ctx.service(IdentityService).set_setting(RUN_DISK_SETTING, QUOTA_MB)
+        under = await run(c, ws, writing("under", QUOTA_MB * 3 // 4))
+        assert under["status"] == "completed" and under["state"]["write"] == "wrote", under
+        over = await run(c, ws, writing("over", QUOTA_MB * 2))
+        assert over["status"] == "failed", over
+        error = step(over, "write")["error"]
+        assert "No space left on device" in error and RUN_DISK_SETTING in error, error
+        big = srv.data_dir / "pipelines" / over["runId"] / "big"
+        assert big.stat().st_size < QUOTA_MB * MB and on_disk(big) < QUOTA_MB * MB
+        images = list((srv.data_dir / "disks").glob("*.img"))
+        assert images and all(on_disk(i) <= (QUOTA_MB + 1) * MB for i in images), images
+
+
+async def test_a_command_agent_filling_its_space_is_stopped_at_the_space_quota(tmp_path: Path) -> None:
+    async with member_session(tmp_path, "admin") as (srv, c, ws):
+        await srv.ctx.service(IdentityService).set_setting(SPACE_DISK_SETTING, QUOTA_MB)
+        space = (await c.call("spaces.create", workspace_id=ws, title="filler"))["id"]
+        fill = f"dd if=/dev/zero of=big bs=1M count={QUOTA_MB * 2} status=none 2>&1; echo status=$?"
+        adapter = {"type": "command", "argv": ["bash", "-c", fill]}
+        agent = (await c.call("agents.create", workspace_id=ws, name="Filler", adapter=adapter))["id"]
+        started = await c.call("agents.run", workspace_id=ws, agent_id=agent, space_id=space, prompt="go")
+        done = await wait_run(c, ws, started["runId"], timeout=300)
+        assert done["outcome"] == "ok", done
+        msgs = (await c.call("messages.list", workspace_id=ws, space_id=space))["messages"]
+        reply = next(m["content"] for m in msgs if m["author"]["kind"] == "agent")
+        assert "No space left on device" in reply and "status=1" in reply, reply
+        big = srv.data_dir / ws / "spaces" / space / "big"
+        assert big.stat().st_size < QUOTA_MB * MB and on_disk(big) < QUOTA_MB * MB
