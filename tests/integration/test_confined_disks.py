@@ -3,7 +3,8 @@
 A pipeline run's working directory and a space's folder are each a filesystem of their own
 (``hangar.core.disks``): a step writing past the run's quota fails naming it, and the file on the host stays
 within the quota; a write under the quota succeeds. A command agent filling its space's folder is stopped the
-same way.
+same way. A finished run's directory is removed once its retention period has passed (on the injectable clock),
+not before, and the symlinks its scripts planted there never lead the removal to a host file.
 """
 
 from __future__ import annotations
@@ -12,10 +13,17 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hangar.core.clock import FakeClock
+from hangar.core.confine import SETTING_TRUSTED_HOST_EXEC
 from hangar.core.disks import RUN_DISK_SETTING, SPACE_DISK_SETTING
 from hangar.identity import IdentityService
+from hangar.pipelines.retention import RETENTION_SETTING
+from hangar.pipelines.runtime import PipelinesRuntime
+from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.test_confined_user_code import finished, member_session, step
+from tests.support.confined import trust_host
 from tests.support.rpc import RpcClient
+from tests.support.server import running_server
 from tests.unit.agents.support import wait_run
 
 QUOTA_MB = 256
@@ -80,3 +88,51 @@ async def test_a_command_agent_filling_its_space_is_stopped_at_the_space_quota(t
         assert "No space left on device" in reply and "status=1" in reply, reply
         big = srv.data_dir / ws / "spaces" / space / "big"
         assert big.stat().st_size < QUOTA_MB * MB and on_disk(big) < QUOTA_MB * MB
+
+
+async def test_retention_removes_a_finished_runs_directory_after_the_period_never_following_a_planted_link(
+    tmp_path: Path,
+) -> None:
+    await ready_pack()
+    clock = FakeClock()
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    (canary / "host-file").write_text("keep me")
+    plant = (
+        f"ln -s {canary}/host-file link-to-file && ln -s {canary} link-to-dir && mkdir -p sub && "
+        f"ln -s {canary} sub/deeper && echo mine > own.txt"
+    )
+    async with running_server(tmp_path / "data", clock=clock) as srv:
+        ws = await srv.new_workspace("kept")
+        token = await srv.new_user_token(ws, "member", name="mallory")
+        identity = srv.ctx.service(IdentityService)
+        await identity.set_setting(RETENTION_SETTING, 2)
+        retention = srv.ctx.service(PipelinesRuntime).retention
+        async with RpcClient(srv.ws_url, token) as c:
+            confined = await run(c, ws, planting("confined", plant))
+            # The same links in a directory without a disk: a run of trusted host execution.
+            await trust_host(srv.ctx)
+            on_host = await run(c, ws, planting("on-host", plant))
+            await identity.set_setting(SETTING_TRUSTED_HOST_EXEC, False)
+        dirs = [srv.data_dir / "pipelines" / r["runId"] for r in (confined, on_host)]
+        assert all(r["status"] == "completed" for r in (confined, on_host))
+        assert os.path.ismount(dirs[0]) and not os.path.ismount(dirs[1])
+        assert all((d / "own.txt").read_text() == "mine\n" and (d / "link-to-dir").is_symlink() for d in dirs)
+        clock.advance(2 * 86400 - 60)  # a minute before the period ends: kept
+        assert await retention.sweep(ws) == []
+        assert all(d.is_dir() for d in dirs)
+        clock.advance(120)  # a minute after: removed, the host files the links point at untouched
+        assert sorted(await retention.sweep(ws)) == sorted(r["runId"] for r in (confined, on_host))
+        assert not any(d.exists() for d in dirs)
+        assert (canary / "host-file").read_text() == "keep me" and canary.is_dir()
+        assert not list((srv.data_dir / "disks").glob("*.img"))
+        assert not (srv.data_dir / "pipelines" / ".control" / confined["runId"]).exists()
+        async with RpcClient(srv.ws_url, token) as c:  # the runs' records stay
+            kept = await c.call("pipelines.runs.get", workspace_id=ws, runId=confined["runId"])
+            assert kept["status"] == "completed"
+
+
+def planting(tid: str, script: str) -> dict[str, Any]:
+    raw = writing(tid, 0)
+    raw["steps"][1]["config"]["script"] = script
+    return raw

@@ -13,11 +13,12 @@ from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PIPELINE_EVENTS
 from hangar.pipelines.ops import PIPELINE_OPS
+from hangar.pipelines.retention import RETENTION_SPEC
 from hangar.pipelines.runtime import PipelinesRuntime
 from hangar.pipelines.slots import MAX_RUNNING_RUNS_SPEC
 from hangar.pipelines.tables import MIGRATIONS
 
-SERVER_SETTINGS = [MAX_RUNNING_RUNS_SPEC]
+SERVER_SETTINGS = [MAX_RUNNING_RUNS_SPEC, RETENTION_SPEC]
 BODIES: list[StepBody] = [*trigger.BODIES, *shell.BODIES, *router.BODIES, *subpipeline.BODIES]
 
 

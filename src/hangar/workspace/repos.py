@@ -7,6 +7,7 @@ write into the user's own repository and every repo behaves the same. The clone 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import shutil
@@ -95,7 +96,7 @@ class RepoService:
             await git("config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*", cwd=dest)
             head = (await git("symbolic-ref", "--short", "HEAD", cwd=dest)).strip()
         except GitFailed as exc:
-            shutil.rmtree(dest, ignore_errors=True)
+            await asyncio.to_thread(shutil.rmtree, dest, True)
             raise InvalidArgs(f"{field} {source} cannot be cloned: {exc.reason}", field=field) from exc
         now = self._app.clock.now()
         engine = await self._app.dbs.workspace(workspace_id)
@@ -149,7 +150,8 @@ class RepoService:
             if used:
                 raise Conflict(f"repo {repo.name} still has {used} worktree(s) checked out; release them first")
             await conn.execute(sa.delete(tables.repos).where(tables.repos.c.id == repo.id))
-        shutil.rmtree(self.clone_path(workspace_id, repo.id), ignore_errors=True)
+        # A clone can be big: removed beside the event loop, not in it.
+        await asyncio.to_thread(shutil.rmtree, self.clone_path(workspace_id, repo.id), True)
         return repo
 
     async def refresh(self, workspace_id: str, repo: Repo) -> None:

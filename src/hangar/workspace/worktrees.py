@@ -11,10 +11,10 @@ Provisioning a space also runs each checked-out repo's setup script (``hangar.wo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
-import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,7 +23,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from hangar.core.confine import space_key
 from hangar.core.context import AppContext
+from hangar.core.disks import ScopeDisks, remove_tree
 from hangar.core.ids import new_id
 from hangar.core.paths import contained
 from hangar.errors import Conflict, InvalidArgs, NotFound
@@ -125,6 +127,8 @@ class WorktreeService:
         for existing in await self.all(workspace_id, space_id=space_id, ticket_id=ticket_id, pr=pr):
             if existing.repo_id == repo.id:
                 raise Conflict(f"repo {repo.name} is already checked out there ({existing.path})")
+        if space_id is not None:
+            await self._bound_space_folder(workspace_id, space_id, base)
         path = contained(base, repo.name, field=field)
         if path.exists():
             raise Conflict(f"{path} already exists; release or remove it first")
@@ -154,6 +158,13 @@ class WorktreeService:
         async with engine.begin() as conn:
             await conn.execute(sa.insert(tables.worktrees).values(**wt.__dict__))
         return wt
+
+    async def _bound_space_folder(self, workspace_id: str, space_id: str, folder: Path) -> None:
+        """The space's folder gets its disk before anything is checked out into it: its enclosure writes there
+        (``hangar.core.disks``), and a folder already holding files could no longer be given one."""
+        disks = self._app.maybe_service(ScopeDisks)
+        if disks is not None:
+            await disks.ensure(space_key(workspace_id, space_id), folder)
 
     async def check_specs(self, workspace_id: str, specs: list[str], field: str = "repoIds") -> None:
         """Every spec names a registered repo (before a space is opened for them); branches are checked when
@@ -236,15 +247,24 @@ class WorktreeService:
                 await git("worktree", "remove", "--force", wt.path, cwd=clone)
             except GitFailed:
                 # Already gone from disk (or never fully made): drop git's record of it instead.
-                shutil.rmtree(wt.path, ignore_errors=True)
+                await asyncio.to_thread(remove_tree, Path(wt.path))
                 await git("worktree", "prune", cwd=clone)
             with contextlib.suppress(GitFailed):
                 await git("branch", "-D", wt.work_branch, cwd=clone)
         else:
-            shutil.rmtree(wt.path, ignore_errors=True)
+            await asyncio.to_thread(remove_tree, Path(wt.path))
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.begin() as conn:
             await conn.execute(sa.delete(tables.worktrees).where(tables.worktrees.c.id == wt.id))
+
+    async def _remove_folder(self, workspace_id: str, folder: Path) -> None:
+        """A space folder goes with its disk; what a guest wrote there is removed without following symlinks,
+        off the event loop."""
+        disks = self._app.maybe_service(ScopeDisks)
+        if disks is not None:
+            await disks.remove(space_key(workspace_id, folder.name), folder)
+        else:
+            await asyncio.to_thread(remove_tree, folder)
 
     async def cleanup(
         self,
@@ -291,5 +311,5 @@ class WorktreeService:
             for wt in doomed:
                 await self.release(workspace_id, wt)
             for folder_path in report.folders:
-                shutil.rmtree(folder_path, ignore_errors=True)
+                await self._remove_folder(workspace_id, Path(folder_path))
         return report
