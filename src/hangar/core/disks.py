@@ -11,13 +11,14 @@ deleted inside give their space back to the host. Mounted ``nosuid,nodev``: noth
 privileges.
 
 Images live under ``<dataDir>/disks/``: ``<name>.img`` and ``<name>.target`` (the directory it is mounted on),
-outside anything an enclosure sees. A disk is made and mounted at first use (``ensure``: before a scope's
-enclosure starts, before a worktree is checked out into a space's folder), stays mounted (mounts are the host's:
-every process sharing the data directory sees the same, and ``flock`` on ``<name>.lock`` serialises them), is
-mounted again when a process starts after a reboot (``remount``), and goes with its directory (``remove``: the
-mount is detached, the image deleted). The quotas are server settings read when a disk is made:
-``confine.runDiskMb`` for a pipeline run's directory, ``confine.spaceDiskMb`` for a space's folder (worktrees
-included); a disk keeps the size it was made with.
+outside anything an enclosure sees; a disk is named by its directory (``disk_of``: ``run-<runId>``,
+``space-<workspaceId>-<spaceId>``), whichever enclosure writes there. A disk is made and mounted at first use
+(``ensure``: before a scope's enclosure starts, before a worktree is checked out into a space's folder), stays
+mounted (mounts are the host's: every process sharing the data directory sees the same, and ``flock`` on
+``<name>.lock`` serialises them), is mounted again when a process starts after a reboot (``remount``), and goes
+with its directory (``remove``: the mount is detached, the image deleted). The quotas are server settings read
+when a disk is made: ``confine.runDiskMb`` for a pipeline run's directory, ``confine.spaceDiskMb`` for a space's
+folder (worktrees included); a disk keeps the size it was made with.
 
 Making and mounting needs root, ``mkfs.ext4`` and loop devices; where they are missing directories stay unbounded
 and every start says so. A directory that already holds files and has no image (made before disk quotas, or
@@ -38,7 +39,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from hangar.core.confine import Scope
 from hangar.core.settings import SettingSpec, strict_int
 from hangar.errors import Unavailable
 
@@ -72,14 +72,24 @@ MOUNT_OPTIONS = "loop,nosuid,nodev,noatime,discard,noinit_itable"
 ReadSetting = Callable[[str], Awaitable[Any]]
 
 
-def disk_name(key: str) -> str:
-    """The file name of a scope's disk (``pipelineRun:<id>`` -> ``pipelineRun-<id>``)."""
-    return _UNSAFE.sub("-", key)
-
-
-def quota_of(key: str) -> tuple[str, int]:
-    """The setting naming a scope's quota and its default, by the scope's kind."""
-    return _SETTING_OF_KIND.get(key.partition(":")[0], (RUN_DISK_SETTING, DEFAULT_RUN_DISK_MB))
+def disk_of(data_root: Path, target: Path) -> tuple[str, str, int] | None:
+    """The disk name of a directory confined code writes, the setting naming its quota and the quota's default:
+    ``<dataDir>/pipelines/<runId>`` is a run's, ``<dataDir>/<workspaceId>/spaces/<spaceId>`` a space's. None for
+    any other directory. Named by the directory, not by who writes it, so every enclosure mounting a directory
+    finds the same disk."""
+    try:
+        parts = target.relative_to(data_root).parts
+    except ValueError:
+        return None
+    if len(parts) == 2 and parts[0] == "pipelines" and not parts[1].startswith("."):
+        return f"run-{_UNSAFE.sub('-', parts[1])}", RUN_DISK_SETTING, DEFAULT_RUN_DISK_MB
+    if len(parts) == 3 and parts[1] == "spaces":
+        return (
+            f"space-{_UNSAFE.sub('-', parts[0])}-{_UNSAFE.sub('-', parts[2])}",
+            SPACE_DISK_SETTING,
+            DEFAULT_SPACE_DISK_MB,
+        )
+    return None
 
 
 def host_reason() -> str | None:
@@ -98,32 +108,35 @@ class ScopeDisks:
 
     def __init__(self, root: Path, read_setting: ReadSetting | None = None) -> None:
         self.root = root
+        self.data_root = root.parent
         self._read = read_setting
         self._reason = host_reason()
 
     def unavailable_reason(self) -> str | None:
         return self._reason
 
-    async def size_mb(self, key: str) -> int:
-        setting, default = quota_of(key)
+    async def size_mb(self, setting: str, default: int) -> int:
         value = await self._read(setting) if self._read is not None else None
         return value if isinstance(value, int) and value >= MIN_DISK_MB else default
 
-    async def ensure(self, key: str, target: Path) -> bool:
-        """Mount the scope's disk on ``target``, making it first if needed; True when ``target`` is bounded.
-        ``Unavailable`` when making or mounting failed on a host that can."""
-        if self._reason is not None:
+    async def ensure(self, target: Path) -> bool:
+        """Mount ``target``'s disk on it, making the disk first if needed; True when ``target`` is bounded (False
+        for a directory that has no kind of disk, see ``disk_of``). ``Unavailable`` when making or mounting failed
+        on a host that can."""
+        disk = disk_of(self.data_root, target)
+        if self._reason is not None or disk is None:
             return False
-        size = await self.size_mb(key)
-        return await asyncio.to_thread(self._ensure, disk_name(key), target, size)
+        name, setting, default = disk
+        return await asyncio.to_thread(self._ensure, name, target, await self.size_mb(setting, default))
 
-    async def ensure_scope(self, scope: Scope) -> bool:
-        return await self.ensure(scope.key, scope.workdir)
-
-    async def remove(self, key: str, target: Path) -> None:
-        """Detach the scope's disk from ``target``, delete the image, then remove ``target`` (without following
-        a symlink in it, whatever is left there)."""
-        await asyncio.to_thread(self._remove, disk_name(key), target)
+    async def remove(self, target: Path) -> None:
+        """Detach ``target``'s disk, delete the image, then remove ``target`` (without following a symlink in it,
+        whatever is left there)."""
+        disk = disk_of(self.data_root, target)
+        if disk is None:
+            await asyncio.to_thread(remove_tree, target)
+            return
+        await asyncio.to_thread(self._remove, disk[0], target)
 
     async def remount(self) -> int:
         """Mount every disk whose directory is not mounted (after a reboot); returns how many."""
@@ -205,8 +218,8 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def full_note(path: Path, key: str) -> str | None:
-    """When ``path`` is a scope's disk with no room left: a sentence naming the quota."""
+def full_note(path: Path, setting: str) -> str | None:
+    """When ``path`` is a disk with no room left: a sentence naming its quota and ``setting``."""
     try:
         if not os.path.ismount(path):
             return None
@@ -215,7 +228,6 @@ def full_note(path: Path, key: str) -> str | None:
         return None
     if st.f_bavail * st.f_frsize >= 1024 * 1024 and st.f_favail > 0:
         return None
-    setting, _ = quota_of(key)
     size = st.f_blocks * st.f_frsize // (1024 * 1024)
     return f"its disk is full: the quota is {size} MB ({setting})"
 

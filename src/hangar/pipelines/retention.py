@@ -19,7 +19,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hangar.core.confine import pipeline_run_key
 from hangar.core.disks import ScopeDisks
 from hangar.core.settings import SettingSpec, strict_int
 from hangar.identity import IdentityService
@@ -67,7 +66,7 @@ class RunRetention:
         ]
         disks = self._disks()
         for run_id in doomed:
-            await disks.remove(pipeline_run_key(run_id), layout.run_dir(self.engine.data_root, run_id))
+            await disks.remove(layout.run_dir(self.engine.data_root, run_id))
             await asyncio.to_thread(self.engine.control.remove, run_id)
         if doomed:
             log.info("pipelines: removed the directories of %d finished runs of %s", len(doomed), ws)

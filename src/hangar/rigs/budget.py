@@ -147,11 +147,10 @@ class MemoryBudget:
                     continue
 
 
+_KINDS = {"pipelineRun": "pipeline run", "space": "space", "agentRun": "agent run", "spaceSetup": "setup script"}
+
+
 def describe(key: str) -> str:
     """An enclosure's scope key in words (``pipelineRun:<id>`` -> ``pipeline run <id>``)."""
     kind, _, rest = key.partition(":")
-    if kind == "pipelineRun":
-        return f"pipeline run {rest}"
-    if kind == "space":
-        return f"space {rest.replace(':', '/')}"
-    return key
+    return f"{_KINDS[kind]} {rest.replace(':', '/')}" if kind in _KINDS else key

@@ -96,7 +96,7 @@ class RigConfinement(Confinement):
             if warm.rig is not None:
                 await warm.rig.aclose()
             if self._disks is not None:
-                await self._disks.ensure_scope(scope)  # what the enclosure writes there has a quota
+                await self._disks.ensure(scope.workdir)  # what the enclosure writes there has a quota
             scope.workdir.mkdir(parents=True, exist_ok=True)
             limits = LIMITS[Surface.terminal]
             allow = await asyncio.to_thread(terminal_default_allowlist, scope.workdir)

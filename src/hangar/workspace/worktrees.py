@@ -23,7 +23,6 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from hangar.core.confine import space_key
 from hangar.core.context import AppContext
 from hangar.core.disks import ScopeDisks, remove_tree
 from hangar.core.ids import new_id
@@ -164,7 +163,7 @@ class WorktreeService:
         (``hangar.core.disks``), and a folder already holding files could no longer be given one."""
         disks = self._app.maybe_service(ScopeDisks)
         if disks is not None:
-            await disks.ensure(space_key(workspace_id, space_id), folder)
+            await disks.ensure(folder)
 
     async def check_specs(self, workspace_id: str, specs: list[str], field: str = "repoIds") -> None:
         """Every spec names a registered repo (before a space is opened for them); branches are checked when
@@ -262,7 +261,7 @@ class WorktreeService:
         off the event loop."""
         disks = self._app.maybe_service(ScopeDisks)
         if disks is not None:
-            await disks.remove(space_key(workspace_id, folder.name), folder)
+            await disks.remove(folder)
         else:
             await asyncio.to_thread(remove_tree, folder)
 

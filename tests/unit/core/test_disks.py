@@ -15,19 +15,18 @@ from hangar.core.disks import (
     RUN_DISK_SETTING,
     SPACE_DISK_SETTING,
     ScopeDisks,
-    disk_name,
+    disk_of,
     full_note,
     host_reason,
-    quota_of,
     remove_tree,
 )
 
 
-def test_names_and_quotas_follow_the_scope_kind() -> None:
-    assert disk_name("pipelineRun:ab-1") == "pipelineRun-ab-1"
-    assert disk_name("space:w/../x:s") == "space-w----x-s"
-    assert quota_of("pipelineRun:x") == (RUN_DISK_SETTING, DEFAULT_RUN_DISK_MB)
-    assert quota_of("space:w:s")[0] == SPACE_DISK_SETTING
+def test_a_disk_is_named_by_the_directory_it_bounds(tmp_path: Path) -> None:
+    assert disk_of(tmp_path, tmp_path / "pipelines" / "r1") == ("run-r1", RUN_DISK_SETTING, DEFAULT_RUN_DISK_MB)
+    assert disk_of(tmp_path, tmp_path / "w1" / "spaces" / "s.1") == ("space-w1-s-1", SPACE_DISK_SETTING, 8192)
+    for other in (tmp_path / "pipelines" / ".control", tmp_path / "w1" / "worktrees" / "x", tmp_path.parent / "x"):
+        assert disk_of(tmp_path, other) is None
 
 
 def test_a_tree_full_of_links_out_is_removed_without_following_one(tmp_path: Path) -> None:
@@ -54,49 +53,49 @@ needs_disks = pytest.mark.skipif(host_reason() is not None, reason=f"no disks he
 
 @needs_disks
 async def test_a_disk_bounds_its_directory_and_goes_with_it(tmp_path: Path) -> None:
-    async def small(_key: str) -> int:
+    async def small(_setting: str) -> int:
         return MIN_DISK_MB
 
     disks = ScopeDisks(tmp_path / "disks", small)
-    target = tmp_path / "run"
+    target = tmp_path / "pipelines" / "r1"
     try:
-        assert await disks.ensure("pipelineRun:r1", target)
+        assert await disks.ensure(target)
         assert os.path.ismount(target) and not (target / "lost+found").exists()
-        assert await disks.ensure("pipelineRun:r1", target)  # mounted already: nothing more to do
+        assert await disks.ensure(target)  # mounted already: nothing more to do
         with pytest.raises(OSError) as full, open(target / "big", "wb") as f:
             for _ in range(MIN_DISK_MB + 1):
                 f.write(b"\0" * 1024 * 1024)
         assert full.value.errno == 28  # ENOSPC
-        note = full_note(target, "pipelineRun:r1") or ""
+        note = full_note(target, RUN_DISK_SETTING) or ""
         assert note.startswith("its disk is full: the quota is ") and note.endswith(f" MB ({RUN_DISK_SETTING})")
-        assert full_note(tmp_path, "pipelineRun:r1") is None  # not a disk
+        assert full_note(tmp_path, RUN_DISK_SETTING) is None  # not a disk
     finally:
-        await disks.remove("pipelineRun:r1", target)
+        await disks.remove(target)
     assert not target.exists() and not list((tmp_path / "disks").iterdir())
 
 
 @needs_disks
 async def test_a_directory_already_holding_files_keeps_them_and_stays_unbounded(tmp_path: Path) -> None:
     disks = ScopeDisks(tmp_path / "disks")
-    target = tmp_path / "legacy"
-    target.mkdir()
+    target = tmp_path / "w1" / "spaces" / "s1"
+    target.mkdir(parents=True)
     (target / "old.txt").write_text("old")
-    assert not await disks.ensure("space:w:s", target)
+    assert not await disks.ensure(target)
     assert not os.path.ismount(target) and (target / "old.txt").read_text() == "old"
-    await disks.remove("space:w:s", target)
+    await disks.remove(target)
     assert not target.exists()
 
 
 @needs_disks
 async def test_disks_are_mounted_again_after_a_reboot(tmp_path: Path) -> None:
     disks = ScopeDisks(tmp_path / "disks")
-    target = tmp_path / "run"
+    target = tmp_path / "pipelines" / "r2"
     try:
-        assert await disks.ensure("pipelineRun:r2", target)
+        assert await disks.ensure(target)
         (target / "kept.txt").write_text("kept")
         subprocess.run(["umount", str(target)], check=True)  # what a reboot does
         assert not os.path.ismount(target) and not (target / "kept.txt").exists()
         assert await disks.remount() == 1
         assert (target / "kept.txt").read_text() == "kept"
     finally:
-        await disks.remove("pipelineRun:r2", target)
+        await disks.remove(target)

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Mapping
 
 from hangar.core.confine import Job, Scope, confinement_for, pipeline_run_key
-from hangar.core.disks import full_note
+from hangar.core.disks import RUN_DISK_SETTING, full_note
 from hangar.pipelines._algo import DRY_RUN_KEY
 from hangar.pipelines.bodies.spec import ConfigField, body
 from hangar.pipelines.results import NO_OUTPUT, StepResult
@@ -79,7 +79,7 @@ async def shell_run(step: StepContext) -> StepResult:
     done = await confinement.run(scope, Job(("bash", "-c", script), env, group_name=step.step_id))
     if done.exit_code != 0:
         tail = stderr_tail(done.stderr)
-        full = await asyncio.to_thread(full_note, run_dir, scope.key)
+        full = await asyncio.to_thread(full_note, run_dir, RUN_DISK_SETTING)
         return StepResult.failed(
             f"script exited with status {done.exit_code}"
             + (f": {tail}" if tail else "")
