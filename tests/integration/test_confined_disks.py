@@ -15,7 +15,7 @@ from typing import Any
 
 from hangar.core.clock import FakeClock
 from hangar.core.confine import SETTING_TRUSTED_HOST_EXEC
-from hangar.core.disks import RUN_DISK_SETTING, SPACE_DISK_SETTING
+from hangar.core.disks import RIG_DISK_SETTING, RUN_DISK_SETTING, SPACE_DISK_SETTING
 from hangar.identity import IdentityService
 from hangar.pipelines.retention import RETENTION_SETTING
 from hangar.pipelines.runtime import PipelinesRuntime
@@ -88,6 +88,33 @@ async def test_a_command_agent_filling_its_space_is_stopped_at_the_space_quota(t
         assert "No space left on device" in reply and "status=1" in reply, reply
         big = srv.data_dir / ws / "spaces" / space / "big"
         assert big.stat().st_size < QUOTA_MB * MB and on_disk(big) < QUOTA_MB * MB
+
+
+async def test_an_enclosures_own_files_and_a_rigs_home_are_bounded_too(tmp_path: Path) -> None:
+    fill = "dd if=/dev/zero of={path} bs=1M count={mb} status=none 2>&1; echo status=$?; stat -c %s {path}"
+    async with member_session(tmp_path) as (srv, c, ws):
+        await srv.ctx.service(IdentityService).set_setting(RIG_DISK_SETTING, QUOTA_MB)
+        # A shell step writing outside its run directory (the enclosure's /tmp): under the quota, then past it.
+        done = await run(c, ws, planting("tmp", fill.format(path="/tmp/a", mb=QUOTA_MB // 2) + "; rm /tmp/a; "
+                                               + fill.format(path="/tmp/b", mb=QUOTA_MB * 2)))  # fmt: skip
+        assert done["status"] == "completed", done
+        _under, _, over = done["state"]["write"].partition("status=0")
+        assert int(over.split()[0]) == QUOTA_MB // 2 * MB, done["state"]["write"]
+        assert "No space left on device" in over and "status=1" in over, over
+        assert int(over.split()[-1]) < QUOTA_MB * MB
+        # A member's terminal rig filling its home.
+        space = (await c.call("spaces.create", workspace_id=ws, title="term"))["id"]
+        rig = (await c.call("rig.open", workspace_id=ws, space_id=space, surface="terminal"))["rigId"]
+        out = await c.call(
+            "rig.exec", workspace_id=ws, rigId=rig, command=fill.format(path="$HOME/big", mb=QUOTA_MB * 2),
+            timeoutMs=120_000,
+        )  # fmt: skip
+        assert "No space left on device" in out["stdout"] and "status=1" in out["stdout"], out
+        assert int(out["stdout"].split()[-1]) < QUOTA_MB * MB
+        home = srv.data_dir / "rigs" / "homes" / rig
+        assert os.path.ismount(home) and on_disk(home / "big") < QUOTA_MB * MB
+        await c.call("rig_close", workspace_id=ws, rigId=rig)
+        assert not home.exists()
 
 
 async def test_retention_removes_a_finished_runs_directory_after_the_period_never_following_a_planted_link(

@@ -18,7 +18,11 @@ mounted (mounts are the host's: every process sharing the data directory sees th
 ``<name>.lock`` serialises them), is mounted again when a process starts after a reboot (``remount``), and goes
 with its directory (``remove``: the mount is detached, the image deleted). The quotas are server settings read
 when a disk is made: ``confine.runDiskMb`` for a pipeline run's directory, ``confine.spaceDiskMb`` for a space's
-folder (worktrees included); a disk keeps the size it was made with.
+folder (worktrees included), ``confine.rigDiskMb`` for a rig's home; a disk keeps the size it was made with.
+
+Each rig and enclosure also writes its own files (its root filesystem's changes: ``/tmp``, caches, installed
+packages) to a disk of its own, ``confine.rigDiskMb`` too, made with it inside its runtime directory and gone
+with it (``mount_private_disk``, ``detach``).
 
 Making and mounting needs root, ``mkfs.ext4`` and loop devices; where they are missing directories stay unbounded
 and every start says so. A directory that already holds files and has no image (made before disk quotas, or
@@ -46,8 +50,10 @@ log = logging.getLogger("hangar.disks")
 
 RUN_DISK_SETTING = "confine.runDiskMb"
 SPACE_DISK_SETTING = "confine.spaceDiskMb"
+RIG_DISK_SETTING = "confine.rigDiskMb"
 DEFAULT_RUN_DISK_MB = 2048
 DEFAULT_SPACE_DISK_MB = 8192
+DEFAULT_RIG_DISK_MB = 4096
 MIN_DISK_MB = 256
 RUN_DISK_SPEC = SettingSpec(
     RUN_DISK_SETTING,
@@ -59,7 +65,12 @@ SPACE_DISK_SPEC = SettingSpec(
     "The disk quota of a space's folder (its worktrees included), in MB (for folders made after a change).",
     strict_int(SPACE_DISK_SETTING, MIN_DISK_MB, 16 * 1024 * 1024),
 )
-DISK_SPECS = (RUN_DISK_SPEC, SPACE_DISK_SPEC)
+RIG_DISK_SPEC = SettingSpec(
+    RIG_DISK_SETTING,
+    "The disk quota of each rig's and enclosure's own files (its root filesystem's changes; a rig's home), in MB.",
+    strict_int(RIG_DISK_SETTING, MIN_DISK_MB, 16 * 1024 * 1024),
+)
+DISK_SPECS = (RUN_DISK_SPEC, SPACE_DISK_SPEC, RIG_DISK_SPEC)
 _SETTING_OF_KIND = {
     "pipelineRun": (RUN_DISK_SETTING, DEFAULT_RUN_DISK_MB),
     "space": (SPACE_DISK_SETTING, DEFAULT_SPACE_DISK_MB),
@@ -74,21 +85,20 @@ ReadSetting = Callable[[str], Awaitable[Any]]
 
 def disk_of(data_root: Path, target: Path) -> tuple[str, str, int] | None:
     """The disk name of a directory confined code writes, the setting naming its quota and the quota's default:
-    ``<dataDir>/pipelines/<runId>`` is a run's, ``<dataDir>/<workspaceId>/spaces/<spaceId>`` a space's. None for
-    any other directory. Named by the directory, not by who writes it, so every enclosure mounting a directory
-    finds the same disk."""
+    ``<dataDir>/pipelines/<runId>`` is a run's, ``<dataDir>/<workspaceId>/spaces/<spaceId>`` a space's,
+    ``<dataDir>/rigs/homes/<rigId>`` a rig's home. None for any other directory. Named by the directory, not by
+    who writes it, so every enclosure mounting a directory finds the same disk."""
     try:
         parts = target.relative_to(data_root).parts
     except ValueError:
         return None
+    safe = [_UNSAFE.sub("-", p) for p in parts]
     if len(parts) == 2 and parts[0] == "pipelines" and not parts[1].startswith("."):
-        return f"run-{_UNSAFE.sub('-', parts[1])}", RUN_DISK_SETTING, DEFAULT_RUN_DISK_MB
+        return f"run-{safe[1]}", RUN_DISK_SETTING, DEFAULT_RUN_DISK_MB
     if len(parts) == 3 and parts[1] == "spaces":
-        return (
-            f"space-{_UNSAFE.sub('-', parts[0])}-{_UNSAFE.sub('-', parts[2])}",
-            SPACE_DISK_SETTING,
-            DEFAULT_SPACE_DISK_MB,
-        )
+        return f"space-{safe[0]}-{safe[2]}", SPACE_DISK_SETTING, DEFAULT_SPACE_DISK_MB
+    if len(parts) == 3 and parts[:2] == ("rigs", "homes"):
+        return f"home-{safe[2]}", RIG_DISK_SETTING, DEFAULT_RIG_DISK_MB
     return None
 
 
@@ -118,6 +128,10 @@ class ScopeDisks:
     async def size_mb(self, setting: str, default: int) -> int:
         value = await self._read(setting) if self._read is not None else None
         return value if isinstance(value, int) and value >= MIN_DISK_MB else default
+
+    async def rig_disk_mb(self) -> int:
+        """The size of a new rig's own disk and home (``confine.rigDiskMb``)."""
+        return await self.size_mb(RIG_DISK_SETTING, DEFAULT_RIG_DISK_MB)
 
     async def ensure(self, target: Path) -> bool:
         """Mount ``target``'s disk on it, making the disk first if needed; True when ``target`` is bounded (False
@@ -177,8 +191,7 @@ class ScopeDisks:
 
     def _remove(self, name: str, target: Path) -> None:
         with self._locked(name):
-            if os.path.ismount(target):
-                _run(("umount", "--lazy", str(target)), f"detach the disk of {target}")
+            detach(target)
             (self.root / f"{name}.img").unlink(missing_ok=True)
             (self.root / f"{name}.target").unlink(missing_ok=True)
             remove_tree(target)
@@ -216,6 +229,26 @@ def remove_tree(path: Path) -> None:
     except OSError:
         return
     shutil.rmtree(path, ignore_errors=True)
+
+
+def mount_private_disk(image: Path, target: Path, size_mb: int) -> bool:
+    """Make a disk at ``image`` and mount it on ``target`` (both inside a directory the caller owns and removes:
+    a rig's own disk); False where this host cannot (``host_reason``), so the caller goes on unbounded."""
+    if host_reason() is not None:
+        return False
+    image.parent.mkdir(parents=True, exist_ok=True)
+    _make(image, size_mb)
+    target.mkdir(parents=True, exist_ok=True)
+    _mount(image, target)
+    with contextlib.suppress(OSError):
+        (target / "lost+found").rmdir()
+    return True
+
+
+def detach(target: Path) -> None:
+    """Detach the disk mounted on ``target`` (lazily: a process still inside keeps its view until it ends)."""
+    if os.path.ismount(target):
+        _run(("umount", "--lazy", str(target)), f"detach the disk of {target}")
 
 
 def full_note(path: Path, setting: str) -> str | None:

@@ -25,7 +25,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from hangar.core.confine import Confinement, ExecResult, Job, OnOutput, Scope, plain_name
-from hangar.core.disks import ScopeDisks
+from hangar.core.disks import DEFAULT_RIG_DISK_MB, ScopeDisks
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, RigBackend, RigHandle, RigSpec
 from hangar.rigs.budget import HeldEnclosure, MemoryBudget
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
@@ -102,8 +102,9 @@ class RigConfinement(Confinement):
             allow = await asyncio.to_thread(terminal_default_allowlist, scope.workdir)
             rig_id = f"u-{_UNSAFE.sub('-', scope.key)[-40:]}-{secrets.token_hex(3)}"
             spec = RigSpec(
-                rig_id, scope.workspace_id, "terminal", limits.memory_mb, limits.vcpus, allow, None, scope.workdir
-            )
+                rig_id, scope.workspace_id, "terminal", limits.memory_mb, limits.vcpus, allow, None, scope.workdir,
+                disk_mb=await self._disks.rig_disk_mb() if self._disks is not None else DEFAULT_RIG_DISK_MB,
+            )  # fmt: skip
             held = await self._admit(scope, warm, limits.memory_mb)
             try:
                 warm.rig = await self._backend.start(spec, lambda _text: None)

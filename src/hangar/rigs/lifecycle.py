@@ -36,7 +36,7 @@ from hangar.identity import usable_workspace_ids
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import RigBackend, RigHandle
 from hangar.rigs.budget import MEMORY_BUDGET_SETTING, MEMORY_BUDGET_SPEC, MemoryBudget
-from hangar.rigs.closing import RigCloser
+from hangar.rigs.closing import RigCloser, discard_home
 from hangar.rigs.live import LiveRig, LiveRigs
 from hangar.rigs.model import DEFAULT_MEMORY_BUDGET_MB, PORT_POLL_INTERVAL_S, CloseReason, Phase, RigRecord
 from hangar.rigs.opening import RigOpener, rig_home
@@ -117,7 +117,7 @@ class RigLifecycle:
                     status_detail="the server stopped before closing it",
                     closed_at=self.app.clock.now(),
                 )
-                await asyncio.to_thread(shutil.rmtree, rig_home(self.app, rec.id), True)
+                await discard_home(self.app, rig_home(self.app, rec.id))
 
     async def _loop(self, interval: float, step: Callable[[], Awaitable[None]]) -> None:
         while True:

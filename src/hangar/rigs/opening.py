@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hangar.core.context import AppContext
+from hangar.core.disks import DEFAULT_RIG_DISK_MB, ScopeDisks
 from hangar.core.ids import new_id
 from hangar.core.principal import Principal
 from hangar.core.settings import WorkspaceSettings
@@ -148,6 +149,10 @@ class RigOpener:
         rig_id = new_id()
         home = rig_home(self.app, rig_id)
         home.mkdir(parents=True, exist_ok=True)
+        disks, disk_mb = self.app.maybe_service(ScopeDisks), DEFAULT_RIG_DISK_MB
+        if disks is not None:
+            await disks.ensure(home)  # what the rig keeps in its home has a quota too
+            disk_mb = await disks.rig_disk_mb()
         browser = surface is Surface.browser
         display = limits.boot_display
         spec = RigSpec(
@@ -167,6 +172,7 @@ class RigOpener:
             engine=engine,
             display=(display.width, display.height) if display is not None else None,
             trust_pem=await hooks.dev_ca_pem(self.app) if browser else None,
+            disk_mb=disk_mb,
         )
         await self.store.insert(
             ws,

@@ -24,7 +24,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from hangar.errors import Conflict, Internal, InvalidArgs, Refused, Unavailable
+from hangar.core import disks
+from hangar.errors import Conflict, HangarError, Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import fs, launch, seccomp
 from hangar.rigs.backends.enclosure.access import grant_tree
@@ -100,6 +101,8 @@ class EnclosureRig(RigHandle):
         await self.gate.start(self.netns.socket)
 
     def _prepare(self, pack: Path) -> None:
+        # The rig's own writes (its overlay's upper layer) land on a disk of its own, bounded by spec.disk_mb.
+        disks.mount_private_disk(self.run_dir / "disk.img", self.run_dir / "disk", self.spec.disk_mb)
         self._prepare_dirs()
         self._prepare_bundle(pack)
         self._cgroup_made = True
@@ -462,6 +465,7 @@ class EnclosureRig(RigHandle):
         if self._cgroup_made:
             await asyncio.to_thread(self.cgroup.remove)
         self.netns.close()
+        await asyncio.to_thread(disks.detach, self.run_dir / "disk")
         await asyncio.to_thread(shutil.rmtree, self.run_dir, True)
 
 
@@ -487,6 +491,8 @@ def clear_leftovers(run_root: Path, cgroup_version: str) -> int:
         with contextlib.suppress(OSError):
             group.kill_all(timeout_s=1.0)
             group.remove()
+        with contextlib.suppress(HangarError):
+            disks.detach(entry / "disk")
         shutil.rmtree(entry, ignore_errors=True)
         removed += 1
     if removed:
