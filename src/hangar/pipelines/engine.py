@@ -123,9 +123,9 @@ class PipelineEngine:
         # When the engine is subscribed to the bus, events reach ``on_event`` through it; otherwise (the
         # command line) the engine calls ``on_event`` itself after publishing.
         self.subscribed = False
-        self.slots = RunSlots(self._max_running_runs)
+        self.slots = RunSlots(self.slots_limit)
 
-    async def _max_running_runs(self) -> int:
+    async def slots_limit(self) -> int:
         """``pipelines.maxRunningRuns``, read afresh (another process may change it)."""
         if self.app is not None:
             identity = self.app.maybe_service(IdentityService)
