@@ -143,8 +143,8 @@ class PackView(Result):
 
 
 class EnclosureView(Result):
-    """An enclosure user code runs in (``scope`` is ``pipelineRun:<runId>`` or ``space:<workspaceId>:<spaceId>``):
-    it holds its ceiling, ``memoryMb``, in the budget; ``busy`` while a job runs in it."""
+    """An enclosure user code runs in (``scope`` names what it runs for, ``pipelineRun:<runId>`` for one): it
+    holds its ceiling, ``memoryMb``, in the budget; ``busy`` while a job runs in it."""
 
     scope: str
     workspace_id: str
