@@ -20,7 +20,7 @@ from hangar.identity import IdentityService
 from hangar.pipelines.retention import RETENTION_SETTING
 from hangar.pipelines.runtime import PipelinesRuntime
 from tests.integration.rigs_enclosure_env import ready_pack
-from tests.integration.test_confined_user_code import finished, member_session, step
+from tests.integration.test_confined_user_code import finished, member_session, step, template
 from tests.support.confined import trust_host
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
@@ -31,20 +31,11 @@ MB = 1024 * 1024
 
 
 def writing(tid: str, megabytes: int) -> dict[str, Any]:
-    script = f"dd if=/dev/zero of=big bs=1M count={megabytes} status=none && echo wrote"
-    return {
-        "id": tid,
-        "steps": [
-            {"id": "start", "kind": "trigger"},
-            {
-                "id": "write",
-                "kind": "listen",
-                "body": "shell.run",
-                "trigger": {"sourceStepIds": ["start"]},
-                "config": {"script": script, "outputKey": "write"},
-            },
-        ],
-    }
+    return planting(tid, f"dd if=/dev/zero of=big bs=1M count={megabytes} status=none && echo wrote")
+
+
+def planting(tid: str, script: str) -> dict[str, Any]:
+    return template(tid, ("write", script, {}))
 
 
 async def run(c: RpcClient, ws: str, raw: dict[str, Any]) -> dict[str, Any]:
@@ -157,9 +148,3 @@ async def test_retention_removes_a_finished_runs_directory_after_the_period_neve
         async with RpcClient(srv.ws_url, token) as c:  # the runs' records stay
             kept = await c.call("pipelines.runs.get", workspace_id=ws, runId=confined["runId"])
             assert kept["status"] == "completed"
-
-
-def planting(tid: str, script: str) -> dict[str, Any]:
-    raw = writing(tid, 0)
-    raw["steps"][1]["config"]["script"] = script
-    return raw

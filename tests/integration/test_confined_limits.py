@@ -14,7 +14,7 @@ from typing import Any
 
 from hangar.identity import IdentityService
 from hangar.rigs.model import LIMITS, Surface
-from tests.integration.test_confined_user_code import finished, member_session, step
+from tests.integration.test_confined_user_code import finished, member_session, step, template
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer
 
@@ -24,19 +24,7 @@ HOLD = "touch started; while [ ! -e go ]; do sleep 0.1; done; echo released"
 
 
 def holding(tid: str) -> dict[str, Any]:
-    return {
-        "id": tid,
-        "steps": [
-            {"id": "start", "kind": "trigger"},
-            {
-                "id": "hold",
-                "kind": "listen",
-                "body": "shell.run",
-                "trigger": {"sourceStepIds": ["start"]},
-                "config": {"script": HOLD, "outputKey": "hold"},
-            },
-        ],
-    }
+    return template(tid, ("hold", HOLD, {}))
 
 
 def run_dir(srv: RunningServer, run_id: str) -> Path:

@@ -261,8 +261,8 @@ def full_note(path: Path, setting: str) -> str | None:
         return None
     if st.f_bavail * st.f_frsize >= 1024 * 1024 and st.f_favail > 0:
         return None
-    size = st.f_blocks * st.f_frsize // (1024 * 1024)
-    return f"its disk is full: the quota is {size} MB ({setting})"
+    usable = st.f_blocks * st.f_frsize // (1024 * 1024)
+    return f"its disk is full ({usable} MB usable; the quota is the server setting {setting})"
 
 
 def _make(image: Path, size_mb: int) -> None:

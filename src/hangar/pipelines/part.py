@@ -4,6 +4,7 @@ run) and the runtime beside it (``hangar.pipelines.runtime``: the event subscrip
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from hangar.core.context import AppContext
@@ -38,20 +39,11 @@ def make_pipelines_part(bodies: Sequence[StepBody] = ()) -> Part:
         runtime = ctx.provide(PipelinesRuntime(ctx, engine))
         await runtime.start()
 
-    return Part(
-        name="pipelines",
-        ops=PIPELINE_OPS,
-        migrations=[MIGRATIONS],
-        events=PIPELINE_EVENTS,
-        bodies=BODIES,
-        server_settings=SERVER_SETTINGS,
-        start=start,
-        stop=_stop,
-    )
+    return dataclasses.replace(PIPELINES_CLI_PART, start=start, stop=_stop)
 
 
-# For in-process commands (``hangar pipeline``): the tables, ops, events and bodies, but no resumption of other
-# runs, no subscription and no scheduler; the command builds and drives its own engine.
+# For in-process commands (``hangar pipeline``): the tables, ops, events, bodies and settings, but no resumption of
+# other runs, no subscription and no scheduler; the command builds and drives its own engine.
 PIPELINES_CLI_PART = Part(
     name="pipelines",
     ops=PIPELINE_OPS,

@@ -67,7 +67,9 @@ async def test_a_disk_bounds_its_directory_and_goes_with_it(tmp_path: Path) -> N
                 f.write(b"\0" * 1024 * 1024)
         assert full.value.errno == 28  # ENOSPC
         note = full_note(target, RUN_DISK_SETTING) or ""
-        assert note.startswith("its disk is full: the quota is ") and note.endswith(f" MB ({RUN_DISK_SETTING})")
+        assert note.startswith("its disk is full (") and note.endswith(
+            f"the quota is the server setting {RUN_DISK_SETTING})"
+        )
         assert full_note(tmp_path, RUN_DISK_SETTING) is None  # not a disk
     finally:
         await disks.remove(target)
