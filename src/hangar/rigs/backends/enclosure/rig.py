@@ -102,7 +102,8 @@ class EnclosureRig(RigHandle):
 
     def _prepare(self, pack: Path) -> None:
         # The rig's own writes (its overlay's upper layer) land on a disk of its own, bounded by spec.disk_mb.
-        disks.mount_private_disk(self.run_dir / "disk.img", self.run_dir / "disk", self.spec.disk_mb)
+        templates = self.run_dir.parent.parent / "disk-templates"  # beside run/, shared by the rigs
+        disks.mount_private_disk(self.run_dir / "disk.img", self.run_dir / "disk", self.spec.disk_mb, templates)
         self._prepare_dirs()
         self._prepare_bundle(pack)
         self._cgroup_made = True
