@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from hangar.core.confine import HOST, Confinement, Job, Scope
+from hangar.core.disks import ScopeDisks, detach
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.confinement import RigConfinement
 from hangar.rigs.image.pack import ensure_pack
@@ -47,18 +48,20 @@ async def main() -> None:
         reason = backend.unavailable_reason()
         if reason is not None:
             raise SystemExit(f"enclosures cannot run here: {reason}")
-        enclosure = RigConfinement(backend)
+        # As the server has it: the run directory on a disk of its own (where this host can make one).
+        enclosure = RigConfinement(backend, disks=ScopeDisks(Path(root) / "disks"))
         boots: list[float] = []
         confined: list[float] = []
         host: list[float] = []
         try:
             for r in range(ROUNDS):
-                scope = Scope(f"pipelineRun:bench{r}", "bench", Path(root) / f"run{r}")
+                scope = Scope(f"pipelineRun:bench{r}", "bench", Path(root) / "pipelines" / f"bench{r}")
                 boots.append(await timed(enclosure, scope))
                 for _ in range(STEPS):  # alternate, so both sides see the same machine load
                     confined.append(await timed(enclosure, scope))
                     host.append(await timed(HOST, scope))
                 await enclosure.release(scope.key)
+                detach(scope.workdir)
         finally:
             await enclosure.aclose()
     added = statistics.median(confined) - statistics.median(host)
