@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 # Tests never touch a user's real data directory.
 os.environ.pop("HANGAR_DATA_DIR", None)
@@ -12,3 +15,16 @@ os.environ.pop("SERVER_WEB_CLIENT_URL", None)
 os.environ["HANGAR_RIG_PACKS_DIR"] = os.environ.get(
     "HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")
 )
+
+
+@pytest.fixture(autouse=True)
+def _detach_test_disks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Disks servers mounted in a test's temporary directory (any server: in this process or a child) are
+    detached when the test ends, so thrown-away directories take their loop devices with them."""
+    # Taken here, before the test, so the directory outlives this fixture's teardown.
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if tmp is not None:
+        from tests.support.disks import detach_disks
+
+        detach_disks(tmp)

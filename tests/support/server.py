@@ -19,6 +19,7 @@ from hangar.identity.creation import create_workspace
 from hangar.server.app import build_server
 from hangar.server.connections import ConnectionGuard, ConnectionLimits
 from hangar.server.listeners import Listener
+from tests.support.disks import detach_disks
 
 
 @dataclass
@@ -84,4 +85,7 @@ async def running_server(
         )
     finally:
         server.should_exit = True
-        await asyncio.wait_for(task, 30)
+        try:
+            await asyncio.wait_for(task, 30)
+        finally:
+            detach_disks(data_dir)

@@ -30,6 +30,7 @@ from hangar.rigs.results import (
     Controller,
     ControlState,
     DisplaySize,
+    EnclosureView,
     ExecOutput,
     HostsGranted,
     HostStatus,
@@ -367,12 +368,24 @@ async def rig_action_log(ctx: OpContext, args: RigArgs) -> list[ActionLogEntry]:
 
 def _host_status(mgr: RigManager) -> HostStatus:
     live = mgr.live_rigs()
+    held = sorted(mgr.budget.enclosures.values(), key=lambda e: e.key)
     return HostStatus(
         backend=mgr.backend.name,
         unavailable_reason=mgr.backend.unavailable_reason(),
         memory_budget_mb=mgr.budget_mb,
-        resident_mb=sum(r.resident_mb for r in live),
+        held_mb=mgr.budget.held_mb(),
+        resident_mb=sum(r.resident_mb for r in live) + sum(e.resident_mb for e in held),
         live_rigs=len(live),
+        enclosures=[
+            EnclosureView(
+                scope=e.key,
+                workspace_id=e.workspace_id,
+                memory_mb=e.memory_mb,
+                resident_mb=e.resident_mb,
+                busy=e.busy(),
+            )
+            for e in held
+        ],
     )
 
 
@@ -381,6 +394,7 @@ async def rigs_status(ctx: OpContext, args: NoArgs) -> HostStatus:
     """This host's rigs: backend and whether it can run here, the memory budget and what is resident now."""
     mgr = manager(ctx)
     await mgr.measure()
+    await mgr.budget.current_mb()
     return _host_status(mgr)
 
 

@@ -9,6 +9,7 @@ every later fetch goes there again): ``hangar.workspace.sources`` holds those ru
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import shutil
@@ -117,7 +118,7 @@ class RepoService:
             await git("config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*", git_dir=dest)
             head = (await git("symbolic-ref", "--short", "HEAD", git_dir=dest)).strip()
         except GitFailed as exc:
-            shutil.rmtree(dest, ignore_errors=True)
+            await asyncio.to_thread(shutil.rmtree, dest, True)
             raise InvalidArgs(f"{field} {source} cannot be cloned: {_why(exc, way)}", field=field) from exc
         now = self._app.clock.now()
         engine = await self._app.dbs.workspace(workspace_id)
@@ -184,7 +185,8 @@ class RepoService:
             if used:
                 raise Conflict(f"repo {repo.name} still has {used} worktree(s) checked out; release them first")
             await conn.execute(sa.delete(tables.repos).where(tables.repos.c.id == repo.id))
-        shutil.rmtree(self.clone_path(workspace_id, repo.id), ignore_errors=True)
+        # A clone can be big: removed beside the event loop, not in it.
+        await asyncio.to_thread(shutil.rmtree, self.clone_path(workspace_id, repo.id), True)
         return repo
 
     async def refresh(self, workspace_id: str, repo: Repo, field: str = "repoIds") -> None:

@@ -612,12 +612,24 @@ export type PackView = {
   error: string | null;
 };
 
+/** An enclosure user code runs in (``scope`` names what it runs for, ``pipelineRun:<runId>`` for one): it holds its ceiling, ``memoryMb``, in the budget; ``busy`` while a job runs in it. */
+export type EnclosureView = {
+  scope: string;
+  workspaceId: string;
+  memoryMb: number;
+  residentMb: number;
+  busy: boolean;
+};
+
+/** ``heldMb`` is what counts against ``memoryBudgetMb``: rigs' resident memory (their ceiling while booting) and each enclosure's ceiling; ``residentMb`` is what rigs and enclosures hold now. */
 export type HostStatus = {
   backend: string;
   unavailableReason: string | null;
   memoryBudgetMb: number;
+  heldMb: number;
   residentMb: number;
   liveRigs: number;
+  enclosures: Array<EnclosureView>;
 };
 
 /** A persisted event: its sequence number in the workspace, type, time and payload (snake_case fields). */

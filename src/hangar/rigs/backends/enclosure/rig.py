@@ -30,8 +30,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from hangar.core import disks
 from hangar.core.guestacl import grant_tree
-from hangar.errors import Conflict, Internal, InvalidArgs, Refused, Unavailable
+from hangar.errors import Conflict, HangarError, Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import fs, launch, seccomp
 from hangar.rigs.backends.enclosure.access import open_tree
@@ -114,6 +115,9 @@ class EnclosureRig(RigHandle):
         await self.gate.start(self.netns.socket)
 
     def _prepare(self, pack: Path) -> None:
+        # The rig's own writes (its overlay's upper layer) land on a disk of its own, bounded by spec.disk_mb.
+        templates = self.run_dir.parent.parent / "disk-templates"  # beside run/, shared by the rigs
+        disks.mount_private_disk(self.run_dir / "disk.img", self.run_dir / "disk", self.spec.disk_mb, templates)
         self._prepare_dirs(pack)
         self._place_files(pack)
         self._cgroup_made = True
@@ -506,6 +510,7 @@ class EnclosureRig(RigHandle):
         if self._cgroup_made:
             await asyncio.to_thread(self.cgroup.remove)
         self.netns.close()
+        await asyncio.to_thread(disks.detach, self.run_dir / "disk")
         await asyncio.to_thread(shutil.rmtree, self.run_dir, True)
 
 
@@ -531,6 +536,8 @@ def clear_leftovers(run_root: Path, cgroup_version: str) -> int:
         with contextlib.suppress(OSError):
             group.kill_all(timeout_s=1.0)
             group.remove()
+        with contextlib.suppress(HangarError):
+            disks.detach(entry / "disk")
         shutil.rmtree(entry, ignore_errors=True)
         removed += 1
     if removed:
