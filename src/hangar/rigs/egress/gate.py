@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import socket
 import struct
@@ -29,6 +30,8 @@ from dataclasses import dataclass
 from typing import cast
 
 from hangar.core.addresses import AddressRefused, normalize_host
+from hangar.errors import Unavailable
+from hangar.rigs import loopback
 from hangar.rigs.egress import dns, server_door, sni
 from hangar.rigs.egress.allowlist import DEVELOPER_BASELINE, matches, validate_patterns
 from hangar.rigs.egress.answers import refusal
@@ -91,6 +94,10 @@ class EgressGate:
         self._connections: set[asyncio.Task[object]] = set()
         self._refused_at = -REFUSALS_EVERY_S
         self._door: server_door.DoorTarget | None = None
+        # The door's connections to the server leave from the rig's own loopback address (``hangar.rigs.loopback``)
+        # when the server listens on loopback: the server's per-address connection cap then counts each rig
+        # apart, and busy rigs never take the places of the host's own local clients on 127.0.0.1.
+        self._door_source: loopback.LoopbackClaim | None = None
         self._door_server: asyncio.AbstractServer | None = None
         self._door_writers: set[asyncio.StreamWriter] = set()
         self._local: frozenset[str] = frozenset()  # names answered with the rig's own loopback (dev domains)
@@ -306,6 +313,13 @@ class EgressGate:
         if self._door_server is not None:
             return
         self._door = target
+        if _is_loopback_v4(target.host):
+            try:
+                self._door_source = loopback.claim()
+            except Unavailable:
+                log.warning(
+                    "rig %s: no loopback address of its own; the server door leaves from 127.0.0.1", self.rig_id
+                )
         self._door_server = await self._serve_tcp(
             make_socket, socket.AF_INET, ("127.0.0.1", self.ports.server_door), self._server_door, limit=HEAD_LIMIT
         )
@@ -314,6 +328,9 @@ class EgressGate:
     async def close_server_door(self) -> None:
         """Stop listening and end the exchanges still going through the door."""
         door, self._door_server, self._door = self._door_server, None, None
+        source, self._door_source = self._door_source, None
+        if source is not None:
+            source.release()
         if door is None:
             return
         door.close()
@@ -363,7 +380,9 @@ class EgressGate:
             why = f"{path} is not reachable from this rig: the server door passes only the MCP endpoint, /mcp"
             return await refuse(path, "not the MCP endpoint", refusal(why))
         try:
-            upstream = await asyncio.wait_for(asyncio.open_connection(target.host, target.port), CONNECT_TIMEOUT_S)
+            source = (self._door_source.address, 0) if self._door_source is not None else None
+            connecting = asyncio.open_connection(target.host, target.port, local_addr=source)
+            upstream = await asyncio.wait_for(connecting, CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             reason = f"server unreachable ({exc.__class__.__name__})"
             return await refuse(request.path, reason, refusal("the server is unreachable", b"502 Bad Gateway"))
@@ -410,3 +429,10 @@ def _original_destination(sock: socket.socket) -> str:
         raw = sock.getsockopt(socket.IPPROTO_IPV6, SO_ORIGINAL_DST, 28)
         return f"[{socket.inet_ntop(socket.AF_INET6, raw[8:24])}]:{struct.unpack('!H', raw[2:4])[0]}"
     return "?"
+
+
+def _is_loopback_v4(host: str) -> bool:
+    with contextlib.suppress(ValueError):
+        address = ipaddress.ip_address(host)
+        return address.version == 4 and address.is_loopback
+    return host == "localhost"
