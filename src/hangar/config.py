@@ -59,6 +59,11 @@ class Settings(BaseSettings):
     # The built web client the server serves at ``/`` (default: ``web/dist`` of the checkout it runs from).
     web_dist: Path | None = Field(default=None, validation_alias=AliasChoices("web_dist", "HANGAR_WEB_DIST"))
 
+    @property
+    def packs_root(self) -> Path:
+        """Where rig image packs are built and looked for: ``rig_packs_dir``, else ``<dataDir>/rigs/microvm-packs``."""
+        return self.rig_packs_dir or self.data_dir / "rigs" / "microvm-packs"
+
     @field_validator("public_url")
     @classmethod
     def _public_url(cls, v: str | None) -> str | None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from hangar.rigs.engines.registry import RECIPES
+from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv
 from tests.support.rpc import RpcClient
 
@@ -24,6 +25,9 @@ class BrowserRigs:
         if engine not in RECIPES:
             pytest.skip(f"{engine}'s client is not on this branch yet")
         if engine not in self.ids:
+            # rig.open answers `provisioning` after a bounded wait; the engine's pack is ready first, so the
+            # wait is for the boot alone (ready_pack follows a build under way elsewhere to its end).
+            await ready_pack(engine)
             reply = await self.env.call("rig.open", space_id=self.env.space, surface="browser", engine=engine)
             assert reply["phase"] == "ready", reply
             rig = str(reply["rigId"])

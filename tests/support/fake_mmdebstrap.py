@@ -1,8 +1,10 @@
 """A stand-in ``mmdebstrap`` on ``PATH`` for tests of pack builds: a real building takes minutes and the
 network, while what these tests check is what the server makes of a build's steps, its end and its failure.
 
-The script prints mmdebstrap's own step lines, then waits until the test creates ``release`` (so a test sees
-the build under way for as long as it needs), then makes the target directory and exits with ``exit_code``.
+The script prints mmdebstrap's own step lines, then, as mmdebstrap does, leaves the work to a child process
+of its own: that waits until the test creates ``release`` (so a test sees the build under way for as long as it
+needs), then makes the target directory, and the script exits with ``exit_code``. ``processes`` finds both
+processes on the host (a stopped build must take its child with it).
 """
 
 from __future__ import annotations
@@ -15,20 +17,26 @@ from pathlib import Path
 import pytest
 
 _SCRIPT = """#!{python}
-import pathlib, sys, time
+import os, pathlib, sys, time
 print("I: chosen mode: unshare", flush=True)
 print("I: running apt-get update...", flush=True)
 print("I: downloading packages...", flush=True)
 release = pathlib.Path({release!r})
-while not release.exists():
-    time.sleep(0.05)
-code = int(release.read_text() or "0")
+worker = os.fork()
+if worker == 0:
+    while not release.exists():
+        time.sleep(0.05)
+    code = int(release.read_text() or "0")
+    if code:
+        print("E: the mirror answered 404", flush=True)
+        os._exit(code)
+    target = pathlib.Path(sys.argv[sys.argv.index("bookworm") + 1])  # then the sources
+    target.mkdir(parents=True)
+    (target / "bin").mkdir()
+    os._exit(0)
+code = os.waitstatus_to_exitcode(os.waitpid(worker, 0)[1])
 if code:
-    print("E: the mirror answered 404", flush=True)
     sys.exit(code)
-target = pathlib.Path(sys.argv[sys.argv.index("bookworm") + 1])  # then the sources
-target.mkdir(parents=True)
-(target / "bin").mkdir()
 print("I: success in 0.1 seconds", flush=True)
 """
 
@@ -38,8 +46,28 @@ class FakeMmdebstrap:
     release_file: Path
 
     def finish(self, exit_code: int = 0) -> None:
-        """Let the build under way end, successfully or with ``exit_code``."""
-        self.release_file.write_text(str(exit_code))
+        """Let the build under way end, successfully or with ``exit_code`` (written whole, then renamed into
+        place: the build must never read the file half written, as empty)."""
+        staged = self.release_file.with_name(self.release_file.name + ".new")
+        staged.write_text(str(exit_code))
+        staged.replace(self.release_file)
+
+    @property
+    def script(self) -> Path:
+        return self.release_file.parent / "fake-bin" / "mmdebstrap"
+
+    def processes(self) -> list[int]:
+        """Host pids of live processes of this fake (a build's and its child's)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if str(self.script).encode() in argv[:2] and state != "Z":
+                found.append(int(entry.name))
+        return found
 
 
 def install_fake_mmdebstrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeMmdebstrap:

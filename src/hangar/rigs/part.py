@@ -29,7 +29,7 @@ BackendFactory = Callable[[AppContext], RigBackend]
 def enclosure_backend(app: AppContext) -> RigBackend:
     from hangar.rigs.backends.enclosure import EnclosureBackend
 
-    return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.rig_packs_dir)
+    return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.packs_root)
 
 
 def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
