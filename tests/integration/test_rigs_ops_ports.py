@@ -14,6 +14,8 @@ import pytest
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcError
 
+pytestmark = pytest.mark.packs("terminal")
+
 
 def free(port: int) -> bool:
     with socket.socket() as s:

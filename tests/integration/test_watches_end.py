@@ -111,6 +111,7 @@ async def test_a_member_removed_through_another_server_stops_receiving(tmp_path:
             assert end["error"]["code"] == "forbidden"
 
 
+@pytest.mark.packs("terminal")
 async def test_a_terminal_lane_closes_when_its_member_leaves(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()

@@ -217,6 +217,7 @@ async def test_a_space_of_10000_messages_opens_fast_and_scrolls_smoothly(tmp_pat
         assert console.errors == []
 
 
+@pytest.mark.packs("terminal")
 async def test_a_terminal_rig_runs_what_is_typed_into_xterm(tmp_path: Path, dist: Path) -> None:
     async with rigs_server(tmp_path, web_dist=dist) as env, chromium() as browser:
         url = space_url(env.srv.url, env.ws, env.space)
