@@ -53,6 +53,7 @@ def test_build_pack_builds_where_hangar_rig_packs_dir_says(tmp_path: Path, monke
     assert own.returncode == 0 and (data / "rigs" / "microvm-packs" / TERMINAL / MARKER).is_file()
 
 
+@pytest.mark.packs("terminal")
 def test_check_looks_for_the_pack_where_hangar_rig_packs_dir_says(tmp_path: Path) -> None:
     """Without mmdebstrap, a host can run rigs only when its terminal pack is built: where the server looks."""
     pack = asyncio.run(ready_pack())  # skips where enclosures cannot run; the CLI runs its own event loop
