@@ -11,6 +11,7 @@ pack fail at once with the reason instead of each trying again (``refuse_without
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -49,7 +50,7 @@ def build_declared(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     capture = session.config.pluginmanager.get_plugin("capturemanager")
     names = [r.name for r in missing]
-    with capture.global_and_fixture_disabled():
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
         if reporter is not None:
             reporter.write_line(f"building rig packs the selected tests need into {PACKS}: {', '.join(names)}")
         done = subprocess.run(
