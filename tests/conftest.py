@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
-from tests.support.packs import PACKS, build_declared, refuse_without_packs
+# The packs the selected tests declare are built before the first of them (tests/support/packs.py).
+from tests.support.packs import PACKS, pytest_collection_finish, pytest_runtest_setup  # noqa: F401
 
 # Tests never touch a user's real data directory.
 os.environ.pop("HANGAR_DATA_DIR", None)
@@ -15,11 +14,3 @@ os.environ.pop("SERVER_WEB_CLIENT_URL", None)
 # test starts never begins a build of its own at start.
 os.environ["HANGAR_RIG_PACKS_DIR"] = str(PACKS)
 os.environ["HANGAR_PREPARE_PACK"] = "0"
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    build_declared(session)
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    refuse_without_packs(item)

@@ -4,9 +4,10 @@
 A pack takes minutes to build, far longer than a test waits for a rig, a shell step or a command agent. So no
 test builds one: ``make test`` builds them all first (``make test-packs``), and a run of pytest alone builds,
 before its first test, the packs its selected tests declare with ``@pytest.mark.packs("terminal", "engine-a",
-...)``, through ``hangar rigs build-pack`` with its progress (``build_declared``). A build under way elsewhere
-(another run sharing the directory) is waited for, not repeated. When a build fails, the tests that declared the
-pack fail at once with the reason instead of each trying again (``refuse_without_packs``).
+...)``, through ``hangar rigs build-pack`` with its progress. A build under way elsewhere (another run sharing the
+directory) is waited for, not repeated. When a build fails, the tests that declared the pack fail at once with
+the reason instead of each trying again. The hooks here are the suite's (tests/conftest.py takes them) and make a
+plugin of their own (``-p tests.support.packs``).
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ def declared(item: pytest.Item) -> list[PackRecipe]:
     return [recipe_for(key) for mark in item.iter_markers(MARKER) for key in mark.args]
 
 
-def build_declared(session: pytest.Session) -> None:
+def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the packs the collected tests declare that are not built yet, before any test runs."""
+    if session.config.option.collectonly:
+        return
     wanted: dict[str, PackRecipe] = {}
     for item in session.items:
         wanted.update((r.name, r) for r in declared(item))
@@ -64,7 +67,7 @@ def build_declared(session: pytest.Session) -> None:
             )
 
 
-def refuse_without_packs(item: pytest.Item) -> None:
+def pytest_runtest_setup(item: pytest.Item) -> None:
     """Fail a test at once when a pack it declared could not be built."""
     for recipe in declared(item):
         if recipe.name in _failed:

@@ -162,6 +162,7 @@ async def ensure_pack(packs_root: Path, progress: ProgressFn | None = None, reci
         if pack_ready(packs_root, recipe):  # someone else built it while we waited
             return PackInfo(pack_path(packs_root, recipe), recipe.revision, None)
         started = time.monotonic()
+        _progress_path(packs_root, recipe).unlink(missing_ok=True)  # a killed builder's last step is not ours
 
         def relay(text: str) -> None:
             report(text)
