@@ -25,12 +25,11 @@ class BrowserRigs:
         if engine not in RECIPES:
             pytest.skip(f"{engine}'s client is not on this branch yet")
         if engine not in self.ids:
-            # rig.open answers `provisioning` after a bounded wait; the engine's pack is ready first, so the
-            # wait is for the boot alone (ready_pack follows a build under way elsewhere to its end).
+            # The engine's pack is ready first (ready_pack follows a build under way elsewhere to its end), so
+            # what follows waits for the boot alone.
             await ready_pack(engine)
             reply = await self.env.call("rig.open", space_id=self.env.space, surface="browser", engine=engine)
-            assert reply["phase"] == "ready", reply
-            rig = str(reply["rigId"])
+            rig = await self.env.ready(reply)
             await self.env.call("rig.grantHosts", rigId=rig, hosts=[self.site])
             self.ids[engine] = rig
         return self.ids[engine]

@@ -68,9 +68,7 @@ async def test_the_live_view_shows_changes_fast_and_drives_the_page_in_control(t
         chromium() as browser,
     ):
         await ready_pack("engine-a")  # the wait below is for the boot alone
-        reply = await env.call("rig.open", space_id=env.space, surface="browser", engine="engine-a")
-        assert reply["phase"] == "ready", reply
-        rig = str(reply["rigId"])
+        rig = await env.ready(await env.call("rig.open", space_id=env.space, surface="browser", engine="engine-a"))
         await env.call("rig.grantHosts", rigId=rig, hosts=[SITE])
         await use(env, rig, action="navigate", url=f"http://{SITE}/lv-counter.html")
 
