@@ -208,7 +208,6 @@ async def test_a_stopped_build_takes_its_processes_with_it_and_builds_when_asked
     steps: list[str] = []
     build = asyncio.create_task(ensure_pack(packs, steps.append))
     await until(lambda: "terminal image: downloading packages (4/10)" in steps)
-    await until(lambda: any(packs.glob(".tmp-*/dev/shm")))
     assert len(fake.processes()) == 2  # mmdebstrap and the child it left the work to
     assert build_under_way(packs) == "terminal image: downloading packages (4/10)"
     # What the build mounts into its new root is its own: the host never sees it, so no removal of the

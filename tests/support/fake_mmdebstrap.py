@@ -22,14 +22,15 @@ _SCRIPT = """#!{python}
 import os, pathlib, subprocess, sys, time
 print("I: chosen mode: unshare", flush=True)
 print("I: running apt-get update...", flush=True)
-print("I: downloading packages...", flush=True)
 release = pathlib.Path({release!r})
+ready_r, ready_w = os.pipe()
 worker = os.fork()
 if worker == 0:
     target = pathlib.Path(sys.argv[sys.argv.index("bookworm") + 1])  # then the sources
     shm = target / "dev" / "shm"
     shm.mkdir(parents=True)
     mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "fake-build", str(shm)]).returncode == 0
+    os.write(ready_w, b"x")
     while not release.exists():
         time.sleep(0.05)
     if mounted:
@@ -40,6 +41,8 @@ if worker == 0:
         os._exit(code)
     (target / "bin").mkdir()
     os._exit(0)
+os.read(ready_r, 1)  # the step is announced once the worker is at it, as a test that sees it expects
+print("I: downloading packages...", flush=True)
 code = os.waitstatus_to_exitcode(os.waitpid(worker, 0)[1])
 if code:
     sys.exit(code)
