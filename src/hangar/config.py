@@ -144,6 +144,11 @@ class Settings(BaseSettings):
     def _trusted_origins(cls, v: Any) -> tuple[str, ...]:
         return tuple(o for o in (_clean_origin(str(item), "--trusted-origin") for item in _items(v)) if o)
 
+    @property
+    def packs_root(self) -> Path:
+        """Where rig image packs are built and looked for: ``rig_packs_dir``, else ``<dataDir>/rigs/microvm-packs``."""
+        return self.rig_packs_dir or self.data_dir / "rigs" / "microvm-packs"
+
     @field_validator("public_url")
     @classmethod
     def _public_url(cls, v: str | None) -> str | None:

@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hangar.core.clock import FakeClock
 from hangar.core.confine import SETTING_TRUSTED_HOST_EXEC
 from hangar.core.disks import RIG_DISK_SETTING, RUN_DISK_SETTING, SPACE_DISK_SETTING
@@ -25,6 +27,9 @@ from tests.support.confined import trust_host
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.unit.agents.support import wait_run
+
+# Confined code runs in enclosures booted from the terminal image pack.
+pytestmark = pytest.mark.packs("terminal")
 
 QUOTA_MB = 256
 MB = 1024 * 1024

@@ -12,11 +12,16 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hangar.identity import IdentityService
 from hangar.rigs.model import LIMITS, Surface
 from tests.integration.test_confined_user_code import finished, member_session, step, template
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer
+
+# Confined code runs in enclosures booted from the terminal image pack.
+pytestmark = pytest.mark.packs("terminal")
 
 CEILING = LIMITS[Surface.terminal].memory_mb
 # A step that holds its enclosure until the test drops a file named `go` into the run's directory.

@@ -15,6 +15,8 @@ import asyncio
 import secrets
 from pathlib import Path
 
+import pytest
+
 import hangar
 from tests.integration.rigs_enclosure_env import PACKS, ready_pack
 from tests.integration.test_confined_user_code import finished, step, template
@@ -23,6 +25,9 @@ from tests.integration.test_workspace_repos import make_repo
 from tests.support.confined import host_processes_named
 from tests.support.rpc import RpcClient
 from tests.unit.agents.support import wait_run, workspace_server
+
+# Confined code runs in enclosures booted from the terminal image pack.
+pytestmark = pytest.mark.packs("terminal")
 
 SOURCE_TREE = Path(hangar.__file__).resolve().parent.parent
 STOLEN = ("AGENT_TOKEN", "HANGAR_MCP_TOKEN")

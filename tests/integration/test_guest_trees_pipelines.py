@@ -8,7 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.test_confined_user_code import member_session, run_template, step
+
+# Confined code runs in enclosures booted from the terminal image pack.
+pytestmark = pytest.mark.packs("terminal")
 
 
 def router(sid: str, predicate: dict[str, Any]) -> dict[str, Any]:

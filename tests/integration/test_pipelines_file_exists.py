@@ -23,6 +23,9 @@ from hangar.pipelines import filecheck
 from tests.integration.test_confined_user_code import finished, member_session, step
 from tests.support.rpc import RpcClient
 
+# Confined code runs in enclosures booted from the terminal image pack.
+pytestmark = pytest.mark.packs("terminal")
+
 GATE = "walk-gate-marker"
 
 

@@ -37,13 +37,16 @@ from hangar.rigs.image.pack import pack_path
 from hangar.rigs.images import BROWSER_IMAGE_KEY
 from hangar.rigs.model import Surface, limits_for
 from tests.integration.rigs_browser_env import BrowserRigs, use
-from tests.integration.rigs_enclosure_env import PACKS
+from tests.integration.rigs_enclosure_env import PACKS, ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.certs import self_signed
 from tests.support.pages import PageServer, page_server
 from tests.support.rpc import RpcClient, RpcError
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.packs("terminal", "engine-a", "engine-b", "engine-c"),
+]
 
 SITE = "pages.test-site.example"  # the name the gate maps to the page server
 VERBS = f"http://{SITE}/rb-verbs.html"
@@ -281,6 +284,7 @@ async def test_the_browser_image_setting_is_engine_as_only(env: RigsEnv, rigs: B
             if engine not in RECIPES:
                 continue
             space = await env.new_space(f"image {engine}")
+            await ready_pack(engine)  # the wait below is for the boot alone
             reply = await env.call("rig.open", space_id=space, surface="browser", engine=engine)
             opened.append(reply["rigId"])
             assert says in (await env.status(reply["rigId"]))["statusDetail"]
@@ -484,6 +488,7 @@ async def test_idle_engines_ask_the_network_for_nothing(env: RigsEnv) -> None:
         for engine in ("engine-a", "engine-b"):
             if engine not in RECIPES:
                 continue
+            await ready_pack(engine)  # the wait below is for the boot alone
             reply = await env.call("rig.open", space_id=await env.new_space(f"quiet {engine}"), surface="browser",
                                    engine=engine)  # fmt: skip
             opened[engine] = reply["rigId"]

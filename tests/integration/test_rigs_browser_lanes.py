@@ -31,7 +31,10 @@ from tests.support.images import decoded_size, mean_colour, near, solid_jpeg, so
 from tests.support.pages import PageServer, page_server
 from tests.support.rpc import RpcClient, RpcError
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.packs("terminal", "engine-a", "engine-b", "engine-c"),
+]
 
 SITE = "pages.lanes-site.example"
 COUNTER = f"http://{SITE}/lv-counter.html"

@@ -20,7 +20,7 @@ from hangar.rigs.devlanes import DevLanes, LaneMiss, Streams
 from hangar.rigs.tls import DevTls
 from tests.integration.rigs_enclosure_env import enclosure, spec
 
-pytestmark = pytest.mark.needs_root
+pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]
 
 DEV_PORT = 18300
 

@@ -16,7 +16,7 @@ from hangar.rigs.loopback import claim
 from tests.integration.rigs_enclosure_env import running_rig, spec
 from tests.support.ports import free_port
 
-pytestmark = pytest.mark.needs_root
+pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]
 
 
 async def start_web_server(rig: EnclosureRig, port: int) -> None:

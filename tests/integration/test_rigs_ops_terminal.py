@@ -9,11 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import websockets
 
 from hangar.rigs.signing import LaneSigner
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcClient
+
+pytestmark = pytest.mark.packs("terminal")
 
 
 async def read_until(term: websockets.ClientConnection, marker: bytes) -> bytes:

@@ -151,6 +151,7 @@ async def member_terminal(env: RigsEnv, rig: str) -> AsyncIterator[tuple[str, we
         yield user, term
 
 
+@pytest.mark.packs("terminal")
 async def test_a_terminal_lane_closes_when_its_member_leaves(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
@@ -164,6 +165,7 @@ async def test_a_terminal_lane_closes_when_its_member_leaves(tmp_path: Path) -> 
             assert term.close_code == 4403
 
 
+@pytest.mark.packs("terminal")
 async def test_a_terminal_sends_nothing_made_after_a_removal_is_acknowledged(tmp_path: Path) -> None:
     """The access monitor's polling is made too slow to matter here: what the lane checks before each send is
     what keeps output made after the removal's acknowledgement from the removed member."""

@@ -14,6 +14,7 @@ from tests.unit.agents.support import wait_run, workspace_server
 SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
 
 
+@pytest.mark.packs("terminal")
 async def test_teams_crud_and_dispatch(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (_srv, client, ws):
         adapter = {"type": "command", "argv": [*CLI_AGENT]}

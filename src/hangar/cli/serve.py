@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
+from hangar.errors import HangarError
 from hangar.ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 
 TrustedProxyOpt = Annotated[
@@ -40,6 +42,8 @@ HeadTimeoutOpt = Annotated[
         help="Seconds a client may take to send a request head ($HANGAR_REQUEST_HEAD_TIMEOUT; default 10).",
     ),
 ]
+if TYPE_CHECKING:
+    from hangar.server.listeners import BackgroundJob
 
 
 def serve(
@@ -67,6 +71,14 @@ def serve(
     max_connections: MaxConnectionsOpt = None,
     max_connections_per_address: PerAddressOpt = None,
     request_head_timeout: HeadTimeoutOpt = None,
+    prepare_pack: Annotated[
+        bool,
+        typer.Option(
+            "--prepare-pack/--no-prepare-pack",
+            envvar="HANGAR_PREPARE_PACK",
+            help="When the terminal image pack is missing (the first start), build it in the background.",
+        ),
+    ] = True,
 ) -> None:
     """Run the self-hosted server, and the website on its own port unless --no-site."""
     # Imported here: the server and the website are heavy, and other commands start without them (the website
@@ -94,10 +106,13 @@ def serve(
         site_app = build_site(site_url or local_origin(host, site_port))
         listeners.append(Listener("website", site_app, host, site_port, guard))
     typer.echo(f"data directory: {settings.data_dir}")
+    background: list[BackgroundJob] = []
     if (missing := host_readiness()) is not None:
         typer.echo(missing)
+    elif prepare_pack and (job := terminal_pack_job(settings.packs_root)) is not None:
+        background.append(job)
     typer.echo(f"owner credential: hangar admin owner-token --data-dir {settings.data_dir}")
-    run_listeners(listeners)
+    run_listeners(listeners, background)
 
 
 def site(
@@ -133,6 +148,36 @@ def host_readiness() -> str | None:
     packages = probe.missing_packages()
     fix = f"sudo apt-get install -y {' '.join(packages)}" if packages else "run the server as root on Linux"
     return f"unavailable: rigs, shell steps and command agents ({reason}); fix: {fix}"
+
+
+def terminal_pack_job(packs_root: Path) -> BackgroundJob | None:
+    """At a start without the terminal image pack (the first one): a job that builds it while the server runs,
+    saying so in the output with each step. Rigs, shell steps and command agents asked for meanwhile wait for
+    this build (the pack's build lock) rather than start another. None when the pack is there."""
+    from hangar.rigs.image.pack import TERMINAL, ensure_pack, pack_ready
+
+    if pack_ready(packs_root, TERMINAL):
+        return None
+
+    async def prepare() -> None:
+        label = TERMINAL.label
+        typer.echo(
+            f"preparing the {label} (first start; several minutes, in the background): rigs, shell steps and "
+            "command agents wait for it"
+        )
+        try:
+            info = await ensure_pack(packs_root, typer.echo, TERMINAL)
+        except (HangarError, OSError) as exc:
+            why = exc.message if isinstance(exc, HangarError) else str(exc)
+            typer.echo(
+                f"{label} build failed: {why}; it is retried when a rig, shell step or command agent first needs "
+                "it, at the next start, or now with: hangar rigs build-pack"
+            )
+            return
+        if info.built_in_s is not None:
+            typer.echo(f"{label} built in {info.built_in_s:.0f} s")
+
+    return prepare
 
 
 def local_origin(host: str, port: int) -> str:

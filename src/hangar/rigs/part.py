@@ -37,7 +37,7 @@ BackendFactory = Callable[[AppContext], RigBackend]
 def enclosure_backend(app: AppContext) -> RigBackend:
     from hangar.rigs.backends.enclosure import EnclosureBackend
 
-    return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.rig_packs_dir)
+    return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.packs_root)
 
 
 async def _start_disks(disks: ScopeDisks, backend: RigBackend) -> None:

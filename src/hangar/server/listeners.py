@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -28,6 +29,9 @@ class _Server(uvicorn.Server):
     def capture_signals(self) -> Generator[None, None, None]:
         yield
 
+
+# Work a server does beside its listeners (``serve_all``'s ``background``).
+BackgroundJob = Callable[[], Coroutine[Any, Any, None]]
 
 MAX_HEAD_BYTES = 64 * 1024
 GRACEFUL_STOP_S = 5
@@ -85,7 +89,7 @@ class Listener:
         return f"http://{host}:{self.bound_port}"
 
 
-def run_listeners(listeners: Sequence[Listener]) -> None:
+def run_listeners(listeners: Sequence[Listener], background: Sequence[BackgroundJob] = ()) -> None:
     """Run ``serve_all`` on uvloop when it is installed (it comes with uvicorn[standard])."""
     factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop
     try:
@@ -95,12 +99,17 @@ def run_listeners(listeners: Sequence[Listener]) -> None:
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
         pass
     with asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(serve_all(listeners))
+        runner.run(serve_all(listeners, background=background))
 
 
-async def serve_all(listeners: Sequence[Listener], announce: bool = True) -> None:
+async def serve_all(
+    listeners: Sequence[Listener], announce: bool = True, background: Sequence[BackgroundJob] = ()
+) -> None:
+    """Serve every listener until a signal; ``background`` jobs start once all listen and are cancelled when
+    they stop (work the server's first start does without holding up its listeners)."""
     servers = [listener.make() for listener in listeners]
     tasks = [asyncio.create_task(s.serve()) for s in servers]
+    jobs: list[asyncio.Task[None]] = []
     loop = asyncio.get_running_loop()
 
     def stop() -> None:
@@ -119,7 +128,11 @@ async def serve_all(listeners: Sequence[Listener], announce: bool = True) -> Non
         if announce:
             for listener in listeners:
                 print(f"{listener.name}: {listener.url()}", flush=True)
+        jobs = [asyncio.create_task(job()) for job in background]
     results = await asyncio.gather(*tasks, return_exceptions=True)
+    for job in jobs:
+        job.cancel()
+    await asyncio.gather(*jobs, return_exceptions=True)
     for r in results:
         if isinstance(r, BaseException):
             raise r
