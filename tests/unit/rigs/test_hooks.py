@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hangar.config import Settings
+from hangar.core.addresses import server_ports
 from hangar.core.events import StoredEvent
-from hangar.rigs.hooks import ENDING_EVENT_TYPES, ended_space, removed_member, server_ports
+from hangar.rigs.hooks import ENDING_EVENT_TYPES, ended_space, removed_member
 
 
 def ev(type_name: str, **payload: Any) -> StoredEvent:
