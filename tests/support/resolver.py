@@ -30,6 +30,8 @@ def answering(monkeypatch: pytest.MonkeyPatch, records: Mapping[str, str | None]
     real = socket.getaddrinfo
 
     def lookup(host: Any, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        if isinstance(host, bytes):  # anyio (httpx) asks for the name's IDNA bytes
+            host = host.decode("ascii", "replace")
         if isinstance(host, str) and host in records:
             address = records[host]
             if address is None:
@@ -60,9 +62,9 @@ def only_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
             await _stays_here(host, port)
         return await real(host, port, *args, **kwargs)
 
-    async def guarded_anyio(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-        await _stays_here(host, port)
-        return await real_anyio(host, port, *args, **kwargs)
+    async def guarded_anyio(remote_host: Any, remote_port: Any, **kwargs: Any) -> Any:
+        await _stays_here(remote_host, remote_port)
+        return await real_anyio(remote_host, remote_port, **kwargs)
 
     monkeypatch.setattr(asyncio, "open_connection", guarded)
     monkeypatch.setattr(anyio, "connect_tcp", guarded_anyio)
