@@ -15,10 +15,8 @@ of these tests leaves this host (``only_loopback``).
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,13 +27,13 @@ import pytest
 from hangar.errors import InvalidArgs
 from hangar.identity import IdentityService
 from tests.support.certs import self_signed
+from tests.support.processes import cli
 from tests.support.resolver import answering, loopback_address, only_loopback, public_stand_in
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer
 from tests.unit.agents.fake_openai import FakeOpenAI, Reply, running_fake_openai, text
 from tests.unit.agents.support import wait_run, workspace_server
 
-HANGAR = str(Path(sys.executable).parent / "hangar")
 SETTING = "trustedModelHosts"
 FIX = "hangar admin trusted-model-hosts <host>[:<port>]..."
 WHO = "a workspace admin's model endpoints"
@@ -44,12 +42,7 @@ NEVER = f"which {WHO} never reach"
 
 
 def hosts_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HANGAR, "admin", "trusted-model-hosts", *args, "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "400"},  # the error box wraps at the terminal's width
-    )
+    return cli(data_dir, "admin", "trusted-model-hosts", *args, check=False)
 
 
 @asynccontextmanager
@@ -295,9 +288,10 @@ async def test_no_redirect_and_no_proxy_for_an_admins_endpoint(tmp_path: Path, m
         listener.close()
 
 
-async def test_trusted_model_hosts_setting(tmp_path: Path) -> None:
+async def test_trusted_model_hosts_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Host names or addresses, each with an optional port, normalized; at most 32; the command line shows, sets and
     clears them."""
+    monkeypatch.setenv("COLUMNS", "400")  # the command line's error box wraps at the terminal's width
     async with workspace_server(tmp_path) as (srv, _owner, _ws):
         identity = srv.ctx.service(IdentityService)
         for bad in ("ollama.lan", ["http://ollama.lan"], ["a b"], ["*.lan"], [3], ["ollama.lan:0"], ["h:65536"]):

@@ -74,9 +74,14 @@ class Target:
     port: int
 
     @property
+    def host(self) -> str:
+        """The host as it is looked up and sent (a name in its ASCII form, IDNA for other letters)."""
+        return self.url.raw_host.decode("ascii")
+
+    @property
     def tls_name(self) -> bool:
         """Whether TLS must be told the host's name: an https URL naming its host (not an address)."""
-        return self.url.scheme == "https" and not is_literal(self.url.host)
+        return self.url.scheme == "https" and not is_literal(self.host)
 
     @classmethod
     def of(cls, base_url: str, path: str = "") -> Target:
@@ -103,9 +108,9 @@ async def _trusted(app: AppContext) -> list[str]:
 async def admins_addresses(app: AppContext, target: Target) -> list[str]:
     """The addresses a workspace admin's endpoint at ``target`` may be reached at now, every answer checked:
     ``AddressRefused`` or ``HostUnresolved``."""
-    named = listed_host(await _trusted(app), target.url.host, target.port, ports=True)
+    named = listed_host(await _trusted(app), target.host, target.port, ports=True)
     return await checked(
-        target.url.host,
+        target.host,
         target.port,
         named=named,
         local=True,
@@ -123,7 +128,7 @@ async def check_saved(app: AppContext, base_url: str) -> None:
     except ValueError as exc:
         raise InvalidArgs(f"{FIELD}: {exc}", field=FIELD) from None
     except HostUnresolved as exc:
-        host = httpx.URL(base_url).host
+        host = Target.of(base_url).host
         raise InvalidArgs(
             f"{FIELD}: the host {host} of {base_url} does not resolve ({exc.reason})", field=FIELD
         ) from None
@@ -174,7 +179,7 @@ class ModelEndpoint:
                 headers={**headers, "Host": target.url.netloc.decode("ascii")},
                 timeout=limits,
                 # TLS names the host and checks its certificate against the name, not the address.
-                extensions={"sni_hostname": target.url.host} if target.tls_name else {},
+                extensions={"sni_hostname": target.host} if target.tls_name else {},
             )
             try:
                 resp = await self._own.send(request, stream=True)

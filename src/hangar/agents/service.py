@@ -41,7 +41,7 @@ class Agent:
     created_at: datetime
     updated_at: datetime
     # The server owner configured the model endpoint: its turns may reach anything the server reaches.
-    endpoint_by_owner: bool = False
+    endpoint_by_owner: bool
 
     def to_wire(self) -> dict[str, Any]:
         adapter = stored_adapter(self.adapter)
