@@ -40,8 +40,9 @@ class Agent:
     has_api_key: bool
     created_at: datetime
     updated_at: datetime
-    # The server owner configured the model endpoint: its turns may reach anything the server reaches.
-    endpoint_by_owner: bool
+    # The server owner configured the model endpoint: its turns may reach anything the server reaches (False,
+    # a workspace admin's, unless known).
+    endpoint_by_owner: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         adapter = stored_adapter(self.adapter)
