@@ -1,12 +1,13 @@
-"""The host's resolver answering as a hostile DNS record would, for the egress gate's address checks, and a
-guard that keeps every connection of the test on this host.
+"""The host's resolver answering as a hostile DNS record would, for the server's address checks, and a guard
+that keeps every connection of the test on this host.
 
-The gate runs in the test's own process (the server is in-process), so ``socket.getaddrinfo`` is where the
-host's answers come from: ``answering`` makes chosen names resolve to chosen addresses (the rest as usual).
-``only_loopback`` makes ``asyncio.open_connection`` fail, before any packet is sent, for anything that does not
-resolve to loopback alone: a test that points a name at a private or metadata address must never reach one,
-whatever the code under test decides. ``public_stand_in`` makes the server's address rules take one loopback
-address of the test's own for a public one: the stand-in for a server on the internet, which no test reaches.
+The server runs in the test's own process, so ``socket.getaddrinfo`` is where the host's answers come from:
+``answering`` makes chosen names resolve to chosen addresses (the rest as usual). ``only_loopback`` makes
+``asyncio.open_connection`` and ``anyio.connect_tcp`` (through which httpx connects) fail, before any packet is
+sent, for anything that does not resolve to loopback alone: a test that points a name at a private or metadata
+address must never reach one, whatever the code under test decides. ``public_stand_in`` makes the server's address
+rules take one loopback address of the test's own for a public one: the stand-in for a server on the internet,
+which no test reaches.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 import pytest
 
 from hangar.core import addresses
@@ -28,6 +30,8 @@ def answering(monkeypatch: pytest.MonkeyPatch, records: Mapping[str, str | None]
     real = socket.getaddrinfo
 
     def lookup(host: Any, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        if isinstance(host, bytes):  # anyio (httpx) asks for the name's IDNA bytes
+            host = host.decode("ascii", "replace")
         if isinstance(host, str) and host in records:
             address = records[host]
             if address is None:
@@ -40,18 +44,30 @@ def answering(monkeypatch: pytest.MonkeyPatch, records: Mapping[str, str | None]
     monkeypatch.setattr(socket, "getaddrinfo", lookup)
 
 
+async def _stays_here(host: Any, port: Any) -> None:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    answers = {str(info[4][0]) for info in infos}
+    if not all(ipaddress.ip_address(a).is_loopback for a in answers):
+        raise OSError(f"test guard: no connection to {host} ({', '.join(sorted(answers))}) leaves this host")
+
+
 def only_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways out of the test's process: asyncio's streams (the egress gate) and anyio's, which the HTTP client
+    (httpx) connects through."""
     real = asyncio.open_connection
+    real_anyio = anyio.connect_tcp
 
     async def guarded(host: Any = None, port: Any = None, *args: Any, **kwargs: Any) -> Any:
         if host is not None:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            answers = {str(info[4][0]) for info in infos}
-            if not all(ipaddress.ip_address(a).is_loopback for a in answers):
-                raise OSError(f"test guard: no connection to {host} ({', '.join(sorted(answers))}) leaves this host")
+            await _stays_here(host, port)
         return await real(host, port, *args, **kwargs)
 
+    async def guarded_anyio(remote_host: Any, remote_port: Any, **kwargs: Any) -> Any:
+        await _stays_here(remote_host, remote_port)
+        return await real_anyio(remote_host, remote_port, **kwargs)
+
     monkeypatch.setattr(asyncio, "open_connection", guarded)
+    monkeypatch.setattr(anyio, "connect_tcp", guarded_anyio)
 
 
 def loopback_address() -> str:
@@ -63,7 +79,7 @@ def loopback_address() -> str:
 def public_stand_in(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
     real = addresses.refusal
 
-    def refusal(candidate: addresses.IPAddress, *, named: bool) -> str | None:
-        return None if str(candidate) == address else real(candidate, named=named)
+    def refusal(candidate: addresses.IPAddress, *, named: bool, local: bool = False) -> str | None:
+        return None if str(candidate) == address else real(candidate, named=named, local=local)
 
     monkeypatch.setattr(addresses, "refusal", refusal)

@@ -39,9 +39,16 @@ class AgentCreateArgs(WsArgs):
 
 @op("agents.create", kind="mutate", scope="workspace", min_role="admin", actions=["secretAccess"])
 async def agents_create(ctx: OpContext, args: AgentCreateArgs) -> AgentView:
-    """Create an agent; an ``openai`` adapter's ``apiKey`` goes to the secrets file and is never returned."""
+    """Create an agent; an ``openai`` adapter's ``apiKey`` goes to the secrets file and is never returned. A
+    workspace admin's ``baseUrl`` must be one the server may reach for them: a public address, or a host the
+    server owner names (``trustedModelHosts``); the server owner's may be any."""
     agent = await ctx.app.service(AgentService).create(
-        ctx.ws, name=args.name, role=args.role, system_prompt=args.system_prompt, adapter=args.adapter
+        ctx.ws,
+        name=args.name,
+        role=args.role,
+        system_prompt=args.system_prompt,
+        adapter=args.adapter,
+        by_owner=ctx.principal.is_server_owner,
     )
     await ctx.audit("agents.create", f"agent:{agent.id}", {"name": agent.name, "adapter": agent.adapter.type})
     return AgentView.of(agent)
@@ -80,7 +87,8 @@ class AgentUpdateArgs(WsArgs):
 
 @op("agents.update", kind="mutate", scope="workspace", min_role="admin", actions=["secretAccess"])
 async def agents_update(ctx: OpContext, args: AgentUpdateArgs) -> AgentView:
-    """Edit an agent; an adapter given without ``apiKey`` keeps the stored key."""
+    """Edit an agent; an adapter given without ``apiKey`` keeps the stored key. A ``baseUrl`` is held to the rules
+    of ``agents.create`` for whoever saves it."""
     agent = await ctx.app.service(AgentService).update(
         ctx.ws,
         args.agent_id,
@@ -88,6 +96,7 @@ async def agents_update(ctx: OpContext, args: AgentUpdateArgs) -> AgentView:
         role=args.role,
         system_prompt=args.system_prompt,
         adapter=args.adapter,
+        by_owner=ctx.principal.is_server_owner,
     )
     await ctx.audit("agents.update", f"agent:{agent.id}", {"name": agent.name, "adapter": agent.adapter.type})
     return AgentView.of(agent)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hangar.agents.bodies import BODIES
+from hangar.agents.endpoints import TRUSTED_MODEL_HOSTS_SPEC
 from hangar.agents.events import AGENT_EVENTS
 from hangar.agents.ops import AGENT_OPS
 from hangar.agents.ops_teams import TEAM_OPS
@@ -38,6 +39,7 @@ AGENTS_PART = Part(
     migrations=[MIGRATIONS],
     events=AGENT_EVENTS,
     bodies=BODIES,
+    server_settings=[TRUSTED_MODEL_HOSTS_SPEC],
     start=_start,
     stop=_stop,
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from hangar.agents.adapters.base import Adapter, HistoryMessage, RunRequest, Run
 from hangar.agents.adapters.command import CommandLineAdapter
 from hangar.agents.adapters.openai import OpenAIChatAdapter
 from hangar.agents.config import CommandAdapter, OpenAIAdapter
+from hangar.agents.endpoints import ModelEndpoint
 from hangar.agents.live_run import LiveRun
 from hangar.agents.mcp_grant import McpGrant, grant_mcp, revoke
 from hangar.agents.output_schema import check_schema
@@ -52,9 +54,10 @@ log = logging.getLogger(__name__)
 PROMPT_MAX = 200_000
 
 
-def make_adapter(agent: Agent, http: httpx.AsyncClient) -> Adapter:
+def make_adapter(app: AppContext, agent: Agent, http: httpx.AsyncClient, tls: ssl.SSLContext) -> Adapter:
     if isinstance(agent.adapter, OpenAIAdapter):
-        return OpenAIChatAdapter(agent.adapter, http)
+        endpoint = ModelEndpoint(app, agent.adapter.base_url, by_owner=agent.endpoint_by_owner, shared=http, tls=tls)
+        return OpenAIChatAdapter(agent.adapter, endpoint)
     return CommandLineAdapter(agent.adapter)
 
 
@@ -64,8 +67,11 @@ class AgentRunner:
         self.agents = agents
         self.spaces = spaces
         self.store = RunStore(app)
-        # One pooled client for every run: connections to a model server are reused across turns and runs.
+        # One pooled client for every run of an endpoint the server owner configured: connections to a model
+        # server are reused across turns and runs. A workspace admin's endpoint gets a client of its run's own,
+        # with the certificates this one trusts (``hangar.agents.endpoints``).
         self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
+        self._tls = httpx.create_ssl_context()
         self._drivers: dict[str, asyncio.Task[None]] = {}
         self._driven_in: dict[str, str] = {}  # run id -> workspace of the runs driven here
         self._adapters: dict[str, asyncio.Task[RunResult]] = {}
@@ -310,7 +316,9 @@ class AgentRunner:
             )
             if run_id in self._interrupted:  # interrupted before the adapter started
                 raise asyncio.CancelledError
-            adapter_task = asyncio.get_running_loop().create_task(make_adapter(agent, self._http).run(request, live))
+            adapter_task = asyncio.get_running_loop().create_task(
+                make_adapter(self.app, agent, self._http, self._tls).run(request, live)
+            )
             self._adapters[run_id] = adapter_task
             try:
                 result = await asyncio.shield(adapter_task)

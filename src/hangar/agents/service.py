@@ -3,6 +3,9 @@
 The API key of an ``openai`` agent lives only in the secrets file under ``agents.<workspaceId>.<agentId>.apiKey``;
 records say ``hasApiKey`` instead. Updating the adapter without an ``apiKey`` keeps the stored key (switching to
 the ``command`` adapter drops it).
+
+Where an ``openai`` agent's turns may go depends on who configured its endpoint (the server owner or a workspace
+admin; recorded with the agent, since every turn goes there again): ``hangar.agents.endpoints`` holds those rules.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import sqlalchemy as sa
 
 from hangar.agents import tables
 from hangar.agents.config import CommandAdapter, OpenAIAdapter, check_role, parse_adapter, stored_adapter
+from hangar.agents.endpoints import check_saved
 from hangar.agents.product_catalogue import check_product_tools
 from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
@@ -36,6 +40,9 @@ class Agent:
     has_api_key: bool
     created_at: datetime
     updated_at: datetime
+    # The server owner configured the model endpoint: its turns may reach anything the server reaches (False,
+    # a workspace admin's, unless known).
+    endpoint_by_owner: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         adapter = stored_adapter(self.adapter)
@@ -74,11 +81,22 @@ class AgentService:
         return self._app.secrets.get(secret_key(workspace_id, agent_id))
 
     async def create(
-        self, workspace_id: str, *, name: str, adapter: Any, role: str = "member", system_prompt: str = ""
+        self,
+        workspace_id: str,
+        *,
+        name: str,
+        adapter: Any,
+        role: str = "member",
+        system_prompt: str = "",
+        by_owner: bool = False,
     ) -> Agent:
+        """``by_owner``: the server owner configures it (its endpoint then reaches anything); otherwise a workspace
+        admin, whose endpoint the rules of ``hangar.agents.endpoints`` hold (``Forbidden`` naming
+        ``adapter.baseUrl``)."""
         name = require_text(name, "name", limit=200)
         check_role(role)
         config = self._parse(adapter)
+        await self._check_endpoint(config, by_owner)
         if role == "chiefExecutive":
             await self._check_single_chief(workspace_id, None)
         agent_id = new_id()
@@ -92,6 +110,7 @@ class AgentService:
             adapter=stored_adapter(config),
             created_at=now,
             updated_at=now,
+            endpoint_by_owner=by_owner,
         )
         try:
             await self._write(workspace_id, agent_id, insert, chief=role == "chiefExecutive")
@@ -114,6 +133,11 @@ class AgentService:
                 if name is not None:
                     raise Conflict(f"agent {name} is already the workspace's chief-executive agent")
             await conn.execute(statement)
+
+    async def _check_endpoint(self, config: OpenAIAdapter | CommandAdapter, by_owner: bool) -> None:
+        """Refuse a workspace admin's model endpoint the server may not reach (checked again at every turn)."""
+        if isinstance(config, OpenAIAdapter) and not by_owner:
+            await check_saved(self._app, config.base_url)
 
     def _parse(self, raw: Any) -> OpenAIAdapter | CommandAdapter:
         """Adapter settings as given; the product tools they name checked against the ops this process serves."""
@@ -176,6 +200,7 @@ class AgentService:
             has_api_key=self._app.secrets.has(secret_key(workspace_id, row["id"])),
             created_at=row["created_at"],
             updated_at=row["updated_at"],
+            endpoint_by_owner=bool(row["endpoint_by_owner"]),
         )
 
     async def get(self, workspace_id: str, agent_id: str, *, field: str = "agent_id") -> Agent:
@@ -216,7 +241,10 @@ class AgentService:
         role: str | None = None,
         system_prompt: str | None = None,
         adapter: Any = None,
+        by_owner: bool = False,
     ) -> Agent:
+        """Change what is given; ``by_owner`` as for ``create``. An adapter a workspace admin saves with the
+        ``baseUrl`` it had keeps whoever configured that endpoint."""
         current = await self.get(workspace_id, agent_id)
         values: dict[str, Any] = {"updated_at": self._app.clock.now()}
         if name is not None:
@@ -228,8 +256,14 @@ class AgentService:
         if system_prompt is not None:
             values["system_prompt"] = system_prompt
         if adapter is not None:
-            config = self._keep_secrets(workspace_id, agent_id, self._parse(adapter), previous=current.adapter)
+            parsed = self._parse(adapter)
+            before = current.adapter.base_url if isinstance(current.adapter, OpenAIAdapter) else None
+            kept = isinstance(parsed, OpenAIAdapter) and parsed.base_url == before and current.endpoint_by_owner
+            owners = by_owner or kept
+            await self._check_endpoint(parsed, owners)
+            config = self._keep_secrets(workspace_id, agent_id, parsed, previous=current.adapter)
             values["adapter"] = stored_adapter(config)
+            values["endpoint_by_owner"] = owners
         update = sa.update(tables.agents).where(tables.agents.c.id == agent_id).values(**values)
         await self._write(workspace_id, agent_id, update, chief=role == "chiefExecutive")
         return await self.get(workspace_id, agent_id)

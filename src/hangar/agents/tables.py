@@ -27,6 +27,8 @@ agents = sa.Table(
     sa.Column("adapter", sa.JSON, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    # Who configured the model endpoint decides where its turns may go (hangar.agents.endpoints).
+    sa.Column("endpoint_by_owner", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 agent_runs = sa.Table(

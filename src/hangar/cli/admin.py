@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
 from hangar.errors import InvalidArgs
+
+if TYPE_CHECKING:
+    from hangar.core.part import Part
 
 admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_help=True)
 
@@ -62,21 +65,38 @@ def trusted_host_exec_cmd(
         typer.echo("trusted host execution is off: user code runs only in enclosures")
 
 
+def _declared_settings() -> tuple[list[str], Part]:
+    """Every server setting the parts declare (their keys), and a part that declares them all and starts nothing.
+
+    The identity part keeps server settings and checks each against its declaration: it is handed the other
+    parts' declarations (the kernel's comes with every context), and none of their services start."""
+    from hangar.core.part import Part
+    from hangar.server.parts import all_parts
+
+    parts = all_parts()
+    known = sorted(s.key for p in parts for s in p.server_settings)
+    declared = Part(
+        name="declared-settings",
+        server_settings=[s for p in parts if p.name not in ("kernel", "identity") for s in p.server_settings],
+    )
+    return known, declared
+
+
 def _list_setting(key: str, values: list[str] | None, clear: bool, data_dir: Path | None, hint: str) -> list[str]:
-    """Replace the workspace part's list setting ``key`` with ``values`` (or with none: ``clear``) and return what
-    it holds now; without either, only read it."""
+    """Replace the list setting ``key`` with ``values`` (or with none: ``clear``) and return what it holds now;
+    without either, only read it."""
     from hangar.server.context_factory import open_context
 
     if clear and values:
         raise typer.BadParameter(f"give {hint.lower()} or --clear, not both", param_hint=hint)
     settings = settings_from(data_dir=data_dir)
+    _known, declared = _declared_settings()
 
     async def run() -> list[str]:
         from hangar.identity import IdentityService
         from hangar.identity.part import IDENTITY_PART
-        from hangar.workspace.part import WORKSPACE_PART
 
-        async with open_context(settings, parts=[IDENTITY_PART, WORKSPACE_PART]) as ctx:
+        async with open_context(settings, parts=[IDENTITY_PART, declared]) as ctx:
             identity = ctx.service(IdentityService)
             if clear or values:
                 await identity.set_setting(key, list(values or []))
@@ -130,6 +150,32 @@ def trusted_repo_hosts_cmd(
         typer.echo("no host is named: only the server owner registers ssh URLs or repositories on private networks")
 
 
+@admin_app.command("trusted-model-hosts")
+def trusted_model_hosts_cmd(
+    hosts: Annotated[
+        list[str] | None, typer.Argument(help="host names or addresses, each with an optional :port; none: show them")
+    ] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="name no host (admins' agents reach public hosts)")] = False,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Hosts the model endpoints of workspace admins' agents may reach at private and at this host's addresses.
+
+    An agent's turns are requests the server makes, so by default a workspace admin's agent reaches only public
+    addresses; the server owner's reach any. For the hosts named here (at the port given, or at every port) an
+    admin's agent may reach the private network and this host's loopback and own addresses too: a model served on
+    this machine (127.0.0.1:11434 for Ollama). Link-local and metadata addresses, and the ports this server listens
+    on, stay refused."""
+    from hangar.agents.endpoints import SETTING_TRUSTED_MODEL_HOSTS
+
+    named = _list_setting(SETTING_TRUSTED_MODEL_HOSTS, hosts, clear, data_dir, "HOSTS")
+    if named:
+        typer.echo(
+            "workspace admins' agents may reach model endpoints at private and local addresses of: " + ", ".join(named)
+        )
+    else:
+        typer.echo("no host is named: workspace admins' agents reach model endpoints at public addresses only")
+
+
 @admin_app.command("setting")
 def setting_cmd(
     key: Annotated[str | None, typer.Argument(help="a server setting, e.g. rigs.memoryBudgetMb")] = None,
@@ -142,13 +188,9 @@ def setting_cmd(
     use, so nothing restarts."""
     import json
 
-    from hangar.core.part import Part
-    from hangar.errors import InvalidArgs
     from hangar.server.context_factory import open_context
-    from hangar.server.parts import all_parts
 
-    parts = all_parts()
-    known = sorted(s.key for p in parts for s in p.server_settings)
+    known, declared = _declared_settings()
     if key is not None and key not in known:
         raise typer.BadParameter(f"{key!r} is not a server setting (known: {', '.join(known)})", param_hint="KEY")
     parsed: object = None
@@ -158,12 +200,6 @@ def setting_cmd(
         except ValueError:
             raise typer.BadParameter(f"{value!r} is not JSON (a number, true, false or a quoted text)") from None
     settings = settings_from(data_dir=data_dir)
-    # The identity part keeps server settings and checks each against its declaration: it is handed the other
-    # parts' declarations (the kernel's comes with every context), and none of their services start.
-    declared = Part(
-        name="declared-settings",
-        server_settings=[s for p in parts if p.name not in ("kernel", "identity") for s in p.server_settings],
-    )
 
     async def run() -> list[tuple[str, object]]:
         from hangar.identity import IdentityService

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from hangar.config import Settings
 from hangar.core.audit import sensitive as _sensitive
 from hangar.core.beneath import anchored, lstat_beneath
 from hangar.core.confine import Scope
@@ -106,19 +105,6 @@ async def confinement_allowlist(app: AppContext, scope: Scope) -> frozenset[str]
     if scope.space_id is not None:
         return await allowlist(app, scope.workspace_id, scope.space_id)
     return await asyncio.to_thread(terminal_default_allowlist)
-
-
-def server_ports(s: Settings) -> frozenset[int]:
-    """The ports the server's own configuration names: its listener, its site and the explicit ports of the
-    origins it is reached at. A rig's forward never takes one of these numbers, so a restarted server finds
-    them free."""
-    ports = {s.port, *([s.site_port] if s.site_port is not None else [])}
-    for url in (s.public_url, s.web_client_url, s.site_url):
-        with contextlib.suppress(ValueError):
-            port = urlsplit(url).port if url else None
-            if port is not None:
-                ports.add(port)
-    return frozenset(p for p in ports if p)
 
 
 LaneHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

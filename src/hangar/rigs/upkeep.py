@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from hangar.core.addresses import server_ports
 from hangar.core.context import AppContext
 from hangar.errors import HangarError, NotFound
 from hangar.rigs import hooks
@@ -133,7 +134,9 @@ class RigUpkeep:
                     return
                 listening = await handle.listening_ports()
                 before = live.ports.rows()
-                fresh = await live.ports.sync(handle, listening, hooks.server_ports(self.app.settings))
+                # A rig's forward never takes one of the server's own port numbers, so a restarted server finds
+                # them free.
+                fresh = await live.ports.sync(handle, listening, server_ports(self.app.settings))
                 after = live.ports.rows()
                 if after != before:
                     live.notify({"type": "ports", "ports": after})

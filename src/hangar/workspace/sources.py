@@ -26,7 +26,6 @@ checkout's refresh, a pull request's head): DNS and the settings may have change
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from hangar.core.addresses import AddressRefused, is_valid_name, normalize_host, permitted, resolve
+from hangar.core.addresses import AddressRefused, HostUnresolved, checked, host_key, host_list, is_literal
 from hangar.core.context import AppContext
 from hangar.core.settings import SettingSpec
 from hangar.errors import Forbidden, InvalidArgs
@@ -47,7 +46,6 @@ MAX_LOCAL_REPO_ROOTS = 32
 SETTING_TRUSTED_REPO_HOSTS = "trustedRepoHosts"
 TRUSTED_REPO_HOSTS_FIX = "hangar admin trusted-repo-hosts <host>..."
 MAX_TRUSTED_REPO_HOSTS = 32
-RESOLVE_LIMIT_S = 30.0  # a resolver that does not answer fails the clone like a host that does not resolve
 
 URL_FORMS = "https://, http://, ssh://, git://, file:// or user@host:path"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -118,23 +116,6 @@ def _remote(transport: str, user: str | None, host: str, port: str | None, url: 
     return Source(transport, host.strip("[]"), number)  # as written: curl matches the pinned address on it
 
 
-def _host_key(host: str) -> str:
-    """A host as ``trustedRepoHosts`` holds it and as it is compared: a lower-case name without a final dot, or an
-    address in its canonical form."""
-    try:
-        return str(ipaddress.ip_address(host))
-    except ValueError:
-        return normalize_host(host)
-
-
-def _literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
 def _check_roots(value: Any) -> list[str]:
     if (
         not isinstance(value, list)
@@ -148,19 +129,6 @@ def _check_roots(value: Any) -> list[str]:
     return [os.path.normpath(v) for v in value]
 
 
-def _check_hosts(value: Any) -> list[str]:
-    wrong = InvalidArgs(
-        f"{SETTING_TRUSTED_REPO_HOSTS} must be a list of at most {MAX_TRUSTED_REPO_HOSTS} host names or IP addresses",
-        field=SETTING_TRUSTED_REPO_HOSTS,
-    )
-    if not isinstance(value, list) or len(value) > MAX_TRUSTED_REPO_HOSTS or not all(isinstance(v, str) for v in value):
-        raise wrong
-    hosts = [_host_key(v) for v in value]
-    if not all(_literal(h) or is_valid_name(h) for h in hosts):
-        raise wrong
-    return list(dict.fromkeys(hosts))
-
-
 LOCAL_REPO_ROOTS_SPEC = SettingSpec(
     SETTING_LOCAL_REPO_ROOTS,
     "Folders whose git repositories workspace admins may register by path or file:// URL (the server owner may "
@@ -171,7 +139,7 @@ TRUSTED_REPO_HOSTS_SPEC = SettingSpec(
     SETTING_TRUSTED_REPO_HOSTS,
     "Hosts whose repositories workspace admins may register over ssh (with this server's SSH identity) and reach at "
     "private network addresses (the server owner may register any).",
-    _check_hosts,
+    host_list(SETTING_TRUSTED_REPO_HOSTS, MAX_TRUSTED_REPO_HOSTS),
 )
 
 
@@ -188,7 +156,7 @@ async def local_repo_roots(app: AppContext) -> list[Path]:
 
 
 async def trusted_repo_hosts(app: AppContext) -> frozenset[str]:
-    return frozenset(_host_key(h) for h in await _setting(app, SETTING_TRUSTED_REPO_HOSTS))
+    return frozenset(host_key(h) for h in await _setting(app, SETTING_TRUSTED_REPO_HOSTS))
 
 
 async def may_read(app: AppContext, local: Path, field: str, by_owner: bool, subject: str | None = None) -> Path:
@@ -235,7 +203,7 @@ async def reach(
         return LOCAL
     if by_owner:
         return Reach(_allow(*_OWNERS_TRANSPORTS), server_identity=True)
-    trusted = _host_key(where.host) in await trusted_repo_hosts(app)
+    trusted = host_key(where.host) in await trusted_repo_hosts(app)
     if where.transport == "git":
         raise Forbidden(
             f"{field}: {subject} uses git://, which only the server owner registers: git cannot be held to an "
@@ -260,30 +228,24 @@ async def reach(
             *_allow("http", "https"),
             # A redirect (or a dumb server's alternates) would send git to a host nobody checked.
             "-c", "http.followRedirects=false",
-            *(() if _literal(where.host) else ("-c", f"http.curloptResolve={where.host}:{where.port}:{pinned}")),
+            *(() if is_literal(where.host) else ("-c", f"http.curloptResolve={where.host}:{where.port}:{pinned}")),
         )
     )  # fmt: skip
 
 
 async def _addresses(where: Source, *, named: bool, field: str, subject: str) -> list[str]:
     """The addresses of ``where.host`` a workspace admin's clone may connect to (every answer checked)."""
-    if _literal(where.host):
-        answers = [where.host]
-    else:
-        try:
-            answers = await asyncio.wait_for(resolve(where.host, where.port), RESOLVE_LIMIT_S)
-        except (OSError, TimeoutError) as exc:
-            said = str(exc) or "no answer in time"
-            raise InvalidArgs(
-                f"{field}: {subject}: the host {where.host} does not resolve ({said})", field=field
-            ) from None
     try:
-        return permitted(
+        return await checked(
             where.host,
-            answers,
+            where.port,
             named=named,
             who="a workspace admin's clones",
             namer=f"the server owner names the host ({TRUSTED_REPO_HOSTS_FIX})",
         )
+    except HostUnresolved as exc:
+        raise InvalidArgs(
+            f"{field}: {subject}: the host {where.host} does not resolve ({exc.reason})", field=field
+        ) from None
     except AddressRefused as exc:
         raise Forbidden(f"{field}: {subject} is not reached from this server: {exc.reason}") from None

@@ -3,7 +3,8 @@
 It really speaks the protocol: ``POST /v1/chat/completions`` answers with server-sent events
 (``data: {chunk}`` lines and ``data: [DONE]``). Replies are scripted per model name as a queue of ``Reply``
 values (text, reasoning, tool calls), or misbehaviours: an HTTP error, a stall (to trigger client timeouts), a
-body that is not a stream, a non-streamed JSON completion. Every request is recorded for assertions.
+body that is not a stream, a non-streamed JSON completion, a redirect. Every request is recorded for assertions.
+It listens on ``127.0.0.1`` or on an address and port given, over TLS when given a certificate.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import json
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 
@@ -41,6 +43,7 @@ class Reply:
     garbage: str | None = None
     whole_json: bool = False
     delay_between_chunks: float = 0.0
+    redirect: str | None = None  # answer 307 to this URL
 
 
 def text(t: str, **kw: Any) -> Reply:
@@ -93,6 +96,8 @@ class FakeOpenAI:
         reply = queue.popleft() if queue else self.default
         if reply.stall_seconds:
             await asyncio.sleep(reply.stall_seconds)
+        if reply.redirect is not None:
+            return RedirectResponse(reply.redirect, status_code=307)
         if reply.status != 200:
             return JSONResponse({"error": {"message": f"scripted failure {reply.status}"}}, status_code=reply.status)
         if reply.garbage is not None:
@@ -115,11 +120,15 @@ class FakeOpenAI:
 
 
 @contextlib.asynccontextmanager
-async def running_fake_openai(fake: FakeOpenAI | None = None) -> AsyncIterator[FakeOpenAI]:
-    """Serve a ``FakeOpenAI`` (``fake``, else a new one) on an ephemeral loopback port; ``fake.url`` is its ``…/v1``
-    base URL."""
+async def running_fake_openai(
+    fake: FakeOpenAI | None = None, *, host: str = "127.0.0.1", port: int = 0, tls: Path | None = None
+) -> AsyncIterator[FakeOpenAI]:
+    """Serve a ``FakeOpenAI`` (``fake``, else a new one) on ``host`` at ``port`` (0: an ephemeral one), over TLS
+    with the ``cert.pem`` and ``key.pem`` of the folder ``tls`` when given; ``fake.url`` is its ``…/v1`` base URL."""
     fake = fake or FakeOpenAI()
-    server = uvicorn.Server(uvicorn.Config(fake.app(), host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    certs = {"ssl_certfile": str(tls / "cert.pem"), "ssl_keyfile": str(tls / "key.pem")} if tls else {}
+    config = uvicorn.Config(fake.app(), host=host, port=port, log_level="warning", lifespan="off", **certs)
+    server = uvicorn.Server(config)
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -127,7 +136,7 @@ async def running_fake_openai(fake: FakeOpenAI | None = None) -> AsyncIterator[F
             task.result()
         await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
-    fake.url = f"http://127.0.0.1:{port}/v1"
+    fake.url = f"{'https' if tls else 'http'}://{host}:{port}/v1"
     try:
         yield fake
     finally:

@@ -969,7 +969,7 @@ export type WorktreeList = {
 
 // Arguments and results, one pair per op
 
-/** Create an agent; an ``openai`` adapter's ``apiKey`` goes to the secrets file and is never returned. */
+/** Create an agent; an ``openai`` adapter's ``apiKey`` goes to the secrets file and is never returned. A workspace admin's ``baseUrl`` must be one the server may reach for them: a public address, or a host the server owner names (``trustedModelHosts``); the server owner's may be any. */
 export type AgentsCreateArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1033,7 +1033,7 @@ export type AgentsRunManyArgs = {
 };
 export type AgentsRunManyResult = DispatchedRuns;
 
-/** Edit an agent; an adapter given without ``apiKey`` keeps the stored key. */
+/** Edit an agent; an adapter given without ``apiKey`` keeps the stored key. A ``baseUrl`` is held to the rules of ``agents.create`` for whoever saves it. */
 export type AgentsUpdateArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;

@@ -19,11 +19,8 @@ import httpx
 
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult, ToolResult
 from hangar.agents.config import OpenAIAdapter
+from hangar.agents.endpoints import EndpointError, ModelEndpoint
 from hangar.agents.events import RunOutcome
-
-
-class EndpointError(Exception):
-    """The model endpoint failed; the message is safe to show (it never carries the API key)."""
 
 
 @dataclass
@@ -72,11 +69,17 @@ def initial_messages(req: RunRequest) -> list[dict[str, Any]]:
 
 
 class OpenAIChatAdapter(Adapter):
-    def __init__(self, config: OpenAIAdapter, http: httpx.AsyncClient) -> None:
+    def __init__(self, config: OpenAIAdapter, endpoint: ModelEndpoint) -> None:
         self._cfg = config
-        self._http = http
+        self._endpoint = endpoint
 
     async def run(self, request: RunRequest, io: RunIO) -> RunResult:
+        try:
+            return await self._run(request, io)
+        finally:
+            await self._endpoint.aclose()
+
+    async def _run(self, request: RunRequest, io: RunIO) -> RunResult:
         messages = initial_messages(request)
         tools = io.toolbox.specs()
         limit = request.max_turns
@@ -143,11 +146,16 @@ class OpenAIChatAdapter(Adapter):
         headers = {"Accept": "text/event-stream"}
         if req.api_key:
             headers["Authorization"] = f"Bearer {req.api_key}"
-        url = f"{self._cfg.base_url}/chat/completions"
         timeout = httpx.Timeout(self._cfg.timeout_seconds, connect=min(10.0, self._cfg.timeout_seconds))
         reply = _Reply()
         try:
-            async with self._http.stream("POST", url, json=body, headers=headers, timeout=timeout) as resp:
+            async with self._endpoint.post("/chat/completions", json=body, headers=headers, limits=timeout) as resp:
+                if resp.is_redirect:
+                    raise EndpointError(
+                        f"the model endpoint answered HTTP {resp.status_code}, a redirect to "
+                        f"{resp.headers.get('location', '(nowhere)')[:300]}, which is not followed: set "
+                        "adapter.baseUrl to the address it leads to"
+                    )
                 if resp.status_code >= 400:
                     excerpt = (await resp.aread()).decode(errors="replace").strip()[:300]
                     raise EndpointError(f"the model endpoint answered HTTP {resp.status_code}: {excerpt or '(empty)'}")
