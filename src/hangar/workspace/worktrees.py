@@ -28,7 +28,7 @@ import sqlalchemy as sa
 
 from hangar.core.beneath import anchored, lstat_beneath, opened, remove_path, rename_noreplace
 from hangar.core.context import AppContext
-from hangar.core.guestacl import grant_tree, granted_user
+from hangar.core.guestacl import grant_tree, grants_guest
 from hangar.core.ids import new_id
 from hangar.core.paths import contained
 from hangar.errors import Conflict, InvalidArgs, NotFound
@@ -353,10 +353,9 @@ def _move_into_place(clone: Path, staged: Path, path: Path) -> None:
     with anchored(staged.parent) as src, anchored(path.parent) as dst:
         # Made elsewhere, the checkout lacks what it would have inherited from the folder's default ACL (the rig
         # user's write access, where an enclosure of the space has the folder): given before it is moved.
-        uid = granted_user(dst)
-        if uid is not None:
+        if grants_guest(dst):
             with opened(src, staged.name, os.O_RDONLY | os.O_DIRECTORY) as tree:
-                grant_tree(tree, uid)
+                grant_tree(tree)
         rename_noreplace(src, staged.name, dst, path.name)
     tmp = admin / "gitdir.tmp"
     tmp.write_text(f"{path}/.git\n")

@@ -1,14 +1,23 @@
-"""What the enclosure backend needs from the host, and a clear sentence when something is missing."""
+"""What the enclosure backend needs from the host, and a clear sentence when something is missing.
+
+Among it: that no host account and no host process outside enclosures has the rig user's uid or group
+(``RIG_UID``, ``RIG_GID``). Enclosed programs run as that uid on the host too (no user namespace maps it), so a
+host process sharing it could read their environments (agents' keys, run credentials), trace them, and reach the
+folders granted to them; the enclosure is then refused rather than run beside it.
+"""
 
 from __future__ import annotations
 
 import ctypes.util
+import grp
 import os
+import pwd
 import shutil
 import sys
 from pathlib import Path
 
-from hangar.rigs.backends.enclosure.cgroups import CGROUP_ROOT, detect
+from hangar.core.guestacl import RIG_GID, RIG_UID
+from hangar.rigs.backends.enclosure.cgroups import CGROUP_ROOT, GROUP_DIR, detect
 
 # host tool -> the Debian package that provides it
 HOST_TOOLS: dict[str, str] = {
@@ -69,4 +78,64 @@ def unavailable_reason(
     version, reason = detect(cgroup_root)
     if version is None:
         return f"no usable cgroups for rig limits: {reason}"
-    return None
+    return rig_uid_taken(proc_root)
+
+
+_SHARED = "could read enclosed programs' secrets and reach the folders granted to them, so enclosures are off"
+
+
+def rig_uid_taken(proc_root: Path = Path("/proc")) -> str | None:
+    """None when no host account or group (as the system's user database answers, NSS) and no running host
+    process outside enclosures has the rig user's uid or group; else one sentence naming who has it and what to do.
+    """
+    try:
+        user = pwd.getpwuid(RIG_UID).pw_name
+    except KeyError:
+        pass
+    else:
+        return (
+            f"uid {RIG_UID}, which enclosed programs run as, belongs to the host account {user!r}, whose processes "
+            f"{_SHARED}: give that account another uid (usermod --uid) or remove it, then restart the server"
+        )
+    try:
+        group = grp.getgrgid(RIG_GID).gr_name
+    except KeyError:
+        pass
+    else:
+        return (
+            f"gid {RIG_GID}, which enclosed programs run as, belongs to the host group {group!r}, whose members "
+            f"{_SHARED}: give that group another gid (groupmod --gid) or remove it, then restart the server"
+        )
+    found = _host_processes_of_rig_ids(proc_root)
+    if not found:
+        return None
+    pid, name = found[0]
+    return (
+        f"uid {RIG_UID} or gid {RIG_GID}, which enclosed programs run as, is held by host process {pid} ({name!r}) "
+        f"outside any enclosure, which {_SHARED}: stop it or run it as another user, then restart the server"
+    )
+
+
+def _host_processes_of_rig_ids(proc_root: Path) -> list[tuple[int, str]]:
+    """Running processes with the rig uid or gid (real, effective, saved, file system or supplementary) that are
+    not in a rig's cgroup, as (pid, command name). Enclosed processes are always in one: a rig's first process
+    joins its cgroup before it drops to the rig user."""
+    found = []
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status: dict[str, str] = {}
+            for line in (entry / "status").read_text().splitlines():
+                key, _, value = line.partition(":")
+                status[key] = value
+            uids = status.get("Uid", "").split()
+            gids = status.get("Gid", "").split() + status.get("Groups", "").split()
+            if str(RIG_UID) not in uids and str(RIG_GID) not in gids:
+                continue
+            groups = [line.split(":", 2)[-1] for line in (entry / "cgroup").read_text().splitlines()]
+        except OSError:
+            continue  # gone meanwhile
+        if not any(GROUP_DIR in Path(path).parts for path in groups):
+            found.append((int(entry.name), status.get("Name", "").strip()))
+    return found
