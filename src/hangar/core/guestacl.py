@@ -5,10 +5,11 @@ no host account uses: a host process of the same uid could read enclosed process
 trace them, and reach every tree granted here. ``RIG_UID`` sits in the range no convention hands out (systemd's
 table of ranges calls 1879048192-2147352575 unused): above regular users (1000-60000), systemd's dynamic and
 container users (61184-65519, 524288-1879048191), the subordinate ranges ``useradd`` gives out (100000 to
-600100000) and the ranges directory services map by default (SSSD's and FreeIPA's end at 2000200000), and below 2^31, so tools
-that keep uids in a signed 32-bit integer still take it. The enclosure refuses to start while a host account or a
-host process outside enclosures has it (``hangar.rigs.backends.enclosure.probe``). Before, rigs ran as uid 1000,
-the first person's account on a typical host: granting a tree rewrites what that uid left (``FORMER_RIG_UID``).
+600100000) and the ranges directory services map by default (SSSD's and FreeIPA's end at 2000200000); below
+2^31, so tools keeping uids in a signed 32-bit integer take it. The enclosure refuses to start while a host
+account or a host process outside enclosures has it (``hangar.rigs.backends.enclosure.probe``). Before, rigs ran
+as uid 1000, the first person's account on a typical host: granting a tree takes back what that uid left there
+(``FORMER_RIG_UID``).
 
 The server (root) owns worktrees and runs git on their clones; handing them to the guest user would make git on
 the host refuse them as of dubious ownership. Instead each directory and file gets a POSIX ACL entry for that user

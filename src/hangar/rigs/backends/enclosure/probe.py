@@ -50,6 +50,18 @@ def unavailable_reason(
     euid: int | None = None,
 ) -> str | None:
     """None when rigs can run here; else one sentence naming what is missing and how to get it."""
+    return host_reason(path=path, proc_root=proc_root, cgroup_root=cgroup_root, euid=euid) or rig_uid_taken(proc_root)
+
+
+def host_reason(
+    *,
+    path: str | None = None,
+    proc_root: Path = Path("/proc"),
+    cgroup_root: Path = CGROUP_ROOT,
+    euid: int | None = None,
+) -> str | None:
+    """What this host lacks for rigs (tools, libraries, kernel features, cgroups, root), which does not change
+    while the server runs; None when it lacks nothing."""
     if not sys.platform.startswith("linux"):
         return "the enclosure backend needs Linux namespaces; this host runs " + sys.platform
     uid = os.geteuid() if euid is None else euid
@@ -78,7 +90,7 @@ def unavailable_reason(
     version, reason = detect(cgroup_root)
     if version is None:
         return f"no usable cgroups for rig limits: {reason}"
-    return rig_uid_taken(proc_root)
+    return None
 
 
 _SHARED = "could read enclosed programs' secrets and reach the folders granted to them, so enclosures are off"
@@ -87,7 +99,8 @@ _SHARED = "could read enclosed programs' secrets and reach the folders granted t
 def rig_uid_taken(proc_root: Path = Path("/proc")) -> str | None:
     """None when no host account or group (as the system's user database answers, NSS) and no running host
     process outside enclosures has the rig user's uid or group; else one sentence naming who has it and what to do.
-    """
+    Both can change while the server runs (an account added, a program started), so this is asked afresh before
+    each enclosure starts: a few lookups and one pass over ``/proc``."""
     try:
         user = pwd.getpwuid(RIG_UID).pw_name
     except KeyError:
@@ -95,7 +108,7 @@ def rig_uid_taken(proc_root: Path = Path("/proc")) -> str | None:
     else:
         return (
             f"uid {RIG_UID}, which enclosed programs run as, belongs to the host account {user!r}, whose processes "
-            f"{_SHARED}: give that account another uid (usermod --uid) or remove it, then restart the server"
+            f"{_SHARED}: give that account another uid (usermod --uid) or remove it"
         )
     try:
         group = grp.getgrgid(RIG_GID).gr_name
@@ -104,7 +117,7 @@ def rig_uid_taken(proc_root: Path = Path("/proc")) -> str | None:
     else:
         return (
             f"gid {RIG_GID}, which enclosed programs run as, belongs to the host group {group!r}, whose members "
-            f"{_SHARED}: give that group another gid (groupmod --gid) or remove it, then restart the server"
+            f"{_SHARED}: give that group another gid (groupmod --gid) or remove it"
         )
     found = _host_processes_of_rig_ids(proc_root)
     if not found:
@@ -112,7 +125,7 @@ def rig_uid_taken(proc_root: Path = Path("/proc")) -> str | None:
     pid, name = found[0]
     return (
         f"uid {RIG_UID} or gid {RIG_GID}, which enclosed programs run as, is held by host process {pid} ({name!r}) "
-        f"outside any enclosure, which {_SHARED}: stop it or run it as another user, then restart the server"
+        f"outside any enclosure, which {_SHARED}: stop it or run it as another user"
     )
 
 
