@@ -29,7 +29,7 @@ from hangar.core.guestacl import (
     acl_bytes,
     granted_users,
 )
-from hangar.rigs.backends.enclosure import probe
+from hangar.rigs.backends.enclosure import EnclosureRig, probe
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.integration.test_guest_trees_rigs import space_with
 from tests.integration.test_workspace_repos import make_repo
@@ -54,17 +54,27 @@ def ids_of(pid: int) -> tuple[list[int], list[int]]:
     return [int(v) for v in fields["Uid"].split()], [int(v) for v in fields["Gid"].split()]
 
 
-def holding(secret: str) -> list[int]:
-    """Host pids of processes whose environment holds ``secret`` (read as root, which may)."""
+def holding(secret: str, command: str) -> list[int]:
+    """Host pids of processes running ``command`` whose environment holds ``secret`` (read as root, which may)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and entry.name != str(os.getpid()):
             try:
-                if secret.encode() in (entry / "environ").read_bytes():
+                if (entry / "comm").read_text().strip() == command and secret.encode() in (
+                    entry / "environ"
+                ).read_bytes():
                     found.append(int(entry.name))
             except OSError:
                 continue
     return found
+
+
+async def waiting_for(secret: str, command: str) -> list[int]:
+    for _ in range(600):
+        if found := holding(secret, command):
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {command} holding the secret showed up")
 
 
 def users_of(path: Path, name: str = ACCESS) -> list[int]:
@@ -94,12 +104,11 @@ async def test_a_host_account_reads_no_command_agents_secrets_and_no_file_of_its
             "agents.run", workspace_id=ws, agent_id=agent["id"], space_id=space["id"], prompt="go"
         )
         try:
+            pids = await waiting_for(SECRET, "sh")  # the agent's program, waiting for its go
             for _ in range(600):
-                pids = holding(SECRET)
-                if pids and (folder / "notes.txt").exists():
+                if (folder / "notes.txt").exists():
                     break
-                await asyncio.sleep(0.1)
-            assert pids, "the agent's program should be running with its key"
+                await asyncio.sleep(0.05)
             for pid in pids:
                 assert ids_of(pid) == ([RIG_UID] * 4, [RIG_GID] * 4), pid
                 assert_out_of_reach(pid, "/home/rig/worktree/notes.txt")
@@ -119,11 +128,19 @@ async def test_a_host_account_reads_no_command_agents_secrets_and_no_file_of_its
         grp.getgrgid(RIG_GID)
 
 
-async def rig_pids(env: RigsEnv, rig: str) -> list[int]:
-    """Host pids of the rig's processes that run as someone other than root (bubblewrap itself stays root)."""
-    live = next(r for r in env.manager.live_rigs() if r.id == rig)
-    cgroup = live.handle.cgroup  # an enclosure rig's cgroup: all its processes
-    return [pid for pid in cgroup.pids() if ids_of(pid)[0] != [0] * 4]
+def rig_ids(env: RigsEnv, rig: str) -> dict[int, tuple[list[int], list[int]]]:
+    """The uids and gids of the rig's processes (by host pid) other than bubblewrap itself, which stays root."""
+    handle = next(r for r in env.manager.live_rigs() if r.id == rig).handle
+    assert isinstance(handle, EnclosureRig)
+    found = {}
+    for pid in handle.cgroup.pids():  # all the rig's processes
+        try:
+            ids = ids_of(pid)
+        except FileNotFoundError:
+            continue  # a command's shell that has just ended
+        if ids[0] != [0] * 4:
+            found[pid] = ids
+    return found
 
 
 async def test_a_terminal_runs_as_the_rig_uid_and_its_worktree_is_granted_to_it_alone(tmp_path: Path) -> None:
@@ -150,9 +167,9 @@ async def test_a_terminal_runs_as_the_rig_uid_and_its_worktree_is_granted_to_it_
         )
         assert ran["exitCode"] == 0, ran
         assert ran["stdout"].splitlines() == [str(RIG_UID), str(RIG_GID), str(RIG_GID), "from before"], ran
-        pids = await rig_pids(env, rig)
-        assert pids and all(ids_of(pid) == ([RIG_UID] * 4, [RIG_GID] * 4) for pid in pids), pids
-        sleeper = next(pid for pid in holding(SECRET) if pid in pids)
+        sleeper = (await waiting_for(SECRET, "sleep"))[0]
+        ids = rig_ids(env, rig)
+        assert sleeper in ids and all(seen == ([RIG_UID] * 4, [RIG_GID] * 4) for seen in ids.values()), ids
         assert_out_of_reach(sleeper, "/home/rig/key.txt", "/home/rig/worktree/new.txt")
 
         # The worktree's ACLs name the rig uid and no longer the former one; what that uid made is the rig's.
