@@ -21,7 +21,7 @@ def test_build_pack_reuses_a_ready_pack_and_check_reports(tmp_path: Path) -> Non
     runner = CliRunner()
     result = runner.invoke(app, ["rigs", "build-pack", "--data-dir", str(tmp_path / "data")])
     assert result.exit_code == 0, result.output
-    assert f"terminal-tools-v1 already built at {packs / pack.name}" in result.output
+    assert f"terminal-tools-v1-base-v2 already built at {packs / pack.name}" in result.output
     assert PACKS.exists()
     result = runner.invoke(app, ["rigs", "check", "--data-dir", str(tmp_path / "data")])
     assert (result.exit_code, result.output) == (0, "enclosure rigs can run on this host\n")
@@ -40,4 +40,4 @@ def test_build_pack_names_a_browser_pack_and_refuses_an_unknown_one(tmp_path: Pa
     assert f"{recipe.name} already built at {packs / recipe.name}" in result.output
     result = runner.invoke(app, ["rigs", "build-pack", "browser-engine-z", "--data-dir", str(tmp_path / "data")])
     assert result.exit_code == 2
-    assert "no pack 'browser-engine-z'" in result.output and "terminal-tools-v1" in result.output
+    assert "no pack 'browser-engine-z'" in result.output and "terminal-tools-v1-base-v2" in result.output
