@@ -130,3 +130,25 @@ def test_the_backend_asks_afresh_who_has_the_rig_uid(tmp_path: Path, monkeypatch
     assert backend.unavailable_reason() is not None and "host account 'root'" in (backend.unavailable_reason() or "")
     monkeypatch.setattr(probe, "RIG_UID", RIG_UID)  # and gave it back
     assert backend.unavailable_reason() == first
+
+
+def test_subordinate_ids_holding_the_rig_uid_or_gid_are_named(tmp_path: Path) -> None:
+    """An account whose subordinate range holds the rig uid could map it in a user namespace of its own."""
+    proc, etc = tmp_path / "proc", tmp_path / "etc"
+    proc.mkdir()
+    etc.mkdir()
+    (etc / "subuid").write_text(f"alice:100000:65536\nbob:{RIG_UID - 65536}:65536\n")  # ends just below it
+    (etc / "subgid").write_text(f"# not a range\nalice:100000:65536\ncarol:{RIG_GID + 1}:65536\n")  # starts above
+    assert probe.rig_uid_taken(proc, etc) is None
+    (etc / "subuid").write_text(f"alice:100000:65536\nbob:{RIG_UID - 65535}:65536\n")  # its last one
+    assert probe.rig_uid_taken(proc, etc) == (
+        f"uid {RIG_UID}, which enclosed programs run as, lies in the subordinate uids {etc}/subuid gives 'bob' "
+        f"({RIG_UID - 65535}-{RIG_UID}), whose user namespaces could read enclosed programs' secrets and reach the "
+        "folders granted to them, so enclosures are off: give it a range without it (usermod --del-subuids "
+        f"{RIG_UID - 65535}-{RIG_UID} --add-subuids <another range> bob)"
+    )
+    (etc / "subuid").write_text("")
+    (etc / "subgid").write_text(f"carol:{RIG_GID}:65536\n")  # its first one
+    assert f"gid {RIG_GID}, which enclosed programs run as, lies in the subordinate gids" in (
+        probe.rig_uid_taken(proc, etc) or ""
+    )

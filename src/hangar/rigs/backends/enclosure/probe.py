@@ -96,11 +96,12 @@ def host_reason(
 _SHARED = "could read enclosed programs' secrets and reach the folders granted to them, so enclosures are off"
 
 
-def rig_uid_taken(proc_root: Path = Path("/proc")) -> str | None:
-    """None when no host account or group (as the system's user database answers, NSS) and no running host
-    process outside enclosures has the rig user's uid or group; else one sentence naming who has it and what to do.
-    Both can change while the server runs (an account added, a program started), so this is asked afresh before
-    each enclosure starts: a few lookups and one pass over ``/proc``."""
+def rig_uid_taken(proc_root: Path = Path("/proc"), etc: Path = Path("/etc")) -> str | None:
+    """None when no host account or group (as the system's user database answers, NSS), no account's subordinate
+    ids (``/etc/subuid``, ``/etc/subgid``: what its user namespaces may map) and no running host process outside
+    enclosures has the rig user's uid or group; else one sentence naming who has it and what to do. All of it can
+    change while the server runs (an account added, a program started), so this is asked afresh before each
+    enclosure starts: a few lookups, two small files and one pass over ``/proc``."""
     try:
         user = pwd.getpwuid(RIG_UID).pw_name
     except KeyError:
@@ -119,6 +120,15 @@ def rig_uid_taken(proc_root: Path = Path("/proc")) -> str | None:
             f"gid {RIG_GID}, which enclosed programs run as, belongs to the host group {group!r}, whose members "
             f"{_SHARED}: give that group another gid (groupmod --gid) or remove it"
         )
+    for kind, wanted, flag in (("uid", RIG_UID, "subuids"), ("gid", RIG_GID, "subgids")):
+        delegated = _delegated(etc / f"sub{kind}", wanted)
+        if delegated is not None:
+            owner, first, last = delegated
+            return (
+                f"{kind} {wanted}, which enclosed programs run as, lies in the subordinate {kind}s "
+                f"{etc / f'sub{kind}'} gives {owner!r} ({first}-{last}), whose user namespaces {_SHARED}: give it a "
+                f"range without it (usermod --del-{flag} {first}-{last} --add-{flag} <another range> {owner})"
+            )
     found = _host_processes_of_rig_ids(proc_root)
     if not found:
         return None
@@ -127,6 +137,21 @@ def rig_uid_taken(proc_root: Path = Path("/proc")) -> str | None:
         f"uid {RIG_UID} or gid {RIG_GID}, which enclosed programs run as, is held by host process {pid} ({name!r}) "
         f"outside any enclosure, which {_SHARED}: stop it or run it as another user"
     )
+
+
+def _delegated(path: Path, wanted: int) -> tuple[str, int, int] | None:
+    """The (owner, first, last) of the range in a subordinate id file (``owner:first:count`` lines) holding
+    ``wanted``; None when none does or the file is absent."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        owner, _, rest = line.strip().partition(":")
+        first, _, count = rest.partition(":")
+        if first.isdigit() and count.isdigit() and int(first) <= wanted < int(first) + int(count):
+            return owner, int(first), int(first) + int(count) - 1
+    return None
 
 
 def _host_processes_of_rig_ids(proc_root: Path) -> list[tuple[int, str]]:
