@@ -86,6 +86,7 @@ def fake_process(
         f"Name:\tsquatter\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nGid:\t{gid}\t{gid}\t{gid}\t{gid}\nGroups:\t{groups}\n"
     )
     (entry / "cgroup").write_text(cgroup)
+    (entry / "stat").write_text(f"{pid} (squat) ter) S 1 {pid} {pid} 0 -1 4194560 0 0 0 0\n")
 
 
 def test_no_host_account_group_or_process_has_the_rig_uid_here() -> None:
@@ -152,3 +153,16 @@ def test_subordinate_ids_holding_the_rig_uid_or_gid_are_named(tmp_path: Path) ->
     assert f"gid {RIG_GID}, which enclosed programs run as, lies in the subordinate gids" in (
         probe.rig_uid_taken(proc, etc) or ""
     )
+
+
+def test_an_exiting_process_of_a_closing_rig_is_passed_over(tmp_path: Path) -> None:
+    """An exiting process leaves its groups before it is gone: it reads as in the root groups meanwhile."""
+    proc = tmp_path / "proc"
+    fake_process(proc, 20, uid=RIG_UID, gid=RIG_GID, cgroup="4:memory:/\n0::/\n")
+    stat = proc / "20" / "stat"
+    running = stat.read_text()
+    for leaving in (running.replace(" S ", " Z "), running.replace(" 4194560 ", f" {4194560 | probe.PF_EXITING} ")):
+        stat.write_text(leaving)
+        assert probe.rig_uid_taken(proc) is None
+    stat.write_text(running)
+    assert "host process 20 ('squatter')" in (probe.rig_uid_taken(proc) or "")

@@ -30,6 +30,7 @@ HOST_TOOLS: dict[str, str] = {
 # shared library (as ctypes finds it) -> the Debian package that provides it; libseccomp builds the rigs' filter
 HOST_LIBRARIES: dict[str, str] = {"seccomp": "libseccomp2"}
 NAMESPACES = ("mnt", "pid", "ipc", "uts", "net")
+PF_EXITING = 0x4  # the kernel's flag for a task in its exit path, in /proc/<pid>/stat's flags field
 
 
 def _missing_libraries() -> dict[str, str]:
@@ -156,8 +157,10 @@ def _delegated(path: Path, wanted: int) -> tuple[str, int, int] | None:
 
 def _host_processes_of_rig_ids(proc_root: Path) -> list[tuple[int, str]]:
     """Running processes with the rig uid or gid (real, effective, saved, file system or supplementary) that are
-    not in a rig's cgroup, as (pid, command name). Enclosed processes are always in one: a rig's first process
-    joins its cgroup before it drops to the rig user."""
+    not in a rig's cgroup, as (pid, command name). Enclosed processes are always in one while they live: a rig's
+    first process joins its cgroup before it drops to the rig user. One that is exiting (a closing rig's) leaves
+    its groups before it is gone and then reads as in the root ones: it is passed over (checked after its groups
+    are read, so one that starts exiting meanwhile is too)."""
     found = []
     for entry in proc_root.iterdir():
         if not entry.name.isdigit():
@@ -172,8 +175,16 @@ def _host_processes_of_rig_ids(proc_root: Path) -> list[tuple[int, str]]:
             if str(RIG_UID) not in uids and str(RIG_GID) not in gids:
                 continue
             groups = [line.split(":", 2)[-1] for line in (entry / "cgroup").read_text().splitlines()]
+            if any(GROUP_DIR in Path(path).parts for path in groups) or _exiting(entry):
+                continue
         except OSError:
             continue  # gone meanwhile
-        if not any(GROUP_DIR in Path(path).parts for path in groups):
-            found.append((int(entry.name), status.get("Name", "").strip()))
+        found.append((int(entry.name), status.get("Name", "").strip()))
     return found
+
+
+def _exiting(entry: Path) -> bool:
+    """Whether the process is exiting or has exited (a zombie, or dead)."""
+    fields = (entry / "stat").read_text().rpartition(")")[2].split()  # after the command name, which may hold ")"
+    state, flags = fields[0], int(fields[6])
+    return state in ("Z", "X") or bool(flags & PF_EXITING)
