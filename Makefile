@@ -23,7 +23,7 @@ KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/
 # the commands are missing.
 WEB_SOURCES := $(shell find web/src web/test -type f 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json web/package.json
 
-.PHONY: install run test apt-deps apt-run-deps apt-bench-deps lint typecheck pytest fuzz bench clean web web-test client-types manual-shots
+.PHONY: install run test test-packs apt-deps apt-run-deps apt-bench-deps lint typecheck pytest fuzz bench clean web web-test client-types manual-shots
 
 $(BIN)/hangar: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -86,8 +86,20 @@ web-test: web/node_modules/.package-lock.json
 client-types: install
 	$(BIN)/python -m hangar.server.typed_client
 
-pytest: install apt-deps web
-	$(KEEP_BYTECODE) $(BIN)/pytest -q
+# The rig image packs the tests boot rigs, shell steps and command agents from: the terminal's and each browser
+# engine's, in one directory per machine shared by every run and every test process ($HANGAR_TEST_PACKS, default
+# ~/.cache/hangar-test/packs). Built here, before the tests, one line of progress per pack: a first run takes
+# minutes per pack (mmdebstrap from the Debian mirror); later runs find them built. A failed build says why and
+# stops here; running it again retries. Where this host cannot run rigs, nothing is built and those tests skip.
+TEST_PACKS := $(or $(HANGAR_TEST_PACKS),$(HOME)/.cache/hangar-test/packs)
+
+test-packs: install apt-deps
+	@if why=$$(HANGAR_RIG_PACKS_DIR=$(TEST_PACKS) $(BIN)/hangar rigs check); then \
+	  HANGAR_RIG_PACKS_DIR=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/hangar rigs build-pack --all; \
+	else echo "rig packs not built ($$why): the tests that need them skip"; fi
+
+pytest: install apt-deps web test-packs
+	HANGAR_TEST_PACKS=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/pytest -q
 
 test: install apt-deps lint typecheck web web-test pytest
 

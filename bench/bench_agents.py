@@ -68,7 +68,9 @@ def start_hangar(tmp: Path) -> tuple[subprocess.Popen[str], str, str]:
     token = subprocess.run(
         [str(BIN), "admin", "owner-token", "--data-dir", data], check=True, capture_output=True, text=True
     ).stdout.strip()
-    proc = start([str(BIN), "serve", "--no-site", "--port", "0", "--data-dir", data], tmp, "hangar")
+    proc = start(
+        [str(BIN), "serve", "--no-prepare-pack", "--no-site", "--port", "0", "--data-dir", data], tmp, "hangar"
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("server: "):

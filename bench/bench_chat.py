@@ -109,7 +109,7 @@ def start_hangar(tmp: Path, api_url: str) -> tuple[subprocess.Popen[str], str, s
     ).stdout.strip()
     env = {**os.environ, "HANGAR_CHATPROVIDER_API_URL": api_url}
     proc = subprocess.Popen(
-        [str(BIN), "serve", "--no-site", "--port", "0", "--data-dir", data],
+        [str(BIN), "serve", "--no-prepare-pack", "--no-site", "--port", "0", "--data-dir", data],
         stdout=subprocess.PIPE,
         stderr=(tmp / "hangar.log").open("w"),
         text=True,

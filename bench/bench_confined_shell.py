@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from hangar.core.confine import HOST, Confinement, Job, Scope, run_alone
+from hangar.core.disks import ScopeDisks, detach
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.confinement import RigConfinement
 from hangar.rigs.image.pack import ensure_pack
@@ -55,19 +56,21 @@ async def main() -> None:
         reason = backend.unavailable_reason()
         if reason is not None:
             raise SystemExit(f"enclosures cannot run here: {reason}")
-        enclosure = RigConfinement(backend)
+        # As the server has it: the run directory on a disk of its own (where this host can make one).
+        enclosure = RigConfinement(backend, disks=ScopeDisks(Path(root) / "disks"))
         boots: list[float] = []
         confined: list[float] = []
         host: list[float] = []
         alones: list[float] = []
         try:
             for r in range(ROUNDS):
-                scope = Scope(f"pipelineRun:bench{r}", "bench", Path(root) / f"run{r}")
+                scope = Scope(f"pipelineRun:bench{r}", "bench", Path(root) / "pipelines" / f"bench{r}")
                 boots.append(await timed(enclosure, scope))
                 for _ in range(STEPS):  # alternate, so both sides see the same machine load
                     confined.append(await timed(enclosure, scope))
                     host.append(await timed(HOST, scope))
                 await enclosure.release(scope.key)
+                detach(scope.workdir)
             for r in range(ROUNDS * 3):
                 alones.append(await alone(enclosure, Scope(f"agentRun:bench{r}", "bench", Path(root) / f"run{r}")))
         finally:

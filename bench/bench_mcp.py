@@ -34,7 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_rpc import BIN, socket_load, start_server
-from hangar.rpc.mcp.sessions import MAX_SESSIONS_PER_CREDENTIAL
+from hangar.config import MCP_SESSIONS_PER_CREDENTIAL
 
 VERSION = "2025-06-18"
 INIT = {
@@ -193,7 +193,8 @@ def rss_kib(pid: int) -> int:
 
 def more_tokens(data_dir: str, count: int) -> list[str]:
     """Further device credentials of the server owner: one credential holds at most
-    ``MAX_SESSIONS_PER_CREDENTIAL`` sessions, so many sessions are opened as many agent clients would."""
+    ``MCP_SESSIONS_PER_CREDENTIAL`` sessions, so many sessions are opened as many agent clients would (and the
+    server is told one person may hold them all: ``main``)."""
     return [
         subprocess.run(
             [str(BIN), "admin", "owner-token", "--data-dir", data_dir], check=True, capture_output=True, text=True
@@ -205,7 +206,7 @@ def more_tokens(data_dir: str, count: int) -> list[str]:
 async def hold_sessions(url: str, tokens: list[str], count: int, pid: int) -> tuple[int, int, float]:
     before = rss_kib(pid)
     limits = httpx.Limits(max_connections=50)
-    owners = [tokens[n // MAX_SESSIONS_PER_CREDENTIAL] for n in range(count)]
+    owners = [tokens[n // MCP_SESSIONS_PER_CREDENTIAL] for n in range(count)]
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
         t0 = time.perf_counter()
         sessions = await asyncio.gather(*(open_session(http, url, token) for token in owners))
@@ -226,6 +227,8 @@ def report(name: str, lat: list[float]) -> float:
 
 
 async def main(seconds: float, sessions: int) -> None:
+    # The sessions are all the server owner's (over several credentials): let one person hold that many.
+    os.environ["HANGAR_MCP_SESSIONS_PER_USER"] = str(max(sessions, 1))
     with tempfile.TemporaryDirectory() as data_dir:
         proc, ws_url, token = start_server(data_dir)
         url = ws_url.replace("ws://", "http://").removesuffix("/rpc") + "/mcp"
@@ -246,7 +249,7 @@ async def main(seconds: float, sessions: int) -> None:
             report("mcp via the SDK client (client included)", await sdk_load(url, token, seconds))
             lat, count, size = await list_tools(url, token, 50)
             report(f"mcp: tools/list ({count} tools, {size // 1024} KiB)", lat)
-            tokens = more_tokens(data_dir, -(-sessions // MAX_SESSIONS_PER_CREDENTIAL))
+            tokens = more_tokens(data_dir, -(-sessions // MCP_SESSIONS_PER_CREDENTIAL))
             before, after, opened = await hold_sessions(url, tokens, sessions, proc.pid)
             per = (after - before) / sessions
             print(

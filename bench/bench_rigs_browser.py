@@ -87,7 +87,8 @@ def start_server(data_dir: Path, site_port: int, log: Path) -> tuple[subprocess.
     token = subprocess.run(
         [str(BIN), "admin", "owner-token", "--data-dir", str(data_dir)], check=True, capture_output=True, text=True
     ).stdout.strip()
-    argv = [str(BIN), "serve", "--port", "0", "--site-port", str(site_port), "--data-dir", str(data_dir)]
+    argv = [str(BIN), "serve", "--no-prepare-pack", "--port", "0", "--site-port", str(site_port)]
+    argv += ["--data-dir", str(data_dir)]
     with log.open("w") as errors:  # the server's log (the egress gate's refusals among it)
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True)
     assert proc.stdout is not None

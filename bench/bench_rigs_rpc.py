@@ -53,7 +53,9 @@ def start_server(data_dir: Path) -> tuple[subprocess.Popen[str], str, str]:
         [str(BIN), "admin", "owner-token", "--data-dir", str(data_dir)], check=True, capture_output=True, text=True
     ).stdout.strip()
     proc = subprocess.Popen(
-        [str(BIN), "serve", "--no-site", "--port", "0", "--data-dir", str(data_dir)], stdout=subprocess.PIPE, text=True
+        [str(BIN), "serve", "--no-prepare-pack", "--no-site", "--port", "0", "--data-dir", str(data_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     for line in proc.stdout:

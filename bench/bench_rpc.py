@@ -27,7 +27,7 @@ def start_server(data_dir: str) -> tuple[subprocess.Popen[str], str, str]:
         [str(BIN), "admin", "owner-token", "--data-dir", data_dir], check=True, capture_output=True, text=True
     ).stdout.strip()
     proc = subprocess.Popen(
-        [str(BIN), "serve", "--no-site", "--port", "0", "--data-dir", data_dir],
+        [str(BIN), "serve", "--no-prepare-pack", "--no-site", "--port", "0", "--data-dir", data_dir],
         stdout=subprocess.PIPE,
         text=True,
     )

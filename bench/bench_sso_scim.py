@@ -156,7 +156,7 @@ async def over_http(data_dir: Path, rounds: int) -> dict[str, float]:
     ).stdout.strip()
     port = 18000 + random.randint(0, 999)
     server = subprocess.Popen(
-        [str(BIN), "serve", "--data-dir", str(data_dir), "--port", str(port), "--no-site"],
+        [str(BIN), "serve", "--no-prepare-pack", "--data-dir", str(data_dir), "--port", str(port), "--no-site"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

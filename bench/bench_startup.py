@@ -65,7 +65,18 @@ def serve_ready(src: Path, data: Path) -> float:
     """Seconds from spawn until ``hangar serve`` prints its ``server:`` line; the server is then stopped."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-c", ENTRY, "serve", "--port", "0", "--no-site", "--data-dir", str(data)],
+        [
+            sys.executable,
+            "-c",
+            ENTRY,
+            "serve",
+            "--no-prepare-pack",
+            "--port",
+            "0",
+            "--no-site",
+            "--data-dir",
+            str(data),
+        ],
         env=hangar_env(src),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

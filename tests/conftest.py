@@ -1,14 +1,32 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Iterator
+
+import pytest
+
+# The packs the selected tests declare are built before the first of them (tests/support/packs.py).
+from tests.support.packs import PACKS, pytest_collection_finish, pytest_runtest_setup  # noqa: F401
 
 # Tests never touch a user's real data directory.
 os.environ.pop("HANGAR_DATA_DIR", None)
 os.environ.pop("HANGAR_PUBLIC_URL", None)
 os.environ.pop("SERVER_WEB_CLIENT_URL", None)
 # Every server a test starts (in this process or as a child) boots rigs, confined shell steps and command
-# agents from one image pack per machine, built once.
-os.environ["HANGAR_RIG_PACKS_DIR"] = os.environ.get(
-    "HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")
-)
+# agents from one set of image packs per machine, built before the tests (tests/support/packs.py); a server a
+# test starts never begins a build of its own at start.
+os.environ["HANGAR_RIG_PACKS_DIR"] = str(PACKS)
+os.environ["HANGAR_PREPARE_PACK"] = "0"
+
+
+@pytest.fixture(autouse=True)
+def _detach_test_disks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Disks servers mounted in a test's temporary directory (any server: in this process or a child) are
+    detached when the test ends, so thrown-away directories take their loop devices with them."""
+    # Taken here, before the test, so the directory outlives this fixture's teardown.
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if tmp is not None:
+        from tests.support.disks import detach_disks
+
+        detach_disks(tmp)

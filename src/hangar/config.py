@@ -1,17 +1,20 @@
 """Process settings: flags win over environment variables, which win over defaults.
 
 Environment: ``HANGAR_DATA_DIR``, ``HANGAR_PUBLIC_URL``, ``SERVER_WEB_CLIENT_URL``, ``HANGAR_RIG_PACKS_DIR``,
-``HANGAR_WEB_DIST``.
+``HANGAR_WEB_DIST``, ``HANGAR_TRUSTED_PROXIES``, ``HANGAR_TRUSTED_ORIGINS`` (comma-separated lists), and the limits
+``HANGAR_MAX_CONNECTIONS``, ``HANGAR_MAX_CONNECTIONS_PER_ADDRESS``, ``HANGAR_REQUEST_HEAD_TIMEOUT``,
+``HANGAR_MCP_SESSIONS_PER_CREDENTIAL``, ``HANGAR_MCP_SESSIONS_PER_USER``, ``HANGAR_MCP_SESSIONS_PER_WORKSPACE``.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from hangar.ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 
@@ -27,6 +30,23 @@ def _clean_origin(value: str | None, name: str) -> str | None:
     if not value.startswith(("http://", "https://")):
         raise ValueError(f"{name} must start with http:// or https://")
     return value.rstrip("/")
+
+
+def _items(value: Any) -> list[Any]:
+    """A list from a list, or from one comma-separated string (an environment variable)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return list(value)
+
+
+# Defaults of the limits an operator may change (each documented with its setting).
+MAX_CONNECTIONS_PER_ADDRESS = 256
+REQUEST_HEAD_TIMEOUT_S = 10.0
+MCP_SESSIONS_PER_CREDENTIAL = 64
+MCP_SESSIONS_PER_USER = 256
+MCP_SESSIONS_PER_WORKSPACE = 1000
 
 
 class Settings(BaseSettings):
@@ -58,6 +78,76 @@ class Settings(BaseSettings):
 
     # The built web client the server serves at ``/`` (default: ``web/dist`` of the checkout it runs from).
     web_dist: Path | None = Field(default=None, validation_alias=AliasChoices("web_dist", "HANGAR_WEB_DIST"))
+
+    # The reverse proxies in front of the listeners (addresses or CIDR networks). Only a connection from one of
+    # them has its ``X-Forwarded-For`` and ``X-Forwarded-Proto`` honoured; every other client is who its TCP peer
+    # is, whatever headers it sends. Empty (the default): no proxy header is honoured from anyone.
+    trusted_proxies: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), validation_alias=AliasChoices("trusted_proxies", "HANGAR_TRUSTED_PROXIES")
+    )
+    # Further origins an SSO popup may hand a credential to (a web client in development on its own port); the
+    # web client URL, the public URL and the server's own listener are trusted without being listed.
+    trusted_origins: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), validation_alias=AliasChoices("trusted_origins", "HANGAR_TRUSTED_ORIGINS")
+    )
+
+    # Connections each listener holds at once: in total (default: the process's descriptor limit less a reserve,
+    # ``hangar.server.connections``; a larger value is lowered to that), from one client address (an IPv6 /64
+    # counts as one; a trusted proxy is held only to the total), and how long a client may take to send a request
+    # head (request line and headers) before the connection is closed.
+    max_connections: int | None = Field(
+        default=None, ge=1, validation_alias=AliasChoices("max_connections", "HANGAR_MAX_CONNECTIONS")
+    )
+    max_connections_per_address: int = Field(
+        default=MAX_CONNECTIONS_PER_ADDRESS,
+        ge=1,
+        validation_alias=AliasChoices("max_connections_per_address", "HANGAR_MAX_CONNECTIONS_PER_ADDRESS"),
+    )
+    request_head_timeout: float = Field(
+        default=REQUEST_HEAD_TIMEOUT_S,
+        gt=0,
+        le=3600,
+        validation_alias=AliasChoices("request_head_timeout", "HANGAR_REQUEST_HEAD_TIMEOUT"),
+    )
+
+    # Open MCP sessions (and listen streams) one device credential, one user (all their credentials), and one
+    # workspace (the credentials limited to it: OAuth grants for one workspace, agents' credentials) may hold.
+    mcp_sessions_per_credential: int = Field(
+        default=MCP_SESSIONS_PER_CREDENTIAL,
+        ge=1,
+        validation_alias=AliasChoices("mcp_sessions_per_credential", "HANGAR_MCP_SESSIONS_PER_CREDENTIAL"),
+    )
+    mcp_sessions_per_user: int = Field(
+        default=MCP_SESSIONS_PER_USER,
+        ge=1,
+        validation_alias=AliasChoices("mcp_sessions_per_user", "HANGAR_MCP_SESSIONS_PER_USER"),
+    )
+    mcp_sessions_per_workspace: int = Field(
+        default=MCP_SESSIONS_PER_WORKSPACE,
+        ge=1,
+        validation_alias=AliasChoices("mcp_sessions_per_workspace", "HANGAR_MCP_SESSIONS_PER_WORKSPACE"),
+    )
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _trusted_proxies(cls, v: Any) -> tuple[str, ...]:
+        out = []
+        for item in _items(v):
+            try:
+                out.append(str(ipaddress.ip_network(str(item).strip(), strict=False)))
+            except ValueError:
+                raise ValueError(f"--trusted-proxy: {item!r} is not an IP address or a CIDR network") from None
+        return tuple(out)
+
+    @field_validator("trusted_origins", mode="before")
+    @classmethod
+    def _trusted_origins(cls, v: Any) -> tuple[str, ...]:
+        return tuple(o for o in (_clean_origin(str(item), "--trusted-origin") for item in _items(v)) if o)
+
+    @property
+    def packs_root(self) -> Path:
+        """Where rig image packs are built and looked for: ``rig_packs_dir``, else ``<dataDir>/rigs/microvm-packs``."""
+        return self.rig_packs_dir or self.data_dir / "rigs" / "microvm-packs"
 
     @field_validator("public_url")
     @classmethod

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from hangar.rigs.engines.registry import RECIPES
+from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv
 from tests.support.rpc import RpcClient
 
@@ -24,9 +25,11 @@ class BrowserRigs:
         if engine not in RECIPES:
             pytest.skip(f"{engine}'s client is not on this branch yet")
         if engine not in self.ids:
+            # The engine's pack is ready first (ready_pack follows a build under way elsewhere to its end), so
+            # what follows waits for the boot alone.
+            await ready_pack(engine)
             reply = await self.env.call("rig.open", space_id=self.env.space, surface="browser", engine=engine)
-            assert reply["phase"] == "ready", reply
-            rig = str(reply["rigId"])
+            rig = await self.env.ready(reply)
             await self.env.call("rig.grantHosts", rigId=rig, hosts=[self.site])
             self.ids[engine] = rig
         return self.ids[engine]

@@ -1,14 +1,14 @@
-"""Real enclosure rigs for the enclosure tests: one image pack per machine, one rig per test.
+"""Real enclosure rigs for the enclosure tests: the machine's image packs (``tests/support/packs.py``), one rig
+per test.
 
-The pack lives under a stable cache path (``HANGAR_TEST_PACKS``, default ``~/.cache/hangar-test/packs``) so it
-is built once per machine and reused by every later run; each test gets its own rigs directory. Where this host
-cannot run enclosures, tests skip with the backend's own reason.
+The packs live under a stable cache path (``HANGAR_TEST_PACKS``, default ``~/.cache/hangar-test/packs``) so they
+are built once per machine, before the tests, and reused by every later run; each test gets its own rigs
+directory. Where this host cannot run enclosures, tests skip with the backend's own reason.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -18,19 +18,16 @@ import pytest
 from hangar.rigs.backends.base import GuestTree, RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend, EnclosureRig
 from hangar.rigs.image.pack import ensure_pack
-
-PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))
-
-
-def skip_reason() -> str | None:
-    return EnclosureBackend(PACKS.parent / "probe", packs_root=PACKS).unavailable_reason()
+from tests.support.packs import PACKS, recipe_for, rigs_unavailable
 
 
-async def ready_pack() -> Path:
-    reason = skip_reason()
+async def ready_pack(key: str = "terminal") -> Path:
+    """The pack ``key`` names (``terminal`` or a browser engine), ready: built before the tests, or waited for
+    while a build under way elsewhere finishes (``ensure_pack`` follows it), never a fixed time."""
+    reason = rigs_unavailable()
     if reason is not None:
         pytest.skip(f"enclosures cannot run here: {reason}")
-    return (await ensure_pack(PACKS)).path
+    return (await ensure_pack(PACKS, None, recipe_for(key))).path
 
 
 def spec(

@@ -7,6 +7,7 @@ host cannot run enclosures the tests skip with the backend's own reason.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import tempfile
 from collections.abc import AsyncIterator, Mapping
@@ -23,6 +24,8 @@ from hangar.workspace.part import WORKSPACE_PART
 from tests.integration.rigs_enclosure_env import PACKS, ready_pack
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
+
+BOOT_BOUND_S = 300.0  # a bound against hangs only: how long a test follows a rig's boot
 
 
 @dataclass
@@ -47,9 +50,19 @@ class RigsEnv:
         return str((await self.call("spaces.create", title=title))["id"])
 
     async def open(self, space: str | None = None) -> str:
-        reply = await self.call("rig.open", space_id=space or self.space, surface="terminal")
-        assert reply["phase"] == "ready", reply
-        return str(reply["rigId"])
+        return await self.ready(await self.call("rig.open", space_id=space or self.space, surface="terminal"))
+
+    async def ready(self, opened: dict[str, Any]) -> str:
+        """The id of the rig ``rig.open`` answered with, once it is ready. An open answers `provisioning` when
+        the boot outlasts its bounded wait (a machine under load); the rig is followed to the end of its boot,
+        never failed on for being slow."""
+        rig = str(opened["rigId"])
+        if opened["phase"] != "ready":
+            async with asyncio.timeout(BOOT_BOUND_S):
+                while (row := await self.status(rig))["status"] == "provisioning":
+                    await asyncio.sleep(0.2)
+            assert row["status"] == "ready", row
+        return rig
 
     async def exec(self, rig_id: str, command: str) -> Any:
         return await self.call("rig.exec", rigId=rig_id, command=command)

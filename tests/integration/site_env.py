@@ -12,9 +12,10 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import uvicorn
-
 from hangar.cli.website import build_site
+from hangar.config import Settings
+from hangar.server.connections import ConnectionGuard, ConnectionLimits
+from hangar.server.listeners import Listener
 
 
 @dataclass
@@ -26,9 +27,10 @@ class RunningSite:
 @contextlib.contextmanager
 def serve_site(base_url: str | None = None) -> Iterator[RunningSite]:
     app = build_site(base_url)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+    # The listener ``hangar site`` runs (its protocols and connection caps).
+    server = Listener(
+        "website", app, "127.0.0.1", 0, ConnectionGuard(ConnectionLimits.from_settings(Settings()))
+    ).make()
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
     for _ in range(1000):

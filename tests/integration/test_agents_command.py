@@ -35,6 +35,7 @@ async def _agent(client: RpcClient, ws: str, prompt_via: str) -> tuple[str, str]
     return space["id"], agent["id"]
 
 
+@pytest.mark.packs("terminal")
 @pytest.mark.parametrize("prompt_via", ["stdin", "arg"])
 async def test_command_output_is_streamed_and_posted(tmp_path: Path, prompt_via: str) -> None:
     async with workspace_server(tmp_path) as (_srv, client, ws):
@@ -52,6 +53,7 @@ async def test_command_output_is_streamed_and_posted(tmp_path: Path, prompt_via:
         assert msgs[-1]["author"]["kind"] == "agent" and msgs[-1]["content"] == streamed.strip()
 
 
+@pytest.mark.packs("terminal")
 async def test_command_agent_reads_its_context_file(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (_srv, client, ws):
         space_id, agent_id = await _agent(client, ws, "stdin")
@@ -73,6 +75,7 @@ async def test_command_agent_reads_its_context_file(tmp_path: Path) -> None:
         assert not list(folder.glob(".hangar-context-*"))  # removed when the run ended
 
 
+@pytest.mark.packs("terminal")
 async def test_command_failure_reports_exit_status_and_stderr(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (_srv, client, ws):
         space_id, agent_id = await _agent(client, ws, "stdin")
@@ -82,6 +85,7 @@ async def test_command_failure_reports_exit_status_and_stderr(tmp_path: Path) ->
         assert run["error"] == "the command exited with status 3: boom: the tool broke"
 
 
+@pytest.mark.packs("terminal")
 async def test_command_that_cannot_start(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (_srv, client, ws):
         space = await client.call("spaces.create", workspace_id=ws, title="cli")
@@ -95,6 +99,7 @@ async def test_command_that_cannot_start(tmp_path: Path) -> None:
         assert run["outcome"] == "failed" and "'/no/such/program' cannot be started" in run["error"]
 
 
+@pytest.mark.packs("terminal")
 @pytest.mark.parametrize(
     ("prompt", "output", "error"),
     [
@@ -116,6 +121,7 @@ async def test_command_output_harvest(tmp_path: Path, prompt: str, output: objec
         assert run["outputError"] == error
 
 
+@pytest.mark.packs("terminal")
 async def test_interrupt_kills_the_process_group(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (_srv, client, ws):
         space_id, agent_id = await _agent(client, ws, "arg")
@@ -135,6 +141,7 @@ async def test_interrupt_kills_the_process_group(tmp_path: Path) -> None:
             raise AssertionError("the command's child process survived the interrupt")
 
 
+@pytest.mark.packs("terminal")
 async def test_command_timeout_stops_it(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (_srv, client, ws):
         space = await client.call("spaces.create", workspace_id=ws, title="cli")
@@ -151,6 +158,7 @@ async def test_command_timeout_stops_it(tmp_path: Path) -> None:
 SECRET_SHA = hashlib.sha256(b"tok-s3cret").hexdigest()[:12]
 
 
+@pytest.mark.packs("terminal")
 async def test_secret_environment_is_write_only(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (srv, client, ws):
         space = await client.call("spaces.create", workspace_id=ws, title="cli")
@@ -201,6 +209,7 @@ async def _wait_file(path: Path, timeout: float = 60.0) -> dict[str, str]:
     raise AssertionError(f"{path.name} never appeared")
 
 
+@pytest.mark.packs("terminal")
 async def test_command_agent_calls_back_over_mcp_with_a_credential_for_its_run(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

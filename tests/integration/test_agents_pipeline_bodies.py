@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.test_workspace_repos import make_repo
 from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcClient
@@ -106,6 +108,7 @@ async def test_prompt_agent_failures_fail_the_step(tmp_path: Path) -> None:
         assert [m["content"] for m in msgs] == ["go", "go", "no tool for you"]
 
 
+@pytest.mark.packs("terminal")
 async def test_team_dispatch_fans_out_in_one_space(tmp_path: Path) -> None:
     async with pipelines_server(tmp_path) as (_srv, client, ws, pipes):
         ids = [await _cli_agent(client, ws, n) for n in ("Ann", "Bob")]
@@ -291,6 +294,7 @@ async def test_worktree_cleanup_body_and_dry_run(tmp_path: Path) -> None:
         assert snap["state"]["cleanup"].startswith("sweep: released 0 worktree(s)")
 
 
+@pytest.mark.packs("terminal")
 async def test_a_repeated_attempt_finds_what_the_interrupted_one_did(tmp_path: Path) -> None:
     """Bodies run at least once: calling a body again for the same run, step and attempt (what the engine
     does after a crash) reuses the space, the message and the agent run instead of making new ones."""

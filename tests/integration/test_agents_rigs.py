@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from hangar.core.guestacl import RIG_UID
 from tests.integration.rigs_env import rigs_server
 from tests.unit.agents.fake_openai import call, running_fake_openai, text
 from tests.unit.agents.support import wait_run
+
+pytestmark = pytest.mark.packs("terminal")
 
 
 async def test_an_openai_agent_runs_a_command_in_its_spaces_rig(tmp_path: Path) -> None:

@@ -125,3 +125,18 @@ async def test_a_new_conversation_narrates_its_setup_on_the_card(tmp_path: Path)
         # Narrated after the accepted card: the agent joining the new space, then starting.
         assert set(titles[1:]) & {"Setting up Ada...", "Starting the agent..."}, titles
         assert setup[-1]["status"] == "complete" and "Ready now." in stream.text
+
+
+async def test_a_chat_account_guessing_link_codes_is_stopped_after_five_wrong_ones(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        code = (await w.client.call("chat.beginUserLink", workspace_id=w.ws, provider=PROVIDER))["code"]
+        wrong = "ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY"
+        # Five wrong guesses are answered as wrong; the sixth attempt is refused unread, even the right code.
+        for _ in range(5):
+            answer = await w.slack.acked(await w.slack.slash("/ask", f"link {wrong}", "U0MALLORY", GENERAL))
+            assert answer is not None and "not valid" in answer["text"]
+        refused = await w.slack.acked(await w.slack.slash("/ask", f"link {code}", "U0MALLORY", GENERAL))
+        assert refused is not None and "Too many wrong link codes" in refused["text"], refused
+        # Another chat account is not held to it: the code still links the person who holds it.
+        linked = await w.slack.acked(await w.slack.slash("/ask", f"link {code}", "U0CAROL", GENERAL))
+        assert linked is not None and "Linked" in linked["text"], linked

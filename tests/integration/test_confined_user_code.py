@@ -102,6 +102,7 @@ async def member_session(tmp_path: Path, role: str = "member") -> AsyncIterator[
         os.environ.pop("HANGAR_TEST_SERVER_SECRET", None)
 
 
+@pytest.mark.packs("terminal")
 async def test_a_members_shell_steps_see_no_data_directory_no_server_env_and_share_one_warm_enclosure(
     tmp_path: Path,
 ) -> None:
@@ -131,6 +132,7 @@ async def test_a_members_shell_steps_see_no_data_directory_no_server_env_and_sha
         assert not rigs_run.exists() or not any(rigs_run.iterdir())
 
 
+@pytest.mark.packs("terminal")
 async def test_a_confined_step_cannot_mint_an_owner_credential_or_steer_the_driver(tmp_path: Path) -> None:
     async with member_session(tmp_path) as (srv, c, ws):
         script = (
@@ -148,6 +150,7 @@ async def test_a_confined_step_cannot_mint_an_owner_credential_or_steer_the_driv
         assert [d.name for d in devices] == ["test-owner"]
 
 
+@pytest.mark.packs("terminal")
 async def test_a_shell_step_reaches_neither_the_servers_listener_nor_the_server_door(tmp_path: Path) -> None:
     async with member_session(tmp_path) as (srv, c, ws):
         port = srv.url.rsplit(":", 1)[1]
@@ -159,6 +162,7 @@ async def test_a_shell_step_reaches_neither_the_servers_listener_nor_the_server_
         assert set(codes[1:]) <= {"52", "56"}, codes  # the gate's deny listener hung up: no door for shell steps
 
 
+@pytest.mark.packs("terminal")
 async def test_a_step_timeout_kills_the_script_inside_the_enclosure(tmp_path: Path) -> None:
     async with member_session(tmp_path) as (srv, c, ws):
         raw = template("nap", ("nap", "sleep 97 & echo $! > nap.pid; wait", {"config": {"timeoutMs": 3000}}))
@@ -180,6 +184,7 @@ async def test_a_step_timeout_kills_the_script_inside_the_enclosure(tmp_path: Pa
         assert not host_pids(ns_pid, "sleep"), "the script's child survived the timeout"
 
 
+@pytest.mark.packs("terminal")
 async def test_a_command_agent_runs_as_the_rig_user_in_its_spaces_enclosure(tmp_path: Path) -> None:
     async with member_session(tmp_path, "admin") as (_srv, c, ws):
         space = (await c.call("spaces.create", workspace_id=ws, title="cli"))["id"]

@@ -96,3 +96,22 @@ def test_the_server_says_what_it_is_at_its_root_and_what_the_host_lacks(tmp_path
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+async def test_an_operator_sets_a_limit_and_the_running_server_reads_it_at_once(tmp_path: Path) -> None:
+    from hangar.pipelines.engine import PipelineEngine
+    from tests.support.server import running_server
+
+    data = tmp_path / "data"
+    async with running_server(data) as srv:
+        engine = srv.ctx.service(PipelineEngine)
+        assert await engine.slots_limit() == 8  # the default
+        setting = [HANGAR, "admin", "setting", "pipelines.maxRunningRuns"]
+        done = subprocess.run([*setting, "3", "--data-dir", str(data)], capture_output=True, text=True, check=False)
+        assert done.returncode == 0 and done.stdout.strip() == "3", done
+        assert await engine.slots_limit() == 3
+        refused = subprocess.run([*setting, "0", "--data-dir", str(data)], capture_output=True, text=True, check=False)
+        assert refused.returncode == 2 and "pipelines.maxRunningRuns must be a whole number" in refused.stderr
+        assert await engine.slots_limit() == 3  # nothing stored
+        listed = subprocess.run([HANGAR, "admin", "setting", "--data-dir", str(data)], capture_output=True, text=True)
+        assert "pipelines.maxRunningRuns = 3" in listed.stdout and "confine.runDiskMb = (default)" in listed.stdout

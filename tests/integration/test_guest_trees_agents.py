@@ -18,6 +18,9 @@ TRIES = 40
 # Run by the rig user in the worktree: the plain file and folder trade places with the links as fast as it can.
 SWAPPER = r"""
 import ctypes, os, time
+
+# Confined code runs in enclosures booted from the terminal image pack.
+pytestmark = pytest.mark.packs("terminal")
 libc = ctypes.CDLL(None, use_errno=True)
 os.chdir("/home/rig/worktree")
 open("x", "w").write("plain text\n")

@@ -21,6 +21,9 @@ ATTEMPTS = 24
 # are a symlink to a host folder half of the time, nothing the other half, until the test says stop.
 FLICKER = r"""
 import os, sys, time
+
+# Confined code runs in enclosures booted from the terminal image pack.
+pytestmark = pytest.mark.packs("terminal")
 names = [f"lib{i}" for i in range(ATTEMPTS)]
 open("flickering", "w").close()
 end = time.monotonic() + 240

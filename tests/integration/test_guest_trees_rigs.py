@@ -19,6 +19,9 @@ from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.integration.test_space_provisioning import with_setup_script
 from tests.integration.test_workspace_repos import make_repo
 
+# Confined code runs in enclosures booted from the terminal image pack.
+pytestmark = pytest.mark.packs("terminal")
+
 ACL = "system.posix_acl_access"
 # What a hostile repository's setup script does (it starts in its worktree, inside the space's folder).
 PLANT = '#!/bin/sh\nset -e\ncd ..\nmv "$HANGAR_REPO" ".$HANGAR_REPO.orig"\nln -s {target} "$HANGAR_REPO"\n'

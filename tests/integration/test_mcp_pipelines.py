@@ -6,8 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.mcp import mcp_session, payload
 from tests.support.server import running_server
+
+pytestmark = pytest.mark.packs("terminal")
 
 TEMPLATE: dict[str, Any] = {
     "id": "slow",

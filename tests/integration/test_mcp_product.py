@@ -311,7 +311,7 @@ async def test_a_long_op_sends_progress_when_the_client_asks(tmp_path: Path) -> 
 
 async def test_one_credential_holds_at_most_its_cap_of_sessions(srv: RunningServer) -> None:
     door = await srv.ctx.service(DeferredDoor).door()
-    door.seats.limit = 2
+    door.seats.limits.per_credential = 2
     owner_device = (await srv.ctx.service(IdentityService).authenticate(srv.owner_token)).device_id
     other = await srv.new_user_token(name="ann")
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
@@ -509,36 +509,75 @@ async def test_a_call_answered_in_one_exchange_can_be_cancelled(tmp_path: Path) 
         assert (await http.post("/mcp", json=info, headers=head)).json()["result"]["structuredContent"]["name"]
 
 
+class Updates:
+    """The ``notifications/resources/updated`` a session hears (its message handler)."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, mt.ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+
+    async def first(self) -> str:
+        for _ in range(100):
+            if self.uris:
+                break
+            await asyncio.sleep(0.05)
+        return self.uris[0]
+
+
 @pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
 async def test_a_narrow_credential_sees_its_tools_and_its_follows_outlive_a_token_rotation(srv: RunningServer) -> None:
     ws = await srv.new_workspace()
     identity = srv.ctx.service(IdentityService)
     scope = DeviceScope(workspace_id=ws, read_only=True, client_id="c")
     device_id, token = await identity.new_device(srv.owner_id, "Reader (OAuth)", scope=scope)
-    updates: list[str] = []
-
-    async def on_message(message: Any) -> None:
-        if isinstance(message, mt.ResourceUpdatedNotification):
-            updates.append(str(message.params.uri))
+    updates = Updates()
 
     async with RpcClient(srv.ws_url, srv.owner_token) as socket:
         space = await socket.call("spaces.create", workspace_id=ws, title="Plan")
         uri = f"hangar://workspaces/{ws}/spaces/{space['id']}"
-        async with mcp_session(srv, token, message_handler=on_message) as session:
+        async with mcp_session(srv, token, message_handler=updates) as session:
             names = {t.name for t in (await session.list_tools()).tools}
             assert {"members.list", "messages.list", "server.info"} <= names
             assert not names & {"spaces.create", "messages.post", "workspaces.create", "members.invite"}
             await session.subscribe_resource(uri)
             await identity.rotate_device_token(device_id)  # an OAuth refresh: same credential, new token
             await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="after rotation")
-            for _ in range(100):
-                if updates:
-                    break
-                await asyncio.sleep(0.05)
-            assert updates[:1] == [uri]
+            assert await updates.first() == uri
             await identity.revoke_device_id(device_id)
             await asyncio.sleep(0.5)
-            seen = len(updates)
+            seen = len(updates.uris)
             await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="after revocation")
             await asyncio.sleep(0.8)
-            assert len(updates) == seen
+            assert len(updates.uris) == seen
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_a_removed_member_hears_of_nothing_posted_after_the_removal(srv: RunningServer) -> None:
+    """A follow is a watch run through the dispatcher, which checks the caller again before each event: a post
+    made the moment the removal is answered sends the removed guest no update."""
+    ws = await srv.new_workspace()
+    guest = await srv.new_user_token(ws, Role.guest, name="gus")
+    guest_id = (await srv.ctx.service(IdentityService).authenticate(guest)).user_id
+    door = await srv.ctx.service(DeferredDoor).door()
+    updates = Updates()
+
+    async with RpcClient(srv.ws_url, srv.owner_token) as socket:
+        space = await socket.call("spaces.create", workspace_id=ws, title="Plan")
+        uri = f"hangar://workspaces/{ws}/spaces/{space['id']}"
+        async with mcp_session(srv, guest, message_handler=updates) as session:
+            await session.subscribe_resource(uri)
+            await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="before")
+            assert await updates.first() == uri
+            await asyncio.sleep(0.3)  # a post is a few events: let them all arrive
+            seen = len(updates.uris)
+            await socket.call("members.remove", workspace_id=ws, user_id=guest_id)
+            await socket.call("messages.post", workspace_id=ws, space_id=space["id"], content="after")
+            for _ in range(100):  # the follow ends at the first event after the removal
+                if not door.subscriptions.following:
+                    break
+                await asyncio.sleep(0.05)
+            assert door.subscriptions.following == {}
+            assert len(updates.uris) == seen

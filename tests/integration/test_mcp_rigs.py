@@ -9,10 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hangar.core.guestacl import RIG_UID
 from hangar.rigs.manager import RigManager
 from tests.integration.rigs_env import rigs_server
 from tests.support.mcp import mcp_session, payload
+
+pytestmark = pytest.mark.packs("terminal")
 
 
 async def test_rig_open_reports_the_boot_and_exec_runs_as_a_tool(tmp_path: Path) -> None:

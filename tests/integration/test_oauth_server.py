@@ -201,21 +201,28 @@ async def test_an_unknown_client_or_redirect_is_shown_never_redirected(world: Wo
         ({"resource": "http://elsewhere.example/mcp"}, "invalid_target", "/mcp"),
     ],
 )
-async def test_a_bad_request_from_a_known_client_goes_back_to_it(
+async def test_a_bad_request_is_shown_never_redirected_even_for_an_approved_client(
     world: World, overrides: dict[str, str], error: str, says: str
 ) -> None:
     client = await world.client()
     _verifier, challenge = pkce()
-    # Never approved by anyone: anyone could have registered it, so the problem is shown, never redirected.
     shown = await world.http.get(authorize_url(world.srv.url, client, challenge, state="keep-me", **overrides))
     assert shown.status_code == 400 and "location" not in shown.headers
     assert error in shown.text and says in html.unescape(shown.text)
+    # Once a person approved the client, anyone's browser sent to a bad request is still not redirected: the
+    # redirect URI is whatever site registered the client (an open redirect otherwise).
     await world.grant(client)
-    reply = await world.http.get(authorize_url(world.srv.url, client, challenge, state="keep-me", **overrides))
-    assert reply.status_code == 303 and reply.headers["location"].startswith(REDIRECT + "?")
-    got = _query(reply.headers["location"])
-    assert got["error"] == error and says in got["error_description"]
-    assert got["state"] == "keep-me" and got["iss"] == world.srv.url
+    async with httpx.AsyncClient(timeout=30) as stranger:
+        reply = await stranger.get(authorize_url(world.srv.url, client, challenge, state="keep-me", **overrides))
+    assert reply.status_code == 400 and "location" not in reply.headers
+    assert error in reply.text and says in html.unescape(reply.text)
+    # Within a request this browser started and signed in to, the person's answer goes back to the client.
+    async with httpx.AsyncClient(timeout=30) as browser:
+        denied = await sign_in_and_decide(
+            browser, authorize_url(world.srv.url, client, challenge, state="mine"), await world.pairing_code(),
+            decision="deny",
+        )  # fmt: skip
+    assert denied["error"] == "access_denied" and denied["state"] == "mine" and denied["iss"] == world.srv.url
 
 
 async def test_the_page_escapes_what_the_client_says_and_loads_nothing_else(world: World) -> None:

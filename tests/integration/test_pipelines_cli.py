@@ -286,6 +286,7 @@ def test_dry_run_reports_what_it_would_do(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+@pytest.mark.packs("terminal")
 def test_a_run_driven_by_another_process_is_not_driven_twice(tmp_path: Path) -> None:
     data = tmp_path / "data"
     raw = {

@@ -8,11 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.unit.agents.fake_openai import call, running_fake_openai, text
 from tests.unit.agents.support import ask_agent_template
+
+pytestmark = pytest.mark.packs("terminal")
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
 SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")

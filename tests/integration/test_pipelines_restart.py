@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from tests.integration.test_pipelines_rpc import wait_status
 from tests.support.confined import trust_host_dir
 from tests.support.rpc import RpcClient
@@ -58,6 +60,7 @@ async def test_server_restart_resumes_unfinished_runs(tmp_path: Path) -> None:
     assert (marks / "slow").read_text().count("run") == 2
 
 
+@pytest.mark.packs("terminal")
 async def test_events_recorded_while_down_are_replayed_at_start(tmp_path: Path) -> None:
     from hangar.config import Settings
     from hangar.identity.part import IDENTITY_PART
@@ -109,6 +112,7 @@ async def test_events_recorded_while_down_are_replayed_at_start(tmp_path: Path) 
         assert len((await c.call("pipelines.runs.list", workspace_id=ws))["runs"]) == 1
 
 
+@pytest.mark.packs("terminal")
 async def test_events_recorded_by_another_process_reach_a_running_server(tmp_path: Path) -> None:
     from hangar.config import Settings
     from hangar.core.clock import FakeClock

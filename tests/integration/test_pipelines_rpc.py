@@ -43,6 +43,7 @@ async def wait_status(client: RpcClient, ws: str, run_id: str, wanted: str, time
     raise AssertionError(f"run {run_id} never reached {wanted}: {run}")
 
 
+@pytest.mark.packs("terminal")
 async def test_templates_runs_and_watch_over_rpc(tmp_path: Path) -> None:
     async with running_server(tmp_path) as srv:
         ws = await srv.new_workspace("pipes")
@@ -136,6 +137,7 @@ async def test_bad_templates_are_refused_naming_the_problem(tmp_path: Path) -> N
             assert upd.value.code == "invalid_args"
 
 
+@pytest.mark.packs("terminal")
 async def test_roles_guest_reads_member_runs_admin_deletes(tmp_path: Path) -> None:
     async with running_server(tmp_path) as srv:
         ws = await srv.new_workspace("pipes")
@@ -155,6 +157,7 @@ async def test_roles_guest_reads_member_runs_admin_deletes(tmp_path: Path) -> No
             assert info.value.code == "forbidden"
 
 
+@pytest.mark.packs("terminal")
 async def test_nested_sub_pipelines_merge_child_state(tmp_path: Path) -> None:
     async with running_server(tmp_path) as srv:
         ws = await srv.new_workspace("pipes")
@@ -181,6 +184,7 @@ async def test_nested_sub_pipelines_merge_child_state(tmp_path: Path) -> None:
             assert kid["templateId"] == "greet" and kid["status"] == "completed"
 
 
+@pytest.mark.packs("terminal")
 async def test_cancel_stops_a_running_script_and_its_children(tmp_path: Path) -> None:
     slow = {
         "id": "slow",
@@ -214,6 +218,7 @@ async def test_cancel_stops_a_running_script_and_its_children(tmp_path: Path) ->
             assert again.value.code == "conflict"
 
 
+@pytest.mark.packs("terminal")
 async def test_event_trigger_and_schedule_trigger_with_fake_clock(tmp_path: Path) -> None:
     clock = FakeClock()
     async with running_server(tmp_path, clock=clock) as srv:

@@ -12,7 +12,7 @@ import pytest
 
 from hangar.errors import InvalidArgs
 from hangar.identity import IdentityService
-from hangar.workspace.repos import MAX_LOCAL_REPO_ROOTS, SETTING_LOCAL_REPO_ROOTS
+from hangar.workspace.sources import MAX_LOCAL_REPO_ROOTS, SETTING_LOCAL_REPO_ROOTS
 from tests.integration.test_workspace_repos import make_repo
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import workspace_server
@@ -67,6 +67,15 @@ async def test_only_the_server_owner_registers_repositories_on_the_servers_disk(
             assert both.returncode != 0 and "give folders or --clear, not both" in both.stderr
             assert "only the server owner" in roots_cli(srv.data_dir, "--clear")
             await refused(admin, ws, path=str(allowed))
+            # ... and the repos an admin registered under it are no longer fetched from there.
+            space = await admin.call("spaces.create", workspace_id=ws, title="work")
+            for repo in ("tool", "tool-again"):
+                with pytest.raises(RpcError) as err:
+                    await admin.call("worktrees.add", workspace_id=ws, repo=repo, spaceId=space["id"])
+                assert err.value.code == "forbidden" and err.value.message.startswith(
+                    f"repo: the origin of repo {repo} ("
+                ), err.value.message
+                assert "is a repository on this server's disk, read with the server's rights" in err.value.message
 
         # The server owner registers any repository of this machine, as before.
         mine = await owner.call("repos.register", workspace_id=ws, path=str(private))

@@ -37,13 +37,16 @@ from hangar.rigs.image.pack import pack_path
 from hangar.rigs.images import BROWSER_IMAGE_KEY
 from hangar.rigs.model import Surface, limits_for
 from tests.integration.rigs_browser_env import BrowserRigs, use
-from tests.integration.rigs_enclosure_env import PACKS
+from tests.integration.rigs_enclosure_env import PACKS, ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.certs import self_signed
 from tests.support.pages import PageServer, page_server
 from tests.support.rpc import RpcClient, RpcError
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.packs("terminal", "engine-a", "engine-b", "engine-c"),
+]
 
 SITE = "pages.test-site.example"  # the name the gate maps to the page server
 VERBS = f"http://{SITE}/rb-verbs.html"
@@ -205,7 +208,11 @@ async def test_the_default_allowlist_is_the_site_and_nothing_else(
     page = await use(env, rig, action="navigate", url=site)
     assert page["status"] == 200 and page["url"] == site
     await use(env, rig, action="clipboard_write", text="through the page")
-    read = await use(env, rig, action="clipboard_read")
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)  # copying out asks first
+    try:
+        read = await use(env, rig, action="clipboard_read")
+    finally:
+        await env.client.call("rig.clipboardRevoke", direction="rigToHost")
     assert read["untrusted"] is True and unfence(read["text"]) == "through the page"
 
 
@@ -277,6 +284,7 @@ async def test_the_browser_image_setting_is_engine_as_only(env: RigsEnv, rigs: B
             if engine not in RECIPES:
                 continue
             space = await env.new_space(f"image {engine}")
+            await ready_pack(engine)  # the wait below is for the boot alone
             reply = await env.call("rig.open", space_id=space, surface="browser", engine=engine)
             opened.append(reply["rigId"])
             assert says in (await env.status(reply["rigId"]))["statusDetail"]
@@ -439,9 +447,13 @@ async def test_history_reload_stop_and_wait(env: RigsEnv, rigs: BrowserRigs) -> 
 async def test_the_clipboard_needs_a_secure_context(env: RigsEnv, rigs: BrowserRigs) -> None:
     rig = await rigs.get("engine-a")
     await use(env, rig, action="navigate", url=VERBS)  # plain http under a name: not a secure context
-    for action in ({"action": "clipboard_read"}, {"action": "clipboard_write", "text": "copied"}):
-        e = await fails(env, rig, **action)
-        assert e.code == "unavailable" and "clipboard API" in e.message and "type" in e.message
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)  # copying out asks first
+    try:
+        for action in ({"action": "clipboard_read"}, {"action": "clipboard_write", "text": "copied"}):
+            e = await fails(env, rig, **action)
+            assert e.code == "unavailable" and "clipboard API" in e.message and "type" in e.message
+    finally:
+        await env.client.call("rig.clipboardRevoke", direction="rigToHost")
 
 
 async def refused_navigation(env: RigsEnv, rig: str, host: str) -> None:
@@ -476,6 +488,7 @@ async def test_idle_engines_ask_the_network_for_nothing(env: RigsEnv) -> None:
         for engine in ("engine-a", "engine-b"):
             if engine not in RECIPES:
                 continue
+            await ready_pack(engine)  # the wait below is for the boot alone
             reply = await env.call("rig.open", space_id=await env.new_space(f"quiet {engine}"), surface="browser",
                                    engine=engine)  # fmt: skip
             opened[engine] = reply["rigId"]

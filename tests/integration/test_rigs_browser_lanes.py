@@ -22,14 +22,19 @@ import pytest_asyncio
 import websockets
 
 from hangar.core.clock import FakeClock
+from hangar.identity import DeviceScope, IdentityService
+from hangar.rigs.fence import unfence
 from hangar.rigs.signing import LaneSigner
 from tests.integration.rigs_browser_env import BrowserRigs, use
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.images import decoded_size, mean_colour, near, solid_jpeg, solid_png
 from tests.support.pages import PageServer, page_server
-from tests.support.rpc import RpcClient
+from tests.support.rpc import RpcClient, RpcError
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.packs("terminal", "engine-a", "engine-b", "engine-c"),
+]
 
 SITE = "pages.lanes-site.example"
 COUNTER = f"http://{SITE}/lv-counter.html"
@@ -235,6 +240,62 @@ async def test_the_live_view_has_its_own_target_and_ends_with_membership(env: Ri
         await asyncio.wait_for(v.wait_closed(), GUARD_S)
 
 
+async def test_a_read_only_credential_never_drives_the_live_view(env: RigsEnv, rigs: BrowserRigs) -> None:
+    """An OAuth grant marked read only watches, but its input is refused even while its person holds control
+    through another credential: input is a change, authorized per credential."""
+    rig = await rigs.get()
+    await fresh(env, rig)
+    identity = env.srv.ctx.service(IdentityService)
+    scope = DeviceScope(read_only=True, client_id="reader-client")
+    reader = await identity.issue_device(env.srv.owner_id, "Reader (OAuth)", scope=scope)
+    async with RpcClient(env.srv.ws_url, reader) as r:
+        url = await live_url(env, rig, client=r)
+        with pytest.raises(RpcError) as refused:
+            await r.call("rig.takeControl", workspace_id=env.ws, rigId=rig)
+        assert refused.value.code == "forbidden" and "read-only" in refused.value.message
+    await env.call("rig.takeControl", rigId=rig)  # the same person, through their whole credential
+    try:
+        async with websockets.connect(url, additional_headers=auth(reader)) as v:
+            hello = await next_text(v, "hello")
+            assert hello["controller"] == hello["you"] == env.srv.owner_id
+            await next_frame(v)
+            inputs = [
+                {"type": "mouse", "action": "down", "x": 200, "y": 150},
+                {"type": "mouse", "action": "up", "x": 200, "y": 150},
+                {"type": "key", "action": "down", "key": "Enter"},
+                {"type": "wheel", "x": 10, "y": 10, "deltaY": 100},
+                {"type": "text", "text": "typed through a read-only grant"},
+                {"type": "resize", "width": 800, "height": 600},
+            ]
+            for event in inputs:
+                await v.send(json.dumps(event))
+                err = await next_text(v, "error")
+                assert err["code"] == "forbidden" and "read-only" in err["message"], err
+            await v.send(json.dumps({"type": "view", "width": 320, "height": 200}))  # not input: still allowed
+            await next_frame(v)
+            assert not await found(env, rig, '#count[data-count="1"]', timeout=0.5)
+        # The person's whole credential drives the same view, outside read-only mode (set while it is open, too).
+        async with websockets.connect(await live_url(env, rig), additional_headers=auth(env.srv.owner_token)) as v:
+            await next_text(v, "hello")
+            await next_frame(v)
+            await env.call("guardrails.set", space_id=env.space, readOnly=True)
+            try:
+                await click_live(v, 200, 150)
+                for _press_and_release in range(2):
+                    err = await next_text(v, "error")
+                    assert err["code"] == "refused" and "this space is in read-only mode" in err["message"], err
+            finally:
+                await env.call("guardrails.set", space_id=env.space, readOnly=False)
+            assert not await found(env, rig, '#count[data-count="1"]', timeout=0.5)
+            await click_live(v, 200, 150)
+            assert await found(env, rig, '#count[data-count="1"]')
+    finally:
+        await env.call("rig.releaseControl", rigId=rig)
+    log = await env.call("rig.actionLog", rigId=rig)
+    closes = [e["details"] for e in log if e["verb"] == "liveview.close"]
+    assert closes[-2]["inputs"] == {}  # the read-only view applied nothing
+
+
 # -- the clipboard lane -------------------------------------------------------------------------------------
 
 
@@ -381,6 +442,37 @@ async def test_images_cross_the_clipboard(env: RigsEnv, rigs: BrowserRigs, pages
         assert image["base64"][:64] not in json.dumps(log)
     finally:
         await env.client.call("rig.clipboardRevoke", direction="rigToHost")
+
+
+async def test_the_clipboard_read_verb_asks_for_the_consent_the_lane_asks(env: RigsEnv, rigs: BrowserRigs) -> None:
+    """``browser_use clipboard_read`` carries the rig's clipboard to its caller as the lane's GET does: the same
+    per-person, per-direction consent, refused (and logged as refused) until that person grants it."""
+    rig = await rigs.get()
+    await fresh(env, rig)
+    await use(env, rig, action="history", direction="back")  # the rig's home page: a file: page, secure
+    await use(env, rig, action="clipboard_write", text="copied on the rig")  # pasting in is allowed by default
+    with pytest.raises(RpcError) as refused:
+        await use(env, rig, action="clipboard_read")
+    assert refused.value.code == "consent_required" and "ten minutes" in refused.value.message
+    # Another person's grant is theirs: it lets nothing out to this one.
+    member = await env.srv.new_user_token(env.ws, "member", name="granter")
+    async with RpcClient(env.srv.ws_url, member) as m:
+        await m.call("rig.clipboardGrant", direction="rigToHost", always=True)
+        assert unfence((await use(env, rig, m, action="clipboard_read"))["text"]) == "copied on the rig"
+    with pytest.raises(RpcError) as refused:
+        await use(env, rig, action="clipboard_read")
+    assert refused.value.code == "consent_required"
+    # The person's own ten-minute grant lets it through, until it runs out.
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", minutes=10)
+    read = await use(env, rig, action="clipboard_read")
+    assert read["untrusted"] is True and unfence(read["text"]) == "copied on the rig"
+    CLOCK.advance(10 * 60 + 1)
+    with pytest.raises(RpcError) as refused:
+        await use(env, rig, action="clipboard_read")
+    assert refused.value.code == "consent_required"
+    log = [e for e in await env.call("rig.actionLog", rigId=rig) if e["verb"] == "clipboard_read"]
+    assert [e["outcome"] for e in log[-5:]] == ["refused", "ok", "refused", "ok", "refused"]
+    assert log[-2]["details"]["consent"] == "grant" and "copied on the rig" not in json.dumps(log)
 
 
 # -- drops --------------------------------------------------------------------------------------------------

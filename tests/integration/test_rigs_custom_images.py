@@ -12,6 +12,8 @@ from hangar.rigs.images import EXEC_IMAGE_KEY
 from tests.integration.rigs_env import rigs_server
 from tests.support.rpc import RpcError
 
+pytestmark = pytest.mark.packs("terminal")
+
 
 @pytest.mark.parametrize(
     "value",

@@ -25,7 +25,7 @@ from tests.integration.test_workspace_repos import make_repo
 from tests.support.resolver import answering, loopback_address, only_loopback
 from tests.support.rpc import RpcClient
 
-pytestmark = pytest.mark.needs_root
+pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]
 
 INTERNAL = "internal-admin.corp.invalid"
 FORGE = "https://internal-admin.corp.invalid/x.git"

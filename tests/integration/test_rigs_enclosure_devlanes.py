@@ -1,5 +1,6 @@
 """Dev-domain lanes on real enclosure rigs: a dev server in one rig reached by name from another rig, over HTTP
-and HTTPS (the server-local CA trusted inside, not outside), the key never inside a rig, the lane ports the host's.
+and HTTPS (the server-local CA trusted inside, not outside), the key never inside a rig, the lane ports the host's,
+and a rig's connections to the lanes capped (each is a descriptor of the server process).
 
 The lanes are started on a terminal rig here: browser rigs (which get them at boot) carry them the same way, since
 ``DevLanes`` needs only ``RigHandle.serve_loopback``, ``connect`` and ``set_local_names``.
@@ -19,7 +20,7 @@ from hangar.rigs.devlanes import DevLanes, LaneMiss, Streams
 from hangar.rigs.tls import DevTls
 from tests.integration.rigs_enclosure_env import enclosure, spec
 
-pytestmark = pytest.mark.needs_root
+pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]
 
 DEV_PORT = 18300
 
@@ -127,3 +128,32 @@ async def test_a_name_reaches_another_rigs_dev_server_over_http_and_https(tmp_pa
         finally:
             await browser.aclose()
             await target.aclose()
+
+
+async def test_a_rig_holds_at_most_its_cap_of_lane_connections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("hangar.rigs.backends.enclosure.rig.MAX_LOOPBACK_CONNECTIONS", 4, raising=False)
+    release = asyncio.Event()
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"hi")
+        await writer.drain()
+        await release.wait()
+
+    async with enclosure() as backend:
+        rig = await backend.start(spec("capped", home=tmp_path / "home"), lambda _t: None)
+        assert isinstance(rig, EnclosureRig)
+        try:
+            await rig.serve_loopback(8080, hold)
+            # At the cap: four connections from inside the rig are each served.
+            held = [await asyncio.open_connection(sock=await rig.netns.connect(8080)) for _ in range(4)]
+            for reader, _writer in held:
+                assert await asyncio.wait_for(reader.readexactly(2), 10) == b"hi"
+            # One past it: closed at once, unserved.
+            reader, writer = await asyncio.open_connection(sock=await rig.netns.connect(8080))
+            assert await asyncio.wait_for(reader.read(), 10) == b""
+            writer.close()
+            release.set()
+            for _reader, w in held:
+                w.close()
+        finally:
+            await rig.aclose()

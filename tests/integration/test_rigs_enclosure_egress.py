@@ -17,7 +17,7 @@ from hangar.rigs.egress.rules import GATE_ADDRESS
 from tests.integration.rigs_enclosure_env import running_rig, spec
 from tests.support.certs import self_signed
 
-pytestmark = pytest.mark.needs_root
+pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]
 
 
 async def serve(context: ssl.SSLContext | None, seen: list[str]) -> asyncio.AbstractServer:

@@ -18,7 +18,7 @@ from hangar.rigs.backends.enclosure.cgroups import detect, rig_cgroup
 from hangar.rigs.image.pack import MARKER, PACK_NAME, ensure_pack
 from tests.integration.rigs_enclosure_env import PACKS, enclosure, ready_pack, running_rig, spec
 
-pytestmark = pytest.mark.needs_root
+pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]
 
 
 async def test_exec_runs_as_the_rig_user_in_its_own_namespaces() -> None:

@@ -1,5 +1,6 @@
-"""Ports and files of real rigs: a web server inside reached through a forwarded host port, listening ports,
-and file access confined to the rig (no symlink or ``..`` escapes)."""
+"""Ports and files of real rigs: a web server inside reached through a forwarded host port (a forward relaying at
+most its cap of connections at once), listening ports, and file access confined to the rig (no symlink or ``..``
+escapes)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hangar.rigs.loopback import claim
 from tests.integration.rigs_enclosure_env import running_rig, spec
 from tests.support.ports import free_port
 
-pytestmark = pytest.mark.needs_root
+pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]
 
 
 async def start_web_server(rig: EnclosureRig, port: int) -> None:
@@ -29,6 +30,26 @@ async def start_web_server(rig: EnclosureRig, port: int) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the web server did not start")
+
+
+async def test_a_forward_relays_at_most_its_cap_of_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("hangar.rigs.backends.enclosure.forwards.MAX_CONNECTIONS", 4, raising=False)
+    async with running_rig() as rig:
+        guest_port = free_port()
+        await start_web_server(rig, guest_port)
+        host_port = await rig.forward(guest_port, "0.0.0.0", None)  # shared: anyone on the network may connect
+        # At the cap: four connections relayed (the web server inside answers each).
+        held = [await asyncio.open_connection("127.0.0.1", host_port) for _ in range(4)]
+        # One past it: closed at once, not relayed.
+        reader, writer = await asyncio.open_connection("127.0.0.1", host_port)
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+        writer.close()
+        for held_reader, held_writer in held:
+            held_writer.write(b"GET /index.txt HTTP/1.0\r\n\r\n")
+            answer = await asyncio.wait_for(held_reader.read(), 10)
+            assert answer.startswith(b"HTTP/1.0 200") and answer.endswith(b"served from inside the rig\n")
+            held_writer.close()
+        await rig.exec("pkill -f http.server", timeout_s=10)
 
 
 async def test_web_server_inside_reached_through_forwarded_ports() -> None:

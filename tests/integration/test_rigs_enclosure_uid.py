@@ -36,7 +36,7 @@ from tests.integration.test_workspace_repos import make_repo
 from tests.support.rpc import RpcError
 from tests.unit.agents.support import wait_run, workspace_server
 
-pytestmark = pytest.mark.needs_root
+pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]
 
 SECRET = "agent-key-5b1e7c"
 HOST_ACCOUNT = FORMER_RIG_UID  # uid 1000: the first person's account on a typical host

@@ -19,6 +19,8 @@ from tests.integration.rigs_env import RigsEnv, rigs_parts, rigs_server
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 
+pytestmark = pytest.mark.packs("terminal")
+
 
 async def resident(env: RigsEnv, rig: str) -> int:
     await env.manager.sweep()

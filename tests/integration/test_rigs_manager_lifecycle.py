@@ -14,6 +14,8 @@ from hangar.rigs import opening
 from hangar.rigs.model import LIMITS, Surface
 from tests.integration.rigs_env import rigs_server
 
+pytestmark = pytest.mark.packs("terminal")
+
 TERM = LIMITS[Surface.terminal]
 
 

@@ -10,6 +10,8 @@ import pytest
 from tests.integration.rigs_env import rigs_server
 from tests.support.rpc import RpcClient, RpcError
 
+pytestmark = pytest.mark.packs("terminal")
+
 
 async def test_take_over_refuses_mutations_allows_observations_and_hands_back(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:

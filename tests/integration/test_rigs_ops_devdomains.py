@@ -74,6 +74,7 @@ def test_only_mapping_carries_the_network_egress_class() -> None:
     }
 
 
+@pytest.mark.packs("terminal")
 async def test_ops_validate_and_keep_a_domain_to_its_space(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
@@ -131,6 +132,7 @@ async def test_ops_validate_and_keep_a_domain_to_its_space(tmp_path: Path) -> No
         assert verbs.count("setDevDomain") == 3
 
 
+@pytest.mark.packs("terminal")
 async def test_a_name_reaches_a_dev_server_of_the_space_over_http_and_https(tmp_path: Path) -> None:
     clock = FakeClock()
     async with rigs_server(tmp_path, clock=clock) as env:
@@ -201,6 +203,7 @@ def path_without_openssl(tmp_path: Path) -> Iterator[str]:
     yield str(farm)
 
 
+@pytest.mark.packs("terminal")
 async def test_without_openssl_http_still_routes_and_https_says_why(
     tmp_path: Path, path_without_openssl: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

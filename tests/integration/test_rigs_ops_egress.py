@@ -11,6 +11,8 @@ import pytest
 from tests.integration.rigs_env import rigs_server
 from tests.support.rpc import RpcClient, RpcError
 
+pytestmark = pytest.mark.packs("terminal")
+
 CURL = "curl -sS -m 10 http://later.test/; echo rc=$?"
 
 

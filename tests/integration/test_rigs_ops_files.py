@@ -17,6 +17,8 @@ from hangar.rigs.signing import LaneSigner
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcClient
 
+pytestmark = pytest.mark.packs("terminal")
+
 
 def b64(path: str) -> str:
     return base64.urlsafe_b64encode(path.encode()).rstrip(b"=").decode()

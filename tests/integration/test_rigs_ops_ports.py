@@ -18,6 +18,8 @@ from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.ports import free_port
 from tests.support.rpc import RpcError
 
+pytestmark = pytest.mark.packs("terminal")
+
 
 def free(port: int) -> bool:
     """Nothing of the host listens on ``port`` on any address."""

@@ -9,11 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import websockets
 
 from hangar.rigs.signing import LaneSigner
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcClient
+
+pytestmark = pytest.mark.packs("terminal")
 
 
 async def read_until(term: websockets.ClientConnection, marker: bytes) -> bytes:
@@ -137,3 +140,21 @@ async def test_guardrails_hold_for_terminals(tmp_path: Path) -> None:
             assert notice["code"] == "refused" and "read-only" in notice["message"]
             await asyncio.wait_for(term.wait_closed(), 10)
             assert term.close_code == 4403
+
+
+async def test_read_only_mode_set_while_a_terminal_is_open_drops_what_is_typed(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        url = await terminal_url(env, rig)
+        headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
+        async with websockets.connect(url, additional_headers=headers) as term:
+            await term.send(b"echo open-$((4+4))\n")
+            await read_until(term, b"open-8")
+            await env.call("guardrails.set", space_id=env.space, readOnly=True)
+            await term.send(b"touch ~/typed-in-read-only-mode\n")
+            notice = await next_text(term)
+            assert notice["code"] == "refused" and "this space is in read-only mode" in notice["message"]
+            await env.call("guardrails.set", space_id=env.space, readOnly=False)
+            await term.send(b"echo back-$((5+5))\n")  # out of read-only mode, typing works again
+            await read_until(term, b"back-10")
+        assert "typed-in-read-only-mode" not in (await env.exec(rig, "ls -A ~"))["stdout"]

@@ -32,6 +32,7 @@ def test_guardrail_action_classes_follow_the_spec() -> None:
     assert spec_of(RIG_OPS[2]).kind == "destructive"
 
 
+@pytest.mark.packs("terminal")
 async def test_open_validates_surface_engine_and_space(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         e = await fails(env, "rig.open", space_id=env.space)
@@ -53,6 +54,7 @@ async def test_open_validates_surface_engine_and_space(tmp_path: Path) -> None:
         assert (await fails(env, "rig.get", rigId="no-such-rig")).code == "not_found"
 
 
+@pytest.mark.packs("terminal")
 async def test_exec_validates_its_arguments(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
@@ -86,6 +88,7 @@ MALFORMED: list[tuple[str, Any, str]] = [
 ]
 
 
+@pytest.mark.packs("terminal")
 async def test_malformed_actions_name_the_field(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         for op, action, field in MALFORMED:
@@ -94,6 +97,7 @@ async def test_malformed_actions_name_the_field(tmp_path: Path) -> None:
             assert e.message.startswith(field), e.message
 
 
+@pytest.mark.packs("terminal")
 async def test_valid_actions_answer_unavailable_naming_the_backend(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         cases = [
@@ -113,6 +117,7 @@ async def test_valid_actions_answer_unavailable_naming_the_backend(tmp_path: Pat
         assert e.code == "refused" and "terminal" in e.message
 
 
+@pytest.mark.packs("terminal")
 async def test_roles_and_guardrails(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
@@ -139,6 +144,7 @@ async def test_roles_and_guardrails(tmp_path: Path) -> None:
         assert e.code == "refused" and "read-only" in e.message
 
 
+@pytest.mark.packs("terminal")
 async def test_a_space_in_read_only_mode_holds_its_rig(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()

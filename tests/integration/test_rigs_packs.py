@@ -1,11 +1,14 @@
 """``rigs.packs`` and ``rigs.buildPack`` on the real server and the enclosure backend: a build started by the
 server owner runs in the background, shows its step while under way, ends ready (or failed, with the reason),
-and a second request joins the build under way. ``mmdebstrap`` is a stand-in (tests/support/fake_mmdebstrap.py):
+and a second request joins the build under way; a build in another process shows too and is waited for, and a
+stopped build leaves nothing running. ``mmdebstrap`` is a stand-in (tests/support/fake_mmdebstrap.py):
 the real build takes minutes and the network."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,11 +19,13 @@ from hangar.core.context import AppContext
 from hangar.rigs.backends.base import RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.image.mirror import mirror_hosts
+from hangar.rigs.image.pack import MARKER, build_under_way, ensure_pack
 from hangar.rigs.manager import RigManager
 from hangar.rigs.part import make_rigs_part
 from hangar.server.parts import all_parts
 from hangar.workspace.part import WORKSPACE_PART
 from tests.support.fake_mmdebstrap import install_fake_mmdebstrap
+from tests.support.processes import HANGAR
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 
@@ -185,3 +190,69 @@ async def test_packs_are_the_server_owners_and_an_unknown_pack_is_named(tmp_path
                 await c.call("rigs.buildPack", name="../etc")
             assert unknown.value.code == "not_found" and TERMINAL in unknown.value.message
             assert not (tmp_path / "etc").exists()
+
+
+async def until(check: Callable[[], bool]) -> None:
+    async with asyncio.timeout(60):  # a bound against hangs only
+        while not check():
+            await asyncio.sleep(0.05)
+
+
+async def test_a_stopped_build_takes_its_processes_with_it_and_builds_when_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build whose caller gives up (the server stops, a first open is cancelled) must not run on beside the
+    next build: mmdebstrap's own children and mounts included, nothing of it stays."""
+    fake = install_fake_mmdebstrap(tmp_path, monkeypatch)
+    packs = tmp_path / "packs"
+    steps: list[str] = []
+    build = asyncio.create_task(ensure_pack(packs, steps.append))
+    await until(lambda: "terminal image: downloading packages (4/10)" in steps)
+    assert len(fake.processes()) == 2  # mmdebstrap and the child it left the work to
+    assert build_under_way(packs) == "terminal image: downloading packages (4/10)"
+    # What the build mounts into its new root is its own: the host never sees it, so no removal of the
+    # temporary directory can reach through it (mmdebstrap binds the host's /dev/shm there).
+    assert fake.mounts() == []
+    build.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await build
+    await until(lambda: not fake.processes())
+    assert fake.mounts() == []
+    assert build_under_way(packs) is None  # the lock is free and no step is left to show
+    assert not list(packs.glob(".tmp-*")) and not (packs / f"{TERMINAL}.progress").exists()
+    fake.finish()
+    info = await ensure_pack(packs)
+    assert info.built_in_s is not None and (packs / TERMINAL / MARKER).is_file()
+
+
+async def test_a_build_in_another_process_shows_its_steps_and_is_waited_for_not_repeated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = install_fake_mmdebstrap(tmp_path, monkeypatch)
+    packs = tmp_path / "packs"
+    other = subprocess.Popen(
+        [HANGAR, "rigs", "build-pack"], env={**os.environ, "HANGAR_RIG_PACKS_DIR": str(packs)}, stderr=subprocess.PIPE
+    )
+    try:
+        await until(lambda: build_under_way(packs) == "terminal image: downloading packages (4/10)")
+        async with (
+            running_server(tmp_path / "data", parts=parts_with_packs_in(packs)) as srv,
+            RpcClient(srv.ws_url, srv.owner_token) as c,
+        ):
+            pack = await pack_named(c)  # the settings screen of a server that is not the one building
+            assert (pack["state"], pack["step"], pack["stepIndex"], pack["steps"]) == (
+                "building", "terminal image: downloading packages (4/10)", 4, 10,
+            )  # fmt: skip
+        steps: list[str] = []
+        waiter = asyncio.create_task(ensure_pack(packs, steps.append))
+        await until(lambda: len(steps) == 2)
+        assert steps == ["waiting for the terminal image build lock", "terminal image: downloading packages (4/10)"]
+        fake.finish()
+        info = await waiter
+        assert info.built_in_s is None  # built once, by the other process
+        assert not any(step.startswith("building the terminal image") for step in steps)
+        assert await asyncio.to_thread(other.wait, 60) == 0
+    finally:
+        if other.poll() is None:
+            other.kill()
+            other.wait()

@@ -13,7 +13,7 @@ from hangar.rigs.egress.rules import GATE_ADDRESS
 from tests.integration.rigs_enclosure_env import running_rig
 from tests.support.server import running_server
 
-pytestmark = pytest.mark.needs_root
+pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]
 
 DOOR = f"http://{GATE_ADDRESS}:984"
 TOOLS_LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})

@@ -149,6 +149,7 @@ async def test_a_pull_request_spec_checks_out_the_pull_requests_head(tmp_path: P
         assert "bad" not in {s["title"] for s in spaces}
 
 
+@pytest.mark.packs("terminal")
 async def test_a_setup_script_runs_confined_in_its_worktree(tmp_path: Path) -> None:
     await ready_pack()
     data_dir = tmp_path / "data"  # where workspace_server keeps the server's data
@@ -181,6 +182,7 @@ async def test_a_setup_script_runs_confined_in_its_worktree(tmp_path: Path) -> N
         ]
 
 
+@pytest.mark.packs("terminal")
 async def test_a_failing_setup_script_fails_the_space_with_its_stderr_tail(tmp_path: Path) -> None:
     await ready_pack()
     origin = make_repo(tmp_path / "src", "app")

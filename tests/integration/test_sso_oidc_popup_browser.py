@@ -1,5 +1,6 @@
 """The web-popup hand-off in a real browser: a connect tab opens our popup page, which posts the credential from
-a real OIDC sign-in back to it, only when the tab's origin is one the allow-list trusts.
+a real OIDC sign-in back to it, only when the tab's origin is one the configuration names (never merely because it
+is on loopback: a rig's forwarded port is too).
 
 Headless Chromium (Debian's) loads the connect tab from a loopback origin; the tab records any message it gets
 in its DOM, read over the DevTools protocol once the popup has run and closed itself.
@@ -89,14 +90,16 @@ async def connect_tab_result(url: str, profile: Path) -> str | None:
 
 
 async def test_popup_posts_the_credential_only_to_a_trusted_connect_tab(tmp_path: Path) -> None:
-    async with running_server(tmp_path, parts=SSO_PARTS) as srv:
-        accounts = {"alice": {"email": "alice@example.com", "email_verified": True, "name": "Alice"}}
-        async with oidc_provider(redirect_uris=[f"{srv.url}/oidc/callback"], accounts=accounts) as peer:
-            async with RpcClient(srv.ws_url, srv.owner_token) as c:
-                config = {"enabled": True, "issuer": peer.issuer, "clientId": peer.client_id}
-                await c.call("sso.saveConfig", kind="oidc", config=config)
-            for host, trusted in (("127.0.0.1", True), ("127.0.0.2", False)):
-                with connect_tab(host) as tab:
+    # Three connect tabs: one on the origin the configuration names (a web client in development), one on
+    # another loopback port (what a rig's forwarded port serves), one on another loopback address.
+    with connect_tab("127.0.0.1") as named, connect_tab("127.0.0.1") as forwarded, connect_tab("127.0.0.2") as other:
+        async with running_server(tmp_path, parts=SSO_PARTS, trusted_origins=(named.origin,)) as srv:
+            accounts = {"alice": {"email": "alice@example.com", "email_verified": True, "name": "Alice"}}
+            async with oidc_provider(redirect_uris=[f"{srv.url}/oidc/callback"], accounts=accounts) as peer:
+                async with RpcClient(srv.ws_url, srv.owner_token) as c:
+                    config = {"enabled": True, "issuer": peer.issuer, "clientId": peer.client_id}
+                    await c.call("sso.saveConfig", kind="oidc", config=config)
+                for tab, trusted in ((named, True), (forwarded, False), (other, False)):
                     # The real sign-in, declaring the connect tab's origin.
                     async with httpx.AsyncClient(follow_redirects=False) as browser:
                         query = f"relay=web-popup&client_origin={quote(tab.origin, safe='')}"
@@ -104,14 +107,14 @@ async def test_popup_posts_the_credential_only_to_a_trusted_connect_tab(tmp_path
                     assert done.status_code == 303
                     token = done.headers["location"].split("#token=", 1)[1]
                     tab.opens(f"{srv.url}{done.headers['location']}")
-                    got = await connect_tab_result(tab.origin + "/", tmp_path / f"profile-{host}")
-                if trusted:
-                    assert got is not None and got.startswith(f"{srv.url} "), got
-                    # No client state was given at login, so none comes back (a connect tab would not take it).
-                    message = {"type": "hangar:sso", "token": unquote(token), "state": None}
-                    assert json.loads(got.split(" ", 1)[1]) == message
-                    async with RpcClient(srv.ws_url, unquote(token)) as c:
-                        assert (await c.call("users.me"))["email"] == "alice@example.com"
-                else:
-                    # Not on the allow-list: the popup page posted to the server's own origin instead.
-                    assert got is None
+                    got = await connect_tab_result(tab.origin + "/", tmp_path / f"profile-{tab.origin[7:]}")
+                    if trusted:
+                        assert got is not None and got.startswith(f"{srv.url} "), got
+                        # No client state was given at login, so none comes back (a connect tab would not take it).
+                        message = {"type": "hangar:sso", "token": unquote(token), "state": None}
+                        assert json.loads(got.split(" ", 1)[1]) == message
+                        async with RpcClient(srv.ws_url, unquote(token)) as c:
+                            assert (await c.call("users.me"))["email"] == "alice@example.com"
+                    else:
+                        # Not on the allow-list: the popup page posted to the server's own origin instead.
+                        assert got is None, (tab.origin, got)

@@ -135,7 +135,7 @@ async def test_confidential_client_secret_from_the_secrets_file(tmp_path: Path) 
 
 
 async def test_hand_off_targets(tmp_path: Path) -> None:
-    async with setup(tmp_path) as s:
+    async with setup(tmp_path, trusted_origins=("http://localhost:5173",)) as s:
         await s.save()
         same_origin = await s.login("alice", query="")
         assert same_origin.headers["location"].startswith("/auth/complete#token=")
@@ -146,6 +146,9 @@ async def test_hand_off_targets(tmp_path: Path) -> None:
         assert '"http://localhost:5173"' in page.text
         foreign = await s.login("alice", query="relay=web-popup&client_origin=https://attacker.example")
         assert foreign.headers["location"].startswith("/auth/popup-complete#token=")
+        # Loopback on a port the configuration does not name (a rig's forwarded port) is as foreign.
+        loopback = await s.login("alice", query="relay=web-popup&client_origin=http://localhost:8080")
+        assert loopback.headers["location"].startswith("/auth/popup-complete#token=")
 
 
 async def test_the_hand_off_echoes_the_state_the_client_kept_and_refuses_a_malformed_one(tmp_path: Path) -> None:
@@ -196,6 +199,15 @@ async def test_state_is_single_use_and_bound_to_the_browser(tmp_path: Path) -> N
         mixed_up = callback_url.replace("iss=http%3A%2F%2F127.0.0.1", "iss=http%3A%2F%2Fevil.example")
         assert mixed_up != callback_url
         assert failure_code(await s.http.get(mixed_up)) == "issuer"
+        # The provider says it always names itself, so a response that does not is not its own (RFC 9207).
+        discovery = await s.http.get(f"{s.peer.issuer}/.well-known/openid-configuration")
+        assert discovery.json()["authorization_response_iss_parameter_supported"] is True
+        start = await s.http.get(f"{s.srv.url}/oidc/login?relay=desktop")
+        callback_url = await drive_to_callback(s.http, start, f"{s.srv.url}/oidc/callback", login="alice")
+        parts = urlsplit(callback_url)
+        unnamed = parts._replace(query="&".join(p for p in parts.query.split("&") if not p.startswith("iss="))).geturl()
+        assert "iss=" not in unnamed and "code=" in unnamed
+        assert failure_code(await s.http.get(unnamed)) == "issuer"
         forged = await s.http.get(f"{s.srv.url}/oidc/callback?state=forged&code=x")
         assert failure_code(forged) == "state"
         users = await s.srv.ctx.service(IdentityService).list_users()

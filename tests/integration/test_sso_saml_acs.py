@@ -80,7 +80,9 @@ async def test_failure_page_without_json_shows_the_code(tmp_path: Path) -> None:
 
 async def test_login_redirects_to_the_idp_with_a_pending_request(tmp_path: Path) -> None:
     async with (
-        running_server(tmp_path, clock=FakeClock(NOW), public_url=PUBLIC_URL) as srv,
+        running_server(
+            tmp_path, clock=FakeClock(NOW), public_url=PUBLIC_URL, trusted_origins=("http://localhost:3000",)
+        ) as srv,
         httpx.AsyncClient() as client,
     ):
         await enable_saml(srv.ctx, idp_metadata_xml())

@@ -84,7 +84,8 @@ async def test_round_trip_with_pysaml2_idp_signs_in_and_the_credential_works(tmp
 
 
 async def test_web_popup_relay_honours_only_trusted_client_origins(tmp_path: Path) -> None:
-    async with running_server(tmp_path / "srv") as srv, httpx.AsyncClient() as client:
+    dev = ("http://localhost:5173",)
+    async with running_server(tmp_path / "srv", trusted_origins=dev) as srv, httpx.AsyncClient() as client:
         sp_md = (await client.get(f"{srv.url}/saml/metadata")).content
         (tmp_path / "idp").mkdir()
         with running_idp(tmp_path / "idp", sp_md) as idp:

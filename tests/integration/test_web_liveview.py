@@ -15,13 +15,17 @@ from typing import Any
 
 import pytest
 
+from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.chromium import CHROMIUM
 from tests.support.images import solid_png
 from tests.support.pages import page_server
 from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)"),
+    pytest.mark.packs("terminal", "engine-a"),
+]
 
 SITE = "pages.liveview-site.example"
 FRAME_BOUND_S = 0.5
@@ -63,9 +67,8 @@ async def test_the_live_view_shows_changes_fast_and_drives_the_page_in_control(t
         ) as env,
         chromium() as browser,
     ):
-        reply = await env.call("rig.open", space_id=env.space, surface="browser", engine="engine-a")
-        assert reply["phase"] == "ready", reply
-        rig = str(reply["rigId"])
+        await ready_pack("engine-a")  # the wait below is for the boot alone
+        rig = await env.ready(await env.call("rig.open", space_id=env.space, surface="browser", engine="engine-a"))
         await env.call("rig.grantHosts", rigId=rig, hosts=[SITE])
         await use(env, rig, action="navigate", url=f"http://{SITE}/lv-counter.html")
 

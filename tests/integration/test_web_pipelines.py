@@ -83,6 +83,7 @@ async def ok_pixels(page: Any) -> int:
     )
 
 
+@pytest.mark.packs("terminal")
 async def test_write_a_template_with_an_error_fix_it_and_watch_a_run_complete(tmp_path: Path, dist: Path) -> None:
     async with running_server(tmp_path, web_dist=dist) as srv, chromium() as browser:
         ws = await srv.new_workspace("Pipes")
@@ -248,6 +249,7 @@ SHAKY = {
 }
 
 
+@pytest.mark.packs("terminal")
 async def test_approve_at_a_gate_and_cancel_a_running_run(tmp_path: Path, dist: Path) -> None:
     async with running_server(tmp_path, parts=parts_with_test_bodies(), web_dist=dist) as srv, chromium() as browser:
         ws = await srv.new_workspace("Gates")

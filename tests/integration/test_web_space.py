@@ -217,6 +217,7 @@ async def test_a_space_of_10000_messages_opens_fast_and_scrolls_smoothly(tmp_pat
         assert console.errors == []
 
 
+@pytest.mark.packs("terminal")
 async def test_a_terminal_rig_runs_what_is_typed_into_xterm(tmp_path: Path, dist: Path) -> None:
     async with rigs_server(tmp_path, web_dist=dist) as env, chromium() as browser:
         url = space_url(env.srv.url, env.ws, env.space)
@@ -248,6 +249,8 @@ async def test_a_terminal_rig_runs_what_is_typed_into_xterm(tmp_path: Path, dist
         # Paste reaches the terminal from the clipboard.
         await page.evaluate("navigator.clipboard.writeText('echo pasted-$((2+3))')")
         await page.get_by_role("button", name="Paste").click()
+        # The button reads the clipboard asynchronously: Enter goes after the pasted line shows, not before it.
+        await screen.get_by_text("echo pasted-$((2+3))").last.wait_for(timeout=30_000)
         await page.keyboard.press("Enter")
         await screen.get_by_text("pasted-5").last.wait_for(timeout=30_000)
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.rpc import RpcError
+from hangar.workspace import RepoService
+from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import workspace_server
 
 
@@ -171,3 +173,21 @@ async def test_cleanup_modes_and_dry_run(tmp_path: Path) -> None:
         await client.call("worktrees.cleanup", workspace_id=ws, space_id=keep["id"])
         await client.call("repos.remove", workspace_id=ws, repo_id=repo["id"])
         assert (await client.call("repos.list", workspace_id=ws))["repos"] == []
+
+
+async def test_two_repos_registered_under_one_name_at_once(tmp_path: Path) -> None:
+    """The name is checked before the clone and held by the database when the row is written: the second of two
+    registrations racing for one name is told it is taken, and its clone is removed."""
+    one, two = make_repo(tmp_path / "a", "app"), make_repo(tmp_path / "b", "app")
+    async with workspace_server(tmp_path) as (srv, client, ws):
+        async with RpcClient(srv.ws_url, srv.owner_token) as other:
+            replies = await asyncio.gather(
+                client.request("repos.register", {"workspace_id": ws, "path": str(one)}),
+                other.request("repos.register", {"workspace_id": ws, "path": str(two)}),
+            )
+        refused = [r["error"] for r in replies if not r["ok"]]
+        assert len(refused) == 1 and refused[0]["code"] == "conflict" and "'app'" in refused[0]["message"]
+        (kept,) = [r["result"] for r in replies if r["ok"]]
+        assert [r["id"] for r in (await client.call("repos.list", workspace_id=ws))["repos"]] == [kept["id"]]
+        clone = srv.ctx.service(RepoService).clone_path(ws, kept["id"])
+        assert list(clone.parent.iterdir()) == [clone]  # the refused registration's clone is gone

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from tests.support.confined import CLI_AGENT
-from tests.support.rpc import RpcError
+from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import wait_run, workspace_server
 
 SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
 
 
+@pytest.mark.packs("terminal")
 async def test_teams_crud_and_dispatch(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (_srv, client, ws):
         adapter = {"type": "command", "argv": [*CLI_AGENT]}
@@ -109,3 +111,42 @@ async def test_tickets_tree(tmp_path: Path) -> None:
         assert (await client.call("tickets.delete", workspace_id=ws, ticket_id=parent["id"]))["deleted"] == 2
         remaining = (await client.call("tickets.list", workspace_id=ws))["tickets"]
         assert [t["id"] for t in remaining] == [grandchild["id"]]
+
+
+CHIEF_ROUNDS = 10
+
+
+async def test_two_agents_made_chief_executive_at_once_leave_one(tmp_path: Path) -> None:
+    """The single-chief rule is checked and written in one serialized transaction: two callers naming different
+    agents at the same moment leave one chief-executive, and the other is told who it is."""
+    async with workspace_server(tmp_path) as (srv, client, ws):
+        adapter = {"type": "command", "argv": [*CLI_AGENT]}
+        async with RpcClient(srv.ws_url, srv.owner_token) as other:
+            for n in range(CHIEF_ROUNDS):
+                a, b = [
+                    (await client.call("agents.create", workspace_id=ws, name=f"{x}{n}", adapter=adapter))["id"]
+                    for x in ("Ann", "Bob")
+                ]
+
+                async def chief(c: RpcClient, agent_id: str) -> str:
+                    try:
+                        await c.call("agents.update", workspace_id=ws, agent_id=agent_id, role="chiefExecutive")
+                    except RpcError as err:
+                        assert err.code == "conflict" and "already the workspace's chief-executive" in err.message
+                        return "refused"
+                    return "ok"
+
+                assert sorted(await asyncio.gather(chief(client, a), chief(other, b))) == ["ok", "refused"]
+                agents = (await client.call("agents.list", workspace_id=ws))["agents"]
+                assert [x["role"] for x in agents].count("chiefExecutive") == 1
+                for agent in agents:
+                    await client.call("agents.delete", workspace_id=ws, agent_id=agent["id"])
+            # Two creates naming a chief-executive at once: one of them is refused too.
+            made = await asyncio.gather(
+                *(
+                    c.request("agents.create", {"workspace_id": ws, "name": x, "adapter": adapter,
+                                                "role": "chiefExecutive"})
+                    for c, x in ((client, "Cy"), (other, "Di"))
+                ),
+            )  # fmt: skip
+            assert sorted(m["ok"] for m in made) == [False, True]

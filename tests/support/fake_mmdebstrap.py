@@ -1,8 +1,12 @@
 """A stand-in ``mmdebstrap`` on ``PATH`` for tests of pack builds: a real building takes minutes and the
 network, while what these tests check is what the server makes of a build's steps, its end and its failure.
 
-The script prints mmdebstrap's own step lines, then waits until the test creates ``release`` (so a test sees
-the build under way for as long as it needs), then makes the target directory and exits with ``exit_code``.
+The script prints mmdebstrap's own step lines, then, as mmdebstrap does, leaves the work to a child process
+of its own. As root, that mounts a tmpfs at ``<target>/dev/shm`` (mmdebstrap mounts /proc, /sys and device nodes
+into the new root while it works), then waits until the test creates ``release`` (so a test sees the build under
+way for as long as it needs), unmounts, finishes the target directory, and the script exits with ``exit_code``.
+``processes`` finds both processes on the host (a stopped build must take its child with it) and ``mounts`` any
+mount of a build's left where the host sees it.
 """
 
 from __future__ import annotations
@@ -15,20 +19,33 @@ from pathlib import Path
 import pytest
 
 _SCRIPT = """#!{python}
-import pathlib, sys, time
+import os, pathlib, subprocess, sys, time
 print("I: chosen mode: unshare", flush=True)
 print("I: running apt-get update...", flush=True)
-print("I: downloading packages...", flush=True)
 release = pathlib.Path({release!r})
-while not release.exists():
-    time.sleep(0.05)
-code = int(release.read_text() or "0")
+ready_r, ready_w = os.pipe()
+worker = os.fork()
+if worker == 0:
+    target = pathlib.Path(sys.argv[sys.argv.index("bookworm") + 1])  # then the sources
+    shm = target / "dev" / "shm"
+    shm.mkdir(parents=True)
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "fake-build", str(shm)]).returncode == 0
+    os.write(ready_w, b"x")
+    while not release.exists():
+        time.sleep(0.05)
+    if mounted:
+        subprocess.run(["umount", str(shm)], check=True)
+    code = int(release.read_text() or "0")
+    if code:
+        print("E: the mirror answered 404", flush=True)
+        os._exit(code)
+    (target / "bin").mkdir()
+    os._exit(0)
+os.read(ready_r, 1)  # the step is announced once the worker is at it, as a test that sees it expects
+print("I: downloading packages...", flush=True)
+code = os.waitstatus_to_exitcode(os.waitpid(worker, 0)[1])
 if code:
-    print("E: the mirror answered 404", flush=True)
     sys.exit(code)
-target = pathlib.Path(sys.argv[sys.argv.index("bookworm") + 1])  # then the sources
-target.mkdir(parents=True)
-(target / "bin").mkdir()
 print("I: success in 0.1 seconds", flush=True)
 """
 
@@ -38,8 +55,33 @@ class FakeMmdebstrap:
     release_file: Path
 
     def finish(self, exit_code: int = 0) -> None:
-        """Let the build under way end, successfully or with ``exit_code``."""
-        self.release_file.write_text(str(exit_code))
+        """Let the build under way end, successfully or with ``exit_code`` (written whole, then renamed into
+        place: the build must never read the file half written, as empty)."""
+        staged = self.release_file.with_name(self.release_file.name + ".new")
+        staged.write_text(str(exit_code))
+        staged.replace(self.release_file)
+
+    @property
+    def script(self) -> Path:
+        return self.release_file.parent / "fake-bin" / "mmdebstrap"
+
+    def mounts(self) -> list[str]:
+        """Mount points under this test's directory that the host sees (a build's, left behind)."""
+        points = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+        return [point for point in points if point.startswith(f"{self.release_file.parent}/")]
+
+    def processes(self) -> list[int]:
+        """Host pids of live processes of this fake (a build's and its child's)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if str(self.script).encode() in argv[:2] and state != "Z":
+                found.append(int(entry.name))
+        return found
 
 
 def install_fake_mmdebstrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeMmdebstrap:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ class ServeProcess:
     proc: subprocess.Popen[str]
     url: str
     log: Path
+    site_url: str | None = None
 
     @property
     def ws_url(self) -> str:
@@ -49,30 +51,46 @@ class ServeProcess:
 
 
 @contextlib.contextmanager
-def hangar_serve(data_dir: Path, *extra: str, log: Path | None = None) -> Iterator[ServeProcess]:
-    """``hangar serve`` (no website) on an ephemeral loopback port; stopped (TERM, then KILL) at the end."""
+def hangar_serve(
+    data_dir: Path,
+    *extra: str,
+    log: Path | None = None,
+    site: bool = False,
+    env: dict[str, str] | None = None,
+    descriptors: int | None = None,
+) -> Iterator[ServeProcess]:
+    """``hangar serve`` on an ephemeral loopback port (and its website on another when ``site``); stopped (TERM,
+    then KILL) at the end. ``env`` adds to its environment; ``descriptors`` sets its descriptor limit."""
     log = log or data_dir.parent / f"serve-{os.getpid()}-{len(list(data_dir.parent.glob('serve-*.log')))}.log"
+    listeners = ["--site-port", "0"] if site else ["--no-site"]
+
+    def limit() -> None:
+        if descriptors is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (descriptors, descriptors))
+
     with open(log, "w") as errors:
         proc = subprocess.Popen(
-            [HANGAR, "serve", "--port", "0", "--no-site", *extra],
-            env=hangar_env(data_dir),
+            [HANGAR, "serve", "--port", "0", *listeners, *extra],
+            env={**hangar_env(data_dir), **(env or {})},
             stdout=subprocess.PIPE,
             stderr=errors,
             text=True,
             start_new_session=True,  # its own group: kill9 takes what it started too
+            preexec_fn=limit if descriptors is not None else None,
         )
     try:
         assert proc.stdout is not None
-        url = None
+        urls: dict[str, str] = {}
         for line in proc.stdout:
             name, _, value = line.strip().partition(": ")
-            if name == "server":
-                url = value
+            if name in ("server", "website"):
+                urls[name] = value
+            if "server" in urls and ("website" in urls or not site):
                 break
-        if url is None:
+        if "server" not in urls:
             proc.wait(30)
             raise RuntimeError(f"hangar serve exited with {proc.returncode}: {log.read_text()[-2000:]}")
-        yield ServeProcess(proc, url, log)
+        yield ServeProcess(proc, urls["server"], log, urls.get("website"))
     finally:
         if proc.poll() is None:
             proc.terminate()

@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-
 from hangar.config import Settings
 from hangar.core.clock import Clock
 from hangar.core.context import AppContext
@@ -18,8 +16,10 @@ from hangar.core.part import Part
 from hangar.core.principal import Role
 from hangar.identity import IdentityService
 from hangar.identity.creation import create_workspace
-from hangar.rpc.endpoint import MAX_FRAME_BYTES
 from hangar.server.app import build_server
+from hangar.server.connections import ConnectionGuard, ConnectionLimits
+from hangar.server.listeners import Listener
+from tests.support.disks import detach_disks
 
 
 @dataclass
@@ -30,6 +30,7 @@ class RunningServer:
     owner_token: str
     owner_id: str
     data_dir: Path
+    guard: ConnectionGuard
 
     async def new_user_token(
         self, workspace_id: str | None = None, role: str | Role = Role.member, name: str = "user"
@@ -58,21 +59,13 @@ async def running_server(
     port: int = 0,
     **settings: Any,
 ) -> AsyncIterator[RunningServer]:
-    """``port`` 0 picks a free one; a test that restarts the server under a client passes the port it had."""
+    """``port`` 0 picks a free one; a test that restarts the server under a client passes the port it had. The
+    listener is the one ``hangar serve`` runs (its protocols, connection caps and proxy-header rule)."""
     cfg = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)
     ready: list[AppContext] = []
     app = build_server(cfg, clock=clock, parts=parts, on_ready=ready)
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        ws="websockets-sansio",
-        ws_max_size=MAX_FRAME_BYTES,
-        log_level="warning",
-        lifespan="on",
-    )
-    server = uvicorn.Server(config)
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+    guard = ConnectionGuard(ConnectionLimits.from_settings(cfg))
+    server = Listener("server", app, "127.0.0.1", port, guard).make()
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
@@ -87,7 +80,12 @@ async def running_server(
     owner = await ctx.service(IdentityService).ensure_server_owner()
     token = await ctx.service(IdentityService).issue_device(owner.id, "test-owner")
     try:
-        yield RunningServer(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/rpc", ctx, token, owner.id, data_dir)
+        yield RunningServer(
+            f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/rpc", ctx, token, owner.id, data_dir, guard
+        )
     finally:
         server.should_exit = True
-        await asyncio.wait_for(task, 30)
+        try:
+            await asyncio.wait_for(task, 30)
+        finally:
+            detach_disks(data_dir)

@@ -17,6 +17,7 @@ from hangar.agents import tables
 from hangar.agents.config import CommandAdapter, OpenAIAdapter, check_role, parse_adapter, stored_adapter
 from hangar.agents.product_catalogue import check_product_tools
 from hangar.core.context import AppContext
+from hangar.core.db import write_transaction
 from hangar.core.ids import new_id
 from hangar.core.stamps import WorkspaceCaches
 from hangar.core.types import rfc3339_or_none
@@ -83,20 +84,36 @@ class AgentService:
         agent_id = new_id()
         now = self._app.clock.now()
         config = self._keep_secrets(workspace_id, agent_id, config, previous=None)
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(
-                sa.insert(tables.agents).values(
-                    id=agent_id,
-                    name=name,
-                    role=role,
-                    system_prompt=system_prompt,
-                    adapter=stored_adapter(config),
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
+        insert = sa.insert(tables.agents).values(
+            id=agent_id,
+            name=name,
+            role=role,
+            system_prompt=system_prompt,
+            adapter=stored_adapter(config),
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            await self._write(workspace_id, agent_id, insert, chief=role == "chiefExecutive")
+        except Conflict:
+            self._app.secrets.delete_prefix(f"agents.{workspace_id}.{agent_id}.")  # the agent was never made
+            raise
         return await self.get(workspace_id, agent_id)
+
+    async def _write(self, workspace_id: str, agent_id: str, statement: sa.Executable, *, chief: bool) -> None:
+        """Write an agent's row; naming it chief-executive is checked in the same serialized transaction (the
+        write lock from its first statement), so two agents named at the same moment cannot both pass."""
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with write_transaction(engine) as conn:
+            if chief:
+                t = tables.agents
+                other = await conn.execute(
+                    sa.select(t.c.name).where(t.c.role == "chiefExecutive", t.c.id != agent_id).limit(1)
+                )
+                name = other.scalar()
+                if name is not None:
+                    raise Conflict(f"agent {name} is already the workspace's chief-executive agent")
+            await conn.execute(statement)
 
     def _parse(self, raw: Any) -> OpenAIAdapter | CommandAdapter:
         """Adapter settings as given; the product tools they name checked against the ops this process serves."""
@@ -144,6 +161,7 @@ class AgentService:
         return {n: v for n, v in found.items() if v is not None}
 
     async def _check_single_chief(self, workspace_id: str, agent_id: str | None) -> None:
+        """Refused early, before any secret moves; ``_write`` holds the rule against a concurrent change."""
         for other in await self.all(workspace_id):
             if other.role == "chiefExecutive" and other.id != agent_id:
                 raise Conflict(f"agent {other.name} is already the workspace's chief-executive agent")
@@ -212,9 +230,8 @@ class AgentService:
         if adapter is not None:
             config = self._keep_secrets(workspace_id, agent_id, self._parse(adapter), previous=current.adapter)
             values["adapter"] = stored_adapter(config)
-        engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(sa.update(tables.agents).where(tables.agents.c.id == agent_id).values(**values))
+        update = sa.update(tables.agents).where(tables.agents.c.id == agent_id).values(**values)
+        await self._write(workspace_id, agent_id, update, chief=role == "chiefExecutive")
         return await self.get(workspace_id, agent_id)
 
     async def delete(self, workspace_id: str, agent_id: str) -> None:

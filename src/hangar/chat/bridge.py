@@ -6,10 +6,15 @@ In (``on_event``, called by the provider's connection for every event it did not
   space without a mention; any other channel message is ignored; a direct message gets one space per DM;
 - the sender is resolved to a workspace member on every event (``UserLinks.resolve_member``; a first try links
   by the provider's verified email); anyone else gets the refusal in the thread and nothing reaches an agent;
+- what the member's message amounts to is held to the rules of the ops it amounts to, through the dispatcher's
+  own checks (``OpCaller.authorize``) before anything is made: a new conversation is ``spaces.create``, the turn
+  ``agents.run`` (``messages.post`` without an agent), in that space; a refusal (a guest's role, read-only mode,
+  an ask-first rule, which refuses since nobody can be asked mid-turn) is said in the thread;
 - the front-door agent is dispatched with the message as its prompt, stamped ``metadata['chat']``; a mention or
   a DM opens its reply card at once (``Working on it...``), and the run's events drive it
   (``hangar.chat.replies.ReplyStream``); a DM shows an is-thinking status and gets its thread title;
-- the slash command is answered ephemerally (``hangar.chat.commands``).
+- the slash command is answered ephemerally (``hangar.chat.commands``); its ticket is the ``tickets.create`` op
+  called as the linked member (door ``chat``).
 
 Out (bus subscriptions of this workspace): the run events of bridged spaces (also runs started in the product:
 their recipient is the member whose link made the bridge), the provisioning narration while a chat request is
@@ -31,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hangar.agents import AgentRunner, AgentService
+from hangar.agents import Agent, AgentRunner, AgentService
 from hangar.chat import commands
 from hangar.chat.cards import Card, TurnOutcome
 from hangar.chat.deeplink import public_open_url
@@ -46,8 +51,10 @@ from hangar.chat.service import ChatService
 from hangar.chat.space_links import SpaceLink
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
+from hangar.core.ratelimit import TooManyAttempts
 from hangar.errors import HangarError
-from hangar.workspace import Author, SpaceService, TicketService
+from hangar.rpc.op_caller import OpCaller
+from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +63,7 @@ EMPTY_MENTION = "Ask me something after the mention, and a workspace agent will 
 THINKING = "is thinking..."
 RESTARTED = "The server restarted before this reply finished."
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+CHAT_DOOR = "chat"  # the door the bridge's work for a person goes through (audit rows carry it)
 
 RUN_TYPES = (
     "agents.runStarted",
@@ -209,6 +217,15 @@ class Bridge:
             if not request:
                 await self._say(ev.channel_id, reply_thread, EMPTY_MENTION)
                 return
+            agent = await self._app.service(AgentService).front_door(self.workspace_id)
+            # What the message amounts to is held to the rules of the ops it amounts to, before anything is
+            # made: a new conversation opens a space, then the agent runs in it (or the request is posted).
+            turn_op = "agents.run" if agent is not None else "messages.post"
+            checks: list[tuple[str, str | None]] = (
+                [("spaces.create", None), (turn_op, None)] if known is None else [(turn_op, known.cc_space_id)]
+            )
+            if await self._refused(who, checks, ev.channel_id, reply_thread):
+                return
             # The channel's name only titles a new space: a known conversation costs no paced look-up
             # (conversations.info is allowed 50 calls a minute; a busy thread would queue behind it).
             channel_name = None if is_dm or known is not None else await self._channel_name(ev.channel_id)
@@ -223,12 +240,35 @@ class Bridge:
                 created_by_user_id=who.user.id,
                 created_by=f"user:{who.user.id}",
             )
-            await self._ask(ev, who, link, request, anchor, reply_thread, created=created)
+            # Another process bridged the conversation meanwhile: its space has its own rules.
+            if (
+                known is None
+                and not created
+                and await self._refused(who, [(turn_op, link.cc_space_id)], ev.channel_id, reply_thread)
+            ):
+                return
+            await self._ask(ev, who, agent, link, request, anchor, reply_thread, created=created)
+
+    async def _refused(
+        self, who: LinkedMember, checks: list[tuple[str, str | None]], channel: str, thread: str
+    ) -> bool:
+        """Whether one of the ops (name, space) would be refused to the linked person, by the dispatcher's own
+        checks (role, read-only mode, ask-first, which refuses: nobody can be asked in the middle of a chat
+        turn); the refusal is said in the thread."""
+        caller = self._app.service(OpCaller)
+        try:
+            for op_name, space_id in checks:
+                await caller.authorize(who.principal, op_name, self.workspace_id, space_id=space_id, door=CHAT_DOOR)
+        except HangarError as exc:
+            await self._say(channel, thread, exc.message)
+            return True
+        return False
 
     async def _ask(
         self,
         ev: InboundMessage,
         who: LinkedMember,
+        agent: Agent | None,
         link: SpaceLink,
         request: str,
         anchor: str | None,
@@ -239,7 +279,6 @@ class Bridge:
         space_id = link.cc_space_id
         author = Author("user", who.user.id, who.user.display_name)
         stamp = {"chat": chat_stamp(self.provider, ev, anchor, who.user.display_name)}
-        agent = await self._app.service(AgentService).front_door(self.workspace_id)
         if agent is None:
             await self._app.service(SpaceService).post(self.workspace_id, space_id, author, request, metadata=stamp)
             await self._say(ev.channel_id, reply_thread, NO_AGENT)
@@ -331,9 +370,12 @@ class Bridge:
         if parsed.verb == "unknown":
             return commands.unknown_text(self._last_command, parsed.word)
         if parsed.verb == "link":
-            linked = await self._chat.user_links.link_by_code(
-                self.workspace_id, self.provider, cmd.team_id, cmd.user_id, parsed.argument
-            )
+            try:
+                linked = await self._chat.user_links.link_by_code(
+                    self.workspace_id, self.provider, cmd.team_id, cmd.user_id, parsed.argument
+                )
+            except TooManyAttempts as exc:
+                return f"Too many wrong link codes from your chat account: try again in {exc.retry} seconds."
             return CODE_REFUSAL if linked is None else "Linked: your chat account now acts as you in Hangar."
         who = await self._chat.user_links.resolve_member(self.workspace_id, self.provider, cmd.team_id, cmd.user_id)
         if isinstance(who, LinkRefusal):
@@ -343,14 +385,13 @@ class Bridge:
         title, description = commands.ticket_parts(parsed.argument)
         if not title:
             return f"Give the ticket a title: `{self._last_command} ticket <title> | <description>`."
-        try:
-            ticket = await self._app.service(TicketService).create(
-                self.workspace_id, title=title, description=description, reporter=f"user:{who.user.id}"
-            )
+        args = {"workspace_id": self.workspace_id, "title": title, "description": description}
+        try:  # the op itself, as the linked person: its role, the guardrails, its audit row (door ``chat``)
+            ticket = await self._app.service(OpCaller).call(who.principal, "tickets.create", args, door=CHAT_DOOR)
         except HangarError as exc:
             return exc.message
-        link = public_open_url(self._app.settings, self.workspace_id, "tickets", ticket.id)
-        return f"Filed ticket {ticket.title!r}" + (f": {link}" if link else ".")
+        link = public_open_url(self._app.settings, self.workspace_id, "tickets", str(ticket["id"]))
+        return f"Filed ticket {ticket['title']!r}" + (f": {link}" if link else ".")
 
     # -- out: run events ---------------------------------------------------------------------------------------
 

@@ -4,10 +4,14 @@ A link code is minted for the caller's own identity and redeemed from the chat s
 Codes live in memory only (a restart invalidates them), last 15 minutes on the injected clock, serve once, and a
 member holds at most one per workspace and provider: minting again invalidates the previous one. Redemption is
 case-insensitive, and an unknown, expired, used, foreign-workspace or wrong-provider code fails with the one
-answer ``CODE_REFUSAL`` so a guesser learns nothing from the difference.
+answer ``CODE_REFUSAL`` so a guesser learns nothing from the difference. A code is six characters of 31, so each
+chat account may fail ``LINK_FAILURES.burst`` times (5), and again once every 3 minutes after that (the bucket
+refills 5 per 15 minutes, a code's lifetime); past it the account's attempts are refused unread
+(``TooManyAttempts``) until the bucket refills. A code that works gives its attempt back.
 
 A link is identity resolution, not an access grant: ``resolve_member`` re-checks membership each time it is
-asked, and a link whose user left the workspace answers a refusal.
+asked, and a link whose user left the workspace answers a refusal. What the bridge then does for the member is
+checked as the ops it amounts to, as them (``LinkedMember.principal``).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from hangar.core.clock import Clock
 from hangar.core.context import AppContext
 from hangar.core.events import EventTransaction, StoredEvent
 from hangar.core.ids import new_id
-from hangar.core.principal import Role
+from hangar.core.principal import Principal, Role
+from hangar.core.ratelimit import Budget, RateLimits
 from hangar.errors import Conflict
 from hangar.identity import IdentityService, User
 
@@ -37,6 +42,7 @@ CODE_LIFETIME = timedelta(minutes=15)
 CODE_REFUSAL = "That link code is not valid: it may have expired or been used. Mint a new one in Hangar."
 NOT_LINKED = "Your chat account is not linked to a member of this Hangar workspace yet."
 NOT_MEMBER = "You are no longer a member of this Hangar workspace."
+LINK_FAILURES = Budget(burst=5, per_minute=5 / 15, what="wrong link codes from this chat account")
 
 Method = Literal["code", "email"]
 
@@ -56,6 +62,7 @@ class LinkCodes:
         self._clock = clock
         self._by_code: dict[str, _Minted] = {}
         self._by_member: dict[tuple[str, str, str], str] = {}
+        self._failures = RateLimits(clock.monotonic, {"link": LINK_FAILURES})
 
     def mint(self, workspace_id: str, provider: str, user_id: str) -> tuple[str, datetime]:
         self._forget_expired()
@@ -69,8 +76,17 @@ class LinkCodes:
         self._by_member[key] = code
         return code, expires_at
 
-    def redeem(self, workspace_id: str, provider: str, code: str) -> str | None:
-        """The user the code was minted for, once; ``None`` for every kind of failure alike."""
+    def redeem(self, workspace_id: str, provider: str, code: str, account: tuple[str, str]) -> str | None:
+        """The user the code was minted for, once; ``None`` for every kind of failure alike. ``account`` is the chat
+        account trying it (team, user): one that has failed too often is refused (``TooManyAttempts``) unread."""
+        key = "\x00".join((workspace_id, provider, *account))
+        self._failures.refuse_unless_free("link", key, f"chat account {'/'.join(account)}")
+        user_id = self._take(workspace_id, provider, code)
+        if user_id is not None:
+            self._failures.give_back("link", key)
+        return user_id
+
+    def _take(self, workspace_id: str, provider: str, code: str) -> str | None:
         self._forget_expired()
         key = code.strip().upper()
         minted = self._by_code.get(key)
@@ -112,6 +128,13 @@ class LinkedMember:
     link: UserLink
     user: User
     role: Role
+
+    @property
+    def principal(self) -> Principal:
+        """The person as the caller of what the bridge does for them: their own user, reaching only the link's
+        workspace and never the server owner's server-wide powers; their role is read afresh at each check."""
+        user, link = self.user, self.link
+        return Principal(user.id, f"chat-link:{link.id}", user.display_name, False, workspace_id=link.workspace_id)
 
 
 @dataclass(frozen=True)
@@ -170,8 +193,9 @@ class UserLinks:
         self, workspace_id: str, provider: str, team_id: str, external_user_id: str, code: str
     ) -> UserLink | None:
         """Redeem ``code`` for the chat member; ``None`` (answer ``CODE_REFUSAL``) whatever went wrong, including
-        a code whose minter has left the workspace since."""
-        user_id = self.codes.redeem(workspace_id, provider, code)
+        a code whose minter has left the workspace since. A chat account that has failed too often is refused
+        (``TooManyAttempts``)."""
+        user_id = self.codes.redeem(workspace_id, provider, code, (team_id, external_user_id))
         if user_id is None or await self._active_role(workspace_id, user_id) is None:
             return None
         return await self._store(workspace_id, provider, team_id, external_user_id, user_id, "code")

@@ -62,6 +62,33 @@ def trusted_host_exec_cmd(
         typer.echo("trusted host execution is off: user code runs only in enclosures")
 
 
+def _list_setting(key: str, values: list[str] | None, clear: bool, data_dir: Path | None, hint: str) -> list[str]:
+    """Replace the workspace part's list setting ``key`` with ``values`` (or with none: ``clear``) and return what
+    it holds now; without either, only read it."""
+    from hangar.server.context_factory import open_context
+
+    if clear and values:
+        raise typer.BadParameter(f"give {hint.lower()} or --clear, not both", param_hint=hint)
+    settings = settings_from(data_dir=data_dir)
+
+    async def run() -> list[str]:
+        from hangar.identity import IdentityService
+        from hangar.identity.part import IDENTITY_PART
+        from hangar.workspace.part import WORKSPACE_PART
+
+        async with open_context(settings, parts=[IDENTITY_PART, WORKSPACE_PART]) as ctx:
+            identity = ctx.service(IdentityService)
+            if clear or values:
+                await identity.set_setting(key, list(values or []))
+            current = await identity.get_setting(key)
+            return [str(v) for v in current] if isinstance(current, list) else []
+
+    try:
+        return asyncio.run(run())
+    except InvalidArgs as exc:
+        raise typer.BadParameter(exc.message, param_hint=hint) from None
+
+
 @admin_app.command("local-repo-roots")
 def local_repo_roots_cmd(
     folders: Annotated[list[Path] | None, typer.Argument(help="absolute folders; none: show the current ones")] = None,
@@ -72,31 +99,86 @@ def local_repo_roots_cmd(
 
     The clone runs as the server, so by default only the server owner registers a repository on this machine's
     disk; admins register clone URLs. Repositories under the folders named here are open to admins too."""
-    from hangar.server.context_factory import open_context
-    from hangar.workspace.repos import SETTING_LOCAL_REPO_ROOTS
+    from hangar.workspace.sources import SETTING_LOCAL_REPO_ROOTS
 
-    if clear and folders:
-        raise typer.BadParameter("give folders or --clear, not both", param_hint="FOLDERS")
-    settings = settings_from(data_dir=data_dir)
-
-    async def run() -> list[str]:
-        from hangar.identity import IdentityService
-        from hangar.identity.part import IDENTITY_PART
-        from hangar.workspace.part import WORKSPACE_PART
-
-        async with open_context(settings, parts=[IDENTITY_PART, WORKSPACE_PART]) as ctx:
-            identity = ctx.service(IdentityService)
-            if clear or folders:
-                named = [str(f.expanduser().absolute()) for f in folders or []]
-                await identity.set_setting(SETTING_LOCAL_REPO_ROOTS, named)
-            current = await identity.get_setting(SETTING_LOCAL_REPO_ROOTS)
-            return [str(v) for v in current] if isinstance(current, list) else []
-
-    try:
-        roots = asyncio.run(run())
-    except InvalidArgs as exc:
-        raise typer.BadParameter(exc.message, param_hint="FOLDERS") from None
+    named = [str(f.expanduser().absolute()) for f in folders] if folders else None
+    roots = _list_setting(SETTING_LOCAL_REPO_ROOTS, named, clear, data_dir, "FOLDERS")
     if roots:
         typer.echo("workspace admins may register repositories under: " + ", ".join(roots))
     else:
         typer.echo("no folder is named: only the server owner registers repositories by path or file:// URL")
+
+
+@admin_app.command("trusted-repo-hosts")
+def trusted_repo_hosts_cmd(
+    hosts: Annotated[list[str] | None, typer.Argument(help="host names or addresses; none: show them")] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="name no host (ssh URLs are the owner's only)")] = False,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Hosts whose repositories workspace admins may register over ssh and reach at private addresses.
+
+    The clone runs as the server, so by default only the server owner registers an ssh URL (it is fetched with
+    this server's SSH keys and agent) or one whose host is on the private network; admins register https:// URLs
+    of public hosts. For the hosts named here admins may do both; loopback, this host's own addresses and the
+    metadata service stay refused."""
+    from hangar.workspace.sources import SETTING_TRUSTED_REPO_HOSTS
+
+    named = _list_setting(SETTING_TRUSTED_REPO_HOSTS, hosts, clear, data_dir, "HOSTS")
+    if named:
+        typer.echo("workspace admins may register ssh URLs of, and reach private addresses of: " + ", ".join(named))
+    else:
+        typer.echo("no host is named: only the server owner registers ssh URLs or repositories on private networks")
+
+
+@admin_app.command("setting")
+def setting_cmd(
+    key: Annotated[str | None, typer.Argument(help="a server setting, e.g. rigs.memoryBudgetMb")] = None,
+    value: Annotated[str | None, typer.Argument(help='the new value as JSON (8, true, "text")')] = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """List the server settings the parts declare (the limits among them), show one, or set one.
+
+    A value is checked by the part that owns the key before it is stored; running servers read it at their next
+    use, so nothing restarts."""
+    import json
+
+    from hangar.core.part import Part
+    from hangar.errors import InvalidArgs
+    from hangar.server.context_factory import open_context
+    from hangar.server.parts import all_parts
+
+    parts = all_parts()
+    known = sorted(s.key for p in parts for s in p.server_settings)
+    if key is not None and key not in known:
+        raise typer.BadParameter(f"{key!r} is not a server setting (known: {', '.join(known)})", param_hint="KEY")
+    parsed: object = None
+    if value is not None:
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not JSON (a number, true, false or a quoted text)") from None
+    settings = settings_from(data_dir=data_dir)
+    # The identity part keeps server settings and checks each against its declaration: it is handed the other
+    # parts' declarations (the kernel's comes with every context), and none of their services start.
+    declared = Part(
+        name="declared-settings",
+        server_settings=[s for p in parts if p.name not in ("kernel", "identity") for s in p.server_settings],
+    )
+
+    async def run() -> list[tuple[str, object]]:
+        from hangar.identity import IdentityService
+        from hangar.identity.part import IDENTITY_PART
+
+        async with open_context(settings, parts=[IDENTITY_PART, declared]) as ctx:
+            identity = ctx.service(IdentityService)
+            if key is not None and value is not None:
+                await identity.set_setting(key, parsed)
+            return [(k, await identity.get_setting(k)) for k in ([key] if key else known)]
+
+    try:
+        shown = asyncio.run(run())
+    except InvalidArgs as exc:
+        raise typer.BadParameter(exc.message, param_hint="VALUE") from None
+    for name, current in shown:
+        said = "(default)" if current is None else json.dumps(current)
+        typer.echo(said if key is not None else f"{name} = {said}")

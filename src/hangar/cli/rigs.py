@@ -1,10 +1,11 @@
-"""``hangar rigs build-pack|check``: build an image pack (the terminal's, or a browser engine's) ahead of the
-first rig, and say whether this host can run enclosure rigs."""
+"""``hangar rigs build-pack|check``: build image packs (the terminal's, a browser engine's, or all of them) ahead
+of the first rig, and say whether this host can run enclosure rigs. Both look for packs where the server does:
+``HANGAR_RIG_PACKS_DIR`` when set, else ``<dataDir>/rigs/microvm-packs``."""
 
 from __future__ import annotations
 
 import asyncio
-import re
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,61 +13,73 @@ import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
 from hangar.errors import HangarError
-from hangar.rigs.image.pack import PACK_NAME, STEPS, ensure_pack
+from hangar.rigs.image.pack import PACK_NAME, STEPS, PackRecipe, ensure_pack
 from hangar.rigs.image.recipes import ALL, recipe_named
+from hangar.rigs.packs import step_numbers
 
 rigs_app = typer.Typer(help="Rig machines: image packs and host checks.", no_args_is_help=True)
 
-_STEP = re.compile(r"\((\d+)/(\d+)\)$")
 
-
-def _rigs_root(data_dir: Path | None) -> Path:
-    return settings_from(data_dir=data_dir).data_dir / "rigs"
+def _roots(data_dir: Path | None) -> tuple[Path, Path]:
+    """The rigs directory and the packs directory, as the server would use them with this data directory."""
+    settings = settings_from(data_dir=data_dir)
+    return settings.data_dir / "rigs", settings.packs_root
 
 
 @rigs_app.command("build-pack")
 def build_pack(
-    name: Annotated[
-        str, typer.Argument(help=f"The pack: {', '.join(r.name for r in ALL)}.", show_default=True)
-    ] = PACK_NAME,
+    names: Annotated[
+        list[str] | None, typer.Argument(help=f"Packs to build: {', '.join(r.name for r in ALL)}.", show_default=False)
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Build every pack (the terminal's and each browser's).")] = False,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Build an image pack (Debian packages via mmdebstrap) unless it is already there; the terminal's by
-    default."""
+    """Build image packs (Debian packages via mmdebstrap) unless they are already there, one after the other, one
+    line of progress each; the terminal's by default."""
+    _, packs = _roots(data_dir)
+    try:
+        chosen = list(ALL) if every else [recipe_named(name) for name in names or [PACK_NAME]]
+    except HangarError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(2) from exc
+    for recipe in chosen:
+        try:
+            _build_one(packs, recipe)
+        except HangarError as exc:
+            typer.echo(f"error: {recipe.name}: {exc.message}; run the command again to retry", err=True)
+            raise typer.Exit(1) from exc
+        except KeyboardInterrupt:
+            typer.echo(f"stopped building {recipe.name}; run the command again to build it", err=True)
+            raise typer.Exit(130) from None
+
+
+def _build_one(packs: Path, recipe: PackRecipe) -> None:
+    """One pack with its progress: a bar on a terminal that ends as one line, else a line per step (a log
+    reads those)."""
     # Imported here: the progress display is heavy, and every other command starts without it.
     from rich.console import Console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    packs = _rigs_root(data_dir) / "microvm-packs"
-    try:
-        recipe = recipe_named(name)
-    except HangarError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        raise typer.Exit(2) from exc
     console = Console(stderr=True)
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=console,
-    ) as progress:
-        task = progress.add_task(f"{recipe.label} {recipe.revision}", total=len(STEPS))
+    if not console.is_terminal:
+        info = asyncio.run(ensure_pack(packs, lambda text: print(text, file=sys.stderr, flush=True), recipe))
+    else:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,  # the bar gives way to the pack's one closing line
+        ) as progress:
+            task = progress.add_task(f"{recipe.label} {recipe.revision}", total=len(STEPS))
 
-        def report(text: str) -> None:
-            found = _STEP.search(text)
-            if found:
-                progress.update(task, completed=int(found.group(1)), description=text)
-            else:
-                progress.update(task, description=text)
+            def report(text: str) -> None:
+                numbers = step_numbers(text)
+                progress.update(task, description=text, completed=numbers[0] if numbers else None)
 
-        try:
             info = asyncio.run(ensure_pack(packs, report, recipe))
-        except HangarError as exc:
-            console.print(f"[red]error:[/red] {exc.message}")
-            raise typer.Exit(1) from exc
-        progress.update(task, completed=len(STEPS))
     if info.built_in_s is None:
         typer.echo(f"{recipe.name} already built at {info.path}")
     else:
@@ -78,7 +91,8 @@ def check(data_dir: DataDirOpt = None) -> None:
     """Say whether this host can run enclosure rigs, and if not, what is missing."""
     from hangar.rigs.backends.enclosure import EnclosureBackend
 
-    reason = EnclosureBackend(_rigs_root(data_dir)).unavailable_reason()
+    rigs, packs = _roots(data_dir)
+    reason = EnclosureBackend(rigs, packs_root=packs).unavailable_reason()
     if reason is None:
         typer.echo("enclosure rigs can run on this host")
         return

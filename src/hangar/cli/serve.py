@@ -4,12 +4,48 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
+from hangar.errors import HangarError
 from hangar.ports import DEFAULT_PORT, DEFAULT_SITE_PORT
+
+TrustedProxyOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--trusted-proxy",
+        help="A reverse proxy (address or CIDR network) whose X-Forwarded-For is honoured; repeat for more "
+        "($HANGAR_TRUSTED_PROXIES, comma-separated). Default: none.",
+    ),
+]
+MaxConnectionsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-connections",
+        help="Connections held at once in total ($HANGAR_MAX_CONNECTIONS; default and ceiling: the descriptor "
+        "limit less a reserve).",
+    ),
+]
+PerAddressOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-connections-per-address",
+        help="Connections held at once from one client address, an IPv6 /64 counting as one "
+        "($HANGAR_MAX_CONNECTIONS_PER_ADDRESS; default 256).",
+    ),
+]
+HeadTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--request-head-timeout",
+        help="Seconds a client may take to send a request head ($HANGAR_REQUEST_HEAD_TIMEOUT; default 10).",
+    ),
+]
+if TYPE_CHECKING:
+    from hangar.server.listeners import BackgroundJob
 
 
 def serve(
@@ -25,44 +61,82 @@ def serve(
     site_url: Annotated[
         str | None, typer.Option("--site-url", help="Public origin of the website (default: its own listener).")
     ] = None,
+    trusted_proxy: TrustedProxyOpt = None,
+    trusted_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trusted-origin",
+            help="A further origin an SSO popup may hand a credential to (a web client in development); repeat "
+            "for more ($HANGAR_TRUSTED_ORIGINS, comma-separated).",
+        ),
+    ] = None,
+    max_connections: MaxConnectionsOpt = None,
+    max_connections_per_address: PerAddressOpt = None,
+    request_head_timeout: HeadTimeoutOpt = None,
+    prepare_pack: Annotated[
+        bool,
+        typer.Option(
+            "--prepare-pack/--no-prepare-pack",
+            envvar="HANGAR_PREPARE_PACK",
+            help="When the terminal image pack is missing (the first start), build it in the background.",
+        ),
+    ] = True,
 ) -> None:
     """Run the self-hosted server, and the website on its own port unless --no-site."""
     # Imported here: the server and the website are heavy, and other commands start without them (the website
     # only when it is served: it brings the MCP SDK).
     from hangar.server.app import build_server
+    from hangar.server.connections import ConnectionGuard, ConnectionLimits
     from hangar.server.listeners import Listener, run_listeners
 
     # The rigs need to know where the website is (it is on every browser rig's allowlist): pass it on.
     settings = settings_from(
         host=host, port=port, data_dir=data_dir, public_url=public_url, web_client_url=web_client_url,
-        site_port=site_port, site_url=site_url,
+        site_port=site_port, site_url=site_url, trusted_proxies=trusted_proxy or None,
+        trusted_origins=trusted_origin or None, max_connections=max_connections,
+        max_connections_per_address=max_connections_per_address, request_head_timeout=request_head_timeout,
     )  # fmt: skip
     if no_site:
         settings = settings.model_copy(update={"site_port": None, "site_url": None})
-    listeners = [Listener("server", build_server(settings), host, port)]
+    guard = ConnectionGuard(ConnectionLimits.from_settings(settings))
+    listeners = [Listener("server", build_server(settings), host, port, guard)]
     if not no_site:
         from hangar.cli.website import build_site
 
         # Absolute links come from the configured origin, never from a request's Host header: pages are cached
         # publicly, and a shared cache must not hand one host's links to another.
-        listeners.append(Listener("website", build_site(site_url or local_origin(host, site_port)), host, site_port))
+        site_app = build_site(site_url or local_origin(host, site_port))
+        listeners.append(Listener("website", site_app, host, site_port, guard))
     typer.echo(f"data directory: {settings.data_dir}")
+    background: list[BackgroundJob] = []
     if (missing := host_readiness()) is not None:
         typer.echo(missing)
+    elif prepare_pack and (job := terminal_pack_job(settings.packs_root)) is not None:
+        background.append(job)
     typer.echo(f"owner credential: hangar admin owner-token --data-dir {settings.data_dir}")
-    run_listeners(listeners)
+    run_listeners(listeners, background)
 
 
 def site(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Website port.")] = DEFAULT_SITE_PORT,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Canonical origin of the site.")] = None,
+    trusted_proxy: TrustedProxyOpt = None,
+    max_connections: MaxConnectionsOpt = None,
+    max_connections_per_address: PerAddressOpt = None,
+    request_head_timeout: HeadTimeoutOpt = None,
 ) -> None:
     """Run the public website alone."""
     from hangar.cli.website import build_site
+    from hangar.server.connections import ConnectionGuard, ConnectionLimits
     from hangar.server.listeners import Listener, run_listeners
 
-    run_listeners([Listener("website", build_site(base_url or local_origin(host, port)), host, port)])
+    settings = settings_from(
+        trusted_proxies=trusted_proxy or None, max_connections=max_connections,
+        max_connections_per_address=max_connections_per_address, request_head_timeout=request_head_timeout,
+    )  # fmt: skip
+    guard = ConnectionGuard(ConnectionLimits.from_settings(settings))
+    run_listeners([Listener("website", build_site(base_url or local_origin(host, port)), host, port, guard)])
 
 
 def host_readiness() -> str | None:
@@ -80,6 +154,36 @@ def host_readiness() -> str | None:
     if not sys.platform.startswith("linux") or os.geteuid() != 0:
         return f"{what}; fix: run the server as root on Linux"
     return what  # the reason itself says what to do (a host account with the rig user's uid, a missing kernel feature)
+
+
+def terminal_pack_job(packs_root: Path) -> BackgroundJob | None:
+    """At a start without the terminal image pack (the first one): a job that builds it while the server runs,
+    saying so in the output with each step. Rigs, shell steps and command agents asked for meanwhile wait for
+    this build (the pack's build lock) rather than start another. None when the pack is there."""
+    from hangar.rigs.image.pack import TERMINAL, ensure_pack, pack_ready
+
+    if pack_ready(packs_root, TERMINAL):
+        return None
+
+    async def prepare() -> None:
+        label = TERMINAL.label
+        typer.echo(
+            f"preparing the {label} (first start; several minutes, in the background): rigs, shell steps and "
+            "command agents wait for it"
+        )
+        try:
+            info = await ensure_pack(packs_root, typer.echo, TERMINAL)
+        except (HangarError, OSError) as exc:
+            why = exc.message if isinstance(exc, HangarError) else str(exc)
+            typer.echo(
+                f"{label} build failed: {why}; it is retried when a rig, shell step or command agent first needs "
+                "it, at the next start, or now with: hangar rigs build-pack"
+            )
+            return
+        if info.built_in_s is not None:
+            typer.echo(f"{label} built in {info.built_in_s:.0f} s")
+
+    return prepare
 
 
 def local_origin(host: str, port: int) -> str:

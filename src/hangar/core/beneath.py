@@ -362,6 +362,46 @@ def rename_noreplace(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
     os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
 
 
+def copy_new(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
+    """Copy the tree ``src`` (a server-made one: it is read as it is) to a new directory ``dst`` beneath
+    ``dst_dir``, for a move between file systems. ``dst`` is made here (``FileExistsError`` when anything is
+    already there) with no access for anyone but its owner until the copy is complete, and everything inside is
+    made beneath its descriptor, never by a path a guest could redirect; symlinks are copied as symlinks."""
+    for name in (src, dst):
+        if parts_of(name) != (name,):
+            raise NotBeneath(name)
+    with opened(src_dir, src, os.O_RDONLY | os.O_DIRECTORY) as top:
+        os.mkdir(dst, 0o700, dir_fd=dst_dir)
+        with opened(dst_dir, dst, os.O_RDONLY | os.O_DIRECTORY) as out:
+            _copy_into(top, out, 0)
+            os.chmod(out, stat.S_IMODE(os.fstat(top).st_mode))
+
+
+def _copy_into(src: int, dst: int, depth: int) -> None:
+    if depth >= MAX_DEPTH:
+        raise OSError(errno.ELOOP, f"deeper than {MAX_DEPTH} levels")
+    for name in _names(src):
+        st = os.stat(name, dir_fd=src, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            os.mkdir(name, 0o700, dir_fd=dst)
+            with opened(src, name, os.O_RDONLY | os.O_DIRECTORY) as sub, opened(dst, name, DIR_FLAGS) as made:
+                _copy_into(sub, made, depth + 1)
+                os.chmod(made, stat.S_IMODE(st.st_mode))
+        elif stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(name, dir_fd=src), name, dir_fd=dst)
+        elif stat.S_ISREG(st.st_mode):
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            with opened(src, name) as fin:
+                fout = os.open(name, flags, stat.S_IMODE(st.st_mode), dir_fd=dst)
+                try:
+                    at = 0
+                    while (n := os.sendfile(fout, fin, at, 1 << 24)) > 0:  # any two file systems, in the kernel
+                        at += n
+                finally:
+                    os.close(fout)
+        # sockets, fifos, devices: a checkout has none, and none is made
+
+
 _RENAME_NOREPLACE = 1
 _libc_renameat2 = getattr(_libc, "renameat2", None)
 if _libc_renameat2 is not None:

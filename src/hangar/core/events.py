@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.core import tables
 from hangar.core.clock import Clock
-from hangar.core.db import Databases
+from hangar.core.db import Databases, write_transaction
 from hangar.core.ids import new_id
 from hangar.core.sqlite_writer import dt, js, transaction
 from hangar.errors import InvalidArgs, Refused
@@ -279,11 +279,15 @@ class EventBus:
         await self._advance(workspace_id, events)
 
     @contextlib.asynccontextmanager
-    async def transaction(self, workspace_id: str) -> AsyncIterator[EventTransaction]:
+    async def transaction(self, workspace_id: str, *, serialized: bool = False) -> AsyncIterator[EventTransaction]:
         """One transaction of the workspace database for the caller's records and the events announcing them
-        (``tx.publish``); the events are delivered after it commits, and not at all if it rolls back."""
+        (``tx.publish``); the events are delivered after it commits, and not at all if it rolls back.
+
+        ``serialized``: the transaction holds the write lock from its first statement (``write_transaction``), for
+        check-then-act: what it reads cannot change before it writes, in this process or another."""
         engine = await self._dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
+        begin = write_transaction(engine) if serialized else engine.begin()
+        async with begin as conn:
             tx = EventTransaction(self, workspace_id, conn)
             yield tx
         if tx.staged:

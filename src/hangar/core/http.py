@@ -1,12 +1,18 @@
 """Request bodies read against a route's limit: a declared length past it is refused before a byte is read,
-and a body that grows past it while streaming stops there. Either way the answer is 413."""
+and a body that grows past it while streaming stops there. Either way the answer is 413. The whole body must
+also arrive within ``BODY_TIMEOUT_S`` (the bodies read here are at most a few MiB): a client sending it a byte at
+a time to hold the connection (and the request) open gets 408 (``BodyTooSlow``) instead."""
 
 from __future__ import annotations
+
+import asyncio
 
 from starlette.requests import Request
 from starlette.types import Message, Receive
 
 from hangar.errors import InvalidArgs
+
+BODY_TIMEOUT_S = 30.0
 
 
 class BodyTooLarge(InvalidArgs):
@@ -17,15 +23,28 @@ class BodyTooLarge(InvalidArgs):
         self.detail_code = "too_large"
 
 
+class BodyTooSlow(InvalidArgs):
+    http_status = 408
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the request body did not arrive within {seconds:g} s", field="body")
+        self.detail_code = "too_slow"
+
+
 async def read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(limit)
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise BodyTooLarge(limit)
+    deadline = BODY_TIMEOUT_S  # read when called: a test (or an operator's patch) may change it
+    try:
+        async with asyncio.timeout(deadline):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limit:
+                    raise BodyTooLarge(limit)
+    except TimeoutError:
+        raise BodyTooSlow(deadline) from None
     return bytes(body)
 
 

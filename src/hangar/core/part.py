@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute
 from hangar.core.confine import TRUSTED_HOST_EXEC_SPEC
 from hangar.core.context import AppContext
 from hangar.core.db import MigrationSet
+from hangar.core.disks import DISK_SPECS
 from hangar.core.events import DomainEvent
 from hangar.core.settings import SettingSpec
 from hangar.core.tables import MIGRATIONS as KERNEL_MIGRATIONS
@@ -50,6 +51,6 @@ class Part:
 
 def kernel_part() -> Part:
     """The kernel's own workspace tables (domain events, audit, settings, guardrails) as a part: every server and
-    command opens them first, since every part writes events and audit rows. Its one server setting is the owner's
-    trusted-host-exec switch (``hangar.core.confine``)."""
-    return Part(name="kernel", migrations=[KERNEL_MIGRATIONS], server_settings=[TRUSTED_HOST_EXEC_SPEC])
+    command opens them first, since every part writes events and audit rows. Its server settings are the owner's
+    trusted-host-exec switch (``hangar.core.confine``) and the disk quotas of confined code (``hangar.core.disks``)."""
+    return Part(name="kernel", migrations=[KERNEL_MIGRATIONS], server_settings=[TRUSTED_HOST_EXEC_SPEC, *DISK_SPECS])

@@ -10,7 +10,7 @@ from starlette.routing import Route
 from hangar.core import wire
 from hangar.core.context import AppContext
 from hangar.core.http import read_body
-from hangar.core.ratelimit import rate_limited
+from hangar.core.ratelimit import failures_limited
 from hangar.errors import InvalidArgs
 from hangar.identity.pairing import Pairing
 from hangar.identity.service import IdentityService
@@ -53,6 +53,6 @@ async def me(request: Request) -> Response:
 
 
 IDENTITY_ROUTES = [
-    Route("/auth/pair", rate_limited("pair", pair), methods=["POST"]),
+    Route("/auth/pair", failures_limited("pair", pair), methods=["POST"]),
     Route("/auth/me", me, methods=["GET"]),
 ]

@@ -1,12 +1,13 @@
 """The authorization endpoint and the pages behind it: sign in (pairing code or SSO), then consent.
 
-``GET /auth/oauth/authorize`` checks the request. Until the client and the redirect URI are known (a registered
-client, one of its registered redirect URIs exactly), a problem is shown on a page and nothing is redirected:
-an unchecked URI must never receive anything. After that, for a client a person has approved before, problems go
-back to the client as RFC 6749 section
-4.1.2.1 says (``error``, ``error_description``, ``state``, ``iss``): a response type other than ``code``, a
-missing PKCE challenge or a method other than ``S256``, a ``resource`` (RFC 8707) other than ``/mcp``. A good
-request is stored, bound to this browser (``hangar.oauth.browser``), and answered with the sign-in page.
+``GET /auth/oauth/authorize`` checks the request, and every problem it finds is shown on a page, never
+redirected: an unknown client or redirect URI, a response type other than ``code``, a missing PKCE challenge or a
+method other than ``S256``, a ``resource`` (RFC 8707) other than ``/mcp``. Anyone may register a client with any
+redirect URI and send anyone's browser to this endpoint, so an error redirect from here (RFC 6749 section 4.1.2.1
+allows one once the redirect URI is checked) would make this server a redirector to whatever site registered;
+whether some person approved that client once says nothing about the browser at hand. Errors go back to the
+client only from within a request this browser started and signed in to: the person's own "Deny" at consent. A
+good request is stored, bound to this browser (``hangar.oauth.browser``), and answered with the sign-in page.
 
 Sign-in: ``POST /auth/oauth/pair`` with a device pairing code (``devices.pairingCode``), or
 ``GET /auth/oauth/sso`` which starts the SSO login with ``relay=oauth`` and this request as its continuation;
@@ -166,24 +167,17 @@ async def authorize(request: Request) -> Response:
         return error_page(
             "Unknown redirect", "redirect_uri is not one this application registered, so nothing is sent there"
         )
-    # From here on the redirect URI is the client's own: problems go back to it, once a person has approved the
-    # client. Anyone may register a client with any redirect URI, so before that an error redirect would make
-    # this server a redirector to an arbitrary site: the problem is shown here instead.
+    # The redirect URI is the client's own from here on, but nothing is redirected to it until this browser has
+    # started a request and signed in to it (see the module's docstring): a problem is shown here.
     state = q.get("state")
-    iss = ctx.settings.origin
 
     def fail(error: str, description: str) -> Response:
-        if client.authorized_at is None:
-            return error_page("Invalid request", f"{error}: {description}")
-        return _redirect(
-            with_params(redirect_uri, {"error": error, "error_description": description, "state": state, "iss": iss})
-        )
+        return error_page("Invalid request", f"{error}: {description}")
 
     repeated = sorted(name for name in set(q.keys()) if len(q.getlist(name)) > 1)
     if repeated:
         return fail("invalid_request", f"{repeated[0]} is given more than once")
     if state is not None and len(state) > MAX_STATE:
-        state = None
         return fail("invalid_request", f"state is longer than {MAX_STATE} characters")
     if q.get("response_type") != "code":
         return fail("unsupported_response_type", "response_type must be code")

@@ -6,7 +6,7 @@ from starlette.routing import BaseRoute, Route
 
 from hangar.core.context import AppContext
 from hangar.core.part import Part
-from hangar.core.ratelimit import rate_limited
+from hangar.core.ratelimit import failures_limited, rate_limited
 from hangar.oauth import authorize as a
 from hangar.oauth import endpoints as e
 from hangar.oauth.clients import Clients
@@ -36,12 +36,12 @@ ROUTES: list[BaseRoute] = [
     Route(REGISTER_PATH, rate_limited("register", e.register), methods=["POST", "OPTIONS"]),
     Route(TOKEN_PATH, e.token, methods=["POST", "OPTIONS"]),
     Route(REVOKE_PATH, e.revoke, methods=["POST", "OPTIONS"]),
-    Route(AUTHORIZE_PATH, rate_limited("signin", a.page_route(a.authorize)), methods=["GET"]),
-    Route(PAIR_PATH, rate_limited("pair", a.page_route(a.pair)), methods=["POST"]),
-    Route(SSO_PATH, rate_limited("signin", a.page_route(a.sso_start)), methods=["GET"]),
-    Route(RETURN_PATH, rate_limited("signin", a.page_route(a.sso_return)), methods=["GET"]),
+    Route(AUTHORIZE_PATH, rate_limited("signin-start", a.page_route(a.authorize)), methods=["GET"]),
+    Route(PAIR_PATH, failures_limited("pair", a.page_route(a.pair)), methods=["POST"]),
+    Route(SSO_PATH, a.page_route(a.sso_start), methods=["GET"]),
+    Route(RETURN_PATH, failures_limited("signin", a.page_route(a.sso_return)), methods=["GET"]),
     Route(CONSENT_PATH, a.page_route(a.consent), methods=["GET"]),
-    Route(DECIDE_PATH, a.page_route(a.decide), methods=["POST"]),
+    Route(DECIDE_PATH, failures_limited("signin", a.page_route(a.decide), completes="signin-start"), methods=["POST"]),
     Route(STYLE_PATH, stylesheet, methods=["GET"]),
 ]
 

@@ -22,6 +22,7 @@ from hangar.core.events import DomainEvent, EventBus, StoredEvent
 from hangar.core.ids import new_id
 from hangar.core.runcontrol import STOP_WAIT_S, DrivenElsewhere, RunControl
 from hangar.errors import Conflict, NotFound, Refused, Unavailable
+from hangar.identity import IdentityService
 from hangar.pipelines import template as tpl
 from hangar.pipelines._algo import Graph, StepRec
 from hangar.pipelines.bodies.spec import BodyRegistry
@@ -30,6 +31,7 @@ from hangar.pipelines.layout import control_root
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
+from hangar.pipelines.slots import DEFAULT_MAX_RUNNING_RUNS, MAX_RUNNING_RUNS_SETTING, RunSlots
 from hangar.pipelines.store import PipelineStore
 from hangar.pipelines.views import run_snapshot, steps_changed
 
@@ -121,6 +123,16 @@ class PipelineEngine:
         # When the engine is subscribed to the bus, events reach ``on_event`` through it; otherwise (the
         # command line) the engine calls ``on_event`` itself after publishing.
         self.subscribed = False
+        self.slots = RunSlots(self.slots_limit)
+
+    async def slots_limit(self) -> int:
+        """``pipelines.maxRunningRuns``, read afresh (another process may change it)."""
+        if self.app is not None:
+            identity = self.app.maybe_service(IdentityService)
+            value = await identity.get_setting(MAX_RUNNING_RUNS_SETTING) if identity is not None else None
+            if isinstance(value, int) and value > 0:
+                return value
+        return DEFAULT_MAX_RUNNING_RUNS
 
     @classmethod
     def from_app(cls, app: AppContext, bodies: BodyRegistry) -> PipelineEngine:
@@ -273,13 +285,19 @@ class PipelineEngine:
         return True
 
     async def _drive(self, driver: RunDriver) -> None:
+        ws, run_id = driver.run.workspace_id, driver.run.id
+        slot = False
         try:
+            # Past the workspace's cap the run waits here, its steps pending; a cancel ends the wait at once.
+            slot = await self.slots.acquire(ws, run_id, driver.woken, driver.cancel_pending)
             await driver.drive()
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("pipeline run %s: driver failed", driver.run.id)
         finally:
+            if slot:
+                self.slots.release(ws, run_id)
             self.detach(driver)
             self.control.release(driver.run.id)
             await self._release_enclosure(driver.run.id)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hangar.core.datadir import DataDir
 from hangar.core.paths import contained
+from hangar.pipelines.filecheck import Folders
 
 CONTROL_DIR = ".control"  # under <dataDir>/pipelines/; run ids are generated, never this name
 
@@ -27,7 +28,9 @@ def control_dir(data_root: Path, run_id: str) -> Path:
     return contained(control_root(data_root), run_id, field="runId")
 
 
-def workspace_folder(data_root: Path, workspace_id: str) -> Path:
-    """The run's workspace's folder (its spaces and worktrees): where ``fileExists`` may look besides the run's
-    working directory."""
-    return DataDir(data_root).workspace_dir(workspace_id)
+def file_folders(data_root: Path, run_id: str, workspace_id: str) -> Folders:
+    """Where the run's ``fileExists`` may look: its working directory, and its workspace's space folders and
+    worktrees (a repo's ``repo_local_path``), never the rest of the workspace's folder (its database, clones and
+    credentials) or of the host."""
+    ws = DataDir(data_root).workspace_dir(workspace_id)
+    return Folders(run_dir(data_root, run_id), (ws / "spaces", ws / "worktrees"))

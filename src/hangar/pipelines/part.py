@@ -4,6 +4,7 @@ run) and the runtime beside it (``hangar.pipelines.runtime``: the event subscrip
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from hangar.core.context import AppContext
@@ -13,9 +14,12 @@ from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PIPELINE_EVENTS
 from hangar.pipelines.ops import PIPELINE_OPS
+from hangar.pipelines.retention import RETENTION_SPEC
 from hangar.pipelines.runtime import PipelinesRuntime
+from hangar.pipelines.slots import MAX_RUNNING_RUNS_SPEC
 from hangar.pipelines.tables import MIGRATIONS
 
+SERVER_SETTINGS = [MAX_RUNNING_RUNS_SPEC, RETENTION_SPEC]
 BODIES: list[StepBody] = [*trigger.BODIES, *shell.BODIES, *router.BODIES, *subpipeline.BODIES]
 
 
@@ -35,19 +39,16 @@ def make_pipelines_part(bodies: Sequence[StepBody] = ()) -> Part:
         runtime = ctx.provide(PipelinesRuntime(ctx, engine))
         await runtime.start()
 
-    return Part(
-        name="pipelines",
-        ops=PIPELINE_OPS,
-        migrations=[MIGRATIONS],
-        events=PIPELINE_EVENTS,
-        bodies=BODIES,
-        start=start,
-        stop=_stop,
-    )
+    return dataclasses.replace(PIPELINES_CLI_PART, start=start, stop=_stop)
 
 
-# For in-process commands (``hangar pipeline``): the tables, ops, events and bodies, but no resumption of other
-# runs, no subscription and no scheduler; the command builds and drives its own engine.
+# For in-process commands (``hangar pipeline``): the tables, ops, events, bodies and settings, but no resumption of
+# other runs, no subscription and no scheduler; the command builds and drives its own engine.
 PIPELINES_CLI_PART = Part(
-    name="pipelines", ops=PIPELINE_OPS, migrations=[MIGRATIONS], events=PIPELINE_EVENTS, bodies=BODIES
+    name="pipelines",
+    ops=PIPELINE_OPS,
+    migrations=[MIGRATIONS],
+    events=PIPELINE_EVENTS,
+    bodies=BODIES,
+    server_settings=SERVER_SETTINGS,
 )

@@ -5,23 +5,19 @@ Shapes (spec, router body): ``fileExists`` (``paths``, ``baseKey`` default ``rep
 key, ``op``, ``right`` a literal), ``and``/``or`` (``of``: list), ``not`` (``of``: one predicate).
 
 ``parse`` checks a predicate's shape (used when a template loads, so a malformed predicate is a template
-error naming where); ``evaluate`` reads state and, for ``fileExists``, the file system: only below the run's
-working directory and its workspace's folder, trees the run's scripts and the spaces' guests write, so each path
-is looked up beneath its folder's descriptor without following any symlink (``hangar.core.beneath``). A path
-(or ``state[baseKey]``) outside them is an error naming it, never a look at the rest of the host.
+error naming where); ``evaluate`` reads state and, for ``fileExists``, the run's working directory and its
+workspace's guest trees only (``hangar.pipelines.filecheck``: no symlink followed, a path outside them an error
+naming it), off the event loop.
 """
 
 from __future__ import annotations
 
-import os
-import stat
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+import asyncio
+from collections.abc import Mapping
 from typing import Any
 
-from hangar.core.beneath import anchored, lstat_beneath, opened, walk
-from hangar.pipelines.substitute import ABSENT
-from hangar.pipelines.substitute import walk as walk_state
+from hangar.pipelines.filecheck import Folders, LookBudget, exists, find
+from hangar.pipelines.substitute import ABSENT, walk
 
 OPS: tuple[str, ...] = ("equals", "notEquals", "contains", "exists", "notExists", "gt", "lt")
 TYPES: tuple[str, ...] = ("fileExists", "comparison", "and", "or", "not")
@@ -101,63 +97,59 @@ def compare(left: Any, op: str, right: Any) -> bool:
     return ln > rn if op == "gt" else ln < rn
 
 
-def _file_exists(pred: Mapping[str, Any], state: Mapping[str, Any], roots: Sequence[Path]) -> bool:
+def _file_exists(pred: Mapping[str, Any], state: Mapping[str, Any], folders: Folders, budget: LookBudget) -> bool:
+    """True when any listed path exists in one of ``folders`` (relative ones below ``state[baseKey]``, else the
+    run directory); a path or base outside them raises ``OutsideFolders`` naming it."""
     base_value = state.get(str(pred.get("baseKey") or "repo_local_path"))
-    base = Path(str(base_value)) if base_value else roots[0]
-    found = any(_exists(base, raw, roots, recursive=bool(pred.get("recursive"))) for raw in pred["paths"])
+    base = folders.run_dir / str(base_value) if base_value else folders.run_dir  # a relative base starts there
+    found = False
+    for raw in pred["paths"]:
+        root, parts = folders.place(base / raw)
+        found = exists(root, parts)
+        if not found and pred.get("recursive"):
+            broot, bparts = folders.place(base)
+            found = find(broot, bparts, raw, SKIPPED_DIRS, budget)
+        if found:
+            break
     return not found if pred.get("negate") else found
 
 
-def _beneath(path: Path, roots: Sequence[Path]) -> tuple[Path, tuple[str, ...]]:
-    """The folder of ``roots`` holding ``path`` (named lexically, nothing resolved) and the way down to it."""
-    norm = Path(os.path.normpath(path))
-    for root in roots:
-        if norm.is_relative_to(root):
-            return root, norm.relative_to(root).parts
-    raise PredicateError(f"fileExists: {norm} lies outside the run's working directory and its workspace's folder")
-
-
-def _exists(base: Path, raw: str, roots: Sequence[Path], *, recursive: bool) -> bool:
-    """Whether ``raw`` (relative to ``base``, or absolute) names an entry, or with ``recursive`` ends the path of
-    one anywhere below ``base``. Looked up beneath the root's descriptor: a guest's symlink is never followed."""
-    root, parts = _beneath(base / raw, roots)
-    broot, bparts = _beneath(base, roots) if recursive else (root, ())
-    try:
-        with anchored(root) as fd:
-            if lstat_beneath(fd, parts) is not None:
-                return True
-        if not recursive:
-            return False
-        with anchored(broot) as bfd, opened(bfd, bparts, os.O_RDONLY | os.O_DIRECTORY) as top:
-            return _found_below(top, raw.strip("/"))
-    except OSError:  # gone, not a folder, or reached through a symlink: not there
-        return False
-
-
-def _found_below(top: int, rel: str) -> bool:
-    """Whether ``rel`` (a name or a relative path) ends the path of an entry below ``top``, vendor dirs skipped."""
-    for _fd, name, st, parts in walk(top, prune=SKIPPED_DIRS):
-        if name in SKIPPED_DIRS and stat.S_ISDIR(st.st_mode):
-            continue
-        candidate = "/".join(parts)
-        if candidate == rel or candidate.endswith("/" + rel):
-            return True
-    return False
-
-
-def evaluate(pred: Mapping[str, Any], state: Mapping[str, Any], run_dir: Path, also: Sequence[Path] = ()) -> bool:
-    """``also``: further folders ``fileExists`` may look in (the run's workspace's folder) besides ``run_dir``;
-    a path outside all of them raises ``PredicateError`` naming it."""
+def _evaluate(pred: Mapping[str, Any], state: Mapping[str, Any], folders: Folders, budget: LookBudget) -> bool:
     kind = pred["type"]
     if kind == "fileExists":
-        return _file_exists(pred, state, (run_dir, *also))
+        return _file_exists(pred, state, folders, budget)
     if kind == "comparison":
-        return compare(walk_state(state, str(pred["left"])), str(pred["op"]), pred.get("right"))
+        return compare(walk(state, str(pred["left"])), str(pred["op"]), pred.get("right"))
     if kind == "and":
-        return all(evaluate(p, state, run_dir, also) for p in pred["of"])
+        return all(_evaluate(p, state, folders, budget) for p in pred["of"])
     if kind == "or":
-        return any(evaluate(p, state, run_dir, also) for p in pred["of"])
-    return not evaluate(pred["of"], state, run_dir, also)
+        return any(_evaluate(p, state, folders, budget) for p in pred["of"])
+    return not _evaluate(pred["of"], state, folders, budget)
+
+
+def looks_at_files(pred: Any) -> bool:
+    """Whether evaluating ``pred`` reads the file system (it holds a ``fileExists``)."""
+    if not isinstance(pred, Mapping):
+        return False
+    if pred.get("type") == "fileExists":
+        return True
+    of = pred.get("of")
+    return any(looks_at_files(p) for p in (of if isinstance(of, list) else [of]))
+
+
+async def evaluate(
+    pred: Mapping[str, Any], state: Mapping[str, Any], folders: Folders, budget: LookBudget | None = None
+) -> bool:
+    """Evaluate a predicate; one that looks at files does so in a worker thread, within one ``LookBudget``
+    (``LookTooCostly`` past it), so a big directory never holds up the event loop."""
+    budget = budget or LookBudget()
+    if not looks_at_files(pred):
+        return _evaluate(pred, state, folders, budget)
+    try:
+        return await asyncio.to_thread(_evaluate, pred, state, folders, budget)
+    except asyncio.CancelledError:
+        budget.cancelled = True  # the thread stops at its next entry
+        raise
 
 
 def check_run_when(value: Any, path: str) -> None:
@@ -169,10 +161,10 @@ def check_run_when(value: Any, path: str) -> None:
     check(value, path)
 
 
-def run_when_met(value: Any, state: Mapping[str, Any], run_dir: Path, also: Sequence[Path] = ()) -> bool:
+async def run_when_met(value: Any, state: Mapping[str, Any], folders: Folders) -> bool:
     if isinstance(value, str):
         negate = value.startswith("!")
-        found = walk_state(state, value.lstrip("!"))
+        found = walk(state, value.lstrip("!"))
         truthy = found is not ABSENT and bool(found)
         return not truthy if negate else truthy
-    return evaluate(value, state, run_dir, also)
+    return await evaluate(value, state, folders)

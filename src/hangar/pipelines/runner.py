@@ -134,7 +134,7 @@ class RunDriver:
         self.template = template
         self.graph = host.graph_for(template)
         self.run_dir = layout.run_dir(host.data_root, run.id)
-        self.workspace_dir = layout.workspace_folder(host.data_root, run.workspace_id)
+        self.folders = layout.file_folders(host.data_root, run.id, run.workspace_id)
         self.control_dir = layout.control_dir(host.data_root, run.id)
         self.tick = Tick()
         self._dirty_steps: dict[str, StepRec] = {}
@@ -156,6 +156,14 @@ class RunDriver:
     def offer(self, msg: Msg) -> None:
         self.inbox.append(msg)
         self._wake.set()
+
+    @property
+    def woken(self) -> asyncio.Event:
+        """Set when a message arrives (what a run waiting for a slot also watches)."""
+        return self._wake
+
+    def cancel_pending(self) -> bool:
+        return any(m.kind == "cancel" for m in self.inbox)
 
     # -- bookkeeping --------------------------------------------------------------------------------------
 
@@ -202,8 +210,8 @@ class RunDriver:
                 self._tick_now = None
                 await self._process_inbox()
                 self._collect()
-                self._due_timers()
-                self._schedule()
+                await self._due_timers()
+                await self._schedule()
                 seq = await self._flush()
                 self._start_bodies(seq)
                 if self._just_suspended:
@@ -340,15 +348,15 @@ class RunDriver:
         self._to_start.clear()
         self._candidates.clear()
 
-    def _due_timers(self) -> None:
+    async def _due_timers(self) -> None:
         now = self._now()
         while self._timers and self._timers[0][0] <= now and not self.ended:
             _, sid = heapq.heappop(self._timers)
             rec = self.recs[sid]
             if rec.status is StepStatus.pending:
-                self._launch(sid)
+                await self._launch(sid)
 
-    def _schedule(self) -> None:
+    async def _schedule(self) -> None:
         while self._candidates and not self.ended:
             candidates, self._candidates = self._candidates, []
             plan = _algo.propagate(self.graph, self.recs, candidates)
@@ -361,9 +369,9 @@ class RunDriver:
             for sid in plan.ready:
                 if self.ended:
                     break
-                self._launch(sid)
+                await self._launch(sid)
 
-    def _launch(self, sid: str) -> None:
+    async def _launch(self, sid: str) -> None:
         """Decide what a ready step does: wait for its retry time, finish at once, be skipped, or run."""
         step = self.graph.steps[sid]
         rec = self.recs[sid]
@@ -378,10 +386,12 @@ class RunDriver:
         run_when = step.config.run_when
         if run_when is not None:
             try:
-                met = predicates.run_when_met(run_when, self.run.state, self.run_dir, (self.workspace_dir,))
-            except predicates.PredicateError as exc:
+                met = await predicates.run_when_met(run_when, self.run.state, self.folders)
+            except HangarError as exc:  # a look outside its folders, or past its bounds
                 _algo.start_attempt(rec, now)
-                self._apply(sid, StepResult.failed(f"runWhen: {exc}"))
+                self._apply(sid, StepResult.failed(f"runWhen: {exc.message}"))
+                return
+            if self.ended:
                 return
             if not met:
                 self._skip(sid, None)
@@ -431,6 +441,7 @@ class RunDriver:
             attempt=self.recs[sid].attempts,
             clock=self.e.clock,
             run_dir=self.run_dir,
+            folders=self.folders,
             control_dir=self.control_dir,
             progress=lambda data: self._report_progress(sid, data),
             children=self.e.children_for(run, sid, self.recs[sid].attempts),

@@ -1,5 +1,6 @@
 """What the pipelines part runs in the server besides the engine: the event subscription (suspended steps and
-event triggers), the event poll and the scheduler (cron triggers, 24-hour timeouts).
+event triggers), the event poll, the scheduler (cron triggers, 24-hour timeouts) and, at each of its passes, the
+removal of finished runs' directories past their retention (``retention``).
 
 Events are consumed with a per-workspace cursor: at start, the events recorded while the server was down
 are handled before live delivery begins; the bus then delivers every event in sequence order, those other
@@ -16,6 +17,7 @@ from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
 from hangar.identity import usable_workspace_ids
 from hangar.pipelines.engine import PipelineEngine
+from hangar.pipelines.retention import RunRetention
 from hangar.pipelines.triggers import Scheduler
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,8 @@ class PipelinesRuntime:
     def __init__(self, ctx: AppContext, engine: PipelineEngine) -> None:
         self._ctx = ctx
         self.engine = engine
-        self.scheduler = Scheduler(engine, self.workspaces, on_pass=self.poll)
+        self.retention = RunRetention(engine)
+        self.scheduler = Scheduler(engine, self.workspaces, on_pass=self.upkeep)
         self._sub: Subscription | None = None
         self._position: dict[str, int] = {}
         self._handling: dict[str, asyncio.Lock] = {}
@@ -78,6 +81,14 @@ class PipelinesRuntime:
             if self._position[ws] != self._saved[ws]:
                 await bus.set_cursor(ws, CURSOR, self._position[ws])
                 self._saved[ws] = self._position[ws]
+
+    async def upkeep(self, ws: str) -> None:
+        """What each scheduler pass does for a workspace besides triggers: the event poll, then retention."""
+        await self.poll(ws)
+        try:
+            await self.retention.sweep(ws)
+        except Exception:
+            log.exception("pipelines: removing expired run directories of %s failed", ws)
 
     async def start(self) -> None:
         for ws in await self.workspaces():

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from hangar.core.clock import Clock
 from hangar.errors import Unavailable
 from hangar.pipelines import substitute
+from hangar.pipelines.filecheck import Folders
 from hangar.pipelines.model import NodeConfig, StepDef, StepKind
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ class StepContext:
         run_dir: Path,
         progress: ProgressSink,
         control_dir: Path | None = None,
+        folders: Folders | None = None,
         children: ChildRuns | None = None,
         resume: Resume | None = None,
     ) -> None:
@@ -130,6 +132,8 @@ class StepContext:
         self.attempt_key = _attempt_key(run_id, step.id, attempt)
         self.clock = clock
         self._run_dir = run_dir
+        # Where ``fileExists`` may look (the run's working directory and its workspace's guest trees).
+        self.folders = folders or Folders(run_dir)
         # Where host-run script groups are recorded: never inside the working directory scripts can write.
         self.control_dir = control_dir or run_dir.parent / ".control" / run_dir.name
         self._progress = progress

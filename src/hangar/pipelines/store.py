@@ -300,6 +300,23 @@ class PipelineStore:
         async with engine.connect() as conn:
             return [r[0] for r in (await conn.execute(q)).all()]
 
+    async def finished_before(self, ws: str, run_ids: Sequence[str], cutoff: datetime) -> list[str]:
+        """Which of ``run_ids`` are runs of ``ws`` that finished before ``cutoff``."""
+        if not run_ids:
+            return []
+        engine = await self.engine(ws)
+        found: list[str] = []
+        async with engine.connect() as conn:
+            for start in range(0, len(run_ids), 500):  # SQLite bounds the number of bound parameters
+                q = sa.select(t.runs.c.id).where(
+                    t.runs.c.id.in_(list(run_ids[start : start + 500])),
+                    t.runs.c.status.in_([s.value for s in FINISHED_RUN]),
+                    t.runs.c.finished_at.is_not(None),
+                    t.runs.c.finished_at < cutoff,
+                )
+                found += [r[0] for r in (await conn.execute(q)).all()]
+        return found
+
     async def commit(self, ws: str, run_id: str, tick: Tick, now: datetime) -> tuple[int, list[StoredEvent]]:
         """Write one tick in one transaction, with the events it announces; returns the highest domain-event
         seq at that moment (a step started in this tick only counts events after it) and the events written."""

@@ -8,7 +8,8 @@ Rules held here, whatever the engine:
 - the action log keeps what was done, never what was typed, filled or put on the clipboard (length and
   SHA-256 only) and never what a page returned;
 - a mutating verb is refused while a person holds control (observations stay allowed), and the refusal is
-  logged too;
+  logged too; so is a clipboard verb its caller's clipboard consent does not allow (``ClipboardGrants.require``,
+  the clipboard lane's check);
 - the session follows pages (``EngineSession.follow_pages`` before and after each verb): when a page opened a new
   one or the current page closed, the reply says so in ``note`` and lists the moves in ``pages``, each with the
   new current page's URL and title fenced (both are the page's to choose).
@@ -28,6 +29,7 @@ from hangar.rigs import hooks
 from hangar.rigs.actions import base as act
 from hangar.rigs.actions import browser as verbs
 from hangar.rigs.actions.base import ParsedAction
+from hangar.rigs.consent import ClipboardGrants, ConsentRequired
 from hangar.rigs.engines.session import EngineSession, Page, PageChange
 from hangar.rigs.errors import ControlHeld
 from hangar.rigs.fence import fence
@@ -262,15 +264,19 @@ async def use_browser(mgr: RigManager, ws: str, rig_id: str, parsed: ParsedActio
     details: Details = {}
     outcome = "error"
     try:
+        if parsed.verb.crossing is not None:
+            consent = await ClipboardGrants(mgr.app.dbs.server, mgr.app.clock).require(principal, parsed.verb.crossing)
+            details["consent"] = consent.why
         async with mgr.acting(ws, rig_id, principal, mutating=not parsed.observation, what=what) as (_, handle):
             session = handle.browser()
             try:
-                result, details = await asyncio.wait_for(_verb(session, verb, parsed.params), _bound(parsed))
+                result, said = await asyncio.wait_for(_verb(session, verb, parsed.params), _bound(parsed))
             except TimeoutError:
                 raise Unavailable(f"{what}: {session.engine} did not answer in time") from None
+            details = {**details, **said}
         outcome = "ok"
         return {**result, "engine": session.engine}
-    except ControlHeld:
+    except (ControlHeld, ConsentRequired):
         outcome = "refused"
         raise
     except HangarError as exc:

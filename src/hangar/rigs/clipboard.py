@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response
 
 from hangar.errors import InvalidArgs, Refused, Unavailable
 from hangar.identity import IdentityService
-from hangar.rigs.consent import ClipboardGrants, ConsentRequired, consent_message
+from hangar.rigs.consent import ClipboardGrants
 from hangar.rigs.engines.clipboard_image import MAGIC, MAX_IMAGE_BYTES, MB
 from hangar.rigs.engines.images import image_size
 from hangar.rigs.engines.session import ImageMime
@@ -168,9 +168,7 @@ async def read_clipboard(request: Request) -> Response:
     rig_id = request.path_params["rig_id"]
     principal = await app.service(IdentityService).authenticate_bearer(request)
     access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal, mutating=False)
-    decision = await ClipboardGrants(app.dbs.server, app.clock).decide(principal.user_id, "rigToHost")
-    if not decision.allowed:
-        raise ConsentRequired(consent_message("rigToHost"))
+    decision = await ClipboardGrants(app.dbs.server, app.clock).require(principal, "rigToHost")
     _browser_only(access)
     mgr = access.manager
     text: str | None = None
@@ -216,9 +214,7 @@ async def write_clipboard(request: Request) -> Response:
     access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal, mutating=True)
     mgr = access.manager
     mgr.check_control(access.live, principal, "clipboard_write")
-    decision = await ClipboardGrants(app.dbs.server, app.clock).decide(principal.user_id, "hostToRig")
-    if not decision.allowed:
-        raise ConsentRequired("pasting into rigs is turned off for you")
+    await ClipboardGrants(app.dbs.server, app.clock).require(principal, "hostToRig")
     _browser_only(access)
     paste = await read_paste(request)
     applied, reason, note = False, None, None

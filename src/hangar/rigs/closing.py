@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
+from pathlib import Path
 from typing import Any
 
+from hangar.core.beneath import remove_path
 from hangar.core.context import AppContext
+from hangar.core.disks import ScopeDisks
 from hangar.core.events import StoredEvent
 from hangar.core.principal import Principal
 from hangar.errors import HangarError, NotFound
@@ -25,6 +27,17 @@ from hangar.rigs.model import LIVE_PHASES, REAP_REASONS, CloseReason, Phase, Rig
 from hangar.rigs.store import RigStore
 
 log = logging.getLogger(__name__)
+
+
+async def discard_home(app: AppContext, home: Path) -> None:
+    """A rig's home goes with the rig: its disk detached and deleted, what the rig wrote there removed without
+    following a symlink."""
+    disks = app.maybe_service(ScopeDisks)
+    if disks is not None:
+        await disks.remove(home)
+    else:
+        with contextlib.suppress(OSError):  # a live process still writing there: the next sweep removes it
+            await asyncio.to_thread(remove_path, home)
 
 
 class RigCloser:
@@ -133,7 +146,7 @@ class RigCloser:
                 await handle.aclose()
             except Exception:
                 log.exception("rigs: destroying %s failed", live.id)
-        await asyncio.to_thread(shutil.rmtree, live.home, True)
+        await discard_home(self.app, live.home)
         self.rigs.forget(live)
 
     async def _record_end(self, live: LiveRig, reason: CloseReason, cause: str | None, **fields: Any) -> None:

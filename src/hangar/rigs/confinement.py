@@ -8,6 +8,10 @@ pipeline run finished), after ``IDLE_S`` without a job, or when the server stops
 user with the rig's base environment plus what the job names; they see neither the data directory nor the
 host. Each job is contained (``Command.contained``): what it leaves running is killed when it exits.
 
+Every enclosure counts in the memory budget of rigs (``budget.MemoryBudget``) at its ceiling while it is up: one
+that does not fit is refused, naming the budget and what holds it, and an idle warm one is closed to make room.
+The scope's working directory gets its disk (``hangar.core.disks``) before the enclosure starts.
+
 A job that may call the server back (``Job.call_back``: a command agent with an MCP grant) holds the rig's
 server door open while it runs and gets the door's address; the door closes when the last such job ends.
 """
@@ -24,8 +28,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from hangar.core.confine import MAX_RESULT_FILE, Confinement, ExecResult, Job, OnOutput, Scope, plain_name
+from hangar.core.disks import DEFAULT_RIG_DISK_MB, ScopeDisks
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, GuestTree, RigBackend, RigHandle, RigSpec
+from hangar.rigs.budget import HeldEnclosure, MemoryBudget
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
 from hangar.rigs.model import LIMITS, Surface
 
@@ -55,10 +61,20 @@ async def _baseline(scope: Scope) -> frozenset[str]:
 class RigConfinement(Confinement):
     where = "enclosure"
 
-    def __init__(self, backend: RigBackend, *, idle_s: float = IDLE_S, allowlist_of: AllowlistOf = _baseline) -> None:
+    def __init__(
+        self,
+        backend: RigBackend,
+        *,
+        idle_s: float = IDLE_S,
+        allowlist_of: AllowlistOf = _baseline,
+        budget: MemoryBudget | None = None,
+        disks: ScopeDisks | None = None,
+    ) -> None:
         self._backend = backend
         self._idle_s = idle_s
         self._allowlist_of = allowlist_of
+        self._budget = budget
+        self._disks = disks
         self._warm: dict[str, _Warm] = {}
         self._reaper: asyncio.Task[None] | None = None
 
@@ -99,6 +115,8 @@ class RigConfinement(Confinement):
                 return warm.rig
             if warm.rig is not None:
                 await warm.rig.aclose()
+            if self._disks is not None:
+                await self._disks.ensure(scope.workdir)  # what the enclosure writes there has a quota
             scope.workdir.mkdir(parents=True, exist_ok=True)
             limits = LIMITS[Surface.terminal]
             allow = await self._allowlist_of(scope)
@@ -108,11 +126,47 @@ class RigConfinement(Confinement):
             spec = RigSpec(
                 rig_id, scope.workspace_id, "terminal", limits.memory_mb, limits.vcpus, allow, None,
                 GuestTree(scope.workdir),
+                disk_mb=await self._disks.rig_disk_mb() if self._disks is not None else DEFAULT_RIG_DISK_MB,
             )  # fmt: skip
-            warm.rig = await self._backend.start(spec, lambda _text: None)
+            held = await self._admit(scope, warm, limits.memory_mb)
+            try:
+                warm.rig = await self._backend.start(spec, lambda _text: None)
+            except BaseException:
+                self._forget(scope.key)
+                raise
+            if held is not None:
+                held.handle = warm.rig
             log.info("enclosure for %s is up", scope.key)
             self._ensure_reaper()
             return warm.rig
+
+    async def _admit(self, scope: Scope, warm: _Warm, memory_mb: int) -> HeldEnclosure | None:
+        """Count the scope's enclosure in the memory budget before it starts (``Refused`` past it)."""
+        if self._budget is None:
+            return None
+        self._budget.forget(scope.key)  # a dead enclosure being replaced holds nothing any more
+        held = HeldEnclosure(
+            scope.key,
+            scope.workspace_id,
+            memory_mb,
+            busy=lambda: warm.busy > 0 or warm.lock.locked(),
+            last_used=lambda: warm.last_used,
+            release_if_idle=self.release_if_idle,
+        )
+        await self._budget.admit(held)
+        return held
+
+    def _forget(self, key: str) -> None:
+        if self._budget is not None:
+            self._budget.forget(key)
+
+    async def release_if_idle(self, key: str) -> bool:
+        """Close the scope's enclosure unless a job runs in it (the budget makes room); True when closed."""
+        warm = self._warm.get(key)
+        if warm is None or warm.busy or warm.lock.locked():
+            return False
+        await self.release(key)  # pops it before the first await: no job can pick it up meanwhile
+        return True
 
     def _ensure_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():
@@ -130,10 +184,13 @@ class RigConfinement(Confinement):
         warm = self._warm.pop(key, None)
         if warm is None or warm.rig is None:
             return
-        async with warm.lock:
-            rig, warm.rig = warm.rig, None
-            if rig is not None:
-                await rig.aclose()
+        try:
+            async with warm.lock:
+                rig, warm.rig = warm.rig, None
+                if rig is not None:
+                    await rig.aclose()
+        finally:
+            self._forget(key)
 
     async def aclose(self) -> None:
         if self._reaper is not None:

@@ -2,9 +2,10 @@
 setting (rigs.md, Authentication 3).
 
 - ``hostToRig`` (pasting into a rig) is allowed by default.
-- ``rigToHost`` (copying out of a rig) asks: the clipboard lane answers 403 ``consent_required`` until the person
-  grants it, for ten minutes or always (``rig.clipboardGrant``). "Always allow" grants are listed, per person,
-  under Settings, Server, Rigs, Clipboard access, where they are revoked.
+- ``rigToHost`` (copying out of a rig) asks: the clipboard lane and the ``clipboard_read`` verbs (``browser_use``,
+  ``computer_use``) answer ``consent_required`` (403 on HTTP) until the person grants it, for ten minutes or always
+  (``rig.clipboardGrant``). An agent's verbs pass: what they read stays with the agent's run. "Always allow"
+  grants are listed, per person, under Settings, Server, Rigs, Clipboard access, where they are revoked.
 
 Grants live in the server database (``rig_clipboard_grants``) and are read at each use, so a revocation takes
 effect on the next copy. A revoked grant keeps its row (who revoked it and when) as the trail of consents.
@@ -26,6 +27,7 @@ from hangar.core.clock import Clock
 from hangar.core.db import MigrationSet, write_transaction
 from hangar.core.ids import new_id
 from hangar.core.part import OpFunction
+from hangar.core.principal import Principal
 from hangar.core.types import Timestamp, UtcDateTime
 from hangar.errors import Forbidden
 from hangar.identity import IdentityService
@@ -99,7 +101,8 @@ def decide(direction: Direction, grants: Iterable[Grant], now: datetime) -> Deci
 
 
 def consent_message(direction: Direction) -> str:
-    assert direction == "rigToHost"
+    if direction == "hostToRig":
+        return "pasting into rigs is turned off for you"
     return (
         "copying from a rig to your computer needs your consent: allow it for ten minutes "
         "(rig.clipboardGrant {direction: rigToHost, minutes: 10}), or always allow it under Settings, Server, "
@@ -136,6 +139,18 @@ class ClipboardGrants:
         if DEFAULTS[direction] == "allow":
             return decide(direction, (), self._clock.now())
         return decide(direction, await self.active(user_id), self._clock.now())
+
+    async def require(self, principal: Principal, direction: Direction) -> Decision:
+        """The crossing allowed for the person behind ``principal``, or ``ConsentRequired``: the one check of the
+        clipboard lane and of the clipboard verbs, whichever way the clipboard reaches its caller. An agent's own
+        verbs are not a crossing to anyone's computer (the clipboard stays with the agent's run, which is how
+        agents get it): they pass."""
+        if principal.agent_id is not None:
+            return Decision(True, "agent")
+        decision = await self.decide(principal.user_id, direction)
+        if not decision.allowed:
+            raise ConsentRequired(consent_message(direction))
+        return decision
 
     async def grant(self, user_id: str, direction: Direction, minutes: int | None) -> Grant:
         now = self._clock.now()

@@ -1,6 +1,7 @@
-"""Authorizing a lane request (file lane, terminal lane): the device credential, a signature for exactly this
-lane and rig minted for that same person, current workspace membership (member or above), and for lanes that
-change the rig (drops, a terminal) the guardrails' read-only mode."""
+"""Authorizing a lane request (file lane, terminal lane, live view): the device credential, a signature for exactly
+this lane and rig minted for that same person, current workspace membership (member or above), and for what
+changes the rig (drops, pastes, a terminal, the live view's input) the credential's own reach (a read-only
+credential changes nothing) and the guardrails' read-only mode (``authorize_change``)."""
 
 from __future__ import annotations
 
@@ -39,9 +40,19 @@ async def authorize(
         raise Unavailable("the rig manager is not running on this server")
     live = await manager.get_live(grant.workspace_id, rig_id)
     principal.check_space(live.space_id, action=f"the {lane} lane", subject=f"rig {rig_id}")
+    access = LaneAccess(grant.workspace_id, principal, manager, live)
     if mutating:
-        await refuse_if_read_only(app, grant.workspace_id, live.space_id, lane)
-    return LaneAccess(grant.workspace_id, principal, manager, live)
+        await authorize_change(access, lane, f"the {lane} lane")
+    return access
+
+
+async def authorize_change(access: LaneAccess, lane: Lane, what: str) -> None:
+    """A change to the rig through a lane, whether the lane is one that changes (a drop, a paste, a terminal) or
+    one that carries changes beside what it shows (the live view's input): authorized per credential (a
+    read-only credential, or one limited to another workspace, changes nothing, whoever its person is and
+    whatever they hold through another credential), then the guardrails' read-only mode."""
+    access.principal.check_reach(access.ws, changes=True, action=what, op=False)
+    await refuse_if_read_only(access.manager.app, access.ws, access.live.space_id, lane)
 
 
 async def still_allowed(app: AppContext, ws: str, token: str) -> None:

@@ -31,12 +31,12 @@ from typing import Any
 from hangar.core.context import AppContext
 from hangar.core.events import Subscription
 from hangar.core.principal import Principal
-from hangar.core.settings import SettingSpec, strict_int
 from hangar.errors import NotFound
-from hangar.identity import IdentityService, usable_workspace_ids
+from hangar.identity import usable_workspace_ids
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import RigBackend, RigHandle
-from hangar.rigs.closing import RigCloser
+from hangar.rigs.budget import MEMORY_BUDGET_SETTING, MEMORY_BUDGET_SPEC, MemoryBudget
+from hangar.rigs.closing import RigCloser, discard_home
 from hangar.rigs.live import LiveRig, LiveRigs
 from hangar.rigs.model import DEFAULT_MEMORY_BUDGET_MB, PORT_POLL_INTERVAL_S, CloseReason, Phase, RigRecord
 from hangar.rigs.opening import RigOpener, rig_home
@@ -46,12 +46,7 @@ from hangar.rigs.upkeep import RigUpkeep
 log = logging.getLogger(__name__)
 
 SWEEP_INTERVAL_S = 30.0
-MEMORY_BUDGET_SETTING = "rigs.memoryBudgetMb"
-MEMORY_BUDGET_SPEC = SettingSpec(
-    MEMORY_BUDGET_SETTING,
-    "The resident-memory budget of all rigs on this host, in MB.",
-    strict_int(MEMORY_BUDGET_SETTING, 512, 1024 * 1024),
-)
+__all__ = ["MEMORY_BUDGET_SETTING", "MEMORY_BUDGET_SPEC", "RigLifecycle"]
 
 
 class RigLifecycle:
@@ -61,7 +56,8 @@ class RigLifecycle:
         self.store = RigStore(app.dbs, app.clock)
         self.rigs = LiveRigs(app.clock)
         self.closer = RigCloser(app, self.store, self.rigs)
-        self.upkeep = RigUpkeep(app, self.store, self.rigs, self.closer, budget_mb=budget_mb)
+        self.budget = MemoryBudget(app, self.rigs, self.closer, budget_mb=budget_mb)
+        self.upkeep = RigUpkeep(app, self.store, self.rigs, self.closer, self.budget)
         # The bound hook, so a subclass's override (the manager's dev-domain lanes) is the one a boot calls.
         self.opener = RigOpener(
             app, backend, self.store, self.rigs, self.upkeep, self.closer, prepare_ready=self._prepare_ready
@@ -71,11 +67,13 @@ class RigLifecycle:
 
     @property
     def budget_mb(self) -> int:
-        return self.upkeep.budget_mb
+        """The memory budget as last read (``MemoryBudget.current_mb`` reads it afresh)."""
+        return self.budget.budget_mb
 
     @budget_mb.setter
     def budget_mb(self, value: int) -> None:
-        self.upkeep.budget_mb = value
+        """This process's budget where the server setting is not set (tests, and the op after storing it)."""
+        self.budget.configured_mb = self.budget.budget_mb = value
 
     async def _prepare_ready(self, live: LiveRig, handle: RigHandle) -> str | None:
         """What a booted rig needs before it is ``ready`` (the manager adds a browser's dev-domain lanes); returns
@@ -85,9 +83,7 @@ class RigLifecycle:
     # -- start and stop -----------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        setting = await self.app.service(IdentityService).get_setting(MEMORY_BUDGET_SETTING)
-        if isinstance(setting, int) and setting > 0:
-            self.budget_mb = setting
+        await self.budget.current_mb()
         await self._close_leftovers()
         # Drops spooled by a process that died mid-upload never landed; nothing else reads them.
         await asyncio.to_thread(shutil.rmtree, self.app.datadir.root / "rigs" / "spool", True)
@@ -121,7 +117,7 @@ class RigLifecycle:
                     status_detail="the server stopped before closing it",
                     closed_at=self.app.clock.now(),
                 )
-                await asyncio.to_thread(shutil.rmtree, rig_home(self.app, rec.id), True)
+                await discard_home(self.app, rig_home(self.app, rec.id))
 
     async def _loop(self, interval: float, step: Callable[[], Awaitable[None]]) -> None:
         while True:

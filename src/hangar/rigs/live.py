@@ -76,7 +76,8 @@ class LiveRig:
             self.limits,
             self.opened_at,
             self.last_active_at,
-            self.resident_mb,
+            # A booting rig has nothing measured yet and is about to hold memory: it counts at its ceiling.
+            max(self.resident_mb, self.limits.memory_mb) if self.phase is Phase.provisioning else self.resident_mb,
             self.lanes,
             self.busy,
             self.controller is not None,

@@ -17,8 +17,10 @@ watch a rig can neither drop files into it nor open a terminal):
 - Client to server, text: ``{"type": "mouse", action: "move"|"down"|"up", x, y, button?}``, ``{"type": "key",
   action: "down"|"up", key}`` (DOM key names), ``{"type": "wheel", x, y, deltaX, deltaY}``, ``{"type": "text",
   text}``, ``{"type": "resize", width, height}`` (the page's viewport, 320x240 to 2560x1600): input, applied only
-  while the sender holds control (``rig.takeControl``); ``{"type": "view", width, height}``: the largest frame
-  the client wants to draw (anyone may send it; query ``w`` and ``h`` give the first).
+  while the sender holds control (``rig.takeControl``) through a credential that may change things (a read-only
+  one, such as an OAuth grant marked read only, is answered ``forbidden`` even while its person holds control
+  through another); ``{"type": "view", width, height}``: the largest frame the client wants to draw (anyone may
+  send it; query ``w`` and ``h`` give the first).
 
 One ``frames()`` capture per rig feeds every watcher (``FrameHub``): it runs at the largest size any watcher
 asked for, and each watcher holds only the newest frame it has not sent yet, so a slow watcher skips stale frames
@@ -46,10 +48,11 @@ from hangar.errors import HangarError, InvalidArgs, Refused, Unavailable
 from hangar.rigs.actions.base import MAX_TEXT
 from hangar.rigs.engines.keys import key_spec
 from hangar.rigs.engines.session import EngineSession, Frame, MouseButton
-from hangar.rigs.lanes import LaneAccess, authorize, refuse_if_read_only
+from hangar.rigs.lanes import LaneAccess, authorize, authorize_change
 from hangar.rigs.live import LiveRig
 from hangar.rigs.model import Surface
 from hangar.rigs.socketlane import credential, fail, guarded
+from hangar.rpc.access import Revocable
 
 log = logging.getLogger(__name__)
 
@@ -303,9 +306,14 @@ class FrameHub:
         self._size = size
         previous, self._pump = self._pump, None
         if previous is not None:
-            previous.cancel()
+            _stop(previous)
         if size is not None:
             self._pump = asyncio.create_task(self._run(size, previous), name="rigs:liveview")
+        else:
+            # Stopping, not stopped: the capture ends when the cancelled task has run its clean-up, which
+            # ``aclose`` (or the next start) waits for; dropping it here would let a new view start a capture
+            # the engine still holds (an engine captures one stream at a time).
+            self._pump = previous
 
     async def refresh_viewport(self) -> None:
         self.viewport = await self.session.viewport()
@@ -313,7 +321,7 @@ class FrameHub:
     async def _run(self, size: tuple[int, int], previous: asyncio.Task[None] | None) -> None:
         if previous is not None:
             # An engine captures one stream at a time: the old one must have stopped before this one starts.
-            await asyncio.gather(previous, return_exceptions=True)
+            await asyncio.wait([previous])
         frames = self.session.frames(*size)
         dims: tuple[int, int] | None = None
         try:
@@ -343,22 +351,36 @@ class FrameHub:
 
     async def aclose(self) -> None:
         if self._pump is not None:
-            self._pump.cancel()
-            await asyncio.gather(self._pump, return_exceptions=True)
+            _stop(self._pump)
+            await asyncio.wait([self._pump])
             self._pump = None
 
 
+def _stop(pump: asyncio.Task[None]) -> None:
+    """Ask a capture to stop, once: cancelling it again would cut its clean-up short (the engine's stop, without
+    which the engine keeps capturing and refuses the next view)."""
+    if not pump.done() and not pump.cancelling():
+        pump.cancel()
+
+
 _HUBS: dict[LiveRig, FrameHub] = {}
+_CLOSING: dict[LiveRig, asyncio.Task[None]] = {}  # a hub whose last watcher left, its capture still stopping
 
 
 @contextlib.asynccontextmanager
 async def watching(
     live: LiveRig, session: EngineSession, size: tuple[int, int]
 ) -> AsyncIterator[tuple[FrameHub, Watcher]]:
-    """Join the rig's frame hub (made by the first watcher, stopped by the last)."""
+    """Join the rig's frame hub (made by the first watcher, stopped by the last). A view opened while the last
+    one's capture is still stopping waits for it: an engine captures one stream at a time."""
     hub = _HUBS.get(live)
     if hub is None or hub.session is not session:
-        hub = _HUBS[live] = FrameHub(session)
+        closing = _CLOSING.get(live)
+        if closing is not None:
+            await asyncio.wait([closing])
+        hub = _HUBS.get(live)  # another view may have made one meanwhile
+        if hub is None or hub.session is not session:
+            hub = _HUBS[live] = FrameHub(session)
     watcher = Watcher(size)
     hub.join(watcher)
     try:
@@ -367,7 +389,12 @@ async def watching(
         hub.leave(watcher)
         if not hub.watchers and _HUBS.get(live) is hub:
             del _HUBS[live]
-            await hub.aclose()
+            closing = _CLOSING[live] = asyncio.ensure_future(hub.aclose())
+            try:
+                await asyncio.shield(closing)
+            finally:
+                if _CLOSING.get(live) is closing:
+                    del _CLOSING[live]
 
 
 # -- the lane -----------------------------------------------------------------------------------------------
@@ -414,8 +441,8 @@ async def live_view_lane(ws: WebSocket) -> None:
         await fail(ws, err)
         return
     try:
-        async with guarded(ws.app.state.ctx, access, token) as revoked:
-            await _serve(ws, access, size, revoked)
+        async with guarded(ws.app.state.ctx, access, token) as guard:
+            await _serve(ws, access, size, guard)
     except HangarError as err:
         await fail(ws, err)
 
@@ -424,9 +451,7 @@ def _send_json(ws: WebSocket, payload: dict[str, Any]) -> Any:
     return ws.send_text(json.dumps(payload))
 
 
-async def _serve(
-    ws: WebSocket, access: LaneAccess, size: tuple[int, int], revoked: asyncio.Future[HangarError]
-) -> None:
+async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard: Revocable) -> None:
     mgr, principal, me = access.manager, access.principal, access.principal.user_id
     counts = _Counts()
     async with mgr.watch(access.ws, access.live.id) as (live, events):
@@ -446,6 +471,7 @@ async def _serve(
                 told: tuple[int, int] | None = None
                 while True:
                     seq, frame = await watcher.next()
+                    await guard.admit()  # nothing reaches a person whose access ended, however recently
                     if hub.viewport is not None and hub.viewport != told:
                         told = hub.viewport
                         await _send_json(ws, {"type": "viewport", "width": told[0], "height": told[1]})
@@ -455,6 +481,7 @@ async def _serve(
             async def pump_events() -> None:
                 while True:
                     event = await events.get()
+                    await guard.admit()
                     if event.get("type") == "control":
                         await _send_json(ws, {"type": "control", "controller": event.get("controller"), "you": me})
                     elif event.get("type") == "phase" and event.get("phase") in ("closed", "failed", "closing"):
@@ -462,7 +489,6 @@ async def _serve(
 
             async def pump_input() -> None:
                 told_readonly = False
-                checked_for: str | None = None  # the controller the read-only mode was last checked for
                 while True:
                     msg = await ws.receive()
                     if msg["type"] == "websocket.disconnect":
@@ -484,9 +510,11 @@ async def _serve(
                                 await _send_json(ws, {"type": "readonly", "message": _readonly_message(live)})
                             continue
                         told_readonly = False
-                        if checked_for != live.controller:
-                            await refuse_if_read_only(mgr.app, access.ws, live.space_id, "watch")
-                            checked_for = live.controller
+                        # Input changes the page, authorized at each event: the person still has access (the
+                        # lane ends otherwise), through a credential that may change things (whatever its person
+                        # holds through another one), outside read-only mode (set since the lane opened, too).
+                        await guard.admit()
+                        await authorize_change(access, "watch", "input on the live view")
                         live.last_active_at = mgr.app.clock.monotonic()
                         live.last_actor = principal.label
                         await apply_input(session, parsed)
@@ -502,10 +530,10 @@ async def _serve(
                 asyncio.create_task(pump_input()),
             ]
             try:
-                ending: set[asyncio.Future[Any]] = {*tasks, revoked}
+                ending: set[asyncio.Future[Any]] = {*tasks, guard.ended}
                 done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
-                if revoked in done:
-                    raise revoked.result()
+                if guard.ended in done:
+                    raise guard.ended.result()
                 for task in done:
                     exc = task.exception()
                     if isinstance(exc, HangarError):

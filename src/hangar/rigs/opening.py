@@ -3,8 +3,8 @@ watching it for a death underneath.
 
 An open answers once the boot is done or after ``OPEN_WAIT_S`` still booting (a first pack build takes
 minutes): the boot runs as its own task, records its own failure, and whoever acts on the rig later waits for
-it (``RigUpkeep.awake``). Room under the memory budget is made before provisioning (``RigUpkeep.make_room``); a
-failed boot or a dead rig ends through ``RigCloser.fail``.
+it (``RigUpkeep.awake``). Room under the memory budget is made before provisioning (``RigUpkeep.make_room``,
+under the budget's lock); a failed boot or a dead rig ends through ``RigCloser.fail``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hangar.core.context import AppContext
+from hangar.core.disks import DEFAULT_RIG_DISK_MB, ScopeDisks
 from hangar.core.ids import new_id
 from hangar.core.principal import Principal
 from hangar.core.settings import WorkspaceSettings
@@ -112,8 +113,11 @@ class RigOpener:
                 live = existing
             else:
                 limits = limits_for(surface, engine)
-                await self.upkeep.make_room(limits.memory_mb)
-                live = await self._provision(ws, space_id, surface, engine, limits, principal)
+                # Room is made and the rig registered (counted at its ceiling while it boots) in one step of the
+                # budget, so an enclosure admitted meanwhile sees it.
+                async with self.upkeep.budget.lock:
+                    await self.upkeep.make_room(limits.memory_mb)
+                    live = await self._provision(ws, space_id, surface, engine, limits, principal)
         if live.phase is Phase.provisioning and live.boot is not None:
             await self._await_boot(live, live.boot, on_status)
         return live
@@ -145,6 +149,10 @@ class RigOpener:
         rig_id = new_id()
         home = rig_home(self.app, rig_id)
         home.mkdir(parents=True, exist_ok=True)
+        disks, disk_mb = self.app.maybe_service(ScopeDisks), DEFAULT_RIG_DISK_MB
+        if disks is not None:
+            await disks.ensure(home)  # what the rig keeps in its home has a quota too
+            disk_mb = await disks.rig_disk_mb()
         browser = surface is Surface.browser
         display = limits.boot_display
         spec = RigSpec(
@@ -164,6 +172,7 @@ class RigOpener:
             engine=engine,
             display=(display.width, display.height) if display is not None else None,
             trust_pem=await hooks.dev_ca_pem(self.app) if browser else None,
+            disk_mb=disk_mb,
         )
         await self.store.insert(
             ws,

@@ -20,7 +20,7 @@ from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.browser import use_browser
-from hangar.rigs.consent import CONSENT_OPS
+from hangar.rigs.consent import CONSENT_OPS, grants_of
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
@@ -30,6 +30,7 @@ from hangar.rigs.results import (
     Controller,
     ControlState,
     DisplaySize,
+    EnclosureView,
     ExecOutput,
     HostsGranted,
     HostStatus,
@@ -320,6 +321,8 @@ async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> NoReturn:
     _check_surface(table, live)
     if live is not None and not parsed.observation:
         mgr.check_control(live, ctx.principal, f"{table.tool} {parsed.verb.name}")
+    if parsed.verb.crossing is not None:
+        await grants_of(ctx).require(ctx.principal, parsed.verb.crossing)
     raise Unavailable(
         f"{table.tool} {parsed.verb.name}: {table.surface.value} rigs need {table.needs}, "
         "which this server does not have yet (planned)"
@@ -365,12 +368,24 @@ async def rig_action_log(ctx: OpContext, args: RigArgs) -> list[ActionLogEntry]:
 
 def _host_status(mgr: RigManager) -> HostStatus:
     live = mgr.live_rigs()
+    held = sorted(mgr.budget.enclosures.values(), key=lambda e: e.key)
     return HostStatus(
         backend=mgr.backend.name,
         unavailable_reason=mgr.backend.unavailable_reason(),
         memory_budget_mb=mgr.budget_mb,
-        resident_mb=sum(r.resident_mb for r in live),
+        held_mb=mgr.budget.held_mb(),
+        resident_mb=sum(r.resident_mb for r in live) + sum(e.resident_mb for e in held),
         live_rigs=len(live),
+        enclosures=[
+            EnclosureView(
+                scope=e.key,
+                workspace_id=e.workspace_id,
+                memory_mb=e.memory_mb,
+                resident_mb=e.resident_mb,
+                busy=e.busy(),
+            )
+            for e in held
+        ],
     )
 
 
@@ -379,6 +394,7 @@ async def rigs_status(ctx: OpContext, args: NoArgs) -> HostStatus:
     """This host's rigs: backend and whether it can run here, the memory budget and what is resident now."""
     mgr = manager(ctx)
     await mgr.measure()
+    await mgr.budget.current_mb()
     return _host_status(mgr)
 
 

@@ -4,7 +4,9 @@ is ready, and how far a build under way has got.
 A pack build takes a minute or more and may be started by the first ``rig.open`` or by the server owner ahead
 of time (``rigs.buildPack``). Either way it goes through one ``PackBuilds`` per backend, which remembers the
 build's latest step so any caller (``rigs.packs``) can show progress; a second request for a pack already
-building joins the build under way instead of starting another.
+building joins the build under way instead of starting another. A build under way in another process sharing the
+packs (a server's first start, ``hangar rigs build-pack``) shows as building too, with the step its builder
+keeps beside the build lock (``image.pack.build_under_way``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,20 @@ class PackStatus:
     step_index: int = 0
     steps: int = 0
     error: str | None = None
+
+
+def step_numbers(text: str) -> tuple[int, int] | None:
+    """The step number and how many there are, from a step text ending in "(3/10)"."""
+    found = _STEP.search(text)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def with_step(pack: PackStatus, text: str) -> PackStatus:
+    """``pack`` showing the build step ``text`` (its numbers too, when it has them)."""
+    numbers = step_numbers(text)
+    if numbers is None:
+        return replace(pack, step=text)
+    return replace(pack, step=text, step_index=numbers[0], steps=numbers[1])
 
 
 @dataclass
@@ -86,9 +102,9 @@ class PackBuilds:
 
         def report(text: str) -> None:
             state.step = text
-            found = _STEP.search(text)
-            if found:
-                state.step_index, state.steps = int(found.group(1)), int(found.group(2))
+            numbers = step_numbers(text)
+            if numbers is not None:
+                state.step_index, state.steps = numbers
             for listener in list(state.listeners):
                 listener(text)
 

@@ -7,23 +7,29 @@ factory) and never asks which one it runs on. Stopping the part closes every rig
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 
 from hangar.core.confine import Confinement
 from hangar.core.context import AppContext
+from hangar.core.disks import ScopeDisks
 from hangar.core.part import Part
+from hangar.errors import HangarError
+from hangar.identity import IdentityService
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import RigBackend
+from hangar.rigs.budget import MEMORY_BUDGET_SPEC
 from hangar.rigs.confinement import RigConfinement
 from hangar.rigs.consent import SERVER_MIGRATIONS
 from hangar.rigs.devdomain_ops import DEV_DOMAIN_OPS
 from hangar.rigs.events import RIG_EVENTS
 from hangar.rigs.images import IMAGE_SETTINGS
-from hangar.rigs.lifecycle import MEMORY_BUDGET_SPEC
 from hangar.rigs.manager import RigManager
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.routes import RIG_ROUTES
 from hangar.rigs.store import MIGRATIONS
+
+log = logging.getLogger(__name__)
 
 BackendFactory = Callable[[AppContext], RigBackend]
 
@@ -31,17 +37,34 @@ BackendFactory = Callable[[AppContext], RigBackend]
 def enclosure_backend(app: AppContext) -> RigBackend:
     from hangar.rigs.backends.enclosure import EnclosureBackend
 
-    return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.rig_packs_dir)
+    return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.packs_root)
+
+
+async def _start_disks(disks: ScopeDisks, backend: RigBackend) -> None:
+    """Disks unmounted by a reboot are mounted again; a host that cannot make them is said at every start."""
+    if backend.unavailable_reason() is not None:
+        return  # no enclosure runs here, so nothing confined writes
+    reason = disks.unavailable_reason()
+    if reason is not None:
+        log.warning("the working directories of confined code have no disk quota on this host: %s", reason)
+        return
+    try:
+        await disks.remount()
+    except HangarError as exc:
+        log.warning("could not mount the disks of confined code again: %s", exc.message)
 
 
 def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
     async def start(app: AppContext) -> None:
         backend = backend_factory(app)
         manager = app.provide(RigManager(app, backend))
-        # User code (shell steps, command agents) runs in rigs of the same backend.
+        disks = app.provide(ScopeDisks(app.datadir.root / "disks", app.service(IdentityService).get_setting))
+        # User code (shell steps, command agents) runs in rigs of the same backend, its directories on disks.
         allowlist_of = functools.partial(hooks.confinement_allowlist, app)
-        app.provide(RigConfinement(backend, allowlist_of=allowlist_of), as_type=Confinement)
+        confinement = RigConfinement(backend, allowlist_of=allowlist_of, budget=manager.budget, disks=disks)
+        app.provide(confinement, as_type=Confinement)
         await manager.start()
+        await _start_disks(disks, backend)
 
     async def stop(app: AppContext) -> None:
         confinement = app.maybe_service(Confinement)

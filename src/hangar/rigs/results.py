@@ -144,9 +144,25 @@ class PackView(Result):
     error: str | None
 
 
+class EnclosureView(Result):
+    """An enclosure user code runs in (``scope`` names what it runs for, ``pipelineRun:<runId>`` for one): it
+    holds its ceiling, ``memoryMb``, in the budget; ``busy`` while a job runs in it."""
+
+    scope: str
+    workspace_id: str
+    memory_mb: int
+    resident_mb: int
+    busy: bool
+
+
 class HostStatus(Result):
+    """``heldMb`` is what counts against ``memoryBudgetMb``: rigs' resident memory (their ceiling while booting)
+    and each enclosure's ceiling; ``residentMb`` is what rigs and enclosures hold now."""
+
     backend: str
     unavailable_reason: str | None
     memory_budget_mb: int
+    held_mb: int
     resident_mb: int
     live_rigs: int
+    enclosures: list[EnclosureView]

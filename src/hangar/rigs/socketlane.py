@@ -50,14 +50,16 @@ async def fail(ws: WebSocket, err: HangarError) -> None:
 
 
 @contextlib.asynccontextmanager
-async def guarded(app: AppContext, access: LaneAccess, token: str) -> AsyncIterator[asyncio.Future[HangarError]]:
-    """A future that resolves to the error once the lane's person may no longer use it."""
-    guard = Revocable(functools.partial(still_allowed, app, access.ws, token))
+async def guarded(app: AppContext, access: LaneAccess, token: str) -> AsyncIterator[Revocable]:
+    """The lane's guard: ``ended`` resolves to the error once the lane's person may no longer use it, and
+    ``admit`` (before each thing the lane sends) raises it, checked again when authority moved."""
+    identity = app.service(IdentityService)
+    guard = Revocable(functools.partial(still_allowed, app, access.ws, token), stamp=identity.authority_stamp)
     monitor = app.maybe_service(AccessMonitor)
     if monitor is not None:
         monitor.watch(guard)
     try:
-        yield guard.ended
+        yield guard
     finally:
         if monitor is not None:
             monitor.forget(guard)

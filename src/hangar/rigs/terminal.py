@@ -4,7 +4,9 @@ xterm-compatible framing: binary frames carry terminal bytes both ways; a text f
 ``{"type": "resize", "cols": 120, "rows": 40}`` resizes the PTY. The server sends text frames only for
 notices: ``{"type": "error", "code": ..., "message": ...}`` (then closes with 4000 + HTTP status when it is
 fatal) and ``{"type": "readonly", ...}`` when someone else holds control (input is dropped until handed back;
-output still flows). Authentication: ``Authorization: Bearer`` on the upgrade, or a first text frame
+output still flows); typing is authorized at each keystroke, so read-only mode set while the terminal is open
+drops input (told once as an ``error`` notice, ``refused``), and nothing is typed or sent after the person's
+access ended. Authentication: ``Authorization: Bearer`` on the upgrade, or a first text frame
 ``{"type": "auth", "token": "<device credential>"}`` for browsers; plus ``sig`` in the query string, minted by
 ``rig.terminalUrl``. An open terminal pins the rig against parking and idle reaping (the TTL still applies).
 Input is audited as a length and SHA-256 when the lane closes, never as content.
@@ -23,8 +25,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from hangar.errors import HangarError, InvalidArgs
 from hangar.rigs.backends.base import Pty
-from hangar.rigs.lanes import LaneAccess, authorize
+from hangar.rigs.lanes import LaneAccess, authorize, authorize_change
 from hangar.rigs.socketlane import credential, fail, guarded
+from hangar.rpc.access import Revocable
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +56,13 @@ async def terminal_lane(ws: WebSocket) -> None:
         await fail(ws, err)
         return
     try:
-        async with guarded(ws.app.state.ctx, access, token) as revoked:
-            await _serve(ws, access, cols, rows, revoked)
+        async with guarded(ws.app.state.ctx, access, token) as guard:
+            await _serve(ws, access, cols, rows, guard)
     except HangarError as err:
         await fail(ws, err)
 
 
-async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, revoked: asyncio.Future[HangarError]) -> None:
+async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, guard: Revocable) -> None:
     mgr, principal = access.manager, access.principal
     typed = hashlib.sha256()
     typed_len = 0
@@ -71,11 +74,13 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, revoke
         async def pump_out(pty: Pty) -> None:
             while data := await pty.read():
                 live.last_active_at = mgr.app.clock.monotonic()
+                await guard.admit()  # nothing reaches a person whose access ended, however recently
                 await ws.send_bytes(data)
 
         async def pump_in(pty: Pty) -> None:
             nonlocal typed_len
             told_readonly = False
+            told_refused = False
             while True:
                 msg = await ws.receive()
                 if msg["type"] == "websocket.disconnect":
@@ -89,6 +94,17 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, revoke
                             )
                         continue
                     told_readonly = False
+                    # Typing is a change, authorized at each keystroke: the person still has access (the lane
+                    # ends otherwise), and the read-only mode set since the lane opened refuses it.
+                    await guard.admit()
+                    try:
+                        await authorize_change(access, "terminal", "typing into the terminal")
+                    except HangarError as err:
+                        if not told_refused:
+                            told_refused = True
+                            await ws.send_text(json.dumps({"type": "error", **err.to_dict()}))
+                        continue
+                    told_refused = False
                     data: bytes = msg["bytes"]
                     typed.update(data)
                     typed_len += len(data)
@@ -100,10 +116,10 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, revoke
         out = asyncio.create_task(pump_out(pty))
         inp = asyncio.create_task(pump_in(pty))
         try:
-            ending: set[asyncio.Future[Any]] = {out, inp, revoked}
+            ending: set[asyncio.Future[Any]] = {out, inp, guard.ended}
             done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
-            if revoked in done:
-                raise revoked.result()  # access ended: told to the person, then the lane closes (4401 / 4403)
+            if guard.ended in done:
+                raise guard.ended.result()  # access ended: told to the person, then the lane closes (4401 / 4403)
             for task in done:
                 exc = task.exception()
                 if isinstance(exc, HangarError):

@@ -2,9 +2,9 @@
 members who left), the memory budget and the measuring it rests on, waking a parked rig for its next action, and
 mirroring terminal rigs' listening ports.
 
-The decisions are ``policy``'s (pure); this carries them out, and ends rigs through ``RigCloser``. The budget is
-held here because both the sweep and making room for a new rig evict against it; it changes at run time (the
-``rigs.setMemoryBudget`` op).
+The decisions are ``policy``'s (pure); this carries them out, and ends rigs through ``RigCloser``. The memory
+budget is ``budget.MemoryBudget``, shared with the enclosures user code runs in: the sweep and making room for a
+new rig evict against it, under its lock.
 """
 
 from __future__ import annotations
@@ -13,25 +13,28 @@ import asyncio
 import logging
 
 from hangar.core.context import AppContext
-from hangar.errors import HangarError, NotFound, Refused
+from hangar.errors import HangarError, NotFound
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import RigHandle
+from hangar.rigs.budget import MemoryBudget
 from hangar.rigs.closing import RigCloser
 from hangar.rigs.live import LiveRig, LiveRigs
 from hangar.rigs.model import CloseReason, Phase, Surface
-from hangar.rigs.policy import Eviction, Park, evict, lifecycle
+from hangar.rigs.policy import Park, evict, lifecycle
 from hangar.rigs.store import RigStore
 
 log = logging.getLogger(__name__)
 
 
 class RigUpkeep:
-    def __init__(self, app: AppContext, store: RigStore, rigs: LiveRigs, closer: RigCloser, *, budget_mb: int) -> None:
+    def __init__(
+        self, app: AppContext, store: RigStore, rigs: LiveRigs, closer: RigCloser, budget: MemoryBudget
+    ) -> None:
         self.app = app
         self.store = store
         self.rigs = rigs
         self.closer = closer
-        self.budget_mb = budget_mb
+        self.budget = budget
         # The background sweep and an explicit one (an op, a test) must not interleave: a caller whose sweep
         # returns has seen every decision of the rules carried out, including closes another sweep began.
         self._sweep_lock = asyncio.Lock()
@@ -54,30 +57,20 @@ class RigUpkeep:
                 await self._park(target)
             else:
                 await self.closer.close_live(target, decision.reason, cause=decision.cause)
-        await self._evict(evict(self.rigs.states(), self.budget_mb))
+        async with self.budget.lock:
+            await self.budget.carry_out(evict(self.budget.states(), await self.budget.current_mb()))
         for live in self.rigs.all():
             if not await hooks.still_member(self.app, live.ws, live.opener_user_id):
                 await self.closer.close_live(live, CloseReason.workspace_gone)
 
     async def make_room(self, need_mb: int) -> None:
-        """Make room for a new rig's memory ceiling under the budget, evicting idle rigs LRU first."""
+        """With the budget's lock held: make room for a new rig's ceiling, evicting what is idle, LRU first."""
         await self.measure()
-        plan = evict(self.rigs.states(), self.budget_mb, need_mb)
-        if not plan.fits:
-            raise Refused(
-                f"the rigs' memory budget ({self.budget_mb} MB) cannot hold another {need_mb} MB rig: "
-                f"{plan.used_mb} MB are resident in rigs that are in use; close one first"
-            )
-        await self._evict(plan)
-
-    async def _evict(self, plan: Eviction) -> None:
-        for rig_id in plan.victims:
-            victim = self.rigs.get(rig_id)
-            if victim is not None:
-                await self.closer.close_live(victim, CloseReason.idle_timeout, cause="memory")
+        await self.budget.fit(need_mb, "rig")
 
     async def measure(self) -> None:
-        """Refresh every running rig's resident memory (parked rigs still hold theirs)."""
+        """Refresh every running rig's resident memory (parked rigs still hold theirs), and the enclosures'."""
+        await self.budget.measure()
         for live in self.rigs.all():
             if live.handle is not None and live.phase in (Phase.ready, Phase.parked):
                 try:

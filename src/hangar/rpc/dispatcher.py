@@ -1,14 +1,16 @@
 """Turning one request frame into one reply, in the contract's order of checks.
 
 Order: frame shape → op known → ``workspace_id`` present (before any database opens) → credential still
-valid (session policy on every use) → server-owner ops → membership and minimum role → arguments parsed
-totally (the message names the field) → the space they name, for a credential limited to one → guardrails →
-the handler (an op naming a rig or a run, not a space, holds its space to the same check itself). Only this
-module and the HTTP edge turn errors into wire shapes.
+valid (session policy on every use) → server-owner ops → membership and minimum role (``admit``) → arguments
+parsed totally (the message names the field) → the space they name, for a credential limited to one →
+guardrails (``guard``) → the handler (an op naming a rig or a run, not a space, holds its space to the same check
+itself). A part acting for a person without calling an op (the chat bridge) is held to the same checks through
+``authorize``. Only this module and the HTTP edge turn errors into wire shapes.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
@@ -19,6 +21,7 @@ from hangar.core.audit import through
 from hangar.core.context import AppContext
 from hangar.core.principal import Principal, Role
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
+from hangar.rpc.access import Revocable
 from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import AskFirst, Guardrails
@@ -116,19 +119,9 @@ class Dispatcher:
             if not isinstance(ws, str) or not ws:
                 raise InvalidArgs("args.workspace_id must be a non-empty string", field="workspace_id")
             workspace_id = ws
-        identity = self.authority
         if principal is None:  # given only by a door that checked this credential for this very request
-            principal = await identity.authenticate(token)
-        principal.check_reach(workspace_id, changes=spec.mutating, action=spec.name)
-        if spec.server_owner and not principal.is_server_owner:
-            raise Forbidden(f"{spec.name} is reserved to the server owner")
-        role = None
-        if workspace_id is not None:
-            role = await self.role_in(workspace_id, principal)
-            if role is None:
-                raise Forbidden(f"you are not a member of workspace {workspace_id}")
-            if role < spec.min_role:
-                raise Forbidden(f"{spec.name} needs the {spec.min_role.name} role; you are {role.name}")
+            principal = await self.authority.authenticate(token)
+        role = await self.admit(principal, spec, workspace_id)
         try:
             parsed = spec.args_model.model_validate(args)
         except ValidationError as exc:
@@ -136,15 +129,62 @@ class Dispatcher:
         if workspace_id is not None:
             # Whichever spelling the caller used, the parsed model holds it under its Python name.
             space_id = getattr(parsed, "space_id", None)
-            principal.check_space(space_id if isinstance(space_id, str) else None, action=spec.name)
-            engine = await self.app.dbs.workspace(workspace_id)
-            try:
-                await self.guardrails.check(engine, workspace_id, spec, space_id if isinstance(space_id, str) else None)
-            except AskFirst as rule:
-                if ask is None or not await ask(rule):
-                    raise
-                await self._approved(workspace_id, principal, spec, rule, door)
+            space = space_id if isinstance(space_id, str) else None
+            await self.guard(principal, spec, workspace_id, space, door=door, ask=ask)
         return OpContext(self.app, principal, spec, workspace_id, role, req_id, door, progress), parsed
+
+    async def authorize(
+        self,
+        principal: Principal,
+        spec: OpSpec,
+        workspace_id: str,
+        *,
+        space_id: str | None = None,
+        door: str,
+        ask: Ask | None = None,
+    ) -> Role | None:
+        """The checks of ``prepare`` for something done on ``principal``'s behalf that amounts to ``spec`` without
+        being a call of it (the chat bridge opening a space of its own kind): the same rules in the same order,
+        so a part acting for a person never keeps a second copy of them. Returns the principal's role."""
+        role = await self.admit(principal, spec, workspace_id)
+        await self.guard(principal, spec, workspace_id, space_id, door=door, ask=ask)
+        return role
+
+    async def admit(self, principal: Principal, spec: OpSpec, workspace_id: str | None) -> Role | None:
+        """Who may call ``spec`` at all: the credential's reach, the server owner's ops, membership and the op's
+        minimum role. Returns the principal's role in the workspace (``None`` for a server-scoped op)."""
+        principal.check_reach(workspace_id, changes=spec.mutating, action=spec.name)
+        if spec.server_owner and not principal.is_server_owner:
+            raise Forbidden(f"{spec.name} is reserved to the server owner")
+        if workspace_id is None:
+            return None
+        role = await self.role_in(workspace_id, principal)
+        if role is None:
+            raise Forbidden(f"you are not a member of workspace {workspace_id}")
+        if role < spec.min_role:
+            raise Forbidden(f"{spec.name} needs the {spec.min_role.name} role; you are {role.name}")
+        return role
+
+    async def guard(
+        self,
+        principal: Principal,
+        spec: OpSpec,
+        workspace_id: str,
+        space_id: str | None,
+        *,
+        door: str,
+        ask: Ask | None = None,
+    ) -> None:
+        """Where ``spec`` may run: the space a credential is limited to, then the guardrails of the workspace and
+        of ``space_id`` (read-only mode; ask-first, approved through ``ask`` where the door can ask)."""
+        principal.check_space(space_id, action=spec.name)
+        engine = await self.app.dbs.workspace(workspace_id)
+        try:
+            await self.guardrails.check(engine, workspace_id, spec, space_id)
+        except AskFirst as rule:
+            if ask is None or not await ask(rule):
+                raise
+            await self._approved(workspace_id, principal, spec, rule, door)
 
     async def role_in(self, workspace_id: str, principal: Principal) -> Role | None:
         """An agent is a member of its own workspace (``check_reach`` kept it there); a person holds the role
@@ -177,5 +217,49 @@ class Dispatcher:
             raise HangarError(f"{ctx.spec.name} failed with an internal error") from exc
 
     def watch(self, ctx: OpContext, args: BaseModel) -> AsyncIterator[Any]:
-        gen: AsyncIterator[Any] = ctx.spec.handler(ctx, args)
-        return gen
+        """A watch op's replies: its first one, then its events, each delivered only once its caller has been
+        checked again (``recheck_watch``), whichever door streams them."""
+        return self._delivered(ctx, ctx.spec.handler(ctx, args))
+
+    async def _delivered(self, ctx: OpContext, gen: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """The first reply answers checks made a moment ago (``prepare``); every later event is held to the
+        caller's access at the moment it is handed on, so nothing that happens after a removal is acknowledged
+        reaches the removed member. The caller is checked again whenever the authority counter moved since the
+        last check (and every second, for what time alone ends): otherwise a delivery costs one counter read."""
+        gate = Revocable(functools.partial(self.recheck_watch, ctx), stamp=self.authority.authority_stamp)
+        first = True
+        try:
+            async for item in gen:
+                if not first:
+                    await gate.admit()
+                first = False
+                yield item
+        finally:
+            aclose = getattr(gen, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def recheck_watch(self, ctx: OpContext) -> None:
+        """Raise the reason a running watch may no longer deliver: its credential no longer works
+        (``Unauthenticated``), or its caller no longer holds what the op needs (``Forbidden``). By the
+        credential's id, not its token: an OAuth refresh rotates the token of a credential that lives on."""
+        principal = await self.authority.recheck_device(ctx.principal.device_id)
+        refusal = await self.watch_refusal(ctx, principal)
+        if refusal is not None:
+            raise refusal
+
+    async def watch_refusal(self, ctx: OpContext, principal: Principal) -> Forbidden | None:
+        """Why ``principal`` (the watch's caller, checked again) may no longer follow what ``ctx`` opened."""
+        spec = ctx.spec
+        if spec.server_owner and not principal.is_server_owner:
+            return Forbidden(f"{spec.name} is reserved to the server owner; the watch ended")
+        if ctx.workspace_id is None:
+            return None
+        role = await self.role_in(ctx.workspace_id, principal)
+        if role is None:
+            return Forbidden(f"you are no longer a member of workspace {ctx.workspace_id}; the watch ended")
+        if role < spec.min_role:
+            return Forbidden(
+                f"{spec.name} needs the {spec.min_role.name} role; you are now {role.name}; the watch ended"
+            )
+        return None

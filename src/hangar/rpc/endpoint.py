@@ -19,7 +19,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from hangar.core import wire
 from hangar.core.http import bearer_token
 from hangar.core.principal import Principal
-from hangar.errors import Forbidden, HangarError, InvalidArgs, NotFound, Unauthenticated
+from hangar.errors import HangarError, InvalidArgs, NotFound, Unauthenticated
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Dispatcher, check_request_id, error_frame
@@ -189,24 +189,9 @@ class Connection:
             await self.close(CLOSE_UNAUTHENTICATED, "unauthenticated")
             return
         for watch_id, ctx in list(self.watching.items()):
-            why = await self._watch_refused(ctx, principal)
+            why = await self.dispatcher.watch_refusal(ctx, principal)
             if why is not None:
                 await self.end_watch(watch_id, why)
-
-    async def _watch_refused(self, ctx: OpContext, principal: Principal) -> Forbidden | None:
-        spec = ctx.spec
-        if spec.server_owner and not principal.is_server_owner:
-            return Forbidden(f"{spec.name} is reserved to the server owner; the watch ended")
-        if ctx.workspace_id is None:
-            return None
-        role = await self.dispatcher.role_in(ctx.workspace_id, principal)
-        if role is None:
-            return Forbidden(f"you are no longer a member of workspace {ctx.workspace_id}; the watch ended")
-        if role < spec.min_role:
-            return Forbidden(
-                f"{spec.name} needs the {spec.min_role.name} role; you are now {role.name}; the watch ended"
-            )
-        return None
 
     async def end_watch(self, watch_id: Any, err: HangarError) -> None:
         """Stop a watch (nothing more is sent for it), then tell its caller why."""

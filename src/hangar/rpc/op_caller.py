@@ -1,4 +1,5 @@
-"""Op calls made inside the server for a caller it vouches for itself: Hangar's own agents.
+"""Op calls made inside the server for a caller it vouches for itself: Hangar's own agents, and the people the
+chat bridge acts for (their chat account linked to them; door ``chat``).
 
 An agent run driven by this process calls ops as tools without a credential of its own: its ``Principal`` (the
 agent, its workspace, its tools) is built by whoever drives the run. The call still goes through the one
@@ -23,7 +24,7 @@ from hangar.core.principal import Principal
 from hangar.errors import Unavailable, UnknownOp
 from hangar.rpc.dispatcher import Dispatcher
 from hangar.rpc.mcp.tools import is_tool
-from hangar.rpc.registry import OpRegistry
+from hangar.rpc.registry import OpRegistry, OpSpec
 
 AGENT_DOOR = "agent"
 START_WAIT_S = 60.0
@@ -62,15 +63,32 @@ class OpCaller:
         return self._mcp_url() if self._mcp_url is not None else None
 
     async def call(
-        self, principal: Principal, op_name: str, args: dict[str, Any], *, request_id: str | int | None = None
+        self,
+        principal: Principal,
+        op_name: str,
+        args: dict[str, Any],
+        *,
+        request_id: str | int | None = None,
+        door: str = AGENT_DOOR,
     ) -> Any:
         """One op as ``principal``; answers the result in wire form or raises the ``HangarError`` a caller over
         the socket would get. Watch ops are not tools: they are refused as unknown."""
+        spec = self._tool(op_name)
+        dispatcher = await self._ready()
+        ctx, parsed = await dispatcher.prepare("", request_id, spec, args, door=door, ask=None, principal=principal)
+        return await dispatcher.call(ctx, parsed)
+
+    async def authorize(
+        self, principal: Principal, op_name: str, workspace_id: str, *, space_id: str | None = None, door: str
+    ) -> None:
+        """Raise what a call of ``op_name`` as ``principal`` would be refused for (its role, read-only mode,
+        ask-first: nobody can be asked here), for work done on their behalf that amounts to that op without
+        calling it (``Dispatcher.authorize``)."""
+        spec = self._tool(op_name)
+        await (await self._ready()).authorize(principal, spec, workspace_id, space_id=space_id, door=door)
+
+    def _tool(self, op_name: str) -> OpSpec:
         spec = self.registry.get(op_name)
         if spec is None or not is_tool(spec):
             raise UnknownOp(f"there is no tool named {op_name!r}")
-        dispatcher = await self._ready()
-        ctx, parsed = await dispatcher.prepare(
-            "", request_id, spec, args, door=AGENT_DOOR, ask=None, principal=principal
-        )
-        return await dispatcher.call(ctx, parsed)
+        return spec

@@ -25,6 +25,7 @@ from hangar.identity import IdentityService
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.endpoint import rpc_endpoint
 from hangar.rpc.mcp.deferred import DeferredDoor
+from hangar.rpc.mcp.limits import SeatLimits
 from hangar.rpc.mcp.wire import MCP_PATH, METADATA_PATH, protected_resource
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
@@ -53,7 +54,7 @@ def build_server(
     registry = OpRegistry(o for p in parts for o in p.ops)
     # The door is built on its first request: the MCP SDK it stands on is most of a start's time, and most starts
     # never see an MCP client.
-    door = DeferredDoor(registry, lambda: settings.origin)
+    door = DeferredDoor(registry, lambda: settings.origin, SeatLimits.from_settings(settings))
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
         WebSocketRoute("/rpc", rpc_endpoint),

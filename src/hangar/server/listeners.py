@@ -1,17 +1,25 @@
-"""Running uvicorn listeners side by side in one event loop (the server and its website)."""
+"""Running uvicorn listeners side by side in one event loop (the server and its website).
+
+Every listener of a process answers to one ``ConnectionGuard`` (``hangar.server.connections``: connection caps
+and the request-head deadline). Proxy headers (``X-Forwarded-For``, ``X-Forwarded-Proto``) are honoured only from
+the trusted proxies the guard's limits name, never by uvicorn's default of trusting any loopback client: a
+client's address is what attempt limits key on, and a header anyone can send must not choose it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
 
 from hangar.rpc.endpoint import MAX_FRAME_BYTES
+from hangar.server.connections import ConnectionGuard, GuardedConfig
 
 
 class _Server(uvicorn.Server):
@@ -21,6 +29,9 @@ class _Server(uvicorn.Server):
     def capture_signals(self) -> Generator[None, None, None]:
         yield
 
+
+# Work a server does beside its listeners (``serve_all``'s ``background``).
+BackgroundJob = Callable[[], Coroutine[Any, Any, None]]
 
 MAX_HEAD_BYTES = 64 * 1024
 GRACEFUL_STOP_S = 5
@@ -32,20 +43,24 @@ class Listener:
     app: ASGIApp
     host: str
     port: int
+    guard: ConnectionGuard
     server: _Server | None = None
 
-    def make(self) -> _Server:
-        config = uvicorn.Config(
+    def config(self) -> GuardedConfig:
+        trusted = [str(net) for net in self.guard.limits.trusted_proxies]
+        return GuardedConfig(
             self.app,
+            guard=self.guard,
             host=self.host,
             port=self.port,
-            ws="websockets-sansio",
+            # The WebSocket protocol is uvicorn's sans-I/O websockets one, and HTTP is h11, which refuses a request
+            # head (request line and headers) past this size with 431 instead of buffering it whole (the
+            # httptools parser has no such bound); both under the guard.
             ws_max_size=MAX_FRAME_BYTES,
             ws_ping_interval=20.0,
-            # h11 refuses a request head (request line and headers) past this size with 431 instead of
-            # buffering it whole; the httptools parser has no such bound.
-            http="h11",
             h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+            proxy_headers=bool(trusted),
+            forwarded_allow_ips=trusted or None,
             # RPC frames are small JSON; compressing each costs more CPU than the bytes it saves on loopback/LAN.
             ws_per_message_deflate=False,
             log_level="warning",
@@ -58,7 +73,9 @@ class Listener:
             # open until each client leaves; past this, uvicorn cancels them and the shutdown hooks run.
             timeout_graceful_shutdown=GRACEFUL_STOP_S,
         )
-        self.server = _Server(config)
+
+    def make(self) -> _Server:
+        self.server = _Server(self.config())
         return self.server
 
     @property
@@ -72,7 +89,7 @@ class Listener:
         return f"http://{host}:{self.bound_port}"
 
 
-def run_listeners(listeners: Sequence[Listener]) -> None:
+def run_listeners(listeners: Sequence[Listener], background: Sequence[BackgroundJob] = ()) -> None:
     """Run ``serve_all`` on uvloop when it is installed (it comes with uvicorn[standard])."""
     factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop
     try:
@@ -82,12 +99,17 @@ def run_listeners(listeners: Sequence[Listener]) -> None:
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
         pass
     with asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(serve_all(listeners))
+        runner.run(serve_all(listeners, background=background))
 
 
-async def serve_all(listeners: Sequence[Listener], announce: bool = True) -> None:
+async def serve_all(
+    listeners: Sequence[Listener], announce: bool = True, background: Sequence[BackgroundJob] = ()
+) -> None:
+    """Serve every listener until a signal; ``background`` jobs start once all listen and are cancelled when
+    they stop (work the server's first start does without holding up its listeners)."""
     servers = [listener.make() for listener in listeners]
     tasks = [asyncio.create_task(s.serve()) for s in servers]
+    jobs: list[asyncio.Task[None]] = []
     loop = asyncio.get_running_loop()
 
     def stop() -> None:
@@ -106,7 +128,11 @@ async def serve_all(listeners: Sequence[Listener], announce: bool = True) -> Non
         if announce:
             for listener in listeners:
                 print(f"{listener.name}: {listener.url()}", flush=True)
+        jobs = [asyncio.create_task(job()) for job in background]
     results = await asyncio.gather(*tasks, return_exceptions=True)
+    for job in jobs:
+        job.cancel()
+    await asyncio.gather(*jobs, return_exceptions=True)
     for r in results:
         if isinstance(r, BaseException):
             raise r

@@ -19,9 +19,11 @@ credential without asking only when the state matches one it kept. The target is
 authorization server's sign-in page, named by ``continuation``) and no credential is made; see
 ``hangar.sso.continuation``.
 
-The origin allow-list (``trusted_origins``): the web client URL origin, the server's own origin (its listener and
-its public URL, and the origin the request arrived on), and loopback origins (``localhost``, ``127.0.0.1``,
-``[::1]`` on any port, http or https), where development web clients run.
+The origin allow-list (``trusted_origins``) holds only origins the configuration names: the web client URL, the
+public URL, the server's own listener (on a loopback host, as ``localhost``, ``127.0.0.1`` and ``[::1]`` alike, on
+its own port), and the ``--trusted-origin`` list (a web client in development on a port of its own). Neither
+another loopback port (a rig's forwarded port serves whatever the rig runs) nor the origin a request arrived on
+(its ``Host`` is the client's to choose, or a rebinding domain's) is trusted.
 
 Failure answers 400: ``{"error": {"code", "message"}}`` when the client accepts ``application/json``, otherwise an
 HTML page that shows the same code. Codes are the stable SAML and OIDC codes of CONTRACTS §4 (``hangar.sso.errors``).
@@ -77,23 +79,27 @@ def origin_of(url: str | None) -> str | None:
     return f"{scheme}://{shown_host}:{port}"
 
 
-def trusted_origins(settings: Settings, request_origin: str | None = None) -> set[str]:
-    """Origins a ``client_origin`` may name (loopback origins are trusted separately, on any port)."""
+def _listener_origins(settings: Settings) -> set[str | None]:
+    """The server's own listener as a browser may name it (every loopback name when it listens on loopback)."""
+    host = settings.host.lower().strip("[]")
+    hosts = LOOPBACK_HOSTS if host in LOOPBACK_HOSTS else {host}
+    return {origin_of(f"http://{f'[{h}]' if ':' in h else h}:{settings.port}") for h in hosts}
+
+
+def trusted_origins(settings: Settings) -> set[str]:
+    """Origins a ``client_origin`` may name: the ones the configuration names, and no other."""
     found = {
         origin_of(settings.web_client_url),
         origin_of(settings.public_url),
-        origin_of(f"http://{settings.host}:{settings.port}"),
-        origin_of(request_origin),
+        *_listener_origins(settings),
+        *(origin_of(o) for o in settings.trusted_origins),
     }
     return {o for o in found if o}
 
 
-def is_trusted_origin(origin: str | None, settings: Settings, request_origin: str | None = None) -> bool:
+def is_trusted_origin(origin: str | None, settings: Settings) -> bool:
     norm = origin_of(origin)
-    if norm is None:
-        return False
-    host = (urlsplit(norm).hostname or "").lower()
-    return host in LOOPBACK_HOSTS or norm in trusted_origins(settings, request_origin)
+    return norm is not None and norm in trusted_origins(settings)
 
 
 def request_origin(request: Request) -> str:
@@ -130,7 +136,7 @@ class LoginIntent:
         raw_origin = request.query_params.get("client_origin")
         settings: Settings = request.app.state.ctx.settings
         client_origin = None
-        if relay == "web-popup" and is_trusted_origin(raw_origin, settings, request_origin(request)):
+        if relay == "web-popup" and is_trusted_origin(raw_origin, settings):
             client_origin = origin_of(raw_origin)
         return cls.restore(relay, client_origin, continuation, client_state)
 
@@ -234,13 +240,13 @@ def _script_response(title: str, body: str, script: str) -> HTMLResponse:
 
 
 async def popup_complete(request: Request) -> Response:
-    """Post the fragment's credential and state to the opener, at an origin the allow-list trusts, then close.
-    The opener takes the credential only when the state is one it kept (``web/src/auth/signin.ts``)."""
+    """Post the fragment's credential and state to the opener, at an origin the allow-list trusts (else at this
+    page's own origin: an opener there is this server's own web client), then close. The opener takes the
+    credential only when the state is one it kept (``web/src/auth/signin.ts``)."""
     settings: Settings = request.app.state.ctx.settings
-    own = request_origin(request)
     declared = request.query_params.get("client_origin")
-    target = origin_of(declared) if is_trusted_origin(declared, settings, own) else None
-    target = target or origin_of(settings.public_url) or own
+    target = origin_of(declared) if is_trusted_origin(declared, settings) else None
+    target = target or origin_of(settings.public_url) or request_origin(request)
     script = (
         "(function(){var m=/[#&]token=([^&]*)/.exec(location.hash),t=/[#&]state=([^&]*)/.exec(location.hash);"
         "history.replaceState(null,'',location.pathname+location.search);"

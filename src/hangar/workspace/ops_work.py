@@ -131,10 +131,12 @@ class RepoRegisterArgs(WsArgs):
     actions=["networkEgress", "processSpawn"],
 )
 async def repos_register(ctx: OpContext, args: RepoRegisterArgs) -> RepoView:
-    """Register a workspace repo from a local git repository (``path``) or a clone URL (``url``). A repository on
-    the server's disk (``path``, ``file://``) is the server owner's to register, or under ``localRepoRoots``."""
+    """Register a workspace repo from a local git repository (``path``) or a clone URL (``url``). The clone runs as
+    the server: a workspace admin's may not use its SSH identity (ssh URLs only to hosts ``trustedRepoHosts``
+    names), reach its loopback, own, link-local or private addresses, or read its disk (only under
+    ``localRepoRoots``); the server owner's may."""
     repo = await ctx.app.service(RepoService).register(
-        ctx.ws, path=args.path, url=args.url, name=args.name, host_paths=ctx.principal.is_server_owner
+        ctx.ws, path=args.path, url=args.url, name=args.name, by_owner=ctx.principal.is_server_owner
     )
     await ctx.audit("repos.register", f"repo:{repo.id}", {"name": repo.name, "source": repo.source})
     return RepoView.model_validate(repo)

@@ -8,7 +8,8 @@ from hangar.workspace.bodies import BODIES
 from hangar.workspace.events import WORKSPACE_EVENTS
 from hangar.workspace.ops_spaces import SPACE_OPS
 from hangar.workspace.ops_work import WORK_OPS
-from hangar.workspace.repos import LOCAL_REPO_ROOTS_SPEC, RepoService
+from hangar.workspace.repos import RepoService
+from hangar.workspace.sources import LOCAL_REPO_ROOTS_SPEC, TRUSTED_REPO_HOSTS_SPEC
 from hangar.workspace.spaces import SpaceService
 from hangar.workspace.tables import MIGRATIONS
 from hangar.workspace.tickets import TicketService
@@ -30,6 +31,6 @@ WORKSPACE_PART = Part(
     migrations=[MIGRATIONS],
     events=WORKSPACE_EVENTS,
     bodies=BODIES,
-    server_settings=[LOCAL_REPO_ROOTS_SPEC],
+    server_settings=[LOCAL_REPO_ROOTS_SPEC, TRUSTED_REPO_HOSTS_SPEC],
     start=_start,
 )

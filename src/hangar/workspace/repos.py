@@ -1,9 +1,9 @@
 """Workspace repos: a local git repository or a clone URL, kept as a bare clone under the data directory.
 
 Registering always clones (``git clone --bare``), from a local path as from a URL, so per-space worktrees never
-write into the user's own repository and every repo behaves the same. The clone runs as the server, so a local
-repository (a path, or a ``file://`` URL) is only the server owner's to register, or a workspace admin's when it
-lies under a folder the ``localRepoRoots`` server setting names (``hangar admin local-repo-roots``). The clone lives at
+write into the user's own repository and every repo behaves the same. The clone runs as the server, so where it
+may go depends on who registers the repo (the server owner or a workspace admin; recorded with the repo, since
+every later fetch goes there again): ``hangar.workspace.sources`` holds those rules. The clone lives at
 ``<dataDir>/<workspaceId>/repos/<repoId>.git``; branches are refreshed from the source before each checkout.
 """
 
@@ -11,64 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import sqlalchemy as sa
 
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
-from hangar.core.settings import SettingSpec
-from hangar.errors import Conflict, Forbidden, InvalidArgs, NotFound
-from hangar.identity import IdentityService
+from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.workspace import tables
-from hangar.workspace.git import GitFailed, git
+from hangar.workspace.git import GitFailed, Reach, git
+from hangar.workspace.sources import LOCAL, may_read, reach
 
 log = logging.getLogger(__name__)
 
-_URL = re.compile(r"^(https?|ssh|git|file)://\S+$|^[\w.-]+@[\w.-]+:\S+$")
 _CREDENTIALS = re.compile(r"^[a-z]+://[^/@\s]*:[^/@\s]*@")
+_REDIRECTED = re.compile(r"returned error: 30[1-8]\b")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-
-SETTING_LOCAL_REPO_ROOTS = "localRepoRoots"
-LOCAL_REPO_ROOTS_FIX = "hangar admin local-repo-roots <folder>..."
-MAX_LOCAL_REPO_ROOTS = 32
-
-
-def _check_roots(value: Any) -> list[str]:
-    if (
-        not isinstance(value, list)
-        or len(value) > MAX_LOCAL_REPO_ROOTS
-        or not all(isinstance(v, str) and v.startswith("/") and "\0" not in v and len(v) <= 4096 for v in value)
-    ):
-        raise InvalidArgs(
-            f"{SETTING_LOCAL_REPO_ROOTS} must be a list of at most {MAX_LOCAL_REPO_ROOTS} absolute folder paths",
-            field=SETTING_LOCAL_REPO_ROOTS,
-        )
-    return [os.path.normpath(v) for v in value]
-
-
-LOCAL_REPO_ROOTS_SPEC = SettingSpec(
-    SETTING_LOCAL_REPO_ROOTS,
-    "Folders whose git repositories workspace admins may register by path or file:// URL (the server owner may "
-    "register any).",
-    _check_roots,
-)
-
-
-async def local_repo_roots(app: AppContext) -> list[Path]:
-    """The folders of ``localRepoRoots`` (symlinks resolved), read on every call: the CLI may change them."""
-    value = await app.service(IdentityService).get_setting(SETTING_LOCAL_REPO_ROOTS)
-    if not isinstance(value, list):
-        return []
-    roots = [v for v in value if isinstance(v, str) and v.startswith("/")]
-    return [Path(p) for p in await asyncio.to_thread(lambda: [os.path.realpath(r) for r in roots])]
 
 
 @dataclass(frozen=True)
@@ -79,6 +41,19 @@ class Repo:
     source: str
     default_branch: str
     created_at: datetime
+    # Registered by the server owner: its clone and fetches may use everything the server's user reaches.
+    registered_by_owner: bool
+
+
+def _why(exc: GitFailed, way: Reach) -> str:
+    """Git's reason for a failed clone or fetch, said plainly when it is a redirect a workspace admin's clone
+    does not follow."""
+    if not way.server_identity and _REDIRECTED.search(exc.stderr):
+        return (
+            f"{exc.reason} (the server answered with a redirect, which a workspace admin's clone does not follow: "
+            "register the URL it leads to)"
+        )
+    return exc.reason
 
 
 def _default_name(source: str) -> str:
@@ -100,13 +75,12 @@ class RepoService:
         path: str | None = None,
         url: str | None = None,
         name: str | None = None,
-        host_paths: bool = False,
+        by_owner: bool = False,
     ) -> Repo:
         """Register a repo from a local path or a clone URL (exactly one); clones it before recording it.
 
-        The clone runs as the server, so a local repository (``path`` or a ``file://`` URL) is read with the
-        server's rights: ``host_paths`` (the server owner) allows any; otherwise only one under a folder the
-        ``localRepoRoots`` server setting names (``Forbidden`` naming the field)."""
+        The clone runs as the server, so what it may reach depends on who registers: the server owner
+        (``by_owner``) or a workspace admin (``hangar.workspace.sources``; ``Forbidden`` naming the field)."""
         if (path is None) == (url is None):
             raise InvalidArgs("give exactly one of path (a local git repository) or url (a clone URL)", field="url")
         if path is not None:
@@ -114,12 +88,12 @@ class RepoService:
             local = Path(path).expanduser()  # noqa: ASYNC240 (string manipulation, no I/O)
             if not local.is_absolute():
                 raise InvalidArgs(f"path {path!r} must be absolute", field="path")
-            local = await self._may_read(local, "path", host_paths)
+            local = await may_read(self._app, local, "path", by_owner)
             try:
-                await git("rev-parse", "--git-dir", cwd=local)
+                await git("rev-parse", "--git-dir", cwd=local, reach=LOCAL)
             except (GitFailed, FileNotFoundError, NotADirectoryError):
                 raise InvalidArgs(f"path {path} is not a git repository", field="path") from None
-            source = str(local)
+            source, way = str(local), LOCAL
         else:
             assert url is not None
             source_kind, field, source = "url", "url", url.strip()
@@ -128,13 +102,7 @@ class RepoService:
                 raise InvalidArgs(
                     "url must not carry credentials (user:password@); use a URL without them", field="url"
                 )
-            if not _URL.match(source):
-                raise InvalidArgs(
-                    f"url {url!r} is not a clone URL (https://, ssh://, git://, file:// or user@host:path)",
-                    field="url",
-                )
-            if source.lower().startswith("file://"):
-                await self._may_read(Path(unquote(urlsplit(source).path)), "url", host_paths)
+            way = await reach(self._app, "url", source, by_owner=by_owner, field="url")
         repo_name = name.strip() if name else _default_name(source)
         if not _NAME.match(repo_name):
             raise InvalidArgs(f"name {repo_name!r} must be letters, digits, '.', '_' or '-'", field="name")
@@ -144,45 +112,41 @@ class RepoService:
         dest = self.clone_path(workspace_id, repo_id)
         dest.parent.mkdir(parents=True, exist_ok=True)
         try:
-            await git("clone", "--bare", "--quiet", source, str(dest), limit_s=600)
+            await git("clone", "--bare", "--quiet", source, str(dest), limit_s=600, reach=way)
             # Branches of the source land directly under refs/heads, so a later fetch refreshes them in place;
             # Hangar's own work branches (hangar/...) do not exist upstream and are left alone (no prune).
             await git("config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*", git_dir=dest)
             head = (await git("symbolic-ref", "--short", "HEAD", git_dir=dest)).strip()
         except GitFailed as exc:
-            shutil.rmtree(dest, ignore_errors=True)
-            raise InvalidArgs(f"{field} {source} cannot be cloned: {exc.reason}", field=field) from exc
+            await asyncio.to_thread(shutil.rmtree, dest, True)
+            raise InvalidArgs(f"{field} {source} cannot be cloned: {_why(exc, way)}", field=field) from exc
         now = self._app.clock.now()
         engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(
-                sa.insert(tables.repos).values(
-                    id=repo_id,
-                    name=repo_name,
-                    source_kind=source_kind,
-                    source=source,
-                    default_branch=head or "main",
-                    created_at=now,
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(
+                    sa.insert(tables.repos).values(
+                        id=repo_id,
+                        name=repo_name,
+                        source_kind=source_kind,
+                        source=source,
+                        default_branch=head or "main",
+                        created_at=now,
+                        registered_by_owner=by_owner,
+                    )
                 )
-            )
+        except sa.exc.IntegrityError as exc:
+            # The name was free when checked, but another registration took it while this one cloned (the
+            # unique index holds the rule): nothing of this one is kept.
+            shutil.rmtree(dest, ignore_errors=True)
+            raise Conflict(f"a repo named {repo_name!r} is already registered in this workspace") from exc
         return await self.get(workspace_id, repo_id)
 
-    async def _may_read(self, local: Path, field: str, host_paths: bool) -> Path:
-        """Where a local repository really is (symlinks resolved), when the caller may have the server read it."""
-        if "\0" in str(local) or not local.is_absolute():
-            raise InvalidArgs(f"{field} must name an absolute path on this server", field=field)
-        real = Path(await asyncio.to_thread(os.path.realpath, local))
-        if host_paths:
-            return real
-        roots = await local_repo_roots(self._app)
-        if any(real.is_relative_to(root) for root in roots):
-            return real
-        where = f"under {', '.join(str(r) for r in roots)}" if roots else "under a folder the server owner names"
-        raise Forbidden(
-            f"{field}: a repository on this server's disk is read with the server's rights, so only the server "
-            f"owner registers one by {field}, or a workspace admin one {where} ({LOCAL_REPO_ROOTS_FIX}); "
-            "register it by its clone URL instead"
-        )
+    async def _reach(self, repo: Repo, field: str) -> Reach:
+        """How a fetch of ``repo``'s recorded origin may reach it, decided again now (DNS and the settings may
+        have changed since it was registered)."""
+        kind, owners = repo.source_kind, repo.registered_by_owner
+        return await reach(self._app, kind, repo.source, by_owner=owners, field=field, origin_of=repo.name)
 
     async def _find_by_name(self, workspace_id: str, name: str) -> Repo | None:
         engine = await self._app.dbs.workspace(workspace_id)
@@ -221,13 +185,21 @@ class RepoService:
             if used:
                 raise Conflict(f"repo {repo.name} still has {used} worktree(s) checked out; release them first")
             await conn.execute(sa.delete(tables.repos).where(tables.repos.c.id == repo.id))
-        shutil.rmtree(self.clone_path(workspace_id, repo.id), ignore_errors=True)
+        # A clone can be big: removed beside the event loop, not in it.
+        await asyncio.to_thread(shutil.rmtree, self.clone_path(workspace_id, repo.id), True)
         return repo
 
-    async def refresh(self, workspace_id: str, repo: Repo) -> None:
-        """Fetch the source's branches; a source that cannot be reached leaves the clone as it was."""
+    async def refresh(self, workspace_id: str, repo: Repo, field: str = "repoIds") -> None:
+        """Fetch the source's branches; a source that cannot be reached leaves the clone as it was, one the rules
+        no longer let this repo reach is refused (``Forbidden`` naming ``field``)."""
         try:
-            await git("fetch", "--quiet", "origin", git_dir=self.clone_path(workspace_id, repo.id), limit_s=120)
+            way = await self._reach(repo, field)
+        except InvalidArgs as exc:  # the host does not resolve: unreachable, like a fetch that fails
+            log.warning("repo %s: its source cannot be reached (%s); using the clone as it is", repo.name, exc.message)
+            return
+        try:
+            clone = self.clone_path(workspace_id, repo.id)
+            await git("fetch", "--quiet", "origin", git_dir=clone, limit_s=120, reach=way)
         except GitFailed as exc:
             log.warning("repo %s: fetch from its source failed (%s); using the clone as it is", repo.name, exc.reason)
 
@@ -240,14 +212,16 @@ class RepoService:
         again. ``number`` is an int, so the refspec holds nothing a person typed.
         """
         branch = f"pr/{int(number)}"
+        way = await self._reach(repo, field)
         try:
             await git(
                 "fetch", "--quiet", "--no-tags", "origin", f"+refs/pull/{int(number)}/head:refs/heads/{branch}",
-                git_dir=self.clone_path(workspace_id, repo.id), limit_s=120,
+                git_dir=self.clone_path(workspace_id, repo.id), limit_s=120, reach=way,
             )  # fmt: skip
         except GitFailed as exc:
             raise InvalidArgs(
-                f"{field}: pull request #{number} cannot be fetched from the origin of repo {repo.name}: {exc.reason}",
+                f"{field}: pull request #{number} cannot be fetched from the origin of repo {repo.name}: "
+                f"{_why(exc, way)}",
                 field=field,
             ) from exc
         return branch

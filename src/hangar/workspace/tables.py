@@ -70,6 +70,8 @@ repos = sa.Table(
     sa.Column("source", sa.Text, nullable=False),
     sa.Column("default_branch", sa.String(200), nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    # Who registered it decides where its clone and every later fetch may go (hangar.workspace.sources).
+    sa.Column("registered_by_owner", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 worktrees = sa.Table(

@@ -7,10 +7,12 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.core.context import AppContext
+from hangar.core.db import write_transaction
 from hangar.core.ids import new_id
-from hangar.errors import InvalidArgs, NotFound
+from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.workspace import tables
 from hangar.workspace.events import TicketChanged
 from hangar.workspace.records import require_text
@@ -38,7 +40,36 @@ class Ticket:
     updated_at: datetime
 
 
+async def _ticket(conn: AsyncConnection, ticket_id: str, field: str) -> Ticket:
+    row = (await conn.execute(sa.select(tables.tickets).where(tables.tickets.c.id == ticket_id))).mappings().first()
+    if row is None:
+        raise NotFound(f"{field}: ticket {ticket_id} does not exist in this workspace")
+    return Ticket(**dict(row))
+
+
+async def _check_parent(conn: AsyncConnection, ticket_id: str, parent_id: str) -> None:
+    """A parent must exist and must not be the ticket itself or one of its descendants. The walk up remembers
+    where it has been: a loop already stored (an older server's, one written by hand) ends it with a refusal
+    instead of holding it forever."""
+    seen: set[str] = set()
+    cursor: str | None = parent_id
+    while cursor is not None:
+        if cursor == ticket_id:
+            raise InvalidArgs("parentId would make the ticket its own ancestor", field="parentId")
+        if cursor in seen:
+            raise Conflict(
+                f"parentId: the ancestors of ticket {parent_id} form a loop through ticket {cursor}; "
+                "detach one of them (tickets.update with detach) first"
+            )
+        seen.add(cursor)
+        cursor = (await _ticket(conn, cursor, "parentId")).parent_id
+
+
 class TicketService:
+    """Every change that reads the tree before writing it (a parent's existence, the walk up from a new parent,
+    the sub-tickets a delete takes) runs in one serialized transaction (``serialized``: the write lock from its
+    first statement), so two callers each making the other's ticket its parent cannot both pass the check."""
+
     def __init__(self, app: AppContext) -> None:
         self._app = app
 
@@ -57,11 +88,11 @@ class TicketService:
         if len(description) > DESCRIPTION_MAX:
             raise InvalidArgs(f"description is longer than {DESCRIPTION_MAX} characters", field="description")
         check_status(status)
-        if parent_id is not None:
-            await self.get(workspace_id, parent_id, field="parentId")
         ticket_id = new_id()
         now = self._app.clock.now()
-        async with self._app.bus.transaction(workspace_id) as tx:
+        async with self._app.bus.transaction(workspace_id, serialized=True) as tx:
+            if parent_id is not None:
+                await _ticket(tx.conn, parent_id, "parentId")
             await tx.conn.execute(
                 sa.insert(tables.tickets).values(
                     id=ticket_id,
@@ -81,14 +112,7 @@ class TicketService:
     async def get(self, workspace_id: str, ticket_id: str, *, field: str = "ticketId") -> Ticket:
         engine = await self._app.dbs.workspace(workspace_id)
         async with engine.connect() as conn:
-            row = (
-                (await conn.execute(sa.select(tables.tickets).where(tables.tickets.c.id == ticket_id)))
-                .mappings()
-                .first()
-            )
-        if row is None:
-            raise NotFound(f"{field}: ticket {ticket_id} does not exist in this workspace")
-        return Ticket(**dict(row))
+            return await _ticket(conn, ticket_id, field)
 
     async def all(
         self, workspace_id: str, *, parent_id: str | None = None, roots_only: bool = False, status: str | None = None
@@ -117,7 +141,6 @@ class TicketService:
         parent_id: str | None = None,
         detach: bool = False,
     ) -> Ticket:
-        current = await self.get(workspace_id, ticket_id)
         values: dict[str, Any] = {"updated_at": self._app.clock.now()}
         if title is not None:
             values["title"] = require_text(title, "title", limit=300)
@@ -127,37 +150,31 @@ class TicketService:
             values["description"] = description
         if status is not None:
             values["status"] = check_status(status)
-        if detach:
-            values["parent_id"] = None
-        elif parent_id is not None:
-            await self._check_parent(workspace_id, ticket_id, parent_id)
-            values["parent_id"] = parent_id
-        async with self._app.bus.transaction(workspace_id) as tx:
+        async with self._app.bus.transaction(workspace_id, serialized=True) as tx:
+            current = await _ticket(tx.conn, ticket_id, "ticketId")
+            if detach:
+                values["parent_id"] = None
+            elif parent_id is not None:
+                await _check_parent(tx.conn, ticket_id, parent_id)
+                values["parent_id"] = parent_id
             t = tables.tickets
             await tx.conn.execute(sa.update(t).where(t.c.id == ticket_id).values(**values))
-            status_now = (await tx.conn.execute(sa.select(t.c.status).where(t.c.id == ticket_id))).scalar_one()
-            if status_now != current.status:
-                await tx.publish(TicketChanged(workspace_id=workspace_id, ticket_id=ticket_id, status=status_now))
+            if values.get("status", current.status) != current.status:
+                await tx.publish(TicketChanged(workspace_id=workspace_id, ticket_id=ticket_id, status=values["status"]))
         return await self.get(workspace_id, ticket_id)
 
-    async def _check_parent(self, workspace_id: str, ticket_id: str, parent_id: str) -> None:
-        """A parent must exist and must not be the ticket itself or one of its descendants."""
-        cursor: str | None = parent_id
-        while cursor is not None:
-            if cursor == ticket_id:
-                raise InvalidArgs("parentId would make the ticket its own ancestor", field="parentId")
-            cursor = (await self.get(workspace_id, cursor, field="parentId")).parent_id
-
     async def delete(self, workspace_id: str, ticket_id: str) -> int:
-        """Delete a ticket and its sub-tickets; returns how many were deleted."""
-        await self.get(workspace_id, ticket_id)
-        doomed = [ticket_id]
-        frontier = [ticket_id]
-        while frontier:
-            children = [c.id for p in frontier for c in await self.all(workspace_id, parent_id=p)]
-            doomed += children
-            frontier = children
+        """Delete a ticket and its sub-tickets; returns how many were deleted. The walk down takes each ticket
+        once, so a stored loop (each ticket the other's sub-ticket) ends it too."""
+        t = tables.tickets
         engine = await self._app.dbs.workspace(workspace_id)
-        async with engine.begin() as conn:
-            await conn.execute(sa.delete(tables.tickets).where(tables.tickets.c.id.in_(doomed)))
+        async with write_transaction(engine) as conn:
+            await _ticket(conn, ticket_id, "ticketId")
+            doomed = {ticket_id}
+            frontier = [ticket_id]
+            while frontier:
+                rows = await conn.execute(sa.select(t.c.id).where(t.c.parent_id.in_(frontier)))
+                frontier = [r.id for r in rows if r.id not in doomed]
+                doomed.update(frontier)
+            await conn.execute(sa.delete(t).where(t.c.id.in_(doomed)))
         return len(doomed)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import re
@@ -26,8 +27,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from hangar.core.beneath import anchored, lstat_beneath, opened, remove_path, rename_noreplace
+from hangar.core.beneath import anchored, copy_new, lstat_beneath, opened, remove_path, rename_noreplace
 from hangar.core.context import AppContext
+from hangar.core.disks import ScopeDisks
 from hangar.core.guestacl import grant_tree, grants_guest
 from hangar.core.ids import new_id
 from hangar.core.paths import contained
@@ -109,7 +111,7 @@ class WorktreeService:
             raise InvalidArgs("a worktree belongs to exactly one of a space, a ticket or a PR", field="owner")
         wanted = parse_repo_spec(spec, field)
         repo = await self._repos.get(workspace_id, wanted.ref)
-        await self._repos.refresh(workspace_id, repo)
+        await self._repos.refresh(workspace_id, repo, field)
         if wanted.pr is not None:
             if on_pr_checkout is not None:
                 await on_pr_checkout(repo)
@@ -133,6 +135,8 @@ class WorktreeService:
         for existing in await self.all(workspace_id, space_id=space_id, ticket_id=ticket_id, pr=pr):
             if existing.repo_id == repo.id:
                 raise Conflict(f"repo {repo.name} is already checked out there ({existing.path})")
+        if space_id is not None:
+            await self._bound_space_folder(workspace_id, space_id, base)
         path = contained(base, repo.name, field=field)
         base.mkdir(parents=True, exist_ok=True)
         if await asyncio.to_thread(_occupied, path):  # anything at all, a symlink included
@@ -175,6 +179,13 @@ class WorktreeService:
         async with engine.begin() as conn:
             await conn.execute(sa.insert(tables.worktrees).values(**wt.__dict__))
         return wt
+
+    async def _bound_space_folder(self, workspace_id: str, space_id: str, folder: Path) -> None:
+        """The space's folder gets its disk before anything is checked out into it: its enclosure writes there
+        (``hangar.core.disks``), and a folder already holding files could no longer be given one."""
+        disks = self._app.maybe_service(ScopeDisks)
+        if disks is not None:
+            await disks.ensure(folder)
 
     async def check_specs(self, workspace_id: str, specs: list[str], field: str = "repoIds") -> None:
         """Every spec names a registered repo (before a space is opened for them); branches are checked when
@@ -266,6 +277,17 @@ class WorktreeService:
         async with engine.begin() as conn:
             await conn.execute(sa.delete(tables.worktrees).where(tables.worktrees.c.id == wt.id))
 
+    async def _remove_folder(self, workspace_id: str, folder: Path) -> None:
+        """A space folder goes with its disk; what a guest wrote there is removed without following symlinks,
+        off the event loop."""
+        disks = self._app.maybe_service(ScopeDisks)
+        if disks is not None:
+            await disks.remove(folder)
+            return
+        # A live enclosure of the space may still write in it: removed without following anything.
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(remove_path, folder)
+
     async def cleanup(
         self,
         workspace_id: str,
@@ -311,9 +333,7 @@ class WorktreeService:
             for wt in doomed:
                 await self.release(workspace_id, wt)
             for folder_path in report.folders:
-                # A live enclosure of the space may still write in it: removed without following anything.
-                with contextlib.suppress(OSError):
-                    await asyncio.to_thread(remove_path, Path(folder_path))
+                await self._remove_folder(workspace_id, Path(folder_path))
         return report
 
 
@@ -353,10 +373,21 @@ def _move_into_place(clone: Path, staged: Path, path: Path) -> None:
     with anchored(staged.parent) as src, anchored(path.parent) as dst:
         # Made elsewhere, the checkout lacks what it would have inherited from the folder's default ACL (the rig
         # user's write access, where an enclosure of the space has the folder): given before it is moved.
-        if grants_guest(dst):
+        granted = grants_guest(dst)
+        if granted:
             with opened(src, staged.name, os.O_RDONLY | os.O_DIRECTORY) as tree:
                 grant_tree(tree)
-        rename_noreplace(src, staged.name, dst, path.name)
+        try:
+            rename_noreplace(src, staged.name, dst, path.name)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            # The space's folder is a disk of its own (``hangar.core.disks``): copied across, beneath descriptors,
+            # into a folder no guest can enter until the copy is whole and granted.
+            copy_new(src, staged.name, dst, path.name)
+            if granted:
+                with opened(dst, path.name, os.O_RDONLY | os.O_DIRECTORY) as tree:
+                    grant_tree(tree)
     tmp = admin / "gitdir.tmp"
     tmp.write_text(f"{path}/.git\n")
     os.replace(tmp, admin / "gitdir")

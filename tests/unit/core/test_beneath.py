@@ -15,6 +15,7 @@ from hangar.core.beneath import (
     MAX_DEPTH,
     NotBeneath,
     anchored,
+    copy_new,
     list_beneath,
     lstat_beneath,
     open_beneath,
@@ -143,6 +144,32 @@ def test_rename_never_replaces_anything(tmp_path: Path) -> None:
         with pytest.raises(NotBeneath):
             rename_noreplace(a, "../src", b, "x")
     assert (tmp_path / "b" / "moved").is_dir()
+
+
+def test_a_copy_across_is_made_new_and_follows_nothing(tmp_path: Path) -> None:
+    """What a move between file systems falls back to: a new folder (never over anything, a planted link
+    included), closed to everyone but its owner until the copy is whole, with files, modes and links kept."""
+    src, dst, host = tmp_path / "staging", tmp_path / "space", tmp_path / "host"
+    (src / "app" / "src" / "deep").mkdir(parents=True)
+    (src / "app" / "src" / "deep" / "main.py").write_text("print(1)\n" * 10_000)
+    (src / "app" / "run.sh").write_text("#!/bin/sh\n")
+    os.chmod(src / "app" / "run.sh", 0o755)
+    (src / "app" / "link").symlink_to("src/deep/main.py")
+    dst.mkdir()
+    host.mkdir()
+    (dst / "taken").symlink_to(host)
+    with anchored(src) as s, anchored(dst) as d:
+        with pytest.raises(FileExistsError):
+            copy_new(s, "app", d, "taken")
+        copy_new(s, "app", d, "app")
+        with pytest.raises(NotBeneath):
+            copy_new(s, "app", d, "../elsewhere")
+    assert list(host.iterdir()) == []
+    copied = dst / "app"
+    assert (copied / "src" / "deep" / "main.py").read_text() == "print(1)\n" * 10_000
+    assert os.stat(copied / "run.sh").st_mode & 0o777 == 0o755
+    assert os.readlink(copied / "link") == "src/deep/main.py"
+    assert os.stat(copied).st_mode & 0o777 == os.stat(src / "app").st_mode & 0o777
 
 
 def test_grants_stay_inside_the_tree(tree: Path, mode: str) -> None:

@@ -23,7 +23,7 @@ RAISED: dict[str, Exception] = {
     "unauthenticated": Unauthenticated("send a bearer credential"),
     "invalid": InvalidArgs("must be a string", field="code"),
     "too_large": BodyTooLarge(16),
-    "rate": TooManyAttempts("pair", 7),
+    "rate": TooManyAttempts("pair attempts", 7),
     "pairing": PairingDisabled("manual pairing is disabled"),
     "sso": SsoError("audience", "the audience restriction does not name us"),
     "crash": RuntimeError("secret-value-123"),

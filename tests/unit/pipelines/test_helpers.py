@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from hangar.pipelines import predicates, reducers, schema, substitute
+from hangar.pipelines import filecheck, predicates, reducers, schema, substitute
+from hangar.pipelines.filecheck import Folders
 from hangar.pipelines.substitute import ABSENT
 
 
@@ -168,7 +169,7 @@ def test_comparisons_coerce_numeric_text() -> None:
     assert not predicates.compare("abc", "lt", 1)
 
 
-def test_predicate_tree_and_file_exists(tmp_path: Path) -> None:
+async def test_predicate_tree_and_file_exists(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "src" / "deep").mkdir(parents=True)
     (repo / "src" / "deep" / "pubspec.yaml").write_text("x")
@@ -176,13 +177,15 @@ def test_predicate_tree_and_file_exists(tmp_path: Path) -> None:
     (repo / "node_modules" / "hidden.txt").write_text("x")
     state = {"repo_local_path": str(repo), "n": 5}
     fe = {"type": "fileExists", "paths": ["pubspec.yaml"]}
-    assert not predicates.evaluate(fe, state, tmp_path)
-    assert predicates.evaluate({**fe, "recursive": True}, state, tmp_path)
-    assert predicates.evaluate({**fe, "recursive": True, "negate": True}, state, tmp_path) is False
-    assert not predicates.evaluate({"type": "fileExists", "paths": ["hidden.txt"], "recursive": True}, state, tmp_path)
-    assert predicates.evaluate({"type": "fileExists", "paths": ["src/deep"]}, state, tmp_path)
+    assert not await predicates.evaluate(fe, state, Folders(tmp_path))
+    assert await predicates.evaluate({**fe, "recursive": True}, state, Folders(tmp_path))
+    assert await predicates.evaluate({**fe, "recursive": True, "negate": True}, state, Folders(tmp_path)) is False
+    assert not await predicates.evaluate(
+        {"type": "fileExists", "paths": ["hidden.txt"], "recursive": True}, state, Folders(tmp_path)
+    )
+    assert await predicates.evaluate({"type": "fileExists", "paths": ["src/deep"]}, state, Folders(tmp_path))
     (tmp_path / "here.txt").write_text("x")
-    assert predicates.evaluate({"type": "fileExists", "paths": ["here.txt"]}, {}, tmp_path)
+    assert await predicates.evaluate({"type": "fileExists", "paths": ["here.txt"]}, {}, Folders(tmp_path))
     tree = {
         "type": "and",
         "of": [
@@ -191,29 +194,30 @@ def test_predicate_tree_and_file_exists(tmp_path: Path) -> None:
         ],
     }
     predicates.check(tree, "p")
-    assert predicates.evaluate(tree, state, tmp_path)
+    assert await predicates.evaluate(tree, state, Folders(tmp_path))
 
 
-def test_file_exists_stays_in_its_folders_and_follows_no_link(tmp_path: Path) -> None:
+async def test_file_exists_stays_in_its_folders_and_follows_no_link(tmp_path: Path) -> None:
     run_dir, workspace, host = tmp_path / "run", tmp_path / "ws", tmp_path / "host"
     for d in (run_dir, workspace / "spaces" / "s" / "app", host):
         d.mkdir(parents=True)
     (host / "secret.txt").write_text("x")
     (workspace / "spaces" / "s" / "app" / "pubspec.yaml").write_text("x")
     (run_dir / "probe").symlink_to(host)
+    alone, with_spaces = Folders(run_dir), Folders(run_dir, (workspace / "spaces",))
     fe = {"type": "fileExists", "paths": ["probe/secret.txt"]}
-    assert not predicates.evaluate(fe, {}, run_dir)
-    assert not predicates.evaluate({**fe, "paths": ["secret.txt"], "recursive": True}, {}, run_dir)
-    assert predicates.evaluate({**fe, "paths": ["probe"]}, {}, run_dir)  # the link's own name is there
+    assert not await predicates.evaluate(fe, {}, alone)
+    assert not await predicates.evaluate({**fe, "paths": ["secret.txt"], "recursive": True}, {}, alone)
+    assert not await predicates.evaluate({**fe, "paths": ["probe"]}, {}, alone)  # a link never counts as a file
     in_worktree = {"repo_local_path": str(workspace / "spaces" / "s" / "app")}
     found = {"type": "fileExists", "paths": ["pubspec.yaml"]}
-    assert predicates.evaluate(found, in_worktree, run_dir, (workspace,))
-    with pytest.raises(predicates.PredicateError, match="lies outside the run's working directory"):
-        predicates.evaluate(found, in_worktree, run_dir)  # without the workspace's folder it is outside
+    assert await predicates.evaluate(found, in_worktree, with_spaces)
+    with pytest.raises(filecheck.OutsideFolders, match="lies outside the run's working directory"):
+        await predicates.evaluate(found, in_worktree, alone)  # without the workspace's spaces it is outside
     for state, paths in (({"repo_local_path": str(host)}, ["secret.txt"]), ({}, [str(host / "secret.txt")]),
-                         ({}, ["../host/secret.txt"])):  # fmt: skip
-        with pytest.raises(predicates.PredicateError, match=str(host)):
-            predicates.evaluate({"type": "fileExists", "paths": paths}, state, run_dir, (workspace,))
+                         ({}, ["../host/secret.txt"]), ({}, ["../ws/workspace.db"])):  # fmt: skip
+        with pytest.raises(filecheck.OutsideFolders, match=str(tmp_path)):
+            await predicates.evaluate({"type": "fileExists", "paths": paths}, state, with_spaces)
 
 
 def test_predicate_shape_errors_name_where() -> None:
@@ -223,8 +227,54 @@ def test_predicate_shape_errors_name_where() -> None:
         predicates.check({"type": "comparison", "left": "a", "op": "gt"}, "p")
 
 
-def test_run_when() -> None:
-    assert predicates.run_when_met("flag", {"flag": True}, Path("."))
-    assert not predicates.run_when_met("flag", {}, Path("."))
-    assert predicates.run_when_met("!flag", {"flag": 0}, Path("."))
-    assert predicates.run_when_met({"type": "comparison", "left": "n", "op": "equals", "right": 1}, {"n": 1}, Path("."))
+async def test_run_when() -> None:
+    here = Folders(Path("."))
+    assert await predicates.run_when_met("flag", {"flag": True}, here)
+    assert not await predicates.run_when_met("flag", {}, here)
+    assert await predicates.run_when_met("!flag", {"flag": 0}, here)
+    assert await predicates.run_when_met(
+        {"type": "comparison", "left": "n", "op": "equals", "right": 1}, {"n": 1}, here
+    )
+
+
+async def test_file_exists_stays_inside_the_run_directory(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    (run_dir / "sub").mkdir(parents=True)
+    (run_dir / "sub" / "in.txt").write_text("x")
+    (tmp_path / "secret.db").write_text("x")
+    (run_dir / "to-secret").symlink_to(tmp_path / "secret.db")
+    (run_dir / "to-parent").symlink_to(tmp_path)
+    (run_dir / "sub" / "to-parent").symlink_to(tmp_path)
+
+    async def holds(paths: list[str], state: dict[str, str] | None = None, **more: object) -> bool:
+        look = {"type": "fileExists", "paths": paths, **more}
+        return await predicates.evaluate(look, state or {}, Folders(run_dir))
+
+    assert await holds(["sub/in.txt"]) and await holds([str(run_dir / "sub" / "in.txt")])
+    assert await holds(["in.txt"], {"b": str(run_dir / "sub")}, baseKey="b")
+    assert await holds(["in.txt"], {"b": "sub"}, baseKey="b")  # a relative base starts at the run directory
+    for through_a_link in (["to-secret"], ["to-parent/secret.db"], ["sub/to-parent/secret.db"]):
+        assert not await holds(through_a_link), through_a_link
+    assert not await holds(["secret.db"], recursive=True)
+    for paths, state in ((["../secret.db"], None), ([str(tmp_path / "secret.db")], None),
+                         (["secret.db"], {"b": str(tmp_path)}), (["secret.db"], {"b": "../"})):  # fmt: skip
+        for more in ({}, {"recursive": True}, {"negate": True}):
+            with pytest.raises(filecheck.OutsideFolders, match="lies outside"):
+                await holds(paths, state, **({"baseKey": "b"} if state else {}), **more)
+
+
+async def test_a_recursive_look_stops_at_its_bounds(tmp_path: Path) -> None:
+    for i in range(30):
+        (tmp_path / f"f{i}").write_text("")
+    look = {"type": "fileExists", "paths": ["nope"], "recursive": True}
+    with pytest.raises(filecheck.LookTooCostly, match="more than 20 entries"):
+        await predicates.evaluate(look, {}, Folders(tmp_path), filecheck.LookBudget(entries=20))
+    assert not await predicates.evaluate(look, {}, Folders(tmp_path), filecheck.LookBudget(entries=30))
+    with pytest.raises(filecheck.LookTooCostly, match="spent more than"):
+        await predicates.evaluate(look, {}, Folders(tmp_path), filecheck.LookBudget(deadline=0))
+    deep = tmp_path / "deep"
+    for _ in range(filecheck.MAX_DEPTH + 2):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    with pytest.raises(filecheck.LookTooCostly, match=f"deeper than {filecheck.MAX_DEPTH} levels"):
+        await predicates.evaluate({"type": "fileExists", "paths": ["nope"], "recursive": True}, {}, Folders(tmp_path))

@@ -13,9 +13,10 @@ import sqlalchemy as sa
 from hangar.core.clock import FakeClock
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
+from hangar.core.principal import Principal
 from hangar.errors import InvalidArgs
 from hangar.rigs.clipboard import guest_paths, image_kind
-from hangar.rigs.consent import SERVER_MIGRATIONS, ClipboardGrants, Grant, decide, grants_table
+from hangar.rigs.consent import SERVER_MIGRATIONS, ClipboardGrants, ConsentRequired, Grant, decide, grants_table
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -85,6 +86,22 @@ async def test_always_allow_lasts_until_revoked_and_the_revocation_is_kept(
     async with dbs.server.connect() as conn:
         rows = (await conn.execute(sa.select(grants_table.c.user_id, grants_table.c.revoked_by))).all()
     assert sorted((r[0], r[1]) for r in rows) == [("u1", "owner"), ("u2", None)]
+
+
+async def test_require_is_the_one_check_of_lanes_and_verbs(
+    grants: tuple[ClipboardGrants, FakeClock, Databases],
+) -> None:
+    """A person is asked until they grant it; an agent's own verbs pass (the clipboard stays with its run)."""
+    store, _, _ = grants
+    person = Principal("u1", "d1", "Ann", False)
+    with pytest.raises(ConsentRequired) as refused:
+        await store.require(person, "rigToHost")
+    assert refused.value.code == "consent_required" and "ten minutes" in refused.value.message
+    assert (await store.require(person, "hostToRig")).why == "default"
+    await store.grant("u1", "rigToHost", 10)
+    assert (await store.require(person, "rigToHost")).why == "grant"
+    agent = Principal("agent:a1", "run:r1", "Ada", False, agent_id="a1")
+    assert (await store.require(agent, "rigToHost")).allowed
 
 
 def test_images_are_checked_by_their_magic_bytes() -> None:

@@ -35,7 +35,11 @@ def make_app(settings: Settings) -> Starlette:
     return app
 
 
+DEV = "http://localhost:5173"  # a web client in development, named by the configuration
+
+
 def client(**settings: object) -> TestClient:
+    settings = {"port": 8420, "trusted_origins": (DEV,), **settings}
     return TestClient(make_app(Settings(**settings)), base_url="http://127.0.0.1:8420", follow_redirects=False)
 
 
@@ -49,8 +53,11 @@ def client(**settings: object) -> TestClient:
             "relay=web-popup&client_origin=http://localhost:5173",
             "/auth/popup-complete?client_origin=http%3A%2F%2Flocalhost%3A5173#token=hgr_tok%2Fen%2B%3D",
         ),
-        # An origin the allow-list does not trust is dropped, not honoured.
+        # An origin the allow-list does not trust is dropped, not honoured: a foreign site, and a loopback origin
+        # on a port the configuration does not name (a rig's forwarded port).
         ("relay=web-popup&client_origin=https://evil.example", "/auth/popup-complete#token=hgr_tok%2Fen%2B%3D"),
+        ("relay=web-popup&client_origin=http://localhost:8080", "/auth/popup-complete#token=hgr_tok%2Fen%2B%3D"),
+        ("relay=web-popup&client_origin=http://127.0.0.1:5173", "/auth/popup-complete#token=hgr_tok%2Fen%2B%3D"),
     ],
 )
 def test_targets_without_a_web_client_url(query: str, location: str) -> None:
@@ -116,18 +123,32 @@ def test_failure_negotiates_json_or_html() -> None:
     assert "&lt;assertion&gt;" in as_html.text and "<assertion>" not in as_html.text
 
 
-def test_allow_list() -> None:
-    settings = Settings(web_client_url="https://app.example.com", public_url="https://hangar.example.org", port=9000)
-    trusted = handoff.trusted_origins(settings, "http://10.0.0.5:9000")
+def test_allow_list_holds_only_what_the_configuration_names() -> None:
+    settings = Settings(
+        web_client_url="https://app.example.com",
+        public_url="https://hangar.example.org",
+        port=9000,
+        trusted_origins=("http://localhost:5173",),
+    )
+    trusted = handoff.trusted_origins(settings)
     assert trusted == {
         "https://app.example.com",
         "https://hangar.example.org",
         "http://127.0.0.1:9000",
-        "http://10.0.0.5:9000",
+        "http://localhost:9000",
+        "http://[::1]:9000",
+        "http://localhost:5173",
     }
-    for ok in ("https://APP.example.com:443", "http://localhost:3000", "https://127.0.0.1", "http://[::1]:8080"):
+    for ok in ("https://APP.example.com:443", "http://localhost:5173", "http://LOCALHOST:9000", "http://[::1]:9000"):
         assert handoff.is_trusted_origin(ok, settings), ok
     for bad in (
+        # Loopback on any other port: a rig's forwarded port, another program.
+        "http://localhost:3000",
+        "https://127.0.0.1",
+        "http://[::1]:8080",
+        "https://localhost:5173",
+        # An address the server happens to be reached on is not configuration.
+        "http://10.0.0.5:9000",
         "https://app.example.com.evil.net",
         "http://app.example.com",
         "https://user@app.example.com",
@@ -149,15 +170,17 @@ def _csp_target(page: str) -> str:
 
 def test_popup_page_posts_only_to_trusted_origins() -> None:
     c = client(public_url="https://hangar.example.org")
-    trusted = c.get("/auth/popup-complete?client_origin=http://localhost:5173")
+    trusted = c.get(f"/auth/popup-complete?client_origin={DEV}")
     assert trusted.status_code == 200
-    assert _csp_target(trusted.text) == "http://localhost:5173"
+    assert _csp_target(trusted.text) == DEV
     nonce = re.search(r"script-src 'nonce-([^']+)'", trusted.headers["content-security-policy"])
     assert nonce and f"nonce='{nonce.group(1)}'" in trusted.text
     # A crafted link naming a foreign origin posts to our own origin instead.
     crafted = c.get("/auth/popup-complete?client_origin=https://evil.example")
     assert _csp_target(crafted.text) == "https://hangar.example.org"
     assert "evil" not in crafted.text
+    forwarded = c.get("/auth/popup-complete?client_origin=http://localhost:8080")
+    assert _csp_target(forwarded.text) == "https://hangar.example.org"
 
 
 def test_auth_complete_page_stores_nothing_and_hands_the_fragment_to_the_web_client() -> None:

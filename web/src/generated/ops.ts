@@ -612,12 +612,24 @@ export type PackView = {
   error: string | null;
 };
 
+/** An enclosure user code runs in (``scope`` names what it runs for, ``pipelineRun:<runId>`` for one): it holds its ceiling, ``memoryMb``, in the budget; ``busy`` while a job runs in it. */
+export type EnclosureView = {
+  scope: string;
+  workspaceId: string;
+  memoryMb: number;
+  residentMb: number;
+  busy: boolean;
+};
+
+/** ``heldMb`` is what counts against ``memoryBudgetMb``: rigs' resident memory (their ceiling while booting) and each enclosure's ceiling; ``residentMb`` is what rigs and enclosures hold now. */
 export type HostStatus = {
   backend: string;
   unavailableReason: string | null;
   memoryBudgetMb: number;
+  heldMb: number;
   residentMb: number;
   liveRigs: number;
+  enclosures: Array<EnclosureView>;
 };
 
 /** A persisted event: its sequence number in the workspace, type, time and payload (snake_case fields). */
@@ -1480,7 +1492,7 @@ export type ReposListArgs = {
 };
 export type ReposListResult = RepoList;
 
-/** Register a workspace repo from a local git repository (``path``) or a clone URL (``url``). A repository on the server's disk (``path``, ``file://``) is the server owner's to register, or under ``localRepoRoots``. */
+/** Register a workspace repo from a local git repository (``path``) or a clone URL (``url``). The clone runs as the server: a workspace admin's may not use its SSH identity (ssh URLs only to hosts ``trustedRepoHosts`` names), reach its loopback, own, link-local or private addresses, or read its disk (only under ``localRepoRoots``); the server owner's may. */
 export type ReposRegisterArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;

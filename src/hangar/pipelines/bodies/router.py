@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hangar.errors import HangarError
 from hangar.pipelines import predicates
 from hangar.pipelines.bodies.spec import ConfigField, body
 from hangar.pipelines.results import StepResult
@@ -51,12 +52,10 @@ async def flow_router(step: StepContext) -> StepResult:
     if problems:
         return StepResult.failed(problems[0])
     if "predicate" in extras:
-        app = step.maybe_app
-        also = (app.datadir.workspace_dir(step.workspace_id),) if app is not None else ()
         try:
-            met = predicates.evaluate(extras["predicate"], step.state, step.run_dir, also)
-        except predicates.PredicateError as exc:
-            return StepResult.failed(str(exc))
+            met = await predicates.evaluate(extras["predicate"], step.state, step.folders)
+        except HangarError as exc:  # a look outside its folders, or past its bounds
+            return StepResult.failed(exc.message)
         key = "true" if met else "false"
     elif "switchKey" in extras:
         key = switch_route(extras, step.state)

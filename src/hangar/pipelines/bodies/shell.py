@@ -7,16 +7,19 @@ enclosure (``hangar.core.confine``): the working directory is mounted as theirs,
 the terminal's egress allowlist and see neither the data directory nor the host; their environment holds
 ``HANGAR_RUN_DIR`` (the directory as they see it), the run, workspace and step ids, and what other parts add,
 never the server's environment. Exit 0 puts the trimmed stdout under ``outputKey``; any other exit fails the
-step with the tail of stderr. A step timeout or a cancelled run kills the script and what it started.
+step with the tail of stderr (and, when the run directory's disk is full, its quota). A step timeout or a cancelled
+run kills the script and what it started.
 
 Other parts add environment variables (a forge token, for one) by providing a ``ShellEnvironment`` service.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 from hangar.core.confine import Job, Scope, confinement_for, pipeline_run_key
+from hangar.core.disks import RUN_DISK_SETTING, full_note
 from hangar.pipelines._algo import DRY_RUN_KEY
 from hangar.pipelines.bodies.spec import ConfigField, body
 from hangar.pipelines.results import NO_OUTPUT, StepResult
@@ -76,7 +79,12 @@ async def shell_run(step: StepContext) -> StepResult:
     done = await confinement.run(scope, Job(("bash", "-c", script), env, group_name=step.step_id))
     if done.exit_code != 0:
         tail = stderr_tail(done.stderr)
-        return StepResult.failed(f"script exited with status {done.exit_code}" + (f": {tail}" if tail else ""))
+        full = await asyncio.to_thread(full_note, run_dir, RUN_DISK_SETTING)
+        return StepResult.failed(
+            f"script exited with status {done.exit_code}"
+            + (f": {tail}" if tail else "")
+            + (f" (the run directory is out of room: {full})" if full else "")
+        )
     output = done.stdout.strip()
     return StepResult.ok(written, output=output if step.config.output_key else NO_OUTPUT)
 

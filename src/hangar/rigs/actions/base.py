@@ -2,7 +2,8 @@
 whose message and ``field`` name the offending part (``action.coordinate.0``), never an exception.
 
 A ``VerbTable`` is one tool's verbs (``computer_use``, ``browser_use``...). Each verb says whether it is an
-observation: observations stay allowed while a person holds control; every other verb is mutating.
+observation: observations stay allowed while a person holds control; every other verb is mutating. A clipboard
+verb also names its crossing, which the person's clipboard consent decides.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from hangar.errors import InvalidArgs
+from hangar.rigs.consent import Direction
 from hangar.rigs.model import Surface
 
 MAX_PIXEL = 16383
@@ -72,6 +74,9 @@ class Verb:
     name: str
     model: type[ActionModel]
     observation: bool = False
+    # A clipboard crossing between the rig and its caller: held to the person's clipboard consent
+    # (``ClipboardGrants.require``), as the clipboard lane is.
+    crossing: Direction | None = None
 
 
 @dataclass(frozen=True)

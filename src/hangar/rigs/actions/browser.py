@@ -133,6 +133,6 @@ BROWSER_USE = VerbTable.of(
     Verb("set_viewport", SetViewport),
     Verb("history", History),
     Verb("wait_for", WaitFor, observation=True),
-    Verb("clipboard_read", NoParams, observation=True),
-    Verb("clipboard_write", ClipboardText),
+    Verb("clipboard_read", NoParams, observation=True, crossing="rigToHost"),
+    Verb("clipboard_write", ClipboardText, crossing="hostToRig"),
 )

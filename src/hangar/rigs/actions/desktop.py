@@ -91,6 +91,6 @@ COMPUTER_USE = VerbTable.of(
     Verb("type", TypeText),
     Verb("wait", Wait, observation=True),
     Verb("set_display", SetDisplay),
-    Verb("clipboard_read", ClipboardRead, observation=True),
-    Verb("clipboard_write", ClipboardText),
+    Verb("clipboard_read", ClipboardRead, observation=True, crossing="rigToHost"),
+    Verb("clipboard_write", ClipboardText, crossing="hostToRig"),
 )

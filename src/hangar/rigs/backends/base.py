@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from hangar.core.confine import ExecResult
+from hangar.core.disks import DEFAULT_RIG_DISK_MB
 from hangar.errors import NotFound, Unavailable
 from hangar.rigs.engines.session import EngineSession
 from hangar.rigs.packs import PackStatus
@@ -67,6 +68,7 @@ class RigSpec:
     engine: str | None = None  # browser rigs: "engine-a", "engine-b" or "engine-c", for the rig's whole life
     display: tuple[int, int] | None = None  # boot display (width, height) for surfaces with a screen
     trust_pem: bytes | None = None  # a CA certificate (public part only) the rig's browser trusts: dev domains
+    disk_mb: int = DEFAULT_RIG_DISK_MB  # the rig's own files (its root filesystem's changes) fit in this
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,14 @@ an admin grants.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from hangar.core.addresses import is_valid_name, normalize_host
 from hangar.errors import InvalidArgs
 from hangar.rigs.image.mirror import mirror_hosts
 
 log = logging.getLogger("hangar.rigs.egress")
-
-_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
 
 FORGES = ("github.com", "*.github.com", "*.githubusercontent.com", "gitlab.com", "*.gitlab.com",
           "bitbucket.org", "*.bitbucket.org", "codeberg.org", "sr.ht", "*.sr.ht")  # fmt: skip
@@ -34,18 +32,6 @@ REGISTRIES = (
 MODEL_PROVIDERS = ("api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com",
                    "api.mistral.ai", "api.groq.com", "openrouter.ai")  # fmt: skip
 DEVELOPER_BASELINE: frozenset[str] = frozenset(FORGES + REGISTRIES + MODEL_PROVIDERS)
-
-
-def normalize_host(name: str) -> str:
-    return name.strip().lower().rstrip(".")
-
-
-def is_valid_name(name: str) -> bool:
-    """A DNS host name (not an IP literal): labels of letters, digits, ``-``; the last label not numeric."""
-    if not name or len(name) > 253:
-        return False
-    labels = name.split(".")
-    return all(_LABEL.match(label) for label in labels) and not labels[-1].isdigit()
 
 
 def validate_pattern(pattern: str, field: str = "hosts") -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import socket
 import struct
@@ -28,13 +29,16 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
+from hangar.core.addresses import AddressRefused, normalize_host
+from hangar.errors import Unavailable
+from hangar.rigs import loopback
 from hangar.rigs.egress import dns, server_door, sni
-from hangar.rigs.egress.allowlist import DEVELOPER_BASELINE, matches, normalize_host, validate_patterns
+from hangar.rigs.egress.allowlist import DEVELOPER_BASELINE, matches, validate_patterns
 from hangar.rigs.egress.answers import refusal
 from hangar.rigs.egress.http_head import host_header, one_request
 from hangar.rigs.egress.relay import relay
 from hangar.rigs.egress.rules import DEFAULT_PORTS, GATE_ADDRESS, GatePorts
-from hangar.rigs.egress.upstream import AddressRefused, connect
+from hangar.rigs.egress.upstream import connect
 
 log = logging.getLogger("hangar.rigs.egress")
 
@@ -43,6 +47,15 @@ HEAD_LIMIT = 32 * 1024
 READ_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
 CLOSE_TIMEOUT_S = 5.0
+# Connections one rig holds open to its gate at once, over all its listeners (each is a descriptor of the server
+# process, and an allowed one a second for its upstream): past it a new one is closed at once, so code in a rig
+# cannot use up the server's descriptors. Refusals are recorded at most once every REFUSALS_EVERY_S.
+MAX_CONNECTIONS = 256
+REFUSALS_EVERY_S = 10.0
+# Exchanges one rig holds open through its server door at once: each is a connection to the server's listener from
+# the host's loopback, where it counts under that address's share of the server's connections (which the people
+# on this host use too), so a rig gets a few (an MCP client holds one or two), never that whole share.
+MAX_DOOR_CONNECTIONS = 16
 
 SocketFactory = Callable[[int, int], Awaitable[socket.socket]]
 
@@ -79,7 +92,12 @@ class EgressGate:
         # Connections being answered or relayed: a closed gate ends them (an upstream that never hangs up would
         # otherwise keep a relay of a destroyed rig going).
         self._connections: set[asyncio.Task[object]] = set()
+        self._refused_at = -REFUSALS_EVERY_S
         self._door: server_door.DoorTarget | None = None
+        # The door's connections to the server leave from the rig's own loopback address (``hangar.rigs.loopback``)
+        # when the server listens on loopback: the server's per-address connection cap then counts each rig
+        # apart, and busy rigs never take the places of the host's own local clients on 127.0.0.1.
+        self._door_source: loopback.LoopbackClaim | None = None
         self._door_server: asyncio.AbstractServer | None = None
         self._door_writers: set[asyncio.StreamWriter] = set()
         self._local: frozenset[str] = frozenset()  # names answered with the rig's own loopback (dev domains)
@@ -143,6 +161,10 @@ class EgressGate:
         sock.setblocking(False)
 
         async def guarded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if len(self._connections) >= MAX_CONNECTIONS:
+                self._refuse_connection(address)
+                writer.close()
+                return
             task = asyncio.current_task()
             if task is not None:
                 self._connections.add(task)
@@ -162,6 +184,13 @@ class EgressGate:
         server = await asyncio.start_server(guarded, sock=sock, limit=limit)
         self._servers.append(server)
         return server
+
+    def _refuse_connection(self, address: tuple[str, int]) -> None:
+        now = time.monotonic()
+        if now - self._refused_at >= REFUSALS_EVERY_S:
+            self._refused_at = now
+            target = f"{GATE_ADDRESS}:{address[1]}"
+            self._record("tcp", target, False, f"the rig holds {MAX_CONNECTIONS} connections to its gate already")
 
     async def _serve_udp(
         self, make_socket: SocketFactory, family: int, address: tuple[str, int], protocol: asyncio.DatagramProtocol
@@ -284,6 +313,13 @@ class EgressGate:
         if self._door_server is not None:
             return
         self._door = target
+        if _is_loopback_v4(target.host):
+            try:
+                self._door_source = loopback.claim()
+            except Unavailable:
+                log.warning(
+                    "rig %s: no loopback address of its own; the server door leaves from 127.0.0.1", self.rig_id
+                )
         self._door_server = await self._serve_tcp(
             make_socket, socket.AF_INET, ("127.0.0.1", self.ports.server_door), self._server_door, limit=HEAD_LIMIT
         )
@@ -292,6 +328,9 @@ class EgressGate:
     async def close_server_door(self) -> None:
         """Stop listening and end the exchanges still going through the door."""
         door, self._door_server, self._door = self._door_server, None, None
+        source, self._door_source = self._door_source, None
+        if source is not None:
+            source.release()
         if door is None:
             return
         door.close()
@@ -304,6 +343,11 @@ class EgressGate:
     async def _server_door(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         target = self._door
         if target is None:
+            return
+        if len(self._door_writers) >= MAX_DOOR_CONNECTIONS:
+            why = f"this rig already holds {MAX_DOOR_CONNECTIONS} exchanges with the server open; end one first"
+            self._record("server", "?", False, f"{MAX_DOOR_CONNECTIONS} exchanges open")
+            await server_door.answer_and_close(reader, writer, refusal(why, b"503 Service Unavailable"))
             return
         self._door_writers.add(writer)
         try:
@@ -336,7 +380,9 @@ class EgressGate:
             why = f"{path} is not reachable from this rig: the server door passes only the MCP endpoint, /mcp"
             return await refuse(path, "not the MCP endpoint", refusal(why))
         try:
-            upstream = await asyncio.wait_for(asyncio.open_connection(target.host, target.port), CONNECT_TIMEOUT_S)
+            source = (self._door_source.address, 0) if self._door_source is not None else None
+            connecting = asyncio.open_connection(target.host, target.port, local_addr=source)
+            upstream = await asyncio.wait_for(connecting, CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             reason = f"server unreachable ({exc.__class__.__name__})"
             return await refuse(request.path, reason, refusal("the server is unreachable", b"502 Bad Gateway"))
@@ -383,3 +429,10 @@ def _original_destination(sock: socket.socket) -> str:
         raw = sock.getsockopt(socket.IPPROTO_IPV6, SO_ORIGINAL_DST, 28)
         return f"[{socket.inet_ntop(socket.AF_INET6, raw[8:24])}]:{struct.unpack('!H', raw[2:4])[0]}"
     return "?"
+
+
+def _is_loopback_v4(host: str) -> bool:
+    with contextlib.suppress(ValueError):
+        address = ipaddress.ip_address(host)
+        return address.version == 4 and address.is_loopback
+    return host == "localhost"

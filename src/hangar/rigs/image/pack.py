@@ -10,17 +10,21 @@ directory keeps booting its own. Rigs mount a pack read-only as the lower layer 
 
 Building takes a minute or more, so it happens once: a file lock makes concurrent first opens (threads, tasks
 or processes) wait for a single build, and the build happens in a temporary sibling directory that is renamed
-into place only when complete (a ``.hangar-pack.json`` marker inside says so). A crashed build leaves only a
+into place only when complete (a ``.hangar-pack.json`` marker inside says so). The builder writes its current
+step beside the lock (``<name>.progress``), so whoever waits, in any process, shows how far the build has got.
+A stopped build (its caller cancelled or died) takes its processes and mounts with it and leaves only a
 temporary directory, removed by the next build.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import json
 import os
 import shutil
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +43,11 @@ RIG_USER = "rig"
 # What every pack holds besides its packages; part of every pack's name. base-v2: the rig user at RIG_UID and its
 # group at RIG_GID (the packs before, named without it, had both at 1000, a host account's uid on most hosts).
 BASE_REVISION = "base-v2"
+LOCK_POLL_S = 0.5  # how often a caller waiting for another caller's build looks at the lock and its progress
+
+# What a build runs, with the Debian package of each: mmdebstrap, and util-linux to tie the build's processes
+# (and, as root, its mounts) to the caller (``_contained``).
+BUILD_TOOLS: dict[str, str] = {"mmdebstrap": "mmdebstrap", "setpriv": "util-linux", "unshare": "util-linux"}
 
 # mmdebstrap's own step lines, in order, mapped to what a person reads in the progress bar.
 STEPS: tuple[tuple[str, str], ...] = (
@@ -133,32 +142,79 @@ def step_of(line: str) -> tuple[int, str] | None:
 
 
 def missing_tools() -> list[str]:
-    return [tool for tool in ("mmdebstrap",) if shutil.which(tool) is None]
+    """The host tools a build needs and cannot find, each with its Debian package."""
+    return [f"{tool} (Debian package {pkg})" for tool, pkg in BUILD_TOOLS.items() if shutil.which(tool) is None]
+
+
+def build_under_way(packs_root: Path, recipe: PackRecipe = TERMINAL) -> str | None:
+    """The current step of a build of ``recipe`` under way in any process (its lock is held), or None."""
+    try:
+        fd = os.open(_lock_path(packs_root, recipe), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # free: nobody builds (closing releases it again)
+        return None
+    except BlockingIOError:
+        return _read_progress(packs_root, recipe) or f"building the {recipe.label}"
+    finally:
+        os.close(fd)
 
 
 async def ensure_pack(packs_root: Path, progress: ProgressFn | None = None, recipe: PackRecipe = TERMINAL) -> PackInfo:
-    """Return the ready pack, building it first if needed (once, whoever asks concurrently)."""
+    """Return the ready pack, building it first if needed (once, whoever asks concurrently, in any process):
+    a caller that finds a build under way waits for it, hearing its steps."""
     report = progress or (lambda _text: None)
     if pack_ready(packs_root, recipe):
         return PackInfo(pack_path(packs_root, recipe), recipe.revision, None)
     _mkdir(packs_root)
-    lock_fd = os.open(packs_root / f"{recipe.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    lock_fd = os.open(_lock_path(packs_root, recipe), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        report(f"waiting for the {recipe.label} build lock")
-        await asyncio.to_thread(fcntl.flock, lock_fd, fcntl.LOCK_EX)
+        await _take_lock(lock_fd, packs_root, recipe, report)
         if pack_ready(packs_root, recipe):  # someone else built it while we waited
             return PackInfo(pack_path(packs_root, recipe), recipe.revision, None)
         started = time.monotonic()
-        await _build(packs_root, recipe, report)
+        _progress_path(packs_root, recipe).unlink(missing_ok=True)  # a killed builder's last step is not ours
+
+        def relay(text: str) -> None:
+            report(text)
+            _write_progress(packs_root, recipe, text)
+
+        try:
+            await _build(packs_root, recipe, relay)
+        finally:
+            _progress_path(packs_root, recipe).unlink(missing_ok=True)
         return PackInfo(pack_path(packs_root, recipe), recipe.revision, time.monotonic() - started)
     finally:
         os.close(lock_fd)  # closing releases the lock
 
 
+async def _take_lock(fd: int, packs_root: Path, recipe: PackRecipe, report: ProgressFn) -> None:
+    """Take the build lock; while another caller holds it (it is building), relay that build's steps. Polled
+    rather than a blocking ``flock`` in a thread, so a waiter that is cancelled leaves no thread behind to take
+    the lock later."""
+    said: str | None = None
+    waiting = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        if not waiting:
+            waiting = True
+            report(f"waiting for the {recipe.label} build lock")
+        step = _read_progress(packs_root, recipe)
+        if step is not None and step != said:
+            said = step
+            report(step)
+        await asyncio.sleep(LOCK_POLL_S)
+
+
 async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn) -> None:
     missing = missing_tools()
     if missing:
-        raise Unavailable(f"building the {recipe.label} needs {', '.join(missing)} (Debian package mmdebstrap)")
+        raise Unavailable(f"building the {recipe.label} needs {', '.join(missing)}")
     sources = debian_sources(RELEASE)
     mirror = sources[0].split()[1]
     tmp = _clear_stale(packs_root, recipe)
@@ -173,26 +229,77 @@ async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn) -> No
         str(tmp),
         *sources,
     ]
-    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    proc = await asyncio.create_subprocess_exec(
+        *_contained(argv), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        tail = await _follow(proc, recipe, report)
+        code = await proc.wait()
+    except BaseException:  # cancelled (the server stops, the caller gave up): the build goes with it
+        await _stop(proc)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if code != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise Internal(f"mmdebstrap failed with exit code {code}: " + " | ".join(tail[-5:]))
+    _commit(tmp, pack_path(packs_root, recipe), recipe, sources)
+    report(f"{recipe.label} ready")
+
+
+def _contained(argv: list[str]) -> list[str]:
+    """``argv`` so that the build dies with the process that started it (``--pdeathsig``), and, as root, runs in
+    mount and PID namespaces of its own: mmdebstrap's mounts (/proc, /sys, device nodes in the new root) and its
+    processes go when it does, however it ends, instead of staying behind on the host."""
+    guard = ["setpriv", "--pdeathsig", "KILL"]
+    if os.geteuid() == 0:
+        return [*guard, "unshare", "--mount", "--pid", "--kill-child", *argv]  # --kill-child implies --fork
+    return [*guard, *argv]
+
+
+async def _follow(proc: asyncio.subprocess.Process, recipe: PackRecipe, report: ProgressFn) -> list[str]:
+    """Read the build's output to its end, reporting each new step; return its last lines."""
     assert proc.stdout is not None
     tail: list[str] = []
     last_step = -1
     while True:
         raw = await proc.stdout.readline()
         if not raw:
-            break
+            return tail
         line = raw.decode("utf-8", "replace").rstrip()
         tail = [*tail[-19:], line]
         found = step_of(line)
         if found and found[0] > last_step:
             last_step = found[0]
             report(f"{recipe.label}: {found[1]} ({found[0] + 1}/{len(STEPS)})")
-    code = await proc.wait()
-    if code != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise Internal(f"mmdebstrap failed with exit code {code}: " + " | ".join(tail[-5:]))
-    _commit(tmp, pack_path(packs_root, recipe), recipe, sources)
-    report(f"{recipe.label} ready")
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """Kill the build's whole process group and wait for it (its session is its own: ``start_new_session``)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await proc.wait()
+
+
+def _lock_path(packs_root: Path, recipe: PackRecipe) -> Path:
+    return packs_root / f"{recipe.name}.lock"
+
+
+def _progress_path(packs_root: Path, recipe: PackRecipe) -> Path:
+    return packs_root / f"{recipe.name}.progress"
+
+
+def _read_progress(packs_root: Path, recipe: PackRecipe) -> str | None:
+    try:
+        return _progress_path(packs_root, recipe).read_text()[:500].strip() or None
+    except OSError:
+        return None
+
+
+def _write_progress(packs_root: Path, recipe: PackRecipe, text: str) -> None:
+    """The builder's current step, replaced whole so a reader never sees half of one."""
+    tmp = packs_root / f".{recipe.name}.progress-{os.getpid()}"
+    tmp.write_text(text)
+    os.replace(tmp, _progress_path(packs_root, recipe))
 
 
 def _mkdir(path: Path) -> None:

@@ -7,7 +7,8 @@
 - ``wire``: what the door writes itself (paths, CORS, the 401, plain JSON answers, the protected-resource
   metadata);
 - ``request``: what the gate leaves on a request and how the SDK's handlers read it back (the caller, the session);
-- ``sessions``: the cap on sessions per credential, and the sessions the SDK opens under it;
+- ``limits``: the caps on sessions per credential, user and workspace, and when the endpoint is under pressure;
+- ``sessions``: those caps counted, the sessions the SDK opens under them, idle ones expired sooner under pressure;
 - ``exchange``: plain tool calls answered in one exchange, beside the SDK's transports;
 - ``ops``: running an op as the caller through the dispatcher, the one way every handler reaches an op;
 - ``backchannel``: what a running op says to the client (progress, ask-first questions);

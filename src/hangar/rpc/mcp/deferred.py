@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from hangar.rpc.authority import Authority
 from hangar.rpc.dispatcher import Dispatcher
+from hangar.rpc.mcp.limits import SeatLimits
 from hangar.rpc.mcp.wire import answer, preflight, with_cors
 from hangar.rpc.registry import OpRegistry
 
@@ -31,9 +32,10 @@ class DeferredDoor:
     """The ``/mcp`` ASGI endpoint; ``door()`` gives the ``McpDoor`` behind it, building and starting it when it is
     not yet."""
 
-    def __init__(self, registry: OpRegistry, origin: Callable[[], str]) -> None:
+    def __init__(self, registry: OpRegistry, origin: Callable[[], str], limits: SeatLimits) -> None:
         self.registry = registry
         self.origin = origin
+        self.limits = limits
         self._door: McpDoor | None = None
         self._building = anyio.Lock()
         self._tasks: anyio.abc.TaskGroup | None = None
@@ -65,7 +67,7 @@ class DeferredDoor:
                 await anyio.to_thread.run_sync(importlib.import_module, "hangar.rpc.mcp.door")
                 from hangar.rpc.mcp.door import McpDoor
 
-                door = McpDoor(self.registry, self.origin)
+                door = McpDoor(self.registry, self.origin, self.limits)
                 await tasks.start(self._serve, door, bound)
                 self._door = door
         return self._door

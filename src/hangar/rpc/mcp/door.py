@@ -27,17 +27,18 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 import hangar
-from hangar.core.http import BodyTooLarge, read_body, replaying
+from hangar.core.http import BodyTooLarge, BodyTooSlow, read_body, replaying
 from hangar.core.principal import Principal
 from hangar.errors import Unauthenticated
 from hangar.rpc.authority import Authority
 from hangar.rpc.dispatcher import Dispatcher
 from hangar.rpc.mcp.exchange import Exchanges
+from hangar.rpc.mcp.limits import SeatLimits
 from hangar.rpc.mcp.listen import Listening
 from hangar.rpc.mcp.ops import OpRunner
 from hangar.rpc.mcp.request import with_caller
 from hangar.rpc.mcp.resources import Resources
-from hangar.rpc.mcp.sessions import MAX_SESSIONS_PER_CREDENTIAL, SessionBook, SessionCap
+from hangar.rpc.mcp.sessions import SessionBook, SessionCap
 from hangar.rpc.mcp.subscriptions import Subscriptions
 from hangar.rpc.mcp.tool_calls import ToolCalls
 from hangar.rpc.mcp.wire import (
@@ -63,18 +64,13 @@ INSTRUCTIONS = (
 
 class McpDoor:
     """Owns the SDK server and its two session managers; the instance is the ``/mcp`` ASGI endpoint. ``origin``
-    gives the server's canonical origin (the metadata's address in a 401); ``sessions_per_credential`` caps the
-    sessions one device credential holds open (``sessions``)."""
+    gives the server's canonical origin (the metadata's address in a 401); ``limits`` caps the sessions one
+    credential, one user and one workspace hold open (``sessions``)."""
 
-    def __init__(
-        self,
-        registry: OpRegistry,
-        origin: Callable[[], str],
-        sessions_per_credential: int = MAX_SESSIONS_PER_CREDENTIAL,
-    ) -> None:
+    def __init__(self, registry: OpRegistry, origin: Callable[[], str], limits: SeatLimits) -> None:
         self.registry = registry
         self.origin = origin
-        self.seats = SessionCap(sessions_per_credential)
+        self.seats = SessionCap(limits)
         self.ops = OpRunner(registry)
         self.tool_calls = ToolCalls(self.ops)
         self.resources = Resources(self.ops)
@@ -152,8 +148,8 @@ class McpDoor:
             return
         try:
             body = await read_body(Request(scope, receive), MAX_BODY)
-        except BodyTooLarge as err:
-            await answer(send, 413, rpc_error(err.message), [])
+        except (BodyTooLarge, BodyTooSlow) as err:
+            await answer(send, err.http_status, rpc_error(err.message), [])
             return
         if await self.exchanges.answer(scope, body, principal, session_id, send):
             return
@@ -164,4 +160,4 @@ class McpDoor:
         if not is_initialize(body):
             await self.sessionless.handle_request(scope, replaying(body, receive), send)
             return
-        await self.book.initialize(scope, body, receive, send, principal.device_id)
+        await self.book.initialize(scope, body, receive, send, principal)

@@ -22,9 +22,11 @@ from typing import Any
 import mcp.types as mt
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ResourceUpdated, event_to_notification
 
-# A started follow of one resource: the watch (its first reply already taken) and whether the caller may still
-# see what it reports.
-Follow = tuple[AsyncIterator[Any], Callable[[], Awaitable[bool]]]
+from hangar.errors import HangarError
+
+# A started follow of one resource: the watch, its first reply already taken (the dispatcher ends it once the
+# caller may no longer see what it reports).
+Follow = AsyncIterator[Any]
 StartFollow = Callable[[str], Awaitable[Follow]]
 
 
@@ -81,7 +83,7 @@ class Listening:
             self._wakes.discard(wake)
             for task in pumps:
                 task.cancel()
-            for watch, _allowed in follows.values():
+            for watch in follows.values():
                 with contextlib.suppress(Exception):
                     await watch.aclose()  # type: ignore[attr-defined]
             await asyncio.gather(*pumps, return_exceptions=True)
@@ -92,14 +94,13 @@ class Listening:
             wake.set()
 
 
-async def _pump(uri: str, follow: Follow, changed: set[str], wake: asyncio.Event) -> None:
+async def _pump(uri: str, watch: Follow, changed: set[str], wake: asyncio.Event) -> None:
     """The watch's events, folded into the stream's set of changed resources while the caller may see them."""
-    watch, allowed = follow
     try:
         async for _event in watch:
-            if not await allowed():
-                return
             changed.add(uri)
             wake.set()
+    except HangarError:
+        return  # the caller may no longer see it
     finally:
         await watch.aclose()  # type: ignore[attr-defined]

@@ -69,20 +69,6 @@ class OpRunner:
             raise
         return watch, op_ctx
 
-    async def still_allowed(self, op_ctx: OpContext) -> bool:
-        """Whether the caller of a running watch may still see what it reports. By the credential's id, not its
-        token: an OAuth refresh rotates the token of a credential that lives on, and the session (bound to the
-        credential) outlives the rotation."""
-        assert self.authority is not None and self.dispatcher is not None
-        try:
-            principal = await self.authority.recheck_device(op_ctx.principal.device_id)
-        except HangarError:
-            return False
-        if op_ctx.workspace_id is None:
-            return True
-        role = await self.dispatcher.role_in(op_ctx.workspace_id, principal)
-        return role is not None and role >= op_ctx.spec.min_role
-
 
 async def first(name: str, watch: Any) -> Any:
     """A watch's first reply; what is not a ``HangarError`` is logged and answered as an internal error, as the

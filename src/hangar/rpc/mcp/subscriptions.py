@@ -16,7 +16,7 @@ import mcp.types as mt
 from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from mcp.shared.exceptions import MCPError
 
-from hangar.rpc.context import OpContext
+from hangar.errors import HangarError
 from hangar.rpc.mcp.listen import Follow, Listening
 from hangar.rpc.mcp.ops import OpRunner
 from hangar.rpc.mcp.request import connection_stack, principal_of, session_id_of, token_of
@@ -56,12 +56,12 @@ class Subscriptions:
                 mt.INVALID_PARAMS, f"a session follows at most {MAX_SUBSCRIPTIONS} resources; unsubscribe one"
             )
         token = token_of(ctx) or ""
-        watch, op_ctx = await self.resources.start_watch(ctx, token, uri)
+        watch, _op_ctx = await self.resources.start_watch(ctx, token, uri)
         previous = self.following.pop(key, None)
         if previous is not None:
             previous.cancel()
         self.following[key] = asyncio.get_running_loop().create_task(
-            self._follow(key, watch, ctx.session, op_ctx), name=f"mcp-subscription:{uri}"
+            self._follow(key, watch, ctx.session), name=f"mcp-subscription:{uri}"
         )
         self._end_with_session(ctx, session_id)
         return mt.EmptyResult()
@@ -74,7 +74,7 @@ class Subscriptions:
 
     async def listen(self, ctx: Any, params: mt.SubscriptionsListenRequestParams) -> mt.SubscriptionsListenResult:
         """``subscriptions/listen`` (2026-07-28): the named resources followed as ``resources/subscribe`` follows
-        them, on one stream that holds one of the credential's seats while it is open (``listen``)."""
+        them, on one stream that holds a seat under the caller's caps while it is open (``listen``)."""
         if ctx.request_id is None:
             raise MCPError(mt.INVALID_REQUEST, "subscriptions/listen needs a request id: its frames carry it")
         uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
@@ -83,30 +83,31 @@ class Subscriptions:
         for uri in uris:
             self.resources.followable(uri)  # an unknown or unfollowable resource is refused before any work
         principal, token = principal_of(ctx), token_of(ctx) or ""
-        seat = None if principal is None else self.seats.take(principal.device_id)
-        if seat is None:
-            raise MCPError(TOO_MANY_SESSIONS, self.seats.refusal(DEFAULT_SESSION_IDLE_TIMEOUT, listening=True))
+        seat = "credential" if principal is None else self.seats.take(principal)
+        if isinstance(seat, str):
+            raise MCPError(TOO_MANY_SESSIONS, self.seats.refusal(seat, DEFAULT_SESSION_IDLE_TIMEOUT, listening=True))
 
         async def start(uri: str) -> Follow:
-            watch, op_ctx = await self.resources.start_watch(ctx, token, uri)
-            return watch, lambda: self.ops.still_allowed(op_ctx)
+            watch, _op_ctx = await self.resources.start_watch(ctx, token, uri)
+            return watch
 
         try:
             return await self.listening.serve(ctx, params, uris, start)
         finally:
             self.seats.give_back(seat)
 
-    async def _follow(self, key: tuple[str, str], watch: Any, session: Any, op_ctx: OpContext) -> None:
+    async def _follow(self, key: tuple[str, str], watch: Any, session: Any) -> None:
         """Each event of the watch becomes ``notifications/resources/updated``, while the caller still may see it
-        (checked again before each: a member who left hears nothing more) and the session still listens."""
+        (the dispatcher checks again before each and ends the watch: a member who left hears nothing more) and
+        the session still listens."""
         try:
             async for _event in watch:
-                if not await self.ops.still_allowed(op_ctx):
-                    return
                 try:
                     await session.send_resource_updated(key[1])
                 except Exception:
                     return  # the session is gone
+        except HangarError:
+            return  # the caller may no longer see it
         finally:
             await watch.aclose()
             if self.following.get(key) is asyncio.current_task():

@@ -2,7 +2,8 @@
 
 ``discover`` reads ``<issuer>/.well-known/openid-configuration`` (OpenID Connect Discovery 1.0 §4) and checks
 what we rely on: the document names the configured issuer exactly (§4.3), offers the code flow and S256 PKCE
-when it says what it offers, and every endpoint is https except on the loopback hosts. ``ProviderKeys`` caches
+when it says what it offers, and every endpoint is https except on the loopback hosts; it also notes whether the
+provider says it sends ``iss`` in authorization responses (RFC 9207). ``ProviderKeys`` caches
 the JWKS and fetches it again, once, when a token names a key it does not hold (providers rotate keys).
 """
 
@@ -33,6 +34,9 @@ class ProviderMetadata:
     userinfo_endpoint: str | None
     id_token_algs: tuple[str, ...]
     token_auth_methods: tuple[str, ...]
+    # RFC 9207: the provider names itself (``iss``) in every authorization response, so one without it is not
+    # the provider's.
+    sends_iss: bool = False
 
 
 def check_endpoint(url: Any, name: str) -> str:
@@ -92,6 +96,7 @@ async def discover(http: httpx.AsyncClient, issuer: str) -> ProviderMetadata:
         token_auth_methods=(
             tuple(m for m in methods if isinstance(m, str)) if isinstance(methods, list) else ("client_secret_basic",)
         ),
+        sends_iss=doc.get("authorization_response_iss_parameter_supported") is True,
     )
 
 

@@ -177,15 +177,17 @@ class OidcService:
         code = params.get("code")
         if not code:
             raise SsoError("invalid", "the identity provider sent no authorization code")
-        # RFC 9207: a provider that names itself in the response must be the one this sign-in went to
-        # (a defence against mix-up attacks when several providers are in play).
-        returned_iss = params.get("iss")
-        if returned_iss is not None and returned_iss != pending.issuer:
-            raise SsoError("issuer", "the authorization response comes from another issuer")
         conn = await self._enabled()
         if (conn.issuer, conn.clientId) != (pending.issuer, pending.client_id):
             raise SsoError("invalid", "the OIDC connection changed during this sign-in; start again")
         meta, keys = await self.provider(pending.issuer)
+        # RFC 9207 (a defence against mix-up attacks when several providers are in play): a provider that names
+        # itself in the response must be the one this sign-in went to, and one that says it always does must have.
+        returned_iss = params.get("iss")
+        if returned_iss is None and meta.sends_iss:
+            raise SsoError("issuer", "the authorization response does not name its issuer, which this provider does")
+        if returned_iss is not None and returned_iss != pending.issuer:
+            raise SsoError("issuer", "the authorization response comes from another issuer")
         token = await self._exchange(meta, pending, code)
         id_token = token.get("id_token")
         if not isinstance(id_token, str):

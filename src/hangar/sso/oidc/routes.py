@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from hangar.core.ratelimit import rate_limited
+from hangar.core.ratelimit import failures_limited, rate_limited
 from hangar.sso.errors import SsoError
 from hangar.sso.handoff import failure_response
 from hangar.sso.oidc.flow import OidcService
@@ -40,6 +40,6 @@ async def _callback(service: OidcService, request: Request) -> Response:
 
 
 OIDC_ROUTES: list[BaseRoute] = [
-    Route("/oidc/login", rate_limited("signin", _guarded(_login)), methods=["GET"]),
-    Route("/oidc/callback", rate_limited("signin", _guarded(_callback)), methods=["GET"]),
+    Route("/oidc/login", rate_limited("signin-start", _guarded(_login)), methods=["GET"]),
+    Route("/oidc/callback", failures_limited("signin", _guarded(_callback), completes="signin-start"), methods=["GET"]),
 ]

@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 
 from hangar.core.context import AppContext
 from hangar.core.http import BodyTooLarge, read_body
-from hangar.core.ratelimit import rate_limited
+from hangar.core.ratelimit import failures_limited, rate_limited
 from hangar.errors import HangarError, InvalidArgs
 from hangar.sso.config import SamlConnection, SsoConfigStore
 from hangar.sso.continuation import signed_in
@@ -152,7 +152,7 @@ async def saml_metadata(request: Request) -> Response:
 
 
 SAML_ROUTES: list[BaseRoute] = [
-    Route(LOGIN_PATH, rate_limited("signin", saml_login), methods=["GET"]),
-    Route(ACS_PATH, rate_limited("signin", saml_acs), methods=["POST"]),
+    Route(LOGIN_PATH, rate_limited("signin-start", saml_login), methods=["GET"]),
+    Route(ACS_PATH, failures_limited("signin", saml_acs, completes="signin-start"), methods=["POST"]),
     Route(METADATA_PATH, saml_metadata, methods=["GET"]),
 ]

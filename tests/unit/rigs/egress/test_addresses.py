@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from hangar.rigs.egress import upstream
-from hangar.rigs.egress.addresses import is_host_own, refusal
-from hangar.rigs.egress.upstream import AddressRefused, connect, permitted
+from hangar.core.addresses import AddressRefused, is_host_own, permitted, refusal
+from hangar.rigs.egress.upstream import connect
+from tests.support.resolver import public_stand_in
 
 NEVER = {
     "127.0.0.1": "a loopback address",
@@ -75,7 +75,7 @@ def test_this_hosts_own_addresses_are_never_reached(monkeypatch: pytest.MonkeyPa
     """A name resolving to one of this host's (non-loopback) addresses reaches every service listening on all
     interfaces, the server's own listener among them: refused even for a host an admin named."""
     own = ipaddress.ip_address("10.1.2.3")
-    monkeypatch.setattr("hangar.rigs.egress.addresses.is_host_own", lambda a: a == own)
+    monkeypatch.setattr("hangar.core.addresses.is_host_own", lambda a: a == own)
     assert refusal(own, named=True) == "an address of this host"
     assert refusal(ipaddress.ip_address("::ffff:10.1.2.3"), named=True) == "an address of this host"
     assert refusal(ipaddress.ip_address("10.1.2.4"), named=True) is None
@@ -133,11 +133,7 @@ async def test_the_address_checked_is_the_address_connected_to(
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))]
 
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
-    real_refusal = upstream.refusal
-    # 127.88.0.1 stands in for a public address here (this test host reaches no other)
-    monkeypatch.setattr(
-        upstream, "refusal", lambda a, named: None if str(a) == address else real_refusal(a, named=named)
-    )
+    public_stand_in(monkeypatch, address)  # this test host reaches no public address
     _, writer = await connect("rebind.example", port, named=False)
     writer.write(b"hello")
     await writer.drain()

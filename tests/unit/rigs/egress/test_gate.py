@@ -171,3 +171,32 @@ async def test_closing_the_gate_ends_the_relays_going_through_it() -> None:
     for w in stuck:
         w.close()
     server.close()
+
+
+async def test_a_rig_holds_at_most_its_cap_of_connections_to_its_gate(
+    gate: EgressGate, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("hangar.rigs.egress.gate.MAX_CONNECTIONS", 8, raising=False)
+    # Eight heads left unsent (each waits for its request head) hold the rig's eight places.
+    held = [await asyncio.open_connection("127.0.0.1", gate.ports.http) for _ in range(8)]
+    for _ in range(100):
+        if len(gate._connections) == 8:
+            break
+        await asyncio.sleep(0.02)
+    assert len(gate._connections) == 8
+    # One past the cap is closed at once, on any of the gate's listeners, and the refusal is recorded.
+    for port in (gate.ports.http, gate.ports.tls, gate.ports.dns):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+    refusals = [e for e in gate.events if not e.allowed and "connections to its gate" in e.reason]
+    assert len(refusals) == 1
+    # A place given back is a place free again.
+    held.pop()[1].close()
+    for _ in range(100):
+        if len(gate._connections) < 8:
+            break
+        await asyncio.sleep(0.02)
+    assert (await http_get(gate.ports.http, "granted.test")).endswith(b"upstream")
+    for _reader, writer in held:
+        writer.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from hangar.rigs.egress import gate as gate_module
 from hangar.rigs.egress.gate import EgressGate
 from hangar.rigs.egress.server_door import DoorTarget, Malformed, parse_head
+from hangar.rigs.loopback import CLAIM_PREFIX, is_rig_address
 from tests.unit.rigs.egress.gate_support import start_gate
 
 
@@ -20,6 +22,7 @@ class Server:
 
     def __init__(self, events: int = 0, gap_s: float = 0.0) -> None:
         self.received: list[bytes] = []
+        self.peers: list[str] = []
         self.events, self.gap_s = events, gap_s
         self.port = 0
         self._server: asyncio.AbstractServer | None = None
@@ -31,6 +34,7 @@ class Server:
                 while chunk := await asyncio.wait_for(reader.read(65536), 0.3):
                     got += chunk
             self.received.append(bytes(got))
+            self.peers.append(str(writer.get_extra_info("peername")[0]))
             if self.events:
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
                 for n in range(self.events):
@@ -217,3 +221,49 @@ async def test_closing_the_door_ends_an_idle_stream_on_the_servers_side_too() ->
     finally:
         await g.aclose()
         upstream.close()
+
+
+async def test_a_rig_holds_at_most_its_cap_of_exchanges_through_the_door(
+    gate: EgressGate, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gate_module, "MAX_DOOR_CONNECTIONS", 3, raising=False)
+    request = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+    # Three exchanges whose requests are still coming: at the cap, each is let through.
+    held = [await asyncio.open_connection("127.0.0.1", gate.ports.server_door) for _ in range(3)]
+    for _reader, writer in held:
+        writer.write(request[:20])
+        await writer.drain()
+    for _ in range(100):
+        if len(gate._door_writers) == 3:
+            break
+        await asyncio.sleep(0.02)
+    assert len(gate._door_writers) == 3
+    # One past it is answered 503 and closed, without reaching the server.
+    refused = await exchange(gate, request)
+    assert refused.startswith(b"HTTP/1.1 503") and b"holds 3 exchanges" in refused
+    # The held ones go on and are served.
+    for reader, writer in held:
+        writer.write(request[20:])
+        assert (await asyncio.wait_for(reader.read(), 5)).endswith(b"served")
+        writer.close()
+
+
+async def test_the_door_reaches_the_server_from_the_rigs_own_loopback_address(server: Server) -> None:
+    """Each rig's exchanges leave from an address of its own in ``127.128.0.0/9``, so the server's cap per
+    client address counts rigs apart and never against the host's own clients on 127.0.0.1; the address is
+    given back when the door closes."""
+    first, second = await open_gate(server), await open_gate(server)
+    try:
+        for g in (first, second, first):
+            assert (await exchange(g, POST)).endswith(b"served")
+        assert is_rig_address(server.peers[0]) and is_rig_address(server.peers[1])
+        assert server.peers[0] == server.peers[2] != server.peers[1]
+        held = server.peers[0]
+        await first.close_server_door()
+        assert first._door_source is None  # released: the address may go to another rig
+        reclaimed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        reclaimed.bind(f"\0{CLAIM_PREFIX}{held}")
+        reclaimed.close()
+    finally:
+        await first.aclose()
+        await second.aclose()

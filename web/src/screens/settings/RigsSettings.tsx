@@ -38,7 +38,7 @@ function HostCheck() {
       return "Memory budget saved.";
     });
   };
-  const used = s.memoryBudgetMb > 0 ? Math.min(100, Math.round((s.residentMb / s.memoryBudgetMb) * 100)) : 0;
+  const used = s.memoryBudgetMb > 0 ? Math.min(100, Math.round((s.heldMb / s.memoryBudgetMb) * 100)) : 0;
   return (
     <>
       <section aria-labelledby="host-check" className="panel">
@@ -58,10 +58,18 @@ function HostCheck() {
             <dd>{s.liveRigs}</dd>
           </div>
           <div>
-            <dt>Resident memory</dt>
+            <dt>Enclosures for user code</dt>
+            <dd>{s.enclosures.length}</dd>
+          </div>
+          <div>
+            <dt>Held against the budget</dt>
             <dd>
-              {s.residentMb} MB of {s.memoryBudgetMb} MB ({used}%)
+              {s.heldMb} MB of {s.memoryBudgetMb} MB ({used}%)
             </dd>
+          </div>
+          <div>
+            <dt>Resident memory</dt>
+            <dd>{s.residentMb} MB</dd>
           </div>
         </dl>
         <button type="button" className="secondary" onClick={status.reload}>
@@ -73,7 +81,7 @@ function HostCheck() {
         <form onSubmit={save} noValidate>
           <Field
             label="Memory budget of all rigs (MB)"
-            hint="Resident megabytes all rigs on this host may hold together (a parked rig still holds its memory); idle rigs over it are closed. At least 512; 12288 by default."
+            hint="Megabytes all rigs and the enclosures of shell steps and command agents may hold together: a rig counts what it holds (a parked rig still holds its memory), an enclosure its 512 MB ceiling; idle ones over it are closed, and a new one that does not fit is refused. At least 512; 12288 by default."
             error={wrong ? budget.error?.message : null}
           >
             {(id, describedBy) => (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,8 +21,8 @@ from hangar.rigs.engines.inrig import boot_engine, check_public_pem
 from hangar.rigs.engines.launch import EngineRecipe
 from hangar.rigs.engines.registry import RECIPES
 from hangar.rigs.image import recipes
-from hangar.rigs.image.pack import TERMINAL, PackRecipe, ensure_pack, missing_tools, pack_ready
-from hangar.rigs.packs import PackBuilds, PackPhase, PackStatus
+from hangar.rigs.image.pack import TERMINAL, PackRecipe, build_under_way, ensure_pack, missing_tools, pack_ready
+from hangar.rigs.packs import PackBuilds, PackStatus, with_step
 
 _RIG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 SURFACES = frozenset({"terminal", "browser"})
@@ -55,8 +56,8 @@ class EnclosureBackend(RigBackend):
     def unavailable_reason(self) -> str | None:
         if not self._probed:
             self._reason = probe.host_reason(path=self._tool_path)
-            if self._reason is None and not pack_ready(self.packs_root) and missing_tools():
-                self._reason = "the terminal image is not built yet and mmdebstrap (Debian package) is missing"
+            if self._reason is None and not pack_ready(self.packs_root) and (missing := missing_tools()):
+                self._reason = f"the terminal image is not built yet and building it needs {', '.join(missing)}"
             self._probed = True
         # Who holds the rig user's uid can change while the server runs: asked afresh each time.
         return self._reason or probe.rig_uid_taken()
@@ -104,8 +105,14 @@ class EnclosureBackend(RigBackend):
     def packs(self) -> list[PackStatus]:
         views = []
         for recipe in recipes.ALL:
-            state: PackPhase = "ready" if pack_ready(self.packs_root, recipe) else "missing"
-            views.append(self._builds.describe(PackStatus(recipe.name, recipe.surface, recipe.revision, state)))
+            pack = PackStatus(recipe.name, recipe.surface, recipe.revision, "missing")
+            if pack_ready(self.packs_root, recipe):
+                pack = replace(pack, state="ready")
+            elif (step := build_under_way(self.packs_root, recipe)) is not None:
+                # Built by another process sharing the packs (the server's first start, `hangar rigs build-pack`,
+                # another server): its step is read from the build's progress file.
+                pack = with_step(replace(pack, state="building"), step)
+            views.append(self._builds.describe(pack))
         return views
 
     def build_pack(self, name: str) -> None:
@@ -116,8 +123,8 @@ class EnclosureBackend(RigBackend):
             raise NotFound(f"the enclosure backend has no pack {name!r} (it has {names})") from None
         if pack_ready(self.packs_root, recipe):
             return
-        if missing_tools():
-            raise Unavailable(f"building {name} needs {', '.join(missing_tools())} (Debian package mmdebstrap)")
+        if missing := missing_tools():
+            raise Unavailable(f"building {name} needs {', '.join(missing)}")
         self._builds.start(name, self._builder(recipe))
 
     async def aclose(self) -> None:

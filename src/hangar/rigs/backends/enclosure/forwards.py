@@ -17,6 +17,9 @@ from hangar.rigs.egress.relay import relay
 from hangar.rigs.loopback import is_rig_address
 
 SHARED_HOSTS = ("127.0.0.1", "0.0.0.0")  # the host's loopback, or every interface when shared on the local network
+# Connections one forward relays at once (each holds two descriptors of the server process; a forward shared on
+# the local network takes them from anyone there): past it a new one is closed at once.
+MAX_CONNECTIONS = 128
 
 
 class Forwards:
@@ -41,6 +44,9 @@ class Forwards:
         relays: set[asyncio.Task[None]] = set()
 
         async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if len(relays) >= MAX_CONNECTIONS:
+                writer.close()
+                return
             task = asyncio.current_task()
             assert task is not None
             relays.add(task)

@@ -30,8 +30,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from hangar.core import disks
 from hangar.core.guestacl import RIG_GID, RIG_UID, grant_tree
-from hangar.errors import Conflict, Internal, InvalidArgs, Refused, Unavailable
+from hangar.errors import Conflict, HangarError, Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import fs, launch, seccomp
 from hangar.rigs.backends.enclosure.access import open_tree
@@ -54,6 +55,9 @@ AGENT_GUEST = "/run/hangar-agent.py"
 LOG_LIMIT = 64 * 1024  # of what a rig's bubblewrap and agent print, kept in its enclosure.log
 LOG_WAIT_S = 2.0
 BOOT_TIMEOUT_S = 20.0
+# Connections the rig's programs hold open at once to the host's lanes on its loopback (dev domains): each is a
+# descriptor of the server process, so past this a new one is closed at once (the gate has its own cap).
+MAX_LOOPBACK_CONNECTIONS = 256
 
 SETPRIV = ["/usr/bin/setpriv", f"--reuid={RIG_UID}", f"--regid={RIG_GID}", "--clear-groups",
            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
@@ -110,6 +114,9 @@ class EnclosureRig(RigHandle):
         await self.gate.start(self.netns.socket)
 
     def _prepare(self, pack: Path) -> None:
+        # The rig's own writes (its overlay's upper layer) land on a disk of its own, bounded by spec.disk_mb.
+        templates = self.run_dir.parent.parent / "disk-templates"  # beside run/, shared by the rigs
+        disks.mount_private_disk(self.run_dir / "disk.img", self.run_dir / "disk", self.spec.disk_mb, templates)
         self._prepare_dirs(pack)
         self._place_files(pack)
         self._cgroup_made = True
@@ -341,6 +348,12 @@ class EnclosureRig(RigHandle):
             raise Conflict(f"port {guest_port} of rig {self.spec.rig_id} is already served by the host")
 
         async def guarded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if len(self._loopback_tasks) >= MAX_LOOPBACK_CONNECTIONS:
+                log.warning(
+                    "rig %s: a lane connection refused, %d are open", self.spec.rig_id, len(self._loopback_tasks)
+                )
+                writer.close()
+                return
             task = asyncio.current_task()
             assert task is not None
             self._loopback_tasks.add(task)
@@ -496,6 +509,7 @@ class EnclosureRig(RigHandle):
         if self._cgroup_made:
             await asyncio.to_thread(self.cgroup.remove)
         self.netns.close()
+        await asyncio.to_thread(disks.detach, self.run_dir / "disk")
         await asyncio.to_thread(shutil.rmtree, self.run_dir, True)
 
 
@@ -521,6 +535,8 @@ def clear_leftovers(run_root: Path, cgroup_version: str) -> int:
         with contextlib.suppress(OSError):
             group.kill_all(timeout_s=1.0)
             group.remove()
+        with contextlib.suppress(HangarError):
+            disks.detach(entry / "disk")
         shutil.rmtree(entry, ignore_errors=True)
         removed += 1
     if removed:

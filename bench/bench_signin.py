@@ -1,0 +1,189 @@
+"""Sign-ins over HTTP from one address: distinct people signing in with SAML against ``hangar serve`` in its own
+process, and whether any is refused.
+
+Each person makes the SP-initiated round trip a browser makes: ``GET /saml/login`` (302 to the identity
+provider), then the identity provider's signed answer to that very request (the test kit's IdP, signing here)
+posted to ``/saml/acs`` (303 with the credential). Every person is new to the server (provisioned on the way).
+Three runs, side by side, each on a fresh server:
+
+1. **proxy**: every request comes from one address, a reverse proxy the server is told about
+   (``--trusted-proxy 127.0.0.1``), with ``X-Forwarded-For`` naming each person's own address;
+2. **NAT**: the same people from one address and no proxy configured (an office behind one NAT);
+3. **guesser**: one address posting responses that answer no request of the server, until refused;
+4. the same guesser naming another client in ``X-Forwarded-For`` with every attempt, no proxy configured.
+
+Each run prints people signed in, refused (429), sign-ins per second (the client's signing included: it shares
+the machine) and the p50/p95 of one person's two requests (without the client's signing). ``--src DIR`` runs the
+server from another checkout's ``src`` (the code before a change) for comparison; a server without
+``--trusted-proxy`` gets none (it then honoured ``X-Forwarded-For`` from any loopback client).
+
+Run: .venv/bin/python bench/bench_signin.py [--people 1000] [--workers 8] [--src path/to/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.rpc import RpcClient  # noqa: E402
+from tests.unit.sso.saml.kit import b64, idp_metadata_xml, keypair, signed_response  # noqa: E402
+from tests.unit.sso.saml.serving import sign_in_person  # noqa: E402
+
+from hangar.core.clock import SystemClock  # noqa: E402
+
+ENTRY = "from hangar.cli import main; main()"
+PUBLIC_URL = "http://127.0.0.1:8420"  # the origin the kit's identity provider addresses its answers to
+
+
+def hangar(*args: str) -> list[str]:
+    return [sys.executable, "-c", ENTRY, *args]
+
+
+def env_for(src: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANGAR_")}
+    if src is not None:
+        env["PYTHONPATH"] = src
+    return env
+
+
+@contextmanager
+def serve(src: str | None, *extra: str) -> Iterator[tuple[str, str]]:
+    """``hangar serve`` on a fresh data directory: its URL and an owner credential."""
+    with tempfile.TemporaryDirectory() as data_dir:
+        env = env_for(src)
+        token = subprocess.run(
+            hangar("admin", "owner-token", "--data-dir", data_dir),
+            env=env, check=True, capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+        args = ["serve", "--no-site", "--port", "0", "--data-dir", data_dir, "--public-url", PUBLIC_URL, *extra]
+        # The server's log (each refusal is a warning) is not the figures: it goes nowhere.
+        proc = subprocess.Popen(hangar(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if line.startswith("server: "):
+                    yield line.split(": ", 1)[1].strip(), token
+                    break
+            else:
+                raise RuntimeError("the server did not start")
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+def knows_trusted_proxies(src: str | None) -> bool:
+    helped = subprocess.run(hangar("serve", "--help"), env=env_for(src), capture_output=True, text=True)
+    return "--trusted-proxy" in helped.stdout
+
+
+async def enable_saml(url: str, token: str) -> None:
+    async with RpcClient(url.replace("http://", "ws://") + "/rpc", token) as rpc:
+        await rpc.call("sso.saveConfig", kind="saml", config={"enabled": True, "idpMetadataXml": idp_metadata_xml()})
+
+
+@dataclass
+class Run:
+    name: str
+    signed_in: int = 0
+    refused: int = 0
+    other: int = 0
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+
+    def report(self) -> None:
+        lat = sorted(self.latencies) or [0.0]
+        p50 = statistics.median(lat) * 1000
+        p95 = lat[max(int(len(lat) * 0.95) - 1, 0)] * 1000
+        rate = self.signed_in / self.seconds if self.seconds else 0.0
+        print(
+            f"{self.name:<38} signed in {self.signed_in:>5}   refused {self.refused:>5}   other {self.other:>3}   "
+            f"{rate:6.1f} sign-ins/s   p50 {p50:6.1f} ms   p95 {p95:6.1f} ms"
+        )
+
+
+async def people(url: str, count: int, workers: int, *, forwarded: bool, name: str) -> Run:
+    run = Run(name)
+    queue = list(range(count))
+    now = SystemClock().now()
+
+    async def worker(http: httpx.AsyncClient) -> None:
+        while queue:
+            n = queue.pop()
+            headers = {"x-forwarded-for": f"10.{n // 65536}.{n // 256 % 256}.{n % 256}"} if forwarded else None
+            login, done = await sign_in_person(http, url, f"person{n}", now=now, headers=headers)
+            if done is not None and done.status_code == 303:
+                run.signed_in += 1
+                run.latencies.append(login.elapsed.total_seconds() + done.elapsed.total_seconds())
+            elif login.status_code == 429 or (done is not None and done.status_code == 429):
+                run.refused += 1
+            else:
+                run.other += 1
+
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=workers)) as http:
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(http) for _ in range(workers)))
+        run.seconds = time.perf_counter() - start
+    return run
+
+
+async def guesser(url: str, attempts: int, *, rotate: bool = False) -> Run:
+    """Failed attempts from one address; ``rotate``: each naming another client in ``X-Forwarded-For``."""
+    run = Run("guesser: one address, rotating XFF" if rotate else "guesser: one address, failing")
+    bogus = {"SAMLResponse": b64(signed_response())}  # answers no request of this server
+    async with httpx.AsyncClient(timeout=60) as http:
+        start = time.perf_counter()
+        for n in range(attempts):
+            headers = {"Accept": "application/json"}
+            if rotate:
+                headers["x-forwarded-for"] = f"198.51.100.{n % 250}"
+            t0 = time.perf_counter()
+            answer = await http.post(f"{url}/saml/acs", data=bogus, headers=headers)
+            run.latencies.append(time.perf_counter() - t0)
+            if answer.status_code == 429:
+                run.refused += 1
+            else:
+                run.other += 1
+        run.seconds = time.perf_counter() - start
+    return run
+
+
+async def main(count: int, workers: int, src: str | None) -> None:
+    keypair()  # make the kit's key outside the timings
+    proxy_flag = ["--trusted-proxy", "127.0.0.1"] if knows_trusted_proxies(src) else []
+    print(f"cores: {os.cpu_count()}; people per run: {count}; concurrent browsers: {workers}; server: {src or 'this'}")
+    with serve(src, *proxy_flag) as (url, token):
+        await enable_saml(url, token)
+        (await people(url, count, workers, forwarded=True, name="proxy: X-Forwarded-For per person")).report()
+    with serve(src) as (url, token):
+        await enable_saml(url, token)
+        (await people(url, count, workers, forwarded=False, name="NAT: one address, no proxy")).report()
+    with serve(src) as (url, token):
+        await enable_saml(url, token)
+        (await guesser(url, 100)).report()
+    with serve(src) as (url, token):
+        await enable_saml(url, token)
+        (await guesser(url, 100, rotate=True)).report()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--people", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--src", default=None, help="run the server from this checkout's src directory")
+    parsed = parser.parse_args()
+    asyncio.run(main(parsed.people, parsed.workers, parsed.src))
