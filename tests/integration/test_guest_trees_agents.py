@@ -9,18 +9,21 @@ import asyncio
 import shlex
 from pathlib import Path
 
+import pytest
+
 from tests.integration.rigs_env import rigs_server
 from tests.integration.test_workspace_repos import make_repo
 from tests.unit.agents.fake_openai import Reply, ToolCall, running_fake_openai, text
 from tests.unit.agents.support import wait_run
+
+# Confined code runs in enclosures booted from the terminal image pack.
+pytestmark = pytest.mark.packs("terminal")
 
 TRIES = 40
 # Run by the rig user in the worktree: the plain file and folder trade places with the links as fast as it can.
 SWAPPER = r"""
 import ctypes, os, time
 
-# Confined code runs in enclosures booted from the terminal image pack.
-pytestmark = pytest.mark.packs("terminal")
 libc = ctypes.CDLL(None, use_errno=True)
 os.chdir("/home/rig/worktree")
 open("x", "w").write("plain text\n")

@@ -10,11 +10,16 @@ import os
 import shlex
 from pathlib import Path
 
+import pytest
+
 from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.test_space_provisioning import with_setup_script
 from tests.integration.test_workspace_repos import make_repo
 from tests.support.rpc import RpcClient
 from tests.unit.agents.support import wait_run, workspace_server
+
+# Confined code runs in enclosures booted from the terminal image pack.
+pytestmark = pytest.mark.packs("terminal")
 
 ATTEMPTS = 24
 # A command agent of the space, in its enclosure (cwd: the space's folder): the names the next checkouts will take
@@ -22,8 +27,6 @@ ATTEMPTS = 24
 FLICKER = r"""
 import os, sys, time
 
-# Confined code runs in enclosures booted from the terminal image pack.
-pytestmark = pytest.mark.packs("terminal")
 names = [f"lib{i}" for i in range(ATTEMPTS)]
 open("flickering", "w").close()
 end = time.monotonic() + 240
