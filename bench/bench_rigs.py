@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hangar.core.guestacl import RIG_GID, RIG_UID
 from hangar.rigs.backends.base import RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend, EnclosureRig
 from hangar.rigs.image.pack import ensure_pack
@@ -47,7 +48,8 @@ def bare_bwrap_ms(pack: Path) -> float:
 
 def nsenter_exec_rate(pid1: int) -> float:
     enter = ["nsenter", "--target", str(pid1), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd"]
-    argv = [*enter, "/usr/bin/setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "/bin/bash", "-lc", "true"]
+    drop = ["/usr/bin/setpriv", f"--reuid={RIG_UID}", f"--regid={RIG_GID}", "--clear-groups"]
+    argv = [*enter, *drop, "/bin/bash", "-lc", "true"]
     count, started = 0, time.perf_counter()
     while time.perf_counter() - started < EXEC_SECONDS:
         subprocess.run(argv, check=True, env=RIG_ENV)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from hangar.core.guestacl import RIG_UID
 from tests.integration.rigs_env import rigs_server
 from tests.unit.agents.fake_openai import call, running_fake_openai, text
 from tests.unit.agents.support import wait_run
@@ -37,7 +38,7 @@ async def test_an_openai_agent_runs_a_command_in_its_spaces_rig(tmp_path: Path) 
 
         results = [m["content"] for m in fake.bodies_for("rig")[-1]["messages"] if m["role"] == "tool"]
         ran = json.loads(results[0])
-        assert ran["exitCode"] == 0 and ran["stdout"].split() == ["1000", "hi-from-rig"], ran
+        assert ran["exitCode"] == 0 and ran["stdout"].split() == [str(RIG_UID), "hi-from-rig"], ran
         assert (
             results[1]
             == f"forbidden: this credential is limited to space {env.space}; rig.exec: rig {elsewhere} is in space "

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from hangar.core.confine import HOST, Confinement
+from hangar.core.guestacl import RIG_UID
 from hangar.identity import IdentityService
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.part import make_rigs_part
@@ -111,7 +112,7 @@ async def test_a_members_shell_steps_see_no_data_directory_no_server_env_and_sha
         run = await run_template(srv, c, ws, template("probe", ("probe", probe, {}), ("again", second, {})))
         assert run["status"] == "completed", run
         seen = dict(line.split("=", 1) for line in run["state"]["probe"].splitlines() if "=" in line)
-        assert seen["uid"] not in ("0", str(os.getuid()))
+        assert seen["uid"] == str(RIG_UID)  # the rig user, whose uid no host account has
         assert seen["pwd"] == seen["rundir"] == "/home/rig/worktree"
         assert seen["data"] == "hidden" and seen["secrets"] == "unreadable" and seen["hangar"] == "absent"
         assert run["state"]["probe"].splitlines()[-1] == "0"  # no variable of the server's environment

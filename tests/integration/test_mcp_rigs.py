@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from hangar.core.guestacl import RIG_UID
 from hangar.rigs.manager import RigManager
 from tests.integration.rigs_env import rigs_server
 from tests.support.mcp import mcp_session, payload
@@ -39,7 +40,7 @@ async def test_rig_open_reports_the_boot_and_exec_runs_as_a_tool(tmp_path: Path)
                 "rig.exec", {"workspace_id": env.ws, "rigId": opened["rigId"], "command": "id -u; echo hi"}
             )
         )
-        assert ran["exitCode"] == 0 and ran["stdout"].split() == ["1000", "hi"], ran
+        assert ran["exitCode"] == 0 and ran["stdout"].split() == [str(RIG_UID), "hi"], ran
         # Reading the rig's resource is a read: it does not count as activity against the idle timeout.
         live = env.srv.ctx.service(RigManager).live_rigs()[0]
         active_at = live.last_active_at

@@ -25,7 +25,7 @@ import pytest
 
 @pytest.mark.packs("terminal")
 def test_needs_the_terminal_pack():
-    assert (Path(os.environ["HANGAR_TEST_PACKS"]) / "terminal-tools-v1" / ".hangar-pack.json").is_file()
+    assert (Path(os.environ["HANGAR_TEST_PACKS"]) / "terminal-tools-v1-base-v2" / ".hangar-pack.json").is_file()
 
 
 def test_needs_none():
@@ -59,8 +59,8 @@ def test_the_packs_tests_declare_are_built_before_the_first_test(tmp_path: Path,
     assert done.returncode == 0, done.stdout + done.stderr
     packs = tmp_path / "packs"
     lines = done.stdout.splitlines()
-    step = lines.index(f"building rig packs the selected tests need into {packs}: terminal-tools-v1")
-    assert lines[step + 1].startswith(f"terminal-tools-v1 built at {packs / 'terminal-tools-v1'} in ")
+    step = lines.index(f"building rig packs the selected tests need into {packs}: terminal-tools-v1-base-v2")
+    assert lines[step + 1].startswith(f"terminal-tools-v1-base-v2 built at {packs / 'terminal-tools-v1-base-v2'} in ")
     assert "terminal image: downloading packages (4/10)" in done.stderr.splitlines()  # its progress, as it goes
     assert lines[-1].startswith("2 passed")
 
@@ -69,10 +69,10 @@ def test_a_failed_build_fails_the_tests_that_need_it_at_once_saying_why(tmp_path
     fake.finish(exit_code=2)
     done = pytest_alone(tmp_path)
     assert done.returncode == 1
-    assert "error: terminal-tools-v1: mmdebstrap failed with exit code 2: " in done.stderr
+    assert "error: terminal-tools-v1-base-v2: mmdebstrap failed with exit code 2: " in done.stderr
     assert (
-        "the terminal image was not built before the tests (`hangar rigs build-pack terminal-tools-v1` exited with "
-        "1; its error is printed above the test results)"
+        "the terminal image was not built before the tests (`hangar rigs build-pack terminal-tools-v1-base-v2` "
+        "exited with 1; its error is printed above the test results)"
     ) in done.stdout
     assert "ERROR test_sample.py::test_needs_the_terminal_pack" in done.stdout  # at its setup, without waiting
     assert done.stdout.splitlines()[-1].startswith("1 passed, 1 error")

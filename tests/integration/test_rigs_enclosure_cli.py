@@ -20,7 +20,7 @@ from tests.integration.rigs_enclosure_env import ready_pack
 from tests.support.fake_mmdebstrap import install_fake_mmdebstrap
 from tests.support.processes import HANGAR
 
-TERMINAL = "terminal-tools-v1"
+TERMINAL = "terminal-tools-v1-base-v2"
 
 
 def rigs_cli(*args: str, packs: Path | None, path: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ from tests.support.packs import rigs_unavailable
 from tests.support.processes import ServeProcess, hangar_serve, owner_token
 from tests.support.rpc import RpcClient
 
-TERMINAL = "terminal-tools-v1"
+TERMINAL = "terminal-tools-v1-base-v2"
 STEP = "terminal image: downloading packages (4/10)"
 
 

@@ -53,8 +53,8 @@ def parts_with_packs_in(packs: Path, specs: list[RigSpec] | None = None) -> list
     return [*parts, rigs]
 
 
-TERMINAL = "terminal-tools-v1"
-BROWSER_A = "browser-engine-a-debian-bookworm-audio-v1-engine-a"
+TERMINAL = "terminal-tools-v1-base-v2"
+BROWSER_A = "browser-engine-a-debian-bookworm-audio-v1-engine-a-base-v2"
 
 
 async def pack_named(client: RpcClient, name: str = TERMINAL) -> dict[str, Any]:
@@ -80,11 +80,11 @@ async def test_a_pack_build_shows_its_step_then_ends_ready(tmp_path: Path, monke
         listed = await c.call("rigs.packs")
         assert [(p["name"], p["surface"], p["state"]) for p in listed] == [
             (TERMINAL, "terminal", "missing"),
-            *((f"browser-engine-{e}-debian-bookworm-audio-v1-engine-{e}", "browser", "missing") for e in "abc"),
+            *((f"browser-engine-{e}-debian-bookworm-audio-v1-engine-{e}-base-v2", "browser", "missing") for e in "abc"),
         ]
         pack = await pack_named(c)
         assert pack | {"step": None} == {
-            "name": "terminal-tools-v1",
+            "name": TERMINAL,
             "surface": "terminal",
             "revision": "tools-v1",
             "state": "missing",
@@ -93,7 +93,7 @@ async def test_a_pack_build_shows_its_step_then_ends_ready(tmp_path: Path, monke
             "steps": 0,
             "error": None,
         }
-        started = await c.call("rigs.buildPack", name="terminal-tools-v1")
+        started = await c.call("rigs.buildPack", name=TERMINAL)
         assert [p["state"] for p in started] == ["building", "missing", "missing", "missing"]
         async with asyncio.timeout(20):
             while (pack := await pack_named(c))["stepIndex"] < 4:
@@ -102,12 +102,12 @@ async def test_a_pack_build_shows_its_step_then_ends_ready(tmp_path: Path, monke
         assert pack["step"] == "terminal image: downloading packages (4/10)"
         assert pack["steps"] == 10
         # Asking again while it builds joins the build under way.
-        again = (await c.call("rigs.buildPack", name="terminal-tools-v1"))[0]
+        again = (await c.call("rigs.buildPack", name=TERMINAL))[0]
         assert again["state"] == "building" and again["stepIndex"] == 4
         fake.finish()
         ready = await wait_for_state(c, "ready")
         assert ready["step"] is None and ready["error"] is None
-        assert (packs / "terminal-tools-v1" / ".hangar-pack.json").is_file()
+        assert (packs / TERMINAL / ".hangar-pack.json").is_file()
 
 
 async def test_a_failed_build_says_why_and_can_be_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,11 +118,11 @@ async def test_a_failed_build_says_why_and_can_be_retried(tmp_path: Path, monkey
         RpcClient(srv.ws_url, srv.owner_token) as c,
     ):
         fake.finish(exit_code=2)
-        await c.call("rigs.buildPack", name="terminal-tools-v1")
+        await c.call("rigs.buildPack", name=TERMINAL)
         failed = await wait_for_state(c, "failed")
         assert "exit code 2" in failed["error"] and "mirror answered 404" in failed["error"]
         fake.finish()
-        retry = (await c.call("rigs.buildPack", name="terminal-tools-v1"))[0]
+        retry = (await c.call("rigs.buildPack", name=TERMINAL))[0]
         assert retry["state"] == "building" and retry["error"] is None
         await wait_for_state(c, "ready")
 
@@ -181,14 +181,14 @@ async def test_packs_are_the_server_owners_and_an_unknown_pack_is_named(tmp_path
         ws = await srv.new_workspace()
         member = await srv.new_user_token(ws, "owner", name="wsowner")
         async with RpcClient(srv.ws_url, member) as c:
-            for op, args in (("rigs.packs", {}), ("rigs.buildPack", {"name": "terminal-tools-v1"})):
+            for op, args in (("rigs.packs", {}), ("rigs.buildPack", {"name": TERMINAL})):
                 with pytest.raises(RpcError) as refused:
                     await c.call(op, **args)
                 assert refused.value.code == "forbidden"
         async with RpcClient(srv.ws_url, srv.owner_token) as c:
             with pytest.raises(RpcError) as unknown:
                 await c.call("rigs.buildPack", name="../etc")
-            assert unknown.value.code == "not_found" and "terminal-tools-v1" in unknown.value.message
+            assert unknown.value.code == "not_found" and TERMINAL in unknown.value.message
             assert not (tmp_path / "etc").exists()
 
 

@@ -8,12 +8,12 @@ where the host cannot confine, the script is refused, never run on the host.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hangar.core.guestacl import RIG_GID, RIG_UID
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.part import make_rigs_part
 from hangar.server.parts import all_parts
@@ -160,21 +160,21 @@ async def test_a_setup_script_runs_confined_in_its_worktree(tmp_path: Path) -> N
         'echo "cwd=$(pwd)" > setup-ran.txt\n'
         'echo "repo=$HANGAR_REPO worktree=$HANGAR_WORKTREE" >> setup-ran.txt\n'
         f'if [ -e "{data_dir}" ]; then echo data=visible; else echo data=hidden; fi >> setup-ran.txt\n'
-        'echo "uid=$(id -u)" >> setup-ran.txt\n',
+        'echo "uid=$(id -u) gid=$(id -g)" >> setup-ran.txt\n',
     )
     async with workspace_server(tmp_path) as (srv, client, ws):
         assert srv.data_dir == data_dir
         await client.call("repos.register", workspace_id=ws, path=str(origin))
         space = await client.call("spaces.create", workspace_id=ws, title="setup", repoIds=["app"])
         assert space["provisioning"]["state"] == "ready", space
-        ran = dict(
-            line.split("=", 1)
-            for line in (Path(space["folder"]) / "app" / "setup-ran.txt").read_text().replace(" ", "\n").splitlines()
-        )
+        written = Path(space["folder"]) / "app" / "setup-ran.txt"
+        ran = dict(line.split("=", 1) for line in written.read_text().replace(" ", "\n").splitlines())
         assert ran["cwd"] == ran["worktree"] == "/home/rig/worktree/app"
         assert ran["repo"] == "app"
         assert ran["data"] == "hidden"  # confined: the data directory is not there
-        assert ran["uid"] not in ("0", str(os.getuid()))
+        # As the rig user, whose uid no host account has; what it writes on the host is that uid's too.
+        assert (ran["uid"], ran["gid"]) == (str(RIG_UID), str(RIG_GID))
+        assert (written.stat().st_uid, written.stat().st_gid) == (RIG_UID, RIG_GID)
         assert await steps_of(client, ws, space["id"]) == [
             ("provisioning", "repo", "app"),
             ("provisioning", "script", "app"),

@@ -251,8 +251,8 @@ async def test_rigs_settings_show_the_host_check_a_pack_building_the_budget_and_
         # A pack build shows its step and a progress bar, then the pack is ready.
         packs = page.get_by_role("list", name="Image packs")
         await packs.get_by_text("not built").nth(3).wait_for()  # the terminal pack and one per browser engine
-        await page.get_by_role("button", name="Build terminal-tools-v1").click()
-        bar = page.get_by_role("progressbar", name="Building terminal-tools-v1")
+        await page.get_by_role("button", name="Build terminal-tools-v1-base-v2").click()
+        bar = page.get_by_role("progressbar", name="Building terminal-tools-v1-base-v2")
         await bar.wait_for()
         await packs.get_by_text("terminal image: downloading packages (4/10)").wait_for()
         assert await bar.get_attribute("value") == "4" and await bar.get_attribute("max") == "10"

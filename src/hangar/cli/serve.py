@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -145,9 +147,13 @@ def host_readiness() -> str | None:
     reason = probe.unavailable_reason()
     if reason is None:
         return None
+    what = f"unavailable: rigs, shell steps and command agents ({reason})"
     packages = probe.missing_packages()
-    fix = f"sudo apt-get install -y {' '.join(packages)}" if packages else "run the server as root on Linux"
-    return f"unavailable: rigs, shell steps and command agents ({reason}); fix: {fix}"
+    if packages:
+        return f"{what}; fix: sudo apt-get install -y {' '.join(packages)}"
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        return f"{what}; fix: run the server as root on Linux"
+    return what  # the reason itself says what to do (a host account with the rig user's uid, a missing kernel feature)
 
 
 def terminal_pack_job(packs_root: Path) -> BackgroundJob | None:

@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from hangar.core.beneath import anchored, copy_new, lstat_beneath, opened, remove_path, rename_noreplace
 from hangar.core.context import AppContext
 from hangar.core.disks import ScopeDisks
-from hangar.core.guestacl import grant_tree, granted_user
+from hangar.core.guestacl import grant_tree, grants_guest
 from hangar.core.ids import new_id
 from hangar.core.paths import contained
 from hangar.errors import Conflict, InvalidArgs, NotFound
@@ -373,10 +373,10 @@ def _move_into_place(clone: Path, staged: Path, path: Path) -> None:
     with anchored(staged.parent) as src, anchored(path.parent) as dst:
         # Made elsewhere, the checkout lacks what it would have inherited from the folder's default ACL (the rig
         # user's write access, where an enclosure of the space has the folder): given before it is moved.
-        uid = granted_user(dst)
-        if uid is not None:
+        granted = grants_guest(dst)
+        if granted:
             with opened(src, staged.name, os.O_RDONLY | os.O_DIRECTORY) as tree:
-                grant_tree(tree, uid)
+                grant_tree(tree)
         try:
             rename_noreplace(src, staged.name, dst, path.name)
         except OSError as exc:
@@ -385,9 +385,9 @@ def _move_into_place(clone: Path, staged: Path, path: Path) -> None:
             # The space's folder is a disk of its own (``hangar.core.disks``): copied across, beneath descriptors,
             # into a folder no guest can enter until the copy is whole and granted.
             copy_new(src, staged.name, dst, path.name)
-            if uid is not None:
+            if granted:
                 with opened(dst, path.name, os.O_RDONLY | os.O_DIRECTORY) as tree:
-                    grant_tree(tree, uid)
+                    grant_tree(tree)
     tmp = admin / "gitdir.tmp"
     tmp.write_text(f"{path}/.git\n")
     os.replace(tmp, admin / "gitdir")

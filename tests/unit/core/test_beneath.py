@@ -25,7 +25,18 @@ from hangar.core.beneath import (
     rename_noreplace,
     walk,
 )
-from hangar.core.guestacl import ACCESS, grant_tree, granted_user
+from hangar.core.guestacl import (
+    ACCESS,
+    DEFAULT,
+    FORMER_RIG_GID,
+    FORMER_RIG_UID,
+    RIG_GID,
+    RIG_UID,
+    acl_bytes,
+    grant_tree,
+    granted_users,
+    grants_guest,
+)
 from hangar.core.paths import contained
 from hangar.errors import InvalidArgs
 
@@ -164,8 +175,8 @@ def test_a_copy_across_is_made_new_and_follows_nothing(tmp_path: Path) -> None:
 def test_grants_stay_inside_the_tree(tree: Path, mode: str) -> None:
     outside = tree.parent / "outside"
     with anchored(tree) as root:
-        changed = grant_tree(root, 4242)
-        assert granted_user(root) == 4242
+        changed = grant_tree(root)
+        assert granted_users(root) == granted_users(root, DEFAULT) == [RIG_UID] and grants_guest(root)
     if changed == 0:
         pytest.skip("this file system takes no ACLs")
     assert changed == 3  # the space, src and src/a.txt: no link, no fifo
@@ -174,7 +185,41 @@ def test_grants_stay_inside_the_tree(tree: Path, mode: str) -> None:
             os.getxattr(path, ACCESS)
         assert err.value.errno == errno.ENODATA
     with anchored(outside) as out:
-        assert granted_user(out) is None
+        assert granted_users(out, DEFAULT) == [] and not grants_guest(out)
+
+
+def test_granting_again_takes_back_what_the_former_rig_uid_had(tmp_path: Path) -> None:
+    """A tree granted when the rig user was uid 1000 (a host account's uid on most hosts): ACL entries naming
+    1000 and files that uid made. Granting it again leaves that uid nothing and touches no one else's files."""
+    if os.geteuid() != 0:
+        pytest.skip("changing owners needs root")
+    space = tmp_path / "space"
+    (space / "made-by-rig").mkdir(parents=True)
+    (space / "made-by-rig" / "notes.txt").write_text("mine\n")
+    (space / "checkout.txt").write_text("the server's\n")
+    (space / "made-by-rig" / "link").symlink_to("notes.txt")
+    for path in (space, space / "made-by-rig", space / "made-by-rig" / "notes.txt", space / "checkout.txt"):
+        try:
+            os.setxattr(path, ACCESS, acl_bytes(path.stat().st_mode, FORMER_RIG_UID, 7))
+        except OSError:
+            pytest.skip("this file system takes no ACLs")
+    for path in (space / "made-by-rig", space / "made-by-rig" / "notes.txt"):
+        os.chown(path, FORMER_RIG_UID, FORMER_RIG_GID)
+    os.chown(space / "made-by-rig" / "link", FORMER_RIG_UID, FORMER_RIG_GID, follow_symlinks=False)
+    with anchored(space) as root:
+        assert granted_users(root) == [FORMER_RIG_UID]
+        assert grant_tree(root) == 4
+    for path in (space / "made-by-rig", space / "made-by-rig" / "notes.txt"):
+        st = path.stat()
+        assert (st.st_uid, st.st_gid) == (RIG_UID, RIG_GID), path
+    assert (space / "checkout.txt").stat().st_uid == 0  # only what the former rig uid owned changes hands
+    for path in (space, space / "made-by-rig", space / "made-by-rig" / "notes.txt", space / "checkout.txt"):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            assert granted_users(fd) == [RIG_UID], path
+        finally:
+            os.close(fd)
+    assert (space / "made-by-rig" / "link").lstat().st_uid == FORMER_RIG_UID  # a link is never acted on
 
 
 def test_contained_refuses_links_without_following_them(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 A pack lives at ``<packs_root>/<recipe name>/`` (``packs_root`` is ``<dataDir>/rigs/microvm-packs``). Its name
 is its cache key: the terminal pack is keyed by the toolset revision ``tools-v1``; a browser pack by the image,
 the engine and the audio revision ``audio-v1-<engine>`` (``recipes.py``), so packs are never shared between
-engines and a change of packages moves the key instead of reusing an old pack. Rigs mount a pack read-only as
-the lower layer of their root filesystem.
+engines and a change of packages moves the key instead of reusing an old pack. Every name also carries the base
+revision ``BASE_REVISION`` (what every pack holds besides its packages: the rig user and its uid), so a change
+there moves every key at once: the packs are built again once, and a server of an older version sharing the
+directory keeps booting its own. Rigs mount a pack read-only as the lower layer of their root filesystem.
 
 Building takes a minute or more, so it happens once: a file lock makes concurrent first opens (threads, tasks
 or processes) wait for a single build, and the build happens in a temporary sibling directory that is renamed
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hangar.core.guestacl import RIG_GID, RIG_UID
 from hangar.errors import Internal, Unavailable
 from hangar.rigs.image.mirror import debian_sources
 
@@ -37,7 +40,9 @@ MARKER = ".hangar-pack.json"
 # before (from the release alone: browsers without their security fixes) is rebuilt once.
 MARKER_FORMAT = 2
 RIG_USER = "rig"
-RIG_UID = 1000
+# What every pack holds besides its packages; part of every pack's name. base-v2: the rig user at RIG_UID and its
+# group at RIG_GID (the packs before, named without it, had both at 1000, a host account's uid on most hosts).
+BASE_REVISION = "base-v2"
 LOCK_POLL_S = 0.5  # how often a caller waiting for another caller's build looks at the lock and its progress
 
 # What a build runs, with the Debian package of each: mmdebstrap, and util-linux to tie the build's processes
@@ -58,10 +63,12 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("success", "done"),
 )
 
-# Every pack: the rig user owns its home (uid 1000 is the uid rigs run as); the rig's own resolver and host name
-# are bind-mounted at boot, so the image keeps empty ones.
+# Every pack: the rig user (RIG_UID, the uid rigs run as) owns its home; the rig's own resolver and host name are
+# written at boot, so the image keeps empty ones. --no-log-init: useradd would otherwise write the user's record
+# into lastlog and faillog at an offset of the uid times the record's size, a sparse file of hundreds of GB.
 _BASE_HOOKS: tuple[str, ...] = (
-    f'chroot "$1" useradd --create-home --uid {RIG_UID} --user-group --shell /bin/bash {RIG_USER}',
+    f'chroot "$1" groupadd --gid {RIG_GID} {RIG_USER}',
+    f'chroot "$1" useradd --create-home --no-log-init --uid {RIG_UID} --gid {RIG_GID} --shell /bin/bash {RIG_USER}',
     'echo "C.UTF-8 UTF-8" > "$1/etc/locale.gen"',
     'rm -f "$1/etc/resolv.conf" "$1/etc/hostname"; touch "$1/etc/resolv.conf"',
 )
@@ -82,7 +89,7 @@ class PackRecipe:
 
 
 TOOLSET_REVISION = "tools-v1"
-PACK_NAME = "terminal-tools-v1"
+PACK_NAME = f"terminal-{TOOLSET_REVISION}-{BASE_REVISION}"
 
 # The CLI baseline of a hosted CI runner, from Debian packages; no container runtimes or language toolcaches.
 PACKAGES: tuple[str, ...] = (
@@ -113,7 +120,12 @@ def pack_ready(packs_root: Path, recipe: PackRecipe = TERMINAL) -> bool:
     marker = pack_path(packs_root, recipe) / MARKER
     try:
         found = json.loads(marker.read_text())
-        return bool(found["revision"] == recipe.revision and found.get("format") == MARKER_FORMAT)
+        return bool(
+            found["revision"] == recipe.revision
+            and found.get("format") == MARKER_FORMAT
+            and found.get("rigUid") == RIG_UID
+            and found.get("rigGid") == RIG_GID
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
@@ -295,8 +307,11 @@ def _mkdir(path: Path) -> None:
 
 
 def _clear_stale(packs_root: Path, recipe: PackRecipe) -> Path:
-    for stale in packs_root.glob(f".tmp-{recipe.name}-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+    prefix = f".tmp-{recipe.name}-"
+    for stale in packs_root.glob(f"{prefix}*"):
+        # Only this recipe's own (a process id after the name): another pack's name may extend this one's.
+        if stale.name.removeprefix(prefix).isdigit():
+            shutil.rmtree(stale, ignore_errors=True)
     return packs_root / f".tmp-{recipe.name}-{os.getpid()}"
 
 
@@ -308,6 +323,9 @@ def _commit(tmp: Path, final: Path, recipe: PackRecipe, sources: list[str]) -> N
         "sources": sources,
         "engine": recipe.engine,
         "packages": list(recipe.packages),
+        "base": BASE_REVISION,
+        "rigUid": RIG_UID,
+        "rigGid": RIG_GID,
     }
     (tmp / MARKER).write_text(json.dumps(marker, indent=2))
     os.chmod(tmp, 0o755)

@@ -1,6 +1,7 @@
 """The packs rigs boot from: the terminal's CLI toolset and one browser pack per engine.
 
-A browser pack is keyed by the image (Debian stable), the engine and the audio revision ``audio-v1-<engine>``:
+A browser pack is keyed by the image (Debian stable), the engine, the audio revision ``audio-v1-<engine>`` and the
+base revision every pack's name carries (``pack.BASE_REVISION``):
 each engine gets its own pack, never shared, and the audio packages (PulseAudio and a transcoder) are part of
 every browser pack so a page can play sound once a lane carries it. The home page is a local file baked into the
 pack, so a fresh rig shows something without any egress.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from importlib import resources
 
 from hangar.errors import NotFound
-from hangar.rigs.image.pack import RELEASE, TERMINAL, PackRecipe
+from hangar.rigs.image.pack import BASE_REVISION, RELEASE, TERMINAL, PackRecipe
 
 HOME_PAGE = "/usr/share/hangar/home.html"
 HOME_URL = f"file://{HOME_PAGE}"
@@ -51,7 +52,7 @@ def browser_recipe(engine: str) -> PackRecipe:
         raise NotFound(f"no browser pack for engine {engine!r}") from None
     revision = audio_revision(engine)
     return PackRecipe(
-        name=f"browser-{engine}-{IMAGE}-{revision}",
+        name=f"browser-{engine}-{IMAGE}-{revision}-{BASE_REVISION}",
         revision=revision,
         surface="browser",
         label=f"{engine} browser image",

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from hangar.core.guestacl import RIG_GID, RIG_UID
 from hangar.errors import Unavailable
-from hangar.rigs.image import mirror, pack
+from hangar.rigs.image import mirror, pack, recipes
 
 
 def test_mirror_from_deb822_and_one_line_sources(tmp_path: Path) -> None:
@@ -51,5 +52,30 @@ def test_pack_ready_needs_the_marker_of_this_revision(tmp_path: Path) -> None:
     assert not pack.pack_ready(tmp_path)
     (path / pack.MARKER).write_text(json.dumps({"revision": pack.TOOLSET_REVISION}))
     assert not pack.pack_ready(tmp_path)  # built before packs took the security suites: rebuilt once
-    (path / pack.MARKER).write_text(json.dumps({"revision": pack.TOOLSET_REVISION, "format": pack.MARKER_FORMAT}))
+    built = {"revision": pack.TOOLSET_REVISION, "format": pack.MARKER_FORMAT}
+    (path / pack.MARKER).write_text(json.dumps(built))
+    assert not pack.pack_ready(tmp_path)  # says nothing of its rig user's uid
+    (path / pack.MARKER).write_text(json.dumps({**built, "rigUid": 1000, "rigGid": 1000}))
+    assert not pack.pack_ready(tmp_path)  # its rig user has a host account's uid: rebuilt once
+    (path / pack.MARKER).write_text(json.dumps({**built, "rigUid": RIG_UID, "rigGid": RIG_GID}))
     assert pack.pack_ready(tmp_path)
+
+
+def test_every_pack_name_carries_the_base_revision() -> None:
+    """The rig user's uid is baked into every pack: a pack named before it changed is never booted (a server of
+    an older version sharing the packs directory keeps its own), and each is built once under its new name."""
+    names = [recipe.name for recipe in recipes.ALL]
+    assert names[0] == pack.PACK_NAME == "terminal-tools-v1-base-v2"
+    assert all(name.endswith(f"-{pack.BASE_REVISION}") for name in names), names
+    assert "useradd --create-home --no-log-init --uid 2100000000 --gid 2100000000" in " ".join(pack._BASE_HOOKS)
+
+
+def test_a_build_clears_only_its_own_leftovers(tmp_path: Path) -> None:
+    """A pack whose name extends another's (a later base revision of it) keeps its build directory when the
+    other pack is built."""
+    mine = tmp_path / f".tmp-{pack.TERMINAL.name}-123"
+    longer = tmp_path / f".tmp-{pack.TERMINAL.name}-base-v3-456"
+    for path in (mine, longer):
+        path.mkdir()
+    assert pack._clear_stale(tmp_path, pack.TERMINAL).parent == tmp_path
+    assert not mine.exists() and longer.is_dir()

@@ -55,11 +55,12 @@ class EnclosureBackend(RigBackend):
 
     def unavailable_reason(self) -> str | None:
         if not self._probed:
-            self._reason = probe.unavailable_reason(path=self._tool_path)
+            self._reason = probe.host_reason(path=self._tool_path)
             if self._reason is None and not pack_ready(self.packs_root) and (missing := missing_tools()):
                 self._reason = f"the terminal image is not built yet and building it needs {', '.join(missing)}"
             self._probed = True
-        return self._reason
+        # Who holds the rig user's uid can change while the server runs: asked afresh each time.
+        return self._reason or probe.rig_uid_taken()
 
     async def start(self, spec: RigSpec, progress: Callable[[str], None]) -> RigHandle:
         reason = self.unavailable_reason()

@@ -4,9 +4,9 @@ namespace with the egress gate, the agent's exec channel, port forwards and conf
 Process tree (each step ``exec``s the next, so the host sees one process until bubblewrap forks):
 the forked child joins the rig's cgroups and mounts the overlay root in a private mount namespace (see
 ``launch``; it vanishes with the rig, so nothing leaks onto the host) -> ``bwrap`` (new network, PID, IPC, UTS,
-cgroup and mount namespaces, root = the overlay) -> ``setpriv`` (uid 1000, no capabilities, no new
-privileges) -> the agent. The network namespace is configured from the host (routes, nft rules, the egress
-gate's listeners) while the agent starts.
+cgroup and mount namespaces, root = the overlay) -> ``setpriv`` (the rig user ``RIG_UID``, a uid no host account
+has; no capabilities, no new privileges) -> the agent. The network namespace is configured from the host
+(routes, nft rules, the egress gate's listeners) while the agent starts.
 
 Nothing in the rig names or holds the host: bubblewrap reads its options (host paths among them) from a
 descriptor, so its command line, the rig's ``/proc/1/cmdline``, holds none; what it and the agent print goes
@@ -31,7 +31,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from hangar.core import disks
-from hangar.core.guestacl import grant_tree
+from hangar.core.guestacl import RIG_GID, RIG_UID, grant_tree
 from hangar.errors import Conflict, HangarError, Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import fs, launch, seccomp
@@ -45,7 +45,6 @@ from hangar.rigs.egress.rules import GATE_ADDRESS, ruleset, server_door_removal,
 from hangar.rigs.egress.server_door import DoorTarget
 from hangar.rigs.engines.inrig import RigEngine
 from hangar.rigs.engines.session import EngineSession
-from hangar.rigs.image.pack import RIG_UID
 
 log = logging.getLogger("hangar.rigs.enclosure")
 
@@ -60,7 +59,7 @@ BOOT_TIMEOUT_S = 20.0
 # descriptor of the server process, so past this a new one is closed at once (the gate has its own cap).
 MAX_LOOPBACK_CONNECTIONS = 256
 
-SETPRIV = ["/usr/bin/setpriv", f"--reuid={RIG_UID}", f"--regid={RIG_UID}", "--clear-groups",
+SETPRIV = ["/usr/bin/setpriv", f"--reuid={RIG_UID}", f"--regid={RIG_GID}", "--clear-groups",
            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
 
 
@@ -136,12 +135,12 @@ class EnclosureRig(RigHandle):
         home = self.spec.home_dir
         if home is not None:
             home.mkdir(parents=True, exist_ok=True)
-            os.chown(home, RIG_UID, RIG_UID, follow_symlinks=False)
+            os.chown(home, RIG_UID, RIG_GID, follow_symlinks=False)
         if self.spec.worktree is not None:
             # The worktree is the guests' to change: it is opened once, beneath its folder with no symlink
             # followed, and that directory is what gets its ACLs and what bubblewrap mounts (``--bind-fd``).
             self._tree_fd = open_tree(self.spec.worktree)
-            grant_tree(self._tree_fd, RIG_UID)
+            grant_tree(self._tree_fd)
 
     def _place_files(self, pack: Path) -> None:
         """What the host gives every rig (its resolver and hosts files, the agent, a browser rig's CA bundle) is
