@@ -43,7 +43,7 @@ class CurrentPage:
         self.sid = ""
         self.frame_id = ""  # the main frame: a navigation's events are told apart by it (and move it)
         self.console = ConsoleRing()
-        self.moved = asyncio.Event()  # set when the current page changes: the screencast moves with it
+        self.moved = asyncio.Event()  # set when the current page (or its viewport) changes: the screencast restarts
 
     def move_to(self, sid: str, console: ConsoleRing, frame_id: str) -> None:
         self.sid, self.console, self.frame_id = sid, console, frame_id

@@ -173,9 +173,13 @@ class CdpSession(EngineSession):
         return int(width), int(height)
 
     async def set_viewport(self, width: int, height: int) -> None:
-        # The emulated metrics drive layout, stills and the screencast alike: a running screencast follows.
+        # The emulated metrics drive layout, stills and the screencast alike. A running screencast is started
+        # again, which makes Chromium send a frame of the new size at once: it sends frames only on damage and
+        # drops one painted while the previous frame awaits its acknowledgement, so the resize's own repaint
+        # could be lost and the live view left on a frame of the old size.
         await self._page.call(*metrics_override(width, height))
         self._targets.viewport = (width, height)
+        self._page.moved.set()
 
     async def wait_for(self, selector: str, timeout_s: float) -> bool:
         """Polls inside the page; a navigation destroys the page's promise, so the wait resumes in the new page
