@@ -35,6 +35,38 @@ def owner_token(data_dir: DataDirOpt = None) -> None:
     typer.echo(asyncio.run(run()))
 
 
+@admin_app.command("sign-in-link")
+def sign_in_link_cmd(
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Where browsers reach the web client (default: the address the last server started on this data "
+            "directory announced).",
+        ),
+    ] = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Print a one-time sign-in link for the server owner (it works once, within 15 minutes), creating the owner
+    on first use. Opened in a browser, it signs that browser in as the owner; a running server honours it at once."""
+    from hangar.cli.signin import mint_owner_link, recorded_origin, web_origin
+    from hangar.server.context_factory import open_context
+
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise typer.BadParameter(f"{url!r} must start with http:// or https://", param_hint="--url")
+    settings = settings_from(data_dir=data_dir)
+    origin = url or recorded_origin(settings.data_dir) or web_origin(settings)
+
+    async def run() -> str:
+        from hangar.identity.part import IDENTITY_PART
+
+        async with open_context(settings, parts=[IDENTITY_PART]) as ctx:
+            return await mint_owner_link(ctx, origin)
+
+    typer.echo(asyncio.run(run()))
+    typer.echo("it works once, within 15 minutes: open it in the browser you will use", err=True)
+
+
 @admin_app.command("trusted-host-exec")
 def trusted_host_exec_cmd(
     state: Annotated[str, typer.Argument(help="on or off")],

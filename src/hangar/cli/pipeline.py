@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from hangar.cli.root import DataDirOpt
+from hangar.core.commandline import hangar_program
 from hangar.errors import HangarError
 
 if TYPE_CHECKING:
@@ -190,7 +191,8 @@ def _run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         raise _fail(exc.message) from None
     except KeyboardInterrupt:
         # Nothing is lost: the run stays unfinished in the database and `resume` picks it up.
-        raise _fail("interrupted; unfinished runs can be driven on with `hangar pipeline resume RUN_ID`", 130) from None
+        resume = f"{hangar_program()} pipeline resume RUN_ID"
+        raise _fail(f"interrupted; unfinished runs can be driven on with `{resume}`", 130) from None
 
 
 def _bodies() -> BodyRegistry:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
+from hangar.core.commandline import hangar_command
 from hangar.errors import HangarError
 from hangar.ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 
@@ -45,6 +47,7 @@ HeadTimeoutOpt = Annotated[
     ),
 ]
 if TYPE_CHECKING:
+    from hangar.core.context import AppContext
     from hangar.server.listeners import BackgroundJob
 
 
@@ -85,6 +88,7 @@ def serve(
     """Run the self-hosted server, and the website on its own port unless --no-site."""
     # Imported here: the server and the website are heavy, and other commands start without them (the website
     # only when it is served: it brings the MCP SDK).
+    from hangar.cli.signin import first_sign_in_job
     from hangar.server.app import build_server
     from hangar.server.connections import ConnectionGuard, ConnectionLimits
     from hangar.server.listeners import Listener, run_listeners
@@ -96,25 +100,45 @@ def serve(
         trusted_origins=trusted_origin or None, max_connections=max_connections,
         max_connections_per_address=max_connections_per_address, request_head_timeout=request_head_timeout,
     )  # fmt: skip
+    # The ports first, before anything starts or is printed: one that cannot be had is the whole answer.
+    server_sockets = claim_port("the server", host, port, "--port PORT (make run PORT=PORT)")
+    site_fix = "--site-port PORT (make run SITE_PORT=PORT), or serve no website with --no-site"
+    site_sockets = None if no_site else claim_port("the website", host, site_port, site_fix)
+    # A port chosen by the system (0) is known now: the server's origin and the rigs' allowlist name the real one.
+    settings.port = server_sockets[0].getsockname()[1]
     if no_site:
         settings = settings.model_copy(update={"site_port": None, "site_url": None})
+    elif site_sockets is not None:
+        settings.site_port = site_port = site_sockets[0].getsockname()[1]
     guard = ConnectionGuard(ConnectionLimits.from_settings(settings))
-    listeners = [Listener("server", build_server(settings), host, port, guard)]
-    if not no_site:
+    ready: list[AppContext] = []
+    app = build_server(settings, on_ready=ready)
+    listeners = [Listener("server", app, host, settings.port, guard, sockets=server_sockets)]
+    if site_sockets is not None:
         from hangar.cli.website import build_site
 
         # Absolute links come from the configured origin, never from a request's Host header: pages are cached
         # publicly, and a shared cache must not hand one host's links to another.
         site_app = build_site(site_url or local_origin(host, site_port))
-        listeners.append(Listener("website", site_app, host, site_port, guard))
+        listeners.append(Listener("website", site_app, host, site_port, guard, sockets=site_sockets))
     typer.echo(f"data directory: {settings.data_dir}")
-    background: list[BackgroundJob] = []
+    background: list[BackgroundJob] = [first_sign_in_job(ready, settings)]
     if (missing := host_readiness()) is not None:
         typer.echo(missing)
     elif prepare_pack and (job := terminal_pack_job(settings.packs_root)) is not None:
         background.append(job)
-    typer.echo(f"owner credential: hangar admin owner-token --data-dir {settings.data_dir}")
     run_listeners(listeners, background)
+
+
+def claim_port(who: str, host: str, port: int, fix: str) -> list[socket.socket]:
+    """``port`` bound on ``host``; when it cannot be had, one line naming it and what to do, and exit 1."""
+    from hangar.server.listeners import PortUnavailable, bind_port
+
+    try:
+        return bind_port(host, port)
+    except PortUnavailable as exc:
+        typer.echo(f"{who} cannot listen: {exc.reason}; {exc.remedy(fix)}", err=True)
+        raise typer.Exit(1) from None
 
 
 def site(
@@ -135,8 +159,11 @@ def site(
         trusted_proxies=trusted_proxy or None, max_connections=max_connections,
         max_connections_per_address=max_connections_per_address, request_head_timeout=request_head_timeout,
     )  # fmt: skip
+    sockets = claim_port("the website", host, port, "--port PORT")
+    port = sockets[0].getsockname()[1]
     guard = ConnectionGuard(ConnectionLimits.from_settings(settings))
-    run_listeners([Listener("website", build_site(base_url or local_origin(host, port)), host, port, guard)])
+    site_app = build_site(base_url or local_origin(host, port))
+    run_listeners([Listener("website", site_app, host, port, guard, sockets=sockets)])
 
 
 def host_readiness() -> str | None:
@@ -177,7 +204,7 @@ def terminal_pack_job(packs_root: Path) -> BackgroundJob | None:
             why = exc.message if isinstance(exc, HangarError) else str(exc)
             typer.echo(
                 f"{label} build failed: {why}; it is retried when a rig, shell step or command agent first needs "
-                "it, at the next start, or now with: hangar rigs build-pack"
+                f"it, at the next start, or now with: {hangar_command('rigs', 'build-pack')}"
             )
             return
         if info.built_in_s is not None:

@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 import hangar
 from hangar.config import Settings
 from hangar.core.clock import Clock
+from hangar.core.commandline import hangar_command
 from hangar.core.confine import confinement_reason, trusted_host_exec
 from hangar.core.context import AppContext
 from hangar.core.http_errors import EXCEPTION_HANDLERS
@@ -94,7 +95,8 @@ async def warn_about_host_execution(ctx: AppContext) -> None:
         log.warning(
             "TRUSTED HOST EXECUTION IS ON: shell steps and command agents run on this host as the server's "
             "user, not in enclosures, with access to everything the server can reach, its secrets and every "
-            "workspace's data included. Turn it off with: hangar admin trusted-host-exec off"
+            "workspace's data included. Turn it off with: %s",
+            hangar_command("admin", "trusted-host-exec", "off", "--data-dir", ctx.settings.data_dir),
         )
     elif reason := await confinement_reason(ctx):
         log.warning("shell steps and command agents will be refused: %s", reason)

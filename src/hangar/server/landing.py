@@ -30,8 +30,9 @@ with <code>make run</code> (which builds it and starts the server), or by hand:<
 <p>then reload this page.</p>
 <h2>Connect without it</h2>
 <ol>
-<li>On the server's machine, mint the owner's first credential:
-<pre>hangar admin owner-token --data-dir DIR</pre></li>
+<li>On the server's machine, in its checkout, mint a credential of the server owner (<code>DIR</code> is the data
+directory the server printed when it started):
+<pre>.venv/bin/hangar admin owner-token --data-dir DIR</pre></li>
 <li>Open the RPC socket at <code>{ws}/rpc</code> with <code>Authorization: Bearer &lt;credential&gt;</code>, or send
 <code>{{"type": "auth", "token": "..."}}</code> as the first frame.</li>
 <li>Other people join with an invite code (<code>members.invite</code>) redeemed at <code>POST /auth/pair</code>,
