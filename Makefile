@@ -14,7 +14,14 @@ APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libse
 APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driver xvfb xauth socat libnss3-tools
 # Load generator and peer server for `make bench`.
 APT_BENCH_PACKAGES := nginx-light wrk
+# `make run` passes these on to `hangar serve` when given (`make run HOST=0.0.0.0 PORT=9000 SITE_PORT=9001`):
+# the data directory, the interface to listen on (default 127.0.0.1), the server's port (8420) and the website's
+# (8421).
 DATA_DIR ?=
+HOST ?=
+PORT ?=
+SITE_PORT ?=
+SERVE_FLAGS = $(if $(DATA_DIR),--data-dir $(DATA_DIR)) $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT)) $(if $(SITE_PORT),--site-port $(SITE_PORT))
 # Compiled modules are kept (under the virtualenv) even where the environment turns bytecode writing off: the suite
 # starts hundreds of `hangar` processes, and each would otherwise compile the whole source again (about a second).
 KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
@@ -36,7 +43,7 @@ install: $(BIN)/hangar
 run: install
 	-@$(MAKE) --no-print-directory apt-run-deps || echo "could not install $(APT_RUN_PACKAGES); the server says what is unavailable"
 	-@$(MAKE) --no-print-directory web || echo "could not build the web client; the server's / says how"
-	$(KEEP_BYTECODE) $(BIN)/hangar serve $(if $(DATA_DIR),--data-dir $(DATA_DIR))
+	$(KEEP_BYTECODE) $(BIN)/hangar serve$(if $(strip $(SERVE_FLAGS)), $(strip $(SERVE_FLAGS)))
 
 # Installs only the Debian packages that are missing; needs root (CI runs as root) or sudo.
 define apt_install

@@ -1,19 +1,31 @@
 /** The app: the credential decides between the connect screen and the signed-in shell; the path picks the screen.
  * A credential offered by a link (not the answer to a sign-in this tab started) comes first: the person confirms
- * or declines it before anything else runs with it. */
+ * or declines it before anything else runs with it. A sign-in link's code is redeemed before that, and its
+ * credential then follows the same rule (`auth/signin.ts`). */
 import { useCallback, useEffect, useState } from "react";
 import { clearToken, loadToken, saveToken, TOKEN_KEY } from "./auth/credential";
-import { takeFragmentHandoff } from "./auth/signin";
+import { discardCredential } from "./auth/discard";
+import { keepUnlessReplacing, takeFragmentHandoff } from "./auth/signin";
 import { navigate, parseRoute, safeNext, useLocation } from "./router";
 import { ConfirmSignIn } from "./screens/ConfirmSignIn";
 import { Connect } from "./screens/Connect";
+import { SignInLink } from "./screens/SignInLink";
 import { SignedIn } from "./SignedIn";
 
 const REJECTED = "Your sign-in is no longer accepted by this server (it was revoked or expired). Connect again.";
 
-export function App({ initialOffer = null }: { initialOffer?: string | null }) {
+export function App({
+  initialOffer = null,
+  initialLink = null,
+}: {
+  initialOffer?: string | null;
+  initialLink?: string | null;
+}) {
   const [token, setToken] = useState<string | null>(() => loadToken(window.localStorage));
   const [offer, setOffer] = useState<string | null>(initialOffer);
+  // The offer is the credential a sign-in link's code was redeemed for: declined, it is revoked.
+  const [offerFromLink, setOfferFromLink] = useState(false);
+  const [link, setLink] = useState<string | null>(initialLink);
   const [notice, setNotice] = useState<string | null>(null);
   const location = useLocation();
   const url = new URL(location, window.location.origin);
@@ -29,8 +41,11 @@ export function App({ initialOffer = null }: { initialOffer?: string | null }) {
       if (arrival?.kind === "started") {
         setOffer(null);
         setToken(arrival.token);
+      } else if (arrival?.kind === "link") {
+        setLink(arrival.code);
       } else if (arrival) {
         setOffer(arrival.token);
+        setOfferFromLink(false);
       }
     };
     window.addEventListener("storage", fromStorage);
@@ -42,7 +57,7 @@ export function App({ initialOffer = null }: { initialOffer?: string | null }) {
   }, []);
 
   useEffect(() => {
-    if (offer) return; // the confirmation decides where the person goes
+    if (offer || link) return; // the confirmation (or the link's redemption) decides where the person goes
     if (!token && route.name !== "connect") {
       const here = url.pathname === "/" ? "" : `?next=${encodeURIComponent(url.pathname + url.search)}`;
       navigate(`/connect${here}`, true);
@@ -72,9 +87,25 @@ export function App({ initialOffer = null }: { initialOffer?: string | null }) {
     if (offer) connected(offer);
     setOffer(null);
   }, [offer, connected]);
-  const declined = useCallback(() => setOffer(null), []);
+  const declined = useCallback(() => {
+    if (offer && offerFromLink) void discardCredential(offer);
+    setOffer(null);
+  }, [offer, offerFromLink]);
+  const redeemed = useCallback((t: string) => {
+    const arrival = keepUnlessReplacing(window.localStorage, t);
+    setLink(null);
+    if (arrival.kind === "started") {
+      setNotice(null);
+      setToken(t);
+    } else {
+      setOffer(t);
+      setOfferFromLink(true);
+    }
+  }, []);
+  const linkDismissed = useCallback(() => setLink(null), []);
 
   if (offer) return <ConfirmSignIn offered={offer} current={token} onAccept={accepted} onDecline={declined} />;
+  if (link) return <SignInLink code={link} onRedeemed={redeemed} onDismiss={linkDismissed} />;
   if (!token) return route.name === "connect" ? <Connect notice={notice} onConnected={connected} /> : null;
   if (route.name === "connect") return null;
   return <SignedIn token={token} route={route} onSignedOut={signedOut} onRejected={rejected} />;

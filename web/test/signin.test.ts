@@ -1,7 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadToken, saveToken, TOKEN_KEY, type KeyValueStore } from "../src/auth/credential";
 import {
   handoffInFragment,
+  keepUnlessReplacing,
+  linkCodeInFragment,
   MAX_STATES,
   randomState,
   SIGNIN_STATES_KEY,
@@ -10,6 +12,7 @@ import {
   takeFragmentHandoff,
   takeStartedSignIn,
 } from "../src/auth/signin";
+import { LINK_REFUSED, redeemLinkCode, sentence } from "../src/auth/signinLink";
 import { nameOf } from "../src/screens/ConfirmSignIn";
 
 function memoryStore(): KeyValueStore & { data: Map<string, string> } {
@@ -193,5 +196,60 @@ describe("the confirmation", () => {
     expect(nameOf({ userId: "u1", displayName: "Mallory", email: "m@example.com" })).toBe("Mallory");
     expect(nameOf({ userId: "u1", displayName: null, email: "m@example.com" })).toBe("m@example.com");
     expect(nameOf({ userId: "u1", displayName: null, email: null })).toBe("u1");
+  });
+});
+
+describe("the one-time sign-in link", () => {
+  afterEach(() => vi.unstubAllGlobals());
+
+  it("reads the code from the fragment, never from anywhere else", () => {
+    expect(linkCodeInFragment("#signin=ABCD2345")).toBe("ABCD2345");
+    expect(linkCodeInFragment("#x=1&signin=ABCD2345")).toBe("ABCD2345");
+    expect(linkCodeInFragment("#signin=")).toBeNull();
+    expect(linkCodeInFragment("#token=t")).toBeNull();
+  });
+
+  it("takes the code out of the address at once and leaves the stored credential alone", () => {
+    const session = memoryStore();
+    const local = memoryStore();
+    saveToken(local, "mine");
+    const { location, history, replaced } = address("#signin=ABCD2345");
+    expect(takeFragmentHandoff(location, history, session, local, T0)).toEqual({ kind: "link", code: "ABCD2345" });
+    expect(replaced).toEqual(["/workspaces/w1?x=1"]);
+    expect(loadToken(local)).toBe("mine");
+  });
+
+  it("keeps the redeemed credential only where none is stored; otherwise offers it", () => {
+    const local = memoryStore();
+    expect(keepUnlessReplacing(local, "owner")).toEqual({ kind: "started", token: "owner" });
+    expect(loadToken(local)).toBe("owner");
+    expect(keepUnlessReplacing(local, "other")).toEqual({ kind: "offered", token: "other" });
+    expect(loadToken(local)).toBe("owner");
+  });
+
+  it("spends a code once per page, and says to print a new link when it is refused", async () => {
+    const replies = [
+      new Response(JSON.stringify({ token: "hgr_one", userId: "u" }), { status: 200 }),
+      new Response(JSON.stringify({ error: { code: "invalid_args", message: "code: used", field: "code" } }), {
+        status: 400,
+      }),
+    ];
+    const fetched = vi.fn(async () => replies.shift() as Response);
+    vi.stubGlobal("fetch", fetched);
+    const [a, b] = await Promise.all([redeemLinkCode("CODE-ONE", "Browser"), redeemLinkCode("CODE-ONE", "Browser")]);
+    expect(a).toEqual({ ok: true, token: "hgr_one" });
+    expect(b).toBe(a);
+    expect(fetched).toHaveBeenCalledTimes(1);
+    const refused = await redeemLinkCode("CODE-TWO", "Browser");
+    expect(refused.ok).toBe(false);
+    expect(!refused.ok && refused.message).toBe(LINK_REFUSED);
+    expect(LINK_REFUSED).toContain("hangar admin sign-in-link");
+  });
+
+  it("shows a server message as a sentence", () => {
+    expect(sentence("code: the pairing code is unknown, used or expired", "code")).toBe(
+      "The pairing code is unknown, used or expired.",
+    );
+    expect(sentence("Too many attempts.")).toBe("Too many attempts.");
   });
 });

@@ -11,7 +11,10 @@
  * seen whose account it is and said yes (`screens/ConfirmSignIn`). Either way the fragment leaves the address
  * bar and the history at once.
  *
- * A later one-time sign-in link (a code in the address instead of a credential) lands on the same offer. */
+ * A one-time sign-in link (`#signin=<code>`, the server owner's, printed by the server) carries a code instead of
+ * a credential, and follows the same rule once the code is redeemed (`signinLink.ts`): the credential it yields is
+ * kept without a question where the browser keeps none, and is otherwise an offer. The code leaves the address bar
+ * and the history at once like a credential, and is redeemed only by this client's request. */
 import { loadToken, saveToken, type KeyValueStore } from "./credential";
 
 export const SIGNIN_STATES_KEY = "hangar.signin.states";
@@ -127,10 +130,27 @@ export function handoffInFragment(hash: string): Handoff | null {
   return token ? { token, state: fragmentParam(hash, "state") } : null;
 }
 
+/** The code of a one-time sign-in link (`#signin=<code>`), decoded. */
+export function linkCodeInFragment(hash: string): string | null {
+  return fragmentParam(hash, "signin");
+}
+
 /** `started`: the answer to a sign-in this tab started, or a plain link's credential where none is kept; already
  * kept. `offered`: anything else (one that would replace the kept credential, or a hand-off answering a sign-in
- * this tab did not start), not kept; the person confirms it first. */
-export type Arrival = { kind: "started"; token: string } | { kind: "offered"; token: string };
+ * this tab did not start), not kept; the person confirms it first. `link`: a sign-in link's code, to redeem. */
+export type Arrival =
+  | { kind: "started"; token: string }
+  | { kind: "offered"; token: string }
+  | { kind: "link"; code: string };
+
+/** A credential that answers no sign-in this tab started (a plain link's, or the one a sign-in link's code was
+ * redeemed for): kept without a question only where the browser keeps none, as there is nothing to replace
+ * (CONTRACTS.md 9); otherwise offered, and the kept one stays. */
+export function keepUnlessReplacing(local: KeyValueStore, token: string): Arrival {
+  if (loadToken(local) !== null) return { kind: "offered", token };
+  saveToken(local, token);
+  return { kind: "started", token };
+}
 
 /** Take a hand-off from the address. The fragment leaves the address bar and the history whatever it holds (a
  * credential is neither bookmarked nor shared by copying the URL). */
@@ -142,17 +162,20 @@ export function takeFragmentHandoff(
   now: number = Date.now(),
 ): Arrival | null {
   const hash = location.hash; // read first: `location` may be the live one, which the next line changes
-  if (!/[#&](token|state)=/.test(hash)) return null;
+  if (!/[#&](token|state|signin)=/.test(hash)) return null;
   history.replaceState(null, "", location.pathname + location.search);
   const handoff = handoffInFragment(hash);
-  if (!handoff) return null;
+  if (!handoff) {
+    const code = linkCodeInFragment(hash);
+    return code ? { kind: "link", code } : null;
+  }
   // A state this tab kept is used up whether or not a credential is stored (it answers one sign-in only).
-  const started = takeStartedSignIn(session, handoff.state, now);
-  // With no credential kept there is nothing to replace: a plain link signs in without a question (CONTRACTS.md
-  // 9). A hand-off carrying a state this tab did not keep answers someone else's sign-in: asked about.
-  if (started || (handoff.state === null && loadToken(local) === null)) {
+  if (takeStartedSignIn(session, handoff.state, now)) {
     saveToken(local, handoff.token);
     return { kind: "started", token: handoff.token };
   }
+  // With no credential kept there is nothing to replace: a plain link signs in without a question (CONTRACTS.md
+  // 9). A hand-off carrying a state this tab did not keep answers someone else's sign-in: asked about.
+  if (handoff.state === null) return keepUnlessReplacing(local, handoff.token);
   return { kind: "offered", token: handoff.token };
 }

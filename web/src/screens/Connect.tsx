@@ -1,10 +1,18 @@
 /** The connect screen (`/connect`, CONTRACTS.md sections 3, 4 and 9): a pairing code and a device name, or one
  * button per single sign-on provider of `/auth/providers`, each opening the `web-popup` sign-in (or, where pop-ups
  * are blocked, the same sign-in in this tab). Each sign-in carries a fresh `client_state` this tab keeps; only an
- * answer echoing it signs the tab in (`auth/signin.ts`). */
+ * answer echoing it signs the tab in (`auth/signin.ts`). It says how the server owner gets in (the sign-in link the
+ * server printed, or a new one from `hangar admin sign-in-link`).
+ *
+ * What people paste into the code box besides a code is taken for what it is: a whole sign-in link (its code is
+ * redeemed), or a device credential (`hgr_…`, what `hangar admin owner-token` prints), which is checked with
+ * `GET /auth/me` and kept when the server accepts it. This screen shows only where the browser keeps no
+ * credential, so nothing is replaced, and the person typed it themselves. */
 import { useEffect, useId, useState, type FormEvent } from "react";
-import { startSignIn, takeStartedSignIn } from "../auth/signin";
+import { linkCodeInFragment, startSignIn, takeStartedSignIn } from "../auth/signin";
+import { pairWithCode, UNREACHABLE } from "../auth/signinLink";
 import { markFirstRender } from "../perf";
+import { holderOf } from "./ConfirmSignIn";
 
 interface Provider {
   id: string;
@@ -34,14 +42,17 @@ export function defaultDeviceName(userAgent: string): string {
   return `${browser} (web)`;
 }
 
-async function errorMessage(response: Response): Promise<string> {
-  try {
-    const body = (await response.json()) as { error?: { message?: string } };
-    if (body.error?.message) return body.error.message;
-  } catch {
-    /* not JSON: fall through */
-  }
-  return `The server answered ${response.status}.`;
+/** Device credentials start so (`hangar.core.ids.new_token`); no pairing code does (codes are letters and digits). */
+const CREDENTIAL_PREFIX = "hgr_";
+const CREDENTIAL_REFUSED =
+  "This is a device credential, not a pairing code, and this server does not accept it: it was revoked, has " +
+  "expired, or belongs to another server.";
+
+/** A credential pasted in the code box: kept when the server accepts it, else why not. */
+async function checkedCredential(token: string): Promise<{ token: string } | { error: string }> {
+  const found = await holderOf(token);
+  if (found.kind === "found") return { token };
+  return { error: found.kind === "rejected" ? CREDENTIAL_REFUSED : UNREACHABLE };
 }
 
 export function Connect({ notice, onConnected }: { notice: string | null; onConnected(token: string): void }) {
@@ -85,23 +96,18 @@ export function Connect({ notice, onConnected }: { notice: string | null; onConn
     setError(null);
     setBusy(true);
     try {
-      const response = await fetch("/auth/pair", {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: JSON.stringify({ code: code.trim(), deviceName: deviceName.trim() }),
-      });
-      if (!response.ok) {
-        setError(await errorMessage(response));
+      const typed = code.trim();
+      if (typed.startsWith(CREDENTIAL_PREFIX)) {
+        const checked = await checkedCredential(typed);
+        if ("token" in checked) onConnected(checked.token);
+        else setError(checked.error);
         return;
       }
-      const body = (await response.json()) as { token?: unknown };
-      if (typeof body.token !== "string") {
-        setError("The server did not hand over a credential.");
-        return;
-      }
-      onConnected(body.token);
-    } catch {
-      setError("The server could not be reached. Check that it is running, then try again.");
+      // A whole sign-in link pasted: its code.
+      const fromLink = typed.includes("#") ? linkCodeInFragment(typed.slice(typed.indexOf("#"))) : null;
+      const result = await pairWithCode(fromLink ?? typed, deviceName.trim());
+      if (result.ok) onConnected(result.token);
+      else setError(result.message);
     } finally {
       setBusy(false);
     }
@@ -131,7 +137,8 @@ export function Connect({ notice, onConnected }: { notice: string | null; onConn
         <form className="card" onSubmit={pair} aria-labelledby="pair-title">
           <h2 id="pair-title">With a pairing code</h2>
           <p className="hint">
-            Get a code from a device you are already connected with, or from the invite a workspace admin sent you.
+            Get a code from a device you are already connected with, or from the invite a workspace admin sent you. A
+            device credential or a whole sign-in link works here too.
           </p>
           <label htmlFor={codeId}>Pairing code</label>
           <input
@@ -184,6 +191,14 @@ export function Connect({ notice, onConnected }: { notice: string | null; onConn
           )}
         </section>
       )}
+      <section className="card" aria-labelledby="owner-title">
+        <h2 id="owner-title">Server owner</h2>
+        <p className="hint">
+          Open the sign-in link the server printed when it started. For a new one, run{" "}
+          <code>hangar admin sign-in-link</code> on the server's machine: the server's output shows the full command.
+          A link works once, within 15 minutes.
+        </p>
+      </section>
     </main>
   );
 }
