@@ -7,11 +7,9 @@ itself."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,11 +22,10 @@ from hangar.identity.pairing import SIGN_IN_LINK_LIFETIME
 from hangar.identity.part import IDENTITY_PART
 from hangar.oversight import OVERSIGHT_PART
 from hangar.sso.part import SSO_PART
-from tests.support.processes import HANGAR, hangar_env
+from tests.support.processes import CHECKOUT, HANGAR, hangar_env, serve_from_checkout
 from tests.support.server import RunningServer, running_server
 
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, SSO_PART]
-CHECKOUT = Path(__file__).resolve().parents[2]
 PAIR = BUDGETS["pair"]
 LINK = re.compile(r"^(http://127\.0\.0\.1:\d+)/#signin=([2-9A-HJ-NP-Z]{24})$")
 # A shell as a new user has it: the system's commands, and no virtual environment on the PATH.
@@ -108,35 +105,6 @@ async def test_guessing_link_codes_is_attempt_limited(tmp_path: Path) -> None:
         assert any(r.status_code == 429 and "retry-after" in r.headers for r in replies[PAIR.burst :])
 
 
-@contextlib.contextmanager
-def serve(data_dir: Path, *extra: str) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]]]:
-    """``hangar serve`` started from the checkout, as ``make run`` starts it; the lines it prints once it listens,
-    by their name (``server``, ``sign-in link…``, ``new sign-in link``, ``owner credential…``)."""
-    proc = subprocess.Popen(
-        [HANGAR, "serve", "--port", "0", "--no-site", "--no-prepare-pack", "--data-dir", str(data_dir), *extra],
-        cwd=CHECKOUT,
-        env=hangar_env(data_dir),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        lines: dict[str, str] = {}
-        for line in proc.stdout:
-            name, _, value = line.strip().partition(": ")
-            lines[name] = value
-            if name.startswith("owner credential"):
-                break
-        assert "server" in lines, lines
-        yield proc, lines
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-
 def run_as_printed(command: str) -> str:
     """``command`` run by a shell exactly as printed, from the checkout, with no ``hangar`` on the PATH."""
     done = subprocess.run(command, shell=True, cwd=CHECKOUT, env=PLAIN_SHELL, capture_output=True, text=True)
@@ -151,7 +119,7 @@ def link_of(lines: dict[str, str]) -> str | None:
 
 async def test_the_first_start_prints_a_link_and_commands_that_run_as_printed(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with serve(data) as (_proc, lines):
+    with serve_from_checkout(data, until="owner credential") as lines:
         server = lines["server"]
         link = link_of(lines)
         assert link is not None, lines
@@ -174,7 +142,7 @@ async def test_the_first_start_prints_a_link_and_commands_that_run_as_printed(tm
                 assert paired.status_code == 200 and await is_owner(server, paired.json()["token"])
 
     # The owner has signed in: later starts print no link, and still say how to get one.
-    with serve(data) as (_proc, lines):
+    with serve_from_checkout(data, until="owner credential") as lines:
         assert link_of(lines) is None and "new sign-in link" in lines
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hangar.core.commandline import hangar_command
 from hangar.rigs.image.pack import MARKER
 from tests.support.fake_mmdebstrap import FakeMmdebstrap, install_fake_mmdebstrap
 from tests.support.packs import rigs_unavailable
@@ -79,9 +80,10 @@ def test_a_failed_first_start_build_says_why_and_the_next_start_tries_again(
         failed = said_until(serve, "build failed")[-1]
         assert failed.startswith("terminal image build failed: mmdebstrap failed with exit code 2: ")
         assert "the mirror answered 404" in failed
+        # The command as a shell here runs it (the checkout's entry point: no `hangar` on the PATH).
         assert failed.endswith(
             "it is retried when a rig, shell step or command agent first needs it, at the next start, or now "
-            "with: hangar rigs build-pack"
+            f"with: {hangar_command('rigs', 'build-pack')}"
         )
         assert httpx.get(f"{serve.url}/healthz").json()["status"] == "ok"  # the server runs on
     fake.finish()

@@ -8,7 +8,6 @@ desktop and phone width."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,13 @@ from hangar.oversight import OVERSIGHT_PART
 from hangar.sso.part import SSO_PART
 from hangar.workspace.part import WORKSPACE_PART
 from tests.support.chromium import CHROMIUM
-from tests.support.processes import HANGAR, hangar_env
+from tests.support.processes import serve_from_checkout
 from tests.support.server import RunningServer, running_server
 from tests.support.webclient import Console, axe_violations, built_web_client, chromium, stored_credential
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, SSO_PART, WORKSPACE_PART]
-CHECKOUT = Path(__file__).resolve().parents[2]
 LOOKS = [
     {"viewport": {"width": 1280, "height": 800}, "color_scheme": "light"},
     {"viewport": {"width": 375, "height": 740}, "color_scheme": "dark"},
@@ -69,19 +67,7 @@ def not_the_refusals(errors: list[str]) -> list[str]:
 
 async def test_the_first_start_prints_a_link_that_signs_the_owner_in_once(tmp_path: Path, dist: Path) -> None:
     data = tmp_path / "data"
-    proc = subprocess.Popen(
-        [HANGAR, "serve", "--port", "0", "--no-site", "--no-prepare-pack"],
-        cwd=CHECKOUT, env={**hangar_env(data), "HANGAR_WEB_DIST": str(dist)},
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        lines: dict[str, str] = {}
-        for line in proc.stdout:
-            name, _, value = line.strip().partition(": ")
-            lines[name] = value
-            if name.startswith("sign-in link"):
-                break
+    with serve_from_checkout(data, until="sign-in link", env={"HANGAR_WEB_DIST": str(dist)}) as lines:
         server, link = lines["server"], lines[next(k for k in lines if k.startswith("sign-in link"))]
         assert link.startswith(f"{server}/#signin=")
 
@@ -107,11 +93,6 @@ async def test_the_first_start_prints_a_link_that_signs_the_owner_in_once(tmp_pa
             owner = other.get_by_role("region", name="Server owner")
             assert "hangar admin sign-in-link" in await owner.inner_text()
             assert not_the_refusals(console.errors) == []
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 async def test_a_link_late_by_its_lifetime_is_refused_in_the_browser(tmp_path: Path, dist: Path) -> None:

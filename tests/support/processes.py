@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def hangar_env(data_dir: Path) -> dict[str, str]:
@@ -99,5 +100,35 @@ def hangar_serve(
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(30)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@contextlib.contextmanager
+def serve_from_checkout(
+    data_dir: Path, *extra: str, until: str, env: dict[str, str] | None = None
+) -> Iterator[dict[str, str]]:
+    """``hangar serve`` run from the checkout as ``make run`` runs it (here without the website or the pack
+    preparation), and the ``name: value`` lines it printed, by name, read up to the first whose name starts with
+    ``until``; stopped at the end."""
+    proc = subprocess.Popen(
+        [HANGAR, "serve", "--port", "0", "--no-site", "--no-prepare-pack", "--data-dir", str(data_dir), *extra],
+        cwd=CHECKOUT, env={**hangar_env(data_dir), **(env or {})},
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        lines: dict[str, str] = {}
+        for line in proc.stdout:
+            name, _, value = line.strip().partition(": ")
+            lines[name] = value
+            if name.startswith(until):
+                break
+        if "server" not in lines:
+            raise RuntimeError(f"hangar serve exited with {proc.wait(30)} having printed {lines}")
+        yield lines
+    finally:
+        proc.terminate()
+        proc.wait(30)
         if proc.stdout is not None:
             proc.stdout.close()

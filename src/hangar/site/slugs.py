@@ -38,10 +38,12 @@ GUIDES: tuple[str, ...] = (
     "tune-tool-context", "use-rigs", "vm-ports",
 )  # fmt: skip
 
+# The spec's reference pages, and the pipeline template format's own (the document the editor, the ops and
+# `hangar pipeline` read).
 REFERENCE: tuple[str, ...] = (
     "agent-configuration", "agent-tools", "backup", "server-cli", "chat-bridge", "domain-events", "glossary",
-    "keyboard-shortcuts", "mcp-tools", "pipeline-steps", "rigs", "route-map", "sandbox-backends",
-    "slash-commands", "sso", "ticket-lifecycle",
+    "keyboard-shortcuts", "mcp-tools", "pipeline-steps", "pipeline-templates", "rigs", "route-map",
+    "sandbox-backends", "slash-commands", "sso", "ticket-lifecycle",
 )  # fmt: skip
 
 TUTORIALS: tuple[str, ...] = (

@@ -77,6 +77,22 @@ function Account({ who }: { who: Holder }) {
   );
 }
 
+/** A link that signed nothing in: why, that nothing changed, and the way on. */
+export function Unchanged({ why, onContinue }: { why: string; onContinue(): void }) {
+  return (
+    <>
+      <p className="error" role="alert">
+        {why} Nothing was changed.
+      </p>
+      <div className="choices">
+        <button type="button" onClick={onContinue}>
+          Continue
+        </button>
+      </div>
+    </>
+  );
+}
+
 export function ConfirmSignIn({
   offered,
   current,
@@ -98,18 +114,7 @@ export function ConfirmSignIn({
   if (!offer || offer.kind === "loading") {
     body = <p role="status">Checking whose sign-in this link holds…</p>;
   } else if (offer.kind !== "found") {
-    body = (
-      <>
-        <p className="error" role="alert">
-          {offer.kind === "rejected" ? REJECTED : UNREACHABLE} Nothing was changed.
-        </p>
-        <div className="choices">
-          <button type="button" onClick={onDecline}>
-            Continue
-          </button>
-        </div>
-      </>
-    );
+    body = <Unchanged why={offer.kind === "rejected" ? REJECTED : UNREACHABLE} onContinue={onDecline} />;
   } else {
     const newName = nameOf(offer.who);
     const nowName = now?.kind === "found" ? nameOf(now.who) : null;

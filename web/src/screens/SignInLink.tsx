@@ -3,6 +3,7 @@
  * signed in already) or the refusal is shown with what to do, and nothing is changed. */
 import { useEffect, useState } from "react";
 import { redeemLinkCode } from "../auth/signinLink";
+import { Unchanged } from "./ConfirmSignIn";
 import { defaultDeviceName } from "./Connect";
 
 export function SignInLink({
@@ -34,16 +35,7 @@ export function SignInLink({
       <h1 id="link-title">{failure ? "This sign-in link does not work" : "Signing in"}</h1>
       <section className="card" aria-label="The sign-in link">
         {failure ? (
-          <>
-            <p className="error" role="alert">
-              {failure} Nothing was changed.
-            </p>
-            <div className="choices">
-              <button type="button" onClick={onDismiss}>
-                Continue
-              </button>
-            </div>
-          </>
+          <Unchanged why={failure} onContinue={onDismiss} />
         ) : (
           <p role="status">Checking the sign-in link…</p>
         )}
