@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import resource
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,19 +118,31 @@ def serve_from_checkout(
         cwd=CHECKOUT, env={**hangar_env(data_dir), **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
-    try:
+    said: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:  # a thread, so a line that never comes fails the test instead of hanging it
         assert proc.stdout is not None
-        lines: dict[str, str] = {}
         for line in proc.stdout:
+            said.put(line)
+        said.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        lines: dict[str, str] = {}
+        while not any(name.startswith(until) for name in lines):
+            try:
+                line = said.get(timeout=120)
+            except queue.Empty:
+                raise RuntimeError(f"hangar serve printed no {until!r} line in 120 s: {lines}") from None
+            if line is None:
+                raise RuntimeError(f"hangar serve exited with {proc.wait(30)} having printed {lines}")
             name, _, value = line.strip().partition(": ")
             lines[name] = value
-            if name.startswith(until):
-                break
-        if "server" not in lines:
-            raise RuntimeError(f"hangar serve exited with {proc.wait(30)} having printed {lines}")
         yield lines
     finally:
         proc.terminate()
         proc.wait(30)
+        reader.join(30)  # it ends at the output's end, before the pipe is closed under it
         if proc.stdout is not None:
             proc.stdout.close()
