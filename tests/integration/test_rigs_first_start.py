@@ -80,10 +80,12 @@ def test_a_failed_first_start_build_says_why_and_the_next_start_tries_again(
         failed = said_until(serve, "build failed")[-1]
         assert failed.startswith("terminal image build failed: mmdebstrap failed with exit code 2: ")
         assert "the mirror answered 404" in failed
-        # The command as a shell here runs it (the checkout's entry point: no `hangar` on the PATH).
+        # The command as a shell here runs it to build where this server looks (the checkout's entry point: no
+        # `hangar` on the PATH).
+        build_pack = hangar_command("rigs", "build-pack", "--data-dir", data)
         assert failed.endswith(
             "it is retried when a rig, shell step or command agent first needs it, at the next start, or now "
-            f"with: {hangar_command('rigs', 'build-pack')}"
+            f"with: HANGAR_RIG_PACKS_DIR={tmp_path / 'packs'} {build_pack}"
         )
         assert httpx.get(f"{serve.url}/healthz").json()["status"] == "ok"  # the server runs on
     fake.finish()

@@ -246,6 +246,17 @@ describe("the one-time sign-in link", () => {
     expect(LINK_REFUSED).toContain("hangar admin sign-in-link");
   });
 
+  it("asks again after the server could not be reached (it never saw the code)", async () => {
+    let calls = 0;
+    vi.stubGlobal("fetch", async () => {
+      calls += 1;
+      if (calls === 1) throw new TypeError("network down");
+      return new Response(JSON.stringify({ token: "hgr_two", userId: "u" }), { status: 200 });
+    });
+    expect((await redeemLinkCode("CODE-THREE", "Browser")).ok).toBe(false);
+    expect(await redeemLinkCode("CODE-THREE", "Browser")).toEqual({ ok: true, token: "hgr_two" });
+  });
+
   it("shows a server message as a sentence", () => {
     expect(sentence("code: the pairing code is unknown, used or expired", "code")).toBe(
       "The pairing code is unknown, used or expired.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import sys
 from pathlib import Path
@@ -47,6 +48,7 @@ HeadTimeoutOpt = Annotated[
     ),
 ]
 if TYPE_CHECKING:
+    from hangar.config import Settings
     from hangar.core.context import AppContext
     from hangar.server.listeners import BackgroundJob
 
@@ -125,7 +127,7 @@ def serve(
     background: list[BackgroundJob] = [first_sign_in_job(ready, settings)]
     if (missing := host_readiness()) is not None:
         typer.echo(missing)
-    elif prepare_pack and (job := terminal_pack_job(settings.packs_root)) is not None:
+    elif prepare_pack and (job := terminal_pack_job(settings.packs_root, build_pack_command(settings))) is not None:
         background.append(job)
     run_listeners(listeners, background)
 
@@ -183,10 +185,19 @@ def host_readiness() -> str | None:
     return what  # the reason itself says what to do (a host account with the rig user's uid, a missing kernel feature)
 
 
-def terminal_pack_job(packs_root: Path) -> BackgroundJob | None:
+def build_pack_command(settings: Settings) -> str:
+    """``hangar rigs build-pack`` as a shell here runs it to build where this server looks for packs."""
+    command = hangar_command("rigs", "build-pack", "--data-dir", settings.data_dir)
+    if settings.rig_packs_dir is None:
+        return command
+    return f"HANGAR_RIG_PACKS_DIR={shlex.quote(str(settings.rig_packs_dir))} {command}"
+
+
+def terminal_pack_job(packs_root: Path, retry: str) -> BackgroundJob | None:
     """At a start without the terminal image pack (the first one): a job that builds it while the server runs,
     saying so in the output with each step. Rigs, shell steps and command agents asked for meanwhile wait for
-    this build (the pack's build lock) rather than start another. None when the pack is there."""
+    this build (the pack's build lock) rather than start another; a failed build names ``retry``, the command
+    that builds it now. None when the pack is there."""
     from hangar.rigs.image.pack import TERMINAL, ensure_pack, pack_ready
 
     if pack_ready(packs_root, TERMINAL):
@@ -204,7 +215,7 @@ def terminal_pack_job(packs_root: Path) -> BackgroundJob | None:
             why = exc.message if isinstance(exc, HangarError) else str(exc)
             typer.echo(
                 f"{label} build failed: {why}; it is retried when a rig, shell step or command agent first needs "
-                f"it, at the next start, or now with: {hangar_command('rigs', 'build-pack')}"
+                f"it, at the next start, or now with: {retry}"
             )
             return
         if info.built_in_s is not None:

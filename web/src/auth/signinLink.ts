@@ -57,13 +57,15 @@ export async function pairWithCode(code: string, deviceName: string): Promise<Re
 
 const redeeming = new Map<string, Promise<Redeemed>>();
 
-/** Redeem a sign-in link's code, once per page; a refused code answers `LINK_REFUSED`. */
+/** Redeem a sign-in link's code, once per page; a refused code answers `LINK_REFUSED`. A server that could not be
+ * reached has not seen the code, so a later try asks again. */
 export function redeemLinkCode(code: string, deviceName: string): Promise<Redeemed> {
   let pending = redeeming.get(code);
   if (!pending) {
-    pending = pairWithCode(code, deviceName).then(
-      (r): Redeemed => (!r.ok && r.code === "invalid_args" ? { ...r, message: LINK_REFUSED } : r),
-    );
+    pending = pairWithCode(code, deviceName).then((r): Redeemed => {
+      if (!r.ok && r.status === null) redeeming.delete(code);
+      return !r.ok && r.code === "invalid_args" ? { ...r, message: LINK_REFUSED } : r;
+    });
     redeeming.set(code, pending);
   }
   return pending;
