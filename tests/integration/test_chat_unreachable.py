@@ -38,11 +38,13 @@ def failed_attempts(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def chat_server(data: Path, port: int, clock: FakeClock) -> AsyncIterator[tuple[RunningServer, RpcClient]]:
+async def chat_server(
+    data: Path, port: int, clock: FakeClock, **settings: Any
+) -> AsyncIterator[tuple[RunningServer, RpcClient]]:
     """The server with the chat part, its provider said to be at ``port`` of loopback."""
+    api_url = f"http://127.0.0.1:{port}/api/"
     async with (
-        running_server(data, parts=server_parts(), chatprovider_api_url=f"http://127.0.0.1:{port}/api/", clock=clock)
-        as srv,
+        running_server(data, parts=server_parts(), chatprovider_api_url=api_url, clock=clock, **settings) as srv,
         RpcClient(srv.ws_url, srv.owner_token) as client,
     ):
         yield srv, client

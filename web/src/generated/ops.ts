@@ -121,11 +121,21 @@ export type CreatedApp = {
   profile: BotProfileView;
 };
 
+/** A failed attempt to reach the provider: what the network or the provider said (never a token), and when. */
+export type ChatFailure = {
+  message: string;
+  at: string;
+};
+
 export type ChatStatus = {
   provider: string;
   state: "disconnected" | "connecting" | "connected" | "error";
   error?: string | null;
   streamingAvailable: boolean;
+  /** The last failure since the connection was last up (kept across a restart until the new process's first attempt answers); absent while it is up or never failed */
+  lastError?: ChatFailure | null;
+  /** When the next attempt is due; absent while one is under way, when connected, or in error */
+  nextRetryAt?: string | null;
 };
 
 export type UserLinkView = {
