@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -50,9 +50,7 @@ async def chat_server(
         yield srv, client
 
 
-async def status_when(
-    client: RpcClient, ws: str, check: Callable[[dict[str, Any]], bool]
-) -> dict[str, Any]:
+async def status_when(client: RpcClient, ws: str, check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
     async def look() -> dict[str, Any] | None:
         got = dict(await client.call("chat.status", workspace_id=ws, provider=PROVIDER))
         return got if check(got) else None
@@ -66,12 +64,16 @@ def moved_on(before: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
     return lambda s: "nextRetryAt" in s and s["lastError"]["at"] != before["lastError"]["at"]
 
 
-async def next_attempt(clock: FakeClock, status: dict[str, Any], still: Callable[[], Awaitable[object]]) -> None:
+async def next_attempt(clock: FakeClock, status: dict[str, Any]) -> None:
     """Move the clock to the status's next attempt (the supervisor sleeps until then)."""
     due = at(status["nextRetryAt"])
     await until(lambda: clock.pending_sleepers >= 1)
     clock.advance((due - clock.now()).total_seconds() + 1e-3)
-    await still()
+
+
+async def connect(client: RpcClient, ws: str) -> dict[str, Any]:
+    credentials = {"botToken": BOT_TOKEN, "appToken": APP_TOKEN}
+    return dict(await client.call("chat.connect", workspace_id=ws, provider=PROVIDER, credentials=credentials))
 
 
 async def test_an_unreachable_provider_says_why_and_when_it_tries_next_then_recovers(
@@ -81,10 +83,7 @@ async def test_an_unreachable_provider_says_why_and_when_it_tries_next_then_reco
     port, clock = free_port(), FakeClock()
     async with chat_server(tmp_path / "data", port, clock) as (srv, client):
         ws = await srv.new_workspace("acme")
-        reply = await client.call(
-            "chat.connect", workspace_id=ws, provider=PROVIDER, credentials={"botToken": BOT_TOKEN, "appToken": APP_TOKEN}
-        )
-        assert reply["state"] == "connecting"
+        assert (await connect(client, ws))["state"] == "connecting"
 
         first = await status_when(client, ws, lambda s: "lastError" in s)
         assert first["state"] == "connecting" and "error" not in first
@@ -102,13 +101,15 @@ async def test_an_unreachable_provider_says_why_and_when_it_tries_next_then_reco
         # Each further attempt that fails: the status moves on, one more line in the log.
         for attempt in (2, 3):
             before = await status_when(client, ws, lambda s: "nextRetryAt" in s)
-            await next_attempt(clock, before, lambda: status_when(client, ws, moved_on(before)))
+            await next_attempt(clock, before)
+            await status_when(client, ws, moved_on(before))
             assert len(failed_attempts(caplog)) == attempt
 
         # The provider comes back where the server was told it is: the next attempt connects, the error goes.
         async with running_slack(clock, port=port) as slack:
             waiting = await status_when(client, ws, lambda s: "nextRetryAt" in s)
-            await next_attempt(clock, waiting, lambda: slack.wait_hellos(1))
+            await next_attempt(clock, waiting)
+            await slack.wait_hellos(1)
             up = await status_when(client, ws, lambda s: s["state"] == "connected")
             assert "lastError" not in up and "nextRetryAt" not in up
             assert len(failed_attempts(caplog)) == 3
@@ -120,9 +121,7 @@ async def test_a_restart_keeps_the_last_error_until_its_first_attempt_answers(tm
     port, data = free_port(), tmp_path / "data"
     async with chat_server(data, port, FakeClock()) as (srv, client):
         ws = await srv.new_workspace("acme")
-        await client.call(
-            "chat.connect", workspace_id=ws, provider=PROVIDER, credentials={"botToken": BOT_TOKEN, "appToken": APP_TOKEN}
-        )
+        await connect(client, ws)
         before = (await status_when(client, ws, lambda s: "lastError" in s))["lastError"]
 
     # While the restarted server's first attempt hangs (a listener that accepts and never answers), the status says
@@ -150,7 +149,8 @@ async def test_a_restart_keeps_the_last_error_until_its_first_attempt_answers(tm
         assert fresh["lastError"]["message"].startswith("auth.test: the chat provider could not be reached")
 
         async with running_slack(later, port=port) as slack:
-            await next_attempt(later, fresh, lambda: slack.wait_hellos(1))
+            await next_attempt(later, fresh)
+            await slack.wait_hellos(1)
             await status_when(client, ws, lambda s: s["state"] == "connected" and "lastError" not in s)
             # Connected: nothing is kept for the next start to show.
             assert not list(data.rglob(f"{PROVIDER}_failure.json"))

@@ -11,9 +11,8 @@ import pytest
 from playwright.async_api import expect
 
 from hangar.core.clock import FakeClock
-from tests.integration.test_chat_unreachable import at, chat_server, next_attempt, status_when
+from tests.integration.test_chat_unreachable import at, chat_server, connect, next_attempt, status_when
 from tests.peers.slack_emulator import APP_TOKEN, BOT_TOKEN, running_slack
-from tests.support.chat import PROVIDER
 from tests.support.chromium import CHROMIUM
 from tests.support.ports import free_port
 from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
@@ -26,9 +25,7 @@ async def test_the_status_line_says_what_is_wrong_and_when_it_tries_next(tmp_pat
     dist = built_web_client()
     async with chat_server(tmp_path / "data", port, clock, web_dist=dist) as (srv, client), chromium() as browser:
         ws = await srv.new_workspace("acme")
-        await client.call(
-            "chat.connect", workspace_id=ws, provider=PROVIDER, credentials={"botToken": BOT_TOKEN, "appToken": APP_TOKEN}
-        )
+        await connect(client, ws)
         failing = await status_when(client, ws, lambda s: "nextRetryAt" in s)
         url = f"{srv.url}/settings/workspaces/{ws}"
         pages = []
@@ -47,7 +44,8 @@ async def test_the_status_line_says_what_is_wrong_and_when_it_tries_next(tmp_pat
             pages.append((page, console))
 
         async with running_slack(clock, port=port) as slack:
-            await next_attempt(clock, failing, lambda: slack.wait_hellos(1))
+            await next_attempt(clock, failing)
+            await slack.wait_hellos(1)
             for page, console in pages:
                 status = page.get_by_role("status", name="Slack connection")
                 await status.scroll_into_view_if_needed()  # the status is read again while it is on screen

@@ -12,10 +12,13 @@ keeps beside the build lock (``image.pack.build_under_way``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Literal
+
+log = logging.getLogger(__name__)
 
 PackPhase = Literal["ready", "missing", "building", "failed"]
 ProgressFn = Callable[[str], None]
@@ -101,6 +104,8 @@ class PackBuilds:
         state = _Build(listeners=[])
 
         def report(text: str) -> None:
+            if text != state.step:
+                log.info("rigs: pack %s: %s", name, text)  # one line per step, whoever waits for it
             state.step = text
             numbers = step_numbers(text)
             if numbers is not None:
@@ -115,6 +120,7 @@ class PackBuilds:
                 raise
             except Exception as exc:
                 self._failed[name] = str(getattr(exc, "message", None) or exc)
+                log.warning("rigs: pack %s could not be built: %s", name, self._failed[name])
                 raise
             self._failed.pop(name, None)
 

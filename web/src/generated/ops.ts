@@ -642,6 +642,11 @@ export type HostStatus = {
   enclosures: Array<EnclosureView>;
 };
 
+/** ``rigs.watchPacks``: the image packs, first as the reply, then again as each event after a change. */
+export type PackList = {
+  packs: Array<PackView>;
+};
+
 /** A persisted event: its sequence number in the workspace, type, time and payload (snake_case fields). */
 export type RunEventFrame = {
   seq: number;
@@ -1716,6 +1721,10 @@ export type RigsSetMemoryBudgetResult = HostStatus;
 export type RigsStatusArgs = Record<string, never>;
 export type RigsStatusResult = HostStatus;
 
+/** The image packs, then the whole list again at every change: a build starting (asked for here, or by the first rig, shell step or command agent that needs its pack, or by another process sharing the packs), each of its steps, its end (ready, or failed with the reason). */
+export type RigsWatchPacksArgs = Record<string, never>;
+export type RigsWatchPacksResult = PackList;
+
 /** The persisted turn events of one run, in order. */
 export type RunsEventsArgs = {
   /** The workspace the call acts in. */
@@ -2152,6 +2161,7 @@ export interface Ops {
   "rigs.packs": { kind: "read"; scope: "server"; args: RigsPacksArgs; result: RigsPacksResult };
   "rigs.setMemoryBudget": { kind: "mutate"; scope: "server"; args: RigsSetMemoryBudgetArgs; result: RigsSetMemoryBudgetResult };
   "rigs.status": { kind: "read"; scope: "server"; args: RigsStatusArgs; result: RigsStatusResult };
+  "rigs.watchPacks": { kind: "watch"; scope: "server"; args: RigsWatchPacksArgs; result: RigsWatchPacksResult };
   "runs.events": { kind: "read"; scope: "workspace"; args: RunsEventsArgs; result: RunsEventsResult };
   "runs.get": { kind: "read"; scope: "workspace"; args: RunsGetArgs; result: RunsGetResult };
   "runs.interrupt": { kind: "mutate"; scope: "workspace"; args: RunsInterruptArgs; result: RunsInterruptResult };
@@ -2296,6 +2306,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "rigs.packs": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.setMemoryBudget": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.status": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "rigs.watchPacks": { kind: "watch", scope: "server", minRole: "guest", serverOwner: true },
   "runs.events": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "runs.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "runs.interrupt": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },

@@ -71,6 +71,8 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
   const me = useCall("users.me", {});
   const [phase, setPhase] = useState(rig.status);
   const [detail, setDetail] = useState(rig.statusDetail);
+  // While it boots: the step of a counted wait (a first pack build's "(4/10)"), else none.
+  const [bootStep, setBootStep] = useState<{ step: number; steps: number } | null>(null);
   const [ports, setPorts] = useState<PortRow[]>([]);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -100,6 +102,11 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
             setPhase(e["phase"] as RigRow["status"]);
             if (typeof e["detail"] === "string") setDetail(e["detail"]);
             onChanged();
+          } else if (e["type"] === "progress" && typeof e["detail"] === "string") {
+            setDetail(e["detail"]); // a boot's step: a first pack build's, then the boot's own
+            const step = typeof e["step"] === "number" ? e["step"] : 0;
+            const steps = typeof e["steps"] === "number" ? e["steps"] : 0;
+            setBootStep(steps > 0 ? { step, steps } : null);
           } else if (e["type"] === "control") {
             onChanged(); // the row names the controller
           } else if (e["type"] === "ports") {
@@ -129,7 +136,9 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
         <p className="rig-state" data-phase={phase}>
           <span className="badge">{rig.surface}</span> {phase}
           {detail && phase !== "ready" ? ` — ${detail}` : ""}
-          {phase === "provisioning" && <progress aria-label="Starting the rig" />}
+          {phase === "provisioning" && (
+            <progress aria-label="Starting the rig" max={bootStep?.steps} value={bootStep?.step} />
+          )}
         </p>
         <p className="controller">
           {rig.controller
