@@ -85,10 +85,13 @@ class PackBuilds:
 
     async def run(self, name: str, build: Callable[[ProgressFn], Awaitable[object]], progress: ProgressFn) -> None:
         """Build ``name`` with ``build(progress)``, or wait for the build already under way; ``progress`` hears
-        every step either way (a joining caller from the next step on). Raises what the build raised."""
+        every step either way (a joining caller the current one at once, then the next ones). Raises what the
+        build raised."""
         current = self._running.get(name)
         if current is None or not current.running():
             current = self._start(name, build)
+        elif current.step is not None:
+            progress(current.step)  # a caller joining a long step is told where the build is, not left silent
         current.listeners.append(progress)
         assert current.task is not None
         await asyncio.shield(current.task)

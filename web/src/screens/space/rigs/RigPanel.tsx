@@ -71,8 +71,6 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
   const me = useCall("users.me", {});
   const [phase, setPhase] = useState(rig.status);
   const [detail, setDetail] = useState(rig.statusDetail);
-  // While it boots: the step of a counted wait (a first pack build's "(4/10)"), else none.
-  const [bootStep, setBootStep] = useState<{ step: number; steps: number } | null>(null);
   const [ports, setPorts] = useState<PortRow[]>([]);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -104,9 +102,6 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
             onChanged();
           } else if (e["type"] === "progress" && typeof e["detail"] === "string") {
             setDetail(e["detail"]); // a boot's step: a first pack build's, then the boot's own
-            const step = typeof e["step"] === "number" ? e["step"] : 0;
-            const steps = typeof e["steps"] === "number" ? e["steps"] : 0;
-            setBootStep(steps > 0 ? { step, steps } : null);
           } else if (e["type"] === "control") {
             onChanged(); // the row names the controller
           } else if (e["type"] === "ports") {
@@ -129,6 +124,8 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
   };
 
   const mine = rig.controller !== null && rig.controller.userId === me.data?.id;
+  // A counted step of the boot (a first pack build's "… (4/10)") fills the bar; otherwise it just runs.
+  const counted = /\((\d+)\/(\d+)\)$/.exec(detail);
   const ready = phase === "ready";
   return (
     <div className="rig">
@@ -137,7 +134,11 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
           <span className="badge">{rig.surface}</span> {phase}
           {detail && phase !== "ready" ? ` — ${detail}` : ""}
           {phase === "provisioning" && (
-            <progress aria-label="Starting the rig" max={bootStep?.steps} value={bootStep?.step} />
+            <progress
+              aria-label="Starting the rig"
+              max={counted ? Number(counted[2]) : undefined}
+              value={counted ? Number(counted[1]) : undefined}
+            />
           )}
         </p>
         <p className="controller">
