@@ -15,7 +15,7 @@ from tests.integration.test_chat_unreachable import at, chat_server, connect, ne
 from tests.peers.slack_emulator import APP_TOKEN, BOT_TOKEN, running_slack
 from tests.support.chromium import CHROMIUM
 from tests.support.ports import free_port
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
+from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -41,6 +41,9 @@ async def test_the_status_line_says_what_is_wrong_and_when_it_tries_next(tmp_pat
             assert await next_time.locator("time").get_attribute("datetime") == failing["nextRetryAt"]
             assert BOT_TOKEN not in await page.content() and APP_TOKEN not in await page.content()
             assert await axe_violations(page) == []
+            if not context:
+                await status.scroll_into_view_if_needed()
+                await shot(page, "chat-bridge-connecting")
             pages.append((page, console))
 
         async with running_slack(clock, port=port) as slack:

@@ -14,6 +14,7 @@ from playwright.async_api import expect
 from tests.integration.test_rigs_packs import TERMINAL
 from tests.integration.test_waits_visible import STEP, agent_run, first_start
 from tests.support.chromium import CHROMIUM
+from tests.support.confined import CLI_AGENT
 from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
 
 pytestmark = [
@@ -30,6 +31,8 @@ async def test_a_first_run_and_a_first_terminal_show_the_image_build_where_peopl
     dist = built_web_client()
     async with first_start(tmp_path, monkeypatch, web_dist=dist) as w, chromium() as browser:
         token = w.srv.owner_token
+        adapter = {"type": "command", "argv": [*CLI_AGENT]}
+        await w.client.call("agents.create", workspace_id=w.ws, name="Cli", adapter=adapter)  # named in the space
         space_url = f"{w.srv.url}/workspaces/{w.ws}/spaces/{w.space}"
         settings, settings_console = await open_signed_in(browser, f"{w.srv.url}/settings/server/rigs", token)
         packs = settings.get_by_role("list", name="Image packs")

@@ -73,6 +73,10 @@ class FakeMmdebstrap:
         staged.write_text(str(exit_code))
         staged.replace(self.release_file)
 
+    def hold(self) -> None:
+        """Builds from now on wait at "downloading packages" again until ``finish``."""
+        self.release_file.unlink(missing_ok=True)
+
     @property
     def script(self) -> Path:
         return self.release_file.parent / "fake-bin" / "mmdebstrap"

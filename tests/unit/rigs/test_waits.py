@@ -19,7 +19,7 @@ async def test_each_new_step_is_delivered_once_in_order_with_its_count_then_the_
         await asyncio.sleep(0)  # a listener that awaits (it writes to a database) does not reorder anything
         heard.append(wait)
 
-    relay = WaitRelay("agentRun:r1", on_wait)
+    relay = WaitRelay("agentRun:r1", on_wait, grace_s=0)
     for text in ("starting the enclosure", "terminal image: preparing (1/10)", "terminal image: preparing (1/10)",
                  "  terminal image:\ndownloading packages (4/10) ", "rig ready"):  # fmt: skip
         relay(text)
@@ -41,14 +41,22 @@ async def test_a_job_that_never_waited_hears_nothing_and_a_failing_listener_fail
     async def on_wait(wait: Wait) -> None:
         heard.append(wait)
 
-    quiet = WaitRelay("pipelineRun:p1", on_wait)
+    quiet = WaitRelay("pipelineRun:p1", on_wait, grace_s=0)
     await quiet.finish("the enclosure is up")
     assert heard == []
+
+    # A wait over within the grace (a warm boot) is not told: no event, no line in the log.
+    with caplog.at_level(logging.INFO, logger="hangar.rigs.waits"):
+        quick = WaitRelay("agentRun:r2", on_wait, grace_s=60)
+        quick("starting the enclosure")
+        quick("rig ready")
+        await quick.finish("the enclosure is up")
+    assert heard == [] and not caplog.records
 
     async def broken(_wait: Wait) -> None:
         raise RuntimeError("the database is gone")
 
-    relay = WaitRelay("pipelineRun:p2", broken)
+    relay = WaitRelay("pipelineRun:p2", broken, grace_s=0)
     relay("starting the enclosure")
     relay("rig ready")
     with caplog.at_level(logging.INFO, logger="hangar.rigs.waits"):
