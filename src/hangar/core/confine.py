@@ -13,7 +13,8 @@ A job may have to wait before its program starts: for the enclosure's image to b
 or for its enclosure to boot. The confinement tells the caller what it waits for, step by step (``on_wait``:
 "terminal image: downloading packages (4/10)", "starting the enclosure"), so the run can say so where people look
 (an agent run's turn, a shell step's progress) instead of looking busy; the last report of a wait has ``over``
-set, when the program is about to start. A job that starts at once (its enclosure is up) hears nothing.
+set, when the program is about to start. A job that starts at once (its enclosure is up, or comes up within a
+moment) hears nothing.
 
 Where the host cannot build enclosures, user code is refused with a sentence naming what is missing. A server
 owner who runs a single-person install may switch on trusted host execution (``hangar admin trusted-host-exec
