@@ -17,8 +17,8 @@ server door open while it runs and gets the door's address; the door closes when
 
 A job whose enclosure is not up yet waits for it: for the terminal image pack to be built (the first start) and for
 the boot. Every job waiting for the scope's enclosure hears each step of that (the pack build's own steps, then the
-boot's) through its ``on_wait``, with one log line per step and job (``waits.WaitRelay``); a job finding its
-enclosure up hears nothing.
+boot's) through its ``on_wait``, with one log line per step and job (``waits.WaitRelay``; a wait over within a
+moment, a warm boot, is not told); a job finding its enclosure up hears nothing.
 """
 
 from __future__ import annotations
