@@ -23,6 +23,16 @@ pytestmark = [
 ]
 
 PHONE_DARK = {"viewport": {"width": 375, "height": 800}, "color_scheme": "dark"}
+HELLO = {
+    "id": "hello",
+    "steps": [
+        {"id": "start", "kind": "trigger"},
+        {
+            "id": "say", "kind": "listen", "body": "shell.run", "trigger": {"sourceStepIds": ["start"]},
+            "config": {"script": "echo hello", "outputKey": "said"},
+        },
+    ],
+}  # fmt: skip
 
 
 async def test_a_first_run_and_a_first_terminal_show_the_image_build_where_people_look(
@@ -59,6 +69,21 @@ async def test_a_first_run_and_a_first_terminal_show_the_image_build_where_peopl
         assert (await building.get_attribute("value"), await building.get_attribute("max")) == ("4", "10")
         assert await axe_violations(settings) == []
 
+        # A pipeline run started meanwhile: its shell step's row says what it waits for.
+        await w.client.call("pipelines.templates.create", workspace_id=w.ws, template=HELLO)
+        pipeline_run = (await w.client.call("pipelines.runs.start", workspace_id=w.ws, templateId="hello"))["runId"]
+        run_url = f"{w.srv.url}/workspaces/{w.ws}/pipelines/runs/{pipeline_run}"
+        monitors = [
+            await open_signed_in(browser, run_url, token),
+            await open_signed_in(browser, run_url, token, **PHONE_DARK),
+        ]
+        for monitor, _ in monitors:
+            said = monitor.get_by_role("status").filter(has_text="Waiting:")
+            await expect(said).to_have_text(f"Waiting: {STEP}", timeout=60_000)
+            bar = said.get_by_role("progressbar", name="Waiting before the script starts")
+            assert (await bar.get_attribute("value"), await bar.get_attribute("max")) == ("4", "10")
+            assert await axe_violations(monitor) == []
+
         # A terminal opened meanwhile: its tab shows the boot waiting for the same build.
         await space.get_by_role("button", name="Open a terminal").click()
         state = space.locator(".rig-state")
@@ -77,6 +102,10 @@ async def test_a_first_run_and_a_first_terminal_show_the_image_build_where_peopl
         for page in (space, phone):
             await page.get_by_text("cwd=/home/rig/worktree").first.wait_for()
             await expect(page.get_by_text("Waiting:")).to_have_count(0)
+        for monitor, monitor_console in monitors:
+            await monitor.get_by_text("completed").first.wait_for(timeout=120_000)
+            await expect(monitor.get_by_text("Waiting:")).to_have_count(0)
+            assert monitor_console.errors == []
         await packs.get_by_text("ready", exact=True).first.wait_for(timeout=30_000)
         await expect(building).to_have_count(0)
         assert console.errors == [] and phone_console.errors == [] and settings_console.errors == []
