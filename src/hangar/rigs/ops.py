@@ -8,6 +8,7 @@ control; observations stay allowed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, NoReturn
@@ -35,6 +36,7 @@ from hangar.rigs.results import (
     HostsGranted,
     HostStatus,
     LaneUrl,
+    PackList,
     PackView,
     RigClosed,
     RigOpened,
@@ -428,6 +430,25 @@ def _pack_views(mgr: RigManager) -> list[PackView]:
     ]
 
 
+PACKS_POLL_S = 0.5  # how often a packs watch looks again (a build in another process shows only on disk)
+
+
+@op("rigs.watchPacks", kind="watch", scope="server", server_owner=True, result=PackList)
+async def rigs_watch_packs(ctx: OpContext, args: NoArgs) -> AsyncIterator[PackList | dict[str, Any]]:
+    """The image packs, then the whole list again at every change: a build starting (asked for here, or by the
+    first rig, shell step or command agent that needs its pack, or by another process sharing the packs), each of
+    its steps, its end (ready, or failed with the reason)."""
+    mgr = manager(ctx)
+    shown = PackList(packs=_pack_views(mgr))
+    yield shown
+    while True:
+        await asyncio.sleep(PACKS_POLL_S)  # what is on disk, not a domain time: the wall clock's
+        now = PackList(packs=_pack_views(mgr))
+        if now != shown:
+            shown = now
+            yield now.model_dump(mode="json", by_alias=True)
+
+
 @op("rigs.packs", kind="read", scope="server", server_owner=True)
 async def rigs_packs(ctx: OpContext, args: NoArgs) -> list[PackView]:
     """The image packs rigs boot from on this host: ready, missing, failed, or building with its current step."""
@@ -471,5 +492,6 @@ RIG_OPS: list[OpFunction] = [
     rigs_status,
     rigs_set_memory_budget,
     rigs_packs,
+    rigs_watch_packs,
     rigs_build_pack,
 ]

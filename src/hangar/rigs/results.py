@@ -144,6 +144,12 @@ class PackView(Result):
     error: str | None
 
 
+class PackList(Result):
+    """``rigs.watchPacks``: the image packs, first as the reply, then again as each event after a change."""
+
+    packs: list[PackView]
+
+
 class EnclosureView(Result):
     """An enclosure user code runs in (``scope`` names what it runs for, ``pipelineRun:<runId>`` for one): it
     holds its ceiling, ``memoryMb``, in the budget; ``busy`` while a job runs in it."""

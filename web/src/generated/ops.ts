@@ -121,11 +121,21 @@ export type CreatedApp = {
   profile: BotProfileView;
 };
 
+/** A failed attempt to reach the provider: what the network or the provider said (never a token), and when. */
+export type ChatFailure = {
+  message: string;
+  at: string;
+};
+
 export type ChatStatus = {
   provider: string;
   state: "disconnected" | "connecting" | "connected" | "error";
   error?: string | null;
   streamingAvailable: boolean;
+  /** The last failure since the connection was last up (kept across a restart until the new process's first attempt answers); absent while it is up or never failed */
+  lastError?: ChatFailure | null;
+  /** When the next attempt is due; absent while one is under way, when connected, or in error */
+  nextRetryAt?: string | null;
 };
 
 export type UserLinkView = {
@@ -630,6 +640,11 @@ export type HostStatus = {
   residentMb: number;
   liveRigs: number;
   enclosures: Array<EnclosureView>;
+};
+
+/** ``rigs.watchPacks``: the image packs, first as the reply, then again as each event after a change. */
+export type PackList = {
+  packs: Array<PackView>;
 };
 
 /** A persisted event: its sequence number in the workspace, type, time and payload (snake_case fields). */
@@ -1706,6 +1721,10 @@ export type RigsSetMemoryBudgetResult = HostStatus;
 export type RigsStatusArgs = Record<string, never>;
 export type RigsStatusResult = HostStatus;
 
+/** The image packs, then the whole list again at every change: a build starting (asked for here, or by the first rig, shell step or command agent that needs its pack, or by another process sharing the packs), each of its steps, its end (ready, or failed with the reason). */
+export type RigsWatchPacksArgs = Record<string, never>;
+export type RigsWatchPacksResult = PackList;
+
 /** The persisted turn events of one run, in order. */
 export type RunsEventsArgs = {
   /** The workspace the call acts in. */
@@ -2142,6 +2161,7 @@ export interface Ops {
   "rigs.packs": { kind: "read"; scope: "server"; args: RigsPacksArgs; result: RigsPacksResult };
   "rigs.setMemoryBudget": { kind: "mutate"; scope: "server"; args: RigsSetMemoryBudgetArgs; result: RigsSetMemoryBudgetResult };
   "rigs.status": { kind: "read"; scope: "server"; args: RigsStatusArgs; result: RigsStatusResult };
+  "rigs.watchPacks": { kind: "watch"; scope: "server"; args: RigsWatchPacksArgs; result: RigsWatchPacksResult };
   "runs.events": { kind: "read"; scope: "workspace"; args: RunsEventsArgs; result: RunsEventsResult };
   "runs.get": { kind: "read"; scope: "workspace"; args: RunsGetArgs; result: RunsGetResult };
   "runs.interrupt": { kind: "mutate"; scope: "workspace"; args: RunsInterruptArgs; result: RunsInterruptResult };
@@ -2286,6 +2306,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "rigs.packs": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.setMemoryBudget": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.status": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "rigs.watchPacks": { kind: "watch", scope: "server", minRole: "guest", serverOwner: true },
   "runs.events": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "runs.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "runs.interrupt": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },

@@ -1,13 +1,15 @@
-/** `/settings/server/rigs` (rigs.md): whether this host can run rigs, the image packs (a build shows its step
- * and a progress bar), the memory budget of all rigs, and custom images per workspace. */
+/** `/settings/server/rigs` (rigs.md): whether this host can run rigs, the image packs (followed live with
+ * `rigs.watchPacks`: a build started here, by the first rig, shell step or command agent that needs its pack, or by
+ * another process shows its step and a progress bar), the memory budget of all rigs, and custom images per
+ * workspace. */
 import { useEffect, useState, type FormEvent } from "react";
 import type { PackView } from "../../generated/ops";
+import { RpcError } from "../../rpc/errors";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { ClipboardAccess } from "./ClipboardAccess";
 import { Field, Outcome, useAction, useLoaded } from "./common";
 import { fieldOf, whole } from "./fields";
 
-const BUILD_POLL_MS = 1000;
 const IMAGE_KEYS = [
   { key: "rigs.microvm.execImage", label: "Terminal image" },
   { key: "rigs.microvm.browserImage", label: "Browser image (engine A)" },
@@ -142,18 +144,37 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
   );
 }
 
+/** The packs as `rigs.watchPacks` tells them: the list, then the whole list again at every change. */
+function usePacks(): { data: PackView[] | undefined; error: RpcError | null; set(packs: PackView[]): void } {
+  const client = useRpc();
+  const [data, setData] = useState<PackView[] | undefined>(undefined);
+  const [error, setError] = useState<RpcError | null>(null);
+  useEffect(() => {
+    let live = true;
+    const handle = client.watch(
+      "rigs.watchPacks",
+      {},
+      {
+        onReply: (list) => live && setData(list.packs),
+        onEvent: (event) => {
+          const packs = (event as { packs?: unknown } | null)?.packs;
+          if (live && Array.isArray(packs)) setData(packs as PackView[]);
+        },
+        onError: (e) => live && setError(e),
+      },
+    );
+    return () => {
+      live = false;
+      handle.close();
+    };
+  }, [client]);
+  return { data, error, set: setData };
+}
+
 function Packs() {
   const client = useRpc();
-  const packs = useLoaded("rigs.packs", {});
+  const packs = usePacks();
   const build = useAction();
-  const building = packs.data?.some((p) => p.state === "building") ?? false;
-  const { reload } = packs;
-  // While a build runs its step is fetched again each second; nothing is polled otherwise.
-  useEffect(() => {
-    if (!building) return;
-    const timer = setInterval(reload, BUILD_POLL_MS);
-    return () => clearInterval(timer);
-  }, [building, reload]);
   const start = (name: string) => {
     void build.run(async () => {
       packs.set(await client.call("rigs.buildPack", { name }));

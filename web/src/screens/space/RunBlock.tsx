@@ -3,6 +3,7 @@
 import { memo, useMemo, useState } from "react";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
+import { RunWait } from "./RunWait";
 import { foldRun, type Frame, type RunActivity, type ToolCallView } from "./stream";
 
 const OUTCOME_TEXT: Record<string, string> = {
@@ -43,6 +44,7 @@ function ToolRow({ call }: { call: ToolCallView }) {
 function statusLine(run: RunActivity): string {
   if (run.status === "running") {
     const turn = run.turns[run.turns.length - 1];
+    if (run.waiting) return turn ? `waiting (turn ${turn.turn})` : "waiting";
     return turn ? `working (turn ${turn.turn})` : "starting";
   }
   const turns = run.turns.length === 1 ? "1 turn" : `${run.turns.length} turns`;
@@ -101,6 +103,7 @@ export const RunBlock = memo(function RunBlock({ workspaceId, runId, frames, lan
           {error}
         </p>
       )}
+      {run.waiting && <RunWait wait={run.waiting} />}
       {run.error && <p className="error">{run.error}</p>}
       {run.turns.map((turn) => (
         <div className="turn" key={turn.turn}>

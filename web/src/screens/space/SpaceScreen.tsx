@@ -7,6 +7,7 @@ import { navigate, rigPath, spacePath, workspacePath } from "../../router";
 import { RpcError } from "../../rpc/errors";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { Composer } from "./Composer";
+import { BOOT_PEEK_MS, bootingRig } from "./rigs/booting";
 import { foldRun } from "./stream";
 import { Timeline } from "./Timeline";
 import { useSpaceStream } from "./useSpaceStream";
@@ -158,6 +159,14 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
   const openTerminal = () => {
     setOpening(true);
     setOpenError(null);
+    // A long boot (a first one builds its image) shows in the rig's tab, opened as soon as the rig is listed.
+    const peek = window.setTimeout(() => {
+      bootingRig(client, workspaceId, spaceId, "terminal").then((rigId) => {
+        if (!rigId) return;
+        refresh();
+        select(rigId);
+      }, () => undefined);
+    }, BOOT_PEEK_MS);
     client
       .call("rig.open", { workspace_id: workspaceId, spaceId, surface: "terminal" })
       .then((opened) => {
@@ -165,7 +174,10 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
         select(opened.rigId);
       })
       .catch((e: unknown) => setOpenError(e instanceof RpcError ? e.message : String(e)))
-      .finally(() => setOpening(false));
+      .finally(() => {
+        window.clearTimeout(peek);
+        setOpening(false);
+      });
   };
 
   const space: SpaceView | null = stream.space;

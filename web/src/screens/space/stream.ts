@@ -60,6 +60,14 @@ export interface TurnView {
   error: string | null;
 }
 
+/** What a run waits for before its program starts (`agents.turnWaiting`): the terminal image's build, the boot. */
+export interface RunWaitView {
+  text: string;
+  /** `step` of `steps` when the wait counts them; 0 of 0 otherwise. */
+  step: number;
+  steps: number;
+}
+
 export interface RunActivity {
   runId: string;
   agentId: string | null;
@@ -67,6 +75,8 @@ export interface RunActivity {
   outcome: RunOutcome | null;
   error: string | null;
   turns: TurnView[];
+  /** Set while the run waits before its program starts; null once it runs (or never waited). */
+  waiting: RunWaitView | null;
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
@@ -86,7 +96,15 @@ function turnOf(turns: TurnView[], n: unknown): TurnView {
 /** A run's activity from its turn events; `landed` is the content of the run's messages already in the space,
  * whose streamed text is therefore shown as the message, not twice. */
 export function foldRun(runId: string, frames: readonly Frame[], landed: readonly string[] = []): RunActivity {
-  const run: RunActivity = { runId, agentId: null, status: "running", outcome: null, error: null, turns: [] };
+  const run: RunActivity = {
+    runId,
+    agentId: null,
+    status: "running",
+    outcome: null,
+    error: null,
+    turns: [],
+    waiting: null,
+  };
   for (const { type, payload: p } of frames) {
     if (type === "agents.runStarted") {
       run.agentId = optStr(p["agent_id"]);
@@ -94,8 +112,22 @@ export function foldRun(runId: string, frames: readonly Frame[], landed: readonl
     }
     if (!type.startsWith("agents.")) continue;
     run.agentId ??= optStr(p["agent_id"]);
+    if (type === "agents.turnWaiting") {
+      const step = p["step"];
+      const steps = p["steps"];
+      run.waiting =
+        p["waiting"] === false
+          ? null
+          : {
+              text: str(p["text"]),
+              step: typeof step === "number" ? step : 0,
+              steps: typeof steps === "number" ? steps : 0,
+            };
+      continue;
+    }
     if (type === "agents.runFinished") {
       run.status = "finished";
+      run.waiting = null;
       run.outcome = (optStr(p["outcome"]) as RunOutcome | null) ?? null;
       run.error = optStr(p["error"]);
       continue;
@@ -124,6 +156,7 @@ export function foldRun(runId: string, frames: readonly Frame[], landed: readonl
         turn.text += str(p["text"]);
         break;
       case "agents.turnFinished":
+        run.waiting = null;
         turn.reasoningLive = false;
         turn.outcome = (optStr(p["outcome"]) as RunOutcome | null) ?? null;
         turn.error = optStr(p["error"]);

@@ -100,6 +100,8 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
             setPhase(e["phase"] as RigRow["status"]);
             if (typeof e["detail"] === "string") setDetail(e["detail"]);
             onChanged();
+          } else if (e["type"] === "progress" && typeof e["detail"] === "string") {
+            setDetail(e["detail"]); // a boot's step: a first pack build's, then the boot's own
           } else if (e["type"] === "control") {
             onChanged(); // the row names the controller
           } else if (e["type"] === "ports") {
@@ -122,6 +124,8 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
   };
 
   const mine = rig.controller !== null && rig.controller.userId === me.data?.id;
+  // A counted step of the boot (a first pack build's "… (4/10)") fills the bar; otherwise it just runs.
+  const counted = /\((\d+)\/(\d+)\)$/.exec(detail);
   const ready = phase === "ready";
   return (
     <div className="rig">
@@ -129,7 +133,13 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
         <p className="rig-state" data-phase={phase}>
           <span className="badge">{rig.surface}</span> {phase}
           {detail && phase !== "ready" ? ` — ${detail}` : ""}
-          {phase === "provisioning" && <progress aria-label="Starting the rig" />}
+          {phase === "provisioning" && (
+            <progress
+              aria-label="Starting the rig"
+              max={counted ? Number(counted[2]) : undefined}
+              value={counted ? Number(counted[1]) : undefined}
+            />
+          )}
         </p>
         <p className="controller">
           {rig.controller
