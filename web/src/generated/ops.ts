@@ -773,6 +773,17 @@ export type SpaceFollowed = {
   space: SpaceView;
 };
 
+/** The values an identity provider's administrator registers, built from the one origin the sign-ins use. ``originSource`` says where that origin comes from: ``publicUrl`` (``--public-url``), ``listener`` (the server's own host and port), or ``request`` (neither names one: the sign-ins follow the address each browser uses, and these values are this machine's loopback address). */
+export type SsoEndpoints = {
+  origin: string;
+  originSource: "publicUrl" | "listener" | "request";
+  samlEntityId: string;
+  samlAcsUrl: string;
+  samlMetadataUrl: string;
+  oidcRedirectUri: string;
+  scimBaseUrl: string;
+};
+
 /** An OIDC record as replies show it: the client secret only as a presence flag. */
 export type OidcView = {
   enabled: boolean;
@@ -783,6 +794,7 @@ export type OidcView = {
   issuer: string | null;
   clientId: string | null;
   groupsClaim: string;
+  scopes: string;
   clientSecretPresent: boolean;
 };
 
@@ -1865,6 +1877,10 @@ export type SpacesWatchArgs = {
 };
 export type SpacesWatchResult = SpaceFollowed;
 
+/** What an identity provider's administrator registers: the values the sign-ins use (``hangar.sso.endpoints``). */
+export type SsoEndpointsArgs = Record<string, never>;
+export type SsoEndpointsResult = SsoEndpoints;
+
 /** The saved connection of one kind, every field with its value; the client secret only as a flag. */
 export type SsoGetConfigArgs = {
   kind: "saml" | "oidc";
@@ -2180,6 +2196,7 @@ export interface Ops {
   "spaces.list": { kind: "read"; scope: "workspace"; args: SpacesListArgs; result: SpacesListResult };
   "spaces.rename": { kind: "mutate"; scope: "workspace"; args: SpacesRenameArgs; result: SpacesRenameResult };
   "spaces.watch": { kind: "watch"; scope: "workspace"; args: SpacesWatchArgs; result: SpacesWatchResult };
+  "sso.endpoints": { kind: "read"; scope: "server"; args: SsoEndpointsArgs; result: SsoEndpointsResult };
   "sso.getConfig": { kind: "read"; scope: "server"; args: SsoGetConfigArgs; result: SsoGetConfigResult };
   "sso.saveConfig": { kind: "mutate"; scope: "server"; args: SsoSaveConfigArgs; result: SsoSaveConfigResult };
   "sso.scimRegenerateToken": { kind: "mutate"; scope: "server"; args: SsoScimRegenerateTokenArgs; result: SsoScimRegenerateTokenResult };
@@ -2325,6 +2342,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "spaces.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "spaces.rename": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "spaces.watch": { kind: "watch", scope: "workspace", minRole: "guest", serverOwner: false, cursor: "afterSeq" },
+  "sso.endpoints": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "sso.getConfig": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "sso.saveConfig": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "sso.scimRegenerateToken": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },

@@ -12,6 +12,7 @@ import { foldRun } from "./stream";
 import { Timeline } from "./Timeline";
 import { useSpaceStream } from "./useSpaceStream";
 import "./space.css";
+import "./phone.css";
 
 const RigPanel = lazy(() => import("./rigs/RigPanel").then((m) => ({ default: m.RigPanel })));
 
