@@ -2,6 +2,7 @@
  * and a progress bar), the memory budget of all rigs, and custom images per workspace. */
 import { useEffect, useState, type FormEvent } from "react";
 import type { PackView } from "../../generated/ops";
+import { engineLabel } from "../../labels";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { ClipboardAccess } from "./ClipboardAccess";
 import { Field, Outcome, useAction, useLoaded } from "./common";
@@ -10,7 +11,7 @@ import { fieldOf, whole } from "./fields";
 const BUILD_POLL_MS = 1000;
 const IMAGE_KEYS = [
   { key: "rigs.microvm.execImage", label: "Terminal image" },
-  { key: "rigs.microvm.browserImage", label: "Browser image (engine A)" },
+  { key: "rigs.microvm.browserImage", label: `Browser image (${engineLabel("engine-a")})` },
 ] as const;
 
 function HostCheck() {
@@ -108,12 +109,38 @@ function HostCheck() {
   );
 }
 
+/** A pack by the name a person reads ("Chromium browser image"); its cache name and revision are its details. */
 function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string): void; busy: boolean }) {
-  const label = `${pack.surface} image ${pack.revision}`;
+  const label = pack.label || pack.name;
   return (
     <li className="pack">
       <div>
-        <strong>{pack.name}</strong> <span className="hint">({label})</span>
+        <strong>{label}</strong>
+        <details className="pack-ids">
+          <summary>Details</summary>
+          <dl>
+            <div>
+              <dt>Pack</dt>
+              <dd>
+                <code>{pack.name}</code>
+              </dd>
+            </div>
+            <div>
+              <dt>Revision</dt>
+              <dd>
+                <code>{pack.revision}</code>
+              </dd>
+            </div>
+            {pack.engine && (
+              <div>
+                <dt>Engine</dt>
+                <dd>
+                  <code>{pack.engine}</code>
+                </dd>
+              </div>
+            )}
+          </dl>
+        </details>
       </div>
       {pack.state === "ready" && <span className="badge ok">ready</span>}
       {pack.state === "missing" && <span className="badge">not built</span>}
@@ -121,7 +148,7 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
       {pack.state === "building" && (
         <div className="progress">
           <progress
-            aria-label={`Building ${pack.name}`}
+            aria-label={`Building ${label}`}
             max={pack.steps || undefined}
             value={pack.steps ? pack.stepIndex : undefined}
           />
@@ -135,7 +162,7 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
       )}
       {(pack.state === "missing" || pack.state === "failed") && (
         <button type="button" disabled={busy} onClick={() => onBuild(pack.name)}>
-          {pack.state === "failed" ? `Build ${pack.name} again` : `Build ${pack.name}`}
+          {pack.state === "failed" ? `Build ${label} again` : `Build ${label}`}
         </button>
       )}
     </li>

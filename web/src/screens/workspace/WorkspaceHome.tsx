@@ -3,6 +3,7 @@
  * an agent changed something, so they are fetched again. */
 import { useCallback, useState } from "react";
 import type { EventView } from "../../generated/ops";
+import { workspaceRoleLabel } from "../../labels";
 import { Link } from "../../Link";
 import { auditPath, pipelinesPath, workspaceSettingsPath } from "../../router";
 import { Activity } from "./Activity";
@@ -66,7 +67,7 @@ function Home({ workspaceId, role }: { workspaceId: string; role: string }) {
           <Link href={workspaceSettingsPath(workspaceId)}>Change roles and guardrails in the settings</Link>
         </p>
       </section>
-      {member && <Activity {...activity} />}
+      {member && <Activity workspaceId={workspaceId} {...activity} />}
     </>
   );
 }
@@ -82,7 +83,7 @@ export default function WorkspaceHome({ workspaceId }: { workspaceId: string }) 
       >
         {workspace && (
           <p className="hint">
-            Your role: <span className="badge">{workspace.role}</span>
+            Your role: <span className="badge">{workspaceRoleLabel(workspace.role)}</span>
           </p>
         )}
       </WorkspaceHeader>
