@@ -28,7 +28,7 @@ from tests.support.chromium import CHROMIUM
 from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, stored_credential
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot, stored_credential
 from tests.unit.agents.support import wait_run
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
@@ -135,6 +135,8 @@ async def test_an_agent_typed_by_name_is_refused_at_its_line_and_one_chosen_from
         # Chosen by name: its id goes into the text, at that line, and the template is valid.
         await choose.select_option(label="analyst")
         await page.get_by_text("The template is valid.").wait_for()
+        await pickers.scroll_into_view_if_needed()
+        await shot(page, "pipelines-editor-picker")
         text = await editor.input_value()
         assert text.splitlines()[line - 1] == f"      agentId: {agent['id']}"
         assert await choose.get_attribute("aria-invalid") is None
@@ -221,9 +223,13 @@ async def test_tickets_the_audit_log_and_activity_name_people_and_records(tmp_pa
         assert await target.get_attribute("title") == f"ticket:{ticket['id']}"
         made = rows.filter(has=page.get_by_text("agents.create", exact=True))
         assert sorted(await made.locator("td:nth-child(4) .record-name").all_inner_texts()) == ["analyst", "retired"]
+        deleted = rows.filter(has=page.get_by_text("agents.delete", exact=True)).locator("td:nth-child(4) .record-name")
+        assert await deleted.inner_text() == "retired"  # by the name its agents.create row recorded
+        assert await deleted.get_attribute("title") == f"agent:{gone['id']}"
         await made.first.get_by_text("Ids").click()
         await made.first.get_by_text(re.compile(r"^agent:")).wait_for()
         assert await axe_violations(page) == []
+        await shot(page, "audit-names")
         events = page.get_by_role("list", name="Domain events, newest first")
         await events.get_by_text("Space created").first.wait_for()
         space_created = events.get_by_role("listitem").filter(has_text="Space created")
@@ -264,6 +270,8 @@ async def test_packs_and_engines_are_named_and_a_device_is_renamed(tmp_path: Pat
         await name.fill("x" * MAX_DEVICE_NAME)
         assert await save.is_enabled()
         assert await axe_violations(page) == []
+        await name.fill("Work laptop")
+        await shot(page, "devices-rename")
         await name.fill("  Work laptop  ")
         await save.click()
         await page.get_by_role("status").filter(has_text="Renamed to Work laptop.").wait_for()

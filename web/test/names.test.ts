@@ -196,6 +196,7 @@ describe("choosing records in the template editor", () => {
     const text = setInText(yaml, TEMPLATE, "yaml", settingPath(1, "agentId"), "a-1")!;
     expect(text).toContain("  # the agent step\n");
     expect(text).toContain("      prompt: hello\n      agentId: a-1\n");
+    expect(text).toContain("      sourceStepIds: [start]\n");
     // An empty config becomes the map the setting needs.
     const spaced = setInText(yaml, text, "yaml", settingPath(2, "repoIds"), ["r-1"])!;
     const value = parseTemplateText(yaml, spaced).value as { steps: Array<Record<string, unknown>> };

@@ -157,7 +157,8 @@ export function setInText(yaml: YamlModule, text: string, format: Format, path: 
       }
     }
   }
-  return format === "json" ? templateToText(yaml, doc.toJS({ maxAliasCount: 100 }), "json") : doc.toString({ lineWidth: 0 });
+  if (format === "json") return templateToText(yaml, doc.toJS({ maxAliasCount: 100 }), "json");
+  return doc.toString({ lineWidth: 0, flowCollectionPadding: false }); // `[start]` stays as it was typed
 }
 
 /** The document as text in the format asked for (YAML keeps the order of the keys, as JSON does). */

@@ -58,16 +58,20 @@ export function auditArgs(workspaceId: string, f: AuditFilter): AuditListArgs {
 /** The kinds of record audit rows name (as principals and targets), looked up by name. */
 const AUDIT_KINDS: NameKind[] = ["user", "agent", "team", "space", "ticket", "repo", "pipeline-template", "workspace"];
 
-/** A row's target by name: the record's name today, else the name the row itself recorded (a record since deleted:
- * `agents.delete` leaves the row of its `agents.create`), else its kind and the start of its id. */
-function TargetName({ target, details, names }: { target: string; details: Record<string, unknown>; names: Names }) {
+/** The name a row recorded for its target (`agents.create` records the agent's name, `spaces.create` the title). */
+function recordedName(details: Record<string, unknown>): string | null {
+  const name = details["name"] ?? details["title"];
+  return typeof name === "string" && name ? name : null;
+}
+
+/** A row's target by name: the record's name today, else the name a row of the page recorded for it (a record since
+ * deleted: `agents.delete` names it by the row of its `agents.create`), else its kind and the start of its id. */
+function TargetName({ target, recorded, names }: { target: string; recorded: string | null; names: Names }) {
   const { kind } = splitRef(target);
-  const recorded = details["name"] ?? details["title"];
-  const fallback = typeof recorded === "string" && recorded ? recorded : null;
   return (
     <>
       {kind && <span className="hint">{RECORD_KINDS[kind]} </span>}
-      <RecordName refText={target} names={names} fallback={fallback} />
+      <RecordName refText={target} names={names} fallback={recorded} />
     </>
   );
 }
@@ -79,6 +83,12 @@ function AuditLog({ workspaceId }: { workspaceId: string }) {
   const [bump, setBump] = useState(0);
   const rows = useCall("audit.list", auditArgs(workspaceId, filter), bump);
   const names = useNames(workspaceId, AUDIT_KINDS, bump);
+  // Newest first: the latest name each target was recorded under.
+  const recorded = new Map<string, string>();
+  for (const r of rows.data ?? []) {
+    const name = recordedName(r.details);
+    if (name && !recorded.has(r.target)) recorded.set(r.target, name);
+  }
   const who = new Map<string, string>([
     ...names.list("user"),
     ...names.list("agent").map(([ref, name]): [string, string] => [ref, `${name} (agent)`]),
@@ -187,7 +197,11 @@ function AuditLog({ workspaceId }: { workspaceId: string }) {
                       <code>{r.action}</code>
                     </td>
                     <td>
-                      <TargetName target={r.target} details={r.details} names={names} />
+                      <TargetName
+                        target={r.target}
+                        recorded={recordedName(r.details) ?? recorded.get(r.target) ?? null}
+                        names={names}
+                      />
                     </td>
                     <td>{r.door ?? "none"}</td>
                     <td>
