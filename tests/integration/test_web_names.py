@@ -24,11 +24,12 @@ import yaml
 
 from hangar.identity import IdentityService
 from hangar.identity.devices import MAX_DEVICE_NAME
+from tests.support import webclient
 from tests.support.chromium import CHROMIUM
 from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot, stored_credential
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot
 from tests.unit.agents.support import wait_run
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
@@ -74,11 +75,9 @@ def dist() -> Path:
 
 
 async def open_signed_in(browser: Any, srv: RunningServer, path: str, **context: Any) -> tuple[Any, Console]:
+    """``path`` in a new browser context holding a new credential of the server owner's, named names-browser."""
     token = await srv.ctx.service(IdentityService).issue_device(srv.owner_id, "names-browser")
-    page = await (await browser.new_context(storage_state=stored_credential(srv.url, token), **context)).new_page()
-    console = Console(page)
-    await page.goto(f"{srv.url}{path}")
-    return page, console
+    return await webclient.open_signed_in(browser, f"{srv.url}{path}", token, **context)
 
 
 async def pipeline_run_ended(client: RpcClient, ws: str, run_id: str) -> dict[str, Any]:

@@ -2,6 +2,7 @@
  * and a progress bar), the memory budget of all rigs, and custom images per workspace. */
 import { useEffect, useState, type FormEvent } from "react";
 import type { PackView } from "../../generated/ops";
+import { IdDetails } from "../../IdDetails";
 import { engineLabel } from "../../labels";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { ClipboardAccess } from "./ClipboardAccess";
@@ -116,31 +117,14 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
     <li className="pack">
       <div>
         <strong>{label}</strong>
-        <details className="pack-ids">
-          <summary>Details</summary>
-          <dl>
-            <div>
-              <dt>Pack</dt>
-              <dd>
-                <code>{pack.name}</code>
-              </dd>
-            </div>
-            <div>
-              <dt>Revision</dt>
-              <dd>
-                <code>{pack.revision}</code>
-              </dd>
-            </div>
-            {pack.engine && (
-              <div>
-                <dt>Engine</dt>
-                <dd>
-                  <code>{pack.engine}</code>
-                </dd>
-              </div>
-            )}
-          </dl>
-        </details>
+        <IdDetails
+          label="Details"
+          items={[
+            ["Pack", pack.name],
+            ["Revision", pack.revision],
+            ...(pack.engine ? [["Engine", pack.engine] as const] : []),
+          ]}
+        />
       </div>
       {pack.state === "ready" && <span className="badge ok">ready</span>}
       {pack.state === "missing" && <span className="badge">not built</span>}

@@ -3,6 +3,7 @@
  * type and time, following new ones live. */
 import { useId, useState, type FormEvent } from "react";
 import type { AuditListArgs } from "../../generated/ops";
+import { IdDetails } from "../../IdDetails";
 import { RECORD_KINDS, splitRef } from "../../labels";
 import { Link } from "../../Link";
 import { useCall } from "../../rpc/hooks";
@@ -10,7 +11,7 @@ import { workspacePath, workspaceSettingsPath } from "../../router";
 import { isAdmin, NotAMember, Refusal, useWorkspace, when, WorkspaceHeader } from "./common";
 import { EventLine, useEventNames } from "./eventLine";
 import { useWorkspaceEvents } from "./events";
-import { IdDetails, RecordName, useNames, type NameKind, type Names } from "./names";
+import { RecordName, useNames, type NameKind, type Names } from "./names";
 import "./workspace.css";
 
 const PAGE = 200;

@@ -2,11 +2,12 @@
  * and filing new ones, and deleting it (with its sub-tickets). */
 import { useId, useState, type FormEvent } from "react";
 import type { TicketDetail } from "../../generated/ops";
+import { IdDetails } from "../../IdDetails";
 import { Link } from "../../Link";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { navigate, ticketPath, workspacePath } from "../../router";
 import { ConfirmButton, NotAMember, Refusal, useAction, useWorkspace, when, WorkspaceHeader } from "./common";
-import { IdDetails, RecordName, useNames, type NameKind } from "./names";
+import { RecordName, useNames, type NameKind } from "./names";
 import { CreateTicket, statusLabel, StatusSelect } from "./tickets";
 import "./workspace.css";
 

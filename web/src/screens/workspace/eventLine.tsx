@@ -3,9 +3,10 @@
  * the screen shows it (the events page). */
 import { useEffect, useRef, useState } from "react";
 import type { EventView } from "../../generated/ops";
+import { IdDetails } from "../../IdDetails";
 import { eventLabel, workspaceRoleLabel, words } from "../../labels";
 import { when } from "./common";
-import { displayName, IdDetails, useNames, type NameKind, type Names } from "./names";
+import { displayName, useNames, type NameKind, type Names } from "./names";
 import { statusLabel } from "./tickets";
 
 /** The payload keys that name a record, and the kind of record each names. */

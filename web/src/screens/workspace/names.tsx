@@ -88,23 +88,3 @@ export function RecordName(props: { refText: string; names: Names; fallback?: st
     </span>
   );
 }
-
-/** The ids behind the names of one row, in a disclosure anyone can open (keyboard, screen reader). */
-export function IdDetails({ items, label = "Ids" }: { items: ReadonlyArray<readonly [string, string]>; label?: string }) {
-  if (items.length === 0) return null;
-  return (
-    <details className="ids">
-      <summary>{label}</summary>
-      <dl>
-        {items.map(([what, value]) => (
-          <div key={what}>
-            <dt>{what}</dt>
-            <dd>
-              <code>{value}</code>
-            </dd>
-          </div>
-        ))}
-      </dl>
-    </details>
-  );
-}
