@@ -78,7 +78,8 @@ async def test_every_kind_of_reference_is_checked_and_all_problems_are_listed(tm
             "bad",
             step("ask", "conversation.promptAgent", agentId="ghost", prompt="p", extras={"spaceId": "nowhere"}),
             step("crew", "team.dispatch", teamId="no-team", prompt="p"),
-            step("open", "messaging.createSpace", repoIds=[repo["id"], "missing@main", "api#3"]),
+            # A repo by id or by its name exactly, as the space's checkout finds it.
+            step("open", "messaging.createSpace", repoIds=[repo["id"], "missing@main", "api#3", "API"]),
             step("sub", "pipeline.subPipeline", extras={"templateId": "no-such-template"}),
             # A setting its body does not read is not a reference: shell.run ignores agentId.
             step("shell", "shell.run", script="true", agentId="whatever"),
@@ -89,10 +90,11 @@ async def test_every_kind_of_reference_is_checked_and_all_problems_are_listed(tm
             "step ask: config.extras.spaceId: no space 'nowhere' in this workspace that you can see",
             "step crew: config.teamId: no team with the id 'no-team' in this workspace",
             "step open: config.repoIds: 'missing@main' names no repo registered in this workspace",
+            "step open: config.repoIds: 'API' names no repo registered in this workspace",
             "step sub: config.extras.templateId: no pipeline template with the id 'no-such-template' in this workspace",
         ]
         message = await refusal(client, ws, bad)
-        assert message.startswith("invalid template: step ask: config.agentId: ") and "(and 4 more)" in message
+        assert message.startswith("invalid template: step ask: config.agentId: ") and "(and 5 more)" in message
 
         fine = template(
             "fine",

@@ -76,7 +76,8 @@ class _Known:
     """What the caller can see of one kind: ids, and names (to tell someone who typed a name which id it has)."""
 
     ids: set[str] = field(default_factory=set)
-    by_name: dict[str, str] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)  # exactly as stored (a repo is found by its name too)
+    by_name: dict[str, str] = field(default_factory=dict)  # case-folded name -> id, for the hint
     refused: str | None = None  # the caller may not read this kind at all: why
 
 
@@ -92,6 +93,7 @@ async def _listed(call: Call, op_name: str, key: str) -> _Known:
     known = _Known()
     for row in rows:
         known.ids.add(str(row["id"]))
+        known.names.add(str(row["name"]))
         known.by_name.setdefault(str(row["name"]).casefold(), str(row["id"]))
     return known
 
@@ -143,8 +145,8 @@ class _Lookups:
             return f"{ref.where}: the {noun} {ref.value!r} cannot be checked: {known.refused}"
         if ref.kind == "repo":
             target = repo_ref(ref.value)
-            if target in known.ids or target.casefold() in known.by_name:
-                return None  # a repo is named by id or by name
+            if target in known.ids or target in known.names:
+                return None  # a repo is named by id or by name, as the space's checkout finds it
             return f"{ref.where}: {ref.value!r} names no repo registered in this workspace"
         if ref.value in known.ids:
             return None

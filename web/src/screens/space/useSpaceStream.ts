@@ -53,6 +53,9 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
   const [runs, setRuns] = useState<Record<string, Frame[]>>({});
   const [records, setRecords] = useState<Record<string, RunView>>({});
   const askedRecords = useRef(new Set<string>());
+  // Runs shown before the space's recent records arrived: asked for one by one only if those do not hold them.
+  const waitingRecords = useRef<Set<string> | null>(new Set());
+  const fetchRecord = useRef<(runId: string) => void>(() => undefined);
   const [liveRuns, setLiveRuns] = useState<string[]>([]);
   const [olderDone, setOlderDone] = useState(false);
   const shown = useRef<MessageView[]>([]);
@@ -93,6 +96,7 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
     setRuns({});
     setRecords({});
     askedRecords.current = new Set();
+    waitingRecords.current = new Set();
     setLiveRuns([]);
     setOlderDone(false);
     const ws = { workspace_id: workspaceId, spaceId };
@@ -128,6 +132,10 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
       // The space's recent runs: how the finished ones ended (an error included), and which are still going.
       const recent = await client.call("runs.list", { ...ws, limit: RUN_RECORDS });
       addRecords(recent.runs);
+      const waiting = waitingRecords.current;
+      waitingRecords.current = null;
+      const listed = new Set(recent.runs.map((r) => r.id));
+      for (const runId of waiting ?? []) if (!listed.has(runId)) fetchRecord.current(runId);
       await Promise.all(
         recent.runs.filter((run) => run.status === "running").map(async (run) => {
           const { events } = await client.call("runs.events", { workspace_id: workspaceId, runId: run.id });
@@ -210,20 +218,21 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
     [client, workspaceId, addFrames, failed],
   );
 
-  const loadRecord = useCallback(
-    (runId: string) => {
-      if (askedRecords.current.has(runId)) return;
-      askedRecords.current.add(runId);
-      client.call("runs.get", { workspace_id: workspaceId, runId }).then(
-        (r) => addRecords([r]),
-        () => {
-          // Not the space's failure: the run stays shown without its end, and is asked for again when shown again.
-          askedRecords.current.delete(runId);
-        },
-      );
-    },
-    [client, workspaceId, addRecords, failed],
-  );
+  fetchRecord.current = (runId: string) => {
+    if (askedRecords.current.has(runId)) return;
+    askedRecords.current.add(runId);
+    client.call("runs.get", { workspace_id: workspaceId, runId }).then(
+      (r) => addRecords([r]),
+      () => {
+        // Not the space's failure: the run stays shown without its end, and is asked for again when shown again.
+        askedRecords.current.delete(runId);
+      },
+    );
+  };
+  const loadRecord = useCallback((runId: string) => {
+    if (waitingRecords.current) waitingRecords.current.add(runId);
+    else fetchRecord.current(runId);
+  }, []);
 
   return { space, error, opened, messages, runs, records, liveRuns, olderDone, loadOlder, loadRun, loadRecord };
 }
