@@ -88,7 +88,7 @@ async def spaces(page: Any) -> None:
     listed = page.get_by_role("list", name="Spaces")
     await listed.get_by_role("link", name="Release prep").wait_for()
     row = listed.get_by_role("listitem").filter(has_text="Release prep")
-    assert "plan" in await row.inner_text() and "standard" in await row.inner_text()
+    assert "Plan" in await row.inner_text() and "Conversation" in await row.inner_text()
 
     # A hidden space stays out of the list until asked for.
     await new.get_by_role("textbox", name="Title").fill("Pipeline scratch")

@@ -87,6 +87,27 @@ export function dispatchModeLabel(mode: string): string {
   return DISPATCH_MODES.find(([m]) => m === mode)?.[1] ?? words(mode);
 }
 
+const SPACE_KINDS: Readonly<Record<string, string>> = {
+  standard: "Conversation",
+  chatprovider: "Chat bridge thread",
+};
+
+/** A space's kind (`standard`, `chatprovider`). */
+export function spaceKindLabel(kind: string): string {
+  return SPACE_KINDS[kind] ?? words(kind);
+}
+
+const SPACE_MODES: Readonly<Record<string, string>> = {
+  chat: "Chat",
+  review: "Review",
+  plan: "Plan",
+};
+
+/** A space's mode (`chat`, `review`, `plan`). */
+export function spaceModeLabel(mode: string): string {
+  return SPACE_MODES[mode] ?? words(mode);
+}
+
 const ENGINES: Readonly<Record<string, string>> = {
   "engine-a": "Chromium",
   "engine-b": "Firefox",

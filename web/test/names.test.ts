@@ -7,6 +7,8 @@ import {
   engineLabel,
   EVENT_LABELS,
   eventLabel,
+  spaceKindLabel,
+  spaceModeLabel,
   splitRef,
   workspaceRoleLabel,
 } from "../src/labels";
@@ -43,6 +45,8 @@ describe("roles, modes and engines in words", () => {
     expect(dispatchModeLabel("allParallel")).toBe("Every member at once");
     expect(dispatchModeLabel("manager")).toBe("The leader, who delegates");
     expect(["engine-a", "engine-b", "engine-c"].map(engineLabel)).toEqual(["Chromium", "Firefox", "WebKit"]);
+    expect(["standard", "chatprovider"].map(spaceKindLabel)).toEqual(["Conversation", "Chat bridge thread"]);
+    expect(["chat", "review", "plan"].map(spaceModeLabel)).toEqual(["Chat", "Review", "Plan"]);
   });
 });
 
