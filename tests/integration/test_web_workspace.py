@@ -97,7 +97,7 @@ async def spaces(page: Any) -> None:
     listed = page.get_by_role("list", name="Spaces")
     await listed.get_by_role("link", name="Release prep").wait_for()
     row = listed.get_by_role("listitem").filter(has_text="Release prep")
-    assert "plan" in await row.inner_text() and "standard" in await row.inner_text()
+    assert "Plan" in await row.inner_text() and "Conversation" in await row.inner_text()
 
     # A hidden space stays out of the list until asked for.
     await new.get_by_role("textbox", name="Title").fill("Pipeline scratch")
@@ -342,7 +342,11 @@ async def audit(page: Any, srv: RunningServer, ws: str) -> None:
     await types.get_by_role("textbox", name="Event types (comma-separated)").fill("workspace.spaceCreated")
     await types.get_by_role("button", name="Apply filter").click()
     await expect(events.get_by_role("listitem")).to_have_count(2)
-    assert await events.locator("code").all_inner_texts() == ["workspace.spaceCreated"] * 2
+    # In words, the wire name on hover and in each event's details.
+    assert await events.locator(".event-label").all_inner_texts() == ["Space created"] * 2
+    assert await events.locator(".event-label").first.get_attribute("title") == "workspace.spaceCreated"
+    types_shown = await events.locator("li[data-type]").evaluate_all("els => els.map(e => e.dataset.type)")
+    assert types_shown == ["workspace.spaceCreated"] * 2
     await no_violations(page, "domain events")
 
 

@@ -112,7 +112,7 @@ async def test_agents_and_teams_are_edited_and_deleted(tmp_path: Path, dist: Pat
         await team.get_by_role("button", name="Save team").click()
         solo = row(page, "Teams", "Solo")
         await solo.get_by_text("Ada Lovelace · led by Ada Lovelace").wait_for()
-        await solo.get_by_text("manager", exact=True).wait_for()
+        await solo.get_by_text("The leader, who delegates", exact=True).wait_for()
 
         # Now Bob goes, after the question.
         await bob_row.get_by_role("button", name="Delete agent Bob").click()

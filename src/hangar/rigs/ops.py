@@ -425,6 +425,8 @@ def _pack_views(mgr: RigManager) -> list[PackView]:
             step_index=p.step_index,
             steps=p.steps,
             error=p.error,
+            label=(p.label or p.name)[:1].upper() + (p.label or p.name)[1:],
+            engine=p.engine,
         )
         for p in mgr.backend.packs()
     ]

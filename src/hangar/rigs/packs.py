@@ -39,6 +39,8 @@ class PackStatus:
     step_index: int = 0
     steps: int = 0
     error: str | None = None
+    label: str = ""  # what a person reads ("Chromium browser image"); the name is the cache key
+    engine: str | None = None  # a browser pack's engine
 
 
 def step_numbers(text: str) -> tuple[int, int] | None:

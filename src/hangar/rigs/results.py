@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import RootModel
+from pydantic import Field, RootModel
 
 from hangar.core.types import Timestamp
 from hangar.rigs.model import CloseReason, Phase, Surface
@@ -142,6 +142,8 @@ class PackView(Result):
     step_index: int
     steps: int
     error: str | None
+    label: str = Field(description="what a person reads: Terminal image, Chromium browser image, …")
+    engine: str | None = Field(default=None, description="a browser pack's engine (engine-a, …)")
 
 
 class PackList(Result):

@@ -297,6 +297,8 @@ export type BodySetting = {
   name: string;
   doc: string;
   required: boolean;
+  /** the kind of workspace record the setting names by id (an editor offers them) */
+  refers: ("agent" | "team" | "space" | "repo" | "template") | null;
 };
 
 export type BodyList = {
@@ -620,6 +622,10 @@ export type PackView = {
   stepIndex: number;
   steps: number;
   error: string | null;
+  /** what a person reads: Terminal image, Chromium browser image, … */
+  label: string;
+  /** a browser pack's engine (engine-a, …) */
+  engine: string | null;
 };
 
 /** An enclosure user code runs in (``scope`` names what it runs for, ``pipelineRun:<runId>`` for one): it holds its ceiling, ``memoryMb``, in the budget; ``busy`` while a job runs in it. */
@@ -1237,6 +1243,14 @@ export type DevicesListResult = Array<DeviceView>;
 export type DevicesPairingCodeArgs = Record<string, never>;
 export type DevicesPairingCodeResult = OneTimeCode;
 
+/** Rename one of the caller's own active device credentials (the server owner's credentials from ``hangar admin owner-token`` are the owner's own). A credential issued to an application or an agent may rename only itself. */
+export type DevicesRenameArgs = {
+  deviceId: string;
+  /** 1 to 100 characters, no line breaks */
+  name: string;
+};
+export type DevicesRenameResult = DeviceView;
+
 /** Revoke one of the caller's device credentials; it stops working at once. A credential issued to an application or an agent may revoke only itself (signing out). */
 export type DevicesRevokeArgs = {
   deviceId: string;
@@ -1419,7 +1433,7 @@ export type PipelinesRunsWatchArgs = {
 };
 export type PipelinesRunsWatchResult = RunDetail | RunList;
 
-/** Store a new template (refused with every problem named when it is invalid). */
+/** Store a new template (refused with every problem named when it is invalid, a record it names that the workspace does not hold among them). */
 export type PipelinesTemplatesCreateArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1450,7 +1464,7 @@ export type PipelinesTemplatesListArgs = {
 };
 export type PipelinesTemplatesListResult = TemplateList;
 
-/** Replace a template; runs already started keep the version they started with. */
+/** Replace a template (checked as ``create`` checks it); runs already started keep the version they started with. */
 export type PipelinesTemplatesUpdateArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1459,7 +1473,7 @@ export type PipelinesTemplatesUpdateArgs = {
 };
 export type PipelinesTemplatesUpdateResult = TemplateSaved;
 
-/** Check a template without storing it: its problems and warnings. */
+/** Check a template without storing it: its problems (the records it names among them: an agent, team, space, repo or template this workspace does not hold, or the caller cannot see) and warnings. */
 export type PipelinesTemplatesValidateArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -2118,6 +2132,7 @@ export interface Ops {
   "computer_use": { kind: "mutate"; scope: "workspace"; args: ComputerUseArgs; result: ComputerUseResult };
   "devices.list": { kind: "read"; scope: "server"; args: DevicesListArgs; result: DevicesListResult };
   "devices.pairingCode": { kind: "mutate"; scope: "server"; args: DevicesPairingCodeArgs; result: DevicesPairingCodeResult };
+  "devices.rename": { kind: "mutate"; scope: "server"; args: DevicesRenameArgs; result: DevicesRenameResult };
   "devices.revoke": { kind: "destructive"; scope: "server"; args: DevicesRevokeArgs; result: DevicesRevokeResult };
   "events.list": { kind: "read"; scope: "workspace"; args: EventsListArgs; result: EventsListResult };
   "events.watch": { kind: "watch"; scope: "workspace"; args: EventsWatchArgs; result: EventsWatchResult };
@@ -2264,6 +2279,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "computer_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "devices.list": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "devices.pairingCode": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
+  "devices.rename": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
   "devices.revoke": { kind: "destructive", scope: "server", minRole: "guest", serverOwner: false },
   "events.list": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "events.watch": { kind: "watch", scope: "workspace", minRole: "member", serverOwner: false },
@@ -2384,3 +2400,35 @@ export const ERROR_CODES = [
   "unavailable",
   "internal",
 ] as const;
+
+/** The domain event types the server's parts declare (the wire names; `events.list` shows them). */
+export const EVENT_TYPES = [
+  "agents.reasoningFinished",
+  "agents.reasoningStarted",
+  "agents.runFinished",
+  "agents.runStarted",
+  "agents.textDelta",
+  "agents.toolCallFinished",
+  "agents.toolCallStarted",
+  "agents.turnFinished",
+  "agents.turnStarted",
+  "agents.turnWaiting",
+  "chat.userLinked",
+  "chat.userUnlinked",
+  "identity.memberAdded",
+  "identity.memberRemoved",
+  "identity.memberRoleChanged",
+  "identity.workspaceCreated",
+  "pipeline.runFinished",
+  "pipeline.taskFinished",
+  "rigs.closed",
+  "rigs.controlChanged",
+  "rigs.devDomainChanged",
+  "rigs.reaped",
+  "workspace.messagePosted",
+  "workspace.spaceCreated",
+  "workspace.spaceProvisioningChanged",
+  "workspace.spaceUpdated",
+  "workspace.ticketChanged",
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];

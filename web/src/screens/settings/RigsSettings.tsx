@@ -5,6 +5,8 @@
 import { useEffect, useState, type FormEvent } from "react";
 import type { PackView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
+import { IdDetails } from "../../IdDetails";
+import { engineLabel } from "../../labels";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { ClipboardAccess } from "./ClipboardAccess";
 import { Field, Outcome, useAction, useLoaded } from "./common";
@@ -12,7 +14,7 @@ import { fieldOf, whole } from "./fields";
 
 const IMAGE_KEYS = [
   { key: "rigs.microvm.execImage", label: "Terminal image" },
-  { key: "rigs.microvm.browserImage", label: "Browser image (engine A)" },
+  { key: "rigs.microvm.browserImage", label: `Browser image (${engineLabel("engine-a")})` },
 ] as const;
 
 function HostCheck() {
@@ -110,12 +112,21 @@ function HostCheck() {
   );
 }
 
+/** A pack by the name a person reads ("Chromium browser image"); its cache name and revision are its details. */
 function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string): void; busy: boolean }) {
-  const label = `${pack.surface} image ${pack.revision}`;
+  const label = pack.label || pack.name;
   return (
     <li className="pack">
       <div>
-        <strong>{pack.name}</strong> <span className="hint">({label})</span>
+        <strong>{label}</strong>
+        <IdDetails
+          label="Details"
+          items={[
+            ["Pack", pack.name],
+            ["Revision", pack.revision],
+            ...(pack.engine ? [["Engine", pack.engine] as const] : []),
+          ]}
+        />
       </div>
       {pack.state === "ready" && <span className="badge ok">ready</span>}
       {pack.state === "missing" && <span className="badge">not built</span>}
@@ -123,7 +134,7 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
       {pack.state === "building" && (
         <div className="progress">
           <progress
-            aria-label={`Building ${pack.name}`}
+            aria-label={`Building ${label}`}
             max={pack.steps || undefined}
             value={pack.steps ? pack.stepIndex : undefined}
           />
@@ -137,7 +148,7 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
       )}
       {(pack.state === "missing" || pack.state === "failed") && (
         <button type="button" disabled={busy} onClick={() => onBuild(pack.name)}>
-          {pack.state === "failed" ? `Build ${pack.name} again` : `Build ${pack.name}`}
+          {pack.state === "failed" ? `Build ${label} again` : `Build ${label}`}
         </button>
       )}
     </li>

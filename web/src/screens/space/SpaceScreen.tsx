@@ -280,6 +280,8 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
             workspaceId={workspaceId}
             messages={stream.messages}
             runs={stream.runs}
+            records={stream.records}
+            loadRecord={stream.loadRecord}
             liveRuns={stream.liveRuns}
             olderDone={stream.olderDone}
             loadOlder={stream.loadOlder}

@@ -87,7 +87,7 @@ export function Overview(props: {
           />
         </ul>
       </section>
-      {props.member && <Activity {...props.activity} />}
+      {props.member && <Activity workspaceId={props.workspaceId} {...props.activity} />}
     </>
   );
 }

@@ -5,6 +5,7 @@
  * open while the person moves between sections. */
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { EventView } from "../../generated/ops";
+import { workspaceRoleLabel } from "../../labels";
 import { Link } from "../../Link";
 import {
   navigate,
@@ -128,7 +129,7 @@ export default function WorkspaceHome({ workspaceId, section }: { workspaceId: s
       >
         {workspace && (
           <p className="hint">
-            Your role: <span className="badge">{workspace.role}</span>
+            Your role: <span className="badge">{workspaceRoleLabel(workspace.role)}</span>
           </p>
         )}
       </WorkspaceHeader>

@@ -111,7 +111,9 @@ class EnclosureBackend(RigBackend):
     def packs(self) -> list[PackStatus]:
         views = []
         for recipe in recipes.ALL:
-            pack = PackStatus(recipe.name, recipe.surface, recipe.revision, "missing")
+            pack = PackStatus(
+                recipe.name, recipe.surface, recipe.revision, "missing", label=recipe.label, engine=recipe.engine
+            )
             if pack_ready(self.packs_root, recipe):
                 pack = replace(pack, state="ready")
             elif (step := build_under_way(self.packs_root, recipe)) is not None:
