@@ -13,6 +13,8 @@ watch a rig can neither drop files into it nor open a terminal):
 - Server to client, text: notices ``{"type": "hello", engine, controller, you}``, ``{"type": "viewport",
   width, height}`` (the page's CSS pixels: input coordinates are in these), ``{"type": "control", controller,
   you}``, ``{"type": "readonly", message}`` (input arrived without control and was ignored), ``{"type":
+  "pages", pages: [{pageId, url, title, current, stale}]}`` (the session's pages, the current one marked: sent
+  once read and again when they change, ``pagefeed``; ``url`` and ``title`` are the pages' own), ``{"type":
   "error", code, message}`` (fatal ones close the lane with 4000 + the HTTP status).
 - Client to server, text: ``{"type": "mouse", action: "move"|"down"|"up", x, y, button?}``, ``{"type": "key",
   action: "down"|"up", key}`` (DOM key names), ``{"type": "wheel", x, y, deltaX, deltaY}``, ``{"type": "text",
@@ -51,6 +53,7 @@ from hangar.rigs.engines.session import EngineSession, Frame, MouseButton
 from hangar.rigs.lanes import LaneAccess, authorize, authorize_change
 from hangar.rigs.live import LiveRig
 from hangar.rigs.model import Surface
+from hangar.rigs.pagefeed import following, page_row
 from hangar.rigs.socketlane import credential, fail, guarded
 from hangar.rpc.access import Revocable
 
@@ -458,7 +461,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
         async with mgr.acting(access.ws, live.id, principal, mutating=False, what="live view") as (_l, handle):
             session = handle.browser()
         await mgr.log_action(access.ws, live.id, principal, "liveview.open", {"width": size[0], "height": size[1]})
-        async with watching(live, session, size) as (hub, watcher):
+        async with watching(live, session, size) as (hub, watcher), following(live, session) as feed:
             if hub.viewport is None:
                 await hub.refresh_viewport()
             await _send_json(
@@ -477,6 +480,11 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                         await _send_json(ws, {"type": "viewport", "width": told[0], "height": told[1]})
                     await ws.send_bytes(encode_frame(seq, frame))
                     counts.frames += 1
+
+            async def pump_pages() -> None:
+                async for pages in feed.changes():
+                    await guard.admit()
+                    await _send_json(ws, {"type": "pages", "pages": [page_row(p) for p in pages]})
 
             async def pump_events() -> None:
                 while True:
@@ -518,6 +526,8 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                         live.last_active_at = mgr.app.clock.monotonic()
                         live.last_actor = principal.label
                         await apply_input(session, parsed)
+                        if _may_switch(parsed):
+                            feed.poke()  # a click or a key may have moved the page: the address bar follows
                         counts.count(parsed)
                         if isinstance(parsed, ResizeInput):
                             await hub.refresh_viewport()
@@ -528,6 +538,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                 asyncio.create_task(pump_frames()),
                 asyncio.create_task(pump_events()),
                 asyncio.create_task(pump_input()),
+                asyncio.create_task(pump_pages()),
             ]
             try:
                 ending: set[asyncio.Future[Any]] = {*tasks, guard.ended}

@@ -301,7 +301,7 @@ class UseArgs(RigArgs):
     action: Any = None
 
 
-def _check_surface(table: VerbTable, live: LiveRig | None) -> None:
+def check_surface(table: VerbTable, live: LiveRig | None) -> None:
     if live is not None and live.surface is not table.surface:
         raise Refused(
             f"{table.tool} drives {table.surface.value} rigs; rig {live.id} is a {live.surface.value} rig "
@@ -318,7 +318,7 @@ async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> NoReturn:
         live = await mgr.get_live(ctx.ws, args.rig_id)
     except NotFound:
         live = None
-    _check_surface(table, live)
+    check_surface(table, live)
     if live is not None and not parsed.observation:
         mgr.check_control(live, ctx.principal, f"{table.tool} {parsed.verb.name}")
     if parsed.verb.crossing is not None:
@@ -341,7 +341,7 @@ async def browser_use(ctx: OpContext, args: UseArgs) -> ActionResult:
     carries ``engine``; what the page returns comes fenced as untrusted data."""
     parsed = parse_action(BROWSER_USE, args.action)
     mgr = await guarded(ctx, args.rig_id)
-    _check_surface(BROWSER_USE, await mgr.get_live(ctx.ws, args.rig_id))
+    check_surface(BROWSER_USE, await mgr.get_live(ctx.ws, args.rig_id))
     return ActionResult(await use_browser(mgr, ctx.ws, args.rig_id, parsed, ctx.principal))
 
 
