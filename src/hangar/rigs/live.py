@@ -22,6 +22,7 @@ from hangar.rigs.policy import RigState
 from hangar.rigs.ports import PortForwards
 from hangar.rigs.refusals import RecentRefusals
 from hangar.rigs.results import RigSnapshot
+from hangar.rigs.terminals import KeptTerminals
 
 
 @dataclass(eq=False)
@@ -52,6 +53,7 @@ class LiveRig:
     ended: asyncio.Event = field(default_factory=asyncio.Event)  # set once closed or failed
     watchers: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)  # open watch lanes
     refusals: RecentRefusals = field(default_factory=RecentRefusals)  # what its egress gate refused lately
+    terminals: KeptTerminals = field(default_factory=KeptTerminals)  # people's shells, kept between their lanes
 
     def notify(self, event: dict[str, Any]) -> None:
         """Hand an activity event to every watch lane; a watcher too slow to keep up loses events, not the rig."""
