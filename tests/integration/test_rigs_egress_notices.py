@@ -51,10 +51,20 @@ async def test_a_refused_host_is_told_to_the_rigs_watchers_with_its_rule(tmp_pat
         assert listed[(BLOCKED, "allowlist")]["count"] >= 2  # asked for twice (and per address family)
         await again.close()
 
-        # An admin grants the host: it resolves from then on.
-        await env.call("rig.grantHosts", rigId=rig, hosts=[BLOCKED])
+        # An admin grants the host: it resolves from then on, and its notice is done with (the watchers are told).
+        granted = await env.client.watch("rig.watch", workspace_id=env.ws, rigId=rig)
+        await env.call("rig.grantHosts", rigId=rig, hosts=[f"*.{BLOCKED.split('.', 1)[1]}"])
+        while (event := await granted.next(timeout=30))["type"] != "egressGranted":
+            pass
+        assert event["hosts"] == ["*.example"]
+        await granted.close()
+        after = await env.client.watch("rig.watch", workspace_id=env.ws, rigId=rig)
+        assert [(r["host"], r["rule"]) for r in after.result["egress"]] == [("192.0.2.7:8080", "direct")]
         out = await env.exec(rig, f"curl -sS -m 5 http://{BLOCKED}/ 2>&1 || true")
         assert "Could not resolve host" not in out["stdout"]
+        # The name resolves now, to a host that does not exist: told as such, under its own rule.
+        assert (await egress_event(after, BLOCKED))["rule"] == "unreachable"
+        await after.close()
 
 
 async def test_only_those_who_may_watch_the_rig_hear_of_its_refusals(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { addressOf } from "../src/screens/space/rigs/BrowserBar";
-import { grantHref } from "../src/screens/space/rigs/Egress";
+import { covers, grantHref } from "../src/screens/space/rigs/Egress";
 import { ENGINES, engineLabel } from "../src/screens/space/rigs/engines";
 import { clampSize, loadSplit, MAX_SIZE, MIN_SIZE, SPLIT_KEY } from "../src/screens/space/SplitView";
 
@@ -38,6 +38,13 @@ describe("the address bar", () => {
 describe("egress notices", () => {
   it("link an admin to the rig's grant form with the host filled in", () => {
     expect(grantHref("w 1", "r/2", "a.example")).toBe("/workspaces/w%201/rigs/r%2F2?grant=a.example");
+  });
+
+  it("are done with once a grant covers their host", () => {
+    expect(covers("A.example", "a.example")).toBe(true);
+    expect(covers("*.example", "a.b.example")).toBe(true);
+    expect(covers("*.example", "example")).toBe(false);
+    expect(covers("a.example", "b.a.example")).toBe(false);
   });
 });
 

@@ -273,7 +273,11 @@ class Watcher:
 
 class FrameHub:
     """The one ``frames()`` capture of a rig's engine, fanned out to its watchers. It runs while anyone
-    watches, at the largest size asked for, and restarts when that size changes."""
+    watches, at the largest size asked for, and restarts when that size changes.
+
+    An engine captures one stream at a time, so a capture runs only while it holds ``_engine``: a restart's new
+    capture waits until the one before it has stopped, however many restarts were asked in between (each replaced
+    one leaves without capturing, whether it was waiting or had not begun)."""
 
     def __init__(self, session: EngineSession) -> None:
         self.session = session
@@ -283,6 +287,7 @@ class FrameHub:
         self._seq = 0
         self._size: tuple[int, int] | None = None
         self._pump: asyncio.Task[None] | None = None
+        self._engine = asyncio.Lock()
 
     def join(self, watcher: Watcher) -> None:
         self.watchers.add(watcher)
@@ -311,20 +316,16 @@ class FrameHub:
         if previous is not None:
             _stop(previous)
         if size is not None:
-            self._pump = asyncio.create_task(self._run(size, previous), name="rigs:liveview")
-        else:
-            # Stopping, not stopped: the capture ends when the cancelled task has run its clean-up, which
-            # ``aclose`` (or the next start) waits for; dropping it here would let a new view start a capture
-            # the engine still holds (an engine captures one stream at a time).
-            self._pump = previous
+            self._pump = asyncio.create_task(self._run(size), name="rigs:liveview")
 
     async def refresh_viewport(self) -> None:
         self.viewport = await self.session.viewport()
 
-    async def _run(self, size: tuple[int, int], previous: asyncio.Task[None] | None) -> None:
-        if previous is not None:
-            # An engine captures one stream at a time: the old one must have stopped before this one starts.
-            await asyncio.wait([previous])
+    async def _run(self, size: tuple[int, int]) -> None:
+        async with self._engine:  # the capture before this one has stopped
+            await self._capture(size)
+
+    async def _capture(self, size: tuple[int, int]) -> None:
         frames = self.session.frames(*size)
         dims: tuple[int, int] | None = None
         try:
@@ -353,10 +354,14 @@ class FrameHub:
                     await close()
 
     async def aclose(self) -> None:
+        """Stop capturing; returns once no capture of this hub runs in the engine (a replaced one still stopping
+        included)."""
         if self._pump is not None:
             _stop(self._pump)
             await asyncio.wait([self._pump])
             self._pump = None
+        async with self._engine:
+            pass
 
 
 def _stop(pump: asyncio.Task[None]) -> None:

@@ -21,6 +21,7 @@ from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.browser import use_browser
 from hangar.rigs.consent import CONSENT_OPS, grants_of
+from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
@@ -259,8 +260,11 @@ class GrantArgs(RigArgs):
 async def rig_grant_hosts(ctx: OpContext, args: GrantArgs) -> HostsGranted:
     """Add host names (exact or *.suffix) to one rig's egress allowlist."""
     mgr = await guarded(ctx, args.rig_id)
-    async with mgr.acting(ctx.ws, args.rig_id, ctx.principal, mutating=True, what="rig.grantHosts") as (_l, handle):
+    async with mgr.acting(ctx.ws, args.rig_id, ctx.principal, mutating=True, what="rig.grantHosts") as (live, handle):
         await handle.grant_hosts(args.hosts)
+        granted = validate_patterns(args.hosts)
+        live.refusals.forget_granted(granted)
+        live.notify({"type": "egressGranted", "hosts": sorted(granted)})
     await mgr.log_action(ctx.ws, args.rig_id, ctx.principal, "grantHosts", {"hosts": sorted(args.hosts)})
     await ctx.audit("rig.grantHosts", f"rig:{args.rig_id}", {"hosts": sorted(args.hosts)})
     return HostsGranted(rig_id=args.rig_id, granted=sorted(args.hosts))

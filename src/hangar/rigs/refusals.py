@@ -4,8 +4,9 @@ only "Could not resolve host", so the rig's view names the host and the rule tha
 Each refusal the gate records (``EgressGate.on_refused``) is kept here per host and rule, the latest ``KEPT`` of
 them (the rig's status, ``rig.watch``'s first reply, shows them), and told to the rig's watchers as an ``egress``
 event the first time and again at most every ``REPEAT_S`` while it recurs (a program retrying, a resolver asking
-for each address family, must not flood the view). Only the rig's watchers hear of it: ``rig.watch`` is held to
-membership of the rig's workspace and to a credential's space, like every rig op.
+for each address family, must not flood the view). A grant of the host (``rig.grantHosts``) clears its allowlist
+refusals and tells the watchers (an ``egressGranted`` event). Only the rig's watchers hear of it: ``rig.watch`` is
+held to membership of the rig's workspace and to a credential's space, like every rig op.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from typing import cast, get_args
 
 from hangar.errors import InvalidArgs
-from hangar.rigs.egress.allowlist import validate_pattern
+from hangar.rigs.egress.allowlist import matches, validate_pattern
 from hangar.rigs.egress.gate import EgressEvent
 from hangar.rigs.results import EgressRefusal, EgressRule
 
@@ -70,6 +71,11 @@ class RecentRefusals:
         while len(self._rows) > KEPT:
             self._rows.popitem(last=False)
         return row if due else None
+
+    def forget_granted(self, patterns: frozenset[str]) -> None:
+        """Hosts an admin granted are done with: their allowlist refusals go."""
+        for key in [k for k in self._rows if k[1] == "allowlist" and matches(k[0], patterns)]:
+            del self._rows[key]
 
     def rows(self) -> list[EgressRefusal]:
         return [row for row, _ in self._rows.values()]

@@ -103,8 +103,8 @@ class EgressRefusal(Result):
     on the rig's allowlist, which an admin may extend with ``rig.grantHosts``; ``address``: the name resolves only
     to addresses rigs may not reach; ``port``: only ports 80 and 443 leave a rig; ``direct``: a connection or
     datagram that went around the gate; ``protocol``: no name to check; ``limit``: too many connections at once;
-    ``unreachable``: the host did not answer; ``server``: the rig's door to the server passes only its MCP endpoint), ``reason`` the gate's words, ``count`` how often since it was first
-    told (``at``, the last time)."""
+    ``unreachable``: the host did not answer; ``server``: the rig's door to the server passes only its MCP
+    endpoint), ``reason`` the gate's words, ``count`` how often since it was first told (``at``, the last time)."""
 
     host: str
     kind: str  # dns, http, tls, tcp, udp, server

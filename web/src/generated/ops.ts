@@ -601,7 +601,7 @@ export type ControlState = {
   controller: string | null;
 };
 
-/** A connection the rig's egress gate refused, as people watching the rig are told of it: ``host`` is what the rig asked for (a name, or an address and port), ``rule`` the rule that said no (``allowlist``: the name is not on the rig's allowlist, which an admin may extend with ``rig.grantHosts``; ``address``: the name resolves only to addresses rigs may not reach; ``port``: only ports 80 and 443 leave a rig; ``direct``: a connection or datagram that went around the gate; ``protocol``: no name to check; ``limit``: too many connections at once; ``unreachable``: the host did not answer), ``reason`` the gate's words, ``count`` how often since it was first told (``at``, the last time). */
+/** A connection the rig's egress gate refused, as people watching the rig are told of it: ``host`` is what the rig asked for (a name, or an address and port), ``rule`` the rule that said no (``allowlist``: the name is not on the rig's allowlist, which an admin may extend with ``rig.grantHosts``; ``address``: the name resolves only to addresses rigs may not reach; ``port``: only ports 80 and 443 leave a rig; ``direct``: a connection or datagram that went around the gate; ``protocol``: no name to check; ``limit``: too many connections at once; ``unreachable``: the host did not answer; ``server``: the rig's door to the server passes only its MCP endpoint), ``reason`` the gate's words, ``count`` how often since it was first told (``at``, the last time). */
 export type EgressRefusal = {
   host: string;
   kind: string;

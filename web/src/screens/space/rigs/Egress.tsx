@@ -66,8 +66,22 @@ export function EgressNotices({ workspaceId, rigId, refusals, admin, onDismiss }
   );
 }
 
+/** Whether a granted pattern (an exact name, or `*.suffix`) covers `host`. */
+export function covers(pattern: string, host: string): boolean {
+  const p = pattern.toLowerCase();
+  const h = host.toLowerCase();
+  return p.startsWith("*.") ? h.endsWith(p.slice(1)) : p === h;
+}
+
+interface GrantProps {
+  workspaceId: string;
+  rigId: string;
+  /** The hosts the rig may now reach (its notices about them are done with). */
+  onGranted(hosts: string[]): void;
+}
+
 /** The admin's form: host names (exact, or `*.suffix`) this rig may reach from now on. */
-export function GrantHosts({ workspaceId, rigId }: { workspaceId: string; rigId: string }) {
+export function GrantHosts({ workspaceId, rigId, onGranted }: GrantProps) {
   const client = useRpc();
   const location = useLocation();
   const asked = new URLSearchParams(location.split("?")[1] ?? "").get("grant");
@@ -96,6 +110,7 @@ export function GrantHosts({ workspaceId, rigId }: { workspaceId: string; rigId:
       .then((r) => {
         setDone(r.granted);
         setHosts("");
+        onGranted(r.granted);
       })
       .catch((err: unknown) => setError(err instanceof RpcError ? err.message : String(err)))
       .finally(() => setBusy(false));

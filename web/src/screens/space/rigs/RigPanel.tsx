@@ -6,7 +6,7 @@ import { lazy, Suspense, useCallback, useEffect, useState } from "react";
 import type { EgressRefusal, PortRow, RigRow } from "../../../generated/ops";
 import { RpcError } from "../../../rpc/errors";
 import { useCall, useRpc } from "../../../rpc/hooks";
-import { EgressNotices, GrantHosts } from "./Egress";
+import { covers, EgressNotices, GrantHosts } from "./Egress";
 import { engineLabel } from "./engines";
 import { FileDrop } from "./FileDrop";
 import { portUrl } from "./portLinks";
@@ -77,6 +77,10 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
   const role = workspaces.data?.find((w) => w.id === workspaceId)?.role;
   const admin = role === "admin" || role === "owner";
   const [egress, setEgress] = useState<EgressRefusal[]>([]);
+  // A grant of a host ends its "not on the allowlist" notices (this person's own grant, or another admin's).
+  const forgetGranted = useCallback((hosts: string[]) => {
+    setEgress((list) => list.filter((r) => r.rule !== "allowlist" || !hosts.some((h) => covers(h, r.host))));
+  }, []);
   const [phase, setPhase] = useState(rig.status);
   const [detail, setDetail] = useState(rig.statusDetail);
   const [ports, setPorts] = useState<PortRow[]>([]);
@@ -113,6 +117,8 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
             onChanged(); // the row names the controller
           } else if (e["type"] === "ports") {
             refreshPorts();
+          } else if (e["type"] === "egressGranted" && Array.isArray(e["hosts"])) {
+            forgetGranted(e["hosts"] as string[]);
           } else if (e["type"] === "egress" && e["refusal"]) {
             const told = e["refusal"] as EgressRefusal;
             setEgress((list) => [...list.filter((r) => r.host !== told.host || r.rule !== told.rule), told]);
@@ -122,7 +128,7 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
       },
     );
     return () => handle.close();
-  }, [client, workspaceId, rigId, onChanged, refreshPorts]);
+  }, [client, workspaceId, rigId, onChanged, refreshPorts, forgetGranted]);
 
   const control = (take: boolean) => {
     setBusy(true);
@@ -199,7 +205,11 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
         {admin && (
           <section aria-labelledby={`hosts-${rigId}`}>
             <h2 id={`hosts-${rigId}`}>Hosts this rig may reach</h2>
-            <GrantHosts workspaceId={workspaceId} rigId={rigId} />
+            <GrantHosts
+              workspaceId={workspaceId}
+              rigId={rigId}
+              onGranted={forgetGranted}
+            />
           </section>
         )}
       </div>
