@@ -113,6 +113,9 @@ async def test_the_live_view_shows_changes_fast_and_drives_the_page_in_control(t
         await driven.press("Enter")
         assert await found(env, rig, '#typed[data-entered="hi there"]')
         assert await axe_violations(page) == []
+        dismiss = page.get_by_role("button", name="Dismiss")  # what Chromium asked for on its own is not the subject
+        if await dismiss.count():
+            await dismiss.click()
         await shot(page, "rigs-live-view")
 
         # A file dropped onto the view lands in the rig and the page gets a real drop event where it fell.

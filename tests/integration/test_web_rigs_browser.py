@@ -12,6 +12,8 @@ these views, light and dark, desktop and phone; no console errors."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +77,15 @@ async def at(page: Any, x: int, y: int) -> tuple[float, float]:
     return box["x"] + left + x * scale, box["y"] + top + y * scale
 
 
-async def manual_shot(page: Any, name: str) -> None:
-    """The manual's picture of this screen, at the manual's size, from the top of the page."""
+@contextlib.asynccontextmanager
+async def manual_size(page: Any) -> AsyncIterator[None]:
+    """The page at the manual's picture size, scrolled to its top, while a shot is taken."""
     await page.set_viewport_size({"width": 1280, "height": 800})
     await page.evaluate("window.scrollTo(0, 0)")
-    await shot(page, name)
-    await page.set_viewport_size(DESKTOP)
+    try:
+        yield
+    finally:
+        await page.set_viewport_size(DESKTOP)
 
 
 async def accessible_everywhere(page: Any, exclude: tuple[str, ...] = ()) -> None:
@@ -172,7 +177,8 @@ async def test_a_chromium_rig_opened_by_name_is_driven_through_its_address_bar(t
         assert await current_page(env, rig) == OPENER
         assert await listed.get_by_role("button", name="Switch to Popup page").count() == 1
         await accessible_everywhere(page)
-        await manual_shot(page, "rigs-browser-address-bar")
+        async with manual_size(page):
+            await shot(page, "rigs-browser-address-bar")
 
         # Side by side: the conversation stays beside the rig, and the separator stays where it was put.
         await page.get_by_role("button", name="Side by side").click()
@@ -187,7 +193,8 @@ async def test_a_chromium_rig_opened_by_name_is_driven_through_its_address_bar(t
         left, right = await composer.bounding_box(), await canvas.bounding_box()
         assert left["x"] + left["width"] <= right["x"]  # side by side
         await accessible_everywhere(page)
-        await manual_shot(page, "rigs-side-by-side")
+        async with manual_size(page):
+            await shot(page, "rigs-side-by-side")
         await page.reload()
         await separator.wait_for(timeout=60_000)
         assert await separator.get_attribute("aria-valuenow") == "60"
@@ -274,7 +281,8 @@ async def test_a_terminal_shows_its_recent_output_after_reconnecting(tmp_path: P
         await notice.get_by_text("This rig could not reach not-granted.example").wait_for()
         await notice.get_by_role("link", name="Let this rig reach not-granted.example").wait_for()
         await accessible_everywhere(page, exclude=(XTERM,))
-        await manual_shot(page, "rigs-egress-notice")
+        async with manual_size(page):
+            await shot(page, "rigs-egress-notice")
 
         # Another space's terminal shows nothing of this one.
         other = await env.new_space("elsewhere")
