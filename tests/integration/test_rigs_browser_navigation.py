@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,9 +17,9 @@ import websockets
 
 from hangar.identity import DeviceScope, IdentityService
 from hangar.rigs.fence import unfence
-from tests.integration.rigs_browser_env import BrowserRigs, use
-from tests.integration.rigs_env import RigsEnv, rigs_server
-from tests.support.pages import PageServer, page_server
+from tests.conformance.engine_fixtures import pages_fixture
+from tests.integration.rigs_browser_env import BrowserRigs, site_env_fixture, use
+from tests.integration.rigs_env import RigsEnv
 from tests.support.rpc import RpcClient, RpcError
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.packs("terminal", "engine-a")]
@@ -32,17 +31,8 @@ POPUP = f"http://{SITE}/popup_page.html?via=script"
 GUARD_S = 30.0  # a bound against hangs only
 
 
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def pages() -> AsyncIterator[PageServer]:
-    async with page_server() as server:
-        yield server
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def env(pages: PageServer, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RigsEnv]:
-    overrides = {f"{SITE}:80": ("127.0.0.1", pages.port)}
-    async with rigs_server(tmp_path_factory.mktemp("nav"), overrides=overrides) as running:
-        yield running
+pages = pages_fixture()
+env = site_env_fixture(SITE)
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")

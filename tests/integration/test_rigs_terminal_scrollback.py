@@ -41,6 +41,13 @@ async def read_until(term: websockets.ClientConnection, marker: bytes) -> bytes:
     return seen
 
 
+async def printed(env: RigsEnv, rig: str, command: bytes, marker: bytes, token: str | None = None) -> None:
+    """Open a lane, run ``command`` in its shell until ``marker`` shows, and close the lane."""
+    async with await lane(env, rig, token) as term:
+        await term.send(command + b"\n")
+        await read_until(term, marker)
+
+
 async def first_output(term: websockets.ClientConnection, marker: bytes) -> bytes:
     """What the lane sends from its start until ``marker`` appears (typed after the lane opened)."""
     await term.send(b"echo " + marker[:4] + b"''" + marker[4:] + b"\n")  # the typed line does not hold the marker
@@ -50,9 +57,7 @@ async def first_output(term: websockets.ClientConnection, marker: bytes) -> byte
 async def test_a_reconnected_terminal_shows_its_recent_output_and_the_same_shell(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
-        async with await lane(env, rig) as term:
-            await term.send(b"export KEPT_MARK=still-mine; echo before-$((20+22))\n")
-            await read_until(term, b"before-42")
+        await printed(env, rig, b"export KEPT_MARK=still-mine; echo before-$((20+22))", b"before-42")
         # A new lane of the same person: the recent output first, then the same shell.
         async with await lane(env, rig) as term:
             seen = await first_output(term, b"after-reconnect")
@@ -108,9 +113,7 @@ async def test_a_terminal_nobody_shows_is_closed_after_the_keep_time(tmp_path: P
     clock = FakeClock()
     async with rigs_server(tmp_path, clock=clock, terminal_keep_seconds=300) as env:
         rig = await env.open()
-        async with await lane(env, rig) as term:
-            await term.send(b"export KEPT_MARK=kept; echo first-$((2*3))\n")
-            await read_until(term, b"first-6")
+        await printed(env, rig, b"export KEPT_MARK=kept; echo first-$((2*3))", b"first-6")
         live = env.manager.live(env.ws, rig)
         for _ in range(400):  # the server notices the closed socket on its own time
             if live.lanes == 0:
