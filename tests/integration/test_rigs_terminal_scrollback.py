@@ -81,6 +81,22 @@ async def test_a_reconnected_terminal_shows_its_recent_output_and_the_same_shell
             assert b"before-42" not in seen and b"mark-still-mine" not in seen
 
 
+async def test_lanes_of_one_person_opened_at_once_share_one_shell(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        first, second = await asyncio.gather(lane(env, rig), lane(env, rig))
+        async with first, second:
+            await first.send(b"export SHARED_MARK=one-shell\n")
+            await second.send(b"echo shared-$SHARED_MARK\n")
+            await read_until(second, b"shared-one-shell")
+            await read_until(first, b"shared-one-shell")  # both show what the one shell prints
+        live = env.manager.live(env.ws, rig)
+        kept = live.terminals.get(env.srv.owner_id)
+        assert kept is not None
+        log = await env.manager.store.actions(env.ws, rig)
+        assert sorted(e.details.get("kept", False) for e in log if e.verb == "terminal.open") == [False, True]
+
+
 async def test_the_replay_is_bounded_and_starts_at_a_line(tmp_path: Path) -> None:
     async with rigs_server(tmp_path, terminal_scrollback_bytes=4096) as env:
         rig = await env.open()

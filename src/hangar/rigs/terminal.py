@@ -26,7 +26,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from hangar.errors import HangarError, InvalidArgs
+from hangar.errors import HangarError, InvalidArgs, Refused
 from hangar.rigs.backends.base import Pty
 from hangar.rigs.lanes import LaneAccess, authorize, authorize_change
 from hangar.rigs.socketlane import credential, fail, guarded
@@ -73,14 +73,20 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, guard:
     async with mgr.lane(access.ws, access.live.id) as live:
         async with mgr.acting(access.ws, live.id, principal, mutating=False, what="terminal") as (_l, handle):
             kept = live.terminals.get(me)
+            fresh = False
             if kept is None:
                 pty = await handle.open_pty(cols, rows)
-                kept = KeptTerminal(pty, mgr.app.settings.terminal_scrollback_bytes, mgr.app.clock.monotonic())
-                live.terminals.put(me, kept)
-                opened: dict[str, Any] = {"cols": cols, "rows": rows}
-            else:
-                await kept.pty.resize(cols, rows)
-                opened = {"cols": cols, "rows": rows, "kept": True}
+                kept = live.terminals.get(me)  # another lane of this person's may have opened one meanwhile
+                if kept is None:
+                    kept = KeptTerminal(pty, mgr.app.settings.terminal_scrollback_bytes, mgr.app.clock.monotonic())
+                    live.terminals.put(me, kept)
+                    fresh = True
+                else:
+                    await pty.aclose()  # one shell per person: that one is this lane's too
+            if not fresh:
+                with contextlib.suppress(Refused):  # its shell just exited: the lane ends at once, as it should
+                    await kept.pty.resize(cols, rows)
+        opened: dict[str, Any] = {"cols": cols, "rows": rows} if fresh else {"cols": cols, "rows": rows, "kept": True}
         await mgr.log_action(access.ws, live.id, principal, "terminal.open", opened)
         replay, sink = kept.attach()
 
