@@ -263,6 +263,7 @@ class RigOpener:
             await handle.aclose()
             raise NotFound(f"rig {live.id} was closed while it started")
         live.handle = handle
+        handle.on_egress_refused(live.egress_refused)  # people watching the rig are told what it could not reach
         note = await self.prepare_ready(live, handle)
         if live.surface is Surface.browser:
             await self._open_site_lane(live, handle)

@@ -22,6 +22,7 @@ from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.browser import use_browser
 from hangar.rigs.consent import CONSENT_OPS, grants_of
+from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
@@ -261,8 +262,11 @@ class GrantArgs(RigArgs):
 async def rig_grant_hosts(ctx: OpContext, args: GrantArgs) -> HostsGranted:
     """Add host names (exact or *.suffix) to one rig's egress allowlist."""
     mgr = await guarded(ctx, args.rig_id)
-    async with mgr.acting(ctx.ws, args.rig_id, ctx.principal, mutating=True, what="rig.grantHosts") as (_l, handle):
+    async with mgr.acting(ctx.ws, args.rig_id, ctx.principal, mutating=True, what="rig.grantHosts") as (live, handle):
         await handle.grant_hosts(args.hosts)
+        granted = validate_patterns(args.hosts)
+        live.refusals.forget_granted(granted)
+        live.notify({"type": "egressGranted", "hosts": sorted(granted)})
     await mgr.log_action(ctx.ws, args.rig_id, ctx.principal, "grantHosts", {"hosts": sorted(args.hosts)})
     await ctx.audit("rig.grantHosts", f"rig:{args.rig_id}", {"hosts": sorted(args.hosts)})
     return HostsGranted(rig_id=args.rig_id, granted=sorted(args.hosts))
@@ -303,7 +307,7 @@ class UseArgs(RigArgs):
     action: Any = None
 
 
-def _check_surface(table: VerbTable, live: LiveRig | None) -> None:
+def check_surface(table: VerbTable, live: LiveRig | None) -> None:
     if live is not None and live.surface is not table.surface:
         raise Refused(
             f"{table.tool} drives {table.surface.value} rigs; rig {live.id} is a {live.surface.value} rig "
@@ -320,7 +324,7 @@ async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> NoReturn:
         live = await mgr.get_live(ctx.ws, args.rig_id)
     except NotFound:
         live = None
-    _check_surface(table, live)
+    check_surface(table, live)
     if live is not None and not parsed.observation:
         mgr.check_control(live, ctx.principal, f"{table.tool} {parsed.verb.name}")
     if parsed.verb.crossing is not None:
@@ -343,7 +347,7 @@ async def browser_use(ctx: OpContext, args: UseArgs) -> ActionResult:
     carries ``engine``; what the page returns comes fenced as untrusted data."""
     parsed = parse_action(BROWSER_USE, args.action)
     mgr = await guarded(ctx, args.rig_id)
-    _check_surface(BROWSER_USE, await mgr.get_live(ctx.ws, args.rig_id))
+    check_surface(BROWSER_USE, await mgr.get_live(ctx.ws, args.rig_id))
     return ActionResult(await use_browser(mgr, ctx.ws, args.rig_id, parsed, ctx.principal))
 
 

@@ -570,6 +570,23 @@ export type HostsGranted = {
   granted: Array<string>;
 };
 
+/** One top-level page of a browser rig's session, as its person sees it: ``url`` and ``title`` are the page's own text. ``stale``: the engine cannot read a page it is not on (engine C), so this is what it was when last current. */
+export type PageRow = {
+  pageId: string;
+  url: string;
+  title: string;
+  current: boolean;
+  stale: boolean;
+};
+
+/** What ``rig.navigate`` answers: the session's pages after the move (the current one marked), and the HTTP status of the document a navigation loaded where the engine reports it. */
+export type BrowserPages = {
+  rigId: string;
+  engine: string;
+  status: number | null;
+  pages: Array<PageRow>;
+};
+
 export type RigOpened = {
   rigId: string;
   phase: Phase;
@@ -596,6 +613,17 @@ export type ControlState = {
   controller: string | null;
 };
 
+/** A connection the rig's egress gate refused, as people watching the rig are told of it: ``host`` is what the rig asked for (a name, or an address and port), ``rule`` the rule that said no (``allowlist``: the name is not on the rig's allowlist, which an admin may extend with ``rig.grantHosts``; ``address``: the name resolves only to addresses rigs may not reach; ``port``: only ports 80 and 443 leave a rig; ``direct``: a connection or datagram that went around the gate; ``protocol``: no name to check; ``limit``: too many connections at once; ``unreachable``: the host did not answer; ``server``: the rig's door to the server passes only its MCP endpoint), ``reason`` the gate's words, ``count`` how often since it was first told (``at``, the last time). */
+export type EgressRefusal = {
+  host: string;
+  kind: string;
+  rule: "allowlist" | "address" | "port" | "direct" | "protocol" | "limit" | "unreachable" | "server";
+  reason: string;
+  grantable: boolean;
+  count: number;
+  at: string;
+};
+
 /** The first reply of ``rig.watch``; its activity events follow. */
 export type RigSnapshot = {
   rigId: string;
@@ -604,6 +632,7 @@ export type RigSnapshot = {
   statusDetail: string;
   controller: string | null;
   ports: Array<PortRow>;
+  egress: Array<EgressRefusal>;
 };
 
 export type RigClosed = {
@@ -1631,6 +1660,15 @@ export type RigLiveViewUrlArgs = {
 };
 export type RigLiveViewUrlResult = LaneUrl;
 
+/** Move a browser rig's page as the person holding control: ``{"action": "navigate", "url"}``, ``{"action": "history", "direction": "back"|"forward"}``, ``{"action": "reload"}``, ``{"action": "stop_loading"}`` or ``{"action": "switch_page", "page"}`` (an id the page list gave). Answers the session's pages afterwards. */
+export type RigNavigateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+  action?: unknown;
+};
+export type RigNavigateResult = BrowserPages;
+
 /** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. */
 export type RigOpenArgs = {
   /** The workspace the call acts in. */
@@ -2177,6 +2215,7 @@ export interface Ops {
   "rig.get": { kind: "read"; scope: "workspace"; args: RigGetArgs; result: RigGetResult };
   "rig.grantHosts": { kind: "mutate"; scope: "workspace"; args: RigGrantHostsArgs; result: RigGrantHostsResult };
   "rig.liveViewUrl": { kind: "read"; scope: "workspace"; args: RigLiveViewUrlArgs; result: RigLiveViewUrlResult };
+  "rig.navigate": { kind: "mutate"; scope: "workspace"; args: RigNavigateArgs; result: RigNavigateResult };
   "rig.open": { kind: "mutate"; scope: "workspace"; args: RigOpenArgs; result: RigOpenResult };
   "rig.ports": { kind: "read"; scope: "workspace"; args: RigPortsArgs; result: RigPortsResult };
   "rig.releaseControl": { kind: "mutate"; scope: "workspace"; args: RigReleaseControlArgs; result: RigReleaseControlResult };
@@ -2324,6 +2363,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "rig.get": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.grantHosts": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "rig.liveViewUrl": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.navigate": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.open": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.ports": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.releaseControl": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },

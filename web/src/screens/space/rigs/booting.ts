@@ -6,13 +6,21 @@ import type { RpcClient } from "../../../rpc/client";
 /** How long after `rig.open` is sent the space looks for the rig booting (a warm open answers before). */
 export const BOOT_PEEK_MS = 1500;
 
-/** The space's rig of `surface` that is booting, or null. */
+/** The space's rig of `surface` (and, for a browser, `engine`) that is booting, or null. */
 export async function bootingRig(
   client: RpcClient,
   workspaceId: string,
   spaceId: string,
   surface: string,
+  engine: string | null,
 ): Promise<string | null> {
   const rows = await client.call("rig_list", { workspace_id: workspaceId });
-  return rows.find((r) => r.spaceId === spaceId && r.surface === surface && r.status === "provisioning")?.rigId ?? null;
+  const booting = rows.find(
+    (r) =>
+      r.spaceId === spaceId &&
+      r.surface === surface &&
+      (engine === null || r.engine === engine) &&
+      r.status === "provisioning",
+  );
+  return booting?.rigId ?? null;
 }
