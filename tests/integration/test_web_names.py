@@ -193,13 +193,19 @@ async def test_tickets_the_audit_log_and_activity_name_people_and_records(tmp_pa
         await meta.get_by_text(ticket["id"], exact=True).wait_for()
         assert await axe_violations(page) == []
 
-        # The workspace: roles and modes in words, the activity in words with who and what by name.
-        await page.goto(f"{srv.url}/workspaces/{ws}")
+        # The workspace's sections: roles and modes in words; the overview's activity in words with who and what
+        # by name.
+        await page.goto(f"{srv.url}/workspaces/{ws}/agents")
         await page.get_by_role("list", name="Agents").get_by_text("Chief executive", exact=True).wait_for()
         await page.get_by_role("list", name="Teams").get_by_text("The leader, who delegates").wait_for()
+        assert await axe_violations(page) == []
+        await page.goto(f"{srv.url}/workspaces/{ws}/members")
         members = page.get_by_role("list", name="Members")
+        await members.locator(".badge").first.wait_for()
         assert sorted(await members.locator(".badge").all_inner_texts()) == ["Member", "Owner"]
         await page.get_by_text("Your role:").get_by_text("Owner").wait_for()
+        assert await axe_violations(page) == []
+        await page.goto(f"{srv.url}/workspaces/{ws}")
         activity = page.get_by_role("list", name="Recent events, newest first")
         added = activity.get_by_role("listitem").filter(has_text="Member added")
         await added.get_by_text("Meg · Member").wait_for()
@@ -238,6 +244,7 @@ async def test_tickets_the_audit_log_and_activity_name_people_and_records(tmp_pa
         for path, ready in (
             (f"/workspaces/{ws}/tickets/{ticket['id']}", "Filed by"),
             (f"/workspaces/{ws}", "Workspace created"),
+            (f"/workspaces/{ws}/agents", "Chief executive"),
             (f"/workspaces/{ws}/audit", "tickets.create"),
         ):
             await axe_in_every_look(browser, srv, path, ready)

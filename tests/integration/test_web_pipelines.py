@@ -378,7 +378,13 @@ async def test_a_person_approves_an_approval_gate_by_telling_its_approver(tmp_pa
             fake.script(
                 "approver",
                 text("A person decides this one; tell me their decision."),
-                call("submit_output", {"decision": "approved", "reason": "the person approved: ship it"}),
+                # The approver thinks a while before it submits: the gate (and the monitor's word that the approver
+                # was told) stays up until the decision lands, however soon the dispatch is answered.
+                call(
+                    "submit_output",
+                    {"decision": "approved", "reason": "the person approved: ship it"},
+                    stall_seconds=3,
+                ),
             )
             run_id = (await c.call("pipelines.runs.start", workspace_id=ws, templateId="ship"))["runId"]
 
