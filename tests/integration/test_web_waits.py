@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from playwright.async_api import expect
 
-from tests.integration.test_rigs_packs import TERMINAL
 from tests.integration.test_waits_visible import STEP, agent_run, first_start
 from tests.support.chromium import CHROMIUM
 from tests.support.confined import CLI_AGENT
@@ -63,7 +62,7 @@ async def test_a_first_run_and_a_first_terminal_show_the_image_build_where_peopl
         await shot(space, "space-run-waiting")
 
         # The settings screen shows the build the run started, its step and progress, without a click.
-        building = settings.get_by_role("progressbar", name=f"Building {TERMINAL}")
+        building = settings.get_by_role("progressbar", name="Building Terminal image")
         await building.wait_for()
         await expect(packs.get_by_role("status")).to_have_text(STEP)
         assert (await building.get_attribute("value"), await building.get_attribute("max")) == ("4", "10")
