@@ -108,13 +108,14 @@ def hangar_serve(
 
 @contextlib.contextmanager
 def serve_from_checkout(
-    data_dir: Path, *extra: str, until: str, env: dict[str, str] | None = None
+    data_dir: Path, *extra: str, until: str, env: dict[str, str] | None = None, site: bool = False
 ) -> Iterator[dict[str, str]]:
-    """``hangar serve`` run from the checkout as ``make run`` runs it (here without the website or the pack
-    preparation), and the ``name: value`` lines it printed, by name, read up to the first whose name starts with
-    ``until``; stopped at the end."""
+    """``hangar serve`` run from the checkout as ``make run`` runs it (without the website or the pack preparation
+    unless ``site``: then with both, on a port of the system's choosing), and the ``name: value`` lines it printed,
+    by name, read up to the first whose name starts with ``until``; stopped at the end."""
+    listeners = ["--site-port", "0"] if site else ["--no-site", "--no-prepare-pack"]
     proc = subprocess.Popen(
-        [HANGAR, "serve", "--port", "0", "--no-site", "--no-prepare-pack", "--data-dir", str(data_dir), *extra],
+        [HANGAR, "serve", "--port", "0", *listeners, "--data-dir", str(data_dir), *extra],
         cwd=CHECKOUT, env={**hangar_env(data_dir), **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip

@@ -90,6 +90,16 @@ function show(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
 }
 
+/** A value as the monitor shows it: a box that scrolls when the value is long (or the screen narrow), so it takes
+ * the keyboard's focus and is named, for those who scroll it with the arrow keys. */
+function Shown({ label, value }: { label: string; value: unknown }) {
+  return (
+    <pre tabIndex={0} role="region" aria-label={label}>
+      {show(value)}
+    </pre>
+  );
+}
+
 /** A step's progress as shown in its row: an approval gate's contract is in the Waiting panel instead, and what a
  * shell step waits for before its script starts (`waiting`, `step` of `steps`) has a line of its own. */
 function otherProgress(progress: Record<string, unknown>): Record<string, unknown> | null {
@@ -434,13 +444,15 @@ export function RunMonitor({ workspaceId, runId }: { workspaceId: string; runId:
                         </p>
                       )}
                       {s.progress && <StepWait progress={s.progress} />}
-                      {s.progress && otherProgress(s.progress) && <pre>{show(otherProgress(s.progress))}</pre>}
+                      {s.progress && otherProgress(s.progress) && (
+                        <Shown label={`Progress of ${s.label}`} value={otherProgress(s.progress)} />
+                      )}
                       {out && (
                         <>
                           <p className="hint-inline">
                             Output <code>{out.key}</code>
                           </p>
-                          <pre>{show(out.value)}</pre>
+                          <Shown label={`Output ${out.key} of ${s.label}`} value={out.value} />
                         </>
                       )}
                     </td>
@@ -456,11 +468,11 @@ export function RunMonitor({ workspaceId, runId }: { workspaceId: string; runId:
         <h2 id="state-title">State and payload</h2>
         <details>
           <summary>Pipeline state</summary>
-          <pre>{show(run.state)}</pre>
+          <Shown label="Pipeline state" value={run.state} />
         </details>
         <details>
           <summary>Trigger payload</summary>
-          <pre>{show(run.payload)}</pre>
+          <Shown label="Trigger payload" value={run.payload} />
         </details>
       </section>
     </div>
