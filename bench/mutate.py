@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.mutations import KINDS, MUTATIONS, Mutation  # noqa: E402
 
+PYCACHE = Path(sys.prefix) / "pycache-mutate"  # compiled modules of the copies, kept in the virtualenv
 RUN_TIMEOUT_S = 1800  # one mutation's tests, all told (each test has pytest's own timeout besides)
 FAILED_LINE = re.compile(r"^(FAILED|ERROR) (\S+)", re.MULTILINE)
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed|xpassed)")
@@ -105,11 +107,11 @@ def scratch(rev: str | None) -> Iterator[Path]:
             shutil.rmtree(tree, ignore_errors=True)
 
 
-def test_env(tree: Path) -> dict[str, str]:
+def run_env(tree: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = os.pathsep.join([str(tree / "src"), str(tree)])
-    env["PYTHONPYCACHEPREFIX"] = str(Path(sys.prefix) / "pycache-mutate")
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     env.setdefault("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs"))
     return env
 
@@ -154,12 +156,19 @@ def pytest(tree: Path, nodes: Sequence[str], log: Path, *, first_failure: bool) 
     argv += ["--timeout=600", *(["-x"] if first_failure else []), *nodes]
     started = time.monotonic()
     try:
-        done = subprocess.run(argv, cwd=tree, env=test_env(tree), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        done = subprocess.run(argv, cwd=tree, env=run_env(tree), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
         code, output = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as exc:
         code, output = -1, f"timed out after {RUN_TIMEOUT_S} s\n{exc.stdout or ''}"
     log.write_text(output)
     return Run(code, output, time.monotonic() - started)
+
+
+def forget_compiled(source: Path) -> None:
+    """Remove the compiled forms of ``source`` kept under the pycache prefix the test runs use."""
+    kept = PYCACHE / source.parent.relative_to("/")
+    for compiled in kept.glob(f"{source.stem}.*.pyc"):
+        compiled.unlink(missing_ok=True)
 
 
 def mutated(tree: Path, m: Mutation) -> contextlib.AbstractContextManager[bool]:
@@ -173,14 +182,20 @@ def mutated(tree: Path, m: Mutation) -> contextlib.AbstractContextManager[bool]:
             yield False
             return
         stat = file.stat()
-        file.write_text(original.replace(m.find, m.replace))
-        # A distinct modification time: the compiled module of the original is never taken for this one.
-        os.utime(file, (stat.st_atime, stat.st_mtime + 7))
+        bug = original.replace(m.find, m.replace)
+        # A compiled module is taken as current when its source's size and modification time match: two
+        # mutations of one file may have one size, so each gets a time of its own, and what was compiled is
+        # dropped before and after.
+        offset = 100 + int(hashlib.sha1(bug.encode()).hexdigest(), 16) % 1_000_000
+        forget_compiled(file)
+        file.write_text(bug)
+        os.utime(file, (stat.st_atime, stat.st_mtime + offset))
         try:
             yield True
         finally:
             file.write_text(original)
             os.utime(file, (stat.st_atime, stat.st_mtime))
+            forget_compiled(file)
 
     return apply()
 
@@ -246,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run of the tests")
     parser.add_argument("--logs", type=Path, help="keep each run's pytest output here")
     args = parser.parse_args(argv)
+    # Stopped from outside: the running tests are stopped and the copy removed (``finally`` runs on SystemExit).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     chosen = choose(args.only, args.kind)
     if args.list:
         for m in chosen:

@@ -439,4 +439,14 @@ MUTATIONS: list[Mutation] = [
         "            return None  # type: ignore[return-value]\n",
         ("tests/unit/pipelines/test_store.py::test_tick_waits_for_another_writer_instead_of_failing",),
     ),
+    Mutation(
+        "store-fast-path-waits",
+        "subtle",
+        "31.t",
+        "a tick that finds the lock taken waits for it on the event loop, stalling everything else",
+        "src/hangar/core/sqlite_writer.py",
+        "            self._fast = connect(self._path, busy_ms=0)\n",
+        "            self._fast = connect(self._path, busy_ms=10_000)\n",
+        ("tests/unit/pipelines/test_store.py::test_tick_waits_for_another_writer_instead_of_failing",),
+    ),
 ]
