@@ -3,7 +3,8 @@
 Environment: ``HANGAR_DATA_DIR``, ``HANGAR_PUBLIC_URL``, ``SERVER_WEB_CLIENT_URL``, ``HANGAR_RIG_PACKS_DIR``,
 ``HANGAR_WEB_DIST``, ``HANGAR_TRUSTED_PROXIES``, ``HANGAR_TRUSTED_ORIGINS`` (comma-separated lists), and the limits
 ``HANGAR_MAX_CONNECTIONS``, ``HANGAR_MAX_CONNECTIONS_PER_ADDRESS``, ``HANGAR_REQUEST_HEAD_TIMEOUT``,
-``HANGAR_MCP_SESSIONS_PER_CREDENTIAL``, ``HANGAR_MCP_SESSIONS_PER_USER``, ``HANGAR_MCP_SESSIONS_PER_WORKSPACE``.
+``HANGAR_MCP_SESSIONS_PER_CREDENTIAL``, ``HANGAR_MCP_SESSIONS_PER_USER``, ``HANGAR_MCP_SESSIONS_PER_WORKSPACE``,
+``HANGAR_TERMINAL_SCROLLBACK_BYTES``, ``HANGAR_TERMINAL_KEEP_SECONDS``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from hangar.ports import DEFAULT_PORT, DEFAULT_SITE_PORT
+
+# A rig terminal's recent output, sent first to a lane that attaches to it, and how long a terminal no lane shows
+# is kept running for its person to come back to (``hangar.rigs.terminals``).
+TERMINAL_SCROLLBACK_BYTES = 64 * 1024
+TERMINAL_KEEP_SECONDS = 600.0
 
 
 def default_data_dir() -> Path:
@@ -126,6 +132,19 @@ class Settings(BaseSettings):
         default=MCP_SESSIONS_PER_WORKSPACE,
         ge=1,
         validation_alias=AliasChoices("mcp_sessions_per_workspace", "HANGAR_MCP_SESSIONS_PER_WORKSPACE"),
+    )
+
+    terminal_scrollback_bytes: int = Field(
+        default=TERMINAL_SCROLLBACK_BYTES,
+        ge=0,
+        le=16 * 1024 * 1024,
+        validation_alias=AliasChoices("terminal_scrollback_bytes", "HANGAR_TERMINAL_SCROLLBACK_BYTES"),
+    )
+    terminal_keep_seconds: float = Field(
+        default=TERMINAL_KEEP_SECONDS,
+        ge=0,
+        le=7 * 24 * 3600,
+        validation_alias=AliasChoices("terminal_keep_seconds", "HANGAR_TERMINAL_KEEP_SECONDS"),
     )
 
     @field_validator("trusted_proxies", mode="before")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from hangar.errors import NotFound
 from hangar.rigs.engines.session import EngineSession, PageChange
 from tests.support.images import mean_colour, near
 from tests.support.pages import PageServer
@@ -117,3 +118,39 @@ async def frames_follow_the_new_page(session: EngineSession, pages: PageServer) 
         await asyncio.wait_for(frame_near(WHITE), 10)
     finally:
         await frames.aclose()  # type: ignore[attr-defined]
+
+
+async def the_pages_are_listed_and_one_is_chosen(session: EngineSession, pages: PageServer, reads_others: bool) -> None:
+    """The session lists the pages it follows (the current one marked) and moves to another on request, which is
+    reported as a change; a page it does not know is refused. ``reads_others``: the engine reads a page it is not
+    on (engine C lists it as it was when last current)."""
+    await _on_opener(session, pages)
+    opener, popup = pages.url("/popup_opener.html"), pages.url("/popup_page.html?via=script")
+    assert [c.kind for c in await _changes_after(session, "#script")] == ["opened"]
+    listed = await session.pages()
+    assert [(p.url, p.title, p.current) for p in listed[-2:]] == [
+        (opener, "Popup opener", False),
+        (popup, "Popup page", True),
+    ]
+    assert listed[-1].seen and listed[-2].seen is reads_others
+    back = listed[-2].id
+    page = await session.switch_page(back)
+    assert (page.url, page.title) == (opener, "Popup opener")
+    assert session.take_page_changes() == [PageChange("switched", opener, "Popup opener")]
+    assert (await session.current()).url == opener
+    assert near(await _colour(session), WHITE, 30)  # the stills are of the page chosen
+    assert "Opener page" in (await session.extract("dom")).content
+    listed = await session.pages()
+    assert [(p.id, p.current) for p in listed[-2:]] == [(listed[-2].id, False), (back, True)]
+    assert listed[-2].url == popup  # the page left is listed where it was
+    try:
+        await session.switch_page("no-such-page")
+    except NotFound:
+        pass
+    else:
+        raise AssertionError("a page the session does not know was chosen")
+    # Back to the new page, which closes itself: the session is on the opener again.
+    await session.switch_page(listed[-2].id)
+    assert [c.kind for c in session.take_page_changes()] == ["switched"]
+    assert [c.kind for c in await _changes_after(session, "#close")] == ["closed"]
+    assert (await session.current()).url == opener

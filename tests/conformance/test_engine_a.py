@@ -431,6 +431,10 @@ async def test_the_live_view_follows_the_new_page(s: EngineSession, pages: PageS
     await popup_cases.frames_follow_the_new_page(s, pages)
 
 
+async def test_the_pages_are_listed_and_one_is_chosen(s: EngineSession, pages: PageServer) -> None:
+    await popup_cases.the_pages_are_listed_and_one_is_chosen(s, pages, reads_others=True)
+
+
 def _certificate_pair(directory: Path) -> tuple[Path, Path, Path]:
     """A throw-away CA and a leaf it signed for 127.0.0.1: (ca.pem, leaf.pem, leaf.key)."""
     now = datetime.datetime.now(datetime.UTC)

@@ -116,6 +116,23 @@ async def test_the_capture_follows_the_largest_size_asked_and_restarts_cleanly(s
         await s.set_viewport(1280, 800)
 
 
+async def test_sizes_asked_at_once_leave_no_capture_running(s: EngineSession) -> None:
+    """A view resized many times at once (a layout switched, a separator dragged): each size restarts the capture,
+    some while the engine is still starting the one before. None is left running in the engine, so the last size
+    still gets its frames (Chromium refuses a second screencast of a page: "Screencast is already active")."""
+    async with watching(s, (640, 400)) as (hub, (watcher,)):
+        await asyncio.wait_for(watcher.next(), GUARD_S)
+        for turn in range(40):
+            hub.resize(watcher, (600 + turn * 7, 600 + turn * 7))  # square: the 1280x800 page fits its width
+            for _ in range(turn % 4):
+                await asyncio.sleep(0)  # a restart cancelled at every point of its start
+        last = 600 + 39 * 7
+        while True:
+            _, frame = await asyncio.wait_for(watcher.next(), GUARD_S)  # a refused start ends this with its error
+            if frame.width == last:
+                break
+
+
 async def test_input_reaches_the_page(s: EngineSession) -> None:
     await click(s, 200, 150)
     await until(s, '#count[data-count="1"]')

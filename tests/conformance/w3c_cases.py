@@ -80,6 +80,11 @@ class W3CEngineCases:
     async def test_the_live_view_follows_the_new_page(self, session: EngineSession, pages: PageServer) -> None:
         await popup_cases.frames_follow_the_new_page(session, pages)
 
+    async def test_the_pages_are_listed_and_one_is_chosen(self, session: EngineSession, pages: PageServer) -> None:
+        # Engine B reads every page through BiDi; engine C (classic WebDriver) reads only the window it is on.
+        reads_others = session.engine == "engine-b"
+        await popup_cases.the_pages_are_listed_and_one_is_chosen(session, pages, reads_others)
+
     async def test_a_real_drop_is_refused_naming_the_file_input_way(self, session: EngineSession) -> None:
         with pytest.raises(Unavailable) as err:
             await session.drop_files(["/tmp/hangar-drops/a.txt"], 10, 10)

@@ -1,16 +1,36 @@
-"""What the browser rig modules share over a running ``rigs_server``: one rig per engine opened on first use with
-the module's test site granted, and ``browser_use`` called as the owner (or as another client)."""
+"""What the browser rig modules share over a running ``rigs_server``: the module's server whose rigs reach the
+module's page server under a test site's name, one rig per engine opened on first use with that site granted, and
+``browser_use`` called as the owner (or as another client)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from hangar.rigs.engines.registry import RECIPES
 from tests.integration.rigs_enclosure_env import ready_pack
-from tests.integration.rigs_env import RigsEnv
+from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.support.pages import PageServer
 from tests.support.rpc import RpcClient
+
+
+def site_env_fixture(site: str, *, site_on_pages: bool = False, **settings: Any) -> Any:
+    """``env``: the module's rigs server, whose rigs reach the module's ``pages`` server under ``site`` (port 80);
+    ``site_on_pages``: the page server stands in for the product site too (reached at its loopback origin, a
+    secure context). ``settings`` are the server's."""
+
+    @pytest_asyncio.fixture(loop_scope="module", scope="module")
+    async def env(pages: PageServer, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RigsEnv]:
+        overrides = {f"{site}:80": ("127.0.0.1", pages.port)}
+        if site_on_pages:
+            settings["site_port"] = pages.port
+        async with rigs_server(tmp_path_factory.mktemp("rigs"), overrides=overrides, **settings) as running:
+            yield running
+
+    return env
 
 
 class BrowserRigs:

@@ -87,7 +87,8 @@ async def test_prompt_agent_failures_fail_the_step(tmp_path: Path) -> None:
         fake.script("p2", Reply(status=503))
         snap = await pipes.run(template(step), {"sp": space["id"]})
         assert snap["status"] == "failed"
-        assert "ended failed: the model endpoint answered HTTP 503" in snap["steps"]["ask"]["error"]
+        error = snap["steps"]["ask"]["error"]
+        assert error.startswith("the run of agent 'Ada' ended failed: the model endpoint answered HTTP 503"), error
 
         fake.script("p2", text("no tool for you"))
         snap = await pipes.run(template(step), {"sp": space["id"]})

@@ -480,9 +480,10 @@ QUIET_S = 10.0  # unsilenced, each engine asks for its vendor's services within 
 
 
 async def test_idle_engines_ask_the_network_for_nothing(env: RigsEnv) -> None:
-    """Engines A and B, fresh, on a page with a sign-in form and then idle, ask the gate for no name: their
-    vendors' services (search preconnects, autofill queries, push check-ins, remote settings) are switched off
-    in their recipes, so a rig's egress log holds only what its pages and agents asked for."""
+    """Engines A and B, fresh, on a page with a sign-in form typed into and then idle, ask the gate for no name:
+    their vendors' services (search preconnects, autofill queries, push check-ins, remote settings, spelling
+    dictionaries) are switched off in their recipes, so a rig's egress log holds only what its pages and agents
+    asked for (and a notice of a refusal in the rig's view is about them)."""
     opened: dict[str, str] = {}
     try:
         for engine in ("engine-a", "engine-b"):
@@ -495,6 +496,9 @@ async def test_idle_engines_ask_the_network_for_nothing(env: RigsEnv) -> None:
             await env.call("rig.grantHosts", rigId=reply["rigId"], hosts=[SITE])
             page = await use(env, reply["rigId"], action="navigate", url=f"http://{SITE}/bq-form.html")
             assert page["status"] == 200
+            # Typing into a field is no call for the network either (engine A's spell checker would fetch a
+            # dictionary from redirector.gvt1.com).
+            await use(env, reply["rigId"], action="type", selector="#city", text="Helo wrold, speling ")
         await asyncio.sleep(QUIET_S)
         for engine, rig in opened.items():
             live = env.manager.live(env.ws, rig)

@@ -13,7 +13,6 @@ import asyncio
 import base64
 import json
 import struct
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -25,10 +24,11 @@ from hangar.core.clock import FakeClock
 from hangar.identity import DeviceScope, IdentityService
 from hangar.rigs.fence import unfence
 from hangar.rigs.signing import LaneSigner
-from tests.integration.rigs_browser_env import BrowserRigs, use
-from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.conformance.engine_fixtures import pages_fixture
+from tests.integration.rigs_browser_env import BrowserRigs, site_env_fixture, use
+from tests.integration.rigs_env import RigsEnv
 from tests.support.images import decoded_size, mean_colour, near, solid_jpeg, solid_png
-from tests.support.pages import PageServer, page_server
+from tests.support.pages import PageServer
 from tests.support.rpc import RpcClient, RpcError
 
 pytestmark = [
@@ -44,21 +44,10 @@ GUARD_S = 30.0  # a bound against hangs only
 CLOCK = FakeClock()
 
 
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def pages() -> AsyncIterator[PageServer]:
-    async with page_server() as server:
-        yield server
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def env(pages: PageServer, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RigsEnv]:
-    overrides = {f"{SITE}:80": ("127.0.0.1", pages.port)}
-    # The page server stands in for the product site too, which a browser rig reaches at its own loopback origin
-    # (``LOOPBACK``): a secure context, where the page has a clipboard.
-    async with rigs_server(
-        tmp_path_factory.mktemp("lanes"), clock=CLOCK, overrides=overrides, site_port=pages.port
-    ) as running:
-        yield running
+pages = pages_fixture()
+# The page server stands in for the product site too, which a browser rig reaches at its own loopback origin
+# (``LOOPBACK``): a secure context, where the page has a clipboard.
+env = site_env_fixture(SITE, site_on_pages=True, clock=CLOCK)
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -144,8 +133,11 @@ async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Browser
     async with websockets.connect(await live_url(env, rig, query="&w=640&h=640"), additional_headers=headers) as v:
         hello = await next_text(v, "hello")
         assert hello["engine"] == "engine-a" and hello["controller"] is None
-        # The page's size comes before the first frame: input coordinates are in its CSS pixels.
+        # The page's size comes before the first frame: input coordinates are in its CSS pixels. (The page list,
+        # read apart from the frames, may come at any point.)
         notice = await asyncio.wait_for(v.recv(), GUARD_S)
+        while isinstance(notice, str) and json.loads(notice)["type"] == "pages":
+            notice = await asyncio.wait_for(v.recv(), GUARD_S)
         assert isinstance(notice, str) and json.loads(notice) == {"type": "viewport", "width": 1280, "height": 800}
         seq, width, height, ms, jpeg = await next_frame(v)
         assert jpeg.startswith(JPEG) and (width, height) == (640, 400) and ms > 0

@@ -192,6 +192,7 @@ async def test_a_watch_lane_streams_activity_and_pins_the_rig(tmp_path: Path) ->
             "statusDetail": "",
             "controller": None,
             "ports": [],
+            "egress": [],
         }
         await env.exec(rig, "echo watched")
         assert await watch.next() == {"type": "exec", "by": f"user:{env.srv.owner_id}", "command": "echo watched"}

@@ -92,6 +92,8 @@ async def test_a_pack_build_shows_its_step_then_ends_ready(tmp_path: Path, monke
             "stepIndex": 0,
             "steps": 0,
             "error": None,
+            "label": "Terminal image",
+            "engine": None,
         }
         started = await c.call("rigs.buildPack", name=TERMINAL)
         assert [p["state"] for p in started] == ["building", "missing", "missing", "missing"]
@@ -139,6 +141,15 @@ async def test_a_browser_pack_builds_on_its_own(tmp_path: Path, monkeypatch: pyt
         fake.finish()
         ready = await wait_for_state(c, "ready", name=BROWSER_A)
         assert ready["surface"] == "browser" and ready["revision"] == "audio-v1-engine-a"
+        # Named for people (the pack's name is a cache key): the browser, not the engine's wire value.
+        assert (ready["label"], ready["engine"]) == ("Chromium browser image", "engine-a")
+        labels = {p["engine"]: p["label"] for p in await c.call("rigs.packs")}
+        assert labels == {
+            None: "Terminal image",
+            "engine-a": "Chromium browser image",
+            "engine-b": "Firefox browser image",
+            "engine-c": "WebKit browser image",
+        }
         assert (packs / BROWSER_A / ".hangar-pack.json").is_file()
         assert (await pack_named(c))["state"] == "missing"  # packs are never shared
 
@@ -164,7 +175,7 @@ async def test_a_browser_rigs_first_boot_builds_its_pack_and_may_reach_the_archi
                 not (rows := await c.call("rig_list", workspace_id=ws)) or "downloading" not in rows[0]["statusDetail"]
             ):
                 await asyncio.sleep(0.05)
-        assert rows[0]["statusDetail"] == "engine-a browser image: downloading packages (4/10)"
+        assert rows[0]["statusDetail"] == "Chromium browser image: downloading packages (4/10)"
         (spec,) = specs
         assert spec.engine == "engine-a" and spec.display == (1280, 800)
         assert spec.allow_hosts == mirror_hosts() and spec.allow_hosts  # the archives, and nothing else

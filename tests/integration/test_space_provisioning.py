@@ -56,12 +56,17 @@ def with_setup_script(origin: Path, script: str) -> None:
 
 
 async def steps_of(client: RpcClient, ws: str, space_id: str) -> list[tuple[str, str | None, str | None]]:
+    """The space's setup steps, without what a setup script said it waited for (its enclosure's boot, told only
+    when slow: a busy host's) nor the step said again once that wait was over."""
     events = await client.call("events.list", workspace_id=ws, types=[PROVISIONING])
-    return [
-        (e["payload"]["state"], e["payload"].get("step"), e["payload"].get("detail"))
-        for e in events
-        if e["payload"]["space_id"] == space_id
-    ]
+    steps: list[tuple[str, str | None, str | None]] = []
+    for e in events:
+        p = e["payload"]
+        step = (p["state"], p.get("step"), p.get("detail"))
+        if p["space_id"] != space_id or ": waiting for " in (step[2] or "") or (steps and steps[-1] == step):
+            continue
+        steps.append(step)
+    return steps
 
 
 async def space_titled(client: RpcClient, ws: str, title: str) -> dict[str, Any]:

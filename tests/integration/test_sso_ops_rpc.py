@@ -29,6 +29,7 @@ OPS_AND_ARGS: list[tuple[str, dict[str, Any]]] = [
     ("sso.getConfig", {"kind": "saml"}),
     ("sso.saveConfig", {"kind": "oidc", "config": {"groupsClaim": "roles"}}),
     ("sso.status", {}),
+    ("sso.endpoints", {}),
     ("sso.testConnection", {"kind": "oidc"}),
     ("sso.spMetadata", {"origin": "https://hangar.example.com"}),
     ("sso.setPairingEnabled", {"enabled": True}),

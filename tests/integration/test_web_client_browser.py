@@ -177,7 +177,7 @@ async def test_the_client_reconnects_after_a_server_restart_and_its_watch_resume
             async with RpcClient(srv.ws_url, token) as c:
                 await c.call("spaces.create", workspace_id=ws, title="before")
             activity = page.get_by_role("list", name="Recent events, newest first")
-            await activity.get_by_text("workspace.spaceCreated").first.wait_for()
+            await activity.get_by_text("Space created").first.wait_for()
             assert await activity.get_by_role("listitem").count() >= 1
             before = await activity.get_by_role("listitem").count()
         await status.filter(has_text="Reconnecting").wait_for()

@@ -53,8 +53,9 @@ async def test_shortcuts_open_their_list_and_navigate_the_current_workspace(tmp_
         await page.keyboard.press("a")
         await page.get_by_role("heading", name="Audit log and events").wait_for()
         assert page.url == f"{srv.url}/workspaces/{ws}/audit"
-        await page.keyboard.press("/")
         action = page.get_by_role("textbox", name="Action")
+        await action.wait_for()  # the filter renders after the heading; `/` focuses what is there
+        await page.keyboard.press("/")
         assert await action.evaluate("el => el === document.activeElement")
         await page.keyboard.type("g h?")
         assert await action.input_value() == "g h?"

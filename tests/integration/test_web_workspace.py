@@ -40,6 +40,13 @@ async def no_violations(page: Any, where: str) -> None:
     assert await axe_violations(page) == [], where
 
 
+async def open_section(page: Any, name: str) -> None:
+    """Follow the workspace navigation's link to a section; its link then says it is the current page."""
+    link = page.get_by_role("navigation", name="Workspace").get_by_role("link", name=name, exact=True)
+    await link.click()
+    await expect(link).to_have_attribute("aria-current", "page")
+
+
 async def reload_lands_again(page: Any, heading: str) -> None:
     """A deep link: the same screen comes back after a full reload."""
     url = page.url
@@ -70,6 +77,8 @@ async def test_workspace_screens_end_to_end(tmp_path: Path, dist: Path) -> None:
         ws = match.group(1)
         await no_violations(page, "workspace home, empty")
 
+        await open_section(page, "Spaces")
+        assert page.url == f"{srv.url}/workspaces/{ws}/spaces"
         await spaces(page)
         await tickets(page, srv, ws)
         await agents_and_teams(page, srv, ws)
@@ -88,7 +97,7 @@ async def spaces(page: Any) -> None:
     listed = page.get_by_role("list", name="Spaces")
     await listed.get_by_role("link", name="Release prep").wait_for()
     row = listed.get_by_role("listitem").filter(has_text="Release prep")
-    assert "plan" in await row.inner_text() and "standard" in await row.inner_text()
+    assert "Plan" in await row.inner_text() and "Conversation" in await row.inner_text()
 
     # A hidden space stays out of the list until asked for.
     await new.get_by_role("textbox", name="Title").fill("Pipeline scratch")
@@ -121,6 +130,7 @@ async def spaces(page: Any) -> None:
 
 
 async def tickets(page: Any, srv: RunningServer, ws: str) -> None:
+    await open_section(page, "Tickets")
     await page.get_by_text("File a ticket", exact=True).click()
     form = page.get_by_role("form", name="File ticket")
     await form.get_by_role("textbox", name="Title").fill("Ship 1.2")
@@ -160,11 +170,13 @@ async def tickets(page: Any, srv: RunningServer, ws: str) -> None:
     await page.get_by_role("link", name="Ship 1.2").wait_for()  # its parent
     await page.get_by_role("link", name="Orbit").click()
     await page.get_by_role("heading", name="Orbit", exact=True).wait_for()
+    await open_section(page, "Tickets")
     on_board = page.get_by_role("list", name="Sub-tickets of Ship 1.2")
     await on_board.get_by_role("link", name="Tag the release").wait_for()
 
 
 async def agents_and_teams(page: Any, srv: RunningServer, ws: str) -> None:
+    await open_section(page, "Agents and teams")
     await page.get_by_text("Create an agent", exact=True).click()
     form = page.get_by_role("form", name="New agent")
     await form.get_by_role("textbox", name="Name").fill("Scout")
@@ -198,11 +210,21 @@ async def agents_and_teams(page: Any, srv: RunningServer, ws: str) -> None:
     crew = page.get_by_role("list", name="Teams").get_by_role("listitem").filter(has_text="Crew")
     await crew.get_by_text("led by Scout", exact=False).wait_for()
     await no_violations(page, "agents and teams")
+    await shot(page, "workspace-agents")
+
+    # The overview counts what each section holds, with a link to it.
+    await open_section(page, "Overview")
+    sections = page.get_by_role("list", name="Sections of this workspace")
+    await sections.get_by_role("listitem").filter(has_text="2 agents, 1 team").wait_for()
+    await sections.get_by_role("listitem").filter(has_text="3 tickets, 3 unfinished").wait_for()
+    await page.get_by_role("list", name="Recent events, newest first").wait_for()
+    await no_violations(page, "overview")
     await shot(page, "workspace-home")
 
 
 async def invite(page: Any, srv: RunningServer, ws: str) -> str:
     """An invite made in the browser shows its code once; the code really joins a person, who then appears."""
+    await open_section(page, "Members")
     form = page.get_by_role("form", name="Invite someone")
     await form.get_by_role("combobox", name="Role of the invited person").select_option("member")
     await form.get_by_role("button", name="Create invite code").click()
@@ -262,6 +284,7 @@ async def settings(page: Any, srv: RunningServer, ws: str, dana: str) -> None:
 async def read_only_refuses(page: Any) -> None:
     await page.get_by_role("link", name="Workspace home").click()
     await page.get_by_role("heading", name="Orbit", exact=True).wait_for()
+    await open_section(page, "Spaces")
     new = page.get_by_role("form", name="New space")
     await new.get_by_role("textbox", name="Title").fill("Not now")
     await new.get_by_role("button", name="Create space").click()
@@ -319,7 +342,11 @@ async def audit(page: Any, srv: RunningServer, ws: str) -> None:
     await types.get_by_role("textbox", name="Event types (comma-separated)").fill("workspace.spaceCreated")
     await types.get_by_role("button", name="Apply filter").click()
     await expect(events.get_by_role("listitem")).to_have_count(2)
-    assert await events.locator("code").all_inner_texts() == ["workspace.spaceCreated"] * 2
+    # In words, the wire name on hover and in each event's details.
+    assert await events.locator(".event-label").all_inner_texts() == ["Space created"] * 2
+    assert await events.locator(".event-label").first.get_attribute("title") == "workspace.spaceCreated"
+    types_shown = await events.locator("li[data-type]").evaluate_all("els => els.map(e => e.dataset.type)")
+    assert types_shown == ["workspace.spaceCreated"] * 2
     await no_violations(page, "domain events")
 
 
@@ -337,6 +364,11 @@ async def test_workspace_screens_at_phone_width_in_the_dark(tmp_path: Path, dist
         await connect_with_code(page, srv)
         for path, heading in (
             (f"/workspaces/{ws}", "Narrow"),
+            (f"/workspaces/{ws}/spaces", "Narrow"),
+            (f"/workspaces/{ws}/tickets", "Narrow"),
+            (f"/workspaces/{ws}/agents", "Narrow"),
+            (f"/workspaces/{ws}/repos", "Narrow"),
+            (f"/workspaces/{ws}/members", "Narrow"),
             (f"/workspaces/{ws}/tickets/{parent['id']}", "Parent ticket"),
             (f"/settings/workspaces/{ws}", "Settings of Narrow"),
             (f"/workspaces/{ws}/audit", "Audit log and events"),

@@ -51,7 +51,7 @@ async def test_agents_and_teams_are_edited_and_deleted(tmp_path: Path, dist: Pat
                 "agents.create", workspace_id=ws, name="Bob", adapter={"type": "command", "argv": ["bob-cli"]}
             )
             await c.call("teams.create", workspace_id=ws, name="Pair", memberIds=[ada["id"], bob["id"]])
-        page, console = await open_signed_in(browser, f"{srv.url}/workspaces/{ws}", srv.owner_token)
+        page, console = await open_signed_in(browser, f"{srv.url}/workspaces/{ws}/agents", srv.owner_token)
         await row(page, "Agents", "Ada").wait_for()
 
         # Edit Ada: everything the form shows, and a replacement key.
@@ -112,7 +112,7 @@ async def test_agents_and_teams_are_edited_and_deleted(tmp_path: Path, dist: Pat
         await team.get_by_role("button", name="Save team").click()
         solo = row(page, "Teams", "Solo")
         await solo.get_by_text("Ada Lovelace · led by Ada Lovelace").wait_for()
-        await solo.get_by_text("manager", exact=True).wait_for()
+        await solo.get_by_text("The leader, who delegates", exact=True).wait_for()
 
         # Now Bob goes, after the question.
         await bob_row.get_by_role("button", name="Delete agent Bob").click()
@@ -142,7 +142,7 @@ async def test_worktrees_are_checked_out_released_and_swept(tmp_path: Path, dist
             build = (await c.call("spaces.create", workspace_id=ws, title="Build"))["id"]
             old = (await c.call("spaces.create", workspace_id=ws, title="Old work"))["id"]
             ticket = (await c.call("tickets.create", workspace_id=ws, title="Fix the login"))["id"]
-        page, console = await open_signed_in(browser, f"{srv.url}/workspaces/{ws}", srv.owner_token)
+        page, console = await open_signed_in(browser, f"{srv.url}/workspaces/{ws}/repos", srv.owner_token)
 
         # Register the repository from its path on the server.
         await page.get_by_text("Register a repository", exact=True).click()

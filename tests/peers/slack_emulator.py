@@ -545,13 +545,14 @@ class SlackEmulator:
 
 @contextlib.asynccontextmanager
 async def running_slack(
-    clock: Clock | None = None, emulator: SlackEmulator | None = None
+    clock: Clock | None = None, emulator: SlackEmulator | None = None, *, port: int = 0
 ) -> AsyncIterator[SlackEmulator]:
-    """Serve a ``SlackEmulator`` (``emulator``, else a new one on ``clock``) on an ephemeral loopback port;
+    """Serve a ``SlackEmulator`` (``emulator``, else a new one on ``clock``) on a loopback port (``port``, else an
+    ephemeral one: a test that brings the provider back where a server was told it is passes the port);
     ``api_url`` is its Web API base."""
     fake = emulator or SlackEmulator(clock)
     config = uvicorn.Config(
-        fake.app(), host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="websockets-sansio"
+        fake.app(), host="127.0.0.1", port=port, log_level="warning", lifespan="off", ws="websockets-sansio"
     )
     server = uvicorn.Server(config)
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]

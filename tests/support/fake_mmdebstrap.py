@@ -7,6 +7,11 @@ into the new root while it works), then waits until the test creates ``release``
 way for as long as it needs), unmounts, finishes the target directory, and the script exits with ``exit_code``.
 ``processes`` finds both processes on the host (a stopped build must take its child with it) and ``mounts`` any
 mount of a build's left where the host sees it.
+
+Given a ``template`` (a pack built for real: the tests' shared one), a successful build fills the target with hard
+links to the template's files (no copy, and nothing of the template is written: its marker is left out), so what
+boots from the stand-in's pack is a real root filesystem: a test can watch a first build step by step and then
+see the rig, the shell step or the command agent that waited for it run.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from hangar.rigs.image.pack import MARKER
 
 _SCRIPT = """#!{python}
 import os, pathlib, subprocess, sys, time
@@ -39,7 +46,12 @@ if worker == 0:
     if code:
         print("E: the mirror answered 404", flush=True)
         os._exit(code)
-    (target / "bin").mkdir()
+    template = {template!r}
+    if template:
+        subprocess.run(["cp", "-al", template + "/.", str(target)], check=True)
+        (target / {marker!r}).unlink()  # a link to the template's own: the build writes its marker afresh
+    else:
+        (target / "bin").mkdir()
     os._exit(0)
 os.read(ready_r, 1)  # the step is announced once the worker is at it, as a test that sees it expects
 print("I: downloading packages...", flush=True)
@@ -60,6 +72,10 @@ class FakeMmdebstrap:
         staged = self.release_file.with_name(self.release_file.name + ".new")
         staged.write_text(str(exit_code))
         staged.replace(self.release_file)
+
+    def hold(self) -> None:
+        """Builds from now on wait at "downloading packages" again until ``finish``."""
+        self.release_file.unlink(missing_ok=True)
 
     @property
     def script(self) -> Path:
@@ -84,13 +100,20 @@ class FakeMmdebstrap:
         return found
 
 
-def install_fake_mmdebstrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeMmdebstrap:
-    """Put the fake first on ``PATH`` (for this process and the builds it spawns)."""
+def install_fake_mmdebstrap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, template: Path | None = None
+) -> FakeMmdebstrap:
+    """Put the fake first on ``PATH`` (for this process and the builds it spawns); with ``template`` its builds
+    end in hard links to that pack's files."""
     bin_dir = tmp_path / "fake-bin"
     bin_dir.mkdir()
     release = tmp_path / "fake-mmdebstrap-release"
     script = bin_dir / "mmdebstrap"
-    script.write_text(_SCRIPT.format(python=sys.executable, release=str(release)))
+    script.write_text(
+        _SCRIPT.format(
+            python=sys.executable, release=str(release), template=str(template) if template else "", marker=MARKER
+        )
+    )
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     return FakeMmdebstrap(release)

@@ -3,6 +3,7 @@
 import { lazy, Suspense, useCallback, useEffect, useState } from "react";
 import { RpcClient, rpcUrlFor } from "./rpc/client";
 import { RpcContext, useCall, useConnectionState, useRpc } from "./rpc/hooks";
+import { HeaderMenu } from "./HeaderMenu";
 import { Link } from "./Link";
 import { markFirstRender } from "./perf";
 import type { Route } from "./router";
@@ -50,21 +51,23 @@ function Header({ onSignOut }: { onSignOut(deviceId: string | null): void }) {
         <span className="dot" aria-hidden="true" />
         {STATE_TEXT[state]}
       </p>
-      <p className="me">
-        {me.data && (
-          <>
-            <span className="name">{me.data.displayName}</span>
-            {me.data.isServerOwner && <span className="badge">server owner</span>}
-          </>
-        )}
-      </p>
-      <nav className="settings-links" aria-label="Settings">
-        <Link href="/settings/devices">Devices</Link>
-        {me.data?.isServerOwner && <Link href="/settings/server/sso">Server settings</Link>}
-      </nav>
-      <button type="button" className="secondary" onClick={() => onSignOut(me.data?.deviceId ?? null)}>
-        Sign out
-      </button>
+      <HeaderMenu>
+        <p className="me">
+          {me.data && (
+            <>
+              <span className="name">{me.data.displayName}</span>
+              {me.data.isServerOwner && <span className="badge">server owner</span>}
+            </>
+          )}
+        </p>
+        <nav className="settings-links" aria-label="Settings">
+          <Link href="/settings/devices">Devices</Link>
+          {me.data?.isServerOwner && <Link href="/settings/server/sso">Server settings</Link>}
+        </nav>
+        <button type="button" className="secondary" onClick={() => onSignOut(me.data?.deviceId ?? null)}>
+          Sign out
+        </button>
+      </HeaderMenu>
     </header>
   );
 }
@@ -73,7 +76,7 @@ function Screen({ route }: { route: Route }) {
   useEffect(() => markFirstRender(), []);
   switch (route.name) {
     case "workspace":
-      return <WorkspaceHome workspaceId={route.workspaceId} />;
+      return <WorkspaceHome workspaceId={route.workspaceId} section={route.section} />;
     case "ticket":
       return <TicketPage workspaceId={route.workspaceId} ticketId={route.ticketId} />;
     case "workspaceSettings":

@@ -5,7 +5,7 @@ import { useSyncExternalStore } from "react";
 export type Route =
   | { name: "connect"; next: string | null }
   | { name: "home" }
-  | { name: "workspace"; workspaceId: string }
+  | { name: "workspace"; workspaceId: string; section: WorkspaceSection }
   | { name: "ticket"; workspaceId: string; ticketId: string }
   | { name: "audit"; workspaceId: string }
   | { name: "workspaceSettings"; workspaceId: string }
@@ -17,7 +17,12 @@ export type Route =
   | { name: "rig"; workspaceId: string; rigId: string }
   | { name: "notFound"; path: string };
 
-const WORKSPACE = /^\/workspaces\/([^/]+)\/?$/;
+/** The sections of a workspace's home, each at its own path: `/workspaces/<id>` is the overview, the others
+ * `/workspaces/<id>/<section>` (beside section 9's `/workspaces/<id>/spaces/<spaceId>` and
+ * `/workspaces/<id>/tickets/<ticketId>`, which stay the space and the ticket). */
+export const WORKSPACE_SECTIONS = ["overview", "spaces", "tickets", "agents", "repos", "members"] as const;
+export type WorkspaceSection = (typeof WORKSPACE_SECTIONS)[number];
+const WORKSPACE = /^\/workspaces\/([^/]+)(?:\/(spaces|tickets|agents|repos|members))?\/?$/;
 const TICKET = /^\/workspaces\/([^/]+)\/tickets\/([^/]+)\/?$/;
 const AUDIT = /^\/workspaces\/([^/]+)\/audit\/?$/;
 const WORKSPACE_SETTINGS = /^\/settings\/workspaces\/([^/]+)\/?$/;
@@ -50,7 +55,10 @@ export function parseRoute(pathname: string, search = ""): Route {
   if (pathname === "/settings/devices" || pathname === "/settings/devices/") return { name: "devices" };
   try {
     const ws = WORKSPACE.exec(pathname);
-    if (ws?.[1]) return { name: "workspace", workspaceId: decodeURIComponent(ws[1]) };
+    if (ws?.[1]) {
+      const section = (ws[2] as WorkspaceSection | undefined) ?? "overview";
+      return { name: "workspace", workspaceId: decodeURIComponent(ws[1]), section };
+    }
     const ticket = TICKET.exec(pathname);
     if (ticket?.[1] && ticket[2]) {
       return { name: "ticket", workspaceId: decodeURIComponent(ticket[1]), ticketId: decodeURIComponent(ticket[2]) };
@@ -89,6 +97,10 @@ export function rigPath(workspaceId: string, rigId: string): string {
 
 export function workspacePath(workspaceId: string): string {
   return `/workspaces/${encodeURIComponent(workspaceId)}`;
+}
+
+export function workspaceSectionPath(workspaceId: string, section: WorkspaceSection): string {
+  return section === "overview" ? workspacePath(workspaceId) : `${workspacePath(workspaceId)}/${section}`;
 }
 
 export function ticketPath(workspaceId: string, ticketId: string): string {

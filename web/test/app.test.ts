@@ -7,8 +7,8 @@ describe("routes", () => {
   it("parses the section 9 paths this client knows", () => {
     expect(parseRoute("/")).toEqual({ name: "home" });
     expect(parseRoute("/connect", "?next=%2Fworkspaces%2Fw1")).toEqual({ name: "connect", next: "/workspaces/w1" });
-    expect(parseRoute("/workspaces/w%201")).toEqual({ name: "workspace", workspaceId: "w 1" });
-    expect(parseRoute("/workspaces/w1/")).toEqual({ name: "workspace", workspaceId: "w1" });
+    expect(parseRoute("/workspaces/w%201")).toEqual({ name: "workspace", workspaceId: "w 1", section: "overview" });
+    expect(parseRoute("/workspaces/w1/")).toEqual({ name: "workspace", workspaceId: "w1", section: "overview" });
     expect(parseRoute("/nowhere")).toEqual({ name: "notFound", path: "/nowhere" });
     expect(workspacePath("a/b")).toBe("/workspaces/a%2Fb");
   });

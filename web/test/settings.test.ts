@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseRoute } from "../src/router";
 import { RpcError } from "../src/rpc/errors";
-import { configOf, fieldOf, formOf, whole } from "../src/screens/settings/fields";
+import { configOf, fieldOf, formOf, rowsFor, whole } from "../src/screens/settings/fields";
 
 const SAML = {
   enabled: false,
@@ -28,6 +28,7 @@ const OIDC = {
   issuer: "https://idp.example.com",
   clientId: "hangar",
   groupsClaim: "groups",
+  scopes: "openid email",
   clientSecretPresent: true,
 };
 
@@ -88,7 +89,33 @@ describe("the connection record as a form", () => {
       issuer: "https://idp.example.com",
       clientId: "hangar",
       groupsClaim: "groups",
+      scopes: "openid email",
     });
+  });
+  it("shows the saved scopes and sends them as typed (the server says what is wrong with them)", () => {
+    expect(formOf(OIDC).scopes).toBe("openid email");
+    expect(formOf(SAML).scopes).toBe("openid email profile");
+    expect(configOf("oidc", { ...formOf(OIDC), scopes: "email" })["scopes"]).toBe("email");
+    expect("scopes" in configOf("saml", formOf(SAML))).toBe(false);
+  });
+  it("gives the identity provider the server's values, never this page's address", () => {
+    const endpoints = {
+      origin: "https://hangar.example.com",
+      originSource: "publicUrl" as const,
+      samlEntityId: "urn:pinned",
+      samlAcsUrl: "https://hangar.example.com/saml/acs",
+      samlMetadataUrl: "https://hangar.example.com/saml/metadata",
+      oidcRedirectUri: "https://hangar.example.com/oidc/callback",
+      scimBaseUrl: "https://hangar.example.com/scim/v2",
+    };
+    const values = (kind: "saml" | "oidc" | "scim") => rowsFor(kind, endpoints).map((r) => [r.label, r.value]);
+    expect(values("saml")).toEqual([
+      ["ACS URL", "https://hangar.example.com/saml/acs"],
+      ["Entity ID", "urn:pinned"],
+      ["Metadata URL", "https://hangar.example.com/saml/metadata"],
+    ]);
+    expect(values("oidc")).toEqual([["Redirect URI", "https://hangar.example.com/oidc/callback"]]);
+    expect(values("scim")).toEqual([["SCIM base URL", "https://hangar.example.com/scim/v2"]]);
   });
   it("keeps group rows being typed and drops empty ones", () => {
     const form = { ...formOf(SAML), groups: [{ group: "ops", role: "guest" }, { group: " ", role: "" }] };

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import type { TicketView } from "../src/generated/ops";
-import { auditPath, parseRoute, spacePath, ticketPath, workspaceSettingsPath } from "../src/router";
+import {
+  auditPath,
+  parseRoute,
+  spacePath,
+  ticketPath,
+  WORKSPACE_SECTIONS,
+  workspaceSectionPath,
+  workspaceSettingsPath,
+} from "../src/router";
 import { argvOf } from "../src/screens/workspace/Agents";
 import { auditArgs, instant } from "../src/screens/workspace/AuditPage";
 import { boardOf } from "../src/screens/workspace/tickets";
@@ -18,11 +26,28 @@ describe("workspace routes", () => {
     expect(parseRoute("/settings/workspaces/w1/")).toEqual({ name: "workspaceSettings", workspaceId: "w1" });
     expect(parseRoute(auditPath("w1"))).toEqual({ name: "audit", workspaceId: "w1" });
     expect(spacePath("w1", "s1")).toBe("/workspaces/w1/spaces/s1");
-    expect(parseRoute("/workspaces/w1/tickets/")).toEqual({ name: "notFound", path: "/workspaces/w1/tickets/" });
     expect(parseRoute("/workspaces/w1/tickets/%E0%A4%A")).toEqual({
       name: "notFound",
       path: "/workspaces/w1/tickets/%E0%A4%A",
     });
+  });
+});
+
+describe("workspace sections", () => {
+  it("each section has its own path, and section 9's paths keep their screens", () => {
+    for (const section of WORKSPACE_SECTIONS) {
+      const path = workspaceSectionPath("w 1", section);
+      expect(parseRoute(path)).toEqual({ name: "workspace", workspaceId: "w 1", section });
+      expect(parseRoute(`${path}/`)).toEqual({ name: "workspace", workspaceId: "w 1", section });
+    }
+    expect(workspaceSectionPath("w1", "overview")).toBe("/workspaces/w1");
+    expect(workspaceSectionPath("w1", "agents")).toBe("/workspaces/w1/agents");
+    expect(parseRoute("/workspaces/w1/tickets/t1")).toEqual({ name: "ticket", workspaceId: "w1", ticketId: "t1" });
+    expect(parseRoute("/workspaces/w1/spaces/s1")).toEqual({ name: "space", workspaceId: "w1", spaceId: "s1" });
+    expect(parseRoute("/workspaces/w1/pipelines")).toEqual({ name: "pipelines", workspaceId: "w1" });
+    expect(parseRoute("/workspaces/w1/audit")).toEqual({ name: "audit", workspaceId: "w1" });
+    expect(parseRoute("/workspaces/w1/overview")).toEqual({ name: "notFound", path: "/workspaces/w1/overview" });
+    expect(parseRoute("/workspaces/w1/teams")).toEqual({ name: "notFound", path: "/workspaces/w1/teams" });
   });
 });
 

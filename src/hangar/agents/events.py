@@ -5,6 +5,9 @@ A run is a sequence of turns; a turn is one model round trip (or one command exe
 streamed reply (reasoning, text, tool calls), and the tool results fed back for the next turn. Every event names
 its run, agent, space and turn number. ``TurnFinished.outcome`` is ``ok``, ``failed``, ``interrupted`` or
 ``turnLimit``; ``RunFinished.outcome`` is the outcome of the run's last turn.
+
+A turn that runs a program (a command agent's) may wait before the program starts: ``TurnWaiting`` says for what,
+step by step (the terminal image's build, the enclosure's boot), and its last one has ``waiting`` false.
 """
 
 from __future__ import annotations
@@ -41,6 +44,19 @@ class RunStarted(RunEvent):
 class TurnStarted(RunEvent):
     type = "agents.turnStarted"
     turn: int
+
+
+class TurnWaiting(RunEvent):
+    """The turn waits before its program can start: ``text`` says for what ("terminal image: downloading packages
+    (4/10)", "starting the enclosure"), ``step`` of ``steps`` when the wait counts its steps (else 0 of 0). The
+    last event of a wait has ``waiting`` false: the program starts."""
+
+    type = "agents.turnWaiting"
+    turn: int
+    text: str
+    step: int = 0
+    steps: int = 0
+    waiting: bool = True
 
 
 class ReasoningStarted(RunEvent):
@@ -98,6 +114,7 @@ class RunFinished(RunEvent):
 AGENT_EVENTS: tuple[type[DomainEvent], ...] = (
     RunStarted,
     TurnStarted,
+    TurnWaiting,
     ReasoningStarted,
     ReasoningFinished,
     ToolCallStarted,

@@ -15,6 +15,7 @@ from hangar.agents.config import OpenAIAdapter
 from hangar.agents.product_tools import RunProductTools
 from hangar.agents.service import Agent
 from hangar.agents.tools import OutputHolder, RunToolbox
+from hangar.core.confine import Wait
 from hangar.core.events import DomainEvent, StoredEvent
 from hangar.workspace import Author, SpaceService
 
@@ -143,6 +144,13 @@ class LiveRun:
     async def turn_started(self, turn: int) -> None:
         self.open_turn, self.turns = turn, turn
         self._emit(ev.TurnStarted(**self._ids, turn=turn))
+
+    async def waiting(self, turn: int, wait: Wait) -> None:
+        self._emit(
+            ev.TurnWaiting(
+                **self._ids, turn=turn, text=wait.text, step=wait.step, steps=wait.steps, waiting=not wait.over
+            )
+        )
 
     async def reasoning_started(self, turn: int) -> None:
         self._emit(ev.ReasoningStarted(**self._ids, turn=turn))

@@ -3,6 +3,9 @@
 The registry does not know how a connection dials: a factory (the provider's transport, injected when the part is
 made) builds one from stored credentials and returns it running. Without a factory nothing dials, and the status
 says so (``error``, "no transport") instead of claiming to be ``connecting``.
+
+A connection that cannot get through says why: its last failure (the network's or the provider's words, with when)
+and when it tries next, so a status never reads ``connecting`` for minutes with nothing said.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal, Protocol
 
 from hangar.identity import Workspace
@@ -19,6 +24,15 @@ log = logging.getLogger(__name__)
 ConnectionState = Literal["disconnected", "connecting", "connected", "error"]
 NO_TRANSPORT = "no transport"
 START_FAILED = "the connection could not start; see the server log"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An attempt to reach the provider that failed: what the network or the provider said (never a token), and
+    when."""
+
+    message: str
+    at: datetime
 
 
 class ChatConnection(Protocol):
@@ -34,6 +48,14 @@ class ChatConnection(Protocol):
     @property
     def streaming_available(self) -> bool:
         """False once the provider refused streaming on this connection."""
+
+    @property
+    def last_error(self) -> Failure | None:
+        """The last failure since the connection was last up (None while it is up or never failed)."""
+
+    @property
+    def next_retry_at(self) -> datetime | None:
+        """When the next attempt is due; None while one is under way, when up, or when no retry will come."""
 
     async def stop(self) -> None: ...
 
@@ -59,6 +81,14 @@ class Idle:
     @property
     def streaming_available(self) -> bool:
         return False
+
+    @property
+    def last_error(self) -> Failure | None:
+        return None
+
+    @property
+    def next_retry_at(self) -> datetime | None:
+        return None
 
     async def stop(self) -> None:
         return None

@@ -5,6 +5,8 @@ Layout (``<dataDir>/<workspaceId>/``):
     chat_credentials/                  directory, 0700
     chat_credentials/<provider>.json   the provider's tokens, 0600, written atomically
     chat_credentials/<provider>_setup.json   a guided setup not finished yet (the created app's id...), 0600
+    chat_credentials/<provider>_failure.json the connection's last failure (message and time, no token), kept
+                                       so a restarted server still says what was wrong until its first attempt
 
 They live in the workspace's directory rather than in its database or the server's ``secrets.json`` so that a
 deleted workspace takes its tokens with it, and an export or backup of the database carries none.
@@ -24,9 +26,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hangar.chat.connections import Failure
 from hangar.chat.descriptor import CHAT_PROVIDER, DESCRIPTORS, descriptor_for
 from hangar.core.datadir import DataDir
 from hangar.core.fileio import write_private_atomic
@@ -92,6 +96,7 @@ class CredentialFiles:
         """Forget the provider's credentials and any unfinished setup."""
         self._remove(self._path(workspace, provider))
         self._remove(self._path(workspace, provider, "_setup"))
+        self._remove(self._path(workspace, provider, "_failure"))
 
     # -- guided setup ----------------------------------------------------------------------------------------
 
@@ -103,6 +108,23 @@ class CredentialFiles:
 
     def delete_setup(self, workspace: Workspace, provider: str) -> None:
         self._remove(self._path(workspace, provider, "_setup"))
+
+    # -- the connection's last failure -------------------------------------------------------------------------
+
+    def read_failure(self, workspace: Workspace, provider: str) -> Failure | None:
+        data = self._read(self._path(workspace, provider, "_failure"))
+        try:
+            return None if data is None else Failure(str(data["message"]), datetime.fromisoformat(str(data["at"])))
+        except (KeyError, ValueError):
+            return None
+
+    def write_failure(self, workspace: Workspace, provider: str, failure: Failure | None) -> None:
+        """Keep the last failure (None: the connection is up again, nothing to keep)."""
+        path = self._path(workspace, provider, "_failure")
+        if failure is None:
+            self._remove(path)
+        else:
+            self._write(path, workspace, {"message": failure.message, "at": failure.at.isoformat()})
 
     # -- legacy layout ---------------------------------------------------------------------------------------
 

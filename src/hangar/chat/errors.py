@@ -7,6 +7,8 @@ what a person reads and never carries a token.
 
 from __future__ import annotations
 
+import re
+
 from hangar.errors import Unavailable
 
 # A credential the provider will keep refusing until someone pastes new ones: the connection stops retrying.
@@ -25,6 +27,21 @@ TERMINAL_CODES: frozenset[str] = frozenset(
 
 # The transport could not get an answer at all (connection refused, reset, timed out, a 5xx).
 TRANSPORT_CODE = "transport_error"
+
+REASON_MAX = 300  # characters of a network failure's own text kept in a message
+# Slack's tokens (xoxb-, xapp-, xoxe-, xoxp-...) and what follows a URL's path (a socket URL carries a one-use
+# ticket in its query): neither reaches a message.
+_TOKEN = re.compile(r"\bx[a-z]{1,4}-[A-Za-z0-9-]+")
+_URL_TAIL = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s?#]*)[?#]\S*", re.IGNORECASE)
+
+
+def network_reason(error: BaseException) -> str:
+    """What a failure to reach the provider says, for a person and the log: the exception's kind and its own
+    text ("ClientConnectorError: Cannot connect to host ..."), with any token and any URL's query taken out."""
+    text = " ".join(str(error).split())
+    text = _URL_TAIL.sub(r"\1", _TOKEN.sub("[redacted]", text))
+    kind = type(error).__name__
+    return f"{kind}: {text}"[:REASON_MAX] if text else kind
 
 
 class ChatProviderError(Unavailable):

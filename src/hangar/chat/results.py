@@ -38,19 +38,40 @@ class CapabilitiesView(Result):
     max_stream_chunk_length: int
 
 
+class ChatFailure(Result):
+    """A failed attempt to reach the provider: what the network or the provider said (never a token), and when."""
+
+    message: str
+    at: Timestamp
+
+
 class ChatStatus(Result):
     provider: str
     state: State
     error: str | None = omitted_when_none()
     streaming_available: bool
+    last_error: ChatFailure | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="The last failure since the connection was last up (kept across a restart until the new "
+        "process's first attempt answers); absent while it is up or never failed",
+    )
+    next_retry_at: Timestamp | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="When the next attempt is due; absent while one is under way, when connected, or in error",
+    )
 
     @classmethod
     def of(cls, status: ConnectionStatus) -> ChatStatus:
+        failure = status.last_error
         return cls(
             provider=status.provider,
             state=status.state,
             error=status.error,
             streaming_available=status.streaming_available,
+            last_error=None if failure is None else ChatFailure(message=failure.message, at=failure.at),
+            next_retry_at=status.next_retry_at,
         )
 
 

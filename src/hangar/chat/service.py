@@ -3,6 +3,11 @@
 Tokens travel one way: ``connect`` takes them, writes them to the workspace's credential file and hands them to
 the connection; nothing here returns them (``status`` reports state, the provider's error and whether streaming
 works). The transport reads them through ``credentials`` when it needs them again (the lead's app management).
+
+The status also says what is wrong while the connection cannot get through: its last failure and when it tries
+next. A failure is kept beside the credentials (``CredentialFiles.write_failure``), so after a restart the status
+still shows it, with no next time, while the new process's first attempt is under way; that attempt's outcome
+replaces it (another failure) or clears it (connected).
 """
 
 from __future__ import annotations
@@ -10,9 +15,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from hangar.chat.connections import ConnectionRegistry, ConnectionState
+from hangar.chat.connections import ConnectionRegistry, ConnectionState, Failure
 from hangar.chat.credentials import CredentialFiles
 from hangar.chat.descriptor import DESCRIPTORS, descriptor_for, validate_credentials
 from hangar.chat.links import LinkCodes, UserLinks
@@ -35,6 +41,8 @@ class ConnectionStatus:
     state: ConnectionState
     error: str | None
     streaming_available: bool
+    last_error: Failure | None = None
+    next_retry_at: datetime | None = None
 
 
 class ChatService:
@@ -62,9 +70,18 @@ class ChatService:
             return ConnectionStatus(provider, "disconnected", None, False)
         conn = self.registry.get(workspace.id, provider)
         if conn is None:
-            return ConnectionStatus(provider, "error", NOT_RUNNING, False)
+            return ConnectionStatus(
+                provider, "error", NOT_RUNNING, False, last_error=self.files.read_failure(workspace, provider)
+            )
         state = conn.state
-        return ConnectionStatus(provider, state, conn.error if state == "error" else None, conn.streaming_available)
+        return ConnectionStatus(
+            provider,
+            state,
+            conn.error if state == "error" else None,
+            conn.streaming_available,
+            last_error=conn.last_error,
+            next_retry_at=conn.next_retry_at,
+        )
 
     async def connect(self, workspace: Workspace, provider: str, raw: Mapping[str, Any]) -> ConnectionStatus:
         """Check and store the submitted credentials, then restart the workspace's connection with them."""

@@ -18,10 +18,20 @@ admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_h
 
 
 @admin_app.command("owner-token")
-def owner_token(data_dir: DataDirOpt = None) -> None:
+def owner_token(
+    data_dir: DataDirOpt = None,
+    name: Annotated[
+        str, typer.Option("--name", help="The device's name in the owner's list of devices (at most 100 characters)")
+    ] = "owner-token",
+) -> None:
     """Print a new device credential for the server owner, creating the owner on first use."""
+    from hangar.identity.devices import device_name
     from hangar.server.context_factory import open_context
 
+    try:
+        name = device_name(name, field="")
+    except InvalidArgs as exc:
+        raise typer.BadParameter(exc.message, param_hint="--name") from None
     settings = settings_from(data_dir=data_dir)
 
     async def run() -> str:
@@ -30,7 +40,7 @@ def owner_token(data_dir: DataDirOpt = None) -> None:
 
         async with open_context(settings, parts=[IDENTITY_PART]) as ctx:
             owner = await ctx.service(IdentityService).ensure_server_owner()
-            return await ctx.service(IdentityService).issue_device(owner.id, "owner-token")
+            return await ctx.service(IdentityService).issue_device(owner.id, name)
 
     typer.echo(asyncio.run(run()))
 

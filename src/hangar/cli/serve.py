@@ -94,7 +94,12 @@ def serve(
     from hangar.server.app import build_server
     from hangar.server.connections import ConnectionGuard, ConnectionLimits
     from hangar.server.listeners import Listener, run_listeners
+    from hangar.server.logs import configure_server_log
 
+    try:
+        configure_server_log()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     # The rigs need to know where the website is (it is on every browser rig's allowlist): pass it on.
     settings = settings_from(
         host=host, port=port, data_dir=data_dir, public_url=public_url, web_client_url=web_client_url,

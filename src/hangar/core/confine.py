@@ -9,6 +9,13 @@ finishes; an agent run and a setup script each get one of their own (``run_alone
 a scope each job is contained: whatever it leaves running (a background job, a double fork, a new session) is
 killed when it exits.
 
+A job may have to wait before its program starts: for the enclosure's image to be built (a first start: minutes)
+or for its enclosure to boot. The confinement tells the caller what it waits for, step by step (``on_wait``:
+"terminal image: downloading packages (4/10)", "starting the enclosure"), so the run can say so where people look
+(an agent run's turn, a shell step's progress) instead of looking busy; the last report of a wait has ``over``
+set, when the program is about to start. A job that starts at once (its enclosure is up, or comes up within a
+moment) hears nothing.
+
 Where the host cannot build enclosures, user code is refused with a sentence naming what is missing. A server
 owner who runs a single-person install may switch on trusted host execution (``hangar admin trusted-host-exec
 on``, off by default, said loudly at every server start): then ``HostExecution`` runs user code on the host
@@ -56,6 +63,21 @@ DRAIN_AFTER_EXIT_S = 0.2  # once a program exited, its output is read until it p
 HOST_ENV_KEPT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ")
 
 OnOutput = Callable[[bytes], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Wait:
+    """What a job waits for before its program starts: ``text`` for people ("terminal image: downloading packages
+    (4/10)"), ``step`` of ``steps`` when the wait counts them (0 of 0 when it does not), and ``over`` on the last
+    report of the wait (the program starts now)."""
+
+    text: str
+    step: int = 0
+    steps: int = 0
+    over: bool = False
+
+
+OnWait = Callable[[Wait], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -140,9 +162,12 @@ class Confinement:
         """Where a job's ``files`` and ``results`` are, as the program sees them."""
         return self.workdir_seen(scope)
 
-    async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
+    async def run(
+        self, scope: Scope, job: Job, on_stdout: OnOutput | None = None, on_wait: OnWait | None = None
+    ) -> ExecResult:
         """Run ``job`` in ``scope``'s working directory. What it leaves running is killed when it exits;
-        cancelling the call kills the program and all it started."""
+        cancelling the call kills the program and all it started. ``on_wait`` hears what the job waits for before
+        the program starts (an image build, a boot), in order; a failing listener never fails the job."""
         raise Unavailable(f"{job.argv[0]} cannot run: {self.unavailable_reason()}")
 
     async def release(self, key: str) -> None:
@@ -152,10 +177,16 @@ class Confinement:
         """Free every scope (server stop)."""
 
 
-async def run_alone(confinement: Confinement, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
+async def run_alone(
+    confinement: Confinement,
+    scope: Scope,
+    job: Job,
+    on_stdout: OnOutput | None = None,
+    on_wait: OnWait | None = None,
+) -> ExecResult:
     """Run ``job`` in a scope no other job uses, and free the scope when it ends, however it ends."""
     try:
-        return await confinement.run(scope, job, on_stdout)
+        return await confinement.run(scope, job, on_stdout, on_wait)
     finally:
         await confinement.release(scope.key)
 
@@ -233,7 +264,10 @@ class HostExecution(Confinement):
     def workdir_seen(self, scope: Scope) -> str:
         return str(scope.workdir)
 
-    async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
+    async def run(
+        self, scope: Scope, job: Job, on_stdout: OnOutput | None = None, on_wait: OnWait | None = None
+    ) -> ExecResult:
+        # Nothing to wait for on the host: the program starts at once.
         env = {k: os.environ[k] for k in HOST_ENV_KEPT if k in os.environ}
         env.update(job.env)
         if job.call_back is not None:

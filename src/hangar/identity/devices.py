@@ -8,6 +8,7 @@ rotation applies the same checks of holder and session policy, since a renewed t
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -25,6 +26,25 @@ from hangar.identity.server_settings import ServerSettings
 from hangar.identity.users import Users
 
 WHOLE_HOLDER = DeviceScope()  # a credential that reaches whatever its holder may do
+
+# The longest device name a person may give (at pairing, in a rename, ``hangar admin owner-token --name``): a
+# name is read in a list of devices, not a description. Names the server gives itself stay within the column.
+MAX_DEVICE_NAME = 100
+
+
+def device_name(raw: str, *, field: str = "name") -> str:
+    """A device name a person typed, trimmed: 1 to ``MAX_DEVICE_NAME`` characters, no control characters (a line
+    break or an escape sequence would break every list and log line that shows it)."""
+    name = raw.strip()
+    if not name:
+        raise InvalidArgs("a device name cannot be empty", field=field)
+    if len(name) > MAX_DEVICE_NAME:
+        raise InvalidArgs(
+            f"a device name is at most {MAX_DEVICE_NAME} characters; this one has {len(name)}", field=field
+        )
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        raise InvalidArgs("a device name cannot hold control characters (line breaks, tabs)", field=field)
+    return name
 
 
 def device_from_row(row: Any) -> Device:
@@ -142,6 +162,22 @@ class Devices:
         async with self._db.connect() as conn:
             rows = (await conn.execute(q)).all()
         return [device_from_row(r) for r in rows]
+
+    async def rename_device(self, user_id: str, device_id: str, name: str) -> tuple[str, Device]:
+        """Rename one of ``user_id``'s own active devices (not an agent's they sponsor) to ``name`` (already checked
+        with ``device_name``); answers the old name and the device as it is now."""
+        mine = sa.and_(
+            t.devices.c.id == device_id,
+            t.devices.c.user_id == user_id,
+            t.devices.c.agent_id.is_(None),
+            t.devices.c.revoked_at.is_(None),
+        )
+        async with self._db.begin() as conn:
+            row = (await conn.execute(sa.select(t.devices).where(mine))).first()
+            if row is None:
+                raise NotFound(f"deviceId: {device_id} is not an active device of yours")
+            await conn.execute(sa.update(t.devices).where(mine).values(name=name))
+        return row.name, replace(self._uses.latest(device_from_row(row)), name=name)
 
     async def revoke_device(self, user_id: str, device_id: str) -> None:
         async with self._db.begin() as conn:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from pydantic import Field
 
 import hangar
@@ -15,8 +17,9 @@ from hangar.identity.creation import (
     create_workspace,
     workspace_creators,
 )
+from hangar.identity.devices import MAX_DEVICE_NAME, device_name
 from hangar.identity.events import MemberRemoved, MemberRoleChanged
-from hangar.identity.models import Workspace
+from hangar.identity.models import Device, Workspace
 from hangar.identity.pairing import Pairing
 from hangar.identity.results import (
     DeviceRef,
@@ -36,6 +39,8 @@ from hangar.identity.results import (
 from hangar.identity.service import IdentityService
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, op
+
+log = logging.getLogger(__name__)
 
 RoleName = str
 
@@ -171,25 +176,45 @@ async def members_remove(ctx: OpContext, args: RemoveArgs) -> UserRef:
     return UserRef(user_id=args.user_id)
 
 
+def _device_view(ctx: OpContext, d: Device) -> DeviceView:
+    return DeviceView(
+        id=d.id,
+        name=d.name,
+        created_at=d.created_at,
+        last_used_at=d.last_used_at,
+        revoked_at=d.revoked_at,
+        current=d.id == ctx.principal.device_id,
+        workspace_id=d.scope.workspace_id,
+        read_only=d.scope.read_only,
+        expires_at=d.scope.expires_at,
+        oauth_client_id=d.scope.client_id,
+        space_id=d.scope.space_id,
+    )
+
+
 @op("devices.list", kind="read", scope="server")
 async def devices_list(ctx: OpContext, args: NoArgs) -> list[DeviceView]:
     """The caller's device credentials (never the tokens), with last use and revocation."""
-    return [
-        DeviceView(
-            id=d.id,
-            name=d.name,
-            created_at=d.created_at,
-            last_used_at=d.last_used_at,
-            revoked_at=d.revoked_at,
-            current=d.id == ctx.principal.device_id,
-            workspace_id=d.scope.workspace_id,
-            read_only=d.scope.read_only,
-            expires_at=d.scope.expires_at,
-            oauth_client_id=d.scope.client_id,
-            space_id=d.scope.space_id,
-        )
-        for d in await ctx.app.service(IdentityService).list_devices(ctx.principal.user_id)
-    ]
+    return [_device_view(ctx, d) for d in await ctx.app.service(IdentityService).list_devices(ctx.principal.user_id)]
+
+
+class RenameArgs(Args):
+    device_id: str = Field(min_length=1)
+    name: str = Field(description=f"1 to {MAX_DEVICE_NAME} characters, no line breaks")
+
+
+@op("devices.rename", kind="mutate", scope="server")
+async def devices_rename(ctx: OpContext, args: RenameArgs) -> DeviceView:
+    """Rename one of the caller's own active device credentials (the server owner's credentials from ``hangar
+    admin owner-token`` are the owner's own). A credential issued to an application or an agent may rename only
+    itself."""
+    if ctx.principal.delegated and args.device_id != ctx.principal.device_id:
+        raise Forbidden("a credential issued to an application or an agent may rename only itself")
+    name = device_name(args.name)
+    old, device = await ctx.app.service(IdentityService).rename_device(ctx.principal.user_id, args.device_id, name)
+    # Devices belong to the server, not to a workspace, so the record of the change is the server's log.
+    log.info("device %s renamed from %r to %r by %s", device.id, old, name, ctx.principal.label)
+    return _device_view(ctx, device)
 
 
 class RevokeArgs(Args):
@@ -267,5 +292,6 @@ IDENTITY_OPS: list[OpFunction] = [
     members_remove,
     devices_list,
     devices_revoke,
+    devices_rename,
     devices_pairing_code,
 ]

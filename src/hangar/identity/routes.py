@@ -12,6 +12,7 @@ from hangar.core.context import AppContext
 from hangar.core.http import read_body
 from hangar.core.ratelimit import failures_limited
 from hangar.errors import InvalidArgs
+from hangar.identity.devices import device_name
 from hangar.identity.pairing import Pairing
 from hangar.identity.service import IdentityService
 
@@ -29,6 +30,8 @@ async def pair(request: Request) -> Response:
         raise InvalidArgs("code must be a string", field="code")
     if not isinstance(name, str):
         raise InvalidArgs("deviceName must be a string", field="deviceName")
+    if name.strip():  # checked before the code is spent; left empty, the device is called "device"
+        name = device_name(name, field="deviceName")
     paired = await ctx.service(Pairing).redeem(code, name)
     return JSONResponse({"token": paired.token, "userId": paired.user_id})
 

@@ -88,6 +88,7 @@ class IdentityService:
         self.get_device = devices.get_device
         self.list_devices = devices.list_devices
         self.revoke_device = devices.revoke_device
+        self.rename_device = devices.rename_device
         # Authentication, and writing back last-used times at shutdown.
         self.authenticate = checks.authenticate
         self.recheck_device = checks.recheck_device

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import RootModel
+from pydantic import Field, RootModel
 
 from hangar.core.types import Timestamp
+from hangar.pipelines.bodies.spec import Refers
 from hangar.pipelines.model import RunStatus, StepStatus
 from hangar.rpc.registry import Result
 
@@ -165,6 +166,9 @@ class BodySetting(Result):
     name: str
     doc: str
     required: bool
+    refers: Refers | None = Field(
+        default=None, description="the kind of workspace record the setting names by id (an editor offers them)"
+    )
 
 
 class BodyInfo(Result):

@@ -17,8 +17,8 @@ from pydantic.alias_generators import to_camel
 
 from hangar.core.part import OpFunction
 from hangar.errors import InvalidArgs
+from hangar.pipelines import references, triggers
 from hangar.pipelines import template as tpl
-from hangar.pipelines import triggers
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.model import FINISHED_RUN, TERMINAL_STEP, RunStatus, StepStatus
 from hangar.pipelines.op_results import (
@@ -123,6 +123,18 @@ def _load(ctx: OpContext, raw: dict[str, Any]) -> tpl.Loaded:
     return tpl.load(raw, _engine(ctx).bodies)
 
 
+async def _checked(ctx: OpContext, raw: dict[str, Any]) -> tpl.Loaded:
+    """The template as ``_load`` finds it, with the records it names looked up in the caller's workspace: every
+    problem of either kind is listed at once (``TemplateInvalid``)."""
+    engine = _engine(ctx)
+    template = tpl.parse(raw)
+    problems, warnings = tpl.check(template, engine.bodies)
+    problems += await references.problems(ctx, template, engine.bodies, engine.store)
+    if problems:
+        raise tpl.TemplateInvalid(problems)
+    return tpl.Loaded(template, warnings)
+
+
 def _poke_scheduler(ctx: OpContext) -> None:
     runtime = ctx.app.maybe_service(PipelinesRuntime)
     if runtime is not None:
@@ -131,9 +143,10 @@ def _poke_scheduler(ctx: OpContext) -> None:
 
 @op("pipelines.templates.validate", kind="read", scope="workspace")
 async def templates_validate(ctx: OpContext, args: TemplateArgs) -> TemplateCheck:
-    """Check a template without storing it: its problems and warnings."""
+    """Check a template without storing it: its problems (the records it names among them: an agent, team,
+    space, repo or template this workspace does not hold, or the caller cannot see) and warnings."""
     try:
-        loaded = _load(ctx, args.template)
+        loaded = await _checked(ctx, args.template)
     except tpl.TemplateInvalid as exc:
         return TemplateCheck(valid=False, problems=exc.problems, warnings=[])
     return TemplateCheck(valid=True, problems=[], warnings=loaded.warnings)
@@ -141,8 +154,9 @@ async def templates_validate(ctx: OpContext, args: TemplateArgs) -> TemplateChec
 
 @op("pipelines.templates.create", kind="mutate", scope="workspace")
 async def templates_create(ctx: OpContext, args: TemplateArgs) -> TemplateSaved:
-    """Store a new template (refused with every problem named when it is invalid)."""
-    loaded = _load(ctx, args.template)
+    """Store a new template (refused with every problem named when it is invalid, a record it names that the
+    workspace does not hold among them)."""
+    loaded = await _checked(ctx, args.template)
     wire = loaded.template.to_wire()
     await _engine(ctx).store.insert_template(ctx.ws, wire, by=ctx.principal.label, now=ctx.app.clock.now())
     await ctx.audit("pipelines.template.create", f"pipeline-template:{wire['id']}")
@@ -168,8 +182,9 @@ async def templates_get(ctx: OpContext, args: TemplateRef) -> TemplateDetail:
 
 @op("pipelines.templates.update", kind="mutate", scope="workspace")
 async def templates_update(ctx: OpContext, args: TemplateUpdateArgs) -> TemplateSaved:
-    """Replace a template; runs already started keep the version they started with."""
-    loaded = _load(ctx, args.template)
+    """Replace a template (checked as ``create`` checks it); runs already started keep the version they started
+    with."""
+    loaded = await _checked(ctx, args.template)
     wire = loaded.template.to_wire()
     if wire["id"] != args.template_id:
         raise InvalidArgs(

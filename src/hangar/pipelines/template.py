@@ -103,14 +103,19 @@ def _pydantic_problems(exc: ValidationError, raw: Any) -> list[str]:
     return problems
 
 
-def load(raw: Any, bodies: BodyRegistry | None) -> Loaded:
-    """Parse and validate a template document; ``bodies`` (when given) checks body keys and required settings."""
+def parse(raw: Any) -> Template:
+    """The document as a template, each piece of the right shape (``TemplateInvalid`` listing what is not)."""
     if not isinstance(raw, Mapping):
         raise TemplateInvalid(["a template must be an object with id, steps and edges"])
     try:
-        template = Template.model_validate(raw)
+        return Template.model_validate(raw)
     except ValidationError as exc:
         raise TemplateInvalid(_pydantic_problems(exc, raw)) from exc
+
+
+def load(raw: Any, bodies: BodyRegistry | None) -> Loaded:
+    """Parse and validate a template document; ``bodies`` (when given) checks body keys and required settings."""
+    template = parse(raw)
     problems, warnings = check(template, bodies)
     if problems:
         raise TemplateInvalid(problems)

@@ -57,6 +57,7 @@ _MOVED = {
     "opened": "a new page opened; now acting on it",
     "closed": "the page closed; now acting on the most recent remaining page",
     "home": "the last page closed; a new page on the home page opened, now acting on it",
+    "switched": "another page of the browser was chosen; now acting on it",
 }
 
 
@@ -193,6 +194,20 @@ async def _history(s: EngineSession, p: verbs.History) -> tuple[Result, Details]
     return _page(await s.history(p.direction)), {"direction": p.direction}
 
 
+async def _pages(s: EngineSession, _p: act.NoParams) -> tuple[Result, Details]:
+    listed = await s.pages()
+    rows = [
+        {"page": p.id, "url": fence(p.url, "page url"), "title": fence(p.title, "page title"), "current": p.current}
+        | ({} if p.seen else {"stale": True})
+        for p in listed
+    ]
+    return {"pages": rows}, {"count": len(rows)}
+
+
+async def _switch_page(s: EngineSession, p: verbs.SwitchPage) -> tuple[Result, Details]:
+    return _page(await s.switch_page(p.page)), {"page": p.page}
+
+
 async def _wait_for(s: EngineSession, p: verbs.WaitFor) -> tuple[Result, Details]:
     found = await s.wait_for(p.selector, p.timeout)
     return {"found": found, "selector": p.selector}, {"selector": p.selector, "timeout": p.timeout, "found": found}
@@ -230,6 +245,8 @@ HANDLERS: dict[str, Handler] = {
     "screenshot": _screenshot,
     "set_viewport": _viewport,
     "history": _history,
+    "pages": _pages,
+    "switch_page": _switch_page,
     "wait_for": _wait_for,
     "clipboard_read": _clipboard_read,
     "clipboard_write": _clipboard_write,

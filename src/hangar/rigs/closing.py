@@ -138,6 +138,7 @@ class RigCloser:
         if live.watcher is not None and live.watcher is not current:
             live.watcher.cancel()
             await asyncio.gather(live.watcher, return_exceptions=True)
+        await live.terminals.close_all()
         handle = live.handle
         if handle is not None:
             with contextlib.suppress(HangarError):

@@ -14,6 +14,11 @@ The scope's working directory gets its disk (``hangar.core.disks``) before the e
 
 A job that may call the server back (``Job.call_back``: a command agent with an MCP grant) holds the rig's
 server door open while it runs and gets the door's address; the door closes when the last such job ends.
+
+A job whose enclosure is not up yet waits for it: for the terminal image pack to be built (the first start) and for
+the boot. Every job waiting for the scope's enclosure hears each step of that (the pack build's own steps, then the
+boot's) through its ``on_wait``, with one log line per step and job (``waits.WaitRelay``; a wait over within a
+moment, a warm boot, is not told); a job finding its enclosure up hears nothing.
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from hangar.core.confine import MAX_RESULT_FILE, Confinement, ExecResult, Job, OnOutput, Scope, plain_name
+from hangar.core.confine import MAX_RESULT_FILE, Confinement, ExecResult, Job, OnOutput, OnWait, Scope, plain_name
 from hangar.core.disks import DEFAULT_RIG_DISK_MB, ScopeDisks
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, GuestTree, RigBackend, RigHandle, RigSpec
 from hangar.rigs.budget import HeldEnclosure, MemoryBudget
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
 from hangar.rigs.model import LIMITS, Surface
+from hangar.rigs.waits import ENCLOSURE_UP, STARTING, WaitRelay
 
 log = logging.getLogger("hangar.rigs.confinement")
 
@@ -49,6 +55,11 @@ class _Warm:
     rig: RigHandle | None = None
     busy: int = 0
     last_used: float = 0.0
+    waiting: set[WaitRelay] = field(default_factory=set)  # the jobs waiting for this enclosure to be up
+
+    def tell(self, text: str) -> None:
+        for relay in list(self.waiting):
+            relay(text)
 
 
 AllowlistOf = Callable[[Scope], Awaitable[frozenset[str]]]
@@ -87,11 +98,13 @@ class RigConfinement(Confinement):
     def files_seen(self, scope: Scope) -> str:
         return JOB_FILES
 
-    async def run(self, scope: Scope, job: Job, on_stdout: OnOutput | None = None) -> ExecResult:
+    async def run(
+        self, scope: Scope, job: Job, on_stdout: OnOutput | None = None, on_wait: OnWait | None = None
+    ) -> ExecResult:
         warm = self._warm.setdefault(scope.key, _Warm())
         warm.busy += 1
         try:
-            rig = await self._rig(scope, warm)
+            rig = await self._rig_for(scope, warm, on_wait)
             for name, data in job.files.items():
                 await rig.write_file(f"{JOB_FILES}/{plain_name(name)}", data, exclusive=False)
             env = dict(job.env)
@@ -109,10 +122,32 @@ class RigConfinement(Confinement):
             warm.busy -= 1
             warm.last_used = asyncio.get_running_loop().time()
 
+    async def _rig_for(self, scope: Scope, warm: _Warm, on_wait: OnWait | None) -> RigHandle:
+        """The scope's enclosure, up; while the job waits for it, ``on_wait`` hears each step."""
+        if warm.rig is not None and warm.rig.alive() and not warm.lock.locked():
+            return warm.rig  # up: nothing to wait for, nothing said
+        relay = WaitRelay(scope.key, on_wait)
+        warm.waiting.add(relay)
+        try:
+            if warm.lock.locked():  # another job of the scope is starting it: its steps come from the next on
+                relay(STARTING)
+            rig = await self._rig(scope, warm)
+        except asyncio.CancelledError:
+            relay.cancel()
+            raise
+        except Exception:
+            await relay.finish(None)  # what was said arrives before the caller hears why it failed
+            raise
+        finally:
+            warm.waiting.discard(relay)
+        await relay.finish(ENCLOSURE_UP)
+        return rig
+
     async def _rig(self, scope: Scope, warm: _Warm) -> RigHandle:
         async with warm.lock:
             if warm.rig is not None and warm.rig.alive():
                 return warm.rig
+            warm.tell(STARTING)
             if warm.rig is not None:
                 await warm.rig.aclose()
             if self._disks is not None:
@@ -130,7 +165,7 @@ class RigConfinement(Confinement):
             )  # fmt: skip
             held = await self._admit(scope, warm, limits.memory_mb)
             try:
-                warm.rig = await self._backend.start(spec, lambda _text: None)
+                warm.rig = await self._backend.start(spec, warm.tell)
             except BaseException:
                 self._forget(scope.key)
                 raise

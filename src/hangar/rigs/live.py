@@ -16,10 +16,13 @@ from hangar.core.clock import Clock
 from hangar.core.principal import Principal
 from hangar.errors import NotFound
 from hangar.rigs.backends.base import RigHandle
+from hangar.rigs.egress.gate import EgressEvent
 from hangar.rigs.model import Phase, Surface, SurfaceLimits
 from hangar.rigs.policy import RigState
 from hangar.rigs.ports import PortForwards
+from hangar.rigs.refusals import RecentRefusals
 from hangar.rigs.results import RigSnapshot
+from hangar.rigs.terminals import KeptTerminals
 
 
 @dataclass(eq=False)
@@ -49,6 +52,8 @@ class LiveRig:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ended: asyncio.Event = field(default_factory=asyncio.Event)  # set once closed or failed
     watchers: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)  # open watch lanes
+    refusals: RecentRefusals = field(default_factory=RecentRefusals)  # what its egress gate refused lately
+    terminals: KeptTerminals = field(default_factory=KeptTerminals)  # people's shells, kept between their lanes
 
     def notify(self, event: dict[str, Any]) -> None:
         """Hand an activity event to every watch lane; a watcher too slow to keep up loses events, not the rig."""
@@ -67,7 +72,15 @@ class LiveRig:
             status_detail=self.status_detail,
             controller=self.controller,
             ports=self.ports.rows(),
+            egress=self.refusals.rows(),
         )
+
+    def egress_refused(self, event: EgressEvent) -> None:
+        """The rig's egress gate refused a connection: kept for its status, and told to its watchers (at most
+        every ``refusals.REPEAT_S`` for the same host and rule)."""
+        told = self.refusals.add(event)
+        if told is not None:
+            self.notify({"type": "egress", "refusal": told})
 
     def state(self) -> RigState:
         return RigState(

@@ -13,6 +13,8 @@ watch a rig can neither drop files into it nor open a terminal):
 - Server to client, text: notices ``{"type": "hello", engine, controller, you}``, ``{"type": "viewport",
   width, height}`` (the page's CSS pixels: input coordinates are in these), ``{"type": "control", controller,
   you}``, ``{"type": "readonly", message}`` (input arrived without control and was ignored), ``{"type":
+  "pages", pages: [{pageId, url, title, current, stale}]}`` (the session's pages, the current one marked: sent
+  once read and again when they change, ``pagefeed``; ``url`` and ``title`` are the pages' own), ``{"type":
   "error", code, message}`` (fatal ones close the lane with 4000 + the HTTP status).
 - Client to server, text: ``{"type": "mouse", action: "move"|"down"|"up", x, y, button?}``, ``{"type": "key",
   action: "down"|"up", key}`` (DOM key names), ``{"type": "wheel", x, y, deltaX, deltaY}``, ``{"type": "text",
@@ -51,6 +53,7 @@ from hangar.rigs.engines.session import EngineSession, Frame, MouseButton
 from hangar.rigs.lanes import LaneAccess, authorize, authorize_change
 from hangar.rigs.live import LiveRig
 from hangar.rigs.model import Surface
+from hangar.rigs.pagefeed import following, page_row
 from hangar.rigs.socketlane import credential, fail, guarded
 from hangar.rpc.access import Revocable
 
@@ -270,7 +273,11 @@ class Watcher:
 
 class FrameHub:
     """The one ``frames()`` capture of a rig's engine, fanned out to its watchers. It runs while anyone
-    watches, at the largest size asked for, and restarts when that size changes."""
+    watches, at the largest size asked for, and restarts when that size changes.
+
+    An engine captures one stream at a time, so a capture runs only while it holds ``_engine``: a restart's new
+    capture waits until the one before it has stopped, however many restarts were asked in between (each replaced
+    one leaves without capturing, whether it was waiting or had not begun)."""
 
     def __init__(self, session: EngineSession) -> None:
         self.session = session
@@ -280,6 +287,7 @@ class FrameHub:
         self._seq = 0
         self._size: tuple[int, int] | None = None
         self._pump: asyncio.Task[None] | None = None
+        self._engine = asyncio.Lock()
 
     def join(self, watcher: Watcher) -> None:
         self.watchers.add(watcher)
@@ -308,20 +316,16 @@ class FrameHub:
         if previous is not None:
             _stop(previous)
         if size is not None:
-            self._pump = asyncio.create_task(self._run(size, previous), name="rigs:liveview")
-        else:
-            # Stopping, not stopped: the capture ends when the cancelled task has run its clean-up, which
-            # ``aclose`` (or the next start) waits for; dropping it here would let a new view start a capture
-            # the engine still holds (an engine captures one stream at a time).
-            self._pump = previous
+            self._pump = asyncio.create_task(self._run(size), name="rigs:liveview")
 
     async def refresh_viewport(self) -> None:
         self.viewport = await self.session.viewport()
 
-    async def _run(self, size: tuple[int, int], previous: asyncio.Task[None] | None) -> None:
-        if previous is not None:
-            # An engine captures one stream at a time: the old one must have stopped before this one starts.
-            await asyncio.wait([previous])
+    async def _run(self, size: tuple[int, int]) -> None:
+        async with self._engine:  # the capture before this one has stopped
+            await self._capture(size)
+
+    async def _capture(self, size: tuple[int, int]) -> None:
         frames = self.session.frames(*size)
         dims: tuple[int, int] | None = None
         try:
@@ -350,10 +354,14 @@ class FrameHub:
                     await close()
 
     async def aclose(self) -> None:
+        """Stop capturing; returns once no capture of this hub runs in the engine (a replaced one still stopping
+        included)."""
         if self._pump is not None:
             _stop(self._pump)
             await asyncio.wait([self._pump])
             self._pump = None
+        async with self._engine:
+            pass
 
 
 def _stop(pump: asyncio.Task[None]) -> None:
@@ -458,7 +466,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
         async with mgr.acting(access.ws, live.id, principal, mutating=False, what="live view") as (_l, handle):
             session = handle.browser()
         await mgr.log_action(access.ws, live.id, principal, "liveview.open", {"width": size[0], "height": size[1]})
-        async with watching(live, session, size) as (hub, watcher):
+        async with watching(live, session, size) as (hub, watcher), following(live, session) as feed:
             if hub.viewport is None:
                 await hub.refresh_viewport()
             await _send_json(
@@ -477,6 +485,11 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                         await _send_json(ws, {"type": "viewport", "width": told[0], "height": told[1]})
                     await ws.send_bytes(encode_frame(seq, frame))
                     counts.frames += 1
+
+            async def pump_pages() -> None:
+                async for pages in feed.changes():
+                    await guard.admit()
+                    await _send_json(ws, {"type": "pages", "pages": [page_row(p) for p in pages]})
 
             async def pump_events() -> None:
                 while True:
@@ -518,6 +531,8 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                         live.last_active_at = mgr.app.clock.monotonic()
                         live.last_actor = principal.label
                         await apply_input(session, parsed)
+                        if _may_switch(parsed):
+                            feed.poke()  # a click or a key may have moved the page: the address bar follows
                         counts.count(parsed)
                         if isinstance(parsed, ResizeInput):
                             await hub.refresh_viewport()
@@ -528,6 +543,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                 asyncio.create_task(pump_frames()),
                 asyncio.create_task(pump_events()),
                 asyncio.create_task(pump_input()),
+                asyncio.create_task(pump_pages()),
             ]
             try:
                 ending: set[asyncio.Future[Any]] = {*tasks, guard.ended}

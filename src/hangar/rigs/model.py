@@ -51,6 +51,8 @@ class CloseReason(StrEnum):
 REAP_REASONS: frozenset[CloseReason] = frozenset({CloseReason.idle_timeout, CloseReason.ttl_expired})
 
 BROWSER_ENGINES: tuple[str, ...] = ("engine-a", "engine-b", "engine-c")
+# What a person reads for each engine (the wire keeps the engine value): the browser each one drives.
+ENGINE_LABELS: dict[str, str] = {"engine-a": "Chromium", "engine-b": "Firefox", "engine-c": "WebKit"}
 DEFAULT_ENGINE: dict[Surface, str] = {Surface.browser: "engine-a"}
 ENGINES: dict[Surface, tuple[str, ...]] = {Surface.browser: BROWSER_ENGINES}
 

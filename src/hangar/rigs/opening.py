@@ -5,6 +5,10 @@ An open answers once the boot is done or after ``OPEN_WAIT_S`` still booting (a 
 minutes): the boot runs as its own task, records its own failure, and whoever acts on the rig later waits for
 it (``RigUpkeep.awake``). Room under the memory budget is made before provisioning (``RigUpkeep.make_room``,
 under the budget's lock); a failed boot or a dead rig ends through ``RigCloser.fail``.
+
+Each step of a boot (a first pack build's steps, then the boot's own) becomes the rig's status detail, a
+``progress`` event on its watch lanes (``rig.watch``: ``{"type": "progress", "detail", "step", "steps"}``, what
+the space's rig panel shows) and one line in the server log.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from hangar.rigs.model import (
     parse_surface,
     resolve_engine,
 )
+from hangar.rigs.packs import step_numbers
 from hangar.rigs.store import RigStore
 from hangar.rigs.upkeep import RigUpkeep
 
@@ -235,8 +240,14 @@ class RigOpener:
 
     async def _boot(self, live: LiveRig, spec: RigSpec) -> RigHandle:
         def progress(step: str) -> None:
-            live.status_detail = step[:500]
             self.rigs.touch(live)  # a long first pack build is not idleness
+            text = step[:500]
+            if text == live.status_detail:
+                return
+            live.status_detail = text
+            log.info("rigs: rig %s (%s) starts: %s", live.id, live.surface.value, text)
+            step_index, steps = step_numbers(text) or (0, 0)
+            live.notify({"type": "progress", "detail": text, "step": step_index, "steps": steps})
 
         try:
             handle = await self.backend.start(spec, progress)
@@ -252,6 +263,7 @@ class RigOpener:
             await handle.aclose()
             raise NotFound(f"rig {live.id} was closed while it started")
         live.handle = handle
+        handle.on_egress_refused(live.egress_refused)  # people watching the rig are told what it could not reach
         note = await self.prepare_ready(live, handle)
         if live.surface is Surface.browser:
             await self._open_site_lane(live, handle)

@@ -8,6 +8,7 @@ control; observations stay allowed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, NoReturn
@@ -21,6 +22,7 @@ from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.browser import use_browser
 from hangar.rigs.consent import CONSENT_OPS, grants_of
+from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
 from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
@@ -35,6 +37,7 @@ from hangar.rigs.results import (
     HostsGranted,
     HostStatus,
     LaneUrl,
+    PackList,
     PackView,
     RigClosed,
     RigOpened,
@@ -259,8 +262,11 @@ class GrantArgs(RigArgs):
 async def rig_grant_hosts(ctx: OpContext, args: GrantArgs) -> HostsGranted:
     """Add host names (exact or *.suffix) to one rig's egress allowlist."""
     mgr = await guarded(ctx, args.rig_id)
-    async with mgr.acting(ctx.ws, args.rig_id, ctx.principal, mutating=True, what="rig.grantHosts") as (_l, handle):
+    async with mgr.acting(ctx.ws, args.rig_id, ctx.principal, mutating=True, what="rig.grantHosts") as (live, handle):
         await handle.grant_hosts(args.hosts)
+        granted = validate_patterns(args.hosts)
+        live.refusals.forget_granted(granted)
+        live.notify({"type": "egressGranted", "hosts": sorted(granted)})
     await mgr.log_action(ctx.ws, args.rig_id, ctx.principal, "grantHosts", {"hosts": sorted(args.hosts)})
     await ctx.audit("rig.grantHosts", f"rig:{args.rig_id}", {"hosts": sorted(args.hosts)})
     return HostsGranted(rig_id=args.rig_id, granted=sorted(args.hosts))
@@ -301,7 +307,7 @@ class UseArgs(RigArgs):
     action: Any = None
 
 
-def _check_surface(table: VerbTable, live: LiveRig | None) -> None:
+def check_surface(table: VerbTable, live: LiveRig | None) -> None:
     if live is not None and live.surface is not table.surface:
         raise Refused(
             f"{table.tool} drives {table.surface.value} rigs; rig {live.id} is a {live.surface.value} rig "
@@ -318,7 +324,7 @@ async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> NoReturn:
         live = await mgr.get_live(ctx.ws, args.rig_id)
     except NotFound:
         live = None
-    _check_surface(table, live)
+    check_surface(table, live)
     if live is not None and not parsed.observation:
         mgr.check_control(live, ctx.principal, f"{table.tool} {parsed.verb.name}")
     if parsed.verb.crossing is not None:
@@ -341,7 +347,7 @@ async def browser_use(ctx: OpContext, args: UseArgs) -> ActionResult:
     carries ``engine``; what the page returns comes fenced as untrusted data."""
     parsed = parse_action(BROWSER_USE, args.action)
     mgr = await guarded(ctx, args.rig_id)
-    _check_surface(BROWSER_USE, await mgr.get_live(ctx.ws, args.rig_id))
+    check_surface(BROWSER_USE, await mgr.get_live(ctx.ws, args.rig_id))
     return ActionResult(await use_browser(mgr, ctx.ws, args.rig_id, parsed, ctx.principal))
 
 
@@ -423,9 +429,30 @@ def _pack_views(mgr: RigManager) -> list[PackView]:
             step_index=p.step_index,
             steps=p.steps,
             error=p.error,
+            label=(p.label or p.name)[:1].upper() + (p.label or p.name)[1:],
+            engine=p.engine,
         )
         for p in mgr.backend.packs()
     ]
+
+
+PACKS_POLL_S = 0.5  # how often a packs watch looks again (a build in another process shows only on disk)
+
+
+@op("rigs.watchPacks", kind="watch", scope="server", server_owner=True, result=PackList)
+async def rigs_watch_packs(ctx: OpContext, args: NoArgs) -> AsyncIterator[PackList | dict[str, Any]]:
+    """The image packs, then the whole list again at every change: a build starting (asked for here, or by the
+    first rig, shell step or command agent that needs its pack, or by another process sharing the packs), each of
+    its steps, its end (ready, or failed with the reason)."""
+    mgr = manager(ctx)
+    shown = PackList(packs=_pack_views(mgr))
+    yield shown
+    while True:
+        await asyncio.sleep(PACKS_POLL_S)  # what is on disk, not a domain time: the wall clock's
+        now = PackList(packs=_pack_views(mgr))
+        if now != shown:
+            shown = now
+            yield now.model_dump(mode="json", by_alias=True)
 
 
 @op("rigs.packs", kind="read", scope="server", server_owner=True)
@@ -471,5 +498,6 @@ RIG_OPS: list[OpFunction] = [
     rigs_status,
     rigs_set_memory_budget,
     rigs_packs,
+    rigs_watch_packs,
     rigs_build_pack,
 ]

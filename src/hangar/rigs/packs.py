@@ -12,10 +12,13 @@ keeps beside the build lock (``image.pack.build_under_way``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Literal
+
+log = logging.getLogger(__name__)
 
 PackPhase = Literal["ready", "missing", "building", "failed"]
 ProgressFn = Callable[[str], None]
@@ -36,6 +39,8 @@ class PackStatus:
     step_index: int = 0
     steps: int = 0
     error: str | None = None
+    label: str = ""  # what a person reads ("Chromium browser image"); the name is the cache key
+    engine: str | None = None  # a browser pack's engine
 
 
 def step_numbers(text: str) -> tuple[int, int] | None:
@@ -82,10 +87,13 @@ class PackBuilds:
 
     async def run(self, name: str, build: Callable[[ProgressFn], Awaitable[object]], progress: ProgressFn) -> None:
         """Build ``name`` with ``build(progress)``, or wait for the build already under way; ``progress`` hears
-        every step either way (a joining caller from the next step on). Raises what the build raised."""
+        every step either way (a joining caller the current one at once, then the next ones). Raises what the
+        build raised."""
         current = self._running.get(name)
         if current is None or not current.running():
             current = self._start(name, build)
+        elif current.step is not None:
+            progress(current.step)  # a caller joining a long step is told where the build is, not left silent
         current.listeners.append(progress)
         assert current.task is not None
         await asyncio.shield(current.task)
@@ -101,6 +109,8 @@ class PackBuilds:
         state = _Build(listeners=[])
 
         def report(text: str) -> None:
+            if text != state.step:
+                log.info("rigs: pack %s: %s", name, text)  # one line per step, whoever waits for it
             state.step = text
             numbers = step_numbers(text)
             if numbers is not None:
@@ -115,6 +125,7 @@ class PackBuilds:
                 raise
             except Exception as exc:
                 self._failed[name] = str(getattr(exc, "message", None) or exc)
+                log.warning("rigs: pack %s could not be built: %s", name, self._failed[name])
                 raise
             self._failed.pop(name, None)
 

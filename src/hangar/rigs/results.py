@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import RootModel
+from pydantic import Field, RootModel
 
 from hangar.core.types import Timestamp
 from hangar.rigs.model import CloseReason, Phase, Surface
@@ -94,6 +94,27 @@ class RigPorts(Result):
     ports: list[PortRow]
 
 
+EgressRule = Literal["allowlist", "address", "port", "direct", "protocol", "limit", "unreachable", "server"]
+
+
+class EgressRefusal(Result):
+    """A connection the rig's egress gate refused, as people watching the rig are told of it: ``host`` is what the
+    rig asked for (a name, or an address and port), ``rule`` the rule that said no (``allowlist``: the name is not
+    on the rig's allowlist, which an admin may extend with ``rig.grantHosts``; ``address``: the name resolves only
+    to addresses rigs may not reach; ``port``: only ports 80 and 443 leave a rig; ``direct``: a connection or
+    datagram that went around the gate; ``protocol``: no name to check; ``limit``: too many connections at once;
+    ``unreachable``: the host did not answer; ``server``: the rig's door to the server passes only its MCP
+    endpoint), ``reason`` the gate's words, ``count`` how often since it was first told (``at``, the last time)."""
+
+    host: str
+    kind: str  # dns, http, tls, tcp, udp, server
+    rule: EgressRule
+    reason: str
+    grantable: bool  # an admin's rig.grantHosts of ``host`` would let it through
+    count: int
+    at: Timestamp
+
+
 class RigSnapshot(Result):
     """The first reply of ``rig.watch``; its activity events follow."""
 
@@ -103,6 +124,29 @@ class RigSnapshot(Result):
     status_detail: str
     controller: str | None  # user id
     ports: list[PortRow]
+    egress: list[EgressRefusal]  # the latest refusals of its egress gate, oldest first
+
+
+class PageRow(Result):
+    """One top-level page of a browser rig's session, as its person sees it: ``url`` and ``title`` are the page's
+    own text. ``stale``: the engine cannot read a page it is not on (engine C), so this is what it was when last
+    current."""
+
+    page_id: str
+    url: str
+    title: str
+    current: bool
+    stale: bool
+
+
+class BrowserPages(Result):
+    """What ``rig.navigate`` answers: the session's pages after the move (the current one marked), and the HTTP
+    status of the document a navigation loaded where the engine reports it."""
+
+    rig_id: str
+    engine: str
+    status: int | None
+    pages: list[PageRow]
 
 
 class HostsGranted(Result):
@@ -142,6 +186,14 @@ class PackView(Result):
     step_index: int
     steps: int
     error: str | None
+    label: str = Field(description="what a person reads: Terminal image, Chromium browser image, …")
+    engine: str | None = Field(default=None, description="a browser pack's engine (engine-a, …)")
+
+
+class PackList(Result):
+    """``rigs.watchPacks``: the image packs, first as the reply, then again as each event after a change."""
+
+    packs: list[PackView]
 
 
 class EnclosureView(Result):

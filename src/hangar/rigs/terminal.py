@@ -10,6 +10,9 @@ access ended. Authentication: ``Authorization: Bearer`` on the upgrade, or a fir
 ``{"type": "auth", "token": "<device credential>"}`` for browsers; plus ``sig`` in the query string, minted by
 ``rig.terminalUrl``. An open terminal pins the rig against parking and idle reaping (the TTL still applies).
 Input is audited as a length and SHA-256 when the lane closes, never as content.
+
+The shell is the person's kept terminal on the rig (``terminals``): a lane that closes leaves it running, and the
+person's next lane attaches to it and gets its recent output first, before anything else it prints.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from hangar.errors import HangarError, InvalidArgs
+from hangar.errors import HangarError, InvalidArgs, Refused
 from hangar.rigs.backends.base import Pty
 from hangar.rigs.lanes import LaneAccess, authorize, authorize_change
 from hangar.rigs.socketlane import credential, fail, guarded
+from hangar.rigs.terminals import KeptTerminal
 from hangar.rpc.access import Revocable
 
 log = logging.getLogger(__name__)
@@ -63,21 +67,54 @@ async def terminal_lane(ws: WebSocket) -> None:
 
 
 async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, guard: Revocable) -> None:
-    mgr, principal = access.manager, access.principal
+    mgr, principal, me = access.manager, access.principal, access.principal.user_id
     typed = hashlib.sha256()
     typed_len = 0
     async with mgr.lane(access.ws, access.live.id) as live:
         async with mgr.acting(access.ws, live.id, principal, mutating=False, what="terminal") as (_l, handle):
-            pty = await handle.open_pty(cols, rows)
-        await mgr.log_action(access.ws, live.id, principal, "terminal.open", {"cols": cols, "rows": rows})
+            kept = live.terminals.get(me)
+            fresh = False
+            if kept is None:
+                pty = await handle.open_pty(cols, rows)
+                kept = live.terminals.get(me)  # another lane of this person's may have opened one meanwhile
+                if kept is None:
+                    kept = KeptTerminal(pty, mgr.app.settings.terminal_scrollback_bytes, mgr.app.clock.monotonic())
+                    live.terminals.put(me, kept)
+                    fresh = True
+                else:
+                    await pty.aclose()  # one shell per person: that one is this lane's too
+            if not fresh:
+                with contextlib.suppress(Refused):  # its shell just exited: the lane ends at once, as it should
+                    await kept.pty.resize(cols, rows)
+        opened: dict[str, Any] = {"cols": cols, "rows": rows} if fresh else {"cols": cols, "rows": rows, "kept": True}
+        await mgr.log_action(access.ws, live.id, principal, "terminal.open", opened)
+        replay, sink = kept.attach()
 
-        async def pump_out(pty: Pty) -> None:
-            while data := await pty.read():
-                live.last_active_at = mgr.app.clock.monotonic()
-                await guard.admit()  # nothing reaches a person whose access ended, however recently
-                await ws.send_bytes(data)
+        async def pump_out() -> None:
+            await guard.admit()  # the recent output goes only to a person who may still see this terminal
+            if replay:
+                await ws.send_bytes(replay)
+            ended = asyncio.ensure_future(kept.ended.wait())
+            try:
+                while True:
+                    if kept.ended.is_set():  # the shell exited: what it printed last, then the lane ends
+                        if sink.empty():
+                            return
+                        data = sink.get_nowait()
+                    else:
+                        getting = asyncio.ensure_future(sink.get())
+                        await asyncio.wait({getting, ended}, return_when=asyncio.FIRST_COMPLETED)
+                        if not getting.done():
+                            getting.cancel()
+                            continue
+                        data = getting.result()
+                    live.last_active_at = mgr.app.clock.monotonic()
+                    await guard.admit()  # nothing reaches a person whose access ended, however recently
+                    await ws.send_bytes(data)
+            finally:
+                ended.cancel()
 
-        async def pump_in(pty: Pty) -> None:
+        async def pump_in() -> None:
             nonlocal typed_len
             told_readonly = False
             told_refused = False
@@ -86,7 +123,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, guard:
                 if msg["type"] == "websocket.disconnect":
                     return
                 if msg.get("bytes") is not None:
-                    if live.controller is not None and live.controller != principal.user_id:
+                    if live.controller is not None and live.controller != me:
                         if not told_readonly:
                             told_readonly = True
                             await ws.send_text(
@@ -109,20 +146,23 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, guard:
                     typed.update(data)
                     typed_len += len(data)
                     live.last_active_at = mgr.app.clock.monotonic()
-                    await pty.write(data)
+                    await kept.pty.write(data)
                 elif msg.get("text") is not None:
-                    await _control(ws, pty, msg["text"])
+                    await _control(ws, kept.pty, msg["text"])
 
-        out = asyncio.create_task(pump_out(pty))
-        inp = asyncio.create_task(pump_in(pty))
+        out = asyncio.create_task(pump_out())
+        inp = asyncio.create_task(pump_in())
+        access_ended = False
         try:
             ending: set[asyncio.Future[Any]] = {out, inp, guard.ended}
             done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
             if guard.ended in done:
+                access_ended = True
                 raise guard.ended.result()  # access ended: told to the person, then the lane closes (4401 / 4403)
             for task in done:
                 exc = task.exception()
                 if isinstance(exc, HangarError):
+                    access_ended = exc.code in ("unauthenticated", "forbidden")
                     raise exc  # told to the person, then the lane closes
                 if exc is not None and not isinstance(exc, WebSocketDisconnect | OSError | RuntimeError):
                     log.warning("rigs: terminal lane of %s ended on %r", live.id, exc)
@@ -131,7 +171,9 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, guard:
             for task in (out, inp):
                 task.cancel()
             await asyncio.gather(out, inp, return_exceptions=True)
-            await pty.aclose()
+            kept.detach(sink, mgr.app.clock.monotonic())
+            if access_ended:
+                await live.terminals.close(me)  # a shell is kept only for a person who may come back to it
             await mgr.log_action(
                 access.ws,
                 live.id,

@@ -63,6 +63,8 @@ class RigUpkeep:
         for live in self.rigs.all():
             if not await hooks.still_member(self.app, live.ws, live.opener_user_id):
                 await self.closer.close_live(live, CloseReason.workspace_gone)
+            else:
+                await live.terminals.reap(now, self.app.settings.terminal_keep_seconds)
 
     async def make_room(self, need_mb: int) -> None:
         """With the budget's lock held: make room for a new rig's ceiling, evicting what is idle, LRU first."""

@@ -200,8 +200,9 @@ def _type_of(schema: dict[str, Any], owner: str, names: TypeNames, *, named: boo
     return Converter(refs).convert(body, "")
 
 
-def render(registry: OpRegistry, command: str) -> str:
-    """The whole ``ops.ts``: named types, one args and one result type per op, the ``Ops`` table and ``OPS``."""
+def render(registry: OpRegistry, command: str, event_types: Iterable[str] = ()) -> str:
+    """The whole ``ops.ts``: named types, one args and one result type per op, the ``Ops`` table and ``OPS``, the
+    error codes, and the domain event types the server declares (``EVENT_TYPES``: the client labels each)."""
     names = TypeNames()
     op_decls: list[str] = []
     table: list[str] = []
@@ -247,5 +248,11 @@ def render(registry: OpRegistry, command: str) -> str:
     out.append(
         "\n/** The error codes of the RPC socket (CONTRACTS.md section 2). */\n"
         f"export const ERROR_CODES = [\n{codes}\n] as const;\n"
+    )
+    events = "\n".join(f"  {literal(t)}," for t in sorted(set(event_types)))
+    out.append(
+        "\n/** The domain event types the server's parts declare (the wire names; `events.list` shows them). */\n"
+        f"export const EVENT_TYPES = [\n{events}\n] as const;\n"
+        "export type EventType = (typeof EVENT_TYPES)[number];\n"
     )
     return "".join(out)

@@ -1,5 +1,6 @@
 """Writes the web client's typed RPC table (``web/src/generated/ops.ts``) from the registry of every part this
-server is composed of; ``--check`` only says whether the committed file is current.
+server is composed of, with the domain event types they declare; ``--check`` only says whether the committed
+file is current.
 
     python -m hangar.server.typed_client [--check]
 
@@ -22,8 +23,9 @@ TARGET = REPO / "web" / "src" / "generated" / "ops.ts"
 
 
 def generated() -> str:
-    registry = OpRegistry(o for p in all_parts() for o in p.ops)
-    return render(registry, COMMAND)
+    parts = all_parts()
+    registry = OpRegistry(o for p in parts for o in p.ops)
+    return render(registry, COMMAND, (e.type for p in parts for e in p.events))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ and ``null`` resets a field to its default. ``clientSecret`` is write-only: a st
 
 from __future__ import annotations
 
+import re
 import secrets as pysecrets
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.clock import Clock
@@ -41,6 +42,13 @@ SCIM_TOKEN_PREFIX = "hgs_"
 
 LOOPBACK_HOSTS: frozenset[str] = frozenset({"localhost", "127.0.0.1", "::1"})
 MAX_CLOCK_SKEW_SECONDS = 3600
+
+# OIDC scopes: what the authorization request asks for, separated by single spaces (RFC 6749 section 3.3). Each
+# scope is a scope-token: printable ASCII without space, '"' or '\\'. The bound keeps the authorization URL well
+# under what browsers and providers take (a provider with a real need for more is not known to us).
+DEFAULT_SCOPES = "openid email profile"
+MAX_SCOPES_CHARS = 512
+SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5B\x5D-\x7E]+")
 
 # Roles an SSO login may grant: owner is never handed out by an identity provider.
 GRANTABLE_ROLES: tuple[str, ...] = tuple(r.name for r in Role if r is not Role.owner)
@@ -103,6 +111,13 @@ class OidcConnection(_Connection):
     issuer: str | None = None
     clientId: str | None = None
     groupsClaim: str = "groups"
+    scopes: str = DEFAULT_SCOPES
+
+    @field_validator("scopes", mode="before")
+    @classmethod
+    def _one_space_between(cls, value: object) -> object:
+        # Typed with a double space or a line break, scopes are still the same scopes: saved one space apart.
+        return " ".join(value.split()) if isinstance(value, str) else value
 
     @property
     def configured(self) -> bool:
@@ -179,6 +194,24 @@ def validate(kind: SsoKind, conn: Connection, *, prefix: str = "config") -> None
             raise InvalidArgs(f"{prefix}.clientId must not be blank", field=f"{prefix}.clientId")
         if not conn.groupsClaim.strip():
             raise InvalidArgs(f"{prefix}.groupsClaim must not be blank", field=f"{prefix}.groupsClaim")
+        check_scopes(conn.scopes, field=f"{prefix}.scopes")
+
+
+def check_scopes(scopes: str, *, field: str = "config.scopes") -> None:
+    """OIDC scopes as saved (``OidcConnection`` joins them with single spaces): scope-tokens, ``openid`` among
+    them, each once, the whole at most ``MAX_SCOPES_CHARS``."""
+    if len(scopes) > MAX_SCOPES_CHARS:
+        raise InvalidArgs(f"{field} is {len(scopes)} characters; at most {MAX_SCOPES_CHARS} are allowed", field=field)
+    names = scopes.split()
+    for name in names:
+        if not SCOPE_TOKEN.fullmatch(name):
+            raise InvalidArgs(
+                f"{field}: {name!r} is not a scope (printable ASCII without spaces, quotes or backslashes)", field=field
+            )
+        if names.count(name) > 1:
+            raise InvalidArgs(f"{field} names {name!r} twice", field=field)
+    if "openid" not in names:
+        raise InvalidArgs(f"{field} must include openid (an OpenID Connect sign-in asks for it)", field=field)
 
 
 def _pydantic_error(exc: ValidationError, prefix: str) -> InvalidArgs:

@@ -24,6 +24,7 @@ from hangar.identity import IdentityService
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, op
 from hangar.sso.config import KINDS, Connection, OidcConnection, SamlConnection, SsoConfigStore, SsoKind
+from hangar.sso.endpoints import acs_url, metadata_url, oidc_redirect_uri, scim_base_url, shown_origin
 from hangar.sso.errors import SsoError
 from hangar.sso.handoff import origin_of
 from hangar.sso.oidc.flow import OidcService
@@ -40,11 +41,11 @@ from hangar.sso.results import (
     ScimToken,
     SessionPolicyView,
     SpMetadata,
+    SsoEndpoints,
     SsoStatus,
 )
 from hangar.sso.saml.metadata import parse_idp_metadata, sp_metadata_xml
 from hangar.sso.saml.request import build_authn_request
-from hangar.sso.saml.service import acs_url
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ async def status(ctx: OpContext, args: NoArgs) -> SsoStatus:
         saml=KindStatus(enabled=store.saml.enabled, configured=store.saml.configured),
         oidc=KindStatus(enabled=store.oidc.enabled, configured=store.oidc.configured),
         scim_token_present=store.scim_token() is not None,
-        origin=ctx.app.settings.origin,
+        origin=shown_origin(ctx.app.settings)[0],
         pairing_enabled=await ctx.app.service(IdentityService).pairing_enabled(),
     )
 
@@ -151,7 +152,7 @@ def _test_saml(app: AppContext, conn: SamlConnection) -> SamlConnectionOk:
     if not conn.configured:
         raise SsoError("invalid", "idpMetadataXml is missing")
     meta = parse_idp_metadata(conn.idpMetadataXml or "")
-    origin = app.settings.origin
+    origin, _ = shown_origin(app.settings)
     request = build_authn_request(
         sp_entity_id=conn.sp_entity_id(origin),
         acs_url=acs_url(origin),
@@ -203,6 +204,21 @@ async def sp_metadata(ctx: OpContext, args: SpMetadataArgs) -> SpMetadata:
         entity_id=entity_id,
         acs_url=acs_url(origin),
         xml=sp_metadata_xml(entity_id, acs_url(origin)).decode(),
+    )
+
+
+@op("sso.endpoints", kind="read", scope="server", server_owner=True)
+async def endpoints(ctx: OpContext, args: NoArgs) -> SsoEndpoints:
+    """What an identity provider's administrator registers: the values the sign-ins use (``hangar.sso.endpoints``)."""
+    origin, source = shown_origin(ctx.app.settings)
+    return SsoEndpoints(
+        origin=origin,
+        origin_source=source,
+        saml_entity_id=(await _store(ctx.app)).saml.sp_entity_id(origin),
+        saml_acs_url=acs_url(origin),
+        saml_metadata_url=metadata_url(origin),
+        oidc_redirect_uri=oidc_redirect_uri(origin),
+        scim_base_url=scim_base_url(origin),
     )
 
 
@@ -259,6 +275,7 @@ SSO_OPS: list[OpFunction] = [
     get_config,
     save_config,
     status,
+    endpoints,
     test_connection,
     sp_metadata,
     set_pairing_enabled,

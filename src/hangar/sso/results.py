@@ -31,6 +31,22 @@ class SsoStatus(Result):
     pairing_enabled: bool
 
 
+class SsoEndpoints(Result):
+    """The values an identity provider's administrator registers, built from the one origin the sign-ins use.
+
+    ``originSource`` says where that origin comes from: ``publicUrl`` (``--public-url``), ``listener`` (the
+    server's own host and port), or ``request`` (neither names one: the sign-ins follow the address each browser
+    uses, and these values are this machine's loopback address)."""
+
+    origin: str
+    origin_source: Literal["publicUrl", "listener", "request"]
+    saml_entity_id: str
+    saml_acs_url: str
+    saml_metadata_url: str
+    oidc_redirect_uri: str
+    scim_base_url: str
+
+
 class SamlConnectionOk(Result):
     """The IdP metadata parses and an authentication request can be built from it."""
 

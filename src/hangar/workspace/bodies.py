@@ -22,7 +22,11 @@ from hangar.workspace.worktrees import WorktreeService, pr_key
     summary="Opens the space the rest of the run works in (with repo worktrees), published under outputKey.",
     config=[
         ConfigField("outputKey", f"State key for the new space id; {SPACE_STATE_KEY} is always written too"),
-        ConfigField("repoIds", "Repos to check out: <repoId>, <repoId>@<branch> or <repoId>#<pullRequestNumber>"),
+        ConfigField(
+            "repoIds",
+            "Repos to check out: <repoId>, <repoId>@<branch> or <repoId>#<pullRequestNumber>",
+            refers="repo",
+        ),
         ConfigField("extras.allRepos", "Check out every workspace repo"),
         ConfigField("extras.mode", "chat, review (default) or plan"),
         ConfigField("extras.createConversation", "Also open it as a named, visible conversation"),

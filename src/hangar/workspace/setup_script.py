@@ -25,7 +25,7 @@ import stat
 from pathlib import Path
 
 from hangar.core.beneath import anchored, lstat_beneath
-from hangar.core.confine import Job, Scope, confinement_for, run_alone, setup_key
+from hangar.core.confine import Job, OnWait, Scope, confinement_for, run_alone, setup_key
 from hangar.core.context import AppContext
 from hangar.errors import Conflict
 
@@ -60,9 +60,11 @@ async def run_setup_script(
     repo_name: str,
     *,
     timeout_s: float = SETUP_TIMEOUT_S,
+    on_wait: OnWait | None = None,
 ) -> None:
     """Run ``<folder>/<repo_name>/.hangar/setup`` confined in the space's enclosure; raise ``SetupScriptFailed``
-    naming the exit status and the output's tail when it fails, ``Unavailable`` when it cannot run confined."""
+    naming the exit status and the output's tail when it fails, ``Unavailable`` when it cannot run confined.
+    ``on_wait`` hears what the script waits for before it starts (the terminal image's build, the boot)."""
     confinement = await confinement_for(app)
     scope = Scope(setup_key(workspace_id, space_id), workspace_id, folder, space_id=space_id)
     env = {
@@ -72,7 +74,7 @@ async def run_setup_script(
         "HANGAR_WORKTREE": f"{confinement.workdir_seen(scope)}/{repo_name}",
     }
     job = Job(("bash", "-c", _START, "hangar-setup", repo_name), env, timeout_s=timeout_s, group_name="setup")
-    done = await run_alone(confinement, scope, job)
+    done = await run_alone(confinement, scope, job, None, on_wait)
     if done.timed_out:
         raise SetupScriptFailed(
             f"the setup script of {repo_name} did not finish within {timeout_s:g} s and was stopped"

@@ -28,6 +28,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from hangar.core.beneath import anchored, copy_new, lstat_beneath, opened, remove_path, rename_noreplace
+from hangar.core.confine import OnWait, Wait
 from hangar.core.context import AppContext
 from hangar.core.disks import ScopeDisks
 from hangar.core.guestacl import grant_tree, grants_guest
@@ -231,13 +232,29 @@ class WorktreeService:
                 folder = self._spaces.folder(workspace_id, space_id)
                 if await asyncio.to_thread(has_setup_script, folder, repo.name):
                     await step("script", repo)
-                    await run_setup_script(self._app, workspace_id, space_id, folder, repo.name)
+                    await run_setup_script(
+                        self._app,
+                        workspace_id,
+                        space_id,
+                        folder,
+                        repo.name,
+                        on_wait=self._script_waits(workspace_id, space_id, repo),
+                    )
         except Exception as exc:
             reason = getattr(exc, "message", None) or str(exc)
             await self._spaces.set_provisioning(workspace_id, space_id, "failed", error=reason)
             raise
         await self._spaces.set_provisioning(workspace_id, space_id, "ready")
         return made
+
+    def _script_waits(self, workspace_id: str, space_id: str, repo: Repo) -> OnWait:
+        """A setup script's wait for its enclosure (the terminal image's build, the boot), in the space's setup."""
+
+        async def said(wait: Wait) -> None:
+            detail = repo.name if wait.over else f"{repo.name}: waiting for {wait.text}"
+            await self._spaces.set_provisioning(workspace_id, space_id, "provisioning", step="script", detail=detail)
+
+        return said
 
     async def all(
         self,

@@ -62,11 +62,13 @@ def test_verb_lists_and_observations_match_the_spec() -> None:
         "screenshot",
         "set_viewport",
         "history",
+        "pages",
+        "switch_page",
         "wait_for",
         "clipboard_read",
         "clipboard_write",
     ]
-    assert observations(BROWSER_USE) == {"extract", "screenshot", "wait_for", "clipboard_read"}
+    assert observations(BROWSER_USE) == {"extract", "screenshot", "wait_for", "clipboard_read", "pages"}
     assert list(MOBILE_USE.verbs) == [
         "tap",
         "swipe",

@@ -18,9 +18,10 @@ class OneCapture:
     """Like the engines: a second capture while one runs is a ``Conflict``, and a capture takes a few turns of
     the loop to stop."""
 
-    def __init__(self) -> None:
+    def __init__(self, stop_s: float = 0.0) -> None:
         self.capturing = False
         self.captures = 0
+        self.stop_s = stop_s
 
     async def viewport(self) -> tuple[int, int]:
         return 1280, 800
@@ -37,6 +38,7 @@ class OneCapture:
         finally:
             for _ in range(5):  # stopping a screencast is a round trip to the engine
                 await asyncio.sleep(0)
+            await asyncio.sleep(self.stop_s)
             self.capturing = False
 
 
@@ -65,3 +67,23 @@ async def test_a_view_opened_as_the_last_one_closes_waits_for_its_capture_to_sto
         assert frame.width == 640
     await asyncio.sleep(0.05)
     assert not engine.capturing and engine.captures == 20
+
+
+async def test_sizes_asked_in_quick_succession_never_start_a_capture_before_the_last_one_stopped() -> None:
+    """A view resized several times at once (a window dragged, a layout switched): each size restarts the capture,
+    and a restart cancelled before it started must still wait for the capture before it to stop, or the one after
+    it starts on an engine still capturing."""
+    engine = OneCapture(stop_s=0.05)
+    session = cast(EngineSession, engine)
+    live = cast(LiveRig, object())
+    async with watching(live, session, (640, 400)) as (hub, watcher):
+        await watcher.next()
+        for width in (700, 800, 900, 1000):
+            hub.resize(watcher, (width, 400))
+            await asyncio.sleep(0)  # the restart before it has begun waiting, not finished
+        while True:
+            _seq, frame = await asyncio.wait_for(watcher.next(), 5)  # a failed capture ends this with Conflict
+            if frame.width == 1000:
+                break
+    await asyncio.sleep(0.05)
+    assert not engine.capturing

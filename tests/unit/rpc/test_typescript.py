@@ -10,6 +10,7 @@ from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, OpRegistry, Result, op
 from hangar.rpc.typescript import Converter, TypeNames, _type_of, args_schema, pascal, render
 from hangar.server import typed_client
+from hangar.server.parts import all_parts
 
 
 def ts(schema: Any, refs: dict[str, str] | None = None) -> str:
@@ -145,6 +146,20 @@ def test_render_writes_every_op_with_its_meta_and_types() -> None:
         'cursor: "afterSeq" },'
     ) in text
     assert '"things.count": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },' in text
+
+
+def test_render_lists_the_declared_event_types_once_in_order() -> None:
+    text = render(OpRegistry([things_count]), "make it", ["things.moved", "things.made", "things.moved"])
+    assert 'export const EVENT_TYPES = [\n  "things.made",\n  "things.moved",\n] as const;' in text
+    assert "export type EventType = (typeof EVENT_TYPES)[number];" in text
+
+
+def test_every_event_type_a_part_declares_reaches_the_client() -> None:
+    """The client's label table is checked against ``EVENT_TYPES`` (web/src/labels.test.ts); this keeps that list
+    the server's own."""
+    committed = typed_client.TARGET.read_text(encoding="utf-8")
+    for event in (e for p in all_parts() for e in p.events):
+        assert f'  "{event.type}",\n' in committed, event.type
 
 
 def test_pascal_names() -> None:

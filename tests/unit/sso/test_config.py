@@ -43,7 +43,7 @@ def test_defaults_match_the_spec_table() -> None:
     )
     assert (saml.clockSkewSeconds, saml.allowIdpInitiated, saml.wantResponseSigned) == (90, False, False)
     oidc = OidcConnection()
-    assert (oidc.issuer, oidc.clientId, oidc.groupsClaim) == (None, None, "groups")
+    assert (oidc.issuer, oidc.clientId, oidc.groupsClaim, oidc.scopes) == (None, None, "groups", "openid email profile")
     for conn in (saml, oidc):
         assert (conn.defaultRole, conn.groupRoleMap, conn.autoMember, conn.allowJit) == (
             "member",
@@ -168,3 +168,36 @@ async def test_preview_validates_without_saving(store: SsoConfigStore) -> None:
     assert not store.oidc.enabled and store.client_secret() is None
     with pytest.raises(InvalidArgs):
         store.preview("oidc", {"issuer": "http://example.org"})
+
+
+@pytest.mark.parametrize(
+    ("scopes", "saved"),
+    [
+        ("openid", "openid"),
+        ("  openid\temail\n\nprofile ", "openid email profile"),
+        ("email openid offline_access urn:example:scope#1", "email openid offline_access urn:example:scope#1"),
+        ("openid " + "x" * (sso_config.MAX_SCOPES_CHARS - 7), "openid " + "x" * (sso_config.MAX_SCOPES_CHARS - 7)),
+    ],
+)
+def test_scopes_kept_one_space_apart(scopes: str, saved: str) -> None:
+    conn = sso_config.build("oidc", {"scopes": scopes})
+    assert isinstance(conn, OidcConnection) and conn.scopes == saved
+
+
+@pytest.mark.parametrize(
+    ("scopes", "said"),
+    [
+        ("", "must include openid"),
+        ("email profile", "must include openid"),
+        ("OpenID email", "must include openid"),
+        ('openid "email"', "is not a scope"),
+        ("openid a\\b", "is not a scope"),
+        ("openid émail", "is not a scope"),
+        ("openid openid", "names 'openid' twice"),
+        ("openid " + "x" * (sso_config.MAX_SCOPES_CHARS - 6), "at most 512"),
+    ],
+)
+def test_scopes_refused(scopes: str, said: str) -> None:
+    with pytest.raises(InvalidArgs) as err:
+        sso_config.build("oidc", {"scopes": scopes})
+    assert said in err.value.message and err.value.message.startswith("config.scopes")

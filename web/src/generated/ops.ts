@@ -121,11 +121,21 @@ export type CreatedApp = {
   profile: BotProfileView;
 };
 
+/** A failed attempt to reach the provider: what the network or the provider said (never a token), and when. */
+export type ChatFailure = {
+  message: string;
+  at: string;
+};
+
 export type ChatStatus = {
   provider: string;
   state: "disconnected" | "connecting" | "connected" | "error";
   error?: string | null;
   streamingAvailable: boolean;
+  /** The last failure since the connection was last up (kept across a restart until the new process's first attempt answers); absent while it is up or never failed */
+  lastError?: ChatFailure | null;
+  /** When the next attempt is due; absent while one is under way, when connected, or in error */
+  nextRetryAt?: string | null;
 };
 
 export type UserLinkView = {
@@ -287,6 +297,8 @@ export type BodySetting = {
   name: string;
   doc: string;
   required: boolean;
+  /** the kind of workspace record the setting names by id (an editor offers them) */
+  refers: ("agent" | "team" | "space" | "repo" | "template") | null;
 };
 
 export type BodyList = {
@@ -558,6 +570,23 @@ export type HostsGranted = {
   granted: Array<string>;
 };
 
+/** One top-level page of a browser rig's session, as its person sees it: ``url`` and ``title`` are the page's own text. ``stale``: the engine cannot read a page it is not on (engine C), so this is what it was when last current. */
+export type PageRow = {
+  pageId: string;
+  url: string;
+  title: string;
+  current: boolean;
+  stale: boolean;
+};
+
+/** What ``rig.navigate`` answers: the session's pages after the move (the current one marked), and the HTTP status of the document a navigation loaded where the engine reports it. */
+export type BrowserPages = {
+  rigId: string;
+  engine: string;
+  status: number | null;
+  pages: Array<PageRow>;
+};
+
 export type RigOpened = {
   rigId: string;
   phase: Phase;
@@ -584,6 +613,17 @@ export type ControlState = {
   controller: string | null;
 };
 
+/** A connection the rig's egress gate refused, as people watching the rig are told of it: ``host`` is what the rig asked for (a name, or an address and port), ``rule`` the rule that said no (``allowlist``: the name is not on the rig's allowlist, which an admin may extend with ``rig.grantHosts``; ``address``: the name resolves only to addresses rigs may not reach; ``port``: only ports 80 and 443 leave a rig; ``direct``: a connection or datagram that went around the gate; ``protocol``: no name to check; ``limit``: too many connections at once; ``unreachable``: the host did not answer; ``server``: the rig's door to the server passes only its MCP endpoint), ``reason`` the gate's words, ``count`` how often since it was first told (``at``, the last time). */
+export type EgressRefusal = {
+  host: string;
+  kind: string;
+  rule: "allowlist" | "address" | "port" | "direct" | "protocol" | "limit" | "unreachable" | "server";
+  reason: string;
+  grantable: boolean;
+  count: number;
+  at: string;
+};
+
 /** The first reply of ``rig.watch``; its activity events follow. */
 export type RigSnapshot = {
   rigId: string;
@@ -592,6 +632,7 @@ export type RigSnapshot = {
   statusDetail: string;
   controller: string | null;
   ports: Array<PortRow>;
+  egress: Array<EgressRefusal>;
 };
 
 export type RigClosed = {
@@ -610,6 +651,10 @@ export type PackView = {
   stepIndex: number;
   steps: number;
   error: string | null;
+  /** what a person reads: Terminal image, Chromium browser image, … */
+  label: string;
+  /** a browser pack's engine (engine-a, …) */
+  engine: string | null;
 };
 
 /** An enclosure user code runs in (``scope`` names what it runs for, ``pipelineRun:<runId>`` for one): it holds its ceiling, ``memoryMb``, in the budget; ``busy`` while a job runs in it. */
@@ -630,6 +675,11 @@ export type HostStatus = {
   residentMb: number;
   liveRigs: number;
   enclosures: Array<EnclosureView>;
+};
+
+/** ``rigs.watchPacks``: the image packs, first as the reply, then again as each event after a change. */
+export type PackList = {
+  packs: Array<PackView>;
 };
 
 /** A persisted event: its sequence number in the workspace, type, time and payload (snake_case fields). */
@@ -758,6 +808,17 @@ export type SpaceFollowed = {
   space: SpaceView;
 };
 
+/** The values an identity provider's administrator registers, built from the one origin the sign-ins use. ``originSource`` says where that origin comes from: ``publicUrl`` (``--public-url``), ``listener`` (the server's own host and port), or ``request`` (neither names one: the sign-ins follow the address each browser uses, and these values are this machine's loopback address). */
+export type SsoEndpoints = {
+  origin: string;
+  originSource: "publicUrl" | "listener" | "request";
+  samlEntityId: string;
+  samlAcsUrl: string;
+  samlMetadataUrl: string;
+  oidcRedirectUri: string;
+  scimBaseUrl: string;
+};
+
 /** An OIDC record as replies show it: the client secret only as a presence flag. */
 export type OidcView = {
   enabled: boolean;
@@ -768,6 +829,7 @@ export type OidcView = {
   issuer: string | null;
   clientId: string | null;
   groupsClaim: string;
+  scopes: string;
   clientSecretPresent: boolean;
 };
 
@@ -1210,6 +1272,14 @@ export type DevicesListResult = Array<DeviceView>;
 export type DevicesPairingCodeArgs = Record<string, never>;
 export type DevicesPairingCodeResult = OneTimeCode;
 
+/** Rename one of the caller's own active device credentials (the server owner's credentials from ``hangar admin owner-token`` are the owner's own). A credential issued to an application or an agent may rename only itself. */
+export type DevicesRenameArgs = {
+  deviceId: string;
+  /** 1 to 100 characters, no line breaks */
+  name: string;
+};
+export type DevicesRenameResult = DeviceView;
+
 /** Revoke one of the caller's device credentials; it stops working at once. A credential issued to an application or an agent may revoke only itself (signing out). */
 export type DevicesRevokeArgs = {
   deviceId: string;
@@ -1392,7 +1462,7 @@ export type PipelinesRunsWatchArgs = {
 };
 export type PipelinesRunsWatchResult = RunDetail | RunList;
 
-/** Store a new template (refused with every problem named when it is invalid). */
+/** Store a new template (refused with every problem named when it is invalid, a record it names that the workspace does not hold among them). */
 export type PipelinesTemplatesCreateArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1423,7 +1493,7 @@ export type PipelinesTemplatesListArgs = {
 };
 export type PipelinesTemplatesListResult = TemplateList;
 
-/** Replace a template; runs already started keep the version they started with. */
+/** Replace a template (checked as ``create`` checks it); runs already started keep the version they started with. */
 export type PipelinesTemplatesUpdateArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1432,7 +1502,7 @@ export type PipelinesTemplatesUpdateArgs = {
 };
 export type PipelinesTemplatesUpdateResult = TemplateSaved;
 
-/** Check a template without storing it: its problems and warnings. */
+/** Check a template without storing it: its problems (the records it names among them: an agent, team, space, repo or template this workspace does not hold, or the caller cannot see) and warnings. */
 export type PipelinesTemplatesValidateArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1590,6 +1660,15 @@ export type RigLiveViewUrlArgs = {
 };
 export type RigLiveViewUrlResult = LaneUrl;
 
+/** Move a browser rig's page as the person holding control: ``{"action": "navigate", "url"}``, ``{"action": "history", "direction": "back"|"forward"}``, ``{"action": "reload"}``, ``{"action": "stop_loading"}`` or ``{"action": "switch_page", "page"}`` (an id the page list gave). Answers the session's pages afterwards. */
+export type RigNavigateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  rigId: string;
+  action?: unknown;
+};
+export type RigNavigateResult = BrowserPages;
+
 /** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. */
 export type RigOpenArgs = {
   /** The workspace the call acts in. */
@@ -1705,6 +1784,10 @@ export type RigsSetMemoryBudgetResult = HostStatus;
 /** This host's rigs: backend and whether it can run here, the memory budget and what is resident now. */
 export type RigsStatusArgs = Record<string, never>;
 export type RigsStatusResult = HostStatus;
+
+/** The image packs, then the whole list again at every change: a build starting (asked for here, or by the first rig, shell step or command agent that needs its pack, or by another process sharing the packs), each of its steps, its end (ready, or failed with the reason). */
+export type RigsWatchPacksArgs = Record<string, never>;
+export type RigsWatchPacksResult = PackList;
 
 /** The persisted turn events of one run, in order. */
 export type RunsEventsArgs = {
@@ -1845,6 +1928,10 @@ export type SpacesWatchArgs = {
   afterSeq?: number | null;
 };
 export type SpacesWatchResult = SpaceFollowed;
+
+/** What an identity provider's administrator registers: the values the sign-ins use (``hangar.sso.endpoints``). */
+export type SsoEndpointsArgs = Record<string, never>;
+export type SsoEndpointsResult = SsoEndpoints;
 
 /** The saved connection of one kind, every field with its value; the client secret only as a flag. */
 export type SsoGetConfigArgs = {
@@ -2083,6 +2170,7 @@ export interface Ops {
   "computer_use": { kind: "mutate"; scope: "workspace"; args: ComputerUseArgs; result: ComputerUseResult };
   "devices.list": { kind: "read"; scope: "server"; args: DevicesListArgs; result: DevicesListResult };
   "devices.pairingCode": { kind: "mutate"; scope: "server"; args: DevicesPairingCodeArgs; result: DevicesPairingCodeResult };
+  "devices.rename": { kind: "mutate"; scope: "server"; args: DevicesRenameArgs; result: DevicesRenameResult };
   "devices.revoke": { kind: "destructive"; scope: "server"; args: DevicesRevokeArgs; result: DevicesRevokeResult };
   "events.list": { kind: "read"; scope: "workspace"; args: EventsListArgs; result: EventsListResult };
   "events.watch": { kind: "watch"; scope: "workspace"; args: EventsWatchArgs; result: EventsWatchResult };
@@ -2127,6 +2215,7 @@ export interface Ops {
   "rig.get": { kind: "read"; scope: "workspace"; args: RigGetArgs; result: RigGetResult };
   "rig.grantHosts": { kind: "mutate"; scope: "workspace"; args: RigGrantHostsArgs; result: RigGrantHostsResult };
   "rig.liveViewUrl": { kind: "read"; scope: "workspace"; args: RigLiveViewUrlArgs; result: RigLiveViewUrlResult };
+  "rig.navigate": { kind: "mutate"; scope: "workspace"; args: RigNavigateArgs; result: RigNavigateResult };
   "rig.open": { kind: "mutate"; scope: "workspace"; args: RigOpenArgs; result: RigOpenResult };
   "rig.ports": { kind: "read"; scope: "workspace"; args: RigPortsArgs; result: RigPortsResult };
   "rig.releaseControl": { kind: "mutate"; scope: "workspace"; args: RigReleaseControlArgs; result: RigReleaseControlResult };
@@ -2142,6 +2231,7 @@ export interface Ops {
   "rigs.packs": { kind: "read"; scope: "server"; args: RigsPacksArgs; result: RigsPacksResult };
   "rigs.setMemoryBudget": { kind: "mutate"; scope: "server"; args: RigsSetMemoryBudgetArgs; result: RigsSetMemoryBudgetResult };
   "rigs.status": { kind: "read"; scope: "server"; args: RigsStatusArgs; result: RigsStatusResult };
+  "rigs.watchPacks": { kind: "watch"; scope: "server"; args: RigsWatchPacksArgs; result: RigsWatchPacksResult };
   "runs.events": { kind: "read"; scope: "workspace"; args: RunsEventsArgs; result: RunsEventsResult };
   "runs.get": { kind: "read"; scope: "workspace"; args: RunsGetArgs; result: RunsGetResult };
   "runs.interrupt": { kind: "mutate"; scope: "workspace"; args: RunsInterruptArgs; result: RunsInterruptResult };
@@ -2160,6 +2250,7 @@ export interface Ops {
   "spaces.list": { kind: "read"; scope: "workspace"; args: SpacesListArgs; result: SpacesListResult };
   "spaces.rename": { kind: "mutate"; scope: "workspace"; args: SpacesRenameArgs; result: SpacesRenameResult };
   "spaces.watch": { kind: "watch"; scope: "workspace"; args: SpacesWatchArgs; result: SpacesWatchResult };
+  "sso.endpoints": { kind: "read"; scope: "server"; args: SsoEndpointsArgs; result: SsoEndpointsResult };
   "sso.getConfig": { kind: "read"; scope: "server"; args: SsoGetConfigArgs; result: SsoGetConfigResult };
   "sso.saveConfig": { kind: "mutate"; scope: "server"; args: SsoSaveConfigArgs; result: SsoSaveConfigResult };
   "sso.scimRegenerateToken": { kind: "mutate"; scope: "server"; args: SsoScimRegenerateTokenArgs; result: SsoScimRegenerateTokenResult };
@@ -2227,6 +2318,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "computer_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "devices.list": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "devices.pairingCode": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
+  "devices.rename": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
   "devices.revoke": { kind: "destructive", scope: "server", minRole: "guest", serverOwner: false },
   "events.list": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "events.watch": { kind: "watch", scope: "workspace", minRole: "member", serverOwner: false },
@@ -2271,6 +2363,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "rig.get": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.grantHosts": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "rig.liveViewUrl": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "rig.navigate": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.open": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.ports": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rig.releaseControl": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
@@ -2286,6 +2379,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "rigs.packs": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.setMemoryBudget": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.status": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "rigs.watchPacks": { kind: "watch", scope: "server", minRole: "guest", serverOwner: true },
   "runs.events": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "runs.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "runs.interrupt": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
@@ -2304,6 +2398,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "spaces.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "spaces.rename": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "spaces.watch": { kind: "watch", scope: "workspace", minRole: "guest", serverOwner: false, cursor: "afterSeq" },
+  "sso.endpoints": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "sso.getConfig": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "sso.saveConfig": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "sso.scimRegenerateToken": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
@@ -2345,3 +2440,35 @@ export const ERROR_CODES = [
   "unavailable",
   "internal",
 ] as const;
+
+/** The domain event types the server's parts declare (the wire names; `events.list` shows them). */
+export const EVENT_TYPES = [
+  "agents.reasoningFinished",
+  "agents.reasoningStarted",
+  "agents.runFinished",
+  "agents.runStarted",
+  "agents.textDelta",
+  "agents.toolCallFinished",
+  "agents.toolCallStarted",
+  "agents.turnFinished",
+  "agents.turnStarted",
+  "agents.turnWaiting",
+  "chat.userLinked",
+  "chat.userUnlinked",
+  "identity.memberAdded",
+  "identity.memberRemoved",
+  "identity.memberRoleChanged",
+  "identity.workspaceCreated",
+  "pipeline.runFinished",
+  "pipeline.taskFinished",
+  "rigs.closed",
+  "rigs.controlChanged",
+  "rigs.devDomainChanged",
+  "rigs.reaped",
+  "workspace.messagePosted",
+  "workspace.spaceCreated",
+  "workspace.spaceProvisioningChanged",
+  "workspace.spaceUpdated",
+  "workspace.ticketChanged",
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];

@@ -1,5 +1,6 @@
 /** The signed-in home (`/`): your workspaces, each a link to its page, and creating a new one. */
 import { useId, useState, type FormEvent } from "react";
+import { workspaceRoleLabel } from "../labels";
 import { Link } from "../Link";
 import { RpcError } from "../rpc/errors";
 import { useCall, useRpc } from "../rpc/hooks";
@@ -59,7 +60,7 @@ export function Home() {
           {workspaces.data.map((w) => (
             <li key={w.id}>
               <Link href={workspacePath(w.id)}>{w.name}</Link>
-              <span className="badge">{w.role}</span>
+              <span className="badge">{workspaceRoleLabel(w.role)}</span>
             </li>
           ))}
         </ul>

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from hangar.agents.events import RunOutcome
 from hangar.agents.service import Agent
-from hangar.core.confine import CallBack, Confinement, confinement_for
+from hangar.core.confine import CallBack, Confinement, Wait, confinement_for
 
 
 async def no_confinement() -> Confinement:
@@ -95,6 +95,9 @@ class RunIO(Protocol):
     def output(self) -> OutputSlot: ...
 
     async def turn_started(self, turn: int) -> None: ...
+    async def waiting(self, turn: int, wait: Wait) -> None:
+        """The turn waits before its program starts (an image build, an enclosure's boot): one step of it."""
+
     async def reasoning_started(self, turn: int) -> None: ...
     async def reasoning_finished(self, turn: int, text: str) -> None: ...
     async def text_delta(self, turn: int, text: str) -> None: ...

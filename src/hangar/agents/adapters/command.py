@@ -10,8 +10,10 @@ space shares the space's folder only. ``argv[0]`` is looked up on the enclosure'
 
 The prompt goes to stdin (``promptVia: stdin``) or into argv (``promptVia: arg``: replaces a ``{prompt}``
 element, else is appended). Stdout is relayed as text deltas while the program runs, and posted whole as the
-agent's reply when it exits 0. Whatever the program leaves running is killed when it exits; an interrupt (or
-the timeout) ends the program and everything it started.
+agent's reply when it exits 0. While the turn waits for its enclosure (a first start builds the terminal image;
+then the boot), each step is a ``TurnWaiting`` event; a wait that fails (the image's build) fails the turn with the
+reason, and running the agent again tries again. Whatever the program leaves running is killed when it exits; an
+interrupt (or the timeout) ends the program and everything it started.
 
 Input contract: the environment carries ``HANGAR_RUN_ID``, ``HANGAR_SPACE_ID``, ``HANGAR_WORKSPACE_ID``,
 ``HANGAR_CONTEXT_FILE`` and ``HANGAR_OUTPUT_FILE`` (paths as the program sees them); with an output schema
@@ -40,7 +42,7 @@ from hangar.agents.config import CommandAdapter
 from hangar.agents.events import RunOutcome
 from hangar.agents.mcp_grant import TOKEN_VAR
 from hangar.agents.redact import Redactor
-from hangar.core.confine import ExecResult, Job, Scope, agent_run_key, run_alone
+from hangar.core.confine import ExecResult, Job, Scope, Wait, agent_run_key, run_alone
 from hangar.errors import HangarError
 
 _STDERR_TAIL = 2000
@@ -102,7 +104,15 @@ class CommandLineAdapter(Adapter):
             if piece := redactor.feed(decoder.decode(chunk)):
                 await io.text_delta(turn, piece)
 
-        done = await run_alone(confinement, scope, job, relay)
+        async def waiting(wait: Wait) -> None:
+            await io.waiting(turn, wait)
+
+        try:
+            done = await run_alone(confinement, scope, job, relay, waiting)
+        except HangarError as exc:  # the enclosure could not be had: the image's build failed, the budget is full
+            error = f"the command could not run: {exc.message}"
+            await io.turn_finished(turn, RunOutcome.failed, error)
+            return RunResult(RunOutcome.failed, error)
         if tail := redactor.feed(decoder.decode(b"", final=True)) + redactor.flush():
             await io.text_delta(turn, tail)
         return await self._finish(done, io, turn, done.files.get(out_name), redactor)

@@ -12,7 +12,7 @@ from typing import Any
 from hangar.agents.output_schema import check_schema
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import Run
-from hangar.errors import InvalidArgs, Refused
+from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.pipelines import StepContext, TaskOutcome
 from hangar.workspace import SPACE_STATE_KEY, SpaceService, pipeline_author
 
@@ -76,12 +76,21 @@ async def harvest(step: StepContext, task: TaskOutcome, schema: dict[str, Any] |
     """
     run = await step.app.service(AgentRunner).store.get(step.workspace_id, task.task_id)
     if not task.succeeded:
-        return None, f"agent run {run.id} ended {run.outcome}: {run.error or 'no reason given'}"
+        return None, f"{await _whose(step, run)} ended {run.outcome}: {run.error or 'no reason given'}"
     if schema is not None:
         if not run.has_output:
-            return None, f"agent run {run.id} ended without valid output: {run.output_error}"
+            return None, f"{await _whose(step, run)} ended without valid output: {run.output_error}"
         return run.output, None
     return await last_reply(step, run), None
+
+
+async def _whose(step: StepContext, run: Run) -> str:
+    """The run named for people, by its agent's name (the run's id is in the step's progress)."""
+    try:
+        agent = await step.app.service(AgentRunner).agents.get(step.workspace_id, run.agent_id)
+    except NotFound:
+        return "the run of an agent since deleted"
+    return f"the run of agent {agent.name!r}"
 
 
 async def last_reply(step: StepContext, run: Run) -> str | None:

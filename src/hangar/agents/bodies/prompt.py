@@ -9,12 +9,12 @@ from hangar.errors import InvalidArgs
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
 
 _AGENT_FIELDS = [
-    ConfigField("agentId", "Workspace agent to dispatch ({{key}} substitution)", required=True),
+    ConfigField("agentId", "Workspace agent to dispatch ({{key}} substitution)", required=True, refers="agent"),
     ConfigField("prompt", "Prompt with {{key}} substitution", required=True),
     ConfigField("outputKey", "State key for the harvested output"),
     ConfigField("outputSchema", "JSON Schema the agent's submit_output payload must satisfy"),
     ConfigField("label", "Label of the step (signs the prompt in the space)"),
-    ConfigField("extras.spaceId", "Space to work in; default: the one messaging.createSpace opened"),
+    ConfigField("extras.spaceId", "Space to work in; default: the one messaging.createSpace opened", refers="space"),
 ]
 
 

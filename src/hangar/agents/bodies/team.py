@@ -33,13 +33,15 @@ def _member_schema(step: StepContext) -> dict[str, Any] | None:
     "team.dispatch",
     summary="Dispatches a team (every member, or only the leader in manager mode) and harvests their outputs.",
     config=[
-        ConfigField("teamId", "Team to dispatch ({{key}} substitution)", required=True),
+        ConfigField("teamId", "Team to dispatch ({{key}} substitution)", required=True, refers="team"),
         ConfigField("prompt", "Prompt with {{key}} substitution", required=True),
         ConfigField("dispatchMode", "allParallel (default: the team's own) or manager"),
         ConfigField("outputKey", "State key for the list of member outputs, in member order"),
         ConfigField("outputSchema", "Array schema of that list; each member's submit_output must match its items"),
         ConfigField("label", "Label of the step"),
-        ConfigField("extras.spaceId", "Space to work in; default: the one messaging.createSpace opened"),
+        ConfigField(
+            "extras.spaceId", "Space to work in; default: the one messaging.createSpace opened", refers="space"
+        ),
     ],
     resumes=True,
 )
@@ -99,12 +101,14 @@ GATE_PROMPT = (
     "approval.gate",
     summary="Asks an approver agent for a {decision, reason} through submit_output; a rejection fails the step.",
     config=[
-        ConfigField("agentId", "The approver agent", required=True),
+        ConfigField("agentId", "The approver agent", required=True, refers="agent"),
         ConfigField("prompt", "Gate prompt ({{key}} substitution); a default asks for approved or rejected"),
         ConfigField("outputKey", "State key for {decision, reason}"),
         ConfigField("outputSchema", "Default: decision approved|rejected plus reason"),
         ConfigField("label", "Label of the step"),
-        ConfigField("extras.spaceId", "Space to review in; default: the one messaging.createSpace opened"),
+        ConfigField(
+            "extras.spaceId", "Space to review in; default: the one messaging.createSpace opened", refers="space"
+        ),
     ],
     resumes=True,
 )

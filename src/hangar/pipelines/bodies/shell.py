@@ -10,6 +10,10 @@ never the server's environment. Exit 0 puts the trimmed stdout under ``outputKey
 step with the tail of stderr (and, when the run directory's disk is full, its quota). A step timeout or a cancelled
 run kills the script and what it started.
 
+While the step waits for the run's enclosure (a first start builds the terminal image; then the boot), its progress
+says so: ``{"waiting": "terminal image: downloading packages (4/10)", "step": 4, "steps": 10}``, emptied (``{}``)
+once the script starts. A wait that fails (the image's build) fails the step with the reason.
+
 Other parts add environment variables (a forge token, for one) by providing a ``ShellEnvironment`` service.
 """
 
@@ -18,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from hangar.core.confine import Job, Scope, confinement_for, pipeline_run_key
+from hangar.core.confine import Job, Scope, Wait, confinement_for, pipeline_run_key
 from hangar.core.disks import RUN_DISK_SETTING, full_note
 from hangar.pipelines._algo import DRY_RUN_KEY
 from hangar.pipelines.bodies.spec import ConfigField, body
@@ -76,7 +80,11 @@ async def shell_run(step: StepContext) -> StepResult:
     extra = step.maybe_service(ShellEnvironment)
     if extra is not None:
         env.update(await extra.env_for(step))
-    done = await confinement.run(scope, Job(("bash", "-c", script), env, group_name=step.step_id))
+
+    async def waiting(wait: Wait) -> None:
+        await step.progress({} if wait.over else {"waiting": wait.text, "step": wait.step, "steps": wait.steps})
+
+    done = await confinement.run(scope, Job(("bash", "-c", script), env, group_name=step.step_id), None, waiting)
     if done.exit_code != 0:
         tail = stderr_tail(done.stderr)
         full = await asyncio.to_thread(full_note, run_dir, RUN_DISK_SETTING)

@@ -21,7 +21,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 if TYPE_CHECKING:
     from hangar.pipelines.results import StepResult
@@ -52,14 +52,22 @@ NODE_FIELDS: frozenset[str] = frozenset(
 )
 
 
+# The records a setting can name (``ConfigField.refers``): a template naming one that the workspace does not hold
+# is refused when it is saved (``hangar.pipelines.references``), and an editor offers the records by name.
+Refers = Literal["agent", "team", "space", "repo", "template"]
+REFERS: tuple[str, ...] = get_args(Refers)
+
+
 @dataclass(frozen=True)
 class ConfigField:
     """One setting a body reads: a node-config field (``script``), an extra (``extras.templateId``) or a state
-    key (``state.space_id``). ``required`` node-config fields and extras are checked when a template loads."""
+    key (``state.space_id``). ``required`` node-config fields and extras are checked when a template loads;
+    ``refers`` says the value names a record of the workspace (an agent's id, a repo spec), checked too."""
 
     name: str
     doc: str
     required: bool = False
+    refers: Refers | None = None
 
     @property
     def where(self) -> str:
@@ -68,6 +76,14 @@ class ConfigField:
         if self.name.startswith(("state.", "payload.")):
             return "state"
         return "config"
+
+    def value_in(self, config: Mapping[str, Any]) -> Any:
+        """The setting's value in a node's wire config (camelCase keys, ``extras`` nested); None for a state key."""
+        if self.where == "config":
+            return config.get(self.name)
+        if self.where == "extras":
+            return (config.get("extras") or {}).get(self.name.removeprefix("extras."))
+        return None
 
 
 @dataclass(frozen=True)
@@ -82,20 +98,11 @@ class BodySpec:
 
     def missing_config(self, config: Mapping[str, Any]) -> list[str]:
         """Required settings absent from a node's wire config (camelCase keys, ``extras`` nested)."""
-        missing = []
-        extras = config.get("extras") or {}
-        for f in self.config:
-            if not f.required:
-                continue
-            if f.where == "config":
-                value = config.get(f.name)
-            elif f.where == "extras":
-                value = extras.get(f.name.removeprefix("extras."))
-            else:
-                continue
-            if value in (None, "", [], {}):
-                missing.append(f.name)
-        return missing
+        return [
+            f.name
+            for f in self.config
+            if f.required and f.where != "state" and f.value_in(config) in (None, "", [], {}, ())
+        ]
 
 
 def body(
@@ -125,6 +132,8 @@ def body(
                 raise ValueError(f"{where}: config field {f.name!r} is not a field, extras.x or state.x name")
             if f.where == "config" and f.name not in NODE_FIELDS:
                 raise ValueError(f"{where}: {f.name!r} is not a node-config field; use extras.{f.name}")
+            if f.refers is not None and (f.refers not in REFERS or f.where == "state"):
+                raise ValueError(f"{where}: config field {f.name!r} cannot refer to {f.refers!r}")
         spec = BodySpec(
             key=key,
             summary=line,

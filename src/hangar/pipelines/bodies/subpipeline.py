@@ -16,7 +16,12 @@ from hangar.pipelines.step import StepContext
     "pipeline.subPipeline",
     summary="Runs another template as a child run and merges the child's final state under outputKey.",
     config=[
-        ConfigField("extras.templateId", "Template to run as the child (never the calling template)", required=True),
+        ConfigField(
+            "extras.templateId",
+            "Template to run as the child (never the calling template)",
+            required=True,
+            refers="template",
+        ),
         ConfigField("inputKeys", "State keys copied into the child's trigger payload"),
         ConfigField("outputKey", "State key receiving the child's final state"),
     ],

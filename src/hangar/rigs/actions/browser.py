@@ -107,6 +107,10 @@ class History(ActionModel):
     direction: Literal["back", "forward"]
 
 
+class SwitchPage(ActionModel):
+    page: Annotated[StrictStr, Field(min_length=1, max_length=128)]  # an id ``pages`` listed
+
+
 class WaitFor(ActionModel):
     selector: Selector
     timeout: Annotated[StrictFloat, Field(ge=0.1, le=30)] = 5.0  # seconds, 0.1 to 30
@@ -132,6 +136,8 @@ BROWSER_USE = VerbTable.of(
     Verb("screenshot", Screenshot, observation=True),
     Verb("set_viewport", SetViewport),
     Verb("history", History),
+    Verb("pages", NoParams, observation=True),
+    Verb("switch_page", SwitchPage),
     Verb("wait_for", WaitFor, observation=True),
     Verb("clipboard_read", NoParams, observation=True, crossing="rigToHost"),
     Verb("clipboard_write", ClipboardText, crossing="hostToRig"),

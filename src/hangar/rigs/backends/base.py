@@ -27,6 +27,7 @@ from typing import ClassVar
 from hangar.core.confine import ExecResult
 from hangar.core.disks import DEFAULT_RIG_DISK_MB
 from hangar.errors import NotFound, Unavailable
+from hangar.rigs.egress.gate import EgressEvent
 from hangar.rigs.engines.session import EngineSession
 from hangar.rigs.packs import PackStatus
 
@@ -163,6 +164,11 @@ class RigHandle(ABC):
     async def grant_hosts(self, hosts: Iterable[str]) -> None:
         """Add names (exact or ``*.suffix``) to the rig's egress allowlist; takes effect for new connections.
         ``InvalidArgs`` on a name that is not a valid host name pattern."""
+
+    def on_egress_refused(self, listener: Callable[[EgressEvent], None]) -> None:
+        """Tell ``listener`` of each connection the rig's egress gate refuses from now on (called in the server's
+        event loop; it must not block). A rig without a gate of its own has nothing to tell."""
+        return None
 
     async def open_server_door(self, endpoint: str) -> str:
         """Open the rig's door to the server's MCP endpoint (``endpoint``, as the host reaches it) and return the

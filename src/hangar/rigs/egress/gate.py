@@ -67,6 +67,13 @@ class EgressEvent:
     target: str  # name or address:port the rig asked for
     allowed: bool
     reason: str
+    # The rule that refused (a refusal only): "allowlist" (the name is not allow-listed), "address" (it resolves
+    # only to addresses rigs may not reach), "port" (not 80 or 443), "direct" (around the gate), "protocol" (no
+    # name to check), "limit" (too many connections), "unreachable" (the host did not answer), "server" (the door).
+    rule: str = ""
+
+
+RefusalListener = Callable[[EgressEvent], None]
 
 
 class EgressGate:
@@ -101,6 +108,8 @@ class EgressGate:
         self._door_server: asyncio.AbstractServer | None = None
         self._door_writers: set[asyncio.StreamWriter] = set()
         self._local: frozenset[str] = frozenset()  # names answered with the rig's own loopback (dev domains)
+        # Told of each refusal as it is recorded (the rig's watchers hear of it); never raises into the gate.
+        self.on_refused: RefusalListener | None = None
 
     @property
     def allowlist(self) -> frozenset[str]:
@@ -126,11 +135,17 @@ class EgressGate:
     def _is_local(self, name: str) -> bool:
         return name in self._local
 
-    def _record(self, kind: str, target: str, allowed: bool, reason: str) -> None:
-        self.events.append(EgressEvent(time.time(), kind, target, allowed, reason))
+    def _record(self, kind: str, target: str, allowed: bool, reason: str, rule: str = "") -> None:
+        event = EgressEvent(time.time(), kind, target, allowed, reason, rule)
+        self.events.append(event)
         level = logging.INFO if allowed else logging.WARNING
         log.log(level, "rig %s egress %s %s %s: %s", self.rig_id, kind, target,
                 "allowed" if allowed else "denied", reason)  # fmt: skip
+        if not allowed and self.on_refused is not None:
+            try:
+                self.on_refused(event)
+            except Exception:  # a listener's fault must not end the connection being answered
+                log.exception("rig %s: telling of an egress refusal failed", self.rig_id)
 
     async def start(self, make_socket: SocketFactory) -> None:
         p = self.ports
@@ -190,7 +205,8 @@ class EgressGate:
         if now - self._refused_at >= REFUSALS_EVERY_S:
             self._refused_at = now
             target = f"{GATE_ADDRESS}:{address[1]}"
-            self._record("tcp", target, False, f"the rig holds {MAX_CONNECTIONS} connections to its gate already")
+            self._record("tcp", target, False, f"the rig holds {MAX_CONNECTIONS} connections to its gate already",
+                         "limit")  # fmt: skip
 
     async def _serve_udp(
         self, make_socket: SocketFactory, family: int, address: tuple[str, int], protocol: asyncio.DatagramProtocol
@@ -228,7 +244,8 @@ class EgressGate:
                 self._record("dns", question.name, True, "dev domain (the rig's own loopback)")
             else:
                 ok = self.allowed(question.name)
-                self._record("dns", question.name, ok, "allow-listed name" if ok else "name not allow-listed")
+                reason = "allow-listed name" if ok else "name not allow-listed"
+                self._record("dns", question.name, ok, reason, "" if ok else "allowlist")
         return reply
 
     async def _dns_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -254,26 +271,29 @@ class EgressGate:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
         except asyncio.LimitOverrunError:
-            self._record("http", "?", False, "request head too large")
+            self._record("http", "?", False, "request head too large", "protocol")
             return
         host = host_header(head)
         if host is None:
-            self._record("http", "?", False, "no Host header")
+            self._record("http", "?", False, "no Host header", "protocol")
             writer.write(refusal("a Host header is required"))
             return
         name, _, port = host.partition(":")
         if port not in ("", "80") or not self.allowed(name):
-            self._record("http", host, False, "host not allow-listed" if port in ("", "80") else "port not 80")
+            if port in ("", "80"):
+                self._record("http", host, False, "host not allow-listed", "allowlist")
+            else:
+                self._record("http", host, False, "port not 80", "port")
             writer.write(refusal(f"egress to {host} is not allowed from this rig"))
             return
         try:
             upstream = await self._upstream(name.lower(), 80)
         except AddressRefused as exc:
-            self._record("http", name, False, exc.reason)
+            self._record("http", name, False, exc.reason, "address")
             writer.write(refusal(f"egress to {name} is refused: {exc.reason}"))
             return
         except (OSError, TimeoutError) as exc:
-            self._record("http", name, False, f"upstream unreachable ({exc.__class__.__name__})")
+            self._record("http", name, False, f"upstream unreachable ({exc.__class__.__name__})", "unreachable")
             writer.write(refusal(f"{name} is unreachable", status=b"502 Bad Gateway"))
             return
         self._record("http", name, True, "allow-listed host")
@@ -289,18 +309,21 @@ class EgressGate:
             record = head + await asyncio.wait_for(reader.readexactly(total - 5), READ_TIMEOUT_S)
             name = sni.server_name(record)
         except sni.NotTls as exc:
-            self._record("tls", "?", False, str(exc))
+            self._record("tls", "?", False, str(exc), "protocol")
             return
         if name is None or not self.allowed(name):
-            self._record("tls", name or "?", False, "no SNI" if name is None else "SNI not allow-listed")
+            if name is None:
+                self._record("tls", "?", False, "no SNI", "protocol")
+            else:
+                self._record("tls", name, False, "SNI not allow-listed", "allowlist")
             return
         try:
             upstream = await self._upstream(name.lower(), 443)
         except AddressRefused as exc:  # inside TLS there is no way to say why: the log says it
-            self._record("tls", name, False, exc.reason)
+            self._record("tls", name, False, exc.reason, "address")
             return
         except (OSError, TimeoutError) as exc:
-            self._record("tls", name, False, f"upstream unreachable ({exc.__class__.__name__})")
+            self._record("tls", name, False, f"upstream unreachable ({exc.__class__.__name__})", "unreachable")
             return
         self._record("tls", name, True, "allow-listed SNI")
         upstream[1].write(record)
@@ -346,7 +369,7 @@ class EgressGate:
             return
         if len(self._door_writers) >= MAX_DOOR_CONNECTIONS:
             why = f"this rig already holds {MAX_DOOR_CONNECTIONS} exchanges with the server open; end one first"
-            self._record("server", "?", False, f"{MAX_DOOR_CONNECTIONS} exchanges open")
+            self._record("server", "?", False, f"{MAX_DOOR_CONNECTIONS} exchanges open", "server")
             await server_door.answer_and_close(reader, writer, refusal(why, b"503 Service Unavailable"))
             return
         self._door_writers.add(writer)
@@ -359,7 +382,7 @@ class EgressGate:
         self, target: server_door.DoorTarget, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         async def refuse(what: str, reason: str, answer: bytes) -> None:
-            self._record("server", what, False, reason)
+            self._record("server", what, False, reason, "server")
             await server_door.answer_and_close(reader, writer, answer)
 
         try:
@@ -395,7 +418,7 @@ class EgressGate:
     async def _deny_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
         target = _original_destination(sock) if sock is not None else "?"
-        self._record("tcp", target, False, "direct connection outside the gate")
+        self._record("tcp", target, False, "direct connection outside the gate", "direct")
 
 
 class _DnsProtocol(asyncio.DatagramProtocol):
@@ -418,7 +441,7 @@ class _DenyUdpProtocol(asyncio.DatagramProtocol):
 
     def datagram_received(self, data: bytes, addr: tuple[str | object, ...]) -> None:
         # the redirect hides the original address of a datagram; the source port identifies the sender
-        self.gate._record("udp", f"from port {addr[1]}", False, f"UDP datagram ({len(data)} bytes) dropped")
+        self.gate._record("udp", f"from port {addr[1]}", False, f"UDP datagram ({len(data)} bytes) dropped", "direct")
 
 
 def _original_destination(sock: socket.socket) -> str:

@@ -57,8 +57,10 @@ async def screencast(
     session moved to another page), which ends the iterator."""
     with conn.subscribe(("Page.screencastFrame",), session_id, limit=8) as events:
         start = {"format": "jpeg", "quality": FRAME_QUALITY, "maxWidth": max_width, "maxHeight": max_height}
-        await conn.call("Page.startScreencast", start, session_id)
         try:
+            # Inside the try: a capture cancelled while its start is under way (a view resized twice at once) has
+            # started in the engine all the same, and must be stopped, or every later start is refused.
+            await conn.call("Page.startScreencast", start, session_id)
             while True:
                 event = await _next(events, until)
                 if event is None:

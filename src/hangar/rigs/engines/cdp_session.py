@@ -41,6 +41,7 @@ from hangar.rigs.engines.session import (
     MouseButton,
     Page,
     PageChange,
+    PageEntry,
     Still,
 )
 
@@ -81,6 +82,12 @@ class CdpSession(EngineSession):
 
     def take_page_changes(self) -> list[PageChange]:
         return self._pages.take()
+
+    async def pages(self) -> list[PageEntry]:
+        return await self._pages.listing()
+
+    async def switch_page(self, page_id: str) -> Page:
+        return await self._pages.switch(page_id)
 
     # -- navigation -----------------------------------------------------------------------------------------
 

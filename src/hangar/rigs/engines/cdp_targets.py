@@ -48,8 +48,8 @@ class _Attached:
 class PageTargets:
     """The page targets the session is attached to, and the follower that picks the current one among them.
 
-    The ``_discover_pages``, ``_show_page``, ``_open_home``, ``_load_state``, ``current`` and ``_engine_gone``
-    methods are the ``pages.PageHost`` the follower calls; nothing else does."""
+    The ``_discover_pages``, ``_show_page``, ``_open_home``, ``_load_state``, ``current``, ``_describe_pages`` and
+    ``_engine_gone`` methods are the ``pages.PageHost`` the follower calls; nothing else does."""
 
     def __init__(
         self, page: CurrentPage, input_: CdpInput, first: str, home_url: str, viewport: tuple[int, int]
@@ -172,6 +172,16 @@ class PageTargets:
 
     async def current(self) -> Page:
         return await self._page.current()
+
+    async def _describe_pages(self, pages: list[str], current: str | None) -> dict[str, tuple[str, str]]:
+        # The browser knows every target's URL and title: one round trip, no page is moved to.
+        targets = await self._conn.call("Target.getTargets")
+        known = set(pages)
+        return {
+            str(t["targetId"]): (str(t.get("url", "")), str(t.get("title", "")))
+            for t in targets.get("targetInfos", [])
+            if t.get("targetId") in known
+        }
 
     def _engine_gone(self) -> bool:
         return self._conn.closed

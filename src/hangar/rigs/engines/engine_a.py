@@ -23,7 +23,11 @@ form, and checked gone from the gate's refusals (with Chromium 150, and again wi
   nor the account-preview or AI-mode eligibility features stop it, so ``--gaia-url`` names the dead port (the
   browser's own sign-in is never wanted in a rig);
   an on-demand component install (app id ``ceofaddefefcbblgcgnibnonglccbfja``) asks update.googleapis.com
-  despite ``--disable-component-update``, so ``--component-updater=url-source=`` names the dead port too.
+  despite ``--disable-component-update``, so ``--component-updater=url-source=`` names the dead port too;
+- the spell checker: typing into a field makes it fetch its dictionary (redirector.gvt1.com/edgedl/chrome/dict/...),
+  and no switch stops it, so the profile starts with spell checking off and no dictionary (``PREFERENCES``, the
+  profile's ``Default/Preferences``; checked in the net log with Chromium 156: ``enable_spellchecking`` alone, or an
+  empty dictionary list alone, still fetches).
 
 A dev-domain CA is trusted through the NSS database Chromium reads: from M146 on that is
 ``$HOME/.local/share/pki/nssdb`` (Chromium's docs/linux/cert_management.md), created empty when absent
@@ -31,6 +35,8 @@ A dev-domain CA is trusted through the NSS database Chromium reads: from M146 on
 """
 
 from __future__ import annotations
+
+import json
 
 from hangar.rigs.engines.cdp_session import CdpSession
 from hangar.rigs.engines.launch import Endpoint, EngineProcess, EngineRecipe, LaunchContext, LaunchPlan
@@ -54,6 +60,11 @@ DEAD_ENDPOINTS = (  # services with no off switch, sent where nothing answers
 )
 # The component updater takes its server as an option of one switch rather than a switch of its own.
 COMPONENT_UPDATER = f"url-source=http://{_NOWHERE}/"
+PROFILE = ".chromium"  # under the engine's home
+PREFERENCES = {
+    "browser": {"enable_spellchecking": False},
+    "spellcheck": {"dictionaries": [], "dictionary": "", "use_spelling_service": False},
+}
 
 
 def chromium_argv(ctx: LaunchContext) -> tuple[str, ...]:
@@ -65,7 +76,7 @@ def chromium_argv(ctx: LaunchContext) -> tuple[str, ...]:
         "--disable-dev-shm-usage",
         "--remote-debugging-address=127.0.0.1",
         f"--remote-debugging-port={ctx.port}",
-        f"--user-data-dir={ctx.home}/.chromium",
+        f"--user-data-dir={ctx.home}/{PROFILE}",
         "--no-first-run",
         "--no-default-browser-check",
         "--disable-background-networking",
@@ -99,7 +110,8 @@ def _trust_ca(ctx: LaunchContext, ca_file: str) -> tuple[EngineProcess, ...]:
 
 def plan(ctx: LaunchContext) -> LaunchPlan:
     setup = _trust_ca(ctx, ctx.ca_file) if ctx.ca_file else ()
-    return LaunchPlan(files={}, setup=setup, processes=(EngineProcess("chromium", chromium_argv(ctx)),))
+    files = {f"{PROFILE}/Default/Preferences": json.dumps(PREFERENCES).encode()}
+    return LaunchPlan(files=files, setup=setup, processes=(EngineProcess("chromium", chromium_argv(ctx)),))
 
 
 async def connect(endpoint: Endpoint, ctx: LaunchContext) -> EngineSession:

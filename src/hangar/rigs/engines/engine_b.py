@@ -60,6 +60,7 @@ SUBSCRIBED = (
     "browsingContext.contextDestroyed",
 )
 SANDBOX = "hangar"  # the script realm for canvas work, out of the page's reach
+TITLE_TIMEOUT_S = 5.0  # reading a page's title for the page list: a page busy past this shows none
 NO_CLIPBOARD_IMAGES = (
     "engine-b runs Firefox headless, whose clipboard holds text and HTML only: an image written to it is dropped"
 )
@@ -321,6 +322,31 @@ class FirefoxSession(W3CSession):
 
     def _engine_gone(self) -> bool:
         return self._client.closed
+
+    async def _describe_pages(self, pages: list[str], current: str | None) -> dict[str, tuple[str, str]]:
+        # Every context's URL from the tree, and each page's title read in a sandboxed realm of that page (the
+        # page's own scripts cannot answer for it), without moving to it.
+        tree = await self._client.call("browsingContext.getTree", {"maxDepth": 0})
+        urls = {str(c.get("context")): str(c.get("url", "")) for c in tree.get("contexts", [])}
+        found: dict[str, tuple[str, str]] = {}
+        for page in pages:
+            if page in urls:
+                found[page] = (urls[page], await self._title_of(page))
+        return found
+
+    async def _title_of(self, context: str) -> str:
+        with contextlib.suppress(Unavailable, Refused, NotFound):  # EngineTimeout is an Unavailable
+            result = await self._client.call(
+                "script.callFunction",
+                {"functionDeclaration": "() => document.title", "arguments": [],
+                 "target": {"context": context, "sandbox": SANDBOX}, "awaitPromise": False,
+                 "resultOwnership": "none"},
+                TITLE_TIMEOUT_S,
+            )  # fmt: skip
+            remote = result.get("result")
+            if result.get("type") == "success" and isinstance(remote, dict):
+                return str(python_value(remote) or "")
+        return ""
 
     # -- navigation ---------------------------------------------------------------------------------------
 

@@ -10,6 +10,10 @@ engine C by listing window handles after a verb) and tells a ``PageFollower`` wi
 follower decides which page is current and asks the engine (a ``PageHost``) to switch. Only pages opened by a page
 the session knows are followed: a page the browser opens on its own (a replacement tab) is not a page an agent
 navigated to.
+
+The follower also lists the pages it knows (``listing``, with each page's URL and title as the engine reads them:
+engine C reads only the current window's, so another window shows what it was when it was last current) and moves
+to one of them on request (``switch``), which is reported as a change like the others.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import logging
 from typing import Protocol
 
 from hangar.errors import HangarError, NotFound, Refused, Unavailable
-from hangar.rigs.engines.session import Page, PageChange, PageChangeKind
+from hangar.rigs.engines.session import Page, PageChange, PageChangeKind, PageEntry
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +33,7 @@ NEW_PAGE_LOAD_S = 30.0  # how long a newly opened page may take to load before t
 BLANK_GRACE_S = 2.0  # a new page still on about:blank after this is taken as meant to be blank (window.open(""))
 LOAD_POLL_S = 0.05
 CHANGES_KEPT = 8  # the latest changes a reply reports; older ones are dropped
+NOTE_S = 2.0  # reading where the page being left is, for the page list: a page busy past this is listed as it was
 
 
 class PageHost(Protocol):
@@ -49,6 +54,10 @@ class PageHost(Protocol):
 
     async def current(self) -> Page: ...
 
+    async def _describe_pages(self, pages: list[str], current: str | None) -> dict[str, tuple[str, str]]:
+        """The URL and title of each of ``pages`` the engine can read without moving to it (at least
+        ``current``'s); a page missing from the answer is shown as it was last seen."""
+
     def _engine_gone(self) -> bool:
         """True when the engine itself went away (no page can be shown any more)."""
 
@@ -62,6 +71,7 @@ class PageFollower:
         self._opened: list[str] = []  # opened by a known page, not followed yet, oldest first
         self._lost = False  # the current page closed and was removed from ``_recent``
         self._changes: collections.deque[PageChange] = collections.deque(maxlen=CHANGES_KEPT)
+        self._seen: dict[str, tuple[str, str]] = {}  # each known page's URL and title when last read
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -106,6 +116,7 @@ class PageFollower:
             while self.pending:
                 kind: PageChangeKind
                 if self._opened:
+                    await self._note_leaving()
                     # Several opened at once: the newest becomes current, the others wait behind it.
                     *earlier, page = self._opened
                     self._opened.clear()
@@ -130,7 +141,17 @@ class PageFollower:
                 if page in self._recent:
                     self._recent.remove(page)
                 self._recent.append(page)
+                self._seen[page] = (now.url, now.title)
                 self._changes.append(PageChange(kind, now.url, now.title))
+
+    async def _note_leaving(self) -> None:
+        """Remember where the current page is before moving away from it: an engine that reads only the current
+        page (engine C) lists it so afterwards."""
+        current = self._current()
+        if current is not None:
+            with contextlib.suppress(NotFound, Unavailable, Refused, TimeoutError):
+                now = await asyncio.wait_for(self._host.current(), NOTE_S)
+                self._seen[current] = (now.url, now.title)
 
     def _drop(self, page: str) -> None:
         """A page that failed while being shown is gone: whatever was current before must be found again."""
@@ -155,6 +176,48 @@ class PageFollower:
             if (blank and elapsed >= BLANK_GRACE_S) or elapsed >= NEW_PAGE_LOAD_S:
                 return
             await asyncio.sleep(LOAD_POLL_S)
+
+    def _current(self) -> str | None:
+        return self._recent[-1] if self._recent and not self._lost else None
+
+    async def listing(self) -> list[PageEntry]:
+        """The pages the session knows, least recently current first, with what the engine can read of them."""
+        async with self._lock:
+            await self._host._discover_pages()
+            pages, current = self.known(), self._current()
+            read = await self._host._describe_pages(pages, current)
+            self._seen = {p: read.get(p) or self._seen.get(p, ("", "")) for p in pages}
+            return [PageEntry(p, *self._seen[p], current=p == current, seen=p in read) for p in pages]
+
+    async def switch(self, page: str) -> Page:
+        """Make the known ``page`` current; ``NotFound`` when the session knows no such page (or it closed)."""
+        async with self._lock:
+            await self._host._discover_pages()
+            if not self.knows(page):
+                raise NotFound(f"the browser has no page {page} (it may have closed); list the pages again")
+            if page != self._current():
+                await self._note_leaving()
+            # Pages opened but not followed yet are known pages the person chose not to move to: followed, they
+            # would take the session away from the page chosen. They wait behind the current page.
+            others = [p for p in self._opened if p != page]
+            self._opened.clear()
+            at = len(self._recent) - 1 if self._current() is not None else len(self._recent)
+            self._recent[at:at] = others
+            try:
+                await self._host._show_page(page)
+                now = await self._host.current()
+            except (NotFound, Unavailable, Refused):
+                if self._host._engine_gone():
+                    raise
+                self._drop(page)
+                raise NotFound(f"the page {page} closed before the browser could move to it") from None
+            self._lost = False
+            if page in self._recent:
+                self._recent.remove(page)
+            self._recent.append(page)
+            self._seen[page] = (now.url, now.title)
+            self._changes.append(PageChange("switched", now.url, now.title))
+            return now
 
     def take(self) -> list[PageChange]:
         changes = list(self._changes)

@@ -13,7 +13,8 @@ Everything a page returns (DOM, titles, console text, clipboard text) is untrust
 A session acts on one top-level page at a time, the current page. A page may open others (``target="_blank"``,
 ``window.open``) and close itself (``window.close()``): the session then follows, as a person's browser does, so
 the new page becomes current, and when the current page closes the most recent remaining one does (a new page on
-the home page when none is left). ``follow_pages`` settles this; ``take_page_changes`` says what changed.
+the home page when none is left). ``follow_pages`` settles this; ``take_page_changes`` says what changed;
+``pages`` lists the pages the session knows and ``switch_page`` makes one of them current (a person's page list).
 """
 
 from __future__ import annotations
@@ -59,18 +60,33 @@ class Frame:
     captured_at: float
 
 
-PageChangeKind = Literal["opened", "closed", "home"]
+PageChangeKind = Literal["opened", "closed", "home", "switched"]
 
 
 @dataclass(frozen=True)
 class PageChange:
     """The session moved to another top-level page. ``opened``: a page opened a new one, now current; ``closed``:
     the current page closed and the most recent remaining page is current; ``home``: the last page closed and a new
-    page on the home page is current. ``url`` and ``title`` are the new current page's (page-controlled text)."""
+    page on the home page is current; ``switched``: someone chose another page of the session (``switch_page``).
+    ``url`` and ``title`` are the new current page's (page-controlled text)."""
 
     kind: PageChangeKind
     url: str
     title: str
+
+
+@dataclass(frozen=True)
+class PageEntry:
+    """One top-level page the session knows: its id (a DevTools target, a BiDi context, a WebDriver window
+    handle), where it is, and whether the verbs act on it. ``url`` and ``title`` are the page's to choose;
+    ``seen`` is False when the engine could not read them without moving to the page (engine C: classic
+    WebDriver reads only the current window), and they are then what they were when the page was last current."""
+
+    id: str
+    url: str
+    title: str
+    current: bool
+    seen: bool = True
 
 
 @dataclass(frozen=True)
@@ -213,6 +229,16 @@ class EngineSession(ABC):
     @abstractmethod
     def take_page_changes(self) -> list[PageChange]:
         """The changes of current page since the last call (the latest few), oldest first."""
+
+    @abstractmethod
+    async def pages(self) -> list[PageEntry]:
+        """The top-level pages the session knows (those it follows: the first page and the pages opened from
+        them), the current one marked, least recently current first."""
+
+    @abstractmethod
+    async def switch_page(self, page_id: str) -> Page:
+        """Make the known page ``page_id`` current (``NotFound`` when the session knows no such page); the live
+        view's frames move to it, and the change is reported as ``switched``."""
 
     # -- files and the live view --------------------------------------------------------------------------
 

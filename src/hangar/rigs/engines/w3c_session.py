@@ -28,6 +28,7 @@ from hangar.rigs.engines.session import (
     MouseButton,
     Page,
     PageChange,
+    PageEntry,
 )
 from hangar.rigs.engines.w3c_errors import EngineTimeout
 
@@ -111,6 +112,20 @@ class W3CSession(EngineSession):
 
     def take_page_changes(self) -> list[PageChange]:
         return self._pages.take()
+
+    async def pages(self) -> list[PageEntry]:
+        return await self._pages.listing()
+
+    async def switch_page(self, page_id: str) -> Page:
+        return await self._pages.switch(page_id)
+
+    async def _describe_pages(self, pages: list[str], current: str | None) -> dict[str, tuple[str, str]]:
+        """The current page's URL and title (engines that can read other pages without moving to them say
+        more)."""
+        if current is None:
+            return {}
+        page = await self.current()
+        return {current: (page.url, page.title)}
 
     # -- shared verbs -------------------------------------------------------------------------------------
 

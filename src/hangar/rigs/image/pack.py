@@ -241,7 +241,9 @@ async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn) -> No
         raise
     if code != 0:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise Internal(f"mmdebstrap failed with exit code {code}: " + " | ".join(tail[-5:]))
+        # Its last lines say why (a mirror's answer, a package missing); where the packs live is the host's own.
+        said = " | ".join(line.replace(str(packs_root), "<packs>") for line in tail[-5:])
+        raise Internal(f"mmdebstrap failed with exit code {code}: {said}")
     _commit(tmp, pack_path(packs_root, recipe), recipe, sources)
     report(f"{recipe.label} ready")
 

@@ -13,6 +13,7 @@ from importlib import resources
 
 from hangar.errors import NotFound
 from hangar.rigs.image.pack import BASE_REVISION, RELEASE, TERMINAL, PackRecipe
+from hangar.rigs.model import ENGINE_LABELS
 
 HOME_PAGE = "/usr/share/hangar/home.html"
 HOME_URL = f"file://{HOME_PAGE}"
@@ -55,7 +56,7 @@ def browser_recipe(engine: str) -> PackRecipe:
         name=f"browser-{engine}-{IMAGE}-{revision}-{BASE_REVISION}",
         revision=revision,
         surface="browser",
-        label=f"{engine} browser image",
+        label=f"{ENGINE_LABELS[engine]} browser image",
         packages=(*_BROWSER_BASE, *packages, *_AUDIO),
         hooks=_home_page_hooks(),
         engine=engine,

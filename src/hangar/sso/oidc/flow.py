@@ -3,10 +3,11 @@
 ``/oidc/login`` discovers the provider, remembers a pending login under a fresh ``state`` (with the PKCE
 verifier, the nonce, the redirect URI and the client's relay; in the server database, so a restart in
 between loses nothing: ``hangar.sso.oidc.pending``), binds it to this browser with an HttpOnly
-cookie whose name derives from the state, and redirects to the authorization endpoint. ``/oidc/callback``
-takes the pending login out (each state works once, and only in the browser holding the cookie), exchanges the
-code (with the client secret from the secrets file when one is saved), verifies the ID token, reads the
-userinfo endpoint for claims the token left out, and hands the result to the shared login outcome.
+cookie whose name derives from the state, and redirects to the authorization endpoint asking for the
+connection's ``scopes``. ``/oidc/callback`` takes the pending login out (each state works once, and only in the
+browser holding the cookie), exchanges the code (with the client secret from the secrets file when one is
+saved), verifies the ID token, reads the userinfo endpoint for claims the token left out, and hands the result
+to the shared login outcome.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from hangar.core.context import AppContext
 from hangar.errors import InvalidArgs
 from hangar.sso.config import OidcConnection, SsoConfigStore, SsoKind
 from hangar.sso.continuation import signed_in
+from hangar.sso.endpoints import OIDC_CALLBACK_PATH, oidc_redirect_uri, sso_origin
 from hangar.sso.errors import SsoError
-from hangar.sso.handoff import LoginIntent, failure_response, request_origin
+from hangar.sso.handoff import LoginIntent, failure_response
 from hangar.sso.login import SsoIdentity
 from hangar.sso.oidc.discovery import HTTP_TIMEOUT, ProviderKeys, ProviderMetadata, discover
 from hangar.sso.oidc.pending import PENDING_TTL_SECONDS, PendingLogin, PendingLogins
@@ -36,8 +38,7 @@ from hangar.sso.state import StateDb
 log = logging.getLogger(__name__)
 
 METADATA_TTL_SECONDS = 3600
-SCOPES = "openid email profile"
-CALLBACK_PATH = "/oidc/callback"
+CALLBACK_PATH = OIDC_CALLBACK_PATH
 
 
 def binding_cookie(state: str) -> str:
@@ -83,8 +84,8 @@ class OidcService:
         return meta, ProviderKeys(self._http, meta.jwks_uri)
 
     def callback_url(self, request: Request) -> str:
-        base = self._ctx.settings.public_url or request_origin(request)
-        return base.rstrip("/") + CALLBACK_PATH
+        """The redirect URI: built from the SSO origin, as the settings page shows it (``hangar.sso.endpoints``)."""
+        return oidc_redirect_uri(sso_origin(self._ctx.settings, request))
 
     async def _enabled(self) -> OidcConnection:
         conn = (await self._store.fresh()).oidc
@@ -120,7 +121,7 @@ class OidcService:
         binding = secrets.token_urlsafe(32)
         redirect_uri = self.callback_url(request)
         client = AsyncOAuth2Client(
-            client_id=conn.clientId, scope=SCOPES, redirect_uri=redirect_uri, code_challenge_method="S256"
+            client_id=conn.clientId, scope=conn.scopes, redirect_uri=redirect_uri, code_challenge_method="S256"
         )
         try:
             url, _ = client.create_authorization_url(
@@ -161,7 +162,11 @@ class OidcService:
             assert state is not None
             presented = request.cookies.get(binding_cookie(state), "")
             if not presented or not secrets.compare_digest(_digest(presented), pending.binding_hash):
-                raise SsoError("state", "this sign-in was started in another browser; start again here")
+                raise SsoError(
+                    "state",
+                    "this sign-in was started in another browser, or at another address of this server than "
+                    f"{sso_origin(self._ctx.settings, request)}; start again there",
+                )
             response = await self._complete(request, pending)
         except SsoError as exc:
             response = failure_response(request, exc)

@@ -23,8 +23,9 @@ from hangar.core.ratelimit import failures_limited, rate_limited
 from hangar.errors import HangarError, InvalidArgs
 from hangar.sso.config import SamlConnection, SsoConfigStore
 from hangar.sso.continuation import signed_in
+from hangar.sso.endpoints import sso_origin
 from hangar.sso.errors import SsoError
-from hangar.sso.handoff import LoginIntent, failure_response, request_origin
+from hangar.sso.handoff import LoginIntent, failure_response
 from hangar.sso.login import SsoIdentity
 from hangar.sso.saml.service import ACS_PATH, LOGIN_PATH, METADATA_PATH, saml_service
 
@@ -40,23 +41,9 @@ def _ctx(request: Request) -> AppContext:
     return ctx
 
 
-_WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
-
-
 def _origin(request: Request) -> str:
-    """Our origin as the IdP knows it: the public URL when set, else the listener's own host and port.
-
-    Only when neither names a reachable origin (a wildcard host or an ephemeral port) does the request's
-    own origin stand in; such a server should be given ``--public-url`` (or a pinned ``spEntityId``), since
-    a ``Host`` header is the client's to choose.
-    """
-    settings = _ctx(request).settings
-    if settings.public_url:
-        return str(settings.public_url)
-    if settings.port and settings.host not in _WILDCARD_HOSTS:
-        host = f"[{settings.host}]" if ":" in settings.host else settings.host
-        return f"http://{host}:{settings.port}"
-    return request_origin(request)
+    """Our origin as the IdP knows it (``hangar.sso.endpoints``: the public URL, else the listener)."""
+    return sso_origin(_ctx(request).settings, request)
 
 
 async def _connection(request: Request) -> SamlConnection:

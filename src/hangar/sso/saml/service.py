@@ -14,6 +14,7 @@ from datetime import timedelta
 from hangar.core.clock import Clock
 from hangar.core.context import AppContext
 from hangar.sso.config import SamlConnection
+from hangar.sso.endpoints import ACS_PATH, LOGIN_PATH, METADATA_PATH, acs_url
 from hangar.sso.errors import SsoError
 from hangar.sso.saml.metadata import IdpMetadata, parse_idp_metadata, sp_metadata_xml
 from hangar.sso.saml.pending import PendingRequests, SeenAssertions
@@ -21,13 +22,7 @@ from hangar.sso.saml.request import AuthnRequest, build_authn_request, new_reque
 from hangar.sso.saml.verify import ResponseVerifier, SamlIdentity, SpSettings
 from hangar.sso.state import StateDb
 
-ACS_PATH = "/saml/acs"
-LOGIN_PATH = "/saml/login"
-METADATA_PATH = "/saml/metadata"
-
-
-def acs_url(origin: str) -> str:
-    return f"{origin.rstrip('/')}{ACS_PATH}"
+__all__ = ["ACS_PATH", "LOGIN_PATH", "METADATA_PATH", "SamlService", "acs_url", "saml_service"]
 
 
 class SamlService:

@@ -22,6 +22,7 @@ from hangar.core.context import AppContext
 from hangar.core.http import bearer_token, read_body
 from hangar.errors import HangarError, Internal, InvalidArgs, NotFound, Unauthenticated
 from hangar.sso.config import SsoConfigStore
+from hangar.sso.endpoints import SCIM_BASE_PATH, scim_base_url, sso_origin
 from hangar.sso.scim.documents import resource_types, schemas, service_provider_config
 from hangar.sso.scim.errors import (
     ScimBadRequest,
@@ -36,7 +37,7 @@ from hangar.sso.scim.store import ScimDirectory
 
 log = logging.getLogger(__name__)
 
-PREFIX = "/scim/v2"
+PREFIX = SCIM_BASE_PATH
 MEDIA_TYPE = "application/scim+json"
 LIST_URN = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
 SEARCH_URN = "urn:ietf:params:scim:api:messages:2.0:SearchRequest"
@@ -50,9 +51,9 @@ class ScimResponse(JSONResponse):
 
 
 def base_url(request: Request) -> str:
+    """Where resources say they live: the SCIM base URL the settings page shows (``hangar.sso.endpoints``)."""
     ctx: AppContext = request.app.state.ctx
-    origin = ctx.settings.public_url or f"{request.url.scheme}://{request.url.netloc}"
-    return origin.rstrip("/") + PREFIX
+    return scim_base_url(sso_origin(ctx.settings, request))
 
 
 def _authenticate(request: Request) -> None:

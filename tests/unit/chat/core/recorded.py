@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
-from hangar.chat.connections import ConnectionState
+from hangar.chat.connections import ConnectionState, Failure
 from hangar.identity import Workspace
 
 
@@ -13,6 +14,8 @@ class Recorded:
         self.workspace = workspace
         self.credentials = dict(credentials)
         self.stopped = False
+        self.last_error: Failure | None = None
+        self.next_retry_at: datetime | None = None
 
     @property
     def state(self) -> ConnectionState:

@@ -7,6 +7,7 @@ import { useCall } from "../../rpc/hooks";
 import { Refusal } from "../workspace/common";
 import { BotProfileEditor, GuidedSetup } from "./BotProfile";
 import { ConnectForm } from "./ConnectForm";
+import { ConnectionTrouble } from "./ConnectionTrouble";
 import { useChatStatus, useOnScreen, useRoster } from "./hooks";
 import { LinkMyAccount, Roster } from "./Links";
 import "./chat.css";
@@ -51,6 +52,7 @@ function StatusLine({ status, label }: { status: ChatStatus; label: string }) {
           </>
         )}
       </p>
+      <ConnectionTrouble status={status} />
       {status.state === "connected" && (
         <p className="hint">
           {status.streamingAvailable

@@ -90,10 +90,29 @@ function show(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
 }
 
-/** A step's progress as shown in its row: an approval gate's contract is in the Waiting panel instead. */
-function withoutApproval(progress: Record<string, unknown>): Record<string, unknown> {
-  const { approval: _shown, ...rest } = progress;
-  return rest;
+/** A step's progress as shown in its row: an approval gate's contract is in the Waiting panel instead, and what a
+ * shell step waits for before its script starts (`waiting`, `step` of `steps`) has a line of its own. */
+function otherProgress(progress: Record<string, unknown>): Record<string, unknown> | null {
+  const { approval: _shown, waiting: _said, step: _step, steps: _steps, ...rest } = progress;
+  return Object.keys(rest).length > 0 ? rest : null;
+}
+
+/** A shell step waiting before its script starts: the terminal image's first build, the enclosure's boot. */
+function StepWait({ progress }: { progress: Record<string, unknown> }) {
+  const text = progress["waiting"];
+  if (typeof text !== "string") return null;
+  const step = typeof progress["step"] === "number" ? progress["step"] : 0;
+  const steps = typeof progress["steps"] === "number" ? progress["steps"] : 0;
+  return (
+    <p role="status">
+      Waiting: {text}{" "}
+      <progress
+        aria-label="Waiting before the script starts"
+        max={steps > 0 ? steps : undefined}
+        value={steps > 0 ? step : undefined}
+      />
+    </p>
+  );
 }
 
 function duration(ms: number | null): string {
@@ -414,7 +433,8 @@ export function RunMonitor({ workspaceId, runId }: { workspaceId: string; runId:
                           Waits for tasks <code>{s.suspendedOn.taskIds.join(", ")}</code>
                         </p>
                       )}
-                      {s.progress && <pre>{show(withoutApproval(s.progress))}</pre>}
+                      {s.progress && <StepWait progress={s.progress} />}
+                      {s.progress && otherProgress(s.progress) && <pre>{show(otherProgress(s.progress))}</pre>}
                       {out && (
                         <>
                           <p className="hint-inline">

@@ -1,19 +1,24 @@
 /** The template editor: YAML or JSON text, checked as it is typed (the parser here, then
- * `pipelines.templates.validate`), each problem shown at its line in the gutter and listed below with a button that
- * puts the cursor there; the graph drawn beside it; saved with `pipelines.templates.create` or `.update`. */
+ * `pipelines.templates.validate`, which also looks up every agent, team, space and repo the template names), each
+ * problem shown at its line in the gutter and listed below with a button that puts the cursor there; pickers that
+ * name those records for the step at the cursor and write their ids into the text; the graph drawn beside it; saved
+ * with `pipelines.templates.create` or `.update`. */
 import { useEffect, useId, useMemo, useRef, useState } from "react";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
 import { graphOf } from "./graph";
 import { GraphCanvas } from "./GraphCanvas";
+import { ReferencePicker } from "./ReferencePicker";
 import {
   loadYaml,
   NEW_TEMPLATE,
   parseTemplateText,
   problemPath,
+  setInText,
   templateToText,
   type Format,
   type ParsedText,
+  type Path,
   type YamlModule,
 } from "./templateText";
 
@@ -68,6 +73,7 @@ export function TemplateEditor(props: {
   const [busy, setBusy] = useState(false);
   const [saved, setSaved] = useState<string | null>(null);
   const [failure, setFailure] = useState<string | null>(null);
+  const [cursorLine, setCursorLine] = useState(1);
   const area = useRef<HTMLTextAreaElement>(null);
   const gutter = useRef<HTMLDivElement>(null);
   const ids = useId();
@@ -145,6 +151,17 @@ export function TemplateEditor(props: {
     el.focus();
     el.setSelectionRange(start, end < 0 ? text.length : end);
     el.scrollTop = Math.max(0, (line - 3) * LINE_PX);
+  };
+
+  const followCursor = (el: HTMLTextAreaElement) => {
+    setCursorLine(el.value.slice(0, el.selectionStart).split("\n").length);
+  };
+
+  // A record chosen in a picker: its id written where the step's setting goes.
+  const setReference = (path: Path, value: unknown) => {
+    if (!yaml || text === null) return;
+    const next = setInText(yaml, text, format, path, value);
+    if (next !== null) setText(next);
   };
 
   const switchFormat = (next: Format) => {
@@ -230,7 +247,11 @@ export function TemplateEditor(props: {
               style={codeHeight}
               aria-invalid={hasProblems}
               aria-describedby={problemsId}
-              onChange={(e) => setText(e.target.value)}
+              onChange={(e) => {
+                setText(e.target.value);
+                followCursor(e.currentTarget);
+              }}
+              onSelect={(e) => followCursor(e.currentTarget)}
               onScroll={(e) => {
                 if (gutter.current) gutter.current.scrollTop = e.currentTarget.scrollTop;
               }}
@@ -272,6 +293,13 @@ export function TemplateEditor(props: {
               </ul>
             )}
           </div>
+          <ReferencePicker
+            workspaceId={workspaceId}
+            templateId={templateId}
+            value={parsed?.value ?? lastGood.current}
+            cursorStep={parsed && parsed.value !== undefined ? parsed.stepAt(cursorLine) : null}
+            onSet={setReference}
+          />
           <GraphCanvas graph={graph} title="Preview of the pipeline graph" />
         </div>
       )}

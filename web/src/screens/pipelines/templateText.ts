@@ -102,6 +102,8 @@ export interface ParsedText {
   syntaxError: { message: string; line: number | null } | null;
   /** The 1-based line of a path, or of the nearest enclosing part of it that is in the text. */
   lineOf(path: Path): number | null;
+  /** The index of the step whose text holds the 1-based line, or null (the cursor is outside every step). */
+  stepAt(line: number): number | null;
 }
 
 export function parseTemplateText(yaml: YamlModule, text: string): ParsedText {
@@ -114,13 +116,49 @@ export function parseTemplateText(yaml: YamlModule, text: string): ParsedText {
       if (p.length === 0) return null;
     }
   };
+  const stepAt = (line: number): number | null => {
+    const steps: unknown = doc.getIn(["steps"], true);
+    if (!yaml.isSeq(steps)) return null;
+    const found = steps.items.findIndex((item) => {
+      if (!yaml.isNode(item) || !item.range) return false;
+      const [start, , end] = item.range;
+      return lineCounter.linePos(start).line <= line && line <= lineCounter.linePos(Math.max(start, end - 1)).line;
+    });
+    return found >= 0 ? found : null;
+  };
   const first = doc.errors[0];
   if (first) {
     const line = lineCounter.linePos(first.pos[0]).line;
     const message = first.message.split("\n")[0] ?? first.message;
-    return { value: undefined, syntaxError: { message, line }, lineOf };
+    return { value: undefined, syntaxError: { message, line }, lineOf, stepAt };
   }
-  return { value: doc.toJS({ maxAliasCount: 100 }) as unknown, syntaxError: null, lineOf };
+  return { value: doc.toJS({ maxAliasCount: 100 }) as unknown, syntaxError: null, lineOf, stepAt };
+}
+
+/** The text with the value at `path` set (or removed, for `undefined`): YAML keeps its comments and layout, as a
+ * person wrote them; JSON is written out again. Null when the text does not parse (nothing to change safely). */
+export function setInText(yaml: YamlModule, text: string, format: Format, path: Path, value: unknown): string | null {
+  const doc = yaml.parseDocument(text, { uniqueKeys: true });
+  if (doc.errors.length > 0) return null;
+  if (value === undefined) doc.deleteIn(path);
+  else {
+    try {
+      doc.setIn(path, value);
+    } catch {
+      // A part of the path holds a scalar (`config:` left empty): that part becomes the map the path needs.
+      for (let k = path.length - 1; k > 0; k--) {
+        const prefix = path.slice(0, k);
+        const node: unknown = doc.getIn(prefix, true);
+        if (node === undefined || yaml.isCollection(node)) continue;
+        let nested: unknown = value;
+        for (let j = path.length - 1; j >= k; j--) nested = { [String(path[j])]: nested };
+        doc.setIn(prefix, nested);
+        break;
+      }
+    }
+  }
+  if (format === "json") return templateToText(yaml, doc.toJS({ maxAliasCount: 100 }), "json");
+  return doc.toString({ lineWidth: 0, flowCollectionPadding: false }); // `[start]` stays as it was typed
 }
 
 /** The document as text in the format asked for (YAML keeps the order of the keys, as JSON does). */

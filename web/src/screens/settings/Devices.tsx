@@ -1,10 +1,71 @@
 /** `/settings/devices`: the signed-in person's device credentials (browsers, apps, and OAuth clients with the
- * workspace and read-only scope they were granted), revoking one, and a pairing code for another device. */
-import { useState } from "react";
-import type { OneTimeCode } from "../../generated/ops";
+ * workspace and read-only scope they were granted), renaming and revoking one, and a pairing code for another
+ * device. */
+import { useId, useState, type FormEvent } from "react";
+import type { DeviceView, OneTimeCode } from "../../generated/ops";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { CopyButton, Outcome, useAction, useLoaded, when } from "./common";
+import { deviceNameProblem, MAX_DEVICE_NAME } from "./deviceName";
 import "./settings.css";
+
+/** A device's new name: checked as it is typed (the server's rule), saved with `devices.rename`. */
+function RenameForm({ device, onDone }: { device: DeviceView; onDone(renamed: string | null): void }) {
+  const client = useRpc();
+  const id = useId();
+  const [name, setName] = useState(device.name);
+  const [busy, setBusy] = useState(false);
+  const [refusal, setRefusal] = useState<string | null>(null);
+  const problem = deviceNameProblem(name);
+  const shown = refusal ?? (name !== device.name ? problem : null);
+  const save = async (e: FormEvent) => {
+    e.preventDefault();
+    if (problem) return;
+    setBusy(true);
+    setRefusal(null);
+    try {
+      const renamed = await client.call("devices.rename", { deviceId: device.id, name: name.trim() });
+      onDone(renamed.name);
+    } catch (err) {
+      setRefusal(err instanceof Error ? err.message : String(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form className="rename" onSubmit={save} aria-label={`Rename ${device.name}`}>
+      <div className="field">
+        <label htmlFor={`${id}-name`}>New name</label>
+        <input
+          id={`${id}-name`}
+          value={name}
+          autoFocus
+          aria-invalid={shown !== null || undefined}
+          aria-describedby={`${id}-hint${shown ? ` ${id}-error` : ""}`}
+          onChange={(e) => {
+            setName(e.target.value);
+            setRefusal(null);
+          }}
+        />
+        <p className="hint" id={`${id}-hint`}>
+          Up to {MAX_DEVICE_NAME} characters, on one line.
+        </p>
+        {shown && (
+          <p className="error" id={`${id}-error`} role="alert">
+            {shown}
+          </p>
+        )}
+      </div>
+      <span className="actions">
+        <button type="submit" disabled={busy || problem !== null}>
+          {busy ? "Saving…" : "Save name"}
+        </button>
+        <button type="button" className="secondary" onClick={() => onDone(null)}>
+          Cancel
+        </button>
+      </span>
+    </form>
+  );
+}
 
 const CODE_MINUTES = 15;
 
@@ -47,6 +108,7 @@ export default function Devices() {
   const workspaces = useCall("workspaces.list", {});
   const action = useAction();
   const [confirming, setConfirming] = useState<string | null>(null);
+  const [renaming, setRenaming] = useState<string | null>(null);
   const names = new Map((workspaces.data ?? []).map((w) => [w.id, w.name]));
   const revoke = (deviceId: string, name: string) => {
     setConfirming(null);
@@ -83,8 +145,20 @@ export default function Devices() {
                   {d.readOnly ? ", read-only" : ""}. Signed in {when(d.createdAt)}; last used {when(d.lastUsedAt)}
                   {d.expiresAt ? `; expires ${when(d.expiresAt)}` : ""}.
                 </p>
+                {renaming === d.id && (
+                  <RenameForm
+                    device={d}
+                    onDone={(renamed) => {
+                      setRenaming(null);
+                      if (renamed !== null) {
+                        devices.reload();
+                        void action.run(async () => `Renamed to ${renamed}.`);
+                      }
+                    }}
+                  />
+                )}
               </div>
-              {confirming === d.id ? (
+              {renaming === d.id ? null : confirming === d.id ? (
                 <span className="actions">
                   <button type="button" onClick={() => revoke(d.id, d.name)}>
                     Yes, revoke {d.name}
@@ -94,9 +168,22 @@ export default function Devices() {
                   </button>
                 </span>
               ) : (
-                <button type="button" className="secondary" onClick={() => setConfirming(d.id)}>
-                  {d.current ? "Revoke (sign out here)" : `Revoke ${d.name}`}
-                </button>
+                <span className="actions">
+                  <button
+                    type="button"
+                    className="secondary"
+                    aria-label={`Rename ${d.name}`}
+                    onClick={() => {
+                      setConfirming(null);
+                      setRenaming(d.id);
+                    }}
+                  >
+                    Rename
+                  </button>
+                  <button type="button" className="secondary" onClick={() => setConfirming(d.id)}>
+                    {d.current ? "Revoke (sign out here)" : `Revoke ${d.name}`}
+                  </button>
+                </span>
               )}
             </li>
           ))}

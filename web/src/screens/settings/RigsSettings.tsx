@@ -1,16 +1,20 @@
-/** `/settings/server/rigs` (rigs.md): whether this host can run rigs, the image packs (a build shows its step
- * and a progress bar), the memory budget of all rigs, and custom images per workspace. */
+/** `/settings/server/rigs` (rigs.md): whether this host can run rigs, the image packs (followed live with
+ * `rigs.watchPacks`: a build started here, by the first rig, shell step or command agent that needs its pack, or by
+ * another process shows its step and a progress bar), the memory budget of all rigs, and custom images per
+ * workspace. */
 import { useEffect, useState, type FormEvent } from "react";
 import type { PackView } from "../../generated/ops";
+import { RpcError } from "../../rpc/errors";
+import { IdDetails } from "../../IdDetails";
+import { engineLabel } from "../../labels";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { ClipboardAccess } from "./ClipboardAccess";
 import { Field, Outcome, useAction, useLoaded } from "./common";
 import { fieldOf, whole } from "./fields";
 
-const BUILD_POLL_MS = 1000;
 const IMAGE_KEYS = [
   { key: "rigs.microvm.execImage", label: "Terminal image" },
-  { key: "rigs.microvm.browserImage", label: "Browser image (engine A)" },
+  { key: "rigs.microvm.browserImage", label: `Browser image (${engineLabel("engine-a")})` },
 ] as const;
 
 function HostCheck() {
@@ -108,12 +112,21 @@ function HostCheck() {
   );
 }
 
+/** A pack by the name a person reads ("Chromium browser image"); its cache name and revision are its details. */
 function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string): void; busy: boolean }) {
-  const label = `${pack.surface} image ${pack.revision}`;
+  const label = pack.label || pack.name;
   return (
     <li className="pack">
       <div>
-        <strong>{pack.name}</strong> <span className="hint">({label})</span>
+        <strong>{label}</strong>
+        <IdDetails
+          label="Details"
+          items={[
+            ["Pack", pack.name],
+            ["Revision", pack.revision],
+            ...(pack.engine ? [["Engine", pack.engine] as const] : []),
+          ]}
+        />
       </div>
       {pack.state === "ready" && <span className="badge ok">ready</span>}
       {pack.state === "missing" && <span className="badge">not built</span>}
@@ -121,7 +134,7 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
       {pack.state === "building" && (
         <div className="progress">
           <progress
-            aria-label={`Building ${pack.name}`}
+            aria-label={`Building ${label}`}
             max={pack.steps || undefined}
             value={pack.steps ? pack.stepIndex : undefined}
           />
@@ -135,25 +148,44 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
       )}
       {(pack.state === "missing" || pack.state === "failed") && (
         <button type="button" disabled={busy} onClick={() => onBuild(pack.name)}>
-          {pack.state === "failed" ? `Build ${pack.name} again` : `Build ${pack.name}`}
+          {pack.state === "failed" ? `Build ${label} again` : `Build ${label}`}
         </button>
       )}
     </li>
   );
 }
 
+/** The packs as `rigs.watchPacks` tells them: the list, then the whole list again at every change. */
+function usePacks(): { data: PackView[] | undefined; error: RpcError | null; set(packs: PackView[]): void } {
+  const client = useRpc();
+  const [data, setData] = useState<PackView[] | undefined>(undefined);
+  const [error, setError] = useState<RpcError | null>(null);
+  useEffect(() => {
+    let live = true;
+    const handle = client.watch(
+      "rigs.watchPacks",
+      {},
+      {
+        onReply: (list) => live && setData(list.packs),
+        onEvent: (event) => {
+          const packs = (event as { packs?: unknown } | null)?.packs;
+          if (live && Array.isArray(packs)) setData(packs as PackView[]);
+        },
+        onError: (e) => live && setError(e),
+      },
+    );
+    return () => {
+      live = false;
+      handle.close();
+    };
+  }, [client]);
+  return { data, error, set: setData };
+}
+
 function Packs() {
   const client = useRpc();
-  const packs = useLoaded("rigs.packs", {});
+  const packs = usePacks();
   const build = useAction();
-  const building = packs.data?.some((p) => p.state === "building") ?? false;
-  const { reload } = packs;
-  // While a build runs its step is fetched again each second; nothing is polled otherwise.
-  useEffect(() => {
-    if (!building) return;
-    const timer = setInterval(reload, BUILD_POLL_MS);
-    return () => clearInterval(timer);
-  }, [building, reload]);
   const start = (name: string) => {
     void build.run(async () => {
       packs.set(await client.call("rigs.buildPack", { name }));

@@ -7,6 +7,7 @@ import { useRpc } from "../../rpc/hooks";
 import { Field, Outcome, Switch, useAction, useLoaded } from "./common";
 import {
   configOf,
+  DEFAULT_SCOPES,
   fieldOf,
   formOf,
   GRANTABLE_ROLES,
@@ -27,7 +28,7 @@ const SAML_FIELDS = [
   "allowIdpInitiated",
   "wantResponseSigned",
 ] as const;
-const OIDC_FIELDS = ["enabled", "issuer", "clientId", "clientSecret", "groupsClaim"] as const;
+const OIDC_FIELDS = ["enabled", "issuer", "clientId", "clientSecret", "groupsClaim", "scopes"] as const;
 const SHARED_FIELDS = ["defaultRole", "groupRoleMap", "autoMember", "allowJit"] as const;
 
 function TestResult({ result }: { result: SsoTestConnectionResult }) {
@@ -263,6 +264,11 @@ export function SsoConnectionForm({ kind, onSaved }: { kind: SsoKind; onSaved():
             />
           )}
           {text("groupsClaim", "Groups claim")}
+          {text(
+            "scopes",
+            "Scopes",
+            `What a sign-in asks the provider for, separated by spaces; openid is required. By default: ${DEFAULT_SCOPES}.`,
+          )}
         </>
       )}
       <Field label="Default role" hint="When no group maps; never owner." error={errorFor("defaultRole")}>

@@ -1,11 +1,12 @@
 /** `/settings/server/sso`: the SAML and OIDC connections, our SP metadata, the SCIM token (shown once), manual
  * pairing with the lockout guard, and the session policy (website-and-sso.md; CONTRACTS section 4). */
 import { useState, type FormEvent, type KeyboardEvent } from "react";
-import type { SessionPolicyView, SsoStatus } from "../../generated/ops";
+import type { SessionPolicyView, SsoEndpoints, SsoStatus } from "../../generated/ops";
 import { useRpc } from "../../rpc/hooks";
 import { CopyButton, Field, Outcome, Switch, useAction, useLoaded, type Loaded } from "./common";
-import { fieldOf, whole, type SsoKind } from "./fields";
+import { fieldOf, rowsFor, whole, type SsoKind } from "./fields";
 import { SsoConnectionForm } from "./SsoConnectionForm";
+import { SsoValues } from "./SsoValues";
 
 const KIND_LABEL: Record<SsoKind, string> = { saml: "SAML", oidc: "OpenID Connect" };
 const KINDS: SsoKind[] = ["saml", "oidc"];
@@ -30,7 +31,7 @@ function StatusLine({ status }: { status: SsoStatus }) {
   );
 }
 
-function Connections({ onSaved }: { onSaved(): void }) {
+function Connections({ onSaved, endpoints }: { onSaved(): void; endpoints: SsoEndpoints | undefined }) {
   const [kind, setKind] = useState<SsoKind>("saml");
   // Arrow keys move between the tabs, as a tab list does (WAI-ARIA authoring practices).
   const onKey = (e: KeyboardEvent<HTMLButtonElement>) => {
@@ -60,6 +61,14 @@ function Connections({ onSaved }: { onSaved(): void }) {
         ))}
       </div>
       <div role="tabpanel" id={`sso-panel-${kind}`} aria-labelledby={`sso-tab-${kind}`}>
+        {endpoints && (
+          <SsoValues
+            id={`sso-values-${kind}`}
+            title={`Give these to your identity provider (${KIND_LABEL[kind]})`}
+            rows={rowsFor(kind, endpoints)}
+            endpoints={endpoints}
+          />
+        )}
         <SsoConnectionForm key={kind} kind={kind} onSaved={onSaved} />
       </div>
     </section>
@@ -132,7 +141,7 @@ function SpMetadataPanel({ defaultOrigin }: { defaultOrigin: string }) {
   );
 }
 
-function ScimToken({ status }: { status: Loaded<"sso.status"> }) {
+function ScimToken({ status, endpoints }: { status: Loaded<"sso.status">; endpoints: SsoEndpoints | undefined }) {
   const client = useRpc();
   const action = useAction();
   const [confirming, setConfirming] = useState(false);
@@ -146,13 +155,20 @@ function ScimToken({ status }: { status: Loaded<"sso.status"> }) {
       return null;
     });
   };
-  const base = `${status.data?.origin ?? window.location.origin}/scim/v2`;
   return (
     <section aria-labelledby="scim" className="panel">
       <h2 id="scim">SCIM provisioning</h2>
       <p className="hint">
-        Your identity provider creates, updates and deactivates people at <code>{base}</code> with this bearer token.
+        Your identity provider creates, updates and deactivates people at the SCIM base URL with this bearer token.
       </p>
+      {endpoints && (
+        <SsoValues
+          id="sso-values-scim"
+          title="Give these to your identity provider (SCIM)"
+          rows={rowsFor("scim", endpoints)}
+          endpoints={endpoints}
+        />
+      )}
       <p>
         Token: <span className="badge">{present ? "set" : "not set"}</span>
       </p>
@@ -288,6 +304,12 @@ function SessionPolicy() {
 
 export function SsoSettings() {
   const status = useLoaded("sso.status", {});
+  // A saved SAML record may pin another entity id: the values are read again after every save.
+  const endpoints = useLoaded("sso.endpoints", {});
+  const saved = () => {
+    status.reload();
+    endpoints.reload();
+  };
   return (
     <>
       {status.error && (
@@ -296,9 +318,14 @@ export function SsoSettings() {
         </p>
       )}
       {status.data && <StatusLine status={status.data} />}
-      <Connections onSaved={status.reload} />
+      {endpoints.error && (
+        <p className="error" role="alert">
+          {endpoints.error.message}
+        </p>
+      )}
+      <Connections onSaved={saved} endpoints={endpoints.data} />
       {status.data && <SpMetadataPanel defaultOrigin={status.data.origin} />}
-      <ScimToken status={status} />
+      <ScimToken status={status} endpoints={endpoints.data} />
       <Pairing status={status} />
       <SessionPolicy />
     </>

@@ -1,6 +1,6 @@
 /** Pure helpers of the settings forms: which field a server error names, and the SSO connection record as form
  * values and back. Kept free of React so the unit tests run them directly. */
-import type { OidcView, SamlConnection } from "../../generated/ops";
+import type { OidcView, SamlConnection, SsoEndpoints } from "../../generated/ops";
 import type { RpcError } from "../../rpc/errors";
 
 /** The field an `invalid_args` error is about, among `fields`: the error's own `field` when the wire carries one,
@@ -49,7 +49,11 @@ export interface ConnectionForm {
   clientSecret: string;
   removeClientSecret: boolean;
   groupsClaim: string;
+  scopes: string;
 }
+
+/** What an OIDC sign-in asks for when the record says nothing else (the server's default too). */
+export const DEFAULT_SCOPES = "openid email profile";
 
 export type Record_ = SamlConnection | OidcView;
 
@@ -79,6 +83,7 @@ export function formOf(record: Record_): ConnectionForm {
     clientSecret: "",
     removeClientSecret: false,
     groupsClaim: oidc?.groupsClaim ?? "groups",
+    scopes: oidc?.scopes ?? DEFAULT_SCOPES,
   };
 }
 
@@ -124,8 +129,40 @@ export function configOf(kind: SsoKind, form: ConnectionForm): Record<string, un
     issuer: optional(form.issuer),
     clientId: optional(form.clientId),
     groupsClaim: form.groupsClaim,
+    // As typed: the server keeps them one space apart and names what is wrong (openid missing, a bad character).
+    scopes: form.scopes,
   };
   if (form.clientSecret !== "") config["clientSecret"] = form.clientSecret;
   else if (form.removeClientSecret) config["clientSecret"] = null;
   return config;
+}
+
+export interface ValueRow {
+  /** What the identity provider calls it; the copy button is "Copy <label>". */
+  label: string;
+  value: string;
+  hint?: string;
+}
+
+/** The rows of one connection kind. */
+export function rowsFor(kind: SsoKind | "scim", endpoints: SsoEndpoints): ValueRow[] {
+  if (kind === "saml") {
+    return [
+      {
+        label: "ACS URL",
+        value: endpoints.samlAcsUrl,
+        hint: "Assertion consumer service: where the identity provider posts its answer (HTTP-POST binding).",
+      },
+      {
+        label: "Entity ID",
+        value: endpoints.samlEntityId,
+        hint: "Our SP entity id; the audience the assertions must name.",
+      },
+      { label: "Metadata URL", value: endpoints.samlMetadataUrl, hint: "Providers that import metadata take this." },
+    ];
+  }
+  if (kind === "oidc") {
+    return [{ label: "Redirect URI", value: endpoints.oidcRedirectUri, hint: "Register it exactly as shown." }];
+  }
+  return [{ label: "SCIM base URL", value: endpoints.scimBaseUrl, hint: "Authentication: bearer token (below)." }];
 }

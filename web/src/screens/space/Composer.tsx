@@ -1,7 +1,7 @@
 /** The composer: a message to the space, or, when it @mentions agents, each of them run on it (`agents.run` for one,
  * `agents.runMany` for several: the message is posted once as the prompt, as the product does for a dispatched
  * agent, and every agent's turn streams into the space). Typing `@` suggests agents. */
-import { useId, useMemo, useRef, useState, type KeyboardEvent } from "react";
+import { useId, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
 import type { AgentView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
@@ -23,6 +23,17 @@ export function Composer({ workspaceId, spaceId, agents, disabled }: Props) {
   const [active, setActive] = useState(0);
   const [sending, setSending] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  // Where the caret goes once a picked mention is on screen. Placed as the new text is committed, before the
+  // browser handles another key: placed later (say on the next frame), it would land in the middle of whatever
+  // was typed since and scramble it.
+  const caretAfterPick = useRef<number | null>(null);
+  useLayoutEffect(() => {
+    const caret = caretAfterPick.current;
+    if (caret === null || !box.current) return;
+    caretAfterPick.current = null;
+    box.current.focus();
+    box.current.setSelectionRange(caret, caret);
+  }, [text]);
 
   const options = useMemo(() => (mention ? suggest(mention.query, agents) : []), [mention, agents]);
   const addressed = useMemo(() => mentionedAgents(text, agents), [text, agents]);
@@ -37,12 +48,10 @@ export function Composer({ workspaceId, spaceId, agents, disabled }: Props) {
   const pick = (agent: AgentView) => {
     if (!mention) return;
     const done = complete(text, mention, agent.name);
+    if (done.text === text) box.current?.setSelectionRange(done.caret, done.caret);
+    else caretAfterPick.current = done.caret;
     setText(done.text);
     setMention(null);
-    requestAnimationFrame(() => {
-      box.current?.focus();
-      box.current?.setSelectionRange(done.caret, done.caret);
-    });
   };
   const send = () => {
     const content = text.trim();

@@ -1,9 +1,12 @@
 /** An agent run in the stream: its status, each turn's reasoning (collapsed), tool calls as expandable rows, the
- * text being streamed, and Interrupt while it runs. A finished run from the history shows its steps on request. */
-import { memo, useMemo, useState } from "react";
+ * text being streamed, and Interrupt while it runs. A finished run from the history shows how it ended (its error,
+ * once, from its record) and its steps on request: the same as while it was live. */
+import { memo, useEffect, useMemo, useState } from "react";
+import type { RunView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
-import { foldRun, type Frame, type RunActivity, type ToolCallView } from "./stream";
+import { RunWait } from "./RunWait";
+import { foldRun, runOfRecord, withRecord, type Frame, type RunActivity, type ToolCallView } from "./stream";
 
 const OUTCOME_TEXT: Record<string, string> = {
   ok: "finished",
@@ -43,9 +46,10 @@ function ToolRow({ call }: { call: ToolCallView }) {
 function statusLine(run: RunActivity): string {
   if (run.status === "running") {
     const turn = run.turns[run.turns.length - 1];
+    if (run.waiting) return turn ? `waiting (turn ${turn.turn})` : "waiting";
     return turn ? `working (turn ${turn.turn})` : "starting";
   }
-  const turns = run.turns.length === 1 ? "1 turn" : `${run.turns.length} turns`;
+  const turns = run.turnCount === 1 ? "1 turn" : `${run.turnCount} turns`;
   return `${OUTCOME_TEXT[run.outcome ?? ""] ?? "finished"} after ${turns}`;
 }
 
@@ -53,16 +57,27 @@ interface Props {
   workspaceId: string;
   runId: string;
   frames: Frame[] | undefined;
+  /** The run's record, once fetched: how it ended, for good. */
+  record: RunView | undefined;
   landed: string[];
   agentName(id: string | null): string;
   onLoad(runId: string): void;
+  onRecord(runId: string): void;
 }
 
-export const RunBlock = memo(function RunBlock({ workspaceId, runId, frames, landed, agentName, onLoad }: Props) {
+export const RunBlock = memo(function RunBlock(props: Props) {
+  const { workspaceId, runId, frames, record, landed, agentName, onLoad, onRecord } = props;
   const client = useRpc();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const run = useMemo(() => (frames ? foldRun(runId, frames, landed) : null), [runId, frames, landed]);
+  const run = useMemo(
+    () => (frames ? withRecord(foldRun(runId, frames, landed), record) : record ? runOfRecord(record) : null),
+    [runId, frames, record, landed],
+  );
+  const folded = frames === undefined;
+  useEffect(() => {
+    if (folded && record === undefined) onRecord(runId);
+  }, [folded, record, runId, onRecord]);
 
   if (!run) {
     return (
@@ -101,7 +116,17 @@ export const RunBlock = memo(function RunBlock({ workspaceId, runId, frames, lan
           {error}
         </p>
       )}
-      {run.error && <p className="error">{run.error}</p>}
+      {run.waiting && <RunWait wait={run.waiting} />}
+      {run.error && (
+        <p className="error run-error" data-outcome={run.outcome ?? ""}>
+          {run.error}
+        </p>
+      )}
+      {folded && (
+        <button type="button" className="link" onClick={() => onLoad(runId)}>
+          Show the agent's steps
+        </button>
+      )}
       {run.turns.map((turn) => (
         <div className="turn" key={turn.turn}>
           {(turn.reasoning !== null || turn.reasoningLive) && (

@@ -1,5 +1,6 @@
 /** A space (`/workspaces/<id>/spaces/<spaceId>`, and `/workspaces/<id>/rigs/<rigId>` for one of its rigs): the
- * live conversation with its composer, the provisioning banner, and the space's rigs as tabs. */
+ * live conversation with its composer, the provisioning banner, and the space's rigs as tabs (or one of them beside
+ * the conversation: `SplitView`). */
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState, type KeyboardEvent } from "react";
 import type { Provisioning, RigRow, SpaceView } from "../../generated/ops";
 import { Link } from "../../Link";
@@ -7,10 +8,14 @@ import { navigate, rigPath, spacePath, workspacePath } from "../../router";
 import { RpcError } from "../../rpc/errors";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { Composer } from "./Composer";
+import { engineLabel } from "./rigs/engines";
+import { OpenRig } from "./rigs/OpenRig";
+import { SplitToggle, SplitView, useSplit } from "./SplitView";
 import { foldRun } from "./stream";
 import { Timeline } from "./Timeline";
 import { useSpaceStream } from "./useSpaceStream";
 import "./space.css";
+import "./phone.css";
 
 const RigPanel = lazy(() => import("./rigs/RigPanel").then((m) => ({ default: m.RigPanel })));
 
@@ -101,7 +106,7 @@ interface Rigs {
 /** A rig's tab: its terminal, or a browser rig's live view (named with its engine). */
 function tabName(rig: RigRow): string {
   if (rig.surface === "terminal") return "Terminal";
-  return rig.surface === "browser" ? `Live view (${rig.engine ?? "browser"})` : rig.surface;
+  return rig.surface === "browser" ? `Live view (${engineLabel(rig.engine)})` : rig.surface;
 }
 
 /** Left and right arrows move between tabs (the ARIA tabs pattern); the tab that gets focus is selected. */
@@ -144,8 +149,7 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
   const { rigs, loaded: rigsLoaded, refresh, error: rigsError } = useRigs(workspaceId, spaceId);
   // A rig's tab stays mounted once visited, so its terminal keeps its session while the conversation is shown.
   const [visited, setVisited] = useState<ReadonlySet<string>>(new Set());
-  const [opening, setOpening] = useState(false);
-  const [openError, setOpenError] = useState<string | null>(null);
+  const split = useSplit();
   const names = useMemo(() => new Map((agents.data?.agents ?? []).map((a) => [a.id, a.name])), [agents.data]);
   const agentName = useCallback((id: string | null) => (id && names.get(id)) || "Agent", [names]);
   const working = useMemo(
@@ -155,18 +159,6 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
 
   const select = (rigId: string | null) =>
     navigate(rigId ? rigPath(workspaceId, rigId) : spacePath(workspaceId, spaceId), true);
-  const openTerminal = () => {
-    setOpening(true);
-    setOpenError(null);
-    client
-      .call("rig.open", { workspace_id: workspaceId, spaceId, surface: "terminal" })
-      .then((opened) => {
-        refresh();
-        select(opened.rigId);
-      })
-      .catch((e: unknown) => setOpenError(e instanceof RpcError ? e.message : String(e)))
-      .finally(() => setOpening(false));
-  };
 
   const space: SpaceView | null = stream.space;
   const workspace = workspaces.data?.find((w) => w.id === workspaceId);
@@ -237,23 +229,30 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
           </button>
         ))}
       </div>
-        {!rigsError && !rigs.some((r) => r.surface === "terminal") && (
-          <button type="button" className="secondary small" onClick={openTerminal} disabled={opening || !!archived}>
-            {opening ? "Opening a terminal…" : "Open a terminal"}
-          </button>
+        {!rigsError && rigsLoaded && (
+          <OpenRig
+            workspaceId={workspaceId}
+            spaceId={spaceId}
+            rigs={rigs}
+            disabled={archived}
+            onOpened={(rigId) => {
+              refresh();
+              select(rigId);
+            }}
+          />
         )}
+        {rigs.length > 0 && <SplitToggle split={split} />}
       </div>
-      {openError && (
-        <p className="error" role="alert">
-          {openError}
-        </p>
-      )}
+      <SplitView
+        split={split}
+        active={current !== null}
+        conversation={
       <section
         className="panel conversation"
         role="tabpanel"
         id="panel-conversation"
         aria-labelledby="tab-conversation"
-        hidden={current !== null}
+        hidden={current !== null && !split.on}
       >
         {stream.error && (
           <p className="error" role="alert">
@@ -267,6 +266,8 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
             workspaceId={workspaceId}
             messages={stream.messages}
             runs={stream.runs}
+            records={stream.records}
+            loadRecord={stream.loadRecord}
             liveRuns={stream.liveRuns}
             olderDone={stream.olderDone}
             loadOlder={stream.loadOlder}
@@ -281,7 +282,8 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
           disabled={archived ?? guest}
         />
       </section>
-      {rigs.map((r) => (
+        }
+        rig={rigs.map((r) => (
         <section
           key={r.rigId}
           className="panel"
@@ -297,6 +299,7 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
           ) : null}
         </section>
       ))}
+      />
       {tab !== null && !activeRig && rigsLoaded && (
         <p role="alert">This rig is closed or belongs to another space.</p>
       )}

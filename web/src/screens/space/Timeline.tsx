@@ -1,6 +1,6 @@
 /** The conversation: the windowed stream of messages and agent runs, and older pages as the reader scrolls up. */
 import { useCallback, useMemo } from "react";
-import type { MessageView } from "../../generated/ops";
+import type { MessageView, RunView } from "../../generated/ops";
 import { MessageRow } from "./MessageRow";
 import { RunBlock } from "./RunBlock";
 import { timeline, type Frame, type TimelineItem } from "./stream";
@@ -10,6 +10,8 @@ interface Props {
   workspaceId: string;
   messages: MessageView[];
   runs: Record<string, Frame[]>;
+  records: Record<string, RunView>;
+  loadRecord(runId: string): void;
   liveRuns: string[];
   olderDone: boolean;
   loadOlder(): void;
@@ -20,7 +22,7 @@ interface Props {
 const NONE: string[] = [];
 
 export function Timeline(props: Props) {
-  const { workspaceId, messages, runs, liveRuns, olderDone, loadOlder, loadRun, agentName } = props;
+  const { workspaceId, messages, runs, records, loadRecord, liveRuns, olderDone, loadOlder, loadRun, agentName } = props;
   const items = useMemo(() => timeline(messages, liveRuns), [messages, liveRuns]);
   // What each run has already posted, so its streamed text is not shown twice (one pass over the history).
   const landed = useMemo(() => {
@@ -39,12 +41,14 @@ export function Timeline(props: Props) {
           workspaceId={workspaceId}
           runId={item.runId}
           frames={runs[item.runId]}
+          record={records[item.runId]}
           landed={landed.get(item.runId) ?? NONE}
           agentName={agentName}
           onLoad={loadRun}
+          onRecord={loadRecord}
         />
       ),
-    [workspaceId, runs, landed, agentName, loadRun],
+    [workspaceId, runs, records, landed, agentName, loadRun, loadRecord],
   );
   if (items.length === 0) return <p className="empty">No messages yet. Say something, or @mention an agent.</p>;
   return (

@@ -136,7 +136,11 @@ export function VirtualList<T extends Keyed>({ items, render, estimate, onReachS
   useEffect(() => {
     const el = scroller.current;
     if (!el || typeof ResizeObserver === "undefined") return;
-    const resized = new ResizeObserver(() => setView({ top: el.scrollTop, height: el.clientHeight }));
+    const resized = new ResizeObserver(() => {
+      // The list got shorter or taller (a phone's keyboard opening, a window resized): a reader at the end stays there.
+      if (anchor.current.atEnd) el.scrollTop = el.scrollHeight;
+      setView({ top: el.scrollTop, height: el.clientHeight });
+    });
     resized.observe(el);
     return () => resized.disconnect();
   }, []);

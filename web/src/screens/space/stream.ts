@@ -1,6 +1,6 @@
 /** The space's stream as data: messages merged by sequence number, agent runs folded from their turn events, and
  * the timeline the screen draws. Pure functions, so the merging rules are unit-tested without a browser. */
-import type { MessageView, Provisioning, RunOutcome } from "../../generated/ops";
+import type { MessageView, Provisioning, RunOutcome, RunView } from "../../generated/ops";
 
 /** An event frame of `spaces.watch` or of `runs.events` (payload fields in snake_case, as the server sends them). */
 export interface Frame {
@@ -60,13 +60,26 @@ export interface TurnView {
   error: string | null;
 }
 
+/** What a run waits for before its program starts (`agents.turnWaiting`): the terminal image's build, the boot. */
+export interface RunWaitView {
+  text: string;
+  /** `step` of `steps` when the wait counts them; 0 of 0 otherwise. */
+  step: number;
+  steps: number;
+}
+
 export interface RunActivity {
   runId: string;
   agentId: string | null;
   status: "running" | "finished";
   outcome: RunOutcome | null;
+  /** What ended the run, shown once for the run (a turn that ended with the same error does not repeat it). */
   error: string | null;
   turns: TurnView[];
+  /** Set while the run waits before its program starts; null once it runs (or never waited). */
+  waiting: RunWaitView | null;
+  /** How many turns it took (the record's count when the turns' events are not loaded). */
+  turnCount: number;
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
@@ -86,7 +99,16 @@ function turnOf(turns: TurnView[], n: unknown): TurnView {
 /** A run's activity from its turn events; `landed` is the content of the run's messages already in the space,
  * whose streamed text is therefore shown as the message, not twice. */
 export function foldRun(runId: string, frames: readonly Frame[], landed: readonly string[] = []): RunActivity {
-  const run: RunActivity = { runId, agentId: null, status: "running", outcome: null, error: null, turns: [] };
+  const run: RunActivity = {
+    runId,
+    agentId: null,
+    status: "running",
+    outcome: null,
+    error: null,
+    turns: [],
+    waiting: null,
+    turnCount: 0,
+  };
   for (const { type, payload: p } of frames) {
     if (type === "agents.runStarted") {
       run.agentId = optStr(p["agent_id"]);
@@ -94,8 +116,22 @@ export function foldRun(runId: string, frames: readonly Frame[], landed: readonl
     }
     if (!type.startsWith("agents.")) continue;
     run.agentId ??= optStr(p["agent_id"]);
+    if (type === "agents.turnWaiting") {
+      const step = p["step"];
+      const steps = p["steps"];
+      run.waiting =
+        p["waiting"] === false
+          ? null
+          : {
+              text: str(p["text"]),
+              step: typeof step === "number" ? step : 0,
+              steps: typeof steps === "number" ? steps : 0,
+            };
+      continue;
+    }
     if (type === "agents.runFinished") {
       run.status = "finished";
+      run.waiting = null;
       run.outcome = (optStr(p["outcome"]) as RunOutcome | null) ?? null;
       run.error = optStr(p["error"]);
       continue;
@@ -124,12 +160,16 @@ export function foldRun(runId: string, frames: readonly Frame[], landed: readonl
         turn.text += str(p["text"]);
         break;
       case "agents.turnFinished":
+        run.waiting = null;
         turn.reasoningLive = false;
         turn.outcome = (optStr(p["outcome"]) as RunOutcome | null) ?? null;
         turn.error = optStr(p["error"]);
         break;
     }
   }
+  // The error that ended the run is the run's, said once: the last turn ended with it too.
+  for (const turn of run.turns) if (turn.error !== null && turn.error === run.error) turn.error = null;
+  run.turnCount = run.turns.length;
   // A turn's reply lands as a message of the run; from then on the message shows it.
   const pending = [...landed.map((t) => t.trim())];
   for (const turn of run.turns) {
@@ -140,6 +180,31 @@ export function foldRun(runId: string, frames: readonly Frame[], landed: readonl
     }
   }
   return run;
+}
+
+/** A run as its record tells it (`runs.list`, `runs.get`): how it ended and why, without its turns' events (a
+ * finished run from the history, before its steps are asked for). */
+export function runOfRecord(record: RunView): RunActivity {
+  return {
+    runId: record.id,
+    agentId: record.agentId,
+    status: record.status,
+    outcome: record.outcome,
+    error: record.error,
+    turns: [],
+    waiting: null,
+    turnCount: record.turns,
+  };
+}
+
+/** The run as its events tell it, completed by its record: events can stop short of the end (the space was
+ * opened after the run started and the end has not arrived yet), the record cannot. */
+export function withRecord(run: RunActivity, record: RunView | undefined): RunActivity {
+  if (!record || record.status !== "finished" || run.status === "finished") return run;
+  const ended = { ...run, status: "finished" as const, outcome: record.outcome, error: record.error, waiting: null };
+  ended.turns = run.turns.map((t) => (t.error !== null && t.error === record.error ? { ...t, error: null } : t));
+  ended.turnCount = Math.max(run.turnCount, record.turns);
+  return ended;
 }
 
 export type TimelineItem =

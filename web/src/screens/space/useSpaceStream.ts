@@ -1,11 +1,12 @@
 /** A space followed live: its newest messages first, older pages on demand, and its agent runs' turn events.
  *
  * The newest page of messages is fetched as `spaces.watch` opens; each of the watch's first replies (again after
- * every reconnect) then fetches what the screen may have missed: the messages after the newest one shown, and the
+ * every reconnect) then fetches what the screen may have missed: the messages after the newest one shown, the
+ * records of the space's recent runs (how each ended, and why: a failed run says so after a reload too), and the
  * events of the runs still going. Live frames and fetched pages meet in merges that
  * keep every message and event once, so their order of arrival does not matter. */
 import { useCallback, useLayoutEffect, useRef, useState } from "react";
-import type { MessageView, SpaceView } from "../../generated/ops";
+import type { MessageView, RunView, SpaceView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
 import { isFrame, mergeFrames, mergeMessages, provisioningOf, type Frame } from "./stream";
@@ -13,6 +14,8 @@ import { isFrame, mergeFrames, mergeMessages, provisioningOf, type Frame } from 
 /** Messages fetched on opening (the newest: a screenful and more, quick to send), then per older page. */
 export const FIRST_PAGE = 100;
 export const PAGE = 250;
+/** Run records fetched on opening (the space's newest runs); an older run's record is fetched when it is shown. */
+export const RUN_RECORDS = 100;
 
 export interface SpaceStream {
   space: SpaceView | null;
@@ -22,12 +25,16 @@ export interface SpaceStream {
   messages: MessageView[];
   /** Turn events per run, for the runs this screen follows or has loaded. */
   runs: Record<string, Frame[]>;
+  /** Run records (status, outcome, error) of the runs the screen has shown. */
+  records: Record<string, RunView>;
   /** Runs seen going while the screen is open, in the order they started. */
   liveRuns: string[];
   olderDone: boolean;
   loadOlder(): void;
   /** Fetch a run's recorded events (a finished run's steps, shown on request). */
   loadRun(runId: string): void;
+  /** Fetch a run's record (a run shown from the history, older than the records fetched on opening). */
+  loadRecord(runId: string): void;
 }
 
 function message(value: unknown): MessageView | null {
@@ -44,6 +51,11 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
   const [opened, setOpened] = useState(false);
   const [messages, setMessages] = useState<MessageView[]>([]);
   const [runs, setRuns] = useState<Record<string, Frame[]>>({});
+  const [records, setRecords] = useState<Record<string, RunView>>({});
+  const askedRecords = useRef(new Set<string>());
+  // Runs shown before the space's recent records arrived: asked for one by one only if those do not hold them.
+  const waitingRecords = useRef<Set<string> | null>(new Set());
+  const fetchRecord = useRef<(runId: string) => void>(() => undefined);
   const [liveRuns, setLiveRuns] = useState<string[]>([]);
   const [olderDone, setOlderDone] = useState(false);
   const shown = useRef<MessageView[]>([]);
@@ -60,6 +72,14 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
     setRuns((old) => ({ ...old, [runId]: mergeFrames(old[runId] ?? [], frames) }));
     if (following) setLiveRuns((old) => (old.includes(runId) ? old : [...old, runId]));
   }, []);
+  const addRecords = useCallback((found: RunView[]) => {
+    if (!live.current || found.length === 0) return;
+    setRecords((old) => {
+      const next = { ...old };
+      for (const r of found) next[r.id] = r;
+      return next;
+    });
+  }, []);
   const failed = useCallback((e: unknown) => {
     // A call cut off by a lost connection is made again after the reconnect (the watch replies again).
     if (live.current && e instanceof RpcError && e.code !== "unavailable") setError(e);
@@ -74,6 +94,9 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
     setOpened(false);
     setMessages([]);
     setRuns({});
+    setRecords({});
+    askedRecords.current = new Set();
+    waitingRecords.current = new Set();
     setLiveRuns([]);
     setOlderDone(false);
     const ws = { workspace_id: workspaceId, spaceId };
@@ -106,9 +129,15 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
         if (!last || page.messages.length < 1000) break;
         after = last.seq;
       }
-      const going = await client.call("runs.list", { ...ws, status: "running" });
+      // The space's recent runs: how the finished ones ended (an error included), and which are still going.
+      const recent = await client.call("runs.list", { ...ws, limit: RUN_RECORDS });
+      addRecords(recent.runs);
+      const waiting = waitingRecords.current;
+      waitingRecords.current = null;
+      const listed = new Set(recent.runs.map((r) => r.id));
+      for (const runId of waiting ?? []) if (!listed.has(runId)) fetchRecord.current(runId);
       await Promise.all(
-        going.runs.map(async (run) => {
+        recent.runs.filter((run) => run.status === "running").map(async (run) => {
           const { events } = await client.call("runs.events", { workspace_id: workspaceId, runId: run.id });
           addFrames(run.id, events, true);
         }),
@@ -129,6 +158,13 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
           if (m) addMessages([m]);
         } else if (type.startsWith("agents.") && typeof payload["run_id"] === "string") {
           addFrames(payload["run_id"], [event], true);
+          // The record holds the run's end for good: fetched once it is written, so it outlives the live frames.
+          if (type === "agents.runFinished") {
+            client.call("runs.get", { workspace_id: workspaceId, runId: payload["run_id"] }).then(
+              (r) => addRecords([r]),
+              () => undefined, // the frames tell the end meanwhile; the next opening fetches the record
+            );
+          }
         } else if (type === "workspace.spaceProvisioningChanged") {
           const provisioning = provisioningOf(event);
           if (provisioning) setSpace((s) => (s ? { ...s, provisioning } : s));
@@ -156,7 +192,7 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
       live.current = false;
       handle.close();
     };
-  }, [client, workspaceId, spaceId, addMessages, addFrames, failed]);
+  }, [client, workspaceId, spaceId, addMessages, addFrames, addRecords, failed]);
 
   const loadOlder = useCallback(() => {
     const oldest = shown.current[0];
@@ -182,5 +218,21 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
     [client, workspaceId, addFrames, failed],
   );
 
-  return { space, error, opened, messages, runs, liveRuns, olderDone, loadOlder, loadRun };
+  fetchRecord.current = (runId: string) => {
+    if (askedRecords.current.has(runId)) return;
+    askedRecords.current.add(runId);
+    client.call("runs.get", { workspace_id: workspaceId, runId }).then(
+      (r) => addRecords([r]),
+      () => {
+        // Not the space's failure: the run stays shown without its end, and is asked for again when shown again.
+        askedRecords.current.delete(runId);
+      },
+    );
+  };
+  const loadRecord = useCallback((runId: string) => {
+    if (waitingRecords.current) waitingRecords.current.add(runId);
+    else fetchRecord.current(runId);
+  }, []);
+
+  return { space, error, opened, messages, runs, records, liveRuns, olderDone, loadOlder, loadRun, loadRecord };
 }

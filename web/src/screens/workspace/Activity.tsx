@@ -1,9 +1,16 @@
-/** The workspace's recent activity, newest first: its domain events as they happen. */
+/** The workspace's recent activity, newest first: its domain events as they happen, in words ("Member added"),
+ * naming who and what they were about; each event's type and ids in its details. */
 import type { EventView } from "../../generated/ops";
 import type { RpcError } from "../../rpc/errors";
-import { when } from "./common";
+import { EventLine, useEventNames } from "./eventLine";
 
-export function Activity({ events, loaded, error }: { events: EventView[]; loaded: boolean; error: RpcError | null }) {
+export function Activity({ workspaceId, events, loaded, error }: {
+  workspaceId: string;
+  events: EventView[];
+  loaded: boolean;
+  error: RpcError | null;
+}) {
+  const names = useEventNames(workspaceId, events);
   return (
     <section aria-labelledby="activity-title" className="panel">
       <h2 id="activity-title">Activity</h2>
@@ -18,9 +25,8 @@ export function Activity({ events, loaded, error }: { events: EventView[]; loade
       ) : (
         <ol className="list activity" aria-label="Recent events, newest first">
           {[...events].reverse().map((e) => (
-            <li key={e.seq} data-seq={e.seq}>
-              <code>{e.type}</code>
-              <time dateTime={e.occurredAt}>{when(e.occurredAt)}</time>
+            <li key={e.seq} data-seq={e.seq} data-type={e.type}>
+              <EventLine event={e} names={names} />
             </li>
           ))}
         </ol>

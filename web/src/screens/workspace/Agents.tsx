@@ -4,6 +4,7 @@
  * one. */
 import { useId, useState, type FormEvent } from "react";
 import type { AgentView } from "../../generated/ops";
+import { agentRoleLabel } from "../../labels";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { draftOf, linesOf, updateArgs, type AgentDraft } from "./agentEdit";
 import { ConfirmButton, Refusal, useAction } from "./common";
@@ -15,6 +16,15 @@ function adapterSummary(agent: AgentView): string {
   const a = agent.adapter;
   if (a.type === "openai") return `openai · ${a.model} at ${a.baseUrl}${a.hasApiKey ? " · key stored" : ""}`;
   return `command · ${a.argv.join(" ")}`;
+}
+
+function AgentRoleOptions() {
+  return (
+    <>
+      <option value="member">{agentRoleLabel("member")}</option>
+      <option value="chiefExecutive">{agentRoleLabel("chiefExecutive")} (answers new conversations)</option>
+    </>
+  );
 }
 
 function CreateAgent({ workspaceId, onCreated }: { workspaceId: string; onCreated(): void }) {
@@ -58,8 +68,7 @@ function CreateAgent({ workspaceId, onCreated }: { workspaceId: string; onCreate
         <div className="field">
           <label htmlFor={`${id}-role`}>Role</label>
           <select id={`${id}-role`} value={role} onChange={(e) => setRole(e.target.value)}>
-            <option value="member">member</option>
-            <option value="chiefExecutive">chiefExecutive (answers new conversations)</option>
+            <AgentRoleOptions />
           </select>
         </div>
         <div className="field">
@@ -171,8 +180,7 @@ function AgentEditor({ workspaceId, agent, onDone }: {
       <div className="field">
         <label htmlFor={`${id}-role`}>Role</label>
         <select id={`${id}-role`} value={draft.role} onChange={(e) => set("role", e.target.value)}>
-          <option value="member">member</option>
-          <option value="chiefExecutive">chiefExecutive (answers new conversations)</option>
+          <AgentRoleOptions />
         </select>
       </div>
       <div className="field">
@@ -288,7 +296,7 @@ function AgentRow({ workspaceId, agent, admin, onChanged }: {
     <li>
       <div className="row-main">
         <strong>{agent.name}</strong>
-        <span className="badge">{agent.role}</span>
+        <span className="badge">{agentRoleLabel(agent.role)}</span>
         <span className="hint wrap">{adapterSummary(agent)}</span>
       </div>
       {admin && !editing && (

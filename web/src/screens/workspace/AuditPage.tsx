@@ -3,11 +3,15 @@
  * type and time, following new ones live. */
 import { useId, useState, type FormEvent } from "react";
 import type { AuditListArgs } from "../../generated/ops";
+import { IdDetails } from "../../IdDetails";
+import { RECORD_KINDS, splitRef, workspaceRoleLabel } from "../../labels";
 import { Link } from "../../Link";
 import { useCall } from "../../rpc/hooks";
 import { workspacePath, workspaceSettingsPath } from "../../router";
 import { isAdmin, NotAMember, Refusal, useWorkspace, when, WorkspaceHeader } from "./common";
+import { EventLine, useEventNames } from "./eventLine";
 import { useWorkspaceEvents } from "./events";
+import { RecordName, useNames, type NameKind, type Names } from "./names";
 import "./workspace.css";
 
 const PAGE = 200;
@@ -52,17 +56,43 @@ export function auditArgs(workspaceId: string, f: AuditFilter): AuditListArgs {
   };
 }
 
+/** The kinds of record audit rows name (as principals and targets), looked up by name. */
+const AUDIT_KINDS: NameKind[] = ["user", "agent", "team", "space", "ticket", "repo", "pipeline-template", "workspace"];
+
+/** The name a row recorded for its target (`agents.create` records the agent's name, `spaces.create` the title). */
+function recordedName(details: Record<string, unknown>): string | null {
+  const name = details["name"] ?? details["title"];
+  return typeof name === "string" && name ? name : null;
+}
+
+/** A row's target by name: the record's name today, else the name a row of the page recorded for it (a record since
+ * deleted: `agents.delete` names it by the row of its `agents.create`), else its kind and the start of its id. */
+function TargetName({ target, recorded, names }: { target: string; recorded: string | null; names: Names }) {
+  const { kind } = splitRef(target);
+  return (
+    <>
+      {kind && <span className="hint">{RECORD_KINDS[kind]} </span>}
+      <RecordName refText={target} names={names} fallback={recorded} />
+    </>
+  );
+}
+
 function AuditLog({ workspaceId }: { workspaceId: string }) {
   const id = useId();
   const [draft, setDraft] = useState<AuditFilter>(NO_FILTER);
   const [filter, setFilter] = useState<AuditFilter>(NO_FILTER);
   const [bump, setBump] = useState(0);
   const rows = useCall("audit.list", auditArgs(workspaceId, filter), bump);
-  const members = useCall("members.list", { workspace_id: workspaceId });
-  const agents = useCall("agents.list", { workspace_id: workspaceId });
+  const names = useNames(workspaceId, AUDIT_KINDS, bump);
+  // Newest first: the latest name each target was recorded under.
+  const recorded = new Map<string, string>();
+  for (const r of rows.data ?? []) {
+    const name = recordedName(r.details);
+    if (name && !recorded.has(r.target)) recorded.set(r.target, name);
+  }
   const who = new Map<string, string>([
-    ...(members.data ?? []).map((m): [string, string] => [`user:${m.userId}`, m.displayName]),
-    ...(agents.data?.agents ?? []).map((a): [string, string] => [`agent:${a.id}`, `${a.name} (agent)`]),
+    ...names.list("user"),
+    ...names.list("agent").map(([ref, name]): [string, string] => [ref, `${name} (agent)`]),
   ]);
   const set = (key: keyof AuditFilter) => (e: { target: { value: string } }) =>
     setDraft((d) => ({ ...d, [key]: e.target.value }));
@@ -161,16 +191,28 @@ function AuditLog({ workspaceId }: { workspaceId: string }) {
                     <td>
                       <time dateTime={r.at}>{when(r.at)}</time>
                     </td>
-                    <td title={r.principal}>{who.get(r.principal) ?? r.principal}</td>
+                    <td>
+                      <RecordName refText={r.principal} names={names} />
+                    </td>
                     <td>
                       <code>{r.action}</code>
                     </td>
                     <td>
-                      <code>{r.target}</code>
+                      <TargetName
+                        target={r.target}
+                        recorded={recordedName(r.details) ?? recorded.get(r.target) ?? null}
+                        names={names}
+                      />
                     </td>
                     <td>{r.door ?? "none"}</td>
                     <td>
                       {Object.keys(r.details).length > 0 && <code className="wrap">{JSON.stringify(r.details)}</code>}
+                      <IdDetails
+                        items={[
+                          ["Principal", r.principal],
+                          ["Target", r.target],
+                        ]}
+                      />
                     </td>
                   </tr>
                 ))}
@@ -209,6 +251,7 @@ function Events({ workspaceId }: { workspaceId: string }) {
   const until = instant(filter.until);
   const bad = emptyWindow(draft.since, draft.until);
   const { events, loaded, error } = useWorkspaceEvents(workspaceId, { types, since, until, shown: EVENTS_SHOWN });
+  const names = useEventNames(workspaceId, events);
   const set = (key: keyof EventsFilter) => (e: { target: { value: string } }) =>
     setDraft((d) => ({ ...d, [key]: e.target.value }));
   const apply = (e: FormEvent) => {
@@ -284,16 +327,8 @@ function Events({ workspaceId }: { workspaceId: string }) {
             </p>
             <ol className="list events" aria-label="Domain events, newest first">
               {[...events].reverse().map((e) => (
-                <li key={e.seq} data-seq={e.seq}>
-                  <div className="row-main">
-                    <span className="hint">#{e.seq}</span>
-                    <code>{e.type}</code>
-                    <time dateTime={e.occurredAt}>{when(e.occurredAt)}</time>
-                  </div>
-                  <details>
-                    <summary>Payload</summary>
-                    <pre>{JSON.stringify(e.payload, null, 2)}</pre>
-                  </details>
+                <li key={e.seq} data-seq={e.seq} data-type={e.type}>
+                  <EventLine event={e} names={names} payload />
                 </li>
               ))}
             </ol>
@@ -319,7 +354,7 @@ export default function AuditPage({ workspaceId }: { workspaceId: string }) {
           {admin ? (
             <AuditLog workspaceId={workspaceId} />
           ) : (
-            <p className="notice">The audit log is for admins and owners; your role is {workspace.role}.</p>
+            <p className="notice">The audit log is for admins and owners; your role is {workspaceRoleLabel(workspace.role).toLowerCase()}.</p>
           )}
           {workspace.role !== "guest" && <Events workspaceId={workspaceId} />}
         </>

@@ -2,6 +2,7 @@
  * invite form, whose code is shown once. */
 import { useId, useState, type FormEvent } from "react";
 import type { MemberView } from "../../generated/ops";
+import { workspaceRoleLabel } from "../../labels";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { navigate } from "../../router";
 import { ConfirmButton, Refusal, ROLES, useAction } from "./common";
@@ -30,7 +31,9 @@ export function InviteForm({ workspaceId, myRole }: { workspaceId: string; myRol
           <label htmlFor={`${id}-role`}>Role of the invited person</label>
           <select id={`${id}-role`} value={role} onChange={(e) => setRole(e.target.value)}>
             {invitable(myRole).map((r) => (
-              <option key={r}>{r}</option>
+              <option key={r} value={r}>
+                {workspaceRoleLabel(r)}
+              </option>
             ))}
           </select>
         </div>
@@ -42,7 +45,7 @@ export function InviteForm({ workspaceId, myRole }: { workspaceId: string; myRol
       {code && (
         <div className="once" role="status">
           <p>
-            Invite code for a new <strong>{code.role}</strong>: <code className="code">{code.code}</code>
+            Invite code for a new <strong>{workspaceRoleLabel(code.role).toLowerCase()}</strong>: <code className="code">{code.code}</code>
           </p>
           <p className="hint">
             It is shown only this once. It works once, within 7 days: the person enters it as the pairing code on
@@ -69,7 +72,7 @@ export function MemberList({ workspaceId, refresh }: { workspaceId: string; refr
                 <strong>{m.displayName}</strong>
                 {m.email && <span className="hint">{m.email}</span>}
               </div>
-              <span className="badge">{m.role}</span>
+              <span className="badge">{workspaceRoleLabel(m.role)}</span>
             </li>
           ))}
         </ul>
@@ -109,7 +112,9 @@ function MemberRow(props: { workspaceId: string; member: MemberView; me: string;
           onChange={(e) => void setRole(e.target.value)}
         >
           {ROLES.map((r) => (
-            <option key={r}>{r}</option>
+            <option key={r} value={r}>
+              {workspaceRoleLabel(r)}
+            </option>
           ))}
         </select>
         <Refusal error={action.error} />

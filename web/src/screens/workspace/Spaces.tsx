@@ -1,6 +1,7 @@
 /** The workspace's spaces: their kind and mode, hidden ones only on request, and create, rename, archive. */
 import { useId, useState, type FormEvent } from "react";
 import type { SpaceView } from "../../generated/ops";
+import { spaceKindLabel, spaceModeLabel } from "../../labels";
 import { Link } from "../../Link";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { spacePath } from "../../router";
@@ -43,7 +44,9 @@ function CreateSpace({ workspaceId, onCreated }: { workspaceId: string; onCreate
         <label htmlFor={`${id}-mode`}>Mode</label>
         <select id={`${id}-mode`} value={mode} onChange={(e) => setMode(e.target.value)}>
           {MODES.map((m) => (
-            <option key={m}>{m}</option>
+            <option key={m} value={m}>
+              {spaceModeLabel(m)}
+            </option>
           ))}
         </select>
       </div>
@@ -85,11 +88,11 @@ function SpaceRow({ workspaceId, space, onChanged }: { workspaceId: string; spac
       <div className="row-main">
         <Link href={spacePath(workspaceId, space.id)}>{space.title}</Link>
         <span className="badges">
-          <span className="badge" title="kind">
-            {space.kind}
+          <span className="badge" title={`kind: ${space.kind}`}>
+            {spaceKindLabel(space.kind)}
           </span>
-          <span className="badge" title="mode">
-            {space.mode}
+          <span className="badge" title={`mode: ${space.mode}`}>
+            {spaceModeLabel(space.mode)}
           </span>
           {space.hidden && <span className="badge">hidden</span>}
           {space.archivedAt && <span className="badge">archived</span>}

@@ -1,13 +1,10 @@
 /** The workspace's teams of agents: members, leader, dispatch mode; create, edit and delete. */
 import { useId, useState, type FormEvent, type ReactNode } from "react";
 import type { AgentView, TeamView } from "../../generated/ops";
+import { DISPATCH_MODES, dispatchModeLabel } from "../../labels";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { ConfirmButton, Refusal, useAction } from "./common";
 
-const DISPATCH_MODES: ReadonlyArray<readonly [string, string]> = [
-  ["allParallel", "allParallel: every member at once"],
-  ["manager", "manager: the leader, who delegates"],
-];
 
 interface TeamDraft {
   name: string;
@@ -177,7 +174,7 @@ function TeamRow(props: {
     <li>
       <div className="row-main">
         <strong>{team.name}</strong>
-        <span className="badge">{team.dispatchMode}</span>
+        <span className="badge">{dispatchModeLabel(team.dispatchMode)}</span>
         <span className="hint wrap">
           {team.memberIds.map((m) => names.get(m) ?? m).join(", ")}
           {team.leaderId && ` · led by ${names.get(team.leaderId) ?? team.leaderId}`}

@@ -2,12 +2,16 @@
  * and filing new ones, and deleting it (with its sub-tickets). */
 import { useId, useState, type FormEvent } from "react";
 import type { TicketDetail } from "../../generated/ops";
+import { IdDetails } from "../../IdDetails";
 import { Link } from "../../Link";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { navigate, ticketPath, workspacePath } from "../../router";
 import { ConfirmButton, NotAMember, Refusal, useAction, useWorkspace, when, WorkspaceHeader } from "./common";
+import { RecordName, useNames, type NameKind } from "./names";
 import { CreateTicket, statusLabel, StatusSelect } from "./tickets";
 import "./workspace.css";
+
+const REPORTER_KINDS: NameKind[] = ["user", "agent"];
 
 function ParentLink({ workspaceId, parentId }: { workspaceId: string; parentId: string }) {
   const parent = useCall("tickets.get", { workspace_id: workspaceId, ticketId: parentId });
@@ -57,6 +61,8 @@ export default function TicketPage({ workspaceId, ticketId }: { workspaceId: str
   const [bump, setBump] = useState(0);
   const reload = () => setBump((n) => n + 1);
   const ticket = useCall("tickets.get", { workspace_id: workspaceId, ticketId }, bump);
+  // Whoever filed it: a person (`user:<id>`) or an agent (`agent:<id>`), shown by name.
+  const names = useNames(workspaceId, REPORTER_KINDS);
   const removal = useAction();
   const t = ticket.data;
   const canChange = workspace !== undefined && workspace.role !== "guest";
@@ -91,8 +97,14 @@ export default function TicketPage({ workspaceId, ticketId }: { workspaceId: str
               <span className="badge">{statusLabel(t.status)}</span>
             )}
             <span className="hint">
-              Filed by <code>{t.reporter}</code> on {when(t.createdAt)}
+              Filed by <RecordName refText={t.reporter} names={names} /> on {when(t.createdAt)}
             </span>
+            <IdDetails
+              items={[
+                ["Ticket", t.id],
+                ["Filed by", t.reporter],
+              ]}
+            />
           </div>
           {t.parentId && <ParentLink workspaceId={workspaceId} parentId={t.parentId} />}
           <section aria-labelledby="desc-title" className="panel">

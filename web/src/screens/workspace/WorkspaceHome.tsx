@@ -1,32 +1,42 @@
-/** A workspace's home (`/workspaces/<id>`): spaces, the tickets board, agents, teams, repositories and worktrees,
- * members and invites, and the live activity. The activity's events also tell the lists when another person or
- * an agent changed something, so they are fetched again. */
-import { useCallback, useState } from "react";
+/** A workspace's home, in sections a person reaches directly: the overview at `/workspaces/<id>` (each section's
+ * count and the live activity), and `/workspaces/<id>/spaces`, `/tickets` (the board), `/agents` (agents and
+ * teams), `/repos` (repositories and worktrees) and `/members` (members and invites). The activity's events also
+ * tell the lists when another person or an agent changed something, so they are fetched again; the watch stays
+ * open while the person moves between sections. */
+import { useCallback, useEffect, useRef, useState } from "react";
 import type { EventView } from "../../generated/ops";
+import { workspaceRoleLabel } from "../../labels";
 import { Link } from "../../Link";
-import { auditPath, pipelinesPath, workspaceSettingsPath } from "../../router";
-import { Activity } from "./Activity";
+import {
+  navigate,
+  WORKSPACE_SECTIONS,
+  workspaceSectionPath,
+  workspaceSettingsPath,
+  type WorkspaceSection,
+} from "../../router";
 import { Agents } from "./Agents";
 import { isAdmin, NotAMember, useWorkspace, WorkspaceHeader } from "./common";
 import { useWorkspaceEvents } from "./events";
 import { InviteForm, MemberList } from "./Members";
+import { Overview, type Changes } from "./Overview";
 import { Repos } from "./Repos";
 import { Spaces } from "./Spaces";
 import { Teams } from "./Teams";
 import { TicketsBoard } from "./TicketsBoard";
+import { SECTION_LABEL, WorkspaceNav } from "./WorkspaceNav";
 import "./workspace.css";
 
 const ACTIVITY_SHOWN = 50;
 
 /** Which list an event changes, by its type's prefix. */
-const CHANGES: ReadonlyArray<readonly [string, "spaces" | "tickets" | "members"]> = [
+const CHANGES: ReadonlyArray<readonly [string, keyof Changes]> = [
   ["workspace.space", "spaces"],
   ["workspace.ticket", "tickets"],
   ["identity.member", "members"],
 ];
 
-function useChanges(): [Record<"spaces" | "tickets" | "members", number>, (e: EventView) => void] {
-  const [counts, setCounts] = useState({ spaces: 0, tickets: 0, members: 0 });
+function useChanges(): [Changes, (e: EventView) => void] {
+  const [counts, setCounts] = useState<Changes>({ spaces: 0, tickets: 0, members: 0 });
   const seen = useCallback((e: EventView) => {
     const list = CHANGES.find(([prefix]) => e.type.startsWith(prefix))?.[1];
     if (list) setCounts((c) => ({ ...c, [list]: c[list] + 1 }));
@@ -34,44 +44,81 @@ function useChanges(): [Record<"spaces" | "tickets" | "members", number>, (e: Ev
   return [counts, seen];
 }
 
-function Home({ workspaceId, role }: { workspaceId: string; role: string }) {
+/** A link of the one long page this used to be (`/workspaces/<id>#tickets`) goes to the section's own path. */
+function useOldAnchors(workspaceId: string, section: WorkspaceSection): void {
+  useEffect(() => {
+    const anchor = window.location.hash.slice(1);
+    const target = WORKSPACE_SECTIONS.find((s) => s === (anchor === "teams" ? "agents" : anchor));
+    if (section === "overview" && target && target !== "overview") {
+      navigate(workspaceSectionPath(workspaceId, target), true);
+    }
+  }, [workspaceId, section]);
+}
+
+function Section(props: { workspaceId: string; section: WorkspaceSection; role: string; changes: Changes }) {
+  const { workspaceId, role, changes } = props;
   const admin = isAdmin(role);
   const member = role !== "guest";
-  const [changes, seen] = useChanges();
   const [agentsChanged, setAgentsChanged] = useState(0);
+  switch (props.section) {
+    case "spaces":
+      return <Spaces workspaceId={workspaceId} refresh={changes.spaces} canChange={member} />;
+    case "tickets":
+      return <TicketsBoard workspaceId={workspaceId} refresh={changes.tickets} canChange={member} />;
+    case "agents":
+      return (
+        <>
+          <Agents workspaceId={workspaceId} admin={admin} onChanged={() => setAgentsChanged((n) => n + 1)} />
+          <Teams workspaceId={workspaceId} agentsChanged={agentsChanged} canChange={member} />
+        </>
+      );
+    case "repos":
+      return <Repos workspaceId={workspaceId} admin={admin} member={member} />;
+    case "members":
+      return (
+        <section aria-labelledby="members-title" className="panel" id="members">
+          <h2 id="members-title">Members and invites</h2>
+          <MemberList workspaceId={workspaceId} refresh={changes.members} />
+          {admin && <InviteForm workspaceId={workspaceId} myRole={role} />}
+          <p>
+            <Link href={workspaceSettingsPath(workspaceId)}>Change roles and guardrails in the settings</Link>
+          </p>
+        </section>
+      );
+    default:
+      return null;
+  }
+}
+
+function Home(props: { workspaceId: string; name: string; role: string; section: WorkspaceSection }) {
+  const { workspaceId, role, section } = props;
+  const member = role !== "guest";
+  const [changes, seen] = useChanges();
   const activity = useWorkspaceEvents(workspaceId, { shown: ACTIVITY_SHOWN, onChange: seen });
+  const content = useRef<HTMLDivElement>(null);
+  const first = useRef(true);
+  useOldAnchors(workspaceId, section);
+  useEffect(() => {
+    document.title = `${section === "overview" ? props.name : `${SECTION_LABEL[section]} · ${props.name}`} · Hangar`;
+    // Moving to another section puts the keyboard focus on it (not on the first load: focus starts at the top).
+    if (first.current) first.current = false;
+    else content.current?.focus({ preventScroll: true });
+  }, [section, props.name]);
   return (
     <>
-      <nav aria-label="Workspace" className="subnav">
-        <a href="#spaces">Spaces</a>
-        <a href="#tickets">Tickets</a>
-        <a href="#agents">Agents</a>
-        <a href="#teams">Teams</a>
-        <a href="#repos">Repositories</a>
-        <a href="#members">Members</a>
-        <Link href={pipelinesPath(workspaceId)}>Pipelines</Link>
-        <Link href={workspaceSettingsPath(workspaceId)}>Settings</Link>
-        {member && <Link href={auditPath(workspaceId)}>{admin ? "Audit log and events" : "Events"}</Link>}
-      </nav>
-      <Spaces workspaceId={workspaceId} refresh={changes.spaces} canChange={member} />
-      <TicketsBoard workspaceId={workspaceId} refresh={changes.tickets} canChange={member} />
-      <Agents workspaceId={workspaceId} admin={admin} onChanged={() => setAgentsChanged((n) => n + 1)} />
-      <Teams workspaceId={workspaceId} agentsChanged={agentsChanged} canChange={member} />
-      <Repos workspaceId={workspaceId} admin={admin} member={member} />
-      <section aria-labelledby="members-title" className="panel" id="members">
-        <h2 id="members-title">Members and invites</h2>
-        <MemberList workspaceId={workspaceId} refresh={changes.members} />
-        {admin && <InviteForm workspaceId={workspaceId} myRole={role} />}
-        <p>
-          <Link href={workspaceSettingsPath(workspaceId)}>Change roles and guardrails in the settings</Link>
-        </p>
-      </section>
-      {member && <Activity {...activity} />}
+      <WorkspaceNav workspaceId={workspaceId} section={section} admin={isAdmin(role)} member={member} />
+      <div ref={content} tabIndex={-1} className="ws-section" data-section={section}>
+        {section === "overview" ? (
+          <Overview workspaceId={workspaceId} changes={changes} member={member} activity={activity} />
+        ) : (
+          <Section key={section} workspaceId={workspaceId} section={section} role={role} changes={changes} />
+        )}
+      </div>
     </>
   );
 }
 
-export default function WorkspaceHome({ workspaceId }: { workspaceId: string }) {
+export default function WorkspaceHome({ workspaceId, section }: { workspaceId: string; section: WorkspaceSection }) {
   const { workspace, missing, error } = useWorkspace(workspaceId);
   return (
     <div className="ws">
@@ -82,7 +129,7 @@ export default function WorkspaceHome({ workspaceId }: { workspaceId: string }) 
       >
         {workspace && (
           <p className="hint">
-            Your role: <span className="badge">{workspace.role}</span>
+            Your role: <span className="badge">{workspaceRoleLabel(workspace.role)}</span>
           </p>
         )}
       </WorkspaceHeader>
@@ -92,7 +139,15 @@ export default function WorkspaceHome({ workspaceId }: { workspaceId: string }) 
         </p>
       )}
       {missing && <NotAMember />}
-      {workspace && <Home key={workspaceId} workspaceId={workspaceId} role={workspace.role} />}
+      {workspace && (
+        <Home
+          key={workspaceId}
+          workspaceId={workspaceId}
+          name={workspace.name}
+          role={workspace.role}
+          section={section}
+        />
+      )}
     </div>
   );
 }

@@ -1,6 +1,7 @@
 /** A workspace's settings (`/settings/workspaces/<id>`): members and roles, invites, guardrails, and the place of
  * the chat bridge (connection, guided setup, links: web/src/screens/chat/). */
 import { lazy, Suspense } from "react";
+import { workspaceRoleLabel } from "../../labels";
 import { Link } from "../../Link";
 import { useCall } from "../../rpc/hooks";
 import { auditPath, workspacePath } from "../../router";
@@ -37,7 +38,7 @@ export default function WorkspaceSettings({ workspaceId }: { workspaceId: string
           </nav>
           {!admin && (
             <p className="notice">
-              Your role is <strong>{workspace.role}</strong>: you can see these settings, and only admins and owners
+              Your role is <strong>{workspaceRoleLabel(workspace.role)}</strong>: you can see these settings, and only admins and owners
               can change them.
             </p>
           )}

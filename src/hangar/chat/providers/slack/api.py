@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 
-from hangar.chat.errors import TRANSPORT_CODE, ChatProviderError
+from hangar.chat.errors import TRANSPORT_CODE, ChatProviderError, network_reason
 from hangar.chat.outbound import Block, Chunk
 from hangar.chat.providers.slack.ratelimit import RateLimiter, retry_after_of
 from hangar.core.clock import Clock
@@ -81,7 +81,7 @@ def provider_error(method: str, error: BaseException) -> ChatProviderError:
             message = f"{method}: the chat provider refused the app manifest ({'; '.join(faults)})."
         return ChatProviderError(code, message, status=status, retry_after=retry_after_of(error))
     return ChatProviderError(
-        TRANSPORT_CODE, f"{method}: the chat provider could not be reached ({type(error).__name__})."
+        TRANSPORT_CODE, f"{method}: the chat provider could not be reached ({network_reason(error)})."
     )
 
 

@@ -10,6 +10,11 @@
   move, ``message`` being the error's text in ``error`` and None otherwise.
 - ``on_event(event)`` gets every ``InboundMessage`` and ``SlashCommand`` (normalized and deduplicated by
   ``events.EventReader``); for a slash command it returns the ephemeral answer (or None).
+- ``last_error`` is the last failure since the connection was last up (a dial the network or the provider
+  refused, a dropped socket, a refused credential: its message and when), and ``next_retry_at`` when the next dial
+  is due (None while a dial is under way, once connected, and in ``error``). Each failure is one warning line in
+  the log (``label`` names the connection there) and is told to ``on_failure`` (None once a socket is greeted
+  again), so the owner can keep it across a restart and hand it back as ``last_error`` before ``start()``.
 
 Moves (spec, "Chat connection"):
 
@@ -43,12 +48,14 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.socket_mode.websockets import SocketModeClient
 
-from hangar.chat.errors import TRANSPORT_CODE, ChatProviderError
+from hangar.chat.connections import Failure
+from hangar.chat.errors import TRANSPORT_CODE, ChatProviderError, network_reason
 from hangar.chat.inbound import InboundEvent, InboundMessage
 from hangar.chat.providers.slack.api import SlackApi
 from hangar.chat.providers.slack.events import EventReader, slash_command
@@ -122,6 +129,8 @@ class SlackConnection:
         on_state: Callable[[ConnectionState, str | None], None],
         *,
         rand: Callable[[], float] = random.random,
+        label: str = "chat connection",
+        on_failure: Callable[[Failure | None], None] | None = None,
     ) -> None:
         self._api = api
         self._app_token = app_token
@@ -129,8 +138,12 @@ class SlackConnection:
         self._on_event = on_event
         self._on_state = on_state
         self._rand = rand
+        self._label = label
+        self._on_failure = on_failure
         self.state: ConnectionState = "disconnected"
         self.error: ChatProviderError | None = None
+        self.last_error: Failure | None = None
+        self.next_retry_at: datetime | None = None
         self.bot_user_id = ""
         self.team_id = ""
         self._reader: EventReader | None = None
@@ -168,11 +181,33 @@ class SlackConnection:
         log.info("chat connection: %s", state)
         self._on_state(state, message)
 
+    def _failed(self, message: str, retry_in: float | None) -> None:
+        """An attempt failed: remembered with its time and the next dial's, said once in the log."""
+        now = self._clock.now()
+        self.last_error = Failure(message, now)
+        self.next_retry_at = None if retry_in is None else now + timedelta(seconds=retry_in)
+        said = message.rstrip(".")
+        if retry_in is None:
+            log.warning("%s: %s; no more attempts until new credentials are given", self._label, said)
+        else:
+            log.warning("%s: %s; next attempt in %.1f s", self._label, said, retry_in)
+        if self._on_failure is not None:
+            self._on_failure(self.last_error)
+
+    def _up(self) -> None:
+        """A socket was greeted: what failed before is over."""
+        self.next_retry_at = None
+        if self.last_error is not None:
+            self.last_error = None
+            if self._on_failure is not None:
+                self._on_failure(None)
+
     def _refused(self, error: ChatProviderError) -> None:
         """A credential was refused somewhere: ``error``, and the supervisor stops dialling."""
         if self.state == "error":
             return
         self.error = error
+        self._failed(str(error), None)
         self._move("error", str(error))
         task = self._task
         if task is not None and task is not asyncio.current_task():
@@ -194,11 +229,13 @@ class SlackConnection:
                         self._refused(e)
                         raise _Stopped from None
                     if e.provider_code == "ratelimited":
-                        await self._clock.sleep(e.retry_after if e.retry_after is not None else DEFAULT_RETRY_AFTER)
+                        wait = e.retry_after if e.retry_after is not None else DEFAULT_RETRY_AFTER
+                        self._failed(str(e), wait)
+                        await self._clock.sleep(wait)
                         continue
                     delay = backoff_delay(failures, self._rand)
                     failures += 1
-                    log.info("chat connection: dial failed (%s); next in %.1f s", e.provider_code, delay)
+                    self._failed(str(e), delay)
                     await self._clock.sleep(delay)
                     continue
                 if current is not None:  # a rotation: the new socket is up, the old one goes
@@ -214,7 +251,8 @@ class SlackConnection:
                 self._move("connecting")
                 delay = backoff_delay(failures, self._rand)
                 failures += 1
-                log.info("chat connection: socket dropped; next dial in %.1f s", delay)
+                why = socket.disconnect_reason
+                self._failed(f"The provider closed the socket ({why})." if why else "The socket closed.", delay)
                 await self._clock.sleep(delay)
         except _Stopped:
             pass
@@ -223,6 +261,7 @@ class SlackConnection:
                 await self._close(current)
 
     async def _dial(self) -> _Socket:
+        self.next_retry_at = None  # dialling now
         if self._reader is None:
             identity = await self._api.auth_test()
             self.bot_user_id, self.team_id = identity.bot_user_id, identity.team_id
@@ -236,7 +275,7 @@ class SlackConnection:
             await socket.connect()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
         except Exception as e:  # refused, reset, handshake answered with an error status
             await self._close(socket)
-            raise ChatProviderError(TRANSPORT_CODE, f"The socket could not be opened ({type(e).__name__}).") from None
+            raise ChatProviderError(TRANSPORT_CODE, f"The socket could not be opened ({network_reason(e)}).") from None
         return socket
 
     async def _serve(self, socket: _Socket) -> bool:
@@ -247,6 +286,7 @@ class SlackConnection:
         try:
             await asyncio.wait({hello, rotation, closed}, return_when=asyncio.FIRST_COMPLETED)
             if hello.done() and not rotation.done() and not closed.done():
+                self._up()
                 self._move("connected")
                 await asyncio.wait({rotation, closed}, return_when=asyncio.FIRST_COMPLETED)
             if not rotation.done():

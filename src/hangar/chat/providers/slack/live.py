@@ -7,15 +7,19 @@ whether streaming works, stop); the bridge gets the events and the run follow-up
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
+from datetime import datetime
 
 from hangar.chat.bridge import Bridge
-from hangar.chat.connections import ChatConnection, ConnectionFactory, ConnectionState
+from hangar.chat.connections import ChatConnection, ConnectionFactory, ConnectionState, Failure
 from hangar.chat.providers.slack.api import provider_api
 from hangar.chat.replies import ConnectionFlags
 from hangar.chat.service import ChatService
 from hangar.core.context import AppContext
 from hangar.identity import Workspace
+
+log = logging.getLogger(__name__)
 
 
 class LiveSlack:
@@ -29,9 +33,24 @@ class LiveSlack:
         chat = app.service(ChatService)
         command = chat.profile(workspace, provider).command
         self.bridge = Bridge(app, chat, workspace.id, provider, self.api, self.flags, command=command)
+
+        def keep(failure: Failure | None) -> None:
+            try:
+                chat.files.write_failure(workspace, provider, failure)
+            except OSError:
+                log.exception("chat connection of workspace %s: its last failure was not kept", workspace.id)
+
         self.connection = SlackConnection(
-            self.api, credentials["appToken"], app.clock, on_event=self.bridge.on_event, on_state=self._moved
+            self.api,
+            credentials["appToken"],
+            app.clock,
+            on_event=self.bridge.on_event,
+            on_state=self._moved,
+            label=f"chat connection of workspace {workspace.id} ({provider})",
+            on_failure=keep,
         )
+        # What failed before a restart is still what is known, until this process's first attempt answers.
+        self.connection.last_error = chat.files.read_failure(workspace, provider)
 
     def _moved(self, state: ConnectionState, _message: str | None) -> None:
         if state == "connecting":
@@ -55,6 +74,14 @@ class LiveSlack:
     @property
     def streaming_available(self) -> bool:
         return self.flags.streaming_available
+
+    @property
+    def last_error(self) -> Failure | None:
+        return self.connection.last_error
+
+    @property
+    def next_retry_at(self) -> datetime | None:
+        return self.connection.next_retry_at
 
     async def stop(self) -> None:
         try:

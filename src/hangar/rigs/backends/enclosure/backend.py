@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from hangar.core.beneath import NotBeneath, parts_of
-from hangar.errors import InvalidArgs, NotFound, Unavailable
+from hangar.errors import HangarError, InvalidArgs, NotFound, Unavailable
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import probe
 from hangar.rigs.backends.enclosure.cgroups import detect
@@ -76,7 +76,13 @@ class EnclosureBackend(RigBackend):
         engine = _engine_recipe(spec)
         pack_recipe = recipes.BROWSERS[spec.engine] if engine is not None and spec.engine else TERMINAL
         if not pack_ready(self.packs_root, pack_recipe):  # built once, whoever asks first; progress in packs()
-            await self._builds.run(pack_recipe.name, self._builder(pack_recipe), progress)
+            try:
+                await self._builds.run(pack_recipe.name, self._builder(pack_recipe), progress)
+            except HangarError as exc:
+                # Said where the rig or the job that waited for it reports; the next one to need it builds again.
+                raise Unavailable(
+                    f"the {pack_recipe.label} could not be built: {exc.message} (it is built again when next needed)"
+                ) from exc
         pack = await ensure_pack(self.packs_root, progress, pack_recipe)
         rig = EnclosureRig(spec, self.rigs_root / "run", version, self.upstream_overrides)
         try:
@@ -105,7 +111,9 @@ class EnclosureBackend(RigBackend):
     def packs(self) -> list[PackStatus]:
         views = []
         for recipe in recipes.ALL:
-            pack = PackStatus(recipe.name, recipe.surface, recipe.revision, "missing")
+            pack = PackStatus(
+                recipe.name, recipe.surface, recipe.revision, "missing", label=recipe.label, engine=recipe.engine
+            )
             if pack_ready(self.packs_root, recipe):
                 pack = replace(pack, state="ready")
             elif (step := build_under_way(self.packs_root, recipe)) is not None:

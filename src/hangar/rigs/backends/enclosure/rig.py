@@ -40,7 +40,7 @@ from hangar.rigs.backends.enclosure.cgroups import RigCgroup, rig_cgroup
 from hangar.rigs.backends.enclosure.channel import AgentChannel, AgentPty
 from hangar.rigs.backends.enclosure.forwards import Forwards
 from hangar.rigs.backends.enclosure.netns import NetNamespace
-from hangar.rigs.egress.gate import EgressGate
+from hangar.rigs.egress.gate import EgressEvent, EgressGate
 from hangar.rigs.egress.rules import GATE_ADDRESS, ruleset, server_door_removal, server_door_rules
 from hangar.rigs.egress.server_door import DoorTarget
 from hangar.rigs.engines.inrig import RigEngine
@@ -96,6 +96,9 @@ class EnclosureRig(RigHandle):
         self._log_task: asyncio.Task[None] | None = None
         self._loopback: dict[int, list[asyncio.AbstractServer]] = {}  # host-made listeners on the rig's loopback
         self._loopback_tasks: set[asyncio.Task[None]] = set()
+
+    def on_egress_refused(self, listener: Callable[[EgressEvent], None]) -> None:
+        self.gate.on_refused = listener
 
     # --- boot ----------------------------------------------------------------------------------------------
 

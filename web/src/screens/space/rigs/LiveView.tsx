@@ -2,10 +2,14 @@
  * URL minted by `rig.liveViewUrl`, authenticated by a first text frame with the device credential). While you
  * hold control, your mouse, keys, wheel and pastes go to the page; without it the view only watches (the server
  * ignores input and says so). Files dropped onto the view land in the rig and reach the page at the drop point;
- * the server's reply says how. Loaded only when a browser rig's panel opens. */
+ * the server's reply says how. Above the view, the address bar and the session's pages (`BrowserBar`), kept current
+ * by the lane's `pages` notices. Loaded only when a browser rig's panel opens. */
 import { useCallback, useEffect, useRef, useState, type DragEvent, type KeyboardEvent, type PointerEvent } from "react";
+import type { PageRow } from "../../../generated/ops";
 import { useRpc } from "../../../rpc/hooks";
+import { BrowserBar } from "./BrowserBar";
 import { ClipboardPanel } from "./Clipboard";
+import { engineLabel } from "./engines";
 import "./live.css";
 import { dropFiles, type DropReply } from "./fileLane";
 import { openLane, type Lane, type LaneState } from "./lane";
@@ -19,6 +23,7 @@ interface Notice {
   width?: number;
   height?: number;
   engine?: string;
+  pages?: PageRow[];
 }
 
 const DELIVERY: Record<DropReply["delivery"], string> = {
@@ -35,6 +40,7 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
   const viewport = useRef<Size>({ width: 1280, height: 800 });
   const [state, setState] = useState<LaneState>("connecting");
   const [engine, setEngine] = useState<string | null>(null);
+  const [pages, setPages] = useState<PageRow[] | null>(null);
   const [inControl, setInControl] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
   const [attempt, setAttempt] = useState(0);
@@ -127,6 +133,8 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
           const mine = n.controller != null && n.controller === n.you;
           setInControl(mine);
           setNotice(null);
+        } else if (n.type === "pages" && n.pages) {
+          setPages(n.pages);
         } else if (n.type === "viewport" && n.width && n.height) {
           viewport.current = { width: n.width, height: n.height };
         } else if (n.type === "readonly") {
@@ -221,7 +229,7 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
       <div className="terminal-bar">
         <p className="lane" role="status" data-state={state}>
           {state === "open"
-            ? `Live view connected${engine ? ` (${engine})` : ""}: ${inControl ? "you drive the page" : "watching"}`
+            ? `Live view connected${engine ? ` (${engineLabel(engine)})` : ""}: ${inControl ? "you drive the page" : "watching"}`
             : state === "connecting"
               ? "Connecting the live view…"
               : "Live view closed"}
@@ -238,8 +246,11 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
         )}
       </div>
       {notice && <p className="notice">{notice}</p>}
+      <BrowserBar workspaceId={workspaceId} rigId={rigId} pages={pages} inControl={inControl} onPages={setPages} />
       {!inControl && state === "open" && (
-        <p className="hint">Take control (above) to use the mouse and keyboard on the page.</p>
+        <p className="hint">
+          Take control (above) to use the mouse and keyboard on the page, type an address or switch pages.
+        </p>
       )}
       <div
         className="live-box"

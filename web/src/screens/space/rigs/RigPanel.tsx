@@ -1,9 +1,13 @@
-/** One rig of the space: its state and controller (take control, hand back), its forwarded ports with links, file
- * drops through the file lane, and the terminal (terminal rigs) or the live view with its clipboard (browser rigs). `rig.watch` keeps all of it live while the tab is open. */
+/** One rig of the space: its state and controller (take control, hand back), what its network refused (with the
+ * admin's way to let a host through), its forwarded ports with links, file drops through the file lane, and the
+ * terminal (terminal rigs) or the live view with its clipboard (browser rigs). `rig.watch` keeps all of it live
+ * while the tab is open. */
 import { lazy, Suspense, useCallback, useEffect, useState } from "react";
-import type { PortRow, RigRow } from "../../../generated/ops";
+import type { EgressRefusal, PortRow, RigRow } from "../../../generated/ops";
 import { RpcError } from "../../../rpc/errors";
 import { useCall, useRpc } from "../../../rpc/hooks";
+import { covers, EgressNotices, GrantHosts } from "./Egress";
+import { engineLabel } from "./engines";
 import { FileDrop } from "./FileDrop";
 import { portUrl } from "./portLinks";
 
@@ -69,6 +73,14 @@ function Ports({ workspaceId, rigId, ports, onPorts }: PortsProps) {
 export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string; rig: RigRow; onChanged(): void }) {
   const client = useRpc();
   const me = useCall("users.me", {});
+  const workspaces = useCall("workspaces.list", {});
+  const role = workspaces.data?.find((w) => w.id === workspaceId)?.role;
+  const admin = role === "admin" || role === "owner";
+  const [egress, setEgress] = useState<EgressRefusal[]>([]);
+  // A grant of a host ends its "not on the allowlist" notices (this person's own grant, or another admin's).
+  const forgetGranted = useCallback((hosts: string[]) => {
+    setEgress((list) => list.filter((r) => r.rule !== "allowlist" || !hosts.some((h) => covers(h, r.host))));
+  }, []);
   const [phase, setPhase] = useState(rig.status);
   const [detail, setDetail] = useState(rig.statusDetail);
   const [ports, setPorts] = useState<PortRow[]>([]);
@@ -93,6 +105,7 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
           setPhase(snap.phase);
           setDetail(snap.statusDetail);
           setPorts(snap.ports);
+          setEgress(snap.egress);
         },
         onEvent: (event) => {
           const e = (event ?? {}) as Record<string, unknown>;
@@ -100,17 +113,24 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
             setPhase(e["phase"] as RigRow["status"]);
             if (typeof e["detail"] === "string") setDetail(e["detail"]);
             onChanged();
+          } else if (e["type"] === "progress" && typeof e["detail"] === "string") {
+            setDetail(e["detail"]); // a boot's step: a first pack build's, then the boot's own
           } else if (e["type"] === "control") {
             onChanged(); // the row names the controller
           } else if (e["type"] === "ports") {
             refreshPorts();
+          } else if (e["type"] === "egressGranted" && Array.isArray(e["hosts"])) {
+            forgetGranted(e["hosts"] as string[]);
+          } else if (e["type"] === "egress" && e["refusal"]) {
+            const told = e["refusal"] as EgressRefusal;
+            setEgress((list) => [...list.filter((r) => r.host !== told.host || r.rule !== told.rule), told]);
           }
         },
         onError: (e) => setError(e.message),
       },
     );
     return () => handle.close();
-  }, [client, workspaceId, rigId, onChanged, refreshPorts]);
+  }, [client, workspaceId, rigId, onChanged, refreshPorts, forgetGranted]);
 
   const control = (take: boolean) => {
     setBusy(true);
@@ -122,14 +142,22 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
   };
 
   const mine = rig.controller !== null && rig.controller.userId === me.data?.id;
+  // A counted step of the boot (a first pack build's "… (4/10)") fills the bar; otherwise it just runs.
+  const counted = /\((\d+)\/(\d+)\)$/.exec(detail);
   const ready = phase === "ready";
   return (
     <div className="rig">
       <div className="rig-bar">
         <p className="rig-state" data-phase={phase}>
-          <span className="badge">{rig.surface}</span> {phase}
+          <span className="badge">{rig.surface === "browser" ? engineLabel(rig.engine) : rig.surface}</span> {phase}
           {detail && phase !== "ready" ? ` — ${detail}` : ""}
-          {phase === "provisioning" && <progress aria-label="Starting the rig" />}
+          {phase === "provisioning" && (
+            <progress
+              aria-label="Starting the rig"
+              max={counted ? Number(counted[2]) : undefined}
+              value={counted ? Number(counted[1]) : undefined}
+            />
+          )}
         </p>
         <p className="controller">
           {rig.controller
@@ -153,6 +181,13 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
           {error}
         </p>
       )}
+      <EgressNotices
+        workspaceId={workspaceId}
+        rigId={rigId}
+        refusals={egress}
+        admin={admin}
+        onDismiss={() => setEgress([])}
+      />
       {rig.surface === "terminal" && ready && (
         <Suspense fallback={<p role="status">Loading the terminal…</p>}>
           <Terminal workspaceId={workspaceId} rigId={rigId} />
@@ -177,6 +212,16 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
             folder={rig.surface === "browser" ? "/tmp/hangar-drops" : "~/drops"}
           />
         </section>
+        {admin && (
+          <section aria-labelledby={`hosts-${rigId}`}>
+            <h2 id={`hosts-${rigId}`}>Hosts this rig may reach</h2>
+            <GrantHosts
+              workspaceId={workspaceId}
+              rigId={rigId}
+              onGranted={forgetGranted}
+            />
+          </section>
+        )}
       </div>
     </div>
   );
