@@ -27,6 +27,7 @@ from hangar.rigs.signing import LaneSigner
 from tests.conformance.engine_fixtures import pages_fixture
 from tests.integration.rigs_browser_env import BrowserRigs, site_env_fixture, use
 from tests.integration.rigs_env import RigsEnv
+from tests.support.chat import until
 from tests.support.images import decoded_size, mean_colour, near, solid_jpeg, solid_png
 from tests.support.pages import PageServer
 from tests.support.rpc import RpcClient, RpcError
@@ -179,8 +180,8 @@ async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Browser
     assert closed["details"]["inputs"] == {"key": 2, "mouse": 4, "resize": 1, "text": 1}
     assert closed["details"]["ignored"] == 2 and closed["details"]["text"]["length"] == len("typed live")
     assert "typed live" not in json.dumps([e for e in log if e["verb"].startswith("liveview.")])
-    await asyncio.sleep(0)
-    assert all(r.lanes == 0 for r in env.manager.live_rigs() if r.id == rig)
+    # The view's close is logged before the manager lets go of its lane: wait for that, however the tasks interleave.
+    await until(lambda: all(r.lanes == 0 for r in env.manager.live_rigs() if r.id == rig))
 
 
 @pytest.mark.parametrize("engine", ["engine-b", "engine-c"])
