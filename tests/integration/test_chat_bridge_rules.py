@@ -19,7 +19,7 @@ import httpx
 
 from hangar.chat.bridge import RESTARTED
 from hangar.chat.narration import ACCEPTED
-from hangar.chat.replies import MESSAGE_MAX, REPLY_MAX
+from hangar.chat.replies import APPEND_MAX, MESSAGE_MAX, REPLY_MAX
 from tests.peers.slack_emulator import CARD_CHUNKS, SlackEmulator, Stream, running_slack
 from tests.support.chat import ALICE, GENERAL, PROVIDER, World, chat_server, chat_spaces, until, world
 from tests.support.rpc import RpcClient
@@ -61,6 +61,17 @@ def long_text(size: int) -> str:
         n += 1
         lines.append(f"line {n:05d} of the long answer, with some words to split on" + ("\n" if n % 7 == 0 else ""))
     return "\n".join(lines)[:size]
+
+
+async def streamed_whole(slack: SlackEmulator, thread_ts: str, size: int) -> list[Stream]:
+    """The thread's streamed messages once every one has stopped and they hold ``size`` characters in all."""
+
+    def done() -> bool:
+        streams = thread_streams(slack, thread_ts)
+        return all(s.state == "stopped" for s in streams) and sum(len(s.text) for s in streams) >= size
+
+    await until(lambda: bool(slack.calls_of("chat.stopStream")) and done())
+    return thread_streams(slack, thread_ts)
 
 
 async def settle() -> None:
@@ -229,6 +240,20 @@ async def test_a_reply_past_one_message_rolls_over_and_nothing_is_lost(tmp_path:
         assert "".join(s.text for s in streams) == reply
         assert all(s.recipient_user_id == ALICE for s in streams)
         assert w.slack.messages == []
+
+
+async def test_a_streamed_message_never_passes_the_providers_limit(tmp_path: Path) -> None:
+    """At the limit a reply fills one streamed message; one character more opens a second message rather than
+    make one of 12,001 (the emulator caps each append, not the message: the bridge must count)."""
+    async with world(tmp_path) as w:
+        one_past = [3 * APPEND_MAX, MESSAGE_MAX + 1 - 3 * APPEND_MAX]  # the append that would pass it goes on
+        for size, sizes in ((MESSAGE_MAX, [MESSAGE_MAX]), (MESSAGE_MAX + 1, one_past)):
+            reply = "z" * size  # no line or word to split on: the bridge cuts by count alone
+            w.model.script("m", text(reply, chunk_size=size))
+            sent = await w.slack.mention(GENERAL, ALICE, f"write {size} characters")
+            streams = await streamed_whole(w.slack, sent.ts, size)
+            assert [len(s.text) for s in streams] == sizes
+            assert "".join(s.text for s in streams) == reply
 
 
 async def test_a_reply_over_the_limit_is_truncated_with_a_pointer(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from hangar.rigs.signing import LaneSigner
 from tests.conformance.engine_fixtures import pages_fixture
 from tests.integration.rigs_browser_env import BrowserRigs, site_env_fixture, use
 from tests.integration.rigs_env import RigsEnv
+from tests.support.chat import until
 from tests.support.images import decoded_size, mean_colour, near, solid_jpeg, solid_png
 from tests.support.pages import PageServer
 from tests.support.rpc import RpcClient, RpcError
@@ -102,6 +103,13 @@ async def click_live(view: websockets.ClientConnection, x: int, y: int) -> None:
         await view.send(json.dumps({"type": "mouse", "action": action, "x": x, "y": y}))
 
 
+async def settled(view: websockets.ClientConnection) -> None:
+    """Wait until the lane has handled everything sent before: input is handled in order, and a key it does not
+    know is answered with an error (whoever holds control), so its answer comes after the rest was applied."""
+    await view.send(json.dumps({"type": "key", "action": "down", "key": "NoSuchKey"}))
+    await next_text(view, "error")
+
+
 async def frame_after(view: websockets.ClientConnection, seq: int) -> None:
     """Read frames until one later than ``seq`` (polled frames skip unchanged stills: a later one shows a change)."""
     while True:
@@ -172,8 +180,8 @@ async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Browser
     assert closed["details"]["inputs"] == {"key": 2, "mouse": 4, "resize": 1, "text": 1}
     assert closed["details"]["ignored"] == 2 and closed["details"]["text"]["length"] == len("typed live")
     assert "typed live" not in json.dumps([e for e in log if e["verb"].startswith("liveview.")])
-    await asyncio.sleep(0)
-    assert all(r.lanes == 0 for r in env.manager.live_rigs() if r.id == rig)
+    # The view's close is logged before the manager lets go of its lane: wait for that, however the tasks interleave.
+    await until(lambda: all(r.lanes == 0 for r in env.manager.live_rigs() if r.id == rig))
 
 
 @pytest.mark.parametrize("engine", ["engine-b", "engine-c"])
@@ -286,6 +294,44 @@ async def test_a_read_only_credential_never_drives_the_live_view(env: RigsEnv, r
     log = await env.call("rig.actionLog", rigId=rig)
     closes = [e["details"] for e in log if e["verb"] == "liveview.close"]
     assert closes[-2]["inputs"] == {}  # the read-only view applied nothing
+
+
+async def test_a_watchers_input_is_ignored_while_another_person_holds_control(env: RigsEnv, rigs: BrowserRigs) -> None:
+    """Control is one person's: a watcher's mouse and keys are answered with a notice naming why and applied to
+    nothing, while the same input from the person holding control reaches the page."""
+    rig = await rigs.get()
+    await fresh(env, rig)
+    member = await env.srv.new_user_token(env.ws, "member", name="holder")
+    async with RpcClient(env.srv.ws_url, member) as m:
+        theirs = await live_url(env, rig, client=m)
+        await m.call("rig.takeControl", workspace_id=env.ws, rigId=rig)
+        try:
+            headers = auth(env.srv.owner_token)
+            async with websockets.connect(await live_url(env, rig), additional_headers=headers) as watcher:
+                hello = await next_text(watcher, "hello")
+                assert hello["controller"] not in (None, hello["you"])
+                await next_frame(watcher)
+                await click_live(watcher, 200, 150)
+                await watcher.send(json.dumps({"type": "text", "text": "not mine to type"}))
+                notice = await next_text(watcher, "readonly")
+                assert (
+                    notice["message"] == "another person holds control; your input is ignored until they hand it back"
+                )
+                await settled(watcher)
+                assert not await found(env, rig, '#count[data-count="1"]', timeout=0.5)
+            async with websockets.connect(theirs) as holder:
+                await holder.send(json.dumps({"type": "auth", "token": member}))
+                assert (await next_text(holder, "hello"))["controller"] == (await m.call("users.me"))["id"]
+                await next_frame(holder)
+                await click_live(holder, 200, 150)
+                await settled(holder)
+                assert await found(env, rig, '#count[data-count="1"]')
+        finally:
+            await m.call("rig.releaseControl", workspace_id=env.ws, rigId=rig)
+    log = await env.call("rig.actionLog", rigId=rig)
+    watched, held = [e["details"] for e in log if e["verb"] == "liveview.close"][-2:]
+    assert watched["inputs"] == {} and watched["ignored"] == 3
+    assert held["inputs"] == {"mouse": 2}
 
 
 # -- the clipboard lane -------------------------------------------------------------------------------------

@@ -106,3 +106,16 @@ async def test_unfinished_sign_ins_are_bounded_and_a_completed_one_gives_its_sta
             assert (await http.get(f"{srv.url}/saml/login?relay=desktop")).status_code == 302
         assert (await http.get(f"{srv.url}/saml/login?relay=desktop")).status_code == 429
         assert (await http.get(f"{srv.url}/oidc/login?relay=desktop")).status_code == 429
+
+
+async def test_failed_oidc_callbacks_are_limited_per_address(srv: RunningServer) -> None:
+    """A callback that answers no sign-in of this server (a guessed state) fails, and failures are limited like
+    every other sign-in's: the budget exactly, then 429, for that address only."""
+    budget = BUDGETS["signin"].burst
+    callback = f"{srv.url}/oidc/callback?state=guessed&code=guessed"
+    async with client() as http, client("127.0.0.3") as other:
+        codes = [(await http.get(callback, headers={"Accept": "application/json"})).status_code for _ in range(budget)]
+        assert all(c >= 400 and c != 429 for c in codes), codes
+        limited = await http.get(callback, headers={"Accept": "application/json"})
+        assert limited.status_code == 429 and "failed sign-ins from this address" in limited.text
+        assert (await other.get(callback, headers={"Accept": "application/json"})).status_code not in (200, 429)

@@ -70,7 +70,7 @@ async def open_context(
     ctx.provide(identity)
     for service in services:
         ctx.provide(service)
-    ctx.provide(RateLimits())
+    ctx.provide(RateLimits(clock.monotonic))  # the injectable clock: refills are tested without waiting
     ctx.provide(WorkspaceSettings(dbs, clock, [s for p in parts for s in p.settings]))
     started: list[Part] = []
     try:

@@ -67,6 +67,41 @@ async def test_a_stamped_cache_serves_from_memory_only_while_the_counter_stands(
     assert await cache.get("k", load) == "v2" and len(loads) == 2
 
 
+async def test_a_value_loaded_while_the_counter_moved_is_not_kept() -> None:
+    """The race: a load reads the record, then (before it returns) another process changes it and another request
+    reads the moved counter. What that load read is older than the counter now vouches for: it answers its own
+    call, but the next call loads again."""
+    counter, record = [1], ["member"]
+    loads: list[str] = []
+
+    async def stamp() -> int:
+        return counter[0]
+
+    cache: StampedCache[str, str] = StampedCache(stamp)
+
+    async def load_overtaken() -> str:
+        value = record[0]  # the record as it was
+        loads.append(value)
+        record[0], counter[0] = "removed", 2  # another process commits a change, bumping the counter
+        assert await cache.current() == 2  # a concurrent request reads the counter while this load returns
+        return value
+
+    async def load() -> str:
+        loads.append(record[0])
+        return record[0]
+
+    assert await cache.get("role", load_overtaken) == "member"
+    assert await cache.get("role", load) == "removed"
+    assert loads == ["member", "removed"]
+    # Loaded and kept under a counter that stands: served from memory. A caller's own reading of the counter
+    # (``as_of``, one read for a whole decision) reuses it when it is the reading the cache holds, and makes the
+    # cache read the counter again when it is any other.
+    assert await cache.get("role", load) == "removed" and len(loads) == 2
+    counter[0] = 3
+    assert await cache.get("role", load, as_of=2) == "removed" and len(loads) == 2
+    assert await cache.get("role", load, as_of=1) == "removed" and len(loads) == 3
+
+
 def test_migrating_many_databases_from_many_threads_completes_each(tmp_path: Path) -> None:
     errors: list[BaseException] = []
 

@@ -146,6 +146,64 @@ def test_reducer_errors(reducer: Any, existing: Any, new: Any, message: str) -> 
         reducers.reduce_value(reducer, "k", existing, new)
 
 
+@pytest.mark.parametrize(
+    ("reducer", "new", "expected"),
+    [
+        ("append", 1, [1]),
+        ("mergeLists", [1, 2], [1, 2]),
+        ("mergeMaps", {"a": 1}, {"a": 1}),
+        ("sum", 2, 2),
+        ("override", 2, 2),
+    ],
+)
+def test_reducers_treat_a_null_already_there_as_nothing(reducer: Any, new: Any, expected: Any) -> None:
+    """A key set to null (an override of null, a step that answered null) takes the next write as its first."""
+    assert reducers.reduce_value(reducer, "k", None, new) == expected
+
+
+@pytest.mark.parametrize(
+    ("reducer", "existing", "expected"),
+    [
+        ("override", [1], None),
+        ("append", ABSENT, [None]),
+        ("append", [1], [1, None]),
+    ],
+)
+def test_a_null_written_through_a_reducer_is_refused_or_kept_as_its_reducer_says(
+    reducer: Any, existing: Any, expected: Any
+) -> None:
+    assert reducers.reduce_value(reducer, "k", existing, None) == expected
+    for name, what in (("mergeLists", "list"), ("mergeMaps", "map")):
+        for before in (ABSENT, None, [1] if name == "mergeLists" else {"a": 1}):
+            with pytest.raises(reducers.ReducerError, match=f"reducer {name} on 'k': the new value is not a {what}"):
+                reducers.reduce_value(name, "k", before, None)
+    with pytest.raises(reducers.ReducerError, match="reducer sum on 'k': the new value None is not a number"):
+        reducers.reduce_value("sum", "k", 1, None)
+
+
+def test_sum_refuses_booleans_on_either_side() -> None:
+    """``True`` is an int to Python; to a pipeline it is a flag, never 1."""
+    for existing in (ABSENT, None, 1):
+        with pytest.raises(reducers.ReducerError, match="reducer sum on 'k': the new value True is not a number"):
+            reducers.reduce_value("sum", "k", existing, True)
+    with pytest.raises(reducers.ReducerError, match="reducer sum on 'k': the existing value False is not a number"):
+        reducers.reduce_value("sum", "k", False, 1)
+    assert reducers.reduce_value("sum", "k", 0, 0) == 0 and reducers.reduce_value("sum", "k", ABSENT, 0.5) == 0.5
+
+
+def test_the_first_write_to_a_list_key() -> None:
+    """append keeps what it is given as one item, even the first time and even a list; mergeLists starts the list
+    with a copy (a later merge never changes the step output it came from)."""
+    assert reducers.reduce_value("append", "k", ABSENT, [1, 2]) == [[1, 2]]
+    assert reducers.reduce_value("append", "k", ABSENT, []) == [[]]
+    assert reducers.reduce_value("append", "k", [[1, 2]], [3]) == [[1, 2], [3]]
+    given = [1, 2]
+    first = reducers.reduce_value("mergeLists", "k", ABSENT, given)
+    assert first == [1, 2] and first is not given
+    assert reducers.reduce_value("mergeLists", "k", ABSENT, []) == []
+    assert reducers.reduce_value("mergeMaps", "k", ABSENT, {}) == {}
+
+
 def test_substitution_state_then_payload_dotted_and_shell_escaped() -> None:
     state = {"name": "it's $HOME", "repo": {"path": "/r"}, "n": 3}
     payload = {"name": "ignored", "only": "p"}

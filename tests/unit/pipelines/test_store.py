@@ -6,21 +6,43 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from hangar.core.sqlite_writer import Writer
 from tests.unit.pipelines.harness import WS, harness, listen, steps
 
 
-async def test_tick_waits_for_another_writer_instead_of_failing(tmp_path: Path) -> None:
+async def test_tick_waits_for_another_writer_instead_of_failing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tick that finds the lock taken is written from the writer's thread, which waits for it; the event loop
+    never waits (the fast path gives up at once), and nothing is dropped."""
+    waited: list[float] = []  # when a transaction went to the writer's thread
+    went_waiting = threading.Event()
+    slow_call = Writer._slow_call
+
+    def spied(self: Writer, fn: Any, args: tuple[Any, ...]) -> Any:
+        waited.append(time.monotonic())
+        went_waiting.set()
+        return slow_call(self, fn, args)
+
+    monkeypatch.setattr(Writer, "_slow_call", spied)
     async with harness(tmp_path) as h:
         db = tmp_path / WS / "workspace.db"
-        locked = threading.Event()
+        locked, started = threading.Event(), threading.Event()
         released: list[float] = []
 
         def hold_lock() -> None:
             conn = sqlite3.connect(db, isolation_level=None)
             conn.execute("BEGIN IMMEDIATE")
             locked.set()
-            time.sleep(0.4)
+            started.wait(30)
+            # Held until the run's first tick has found it taken and gone to wait on the writer's thread (within
+            # the 10 s a waiting connection waits, so a tick waiting on the event loop instead shows here).
+            went_waiting.wait(8)
+            time.sleep(0.2)
             released.append(time.monotonic())
             conn.execute("COMMIT")
             conn.close()
@@ -31,11 +53,22 @@ async def test_tick_waits_for_another_writer_instead_of_failing(tmp_path: Path) 
         holder.start()
         assert locked.wait(5)
         t0 = time.monotonic()
+        started.set()
         snap = await h.run(steps(listen("a", "start"), listen("b", "a")))
+        t1 = time.monotonic()
         holder.join()
         assert snap["status"] == "completed"
-        # Nothing could be written before the other transaction ended, and nothing failed meanwhile.
-        assert released and time.monotonic() >= released[0] > t0
+        # The run began while the other transaction held the lock, its first tick went to wait for it on the
+        # writer's thread, and it could finish only once the lock was free (no tick failed or went unwritten) ...
+        assert waited and t0 < waited[0] < released[0] < t1
+        # ... and every one of them is in the database.
+        conn = sqlite3.connect(db)
+        run = conn.execute("SELECT status FROM pipeline_runs WHERE id = ?", (snap["runId"],)).fetchone()
+        rows = conn.execute(
+            "SELECT step_id, status FROM pipeline_step_runs WHERE run_id = ? ORDER BY position", (snap["runId"],)
+        ).fetchall()
+        conn.close()
+        assert run == ("completed",) and rows == [("start", "completed"), ("a", "completed"), ("b", "completed")]
 
 
 async def test_runs_and_steps_are_in_the_database_as_reported(tmp_path: Path) -> None:

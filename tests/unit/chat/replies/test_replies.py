@@ -10,6 +10,7 @@ from hangar.chat.cards import CTA_TITLE, TurnOutcome
 from hangar.chat.replies import (
     APPEND_MAX,
     EMPTY_TURN_NOTES,
+    MARKDOWN_BLOCK_MAX,
     MESSAGE_MAX,
     PROSE_CHUNK_MAX,
     REPLY_MAX,
@@ -166,6 +167,51 @@ async def test_a_long_reply_rolls_over_before_the_message_limit_and_is_never_cut
         assert out.calls[i - 1].method == "stop_stream"  # the full message is closed before the next opens
     assert all(out.calls[i].kwargs["task_display_mode"] == "plan" for i in starts)
     assert not out.of("post_message")
+
+
+def lines(n: int) -> str:
+    """``n`` characters in lines of 100 (99 and a newline), so every 3,800-character append ends on a line."""
+    return "".join(f"{i:05d} {'y' * 93}\n" for i in range(n // 100 + 1))[:n]
+
+
+async def streamed(text: str) -> list[str]:
+    stream, out, clock, _ = make()
+    await stream.open()
+    stream.on_text(text)
+    await run_for(clock, 8)
+    await stream.finish(TurnOutcome.ok)
+    assert "".join(messages(out)) == text and not out.of("post_message")
+    return messages(out)
+
+
+async def test_a_streamed_message_holds_12000_characters_and_never_one_more() -> None:
+    # At the limit: three appends of 3,800 and one of 600 fill one message exactly.
+    assert [len(m) for m in await streamed(lines(MESSAGE_MAX))] == [MESSAGE_MAX]
+    # One past it: the append that would make 12,001 opens the next message instead.
+    assert [len(m) for m in await streamed(lines(MESSAGE_MAX + 1))] == [
+        3 * APPEND_MAX,
+        MESSAGE_MAX + 1 - 3 * APPEND_MAX,
+    ]
+    assert [len(m) for m in await streamed("z" * (MESSAGE_MAX + 1))] == [
+        3 * APPEND_MAX,
+        MESSAGE_MAX + 1 - 3 * APPEND_MAX,
+    ]
+
+
+async def test_a_reply_posted_whole_keeps_its_markdown_block_within_the_limit() -> None:
+    for size, separate_card in ((MARKDOWN_BLOCK_MAX, False), (MARKDOWN_BLOCK_MAX + 1, True)):
+        stream, out, _clock, _ = make(flags=ConnectionFlags(streaming_available=False))
+        text = lines(size)
+        stream.on_text(text)
+        await stream.finish(TurnOutcome.ok)
+        posts = out.of("post_message")
+        assert posts[-1].kwargs["text"] == text
+        blocks = [b for p in posts for b in (p.kwargs["blocks"] or [])]
+        assert all(len(b["text"]) <= MARKDOWN_BLOCK_MAX for b in blocks if b["type"] == "markdown")
+        if separate_card:  # the card goes first on its own, the reply as plain text after it
+            assert len(posts) == 2 and [b["type"] for b in blocks] == ["plan"]
+        else:
+            assert len(posts) == 1 and [b["type"] for b in blocks] == ["plan", "markdown"]
 
 
 async def test_a_stream_the_provider_ended_rolls_over_into_a_new_message() -> None:

@@ -62,9 +62,25 @@ async def test_start_refuses_with_the_reason(tmp_path: Path) -> None:
     assert err.value.message == reason
 
 
-def test_this_host_cgroups_are_detected() -> None:
-    version, reason = detect()
-    assert (version, reason) in {("v1", None), ("v2", None)} or (version is None and reason)
+def test_cgroups_are_detected_with_every_controller_rigs_need(tmp_path: Path) -> None:
+    """v2 where the root lists memory, cpu and pids; else v1 where each of its hierarchies is mounted; else the
+    reason, naming what is missing."""
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids rdma\n")
+    assert detect(v2) == ("v2", None)
+    for lacking in ("memory", "cpu", "pids"):
+        have = {"cpuset", "io", "memory", "cpu", "pids"} - {lacking}
+        (v2 / "cgroup.controllers").write_text(" ".join(sorted(have)) + "\n")
+        assert detect(v2) == (None, f"cgroup v2 lacks the {lacking} controller(s)")
+    v1 = tmp_path / "v1"
+    for controller in ("memory", "cpu", "freezer", "pids"):
+        (v1 / controller).mkdir(parents=True)
+        (v1 / controller / "cgroup.procs").touch()
+    (v1 / "unified").mkdir()  # a v2 hierarchy mounted beside v1 carries no controllers and is not taken for v2
+    assert detect(v1) == ("v1", None)
+    (v1 / "freezer" / "cgroup.procs").unlink()
+    assert detect(v1) == (None, "no cgroup v2 root and no cgroup v1 hierarchy for freezer")
 
 
 def test_missing_libseccomp_is_named_with_its_package(monkeypatch: pytest.MonkeyPatch) -> None:

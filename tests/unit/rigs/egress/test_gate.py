@@ -46,7 +46,13 @@ async def upstream() -> AsyncIterator[Upstream]:
 
 @pytest.fixture
 async def gate(upstream: Upstream) -> AsyncIterator[EgressGate]:
-    overrides = {"granted.test:80": ("127.0.0.1", upstream.port), "granted.test:443": ("127.0.0.1", upstream.port)}
+    # The names the gate must refuse lead to the same upstream too, so a name let through would show there (and
+    # not merely fail to resolve).
+    overrides = {
+        f"{name}:{port}": ("127.0.0.1", upstream.port)
+        for name in ("granted.test", "evil.example")
+        for port in (80, 443)
+    }
     g = await start_gate(lambda ports: EgressGate("rig-x", {"granted.test"}, ports=ports, upstream_overrides=overrides))
     yield g
     await g.aclose()
@@ -97,11 +103,15 @@ async def test_tls_passes_allowed_sni_and_drops_others(gate: EgressGate, upstrea
     assert bytes(upstream.received) == hello  # replayed untouched
     writer.close()
     upstream.received.clear()
-    reader, writer = await asyncio.open_connection("127.0.0.1", gate.ports.tls)
-    writer.write(client_hello("evil.example"))
-    assert await asyncio.wait_for(reader.read(), 5) == b""
-    assert upstream.received == b""
-    assert gate.events[-1].target == "evil.example" and not gate.events[-1].allowed
+    # Refused for the name it asks for (an unlisted one, or none), never forwarded: not because it cannot be reached.
+    for name, reason in (("evil.example", "SNI not allow-listed"), (None, "no SNI")):
+        reader, writer = await asyncio.open_connection("127.0.0.1", gate.ports.tls)
+        writer.write(client_hello(name))
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+        assert upstream.received == b""
+        last = gate.events[-1]
+        assert (last.kind, last.target, last.allowed, last.reason) == ("tls", name or "?", False, reason)
 
 
 async def test_dns_over_udp_and_tcp_and_grants(gate: EgressGate) -> None:
