@@ -183,7 +183,7 @@ MUTATIONS: list[Mutation] = [
         "guard",
         "31.7",
         "anyone can revoke another person's clipboard grants",
-        "src/hangar/rigs/consent.py",
+        "src/hangar/rigs/ops/clipboard.py",
         "    if user_id != ctx.principal.user_id and not ctx.principal.is_server_owner:\n"
         '        raise Forbidden("only the server owner revokes another person\'s clipboard grants")\n',
         "",
@@ -195,7 +195,7 @@ MUTATIONS: list[Mutation] = [
         "guard",
         "hole",
         "anyone can list everyone's clipboard grants",
-        "src/hangar/rigs/consent.py",
+        "src/hangar/rigs/ops/clipboard.py",
         "    if args.everyone and not ctx.principal.is_server_owner:\n"
         '        raise Forbidden("only the server owner lists everyone\'s clipboard grants")\n',
         "",

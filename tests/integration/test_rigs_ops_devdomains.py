@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from hangar.core.clock import FakeClock
-from hangar.rigs.devdomain_ops import DEV_DOMAIN_OPS
 from hangar.rigs.model import Surface, limits_for
+from hangar.rigs.ops import devdomains
 from hangar.rigs.tls import NO_OPENSSL, dev_ca_pem
 from hangar.rpc.registry import spec_of
 from tests.integration.rigs_env import RigsEnv, rigs_server
@@ -66,7 +66,7 @@ async def lanes_rig(env: RigsEnv) -> tuple[str, Any]:
 
 
 def test_only_mapping_carries_the_network_egress_class() -> None:
-    actions = {spec_of(o).name: (spec_of(o).kind, spec_of(o).actions) for o in DEV_DOMAIN_OPS}
+    actions = {spec_of(o).name: (spec_of(o).kind, spec_of(o).actions) for o in devdomains.OPS}
     assert actions == {
         "rig.devDomains": ("read", frozenset()),
         "rig.setDevDomain": ("mutate", frozenset({"networkEgress"})),

@@ -6,7 +6,6 @@ from hangar.agents.bodies import BODIES
 from hangar.agents.endpoints import TRUSTED_MODEL_HOSTS_SPEC
 from hangar.agents.events import AGENT_EVENTS
 from hangar.agents.ops import AGENT_OPS
-from hangar.agents.ops_teams import TEAM_OPS
 from hangar.agents.runner import AgentRunner
 from hangar.agents.service import AgentService
 from hangar.agents.tables import MIGRATIONS
@@ -35,7 +34,7 @@ async def _stop(app: AppContext) -> None:
 
 AGENTS_PART = Part(
     name="agents",
-    ops=[*AGENT_OPS, *TEAM_OPS],
+    ops=AGENT_OPS,
     migrations=[MIGRATIONS],
     events=AGENT_EVENTS,
     bodies=BODIES,

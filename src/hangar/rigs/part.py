@@ -21,11 +21,9 @@ from hangar.rigs.backends.base import RigBackend
 from hangar.rigs.budget import MEMORY_BUDGET_SPEC
 from hangar.rigs.confinement import RigConfinement
 from hangar.rigs.consent import SERVER_MIGRATIONS
-from hangar.rigs.devdomain_ops import DEV_DOMAIN_OPS
 from hangar.rigs.events import RIG_EVENTS
 from hangar.rigs.images import IMAGE_SETTINGS
 from hangar.rigs.manager import RigManager
-from hangar.rigs.navigation import NAVIGATION_OPS
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.routes import RIG_ROUTES
 from hangar.rigs.store import MIGRATIONS
@@ -77,7 +75,7 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
 
     return Part(
         name="rigs",
-        ops=[*RIG_OPS, *NAVIGATION_OPS, *DEV_DOMAIN_OPS],
+        ops=RIG_OPS,
         routes=RIG_ROUTES,
         migrations=[MIGRATIONS, SERVER_MIGRATIONS],
         events=RIG_EVENTS,

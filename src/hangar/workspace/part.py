@@ -6,8 +6,7 @@ from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.workspace.bodies import BODIES
 from hangar.workspace.events import WORKSPACE_EVENTS
-from hangar.workspace.ops_spaces import SPACE_OPS
-from hangar.workspace.ops_work import WORK_OPS
+from hangar.workspace.ops import WORKSPACE_OPS
 from hangar.workspace.repos import RepoService
 from hangar.workspace.sources import LOCAL_REPO_ROOTS_SPEC, TRUSTED_REPO_HOSTS_SPEC
 from hangar.workspace.spaces import SpaceService
@@ -27,7 +26,7 @@ async def _start(app: AppContext) -> None:
 
 WORKSPACE_PART = Part(
     name="workspace",
-    ops=[*SPACE_OPS, *WORK_OPS],
+    ops=WORKSPACE_OPS,
     migrations=[MIGRATIONS],
     events=WORKSPACE_EVENTS,
     bodies=BODIES,

@@ -259,7 +259,7 @@ async def teams_dispatch(ctx: OpContext, args: TeamDispatchArgs) -> TeamDispatch
     return TeamDispatch(run_ids=run_ids, dispatch_mode=mode)
 
 
-AGENT_OPS: list[OpFunction] = [
+OPS: list[OpFunction] = [
     agents_create,
     agents_list,
     agents_get,

@@ -5,7 +5,7 @@ The verbs are ``browser_use``'s, carried out, followed across pages and written 
 (``browser.use_browser``), under the rule of the live view's input (``liveview``) rather than an agent's: the caller
 must hold control of the rig (``rig.takeControl``). So a member watching cannot move the page an agent or another
 person is using; a read-only credential is refused by the dispatcher (this op changes the rig), and the guardrails'
-read-only mode and ask-first rules hold as for every rig change (``ops.guarded``).
+read-only mode and ask-first rules hold as for every rig change (``rig.guarded``).
 
 The reply is the session's page list for the person's own screen: addresses and titles are the pages' own text,
 unfenced (an agent reads them fenced, through ``browser_use pages``). Every open live view of the rig hears of the
@@ -20,7 +20,7 @@ from hangar.core.part import OpFunction
 from hangar.rigs.actions import BROWSER_USE, VerbTable, parse_action
 from hangar.rigs.browser import use_browser
 from hangar.rigs.errors import ControlHeld
-from hangar.rigs.ops import USE_ACTIONS, RigArgs, check_surface, guarded
+from hangar.rigs.ops.rig import USE_ACTIONS, RigArgs, check_surface, guarded
 from hangar.rigs.pagefeed import page_row, poke
 from hangar.rigs.results import BrowserPages, PageRow
 from hangar.rpc.context import OpContext
@@ -73,4 +73,4 @@ async def rig_navigate(ctx: OpContext, args: NavigateArgs) -> BrowserPages:
     )
 
 
-NAVIGATION_OPS: list[OpFunction] = [rig_navigate]
+OPS: list[OpFunction] = [rig_navigate]

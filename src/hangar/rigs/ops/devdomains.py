@@ -22,7 +22,7 @@ from hangar.rigs import devdomains, hooks
 from hangar.rigs.events import RigDevDomainChanged
 from hangar.rigs.manager import RigManager
 from hangar.rigs.model import LIVE_PHASES
-from hangar.rigs.ops import RigId, manager
+from hangar.rigs.ops.rig import RigId, manager
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, Result, op
 
@@ -162,4 +162,4 @@ async def rig_remove_dev_domain(ctx: OpContext, args: RemoveArgs) -> DevDomainLi
     return await _list(ctx, mgr, args.space_id)
 
 
-DEV_DOMAIN_OPS: list[OpFunction] = [rig_dev_domains, rig_set_dev_domain, rig_remove_dev_domain]
+OPS: list[OpFunction] = [rig_dev_domains, rig_set_dev_domain, rig_remove_dev_domain]

@@ -1,4 +1,4 @@
-"""Ops on teams: create, list, get, update, delete (dispatching a team is ``teams.dispatch`` in ``ops``)."""
+"""Ops on teams: create, list, get, update, delete (dispatching a team is ``teams.dispatch`` in ``agents``)."""
 
 from __future__ import annotations
 
@@ -74,4 +74,4 @@ async def teams_delete(ctx: OpContext, args: TeamRef) -> TeamDeleted:
     return TeamDeleted()
 
 
-TEAM_OPS: list[OpFunction] = [teams_create, teams_list, teams_get, teams_update, teams_delete]
+OPS: list[OpFunction] = [teams_create, teams_list, teams_get, teams_update, teams_delete]

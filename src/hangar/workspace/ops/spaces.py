@@ -180,7 +180,7 @@ async def messages_list(ctx: OpContext, args: MessageListArgs) -> MessageList:
     return MessageList(messages=[MessageView.model_validate(m) for m in msgs])
 
 
-SPACE_OPS: list[OpFunction] = [
+OPS: list[OpFunction] = [
     spaces_create,
     spaces_list,
     spaces_get,
