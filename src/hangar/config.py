@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from hangar.ports import DEFAULT_PORT, DEFAULT_SITE_PORT
+from hangar.default_ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 
 # A rig terminal's recent output, sent first to a lane that attaches to it, and how long a terminal no lane shows
 # is kept running for its person to come back to (``hangar.rigs.terminals``).

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hangar.agents.product_catalogue import DEFAULT_PRODUCT_TOOLS
+from hangar.agents.tools.catalogue import DEFAULT_PRODUCT_TOOLS
 from hangar.rpc.mcp.tools import openai_name
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.fake_openai import Reply, call, running_fake_openai, text

@@ -6,7 +6,7 @@ secrets file on save, never stored in the database and never returned.
 such as a CLI agent's API key) is write-only too: values go to the secrets file, the record keeps the names
 (``secretEnvNames``); a name given with an empty value is removed.
 
-Both take ``productTools``: the product's ops the agent may call as tools (``hangar.agents.product_tools``), by op
+Both take ``productTools``: the product's ops the agent may call as tools (``hangar.agents.tools.product``), by op
 name; left out, the default set. Names are checked against the op registry where the process knows it.
 """
 

@@ -12,9 +12,9 @@ from typing import Any
 from hangar.agents import events as ev
 from hangar.agents.adapters.base import ToolResult
 from hangar.agents.config import OpenAIAdapter
-from hangar.agents.product_tools import RunProductTools
 from hangar.agents.service import Agent
-from hangar.agents.tools import OutputHolder, RunToolbox
+from hangar.agents.tools.builtin import OutputHolder, RunToolbox
+from hangar.agents.tools.product import RunProductTools
 from hangar.core.confine import Wait
 from hangar.core.events import DomainEvent, StoredEvent
 from hangar.workspace import Author, SpaceService

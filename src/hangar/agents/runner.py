@@ -31,13 +31,13 @@ from hangar.agents.adapters.openai import OpenAIChatAdapter
 from hangar.agents.config import CommandAdapter, OpenAIAdapter
 from hangar.agents.endpoints import ModelEndpoint
 from hangar.agents.live_run import LiveRun
-from hangar.agents.mcp_grant import McpGrant, grant_mcp, revoke
-from hangar.agents.output_schema import check_schema
-from hangar.agents.product_catalogue import DEFAULT_PRODUCT_TOOLS, agent_principal, granted
-from hangar.agents.product_tools import RunProductTools
 from hangar.agents.runs import Run, RunStatus, RunStore
 from hangar.agents.service import Agent, AgentService
-from hangar.agents.tools import OutputHolder
+from hangar.agents.tools.builtin import OutputHolder
+from hangar.agents.tools.catalogue import DEFAULT_PRODUCT_TOOLS, agent_principal, granted
+from hangar.agents.tools.mcp_grant import McpGrant, grant_mcp, revoke
+from hangar.agents.tools.output_schema import check_schema
+from hangar.agents.tools.product import RunProductTools
 from hangar.core.confine import confinement_for
 from hangar.core.context import AppContext
 from hangar.core.events import DomainEvent, StoredEvent, Subscription

@@ -19,15 +19,15 @@ import sqlalchemy as sa
 from hangar.agents import tables
 from hangar.agents.config import CommandAdapter, OpenAIAdapter, check_role, parse_adapter, stored_adapter
 from hangar.agents.endpoints import check_saved
-from hangar.agents.product_catalogue import check_product_tools
+from hangar.agents.tools.catalogue import check_product_tools
 from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
 from hangar.core.ids import new_id
 from hangar.core.stamps import WorkspaceCaches
 from hangar.core.types import rfc3339_or_none
+from hangar.core.wire import require_text
 from hangar.errors import Conflict, NotFound
 from hangar.rpc.op_caller import OpCaller
-from hangar.workspace import require_text
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from hangar.agents import tables
 from hangar.agents.service import AgentService
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
+from hangar.core.wire import require_text
 from hangar.errors import InvalidArgs, NotFound
-from hangar.workspace import require_text
 
 DISPATCH_MODES: tuple[str, ...] = ("allParallel", "manager")
 

@@ -13,8 +13,8 @@ import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
 from hangar.core.commandline import hangar_command
+from hangar.default_ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 from hangar.errors import HangarError
-from hangar.ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 
 TrustedProxyOpt = Annotated[
     list[str] | None,

@@ -4,7 +4,8 @@ Every RPC frame (the auth frame too) and every JSON request body goes through ``
 not JSON, nests deeper than ``MAX_DEPTH``, holds an integer outside the signed 64-bit range (or with more
 than ``MAX_INT_DIGITS`` digits, before Python even converts it), or a string with a lone UTF-16 surrogate (which
 no database or UTF-8 encoder accepts) is refused with ``InvalidArgs`` naming what was wrong, instead of failing
-deep inside as ``internal``.
+deep inside as ``internal``. ``require_text`` is the same refusal for one text field a store keeps (a name, a
+title): empty or too long is ``InvalidArgs`` naming the field.
 """
 
 from __future__ import annotations
@@ -103,3 +104,13 @@ def _check_text(text: str, field: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidArgs(f"{field} holds a lone UTF-16 surrogate, which is not text", field=field) from None
+
+
+def require_text(value: str, field: str, *, limit: int) -> str:
+    """A trimmed, non-empty string no longer than ``limit``; otherwise ``InvalidArgs`` naming the field."""
+    cleaned = value.strip()
+    if not cleaned:
+        raise InvalidArgs(f"{field} must not be empty", field=field)
+    if len(cleaned) > limit:
+        raise InvalidArgs(f"{field} is {len(cleaned)} characters; the limit is {limit}", field=field)
+    return cleaned

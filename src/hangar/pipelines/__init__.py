@@ -10,7 +10,6 @@ The public surface other parts use: ``body`` (declare a body; list it in your ``
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec, ConfigField, body, spec_of_body
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import NodeConfig, RunStatus, StepDef, StepKind, StepStatus, Template
-from hangar.pipelines.results import NO_OUTPUT, StepResult
 from hangar.pipelines.schema import check_schema as schema_problems
 from hangar.pipelines.schema import first_violation
 from hangar.pipelines.step import (
@@ -23,6 +22,7 @@ from hangar.pipelines.step import (
     attempt_keys_prefix,
     run_key,
 )
+from hangar.pipelines.step_results import NO_OUTPUT, StepResult
 
 __all__ = [
     "APPROVAL_PROGRESS_KEY",

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from hangar.pipelines import reducers, schema
 from hangar.pipelines.model import TERMINAL_STEP, StepDef, StepKind, StepStatus, Template
-from hangar.pipelines.results import StepResult
 from hangar.pipelines.step import SUCCESS_OUTCOMES
+from hangar.pipelines.step_results import StepResult
 from hangar.pipelines.substitute import ABSENT
 
 STEP_ERRORS_KEY = "_stepErrors"

@@ -21,7 +21,7 @@ from hangar.pipelines import references, triggers
 from hangar.pipelines import template as tpl
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.model import FINISHED_RUN, TERMINAL_STEP, RunStatus, StepStatus
-from hangar.pipelines.op_results import (
+from hangar.pipelines.results import (
     BodyInfo,
     BodyList,
     Deleted,

@@ -1,101 +1,182 @@
-"""What a body returns: ``StepResult`` and its factories, one per row of the spec's step-result table.
-
-Every factory except ``failed`` accepts ``mutated_state``, merged into the run's state. ``output`` is the value
-the engine writes under the step's ``outputKey`` (through the node's reducer, after checking ``outputSchema``);
-a body that produces nothing for ``outputKey`` leaves it unset.
+"""What the pipelines ops answer, as every part's ``results`` does: templates, runs and their step runs, triggers,
+emitted events and bodies. (What a step body returns to the engine is ``step_results``.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ResultKind = Literal["ok", "route", "suspendUntilEvent", "suspendUntilTasksComplete", "terminal", "failed"]
+from pydantic import Field, RootModel
+
+from hangar.core.types import Timestamp
+from hangar.pipelines.bodies.spec import Refers
+from hangar.pipelines.model import RunStatus, StepStatus
+from hangar.rpc.registry import Result
 
 
-class _Missing:
-    """The absence of an output (``None`` is a legitimate output)."""
-
-    _instance: _Missing | None = None
-
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "NO_OUTPUT"
-
-    def __bool__(self) -> bool:
-        return False
+class TemplateCheck(Result):
+    valid: bool
+    problems: list[str]
+    warnings: list[str]
 
 
-NO_OUTPUT: Any = _Missing()
+class TemplateSaved(Result):
+    id: str
+    warnings: list[str]
 
 
-@dataclass(frozen=True)
-class StepResult:
-    kind: ResultKind
-    mutated_state: Mapping[str, Any] | None = None
-    output: Any = NO_OUTPUT
-    route_key: str | None = None
-    event_type: str | None = None
-    event_match: Mapping[str, Any] | None = None
-    task_ids: tuple[str, ...] = field(default=())
-    error: str | None = None
+class TemplateSummary(Result):
+    id: str
+    name: str
+    steps: int  # how many
+    created_at: Timestamp
+    updated_at: Timestamp
 
-    @property
-    def has_output(self) -> bool:
-        return self.output is not NO_OUTPUT
 
-    @property
-    def suspends(self) -> bool:
-        return self.kind in ("suspendUntilEvent", "suspendUntilTasksComplete")
+class TemplateList(Result):
+    templates: list[TemplateSummary]
 
-    @classmethod
-    def ok(cls, mutated_state: Mapping[str, Any] | None = None, *, output: Any = NO_OUTPUT) -> StepResult:
-        """Normal completion; downstream listeners are evaluated."""
-        return cls("ok", mutated_state, output)
 
-    @classmethod
-    def route(
-        cls, next_router_key: str, mutated_state: Mapping[str, Any] | None = None, *, output: Any = NO_OUTPUT
-    ) -> StepResult:
-        """Router completion: only the edge whose ``routeKey`` equals ``next_router_key`` fires."""
-        if not isinstance(next_router_key, str) or not next_router_key:
-            raise ValueError("a route key must be a non-empty string")
-        return cls("route", mutated_state, output, route_key=next_router_key)
+class TemplateDetail(Result):
+    template: dict[str, Any]  # as stored: camelCase, defaults left out
+    warnings: list[str]
 
-    @classmethod
-    def suspend_until_event(
-        cls,
-        event_type: str,
-        mutated_state: Mapping[str, Any] | None = None,
-        *,
-        match: Mapping[str, Any] | None = None,
-    ) -> StepResult:
-        """Pause until a domain event of ``event_type`` fires (whose payload contains ``match``, when given)."""
-        if not event_type:
-            raise ValueError("suspendUntilEvent needs an event type")
-        return cls("suspendUntilEvent", mutated_state, event_type=event_type, event_match=match)
 
-    @classmethod
-    def suspend_until_tasks_complete(
-        cls, task_ids: Iterable[str], mutated_state: Mapping[str, Any] | None = None
-    ) -> StepResult:
-        """Pause until every listed task has finished (reported with the ``TaskFinished`` event)."""
-        ids = tuple(dict.fromkeys(str(t) for t in task_ids))
-        if not ids:
-            raise ValueError("suspendUntilTasksComplete needs at least one task id")
-        return cls("suspendUntilTasksComplete", mutated_state, task_ids=ids)
+class Deleted(Result):
+    deleted: str  # the id of what was deleted
 
-    @classmethod
-    def terminal(cls, mutated_state: Mapping[str, Any] | None = None, *, output: Any = NO_OUTPUT) -> StepResult:
-        """The run is finished."""
-        return cls("terminal", mutated_state, output)
 
-    @classmethod
-    def failed(cls, error_message: str) -> StepResult:
-        """The step failed (retried while its ``retryPolicy`` has attempts left)."""
-        return cls("failed", error=error_message or "the step failed")
+class RunStarted(Result):
+    run_id: str
+
+
+class StepState(Result):
+    status: StepStatus
+    attempts: int
+    error: str | None
+
+
+class RunSnapshot(Result):
+    """The command line's ``--json`` shape (CONTRACTS §5)."""
+
+    run_id: str
+    status: RunStatus
+    state: dict[str, Any]
+    steps: dict[str, StepState]
+
+
+class TriggerOfRun(Result):
+    kind: str
+    id: str | None
+
+
+class RunSummary(Result):
+    run_id: str
+    template_id: str
+    status: RunStatus
+    trigger: TriggerOfRun
+    dry_run: bool
+    parent_run_id: str | None
+    error: str | None
+    created_at: Timestamp
+    updated_at: Timestamp
+    finished_at: Timestamp | None
+
+
+class RunList(Result):
+    runs: list[RunSummary]
+
+
+class Suspension(Result):
+    event_type: str | None
+    task_ids: list[str]
+
+
+class ApprovalWait(Result):
+    """A step waiting for an agent's decision (an approval gate): the agent, the space where it decides, and the
+    output its ``submit_output`` must match. A person decides by telling that agent there."""
+
+    agent_id: str
+    space_id: str
+    output_schema: dict[str, Any]
+
+
+class StepDetail(StepState):
+    step_id: str
+    label: str
+    route_key: str | None
+    started_at: Timestamp | None
+    finished_at: Timestamp | None
+    duration_ms: int | None
+    retry_at: Timestamp | None
+    suspended_on: Suspension | None
+    deadline: Timestamp | None
+    progress: dict[str, Any] | None
+    # Set while the step is suspended on an agent's decision (from what the body reported in ``progress``).
+    approval: ApprovalWait | None = None
+
+
+class RunDetail(RunSummary):
+    payload: dict[str, Any]
+    state: dict[str, Any]
+    steps: list[StepDetail]
+    # The template as this run started with it (later edits do not reach a started run): what a monitor draws.
+    template: dict[str, Any]
+
+
+class RunWatchReply(RootModel[RunDetail | RunList]):
+    """The first reply of ``pipelines.runs.watch``: the run when one is named, else the workspace's run list."""
+
+
+class StepChange(StepState):
+    step_id: str
+
+
+class StepsChanged(Result):
+    """An event of ``pipelines.runs.watch``: step runs of one run that changed."""
+
+    run_id: str
+    status: RunStatus
+    steps: list[StepChange]
+
+
+class TriggerView(Result):
+    id: str
+    template_id: str
+    kind: Literal["manual", "event", "schedule"]
+    event_type: str | None
+    cron: str | None
+    payload: dict[str, Any]
+    enabled: bool
+    last_fired_at: Timestamp | None
+    next_fire_at: Timestamp | None
+
+
+class TriggerList(Result):
+    triggers: list[TriggerView]
+
+
+class Emitted(Result):
+    seq: int
+    id: str
+
+
+class BodySetting(Result):
+    name: str
+    doc: str
+    required: bool
+    refers: Refers | None = Field(
+        default=None, description="the kind of workspace record the setting names by id (an editor offers them)"
+    )
+
+
+class BodyInfo(Result):
+    key: str
+    summary: str
+    config: list[BodySetting]
+    resumes: bool
+    honours_dry_run: bool
+
+
+class BodyList(Result):
+    bodies: list[BodyInfo]

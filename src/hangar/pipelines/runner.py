@@ -29,9 +29,9 @@ from hangar.pipelines._algo import DRY_RUN_KEY, Graph, StepRec
 from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import RunStatus, StepKind, StepStatus, Template
-from hangar.pipelines.results import StepResult
 from hangar.pipelines.rows import RunRow, Tick
 from hangar.pipelines.step import ChildRuns, Resume, ResumedEvent, StepContext, TaskOutcome
+from hangar.pipelines.step_results import StepResult
 from hangar.pipelines.store import PipelineStore
 
 if TYPE_CHECKING:

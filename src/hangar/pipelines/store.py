@@ -28,7 +28,7 @@ from hangar.pipelines import tables as t
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.events import TaskFinished
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, StepStatus
-from hangar.pipelines.op_results import TemplateSummary
+from hangar.pipelines.results import TemplateSummary
 from hangar.pipelines.rows import RunRow, Tick, TriggerRow, aware
 from hangar.pipelines.writer import Writer, insert_run, interest, run_row_values, step_row, write_tick
 from hangar.pipelines.writer import dt as _dt

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from hangar.pipelines._algo import StepRec
-from hangar.pipelines.op_results import (
+from hangar.pipelines.results import (
     ApprovalWait,
     RunDetail,
     RunSnapshot,

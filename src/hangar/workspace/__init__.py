@@ -2,25 +2,16 @@
 
 Other parts use the services below through ``app.service(...)`` (provided when the part starts) and follow
 spaces through the domain events re-exported here. Parts whose ops or bodies work in spaces also share:
-``WsArgs`` (the op argument base), ``author_of`` and ``audit_queued`` (signing a message, auditing in turn with
-this part's writes), ``require_text``, and for pipeline bodies ``pipeline_author`` and ``SPACE_STATE_KEY``
-(where ``messaging.createSpace`` publishes its space).
-This module imports only what it re-exports, none of it the part's ops or bodies.
+``author_of`` and ``audit_queued`` (signing a message, auditing in turn with this part's writes), ``clip_title``
+and ``SPACE_TITLE_MAX`` (a space's title from free text), and for pipeline bodies ``pipeline_author`` and
+``SPACE_STATE_KEY`` (where ``messaging.createSpace`` publishes its space). Op argument models derive from
+``hangar.rpc.registry.Args``. This module imports only what it re-exports, none of it the part's ops or bodies.
 """
 
-from hangar.workspace.args import WsArgs
+from hangar.workspace.authors import Author, author_of, pipeline_author
 from hangar.workspace.events import MessagePosted, SpaceCreated, SpaceProvisioningChanged, SpaceUpdated, TicketChanged
-from hangar.workspace.records import (
-    SPACE_STATE_KEY,
-    SPACE_TITLE_MAX,
-    Author,
-    author_of,
-    clip_title,
-    pipeline_author,
-    require_text,
-)
 from hangar.workspace.repos import Repo, RepoService, RepoSpec, parse_repo_spec
-from hangar.workspace.spaces import Space, SpaceService, check_mode
+from hangar.workspace.spaces import SPACE_STATE_KEY, SPACE_TITLE_MAX, Space, SpaceService, check_mode, clip_title
 from hangar.workspace.tickets import Ticket, TicketService
 from hangar.workspace.worktrees import CleanupReport, Worktree, WorktreeService, pr_key
 from hangar.workspace.writes import audit_queued
@@ -44,7 +35,6 @@ __all__ = [
     "TicketService",
     "Worktree",
     "WorktreeService",
-    "WsArgs",
     "audit_queued",
     "author_of",
     "check_mode",
@@ -52,5 +42,4 @@ __all__ = [
     "parse_repo_spec",
     "pipeline_author",
     "pr_key",
-    "require_text",
 ]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from hangar.core.types import rfc3339
 from hangar.errors import InvalidArgs
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
-from hangar.workspace.records import SPACE_STATE_KEY, clip_title, iso, pipeline_author
-from hangar.workspace.spaces import SpaceService, check_mode
+from hangar.workspace.authors import pipeline_author
+from hangar.workspace.spaces import SPACE_STATE_KEY, SpaceService, check_mode, clip_title
 from hangar.workspace.worktrees import WorktreeService, pr_key
 
 
@@ -86,7 +87,7 @@ async def post_message(step: StepContext) -> StepResult:
         msg = await spaces.post(
             step.workspace_id, space_id, pipeline_author(step), content, metadata={"pipelineStep": key}
         )
-    return StepResult.ok({"posted_space_id": space_id, "posted_at": msg["createdAt"] or iso(step.clock.now())})
+    return StepResult.ok({"posted_space_id": space_id, "posted_at": msg["createdAt"] or rfc3339(step.clock.now())})
 
 
 @body(

@@ -22,10 +22,11 @@ from hangar.core.events import DomainEvent, EventTransaction
 from hangar.core.ids import new_id
 from hangar.core.paths import contained
 from hangar.core.stamps import WorkspaceCaches
+from hangar.core.wire import require_text
 from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.workspace import tables
+from hangar.workspace.authors import Author
 from hangar.workspace.events import MessagePosted, SpaceCreated, SpaceProvisioningChanged, SpaceUpdated
-from hangar.workspace.records import SPACE_TITLE_MAX, Author, require_text
 from hangar.workspace.results import MessageAuthor, MessageView
 from hangar.workspace.writes import WorkspaceWrites
 
@@ -34,6 +35,15 @@ KINDS: tuple[str, ...] = ("standard", "chatprovider")
 PROVISIONING_STATES: tuple[str, ...] = ("provisioning", "ready", "failed", "cancelled")
 MESSAGE_MAX = 200_000
 COUNTER = "spaces"  # the change counter of the spaces table (migration w0002)
+SPACE_TITLE_MAX = 48
+# The state key ``messaging.createSpace`` publishes its space under, where later agent steps look for it.
+SPACE_STATE_KEY = "pipeline_space_id"
+
+
+def clip_title(text: str, limit: int = SPACE_TITLE_MAX) -> str:
+    """A title cut to ``limit`` characters with an ellipsis, for titles made from free text (prompts, requests)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
 from hangar.core.ids import new_id
+from hangar.core.wire import require_text
 from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.workspace import tables
 from hangar.workspace.events import TicketChanged
-from hangar.workspace.records import require_text
 
 STATUSES: tuple[str, ...] = ("open", "inProgress", "blocked", "done", "cancelled")
 DESCRIPTION_MAX = 50_000

@@ -16,13 +16,13 @@ from typing import Any
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
 from hangar.core.ids import new_id
-from hangar.workspace.records import iso
+from hangar.core.types import rfc3339_or_none
 
 REPLAY_PAGE = 500
 
 
 def event_frame(ev: StoredEvent) -> dict[str, Any]:
-    return {"seq": ev.seq, "type": ev.type, "at": iso(ev.occurred_at), "payload": ev.payload}
+    return {"seq": ev.seq, "type": ev.type, "at": rfc3339_or_none(ev.occurred_at), "payload": ev.payload}
 
 
 class SpaceFollower:

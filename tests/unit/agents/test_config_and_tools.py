@@ -12,9 +12,9 @@ import pytest
 from hangar.agents.adapters.base import HistoryMessage, RunRequest
 from hangar.agents.adapters.openai import initial_messages
 from hangar.agents.config import CommandAdapter, OpenAIAdapter, check_role, parse_adapter, stored_adapter
-from hangar.agents.output_schema import as_tool_parameters, check_schema, violation
 from hangar.agents.service import Agent
-from hangar.agents.tools import READ_LIMIT, OutputHolder, RunToolbox
+from hangar.agents.tools.builtin import READ_LIMIT, OutputHolder, RunToolbox
+from hangar.agents.tools.output_schema import as_tool_parameters, check_schema, violation
 from hangar.errors import InvalidArgs
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hangar.agents.config import parse_adapter
-from hangar.agents.product_catalogue import DEFAULT_PRODUCT_TOOLS, check_product_tools, granted
+from hangar.agents.tools.catalogue import DEFAULT_PRODUCT_TOOLS, check_product_tools, granted
 from hangar.errors import InvalidArgs
 from hangar.rpc.mcp.tools import function_tool, input_schema, is_tool, op_of_openai_name, openai_name
 from hangar.rpc.registry import OpRegistry

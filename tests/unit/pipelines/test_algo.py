@@ -8,7 +8,7 @@ from typing import Any
 from hangar.pipelines import _algo
 from hangar.pipelines._algo import Graph, StepRec
 from hangar.pipelines.model import StepDef, StepStatus, Template
-from hangar.pipelines.results import StepResult
+from hangar.pipelines.step_results import StepResult
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

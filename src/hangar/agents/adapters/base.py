@@ -53,7 +53,7 @@ class RunRequest:
     # Where programs the run starts (the ``command`` adapter) run: the space's enclosure, chosen when needed.
     confine: Callable[[], Awaitable[Confinement]] = no_confinement
     # The product's MCP endpoint for a program the run starts: its address and the run's credential, or why not
-    # (``hangar.agents.mcp_grant``).
+    # (``hangar.agents.tools.mcp_grant``).
     product_env: Mapping[str, str] = field(default_factory=dict)
     product_call_back: CallBack | None = None  # the endpoint's address, given where the program runs
 

@@ -19,7 +19,7 @@ Input contract: the environment carries ``HANGAR_RUN_ID``, ``HANGAR_SPACE_ID``, 
 ``HANGAR_CONTEXT_FILE`` and ``HANGAR_OUTPUT_FILE`` (paths as the program sees them); with an output schema
 also ``HANGAR_OUTPUT_SCHEMA``; ``HANGAR_MCP_URL`` and ``HANGAR_MCP_TOKEN`` (the product's MCP endpoint as the
 program reaches it, through the enclosure's server door, and a credential for this run,
-``hangar.agents.mcp_grant``), or ``HANGAR_MCP_UNAVAILABLE`` saying why not. The context
+``hangar.agents.tools.mcp_grant``), or ``HANGAR_MCP_UNAVAILABLE`` saying why not. The context
 file is a JSON document with what a chat-completions agent would be given: the agent (id, name, role, system
 prompt), the prompt, and the space's recent messages oldest first (author kind and name, content, ``own`` when
 this agent wrote it), so a command-line agent can hold a conversation instead of seeing one prompt. Both
@@ -40,8 +40,8 @@ from typing import Any
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
 from hangar.agents.config import CommandAdapter
 from hangar.agents.events import RunOutcome
-from hangar.agents.mcp_grant import TOKEN_VAR
 from hangar.agents.redact import Redactor
+from hangar.agents.tools.mcp_grant import TOKEN_VAR
 from hangar.core.confine import ExecResult, Job, Scope, Wait, agent_run_key, run_alone
 from hangar.errors import HangarError
 

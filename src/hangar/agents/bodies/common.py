@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hangar.agents.output_schema import check_schema
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import Run
+from hangar.agents.tools.output_schema import check_schema
 from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.pipelines import StepContext, TaskOutcome
 from hangar.workspace import SPACE_STATE_KEY, SpaceService, pipeline_author

@@ -6,9 +6,9 @@ from typing import Any
 
 from hangar.agents.bodies.common import agent_id_for, dispatch, earlier_runs, harvest, schema_for, space_for
 from hangar.agents.events import RunFinished
-from hangar.agents.output_schema import violation
 from hangar.agents.runner import AgentRunner
 from hangar.agents.teams import TeamService, check_dispatch_mode
+from hangar.agents.tools.output_schema import violation
 from hangar.errors import InvalidArgs
 from hangar.pipelines import APPROVAL_PROGRESS_KEY, ConfigField, StepContext, StepResult, body
 from hangar.workspace import pipeline_author

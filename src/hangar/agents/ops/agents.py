@@ -26,11 +26,11 @@ from hangar.agents.teams import TeamService, check_dispatch_mode
 from hangar.core.part import OpFunction
 from hangar.errors import Conflict, InvalidArgs
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import NoArgs, op
-from hangar.workspace import WsArgs, audit_queued, author_of
+from hangar.rpc.registry import Args, NoArgs, op
+from hangar.workspace import audit_queued, author_of
 
 
-class AgentCreateArgs(WsArgs):
+class AgentCreateArgs(Args):
     name: str
     role: str = "member"
     system_prompt: str = ""
@@ -60,7 +60,7 @@ async def agents_list(ctx: OpContext, args: NoArgs) -> AgentList:
     return AgentList(agents=[AgentView.of(a) for a in await ctx.app.service(AgentService).all(ctx.ws)])
 
 
-class AgentRef(WsArgs):
+class AgentRef(Args):
     agent_id: str
 
 
@@ -77,7 +77,7 @@ async def agents_front_door(ctx: OpContext, args: NoArgs) -> FrontDoor:
     return FrontDoor(agent=AgentView.of(agent) if agent else None)
 
 
-class AgentUpdateArgs(WsArgs):
+class AgentUpdateArgs(Args):
     agent_id: str
     name: str | None = None
     role: str | None = None
@@ -116,7 +116,7 @@ async def agents_delete(ctx: OpContext, args: AgentRef) -> AgentDeleted:
     return AgentDeleted()
 
 
-class AgentRunArgs(WsArgs):
+class AgentRunArgs(Args):
     agent_id: str
     space_id: str
     prompt: str
@@ -142,7 +142,7 @@ async def agents_run(ctx: OpContext, args: AgentRunArgs) -> DispatchedRun:
     return DispatchedRun.of(run)
 
 
-class AgentRunManyArgs(WsArgs):
+class AgentRunManyArgs(Args):
     agent_ids: list[str] = Field(min_length=1, max_length=20)
     space_id: str
     prompt: str
@@ -175,7 +175,7 @@ async def agents_run_many(ctx: OpContext, args: AgentRunManyArgs) -> DispatchedR
     return DispatchedRuns(runs=[DispatchedRun.of(r) for r in runs], run_ids=run_ids)
 
 
-class RunRef(WsArgs):
+class RunRef(Args):
     run_id: str
 
 
@@ -193,7 +193,7 @@ async def runs_get(ctx: OpContext, args: RunRef) -> RunView:
     return RunView.model_validate(await _run_in_reach(ctx, args.run_id))
 
 
-class RunListArgs(WsArgs):
+class RunListArgs(Args):
     space_id: str | None = None
     agent_id: str | None = None
     status: str | None = None
@@ -232,7 +232,7 @@ async def runs_interrupt(ctx: OpContext, args: RunRef) -> RunView:
     return RunView.model_validate(run)
 
 
-class TeamDispatchArgs(WsArgs):
+class TeamDispatchArgs(Args):
     team_id: str
     space_id: str
     prompt: str

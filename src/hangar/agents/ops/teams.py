@@ -6,11 +6,10 @@ from hangar.agents.results import TeamDeleted, TeamList, TeamView
 from hangar.agents.teams import TeamService
 from hangar.core.part import OpFunction
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import NoArgs, op
-from hangar.workspace import WsArgs
+from hangar.rpc.registry import Args, NoArgs, op
 
 
-class TeamCreateArgs(WsArgs):
+class TeamCreateArgs(Args):
     name: str
     member_ids: list[str]
     leader_id: str | None = None
@@ -33,7 +32,7 @@ async def teams_list(ctx: OpContext, args: NoArgs) -> TeamList:
     return TeamList(teams=[TeamView.of(t) for t in await ctx.app.service(TeamService).all(ctx.ws)])
 
 
-class TeamRef(WsArgs):
+class TeamRef(Args):
     team_id: str
 
 
@@ -43,7 +42,7 @@ async def teams_get(ctx: OpContext, args: TeamRef) -> TeamView:
     return TeamView.of(await ctx.app.service(TeamService).get(ctx.ws, args.team_id))
 
 
-class TeamUpdateArgs(WsArgs):
+class TeamUpdateArgs(Args):
     team_id: str
     name: str | None = None
     member_ids: list[str] | None = None

@@ -13,8 +13,8 @@ from typing import Any
 from hangar.errors import HangarError
 from hangar.pipelines import predicates
 from hangar.pipelines.bodies.spec import ConfigField, body
-from hangar.pipelines.results import StepResult
 from hangar.pipelines.step import StepContext
+from hangar.pipelines.step_results import StepResult
 from hangar.pipelines.substitute import ABSENT, as_text, walk
 from hangar.pipelines.template import router_problems
 

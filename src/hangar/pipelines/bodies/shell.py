@@ -26,8 +26,8 @@ from hangar.core.confine import Job, Scope, Wait, confinement_for, pipeline_run_
 from hangar.core.disks import RUN_DISK_SETTING, full_note
 from hangar.pipelines._algo import DRY_RUN_KEY
 from hangar.pipelines.bodies.spec import ConfigField, body
-from hangar.pipelines.results import NO_OUTPUT, StepResult
 from hangar.pipelines.step import StepContext
+from hangar.pipelines.step_results import NO_OUTPUT, StepResult
 
 STDERR_TAIL_CHARS = 2000
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 if TYPE_CHECKING:
-    from hangar.pipelines.results import StepResult
     from hangar.pipelines.step import StepContext
+    from hangar.pipelines.step_results import StepResult
 
 BodyFn = Callable[["StepContext"], Awaitable["StepResult"]]
 F = TypeVar("F", bound=Callable[..., Any])

@@ -8,8 +8,8 @@ restart finds the child it already started instead of starting a second one.
 from __future__ import annotations
 
 from hangar.pipelines.bodies.spec import ConfigField, body
-from hangar.pipelines.results import StepResult
 from hangar.pipelines.step import StepContext
+from hangar.pipelines.step_results import StepResult
 
 
 @body(

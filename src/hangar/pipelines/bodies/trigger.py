@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from hangar.pipelines.bodies.spec import body
-from hangar.pipelines.results import StepResult
 from hangar.pipelines.step import StepContext
+from hangar.pipelines.step_results import StepResult
 
 
 @body(

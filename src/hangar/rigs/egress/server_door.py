@@ -1,7 +1,7 @@
 """The server door: a rig's one way to the server's own listener, for a command agent's MCP calls.
 
 The contract keeps the server's listener (RPC, MCP, lanes) out of every rig's reach. A command agent run with an
-MCP grant (``hangar.agents.mcp_grant``) needs one thing of it, the MCP endpoint, and inside its enclosure the
+MCP grant (``hangar.agents.tools.mcp_grant``) needs one thing of it, the MCP endpoint, and inside its enclosure the
 host's loopback is not there. While such a run is in the rig, the gate opens one more listener
 (``GatePorts.server_door`` on the gate's address) that forwards requests for exactly ``/mcp`` (any query) and
 the endpoint's public resource metadata, which an MCP client may read, and refuses every other path with a 403

@@ -7,8 +7,7 @@ from pydantic import Field
 from hangar.core.part import OpFunction
 from hangar.errors import InvalidArgs
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import NoArgs, op, to_wire
-from hangar.workspace.args import WsArgs
+from hangar.rpc.registry import Args, NoArgs, op, to_wire
 from hangar.workspace.ops.spaces import shows_paths
 from hangar.workspace.repos import RepoService
 from hangar.workspace.results import (
@@ -22,7 +21,7 @@ from hangar.workspace.results import (
 from hangar.workspace.worktrees import WorktreeService, pr_key
 
 
-class RepoRegisterArgs(WsArgs):
+class RepoRegisterArgs(Args):
     path: str | None = None
     url: str | None = None
     name: str | None = None
@@ -53,7 +52,7 @@ async def repos_list(ctx: OpContext, args: NoArgs) -> RepoList:
     return RepoList(repos=[RepoView.model_validate(r) for r in await ctx.app.service(RepoService).all(ctx.ws)])
 
 
-class RepoRef(WsArgs):
+class RepoRef(Args):
     repo_id: str
 
 
@@ -71,7 +70,7 @@ async def repos_remove(ctx: OpContext, args: RepoRef) -> RepoRemoved:
     return RepoRemoved(removed=repo.id)
 
 
-class WorktreeOwner(WsArgs):
+class WorktreeOwner(Args):
     space_id: str | None = None
     ticket_id: str | None = None
     repo_full_name: str | None = None

@@ -11,9 +11,8 @@ from hangar.core.part import OpFunction
 from hangar.core.principal import Role
 from hangar.errors import InvalidArgs
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import op
-from hangar.workspace.args import WsArgs
-from hangar.workspace.records import author_of
+from hangar.rpc.registry import Args, op
+from hangar.workspace.authors import author_of
 from hangar.workspace.repos import RepoService
 from hangar.workspace.results import (
     MessageList,
@@ -33,7 +32,7 @@ def _spaces(ctx: OpContext) -> SpaceService:
     return ctx.app.service(SpaceService)
 
 
-class SpaceCreateArgs(WsArgs):
+class SpaceCreateArgs(Args):
     title: str
     mode: str = "chat"
     hidden: bool = False
@@ -78,7 +77,7 @@ async def _space_detail(ctx: OpContext, space_id: str) -> SpaceDetail:
     return SpaceDetail.of(space, folder=folder, repos=repos)
 
 
-class SpaceListArgs(WsArgs):
+class SpaceListArgs(Args):
     include_archived: bool = False
     include_hidden: bool = False
 
@@ -92,7 +91,7 @@ async def spaces_list(ctx: OpContext, args: SpaceListArgs) -> SpaceList:
     return SpaceList(spaces=[SpaceView.of(s) for s in spaces if only is None or s.id == only])
 
 
-class SpaceRef(WsArgs):
+class SpaceRef(Args):
     space_id: str
 
 
@@ -102,7 +101,7 @@ async def spaces_get(ctx: OpContext, args: SpaceRef) -> SpaceDetail:
     return await _space_detail(ctx, args.space_id)
 
 
-class SpaceRenameArgs(WsArgs):
+class SpaceRenameArgs(Args):
     space_id: str
     title: str
 
@@ -123,7 +122,7 @@ async def spaces_archive(ctx: OpContext, args: SpaceRef) -> SpaceView:
     return SpaceView.of(space)
 
 
-class SpaceWatchArgs(WsArgs):
+class SpaceWatchArgs(Args):
     space_id: str
     after_seq: int | None = Field(default=None, ge=0)
 
@@ -144,7 +143,7 @@ async def spaces_watch(ctx: OpContext, args: SpaceWatchArgs) -> AsyncIterator[Sp
         await follower.aclose()
 
 
-class MessagePostArgs(WsArgs):
+class MessagePostArgs(Args):
     space_id: str
     content: str = Field(min_length=1)
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -157,7 +156,7 @@ async def messages_post(ctx: OpContext, args: MessagePostArgs) -> MessageView:
     return MessageView.model_validate(posted)
 
 
-class MessageListArgs(WsArgs):
+class MessageListArgs(Args):
     space_id: str
     after_seq: int = Field(default=0, ge=0)
     limit: int = Field(default=200, ge=1, le=1000)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from hangar.core.part import OpFunction
 from hangar.rpc.context import OpContext
-from hangar.rpc.registry import op
-from hangar.workspace.args import WsArgs
+from hangar.rpc.registry import Args, op
 from hangar.workspace.results import (
     TicketDetail,
     TicketList,
@@ -15,7 +14,7 @@ from hangar.workspace.results import (
 from hangar.workspace.tickets import TicketService
 
 
-class TicketCreateArgs(WsArgs):
+class TicketCreateArgs(Args):
     title: str
     description: str = ""
     parent_id: str | None = None
@@ -39,7 +38,7 @@ async def tickets_create(ctx: OpContext, args: TicketCreateArgs) -> TicketView:
     return TicketView.model_validate(ticket)
 
 
-class TicketListArgs(WsArgs):
+class TicketListArgs(Args):
     parent_id: str | None = None
     roots_only: bool = False
     status: str | None = None
@@ -54,7 +53,7 @@ async def tickets_list(ctx: OpContext, args: TicketListArgs) -> TicketList:
     return TicketList(tickets=[TicketView.model_validate(t) for t in tickets])
 
 
-class TicketRef(WsArgs):
+class TicketRef(Args):
     ticket_id: str
 
 
@@ -67,7 +66,7 @@ async def tickets_get(ctx: OpContext, args: TicketRef) -> TicketDetail:
     return TicketDetail.model_validate({**vars(ticket), "sub_tickets": subs})
 
 
-class TicketUpdateArgs(WsArgs):
+class TicketUpdateArgs(Args):
     ticket_id: str
     title: str | None = None
     description: str | None = None

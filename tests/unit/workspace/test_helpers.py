@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from hangar.agents import Team, check_dispatch_mode
+from hangar.core.types import rfc3339_or_none
+from hangar.core.wire import require_text
 from hangar.errors import InvalidArgs
 from hangar.workspace import CleanupReport, RepoSpec, check_mode, clip_title, parse_repo_spec
-from hangar.workspace.records import iso, require_text
 from hangar.workspace.worktrees import pr_key
 
 
@@ -61,5 +62,5 @@ def test_cleanup_summary_and_timestamps() -> None:
     assert report.summary == "space: would release 1 worktree(s), would remove 1 folder(s) (dry run)"
     assert report.to_wire()["dryRun"] is True
     assert CleanupReport("sweep", dry_run=False).summary == "sweep: released 0 worktree(s), removed 0 folder(s)"
-    assert iso(datetime(2026, 1, 2, 3, 4, 5)) == "2026-01-02T03:04:05Z"
-    assert iso(None) is None
+    assert rfc3339_or_none(datetime(2026, 1, 2, 3, 4, 5)) == "2026-01-02T03:04:05Z"
+    assert rfc3339_or_none(None) is None

@@ -9,7 +9,7 @@ that leaves the folder or passes through a symlink is refused, and swapping one 
 the payload is validated against it; a refused payload is answered with the reasons so the agent can retry,
 an accepted one ends the run and is handed to whoever dispatched it.
 
-Beside them, the product's own ops the agent may call (``hangar.agents.product_tools``).
+Beside them, the product's own ops the agent may call (``hangar.agents.tools.product``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from hangar.agents.adapters.base import ToolResult
-from hangar.agents.output_schema import as_tool_parameters, violation
-from hangar.agents.product_tools import RunProductTools
+from hangar.agents.tools.output_schema import as_tool_parameters, violation
+from hangar.agents.tools.product import RunProductTools
 from hangar.core.beneath import NotBeneath, anchored, list_beneath, parts_of, read_regular
 
 READ_LIMIT = 64 * 1024

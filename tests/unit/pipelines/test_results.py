@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hangar.pipelines.op_results import RunList, RunWatchReply
 from hangar.pipelines.ops import PIPELINE_OPS
+from hangar.pipelines.results import RunList, RunWatchReply
 from hangar.rpc.registry import spec_of
 
 

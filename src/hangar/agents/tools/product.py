@@ -1,5 +1,5 @@
 """One run's product tools for an ``openai`` agent: the declarations offered to the model and their calls, made
-through the one dispatcher as the agent (what, and why the space rules: ``hangar.agents.product_catalogue``)."""
+through the one dispatcher as the agent (what, and why the space rules: ``hangar.agents.tools.catalogue``)."""
 
 from __future__ import annotations
 
