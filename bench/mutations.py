@@ -40,7 +40,7 @@ GRANTS = "tests/integration/test_rigs_clipboard_grants.py"
 REPLIES = "tests/unit/chat/replies/test_replies.py"
 BRIDGE = "tests/integration/test_chat_bridge_rules.py"
 REDUCERS = "tests/unit/pipelines/test_helpers.py"
-LIMITS = "tests/unit/core/test_ratelimit.py"
+LIMITS = "tests/unit/httpkit/test_ratelimit.py"
 
 # What the suite already had about each area (``also``).
 MCP_OLD = ("tests/integration/test_mcp_product.py", "tests/integration/test_mcp_session_caps.py")
@@ -313,7 +313,7 @@ MUTATIONS: list[Mutation] = [
         "subtle",
         "31.11",
         "the rate-limit burst allows one attempt more than configured",
-        "src/hangar/core/ratelimit.py",
+        "src/hangar/httpkit/ratelimit.py",
         "        if tokens < 1:\n",
         "        if tokens < 0:\n",
         (
@@ -327,7 +327,7 @@ MUTATIONS: list[Mutation] = [
         "subtle",
         "31.11",
         "the rate-limit refill runs 60 times too fast",
-        "src/hangar/core/ratelimit.py",
+        "src/hangar/httpkit/ratelimit.py",
         "tokens + (now - at) * budget.per_minute / 60)",
         "tokens + (now - at) * budget.per_minute)",
         (

@@ -2,7 +2,7 @@
 
 Every error a caller can see carries a stable ``code`` (the RPC contract's codes) and a one-sentence message.
 Backend errors are translated into this tree in one place with ``raise ... from exc``; only the HTTP and RPC
-edges map errors to statuses and frames (``hangar.core.http_errors`` renders every JSON error body on HTTP,
+edges map errors to statuses and frames (``hangar.httpkit.errors`` renders every JSON error body on HTTP,
 ``hangar.rpc.dispatcher`` the error frames).
 
     HangarError (internal)

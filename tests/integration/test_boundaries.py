@@ -14,7 +14,7 @@ import httpx
 import pytest
 import websockets
 
-from hangar.core.ratelimit import BUDGETS
+from hangar.httpkit.ratelimit import BUDGETS
 from tests.support.processes import hangar_serve, owner_token
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server

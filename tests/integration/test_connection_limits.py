@@ -19,7 +19,7 @@ import httpx
 import pytest
 import websockets
 
-from hangar.core import http
+from hangar.httpkit import requests
 from hangar.server.connections import ConnectionGuard, descriptor_ceiling
 from tests.support.processes import hangar_serve
 from tests.support.server import RunningServer, running_server
@@ -264,7 +264,7 @@ async def test_a_websocket_keeps_its_place_until_it_closes(tmp_path: Path) -> No
 
 
 async def test_a_body_must_arrive_within_its_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(http, "BODY_TIMEOUT_S", 2.0, raising=False)
+    monkeypatch.setattr(requests, "BODY_TIMEOUT_S", 2.0, raising=False)
     async with server(tmp_path) as (srv, _guard):
         body = b'{"code": "WRONG-CODE"}'
         head = f"POST /auth/pair HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {len(body)}"

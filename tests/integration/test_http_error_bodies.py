@@ -1,4 +1,4 @@
-"""Every HTTP route of the server answers errors with the one JSON error body (``hangar.core.http_errors``)."""
+"""Every HTTP route of the server answers errors with the one JSON error body (``hangar.httpkit.errors``)."""
 
 from __future__ import annotations
 

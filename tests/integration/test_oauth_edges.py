@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from hangar.core.clock import FakeClock
-from hangar.core.ratelimit import BUDGETS, Budget, RateLimits
+from hangar.httpkit.ratelimit import BUDGETS, Budget, RateLimits
 from hangar.oauth.grants import CODE_TTL, REFRESH_TTL
 from hangar.sso.continuation import RETURN_PATH
 from tests.integration.test_oauth_server import PARTS, REDIRECT, World, _error, _world

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from hangar.core.clock import FakeClock
-from hangar.core.ratelimit import BUDGETS
+from hangar.httpkit.ratelimit import BUDGETS
 from hangar.identity import IdentityService, Pairing
 from hangar.identity.pairing import SIGN_IN_LINK_LIFETIME
 from hangar.identity.part import IDENTITY_PART

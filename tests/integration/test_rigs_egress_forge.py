@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from hangar.core.confine import Confinement, Job, Scope, agent_run_key
+from hangar.agents.adapters.command import agent_run_key
+from hangar.core.confine import Confinement, Job, Scope
 from hangar.rigs.backends.enclosure import EnclosureRig
 from hangar.rigs.egress import EgressGate
 from hangar.workspace import SpaceService

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from hangar.core.clock import FakeClock
-from hangar.core.ratelimit import BUDGETS, Budget, RateLimits
+from hangar.httpkit.ratelimit import BUDGETS, Budget, RateLimits
 from hangar.identity import IdentityService
 from tests.support.server import RunningServer, running_server
 from tests.unit.sso.saml.kit import NOW, b64, idp_metadata_xml, signed_response

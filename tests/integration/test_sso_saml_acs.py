@@ -13,7 +13,7 @@ import httpx
 from lxml import etree
 
 from hangar.core.clock import FakeClock
-from hangar.core.ratelimit import Budget, RateLimits
+from hangar.httpkit.ratelimit import Budget, RateLimits
 from hangar.identity import IdentityService
 from hangar.sso.saml import inflate_bounded
 from hangar.sso.saml.service import saml_service

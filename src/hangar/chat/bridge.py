@@ -51,8 +51,8 @@ from hangar.chat.service import ChatService
 from hangar.chat.space_links import SpaceLink
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
-from hangar.core.ratelimit import TooManyAttempts
 from hangar.errors import HangarError
+from hangar.httpkit.ratelimit import TooManyAttempts
 from hangar.rpc.op_caller import OpCaller
 from hangar.workspace import Author, SpaceService
 

@@ -32,8 +32,8 @@ from hangar.core.context import AppContext
 from hangar.core.events import EventTransaction, StoredEvent
 from hangar.core.ids import new_id
 from hangar.core.principal import Principal, Role
-from hangar.core.ratelimit import Budget, RateLimits
 from hangar.errors import Conflict
+from hangar.httpkit.ratelimit import Budget, RateLimits
 from hangar.identity import IdentityService, User
 
 CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTVWXYZ"

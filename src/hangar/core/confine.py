@@ -30,7 +30,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import secrets
 import signal
 import stat
 from collections.abc import Awaitable, Callable, Mapping
@@ -92,8 +91,10 @@ class ExecResult:
 
 @dataclass(frozen=True)
 class Scope:
-    """One enclosure: ``key`` names it (``pipeline_run_key``, ``agent_run_key``, ``setup_key``); jobs given the
-    same key share it, so only jobs of the same trust may."""
+    """One enclosure: ``key`` names it, ``<kind>:<id>``, made by the part that runs the code
+    (``hangar.pipelines.layout.pipeline_run_key``, ``hangar.agents.adapters.command.agent_run_key``,
+    ``hangar.workspace.setup_script.setup_key``); jobs given the same key share it, so only jobs of the same trust
+    may."""
 
     key: str
     workspace_id: str
@@ -102,20 +103,6 @@ class Scope:
     # The space whose code runs here (an agent run's, a setup script's): its repos' forges are on the
     # enclosure's egress allowlist. From the server's records, never from anything in workdir.
     space_id: str | None = None
-
-
-def pipeline_run_key(run_id: str) -> str:
-    return f"pipelineRun:{run_id}"
-
-
-def agent_run_key(run_id: str) -> str:
-    """One agent run: its secrets and its run credential meet no other run's processes or files."""
-    return f"agentRun:{run_id}"
-
-
-def setup_key(workspace_id: str, space_id: str) -> str:
-    """One run of a repository's setup script, never shared: not even with the space's agents."""
-    return f"spaceSetup:{workspace_id}:{space_id}:{secrets.token_hex(4)}"
 
 
 @dataclass(frozen=True)

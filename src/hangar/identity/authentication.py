@@ -15,10 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import HTTPConnection
 
 from hangar.core.clock import Clock
-from hangar.core.http import bearer_token
 from hangar.core.ids import token_hash
 from hangar.core.principal import Principal
 from hangar.errors import Unauthenticated
+from hangar.httpkit.requests import bearer_token
 from hangar.identity import tables as t
 from hangar.identity.authority import AuthorityCache
 from hangar.identity.devices import device_from_row

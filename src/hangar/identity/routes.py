@@ -1,5 +1,5 @@
 """HTTP routes of identity: ``POST /auth/pair`` and ``GET /auth/me``; errors are raised and the server's error
-handler renders them (``hangar.core.http_errors``)."""
+handler renders them (``hangar.httpkit.errors``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from starlette.routing import Route
 
 from hangar.core import wire
 from hangar.core.context import AppContext
-from hangar.core.http import read_body
-from hangar.core.ratelimit import failures_limited
 from hangar.errors import InvalidArgs
+from hangar.httpkit.ratelimit import failures_limited
+from hangar.httpkit.requests import read_body
 from hangar.identity.devices import device_name
 from hangar.identity.pairing import Pairing
 from hangar.identity.service import IdentityService

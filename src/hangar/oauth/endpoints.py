@@ -19,9 +19,9 @@ from starlette.responses import Response
 
 from hangar.core import wire
 from hangar.core.context import AppContext
-from hangar.core.http import BodyTooLarge, read_body
 from hangar.core.ids import token_hash
 from hangar.errors import InvalidArgs
+from hangar.httpkit.requests import BodyTooLarge, read_body
 from hangar.oauth.clients import Client, Clients, read_metadata
 from hangar.oauth.errors import OAuthError, error_answer, json_answer, preflight
 from hangar.oauth.forms import BadForm, read_form

@@ -6,7 +6,7 @@ from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 
-from hangar.core.http import BodyTooLarge, read_body
+from hangar.httpkit.requests import BodyTooLarge, read_body
 
 MAX_FORM_BYTES = 16 * 1024
 

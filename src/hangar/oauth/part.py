@@ -6,7 +6,7 @@ from starlette.routing import BaseRoute, Route
 
 from hangar.core.context import AppContext
 from hangar.core.part import Part
-from hangar.core.ratelimit import failures_limited, rate_limited
+from hangar.httpkit.ratelimit import failures_limited, rate_limited
 from hangar.oauth import authorize as a
 from hangar.oauth import endpoints as e
 from hangar.oauth.clients import Clients

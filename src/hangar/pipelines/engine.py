@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hangar.core.clock import Clock
-from hangar.core.confine import Confinement, pipeline_run_key
+from hangar.core.confine import Confinement
 from hangar.core.events import DomainEvent, EventBus, StoredEvent
 from hangar.core.ids import new_id
 from hangar.core.runcontrol import STOP_WAIT_S, DrivenElsewhere, RunControl
@@ -27,7 +27,7 @@ from hangar.pipelines import template as tpl
 from hangar.pipelines._algo import Graph, StepRec
 from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.events import TaskFinished
-from hangar.pipelines.layout import control_root
+from hangar.pipelines.layout import control_root, pipeline_run_key
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver

@@ -12,6 +12,12 @@ from hangar.core.datadir import DataDir
 from hangar.core.paths import contained
 from hangar.pipelines.filecheck import Folders
 
+
+def pipeline_run_key(run_id: str) -> str:
+    """The enclosure of one pipeline run, shared by its shell steps (``hangar.core.confine.Scope``)."""
+    return f"pipelineRun:{run_id}"
+
+
 CONTROL_DIR = ".control"  # under <dataDir>/pipelines/; run ids are generated, never this name
 
 

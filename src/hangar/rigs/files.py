@@ -13,7 +13,7 @@ engines B and C, which cannot, point the file input at that point (or the one a 
 landed files; the reply's ``delivery`` says which happened: ``dropEvent``, ``fileInput`` or ``landed`` (the files
 landed and nothing on the page was told). Dropping is mutating (refused while someone else holds control);
 reading a file out is an observation. Both are audited as counts, sizes and paths, never content. Errors are
-raised and rendered by the server's error handler (``hangar.core.http_errors``).
+raised and rendered by the server's error handler (``hangar.httpkit.errors``).
 """
 
 from __future__ import annotations

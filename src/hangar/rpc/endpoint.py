@@ -17,9 +17,9 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from hangar.core import wire
-from hangar.core.http import bearer_token
 from hangar.core.principal import Principal
 from hangar.errors import HangarError, InvalidArgs, NotFound, Unauthenticated
+from hangar.httpkit.requests import bearer_token
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Dispatcher, check_request_id, error_frame

@@ -1,7 +1,7 @@
 """The server's ASGI application: ``/healthz``, ``/rpc``, every part's routes and, last, the web client (its
 assets and the app shell for every other GET, ``hangar.server.webclient``), with a lifespan that opens
 the application context and starts the parts, and the one error handler that renders every route's JSON error body
-(``hangar.core.http_errors``)."""
+(``hangar.httpkit.errors``)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from hangar.core.clock import Clock
 from hangar.core.commandline import hangar_command
 from hangar.core.confine import confinement_reason, trusted_host_exec
 from hangar.core.context import AppContext
-from hangar.core.http_errors import EXCEPTION_HANDLERS
 from hangar.core.part import Part
+from hangar.httpkit.errors import EXCEPTION_HANDLERS
 from hangar.identity import IdentityService
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.endpoint import rpc_endpoint

@@ -17,9 +17,9 @@ from hangar.core.db import Databases
 from hangar.core.events import EventBus, EventRegistry
 from hangar.core.outbox import Outbox
 from hangar.core.part import Part, kernel_part
-from hangar.core.ratelimit import RateLimits
 from hangar.core.secrets import SecretsFile
 from hangar.core.settings import WorkspaceSettings
+from hangar.httpkit.ratelimit import RateLimits
 from hangar.identity.authority import AUTHORITY
 from hangar.identity.service import IdentityService
 

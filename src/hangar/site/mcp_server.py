@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
 import hangar
-from hangar.core.http import replaying
+from hangar.httpkit.requests import replaying
 from hangar.site.build import SiteBuild
 from hangar.site.discovery import MCP_SERVER_NAME
 from hangar.site.negotiate import choose

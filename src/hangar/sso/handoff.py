@@ -44,8 +44,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from hangar.config import Settings
-from hangar.core.http_errors import error_response
 from hangar.errors import InvalidArgs
+from hangar.httpkit.errors import error_response
 from hangar.sso.errors import SsoError
 
 OAUTH_RELAY = "oauth"

@@ -21,11 +21,12 @@ none of ours: its output's tail can go into the failure reason as it is.
 
 from __future__ import annotations
 
+import secrets
 import stat
 from pathlib import Path
 
 from hangar.core.beneath import anchored, lstat_beneath
-from hangar.core.confine import Job, OnWait, Scope, confinement_for, run_alone, setup_key
+from hangar.core.confine import Job, OnWait, Scope, confinement_for, run_alone
 from hangar.core.context import AppContext
 from hangar.errors import Conflict
 
@@ -39,6 +40,11 @@ _START = 'cd -- "$1" && exec ./.hangar/setup'
 
 class SetupScriptFailed(Conflict):
     """The repository's setup script failed: the worktree is there, but not in the state its authors want."""
+
+
+def setup_key(workspace_id: str, space_id: str) -> str:
+    """The enclosure of one run of a repository's setup script, never shared: not even with the space's agents."""
+    return f"spaceSetup:{workspace_id}:{space_id}:{secrets.token_hex(4)}"
 
 
 def has_setup_script(folder: Path, repo_name: str) -> bool:

@@ -42,11 +42,16 @@ from hangar.agents.config import CommandAdapter
 from hangar.agents.events import RunOutcome
 from hangar.agents.redact import Redactor
 from hangar.agents.tools.mcp_grant import TOKEN_VAR
-from hangar.core.confine import ExecResult, Job, Scope, Wait, agent_run_key, run_alone
+from hangar.core.confine import ExecResult, Job, Scope, Wait, run_alone
 from hangar.errors import HangarError
 
 _STDERR_TAIL = 2000
 NOT_STARTED = 127  # the exit status of a program that was not found or could not be executed
+
+
+def agent_run_key(run_id: str) -> str:
+    """One agent run's enclosure: its secrets and its run credential meet no other run's processes or files."""
+    return f"agentRun:{run_id}"
 
 
 class CommandLineAdapter(Adapter):

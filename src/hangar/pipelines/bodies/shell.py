@@ -22,10 +22,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from hangar.core.confine import Job, Scope, Wait, confinement_for, pipeline_run_key
+from hangar.core.confine import Job, Scope, Wait, confinement_for
 from hangar.core.disks import RUN_DISK_SETTING, full_note
 from hangar.pipelines._algo import DRY_RUN_KEY
 from hangar.pipelines.bodies.spec import ConfigField, body
+from hangar.pipelines.layout import pipeline_run_key
 from hangar.pipelines.step import StepContext
 from hangar.pipelines.step_results import NO_OUTPUT, StepResult
 

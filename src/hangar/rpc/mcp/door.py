@@ -27,9 +27,9 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 import hangar
-from hangar.core.http import BodyTooLarge, BodyTooSlow, read_body, replaying
 from hangar.core.principal import Principal
 from hangar.errors import Unauthenticated
+from hangar.httpkit.requests import BodyTooLarge, BodyTooSlow, read_body, replaying
 from hangar.rpc.authority import Authority
 from hangar.rpc.dispatcher import Dispatcher
 from hangar.rpc.mcp.exchange import Exchanges

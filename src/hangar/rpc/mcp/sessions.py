@@ -36,8 +36,8 @@ from mcp.server.streamable_http_manager import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
-from hangar.core.http import replaying
 from hangar.core.principal import Principal
+from hangar.httpkit.requests import replaying
 from hangar.rpc.mcp.limits import PRESSURE_IDLE_S, PRESSURE_SHARE, SeatLimits
 from hangar.rpc.mcp.request import connection, connection_stack, scope_of
 from hangar.rpc.mcp.wire import answer, request_id, rpc_error

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Scope, Send
 
-from hangar.core.http import bearer_token
+from hangar.httpkit.requests import bearer_token
 
 MAX_BODY = 1024 * 1024
 # JSON-RPC 2.0's code for a request that is not one (the SDK's ``INVALID_REQUEST``), written here so that the modules

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from hangar.core.ratelimit import failures_limited, rate_limited
+from hangar.httpkit.ratelimit import failures_limited, rate_limited
 from hangar.sso.errors import SsoError
 from hangar.sso.handoff import failure_response
 from hangar.sso.oidc.flow import OidcService

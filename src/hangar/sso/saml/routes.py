@@ -18,9 +18,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from hangar.core.context import AppContext
-from hangar.core.http import BodyTooLarge, read_body
-from hangar.core.ratelimit import failures_limited, rate_limited
 from hangar.errors import HangarError, InvalidArgs
+from hangar.httpkit.ratelimit import failures_limited, rate_limited
+from hangar.httpkit.requests import BodyTooLarge, read_body
 from hangar.sso.config import SamlConnection, SsoConfigStore
 from hangar.sso.continuation import signed_in
 from hangar.sso.endpoints import sso_origin

@@ -19,8 +19,8 @@ from starlette.routing import BaseRoute, Route
 
 from hangar.core import wire
 from hangar.core.context import AppContext
-from hangar.core.http import bearer_token, read_body
 from hangar.errors import HangarError, Internal, InvalidArgs, NotFound, Unauthenticated
+from hangar.httpkit.requests import bearer_token, read_body
 from hangar.sso.config import SsoConfigStore
 from hangar.sso.endpoints import SCIM_BASE_PATH, scim_base_url, sso_origin
 from hangar.sso.scim.documents import resource_types, schemas, service_provider_config

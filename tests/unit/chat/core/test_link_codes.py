@@ -9,7 +9,7 @@ import pytest
 
 from hangar.chat.links import CODE_ALPHABET, LINK_FAILURES, LinkCodes
 from hangar.core.clock import FakeClock
-from hangar.core.ratelimit import TooManyAttempts
+from hangar.httpkit.ratelimit import TooManyAttempts
 
 ME = ("T1", "U1")  # the chat account trying codes
 

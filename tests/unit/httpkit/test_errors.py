@@ -10,10 +10,10 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocket
 
-from hangar.core.http import BodyTooLarge
-from hangar.core.http_errors import EXCEPTION_HANDLERS, error_body
-from hangar.core.ratelimit import TooManyAttempts
 from hangar.errors import Conflict, HangarError, InvalidArgs, NotFound, Unauthenticated
+from hangar.httpkit.errors import EXCEPTION_HANDLERS, error_body
+from hangar.httpkit.ratelimit import TooManyAttempts
+from hangar.httpkit.requests import BodyTooLarge
 from hangar.identity.pairing import PairingDisabled
 from hangar.sso.errors import SsoError
 

@@ -1,11 +1,11 @@
-"""The token buckets of ``hangar.core.ratelimit`` on an injected clock, on both sides of each line: a burst of N is
+"""The token buckets of ``hangar.httpkit.ratelimit`` on an injected clock, on both sides of each line: a burst of N is
 N attempts and not one more, and the refill is ``per_minute`` tokens a minute, not a second."""
 
 from __future__ import annotations
 
 import pytest
 
-from hangar.core.ratelimit import Budget, RateLimits, TooManyAttempts
+from hangar.httpkit.ratelimit import Budget, RateLimits, TooManyAttempts
 
 BUDGET = Budget(burst=5, per_minute=15, what="tries")  # a token every 4 s (times chosen exact in binary)
 
