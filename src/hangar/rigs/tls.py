@@ -9,8 +9,8 @@ Why exact names and no wildcard on the leaf: no engine accepts a wildcard direct
 domain (a SAN ``*.test`` does not cover ``app.test`` in Chromium, NSS or GnuTLS; OpenSSL's own check agrees), and
 Firefox's verifier (mozilla::pkix) goes further: it takes such a SAN for a malformed name and refuses the whole
 certificate (``SEC_ERROR_BAD_DER``), exact names included. So the leaf lists every dev domain of its space as an
-exact name and nothing else (no names: no SAN, a leaf that vouches for nothing); it is re-issued (a few
-milliseconds) whenever that set changes. One leaf per space: a rig is shown only the names it can reach.
+exact name and nothing else (no names: no SAN, a leaf that vouches for nothing); it is re-issued (about 15
+ms) whenever that set changes. One leaf per space: a rig is shown only the names it can reach.
 
 Files under ``<dataDir>/rigs/tls/`` (directory 0700): ``ca.key`` and ``leaf.key`` (0600; one key serves every
 leaf), ``ca.pem`` (0644), ``leaves/<digest>.pem`` and ``.json`` (the names and expiry it was issued for). Every
@@ -144,7 +144,7 @@ def _write_public(path: Path, data: bytes) -> None:
 class Leaf:
     cert: Path
     key: Path
-    names: tuple[str, ...]  # the subject alternative names, wildcards first
+    names: tuple[str, ...]  # the subject alternative names, sorted
 
 
 class DevTls:
