@@ -116,6 +116,8 @@ def test_the_ca_signs_leaves_only_and_a_leaf_verifies_against_it_for_its_names(t
     key = x509.load_pem_x509_certificate(leaf.cert.read_bytes()).public_key()
     assert isinstance(key, ec.EllipticCurvePublicKey) and key.curve.name == "secp256r1"
 
+    real = x509.load_pem_x509_certificate(tls.leaf("ws/bad", {"example.com"}).cert.read_bytes())
+    # Verified as of now, after every leaf here was issued (a leaf is valid from the second it was issued in).
     policy = PolicyBuilder().store(Store([ca])).time(datetime.datetime.now(datetime.UTC))
     for name in ("app.test", "b.localhost"):
         chain = policy.build_server_verifier(x509.DNSName(name)).verify(cert, [])
@@ -124,7 +126,6 @@ def test_the_ca_signs_leaves_only_and_a_leaf_verifies_against_it_for_its_names(t
         with pytest.raises(VerificationError):
             policy.build_server_verifier(x509.DNSName(other)).verify(cert, [])
     # The name constraints hold even for a leaf the CA signed for a real site's name (dev domains never are one).
-    real = x509.load_pem_x509_certificate(tls.leaf("ws/bad", {"example.com"}).cert.read_bytes())
     with pytest.raises(VerificationError, match="constraint"):
         policy.build_server_verifier(x509.DNSName("example.com")).verify(real, [])
     # Another install's CA does not vouch for this leaf.
