@@ -25,7 +25,8 @@ from hangar.rigs.consent import CONSENT_OPS, grants_of
 from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
-from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
+from hangar.rigs.model import LIVE_PHASES, CloseReason, Phase, RigRecord, Surface
+from hangar.rigs.notices import EgressGrantedNotice, PhaseNotice, RigNotice
 from hangar.rigs.results import (
     ActionLogEntry,
     ActionResult,
@@ -215,8 +216,8 @@ async def rig_release_control(ctx: OpContext, args: RigArgs) -> ControlState:
     )
 
 
-@op("rig.watch", kind="watch", scope="workspace", min_role="member", result=RigSnapshot)
-async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[RigSnapshot | dict[str, Any]]:
+@op("rig.watch", kind="watch", scope="workspace", min_role="member", result=RigSnapshot, events=RigNotice)
+async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[RigSnapshot | RigNotice]:
     """Watch a rig live: first its state, then its activity (phases, commands and their results, control,
     ports) until it ends. An open watch pins the rig against parking and idle reaping."""
     async with (await guarded(ctx, args.rig_id)).watch(ctx.ws, args.rig_id) as (live, queue):
@@ -224,7 +225,7 @@ async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[RigSnapshot 
         while True:
             event = await queue.get()
             yield event
-            if event["type"] == "phase" and event["phase"] in ("closed", "failed"):
+            if isinstance(event, PhaseNotice) and event.phase in (Phase.closed, Phase.failed):
                 return
 
 
@@ -266,7 +267,7 @@ async def rig_grant_hosts(ctx: OpContext, args: GrantArgs) -> HostsGranted:
         await handle.grant_hosts(args.hosts)
         granted = validate_patterns(args.hosts)
         live.refusals.forget_granted(granted)
-        live.notify({"type": "egressGranted", "hosts": sorted(granted)})
+        live.notify(EgressGrantedNotice(hosts=sorted(granted)))
     await mgr.log_action(ctx.ws, args.rig_id, ctx.principal, "grantHosts", {"hosts": sorted(args.hosts)})
     await ctx.audit("rig.grantHosts", f"rig:{args.rig_id}", {"hosts": sorted(args.hosts)})
     return HostsGranted(rig_id=args.rig_id, granted=sorted(args.hosts))
@@ -439,8 +440,8 @@ def _pack_views(mgr: RigManager) -> list[PackView]:
 PACKS_POLL_S = 0.5  # how often a packs watch looks again (a build in another process shows only on disk)
 
 
-@op("rigs.watchPacks", kind="watch", scope="server", server_owner=True, result=PackList)
-async def rigs_watch_packs(ctx: OpContext, args: NoArgs) -> AsyncIterator[PackList | dict[str, Any]]:
+@op("rigs.watchPacks", kind="watch", scope="server", server_owner=True, result=PackList, events=PackList)
+async def rigs_watch_packs(ctx: OpContext, args: NoArgs) -> AsyncIterator[PackList]:
     """The image packs, then the whole list again at every change: a build starting (asked for here, or by the
     first rig, shell step or command agent that needs its pack, or by another process sharing the packs), each of
     its steps, its end (ready, or failed with the reason)."""
@@ -452,7 +453,7 @@ async def rigs_watch_packs(ctx: OpContext, args: NoArgs) -> AsyncIterator[PackLi
         now = PackList(packs=_pack_views(mgr))
         if now != shown:
             shown = now
-            yield now.model_dump(mode="json", by_alias=True)
+            yield now
 
 
 @op("rigs.packs", kind="read", scope="server", server_owner=True)
