@@ -263,10 +263,10 @@ def render(registry: OpRegistry, command: str, events: Iterable[type[DomainEvent
         "\n/** The error codes of the RPC socket (CONTRACTS.md section 2). */\n"
         f"export const ERROR_CODES = [\n{codes}\n] as const;\n"
     )
-    events = "\n".join(f"  {literal(t)}," for t in sorted(set(event_types)))
+    listed = "\n".join(f"  {literal(t)}," for t in sorted(set(event_types)))
     out.append(
         "\n/** The domain event types the server's parts declare (the wire names; `events.list` shows them). */\n"
-        f"export const EVENT_TYPES = [\n{events}\n] as const;\n"
+        f"export const EVENT_TYPES = [\n{listed}\n] as const;\n"
         "export type EventType = (typeof EVENT_TYPES)[number];\n"
     )
     return "".join(out)
