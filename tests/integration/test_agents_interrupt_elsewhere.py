@@ -137,7 +137,7 @@ async def test_interrupt_closes_the_run_when_its_driver_dies_meanwhile(tmp_path:
         assert stopped["error"] == "the run was interrupted after the process driving it stopped"
         await wait_gone(child)  # the agent's command the dead driver left running was killed by the closer
         tasks = [e.payload for e in await srv.ctx.bus.replay(ws) if e.type == "pipeline.taskFinished"]
-        assert [(t["task_id"], t["outcome"]) for t in tasks] == [(run["id"], "interrupted")]
+        assert [(t["taskId"], t["outcome"]) for t in tasks] == [(run["id"], "interrupted")]
 
 
 async def test_recover_leaves_a_run_whose_lock_a_live_process_holds(tmp_path: Path) -> None:

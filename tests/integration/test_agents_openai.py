@@ -58,7 +58,7 @@ async def test_run_streams_reasoning_text_and_tool_calls(tmp_path: Path) -> None
         assert "notes.txt" in tool_done[0]["result"] and tool_done[1]["result"] == "the launch code is 1234"
         deltas = "".join(f["payload"]["text"] for f in frames if f["type"] == "agents.textDelta")
         assert deltas == "Reading.The code is 1234."
-        assert all(f["payload"]["run_id"] == run["id"] for f in frames if f["type"].startswith("agents."))
+        assert all(f["payload"]["runId"] == run["id"] for f in frames if f["type"].startswith("agents."))
         seqs = [f["seq"] for f in frames]
         assert seqs == sorted(seqs)
 
@@ -126,7 +126,7 @@ async def test_submit_output_is_validated_and_retried(tmp_path: Path) -> None:
             if done:
                 break
             await asyncio.sleep(0.02)
-        assert [(e.payload["task_id"], e.payload["outcome"], e.payload["output"]) for e in done] == [
+        assert [(e.payload["taskId"], e.payload["outcome"], e.payload["output"]) for e in done] == [
             (run["id"], "ok", {"answer": 42})
         ]
 
@@ -279,7 +279,7 @@ async def test_concurrent_runs_lose_no_event(tmp_path: Path) -> None:
         done: set[str] = set()
         while done != run_ids:
             frame = await watch.next(30)
-            rid = frame["payload"].get("run_id")
+            rid = frame["payload"].get("runId")
             if rid in frames:
                 frames[rid].append(frame)
                 if frame["type"] == "agents.runFinished":

@@ -46,7 +46,7 @@ async def test_stop_interrupts_and_restart_closes_stale_runs(tmp_path: Path) -> 
             closed = await wait_run(client, ws, stale)
             assert (closed["outcome"], closed["error"]) == ("failed", "the server stopped during the run")
             tasks = {
-                e.payload["task_id"]: e.payload["outcome"]
+                e.payload["taskId"]: e.payload["outcome"]
                 for e in await srv.ctx.bus.replay(ws)
                 if e.type == "pipeline.taskFinished"
             }

@@ -253,8 +253,17 @@ async def test_records_are_resources_and_watches_are_subscriptions(srv: RunningS
         ticket = await socket.call("tickets.create", workspace_id=ws, title="Fix it")
         uri = f"hangar://workspaces/{ws}/spaces/{space['id']}"
         async with mcp_session(srv, srv.owner_token, message_handler=on_message) as session:
-            templates = {t.uri_template for t in (await session.list_resource_templates()).resource_templates}
+            listed = (await session.list_resource_templates()).resource_templates
+            templates = {t.uri_template: t for t in listed}
             assert "hangar://workspaces/{workspaceId}/spaces/{spaceId}" in templates
+            # A subscribable resource shows the shape of each event of its watch: per type, camelCase payloads.
+            shapes = templates["hangar://workspaces/{workspaceId}/spaces/{spaceId}"].meta["hangar/events"]  # type: ignore[index]
+            posted = shapes["$defs"]["WorkspaceMessagePostedInSpace"]["properties"]
+            assert posted["type"]["const"] == "workspace.messagePosted"
+            assert list(shapes["$defs"]["WorkspaceMessagePosted"]["properties"]) == ["spaceId", "message"]
+            rig = templates["hangar://workspaces/{workspaceId}/rigs/{rigId}"].meta["hangar/events"]  # type: ignore[index]
+            assert "PhaseNotice" in rig["$defs"] and rig["discriminator"]["propertyName"] == "type"
+            assert templates["hangar://workspaces/{workspaceId}/tickets/{ticketId}"].meta is None
             read = await session.read_resource(uri)
             body = json.loads(read.contents[0].text)  # type: ignore[union-attr]
             assert body["space"]["title"] == "Plan" and [m["content"] for m in body["messages"]] == ["m0", "m1", "m2"]

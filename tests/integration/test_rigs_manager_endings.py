@@ -53,7 +53,7 @@ async def test_opening_past_the_budget_evicts_the_least_recently_used_idle_rig(t
         assert (await env.status(newer))["status"] == "ready"
         assert (await env.status(third))["status"] == "ready"
         reaped = await env.events("rigs.reaped")
-        assert [(e["rig_id"], e["cause"]) for e in reaped] == [(older, "memory")]
+        assert [(e["rigId"], e["cause"]) for e in reaped] == [(older, "memory")]
 
 
 async def test_the_sweep_evicts_over_budget_but_never_a_rig_in_use(tmp_path: Path) -> None:
@@ -88,7 +88,7 @@ async def test_a_rig_whose_process_dies_fails_with_backend_failure(tmp_path: Pat
         assert row["closeReason"] == "backendFailure"
         assert "died" in str(row["statusDetail"])
         closed = await env.events("rigs.closed")
-        assert [(e["rig_id"], e["reason"], e["phase"]) for e in closed] == [(doomed, "backendFailure", "failed")]
+        assert [(e["rigId"], e["reason"], e["phase"]) for e in closed] == [(doomed, "backendFailure", "failed")]
         with pytest.raises(RpcError) as e:
             await env.exec(doomed, "true")
         assert e.value.code == "not_found" and "failed" in e.value.message

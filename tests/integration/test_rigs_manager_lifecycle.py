@@ -86,12 +86,12 @@ async def test_idle_reaping_at_twice_the_window_emits_closed_and_reaped(tmp_path
         assert (row["status"], row["closeReason"]) == ("closed", "idleTimeout")
         closed = await env.events("rigs.closed")
         assert closed == [
-            {"rig_id": rig, "space_id": env.space, "surface": "terminal", "reason": "idleTimeout", "phase": "closed"}
+            {"rigId": rig, "spaceId": env.space, "surface": "terminal", "reason": "idleTimeout", "phase": "closed"}
         ]
         reaped = await env.events("rigs.reaped")
         owner = f"user:{env.srv.owner_id}"
         assert reaped == [
-            {"rig_id": rig, "space_id": env.space, "reason": "idleTimeout", "cause": "idle", "agent": owner}
+            {"rigId": rig, "spaceId": env.space, "reason": "idleTimeout", "cause": "idle", "agent": owner}
         ]
         # The rig is gone, its home with it; a new open gives a new rig.
         assert not (env.srv.data_dir / "rigs" / "homes" / rig).exists()

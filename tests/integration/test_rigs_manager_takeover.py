@@ -54,7 +54,7 @@ async def test_take_over_refuses_mutations_allows_observations_and_hands_back(tm
             }
         assert (await env.exec(rig, "echo back"))["stdout"] == "back\n"
         changes = await env.events("rigs.controlChanged")
-        assert [(c["change"], c["user_id"]) for c in changes] == [("takeover", me["id"]), ("handback", me["id"])]
+        assert [(c["change"], c["userId"]) for c in changes] == [("takeover", me["id"]), ("handback", me["id"])]
         log = await env.manager.store.actions(env.ws, rig)
         assert [e.seq for e in log] == list(range(1, len(log) + 1))
         verbs = [(e.verb, e.principal) for e in log]

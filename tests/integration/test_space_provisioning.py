@@ -63,7 +63,7 @@ async def steps_of(client: RpcClient, ws: str, space_id: str) -> list[tuple[str,
     for e in events:
         p = e["payload"]
         step = (p["state"], p.get("step"), p.get("detail"))
-        if p["space_id"] != space_id or ": waiting for " in (step[2] or "") or (steps and steps[-1] == step):
+        if p["spaceId"] != space_id or ": waiting for " in (step[2] or "") or (steps and steps[-1] == step):
             continue
         steps.append(step)
     return steps

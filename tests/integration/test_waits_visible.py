@@ -102,8 +102,8 @@ async def test_a_command_agents_first_run_shows_the_image_build_step_by_step_the
         run_id = await agent_run(w)
         # The run says what it waits for, with the build's own step and count, while it builds.
         waiting = await until(lambda: _last_wait_is(w, run_id, STEP))
-        assert waiting | {"run_id": run_id} == {
-            "run_id": run_id, "agent_id": waiting["agent_id"], "space_id": w.space,
+        assert waiting | {"runId": run_id} == {
+            "runId": run_id, "agentId": waiting["agentId"], "spaceId": w.space,
             "turn": 1, "text": STEP, "step": 4, "steps": 10, "waiting": True,
         }  # fmt: skip
         run = await w.client.call("runs.get", workspace_id=w.ws, runId=run_id)

@@ -77,16 +77,16 @@ describe("records by name", () => {
       payload,
     });
     const known = names({ "user:u1": "Meg", "ticket:t1": "Fix the door", "agent:a1": "analyst", "space:s1": "Plans" });
-    expect(eventSubject(event("identity.memberAdded", { user_id: "u1", role: "admin" }), known)).toBe("Meg · Admin");
-    const roleChanged = event("identity.memberRoleChanged", { user_id: "u1", old_role: "member", new_role: "admin" });
+    expect(eventSubject(event("identity.memberAdded", { userId: "u1", role: "admin" }), known)).toBe("Meg · Admin");
+    const roleChanged = event("identity.memberRoleChanged", { userId: "u1", oldRole: "member", newRole: "admin" });
     expect(eventSubject(roleChanged, known)).toBe("Meg · Member → Admin");
-    expect(eventSubject(event("workspace.ticketChanged", { ticket_id: "t1", status: "inProgress" }), known)).toBe(
+    expect(eventSubject(event("workspace.ticketChanged", { ticketId: "t1", status: "inProgress" }), known)).toBe(
       "Fix the door · In progress",
     );
-    const finished = event("agents.runFinished", { run_id: "r", agent_id: "a1", space_id: "s1", outcome: "failed" });
+    const finished = event("agents.runFinished", { runId: "r", agentId: "a1", spaceId: "s1", outcome: "failed" });
     expect(eventSubject(finished, known)).toBe("analyst · Plans · Failed");
     // A hidden or deleted space keeps the title its event carried.
-    expect(eventSubject(event("workspace.spaceCreated", { space_id: "s9", title: "Scratch" }), known)).toBe("Scratch");
+    expect(eventSubject(event("workspace.spaceCreated", { spaceId: "s9", title: "Scratch" }), known)).toBe("Scratch");
     expect(eventRefs(finished)).toEqual([
       ["Agent", "agent:a1"],
       ["Space", "space:s1"],
@@ -108,11 +108,13 @@ describe("a device's name", () => {
 });
 
 describe("a failed run's error", () => {
-  const frame = (seq: number, type: string, payload: Record<string, unknown>): Frame => ({
+  const frame = (seq: number, type: string, payload: Record<string, unknown>) =>
+  ({
     seq,
     type: `agents.${type}`,
-    payload: { run_id: "r1", agent_id: "a1", space_id: "s", ...payload },
-  });
+    at: "2025-01-01T00:00:00Z",
+    payload: { runId: "r1", agentId: "a1", spaceId: "s", ...payload },
+  }) as Frame;
   const boom = "the command exited with status 3: boom";
 
   it("is shown once: for the run, not again for the turn that ended with it", () => {

@@ -19,11 +19,13 @@ function msg(seq: number, over: Partial<MessageView> = {}): MessageView {
   };
 }
 
-const frame = (seq: number, type: string, payload: Record<string, unknown>): Frame => ({
+const frame = (seq: number, type: string, payload: Record<string, unknown>) =>
+  ({
   seq,
   type: `agents.${type}`,
-  payload: { run_id: "r1", agent_id: "a1", space_id: "s", ...payload },
-});
+  at: "2025-01-01T00:00:00Z",
+  payload: { runId: "r1", agentId: "a1", spaceId: "s", ...payload },
+}) as Frame;
 
 describe("space routes", () => {
   it("parses a space and a rig deep link, and builds them back", () => {
@@ -60,8 +62,8 @@ describe("folding a run's events", () => {
     frame(2, "turnStarted", { turn: 1 }),
     frame(3, "reasoningStarted", { turn: 1 }),
     frame(4, "reasoningFinished", { turn: 1, text: "Think." }),
-    frame(5, "toolCallStarted", { turn: 1, call_id: "c1", name: "read_file", arguments: { path: "x" } }),
-    frame(6, "toolCallFinished", { turn: 1, call_id: "c1", name: "read_file", ok: true, result: "data" }),
+    frame(5, "toolCallStarted", { turn: 1, callId: "c1", name: "read_file", arguments: { path: "x" } }),
+    frame(6, "toolCallFinished", { turn: 1, callId: "c1", name: "read_file", ok: true, result: "data" }),
     frame(7, "textDelta", { turn: 1, text: "Hel" }),
     frame(8, "textDelta", { turn: 1, text: "lo" }),
   ];

@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { foldRun, type Frame } from "../src/screens/space/stream";
 
-const frame = (seq: number, type: string, payload: Record<string, unknown>): Frame => ({
+const frame = (seq: number, type: string, payload: Record<string, unknown>) =>
+  ({
   seq,
   type: `agents.${type}`,
-  payload: { run_id: "r1", agent_id: "a1", space_id: "s", ...payload },
-});
+  at: "2025-01-01T00:00:00Z",
+  payload: { runId: "r1", agentId: "a1", spaceId: "s", ...payload },
+}) as Frame;
 
 describe("a run waiting before its program starts", () => {
   const started = [frame(1, "runStarted", { dispatched_by: "user:u" }), frame(2, "turnStarted", { turn: 1 })];

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from hangar.agents.config import CommandAdapter, OpenAIAdapter
@@ -14,6 +14,7 @@ from hangar.agents.service import Agent
 from hangar.agents.teams import Team
 from hangar.core.events import StoredEvent
 from hangar.core.types import Timestamp
+from hangar.rpc.frames import frames
 from hangar.rpc.registry import Result
 
 
@@ -118,7 +119,9 @@ class RunList(Result):
 
 
 class RunEventFrame(Result):
-    """A persisted event: its sequence number in the workspace, type, time and payload (snake_case fields)."""
+    """A persisted event of an agent run: its sequence number in the workspace, type, time and payload."""
+
+    model_config = ConfigDict(json_schema_extra=frames(suffix="InRun", prefix="agents."))
 
     seq: int
     type: str

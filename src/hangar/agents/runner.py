@@ -483,7 +483,7 @@ class AgentRunner:
     async def _on_pipeline_finished(self, event: StoredEvent) -> None:
         if event.payload.get("status") != "cancelled":
             return
-        await self.interrupt_for_pipeline(event.workspace_id, str(event.payload["run_id"]))
+        await self.interrupt_for_pipeline(event.workspace_id, str(event.payload["runId"]))
 
     async def interrupt_for_pipeline(self, workspace_id: str, pipeline_run_id: str) -> list[Run]:
         """Interrupt every running agent run the steps of one pipeline run dispatched; returns them ended."""
@@ -507,7 +507,7 @@ class AgentRunner:
         while True:
             page = await self.app.bus.replay(workspace_id, after_seq=after, types=ev.RUN_EVENT_TYPES, limit=1000)
             for e in page:
-                if e.payload.get("run_id") == run_id:
+                if e.payload.get("runId") == run_id:
                     found.append(e)
                     if e.type == ev.RunFinished.type:
                         return found

@@ -404,7 +404,7 @@ class Bridge:
 
     async def _run_event(self, stored: StoredEvent) -> None:
         p = stored.payload
-        space_id, run_id = str(p.get("space_id", "")), str(p.get("run_id", ""))
+        space_id, run_id = str(p.get("spaceId", "")), str(p.get("runId", ""))
         turn = self._runs.get(run_id)
         if turn is None:
             waiting = self._turns.get(space_id)
@@ -424,7 +424,7 @@ class Bridge:
 
     async def _drive(self, turn: _Turn, stored: StoredEvent) -> None:
         p = stored.payload
-        if str(p.get("run_id")) != turn.run_id:
+        if str(p.get("runId")) != turn.run_id:
             return
         stream = turn.stream
         kind = stored.type
@@ -436,14 +436,14 @@ class Bridge:
         elif kind == "agents.reasoningFinished":
             stream.on_reasoning_finished(str(p.get("text", "")))
         elif kind == "agents.toolCallStarted":
-            stream.on_tool_started(str(p["call_id"]), str(p["name"]), dict(p.get("arguments") or {}))
+            stream.on_tool_started(str(p["callId"]), str(p["name"]), dict(p.get("arguments") or {}))
         elif kind == "agents.toolCallFinished":
-            stream.on_tool_finished(str(p["call_id"]), ok=bool(p.get("ok")))
+            stream.on_tool_finished(str(p["callId"]), ok=bool(p.get("ok")))
         elif kind == "agents.textDelta":
             stream.on_text(str(p.get("text", "")))
         elif kind == "agents.runFinished":
-            space_id = str(p["space_id"])
-            self._runs.pop(str(p["run_id"]), None)
+            space_id = str(p["spaceId"])
+            self._runs.pop(str(p["runId"]), None)
             if self._turns.get(space_id) is turn:
                 del self._turns[space_id]
             # Finished beside the run events, not under their lock: the card's last calls are paced by the
@@ -509,7 +509,7 @@ class Bridge:
 
     async def _on_provisioning(self, stored: StoredEvent) -> None:
         p = stored.payload
-        turn = self._turns.get(str(p.get("space_id", "")))
+        turn = self._turns.get(str(p.get("spaceId", "")))
         if turn is None:
             return
         state = str(p.get("state", ""))
@@ -525,7 +525,7 @@ class Bridge:
             state,
             step=p.get("step"),
             detail=p.get("detail"),
-            link=public_open_url(self._app.settings, self.workspace_id, "spaces", str(p["space_id"])),
+            link=public_open_url(self._app.settings, self.workspace_id, "spaces", str(p["spaceId"])),
         )
         if text is not None:
             turn.stream.set_setup(text)
@@ -546,7 +546,7 @@ class Bridge:
         # Echo guard: what came from the chat is not sent back; agents' words travel in their reply cards.
         if "chat" in metadata or author.get("kind") != "user":
             return
-        link = await self._chat.space_links.for_space(self.workspace_id, str(payload.get("space_id", "")))
+        link = await self._chat.space_links.for_space(self.workspace_id, str(payload.get("spaceId", "")))
         if link is None or link.provider != self.provider:
             return
         text = f"*{author.get('name') or 'Someone'}*: {message.get('content', '')}"

@@ -128,10 +128,8 @@ async def chat_unlink_user(ctx: OpContext, args: UnlinkArgs) -> Unlinked:
     return Unlinked(unlinked=removed is not None)
 
 
-@op("chat.watchUserLinks", kind="watch", scope="workspace", result=UserLinkRoster)
-async def chat_watch_user_links(
-    ctx: OpContext, args: SomeProviderArgs
-) -> AsyncIterator[UserLinkRoster | dict[str, Any]]:
+@op("chat.watchUserLinks", kind="watch", scope="workspace", result=UserLinkRoster, events=UserLinkRoster)
+async def chat_watch_user_links(ctx: OpContext, args: SomeProviderArgs) -> AsyncIterator[UserLinkRoster]:
     """The roster of linked chat members, then the whole roster again whenever a link is made or removed (in
     this server or another process sharing its data)."""
     provider = None if args.provider is None else descriptor_for(args.provider).provider
@@ -144,7 +142,7 @@ async def chat_watch_user_links(
 
         yield await roster()
         async for _ in follower.changes():
-            yield (await roster()).model_dump(mode="json", by_alias=True)
+            yield await roster()
     finally:
         await follower.aclose()
 

@@ -30,7 +30,8 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.core import tables
@@ -44,11 +45,23 @@ log = logging.getLogger(__name__)
 
 
 class DomainEvent(BaseModel):
-    """Base of every domain event. Subclasses set ``type`` (a stable wire name) and add typed fields."""
+    """Base of every domain event. Subclasses set ``type`` (a stable wire name) and add typed fields.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    The payload is the event's fields without ``workspace_id`` (the workspace holds the event), camelCase as every
+    other field on the wire and as written to the database. Fields are snake_case in Python; both spellings are
+    read back, because events recorded before the payload went camelCase are stored in snake_case (``parse``,
+    ``EventRegistry.wire_payload``). Every field is always sent, defaults included."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        json_schema_serialization_defaults_required=True,
+    )
     type: ClassVar[str] = ""
-    workspace_id: str
+    workspace_id: str = Field(exclude=True)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -56,7 +69,7 @@ class DomainEvent(BaseModel):
             raise TypeError(f"{cls.__name__} must set the class variable `type`")
 
     def payload(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude={"workspace_id"})
+        return self.model_dump(mode="json", by_alias=True)
 
 
 @dataclass(frozen=True)
@@ -101,10 +114,37 @@ class EventRegistry:
         return self._by_type.get(type_name)
 
     def parse(self, type_name: str, workspace_id: str, payload: dict[str, Any]) -> DomainEvent | None:
+        """The event a stored payload records (camelCase, or snake_case as events recorded before were), or None
+        for a type no part declares (an event people or scripts emitted)."""
         cls = self._by_type.get(type_name)
         if cls is None:
             return None
         return cls.model_validate({**payload, "workspace_id": workspace_id})
+
+    def wire_payload(self, type_name: str, workspace_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """A stored payload in its wire form: a declared type's in camelCase whichever way it was stored; an
+        emitted event's as it was given. A stored row its model no longer reads is handed over as stored (and
+        logged) rather than lost."""
+        try:
+            event = self.parse(type_name, workspace_id, payload)
+        except ValidationError as exc:
+            log.warning("a stored %s event does not match its model: %s", type_name, exc.errors()[:1])
+            return payload
+        return payload if event is None else event.payload()
+
+    def checked_payload(self, type_name: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """``payload`` for an event published by wire name: a declared type's must validate against its model
+        (else ``ValueError``, naming the type and the field), and goes out in wire form."""
+        cls = self._by_type.get(type_name)
+        if cls is None:
+            return payload
+        try:
+            return cls.model_validate({**payload, "workspace_id": ""}).payload()
+        except ValidationError as exc:
+            raise ValueError(f"the payload of {type_name} does not match {cls.__name__}: {exc}") from exc
+
+    def classes(self) -> list[type[DomainEvent]]:
+        return [self._by_type[t] for t in self.types]
 
     @property
     def types(self) -> list[str]:
@@ -192,8 +232,8 @@ class EventTransaction:
         """Write ``event`` in this transaction; subscribers get it once the transaction commits."""
         if event.workspace_id != self.workspace_id:
             raise ValueError(f"event of workspace {event.workspace_id} staged in workspace {self.workspace_id}")
-        self._bus.know(event)
-        ev_id, at, payload = new_id(), self._bus.now(), event.payload()
+        payload = self._bus.know(event)
+        ev_id, at = new_id(), self._bus.now()
         result = await self.conn.execute(
             sa.insert(tables.domain_events).values(id=ev_id, type=event.type, occurred_at=at, payload=payload)
         )
@@ -226,22 +266,28 @@ class EventBus:
     def now(self) -> datetime:
         return self._clock.now()
 
-    def know(self, event: DomainEvent) -> None:
-        """Only the event types the parts declare (``Part.events``) are recorded: the registry is the list of
-        what can happen, and a type nobody declared could not be parsed back, documented or reserved."""
+    def know(self, event: DomainEvent) -> dict[str, Any]:
+        """The payload of ``event``, checked. Only the event types the parts declare (``Part.events``) are
+        recorded: the registry is the list of what can happen, and a type nobody declared could not be parsed
+        back, documented or reserved. The payload must read back as the event (its model validates what it
+        wrote), so what is stored and sent is what the declared model says."""
         if self.registry.get(event.type) is not type(event):
             raise ValueError(
                 f"event type {event.type!r} ({type(event).__name__}) is not declared by any part: "
                 "list it in its Part(events=[...])"
             )
+        return self.registry.checked_payload(event.type, event.payload())
 
     async def publish(self, event: DomainEvent) -> StoredEvent:
         """Persist ``event`` in its workspace database, then deliver it to subscribers."""
-        self.know(event)
-        return await self.publish_raw(event.workspace_id, event.type, event.payload())
+        return await self._record(event.workspace_id, event.type, self.know(event))
 
     async def publish_raw(self, workspace_id: str, type_name: str, payload: dict[str, Any]) -> StoredEvent:
-        """Persist and deliver an event given by wire name (for events named at run time, e.g. from a CLI)."""
+        """Persist and deliver an event given by wire name (for events named at run time, e.g. from a CLI); a
+        declared type's payload must match its model."""
+        return await self._record(workspace_id, type_name, self.registry.checked_payload(type_name, payload))
+
+    async def _record(self, workspace_id: str, type_name: str, payload: dict[str, Any]) -> StoredEvent:
         writer = await self._dbs.writer(workspace_id)
         ev_id = new_id()
         at = self._clock.now()
@@ -253,7 +299,9 @@ class EventBus:
     async def publish_once(
         self, workspace_id: str, ev_id: str, type_name: str, at: datetime, payload: dict[str, Any]
     ) -> StoredEvent | None:
-        """Persist and deliver an event written elsewhere first (the outbox), unless it is here already."""
+        """Persist and deliver an event written elsewhere first (the outbox), unless it is here already. The
+        outbox may hold it as written before payloads went camelCase: it is recorded in wire form."""
+        payload = self.registry.wire_payload(type_name, workspace_id, payload)
         writer = await self._dbs.writer(workspace_id)
         seq = await writer.call(_insert_event_once, ev_id, type_name, dt(at), js(payload))
         if seq is None:
@@ -265,8 +313,7 @@ class EventBus:
     def seed(self, event: DomainEvent) -> Callable[[sqlite3.Connection], int]:
         """Writes ``event`` into a database being built (``Databases.create_workspace``); ``created`` delivers
         it once the workspace exists."""
-        self.know(event)
-        row = (new_id(), event.type, dt(self._clock.now()), js(event.payload()))
+        row = (new_id(), event.type, dt(self._clock.now()), js(self.know(event)))
         return lambda conn: _insert_event(conn, *row)
 
     async def created(self, workspace_id: str) -> None:
@@ -455,9 +502,13 @@ class EventBus:
             rows = (await conn.execute(q)).mappings().all()
         if last is not None:
             rows = list(reversed(rows))
-        return [
-            StoredEvent(workspace_id, r["seq"], r["id"], r["type"], r["occurred_at"], dict(r["payload"])) for r in rows
-        ]
+        # Rows recorded before payloads went camelCase are read in snake_case and handed over in wire form.
+        return [self._stored(workspace_id, r) for r in rows]
+
+    def _stored(self, workspace_id: str, row: Any) -> StoredEvent:
+        # A row recorded before payloads went camelCase is read in snake_case and handed over in wire form.
+        payload = self.registry.wire_payload(row["type"], workspace_id, dict(row["payload"]))
+        return StoredEvent(workspace_id, row["seq"], row["id"], row["type"], row["occurred_at"], payload)
 
     async def cursor(self, workspace_id: str, consumer: str) -> int:
         engine = await self._dbs.workspace(workspace_id)

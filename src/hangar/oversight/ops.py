@@ -67,7 +67,7 @@ class WatchEventsArgs(Args):
     types: list[str] | None = None
 
 
-@op("events.watch", kind="watch", scope="workspace", min_role="member", result=Watching)
+@op("events.watch", kind="watch", scope="workspace", min_role="member", result=Watching, events=EventView)
 async def events_watch(ctx: OpContext, args: WatchEventsArgs) -> AsyncIterator[Watching | EventView]:
     """Stream the workspace's domain events as they are published (refused to a credential limited to one
     space, as ``events.list``)."""

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import RootModel
+from pydantic import ConfigDict, RootModel
 
 from hangar.core.types import Timestamp
+from hangar.rpc.frames import frames
 from hangar.rpc.registry import Result, omitted_when_none
 
 
 class EventView(Result):
-    """A domain event as stored: its sequence number in the workspace, type and payload."""
+    """A domain event as stored: its sequence number in the workspace, type and payload (the declared event's
+    model; an emitted event's payload as given)."""
 
+    model_config = ConfigDict(json_schema_extra=frames(suffix="View", emitted=True))
     seq: int
     id: str
     type: str

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from pydantic.alias_generators import to_camel
+
 from hangar.pipelines import reducers, schema
 from hangar.pipelines.model import TERMINAL_STEP, StepDef, StepKind, StepStatus, Template
 from hangar.pipelines.step import SUCCESS_OUTCOMES
@@ -331,4 +333,13 @@ def event_matches(suspend: Mapping[str, Any], type_name: str, payload: Mapping[s
     if suspend.get("eventType") != type_name:
         return False
     match = suspend.get("match") or {}
-    return all(payload.get(k) == v for k, v in match.items())
+    return all(_field(payload, k) == v for k, v in match.items())
+
+
+def _field(payload: Mapping[str, Any], key: str) -> Any:
+    """A declared event's payload is camelCase; a step suspended before payloads went camelCase keeps the
+    snake_case name it matched on in its stored record (the approval gate's ``agent_id``), so that name finds the
+    field too."""
+    if key in payload:
+        return payload[key]
+    return payload.get(to_camel(key)) if "_" in key else None

@@ -401,7 +401,7 @@ class PipelineEngine:
         """Resume the steps suspended on ``ev`` and start the runs its event triggers fire; returns run ids."""
         ws = ev.workspace_id
         keys = [f"event:{ev.type}"]
-        task_id = ev.payload.get("task_id") if ev.type == TaskFinished.type else None
+        task_id = ev.payload.get("taskId") if ev.type == TaskFinished.type else None
         if task_id is not None:
             keys.append(f"task:{task_id}")
         touched: list[str] = []

@@ -31,6 +31,7 @@ from hangar.pipelines.results import (
     RunSnapshot,
     RunStarted,
     RunWatchReply,
+    StepsChanged,
     TemplateCheck,
     TemplateDetail,
     TemplateList,
@@ -300,7 +301,7 @@ async def runs_wait(ctx: OpContext, args: RunWaitArgs) -> RunDetail:
         engine.unlisten(listener)
 
 
-@op("pipelines.runs.watch", kind="watch", scope="workspace", result=RunWatchReply)
+@op("pipelines.runs.watch", kind="watch", scope="workspace", result=RunWatchReply, events=StepsChanged)
 async def runs_watch(ctx: OpContext, args: RunWatchArgs) -> AsyncIterator[RunWatchReply | dict[str, Any]]:
     """Follow step-run changes as they are stored: of one run (replying with the run), or of every run in the
     workspace (replying with the run list); each event frame is ``{runId, status, steps: [...]}``."""

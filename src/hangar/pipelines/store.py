@@ -38,6 +38,12 @@ T = TypeVar("T")
 EngineFor = Callable[[str], Awaitable[AsyncEngine]]
 
 
+def _task_id(payload: Any) -> Any:
+    """The task a stored ``TaskFinished`` names: ``taskId``, or ``task_id`` in one stored before payloads went
+    camelCase."""
+    return sa.func.coalesce(sa.func.json_extract(payload, "$.taskId"), sa.func.json_extract(payload, "$.task_id"))
+
+
 def _rec(row: RowMapping) -> StepRec:
     return StepRec(
         step_id=row["step_id"],
@@ -408,7 +414,7 @@ class PipelineStore:
         de = core_tables.domain_events
         q = (
             sa.select(de.c.payload)
-            .where(de.c.type == TaskFinished.type, sa.func.json_extract(de.c.payload, "$.task_id").in_(task_ids))
+            .where(de.c.type == TaskFinished.type, _task_id(de.c.payload).in_(task_ids))
             .order_by(de.c.seq)
         )
         children = sa.select(t.runs.c.id, t.runs.c.status, t.runs.c.state).where(
@@ -419,7 +425,8 @@ class PipelineStore:
             child_rows = (await conn.execute(children)).all()
         found: dict[str, tuple[str, Any]] = {}
         for (payload,) in rows:
-            found.setdefault(str(payload["task_id"]), (str(payload.get("outcome")), payload.get("output")))
+            task_id = payload.get("taskId", payload.get("task_id"))  # snake_case: stored before the wire went camel
+            found.setdefault(str(task_id), (str(payload.get("outcome")), payload.get("output")))
         for run_id, status, state in child_rows:
             found.setdefault(str(run_id), (str(status), state))
         return found

@@ -118,6 +118,6 @@ class DevRouter:
 
     async def on_event(self, ev: StoredEvent) -> None:
         """``rigs.devDomainChanged`` from any process."""
-        space_id = ev.payload.get("space_id")
+        space_id = ev.payload.get("spaceId")
         if isinstance(space_id, str):
             await self.refresh(ev.workspace_id, space_id)

@@ -169,7 +169,7 @@ async def still_member(app: AppContext, ws: str, user_id: str | None) -> bool:
 def removed_member(ev: StoredEvent) -> str | None:
     """The user who left the workspace with this event, if any."""
     if ev.type == MemberRemoved.type:
-        user_id = ev.payload.get("user_id")
+        user_id = ev.payload.get("userId")
         return user_id if isinstance(user_id, str) else None
     return None
 
@@ -177,6 +177,6 @@ def removed_member(ev: StoredEvent) -> str | None:
 def ended_space(ev: StoredEvent) -> str | None:
     """The space whose conversation ended with this event (archived), if any."""
     if ev.type == SpaceUpdated.type and ev.payload.get("archived") is True:
-        space_id = ev.payload.get("space_id")
+        space_id = ev.payload.get("spaceId")
         return space_id if isinstance(space_id, str) else None
     return None

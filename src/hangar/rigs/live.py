@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hangar.core.clock import Clock
 from hangar.core.principal import Principal
@@ -18,6 +17,7 @@ from hangar.errors import NotFound
 from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.egress.gate import EgressEvent
 from hangar.rigs.model import Phase, Surface, SurfaceLimits
+from hangar.rigs.notices import EgressNotice, PhaseNotice, RigNotice
 from hangar.rigs.policy import RigState
 from hangar.rigs.ports import PortForwards
 from hangar.rigs.refusals import RecentRefusals
@@ -51,18 +51,18 @@ class LiveRig:
     ports: PortForwards = field(default_factory=PortForwards)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ended: asyncio.Event = field(default_factory=asyncio.Event)  # set once closed or failed
-    watchers: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)  # open watch lanes
+    watchers: set[asyncio.Queue[RigNotice]] = field(default_factory=set)  # open watch lanes
     refusals: RecentRefusals = field(default_factory=RecentRefusals)  # what its egress gate refused lately
     terminals: KeptTerminals = field(default_factory=KeptTerminals)  # people's shells, kept between their lanes
 
-    def notify(self, event: dict[str, Any]) -> None:
+    def notify(self, event: RigNotice) -> None:
         """Hand an activity event to every watch lane; a watcher too slow to keep up loses events, not the rig."""
         for queue in self.watchers:
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(event)
 
     def notify_phase(self, reason: str | None = None) -> None:
-        self.notify({"type": "phase", "phase": self.phase.value, "detail": self.status_detail, "reason": reason})
+        self.notify(PhaseNotice(phase=self.phase, detail=self.status_detail, reason=reason))
 
     def snapshot(self) -> RigSnapshot:
         return RigSnapshot(
@@ -80,7 +80,7 @@ class LiveRig:
         every ``refusals.REPEAT_S`` for the same host and rule)."""
         told = self.refusals.add(event)
         if told is not None:
-            self.notify({"type": "egress", "refusal": told})
+            self.notify(EgressNotice(refusal=told))
 
     def state(self) -> RigState:
         return RigState(

@@ -52,7 +52,8 @@ from hangar.rigs.engines.keys import key_spec
 from hangar.rigs.engines.session import EngineSession, Frame, MouseButton
 from hangar.rigs.lanes import LaneAccess, authorize, authorize_change
 from hangar.rigs.live import LiveRig
-from hangar.rigs.model import Surface
+from hangar.rigs.model import Phase, Surface
+from hangar.rigs.notices import ControlNotice, PhaseNotice
 from hangar.rigs.pagefeed import following, page_row
 from hangar.rigs.socketlane import credential, fail, guarded
 from hangar.rpc.access import Revocable
@@ -495,10 +496,10 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                 while True:
                     event = await events.get()
                     await guard.admit()
-                    if event.get("type") == "control":
-                        await _send_json(ws, {"type": "control", "controller": event.get("controller"), "you": me})
-                    elif event.get("type") == "phase" and event.get("phase") in ("closed", "failed", "closing"):
-                        raise Unavailable(f"rig {live.id} is {event['phase']}")
+                    if isinstance(event, ControlNotice):
+                        await _send_json(ws, {"type": "control", "controller": event.controller, "you": me})
+                    elif isinstance(event, PhaseNotice) and event.phase in (Phase.closed, Phase.failed, Phase.closing):
+                        raise Unavailable(f"rig {live.id} is {event.phase.value}")
 
             async def pump_input() -> None:
                 told_readonly = False

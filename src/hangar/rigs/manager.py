@@ -21,6 +21,7 @@ from hangar.rigs.events import RigControlChanged, RigDevDomainChanged
 from hangar.rigs.lifecycle import MEMORY_BUDGET_SETTING, RigLifecycle
 from hangar.rigs.live import LiveRig
 from hangar.rigs.model import Surface
+from hangar.rigs.notices import ControlNotice, ExecNotice, ExecResultNotice, RigNotice
 
 log = logging.getLogger(__name__)
 
@@ -91,16 +92,15 @@ class RigManager(RigLifecycle):
         self, ws: str, rig_id: str, command: str, timeout_s: float | None, principal: Principal
     ) -> ExecResult:
         async with self.acting(ws, rig_id, principal, mutating=True, what="rig.exec") as (live, handle):
-            live.notify({"type": "exec", "by": principal.label, "command": command})
+            live.notify(ExecNotice(by=principal.label, command=command))
             result = await handle.exec(command, timeout_s=timeout_s)
             live.notify(
-                {
-                    "type": "execResult",
-                    "exitCode": result.exit_code,
-                    "timedOut": result.timed_out,
-                    "stdout": result.stdout[-WATCH_OUTPUT_CHARS:],
-                    "stderr": result.stderr[-WATCH_OUTPUT_CHARS:],
-                }
+                ExecResultNotice(
+                    exit_code=result.exit_code,
+                    timed_out=result.timed_out,
+                    stdout=result.stdout[-WATCH_OUTPUT_CHARS:],
+                    stderr=result.stderr[-WATCH_OUTPUT_CHARS:],
+                )
             )
         await self.log_action(
             ws,
@@ -129,10 +129,10 @@ class RigManager(RigLifecycle):
             self.rigs.touch(live)
 
     @contextlib.asynccontextmanager
-    async def watch(self, ws: str, rig_id: str) -> AsyncIterator[tuple[LiveRig, asyncio.Queue[dict[str, Any]]]]:
+    async def watch(self, ws: str, rig_id: str) -> AsyncIterator[tuple[LiveRig, asyncio.Queue[RigNotice]]]:
         """A watch lane: the rig's activity as events (phases, commands and results, control, ports); it pins
         the rig like a terminal does."""
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=WATCH_QUEUE)
+        queue: asyncio.Queue[RigNotice] = asyncio.Queue(maxsize=WATCH_QUEUE)
         async with self.lane(ws, rig_id) as live:
             live.watchers.add(queue)
             try:
@@ -164,7 +164,7 @@ class RigManager(RigLifecycle):
         self, live: LiveRig, principal: Principal, user_id: str | None, verb: str, details: dict[str, Any]
     ) -> None:
         live.controller = user_id
-        live.notify({"type": "control", "controller": user_id})
+        live.notify(ControlNotice(controller=user_id))
         self.rigs.touch(live)
         change: Literal["takeover", "handback"] = "takeover" if user_id is not None else "handback"
         async with self.app.bus.transaction(live.ws) as tx:

@@ -7,7 +7,7 @@ it (``RigUpkeep.awake``). Room under the memory budget is made before provisioni
 under the budget's lock); a failed boot or a dead rig ends through ``RigCloser.fail``.
 
 Each step of a boot (a first pack build's steps, then the boot's own) becomes the rig's status detail, a
-``progress`` event on its watch lanes (``rig.watch``: ``{"type": "progress", "detail", "step", "steps"}``, what
+``progress`` event on its watch lanes (``rig.watch``: ``ProgressNotice``, what
 the space's rig panel shows) and one line in the server log.
 """
 
@@ -42,6 +42,7 @@ from hangar.rigs.model import (
     parse_surface,
     resolve_engine,
 )
+from hangar.rigs.notices import ProgressNotice
 from hangar.rigs.packs import step_numbers
 from hangar.rigs.store import RigStore
 from hangar.rigs.upkeep import RigUpkeep
@@ -247,7 +248,7 @@ class RigOpener:
             live.status_detail = text
             log.info("rigs: rig %s (%s) starts: %s", live.id, live.surface.value, text)
             step_index, steps = step_numbers(text) or (0, 0)
-            live.notify({"type": "progress", "detail": text, "step": step_index, "steps": steps})
+            live.notify(ProgressNotice(detail=text, step=step_index, steps=steps))
 
         try:
             handle = await self.backend.start(spec, progress)

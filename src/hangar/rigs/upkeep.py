@@ -21,6 +21,7 @@ from hangar.rigs.budget import MemoryBudget
 from hangar.rigs.closing import RigCloser
 from hangar.rigs.live import LiveRig, LiveRigs
 from hangar.rigs.model import CloseReason, Phase, Surface
+from hangar.rigs.notices import PortsNotice
 from hangar.rigs.policy import Park, evict, lifecycle
 from hangar.rigs.store import RigStore
 
@@ -141,7 +142,7 @@ class RigUpkeep:
                 fresh = await live.ports.sync(handle, listening, server_ports(self.app.settings))
                 after = live.ports.rows()
                 if after != before:
-                    live.notify({"type": "ports", "ports": after})
+                    live.notify(PortsNotice(ports=after))
         except HangarError as exc:
             log.warning("rigs: port poll of %s failed: %s", live.id, exc.message)
             return

@@ -23,7 +23,6 @@ from hangar.httpkit.requests import bearer_token
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Dispatcher, check_request_id, error_frame
-from hangar.rpc.registry import to_wire
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +211,7 @@ class Connection:
                     await self.send({"id": req_id, "ok": True, "result": ctx.spec.result_to_wire(item)})
                     first = False
                 else:
-                    await self.send({"id": req_id, "event": to_wire(item)})
+                    await self.send({"id": req_id, "event": ctx.spec.event_to_wire(item)})
         except HangarError as err:
             if first:
                 await self.send(error_frame(req_id, err))

@@ -12,8 +12,10 @@ is handed those lists (``OpRegistry``), so what a server serves is explicit.
 Every op declares what it answers: the return annotation of a read or mutation is a ``Result`` model (or a list of
 them), and the dispatcher serializes it, so the registry knows each op's result shape (reference pages, generated
 clients and tool schemas read it from ``OpSpec.result_schema``). Watch ops (``kind="watch"``) are async generators
-that name their first reply with ``result=``: the first value yielded is the reply's result, every later value is
-sent as an ``{"id", "event"}`` frame until the caller unwatches or the socket closes.
+that name their first reply with ``result=`` and what every later value is with ``events=`` (a model, or a union
+of models each naming itself by a literal ``type``): the first value yielded is the reply's result, every later
+value is sent as an ``{"id", "event"}`` frame until the caller unwatches or the socket closes. A watch of stored
+domain events declares an envelope whose event types the composed server fills in (``hangar.rpc.frames``).
 """
 
 from __future__ import annotations
@@ -123,6 +125,8 @@ class OpSpec:
     result: TypeAdapter[Any]
     # Guardrails never refuse it (``guardrails.set``: a workspace put in read-only mode can be taken out of it).
     governs_guardrails: bool = False
+    # What a watch's event frames are (``events=``); None for an op that is not a watch.
+    events: TypeAdapter[Any] | None = None
 
     def result_to_wire(self, value: Any) -> Any:
         """The declared result in its wire form."""
@@ -132,6 +136,18 @@ class OpSpec:
     def result_schema(self) -> dict[str, Any]:
         """The JSON Schema of the wire form of the result."""
         return self.result.json_schema(by_alias=True, mode="serialization")
+
+    @property
+    def events_schema(self) -> dict[str, Any] | None:
+        """The JSON Schema of the wire form of a watch's event frames (envelopes of stored domain events still
+        marked: ``hangar.rpc.frames.resolve`` fills them in with the server's event types)."""
+        return None if self.events is None else self.events.json_schema(by_alias=True, mode="serialization")
+
+    def event_to_wire(self, value: Any) -> Any:
+        """A watch's event in its wire form (a declared model's, by alias; a frame built as a dict as it is)."""
+        if self.events is not None and isinstance(value, BaseModel):
+            return self.events.dump_python(value, mode="json", by_alias=True)
+        return to_wire(value)
 
     @property
     def mutating(self) -> bool:
@@ -148,6 +164,7 @@ def op(
     server_owner: bool = False,
     governs_guardrails: bool = False,
     result: Any = None,
+    events: Any = None,
 ) -> Callable[[F], F]:
     """Declare an op. ``min_role`` defaults to guest for reads and watches, member for mutations, for
     workspace-scoped ops. A server-scoped op has no workspace to hold a role in: it takes no ``min_role``
@@ -189,6 +206,10 @@ def op(
         if scope == "workspace" and "workspace_id" in model.model_fields:
             raise ValueError(f"{where}: workspace_id is taken by the dispatcher; do not declare it")
         result_type = _result_type(where, kind, hints.get("return"), result)
+        if kind == "watch" and events is None:
+            raise ValueError(f"{where}: a watch op names what it yields after its reply with events=<model or union>")
+        if kind != "watch" and events is not None:
+            raise ValueError(f"{where}: only a watch op yields events")
         doc = inspect.getdoc(fn) or ""
         spec = OpSpec(
             name=name,
@@ -202,6 +223,7 @@ def op(
             handler=fn,
             summary=doc.split("\n\n")[0].replace("\n", " ").strip(),
             result=TypeAdapter(result_type),
+            events=None if events is None else TypeAdapter(events),
         )
         fn.__op_spec__ = spec  # type: ignore[attr-defined]
         return fn

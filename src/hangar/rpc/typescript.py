@@ -1,6 +1,8 @@
 """The web client's typed RPC table, generated from the op registry (CONTRACTS.md section 9): for every op its
 name, kind, scope and the TypeScript types of its arguments (as the socket takes them: camelCase, plus
-``workspace_id`` for a workspace-scoped op) and of its result (``OpSpec.result_schema``).
+``workspace_id`` for a workspace-scoped op), of its result (``OpSpec.result_schema``) and, for a watch, of its
+events (``OpSpec.events_schema``). Envelopes of stored domain events become a union of one frame per event type
+the server's parts declare (``hangar.rpc.frames``), so a screen narrows a frame by its ``type``.
 
 The JSON Schema → TypeScript conversion is written here rather than taken from an npm tool so that the generator
 runs with the server's own Python, reads the registry directly and needs no network: it covers what pydantic
@@ -16,7 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hangar.core.events import DomainEvent
 from hangar.errors import ERROR_CODES
+from hangar.rpc.frames import resolve
 from hangar.rpc.registry import OpRegistry, OpSpec
 
 HEADER = """\
@@ -191,7 +195,7 @@ def _type_of(schema: dict[str, Any], owner: str, names: TypeNames, *, named: boo
         names.declare(type_name, sub, refs)
     body = {k: v for k, v in schema.items() if k != "$defs"}
     title = body.get("title")
-    if named and isinstance(title, str) and "properties" in body:
+    if named and isinstance(title, str) and ("properties" in body or "oneOf" in body):
         # A model answered whole keeps its model's name, as it does where another op nests it.
         type_name, is_new = names.name_for(title, body, owner)
         if is_new:
@@ -200,9 +204,12 @@ def _type_of(schema: dict[str, Any], owner: str, names: TypeNames, *, named: boo
     return Converter(refs).convert(body, "")
 
 
-def render(registry: OpRegistry, command: str, event_types: Iterable[str] = ()) -> str:
-    """The whole ``ops.ts``: named types, one args and one result type per op, the ``Ops`` table and ``OPS``, the
-    error codes, and the domain event types the server declares (``EVENT_TYPES``: the client labels each)."""
+def render(registry: OpRegistry, command: str, events: Iterable[type[DomainEvent]] = ()) -> str:
+    """The whole ``ops.ts``: named types, one args and one result type per op (and an event type per watch), the
+    ``Ops`` table and ``OPS``, the error codes, and the domain event types the server declares (``EVENT_TYPES``:
+    the client labels each)."""
+    classes = list(events)
+    event_types = [cls.type for cls in classes]
     names = TypeNames()
     op_decls: list[str] = []
     table: list[str] = []
@@ -210,12 +217,18 @@ def render(registry: OpRegistry, command: str, event_types: Iterable[str] = ()) 
     for name, spec in registry.specs.items():
         base = pascal(name)
         args_t = _type_of(args_schema(spec), name, names)
-        result_t = _type_of(spec.result_schema, name, names, named=True)
+        result_t = _type_of(resolve(spec.result_schema, classes), name, names, named=True)
         op_decls.append(f"{_comment(spec.summary, '')}export type {base}Args = {args_t};\n")
-        op_decls.append(f"export type {base}Result = {result_t};\n\n")
+        op_decls.append(f"export type {base}Result = {result_t};\n")
+        event_t = "never"
+        if spec.events_schema is not None:
+            event_t = f"{base}Event"
+            body = _type_of(resolve(spec.events_schema, classes), name, names, named=True)
+            op_decls.append(f"/** What `{name}` sends after its reply. */\nexport type {event_t} = {body};\n")
+        op_decls.append("\n")
         table.append(
             f'  {json.dumps(name)}: {{ kind: "{spec.kind}"; scope: "{spec.scope}"; '
-            f"args: {base}Args; result: {base}Result }};"
+            f"args: {base}Args; result: {base}Result; event: {event_t} }};"
         )
         cursor = cursor_of(spec)
         meta.append(
@@ -228,7 +241,8 @@ def render(registry: OpRegistry, command: str, event_types: Iterable[str] = ()) 
     out.extend(d + "\n" for d in names.decls.values())
     out.append("// Arguments and results, one pair per op\n\n")
     out.extend(op_decls)
-    out.append("/** Every op: its kind, scope, argument and result types. */\nexport interface Ops {\n")
+    out.append("/** Every op: its kind, scope, argument and result types, and a watch's event type. */\n")
+    out.append("export interface Ops {\n")
     out.append("\n".join(table) + "\n}\n\n")
     out.append("export type OpName = keyof Ops;\n")
     out.append('export type WatchOpName = { [N in OpName]: Ops[N]["kind"] extends "watch" ? N : never }[OpName];\n')
@@ -249,10 +263,10 @@ def render(registry: OpRegistry, command: str, event_types: Iterable[str] = ()) 
         "\n/** The error codes of the RPC socket (CONTRACTS.md section 2). */\n"
         f"export const ERROR_CODES = [\n{codes}\n] as const;\n"
     )
-    events = "\n".join(f"  {literal(t)}," for t in sorted(set(event_types)))
+    listed = "\n".join(f"  {literal(t)}," for t in sorted(set(event_types)))
     out.append(
         "\n/** The domain event types the server's parts declare (the wire names; `events.list` shows them). */\n"
-        f"export const EVENT_TYPES = [\n{events}\n] as const;\n"
+        f"export const EVENT_TYPES = [\n{listed}\n] as const;\n"
         "export type EventType = (typeof EVENT_TYPES)[number];\n"
     )
     return "".join(out)

@@ -25,7 +25,7 @@ TARGET = REPO / "web" / "src" / "generated" / "ops.ts"
 def generated() -> str:
     parts = all_parts()
     registry = OpRegistry(o for p in parts for o in p.ops)
-    return render(registry, COMMAND, (e.type for p in parts for e in p.events))
+    return render(registry, COMMAND, (e for p in parts for e in p.events))
 
 
 def main(argv: list[str] | None = None) -> int:

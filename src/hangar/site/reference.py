@@ -15,7 +15,9 @@ from typing import Any
 
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
+from hangar.core.events import DomainEvent
 from hangar.core.part import Part
+from hangar.rpc.frames import MARK, payload_name, payload_schema, resolve, selected
 from hangar.rpc.mcp.tools import hints_of, is_tool, openai_name
 from hangar.rpc.registry import OpSpec, spec_of
 
@@ -59,6 +61,8 @@ def _type_name(schema: dict[str, Any], defs: dict[str, Any] | None = None, depth
     defs = defs or {}
     if "anyOf" in schema:
         return " or ".join(_type_name(s, defs, depth) for s in schema["anyOf"])
+    if "oneOf" in schema:  # a union told apart by its ``type``: each kind by its type, with its fields
+        return " or ".join(_kind(s, defs, depth) for s in schema["oneOf"])
     if "enum" in schema:
         return " / ".join(_literal(v) for v in schema["enum"])
     if "const" in schema:
@@ -80,6 +84,15 @@ def _type_name(schema: dict[str, Any], defs: dict[str, Any] | None = None, depth
     if t == "string" and schema.get("format") == "date-time":
         return "timestamp"
     return str(t)
+
+
+def _kind(member: dict[str, Any], defs: dict[str, Any], depth: int) -> str:
+    target = defs.get(str(member.get("$ref", "")).rsplit("/", 1)[-1], member)
+    kind = target.get("properties", {}).get("type", {}).get("const") if isinstance(target, dict) else None
+    if kind is None:
+        return _type_name(member, defs, depth)
+    rest = {**target, "properties": {k: v for k, v in target["properties"].items() if k != "type"}}
+    return f"`{kind}` {{{_fields(rest, defs, depth + 1)}}}"
 
 
 def _fields(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> str:
@@ -110,9 +123,30 @@ def _result_of(spec: OpSpec) -> str:
     return _type_name(schema, defs)
 
 
+def _events_of(spec: OpSpec, events: Sequence[type[DomainEvent]]) -> str:
+    """What a watch sends after its reply: a model's fields, or the kinds of a union by name (a frame of a stored
+    domain event is named for its type: ``AgentsRunStartedInSpace``, payload ``AgentsRunStarted``)."""
+    schema = spec.events_schema
+    if schema is None:
+        return ""
+    mark = schema.get(MARK)
+    if mark is not None:  # stored domain events in an envelope: which ones, each payload in the events reference
+        which = [c.type for c in selected(mark, events)]
+        listed = ", ".join(f"`{t}`" for t in which) + (", and events people or scripts emit" if mark["emitted"] else "")
+        return f"; then, per event: {_fields(schema, {}, 1)}, `type` one of {listed or 'none'}, `payload` its shape"
+    resolved = resolve(schema, events)
+    defs = resolved.get("$defs", {})
+    shown = _fields(resolved, defs, 1) if resolved.get("properties") else _type_name(resolved, defs)
+    if "oneOf" not in resolved and "$ref" not in resolved and isinstance(defs.get(resolved.get("title", "")), dict):
+        shown = _type_name(defs[resolved["title"]], defs)
+    return f"; then, per event: {shown}"
+
+
 def rpc_ops(sources: Sources) -> str:
     out = []
-    for part in sources.parts():
+    parts = sources.parts()
+    events = [cls for part in parts for cls in part.events]
+    for part in parts:
         if not part.ops:
             continue
         rows = []
@@ -120,7 +154,7 @@ def rpc_ops(sources: Sources) -> str:
             spec = spec_of(fn)
             who = "server owner" if spec.server_owner else spec.min_role.name
             acts = ", ".join(sorted(spec.actions)) or "—"
-            args, result = _args_of(spec.args_model), _result_of(spec)
+            args, result = _args_of(spec.args_model), _result_of(spec) + _events_of(spec, events)
             rows.append((f"`{spec.name}`", spec.kind, spec.scope, who, acts, args, result, spec.summary))
         rows.sort(key=lambda r: r[0])
         out.append(f"### Part `{part.name}`\n\n")
@@ -190,14 +224,13 @@ def domain_events(sources: Sources) -> str:
     rows = []
     for part in sources.parts():
         for cls in part.events:
-            fields = ", ".join(
-                f"`{name}`" for name in cls.model_fields if name != "workspace_id"
-            )  # every event also carries workspace_id
-            doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-            rows.append((f"`{cls.type}`", f"`{cls.__name__}`", part.name, fields or "—", doc))
+            schema = payload_schema(cls)  # the wire form: camelCase, every field sent, the workspace left out
+            fields = _fields(schema, schema.get("$defs", {}), 1) if schema.get("properties") else ""
+            doc = (cls.__dict__.get("__doc__") or "").strip().split("\n\n")[0].replace("\n", " ")
+            rows.append((f"`{cls.type}`", f"`{payload_name(cls)}`", part.name, fields or "—", doc))
     if not rows:
         return "No part of this build declares domain events.\n"
-    return _table(("Type", "Class", "Part", "Payload fields", "Meaning"), sorted(rows))
+    return _table(("Type", "Payload type", "Part", "Payload", "Meaning"), sorted(rows))
 
 
 def pipeline_steps(sources: Sources) -> str:

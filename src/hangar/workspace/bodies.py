@@ -94,23 +94,27 @@ async def post_message(step: StepContext) -> StepResult:
     "worktree.cleanup",
     summary="Releases a ticket's, a PR editor's or a space's worktrees (by trigger payload), else sweeps.",
     config=[
-        ConfigField("payload.ticket_id", "Release this ticket's worktrees"),
+        ConfigField("payload.ticketId", "Release this ticket's worktrees (``ticket_id`` is read too)"),
         ConfigField("payload.repo_full_name", "With pr_number: release that PR editor's worktree"),
         ConfigField("payload.pr_number", "With repo_full_name"),
-        ConfigField("payload.space_id", "Tear down this space's worktrees and folder"),
+        ConfigField("payload.spaceId", "Tear down this space's worktrees and folder (``space_id`` is read too)"),
         ConfigField("outputKey", "Receives a one-line summary"),
     ],
     honours_dry_run=True,
 )
 async def worktree_cleanup(step: StepContext) -> StepResult:
     payload = step.payload
+    # A domain event's payload is camelCase (a trigger on workspace.ticketChanged hands over ``ticketId``); a
+    # payload a person wrote for a manual run may spell it as these fields were documented first.
+    ticket_id = payload.get("ticketId") or payload.get("ticket_id")
+    space_id = payload.get("spaceId") or payload.get("space_id")
     kwargs: dict[str, Any] = {}
-    if payload.get("ticket_id"):
-        kwargs["ticket_id"] = str(payload["ticket_id"])
+    if ticket_id:
+        kwargs["ticket_id"] = str(ticket_id)
     elif payload.get("repo_full_name") and payload.get("pr_number") is not None:
         kwargs["pr"] = pr_key(str(payload["repo_full_name"]), payload["pr_number"])
-    elif payload.get("space_id"):
-        kwargs["space_id"] = str(payload["space_id"])
+    elif space_id:
+        kwargs["space_id"] = str(space_id)
     report = await step.app.service(WorktreeService).cleanup(step.workspace_id, dry_run=step.dry_run, **kwargs)
     await step.progress(report.to_wire())
     if step.config.output_key:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hangar.core.events import DomainEvent
+from hangar.workspace.results import MessageView
 
 
 class SpaceCreated(DomainEvent):
@@ -30,7 +29,7 @@ class MessagePosted(DomainEvent):
 
     type = "workspace.messagePosted"
     space_id: str
-    message: dict[str, Any]
+    message: MessageView
 
 
 class SpaceProvisioningChanged(DomainEvent):

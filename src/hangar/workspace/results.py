@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Self
 
+from pydantic import ConfigDict
+
 from hangar.core.types import Timestamp
+from hangar.rpc.frames import frames
 from hangar.rpc.registry import Result, omitted_when_none
 
 
@@ -92,6 +95,17 @@ class SpaceDetail(SpaceView):
 
 class SpaceList(Result):
     spaces: list[SpaceView]
+
+
+class SpaceEventFrame(Result):
+    """An event of ``spaces.watch``: every declared event whose payload names the space (``spaceId``): its
+    messages, its provisioning, its agents' turns, its rigs."""
+
+    model_config = ConfigDict(json_schema_extra=frames(suffix="InSpace", field="spaceId"))
+    seq: int
+    type: str
+    at: Timestamp
+    payload: dict[str, Any]
 
 
 class SpaceFollowed(Result):

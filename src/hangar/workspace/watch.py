@@ -1,6 +1,6 @@
 """Following a space live: its new messages and the turn events of agents working in it.
 
-Every event that concerns a space carries ``space_id`` in its payload (messages, provisioning, agent turn
+Every event that concerns a space carries ``spaceId`` in its payload (messages, provisioning, agent turn
 events), so one workspace subscription filtered on that field serves them all without this module knowing the
 agents part. The subscription is made before the watcher is answered, so nothing published after the answer is
 missed. With ``after_seq`` the persisted events after that sequence number are replayed first, and live events
@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
 from hangar.core.ids import new_id
-from hangar.core.types import rfc3339_or_none
+from hangar.workspace.results import SpaceEventFrame
 
 REPLAY_PAGE = 500
 
 
-def event_frame(ev: StoredEvent) -> dict[str, Any]:
-    return {"seq": ev.seq, "type": ev.type, "at": rfc3339_or_none(ev.occurred_at), "payload": ev.payload}
+def event_frame(ev: StoredEvent) -> SpaceEventFrame:
+    return SpaceEventFrame(seq=ev.seq, type=ev.type, at=ev.occurred_at, payload=ev.payload)
 
 
 class SpaceFollower:
@@ -38,7 +37,7 @@ class SpaceFollower:
         )
 
     async def _on_event(self, ev: StoredEvent) -> None:
-        if ev.payload.get("space_id") == self._space_id:
+        if ev.payload.get("spaceId") == self._space_id:
             self._queue.put_nowait(ev)
 
     async def events(self, *, after_seq: int | None = None) -> AsyncIterator[StoredEvent]:
@@ -51,7 +50,7 @@ class SpaceFollower:
                 page = await self._app.bus.replay(self._ws, after_seq=replayed_up_to, limit=REPLAY_PAGE)
                 for ev in page:
                     replayed_up_to = ev.seq
-                    if ev.payload.get("space_id") == self._space_id:
+                    if ev.payload.get("spaceId") == self._space_id:
                         yield ev
                 if len(page) < REPLAY_PAGE:
                     break

@@ -226,3 +226,7 @@ def test_event_match() -> None:
     assert _algo.event_matches(sus, "a.b", {"id": 3, "x": 1})
     assert not _algo.event_matches(sus, "a.b", {"id": 4})
     assert not _algo.event_matches(sus, "a.c", {"id": 3})
+    # A step suspended before event payloads went camelCase matched on the snake_case name: it still resumes.
+    old = {"eventType": "agents.runFinished", "match": {"agent_id": "a1", "has_output": True}}
+    assert _algo.event_matches(old, "agents.runFinished", {"agentId": "a1", "hasOutput": True})
+    assert not _algo.event_matches(old, "agents.runFinished", {"agentId": "a2", "hasOutput": True})

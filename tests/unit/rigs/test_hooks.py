@@ -19,12 +19,12 @@ def test_the_ending_events() -> None:
 
 
 def test_an_archived_space_ends_but_a_renamed_one_does_not() -> None:
-    assert ended_space(ev("workspace.spaceUpdated", space_id="s1", title="t", archived=True)) == "s1"
-    assert ended_space(ev("workspace.spaceUpdated", space_id="s1", title="t", archived=False)) is None
-    assert ended_space(ev("identity.memberRemoved", user_id="u1", role="member")) is None
+    assert ended_space(ev("workspace.spaceUpdated", spaceId="s1", title="t", archived=True)) == "s1"
+    assert ended_space(ev("workspace.spaceUpdated", spaceId="s1", title="t", archived=False)) is None
+    assert ended_space(ev("identity.memberRemoved", userId="u1", role="member")) is None
 
 
 def test_a_removed_member_is_named() -> None:
-    assert removed_member(ev("identity.memberRemoved", user_id="u1", role="member")) == "u1"
-    assert removed_member(ev("workspace.spaceUpdated", space_id="s1", archived=True)) is None
+    assert removed_member(ev("identity.memberRemoved", userId="u1", role="member")) == "u1"
+    assert removed_member(ev("workspace.spaceUpdated", spaceId="s1", archived=True)) is None
     assert removed_member(ev("identity.memberRemoved", role="member")) is None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
+from hangar.core.events import DomainEvent
 from hangar.rpc.context import OpContext
+from hangar.rpc.frames import frames
 from hangar.rpc.registry import Args, NoArgs, OpRegistry, Result, op
 from hangar.rpc.typescript import Converter, TypeNames, _type_of, args_schema, pascal, render
 from hangar.server import typed_client
@@ -111,7 +113,7 @@ class ThingWatchArgs(Args):
     after_seq: int | None = None
 
 
-@op("things.watch", kind="watch", scope="workspace", result=ThingView)
+@op("things.watch", kind="watch", scope="workspace", result=ThingView, events=ThingView)
 async def things_watch(ctx: OpContext, args: ThingWatchArgs) -> Any:
     """Follow things."""
     yield ThingView(thing_id="t", note=None)
@@ -140,7 +142,11 @@ def test_render_writes_every_op_with_its_meta_and_types() -> None:
     assert "export type ThingView = {\n  thingId: string;\n  note: string | null;\n};" in text
     assert "export type ThingsCountArgs = Record<string, never>;" in text
     assert "export type ThingsCountResult = Array<ThingView>;" in text
-    assert '"things.get": { kind: "read"; scope: "workspace"; args: ThingsGetArgs; result: ThingsGetResult };' in text
+    assert (
+        '"things.get": { kind: "read"; scope: "workspace"; args: ThingsGetArgs; result: ThingsGetResult; '
+        "event: never };"
+    ) in text
+    assert "/** What `things.watch` sends after its reply. */\nexport type ThingsWatchEvent = ThingView;" in text
     assert (
         '"things.watch": { kind: "watch", scope: "workspace", minRole: "guest", serverOwner: false, '
         'cursor: "afterSeq" },'
@@ -148,8 +154,46 @@ def test_render_writes_every_op_with_its_meta_and_types() -> None:
     assert '"things.count": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },' in text
 
 
+class ThingMoved(DomainEvent):
+    type = "things.moved"
+    thing_id: str
+    to_place: str | None = None
+
+
+class ThingMade(DomainEvent):
+    type = "things.made"
+    thing_id: str
+
+
+class ThingFrame(Result):
+    """A stored event about a thing."""
+
+    model_config = ConfigDict(json_schema_extra=frames(suffix="Frame", field="thingId", emitted=True))
+    seq: int
+    type: str
+    payload: dict[str, Any]
+
+
+@op("things.follow", kind="watch", scope="workspace", result=ThingView, events=ThingFrame)
+async def things_follow(ctx: OpContext, args: NoArgs) -> Any:
+    """Follow the things' events."""
+    yield ThingView(thing_id="t", note=None)
+
+
+def test_a_watch_of_stored_events_narrows_each_frame_by_its_type() -> None:
+    text = render(OpRegistry([things_follow]), "make it", [ThingMoved, ThingMade])
+    assert "export type ThingsFollowEvent = ThingFrame;" in text
+    assert "export type ThingFrame = ThingsMadeFrame | ThingsMovedFrame | EmittedFrame;" in text
+    assert (
+        'export type ThingsMovedFrame = {\n  seq: number;\n  type: "things.moved";\n  payload: ThingsMoved;\n};'
+    ) in text
+    # The payload is camelCase, every field present, and the workspace (the event's holder) left out.
+    assert "export type ThingsMoved = {\n  thingId: string;\n  toPlace: string | null;\n};" in text
+    assert "export type EmittedFrame = {\n  seq: number;\n  type: string;\n  payload: Record<string, unknown>;" in text
+
+
 def test_render_lists_the_declared_event_types_once_in_order() -> None:
-    text = render(OpRegistry([things_count]), "make it", ["things.moved", "things.made", "things.moved"])
+    text = render(OpRegistry([things_count]), "make it", [ThingMoved, ThingMade, ThingMoved])
     assert 'export const EVENT_TYPES = [\n  "things.made",\n  "things.moved",\n] as const;' in text
     assert "export type EventType = (typeof EVENT_TYPES)[number];" in text
 

@@ -45,3 +45,15 @@ def test_ops_show_their_result_shape() -> None:
     assert "`pairingEnabled`: boolean" in row and "`publicUrl`: string or null" in row
     row = next(line for line in ops.splitlines() if line.startswith("| `worktrees.list` |"))
     assert "`worktrees`: list of {" in row and "`path?`: string or null" in row and "`createdAt`: timestamp" in row
+
+
+def test_watches_and_domain_events_show_each_event_shape() -> None:
+    sources = reference_sources()
+    ops = reference.rpc_ops(sources)
+    row = next(line for line in ops.splitlines() if line.startswith("| `rig.watch` |"))
+    assert "`execResult` {`exitCode`: integer, `timedOut`: boolean" in row and "`egressGranted` {`hosts`" in row
+    row = next(line for line in ops.splitlines() if line.startswith("| `spaces.watch` |"))
+    assert "`type` one of `agents.reasoningFinished`" in row and "`workspace.messagePosted`" in row
+    events = reference.domain_events(sources)
+    row = next(line for line in events.splitlines() if line.startswith("| `identity.memberRoleChanged` |"))
+    assert "`userId`: string, `oldRole`: string, `newRole`: string" in row

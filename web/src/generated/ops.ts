@@ -229,8 +229,456 @@ export type DeviceRef = {
   deviceId: string;
 };
 
-/** A domain event as stored: its sequence number in the workspace, type and payload. */
-export type EventView = {
+/** A domain event as stored: its sequence number in the workspace, type and payload (the declared event's model; an emitted event's payload as given). */
+export type EventView = AgentsReasoningFinishedView | AgentsReasoningStartedView | AgentsRunFinishedView | AgentsRunStartedView | AgentsTextDeltaView | AgentsToolCallFinishedView | AgentsToolCallStartedView | AgentsTurnFinishedView | AgentsTurnStartedView | AgentsTurnWaitingView | ChatUserLinkedView | ChatUserUnlinkedView | IdentityMemberAddedView | IdentityMemberRemovedView | IdentityMemberRoleChangedView | IdentityWorkspaceCreatedView | PipelineRunFinishedView | PipelineTaskFinishedView | RigsClosedView | RigsControlChangedView | RigsDevDomainChangedView | RigsReapedView | WorkspaceMessagePostedView | WorkspaceSpaceCreatedView | WorkspaceSpaceProvisioningChangedView | WorkspaceSpaceUpdatedView | WorkspaceTicketChangedView | EmittedView;
+
+/** The turn's reasoning prose, sent once when it is complete. */
+export type AgentsReasoningFinished = {
+  runId: string;
+  agentId: string;
+  spaceId: string;
+  turn: number;
+  text: string;
+};
+
+export type AgentsReasoningFinishedView = {
+  seq: number;
+  id: string;
+  type: "agents.reasoningFinished";
+  occurredAt: string;
+  payload: AgentsReasoningFinished;
+};
+
+export type AgentsReasoningStarted = {
+  runId: string;
+  agentId: string;
+  spaceId: string;
+  turn: number;
+};
+
+export type AgentsReasoningStartedView = {
+  seq: number;
+  id: string;
+  type: "agents.reasoningStarted";
+  occurredAt: string;
+  payload: AgentsReasoningStarted;
+};
+
+export type AgentsRunFinished = {
+  runId: string;
+  agentId: string;
+  spaceId: string;
+  outcome: RunOutcome;
+  error: string | null;
+  hasOutput: boolean;
+};
+
+export type AgentsRunFinishedView = {
+  seq: number;
+  id: string;
+  type: "agents.runFinished";
+  occurredAt: string;
+  payload: AgentsRunFinished;
+};
+
+export type AgentsRunStarted = {
+  runId: string;
+  agentId: string;
+  spaceId: string;
+  dispatchedBy: string;
+};
+
+export type AgentsRunStartedView = {
+  seq: number;
+  id: string;
+  type: "agents.runStarted";
+  occurredAt: string;
+  payload: AgentsRunStarted;
+};
+
+export type AgentsTextDelta = {
+  runId: string;
+  agentId: string;
+  spaceId: string;
+  turn: number;
+  text: string;
+};
+
+export type AgentsTextDeltaView = {
+  seq: number;
+  id: string;
+  type: "agents.textDelta";
+  occurredAt: string;
+  payload: AgentsTextDelta;
+};
+
+/** A tool call's end; ``result`` is the (capped) text fed back to the model. */
+export type AgentsToolCallFinished = {
+  runId: string;
+  agentId: string;
+  spaceId: string;
+  turn: number;
+  callId: string;
+  name: string;
+  ok: boolean;
+  result: string;
+};
+
+export type AgentsToolCallFinishedView = {
+  seq: number;
+  id: string;
+  type: "agents.toolCallFinished";
+  occurredAt: string;
+  payload: AgentsToolCallFinished;
+};
+
+export type AgentsToolCallStarted = {
+  runId: string;
+  agentId: string;
+  spaceId: string;
+  turn: number;
+  callId: string;
+  name: string;
+  arguments: Record<string, unknown>;
+};
+
+export type AgentsToolCallStartedView = {
+  seq: number;
+  id: string;
+  type: "agents.toolCallStarted";
+  occurredAt: string;
+  payload: AgentsToolCallStarted;
+};
+
+export type AgentsTurnFinished = {
+  runId: string;
+  agentId: string;
+  spaceId: string;
+  turn: number;
+  outcome: RunOutcome;
+  error: string | null;
+};
+
+export type AgentsTurnFinishedView = {
+  seq: number;
+  id: string;
+  type: "agents.turnFinished";
+  occurredAt: string;
+  payload: AgentsTurnFinished;
+};
+
+export type AgentsTurnStarted = {
+  runId: string;
+  agentId: string;
+  spaceId: string;
+  turn: number;
+};
+
+export type AgentsTurnStartedView = {
+  seq: number;
+  id: string;
+  type: "agents.turnStarted";
+  occurredAt: string;
+  payload: AgentsTurnStarted;
+};
+
+/** The turn waits before its program can start: ``text`` says for what ("terminal image: downloading packages (4/10)", "starting the enclosure"), ``step`` of ``steps`` when the wait counts its steps (else 0 of 0). The last event of a wait has ``waiting`` false: the program starts. */
+export type AgentsTurnWaiting = {
+  runId: string;
+  agentId: string;
+  spaceId: string;
+  turn: number;
+  text: string;
+  step: number;
+  steps: number;
+  waiting: boolean;
+};
+
+export type AgentsTurnWaitingView = {
+  seq: number;
+  id: string;
+  type: "agents.turnWaiting";
+  occurredAt: string;
+  payload: AgentsTurnWaiting;
+};
+
+export type ChatUserLinked = {
+  provider: string;
+  userId: string;
+  externalTeamId: string;
+  externalUserId: string;
+  method: string;
+};
+
+export type ChatUserLinkedView = {
+  seq: number;
+  id: string;
+  type: "chat.userLinked";
+  occurredAt: string;
+  payload: ChatUserLinked;
+};
+
+export type ChatUserUnlinked = {
+  provider: string;
+  userId: string;
+  externalTeamId: string;
+  externalUserId: string;
+};
+
+export type ChatUserUnlinkedView = {
+  seq: number;
+  id: string;
+  type: "chat.userUnlinked";
+  occurredAt: string;
+  payload: ChatUserUnlinked;
+};
+
+export type IdentityMemberAdded = {
+  userId: string;
+  role: string;
+};
+
+export type IdentityMemberAddedView = {
+  seq: number;
+  id: string;
+  type: "identity.memberAdded";
+  occurredAt: string;
+  payload: IdentityMemberAdded;
+};
+
+/** A member left or was removed: what they held in the workspace (rigs, links) must let go. */
+export type IdentityMemberRemoved = {
+  userId: string;
+  role: string;
+};
+
+export type IdentityMemberRemovedView = {
+  seq: number;
+  id: string;
+  type: "identity.memberRemoved";
+  occurredAt: string;
+  payload: IdentityMemberRemoved;
+};
+
+export type IdentityMemberRoleChanged = {
+  userId: string;
+  oldRole: string;
+  newRole: string;
+};
+
+export type IdentityMemberRoleChangedView = {
+  seq: number;
+  id: string;
+  type: "identity.memberRoleChanged";
+  occurredAt: string;
+  payload: IdentityMemberRoleChanged;
+};
+
+export type IdentityWorkspaceCreated = {
+  name: string;
+  ownerId: string;
+};
+
+export type IdentityWorkspaceCreatedView = {
+  seq: number;
+  id: string;
+  type: "identity.workspaceCreated";
+  occurredAt: string;
+  payload: IdentityWorkspaceCreated;
+};
+
+/** A pipeline run ended (completed, failed or cancelled). */
+export type PipelineRunFinished = {
+  runId: string;
+  templateId: string;
+  status: string;
+  parentRunId: string | null;
+  error: string | null;
+};
+
+export type PipelineRunFinishedView = {
+  seq: number;
+  id: string;
+  type: "pipeline.runFinished";
+  occurredAt: string;
+  payload: PipelineRunFinished;
+};
+
+/** A task reached a terminal outcome (``completed`` counts as success; anything else fails the waiter). */
+export type PipelineTaskFinished = {
+  taskId: string;
+  outcome: string;
+  output: unknown;
+};
+
+export type PipelineTaskFinishedView = {
+  seq: number;
+  id: string;
+  type: "pipeline.taskFinished";
+  occurredAt: string;
+  payload: PipelineTaskFinished;
+};
+
+/** A rig closed (or failed: ``phase`` says which), carrying its close reason. */
+export type RigsClosed = {
+  rigId: string;
+  spaceId: string;
+  surface: string;
+  reason: string;
+  phase: "closed" | "failed";
+};
+
+export type RigsClosedView = {
+  seq: number;
+  id: string;
+  type: "rigs.closed";
+  occurredAt: string;
+  payload: RigsClosed;
+};
+
+/** A person took control of a rig, or handed it back. */
+export type RigsControlChanged = {
+  rigId: string;
+  spaceId: string;
+  change: "takeover" | "handback";
+  userId: string;
+};
+
+export type RigsControlChangedView = {
+  seq: number;
+  id: string;
+  type: "rigs.controlChanged";
+  occurredAt: string;
+  payload: RigsControlChanged;
+};
+
+/** A dev domain was mapped (or re-pointed) or removed. Every server process follows it: the space's live rigs get their resolver names and HTTPS leaf in step with the table, whichever process changed it. */
+export type RigsDevDomainChanged = {
+  spaceId: string;
+  domain: string;
+  change: "set" | "removed";
+  rigId: string | null;
+  guestPort: number | null;
+};
+
+export type RigsDevDomainChangedView = {
+  seq: number;
+  id: string;
+  type: "rigs.devDomainChanged";
+  occurredAt: string;
+  payload: RigsDevDomainChanged;
+};
+
+/** A rig was closed for idleness, its hard TTL or memory eviction; ``agent`` is whoever drove it last. */
+export type RigsReaped = {
+  rigId: string;
+  spaceId: string;
+  reason: string;
+  cause: "idle" | "ttl" | "memory";
+  agent: string | null;
+};
+
+export type RigsReapedView = {
+  seq: number;
+  id: string;
+  type: "rigs.reaped";
+  occurredAt: string;
+  payload: RigsReaped;
+};
+
+export type MessageAuthor = {
+  kind: string;
+  id: string;
+  name: string;
+};
+
+export type MessageView = {
+  id: string;
+  seq: number;
+  spaceId: string;
+  author: MessageAuthor;
+  content: string;
+  metadata: Record<string, unknown>;
+  runId: string | null;
+  createdAt: string;
+};
+
+/** A message landed in a space; ``message`` is the message as ``messages.list`` returns it. */
+export type WorkspaceMessagePosted = {
+  spaceId: string;
+  message: MessageView;
+};
+
+export type WorkspaceMessagePostedView = {
+  seq: number;
+  id: string;
+  type: "workspace.messagePosted";
+  occurredAt: string;
+  payload: WorkspaceMessagePosted;
+};
+
+export type WorkspaceSpaceCreated = {
+  spaceId: string;
+  title: string;
+  mode: string;
+  kind: string;
+  hidden: boolean;
+};
+
+export type WorkspaceSpaceCreatedView = {
+  seq: number;
+  id: string;
+  type: "workspace.spaceCreated";
+  occurredAt: string;
+  payload: WorkspaceSpaceCreated;
+};
+
+/** Progress of setting a space up (repo checkouts, agent start), as the space row records it. ``state`` is ``provisioning``, ``ready``, ``failed`` or ``cancelled``; ``step`` is ``repo``, ``prCheckout``, ``script`` or ``agent`` while provisioning; ``detail`` names the repo or agent being set up. */
+export type WorkspaceSpaceProvisioningChanged = {
+  spaceId: string;
+  state: string;
+  step: string | null;
+  detail: string | null;
+};
+
+export type WorkspaceSpaceProvisioningChangedView = {
+  seq: number;
+  id: string;
+  type: "workspace.spaceProvisioningChanged";
+  occurredAt: string;
+  payload: WorkspaceSpaceProvisioningChanged;
+};
+
+/** A space was renamed or archived. */
+export type WorkspaceSpaceUpdated = {
+  spaceId: string;
+  title: string;
+  archived: boolean;
+};
+
+export type WorkspaceSpaceUpdatedView = {
+  seq: number;
+  id: string;
+  type: "workspace.spaceUpdated";
+  occurredAt: string;
+  payload: WorkspaceSpaceUpdated;
+};
+
+export type WorkspaceTicketChanged = {
+  ticketId: string;
+  status: string;
+};
+
+export type WorkspaceTicketChangedView = {
+  seq: number;
+  id: string;
+  type: "workspace.ticketChanged";
+  occurredAt: string;
+  payload: WorkspaceTicketChanged;
+};
+
+/** An event a person or script emitted. */
+export type EmittedView = {
   seq: number;
   id: string;
   type: string;
@@ -262,23 +710,6 @@ export type UserRef = {
 export type MemberRoleSet = {
   userId: string;
   role: string;
-};
-
-export type MessageAuthor = {
-  kind: string;
-  id: string;
-  name: string;
-};
-
-export type MessageView = {
-  id: string;
-  seq: number;
-  spaceId: string;
-  author: MessageAuthor;
-  content: string;
-  metadata: Record<string, unknown>;
-  runId: string | null;
-  createdAt: string;
 };
 
 export type MessageList = {
@@ -407,6 +838,20 @@ export type RunStarted = {
 export type PipelinesRunsWaitRunStatus = "running" | "suspended" | "completed" | "failed" | "cancelled";
 
 export type PipelinesRunsWatchRunStatus = "running" | "suspended" | "completed" | "failed" | "cancelled";
+
+export type StepChange = {
+  status: StepStatus;
+  attempts: number;
+  error: string | null;
+  stepId: string;
+};
+
+/** An event of ``pipelines.runs.watch``: step runs of one run that changed. */
+export type StepsChanged = {
+  runId: string;
+  status: PipelinesRunsWatchRunStatus;
+  steps: Array<StepChange>;
+};
 
 export type TemplateSaved = {
   id: string;
@@ -635,6 +1080,62 @@ export type RigSnapshot = {
   egress: Array<EgressRefusal>;
 };
 
+/** A person (``controller``, a user id) took control, or it was handed back (None). */
+export type ControlNotice = {
+  type: "control";
+  controller: string | null;
+};
+
+/** An admin let the rig reach more hosts. */
+export type EgressGrantedNotice = {
+  type: "egressGranted";
+  hosts: Array<string>;
+};
+
+/** The rig's egress gate refused a connection. */
+export type EgressNotice = {
+  type: "egress";
+  refusal: EgressRefusal;
+};
+
+/** Someone (``by``, a principal label) runs ``command`` in the rig. */
+export type ExecNotice = {
+  type: "exec";
+  by: string;
+  command: string;
+};
+
+/** How the command ended; the output is the tail of each stream. */
+export type ExecResultNotice = {
+  type: "execResult";
+  exitCode: number;
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+};
+
+/** The rig moved to ``phase``; ``detail`` is its status line, ``reason`` why it closed or failed. */
+export type PhaseNotice = {
+  type: "phase";
+  phase: Phase;
+  detail: string;
+  reason: string | null;
+};
+
+/** The rig's listening ports changed: all of them, forwarded first. */
+export type PortsNotice = {
+  type: "ports";
+  ports: Array<PortRow>;
+};
+
+/** A step of a long boot (the terminal image's build, the enclosure's start): ``step`` of ``steps``. */
+export type ProgressNotice = {
+  type: "progress";
+  detail: string;
+  step: number;
+  steps: number;
+};
+
 export type RigClosed = {
   rigId: string;
   phase: Phase;
@@ -682,12 +1183,77 @@ export type PackList = {
   packs: Array<PackView>;
 };
 
-/** A persisted event: its sequence number in the workspace, type, time and payload (snake_case fields). */
-export type RunEventFrame = {
+/** A persisted event of an agent run: its sequence number in the workspace, type, time and payload. */
+export type RunEventFrame = AgentsReasoningFinishedInRun | AgentsReasoningStartedInRun | AgentsRunFinishedInRun | AgentsRunStartedInRun | AgentsTextDeltaInRun | AgentsToolCallFinishedInRun | AgentsToolCallStartedInRun | AgentsTurnFinishedInRun | AgentsTurnStartedInRun | AgentsTurnWaitingInRun;
+
+export type AgentsReasoningFinishedInRun = {
   seq: number;
-  type: string;
+  type: "agents.reasoningFinished";
   at: string;
-  payload: Record<string, unknown>;
+  payload: AgentsReasoningFinished;
+};
+
+export type AgentsReasoningStartedInRun = {
+  seq: number;
+  type: "agents.reasoningStarted";
+  at: string;
+  payload: AgentsReasoningStarted;
+};
+
+export type AgentsRunFinishedInRun = {
+  seq: number;
+  type: "agents.runFinished";
+  at: string;
+  payload: AgentsRunFinished;
+};
+
+export type AgentsRunStartedInRun = {
+  seq: number;
+  type: "agents.runStarted";
+  at: string;
+  payload: AgentsRunStarted;
+};
+
+export type AgentsTextDeltaInRun = {
+  seq: number;
+  type: "agents.textDelta";
+  at: string;
+  payload: AgentsTextDelta;
+};
+
+export type AgentsToolCallFinishedInRun = {
+  seq: number;
+  type: "agents.toolCallFinished";
+  at: string;
+  payload: AgentsToolCallFinished;
+};
+
+export type AgentsToolCallStartedInRun = {
+  seq: number;
+  type: "agents.toolCallStarted";
+  at: string;
+  payload: AgentsToolCallStarted;
+};
+
+export type AgentsTurnFinishedInRun = {
+  seq: number;
+  type: "agents.turnFinished";
+  at: string;
+  payload: AgentsTurnFinished;
+};
+
+export type AgentsTurnStartedInRun = {
+  seq: number;
+  type: "agents.turnStarted";
+  at: string;
+  payload: AgentsTurnStarted;
+};
+
+export type AgentsTurnWaitingInRun = {
+  seq: number;
+  type: "agents.turnWaiting";
+  at: string;
+  payload: AgentsTurnWaiting;
 };
 
 export type RunEvents = {
@@ -807,6 +1373,135 @@ export type SpaceList = {
 export type SpaceFollowed = {
   space: SpaceView;
 };
+
+export type AgentsReasoningFinishedInSpace = {
+  seq: number;
+  type: "agents.reasoningFinished";
+  at: string;
+  payload: AgentsReasoningFinished;
+};
+
+export type AgentsReasoningStartedInSpace = {
+  seq: number;
+  type: "agents.reasoningStarted";
+  at: string;
+  payload: AgentsReasoningStarted;
+};
+
+export type AgentsRunFinishedInSpace = {
+  seq: number;
+  type: "agents.runFinished";
+  at: string;
+  payload: AgentsRunFinished;
+};
+
+export type AgentsRunStartedInSpace = {
+  seq: number;
+  type: "agents.runStarted";
+  at: string;
+  payload: AgentsRunStarted;
+};
+
+export type AgentsTextDeltaInSpace = {
+  seq: number;
+  type: "agents.textDelta";
+  at: string;
+  payload: AgentsTextDelta;
+};
+
+export type AgentsToolCallFinishedInSpace = {
+  seq: number;
+  type: "agents.toolCallFinished";
+  at: string;
+  payload: AgentsToolCallFinished;
+};
+
+export type AgentsToolCallStartedInSpace = {
+  seq: number;
+  type: "agents.toolCallStarted";
+  at: string;
+  payload: AgentsToolCallStarted;
+};
+
+export type AgentsTurnFinishedInSpace = {
+  seq: number;
+  type: "agents.turnFinished";
+  at: string;
+  payload: AgentsTurnFinished;
+};
+
+export type AgentsTurnStartedInSpace = {
+  seq: number;
+  type: "agents.turnStarted";
+  at: string;
+  payload: AgentsTurnStarted;
+};
+
+export type AgentsTurnWaitingInSpace = {
+  seq: number;
+  type: "agents.turnWaiting";
+  at: string;
+  payload: AgentsTurnWaiting;
+};
+
+export type RigsClosedInSpace = {
+  seq: number;
+  type: "rigs.closed";
+  at: string;
+  payload: RigsClosed;
+};
+
+export type RigsControlChangedInSpace = {
+  seq: number;
+  type: "rigs.controlChanged";
+  at: string;
+  payload: RigsControlChanged;
+};
+
+export type RigsDevDomainChangedInSpace = {
+  seq: number;
+  type: "rigs.devDomainChanged";
+  at: string;
+  payload: RigsDevDomainChanged;
+};
+
+export type RigsReapedInSpace = {
+  seq: number;
+  type: "rigs.reaped";
+  at: string;
+  payload: RigsReaped;
+};
+
+export type WorkspaceMessagePostedInSpace = {
+  seq: number;
+  type: "workspace.messagePosted";
+  at: string;
+  payload: WorkspaceMessagePosted;
+};
+
+export type WorkspaceSpaceCreatedInSpace = {
+  seq: number;
+  type: "workspace.spaceCreated";
+  at: string;
+  payload: WorkspaceSpaceCreated;
+};
+
+export type WorkspaceSpaceProvisioningChangedInSpace = {
+  seq: number;
+  type: "workspace.spaceProvisioningChanged";
+  at: string;
+  payload: WorkspaceSpaceProvisioningChanged;
+};
+
+export type WorkspaceSpaceUpdatedInSpace = {
+  seq: number;
+  type: "workspace.spaceUpdated";
+  at: string;
+  payload: WorkspaceSpaceUpdated;
+};
+
+/** An event of ``spaces.watch``: every declared event whose payload names the space (``spaceId``): its messages, its provisioning, its agents' turns, its rigs. */
+export type SpaceEventFrame = AgentsReasoningFinishedInSpace | AgentsReasoningStartedInSpace | AgentsRunFinishedInSpace | AgentsRunStartedInSpace | AgentsTextDeltaInSpace | AgentsToolCallFinishedInSpace | AgentsToolCallStartedInSpace | AgentsTurnFinishedInSpace | AgentsTurnStartedInSpace | AgentsTurnWaitingInSpace | RigsClosedInSpace | RigsControlChangedInSpace | RigsDevDomainChangedInSpace | RigsReapedInSpace | WorkspaceMessagePostedInSpace | WorkspaceSpaceCreatedInSpace | WorkspaceSpaceProvisioningChangedInSpace | WorkspaceSpaceUpdatedInSpace;
 
 /** The values an identity provider's administrator registers, built from the one origin the sign-ins use. ``originSource`` says where that origin comes from: ``publicUrl`` (``--public-url``), ``listener`` (the server's own host and port), or ``request`` (neither names one: the sign-ins follow the address each browser uses, and these values are this machine's loopback address). */
 export type SsoEndpoints = {
@@ -1254,6 +1949,8 @@ export type ChatWatchUserLinksArgs = {
   provider?: string | null;
 };
 export type ChatWatchUserLinksResult = UserLinkRoster;
+/** What `chat.watchUserLinks` sends after its reply. */
+export type ChatWatchUserLinksEvent = UserLinkRoster;
 
 /** Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...). */
 export type ComputerUseArgs = {
@@ -1309,6 +2006,8 @@ export type EventsWatchArgs = {
   types?: Array<string> | null;
 };
 export type EventsWatchResult = Watching;
+/** What `events.watch` sends after its reply. */
+export type EventsWatchEvent = EventView;
 
 /** The guardrail policy of the workspace, or of one space when ``space_id`` is given. */
 export type GuardrailsGetArgs = {
@@ -1461,6 +2160,8 @@ export type PipelinesRunsWatchArgs = {
   runId?: string | null;
 };
 export type PipelinesRunsWatchResult = RunDetail | RunList;
+/** What `pipelines.runs.watch` sends after its reply. */
+export type PipelinesRunsWatchEvent = StepsChanged;
 
 /** Store a new template (refused with every problem named when it is invalid, a record it names that the workspace does not hold among them). */
 export type PipelinesTemplatesCreateArgs = {
@@ -1704,7 +2405,7 @@ export type RigRemoveDevDomainArgs = {
 };
 export type RigRemoveDevDomainResult = DevDomainList;
 
-/** Map a dev domain (name.test or name.localhost) to a guest port of a rig of the same space; the space's browser rigs reach it over HTTP, and HTTPS when the host has openssl. Re-pointing a domain of the space is allowed; a domain another space holds is a conflict. */
+/** Map a dev domain (name.test or name.localhost) to a guest port of a rig of the same space; the space's browser rigs reach it over HTTP and HTTPS. Re-pointing a domain of the space is allowed; a domain another space holds is a conflict. */
 export type RigSetDevDomainArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -1748,6 +2449,8 @@ export type RigWatchArgs = {
   rigId: string;
 };
 export type RigWatchResult = RigSnapshot;
+/** What `rig.watch` sends after its reply. */
+export type RigWatchEvent = PhaseNotice | ProgressNotice | ExecNotice | ExecResultNotice | ControlNotice | PortsNotice | EgressNotice | EgressGrantedNotice;
 
 /** Destroy a rig and discard its disk; its row stays for the audit trail. */
 export type RigCloseArgs = {
@@ -1788,6 +2491,8 @@ export type RigsStatusResult = HostStatus;
 /** The image packs, then the whole list again at every change: a build starting (asked for here, or by the first rig, shell step or command agent that needs its pack, or by another process sharing the packs), each of its steps, its end (ready, or failed with the reason). */
 export type RigsWatchPacksArgs = Record<string, never>;
 export type RigsWatchPacksResult = PackList;
+/** What `rigs.watchPacks` sends after its reply. */
+export type RigsWatchPacksEvent = PackList;
 
 /** The persisted turn events of one run, in order. */
 export type RunsEventsArgs = {
@@ -1928,6 +2633,8 @@ export type SpacesWatchArgs = {
   afterSeq?: number | null;
 };
 export type SpacesWatchResult = SpaceFollowed;
+/** What `spaces.watch` sends after its reply. */
+export type SpacesWatchEvent = SpaceEventFrame;
 
 /** What an identity provider's administrator registers: the values the sign-ins use (``hangar.sso.endpoints``). */
 export type SsoEndpointsArgs = Record<string, never>;
@@ -2143,140 +2850,140 @@ export type WorktreesListArgs = {
 };
 export type WorktreesListResult = WorktreeList;
 
-/** Every op: its kind, scope, argument and result types. */
+/** Every op: its kind, scope, argument and result types, and a watch's event type. */
 export interface Ops {
-  "agents.create": { kind: "mutate"; scope: "workspace"; args: AgentsCreateArgs; result: AgentsCreateResult };
-  "agents.delete": { kind: "destructive"; scope: "workspace"; args: AgentsDeleteArgs; result: AgentsDeleteResult };
-  "agents.frontDoor": { kind: "read"; scope: "workspace"; args: AgentsFrontDoorArgs; result: AgentsFrontDoorResult };
-  "agents.get": { kind: "read"; scope: "workspace"; args: AgentsGetArgs; result: AgentsGetResult };
-  "agents.list": { kind: "read"; scope: "workspace"; args: AgentsListArgs; result: AgentsListResult };
-  "agents.run": { kind: "mutate"; scope: "workspace"; args: AgentsRunArgs; result: AgentsRunResult };
-  "agents.runMany": { kind: "mutate"; scope: "workspace"; args: AgentsRunManyArgs; result: AgentsRunManyResult };
-  "agents.update": { kind: "mutate"; scope: "workspace"; args: AgentsUpdateArgs; result: AgentsUpdateResult };
-  "audit.list": { kind: "read"; scope: "workspace"; args: AuditListArgs; result: AuditListResult };
-  "browser_use": { kind: "mutate"; scope: "workspace"; args: BrowserUseArgs; result: BrowserUseResult };
-  "chat.beginUserLink": { kind: "mutate"; scope: "workspace"; args: ChatBeginUserLinkArgs; result: ChatBeginUserLinkResult };
-  "chat.botProfile": { kind: "read"; scope: "workspace"; args: ChatBotProfileArgs; result: ChatBotProfileResult };
-  "chat.connect": { kind: "mutate"; scope: "workspace"; args: ChatConnectArgs; result: ChatConnectResult };
-  "chat.createApp": { kind: "mutate"; scope: "workspace"; args: ChatCreateAppArgs; result: ChatCreateAppResult };
-  "chat.disconnect": { kind: "destructive"; scope: "workspace"; args: ChatDisconnectArgs; result: ChatDisconnectResult };
-  "chat.listUserLinks": { kind: "read"; scope: "workspace"; args: ChatListUserLinksArgs; result: ChatListUserLinksResult };
-  "chat.providers": { kind: "read"; scope: "workspace"; args: ChatProvidersArgs; result: ChatProvidersResult };
-  "chat.setupLink": { kind: "read"; scope: "workspace"; args: ChatSetupLinkArgs; result: ChatSetupLinkResult };
-  "chat.status": { kind: "read"; scope: "workspace"; args: ChatStatusArgs; result: ChatStatusResult };
-  "chat.unlinkUser": { kind: "mutate"; scope: "workspace"; args: ChatUnlinkUserArgs; result: ChatUnlinkUserResult };
-  "chat.updateBotProfile": { kind: "mutate"; scope: "workspace"; args: ChatUpdateBotProfileArgs; result: ChatUpdateBotProfileResult };
-  "chat.watchUserLinks": { kind: "watch"; scope: "workspace"; args: ChatWatchUserLinksArgs; result: ChatWatchUserLinksResult };
-  "computer_use": { kind: "mutate"; scope: "workspace"; args: ComputerUseArgs; result: ComputerUseResult };
-  "devices.list": { kind: "read"; scope: "server"; args: DevicesListArgs; result: DevicesListResult };
-  "devices.pairingCode": { kind: "mutate"; scope: "server"; args: DevicesPairingCodeArgs; result: DevicesPairingCodeResult };
-  "devices.rename": { kind: "mutate"; scope: "server"; args: DevicesRenameArgs; result: DevicesRenameResult };
-  "devices.revoke": { kind: "destructive"; scope: "server"; args: DevicesRevokeArgs; result: DevicesRevokeResult };
-  "events.list": { kind: "read"; scope: "workspace"; args: EventsListArgs; result: EventsListResult };
-  "events.watch": { kind: "watch"; scope: "workspace"; args: EventsWatchArgs; result: EventsWatchResult };
-  "guardrails.get": { kind: "read"; scope: "workspace"; args: GuardrailsGetArgs; result: GuardrailsGetResult };
-  "guardrails.set": { kind: "mutate"; scope: "workspace"; args: GuardrailsSetArgs; result: GuardrailsSetResult };
-  "members.invite": { kind: "mutate"; scope: "workspace"; args: MembersInviteArgs; result: MembersInviteResult };
-  "members.list": { kind: "read"; scope: "workspace"; args: MembersListArgs; result: MembersListResult };
-  "members.remove": { kind: "destructive"; scope: "workspace"; args: MembersRemoveArgs; result: MembersRemoveResult };
-  "members.setRole": { kind: "mutate"; scope: "workspace"; args: MembersSetRoleArgs; result: MembersSetRoleResult };
-  "messages.list": { kind: "read"; scope: "workspace"; args: MessagesListArgs; result: MessagesListResult };
-  "messages.post": { kind: "mutate"; scope: "workspace"; args: MessagesPostArgs; result: MessagesPostResult };
-  "mobile_use": { kind: "mutate"; scope: "workspace"; args: MobileUseArgs; result: MobileUseResult };
-  "pipelines.bodies.list": { kind: "read"; scope: "workspace"; args: PipelinesBodiesListArgs; result: PipelinesBodiesListResult };
-  "pipelines.emit": { kind: "mutate"; scope: "workspace"; args: PipelinesEmitArgs; result: PipelinesEmitResult };
-  "pipelines.runs.cancel": { kind: "mutate"; scope: "workspace"; args: PipelinesRunsCancelArgs; result: PipelinesRunsCancelResult };
-  "pipelines.runs.get": { kind: "read"; scope: "workspace"; args: PipelinesRunsGetArgs; result: PipelinesRunsGetResult };
-  "pipelines.runs.list": { kind: "read"; scope: "workspace"; args: PipelinesRunsListArgs; result: PipelinesRunsListResult };
-  "pipelines.runs.start": { kind: "mutate"; scope: "workspace"; args: PipelinesRunsStartArgs; result: PipelinesRunsStartResult };
-  "pipelines.runs.wait": { kind: "read"; scope: "workspace"; args: PipelinesRunsWaitArgs; result: PipelinesRunsWaitResult };
-  "pipelines.runs.watch": { kind: "watch"; scope: "workspace"; args: PipelinesRunsWatchArgs; result: PipelinesRunsWatchResult };
-  "pipelines.templates.create": { kind: "mutate"; scope: "workspace"; args: PipelinesTemplatesCreateArgs; result: PipelinesTemplatesCreateResult };
-  "pipelines.templates.delete": { kind: "destructive"; scope: "workspace"; args: PipelinesTemplatesDeleteArgs; result: PipelinesTemplatesDeleteResult };
-  "pipelines.templates.get": { kind: "read"; scope: "workspace"; args: PipelinesTemplatesGetArgs; result: PipelinesTemplatesGetResult };
-  "pipelines.templates.list": { kind: "read"; scope: "workspace"; args: PipelinesTemplatesListArgs; result: PipelinesTemplatesListResult };
-  "pipelines.templates.update": { kind: "mutate"; scope: "workspace"; args: PipelinesTemplatesUpdateArgs; result: PipelinesTemplatesUpdateResult };
-  "pipelines.templates.validate": { kind: "read"; scope: "workspace"; args: PipelinesTemplatesValidateArgs; result: PipelinesTemplatesValidateResult };
-  "pipelines.triggers.create": { kind: "mutate"; scope: "workspace"; args: PipelinesTriggersCreateArgs; result: PipelinesTriggersCreateResult };
-  "pipelines.triggers.delete": { kind: "destructive"; scope: "workspace"; args: PipelinesTriggersDeleteArgs; result: PipelinesTriggersDeleteResult };
-  "pipelines.triggers.list": { kind: "read"; scope: "workspace"; args: PipelinesTriggersListArgs; result: PipelinesTriggersListResult };
-  "pipelines.triggers.setEnabled": { kind: "mutate"; scope: "workspace"; args: PipelinesTriggersSetEnabledArgs; result: PipelinesTriggersSetEnabledResult };
-  "repos.get": { kind: "read"; scope: "workspace"; args: ReposGetArgs; result: ReposGetResult };
-  "repos.list": { kind: "read"; scope: "workspace"; args: ReposListArgs; result: ReposListResult };
-  "repos.register": { kind: "mutate"; scope: "workspace"; args: ReposRegisterArgs; result: ReposRegisterResult };
-  "repos.remove": { kind: "destructive"; scope: "workspace"; args: ReposRemoveArgs; result: ReposRemoveResult };
-  "rig.actionLog": { kind: "read"; scope: "workspace"; args: RigActionLogArgs; result: RigActionLogResult };
-  "rig.clipboardGrant": { kind: "mutate"; scope: "server"; args: RigClipboardGrantArgs; result: RigClipboardGrantResult };
-  "rig.clipboardGrants": { kind: "read"; scope: "server"; args: RigClipboardGrantsArgs; result: RigClipboardGrantsResult };
-  "rig.clipboardRevoke": { kind: "mutate"; scope: "server"; args: RigClipboardRevokeArgs; result: RigClipboardRevokeResult };
-  "rig.devDomains": { kind: "read"; scope: "workspace"; args: RigDevDomainsArgs; result: RigDevDomainsResult };
-  "rig.exec": { kind: "mutate"; scope: "workspace"; args: RigExecArgs; result: RigExecResult };
-  "rig.fileLaneUrl": { kind: "read"; scope: "workspace"; args: RigFileLaneUrlArgs; result: RigFileLaneUrlResult };
-  "rig.get": { kind: "read"; scope: "workspace"; args: RigGetArgs; result: RigGetResult };
-  "rig.grantHosts": { kind: "mutate"; scope: "workspace"; args: RigGrantHostsArgs; result: RigGrantHostsResult };
-  "rig.liveViewUrl": { kind: "read"; scope: "workspace"; args: RigLiveViewUrlArgs; result: RigLiveViewUrlResult };
-  "rig.navigate": { kind: "mutate"; scope: "workspace"; args: RigNavigateArgs; result: RigNavigateResult };
-  "rig.open": { kind: "mutate"; scope: "workspace"; args: RigOpenArgs; result: RigOpenResult };
-  "rig.ports": { kind: "read"; scope: "workspace"; args: RigPortsArgs; result: RigPortsResult };
-  "rig.releaseControl": { kind: "mutate"; scope: "workspace"; args: RigReleaseControlArgs; result: RigReleaseControlResult };
-  "rig.removeDevDomain": { kind: "mutate"; scope: "workspace"; args: RigRemoveDevDomainArgs; result: RigRemoveDevDomainResult };
-  "rig.setDevDomain": { kind: "mutate"; scope: "workspace"; args: RigSetDevDomainArgs; result: RigSetDevDomainResult };
-  "rig.sharePort": { kind: "mutate"; scope: "workspace"; args: RigSharePortArgs; result: RigSharePortResult };
-  "rig.takeControl": { kind: "mutate"; scope: "workspace"; args: RigTakeControlArgs; result: RigTakeControlResult };
-  "rig.terminalUrl": { kind: "mutate"; scope: "workspace"; args: RigTerminalUrlArgs; result: RigTerminalUrlResult };
-  "rig.watch": { kind: "watch"; scope: "workspace"; args: RigWatchArgs; result: RigWatchResult };
-  "rig_close": { kind: "destructive"; scope: "workspace"; args: RigCloseArgs; result: RigCloseResult };
-  "rig_list": { kind: "read"; scope: "workspace"; args: RigListArgs; result: RigListResult };
-  "rigs.buildPack": { kind: "mutate"; scope: "server"; args: RigsBuildPackArgs; result: RigsBuildPackResult };
-  "rigs.packs": { kind: "read"; scope: "server"; args: RigsPacksArgs; result: RigsPacksResult };
-  "rigs.setMemoryBudget": { kind: "mutate"; scope: "server"; args: RigsSetMemoryBudgetArgs; result: RigsSetMemoryBudgetResult };
-  "rigs.status": { kind: "read"; scope: "server"; args: RigsStatusArgs; result: RigsStatusResult };
-  "rigs.watchPacks": { kind: "watch"; scope: "server"; args: RigsWatchPacksArgs; result: RigsWatchPacksResult };
-  "runs.events": { kind: "read"; scope: "workspace"; args: RunsEventsArgs; result: RunsEventsResult };
-  "runs.get": { kind: "read"; scope: "workspace"; args: RunsGetArgs; result: RunsGetResult };
-  "runs.interrupt": { kind: "mutate"; scope: "workspace"; args: RunsInterruptArgs; result: RunsInterruptResult };
-  "runs.list": { kind: "read"; scope: "workspace"; args: RunsListArgs; result: RunsListResult };
-  "server.deactivateUser": { kind: "destructive"; scope: "server"; args: ServerDeactivateUserArgs; result: ServerDeactivateUserResult };
-  "server.info": { kind: "read"; scope: "server"; args: ServerInfoArgs; result: ServerInfoResult };
-  "server.setWorkspaceCreators": { kind: "mutate"; scope: "server"; args: ServerSetWorkspaceCreatorsArgs; result: ServerSetWorkspaceCreatorsResult };
-  "server.users": { kind: "read"; scope: "server"; args: ServerUsersArgs; result: ServerUsersResult };
-  "server.workspaceCreators": { kind: "read"; scope: "server"; args: ServerWorkspaceCreatorsArgs; result: ServerWorkspaceCreatorsResult };
-  "settings.get": { kind: "read"; scope: "workspace"; args: SettingsGetArgs; result: SettingsGetResult };
-  "settings.set": { kind: "mutate"; scope: "workspace"; args: SettingsSetArgs; result: SettingsSetResult };
-  "sim_use": { kind: "mutate"; scope: "workspace"; args: SimUseArgs; result: SimUseResult };
-  "spaces.archive": { kind: "mutate"; scope: "workspace"; args: SpacesArchiveArgs; result: SpacesArchiveResult };
-  "spaces.create": { kind: "mutate"; scope: "workspace"; args: SpacesCreateArgs; result: SpacesCreateResult };
-  "spaces.get": { kind: "read"; scope: "workspace"; args: SpacesGetArgs; result: SpacesGetResult };
-  "spaces.list": { kind: "read"; scope: "workspace"; args: SpacesListArgs; result: SpacesListResult };
-  "spaces.rename": { kind: "mutate"; scope: "workspace"; args: SpacesRenameArgs; result: SpacesRenameResult };
-  "spaces.watch": { kind: "watch"; scope: "workspace"; args: SpacesWatchArgs; result: SpacesWatchResult };
-  "sso.endpoints": { kind: "read"; scope: "server"; args: SsoEndpointsArgs; result: SsoEndpointsResult };
-  "sso.getConfig": { kind: "read"; scope: "server"; args: SsoGetConfigArgs; result: SsoGetConfigResult };
-  "sso.saveConfig": { kind: "mutate"; scope: "server"; args: SsoSaveConfigArgs; result: SsoSaveConfigResult };
-  "sso.scimRegenerateToken": { kind: "mutate"; scope: "server"; args: SsoScimRegenerateTokenArgs; result: SsoScimRegenerateTokenResult };
-  "sso.sessionPolicy": { kind: "read"; scope: "server"; args: SsoSessionPolicyArgs; result: SsoSessionPolicyResult };
-  "sso.setPairingEnabled": { kind: "mutate"; scope: "server"; args: SsoSetPairingEnabledArgs; result: SsoSetPairingEnabledResult };
-  "sso.setSessionPolicy": { kind: "mutate"; scope: "server"; args: SsoSetSessionPolicyArgs; result: SsoSetSessionPolicyResult };
-  "sso.spMetadata": { kind: "read"; scope: "server"; args: SsoSpMetadataArgs; result: SsoSpMetadataResult };
-  "sso.status": { kind: "read"; scope: "server"; args: SsoStatusArgs; result: SsoStatusResult };
-  "sso.testConnection": { kind: "read"; scope: "server"; args: SsoTestConnectionArgs; result: SsoTestConnectionResult };
-  "teams.create": { kind: "mutate"; scope: "workspace"; args: TeamsCreateArgs; result: TeamsCreateResult };
-  "teams.delete": { kind: "destructive"; scope: "workspace"; args: TeamsDeleteArgs; result: TeamsDeleteResult };
-  "teams.dispatch": { kind: "mutate"; scope: "workspace"; args: TeamsDispatchArgs; result: TeamsDispatchResult };
-  "teams.get": { kind: "read"; scope: "workspace"; args: TeamsGetArgs; result: TeamsGetResult };
-  "teams.list": { kind: "read"; scope: "workspace"; args: TeamsListArgs; result: TeamsListResult };
-  "teams.update": { kind: "mutate"; scope: "workspace"; args: TeamsUpdateArgs; result: TeamsUpdateResult };
-  "tickets.create": { kind: "mutate"; scope: "workspace"; args: TicketsCreateArgs; result: TicketsCreateResult };
-  "tickets.delete": { kind: "destructive"; scope: "workspace"; args: TicketsDeleteArgs; result: TicketsDeleteResult };
-  "tickets.get": { kind: "read"; scope: "workspace"; args: TicketsGetArgs; result: TicketsGetResult };
-  "tickets.list": { kind: "read"; scope: "workspace"; args: TicketsListArgs; result: TicketsListResult };
-  "tickets.update": { kind: "mutate"; scope: "workspace"; args: TicketsUpdateArgs; result: TicketsUpdateResult };
-  "users.me": { kind: "read"; scope: "server"; args: UsersMeArgs; result: UsersMeResult };
-  "workspaces.create": { kind: "mutate"; scope: "server"; args: WorkspacesCreateArgs; result: WorkspacesCreateResult };
-  "workspaces.list": { kind: "read"; scope: "server"; args: WorkspacesListArgs; result: WorkspacesListResult };
-  "worktrees.add": { kind: "mutate"; scope: "workspace"; args: WorktreesAddArgs; result: WorktreesAddResult };
-  "worktrees.cleanup": { kind: "destructive"; scope: "workspace"; args: WorktreesCleanupArgs; result: WorktreesCleanupResult };
-  "worktrees.list": { kind: "read"; scope: "workspace"; args: WorktreesListArgs; result: WorktreesListResult };
+  "agents.create": { kind: "mutate"; scope: "workspace"; args: AgentsCreateArgs; result: AgentsCreateResult; event: never };
+  "agents.delete": { kind: "destructive"; scope: "workspace"; args: AgentsDeleteArgs; result: AgentsDeleteResult; event: never };
+  "agents.frontDoor": { kind: "read"; scope: "workspace"; args: AgentsFrontDoorArgs; result: AgentsFrontDoorResult; event: never };
+  "agents.get": { kind: "read"; scope: "workspace"; args: AgentsGetArgs; result: AgentsGetResult; event: never };
+  "agents.list": { kind: "read"; scope: "workspace"; args: AgentsListArgs; result: AgentsListResult; event: never };
+  "agents.run": { kind: "mutate"; scope: "workspace"; args: AgentsRunArgs; result: AgentsRunResult; event: never };
+  "agents.runMany": { kind: "mutate"; scope: "workspace"; args: AgentsRunManyArgs; result: AgentsRunManyResult; event: never };
+  "agents.update": { kind: "mutate"; scope: "workspace"; args: AgentsUpdateArgs; result: AgentsUpdateResult; event: never };
+  "audit.list": { kind: "read"; scope: "workspace"; args: AuditListArgs; result: AuditListResult; event: never };
+  "browser_use": { kind: "mutate"; scope: "workspace"; args: BrowserUseArgs; result: BrowserUseResult; event: never };
+  "chat.beginUserLink": { kind: "mutate"; scope: "workspace"; args: ChatBeginUserLinkArgs; result: ChatBeginUserLinkResult; event: never };
+  "chat.botProfile": { kind: "read"; scope: "workspace"; args: ChatBotProfileArgs; result: ChatBotProfileResult; event: never };
+  "chat.connect": { kind: "mutate"; scope: "workspace"; args: ChatConnectArgs; result: ChatConnectResult; event: never };
+  "chat.createApp": { kind: "mutate"; scope: "workspace"; args: ChatCreateAppArgs; result: ChatCreateAppResult; event: never };
+  "chat.disconnect": { kind: "destructive"; scope: "workspace"; args: ChatDisconnectArgs; result: ChatDisconnectResult; event: never };
+  "chat.listUserLinks": { kind: "read"; scope: "workspace"; args: ChatListUserLinksArgs; result: ChatListUserLinksResult; event: never };
+  "chat.providers": { kind: "read"; scope: "workspace"; args: ChatProvidersArgs; result: ChatProvidersResult; event: never };
+  "chat.setupLink": { kind: "read"; scope: "workspace"; args: ChatSetupLinkArgs; result: ChatSetupLinkResult; event: never };
+  "chat.status": { kind: "read"; scope: "workspace"; args: ChatStatusArgs; result: ChatStatusResult; event: never };
+  "chat.unlinkUser": { kind: "mutate"; scope: "workspace"; args: ChatUnlinkUserArgs; result: ChatUnlinkUserResult; event: never };
+  "chat.updateBotProfile": { kind: "mutate"; scope: "workspace"; args: ChatUpdateBotProfileArgs; result: ChatUpdateBotProfileResult; event: never };
+  "chat.watchUserLinks": { kind: "watch"; scope: "workspace"; args: ChatWatchUserLinksArgs; result: ChatWatchUserLinksResult; event: ChatWatchUserLinksEvent };
+  "computer_use": { kind: "mutate"; scope: "workspace"; args: ComputerUseArgs; result: ComputerUseResult; event: never };
+  "devices.list": { kind: "read"; scope: "server"; args: DevicesListArgs; result: DevicesListResult; event: never };
+  "devices.pairingCode": { kind: "mutate"; scope: "server"; args: DevicesPairingCodeArgs; result: DevicesPairingCodeResult; event: never };
+  "devices.rename": { kind: "mutate"; scope: "server"; args: DevicesRenameArgs; result: DevicesRenameResult; event: never };
+  "devices.revoke": { kind: "destructive"; scope: "server"; args: DevicesRevokeArgs; result: DevicesRevokeResult; event: never };
+  "events.list": { kind: "read"; scope: "workspace"; args: EventsListArgs; result: EventsListResult; event: never };
+  "events.watch": { kind: "watch"; scope: "workspace"; args: EventsWatchArgs; result: EventsWatchResult; event: EventsWatchEvent };
+  "guardrails.get": { kind: "read"; scope: "workspace"; args: GuardrailsGetArgs; result: GuardrailsGetResult; event: never };
+  "guardrails.set": { kind: "mutate"; scope: "workspace"; args: GuardrailsSetArgs; result: GuardrailsSetResult; event: never };
+  "members.invite": { kind: "mutate"; scope: "workspace"; args: MembersInviteArgs; result: MembersInviteResult; event: never };
+  "members.list": { kind: "read"; scope: "workspace"; args: MembersListArgs; result: MembersListResult; event: never };
+  "members.remove": { kind: "destructive"; scope: "workspace"; args: MembersRemoveArgs; result: MembersRemoveResult; event: never };
+  "members.setRole": { kind: "mutate"; scope: "workspace"; args: MembersSetRoleArgs; result: MembersSetRoleResult; event: never };
+  "messages.list": { kind: "read"; scope: "workspace"; args: MessagesListArgs; result: MessagesListResult; event: never };
+  "messages.post": { kind: "mutate"; scope: "workspace"; args: MessagesPostArgs; result: MessagesPostResult; event: never };
+  "mobile_use": { kind: "mutate"; scope: "workspace"; args: MobileUseArgs; result: MobileUseResult; event: never };
+  "pipelines.bodies.list": { kind: "read"; scope: "workspace"; args: PipelinesBodiesListArgs; result: PipelinesBodiesListResult; event: never };
+  "pipelines.emit": { kind: "mutate"; scope: "workspace"; args: PipelinesEmitArgs; result: PipelinesEmitResult; event: never };
+  "pipelines.runs.cancel": { kind: "mutate"; scope: "workspace"; args: PipelinesRunsCancelArgs; result: PipelinesRunsCancelResult; event: never };
+  "pipelines.runs.get": { kind: "read"; scope: "workspace"; args: PipelinesRunsGetArgs; result: PipelinesRunsGetResult; event: never };
+  "pipelines.runs.list": { kind: "read"; scope: "workspace"; args: PipelinesRunsListArgs; result: PipelinesRunsListResult; event: never };
+  "pipelines.runs.start": { kind: "mutate"; scope: "workspace"; args: PipelinesRunsStartArgs; result: PipelinesRunsStartResult; event: never };
+  "pipelines.runs.wait": { kind: "read"; scope: "workspace"; args: PipelinesRunsWaitArgs; result: PipelinesRunsWaitResult; event: never };
+  "pipelines.runs.watch": { kind: "watch"; scope: "workspace"; args: PipelinesRunsWatchArgs; result: PipelinesRunsWatchResult; event: PipelinesRunsWatchEvent };
+  "pipelines.templates.create": { kind: "mutate"; scope: "workspace"; args: PipelinesTemplatesCreateArgs; result: PipelinesTemplatesCreateResult; event: never };
+  "pipelines.templates.delete": { kind: "destructive"; scope: "workspace"; args: PipelinesTemplatesDeleteArgs; result: PipelinesTemplatesDeleteResult; event: never };
+  "pipelines.templates.get": { kind: "read"; scope: "workspace"; args: PipelinesTemplatesGetArgs; result: PipelinesTemplatesGetResult; event: never };
+  "pipelines.templates.list": { kind: "read"; scope: "workspace"; args: PipelinesTemplatesListArgs; result: PipelinesTemplatesListResult; event: never };
+  "pipelines.templates.update": { kind: "mutate"; scope: "workspace"; args: PipelinesTemplatesUpdateArgs; result: PipelinesTemplatesUpdateResult; event: never };
+  "pipelines.templates.validate": { kind: "read"; scope: "workspace"; args: PipelinesTemplatesValidateArgs; result: PipelinesTemplatesValidateResult; event: never };
+  "pipelines.triggers.create": { kind: "mutate"; scope: "workspace"; args: PipelinesTriggersCreateArgs; result: PipelinesTriggersCreateResult; event: never };
+  "pipelines.triggers.delete": { kind: "destructive"; scope: "workspace"; args: PipelinesTriggersDeleteArgs; result: PipelinesTriggersDeleteResult; event: never };
+  "pipelines.triggers.list": { kind: "read"; scope: "workspace"; args: PipelinesTriggersListArgs; result: PipelinesTriggersListResult; event: never };
+  "pipelines.triggers.setEnabled": { kind: "mutate"; scope: "workspace"; args: PipelinesTriggersSetEnabledArgs; result: PipelinesTriggersSetEnabledResult; event: never };
+  "repos.get": { kind: "read"; scope: "workspace"; args: ReposGetArgs; result: ReposGetResult; event: never };
+  "repos.list": { kind: "read"; scope: "workspace"; args: ReposListArgs; result: ReposListResult; event: never };
+  "repos.register": { kind: "mutate"; scope: "workspace"; args: ReposRegisterArgs; result: ReposRegisterResult; event: never };
+  "repos.remove": { kind: "destructive"; scope: "workspace"; args: ReposRemoveArgs; result: ReposRemoveResult; event: never };
+  "rig.actionLog": { kind: "read"; scope: "workspace"; args: RigActionLogArgs; result: RigActionLogResult; event: never };
+  "rig.clipboardGrant": { kind: "mutate"; scope: "server"; args: RigClipboardGrantArgs; result: RigClipboardGrantResult; event: never };
+  "rig.clipboardGrants": { kind: "read"; scope: "server"; args: RigClipboardGrantsArgs; result: RigClipboardGrantsResult; event: never };
+  "rig.clipboardRevoke": { kind: "mutate"; scope: "server"; args: RigClipboardRevokeArgs; result: RigClipboardRevokeResult; event: never };
+  "rig.devDomains": { kind: "read"; scope: "workspace"; args: RigDevDomainsArgs; result: RigDevDomainsResult; event: never };
+  "rig.exec": { kind: "mutate"; scope: "workspace"; args: RigExecArgs; result: RigExecResult; event: never };
+  "rig.fileLaneUrl": { kind: "read"; scope: "workspace"; args: RigFileLaneUrlArgs; result: RigFileLaneUrlResult; event: never };
+  "rig.get": { kind: "read"; scope: "workspace"; args: RigGetArgs; result: RigGetResult; event: never };
+  "rig.grantHosts": { kind: "mutate"; scope: "workspace"; args: RigGrantHostsArgs; result: RigGrantHostsResult; event: never };
+  "rig.liveViewUrl": { kind: "read"; scope: "workspace"; args: RigLiveViewUrlArgs; result: RigLiveViewUrlResult; event: never };
+  "rig.navigate": { kind: "mutate"; scope: "workspace"; args: RigNavigateArgs; result: RigNavigateResult; event: never };
+  "rig.open": { kind: "mutate"; scope: "workspace"; args: RigOpenArgs; result: RigOpenResult; event: never };
+  "rig.ports": { kind: "read"; scope: "workspace"; args: RigPortsArgs; result: RigPortsResult; event: never };
+  "rig.releaseControl": { kind: "mutate"; scope: "workspace"; args: RigReleaseControlArgs; result: RigReleaseControlResult; event: never };
+  "rig.removeDevDomain": { kind: "mutate"; scope: "workspace"; args: RigRemoveDevDomainArgs; result: RigRemoveDevDomainResult; event: never };
+  "rig.setDevDomain": { kind: "mutate"; scope: "workspace"; args: RigSetDevDomainArgs; result: RigSetDevDomainResult; event: never };
+  "rig.sharePort": { kind: "mutate"; scope: "workspace"; args: RigSharePortArgs; result: RigSharePortResult; event: never };
+  "rig.takeControl": { kind: "mutate"; scope: "workspace"; args: RigTakeControlArgs; result: RigTakeControlResult; event: never };
+  "rig.terminalUrl": { kind: "mutate"; scope: "workspace"; args: RigTerminalUrlArgs; result: RigTerminalUrlResult; event: never };
+  "rig.watch": { kind: "watch"; scope: "workspace"; args: RigWatchArgs; result: RigWatchResult; event: RigWatchEvent };
+  "rig_close": { kind: "destructive"; scope: "workspace"; args: RigCloseArgs; result: RigCloseResult; event: never };
+  "rig_list": { kind: "read"; scope: "workspace"; args: RigListArgs; result: RigListResult; event: never };
+  "rigs.buildPack": { kind: "mutate"; scope: "server"; args: RigsBuildPackArgs; result: RigsBuildPackResult; event: never };
+  "rigs.packs": { kind: "read"; scope: "server"; args: RigsPacksArgs; result: RigsPacksResult; event: never };
+  "rigs.setMemoryBudget": { kind: "mutate"; scope: "server"; args: RigsSetMemoryBudgetArgs; result: RigsSetMemoryBudgetResult; event: never };
+  "rigs.status": { kind: "read"; scope: "server"; args: RigsStatusArgs; result: RigsStatusResult; event: never };
+  "rigs.watchPacks": { kind: "watch"; scope: "server"; args: RigsWatchPacksArgs; result: RigsWatchPacksResult; event: RigsWatchPacksEvent };
+  "runs.events": { kind: "read"; scope: "workspace"; args: RunsEventsArgs; result: RunsEventsResult; event: never };
+  "runs.get": { kind: "read"; scope: "workspace"; args: RunsGetArgs; result: RunsGetResult; event: never };
+  "runs.interrupt": { kind: "mutate"; scope: "workspace"; args: RunsInterruptArgs; result: RunsInterruptResult; event: never };
+  "runs.list": { kind: "read"; scope: "workspace"; args: RunsListArgs; result: RunsListResult; event: never };
+  "server.deactivateUser": { kind: "destructive"; scope: "server"; args: ServerDeactivateUserArgs; result: ServerDeactivateUserResult; event: never };
+  "server.info": { kind: "read"; scope: "server"; args: ServerInfoArgs; result: ServerInfoResult; event: never };
+  "server.setWorkspaceCreators": { kind: "mutate"; scope: "server"; args: ServerSetWorkspaceCreatorsArgs; result: ServerSetWorkspaceCreatorsResult; event: never };
+  "server.users": { kind: "read"; scope: "server"; args: ServerUsersArgs; result: ServerUsersResult; event: never };
+  "server.workspaceCreators": { kind: "read"; scope: "server"; args: ServerWorkspaceCreatorsArgs; result: ServerWorkspaceCreatorsResult; event: never };
+  "settings.get": { kind: "read"; scope: "workspace"; args: SettingsGetArgs; result: SettingsGetResult; event: never };
+  "settings.set": { kind: "mutate"; scope: "workspace"; args: SettingsSetArgs; result: SettingsSetResult; event: never };
+  "sim_use": { kind: "mutate"; scope: "workspace"; args: SimUseArgs; result: SimUseResult; event: never };
+  "spaces.archive": { kind: "mutate"; scope: "workspace"; args: SpacesArchiveArgs; result: SpacesArchiveResult; event: never };
+  "spaces.create": { kind: "mutate"; scope: "workspace"; args: SpacesCreateArgs; result: SpacesCreateResult; event: never };
+  "spaces.get": { kind: "read"; scope: "workspace"; args: SpacesGetArgs; result: SpacesGetResult; event: never };
+  "spaces.list": { kind: "read"; scope: "workspace"; args: SpacesListArgs; result: SpacesListResult; event: never };
+  "spaces.rename": { kind: "mutate"; scope: "workspace"; args: SpacesRenameArgs; result: SpacesRenameResult; event: never };
+  "spaces.watch": { kind: "watch"; scope: "workspace"; args: SpacesWatchArgs; result: SpacesWatchResult; event: SpacesWatchEvent };
+  "sso.endpoints": { kind: "read"; scope: "server"; args: SsoEndpointsArgs; result: SsoEndpointsResult; event: never };
+  "sso.getConfig": { kind: "read"; scope: "server"; args: SsoGetConfigArgs; result: SsoGetConfigResult; event: never };
+  "sso.saveConfig": { kind: "mutate"; scope: "server"; args: SsoSaveConfigArgs; result: SsoSaveConfigResult; event: never };
+  "sso.scimRegenerateToken": { kind: "mutate"; scope: "server"; args: SsoScimRegenerateTokenArgs; result: SsoScimRegenerateTokenResult; event: never };
+  "sso.sessionPolicy": { kind: "read"; scope: "server"; args: SsoSessionPolicyArgs; result: SsoSessionPolicyResult; event: never };
+  "sso.setPairingEnabled": { kind: "mutate"; scope: "server"; args: SsoSetPairingEnabledArgs; result: SsoSetPairingEnabledResult; event: never };
+  "sso.setSessionPolicy": { kind: "mutate"; scope: "server"; args: SsoSetSessionPolicyArgs; result: SsoSetSessionPolicyResult; event: never };
+  "sso.spMetadata": { kind: "read"; scope: "server"; args: SsoSpMetadataArgs; result: SsoSpMetadataResult; event: never };
+  "sso.status": { kind: "read"; scope: "server"; args: SsoStatusArgs; result: SsoStatusResult; event: never };
+  "sso.testConnection": { kind: "read"; scope: "server"; args: SsoTestConnectionArgs; result: SsoTestConnectionResult; event: never };
+  "teams.create": { kind: "mutate"; scope: "workspace"; args: TeamsCreateArgs; result: TeamsCreateResult; event: never };
+  "teams.delete": { kind: "destructive"; scope: "workspace"; args: TeamsDeleteArgs; result: TeamsDeleteResult; event: never };
+  "teams.dispatch": { kind: "mutate"; scope: "workspace"; args: TeamsDispatchArgs; result: TeamsDispatchResult; event: never };
+  "teams.get": { kind: "read"; scope: "workspace"; args: TeamsGetArgs; result: TeamsGetResult; event: never };
+  "teams.list": { kind: "read"; scope: "workspace"; args: TeamsListArgs; result: TeamsListResult; event: never };
+  "teams.update": { kind: "mutate"; scope: "workspace"; args: TeamsUpdateArgs; result: TeamsUpdateResult; event: never };
+  "tickets.create": { kind: "mutate"; scope: "workspace"; args: TicketsCreateArgs; result: TicketsCreateResult; event: never };
+  "tickets.delete": { kind: "destructive"; scope: "workspace"; args: TicketsDeleteArgs; result: TicketsDeleteResult; event: never };
+  "tickets.get": { kind: "read"; scope: "workspace"; args: TicketsGetArgs; result: TicketsGetResult; event: never };
+  "tickets.list": { kind: "read"; scope: "workspace"; args: TicketsListArgs; result: TicketsListResult; event: never };
+  "tickets.update": { kind: "mutate"; scope: "workspace"; args: TicketsUpdateArgs; result: TicketsUpdateResult; event: never };
+  "users.me": { kind: "read"; scope: "server"; args: UsersMeArgs; result: UsersMeResult; event: never };
+  "workspaces.create": { kind: "mutate"; scope: "server"; args: WorkspacesCreateArgs; result: WorkspacesCreateResult; event: never };
+  "workspaces.list": { kind: "read"; scope: "server"; args: WorkspacesListArgs; result: WorkspacesListResult; event: never };
+  "worktrees.add": { kind: "mutate"; scope: "workspace"; args: WorktreesAddArgs; result: WorktreesAddResult; event: never };
+  "worktrees.cleanup": { kind: "destructive"; scope: "workspace"; args: WorktreesCleanupArgs; result: WorktreesCleanupResult; event: never };
+  "worktrees.list": { kind: "read"; scope: "workspace"; args: WorktreesListArgs; result: WorktreesListResult; event: never };
 }
 
 export type OpName = keyof Ops;

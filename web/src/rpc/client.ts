@@ -33,14 +33,16 @@ export type ConnectionState = "connecting" | "open" | "reconnecting" | "unauthen
 
 export type ArgsOf<N extends OpName> = Ops[N]["args"];
 export type ResultOf<N extends OpName> = Ops[N]["result"];
+/** What a watch sends after its reply (a union narrowed by its `type` where the watch streams several kinds). */
+export type EventOf<N extends WatchOpName> = Ops[N]["event"];
 /** An op whose arguments are all optional may be called without any. */
 type ArgsParam<N extends OpName> = Record<string, never> extends ArgsOf<N> ? [args?: ArgsOf<N>] : [args: ArgsOf<N>];
 
 export interface WatchHandlers<N extends WatchOpName> {
   /** The first reply; again after every reconnect, so the owner can refresh what it may have missed. */
   onReply(result: ResultOf<N>): void;
-  /** Each event frame (events are not typed by the registry). */
-  onEvent?(event: unknown): void;
+  /** Each event frame, as the op declares it. */
+  onEvent?(event: EventOf<N>): void;
   /** The watch was refused or ended by the server; it is not reopened. */
   onError?(error: RpcError): void;
 }
@@ -232,7 +234,7 @@ export class RpcClient {
       return;
     }
     if (OPS[watch.op].cursor && typeof body["seq"] === "number") watch.cursor = body["seq"];
-    watch.handlers.onEvent?.(event);
+    watch.handlers.onEvent?.(event as never);
   }
 
   private sendCall(entry: Queued): void {

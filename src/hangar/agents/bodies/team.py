@@ -119,7 +119,7 @@ async def approval_gate(step: StepContext) -> StepResult:
     schema = schema_for(step, GATE_SCHEMA)
     assert schema is not None  # the default is there
     if step.resume is not None and step.resume.event is not None:
-        run = await step.app.service(AgentRunner).store.get(step.workspace_id, str(step.resume.event.payload["run_id"]))
+        run = await step.app.service(AgentRunner).store.get(step.workspace_id, str(step.resume.event.payload["runId"]))
         if not run.has_output or violation(schema, run.output) is not None:
             return _await_decision(step, run.agent_id, run.space_id)
         return _decided(run.output)
@@ -147,7 +147,7 @@ def _decided(output: Any) -> StepResult:
 
 def _await_decision(step: StepContext, agent_id: str, space_id: str) -> StepResult:
     """Wait for a run of the approver in the gate's space that ends with an accepted ``submit_output``."""
-    match = {"agent_id": agent_id, "space_id": space_id, "has_output": True}
+    match = {"agentId": agent_id, "spaceId": space_id, "hasOutput": True}
     return StepResult.suspend_until_event(RunFinished.type, match=match)
 
 

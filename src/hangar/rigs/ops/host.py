@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, StrictStr
 
@@ -89,8 +89,8 @@ def _pack_views(mgr: RigManager) -> list[PackView]:
 PACKS_POLL_S = 0.5  # how often a packs watch looks again (a build in another process shows only on disk)
 
 
-@op("rigs.watchPacks", kind="watch", scope="server", server_owner=True, result=PackList)
-async def rigs_watch_packs(ctx: OpContext, args: NoArgs) -> AsyncIterator[PackList | dict[str, Any]]:
+@op("rigs.watchPacks", kind="watch", scope="server", server_owner=True, result=PackList, events=PackList)
+async def rigs_watch_packs(ctx: OpContext, args: NoArgs) -> AsyncIterator[PackList]:
     """The image packs, then the whole list again at every change: a build starting (asked for here, or by the
     first rig, shell step or command agent that needs its pack, or by another process sharing the packs), each of
     its steps, its end (ready, or failed with the reason)."""
@@ -102,7 +102,7 @@ async def rigs_watch_packs(ctx: OpContext, args: NoArgs) -> AsyncIterator[PackLi
         now = PackList(packs=_pack_views(mgr))
         if now != shown:
             shown = now
-            yield now.model_dump(mode="json", by_alias=True)
+            yield now
 
 
 @op("rigs.packs", kind="read", scope="server", server_owner=True)

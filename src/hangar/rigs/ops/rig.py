@@ -24,7 +24,8 @@ from hangar.rigs.consent import grants_of
 from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.live import LiveRig
 from hangar.rigs.manager import RigManager
-from hangar.rigs.model import LIVE_PHASES, CloseReason, RigRecord, Surface
+from hangar.rigs.model import LIVE_PHASES, CloseReason, Phase, RigRecord, Surface
+from hangar.rigs.notices import EgressGrantedNotice, PhaseNotice, RigNotice
 from hangar.rigs.results import (
     ActionLogEntry,
     ActionResult,
@@ -210,8 +211,8 @@ async def rig_release_control(ctx: OpContext, args: RigArgs) -> ControlState:
     )
 
 
-@op("rig.watch", kind="watch", scope="workspace", min_role="member", result=RigSnapshot)
-async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[RigSnapshot | dict[str, Any]]:
+@op("rig.watch", kind="watch", scope="workspace", min_role="member", result=RigSnapshot, events=RigNotice)
+async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[RigSnapshot | RigNotice]:
     """Watch a rig live: first its state, then its activity (phases, commands and their results, control,
     ports) until it ends. An open watch pins the rig against parking and idle reaping."""
     async with (await guarded(ctx, args.rig_id)).watch(ctx.ws, args.rig_id) as (live, queue):
@@ -219,7 +220,7 @@ async def rig_watch(ctx: OpContext, args: RigArgs) -> AsyncIterator[RigSnapshot 
         while True:
             event = await queue.get()
             yield event
-            if event["type"] == "phase" and event["phase"] in ("closed", "failed"):
+            if isinstance(event, PhaseNotice) and event.phase in (Phase.closed, Phase.failed):
                 return
 
 
@@ -261,7 +262,7 @@ async def rig_grant_hosts(ctx: OpContext, args: GrantArgs) -> HostsGranted:
         await handle.grant_hosts(args.hosts)
         granted = validate_patterns(args.hosts)
         live.refusals.forget_granted(granted)
-        live.notify({"type": "egressGranted", "hosts": sorted(granted)})
+        live.notify(EgressGrantedNotice(hosts=sorted(granted)))
     await mgr.log_action(ctx.ws, args.rig_id, ctx.principal, "grantHosts", {"hosts": sorted(args.hosts)})
     await ctx.audit("rig.grantHosts", f"rig:{args.rig_id}", {"hosts": sorted(args.hosts)})
     return HostsGranted(rig_id=args.rig_id, granted=sorted(args.hosts))

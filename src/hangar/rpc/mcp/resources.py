@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 from hangar.errors import HangarError
 from hangar.rpc.context import OpContext
+from hangar.rpc.frames import resolve
 from hangar.rpc.mcp.ops import OpRunner
 from hangar.rpc.mcp.request import token_of
 from hangar.rpc.mcp.tools import structured
@@ -31,6 +32,7 @@ from hangar.rpc.mcp.tools import structured
 RECENT_MESSAGES = 50
 RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that is not there
 REFUSED = -32001  # an op refused reading or following a resource; the message starts with the socket's code
+EVENTS_META = "hangar/events"  # the ``_meta`` key of a subscribable resource's template: its events' schema
 
 # One op call of a recipe: the key its result goes under (None: merged into the top level), the op, and its
 # arguments, where a string ``{name}`` is the URI's variable of that name.
@@ -133,11 +135,26 @@ class Resources:
     ) -> mt.ListResourceTemplatesResult:
         templates = [
             mt.ResourceTemplate(
-                uri_template=k.template, name=k.name, description=k.description, mime_type="application/json"
+                uri_template=k.template,
+                name=k.name,
+                description=k.description,
+                mime_type="application/json",
+                _meta=self.events_of(k),
             )
             for k in KINDS
         ]
         return mt.ListResourceTemplatesResult(resource_templates=templates)
+
+    def events_of(self, kind: ResourceKind) -> dict[str, Any] | None:
+        """What the watch behind a subscribable resource sends after its reply, as a JSON Schema (``_meta`` key
+        ``hangar/events``): a union of one shape per event type, named by its ``type``; the domain events in it
+        are those the server's parts declare."""
+        spec = None if kind.watch is None else self.ops.registry.get(kind.watch[1])
+        schema = None if spec is None else spec.events_schema
+        if schema is None:
+            return None
+        app = None if self.ops.dispatcher is None else self.ops.dispatcher.app
+        return {EVENTS_META: resolve(schema, app.bus.registry.classes() if app is not None else ())}
 
     async def read(self, ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
         uri = str(params.uri)

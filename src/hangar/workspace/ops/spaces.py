@@ -18,6 +18,7 @@ from hangar.workspace.results import (
     MessageList,
     MessageView,
     SpaceDetail,
+    SpaceEventFrame,
     SpaceFollowed,
     SpaceList,
     SpaceRepo,
@@ -127,8 +128,8 @@ class SpaceWatchArgs(Args):
     after_seq: int | None = Field(default=None, ge=0)
 
 
-@op("spaces.watch", kind="watch", scope="workspace", result=SpaceFollowed)
-async def spaces_watch(ctx: OpContext, args: SpaceWatchArgs) -> AsyncIterator[SpaceFollowed | dict[str, Any]]:
+@op("spaces.watch", kind="watch", scope="workspace", result=SpaceFollowed, events=SpaceEventFrame)
+async def spaces_watch(ctx: OpContext, args: SpaceWatchArgs) -> AsyncIterator[SpaceFollowed | SpaceEventFrame]:
     """Follow a space: new messages, provisioning changes and agent turn events, as event frames.
 
     With ``afterSeq`` the events persisted after that sequence number are sent first.

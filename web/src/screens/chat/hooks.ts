@@ -45,11 +45,9 @@ export function useRoster(workspaceId: string, provider: string): { links: UserL
       { workspace_id: workspaceId, provider },
       {
         onReply: (roster) => live && setLinks(roster.links),
-        onEvent: (event) => {
+        onEvent: (roster) => {
           // Each event is the whole roster again.
-          if (live && typeof event === "object" && event !== null && Array.isArray((event as { links?: unknown }).links)) {
-            setLinks((event as { links: UserLinkView[] }).links);
-          }
+          if (live) setLinks(roster.links);
         },
         onError: (e) => live && setError(e),
       },

@@ -6,7 +6,6 @@ import { Link } from "../../Link";
 import { RpcError } from "../../rpc/errors";
 import { useCall, useRpc } from "../../rpc/hooks";
 import { navigate, pipelineRunPath, workspacePath } from "../../router";
-import { isStepsChanged } from "./status";
 import { StatusBadge } from "./StatusBadge";
 import { TemplateEditor } from "./TemplateEditor";
 import { Triggers } from "./Triggers";
@@ -45,7 +44,7 @@ function useRuns(workspaceId: string): { runs: RunSummary[] | null; error: RpcEr
           if (live && "runs" in reply) setRuns(reply.runs);
         },
         onEvent: (event) => {
-          if (!live || !isStepsChanged(event)) return;
+          if (!live) return;
           // A run started elsewhere (a trigger, another person): the list is fetched again to show it.
           if (!known.current.has(event.runId)) {
             void refetch();

@@ -15,7 +15,7 @@ import { ApprovalGate } from "./ApprovalGate";
 import { graphOf } from "./graph";
 import { GraphCanvas, type NodeState } from "./GraphCanvas";
 import { StatusBadge } from "./StatusBadge";
-import { applyChanges, FINISHED_RUN, isStepsChanged, progressOf, statusText } from "./status";
+import { applyChanges, FINISHED_RUN, progressOf, statusText } from "./status";
 import "./pipelines.css";
 import { parsePayload } from "./payload";
 
@@ -52,7 +52,7 @@ function useRun(workspaceId: string, runId: string): { run: RunDetail | null; er
           if (live && "steps" in reply) setRun(reply);
         },
         onEvent: (event) => {
-          if (!live || !isStepsChanged(event)) return;
+          if (!live) return;
           setRun((old) => (old ? applyChanges(old, event) : old));
           fetchSoon();
         },

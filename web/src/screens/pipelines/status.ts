@@ -48,11 +48,6 @@ export interface StepsChanged {
   steps: StepChange[];
 }
 
-export function isStepsChanged(v: unknown): v is StepsChanged {
-  const e = v as Partial<StepsChanged> | null;
-  return typeof e === "object" && e !== null && typeof e.runId === "string" && Array.isArray(e.steps);
-}
-
 /** A run with the changes of one event applied (the rest of each step's detail comes with the next fetch). */
 export function applyChanges(run: RunDetail, event: StepsChanged): RunDetail {
   if (event.runId !== run.runId) return run;

@@ -167,9 +167,8 @@ function usePacks(): { data: PackView[] | undefined; error: RpcError | null; set
       {},
       {
         onReply: (list) => live && setData(list.packs),
-        onEvent: (event) => {
-          const packs = (event as { packs?: unknown } | null)?.packs;
-          if (live && Array.isArray(packs)) setData(packs as PackView[]);
+        onEvent: (list) => {
+          if (live) setData(list.packs);
         },
         onError: (e) => live && setError(e),
       },

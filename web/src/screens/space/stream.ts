@@ -1,18 +1,21 @@
 /** The space's stream as data: messages merged by sequence number, agent runs folded from their turn events, and
  * the timeline the screen draws. Pure functions, so the merging rules are unit-tested without a browser. */
-import type { MessageView, Provisioning, RunOutcome, RunView } from "../../generated/ops";
+import type {
+  MessageView,
+  Provisioning,
+  RunEventFrame,
+  RunOutcome,
+  RunView,
+  SpaceEventFrame,
+  WorkspaceSpaceProvisioningChanged,
+} from "../../generated/ops";
 
-/** An event frame of `spaces.watch` or of `runs.events` (payload fields in snake_case, as the server sends them). */
-export interface Frame {
-  seq: number;
-  type: string;
-  at?: string;
-  payload: Record<string, unknown>;
-}
+/** An event of an agent run: from `runs.events`, or one of `spaces.watch`'s (the same frames, typed per event). */
+export type Frame = RunEventFrame;
 
-export function isFrame(value: unknown): value is Frame {
-  const v = value as Partial<Frame> | null;
-  return typeof v === "object" && v !== null && typeof v.seq === "number" && typeof v.type === "string";
+/** Whether a frame of `spaces.watch` is one of an agent run's events. */
+export function isRunFrame(frame: SpaceEventFrame): frame is Extract<SpaceEventFrame, { type: `agents.${string}` }> {
+  return frame.type.startsWith("agents.");
 }
 
 /** `incoming` merged into `messages` (both oldest first), each sequence number once. The common cases (newer
@@ -82,11 +85,7 @@ export interface RunActivity {
   turnCount: number;
 }
 
-const str = (v: unknown): string => (typeof v === "string" ? v : "");
-const optStr = (v: unknown): string | null => (typeof v === "string" ? v : null);
-
-function turnOf(turns: TurnView[], n: unknown): TurnView {
-  const number = typeof n === "number" ? n : 0;
+function turnOf(turns: TurnView[], number: number): TurnView {
   let turn = turns.find((t) => t.turn === number);
   if (!turn) {
     turn = { turn: number, reasoning: null, reasoningLive: false, tools: [], text: "", outcome: null, error: null };
@@ -109,62 +108,59 @@ export function foldRun(runId: string, frames: readonly Frame[], landed: readonl
     waiting: null,
     turnCount: 0,
   };
-  for (const { type, payload: p } of frames) {
-    if (type === "agents.runStarted") {
-      run.agentId = optStr(p["agent_id"]);
-      continue;
-    }
-    if (!type.startsWith("agents.")) continue;
-    run.agentId ??= optStr(p["agent_id"]);
-    if (type === "agents.turnWaiting") {
-      const step = p["step"];
-      const steps = p["steps"];
-      run.waiting =
-        p["waiting"] === false
-          ? null
-          : {
-              text: str(p["text"]),
-              step: typeof step === "number" ? step : 0,
-              steps: typeof steps === "number" ? steps : 0,
-            };
-      continue;
-    }
-    if (type === "agents.runFinished") {
-      run.status = "finished";
-      run.waiting = null;
-      run.outcome = (optStr(p["outcome"]) as RunOutcome | null) ?? null;
-      run.error = optStr(p["error"]);
-      continue;
-    }
-    const turn = turnOf(run.turns, p["turn"]);
-    switch (type) {
+  for (const frame of frames) {
+    run.agentId ??= frame.payload.agentId;
+    switch (frame.type) {
+      case "agents.runStarted":
+        run.agentId = frame.payload.agentId;
+        break;
+      case "agents.turnWaiting": {
+        const { waiting, text, step, steps } = frame.payload;
+        run.waiting = waiting === false ? null : { text, step, steps };
+        break;
+      }
+      case "agents.runFinished":
+        run.status = "finished";
+        run.waiting = null;
+        run.outcome = frame.payload.outcome;
+        run.error = frame.payload.error;
+        break;
+      case "agents.turnStarted":
+        turnOf(run.turns, frame.payload.turn);
+        break;
       case "agents.reasoningStarted":
-        turn.reasoningLive = true;
+        turnOf(run.turns, frame.payload.turn).reasoningLive = true;
         break;
-      case "agents.reasoningFinished":
+      case "agents.reasoningFinished": {
+        const turn = turnOf(run.turns, frame.payload.turn);
         turn.reasoningLive = false;
-        turn.reasoning = str(p["text"]);
+        turn.reasoning = frame.payload.text;
         break;
-      case "agents.toolCallStarted":
-        turn.tools.push({ callId: str(p["call_id"]), name: str(p["name"]), arguments: p["arguments"], ok: null, result: null });
+      }
+      case "agents.toolCallStarted": {
+        const { callId, name, arguments: args } = frame.payload;
+        turnOf(run.turns, frame.payload.turn).tools.push({ callId, name, arguments: args, ok: null, result: null });
         break;
+      }
       case "agents.toolCallFinished": {
-        const callId = str(p["call_id"]);
+        const { callId, name, ok, result } = frame.payload;
+        const turn = turnOf(run.turns, frame.payload.turn);
         const call = turn.tools.find((t) => t.callId === callId);
-        const done = { ok: p["ok"] === true, result: str(p["result"]) };
-        if (call) Object.assign(call, done);
-        else turn.tools.push({ callId, name: str(p["name"]), arguments: null, ...done });
+        if (call) Object.assign(call, { ok, result });
+        else turn.tools.push({ callId, name, arguments: null, ok, result });
         break;
       }
       case "agents.textDelta":
-        turn.text += str(p["text"]);
+        turnOf(run.turns, frame.payload.turn).text += frame.payload.text;
         break;
-      case "agents.turnFinished":
+      case "agents.turnFinished": {
+        const turn = turnOf(run.turns, frame.payload.turn);
         run.waiting = null;
         turn.reasoningLive = false;
-        turn.outcome = (optStr(p["outcome"]) as RunOutcome | null) ?? null;
-        turn.error = optStr(p["error"]);
+        turn.outcome = frame.payload.outcome;
+        turn.error = frame.payload.error;
         break;
+      }
     }
   }
   // The error that ended the run is the run's, said once: the last turn ended with it too.
@@ -239,12 +235,8 @@ export function landedTexts(messages: readonly MessageView[], runId: string): st
   return out;
 }
 
-/** The provisioning state an event carries, or null when the frame is not one. */
-export function provisioningOf(frame: Frame): Provisioning | null {
-  if (frame.type !== "workspace.spaceProvisioningChanged") return null;
-  const p = frame.payload;
-  const step = optStr(p["step"]);
-  const detail = optStr(p["detail"]);
-  const state = str(p["state"]);
+/** The provisioning state a space's provisioning event carries. */
+export function provisioningOf(payload: WorkspaceSpaceProvisioningChanged): Provisioning {
+  const { state, step, detail } = payload;
   return { state, step: step && detail ? `${step}: ${detail}` : step, error: state === "failed" ? detail : null };
 }

@@ -9,7 +9,7 @@ import { useCallback, useLayoutEffect, useRef, useState } from "react";
 import type { MessageView, RunView, SpaceView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
-import { isFrame, mergeFrames, mergeMessages, provisioningOf, type Frame } from "./stream";
+import { isRunFrame, mergeFrames, mergeMessages, provisioningOf, type Frame } from "./stream";
 
 /** Messages fetched on opening (the newest: a screenful and more, quick to send), then per older page. */
 export const FIRST_PAGE = 100;
@@ -35,13 +35,6 @@ export interface SpaceStream {
   loadRun(runId: string): void;
   /** Fetch a run's record (a run shown from the history, older than the records fetched on opening). */
   loadRecord(runId: string): void;
-}
-
-function message(value: unknown): MessageView | null {
-  const m = value as Partial<MessageView> | null;
-  return typeof m === "object" && m !== null && typeof m.seq === "number" && typeof m.id === "string"
-    ? (m as MessageView)
-    : null;
 }
 
 export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStream {
@@ -151,38 +144,29 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
         catchUp().catch(failed);
       },
       onEvent: (event) => {
-        if (!isFrame(event)) return;
-        const { type, payload } = event;
-        if (type === "workspace.messagePosted") {
-          const m = message(payload["message"]);
-          if (m) addMessages([m]);
-        } else if (type.startsWith("agents.") && typeof payload["run_id"] === "string") {
-          addFrames(payload["run_id"], [event], true);
+        if (isRunFrame(event)) {
+          const { runId } = event.payload;
+          addFrames(runId, [event], true);
           // The record holds the run's end for good: fetched once it is written, so it outlives the live frames.
-          if (type === "agents.runFinished") {
-            client.call("runs.get", { workspace_id: workspaceId, runId: payload["run_id"] }).then(
+          if (event.type === "agents.runFinished") {
+            client.call("runs.get", { workspace_id: workspaceId, runId }).then(
               (r) => addRecords([r]),
               () => undefined, // the frames tell the end meanwhile; the next opening fetches the record
             );
           }
-        } else if (type === "workspace.spaceProvisioningChanged") {
-          const provisioning = provisioningOf(event);
-          if (provisioning) setSpace((s) => (s ? { ...s, provisioning } : s));
+        } else if (event.type === "workspace.messagePosted") {
+          addMessages([event.payload.message]);
+        } else if (event.type === "workspace.spaceProvisioningChanged") {
+          const provisioning = provisioningOf(event.payload);
+          setSpace((s) => (s ? { ...s, provisioning } : s));
           // The record holds the error that stopped it: fetch the space for the whole story.
-          if (provisioning?.state === "failed") {
+          if (provisioning.state === "failed") {
             client.call("spaces.get", ws).then((s) => live.current && setSpace(s), failed);
           }
-        } else if (type === "workspace.spaceUpdated") {
-          const title = payload["title"];
-          const archived = payload["archived"] === true;
+        } else if (event.type === "workspace.spaceUpdated") {
+          const { title, archived } = event.payload;
           setSpace((s) =>
-            s
-              ? {
-                  ...s,
-                  title: typeof title === "string" ? title : s.title,
-                  archivedAt: archived ? (s.archivedAt ?? event.at ?? new Date().toISOString()) : null,
-                }
-              : s,
+            s ? { ...s, title, archivedAt: archived ? (s.archivedAt ?? event.at) : null } : s,
           );
         }
       },

@@ -9,15 +9,15 @@ import { when } from "./common";
 import { displayName, useNames, type NameKind, type Names } from "./names";
 import { statusLabel } from "./tickets";
 
-/** The payload keys that name a record, and the kind of record each names. */
+/** The payload fields that name a record, and the kind of record each names. */
 const REF_KEYS: ReadonlyArray<readonly [string, NameKind]> = [
-  ["user_id", "user"],
-  ["owner_id", "user"],
-  ["agent_id", "agent"],
-  ["team_id", "team"],
-  ["ticket_id", "ticket"],
-  ["space_id", "space"],
-  ["template_id", "pipeline-template"],
+  ["userId", "user"],
+  ["ownerId", "user"],
+  ["agentId", "agent"],
+  ["teamId", "team"],
+  ["ticketId", "ticket"],
+  ["spaceId", "space"],
+  ["templateId", "pipeline-template"],
 ];
 
 /** The kinds an event list looks up to name what its events are about. */
@@ -34,12 +34,17 @@ const OUTCOMES: Readonly<Record<string, string>> = {
 
 const text = (v: unknown): string | null => (typeof v === "string" && v ? v : null);
 
+/** A field of an object, by name. This page lists every kind of event, emitted ones too, and reads the fields
+ * they share (`userId`, `spaceId`, `status`...) by name rather than narrowing each event by its type. */
+function at(value: unknown, key: string): unknown {
+  return typeof value === "object" && value !== null ? new Map(Object.entries(value)).get(key) : undefined;
+}
+
 /** The references an event's payload carries, as `[what, <kind>:<id>]` (for its ids disclosure). */
 export function eventRefs(event: EventView): Array<[string, string]> {
-  const p = event.payload;
   return REF_KEYS.flatMap(([key, kind]): Array<[string, string]> => {
-    const id = text(p[key]);
-    return id ? [[words(key.replace(/_id$/, "")), `${kind}:${id}`]] : [];
+    const id = text(at(event.payload, key));
+    return id ? [[words(key.replace(/Id$/, "")), `${kind}:${id}`]] : [];
   });
 }
 
@@ -62,31 +67,30 @@ export function useEventNames(workspaceId: string, events: readonly EventView[])
 
 /** Who and what an event is about, by name, and the state it reports in words. */
 export function eventSubject(event: EventView, names: Names): string {
-  const p = event.payload;
+  const p = (key: string): unknown => at(event.payload, key);
   const parts: string[] = [];
-  const name = text(p["name"]);
+  const name = text(p("name"));
   if (name) parts.push(name); // a workspace's own name, as it was created
   for (const [key, kind] of REF_KEYS) {
-    const id = text(p[key]);
+    const id = text(p(key));
     if (!id) continue;
     // A space's title travels with its events: the name it had then, when it is not in the list (hidden, gone).
-    const recorded = kind === "space" ? text(p["title"]) : null;
+    const recorded = kind === "space" ? text(p("title")) : null;
     parts.push(displayName(`${kind}:${id}`, names, recorded));
   }
-  const message = p["message"] as { author?: { name?: unknown } } | undefined;
-  const author = text(message?.author?.name);
+  const author = text(at(at(p("message"), "author"), "name"));
   if (author) parts.unshift(author);
-  const oldRole = text(p["old_role"]);
-  const newRole = text(p["new_role"]);
+  const oldRole = text(p("oldRole"));
+  const newRole = text(p("newRole"));
   if (oldRole && newRole) parts.push(`${workspaceRoleLabel(oldRole)} → ${workspaceRoleLabel(newRole)}`);
-  const role = text(p["role"]);
+  const role = text(p("role"));
   if (role) parts.push(workspaceRoleLabel(role));
-  const status = text(p["status"]);
+  const status = text(p("status"));
   if (status) parts.push(event.type === "workspace.ticketChanged" ? statusLabel(status) : words(status));
-  const outcome = text(p["outcome"]);
+  const outcome = text(p("outcome"));
   if (outcome) parts.push(OUTCOMES[outcome] ?? words(outcome));
   for (const key of ["state", "change"]) {
-    const v = text(p[key]);
+    const v = text(p(key));
     if (v) parts.push(words(v));
   }
   return parts.join(" · ");

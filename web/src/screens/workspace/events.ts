@@ -6,11 +6,6 @@ import type { EventView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
 
-function isEvent(value: unknown): value is EventView {
-  const v = value as Partial<EventView> | null;
-  return typeof v === "object" && v !== null && typeof v.seq === "number" && typeof v.type === "string";
-}
-
 /** Whether an event occurred in the window: at or after `since`, before `until` (instants; null leaves it open),
  * as the server's `events.list` reads the window. */
 export function inWindow(occurredAt: string, since: string | null, until: string | null): boolean {
@@ -81,7 +76,7 @@ export function useWorkspaceEvents(
             );
         },
         onEvent: (event) => {
-          if (isEvent(event)) add([event], false);
+          add([event], false);
         },
         onError: (e) => live && setError(e),
       },

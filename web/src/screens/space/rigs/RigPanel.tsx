@@ -108,22 +108,29 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
           setEgress(snap.egress);
         },
         onEvent: (event) => {
-          const e = (event ?? {}) as Record<string, unknown>;
-          if (e["type"] === "phase" && typeof e["phase"] === "string") {
-            setPhase(e["phase"] as RigRow["status"]);
-            if (typeof e["detail"] === "string") setDetail(e["detail"]);
-            onChanged();
-          } else if (e["type"] === "progress" && typeof e["detail"] === "string") {
-            setDetail(e["detail"]); // a boot's step: a first pack build's, then the boot's own
-          } else if (e["type"] === "control") {
-            onChanged(); // the row names the controller
-          } else if (e["type"] === "ports") {
-            refreshPorts();
-          } else if (e["type"] === "egressGranted" && Array.isArray(e["hosts"])) {
-            forgetGranted(e["hosts"] as string[]);
-          } else if (e["type"] === "egress" && e["refusal"]) {
-            const told = e["refusal"] as EgressRefusal;
-            setEgress((list) => [...list.filter((r) => r.host !== told.host || r.rule !== told.rule), told]);
+          switch (event.type) {
+            case "phase":
+              setPhase(event.phase);
+              setDetail(event.detail);
+              onChanged();
+              break;
+            case "progress":
+              setDetail(event.detail); // a boot's step: a first pack build's, then the boot's own
+              break;
+            case "control":
+              onChanged(); // the row names the controller
+              break;
+            case "ports":
+              refreshPorts();
+              break;
+            case "egressGranted":
+              forgetGranted(event.hosts);
+              break;
+            case "egress": {
+              const told = event.refusal;
+              setEgress((list) => [...list.filter((r) => r.host !== told.host || r.rule !== told.rule), told]);
+              break;
+            }
           }
         },
         onError: (e) => setError(e.message),
