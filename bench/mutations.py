@@ -248,7 +248,7 @@ MUTATIONS: list[Mutation] = [
         "31.t",
         "a browser engine drops out of the registry (its tests used to skip)",
         "src/hangar/rigs/engines/registry.py",
-        "    engine_c.RECIPE.engine: engine_c.RECIPE,\n",
+        "    webkit.RECIPE.engine: webkit.RECIPE,  # engine-c\n",
         "",
         ("tests/integration/test_rigs_browser.py::test_each_engine_gets_its_own_rig",),
     ),

@@ -24,10 +24,10 @@ from hangar.core.settings import WorkspaceSettings
 from hangar.errors import Unavailable
 from hangar.rigs.backends.enclosure import EnclosureRig
 from hangar.rigs.backends.enclosure.rig import CA_BUNDLE
+from hangar.rigs.backends.engineboot import GUEST_HOME
 from hangar.rigs.browser import AGENT_MAX
-from hangar.rigs.engines.images import fit, image_size
-from hangar.rigs.engines.inrig import GUEST_HOME
 from hangar.rigs.engines.launch import LaunchContext
+from hangar.rigs.engines.pixels import fit, image_size
 from hangar.rigs.engines.registry import RECIPES
 from hangar.rigs.fence import unfence
 from hangar.rigs.image import recipes

@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 
 from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.rigs.engines import clipboard_image as clip
-from hangar.rigs.engines import w3c_actions
 from hangar.rigs.engines.launch import LaunchContext
 from hangar.rigs.engines.pages import PageFollower
 from hangar.rigs.engines.session import (
@@ -30,7 +29,8 @@ from hangar.rigs.engines.session import (
     PageChange,
     PageEntry,
 )
-from hangar.rigs.engines.w3c_errors import EngineTimeout
+from hangar.rigs.engines.w3c import actions as w3c_actions
+from hangar.rigs.engines.w3c.errors import EngineTimeout
 
 Json = str | int | float | bool | None | list[Any] | dict[str, Any]
 

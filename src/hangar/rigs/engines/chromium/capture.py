@@ -19,8 +19,8 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from hangar.errors import Refused, Unavailable
-from hangar.rigs.engines.cdp import CdpConnection, Event, Json, Subscription
-from hangar.rigs.engines.cdp_page import jpeg_size
+from hangar.rigs.engines.chromium.cdp import CdpConnection, Event, Json, Subscription
+from hangar.rigs.engines.chromium.page import jpeg_size
 from hangar.rigs.engines.session import Frame, Still
 
 STILL_QUALITY = 80

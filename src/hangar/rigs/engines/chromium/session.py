@@ -1,10 +1,10 @@
 """Engine A's ``EngineSession``: Chromium's pages driven over the DevTools protocol (``cdp.py``).
 
 The session is composed of small parts, each given the connection or the state it needs rather than sharing the
-session's: ``CurrentPage`` (``cdp_current.py``) is the page the verbs act on and the calls into it,
-``PageTargets`` (``cdp_targets.py``) attaches to page targets and follows the pages a page opens or closes
-(``pages.py``), ``CdpInput`` (``cdp_input.py``) holds the pointer, buttons, modifiers and drags between input
-verbs, and ``cdp_capture.py`` takes stills and the screencast. What is left here is the rest of the verbs:
+session's: ``CurrentPage`` (``current.py``) is the page the verbs act on and the calls into it,
+``PageTargets`` (``targets.py``) attaches to page targets and follows the pages a page opens or closes
+(``pages.py``), ``CdpInput`` (``inputs.py``) holds the pointer, buttons, modifiers and drags between input
+verbs, and ``capture.py`` takes stills and the screencast. What is left here is the rest of the verbs:
 navigation, extracts, stills, the viewport, waiting for a selector, the clipboard, file inputs and the live view.
 
 Clipboard images go through the page's async clipboard API with the script engines B and C run
@@ -23,13 +23,13 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
 from hangar.errors import Conflict, InvalidArgs, Unavailable
-from hangar.rigs.engines import cdp_capture as capture
-from hangar.rigs.engines import cdp_page as js
 from hangar.rigs.engines import clipboard_image as clip
-from hangar.rigs.engines.cdp import CdpConnection, CommandFailed, Json
-from hangar.rigs.engines.cdp_current import GROUP, PAGE_LOAD_TIMEOUT_S, CurrentPage, value
-from hangar.rigs.engines.cdp_input import CdpInput
-from hangar.rigs.engines.cdp_targets import PageTargets, first_page, metrics_override
+from hangar.rigs.engines.chromium import capture
+from hangar.rigs.engines.chromium import page as js
+from hangar.rigs.engines.chromium.cdp import CdpConnection, CommandFailed, Json
+from hangar.rigs.engines.chromium.current import GROUP, PAGE_LOAD_TIMEOUT_S, CurrentPage, value
+from hangar.rigs.engines.chromium.inputs import CdpInput
+from hangar.rigs.engines.chromium.targets import PageTargets, first_page, metrics_override
 from hangar.rigs.engines.launch import Endpoint
 from hangar.rigs.engines.scripts import script
 from hangar.rigs.engines.session import (
@@ -115,7 +115,7 @@ class CdpSession(EngineSession):
     async def current(self) -> Page:
         return await self._page.current()
 
-    # -- input (cdp_input.py) -------------------------------------------------------------------------------
+    # -- input (inputs.py) -------------------------------------------------------------------------------
 
     async def locate(self, selector: str) -> tuple[int, int]:
         return await self._input.locate(selector)

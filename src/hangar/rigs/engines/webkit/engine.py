@@ -49,14 +49,13 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
 from hangar.errors import NotFound, Refused, Unavailable
-from hangar.rigs.engines import w3c_actions
-from hangar.rigs.engines.images import fit, image_size
 from hangar.rigs.engines.launch import Endpoint, EngineProcess, EngineRecipe, LaunchContext, LaunchPlan
+from hangar.rigs.engines.pixels import fit, image_size
 from hangar.rigs.engines.scripts import script
 from hangar.rigs.engines.session import Extracted, Frame, Page, Still
-from hangar.rigs.engines.transcode import ffmpeg_path, transcode_png
-from hangar.rigs.engines.w3c_errors import EngineTimeout
-from hangar.rigs.engines.w3c_session import (
+from hangar.rigs.engines.w3c import actions as w3c_actions
+from hangar.rigs.engines.w3c.errors import EngineTimeout
+from hangar.rigs.engines.w3c.session import (
     CONSOLE_CHARS,
     CONSOLE_ENTRIES,
     CONSOLE_ENTRY_CHARS,
@@ -65,7 +64,8 @@ from hangar.rigs.engines.w3c_session import (
     console_extract,
     polled_frames,
 )
-from hangar.rigs.engines.webdriver import ELEMENT_KEY, WebDriverClient
+from hangar.rigs.engines.webkit.transcode import ffmpeg_path, transcode_png
+from hangar.rigs.engines.webkit.webdriver import ELEMENT_KEY, WebDriverClient
 
 log = logging.getLogger(__name__)
 

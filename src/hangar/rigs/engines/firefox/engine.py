@@ -31,14 +31,14 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
 from hangar.errors import NotFound, Refused, Unavailable
-from hangar.rigs.engines import w3c_actions
-from hangar.rigs.engines.bidi import BidiClient, local_value, python_value
-from hangar.rigs.engines.images import fit, image_size
+from hangar.rigs.engines.firefox.bidi import BidiClient, local_value, python_value
 from hangar.rigs.engines.launch import Endpoint, EngineProcess, EngineRecipe, LaunchContext, LaunchPlan
+from hangar.rigs.engines.pixels import fit, image_size
 from hangar.rigs.engines.scripts import script
 from hangar.rigs.engines.session import Extracted, Frame, Page, Still
-from hangar.rigs.engines.w3c_errors import EngineTimeout
-from hangar.rigs.engines.w3c_session import (
+from hangar.rigs.engines.w3c import actions as w3c_actions
+from hangar.rigs.engines.w3c.errors import EngineTimeout
+from hangar.rigs.engines.w3c.session import (
     CONSOLE_CHARS,
     CONSOLE_ENTRIES,
     CONSOLE_ENTRY_CHARS,

@@ -1,6 +1,6 @@
 """The page engine A's verbs act on, and how a verb reaches into it.
 
-The session is attached to several page targets at once (``cdp_targets.py``), but every verb, still and live-view
+The session is attached to several page targets at once (``targets.py``), but every verb, still and live-view
 frame goes to one of them: its flat session, its main frame and its console ring are held here, in one place, so
 the page targets, the input verbs and the rest of the session all read the same current page and a switch to
 another page (``move_to``) is seen by each at once. The calls into the page are here too: they all go to the
@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from hangar.errors import InvalidArgs, NotFound, Refused
-from hangar.rigs.engines.cdp import CdpConnection, Json, Subscription
-from hangar.rigs.engines.cdp_page import ConsoleRing
+from hangar.rigs.engines.chromium.cdp import CdpConnection, Json, Subscription
+from hangar.rigs.engines.chromium.page import ConsoleRing
 from hangar.rigs.engines.session import Page
 
 PAGE_LOAD_TIMEOUT_S = 30.0

@@ -3,7 +3,7 @@
 It dials the endpoint's ``host``:``port`` (the rig's forward) while the WebSocket handshake's Host header
 carries the guest ``authority``: Firefox's remote agent accepts only its own loopback host and port there.
 Commands carry increasing ids and resolve their own future; events go to callbacks registered per method.
-Errors become ``hangar.errors`` through ``w3c_errors``; a closed connection fails every pending command with
+Errors become ``hangar.errors`` through ``w3c.errors``; a closed connection fails every pending command with
 ``Unavailable``.
 """
 
@@ -22,7 +22,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from hangar.errors import InvalidArgs, Unavailable
 from hangar.rigs.engines.launch import Endpoint
-from hangar.rigs.engines.w3c_errors import EngineTimeout, w3c_error
+from hangar.rigs.engines.w3c.errors import EngineTimeout, w3c_error
 
 log = logging.getLogger(__name__)
 

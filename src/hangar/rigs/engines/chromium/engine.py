@@ -1,4 +1,4 @@
-"""Engine A: Debian's Chromium, headless, driven over the DevTools protocol (``cdp_session.CdpSession``).
+"""Engine A: Debian's Chromium, headless, driven over the DevTools protocol (``session.CdpSession``).
 
 Chromium runs with ``--headless=new`` (the full browser without a display; the headless-only build compiles audio
 out and is not used), ``--no-sandbox`` because the enclosure's seccomp filter refuses the user namespaces
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 
-from hangar.rigs.engines.cdp_session import CdpSession
+from hangar.rigs.engines.chromium.session import CdpSession
 from hangar.rigs.engines.launch import Endpoint, EngineProcess, EngineRecipe, LaunchContext, LaunchPlan
 from hangar.rigs.engines.session import EngineSession
 

@@ -2,7 +2,7 @@
 
 Protocol only: one WebSocket to the browser endpoint, commands answered by id, events fanned out to
 subscriptions, page targets reached through flat sessions (``Target.attachToTarget {flatten: true}`` puts the
-session id on each message instead of nesting messages). The verbs live in ``cdp_session.py`` and its parts.
+session id on each message instead of nesting messages). The verbs live in ``session.py`` and its parts.
 
 The socket is dialled at the ``Endpoint``'s host and port (a rig's forward) while the URL keeps the authority
 Chromium advertised: Chromium accepts a Host header that is an IP or ``localhost``, and it refuses a WebSocket

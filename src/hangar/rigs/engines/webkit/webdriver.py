@@ -1,7 +1,7 @@
 """A small classic W3C WebDriver client (https://w3c.github.io/webdriver/) over ``httpx``, for engine C.
 
 One session per driver: ``start`` creates it, ``command`` sends ``METHOD /session/{id}/<path>`` and returns the
-answer's ``value``, ``close`` deletes it. Error answers carry W3C codes, translated by ``w3c_errors``; a
+answer's ``value``, ``close`` deletes it. Error answers carry W3C codes, translated by ``w3c.errors``; a
 driver that cannot be reached is ``Unavailable``, one that does not answer in time ``EngineTimeout``.
 """
 
@@ -13,7 +13,7 @@ import httpx
 
 from hangar.errors import Unavailable
 from hangar.rigs.engines.launch import Endpoint
-from hangar.rigs.engines.w3c_errors import EngineTimeout, w3c_error
+from hangar.rigs.engines.w3c.errors import EngineTimeout, w3c_error
 
 ELEMENT_KEY = "element-6066-11e4-a52e-4f735466cecf"  # how classic WebDriver names an element in JSON
 

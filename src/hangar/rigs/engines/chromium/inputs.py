@@ -5,7 +5,7 @@ a bit mask, the held modifiers), so the session keeps that state itself: the liv
 buttons one at a time, and each later event must say what is still held. The state belongs to the page the
 events went to; when the current page changes it starts over (``reset``).
 
-HTML drags are intercepted (``Input.setInterceptDrags``, turned on for every attached page in ``cdp_targets.py``):
+HTML drags are intercepted (``Input.setInterceptDrags``, turned on for every attached page in ``targets.py``):
 headless Chromium has no platform drag loop, so once a page starts a drag, further pointer moves become drag
 events and the release becomes the drop. An input the page answers by closing itself (a button calling
 ``window.close()``) completes the verb rather than failing it.
@@ -18,9 +18,9 @@ import contextlib
 from collections.abc import Sequence
 
 from hangar.errors import InvalidArgs, Unavailable
-from hangar.rigs.engines import cdp_page as js
-from hangar.rigs.engines.cdp import Event, Json
-from hangar.rigs.engines.cdp_current import CurrentPage
+from hangar.rigs.engines.chromium import page as js
+from hangar.rigs.engines.chromium.cdp import Event, Json
+from hangar.rigs.engines.chromium.current import CurrentPage
 from hangar.rigs.engines.keys import KeySpec, key_spec, parse_chord
 from hangar.rigs.engines.session import MouseButton
 

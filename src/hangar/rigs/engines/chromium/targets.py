@@ -7,7 +7,7 @@ until its target is destroyed; moving to a page gives it the session's viewport 
 (the screencast follows it) with nothing held (``CdpInput.reset``).
 
 Attaching brings up what the verbs need of a page, from the moment it attaches: the console ring (console calls and
-uncaught exceptions), intercepted drags (``cdp_input.py``), and JavaScript dialogs, accepted as they open (an
+uncaught exceptions), intercepted drags (``inputs.py``), and JavaScript dialogs, accepted as they open (an
 ``alert`` would otherwise block every later command) and noted in the console ring. Focus is emulated so the page
 behaves as a focused window: the clipboard API, focus events and ``:focus`` styles need it in a headless browser.
 """
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from hangar.errors import Refused, Unavailable
-from hangar.rigs.engines.cdp import CdpConnection, Event, Json, Subscription
-from hangar.rigs.engines.cdp_current import CurrentPage, value
-from hangar.rigs.engines.cdp_input import CdpInput
-from hangar.rigs.engines.cdp_page import ConsoleRing
+from hangar.rigs.engines.chromium.cdp import CdpConnection, Event, Json, Subscription
+from hangar.rigs.engines.chromium.current import CurrentPage, value
+from hangar.rigs.engines.chromium.inputs import CdpInput
+from hangar.rigs.engines.chromium.page import ConsoleRing
 from hangar.rigs.engines.pages import PageFollower
 from hangar.rigs.engines.session import Page
 
