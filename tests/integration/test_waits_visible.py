@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from hangar.rigs.image.pack import TERMINAL as TERMINAL_RECIPE
+from hangar.rigs.images.builder import TERMINAL as TERMINAL_RECIPE
 from tests.integration.test_rigs_packs import TERMINAL, parts_with_packs_in
 from tests.support.confined import CLI_AGENT
 from tests.support.fake_mmdebstrap import FakeMmdebstrap, install_fake_mmdebstrap
@@ -39,7 +39,7 @@ BUILD_STEPS = [
 ]
 BOOT_STEPS = ["preparing the rig's disk", "starting the rig and its egress gate", "rig ready"]
 WAITS_LOG = "hangar.rigs.waits"
-PACKS_LOG = "hangar.rigs.packs"
+PACKS_LOG = "hangar.rigs.images.packs"
 
 
 @dataclass

@@ -30,8 +30,9 @@ from hangar.rigs.actions import TABLES
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.closing import RigCloser
 from hangar.rigs.errors import BackendFailure
-from hangar.rigs.image import recipes
-from hangar.rigs.images import BROWSER_IMAGE_KEY, EXEC_IMAGE_KEY, boot_image
+from hangar.rigs.images import recipes
+from hangar.rigs.images.packs import step_numbers
+from hangar.rigs.images.settings import BROWSER_IMAGE_KEY, EXEC_IMAGE_KEY, boot_image
 from hangar.rigs.live import LiveRig, LiveRigs
 from hangar.rigs.model import (
     LIVE_PHASES,
@@ -42,7 +43,6 @@ from hangar.rigs.model import (
     parse_surface,
     resolve_engine,
 )
-from hangar.rigs.packs import step_numbers
 from hangar.rigs.store import RigStore
 from hangar.rigs.upkeep import RigUpkeep
 

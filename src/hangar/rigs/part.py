@@ -22,7 +22,7 @@ from hangar.rigs.budget import MEMORY_BUDGET_SPEC
 from hangar.rigs.confinement import RigConfinement
 from hangar.rigs.consent import SERVER_MIGRATIONS
 from hangar.rigs.events import RIG_EVENTS
-from hangar.rigs.images import IMAGE_SETTINGS
+from hangar.rigs.images.settings import IMAGE_SETTINGS
 from hangar.rigs.manager import RigManager
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.routes import RIG_ROUTES

@@ -17,7 +17,7 @@ import asyncio
 import logging
 
 from hangar.core.confine import OnWait, Wait
-from hangar.rigs.packs import step_numbers
+from hangar.rigs.images.packs import step_numbers
 
 log = logging.getLogger("hangar.rigs.waits")
 

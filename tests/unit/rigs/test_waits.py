@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from hangar.core.confine import Wait
-from hangar.rigs.packs import PackBuilds
+from hangar.rigs.images.packs import PackBuilds
 from hangar.rigs.waits import WaitRelay
 
 

@@ -29,7 +29,7 @@ from hangar.core.disks import DEFAULT_RIG_DISK_MB
 from hangar.errors import NotFound, Unavailable
 from hangar.rigs.egress.gate import EgressEvent
 from hangar.rigs.engines.session import EngineSession
-from hangar.rigs.packs import PackStatus
+from hangar.rigs.images.packs import PackStatus
 
 __all__ = ["Command", "ExecResult", "GuestTree", "Pty", "RigBackend", "RigHandle", "RigSpec"]
 

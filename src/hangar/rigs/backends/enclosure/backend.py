@@ -20,9 +20,9 @@ from hangar.rigs.backends.engineboot import boot_engine, check_public_pem
 from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.engines.launch import EngineRecipe
 from hangar.rigs.engines.registry import RECIPES
-from hangar.rigs.image import recipes
-from hangar.rigs.image.pack import TERMINAL, PackRecipe, build_under_way, ensure_pack, missing_tools, pack_ready
-from hangar.rigs.packs import PackBuilds, PackStatus, with_step
+from hangar.rigs.images import recipes
+from hangar.rigs.images.builder import TERMINAL, PackRecipe, build_under_way, ensure_pack, missing_tools, pack_ready
+from hangar.rigs.images.packs import PackBuilds, PackStatus, with_step
 
 _RIG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 SURFACES = frozenset({"terminal", "browser"})

@@ -6,7 +6,7 @@ of time (``rigs.buildPack``). Either way it goes through one ``PackBuilds`` per 
 build's latest step so any caller (``rigs.packs``) can show progress; a second request for a pack already
 building joins the build under way instead of starting another. A build under way in another process sharing the
 packs (a server's first start, ``hangar rigs build-pack``) shows as building too, with the step its builder
-keeps beside the build lock (``image.pack.build_under_way``).
+keeps beside the build lock (``builder.build_under_way``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import resources
 
 from hangar.errors import NotFound
-from hangar.rigs.image.pack import BASE_REVISION, RELEASE, TERMINAL, PackRecipe
+from hangar.rigs.images.builder import BASE_REVISION, RELEASE, TERMINAL, PackRecipe
 from hangar.rigs.model import ENGINE_LABELS
 
 HOME_PAGE = "/usr/share/hangar/home.html"
@@ -38,7 +38,7 @@ def audio_revision(engine: str) -> str:
 
 
 def _home_page_hooks() -> tuple[str, ...]:
-    source = resources.files("hangar.rigs.image") / "home" / "home.html"
+    source = resources.files("hangar.rigs.images") / "home" / "home.html"
     return (
         'mkdir -p "$1/usr/share/hangar"',
         f"upload {source} {HOME_PAGE}",

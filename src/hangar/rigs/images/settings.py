@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from hangar.core.settings import SettingSpec
 from hangar.errors import InvalidArgs
 
-log = logging.getLogger("hangar.rigs.images")
+log = logging.getLogger("hangar.rigs.images.settings")
 
 EXEC_IMAGE_KEY = "rigs.microvm.execImage"
 BROWSER_IMAGE_KEY = "rigs.microvm.browserImage"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from hangar.core.guestacl import RIG_GID, RIG_UID
 from hangar.errors import Internal, Unavailable
-from hangar.rigs.image.mirror import debian_sources
+from hangar.rigs.images.mirror import debian_sources
 
 RELEASE = "bookworm"
 MARKER = ".hangar-pack.json"
