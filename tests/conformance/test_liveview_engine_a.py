@@ -13,7 +13,7 @@ import pytest
 
 from hangar.rigs.engines.chromium.page import jpeg_size
 from hangar.rigs.engines.session import EngineSession
-from hangar.rigs.liveview import (
+from hangar.rigs.lanes.liveview import (
     FrameHub,
     KeyInput,
     MouseInput,

@@ -12,7 +12,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from hangar.errors import Unavailable
-from hangar.rigs.tls import NO_OPENSSL, DevTls, dev_ca_pem
+from hangar.rigs.devdomains.tls import NO_OPENSSL, DevTls, dev_ca_pem
 
 
 @pytest.fixture

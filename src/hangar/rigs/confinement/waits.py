@@ -19,7 +19,7 @@ import logging
 from hangar.core.confine import OnWait, Wait
 from hangar.rigs.images.packs import step_numbers
 
-log = logging.getLogger("hangar.rigs.waits")
+log = logging.getLogger("hangar.rigs.confinement.waits")
 
 STARTING = "starting the enclosure"
 ENCLOSURE_UP = "the enclosure is up"

@@ -28,9 +28,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from hangar.errors import HangarError, InvalidArgs, Refused
 from hangar.rigs.backends.base import Pty
-from hangar.rigs.lanes import LaneAccess, authorize, authorize_change
-from hangar.rigs.socketlane import credential, fail, guarded
-from hangar.rigs.terminals import KeptTerminal
+from hangar.rigs.lanes.access import LaneAccess, authorize, authorize_change
+from hangar.rigs.lanes.socketlane import credential, fail, guarded
+from hangar.rigs.live.terminals import KeptTerminal
 from hangar.rpc.access import Revocable
 
 log = logging.getLogger(__name__)

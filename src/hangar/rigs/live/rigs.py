@@ -17,12 +17,12 @@ from hangar.core.principal import Principal
 from hangar.errors import NotFound
 from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.egress.gate import EgressEvent
+from hangar.rigs.live.ports import PortForwards
+from hangar.rigs.live.refusals import RecentRefusals
+from hangar.rigs.live.terminals import KeptTerminals
 from hangar.rigs.model import Phase, Surface, SurfaceLimits
 from hangar.rigs.policy import RigState
-from hangar.rigs.ports import PortForwards
-from hangar.rigs.refusals import RecentRefusals
 from hangar.rigs.results import RigSnapshot
-from hangar.rigs.terminals import KeptTerminals
 
 
 @dataclass(eq=False)

@@ -36,12 +36,12 @@ from hangar.core.confine import MAX_RESULT_FILE, Confinement, ExecResult, Job, O
 from hangar.core.disks import DEFAULT_RIG_DISK_MB, ScopeDisks
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, GuestTree, RigBackend, RigHandle, RigSpec
-from hangar.rigs.budget import HeldEnclosure, MemoryBudget
+from hangar.rigs.confinement.waits import ENCLOSURE_UP, STARTING, WaitRelay
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
+from hangar.rigs.lifecycle.budget import HeldEnclosure, MemoryBudget
 from hangar.rigs.model import LIMITS, Surface
-from hangar.rigs.waits import ENCLOSURE_UP, STARTING, WaitRelay
 
-log = logging.getLogger("hangar.rigs.confinement")
+log = logging.getLogger("hangar.rigs.confinement.scopes")
 
 IDLE_S = 300.0
 JOB_FILES = "/home/rig/.hangar"  # a job's files and results: in the rig's own layer, which no other scope sees

@@ -15,11 +15,11 @@ from hangar.core.principal import Principal
 from hangar.errors import HangarError, Refused
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import ExecResult, RigBackend, RigHandle
-from hangar.rigs.devrouter import DevRouter
+from hangar.rigs.devdomains.router import DevRouter
 from hangar.rigs.errors import BackendFailure, ControlHeld
 from hangar.rigs.events import RigControlChanged, RigDevDomainChanged
-from hangar.rigs.lifecycle import MEMORY_BUDGET_SETTING, RigLifecycle
-from hangar.rigs.live import LiveRig
+from hangar.rigs.lifecycle.lifecycle import MEMORY_BUDGET_SETTING, RigLifecycle
+from hangar.rigs.live.rigs import LiveRig
 from hangar.rigs.model import Surface
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from hangar.core.principal import Principal
 from hangar.errors import HangarError, NotFound
 from hangar.rigs import hooks
 from hangar.rigs.events import RigClosedEvent, RigReaped
-from hangar.rigs.live import LiveRig, LiveRigs
+from hangar.rigs.live.rigs import LiveRig, LiveRigs
 from hangar.rigs.model import LIVE_PHASES, REAP_REASONS, CloseReason, Phase, RigRecord
 from hangar.rigs.store import RigStore
 

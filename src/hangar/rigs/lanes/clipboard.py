@@ -29,11 +29,11 @@ from starlette.responses import JSONResponse, Response
 
 from hangar.errors import InvalidArgs, Refused, Unavailable
 from hangar.identity import IdentityService
-from hangar.rigs.consent import ClipboardGrants
 from hangar.rigs.engines.clipboard_image import MAGIC, MAX_IMAGE_BYTES, MB
 from hangar.rigs.engines.pixels import image_size
 from hangar.rigs.engines.session import ImageMime
-from hangar.rigs.lanes import LaneAccess, authorize
+from hangar.rigs.lanes.access import LaneAccess, authorize
+from hangar.rigs.lanes.consent import ClipboardGrants
 from hangar.rigs.model import Surface
 
 MAX_TEXT_BYTES = 1 * MB

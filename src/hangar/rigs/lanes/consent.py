@@ -28,9 +28,9 @@ from hangar.core.ids import new_id
 from hangar.core.principal import Principal
 from hangar.core.types import UtcDateTime
 from hangar.errors import Forbidden
+from hangar.rigs.model import Direction
 from hangar.rpc.context import OpContext
 
-Direction = Literal["hostToRig", "rigToHost"]
 DIRECTIONS: tuple[Direction, ...] = ("hostToRig", "rigToHost")
 Default = Literal["allow", "ask"]
 DEFAULTS: dict[Direction, Default] = {"hostToRig": "allow", "rigToHost": "ask"}
@@ -49,7 +49,7 @@ grants_table = sa.Table(
     sa.Column("revoked_by", sa.String(36)),
 )
 SERVER_MIGRATIONS = MigrationSet(
-    "rigs_server", "server", Path(__file__).parent / "server_migrations", tables=(metadata,)
+    "rigs_server", "server", Path(__file__).parents[1] / "server_migrations", tables=(metadata,)
 )
 
 

@@ -26,8 +26,8 @@ from hangar.core.settings import SettingSpec, strict_int
 from hangar.errors import HangarError, Refused
 from hangar.identity import IdentityService
 from hangar.rigs.backends.base import RigHandle
-from hangar.rigs.closing import RigCloser
-from hangar.rigs.live import LiveRigs
+from hangar.rigs.lifecycle.closing import RigCloser
+from hangar.rigs.live.rigs import LiveRigs
 from hangar.rigs.model import LIMITS, LIVE_PHASES, CloseReason, Phase, Surface
 from hangar.rigs.policy import Eviction, RigState, evict
 

@@ -11,9 +11,9 @@ from hangar.core.context import AppContext
 from hangar.core.principal import Principal, Role
 from hangar.errors import Forbidden, Refused, Unavailable
 from hangar.identity import IdentityService
-from hangar.rigs.live import LiveRig
-from hangar.rigs.manager import RigManager
-from hangar.rigs.signing import Lane, LaneSigner
+from hangar.rigs.lanes.signing import Lane, LaneSigner
+from hangar.rigs.lifecycle.manager import RigManager
+from hangar.rigs.live.rigs import LiveRig
 from hangar.rpc.guardrails import WORKSPACE_SCOPE, Guardrails, space_scope
 
 

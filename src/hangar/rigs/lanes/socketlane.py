@@ -20,7 +20,7 @@ from hangar.core.context import AppContext
 from hangar.core.principal import Principal
 from hangar.errors import HangarError, Unauthenticated
 from hangar.identity import IdentityService
-from hangar.rigs.lanes import LaneAccess, still_allowed
+from hangar.rigs.lanes.access import LaneAccess, still_allowed
 from hangar.rpc.access import AccessMonitor, Revocable
 
 AUTH_TIMEOUT_S = 10.0

@@ -50,11 +50,11 @@ from hangar.errors import HangarError, InvalidArgs, Refused, Unavailable
 from hangar.rigs.actions.base import MAX_TEXT
 from hangar.rigs.engines.keys import key_spec
 from hangar.rigs.engines.session import EngineSession, Frame, MouseButton
-from hangar.rigs.lanes import LaneAccess, authorize, authorize_change
-from hangar.rigs.live import LiveRig
+from hangar.rigs.lanes.access import LaneAccess, authorize, authorize_change
+from hangar.rigs.lanes.pagefeed import following, page_row
+from hangar.rigs.lanes.socketlane import credential, fail, guarded
+from hangar.rigs.live.rigs import LiveRig
 from hangar.rigs.model import Surface
-from hangar.rigs.pagefeed import following, page_row
-from hangar.rigs.socketlane import credential, fail, guarded
 from hangar.rpc.access import Revocable
 
 log = logging.getLogger(__name__)

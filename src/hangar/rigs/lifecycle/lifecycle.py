@@ -35,13 +35,13 @@ from hangar.errors import NotFound
 from hangar.identity import usable_workspace_ids
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import RigBackend, RigHandle
-from hangar.rigs.budget import MEMORY_BUDGET_SETTING, MEMORY_BUDGET_SPEC, MemoryBudget
-from hangar.rigs.closing import RigCloser, discard_home
-from hangar.rigs.live import LiveRig, LiveRigs
+from hangar.rigs.lifecycle.budget import MEMORY_BUDGET_SETTING, MEMORY_BUDGET_SPEC, MemoryBudget
+from hangar.rigs.lifecycle.closing import RigCloser, discard_home
+from hangar.rigs.lifecycle.opening import RigOpener, rig_home
+from hangar.rigs.lifecycle.upkeep import RigUpkeep
+from hangar.rigs.live.rigs import LiveRig, LiveRigs
 from hangar.rigs.model import DEFAULT_MEMORY_BUDGET_MB, PORT_POLL_INTERVAL_S, CloseReason, Phase, RigRecord
-from hangar.rigs.opening import RigOpener, rig_home
 from hangar.rigs.store import RigStore
-from hangar.rigs.upkeep import RigUpkeep
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from hangar.errors import HangarError
 from hangar.rigs.engines.session import EngineSession, PageEntry
-from hangar.rigs.live import LiveRig
+from hangar.rigs.live.rigs import LiveRig
 
 log = logging.getLogger(__name__)
 

@@ -29,11 +29,11 @@ from hangar.rigs import hooks
 from hangar.rigs.actions import base as act
 from hangar.rigs.actions import browser as verbs
 from hangar.rigs.actions.base import ParsedAction
-from hangar.rigs.consent import ClipboardGrants, ConsentRequired
 from hangar.rigs.engines.session import EngineSession, Page, PageChange
 from hangar.rigs.errors import ControlHeld
-from hangar.rigs.fence import fence
-from hangar.rigs.manager import RigManager
+from hangar.rigs.lanes.consent import ClipboardGrants, ConsentRequired
+from hangar.rigs.lanes.fence import fence
+from hangar.rigs.lifecycle.manager import RigManager
 
 AGENT_MAX = (1280, 800)  # agent stills are scaled to fit this, keeping the aspect ratio
 VERB_TIMEOUT_S = 60.0  # one verb's bound: an engine that stops answering must not hold the rig busy forever

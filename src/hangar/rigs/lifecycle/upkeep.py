@@ -17,9 +17,9 @@ from hangar.core.context import AppContext
 from hangar.errors import HangarError, NotFound
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import RigHandle
-from hangar.rigs.budget import MemoryBudget
-from hangar.rigs.closing import RigCloser
-from hangar.rigs.live import LiveRig, LiveRigs
+from hangar.rigs.lifecycle.budget import MemoryBudget
+from hangar.rigs.lifecycle.closing import RigCloser
+from hangar.rigs.live.rigs import LiveRig, LiveRigs
 from hangar.rigs.model import CloseReason, Phase, Surface
 from hangar.rigs.policy import Park, evict, lifecycle
 from hangar.rigs.store import RigStore

@@ -40,7 +40,7 @@ from hangar.errors import Conflict, HangarError, InvalidArgs
 from hangar.identity import IdentityService
 from hangar.rigs.engines.session import EngineSession
 from hangar.rigs.errors import DropTooLarge
-from hangar.rigs.lanes import authorize
+from hangar.rigs.lanes.access import authorize
 from hangar.rigs.model import Surface
 
 MB = 1024 * 1024

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 from hangar.core.events import StoredEvent
 from hangar.errors import HangarError, NotFound, Unavailable
-from hangar.rigs import devdomains
 from hangar.rigs.backends.base import RigHandle
-from hangar.rigs.devlanes import DevLanes, LaneMiss, LaneStatus, Streams, TlsContext
-from hangar.rigs.live import LiveRig
+from hangar.rigs.devdomains import names as devdomains
+from hangar.rigs.devdomains.lanes import DevLanes, LaneMiss, LaneStatus, Streams, TlsContext
+from hangar.rigs.devdomains.tls import DevTls
+from hangar.rigs.live.rigs import LiveRig
 from hangar.rigs.model import LIVE_PHASES
-from hangar.rigs.tls import DevTls
 
 if TYPE_CHECKING:
     from hangar.core.context import AppContext

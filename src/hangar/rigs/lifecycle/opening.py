@@ -28,12 +28,13 @@ from hangar.errors import HangarError, NotFound, Unavailable
 from hangar.rigs import hooks
 from hangar.rigs.actions import TABLES
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
-from hangar.rigs.closing import RigCloser
 from hangar.rigs.errors import BackendFailure
 from hangar.rigs.images import recipes
 from hangar.rigs.images.packs import step_numbers
 from hangar.rigs.images.settings import BROWSER_IMAGE_KEY, EXEC_IMAGE_KEY, boot_image
-from hangar.rigs.live import LiveRig, LiveRigs
+from hangar.rigs.lifecycle.closing import RigCloser
+from hangar.rigs.lifecycle.upkeep import RigUpkeep
+from hangar.rigs.live.rigs import LiveRig, LiveRigs
 from hangar.rigs.model import (
     LIVE_PHASES,
     Phase,
@@ -44,7 +45,6 @@ from hangar.rigs.model import (
     resolve_engine,
 )
 from hangar.rigs.store import RigStore
-from hangar.rigs.upkeep import RigUpkeep
 
 log = logging.getLogger(__name__)
 
