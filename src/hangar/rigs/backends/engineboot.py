@@ -1,7 +1,7 @@
-"""Boot a browser engine inside a rig, through nothing but the ``RigHandle`` interface.
+"""Boot a browser engine inside a rig, through nothing but the capabilities ``EngineHost`` names.
 
 The same recipe ``hostlaunch`` runs on the host runs here: the plan's files are written into the rig user's
-home, its setup steps run to completion, its long-lived processes run as ``RigHandle.run`` tasks (cancelling a
+home, its setup steps run to completion, its long-lived processes run as ``RigExec.run`` tasks (cancelling a
 task kills that process group, so closing the engine needs nothing from the backend). Engines behind a relay
 (A and B) listen on guest loopback 9223 and a ``socat`` relay answers on 9222; engine C's driver listens on
 9222 itself. Exactly one host loopback port is forwarded to guest 9222, and the client connects through it
@@ -23,8 +23,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from hangar.core.confine import ExecResult
 from hangar.errors import HangarError, InvalidArgs, Unavailable
-from hangar.rigs.backends.base import Command, ExecResult, RigHandle
+from hangar.rigs.backends.capabilities import Command, EngineHost
 from hangar.rigs.engines.launch import (
     AUTOMATION_PORT,
     ENGINE_PORT,
@@ -48,7 +49,7 @@ RELAY_ARGV = (
 SETUP_TIMEOUT_S = 60.0
 TAIL_CHARS = 800
 LOG_BYTES = 64 * 1024  # per process: the newest output ``RigEngine.log`` keeps
-# Runs argv with stderr joined to stdout, which is the stream ``RigHandle.run`` hands over as it comes.
+# Runs argv with stderr joined to stdout, which is the stream ``RigExec.run`` hands over as it comes.
 JOINED_OUTPUT = ("sh", "-c", 'exec "$@" 2>&1', "joined-output")
 CLOSE_TIMEOUT_S = 5.0
 
@@ -64,7 +65,7 @@ def check_public_pem(pem: bytes) -> None:
 class RigEngine:
     """A browser engine running inside a rig: its processes, its one forward and the connected session."""
 
-    handle: RigHandle
+    handle: EngineHost
     recipe: EngineRecipe
     context: LaunchContext
     host_port: int | None = None
@@ -186,7 +187,7 @@ def launch_context(recipe: EngineRecipe, display: tuple[int, int], home_url: str
 
 
 async def boot_engine(
-    handle: RigHandle,
+    handle: EngineHost,
     recipe: EngineRecipe,
     *,
     display: tuple[int, int],

@@ -36,6 +36,7 @@ from hangar.core.confine import MAX_RESULT_FILE, Confinement, ExecResult, Job, O
 from hangar.core.disks import DEFAULT_RIG_DISK_MB, ScopeDisks
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, GuestTree, RigBackend, RigHandle, RigSpec
+from hangar.rigs.backends.capabilities import RigFiles
 from hangar.rigs.confinement.waits import ENCLOSURE_UP, STARTING, WaitRelay
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
 from hangar.rigs.lifecycle.budget import HeldEnclosure, MemoryBudget
@@ -236,7 +237,7 @@ class RigConfinement(Confinement):
             await self.release(key)
 
 
-async def _results(rig: RigHandle, names: tuple[str, ...]) -> dict[str, bytes]:
+async def _results(rig: RigFiles, names: tuple[str, ...]) -> dict[str, bytes]:
     """The job's results as the rig user reads them in the rig (a regular file, no symlink followed), each up to
     ``MAX_RESULT_FILE`` bytes; a name the program did not leave is absent."""
     found: dict[str, bytes] = {}

@@ -1,7 +1,7 @@
 """A rig's dev-domain lanes: HTTP on its loopback port 80 and HTTPS on 443, routing each connection by name to a
 guest port of a rig of the same space.
 
-The listeners live in the rig's own network (``RigHandle.serve_loopback``: made by the host, on ports the rig user
+The listeners live in the rig's own network (``RigNetwork.serve_loopback``: made by the host, on ports the rig user
 cannot take first), and its resolver answers the space's dev domains with ``127.0.0.1`` (``set_local_names``), so
 ``http://app.test/`` typed in the rig lands here; loopback traffic never meets the egress rules. Everything else
 runs on the host:
@@ -16,7 +16,7 @@ A name that routes nowhere gets a small page saying why (404: no such dev domain
 port is not there) rather than a reset connection. ``DevLanes`` knows nothing of the manager: it is handed a
 ``Route`` (name -> an open connection; ``LaneMiss``, or a ``HangarError`` of the target's ``connect``) and, when
 there is an HTTPS lane, the current TLS context.
-Any ``RigHandle`` that implements ``serve_loopback`` can carry lanes.
+Any rig whose ``RigNetwork`` implements ``serve_loopback`` can carry lanes.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from hangar.errors import HangarError
-from hangar.rigs.backends.base import RigHandle
+from hangar.rigs.backends.capabilities import RigNetwork
 from hangar.rigs.egress.http_head import host_header, one_request
 from hangar.rigs.egress.relay import relay
 
@@ -96,7 +96,7 @@ class DevLanes:
         self._tls = tls
         self._https_reason = https_reason
 
-    async def start(self, handle: RigHandle) -> LaneStatus:
+    async def start(self, handle: RigNetwork) -> LaneStatus:
         """Open the lanes on ``handle``'s loopback: HTTP always, HTTPS when there is a TLS context to serve."""
         await handle.serve_loopback(HTTP_PORT, self._http)
         if self._tls is not None:

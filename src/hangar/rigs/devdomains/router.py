@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from hangar.core.events import StoredEvent
 from hangar.errors import HangarError, NotFound, Unavailable
-from hangar.rigs.backends.base import RigHandle
+from hangar.rigs.backends.capabilities import RigNetwork
 from hangar.rigs.devdomains import names as devdomains
 from hangar.rigs.devdomains.lanes import DevLanes, LaneMiss, LaneStatus, Streams, TlsContext
 from hangar.rigs.devdomains.tls import DevTls
@@ -27,7 +27,7 @@ from hangar.rigs.model import LIVE_PHASES
 if TYPE_CHECKING:
     from hangar.core.context import AppContext
 
-Reach = Callable[[str, str], Awaitable[RigHandle]]
+Reach = Callable[[str, str], Awaitable[RigNetwork]]
 """The handle of a rig of this process that a dev domain's traffic goes to, woken when parked (the manager's)."""
 
 log = logging.getLogger(__name__)
