@@ -22,8 +22,8 @@ from pathlib import Path
 from hangar.core.confine import HOST, Confinement, Job, Scope, run_alone
 from hangar.core.disks import ScopeDisks, detach
 from hangar.rigs.backends.enclosure import EnclosureBackend
-from hangar.rigs.confinement import RigConfinement
-from hangar.rigs.image.pack import ensure_pack
+from hangar.rigs.confinement.scopes import RigConfinement
+from hangar.rigs.images.builder import ensure_pack
 
 PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))
 STEPS = 60

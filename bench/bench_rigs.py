@@ -23,7 +23,7 @@ from pathlib import Path
 from hangar.core.guestacl import RIG_GID, RIG_UID
 from hangar.rigs.backends.base import RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend, EnclosureRig
-from hangar.rigs.image.pack import ensure_pack
+from hangar.rigs.images.builder import ensure_pack
 
 PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))
 STARTS = 12

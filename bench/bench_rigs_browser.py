@@ -43,9 +43,9 @@ import websockets
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.registry import RECIPES
-from hangar.rigs.fence import unfence
-from hangar.rigs.image.pack import pack_ready
-from hangar.rigs.image.recipes import BROWSERS
+from hangar.rigs.images.builder import pack_ready
+from hangar.rigs.images.recipes import BROWSERS
+from hangar.rigs.lanes.fence import unfence
 
 BIN = Path(sys.executable).parent / "hangar"
 PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))

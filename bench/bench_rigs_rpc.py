@@ -25,7 +25,7 @@ import websockets
 from hangar.rigs.backends.base import RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
-from hangar.rigs.image.pack import ensure_pack
+from hangar.rigs.images.builder import ensure_pack
 
 BIN = Path(sys.executable).parent / "hangar"
 PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))

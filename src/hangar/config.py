@@ -20,7 +20,7 @@ from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource
 from hangar.default_ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 
 # A rig terminal's recent output, sent first to a lane that attaches to it, and how long a terminal no lane shows
-# is kept running for its person to come back to (``hangar.rigs.terminals``).
+# is kept running for its person to come back to (``hangar.rigs.live.terminals``).
 TERMINAL_SCROLLBACK_BYTES = 64 * 1024
 TERMINAL_KEEP_SECONDS = 600.0
 

@@ -7,7 +7,7 @@ every coordinate an agent reads off the picture a few pixels away from where its
 
 from __future__ import annotations
 
-from hangar.rigs.engines.images import fit, image_size
+from hangar.rigs.engines.pixels import fit, image_size
 from hangar.rigs.engines.session import EngineSession
 from tests.support.images import decoded_size
 from tests.support.pages import PageServer

@@ -13,8 +13,8 @@ import pytest
 import pytest_asyncio
 
 from hangar.errors import Internal, InvalidArgs, NotFound, Refused, Unavailable
-from hangar.rigs.engines.cdp import CdpConnection, CommandFailed
-from hangar.rigs.engines.cdp_session import CdpSession
+from hangar.rigs.engines.chromium.cdp import CdpConnection, CommandFailed
+from hangar.rigs.engines.chromium.session import CdpSession
 from hangar.rigs.engines.launch import Endpoint
 from tests.support.chromium import headless_chromium
 

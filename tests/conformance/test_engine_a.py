@@ -21,8 +21,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from hangar.errors import InvalidArgs, NotFound
-from hangar.rigs.engines.cdp_page import jpeg_size
-from hangar.rigs.engines.cdp_session import CdpSession
+from hangar.rigs.engines.chromium.page import jpeg_size
+from hangar.rigs.engines.chromium.session import CdpSession
 from hangar.rigs.engines.clipboard_image import NO_CLIPBOARD_API
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from hangar.rigs.engines.clipboard_image import encode
-from hangar.rigs.engines.engine_b import NO_CLIPBOARD_IMAGES, FirefoxSession
+from hangar.rigs.engines.firefox.engine import NO_CLIPBOARD_IMAGES, FirefoxSession
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.session import EngineSession
 from tests.conformance.engine_fixtures import engine_fixture, pages_fixture

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from hangar.errors import Unavailable
-from hangar.rigs.engines import transcode
-from hangar.rigs.engines.engine_c import CONSOLE_NOTE, WebKitSession
 from hangar.rigs.engines.session import EngineSession
+from hangar.rigs.engines.webkit import transcode
+from hangar.rigs.engines.webkit.engine import CONSOLE_NOTE, WebKitSession
 from tests.conformance import clipboard_images
 from tests.conformance.engine_fixtures import engine_fixture, pages_fixture
 from tests.conformance.w3c_cases import W3CEngineCases, shows

@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from hangar.rigs.engines.cdp_page import jpeg_size
+from hangar.rigs.engines.chromium.page import jpeg_size
 from hangar.rigs.engines.session import EngineSession
-from hangar.rigs.liveview import (
+from hangar.rigs.lanes.liveview import (
     FrameHub,
     KeyInput,
     MouseInput,

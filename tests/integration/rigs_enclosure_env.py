@@ -17,7 +17,7 @@ import pytest
 
 from hangar.rigs.backends.base import GuestTree, RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend, EnclosureRig
-from hangar.rigs.image.pack import ensure_pack
+from hangar.rigs.images.builder import ensure_pack
 from tests.support.packs import PACKS, recipe_for, rigs_unavailable
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from hangar.core.clock import Clock
 from hangar.rigs.backends.enclosure import EnclosureBackend
-from hangar.rigs.manager import RigManager
+from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.part import make_rigs_part
 from hangar.server.parts import all_parts
 from hangar.workspace.part import WORKSPACE_PART

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hangar.core.guestacl import RIG_UID
-from hangar.rigs.manager import RigManager
+from hangar.rigs.lifecycle.manager import RigManager
 from tests.integration.rigs_env import rigs_server
 from tests.support.mcp import mcp_session, payload
 

@@ -24,16 +24,16 @@ from hangar.core.settings import WorkspaceSettings
 from hangar.errors import Unavailable
 from hangar.rigs.backends.enclosure import EnclosureRig
 from hangar.rigs.backends.enclosure.rig import CA_BUNDLE
-from hangar.rigs.browser import AGENT_MAX
-from hangar.rigs.engines.images import fit, image_size
-from hangar.rigs.engines.inrig import GUEST_HOME
+from hangar.rigs.backends.engineboot import GUEST_HOME
 from hangar.rigs.engines.launch import LaunchContext
+from hangar.rigs.engines.pixels import fit, image_size
 from hangar.rigs.engines.registry import RECIPES
-from hangar.rigs.fence import unfence
-from hangar.rigs.image import recipes
-from hangar.rigs.image.mirror import mirror_hosts
-from hangar.rigs.image.pack import pack_path
-from hangar.rigs.images import BROWSER_IMAGE_KEY
+from hangar.rigs.images import recipes
+from hangar.rigs.images.builder import pack_path
+from hangar.rigs.images.mirror import mirror_hosts
+from hangar.rigs.images.settings import BROWSER_IMAGE_KEY
+from hangar.rigs.lanes.browseruse import AGENT_MAX
+from hangar.rigs.lanes.fence import unfence
 from hangar.rigs.model import Surface, limits_for
 from tests.integration.rigs_browser_env import BrowserRigs, use
 from tests.integration.rigs_enclosure_env import PACKS, ready_pack

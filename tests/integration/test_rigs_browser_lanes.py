@@ -22,8 +22,8 @@ import websockets
 
 from hangar.core.clock import FakeClock
 from hangar.identity import DeviceScope, IdentityService
-from hangar.rigs.fence import unfence
-from hangar.rigs.signing import LaneSigner
+from hangar.rigs.lanes.fence import unfence
+from hangar.rigs.lanes.signing import LaneSigner
 from tests.conformance.engine_fixtures import pages_fixture
 from tests.integration.rigs_browser_env import BrowserRigs, site_env_fixture, use
 from tests.integration.rigs_env import RigsEnv

@@ -16,7 +16,7 @@ import pytest_asyncio
 import websockets
 
 from hangar.identity import DeviceScope, IdentityService
-from hangar.rigs.fence import unfence
+from hangar.rigs.lanes.fence import unfence
 from tests.conformance.engine_fixtures import pages_fixture
 from tests.integration.rigs_browser_env import BrowserRigs, site_env_fixture, use
 from tests.integration.rigs_env import RigsEnv

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hangar.core.settings import WorkspaceSettings
-from hangar.rigs.images import EXEC_IMAGE_KEY
+from hangar.rigs.images.settings import EXEC_IMAGE_KEY
 from tests.integration.rigs_env import rigs_server
 from tests.support.rpc import RpcError
 
@@ -45,7 +45,7 @@ async def test_an_invalid_stored_value_is_ignored_loudly_and_the_default_boots(
         # A value stored before today's rules (written around the validator, as an old row would be).
         store = env.srv.ctx.service(WorkspaceSettings)
         await store.write_unchecked(env.ws, EXEC_IMAGE_KEY, "--entrypoint=/bin/sh", by="legacy")
-        with caplog.at_level(logging.ERROR, logger="hangar.rigs.images"):
+        with caplog.at_level(logging.ERROR, logger="hangar.rigs.images.settings"):
             rig = await env.open()
         assert any("IGNORING invalid" in r.getMessage() for r in caplog.records)
         assert (await env.exec(rig, "echo booted"))["stdout"] == "booted\n"

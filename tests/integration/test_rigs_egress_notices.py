@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hangar.identity import DeviceScope, IdentityService
-from hangar.rigs.refusals import KEPT
+from hangar.rigs.live.refusals import KEPT
 from tests.integration.rigs_env import rigs_server
 from tests.support.rpc import RpcClient, RpcError, Watch
 

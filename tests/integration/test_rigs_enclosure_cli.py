@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hangar.rigs.backends.enclosure.probe import HOST_TOOLS
-from hangar.rigs.image.pack import MARKER
-from hangar.rigs.image.recipes import ALL, BROWSERS
+from hangar.rigs.images.builder import MARKER
+from hangar.rigs.images.recipes import ALL, BROWSERS
 from tests.integration.rigs_enclosure_env import ready_pack
 from tests.support.fake_mmdebstrap import install_fake_mmdebstrap
 from tests.support.processes import HANGAR

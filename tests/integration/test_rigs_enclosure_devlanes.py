@@ -16,8 +16,8 @@ import pytest
 
 from hangar.errors import Conflict, Refused
 from hangar.rigs.backends.enclosure import EnclosureRig
-from hangar.rigs.devlanes import DevLanes, LaneMiss, Streams
-from hangar.rigs.tls import DevTls
+from hangar.rigs.devdomains.lanes import DevLanes, LaneMiss, Streams
+from hangar.rigs.devdomains.tls import DevTls
 from tests.integration.rigs_enclosure_env import enclosure, spec
 
 pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]

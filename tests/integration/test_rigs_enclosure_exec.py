@@ -15,7 +15,7 @@ from hangar.core.guestacl import RIG_UID
 from hangar.errors import Refused, Unavailable
 from hangar.rigs.backends.enclosure import EnclosureBackend, EnclosureRig
 from hangar.rigs.backends.enclosure.cgroups import detect, rig_cgroup
-from hangar.rigs.image.pack import MARKER, PACK_NAME, ensure_pack
+from hangar.rigs.images.builder import MARKER, PACK_NAME, ensure_pack
 from tests.integration.rigs_enclosure_env import PACKS, enclosure, ready_pack, running_rig, spec
 
 pytestmark = [pytest.mark.needs_root, pytest.mark.packs("terminal")]

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from hangar.core.commandline import hangar_command
-from hangar.rigs.image.pack import MARKER
+from hangar.rigs.images.builder import MARKER
 from tests.support.fake_mmdebstrap import FakeMmdebstrap, install_fake_mmdebstrap
 from tests.support.packs import rigs_unavailable
 from tests.support.processes import ServeProcess, hangar_serve, owner_token

@@ -10,7 +10,7 @@ import pytest
 import websockets
 
 from hangar.core.clock import FakeClock
-from hangar.rigs import opening
+from hangar.rigs.lifecycle import opening
 from hangar.rigs.model import LIMITS, Surface
 from tests.integration.rigs_env import rigs_server
 

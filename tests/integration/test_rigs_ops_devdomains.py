@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from hangar.core.clock import FakeClock
+from hangar.rigs.devdomains.tls import DevTls, dev_ca_pem
 from hangar.rigs.model import Surface, limits_for
 from hangar.rigs.ops import devdomains
-from hangar.rigs.tls import DevTls, dev_ca_pem
 from hangar.rpc.registry import spec_of
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcError

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from hangar.rigs import files as file_lane
-from hangar.rigs.signing import LaneSigner
+from hangar.rigs.lanes import files as file_lane
+from hangar.rigs.lanes.signing import LaneSigner
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcClient
 

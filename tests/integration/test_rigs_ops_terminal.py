@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import websockets
 
-from hangar.rigs.signing import LaneSigner
+from hangar.rigs.lanes.signing import LaneSigner
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcClient
 

@@ -18,9 +18,9 @@ import pytest
 from hangar.core.context import AppContext
 from hangar.rigs.backends.base import RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend
-from hangar.rigs.image.mirror import mirror_hosts
-from hangar.rigs.image.pack import MARKER, build_under_way, ensure_pack
-from hangar.rigs.manager import RigManager
+from hangar.rigs.images.builder import MARKER, build_under_way, ensure_pack
+from hangar.rigs.images.mirror import mirror_hosts
+from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.part import make_rigs_part
 from hangar.server.parts import all_parts
 from hangar.workspace.part import WORKSPACE_PART

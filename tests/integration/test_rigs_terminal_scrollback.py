@@ -12,7 +12,7 @@ import pytest
 import websockets
 
 from hangar.core.clock import FakeClock
-from hangar.rigs.terminals import Scrollback
+from hangar.rigs.live.terminals import Scrollback
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcClient
 

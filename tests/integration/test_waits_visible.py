@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from hangar.rigs.image.pack import TERMINAL as TERMINAL_RECIPE
+from hangar.rigs.images.builder import TERMINAL as TERMINAL_RECIPE
 from tests.integration.test_rigs_packs import TERMINAL, parts_with_packs_in
 from tests.support.confined import CLI_AGENT
 from tests.support.fake_mmdebstrap import FakeMmdebstrap, install_fake_mmdebstrap
@@ -38,8 +38,8 @@ BUILD_STEPS = [
     "terminal image ready",
 ]
 BOOT_STEPS = ["preparing the rig's disk", "starting the rig and its egress gate", "rig ready"]
-WAITS_LOG = "hangar.rigs.waits"
-PACKS_LOG = "hangar.rigs.packs"
+WAITS_LOG = "hangar.rigs.confinement.waits"
+PACKS_LOG = "hangar.rigs.images.packs"
 
 
 @dataclass
@@ -268,5 +268,7 @@ async def test_a_rigs_boot_shows_its_progress_on_its_watch_and_the_packs_watch_f
             pass
         assert ready["step"] is None
     # One line per step in the log (the watch opened after the first ones: what it saw is the log's end).
-    logged = [line.split("starts: ", 1)[1] for line in lines(caplog, "hangar.rigs.opening", f"rigs: rig {rig_id} ")]
+    logged = [
+        line.split("starts: ", 1)[1] for line in lines(caplog, "hangar.rigs.lifecycle.opening", f"rigs: rig {rig_id} ")
+    ]
     assert logged[logged.index(details[0]) :] == details and len(logged) == len(set(logged))

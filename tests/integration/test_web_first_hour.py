@@ -21,7 +21,7 @@ import httpx
 import pytest
 from playwright.async_api import expect
 
-from hangar.rigs.fence import unfence
+from hangar.rigs.lanes.fence import unfence
 from tests.integration.test_web_names import ASK
 from tests.support.chromium import CHROMIUM
 from tests.support.disks import detach_disks

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from hangar.rigs.fence import unfence
+from hangar.rigs.lanes.fence import unfence
 from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.chromium import CHROMIUM

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from hangar.rigs.image.pack import MARKER
+from hangar.rigs.images.builder import MARKER
 
 _SCRIPT = """#!{python}
 import os, pathlib, subprocess, sys, time

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from hangar.rigs.image.pack import TERMINAL, PackRecipe, pack_ready
-from hangar.rigs.image.recipes import BROWSERS
+from hangar.rigs.images.builder import TERMINAL, PackRecipe, pack_ready
+from hangar.rigs.images.recipes import BROWSERS
 
 PACKS = Path(os.environ.get("HANGAR_TEST_PACKS") or Path.home() / ".cache" / "hangar-test" / "packs")
 HANGAR = str(Path(sys.executable).parent / "hangar")

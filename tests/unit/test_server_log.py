@@ -27,13 +27,17 @@ def test_hangar_lines_reach_stderr_once_with_a_utc_time(
     try:
         configure_server_log()
         configure_server_log()  # a second call adds no second handler
-        logging.getLogger("hangar.rigs.waits").info("agentRun:r1 waits: starting the enclosure")
-        logging.getLogger("hangar.rigs.waits").debug("not at this level")
+        logging.getLogger("hangar.rigs.confinement.waits").info("agentRun:r1 waits: starting the enclosure")
+        logging.getLogger("hangar.rigs.confinement.waits").debug("not at this level")
         lines = capsys.readouterr().err.splitlines()
         assert len(lines) == 1
         stamp, level, name, said = lines[0].split(" ", 3)
         assert stamp.endswith("Z") and "T" in stamp
-        assert (level, name, said) == ("INFO", "hangar.rigs.waits:", "agentRun:r1 waits: starting the enclosure")
+        assert (level, name, said) == (
+            "INFO",
+            "hangar.rigs.confinement.waits:",
+            "agentRun:r1 waits: starting the enclosure",
+        )
     finally:
         logger.handlers[:] = before_handlers
         logger.setLevel(before_level)

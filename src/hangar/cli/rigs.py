@@ -13,9 +13,9 @@ import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
 from hangar.errors import HangarError
-from hangar.rigs.image.pack import PACK_NAME, STEPS, PackRecipe, ensure_pack
-from hangar.rigs.image.recipes import ALL, recipe_named
-from hangar.rigs.packs import step_numbers
+from hangar.rigs.images.builder import PACK_NAME, STEPS, PackRecipe, ensure_pack
+from hangar.rigs.images.packs import step_numbers
+from hangar.rigs.images.recipes import ALL, recipe_named
 
 rigs_app = typer.Typer(help="Rig machines: image packs and host checks.", no_args_is_help=True)
 

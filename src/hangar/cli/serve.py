@@ -215,7 +215,7 @@ def terminal_pack_job(packs_root: Path, retry: str) -> BackgroundJob | None:
     saying so in the output with each step. Rigs, shell steps and command agents asked for meanwhile wait for
     this build (the pack's build lock) rather than start another; a failed build names ``retry``, the command
     that builds it now. None when the pack is there."""
-    from hangar.rigs.image.pack import TERMINAL, ensure_pack, pack_ready
+    from hangar.rigs.images.builder import TERMINAL, ensure_pack, pack_ready
 
     if pack_ready(packs_root, TERMINAL):
         return None

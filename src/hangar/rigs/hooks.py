@@ -22,8 +22,8 @@ from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
 from hangar.errors import NotFound, Refused
 from hangar.identity import IdentityService, MemberRemoved
-from hangar.rigs import tls
 from hangar.rigs.backends.base import GuestTree
+from hangar.rigs.devdomains import tls
 from hangar.rigs.egress.allowlist import browser_default_allowlist, forge_host, terminal_default_allowlist
 from hangar.rigs.egress.relay import relay
 from hangar.workspace import RepoService, SpaceService, SpaceUpdated, WorktreeService

@@ -1,4 +1,5 @@
-"""What a rig is: surfaces, engines, phases, close reasons, and the spec's limits table per surface.
+"""What a rig is: surfaces, engines, phases, close reasons, the ways a clipboard crosses, and the spec's limits
+table per surface.
 
 Everything here is plain data. The limits are requirements of the spec (Limits table, row by row); the
 simulator has no column there, so it borrows the mobile column (its closest sibling: a touch device driven
@@ -10,10 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Literal
 
 from hangar.errors import InvalidArgs
 
 MB_PER_GB = 1024
+
+# Which way clipboard content crosses between a person's computer and a rig: consent is per person and direction
+# (``lanes.consent``), and a verb that crosses says which way (``actions``).
+Direction = Literal["hostToRig", "rigToHost"]
 
 
 class Surface(StrEnum):

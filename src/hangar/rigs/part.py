@@ -18,12 +18,12 @@ from hangar.errors import HangarError
 from hangar.identity import IdentityService
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import RigBackend
-from hangar.rigs.budget import MEMORY_BUDGET_SPEC
-from hangar.rigs.confinement import RigConfinement
-from hangar.rigs.consent import SERVER_MIGRATIONS
+from hangar.rigs.confinement.scopes import RigConfinement
 from hangar.rigs.events import RIG_EVENTS
-from hangar.rigs.images import IMAGE_SETTINGS
-from hangar.rigs.manager import RigManager
+from hangar.rigs.images.settings import IMAGE_SETTINGS
+from hangar.rigs.lanes.consent import SERVER_MIGRATIONS
+from hangar.rigs.lifecycle.budget import MEMORY_BUDGET_SPEC
+from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.routes import RIG_ROUTES
 from hangar.rigs.store import MIGRATIONS

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
-from hangar.rigs.clipboard import read_clipboard, write_clipboard
-from hangar.rigs.files import drop_files, read_file
-from hangar.rigs.liveview import live_view_lane
-from hangar.rigs.terminal import terminal_lane
+from hangar.rigs.lanes.clipboard import read_clipboard, write_clipboard
+from hangar.rigs.lanes.files import drop_files, read_file
+from hangar.rigs.lanes.liveview import live_view_lane
+from hangar.rigs.lanes.terminal import terminal_lane
 
 RIG_ROUTES: list[BaseRoute] = [
     Route("/rig/files/{rig_id}", drop_files, methods=["POST"]),

@@ -22,7 +22,7 @@ from hangar.core.clock import Clock
 from hangar.core.db import Databases, MigrationSet
 from hangar.core.sqlite_writer import dt, js, transaction
 from hangar.core.types import UtcDateTime
-from hangar.rigs import devdomains
+from hangar.rigs.devdomains import names as devdomains
 from hangar.rigs.model import LIVE_PHASES, CloseReason, Phase, RigRecord, Surface
 
 metadata = sa.MetaData()

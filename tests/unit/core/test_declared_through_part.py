@@ -15,7 +15,7 @@ from hangar.core.events import DomainEvent
 from hangar.errors import InvalidArgs
 from hangar.identity import IdentityService
 from hangar.identity.part import IDENTITY_PART
-from hangar.rigs.manager import MEMORY_BUDGET_SETTING
+from hangar.rigs.lifecycle.budget import MEMORY_BUDGET_SETTING
 from hangar.rigs.part import make_rigs_part
 from hangar.server.context_factory import open_context
 

@@ -9,8 +9,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any, cast
 
-from hangar.rigs.engines.cdp import CdpConnection
-from hangar.rigs.engines.cdp_capture import screencast
+from hangar.rigs.engines.chromium.capture import screencast
+from hangar.rigs.engines.chromium.cdp import CdpConnection
 
 
 class NoEvents:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hangar.rigs.engines import cdp_page
-from hangar.rigs.engines.cdp_capture import captured_at
-from hangar.rigs.engines.cdp_page import ConsoleRing, jpeg_size, render_ax_tree
+from hangar.rigs.engines.chromium import page as cdp_page
+from hangar.rigs.engines.chromium.capture import captured_at
+from hangar.rigs.engines.chromium.page import ConsoleRing, jpeg_size, render_ax_tree
 
 
 def _node(node_id: int, role: str, name: str = "", children: tuple[int, ...] = (), **extra: Any) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.principal import Principal
 from hangar.errors import InvalidArgs
-from hangar.rigs.clipboard import guest_paths, image_kind
-from hangar.rigs.consent import SERVER_MIGRATIONS, ClipboardGrants, ConsentRequired, Grant, decide, grants_table
+from hangar.rigs.lanes.clipboard import guest_paths, image_kind
+from hangar.rigs.lanes.consent import SERVER_MIGRATIONS, ClipboardGrants, ConsentRequired, Grant, decide, grants_table
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 

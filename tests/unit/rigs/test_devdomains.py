@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hangar.errors import InvalidArgs
-from hangar.rigs.devdomains import validate_domain
+from hangar.rigs.devdomains.names import validate_domain
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hangar.rigs import fence as fence_module
-from hangar.rigs.fence import fence, unfence
+from hangar.rigs.lanes import fence as fence_module
+from hangar.rigs.lanes.fence import fence, unfence
 
 
 def test_a_fence_names_what_it_holds_and_gives_the_text_back() -> None:

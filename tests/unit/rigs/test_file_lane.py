@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from hangar.errors import InvalidArgs
-from hangar.rigs import files
 from hangar.rigs.errors import DropTooLarge
-from hangar.rigs.files import DropSpool, check_name, decode_path, numbered
+from hangar.rigs.lanes import files
+from hangar.rigs.lanes.files import DropSpool, check_name, decode_path, numbered
 
 
 def b64(path: str) -> str:

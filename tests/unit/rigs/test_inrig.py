@@ -6,9 +6,9 @@ import pytest
 
 from hangar.errors import InvalidArgs
 from hangar.rigs.actions.browser import BROWSER_USE
-from hangar.rigs.browser import HANDLERS
-from hangar.rigs.engines.inrig import CA_GUEST_PATH, GUEST_HOME, RELAY_ARGV, check_public_pem, launch_context
+from hangar.rigs.backends.engineboot import CA_GUEST_PATH, GUEST_HOME, RELAY_ARGV, check_public_pem, launch_context
 from hangar.rigs.engines.launch import AUTOMATION_PORT, ENGINE_PORT, EngineRecipe, LaunchContext, LaunchPlan
+from hangar.rigs.lanes.browseruse import HANDLERS
 
 CERT = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 

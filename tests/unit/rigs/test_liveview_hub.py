@@ -10,8 +10,8 @@ from typing import cast
 
 from hangar.errors import Conflict
 from hangar.rigs.engines.session import EngineSession, Frame
-from hangar.rigs.live import LiveRig
-from hangar.rigs.liveview import watching
+from hangar.rigs.lanes.liveview import watching
+from hangar.rigs.live.rigs import LiveRig
 
 
 class OneCapture:

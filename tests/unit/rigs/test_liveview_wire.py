@@ -10,7 +10,7 @@ import pytest
 
 from hangar.errors import InvalidArgs
 from hangar.rigs.engines.session import Frame
-from hangar.rigs.liveview import (
+from hangar.rigs.lanes.liveview import (
     HEADER,
     KeyInput,
     MouseInput,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from hangar.rigs.live.ports import Forward, PortForwards
 from hangar.rigs.loopback import claim, is_rig_address
 from hangar.rigs.ops import RIG_OPS
-from hangar.rigs.ports import Forward, PortForwards
 from hangar.rigs.results import DisplaySize, RigPorts
 from hangar.rpc.registry import spec_of
 

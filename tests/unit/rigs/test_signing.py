@@ -9,7 +9,7 @@ import pytest
 from hangar.core.clock import FakeClock
 from hangar.core.secrets import SecretsFile
 from hangar.errors import Forbidden
-from hangar.rigs.signing import LANE_KEY, LaneSigner, target_of
+from hangar.rigs.lanes.signing import LANE_KEY, LaneSigner, target_of
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
 from hangar.errors import Internal, Unavailable
-from hangar.rigs.tls import CA_DAYS, LEAF_DAYS, DevTls, dev_ca_pem
+from hangar.rigs.devdomains.tls import CA_DAYS, LEAF_DAYS, DevTls, dev_ca_pem
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ import zlib
 import pytest
 
 from hangar.errors import InvalidArgs, NotFound, Refused, Unavailable
-from hangar.rigs.engines import w3c_actions
-from hangar.rigs.engines.bidi import local_value, python_value
-from hangar.rigs.engines.images import fit, image_size
+from hangar.rigs.engines.firefox.bidi import local_value, python_value
+from hangar.rigs.engines.pixels import fit, image_size
 from hangar.rigs.engines.scripts import script
-from hangar.rigs.engines.w3c_errors import EngineTimeout, w3c_error
+from hangar.rigs.engines.w3c import actions as w3c_actions
+from hangar.rigs.engines.w3c.errors import EngineTimeout, w3c_error
 
 
 def test_chord_holds_modifiers_around_the_key() -> None:

@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from hangar.core.confine import Wait
-from hangar.rigs.packs import PackBuilds
-from hangar.rigs.waits import WaitRelay
+from hangar.rigs.confinement.waits import WaitRelay
+from hangar.rigs.images.packs import PackBuilds
 
 
 async def test_each_new_step_is_delivered_once_in_order_with_its_count_then_the_end() -> None:
@@ -46,7 +46,7 @@ async def test_a_job_that_never_waited_hears_nothing_and_a_failing_listener_fail
     assert heard == []
 
     # A wait over within the grace (a warm boot) is not told: no event, no line in the log.
-    with caplog.at_level(logging.INFO, logger="hangar.rigs.waits"):
+    with caplog.at_level(logging.INFO, logger="hangar.rigs.confinement.waits"):
         quick = WaitRelay("agentRun:r2", on_wait, grace_s=60)
         quick("starting the enclosure")
         quick("rig ready")
@@ -59,7 +59,7 @@ async def test_a_job_that_never_waited_hears_nothing_and_a_failing_listener_fail
     relay = WaitRelay("pipelineRun:p2", broken, grace_s=0)
     relay("starting the enclosure")
     relay("rig ready")
-    with caplog.at_level(logging.INFO, logger="hangar.rigs.waits"):
+    with caplog.at_level(logging.INFO, logger="hangar.rigs.confinement.waits"):
         await relay.finish("the enclosure is up")  # returns: every report was tried
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
         "pipelineRun:p2: reporting what it waits for failed"

@@ -16,8 +16,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from hangar.errors import InvalidArgs
-from hangar.rigs.consent import Direction
-from hangar.rigs.model import Surface
+from hangar.rigs.model import Direction, Surface
 
 MAX_PIXEL = 16383
 MAX_TEXT = 65536

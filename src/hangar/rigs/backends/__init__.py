@@ -1,1 +1,2 @@
-"""Rig backends: the interface (``base``) and the implementations (``enclosure``)."""
+"""Rig backends: the interface (``base``), the capabilities a rig offers (``capabilities``), booting a browser
+engine inside a rig through them (``engineboot``), and the implementations (``enclosure``)."""

@@ -5,7 +5,9 @@ records, phases, budgets and take-over; the backend owns isolation, the root fil
 channel, the PTY, ports, the egress gate and file access confined to the rig. The manager must not care which
 backend runs a rig.
 
-Resources (``RigHandle``, ``Pty``) are closed with ``aclose``, which is safe to call twice.
+What a running rig can do is split into capabilities (``capabilities``: exec, power, network, files, browser);
+``RigHandle`` is a rig with all of them and a lifetime. Resources (``RigHandle``, ``Pty``) are closed with
+``aclose``, which is safe to call twice.
 Errors come from ``hangar.errors``: ``Unavailable`` when the host lacks something, ``InvalidArgs`` for bad
 input (naming the field), ``Refused`` when a rule says no (a path escaping the rig), ``Conflict`` for an
 existing file or a taken port, ``Internal`` for the unexpected. The manager wraps backend failures into
@@ -17,19 +19,17 @@ rig root without following symlinks out of it.
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from hangar.core.confine import ExecResult
 from hangar.core.disks import DEFAULT_RIG_DISK_MB
-from hangar.errors import NotFound, Unavailable
-from hangar.rigs.egress.gate import EgressEvent
-from hangar.rigs.engines.session import EngineSession
-from hangar.rigs.packs import PackStatus
+from hangar.errors import NotFound
+from hangar.rigs.backends.capabilities import Command, Pty, RigBrowser, RigExec, RigFiles, RigNetwork, RigPower
+from hangar.rigs.images.packs import PackStatus
 
 __all__ = ["Command", "ExecResult", "GuestTree", "Pty", "RigBackend", "RigHandle", "RigSpec"]
 
@@ -72,150 +72,11 @@ class RigSpec:
     disk_mb: int = DEFAULT_RIG_DISK_MB  # the rig's own files (its root filesystem's changes) fit in this
 
 
-@dataclass(frozen=True)
-class Command:
-    """A program run as the rig user: ``argv[0]`` is looked up on the rig's PATH, ``cwd`` is a guest path,
-    ``env`` is added to the rig user's base environment (HOME, PATH, LANG...), never the server's."""
-
-    argv: tuple[str, ...]
-    cwd: str
-    env: Mapping[str, str]
-    stdin: bytes | None = None
-    timeout_s: float | None = None
-    # Contained: whatever the command leaves running (a background job, a double fork, a new session) is killed
-    # when it exits, and killing it (a timeout, a cancelled call) kills all of that too. Otherwise what it
-    # leaves in the background keeps running (a dev server started in a person's rig).
-    contained: bool = False
-
-
-class Pty(ABC):
-    """A pseudo-terminal inside the rig running a login shell (xterm-compatible, TERM=xterm-256color)."""
-
-    @abstractmethod
-    async def read(self) -> bytes:
-        """Return the next chunk of terminal output as soon as some is available; ``b""`` at EOF (shell exited
-        or PTY closed). Never returns ``b""`` before EOF."""
-
-    @abstractmethod
-    async def write(self, data: bytes) -> None:
-        """Send keystrokes (raw bytes) to the terminal. Raises ``Refused`` after the PTY closed."""
-
-    @abstractmethod
-    async def resize(self, cols: int, rows: int) -> None:
-        """Set the window size (sends SIGWINCH to the foreground process). ``InvalidArgs`` on a size below 1x1
-        or above 1000x1000."""
-
-    @abstractmethod
-    async def aclose(self) -> None:
-        """Hang up the terminal and kill its shell; later ``read`` returns ``b""``. Safe to call twice."""
-
-
-class RigHandle(ABC):
-    """A running rig. Every method except ``alive`` and ``aclose`` may raise ``Unavailable`` once the rig
-    died."""
+class RigHandle(RigExec, RigPower, RigNetwork, RigFiles, RigBrowser, ABC):
+    """A running rig with every capability (``capabilities``) and its lifetime. Every method except ``alive``
+    and ``aclose`` may raise ``Unavailable`` once the rig died."""
 
     spec: RigSpec
-
-    @abstractmethod
-    async def exec(self, command: str, *, timeout_s: float | None, stdin: bytes | None = None) -> ExecResult:
-        """Run ``command`` with ``bash -lc`` as the rig user in the home directory; collect stdout and stderr.
-        ``timeout_s`` None means no limit; on timeout the command's whole process group is killed and
-        ``timed_out`` is True. ``stdin`` is fed then closed (empty stdin when None). Works only while awake:
-        the manager wakes a parked rig before exec."""
-
-    @abstractmethod
-    async def run(self, command: Command, on_stdout: Callable[[bytes], Awaitable[None]] | None) -> ExecResult:
-        """Run ``command`` (see ``Command``), passing each stdout chunk to ``on_stdout`` as it comes. Cancelling
-        the call kills the command's process group."""
-
-    @abstractmethod
-    async def open_pty(self, cols: int, rows: int) -> Pty:
-        """Start an interactive login shell on a new PTY of the given size. Several may be open at once."""
-
-    @abstractmethod
-    async def park(self) -> None:
-        """Freeze every process of the rig (cgroup freezer). Memory stays resident. Idempotent."""
-
-    @abstractmethod
-    async def wake(self) -> None:
-        """Thaw the rig after ``park``. Idempotent."""
-
-    @abstractmethod
-    async def resident_mb(self) -> int:
-        """Resident memory of the rig's processes in MB (from the cgroup), rounded up; parked rigs count."""
-
-    @abstractmethod
-    async def listening_ports(self) -> list[int]:
-        """Sorted, de-duplicated TCP ports listening inside the rig (any address, IPv4 and IPv6)."""
-
-    @abstractmethod
-    async def forward(self, guest_port: int, host: str, host_port: int | None) -> int:
-        """Relay connections to ``host:host_port`` on the host into the rig's ``guest_port``; return the bound
-        host port. ``host`` is the rig's own loopback address (``hangar.rigs.loopback``), where ``host_port``
-        may name a port (a taken one raises ``Conflict``; the caller may retry with None); or ``127.0.0.1`` or
-        ``0.0.0.0`` (shared on the local network), where ``host_port`` must be None: the OS chooses, so no port
-        another program of the host expects is ever taken. Limits on how many forwards exist are the manager's."""
-
-    @abstractmethod
-    async def unforward(self, host_port: int) -> None:
-        """Stop the listener on ``host_port`` and its open relays. Unknown ports are ignored."""
-
-    @abstractmethod
-    async def grant_hosts(self, hosts: Iterable[str]) -> None:
-        """Add names (exact or ``*.suffix``) to the rig's egress allowlist; takes effect for new connections.
-        ``InvalidArgs`` on a name that is not a valid host name pattern."""
-
-    def on_egress_refused(self, listener: Callable[[EgressEvent], None]) -> None:
-        """Tell ``listener`` of each connection the rig's egress gate refuses from now on (called in the server's
-        event loop; it must not block). A rig without a gate of its own has nothing to tell."""
-        return None
-
-    async def open_server_door(self, endpoint: str) -> str:
-        """Open the rig's door to the server's MCP endpoint (``endpoint``, as the host reaches it) and return the
-        URL a program in the rig reaches it at. Opens are counted: the door stays open until every one is
-        matched by ``close_server_door``. Rigs that have no such door refuse."""
-        raise Unavailable("this kind of rig has no door to the server")
-
-    async def close_server_door(self) -> None:
-        """Undo one ``open_server_door``; the last one closes the door and ends what still goes through it."""
-        return None  # a rig without a door has nothing to close
-
-    def browser(self) -> EngineSession:
-        """The connected engine of a browser rig (booted with the rig); other rigs refuse."""
-        raise Unavailable("this rig runs no browser engine")
-
-    def engine_log(self) -> str:
-        """What a browser rig's engine processes wrote (stdout and stderr, the newest part of each), for
-        diagnosing an engine; other rigs refuse. Pages can make an engine log anything: untrusted text."""
-        raise Unavailable("this rig runs no browser engine")
-
-    async def connect(self, guest_port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """A TCP connection to ``127.0.0.1:<guest_port>`` inside the rig (a dev domain's target); ``Unavailable``
-        when nothing listens there."""
-        raise Unavailable("this kind of rig cannot be connected to")
-
-    async def serve_loopback(
-        self, guest_port: int, handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-    ) -> None:
-        """Listen on the rig's own ``127.0.0.1:<guest_port>`` and run ``handler`` on the host for each connection
-        (the dev-domain lanes on 80 and 443). Ports below 1024 cannot be taken by the rig user first."""
-        raise Unavailable("this kind of rig cannot serve lanes on its loopback")
-
-    async def set_local_names(self, names: frozenset[str]) -> None:
-        """Names the rig's resolver answers with the rig's own loopback (its dev domains); replaces the set."""
-        raise Unavailable("this kind of rig has no resolver of its own")
-
-    @abstractmethod
-    async def write_file(self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool) -> None:
-        """Write a file at ``guest_path`` inside the rig, creating missing parent directories, owned by the
-        rig user. ``exclusive`` refuses (``Conflict``) when the file already exists. A path whose resolution
-        leaves the rig root, or crosses a symlink, is ``Refused``."""
-
-    @abstractmethod
-    def read_file(self, guest_path: str) -> AsyncIterator[bytes]:
-        """Stream a regular file's bytes from inside the rig (an async generator: ``async for chunk in
-        handle.read_file(p)``, no ``await``). ``NotFound`` when missing; ``Refused`` for paths escaping the
-        rig (``..``, symlinks pointing out) and for non-regular files; raised on the first iteration."""
 
     @abstractmethod
     def alive(self) -> bool:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from hangar.core.addresses import is_valid_name, normalize_host
 from hangar.errors import InvalidArgs
-from hangar.rigs.image.mirror import mirror_hosts
+from hangar.rigs.images.mirror import mirror_hosts
 
 log = logging.getLogger("hangar.rigs.egress")
 

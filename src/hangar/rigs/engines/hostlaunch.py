@@ -21,7 +21,7 @@ from hangar.rigs.engines.session import EngineSession
 
 
 def home_page_url() -> str:
-    return (Path(str(resources.files("hangar.rigs.image") / "home" / "home.html"))).resolve().as_uri()
+    return (Path(str(resources.files("hangar.rigs.images") / "home" / "home.html"))).resolve().as_uri()
 
 
 def _tail(log: Path, chars: int) -> str:

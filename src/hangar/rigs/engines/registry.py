@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from hangar.errors import InvalidArgs
-from hangar.rigs.engines import engine_a, engine_b, engine_c
+from hangar.rigs.engines.chromium import engine as chromium
+from hangar.rigs.engines.firefox import engine as firefox
 from hangar.rigs.engines.launch import EngineRecipe
+from hangar.rigs.engines.webkit import engine as webkit
 
 RECIPES: dict[str, EngineRecipe] = {
-    engine_a.RECIPE.engine: engine_a.RECIPE,
-    engine_b.RECIPE.engine: engine_b.RECIPE,
-    engine_c.RECIPE.engine: engine_c.RECIPE,
+    chromium.RECIPE.engine: chromium.RECIPE,  # engine-a
+    firefox.RECIPE.engine: firefox.RECIPE,  # engine-b
+    webkit.RECIPE.engine: webkit.RECIPE,  # engine-c
 }
 
 

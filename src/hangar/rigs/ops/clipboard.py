@@ -13,7 +13,8 @@ from hangar.core.part import OpFunction
 from hangar.core.types import Timestamp
 from hangar.errors import Forbidden
 from hangar.identity import IdentityService
-from hangar.rigs.consent import DEFAULTS, GRANT_MINUTES, Default, Direction, Grant, grants_of
+from hangar.rigs.lanes.consent import DEFAULTS, GRANT_MINUTES, Default, Grant, grants_of
+from hangar.rigs.model import Direction
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, Result, op
 

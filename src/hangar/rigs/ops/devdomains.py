@@ -18,9 +18,10 @@ from pydantic import Field, StrictStr
 from hangar.core.part import OpFunction
 from hangar.core.types import Timestamp
 from hangar.errors import InvalidArgs, NotFound, Refused
-from hangar.rigs import devdomains, hooks
+from hangar.rigs import hooks
+from hangar.rigs.devdomains import names as devdomains
 from hangar.rigs.events import RigDevDomainChanged
-from hangar.rigs.manager import RigManager
+from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.model import LIVE_PHASES
 from hangar.rigs.ops.rig import RigId, manager
 from hangar.rpc.context import OpContext

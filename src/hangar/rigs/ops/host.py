@@ -13,7 +13,8 @@ from pydantic import Field, StrictStr
 
 from hangar.core.part import OpFunction
 from hangar.identity import IdentityService
-from hangar.rigs.manager import MEMORY_BUDGET_SETTING, RigManager
+from hangar.rigs.lifecycle.budget import MEMORY_BUDGET_SETTING
+from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.ops.rig import manager
 from hangar.rigs.results import EnclosureView, HostStatus, PackList, PackView
 from hangar.rpc.context import OpContext

@@ -18,10 +18,10 @@ from typing import Any
 
 from hangar.core.part import OpFunction
 from hangar.rigs.actions import BROWSER_USE, VerbTable, parse_action
-from hangar.rigs.browser import use_browser
 from hangar.rigs.errors import ControlHeld
+from hangar.rigs.lanes.browseruse import use_browser
+from hangar.rigs.lanes.pagefeed import page_row, poke
 from hangar.rigs.ops.rig import USE_ACTIONS, RigArgs, check_surface, guarded
-from hangar.rigs.pagefeed import page_row, poke
 from hangar.rigs.results import BrowserPages, PageRow
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import op

@@ -19,13 +19,14 @@ from hangar.core.principal import Role
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
-from hangar.rigs.browser import use_browser
-from hangar.rigs.consent import grants_of
 from hangar.rigs.egress.allowlist import validate_patterns
-from hangar.rigs.live import LiveRig
-from hangar.rigs.manager import RigManager
+from hangar.rigs.lanes.browseruse import use_browser
+from hangar.rigs.lanes.consent import grants_of
+from hangar.rigs.lanes.signing import Lane, LaneSigner
+from hangar.rigs.lifecycle.manager import RigManager
+from hangar.rigs.live.notices import EgressGrantedNotice, PhaseNotice, RigNotice
+from hangar.rigs.live.rigs import LiveRig
 from hangar.rigs.model import LIVE_PHASES, CloseReason, Phase, RigRecord, Surface
-from hangar.rigs.notices import EgressGrantedNotice, PhaseNotice, RigNotice
 from hangar.rigs.results import (
     ActionLogEntry,
     ActionResult,
@@ -41,7 +42,6 @@ from hangar.rigs.results import (
     RigRow,
     RigSnapshot,
 )
-from hangar.rigs.signing import Lane, LaneSigner
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import Guardrails
 from hangar.rpc.registry import Args, op

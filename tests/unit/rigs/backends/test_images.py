@@ -5,7 +5,7 @@ import logging
 import pytest
 
 from hangar.errors import InvalidArgs
-from hangar.rigs.images import EXEC_IMAGE_KEY, boot_image, validate_image_ref
+from hangar.rigs.images.settings import EXEC_IMAGE_KEY, boot_image, validate_image_ref
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -58,7 +58,7 @@ def test_egress_hosts_include_cdn_companions() -> None:
 
 
 def test_invalid_stored_value_is_ignored_loudly_at_boot(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.ERROR, logger="hangar.rigs.images"):
+    with caplog.at_level(logging.ERROR, logger="hangar.rigs.images.settings"):
         assert boot_image("/srv/evil.tar") is None
     assert "IGNORING invalid rigs.microvm.execImage" in caplog.text
     assert boot_image(None) is None

@@ -7,7 +7,8 @@ import pytest
 
 from hangar.core.guestacl import RIG_GID, RIG_UID
 from hangar.errors import Unavailable
-from hangar.rigs.image import mirror, pack, recipes
+from hangar.rigs.images import builder as pack
+from hangar.rigs.images import mirror, recipes
 
 
 def test_mirror_from_deb822_and_one_line_sources(tmp_path: Path) -> None:

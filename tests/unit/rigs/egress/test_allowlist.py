@@ -14,7 +14,7 @@ from hangar.rigs.egress.allowlist import (
     validate_pattern,
     validate_patterns,
 )
-from hangar.rigs.image.mirror import mirror_hosts
+from hangar.rigs.images.mirror import mirror_hosts
 
 
 def test_patterns_are_normalized_and_validated() -> None:

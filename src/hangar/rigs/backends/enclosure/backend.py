@@ -1,5 +1,5 @@
 """The ``enclosure`` backend: rigs as Linux namespaces (bubblewrap) over an image pack: the terminal pack, or
-for a browser rig its engine's pack with the engine booted inside (``engines.inrig``)."""
+for a browser rig its engine's pack with the engine booted inside (``backends.engineboot``)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import probe
 from hangar.rigs.backends.enclosure.cgroups import detect
 from hangar.rigs.backends.enclosure.rig import EnclosureRig, clear_leftovers
+from hangar.rigs.backends.engineboot import boot_engine, check_public_pem
 from hangar.rigs.egress.allowlist import validate_patterns
-from hangar.rigs.engines.inrig import boot_engine, check_public_pem
 from hangar.rigs.engines.launch import EngineRecipe
 from hangar.rigs.engines.registry import RECIPES
-from hangar.rigs.image import recipes
-from hangar.rigs.image.pack import TERMINAL, PackRecipe, build_under_way, ensure_pack, missing_tools, pack_ready
-from hangar.rigs.packs import PackBuilds, PackStatus, with_step
+from hangar.rigs.images import recipes
+from hangar.rigs.images.builder import TERMINAL, PackRecipe, build_under_way, ensure_pack, missing_tools, pack_ready
+from hangar.rigs.images.packs import PackBuilds, PackStatus, with_step
 
 _RIG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 SURFACES = frozenset({"terminal", "browser"})

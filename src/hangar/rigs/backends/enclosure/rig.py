@@ -40,10 +40,10 @@ from hangar.rigs.backends.enclosure.cgroups import RigCgroup, rig_cgroup
 from hangar.rigs.backends.enclosure.channel import AgentChannel, AgentPty
 from hangar.rigs.backends.enclosure.forwards import Forwards
 from hangar.rigs.backends.enclosure.netns import NetNamespace
+from hangar.rigs.backends.engineboot import RigEngine
 from hangar.rigs.egress.gate import EgressEvent, EgressGate
 from hangar.rigs.egress.rules import GATE_ADDRESS, ruleset, server_door_removal, server_door_rules
 from hangar.rigs.egress.server_door import DoorTarget
-from hangar.rigs.engines.inrig import RigEngine
 from hangar.rigs.engines.session import EngineSession
 
 log = logging.getLogger("hangar.rigs.enclosure")

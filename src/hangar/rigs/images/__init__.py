@@ -1,0 +1,9 @@
+"""Rig images: what a rig boots from.
+
+- ``settings``: the workspace settings naming a custom machine image (registry references only).
+- ``recipes``: the packs rigs boot from (the terminal's toolset, one browser pack per engine); ``home/`` the
+  browser's start page they carry.
+- ``builder``: building a pack once (a Debian root filesystem made with mmdebstrap, kept pre-extracted);
+  ``mirror``: which Debian mirrors it is built from.
+- ``packs``: the packs as the Rigs settings screen shows them (ready, building, failed) and the build steps.
+"""

@@ -1,0 +1,303 @@
+"""Opening rigs: reusing the space's live rig or provisioning a new one, booting it on the backend, and
+watching it for a death underneath.
+
+An open answers once the boot is done or after ``OPEN_WAIT_S`` still booting (a first pack build takes
+minutes): the boot runs as its own task, records its own failure, and whoever acts on the rig later waits for
+it (``RigUpkeep.awake``). Room under the memory budget is made before provisioning (``RigUpkeep.make_room``,
+under the budget's lock); a failed boot or a dead rig ends through ``RigCloser.fail``.
+
+Each step of a boot (a first pack build's steps, then the boot's own) becomes the rig's status detail, a
+``progress`` event on its watch lanes (``rig.watch``: ``ProgressNotice``, what
+the space's rig panel shows) and one line in the server log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from hangar.core.context import AppContext
+from hangar.core.disks import DEFAULT_RIG_DISK_MB, ScopeDisks
+from hangar.core.ids import new_id
+from hangar.core.principal import Principal
+from hangar.core.settings import WorkspaceSettings
+from hangar.errors import HangarError, NotFound, Unavailable
+from hangar.rigs import hooks
+from hangar.rigs.actions import TABLES
+from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
+from hangar.rigs.errors import BackendFailure
+from hangar.rigs.images import recipes
+from hangar.rigs.images.packs import step_numbers
+from hangar.rigs.images.settings import BROWSER_IMAGE_KEY, EXEC_IMAGE_KEY, boot_image
+from hangar.rigs.lifecycle.closing import RigCloser
+from hangar.rigs.lifecycle.upkeep import RigUpkeep
+from hangar.rigs.live.notices import ProgressNotice
+from hangar.rigs.live.rigs import LiveRig, LiveRigs
+from hangar.rigs.model import (
+    LIVE_PHASES,
+    Phase,
+    Surface,
+    SurfaceLimits,
+    limits_for,
+    parse_surface,
+    resolve_engine,
+)
+from hangar.rigs.store import RigStore
+
+log = logging.getLogger(__name__)
+
+BOOT_POLL_S = 0.5  # how often a waiting rig.open looks at the boot's status detail
+OPEN_WAIT_S = 20.0  # rig.open answers `provisioning` when the boot (a first pack build) takes longer
+
+# Surfaces this server runs; each other one needs what its verb table says.
+RUNNABLE: frozenset[Surface] = frozenset({Surface.terminal, Surface.browser})
+PLANNED: dict[Surface, str] = {t.surface: t.needs for t in TABLES.values() if t.surface not in RUNNABLE}
+# Which workspace setting names a custom image per surface.
+IMAGE_KEYS: dict[Surface, str] = {Surface.terminal: EXEC_IMAGE_KEY, Surface.browser: BROWSER_IMAGE_KEY}
+CUSTOM_IMAGE_ENGINES = frozenset({"engine-a"})  # the browser override applies to engine A only
+
+StatusListener = Callable[[str], Awaitable[None]]
+# What a booted rig needs before it is `ready`; returns a note for its status detail, or None.
+PrepareReady = Callable[[LiveRig, RigHandle], Awaitable[str | None]]
+
+
+def rig_home(app: AppContext, rig_id: str) -> Path:
+    """A rig's home directory on this host; it goes with the rig (and with rigs a previous process left)."""
+    return app.datadir.root / "rigs" / "homes" / rig_id
+
+
+class RigOpener:
+    def __init__(
+        self,
+        app: AppContext,
+        backend: RigBackend,
+        store: RigStore,
+        rigs: LiveRigs,
+        upkeep: RigUpkeep,
+        closer: RigCloser,
+        *,
+        prepare_ready: PrepareReady,
+    ) -> None:
+        self.app = app
+        self.backend = backend
+        self.store = store
+        self.rigs = rigs
+        self.upkeep = upkeep
+        self.closer = closer
+        self.prepare_ready = prepare_ready
+        # Two opens of one space must not both provision: the second reuses what the first registered.
+        self._open_lock = asyncio.Lock()
+
+    async def open(
+        self,
+        ws: str,
+        space_id: str,
+        surface_name: str,
+        engine_name: str | None,
+        principal: Principal,
+        on_status: StatusListener | None = None,
+    ) -> LiveRig:
+        """The space's rig, opened or reused, once booted or after ``OPEN_WAIT_S`` still booting; ``on_status``
+        hears each change of the boot's status detail meanwhile (a first pack build's steps)."""
+        surface = parse_surface(surface_name)
+        engine = resolve_engine(surface, engine_name)
+        if surface not in RUNNABLE:
+            raise Unavailable(
+                f"{surface.value} rigs are planned but need {PLANNED[surface]}, which this server does not have yet"
+            )
+        reason = self.backend.unavailable_reason()
+        if reason is not None:
+            raise Unavailable(f"{surface.value} rigs cannot run on this host: {reason}")
+        await hooks.check_space(self.app, ws, space_id)
+        async with self._open_lock:
+            existing = self.rigs.reusable((ws, space_id, surface, engine))
+            if existing is not None and existing.phase in LIVE_PHASES:
+                self.rigs.touch(existing, principal)
+                live = existing
+            else:
+                limits = limits_for(surface, engine)
+                # Room is made and the rig registered (counted at its ceiling while it boots) in one step of the
+                # budget, so an enclosure admitted meanwhile sees it.
+                async with self.upkeep.budget.lock:
+                    await self.upkeep.make_room(limits.memory_mb)
+                    live = await self._provision(ws, space_id, surface, engine, limits, principal)
+        if live.phase is Phase.provisioning and live.boot is not None:
+            await self._await_boot(live, live.boot, on_status)
+        return live
+
+    async def _await_boot(self, live: LiveRig, boot: asyncio.Future[Any], on_status: StatusListener | None) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + OPEN_WAIT_S
+        said: str | None = None
+        while (left := deadline - loop.time()) > 0:
+            if on_status is not None and live.status_detail != said:
+                said = live.status_detail
+                await on_status(said or "provisioning")
+            try:
+                # A boot that fails raises here, as it did when waited on whole.
+                await asyncio.wait_for(asyncio.shield(boot), min(left, BOOT_POLL_S))
+                return
+            except TimeoutError:
+                continue
+
+    async def _provision(
+        self,
+        ws: str,
+        space_id: str,
+        surface: Surface,
+        engine: str | None,
+        limits: SurfaceLimits,
+        principal: Principal,
+    ) -> LiveRig:
+        rig_id = new_id()
+        home = rig_home(self.app, rig_id)
+        home.mkdir(parents=True, exist_ok=True)
+        disks, disk_mb = self.app.maybe_service(ScopeDisks), DEFAULT_RIG_DISK_MB
+        if disks is not None:
+            await disks.ensure(home)  # what the rig keeps in its home has a quota too
+            disk_mb = await disks.rig_disk_mb()
+        browser = surface is Surface.browser
+        display = limits.boot_display
+        spec = RigSpec(
+            rig_id=rig_id,
+            workspace_id=ws,
+            surface=surface.value,
+            memory_mb=limits.memory_mb,
+            vcpus=limits.vcpus,
+            allow_hosts=(
+                hooks.browser_allowlist(self.app, first_boot=self._first_boot(engine))
+                if browser
+                else await hooks.allowlist(self.app, ws, space_id)
+            ),
+            # A browser rig sees no worktree: it is driven through its page, not its files.
+            home_dir=home,
+            worktree=None if browser else await hooks.worktree_of(self.app, ws, space_id),
+            engine=engine,
+            display=(display.width, display.height) if display is not None else None,
+            trust_pem=await hooks.dev_ca_pem(self.app) if browser else None,
+            disk_mb=disk_mb,
+        )
+        await self.store.insert(
+            ws,
+            rig_id=rig_id,
+            space_id=space_id,
+            surface=surface,
+            engine=engine,
+            backend=self.backend.name,
+            opened_by=principal.label,
+            memory_mb=limits.memory_mb,
+            vcpus=limits.vcpus,
+            display=str(limits.boot_display) if limits.boot_display else None,
+        )
+        now = self.app.clock.monotonic()
+        live = LiveRig(ws, rig_id, space_id, surface, engine, limits, principal.label, home, now, now)
+        live.last_actor = principal.label
+        self.rigs.add(live)
+        live.boot = asyncio.create_task(self._boot(live, spec), name=f"rigs:boot:{rig_id}")
+        # A boot that fails after rig.open answered is recorded on the row; nobody awaits the task then.
+        live.boot.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+        await self.store.append_action(ws, rig_id, principal=principal.label, verb="open")
+        await self._custom_image_notice(live)
+        return live
+
+    def _first_boot(self, engine: str | None) -> bool:
+        """Whether this boot is the engine's first here: its pack is not built yet, so the boot builds it (and
+        reaches the distribution's package archives doing so)."""
+        if engine is None or engine not in recipes.BROWSERS:
+            return False
+        name = recipes.BROWSERS[engine].name
+        return not any(p.name == name and p.state == "ready" for p in self.backend.packs())
+
+    async def _custom_image_notice(self, live: LiveRig) -> None:
+        """The stored custom image is checked again at boot: an invalid value is ignored loudly (``boot_image``
+        logs it) and the default boots. A valid one cannot be pulled by a backend that boots only its own pack,
+        which is said just as loudly rather than pretended. The browser image is engine A's only: rigs of the
+        other engines ignore it, loudly too."""
+        key = IMAGE_KEYS.get(live.surface)
+        if key is None:
+            return
+        stored = await self.app.service(WorkspaceSettings).get(live.ws, key)
+        if stored is None:
+            return
+        what = f"{live.engine} image" if live.engine else f"{live.surface.value} image"
+        if live.engine is not None and live.engine not in CUSTOM_IMAGE_ENGINES:
+            note = f"ignored {key} (it applies to engine-a rigs only); {live.engine} boots its pinned image"
+        elif (image := boot_image(stored, key)) is None:
+            note = f"ignored the invalid {key} setting; booting the default {what}"
+        elif not self.backend.boots_registry_images:
+            note = (
+                f"the {self.backend.name} backend boots its own {what} pack; the custom image {image} "
+                "needs the microvm backend, which is planned"
+            )
+        else:
+            return
+        log.warning("rigs: rig %s: %s", live.id, note)
+        live.notice = note
+        live.status_detail = note
+        await self.store.append_action(live.ws, live.id, principal="server", verb="imageNotice", details={"note": note})
+
+    async def _boot(self, live: LiveRig, spec: RigSpec) -> RigHandle:
+        def progress(step: str) -> None:
+            self.rigs.touch(live)  # a long first pack build is not idleness
+            text = step[:500]
+            if text == live.status_detail:
+                return
+            live.status_detail = text
+            log.info("rigs: rig %s (%s) starts: %s", live.id, live.surface.value, text)
+            step_index, steps = step_numbers(text) or (0, 0)
+            live.notify(ProgressNotice(detail=text, step=step_index, steps=steps))
+
+        try:
+            handle = await self.backend.start(spec, progress)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            message = exc.message if isinstance(exc, HangarError) else "the backend failed to start the rig"
+            if not isinstance(exc, HangarError):
+                log.exception("rigs: boot of %s failed", live.id)
+            await self.closer.fail(live, f"boot failed: {message}")
+            raise BackendFailure(f"rig {live.id} failed to start: {message}") from exc
+        if live.phase is not Phase.provisioning:  # closed while booting
+            await handle.aclose()
+            raise NotFound(f"rig {live.id} was closed while it started")
+        live.handle = handle
+        handle.on_egress_refused(live.egress_refused)  # people watching the rig are told what it could not reach
+        note = await self.prepare_ready(live, handle)
+        if live.surface is Surface.browser:
+            await self._open_site_lane(live, handle)
+        live.phase = Phase.ready
+        live.status_detail = "; ".join(n for n in (live.notice, note) if n)
+        live.last_active_at = self.app.clock.monotonic()
+        live.watcher = asyncio.create_task(self._watch(live, handle), name=f"rigs:watch:{live.id}")
+        await self.store.update(live.ws, live.id, phase=Phase.ready, status_detail=live.status_detail)
+        live.notify_phase()
+        return handle
+
+    async def _open_site_lane(self, live: LiveRig, handle: RigHandle) -> None:
+        """The product site is on every browser rig's default allowlist wherever it listens: when it listens on
+        this host, the rig reaches it at the same origin (``http://127.0.0.1:<site port>``) through a lane on
+        the rig's own loopback. A backend without loopback lanes says so in the action log."""
+        lane = hooks.site_lane(self.app)
+        if lane is None:
+            return
+        port, handler = lane
+        try:
+            await handle.serve_loopback(port, handler)
+        except HangarError as exc:
+            log.warning("rigs: rig %s cannot reach the product site: %s", live.id, exc.message)
+            await self.store.append_action(
+                live.ws,
+                live.id,
+                principal="server",
+                verb="siteUnreachable",
+                details={"port": port, "why": exc.message},
+            )
+
+    async def _watch(self, live: LiveRig, handle: RigHandle) -> None:
+        await handle.wait_dead()
+        if live.phase in LIVE_PHASES:
+            log.warning("rigs: rig %s died underneath (backend failure)", live.id)
+            await self.closer.fail(live, "the rig's processes died underneath it")
