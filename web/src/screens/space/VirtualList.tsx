@@ -45,6 +45,10 @@ export function VirtualList<T extends Keyed>({ items, render, estimate, onReachS
   const scroller = useRef<HTMLDivElement>(null);
   const heights = useRef(new Map<string, number>());
   const anchor = useRef<Anchor>({ key: null, delta: 0, atEnd: true });
+  // Where the list last put the view to follow its end. The scroll event of that move comes later, when the
+  // list may have grown again (a new item measured taller than its estimate): it must not read as the reader
+  // leaving the end. Only a move up from here does.
+  const followedTo = useRef<number | null>(null);
   const [version, setVersion] = useState(0);
   // Until the list has been laid out, the view is taken to be at the end (where a conversation opens).
   const [view, setView] = useState({ top: Number.POSITIVE_INFINITY, height: 800 });
@@ -66,12 +70,15 @@ export function VirtualList<T extends Keyed>({ items, render, estimate, onReachS
     if (!el) return;
     const top = el.scrollTop;
     const i = indexAt(offsets, top);
-    anchor.current = {
-      key: items[i]?.key ?? null,
-      delta: (offsets[i] ?? 0) - top,
-      atEnd: el.scrollHeight - top - el.clientHeight <= AT_END,
-    };
+    const following = anchor.current.atEnd && followedTo.current !== null && top >= followedTo.current;
+    const atEnd = following || el.scrollHeight - top - el.clientHeight <= AT_END;
+    if (!atEnd) followedTo.current = null;
+    anchor.current = { key: items[i]?.key ?? null, delta: (offsets[i] ?? 0) - top, atEnd };
   }, [items, offsets]);
+  const followEnd = (el: HTMLDivElement) => {
+    el.scrollTop = el.scrollHeight;
+    followedTo.current = el.scrollTop; // as the browser clamped it
+  };
 
   // After items or heights change: keep the end in view, or the anchored item where it was.
   useLayoutEffect(() => {
@@ -79,7 +86,7 @@ export function VirtualList<T extends Keyed>({ items, render, estimate, onReachS
     if (!el) return;
     const { key, delta, atEnd } = anchor.current;
     if (atEnd) {
-      el.scrollTop = el.scrollHeight;
+      followEnd(el);
     } else if (key !== null) {
       const i = items.findIndex((it) => it.key === key);
       if (i >= 0) el.scrollTop = (offsets[i] ?? 0) - delta;
@@ -138,7 +145,7 @@ export function VirtualList<T extends Keyed>({ items, render, estimate, onReachS
     if (!el || typeof ResizeObserver === "undefined") return;
     const resized = new ResizeObserver(() => {
       // The list got shorter or taller (a phone's keyboard opening, a window resized): a reader at the end stays there.
-      if (anchor.current.atEnd) el.scrollTop = el.scrollHeight;
+      if (anchor.current.atEnd) followEnd(el);
       setView({ top: el.scrollTop, height: el.clientHeight });
     });
     resized.observe(el);
