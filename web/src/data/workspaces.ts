@@ -13,7 +13,8 @@ export function useWorkspace(workspaceId: string): {
 } {
   const list = useRead("workspaces.list", {});
   const workspace = list.data?.find((w) => w.id === workspaceId);
-  return { workspace, missing: list.data !== undefined && !workspace, error: list.error };
+  // Missing only once the list is fresh: a workspace made a moment ago is not in the cached list yet.
+  return { workspace, missing: list.data !== undefined && !workspace && !list.loading, error: list.error };
 }
 
 export function isAdmin(role: string | undefined): boolean {
