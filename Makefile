@@ -3,10 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the server needs on its host: namespaces, the rigs' image builder, firewall and seccomp filter
-# (rigs, confined shell steps and command agents), openssl for the dev domains' CA and ffmpeg to transcode engine
-# C's live view. `make run` installs them where it can; where it cannot, `hangar serve` says in one line what is
-# unavailable and the command that fixes it.
-APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libseccomp2 openssl ffmpeg
+# (rigs, confined shell steps and command agents) and ffmpeg to transcode engine C's live view. `make run` installs
+# them where it can; where it cannot, `hangar serve` says in one line what is unavailable and the command that
+# fixes it.
+APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libseccomp2 ffmpeg
 # What the tests drive besides: a browser, the SAML peer's signer, and each browser engine launched directly on
 # the host beside its rig (the engines' conformance tests, the benchmark's baseline). Node.js and npm (the OIDC
 # peer, the web client's build) are installed only when the commands are missing, since many machines carry them

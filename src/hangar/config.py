@@ -1,10 +1,9 @@
 """Process settings: flags win over environment variables, which win over defaults.
 
-Environment: ``HANGAR_DATA_DIR``, ``HANGAR_PUBLIC_URL``, ``SERVER_WEB_CLIENT_URL``, ``HANGAR_RIG_PACKS_DIR``,
-``HANGAR_WEB_DIST``, ``HANGAR_TRUSTED_PROXIES``, ``HANGAR_TRUSTED_ORIGINS`` (comma-separated lists), and the limits
-``HANGAR_MAX_CONNECTIONS``, ``HANGAR_MAX_CONNECTIONS_PER_ADDRESS``, ``HANGAR_REQUEST_HEAD_TIMEOUT``,
-``HANGAR_MCP_SESSIONS_PER_CREDENTIAL``, ``HANGAR_MCP_SESSIONS_PER_USER``, ``HANGAR_MCP_SESSIONS_PER_WORKSPACE``,
-``HANGAR_TERMINAL_SCROLLBACK_BYTES``, ``HANGAR_TERMINAL_KEEP_SECONDS``.
+Environment: each setting is ``HANGAR_`` and its name in capitals (``HANGAR_DATA_DIR``, ``HANGAR_PORT``,
+``HANGAR_TRUSTED_PROXIES``...; lists comma-separated), and nothing else: a variable another program set for
+itself (``HOST``, ``PORT``, ``DATA_DIR``) is never a setting here. The one exception is ``SERVER_WEB_CLIENT_URL``,
+the name the contract fixes for the web client's origin (``HANGAR_WEB_CLIENT_URL`` wins over it).
 """
 
 from __future__ import annotations
@@ -14,8 +13,9 @@ import os
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from hangar.default_ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 
@@ -55,97 +55,79 @@ MCP_SESSIONS_PER_USER = 256
 MCP_SESSIONS_PER_WORKSPACE = 1000
 
 
+# The contract's name for the web client's origin (CONTRACTS.md section 1), read besides ``HANGAR_WEB_CLIENT_URL``.
+WEB_CLIENT_URL_VARIABLE = "SERVER_WEB_CLIENT_URL"
+
+
+class _ContractVariables(PydanticBaseSettingsSource):
+    """The settings read under a name the contract fixes rather than the ``HANGAR_`` one."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: ``__call__`` answers for the whole source
+
+    def __call__(self) -> dict[str, Any]:
+        value = os.environ.get(WEB_CLIENT_URL_VARIABLE)
+        return {"web_client_url": value} if value else {}
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+    # Only ``HANGAR_<NAME>`` variables are read (no aliases: an alias would be read unprefixed too), and no dotenv
+    # or secrets files.
+    model_config = SettingsConfigDict(env_prefix="HANGAR_", extra="ignore")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, _ContractVariables(settings_cls)
 
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
-    data_dir: Path = Field(
-        default_factory=default_data_dir, validation_alias=AliasChoices("data_dir", "HANGAR_DATA_DIR")
-    )
-    public_url: str | None = Field(default=None, validation_alias=AliasChoices("public_url", "HANGAR_PUBLIC_URL"))
-    web_client_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("web_client_url", "SERVER_WEB_CLIENT_URL")
-    )
+    data_dir: Path = Field(default_factory=default_data_dir)
+    public_url: str | None = None
+    web_client_url: str | None = None
     site_port: int | None = DEFAULT_SITE_PORT  # where the website listens beside the server; None: not served
     site_url: str | None = None  # the website's public origin when it is served under one (``--site-url``)
     # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no
     # workspace data, so several data directories on one host may share one cache.
-    rig_packs_dir: Path | None = Field(
-        default=None, validation_alias=AliasChoices("rig_packs_dir", "HANGAR_RIG_PACKS_DIR")
-    )
+    rig_packs_dir: Path | None = None
 
     # The chat provider's Web API base (its socket URL is whatever ``apps.connections.open`` answers); tests point
     # it at a loopback fake so no other host is dialled.
-    chatprovider_api_url: str = Field(
-        default="https://slack.com/api/",
-        validation_alias=AliasChoices("chatprovider_api_url", "HANGAR_CHATPROVIDER_API_URL"),
-    )
+    chatprovider_api_url: str = Field(default="https://slack.com/api/")
 
     # The built web client the server serves at ``/`` (default: ``web/dist`` of the checkout it runs from).
-    web_dist: Path | None = Field(default=None, validation_alias=AliasChoices("web_dist", "HANGAR_WEB_DIST"))
+    web_dist: Path | None = None
 
     # The reverse proxies in front of the listeners (addresses or CIDR networks). Only a connection from one of
     # them has its ``X-Forwarded-For`` and ``X-Forwarded-Proto`` honoured; every other client is who its TCP peer
     # is, whatever headers it sends. Empty (the default): no proxy header is honoured from anyone.
-    trusted_proxies: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=(), validation_alias=AliasChoices("trusted_proxies", "HANGAR_TRUSTED_PROXIES")
-    )
+    trusted_proxies: Annotated[tuple[str, ...], NoDecode] = Field(default=())
     # Further origins an SSO popup may hand a credential to (a web client in development on its own port); the
     # web client URL, the public URL and the server's own listener are trusted without being listed.
-    trusted_origins: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=(), validation_alias=AliasChoices("trusted_origins", "HANGAR_TRUSTED_ORIGINS")
-    )
+    trusted_origins: Annotated[tuple[str, ...], NoDecode] = Field(default=())
 
     # Connections each listener holds at once: in total (default: the process's descriptor limit less a reserve,
     # ``hangar.server.connections``; a larger value is lowered to that), from one client address (an IPv6 /64
     # counts as one; a trusted proxy is held only to the total), and how long a client may take to send a request
     # head (request line and headers) before the connection is closed.
-    max_connections: int | None = Field(
-        default=None, ge=1, validation_alias=AliasChoices("max_connections", "HANGAR_MAX_CONNECTIONS")
-    )
-    max_connections_per_address: int = Field(
-        default=MAX_CONNECTIONS_PER_ADDRESS,
-        ge=1,
-        validation_alias=AliasChoices("max_connections_per_address", "HANGAR_MAX_CONNECTIONS_PER_ADDRESS"),
-    )
-    request_head_timeout: float = Field(
-        default=REQUEST_HEAD_TIMEOUT_S,
-        gt=0,
-        le=3600,
-        validation_alias=AliasChoices("request_head_timeout", "HANGAR_REQUEST_HEAD_TIMEOUT"),
-    )
+    max_connections: int | None = Field(default=None, ge=1)
+    max_connections_per_address: int = Field(default=MAX_CONNECTIONS_PER_ADDRESS, ge=1)
+    request_head_timeout: float = Field(default=REQUEST_HEAD_TIMEOUT_S, gt=0, le=3600)
 
     # Open MCP sessions (and listen streams) one device credential, one user (all their credentials), and one
     # workspace (the credentials limited to it: OAuth grants for one workspace, agents' credentials) may hold.
-    mcp_sessions_per_credential: int = Field(
-        default=MCP_SESSIONS_PER_CREDENTIAL,
-        ge=1,
-        validation_alias=AliasChoices("mcp_sessions_per_credential", "HANGAR_MCP_SESSIONS_PER_CREDENTIAL"),
-    )
-    mcp_sessions_per_user: int = Field(
-        default=MCP_SESSIONS_PER_USER,
-        ge=1,
-        validation_alias=AliasChoices("mcp_sessions_per_user", "HANGAR_MCP_SESSIONS_PER_USER"),
-    )
-    mcp_sessions_per_workspace: int = Field(
-        default=MCP_SESSIONS_PER_WORKSPACE,
-        ge=1,
-        validation_alias=AliasChoices("mcp_sessions_per_workspace", "HANGAR_MCP_SESSIONS_PER_WORKSPACE"),
-    )
+    mcp_sessions_per_credential: int = Field(default=MCP_SESSIONS_PER_CREDENTIAL, ge=1)
+    mcp_sessions_per_user: int = Field(default=MCP_SESSIONS_PER_USER, ge=1)
+    mcp_sessions_per_workspace: int = Field(default=MCP_SESSIONS_PER_WORKSPACE, ge=1)
 
-    terminal_scrollback_bytes: int = Field(
-        default=TERMINAL_SCROLLBACK_BYTES,
-        ge=0,
-        le=16 * 1024 * 1024,
-        validation_alias=AliasChoices("terminal_scrollback_bytes", "HANGAR_TERMINAL_SCROLLBACK_BYTES"),
-    )
-    terminal_keep_seconds: float = Field(
-        default=TERMINAL_KEEP_SECONDS,
-        ge=0,
-        le=7 * 24 * 3600,
-        validation_alias=AliasChoices("terminal_keep_seconds", "HANGAR_TERMINAL_KEEP_SECONDS"),
-    )
+    terminal_scrollback_bytes: int = Field(default=TERMINAL_SCROLLBACK_BYTES, ge=0, le=16 * 1024 * 1024)
+    terminal_keep_seconds: float = Field(default=TERMINAL_KEEP_SECONDS, ge=0, le=7 * 24 * 3600)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

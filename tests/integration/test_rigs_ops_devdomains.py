@@ -1,6 +1,6 @@
 """Dev domains through the real server: the ops (validation naming the field, one space's rigs only, a domain
 unique in the workspace), the manager's lanes routing a name to a dev server of the same space over HTTP and HTTPS,
-names following changes for live rigs, a parked target woken, and a host without openssl (HTTP only, saying why).
+names following changes for live rigs, a parked target woken, and a CA that cannot be read (HTTP only, saying why).
 
 Browser rigs carry the lanes from boot; until they land here, ``RigManager.dev.attach`` starts the same lanes on a
 terminal rig, and a second terminal rig of the space (the manager otherwise reuses one per space) stands in for
@@ -10,8 +10,6 @@ the browser.
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ import pytest
 from hangar.core.clock import FakeClock
 from hangar.rigs.model import Surface, limits_for
 from hangar.rigs.ops import devdomains
-from hangar.rigs.tls import NO_OPENSSL, dev_ca_pem
+from hangar.rigs.tls import DevTls, dev_ca_pem
 from hangar.rpc.registry import spec_of
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcError
@@ -189,37 +187,25 @@ async def test_a_name_reaches_a_dev_server_of_the_space_over_http_and_https(tmp_
         assert out.endswith("404"), out
 
 
-@pytest.fixture
-def path_without_openssl(tmp_path: Path) -> Iterator[str]:
-    """A PATH holding every command of this one except openssl (the enclosure still needs bwrap, nft...)."""
-    farm = tmp_path / "bin"
-    farm.mkdir()
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
-        if not os.path.isdir(folder):
-            continue
-        for entry in os.scandir(folder):
-            if entry.name != "openssl" and not (farm / entry.name).exists():
-                (farm / entry.name).symlink_to(entry.path)
-    yield str(farm)
-
-
 @pytest.mark.packs("terminal")
-async def test_without_openssl_http_still_routes_and_https_says_why(
-    tmp_path: Path, path_without_openssl: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PATH", path_without_openssl)
+async def test_a_ca_that_cannot_be_read_leaves_http_routing_and_https_says_why(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
+        rigs = env.srv.ctx.datadir.sub("rigs")
+        trusted = DevTls(rigs / "tls").ca_pem()  # what browser rigs were given
+        (rigs / "tls" / "ca.key").write_bytes(b"not a key")
         dev = await env.open()
         await dev_server(env, dev, "plain http")
         browser, status = await lanes_rig(env)
-        assert status.http and not status.https and status.https_reason == NO_OPENSSL
+        why = "dev-domain certificates cannot be issued: the dev-domain key ca.key cannot be read"
+        assert status.http and not status.https and status.https_reason.startswith(why), status
         listed = await env.call(
             "rig.setDevDomain", space_id=env.space, domain="app.test", rigId=dev, guestPort=DEV_PORT
         )
-        assert listed["https"] is False and "openssl" in listed["httpsUnavailableReason"]
+        assert listed["https"] is False and listed["httpsUnavailableReason"].startswith(why)
         code, out = await sh(env, browser, "curl -sS http://app.test/")
         assert code == 0 and out == "plain http\n", out
         code, _ = await sh(env, browser, "curl -sS -k https://app.test/")
         assert code == 7  # nothing listens on 443: no lane, rather than one without a certificate
-        assert await asyncio.to_thread(dev_ca_pem, env.srv.ctx.datadir.sub("rigs")) is None
-        assert not (env.srv.ctx.datadir.root / "rigs" / "tls" / "ca.key").exists()
+        # The CA the rigs trust is never replaced behind them.
+        assert await asyncio.to_thread(dev_ca_pem, rigs) == trusted
+        assert (rigs / "tls" / "ca.key").read_bytes() == b"not a key"

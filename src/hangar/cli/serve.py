@@ -54,14 +54,23 @@ if TYPE_CHECKING:
 
 
 def serve(
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Server port.")] = DEFAULT_PORT,
+    host: Annotated[
+        str | None, typer.Option(help="Interface to listen on ($HANGAR_HOST; default 127.0.0.1).", show_default=False)
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help=f"Server port ($HANGAR_PORT; default {DEFAULT_PORT}).", show_default=False)
+    ] = None,
     data_dir: DataDirOpt = None,
     public_url: Annotated[str | None, typer.Option("--public-url", help="Canonical public origin.")] = None,
     web_client_url: Annotated[
         str | None, typer.Option("--web-client-url", help="Origin SSO callbacks redirect to ($SERVER_WEB_CLIENT_URL).")
     ] = None,
-    site_port: Annotated[int, typer.Option("--site-port", help="Website port.")] = DEFAULT_SITE_PORT,
+    site_port: Annotated[
+        int | None,
+        typer.Option(
+            "--site-port", help=f"Website port ($HANGAR_SITE_PORT; default {DEFAULT_SITE_PORT}).", show_default=False
+        ),
+    ] = None,
     no_site: Annotated[bool, typer.Option("--no-site", help="Do not serve the website.")] = False,
     site_url: Annotated[
         str | None, typer.Option("--site-url", help="Public origin of the website (default: its own listener).")
@@ -107,6 +116,9 @@ def serve(
         trusted_origins=trusted_origin or None, max_connections=max_connections,
         max_connections_per_address=max_connections_per_address, request_head_timeout=request_head_timeout,
     )  # fmt: skip
+    # A listener flag left out is taken from its variable, else its default, as every other command reads it.
+    host, port = settings.host, settings.port
+    site_port = settings.site_port if settings.site_port is not None else DEFAULT_SITE_PORT
     # The ports first, before anything starts or is printed: one that cannot be had is the whole answer.
     server_sockets = claim_port("the server", host, port, "--port PORT (make run PORT=PORT)")
     site_fix = "--site-port PORT (make run SITE_PORT=PORT), or serve no website with --no-site"

@@ -42,11 +42,11 @@ class DevRouter:
         self._app, self._reach = app, reach
         self.tls = DevTls(app.datadir.sub("rigs") / "tls")
         self._lanes: dict[str, LiveRig] = {}  # rigs of this process carrying lanes, by id
-        self._https_failure: str | None = None  # the last reason issuing a leaf failed other than a missing openssl
+        self._https_failure: str | None = None  # why issuing a leaf failed last (a CA whose files cannot be read)
 
     def https_reason(self) -> str | None:
         """Why dev domains have no HTTPS lane on this host (None when they have one)."""
-        return self.tls.unavailable_reason() or self._https_failure
+        return self._https_failure
 
     async def names(self, ws: str, space_id: str) -> frozenset[str]:
         rows = await devdomains.domains_of(await self._app.dbs.workspace(ws), space_id)
@@ -54,8 +54,6 @@ class DevRouter:
 
     async def _issue(self, ws: str, space_id: str, names: frozenset[str]) -> bool:
         """The space's leaf issued for ``names``; False (with the reason kept) when it cannot be."""
-        if self.tls.unavailable_reason() is not None:
-            return False
         try:
             await asyncio.to_thread(self.tls.leaf, _scope(ws, space_id), names)
         except HangarError as exc:
@@ -67,7 +65,7 @@ class DevRouter:
 
     async def attach(self, live: LiveRig) -> LaneStatus:
         """Start the dev-domain lanes on a live rig (browser rigs get them at boot) and give its resolver the
-        space's names. Without openssl (or a leaf) only the HTTP lane opens; the status says why."""
+        space's names. Without a leaf (its CA cannot be read) only the HTTP lane opens; the status says why."""
         handle = live.handle
         if handle is None:
             raise Unavailable(f"rig {live.id} is not running")

@@ -145,8 +145,8 @@ def site_lane(app: AppContext) -> tuple[int, LaneHandler] | None:
     return port, handler
 
 
-async def dev_ca_pem(app: AppContext) -> bytes | None:
-    """The dev-domain CA certificate (public part only) browser rigs trust; None on a host without openssl."""
+async def dev_ca_pem(app: AppContext) -> bytes:
+    """The dev-domain CA certificate (public part only) browser rigs trust, made on first use."""
     return await asyncio.to_thread(tls.dev_ca_pem, app.datadir.sub("rigs"))
 
 

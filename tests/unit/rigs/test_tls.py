@@ -1,18 +1,22 @@
-"""The dev-domain CA and leaves made by the real ``openssl`` command: modes, names, re-issue, trust inside only,
-and a host without openssl (simulated by a PATH without it)."""
+"""The dev-domain CA and leaves (made in process, no command run): modes, names, re-issue, a leaf that verifies
+against its CA for its exact names only (as a real TLS client and as an X.509 path validator), trust inside only,
+and a CA whose files cannot be read (said so, never replaced)."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import ssl
 from pathlib import Path
 
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID
+from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
-from hangar.errors import Unavailable
-from hangar.rigs.tls import NO_OPENSSL, DevTls, dev_ca_pem
+from hangar.errors import Internal, Unavailable
+from hangar.rigs.tls import CA_DAYS, LEAF_DAYS, DevTls, dev_ca_pem
 
 
 @pytest.fixture
@@ -90,14 +94,55 @@ async def test_trusted_with_the_ca_for_exact_names_only_and_never_by_default(tls
         await handshake(tls, "ws/space", ssl.create_default_context(), "app.test")
 
 
-def test_without_openssl_there_is_no_ca_and_it_says_why(tls: DevTls, monkeypatch: pytest.MonkeyPatch,
-                                                        tmp_path: Path) -> None:  # fmt: skip
-    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
-    assert tls.unavailable_reason() == NO_OPENSSL and "plain HTTP still routes" in NO_OPENSSL
-    with pytest.raises(Unavailable) as e:
+def test_the_ca_signs_leaves_only_and_a_leaf_verifies_against_it_for_its_names(tls: DevTls) -> None:
+    leaf = tls.leaf("ws/space", {"app.test", "b.localhost"})
+    ca = x509.load_pem_x509_certificate(tls.ca_pem())
+    cert = x509.load_pem_x509_certificate(leaf.cert.read_bytes())
+    basic = ca.extensions.get_extension_for_class(x509.BasicConstraints)
+    assert basic.critical and basic.value.ca and basic.value.path_length == 0  # no intermediate below it
+    usage = ca.extensions.get_extension_for_class(x509.KeyUsage)
+    assert usage.critical and usage.value.key_cert_sign and usage.value.crl_sign and not usage.value.digital_signature
+    assert ca.extensions.get_extension_for_class(x509.NameConstraints).critical
+    assert ca.subject == ca.issuer and ca.subject.rfc4514_string().startswith("CN=Hangar dev CA ")
+    assert ca.not_valid_after_utc - ca.not_valid_before_utc == datetime.timedelta(days=CA_DAYS)
+
+    assert cert.issuer == ca.subject and cert.subject.rfc4514_string() == "CN=Hangar dev domains"
+    assert cert.not_valid_after_utc - cert.not_valid_before_utc == datetime.timedelta(days=LEAF_DAYS)
+    assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
+    leaf_usage = cert.extensions.get_extension_for_class(x509.KeyUsage).value
+    assert leaf_usage.digital_signature and not leaf_usage.key_cert_sign
+    eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(eku) == [ExtendedKeyUsageOID.SERVER_AUTH]
+    key = x509.load_pem_x509_certificate(leaf.cert.read_bytes()).public_key()
+    assert isinstance(key, ec.EllipticCurvePublicKey) and key.curve.name == "secp256r1"
+
+    real = x509.load_pem_x509_certificate(tls.leaf("ws/bad", {"example.com"}).cert.read_bytes())
+    # Verified as of now, after every leaf here was issued (a leaf is valid from the second it was issued in).
+    policy = PolicyBuilder().store(Store([ca])).time(datetime.datetime.now(datetime.UTC))
+    for name in ("app.test", "b.localhost"):
+        chain = policy.build_server_verifier(x509.DNSName(name)).verify(cert, [])
+        assert chain == [cert, ca]
+    for other in ("other.test", "test", "app.test.example"):
+        with pytest.raises(VerificationError):
+            policy.build_server_verifier(x509.DNSName(other)).verify(cert, [])
+    # The name constraints hold even for a leaf the CA signed for a real site's name (dev domains never are one).
+    with pytest.raises(VerificationError, match="constraint"):
+        policy.build_server_verifier(x509.DNSName("example.com")).verify(real, [])
+    # Another install's CA does not vouch for this leaf.
+    stranger = DevTls(tls.root.parent / "other-tls")
+    with pytest.raises(VerificationError):
+        PolicyBuilder().store(Store([x509.load_pem_x509_certificate(stranger.ca_pem())])).build_server_verifier(
+            x509.DNSName("app.test")
+        ).verify(cert, [])
+
+
+def test_a_ca_that_cannot_be_read_is_said_and_never_replaced(tls: DevTls) -> None:
+    tls.ca_pem()
+    tls.ca_key.write_bytes(b"-----BEGIN PRIVATE KEY-----\nbroken\n-----END PRIVATE KEY-----\n")
+    ca = tls.ca_cert.read_bytes()
+    with pytest.raises(Internal) as e:
         tls.leaf("ws/space", {"app.test"})
-    assert e.value.message == NO_OPENSSL
-    assert dev_ca_pem(tls.root.parent) is None
-    assert not tls.ca_key.exists()
+    assert e.value.message.startswith("the dev-domain key ca.key cannot be read")
+    assert tls.ca_cert.read_bytes() == ca and dev_ca_pem(tls.root.parent) == ca  # the rigs' trust is kept
     with pytest.raises(Unavailable):
         tls.context("ws/space")  # never issued

@@ -46,7 +46,7 @@ class DevDomainList(Result):
     space_id: str
     domains: list[DevDomainRow]
     https: bool  # whether dev domains have an HTTPS lane on this host
-    https_unavailable_reason: str | None  # why not, when they have none (no openssl on the host)
+    https_unavailable_reason: str | None  # why not, when they have none (the CA's files cannot be read)
 
 
 class SpaceArgs(Args):
@@ -110,7 +110,7 @@ def _check_port(port: int) -> None:
 @op("rig.setDevDomain", kind="mutate", scope="workspace", min_role="member", actions=("networkEgress",))
 async def rig_set_dev_domain(ctx: OpContext, args: SetArgs) -> DevDomainList:
     """Map a dev domain (name.test or name.localhost) to a guest port of a rig of the same space; the space's
-    browser rigs reach it over HTTP, and HTTPS when the host has openssl. Re-pointing a domain of the space is
+    browser rigs reach it over HTTP and HTTPS. Re-pointing a domain of the space is
     allowed; a domain another space holds is a conflict."""
     domain = devdomains.validate_domain(args.domain)
     _check_port(args.guest_port)
