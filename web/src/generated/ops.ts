@@ -1704,7 +1704,7 @@ export type RigRemoveDevDomainArgs = {
 };
 export type RigRemoveDevDomainResult = DevDomainList;
 
-/** Map a dev domain (name.test or name.localhost) to a guest port of a rig of the same space; the space's browser rigs reach it over HTTP, and HTTPS when the host has openssl. Re-pointing a domain of the space is allowed; a domain another space holds is a conflict. */
+/** Map a dev domain (name.test or name.localhost) to a guest port of a rig of the same space; the space's browser rigs reach it over HTTP and HTTPS. Re-pointing a domain of the space is allowed; a domain another space holds is a conflict. */
 export type RigSetDevDomainArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
