@@ -2,7 +2,8 @@
  * and the screen of the current path. */
 import { lazy, Suspense, useCallback, useEffect, useState } from "react";
 import { RpcClient, rpcUrlFor } from "./rpc/client";
-import { RpcContext, useCall, useConnectionState, useRpc } from "./rpc/hooks";
+import { useConnectionState, useRpc } from "./rpc/hooks";
+import { DataProvider, useRead } from "./data/queries";
 import { HeaderMenu } from "./HeaderMenu";
 import { Link } from "./Link";
 import { markFirstRender } from "./perf";
@@ -40,7 +41,7 @@ const STATE_TEXT = {
 } as const;
 
 function Header({ onSignOut }: { onSignOut(deviceId: string | null): void }) {
-  const me = useCall("users.me", {});
+  const me = useRead("users.me", {});
   const state = useConnectionState();
   return (
     <header className="top">
@@ -152,8 +153,8 @@ export function SignedIn(props: { token: string; route: Route; onSignedOut(): vo
   }, [token, onRejected]);
   if (!client) return null;
   return (
-    <RpcContext.Provider value={client}>
+    <DataProvider client={client}>
       <Body route={props.route} onSignedOut={props.onSignedOut} />
-    </RpcContext.Provider>
+    </DataProvider>
   );
 }

@@ -2,26 +2,24 @@
 import { useId, useState, type FormEvent } from "react";
 import { workspaceRoleLabel } from "../labels";
 import { Link } from "../Link";
-import { RpcError } from "../rpc/errors";
-import { useCall, useRpc } from "../rpc/hooks";
+import { Refusal } from "../components/Outcome";
+import { useAction, useWrite } from "../data/mutations";
+import { useRead } from "../data/queries";
 import { navigate, workspacePath } from "../router";
 
 function CreateWorkspace() {
-  const client = useRpc();
+  const write = useWrite();
+  const action = useAction();
   const id = useId();
   const [name, setName] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  // Busy until the new workspace's page replaces this one.
+  const [leaving, setLeaving] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const made = await client.call("workspaces.create", { name });
+    const made = await action.run(() => write("workspaces.create", { name }));
+    if (made) {
+      setLeaving(true);
       navigate(workspacePath(made.id));
-    } catch (err) {
-      setError(err instanceof RpcError ? err.message : String(err));
-      setBusy(false);
     }
   };
   return (
@@ -29,12 +27,8 @@ function CreateWorkspace() {
       <h2 id={`${id}-title`}>New workspace</h2>
       <label htmlFor={`${id}-name`}>Name</label>
       <input id={`${id}-name`} value={name} maxLength={200} required onChange={(e) => setName(e.target.value)} />
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
-      <button type="submit" disabled={busy || !name.trim()}>
+      <Refusal error={action.error} />
+      <button type="submit" disabled={action.busy || leaving || !name.trim()}>
         Create workspace
       </button>
     </form>
@@ -42,7 +36,7 @@ function CreateWorkspace() {
 }
 
 export function Home() {
-  const workspaces = useCall("workspaces.list", {});
+  const workspaces = useRead("workspaces.list", {});
   return (
     <>
       <h1>Workspaces</h1>

@@ -4,8 +4,9 @@
 import { useEffect, useId, useState, type FormEvent } from "react";
 import type { BotProfileView, CreatedApp } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
-import { useCall, useRpc } from "../../rpc/hooks";
-import { Refusal, useAction } from "../workspace/common";
+import { Refusal } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 import { normalizeCommand, PROFILE_LABELS, PROFILE_LIMITS, profileEdits, type ProfileForm } from "./logic";
 
 type Problems = ReturnType<typeof profileEdits>["problems"];
@@ -83,9 +84,9 @@ function ProfileFields(props: { form: ProfileForm; setForm(f: ProfileForm): void
 
 /** Before the workspace is connected: the bot profile and the two ways to make the provider's app from it. */
 export function GuidedSetup(props: { workspaceId: string; provider: string; label: string }) {
-  const client = useRpc();
+  const write = useWrite();
   const id = useId();
-  const defaults = useCall("chat.setupLink", { workspace_id: props.workspaceId, provider: props.provider });
+  const defaults = useRead("chat.setupLink", { workspace_id: props.workspaceId, provider: props.provider });
   const [form, setForm] = useState<ProfileForm | null>(null);
   const [problems, setProblems] = useState<Problems>({});
   const [link, setLink] = useState<string | null>(null);
@@ -104,7 +105,7 @@ export function GuidedSetup(props: { workspaceId: string; provider: string; labe
     const edits = checked();
     if (!edits) return;
     const reply = await action.run(() =>
-      client.call("chat.setupLink", { workspace_id: props.workspaceId, provider: props.provider, ...edits }),
+      write("chat.setupLink", { workspace_id: props.workspaceId, provider: props.provider, ...edits }),
     );
     if (reply) setLink(reply.url);
   };
@@ -115,7 +116,7 @@ export function GuidedSetup(props: { workspaceId: string; provider: string; labe
     if (!edits) return;
     const token = refresh.trim();
     const reply = await action.run(() =>
-      client.call("chat.createApp", {
+      write("chat.createApp", {
         workspace_id: props.workspaceId,
         provider: props.provider,
         ...edits,
@@ -208,10 +209,9 @@ export function BotProfileEditor(props: {
   provider: string;
   onCommand(command: string): void;
 }) {
-  const client = useRpc();
+  const write = useWrite();
   const id = useId();
-  const [reread, setReread] = useState(0);
-  const current = useCall("chat.botProfile", { workspace_id: props.workspaceId, provider: props.provider }, reread);
+  const current = useRead("chat.botProfile", { workspace_id: props.workspaceId, provider: props.provider });
   const [form, setForm] = useState<ProfileForm | null>(null);
   const [problems, setProblems] = useState<Problems>({});
   const [saved, setSaved] = useState<{ reinstall: boolean } | null>(null);
@@ -230,7 +230,7 @@ export function BotProfileEditor(props: {
     setProblems(found);
     if (Object.keys(found).length) return;
     const reply = await action.run(() =>
-      client.call("chat.updateBotProfile", { workspace_id: props.workspaceId, provider: props.provider, ...edits }),
+      write("chat.updateBotProfile", { workspace_id: props.workspaceId, provider: props.provider, ...edits }),
     );
     if (reply) {
       setForm(formOf(reply.profile));
@@ -246,7 +246,7 @@ export function BotProfileEditor(props: {
       {current.error && !current.data && (
         <>
           <ProfileReadRefusal error={current.error} />
-          <button type="button" className="secondary" onClick={() => setReread((n) => n + 1)}>
+          <button type="button" className="secondary" onClick={current.reload}>
             Read it again
           </button>
         </>

@@ -3,8 +3,8 @@
  * everyone their own link and the roster of linked members. */
 import { useRef, useState } from "react";
 import type { ChatStatus, ProviderEntry } from "../../generated/ops";
-import { useCall } from "../../rpc/hooks";
-import { Refusal } from "../workspace/common";
+import { Refusal } from "../../components/Outcome";
+import { useRead } from "../../data/queries";
 import { BotProfileEditor, GuidedSetup } from "./BotProfile";
 import { ConnectForm } from "./ConnectForm";
 import { ConnectionTrouble } from "./ConnectionTrouble";
@@ -19,7 +19,7 @@ export interface ChatBridgeProps {
 }
 
 export default function ChatBridge(props: ChatBridgeProps) {
-  const providers = useCall("chat.providers", { workspace_id: props.workspaceId });
+  const providers = useRead("chat.providers", { workspace_id: props.workspaceId });
   return (
     <div className="chat-bridge">
       {providers.error?.code === "unknown_op" ? (

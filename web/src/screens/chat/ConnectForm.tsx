@@ -3,8 +3,9 @@
  * them back, and the boxes are emptied once they are stored. */
 import { useId, useRef, useState, type FormEvent } from "react";
 import type { ProviderEntry } from "../../generated/ops";
-import { useRpc } from "../../rpc/hooks";
-import { ConfirmButton, Refusal, useAction } from "../workspace/common";
+import { ConfirmButton } from "../../components/ConfirmButton";
+import { Refusal } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
 import { credentialProblem, credentialsToSend } from "./logic";
 
 export function ConnectForm(props: {
@@ -16,7 +17,7 @@ export function ConnectForm(props: {
   onChanged(): void;
 }) {
   const { entry } = props;
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const id = useId();
   const form = useRef<HTMLFormElement>(null);
@@ -39,7 +40,7 @@ export function ConnectForm(props: {
       return; // nothing is sent
     }
     const reply = await action.run(() =>
-      client.call("chat.connect", {
+      write("chat.connect", {
         workspace_id: props.workspaceId,
         provider: entry.provider,
         credentials: credentialsToSend(entry.fields, values),
@@ -59,7 +60,7 @@ export function ConnectForm(props: {
   const disconnect = async () => {
     setDone(null);
     const reply = await action.run(() =>
-      client.call("chat.disconnect", { workspace_id: props.workspaceId, provider: entry.provider }),
+      write("chat.disconnect", { workspace_id: props.workspaceId, provider: entry.provider }),
     );
     if (reply) setDone("Disconnected: the stored tokens are deleted.");
     props.onChanged();

@@ -3,8 +3,11 @@
  * `chat.watchUserLinks`. */
 import { useEffect, useId, useRef, useState } from "react";
 import type { LinkCode, UserLinkView } from "../../generated/ops";
-import { useCall, useRpc } from "../../rpc/hooks";
-import { ConfirmButton, Refusal, useAction, when } from "../workspace/common";
+import { ConfirmButton } from "../../components/ConfirmButton";
+import { Refusal } from "../../components/Outcome";
+import { when } from "../../components/time";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 import { linkCommand, timeLeft } from "./logic";
 
 function useNow(active: boolean): number {
@@ -32,7 +35,7 @@ export function LinkMyAccount(props: {
   me: string;
   links: UserLinkView[] | undefined;
 }) {
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const titleId = useId();
   const dialog = useRef<HTMLDialogElement>(null);
@@ -45,7 +48,7 @@ export function LinkMyAccount(props: {
     setLinked(null);
     const before = linkKey(props.links, props.me);
     const minted = await action.run(() =>
-      client.call("chat.beginUserLink", { workspace_id: props.workspaceId, provider: props.provider }),
+      write("chat.beginUserLink", { workspace_id: props.workspaceId, provider: props.provider }),
     );
     if (minted) setCode({ ...minted, before });
   };
@@ -136,16 +139,23 @@ export function Roster(props: {
   me: string | undefined;
   admin: boolean;
 }) {
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
+  const members = useRead("members.list", { workspace_id: props.workspaceId });
   // Read again when the linked people change: someone who joined after the page opened may have linked.
   const linkedUsers = (props.links ?? []).map((l) => l.userId).sort().join(",");
-  const members = useCall("members.list", { workspace_id: props.workspaceId }, linkedUsers);
+  const { reload } = members;
+  const seenLinks = useRef(linkedUsers);
+  useEffect(() => {
+    if (seenLinks.current === linkedUsers) return;
+    seenLinks.current = linkedUsers;
+    reload();
+  }, [linkedUsers, reload]);
   const names = new Map((members.data ?? []).map((m) => [m.userId, m.displayName]));
   const nameOf = (userId: string) => names.get(userId) ?? (members.loading ? "…" : "a former member");
   const unlink = (userId: string) =>
     void action.run(() =>
-      client.call("chat.unlinkUser", { workspace_id: props.workspaceId, provider: props.provider, userId }),
+      write("chat.unlinkUser", { workspace_id: props.workspaceId, provider: props.provider, userId }),
     );
   const titleId = useId();
   return (

@@ -1,9 +1,10 @@
 /** What the chat settings follow: the connection status (read again every few seconds while the section is on
  * screen and the tab visible, and at once after a change), and the roster of linked members (the watch). */
-import { useCallback, useEffect, useState, type RefObject } from "react";
+import { useEffect, useState, type RefObject } from "react";
 import type { UserLinkView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
-import { useCall, useRpc } from "../../rpc/hooks";
+import { useRead } from "../../data/queries";
+import { useRpc } from "../../rpc/hooks";
 
 export const STATUS_EVERY_MS = 3000;
 
@@ -21,17 +22,9 @@ export function useOnScreen(ref: RefObject<Element | null>): boolean {
 }
 
 export function useChatStatus(workspaceId: string, provider: string, onScreen: boolean) {
-  const [tick, setTick] = useState(0);
-  const bump = useCallback(() => setTick((t) => t + 1), []);
-  useEffect(() => {
-    if (!onScreen) return;
-    const timer = setInterval(() => {
-      if (document.visibilityState === "visible") bump();
-    }, STATUS_EVERY_MS);
-    return () => clearInterval(timer);
-  }, [onScreen, bump]);
-  const status = useCall("chat.status", { workspace_id: workspaceId, provider }, tick);
-  return { ...status, refresh: bump };
+  // A hidden tab is not polled (the data layer's interval pauses in the background).
+  const status = useRead("chat.status", { workspace_id: workspaceId, provider }, { everyMs: onScreen && STATUS_EVERY_MS });
+  return { ...status, refresh: status.reload };
 }
 
 export function useRoster(workspaceId: string, provider: string): { links: UserLinkView[] | undefined; error: RpcError | null } {

@@ -5,8 +5,8 @@
 import { useId, useState } from "react";
 import type { ApprovalWait, StepDetail } from "../../generated/ops";
 import { Link } from "../../Link";
-import { RpcError } from "../../rpc/errors";
-import { useCall, useRpc } from "../../rpc/hooks";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 import { spacePath } from "../../router";
 
 export type Decision = "approved" | "rejected";
@@ -19,34 +19,29 @@ export function decisionMessage(agentName: string, decision: Decision, reason: s
 }
 
 export function ApprovalGate(props: { workspaceId: string; step: StepDetail; approval: ApprovalWait; onSent(): void }) {
-  const client = useRpc();
+  const write = useWrite();
+  const action = useAction();
   const ids = useId();
-  const agents = useCall("agents.list", { workspace_id: props.workspaceId });
+  const agents = useRead("agents.list", { workspace_id: props.workspaceId });
   const agent = agents.data?.agents.find((a) => a.id === props.approval.agentId);
   const name = agent?.name ?? "the approver";
   const [reason, setReason] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
+  const { busy } = action;
+  const problem = action.error?.message ?? null;
   const [sent, setSent] = useState<Decision | null>(null);
 
   const decide = async (decision: Decision) => {
     if (!agent) return;
-    setBusy(true);
-    setProblem(null);
-    try {
-      await client.call("agents.run", {
-        workspace_id: props.workspaceId,
-        agentId: agent.id,
-        spaceId: props.approval.spaceId,
-        prompt: decisionMessage(agent.name, decision, reason),
-        outputSchema: props.approval.outputSchema,
-      });
+    const args = {
+      workspace_id: props.workspaceId,
+      agentId: agent.id,
+      spaceId: props.approval.spaceId,
+      prompt: decisionMessage(agent.name, decision, reason),
+      outputSchema: props.approval.outputSchema,
+    };
+    if ((await action.run(() => write("agents.run", args))) !== undefined) {
       setSent(decision);
       props.onSent();
-    } catch (e) {
-      setProblem(e instanceof RpcError ? e.message : String(e));
-    } finally {
-      setBusy(false);
     }
   };
   return (

@@ -3,8 +3,13 @@
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import type { RunSummary, TemplateSummary } from "../../generated/ops";
 import { Link } from "../../Link";
+import { Refusal } from "../../components/Outcome";
+import { when } from "../../components/time";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
+import { useWorkspace } from "../../data/workspaces";
 import { RpcError } from "../../rpc/errors";
-import { useCall, useRpc } from "../../rpc/hooks";
+import { useRpc } from "../../rpc/hooks";
 import { navigate, pipelineRunPath, workspacePath } from "../../router";
 import { StatusBadge } from "./StatusBadge";
 import { TemplateEditor } from "./TemplateEditor";
@@ -13,14 +18,6 @@ import "./pipelines.css";
 import { parsePayload } from "./payload";
 
 type Editing = { templateId: string | null } | null;
-
-function when(iso: string): string {
-  return new Date(iso).toLocaleString();
-}
-
-function useTemplates(workspaceId: string, version: number) {
-  return useCall("pipelines.templates.list", { workspace_id: workspaceId }, version);
-}
 
 /** The workspace's runs, newest first: the watch's first reply, then each run's status as its steps change. */
 function useRuns(workspaceId: string): { runs: RunSummary[] | null; error: RpcError | null } {
@@ -64,33 +61,29 @@ function useRuns(workspaceId: string): { runs: RunSummary[] | null; error: RpcEr
 }
 
 function StartRun(props: { workspaceId: string; template: TemplateSummary; onClose(): void }) {
-  const client = useRpc();
+  const write = useWrite();
+  const action = useAction();
   const ids = useId();
   const [payload, setPayload] = useState("{}");
   const [dryRun, setDryRun] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [invalid, setInvalid] = useState<string | null>(null);
+  const problem = invalid ?? action.error?.message ?? null;
+  // Busy until the run's page replaces this one.
+  const [leaving, setLeaving] = useState(false);
+  const busy = action.busy || leaving;
   const start = async (e: FormEvent) => {
     e.preventDefault();
     const parsed = parsePayload(payload);
+    setInvalid("problem" in parsed ? parsed.problem : null);
     if ("problem" in parsed) {
-      setProblem(parsed.problem);
+      action.clear();
       return;
     }
-    const value = parsed.value;
-    setBusy(true);
-    setProblem(null);
-    try {
-      const started = await client.call("pipelines.runs.start", {
-        workspace_id: props.workspaceId,
-        templateId: props.template.id,
-        payload: value,
-        dryRun,
-      });
+    const args = { workspace_id: props.workspaceId, templateId: props.template.id, payload: parsed.value, dryRun };
+    const started = await action.run(() => write("pipelines.runs.start", args));
+    if (started) {
+      setLeaving(true);
       navigate(pipelineRunPath(props.workspaceId, started.runId));
-    } catch (err) {
-      setProblem(err instanceof RpcError ? err.message : String(err));
-      setBusy(false);
     }
   };
   return (
@@ -129,21 +122,13 @@ function StartRun(props: { workspaceId: string; template: TemplateSummary; onClo
 
 /** Deleting a template asks first; what the server answers (a refusal, say) is shown where the person looks. */
 function DeleteTemplate(props: { workspaceId: string; template: TemplateSummary; onDeleted(): void; onCancel(): void }) {
-  const client = useRpc();
+  const write = useWrite();
+  const action = useAction();
   const ids = useId();
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
   const name = props.template.name || props.template.id;
   const remove = async () => {
-    setBusy(true);
-    setProblem(null);
-    try {
-      await client.call("pipelines.templates.delete", { workspace_id: props.workspaceId, templateId: props.template.id });
-      props.onDeleted();
-    } catch (err) {
-      setProblem(err instanceof RpcError ? err.message : String(err));
-      setBusy(false);
-    }
+    const args = { workspace_id: props.workspaceId, templateId: props.template.id };
+    if ((await action.run(() => write("pipelines.templates.delete", args))) !== undefined) props.onDeleted();
   };
   return (
     <div className="card confirm" role="alertdialog" aria-labelledby={`${ids}-q`} aria-describedby={`${ids}-d`}>
@@ -153,13 +138,9 @@ function DeleteTemplate(props: { workspaceId: string; template: TemplateSummary;
       <p id={`${ids}-d`} className="hint-inline">
         Its triggers are removed with it; its runs stay, each with the copy of the template it started with.
       </p>
-      {problem && (
-        <p className="error" role="alert">
-          {problem}
-        </p>
-      )}
+      <Refusal error={action.error} />
       <div className="row actions">
-        <button type="button" className="danger" disabled={busy} onClick={() => void remove()}>
+        <button type="button" className="danger" disabled={action.busy} onClick={() => void remove()}>
           Delete {name}
         </button>
         <button type="button" className="secondary" autoFocus onClick={props.onCancel}>
@@ -171,10 +152,8 @@ function DeleteTemplate(props: { workspaceId: string; template: TemplateSummary;
 }
 
 export function Pipelines({ workspaceId }: { workspaceId: string }) {
-  const workspaces = useCall("workspaces.list", {});
-  const workspace = workspaces.data?.find((w) => w.id === workspaceId);
-  const [version, setVersion] = useState(0);
-  const templates = useTemplates(workspaceId, version);
+  const { workspace } = useWorkspace(workspaceId);
+  const templates = useRead("pipelines.templates.list", { workspace_id: workspaceId });
   const runs = useRuns(workspaceId);
   const [editing, setEditing] = useState<Editing>(null);
   const [starting, setStarting] = useState<TemplateSummary | null>(null);
@@ -254,7 +233,6 @@ export function Pipelines({ workspaceId }: { workspaceId: string }) {
                       if (triggersOf?.id === t.id) setTriggersOf(null);
                       if (editing?.templateId === t.id) setEditing(null);
                       setNotice(`Deleted ${t.name || t.id}.`);
-                      setVersion((v) => v + 1);
                     }}
                   />
                 )}
@@ -281,10 +259,7 @@ export function Pipelines({ workspaceId }: { workspaceId: string }) {
         <TemplateEditor
           workspaceId={workspaceId}
           templateId={editing.templateId}
-          onSaved={(id) => {
-            setVersion((v) => v + 1);
-            setEditing({ templateId: id });
-          }}
+          onSaved={(id) => setEditing({ templateId: id })}
           onClose={() => setEditing(null)}
         />
       )}

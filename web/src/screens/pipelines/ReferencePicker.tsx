@@ -4,7 +4,7 @@
  * writes its id into the text (`onSet`); the server checks every id when the template is validated and saved. */
 import { useEffect, useId, useMemo, useState } from "react";
 import type { BodySetting } from "../../generated/ops";
-import { useCall } from "../../rpc/hooks";
+import { useRead } from "../../data/queries";
 import type { Path } from "./templateText";
 
 type Kind = NonNullable<BodySetting["refers"]>;
@@ -76,11 +76,11 @@ interface Records {
 
 function useRecords(workspaceId: string, templateId: string | null): Records {
   const ws = { workspace_id: workspaceId };
-  const agents = useCall("agents.list", ws);
-  const teams = useCall("teams.list", ws);
-  const spaces = useCall("spaces.list", ws);
-  const repos = useCall("repos.list", ws);
-  const templates = useCall("pipelines.templates.list", ws);
+  const agents = useRead("agents.list", ws);
+  const teams = useRead("teams.list", ws);
+  const spaces = useRead("spaces.list", ws);
+  const repos = useRead("repos.list", ws);
+  const templates = useRead("pipelines.templates.list", ws);
   return {
     options: {
       agent: (agents.data?.agents ?? []).map((a) => [a.id, a.name]),
@@ -190,7 +190,7 @@ export function ReferencePicker(props: {
   onSet(path: Path, value: unknown): void;
 }) {
   const ids = useId();
-  const bodies = useCall("pipelines.bodies.list", { workspace_id: props.workspaceId });
+  const bodies = useRead("pipelines.bodies.list", { workspace_id: props.workspaceId });
   const records = useRecords(props.workspaceId, props.templateId);
   const referring = useMemo(() => {
     const map = new Map<string, BodySetting[]>();

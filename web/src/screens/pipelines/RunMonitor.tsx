@@ -9,7 +9,9 @@ import { useEffect, useId, useMemo, useRef, useState } from "react";
 import type { RunDetail, StepDetail } from "../../generated/ops";
 import { Link } from "../../Link";
 import { RpcError } from "../../rpc/errors";
-import { useCall, useRpc } from "../../rpc/hooks";
+import { useRpc } from "../../rpc/hooks";
+import { useAction, useWrite } from "../../data/mutations";
+import { useWorkspace } from "../../data/workspaces";
 import { navigate, pipelineRunPath, pipelinesPath, workspacePath } from "../../router";
 import { ApprovalGate } from "./ApprovalGate";
 import { graphOf } from "./graph";
@@ -132,34 +134,29 @@ function duration(ms: number | null): string {
 
 /** A step suspended on a domain event: approve or reject (the event with a decision), or send it with a payload. */
 function EventGate(props: { workspaceId: string; run: RunDetail; step: StepDetail; eventType: string; onSent(): void }) {
-  const client = useRpc();
+  const write = useWrite();
+  const action = useAction();
   const ids = useId();
   const [reason, setReason] = useState("");
   const [payload, setPayload] = useState("{}");
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
+  const { busy } = action;
+  const [invalid, setInvalid] = useState<string | null>(null);
+  const problem = invalid ?? action.error?.message ?? null;
   const send = async (body: Record<string, unknown>) => {
-    setBusy(true);
-    setProblem(null);
-    try {
-      await client.call("pipelines.emit", { workspace_id: props.workspaceId, eventType: props.eventType, payload: body });
-      props.onSent();
-    } catch (e) {
-      setProblem(e instanceof RpcError ? e.message : String(e));
-    } finally {
-      setBusy(false);
-    }
+    setInvalid(null);
+    const args = { workspace_id: props.workspaceId, eventType: props.eventType, payload: body };
+    if ((await action.run(() => write("pipelines.emit", args))) !== undefined) props.onSent();
   };
   const decide = (decision: "approved" | "rejected") =>
     send({ decision, reason, runId: props.run.runId, stepId: props.step.stepId });
   const sendPayload = () => {
     const parsed = parsePayload(payload);
     if ("problem" in parsed) {
-      setProblem(parsed.problem);
+      action.clear();
+      setInvalid(parsed.problem);
       return;
     }
-    const value = parsed.value;
-    void send(value);
+    void send(parsed.value);
   };
   return (
     <div className="gate" role="group" aria-labelledby={`${ids}-what`}>
@@ -238,13 +235,13 @@ function Waiting(props: { workspaceId: string; run: RunDetail; step: StepDetail;
 }
 
 export function RunMonitor({ workspaceId, runId }: { workspaceId: string; runId: string }) {
-  const client = useRpc();
-  const workspaces = useCall("workspaces.list", {});
-  const workspace = workspaces.data?.find((w) => w.id === workspaceId);
+  const write = useWrite();
+  const { workspace } = useWorkspace(workspaceId);
   const { run, error, reload } = useRun(workspaceId, runId);
   const [selected, setSelected] = useState<string | null>(null);
-  const [acting, setActing] = useState(false);
-  const [failure, setFailure] = useState<string | null>(null);
+  const action = useAction();
+  const acting = action.busy;
+  const failure = action.error?.message ?? null;
   const [notice, setNotice] = useState<string | null>(null);
 
   const graph = useMemo(() => graphOf(run?.template), [run?.template]);
@@ -259,27 +256,17 @@ export function RunMonitor({ workspaceId, runId }: { workspaceId: string; runId:
     if (selected) document.getElementById(`step-${selected}`)?.scrollIntoView({ block: "nearest" });
   }, [selected]);
 
-  const act = async (what: () => Promise<unknown>) => {
-    setActing(true);
-    setFailure(null);
-    try {
-      await what();
-    } catch (e) {
-      setFailure(e instanceof RpcError ? e.message : String(e));
-    } finally {
-      setActing(false);
-    }
-  };
+  const act = (what: () => Promise<unknown>) => action.run(what);
   const cancel = () =>
     act(async () => {
-      await client.call("pipelines.runs.cancel", { workspace_id: workspaceId, runId });
+      await write("pipelines.runs.cancel", { workspace_id: workspaceId, runId });
       setNotice("The run was cancelled.");
       reload();
     });
   const again = () =>
     act(async () => {
       if (!run) return;
-      const started = await client.call("pipelines.runs.start", {
+      const started = await write("pipelines.runs.start", {
         workspace_id: workspaceId,
         templateId: run.templateId,
         payload: run.payload,

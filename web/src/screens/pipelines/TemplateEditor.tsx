@@ -6,6 +6,7 @@
 import { useEffect, useId, useMemo, useRef, useState } from "react";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
+import { useWrite } from "../../data/mutations";
 import { graphOf } from "./graph";
 import { GraphCanvas } from "./GraphCanvas";
 import { ReferencePicker } from "./ReferencePicker";
@@ -66,6 +67,7 @@ export function TemplateEditor(props: {
 }) {
   const { workspaceId, templateId } = props;
   const client = useRpc();
+  const write = useWrite();
   const [yaml, setYaml] = useState<YamlModule | null>(null);
   const [format, setFormat] = useState<Format>("yaml");
   const [text, setText] = useState<string | null>(templateId ? null : NEW_TEMPLATE);
@@ -178,8 +180,8 @@ export function TemplateEditor(props: {
     const template = parsed.value as Record<string, unknown>;
     try {
       const done = templateId
-        ? await client.call("pipelines.templates.update", { workspace_id: workspaceId, templateId, template })
-        : await client.call("pipelines.templates.create", { workspace_id: workspaceId, template });
+        ? await write("pipelines.templates.update", { workspace_id: workspaceId, templateId, template })
+        : await write("pipelines.templates.create", { workspace_id: workspaceId, template });
       setSaved(`Saved ${done.id}.${done.warnings.length ? ` Warnings: ${done.warnings.join("; ")}` : ""}`);
       props.onSaved(done.id);
     } catch (e) {

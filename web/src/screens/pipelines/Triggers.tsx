@@ -2,8 +2,9 @@
  * event type of the workspace, or a cron schedule in UTC, each with a payload the runs start with). */
 import { useId, useState, type FormEvent } from "react";
 import type { TemplateSummary, TriggerView } from "../../generated/ops";
-import { RpcError } from "../../rpc/errors";
-import { useCall, useRpc } from "../../rpc/hooks";
+import { Refusal } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 import { parsePayload } from "./payload";
 
 type Kind = TriggerView["kind"];
@@ -21,42 +22,38 @@ function times(t: TriggerView): string {
   return parts.join(", ");
 }
 
-function AddTrigger(props: { workspaceId: string; templateId: string; onAdded(): void }) {
-  const client = useRpc();
+function AddTrigger(props: { workspaceId: string; templateId: string }) {
+  const write = useWrite();
+  const action = useAction();
   const ids = useId();
   const [kind, setKind] = useState<Kind>("event");
   const [eventType, setEventType] = useState("");
   const [cron, setCron] = useState("");
   const [payload, setPayload] = useState("{}");
   const [problem, setProblem] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy } = action;
   const add = async (e: FormEvent) => {
     e.preventDefault();
     const parsed = parsePayload(payload);
+    setProblem("problem" in parsed ? parsed.problem : null);
     if ("problem" in parsed) {
-      setProblem(parsed.problem);
+      action.clear();
       return;
     }
-    const value = parsed.value;
-    setBusy(true);
-    setProblem(null);
-    try {
-      await client.call("pipelines.triggers.create", {
+    const added = await action.run(() =>
+      write("pipelines.triggers.create", {
         workspace_id: props.workspaceId,
         templateId: props.templateId,
         kind,
         eventType: kind === "event" ? eventType.trim() : null,
         cron: kind === "schedule" ? cron.trim() : null,
-        payload: value,
-      });
+        payload: parsed.value,
+      }),
+    );
+    if (added) {
       setEventType("");
       setCron("");
       setPayload("{}");
-      props.onAdded();
-    } catch (err) {
-      setProblem(err instanceof RpcError ? err.message : String(err));
-    } finally {
-      setBusy(false);
     }
   };
   return (
@@ -99,6 +96,7 @@ function AddTrigger(props: { workspaceId: string; templateId: string; onAdded():
           {problem}
         </p>
       )}
+      <Refusal error={action.error} />
       <button type="submit" disabled={busy}>
         {busy ? "Adding…" : "Add trigger"}
       </button>
@@ -107,21 +105,12 @@ function AddTrigger(props: { workspaceId: string; templateId: string; onAdded():
 }
 
 export function Triggers(props: { workspaceId: string; template: TemplateSummary; onClose(): void }) {
-  const client = useRpc();
+  const write = useWrite();
   const ids = useId();
-  const [version, setVersion] = useState(0);
-  const list = useCall("pipelines.triggers.list", { workspace_id: props.workspaceId, templateId: props.template.id }, version);
-  const [problem, setProblem] = useState<string | null>(null);
+  const list = useRead("pipelines.triggers.list", { workspace_id: props.workspaceId, templateId: props.template.id });
+  const action = useAction();
   const name = props.template.name || props.template.id;
-  const act = async (what: () => Promise<unknown>) => {
-    setProblem(null);
-    try {
-      await what();
-      setVersion((v) => v + 1);
-    } catch (err) {
-      setProblem(err instanceof RpcError ? err.message : String(err));
-    }
-  };
+  const act = (what: () => Promise<unknown>) => action.run(what);
   const triggers = list.data?.triggers ?? [];
   return (
     <section className="card triggers" aria-labelledby={`${ids}-title`}>
@@ -165,7 +154,7 @@ export function Triggers(props: { workspaceId: string; template: TemplateSummary
                     aria-label={`${t.enabled ? "Pause" : "Resume"} the trigger ${what(t)}`}
                     onClick={() =>
                       void act(() =>
-                        client.call("pipelines.triggers.setEnabled", {
+                        write("pipelines.triggers.setEnabled", {
                           workspace_id: props.workspaceId,
                           triggerId: t.id,
                           enabled: !t.enabled,
@@ -181,7 +170,7 @@ export function Triggers(props: { workspaceId: string; template: TemplateSummary
                   className="danger"
                   aria-label={`Remove the trigger ${what(t)}`}
                   onClick={() =>
-                    void act(() => client.call("pipelines.triggers.delete", { workspace_id: props.workspaceId, triggerId: t.id }))
+                    void act(() => write("pipelines.triggers.delete", { workspace_id: props.workspaceId, triggerId: t.id }))
                   }
                 >
                   Remove
@@ -191,12 +180,8 @@ export function Triggers(props: { workspaceId: string; template: TemplateSummary
           ))}
         </ul>
       )}
-      {problem && (
-        <p className="error" role="alert">
-          {problem}
-        </p>
-      )}
-      <AddTrigger workspaceId={props.workspaceId} templateId={props.template.id} onAdded={() => setVersion((v) => v + 1)} />
+      <Refusal error={action.error} />
+      <AddTrigger workspaceId={props.workspaceId} templateId={props.template.id} />
     </section>
   );
 }

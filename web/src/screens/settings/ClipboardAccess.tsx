@@ -3,8 +3,10 @@
  * always (or for ten minutes from the live view's prompt). Everyone manages their own grants; the server owner
  * also sees everyone's "always allow" and can revoke it. */
 import type { ClipboardGrantRow } from "../../generated/ops";
-import { useRpc } from "../../rpc/hooks";
-import { Outcome, useAction, useLoaded, when } from "./common";
+import { Outcome } from "../../components/Outcome";
+import { when } from "../../components/time";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 
 const DIRECTION: Record<ClipboardGrantRow["direction"], string> = {
   rigToHost: "Copy from rigs to your computer",
@@ -49,12 +51,12 @@ function GrantList({
 }
 
 function Everyone({ selfId }: { selfId: string }) {
-  const client = useRpc();
-  const everyone = useLoaded("rig.clipboardGrants", { everyone: true });
+  const write = useWrite();
+  const everyone = useRead("rig.clipboardGrants", { everyone: true });
   const action = useAction();
   const revoke = (g: ClipboardGrantRow) =>
-    void action.run(async () => {
-      everyone.set(await client.call("rig.clipboardRevoke", { direction: g.direction, userId: g.userId }));
+    void action.report(async () => {
+      everyone.set(await write("rig.clipboardRevoke", { direction: g.direction, userId: g.userId }));
       return `Revoked ${g.displayName}'s grant.`;
     });
   const others = (everyone.data?.grants ?? []).filter((g) => g.always && g.userId !== selfId);
@@ -80,17 +82,17 @@ function Everyone({ selfId }: { selfId: string }) {
 }
 
 export function ClipboardAccess({ selfId, serverOwner }: { selfId: string; serverOwner: boolean }) {
-  const client = useRpc();
-  const mine = useLoaded("rig.clipboardGrants", {});
+  const write = useWrite();
+  const mine = useRead("rig.clipboardGrants", {});
   const action = useAction();
   const revoke = (g: ClipboardGrantRow) =>
-    void action.run(async () => {
-      mine.set(await client.call("rig.clipboardRevoke", { direction: g.direction }));
+    void action.report(async () => {
+      mine.set(await write("rig.clipboardRevoke", { direction: g.direction }));
       return g.direction === "rigToHost" ? "Revoked: copying from rigs asks again." : "Revoked.";
     });
   const always = () =>
-    void action.run(async () => {
-      mine.set(await client.call("rig.clipboardGrant", { direction: "rigToHost", always: true }));
+    void action.report(async () => {
+      mine.set(await write("rig.clipboardGrant", { direction: "rigToHost", always: true }));
       return "Copying from rigs to your computer is always allowed now.";
     });
   const own = mine.data?.grants ?? [];

@@ -3,33 +3,28 @@
  * device. */
 import { useId, useState, type FormEvent } from "react";
 import type { DeviceView, OneTimeCode } from "../../generated/ops";
-import { useCall, useRpc } from "../../rpc/hooks";
-import { CopyButton, Outcome, useAction, useLoaded, when } from "./common";
+import { CopyButton } from "../../components/CopyButton";
+import { Outcome } from "../../components/Outcome";
+import { when } from "../../components/time";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 import { deviceNameProblem, MAX_DEVICE_NAME } from "./deviceName";
 import "./settings.css";
 
 /** A device's new name: checked as it is typed (the server's rule), saved with `devices.rename`. */
 function RenameForm({ device, onDone }: { device: DeviceView; onDone(renamed: string | null): void }) {
-  const client = useRpc();
+  const write = useWrite();
   const id = useId();
   const [name, setName] = useState(device.name);
-  const [busy, setBusy] = useState(false);
-  const [refusal, setRefusal] = useState<string | null>(null);
+  const action = useAction();
+  const { busy } = action;
   const problem = deviceNameProblem(name);
-  const shown = refusal ?? (name !== device.name ? problem : null);
+  const shown = action.error?.message ?? (name !== device.name ? problem : null);
   const save = async (e: FormEvent) => {
     e.preventDefault();
     if (problem) return;
-    setBusy(true);
-    setRefusal(null);
-    try {
-      const renamed = await client.call("devices.rename", { deviceId: device.id, name: name.trim() });
-      onDone(renamed.name);
-    } catch (err) {
-      setRefusal(err instanceof Error ? err.message : String(err));
-    } finally {
-      setBusy(false);
-    }
+    const renamed = await action.run(() => write("devices.rename", { deviceId: device.id, name: name.trim() }));
+    if (renamed) onDone(renamed.name);
   };
   return (
     <form className="rename" onSubmit={save} aria-label={`Rename ${device.name}`}>
@@ -43,7 +38,7 @@ function RenameForm({ device, onDone }: { device: DeviceView; onDone(renamed: st
           aria-describedby={`${id}-hint${shown ? ` ${id}-error` : ""}`}
           onChange={(e) => {
             setName(e.target.value);
-            setRefusal(null);
+            action.clear();
           }}
         />
         <p className="hint" id={`${id}-hint`}>
@@ -70,12 +65,12 @@ function RenameForm({ device, onDone }: { device: DeviceView; onDone(renamed: st
 const CODE_MINUTES = 15;
 
 function PairingCode() {
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const [code, setCode] = useState<OneTimeCode | null>(null);
   const mint = () => {
-    void action.run(async () => {
-      setCode(await client.call("devices.pairingCode", {}));
+    void action.report(async () => {
+      setCode(await write("devices.pairingCode", {}));
       return null;
     });
   };
@@ -103,18 +98,17 @@ function PairingCode() {
 }
 
 export default function Devices() {
-  const client = useRpc();
-  const devices = useLoaded("devices.list", {});
-  const workspaces = useCall("workspaces.list", {});
+  const write = useWrite();
+  const devices = useRead("devices.list", {});
+  const workspaces = useRead("workspaces.list", {});
   const action = useAction();
   const [confirming, setConfirming] = useState<string | null>(null);
   const [renaming, setRenaming] = useState<string | null>(null);
   const names = new Map((workspaces.data ?? []).map((w) => [w.id, w.name]));
   const revoke = (deviceId: string, name: string) => {
     setConfirming(null);
-    void action.run(async () => {
-      await client.call("devices.revoke", { deviceId });
-      devices.reload();
+    void action.report(async () => {
+      await write("devices.revoke", { deviceId });
       return `${name} is revoked.`;
     });
   };
@@ -150,10 +144,7 @@ export default function Devices() {
                     device={d}
                     onDone={(renamed) => {
                       setRenaming(null);
-                      if (renamed !== null) {
-                        devices.reload();
-                        void action.run(async () => `Renamed to ${renamed}.`);
-                      }
+                      if (renamed !== null) void action.report(async () => `Renamed to ${renamed}.`);
                     }}
                   />
                 )}

@@ -5,11 +5,14 @@
 import { useEffect, useState, type FormEvent } from "react";
 import type { PackView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
+import { useRpc } from "../../rpc/hooks";
 import { IdDetails } from "../../IdDetails";
 import { engineLabel } from "../../labels";
-import { useCall, useRpc } from "../../rpc/hooks";
 import { ClipboardAccess } from "./ClipboardAccess";
-import { Field, Outcome, useAction, useLoaded } from "./common";
+import { Field } from "../../components/Field";
+import { Outcome } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 import { fieldOf, whole } from "./fields";
 
 const IMAGE_KEYS = [
@@ -18,8 +21,8 @@ const IMAGE_KEYS = [
 ] as const;
 
 function HostCheck() {
-  const client = useRpc();
-  const status = useLoaded("rigs.status", {});
+  const write = useWrite();
+  const status = useRead("rigs.status", {});
   const budget = useAction();
   const [draft, setDraft] = useState<string | null>(null);
   if (status.error) {
@@ -35,9 +38,9 @@ function HostCheck() {
   const wrong = fieldOf(budget.error, ["memoryBudgetMb"]);
   const save = (e: FormEvent) => {
     e.preventDefault();
-    void budget.run(async () => {
+    void budget.report(async () => {
       // Sent as typed when not a whole number, so the server's refusal names the field.
-      status.set(await client.call("rigs.setMemoryBudget", { memoryBudgetMb: whole(value) as number }));
+      status.set(await write("rigs.setMemoryBudget", { memoryBudgetMb: whole(value) as number }));
       setDraft(null);
       return "Memory budget saved.";
     });
@@ -182,12 +185,12 @@ function usePacks(): { data: PackView[] | undefined; error: RpcError | null; set
 }
 
 function Packs() {
-  const client = useRpc();
+  const write = useWrite();
   const packs = usePacks();
   const build = useAction();
   const start = (name: string) => {
-    void build.run(async () => {
-      packs.set(await client.call("rigs.buildPack", { name }));
+    void build.report(async () => {
+      packs.set(await write("rigs.buildPack", { name }));
       return null;
     });
   };
@@ -219,8 +222,8 @@ function Packs() {
 }
 
 function WorkspaceImages({ workspaceId }: { workspaceId: string }) {
-  const client = useRpc();
-  const settings = useLoaded("settings.get", { workspace_id: workspaceId });
+  const write = useWrite();
+  const settings = useRead("settings.get", { workspace_id: workspaceId });
   const [drafts, setDrafts] = useState<Record<string, string>>({});
   const [savingKey, setSavingKey] = useState<string | null>(null);
   const action = useAction();
@@ -241,10 +244,9 @@ function WorkspaceImages({ workspaceId }: { workspaceId: string }) {
     e.preventDefault();
     setSavingKey(key);
     const typed = (drafts[key] ?? stored(key)).trim();
-    void action.run(async () => {
-      await client.call("settings.set", { workspace_id: workspaceId, key, value: typed === "" ? null : typed });
+    void action.report(async () => {
+      await write("settings.set", { workspace_id: workspaceId, key, value: typed === "" ? null : typed });
       setDrafts(({ [key]: _, ...rest }) => rest);
-      settings.reload();
       return typed === "" ? "Restored the default image." : "Image saved; rigs opened from now on boot it.";
     });
   };
@@ -282,7 +284,7 @@ function WorkspaceImages({ workspaceId }: { workspaceId: string }) {
 }
 
 function CustomImages() {
-  const workspaces = useCall("workspaces.list", {});
+  const workspaces = useRead("workspaces.list", {});
   const admin = (workspaces.data ?? []).filter((w) => w.role === "admin" || w.role === "owner");
   const [chosen, setChosen] = useState<string | null>(null);
   const workspaceId = chosen ?? admin[0]?.id ?? null;

@@ -2,13 +2,13 @@
  * page with a link per section. Anyone else is told plainly that these are the server owner's, and no
  * server-owner op is called for them. */
 import { Link } from "../../Link";
-import { useCall } from "../../rpc/hooks";
 import type { ServerSection } from "../../router";
 import { ClipboardAccess } from "./ClipboardAccess";
 import { RigsSettings } from "./RigsSettings";
 import { SsoSettings } from "./SsoSettings";
 import { UsersSettings } from "./UsersSettings";
 import "./settings.css";
+import { useRead } from "../../data/queries";
 
 const TITLES: Record<ServerSection, string> = {
   sso: "Single sign-on",
@@ -17,7 +17,7 @@ const TITLES: Record<ServerSection, string> = {
 };
 
 export default function ServerSettings({ section }: { section: ServerSection }) {
-  const me = useCall("users.me", {});
+  const me = useRead("users.me", {});
   if (me.error) {
     return (
       <p className="error" role="alert">

@@ -3,8 +3,10 @@
  * without saving them. The OIDC client secret is write-only: the form says whether one is set, never shows it. */
 import { useEffect, useState, type FormEvent } from "react";
 import type { SsoTestConnectionResult } from "../../generated/ops";
-import { useRpc } from "../../rpc/hooks";
-import { Field, Outcome, Switch, useAction, useLoaded } from "./common";
+import { Field, Switch } from "../../components/Field";
+import { Outcome } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 import {
   configOf,
   DEFAULT_SCOPES,
@@ -121,9 +123,9 @@ function GroupRoles(props: { rows: GroupRow[]; error: string | null; onChange(ro
   );
 }
 
-export function SsoConnectionForm({ kind, onSaved }: { kind: SsoKind; onSaved(): void }) {
-  const client = useRpc();
-  const saved = useLoaded("sso.getConfig", { kind });
+export function SsoConnectionForm({ kind }: { kind: SsoKind }) {
+  const write = useWrite();
+  const saved = useRead("sso.getConfig", { kind });
   const [form, setForm] = useState<ConnectionForm | null>(null);
   const save = useAction();
   const test = useAction();
@@ -167,17 +169,16 @@ export function SsoConnectionForm({ kind, onSaved }: { kind: SsoKind; onSaved():
 
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    void save.run(async () => {
-      const record = await client.call("sso.saveConfig", { kind, config: configOf(kind, form) });
+    void save.report(async () => {
+      const record = await write("sso.saveConfig", { kind, config: configOf(kind, form) });
       saved.set(record);
-      onSaved();
       return record.enabled ? "Saved. The connection is on and applies to the next sign-in." : "Saved (not enabled).";
     });
   };
   const runTest = () => {
     setTestResult(null);
-    void test.run(async () => {
-      setTestResult(await client.call("sso.testConnection", { kind, config: configOf(kind, form) }));
+    void test.report(async () => {
+      setTestResult(await write("sso.testConnection", { kind, config: configOf(kind, form) }));
       return null;
     });
   };

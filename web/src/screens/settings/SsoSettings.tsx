@@ -2,8 +2,11 @@
  * pairing with the lockout guard, and the session policy (website-and-sso.md; CONTRACTS section 4). */
 import { useState, type FormEvent, type KeyboardEvent } from "react";
 import type { SessionPolicyView, SsoEndpoints, SsoStatus } from "../../generated/ops";
-import { useRpc } from "../../rpc/hooks";
-import { CopyButton, Field, Outcome, Switch, useAction, useLoaded, type Loaded } from "./common";
+import { CopyButton } from "../../components/CopyButton";
+import { Field, Switch } from "../../components/Field";
+import { Outcome } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { type Read, useRead } from "../../data/queries";
 import { fieldOf, rowsFor, whole, type SsoKind } from "./fields";
 import { SsoConnectionForm } from "./SsoConnectionForm";
 import { SsoValues } from "./SsoValues";
@@ -31,7 +34,7 @@ function StatusLine({ status }: { status: SsoStatus }) {
   );
 }
 
-function Connections({ onSaved, endpoints }: { onSaved(): void; endpoints: SsoEndpoints | undefined }) {
+function Connections({ endpoints }: { endpoints: SsoEndpoints | undefined }) {
   const [kind, setKind] = useState<SsoKind>("saml");
   // Arrow keys move between the tabs, as a tab list does (WAI-ARIA authoring practices).
   const onKey = (e: KeyboardEvent<HTMLButtonElement>) => {
@@ -69,22 +72,22 @@ function Connections({ onSaved, endpoints }: { onSaved(): void; endpoints: SsoEn
             endpoints={endpoints}
           />
         )}
-        <SsoConnectionForm key={kind} kind={kind} onSaved={onSaved} />
+        <SsoConnectionForm key={kind} kind={kind} />
       </div>
     </section>
   );
 }
 
 function SpMetadataPanel({ defaultOrigin }: { defaultOrigin: string }) {
-  const client = useRpc();
+  const write = useWrite();
   const [origin, setOrigin] = useState(defaultOrigin);
   const action = useAction();
   const [shown, setShown] = useState<{ entityId: string; acsUrl: string } | null>(null);
   const wrong = fieldOf(action.error, ["origin"]);
   const download = (e: FormEvent) => {
     e.preventDefault();
-    void action.run(async () => {
-      const meta = await client.call("sso.spMetadata", { origin });
+    void action.report(async () => {
+      const meta = await write("sso.spMetadata", { origin });
       setShown({ entityId: meta.entityId, acsUrl: meta.acsUrl });
       const url = URL.createObjectURL(new Blob([meta.xml], { type: "application/samlmetadata+xml" }));
       const link = document.createElement("a");
@@ -141,17 +144,16 @@ function SpMetadataPanel({ defaultOrigin }: { defaultOrigin: string }) {
   );
 }
 
-function ScimToken({ status, endpoints }: { status: Loaded<"sso.status">; endpoints: SsoEndpoints | undefined }) {
-  const client = useRpc();
+function ScimToken({ status, endpoints }: { status: Read<"sso.status">; endpoints: SsoEndpoints | undefined }) {
+  const write = useWrite();
   const action = useAction();
   const [confirming, setConfirming] = useState(false);
   const [token, setToken] = useState<string | null>(null);
   const present = status.data?.scimTokenPresent ?? false;
   const regenerate = () => {
     setConfirming(false);
-    void action.run(async () => {
-      setToken((await client.call("sso.scimRegenerateToken", {})).token);
-      status.reload();
+    void action.report(async () => {
+      setToken((await write("sso.scimRegenerateToken", {})).token);
       return null;
     });
   };
@@ -208,13 +210,13 @@ function ScimToken({ status, endpoints }: { status: Loaded<"sso.status">; endpoi
   );
 }
 
-function Pairing({ status }: { status: Loaded<"sso.status"> }) {
-  const client = useRpc();
+function Pairing({ status }: { status: Read<"sso.status"> }) {
+  const write = useWrite();
   const action = useAction();
   const enabled = status.data?.pairingEnabled ?? true;
   const toggle = (allow: boolean) => {
-    void action.run(async () => {
-      const state = await client.call("sso.setPairingEnabled", { enabled: allow });
+    void action.report(async () => {
+      const state = await write("sso.setPairingEnabled", { enabled: allow });
       if (status.data) status.set({ ...status.data, pairingEnabled: state.pairingEnabled });
       return state.pairingEnabled ? "Manual pairing is allowed." : "Manual pairing is forbidden.";
     });
@@ -241,8 +243,8 @@ function Pairing({ status }: { status: Loaded<"sso.status"> }) {
 }
 
 function SessionPolicy() {
-  const client = useRpc();
-  const policy = useLoaded("sso.sessionPolicy", {});
+  const write = useWrite();
+  const policy = useRead("sso.sessionPolicy", {});
   const [draft, setDraft] = useState<{ maxAge: string; idle: string } | null>(null);
   const action = useAction();
   const shown = (p: SessionPolicyView) => ({ maxAge: String(p.maxAgeMinutes), idle: String(p.idleTimeoutMinutes) });
@@ -260,8 +262,8 @@ function SessionPolicy() {
   const number = (text: string) => whole(text) as number;
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    void action.run(async () => {
-      const saved = await client.call("sso.setSessionPolicy", {
+    void action.report(async () => {
+      const saved = await write("sso.setSessionPolicy", {
         maxAgeMinutes: number(values.maxAge),
         idleTimeoutMinutes: number(values.idle),
       });
@@ -303,13 +305,9 @@ function SessionPolicy() {
 }
 
 export function SsoSettings() {
-  const status = useLoaded("sso.status", {});
-  // A saved SAML record may pin another entity id: the values are read again after every save.
-  const endpoints = useLoaded("sso.endpoints", {});
-  const saved = () => {
-    status.reload();
-    endpoints.reload();
-  };
+  const status = useRead("sso.status", {});
+  // A saved SAML record may pin another entity id: the values are read again after every save (an `sso.` write).
+  const endpoints = useRead("sso.endpoints", {});
   return (
     <>
       {status.error && (
@@ -323,7 +321,7 @@ export function SsoSettings() {
           {endpoints.error.message}
         </p>
       )}
-      <Connections onSaved={saved} endpoints={endpoints.data} />
+      <Connections endpoints={endpoints.data} />
       {status.data && <SpMetadataPanel defaultOrigin={status.data.origin} />}
       <ScimToken status={status} endpoints={endpoints.data} />
       <Pairing status={status} />

@@ -2,7 +2,7 @@
  * redirect URI; the SCIM base URL), each with a copy button. They come from the server (`sso.endpoints`), built
  * from the origin its sign-ins use, never from this page's address: behind a proxy the two differ. */
 import type { SsoEndpoints } from "../../generated/ops";
-import { CopyButton } from "./common";
+import { CopyButton } from "../../components/CopyButton";
 import type { ValueRow } from "./fields";
 
 /** Where the values come from, in a sentence (and what to do when they cannot be fixed ones). */

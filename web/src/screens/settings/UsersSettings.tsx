@@ -2,8 +2,10 @@
  * working at once), and who may create workspaces. */
 import { useState } from "react";
 import type { WorkspaceCreators } from "../../generated/ops";
-import { useRpc } from "../../rpc/hooks";
-import { Field, Outcome, useAction, useLoaded } from "./common";
+import { Field } from "../../components/Field";
+import { Outcome } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 
 const CREATORS: { value: WorkspaceCreators["who"]; label: string }[] = [
   { value: "serverOwner", label: "The server owner only" },
@@ -12,12 +14,12 @@ const CREATORS: { value: WorkspaceCreators["who"]; label: string }[] = [
 ];
 
 function Creators() {
-  const client = useRpc();
-  const creators = useLoaded("server.workspaceCreators", {});
+  const write = useWrite();
+  const creators = useRead("server.workspaceCreators", {});
   const action = useAction();
   const change = (who: WorkspaceCreators["who"]) => {
-    void action.run(async () => {
-      creators.set(await client.call("server.setWorkspaceCreators", { who }));
+    void action.report(async () => {
+      creators.set(await write("server.setWorkspaceCreators", { who }));
       return "Saved.";
     });
   };
@@ -53,15 +55,14 @@ function Creators() {
 }
 
 export function UsersSettings({ selfId }: { selfId: string }) {
-  const client = useRpc();
-  const users = useLoaded("server.users", {});
+  const write = useWrite();
+  const users = useRead("server.users", {});
   const action = useAction();
   const [confirming, setConfirming] = useState<string | null>(null);
   const deactivate = (userId: string, name: string) => {
     setConfirming(null);
-    void action.run(async () => {
-      await client.call("server.deactivateUser", { userId });
-      users.reload();
+    void action.report(async () => {
+      await write("server.deactivateUser", { userId });
       return `${name} is deactivated; their devices no longer work.`;
     });
   };

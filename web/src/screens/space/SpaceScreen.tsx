@@ -6,7 +6,8 @@ import type { Provisioning, RigRow, SpaceView } from "../../generated/ops";
 import { Link } from "../../Link";
 import { navigate, rigPath, spacePath, workspacePath } from "../../router";
 import { RpcError } from "../../rpc/errors";
-import { useCall, useRpc } from "../../rpc/hooks";
+import { useRpc } from "../../rpc/hooks";
+import { useRead } from "../../data/queries";
 import { Composer } from "./Composer";
 import { engineLabel } from "./rigs/engines";
 import { OpenRig } from "./rigs/OpenRig";
@@ -122,30 +123,17 @@ function moveBetweenTabs(e: KeyboardEvent<HTMLDivElement>) {
 }
 
 function useRigs(workspaceId: string, spaceId: string): Rigs {
-  const client = useRpc();
-  const [rigs, setRigs] = useState<RigRow[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [tick, setTick] = useState(0);
-  useEffect(() => {
-    let live = true;
-    client.call("rig_list", { workspace_id: workspaceId }).then(
-      (rows) => live && setRigs(rows.filter((r) => r.spaceId === spaceId && r.status !== "closed")),
-      // Guests may not list rigs: the conversation works without them.
-      (e: unknown) => live && e instanceof RpcError && e.code !== "unavailable" && setError(e.message),
-    );
-    return () => {
-      live = false;
-    };
-  }, [client, workspaceId, spaceId, tick]);
-  const refresh = useCallback(() => setTick((t) => t + 1), []);
-  return { rigs: rigs ?? [], loaded: rigs !== null, refresh, error };
+  const list = useRead("rig_list", { workspace_id: workspaceId });
+  const rigs = list.data?.filter((r) => r.spaceId === spaceId && r.status !== "closed");
+  // Guests may not list rigs: the conversation works without them.
+  return { rigs: rigs ?? [], loaded: rigs !== undefined, refresh: list.reload, error: list.error?.message ?? null };
 }
 
 function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: string; tab: string | null }) {
   const client = useRpc();
   const stream = useSpaceStream(workspaceId, spaceId);
-  const agents = useCall("agents.list", { workspace_id: workspaceId });
-  const workspaces = useCall("workspaces.list", {});
+  const agents = useRead("agents.list", { workspace_id: workspaceId });
+  const workspaces = useRead("workspaces.list", {});
   const { rigs, loaded: rigsLoaded, refresh, error: rigsError } = useRigs(workspaceId, spaceId);
   // A rig's tab stays mounted once visited, so its terminal keeps its session while the conversation is shown.
   const [visited, setVisited] = useState<ReadonlySet<string>>(new Set());

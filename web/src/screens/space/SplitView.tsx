@@ -3,7 +3,7 @@
  * it is on and where the separator is are remembered in this browser for the signed-in person
  * (`localStorage["hangar.split.<userId>"]`). On a narrow screen (a phone) the two stack, conversation first. */
 import { useCallback, useEffect, useRef, useState, type KeyboardEvent, type PointerEvent, type ReactNode } from "react";
-import { useCall } from "../../rpc/hooks";
+import { useRead } from "../../data/queries";
 import "./split.css";
 
 export const SPLIT_KEY = "hangar.split.";
@@ -40,7 +40,7 @@ export interface Split extends SplitPrefs {
 }
 
 export function useSplit(): Split {
-  const me = useCall("users.me", {});
+  const me = useRead("users.me", {});
   const userId = me.data?.id ?? null;
   const [prefs, setPrefs] = useState<SplitPrefs>({ on: false, size: DEFAULT_SIZE });
   useEffect(() => {

@@ -5,9 +5,11 @@
 import { useId, useState, type FormEvent } from "react";
 import type { AgentView } from "../../generated/ops";
 import { agentRoleLabel } from "../../labels";
-import { useCall, useRpc } from "../../rpc/hooks";
 import { draftOf, linesOf, updateArgs, type AgentDraft } from "./agentEdit";
-import { ConfirmButton, Refusal, useAction } from "./common";
+import { ConfirmButton } from "../../components/ConfirmButton";
+import { Refusal } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 
 /** A command line typed one argument per line: no shell quoting rules to get wrong. */
 export const argvOf = linesOf;
@@ -27,8 +29,8 @@ function AgentRoleOptions() {
   );
 }
 
-function CreateAgent({ workspaceId, onCreated }: { workspaceId: string; onCreated(): void }) {
-  const client = useRpc();
+function CreateAgent({ workspaceId }: { workspaceId: string }) {
+  const write = useWrite();
   const action = useAction();
   const id = useId();
   const [name, setName] = useState("");
@@ -46,7 +48,7 @@ function CreateAgent({ workspaceId, onCreated }: { workspaceId: string; onCreate
         ? { type, baseUrl, model, ...(apiKey ? { apiKey } : {}) }
         : { type, argv: argvOf(argv) };
     const made = await action.run(() =>
-      client.call("agents.create", { workspace_id: workspaceId, name, role, systemPrompt, adapter }),
+      write("agents.create", { workspace_id: workspaceId, name, role, systemPrompt, adapter }),
     );
     // The key leaves the page's memory as soon as the server has it.
     setApiKey("");
@@ -54,7 +56,6 @@ function CreateAgent({ workspaceId, onCreated }: { workspaceId: string; onCreate
       setName("");
       setSystemPrompt("");
       setArgv("");
-      onCreated();
     }
   };
   return (
@@ -156,7 +157,7 @@ function AgentEditor({ workspaceId, agent, onDone }: {
   agent: AgentView;
   onDone(saved: boolean): void;
 }) {
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const id = useId();
   const [draft, setDraft] = useState<AgentDraft>(() => draftOf(agent));
@@ -166,7 +167,7 @@ function AgentEditor({ workspaceId, agent, onDone }: {
   const a = agent.adapter;
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const saved = await action.run(() => client.call("agents.update", updateArgs(workspaceId, agent, draft)));
+    const saved = await action.run(() => write("agents.update", updateArgs(workspaceId, agent, draft)));
     // A typed key leaves the page's memory whether or not the server took it.
     set("apiKey", "");
     if (saved) onDone(true);
@@ -279,18 +280,13 @@ function AgentEditor({ workspaceId, agent, onDone }: {
   );
 }
 
-function AgentRow({ workspaceId, agent, admin, onChanged }: {
-  workspaceId: string;
-  agent: AgentView;
-  admin: boolean;
-  onChanged(): void;
-}) {
-  const client = useRpc();
+function AgentRow({ workspaceId, agent, admin }: { workspaceId: string; agent: AgentView; admin: boolean }) {
+  const write = useWrite();
   const action = useAction();
   const [editing, setEditing] = useState(false);
   const remove = async () => {
     const args = { workspace_id: workspaceId, agentId: agent.id };
-    if (await action.run(() => client.call("agents.delete", args))) onChanged();
+    await action.run(() => write("agents.delete", args));
   };
   return (
     <li>
@@ -325,10 +321,7 @@ function AgentRow({ workspaceId, agent, admin, onChanged }: {
         <AgentEditor
           workspaceId={workspaceId}
           agent={agent}
-          onDone={(saved) => {
-            setEditing(false);
-            if (saved) onChanged();
-          }}
+          onDone={() => setEditing(false)}
         />
       )}
       <Refusal error={action.error} />
@@ -336,13 +329,8 @@ function AgentRow({ workspaceId, agent, admin, onChanged }: {
   );
 }
 
-export function Agents({ workspaceId, admin, onChanged }: { workspaceId: string; admin: boolean; onChanged(): void }) {
-  const [bump, setBump] = useState(0);
-  const reload = () => {
-    setBump((n) => n + 1);
-    onChanged();
-  };
-  const agents = useCall("agents.list", { workspace_id: workspaceId }, bump);
+export function Agents({ workspaceId, admin }: { workspaceId: string; admin: boolean }) {
+  const agents = useRead("agents.list", { workspace_id: workspaceId });
   const list = agents.data?.agents;
   return (
     <section aria-labelledby="agents-title" className="panel" id="agents">
@@ -355,11 +343,11 @@ export function Agents({ workspaceId, admin, onChanged }: { workspaceId: string;
       ) : (
         <ul className="list" aria-label="Agents">
           {list.map((a) => (
-            <AgentRow key={a.id} workspaceId={workspaceId} agent={a} admin={admin} onChanged={reload} />
+            <AgentRow key={a.id} workspaceId={workspaceId} agent={a} admin={admin} />
           ))}
         </ul>
       )}
-      {admin && <CreateAgent workspaceId={workspaceId} onCreated={reload} />}
+      {admin && <CreateAgent workspaceId={workspaceId} />}
     </section>
   );
 }

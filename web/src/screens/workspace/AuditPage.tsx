@@ -6,9 +6,12 @@ import type { AuditListArgs } from "../../generated/ops";
 import { IdDetails } from "../../IdDetails";
 import { RECORD_KINDS, splitRef, workspaceRoleLabel } from "../../labels";
 import { Link } from "../../Link";
-import { useCall } from "../../rpc/hooks";
 import { workspacePath, workspaceSettingsPath } from "../../router";
-import { isAdmin, NotAMember, Refusal, useWorkspace, when, WorkspaceHeader } from "./common";
+import { Refusal } from "../../components/Outcome";
+import { NotAMember, WorkspaceHeader } from "../../components/WorkspaceHeader";
+import { when } from "../../components/time";
+import { useRead } from "../../data/queries";
+import { isAdmin, useWorkspace } from "../../data/workspaces";
 import { EventLine, useEventNames } from "./eventLine";
 import { useWorkspaceEvents } from "./events";
 import { RecordName, useNames, type NameKind, type Names } from "./names";
@@ -81,9 +84,13 @@ function AuditLog({ workspaceId }: { workspaceId: string }) {
   const id = useId();
   const [draft, setDraft] = useState<AuditFilter>(NO_FILTER);
   const [filter, setFilter] = useState<AuditFilter>(NO_FILTER);
-  const [bump, setBump] = useState(0);
-  const rows = useCall("audit.list", auditArgs(workspaceId, filter), bump);
-  const names = useNames(workspaceId, AUDIT_KINDS, bump);
+  const rows = useRead("audit.list", auditArgs(workspaceId, filter));
+  const names = useNames(workspaceId, AUDIT_KINDS);
+  // Applying (or clearing) the filters reads the log and the names again, even when the filters are the same.
+  const reread = () => {
+    rows.reload();
+    names.reload();
+  };
   // Newest first: the latest name each target was recorded under.
   const recorded = new Map<string, string>();
   for (const r of rows.data ?? []) {
@@ -99,7 +106,7 @@ function AuditLog({ workspaceId }: { workspaceId: string }) {
   const apply = (e: FormEvent) => {
     e.preventDefault();
     setFilter(draft);
-    setBump((n) => n + 1);
+    reread();
   };
   return (
     <section aria-labelledby="audit-title" className="panel" id="audit">
@@ -155,7 +162,7 @@ function AuditLog({ workspaceId }: { workspaceId: string }) {
             onClick={() => {
               setDraft(NO_FILTER);
               setFilter(NO_FILTER);
-              setBump((n) => n + 1);
+              reread();
             }}
           >
             Clear

@@ -1,8 +1,9 @@
 /** Guardrails, workspace-wide and per space: read-only mode, and the action classes that must ask a person first. */
 import { useId, useState, type FormEvent } from "react";
 import type { GuardrailPolicy } from "../../generated/ops";
-import { useCall, useRpc } from "../../rpc/hooks";
-import { Refusal, useAction } from "./common";
+import { Refusal } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 
 /** The action classes ops declare (the manual's guardrails concept page describes them). */
 export const ACTION_CLASSES: ReadonlyArray<readonly [string, string]> = [
@@ -20,7 +21,7 @@ function PolicyForm(props: {
   where: string;
   canChange: boolean;
 }) {
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const id = useId();
   const [readOnly, setReadOnly] = useState(props.policy.readOnly);
@@ -34,7 +35,7 @@ function PolicyForm(props: {
     e.preventDefault();
     setSaved(false);
     const args = { workspace_id: props.workspaceId, spaceId: props.spaceId, readOnly, askFirst };
-    const policy = await action.run(() => client.call("guardrails.set", args));
+    const policy = await action.run(() => write("guardrails.set", args));
     if (policy) {
       // What the server now holds (it sorts the classes).
       setReadOnly(policy.readOnly);
@@ -86,7 +87,7 @@ function PolicyForm(props: {
 }
 
 function Policy(props: { workspaceId: string; spaceId: string | null; where: string; canChange: boolean }) {
-  const policy = useCall("guardrails.get", { workspace_id: props.workspaceId, spaceId: props.spaceId });
+  const policy = useRead("guardrails.get", { workspace_id: props.workspaceId, spaceId: props.spaceId });
   if (policy.error) return <Refusal error={policy.error} />;
   if (!policy.data) return <p aria-busy="true">Loading guardrails…</p>;
   return <PolicyForm key={props.spaceId ?? ""} {...props} policy={policy.data} />;
@@ -95,7 +96,7 @@ function Policy(props: { workspaceId: string; spaceId: string | null; where: str
 export function Guardrails({ workspaceId, canChange }: { workspaceId: string; canChange: boolean }) {
   const id = useId();
   const [spaceId, setSpaceId] = useState("");
-  const spaces = useCall("spaces.list", { workspace_id: workspaceId, includeHidden: true });
+  const spaces = useRead("spaces.list", { workspace_id: workspaceId, includeHidden: true });
   const space = spaces.data?.spaces.find((s) => s.id === spaceId);
   return (
     <>

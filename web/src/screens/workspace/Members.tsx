@@ -3,9 +3,12 @@
 import { useId, useState, type FormEvent } from "react";
 import type { MemberView } from "../../generated/ops";
 import { workspaceRoleLabel } from "../../labels";
-import { useCall, useRpc } from "../../rpc/hooks";
 import { navigate } from "../../router";
-import { ConfirmButton, Refusal, ROLES, useAction } from "./common";
+import { ConfirmButton } from "../../components/ConfirmButton";
+import { Refusal } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
+import { ROLES } from "../../data/workspaces";
 
 /** The roles a person at `role` may hand out in an invite (never above their own). */
 function invitable(role: string): string[] {
@@ -13,7 +16,7 @@ function invitable(role: string): string[] {
 }
 
 export function InviteForm({ workspaceId, myRole }: { workspaceId: string; myRole: string }) {
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const id = useId();
   const [role, setRole] = useState("member");
@@ -21,7 +24,7 @@ export function InviteForm({ workspaceId, myRole }: { workspaceId: string; myRol
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setCode(null);
-    const made = await action.run(() => client.call("members.invite", { workspace_id: workspaceId, role }));
+    const made = await action.run(() => write("members.invite", { workspace_id: workspaceId, role }));
     if (made) setCode({ code: made.code, role });
   };
   return (
@@ -57,8 +60,8 @@ export function InviteForm({ workspaceId, myRole }: { workspaceId: string; myRol
   );
 }
 
-export function MemberList({ workspaceId, refresh }: { workspaceId: string; refresh: number }) {
-  const members = useCall("members.list", { workspace_id: workspaceId }, refresh);
+export function MemberList({ workspaceId }: { workspaceId: string }) {
+  const members = useRead("members.list", { workspace_id: workspaceId });
   return (
     <>
       <Refusal error={members.error} />
@@ -81,20 +84,19 @@ export function MemberList({ workspaceId, refresh }: { workspaceId: string; refr
   );
 }
 
-function MemberRow(props: { workspaceId: string; member: MemberView; me: string; onChanged(): void }) {
+function MemberRow(props: { workspaceId: string; member: MemberView; me: string }) {
   const { member, workspaceId } = props;
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const self = member.userId === props.me;
   const setRole = async (role: string) => {
     // A refused change leaves the picker at the role the server holds (it is controlled by the list's value).
     const args = { workspace_id: workspaceId, userId: member.userId, role };
-    if (await action.run(() => client.call("members.setRole", args))) props.onChanged();
+    await action.run(() => write("members.setRole", args));
   };
   const remove = async () => {
-    if (await action.run(() => client.call("members.remove", { workspace_id: workspaceId, userId: member.userId }))) {
+    if (await action.run(() => write("members.remove", { workspace_id: workspaceId, userId: member.userId }))) {
       if (self) navigate("/", true);
-      else props.onChanged();
     }
   };
   return (
@@ -133,8 +135,7 @@ function MemberRow(props: { workspaceId: string; member: MemberView; me: string;
 }
 
 export function MemberRoles({ workspaceId, me }: { workspaceId: string; me: string }) {
-  const [bump, setBump] = useState(0);
-  const members = useCall("members.list", { workspace_id: workspaceId }, bump);
+  const members = useRead("members.list", { workspace_id: workspaceId });
   return (
     <>
       <Refusal error={members.error} />
@@ -154,13 +155,7 @@ export function MemberRoles({ workspaceId, me }: { workspaceId: string; me: stri
             </thead>
             <tbody>
               {members.data.map((m) => (
-                <MemberRow
-                  key={m.userId}
-                  workspaceId={workspaceId}
-                  member={m}
-                  me={me}
-                  onChanged={() => setBump((n) => n + 1)}
-                />
+                <MemberRow key={m.userId} workspaceId={workspaceId} member={m} me={me} />
               ))}
             </tbody>
           </table>

@@ -3,17 +3,10 @@
 import type { EventView } from "../../generated/ops";
 import { Link } from "../../Link";
 import type { RpcError } from "../../rpc/errors";
-import { useCall } from "../../rpc/hooks";
 import { workspaceSectionPath, type WorkspaceSection } from "../../router";
 import { Activity } from "./Activity";
 import { SECTION_LABEL } from "./WorkspaceNav";
-
-/** Refresh counters of the lists the workspace's events change (see WorkspaceHome). */
-export interface Changes {
-  spaces: number;
-  tickets: number;
-  members: number;
-}
+import { useRead } from "../../data/queries";
 
 /** "1 space", "3 spaces"; null while the count is not known. */
 export function counted(n: number | undefined, one: string, many = `${one}s`): string | null {
@@ -36,18 +29,17 @@ function Line(props: { workspaceId: string; section: WorkspaceSection; summary: 
 
 export function Overview(props: {
   workspaceId: string;
-  changes: Changes;
   member: boolean;
   activity: { events: EventView[]; loaded: boolean; error: RpcError | null };
 }) {
-  const { workspaceId, changes } = props;
+  const { workspaceId } = props;
   const ws = { workspace_id: workspaceId };
-  const spaces = useCall("spaces.list", ws, changes.spaces);
-  const tickets = useCall("tickets.list", ws, changes.tickets);
-  const agents = useCall("agents.list", ws);
-  const teams = useCall("teams.list", ws);
-  const repos = useCall("repos.list", ws);
-  const members = useCall("members.list", ws, changes.members);
+  const spaces = useRead("spaces.list", ws);
+  const tickets = useRead("tickets.list", ws);
+  const agents = useRead("agents.list", ws);
+  const teams = useRead("teams.list", ws);
+  const repos = useRead("repos.list", ws);
+  const members = useRead("members.list", ws);
   const all = tickets.data?.tickets;
   const open = all?.filter((t) => !CLOSED.has(t.status)).length;
   return (

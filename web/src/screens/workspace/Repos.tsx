@@ -4,9 +4,12 @@
 import { useId, useState, type FormEvent } from "react";
 import type { CleanupView, RepoView, WorktreesCleanupArgs, WorktreeView } from "../../generated/ops";
 import { Link } from "../../Link";
-import { useCall, useRpc } from "../../rpc/hooks";
 import { spacePath, ticketPath } from "../../router";
-import { ConfirmButton, Refusal, useAction, when } from "./common";
+import { ConfirmButton } from "../../components/ConfirmButton";
+import { Refusal } from "../../components/Outcome";
+import { when } from "../../components/time";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 
 /** Work the server is doing for this form (a clone, a checkout): it has no measurable progress, so the bar runs. */
 function Working({ what }: { what: string }) {
@@ -17,8 +20,8 @@ function Working({ what }: { what: string }) {
   );
 }
 
-function RegisterRepo({ workspaceId, onRegistered }: { workspaceId: string; onRegistered(): void }) {
-  const client = useRpc();
+function RegisterRepo({ workspaceId }: { workspaceId: string }) {
+  const write = useWrite();
   const action = useAction();
   const id = useId();
   const [from, setFrom] = useState<"url" | "path">("url");
@@ -28,10 +31,9 @@ function RegisterRepo({ workspaceId, onRegistered }: { workspaceId: string; onRe
     e.preventDefault();
     const where = from === "url" ? { url: source } : { path: source };
     const args = { workspace_id: workspaceId, ...where, name: name || null };
-    if (await action.run(() => client.call("repos.register", args))) {
+    if (await action.run(() => write("repos.register", args))) {
       setSource("");
       setName("");
-      onRegistered();
     }
   };
   return (
@@ -73,17 +75,12 @@ function RegisterRepo({ workspaceId, onRegistered }: { workspaceId: string; onRe
   );
 }
 
-function RepoRow({ workspaceId, repo, admin, onChanged }: {
-  workspaceId: string;
-  repo: RepoView;
-  admin: boolean;
-  onChanged(): void;
-}) {
-  const client = useRpc();
+function RepoRow({ workspaceId, repo, admin }: { workspaceId: string; repo: RepoView; admin: boolean }) {
+  const write = useWrite();
   const action = useAction();
   const remove = async () => {
     const args = { workspace_id: workspaceId, repoId: repo.id };
-    if (await action.run(() => client.call("repos.remove", args))) onChanged();
+    await action.run(() => write("repos.remove", args));
   };
   return (
     <li>
@@ -117,16 +114,16 @@ function Owner({ workspaceId, tree }: { workspaceId: string; tree: WorktreeView 
   return <span>nothing</span>;
 }
 
-function AddWorktree({ workspaceId, repos, onAdded }: { workspaceId: string; repos: RepoView[]; onAdded(): void }) {
-  const client = useRpc();
+function AddWorktree({ workspaceId, repos }: { workspaceId: string; repos: RepoView[] }) {
+  const write = useWrite();
   const action = useAction();
   const id = useId();
   const [repoId, setRepoId] = useState("");
   const [branch, setBranch] = useState("");
   const [ownerKind, setOwnerKind] = useState<"space" | "ticket">("space");
   const [owner, setOwner] = useState("");
-  const spaces = useCall("spaces.list", { workspace_id: workspaceId });
-  const tickets = useCall("tickets.list", { workspace_id: workspaceId });
+  const spaces = useRead("spaces.list", { workspace_id: workspaceId });
+  const tickets = useRead("tickets.list", { workspace_id: workspaceId });
   const repo = repos.find((r) => r.id === repoId) ?? repos[0];
   const choices =
     ownerKind === "space"
@@ -138,9 +135,8 @@ function AddWorktree({ workspaceId, repos, onAdded }: { workspaceId: string; rep
     if (!repo || !chosen) return;
     const spec = branch.trim() ? `${repo.id}@${branch.trim()}` : repo.id;
     const ownerArg = ownerKind === "space" ? { spaceId: chosen } : { ticketId: chosen };
-    if (await action.run(() => client.call("worktrees.add", { workspace_id: workspaceId, repo: spec, ...ownerArg }))) {
+    if (await action.run(() => write("worktrees.add", { workspace_id: workspaceId, repo: spec, ...ownerArg }))) {
       setBranch("");
-      onAdded();
     }
   };
   return (
@@ -220,21 +216,18 @@ function ownerArgs(tree: WorktreeView): Partial<WorktreesCleanupArgs> | null {
   return null;
 }
 
-function WorktreeRow({ workspaceId, tree, repoName, canChange, onChanged }: {
+function WorktreeRow({ workspaceId, tree, repoName, canChange }: {
   workspaceId: string;
   tree: WorktreeView;
   repoName: string;
   canChange: boolean;
-  onChanged(): void;
 }) {
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const owner = ownerArgs(tree);
   const release = async () => {
     if (!owner) return;
-    if (await action.run(() => client.call("worktrees.cleanup", { workspace_id: workspaceId, ...owner }))) {
-      onChanged();
-    }
+    await action.run(() => write("worktrees.cleanup", { workspace_id: workspaceId, ...owner }));
   };
   const whose = tree.spaceId ? "space" : "ticket";
   return (
@@ -264,23 +257,20 @@ function WorktreeRow({ workspaceId, tree, repoName, canChange, onChanged }: {
 }
 
 /** The sweep: first what it would release (a dry run), then, when confirmed, releasing exactly that. */
-function Sweep({ workspaceId, onSwept }: { workspaceId: string; onSwept(): void }) {
-  const client = useRpc();
+function Sweep({ workspaceId }: { workspaceId: string }) {
+  const write = useWrite();
   const action = useAction();
   const [preview, setPreview] = useState<CleanupView | null>(null);
   const [done, setDone] = useState<CleanupView | null>(null);
   const look = async () => {
     setDone(null);
-    const found = await action.run(() => client.call("worktrees.cleanup", { workspace_id: workspaceId, dryRun: true }));
+    const found = await action.run(() => write("worktrees.cleanup", { workspace_id: workspaceId, dryRun: true }));
     setPreview(found ?? null);
   };
   const sweep = async () => {
-    const swept = await action.run(() => client.call("worktrees.cleanup", { workspace_id: workspaceId }));
+    const swept = await action.run(() => write("worktrees.cleanup", { workspace_id: workspaceId }));
     setPreview(null);
-    if (swept) {
-      setDone(swept);
-      onSwept();
-    }
+    if (swept) setDone(swept);
   };
   const empty = preview && preview.worktrees.length === 0 && preview.folders.length === 0;
   return (
@@ -321,10 +311,8 @@ function Sweep({ workspaceId, onSwept }: { workspaceId: string; onSwept(): void 
 }
 
 export function Repos({ workspaceId, admin, member = admin }: { workspaceId: string; admin: boolean; member?: boolean }) {
-  const [bump, setBump] = useState(0);
-  const reload = () => setBump((n) => n + 1);
-  const repos = useCall("repos.list", { workspace_id: workspaceId }, bump);
-  const trees = useCall("worktrees.list", { workspace_id: workspaceId }, bump);
+  const repos = useRead("repos.list", { workspace_id: workspaceId });
+  const trees = useRead("worktrees.list", { workspace_id: workspaceId });
   const list = repos.data?.repos;
   const names = new Map((list ?? []).map((r) => [r.id, r.name]));
   const worktrees = trees.data?.worktrees;
@@ -339,11 +327,11 @@ export function Repos({ workspaceId, admin, member = admin }: { workspaceId: str
       ) : (
         <ul className="list" aria-label="Repositories">
           {list.map((r) => (
-            <RepoRow key={r.id} workspaceId={workspaceId} repo={r} admin={admin} onChanged={reload} />
+            <RepoRow key={r.id} workspaceId={workspaceId} repo={r} admin={admin} />
           ))}
         </ul>
       )}
-      {admin && <RegisterRepo workspaceId={workspaceId} onRegistered={reload} />}
+      {admin && <RegisterRepo workspaceId={workspaceId} />}
       <h3>Worktrees</h3>
       <Refusal error={trees.error} />
       {worktrees === undefined ? (
@@ -359,13 +347,12 @@ export function Repos({ workspaceId, admin, member = admin }: { workspaceId: str
               tree={w}
               repoName={names.get(w.repoId) ?? w.repoId}
               canChange={member}
-              onChanged={reload}
             />
           ))}
         </ul>
       )}
-      {member && list && list.length > 0 && <AddWorktree workspaceId={workspaceId} repos={list} onAdded={reload} />}
-      {member && <Sweep workspaceId={workspaceId} onSwept={reload} />}
+      {member && list && list.length > 0 && <AddWorktree workspaceId={workspaceId} repos={list} />}
+      {member && <Sweep workspaceId={workspaceId} />}
     </section>
   );
 }

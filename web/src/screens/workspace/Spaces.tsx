@@ -3,16 +3,18 @@ import { useId, useState, type FormEvent } from "react";
 import type { SpaceView } from "../../generated/ops";
 import { spaceKindLabel, spaceModeLabel } from "../../labels";
 import { Link } from "../../Link";
-import { useCall, useRpc } from "../../rpc/hooks";
 import { spacePath } from "../../router";
-import { ConfirmButton, Refusal, useAction } from "./common";
+import { ConfirmButton } from "../../components/ConfirmButton";
+import { Refusal } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 
 const MODES = ["chat", "review", "plan"] as const;
 /** The server's limit on a space's title. */
 const TITLE_MAX = 48;
 
-function CreateSpace({ workspaceId, onCreated }: { workspaceId: string; onCreated(): void }) {
-  const client = useRpc();
+function CreateSpace({ workspaceId }: { workspaceId: string }) {
+  const write = useWrite();
   const action = useAction();
   const [title, setTitle] = useState("");
   const [mode, setMode] = useState<string>("chat");
@@ -21,11 +23,10 @@ function CreateSpace({ workspaceId, onCreated }: { workspaceId: string; onCreate
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const args = { workspace_id: workspaceId, title, mode, hidden };
-    const made = await action.run(() => client.call("spaces.create", args));
+    const made = await action.run(() => write("spaces.create", args));
     if (made) {
       setTitle("");
       setHidden(false);
-      onCreated();
     }
   };
   return (
@@ -61,8 +62,8 @@ function CreateSpace({ workspaceId, onCreated }: { workspaceId: string; onCreate
   );
 }
 
-function SpaceRow({ workspaceId, space, onChanged }: { workspaceId: string; space: SpaceView; onChanged(): void }) {
-  const client = useRpc();
+function SpaceRow({ workspaceId, space }: { workspaceId: string; space: SpaceView }) {
+  const write = useWrite();
   const action = useAction();
   const [renaming, setRenaming] = useState(false);
   const [title, setTitle] = useState(space.title);
@@ -70,17 +71,12 @@ function SpaceRow({ workspaceId, space, onChanged }: { workspaceId: string; spac
   const rename = async (e: FormEvent) => {
     e.preventDefault();
     const done = await action.run(() =>
-      client.call("spaces.rename", { workspace_id: workspaceId, spaceId: space.id, title }),
+      write("spaces.rename", { workspace_id: workspaceId, spaceId: space.id, title }),
     );
-    if (done) {
-      setRenaming(false);
-      onChanged();
-    }
+    if (done) setRenaming(false);
   };
   const archive = async () => {
-    if (await action.run(() => client.call("spaces.archive", { workspace_id: workspaceId, spaceId: space.id }))) {
-      onChanged();
-    }
+    await action.run(() => write("spaces.archive", { workspace_id: workspaceId, spaceId: space.id }));
   };
   const provisioning = space.provisioning.state;
   return (
@@ -152,20 +148,14 @@ function SpaceRow({ workspaceId, space, onChanged }: { workspaceId: string; spac
   );
 }
 
-export function Spaces({ workspaceId, refresh, canChange }: {
-  workspaceId: string;
-  refresh: number;
-  canChange: boolean;
-}) {
+export function Spaces({ workspaceId, canChange }: { workspaceId: string; canChange: boolean }) {
   const [showHidden, setShowHidden] = useState(false);
   const [showArchived, setShowArchived] = useState(false);
-  const [bump, setBump] = useState(0);
-  const reload = () => setBump((n) => n + 1);
-  const spaces = useCall(
-    "spaces.list",
-    { workspace_id: workspaceId, includeHidden: showHidden, includeArchived: showArchived },
-    refresh + bump,
-  );
+  const spaces = useRead("spaces.list", {
+    workspace_id: workspaceId,
+    includeHidden: showHidden,
+    includeArchived: showArchived,
+  });
   const list = spaces.data?.spaces;
   return (
     <section aria-labelledby="spaces-title" className="panel" id="spaces">
@@ -188,11 +178,11 @@ export function Spaces({ workspaceId, refresh, canChange }: {
       ) : (
         <ul className="list" aria-label="Spaces">
           {list.map((s) => (
-            <SpaceRow key={`${s.id}:${s.updatedAt}`} workspaceId={workspaceId} space={s} onChanged={reload} />
+            <SpaceRow key={`${s.id}:${s.updatedAt}`} workspaceId={workspaceId} space={s} />
           ))}
         </ul>
       )}
-      {canChange && <CreateSpace workspaceId={workspaceId} onCreated={reload} />}
+      {canChange && <CreateSpace workspaceId={workspaceId} />}
     </section>
   );
 }

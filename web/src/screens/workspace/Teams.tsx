@@ -2,8 +2,10 @@
 import { useId, useState, type FormEvent, type ReactNode } from "react";
 import type { AgentView, TeamView } from "../../generated/ops";
 import { DISPATCH_MODES, dispatchModeLabel } from "../../labels";
-import { useCall, useRpc } from "../../rpc/hooks";
-import { ConfirmButton, Refusal, useAction } from "./common";
+import { ConfirmButton } from "../../components/ConfirmButton";
+import { Refusal } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 
 
 interface TeamDraft {
@@ -101,12 +103,8 @@ function TeamForm(props: {
 
 const NEW_TEAM: TeamDraft = { name: "", members: [], leader: "", mode: "allParallel" };
 
-function CreateTeam({ workspaceId, agents, onCreated }: {
-  workspaceId: string;
-  agents: AgentView[];
-  onCreated(): void;
-}) {
-  const client = useRpc();
+function CreateTeam({ workspaceId, agents }: { workspaceId: string; agents: AgentView[] }) {
+  const write = useWrite();
   const action = useAction();
   const create = async (d: TeamDraft) => {
     const args = {
@@ -116,8 +114,7 @@ function CreateTeam({ workspaceId, agents, onCreated }: {
       leaderId: d.leader || null,
       dispatchMode: d.mode,
     };
-    const made = await action.run(() => client.call("teams.create", args));
-    if (made) onCreated();
+    const made = await action.run(() => write("teams.create", args));
     return made !== undefined;
   };
   return (
@@ -143,16 +140,13 @@ function TeamRow(props: {
   agents: AgentView[];
   names: Map<string, string>;
   canChange: boolean;
-  onChanged(): void;
 }) {
   const { team, names } = props;
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const [editing, setEditing] = useState(false);
   const remove = async () => {
-    if (await action.run(() => client.call("teams.delete", { workspace_id: props.workspaceId, teamId: team.id }))) {
-      props.onChanged();
-    }
+    await action.run(() => write("teams.delete", { workspace_id: props.workspaceId, teamId: team.id }));
   };
   const save = async (d: TeamDraft) => {
     const args = {
@@ -163,11 +157,8 @@ function TeamRow(props: {
       leaderId: d.leader || null,
       dispatchMode: d.mode,
     };
-    const saved = await action.run(() => client.call("teams.update", args));
-    if (saved) {
-      setEditing(false);
-      props.onChanged();
-    }
+    const saved = await action.run(() => write("teams.update", args));
+    if (saved) setEditing(false);
     return saved !== undefined;
   };
   return (
@@ -221,15 +212,9 @@ function TeamRow(props: {
   );
 }
 
-export function Teams({ workspaceId, agentsChanged, canChange }: {
-  workspaceId: string;
-  agentsChanged: number;
-  canChange: boolean;
-}) {
-  const [bump, setBump] = useState(0);
-  const reload = () => setBump((n) => n + 1);
-  const teams = useCall("teams.list", { workspace_id: workspaceId }, bump + agentsChanged);
-  const agents = useCall("agents.list", { workspace_id: workspaceId }, agentsChanged);
+export function Teams({ workspaceId, canChange }: { workspaceId: string; canChange: boolean }) {
+  const teams = useRead("teams.list", { workspace_id: workspaceId });
+  const agents = useRead("agents.list", { workspace_id: workspaceId });
   const agentList = agents.data?.agents ?? [];
   const names = new Map(agentList.map((a) => [a.id, a.name]));
   const list = teams.data?.teams;
@@ -251,12 +236,11 @@ export function Teams({ workspaceId, agentsChanged, canChange }: {
               agents={agentList}
               names={names}
               canChange={canChange}
-              onChanged={reload}
             />
           ))}
         </ul>
       )}
-      {canChange && <CreateTeam workspaceId={workspaceId} agents={agentList} onCreated={reload} />}
+      {canChange && <CreateTeam workspaceId={workspaceId} agents={agentList} />}
     </section>
   );
 }

@@ -4,9 +4,14 @@ import { useId, useState, type FormEvent } from "react";
 import type { TicketDetail } from "../../generated/ops";
 import { IdDetails } from "../../IdDetails";
 import { Link } from "../../Link";
-import { useCall, useRpc } from "../../rpc/hooks";
 import { navigate, ticketPath, workspacePath } from "../../router";
-import { ConfirmButton, NotAMember, Refusal, useAction, useWorkspace, when, WorkspaceHeader } from "./common";
+import { ConfirmButton } from "../../components/ConfirmButton";
+import { Refusal } from "../../components/Outcome";
+import { NotAMember, WorkspaceHeader } from "../../components/WorkspaceHeader";
+import { when } from "../../components/time";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
+import { useWorkspace } from "../../data/workspaces";
 import { RecordName, useNames, type NameKind } from "./names";
 import { CreateTicket, statusLabel, StatusSelect } from "./tickets";
 import "./workspace.css";
@@ -14,7 +19,7 @@ import "./workspace.css";
 const REPORTER_KINDS: NameKind[] = ["user", "agent"];
 
 function ParentLink({ workspaceId, parentId }: { workspaceId: string; parentId: string }) {
-  const parent = useCall("tickets.get", { workspace_id: workspaceId, ticketId: parentId });
+  const parent = useRead("tickets.get", { workspace_id: workspaceId, ticketId: parentId });
   return (
     <p>
       Sub-ticket of{" "}
@@ -23,8 +28,8 @@ function ParentLink({ workspaceId, parentId }: { workspaceId: string; parentId: 
   );
 }
 
-function EditTicket({ workspaceId, ticket, onSaved }: { workspaceId: string; ticket: TicketDetail; onSaved(): void }) {
-  const client = useRpc();
+function EditTicket({ workspaceId, ticket }: { workspaceId: string; ticket: TicketDetail }) {
+  const write = useWrite();
   const action = useAction();
   const [title, setTitle] = useState(ticket.title);
   const [description, setDescription] = useState(ticket.description);
@@ -32,7 +37,7 @@ function EditTicket({ workspaceId, ticket, onSaved }: { workspaceId: string; tic
   const save = async (e: FormEvent) => {
     e.preventDefault();
     const args = { workspace_id: workspaceId, ticketId: ticket.id, title, description };
-    if (await action.run(() => client.call("tickets.update", args))) onSaved();
+    await action.run(() => write("tickets.update", args));
   };
   return (
     <details className="adder">
@@ -56,18 +61,16 @@ function EditTicket({ workspaceId, ticket, onSaved }: { workspaceId: string; tic
 }
 
 export default function TicketPage({ workspaceId, ticketId }: { workspaceId: string; ticketId: string }) {
-  const client = useRpc();
+  const write = useWrite();
   const { workspace, missing } = useWorkspace(workspaceId);
-  const [bump, setBump] = useState(0);
-  const reload = () => setBump((n) => n + 1);
-  const ticket = useCall("tickets.get", { workspace_id: workspaceId, ticketId }, bump);
+  const ticket = useRead("tickets.get", { workspace_id: workspaceId, ticketId });
   // Whoever filed it: a person (`user:<id>`) or an agent (`agent:<id>`), shown by name.
   const names = useNames(workspaceId, REPORTER_KINDS);
   const removal = useAction();
   const t = ticket.data;
   const canChange = workspace !== undefined && workspace.role !== "guest";
   const remove = async () => {
-    const done = await removal.run(() => client.call("tickets.delete", { workspace_id: workspaceId, ticketId }));
+    const done = await removal.run(() => write("tickets.delete", { workspace_id: workspaceId, ticketId }));
     if (done) navigate(workspacePath(workspaceId), true);
   };
   if (missing) {
@@ -92,7 +95,7 @@ export default function TicketPage({ workspaceId, ticketId }: { workspaceId: str
         <>
           <div className="ticket-meta">
             {canChange ? (
-              <StatusSelect workspaceId={workspaceId} ticket={t} onChanged={reload} />
+              <StatusSelect workspaceId={workspaceId} ticket={t} />
             ) : (
               <span className="badge">{statusLabel(t.status)}</span>
             )}
@@ -110,7 +113,7 @@ export default function TicketPage({ workspaceId, ticketId }: { workspaceId: str
           <section aria-labelledby="desc-title" className="panel">
             <h2 id="desc-title">Description</h2>
             {t.description ? <p className="prewrap">{t.description}</p> : <p className="hint">No description.</p>}
-            {canChange && <EditTicket key={t.updatedAt} workspaceId={workspaceId} ticket={t} onSaved={reload} />}
+            {canChange && <EditTicket key={t.updatedAt} workspaceId={workspaceId} ticket={t} />}
           </section>
           <section aria-labelledby="subs-title" className="panel">
             <h2 id="subs-title">Sub-tickets</h2>
@@ -127,7 +130,7 @@ export default function TicketPage({ workspaceId, ticketId }: { workspaceId: str
               </ul>
             )}
             {canChange && (
-              <CreateTicket workspaceId={workspaceId} parentId={t.id} label="Add sub-ticket" onCreated={reload} />
+              <CreateTicket workspaceId={workspaceId} parentId={t.id} label="Add sub-ticket" />
             )}
           </section>
           {canChange && (

@@ -1,20 +1,13 @@
 /** The tickets board: top-level tickets in a column per status, each with its sub-tickets; a status is changed
  * with the picker on its card (a keyboard can do it, unlike dragging). */
-import { useState } from "react";
 import { Link } from "../../Link";
-import { useCall } from "../../rpc/hooks";
 import { ticketPath } from "../../router";
-import { Refusal } from "./common";
+import { Refusal } from "../../components/Outcome";
+import { useRead } from "../../data/queries";
 import { boardOf, CreateTicket, statusLabel, StatusSelect } from "./tickets";
 
-export function TicketsBoard({ workspaceId, refresh, canChange }: {
-  workspaceId: string;
-  refresh: number;
-  canChange: boolean;
-}) {
-  const [bump, setBump] = useState(0);
-  const reload = () => setBump((n) => n + 1);
-  const tickets = useCall("tickets.list", { workspace_id: workspaceId }, refresh + bump);
+export function TicketsBoard({ workspaceId, canChange }: { workspaceId: string; canChange: boolean }) {
+  const tickets = useRead("tickets.list", { workspace_id: workspaceId });
   const all = tickets.data?.tickets;
   const board = all ? boardOf(all) : null;
   return (
@@ -49,7 +42,7 @@ export function TicketsBoard({ workspaceId, refresh, canChange }: {
                             ))}
                           </ul>
                         )}
-                        {canChange && <StatusSelect workspaceId={workspaceId} ticket={t} onChanged={reload} />}
+                        {canChange && <StatusSelect workspaceId={workspaceId} ticket={t} />}
                       </li>
                     );
                   })}
@@ -62,7 +55,7 @@ export function TicketsBoard({ workspaceId, refresh, canChange }: {
       {canChange && all && (
         <details className="adder">
           <summary>File a ticket</summary>
-          <CreateTicket workspaceId={workspaceId} parents={all} label="File ticket" onCreated={reload} />
+          <CreateTicket workspaceId={workspaceId} parents={all} label="File ticket" />
         </details>
       )}
     </section>

@@ -1,9 +1,10 @@
 /** A workspace's home, in sections a person reaches directly: the overview at `/workspaces/<id>` (each section's
  * count and the live activity), and `/workspaces/<id>/spaces`, `/tickets` (the board), `/agents` (agents and
  * teams), `/repos` (repositories and worktrees) and `/members` (members and invites). The activity's events also
- * tell the lists when another person or an agent changed something, so they are fetched again; the watch stays
- * open while the person moves between sections. */
-import { useCallback, useEffect, useRef, useState } from "react";
+ * mark stale the cached lists another person or an agent changed (`data/invalidation.ts`), so they are fetched
+ * again; the watch stays open while the person moves between sections. */
+import { useQueryClient } from "@tanstack/react-query";
+import { useCallback, useEffect, useRef } from "react";
 import type { EventView } from "../../generated/ops";
 import { workspaceRoleLabel } from "../../labels";
 import { Link } from "../../Link";
@@ -15,10 +16,12 @@ import {
   type WorkspaceSection,
 } from "../../router";
 import { Agents } from "./Agents";
-import { isAdmin, NotAMember, useWorkspace, WorkspaceHeader } from "./common";
+import { NotAMember, WorkspaceHeader } from "../../components/WorkspaceHeader";
+import { isAdmin, useWorkspace } from "../../data/workspaces";
+import { invalidateAfterEvent } from "../../data/invalidation";
 import { useWorkspaceEvents } from "./events";
 import { InviteForm, MemberList } from "./Members";
-import { Overview, type Changes } from "./Overview";
+import { Overview } from "./Overview";
 import { Repos } from "./Repos";
 import { Spaces } from "./Spaces";
 import { Teams } from "./Teams";
@@ -28,20 +31,10 @@ import "./workspace.css";
 
 const ACTIVITY_SHOWN = 50;
 
-/** Which list an event changes, by its type's prefix. */
-const CHANGES: ReadonlyArray<readonly [string, keyof Changes]> = [
-  ["workspace.space", "spaces"],
-  ["workspace.ticket", "tickets"],
-  ["identity.member", "members"],
-];
-
-function useChanges(): [Changes, (e: EventView) => void] {
-  const [counts, setCounts] = useState<Changes>({ spaces: 0, tickets: 0, members: 0 });
-  const seen = useCallback((e: EventView) => {
-    const list = CHANGES.find(([prefix]) => e.type.startsWith(prefix))?.[1];
-    if (list) setCounts((c) => ({ ...c, [list]: c[list] + 1 }));
-  }, []);
-  return [counts, seen];
+/** Each event of the workspace marks stale the cached reads it changes. */
+function useEventInvalidation(workspaceId: string): (e: EventView) => void {
+  const queries = useQueryClient();
+  return useCallback((e: EventView) => void invalidateAfterEvent(queries, workspaceId, e), [queries, workspaceId]);
 }
 
 /** A link of the one long page this used to be (`/workspaces/<id>#tickets`) goes to the section's own path. */
@@ -55,21 +48,20 @@ function useOldAnchors(workspaceId: string, section: WorkspaceSection): void {
   }, [workspaceId, section]);
 }
 
-function Section(props: { workspaceId: string; section: WorkspaceSection; role: string; changes: Changes }) {
-  const { workspaceId, role, changes } = props;
+function Section(props: { workspaceId: string; section: WorkspaceSection; role: string }) {
+  const { workspaceId, role } = props;
   const admin = isAdmin(role);
   const member = role !== "guest";
-  const [agentsChanged, setAgentsChanged] = useState(0);
   switch (props.section) {
     case "spaces":
-      return <Spaces workspaceId={workspaceId} refresh={changes.spaces} canChange={member} />;
+      return <Spaces workspaceId={workspaceId} canChange={member} />;
     case "tickets":
-      return <TicketsBoard workspaceId={workspaceId} refresh={changes.tickets} canChange={member} />;
+      return <TicketsBoard workspaceId={workspaceId} canChange={member} />;
     case "agents":
       return (
         <>
-          <Agents workspaceId={workspaceId} admin={admin} onChanged={() => setAgentsChanged((n) => n + 1)} />
-          <Teams workspaceId={workspaceId} agentsChanged={agentsChanged} canChange={member} />
+          <Agents workspaceId={workspaceId} admin={admin} />
+          <Teams workspaceId={workspaceId} canChange={member} />
         </>
       );
     case "repos":
@@ -78,7 +70,7 @@ function Section(props: { workspaceId: string; section: WorkspaceSection; role: 
       return (
         <section aria-labelledby="members-title" className="panel" id="members">
           <h2 id="members-title">Members and invites</h2>
-          <MemberList workspaceId={workspaceId} refresh={changes.members} />
+          <MemberList workspaceId={workspaceId} />
           {admin && <InviteForm workspaceId={workspaceId} myRole={role} />}
           <p>
             <Link href={workspaceSettingsPath(workspaceId)}>Change roles and guardrails in the settings</Link>
@@ -93,7 +85,7 @@ function Section(props: { workspaceId: string; section: WorkspaceSection; role: 
 function Home(props: { workspaceId: string; name: string; role: string; section: WorkspaceSection }) {
   const { workspaceId, role, section } = props;
   const member = role !== "guest";
-  const [changes, seen] = useChanges();
+  const seen = useEventInvalidation(workspaceId);
   const activity = useWorkspaceEvents(workspaceId, { shown: ACTIVITY_SHOWN, onChange: seen });
   const content = useRef<HTMLDivElement>(null);
   const first = useRef(true);
@@ -109,9 +101,9 @@ function Home(props: { workspaceId: string; name: string; role: string; section:
       <WorkspaceNav workspaceId={workspaceId} section={section} admin={isAdmin(role)} member={member} />
       <div ref={content} tabIndex={-1} className="ws-section" data-section={section}>
         {section === "overview" ? (
-          <Overview workspaceId={workspaceId} changes={changes} member={member} activity={activity} />
+          <Overview workspaceId={workspaceId} member={member} activity={activity} />
         ) : (
-          <Section key={section} workspaceId={workspaceId} section={section} role={role} changes={changes} />
+          <Section key={section} workspaceId={workspaceId} section={section} role={role} />
         )}
       </div>
     </>

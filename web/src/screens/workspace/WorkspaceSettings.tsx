@@ -3,9 +3,10 @@
 import { lazy, Suspense } from "react";
 import { workspaceRoleLabel } from "../../labels";
 import { Link } from "../../Link";
-import { useCall } from "../../rpc/hooks";
 import { auditPath, workspacePath } from "../../router";
-import { isAdmin, NotAMember, useWorkspace, WorkspaceHeader } from "./common";
+import { NotAMember, WorkspaceHeader } from "../../components/WorkspaceHeader";
+import { useRead } from "../../data/queries";
+import { isAdmin, useWorkspace } from "../../data/workspaces";
 import { Guardrails } from "./Guardrails";
 import { InviteForm, MemberRoles } from "./Members";
 import "./workspace.css";
@@ -15,7 +16,7 @@ const ChatBridge = lazy(() => import("../chat/ChatBridge"));
 
 export default function WorkspaceSettings({ workspaceId }: { workspaceId: string }) {
   const { workspace, missing, error } = useWorkspace(workspaceId);
-  const me = useCall("users.me", {});
+  const me = useRead("users.me", {});
   const admin = isAdmin(workspace?.role);
   return (
     <div className="ws">

@@ -1,11 +1,11 @@
 /** One domain event as a person reads it: what happened in words ("Member added"), who and what it was about by
  * name ("Meg · Member"), and when; the wire name and the ids in a disclosure (`IdDetails`), the payload too where
  * the screen shows it (the events page). */
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useRef } from "react";
 import type { EventView } from "../../generated/ops";
 import { IdDetails } from "../../IdDetails";
 import { eventLabel, workspaceRoleLabel, words } from "../../labels";
-import { when } from "./common";
+import { when } from "../../components/time";
 import { displayName, useNames, type NameKind, type Names } from "./names";
 import { statusLabel } from "./tickets";
 
@@ -51,17 +51,16 @@ export function eventRefs(event: EventView): Array<[string, string]> {
 /** The names of what a list of events is about. They are looked up again only when an event names a record the
  * last lookup did not hold (a new space, a new member), not at every event (a run streams many). */
 export function useEventNames(workspaceId: string, events: readonly EventView[]): Names {
-  const [round, setRound] = useState(0);
-  const names = useNames(workspaceId, EVENT_KINDS, round);
+  const names = useNames(workspaceId, EVENT_KINDS);
   const asked = useRef(new Set<string>());
   const { loaded } = names;
   useEffect(() => {
     if (!loaded) return;
     const fresh = events.flatMap((e) => eventRefs(e).map(([, ref]) => ref)).filter((ref) => !asked.current.has(ref));
     for (const ref of fresh) asked.current.add(ref);
-    if (fresh.some((ref) => names.of(ref) === null)) setRound((n) => n + 1);
+    if (fresh.some((ref) => names.of(ref) === null)) names.reload();
     // `names` is new at every render; what matters is whether it has loaded and which events there are.
-  }, [events, loaded, round]);
+  }, [events, loaded]);
   return names;
 }
 

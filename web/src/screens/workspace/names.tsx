@@ -1,11 +1,13 @@
 /** Records shown by name where the wire names them by id (`user:<id>` on a ticket, `agent:<id>` in the audit log,
- * `space_id` in an event): the workspace's lists of the kinds a screen needs, fetched once (and again after a
- * reconnect or when the screen says something changed), and the pieces that show a name with its id at hand: on
+ * `space_id` in an event): the workspace's lists of the kinds a screen needs, the cached reads the screens share
+ * (fresh as they are: see `data/invalidation.ts`), and the pieces that show a name with its id at hand: on
  * hover (the title) and in a disclosure a keyboard or a screen reader opens (`IdDetails`). */
-import { useEffect, useState } from "react";
+import { useQueries, useQueryClient } from "@tanstack/react-query";
+import { readQuery } from "../../data/queries";
+import type { CallOpName } from "../../generated/ops";
 import { RECORD_KINDS, splitRef } from "../../labels";
-import { RpcError } from "../../rpc/errors";
-import { useConnectionEpoch, useRpc } from "../../rpc/hooks";
+import type { ArgsOf, ResultOf } from "../../rpc/client";
+import { useRpc } from "../../rpc/hooks";
 
 export type NameKind = "user" | "agent" | "team" | "space" | "ticket" | "repo" | "pipeline-template" | "workspace";
 
@@ -17,56 +19,64 @@ export interface Names {
   loaded: boolean;
 }
 
-type Lookup = (workspaceId: string) => Promise<Array<[string, string]>>;
+/** The list a kind's names come from, and how to read `[id, name]` out of it. */
+interface Lookup<N extends CallOpName> {
+  op: N;
+  args(ws: { workspace_id: string }): ArgsOf<N>;
+  rows(result: ResultOf<N>): Array<[string, string]>;
+}
 
-export function useNames(workspaceId: string, kinds: readonly NameKind[], refresh: unknown = 0): Names {
+function lookup<N extends CallOpName>(l: Lookup<N>): Lookup<CallOpName> {
+  return l as unknown as Lookup<CallOpName>;
+}
+
+const LOOKUPS: Record<NameKind, Lookup<CallOpName>> = {
+  user: lookup({ op: "members.list", args: (ws) => ws, rows: (r) => r.map((m) => [m.userId, m.displayName]) }),
+  agent: lookup({ op: "agents.list", args: (ws) => ws, rows: (r) => r.agents.map((a) => [a.id, a.name]) }),
+  team: lookup({ op: "teams.list", args: (ws) => ws, rows: (r) => r.teams.map((t) => [t.id, t.name]) }),
+  space: lookup({
+    op: "spaces.list",
+    args: (ws) => ({ ...ws, includeArchived: true, includeHidden: true }),
+    rows: (r) => r.spaces.map((s) => [s.id, s.title]),
+  }),
+  ticket: lookup({ op: "tickets.list", args: (ws) => ws, rows: (r) => r.tickets.map((t) => [t.id, t.title]) }),
+  repo: lookup({ op: "repos.list", args: (ws) => ws, rows: (r) => r.repos.map((x) => [x.id, x.name]) }),
+  "pipeline-template": lookup({
+    op: "pipelines.templates.list",
+    args: (ws) => ws,
+    rows: (r) => r.templates.map((t) => [t.id, t.name || t.id]),
+  }),
+  workspace: lookup({ op: "workspaces.list", args: () => ({}), rows: (r) => r.map((w) => [w.id, w.name]) }),
+};
+
+/** The names of the kinds asked for, read from the same cached lists the screens show (so they are as fresh). */
+export function useNames(workspaceId: string, kinds: readonly NameKind[]): Names & { reload(): void } {
   const client = useRpc();
-  const epoch = useConnectionEpoch();
-  const [table, setTable] = useState<{ map: Map<string, string>; loaded: boolean }>({ map: new Map(), loaded: false });
-  const wanted = [...new Set(kinds)].sort().join(",");
-
-  useEffect(() => {
-    let live = true;
-    const ws = { workspace_id: workspaceId };
-    const lookups: Record<NameKind, Lookup> = {
-      user: async () => (await client.call("members.list", ws)).map((m) => [m.userId, m.displayName]),
-      agent: async () => (await client.call("agents.list", ws)).agents.map((a) => [a.id, a.name]),
-      team: async () => (await client.call("teams.list", ws)).teams.map((t) => [t.id, t.name]),
-      space: async () =>
-        (await client.call("spaces.list", { ...ws, includeArchived: true, includeHidden: true })).spaces.map((s) => [
-          s.id,
-          s.title,
-        ]),
-      ticket: async () => (await client.call("tickets.list", ws)).tickets.map((t) => [t.id, t.title]),
-      repo: async () => (await client.call("repos.list", ws)).repos.map((r) => [r.id, r.name]),
-      "pipeline-template": async () =>
-        (await client.call("pipelines.templates.list", ws)).templates.map((t) => [t.id, t.name || t.id]),
-      workspace: async () => (await client.call("workspaces.list", {})).map((w) => [w.id, w.name]),
-    };
-    const asked = wanted ? (wanted.split(",") as NameKind[]) : [];
+  const queries = useQueryClient();
+  const asked = [...new Set(kinds)].sort();
+  const ws = { workspace_id: workspaceId };
+  const reads = useQueries({
+    queries: asked.map((kind) => {
+      const { op, args } = LOOKUPS[kind];
+      return { ...readQuery(client, op, args(ws)), retry: false };
+    }),
+  });
+  const map = new Map<string, string>();
+  asked.forEach((kind, i) => {
+    const data = reads[i]?.data;
     // A kind the caller may not read (a guest's audit page) leaves its ids as they are; the others still resolve.
-    void Promise.all(
-      asked.map((kind) =>
-        lookups[kind](workspaceId).then(
-          (rows) => rows.map(([id, name]): [string, string] => [`${kind}:${id}`, name]),
-          (e: unknown) => {
-            if (!(e instanceof RpcError)) throw e;
-            return [];
-          },
-        ),
-      ),
-    ).then((found) => {
-      if (live) setTable({ map: new Map(found.flat()), loaded: true });
-    });
-    return () => {
-      live = false;
-    };
-  }, [client, workspaceId, wanted, epoch, refresh]);
-
+    if (data !== undefined) for (const [id, name] of LOOKUPS[kind].rows(data)) map.set(`${kind}:${id}`, name);
+  });
   return {
-    of: (ref) => table.map.get(ref) ?? null,
-    list: (kind) => [...table.map].filter(([ref]) => ref.startsWith(`${kind}:`)),
-    loaded: table.loaded,
+    of: (ref) => map.get(ref) ?? null,
+    list: (kind) => [...map].filter(([ref]) => ref.startsWith(`${kind}:`)),
+    loaded: reads.every((r) => !r.isPending),
+    reload: () => {
+      for (const kind of asked) {
+        const { op, args } = LOOKUPS[kind];
+        void queries.invalidateQueries({ queryKey: readQuery(client, op, args(ws)).queryKey, exact: true });
+      }
+    },
   };
 }
 

@@ -2,8 +2,8 @@
  * ticket (or a sub-ticket), and how the board groups tickets. */
 import { useId, useState, type FormEvent } from "react";
 import type { TicketView } from "../../generated/ops";
-import { useRpc } from "../../rpc/hooks";
-import { Refusal, useAction } from "./common";
+import { Refusal } from "../../components/Outcome";
+import { useAction, useWrite } from "../../data/mutations";
 
 export const STATUSES: ReadonlyArray<readonly [string, string]> = [
   ["open", "Open"],
@@ -41,13 +41,13 @@ export function boardOf(tickets: TicketView[]): Board {
   return { columns, children };
 }
 
-export function StatusSelect(props: { workspaceId: string; ticket: TicketView; onChanged(): void }) {
+export function StatusSelect(props: { workspaceId: string; ticket: TicketView }) {
   const { workspaceId, ticket } = props;
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const change = async (status: string) => {
     const args = { workspace_id: workspaceId, ticketId: ticket.id, status };
-    if (await action.run(() => client.call("tickets.update", args))) props.onChanged();
+    await action.run(() => write("tickets.update", args));
   };
   return (
     <>
@@ -74,9 +74,8 @@ export function CreateTicket(props: {
   parents?: TicketView[];
   parentId?: string;
   label: string;
-  onCreated(): void;
 }) {
-  const client = useRpc();
+  const write = useWrite();
   const action = useAction();
   const [title, setTitle] = useState("");
   const [description, setDescription] = useState("");
@@ -86,12 +85,11 @@ export function CreateTicket(props: {
     e.preventDefault();
     const parentId = props.parentId ?? (parent || null);
     const made = await action.run(() =>
-      client.call("tickets.create", { workspace_id: props.workspaceId, title, description, parentId }),
+      write("tickets.create", { workspace_id: props.workspaceId, title, description, parentId }),
     );
     if (made) {
       setTitle("");
       setDescription("");
-      props.onCreated();
     }
   };
   return (

@@ -5,7 +5,8 @@
 import { lazy, Suspense, useCallback, useEffect, useState } from "react";
 import type { EgressRefusal, PortRow, RigRow } from "../../../generated/ops";
 import { RpcError } from "../../../rpc/errors";
-import { useCall, useRpc } from "../../../rpc/hooks";
+import { useRpc } from "../../../rpc/hooks";
+import { useRead } from "../../../data/queries";
 import { covers, EgressNotices, GrantHosts } from "./Egress";
 import { engineLabel } from "./engines";
 import { FileDrop } from "./FileDrop";
@@ -72,8 +73,8 @@ function Ports({ workspaceId, rigId, ports, onPorts }: PortsProps) {
 
 export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string; rig: RigRow; onChanged(): void }) {
   const client = useRpc();
-  const me = useCall("users.me", {});
-  const workspaces = useCall("workspaces.list", {});
+  const me = useRead("users.me", {});
+  const workspaces = useRead("workspaces.list", {});
   const role = workspaces.data?.find((w) => w.id === workspaceId)?.role;
   const admin = role === "admin" || role === "owner";
   const [egress, setEgress] = useState<EgressRefusal[]>([]);
