@@ -173,7 +173,7 @@ async def test_frames_arrive_and_input_needs_control(env: RigsEnv, rigs: Browser
         assert (await next_text(v, "control"))["controller"] is None
 
     # Take-over and hand-back emitted their events; the lane's audit keeps counts, not what was typed.
-    changes = [e["change"] for e in await env.events("rigs.controlChanged") if e["rig_id"] == rig]
+    changes = [e["change"] for e in await env.events("rigs.controlChanged") if e["rigId"] == rig]
     assert changes[-2:] == ["takeover", "handback"]
     log = await env.call("rig.actionLog", rigId=rig)
     closed = next(e for e in reversed(log) if e["verb"] == "liveview.close")
