@@ -5,7 +5,9 @@
  * records of the space's recent runs (how each ended, and why: a failed run says so after a reload too), and the
  * events of the runs still going. Live frames and fetched pages meet in merges that
  * keep every message and event once, so their order of arrival does not matter. */
+import { useQueryClient } from "@tanstack/react-query";
 import { useCallback, useLayoutEffect, useRef, useState } from "react";
+import { invalidateAfterEvent } from "../../data/invalidation";
 import type { MessageView, RunView, SpaceView } from "../../generated/ops";
 import { RpcError } from "../../rpc/errors";
 import { useRpc } from "../../rpc/hooks";
@@ -39,6 +41,7 @@ export interface SpaceStream {
 
 export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStream {
   const client = useRpc();
+  const queries = useQueryClient();
   const [space, setSpace] = useState<SpaceView | null>(null);
   const [error, setError] = useState<RpcError | null>(null);
   const [opened, setOpened] = useState(false);
@@ -144,6 +147,8 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
         catchUp().catch(failed);
       },
       onEvent: (event) => {
+        // What the event changes in the reads other parts of the screen cache (the rule is invalidation.ts's).
+        void invalidateAfterEvent(queries, workspaceId, event);
         if (isRunFrame(event)) {
           const { runId } = event.payload;
           addFrames(runId, [event], true);
@@ -176,7 +181,7 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
       live.current = false;
       handle.close();
     };
-  }, [client, workspaceId, spaceId, addMessages, addFrames, addRecords, failed]);
+  }, [client, queries, workspaceId, spaceId, addMessages, addFrames, addRecords, failed]);
 
   const loadOlder = useCallback(() => {
     const oldest = shown.current[0];
