@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,12 +21,12 @@ from typing import Any
 
 import websockets
 
+from bench_rpc import start_server
 from hangar.rigs.backends.base import RigSpec
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.egress.allowlist import terminal_default_allowlist
 from hangar.rigs.images.builder import ensure_pack
 
-BIN = Path(sys.executable).parent / "hangar"
 PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))
 OPENS = 10
 EXEC_SECONDS = 3.0
@@ -46,22 +45,6 @@ class Rpc:
         if not reply["ok"]:
             raise RuntimeError(f"{op}: {reply['error']}")
         return reply["result"]
-
-
-def start_server(data_dir: Path) -> tuple[subprocess.Popen[str], str, str]:
-    token = subprocess.run(
-        [str(BIN), "admin", "owner-token", "--data-dir", str(data_dir)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    proc = subprocess.Popen(
-        [str(BIN), "serve", "--no-prepare-pack", "--no-site", "--port", "0", "--data-dir", str(data_dir)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("server: "):
-            return proc, line.split(": ", 1)[1].strip().replace("http://", "ws://") + "/rpc", token
-    raise RuntimeError("server did not start")
 
 
 def quiet(_text: str) -> None:

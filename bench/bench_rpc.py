@@ -22,20 +22,27 @@ import websockets
 BIN = Path(sys.executable).parent / "hangar"
 
 
-def start_server(data_dir: str) -> tuple[subprocess.Popen[str], str, str]:
+def start_http_server(data_dir: str | Path) -> tuple[subprocess.Popen[str], str, str]:
+    """``hangar serve`` on a free port: the process, its http:// origin and the owner's token."""
     token = subprocess.run(
-        [str(BIN), "admin", "owner-token", "--data-dir", data_dir], check=True, capture_output=True, text=True
+        [str(BIN), "admin", "owner-token", "--data-dir", str(data_dir)], check=True, capture_output=True, text=True
     ).stdout.strip()
     proc = subprocess.Popen(
-        [str(BIN), "serve", "--no-prepare-pack", "--no-site", "--port", "0", "--data-dir", data_dir],
+        [str(BIN), "serve", "--no-prepare-pack", "--no-site", "--port", "0", "--data-dir", str(data_dir)],
         stdout=subprocess.PIPE,
         text=True,
     )
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("server: "):
-            return proc, line.split(": ", 1)[1].strip().replace("http://", "ws://") + "/rpc", token
+            return proc, line.split(": ", 1)[1].strip(), token
     raise RuntimeError("server did not start")
+
+
+def start_server(data_dir: str | Path) -> tuple[subprocess.Popen[str], str, str]:
+    """As ``start_http_server``, with the server's RPC socket URL in place of its origin."""
+    proc, origin, token = start_http_server(data_dir)
+    return proc, origin.replace("http://", "ws://") + "/rpc", token
 
 
 async def socket_load(url: str, token: str, seconds: float, window: int) -> list[float]:

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tests.support.rpc import RpcClient  # noqa: E402
 from tests.unit.sso.saml.kit import IDP, Spec, b64, idp_metadata_xml, keypair, signed_response  # noqa: E402
 
+from bench_rpc import start_http_server  # noqa: E402
 from hangar.core.clock import SystemClock  # noqa: E402
 from hangar.core.db import apply_migrations  # noqa: E402
 from hangar.sso.config import MIGRATIONS  # noqa: E402
@@ -47,8 +47,6 @@ from hangar.sso.saml import (  # noqa: E402
     parse_idp_metadata,
 )
 from hangar.sso.state import StateDb  # noqa: E402
-
-BIN = Path(sys.executable).parent / "hangar"
 
 
 def responses(count: int, origin: str, *, sign_response: bool, one_user: bool = False) -> list[str]:
@@ -152,25 +150,9 @@ def bench_pysaml2(batch: list[str], origin: str, workdir: Path) -> tuple[float, 
     return rate.stop()
 
 
-def start_server(data_dir: str) -> tuple[subprocess.Popen[str], str, str]:
-    token = subprocess.run(
-        [str(BIN), "admin", "owner-token", "--data-dir", data_dir], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    proc = subprocess.Popen(
-        [str(BIN), "serve", "--no-prepare-pack", "--no-site", "--port", "0", "--data-dir", data_dir],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("server: "):
-            return proc, line.split(": ", 1)[1].strip(), token
-    raise RuntimeError("server did not start")
-
-
 async def bench_http(count: int, workers: int = 8) -> float:
     with tempfile.TemporaryDirectory() as data_dir:
-        proc, origin, token = start_server(data_dir)
+        proc, origin, token = start_http_server(data_dir)
         try:
             ws = origin.replace("http://", "ws://") + "/rpc"
             async with RpcClient(ws, token) as rpc:

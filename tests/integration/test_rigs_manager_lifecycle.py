@@ -4,6 +4,8 @@ twice the idle window, the hard TTL, pinning by an open terminal, and the events
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ import websockets
 from hangar.core.clock import FakeClock
 from hangar.rigs.lifecycle import opening
 from hangar.rigs.model import LIMITS, Surface
-from tests.integration.rigs_env import rigs_server
+from tests.integration.rigs_env import RigsEnv, rigs_server
 
 pytestmark = pytest.mark.packs("terminal")
 
@@ -25,6 +27,17 @@ async def read_until(term: websockets.ClientConnection, marker: bytes) -> bytes:
         frame = await asyncio.wait_for(term.recv(), 30)
         seen += frame if isinstance(frame, bytes) else frame.encode()
     return seen
+
+
+@asynccontextmanager
+async def terminal(env: RigsEnv, rig: str) -> AsyncIterator[websockets.ClientConnection]:
+    """The rig's terminal lane, open once its shell has answered (until then the lane may not count yet)."""
+    lane = await env.call("rig.terminalUrl", rigId=rig)
+    headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
+    async with websockets.connect(env.ws_origin + lane["path"], additional_headers=headers) as term:
+        await term.send(b"echo up$((1+1))\n")
+        await read_until(term, b"up2")
+        yield term
 
 
 async def test_open_exec_reuse_and_list(tmp_path: Path) -> None:
@@ -104,11 +117,7 @@ async def test_an_open_terminal_pins_against_idling_but_not_against_the_ttl(tmp_
     clock = FakeClock()
     async with rigs_server(tmp_path, clock=clock) as env:
         rig = await env.open()
-        lane = await env.call("rig.terminalUrl", rigId=rig)
-        headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
-        async with websockets.connect(env.ws_origin + lane["path"], additional_headers=headers) as term:
-            await term.send(b"echo pin$((1+1))ed\n")
-            await read_until(term, b"pin2ed")  # the lane is open once the shell answers
+        async with terminal(env, rig) as term:
             clock.advance(3 * TERM.idle_window_s)
             await env.manager.sweep()
             assert (await env.status(rig))["status"] == "ready"
@@ -132,11 +141,7 @@ async def test_closing_the_terminal_unpins(tmp_path: Path) -> None:
     clock = FakeClock()
     async with rigs_server(tmp_path, clock=clock) as env:
         rig = await env.open()
-        lane = await env.call("rig.terminalUrl", rigId=rig)
-        headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
-        async with websockets.connect(env.ws_origin + lane["path"], additional_headers=headers) as term:
-            await term.send(b"echo up$((1+1))\n")
-            await read_until(term, b"up2")
+        async with terminal(env, rig) as term:
             await term.send(b"exit\n")
         live = env.manager.live(env.ws, rig)
         for _ in range(400):  # the server notices the closed socket on its own time

@@ -36,6 +36,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from hangar.core.clock import Clock
+from tests.support.serving import serving
 
 TEAM_ID = "T0TEAM"
 APP_ID = "A0APP"
@@ -554,19 +555,9 @@ async def running_slack(
     config = uvicorn.Config(
         fake.app(), host="127.0.0.1", port=port, log_level="warning", lifespan="off", ws="websockets-sansio"
     )
-    server = uvicorn.Server(config)
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    fake.url = f"http://127.0.0.1:{port}"
-    try:
-        yield fake
-    finally:
-        await fake.drop()
-        server.should_exit = True
-        server.force_exit = True
-        await asyncio.wait_for(task, 10)
+    async with serving(config) as bound:
+        fake.url = f"http://127.0.0.1:{bound}"
+        try:
+            yield fake
+        finally:
+            await fake.drop()

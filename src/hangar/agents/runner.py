@@ -18,7 +18,7 @@ import asyncio
 import logging
 import ssl
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 import httpx
 import sqlalchemy as sa
@@ -52,6 +52,19 @@ from hangar.workspace import Author, SpaceService
 log = logging.getLogger(__name__)
 
 PROMPT_MAX = 200_000
+
+
+class DispatchRequest(TypedDict):
+    """What ``dispatch`` passes on to ``dispatch_many`` unchanged (the defaults are ``dispatch_many``'s)."""
+
+    space_id: str
+    prompt: str
+    dispatched_by: str
+    prompt_author: Author
+    output_schema: NotRequired[dict[str, Any] | None]
+    max_turns: NotRequired[int | None]
+    agent_field: NotRequired[str]
+    prompt_metadata: NotRequired[dict[str, Any] | None]
 
 
 def make_adapter(app: AppContext, agent: Agent, http: httpx.AsyncClient, tls: ssl.SSLContext) -> Adapter:
@@ -90,33 +103,9 @@ class AgentRunner:
         async with self.spaces.writes.lock(event.workspace_id):
             return await self.app.bus.publish(event)  # the one place this part publishes
 
-    async def dispatch(
-        self,
-        workspace_id: str,
-        *,
-        agent_id: str,
-        space_id: str,
-        prompt: str,
-        dispatched_by: str,
-        prompt_author: Author,
-        output_schema: dict[str, Any] | None = None,
-        max_turns: int | None = None,
-        agent_field: str = "agent_id",
-        prompt_metadata: dict[str, Any] | None = None,
-    ) -> Run:
+    async def dispatch(self, workspace_id: str, *, agent_id: str, **request: Unpack[DispatchRequest]) -> Run:
         """Record a run, post its prompt into the space, and start it; returns the run as recorded."""
-        (run,) = await self.dispatch_many(
-            workspace_id,
-            agent_ids=[agent_id],
-            space_id=space_id,
-            prompt=prompt,
-            dispatched_by=dispatched_by,
-            prompt_author=prompt_author,
-            output_schema=output_schema,
-            max_turns=max_turns,
-            agent_field=agent_field,
-            prompt_metadata=prompt_metadata,
-        )
+        (run,) = await self.dispatch_many(workspace_id, agent_ids=[agent_id], **request)
         return run
 
     async def dispatch_many(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import sqlalchemy as sa
 
@@ -93,6 +93,14 @@ def _updated(workspace_id: str, space: Space) -> DomainEvent:
     return SpaceUpdated(
         workspace_id=workspace_id, space_id=space.id, title=space.title, archived=space.archived_at is not None
     )
+
+
+class MessageOptions(TypedDict, total=False):
+    """What ``post`` passes on to ``append`` unchanged (the defaults are ``append``'s)."""
+
+    metadata: dict[str, Any] | None
+    run_id: str | None
+    space: Space | None
 
 
 class SpaceService:
@@ -245,20 +253,12 @@ class SpaceService:
         )
 
     async def post(
-        self,
-        workspace_id: str,
-        space_id: str,
-        author: Author,
-        content: str,
-        *,
-        metadata: dict[str, Any] | None = None,
-        run_id: str | None = None,
-        space: Space | None = None,
+        self, workspace_id: str, space_id: str, author: Author, content: str, **options: Unpack[MessageOptions]
     ) -> dict[str, Any]:
         """Append a message and publish ``MessagePosted`` in one transaction; an archived space takes no new
         messages. ``space`` is the space as the caller just read it (saves reading it again)."""
         async with self.writes.lock(workspace_id), self._app.bus.transaction(workspace_id) as tx:
-            return await self.append(tx, space_id, author, content, metadata=metadata, run_id=run_id, space=space)
+            return await self.append(tx, space_id, author, content, **options)
 
     async def append(
         self,

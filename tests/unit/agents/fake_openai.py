@@ -24,6 +24,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.support.serving import serving
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -128,18 +130,6 @@ async def running_fake_openai(
     fake = fake or FakeOpenAI()
     certs = {"ssl_certfile": str(tls / "cert.pem"), "ssl_keyfile": str(tls / "key.pem")} if tls else {}
     config = uvicorn.Config(fake.app(), host=host, port=port, log_level="warning", lifespan="off", **certs)
-    server = uvicorn.Server(config)
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    fake.url = f"{'https' if tls else 'http'}://{host}:{port}/v1"
-    try:
+    async with serving(config) as bound:
+        fake.url = f"{'https' if tls else 'http'}://{host}:{bound}/v1"
         yield fake
-    finally:
-        server.should_exit = True
-        server.force_exit = True
-        await asyncio.wait_for(task, 10)

@@ -6,7 +6,8 @@ import { useId, useState, type FormEvent } from "react";
 import type { AgentView } from "../../generated/ops";
 import { agentRoleLabel } from "../../labels";
 import { draftOf, linesOf, updateArgs, type AgentDraft } from "./agentEdit";
-import { ConfirmButton } from "../../components/ConfirmButton";
+import { EditDeleteActions } from "../../components/EditDeleteActions";
+import { LoadedList } from "../../components/LoadedList";
 import { Refusal } from "../../components/Outcome";
 import { useAction, useWrite } from "../../data/mutations";
 import { useRead } from "../../data/queries";
@@ -296,26 +297,16 @@ function AgentRow({ workspaceId, agent, admin }: { workspaceId: string; agent: A
         <span className="hint wrap">{adapterSummary(agent)}</span>
       </div>
       {admin && !editing && (
-        <div className="row-actions">
-          <button
-            type="button"
-            className="secondary"
-            aria-label={`Edit agent ${agent.name}`}
-            onClick={() => {
-              action.clear();
-              setEditing(true);
-            }}
-          >
-            Edit
-          </button>
-          <ConfirmButton
-            label="Delete"
-            name={`Delete agent ${agent.name}`}
-            question={`Delete the agent “${agent.name}” and its stored key?`}
-            busy={action.busy}
-            onConfirm={() => void remove()}
-          />
-        </div>
+        <EditDeleteActions
+          what={`agent ${agent.name}`}
+          question={`Delete the agent “${agent.name}” and its stored key?`}
+          busy={action.busy}
+          onEdit={() => {
+            action.clear();
+            setEditing(true);
+          }}
+          onDelete={() => void remove()}
+        />
       )}
       {editing && (
         <AgentEditor
@@ -335,18 +326,12 @@ export function Agents({ workspaceId, admin }: { workspaceId: string; admin: boo
   return (
     <section aria-labelledby="agents-title" className="panel" id="agents">
       <h2 id="agents-title">Agents</h2>
-      <Refusal error={agents.error} />
-      {list === undefined ? (
-        !agents.error && <p aria-busy="true">Loading agents…</p>
-      ) : list.length === 0 ? (
-        <p>No agents yet.</p>
-      ) : (
-        <ul className="list" aria-label="Agents">
-          {list.map((a) => (
-            <AgentRow key={a.id} workspaceId={workspaceId} agent={a} admin={admin} />
-          ))}
-        </ul>
-      )}
+      <LoadedList
+        noun="agents"
+        items={list}
+        error={agents.error}
+        row={(a) => <AgentRow key={a.id} workspaceId={workspaceId} agent={a} admin={admin} />}
+      />
       {admin && <CreateAgent workspaceId={workspaceId} />}
     </section>
   );

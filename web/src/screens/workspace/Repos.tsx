@@ -6,6 +6,7 @@ import type { CleanupView, RepoView, WorktreesCleanupArgs, WorktreeView } from "
 import { Link } from "../../Link";
 import { spacePath, ticketPath } from "../../router";
 import { ConfirmButton } from "../../components/ConfirmButton";
+import { LoadedList } from "../../components/LoadedList";
 import { Refusal } from "../../components/Outcome";
 import { when } from "../../components/time";
 import { useAction, useWrite } from "../../data/mutations";
@@ -319,38 +320,29 @@ export function Repos({ workspaceId, admin, member = admin }: { workspaceId: str
   return (
     <section aria-labelledby="repos-title" className="panel" id="repos">
       <h2 id="repos-title">Repositories and worktrees</h2>
-      <Refusal error={repos.error} />
-      {list === undefined ? (
-        !repos.error && <p aria-busy="true">Loading repositories…</p>
-      ) : list.length === 0 ? (
-        <p>No repositories yet.</p>
-      ) : (
-        <ul className="list" aria-label="Repositories">
-          {list.map((r) => (
-            <RepoRow key={r.id} workspaceId={workspaceId} repo={r} admin={admin} />
-          ))}
-        </ul>
-      )}
+      <LoadedList
+        noun="repositories"
+        items={list}
+        error={repos.error}
+        row={(r) => <RepoRow key={r.id} workspaceId={workspaceId} repo={r} admin={admin} />}
+      />
       {admin && <RegisterRepo workspaceId={workspaceId} />}
       <h3>Worktrees</h3>
-      <Refusal error={trees.error} />
-      {worktrees === undefined ? (
-        !trees.error && <p aria-busy="true">Loading worktrees…</p>
-      ) : worktrees.length === 0 ? (
-        <p>No worktrees are checked out.</p>
-      ) : (
-        <ul className="list" aria-label="Worktrees">
-          {worktrees.map((w) => (
-            <WorktreeRow
-              key={w.id}
-              workspaceId={workspaceId}
-              tree={w}
-              repoName={names.get(w.repoId) ?? w.repoId}
-              canChange={member}
-            />
-          ))}
-        </ul>
-      )}
+      <LoadedList
+        noun="worktrees"
+        items={worktrees}
+        error={trees.error}
+        empty="No worktrees are checked out."
+        row={(w) => (
+          <WorktreeRow
+            key={w.id}
+            workspaceId={workspaceId}
+            tree={w}
+            repoName={names.get(w.repoId) ?? w.repoId}
+            canChange={member}
+          />
+        )}
+      />
       {member && list && list.length > 0 && <AddWorktree workspaceId={workspaceId} repos={list} />}
       {member && <Sweep workspaceId={workspaceId} />}
     </section>

@@ -5,6 +5,7 @@ import { spaceKindLabel, spaceModeLabel } from "../../labels";
 import { Link } from "../../Link";
 import { spacePath } from "../../router";
 import { ConfirmButton } from "../../components/ConfirmButton";
+import { LoadedList } from "../../components/LoadedList";
 import { Refusal } from "../../components/Outcome";
 import { useAction, useWrite } from "../../data/mutations";
 import { useRead } from "../../data/queries";
@@ -170,18 +171,13 @@ export function Spaces({ workspaceId, canChange }: { workspaceId: string; canCha
           archived spaces
         </label>
       </div>
-      <Refusal error={spaces.error} />
-      {list === undefined ? (
-        !spaces.error && <p aria-busy="true">Loading spaces…</p>
-      ) : list.length === 0 ? (
-        <p>No spaces{showHidden ? "" : " to show (hidden ones are filtered out)"}.</p>
-      ) : (
-        <ul className="list" aria-label="Spaces">
-          {list.map((s) => (
-            <SpaceRow key={`${s.id}:${s.updatedAt}`} workspaceId={workspaceId} space={s} />
-          ))}
-        </ul>
-      )}
+      <LoadedList
+        noun="spaces"
+        items={list}
+        error={spaces.error}
+        empty={`No spaces${showHidden ? "" : " to show (hidden ones are filtered out)"}.`}
+        row={(s) => <SpaceRow key={`${s.id}:${s.updatedAt}`} workspaceId={workspaceId} space={s} />}
+      />
       {canChange && <CreateSpace workspaceId={workspaceId} />}
     </section>
   );

@@ -2,7 +2,8 @@
 import { useId, useState, type FormEvent, type ReactNode } from "react";
 import type { AgentView, TeamView } from "../../generated/ops";
 import { DISPATCH_MODES, dispatchModeLabel } from "../../labels";
-import { ConfirmButton } from "../../components/ConfirmButton";
+import { EditDeleteActions } from "../../components/EditDeleteActions";
+import { LoadedList } from "../../components/LoadedList";
 import { Refusal } from "../../components/Outcome";
 import { useAction, useWrite } from "../../data/mutations";
 import { useRead } from "../../data/queries";
@@ -172,26 +173,16 @@ function TeamRow(props: {
         </span>
       </div>
       {props.canChange && !editing && (
-        <div className="row-actions">
-          <button
-            type="button"
-            className="secondary"
-            aria-label={`Edit team ${team.name}`}
-            onClick={() => {
-              action.clear();
-              setEditing(true);
-            }}
-          >
-            Edit
-          </button>
-          <ConfirmButton
-            label="Delete"
-            name={`Delete team ${team.name}`}
-            question={`Delete the team “${team.name}”? Its agents stay.`}
-            busy={action.busy}
-            onConfirm={() => void remove()}
-          />
-        </div>
+        <EditDeleteActions
+          what={`team ${team.name}`}
+          question={`Delete the team “${team.name}”? Its agents stay.`}
+          busy={action.busy}
+          onEdit={() => {
+            action.clear();
+            setEditing(true);
+          }}
+          onDelete={() => void remove()}
+        />
       )}
       {editing ? (
         <TeamForm
@@ -221,25 +212,21 @@ export function Teams({ workspaceId, canChange }: { workspaceId: string; canChan
   return (
     <section aria-labelledby="teams-title" className="panel" id="teams">
       <h2 id="teams-title">Teams</h2>
-      <Refusal error={teams.error} />
-      {list === undefined ? (
-        !teams.error && <p aria-busy="true">Loading teams…</p>
-      ) : list.length === 0 ? (
-        <p>No teams yet.</p>
-      ) : (
-        <ul className="list" aria-label="Teams">
-          {list.map((t) => (
-            <TeamRow
-              key={t.id}
-              workspaceId={workspaceId}
-              team={t}
-              agents={agentList}
-              names={names}
-              canChange={canChange}
-            />
-          ))}
-        </ul>
-      )}
+      <LoadedList
+        noun="teams"
+        items={list}
+        error={teams.error}
+        row={(t) => (
+          <TeamRow
+            key={t.id}
+            workspaceId={workspaceId}
+            team={t}
+            agents={agentList}
+            names={names}
+            canChange={canChange}
+          />
+        )}
+      />
       {canChange && <CreateTeam workspaceId={workspaceId} agents={agentList} />}
     </section>
   );
