@@ -7,11 +7,12 @@ BIN := $(VENV)/bin
 # them where it can; where it cannot, `hangar serve` says in one line what is unavailable and the command that
 # fixes it.
 APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libseccomp2 ffmpeg
-# What the tests drive besides: a browser, the SAML peer's signer, and each browser engine launched directly on
-# the host beside its rig (the engines' conformance tests, the benchmark's baseline). Node.js and npm (the OIDC
+# What the tests drive besides: a browser, the SAML peer's signer, each browser engine launched directly on
+# the host beside its rig (the engines' conformance tests, the benchmark's baseline), and PostgreSQL's server
+# (the tests start a throwaway cluster of their own from its binaries, tests/support/postgres.py). Node.js and npm (the OIDC
 # peer, the web client's build) are installed only when the commands are missing, since many machines carry them
 # from another source that Debian's npm would conflict with.
-APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driver xvfb xauth socat libnss3-tools
+APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driver xvfb xauth socat libnss3-tools postgresql
 # Load generator and peer server for `make bench`.
 APT_BENCH_PACKAGES := nginx-light wrk
 # `make run` passes these on to `hangar serve` when given (`make run HOST=0.0.0.0 PORT=9000 SITE_PORT=9001`):

@@ -7,6 +7,7 @@ import pytest
 
 # The packs the selected tests declare are built before the first of them (tests/support/packs.py).
 from tests.support.packs import PACKS, pytest_collection_finish, pytest_runtest_setup  # noqa: F401
+from tests.support.postgres import PostgresCluster, PostgresMissing
 
 # Tests never touch a user's real data directory.
 os.environ.pop("HANGAR_DATA_DIR", None)
@@ -30,3 +31,25 @@ def _detach_test_disks(request: pytest.FixtureRequest) -> Iterator[None]:
         from tests.support.disks import detach_disks
 
         detach_disks(tmp)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PostgresCluster]:
+    """The session's PostgreSQL cluster (tests/support/postgres.py), started by the first test that needs it.
+
+    Fails (never skips) when the server binaries are missing: `make test` installs them."""
+    try:
+        cluster = PostgresCluster.start()
+    except PostgresMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: PostgresCluster) -> Iterator[str]:
+    """The SQLAlchemy URL of a fresh PostgreSQL database of this test's own, dropped after it."""
+    with pg_cluster.database() as name:
+        yield pg_cluster.url(name)
