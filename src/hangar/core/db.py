@@ -15,6 +15,11 @@ A new workspace's database is built, migrated and seeded under a temporary name 
 step, so a workspace directory either holds a complete database or does not exist. Every database's schema is
 checked against its parts' table definitions when it opens; a damaged workspace database makes that workspace
 answer ``unavailable`` (and is reported in the log) while the rest of the server serves.
+
+PostgreSQL (in progress, see README): ``postgresql_engine`` opens a pooled async engine on a
+``postgresql+psycopg://`` URL and ``apply_postgresql_migrations`` brings such a database to the head of the same
+migration sets, in one transaction (PostgreSQL's DDL is transactional) serialized across processes by an
+advisory lock. ``Databases`` still opens SQLite files only.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from alembic.config import Config
 from alembic.runtime.environment import EnvironmentContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine, event
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
@@ -59,6 +65,14 @@ _MIGRATING = threading.Lock()
 # have restored it meanwhile).
 _RECHECK_DAMAGED_S = 30.0
 _CREATING_PREFIX = ".creating-"
+# Keys of PostgreSQL advisory locks (one bigint namespace per database): the migration lock, and the write lock
+# ``write_transaction`` takes (SQLite's database-wide write lock, which PostgreSQL does not have).
+_PG_MIGRATION_LOCK = 0x68616E6761720001
+_PG_WRITE_LOCK = 0x68616E6761720002
+# The pool of one PostgreSQL engine: a few connections kept, more opened under load (the server's stores hold a
+# connection only for one transaction).
+_PG_POOL_SIZE = 5
+_PG_MAX_OVERFLOW = 10
 
 
 @dataclass(frozen=True)
@@ -151,25 +165,33 @@ def _first_line(exc: BaseException) -> str:
 
 
 def schema_problems(path: Path, sets: Sequence[MigrationSet]) -> list[str]:
-    """What the database at ``path`` lacks of the tables and columns its migration sets declare."""
-    db = sqlite3.connect(path)
+    """What the SQLite database at ``path`` lacks of the tables and columns its migration sets declare."""
+    engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
     try:
-        problems: list[str] = []
-        for mset in sets:
-            for metadata in mset.tables:
-                # Not ``sorted_tables``: sorting resolves foreign keys, and a part's table may reference another
-                # part's (``chat_space_links.cc_space_id`` -> ``spaces.id``), which is not in its metadata.
-                for table in metadata.tables.values():
-                    have = {row[1] for row in db.execute(f'PRAGMA table_info("{table.name}")')}
-                    if not have:
-                        problems.append(f"table {table.name} ({mset.name})")
-                        continue
-                    missing = [c.name for c in table.columns if c.name not in have]
-                    if missing:
-                        problems.append(f"columns {', '.join(missing)} of {table.name} ({mset.name})")
-        return problems
+        with engine.connect() as conn:
+            return _missing(conn, sets)
     finally:
-        db.close()
+        engine.dispose()
+
+
+def _missing(conn: Connection, sets: Sequence[MigrationSet]) -> list[str]:
+    """What the database behind ``conn`` lacks of the tables and columns its migration sets declare (any dialect)."""
+    inspector = sa.inspect(conn)
+    present = set(inspector.get_table_names())
+    problems: list[str] = []
+    for mset in sets:
+        for metadata in mset.tables:
+            # Not ``sorted_tables``: sorting resolves foreign keys, and a part's table may reference another
+            # part's (``chat_space_links.cc_space_id`` -> ``spaces.id``), which is not in its metadata.
+            for table in metadata.tables.values():
+                if table.name not in present:
+                    problems.append(f"table {table.name} ({mset.name})")
+                    continue
+                have = {c["name"] for c in inspector.get_columns(table.name)}
+                missing = [c.name for c in table.columns if c.name not in have]
+                if missing:
+                    problems.append(f"columns {', '.join(missing)} of {table.name} ({mset.name})")
+    return problems
 
 
 def _upgrade(conn: Connection, mset: MigrationSet) -> None:
@@ -190,11 +212,14 @@ def _upgrade(conn: Connection, mset: MigrationSet) -> None:
 async def write_transaction(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
     """A transaction that holds the database's write lock from its first statement, for check-then-act: what
     it reads cannot change before it writes, in this process or another. SQLite: ``BEGIN IMMEDIATE`` (a plain
-    transaction reads a snapshot and only then asks for the lock). On PostgreSQL its reads would take
-    ``SELECT ... FOR UPDATE``."""
+    transaction reads a snapshot and only then asks for the lock). PostgreSQL has no database-wide write lock:
+    the transaction takes an advisory lock of its own first, so write transactions run one at a time as on
+    SQLite (a plain single-statement write does not wait for it, unlike SQLite's)."""
     async with engine.connect() as conn:
         if engine.dialect.name == "sqlite":
             await conn.exec_driver_sql("BEGIN IMMEDIATE")
+        elif engine.dialect.name == "postgresql":
+            await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_WRITE_LOCK)))
         try:
             yield conn
         except BaseException:
@@ -207,6 +232,45 @@ def _async_engine(path: Path) -> AsyncEngine:
     engine = create_async_engine(f"sqlite+aiosqlite:///{path}", pool_size=4, max_overflow=8)
     event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def postgresql_url(url: str | URL) -> URL:
+    """``url`` as a psycopg 3 URL (``postgresql://`` and ``postgresql+psycopg://`` both name it); ``ValueError``
+    naming what is wrong for any other database or driver."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        raise ValueError(f"not a PostgreSQL URL: {parsed.render_as_string(hide_password=True)}")
+    if parsed.get_driver_name() not in ("psycopg", "psycopg2") and "+" in parsed.drivername:
+        raise ValueError(f"unsupported PostgreSQL driver {parsed.get_driver_name()!r}: use postgresql+psycopg://")
+    return parsed.set(drivername="postgresql+psycopg")
+
+
+def postgresql_engine(url: str | URL) -> AsyncEngine:
+    """A pooled async engine on the PostgreSQL database at ``url`` (psycopg 3). Connections are checked before
+    use, so one the server closed (a restart, an idle timeout) is replaced instead of failing a request."""
+    return create_async_engine(
+        postgresql_url(url), pool_size=_PG_POOL_SIZE, max_overflow=_PG_MAX_OVERFLOW, pool_pre_ping=True
+    )
+
+
+def apply_postgresql_migrations(url: str | URL, sets: Sequence[MigrationSet]) -> None:
+    """Bring the PostgreSQL database at ``url`` to the head of every migration set in one transaction, then
+    check its schema. Processes migrating one database wait for each other on an advisory lock held by the
+    transaction. Raises ``DatabaseDamaged`` when the result is not a complete database."""
+    engine = create_engine(postgresql_url(url), poolclass=NullPool)
+    name = engine.url.database or "(default)"
+    try:
+        with _MIGRATING, engine.begin() as conn:
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
+            for mset in sets:
+                _upgrade(conn, mset)
+            problems = _missing(conn, sets)
+            if problems:
+                raise DatabaseDamaged(f"database {name} is missing " + "; ".join(problems))
+    except sa.exc.SQLAlchemyError as exc:
+        raise DatabaseDamaged(f"database {name} cannot be migrated: {_first_line(exc)}") from exc
+    finally:
+        engine.dispose()
 
 
 def _fsync_dir(path: Path) -> None:

@@ -14,11 +14,18 @@ class UtcDateTime(sa.TypeDecorator[datetime]):
     """A timestamp that is always timezone-aware UTC in Python.
 
     SQLite keeps no zone, so values are stored as naive UTC and given back with ``UTC`` attached; naive input
-    is refused because it is ambiguous.
+    is refused because it is ambiguous. PostgreSQL's column is ``timestamp with time zone`` (what the migrations'
+    ``DateTime(timezone=True)`` create there) and is given the aware value, so the session's time zone never
+    shifts it.
     """
 
     impl = sa.DateTime
     cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(sa.DateTime())
+        return dialect.type_descriptor(sa.DateTime(timezone=True))
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -27,7 +34,8 @@ class UtcDateTime(sa.TypeDecorator[datetime]):
             raise TypeError(f"expected a datetime, got {type(value).__name__}")
         if value.tzinfo is None:
             raise ValueError("naive datetimes are ambiguous; use an aware UTC datetime")
-        return value.astimezone(UTC).replace(tzinfo=None)
+        utc = value.astimezone(UTC)
+        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
