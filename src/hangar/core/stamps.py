@@ -23,52 +23,26 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.sqlite_writer import connect
-
-COUNTERS_TABLE = "change_counters"
+from hangar.core.triggers import COUNTERS_TABLE, bump_triggers_sql, drop_triggers_sql
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-def create_counters_sql() -> list[str]:
-    """The counters table (for the migration that introduces it in a database)."""
-    return [f"CREATE TABLE IF NOT EXISTS {COUNTERS_TABLE} (name VARCHAR(64) PRIMARY KEY, value INTEGER NOT NULL)"]
-
-
-def bump_triggers_sql(table: str, counter: str, *, update_columns: tuple[str, ...] | None = None) -> list[str]:
-    """Statements creating the triggers that bump ``counter`` when ``table`` changes, plus the counter's row.
-
-    ``update_columns`` limits which updates count (a credential's last use is not a change of authority)."""
-    bump = f"UPDATE {COUNTERS_TABLE} SET value = value + 1 WHERE name = '{counter}'"
-    of = f" OF {', '.join(update_columns)}" if update_columns else ""
-    statements = [
-        *create_counters_sql(),
-        f"INSERT OR IGNORE INTO {COUNTERS_TABLE} (name, value) VALUES ('{counter}', 0)",
-    ]
-    for event, suffix in (("INSERT", "ins"), (f"UPDATE{of}", "upd"), ("DELETE", "del")):
-        statements.append(
-            f"CREATE TRIGGER IF NOT EXISTS bump_{counter}_{table}_{suffix} AFTER {event} ON {table} BEGIN {bump}; END"
-        )
-    return statements
-
-
-def drop_triggers_sql(table: str, counter: str) -> list[str]:
-    return [f"DROP TRIGGER IF EXISTS bump_{counter}_{table}_{suffix}" for suffix in ("ins", "upd", "del")]
-
-
 Guard = tuple[str, str, tuple[str, ...] | None]  # (table, counter, the columns whose updates count; None: all)
 
 
-def add_guards(execute: Callable[[str], object], guarded: list[Guard]) -> None:
-    """For a migration: the triggers that bump each counter when its table changes (``execute`` is ``op.execute``)."""
+def add_guards(execute: Callable[[str], object], guarded: list[Guard], *, dialect: str) -> None:
+    """For a migration: the triggers that bump each counter when its table changes (``execute`` is ``op.execute``,
+    ``dialect`` the migrated database's: ``op.get_bind().dialect.name``)."""
     for table, counter, columns in guarded:
-        for statement in bump_triggers_sql(table, counter, update_columns=columns):
+        for statement in bump_triggers_sql(table, counter, update_columns=columns, dialect=dialect):
             execute(statement)
 
 
-def drop_guards(execute: Callable[[str], object], guarded: list[Guard]) -> None:
+def drop_guards(execute: Callable[[str], object], guarded: list[Guard], *, dialect: str) -> None:
     for table, counter, _columns in guarded:
-        for statement in drop_triggers_sql(table, counter):
+        for statement in drop_triggers_sql(table, counter, dialect=dialect):
             execute(statement)
 
 

@@ -6,6 +6,8 @@ Revision ID: c0001
 import sqlalchemy as sa
 from alembic import op
 
+from hangar.core.triggers import append_only_sql
+
 revision = "c0001"
 down_revision = None
 branch_labels = None
@@ -40,14 +42,8 @@ def upgrade() -> None:
         sqlite_autoincrement=True,
     )
     # Append-only by construction, not by convention: the database itself refuses edits.
-    op.execute(
-        "CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log "
-        "BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END"
-    )
-    op.execute(
-        "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log "
-        "BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END"
-    )
+    for statement in append_only_sql("audit_log", dialect=op.get_bind().dialect.name):
+        op.execute(statement)
     op.create_table(
         "guardrail_settings",
         sa.Column("scope", sa.String(200), primary_key=True),

@@ -17,10 +17,10 @@ GUARDED: list[Guard] = [("guardrail_settings", "guardrails", None)]
 
 
 def upgrade() -> None:
-    add_guards(op.execute, GUARDED)
+    add_guards(op.execute, GUARDED, dialect=op.get_bind().dialect.name)
     op.create_index("ix_domain_events_id", "domain_events", ["id"])
 
 
 def downgrade() -> None:
     op.drop_index("ix_domain_events_id", "domain_events")
-    drop_guards(op.execute, GUARDED)
+    drop_guards(op.execute, GUARDED, dialect=op.get_bind().dialect.name)

@@ -26,7 +26,7 @@ GUARDED: list[Guard] = [
 
 
 def upgrade() -> None:
-    add_guards(op.execute, GUARDED)
+    add_guards(op.execute, GUARDED, dialect=op.get_bind().dialect.name)
     op.create_table(
         "event_outbox",
         sa.Column("position", sa.Integer, primary_key=True, autoincrement=True),
@@ -40,4 +40,4 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("event_outbox")
-    drop_guards(op.execute, GUARDED)
+    drop_guards(op.execute, GUARDED, dialect=op.get_bind().dialect.name)

@@ -6,6 +6,8 @@ Revision ID: r0001
 import sqlalchemy as sa
 from alembic import op
 
+from hangar.core.triggers import append_only_sql
+
 revision = "r0001"
 down_revision = None
 branch_labels = None
@@ -47,14 +49,8 @@ def upgrade() -> None:
         sqlite_autoincrement=True,
     )
     # The log is evidence: the database itself refuses edits and deletions.
-    op.execute(
-        "CREATE TRIGGER rig_action_log_no_update BEFORE UPDATE ON rig_action_log "
-        "BEGIN SELECT RAISE(ABORT, 'rig_action_log is append-only'); END"
-    )
-    op.execute(
-        "CREATE TRIGGER rig_action_log_no_delete BEFORE DELETE ON rig_action_log "
-        "BEGIN SELECT RAISE(ABORT, 'rig_action_log is append-only'); END"
-    )
+    for statement in append_only_sql("rig_action_log", dialect=op.get_bind().dialect.name):
+        op.execute(statement)
 
 
 def downgrade() -> None:

@@ -4,7 +4,8 @@ small integers instead of 36-character user ids and never read a table row; and 
 the columns filters read, so counting column matches never reads a representation.
 
 The indexes these replace (``ix_scim_values_*`` on ``user_id`` and bare values, ``ix_scim_users_live``) are
-prefixes of the new ones and are dropped; no data is removed. Existing records take their ``rowid`` as seq.
+prefixes of the new ones and are dropped; no data is removed. Existing records take their ``rowid`` as seq (on
+PostgreSQL, which has none, their place in creation order).
 
 Revision ID: s0004
 """
@@ -27,7 +28,14 @@ OLD_VALUE_INDEXES = {
 
 def upgrade() -> None:
     op.add_column("scim_users", sa.Column("seq", sa.Integer, nullable=True))
-    op.execute("UPDATE scim_users SET seq = rowid")
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute("UPDATE scim_users SET seq = rowid")
+    else:
+        # No rowid elsewhere: existing records are numbered in the order they were created.
+        op.execute(
+            "UPDATE scim_users SET seq = n.seq FROM (SELECT user_id, row_number() OVER "
+            "(ORDER BY created_at, user_id) AS seq FROM scim_users) AS n WHERE n.user_id = scim_users.user_id"
+        )
     op.create_index("ix_scim_users_seq", "scim_users", ["seq"], unique=True)
     op.add_column("scim_values", sa.Column("user_seq", sa.Integer, nullable=True))
     op.execute(

@@ -16,8 +16,8 @@ GUARDED: list[Guard] = [("sso_connections", "sso", None)]
 
 
 def upgrade() -> None:
-    add_guards(op.execute, GUARDED)
+    add_guards(op.execute, GUARDED, dialect=op.get_bind().dialect.name)
 
 
 def downgrade() -> None:
-    drop_guards(op.execute, GUARDED)
+    drop_guards(op.execute, GUARDED, dialect=op.get_bind().dialect.name)
