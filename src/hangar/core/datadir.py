@@ -37,10 +37,15 @@ class DataDir:
     def secrets_file(self) -> Path:
         return self.root / "secrets.json"
 
-    def workspace_dir(self, workspace_id: str) -> Path:
+    @staticmethod
+    def check_workspace_id(workspace_id: str) -> str:
+        """``workspace_id`` if valid (it names a directory or a PostgreSQL schema), else ``InvalidArgs``."""
         if not _WORKSPACE_ID.match(workspace_id):
             raise InvalidArgs(f"workspace_id {workspace_id!r} is not a valid id", field="workspace_id")
-        return self.root / workspace_id
+        return workspace_id
+
+    def workspace_dir(self, workspace_id: str) -> Path:
+        return self.root / self.check_workspace_id(workspace_id)
 
     def workspace_db(self, workspace_id: str) -> Path:
         return self.workspace_dir(workspace_id) / "workspace.db"

@@ -19,7 +19,11 @@ answer ``unavailable`` (and is reported in the log) while the rest of the server
 PostgreSQL (in progress, see README): ``postgresql_engine`` opens a pooled async engine on a
 ``postgresql+psycopg://`` URL and ``apply_postgresql_migrations`` brings such a database to the head of the same
 migration sets, in one transaction (PostgreSQL's DDL is transactional) serialized across processes by an
-advisory lock. ``Databases`` still opens SQLite files only.
+advisory lock. ``Databases(..., postgresql=URL)`` keeps every database in that one PostgreSQL database, a schema
+each (the server's ``hangar_server``, a workspace's ``ws_<id>``): the tables of a workspace keep no workspace
+column, so a schema gives each its namespace with the same migrations and the same stores, and a forgotten filter
+cannot leak one workspace's rows into another. Engines of one ``Databases`` share one pool; each transaction sets
+its schema (``SET LOCAL search_path``). Not yet there: the plain-``sqlite3`` write paths (``writer``, seeds).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import hashlib
 import logging
 import os
 import secrets
@@ -51,7 +56,7 @@ from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from hangar.core.datadir import DataDir
 from hangar.core.sqlite_writer import Writer, connect
-from hangar.core.stamps import StampReader
+from hangar.core.stamps import StampReader, engine_stamp
 from hangar.errors import Conflict, NotFound, Unavailable
 
 log = logging.getLogger(__name__)
@@ -73,6 +78,8 @@ _PG_WRITE_LOCK = 0x68616E6761720002
 # connection only for one transaction).
 _PG_POOL_SIZE = 5
 _PG_MAX_OVERFLOW = 10
+SERVER_SCHEMA = "hangar_server"
+_SCHEMA_OPTION = "hangar_schema"  # the execution option naming the schema of an engine's transactions
 
 
 @dataclass(frozen=True)
@@ -174,10 +181,11 @@ def schema_problems(path: Path, sets: Sequence[MigrationSet]) -> list[str]:
         engine.dispose()
 
 
-def _missing(conn: Connection, sets: Sequence[MigrationSet]) -> list[str]:
-    """What the database behind ``conn`` lacks of the tables and columns its migration sets declare (any dialect)."""
+def _missing(conn: Connection, sets: Sequence[MigrationSet], schema: str | None = None) -> list[str]:
+    """What the database behind ``conn`` (in ``schema``, else the default one) lacks of the tables and columns its
+    migration sets declare (any dialect)."""
     inspector = sa.inspect(conn)
-    present = set(inspector.get_table_names())
+    present = set(inspector.get_table_names(schema))
     problems: list[str] = []
     for mset in sets:
         for metadata in mset.tables:
@@ -187,7 +195,7 @@ def _missing(conn: Connection, sets: Sequence[MigrationSet]) -> list[str]:
                 if table.name not in present:
                     problems.append(f"table {table.name} ({mset.name})")
                     continue
-                have = {c["name"] for c in inspector.get_columns(table.name)}
+                have = {c["name"] for c in inspector.get_columns(table.name, schema)}
                 missing = [c.name for c in table.columns if c.name not in have]
                 if missing:
                     problems.append(f"columns {', '.join(missing)} of {table.name} ({mset.name})")
@@ -253,18 +261,54 @@ def postgresql_engine(url: str | URL) -> AsyncEngine:
     )
 
 
-def apply_postgresql_migrations(url: str | URL, sets: Sequence[MigrationSet]) -> None:
-    """Bring the PostgreSQL database at ``url`` to the head of every migration set in one transaction, then
-    check its schema. Processes migrating one database wait for each other on an advisory lock held by the
-    transaction. Raises ``DatabaseDamaged`` when the result is not a complete database."""
+def workspace_schema(workspace_id: str) -> str:
+    """The PostgreSQL schema of a workspace: ``ws_<id>``, or ``wh_<digest of the id>`` for an id too long for a
+    name (63 bytes); the two prefixes never meet."""
+    DataDir.check_workspace_id(workspace_id)
+    if len(workspace_id) <= 60:
+        return f"ws_{workspace_id}"
+    return "wh_" + hashlib.sha256(workspace_id.encode()).hexdigest()[:56]
+
+
+def _enter_schema(conn: Connection) -> None:
+    """At the start of each transaction on an engine bound to a schema: make that schema the one its statements
+    (and the triggers they fire) name. ``SET LOCAL`` ends with the transaction, so a pooled connection never
+    carries one workspace's schema into another's transaction."""
+    schema = conn.get_execution_options().get(_SCHEMA_OPTION)
+    if schema is None:
+        return
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(f"SET LOCAL search_path TO {conn.dialect.identifier_preparer.quote_identifier(schema)}")
+    finally:
+        cursor.close()
+
+
+def _schema_engine(base: AsyncEngine, schema: str) -> AsyncEngine:
+    """An engine on ``base``'s pool whose transactions run in ``schema`` (never dispose it: the pool is shared)."""
+    return base.execution_options(**{_SCHEMA_OPTION: schema})
+
+
+def apply_postgresql_migrations(url: str | URL, sets: Sequence[MigrationSet], *, schema: str | None = None) -> None:
+    """Bring the PostgreSQL database at ``url`` (its ``schema``, created when missing; else the default schema) to
+    the head of every migration set in one transaction, then check it. Processes migrating one database wait for
+    each other on an advisory lock held by the transaction. Raises ``DatabaseDamaged`` when the result is not a
+    complete database."""
     engine = create_engine(postgresql_url(url), poolclass=NullPool)
     name = engine.url.database or "(default)"
+    if schema is not None:
+        name += f" schema {schema}"
     try:
         with _MIGRATING, engine.begin() as conn:
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
+            if schema is not None:
+                quoted = conn.dialect.identifier_preparer.quote_identifier(schema)
+                conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {quoted}")
+                # Tables, version stamps and trigger functions are created in the schema, as in a database of its own.
+                conn.exec_driver_sql(f"SET LOCAL search_path TO {quoted}")
             for mset in sets:
                 _upgrade(conn, mset)
-            problems = _missing(conn, sets)
+            problems = _missing(conn, sets, schema)
             if problems:
                 raise DatabaseDamaged(f"database {name} is missing " + "; ".join(problems))
     except sa.exc.SQLAlchemyError as exc:
@@ -294,8 +338,12 @@ def _pid_alive(pid: int) -> bool:
 class Databases:
     """Opens the server database at start and workspace databases lazily, migrating and checking each on open."""
 
-    def __init__(self, datadir: DataDir, migrations: Sequence[MigrationSet]) -> None:
+    def __init__(self, datadir: DataDir, migrations: Sequence[MigrationSet], *, postgresql: str | None = None) -> None:
+        """``postgresql``: keep every database in this PostgreSQL database instead of SQLite files (in progress:
+        stores on the plain-``sqlite3`` path do not work there yet, so nothing outside the tests passes it)."""
         self._datadir = datadir
+        self._pg_url = None if postgresql is None else postgresql_url(postgresql)
+        self._pg: AsyncEngine | None = None
         self._server_sets = [m for m in migrations if m.scope == "server"]
         self._workspace_sets = [m for m in migrations if m.scope == "workspace"]
         self._server: AsyncEngine | None = None
@@ -306,6 +354,12 @@ class Databases:
         self._stamps: dict[str | None, StampReader] = {}
 
     async def open(self) -> None:
+        if self._pg_url is not None:
+            await asyncio.to_thread(apply_postgresql_migrations, self._pg_url, self._server_sets, schema=SERVER_SCHEMA)
+            self._pg = postgresql_engine(self._pg_url)
+            event.listen(self._pg.sync_engine, "begin", _enter_schema)
+            self._server = _schema_engine(self._pg, SERVER_SCHEMA)
+            return
         await asyncio.to_thread(apply_migrations, self._datadir.server_db, self._server_sets)
         await asyncio.to_thread(self._clear_abandoned_creations)
         self._server = _async_engine(self._datadir.server_db)
@@ -326,6 +380,9 @@ class Databases:
             return self._open_engine(workspace_id)
 
     async def _build_workspace(self, workspace_id: str, seed: Sequence[Seed]) -> None:
+        if self._pg_url is not None:
+            await self._build_pg_workspace(workspace_id, seed)
+            return
         final = self._datadir.workspace_dir(workspace_id)
         if (final / "workspace.db").exists():
             raise Conflict(f"workspace {workspace_id} already has a database")
@@ -343,9 +400,33 @@ class Databases:
         finally:
             await asyncio.to_thread(shutil.rmtree, staging, True)
 
+    async def _build_pg_workspace(self, workspace_id: str, seed: Sequence[Seed]) -> None:
+        if seed:
+            raise Unavailable("seeding a workspace (plain sqlite3) does not work on PostgreSQL yet")
+        if await self._pg_workspace_exists(workspace_id):
+            raise Conflict(f"workspace {workspace_id} already has a database")
+        # One transaction: a kill leaves no schema or a complete one, as the rename does for SQLite files.
+        await self._migrate_pg_workspace(workspace_id)
+
+    async def _migrate_pg_workspace(self, workspace_id: str) -> None:
+        assert self._pg_url is not None
+        schema = workspace_schema(workspace_id)
+        await asyncio.to_thread(apply_postgresql_migrations, self._pg_url, self._workspace_sets, schema=schema)
+
+    async def _pg_workspace_exists(self, workspace_id: str) -> bool:
+        assert self._pg is not None
+        name: sa.ColumnClause[str] = sa.column("nspname")
+        query = sa.select(name).select_from(sa.table("pg_namespace")).where(name == workspace_schema(workspace_id))
+        async with self._pg.connect() as conn:
+            return (await conn.execute(query)).first() is not None
+
     def _open_engine(self, workspace_id: str) -> AsyncEngine:
         self._damaged.pop(workspace_id, None)
-        engine = self._workspaces[workspace_id] = _async_engine(self._datadir.workspace_db(workspace_id))
+        if self._pg is not None:
+            engine = _schema_engine(self._pg, workspace_schema(workspace_id))
+        else:
+            engine = _async_engine(self._datadir.workspace_db(workspace_id))
+        self._workspaces[workspace_id] = engine
         return engine
 
     def _clear_abandoned_creations(self) -> None:
@@ -376,13 +457,17 @@ class Databases:
             if damaged is not None and time.monotonic() - damaged[0] < _RECHECK_DAMAGED_S:
                 raise damaged[1]
             path = self._datadir.workspace_db(workspace_id)
-            if not path.exists():
+            exists = await self._pg_workspace_exists(workspace_id) if self._pg_url is not None else path.exists()
+            if not exists:
                 if not create:
                     raise NotFound(f"workspace {workspace_id} has no database")
                 await self._build_workspace(workspace_id, ())
                 return self._open_engine(workspace_id)
             try:
-                await asyncio.to_thread(apply_migrations, path, self._workspace_sets)
+                if self._pg_url is not None:
+                    await self._migrate_pg_workspace(workspace_id)
+                else:
+                    await asyncio.to_thread(apply_migrations, path, self._workspace_sets)
             except DatabaseDamaged as exc:
                 err = DatabaseDamaged(
                     f"workspace {workspace_id} is unavailable: its database is damaged ({exc.message}); "
@@ -396,6 +481,8 @@ class Databases:
 
     async def writer(self, workspace_id: str) -> Writer:
         """The fast write path to the workspace database (opened and migrated like ``workspace``)."""
+        if self._pg_url is not None:
+            raise Unavailable("the plain-sqlite3 write path (events, audit, pipeline ticks) is not on PostgreSQL yet")
         writer = self._writers.get(workspace_id)
         if writer is None:
             await self.workspace(workspace_id)
@@ -416,10 +503,20 @@ class Databases:
     async def stamp(self, workspace_id: str | None, counter: str) -> int:
         """The change counter ``counter`` of the server database (``None``) or of a workspace database, as
         committed now by any process (see ``hangar.core.stamps``)."""
+        if self._pg_url is not None:
+            engine = self.server if workspace_id is None else await self.workspace(workspace_id)
+            return await engine_stamp(engine, counter)()
         return (await self._reader(workspace_id)).read(counter)
 
     async def last_event_seq(self, workspace_id: str) -> int:
         """The sequence number of the workspace's newest domain event, committed by any process (0: none)."""
+        if self._pg_url is not None:
+            async with (await self.workspace(workspace_id)).connect() as conn:
+                # The core's table, named here without importing it (``core.tables`` imports this module).
+                top = (
+                    await conn.execute(sa.select(sa.func.max(sa.column("seq"))).select_from(sa.table("domain_events")))
+                ).scalar()
+            return 0 if top is None else int(top)
         row = (await self._reader(workspace_id)).fetch("SELECT max(seq) FROM domain_events")
         return int(row[0]) if row and row[0] is not None else 0
 
@@ -431,7 +528,7 @@ class Databases:
         if reader is not None:
             reader.close()
         engine = self._workspaces.pop(workspace_id, None)
-        if engine is not None:
+        if engine is not None and self._pg is None:  # PostgreSQL's engines share one pool, disposed at close
             await engine.dispose()
 
     def open_workspace_ids(self) -> list[str]:
@@ -444,9 +541,13 @@ class Databases:
         for reader in self._stamps.values():
             reader.close()
         self._stamps.clear()
-        for engine in list(self._workspaces.values()):
-            await engine.dispose()
+        if self._pg is not None:
+            await self._pg.dispose()
+            self._pg = None
+        else:
+            for engine in list(self._workspaces.values()):
+                await engine.dispose()
+            if self._server is not None:
+                await self._server.dispose()
         self._workspaces.clear()
-        if self._server is not None:
-            await self._server.dispose()
-            self._server = None
+        self._server = None

@@ -45,7 +45,7 @@ def bump_triggers_sql(
     statements = [
         *create_counters_sql(),
         f"INSERT INTO {COUNTERS_TABLE} (name, value) VALUES ('{counter}', 0) ON CONFLICT (name) DO NOTHING",
-        f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ "
         f"BEGIN {bump}; RETURN NULL; END $$",
     ]
     for event, suffix in _EVENTS:

@@ -1,0 +1,64 @@
+"""An application context on either database dialect, for the stores that reach their database through
+``hangar.core.db`` (SQLAlchemy Core, async): SQLite files in a data directory, or one PostgreSQL database with a
+schema per workspace (``Databases(..., postgresql=URL)``).
+
+Only those stores work on PostgreSQL yet: the plain-``sqlite3`` paths (``EventBus.publish_raw``, the audit log,
+seeds, pipeline ticks, a rig's action log, the SSO sign-in state) refuse there, so tests on both dialects use the
+stores' Core paths only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hangar.config import Settings
+from hangar.core.audit import AuditLog
+from hangar.core.clock import FakeClock
+from hangar.core.context import AppContext
+from hangar.core.datadir import DataDir
+from hangar.core.db import Databases
+from hangar.core.events import EventBus, EventRegistry
+from hangar.core.secrets import SecretsFile
+from hangar.identity.authority import AUTHORITY
+from hangar.identity.service import IdentityService
+from hangar.server.parts import all_parts
+
+DIALECTS = ("sqlite", "postgresql")
+
+
+def database_url(dialect: str, request: pytest.FixtureRequest) -> str | None:
+    """A fresh PostgreSQL database for a ``postgresql`` run (the session's cluster starts on first use); ``None``
+    for SQLite."""
+    return str(request.getfixturevalue("pg_url")) if dialect == "postgresql" else None
+
+
+@contextlib.asynccontextmanager
+async def app_on(tmp_path: Path, postgresql: str | None) -> AsyncIterator[AppContext]:
+    """A context with its databases opened (on PostgreSQL when ``postgresql`` is a URL) and the identity
+    service; parts are not started (each test makes the services it exercises)."""
+    parts = all_parts()
+    datadir = DataDir(tmp_path / "data").ensure()
+    dbs = Databases(datadir, [m for p in parts for m in p.migrations], postgresql=postgresql)
+    await dbs.open()
+    clock = FakeClock()
+    bus = EventBus(dbs, clock, EventRegistry([e for p in parts for e in p.events]))
+    app = AppContext(
+        settings=Settings(data_dir=datadir.root),
+        clock=clock,
+        datadir=datadir,
+        dbs=dbs,
+        secrets=SecretsFile(datadir.secrets_file),
+        bus=bus,
+        audit=AuditLog(dbs, clock),
+    )
+    app.provide(IdentityService(dbs.server, clock, stamp=functools.partial(dbs.stamp, None, AUTHORITY)))
+    try:
+        yield app
+    finally:
+        await bus.aclose()
+        await dbs.aclose()
