@@ -17,15 +17,14 @@ from pathlib import Path
 import pytest
 
 from hangar.config import Settings
-from hangar.core.audit import AuditLog
 from hangar.core.clock import FakeClock
 from hangar.core.context import AppContext
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.events import EventBus, EventRegistry
-from hangar.core.secrets import SecretsFile
 from hangar.identity.authority import AUTHORITY
 from hangar.identity.service import IdentityService
+from hangar.server.context_factory import assemble_context
 from hangar.server.parts import all_parts
 
 DIALECTS = ("sqlite", "postgresql")
@@ -47,15 +46,7 @@ async def app_on(tmp_path: Path, postgresql: str | None) -> AsyncIterator[AppCon
     await dbs.open()
     clock = FakeClock()
     bus = EventBus(dbs, clock, EventRegistry([e for p in parts for e in p.events]))
-    app = AppContext(
-        settings=Settings(data_dir=datadir.root),
-        clock=clock,
-        datadir=datadir,
-        dbs=dbs,
-        secrets=SecretsFile(datadir.secrets_file),
-        bus=bus,
-        audit=AuditLog(dbs, clock),
-    )
+    app = assemble_context(Settings(data_dir=datadir.root), clock, dbs, bus)
     app.provide(IdentityService(dbs.server, clock, stamp=functools.partial(dbs.stamp, None, AUTHORITY)))
     try:
         yield app

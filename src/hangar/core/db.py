@@ -531,6 +531,10 @@ class Databases:
         if engine is not None and self._pg is None:  # PostgreSQL's engines share one pool, disposed at close
             await engine.dispose()
 
+    @property
+    def datadir(self) -> DataDir:
+        return self._datadir
+
     def open_workspace_ids(self) -> list[str]:
         return list(self._workspaces)
 

@@ -28,34 +28,25 @@ def bump_triggers_sql(
     bump = f"UPDATE {COUNTERS_TABLE} SET value = value + 1 WHERE name = '{counter}'"
     of = f" OF {', '.join(update_columns)}" if update_columns else ""
     if dialect == "sqlite":
-        statements = [
-            *create_counters_sql(),
-            f"INSERT OR IGNORE INTO {COUNTERS_TABLE} (name, value) VALUES ('{counter}', 0)",
+        first = [f"INSERT OR IGNORE INTO {COUNTERS_TABLE} (name, value) VALUES ('{counter}', 0)"]
+        create, body = "CREATE TRIGGER IF NOT EXISTS", f"BEGIN {bump}; END"
+    else:
+        _postgresql_only(dialect)
+        function = f"bump_{counter}"
+        first = [
+            f"INSERT INTO {COUNTERS_TABLE} (name, value) VALUES ('{counter}', 0) ON CONFLICT (name) DO NOTHING",
+            f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT "
+            f"AS $$ BEGIN {bump}; RETURN NULL; END $$",
         ]
-        for event, suffix in _EVENTS:
-            if event == "UPDATE":
-                event += of
-            statements.append(
-                f"CREATE TRIGGER IF NOT EXISTS bump_{counter}_{table}_{suffix} AFTER {event} ON {table} "
-                f"BEGIN {bump}; END"
-            )
-        return statements
-    _postgresql_only(dialect)
-    function = f"bump_{counter}"
-    statements = [
+        create, body = "CREATE OR REPLACE TRIGGER", f"FOR EACH ROW EXECUTE FUNCTION {function}()"
+    return [
         *create_counters_sql(),
-        f"INSERT INTO {COUNTERS_TABLE} (name, value) VALUES ('{counter}', 0) ON CONFLICT (name) DO NOTHING",
-        f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ "
-        f"BEGIN {bump}; RETURN NULL; END $$",
+        *first,
+        *(
+            f"{create} bump_{counter}_{table}_{suffix} AFTER {event}{of if event == 'UPDATE' else ''} ON {table} {body}"
+            for event, suffix in _EVENTS
+        ),
     ]
-    for event, suffix in _EVENTS:
-        if event == "UPDATE":
-            event += of
-        statements.append(
-            f"CREATE OR REPLACE TRIGGER bump_{counter}_{table}_{suffix} AFTER {event} ON {table} "
-            f"FOR EACH ROW EXECUTE FUNCTION {function}()"
-        )
-    return statements
 
 
 def drop_triggers_sql(table: str, counter: str, *, dialect: str = "sqlite") -> list[str]:

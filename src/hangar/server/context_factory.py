@@ -26,6 +26,19 @@ from hangar.identity.service import IdentityService
 log = logging.getLogger(__name__)
 
 
+def assemble_context(settings: Settings, clock: Clock, dbs: Databases, bus: EventBus) -> AppContext:
+    """The context around opened databases and their event bus, before any service is provided."""
+    return AppContext(
+        settings=settings,
+        clock=clock,
+        datadir=dbs.datadir,
+        dbs=dbs,
+        secrets=SecretsFile(dbs.datadir.secrets_file),
+        bus=bus,
+        audit=AuditLog(dbs, clock),
+    )
+
+
 @contextlib.asynccontextmanager
 async def open_context(
     settings: Settings,
@@ -58,15 +71,7 @@ async def open_context(
         relay=relay.relay,
         settings=[s for p in parts for s in p.server_settings],
     )
-    ctx = AppContext(
-        settings=settings,
-        clock=clock,
-        datadir=datadir,
-        dbs=dbs,
-        secrets=SecretsFile(datadir.secrets_file),
-        bus=bus,
-        audit=AuditLog(dbs, clock),
-    )
+    ctx = assemble_context(settings, clock, dbs, bus)
     ctx.provide(identity)
     for service in services:
         ctx.provide(service)
