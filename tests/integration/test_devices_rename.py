@@ -62,7 +62,7 @@ async def test_a_member_renames_their_own_device_and_no_one_elses(
             assert [d["name"] for d in await owner.call("devices.list")] == [owners["name"]]
 
 
-async def test_a_revoked_device_or_an_applications_credential_cannot_rename_others(tmp_path: Path) -> None:
+async def test_a_revoked_device_cannot_be_renamed_nor_can_an_application_rename_any(tmp_path: Path) -> None:
     async with running_server(tmp_path, parts=PARTS) as srv:
         identity = srv.ctx.service(IdentityService)
         app_token = await identity.issue_device(srv.owner_id, "Some MCP client", scope=DeviceScope(client_id="c-1"))
@@ -75,9 +75,15 @@ async def test_a_revoked_device_or_an_applications_credential_cannot_rename_othe
         assert old_token
         async with RpcClient(srv.ws_url, app_token) as app:
             other = await refused(app, listed["test-owner"], "renamed by an app")
-            assert other.code == "forbidden" and "may rename only itself" in other.message
-            itself = await app.call("devices.rename", deviceId=listed["Some MCP client"], name="Editor plug-in")
-            assert itself["name"] == "Editor plug-in"
+            assert other.code == "forbidden" and "cannot rename credentials" in other.message
+            # Not itself either: named "My laptop", it would hide among its person's devices.
+            itself = await refused(app, listed["Some MCP client"], "My laptop")
+            assert itself.code == "forbidden"
+        async with RpcClient(srv.ws_url, srv.owner_token) as owner:
+            names = {d["name"] for d in await owner.call("devices.list")}
+            assert "Some MCP client" in names and "My laptop" not in names
+            renamed = await owner.call("devices.rename", deviceId=listed["Some MCP client"], name="Editor plug-in")
+            assert renamed["name"] == "Editor plug-in"
 
 
 async def test_a_name_given_at_pairing_is_checked_before_the_code_is_spent(tmp_path: Path) -> None:

@@ -149,11 +149,14 @@ def refusal(address: IPAddress, *, named: bool, local: bool = False) -> str | No
 
 
 class AddressRefused(Exception):
-    """Every address the name resolved to is one the caller may not reach; ``reason`` says which and why."""
+    """Every address the name resolved to is one the caller may not reach; ``reason`` says which and why (for the
+    server's log and an admin's reply), ``told`` says why without the addresses (for whoever only asked for the
+    name: the answers of an internal resolver are not theirs to read)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, told: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.told = reason if told is None else told
 
 
 async def resolve(name: str, port: int) -> list[str]:
@@ -203,7 +206,7 @@ def permitted(
     more = f" ({len(refused) - 1} more addresses refused too)" if len(refused) > 1 else ""
     if answers == [name]:  # an address given as such, not a name
         raise AddressRefused(f"{name} is {why}{more}")
-    raise AddressRefused(f"{name} resolves to {answer}, {why}{more}")
+    raise AddressRefused(f"{name} resolves to {answer}, {why}{more}", f"{name} resolves to {why}")
 
 
 RESOLVE_LIMIT_S = 30.0  # a resolver that does not answer fails the connection like a host that does not resolve

@@ -44,6 +44,13 @@ from hangar.errors import InvalidArgs, Refused
 log = logging.getLogger(__name__)
 
 
+def _where(exc: ValidationError) -> str:
+    """Which fields failed and why, never the values given (a payload may carry what no log should keep)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}" for e in exc.errors(include_input=False)
+    )
+
+
 class DomainEvent(BaseModel):
     """Base of every domain event. Subclasses set ``type`` (a stable wire name) and add typed fields.
 
@@ -128,7 +135,7 @@ class EventRegistry:
         try:
             event = self.parse(type_name, workspace_id, payload)
         except ValidationError as exc:
-            log.warning("a stored %s event does not match its model: %s", type_name, exc.errors()[:1])
+            log.warning("a stored %s event does not match its model: %s", type_name, _where(exc))
             return payload
         return payload if event is None else event.payload()
 
@@ -141,7 +148,7 @@ class EventRegistry:
         try:
             return cls.model_validate({**payload, "workspace_id": ""}).payload()
         except ValidationError as exc:
-            raise ValueError(f"the payload of {type_name} does not match {cls.__name__}: {exc}") from exc
+            raise ValueError(f"the payload of {type_name} does not match {cls.__name__}: {_where(exc)}") from exc
 
     def classes(self) -> list[type[DomainEvent]]:
         return [self._by_type[t] for t in self.types]

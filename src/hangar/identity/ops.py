@@ -206,10 +206,13 @@ class RenameArgs(Args):
 @op("devices.rename", kind="mutate", scope="server")
 async def devices_rename(ctx: OpContext, args: RenameArgs) -> DeviceView:
     """Rename one of the caller's own active device credentials (the server owner's credentials from ``hangar
-    admin owner-token`` are the owner's own). A credential issued to an application or an agent may rename only
-    itself."""
-    if ctx.principal.delegated and args.device_id != ctx.principal.device_id:
-        raise Forbidden("a credential issued to an application or an agent may rename only itself")
+    admin owner-token`` are the owner's own). A credential issued to an application or an agent renames none,
+    itself included: its name is how the person tells it apart when deciding what to revoke."""
+    if ctx.principal.delegated:
+        raise Forbidden(
+            "a credential issued to an application or an agent cannot rename credentials; "
+            "its person renames it from their own device"
+        )
     name = device_name(args.name)
     old, device = await ctx.app.service(IdentityService).rename_device(ctx.principal.user_id, args.device_id, name)
     # Devices belong to the server, not to a workspace, so the record of the change is the server's log.

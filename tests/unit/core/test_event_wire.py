@@ -71,6 +71,10 @@ async def test_a_payload_that_does_not_validate_against_its_model_is_not_publish
         await ctx.bus.publish_raw(ws, MemberAdded.type, {"userId": "u1"})
     with pytest.raises(ValueError, match=r"identity.memberAdded does not match MemberAdded"):
         await ctx.bus.publish_raw(ws, MemberAdded.type, {"userId": "u1", "role": "member", "extra_field": 1})
+    # The refusal names the field and why, never the value given (a payload may carry a secret).
+    with pytest.raises(ValueError) as refused:
+        await ctx.bus.publish_raw(ws, MemberAdded.type, {"userId": {"token": "sk-live-0123456789"}, "role": "x"})
+    assert "userId" in str(refused.value) and "sk-live-0123456789" not in str(refused.value)
     assert len(await ctx.bus.replay(ws)) == before
     # At the line: a payload with exactly the model's fields is recorded, in wire form.
     stored = await ctx.bus.publish_raw(ws, MemberAdded.type, {"userId": "u1", "role": "member"})

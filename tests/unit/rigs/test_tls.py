@@ -146,3 +146,16 @@ def test_a_ca_that_cannot_be_read_is_said_and_never_replaced(tls: DevTls) -> Non
     assert tls.ca_cert.read_bytes() == ca and dev_ca_pem(tls.root.parent) == ca  # the rigs' trust is kept
     with pytest.raises(Unavailable):
         tls.context("ws/space")  # never issued
+
+
+@pytest.mark.parametrize("lost", ["ca.key", "ca.pem"])
+def test_a_ca_missing_one_of_its_files_is_said_and_never_replaced(tls: DevTls, lost: str) -> None:
+    tls.ca_pem()
+    files = {p.name: p for p in (tls.ca_key, tls.ca_cert)}
+    (kept_path,) = [p for name, p in files.items() if name != lost]
+    kept = kept_path.read_bytes()
+    files[lost].unlink()
+    with pytest.raises(Internal) as e:
+        tls.ca_pem()
+    assert e.value.message.startswith(f"the dev-domain CA is incomplete: {lost} is missing")
+    assert kept_path.read_bytes() == kept and not files[lost].exists()  # nothing made behind the rigs' trust

@@ -179,9 +179,17 @@ class DevTls:
             os.close(fd)  # closing drops the lock
 
     def _ensure_ca(self) -> None:
-        """Make the CA unless both its files exist (call with the lock held)."""
-        if self.ca_key.is_file() and self.ca_cert.is_file():
+        """Make the CA when neither of its files exists (call with the lock held). One without the other is said,
+        never mended by a new CA: rigs that trust the old one would stop trusting their leaves."""
+        have_key, have_cert = self.ca_key.is_file(), self.ca_cert.is_file()
+        if have_key and have_cert:
             return
+        if have_key or have_cert:
+            gone, kept = (self.ca_cert, self.ca_key) if have_key else (self.ca_key, self.ca_cert)
+            raise Internal(
+                f"the dev-domain CA is incomplete: {gone.name} is missing beside {kept.name}; "
+                "restore it from a backup, or remove both to make a new CA (rigs must then trust the new one)"
+            )
         key = _new_key()
         write_private_atomic(self.ca_key, _key_pem(key))
         # A distinct name per install: two servers' CAs trusted side by side stay tellable apart.

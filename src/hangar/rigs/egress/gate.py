@@ -135,12 +135,13 @@ class EgressGate:
     def _is_local(self, name: str) -> bool:
         return name in self._local
 
-    def _record(self, kind: str, target: str, allowed: bool, reason: str, rule: str = "") -> None:
+    def _record(self, kind: str, target: str, allowed: bool, reason: str, rule: str = "", detail: str = "") -> None:
+        """``reason`` is what the rig's watchers are told; ``detail``, when given, what only the log keeps."""
         event = EgressEvent(time.time(), kind, target, allowed, reason, rule)
         self.events.append(event)
         level = logging.INFO if allowed else logging.WARNING
         log.log(level, "rig %s egress %s %s %s: %s", self.rig_id, kind, target,
-                "allowed" if allowed else "denied", reason)  # fmt: skip
+                "allowed" if allowed else "denied", detail or reason)  # fmt: skip
         if not allowed and self.on_refused is not None:
             try:
                 self.on_refused(event)
@@ -289,8 +290,8 @@ class EgressGate:
         try:
             upstream = await self._upstream(name.lower(), 80)
         except AddressRefused as exc:
-            self._record("http", name, False, exc.reason, "address")
-            writer.write(refusal(f"egress to {name} is refused: {exc.reason}"))
+            self._record("http", name, False, exc.told, "address", detail=exc.reason)
+            writer.write(refusal(f"egress to {name} is refused: {exc.told}"))
             return
         except (OSError, TimeoutError) as exc:
             self._record("http", name, False, f"upstream unreachable ({exc.__class__.__name__})", "unreachable")
@@ -320,7 +321,7 @@ class EgressGate:
         try:
             upstream = await self._upstream(name.lower(), 443)
         except AddressRefused as exc:  # inside TLS there is no way to say why: the log says it
-            self._record("tls", name, False, exc.reason, "address")
+            self._record("tls", name, False, exc.told, "address", detail=exc.reason)
             return
         except (OSError, TimeoutError) as exc:
             self._record("tls", name, False, f"upstream unreachable ({exc.__class__.__name__})", "unreachable")
