@@ -198,13 +198,17 @@ async def test_names_resolving_to_loopback_private_or_link_local_are_refused(
             for name in ("intranet", "db.corp", "meta.corp", "v6.corp"):
                 command = f"curl -sS -m 10 -w ' status=%{{http_code}}' http://{name}.example.test/"
                 said[name] = (await env.exec(rig, command))["stdout"]
+            # Told why, never the address the name resolved to (the server's log keeps that).
             assert said["intranet"] == (
-                f"egress to intranet.example.test is refused: intranet.example.test resolves to "
-                f"{local_service.address}, a loopback address, which rigs never reach\n status=403"
+                "egress to intranet.example.test is refused: intranet.example.test resolves to "
+                "a loopback address, which rigs never reach\n status=403"
             )
-            assert "10.9.8.7, a private address, which rigs reach only when an admin named the host" in said["db.corp"]
-            assert "169.254.169.254, the cloud metadata service, which rigs never reach" in said["meta.corp"]
-            assert "::ffff:127.0.0.1, a loopback address" in said["v6.corp"]
+            private = "resolves to a private address, which rigs reach only when an admin named the host"
+            assert private in said["db.corp"]
+            assert "resolves to the cloud metadata service, which rigs never reach" in said["meta.corp"]
+            assert "resolves to a loopback address" in said["v6.corp"]
+            for address in (local_service.address, "10.9.8.7", "169.254.169.254", "::ffff:127.0.0.1"):
+                assert all(address not in out for out in said.values()), (address, said)
             assert all(out.endswith("status=403") for out in said.values()), said
             assert local_service.requests == []
             events = gate_of(env, rig).events

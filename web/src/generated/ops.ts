@@ -1969,7 +1969,7 @@ export type DevicesListResult = Array<DeviceView>;
 export type DevicesPairingCodeArgs = Record<string, never>;
 export type DevicesPairingCodeResult = OneTimeCode;
 
-/** Rename one of the caller's own active device credentials (the server owner's credentials from ``hangar admin owner-token`` are the owner's own). A credential issued to an application or an agent may rename only itself. */
+/** Rename one of the caller's own active device credentials (the server owner's credentials from ``hangar admin owner-token`` are the owner's own). A credential issued to an application or an agent renames none, itself included: its name is how the person tells it apart when deciding what to revoke. */
 export type DevicesRenameArgs = {
   deviceId: string;
   /** 1 to 100 characters, no line breaks */
