@@ -1,17 +1,23 @@
 """A person's terminal outlives its lane: a lane that drops (a reload, a network cut) leaves the shell running, and
 the person's next lane gets its recent output first, then the same shell; nothing of it reaches another person's
-terminal or a terminal of another rig; the replay is bounded in bytes; a terminal nobody shows is closed after the
-keep time, and one whose person lost access is closed at once."""
+terminal, a terminal of another rig, or a lane of another credential of the same person (an application's grant);
+the replay is bounded in bytes; a terminal nobody shows is closed after the keep time, and one whose person lost
+access (removed, or demoted below member, with or without an event) is closed at once on every rig, shown or not."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import websockets
 
 from hangar.core.clock import FakeClock
+from hangar.core.principal import Role
+from hangar.identity import IdentityService
+from hangar.identity.models import DeviceScope
 from hangar.rigs.live.terminals import Scrollback
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcClient
@@ -91,8 +97,7 @@ async def test_lanes_of_one_person_opened_at_once_share_one_shell(tmp_path: Path
             await read_until(second, b"shared-one-shell")
             await read_until(first, b"shared-one-shell")  # both show what the one shell prints
         live = env.manager.live(env.ws, rig)
-        kept = live.terminals.get(env.srv.owner_id)
-        assert kept is not None
+        assert live.terminals.people() == {env.srv.owner_id}
         log = await env.manager.store.actions(env.ws, rig)
         assert sorted(e.details.get("kept", False) for e in log if e.verb == "terminal.open") == [False, True]
 
@@ -137,10 +142,10 @@ async def test_a_terminal_nobody_shows_is_closed_after_the_keep_time(tmp_path: P
             await asyncio.sleep(0.025)
         clock.advance(299)
         await env.manager.sweep()
-        assert live.terminals.get(env.srv.owner_id) is not None  # within the keep time: still there
+        assert env.srv.owner_id in live.terminals.people()  # within the keep time: still there
         clock.advance(1)
         await env.manager.sweep()
-        assert live.terminals.get(env.srv.owner_id) is None
+        assert env.srv.owner_id not in live.terminals.people()
         async with await lane(env, rig) as term:
             seen = await first_output(term, b"fresh-shell")
             assert b"first-6" not in seen  # a new shell, with nothing of the old one
@@ -174,7 +179,110 @@ async def test_a_person_who_lost_access_loses_the_kept_terminal(tmp_path: Path) 
             assert term.close_code == 4403
         live = env.manager.live(env.ws, rig)
         for _ in range(400):
-            if live.terminals.get(me) is None:
+            if me not in live.terminals.people():
                 break
             await asyncio.sleep(0.025)
-        assert live.terminals.get(me) is None
+        assert me not in live.terminals.people()
+
+
+async def shell_pid(env: RigsEnv, rig: str, token: str) -> int:
+    """Open a lane of ``token``'s person, learn its shell's process id, and close the lane (the shell is kept)."""
+    async with await lane(env, rig, token) as term:
+        await term.send(b"echo pid-$$-e''nd\n")  # the typed line does not end as the answer does
+        found = re.search(rb"pid-(\d+)-end", await read_until(term, b"-end\r\n"))
+        assert found is not None
+    return int(found.group(1))
+
+
+async def runs(env: RigsEnv, rig: str, pid: int) -> bool:
+    """Whether the process ``pid`` still runs in the rig (asked from inside it, not from the server's records)."""
+    ran = await env.exec(rig, f"kill -0 {pid} 2>/dev/null && echo running || echo ended")
+    return "running" in str(ran["stdout"])
+
+
+async def ends(env: RigsEnv, rig: str, pid: int) -> bool:
+    """Whether ``pid`` ends soon (a closed PTY hangs its shell up; the rig's kernel takes a moment)."""
+    for _ in range(100):
+        if not await runs(env, rig, pid):
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
+async def user_of(env: RigsEnv, token: str) -> str:
+    async with RpcClient(env.srv.ws_url, token) as c:
+        return str((await c.call("users.me"))["id"])
+
+
+async def test_removing_a_person_ends_their_kept_shells_on_every_rig_at_once(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        first, second = await env.open(), await env.open(await env.new_space())
+        member = await env.srv.new_user_token(env.ws, "member", name="leaver")
+        me = await user_of(env, member)
+        pids = {rig: await shell_pid(env, rig, member) for rig in (first, second)}
+        assert all([await runs(env, rig, pid) for rig, pid in pids.items()])  # kept while nobody shows them
+        await env.call("members.remove", user_id=me)
+        await env.srv.ctx.bus.drain()  # the removal is an event: no sweep needed
+        for rig, pid in pids.items():
+            assert await ends(env, rig, pid), f"the removed person's shell on {rig} still runs"
+        # The rigs themselves were opened by someone else and stay.
+        assert {(await env.status(r))["status"] for r in pids} == {"ready"}
+
+
+async def test_demoting_a_person_below_member_ends_their_kept_shell(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        member = await env.srv.new_user_token(env.ws, "member", name="demoted")
+        me = await user_of(env, member)
+        pid = await shell_pid(env, rig, member)
+        await env.call("members.setRole", user_id=me, role="admin")  # still member or above: the shell stays
+        await env.call("members.setRole", user_id=me, role="member")
+        await env.srv.ctx.bus.drain()
+        assert await runs(env, rig, pid)
+        await env.call("members.setRole", user_id=me, role="guest")  # below member: a guest has no terminal
+        await env.srv.ctx.bus.drain()
+        assert await ends(env, rig, pid)
+
+
+async def test_the_sweep_ends_kept_shells_of_people_who_lost_access_without_an_event(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        identity = env.srv.ctx.service(IdentityService)
+        stays, demoted, removed = [
+            await env.srv.new_user_token(env.ws, "member", name=n) for n in ("stays", "demoted", "removed")
+        ]
+        pids = {token: await shell_pid(env, rig, token) for token in (stays, demoted, removed)}
+        # Straight to the store, as another process or a repair would: no event for this server to hear.
+        await identity.set_role(env.ws, await user_of(env, demoted), Role.guest)
+        await identity.remove_member(env.ws, await user_of(env, removed))
+        assert await runs(env, rig, pids[demoted]) and await runs(env, rig, pids[removed])
+        await env.manager.sweep()
+        assert await ends(env, rig, pids[demoted]) and await ends(env, rig, pids[removed])
+        assert await runs(env, rig, pids[stays])  # a member's kept shell is left alone
+
+
+async def test_another_credential_of_the_same_person_gets_a_shell_of_its_own(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        await printed(
+            env, rig, b"export KEPT_MARK=from-my-device; echo typed-on-device-$((6*7))", b"typed-on-device-42"
+        )
+        # An application the person granted (an OAuth client's credential, not read-only): the same person, another
+        # credential. It gets a shell of its own, with none of what the person typed on their device.
+        identity = env.srv.ctx.service(IdentityService)
+        grant = DeviceScope(
+            workspace_id=env.ws, client_id="an-app", expires_at=env.srv.ctx.clock.now() + timedelta(hours=1)
+        )
+        app_token = await identity.issue_device(env.srv.owner_id, "an app", scope=grant)
+        assert (await identity.authenticate(app_token)).delegated
+        async with await lane(env, rig, app_token) as theirs:
+            seen = await first_output(theirs, b"app-lane")
+            assert b"typed-on-device-42" not in seen and b"from-my-device" not in seen
+            await theirs.send(b"echo mark-[$KEPT_MARK]; export KEPT_MARK=from-the-app\n")
+            await read_until(theirs, b"mark-[]")
+        # The person's own device still attaches to its own shell, untouched by the application.
+        async with await lane(env, rig) as mine:
+            seen = await first_output(mine, b"mine-again")
+            assert b"typed-on-device-42" in seen and b"app-lane" not in seen
+            await mine.send(b"echo mark-[$KEPT_MARK]\n")
+            await read_until(mine, b"mark-[from-my-device]")

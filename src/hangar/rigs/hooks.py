@@ -20,8 +20,9 @@ from hangar.core.beneath import anchored, lstat_beneath
 from hangar.core.confine import Scope
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent
+from hangar.core.principal import Role
 from hangar.errors import NotFound, Refused
-from hangar.identity import IdentityService, MemberRemoved
+from hangar.identity import IdentityService, MemberRemoved, MemberRoleChanged
 from hangar.rigs.backends.base import GuestTree
 from hangar.rigs.devdomains import tls
 from hangar.rigs.egress.allowlist import browser_default_allowlist, forge_host, terminal_default_allowlist
@@ -30,8 +31,9 @@ from hangar.workspace import RepoService, SpaceService, SpaceUpdated, WorktreeSe
 
 log = logging.getLogger("hangar.rigs")
 
-# Events that end rigs: an archived space (conversationEnded), a removed member (workspaceGone).
-ENDING_EVENT_TYPES: tuple[str, ...] = (SpaceUpdated.type, MemberRemoved.type)
+# Events that end rigs: an archived space (conversationEnded), a removed member (workspaceGone); and that end a
+# person's kept terminals: a removal or a change of role (below member, they may no longer use a terminal).
+ENDING_EVENT_TYPES: tuple[str, ...] = (SpaceUpdated.type, MemberRemoved.type, MemberRoleChanged.type)
 
 
 def sensitive(content: str | bytes) -> dict[str, Any]:
@@ -166,12 +168,24 @@ async def still_member(app: AppContext, ws: str, user_id: str | None) -> bool:
     return await app.service(IdentityService).role_of(ws, user_id) is not None
 
 
-def removed_member(ev: StoredEvent) -> str | None:
-    """The user who left the workspace with this event, if any."""
-    if ev.type == MemberRemoved.type:
+async def may_use_lanes(app: AppContext, ws: str, user_id: str) -> bool:
+    """Whether the person holds member or above in the workspace now, as every lane requires (read from the
+    records, so a change another process made counts at once)."""
+    role = await app.service(IdentityService).role_of(ws, user_id)
+    return role is not None and role >= Role.member
+
+
+def changed_member(ev: StoredEvent) -> str | None:
+    """The user whose membership this event removed or changed, if any."""
+    if ev.type in (MemberRemoved.type, MemberRoleChanged.type):
         user_id = ev.payload.get("userId")
         return user_id if isinstance(user_id, str) else None
     return None
+
+
+def removed_member(ev: StoredEvent) -> str | None:
+    """The user who left the workspace with this event, if any."""
+    return changed_member(ev) if ev.type == MemberRemoved.type else None
 
 
 def ended_space(ev: StoredEvent) -> str | None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hangar.core.events import StoredEvent
-from hangar.rigs.hooks import ENDING_EVENT_TYPES, ended_space, removed_member
+from hangar.rigs.hooks import ENDING_EVENT_TYPES, changed_member, ended_space, removed_member
 
 
 def ev(type_name: str, **payload: Any) -> StoredEvent:
@@ -15,7 +15,11 @@ def ev(type_name: str, **payload: Any) -> StoredEvent:
 
 
 def test_the_ending_events() -> None:
-    assert set(ENDING_EVENT_TYPES) == {"workspace.spaceUpdated", "identity.memberRemoved"}
+    assert set(ENDING_EVENT_TYPES) == {
+        "workspace.spaceUpdated",
+        "identity.memberRemoved",
+        "identity.memberRoleChanged",
+    }
 
 
 def test_an_archived_space_ends_but_a_renamed_one_does_not() -> None:
@@ -28,3 +32,9 @@ def test_a_removed_member_is_named() -> None:
     assert removed_member(ev("identity.memberRemoved", userId="u1", role="member")) == "u1"
     assert removed_member(ev("workspace.spaceUpdated", spaceId="s1", archived=True)) is None
     assert removed_member(ev("identity.memberRemoved", role="member")) is None
+    # A change of role is not a removal (the rigs they opened stay), but names whose terminals are checked.
+    changed = ev("identity.memberRoleChanged", userId="u1", oldRole="member", newRole="guest")
+    assert removed_member(changed) is None
+    assert changed_member(changed) == "u1"
+    assert changed_member(ev("identity.memberRemoved", userId="u1", role="member")) == "u1"
+    assert changed_member(ev("workspace.spaceUpdated", spaceId="s1", archived=True)) is None

@@ -11,8 +11,9 @@ access ended. Authentication: ``Authorization: Bearer`` on the upgrade, or a fir
 ``rig.terminalUrl``. An open terminal pins the rig against parking and idle reaping (the TTL still applies).
 Input is audited as a length and SHA-256 when the lane closes, never as content.
 
-The shell is the person's kept terminal on the rig (``terminals``): a lane that closes leaves it running, and the
-person's next lane attaches to it and gets its recent output first, before anything else it prints.
+The shell is the kept terminal on the rig of the person and the credential the lane came through (``terminals``): a
+lane that closes leaves it running, and the next lane of the same credential attaches to it and gets its recent
+output first, before anything else it prints.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from hangar.errors import HangarError, InvalidArgs, Refused
 from hangar.rigs.backends.base import Pty
 from hangar.rigs.lanes.access import LaneAccess, authorize, authorize_change
 from hangar.rigs.lanes.socketlane import credential, fail, guarded
-from hangar.rigs.live.terminals import KeptTerminal
+from hangar.rigs.live.terminals import Holder, KeptTerminal
 from hangar.rpc.access import Revocable
 
 log = logging.getLogger(__name__)
@@ -68,21 +69,23 @@ async def terminal_lane(ws: WebSocket) -> None:
 
 async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, guard: Revocable) -> None:
     mgr, principal, me = access.manager, access.principal, access.principal.user_id
+    # Kept per credential: another credential of the same person (an application's) never sees this shell.
+    holder = Holder(me, principal.device_id)
     typed = hashlib.sha256()
     typed_len = 0
     async with mgr.lane(access.ws, access.live.id) as live:
         async with mgr.acting(access.ws, live.id, principal, mutating=False, what="terminal") as (_l, handle):
-            kept = live.terminals.get(me)
+            kept = live.terminals.get(holder)
             fresh = False
             if kept is None:
                 pty = await handle.open_pty(cols, rows)
-                kept = live.terminals.get(me)  # another lane of this person's may have opened one meanwhile
+                kept = live.terminals.get(holder)  # another lane of this credential's may have opened one meanwhile
                 if kept is None:
                     kept = KeptTerminal(pty, mgr.app.settings.terminal_scrollback_bytes, mgr.app.clock.monotonic())
-                    live.terminals.put(me, kept)
+                    live.terminals.put(holder, kept)
                     fresh = True
                 else:
-                    await pty.aclose()  # one shell per person: that one is this lane's too
+                    await pty.aclose()  # one shell per credential: that one is this lane's too
             if not fresh:
                 with contextlib.suppress(Refused):  # its shell just exited: the lane ends at once, as it should
                     await kept.pty.resize(cols, rows)
@@ -156,7 +159,11 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, guard:
         try:
             ending: set[asyncio.Future[Any]] = {out, inp, guard.ended}
             done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
-            if guard.ended in done:
+            if out in done and not guard.ended.done():
+                # The shell ended: closed because its person lost access (their removal ends every shell of
+                # theirs at once), the lane ends as that loss, told as such, not as an exit.
+                await guard.recheck()
+            if guard.ended.done():
                 access_ended = True
                 raise guard.ended.result()  # access ended: told to the person, then the lane closes (4401 / 4403)
             for task in done:
@@ -173,7 +180,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, cols: int, rows: int, guard:
             await asyncio.gather(out, inp, return_exceptions=True)
             kept.detach(sink, mgr.app.clock.monotonic())
             if access_ended:
-                await live.terminals.close(me)  # a shell is kept only for a person who may come back to it
+                await live.terminals.close(holder)  # a shell is kept only for a credential that may come back to it
             await mgr.log_action(
                 access.ws,
                 live.id,

@@ -119,8 +119,9 @@ class RigCloser:
         await asyncio.gather(*(self.close_live(r, reason) for r in self.rigs.all()), return_exceptions=True)
 
     async def on_ending_event(self, ev: StoredEvent) -> None:
-        """An archived space ends its rigs; a member who left takes the rigs they opened with them (the sweep
-        also notices lost membership, for changes made without an event)."""
+        """An archived space ends its rigs; a member who left takes the rigs they opened with them; a person who
+        left or fell below member loses their kept terminals on every rig of the workspace at once (the sweep
+        also notices lost membership and access, for changes made without an event)."""
         in_ws = [r for r in self.rigs.all() if r.ws == ev.workspace_id]
         space_id = hooks.ended_space(ev)
         for live in [r for r in in_ws if r.space_id == space_id]:
@@ -128,6 +129,10 @@ class RigCloser:
         user_id = hooks.removed_member(ev)
         for live in [r for r in in_ws if user_id is not None and r.opener_user_id == user_id]:
             await self.close_live(live, CloseReason.workspace_gone)
+        changed = hooks.changed_member(ev)
+        if changed is not None and not await hooks.may_use_lanes(self.app, ev.workspace_id, changed):
+            for live in in_ws:  # shown or kept, no shell of theirs outlives their access
+                await live.terminals.close_person(changed)
 
     async def _teardown(self, live: LiveRig) -> None:
         # The boot or the watcher may be the task ending the rig (a failed boot, a death): it must not cancel itself.

@@ -1,6 +1,6 @@
 """Keeping live rigs within the rules while they run: the periodic sweep (park, reap, evict, close the rigs of
-members who left), the memory budget and the measuring it rests on, waking a parked rig for its next action, and
-mirroring terminal rigs' listening ports.
+members who left and the kept terminals of people who lost access), the memory budget and the measuring it rests on,
+waking a parked rig for its next action, and mirroring terminal rigs' listening ports.
 
 The decisions are ``policy``'s (pure); this carries them out, and ends rigs through ``RigCloser``. The memory
 budget is ``budget.MemoryBudget``, shared with the enclosures user code runs in: the sweep and making room for a
@@ -65,7 +65,15 @@ class RigUpkeep:
             if not await hooks.still_member(self.app, live.ws, live.opener_user_id):
                 await self.closer.close_live(live, CloseReason.workspace_gone)
             else:
+                await self._close_terminals_without_access(live)
                 await live.terminals.reap(now, self.app.settings.terminal_keep_seconds)
+
+    async def _close_terminals_without_access(self, live: LiveRig) -> None:
+        """Close the kept terminals of people no longer member or above of the rig's workspace (their role as
+        stored now: a change made without an event, or by another process, is seen here)."""
+        for user_id in live.terminals.people():
+            if not await hooks.may_use_lanes(self.app, live.ws, user_id):
+                await live.terminals.close_person(user_id)
 
     async def make_room(self, need_mb: int) -> None:
         """With the budget's lock held: make room for a new rig's ceiling, evicting what is idle, LRU first."""

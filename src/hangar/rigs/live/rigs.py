@@ -53,7 +53,8 @@ class LiveRig:
     ended: asyncio.Event = field(default_factory=asyncio.Event)  # set once closed or failed
     watchers: set[asyncio.Queue[RigNotice]] = field(default_factory=set)  # open watch lanes
     refusals: RecentRefusals = field(default_factory=RecentRefusals)  # what its egress gate refused lately
-    terminals: KeptTerminals = field(default_factory=KeptTerminals)  # people's shells, kept between their lanes
+    # Shells kept between lanes, per person and credential.
+    terminals: KeptTerminals = field(default_factory=KeptTerminals)
 
     def notify(self, event: RigNotice) -> None:
         """Hand an activity event to every watch lane; a watcher too slow to keep up loses events, not the rig."""

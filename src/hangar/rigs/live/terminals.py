@@ -9,9 +9,14 @@ then on. Several lanes of the same person show the same shell. A kept terminal n
 sweep (every 30 s), and every one closes with its rig or when its shell exits (the next lane starts a new shell, with no
 output of the old one).
 
-Only the person who started the shell attaches to it (it is kept per person): the output of one person's terminal
-never reaches another, nor a lane of another rig; each lane is authorized as any terminal lane is, when it opens
-and while it runs. A lane that ends because its person's access ended closes the terminal with it.
+A shell is kept per person and credential (``Holder``): only lanes of the credential that started it attach to it, so
+the output of one person's terminal never reaches another person, a lane of another rig, or another credential of
+the same person (an application they granted a credential to gets a shell of its own, never what they typed on
+their own device); two tabs of one browser, which share its credential, share the shell. Each lane is authorized
+as any terminal lane is, when it opens and while it runs. A lane that ends because its access ended closes the
+terminal with it; a person who is removed from the workspace or demoted below member loses every kept terminal on
+every rig of it at once (``RigCloser.on_ending_event``), and the sweep closes those whose person lost that access
+without an event.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 
 from hangar.rigs.backends.base import Pty
 
@@ -97,38 +103,55 @@ class KeptTerminal:
             await self.pty.aclose()
 
 
+@dataclass(frozen=True)
+class Holder:
+    """Whose kept terminal it is: a person and the credential (device) their lane came through."""
+
+    user_id: str
+    device_id: str
+
+
 class KeptTerminals:
-    """A rig's kept terminals, one per person (by user id)."""
+    """A rig's kept terminals, one per person and credential."""
 
     def __init__(self) -> None:
-        self._by_user: dict[str, KeptTerminal] = {}
+        self._by_holder: dict[Holder, KeptTerminal] = {}
 
-    def get(self, user_id: str) -> KeptTerminal | None:
-        """The person's terminal when its shell still runs."""
-        kept = self._by_user.get(user_id)
+    def get(self, holder: Holder) -> KeptTerminal | None:
+        """The holder's terminal when its shell still runs."""
+        kept = self._by_holder.get(holder)
         if kept is not None and kept.ended.is_set():
-            del self._by_user[user_id]
+            del self._by_holder[holder]
             return None
         return kept
 
-    def put(self, user_id: str, kept: KeptTerminal) -> None:
-        self._by_user[user_id] = kept
+    def put(self, holder: Holder, kept: KeptTerminal) -> None:
+        self._by_holder[holder] = kept
 
-    async def close(self, user_id: str) -> None:
-        kept = self._by_user.pop(user_id, None)
+    def people(self) -> set[str]:
+        """The people who hold a terminal here (whose access the sweep checks)."""
+        return {holder.user_id for holder in self._by_holder}
+
+    async def close(self, holder: Holder) -> None:
+        kept = self._by_holder.pop(holder, None)
         if kept is not None:
             await kept.aclose()
 
+    async def close_person(self, user_id: str) -> None:
+        """Close every terminal of the person, whichever credential started it."""
+        for holder in [h for h in self._by_holder if h.user_id == user_id]:
+            await self.close(holder)
+
     async def reap(self, now: float, keep_s: float) -> None:
         """Close the terminals nobody has shown for ``keep_s``, and forget those whose shell exited."""
-        for user_id, kept in list(self._by_user.items()):
+        for holder, kept in list(self._by_holder.items()):
             idle = kept.detached_since is not None and now - kept.detached_since >= keep_s
             if idle or kept.ended.is_set():
-                if self._by_user.get(user_id) is kept:
-                    del self._by_user[user_id]
+                if self._by_holder.get(holder) is kept:
+                    del self._by_holder[holder]
                 await kept.aclose()
 
     async def close_all(self) -> None:
-        kept, self._by_user = list(self._by_user.values()), {}
+        kept, self._by_holder = list(self._by_holder.values()), {}
         for terminal in kept:
             await terminal.aclose()
