@@ -142,6 +142,8 @@ async def test_the_sign_in_page_signs_in_through_sso_and_comes_back_to_the_reque
                 await page.navigate(authorize_url(srv.url, client, challenge, state="s-1"))
                 await page.wait_for("!!document.getElementById('sso-oidc')")
                 await page.evaluate("document.getElementById('sso-oidc').click(); true")
+                # The click starts a navigation; until it lands, the page is still the one with the button.
+                await page.wait_for("!location.pathname.startsWith('/auth/oauth/authorize')")
                 await sign_in_in_browser(page, login="alice", until=f"{srv.url}/auth/oauth/consent")
                 person = await page.evaluate("document.getElementById('person').textContent")
                 await _consent(page, workspace="*", access="write")
