@@ -228,3 +228,22 @@ class PageFollower:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+class FollowsPages:
+    """The four page verbs of ``EngineSession``, answered by the session's ``PageFollower``. Listed before
+    ``EngineSession`` among a session's bases, so each engine only supplies the follower (and its ``PageHost``)."""
+
+    _pages: PageFollower
+
+    async def follow_pages(self) -> None:
+        await self._pages.follow()
+
+    def take_page_changes(self) -> list[PageChange]:
+        return self._pages.take()
+
+    async def pages(self) -> list[PageEntry]:
+        return await self._pages.listing()
+
+    async def switch_page(self, page_id: str) -> Page:
+        return await self._pages.switch(page_id)

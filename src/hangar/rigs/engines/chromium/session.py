@@ -31,6 +31,7 @@ from hangar.rigs.engines.chromium.current import GROUP, PAGE_LOAD_TIMEOUT_S, Cur
 from hangar.rigs.engines.chromium.inputs import CdpInput
 from hangar.rigs.engines.chromium.targets import PageTargets, first_page, metrics_override
 from hangar.rigs.engines.launch import Endpoint
+from hangar.rigs.engines.pages import FollowsPages
 from hangar.rigs.engines.scripts import script
 from hangar.rigs.engines.session import (
     EngineSession,
@@ -40,15 +41,13 @@ from hangar.rigs.engines.session import (
     ImageMime,
     MouseButton,
     Page,
-    PageChange,
-    PageEntry,
     Still,
 )
 
 IMAGE_CALL_S = 120.0  # a 16 MB image is decoded, re-encoded and read back by the page: seconds on a busy host
 
 
-class CdpSession(EngineSession):
+class CdpSession(FollowsPages, EngineSession):
     engine = "engine-a"
     hard_reload = True
     real_drop = True
@@ -76,18 +75,6 @@ class CdpSession(EngineSession):
             await conn.aclose()
             raise
         return session
-
-    async def follow_pages(self) -> None:
-        await self._pages.follow()
-
-    def take_page_changes(self) -> list[PageChange]:
-        return self._pages.take()
-
-    async def pages(self) -> list[PageEntry]:
-        return await self._pages.listing()
-
-    async def switch_page(self, page_id: str) -> Page:
-        return await self._pages.switch(page_id)
 
     # -- navigation -----------------------------------------------------------------------------------------
 

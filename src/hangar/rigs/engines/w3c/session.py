@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.rigs.engines import clipboard_image as clip
 from hangar.rigs.engines.launch import LaunchContext
-from hangar.rigs.engines.pages import PageFollower
+from hangar.rigs.engines.pages import FollowsPages, PageFollower
 from hangar.rigs.engines.session import (
     EngineSession,
     Extracted,
@@ -26,8 +26,6 @@ from hangar.rigs.engines.session import (
     ImageMime,
     MouseButton,
     Page,
-    PageChange,
-    PageEntry,
 )
 from hangar.rigs.engines.w3c import actions as w3c_actions
 from hangar.rigs.engines.w3c.errors import EngineTimeout
@@ -57,7 +55,7 @@ def console_extract(entries: Iterable[tuple[str, str]], dropped: int, note: str 
     return Extracted("console", content, note="; ".join(notes) or None)
 
 
-class W3CSession(EngineSession):
+class W3CSession(FollowsPages, EngineSession):
     """Verbs common to the WebDriver engines (BiDi and classic). ``first_page`` is the id of the page the session
     starts on (a BiDi context, a classic window handle); the session follows pages from it (``pages.py``)."""
 
@@ -106,18 +104,6 @@ class W3CSession(EngineSession):
     async def _load_state(self) -> tuple[str, str]:
         state = await self._page_state()
         return str(state.get("ready", "")), str(state.get("url", ""))
-
-    async def follow_pages(self) -> None:
-        await self._pages.follow()
-
-    def take_page_changes(self) -> list[PageChange]:
-        return self._pages.take()
-
-    async def pages(self) -> list[PageEntry]:
-        return await self._pages.listing()
-
-    async def switch_page(self, page_id: str) -> Page:
-        return await self._pages.switch(page_id)
 
     async def _describe_pages(self, pages: list[str], current: str | None) -> dict[str, tuple[str, str]]:
         """The current page's URL and title (engines that can read other pages without moving to them say
