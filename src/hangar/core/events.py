@@ -178,12 +178,12 @@ Handler = Callable[[StoredEvent], Awaitable[None]]
 _GAP_PAGE = 1000
 
 
-_SQL_INSERT = "INSERT INTO domain_events (id, type, occurred_at, payload) VALUES (?, ?, ?, ?) RETURNING seq"
+_SQL_INSERT = "INSERT INTO domain_events (id, type, occurred_at, payload) VALUES (?, ?, ?, ?)"
 
 
 def insert_event(conn: WriteConnection, ev_id: str, type_name: str, at: datetime, payload: Any) -> int:
     """One event row in the caller's transaction; its sequence number."""
-    return int(conn.execute(_SQL_INSERT, (ev_id, type_name, conn.dt(at), conn.js(payload))).fetchone()[0])
+    return conn.insert(_SQL_INSERT, (ev_id, type_name, conn.dt(at), conn.js(payload)), "seq")
 
 
 _insert_event = transaction(insert_event)

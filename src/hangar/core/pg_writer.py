@@ -36,6 +36,11 @@ def _pg_sql(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
+@functools.lru_cache(maxsize=256)
+def _pg_returning(sql: str, key: str) -> str:
+    return f"{_pg_sql(sql)} RETURNING {key}"
+
+
 def pg_dt(value: datetime | None) -> datetime | None:
     """A timestamp for a ``timestamptz`` column: aware (a naive value is UTC, as SQLite's text form has it)."""
     if value is None or value.tzinfo is not None:
@@ -91,6 +96,11 @@ class PgConnection:
         cursor = self._raw.cursor()
         cursor.executemany(_pg_sql(sql), parameters)
         return cursor
+
+    def insert(self, sql: str, parameters: Sequence[Any], key: str, /) -> int:
+        if not self._nested and not self.in_transaction:
+            self._enter(lock=False)
+        return int(self._raw.execute(_pg_returning(sql, key), parameters).fetchone()[0])  # type: ignore[index]
 
     def begin(self) -> None:
         if not self._nested:

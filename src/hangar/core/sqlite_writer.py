@@ -15,7 +15,7 @@ import functools
 import json
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +48,10 @@ class SqliteConnection(sqlite3.Connection):
     dialect = "sqlite"
     dt = staticmethod(dt)
     js = staticmethod(js)
+
+    def insert(self, sql: str, parameters: Sequence[Any], key: str, /) -> int:
+        # ``key`` is an INTEGER PRIMARY KEY, which is the rowid; RETURNING would cost a few microseconds more.
+        return int(self.execute(sql, parameters).lastrowid or 0)
 
     def begin(self) -> None:
         # IMMEDIATE: the write lock from the first statement, so what the transaction reads cannot change before

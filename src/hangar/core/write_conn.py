@@ -10,13 +10,13 @@ hands it to the writer of its database (``Databases.writer``, ``Databases.server
 - PostgreSQL (``hangar.core.pg_writer``): a pooled psycopg connection on a thread; each transaction runs in its
   database's schema and takes the same advisory write lock as ``hangar.core.db.write_transaction``.
 
-The SQL is the subset both accept: ``?`` placeholders (the PostgreSQL connection rewrites them, so a statement
-never holds a literal ``?`` or ``%``), ``INSERT ... ON CONFLICT ... DO NOTHING / DO UPDATE`` rather than
-``INSERT OR IGNORE / OR REPLACE``, ``RETURNING`` rather than ``lastrowid``, and keys rather than ``rowid``. Values
-whose stored form differs go through the connection: ``conn.dt`` (SQLite: the UTC text SQLAlchemy's ``DateTime``
-writes, so its readers read these rows; PostgreSQL: an aware datetime for ``timestamptz``) and ``conn.js``
-(JSON text on both). A datetime read back comes as text from SQLite and as a datetime from PostgreSQL:
-``read_dt`` takes either.
+The SQL is the subset both accept: ``?`` placeholders (the PostgreSQL connection rewrites them into ``%s``, so
+a statement never holds a literal ``?``), ``INSERT ... ON CONFLICT ... DO NOTHING / DO UPDATE`` rather than
+``INSERT OR IGNORE / OR REPLACE``, ``conn.insert`` for a new row's number (SQLite's ``lastrowid``, PostgreSQL's
+``RETURNING``), and keys rather than ``rowid``. Values whose stored form differs go through the connection:
+``conn.dt`` (SQLite: the UTC text SQLAlchemy's ``DateTime`` writes, so its readers read these rows; PostgreSQL:
+an aware datetime for ``timestamptz``) and ``conn.js`` (JSON text on both). A datetime read back comes as text
+from SQLite and as a datetime from PostgreSQL: ``read_dt`` takes either.
 """
 
 from __future__ import annotations
@@ -63,6 +63,10 @@ class WriteConnection(Values, Protocol):
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Rows: ...
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any: ...
+
+    def insert(self, sql: str, parameters: Sequence[Any], key: str, /) -> int:
+        """Run the ``INSERT`` of one row; the integer primary key ``key`` the database gave it (SQLite: the
+        statement's ``lastrowid``, which costs nothing; PostgreSQL: the statement with ``RETURNING key``)."""
 
     def begin(self) -> None:
         """Start a write transaction holding the database's write lock (``BEGIN IMMEDIATE``, or the advisory
