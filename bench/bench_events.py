@@ -1,7 +1,7 @@
 """The core's fast write path: domain events, audit rows and change-counter reads, one at a time.
 
 Each event and each audit row is one transaction of the workspace database (``Databases.writer``); a counter read
-is one indexed read (``Databases.stamp``). Prints the median time per operation over ``--repeat`` rounds of
+is one indexed read (``Databases.stamp``). Prints the median wall and CPU time per operation over ``--repeat`` rounds of
 ``--count`` operations each, on SQLite (a temporary data directory) or on PostgreSQL (``--postgresql URL``).
 
     .venv/bin/python bench/bench_events.py [--count 2000] [--repeat 5] [--postgresql URL]
@@ -28,14 +28,17 @@ from hangar.core.part import kernel_part
 WS = "bench"
 
 
-async def per_op(count: int, repeat: int, op: Callable[[int], Awaitable[object]]) -> float:
-    rounds: list[float] = []
+async def per_op(count: int, repeat: int, op: Callable[[int], Awaitable[object]]) -> tuple[float, float]:
+    """The median wall time and this process's median CPU time per operation."""
+    wall: list[float] = []
+    cpu: list[float] = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        w0, c0 = time.perf_counter(), time.process_time()
         for i in range(count):
             await op(i)
-        rounds.append((time.perf_counter() - start) / count)
-    return statistics.median(rounds)
+        wall.append((time.perf_counter() - w0) / count)
+        cpu.append((time.process_time() - c0) / count)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 async def main() -> None:
@@ -69,8 +72,9 @@ async def main() -> None:
             await bus.aclose()
         finally:
             await dbs.aclose()
-    for name, seconds in results.items():
-        print(f"{name:<14} {seconds * 1e6:>9.1f} us/op")
+    print(f"{'operation':<14} {'wall us/op':>11} {'cpu us/op':>10}")
+    for name, (wall, cpu) in results.items():
+        print(f"{name:<14} {wall * 1e6:>11.1f} {cpu * 1e6:>10.1f}")
 
 
 if __name__ == "__main__":

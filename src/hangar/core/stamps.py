@@ -9,7 +9,8 @@ whichever process or code path makes it. A reader checks the counter before it t
 a changed counter drops every copy that counter guards.
 
 On SQLite the counter is read by a plain connection on the event loop (no thread hop): a WAL reader never waits
-for writers. On PostgreSQL the same triggers exist (as a trigger function) and ``read`` becomes a query.
+for writers. On PostgreSQL the same triggers exist (as a trigger function) and the counter is read with one query
+through the engine (``engine_stamp``; ``Databases.stamp`` picks), which sees what either write path committed.
 """
 
 from __future__ import annotations
