@@ -48,7 +48,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 from alembic.config import Config
@@ -61,11 +61,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from hangar.core.datadir import DataDir
-from hangar.core.pg_writer import PgConnection, PgWriter
 from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter, connect
 from hangar.core.stamps import StampReader, engine_stamp
 from hangar.core.write_conn import Runner, WriteConnection, Writer
 from hangar.errors import Conflict, NotFound, Unavailable
+
+if TYPE_CHECKING:
+    from hangar.core.pg_writer import PgWriter
 
 log = logging.getLogger(__name__)
 
@@ -322,6 +324,8 @@ def apply_postgresql_migrations(
             if problems:
                 raise DatabaseDamaged(f"database {name} is missing " + "; ".join(problems))
             if seed:
+                from hangar.core.pg_writer import PgConnection  # psycopg loads only for PostgreSQL
+
                 raw = conn.connection.driver_connection
                 assert raw is not None
                 # Nested: the seeds' transactions are this one (the new schema is invisible until it commits).
@@ -498,6 +502,8 @@ class Databases:
             return self._open_engine(workspace_id)
 
     def _pg_writer(self, schema: str) -> PgWriter:
+        from hangar.core.pg_writer import PgWriter  # psycopg loads only for PostgreSQL
+
         if self._pg_sync is None:
             assert self._pg_url is not None
             self._pg_sync = create_engine(

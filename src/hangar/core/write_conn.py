@@ -22,16 +22,22 @@ from SQLite and as a datetime from PostgreSQL: ``read_dt`` takes either.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
-import psycopg
-
 T = TypeVar("T")
 
-# What a unique or foreign-key violation raises, on either dialect (a store tells "already there" by it).
-INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, psycopg.IntegrityError)
+
+def integrity_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a unique or foreign-key violation raised by either dialect's driver (a store tells
+    "already there" by it). psycopg is looked up, never imported: a process on SQLite does not load it (tens of
+    milliseconds at start), and without it no psycopg error can have been raised."""
+    if isinstance(exc, sqlite3.IntegrityError):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.IntegrityError)
 
 
 class Rows(Protocol):

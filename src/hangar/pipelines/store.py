@@ -22,7 +22,7 @@ from hangar.core import tables as core_tables
 # The same pragmas (WAL, synchronous=NORMAL, busy timeout) as every connection the core opens.
 from hangar.core.events import StoredEvent
 from hangar.core.ids import new_id
-from hangar.core.write_conn import INTEGRITY_ERRORS, Writer
+from hangar.core.write_conn import Writer, integrity_error
 from hangar.errors import Conflict, NotFound
 from hangar.pipelines import tables as t
 from hangar.pipelines._algo import StepRec
@@ -247,8 +247,8 @@ class PipelineStore:
         steps = [(run.id, r.step_id, i, r.status.value) for i, r in enumerate(recs)]
         try:
             await writer.call(insert_run, row, steps)
-        except INTEGRITY_ERRORS:
-            if run.trigger_key is None:
+        except Exception as exc:
+            if run.trigger_key is None or not integrity_error(exc):
                 raise
             return False
         return True
