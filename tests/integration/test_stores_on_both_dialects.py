@@ -24,6 +24,7 @@ from hangar.core.clock import FakeClock
 from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
 from hangar.core.events import StoredEvent
+from hangar.core.pg_writer import READER_APPLICATION
 from hangar.core.principal import Role
 from hangar.core.write_conn import WriteConnection, transaction
 from hangar.errors import Conflict, NotFound, Refused
@@ -347,6 +348,15 @@ async def test_counters_see_the_write_path_and_writes_share_the_lock(app: AppCon
     bump = "UPDATE change_counters SET value = value + 5 WHERE name = ?"
     await writer.call(transaction(lambda conn: conn.execute(bump, (SPACES,))))
     assert await app.dbs.stamp("w1", SPACES) == before + 5
+    if app.dbs.server.dialect.name == "postgresql":
+        # The counters' reader lost its connection (a server restart, an idle timeout): the next read reconnects.
+        async with app.dbs.server.connect() as conn:
+            ended = await conn.execute(
+                sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = :name"),
+                {"name": READER_APPLICATION},
+            )
+            assert ended.scalars().all() == [True]
+        assert await app.dbs.stamp("w1", SPACES) == before + 5
 
     # A write transaction through SQLAlchemy holds the write lock: the write path waits for it, then writes.
     audit = AuditLog(app.dbs, app.clock)

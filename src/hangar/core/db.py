@@ -62,12 +62,12 @@ from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from hangar.core.datadir import DataDir
 from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter, connect
-from hangar.core.stamps import StampReader, engine_stamp
+from hangar.core.stamps import STAMP_QUERY, StampReader
 from hangar.core.write_conn import Runner, WriteConnection, Writer
 from hangar.errors import Conflict, NotFound, Unavailable
 
 if TYPE_CHECKING:
-    from hangar.core.pg_writer import PgWriter
+    from hangar.core.pg_writer import PgReader, PgWriter
 
 log = logging.getLogger(__name__)
 
@@ -365,6 +365,7 @@ class Databases:
         self._pg_url = None if postgresql is None else postgresql_url(postgresql)
         self._pg: AsyncEngine | None = None
         self._pg_sync: Engine | None = None  # the pool of the write path's connections (``writer``)
+        self._pg_reader: PgReader | None = None  # the change counters' reads (``stamp``)
         self._server_sets = [m for m in migrations if m.scope == "server"]
         self._workspace_sets = [m for m in migrations if m.scope == "workspace"]
         self._server: AsyncEngine | None = None
@@ -547,24 +548,32 @@ class Databases:
             reader = self._stamps.setdefault(workspace_id, StampReader(str(path)))
         return reader
 
+    async def _small_read(self, workspace_id: str | None, sql: str, parameters: tuple[Any, ...] = ()) -> Any:
+        """The first row of an indexed read of the server (``None``) or a workspace database: on the event loop,
+        through a plain connection (SQLite's ``StampReader``, PostgreSQL's ``PgReader``)."""
+        if self._pg_url is None:
+            return (await self._reader(workspace_id)).fetch(sql, parameters)
+        if workspace_id is None:
+            schema = SERVER_SCHEMA
+        else:
+            await self.workspace(workspace_id)  # opened and migrated, or NotFound / damaged
+            schema = workspace_schema(workspace_id)
+        if self._pg_reader is None:
+            from hangar.core.pg_writer import PgReader  # psycopg loads only for PostgreSQL
+
+            self._pg_reader = PgReader(self._pg_url.set(drivername="postgresql").render_as_string(hide_password=False))
+        return await self._pg_reader.fetchone(schema, sql, parameters)
+
     async def stamp(self, workspace_id: str | None, counter: str) -> int:
         """The change counter ``counter`` of the server database (``None``) or of a workspace database, as
         committed now by any process (see ``hangar.core.stamps``)."""
-        if self._pg_url is not None:
-            engine = self.server if workspace_id is None else await self.workspace(workspace_id)
-            return await engine_stamp(engine, counter)()
-        return (await self._reader(workspace_id)).read(counter)
+        row = await self._small_read(workspace_id, STAMP_QUERY, (counter,))
+        # A database that predates the counter (mid-migration) reads as "always changed".
+        return -1 if row is None else int(row[0])
 
     async def last_event_seq(self, workspace_id: str) -> int:
         """The sequence number of the workspace's newest domain event, committed by any process (0: none)."""
-        if self._pg_url is not None:
-            async with (await self.workspace(workspace_id)).connect() as conn:
-                # The core's table, named here without importing it (``core.tables`` imports this module).
-                top = (
-                    await conn.execute(sa.select(sa.func.max(sa.column("seq"))).select_from(sa.table("domain_events")))
-                ).scalar()
-            return 0 if top is None else int(top)
-        row = (await self._reader(workspace_id)).fetch("SELECT max(seq) FROM domain_events")
+        row = await self._small_read(workspace_id, "SELECT max(seq) FROM domain_events")
         return int(row[0]) if row and row[0] is not None else 0
 
     async def forget_workspace(self, workspace_id: str) -> None:
@@ -595,6 +604,9 @@ class Databases:
         runners, self._runners = self._runners, []
         for runner in runners:
             runner.close()
+        if self._pg_reader is not None:
+            await self._pg_reader.aclose()
+            self._pg_reader = None
         if self._pg_sync is not None:
             await asyncio.to_thread(self._pg_sync.dispose)
             self._pg_sync = None

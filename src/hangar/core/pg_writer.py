@@ -1,5 +1,5 @@
 """The PostgreSQL side of the stores' write path (``hangar.core.write_conn``): pooled psycopg connections on a
-thread, one transaction per call.
+thread, one transaction per call; and ``PgReader``, the change counters' reads on the event loop.
 
 Every database of a server lives in one PostgreSQL database, a schema each (``hangar.core.db``). A transaction
 names its schema first (``set_config('search_path', ..., true)``, which is ``SET LOCAL``: it ends with the
@@ -157,3 +157,53 @@ class PgWriter:
 
     def close(self) -> None:
         """Nothing of its own to close: the pool is the ``Databases``'."""
+
+
+# How the reader's connection shows in ``pg_stat_activity``.
+READER_APPLICATION = "hangar-counters"
+
+
+class PgReader:
+    """Small reads (a change counter, the newest event's number) of one PostgreSQL database, on the event loop:
+    one async psycopg connection of its own in autocommit mode, so a read costs one round trip (no pool checkout,
+    no transaction, no thread). Its session's ``search_path`` is set when a read names another schema than the
+    last one. A connection the server dropped (a restart) is opened again and the read retried once: a read
+    changes nothing."""
+
+    def __init__(self, conninfo: str) -> None:
+        self._conninfo = conninfo
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._schema: str | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def fetchone(self, schema: str, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        """The first row of ``sql`` (written for both dialects) in ``schema``, or None."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            for attempt in (1, 2):
+                try:
+                    return await self._fetchone(schema, sql, parameters)
+                except psycopg.OperationalError:
+                    await self.aclose()
+                    if attempt == 2:
+                        raise
+        raise AssertionError("unreachable")
+
+    async def _fetchone(self, schema: str, sql: str, parameters: Sequence[Any]) -> Any:
+        if self._conn is None:
+            self._conn = await psycopg.AsyncConnection.connect(
+                self._conninfo, autocommit=True, application_name=READER_APPLICATION
+            )
+            self._schema = None
+        if schema != self._schema:
+            quoted = '"' + schema.replace('"', '""') + '"'
+            await self._conn.execute("SELECT set_config('search_path', %s, false)", (quoted,))
+            self._schema = schema
+        cursor = await self._conn.execute(_pg_sql(sql), parameters)
+        return await cursor.fetchone()
+
+    async def aclose(self) -> None:
+        conn, self._conn, self._schema = self._conn, None, None
+        if conn is not None:
+            await conn.close()
