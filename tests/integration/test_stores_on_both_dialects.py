@@ -182,6 +182,13 @@ async def test_events_appended_in_sequence_and_read_back(app: AppContext) -> Non
     moved = await app.bus.publish_once("w1", "relayed-1", "review.approved", app.clock.now(), {"x": 1})
     assert moved is not None and moved.seq == first.seq + 21
 
+    # A statement written once for both: ``?`` placeholders, and a literal ``%`` that psycopg must not take for one.
+    def count(conn: WriteConnection, after: int) -> int:
+        query = "SELECT count(*) FROM domain_events WHERE type LIKE 'review.%' AND seq > ?"
+        return int(conn.execute(query, (after,)).fetchone()[0])
+
+    assert await (await app.dbs.writer("w1")).call(count, first.seq) == 21
+
 
 async def test_audit_rows_numbered_per_target_and_append_only(app: AppContext) -> None:
     await app.dbs.workspace("w1", create=True)
