@@ -46,6 +46,7 @@ import shutil
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -365,6 +366,7 @@ class Databases:
         self._pg_url = None if postgresql is None else postgresql_url(postgresql)
         self._pg: AsyncEngine | None = None
         self._pg_sync: Engine | None = None  # the pool of the write path's connections (``writer``)
+        self._pg_threads: ThreadPoolExecutor | None = None  # and the threads its calls run on
         self._pg_reader: PgReader | None = None  # the change counters' reads (``stamp``)
         self._server_sets = [m for m in migrations if m.scope == "server"]
         self._workspace_sets = [m for m in migrations if m.scope == "workspace"]
@@ -505,12 +507,14 @@ class Databases:
     def _pg_writer(self, schema: str) -> PgWriter:
         from hangar.core.pg_writer import PgWriter  # psycopg loads only for PostgreSQL
 
-        if self._pg_sync is None:
+        if self._pg_sync is None or self._pg_threads is None:
             assert self._pg_url is not None
             self._pg_sync = create_engine(
                 self._pg_url, pool_size=_PG_POOL_SIZE, max_overflow=_PG_MAX_OVERFLOW, pool_pre_ping=True
             )
-        return PgWriter(self._pg_sync, schema, _PG_WRITE_LOCK)
+            # As many threads as connections kept: write transactions run one at a time anyway (the write lock).
+            self._pg_threads = ThreadPoolExecutor(max_workers=_PG_POOL_SIZE, thread_name_prefix="pg-writer")
+        return PgWriter(self._pg_sync, self._pg_threads, schema, _PG_WRITE_LOCK)
 
     async def writer(self, workspace_id: str) -> Writer:
         """The write path of the workspace database (``hangar.core.write_conn``; opened and migrated like
@@ -607,6 +611,9 @@ class Databases:
         if self._pg_reader is not None:
             await self._pg_reader.aclose()
             self._pg_reader = None
+        if self._pg_threads is not None:
+            await asyncio.to_thread(self._pg_threads.shutdown, wait=True)
+            self._pg_threads = None
         if self._pg_sync is not None:
             await asyncio.to_thread(self._pg_sync.dispose)
             self._pg_sync = None

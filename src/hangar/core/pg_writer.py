@@ -18,6 +18,7 @@ import asyncio
 import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -117,13 +118,16 @@ class PgConnection:
 
 class PgWriter:
     """The write path of one schema of a PostgreSQL database (``Writer`` and ``Runner`` both): connections from
-    ``engine``'s pool (a synchronous engine the ``Databases`` shares among its writers and disposes at close)."""
+    ``engine``'s pool, async calls on ``threads`` (both shared by the ``Databases``' writers and closed with it).
+    Threads of their own: writes queued behind the write lock never hold the threads ``asyncio.to_thread`` lends
+    everything else."""
 
     dt = staticmethod(pg_dt)
     js = staticmethod(pg_js)
 
-    def __init__(self, engine: Engine, schema: str, write_lock: int) -> None:
+    def __init__(self, engine: Engine, threads: Executor, schema: str, write_lock: int) -> None:
         self._engine = engine
+        self._threads = threads
         self._schema = schema
         self._write_lock = write_lock
 
@@ -146,7 +150,7 @@ class PgWriter:
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(conn, *args)`` on a pooled connection, on a worker thread (psycopg's calls block)."""
-        return await asyncio.to_thread(self._on_connection, fn, args)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, self._on_connection, fn, args)
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(conn, *args)`` in one write transaction, on the caller's thread."""
