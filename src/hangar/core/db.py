@@ -532,6 +532,11 @@ class Databases:
             await engine.dispose()
 
     @property
+    def postgresql_url(self) -> URL | None:
+        """The PostgreSQL database every database here lives in (None: SQLite files)."""
+        return self._pg_url
+
+    @property
     def datadir(self) -> DataDir:
         return self._datadir
 
