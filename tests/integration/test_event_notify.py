@@ -187,7 +187,6 @@ async def test_a_workspace_created_after_start_is_heard_from_its_first_event(
 ) -> None:
     a, b = processes
     await a.start()
-    b.ids.append("late")  # b lists it once a notification names a schema it does not follow
     await b.start()
     got: list[StoredEvent] = []
 
@@ -196,6 +195,7 @@ async def test_a_workspace_created_after_start_is_heard_from_its_first_event(
 
     b.bus.subscribe(record, name="all")
     await _create(a, "late")
+    b.ids.append("late")  # listed by b once a notification names a schema it does not follow
     await append(a.bus, "late", 1, 3)
     await until(lambda: len(got) >= 3)
     assert [(e.workspace_id, e.payload["n"]) for e in got] == [("late", 1), ("late", 2), ("late", 3)]
