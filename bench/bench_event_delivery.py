@@ -22,9 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hangar.core.events import StoredEvent
 from tests.support.event_writer import open_bus
 from tests.support.postgres import PostgresCluster
+
+from hangar.core.events import StoredEvent
 
 REPO = Path(__file__).resolve().parent.parent
 PACE_S = 0.05  # the writer waits up to this long (uniformly at random) between two events

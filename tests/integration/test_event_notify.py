@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from hangar.core.event_listener import APPLICATION_NAME
+from hangar.core.event_listener import APPLICATION_NAME, libpq_conninfo
 from hangar.core.events import EventBus, StoredEvent
 from tests.support.event_writer import Pinged, append, open_bus
 
@@ -81,9 +81,12 @@ async def _create(proc: Process, *ids: str) -> None:
         await proc.bus._dbs.workspace(ws, create=True)
 
 
+def _admin(url: str) -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(libpq_conninfo(make_url(url)), autocommit=True)
+
+
 def _terminate_listeners(pg_url: str) -> int:
-    url = make_url(pg_url)
-    with psycopg.connect(f"host={url.query['host']} user={url.username} dbname={url.database}", autocommit=True) as c:
+    with _admin(pg_url) as c:
         rows = c.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE application_name = %s AND datname = current_database()",
@@ -149,9 +152,9 @@ async def test_listener_killed_mid_stream_reconnects_and_loses_nothing(
         )  # fmt: skip
         caplog.set_level(logging.INFO, logger="hangar.core.event_listener")
         for kill in range(1, 4):  # three outages while the other process writes
-            await until(lambda: len(a.got.get("w1", [])) >= 50 * kill)
+            await until(lambda kill=kill: len(a.got.get("w1", [])) >= 50 * kill)  # type: ignore[misc]
             assert _terminate_listeners(pg_url) == 1
-            await until(lambda: listener.connections > kill)
+            await until(lambda kill=kill: listener.connections > kill)  # type: ignore[misc]
         out, _ = await writer.communicate()
         assert writer.returncode == 0 and out.strip() == b"done"
         await until(lambda: len(a.got.get("w1", [])) >= 300)
@@ -224,9 +227,7 @@ async def test_sequence_numbers_follow_commit_order(processes: tuple[Process, Pr
 def _waiting_on_lock(proc: Process) -> int:
     url = proc.bus._dbs.postgresql_url
     assert url is not None
-    with psycopg.connect(
-        f"host={url.query['host']} user={url.username} dbname={url.database}", autocommit=True
-    ) as c:
+    with _admin(url.render_as_string(hide_password=False)) as c:
         row = c.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone()
     return int(row[0]) if row else 0
 

@@ -471,8 +471,8 @@ class EventBus:
                 if full:
                     await self.poll()
                 for schema, seq in woken.items():
-                    if (ws := self._schemas.get(schema)) is not None:
-                        await self._pump(ws, seq)
+                    if (named := self._schemas.get(schema)) is not None:
+                        await self._pump(named, seq)
             except asyncio.CancelledError:
                 raise
             except Exception:
