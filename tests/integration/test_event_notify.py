@@ -102,8 +102,8 @@ async def test_two_processes_deliver_each_others_events_in_order(processes: tupl
     b.ids.append("w1")
     await a.start("w1")
     await b.start("w1")
-    # Both write at once, interleaving their transactions.
-    await asyncio.gather(append(a.bus, "w1", 1, 100), append(b.bus, "w1", 101, 100))
+    # Both write at once, interleaving their transactions: one through the write path, one with its records.
+    await asyncio.gather(append(a.bus, "w1", 1, 100, with_records=False), append(b.bus, "w1", 101, 100))
     await until(lambda: len(a.got.get("w1", [])) >= 200 and len(b.got.get("w1", [])) >= 200)
     await asyncio.sleep(0.2)  # nothing more arrives (a duplicate would)
     stored = [e.seq for e in await a.bus.replay("w1")]

@@ -46,11 +46,19 @@ async def open_bus(data: Path, postgresql: str | None, **intervals: float) -> As
         await dbs.aclose()
 
 
-async def append(bus: EventBus, workspace_id: str, first: int, count: int, pace: float = 0.0) -> None:
-    """``count`` events numbered from ``first``, one transaction each, ``pace`` seconds apart at most (random)."""
+async def append(
+    bus: EventBus, workspace_id: str, first: int, count: int, pace: float = 0.0, *, with_records: bool = True
+) -> None:
+    """``count`` events numbered from ``first``, one transaction each, ``pace`` seconds apart at most (random):
+    as a store writes an event with its records (``EventBus.transaction``), or alone through the write path
+    (``EventBus.publish``)."""
     for n in range(first, first + count):
+        event = Pinged(workspace_id=workspace_id, n=n, sent_at=time.monotonic())
+        if not with_records:
+            await bus.publish(event)
+            continue
         async with bus.transaction(workspace_id) as tx:
-            await tx.publish(Pinged(workspace_id=workspace_id, n=n, sent_at=time.monotonic()))
+            await tx.publish(event)
         if pace:
             await asyncio.sleep(random.uniform(0, pace))
 
