@@ -4,7 +4,7 @@ Every insert into a workspace's ``domain_events`` sends, when its transaction co
 ``EVENTS_CHANNEL`` naming the workspace's schema and its newest sequence number (``hangar.core.triggers``). An
 ``EventListener`` keeps one dedicated psycopg 3 connection (autocommit, outside the engines' pool, which would
 recycle it) LISTENing on that channel and hands each notification to ``on_notify(schema, seq)``; the event bus
-then reads the new rows from the table.
+collects them in ``Wakeups`` (a burst becomes one wake-up per workspace) and reads the new rows from the table.
 
 A notification is a wake-up, never the data: PostgreSQL coalesces nothing across transactions but drops every
 notification sent while no connection listens. So after each (re)connect, once LISTEN is in place, the listener
@@ -43,6 +43,38 @@ def libpq_conninfo(url: URL) -> str:
     for key, value in url.query.items():
         args[key] = value if isinstance(value, str) else value[-1]
     return psycopg.conninfo.make_conninfo("", **args)  # type: ignore[arg-type]
+
+
+class Wakeups:
+    """What the listener heard since the bus last looked: the highest seq announced per schema, and whether it
+    (re)connected, when every workspace is to be read (what committed while nobody listened was announced to
+    no one)."""
+
+    def __init__(self) -> None:
+        self._heard = asyncio.Event()
+        self._woken: dict[str, int] = {}
+        self._catch_up = False
+
+    def notified(self, schema: str, seq: int) -> None:
+        self._woken[schema] = max(seq, self._woken.get(schema, 0))
+        self._heard.set()
+
+    def connected(self) -> None:
+        self._catch_up = True
+        self._heard.set()
+
+    async def next(self, catch_up_after: float) -> tuple[bool, dict[str, int]]:
+        """Wait until something is heard or ``catch_up_after`` seconds pass; then whether to read every workspace
+        (after a (re)connect, or the wait's end: the safety catch-up) and the schemas announced, with their newest
+        seq."""
+        try:
+            await asyncio.wait_for(self._heard.wait(), catch_up_after)
+        except TimeoutError:
+            self._catch_up = True
+        self._heard.clear()
+        full, self._catch_up = self._catch_up, False
+        woken, self._woken = self._woken, {}
+        return full, woken
 
 
 class EventListener:

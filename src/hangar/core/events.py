@@ -50,7 +50,7 @@ from hangar.core.write_conn import WriteConnection, transaction
 from hangar.errors import InvalidArgs, Refused
 
 if TYPE_CHECKING:
-    from hangar.core.event_listener import EventListener
+    from hangar.core.event_listener import EventListener, Wakeups
 
 log = logging.getLogger(__name__)
 
@@ -284,9 +284,7 @@ class EventBus:
         self.tail_interval = tail_interval
         self.catchup_interval = catchup_interval
         self.listener: EventListener | None = None  # PostgreSQL's, while the bus tails
-        self._wake: asyncio.Event | None = None  # set by a notification or a (re)connect of the listener
-        self._woken: dict[str, int] = {}  # schema -> highest seq announced since the last pass
-        self._catch_up = False  # the listener (re)connected: read every workspace
+        self._wakeups: Wakeups | None = None  # what the listener heard since the last pass
         self._schemas: dict[str, str] = {}  # PostgreSQL schema -> id of the workspaces tailed
         self._subs: list[Subscription] = []
         self._closed = False
@@ -425,10 +423,10 @@ class EventBus:
         self._known_at_start = set(ids)
         url = self._dbs.postgresql_url
         if url is not None:
-            from hangar.core.event_listener import EventListener  # psycopg loads only for PostgreSQL
+            from hangar.core.event_listener import EventListener, Wakeups  # psycopg loads only for PostgreSQL
 
-            self._wake = asyncio.Event()
-            self.listener = EventListener(url, self._notified, self._reconnected, heartbeat=self.catchup_interval)
+            self._wakeups = heard = Wakeups()
+            self.listener = EventListener(url, heard.notified, heard.connected, heartbeat=self.catchup_interval)
         for ws in ids:
             await self._track(ws)
         self._tail = asyncio.get_running_loop().create_task(
@@ -460,8 +458,7 @@ class EventBus:
     ) -> None:
         seen = await changed()
         while True:
-            full = await self._next_pass()
-            woken, self._woken = self._woken, {}
+            full, woken = await self._next_pass()
             try:
                 # A notification from a schema not tailed yet: a workspace created since the last listing.
                 relist = any(schema not in self._schemas for schema in woken)
@@ -482,29 +479,13 @@ class EventBus:
             except Exception:
                 log.exception("following other processes' events failed; retrying")
 
-    async def _next_pass(self) -> bool:
-        """Wait for the next pass of the tail; True when it reads every workspace (SQLite: every pass; PostgreSQL:
-        the safety catch-up and a (re)connect of the listener), False when it reads the workspaces notified."""
-        if self._wake is None:
+    async def _next_pass(self) -> tuple[bool, dict[str, int]]:
+        """Wait for the next pass of the tail: whether it reads every workspace (SQLite: every pass), and the
+        schemas notified since the last (PostgreSQL)."""
+        if self._wakeups is None:
             await asyncio.sleep(self.tail_interval)
-            return True
-        try:
-            await asyncio.wait_for(self._wake.wait(), self.catchup_interval)
-        except TimeoutError:
-            return True
-        self._wake.clear()
-        full, self._catch_up = self._catch_up, False
-        return full
-
-    def _notified(self, schema: str, seq: int) -> None:
-        assert self._wake is not None
-        self._woken[schema] = max(seq, self._woken.get(schema, 0))
-        self._wake.set()
-
-    def _reconnected(self) -> None:
-        assert self._wake is not None
-        self._catch_up = True
-        self._wake.set()
+            return True, {}
+        return await self._wakeups.next(self.catchup_interval)
 
     async def poll(self) -> None:
         """One pass of the tail: deliver what other processes recorded since the last pass."""
