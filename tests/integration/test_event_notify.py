@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from hangar.core.event_listener import APPLICATION_NAME, libpq_conninfo
+from hangar.core.event_listener import APPLICATION_NAME, EventListener, libpq_conninfo
 from hangar.core.events import EventBus, StoredEvent
 from tests.support.event_writer import Pinged, append, open_bus
 
@@ -165,6 +165,24 @@ async def test_listener_killed_mid_stream_reconnects_and_loses_nothing(
     assert len(lost) == 3 and len(back) == 3  # once per outage, however many reconnect attempts
     assert "Sw0rdf1sh" not in caplog.text
     assert "***" in lost[0].getMessage()  # the URL is named, its password masked
+
+
+async def test_an_unreachable_database_is_logged_once_without_its_password(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    heard: list[int] = []
+    url = make_url(f"postgresql+psycopg://hangar:Sw0rdf1sh-pw@/nowhere?host={tmp_path}")  # no server there
+    listener = EventListener(url, lambda _s, seq: heard.append(seq), lambda: None, backoff_min=0.01, backoff_max=0.02)
+    caplog.set_level(logging.INFO, logger="hangar.core.event_listener")
+    listener.start()
+    try:
+        await until(lambda: listener.failures >= 5)
+    finally:
+        await listener.aclose()
+    assert listener.connections == 0 and heard == []
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "stopped" in warnings[0]  # one line for the whole outage
+    assert "Sw0rdf1sh" not in caplog.text and "***" in warnings[0]
 
 
 async def test_a_workspaces_events_never_reach_a_watcher_of_another(processes: tuple[Process, Process]) -> None:

@@ -99,6 +99,7 @@ class EventListener:
         self.backoff_min = backoff_min
         self.backoff_max = backoff_max
         self.connections = 0  # how many times the connection was opened (the first time included)
+        self.failures = 0  # how many times it failed or could not be opened
         self.backend_pid: int | None = None  # the server process of the current connection
         self._task: asyncio.Task[None] | None = None
 
@@ -129,6 +130,7 @@ class EventListener:
                 raise
             except Exception as exc:
                 self.backend_pid = None
+                self.failures += 1
                 if not lost:
                     lost = True
                     log.warning(
