@@ -134,8 +134,8 @@ class EventListener:
                 if not lost:
                     lost = True
                     log.warning(
-                        "event notifications from %s stopped (%s); reconnecting, events are read at the safety "
-                        "catch-up meanwhile",
+                        "event notifications from %s are not arriving (%s); reconnecting, events are read at "
+                        "the safety catch-up meanwhile",
                         self._target,
                         self._reason(exc),
                     )
