@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from hangar.core.event_listener import APPLICATION_NAME, EventListener, libpq_conninfo
+from hangar.core.event_listener import APPLICATION_NAME, EventListener
 from hangar.core.events import EventBus, StoredEvent
 from tests.support.event_writer import Pinged, append, open_bus
 
@@ -82,7 +82,9 @@ async def _create(proc: Process, *ids: str) -> None:
 
 
 def _admin(url: str) -> psycopg.Connection[tuple[object, ...]]:
-    return psycopg.connect(libpq_conninfo(make_url(url)), autocommit=True)
+    return psycopg.connect(
+        make_url(url).set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
+    )
 
 
 def _terminate_listeners(pg_url: str) -> int:

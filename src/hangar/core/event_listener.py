@@ -36,15 +36,6 @@ _CONNECT_TIMEOUT_S = 10
 APPLICATION_NAME = "hangar events listener"
 
 
-def libpq_conninfo(url: URL) -> str:
-    """The libpq connection string of a SQLAlchemy PostgreSQL URL (host, port, user, password, database and the
-    query's options, a socket directory given as ``?host=`` included)."""
-    args: dict[str, object] = {k: v for k, v in url.translate_connect_args(username="user", database="dbname").items()}
-    for key, value in url.query.items():
-        args[key] = value if isinstance(value, str) else value[-1]
-    return psycopg.conninfo.make_conninfo("", **args)  # type: ignore[arg-type]
-
-
 class Wakeups:
     """What the listener heard since the bus last looked: the highest seq announced per schema, and whether it
     (re)connected, when every workspace is to be read (what committed while nobody listened was announced to
@@ -90,7 +81,7 @@ class EventListener:
         backoff_min: float = 0.1,
         backoff_max: float = 5.0,
     ) -> None:
-        self._conninfo = psycopg.conninfo.make_conninfo(libpq_conninfo(url), application_name=APPLICATION_NAME)
+        self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)  # libpq reads it
         self._password = url.password
         self._target = url.render_as_string(hide_password=True)
         self._on_notify = on_notify
@@ -113,7 +104,10 @@ class EventListener:
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
-                    self._conninfo, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S
+                    self._conninfo,
+                    autocommit=True,
+                    connect_timeout=_CONNECT_TIMEOUT_S,
+                    application_name=APPLICATION_NAME,
                 ) as conn:
                     await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
                     self.connections += 1
