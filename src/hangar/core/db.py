@@ -23,7 +23,8 @@ advisory lock. ``Databases(..., postgresql=URL)`` keeps every database in that o
 each (the server's ``hangar_server``, a workspace's ``ws_<id>``): the tables of a workspace keep no workspace
 column, so a schema gives each its namespace with the same migrations and the same stores, and a forgotten filter
 cannot leak one workspace's rows into another. Engines of one ``Databases`` share one pool; each transaction sets
-its schema (``SET LOCAL search_path``).
+its schema (``SET LOCAL search_path``). Other processes' events are announced by NOTIFY on that database
+(``postgresql_url``; ``hangar.core.event_listener``).
 
 The stores' small write transactions (domain events, the audit log, pipeline ticks, a rig's action log, sign-in
 state, a new database's seeds) take the write path of ``hangar.core.write_conn``: ``writer`` (async callers)
@@ -590,6 +591,11 @@ class Databases:
         engine = self._workspaces.pop(workspace_id, None)
         if engine is not None and self._pg is None:  # PostgreSQL's engines share one pool, disposed at close
             await engine.dispose()
+
+    @property
+    def postgresql_url(self) -> URL | None:
+        """The PostgreSQL database every database here lives in (None: SQLite files)."""
+        return self._pg_url
 
     @property
     def datadir(self) -> DataDir:

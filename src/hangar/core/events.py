@@ -10,11 +10,20 @@ leave a record no watcher or consumer ever hears of.
 
 Delivery is in sequence order per workspace, exactly once per process: the bus keeps, per workspace, the last
 sequence number it delivered, hands over an event it just wrote when it is the next one, and otherwise reads the
-gap from the database. Events other processes sharing the data directory record (the CLI, a second server) are
-found by the tail: while the bus tails (``start``), it checks every workspace's last sequence number every
-``tail_interval`` seconds (one indexed read each, no thread hop) and delivers what is new, so they reach this
-process's subscribers within that interval. Workspaces created after the tail started are delivered from their
-first event.
+gap from the database. Events other processes record (the CLI, a second server) are found by the tail, while the
+bus tails (``start``); the table is always the truth, what tells the bus to read it depends on the database:
+
+- SQLite (one data directory): the bus checks every workspace's last sequence number every ``tail_interval``
+  seconds (one indexed read each, no thread hop) and delivers what is new, so events reach this process's
+  subscribers within that interval.
+- PostgreSQL (several servers on one database): each committed insert of events sends a NOTIFY naming its
+  workspace and newest seq (``hangar.core.triggers.event_notify_sql``, which also makes seqs follow commit
+  order). One dedicated connection per process listens (``hangar.core.event_listener``) and wakes the bus for
+  that workspace, which reads the new rows. A notification is only a wake-up: the bus catches up every
+  workspace from its last delivered seq when the listener (re)connects and every ``catchup_interval`` seconds, so
+  a notification lost with the connection loses no event. Nothing polls at ``tail_interval`` there.
+
+Workspaces created after the tail started are delivered from their first event.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -35,10 +44,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.core import tables
 from hangar.core.clock import Clock
-from hangar.core.db import Databases, write_transaction
+from hangar.core.db import Databases, workspace_schema, write_transaction
 from hangar.core.ids import new_id
 from hangar.core.write_conn import WriteConnection, transaction
 from hangar.errors import InvalidArgs, Refused
+
+if TYPE_CHECKING:
+    from hangar.core.event_listener import EventListener, Wakeups
 
 log = logging.getLogger(__name__)
 
@@ -255,12 +267,25 @@ Stamp = Callable[[], Awaitable[int]]
 
 class EventBus:
     def __init__(
-        self, dbs: Databases, clock: Clock, registry: EventRegistry | None = None, *, tail_interval: float = 0.25
+        self,
+        dbs: Databases,
+        clock: Clock,
+        registry: EventRegistry | None = None,
+        *,
+        tail_interval: float = 0.25,
+        catchup_interval: float = 5.0,
     ) -> None:
+        """``tail_interval``: seconds between two reads of the tail on SQLite. ``catchup_interval``: on PostgreSQL,
+        seconds between two safety catch-ups of every workspace (notifications deliver in between), also the
+        listener connection's heartbeat."""
         self._dbs = dbs
         self._clock = clock
         self.registry = registry or EventRegistry()
         self.tail_interval = tail_interval
+        self.catchup_interval = catchup_interval
+        self.listener: EventListener | None = None  # PostgreSQL's, while the bus tails
+        self._wakeups: Wakeups | None = None  # what the listener heard since the last pass
+        self._schemas: dict[str, str] = {}  # PostgreSQL schema -> id of the workspaces tailed
         self._subs: list[Subscription] = []
         self._closed = False
         self._delivered: dict[str, int] = {}  # workspace -> last sequence number handed to subscribers
@@ -396,11 +421,19 @@ class EventBus:
             return
         ids = await workspaces()
         self._known_at_start = set(ids)
+        url = self._dbs.postgresql_url
+        if url is not None:
+            from hangar.core.event_listener import EventListener, Wakeups  # psycopg loads only for PostgreSQL
+
+            self._wakeups = heard = Wakeups()
+            self.listener = EventListener(url, heard.notified, heard.connected, heartbeat=self.catchup_interval)
         for ws in ids:
             await self._track(ws)
         self._tail = asyncio.get_running_loop().create_task(
             self._follow(workspaces, changed, on_change), name="events:tail"
         )
+        if self.listener is not None:
+            self.listener.start()  # its first connect catches up what committed since the reads above
 
     async def _track(self, workspace_id: str) -> None:
         if workspace_id in self._tailed:
@@ -412,6 +445,8 @@ class EventBus:
             self._report(workspace_id, exc)
             return
         self._tailed.add(workspace_id)
+        if self.listener is not None:
+            self._schemas[workspace_schema(workspace_id)] = workspace_id
 
     def _report(self, workspace_id: str, exc: Exception) -> None:
         if workspace_id not in self._failing:
@@ -423,31 +458,50 @@ class EventBus:
     ) -> None:
         seen = await changed()
         while True:
-            await asyncio.sleep(self.tail_interval)
+            full, woken = await self._next_pass()
             try:
-                now = await changed()
-                if now != seen:
-                    seen = now
+                # A notification from a schema not tailed yet: a workspace created since the last listing.
+                relist = any(schema not in self._schemas for schema in woken)
+                if full and (now := await changed()) != seen:
+                    seen, relist = now, True
+                if relist:
                     for ws in await workspaces():
                         await self._track(ws)
                     if on_change is not None:
                         await on_change()
-                await self.poll()
+                if full:
+                    await self.poll()
+                for schema, seq in woken.items():
+                    if (named := self._schemas.get(schema)) is not None:
+                        await self._pump(named, seq)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("following other processes' events failed; retrying")
 
+    async def _next_pass(self) -> tuple[bool, dict[str, int]]:
+        """Wait for the next pass of the tail: whether it reads every workspace (SQLite: every pass), and the
+        schemas notified since the last (PostgreSQL)."""
+        if self._wakeups is None:
+            await asyncio.sleep(self.tail_interval)
+            return True, {}
+        return await self._wakeups.next(self.catchup_interval)
+
     async def poll(self) -> None:
         """One pass of the tail: deliver what other processes recorded since the last pass."""
         for ws in list(self._tailed):
-            try:
-                top = await self._last_seq(ws)
-                if top > self._delivered.get(ws, 0):
-                    await self._advance(ws)
-                self._failing.discard(ws)
-            except Exception as exc:
-                self._report(ws, exc)
+            await self._pump(ws)
+
+    async def _pump(self, workspace_id: str, announced: int | None = None) -> None:
+        """Deliver what is new in the workspace (``announced``: the seq a notification named, which spares reading
+        the newest)."""
+        try:
+            top = await self._last_seq(workspace_id) if announced is None else announced
+            if top > self._delivered.get(workspace_id, 0):
+                await self._advance(workspace_id)
+            self._failing.discard(workspace_id)
+        except Exception as exc:
+            self._report(workspace_id, exc)
 
     def _deliver(self, ev: StoredEvent) -> None:
         for sub in self._subs:
@@ -534,6 +588,8 @@ class EventBus:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self.listener is not None:
+            await self.listener.aclose()
         if self._tail is not None:
             self._tail.cancel()
             await asyncio.gather(self._tail, return_exceptions=True)

@@ -1,9 +1,10 @@
 """Triggers the migrations create, written for each dialect: SQLAlchemy and Alembic have no construct for them.
 
-Two kinds: the change counters' bump triggers (``hangar.core.stamps``) and the refusal of edits to append-only
-tables (the audit log, a rig's action log). SQLite's statements are the ones its databases were always created
-with; PostgreSQL's do the same through trigger functions (a PostgreSQL trigger runs a function, never a body).
-Every trigger fires once per row, as SQLite's do.
+Three kinds: the change counters' bump triggers (``hangar.core.stamps``), the refusal of edits to append-only
+tables (the audit log, a rig's action log), and on PostgreSQL only the domain events' order and notification
+(``event_notify_sql``). SQLite's statements are the ones its databases were always created with; PostgreSQL's do
+the same through trigger functions (a PostgreSQL trigger runs a function, never a body). The counters' and the
+append-only triggers fire once per row, as SQLite's do; the events' once per statement.
 """
 
 from __future__ import annotations
@@ -72,6 +73,51 @@ def append_only_sql(table: str, *, dialect: str) -> list[str]:
             "FOR EACH ROW EXECUTE FUNCTION refuse_append_only_change()"
             for what in ("update", "delete")
         ),
+    ]
+
+
+# The channel every process of an install LISTENs on for new domain events (NOTIFY reaches the listeners of the
+# one database, so one name serves an install). The payload is ``<schema> <seq>``: the workspace's schema and the
+# newest sequence number the statement wrote.
+EVENTS_CHANNEL = "hangar_events"
+# The first key of the per-workspace lock that puts event inserts in commit order (the second is the schema's
+# hash); the two-key advisory lock space is apart from the one-key locks of ``hangar.core.db``.
+EVENTS_ORDER_LOCK = 0x68616E67
+
+
+def event_notify_sql(*, dialect: str) -> list[str]:
+    """PostgreSQL: the triggers that make a committed domain event reach every process (SQLite: none; its
+    readers poll, see ``hangar.core.events``).
+
+    - Order: a statement inserting events first takes a transaction lock of its workspace, before its rows draw
+      their sequence numbers. Numbers are then drawn in commit order, as under SQLite's write lock; without it a
+      transaction that drew seq 5 could commit after one that drew 6, and a reader that had moved past 6 would
+      never see 5.
+    - Notification: after the statement, one NOTIFY on ``EVENTS_CHANNEL`` with the workspace's schema and the
+      statement's highest seq. NOTIFY is transactional: listeners hear it when the transaction commits, and never
+      for one that rolls back."""
+    _postgresql_only(dialect)
+    return [
+        "CREATE OR REPLACE FUNCTION domain_events_in_order() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        f"PERFORM pg_advisory_xact_lock({EVENTS_ORDER_LOCK}, hashtext(TG_TABLE_SCHEMA)); RETURN NULL; END $$",
+        "CREATE OR REPLACE TRIGGER domain_events_in_order BEFORE INSERT ON domain_events "
+        "FOR EACH STATEMENT EXECUTE FUNCTION domain_events_in_order()",
+        "CREATE OR REPLACE FUNCTION domain_events_notify() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "DECLARE top bigint; BEGIN SELECT max(seq) INTO top FROM inserted; "
+        f"IF top IS NOT NULL THEN PERFORM pg_notify('{EVENTS_CHANNEL}', TG_TABLE_SCHEMA || ' ' || top); END IF; "
+        "RETURN NULL; END $$",
+        "CREATE OR REPLACE TRIGGER domain_events_notify AFTER INSERT ON domain_events REFERENCING NEW TABLE AS "
+        "inserted FOR EACH STATEMENT EXECUTE FUNCTION domain_events_notify()",
+    ]
+
+
+def drop_event_notify_sql(*, dialect: str) -> list[str]:
+    _postgresql_only(dialect)
+    return [
+        "DROP TRIGGER IF EXISTS domain_events_notify ON domain_events",
+        "DROP TRIGGER IF EXISTS domain_events_in_order ON domain_events",
+        "DROP FUNCTION IF EXISTS domain_events_notify()",
+        "DROP FUNCTION IF EXISTS domain_events_in_order()",
     ]
 
 

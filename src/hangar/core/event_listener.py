@@ -1,0 +1,167 @@
+"""The one connection per process that hears PostgreSQL announce new domain events (LISTEN/NOTIFY).
+
+Every insert into a workspace's ``domain_events`` sends, when its transaction commits, a notification on
+``EVENTS_CHANNEL`` naming the workspace's schema and its newest sequence number (``hangar.core.triggers``). An
+``EventListener`` keeps one dedicated psycopg 3 connection (autocommit, outside the engines' pool, which would
+recycle it) LISTENing on that channel and hands each notification to ``on_notify(schema, seq)``; the event bus
+collects them in ``Wakeups`` (a burst becomes one wake-up per workspace) and reads the new rows from the table.
+
+A notification is a wake-up, never the data: PostgreSQL coalesces nothing across transactions but drops every
+notification sent while no connection listens. So after each (re)connect, once LISTEN is in place, the listener
+calls ``on_connect`` (the bus catches up from its last delivered seq), and a quiet connection is checked every
+``heartbeat`` seconds (a dead peer without a closed socket would otherwise be silent forever). A lost connection
+is reopened with exponential backoff (``backoff_min`` doubling to ``backoff_max``), logged once when it is lost
+and once when it is back, never with the password.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+import psycopg
+from sqlalchemy.engine import URL
+
+from hangar.core.triggers import EVENTS_CHANNEL
+
+log = logging.getLogger(__name__)
+
+OnNotify = Callable[[str, int], None]
+OnConnect = Callable[[], None]
+
+_CONNECT_TIMEOUT_S = 10
+# How the connection shows in ``pg_stat_activity`` (an operator tells it from the pool's connections).
+APPLICATION_NAME = "hangar events listener"
+
+
+class Wakeups:
+    """What the listener heard since the bus last looked: the highest seq announced per schema, and whether it
+    (re)connected, when every workspace is to be read (what committed while nobody listened was announced to
+    no one)."""
+
+    def __init__(self) -> None:
+        self._heard = asyncio.Event()
+        self._woken: dict[str, int] = {}
+        self._catch_up = False
+
+    def notified(self, schema: str, seq: int) -> None:
+        self._woken[schema] = max(seq, self._woken.get(schema, 0))
+        self._heard.set()
+
+    def connected(self) -> None:
+        self._catch_up = True
+        self._heard.set()
+
+    async def next(self, catch_up_after: float) -> tuple[bool, dict[str, int]]:
+        """Wait until something is heard or ``catch_up_after`` seconds pass; then whether to read every workspace
+        (after a (re)connect, or the wait's end: the safety catch-up) and the schemas announced, with their newest
+        seq."""
+        try:
+            await asyncio.wait_for(self._heard.wait(), catch_up_after)
+        except TimeoutError:
+            self._catch_up = True
+        self._heard.clear()
+        full, self._catch_up = self._catch_up, False
+        woken, self._woken = self._woken, {}
+        return full, woken
+
+
+class EventListener:
+    """Listens on ``EVENTS_CHANNEL`` of the database at ``url`` until ``aclose``."""
+
+    def __init__(
+        self,
+        url: URL,
+        on_notify: OnNotify,
+        on_connect: OnConnect,
+        *,
+        heartbeat: float = 5.0,
+        backoff_min: float = 0.1,
+        backoff_max: float = 5.0,
+    ) -> None:
+        self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)  # libpq reads it
+        self._password = url.password
+        self._target = url.render_as_string(hide_password=True)
+        self._on_notify = on_notify
+        self._on_connect = on_connect
+        self.heartbeat = heartbeat
+        self.backoff_min = backoff_min
+        self.backoff_max = backoff_max
+        self.connections = 0  # how many times the connection was opened (the first time included)
+        self.failures = 0  # how many times it failed or could not be opened
+        self.backend_pid: int | None = None  # the server process of the current connection
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="events:listen")
+
+    async def _run(self) -> None:
+        delay = self.backoff_min
+        lost = False
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self._conninfo,
+                    autocommit=True,
+                    connect_timeout=_CONNECT_TIMEOUT_S,
+                    application_name=APPLICATION_NAME,
+                ) as conn:
+                    await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                    self.connections += 1
+                    self.backend_pid = conn.info.backend_pid
+                    if lost:
+                        log.warning("event notifications from %s are back; catching up", self._target)
+                        lost = False
+                    delay = self.backoff_min
+                    # Listening before reading: whatever commits from here on is announced, and what committed
+                    # while nobody listened is in the table.
+                    self._on_connect()
+                    await self._listen(conn)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.backend_pid = None
+                self.failures += 1
+                if not lost:
+                    lost = True
+                    log.warning(
+                        "event notifications from %s are not arriving (%s); reconnecting, events are read at "
+                        "the safety catch-up meanwhile",
+                        self._target,
+                        self._reason(exc),
+                    )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.backoff_max)
+
+    async def _listen(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+        while True:
+            async for note in conn.notifies(timeout=self.heartbeat):
+                self._dispatch(note.payload)
+            # Quiet for a heartbeat: prove the connection alive (a notification arriving meanwhile waits in the
+            # connection's backlog for the next ``notifies``).
+            await conn.execute("SELECT 1")
+
+    def _dispatch(self, payload: str) -> None:
+        schema, _, seq = payload.partition(" ")
+        try:
+            top = int(seq)
+        except ValueError:
+            log.warning("ignored a notification on %s that names no sequence number", EVENTS_CHANNEL)
+            return
+        self._on_notify(schema, top)
+
+    def _reason(self, exc: Exception) -> str:
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        if self._password:
+            text = text.replace(self._password, "***")
+        return text
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
