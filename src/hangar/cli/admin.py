@@ -324,3 +324,34 @@ def restore_cmd(
         f"restored {len(manifest.items)} items of the backup taken {manifest.created_at} into {data_dir}"
         + (" (without repositories, spaces and worktrees)" if manifest.without_files else "")
     )
+
+
+@admin_app.command("backups")
+def backups_cmd(
+    data_dir: DataDirOpt = None,
+    last: Annotated[int, typer.Option("--last", min=1, max=1000, help="How many attempts to show.")] = 20,
+) -> None:
+    """The scheduled backups a server attempted, newest first: when, the outcome, the file and, for a failure,
+    why (the backup.* server settings schedule them)."""
+    import sqlalchemy as sa
+
+    from hangar.backup.tables import backup_runs
+    from hangar.server.context_factory import open_context
+
+    settings = settings_from(data_dir=data_dir)
+
+    async def run() -> list[sa.Row[tuple[object, ...]]]:
+        from hangar.backup.part import BACKUP_PART
+        from hangar.identity.part import IDENTITY_PART
+
+        async with open_context(settings, parts=[IDENTITY_PART, BACKUP_PART]) as ctx:
+            query = sa.select(backup_runs).order_by(backup_runs.c.started_at.desc()).limit(last)
+            async with ctx.dbs.server.connect() as conn:
+                return list((await conn.execute(query)).all())
+
+    rows = asyncio.run(run())
+    if not rows:
+        typer.echo("no scheduled backup has run (set backup.intervalHours with hangar admin setting)")
+    for row in rows:
+        said = f"{row.size} bytes" if row.outcome == "ok" else f"failed: {row.error}"
+        typer.echo(f"{row.started_at.isoformat(timespec='seconds')}  {row.file}  {said}")
