@@ -120,10 +120,16 @@ def test_an_encrypted_backup_needs_its_passphrase(tmp_path: Path, sealed: Path, 
     raw = bytearray(sealed.read_bytes())
     raw[len(raw) // 2] ^= 0x01
     (tmp_path / "flipped").write_bytes(bytes(raw))
-    said = refused(admin("restore", str(tmp_path / "flipped"), "--data-dir", str(tmp_path / "f"), passphrase="correct horse battery"))
+    said = refused(
+        admin(
+            "restore", str(tmp_path / "flipped"), "--data-dir", str(tmp_path / "f"), passphrase="correct horse battery"
+        )
+    )
     assert "fails its check" in said and "(at " in said
     (tmp_path / "cut").write_bytes(sealed.read_bytes()[:-10])
-    said = refused(admin("restore", str(tmp_path / "cut"), "--data-dir", str(tmp_path / "f"), passphrase="correct horse battery"))
+    said = refused(
+        admin("restore", str(tmp_path / "cut"), "--data-dir", str(tmp_path / "f"), passphrase="correct horse battery")
+    )
     assert "truncated" in said
     assert not (tmp_path / "f").exists()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from hangar.backup.sqlite_source import workspace_ids
 from hangar.core.datadir import DataDir
 from hangar.rigs.devdomains.tls import dev_ca_pem
-from tests.integration.test_chat_ops import APP, BOT, NO_TRANSPORT, P, REFRESH
+from tests.integration.test_chat_ops import APP, BOT, NO_TRANSPORT, P
 from tests.integration.test_wire_timestamps import TEMPLATE
 from tests.integration.test_workspace_repos import make_repo
 from tests.support.rpc import RpcClient

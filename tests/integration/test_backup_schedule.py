@@ -43,7 +43,9 @@ async def test_a_scheduled_backup_is_taken_and_the_oldest_beyond_keep_removed(tm
         await identity.set_setting("backup.folder", str(folder))
         await identity.set_setting("backup.keep", 2)
         await identity.set_setting("backup.intervalHours", 24)
-        await wait_for(lambda: len(backups_in(folder)) == 2 and backups_in(folder)[0][1].name.endswith("03T000000Z.backup"))
+        await wait_for(
+            lambda: len(backups_in(folder)) == 2 and backups_in(folder)[0][1].name.endswith("03T000000Z.backup")
+        )
         newest = backups_in(folder)[-1][1]
         assert newest.stat().st_size > 1000 and (newest.stat().st_mode & 0o777) == 0o600
         assert (folder / "notes.txt").exists()
@@ -53,7 +55,9 @@ async def test_a_scheduled_backup_is_taken_and_the_oldest_beyond_keep_removed(tm
     assert str(newest) in listed.stdout and "bytes" in listed.stdout
 
 
-async def test_a_failed_scheduled_backup_is_logged_and_recorded(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_failed_scheduled_backup_is_logged_and_recorded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     data = tmp_path / "data"
     blocker = tmp_path / "a-file"
     blocker.write_text("a file where the folder should be")

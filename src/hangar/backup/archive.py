@@ -102,7 +102,7 @@ class ArchiveWriter:
     """Writes items to ``out`` (anything with ``write``) as a tar stream; ``finish`` adds the manifest."""
 
     def __init__(self, out: Any) -> None:
-        self._tar = tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT)
+        self._tar = tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT)  # noqa: SIM115 (closed by finish)
         self.items: list[Item] = []
         self.bytes = 0
 
@@ -129,7 +129,7 @@ class ArchiveWriter:
         info = self._info(path, tarfile.REGTYPE, mode)
         info.size = size
         data = _Hashing(fd, size)
-        self._tar.addfile(info, data)  # type: ignore[arg-type]
+        self._tar.addfile(info, data)
         self.items.append(Item(path, "file", info.mode, size, data.digest.hexdigest()))
         self.bytes += size
 

@@ -52,7 +52,7 @@ _STAMP = "%Y%m%dT%H%M%SZ"
 
 def _folder(value: Any) -> str:
     if value == "":
-        return value  # back to the default
+        return ""  # back to the default
     if not isinstance(value, str) or not value.startswith("/") or len(value) > MAX_FOLDER or "\0" in value:
         raise InvalidArgs(
             f"{FOLDER_SETTING} must be an absolute folder path of at most {MAX_FOLDER} characters", field=FOLDER_SETTING

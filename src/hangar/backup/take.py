@@ -76,7 +76,9 @@ def check_target(target: Path, data_root: Path) -> Path:
     return target
 
 
-def take_backup(source: Source, target: Path, data_root: Path, *, passphrase: bytes | None, without_files: bool) -> Taken:
+def take_backup(
+    source: Source, target: Path, data_root: Path, *, passphrase: bytes | None, without_files: bool
+) -> Taken:
     """Write a backup of ``source`` to ``target`` (replacing a file there only once the new one is complete)."""
     began = time.monotonic()
     target = check_target(target, data_root)
