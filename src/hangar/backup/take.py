@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Protocol
 from hangar import __version__
 from hangar.backup.archive import FORMAT, ArchiveWriter, BackupRefused, Manifest
 from hangar.backup.crypt import SealingWriter
+from hangar.core.fileio import fsync_dir, pid_alive
 
 _PARTIAL = ".partial"
 
@@ -42,16 +43,6 @@ class Taken:
     seconds: float
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def clear_abandoned(folder: Path, name: str) -> None:
     """Remove the partial folders of backups to ``folder/name`` whose process is gone."""
     for entry in folder.glob(f".{name}.*{_PARTIAL}"):
@@ -59,7 +50,7 @@ def clear_abandoned(folder: Path, name: str) -> None:
             pid = int(entry.name[len(name) + 2 :].split(".")[0])
         except ValueError:
             continue
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -109,7 +100,7 @@ def take_backup(
                 stream.close()
             _sync(out)
         os.rename(archive, target)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
         return Taken(target, target.stat().st_size, len(writer.items), time.monotonic() - began)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -118,11 +109,3 @@ def take_backup(
 def _sync(out: BinaryIO) -> None:
     out.flush()
     os.fsync(out.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

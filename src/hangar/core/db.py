@@ -55,6 +55,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from hangar.core.datadir import DataDir
+from hangar.core.fileio import fsync_dir, pid_alive
 from hangar.core.sqlite_writer import Writer, connect
 from hangar.core.stamps import StampReader, engine_stamp
 from hangar.errors import Conflict, NotFound, Unavailable
@@ -317,24 +318,6 @@ def apply_postgresql_migrations(url: str | URL, sets: Sequence[MigrationSet], *,
         engine.dispose()
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Databases:
     """Opens the server database at start and workspace databases lazily, migrating and checking each on open."""
 
@@ -393,10 +376,10 @@ class Databases:
             # rename(2) is atomic, and refuses to replace a directory another creator put there meanwhile.
             if final.exists():
                 os.rename(staging / "workspace.db", final / "workspace.db")
-                _fsync_dir(final)
+                fsync_dir(final)
             else:
                 os.rename(staging, final)
-            _fsync_dir(self._datadir.root)
+            fsync_dir(self._datadir.root)
         finally:
             await asyncio.to_thread(shutil.rmtree, staging, True)
 
@@ -436,7 +419,7 @@ class Databases:
                 pid = int(entry.name.rsplit("-", 2)[-2])
             except (ValueError, IndexError):
                 continue
-            if not _pid_alive(pid):
+            if not pid_alive(pid):
                 log.warning("removing %s, left by a workspace creation that was interrupted", entry.name)
                 shutil.rmtree(entry, ignore_errors=True)
 
