@@ -115,8 +115,8 @@ class _Unpacker:
 
     def __call__(self, item: Item, pieces: Iterator[bytes]) -> None:
         parts = check_path(item.path)
-        parent = self._cached_parent(parts[:-1])
         try:
+            parent = self._cached_parent(parts[:-1])
             name = parts[-1]
             if item.kind == "dir":
                 with contextlib.suppress(FileExistsError):
