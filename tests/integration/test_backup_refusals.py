@@ -144,6 +144,8 @@ def test_backup_refuses_a_missing_folder_and_the_data_directory_itself(tmp_path:
     said = refused(admin("backup", "--to", str(inside), "--data-dir", str(data)))
     assert said == f"{inside} is inside the data directory {data}: write the backup elsewhere"
     assert not inside.exists()
+    said = refused(admin("backup", "--to", "/proc/hangar.backup", "--data-dir", str(data)))
+    assert said.startswith("the backup to /proc/hangar.backup failed: ")  # a folder nothing can be written in
     said = refused(admin("backup", "--to", str(tmp_path / "b"), "--data-dir", str(tmp_path / "not-a-data-dir")))
     assert "holds no Hangar server database" in said
     assert refused(admin("restore", str(tmp_path / "none"), "--data-dir", str(tmp_path / "r"))) == (

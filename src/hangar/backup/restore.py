@@ -171,9 +171,12 @@ def restore_backup(backup: Path, data_dir: Path, passphrase: bytes | None) -> Ma
     data_dir = check_target(data_dir)
     backup = backup.expanduser().absolute()
     manifest = verify(backup, passphrase)
-    data_dir.parent.mkdir(parents=True, exist_ok=True)
     work = data_dir.parent / f".{data_dir.name}.restoring-{os.getpid()}-{secrets.token_hex(4)}"
-    work.mkdir(mode=0o700)
+    try:
+        data_dir.parent.mkdir(parents=True, exist_ok=True)
+        work.mkdir(mode=0o700)
+    except OSError as exc:
+        raise BackupRefused(f"{data_dir} cannot be made: {exc.strerror}") from None
     try:
         root_fd = os.open(work, DIR_FLAGS)
         try:
@@ -194,6 +197,8 @@ def restore_backup(backup: Path, data_dir: Path, passphrase: bytes | None) -> Ma
             data_dir.rmdir()
         os.rename(work, data_dir)
         os.chmod(data_dir, 0o700)
+    except OSError as exc:
+        raise BackupRefused(f"the restore into {data_dir} failed: {exc.strerror}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return manifest

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import sqlite3
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -78,6 +79,14 @@ def take_backup(
     except FileNotFoundError as exc:
         raise BackupRefused(str(exc)) from None
     clear_abandoned(target.parent, target.name)
+    try:
+        return _write(source, target, passphrase=passphrase, without_files=without_files, began=began)
+    except (OSError, sqlite3.Error) as exc:
+        said = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise BackupRefused(f"the backup to {target} failed: {said}") from None
+
+
+def _write(source: Source, target: Path, *, passphrase: bytes | None, without_files: bool, began: float) -> Taken:
     work = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}{_PARTIAL}"
     work.mkdir(mode=0o700)
     try:
