@@ -118,6 +118,9 @@ async def populate(tmp_path: Path, c: RpcClient, srv: object) -> tuple[str, str,
     (tree / "run.sh").chmod(0o755)
     (tree / "escape").symlink_to(outside)
     (tree / "dir-link").symlink_to(tmp_path)
+    # A folder shaped like a workspace's that no workspace row names (seen: an empty rigs/workspace.db) is not one.
+    (srv.data_dir / "rigs").mkdir(exist_ok=True)
+    (srv.data_dir / "rigs" / "workspace.db").touch()
     return ws, other, said
 
 
@@ -153,6 +156,7 @@ async def test_round_trip_from_a_running_server_keeps_every_table_and_file(tmp_p
     assert stat.S_IMODE((restored / ws / "chat_credentials" / f"{P}.json").stat().st_mode) == 0o600
     assert stat.S_IMODE(restored.stat().st_mode) == 0o700
     assert not (restored / "pipelines").exists() and not (restored / "disks").exists()
+    assert not (restored / "rigs" / "workspace.db").exists()
 
     async with running_server(restored, parts=NO_TRANSPORT) as again, RpcClient(again.ws_url, token) as c2:
         names = {w["name"] for w in await c2.call("workspaces.list")}

@@ -104,10 +104,14 @@ class ArchiveWriter:
     def __init__(self, out: Any) -> None:
         self._tar = tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT)  # noqa: SIM115 (closed by finish)
         self.items: list[Item] = []
+        self._paths: set[str] = set()
         self.bytes = 0
 
     def _info(self, path: str, kind: bytes, mode: int) -> tarfile.TarInfo:
         check_path(path)
+        if path in self._paths:  # it could not be restored: say so now, not at the restore
+            raise BackupRefused(f"the item {path!r} would be in the backup twice")
+        self._paths.add(path)
         info = tarfile.TarInfo(path)
         info.type, info.mode, info.mtime = kind, stat.S_IMODE(mode) & 0o1777, 0
         return info
@@ -217,7 +221,11 @@ def _read_item(tar: tarfile.TarFile, member: tarfile.TarInfo, on_item: OnItem | 
 
 def _compare(seen: list[Item], listed: tuple[Item, ...]) -> None:
     by_path = {i.path: i for i in listed}
+    paths: set[str] = set()
     for item in seen:
+        if item.path in paths:
+            raise BackupRefused(f"the backup holds the item {item.path!r} twice")
+        paths.add(item.path)
         want = by_path.pop(item.path, None)
         if want is None:
             raise BackupRefused(f"the backup's item {item.path!r} is not in its manifest")
@@ -230,4 +238,4 @@ def _compare(seen: list[Item], listed: tuple[Item, ...]) -> None:
     if by_path:
         raise BackupRefused(f"the backup lacks the item {next(iter(by_path))!r} its manifest lists")
     if len(seen) != len(listed):
-        raise BackupRefused("the backup lists an item twice")
+        raise BackupRefused("the backup's manifest lists an item twice")

@@ -2,9 +2,8 @@
 
 Databases are copied through SQLite's online backup API, each in one step: the copy reads one snapshot (under WAL
 a reader never blocks the writers of a running server), so every transaction committed before it started is in
-it and none is half in it. The server database is copied first and the workspace databases after it, so every
-workspace the copied server database names has its database in the backup (a workspace created meanwhile adds
-only a directory no row names, which a restored server ignores).
+it and none is half in it. The server database is copied first, then the database of every workspace the copy
+names (a workspace's database is in place before its row is written, so each one named has one).
 
 Secrets are every file the server writes owner-only: ``secrets.json`` (keys, the OIDC client secret, the SCIM
 token, the rig lane key), each workspace's ``chat_credentials/``, the dev-domain CA under ``rigs/tls/``; with
@@ -49,24 +48,37 @@ def copy_database(src: Path, dst: Path) -> None:
     os.chmod(dst, 0o600)
 
 
-def workspace_ids(datadir: DataDir) -> list[str]:
-    """The workspaces that have a database in ``datadir``, by their directories."""
+def workspace_ids(datadir: DataDir, server_db: Path | None = None) -> list[str]:
+    """The workspaces the server database (``server_db``, else the data directory's) names that have a database
+    in ``datadir``. The server's record decides, not the folders: a folder that merely looks like a workspace's
+    (any name of the id's shape with a ``workspace.db`` in it) is not one."""
+    conn = sqlite3.connect(f"file:{server_db or datadir.server_db}?mode=ro", uri=True, timeout=60)
+    try:
+        # The identity part's table, read here by name: a backup copies files and knows no part's stores.
+        named = [str(r[0]) for r in conn.execute("SELECT id FROM workspaces")]
+    finally:
+        conn.close()
     found: list[str] = []
-    with os.scandir(datadir.root) as entries:
-        for entry in entries:
-            try:
-                DataDir.check_workspace_id(entry.name)
-            except InvalidArgs:
-                continue
-            if entry.is_dir(follow_symlinks=False) and (Path(entry.path) / "workspace.db").is_file():
-                found.append(entry.name)
+    for ws in named:
+        try:
+            DataDir.check_workspace_id(ws)
+        except InvalidArgs:
+            continue
+        ws_dir = datadir.root / ws
+        if not ws_dir.is_symlink() and (ws_dir / "workspace.db").is_file():
+            found.append(ws)
     return sorted(found)
 
 
-def _add_database(writer: ArchiveWriter, src: Path, name: str, scratch: Path) -> None:
+def _add_database(
+    writer: ArchiveWriter, src: Path, name: str, scratch: Path, *, server_of: DataDir | None = None
+) -> list[str]:
+    """Add a copy of the database ``src`` as ``name``; for the server database of ``server_of``, the workspaces
+    its copy names."""
     copy = scratch / "db"
     copy_database(src, copy)
     try:
+        ids = workspace_ids(server_of, copy) if server_of is not None else []
         fd = os.open(copy, _FILE_FLAGS)
         try:
             writer.add_fd(name, fd, 0o600)
@@ -74,6 +86,7 @@ def _add_database(writer: ArchiveWriter, src: Path, name: str, scratch: Path) ->
             os.close(fd)
     finally:
         copy.unlink()
+    return ids
 
 
 def _add_file_at(writer: ArchiveWriter, dir_fd: int, name: str, path: str, st: os.stat_result) -> None:
@@ -128,8 +141,7 @@ class SqliteSource:
 
     def write(self, writer: ArchiveWriter, scratch: Path, *, without_files: bool) -> None:
         root = self.datadir.root
-        _add_database(writer, self.datadir.server_db, "server.db", scratch)
-        ids = workspace_ids(self.datadir)
+        ids = _add_database(writer, self.datadir.server_db, "server.db", scratch, server_of=self.datadir)
         with anchored(root) as root_fd:
             for name in SECRET_FILES:
                 try:

@@ -94,3 +94,18 @@ def test_a_sealed_stream_refuses_dropped_and_reordered_chunks() -> None:
     cut = sealed[:head] + chunks[0] + chunks[1]  # the flagged last chunk cut off
     with pytest.raises(Damaged, match="truncated"):
         OpeningReader(io.BytesIO(cut), b"passphrase").read()
+
+
+def test_an_item_twice_is_refused_when_written_and_when_restored(tmp_path: Path) -> None:
+    backup = tmp_path / "twice.backup"
+    with backup.open("wb") as out:
+        writer = ArchiveWriter(out)
+        writer.add_dir("rigs", 0o700)
+        with pytest.raises(BackupRefused, match="the item 'rigs' would be in the backup twice"):
+            writer.add_dir("rigs", 0o700)
+        writer._paths.clear()  # as a writer without the check would have
+        writer.add_dir("rigs", 0o700)
+        writer.finish(manifest_of(writer))
+    with pytest.raises(BackupRefused, match="the backup holds the item 'rigs' twice"):
+        restore_backup(backup, tmp_path / "r", None)
+    assert not (tmp_path / "r").exists()
