@@ -2,7 +2,7 @@
 
 A data directory with ``--workspaces`` workspaces of ``--messages`` messages each (posted through the spaces
 service, the path ``messages.post`` takes, so events and audit rows come with them) and, in each workspace, a
-worktree holding a copy of this checkout's ``src/`` (about 500 files) as its files. Then ``hangar admin backup``
+worktree holding a copy of this checkout's ``src/`` (about 630 files) as its files. Then ``hangar admin backup``
 (with files, without, and with files encrypted) and ``hangar admin restore`` of each are timed as the command line
 runs them, from spawn to exit, medians of ``--samples`` runs.
 

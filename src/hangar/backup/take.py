@@ -8,6 +8,7 @@ next backup into the same folder removes what dead processes left.
 
 from __future__ import annotations
 
+import glob
 import os
 import secrets
 import shutil
@@ -46,7 +47,7 @@ class Taken:
 
 def clear_abandoned(folder: Path, name: str) -> None:
     """Remove the partial folders of backups to ``folder/name`` whose process is gone."""
-    for entry in folder.glob(f".{name}.*{_PARTIAL}"):
+    for entry in folder.glob(f".{glob.escape(name)}.*{_PARTIAL}"):
         try:
             pid = int(entry.name[len(name) + 2 :].split(".")[0])
         except ValueError:
