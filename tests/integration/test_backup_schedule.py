@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hangar.backup.part import make_backup_part
-from hangar.backup.schedule import MAX_INTERVAL_HOURS, MAX_KEEP, BackupSchedule, backups_in
+from hangar.backup.schedule import MAX_FOLDER, MAX_INTERVAL_HOURS, MAX_KEEP, BackupSchedule, backups_in
 from hangar.errors import InvalidArgs
 from hangar.identity import IdentityService
 from hangar.server.parts import all_parts
@@ -79,7 +79,11 @@ async def test_the_schedule_settings_bounds_on_both_sides(tmp_path: Path) -> Non
         for key, good, bad in (
             ("backup.intervalHours", [0, MAX_INTERVAL_HOURS], [-1, MAX_INTERVAL_HOURS + 1, "24", True]),
             ("backup.keep", [1, MAX_KEEP], [0, MAX_KEEP + 1]),
-            ("backup.folder", ["/srv/backups", ""], ["relative/dir", "/" + "x" * 4096]),
+            (
+                "backup.folder",
+                ["/srv/backups", "", "/" + "x" * (MAX_FOLDER - 1)],
+                ["relative/dir", "/" + "x" * MAX_FOLDER],
+            ),
             ("backup.withoutFiles", [True, False], ["yes"]),
         ):
             for value in good:

@@ -15,6 +15,7 @@ each a 4-byte big-endian length and that many bytes of sealed data (plain data p
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from typing import BinaryIO
@@ -54,6 +55,13 @@ def check_passphrase(passphrase: str, where: str) -> bytes:
 
 def _key(passphrase: bytes, log_n: int, r: int, p: int, salt: bytes) -> AESGCM:
     return AESGCM(Scrypt(salt=salt, length=32, n=1 << log_n, r=r, p=p).derive(passphrase))
+
+
+@functools.lru_cache(maxsize=1)
+def _opening_key(passphrase: bytes, log_n: int, r: int, p: int, salt: bytes) -> AESGCM:
+    """The key of the backup being read: a restore reads its file twice (checked whole, then unpacked) and derives
+    it once. One entry: only the last backup's key is kept."""
+    return _key(passphrase, log_n, r, p, salt)
 
 
 def _nonce(prefix: bytes, index: int, last: bool) -> bytes:
@@ -113,7 +121,7 @@ class OpeningReader:
         magic, log_n, r, p, salt, self._prefix = _HEADER.unpack(header)
         if magic != MAGIC or not (10 <= log_n <= 22 and 1 <= r <= 32 and 1 <= p <= 16):
             raise Damaged("the backup's encryption header is damaged")
-        self._aead = _key(passphrase, log_n, r, p, salt)
+        self._aead = _opening_key(passphrase, log_n, r, p, salt)
         self._header = header
         try:
             self._aead.decrypt(_CHECK_NONCE, source.read(_TAG), header)
