@@ -6,7 +6,8 @@ worktree holding a copy of this checkout's ``src/`` (about 630 files) as its fil
 (with files, without, and with files encrypted) and ``hangar admin restore`` of each are timed as the command line
 runs them, from spawn to exit, medians of ``--samples`` runs.
 
-Run: .venv/bin/python bench/bench_backup.py [--workspaces 10] [--messages 10000] [--samples 3]
+Run: .venv/bin/python bench/bench_backup.py [--workspaces 10] [--messages 10000] [--samples 3] [--data DIR]
+(``--data``: a data directory an earlier run populated and kept, measured again without populating it)
 """
 
 from __future__ import annotations
@@ -76,12 +77,14 @@ def main() -> None:
     parser.add_argument("--workspaces", type=int, default=10)
     parser.add_argument("--messages", type=int, default=10000)
     parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--data", type=Path, default=None)
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-backup-") as tmp:
         base = Path(tmp)
-        data = base / "data"
+        data = opts.data or base / "data"
         began = time.perf_counter()
-        asyncio.run(populate(data, opts.workspaces, opts.messages))
+        if opts.data is None:
+            asyncio.run(populate(data, opts.workspaces, opts.messages))
         built = time.perf_counter() - began
         result: dict[str, object] = {
             "workspaces": opts.workspaces,
