@@ -4,11 +4,12 @@ A round trip from a server with workspaces, users, spaces, messages, a pipeline 
 in a repository compares every table and every file after the restore, and a fresh server on the restored
 directory signs the old credential in; a backup killed (-9) half way leaves no file at its name; a backup taken
 while messages keep arriving restores to a state a server accepts with every message acknowledged before it
-began."""
+began, and so does one during which the server is killed (-9)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
@@ -24,6 +25,7 @@ from tests.integration.test_chat_ops import APP, BOT, NO_TRANSPORT, P
 from tests.integration.test_wire_timestamps import TEMPLATE
 from tests.integration.test_workspace_repos import make_repo
 from tests.support.rpc import RpcClient
+from tests.support.disks import detach_disks
 from tests.support.server import running_server
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
@@ -241,3 +243,42 @@ async def test_a_backup_taken_while_writes_continue_restores_every_acknowledged_
             after = page[-1]["seq"]
         assert set(before_backup) <= have
         await c2.call("messages.post", workspace_id=ws, space_id=space, content="after the restore")
+
+
+async def test_the_server_killed_during_a_backup_leaves_a_backup_that_restores(tmp_path: Path) -> None:
+    """``hangar serve`` as operators run it, posting messages, is killed (-9) while ``hangar admin backup`` reads
+    its data directory: the backup completes, restores, and holds every message acknowledged before it began."""
+    data, backup = tmp_path / "data", tmp_path / "hangar.backup"
+    env = {**os.environ, "HANGAR_DATA_DIR": str(data), "HANGAR_PREPARE_PACK": "0"}
+    token = subprocess.run([HANGAR, "admin", "owner-token"], env=env, check=True, capture_output=True, text=True)
+    owner = token.stdout.strip()
+    server = subprocess.Popen([HANGAR, "serve", "--port", "0", "--no-site"], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        url = next(line.strip().partition(": ")[2] for line in server.stdout if line.startswith("server: "))
+        async with RpcClient(url.replace("http://", "ws://") + "/rpc", owner) as c:
+            ws = (await c.call("workspaces.create", name="killed"))["id"]
+            space = (await c.call("spaces.create", workspace_id=ws, title="busy"))["id"]
+            acked = [
+                (await c.call("messages.post", workspace_id=ws, space_id=space, content=f"m{i}"))["id"]
+                for i in range(30)
+            ]
+            blob = data / ws / "worktrees" / "t" / "blob"
+            blob.parent.mkdir(parents=True)
+            blob.write_bytes(os.urandom(1 << 20) * 200)
+            proc = await asyncio.create_subprocess_exec(HANGAR, "admin", "backup", "--to", str(backup), env=env)
+            while not any(p.stat().st_size > (1 << 20) for p in tmp_path.glob(".hangar.backup.*.partial/archive")):
+                assert proc.returncode is None, "the backup ended before the server could be killed"
+                with contextlib.suppress(Exception):  # the server may answer or not while it is killed
+                    await asyncio.wait_for(c.call("messages.post", workspace_id=ws, space_id=space, content="x"), 1)
+            server.kill()
+            assert await proc.wait() == 0
+    finally:
+        server.kill()
+        server.wait()
+        detach_disks(data)  # what the killed server mounted, if anything
+    done = hangar("restore", str(backup), "--data-dir", str(tmp_path / "restored"))
+    assert done.returncode == 0, done.stderr
+    async with running_server(tmp_path / "restored") as again, RpcClient(again.ws_url, owner) as c2:
+        listed = await c2.call("messages.list", workspace_id=ws, space_id=space, limit=1000)
+        assert set(acked) <= {m["id"] for m in listed["messages"]}
