@@ -24,8 +24,8 @@ from hangar.rigs.devdomains.tls import dev_ca_pem
 from tests.integration.test_chat_ops import APP, BOT, NO_TRANSPORT, P
 from tests.integration.test_wire_timestamps import TEMPLATE
 from tests.integration.test_workspace_repos import make_repo
-from tests.support.rpc import RpcClient
 from tests.support.disks import detach_disks
+from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
