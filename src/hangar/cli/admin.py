@@ -260,3 +260,98 @@ def setting_cmd(
     for name, current in shown:
         said = "(default)" if current is None else json.dumps(current)
         typer.echo(said if key is not None else f"{name} = {said}")
+
+
+PassphraseOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--passphrase-file",
+        help="A file whose first line is the passphrase (8 to 1024 bytes); else $HANGAR_BACKUP_PASSPHRASE, if set.",
+    ),
+]
+
+
+def _refuse(message: str) -> typer.Exit:
+    """A refusal: one sentence on stderr and exit 1."""
+    typer.echo(message, err=True)
+    return typer.Exit(1)
+
+
+@admin_app.command("backup")
+def backup_cmd(
+    to: Annotated[Path, typer.Option("--to", help="The backup file to write (its folder must exist).")],
+    data_dir: DataDirOpt = None,
+    without_files: Annotated[
+        bool, typer.Option("--without-files", help="Leave out repositories, spaces and worktrees.")
+    ] = False,
+    passphrase_file: PassphraseOpt = None,
+) -> None:
+    """Back up a data directory, while its server runs: every database, the secrets and settings, and the
+    workspaces' files. The file appears at --to only when complete (mode 0600)."""
+    from hangar.backup import BackupRefused, SqliteSource, read_passphrase, take_backup
+    from hangar.core.datadir import DataDir
+
+    settings = settings_from(data_dir=data_dir)
+    try:
+        passphrase = read_passphrase(passphrase_file)
+        taken = take_backup(
+            SqliteSource(DataDir(settings.data_dir)),
+            to,
+            settings.data_dir,
+            passphrase=passphrase,
+            without_files=without_files,
+        )
+    except BackupRefused as exc:
+        raise _refuse(exc.message) from None
+    sealed = ", encrypted" if passphrase is not None else ""
+    typer.echo(f"backed up {taken.items} items to {taken.path} ({taken.size} bytes{sealed}) in {taken.seconds:.1f} s")
+
+
+@admin_app.command("restore")
+def restore_cmd(
+    backup: Annotated[Path, typer.Argument(help="The backup file.")],
+    data_dir: Annotated[Path, typer.Option("--data-dir", help="An empty or absent folder to restore into.")],
+    passphrase_file: PassphraseOpt = None,
+) -> None:
+    """Restore a backup into an empty or absent data directory, after checking every item's checksum."""
+    from hangar.backup import BackupRefused, read_passphrase, restore_backup
+
+    try:
+        manifest = restore_backup(backup, data_dir, read_passphrase(passphrase_file))
+    except BackupRefused as exc:
+        raise _refuse(exc.message) from None
+    typer.echo(
+        f"restored {len(manifest.items)} items of the backup taken {manifest.created_at} into {data_dir}"
+        + (" (without repositories, spaces and worktrees)" if manifest.without_files else "")
+    )
+
+
+@admin_app.command("backups")
+def backups_cmd(
+    data_dir: DataDirOpt = None,
+    last: Annotated[int, typer.Option("--last", min=1, max=1000, help="How many attempts to show.")] = 20,
+) -> None:
+    """The scheduled backups a server attempted, newest first: when, the outcome, the file and, for a failure,
+    why (the backup.* server settings schedule them)."""
+    import sqlalchemy as sa
+
+    from hangar.backup.tables import backup_runs
+    from hangar.server.context_factory import open_context
+
+    settings = settings_from(data_dir=data_dir)
+
+    async def run() -> list[sa.Row[tuple[object, ...]]]:
+        from hangar.backup.part import BACKUP_PART
+        from hangar.identity.part import IDENTITY_PART
+
+        async with open_context(settings, parts=[IDENTITY_PART, BACKUP_PART]) as ctx:
+            query = sa.select(backup_runs).order_by(backup_runs.c.started_at.desc()).limit(last)
+            async with ctx.dbs.server.connect() as conn:
+                return list((await conn.execute(query)).all())
+
+    rows = asyncio.run(run())
+    if not rows:
+        typer.echo("no scheduled backup has run (set backup.intervalHours with hangar admin setting)")
+    for row in rows:
+        said = f"{row.size} bytes" if row.outcome == "ok" else f"failed: {row.error}"
+        typer.echo(f"{row.started_at.isoformat(timespec='seconds')}  {row.file}  {said}")

@@ -63,6 +63,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from hangar.core.datadir import DataDir
+from hangar.core.fileio import fsync_dir, pid_alive
 from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter, connect
 from hangar.core.stamps import STAMP_QUERY, StampReader
 from hangar.core.write_conn import Runner, WriteConnection, Writer
@@ -340,24 +341,6 @@ def apply_postgresql_migrations(
         engine.dispose()
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Databases:
     """Opens the server database at start and workspace databases lazily, migrating and checking each on open."""
 
@@ -419,10 +402,10 @@ class Databases:
             # rename(2) is atomic, and refuses to replace a directory another creator put there meanwhile.
             if final.exists():
                 os.rename(staging / "workspace.db", final / "workspace.db")
-                _fsync_dir(final)
+                fsync_dir(final)
             else:
                 os.rename(staging, final)
-            _fsync_dir(self._datadir.root)
+            fsync_dir(self._datadir.root)
         finally:
             await asyncio.to_thread(shutil.rmtree, staging, True)
 
@@ -462,7 +445,7 @@ class Databases:
                 pid = int(entry.name.rsplit("-", 2)[-2])
             except (ValueError, IndexError):
                 continue
-            if not _pid_alive(pid):
+            if not pid_alive(pid):
                 log.warning("removing %s, left by a workspace creation that was interrupted", entry.name)
                 shutil.rmtree(entry, ignore_errors=True)
 

@@ -411,6 +411,11 @@ class EventBus:
 
     # -- following other processes ------------------------------------------------------------------------
 
+    @property
+    def following(self) -> bool:
+        """Whether this bus follows other processes (a server's does; a command's does not)."""
+        return self._tail is not None
+
     async def start(
         self, workspaces: WorkspaceLister, changed: Stamp, *, on_change: Callable[[], Awaitable[object]] | None = None
     ) -> None:

@@ -1,4 +1,5 @@
-"""Atomic, owner-only file writes: a temp file in the same directory, fsync, rename."""
+"""Atomic, owner-only file writes (a temp file in the same directory, fsync, rename), and what temporary files
+left by a dead process need."""
 
 from __future__ import annotations
 
@@ -27,3 +28,23 @@ def write_private_atomic(path: Path, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new entry in the folder ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (the owner of a temporary file or folder named by its pid)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
