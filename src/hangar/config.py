@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -91,6 +91,10 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     public_url: str | None = None
     web_client_url: str | None = None
+    # The PostgreSQL database every record lives in (``--database-url``, ``HANGAR_DATABASE_URL``); None: SQLite
+    # files in the data directory, or the database the data directory records (``hangar.core.dblocation``). A
+    # secret: it may carry a password, which no message, log or file shows.
+    database_url: SecretStr | None = None
     site_port: int | None = DEFAULT_SITE_PORT  # where the website listens beside the server; None: not served
     site_url: str | None = None  # the website's public origin when it is served under one (``--site-url``)
     # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no

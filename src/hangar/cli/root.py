@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from hangar.config import Settings
 
 app = typer.Typer(
@@ -23,11 +25,46 @@ DataDirOpt = Annotated[
 ]
 
 
+DatabaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url",
+        help="Keep every record in this PostgreSQL database, postgresql://USER@HOST/DATABASE ($HANGAR_DATABASE_URL; "
+        "default: the one the data directory records, else SQLite files in the data directory).",
+        show_default=False,
+    ),
+]
+
+
 def settings_from(**flags: object) -> Settings:
+    """Settings from the command's flags and the environment; a bad value is a usage error naming the setting
+    (never echoing the value: a database URL may carry a password)."""
     # Imported here: settings stand on pydantic, which `hangar --help` does not need.
+    from pydantic import ValidationError
+
     from hangar.config import Settings
+    from hangar.core.dblocation import parse_database_url
 
     try:
-        return Settings.from_flags(**flags)
+        settings = Settings.from_flags(**flags)
+    except ValidationError as exc:
+        raise typer.BadParameter(_said(exc)) from None
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    if settings.database_url is not None:
+        if not settings.database_url.get_secret_value():
+            settings.database_url = None  # an empty variable names no database
+        else:
+            # A bad URL is ``InvalidArgs``: one line (``hangar.cli.main``), which a usage panel would wrap.
+            parse_database_url(settings.database_url.get_secret_value())
+    return settings
+
+
+def _said(exc: ValidationError) -> str:
+    """What pydantic found wrong, one clause per setting, without the values given."""
+    clauses = []
+    for error in exc.errors():
+        message = str(error["msg"]).removeprefix("Value error, ")
+        where = ".".join(str(part) for part in error["loc"])
+        clauses.append(message if message.startswith("--") or not where else f"{where}: {message}")
+    return "; ".join(clauses)
