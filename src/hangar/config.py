@@ -176,6 +176,12 @@ class Settings(BaseSettings):
         return cls(**given)
 
     @property
+    def given_database_url(self) -> str | None:
+        """The database URL given by flag or variable, with its password; None when none is (or it is blank)."""
+        value = self.database_url.get_secret_value().strip() if self.database_url is not None else ""
+        return value or None
+
+    @property
     def origin(self) -> str:
         """The server's canonical origin: the public URL when set, else its own listener."""
         return self.public_url or f"http://{self.host}:{self.port}"

@@ -51,12 +51,9 @@ def settings_from(**flags: object) -> Settings:
         raise typer.BadParameter(_said(exc)) from None
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    if settings.database_url is not None:
-        if not settings.database_url.get_secret_value():
-            settings.database_url = None  # an empty variable names no database
-        else:
-            # A bad URL is ``InvalidArgs``: one line (``hangar.cli.main``), which a usage panel would wrap.
-            parse_database_url(settings.database_url.get_secret_value())
+    if settings.given_database_url is not None:
+        # A bad URL is ``InvalidArgs``: one line (``hangar.cli.main``), which a usage panel would wrap.
+        parse_database_url(settings.given_database_url)
     return settings
 
 

@@ -172,7 +172,7 @@ def check_databases(settings: Settings) -> str:
     except HangarError as exc:
         typer.echo(f"the server cannot start: {exc.message}", err=True)
         raise typer.Exit(1) from None
-    given = settings.database_url.get_secret_value() if settings.database_url is not None else None
+    given = settings.given_database_url
     url = database_for(settings.data_dir, given)
     return "SQLite files in the data directory" if url is None else redacted(url)
 

@@ -212,7 +212,7 @@ def _upgrade(conn: Connection, mset: MigrationSet, name: str) -> None:
     def upgrade(rev: Any, _context: Any) -> Any:
         for current in rev:
             try:
-                script.get_revision(current)
+                script.revision_map.get_revision(current)
             except ResolutionError:
                 raise SchemaNewer(name, mset.name, current, str(script.get_current_head())) from None
         return script._upgrade_revs("head", rev)

@@ -72,7 +72,7 @@ async def open_databases(settings: Settings, parts: Sequence[Part]) -> AsyncIter
     head of ``parts``' migration sets and checked. The data directory's in-use lock is held until the block ends.
     A database given by URL is recorded in the data directory once it has opened."""
     datadir = DataDir(settings.data_dir).ensure()
-    given = settings.database_url.get_secret_value() if settings.database_url is not None else None
+    given = settings.given_database_url
     database = database_for(datadir.root, given)
     with in_use(datadir.root):
         dbs = Databases(
