@@ -268,11 +268,11 @@ def postgresql_engine(url: str | URL) -> AsyncEngine:
         pool_size=_PG_POOL_SIZE,
         max_overflow=_PG_MAX_OVERFLOW,
         pool_pre_ping=True,
-        connect_args=_pg_connect_args(url),
+        connect_args=pg_connect_args(url),
     )
 
 
-def _pg_connect_args(url: str | URL) -> dict[str, Any]:
+def pg_connect_args(url: str | URL) -> dict[str, Any]:
     """How long a connection attempt may take (``connect_timeout`` in the URL wins): an address that drops
     packets would otherwise hold a start for the system's TCP timeout, minutes."""
     return {} if "connect_timeout" in make_url(url).query else {"connect_timeout": _PG_CONNECT_TIMEOUT_S}
@@ -311,7 +311,7 @@ def apply_postgresql_migrations(url: str | URL, sets: Sequence[MigrationSet], *,
     the head of every migration set in one transaction, then check it. Processes migrating one database wait for
     each other on an advisory lock held by the transaction. Raises ``DatabaseDamaged`` when the result is not a
     complete database."""
-    engine = create_engine(postgresql_url(url), poolclass=NullPool, connect_args=_pg_connect_args(url))
+    engine = create_engine(postgresql_url(url), poolclass=NullPool, connect_args=pg_connect_args(url))
     name = engine.url.database or "(default)"
     if schema is not None:
         name += f" schema {schema}"
