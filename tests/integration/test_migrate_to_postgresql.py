@@ -156,7 +156,8 @@ async def test_an_install_a_server_made_arrives_whole_and_keys_continue(
     dbname = str(make_url(pg_url).database)
     with psycopg.connect(pg_cluster.dsn(dbname)) as conn:
         for table, column in (("messages", "seq"), ("domain_events", "seq"), ("audit_log", "id")):
-            nxt = conn.execute(f"""SELECT nextval(pg_get_serial_sequence('"{first}".{table}', '{column}'))""").fetchone()
+            sequence = f"""pg_get_serial_sequence('"{first}".{table}', '{column}')"""
+            nxt = conn.execute(f"SELECT nextval({sequence})").fetchone()
             assert nxt == (used[table] + 1,), (table, nxt, used[table])
     # The data directory now opens the copy: a server started on it with no URL serves the copied records.
     assert (data / URL_FILE).read_text().strip().endswith(f"/{dbname}?host={make_url(pg_url).query['host']}")
