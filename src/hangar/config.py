@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     # files in the data directory, or the database the data directory records (``hangar.core.dblocation``). A
     # secret: it may carry a password, which no message, log or file shows.
     database_url: SecretStr | None = None
+    # PostgreSQL's own ``PGPASSWORD``, taken out of the environment by the command line (``hangar.cli.root``) so
+    # the processes the server starts never inherit it; used for a URL that carries no password.
+    _database_password: SecretStr | None = PrivateAttr(default=None)
     site_port: int | None = DEFAULT_SITE_PORT  # where the website listens beside the server; None: not served
     site_url: str | None = None  # the website's public origin when it is served under one (``--site-url``)
     # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no
@@ -180,6 +183,13 @@ class Settings(BaseSettings):
         """The database URL given by flag or variable, with its password; None when none is (or it is blank)."""
         value = self.database_url.get_secret_value().strip() if self.database_url is not None else ""
         return value or None
+
+    def keep_database_password(self, password: str) -> None:
+        self._database_password = SecretStr(password)
+
+    @property
+    def database_password(self) -> str | None:
+        return None if self._database_password is None else self._database_password.get_secret_value()
 
     @property
     def origin(self) -> str:

@@ -165,3 +165,18 @@ def test_an_empty_variable_names_no_database(tmp_path: Path, value: str) -> None
     done = hangar("admin", "owner-token", "--data-dir", str(tmp_path / "d"), env={"HANGAR_DATABASE_URL": value})
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "d" / "server.db").exists() and not (tmp_path / "d" / URL_FILE).exists()
+
+
+def test_the_database_secrets_leave_the_environment_the_processes_started_inherit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hangar.cli.root import settings_from
+
+    monkeypatch.setenv("HANGAR_DATABASE_URL", f"postgresql://app:{SECRET}@db.example/hangar")
+    monkeypatch.setenv("PGPASSWORD", SECRET)
+    settings = settings_from(data_dir=tmp_path)
+    assert settings.given_database_url is not None and SECRET in settings.given_database_url
+    assert settings.database_password == SECRET
+    child = subprocess.run(["env"], capture_output=True, text=True, check=True)
+    assert SECRET not in child.stdout
+    assert SECRET not in repr(settings)

@@ -29,6 +29,8 @@ def migrate_to_postgresql(
     if given is None:
         raise typer.BadParameter("name the PostgreSQL database to copy into", param_hint="--database-url")
     url = parse_database_url(given)
+    if url.password is None and settings.database_password is not None:
+        url = url.set(password=settings.database_password)
     root = source.expanduser().absolute()
     if not root.is_dir():
         raise typer.BadParameter(f"{root} is not a directory", param_hint="--from")

@@ -3,6 +3,7 @@ themselves are registered on it in ``hangar.cli`` (the package face), one line e
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,6 +25,9 @@ DataDirOpt = Annotated[
     Path | None, typer.Option("--data-dir", help="Data directory (default $HANGAR_DATA_DIR or ~/.local/share/hangar).")
 ]
 
+
+DATABASE_URL_VARIABLE = "HANGAR_DATABASE_URL"
+PASSWORD_VARIABLE = "PGPASSWORD"  # PostgreSQL's client library's own variable for the password
 
 DatabaseUrlOpt = Annotated[
     str | None,
@@ -54,7 +58,17 @@ def settings_from(**flags: object) -> Settings:
     if settings.given_database_url is not None:
         # A bad URL is ``InvalidArgs``: one line (``hangar.cli.main``), which a usage panel would wrap.
         parse_database_url(settings.given_database_url)
+    take_database_secrets(settings)
     return settings
+
+
+def take_database_secrets(settings: Settings) -> None:
+    """Take the database's secrets out of this process's environment once read (the settings hold them): the
+    processes a command or the server starts (git, image builds, transcoders, host tools) never inherit them."""
+    os.environ.pop(DATABASE_URL_VARIABLE, None)
+    password = os.environ.pop(PASSWORD_VARIABLE, None)
+    if password:
+        settings.keep_database_password(password)
 
 
 def _said(exc: ValidationError) -> str:

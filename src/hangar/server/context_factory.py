@@ -74,6 +74,8 @@ async def open_databases(settings: Settings, parts: Sequence[Part]) -> AsyncIter
     datadir = DataDir(settings.data_dir).ensure()
     given = settings.given_database_url
     database = database_for(datadir.root, given)
+    if database is not None and database.password is None and settings.database_password is not None:
+        database = database.set(password=settings.database_password)
     with in_use(datadir.root):
         dbs = Databases(
             datadir,
