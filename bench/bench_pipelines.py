@@ -61,9 +61,9 @@ class CountingStore(PipelineStore):
 
     commits = 0
 
-    async def commit(self, ws: str, run_id: str, tick: Any) -> int:
+    async def commit(self, ws: str, run_id: str, tick: Any, now: Any) -> Any:
         CountingStore.commits += 1
-        return await super().commit(ws, run_id, tick)
+        return await super().commit(ws, run_id, tick, now)
 
 
 class Timing:
@@ -154,7 +154,7 @@ async def main() -> None:
         async with open_context(Settings(data_dir=Path(tmp)), parts=parts) as ctx:
             await ctx.dbs.workspace(WS, create=True)
             engine = PipelineEngine.from_app(ctx, BodyRegistry(PIPELINES_CLI_PART.bodies))
-            engine.store = CountingStore(ctx.dbs.workspace)
+            engine.store = CountingStore(ctx.dbs.workspace, ctx.dbs.writer)
             try:
                 for name, raw, n in (
                     (f"chain {args.chain}", chain_template(args.chain), args.chain),

@@ -38,6 +38,7 @@ from tests.unit.sso.saml.kit import IDP, Spec, b64, idp_metadata_xml, keypair, s
 from bench_rpc import start_http_server  # noqa: E402
 from hangar.core.clock import SystemClock  # noqa: E402
 from hangar.core.db import apply_migrations  # noqa: E402
+from hangar.core.sqlite_writer import SqliteRunner  # noqa: E402
 from hangar.sso.config import MIGRATIONS  # noqa: E402
 from hangar.sso.saml import (  # noqa: E402
     PendingRequests,
@@ -46,7 +47,7 @@ from hangar.sso.saml import (  # noqa: E402
     SpSettings,
     parse_idp_metadata,
 )
-from hangar.sso.state import StateDb  # noqa: E402
+from hangar.sso.state import BUSY_MS  # noqa: E402
 
 
 def responses(count: int, origin: str, *, sign_response: bool, one_user: bool = False) -> list[str]:
@@ -106,7 +107,7 @@ def bench_ours(batch: list[str], origin: str, *, want_response_signed: bool, rou
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "server.db"
             apply_migrations(path, [MIGRATIONS])
-            db = StateDb(path)
+            db = SqliteRunner(path, busy_ms=BUSY_MS)
             verifier = ResponseVerifier(settings, clock, PendingRequests(clock, db), SeenAssertions(clock, db))
             rate = Rate(len(batch))
             for value in batch:

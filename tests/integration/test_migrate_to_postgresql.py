@@ -166,6 +166,9 @@ async def test_an_install_a_server_made_arrives_whole_and_keys_continue(
         assert [m["content"] for m in listed["messages"]][-1] == "message 28 «ß»"
         spaces = await c.call("spaces.list", workspace_id=made["first"])
         assert [s["title"] for s in spaces["spaces"]] == ["Zürich ☃ plans"]
+        # A new message continues after the copied keys, and after the deleted one.
+        posted = await c.call("messages.post", workspace_id=made["first"], space_id=made["space"], content="after")
+        assert posted["seq"] == used["messages"] + 2
 
 
 async def test_the_copy_is_refused_while_a_server_uses_the_data_directory(tmp_path: Path, pg_url: str) -> None:

@@ -2,9 +2,8 @@
 ``hangar.core.db`` (SQLAlchemy Core, async): SQLite files in a data directory, or one PostgreSQL database with a
 schema per workspace (``Databases(..., postgresql=URL)``).
 
-Only those stores work on PostgreSQL yet: the plain-``sqlite3`` paths (``EventBus.publish_raw``, the audit log,
-seeds, pipeline ticks, a rig's action log, the SSO sign-in state) refuse there, so tests on both dialects use the
-stores' Core paths only.
+Every store works on both: those on the write path of ``hangar.core.write_conn`` (events, the audit log, seeds,
+pipeline ticks, a rig's action log, the SSO sign-in state) reach PostgreSQL through ``hangar.core.pg_writer``.
 """
 
 from __future__ import annotations

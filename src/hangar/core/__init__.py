@@ -9,7 +9,8 @@ Composition
 
 Records
 - ``db``: the databases (server, one per workspace): SQLAlchemy Core, async, each part's Alembic migrations.
-- ``sqlite_writer``: the fast write path for small transactions of the stores that take it (plain ``sqlite3``).
+- ``write_conn``: the write path for small transactions of the stores that take it, written once for both dialects;
+  ``sqlite_writer`` (plain ``sqlite3``, on the loop) and ``pg_writer`` (pooled psycopg) implement it.
 - ``tables``: the kernel's own workspace tables (``migrations/``).
 - ``types``: column types shared by every part's tables, and a timestamp's wire form.
 - ``events``: domain events: typed, stored per workspace with a sequence number, fanned out to subscribers.

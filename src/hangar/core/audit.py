@@ -10,7 +10,6 @@ goes on after the answer) writes rows with no door: by then nobody is calling th
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -24,7 +23,7 @@ from hangar.core import tables
 from hangar.core.clock import Clock
 from hangar.core.db import Databases
 from hangar.core.ids import sha256_hex
-from hangar.core.sqlite_writer import dt, js, transaction
+from hangar.core.write_conn import WriteConnection, transaction
 
 
 @dataclass(eq=False)
@@ -78,20 +77,21 @@ class AuditEntry:
 
 @transaction
 def _append(
-    conn: sqlite3.Connection,
-    at: str | None,
+    conn: WriteConnection,
+    at: datetime,
     principal: str,
     action: str,
     target: str,
-    details: str | None,
+    details: dict[str, Any],
     door: str | None,
 ) -> int:
-    """One entry; the write transaction (BEGIN IMMEDIATE) keeps the per-target sequence gap-free across processes."""
+    """One entry; the write transaction (which holds the write lock) keeps the per-target sequence gap-free across
+    processes."""
     row = conn.execute("SELECT max(target_seq) FROM audit_log WHERE target = ?", (target,)).fetchone()
     seq = int(row[0] or 0) + 1
     conn.execute(
         "INSERT INTO audit_log (at, principal, action, target, target_seq, details, door) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (at, principal, action, target, seq, details, door),
+        (conn.dt(at), principal, action, target, seq, conn.js(details), door),
     )
     return seq
 
@@ -112,15 +112,15 @@ class AuditLog:
     ) -> int:
         """Record one entry; returns its per-target sequence number."""
         writer = await self._dbs.writer(workspace_id)
-        at = dt(self._clock.now())
-        seq: int = await writer.call(_append, at, principal, action, target, js(details or {}), current_door())
+        at = self._clock.now()
+        seq: int = await writer.call(_append, at, principal, action, target, details or {}, current_door())
         return seq
 
     def seed(
         self, *, principal: str, action: str, target: str, details: dict[str, Any] | None = None
-    ) -> Callable[[sqlite3.Connection], int]:
+    ) -> Callable[[WriteConnection], int]:
         """Writes one entry into a database being built (``Databases.create_workspace``)."""
-        row = (dt(self._clock.now()), principal, action, target, js(details or {}), current_door())
+        row = (self._clock.now(), principal, action, target, details or {}, current_door())
         return lambda conn: _append(conn, *row)
 
     async def entries(

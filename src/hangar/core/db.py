@@ -23,7 +23,14 @@ advisory lock. ``Databases(..., postgresql=URL)`` keeps every database in that o
 each (the server's ``hangar_server``, a workspace's ``ws_<id>``): the tables of a workspace keep no workspace
 column, so a schema gives each its namespace with the same migrations and the same stores, and a forgotten filter
 cannot leak one workspace's rows into another. Engines of one ``Databases`` share one pool; each transaction sets
-its schema (``SET LOCAL search_path``). Not yet there: the plain-``sqlite3`` write paths (``writer``, seeds).
+its schema (``SET LOCAL search_path``).
+
+The stores' small write transactions (domain events, the audit log, pipeline ticks, a rig's action log, sign-in
+state, a new database's seeds) take the write path of ``hangar.core.write_conn``: ``writer`` (async callers)
+and ``server_runner`` (synchronous ones) give SQLite's fast path (``hangar.core.sqlite_writer``) or PostgreSQL's
+pooled one (``hangar.core.pg_writer``, in the database's schema, under the same advisory write lock as
+``write_transaction``). On PostgreSQL a new workspace's seeds are written inside the transaction that creates its
+schema, so a kill leaves no schema or a complete, seeded one.
 """
 
 from __future__ import annotations
@@ -36,20 +43,20 @@ import logging
 import os
 import secrets
 import shutil
-import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 from alembic.config import Config
 from alembic.runtime.environment import EnvironmentContext
 from alembic.script import ScriptDirectory
 from alembic.script.revision import ResolutionError
-from sqlalchemy import Connection, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -58,14 +65,18 @@ from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 from hangar.core.datadir import DataDir
 from hangar.core.dbfailures import DatabaseDamaged as DatabaseDamaged  # re-exported: callers import it from here
 from hangar.core.dbfailures import SchemaNewer, unreachable
-from hangar.core.sqlite_writer import Writer, connect
-from hangar.core.stamps import StampReader, engine_stamp
-from hangar.errors import Conflict, NotFound, Unavailable
+from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter, connect
+from hangar.core.stamps import STAMP_QUERY, StampReader
+from hangar.core.write_conn import Runner, WriteConnection, Writer
+from hangar.errors import Conflict, NotFound
+
+if TYPE_CHECKING:
+    from hangar.core.pg_writer import PgReader, PgWriter
 
 log = logging.getLogger(__name__)
 
 Scope = Literal["server", "workspace"]
-Seed = Callable[[sqlite3.Connection], Any]  # writes a new database's first rows (one transaction each)
+Seed = Callable[[WriteConnection], Any]  # writes a new database's first rows (``write_conn.transaction`` each)
 
 # Alembic's migration context is process-global: one migration at a time in this process.
 _MIGRATING = threading.Lock()
@@ -306,11 +317,13 @@ def _schema_engine(base: AsyncEngine, schema: str) -> AsyncEngine:
     return base.execution_options(**{_SCHEMA_OPTION: schema})
 
 
-def apply_postgresql_migrations(url: str | URL, sets: Sequence[MigrationSet], *, schema: str | None = None) -> None:
+def apply_postgresql_migrations(
+    url: str | URL, sets: Sequence[MigrationSet], *, schema: str | None = None, seed: Sequence[Seed] = ()
+) -> None:
     """Bring the PostgreSQL database at ``url`` (its ``schema``, created when missing; else the default schema) to
-    the head of every migration set in one transaction, then check it. Processes migrating one database wait for
-    each other on an advisory lock held by the transaction. Raises ``DatabaseDamaged`` when the result is not a
-    complete database."""
+    the head of every migration set in one transaction, check it, and write ``seed`` in that same transaction.
+    Processes migrating one database wait for each other on an advisory lock held by the transaction. Raises
+    ``DatabaseDamaged`` when the result is not a complete database."""
     engine = create_engine(postgresql_url(url), poolclass=NullPool, connect_args=pg_connect_args(url))
     name = engine.url.database or "(default)"
     if schema is not None:
@@ -333,6 +346,15 @@ def apply_postgresql_migrations(url: str | URL, sets: Sequence[MigrationSet], *,
             problems = _missing(conn, sets, schema)
             if problems:
                 raise DatabaseDamaged(f"database {name} is missing " + "; ".join(problems))
+            if seed:
+                from hangar.core.pg_writer import PgConnection  # psycopg loads only for PostgreSQL
+
+                raw = conn.connection.driver_connection
+                assert raw is not None
+                # Nested: the seeds' transactions are this one (the new schema is invisible until it commits).
+                seeding = PgConnection(raw, schema or "public", _PG_WRITE_LOCK, nested=True)
+                for fn in seed:
+                    fn(seeding)
     except sa.exc.SQLAlchemyError as exc:
         raise DatabaseDamaged(f"database {name} cannot be migrated: {_first_line(exc)}") from exc
     finally:
@@ -361,16 +383,19 @@ class Databases:
     """Opens the server database at start and workspace databases lazily, migrating and checking each on open."""
 
     def __init__(self, datadir: DataDir, migrations: Sequence[MigrationSet], *, postgresql: str | None = None) -> None:
-        """``postgresql``: keep every database in this PostgreSQL database instead of SQLite files (in progress:
-        stores on the plain-``sqlite3`` path do not work there yet, so nothing outside the tests passes it)."""
+        """``postgresql``: keep every database in this PostgreSQL database instead of SQLite files."""
         self._datadir = datadir
         self._pg_url = None if postgresql is None else postgresql_url(postgresql)
         self._pg: AsyncEngine | None = None
+        self._pg_sync: Engine | None = None  # the pool of the write path's connections (``writer``)
+        self._pg_threads: ThreadPoolExecutor | None = None  # and the threads its calls run on
+        self._pg_reader: PgReader | None = None  # the change counters' reads (``stamp``)
         self._server_sets = [m for m in migrations if m.scope == "server"]
         self._workspace_sets = [m for m in migrations if m.scope == "workspace"]
         self._server: AsyncEngine | None = None
         self._workspaces: dict[str, AsyncEngine] = {}
         self._writers: dict[str, Writer] = {}
+        self._runners: list[Runner] = []
         self._locks: dict[str, asyncio.Lock] = {}
         self._damaged: dict[str, tuple[float, DatabaseDamaged]] = {}
         self._stamps: dict[str | None, StampReader] = {}
@@ -423,17 +448,17 @@ class Databases:
             await asyncio.to_thread(shutil.rmtree, staging, True)
 
     async def _build_pg_workspace(self, workspace_id: str, seed: Sequence[Seed]) -> None:
-        if seed:
-            raise Unavailable("seeding a workspace (plain sqlite3) does not work on PostgreSQL yet")
         if await self._pg_workspace_exists(workspace_id):
             raise Conflict(f"workspace {workspace_id} already has a database")
         # One transaction: a kill leaves no schema or a complete one, as the rename does for SQLite files.
-        await self._migrate_pg_workspace(workspace_id)
+        await self._migrate_pg_workspace(workspace_id, seed)
 
-    async def _migrate_pg_workspace(self, workspace_id: str) -> None:
+    async def _migrate_pg_workspace(self, workspace_id: str, seed: Sequence[Seed] = ()) -> None:
         assert self._pg_url is not None
         schema = workspace_schema(workspace_id)
-        await asyncio.to_thread(apply_postgresql_migrations, self._pg_url, self._workspace_sets, schema=schema)
+        await asyncio.to_thread(
+            apply_postgresql_migrations, self._pg_url, self._workspace_sets, schema=schema, seed=seed
+        )
 
     async def _pg_workspace_exists(self, workspace_id: str) -> bool:
         assert self._pg is not None
@@ -503,15 +528,42 @@ class Databases:
                 raise err from exc
             return self._open_engine(workspace_id)
 
+    def _pg_writer(self, schema: str) -> PgWriter:
+        from hangar.core.pg_writer import PgWriter  # psycopg loads only for PostgreSQL
+
+        if self._pg_sync is None or self._pg_threads is None:
+            assert self._pg_url is not None
+            self._pg_sync = create_engine(
+                self._pg_url, pool_size=_PG_POOL_SIZE, max_overflow=_PG_MAX_OVERFLOW, pool_pre_ping=True
+            )
+            # As many threads as connections kept: write transactions run one at a time anyway (the write lock).
+            self._pg_threads = ThreadPoolExecutor(max_workers=_PG_POOL_SIZE, thread_name_prefix="pg-writer")
+        return PgWriter(self._pg_sync, self._pg_threads, schema, _PG_WRITE_LOCK)
+
     async def writer(self, workspace_id: str) -> Writer:
-        """The fast write path to the workspace database (opened and migrated like ``workspace``)."""
-        if self._pg_url is not None:
-            raise Unavailable("the plain-sqlite3 write path (events, audit, pipeline ticks) is not on PostgreSQL yet")
+        """The write path of the workspace database (``hangar.core.write_conn``; opened and migrated like
+        ``workspace``)."""
         writer = self._writers.get(workspace_id)
         if writer is None:
             await self.workspace(workspace_id)
-            writer = self._writers.setdefault(workspace_id, Writer(str(self._datadir.workspace_db(workspace_id))))
+            made: Writer
+            if self._pg_url is not None:
+                made = self._pg_writer(workspace_schema(workspace_id))
+            else:
+                made = SqliteWriter(str(self._datadir.workspace_db(workspace_id)))
+            writer = self._writers.setdefault(workspace_id, made)
         return writer
+
+    def server_runner(self, *, busy_ms: int) -> Runner:
+        """A synchronous write path of the server database (``hangar.core.write_conn.Runner``), for callers that
+        cannot await; on SQLite a call waits at most ``busy_ms`` for another writer. Closed with the databases."""
+        runner: Runner
+        if self._pg_url is not None:
+            runner = self._pg_writer(SERVER_SCHEMA)
+        else:
+            runner = SqliteRunner(self._datadir.server_db, busy_ms=busy_ms)
+        self._runners.append(runner)
+        return runner
 
     async def _reader(self, workspace_id: str | None) -> StampReader:
         reader = self._stamps.get(workspace_id)
@@ -524,24 +576,32 @@ class Databases:
             reader = self._stamps.setdefault(workspace_id, StampReader(str(path)))
         return reader
 
+    async def _small_read(self, workspace_id: str | None, sql: str, parameters: tuple[Any, ...] = ()) -> Any:
+        """The first row of an indexed read of the server (``None``) or a workspace database: on the event loop,
+        through a plain connection (SQLite's ``StampReader``, PostgreSQL's ``PgReader``)."""
+        if self._pg_url is None:
+            return (await self._reader(workspace_id)).fetch(sql, parameters)
+        if workspace_id is None:
+            schema = SERVER_SCHEMA
+        else:
+            await self.workspace(workspace_id)  # opened and migrated, or NotFound / damaged
+            schema = workspace_schema(workspace_id)
+        if self._pg_reader is None:
+            from hangar.core.pg_writer import PgReader  # psycopg loads only for PostgreSQL
+
+            self._pg_reader = PgReader(self._pg_url.set(drivername="postgresql").render_as_string(hide_password=False))
+        return await self._pg_reader.fetchone(schema, sql, parameters)
+
     async def stamp(self, workspace_id: str | None, counter: str) -> int:
         """The change counter ``counter`` of the server database (``None``) or of a workspace database, as
         committed now by any process (see ``hangar.core.stamps``)."""
-        if self._pg_url is not None:
-            engine = self.server if workspace_id is None else await self.workspace(workspace_id)
-            return await engine_stamp(engine, counter)()
-        return (await self._reader(workspace_id)).read(counter)
+        row = await self._small_read(workspace_id, STAMP_QUERY, (counter,))
+        # A database that predates the counter (mid-migration) reads as "always changed".
+        return -1 if row is None else int(row[0])
 
     async def last_event_seq(self, workspace_id: str) -> int:
         """The sequence number of the workspace's newest domain event, committed by any process (0: none)."""
-        if self._pg_url is not None:
-            async with (await self.workspace(workspace_id)).connect() as conn:
-                # The core's table, named here without importing it (``core.tables`` imports this module).
-                top = (
-                    await conn.execute(sa.select(sa.func.max(sa.column("seq"))).select_from(sa.table("domain_events")))
-                ).scalar()
-            return 0 if top is None else int(top)
-        row = (await self._reader(workspace_id)).fetch("SELECT max(seq) FROM domain_events")
+        row = await self._small_read(workspace_id, "SELECT max(seq) FROM domain_events")
         return int(row[0]) if row and row[0] is not None else 0
 
     async def forget_workspace(self, workspace_id: str) -> None:
@@ -569,6 +629,18 @@ class Databases:
         for reader in self._stamps.values():
             reader.close()
         self._stamps.clear()
+        runners, self._runners = self._runners, []
+        for runner in runners:
+            runner.close()
+        if self._pg_reader is not None:
+            await self._pg_reader.aclose()
+            self._pg_reader = None
+        if self._pg_threads is not None:
+            await asyncio.to_thread(self._pg_threads.shutdown, wait=True)
+            self._pg_threads = None
+        if self._pg_sync is not None:
+            await asyncio.to_thread(self._pg_sync.dispose)
+            self._pg_sync = None
         if self._pg is not None:
             await self._pg.dispose()
             self._pg = None

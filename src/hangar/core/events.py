@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,7 +37,7 @@ from hangar.core import tables
 from hangar.core.clock import Clock
 from hangar.core.db import Databases, write_transaction
 from hangar.core.ids import new_id
-from hangar.core.sqlite_writer import dt, js, transaction
+from hangar.core.write_conn import WriteConnection, transaction
 from hangar.errors import InvalidArgs, Refused
 
 log = logging.getLogger(__name__)
@@ -182,19 +181,20 @@ _GAP_PAGE = 1000
 _SQL_INSERT = "INSERT INTO domain_events (id, type, occurred_at, payload) VALUES (?, ?, ?, ?)"
 
 
-@transaction
-def _insert_event(conn: sqlite3.Connection, ev_id: str, type_name: str, at: str | None, payload: str | None) -> int:
-    return int(conn.execute(_SQL_INSERT, (ev_id, type_name, at, payload)).lastrowid or 0)
+def insert_event(conn: WriteConnection, ev_id: str, type_name: str, at: datetime, payload: Any) -> int:
+    """One event row in the caller's transaction; its sequence number."""
+    return conn.insert(_SQL_INSERT, (ev_id, type_name, conn.dt(at), conn.js(payload)), "seq")
+
+
+_insert_event = transaction(insert_event)
 
 
 @transaction
-def _insert_event_once(
-    conn: sqlite3.Connection, ev_id: str, type_name: str, at: str | None, payload: str | None
-) -> int | None:
+def _insert_event_once(conn: WriteConnection, ev_id: str, type_name: str, at: datetime, payload: Any) -> int | None:
     """Insert unless the workspace already holds an event with this id (a relay carried it before)."""
     if conn.execute("SELECT 1 FROM domain_events WHERE id = ?", (ev_id,)).fetchone() is not None:
         return None
-    return int(conn.execute(_SQL_INSERT, (ev_id, type_name, at, payload)).lastrowid or 0)
+    return insert_event(conn, ev_id, type_name, at, payload)
 
 
 @dataclass(eq=False)
@@ -298,7 +298,7 @@ class EventBus:
         writer = await self._dbs.writer(workspace_id)
         ev_id = new_id()
         at = self._clock.now()
-        seq = await writer.call(_insert_event, ev_id, type_name, dt(at), js(payload))
+        seq = await writer.call(_insert_event, ev_id, type_name, at, payload)
         stored = StoredEvent(workspace_id, seq, ev_id, type_name, at, payload)
         await self._advance(workspace_id, [stored])
         return stored
@@ -310,17 +310,17 @@ class EventBus:
         outbox may hold it as written before payloads went camelCase: it is recorded in wire form."""
         payload = self.registry.wire_payload(type_name, workspace_id, payload)
         writer = await self._dbs.writer(workspace_id)
-        seq = await writer.call(_insert_event_once, ev_id, type_name, dt(at), js(payload))
+        seq = await writer.call(_insert_event_once, ev_id, type_name, at, payload)
         if seq is None:
             return None
         stored = StoredEvent(workspace_id, seq, ev_id, type_name, at, payload)
         await self._advance(workspace_id, [stored])
         return stored
 
-    def seed(self, event: DomainEvent) -> Callable[[sqlite3.Connection], int]:
+    def seed(self, event: DomainEvent) -> Callable[[WriteConnection], int]:
         """Writes ``event`` into a database being built (``Databases.create_workspace``); ``created`` delivers
         it once the workspace exists."""
-        row = (new_id(), event.type, dt(self._clock.now()), js(self.know(event)))
+        row = (new_id(), event.type, self._clock.now(), self.know(event))
         return lambda conn: _insert_event(conn, *row)
 
     async def created(self, workspace_id: str) -> None:

@@ -1,9 +1,11 @@
-"""A fast write path for small SQLite transactions: plain connections, one transaction per call.
+"""The SQLite side of the stores' write path (``hangar.core.write_conn``): plain connections, one transaction per
+call.
 
 Why: through the async engine a small transaction costs about a millisecond of thread hops (aiosqlite), far more
 than the write itself. Writers on the hot paths (domain events, the audit log, pipeline ticks) use this instead.
-Datetimes are written the way SQLAlchemy's SQLite ``DateTime`` stores them (UTC, no offset) and JSON compactly,
-so the SQLAlchemy readers read these rows back like any other.
+The connection is a ``sqlite3.Connection`` (``SqliteConnection`` only adds ``WriteConnection``'s few methods, so
+a statement costs what it always did). Datetimes are written the way SQLAlchemy's SQLite ``DateTime`` stores them
+(UTC, no offset) and JSON compactly, so the SQLAlchemy readers read these rows back like any other.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ import asyncio
 import functools
 import json
 import sqlite3
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
+
+from hangar.core.write_conn import transaction
 
 T = TypeVar("T")
 
@@ -36,8 +42,25 @@ def js(value: Any) -> str | None:
     return None if value is None else json.dumps(value, separators=(",", ":"), default=str)
 
 
-def connect(path: str, *, busy_ms: int) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+class SqliteConnection(sqlite3.Connection):
+    """A ``WriteConnection`` on SQLite: ``sqlite3.Connection`` itself, plus ``begin``, ``dt`` and ``js``."""
+
+    dialect = "sqlite"
+    dt = staticmethod(dt)
+    js = staticmethod(js)
+
+    def insert(self, sql: str, parameters: Sequence[Any], key: str, /) -> int:
+        # ``key`` is an INTEGER PRIMARY KEY, which is the rowid; RETURNING would cost a few microseconds more.
+        return int(self.execute(sql, parameters).lastrowid or 0)
+
+    def begin(self) -> None:
+        # IMMEDIATE: the write lock from the first statement, so what the transaction reads cannot change before
+        # it writes (across processes too).
+        self.execute("BEGIN IMMEDIATE")
+
+
+def connect(path: str, *, busy_ms: int) -> SqliteConnection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, factory=SqliteConnection)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
@@ -45,24 +68,7 @@ def connect(path: str, *, busy_ms: int) -> sqlite3.Connection:
     return conn
 
 
-def transaction(fn: Callable[..., T]) -> Callable[..., T]:
-    """Run ``fn(conn, ...)`` inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back when it raises)."""
-
-    def wrapped(conn: sqlite3.Connection, *args: Any) -> T:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = fn(conn, *args)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return result
-
-    return wrapped
-
-
-class Writer:
+class SqliteWriter:
     """Plain SQLite connections to one database file, one transaction per ``call``.
 
     Fast path: the tick is written on the event loop by a connection that never waits for the lock
@@ -73,17 +79,20 @@ class Writer:
     bench/bench_pipelines.py).
     """
 
+    dt = staticmethod(dt)
+    js = staticmethod(js)
+
     CHECKPOINT_EVERY = 500
 
     def __init__(self, path: str) -> None:
         self._path = path
-        self._fast: sqlite3.Connection | None = None
-        self._slow: sqlite3.Connection | None = None
+        self._fast: SqliteConnection | None = None
+        self._slow: SqliteConnection | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
         self._since_checkpoint = 0
         self._checkpointing: asyncio.Future[Any] | None = None
 
-    def _slow_conn(self) -> sqlite3.Connection:
+    def _slow_conn(self) -> SqliteConnection:
         if self._slow is None:
             self._slow = connect(self._path, busy_ms=10_000)
         return self._slow
@@ -127,3 +136,27 @@ class Writer:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._pool, self._close)
         self._pool.shutdown(wait=True)
+
+
+class SqliteRunner:
+    """One lazily opened connection to a database file for synchronous callers, one write transaction per ``run``
+    (``hangar.core.write_conn.Runner``). A call may wait ``busy_ms`` for another writer: callers run it off the
+    event loop (the other writer may be an ``aiosqlite`` transaction that needs the loop to finish)."""
+
+    def __init__(self, path: Path | str, *, busy_ms: int) -> None:
+        self._path = str(path)
+        self._busy_ms = busy_ms
+        self._conn: SqliteConnection | None = None
+        self._lock = threading.Lock()
+
+    def run(self, fn: Callable[..., T], *args: Any) -> T:
+        with self._lock:
+            if self._conn is None:
+                self._conn = connect(self._path, busy_ms=self._busy_ms)
+            return transaction(fn)(self._conn, *args)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

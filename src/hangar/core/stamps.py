@@ -9,7 +9,9 @@ whichever process or code path makes it. A reader checks the counter before it t
 a changed counter drops every copy that counter guards.
 
 On SQLite the counter is read by a plain connection on the event loop (no thread hop): a WAL reader never waits
-for writers. On PostgreSQL the same triggers exist (as a trigger function) and ``read`` becomes a query.
+for writers. On PostgreSQL the same triggers exist (as a trigger function) and the counter is read by one async
+connection in autocommit mode, on the event loop too (``hangar.core.pg_writer.PgReader``; ``Databases.stamp``
+picks): one round trip, and it sees what any transaction of any process committed.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ def drop_guards(execute: Callable[[str], object], guarded: list[Guard], *, diale
             execute(statement)
 
 
+# One counter's value (``?``: its name), for either dialect's plain reader.
+STAMP_QUERY = f"SELECT value FROM {COUNTERS_TABLE} WHERE name = ?"
+
+
 class StampReader:
     """Reads the change counters of one SQLite database file."""
 
@@ -55,7 +61,7 @@ class StampReader:
         self._lock = threading.Lock()  # readers may run on worker threads too (the CLI's sync code)
 
     def read(self, counter: str) -> int:
-        row = self.fetch(f"SELECT value FROM {COUNTERS_TABLE} WHERE name = ?", (counter,))
+        row = self.fetch(STAMP_QUERY, (counter,))
         # A database that predates the counter (mid-migration) reads as "always changed".
         return -1 if row is None else int(row[0])
 

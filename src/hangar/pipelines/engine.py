@@ -137,7 +137,7 @@ class PipelineEngine:
     @classmethod
     def from_app(cls, app: AppContext, bodies: BodyRegistry) -> PipelineEngine:
         return cls(
-            store=PipelineStore(app.dbs.workspace),
+            store=PipelineStore(app.dbs.workspace, app.dbs.writer),
             bus=app.bus,
             clock=app.clock,
             bodies=bodies,

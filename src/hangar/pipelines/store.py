@@ -8,7 +8,6 @@ before its body starts, a result is stored before the steps after it start. SQLi
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -23,6 +22,7 @@ from hangar.core import tables as core_tables
 # The same pragmas (WAL, synchronous=NORMAL, busy timeout) as every connection the core opens.
 from hangar.core.events import StoredEvent
 from hangar.core.ids import new_id
+from hangar.core.write_conn import Writer, integrity_error
 from hangar.errors import Conflict, NotFound
 from hangar.pipelines import tables as t
 from hangar.pipelines._algo import StepRec
@@ -30,12 +30,11 @@ from hangar.pipelines.events import TaskFinished
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, StepStatus
 from hangar.pipelines.results import TemplateSummary
 from hangar.pipelines.rows import RunRow, Tick, TriggerRow, aware
-from hangar.pipelines.writer import Writer, insert_run, interest, run_row_values, step_row, write_tick
-from hangar.pipelines.writer import dt as _dt
-from hangar.pipelines.writer import js as _js
+from hangar.pipelines.writer import insert_run, interest, run_row_values, step_row, write_tick
 
 T = TypeVar("T")
 EngineFor = Callable[[str], Awaitable[AsyncEngine]]
+WriterFor = Callable[[str], Awaitable[Writer]]
 
 
 def _task_id(payload: Any) -> Any:
@@ -92,9 +91,11 @@ def _trigger(row: RowMapping) -> TriggerRow:
 
 
 class PipelineStore:
-    def __init__(self, engine_for: EngineFor) -> None:
+    def __init__(self, engine_for: EngineFor, writer_for: WriterFor) -> None:
+        """``engine_for``, ``writer_for``: a workspace's engine and write path (``Databases.workspace``,
+        ``Databases.writer``)."""
         self._engine_for = engine_for
-        self._writers: dict[str, Writer] = {}
+        self._writer = writer_for
 
     async def engine(self, ws: str) -> AsyncEngine:
         return await self._engine_for(ws)
@@ -220,16 +221,10 @@ class PipelineStore:
 
     # -- runs ---------------------------------------------------------------------------------------------
 
-    async def _writer(self, ws: str) -> Writer:
-        writer = self._writers.get(ws)
-        if writer is None:
-            path = (await self.engine(ws)).url.database
-            assert path is not None
-            writer = self._writers[ws] = Writer(path)
-        return writer
-
     async def create_run(self, run: RunRow, recs: Sequence[StepRec]) -> bool:
         """Insert the run and its step rows; ``False`` when this trigger firing already has a run."""
+        writer = await self._writer(run.workspace_id)
+        _dt, _js = writer.dt, writer.js
         row = (
             run.id,
             run.template_id,
@@ -240,7 +235,7 @@ class PipelineStore:
             run.trigger_key,
             _js(run.payload),
             _js(run.state),
-            int(run.dry_run),
+            run.dry_run,
             run.parent_run_id,
             run.parent_step_id,
             run.error,
@@ -251,9 +246,9 @@ class PipelineStore:
         )
         steps = [(run.id, r.step_id, i, r.status.value) for i, r in enumerate(recs)]
         try:
-            await (await self._writer(run.workspace_id)).call(insert_run, row, steps)
-        except sqlite3.IntegrityError:
-            if run.trigger_key is None:
+            await writer.call(insert_run, row, steps)
+        except Exception as exc:
+            if run.trigger_key is None or not integrity_error(exc):
                 raise
             return False
         return True
@@ -326,11 +321,11 @@ class PipelineStore:
     async def commit(self, ws: str, run_id: str, tick: Tick, now: datetime) -> tuple[int, list[StoredEvent]]:
         """Write one tick in one transaction, with the events it announces; returns the highest domain-event
         seq at that moment (a step started in this tick only counts events after it) and the events written."""
-        steps = [step_row(run_id, r) for r in tick.steps]
-        run = run_row_values(tick.run) if tick.run is not None else None
-        events = [(new_id(), e.type, e.payload()) for e in tick.events]
-        rows = [(ev_id, kind, _dt(now), _js(payload)) for ev_id, kind, payload in events]
         writer = await self._writer(ws)
+        steps = [step_row(writer, run_id, r) for r in tick.steps]
+        run = run_row_values(writer, tick.run) if tick.run is not None else None
+        events = [(new_id(), e.type, e.payload()) for e in tick.events]
+        rows = [(ev_id, kind, now, payload) for ev_id, kind, payload in events]
         seq, seqs = await writer.call(
             write_tick, run_id, steps, run, list(tick.waits_cleared), list(tick.waits_added), rows
         )
@@ -341,9 +336,7 @@ class PipelineStore:
         return seq, stored
 
     async def aclose(self) -> None:
-        writers, self._writers = self._writers, {}
-        for w in writers.values():
-            await w.aclose()
+        """Nothing of its own to close: the write paths are the ``Databases``' (closed with them)."""
 
     async def set_progress(self, ws: str, run_id: str, step_id: str, progress: dict[str, Any]) -> None:
         """Only the progress column, so it never overwrites a newer status written by the runner."""

@@ -1,12 +1,13 @@
-"""The runner's statements, run on the core's fast write path (``hangar.core.sqlite_writer``): one transaction
-per tick with precompiled statements."""
+"""The runner's statements, run on the core's write path (``hangar.core.write_conn``, SQLite or PostgreSQL): one
+transaction per tick with statements prepared once."""
 
 from __future__ import annotations
 
-import sqlite3
+from datetime import datetime
 from typing import Any
 
-from hangar.core.sqlite_writer import Writer, dt, js, transaction
+from hangar.core.events import insert_event
+from hangar.core.write_conn import Values, WriteConnection, transaction
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.rows import RunRow
 
@@ -16,12 +17,13 @@ _SQL_STEP = (
 )
 _SQL_RUN = "UPDATE pipeline_runs SET status=?, state=?, error=?, updated_at=?, finished_at=? WHERE id=?"
 _SQL_CLEAR = "DELETE FROM pipeline_waits WHERE run_id=? AND step_id=?"
-_SQL_WAIT = "INSERT OR IGNORE INTO pipeline_waits (run_id, step_id, wait_key) VALUES (?, ?, ?)"
+_SQL_WAIT = "INSERT INTO pipeline_waits (run_id, step_id, wait_key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 _SQL_SEQ = "SELECT max(seq) FROM domain_events"
-_SQL_EVENT = "INSERT INTO domain_events (id, type, occurred_at, payload) VALUES (?, ?, ?, ?)"
 
 
-def step_row(run_id: str, r: StepRec) -> tuple[Any, ...]:
+def step_row(v: Values, run_id: str, r: StepRec) -> tuple[Any, ...]:
+    """The step's columns in the form ``v``'s database stores them (``v``: the writer the tick goes to)."""
+    dt, js = v.dt, v.js
     return (
         r.status.value,
         r.attempts,
@@ -39,19 +41,19 @@ def step_row(run_id: str, r: StepRec) -> tuple[Any, ...]:
     )
 
 
-def run_row_values(r: RunRow) -> tuple[Any, ...]:
-    return (r.status.value, js(r.state), r.error, dt(r.updated_at), dt(r.finished_at), r.id)
+def run_row_values(v: Values, r: RunRow) -> tuple[Any, ...]:
+    return (r.status.value, v.js(r.state), r.error, v.dt(r.updated_at), v.dt(r.finished_at), r.id)
 
 
 @transaction
 def write_tick(
-    conn: sqlite3.Connection,
+    conn: WriteConnection,
     run_id: str,
     steps: list[tuple[Any, ...]],
     run: tuple[Any, ...] | None,
     cleared: list[str],
     added: list[tuple[str, str]],
-    events: list[tuple[str, str, str | None, str | None]],
+    events: list[tuple[str, str, datetime, Any]],
 ) -> tuple[int, list[int]]:
     """The tick's rows and the events it announces (id, type, time, payload), in one transaction; returns the
     newest event's sequence number at that moment and those of the tick's events."""
@@ -63,7 +65,7 @@ def write_tick(
         conn.executemany(_SQL_CLEAR, [(run_id, s) for s in cleared])
     if added:
         conn.executemany(_SQL_WAIT, [(run_id, s, k) for s, k in added])
-    seqs = [int(conn.execute(_SQL_EVENT, event).lastrowid or 0) for event in events]
+    seqs = [insert_event(conn, *event) for event in events]
     return int(conn.execute(_SQL_SEQ).fetchone()[0] or 0), seqs
 
 
@@ -75,7 +77,7 @@ _SQL_INSERT_RUN = (
 _SQL_INSERT_STEP = "INSERT INTO pipeline_step_runs (run_id, step_id, position, status, attempts) VALUES (?, ?, ?, ?, 0)"
 
 
-def interest(conn: sqlite3.Connection, keys: list[str], event_type: str) -> tuple[list[tuple[str, str]], bool]:
+def interest(conn: WriteConnection, keys: list[str], event_type: str) -> tuple[list[tuple[str, str]], bool]:
     marks = ",".join("?" * len(keys))
     waiters = conn.execute(
         f"SELECT DISTINCT run_id, step_id FROM pipeline_waits WHERE wait_key IN ({marks})", keys
@@ -87,9 +89,9 @@ def interest(conn: sqlite3.Connection, keys: list[str], event_type: str) -> tupl
 
 
 @transaction
-def insert_run(conn: sqlite3.Connection, run: tuple[Any, ...], steps: list[tuple[Any, ...]]) -> None:
+def insert_run(conn: WriteConnection, run: tuple[Any, ...], steps: list[tuple[Any, ...]]) -> None:
     conn.execute(_SQL_INSERT_RUN, run)
     conn.executemany(_SQL_INSERT_STEP, steps)
 
 
-__all__ = ["Writer", "dt", "insert_run", "interest", "js", "run_row_values", "step_row", "write_tick"]
+__all__ = ["insert_run", "interest", "run_row_values", "step_row", "write_tick"]

@@ -8,7 +8,6 @@ arrives here already reduced by ``hangar.core.audit.sensitive`` to a length and 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,8 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.core.clock import Clock
 from hangar.core.db import Databases, MigrationSet
-from hangar.core.sqlite_writer import dt, js, transaction
 from hangar.core.types import UtcDateTime
+from hangar.core.write_conn import WriteConnection, transaction
 from hangar.rigs.devdomains import names as devdomains
 from hangar.rigs.model import LIVE_PHASES, CloseReason, Phase, RigRecord, Surface
 
@@ -65,14 +64,14 @@ rig_action_log = sa.Table(
 
 @transaction
 def _append_action(
-    conn: sqlite3.Connection, rig_id: str, at: str | None, principal: str, verb: str, outcome: str, details: str | None
+    conn: WriteConnection, rig_id: str, at: datetime, principal: str, verb: str, outcome: str, details: dict[str, Any]
 ) -> int:
     """One action row; the write transaction keeps the per-rig sequence gap-free, across processes too."""
     row = conn.execute("SELECT max(seq) FROM rig_action_log WHERE rig_id = ?", (rig_id,)).fetchone()
     seq = int(row[0] or 0) + 1
     conn.execute(
         "INSERT INTO rig_action_log (rig_id, seq, at, principal, verb, outcome, details) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (rig_id, seq, at, principal, verb, outcome, details),
+        (rig_id, seq, conn.dt(at), principal, verb, outcome, conn.js(details)),
     )
     return seq
 
@@ -203,8 +202,8 @@ class RigStore:
     ) -> int:
         """Record one input event; returns its per-rig sequence number."""
         writer = await self._dbs.writer(ws)
-        at = dt(self._clock.now())
-        seq: int = await writer.call(_append_action, rig_id, at, principal, verb, outcome, js(details or {}))
+        at = self._clock.now()
+        seq: int = await writer.call(_append_action, rig_id, at, principal, verb, outcome, details or {})
         return seq
 
     async def actions(self, ws: str, rig_id: str) -> list[ActionEntry]:

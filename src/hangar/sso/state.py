@@ -1,69 +1,48 @@
 """Short-lived sign-in state in the server database, so a restart between login and callback loses nothing.
 
-The SAML verifier is synchronous (the stores are called between its checks), so these stores use one plain
-SQLite connection to the server database file (``hangar.core.sqlite_writer.connect``), one short
-``BEGIN IMMEDIATE`` transaction per call, guarded by a lock. A call may wait for another writer of the server
-database, so callers run it off the event loop (``asyncio.to_thread``): the other writer may be an
-``aiosqlite`` transaction that needs the loop to finish, and blocking the loop would stall both. Using up a
-row is a single ``DELETE ... RETURNING``: of two concurrent callbacks for the same request (in this process or
-another one on the same data directory) exactly one gets the row. Times are written with ``sqlite_writer.dt``
-(UTC text of a fixed shape), so comparing them in SQL compares the instants.
+The SAML verifier is synchronous (the stores are called between its checks), so these stores take the server
+database's synchronous write path (``StateDb``: ``Databases.server_runner``, a plain SQLite connection or a pooled
+PostgreSQL one, see ``hangar.core.write_conn``), one short write transaction per call. A call may wait for
+another writer of the server database, so callers run it off the event loop (``asyncio.to_thread``): the other
+writer may be an ``aiosqlite`` transaction that needs the loop to finish, and blocking the loop would stall
+both. Using up a row is a single ``DELETE ... RETURNING``: of two concurrent callbacks for the same request (in
+this process or another one on the same database) exactly one gets the row. Times are written with ``conn.dt``
+(SQLite: UTC text of a fixed shape; PostgreSQL: ``timestamptz``), so comparing them in SQL compares the instants.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-from collections.abc import Callable
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, TypeVar
+from datetime import datetime
 
-from hangar.core.sqlite_writer import connect, dt, transaction
+from hangar.core.db import Databases
+from hangar.core.write_conn import Runner, WriteConnection, read_dt
 
-T = TypeVar("T")
+# The server database's synchronous write path, as the sign-in stores use it.
+StateDb = Runner
 
-# A sign-in waits at most this long for another writer of the server database.
+# A sign-in waits at most this long for another writer of the server database (SQLite).
 BUSY_MS = 5_000
 
 
-def parse_dt(text: str) -> datetime:
-    """A time written by ``sqlite_writer.dt`` back as an aware UTC datetime."""
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+def state_db(dbs: Databases) -> StateDb:
+    """The sign-in state's write path to the server database (closed with ``dbs``)."""
+    return dbs.server_runner(busy_ms=BUSY_MS)
 
 
-class StateDb:
-    """One lazily opened connection to the server database, one transaction per ``run``."""
-
-    def __init__(self, path: Path | str) -> None:
-        self._path = str(path)
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(connection, *args)`` inside one ``BEGIN IMMEDIATE`` transaction."""
-        with self._lock:
-            if self._conn is None:
-                self._conn = connect(self._path, busy_ms=BUSY_MS)
-            return transaction(fn)(self._conn, *args)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+parse_dt = read_dt  # a time read back from a sign-in table, as an aware UTC datetime
 
 
 # Table and column names below are this module's callers' fixed literals, never input.
-def purge_expired(conn: sqlite3.Connection, table: str, column: str, now: datetime) -> None:
-    conn.execute(f"DELETE FROM {table} WHERE {column} <= ?", (dt(now),))
+def purge_expired(conn: WriteConnection, table: str, column: str, now: datetime) -> None:
+    conn.execute(f"DELETE FROM {table} WHERE {column} <= ?", (conn.dt(now),))
 
 
-def cap_oldest(conn: sqlite3.Connection, table: str, order: str, capacity: int) -> None:
-    """Keep at most ``capacity`` rows in ``table``, dropping the oldest by ``order`` first."""
+def cap_oldest(conn: WriteConnection, table: str, key: str, order: str, capacity: int) -> None:
+    """Keep at most ``capacity`` rows in ``table``, dropping the oldest by ``order`` (ties: by the key ``key``)
+    first."""
     (count,) = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
     if count > capacity:
         conn.execute(
-            f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} ORDER BY {order}, rowid LIMIT ?)",
+            f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table} ORDER BY {order}, {key} LIMIT ?)",
             (count - capacity,),
         )

@@ -11,7 +11,6 @@ import pytest
 from hangar.config import Settings
 from hangar.core.context import AppContext
 from hangar.core.events import DomainEvent, _insert_event
-from hangar.core.sqlite_writer import dt, js
 from hangar.identity import IdentityService
 from hangar.identity.creation import create_workspace
 from hangar.identity.events import MemberAdded, MemberRoleChanged
@@ -86,9 +85,9 @@ async def test_an_event_stored_in_snake_case_still_loads_in_wire_form(ctx: AppCo
     writer = await ctx.dbs.writer(ws)
     # Written the old way: the payload's fields as Python names them.
     old = {"user_id": "u1", "old_role": "member", "new_role": "admin"}
-    seq = await writer.call(_insert_event, "old-1", MemberRoleChanged.type, dt(ctx.clock.now()), js(old))
+    seq = await writer.call(_insert_event, "old-1", MemberRoleChanged.type, ctx.clock.now(), old)
     # An emitted event (no part declares its type) keeps the payload it was given, whatever its spelling.
-    await writer.call(_insert_event, "old-2", "review.approved", dt(ctx.clock.now()), js({"by_whom": "meg"}))
+    await writer.call(_insert_event, "old-2", "review.approved", ctx.clock.now(), {"by_whom": "meg"})
     got = {e.id: e for e in await ctx.bus.replay(ws, after_seq=seq - 1)}
     assert got["old-1"].payload == {"userId": "u1", "oldRole": "member", "newRole": "admin"}
     assert got["old-2"].payload == {"by_whom": "meg"}

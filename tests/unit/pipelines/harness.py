@@ -71,7 +71,7 @@ async def harness(
         ctx.provide(HOST, as_type=Confinement)
         registry = BodyRegistry([*step_bodies(all_parts()), *bodies])
         engine = PipelineEngine(
-            store=PipelineStore(ctx.dbs.workspace),
+            store=PipelineStore(ctx.dbs.workspace, ctx.dbs.writer),
             bus=ctx.bus,
             clock=clock,
             bodies=registry,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hangar.core.sqlite_writer import Writer
+from hangar.core.sqlite_writer import SqliteWriter
 from tests.unit.pipelines.harness import WS, harness, listen, steps
 
 
@@ -21,14 +21,14 @@ async def test_tick_waits_for_another_writer_instead_of_failing(
     never waits (the fast path gives up at once), and nothing is dropped."""
     waited: list[float] = []  # when a transaction went to the writer's thread
     went_waiting = threading.Event()
-    slow_call = Writer._slow_call
+    slow_call = SqliteWriter._slow_call
 
-    def spied(self: Writer, fn: Any, args: tuple[Any, ...]) -> Any:
+    def spied(self: SqliteWriter, fn: Any, args: tuple[Any, ...]) -> Any:
         waited.append(time.monotonic())
         went_waiting.set()
         return slow_call(self, fn, args)
 
-    monkeypatch.setattr(Writer, "_slow_call", spied)
+    monkeypatch.setattr(SqliteWriter, "_slow_call", spied)
     async with harness(tmp_path) as h:
         db = tmp_path / WS / "workspace.db"
         locked, started = threading.Event(), threading.Event()

@@ -9,19 +9,20 @@ from datetime import timedelta
 from pathlib import Path
 
 from hangar.core.clock import FakeClock
+from hangar.core.sqlite_writer import SqliteRunner
 from hangar.sso.handoff import LoginIntent
 from hangar.sso.oidc.pending import PendingLogin, PendingLogins
 from hangar.sso.saml import PendingRequests, SeenAssertions
-from hangar.sso.state import StateDb
+from hangar.sso.state import BUSY_MS
 from tests.unit.sso.saml.kit import NOW
 from tests.unit.sso.saml.state import state_db
 
 
-def _path(db: StateDb) -> Path:
+def _path(db: SqliteRunner) -> Path:
     return Path(db._path)
 
 
-def _race(workers: list[StateDb], attempt: object) -> list[object]:
+def _race(workers: list[SqliteRunner], attempt: object) -> list[object]:
     """Run ``attempt(db)`` on every connection at once (released together by a barrier); their results."""
     barrier = threading.Barrier(len(workers))
     results: list[object] = [None] * len(workers)
@@ -44,7 +45,7 @@ def test_pending_requests_and_seen_assertions_survive_a_reopen() -> None:
     PendingRequests(clock, first).add("_req", relay="web-popup", client_origin="http://localhost:5173")
     assert SeenAssertions(clock, first).remember("idp\n_a1", NOW + timedelta(minutes=5))
     first.close()
-    again = StateDb(_path(first))
+    again = SqliteRunner(_path(first), busy_ms=BUSY_MS)
     taken = PendingRequests(clock, again).take("_req")
     assert taken is not None and (taken.relay, taken.client_origin) == ("web-popup", "http://localhost:5173")
     assert taken.expires_at == NOW + timedelta(minutes=10)
@@ -55,7 +56,7 @@ def test_pending_requests_and_seen_assertions_survive_a_reopen() -> None:
 def test_one_pending_request_taken_by_racing_connections_goes_to_exactly_one() -> None:
     clock = FakeClock(NOW)
     db = state_db()
-    workers = [StateDb(_path(db)) for _ in range(6)]
+    workers = [SqliteRunner(_path(db), busy_ms=BUSY_MS) for _ in range(6)]
     for round_ in range(20):
         PendingRequests(clock, db).add(f"_r{round_}", relay="desktop")
         got = _race(workers, lambda w, rid=f"_r{round_}": PendingRequests(clock, w).take(rid))
@@ -65,7 +66,7 @@ def test_one_pending_request_taken_by_racing_connections_goes_to_exactly_one() -
 def test_one_assertion_remembered_by_racing_connections_is_accepted_once() -> None:
     clock = FakeClock(NOW)
     db = state_db()
-    workers = [StateDb(_path(db)) for _ in range(6)]
+    workers = [SqliteRunner(_path(db), busy_ms=BUSY_MS) for _ in range(6)]
     for round_ in range(20):
         key, until = f"idp\n_a{round_}", NOW + timedelta(minutes=5)
         got = _race(workers, lambda w, k=key, u=until: SeenAssertions(clock, w).remember(k, u))
@@ -109,7 +110,7 @@ def test_oidc_pending_logins_round_trip_once_and_survive_a_reopen() -> None:
     login = _login(PendingLogins(clock, db))
     PendingLogins(clock, db).add("s1", login)
     db.close()
-    store = PendingLogins(clock, StateDb(_path(db)))
+    store = PendingLogins(clock, SqliteRunner(_path(db), busy_ms=BUSY_MS))
     assert store.take("s1") == login
     assert store.take("s1") is None
     assert "v" * 64 not in repr(login) and "nonce" not in repr(login)
@@ -120,7 +121,9 @@ def test_oidc_pending_logins_race_expire_and_stay_bounded() -> None:
     db = state_db()
     store = PendingLogins(clock, db, capacity=3)
     store.add("raced", _login(store))
-    got = _race([StateDb(_path(db)) for _ in range(5)], lambda w: PendingLogins(clock, w).take("raced"))
+    got = _race(
+        [SqliteRunner(_path(db), busy_ms=BUSY_MS) for _ in range(5)], lambda w: PendingLogins(clock, w).take("raced")
+    )
     assert sum(g is not None for g in got) == 1
     for i in range(5):
         store.add(f"s{i}", _login(store))

@@ -11,12 +11,11 @@ clock. Expired rows go on every insert, and past the capacity the oldest go firs
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hangar.core.clock import Clock
-from hangar.core.sqlite_writer import dt
+from hangar.core.write_conn import WriteConnection
 from hangar.sso.handoff import LoginIntent
 from hangar.sso.state import StateDb, cap_oldest, parse_dt, purge_expired
 
@@ -26,6 +25,11 @@ MAX_PENDING = 10_000
 _COLUMNS = (
     "nonce, code_verifier, redirect_uri, relay, client_origin, continuation, binding_hash, issuer, client_id, "
     "created_at, expires_at, client_state"
+)
+# A state seen again (the provider never sends one twice; a client retrying might) replaces its row.
+_SQL_UPSERT = (
+    f"INSERT INTO sso_oidc_pending (state, {_COLUMNS}) VALUES ({', '.join('?' * 13)}) "
+    "ON CONFLICT (state) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", "))
 )
 
 
@@ -78,10 +82,10 @@ class PendingLogins:
         )
 
     def add(self, state: str, p: PendingLogin) -> None:
-        def insert(conn: sqlite3.Connection) -> None:
+        def insert(conn: WriteConnection) -> None:
             purge_expired(conn, "sso_oidc_pending", "expires_at", self._clock.now())
             conn.execute(
-                f"INSERT OR REPLACE INTO sso_oidc_pending (state, {_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+                _SQL_UPSERT,
                 (
                     state,
                     p.nonce,
@@ -93,19 +97,19 @@ class PendingLogins:
                     p.binding_hash,
                     p.issuer,
                     p.client_id,
-                    dt(p.created_at),
-                    dt(p.expires_at),
+                    conn.dt(p.created_at),
+                    conn.dt(p.expires_at),
                     p.intent.client_state,
                 ),
             )
-            cap_oldest(conn, "sso_oidc_pending", "created_at", self._capacity)
+            cap_oldest(conn, "sso_oidc_pending", "state", "created_at", self._capacity)
 
         self._db.run(insert)
 
     def take(self, state: str) -> PendingLogin | None:
         """Remove and return the row for ``state`` (expired or not); None when there is none."""
 
-        def delete(conn: sqlite3.Connection) -> PendingLogin | None:
+        def delete(conn: WriteConnection) -> PendingLogin | None:
             row = conn.execute(
                 f"DELETE FROM sso_oidc_pending WHERE state = ? RETURNING {_COLUMNS}",
                 (state,),

@@ -14,12 +14,12 @@ insert, and past the capacity the oldest go first.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from hangar.core.clock import Clock
-from hangar.core.sqlite_writer import dt
+from hangar.core.write_conn import WriteConnection
 from hangar.sso.state import StateDb, cap_oldest, parse_dt, purge_expired
 
 DEFAULT_TTL = timedelta(minutes=10)
@@ -39,9 +39,14 @@ class PendingRequest:
 
 
 _COLUMNS = "id, relay, client_origin, created_at, expires_at, continuation, client_state"
+# An id issued again (ids are random: only a retry could) replaces its row.
+_SQL_UPSERT = (
+    f"INSERT INTO sso_saml_pending ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[1:])
+)
 
 
-def _request(row: tuple[str, str | None, str | None, str, str, str | None, str | None]) -> PendingRequest:
+def _request(row: tuple[Any, ...]) -> PendingRequest:
     return PendingRequest(row[0], row[1], row[2], parse_dt(row[3]), parse_dt(row[4]), row[5], row[6])
 
 
@@ -64,13 +69,13 @@ class PendingRequests:
         now = self._clock.now()
         item = PendingRequest(request_id, relay, client_origin, now, now + self._ttl, continuation, client_state)
 
-        def insert(conn: sqlite3.Connection) -> None:
+        def insert(conn: WriteConnection) -> None:
             purge_expired(conn, "sso_saml_pending", "expires_at", now)
             conn.execute(
-                f"INSERT OR REPLACE INTO sso_saml_pending ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (request_id, relay, client_origin, dt(now), dt(item.expires_at), continuation, client_state),
+                _SQL_UPSERT,
+                (request_id, relay, client_origin, conn.dt(now), conn.dt(item.expires_at), continuation, client_state),
             )
-            cap_oldest(conn, "sso_saml_pending", "created_at", self._capacity)
+            cap_oldest(conn, "sso_saml_pending", "id", "created_at", self._capacity)
 
         self._db.run(insert)
         return item
@@ -79,10 +84,10 @@ class PendingRequests:
         """The live pending request, without using it up."""
         now = self._clock.now()
 
-        def select(conn: sqlite3.Connection) -> PendingRequest | None:
+        def select(conn: WriteConnection) -> PendingRequest | None:
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM sso_saml_pending WHERE id = ? AND expires_at > ?",
-                (request_id, dt(now)),
+                (request_id, conn.dt(now)),
             ).fetchone()
             return None if row is None else _request(row)
 
@@ -92,7 +97,7 @@ class PendingRequests:
         """Use up the pending request: the first caller gets it, every later one gets None."""
         now = self._clock.now()
 
-        def delete(conn: sqlite3.Connection) -> PendingRequest | None:
+        def delete(conn: WriteConnection) -> PendingRequest | None:
             row = conn.execute(
                 f"DELETE FROM sso_saml_pending WHERE id = ? RETURNING {_COLUMNS}",
                 (request_id,),
@@ -117,8 +122,10 @@ class SeenAssertions:
     def seen(self, key: str) -> bool:
         now = self._clock.now()
 
-        def select(conn: sqlite3.Connection) -> bool:
-            row = conn.execute("SELECT 1 FROM sso_saml_seen WHERE key = ? AND until > ?", (key, dt(now))).fetchone()
+        def select(conn: WriteConnection) -> bool:
+            row = conn.execute(
+                "SELECT 1 FROM sso_saml_seen WHERE key = ? AND until > ?", (key, conn.dt(now))
+            ).fetchone()
             return row is not None
 
         return self._db.run(select)
@@ -127,13 +134,13 @@ class SeenAssertions:
         """Record ``key`` until ``until``; False when it was already recorded (a replay)."""
         now = self._clock.now()
 
-        def upsert(conn: sqlite3.Connection) -> bool:
+        def upsert(conn: WriteConnection) -> bool:
             # One statement: a new key is inserted, an expired one replaced, a live one left alone (rowcount 0).
             cur = conn.execute(
                 "INSERT INTO sso_saml_seen (key, until, accepted_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET until = excluded.until, accepted_at = excluded.accepted_at "
                 "WHERE sso_saml_seen.until <= ?",
-                (key, dt(until), dt(now), dt(now)),
+                (key, conn.dt(until), conn.dt(now), conn.dt(now)),
             )
             if cur.rowcount == 0:
                 return False
@@ -141,7 +148,7 @@ class SeenAssertions:
             if count > self._capacity:
                 # Drop expired entries first; if still full, the oldest accepted go.
                 purge_expired(conn, "sso_saml_seen", "until", now)
-                cap_oldest(conn, "sso_saml_seen", "accepted_at", self._capacity)
+                cap_oldest(conn, "sso_saml_seen", "key", "accepted_at", self._capacity)
             return True
 
         return self._db.run(upsert)

@@ -20,7 +20,7 @@ from hangar.sso.saml.metadata import IdpMetadata, parse_idp_metadata, sp_metadat
 from hangar.sso.saml.pending import PendingRequests, SeenAssertions
 from hangar.sso.saml.request import AuthnRequest, build_authn_request, new_request_id
 from hangar.sso.saml.verify import ResponseVerifier, SamlIdentity, SpSettings
-from hangar.sso.state import StateDb
+from hangar.sso.state import StateDb, state_db
 
 __all__ = ["ACS_PATH", "LOGIN_PATH", "METADATA_PATH", "SamlService", "acs_url", "saml_service"]
 
@@ -104,7 +104,7 @@ def saml_service(ctx: AppContext) -> SamlService:
     if existing is not None:
         return existing
     try:
-        return ctx.provide(SamlService(ctx.clock, StateDb(ctx.datadir.server_db)))
+        return ctx.provide(SamlService(ctx.clock, state_db(ctx.dbs)))
     except ValueError:
         # Two requests raced to create it; the first one won.
         return ctx.service(SamlService)

@@ -10,8 +10,9 @@ import uuid
 from pathlib import Path
 
 from hangar.core.db import apply_migrations
+from hangar.core.sqlite_writer import SqliteRunner
 from hangar.sso.config import MIGRATIONS
-from hangar.sso.state import StateDb
+from hangar.sso.state import BUSY_MS
 
 
 @functools.lru_cache(maxsize=1)
@@ -23,9 +24,9 @@ def _template() -> Path:
     return path
 
 
-def state_db() -> StateDb:
+def state_db() -> SqliteRunner:
     """A fresh migrated server database of its own."""
     template = _template()
     path = template.with_name(f"{uuid.uuid4().hex}.db")
     shutil.copyfile(template, path)
-    return StateDb(path)
+    return SqliteRunner(path, busy_ms=BUSY_MS)
