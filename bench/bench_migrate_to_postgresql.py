@@ -26,6 +26,7 @@ import sqlalchemy as sa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.support.postgres import PostgresCluster
+from tests.support.templates import HOP, written
 
 from hangar.core.db import postgresql_url, workspace_schema
 from hangar.core.dbcopy import copy_install
@@ -34,21 +35,12 @@ from hangar.server.parts import all_parts
 
 MESSAGES = 100_000
 HANGAR = str(Path(sys.executable).parent / "hangar")
-TEMPLATE = {
-    "id": "hop",
-    "name": "Hop",
-    "steps": [
-        {"id": "start", "kind": "trigger", "body": "pipeline.trigger"},
-        {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["start"]}},
-    ],
-}
 
 
 def make_install(root: Path) -> tuple[str, int]:
     """A data directory with one workspace grown to ``MESSAGES`` messages, events and audit rows."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HANGAR_DATABASE")}
-    template = root.parent / "hop.json"
-    template.write_text(json.dumps(TEMPLATE))
+    template = written(HOP, root.parent)
     subprocess.run([HANGAR, "pipeline", "run", str(template), "--data-dir", str(root)], env=env, check=True)
     (workspace,) = [p.parent.name for p in root.glob("*/workspace.db")]
     space = str(uuid.uuid4())

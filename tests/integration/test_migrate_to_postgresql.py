@@ -6,7 +6,6 @@ a source a newer Hangar migrated or that is damaged) is one line and leaves both
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sqlite3
 import subprocess
@@ -25,17 +24,10 @@ from hangar.server.parts import all_parts
 from tests.support.postgres import PostgresCluster
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
+from tests.support.templates import HOP, written
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
 SETS = [m for p in all_parts() for m in p.migrations]
-TEMPLATE = {
-    "id": "hop",
-    "name": "Hop",
-    "steps": [
-        {"id": "start", "kind": "trigger", "body": "pipeline.trigger"},
-        {"id": "end", "kind": "terminal", "trigger": {"sourceStepIds": ["start"]}},
-    ],
-}
 
 
 def hangar(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -71,7 +63,7 @@ async def make_install(data: Path) -> dict[str, Any]:
             parent = (await c.call("tickets.create", workspace_id=first, title="parent"))["id"]
             await c.call("tickets.create", workspace_id=first, title="child", parentId=parent)
             await c.call("spaces.create", workspace_id=second, title="other")
-            await c.call("pipelines.templates.create", workspace_id=second, template=TEMPLATE)
+            await c.call("pipelines.templates.create", workspace_id=second, template=HOP)
             run = await c.call("pipelines.runs.start", workspace_id=second, templateId="hop", payload={"k": [1, None]})
             for _ in range(400):
                 got = await c.call("pipelines.runs.get", workspace_id=second, runId=run["runId"])
@@ -221,16 +213,10 @@ def test_a_source_a_newer_hangar_migrated_or_a_damaged_one_is_refused(
         assert schemas.fetchall() == []  # nothing was written to the target
     # A workspace database that lost a table: named, and refused.
     ws = tmp_path / "ws"
-    assert hangar("pipeline", "run", str(_template(tmp_path)), "--data-dir", str(ws)).returncode == 0
+    assert hangar("pipeline", "run", str(written(HOP, tmp_path)), "--data-dir", str(ws)).returncode == 0
     (workspace,) = [p.parent.name for p in ws.glob("*/workspace.db")]
     with sqlite3.connect(ws / workspace / "workspace.db") as db:
         db.execute("DROP TABLE tickets")
     line = refused(migrate(ws, pg_url))
     assert line.startswith(f"hangar: workspace {workspace} cannot be copied: workspace.db is missing table tickets")
     assert not (ws / URL_FILE).exists()
-
-
-def _template(tmp_path: Path) -> Path:
-    path = tmp_path / "hop.json"
-    path.write_text(json.dumps(TEMPLATE))
-    return path

@@ -5,6 +5,7 @@ shows the password."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -13,12 +14,24 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import sqlalchemy as sa
+from alembic.script import ScriptDirectory
 from sqlalchemy.engine import make_url
 
-from hangar.core.db import SERVER_SCHEMA, apply_migrations, apply_postgresql_migrations
+from hangar.core.datadir import DataDir
+from hangar.core.db import (
+    SERVER_SCHEMA,
+    DatabaseDamaged,
+    Databases,
+    apply_migrations,
+    apply_postgresql_migrations,
+    postgresql_url,
+)
 from hangar.core.dblocation import URL_FILE
 from hangar.server.parts import all_parts
+from tests.support.dialects import database_url
 from tests.support.postgres import PostgresCluster
+from tests.support.templates import HOP, written
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
 SERVER_SETS = [m for p in all_parts() for m in p.migrations if m.scope == "server"]
@@ -180,3 +193,62 @@ def test_the_database_secrets_leave_the_environment_the_processes_started_inheri
     child = subprocess.run(["env"], capture_output=True, text=True, check=True)
     assert SECRET not in child.stdout
     assert SECRET not in repr(settings)
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+async def test_a_workspace_a_newer_hangar_migrated_answers_unavailable_with_the_same_sentence(
+    tmp_path: Path, dialect: str, request: pytest.FixtureRequest
+) -> None:
+    url = database_url(dialect, request)
+    datadir = DataDir(tmp_path / "d").ensure()
+    sets = [m for p in all_parts() for m in p.migrations]
+    dbs = Databases(datadir, sets, postgresql=url)
+    await dbs.open()
+    await dbs.workspace("w1", create=True)
+    await dbs.aclose()
+    if url is None:
+        name = "workspace.db"
+        with sqlite3.connect(datadir.workspace_db("w1")) as db:
+            db.execute("UPDATE alembic_version_workspace SET version_num = 'w9999'")
+    else:
+        dbname = str(make_url(url).database)
+        name = f"database {dbname} schema ws_w1"
+        engine = sa.create_engine(postgresql_url(url))
+        with engine.begin() as conn:
+            conn.exec_driver_sql("UPDATE ws_w1.alembic_version_workspace SET version_num = 'w9999'")
+        engine.dispose()
+    workspace_set = next(m for m in sets if m.name == "workspace")
+    head = ScriptDirectory(str(workspace_set.location)).get_current_head()
+    again = Databases(datadir, sets, postgresql=url)
+    await again.open()
+    try:
+        with pytest.raises(DatabaseDamaged) as refused:
+            await again.workspace("w1")
+    finally:
+        await again.aclose()
+    assert refused.value.message == (
+        f"workspace w1 is unavailable: {name} was migrated by a newer Hangar: its workspace schema is at revision "
+        f"w9999, which this Hangar (0.0.1) does not know (the newest it knows is {head}); run the Hangar version "
+        "that migrated it, or a newer one"
+    )
+
+
+def test_a_pipeline_runs_on_postgresql_from_the_command_line(
+    tmp_path: Path, pg_cluster: PostgresCluster, pg_url: str
+) -> None:
+    data = tmp_path / "d"
+    run = hangar(
+        "pipeline", "run", str(written(HOP, tmp_path)), "--data-dir", str(data), "--database-url", pg_url, "--json"
+    )
+    assert run.returncode == 0, run.stderr
+    ran = json.loads(run.stdout)
+    assert ran["status"] == "completed"
+    # Shown by a command given no URL: the data directory names the database.
+    show = hangar("pipeline", "show", ran["runId"], "--data-dir", str(data))
+    assert show.returncode == 0, show.stderr
+    assert json.loads(show.stdout)["status"] == "completed"
+    assert not (data / "server.db").exists() and not list(data.glob("*/workspace.db"))
+    with psycopg.connect(pg_cluster.dsn(str(make_url(pg_url).database))) as conn:
+        (schema,) = [r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'ws\\_%'")]
+        status = conn.execute(f'SELECT status FROM "{schema}".pipeline_runs').fetchall()
+    assert status == [("completed",)]

@@ -106,33 +106,36 @@ def database_for(root: Path, given: str | None) -> URL | None:
 def in_use(root: Path) -> Iterator[None]:
     """Hold the data directory's shared in-use lock for the block (every process with its databases open).
     ``DataDirInUse`` when a copy of the install holds it exclusively."""
-    fd = os.open(root / IN_USE_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise DataDirInUse(
-                f"the data directory {root} is being copied to PostgreSQL (hangar admin migrate-to-postgresql): "
-                "start again when the copy has finished"
-            ) from None
+    refusal = (
+        f"the data directory {root} is being copied to PostgreSQL (hangar admin migrate-to-postgresql): start "
+        "again when the copy has finished"
+    )
+    with _flocked(root, fcntl.LOCK_SH, refusal):
         yield
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager
 def exclusively(root: Path) -> Iterator[None]:
     """Hold the data directory's in-use lock alone for the block; ``DataDirInUse`` when a server or a
     ``hangar`` command has the directory open."""
+    refusal = (
+        f"the data directory {root} is in use by a running server or hangar command (it holds "
+        f"{root / IN_USE_LOCK}): stop it first"
+    )
+    with _flocked(root, fcntl.LOCK_EX, refusal):
+        yield
+
+
+@contextlib.contextmanager
+def _flocked(root: Path, mode: int, refusal: str) -> Iterator[None]:
+    """The in-use lock in ``mode``, without waiting (``DataDirInUse(refusal)`` when another holder excludes it);
+    the kernel releases it however the process ends."""
     fd = os.open(root / IN_USE_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise DataDirInUse(
-                f"the data directory {root} is in use by a running server or hangar command (it holds "
-                f"{root / IN_USE_LOCK}): stop it first"
-            ) from None
+            raise DataDirInUse(refusal) from None
         yield
     finally:
         os.close(fd)
