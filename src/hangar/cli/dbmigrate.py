@@ -7,14 +7,21 @@ from typing import Annotated
 
 import typer
 
-from hangar.cli.root import DatabaseUrlOpt, settings_from
+from hangar.cli.root import settings_from
 
 
 def migrate_to_postgresql(
     source: Annotated[
         Path, typer.Option("--from", help="The data directory of the SQLite install to copy.", show_default=False)
     ],
-    database_url: DatabaseUrlOpt = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            help="The empty PostgreSQL database to copy into, postgresql://USER@HOST/DATABASE ($HANGAR_DATABASE_URL).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Copy an install's records (the server database and every workspace database) into an empty PostgreSQL
     database, check every table's count and checksum on both sides, and point the data directory at it.
