@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -40,27 +40,34 @@ class Fingerprint:
         return self.digest[:16]
 
 
-def canonical(value: Any, kind: str) -> bytes:
-    """One value as canonical text with a type tag; ``kind`` is the PostgreSQL column type."""
-    if value is None:
-        return b"N"
-    if kind in TIMESTAMP_TYPES:
-        moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-        return b"T" + moment.isoformat().encode()
-    if kind in JSON_TYPES:
-        parsed = json.loads(value) if isinstance(value, str | bytes) else value
-        return b"J" + json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    if kind in BOOLEAN_TYPES:
-        return b"B" + (b"true" if bool(value) else b"false")
-    if kind in FLOAT_TYPES:
-        return b"F" + repr(float(value)).encode()
+def _timestamp(value: Any) -> bytes:
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return b"T" + moment.isoformat().encode()
+
+
+def _json(value: Any) -> bytes:
+    parsed = json.loads(value) if isinstance(value, str | bytes) else value
+    return b"J" + json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _boolean(value: Any) -> bytes:
+    return b"B" + (b"true" if bool(value) else b"false")
+
+
+def _float(value: Any) -> bytes:
+    return b"F" + repr(float(value)).encode()
+
+
+def _by_value(value: Any) -> bytes:
+    if isinstance(value, str):
+        return b"S" + value.encode()
     if isinstance(value, bool):
-        return b"B" + (b"true" if value else b"false")
+        return _boolean(value)
     if isinstance(value, int):
         return b"I" + str(value).encode()
     if isinstance(value, float):
-        return b"F" + repr(value).encode()
+        return _float(value)
     if isinstance(value, Decimal):
         return b"D" + str(value.normalize()).encode()
     if isinstance(value, bytes | bytearray | memoryview):
@@ -68,12 +75,26 @@ def canonical(value: Any, kind: str) -> bytes:
     return b"S" + str(value).encode()
 
 
+_BY_KIND: dict[str, Callable[[Any], bytes]] = {
+    **dict.fromkeys(TIMESTAMP_TYPES, _timestamp),
+    **dict.fromkeys(JSON_TYPES, _json),
+    **dict.fromkeys(BOOLEAN_TYPES, _boolean),
+    **dict.fromkeys(FLOAT_TYPES, _float),
+}
+
+
+def canonical(value: Any, kind: str) -> bytes:
+    """One value as canonical text with a type tag; ``kind`` is the PostgreSQL column type."""
+    return b"N" if value is None else _BY_KIND.get(kind, _by_value)(value)
+
+
 def fingerprint(rows: Iterable[Sequence[Any]], kinds: Sequence[str]) -> Fingerprint:
     """The count and order-independent digest of ``rows`` whose columns have the PostgreSQL types ``kinds``."""
+    readers = [_BY_KIND.get(kind, _by_value) for kind in kinds]
     total = 0
     count = 0
     for row in rows:
-        digest = hashlib.sha256(_SEP.join(canonical(v, k) for v, k in zip(row, kinds, strict=True))).digest()
-        total = (total + int.from_bytes(digest, "big")) % _MODULUS
+        parts = [b"N" if v is None else read(v) for read, v in zip(readers, row, strict=True)]
+        total += int.from_bytes(hashlib.sha256(_SEP.join(parts)).digest(), "big")
         count += 1
-    return Fingerprint(count, f"{total:064x}")
+    return Fingerprint(count, f"{total % _MODULUS:064x}")
