@@ -153,6 +153,22 @@ def test_backup_refuses_a_missing_folder_and_the_data_directory_itself(tmp_path:
     )
 
 
+def test_backup_refuses_an_install_whose_records_are_in_postgresql(tmp_path: Path, data: Path) -> None:
+    # A copy of the data directory that records a PostgreSQL URL (as migrate-to-postgresql leaves it): its SQLite
+    # files are the state at the copy, not the install's records.
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for name in ("server.db", "secrets.json"):
+        (moved / name).write_bytes((data / name).read_bytes())
+    (moved / "database-url").write_text("postgresql://hangar@db.example/hangar\n")
+    out = tmp_path / "moved.backup"
+    said = refused(admin("backup", "--to", str(out), "--data-dir", str(moved)))
+    assert said.startswith(f"the records of {moved} are in PostgreSQL")
+    assert not out.exists()
+    (moved / "database-url").unlink()  # the same folder without the record backs up
+    assert admin("backup", "--to", str(out), "--data-dir", str(moved)).returncode == 0
+
+
 def test_the_passphrase_bounds_on_both_sides(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     short, enough = "x" * (MIN_PASSPHRASE - 1), "x" * MIN_PASSPHRASE
     said = refused(admin("backup", "--to", str(tmp_path / "s"), "--data-dir", str(data), passphrase=short))

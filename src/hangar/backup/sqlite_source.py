@@ -21,9 +21,10 @@ import stat
 from collections.abc import Container
 from pathlib import Path
 
-from hangar.backup.archive import ArchiveWriter
+from hangar.backup.archive import ArchiveWriter, BackupRefused
 from hangar.core.beneath import DIR_FLAGS, anchored, walk
 from hangar.core.datadir import DataDir
+from hangar.core.dblocation import URL_FILE
 from hangar.errors import InvalidArgs
 
 SECRET_FILES = ("secrets.json", "sign-in-origin")
@@ -136,6 +137,14 @@ class SqliteSource:
         self.datadir = datadir
 
     def check(self) -> None:
+        # An install whose records moved to PostgreSQL still has the SQLite files it was copied from: backing those
+        # up would look like a backup and restore an old state.
+        if (self.datadir.root / URL_FILE).exists():
+            raise BackupRefused(
+                f"the records of {self.datadir.root} are in PostgreSQL (its {URL_FILE} file names the database), "
+                "which hangar admin backup does not back up yet: dump the database with pg_dump and back up the "
+                "data directory's files"
+            )
         if not self.datadir.server_db.is_file():
             raise FileNotFoundError(f"{self.datadir.root} holds no Hangar server database (server.db)")
 
