@@ -56,6 +56,9 @@ const WRITE_ALSO: { readonly [N in CallOpName]?: readonly string[] } = {
   "pipelines.templates.delete": ["pipelines.triggers."],
 };
 
+/** Writes that change no read a screen caches (they mint a short-lived address): nothing is fetched after them. */
+const CHANGES_NO_READ: ReadonlySet<CallOpName> = new Set<CallOpName>(["rig.terminalUrl"]);
+
 /** The family of an op: its name without the last part (`pipelines.templates.create` → `pipelines.templates.`). */
 export function familyOf(op: string): string {
   const dot = op.lastIndexOf(".");
@@ -64,6 +67,7 @@ export function familyOf(op: string): string {
 
 /** The read prefixes a write of `op` makes stale. */
 export function readsAfterWrite(op: CallOpName): readonly string[] {
+  if (CHANGES_NO_READ.has(op)) return [];
   return [familyOf(op), ...(WRITE_ALSO[op] ?? [])];
 }
 
@@ -89,6 +93,11 @@ export function invalidateAfterEvent(queries: QueryClient, workspaceId: string, 
 /** This client's call of `op` with `args` succeeded: unless the op only reads, what it changed is stale. */
 export function invalidateAfterWrite(queries: QueryClient, op: CallOpName, args: unknown): Promise<void> {
   if (OPS[op].kind === "read") return Promise.resolve();
+  return invalidate(queries, readsAfterWrite(op), workspaceOf(args));
+}
+
+/** The workspace a call's arguments name, if they name one. */
+export function workspaceOf(args: unknown): string | null {
   const ws = typeof args === "object" && args !== null ? (args as { workspace_id?: unknown }).workspace_id : undefined;
-  return invalidate(queries, readsAfterWrite(op), typeof ws === "string" ? ws : null);
+  return typeof ws === "string" ? ws : null;
 }

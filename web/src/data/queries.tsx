@@ -65,8 +65,10 @@ export interface Read<N extends CallOpName> {
   loading: boolean;
   /** Fetch it again now (a change this screen cannot name by op, or one it made through another door). */
   reload(): void;
-  /** Replace the cached result with one a write answered (it is the fresh state already). */
+  /** Replace the cached result with one a write answered (it is the fresh state already), or change it as an event
+   * says (`update` gets the cached result, undefined while there is none, and answers the new one). */
   set(data: ResultOf<N>): void;
+  update(change: (old: ResultOf<N> | undefined) => ResultOf<N> | undefined): void;
 }
 
 /** The query of `op` with `args` (for `useRead`, or `useQueries` where a screen reads a list of them). */
@@ -111,11 +113,17 @@ export function useRead<N extends CallOpName>(op: N, args: ArgsOf<N>, options: R
     (data: ResultOf<N>) => queries.setQueryData(JSON.parse(keyText) as unknown[], data),
     [queries, keyText],
   );
+  const update = useCallback(
+    (change: (old: ResultOf<N> | undefined) => ResultOf<N> | undefined) =>
+      queries.setQueryData<ResultOf<N>>(JSON.parse(keyText) as unknown[], change),
+    [queries, keyText],
+  );
   return {
     data: query.data,
     error: cut ? undefined : (query.error ?? undefined),
     loading: query.isFetching || cut,
     reload,
     set,
+    update,
   };
 }
