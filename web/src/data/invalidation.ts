@@ -56,8 +56,13 @@ const WRITE_ALSO: { readonly [N in CallOpName]?: readonly string[] } = {
   "pipelines.templates.delete": ["pipelines.triggers."],
 };
 
-/** Writes that change no read a screen caches (they mint a short-lived address): nothing is fetched after them. */
-const CHANGES_NO_READ: ReadonlySet<CallOpName> = new Set<CallOpName>(["rig.terminalUrl"]);
+/** Writes whose own family is not what they change: the reads they touch instead (none for a short-lived address
+ * minted; an agent's run changes the runs, not the agents). */
+const WRITE_ONLY: { readonly [N in CallOpName]?: readonly string[] } = {
+  "rig.terminalUrl": [],
+  "agents.run": ["runs."],
+  "agents.runMany": ["runs."],
+};
 
 /** The family of an op: its name without the last part (`pipelines.templates.create` → `pipelines.templates.`). */
 export function familyOf(op: string): string {
@@ -67,7 +72,8 @@ export function familyOf(op: string): string {
 
 /** The read prefixes a write of `op` makes stale. */
 export function readsAfterWrite(op: CallOpName): readonly string[] {
-  if (CHANGES_NO_READ.has(op)) return [];
+  const only = WRITE_ONLY[op];
+  if (only) return only;
   return [familyOf(op), ...(WRITE_ALSO[op] ?? [])];
 }
 

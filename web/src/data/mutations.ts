@@ -9,9 +9,13 @@ import { useRpc } from "../rpc/hooks";
 import { invalidateAfterWrite } from "./invalidation";
 import { asRpcError } from "./queries";
 
+/** A call through the data layer: `client.call`'s signature (a helper outside React, such as a rig lane's, takes
+ * one from `useWrite`). */
+export type Write = RpcClient["call"];
+
 /** `client.call`, and after it worked, the reads it changed are fetched again (those on screen at once). A read
  * op made on demand (a check, a preview) goes through it too and changes nothing. */
-export function useWrite(): RpcClient["call"] {
+export function useWrite(): Write {
   const client = useRpc();
   const queries = useQueryClient();
   return useMemo(() => {
@@ -21,7 +25,7 @@ export function useWrite(): RpcClient["call"] {
       void invalidateAfterWrite(queries, op, args);
       return result;
     };
-    return write as RpcClient["call"];
+    return write as Write;
   }, [client, queries]);
 }
 

@@ -7,7 +7,7 @@
 import { useEffect, useRef, useState, type ClipboardEvent } from "react";
 import { Link } from "../../../Link";
 import { RpcError } from "../../../rpc/errors";
-import { useRpc } from "../../../rpc/hooks";
+import { useWrite } from "../../../data/mutations";
 import { callLane, LaneError } from "./fileLane";
 
 const MAX_IMAGE = 16 * 1024 * 1024;
@@ -100,7 +100,7 @@ interface Props {
 }
 
 export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
-  const client = useRpc();
+  const write = useWrite();
   const [text, setText] = useState("");
   const [image, setImage] = useState<File | null>(null);
   const [busy, setBusy] = useState(false);
@@ -139,7 +139,7 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
       const init: RequestInit = image
         ? { method: "POST", body: image, headers: { "Content-Type": image.type } }
         : { method: "POST", body: text, headers: { "Content-Type": "text/plain; charset=utf-8" } };
-      const response = await callLane(client, workspaceId, rigId, "clipboard", init);
+      const response = await callLane(write, workspaceId, rigId, "clipboard", init);
       const reply = (await response.json()) as { applied?: boolean; reason?: string | null; note?: string | null };
       const note = reply.note ? ` (${reply.note})` : "";
       setSaid(
@@ -159,22 +159,22 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
     run(async () => {
       // Asked first through the socket, so a copy without consent is not a refused request (the lane would
       // answer 403 consent_required all the same).
-      const policy = await client.call("rig.clipboardGrants", {});
+      const policy = await write("rig.clipboardGrants", {});
       const granted = policy.grants.some((g) => g.direction === "rigToHost");
       if (policy.defaults["rigToHost"] !== "allow" && !granted) {
         setConsent("Copying from the rig to your computer needs your consent.");
         return;
       }
-      const response = await callLane(client, workspaceId, rigId, "clipboard");
+      const response = await callLane(write, workspaceId, rigId, "clipboard");
       setConsent(null);
       setCopied((await response.json()) as Copied);
     });
 
   const allow = () =>
     run(async () => {
-      await client.call("rig.clipboardGrant", { direction: "rigToHost", minutes: 10 });
+      await write("rig.clipboardGrant", { direction: "rigToHost", minutes: 10 });
       setConsent(null);
-      const response = await callLane(client, workspaceId, rigId, "clipboard");
+      const response = await callLane(write, workspaceId, rigId, "clipboard");
       setCopied((await response.json()) as Copied);
     });
 

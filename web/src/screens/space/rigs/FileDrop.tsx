@@ -2,7 +2,7 @@
  * `rig.fileLaneUrl`, with the device credential as a bearer), not the RPC socket; they land in the rig's drops
  * folder (`~/drops` in a terminal, `/tmp/hangar-drops` in a browser). */
 import { useRef, useState, type DragEvent } from "react";
-import { useRpc } from "../../../rpc/hooks";
+import { useWrite } from "../../../data/mutations";
 import { RpcError } from "../../../rpc/errors";
 import { dropFiles, type Landed } from "./fileLane";
 
@@ -17,7 +17,7 @@ export function FileDrop({
   disabled: boolean;
   folder?: string;
 }) {
-  const client = useRpc();
+  const write = useWrite();
   const picker = useRef<HTMLInputElement>(null);
   const [over, setOver] = useState(false);
   const [state, setState] = useState<{ busy: boolean; landed: Landed[]; error: string | null }>({
@@ -30,7 +30,7 @@ export function FileDrop({
     if (files.length === 0 || disabled) return;
     setState({ busy: true, landed: [], error: null });
     try {
-      const reply = await dropFiles(client, workspaceId, rigId, files);
+      const reply = await dropFiles(write, workspaceId, rigId, files);
       setState({ busy: false, landed: reply.files, error: null });
     } catch (e) {
       setState({ busy: false, landed: [], error: e instanceof RpcError || e instanceof Error ? e.message : String(e) });
