@@ -12,7 +12,7 @@ import { OpenRig } from "./rigs/OpenRig";
 import { SplitToggle, SplitView, useSplit } from "./SplitView";
 import { foldRun } from "./stream";
 import { Timeline } from "./Timeline";
-import { useSpaceStream } from "./useSpaceStream";
+import { useSpaceStream } from "../../data/spaceStream";
 import "./space.css";
 import "./phone.css";
 
