@@ -3,7 +3,14 @@
  * names the read ops it touches by prefix (`"spaces."` is every read of spaces), and a workspace-scoped change only
  * touches reads of that workspace. Only reads on screen are fetched again at once; the rest when next shown. */
 import type { QueryClient, QueryKey } from "@tanstack/react-query";
-import { OPS, type CallOpName, type EventType } from "../generated/ops";
+import { EVENT_TYPES, OPS, type CallOpName, type EventType } from "../generated/ops";
+
+const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
+
+/** Whether `type` is one a part declares (an emitted event's may be anything). */
+export function isEventType(type: string): type is EventType {
+  return KNOWN_TYPES.has(type);
+}
 
 /** Read ops by prefix, for each event type the server publishes (its `type`, as `EVENT_TYPES` lists them). An event
  * type missing here (an agent's streamed turn, a pipeline's task) changes no list a screen caches. */
@@ -93,7 +100,7 @@ function invalidate(queries: QueryClient, prefixes: readonly string[], workspace
 
 /** A domain event of `workspaceId` arrived (another person, an agent or this client changed something). */
 export function invalidateAfterEvent(queries: QueryClient, workspaceId: string, event: { type: string }): Promise<void> {
-  return invalidate(queries, EVENT_READS[event.type as EventType] ?? [], workspaceId);
+  return invalidate(queries, isEventType(event.type) ? (EVENT_READS[event.type] ?? []) : [], workspaceId);
 }
 
 /** This client's call of `op` with `args` succeeded: unless the op only reads, what it changed is stale. */

@@ -42,27 +42,30 @@ export interface Action {
   clear(): void;
 }
 
-interface Job {
+export interface Job {
   work(): Promise<unknown>;
   said: string | ((result: unknown) => string | null) | undefined;
 }
 
-interface Outcome {
+export interface Outcome {
   value: unknown;
   said: string | null;
 }
 
+/** The mutation behind every `useAction`: the work's result and what to say, or its refusal as an `RpcError`. */
+export const ACTION = {
+  mutationFn: async ({ work, said }: Job): Promise<Outcome> => {
+    try {
+      const value = await work();
+      return { value, said: typeof said === "function" ? said(value) : (said ?? null) };
+    } catch (e) {
+      throw asRpcError(e);
+    }
+  },
+};
+
 export function useAction(): Action {
-  const mutation = useMutation<Outcome, RpcError, Job>({
-    mutationFn: async ({ work, said }) => {
-      try {
-        const value = await work();
-        return { value, said: typeof said === "function" ? said(value) : (said ?? null) };
-      } catch (e) {
-        throw asRpcError(e);
-      }
-    },
-  });
+  const mutation = useMutation<Outcome, RpcError, Job>(ACTION);
   const { mutateAsync, reset } = mutation;
   const run = useCallback(
     async <T,>(work: () => Promise<T>, said?: string | ((result: T) => string | null)): Promise<T | undefined> => {

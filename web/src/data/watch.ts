@@ -17,6 +17,13 @@ export interface Follow<N extends WatchOpName> {
   onEvent?(event: EventOf<N>): void;
 }
 
+/** An event's `type`, when it has one (the domain events do; a roster or a run's step changes do not). */
+function typeOf(event: unknown): string | null {
+  return typeof event === "object" && event !== null && "type" in event && typeof event.type === "string"
+    ? event.type
+    : null;
+}
+
 /** Opens `op` with `args` on `client`: each domain event first marks stale the reads of its workspace it changes,
  * then reaches `follow` (which can read them fresh). The hook below is this in an effect; tests call it directly. */
 export function openWatch<N extends WatchOpName>(
@@ -31,8 +38,8 @@ export function openWatch<N extends WatchOpName>(
   return client.watch(op, args, {
     onReply: (result) => follow.onReply?.(result),
     onEvent: (event) => {
-      const type: unknown = (event as { type?: unknown }).type;
-      if (workspaceId !== null && typeof type === "string") void invalidateAfterEvent(queries, workspaceId, { type });
+      const type = typeOf(event);
+      if (workspaceId !== null && type !== null) void invalidateAfterEvent(queries, workspaceId, { type });
       follow.onEvent?.(event);
     },
     onError,
