@@ -85,6 +85,12 @@ export function readQuery<N extends CallOpName>(client: RpcClient, op: N, args: 
   };
 }
 
+/** `readQuery` with the shell's client, for `useQueries` where a screen reads a list of reads known at run time. */
+export function useReadQuery() {
+  const client = useRpc();
+  return <N extends CallOpName>(op: N, args: ArgsOf<N>) => readQuery(client, op, args);
+}
+
 export interface ReadOptions {
   /** Read only when true (default true). */
   enabled?: boolean;
