@@ -41,15 +41,9 @@ export function useWorkspaceEvents(
   const following = useRef(0);
   const typesKey = JSON.stringify(types);
   const wanted = JSON.parse(typesKey) as string[] | null;
-
-  useEffect(() => {
-    following.current += 1;
-    firstPage.current = true;
-    lastSeq.current = 0;
-    setEvents([]);
-    setLoaded(false);
-    setError(null);
-  }, [workspaceId, typesKey, since, until, shown]);
+  // The watch's arguments, and those of the watch that last replied (a new window needs no new watch).
+  const watchKey = JSON.stringify([workspaceId, typesKey]);
+  const repliedFor = useRef<string | null>(null);
 
   const add = (now: number, found: EventView[], quiet: boolean) => {
     const fresh = found.filter((e) => e.seq > lastSeq.current && inWindow(e.occurredAt, since, until));
@@ -59,22 +53,40 @@ export function useWorkspaceEvents(
     // A live event was already marked by the watch; one fetched after a reconnect is marked here.
     if (!quiet) for (const e of fresh) void invalidateAfterEvent(queries, workspaceId, e);
   };
+  /** The events after the last one shown (the last `shown` of them): the first page, or what a reconnect missed. */
+  const fetchPage = () => {
+    const now = following.current;
+    const quiet = firstPage.current;
+    firstPage.current = false;
+    const args = { workspace_id: workspaceId, afterSeq: lastSeq.current, last: shown, types: wanted, since, until };
+    write("events.list", args).then(
+      (found) => {
+        add(now, found, quiet);
+        if (now === following.current) setLoaded(true);
+      },
+      (e: unknown) => now === following.current && e instanceof RpcError && e.code !== "unavailable" && setError(e),
+    );
+  };
+
+  useEffect(() => {
+    following.current += 1;
+    firstPage.current = true;
+    lastSeq.current = 0;
+    setEvents([]);
+    setLoaded(false);
+    setError(null);
+    // Another window of the same watch: its first page now (a new watch's reply asks for it).
+    if (repliedFor.current === watchKey) fetchPage();
+    // `fetchPage` is this render's; what decides is the window and the watch.
+  }, [watchKey, since, until, shown]);
+
   const watch = useWatch(
     "events.watch",
     { workspace_id: workspaceId, types: wanted },
     {
       onReply: () => {
-        const now = following.current;
-        const quiet = firstPage.current;
-        firstPage.current = false;
-        const args = { workspace_id: workspaceId, afterSeq: lastSeq.current, last: shown, types: wanted, since, until };
-        write("events.list", args).then(
-          (found) => {
-            add(now, found, quiet);
-            if (now === following.current) setLoaded(true);
-          },
-          (e: unknown) => now === following.current && e instanceof RpcError && e.code !== "unavailable" && setError(e),
-        );
+        repliedFor.current = watchKey;
+        fetchPage();
       },
       onEvent: (event) => add(following.current, [event], true),
     },

@@ -9,7 +9,9 @@ import { RpcError } from "../rpc/errors";
 import { RpcContext, useRpc } from "../rpc/hooks";
 
 export function asRpcError(error: unknown): RpcError {
-  return error instanceof RpcError ? error : new RpcError("internal", String(error));
+  if (error instanceof RpcError) return error;
+  // Another failure (a rig lane's refusal, a broken response) keeps its own words.
+  return new RpcError("internal", error instanceof Error ? error.message : String(error));
 }
 
 /** The cache key of a read: the op, then its arguments (the invalidation rules match on both). */

@@ -6,8 +6,7 @@
  * changed when it was (a JPEG kept as PNG). */
 import { useEffect, useRef, useState, type ClipboardEvent } from "react";
 import { Link } from "../../../Link";
-import { RpcError } from "../../../rpc/errors";
-import { useWrite } from "../../../data/mutations";
+import { useAction, useWrite } from "../../../data/mutations";
 import { callLane, LaneError } from "./fileLane";
 
 const MAX_IMAGE = 16 * 1024 * 1024;
@@ -38,10 +37,6 @@ function describe(image: CopiedImage): string {
   const kind = image.mime === "image/png" ? "PNG" : "JPEG";
   const size = image.width && image.height ? `${image.width}x${image.height} ` : "";
   return `${size}${kind} image, ${image.bytes} bytes`;
-}
-
-function messageOf(e: unknown): string {
-  return e instanceof LaneError || e instanceof RpcError || e instanceof Error ? e.message : String(e);
 }
 
 /** The copied image, drawn on a canvas (the client's content security policy allows images from its own origin
@@ -103,24 +98,27 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
   const write = useWrite();
   const [text, setText] = useState("");
   const [image, setImage] = useState<File | null>(null);
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
+  const { busy } = action;
   const [said, setSaid] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  // Refused here before anything is sent (an image over the lane's limit); the rest is the action's refusal.
+  const [problem, setProblem] = useState<string | null>(null);
+  const error = problem ?? action.error?.message ?? null;
   const [consent, setConsent] = useState<string | null>(null);
   const [copied, setCopied] = useState<Copied | null>(null);
 
   const run = async (work: () => Promise<void>) => {
-    setBusy(true);
-    setError(null);
+    setProblem(null);
     setSaid(null);
-    try {
-      await work();
-    } catch (e) {
-      if (e instanceof LaneError && e.code === "consent_required") setConsent(e.message);
-      else setError(messageOf(e));
-    } finally {
-      setBusy(false);
-    }
+    await action.run(async () => {
+      try {
+        await work();
+      } catch (e) {
+        // Consent asked for is a question to the person, not a refusal.
+        if (e instanceof LaneError && e.code === "consent_required") setConsent(e.message);
+        else throw e;
+      }
+    });
   };
 
   const onPaste = (e: ClipboardEvent<HTMLTextAreaElement>) => {
@@ -128,7 +126,7 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
     if (!file) return; // text pastes into the box as usual
     e.preventDefault();
     if (file.size > MAX_IMAGE) {
-      setError("That image is over 16 MB, the clipboard lane's limit.");
+      setProblem("That image is over 16 MB, the clipboard lane's limit.");
       return;
     }
     setImage(file);
