@@ -5,7 +5,7 @@ import { isEventType, readsAfterWrite } from "../src/data/invalidation";
 import { openWatch } from "../src/data/watch";
 import { RpcClient } from "../src/rpc/client";
 import { RpcError } from "../src/rpc/errors";
-import { FakeSocket } from "./fakes";
+import { cacheOf, FakeSocket, stale } from "./fakes";
 
 function connected(): { client: RpcClient; socket: FakeSocket } {
   let socket: FakeSocket | null = null;
@@ -19,20 +19,6 @@ function connected(): { client: RpcClient; socket: FakeSocket } {
   if (!socket) throw new Error("no socket");
   (socket as FakeSocket).accept();
   return { client, socket };
-}
-
-function cacheOf(...keys: unknown[][]): QueryClient {
-  const queries = new QueryClient();
-  for (const key of keys) queries.setQueryData(key, "cached");
-  return queries;
-}
-
-function stale(queries: QueryClient): string[] {
-  return queries
-    .getQueryCache()
-    .getAll()
-    .filter((q) => q.state.isInvalidated)
-    .map((q) => JSON.stringify(q.queryKey));
 }
 
 const flush = () => new Promise((r) => setTimeout(r, 0));
