@@ -11,7 +11,7 @@ import { openWatch } from "./watch";
 import type { MessageView, RunView, SpaceView } from "../generated/ops";
 import { RpcError } from "../rpc/errors";
 import { useRpc } from "../rpc/hooks";
-import { isRunFrame, mergeFrames, mergeMessages, provisioningOf, type Frame } from "../screens/space/stream";
+import { isRunFrame, mergeFrames, mergeMessages, provisioningOf, type Frame } from "./spaceFrames";
 
 /** Messages fetched on opening (the newest: a screenful and more, quick to send), then per older page. */
 export const FIRST_PAGE = 100;

@@ -46,28 +46,20 @@ export function openWatch<N extends WatchOpName>(
   });
 }
 
-export interface WatchOptions {
-  /** Follow only when true (default true). */
-  enabled?: boolean;
-}
-
-/** Follows `op` with `args` while mounted (and enabled); answers the refusal that ended it, if one did. The
+/** Follows `op` with `args` while mounted; answers the refusal that ended it, if one did. The
  * handlers may change on every render: the latest are called, and the watch is not reopened for them. */
 export function useWatch<N extends WatchOpName>(
   op: N,
   args: ArgsOf<N>,
   follow: Follow<N>,
-  options: WatchOptions = {},
 ): { error: RpcError | null } {
   const client = useRpc();
   const queries = useQueryClient();
   const [error, setError] = useState<RpcError | null>(null);
   const latest = useRef(follow);
   latest.current = follow;
-  const enabled = options.enabled ?? true;
   const argsText = JSON.stringify(args);
   useEffect(() => {
-    if (!enabled) return;
     let live = true;
     setError(null);
     const handle = openWatch(
@@ -85,7 +77,7 @@ export function useWatch<N extends WatchOpName>(
       live = false;
       handle.close();
     };
-  }, [client, queries, op, argsText, enabled]);
+  }, [client, queries, op, argsText]);
   return { error };
 }
 
