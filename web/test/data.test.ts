@@ -2,7 +2,9 @@ import { MutationObserver, QueryClient } from "@tanstack/react-query";
 import { describe, expect, it } from "vitest";
 import { ACTION, type Outcome, type Job } from "../src/data/mutations";
 import { isEventType, readsAfterWrite } from "../src/data/invalidation";
+import { isDeclared } from "../src/data/events";
 import { openWatch } from "../src/data/watch";
+import type { EventView } from "../src/generated/ops";
 import { RpcClient } from "../src/rpc/client";
 import { RpcError } from "../src/rpc/errors";
 import { cacheOf, FakeSocket, stale } from "./fakes";
@@ -115,5 +117,23 @@ describe("what a write marks stale", () => {
     expect(readsAfterWrite("rig.terminalUrl")).toEqual([]);
     expect(readsAfterWrite("agents.run")).toEqual(["runs."]);
     expect(readsAfterWrite("rig.sharePort")).toEqual(["rig."]);
+  });
+});
+
+describe("an event of the workspace's watch", () => {
+  it("narrows by its type to its payload's model once it is known to be declared, and an emitted one stays apart", () => {
+    const declared: EventView = {
+      seq: 1,
+      id: "e1",
+      type: "workspace.spaceUpdated",
+      occurredAt: "2026-01-01T00:00:00Z",
+      payload: { spaceId: "s1", title: "Plans", archived: false },
+    };
+    const emitted: EventView = { seq: 2, id: "e2", type: "review.approved", occurredAt: "x", payload: { by: "Ann" } };
+    const titles = [declared, emitted].flatMap((e) =>
+      isDeclared(e) && e.type === "workspace.spaceUpdated" ? [e.payload.title] : [],
+    );
+    expect(titles).toEqual(["Plans"]);
+    expect(isDeclared(emitted)).toBe(false);
   });
 });

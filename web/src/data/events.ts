@@ -3,9 +3,9 @@
  * and what was missed meanwhile is fetched from the last event shown. */
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
-import type { EventView } from "../generated/ops";
+import type { EventType, EventView } from "../generated/ops";
 import { RpcError } from "../rpc/errors";
-import { invalidateAfterEvent } from "./invalidation";
+import { invalidateAfterEvent, isEventType } from "./invalidation";
 import { useWrite } from "./mutations";
 import { useWatch } from "./watch";
 
@@ -14,6 +14,16 @@ import { useWatch } from "./watch";
 export function inWindow(occurredAt: string, since: string | null, until: string | null): boolean {
   const t = Date.parse(occurredAt);
   return (since === null || t >= Date.parse(since)) && (until === null || t < Date.parse(until));
+}
+
+/** An event some part declares, as opposed to one a person or script emitted with `pipelines.emit` (`EmittedView`,
+ * any type outside the parts' namespaces, the server refuses theirs, with the JSON object it was given as payload).
+ * Narrowed by its `type`, it has that type's payload model. */
+export type DeclaredEvent = Extract<EventView, { type: EventType }>;
+
+/** Whether an event is one a part declares (its type is in the generated list); no cast, the list decides. */
+export function isDeclared(event: EventView): event is DeclaredEvent {
+  return isEventType(event.type);
 }
 
 export interface FollowOptions {
