@@ -4,7 +4,7 @@
  * credential then follows the same rule (`auth/signin.ts`). */
 import { useCallback, useEffect, useState } from "react";
 import { clearToken, loadToken, saveToken, TOKEN_KEY } from "./auth/credential";
-import { discardCredential } from "./auth/discard";
+import { discardCredential } from "./data/credentials";
 import { keepUnlessReplacing, takeFragmentHandoff } from "./auth/signin";
 import { navigate, parseRoute, safeNext, useLocation } from "./router";
 import { ConfirmSignIn } from "./screens/ConfirmSignIn";

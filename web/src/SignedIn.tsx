@@ -2,7 +2,8 @@
  * and the screen of the current path. */
 import { lazy, Suspense, useCallback, useEffect, useState } from "react";
 import { RpcClient, rpcUrlFor } from "./rpc/client";
-import { useConnectionState, useRpc } from "./rpc/hooks";
+import { useConnectionState } from "./rpc/hooks";
+import { useRevokeDevice } from "./data/credentials";
 import { DataProvider, useRead } from "./data/queries";
 import { HeaderMenu } from "./HeaderMenu";
 import { Link } from "./Link";
@@ -119,12 +120,12 @@ function Screen({ route }: { route: Route }) {
 }
 
 function Body({ route, onSignedOut }: { route: Route; onSignedOut(): void }) {
-  const client = useRpc();
+  const revoke = useRevokeDevice();
   const [helpOpen, setHelpOpen] = useState(false);
   useShortcuts(route, useCallback(() => setHelpOpen(true), []));
   const signOut = (deviceId: string | null) => {
     // The credential stops working on the server too, not only in this browser; signing out never waits on it.
-    if (deviceId) client.call("devices.revoke", { deviceId }).catch(() => undefined).finally(onSignedOut);
+    if (deviceId) void revoke(deviceId).finally(onSignedOut);
     else onSignedOut();
   };
   return (

@@ -1,3 +1,4 @@
+import { QueryClient } from "@tanstack/react-query";
 import type { SocketLike } from "../src/rpc/client";
 
 /** A socket the test plays the server for: it sees every frame sent and pushes frames or a close. */
@@ -57,4 +58,20 @@ export class ManualTimers {
     for (const e of due) e.fn();
     return due.map((e) => e.ms);
   }
+}
+
+/** A query cache holding a result under each key (what the invalidation rules act on). */
+export function cacheOf(...keys: unknown[][]): QueryClient {
+  const queries = new QueryClient();
+  for (const key of keys) queries.setQueryData(key, "cached");
+  return queries;
+}
+
+/** The keys of the cached reads marked stale. */
+export function stale(queries: QueryClient): string[] {
+  return queries
+    .getQueryCache()
+    .getAll()
+    .filter((q) => q.state.isInvalidated)
+    .map((q) => JSON.stringify(q.queryKey));
 }

@@ -1,4 +1,3 @@
-import { QueryClient } from "@tanstack/react-query";
 import { describe, expect, it } from "vitest";
 import {
   familyOf,
@@ -8,20 +7,7 @@ import {
   touches,
 } from "../src/data/invalidation";
 import { readKey } from "../src/data/queries";
-
-function cacheOf(...keys: unknown[][]): QueryClient {
-  const queries = new QueryClient();
-  for (const key of keys) queries.setQueryData(key, "cached");
-  return queries;
-}
-
-function stale(queries: QueryClient): string[] {
-  return queries
-    .getQueryCache()
-    .getAll()
-    .filter((q) => q.state.isInvalidated)
-    .map((q) => JSON.stringify(q.queryKey));
-}
+import { cacheOf, stale } from "./fakes";
 
 describe("invalidation", () => {
   it("names a write's family by its op without the verb", () => {

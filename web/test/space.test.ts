@@ -3,7 +3,8 @@ import type { MessageView } from "../src/generated/ops";
 import { parseRoute, rigPath, spacePath } from "../src/router";
 import { complete, mentionAt, mentionedAgents, suggest } from "../src/screens/space/mentions";
 import { portUrl } from "../src/screens/space/rigs/portLinks";
-import { foldRun, mergeMessages, timeline, type Frame } from "../src/screens/space/stream";
+import { mergeMessages } from "../src/data/spaceFrames";
+import { foldRun, timeline, type Frame } from "../src/screens/space/stream";
 
 function msg(seq: number, over: Partial<MessageView> = {}): MessageView {
   return {

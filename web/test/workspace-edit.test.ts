@@ -3,7 +3,7 @@ import type { AgentView } from "../src/generated/ops";
 import { namesOf } from "../src/screens/space/mentions";
 import { draftOf, linesOf, updateArgs } from "../src/screens/workspace/agentEdit";
 import { emptyWindow, typesOf } from "../src/screens/workspace/AuditPage";
-import { inWindow } from "../src/screens/workspace/events";
+import { inWindow } from "../src/data/events";
 
 const at = "2026-01-01T00:00:00Z";
 

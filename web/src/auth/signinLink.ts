@@ -4,7 +4,7 @@
  *
  * A link's code is redeemed once per page, whoever asks (a screen mounted twice must not spend it twice: the second
  * request would find it used). Where the browser keeps a credential already, the one the link yields is only
- * offered (`signin.ts`); declined, it is revoked (`discard.ts`), so no unused device of the owner is left behind. */
+ * offered (`signin.ts`); declined, it is revoked (`data/credentials.ts`), so no unused device of the owner is left behind. */
 export type Redeemed = { ok: true; token: string } | { ok: false; status: number | null; code: string | null; message: string };
 
 /** The sentence a link's refused code gets (used, late, or never printed: the server does not say which). */

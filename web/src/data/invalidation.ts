@@ -3,7 +3,14 @@
  * names the read ops it touches by prefix (`"spaces."` is every read of spaces), and a workspace-scoped change only
  * touches reads of that workspace. Only reads on screen are fetched again at once; the rest when next shown. */
 import type { QueryClient, QueryKey } from "@tanstack/react-query";
-import { OPS, type CallOpName, type EventType } from "../generated/ops";
+import { EVENT_TYPES, OPS, type CallOpName, type EventType } from "../generated/ops";
+
+const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
+
+/** Whether `type` is one a part declares (an emitted event's may be anything). */
+export function isEventType(type: string): type is EventType {
+  return KNOWN_TYPES.has(type);
+}
 
 /** Read ops by prefix, for each event type the server publishes (its `type`, as `EVENT_TYPES` lists them). An event
  * type missing here (an agent's streamed turn, a pipeline's task) changes no list a screen caches. */
@@ -56,6 +63,14 @@ const WRITE_ALSO: { readonly [N in CallOpName]?: readonly string[] } = {
   "pipelines.templates.delete": ["pipelines.triggers."],
 };
 
+/** Writes whose own family is not what they change: the reads they touch instead (none for a short-lived address
+ * minted; an agent's run changes the runs, not the agents). */
+const WRITE_ONLY: { readonly [N in CallOpName]?: readonly string[] } = {
+  "rig.terminalUrl": [],
+  "agents.run": ["runs."],
+  "agents.runMany": ["runs."],
+};
+
 /** The family of an op: its name without the last part (`pipelines.templates.create` → `pipelines.templates.`). */
 export function familyOf(op: string): string {
   const dot = op.lastIndexOf(".");
@@ -64,6 +79,8 @@ export function familyOf(op: string): string {
 
 /** The read prefixes a write of `op` makes stale. */
 export function readsAfterWrite(op: CallOpName): readonly string[] {
+  const only = WRITE_ONLY[op];
+  if (only) return only;
   return [familyOf(op), ...(WRITE_ALSO[op] ?? [])];
 }
 
@@ -83,12 +100,17 @@ function invalidate(queries: QueryClient, prefixes: readonly string[], workspace
 
 /** A domain event of `workspaceId` arrived (another person, an agent or this client changed something). */
 export function invalidateAfterEvent(queries: QueryClient, workspaceId: string, event: { type: string }): Promise<void> {
-  return invalidate(queries, EVENT_READS[event.type as EventType] ?? [], workspaceId);
+  return invalidate(queries, isEventType(event.type) ? (EVENT_READS[event.type] ?? []) : [], workspaceId);
 }
 
 /** This client's call of `op` with `args` succeeded: unless the op only reads, what it changed is stale. */
 export function invalidateAfterWrite(queries: QueryClient, op: CallOpName, args: unknown): Promise<void> {
   if (OPS[op].kind === "read") return Promise.resolve();
+  return invalidate(queries, readsAfterWrite(op), workspaceOf(args));
+}
+
+/** The workspace a call's arguments name, if they name one. */
+export function workspaceOf(args: unknown): string | null {
   const ws = typeof args === "object" && args !== null ? (args as { workspace_id?: unknown }).workspace_id : undefined;
-  return invalidate(queries, readsAfterWrite(op), typeof ws === "string" ? ws : null);
+  return typeof ws === "string" ? ws : null;
 }

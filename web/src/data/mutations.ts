@@ -9,9 +9,13 @@ import { useRpc } from "../rpc/hooks";
 import { invalidateAfterWrite } from "./invalidation";
 import { asRpcError } from "./queries";
 
+/** A call through the data layer: `client.call`'s signature (a helper outside React, such as a rig lane's, takes
+ * one from `useWrite`). */
+export type Write = RpcClient["call"];
+
 /** `client.call`, and after it worked, the reads it changed are fetched again (those on screen at once). A read
  * op made on demand (a check, a preview) goes through it too and changes nothing. */
-export function useWrite(): RpcClient["call"] {
+export function useWrite(): Write {
   const client = useRpc();
   const queries = useQueryClient();
   return useMemo(() => {
@@ -21,7 +25,7 @@ export function useWrite(): RpcClient["call"] {
       void invalidateAfterWrite(queries, op, args);
       return result;
     };
-    return write as RpcClient["call"];
+    return write as Write;
   }, [client, queries]);
 }
 
@@ -38,27 +42,30 @@ export interface Action {
   clear(): void;
 }
 
-interface Job {
+export interface Job {
   work(): Promise<unknown>;
   said: string | ((result: unknown) => string | null) | undefined;
 }
 
-interface Outcome {
+export interface Outcome {
   value: unknown;
   said: string | null;
 }
 
+/** The mutation behind every `useAction`: the work's result and what to say, or its refusal as an `RpcError`. */
+export const ACTION = {
+  mutationFn: async ({ work, said }: Job): Promise<Outcome> => {
+    try {
+      const value = await work();
+      return { value, said: typeof said === "function" ? said(value) : (said ?? null) };
+    } catch (e) {
+      throw asRpcError(e);
+    }
+  },
+};
+
 export function useAction(): Action {
-  const mutation = useMutation<Outcome, RpcError, Job>({
-    mutationFn: async ({ work, said }) => {
-      try {
-        const value = await work();
-        return { value, said: typeof said === "function" ? said(value) : (said ?? null) };
-      } catch (e) {
-        throw asRpcError(e);
-      }
-    },
-  });
+  const mutation = useMutation<Outcome, RpcError, Job>(ACTION);
   const { mutateAsync, reset } = mutation;
   const run = useCallback(
     async <T,>(work: () => Promise<T>, said?: string | ((result: T) => string | null)): Promise<T | undefined> => {

@@ -9,7 +9,9 @@ import { RpcError } from "../rpc/errors";
 import { RpcContext, useRpc } from "../rpc/hooks";
 
 export function asRpcError(error: unknown): RpcError {
-  return error instanceof RpcError ? error : new RpcError("internal", String(error));
+  if (error instanceof RpcError) return error;
+  // Another failure (a rig lane's refusal, a broken response) keeps its own words.
+  return new RpcError("internal", error instanceof Error ? error.message : String(error));
 }
 
 /** The cache key of a read: the op, then its arguments (the invalidation rules match on both). */
@@ -65,8 +67,10 @@ export interface Read<N extends CallOpName> {
   loading: boolean;
   /** Fetch it again now (a change this screen cannot name by op, or one it made through another door). */
   reload(): void;
-  /** Replace the cached result with one a write answered (it is the fresh state already). */
+  /** Replace the cached result with one a write answered (it is the fresh state already), or change it as an event
+   * says (`update` gets the cached result, undefined while there is none, and answers the new one). */
   set(data: ResultOf<N>): void;
+  update(change: (old: ResultOf<N> | undefined) => ResultOf<N> | undefined): void;
 }
 
 /** The query of `op` with `args` (for `useRead`, or `useQueries` where a screen reads a list of them). */
@@ -81,6 +85,12 @@ export function readQuery<N extends CallOpName>(client: RpcClient, op: N, args: 
       });
     },
   };
+}
+
+/** `readQuery` with the shell's client, for `useQueries` where a screen reads a list of reads known at run time. */
+export function useReadQuery() {
+  const client = useRpc();
+  return <N extends CallOpName>(op: N, args: ArgsOf<N>) => readQuery(client, op, args);
 }
 
 export interface ReadOptions {
@@ -111,11 +121,17 @@ export function useRead<N extends CallOpName>(op: N, args: ArgsOf<N>, options: R
     (data: ResultOf<N>) => queries.setQueryData(JSON.parse(keyText) as unknown[], data),
     [queries, keyText],
   );
+  const update = useCallback(
+    (change: (old: ResultOf<N> | undefined) => ResultOf<N> | undefined) =>
+      queries.setQueryData<ResultOf<N>>(JSON.parse(keyText) as unknown[], change),
+    [queries, keyText],
+  );
   return {
     data: query.data,
     error: cut ? undefined : (query.error ?? undefined),
     loading: query.isFetching || cut,
     reload,
     set,
+    update,
   };
 }

@@ -74,10 +74,17 @@ interface Queued extends Pending {
   args: unknown;
 }
 
+/** Where a watch's frames go: its owner's handlers, each frame given its op's declared type (see `watch`). */
+interface Delivery {
+  reply(result: unknown): void;
+  event(event: unknown): void;
+  error(error: RpcError): void;
+}
+
 interface WatchEntry {
   op: WatchOpName;
   args: Record<string, unknown>;
-  handlers: WatchHandlers<WatchOpName>;
+  deliver: Delivery;
   /** The request id the server knows this watch by on the current socket; null while not open. */
   requestId: number | null;
   cursor: number | undefined;
@@ -140,8 +147,15 @@ export class RpcClient {
   watch<N extends WatchOpName>(op: N, args: ArgsOf<N>, handlers: WatchHandlers<N>): WatchHandle {
     const entry: WatchEntry = {
       op,
-      args: { ...(args as Record<string, unknown>) },
-      handlers: handlers as unknown as WatchHandlers<WatchOpName>,
+      args: { ...args },
+      // The one place a watch's frames take their op's types: the server answers `op` with the result and events
+      // its registry declares (the generated table is made from it), and JSON off the wire carries no type of its
+      // own, so it is asserted here, as a call's result is where its promise resolves.
+      deliver: {
+        reply: (result) => handlers.onReply(result as ResultOf<N>),
+        event: (event) => handlers.onEvent?.(event as EventOf<N>),
+        error: (error) => handlers.onError?.(error),
+      },
       requestId: null,
       cursor: undefined,
     };
@@ -207,9 +221,9 @@ export class RpcClient {
     if (!watch) return;
     if (error) {
       this.forgetWatch(watch);
-      watch.handlers.onError?.(error);
+      watch.deliver.error(error);
     } else {
-      watch.handlers.onReply(frame["result"] as never);
+      watch.deliver.reply(frame["result"]);
     }
   }
 
@@ -230,11 +244,11 @@ export class RpcClient {
     const body = (typeof event === "object" && event !== null ? event : {}) as Record<string, unknown>;
     if (body["type"] === "error" && "error" in body) {
       this.forgetWatch(watch);
-      watch.handlers.onError?.(RpcError.fromWire(body["error"]));
+      watch.deliver.error(RpcError.fromWire(body["error"]));
       return;
     }
     if (OPS[watch.op].cursor && typeof body["seq"] === "number") watch.cursor = body["seq"];
-    watch.handlers.onEvent?.(event as never);
+    watch.deliver.event(event);
   }
 
   private sendCall(entry: Queued): void {

@@ -2,9 +2,9 @@
  * screen and the tab visible, and at once after a change), and the roster of linked members (the watch). */
 import { useEffect, useState, type RefObject } from "react";
 import type { UserLinkView } from "../../generated/ops";
-import { RpcError } from "../../rpc/errors";
+import type { RpcError } from "../../rpc/errors";
 import { useRead } from "../../data/queries";
-import { useRpc } from "../../rpc/hooks";
+import { useWatchedState } from "../../data/watch";
 
 export const STATUS_EVERY_MS = 3000;
 
@@ -27,28 +27,8 @@ export function useChatStatus(workspaceId: string, provider: string, onScreen: b
   return { ...status, refresh: status.reload };
 }
 
+/** The roster of linked members: the watch's reply, then the whole roster again at every change. */
 export function useRoster(workspaceId: string, provider: string): { links: UserLinkView[] | undefined; error: RpcError | null } {
-  const client = useRpc();
-  const [links, setLinks] = useState<UserLinkView[] | undefined>(undefined);
-  const [error, setError] = useState<RpcError | null>(null);
-  useEffect(() => {
-    let live = true;
-    const handle = client.watch(
-      "chat.watchUserLinks",
-      { workspace_id: workspaceId, provider },
-      {
-        onReply: (roster) => live && setLinks(roster.links),
-        onEvent: (roster) => {
-          // Each event is the whole roster again.
-          if (live) setLinks(roster.links);
-        },
-        onError: (e) => live && setError(e),
-      },
-    );
-    return () => {
-      live = false;
-      handle.close();
-    };
-  }, [client, workspaceId, provider]);
-  return { links, error };
+  const roster = useWatchedState("chat.watchUserLinks", { workspace_id: workspaceId, provider }, (r) => r.links);
+  return { links: roster.data, error: roster.error };
 }

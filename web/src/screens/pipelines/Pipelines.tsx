@@ -1,15 +1,15 @@
 /** The pipelines of a workspace (`/workspaces/<id>/pipelines`): the templates (their triggers, deleting one), the
  * editor, starting a run with a payload, and the runs, kept live by `pipelines.runs.watch`. */
-import { useEffect, useId, useRef, useState, type FormEvent } from "react";
+import { useId, useState, type FormEvent } from "react";
 import type { RunSummary, TemplateSummary } from "../../generated/ops";
 import { Link } from "../../Link";
 import { Refusal } from "../../components/Outcome";
 import { when } from "../../components/time";
 import { useAction, useWrite } from "../../data/mutations";
 import { useRead } from "../../data/queries";
+import { useWatch } from "../../data/watch";
 import { useWorkspace } from "../../data/workspaces";
 import { RpcError } from "../../rpc/errors";
-import { useRpc } from "../../rpc/hooks";
 import { navigate, pipelineRunPath, workspacePath } from "../../router";
 import { StatusBadge } from "./StatusBadge";
 import { TemplateEditor } from "./TemplateEditor";
@@ -19,45 +19,20 @@ import { parsePayload } from "./payload";
 
 type Editing = { templateId: string | null } | null;
 
-/** The workspace's runs, newest first: the watch's first reply, then each run's status as its steps change. */
+/** The workspace's runs, newest first: read once, then each run's status as its steps change. */
 function useRuns(workspaceId: string): { runs: RunSummary[] | null; error: RpcError | null } {
-  const client = useRpc();
-  const [runs, setRuns] = useState<RunSummary[] | null>(null);
-  const [error, setError] = useState<RpcError | null>(null);
-  const known = useRef(new Set<string>());
-  known.current = new Set((runs ?? []).map((r) => r.runId));
-  useEffect(() => {
-    let live = true;
-    const refetch = () =>
-      client.call("pipelines.runs.list", { workspace_id: workspaceId }).then(
-        (r) => live && setRuns(r.runs),
-        (e: unknown) => live && e instanceof RpcError && e.code !== "unavailable" && setError(e),
+  const args = { workspace_id: workspaceId };
+  const list = useRead("pipelines.runs.list", args);
+  const watch = useWatch("pipelines.runs.watch", args, {
+    onEvent: (event) => {
+      // A run started elsewhere (a trigger, another person): the list is fetched again to show it.
+      if (!list.data?.runs.some((r) => r.runId === event.runId)) return list.reload();
+      list.update((old) =>
+        old && { ...old, runs: old.runs.map((r) => (r.runId === event.runId ? { ...r, status: event.status } : r)) },
       );
-    const handle = client.watch(
-      "pipelines.runs.watch",
-      { workspace_id: workspaceId },
-      {
-        onReply: (reply) => {
-          if (live && "runs" in reply) setRuns(reply.runs);
-        },
-        onEvent: (event) => {
-          if (!live) return;
-          // A run started elsewhere (a trigger, another person): the list is fetched again to show it.
-          if (!known.current.has(event.runId)) {
-            void refetch();
-            return;
-          }
-          setRuns((old) => (old ?? []).map((r) => (r.runId === event.runId ? { ...r, status: event.status } : r)));
-        },
-        onError: (e) => live && setError(e),
-      },
-    );
-    return () => {
-      live = false;
-      handle.close();
-    };
-  }, [client, workspaceId]);
-  return { runs, error };
+    },
+  });
+  return { runs: list.data?.runs ?? null, error: list.error ?? watch.error };
 }
 
 function StartRun(props: { workspaceId: string; template: TemplateSummary; onClose(): void }) {

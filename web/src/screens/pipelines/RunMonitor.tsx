@@ -9,8 +9,9 @@ import { useEffect, useId, useMemo, useRef, useState } from "react";
 import type { RunDetail, StepDetail } from "../../generated/ops";
 import { Link } from "../../Link";
 import { RpcError } from "../../rpc/errors";
-import { useRpc } from "../../rpc/hooks";
 import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
+import { useWatch } from "../../data/watch";
 import { useWorkspace } from "../../data/workspaces";
 import { navigate, pipelineRunPath, pipelinesPath, workspacePath } from "../../router";
 import { ApprovalGate } from "./ApprovalGate";
@@ -23,51 +24,32 @@ import { parsePayload } from "./payload";
 
 const REFETCH_AFTER_MS = 250;
 
-function useRun(workspaceId: string, runId: string): { run: RunDetail | null; error: RpcError | null; reload(): void } {
-  const client = useRpc();
-  const [run, setRun] = useState<RunDetail | null>(null);
-  const [error, setError] = useState<RpcError | null>(null);
-  const [nonce, setNonce] = useState(0);
-  const reload = useRef(() => setNonce((n) => n + 1)).current;
-
-  useEffect(() => {
-    let live = true;
-    let timer: ReturnType<typeof setTimeout> | null = null;
-    // Reloading the same run keeps it on screen (the canvas does not blink away); another run starts blank.
-    setRun((old) => (old && old.runId === runId ? old : null));
-    setError(null);
-    const fetchSoon = () => {
-      if (timer !== null) return;
-      timer = setTimeout(() => {
-        timer = null;
-        client.call("pipelines.runs.get", { workspace_id: workspaceId, runId }).then(
-          (r) => live && setRun(r),
-          (e: unknown) => live && e instanceof RpcError && e.code !== "unavailable" && setError(e),
-        );
+function useRun(workspaceId: string, runId: string): { run: RunDetail | null; error: RpcError | null } {
+  const args = { workspace_id: workspaceId, runId };
+  const read = useRead("pipelines.runs.get", args);
+  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  useEffect(
+    () => () => {
+      if (timer.current !== null) clearTimeout(timer.current);
+      timer.current = null;
+    },
+    [workspaceId, runId],
+  );
+  const { reload } = read;
+  const watch = useWatch("pipelines.runs.watch", args, {
+    onEvent: (event) => {
+      // The canvas shows the statuses at once; the rest of the steps' detail is read again a moment later.
+      read.update((old) => (old && old.runId === event.runId ? applyChanges(old, event) : old));
+      if (timer.current !== null) return;
+      timer.current = setTimeout(() => {
+        timer.current = null;
+        reload();
       }, REFETCH_AFTER_MS);
-    };
-    const handle = client.watch(
-      "pipelines.runs.watch",
-      { workspace_id: workspaceId, runId },
-      {
-        onReply: (reply) => {
-          if (live && "steps" in reply) setRun(reply);
-        },
-        onEvent: (event) => {
-          if (!live) return;
-          setRun((old) => (old ? applyChanges(old, event) : old));
-          fetchSoon();
-        },
-        onError: (e) => live && setError(e),
-      },
-    );
-    return () => {
-      live = false;
-      if (timer !== null) clearTimeout(timer);
-      handle.close();
-    };
-  }, [client, workspaceId, runId, nonce]);
-  return { run, error, reload };
+    },
+  });
+  // Another run's page shows blank until its own detail arrives (not the last run's, kept while loading).
+  const run = read.data?.runId === runId ? read.data : null;
+  return { run, error: read.error ?? watch.error };
 }
 
 type Obj = Record<string, unknown>;
@@ -237,7 +219,7 @@ function Waiting(props: { workspaceId: string; run: RunDetail; step: StepDetail;
 export function RunMonitor({ workspaceId, runId }: { workspaceId: string; runId: string }) {
   const write = useWrite();
   const { workspace } = useWorkspace(workspaceId);
-  const { run, error, reload } = useRun(workspaceId, runId);
+  const { run, error } = useRun(workspaceId, runId);
   const [selected, setSelected] = useState<string | null>(null);
   const action = useAction();
   const acting = action.busy;
@@ -260,8 +242,7 @@ export function RunMonitor({ workspaceId, runId }: { workspaceId: string; runId:
   const cancel = () =>
     act(async () => {
       await write("pipelines.runs.cancel", { workspace_id: workspaceId, runId });
-      setNotice("The run was cancelled.");
-      reload();
+      setNotice("The run was cancelled."); // the write marks the run stale: it is read again
     });
   const again = () =>
     act(async () => {

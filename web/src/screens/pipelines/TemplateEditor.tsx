@@ -5,8 +5,8 @@
  * with `pipelines.templates.create` or `.update`. */
 import { useEffect, useId, useMemo, useRef, useState } from "react";
 import { RpcError } from "../../rpc/errors";
-import { useRpc } from "../../rpc/hooks";
-import { useWrite } from "../../data/mutations";
+import { useAction, useWrite } from "../../data/mutations";
+import { useRead } from "../../data/queries";
 import { graphOf } from "./graph";
 import { GraphCanvas } from "./GraphCanvas";
 import { ReferencePicker } from "./ReferencePicker";
@@ -66,15 +66,14 @@ export function TemplateEditor(props: {
   onClose(): void;
 }) {
   const { workspaceId, templateId } = props;
-  const client = useRpc();
   const write = useWrite();
+  const action = useAction();
   const [yaml, setYaml] = useState<YamlModule | null>(null);
   const [format, setFormat] = useState<Format>("yaml");
   const [text, setText] = useState<string | null>(templateId ? null : NEW_TEMPLATE);
   const [check, setCheck] = useState<Check | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [saved, setSaved] = useState<string | null>(null);
-  const [failure, setFailure] = useState<string | null>(null);
+  const { busy, done: saved } = action;
+  const [loadFailure, setLoadFailure] = useState<string | null>(null);
   const [cursorLine, setCursorLine] = useState(1);
   const area = useRef<HTMLTextAreaElement>(null);
   const gutter = useRef<HTMLDivElement>(null);
@@ -84,25 +83,25 @@ export function TemplateEditor(props: {
     let live = true;
     loadYaml().then(
       (m) => live && setYaml(m),
-      () => live && setFailure("The editor could not load its YAML parser; reload the page."),
+      () => live && setLoadFailure("The editor could not load its YAML parser; reload the page."),
     );
     return () => {
       live = false;
     };
   }, []);
 
-  // An existing template is fetched and shown as text once the parser is here.
+  // An existing template is read and shown as text once the parser is here (once: a later read of it, after the
+  // save, does not replace what is being typed).
+  const stored = useRead("pipelines.templates.get", { workspace_id: workspaceId, templateId: templateId ?? "" }, { enabled: !!templateId });
+  const shownFor = useRef<string | null>(null);
+  // While it loads, the last template read may stand in for it: not shown.
+  const storedTemplate = stored.loading ? undefined : stored.data?.template;
   useEffect(() => {
-    if (!templateId || !yaml) return;
-    let live = true;
-    client.call("pipelines.templates.get", { workspace_id: workspaceId, templateId }).then(
-      (got) => live && setText(templateToText(yaml, got.template, "yaml")),
-      (e: unknown) => live && setFailure(e instanceof RpcError ? e.message : String(e)),
-    );
-    return () => {
-      live = false;
-    };
-  }, [client, workspaceId, templateId, yaml]);
+    if (!templateId || !yaml || storedTemplate === undefined || shownFor.current === templateId) return;
+    shownFor.current = templateId;
+    setText(templateToText(yaml, storedTemplate, "yaml"));
+  }, [templateId, yaml, storedTemplate]);
+  const failure = loadFailure ?? stored.error?.message ?? action.error?.message ?? null;
 
   const parsed = useMemo(() => (yaml && text !== null ? parseTemplateText(yaml, text) : null), [yaml, text]);
   const lastGood = useRef<unknown>(undefined);
@@ -124,7 +123,7 @@ export function TemplateEditor(props: {
     }
     let live = true;
     const timer = setTimeout(() => {
-      client.call("pipelines.templates.validate", { workspace_id: workspaceId, template: value as Record<string, unknown> }).then(
+      write("pipelines.templates.validate", { workspace_id: workspaceId, template: value as Record<string, unknown> }).then(
         (r) => live && setCheck({ problems: placed(r.problems, parsed), warnings: placed(r.warnings, parsed), text }),
         (e: unknown) => {
           if (!live || !(e instanceof RpcError) || e.code === "unavailable") return;
@@ -136,7 +135,7 @@ export function TemplateEditor(props: {
       live = false;
       clearTimeout(timer);
     };
-  }, [client, workspaceId, parsed, text, format]);
+  }, [write, workspaceId, parsed, text, format]);
 
   const current = check && check.text === text ? check : null;
   const badLines = new Map<number, string>();
@@ -174,21 +173,15 @@ export function TemplateEditor(props: {
 
   const save = async () => {
     if (!parsed || parsed.value === undefined || typeof parsed.value !== "object" || parsed.value === null) return;
-    setBusy(true);
-    setFailure(null);
-    setSaved(null);
     const template = parsed.value as Record<string, unknown>;
-    try {
-      const done = templateId
-        ? await write("pipelines.templates.update", { workspace_id: workspaceId, templateId, template })
-        : await write("pipelines.templates.create", { workspace_id: workspaceId, template });
-      setSaved(`Saved ${done.id}.${done.warnings.length ? ` Warnings: ${done.warnings.join("; ")}` : ""}`);
-      props.onSaved(done.id);
-    } catch (e) {
-      setFailure(e instanceof RpcError ? e.message : String(e));
-    } finally {
-      setBusy(false);
-    }
+    const done = await action.run(
+      () =>
+        templateId
+          ? write("pipelines.templates.update", { workspace_id: workspaceId, templateId, template })
+          : write("pipelines.templates.create", { workspace_id: workspaceId, template }),
+      (r) => `Saved ${r.id}.${r.warnings.length ? ` Warnings: ${r.warnings.join("; ")}` : ""}`,
+    );
+    if (done) props.onSaved(done.id);
   };
 
   const heading = templateId ? `Edit ${templateId}` : "New template";

@@ -2,10 +2,9 @@
  * `rigs.watchPacks`: a build started here, by the first rig, shell step or command agent that needs its pack, or by
  * another process shows its step and a progress bar), the memory budget of all rigs, and custom images per
  * workspace. */
-import { useEffect, useState, type FormEvent } from "react";
+import { useState, type FormEvent } from "react";
 import type { PackView } from "../../generated/ops";
-import { RpcError } from "../../rpc/errors";
-import { useRpc } from "../../rpc/hooks";
+import { useWatchedState } from "../../data/watch";
 import { IdDetails } from "../../IdDetails";
 import { engineLabel } from "../../labels";
 import { ClipboardAccess } from "./ClipboardAccess";
@@ -159,29 +158,8 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
 }
 
 /** The packs as `rigs.watchPacks` tells them: the list, then the whole list again at every change. */
-function usePacks(): { data: PackView[] | undefined; error: RpcError | null; set(packs: PackView[]): void } {
-  const client = useRpc();
-  const [data, setData] = useState<PackView[] | undefined>(undefined);
-  const [error, setError] = useState<RpcError | null>(null);
-  useEffect(() => {
-    let live = true;
-    const handle = client.watch(
-      "rigs.watchPacks",
-      {},
-      {
-        onReply: (list) => live && setData(list.packs),
-        onEvent: (list) => {
-          if (live) setData(list.packs);
-        },
-        onError: (e) => live && setError(e),
-      },
-    );
-    return () => {
-      live = false;
-      handle.close();
-    };
-  }, [client]);
-  return { data, error, set: setData };
+function usePacks() {
+  return useWatchedState("rigs.watchPacks", {}, (list) => list.packs);
 }
 
 function Packs() {

@@ -3,8 +3,7 @@
  * agent, and every agent's turn streams into the space). Typing `@` suggests agents. */
 import { useId, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
 import type { AgentView } from "../../generated/ops";
-import { RpcError } from "../../rpc/errors";
-import { useRpc } from "../../rpc/hooks";
+import { useAction, useWrite } from "../../data/mutations";
 import { complete, mentionAt, mentionedAgents, namesOf, suggest, type MentionQuery } from "./mentions";
 
 interface Props {
@@ -15,14 +14,15 @@ interface Props {
 }
 
 export function Composer({ workspaceId, spaceId, agents, disabled }: Props) {
-  const client = useRpc();
+  const write = useWrite();
+  const action = useAction();
   const id = useId();
   const box = useRef<HTMLTextAreaElement>(null);
   const [text, setText] = useState("");
   const [mention, setMention] = useState<MentionQuery | null>(null);
   const [active, setActive] = useState(0);
-  const [sending, setSending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const sending = action.busy;
+  const error = action.error?.message ?? null;
   // Where the caret goes once a picked mention is on screen. Placed as the new text is committed, before the
   // browser handles another key: placed later (say on the next frame), it would land in the middle of whatever
   // was typed since and scramble it.
@@ -56,23 +56,19 @@ export function Composer({ workspaceId, spaceId, agents, disabled }: Props) {
   const send = () => {
     const content = text.trim();
     if (!content || sending) return;
-    setSending(true);
-    setError(null);
     const ws = { workspace_id: workspaceId, spaceId };
     const [only] = addressed;
-    const sent: Promise<unknown> =
+    const sent = (): Promise<unknown> =>
       addressed.length > 1
-        ? client.call("agents.runMany", { ...ws, agentIds: addressed.map((a) => a.id), prompt: content })
+        ? write("agents.runMany", { ...ws, agentIds: addressed.map((a) => a.id), prompt: content })
         : only
-          ? client.call("agents.run", { ...ws, agentId: only.id, prompt: content })
-          : client.call("messages.post", { ...ws, content });
-    sent
-      .then(() => {
-        setText("");
-        setMention(null);
-      })
-      .catch((e: unknown) => setError(e instanceof RpcError ? e.message : String(e)))
-      .finally(() => setSending(false));
+          ? write("agents.run", { ...ws, agentId: only.id, prompt: content })
+          : write("messages.post", { ...ws, content });
+    void action.run(sent).then((result) => {
+      if (result === undefined) return; // refused: the text stays, the error is shown
+      setText("");
+      setMention(null);
+    });
   };
   const onKey = (e: KeyboardEvent<HTMLTextAreaElement>) => {
     if (open) {

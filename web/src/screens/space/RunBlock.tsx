@@ -1,10 +1,9 @@
 /** An agent run in the stream: its status, each turn's reasoning (collapsed), tool calls as expandable rows, the
  * text being streamed, and Interrupt while it runs. A finished run from the history shows how it ended (its error,
  * once, from its record) and its steps on request: the same as while it was live. */
-import { memo, useEffect, useMemo, useState } from "react";
+import { memo, useEffect, useMemo } from "react";
 import type { RunView } from "../../generated/ops";
-import { RpcError } from "../../rpc/errors";
-import { useRpc } from "../../rpc/hooks";
+import { useAction, useWrite } from "../../data/mutations";
 import { RunWait } from "./RunWait";
 import { foldRun, runOfRecord, withRecord, type Frame, type RunActivity, type ToolCallView } from "./stream";
 
@@ -67,9 +66,10 @@ interface Props {
 
 export const RunBlock = memo(function RunBlock(props: Props) {
   const { workspaceId, runId, frames, record, landed, agentName, onLoad, onRecord } = props;
-  const client = useRpc();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const write = useWrite();
+  const action = useAction();
+  const { busy } = action;
+  const error = action.error?.message ?? null;
   const run = useMemo(
     () => (frames ? withRecord(foldRun(runId, frames, landed), record) : record ? runOfRecord(record) : null),
     [runId, frames, record, landed],
@@ -88,14 +88,7 @@ export const RunBlock = memo(function RunBlock(props: Props) {
       </div>
     );
   }
-  const interrupt = () => {
-    setBusy(true);
-    setError(null);
-    client
-      .call("runs.interrupt", { workspace_id: workspaceId, runId })
-      .catch((e: unknown) => setError(e instanceof RpcError ? e.message : String(e)))
-      .finally(() => setBusy(false));
-  };
+  const interrupt = () => void action.run(() => write("runs.interrupt", { workspace_id: workspaceId, runId }));
   const running = run.status === "running";
   return (
     <section className="run" data-run={runId} data-status={run.status} aria-label={`Run of ${agentName(run.agentId)}`}>

@@ -5,8 +5,6 @@ import { lazy, Suspense, useCallback, useEffect, useMemo, useState, type Keyboar
 import type { Provisioning, RigRow, SpaceView } from "../../generated/ops";
 import { Link } from "../../Link";
 import { navigate, rigPath, spacePath, workspacePath } from "../../router";
-import { RpcError } from "../../rpc/errors";
-import { useRpc } from "../../rpc/hooks";
 import { useRead } from "../../data/queries";
 import { Composer } from "./Composer";
 import { engineLabel } from "./rigs/engines";
@@ -14,7 +12,7 @@ import { OpenRig } from "./rigs/OpenRig";
 import { SplitToggle, SplitView, useSplit } from "./SplitView";
 import { foldRun } from "./stream";
 import { Timeline } from "./Timeline";
-import { useSpaceStream } from "./useSpaceStream";
+import { useSpaceStream } from "../../data/spaceStream";
 import "./space.css";
 import "./phone.css";
 
@@ -53,25 +51,13 @@ function ProvisioningBanner({ provisioning }: { provisioning: Provisioning }) {
 
 /** The rig id of a `/rigs/<rigId>` link resolved to its space. */
 function useRigSpace(route: SpaceRoute): { spaceId: string | null; error: string | null } {
-  const client = useRpc();
-  const [found, setFound] = useState<{ spaceId: string | null; error: string | null }>({ spaceId: null, error: null });
   const rigId = route.name === "rig" ? route.rigId : null;
-  useEffect(() => {
-    if (rigId === null) return;
-    let live = true;
-    setFound({ spaceId: null, error: null });
-    client.call("rig_list", { workspace_id: route.workspaceId, includeClosed: true }).then(
-      (rows) => {
-        const row = rows.find((r) => r.rigId === rigId);
-        if (live) setFound(row ? { spaceId: row.spaceId, error: null } : { spaceId: null, error: "not found" });
-      },
-      (e: unknown) => live && setFound({ spaceId: null, error: e instanceof RpcError ? e.message : String(e) }),
-    );
-    return () => {
-      live = false;
-    };
-  }, [client, route.workspaceId, rigId]);
-  return route.name === "space" ? { spaceId: route.spaceId, error: null } : found;
+  const list = useRead("rig_list", { workspace_id: route.workspaceId, includeClosed: true }, { enabled: rigId !== null });
+  if (route.name === "space") return { spaceId: route.spaceId, error: null };
+  if (list.error) return { spaceId: null, error: list.error.message };
+  if (list.data === undefined) return { spaceId: null, error: null };
+  const row = list.data.find((r) => r.rigId === rigId);
+  return row ? { spaceId: row.spaceId, error: null } : { spaceId: null, error: "not found" };
 }
 
 export function SpaceScreen({ route }: { route: SpaceRoute }) {
@@ -130,7 +116,6 @@ function useRigs(workspaceId: string, spaceId: string): Rigs {
 }
 
 function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: string; tab: string | null }) {
-  const client = useRpc();
   const stream = useSpaceStream(workspaceId, spaceId);
   const agents = useRead("agents.list", { workspace_id: workspaceId });
   const workspaces = useRead("workspaces.list", {});

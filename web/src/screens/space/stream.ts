@@ -1,47 +1,10 @@
-/** The space's stream as data: messages merged by sequence number, agent runs folded from their turn events, and
- * the timeline the screen draws. Pure functions, so the merging rules are unit-tested without a browser. */
-import type {
-  MessageView,
-  Provisioning,
-  RunEventFrame,
-  RunOutcome,
-  RunView,
-  SpaceEventFrame,
-  WorkspaceSpaceProvisioningChanged,
-} from "../../generated/ops";
+/** The space's stream as the screen shows it: agent runs folded from their turn events, and the timeline the
+ * screen draws (the stream itself, merged by sequence number, is `data/spaceStream.ts`). Pure functions, so the
+ * folding rules are unit-tested without a browser. */
+import type { Frame } from "../../data/spaceFrames";
+import type { MessageView, RunOutcome, RunView } from "../../generated/ops";
 
-/** An event of an agent run: from `runs.events`, or one of `spaces.watch`'s (the same frames, typed per event). */
-export type Frame = RunEventFrame;
-
-/** Whether a frame of `spaces.watch` is one of an agent run's events. */
-export function isRunFrame(frame: SpaceEventFrame): frame is Extract<SpaceEventFrame, { type: `agents.${string}` }> {
-  return frame.type.startsWith("agents.");
-}
-
-/** `incoming` merged into `messages` (both oldest first), each sequence number once. The common cases (newer
- * messages appended, an older page prepended) cost one concatenation, not a sort of the whole history. */
-export function mergeMessages(messages: readonly MessageView[], incoming: readonly MessageView[]): MessageView[] {
-  if (incoming.length === 0) return messages as MessageView[];
-  const first = messages[0];
-  const last = messages[messages.length - 1];
-  const sorted = [...incoming].sort((a, b) => a.seq - b.seq);
-  const unique = sorted.filter((m, i) => i === 0 || sorted[i - 1]?.seq !== m.seq);
-  if (!last || !first) return unique;
-  if ((unique[0]?.seq ?? 0) > last.seq) return [...messages, ...unique];
-  if ((unique[unique.length - 1]?.seq ?? 0) < first.seq) return [...unique, ...messages];
-  const bySeq = new Map<number, MessageView>();
-  for (const m of messages) bySeq.set(m.seq, m);
-  for (const m of unique) bySeq.set(m.seq, m);
-  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
-}
-
-/** `incoming` frames merged into a run's frames, in sequence order, each once. */
-export function mergeFrames(frames: readonly Frame[], incoming: readonly Frame[]): Frame[] {
-  const bySeq = new Map<number, Frame>();
-  for (const f of frames) bySeq.set(f.seq, f);
-  for (const f of incoming) bySeq.set(f.seq, f);
-  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
-}
+export type { Frame };
 
 export interface ToolCallView {
   callId: string;
@@ -233,10 +196,4 @@ export function landedTexts(messages: readonly MessageView[], runId: string): st
     if (m && m.runId === runId && m.author.kind === "agent") out.push(m.content);
   }
   return out;
-}
-
-/** The provisioning state a space's provisioning event carries. */
-export function provisioningOf(payload: WorkspaceSpaceProvisioningChanged): Provisioning {
-  const { state, step, detail } = payload;
-  return { state, step: step && detail ? `${step}: ${detail}` : step, error: state === "failed" ? detail : null };
 }

@@ -13,7 +13,7 @@ import { when } from "../../components/time";
 import { useRead } from "../../data/queries";
 import { isAdmin, useWorkspace } from "../../data/workspaces";
 import { EventLine, useEventNames } from "./eventLine";
-import { useWorkspaceEvents } from "./events";
+import { useWorkspaceEvents } from "../../data/events";
 import { RecordName, useNames, type NameKind, type Names } from "./names";
 import "./workspace.css";
 

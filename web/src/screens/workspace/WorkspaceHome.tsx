@@ -3,9 +3,7 @@
  * teams), `/repos` (repositories and worktrees) and `/members` (members and invites). The activity's events also
  * mark stale the cached lists another person or an agent changed (`data/invalidation.ts`), so they are fetched
  * again; the watch stays open while the person moves between sections. */
-import { useQueryClient } from "@tanstack/react-query";
-import { useCallback, useEffect, useRef } from "react";
-import type { EventView } from "../../generated/ops";
+import { useEffect, useRef } from "react";
 import { workspaceRoleLabel } from "../../labels";
 import { Link } from "../../Link";
 import {
@@ -18,8 +16,7 @@ import {
 import { Agents } from "./Agents";
 import { NotAMember, WorkspaceHeader } from "../../components/WorkspaceHeader";
 import { isAdmin, useWorkspace } from "../../data/workspaces";
-import { invalidateAfterEvent } from "../../data/invalidation";
-import { useWorkspaceEvents } from "./events";
+import { useWorkspaceEvents } from "../../data/events";
 import { InviteForm, MemberList } from "./Members";
 import { Overview } from "./Overview";
 import { Repos } from "./Repos";
@@ -30,12 +27,6 @@ import { SECTION_LABEL, WorkspaceNav } from "./WorkspaceNav";
 import "./workspace.css";
 
 const ACTIVITY_SHOWN = 50;
-
-/** Each event of the workspace marks stale the cached reads it changes. */
-function useEventInvalidation(workspaceId: string): (e: EventView) => void {
-  const queries = useQueryClient();
-  return useCallback((e: EventView) => void invalidateAfterEvent(queries, workspaceId, e), [queries, workspaceId]);
-}
 
 /** A link of the one long page this used to be (`/workspaces/<id>#tickets`) goes to the section's own path. */
 function useOldAnchors(workspaceId: string, section: WorkspaceSection): void {
@@ -85,8 +76,8 @@ function Section(props: { workspaceId: string; section: WorkspaceSection; role: 
 function Home(props: { workspaceId: string; name: string; role: string; section: WorkspaceSection }) {
   const { workspaceId, role, section } = props;
   const member = role !== "guest";
-  const seen = useEventInvalidation(workspaceId);
-  const activity = useWorkspaceEvents(workspaceId, { shown: ACTIVITY_SHOWN, onChange: seen });
+  // Following the activity also keeps the sections' reads fresh: each event marks stale the reads it changes.
+  const activity = useWorkspaceEvents(workspaceId, { shown: ACTIVITY_SHOWN });
   const content = useRef<HTMLDivElement>(null);
   const first = useRef(true);
   useOldAnchors(workspaceId, section);

@@ -3,11 +3,10 @@
  * (fresh as they are: see `data/invalidation.ts`), and the pieces that show a name with its id at hand: on
  * hover (the title) and in a disclosure a keyboard or a screen reader opens (`IdDetails`). */
 import { useQueries, useQueryClient } from "@tanstack/react-query";
-import { readQuery } from "../../data/queries";
+import { readKey, useReadQuery } from "../../data/queries";
 import type { CallOpName } from "../../generated/ops";
 import { RECORD_KINDS, splitRef } from "../../labels";
 import type { ArgsOf, ResultOf } from "../../rpc/client";
-import { useRpc } from "../../rpc/hooks";
 
 export type NameKind = "user" | "agent" | "team" | "space" | "ticket" | "repo" | "pipeline-template" | "workspace";
 
@@ -51,14 +50,14 @@ const LOOKUPS: Record<NameKind, Lookup<CallOpName>> = {
 
 /** The names of the kinds asked for, read from the same cached lists the screens show (so they are as fresh). */
 export function useNames(workspaceId: string, kinds: readonly NameKind[]): Names & { reload(): void } {
-  const client = useRpc();
+  const query = useReadQuery();
   const queries = useQueryClient();
   const asked = [...new Set(kinds)].sort();
   const ws = { workspace_id: workspaceId };
   const reads = useQueries({
     queries: asked.map((kind) => {
       const { op, args } = LOOKUPS[kind];
-      return { ...readQuery(client, op, args(ws)), retry: false };
+      return { ...query(op, args(ws)), retry: false };
     }),
   });
   const map = new Map<string, string>();
@@ -74,7 +73,7 @@ export function useNames(workspaceId: string, kinds: readonly NameKind[]): Names
     reload: () => {
       for (const kind of asked) {
         const { op, args } = LOOKUPS[kind];
-        void queries.invalidateQueries({ queryKey: readQuery(client, op, args(ws)).queryKey, exact: true });
+        void queries.invalidateQueries({ queryKey: readKey(op, args(ws)), exact: true });
       }
     },
   };

@@ -4,8 +4,7 @@
  * so without control the bar shows where the page is and says how to drive it. */
 import { useEffect, useRef, useState, type FormEvent } from "react";
 import type { PageRow } from "../../../generated/ops";
-import { RpcError } from "../../../rpc/errors";
-import { useRpc } from "../../../rpc/hooks";
+import { useAction, useWrite } from "../../../data/mutations";
 import "./rigs.css";
 
 type Move =
@@ -35,14 +34,16 @@ interface Props {
 }
 
 export function BrowserBar({ workspaceId, rigId, pages, inControl, onPages }: Props) {
-  const client = useRpc();
+  const write = useWrite();
+  const navigation = useAction();
   const current = pages?.find((p) => p.current) ?? null;
   const [typed, setTyped] = useState<string | null>(null); // what the person is typing, until they go or leave
   const [busy, setBusy] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const error = navigation.error?.message ?? null;
   const field = useRef<HTMLInputElement>(null);
 
-  useEffect(() => setError(null), [inControl]);
+  const { clear } = navigation;
+  useEffect(clear, [inControl, clear]);
   // The page moved (a link, an agent, a redirect): the field shows where it is now, unless the person is typing.
   const shown = current?.url;
   useEffect(() => {
@@ -51,15 +52,15 @@ export function BrowserBar({ workspaceId, rigId, pages, inControl, onPages }: Pr
 
   const move = (what: string, action: Move) => {
     setBusy(what);
-    setError(null);
-    client
-      .call("rig.navigate", { workspace_id: workspaceId, rigId, action })
+    void navigation
+      .run(() => write("rig.navigate", { workspace_id: workspaceId, rigId, action }))
       .then((reply) => {
-        onPages(reply.pages);
-        setTyped(null);
-      })
-      .catch((e: unknown) => setError(e instanceof RpcError ? e.message : String(e)))
-      .finally(() => setBusy(null));
+        if (reply) {
+          onPages(reply.pages);
+          setTyped(null);
+        }
+        setBusy(null);
+      });
   };
 
   const go = (e: FormEvent) => {

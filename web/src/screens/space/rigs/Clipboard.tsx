@@ -6,8 +6,7 @@
  * changed when it was (a JPEG kept as PNG). */
 import { useEffect, useRef, useState, type ClipboardEvent } from "react";
 import { Link } from "../../../Link";
-import { RpcError } from "../../../rpc/errors";
-import { useRpc } from "../../../rpc/hooks";
+import { useAction, useWrite } from "../../../data/mutations";
 import { callLane, LaneError } from "./fileLane";
 
 const MAX_IMAGE = 16 * 1024 * 1024;
@@ -38,10 +37,6 @@ function describe(image: CopiedImage): string {
   const kind = image.mime === "image/png" ? "PNG" : "JPEG";
   const size = image.width && image.height ? `${image.width}x${image.height} ` : "";
   return `${size}${kind} image, ${image.bytes} bytes`;
-}
-
-function messageOf(e: unknown): string {
-  return e instanceof LaneError || e instanceof RpcError || e instanceof Error ? e.message : String(e);
 }
 
 /** The copied image, drawn on a canvas (the client's content security policy allows images from its own origin
@@ -100,27 +95,30 @@ interface Props {
 }
 
 export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
-  const client = useRpc();
+  const write = useWrite();
   const [text, setText] = useState("");
   const [image, setImage] = useState<File | null>(null);
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
+  const { busy } = action;
   const [said, setSaid] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  // Refused here before anything is sent (an image over the lane's limit); the rest is the action's refusal.
+  const [problem, setProblem] = useState<string | null>(null);
+  const error = problem ?? action.error?.message ?? null;
   const [consent, setConsent] = useState<string | null>(null);
   const [copied, setCopied] = useState<Copied | null>(null);
 
   const run = async (work: () => Promise<void>) => {
-    setBusy(true);
-    setError(null);
+    setProblem(null);
     setSaid(null);
-    try {
-      await work();
-    } catch (e) {
-      if (e instanceof LaneError && e.code === "consent_required") setConsent(e.message);
-      else setError(messageOf(e));
-    } finally {
-      setBusy(false);
-    }
+    await action.run(async () => {
+      try {
+        await work();
+      } catch (e) {
+        // Consent asked for is a question to the person, not a refusal.
+        if (e instanceof LaneError && e.code === "consent_required") setConsent(e.message);
+        else throw e;
+      }
+    });
   };
 
   const onPaste = (e: ClipboardEvent<HTMLTextAreaElement>) => {
@@ -128,7 +126,7 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
     if (!file) return; // text pastes into the box as usual
     e.preventDefault();
     if (file.size > MAX_IMAGE) {
-      setError("That image is over 16 MB, the clipboard lane's limit.");
+      setProblem("That image is over 16 MB, the clipboard lane's limit.");
       return;
     }
     setImage(file);
@@ -139,7 +137,7 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
       const init: RequestInit = image
         ? { method: "POST", body: image, headers: { "Content-Type": image.type } }
         : { method: "POST", body: text, headers: { "Content-Type": "text/plain; charset=utf-8" } };
-      const response = await callLane(client, workspaceId, rigId, "clipboard", init);
+      const response = await callLane(write, workspaceId, rigId, "clipboard", init);
       const reply = (await response.json()) as { applied?: boolean; reason?: string | null; note?: string | null };
       const note = reply.note ? ` (${reply.note})` : "";
       setSaid(
@@ -159,22 +157,22 @@ export function ClipboardPanel({ workspaceId, rigId, disabled }: Props) {
     run(async () => {
       // Asked first through the socket, so a copy without consent is not a refused request (the lane would
       // answer 403 consent_required all the same).
-      const policy = await client.call("rig.clipboardGrants", {});
+      const policy = await write("rig.clipboardGrants", {});
       const granted = policy.grants.some((g) => g.direction === "rigToHost");
       if (policy.defaults["rigToHost"] !== "allow" && !granted) {
         setConsent("Copying from the rig to your computer needs your consent.");
         return;
       }
-      const response = await callLane(client, workspaceId, rigId, "clipboard");
+      const response = await callLane(write, workspaceId, rigId, "clipboard");
       setConsent(null);
       setCopied((await response.json()) as Copied);
     });
 
   const allow = () =>
     run(async () => {
-      await client.call("rig.clipboardGrant", { direction: "rigToHost", minutes: 10 });
+      await write("rig.clipboardGrant", { direction: "rigToHost", minutes: 10 });
       setConsent(null);
-      const response = await callLane(client, workspaceId, rigId, "clipboard");
+      const response = await callLane(write, workspaceId, rigId, "clipboard");
       setCopied((await response.json()) as Copied);
     });
 

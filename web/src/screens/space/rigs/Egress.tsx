@@ -7,8 +7,7 @@ import { useEffect, useRef, useState, type FormEvent } from "react";
 import type { EgressRefusal } from "../../../generated/ops";
 import { Link } from "../../../Link";
 import { rigPath, useLocation } from "../../../router";
-import { RpcError } from "../../../rpc/errors";
-import { useRpc } from "../../../rpc/hooks";
+import { useAction, useWrite } from "../../../data/mutations";
 import "./rigs.css";
 
 const RULES: Record<EgressRefusal["rule"], string> = {
@@ -82,13 +81,14 @@ interface GrantProps {
 
 /** The admin's form: host names (exact, or `*.suffix`) this rig may reach from now on. */
 export function GrantHosts({ workspaceId, rigId, onGranted }: GrantProps) {
-  const client = useRpc();
+  const write = useWrite();
+  const action = useAction();
   const location = useLocation();
   const asked = new URLSearchParams(location.split("?")[1] ?? "").get("grant");
   const [hosts, setHosts] = useState(asked ?? "");
-  const [busy, setBusy] = useState(false);
+  const { busy } = action;
   const [done, setDone] = useState<string[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const error = action.error?.message ?? null;
   const field = useRef<HTMLInputElement>(null);
 
   useEffect(() => {
@@ -103,17 +103,12 @@ export function GrantHosts({ workspaceId, rigId, onGranted }: GrantProps) {
     e.preventDefault();
     const list = hosts.split(/[\s,]+/).filter(Boolean);
     if (list.length === 0) return;
-    setBusy(true);
-    setError(null);
-    client
-      .call("rig.grantHosts", { workspace_id: workspaceId, rigId, hosts: list })
-      .then((r) => {
-        setDone(r.granted);
-        setHosts("");
-        onGranted(r.granted);
-      })
-      .catch((err: unknown) => setError(err instanceof RpcError ? err.message : String(err)))
-      .finally(() => setBusy(false));
+    void action.run(() => write("rig.grantHosts", { workspace_id: workspaceId, rigId, hosts: list })).then((r) => {
+      if (!r) return;
+      setDone(r.granted);
+      setHosts("");
+      onGranted(r.granted);
+    });
   };
 
   return (

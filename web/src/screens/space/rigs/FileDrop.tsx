@@ -2,8 +2,7 @@
  * `rig.fileLaneUrl`, with the device credential as a bearer), not the RPC socket; they land in the rig's drops
  * folder (`~/drops` in a terminal, `/tmp/hangar-drops` in a browser). */
 import { useRef, useState, type DragEvent } from "react";
-import { useRpc } from "../../../rpc/hooks";
-import { RpcError } from "../../../rpc/errors";
+import { useAction, useWrite } from "../../../data/mutations";
 import { dropFiles, type Landed } from "./fileLane";
 
 export function FileDrop({
@@ -17,24 +16,18 @@ export function FileDrop({
   disabled: boolean;
   folder?: string;
 }) {
-  const client = useRpc();
+  const write = useWrite();
   const picker = useRef<HTMLInputElement>(null);
   const [over, setOver] = useState(false);
-  const [state, setState] = useState<{ busy: boolean; landed: Landed[]; error: string | null }>({
-    busy: false,
-    landed: [],
-    error: null,
-  });
+  const action = useAction();
+  const [landed, setLanded] = useState<Landed[]>([]);
+  const state = { busy: action.busy, landed, error: action.error?.message ?? null };
 
   const send = async (files: File[]) => {
     if (files.length === 0 || disabled) return;
-    setState({ busy: true, landed: [], error: null });
-    try {
-      const reply = await dropFiles(client, workspaceId, rigId, files);
-      setState({ busy: false, landed: reply.files, error: null });
-    } catch (e) {
-      setState({ busy: false, landed: [], error: e instanceof RpcError || e instanceof Error ? e.message : String(e) });
-    }
+    setLanded([]);
+    const reply = await action.run(() => dropFiles(write, workspaceId, rigId, files));
+    if (reply) setLanded(reply.files);
   };
   const drop = (e: DragEvent<HTMLDivElement>) => {
     e.preventDefault();

@@ -6,7 +6,7 @@
  * by the lane's `pages` notices. Loaded only when a browser rig's panel opens. */
 import { useCallback, useEffect, useRef, useState, type DragEvent, type KeyboardEvent, type PointerEvent } from "react";
 import type { PageRow } from "../../../generated/ops";
-import { useRpc } from "../../../rpc/hooks";
+import { useWrite } from "../../../data/mutations";
 import { BrowserBar } from "./BrowserBar";
 import { ClipboardPanel } from "./Clipboard";
 import { engineLabel } from "./engines";
@@ -33,7 +33,7 @@ const DELIVERY: Record<DropReply["delivery"], string> = {
 };
 
 export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: string }) {
-  const client = useRpc();
+  const write = useWrite();
   const canvas = useRef<HTMLCanvasElement>(null);
   const box = useRef<HTMLDivElement>(null);
   const lane = useRef<Lane | null>(null);
@@ -110,7 +110,7 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
 
     setNotice(null);
     lane.current = openLane<Notice>({
-      mint: () => client.call("rig.liveViewUrl", { workspace_id: workspaceId, rigId }),
+      mint: () => write("rig.liveViewUrl", { workspace_id: workspaceId, rigId }),
       query: () => {
         const want = size();
         lastAsked = `${want.width}x${want.height}`;
@@ -162,7 +162,7 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
       lane.current?.close();
       lane.current = null;
     };
-  }, [client, workspaceId, rigId, attempt, send]);
+  }, [write, workspaceId, rigId, attempt, send]);
 
   const point = (e: { clientX: number; clientY: number }) => {
     const el = canvas.current;
@@ -209,7 +209,7 @@ export function LiveView({ workspaceId, rigId }: { workspaceId: string; rigId: s
     const files = [...e.dataTransfer.files];
     if (files.length === 0) return;
     setDrop({ busy: true, reply: null, error: null });
-    dropFiles(client, workspaceId, rigId, files, point(e)).then(
+    dropFiles(write, workspaceId, rigId, files, point(e)).then(
       (reply) => setDrop({ busy: false, reply, error: null }),
       (err: unknown) =>
         setDrop({ busy: false, reply: null, error: err instanceof Error ? err.message : String(err) }),

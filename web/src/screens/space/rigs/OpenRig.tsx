@@ -4,8 +4,7 @@
  * opened at once, following the boot's steps. */
 import { useState } from "react";
 import type { RigRow } from "../../../generated/ops";
-import { RpcError } from "../../../rpc/errors";
-import { useRpc } from "../../../rpc/hooks";
+import { useAction, useWrite } from "../../../data/mutations";
 import { BOOT_PEEK_MS, bootingRig } from "./booting";
 import { ENGINES, engineLabel, type EngineValue } from "./engines";
 import "./rigs.css";
@@ -20,27 +19,25 @@ interface Props {
 }
 
 export function OpenRig({ workspaceId, spaceId, rigs, disabled, onOpened }: Props) {
-  const client = useRpc();
+  const write = useWrite();
+  const action = useAction();
   const [engine, setEngine] = useState<EngineValue>("engine-a");
   const [opening, setOpening] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const error = action.error?.message ?? null;
 
   const open = (what: string, surface: "terminal" | "browser", chosen?: EngineValue) => {
     setOpening(what);
-    setError(null);
     const peek = window.setTimeout(() => {
-      bootingRig(client, workspaceId, spaceId, surface, chosen ?? null).then((rigId) => {
+      bootingRig(write, workspaceId, spaceId, surface, chosen ?? null).then((rigId) => {
         if (rigId) onOpened(rigId);
       }, () => undefined);
     }, BOOT_PEEK_MS);
-    client
-      .call("rig.open", { workspace_id: workspaceId, spaceId, surface, ...(chosen ? { engine: chosen } : {}) })
-      .then((opened) => onOpened(opened.rigId))
-      .catch((e: unknown) => setError(e instanceof RpcError ? e.message : String(e)))
-      .finally(() => {
-        window.clearTimeout(peek);
-        setOpening(null);
-      });
+    const args = { workspace_id: workspaceId, spaceId, surface, ...(chosen ? { engine: chosen } : {}) };
+    void action.run(() => write("rig.open", args)).then((opened) => {
+      if (opened) onOpened(opened.rigId);
+      window.clearTimeout(peek);
+      setOpening(null);
+    });
   };
 
   const hasTerminal = rigs.some((r) => r.surface === "terminal");

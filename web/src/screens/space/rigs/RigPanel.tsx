@@ -2,11 +2,11 @@
  * admin's way to let a host through), its forwarded ports with links, file drops through the file lane, and the
  * terminal (terminal rigs) or the live view with its clipboard (browser rigs). `rig.watch` keeps all of it live
  * while the tab is open. */
-import { lazy, Suspense, useCallback, useEffect, useState } from "react";
-import type { EgressRefusal, PortRow, RigRow } from "../../../generated/ops";
-import { RpcError } from "../../../rpc/errors";
-import { useRpc } from "../../../rpc/hooks";
+import { lazy, Suspense, useCallback, useState } from "react";
+import type { EgressRefusal, PortRow, RigPorts, RigRow } from "../../../generated/ops";
+import { useAction, useWrite } from "../../../data/mutations";
 import { useRead } from "../../../data/queries";
+import { useWatch } from "../../../data/watch";
 import { covers, EgressNotices, GrantHosts } from "./Egress";
 import { engineLabel } from "./engines";
 import { FileDrop } from "./FileDrop";
@@ -15,24 +15,21 @@ import { portUrl } from "./portLinks";
 const Terminal = lazy(() => import("./Terminal").then((m) => ({ default: m.Terminal })));
 const LiveView = lazy(() => import("./LiveView").then((m) => ({ default: m.LiveView })));
 
-function message(e: unknown): string {
-  return e instanceof RpcError ? e.message : String(e);
-}
-
 interface PortsProps {
   workspaceId: string;
   rigId: string;
   ports: PortRow[];
-  onPorts(ports: PortRow[]): void;
+  onPorts(ports: RigPorts): void;
 }
 
 function Ports({ workspaceId, rigId, ports, onPorts }: PortsProps) {
-  const client = useRpc();
-  const [error, setError] = useState<string | null>(null);
+  const write = useWrite();
+  const action = useAction();
+  const error = action.error?.message ?? null;
   const share = (port: PortRow, on: boolean) =>
-    client
-      .call("rig.sharePort", { workspace_id: workspaceId, rigId, guestPort: port.guestPort, share: on })
-      .then((r) => onPorts(r.ports), (e: unknown) => setError(message(e)));
+    action.run(async () =>
+      onPorts(await write("rig.sharePort", { workspace_id: workspaceId, rigId, guestPort: port.guestPort, share: on })),
+    );
   if (ports.length === 0) return <p className="hint">Nothing listens in the rig yet; ports appear here as they open.</p>;
   return (
     <>
@@ -72,7 +69,6 @@ function Ports({ workspaceId, rigId, ports, onPorts }: PortsProps) {
 }
 
 export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string; rig: RigRow; onChanged(): void }) {
-  const client = useRpc();
   const me = useRead("users.me", {});
   const workspaces = useRead("workspaces.list", {});
   const role = workspaces.data?.find((w) => w.id === workspaceId)?.role;
@@ -84,70 +80,51 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
   }, []);
   const [phase, setPhase] = useState(rig.status);
   const [detail, setDetail] = useState(rig.statusDetail);
-  const [ports, setPorts] = useState<PortRow[]>([]);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const rigId = rig.rigId;
   const ws = { workspace_id: workspaceId, rigId };
+  const ports = useRead("rig.ports", ws);
+  const write = useWrite();
+  const action = useAction();
+  const { busy } = action;
 
-  const refreshPorts = useCallback(() => {
-    client.call("rig.ports", { workspace_id: workspaceId, rigId }).then(
-      (r) => setPorts(r.ports),
-      () => undefined,
-    );
-  }, [client, workspaceId, rigId]);
+  const watch = useWatch("rig.watch", ws, {
+    onReply: (snap) => {
+      setPhase(snap.phase);
+      setDetail(snap.statusDetail);
+      ports.update((old) => old && { ...old, ports: snap.ports });
+      setEgress(snap.egress);
+    },
+    onEvent: (event) => {
+      switch (event.type) {
+        case "phase":
+          setPhase(event.phase);
+          setDetail(event.detail);
+          onChanged();
+          break;
+        case "progress":
+          setDetail(event.detail); // a boot's step: a first pack build's, then the boot's own
+          break;
+        case "control":
+          onChanged(); // the row names the controller
+          break;
+        case "ports":
+          ports.reload();
+          break;
+        case "egressGranted":
+          forgetGranted(event.hosts);
+          break;
+        case "egress": {
+          const told = event.refusal;
+          setEgress((list) => [...list.filter((r) => r.host !== told.host || r.rule !== told.rule), told]);
+          break;
+        }
+      }
+    },
+  });
+  const error = action.error?.message ?? watch.error?.message ?? null;
 
-  useEffect(() => {
-    const handle = client.watch(
-      "rig.watch",
-      { workspace_id: workspaceId, rigId },
-      {
-        onReply: (snap) => {
-          setPhase(snap.phase);
-          setDetail(snap.statusDetail);
-          setPorts(snap.ports);
-          setEgress(snap.egress);
-        },
-        onEvent: (event) => {
-          switch (event.type) {
-            case "phase":
-              setPhase(event.phase);
-              setDetail(event.detail);
-              onChanged();
-              break;
-            case "progress":
-              setDetail(event.detail); // a boot's step: a first pack build's, then the boot's own
-              break;
-            case "control":
-              onChanged(); // the row names the controller
-              break;
-            case "ports":
-              refreshPorts();
-              break;
-            case "egressGranted":
-              forgetGranted(event.hosts);
-              break;
-            case "egress": {
-              const told = event.refusal;
-              setEgress((list) => [...list.filter((r) => r.host !== told.host || r.rule !== told.rule), told]);
-              break;
-            }
-          }
-        },
-        onError: (e) => setError(e.message),
-      },
-    );
-    return () => handle.close();
-  }, [client, workspaceId, rigId, onChanged, refreshPorts, forgetGranted]);
-
-  const control = (take: boolean) => {
-    setBusy(true);
-    setError(null);
-    client
-      .call(take ? "rig.takeControl" : "rig.releaseControl", ws)
-      .then(onChanged, (e: unknown) => setError(message(e)))
-      .finally(() => setBusy(false));
-  };
+  // The write marks the space's rig list stale: the row names the new controller once it is read again.
+  const control = (take: boolean) => void action.run(() => write(take ? "rig.takeControl" : "rig.releaseControl", ws));
 
   const mine = rig.controller !== null && rig.controller.userId === me.data?.id;
   // A counted step of the boot (a first pack build's "… (4/10)") fills the bar; otherwise it just runs.
@@ -209,7 +186,7 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
       <div className="rig-side">
         <section aria-labelledby={`ports-${rigId}`}>
           <h2 id={`ports-${rigId}`}>Forwarded ports</h2>
-          <Ports workspaceId={workspaceId} rigId={rigId} ports={ports} onPorts={setPorts} />
+          <Ports workspaceId={workspaceId} rigId={rigId} ports={ports.data?.ports ?? []} onPorts={ports.set} />
         </section>
         <section aria-labelledby={`drop-${rigId}`}>
           <h2 id={`drop-${rigId}`}>Files</h2>

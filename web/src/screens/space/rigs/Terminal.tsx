@@ -6,7 +6,7 @@ import { FitAddon } from "@xterm/addon-fit";
 import { Terminal as Xterm, type ITheme } from "@xterm/xterm";
 import "@xterm/xterm/css/xterm.css";
 import { useCallback, useEffect, useRef, useState } from "react";
-import { useRpc } from "../../../rpc/hooks";
+import { useWrite } from "../../../data/mutations";
 import { openLane, type Lane, type LaneState } from "./lane";
 
 const LIGHT: ITheme = { background: "#ffffff", foreground: "#1b1f24", cursor: "#1b1f24", selectionBackground: "#b6d4fe" };
@@ -45,7 +45,7 @@ function openWithinPolicy(xterm: Xterm, el: HTMLElement): () => void {
 }
 
 export function Terminal({ workspaceId, rigId }: { workspaceId: string; rigId: string }) {
-  const client = useRpc();
+  const write = useWrite();
   const box = useRef<HTMLDivElement>(null);
   const term = useRef<Xterm | null>(null);
   const [state, setState] = useState<LaneState>("connecting");
@@ -102,7 +102,7 @@ export function Terminal({ workspaceId, rigId }: { workspaceId: string; rigId: s
 
     setNotice(null);
     lane = openLane<{ type?: string; message?: string }>({
-      mint: () => client.call("rig.terminalUrl", { workspace_id: workspaceId, rigId }),
+      mint: () => write("rig.terminalUrl", { workspace_id: workspaceId, rigId }),
       query: () => ({ cols: xterm.cols, rows: xterm.rows }),
       onState: setState,
       onError: setNotice,
@@ -124,7 +124,7 @@ export function Terminal({ workspaceId, rigId }: { workspaceId: string; rigId: s
       unstyle();
       term.current = null;
     };
-  }, [client, workspaceId, rigId, attempt]);
+  }, [write, workspaceId, rigId, attempt]);
 
   const copy = useCallback(() => {
     const t = term.current;

@@ -2,7 +2,7 @@
  * `/rig/files/<rigId>` and the clipboard lane `/rig/clipboard/<rigId>`, both signed by the URL `rig.fileLaneUrl`
  * mints, with the device credential as a bearer. */
 import { loadToken } from "../../../auth/credential";
-import type { RpcClient } from "../../../rpc/client";
+import type { Write } from "../../../data/mutations";
 
 export interface Landed {
   name: string;
@@ -43,13 +43,13 @@ async function laneError(response: Response): Promise<LaneError> {
 
 /** Call one of the rig's HTTP lanes; a refusal is thrown as a `LaneError`. */
 export async function callLane(
-  client: RpcClient,
+  call: Write,
   workspaceId: string,
   rigId: string,
   lane: "files" | "clipboard",
   init: RequestInit = {},
 ): Promise<Response> {
-  const minted = await client.call("rig.fileLaneUrl", { workspace_id: workspaceId, rigId });
+  const minted = await call("rig.fileLaneUrl", { workspace_id: workspaceId, rigId });
   const path = `/rig/${lane}/${encodeURIComponent(rigId)}?sig=${encodeURIComponent(minted.sig)}`;
   const headers = {
     ...(init.headers as Record<string, string> | undefined),
@@ -62,7 +62,7 @@ export async function callLane(
 
 /** Drop files into the rig; with a point (the page's CSS pixels) a browser rig's page is told where. */
 export async function dropFiles(
-  client: RpcClient,
+  call: Write,
   workspaceId: string,
   rigId: string,
   files: File[],
@@ -74,7 +74,7 @@ export async function dropFiles(
     form.append("y", String(point.y));
   }
   for (const f of files) form.append("files", f, f.name);
-  const response = await callLane(client, workspaceId, rigId, "files", { method: "POST", body: form });
+  const response = await callLane(call, workspaceId, rigId, "files", { method: "POST", body: form });
   const body = (await response.json()) as Partial<DropReply>;
   return {
     delivery: body.delivery ?? "landed",

@@ -7,11 +7,11 @@
  * keep every message and event once, so their order of arrival does not matter. */
 import { useQueryClient } from "@tanstack/react-query";
 import { useCallback, useLayoutEffect, useRef, useState } from "react";
-import { invalidateAfterEvent } from "../../data/invalidation";
-import type { MessageView, RunView, SpaceView } from "../../generated/ops";
-import { RpcError } from "../../rpc/errors";
-import { useRpc } from "../../rpc/hooks";
-import { isRunFrame, mergeFrames, mergeMessages, provisioningOf, type Frame } from "./stream";
+import { openWatch } from "./watch";
+import type { MessageView, RunView, SpaceView } from "../generated/ops";
+import { RpcError } from "../rpc/errors";
+import { useRpc } from "../rpc/hooks";
+import { isRunFrame, mergeFrames, mergeMessages, provisioningOf, type Frame } from "./spaceFrames";
 
 /** Messages fetched on opening (the newest: a screenful and more, quick to send), then per older page. */
 export const FIRST_PAGE = 100;
@@ -140,15 +140,14 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
       );
     };
 
-    const handle = client.watch("spaces.watch", ws, {
+    // Each event first marks stale the reads other parts of the screen cache (the watch's rule, invalidation.ts's).
+    const handle = openWatch(client, queries, "spaces.watch", ws, {
       onReply: (result) => {
         if (!live.current) return;
         setSpace(result.space);
         catchUp().catch(failed);
       },
       onEvent: (event) => {
-        // What the event changes in the reads other parts of the screen cache (the rule is invalidation.ts's).
-        void invalidateAfterEvent(queries, workspaceId, event);
         if (isRunFrame(event)) {
           const { runId } = event.payload;
           addFrames(runId, [event], true);
@@ -175,8 +174,7 @@ export function useSpaceStream(workspaceId: string, spaceId: string): SpaceStrea
           );
         }
       },
-      onError: (e) => live.current && setError(e),
-    });
+    }, (e) => live.current && setError(e));
     return () => {
       live.current = false;
       handle.close();
