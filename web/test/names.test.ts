@@ -1,6 +1,6 @@
 import * as yaml from "yaml";
 import { describe, expect, it } from "vitest";
-import { EVENT_TYPES, type EventView, type RunView } from "../src/generated/ops";
+import { EVENT_TYPES, type EventView, type JsonObject, type RunView } from "../src/generated/ops";
 import {
   agentRoleLabel,
   dispatchModeLabel,
@@ -69,7 +69,7 @@ describe("records by name", () => {
   });
 
   it("says who and what an event was about", () => {
-    const event = (type: string, payload: Record<string, unknown>): EventView => ({
+    const event = (type: string, payload: JsonObject): EventView => ({
       seq: 1,
       id: "e",
       type,

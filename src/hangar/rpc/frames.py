@@ -28,6 +28,29 @@ def frames(*, suffix: str, field: str | None = None, prefix: str | None = None, 
     return {MARK: {"suffix": suffix, "field": field, "prefix": prefix, "emitted": emitted}}
 
 
+# An emitted event's payload is whatever JSON object its author sent: typed as JSON, not as an open record.
+JSON_DEFS: dict[str, Any] = {
+    "JsonValue": {
+        "title": "JsonValue",
+        "description": "Any JSON value.",
+        "anyOf": [
+            {"type": "string"},
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "null"},
+            {"type": "array", "items": {"$ref": "#/$defs/JsonValue"}},
+            {"$ref": "#/$defs/JsonObject"},
+        ],
+    },
+    "JsonObject": {
+        "title": "JsonObject",
+        "description": "A JSON object.",
+        "type": "object",
+        "additionalProperties": {"$ref": "#/$defs/JsonValue"},
+    },
+}
+
+
 def payload_name(cls: type[DomainEvent]) -> str:
     """The name of an event's payload definition: its type in PascalCase (``agents.runStarted`` →
     ``AgentsRunStarted``), unique across parts as the type is."""
@@ -79,7 +102,14 @@ def _union(envelope: dict[str, Any], classes: list[type[DomainEvent]], defs: dic
         members.append({"$ref": f"#/$defs/{frame_name}"})
     if mark.get("emitted"):
         emitted = f"Emitted{mark['suffix']}"
-        defs[emitted] = {**plain, "title": emitted, "description": "An event a person or script emitted."}
+        props = {**(plain.get("properties") or {}), "payload": {"$ref": "#/$defs/JsonObject"}}
+        defs.update(JSON_DEFS)
+        defs[emitted] = {
+            **plain,
+            "title": emitted,
+            "description": "An event a person or script emitted.",
+            "properties": props,
+        }
         members.append({"$ref": f"#/$defs/{emitted}"})
     if not members:
         return plain

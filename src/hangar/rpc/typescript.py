@@ -143,6 +143,10 @@ class Converter:
         extra = schema.get("additionalProperties", not props)
         extra_type = None if extra is False else self.convert(extra, indent)
         if not props:
+            if isinstance(extra, Mapping) and "$ref" in extra:
+                # A named value type may refer back to this one (JSON): TypeScript defers an index signature's
+                # type, where ``Record<...>`` would be a circular alias.
+                return f"{{ [key: string]: {extra_type} }}"
             return f"Record<string, {extra_type or 'never'}>"
         inner = indent + "  "
         lines = []

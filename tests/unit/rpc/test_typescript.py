@@ -189,7 +189,11 @@ def test_a_watch_of_stored_events_narrows_each_frame_by_its_type() -> None:
     ) in text
     # The payload is camelCase, every field present, and the workspace (the event's holder) left out.
     assert "export type ThingsMoved = {\n  thingId: string;\n  toPlace: string | null;\n};" in text
-    assert "export type EmittedFrame = {\n  seq: number;\n  type: string;\n  payload: Record<string, unknown>;" in text
+    # An emitted event's payload is whatever JSON object its author sent: typed as JSON (an index signature, which
+    # TypeScript lets refer back to the value type), not as an open record of unknowns.
+    assert "export type EmittedFrame = {\n  seq: number;\n  type: string;\n  payload: JsonObject;" in text
+    assert "export type JsonObject = { [key: string]: JsonValue };" in text
+    assert "export type JsonValue = string | number | boolean | null | Array<JsonValue> | JsonObject;" in text
 
 
 def test_render_lists_the_declared_event_types_once_in_order() -> None:

@@ -677,13 +677,19 @@ export type WorkspaceTicketChangedView = {
   payload: WorkspaceTicketChanged;
 };
 
+/** Any JSON value. */
+export type JsonValue = string | number | boolean | null | Array<JsonValue> | JsonObject;
+
+/** A JSON object. */
+export type JsonObject = { [key: string]: JsonValue };
+
 /** An event a person or script emitted. */
 export type EmittedView = {
   seq: number;
   id: string;
   type: string;
   occurredAt: string;
-  payload: Record<string, unknown>;
+  payload: JsonObject;
 };
 
 /** The first reply of ``events.watch``: the workspace now followed. */
@@ -756,7 +762,7 @@ export type RunSnapshot = {
   runId: string;
   status: PipelinesRunsCancelRunStatus;
   state: Record<string, unknown>;
-  steps: Record<string, StepState>;
+  steps: { [key: string]: StepState };
 };
 
 /** A step waiting for an agent's decision (an approval gate): the agent, the space where it decides, and the output its ``submit_output`` must match. A person decides by telling that agent there. */
@@ -2559,7 +2565,7 @@ export type SettingsGetArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
 };
-export type SettingsGetResult = Record<string, SettingView>;
+export type SettingsGetResult = { [key: string]: SettingView };
 
 /** Set one workspace setting (validated by the part that declares it); a null value restores the default. */
 export type SettingsSetArgs = {
