@@ -1,0 +1,123 @@
+"""``GET /metrics`` on the real server: only the server owner's credential reads it, and each family moves when
+the thing it counts happens (op calls by op, door and outcome; events delivered; pipeline runs and steps)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.rpc import RpcClient, RpcError
+from tests.support.server import RunningServer, running_server
+
+TRIGGER_ONLY = {
+    "id": "just-start",
+    "name": "Just start",
+    "steps": [{"id": "start", "kind": "trigger", "body": "pipeline.trigger"}],
+    "edges": [],
+}
+
+
+async def scrape(srv: RunningServer, token: str | None = None) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of ``/metrics`` as ``{(name, sorted labels): value}``, read with the owner's credential."""
+    async with httpx.AsyncClient() as http:
+        r = await http.get(f"{srv.url}/metrics", headers={"Authorization": f"Bearer {token or srv.owner_token}"})
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/plain")
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(r.text)
+        for s in family.samples
+    }
+
+
+def value(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+async def test_metrics_are_the_server_owners_alone(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as srv:
+        ws = await srv.new_workspace("ops")
+        member = await srv.new_user_token(ws, "admin", name="wsadmin")
+        async with httpx.AsyncClient() as http:
+            nobody = await http.get(f"{srv.url}/metrics")
+            assert nobody.status_code == 401 and "hangar_" not in nobody.text
+            forged = await http.get(f"{srv.url}/metrics", headers={"Authorization": "Bearer not-a-credential"})
+            assert forged.status_code == 401
+            # A workspace admin is not the server's operator.
+            theirs = await http.get(f"{srv.url}/metrics", headers={"Authorization": f"Bearer {member}"})
+            assert theirs.status_code == 401 and "hangar_" not in theirs.text
+            owner = await http.get(f"{srv.url}/metrics", headers={"Authorization": f"Bearer {srv.owner_token}"})
+            assert owner.status_code == 200 and "hangar_rpc_calls_total" in owner.text
+
+
+async def test_op_calls_are_counted_by_op_door_and_outcome(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as srv:
+        ws = await srv.new_workspace("ops")
+        member = await srv.new_user_token(ws, "member", name="mem")
+        async with RpcClient(srv.ws_url, srv.owner_token) as owner, RpcClient(srv.ws_url, member) as mem:
+            for _ in range(3):
+                await owner.call("server.info")
+            with pytest.raises(RpcError) as refused:
+                await mem.call("members.invite", workspace_id=ws, role="owner")
+            assert refused.value.code == "forbidden"
+            with pytest.raises(RpcError) as unknown:
+                await owner.call("secret-op-name-sk-live-123")
+            assert unknown.value.code == "unknown_op"
+        samples = await scrape(srv)
+        assert value(samples, "hangar_rpc_calls_total", op="server.info", door="socket", outcome="ok") == 3
+        assert value(samples, "hangar_rpc_calls_total", op="members.invite", door="socket", outcome="forbidden") == 1
+        # The name a caller typed never becomes a label value.
+        assert value(samples, "hangar_rpc_calls_total", op="unknown", door="socket", outcome="unknown_op") == 1
+        assert not any("secret-op-name" in v for _, labels in samples for _, v in labels)
+        assert value(samples, "hangar_rpc_call_seconds_count", op="server.info", door="socket") == 3
+
+
+async def test_events_and_pipeline_runs_move_their_families(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as srv:
+        ws = await srv.new_workspace("pipes")
+        before = await scrape(srv)
+        async with RpcClient(srv.ws_url, srv.owner_token) as c:
+            await c.call("pipelines.templates.create", workspace_id=ws, template=TRIGGER_ONLY)
+            started = await c.call("pipelines.runs.start", workspace_id=ws, templateId="just-start", payload={})
+            for _ in range(400):
+                run = await c.call("pipelines.runs.get", workspace_id=ws, runId=started["runId"])
+                if run["status"] == "completed":
+                    break
+                await asyncio.sleep(0.05)
+            assert run["status"] == "completed"
+        for _ in range(100):  # the event tail delivers within its interval
+            after = await scrape(srv)
+            if value(after, "hangar_event_delivery_lag_seconds_count") > value(
+                before, "hangar_event_delivery_lag_seconds_count"
+            ):
+                break
+            await asyncio.sleep(0.05)
+        assert value(after, "hangar_event_delivery_lag_seconds_count") > value(
+            before, "hangar_event_delivery_lag_seconds_count"
+        )
+        assert value(after, "hangar_pipeline_runs_total", state="running") == 1
+        assert value(after, "hangar_pipeline_runs_total", state="completed") == 1
+        assert value(after, "hangar_pipeline_steps_total", state="completed") == 1
+        assert value(after, "hangar_rpc_calls_total", op="pipelines.runs.start", door="socket", outcome="ok") == 1
+
+
+async def test_each_server_counts_its_own_and_off_counts_nothing(tmp_path: Path) -> None:
+    async with (
+        running_server(tmp_path / "a") as a,
+        running_server(tmp_path / "b", metrics=False) as b,
+        running_server(tmp_path / "c") as c,
+    ):
+        async with RpcClient(a.ws_url, a.owner_token) as client:
+            await client.call("server.info")
+        async with RpcClient(b.ws_url, b.owner_token) as client:
+            await client.call("server.info")
+        assert value(await scrape(a), "hangar_rpc_calls_total", op="server.info", door="socket", outcome="ok") == 1
+        assert value(await scrape(c), "hangar_rpc_calls_total", op="server.info", door="socket", outcome="ok") == 0
+        async with httpx.AsyncClient() as http:
+            off = await http.get(f"{b.url}/metrics", headers={"Authorization": f"Bearer {b.owner_token}"})
+        assert off.status_code == 404 and "HANGAR_METRICS" in off.text
+        assert b.ctx.metrics.exposition() == b""
