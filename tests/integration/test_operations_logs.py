@@ -1,0 +1,141 @@
+"""The server's JSON log lines: one object a line, each naming the request it was written for (a pipeline run
+started by an op call carries that call's id), and never a secret that went through a request."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from hangar.core.requestids import RequestIdFilter
+from hangar.server.logs import log_formatter
+from tests.integration.test_operations_metrics import TRIGGER_ONLY
+from tests.support.rpc import RpcClient, RpcError
+from tests.support.server import running_server
+
+OIDC_SECRET = "oidc-client-secret-Zq81"
+BOT_TOKEN = "xoxb-1111-2222-bottokensecret"
+APP_TOKEN = "xapp-1-A111-2222-apptokensecret"
+AGENT_KEY = "sk-agent-secret-key-9981"
+
+
+@contextlib.contextmanager
+def json_log() -> Iterator[io.StringIO]:
+    """What ``hangar serve --log-format json`` writes, at debug level, into a buffer."""
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(log_formatter("json"))
+    handler.addFilter(RequestIdFilter())
+    logger = logging.getLogger("hangar")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield out
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def lines(out: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+async def test_a_pipeline_run_logs_under_the_request_that_started_it(tmp_path: Path) -> None:
+    with json_log() as out:
+        async with running_server(tmp_path) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
+            ws = await srv.new_workspace("pipes")
+            await c.call("pipelines.templates.create", workspace_id=ws, template=TRIGGER_ONLY)
+            started = await c.call("pipelines.runs.start", workspace_id=ws, templateId="just-start", payload={})
+            run_id = started["runId"]
+            for _ in range(400):
+                if (await c.call("pipelines.runs.get", workspace_id=ws, runId=run_id))["status"] == "completed":
+                    break
+                await asyncio.sleep(0.05)
+    records = lines(out)
+    for r in records:
+        assert {"time", "level", "logger", "message"} <= r.keys() and r["time"].endswith("Z")
+    start_call = next(r for r in records if r.get("op") == "pipelines.runs.start")
+    assert start_call["door"] == "socket" and start_call["outcome"] == "ok"
+    rid = start_call["requestId"]
+    step_lines = [r for r in records if r.get("runId") == run_id and "step start" in r["message"]]
+    assert step_lines and all(r["requestId"] == rid for r in step_lines)
+    # Every other op call had an id of its own.
+    others = {r["requestId"] for r in records if r.get("op") and r["op"] != "pipelines.runs.start"}
+    assert others and rid not in others
+
+
+async def test_no_secret_reaches_the_log(tmp_path: Path) -> None:
+    with json_log() as out:
+        async with running_server(tmp_path) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
+            ws = await srv.new_workspace("secrets")
+            config = {"enabled": False, "issuer": "https://idp.example.test", "clientId": "hangar"}
+            await c.call("sso.saveConfig", kind="oidc", config={**config, "clientSecret": OIDC_SECRET})
+            with contextlib.suppress(RpcError):  # refused or not, the token went through the op's path
+                await c.call(
+                    "chat.connect",
+                    workspace_id=ws,
+                    provider="slack",
+                    credentials={"botToken": BOT_TOKEN, "appToken": APP_TOKEN},
+                )
+            adapter = {"type": "openai", "baseUrl": "http://127.0.0.1:9/v1", "model": "m", "apiKey": AGENT_KEY}
+            with contextlib.suppress(RpcError):
+                await c.call("agents.create", workspace_id=ws, name="Keyed", adapter=adapter)
+            with contextlib.suppress(RpcError):
+                await c.call("server.info", token=srv.owner_token)  # a credential where an argument goes
+            async with httpx.AsyncClient() as http:
+                auth = {"Authorization": f"Bearer {srv.owner_token}"}
+                await http.get(f"{srv.url}/metrics", headers=auth)
+                await http.get(f"{srv.url}/readyz", headers=auth)
+                await http.get(f"{srv.url}/no-such-route?token={srv.owner_token}", headers=auth)
+            token = srv.owner_token
+    text = out.getvalue()
+    assert lines(out), "the server logged nothing: the test would prove nothing"
+    for secret in (OIDC_SECRET, BOT_TOKEN, APP_TOKEN, AGENT_KEY, token):
+        assert secret not in text
+
+
+def test_serve_writes_json_lines_when_asked(tmp_path: Path) -> None:
+    env = {**os.environ, "HANGAR_LOG_LEVEL": "debug", "HANGAR_LOG_FORMAT": "json"}
+    cmd = [str(Path(sys.executable).with_name("hangar")), "serve", "--no-site", "--port", "0", "--no-prepare-pack"]
+    proc = subprocess.Popen(
+        [*cmd, "--data-dir", str(tmp_path / "data")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        url = None
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("server: "):
+                url = line.split()[1].rstrip("/")
+                break
+        assert url is not None
+        assert httpx.get(f"{url}/readyz", timeout=30).status_code == 200
+        hangar = cmd[0]
+        owner = subprocess.run(
+            [hangar, "admin", "owner-token", "--data-dir", str(tmp_path / "data")],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        asyncio.run(_server_info(url.replace("http", "ws", 1) + "/rpc", owner))
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    records = [json.loads(line) for line in err.splitlines() if line.strip()]
+    assert records and all({"time", "level", "logger", "message"} <= r.keys() for r in records)
+    call = next(r for r in records if r.get("op") == "server.info")
+    assert call["outcome"] == "ok" and call["door"] == "socket" and len(call["requestId"]) == 16
+    assert owner not in err
+
+
+async def _server_info(ws_url: str, token: str) -> None:
+    async with RpcClient(ws_url, token) as c:
+        await c.call("server.info")
