@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -77,6 +78,7 @@ class Metrics:
         self._rpc_seconds = Histogram(
             "hangar_rpc_call_seconds", "Op call latency by op and door.", ["op", "door"], buckets=OP_BUCKETS, registry=r
         )
+        self._rpc_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self._mcp_sessions_open = Gauge("hangar_mcp_sessions", "MCP sessions open.", registry=r)
         self._mcp_sessions = Counter("hangar_mcp_sessions_opened", "MCP sessions opened.", registry=r)
         self._event_lag = Histogram(
@@ -135,9 +137,17 @@ class Metrics:
         """One op call ended; ``op`` is a registry name (``UNKNOWN_OP`` for a name the registry does not hold)."""
         if not self.enabled:
             return
-        door = bounded(door, DOORS)
-        self._rpc_calls.labels(op, door, bounded(outcome, OUTCOMES)).inc()
-        self._rpc_seconds.labels(op, door).observe(seconds)
+        key = (op, door, outcome)
+        children = self._rpc_children.get(key)
+        if children is None:  # once per combination: ``labels`` takes a lock and builds the key each time
+            door = bounded(door, DOORS)
+            children = (
+                self._rpc_calls.labels(op, door, bounded(outcome, OUTCOMES)),
+                self._rpc_seconds.labels(op, door),
+            )
+            self._rpc_children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def mcp_session(self, opened: bool) -> None:
         if not self.enabled:
