@@ -121,3 +121,53 @@ async def test_each_server_counts_its_own_and_off_counts_nothing(tmp_path: Path)
             off = await http.get(f"{b.url}/metrics", headers={"Authorization": f"Bearer {b.owner_token}"})
         assert off.status_code == 404 and "HANGAR_METRICS" in off.text
         assert b.ctx.metrics.exposition() == b""
+
+
+async def test_mcp_sessions_and_calls_through_the_mcp_door(tmp_path: Path) -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "server.info", "arguments": {}}}
+    async with running_server(tmp_path) as srv, httpx.AsyncClient(base_url=srv.url, timeout=30) as http:
+        base = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "authorization": f"Bearer {srv.owner_token}",
+        }
+        opened = await http.post("/mcp", json=init, headers=base)
+        assert opened.status_code == 200, opened.text
+        sid = opened.headers["mcp-session-id"]
+        session = {**base, "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
+        done = await http.post("/mcp", json=call, headers=session)
+        assert done.status_code == 200, done.text
+        samples = await scrape(srv)
+        assert value(samples, "hangar_mcp_sessions") == 1
+        assert value(samples, "hangar_mcp_sessions_opened_total") == 1
+        assert value(samples, "hangar_rpc_calls_total", op="server.info", door="mcp", outcome="ok") == 1
+        assert value(samples, "hangar_rpc_calls_total", op="server.info", door="socket", outcome="ok") == 0
+        assert (await http.delete("/mcp", headers=session)).status_code == 200
+        for _ in range(100):
+            samples = await scrape(srv)
+            if value(samples, "hangar_mcp_sessions") == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert value(samples, "hangar_mcp_sessions") == 0
+        assert value(samples, "hangar_mcp_sessions_opened_total") == 1
+
+
+async def test_sso_sign_ins_by_outcome(tmp_path: Path) -> None:
+    from tests.integration.test_sso_oidc_provider import ACCOUNTS
+    from tests.peers.oidc_provider import drive_login, oidc_sign_in
+
+    async with running_server(tmp_path) as srv, oidc_sign_in(srv, ACCOUNTS):
+        async with httpx.AsyncClient(follow_redirects=False, timeout=30) as http:
+            ok = await drive_login(http, f"{srv.url}/oidc/login?relay=desktop", login="alice")
+            assert ok.status_code in (200, 303), ok.text  # the hand-off page, or its redirect
+            stale = await http.get(f"{srv.url}/oidc/callback?state=made-up&code=x")
+            assert stale.status_code == 400
+        samples = await scrape(srv)
+        assert value(samples, "hangar_sso_sign_ins_total", protocol="oidc", outcome="ok") == 1
+        assert value(samples, "hangar_sso_sign_ins_total", protocol="oidc", outcome="state") == 1

@@ -30,6 +30,7 @@ DOORS = frozenset({"socket", "mcp", "agent", "chat", "pipeline"})
 OUTCOMES = frozenset({"ok", *ERROR_CODES})
 OTHER = "other"
 UNKNOWN_OP = "unknown"  # the op label of a frame naming no registered op (the name itself is the caller's)
+SSO_PROTOCOLS = frozenset({"saml", "oidc"})
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 EXPOSITION_TYPE = CONTENT_TYPE_LATEST
 
@@ -208,9 +209,10 @@ class Metrics:
             self._chat_errors.labels(provider).inc()
 
     def sso_sign_in(self, protocol: str, outcome: str) -> None:
-        """``outcome``: ``ok`` or the error code the sign-in was refused with."""
+        """``outcome``: ``ok`` or the SSO failure code the sign-in was refused with (``hangar.sso.errors`` checks
+        every code against its fixed list when the error is made)."""
         if self.enabled:
-            self._sso_sign_ins.labels(protocol, bounded(outcome, OUTCOMES)).inc()
+            self._sso_sign_ins.labels(bounded(protocol, SSO_PROTOCOLS), outcome).inc()
 
     def site_request(self, method: str, status: int) -> None:
         if self.enabled:

@@ -7,8 +7,10 @@ caller could look a record up by)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
+from collections.abc import Iterator
 from contextvars import ContextVar
 
 _REQUEST_ID: ContextVar[str | None] = ContextVar("hangar_request_id", default=None)
@@ -19,6 +21,18 @@ def begin_request() -> str:
     rid = secrets.token_hex(8)
     _REQUEST_ID.set(rid)
     return rid
+
+
+@contextlib.contextmanager
+def request_scope() -> Iterator[str]:
+    """A new request id for the block only: for a door whose requests run in a task they do not own (the MCP
+    SDK's session tasks), where an id set for good would be taken by the session's next request."""
+    rid = secrets.token_hex(8)
+    token = _REQUEST_ID.set(rid)
+    try:
+        yield rid
+    finally:
+        _REQUEST_ID.reset(token)
 
 
 def current_request_id() -> str | None:
