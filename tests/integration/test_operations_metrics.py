@@ -171,3 +171,43 @@ async def test_sso_sign_ins_by_outcome(tmp_path: Path) -> None:
         samples = await scrape(srv)
         assert value(samples, "hangar_sso_sign_ins_total", protocol="oidc", outcome="ok") == 1
         assert value(samples, "hangar_sso_sign_ins_total", protocol="oidc", outcome="state") == 1
+
+
+async def test_chat_events_agent_runs_and_model_latency(tmp_path: Path) -> None:
+    from tests.support.chat import ALICE, GENERAL, until, world
+    from tests.unit.agents.fake_openai import text
+
+    async with world(tmp_path) as w:  # links alice with a slash command: one chat event already
+        w.model.script("m", text("Hello from Ada."))
+        await w.slack.mention(GENERAL, ALICE, "what is up?")
+
+        async def ran() -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
+            samples = await scrape(w.srv)
+            return samples if value(samples, "hangar_agent_runs_total", state="ok") == 1 else None
+
+        samples = await until(ran)
+        assert value(samples, "hangar_chat_events_total", provider="chatprovider", kind="command") == 1
+        assert value(samples, "hangar_chat_events_total", provider="chatprovider", kind="message") == 1
+        assert value(samples, "hangar_agent_runs_total", state="running") == 1
+        assert value(samples, "hangar_agent_model_seconds_count", adapter="openai") == 1
+
+
+async def test_chat_provider_errors_are_counted(tmp_path: Path) -> None:
+    from tests.peers.slack_emulator import APP_TOKEN, BOT_TOKEN
+    from tests.support.chat import PROVIDER, until
+    from tests.support.ports import free_port
+    from tests.unit.agents.support import server_parts
+
+    nobody = f"http://127.0.0.1:{free_port()}/api/"  # a provider that cannot be reached
+    async with (
+        running_server(tmp_path, parts=server_parts(), chatprovider_api_url=nobody) as srv,
+        RpcClient(srv.ws_url, srv.owner_token) as client,
+    ):
+        ws = await srv.new_workspace("acme")
+        credentials = {"botToken": BOT_TOKEN, "appToken": APP_TOKEN}
+        await client.call("chat.connect", workspace_id=ws, provider=PROVIDER, credentials=credentials)
+
+        async def failed() -> bool:
+            return value(await scrape(srv), "hangar_chat_provider_errors_total", provider=PROVIDER) >= 1
+
+        await until(failed)
