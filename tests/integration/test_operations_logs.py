@@ -75,6 +75,29 @@ async def test_a_pipeline_run_logs_under_the_request_that_started_it(tmp_path: P
     assert others and rid not in others
 
 
+async def test_an_agent_run_logs_under_the_request_that_started_it(tmp_path: Path) -> None:
+    from tests.unit.agents.fake_openai import running_fake_openai, text
+    from tests.unit.agents.support import wait_run, workspace_server
+
+    with json_log() as out:
+        async with running_fake_openai() as fake, workspace_server(tmp_path) as (_srv, c, ws):
+            space = await c.call("spaces.create", workspace_id=ws, title="Logged")
+            adapter = {"type": "openai", "baseUrl": fake.url, "model": "m", "apiKey": AGENT_KEY}
+            agent = await c.call("agents.create", workspace_id=ws, name="Ada", adapter=adapter)
+            fake.script("m", text("Hello."))
+            started = await c.call(
+                "agents.run", workspace_id=ws, agent_id=agent["id"], space_id=space["id"], prompt="Hi"
+            )
+            run = await wait_run(c, ws, started["runId"])
+            assert run["outcome"] == "ok"
+    records = lines(out)
+    rid = next(r for r in records if r.get("op") == "agents.run")["requestId"]
+    run_lines = [r for r in records if r.get("runId") == started["runId"]]
+    assert [r["message"].split()[-1] for r in run_lines] == ["started", "ok"]
+    assert all(r["requestId"] == rid for r in run_lines)
+    assert AGENT_KEY not in out.getvalue()
+
+
 async def test_no_secret_reaches_the_log(tmp_path: Path) -> None:
     with json_log() as out:
         async with running_server(tmp_path) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
