@@ -9,9 +9,11 @@ import io
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -128,35 +130,67 @@ async def test_no_secret_reaches_the_log(tmp_path: Path) -> None:
         assert secret not in text
 
 
-def test_serve_writes_json_lines_when_asked(tmp_path: Path) -> None:
-    env = {**os.environ, "HANGAR_LOG_LEVEL": "debug", "HANGAR_LOG_FORMAT": "json"}
-    cmd = [str(Path(sys.executable).with_name("hangar")), "serve", "--no-site", "--port", "0", "--no-prepare-pack"]
-    proc = subprocess.Popen(
-        [*cmd, "--data-dir", str(tmp_path / "data")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+@dataclass
+class Served:
+    """``hangar serve`` as its own process: its listeners' origins, the owner's token, and (once stopped) stderr."""
+
+    urls: dict[str, str]
+    owner: str
+    stderr: str = ""
+
+
+@contextlib.contextmanager
+def served(data: Path, *flags: str, **env: str) -> Iterator[Served]:
+    hangar = str(Path(sys.executable).with_name("hangar"))
+    cmd = [hangar, "serve", "--port", "0", "--no-prepare-pack", "--data-dir", str(data), *flags]
+    proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    found = Served({}, "")
     try:
-        url = None
         assert proc.stdout is not None
+        wanted = 1 if "--no-site" in flags else 2
         for line in proc.stdout:
-            if line.startswith("server: "):
-                url = line.split()[1].rstrip("/")
+            name, _, rest = line.partition(": ")
+            if name in ("server", "website") and rest.startswith("http"):
+                found.urls[name] = rest.strip().rstrip("/")
+            if len(found.urls) == wanted:
                 break
-        assert url is not None
-        assert httpx.get(f"{url}/readyz", timeout=30).status_code == 200
-        hangar = cmd[0]
-        owner = subprocess.run(
-            [hangar, "admin", "owner-token", "--data-dir", str(tmp_path / "data")],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-        asyncio.run(_server_info(url.replace("http", "ws", 1) + "/rpc", owner))
+        assert len(found.urls) == wanted, found.urls
+        found.owner = subprocess.run(
+            [hangar, "admin", "owner-token", "--data-dir", str(data)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        yield found
     finally:
         proc.terminate()
-        _, err = proc.communicate(timeout=60)
-    records = [json.loads(line) for line in err.splitlines() if line.strip()]
+        _, found.stderr = proc.communicate(timeout=60)
+
+
+def test_serve_writes_json_lines_when_asked(tmp_path: Path) -> None:
+    with served(tmp_path / "data", "--no-site", HANGAR_LOG_LEVEL="debug", HANGAR_LOG_FORMAT="json") as srv:
+        url = srv.urls["server"]
+        assert httpx.get(f"{url}/readyz", timeout=30).status_code == 200
+        asyncio.run(_server_info(url.replace("http", "ws", 1) + "/rpc", srv.owner))
+    records = [json.loads(line) for line in srv.stderr.splitlines() if line.strip()]
     assert records and all({"time", "level", "logger", "message"} <= r.keys() for r in records)
     call = next(r for r in records if r.get("op") == "server.info")
     assert call["outcome"] == "ok" and call["door"] == "socket" and len(call["requestId"]) == 16
-    assert owner not in err
+    assert srv.owner not in srv.stderr
+
+
+def test_the_text_format_stays_the_default(tmp_path: Path) -> None:
+    with served(tmp_path / "data", "--no-site", HANGAR_LOG_LEVEL="debug") as srv:
+        asyncio.run(_server_info(srv.urls["server"].replace("http", "ws", 1) + "/rpc", srv.owner))
+    said = [line for line in srv.stderr.splitlines() if " hangar.rpc.dispatcher: op server.info" in line]
+    assert said and not said[0].startswith("{")
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z DEBUG hangar\.rpc\.dispatcher: ", said[0])
+
+
+def test_a_log_format_it_does_not_know_is_refused(tmp_path: Path) -> None:
+    hangar = str(Path(sys.executable).with_name("hangar"))
+    done = subprocess.run(
+        [hangar, "serve", "--port", "0", "--no-site", "--data-dir", str(tmp_path), "--log-format", "xml"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "log_format" in done.stderr and "xml" in done.stderr
 
 
 async def _server_info(ws_url: str, token: str) -> None:

@@ -211,3 +211,21 @@ async def test_chat_provider_errors_are_counted(tmp_path: Path) -> None:
             return value(await scrape(srv), "hangar_chat_provider_errors_total", provider=PROVIDER) >= 1
 
         await until(failed)
+
+
+def test_website_requests_are_counted_in_the_servers_metrics(tmp_path: Path) -> None:
+    from tests.integration.test_operations_logs import served
+
+    with served(tmp_path / "data") as srv:
+        site = srv.urls["website"]
+        assert httpx.get(f"{site}/", timeout=30).status_code == 200
+        assert httpx.get(f"{site}/no-such-page-{srv.owner}", timeout=30).status_code == 404
+        r = httpx.get(f"{srv.urls['server']}/metrics", headers={"Authorization": f"Bearer {srv.owner}"}, timeout=30)
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(r.text)
+        for s in family.samples
+    }
+    assert value(samples, "hangar_site_requests_total", method="GET", status="2xx") == 1
+    assert value(samples, "hangar_site_requests_total", method="GET", status="4xx") == 1
+    assert srv.owner not in r.text  # a path is never a label

@@ -145,10 +145,11 @@ def serve(
     listeners = [Listener("server", app, host, settings.port, guard, sockets=server_sockets)]
     if site_sockets is not None:
         from hangar.cli.website import build_site
+        from hangar.server.monitoring import SiteRequests
 
         # Absolute links come from the configured origin, never from a request's Host header: pages are cached
         # publicly, and a shared cache must not hand one host's links to another.
-        site_app = build_site(site_url or local_origin(host, site_port))
+        site_app = SiteRequests(build_site(site_url or local_origin(host, site_port)), app.state.metrics)
         listeners.append(Listener("website", site_app, host, site_port, guard, sockets=site_sockets))
     typer.echo(f"data directory: {settings.data_dir}")
     background: list[BackgroundJob] = [first_sign_in_job(ready, settings)]

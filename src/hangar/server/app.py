@@ -98,9 +98,11 @@ def build_server(
             finally:
                 await monitor.aclose()
 
-    return Starlette(
+    app = Starlette(
         routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS, middleware=[Middleware(RequestIds)]
     )
+    app.state.metrics = metrics  # the website served beside it counts its requests here (``hangar serve``)
+    return app
 
 
 async def warn_about_host_execution(ctx: AppContext) -> None:

@@ -10,6 +10,8 @@ credential or the owner's own credential narrowed to a workspace included, is an
 from __future__ import annotations
 
 import logging
+from collections.abc import MutableMapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,7 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hangar.core.context import AppContext
 from hangar.core.events import StoredEvent, Subscription
-from hangar.core.metrics import EXPOSITION_TYPE
+from hangar.core.metrics import EXPOSITION_TYPE, Metrics
 from hangar.core.requestids import begin_request
 from hangar.errors import NotFound, Unauthenticated
 from hangar.identity import IdentityService
@@ -61,6 +63,32 @@ class RequestIds:
             await send(message)
 
         await self.app(scope, receive, stamped)  # type: ignore[arg-type]
+
+
+class SiteRequests:
+    """ASGI middleware around the website ``hangar serve`` runs beside the server: each HTTP request counted in the
+    server's metrics by method and status class (``hangar_site_requests_total``)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.metrics.enabled:
+            await self.app(scope, receive, send)
+            return
+        status = 500  # a request that ends without a response start failed inside
+
+        async def noted(message: MutableMapping[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noted)
+        finally:
+            self.metrics.site_request(str(scope.get("method", "")), status)
 
 
 def follow_event_lag(ctx: AppContext) -> Subscription | None:
