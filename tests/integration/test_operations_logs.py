@@ -101,21 +101,32 @@ async def test_an_agent_run_logs_under_the_request_that_started_it(tmp_path: Pat
 
 
 async def test_no_secret_reaches_the_log(tmp_path: Path) -> None:
+    """Known secrets go through every path that logs: an op call (its debug line), an SSO connection test that
+    fails, a chat connection whose attempts fail (a warning each), an agent run that fails at its model, HTTP
+    requests carrying the credential; the log at debug level holds none of them."""
+    from tests.support.chat import PROVIDER, until
+    from tests.support.ports import free_port
+    from tests.unit.agents.support import server_parts, wait_run
+
+    nowhere = f"http://127.0.0.1:{free_port()}"
     with json_log() as out:
-        async with running_server(tmp_path) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
+        async with (
+            running_server(tmp_path, parts=server_parts(), chatprovider_api_url=f"{nowhere}/api/") as srv,
+            RpcClient(srv.ws_url, srv.owner_token) as c,
+        ):
             ws = await srv.new_workspace("secrets")
-            config = {"enabled": False, "issuer": "https://idp.example.test", "clientId": "hangar"}
-            await c.call("sso.saveConfig", kind="oidc", config={**config, "clientSecret": OIDC_SECRET})
-            with contextlib.suppress(RpcError):  # refused or not, the token went through the op's path
-                await c.call(
-                    "chat.connect",
-                    workspace_id=ws,
-                    provider="slack",
-                    credentials={"botToken": BOT_TOKEN, "appToken": APP_TOKEN},
-                )
-            adapter = {"type": "openai", "baseUrl": "http://127.0.0.1:9/v1", "model": "m", "apiKey": AGENT_KEY}
+            config = {"enabled": True, "issuer": nowhere, "clientId": "hangar", "clientSecret": OIDC_SECRET}
+            await c.call("sso.saveConfig", kind="oidc", config=config)
             with contextlib.suppress(RpcError):
-                await c.call("agents.create", workspace_id=ws, name="Keyed", adapter=adapter)
+                await c.call("sso.testConnection", kind="oidc")
+            credentials = {"botToken": BOT_TOKEN, "appToken": APP_TOKEN}
+            await c.call("chat.connect", workspace_id=ws, provider=PROVIDER, credentials=credentials)
+            await until(lambda: srv.ctx.metrics.exposition().find(b"hangar_chat_provider_errors_total{") >= 0)
+            space = await c.call("spaces.create", workspace_id=ws, title="Keyed")
+            adapter = {"type": "openai", "baseUrl": f"{nowhere}/v1", "model": "m", "apiKey": AGENT_KEY}
+            agent = await c.call("agents.create", workspace_id=ws, name="Keyed", adapter=adapter)
+            run = await c.call("agents.run", workspace_id=ws, agent_id=agent["id"], space_id=space["id"], prompt="Hi")
+            assert (await wait_run(c, ws, run["runId"]))["outcome"] == "failed"
             with contextlib.suppress(RpcError):
                 await c.call("server.info", token=srv.owner_token)  # a credential where an argument goes
             async with httpx.AsyncClient() as http:
@@ -123,9 +134,14 @@ async def test_no_secret_reaches_the_log(tmp_path: Path) -> None:
                 await http.get(f"{srv.url}/metrics", headers=auth)
                 await http.get(f"{srv.url}/readyz", headers=auth)
                 await http.get(f"{srv.url}/no-such-route?token={srv.owner_token}", headers=auth)
+                await http.get(f"{srv.url}/metrics", headers={"Authorization": f"Bearer {srv.owner_token}x"})
             token = srv.owner_token
     text = out.getvalue()
-    assert lines(out), "the server logged nothing: the test would prove nothing"
+    records = lines(out)
+    # The paths were taken: each left lines (else the test would prove nothing).
+    assert any(r["logger"].startswith("hangar.chat") and r["level"] == "warning" for r in records)
+    assert any(r.get("runId") == run["runId"] and r["message"].endswith("failed") for r in records)
+    assert any(r.get("op") == "sso.saveConfig" for r in records)
     for secret in (OIDC_SECRET, BOT_TOKEN, APP_TOKEN, AGENT_KEY, token):
         assert secret not in text
 
