@@ -2,7 +2,7 @@
 metrics on and one with them off (``HANGAR_METRICS=false``), both running at once in this run, measured in
 alternating rounds so both see the same machine. Prints each side's rate and the cost as a share of throughput.
 
-Run: .venv/bin/python bench/bench_metrics.py [--seconds 3] [--rounds 4]
+Run: .venv/bin/python bench/bench_metrics.py [--seconds 2] [--rounds 12]
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import tempfile
 from pathlib import Path
 
@@ -45,15 +46,23 @@ async def main(seconds: float, rounds: int) -> None:
             for proc in (on_proc, off_proc):
                 proc.terminate()  # type: ignore[attr-defined]
                 proc.wait()  # type: ignore[attr-defined]
-    on, off = sum(rates["on"]) / rounds, sum(rates["off"]) / rounds
-    print(f"server.info, metrics off: {off:>10,.0f} ops/s   (rounds: {', '.join(f'{r:,.0f}' for r in rates['off'])})")
-    print(f"server.info, metrics on:  {on:>10,.0f} ops/s   (rounds: {', '.join(f'{r:,.0f}' for r in rates['on'])})")
-    print(f"cost of counting: {(off - on) / off * 100:+.1f}% of throughput (target: under 2%)")
+    # Other work on the machine moves whole rounds; the best round of each side and the median of the rounds
+    # taken back to back are what counting itself costs, far less than the spread between rounds.
+    best_on, best_off = max(rates["on"]), max(rates["off"])
+    paired = sorted(off / on - 1 for on, off in zip(rates["on"], rates["off"], strict=True))
+    print(f"server.info, metrics off: best {best_off:>8,.0f} ops/s  (rounds: {_listed(rates['off'])})")
+    print(f"server.info, metrics on:  best {best_on:>8,.0f} ops/s  (rounds: {_listed(rates['on'])})")
+    print(f"cost of counting, best against best: {(best_off - best_on) / best_off * 100:+.1f}% of throughput")
+    print(f"cost of counting, median of paired rounds: {statistics.median(paired) * 100:+.1f}% (target: under 2%)")
+
+
+def _listed(rates: list[float]) -> str:
+    return ", ".join(f"{r:,.0f}" for r in rates)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=12)
     a = parser.parse_args()
     asyncio.run(main(a.seconds, a.rounds))
