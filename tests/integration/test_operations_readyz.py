@@ -22,6 +22,11 @@ async def test_ready_then_not_while_a_workspace_database_is_behind(tmp_path: Pat
         ws = await srv.new_workspace("ops")
         ready = await readyz(srv)
         assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
+        # Every HTTP answer names the request it answered, as the log does.
+        assert (
+            len(ready.headers["x-request-id"]) == 16
+            and ready.headers["x-request-id"] != ((await readyz(srv)).headers["x-request-id"])
+        )
         # The database as an older version left it (restored from an old backup under the running server).
         script = ScriptDirectory(str(MIGRATIONS.location))
         head = script.get_revision(script.get_current_head())

@@ -4,12 +4,13 @@ thing it counts happens.
 One ``Metrics`` per server instance, each with its own ``prometheus_client`` registry (tests run many servers in
 one process, and a process-wide registry would mix their counts). A part never touches a ``prometheus_client``
 object: it calls the method named for what happened (``rpc_call``, ``pipeline_step``, ``rig_booted``...), so a
-server with metrics turned off (``HANGAR_METRICS=off``) pays one attribute test per call and keeps no registry.
+server with metrics turned off (``HANGAR_METRICS=false``) pays one attribute test per call and declares nothing.
 
 Label values are bounded sets, never what a caller typed, an id or a secret: op names come from the op registry,
-doors and outcomes from the fixed tuples below (anything else is counted as ``other``), states and surfaces from the
-parts' own enums. Gauges of things a part keeps in memory (rigs by surface and state, MCP sessions) are read at
-scrape time from a source the part registers (``watch_rigs``), so they can never drift from what is live.
+doors and outcomes from the fixed sets below (anything else is counted as ``other``), states and surfaces from the
+parts' own enums. The live rigs are read at scrape time from the source the rigs part registers (``watch_rigs``),
+so that gauge cannot drift from what is live. Op calls, the one family every request touches, are plain counts
+turned into families at scrape time (``_OpCalls``).
 """
 
 from __future__ import annotations

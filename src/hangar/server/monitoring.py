@@ -55,14 +55,12 @@ class RequestIds:
             await self.app(scope, receive, send)
             return
 
-        async def stamped(message: dict[str, object]) -> None:
+        async def stamped(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers") or [])  # type: ignore[call-overload]
-                headers.append((b"x-request-id", rid))
-                message = {**message, "headers": headers}
+                message = {**message, "headers": [*message.get("headers", ()), (b"x-request-id", rid)]}
             await send(message)
 
-        await self.app(scope, receive, stamped)  # type: ignore[arg-type]
+        await self.app(scope, receive, stamped)
 
 
 class SiteRequests:
