@@ -25,9 +25,9 @@ from prometheus_client.registry import Collector
 
 from hangar.errors import ERROR_CODES
 
-# The ways an op call comes in (``OpContext.door``): the RPC socket, the MCP endpoint, an agent's tool call, the
-# chat bridge acting for a person, a pipeline step calling an op.
-DOORS = frozenset({"socket", "mcp", "agent", "chat", "pipeline"})
+# The ways an op call comes in (``OpContext.door``): the RPC socket, the MCP endpoint, an agent's tool call (a
+# pipeline's agent steps included), the chat bridge acting for a person.
+DOORS = frozenset({"socket", "mcp", "agent", "chat"})
 OUTCOMES = frozenset({"ok", *ERROR_CODES})
 OTHER = "other"
 UNKNOWN_OP = "unknown"  # the op label of a frame naming no registered op (the name itself is the caller's)
