@@ -10,7 +10,6 @@ the server not ready until it is put right.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Sequence
 
@@ -29,11 +28,11 @@ log = logging.getLogger(__name__)
 READYZ_PATH = "/readyz"
 
 
-@functools.cache
-def _heads(location: str) -> frozenset[str]:
+def _heads(sets: Sequence[MigrationSet]) -> dict[str, frozenset[str]]:
+    """Each migration set's head revisions, read from its scripts."""
     from alembic.script import ScriptDirectory
 
-    return frozenset(ScriptDirectory(location).get_heads())
+    return {m.name: frozenset(ScriptDirectory(str(m.location)).get_heads()) for m in sets}
 
 
 class Readiness:
@@ -43,6 +42,12 @@ class Readiness:
         unique = {m.name: m for m in sets}
         self.server_sets = [m for m in unique.values() if m.scope == "server"]
         self.workspace_sets = [m for m in unique.values() if m.scope == "workspace"]
+        self._heads: dict[str, frozenset[str]] | None = None  # read once, on the first check
+
+    async def heads(self) -> dict[str, frozenset[str]]:
+        if self._heads is None:
+            self._heads = await asyncio.to_thread(_heads, [*self.server_sets, *self.workspace_sets])
+        return self._heads
 
     async def problem(self, ctx: AppContext) -> str | None:
         """What is not ready, in one sentence for anyone, or ``None``."""
@@ -67,13 +72,13 @@ class Readiness:
 
     async def _behind(self, engine: AsyncEngine, sets: Sequence[MigrationSet]) -> str | None:
         """Why the database behind ``engine`` is not ready for ``sets``, or ``None``."""
+        heads = await self.heads()
         try:
             async with engine.connect() as conn:
                 for mset in sets:
                     table = sa.table(f"alembic_version_{mset.name}", sa.column("version_num"))
                     rows = (await conn.execute(sa.select(table.c.version_num))).scalars().all()
-                    heads = await asyncio.to_thread(_heads, str(mset.location))
-                    if set(rows) != heads:
+                    if set(rows) != heads[mset.name]:
                         return "is not at its migration head"
         except (sa.exc.SQLAlchemyError, OSError) as exc:
             log.warning("readiness check failed: %s", str(exc).splitlines()[0][:300])
