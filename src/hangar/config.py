@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, SecretStr, field_validator
 from pydantic.fields import FieldInfo
@@ -135,6 +135,11 @@ class Settings(BaseSettings):
 
     terminal_scrollback_bytes: int = Field(default=TERMINAL_SCROLLBACK_BYTES, ge=0, le=16 * 1024 * 1024)
     terminal_keep_seconds: float = Field(default=TERMINAL_KEEP_SECONDS, ge=0, le=7 * 24 * 3600)
+
+    # Operations: ``GET /metrics`` and the counting behind it (``hangar.core.metrics``; off: nothing is counted and
+    # the route answers 404), and how ``hangar serve`` writes its log (``text`` lines or ``json`` lines).
+    metrics: bool = True
+    log_format: Literal["text", "json"] = "text"
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from hangar.agents.tools.builtin import OutputHolder, RunToolbox
 from hangar.agents.tools.product import RunProductTools
 from hangar.core.confine import Wait
 from hangar.core.events import DomainEvent, StoredEvent
+from hangar.core.metrics import Stopwatch
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -53,8 +54,11 @@ class LiveRun:
         space_id: str,
         output: OutputHolder,
         product: RunProductTools | None = None,
+        turn_timed: Callable[[float], None] | None = None,
     ) -> None:
         self._publish = publish
+        self._turn_timed = turn_timed  # told each turn's length: the model's latency (``hangar_agent_model_seconds``)
+        self._turn_clock = Stopwatch()
         self._spaces = spaces
         self._ws = workspace_id
         self.workspace_id = workspace_id
@@ -143,6 +147,7 @@ class LiveRun:
 
     async def turn_started(self, turn: int) -> None:
         self.open_turn, self.turns = turn, turn
+        self._turn_clock = Stopwatch()
         self._emit(ev.TurnStarted(**self._ids, turn=turn))
 
     async def waiting(self, turn: int, wait: Wait) -> None:
@@ -170,6 +175,8 @@ class LiveRun:
 
     async def turn_finished(self, turn: int, outcome: ev.RunOutcome, error: str | None = None) -> None:
         self.open_turn = None
+        if self._turn_timed is not None:
+            self._turn_timed(self._turn_clock.seconds())
         self._emit(ev.TurnFinished(**self._ids, turn=turn, outcome=outcome, error=error))
 
     async def reply(self, turn: int, text: str) -> None:

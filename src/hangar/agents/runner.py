@@ -15,6 +15,7 @@ interrupt a run: the request is a file beside the lock, which the driving proces
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
 from pathlib import Path
@@ -194,6 +195,7 @@ class AgentRunner:
                 space_id,
                 OutputHolder(output_schema),
                 self._product_tools(workspace_id, run.id, agent, space_id),
+                functools.partial(self.app.metrics.model_call, agent.adapter.type),
             )
             live.first_seq = first_seq
             turns = max_turns or (agent.adapter.max_turns if isinstance(agent.adapter, OpenAIAdapter) else 1)
@@ -235,6 +237,9 @@ class AgentRunner:
 
     def _start(self, live: LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
         run_id = run.id
+        self.app.metrics.agent_run(RunStatus.running.value)
+        # The driver's task copies this context: its lines carry the request the run was started under.
+        log.debug("agent run %s started", run_id, extra={"runId": run_id})
         task = asyncio.get_running_loop().create_task(
             self._drive(live, run, agent, prompt_message_id, max_turns), name=f"agent-run:{run_id}"
         )
@@ -348,6 +353,8 @@ class AgentRunner:
         grant: McpGrant,
     ) -> None:
         await revoke(self.app, grant)  # the run's credential dies with it, however it ended
+        self.app.metrics.agent_run(result.outcome.value)
+        log.debug("agent run %s %s", run_id, result.outcome.value, extra={"runId": run_id})
         if live.open_turn is not None:
             await live.turn_finished(live.open_turn, result.outcome, result.error)
         await live.flush()

@@ -187,6 +187,7 @@ class Bridge:
     # -- in ----------------------------------------------------------------------------------------------------
 
     async def on_event(self, event: InboundEvent) -> str | None:
+        self._app.metrics.chat_event(self.provider, "command" if isinstance(event, SlashCommand) else "message")
         try:
             if isinstance(event, SlashCommand):
                 return await self._command(event)
@@ -596,5 +597,6 @@ class Bridge:
         try:
             return await call
         except ChatProviderError as exc:
+            self._app.metrics.chat_provider_error(self.provider)
             log.warning("chat bridge: %s refused a call: %s", self.provider, exc.provider_code)
             return None

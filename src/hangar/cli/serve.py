@@ -96,6 +96,15 @@ def serve(
             help="When the terminal image pack is missing (the first start), build it in the background.",
         ),
     ] = True,
+    log_format: Annotated[
+        str | None,
+        typer.Option(
+            "--log-format",
+            help="How the server writes its log: text lines, or json (one object a line, with request ids) "
+            "($HANGAR_LOG_FORMAT; default text).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the self-hosted server, and the website on its own port unless --no-site."""
     # Imported here: the server and the website are heavy, and other commands start without them (the website
@@ -106,10 +115,6 @@ def serve(
     from hangar.server.listeners import Listener, run_listeners
     from hangar.server.logs import configure_server_log
 
-    try:
-        configure_server_log()
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
     # The rigs need to know where the website is (it is on every browser rig's allowlist): pass it on.
     settings = settings_from(
         host=host, port=port, data_dir=data_dir, database_url=database_url, public_url=public_url,
@@ -117,7 +122,12 @@ def serve(
         site_port=site_port, site_url=site_url, trusted_proxies=trusted_proxy or None,
         trusted_origins=trusted_origin or None, max_connections=max_connections,
         max_connections_per_address=max_connections_per_address, request_head_timeout=request_head_timeout,
+        log_format=log_format,
     )  # fmt: skip
+    try:
+        configure_server_log(settings.log_format)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     # A listener flag left out is taken from its variable, else its default, as every other command reads it.
     host, port = settings.host, settings.port
     site_port = settings.site_port if settings.site_port is not None else DEFAULT_SITE_PORT
@@ -138,10 +148,11 @@ def serve(
     listeners = [Listener("server", app, host, settings.port, guard, sockets=server_sockets)]
     if site_sockets is not None:
         from hangar.cli.website import build_site
+        from hangar.server.monitoring import SiteRequests
 
         # Absolute links come from the configured origin, never from a request's Host header: pages are cached
         # publicly, and a shared cache must not hand one host's links to another.
-        site_app = build_site(site_url or local_origin(host, site_port))
+        site_app = SiteRequests(build_site(site_url or local_origin(host, site_port)), app.state.metrics)
         listeners.append(Listener("website", site_app, host, site_port, guard, sockets=site_sockets))
     typer.echo(f"data directory: {settings.data_dir}")
     typer.echo(f"database: {database}")

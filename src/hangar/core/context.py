@@ -13,6 +13,7 @@ from hangar.core.clock import Clock
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.events import EventBus
+from hangar.core.metrics import Metrics
 from hangar.core.secrets import SecretsFile
 
 T = TypeVar("T")
@@ -27,6 +28,8 @@ class AppContext:
     secrets: SecretsFile
     bus: EventBus
     audit: AuditLog
+    # The server's metrics (``hangar.core.metrics``); a command's context counts nothing.
+    metrics: Metrics = field(default_factory=lambda: Metrics(enabled=False))
     _services: dict[type[Any], Any] = field(default_factory=dict)
 
     def provide(self, service: T, as_type: type[T] | None = None) -> T:

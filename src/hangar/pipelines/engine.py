@@ -124,6 +124,8 @@ class PipelineEngine:
         # command line) the engine calls ``on_event`` itself after publishing.
         self.subscribed = False
         self.slots = RunSlots(self.slots_limit)
+        # Each live step's last state counted (``hangar_pipeline_steps`` counts changes of state, not writes).
+        self._counted: dict[tuple[str, str], str] = {}
 
     async def slots_limit(self) -> int:
         """``pipelines.maxRunningRuns``, read afresh (another process may change it)."""
@@ -177,12 +179,26 @@ class PipelineEngine:
         return _Children(self, run, step_id, attempt)
 
     def notify(self, run: RunRow, changed: Sequence[StepRec]) -> None:
+        self._count_steps(run, changed)
         if not self._listeners:
             return
         frame = steps_changed(run, changed).model_dump(mode="json", by_alias=True)
         for lst in self._listeners:
             if lst.workspace_id == run.workspace_id and lst.run_id in (None, run.id):
                 lst.queue.put_nowait(frame)
+
+    def _count_steps(self, run: RunRow, changed: Sequence[StepRec]) -> None:
+        """Count and log each step that reached a new state (the log line carries the request the run started
+        under, ``hangar.core.requestids``)."""
+        metrics = self.app.metrics if self.app is not None else None
+        for rec in changed:
+            key, state = (run.id, rec.step_id), rec.status.value
+            if self._counted.get(key) == state:
+                continue
+            self._counted[key] = state
+            if metrics is not None:
+                metrics.pipeline_step(state)
+            log.debug("pipeline run %s: step %s %s", run.id, rec.step_id, state, extra={"runId": run.id})
 
     def detach(self, driver: RunDriver) -> None:
         """The driver will do nothing more: later messages for its run load a fresh driver from the store."""
@@ -199,6 +215,9 @@ class PipelineEngine:
     def run_ended(self, run: RunRow) -> None:
         """After a run's end is stored (with its announcements): a run that did not complete cancels its
         children, whose results nobody waits for any more."""
+        self._run_state(run)
+        for key in [k for k in self._counted if k[0] == run.id]:
+            del self._counted[key]
         if run.status is RunStatus.completed:
             return
         task = asyncio.create_task(self._cancel_children(run), name=f"pipeline-run-ended:{run.id}")
@@ -264,7 +283,13 @@ class PipelineEngine:
         if not await self.store.create_run(run, list(recs.values())):
             return None
         self._launch(RunDriver(self, run, recs, template))
+        self._run_state(run)
         return run.id
+
+    def _run_state(self, run: RunRow) -> None:
+        if self.app is not None:
+            self.app.metrics.pipeline_run(run.status.value)
+        log.debug("pipeline run %s %s", run.id, run.status.value, extra={"runId": run.id})
 
     def _launch(self, driver: RunDriver) -> None:
         """Start driving a run; raises ``DrivenElsewhere`` when another process holds the run's lock."""

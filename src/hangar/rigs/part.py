@@ -36,7 +36,7 @@ BackendFactory = Callable[[AppContext], RigBackend]
 def enclosure_backend(app: AppContext) -> RigBackend:
     from hangar.rigs.backends.enclosure import EnclosureBackend
 
-    return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.packs_root)
+    return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.packs_root, metrics=app.metrics)
 
 
 async def _start_disks(disks: ScopeDisks, backend: RigBackend) -> None:

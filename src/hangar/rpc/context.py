@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.context import AppContext
+from hangar.core.metrics import Stopwatch
 from hangar.core.principal import Principal, Role
 from hangar.errors import WorkspaceRequired
 from hangar.rpc.registry import OpSpec
@@ -25,6 +26,8 @@ class OpContext:
     door: str = "socket"  # the way the call came in (``socket``, ``mcp``), recorded with its audit rows
     # Tells the caller how a long op is going, where the door and the caller asked for it (MCP progress).
     progress: Callable[[str], Awaitable[None]] | None = None
+    # Started when the dispatcher began its checks: the call's latency, counted when it ends.
+    clock: Stopwatch | None = field(default=None, compare=False)
 
     @property
     def ws(self) -> str:

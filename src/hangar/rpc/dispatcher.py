@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from hangar.core.audit import through
 from hangar.core.context import AppContext
+from hangar.core.metrics import UNKNOWN_OP, Stopwatch
 from hangar.core.principal import Principal, Role
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
 from hangar.rpc.access import Revocable
@@ -95,6 +96,8 @@ class Dispatcher:
             raise InvalidArgs("args must be a JSON object", field="args")
         spec = self.registry.get(op_name)
         if spec is None:
+            # Counted under one label: the name is the caller's, and a label never takes a caller's value.
+            self.ended(UNKNOWN_OP, "socket", UnknownOp.code, 0.0)
             raise UnknownOp(f"there is no op named {op_name!r}")
         return req_id, spec, args
 
@@ -109,7 +112,27 @@ class Dispatcher:
         progress: Callable[[str], Awaitable[None]] | None = None,
         principal: Principal | None = None,
     ) -> tuple[OpContext, BaseModel]:
-        """Everything short of running the handler: the contract's checks in order."""
+        """Everything short of running the handler: the contract's checks in order. A refusal is counted here
+        (``hangar_rpc_calls`` by its code); a call that passes is counted when it ends (``call``, ``watch``)."""
+        clock = Stopwatch()
+        try:
+            return await self._prepare(token, req_id, spec, raw, door, ask, progress, principal, clock)
+        except HangarError as err:
+            self.ended(spec.name, door, err.code, clock.seconds())
+            raise
+
+    async def _prepare(
+        self,
+        token: str,
+        req_id: Any,
+        spec: OpSpec,
+        raw: dict[str, Any],
+        door: str,
+        ask: Ask | None,
+        progress: Callable[[str], Awaitable[None]] | None,
+        principal: Principal | None,
+        clock: Stopwatch,
+    ) -> tuple[OpContext, BaseModel]:
         args = dict(raw)
         workspace_id: str | None = None
         if spec.scope == "workspace":
@@ -131,7 +154,7 @@ class Dispatcher:
             space_id = getattr(parsed, "space_id", None)
             space = space_id if isinstance(space_id, str) else None
             await self.guard(principal, spec, workspace_id, space, door=door, ask=ask)
-        return OpContext(self.app, principal, spec, workspace_id, role, req_id, door, progress), parsed
+        return OpContext(self.app, principal, spec, workspace_id, role, req_id, door, progress, clock), parsed
 
     async def authorize(
         self,
@@ -208,13 +231,28 @@ class Dispatcher:
     async def call(self, ctx: OpContext, args: BaseModel) -> Any:
         try:
             with through(ctx.door):
-                return ctx.spec.result_to_wire(await ctx.spec.handler(ctx, args))
-        except HangarError:
+                result = ctx.spec.result_to_wire(await ctx.spec.handler(ctx, args))
+        except HangarError as err:
+            self.counted(ctx, err.code)
             raise
         except Exception as exc:
+            self.counted(ctx, HangarError.code)
             # The exception text may hold anything (paths, values); it goes to the log, not the caller.
             log.exception("op %s failed", ctx.spec.name)
             raise HangarError(f"{ctx.spec.name} failed with an internal error") from exc
+        self.counted(ctx, "ok")
+        return result
+
+    def counted(self, ctx: OpContext, outcome: str) -> None:
+        """One call of ``ctx.spec`` ended with ``outcome`` (``ok`` or an error code), timed from its ``prepare``."""
+        self.ended(ctx.spec.name, ctx.door, outcome, ctx.clock.seconds() if ctx.clock else 0.0)
+
+    def ended(self, op: str, door: str, outcome: str, seconds: float) -> None:
+        """Count one call, and log it at debug level (its name, door and outcome: never its arguments)."""
+        self.app.metrics.rpc_call(op, door, outcome, seconds)
+        if log.isEnabledFor(logging.DEBUG):
+            fields = {"op": op, "door": door, "outcome": outcome, "seconds": round(seconds, 6)}
+            log.debug("op %s through %s: %s", op, door, outcome, extra=fields)
 
     def watch(self, ctx: OpContext, args: BaseModel) -> AsyncIterator[Any]:
         """A watch op's replies: its first one, then its events, each delivered only once its caller has been
@@ -232,8 +270,18 @@ class Dispatcher:
             async for item in gen:
                 if not first:
                     await gate.admit()
+                else:
+                    self.counted(ctx, "ok")  # a watch counts as a call up to its first reply
                 first = False
                 yield item
+        except HangarError as err:
+            if first:
+                self.counted(ctx, err.code)
+            raise
+        except Exception:
+            if first:
+                self.counted(ctx, HangarError.code)
+            raise
         finally:
             aclose = getattr(gen, "aclose", None)
             if aclose is not None:

@@ -18,6 +18,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from hangar.core import wire
 from hangar.core.principal import Principal
+from hangar.core.requestids import begin_request
 from hangar.errors import HangarError, InvalidArgs, NotFound, Unauthenticated
 from hangar.httpkit.requests import bearer_token
 from hangar.rpc.access import AccessMonitor
@@ -140,6 +141,7 @@ class Connection:
         task.add_done_callback(self.tasks.discard)
 
     async def run_frame(self, frame: Any) -> None:
+        begin_request()  # each frame is a request of its own (it runs in a task of its own: ``_spawn``)
         req_id = frame.get("id") if isinstance(frame, dict) else None
         try:
             if isinstance(frame, dict) and frame.get("op") == "unwatch":

@@ -1,7 +1,7 @@
-"""The server's ASGI application: ``/healthz``, ``/rpc``, every part's routes and, last, the web client (its
-assets and the app shell for every other GET, ``hangar.server.webclient``), with a lifespan that opens
-the application context and starts the parts, and the one error handler that renders every route's JSON error body
-(``hangar.httpkit.errors``)."""
+"""The server's ASGI application: ``/healthz``, ``/readyz`` and ``/metrics`` (``hangar.server.readiness``,
+``hangar.server.monitoring``), ``/rpc``, every part's routes and, last, the web client (its assets and the app
+shell for every other GET, ``hangar.server.webclient``), with a lifespan that opens the application context and
+starts the parts, and the one error handler that renders every route's JSON error body (``hangar.httpkit.errors``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
@@ -20,7 +21,9 @@ from hangar.core.clock import Clock
 from hangar.core.commandline import hangar_command
 from hangar.core.confine import confinement_reason, trusted_host_exec
 from hangar.core.context import AppContext
+from hangar.core.metrics import Metrics
 from hangar.core.part import Part
+from hangar.core.tables import MIGRATIONS as KERNEL_MIGRATIONS
 from hangar.httpkit.errors import EXCEPTION_HANDLERS
 from hangar.identity import IdentityService
 from hangar.rpc.access import AccessMonitor
@@ -31,6 +34,8 @@ from hangar.rpc.mcp.wire import MCP_PATH, METADATA_PATH, protected_resource
 from hangar.rpc.registry import OpRegistry
 from hangar.server.context_factory import open_context
 from hangar.server.dispatch import attach_dispatcher, listener_origin, op_caller
+from hangar.server.monitoring import METRICS_PATH, RequestIds, follow_event_lag, metrics_endpoint
+from hangar.server.readiness import READYZ_PATH, Readiness, readyz
 from hangar.server.webclient import default_dist, web_client_routes
 
 log = logging.getLogger("hangar.server")
@@ -52,12 +57,15 @@ def build_server(
         from hangar.server.parts import all_parts
 
         parts = all_parts()
+    metrics = Metrics(enabled=settings.metrics)  # this server's own registry: tests run many servers in one process
     registry = OpRegistry(o for p in parts for o in p.ops)
     # The door is built on its first request: the MCP SDK it stands on is most of a start's time, and most starts
     # never see an MCP client.
     door = DeferredDoor(registry, lambda: settings.origin, SeatLimits.from_settings(settings))
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
+        Route(READYZ_PATH, readyz, methods=["GET"]),
+        Route(METRICS_PATH, metrics_endpoint, methods=["GET"]),
         WebSocketRoute("/rpc", rpc_endpoint),
         Route(MCP_PATH, door, methods=["GET", "POST", "DELETE", "OPTIONS"]),
         Route(METADATA_PATH, protected_resource, methods=["GET"]),
@@ -69,13 +77,17 @@ def build_server(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         caller = op_caller(registry, mcp_url=lambda: f"{listener_origin(settings)}/mcp")
-        async with open_context(settings, clock=clock, parts=parts, follow_events=True, services=[caller]) as ctx:
+        async with open_context(
+            settings, clock=clock, parts=parts, follow_events=True, services=[caller], metrics=metrics
+        ) as ctx:
             identity = ctx.service(IdentityService)
             monitor = ctx.provide(AccessMonitor(identity.authority_stamp))
             monitor.start()
             app.state.ctx = ctx
             app.state.registry = registry
             app.state.dispatcher = attach_dispatcher(ctx)
+            app.state.readiness = Readiness([KERNEL_MIGRATIONS, *(m for p in parts for m in p.migrations)])
+            follow_event_lag(ctx)
             await warn_about_host_execution(ctx)
             if on_ready is not None:
                 on_ready.append(ctx)
@@ -86,7 +98,11 @@ def build_server(
             finally:
                 await monitor.aclose()
 
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)
+    app = Starlette(
+        routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS, middleware=[Middleware(RequestIds)]
+    )
+    app.state.metrics = metrics  # the website served beside it counts its requests here (``hangar serve``)
+    return app
 
 
 async def warn_about_host_execution(ctx: AppContext) -> None:

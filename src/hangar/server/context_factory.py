@@ -16,6 +16,7 @@ from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.dblocation import database_for, in_use, record_url
 from hangar.core.events import EventBus, EventRegistry
+from hangar.core.metrics import Metrics
 from hangar.core.outbox import Outbox
 from hangar.core.part import Part, kernel_part
 from hangar.core.secrets import SecretsFile
@@ -27,9 +28,12 @@ from hangar.identity.service import IdentityService
 log = logging.getLogger(__name__)
 
 
-def assemble_context(settings: Settings, clock: Clock, dbs: Databases, bus: EventBus) -> AppContext:
+def assemble_context(
+    settings: Settings, clock: Clock, dbs: Databases, bus: EventBus, metrics: Metrics | None = None
+) -> AppContext:
     """The context around opened databases and their event bus, before any service is provided."""
     return AppContext(
+        metrics=metrics or Metrics(enabled=False),
         settings=settings,
         clock=clock,
         datadir=dbs.datadir,
@@ -48,10 +52,12 @@ async def open_context(
     parts: Sequence[Part] | None = None,
     follow_events: bool = False,
     services: Sequence[object] = (),
+    metrics: Metrics | None = None,
 ) -> AsyncIterator[AppContext]:
     """The context with every part started. ``follow_events`` (the server): the event bus also delivers the
     events other processes record in any workspace, within its tail interval. ``services``: what the composition
-    provides before the parts start (the op caller agents use)."""
+    provides before the parts start (the op caller agents use). ``metrics``: the server's own (a command counts
+    nothing)."""
     if parts is None:
         from hangar.server.parts import all_parts
 
@@ -61,7 +67,7 @@ async def open_context(
         parts = [kernel_part(), *parts]
     async with (
         open_databases(settings, parts) as dbs,
-        _started(settings, clock, parts, dbs, follow_events, services) as ctx,
+        _started(settings, clock, parts, dbs, follow_events, services, metrics) as ctx,
     ):
         yield ctx
 
@@ -99,6 +105,7 @@ async def _started(
     dbs: Databases,
     follow_events: bool,
     services: Sequence[object],
+    metrics: Metrics | None,
 ) -> AsyncIterator[AppContext]:
     """The context around opened databases, with every part started (and stopped when the block ends)."""
     registry = EventRegistry([e for p in parts for e in p.events])
@@ -111,7 +118,7 @@ async def _started(
         relay=relay.relay,
         settings=[s for p in parts for s in p.server_settings],
     )
-    ctx = assemble_context(settings, clock, dbs, bus)
+    ctx = assemble_context(settings, clock, dbs, bus, metrics)
     ctx.provide(identity)
     for service in services:
         ctx.provide(service)

@@ -38,7 +38,8 @@ directory the server printed when it started):
 <li>Other people join with an invite code (<code>members.invite</code>) redeemed at <code>POST /auth/pair</code>,
 or through single sign-on (<code>GET /auth/providers</code>).</li>
 </ol>
-<p>Health: <code>GET /healthz</code>. The manual is on the public website, under <em>Quick start</em>.</p>
+<p>Health: <code>GET /healthz</code>; readiness: <code>GET /readyz</code>. The manual is on the public website,
+under <em>Quick start</em>.</p>
 </body></html>
 """
 

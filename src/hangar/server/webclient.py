@@ -30,7 +30,7 @@ from hangar.config import Settings
 from hangar.server.compressed import GzipCache, accepts_gzip, is_compressible
 from hangar.server.landing import landing_response
 
-RESERVED_EXACT: frozenset[str] = frozenset({"/rpc", "/mcp", "/healthz"})
+RESERVED_EXACT: frozenset[str] = frozenset({"/rpc", "/mcp", "/healthz", "/readyz", "/metrics"})
 RESERVED_PREFIXES: tuple[str, ...] = (
     "/auth/",
     "/saml/",

@@ -44,6 +44,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from hangar.config import Settings
+from hangar.core.metrics import Metrics
 from hangar.errors import InvalidArgs
 from hangar.httpkit.errors import error_response
 from hangar.sso.errors import SsoError
@@ -208,7 +209,12 @@ def wants_json(request: Request) -> bool:
 
 
 def failure_response(request: Request, err: SsoError) -> Response:
-    """``400`` with the stable code, as the shared JSON error body or as a small HTML page depending on ``Accept``."""
+    """``400`` with the stable code, as the shared JSON error body or as a small HTML page depending on ``Accept``.
+    Every refused sign-in is answered here, so it is counted here (by the protocol its route serves)."""
+    metrics = getattr(request.app.state, "metrics", None)  # the server's (``build_server``)
+    if isinstance(metrics, Metrics):
+        protocol = request.url.path.split("/")[1] if request.url.path.count("/") > 1 else ""
+        metrics.sso_sign_in(protocol, err.sso_code)
     if wants_json(request):
         return error_response(err, headers=_NO_STORE)
     body = _page(

@@ -67,6 +67,7 @@ async def complete_login(
     ``SsoError("invalid", ...)``."""
     user, created, linked, role = await resolve_user(ctx, conn, who, kind=kind)
     token = await ctx.service(IdentityService).issue_device(user.id, device_name)
+    ctx.metrics.sso_sign_in(kind, "ok")
     log.info("sso login via %s: user %s (created=%s, linked=%s)", kind, user.id, created, linked)
     return LoginOutcome(user, token, created, linked, role)
 

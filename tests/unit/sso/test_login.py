@@ -13,6 +13,7 @@ from hangar.core.clock import FakeClock
 from hangar.core.context import AppContext
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
+from hangar.core.metrics import Metrics
 from hangar.core.principal import Role
 from hangar.identity import tables as identity_tables
 from hangar.identity.service import IdentityService
@@ -29,7 +30,8 @@ async def ctx(tmp_path: Path) -> AsyncIterator[AppContext]:
     await dbs.open()
     identity = IdentityService(dbs.server, FakeClock())
     await identity.ensure_server_owner()
-    yield cast(AppContext, SimpleNamespace(service={IdentityService: identity}.__getitem__))
+    fake = SimpleNamespace(service={IdentityService: identity}.__getitem__, metrics=Metrics(enabled=False))
+    yield cast(AppContext, fake)
     await dbs.aclose()
 
 

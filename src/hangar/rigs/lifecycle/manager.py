@@ -24,6 +24,7 @@ are closed with ``serverShutdown`` at start.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import shutil
@@ -99,6 +100,7 @@ class RigManager:
     # -- start and stop -----------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.app.metrics.watch_rigs(self._counts)
         await self.budget.current_mb()
         await self._close_leftovers()
         # Drops spooled by a process that died mid-upload never landed; nothing else reads them.
@@ -111,6 +113,10 @@ class RigManager:
         )
         self._tasks.append(asyncio.create_task(self._loop(SWEEP_INTERVAL_S, self.sweep), name="rigs:sweep"))
         self._tasks.append(asyncio.create_task(self._loop(PORT_POLL_INTERVAL_S, self.poll_ports), name="rigs:ports"))
+
+    def _counts(self) -> dict[tuple[str, str], int]:
+        """The live rigs by surface and phase (``hangar_rigs``, read at each scrape)."""
+        return dict(collections.Counter((r.surface.value, r.phase.value) for r in self.rigs.all()))
 
     async def stop(self) -> None:
         self.closer.stopping = True

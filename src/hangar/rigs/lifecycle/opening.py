@@ -22,6 +22,7 @@ from typing import Any
 from hangar.core.context import AppContext
 from hangar.core.disks import DEFAULT_RIG_DISK_MB, ScopeDisks
 from hangar.core.ids import new_id
+from hangar.core.metrics import Stopwatch
 from hangar.core.principal import Principal
 from hangar.core.settings import WorkspaceSettings
 from hangar.errors import HangarError, NotFound, Unavailable
@@ -250,11 +251,13 @@ class RigOpener:
             step_index, steps = step_numbers(text) or (0, 0)
             live.notify(ProgressNotice(detail=text, step=step_index, steps=steps))
 
+        clock = Stopwatch()
         try:
             handle = await self.backend.start(spec, progress)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            self.app.metrics.rig_booted(live.surface.value, False, clock.seconds())
             message = exc.message if isinstance(exc, HangarError) else "the backend failed to start the rig"
             if not isinstance(exc, HangarError):
                 log.exception("rigs: boot of %s failed", live.id)
@@ -269,6 +272,7 @@ class RigOpener:
         if live.surface is Surface.browser:
             await self._open_site_lane(live, handle)
         live.phase = Phase.ready
+        self.app.metrics.rig_booted(live.surface.value, True, clock.seconds())
         live.status_detail = "; ".join(n for n in (live.notice, note) if n)
         live.last_active_at = self.app.clock.monotonic()
         live.watcher = asyncio.create_task(self._watch(live, handle), name=f"rigs:watch:{live.id}")

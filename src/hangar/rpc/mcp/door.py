@@ -115,6 +115,7 @@ class McpDoor:
     @contextlib.asynccontextmanager
     async def run(self, dispatcher: Dispatcher, authority: Authority) -> AsyncIterator[None]:
         self.ops.bind(dispatcher, authority)
+        self.book.metrics = dispatcher.app.metrics
         try:
             async with self.sessions.run(), self.sessionless.run():
                 yield

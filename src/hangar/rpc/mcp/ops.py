@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from hangar.core.requestids import request_scope
 from hangar.errors import HangarError
 from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
@@ -41,16 +42,17 @@ class OpRunner:
         spec = self.registry.get(op_name)
         assert spec is not None and self.dispatcher is not None
         req_id = getattr(ctx, "request_id", None)
-        op_ctx, parsed = await self.dispatcher.prepare(
-            token, req_id, spec, args, door="mcp", ask=asker(ctx), progress=progress, principal=principal_of(ctx)
-        )
-        if spec.kind != "watch":
-            return await self.dispatcher.call(op_ctx, parsed)
-        watch = self.dispatcher.watch(op_ctx, parsed)
-        try:
-            return spec.result_to_wire(await first(spec.name, watch))
-        finally:
-            await watch.aclose()  # type: ignore[attr-defined]
+        with request_scope():  # the SDK runs a session's requests in its own tasks: each call gets its id here
+            op_ctx, parsed = await self.dispatcher.prepare(
+                token, req_id, spec, args, door="mcp", ask=asker(ctx), progress=progress, principal=principal_of(ctx)
+            )
+            if spec.kind != "watch":
+                return await self.dispatcher.call(op_ctx, parsed)
+            watch = self.dispatcher.watch(op_ctx, parsed)
+            try:
+                return spec.result_to_wire(await first(spec.name, watch))
+            finally:
+                await watch.aclose()  # type: ignore[attr-defined]
 
     async def start_watch(
         self, ctx: Any, token: str, spec: OpSpec, args: dict[str, Any]

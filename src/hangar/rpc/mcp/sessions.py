@@ -36,6 +36,7 @@ from mcp.server.streamable_http_manager import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
+from hangar.core.metrics import Metrics
 from hangar.core.principal import Principal
 from hangar.httpkit.requests import replaying
 from hangar.rpc.mcp.limits import PRESSURE_IDLE_S, PRESSURE_SHARE, SeatLimits
@@ -135,6 +136,7 @@ class SessionBook:
         self.manager = manager
         self.seats = seats
         self.pressure_idle_s = PRESSURE_IDLE_S
+        self.metrics = Metrics(enabled=False)  # the server's, once the door runs (``McpDoor.run``)
         self._settled: dict[str, SessionFacts] = {}  # by session id
 
     async def initialize(self, scope: Scope, body: bytes, receive: Receive, send: Send, principal: Principal) -> None:
@@ -166,6 +168,8 @@ class SessionBook:
             return await call_next(ctx)
         seat.opened = True
         stack.callback(self.seats.give_back, seat)
+        self.metrics.mcp_session(opened=True)
+        stack.callback(self.metrics.mcp_session, False)
         result = await call_next(ctx)
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         params = ctx.params if isinstance(ctx.params, Mapping) else {}

@@ -35,6 +35,8 @@ class LiveSlack:
         self.bridge = Bridge(app, chat, workspace.id, provider, self.api, self.flags, command=command)
 
         def keep(failure: Failure | None) -> None:
+            if failure is not None:
+                app.metrics.chat_provider_error(provider)  # a connection attempt the provider failed
             try:
                 chat.files.write_failure(workspace, provider, failure)
             except OSError:

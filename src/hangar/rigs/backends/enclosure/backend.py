@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from hangar.core.beneath import NotBeneath, parts_of
+from hangar.core.metrics import Metrics, Stopwatch
 from hangar.errors import HangarError, InvalidArgs, NotFound, Unavailable
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.backends.enclosure import probe
@@ -43,8 +44,10 @@ class EnclosureBackend(RigBackend):
         packs_root: Path | None = None,
         upstream_overrides: Mapping[str, tuple[str, int]] | None = None,
         tool_path: str | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.rigs_root = rigs_root
+        self.metrics = metrics or Metrics(enabled=False)  # the server's: pack builds are counted
         self.packs_root = packs_root or rigs_root / "microvm-packs"
         self.upstream_overrides = dict(upstream_overrides or {})
         self._tool_path = tool_path  # where host tools are looked up (None: $PATH)
@@ -104,7 +107,14 @@ class EnclosureBackend(RigBackend):
 
     def _builder(self, recipe: PackRecipe) -> Callable[[Callable[[str], None]], Awaitable[None]]:
         async def build(progress: Callable[[str], None]) -> None:
-            await ensure_pack(self.packs_root, progress, recipe)
+            clock = Stopwatch()
+            try:
+                info = await ensure_pack(self.packs_root, progress, recipe)
+            except Exception:
+                self.metrics.pack_built(False, clock.seconds())
+                raise
+            if info.built_in_s is not None:  # built by this call, not found ready or built by another process
+                self.metrics.pack_built(True, info.built_in_s)
 
         return build
 
