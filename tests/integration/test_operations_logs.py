@@ -206,7 +206,8 @@ def test_a_log_format_it_does_not_know_is_refused(tmp_path: Path) -> None:
         [hangar, "serve", "--port", "0", "--no-site", "--data-dir", str(tmp_path), "--log-format", "xml"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert done.returncode == 2 and "log_format" in done.stderr and "xml" in done.stderr
+    # The setting is named with what it takes; the value given is not echoed (a setting may hold a secret).
+    assert done.returncode == 2 and "log_format: Input should be 'text' or 'json'" in done.stderr
 
 
 async def _server_info(ws_url: str, token: str) -> None:
