@@ -13,6 +13,7 @@ from datetime import datetime
 
 from hangar.chat.bridge import Bridge
 from hangar.chat.connections import ChatConnection, ConnectionFactory, ConnectionState, Failure
+from hangar.chat.inbound import InboundEvent, InboundMessage
 from hangar.chat.providers.slack.api import provider_api
 from hangar.chat.replies import ConnectionFlags
 from hangar.chat.service import ChatService
@@ -28,9 +29,11 @@ class LiveSlack:
         # start, and most servers connect no chat provider.
         from hangar.chat.providers.slack.connection import SlackConnection
 
+        self._workspace_id, self._provider = workspace.id, provider
         self.api = provider_api(app, credentials["botToken"])
         self.flags = ConnectionFlags()
         chat = app.service(ChatService)
+        self._seen = chat.inbound_seen
         command = chat.profile(workspace, provider).command
         self.bridge = Bridge(app, chat, workspace.id, provider, self.api, self.flags, command=command)
 
@@ -44,13 +47,22 @@ class LiveSlack:
             self.api,
             credentials["appToken"],
             app.clock,
-            on_event=self.bridge.on_event,
+            on_event=self._on_event,
             on_state=self._moved,
             label=f"chat connection of workspace {workspace.id} ({provider})",
             on_failure=keep,
         )
         # What failed before a restart is still what is known, until this process's first attempt answers.
         self.connection.last_error = chat.files.read_failure(workspace, provider)
+
+    async def _on_event(self, event: InboundEvent) -> str | None:
+        """The bridge handles an event once, whichever process the provider delivered it to, however often: a
+        redelivery after a hand-over reaches the process that took over, which finds it recorded and drops it."""
+        key = event.event_id if isinstance(event, InboundMessage) else f"envelope:{event.envelope_id}"
+        if not await self._seen.first_sight(self._workspace_id, self._provider, key):
+            log.info("chat event %s of workspace %s was handled already: dropped", key, self._workspace_id)
+            return None
+        return await self.bridge.on_event(event)
 
     def _moved(self, state: ConnectionState, _message: str | None) -> None:
         if state == "connecting":
