@@ -24,8 +24,12 @@ Transport = Callable[[AppContext], ConnectionFactory]
 
 def make_chat_part(transport: Transport | None) -> Part:
     async def start(app: AppContext) -> None:
+        if transport is None:  # nothing dials, so there is nothing to hold
+            chat = app.provide(ChatService(app, ConnectionRegistry()))
+            await chat.start_all()
+            return
         claims = ConnectionClaims(app, Holder.this_process(), app.settings.chat_claim_ttl_seconds)
-        chat = app.provide(ChatService(app, ConnectionRegistry(transport(app) if transport else None, claims)))
+        chat = app.provide(ChatService(app, ConnectionRegistry(transport(app), claims)))
         await chat.start_all()
         chat.registry.start_watching(chat.wanted, chat.credentials)
 

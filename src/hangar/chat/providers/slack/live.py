@@ -8,6 +8,7 @@ whether streaming works, stop); the bridge gets the events and the run follow-up
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -22,6 +23,8 @@ from hangar.identity import Workspace
 
 log = logging.getLogger(__name__)
 
+PRUNE_EVERY_S = 600.0  # how often the events recorded as seen are pruned (on the next event after this long)
+
 
 class LiveSlack:
     def __init__(self, app: AppContext, workspace: Workspace, provider: str, credentials: Mapping[str, str]) -> None:
@@ -34,6 +37,7 @@ class LiveSlack:
         self.flags = ConnectionFlags()
         chat = app.service(ChatService)
         self._seen = chat.inbound_seen
+        self._pruned = -PRUNE_EVERY_S
         command = chat.profile(workspace, provider).command
         self.bridge = Bridge(app, chat, workspace.id, provider, self.api, self.flags, command=command)
 
@@ -59,6 +63,9 @@ class LiveSlack:
         """The bridge handles an event once, whichever process the provider delivered it to, however often: a
         redelivery after a hand-over reaches the process that took over, which finds it recorded and drops it."""
         key = event.event_id if isinstance(event, InboundMessage) else f"envelope:{event.envelope_id}"
+        if time.monotonic() - self._pruned > PRUNE_EVERY_S:
+            self._pruned = time.monotonic()
+            await self._seen.prune(self._workspace_id)
         if not await self._seen.first_sight(self._workspace_id, self._provider, key):
             log.info("chat event %s of workspace %s was handled already: dropped", key, self._workspace_id)
             return None
