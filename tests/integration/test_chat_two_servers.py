@@ -1,14 +1,13 @@
-"""Two real ``hangar serve`` processes on one PostgreSQL database and one data directory, one Slack workspace
-(the emulator): exactly one of them dials; kill -9 the holder and the other takes the connection over; a message
-after the kill gets one reply; the provider's redelivery of an event the dead holder handled is not handled again;
-the status either server shows names the holder."""
+"""Two real ``hangar serve`` processes on one PostgreSQL database (and on SQLite, on one data directory), one
+Slack workspace (the emulator): exactly one of them dials; kill -9 the holder and the other takes the connection
+over; a message after the kill gets one reply; the provider's redelivery of an event the dead holder handled is
+not handled again; the status either server shows names the holder."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 
 from tests.peers.slack_emulator import APP_TOKEN, BOT_TOKEN, SlackEmulator, running_slack
 from tests.support.chat import ALICE, GENERAL, PROVIDER, until
+from tests.support.dialects import DIALECTS, database_url
 from tests.support.processes import ServeProcess, hangar_serve, owner_token
 from tests.support.rpc import RpcClient
 from tests.unit.agents.fake_openai import FakeOpenAI, running_fake_openai, text
@@ -36,19 +36,17 @@ class Pair:
     model: FakeOpenAI
 
 
-@contextlib.contextmanager
-def two_servers(data: Path, pg_url: str, slack: SlackEmulator) -> Iterator[tuple[ServeProcess, ServeProcess]]:
-    env = {"HANGAR_CHATPROVIDER_API_URL": slack.api_url, "HANGAR_CHAT_CLAIM_TTL_SECONDS": str(TTL_S)}
-    with hangar_serve(data, "--database-url", pg_url, "--no-prepare-pack", env=env) as a:
-        with hangar_serve(data, "--no-prepare-pack", env=env) as b:  # the database the data directory records
-            yield a, b
-
-
-@pytest.fixture
-async def pair(tmp_path: Path, pg_url: str) -> AsyncIterator[Pair]:
+@pytest.fixture(params=DIALECTS)
+async def pair(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Pair]:
+    """Server a connects the workspace; b starts after, with the credentials stored (as any restart would). On
+    PostgreSQL both use one database; on SQLite, the files of the one data directory."""
+    data = tmp_path / "data"
+    url = database_url(str(request.param), request)
+    first = ("--database-url", url) if url else ()
     async with running_slack() as slack, running_fake_openai() as model:
-        with two_servers(tmp_path / "data", pg_url, slack) as (a, b):
-            token = owner_token(tmp_path / "data")
+        env = {"HANGAR_CHATPROVIDER_API_URL": slack.api_url, "HANGAR_CHAT_CLAIM_TTL_SECONDS": str(TTL_S)}
+        with hangar_serve(data, *first, "--no-prepare-pack", env=env) as a:
+            token = owner_token(data)
             async with RpcClient(a.ws_url, token) as c:
                 ws = (await c.call("workspaces.create", name="acme"))["id"]
                 adapter = {"type": "openai", "baseUrl": model.url, "model": "m", "apiKey": "sk-test"}
@@ -59,7 +57,8 @@ async def pair(tmp_path: Path, pg_url: str) -> AsyncIterator[Pair]:
                 code = (await c.call("chat.beginUserLink", workspace_id=ws, provider=PROVIDER))["code"]
                 answer = await slack.acked(await slack.slash("/hangar", f"link {code.lower()}", ALICE, GENERAL))
                 assert answer is not None and "Linked" in answer["text"], answer
-            yield Pair(a, b, token, ws, slack, model)
+            with hangar_serve(data, "--no-prepare-pack", env=env) as b:  # the database the data directory records
+                yield Pair(a, b, token, ws, slack, model)
 
 
 async def status(srv: ServeProcess, p: Pair) -> dict[str, Any]:

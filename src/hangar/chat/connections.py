@@ -124,7 +124,7 @@ class ConnectionRegistry:
         self._live: dict[tuple[str, str], ChatConnection] = {}
         self._held: dict[tuple[str, str], _Held] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
-        self._watching: asyncio.Task[None] | None = None
+        self._watching: list[asyncio.Task[None]] = []
 
     def _lock(self, key: tuple[str, str]) -> asyncio.Lock:
         return self._locks.setdefault(key, asyncio.Lock())
@@ -133,18 +133,19 @@ class ConnectionRegistry:
         return self._live.get((workspace_id, provider))
 
     async def restart(
-        self, workspace: Workspace, provider: str, credentials: Mapping[str, str]
+        self, workspace: Workspace, provider: str, credentials: Mapping[str, str], *, new_credentials: bool = True
     ) -> ChatConnection | None:
         """Stop the workspace's connection if any and start one with ``credentials``; with claims, only if this
-        process holds (or takes) the claim: when another process holds it, that one is told to dial again with
-        the new credentials and None is answered."""
+        process holds (or takes) the claim: when another process holds it, None is answered, and that process
+        is told to dial again when these are ``new_credentials`` (not at a start, which only found them)."""
         key = (workspace.id, provider)
         async with self._lock(key):
             await self._stop(key)
             if self.claims is not None:
                 generation = await self.claims.claim(workspace.id, provider)
                 if generation is None:
-                    await self.claims.bump(workspace.id, provider)
+                    if new_credentials:
+                        await self.claims.bump(workspace.id, provider)
                     return None
                 self._held[key] = _Held(workspace, generation, time.monotonic())
             conn = await self._start(workspace, provider, credentials)
@@ -181,11 +182,11 @@ class ConnectionRegistry:
     async def stop_all(self) -> None:
         """This process ends: its connections stop and their claims are let go, for another process to take at
         its next look rather than when the leases run out."""
-        watching, self._watching = self._watching, None
-        if watching is not None:
-            watching.cancel()
+        watching, self._watching = self._watching, []
+        for task in watching:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await watching
+                await task
         for key in list(self._live):
             async with self._lock(key):
                 await self._stop(key)
@@ -203,23 +204,30 @@ class ConnectionRegistry:
     # -- claims ------------------------------------------------------------------------------------------------
 
     def start_watching(self, wanted: Wanted, stored: StoredCredentials) -> None:
-        self._watching = asyncio.get_running_loop().create_task(self.watch(wanted, stored), name="chat-claims")
+        """Keep this process's claims until ``stop_all``: renewals and take-overs in loops of their own, so a slow
+        start of a connection taken over never delays a renewal."""
+        loop = asyncio.get_running_loop()
+        self._watching = [
+            loop.create_task(self._every_look(lambda: self.renew_all(stored)), name="chat-claims-renew"),
+            loop.create_task(self._every_look(lambda: self.take_over(wanted, stored)), name="chat-claims-take"),
+        ]
 
-    async def watch(self, wanted: Wanted, stored: StoredCredentials) -> None:
-        """Keep this process's claims until cancelled: a look every ``claims.renew_every`` seconds."""
+    async def _every_look(self, look: Callable[[], Awaitable[None]]) -> None:
         assert self.claims is not None
         while True:
             try:
-                await self.look(wanted, stored)
+                await look()
             except Exception:  # the database is away: held connections fence themselves in ``_renew``
                 log.exception("chat connections: a look at the claims failed")
             await asyncio.sleep(self.claims.renew_every)
 
-    async def look(self, wanted: Wanted, stored: StoredCredentials) -> None:
-        """One look: renew what is held, then take over what the workspaces want and no live process holds."""
-        assert self.claims is not None
+    async def renew_all(self, stored: StoredCredentials) -> None:
         for key in list(self._held):
             await self._renew(key, stored)
+
+    async def take_over(self, wanted: Wanted, stored: StoredCredentials) -> None:
+        """Take the connections the workspaces want (credentials stored) that no live process holds."""
+        assert self.claims is not None
         for workspace, provider in await wanted():
             key = (workspace.id, provider)
             if key in self._held or await self.claims.read(workspace.id, provider) is not None:
@@ -238,10 +246,14 @@ class ConnectionRegistry:
                 self._live[key] = await self._start(workspace, provider, credentials)
 
     async def _renew(self, key: tuple[str, str], stored: StoredCredentials) -> None:
+        """Renew one claim. The holder fences itself: a renewal not through by 2/3 of the lease after the start
+        of the last good one (or one failing when the next look would come later than that) stops the
+        connection, before the lease can run out and another process dial."""
         assert self.claims is not None
         held = self._held.get(key)
         if held is None:
             return
+        fence_at = held.renewed + self.claims.fence_after
         async with self._lock(key):
             conn = self._live.get(key)
             started = time.monotonic()
@@ -250,18 +262,18 @@ class ConnectionRegistry:
                 generation = None
                 if credentials is not None and conn is not None:
                     state = conn.state
-                    generation = await self.claims.renew(
-                        *key,
-                        state=state,
-                        error=conn.error if state == "error" else None,
-                        streaming_available=conn.streaming_available,
-                    )
+                    async with asyncio.timeout(max(0.0, fence_at - started)):
+                        generation = await self.claims.renew(
+                            *key,
+                            state=state,
+                            error=conn.error if state == "error" else None,
+                            streaming_available=conn.streaming_available,
+                        )
             except Exception:
                 log.warning("chat connection of workspace %s (%s): its claim could not be renewed", *key, exc_info=True)
-                if started - held.renewed < self.claims.fence_after:
-                    return
-                # The lease may run out before a renewal gets through: stop before another process can dial.
-                log.warning("chat connection of workspace %s (%s): its claim could not be renewed; stopped", *key)
+                if time.monotonic() + self.claims.renew_every < fence_at:
+                    return  # another try comes before the fence
+                log.warning("chat connection of workspace %s (%s): stopped until its claim can be renewed", *key)
                 await self._stop(key)
                 self._held.pop(key, None)
                 return

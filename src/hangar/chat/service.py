@@ -153,7 +153,7 @@ class ChatService:
             for provider in DESCRIPTORS:
                 credentials = self.files.read(workspace, provider)
                 if credentials is not None:
-                    await self.registry.restart(workspace, provider, credentials)
+                    await self.registry.restart(workspace, provider, credentials, new_credentials=False)
 
     # -- guided setup ----------------------------------------------------------------------------------------
 
