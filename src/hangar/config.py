@@ -107,6 +107,10 @@ class Settings(BaseSettings):
     # The chat provider's Web API base (its socket URL is whatever ``apps.connections.open`` answers); tests point
     # it at a loopback fake so no other host is dialled.
     chatprovider_api_url: str = Field(default="https://slack.com/api/")
+    # How long a server process's claim on a workspace's chat connection lasts without being renewed (renewed every
+    # third of it): a process killed outright has its connections taken over by another within 4/3 of it
+    # (``hangar.chat.claims``). Shorter hands over sooner and costs more renewals; all servers should agree.
+    chat_claim_ttl_seconds: float = Field(default=15.0, ge=1, le=600)
 
     # The built web client the server serves at ``/`` (default: ``web/dist`` of the checkout it runs from).
     web_dist: Path | None = None

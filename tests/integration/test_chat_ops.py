@@ -4,6 +4,8 @@ watch, the bridges' unique indexes, the deep-link page, and connections started 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -276,7 +278,8 @@ async def test_the_server_starts_a_connection_for_stored_and_legacy_credentials(
             "state": "connecting"
         }
         status = await c.call("chat.status", workspace_id=stored)
-        assert status == {"provider": P, "state": "connecting", "streamingAvailable": True}
+        here = {"host": socket.gethostname(), "pid": os.getpid()}  # this process holds the connection's claim
+        assert status == {"provider": P, "state": "connecting", "streamingAvailable": True, "owner": here}
     assert made[0].stopped  # the part stops its connections with the server
     (tmp_path / legacy / "chat_credentials.json").write_text(json.dumps(creds))
     made.clear()

@@ -51,7 +51,7 @@ async def chat_providers(ctx: OpContext, args: NoArgs) -> list[ProviderEntry]:
     workspace's connection status: the settings screen renders the connect dialog from it."""
     chat = _chat(ctx)
     ws = await chat.workspace(ctx.ws)
-    return [ProviderEntry.of(d, chat.status(ws, d.provider)) for d in DESCRIPTORS.values()]
+    return [ProviderEntry.of(d, await chat.status(ws, d.provider)) for d in DESCRIPTORS.values()]
 
 
 @op("chat.status", kind="read", scope="workspace")
@@ -59,7 +59,7 @@ async def chat_status(ctx: OpContext, args: ProviderArgs) -> ChatStatus:
     """The workspace's connection to the provider: ``disconnected``, ``connecting``, ``connected`` or ``error``
     (with the provider's error), and whether replies can stream."""
     chat = _chat(ctx)
-    return ChatStatus.of(chat.status(await chat.workspace(ctx.ws), descriptor_for(args.provider).provider))
+    return ChatStatus.of(await chat.status(await chat.workspace(ctx.ws), descriptor_for(args.provider).provider))
 
 
 class ConnectArgs(Args):
@@ -89,7 +89,7 @@ async def chat_disconnect(ctx: OpContext, args: ProviderArgs) -> ChatStatus:
     provider = descriptor_for(args.provider).provider
     await chat.disconnect(ws, provider)
     await ctx.audit("chat.disconnect", f"chat:{provider}")
-    return ChatStatus.of(chat.status(ws, provider))
+    return ChatStatus.of(await chat.status(ws, provider))
 
 
 @op("chat.beginUserLink", kind="mutate", scope="workspace", min_role="member")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hangar.chat.claims import ConnectionClaims, Holder
 from hangar.chat.connections import ConnectionFactory, ConnectionRegistry
 from hangar.chat.deeplink import ROUTES
 from hangar.chat.events import CHAT_EVENTS
@@ -23,8 +24,14 @@ Transport = Callable[[AppContext], ConnectionFactory]
 
 def make_chat_part(transport: Transport | None) -> Part:
     async def start(app: AppContext) -> None:
-        chat = app.provide(ChatService(app, ConnectionRegistry(transport(app) if transport else None)))
+        if transport is None:  # nothing dials, so there is nothing to hold
+            chat = app.provide(ChatService(app, ConnectionRegistry()))
+            await chat.start_all()
+            return
+        claims = ConnectionClaims(app, Holder.this_process(), app.settings.chat_claim_ttl_seconds)
+        chat = app.provide(ChatService(app, ConnectionRegistry(transport(app), claims)))
         await chat.start_all()
+        chat.registry.start_watching(chat.wanted, chat.credentials)
 
     async def stop(app: AppContext) -> None:
         chat = app.maybe_service(ChatService)

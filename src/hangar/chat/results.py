@@ -45,6 +45,13 @@ class ChatFailure(Result):
     at: Timestamp
 
 
+class ChatOwner(Result):
+    """The server process holding the connection (its claim in the database)."""
+
+    host: str
+    pid: int
+
+
 class ChatStatus(Result):
     provider: str
     state: State
@@ -61,6 +68,12 @@ class ChatStatus(Result):
         exclude_if=lambda v: v is None,
         description="When the next attempt is due; absent while one is under way, when connected, or in error",
     )
+    owner: ChatOwner | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="The server process holding the connection, whichever server answers; absent while none "
+        "holds it. Its state is as of the holder's last renewal when another server answers",
+    )
 
     @classmethod
     def of(cls, status: ConnectionStatus) -> ChatStatus:
@@ -72,6 +85,7 @@ class ChatStatus(Result):
             streaming_available=status.streaming_available,
             last_error=None if failure is None else ChatFailure(message=failure.message, at=failure.at),
             next_retry_at=status.next_retry_at,
+            owner=None if status.owner is None else ChatOwner(host=status.owner.host, pid=status.owner.pid),
         )
 
 

@@ -16,8 +16,9 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
+from hangar.chat.claims import InboundSeen
 from hangar.chat.connections import ConnectionRegistry, ConnectionState, Failure
 from hangar.chat.credentials import CredentialFiles
 from hangar.chat.descriptor import DESCRIPTORS, descriptor_for, validate_credentials
@@ -33,6 +34,15 @@ from hangar.workspace import SpaceService
 log = logging.getLogger(__name__)
 
 NOT_RUNNING = "credentials are stored but this server has not started the connection"
+UNHELD = "credentials are stored but no server holds the connection (a server takes it at its next look)"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The server process holding the connection, as its claim in the database says."""
+
+    host: str
+    pid: int
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,7 @@ class ConnectionStatus:
     streaming_available: bool
     last_error: Failure | None = None
     next_retry_at: datetime | None = None
+    owner: Owner | None = None
 
 
 class ChatService:
@@ -54,6 +65,7 @@ class ChatService:
         self.user_links = UserLinks(app, self.codes)
         self.space_links = SpaceLinks(app, app.service(SpaceService))
         self.open_streams = OpenStreams(app)
+        self.inbound_seen = InboundSeen(app)
 
     async def workspace(self, workspace_id: str) -> Workspace:
         """The workspace record an id names: only a found workspace names a directory."""
@@ -64,23 +76,39 @@ class ChatService:
 
     # -- connection ------------------------------------------------------------------------------------------
 
-    def status(self, workspace: Workspace, provider: str) -> ConnectionStatus:
+    async def status(self, workspace: Workspace, provider: str) -> ConnectionStatus:
+        """The connection as this process sees it when it holds it, else as the holder's claim in the database
+        says (its state as of the holder's last renewal); the holder is named either way."""
         descriptor_for(provider)
         if self.files.read(workspace, provider) is None:
             return ConnectionStatus(provider, "disconnected", None, False)
+        claims = self.registry.claims
+        claim = None if claims is None else await claims.read(workspace.id, provider)
+        owner = None if claim is None else Owner(claim.holder.host, claim.holder.pid)
         conn = self.registry.get(workspace.id, provider)
-        if conn is None:
+        if conn is not None and (claim is None or claims is None or claim.holder == claims.holder):
+            state = conn.state
             return ConnectionStatus(
-                provider, "error", NOT_RUNNING, False, last_error=self.files.read_failure(workspace, provider)
+                provider,
+                state,
+                conn.error if state == "error" else None,
+                conn.streaming_available,
+                last_error=conn.last_error,
+                next_retry_at=conn.next_retry_at,
+                owner=owner,
             )
-        state = conn.state
+        failure = self.files.read_failure(workspace, provider)
+        if claim is None:
+            why = NOT_RUNNING if claims is None else UNHELD
+            return ConnectionStatus(provider, "error", why, False, last_error=failure)
+        state = cast(ConnectionState, claim.state)
         return ConnectionStatus(
             provider,
             state,
-            conn.error if state == "error" else None,
-            conn.streaming_available,
-            last_error=conn.last_error,
-            next_retry_at=conn.next_retry_at,
+            claim.error if state == "error" else None,
+            claim.streaming_available,
+            last_error=None if state == "connected" else failure,
+            owner=owner,
         )
 
     async def connect(self, workspace: Workspace, provider: str, raw: Mapping[str, Any]) -> ConnectionStatus:
@@ -89,12 +117,14 @@ class ChatService:
         credentials = validate_credentials(descriptor, raw, self.files.read(workspace, provider))
         self.files.write(workspace, provider, credentials)
         await self.registry.restart(workspace, provider, credentials)
-        return self.status(workspace, provider)
+        return await self.status(workspace, provider)
 
     async def disconnect(self, workspace: Workspace, provider: str) -> None:
         descriptor_for(provider)
-        await self.registry.stop(workspace.id, provider)
+        # The credentials go first: a process looking for connections to take over no longer finds this one.
         self.files.delete(workspace, provider)
+        await self.registry.stop(workspace.id, provider)
+        self.files.delete(workspace, provider)  # and what the stopping connection wrote meanwhile
 
     def credentials(self, workspace: Workspace, provider: str) -> dict[str, str] | None:
         return self.files.read(workspace, provider)
@@ -103,6 +133,14 @@ class ChatService:
         """Keep a rotated configuration refresh token at once: the previous one no longer works."""
         stored = self.files.read(workspace, provider) or {}
         self.files.write(workspace, provider, {**stored, "configRefreshToken": refresh_token})
+
+    async def wanted(self) -> list[tuple[Workspace, str]]:
+        """Every connection a usable workspace has credentials stored for."""
+        found = []
+        for workspace_id in await usable_workspace_ids(self._app):
+            workspace = await self.workspace(workspace_id)
+            found += [(workspace, p) for p in DESCRIPTORS if self.files.read(workspace, p) is not None]
+        return found
 
     async def start_all(self) -> None:
         """At server start: move legacy files, then start a connection for every workspace with credentials."""
@@ -115,7 +153,7 @@ class ChatService:
             for provider in DESCRIPTORS:
                 credentials = self.files.read(workspace, provider)
                 if credentials is not None:
-                    await self.registry.restart(workspace, provider, credentials)
+                    await self.registry.restart(workspace, provider, credentials, new_credentials=False)
 
     # -- guided setup ----------------------------------------------------------------------------------------
 

@@ -61,3 +61,33 @@ chat_open_streams = sa.Table(
 )
 
 MIGRATIONS = MigrationSet("chat", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))
+
+# One row per connection a workspace wants (credentials stored): the server process holding it until
+# ``expires_at`` (a lease it renews), what it last said of the connection, and a generation another process bumps
+# to make the holder dial again with new credentials.
+chat_connection_claims = sa.Table(
+    "chat_connection_claims",
+    metadata,
+    sa.Column("provider", sa.String(32), primary_key=True),
+    sa.Column("holder", sa.String(128), nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("claimed_at", UtcDateTime(), nullable=False),
+    sa.Column("renewed_at", UtcDateTime(), nullable=False),
+    sa.Column("expires_at", UtcDateTime(), nullable=False),
+    sa.Column("generation", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("streaming_available", sa.Boolean, nullable=False),
+)
+
+# The inbound events (a provider's event id, a slash command's envelope id) some process has taken to handle:
+# the first insert wins, so a redelivery reaching another process after a hand-over is dropped.
+chat_inbound_seen = sa.Table(
+    "chat_inbound_seen",
+    metadata,
+    sa.Column("provider", sa.String(32), primary_key=True),
+    sa.Column("event_key", sa.String(128), primary_key=True),
+    sa.Column("seen_at", UtcDateTime(), nullable=False),
+    sa.Index("ix_chat_inbound_seen_at", "seen_at"),
+)

@@ -54,3 +54,14 @@ def test_limits_have_their_defaults_and_refuse_nonsense(monkeypatch: pytest.Monk
     for field, value in (("max_connections_per_address", 0), ("request_head_timeout", 0), ("max_connections", 0)):
         with pytest.raises(ValueError, match=field):
             Settings.from_flags(**{field: value})
+
+
+def test_the_chat_claim_lease_is_15_s_and_kept_between_1_and_600(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().chat_claim_ttl_seconds == 15.0
+    for accepted in ("1", "600"):
+        monkeypatch.setenv("HANGAR_CHAT_CLAIM_TTL_SECONDS", accepted)
+        assert Settings().chat_claim_ttl_seconds == float(accepted)
+    for refused in ("0.99", "600.01"):
+        monkeypatch.setenv("HANGAR_CHAT_CLAIM_TTL_SECONDS", refused)
+        with pytest.raises(ValueError, match="chat_claim_ttl_seconds"):
+            Settings()

@@ -127,6 +127,12 @@ export type ChatFailure = {
   at: string;
 };
 
+/** The server process holding the connection (its claim in the database). */
+export type ChatOwner = {
+  host: string;
+  pid: number;
+};
+
 export type ChatStatus = {
   provider: string;
   state: "disconnected" | "connecting" | "connected" | "error";
@@ -136,6 +142,8 @@ export type ChatStatus = {
   lastError?: ChatFailure | null;
   /** When the next attempt is due; absent while one is under way, when connected, or in error */
   nextRetryAt?: string | null;
+  /** The server process holding the connection, whichever server answers; absent while none holds it. Its state is as of the holder's last renewal when another server answers */
+  owner?: ChatOwner | null;
 };
 
 export type UserLinkView = {

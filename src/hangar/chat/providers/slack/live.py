@@ -8,11 +8,13 @@ whether streaming works, stop); the bridge gets the events and the run follow-up
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from datetime import datetime
 
 from hangar.chat.bridge import Bridge
 from hangar.chat.connections import ChatConnection, ConnectionFactory, ConnectionState, Failure
+from hangar.chat.inbound import InboundEvent, InboundMessage
 from hangar.chat.providers.slack.api import provider_api
 from hangar.chat.replies import ConnectionFlags
 from hangar.chat.service import ChatService
@@ -21,6 +23,8 @@ from hangar.identity import Workspace
 
 log = logging.getLogger(__name__)
 
+PRUNE_EVERY_S = 600.0  # how often the events recorded as seen are pruned (on the next event after this long)
+
 
 class LiveSlack:
     def __init__(self, app: AppContext, workspace: Workspace, provider: str, credentials: Mapping[str, str]) -> None:
@@ -28,9 +32,12 @@ class LiveSlack:
         # start, and most servers connect no chat provider.
         from hangar.chat.providers.slack.connection import SlackConnection
 
+        self._workspace_id, self._provider = workspace.id, provider
         self.api = provider_api(app, credentials["botToken"])
         self.flags = ConnectionFlags()
         chat = app.service(ChatService)
+        self._seen = chat.inbound_seen
+        self._pruned = -PRUNE_EVERY_S
         command = chat.profile(workspace, provider).command
         self.bridge = Bridge(app, chat, workspace.id, provider, self.api, self.flags, command=command)
 
@@ -46,13 +53,25 @@ class LiveSlack:
             self.api,
             credentials["appToken"],
             app.clock,
-            on_event=self.bridge.on_event,
+            on_event=self._on_event,
             on_state=self._moved,
             label=f"chat connection of workspace {workspace.id} ({provider})",
             on_failure=keep,
         )
         # What failed before a restart is still what is known, until this process's first attempt answers.
         self.connection.last_error = chat.files.read_failure(workspace, provider)
+
+    async def _on_event(self, event: InboundEvent) -> str | None:
+        """The bridge handles an event once, whichever process the provider delivered it to, however often: a
+        redelivery after a hand-over reaches the process that took over, which finds it recorded and drops it."""
+        key = event.event_id if isinstance(event, InboundMessage) else f"envelope:{event.envelope_id}"
+        if time.monotonic() - self._pruned > PRUNE_EVERY_S:
+            self._pruned = time.monotonic()
+            await self._seen.prune(self._workspace_id)
+        if not await self._seen.first_sight(self._workspace_id, self._provider, key):
+            log.info("chat event %s of workspace %s was handled already: dropped", key, self._workspace_id)
+            return None
+        return await self.bridge.on_event(event)
 
     def _moved(self, state: ConnectionState, _message: str | None) -> None:
         if state == "connecting":
