@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -91,6 +91,13 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     public_url: str | None = None
     web_client_url: str | None = None
+    # The PostgreSQL database every record lives in (``--database-url``, ``HANGAR_DATABASE_URL``); None: SQLite
+    # files in the data directory, or the database the data directory records (``hangar.core.dblocation``). A
+    # secret: it may carry a password, which no message, log or file shows.
+    database_url: SecretStr | None = None
+    # PostgreSQL's own ``PGPASSWORD``, taken out of the environment by the command line (``hangar.cli.root``) so
+    # the processes the server starts never inherit it; used for a URL that carries no password.
+    _database_password: SecretStr | None = PrivateAttr(default=None)
     site_port: int | None = DEFAULT_SITE_PORT  # where the website listens beside the server; None: not served
     site_url: str | None = None  # the website's public origin when it is served under one (``--site-url``)
     # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no
@@ -170,6 +177,19 @@ class Settings(BaseSettings):
         """Settings from command-line flags; a flag left as ``None`` falls back to the environment."""
         given = {k: v for k, v in flags.items() if v is not None}
         return cls(**given)
+
+    @property
+    def given_database_url(self) -> str | None:
+        """The database URL given by flag or variable, with its password; None when none is (or it is blank)."""
+        value = self.database_url.get_secret_value().strip() if self.database_url is not None else ""
+        return value or None
+
+    def keep_database_password(self, password: str) -> None:
+        self._database_password = SecretStr(password)
+
+    @property
+    def database_password(self) -> str | None:
+        return None if self._database_password is None else self._database_password.get_secret_value()
 
     @property
     def origin(self) -> str:

@@ -6,8 +6,9 @@ tests/conftest.py); each test gets a fresh database of its own, created from ``t
 PostgreSQL refuses to run as root, and the suite runs as root in CI: the cluster then runs as ``nobody``
 (``setpriv`` switches the user and execs the server directly, so the server is the fixture's own child and gets
 SIGKILL when the test process dies). It listens on a Unix socket in its directory only (no TCP port to race
-for), trusts every local connection (the directory is the boundary: 0700, owned by the cluster's user) and runs
-without fsync, since nothing in it outlives the session.
+for), trusts the suite's superuser on it (the directory is the boundary: 0700, owned by the cluster's user) and
+runs without fsync, since nothing in it outlives the session. Every other role signs in with a password
+(``login_role``), so tests see how PostgreSQL refuses a wrong one.
 
 Missing binaries FAIL the tests that need them: PostgreSQL is an engine Hangar supports, and a machine without
 it must not pass its tests by skipping them.
@@ -99,6 +100,10 @@ class PostgresCluster:
             )
             if init.returncode != 0:
                 raise RuntimeError(f"initdb failed: {init.stderr.decode(errors='replace')[-2000:]}")
+            hba = data / "pg_hba.conf"
+            hba.write_text(f"local all {SUPERUSER} trust\nlocal all all scram-sha-256\n")
+            if os.geteuid() == 0:
+                os.chown(hba, user.pw_uid, user.pw_gid)
             log = open(root / "server.log", "wb")  # noqa: SIM115 - the server writes it for its whole life
             process = subprocess.Popen(
                 _as_cluster_user(
@@ -164,6 +169,15 @@ class PostgresCluster:
     def url(self, dbname: str) -> str:
         """The SQLAlchemy URL of ``dbname`` (psycopg 3)."""
         return f"postgresql+psycopg://{SUPERUSER}@/{dbname}?host={self.socket_dir}"
+
+    def login_role(self, dbname: str) -> tuple[str, str]:
+        """A new role that signs in with a password and owns ``dbname`` (its name and password). Roles are the
+        cluster's: they go with it at the end of the session."""
+        name, password = f"r_{secrets.token_hex(6)}", secrets.token_urlsafe(18)
+        with self._admin() as conn:
+            conn.execute(f"CREATE ROLE \"{name}\" LOGIN PASSWORD '{password}'")
+            conn.execute(f'ALTER DATABASE "{dbname}" OWNER TO "{name}"')
+        return name, password
 
     @contextmanager
     def database(self) -> Iterator[str]:

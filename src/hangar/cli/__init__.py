@@ -3,11 +3,16 @@ place that knows every part; each sub-command group is registered here explicitl
 
 from __future__ import annotations
 
+import sys
+
+import typer
+
 from hangar.cli import serve
 from hangar.cli.admin import admin_app
 from hangar.cli.pipeline import pipeline_app
 from hangar.cli.rigs import rigs_app
 from hangar.cli.root import app
+from hangar.errors import HangarError, InvalidArgs
 
 app.command()(serve.serve)
 app.command()(serve.site)
@@ -17,7 +22,13 @@ app.add_typer(rigs_app, name="rigs")
 
 
 def main() -> None:
-    app()
+    """The ``hangar`` command. An error a command lets through (a database that cannot be opened, a data directory
+    in use) is one line on stderr, exit 1 (2 for bad input), never a traceback."""
+    try:
+        app()
+    except HangarError as exc:
+        typer.echo(f"hangar: {exc.message}", err=True)
+        sys.exit(2 if isinstance(exc, InvalidArgs) else 1)
 
 
 __all__ = ["app", "main"]

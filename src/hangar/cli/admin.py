@@ -8,18 +8,21 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hangar.cli.root import DataDirOpt, settings_from
+from hangar.cli.dbmigrate import migrate_to_postgresql
+from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 from hangar.errors import InvalidArgs
 
 if TYPE_CHECKING:
     from hangar.core.part import Part
 
 admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_help=True)
+admin_app.command("migrate-to-postgresql")(migrate_to_postgresql)
 
 
 @admin_app.command("owner-token")
 def owner_token(
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
     name: Annotated[
         str, typer.Option("--name", help="The device's name in the owner's list of devices (at most 100 characters)")
     ] = "owner-token",
@@ -32,7 +35,7 @@ def owner_token(
         name = device_name(name, field="")
     except InvalidArgs as exc:
         raise typer.BadParameter(exc.message, param_hint="--name") from None
-    settings = settings_from(data_dir=data_dir)
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
 
     async def run() -> str:
         from hangar.identity import IdentityService
@@ -56,6 +59,7 @@ def sign_in_link_cmd(
         ),
     ] = None,
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
 ) -> None:
     """Print a one-time sign-in link for the server owner (it works once, within 15 minutes), creating the owner
     on first use. Opened in a browser, it signs that browser in as the owner; a running server honours it at once."""
@@ -64,7 +68,7 @@ def sign_in_link_cmd(
 
     if url is not None and not url.startswith(("http://", "https://")):
         raise typer.BadParameter(f"{url!r} must start with http:// or https://", param_hint="--url")
-    settings = settings_from(data_dir=data_dir)
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
     origin = url or recorded_origin(settings.data_dir) or web_origin(settings)
 
     async def run() -> str:
@@ -81,6 +85,7 @@ def sign_in_link_cmd(
 def trusted_host_exec_cmd(
     state: Annotated[str, typer.Argument(help="on or off")],
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
 ) -> None:
     """Run shell steps and command agents on this host instead of enclosures (single-person installs only).
 
@@ -91,7 +96,7 @@ def trusted_host_exec_cmd(
 
     if state not in ("on", "off"):
         raise typer.BadParameter(f"expected on or off, got {state!r}", param_hint="STATE")
-    settings = settings_from(data_dir=data_dir)
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
 
     async def run() -> None:
         from hangar.identity import IdentityService
@@ -124,14 +129,16 @@ def _declared_settings() -> tuple[list[str], Part]:
     return known, declared
 
 
-def _list_setting(key: str, values: list[str] | None, clear: bool, data_dir: Path | None, hint: str) -> list[str]:
+def _list_setting(
+    key: str, values: list[str] | None, clear: bool, data_dir: Path | None, database_url: str | None, hint: str
+) -> list[str]:
     """Replace the list setting ``key`` with ``values`` (or with none: ``clear``) and return what it holds now;
     without either, only read it."""
     from hangar.server.context_factory import open_context
 
     if clear and values:
         raise typer.BadParameter(f"give {hint.lower()} or --clear, not both", param_hint=hint)
-    settings = settings_from(data_dir=data_dir)
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
     _known, declared = _declared_settings()
 
     async def run() -> list[str]:
@@ -156,6 +163,7 @@ def local_repo_roots_cmd(
     folders: Annotated[list[Path] | None, typer.Argument(help="absolute folders; none: show the current ones")] = None,
     clear: Annotated[bool, typer.Option("--clear", help="name no folder (only the owner registers by path)")] = False,
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
 ) -> None:
     """Folders whose git repositories workspace admins may register by path or file:// URL.
 
@@ -164,7 +172,7 @@ def local_repo_roots_cmd(
     from hangar.workspace.sources import SETTING_LOCAL_REPO_ROOTS
 
     named = [str(f.expanduser().absolute()) for f in folders] if folders else None
-    roots = _list_setting(SETTING_LOCAL_REPO_ROOTS, named, clear, data_dir, "FOLDERS")
+    roots = _list_setting(SETTING_LOCAL_REPO_ROOTS, named, clear, data_dir, database_url, "FOLDERS")
     if roots:
         typer.echo("workspace admins may register repositories under: " + ", ".join(roots))
     else:
@@ -176,6 +184,7 @@ def trusted_repo_hosts_cmd(
     hosts: Annotated[list[str] | None, typer.Argument(help="host names or addresses; none: show them")] = None,
     clear: Annotated[bool, typer.Option("--clear", help="name no host (ssh URLs are the owner's only)")] = False,
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
 ) -> None:
     """Hosts whose repositories workspace admins may register over ssh and reach at private addresses.
 
@@ -185,7 +194,7 @@ def trusted_repo_hosts_cmd(
     metadata service stay refused."""
     from hangar.workspace.sources import SETTING_TRUSTED_REPO_HOSTS
 
-    named = _list_setting(SETTING_TRUSTED_REPO_HOSTS, hosts, clear, data_dir, "HOSTS")
+    named = _list_setting(SETTING_TRUSTED_REPO_HOSTS, hosts, clear, data_dir, database_url, "HOSTS")
     if named:
         typer.echo("workspace admins may register ssh URLs of, and reach private addresses of: " + ", ".join(named))
     else:
@@ -199,6 +208,7 @@ def trusted_model_hosts_cmd(
     ] = None,
     clear: Annotated[bool, typer.Option("--clear", help="name no host (admins' agents reach public hosts)")] = False,
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
 ) -> None:
     """Hosts the model endpoints of workspace admins' agents may reach at private and at this host's addresses.
 
@@ -209,7 +219,7 @@ def trusted_model_hosts_cmd(
     on, stay refused."""
     from hangar.agents.endpoints import SETTING_TRUSTED_MODEL_HOSTS
 
-    named = _list_setting(SETTING_TRUSTED_MODEL_HOSTS, hosts, clear, data_dir, "HOSTS")
+    named = _list_setting(SETTING_TRUSTED_MODEL_HOSTS, hosts, clear, data_dir, database_url, "HOSTS")
     if named:
         typer.echo(
             "workspace admins' agents may reach model endpoints at private and local addresses of: " + ", ".join(named)
@@ -223,6 +233,7 @@ def setting_cmd(
     key: Annotated[str | None, typer.Argument(help="a server setting, e.g. rigs.memoryBudgetMb")] = None,
     value: Annotated[str | None, typer.Argument(help='the new value as JSON (8, true, "text")')] = None,
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
 ) -> None:
     """List the server settings the parts declare (the limits among them), show one, or set one.
 
@@ -241,7 +252,7 @@ def setting_cmd(
             parsed = json.loads(value)
         except ValueError:
             raise typer.BadParameter(f"{value!r} is not JSON (a number, true, false or a quoted text)") from None
-    settings = settings_from(data_dir=data_dir)
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
 
     async def run() -> list[tuple[str, object]]:
         from hangar.identity import IdentityService

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from hangar.cli.root import DataDirOpt
+from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 from hangar.core.commandline import hangar_program
 from hangar.errors import HangarError
 
@@ -105,11 +105,10 @@ def _dump(value: Any) -> None:
 
 @asynccontextmanager
 async def _engine(
-    data_dir: Path | None, handled: set[str] | None = None
+    data_dir: Path | None, database_url: str | None, handled: set[str] | None = None
 ) -> AsyncIterator[tuple[AppContext, PipelineEngine]]:
     """The command's engine. ``handled``: ids of events the command hands to the engine itself (``emit`` needs
     the runs an event touched), which the bus subscription then skips."""
-    from hangar.config import Settings
     from hangar.pipelines.bodies.spec import BodyRegistry
     from hangar.pipelines.engine import PipelineEngine
     from hangar.pipelines.part import PIPELINES_CLI_PART
@@ -118,7 +117,7 @@ async def _engine(
     from hangar.server.dispatch import attach_dispatcher, op_caller
     from hangar.server.parts import all_parts, step_bodies
 
-    settings = Settings.from_flags(data_dir=data_dir)
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
     parts = [p for p in all_parts() if p.name != "pipelines"] + [PIPELINES_CLI_PART]
     # Agents run here call the product's ops as the server's agents do; no MCP endpoint is served here.
     caller = op_caller(OpRegistry(o for p in parts for o in p.ops))
@@ -228,6 +227,7 @@ def validate(file: Annotated[Path, typer.Argument(help="Template file (JSON or Y
 def run(
     file: Annotated[Path, typer.Argument(help="Template file (JSON or YAML).")],
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
     workspace: WorkspaceOpt = DEFAULT_WORKSPACE,
     inputs: Annotated[
         list[str] | None, typer.Option("--input", help="KEY=VALUE added to the trigger payload (repeatable).")
@@ -243,7 +243,7 @@ def run(
 
         loaded = _load(file)
         body = _payload(payload, inputs or [])
-        async with _engine(data_dir) as (ctx, engine):
+        async with _engine(data_dir, database_url) as (ctx, engine):
             ws = await _workspace(ctx, workspace, create=True)
             trigger_id = await triggers.manual_trigger_id(engine, ws, loaded.template.id, by="cli", stored=False)
             run_id = await engine.start_run(
@@ -264,6 +264,7 @@ def emit(
     event_type: Annotated[str, typer.Argument(help="Domain event type, e.g. review.approved.")],
     payload: PayloadOpt = None,
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
     workspace: WorkspaceOpt = DEFAULT_WORKSPACE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -272,7 +273,7 @@ def emit(
     async def main() -> int:
         body = _payload(payload, [])
         handled: set[str] = set()
-        async with _engine(data_dir, handled) as (ctx, engine):
+        async with _engine(data_dir, database_url, handled) as (ctx, engine):
             ctx.bus.registry.check_user_type(event_type, "EVENT_TYPE")
             ws = await _workspace(ctx, workspace, create=False)
             await engine.expire_suspensions(ws)
@@ -297,12 +298,13 @@ def emit(
 def show(
     run_id: Annotated[str, typer.Argument(help="Pipeline run id.")],
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
     workspace: WorkspaceOpt = DEFAULT_WORKSPACE,
 ) -> None:
     """Print a run as JSON: {runId, status, state, steps: {stepId: {status, attempts, error}}}."""
 
     async def main() -> int:
-        async with _engine(data_dir) as (ctx, engine):
+        async with _engine(data_dir, database_url) as (ctx, engine):
             ws = await _workspace(ctx, workspace, create=False)
             snap = await engine.snapshot(ws, run_id)
         _dump(snap)
@@ -315,6 +317,7 @@ def show(
 def resume(
     run_id: Annotated[str, typer.Argument(help="Pipeline run id.")],
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
     workspace: WorkspaceOpt = DEFAULT_WORKSPACE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -324,13 +327,14 @@ def resume(
         await engine.expire_suspensions(ws)
         await engine.resume(ws, run_id)
 
-    _act_on_run(run_id, data_dir, workspace, as_json, act)
+    _act_on_run(run_id, data_dir, database_url, workspace, as_json, act)
 
 
 @pipeline_app.command("cancel")
 def cancel(
     run_id: Annotated[str, typer.Argument(help="Pipeline run id.")],
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
     workspace: WorkspaceOpt = DEFAULT_WORKSPACE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -339,12 +343,13 @@ def cancel(
     async def act(engine: PipelineEngine, ws: str) -> None:
         await engine.cancel(ws, run_id, by="cli")
 
-    _act_on_run(run_id, data_dir, workspace, as_json, act)
+    _act_on_run(run_id, data_dir, database_url, workspace, as_json, act)
 
 
 def _act_on_run(
     run_id: str,
     data_dir: Path | None,
+    database_url: str | None,
     workspace: str,
     as_json: bool,
     act: Callable[[PipelineEngine, str], Awaitable[None]],
@@ -352,7 +357,7 @@ def _act_on_run(
     """Do something to a run, drive what it set moving until nothing here can move, then report the run."""
 
     async def main() -> int:
-        async with _engine(data_dir) as (ctx, engine):
+        async with _engine(data_dir, database_url) as (ctx, engine):
             ws = await _workspace(ctx, workspace, create=False)
             await act(engine, ws)
             await _drive(ctx, engine)

@@ -3,12 +3,15 @@ themselves are registered on it in ``hangar.cli`` (the package face), one line e
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from hangar.config import Settings
 
 app = typer.Typer(
@@ -23,11 +26,56 @@ DataDirOpt = Annotated[
 ]
 
 
+DATABASE_URL_VARIABLE = "HANGAR_DATABASE_URL"
+PASSWORD_VARIABLE = "PGPASSWORD"  # PostgreSQL's client library's own variable for the password
+
+DatabaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url",
+        help="Keep every record in this PostgreSQL database, postgresql://USER@HOST/DATABASE ($HANGAR_DATABASE_URL; "
+        "default: the one the data directory records, else SQLite files in the data directory).",
+        show_default=False,
+    ),
+]
+
+
 def settings_from(**flags: object) -> Settings:
+    """Settings from the command's flags and the environment; a bad value is a usage error naming the setting
+    (never echoing the value: a database URL may carry a password)."""
     # Imported here: settings stand on pydantic, which `hangar --help` does not need.
+    from pydantic import ValidationError
+
     from hangar.config import Settings
+    from hangar.core.dblocation import parse_database_url
 
     try:
-        return Settings.from_flags(**flags)
+        settings = Settings.from_flags(**flags)
+    except ValidationError as exc:
+        raise typer.BadParameter(_said(exc)) from None
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    if settings.given_database_url is not None:
+        # A bad URL is ``InvalidArgs``: one line (``hangar.cli.main``), which a usage panel would wrap.
+        parse_database_url(settings.given_database_url)
+    take_database_secrets(settings)
+    return settings
+
+
+def take_database_secrets(settings: Settings) -> None:
+    """Take the database's secrets out of this process's environment once read (the settings hold them): the
+    processes a command or the server starts (git, image builds, transcoders, host tools) never inherit them."""
+    os.environ.pop(DATABASE_URL_VARIABLE, None)
+    password = os.environ.pop(PASSWORD_VARIABLE, None)
+    if password:
+        settings.keep_database_password(password)
+
+
+def _said(exc: ValidationError) -> str:
+    """What pydantic found wrong, one clause per setting, without the values given."""
+    clauses = []
+    for error in exc.errors():
+        message = str(error["msg"]).removeprefix("Value error, ")
+        where = ".".join(str(part) for part in error["loc"])
+        clauses.append(message if message.startswith("--") or not where else f"{where}: {message}")
+    return "; ".join(clauses)

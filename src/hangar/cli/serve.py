@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hangar.cli.root import DataDirOpt, settings_from
+from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 from hangar.core.commandline import hangar_command
 from hangar.default_ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 from hangar.errors import HangarError
@@ -61,6 +61,7 @@ def serve(
         int | None, typer.Option(help=f"Server port ($HANGAR_PORT; default {DEFAULT_PORT}).", show_default=False)
     ] = None,
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
     public_url: Annotated[str | None, typer.Option("--public-url", help="Canonical public origin.")] = None,
     web_client_url: Annotated[
         str | None, typer.Option("--web-client-url", help="Origin SSO callbacks redirect to ($SERVER_WEB_CLIENT_URL).")
@@ -111,7 +112,8 @@ def serve(
         raise typer.BadParameter(str(exc)) from None
     # The rigs need to know where the website is (it is on every browser rig's allowlist): pass it on.
     settings = settings_from(
-        host=host, port=port, data_dir=data_dir, public_url=public_url, web_client_url=web_client_url,
+        host=host, port=port, data_dir=data_dir, database_url=database_url, public_url=public_url,
+        web_client_url=web_client_url,
         site_port=site_port, site_url=site_url, trusted_proxies=trusted_proxy or None,
         trusted_origins=trusted_origin or None, max_connections=max_connections,
         max_connections_per_address=max_connections_per_address, request_head_timeout=request_head_timeout,
@@ -123,6 +125,7 @@ def serve(
     server_sockets = claim_port("the server", host, port, "--port PORT (make run PORT=PORT)")
     site_fix = "--site-port PORT (make run SITE_PORT=PORT), or serve no website with --no-site"
     site_sockets = None if no_site else claim_port("the website", host, site_port, site_fix)
+    database = check_databases(settings)
     # A port chosen by the system (0) is known now: the server's origin and the rigs' allowlist name the real one.
     settings.port = server_sockets[0].getsockname()[1]
     if no_site:
@@ -141,12 +144,37 @@ def serve(
         site_app = build_site(site_url or local_origin(host, site_port))
         listeners.append(Listener("website", site_app, host, site_port, guard, sockets=site_sockets))
     typer.echo(f"data directory: {settings.data_dir}")
+    typer.echo(f"database: {database}")
     background: list[BackgroundJob] = [first_sign_in_job(ready, settings)]
     if (missing := host_readiness()) is not None:
         typer.echo(missing)
     elif prepare_pack and (job := terminal_pack_job(settings.packs_root, build_pack_command(settings))) is not None:
         background.append(job)
     run_listeners(listeners, background)
+
+
+def check_databases(settings: Settings) -> str:
+    """Open the databases once before anything serves (migrated and checked, as the server opens them): one that
+    cannot be used (unreachable, refused, migrated by a newer Hangar, damaged) is one line and exit 1, not a
+    failed start in the log. Returns where the records are, as the start lines say it (no password)."""
+    import asyncio
+
+    from hangar.core.dblocation import database_for, redacted
+    from hangar.server.context_factory import open_databases
+    from hangar.server.parts import all_parts
+
+    async def opened() -> None:
+        async with open_databases(settings, all_parts()):
+            pass
+
+    try:
+        asyncio.run(opened())
+    except HangarError as exc:
+        typer.echo(f"the server cannot start: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+    given = settings.given_database_url
+    url = database_for(settings.data_dir, given)
+    return "SQLite files in the data directory" if url is None else redacted(url)
 
 
 def claim_port(who: str, host: str, port: int, fix: str) -> list[socket.socket]:

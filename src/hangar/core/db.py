@@ -56,6 +56,7 @@ import sqlalchemy as sa
 from alembic.config import Config
 from alembic.runtime.environment import EnvironmentContext
 from alembic.script import ScriptDirectory
+from alembic.script.revision import ResolutionError
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
@@ -63,6 +64,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from hangar.core.datadir import DataDir
+from hangar.core.dbfailures import DatabaseDamaged as DatabaseDamaged  # re-exported: callers import it from here
+from hangar.core.dbfailures import SchemaNewer, unreachable
 from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter, connect
 from hangar.core.stamps import STAMP_QUERY, StampReader
 from hangar.core.write_conn import Runner, WriteConnection, Writer
@@ -90,6 +93,7 @@ _PG_WRITE_LOCK = 0x68616E6761720002
 # connection only for one transaction).
 _PG_POOL_SIZE = 5
 _PG_MAX_OVERFLOW = 10
+_PG_CONNECT_TIMEOUT_S = 10
 SERVER_SCHEMA = "hangar_server"
 _SCHEMA_OPTION = "hangar_schema"  # the execution option naming the schema of an engine's transactions
 
@@ -106,10 +110,6 @@ class MigrationSet:
     def __post_init__(self) -> None:
         if not (self.location / "versions").is_dir():
             raise ValueError(f"migration set {self.name!r}: {self.location}/versions is not a directory")
-
-
-class DatabaseDamaged(Unavailable):
-    """A database whose schema is not what its migration sets produce (or that cannot be migrated)."""
 
 
 def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
@@ -161,7 +161,7 @@ def apply_migrations(path: Path, sets: Sequence[MigrationSet], *, seed: Sequence
         try:
             with engine.begin() as conn:
                 for mset in sets:
-                    _upgrade(conn, mset)
+                    _upgrade(conn, mset, path.name)
         except sa.exc.SQLAlchemyError as exc:
             raise DatabaseDamaged(f"{path.name} cannot be migrated: {_first_line(exc)}") from exc
         finally:
@@ -214,12 +214,19 @@ def _missing(conn: Connection, sets: Sequence[MigrationSet], schema: str | None 
     return problems
 
 
-def _upgrade(conn: Connection, mset: MigrationSet) -> None:
+def _upgrade(conn: Connection, mset: MigrationSet, name: str) -> None:
+    """Bring ``mset`` to its head in the database behind ``conn`` (``name`` in messages); ``SchemaNewer`` when
+    the database is at a revision this code does not know."""
     cfg = Config()
     cfg.set_main_option("script_location", str(mset.location))
     script = ScriptDirectory(str(mset.location))
 
     def upgrade(rev: Any, _context: Any) -> Any:
+        for current in rev:
+            try:
+                script.revision_map.get_revision(current)
+            except ResolutionError:
+                raise SchemaNewer(name, mset.name, current, str(script.get_current_head())) from None
         return script._upgrade_revs("head", rev)
 
     with EnvironmentContext(cfg, script, fn=upgrade, destination_rev="head") as env:
@@ -269,8 +276,18 @@ def postgresql_engine(url: str | URL) -> AsyncEngine:
     """A pooled async engine on the PostgreSQL database at ``url`` (psycopg 3). Connections are checked before
     use, so one the server closed (a restart, an idle timeout) is replaced instead of failing a request."""
     return create_async_engine(
-        postgresql_url(url), pool_size=_PG_POOL_SIZE, max_overflow=_PG_MAX_OVERFLOW, pool_pre_ping=True
+        postgresql_url(url),
+        pool_size=_PG_POOL_SIZE,
+        max_overflow=_PG_MAX_OVERFLOW,
+        pool_pre_ping=True,
+        connect_args=pg_connect_args(url),
     )
+
+
+def pg_connect_args(url: str | URL) -> dict[str, Any]:
+    """How long a connection attempt may take (``connect_timeout`` in the URL wins): an address that drops
+    packets would otherwise hold a start for the system's TCP timeout, minutes."""
+    return {} if "connect_timeout" in make_url(url).query else {"connect_timeout": _PG_CONNECT_TIMEOUT_S}
 
 
 def workspace_schema(workspace_id: str) -> str:
@@ -308,12 +325,17 @@ def apply_postgresql_migrations(
     the head of every migration set in one transaction, check it, and write ``seed`` in that same transaction.
     Processes migrating one database wait for each other on an advisory lock held by the transaction. Raises
     ``DatabaseDamaged`` when the result is not a complete database."""
-    engine = create_engine(postgresql_url(url), poolclass=NullPool)
+    engine = create_engine(postgresql_url(url), poolclass=NullPool, connect_args=pg_connect_args(url))
     name = engine.url.database or "(default)"
     if schema is not None:
         name += f" schema {schema}"
     try:
-        with _MIGRATING, engine.begin() as conn:
+        conn = engine.connect()
+    except sa.exc.DBAPIError as exc:
+        engine.dispose()
+        raise unreachable(engine.url, exc) from exc
+    try:
+        with _MIGRATING, conn, conn.begin():
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
             if schema is not None:
                 quoted = conn.dialect.identifier_preparer.quote_identifier(schema)
@@ -321,7 +343,7 @@ def apply_postgresql_migrations(
                 # Tables, version stamps and trigger functions are created in the schema, as in a database of its own.
                 conn.exec_driver_sql(f"SET LOCAL search_path TO {quoted}")
             for mset in sets:
-                _upgrade(conn, mset)
+                _upgrade(conn, mset, f"database {name}")
             problems = _missing(conn, sets, schema)
             if problems:
                 raise DatabaseDamaged(f"database {name} is missing " + "; ".join(problems))
@@ -495,10 +517,12 @@ class Databases:
                 else:
                     await asyncio.to_thread(apply_migrations, path, self._workspace_sets)
             except DatabaseDamaged as exc:
-                err = DatabaseDamaged(
-                    f"workspace {workspace_id} is unavailable: its database is damaged ({exc.message}); "
-                    "restore it from a backup"
+                why = (
+                    exc.message
+                    if isinstance(exc, SchemaNewer)
+                    else f"its database is damaged ({exc.message}); restore it from a backup"
                 )
+                err = DatabaseDamaged(f"workspace {workspace_id} is unavailable: {why}")
                 if damaged is None:
                     log.error("%s", err.message)
                 self._damaged[workspace_id] = (time.monotonic(), err)
@@ -511,7 +535,11 @@ class Databases:
         if self._pg_sync is None or self._pg_threads is None:
             assert self._pg_url is not None
             self._pg_sync = create_engine(
-                self._pg_url, pool_size=_PG_POOL_SIZE, max_overflow=_PG_MAX_OVERFLOW, pool_pre_ping=True
+                self._pg_url,
+                pool_size=_PG_POOL_SIZE,
+                max_overflow=_PG_MAX_OVERFLOW,
+                pool_pre_ping=True,
+                connect_args=pg_connect_args(self._pg_url),
             )
             # As many threads as connections kept: write transactions run one at a time anyway (the write lock).
             self._pg_threads = ThreadPoolExecutor(max_workers=_PG_POOL_SIZE, thread_name_prefix="pg-writer")

@@ -14,6 +14,7 @@ from hangar.core.clock import Clock, SystemClock
 from hangar.core.context import AppContext
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
+from hangar.core.dblocation import database_for, in_use, record_url
 from hangar.core.events import EventBus, EventRegistry
 from hangar.core.outbox import Outbox
 from hangar.core.part import Part, kernel_part
@@ -56,11 +57,50 @@ async def open_context(
 
         parts = all_parts()
     clock = clock or SystemClock()
-    datadir = DataDir(settings.data_dir).ensure()
     if not any(p.name == "kernel" for p in parts):
         parts = [kernel_part(), *parts]
-    dbs = Databases(datadir, [m for p in parts for m in p.migrations])
-    await dbs.open()
+    async with (
+        open_databases(settings, parts) as dbs,
+        _started(settings, clock, parts, dbs, follow_events, services) as ctx,
+    ):
+        yield ctx
+
+
+@contextlib.asynccontextmanager
+async def open_databases(settings: Settings, parts: Sequence[Part]) -> AsyncIterator[Databases]:
+    """The data directory's databases (where ``hangar.core.dblocation`` says they live), opened: migrated to the
+    head of ``parts``' migration sets and checked. The data directory's in-use lock is held until the block ends.
+    A database given by URL is recorded in the data directory once it has opened."""
+    datadir = DataDir(settings.data_dir).ensure()
+    given = settings.given_database_url
+    database = database_for(datadir.root, given)
+    if database is not None and database.password is None and settings.database_password is not None:
+        database = database.set(password=settings.database_password)
+    with in_use(datadir.root):
+        dbs = Databases(
+            datadir,
+            [m for p in parts for m in p.migrations],
+            postgresql=None if database is None else database.render_as_string(hide_password=False),
+        )
+        try:
+            await dbs.open()
+            if database is not None and given is not None:
+                record_url(datadir.root, database)  # every later command on this data directory opens it too
+            yield dbs
+        finally:
+            await dbs.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _started(
+    settings: Settings,
+    clock: Clock,
+    parts: Sequence[Part],
+    dbs: Databases,
+    follow_events: bool,
+    services: Sequence[object],
+) -> AsyncIterator[AppContext]:
+    """The context around opened databases, with every part started (and stopped when the block ends)."""
     registry = EventRegistry([e for p in parts for e in p.events])
     bus = EventBus(dbs, clock, registry)
     relay = Outbox(dbs.server, bus)
@@ -95,4 +135,3 @@ async def open_context(
                 except Exception:
                     log.exception("part %s failed to stop cleanly", part.name)
         await bus.aclose()
-        await dbs.aclose()
