@@ -91,7 +91,13 @@ class AgentRunner:
         self._finishing: set[str] = set()
         self._interrupted: set[str] = set()
         # The runs' driver locks, and the stop requests other processes write for the runs driven here.
-        self.control = RunControl(app.datadir.root / "agents" / "runs", kind="agent run", on_stop=self._stop_requested)
+        self.control = RunControl(
+            app.datadir.root / "agents" / "runs",
+            kind="agent run",
+            on_stop=self._stop_requested,
+            dbs=app.dbs,
+            on_fenced=self._fenced,
+        )
         self._pipelines_sub: Subscription | None = None
         self._owner = this_process()
 
@@ -160,7 +166,7 @@ class AgentRunner:
         ]
         # Each run's driver lock is held before its row says ``running``: no other process can take it for dead.
         for run in runs:
-            self.control.take(run.id)  # a new id: nobody else knows it yet
+            await self.control.take(run.id, workspace_id=workspace_id)  # a new id: nobody else knows it yet
         # The runs, their prompt and the events announcing them are recorded in one transaction (the message
         # names the first run); the turn events are written by each run's queue, in order, while the model is
         # being called.
@@ -260,6 +266,11 @@ class AgentRunner:
             adapter.cancel()
         # Without an adapter yet, the run sees the flag before it would start one.
         return True
+
+    def _fenced(self, run_id: str) -> None:
+        """This process lost the run's lease (its lease connection broke): stop its agent as a stop request
+        would; another process may close the run meanwhile, and the first record of its end stands."""
+        self._stop_requested(run_id)
 
     def _release(self, run_id: str) -> None:
         """Give up a run's driver lock once its end is recorded, and remove its directory (lock, stop request)."""
@@ -409,6 +420,7 @@ class AgentRunner:
                 at=self.app.clock.now(),
                 stop_here=lambda: self._close_if_abandoned(workspace_id, run),
                 ended=ended,
+                workspace_id=workspace_id,
             )
         finally:
             if run.status is not RunStatus.running:  # it ended elsewhere: what is left of its directory goes
@@ -428,10 +440,12 @@ class AgentRunner:
         ``failed``. Returns whether this call closed it."""
         if run.id in self._drivers or self.control.holds(run.id):
             return False
-        if run.owner != self._owner and is_alive(run.owner):
-            return False  # recorded by a live process (before driver locks, or its lock is on another host)
+        if not self.control.in_database and run.owner != self._owner and is_alive(run.owner):
+            # Recorded by a live process (before driver locks). On PostgreSQL the lease alone says: the owner's
+            # pid may be a process of another host.
+            return False
         # Taking the lock kills the agent's command the dead driver left running (if any).
-        took = self.control.try_take(run.id)
+        took = await self.control.try_take(run.id, workspace_id=workspace_id)
         if took is None:
             return False  # a live process drives it
         try:

@@ -72,6 +72,7 @@ from hangar.core.write_conn import Runner, WriteConnection, Writer
 from hangar.errors import Conflict, NotFound, Unavailable
 
 if TYPE_CHECKING:
+    from hangar.core.leases import Leases
     from hangar.core.pg_writer import PgReader, PgWriter
 
 log = logging.getLogger(__name__)
@@ -391,6 +392,7 @@ class Databases:
         self._pg_sync: Engine | None = None  # the pool of the write path's connections (``writer``)
         self._pg_threads: ThreadPoolExecutor | None = None  # and the threads its calls run on
         self._pg_reader: PgReader | None = None  # the change counters' reads (``stamp``)
+        self._leases: Leases | None = None  # the process's driver leases (``leases``)
         self._server_sets = [m for m in migrations if m.scope == "server"]
         self._workspace_sets = [m for m in migrations if m.scope == "workspace"]
         self._server: AsyncEngine | None = None
@@ -620,6 +622,17 @@ class Databases:
         if engine is not None and self._pg is None:  # PostgreSQL's engines share one pool, disposed at close
             await engine.dispose()
 
+    def leases(self) -> Leases:
+        """The process's driver leases on PostgreSQL (``hangar.core.leases``: one dedicated connection, opened at
+        the first claim); only on PostgreSQL."""
+        from hangar.core.leases import Leases  # psycopg loads only for PostgreSQL
+
+        if self._pg_url is None:
+            raise RuntimeError("leases are kept in PostgreSQL; SQLite installs lock control directories")
+        if self._leases is None:
+            self._leases = Leases(self._pg_url)
+        return self._leases
+
     @property
     def postgresql_url(self) -> URL | None:
         """The PostgreSQL database every database here lives in (None: SQLite files)."""
@@ -645,6 +658,9 @@ class Databases:
         if self._pg_reader is not None:
             await self._pg_reader.aclose()
             self._pg_reader = None
+        if self._leases is not None:
+            await self._leases.aclose()
+            self._leases = None
         if self._pg_threads is not None:
             await asyncio.to_thread(self._pg_threads.shutdown, wait=True)
             self._pg_threads = None
