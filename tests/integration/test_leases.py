@@ -42,6 +42,21 @@ async def test_a_claim_is_refused_while_another_process_or_this_one_holds_it(pg_
         await b.aclose()
 
 
+async def test_a_live_holder_keeps_its_lease_across_many_heartbeats(pg_url: str) -> None:
+    a, b = _leases(pg_url, heartbeat=0.02), _leases(pg_url)
+    lost: list[list[tuple[str, str]]] = []
+    a.on_lost(lost.append)
+    try:
+        assert await a.try_claim("pipeline run", "r1")
+        pid = a.backend_pid
+        await asyncio.sleep(0.5)  # some 25 heartbeats: no expiry ends a lease whose connection lives
+        assert lost == [] and a.fenced == 0 and a.holds("pipeline run", "r1") and a.backend_pid == pid
+        assert not await b.try_claim("pipeline run", "r1")
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
 async def test_the_lease_goes_with_its_connection_and_the_holder_fences(pg_url: str) -> None:
     a, b = _leases(pg_url), _leases(pg_url)
     lost: list[list[tuple[str, str]]] = []

@@ -69,7 +69,7 @@ from hangar.core.dbfailures import SchemaNewer, unreachable
 from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter, connect
 from hangar.core.stamps import STAMP_QUERY, StampReader
 from hangar.core.write_conn import Runner, WriteConnection, Writer
-from hangar.errors import Conflict, NotFound, Unavailable
+from hangar.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
     from hangar.core.leases import Leases

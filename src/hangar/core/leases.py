@@ -64,6 +64,7 @@ class Leases:
     def __init__(self, url: URL, *, heartbeat: float = HEARTBEAT_S) -> None:
         self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         self._target = url.render_as_string(hide_password=True)
+        self._password = url.password if isinstance(url.password, str) else None
         self.heartbeat = heartbeat
         self._conn: psycopg.AsyncConnection[tuple[object, ...]] | None = None
         self._lock = asyncio.Lock()
@@ -163,7 +164,7 @@ class Leases:
             "lost the lease connection to %s (%s): stopped driving %d run(s) here; they are taken again when "
             "the database is back and no other process took them",
             self._target,
-            (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200],
+            self._reason(exc),
             len(lost),
         )
         for watcher in self._watchers:
@@ -171,6 +172,10 @@ class Leases:
                 watcher(lost)
             except Exception:
                 log.exception("a lease owner failed to stop after its leases were lost")
+
+    def _reason(self, exc: BaseException) -> str:
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        return text.replace(self._password, "***") if self._password else text
 
     async def aclose(self) -> None:
         if self._beat is not None:

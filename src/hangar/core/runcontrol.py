@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from hangar.core.fileio import write_private_atomic
-from hangar.core.leases import Leases, LeaseLost
 from hangar.core.paths import contained
 from hangar.core.procs import kill_orphaned_groups
 from hangar.core.tables import run_stop_requests
@@ -55,6 +54,7 @@ from hangar.errors import Conflict, Unavailable
 
 if TYPE_CHECKING:
     from hangar.core.db import Databases
+    from hangar.core.leases import Leases
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +209,8 @@ class RunControl:
         control_dir = self.control_dir(run_id)
         lock: DriverLock | None = None
         if self._dbs is not None:
+            from hangar.core.leases import LeaseLost  # psycopg loads only for PostgreSQL
+
             if workspace_id is None:
                 raise ValueError("a run's workspace is needed to take it on PostgreSQL")
             if run_id in self._held:

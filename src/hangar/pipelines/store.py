@@ -295,11 +295,7 @@ class PipelineStore:
         """Runs not finished (``running_only``: not waiting either, every live step suspended)."""
         engine = await self.engine(ws)
         statuses = [RunStatus.running.value] if running_only else [RunStatus.running.value, RunStatus.suspended.value]
-        q = (
-            sa.select(t.runs.c.id)
-            .where(t.runs.c.status.in_(statuses))
-            .order_by(t.runs.c.created_at)
-        )
+        q = sa.select(t.runs.c.id).where(t.runs.c.status.in_(statuses)).order_by(t.runs.c.created_at)
         async with engine.connect() as conn:
             return [r[0] for r in (await conn.execute(q)).all()]
 
