@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
+from hangar.core.db import workspace_schema
 from tests.support.processes import ServeProcess, cli, hangar_serve, owner_token
 from tests.support.rpc import RpcClient, RpcError
 
@@ -35,6 +38,12 @@ def two_servers(tmp_path: Path, pg_url: str) -> Iterator[tuple[ServeProcess, Ser
         a = stack.enter_context(hangar_serve(data_a, log=tmp_path / "a.log"))
         b = stack.enter_context(hangar_serve(data_b, log=tmp_path / "b.log"))
         yield a, b, token
+
+
+def stop_rows(pg_url: str, ws: str) -> list[tuple[object, ...]]:
+    conninfo = make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(conninfo) as conn:
+        return conn.execute(f"SELECT kind, run_id FROM {workspace_schema(ws)}.run_stop_requests").fetchall()
 
 
 def shell_template(tid: str, script: str) -> dict[str, Any]:
@@ -106,6 +115,8 @@ async def test_a_stop_asked_of_one_server_stops_the_run_the_other_drives(tmp_pat
             await asyncio.sleep(8)
             assert not late.exists()
             assert (await ca.call("pipelines.runs.get", workspace_id=ws, runId=run_id))["status"] == "cancelled"
+        # The request was a row in the workspace's schema, gone with the run's end.
+        assert stop_rows(pg_url, ws) == []
 
 
 async def test_a_pairing_code_minted_on_one_server_is_redeemed_on_the_other_once(tmp_path: Path, pg_url: str) -> None:

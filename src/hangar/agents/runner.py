@@ -274,7 +274,7 @@ class AgentRunner:
 
     def _release(self, run_id: str) -> None:
         """Give up a run's driver lock once its end is recorded, and remove its directory (lock, stop request)."""
-        self.control.release(run_id)
+        self.control.release(run_id, ended=True)
         self.control.remove(run_id)
 
     async def _drive(self, live: LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:

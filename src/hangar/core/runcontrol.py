@@ -241,17 +241,30 @@ class RunControl:
             raise DrivenElsewhere(run_id, self.kind)
         return took
 
-    def release(self, run_id: str) -> None:
-        """Give up driving the run (its lock goes); safe when it is not held."""
+    def release(self, run_id: str, *, ended: bool = False) -> None:
+        """Give up driving the run (its lock goes); safe when it is not held. ``ended``: the run's end is stored,
+        so its stop request (a row, on PostgreSQL) goes too."""
         held = self._held.pop(run_id, None)
         if held is None:
             return
         if held.lock is not None:
             held.lock.release()
         elif self._leases is not None:
-            task = asyncio.get_running_loop().create_task(self._leases.release(self.kind, run_id))
+            task = asyncio.get_running_loop().create_task(self._let_go(run_id, held.workspace_id, ended))
             self._releasing.add(task)
             task.add_done_callback(self._releasing.discard)
+
+    async def _let_go(self, run_id: str, workspace_id: str | None, ended: bool) -> None:
+        assert self._leases is not None and self._dbs is not None
+        if ended and workspace_id is not None:
+            try:
+                engine = await self._dbs.workspace(workspace_id)
+                t = run_stop_requests
+                async with engine.begin() as conn:
+                    await conn.execute(sa.delete(t).where(t.c.kind == self.kind, t.c.run_id == run_id))
+            except Exception:  # a leftover row names a finished run: nothing reads it again
+                log.warning("%s %s: its stop request could not be removed", self.kind, run_id, exc_info=True)
+        await self._leases.release(self.kind, run_id)
 
     def remove(self, run_id: str) -> None:
         """Remove the run's control directory (lock file, stop request, process records): for runs whose end is

@@ -320,7 +320,7 @@ class PipelineEngine:
             if slot:
                 self.slots.release(ws, run_id)
             self.detach(driver)
-            self.control.release(driver.run.id)
+            self.control.release(driver.run.id, ended=driver.run.status in FINISHED_RUN)
             await self._release_enclosure(driver.run.id)
             if self._tasks.get(driver.run.id) is asyncio.current_task():
                 del self._tasks[driver.run.id]
