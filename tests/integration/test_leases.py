@@ -4,6 +4,7 @@ process, released by the database when that connection ends, and fenced by the h
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -85,7 +86,7 @@ async def test_the_lease_goes_with_its_connection_and_the_holder_fences(pg_url: 
         await b.aclose()
 
 
-async def test_a_call_on_a_dead_connection_fences_and_says_so(pg_url: str) -> None:
+async def test_a_call_on_a_dead_connection_fences_and_goes_on_on_a_new_one(pg_url: str) -> None:
     a = _leases(pg_url, heartbeat=3600)  # no heartbeat in time: the call finds the connection dead
     lost: list[list[tuple[str, str]]] = []
     a.on_lost(lost.append)
@@ -95,10 +96,22 @@ async def test_a_call_on_a_dead_connection_fences_and_says_so(pg_url: str) -> No
         assert pid is not None
         await asyncio.to_thread(_terminate, pg_url, pid)
         await asyncio.sleep(0.2)
-        with pytest.raises(LeaseLost):
-            await a.try_claim("agent run", "r2")
-        assert lost == [[("agent run", "r1")]]
-        assert await a.try_claim("agent run", "r1")  # reconnected at the next call; the lease was free
+        assert await a.try_claim("agent run", "r2")  # on a new connection
+        assert lost == [[("agent run", "r1")]] and not a.holds("agent run", "r1")
+        assert a.backend_pid not in (None, pid)
+        assert await a.try_claim("agent run", "r1")  # it was free: the database released it with the old one
+    finally:
+        await a.aclose()
+
+
+async def test_an_unreachable_database_is_lease_lost(tmp_path: Path) -> None:
+    nowhere = postgresql_url(f"postgresql://hangar@/hangar?host={tmp_path}")
+    a = Leases(nowhere)
+    try:
+        with pytest.raises(LeaseLost) as err:
+            await a.try_claim("pipeline run", "r1")
+        assert "the lease connection to postgresql" in str(err.value)
+        assert not a.holds("pipeline run", "r1")
     finally:
         await a.aclose()
 

@@ -96,16 +96,23 @@ class Leases:
         return self._conn
 
     async def _call(self, sql: str, name: str) -> bool:
-        """One lock call on the lease connection; a failure fences (``LeaseLost``)."""
+        """One lock call on the lease connection. A connection found broken fences (every lease held is gone)
+        and the call is tried once more on a new one (after a database restart the next claim just works);
+        ``LeaseLost`` when that fails too."""
         async with self._lock:
-            try:
-                conn = await self._connection()
-                cur = await asyncio.wait_for(conn.execute(sql, (name,)), CHECK_TIMEOUT_S)
-                row = await cur.fetchone()
-            except (psycopg.Error, OSError, TimeoutError) as exc:
-                self._fence(exc)
-                raise LeaseLost(f"the lease connection to {self._target} failed") from exc
-        return bool(row and row[0])
+            for attempt in (1, 2):
+                fresh = self._conn is None or self._conn.closed
+                try:
+                    conn = await self._connection()
+                    cur = await asyncio.wait_for(conn.execute(sql, (name,)), CHECK_TIMEOUT_S)
+                    row = await cur.fetchone()
+                except (psycopg.Error, OSError, TimeoutError) as exc:
+                    self._fence(exc)
+                    if fresh or attempt == 2:
+                        raise LeaseLost(f"the lease connection to {self._target} failed") from exc
+                    continue
+                return bool(row and row[0])
+        raise AssertionError("unreachable")
 
     async def try_claim(self, kind: str, ident: str) -> bool:
         """Take the lease, or ``False`` when any process (this one included) holds it."""

@@ -274,8 +274,9 @@ class PipelineEngine:
         except BaseException:
             self.control.release(run.id)
             raise
-        if not created:
+        if not created:  # this firing has its run already: the new id's lock and directory go
             self.control.release(run.id)
+            self.control.remove(run.id)
             return None
         self._launch(RunDriver(self, run, recs, template), took)
         return run.id
