@@ -4,14 +4,23 @@ process, released by the database when that connection ends, and fenced by the h
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from hangar.core.context import AppContext
 from hangar.core.db import postgresql_url
 from hangar.core.leases import APPLICATION_NAME, LeaseLost, Leases
+from hangar.core.runcontrol import LOCK_NAME, DrivenElsewhere, RunControl, Takeover
+from hangar.core.tables import run_stop_requests
+from hangar.errors import Unavailable
+from tests.support.dialects import app_on
+
+AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 def _leases(pg_url: str, heartbeat: float = 0.05) -> Leases:
@@ -128,3 +137,71 @@ async def test_the_lease_connection_is_named_and_probed_by_the_server(pg_url: st
         assert row == (APPLICATION_NAME,)
     finally:
         await a.aclose()
+
+
+async def test_run_control_on_postgresql_claims_stops_and_fences_through_the_database(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Two processes' run control (each its own Databases, as two servers): a run held by one is refused to the
+    other; a stop asked by the other is a row that reaches the holder; a lost lease connection fences the
+    holder's runs and the other takes them, honouring the stop request that stands."""
+    async with app_on(tmp_path / "a", pg_url) as a, app_on(tmp_path / "b", pg_url) as b:
+        await a.dbs.create_workspace("w1")
+        stops: list[str] = []
+        fenced: list[str] = []
+        ca = RunControl(
+            tmp_path / "ca",
+            kind="pipeline run",
+            on_stop=lambda r: stops.append(r) or True,
+            dbs=a.dbs,
+            on_fenced=fenced.append,
+        )
+        cb = RunControl(tmp_path / "cb", kind="pipeline run", on_stop=lambda _r: True, dbs=b.dbs)
+        assert ca.in_database and cb.in_database
+        took = await ca.take("r1", workspace_id="w1")
+        assert took == Takeover(stop_requested=False, killed=0)
+        assert await cb.try_take("r1", workspace_id="w1") is None
+        with pytest.raises(DrivenElsewhere):
+            await cb.take("r1", workspace_id="w1")
+        assert not (tmp_path / "ca" / "r1" / LOCK_NAME).exists()  # no flock on PostgreSQL
+
+        async def never_here() -> bool:
+            return False
+
+        async def never_ends() -> bool:
+            return False
+
+        with pytest.raises(Unavailable):  # the holder never ends it here; the request stands
+            await cb.stop(
+                "r1", by="user:pat", at=AT, stop_here=never_here, ended=never_ends, wait_s=0.3, workspace_id="w1"
+            )
+        assert stops == ["r1"]  # the holder was told, through the row
+        rows = await _stop_rows(a, "w1")
+        assert rows == [("pipeline run", "r1", "user:pat", AT)]
+
+        pid = a.dbs.leases().backend_pid
+        assert pid is not None
+        await asyncio.to_thread(_terminate, pg_url, pid)
+        async with asyncio.timeout(10):
+            while not fenced:
+                await asyncio.sleep(0.01)
+        assert fenced == ["r1"] and not ca.holds("r1")
+        again = await cb.take("r1", workspace_id="w1")
+        assert again.stop_requested  # the next driver honours the request before anything runs
+        cb.release("r1", ended=True)
+        await cb.aclose()
+        await ca.aclose()
+        assert await _stop_rows(a, "w1") == []  # gone with the run's end
+        assert await ca.try_take("r1", workspace_id="w1") is not None  # free again
+        ca.release("r1")
+        await ca.aclose()
+        with pytest.raises(ValueError):
+            await ca.try_take("r2")  # on PostgreSQL a run is taken with its workspace
+
+
+async def _stop_rows(app: AppContext, ws: str) -> list[tuple[object, ...]]:
+    engine = await app.dbs.workspace(ws)
+    t = run_stop_requests
+    async with engine.connect() as conn:
+        rows = await conn.execute(sa.select(t.c.kind, t.c.run_id, t.c.requested_by, t.c.requested_at))
+        return [tuple(r) for r in rows]

@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from hangar.core.db import workspace_schema
+from tests.integration.test_confined_user_code import template
 from tests.support.processes import ServeProcess, cli, hangar_serve, owner_token
 from tests.support.rpc import RpcClient, RpcError
 
@@ -47,19 +48,7 @@ def stop_rows(pg_url: str, ws: str) -> list[tuple[object, ...]]:
 
 
 def shell_template(tid: str, script: str) -> dict[str, Any]:
-    return {
-        "id": tid,
-        "steps": [
-            {"id": "start", "kind": "trigger"},
-            {
-                "id": "work",
-                "kind": "listen",
-                "body": "shell.run",
-                "trigger": {"sourceStepIds": ["start"]},
-                "config": {"script": script, "outputKey": "work"},
-            },
-        ],
-    }
+    return template(tid, ("work", script, {}))
 
 
 async def start_run(c: RpcClient, ws: str, template: dict[str, Any]) -> str:
