@@ -44,7 +44,7 @@ def two_servers(tmp_path: Path, pg_url: str) -> Iterator[tuple[ServeProcess, Ser
 def stop_rows(pg_url: str, ws: str) -> list[tuple[object, ...]]:
     conninfo = make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(conninfo) as conn:
-        return conn.execute(f"SELECT kind, run_id FROM {workspace_schema(ws)}.run_stop_requests").fetchall()
+        return conn.execute(f'SELECT kind, run_id FROM "{workspace_schema(ws)}".run_stop_requests').fetchall()
 
 
 def shell_template(tid: str, script: str) -> dict[str, Any]:
