@@ -21,7 +21,9 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from hangar.core.db import workspace_schema
+from tests.integration.test_agents_interrupt_elsewhere import alive
 from tests.integration.test_confined_user_code import template
+from tests.support.confined import CLI_AGENT
 from tests.support.processes import ServeProcess, cli, hangar_serve, owner_token
 from tests.support.rpc import RpcClient, RpcError
 
@@ -132,3 +134,28 @@ async def test_a_member_removed_through_one_server_is_refused_at_once_on_the_oth
                 with pytest.raises(RpcError) as refused:
                     await pat.call("spaces.list", workspace_id=ws)
                 assert refused.value.code in ("forbidden", "not_found"), refused.value
+
+
+async def test_an_interrupt_asked_of_one_server_stops_the_agent_run_the_other_drives(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with two_servers(tmp_path, pg_url) as (a, b, token):
+        async with RpcClient(a.ws_url, token) as ca, RpcClient(b.ws_url, token) as cb:
+            ws = (await ca.call("workspaces.create", name="agents"))["id"]
+            space = await ca.call("spaces.create", workspace_id=ws, title="cli")
+            adapter = {"type": "command", "argv": [*CLI_AGENT]}
+            agent = await ca.call("agents.create", workspace_id=ws, name="Sleeper", adapter=adapter)
+            started = await ca.call(
+                "agents.run", workspace_id=ws, agent_id=agent["id"], space_id=space["id"], prompt="sleep"
+            )
+            pid_file = Path(space["folder"]) / "child.pid"
+            async with asyncio.timeout(60):  # A drives it: its command sleeps on A's host
+                while not (pid_file.exists() and pid_file.read_text()):
+                    await asyncio.sleep(0.05)
+            child = int(pid_file.read_text())
+            run = await cb.call("runs.interrupt", workspace_id=ws, runId=started["runId"])
+            assert run["outcome"] == "interrupted", run
+            async with asyncio.timeout(10):  # A stopped the command it started
+                while alive(child):
+                    await asyncio.sleep(0.05)
+            assert (await ca.call("runs.get", workspace_id=ws, runId=started["runId"]))["outcome"] == "interrupted"
