@@ -10,6 +10,8 @@ test is about coordination, not confinement.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -136,26 +138,44 @@ async def test_a_member_removed_through_one_server_is_refused_at_once_on_the_oth
                 assert refused.value.code in ("forbidden", "not_found"), refused.value
 
 
+async def sleeping_agent_run(c: RpcClient) -> tuple[str, str, int]:
+    """A command agent's run sleeping on the host of the server ``c`` speaks to: (workspace, run, its child's
+    pid)."""
+    ws = (await c.call("workspaces.create", name="agents"))["id"]
+    space = await c.call("spaces.create", workspace_id=ws, title="cli")
+    adapter = {"type": "command", "argv": [*CLI_AGENT]}
+    agent = await c.call("agents.create", workspace_id=ws, name="Sleeper", adapter=adapter)
+    started = await c.call("agents.run", workspace_id=ws, agent_id=agent["id"], space_id=space["id"], prompt="sleep")
+    pid_file = Path(space["folder"]) / "child.pid"
+    async with asyncio.timeout(60):
+        while not (pid_file.exists() and pid_file.read_text()):
+            await asyncio.sleep(0.05)
+    return ws, str(started["runId"]), int(pid_file.read_text())
+
+
 async def test_an_interrupt_asked_of_one_server_stops_the_agent_run_the_other_drives(
     tmp_path: Path, pg_url: str
 ) -> None:
     with two_servers(tmp_path, pg_url) as (a, b, token):
         async with RpcClient(a.ws_url, token) as ca, RpcClient(b.ws_url, token) as cb:
-            ws = (await ca.call("workspaces.create", name="agents"))["id"]
-            space = await ca.call("spaces.create", workspace_id=ws, title="cli")
-            adapter = {"type": "command", "argv": [*CLI_AGENT]}
-            agent = await ca.call("agents.create", workspace_id=ws, name="Sleeper", adapter=adapter)
-            started = await ca.call(
-                "agents.run", workspace_id=ws, agent_id=agent["id"], space_id=space["id"], prompt="sleep"
-            )
-            pid_file = Path(space["folder"]) / "child.pid"
-            async with asyncio.timeout(60):  # A drives it: its command sleeps on A's host
-                while not (pid_file.exists() and pid_file.read_text()):
-                    await asyncio.sleep(0.05)
-            child = int(pid_file.read_text())
-            run = await cb.call("runs.interrupt", workspace_id=ws, runId=started["runId"])
+            ws, run_id, child = await sleeping_agent_run(ca)
+            run = await cb.call("runs.interrupt", workspace_id=ws, runId=run_id)
             assert run["outcome"] == "interrupted", run
             async with asyncio.timeout(10):  # A stopped the command it started
                 while alive(child):
                     await asyncio.sleep(0.05)
-            assert (await ca.call("runs.get", workspace_id=ws, runId=started["runId"]))["outcome"] == "interrupted"
+            assert (await ca.call("runs.get", workspace_id=ws, runId=run_id))["outcome"] == "interrupted"
+
+
+async def test_an_agent_run_whose_server_is_killed_is_closed_by_the_other_unasked(tmp_path: Path, pg_url: str) -> None:
+    with two_servers(tmp_path, pg_url) as (a, b, token):
+        async with RpcClient(a.ws_url, token) as ca:
+            ws, run_id, child = await sleeping_agent_run(ca)
+        a.kill9()
+        async with RpcClient(b.ws_url, token) as cb:
+            async with asyncio.timeout(60):
+                while (run := await cb.call("runs.get", workspace_id=ws, runId=run_id))["status"] == "running":
+                    await asyncio.sleep(0.2)
+            assert run["outcome"] == "failed", run
+        if alive(child):  # not in A's process group: a host's death would have taken it, a process's does not
+            os.kill(child, signal.SIGKILL)

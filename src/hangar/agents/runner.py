@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, Unpack
 
@@ -99,6 +100,7 @@ class AgentRunner:
             on_fenced=self._fenced,
         )
         self._pipelines_sub: Subscription | None = None
+        self._recovering: asyncio.Task[None] | None = None
         self._owner = this_process()
 
     def run_dir(self, run_id: str) -> Path:
@@ -526,6 +528,21 @@ class AgentRunner:
                 closed += 1
         return closed
 
+    def recover_every(self, interval: float, workspaces: Callable[[], Awaitable[list[str]]]) -> None:
+        """Also ``recover`` every ``interval`` seconds while the process runs (servers sharing a PostgreSQL
+        database: a run whose server died is closed by another within that, its lease gone with the server)."""
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                for workspace_id in await workspaces():
+                    try:
+                        await self.recover(workspace_id)
+                    except Exception:
+                        log.exception("agents: could not close the abandoned runs of %s", workspace_id)
+
+        self._recovering = asyncio.get_running_loop().create_task(loop(), name="agents:recover")
+
     @property
     def busy(self) -> bool:
         """Whether a run is live in this process."""
@@ -539,6 +556,10 @@ class AgentRunner:
 
     async def aclose(self) -> None:
         """Stop every live run (each ends ``interrupted``) and close the HTTP pool; safe twice."""
+        if self._recovering is not None:
+            self._recovering.cancel()
+            await asyncio.gather(self._recovering, return_exceptions=True)
+            self._recovering = None
         if self._pipelines_sub is not None:
             await self.app.bus.unsubscribe(self._pipelines_sub)
             self._pipelines_sub = None
