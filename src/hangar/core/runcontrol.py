@@ -21,7 +21,7 @@ On PostgreSQL (servers on several hosts, each with its own filesystem) the claim
 database, and the flock and ``.stop`` note above are not used: the driver holds a lease (a session-level advisory
 lock on its process's lease connection, ``hangar.core.leases``, which says why that and not lease rows), and a
 stop request is a ``run_stop_requests`` row (who asked, when) in the run's workspace, which the driver reads
-every ``STOP_POLL_S`` (one query for every run it holds in a workspace) and whoever takes the run next honours
+every ``STOP_POLL_DB_S`` (one query for the runs it holds in a workspace) and whoever takes the run next honours
 before anything runs. A process that loses its lease connection stops driving every run it held
 (``on_fenced``), recording nothing. Process-group records stay in the control directory on the driver's host:
 only that host can signal those processes. When that host died its processes died with it, and a driver on
@@ -63,6 +63,8 @@ STOP_NAME = ".stop"
 # How often a driving process looks for stop requests (a stat per held run), how often a requester looks whether
 # the run has ended (one row read), and how long it waits for that.
 STOP_POLL_S = 0.05
+# On PostgreSQL the look is a query per workspace with held runs, not a stat: a little less often.
+STOP_POLL_DB_S = 0.2
 END_POLL_S = 0.025
 STOP_WAIT_S = 20.0
 
@@ -318,9 +320,9 @@ class RunControl:
 
     async def _watch_stops(self) -> None:
         """While this process holds runs: hand each stop request another process wrote to ``on_stop`` (a stat per
-        held run, or one query per workspace on PostgreSQL, every ``STOP_POLL_S``)."""
+        held run every ``STOP_POLL_S``, or one query per workspace every ``STOP_POLL_DB_S`` on PostgreSQL)."""
         while self._held:
-            await asyncio.sleep(STOP_POLL_S)
+            await asyncio.sleep(STOP_POLL_S if self._dbs is None else STOP_POLL_DB_S)
             for run_id in await self._new_stops():
                 held = self._held.get(run_id)
                 if held is not None and not held.stop_seen:
@@ -371,6 +373,7 @@ __all__ = [
     "END_POLL_S",
     "LOCK_NAME",
     "STOP_NAME",
+    "STOP_POLL_DB_S",
     "STOP_POLL_S",
     "STOP_WAIT_S",
     "DrivenElsewhere",
