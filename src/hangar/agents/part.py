@@ -15,6 +15,9 @@ from hangar.core.part import Part
 from hangar.identity import usable_workspace_ids
 from hangar.workspace import SpaceService
 
+# On PostgreSQL, how often each server looks for agent runs a dead server left running (one query per workspace).
+RECOVER_INTERVAL_S = 2.0
+
 
 async def _start(app: AppContext) -> None:
     agents = app.provide(AgentService(app))
@@ -24,6 +27,8 @@ async def _start(app: AppContext) -> None:
     # Runs a previous process left running can never finish now: close them so their waiters move on.
     for workspace_id in await usable_workspace_ids(app):
         await runner.recover(workspace_id)
+    if runner.control.in_database:  # another server's runs are abandoned when it dies, not only at a start
+        runner.recover_every(RECOVER_INTERVAL_S, lambda: usable_workspace_ids(app))
 
 
 async def _stop(app: AppContext) -> None:

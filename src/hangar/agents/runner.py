@@ -18,6 +18,7 @@ import asyncio
 import functools
 import logging
 import ssl
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, Unpack
 
@@ -92,8 +93,15 @@ class AgentRunner:
         self._finishing: set[str] = set()
         self._interrupted: set[str] = set()
         # The runs' driver locks, and the stop requests other processes write for the runs driven here.
-        self.control = RunControl(app.datadir.root / "agents" / "runs", kind="agent run", on_stop=self._stop_requested)
+        self.control = RunControl(
+            app.datadir.root / "agents" / "runs",
+            kind="agent run",
+            on_stop=self._stop_requested,
+            dbs=app.dbs,
+            on_fenced=self._fenced,
+        )
         self._pipelines_sub: Subscription | None = None
+        self._recovering: asyncio.Task[None] | None = None
         self._owner = this_process()
 
     def run_dir(self, run_id: str) -> Path:
@@ -161,7 +169,7 @@ class AgentRunner:
         ]
         # Each run's driver lock is held before its row says ``running``: no other process can take it for dead.
         for run in runs:
-            self.control.take(run.id)  # a new id: nobody else knows it yet
+            await self.control.take(run.id, workspace_id=workspace_id)  # a new id: nobody else knows it yet
         # The runs, their prompt and the events announcing them are recorded in one transaction (the message
         # names the first run); the turn events are written by each run's queue, in order, while the model is
         # being called.
@@ -266,9 +274,14 @@ class AgentRunner:
         # Without an adapter yet, the run sees the flag before it would start one.
         return True
 
+    def _fenced(self, run_id: str) -> None:
+        """This process lost the run's lease (its lease connection broke): stop its agent as a stop request
+        would; another process may close the run meanwhile, and the first record of its end stands."""
+        self._stop_requested(run_id)
+
     def _release(self, run_id: str) -> None:
         """Give up a run's driver lock once its end is recorded, and remove its directory (lock, stop request)."""
-        self.control.release(run_id)
+        self.control.release(run_id, ended=True)
         self.control.remove(run_id)
 
     async def _drive(self, live: LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
@@ -416,6 +429,7 @@ class AgentRunner:
                 at=self.app.clock.now(),
                 stop_here=lambda: self._close_if_abandoned(workspace_id, run),
                 ended=ended,
+                workspace_id=workspace_id,
             )
         finally:
             if run.status is not RunStatus.running:  # it ended elsewhere: what is left of its directory goes
@@ -435,10 +449,12 @@ class AgentRunner:
         ``failed``. Returns whether this call closed it."""
         if run.id in self._drivers or self.control.holds(run.id):
             return False
-        if run.owner != self._owner and is_alive(run.owner):
-            return False  # recorded by a live process (before driver locks, or its lock is on another host)
+        if not self.control.in_database and run.owner != self._owner and is_alive(run.owner):
+            # Recorded by a live process (before driver locks). On PostgreSQL the lease alone says: the owner's
+            # pid may be a process of another host.
+            return False
         # Taking the lock kills the agent's command the dead driver left running (if any).
-        took = self.control.try_take(run.id)
+        took = await self.control.try_take(run.id, workspace_id=workspace_id)
         if took is None:
             return False  # a live process drives it
         try:
@@ -519,6 +535,21 @@ class AgentRunner:
                 closed += 1
         return closed
 
+    def recover_every(self, interval: float, workspaces: Callable[[], Awaitable[list[str]]]) -> None:
+        """Also ``recover`` every ``interval`` seconds while the process runs (servers sharing a PostgreSQL
+        database: a run whose server died is closed by another within that, its lease gone with the server)."""
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                for workspace_id in await workspaces():
+                    try:
+                        await self.recover(workspace_id)
+                    except Exception:
+                        log.exception("agents: could not close the abandoned runs of %s", workspace_id)
+
+        self._recovering = asyncio.get_running_loop().create_task(loop(), name="agents:recover")
+
     @property
     def busy(self) -> bool:
         """Whether a run is live in this process."""
@@ -532,6 +563,10 @@ class AgentRunner:
 
     async def aclose(self) -> None:
         """Stop every live run (each ends ``interrupted``) and close the HTTP pool; safe twice."""
+        if self._recovering is not None:
+            self._recovering.cancel()
+            await asyncio.gather(self._recovering, return_exceptions=True)
+            self._recovering = None
         if self._pipelines_sub is not None:
             await self.app.bus.unsubscribe(self._pipelines_sub)
             self._pipelines_sub = None

@@ -27,6 +27,7 @@ Files and processes
 - ``beneath``: touching trees a guest can write without following anything in them.
 - ``procs``: naming one process for good across processes (pid and start time).
 - ``runcontrol``: one driver per run, stop requests from any process, taking over a dead driver's runs.
+- ``leases``: on PostgreSQL, who drives a run across hosts (session advisory locks, fenced on a lost connection).
 
 Confined code
 - ``confine``: where code users author runs (``Confinement``, ``Scope``, ``Job``), and the trusted-host switch.

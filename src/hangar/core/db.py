@@ -73,6 +73,7 @@ from hangar.core.write_conn import Runner, WriteConnection, Writer
 from hangar.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
+    from hangar.core.leases import Leases
     from hangar.core.pg_writer import PgReader, PgWriter
 
 log = logging.getLogger(__name__)
@@ -374,6 +375,7 @@ class Databases:
         self._pg_sync: Engine | None = None  # the pool of the write path's connections (``writer``)
         self._pg_threads: ThreadPoolExecutor | None = None  # and the threads its calls run on
         self._pg_reader: PgReader | None = None  # the change counters' reads (``stamp``)
+        self._leases: Leases | None = None  # the process's driver leases (``leases``)
         self._server_sets = [m for m in migrations if m.scope == "server"]
         self._workspace_sets = [m for m in migrations if m.scope == "workspace"]
         self._server: AsyncEngine | None = None
@@ -518,7 +520,11 @@ class Databases:
         if self._pg_sync is None or self._pg_threads is None:
             assert self._pg_url is not None
             self._pg_sync = create_engine(
-                self._pg_url, pool_size=_PG_POOL_SIZE, max_overflow=_PG_MAX_OVERFLOW, pool_pre_ping=True
+                self._pg_url,
+                pool_size=_PG_POOL_SIZE,
+                max_overflow=_PG_MAX_OVERFLOW,
+                pool_pre_ping=True,
+                connect_args=pg_connect_args(self._pg_url),
             )
             # As many threads as connections kept: write transactions run one at a time anyway (the write lock).
             self._pg_threads = ThreadPoolExecutor(max_workers=_PG_POOL_SIZE, thread_name_prefix="pg-writer")
@@ -599,6 +605,17 @@ class Databases:
         if engine is not None and self._pg is None:  # PostgreSQL's engines share one pool, disposed at close
             await engine.dispose()
 
+    def leases(self) -> Leases:
+        """The process's driver leases on PostgreSQL (``hangar.core.leases``: one dedicated connection, opened at
+        the first claim); only on PostgreSQL."""
+        from hangar.core.leases import Leases  # psycopg loads only for PostgreSQL
+
+        if self._pg_url is None:
+            raise RuntimeError("leases are kept in PostgreSQL; SQLite installs lock control directories")
+        if self._leases is None:
+            self._leases = Leases(self._pg_url)
+        return self._leases
+
     @property
     def postgresql_url(self) -> URL | None:
         """The PostgreSQL database every database here lives in (None: SQLite files)."""
@@ -624,6 +641,9 @@ class Databases:
         if self._pg_reader is not None:
             await self._pg_reader.aclose()
             self._pg_reader = None
+        if self._leases is not None:
+            await self._leases.aclose()
+            self._leases = None
         if self._pg_threads is not None:
             await asyncio.to_thread(self._pg_threads.shutdown, wait=True)
             self._pg_threads = None

@@ -16,6 +16,17 @@ the lock next kills what a dead driver left running.
 
 A control directory lies outside every directory a run's (confined) scripts can write, so nothing they do can
 steer the driver or the host.
+
+On PostgreSQL (servers on several hosts, each with its own filesystem) the claim and the stop request move to the
+database, and the flock and ``.stop`` note above are not used: the driver holds a lease (a session-level advisory
+lock on its process's lease connection, ``hangar.core.leases``, which says why that and not lease rows), and a
+stop request is a ``run_stop_requests`` row (who asked, when) in the run's workspace, which the driver reads
+every ``STOP_POLL_DB_S`` (one query for the runs it holds in a workspace) and whoever takes the run next honours
+before anything runs. A process that loses its lease connection stops driving every run it held
+(``on_fenced``), recording nothing. Process-group records stay in the control directory on the driver's host:
+only that host can signal those processes. When that host died its processes died with it, and a driver on
+another host finds no records there; when only the driving process died, a later driver on the same host (one
+data directory) kills what it left, as on SQLite.
 """
 
 from __future__ import annotations
@@ -31,11 +42,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
 
 from hangar.core.fileio import write_private_atomic
 from hangar.core.paths import contained
 from hangar.core.procs import kill_orphaned_groups
+from hangar.core.tables import run_stop_requests
 from hangar.errors import Conflict, Unavailable
+
+if TYPE_CHECKING:
+    from hangar.core.db import Databases
+    from hangar.core.leases import Leases
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +63,8 @@ STOP_NAME = ".stop"
 # How often a driving process looks for stop requests (a stat per held run), how often a requester looks whether
 # the run has ended (one row read), and how long it waits for that.
 STOP_POLL_S = 0.05
+# On PostgreSQL the look is a query per workspace with held runs, not a stat: a little less often.
+STOP_POLL_DB_S = 0.2
 END_POLL_S = 0.025
 STOP_WAIT_S = 20.0
 
@@ -122,9 +143,10 @@ class Takeover:
 
 @dataclass
 class _Held:
-    lock: DriverLock
+    lock: DriverLock | None  # None: held as a lease in the database
     control_dir: Path
     stop_seen: bool
+    workspace_id: str | None
 
 
 class RunControl:
@@ -132,14 +154,45 @@ class RunControl:
 
     ``on_stop(run_id)`` is called, on the event loop, for a stop request another process writes while this one
     holds the run; it returns whether the stop is in hand (``False``: offer it again at the next look, e.g. while
-    the run is between being taken and being driven)."""
+    the run is between being taken and being driven). Given ``dbs`` on PostgreSQL, claims and stop requests are
+    in the database (the module's docstring); ``on_fenced(run_id)`` is then called for each run this process
+    stopped holding because its lease connection broke: stop driving it at once and record nothing."""
 
-    def __init__(self, root: Path, *, kind: str, on_stop: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        kind: str,
+        on_stop: Callable[[str], bool],
+        dbs: Databases | None = None,
+        on_fenced: Callable[[str], None] | None = None,
+    ) -> None:
         self.root = root
         self.kind = kind
         self._on_stop = on_stop
+        self._on_fenced = on_fenced
+        self._dbs = dbs if dbs is not None and dbs.postgresql_url is not None else None
+        self._leases: Leases | None = None
         self._held: dict[str, _Held] = {}
         self._watch: asyncio.Task[None] | None = None
+        self._releasing: set[asyncio.Task[None]] = set()
+
+    @property
+    def in_database(self) -> bool:
+        """Whether claims and stop requests are in the database (PostgreSQL) rather than the control directory."""
+        return self._dbs is not None
+
+    def _lease_set(self) -> Leases:
+        if self._leases is None:
+            assert self._dbs is not None
+            self._leases = self._dbs.leases()
+            self._leases.on_lost(self._lost)
+        return self._leases
+
+    def _lost(self, keys: list[tuple[str, str]]) -> None:
+        for kind, run_id in keys:
+            if kind == self.kind and self._held.pop(run_id, None) is not None and self._on_fenced is not None:
+                self._on_fenced(run_id)
 
     def control_dir(self, run_id: str) -> Path:
         return contained(self.root, run_id, field="runId")
@@ -147,50 +200,132 @@ class RunControl:
     def holds(self, run_id: str) -> bool:
         return run_id in self._held
 
-    def try_take(self, run_id: str) -> Takeover | None:
+    async def try_take(self, run_id: str, *, workspace_id: str | None = None) -> Takeover | None:
         """Become the run's driver, or ``None`` when another holder (this process included) drives it.
 
         Processes an earlier driver of the run started and could not stop (it died) are killed first: they must
         not run on beside what this driver re-runs or the stop it carries out. Until ``release``, stop requests
-        written from now on reach ``on_stop``; one written before is reported in the result."""
+        written from now on reach ``on_stop``; one written before is reported in the result. On PostgreSQL the
+        run's ``workspace_id`` is required (its stop requests are rows there); a broken lease connection is
+        ``Unavailable``."""
         control_dir = self.control_dir(run_id)
-        lock = DriverLock.try_acquire(control_dir)
-        if lock is None:
-            return None
+        lock: DriverLock | None = None
+        if self._dbs is not None:
+            from hangar.core.leases import LeaseLost  # psycopg loads only for PostgreSQL
+
+            if workspace_id is None:
+                raise ValueError("a run's workspace is needed to take it on PostgreSQL")
+            if run_id in self._held:
+                return None
+            try:
+                if not await self._lease_set().try_claim(self.kind, run_id):
+                    return None
+            except LeaseLost as exc:
+                raise Unavailable(f"{self.kind} {run_id} cannot be taken: {exc}") from exc
+            stop = await self._stop_row(workspace_id, run_id)
+        else:
+            lock = DriverLock.try_acquire(control_dir)
+            if lock is None:
+                return None
+            stop = stop_requested(control_dir)
         killed = kill_orphaned_groups(control_dir)
         if killed:
             log.info("%s %s: killed %d process group(s) its previous driver left running", self.kind, run_id, killed)
-        stop = stop_requested(control_dir)
-        self._held[run_id] = _Held(lock, control_dir, stop_seen=stop)
+        self._held[run_id] = _Held(lock, control_dir, stop_seen=stop, workspace_id=workspace_id)
         if self._watch is None or self._watch.done():
             self._watch = asyncio.get_running_loop().create_task(self._watch_stops(), name=f"{self.kind} stops")
         return Takeover(stop_requested=stop, killed=killed)
 
-    def take(self, run_id: str) -> Takeover:
+    async def take(self, run_id: str, *, workspace_id: str | None = None) -> Takeover:
         """``try_take``, raising ``DrivenElsewhere`` when the run is driven."""
-        took = self.try_take(run_id)
+        took = await self.try_take(run_id, workspace_id=workspace_id)
         if took is None:
             raise DrivenElsewhere(run_id, self.kind)
         return took
 
-    def release(self, run_id: str) -> None:
-        """Give up driving the run (its lock goes); safe when it is not held."""
+    def release(self, run_id: str, *, ended: bool = False) -> None:
+        """Give up driving the run (its lock goes); safe when it is not held. ``ended``: the run's end is stored,
+        so its stop request (a row, on PostgreSQL) goes too."""
         held = self._held.pop(run_id, None)
-        if held is not None:
+        if held is None:
+            return
+        if held.lock is not None:
             held.lock.release()
+        elif self._leases is not None:
+            task = asyncio.get_running_loop().create_task(self._let_go(run_id, held.workspace_id, ended))
+            self._releasing.add(task)
+            task.add_done_callback(self._releasing.discard)
+
+    async def _let_go(self, run_id: str, workspace_id: str | None, ended: bool) -> None:
+        assert self._leases is not None and self._dbs is not None
+        if ended and workspace_id is not None:
+            try:
+                engine = await self._dbs.workspace(workspace_id)
+                t = run_stop_requests
+                async with engine.begin() as conn:
+                    await conn.execute(sa.delete(t).where(t.c.kind == self.kind, t.c.run_id == run_id))
+            except Exception:  # a leftover row names a finished run: nothing reads it again
+                log.warning("%s %s: its stop request could not be removed", self.kind, run_id, exc_info=True)
+        await self._leases.release(self.kind, run_id)
 
     def remove(self, run_id: str) -> None:
         """Remove the run's control directory (lock file, stop request, process records): for runs whose end is
         stored, when nothing else is kept there."""
         shutil.rmtree(self.control_dir(run_id), ignore_errors=True)
 
+    async def _stop_row(self, workspace_id: str, run_id: str) -> bool:
+        assert self._dbs is not None
+        engine = await self._dbs.workspace(workspace_id)
+        t = run_stop_requests
+        async with engine.connect() as conn:
+            found = await conn.execute(sa.select(t.c.run_id).where(t.c.kind == self.kind, t.c.run_id == run_id))
+            return found.first() is not None
+
+    async def _stopped_rows(self, workspace_id: str, run_ids: list[str]) -> set[str]:
+        assert self._dbs is not None
+        engine = await self._dbs.workspace(workspace_id)
+        t = run_stop_requests
+        async with engine.connect() as conn:
+            rows = await conn.execute(sa.select(t.c.run_id).where(t.c.kind == self.kind, t.c.run_id.in_(run_ids)))
+            return {r[0] for r in rows}
+
+    async def _request_stop(self, run_id: str, workspace_id: str | None, by: str, at: datetime) -> None:
+        if self._dbs is None:
+            request_stop(self.control_dir(run_id), by, at)
+            return
+        if workspace_id is None:
+            raise ValueError("a run's workspace is needed to stop it on PostgreSQL")
+        engine = await self._dbs.workspace(workspace_id)
+        t = run_stop_requests
+        async with engine.begin() as conn:  # the first request stands (who asked first, and when)
+            if (await conn.execute(sa.select(t.c.run_id).where(t.c.kind == self.kind, t.c.run_id == run_id))).first():
+                return
+            await conn.execute(sa.insert(t).values(kind=self.kind, run_id=run_id, requested_by=by, requested_at=at))
+
+    async def _new_stops(self) -> list[str]:
+        """The held runs with a stop request not yet handed to ``on_stop``."""
+        waiting = {run_id: held for run_id, held in self._held.items() if not held.stop_seen}
+        if self._dbs is None:
+            return [run_id for run_id, held in waiting.items() if stop_requested(held.control_dir)]
+        by_workspace: dict[str, list[str]] = {}
+        for run_id, held in waiting.items():
+            by_workspace.setdefault(held.workspace_id or "", []).append(run_id)
+        found: list[str] = []
+        for ws, run_ids in by_workspace.items():
+            try:
+                found += await self._stopped_rows(ws, run_ids)
+            except Exception:  # the next look tries again (the database may be briefly away)
+                log.warning("%s stop requests of workspace %s could not be read", self.kind, ws, exc_info=True)
+        return found
+
     async def _watch_stops(self) -> None:
         """While this process holds runs: hand each stop request another process wrote to ``on_stop`` (a stat per
-        held run every ``STOP_POLL_S``)."""
+        held run every ``STOP_POLL_S``, or one query per workspace every ``STOP_POLL_DB_S`` on PostgreSQL)."""
         while self._held:
-            await asyncio.sleep(STOP_POLL_S)
-            for run_id, held in list(self._held.items()):
-                if not held.stop_seen and stop_requested(held.control_dir):
+            await asyncio.sleep(STOP_POLL_S if self._dbs is None else STOP_POLL_DB_S)
+            for run_id in await self._new_stops():
+                held = self._held.get(run_id)
+                if held is not None and not held.stop_seen:
                     held.stop_seen = self._on_stop(run_id)
 
     async def stop(
@@ -202,6 +337,7 @@ class RunControl:
         stop_here: Callable[[], Awaitable[bool]],
         ended: Callable[[], Awaitable[bool]],
         wait_s: float = STOP_WAIT_S,
+        workspace_id: str | None = None,
     ) -> None:
         """Record a stop request for whoever drives the run (so it stands whatever happens next) and return once
         the run has ended, whichever process drives it.
@@ -210,7 +346,7 @@ class RunControl:
         or its driver died) and returns whether it did; it is tried again at every look, so a driver that dies
         while this one waits is replaced. ``ended`` reads whether the run has ended meanwhile. After ``wait_s``
         without an end: ``Unavailable`` (``stop_pending``), and the request stands."""
-        request_stop(self.control_dir(run_id), by, at)
+        await self._request_stop(run_id, workspace_id, by, at)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
         while not await stop_here():
@@ -230,12 +366,14 @@ class RunControl:
             self._watch.cancel()
             await asyncio.gather(self._watch, return_exceptions=True)
             self._watch = None
+        await asyncio.gather(*self._releasing, return_exceptions=True)
 
 
 __all__ = [
     "END_POLL_S",
     "LOCK_NAME",
     "STOP_NAME",
+    "STOP_POLL_DB_S",
     "STOP_POLL_S",
     "STOP_WAIT_S",
     "DrivenElsewhere",

@@ -59,4 +59,16 @@ workspace_settings = sa.Table(
     sa.Column("updated_by", sa.String(200), nullable=False),
 )
 
+# Stop requests for pipeline and agent runs, on PostgreSQL (``hangar.core.leases``; SQLite installs write a
+# ``.stop`` note in the run's control directory instead): who asked and when, for whoever drives the run now or
+# next, on any host.
+run_stop_requests = sa.Table(
+    "run_stop_requests",
+    metadata,
+    sa.Column("kind", sa.String(32), primary_key=True),
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("requested_by", sa.String(200), nullable=False),
+    sa.Column("requested_at", UtcDateTime(), nullable=False),
+)
+
 MIGRATIONS = MigrationSet("core", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))

@@ -20,7 +20,7 @@ from hangar.core.clock import Clock
 from hangar.core.confine import Confinement
 from hangar.core.events import DomainEvent, EventBus, StoredEvent
 from hangar.core.ids import new_id
-from hangar.core.runcontrol import STOP_WAIT_S, DrivenElsewhere, RunControl
+from hangar.core.runcontrol import STOP_WAIT_S, DrivenElsewhere, RunControl, Takeover
 from hangar.errors import Conflict, NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.pipelines import template as tpl
@@ -119,7 +119,13 @@ class PipelineEngine:
         # Announcements of finished runs (events, a parent's task) run beside the drivers; settle() waits.
         self._announcing: set[asyncio.Task[None]] = set()
         # The runs' driver locks, and the stop requests other processes write for the runs driven here.
-        self.control = RunControl(control_root(data_root), kind="pipeline run", on_stop=self._stop_requested)
+        self.control = RunControl(
+            control_root(data_root),
+            kind="pipeline run",
+            on_stop=self._stop_requested,
+            dbs=app.dbs if app is not None else None,
+            on_fenced=self._fenced,
+        )
         # When the engine is subscribed to the bus, events reach ``on_event`` through it; otherwise (the
         # command line) the engine calls ``on_event`` itself after publishing.
         self.subscribed = False
@@ -280,9 +286,18 @@ class PipelineEngine:
             created_by=by,
         )
         recs = {s.id: StepRec(s.id) for s in template.steps}
-        if not await self.store.create_run(run, list(recs.values())):
+        # Held before the row exists: no other process's take-over pass can find the new run undriven.
+        took = await self.control.take(run.id, workspace_id=ws)
+        try:
+            created = await self.store.create_run(run, list(recs.values()))
+        except BaseException:
+            self.control.release(run.id)
+            raise
+        if not created:  # this firing has its run already: the new id's lock and directory go
+            self.control.release(run.id)
+            self.control.remove(run.id)
             return None
-        self._launch(RunDriver(self, run, recs, template))
+        self._launch(RunDriver(self, run, recs, template), took)
         self._run_state(run)
         return run.id
 
@@ -291,10 +306,10 @@ class PipelineEngine:
             self.app.metrics.pipeline_run(run.status.value)
         log.debug("pipeline run %s %s", run.id, run.status.value, extra={"runId": run.id})
 
-    def _launch(self, driver: RunDriver) -> None:
-        """Start driving a run; raises ``DrivenElsewhere`` when another process holds the run's lock."""
+    def _launch(self, driver: RunDriver, took: Takeover) -> None:
+        """Start driving a run whose lock ``took`` holds."""
         run_id = driver.run.id
-        if self.control.take(run_id).stop_requested:
+        if took.stop_requested:
             # Asked to stop while nobody drove it (or its driver died): it ends cancelled before anything runs.
             driver.offer(Msg("cancel"))
         self._drivers[run_id] = driver
@@ -308,6 +323,13 @@ class PipelineEngine:
             return False
         driver.offer(Msg("cancel"))
         return True
+
+    def _fenced(self, run_id: str) -> None:
+        """This process lost the run's lease (its lease connection broke): stop driving it at once, recording
+        nothing, as at shutdown; whoever holds the lease next resumes it from the store."""
+        task = self._tasks.get(run_id)
+        if task is not None:
+            task.cancel()
 
     async def _drive(self, driver: RunDriver) -> None:
         ws, run_id = driver.run.workspace_id, driver.run.id
@@ -324,7 +346,7 @@ class PipelineEngine:
             if slot:
                 self.slots.release(ws, run_id)
             self.detach(driver)
-            self.control.release(driver.run.id)
+            self.control.release(driver.run.id, ended=driver.run.status in FINISHED_RUN)
             await self._release_enclosure(driver.run.id)
             if self._tasks.get(driver.run.id) is asyncio.current_task():
                 del self._tasks[driver.run.id]
@@ -350,11 +372,20 @@ class PipelineEngine:
                 live = self._drivers.get(run_id)
                 if live is not None:
                     return live
-                run, recs = await self.store.load_run(ws, run_id)
+                if (await self.store.load_run(ws, run_id))[0].status in FINISHED_RUN:
+                    return None
+                took = await self.control.take(run_id, workspace_id=ws)
+                try:
+                    # Read again under the lock: a driver that held it until now may have moved the run on.
+                    run, recs = await self.store.load_run(ws, run_id)
+                except BaseException:
+                    self.control.release(run_id)
+                    raise
                 if run.status in FINISHED_RUN:
+                    self.control.release(run_id)
                     return None
                 driver = RunDriver(self, run, recs, Template.model_validate(run.template))
-                self._launch(driver)
+                self._launch(driver, took)
         finally:
             self._locks.pop(run_id, None)
         return driver
@@ -374,6 +405,22 @@ class PipelineEngine:
                 continue
             resumed.append(run_id)
         return resumed
+
+    async def adopt(self, ws: str) -> list[str]:
+        """Take over the workspace's running runs nobody drives (their driver died, on any host); returns their
+        ids. Runs waiting on events or tasks are resumed by those, not here."""
+        adopted = []
+        for run_id in await self.store.unfinished_run_ids(ws, running_only=True):
+            if run_id in self._drivers or self.control.holds(run_id):
+                continue
+            try:
+                if await self._ensure_driver(ws, run_id) is not None:
+                    adopted.append(run_id)
+            except (DrivenElsewhere, Unavailable):
+                continue
+        if adopted:
+            log.info("pipeline runs taken over from a driver that stopped: %s", ", ".join(adopted))
+        return adopted
 
     async def cancel(self, ws: str, run_id: str, *, by: str = "hangar", wait_s: float = STOP_WAIT_S) -> None:
         """Cancel an unfinished run and return once it has ended, whichever process drives it.
@@ -399,7 +446,9 @@ class PipelineEngine:
         async def ended() -> bool:
             return (await self.store.load_run(ws, run_id))[0].status in FINISHED_RUN
 
-        await self.control.stop(run_id, by=by, at=self.clock.now(), stop_here=cancel_here, ended=ended, wait_s=wait_s)
+        await self.control.stop(
+            run_id, by=by, at=self.clock.now(), stop_here=cancel_here, ended=ended, wait_s=wait_s, workspace_id=ws
+        )
 
     async def wait(self, run_id: str) -> None:
         """Until the run's current driver stops (the run ended or every live step is suspended)."""

@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 CURSOR = "pipelines"
 REPLAY_PAGE = 1000
+# On PostgreSQL, how often each server looks for running runs whose driver died on another host (or here).
+ADOPT_INTERVAL_S = 2.0
 
 
 class PipelinesRuntime:
@@ -45,6 +47,7 @@ class PipelinesRuntime:
         self._position: dict[str, int] = {}
         self._handling: dict[str, asyncio.Lock] = {}
         self._saved: dict[str, int] = {}  # the position last stored as the cursor
+        self._adopting: asyncio.Task[None] | None = None
 
     async def workspaces(self) -> list[str]:
         return await usable_workspace_ids(self._ctx)
@@ -100,8 +103,26 @@ class PipelinesRuntime:
         self.engine.subscribed = True
         self._sub = self._ctx.bus.subscribe(self.handle_live, name="pipelines")
         self.scheduler.start()
+        if self.engine.control.in_database:
+            self._adopting = asyncio.create_task(self._adopt_loop(), name="pipelines-adopt")
+
+    async def _adopt_loop(self) -> None:
+        """Servers sharing a PostgreSQL database take over each other's running runs when a driver dies (its
+        lease goes with its connection): one query per workspace every ``ADOPT_INTERVAL_S``, and a lease
+        attempt per running run not driven here."""
+        while True:
+            await asyncio.sleep(ADOPT_INTERVAL_S)
+            for ws in await self.workspaces():
+                try:
+                    await self.engine.adopt(ws)
+                except Exception:
+                    log.exception("pipelines: could not take over the runs of workspace %s", ws)
 
     async def stop(self) -> None:
+        if self._adopting is not None:
+            self._adopting.cancel()
+            await asyncio.gather(self._adopting, return_exceptions=True)
+            self._adopting = None
         await self.scheduler.aclose()
         if self._sub is not None:
             await self._ctx.bus.unsubscribe(self._sub)

@@ -291,13 +291,11 @@ class PipelineStore:
             rows = (await conn.execute(q)).mappings().all()
         return [_run(ws, r) for r in rows]
 
-    async def unfinished_run_ids(self, ws: str) -> list[str]:
+    async def unfinished_run_ids(self, ws: str, *, running_only: bool = False) -> list[str]:
+        """Runs not finished (``running_only``: not waiting either, every live step suspended)."""
         engine = await self.engine(ws)
-        q = (
-            sa.select(t.runs.c.id)
-            .where(t.runs.c.status.in_([RunStatus.running.value, RunStatus.suspended.value]))
-            .order_by(t.runs.c.created_at)
-        )
+        statuses = [RunStatus.running.value] if running_only else [RunStatus.running.value, RunStatus.suspended.value]
+        q = sa.select(t.runs.c.id).where(t.runs.c.status.in_(statuses)).order_by(t.runs.c.created_at)
         async with engine.connect() as conn:
             return [r[0] for r in (await conn.execute(q)).all()]
 

@@ -67,12 +67,12 @@ AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 async def test_taking_a_run_is_exclusive_names_its_kind_and_refuses_a_path_out(tmp_path: Path) -> None:
     control = RunControl(tmp_path, kind="pipeline run", on_stop=lambda _r: True)
-    took = control.take("r1")
+    took = await control.take("r1")
     assert took.stop_requested is False and took.killed == 0
     assert control.holds("r1") and is_driven(tmp_path / "r1")
-    assert control.try_take("r1") is None  # held here: a second driver in this process is refused too
+    assert await control.try_take("r1") is None  # held here: a second driver in this process is refused too
     with pytest.raises(DrivenElsewhere) as err:
-        control.take("r1")
+        await control.take("r1")
     assert err.value.message == "pipeline run r1 is being driven by another process"
     with pytest.raises(InvalidArgs):
         control.control_dir("..")
@@ -92,9 +92,9 @@ async def test_taking_over_kills_what_the_dead_driver_left_and_reports_its_stop_
         record_group(control.control_dir("r1"), "job", orphan.pid)
         request_stop(control.control_dir("r1"), "cli", AT)
         with lock_held_elsewhere(tmp_path / "r1" / LOCK_NAME):
-            assert control.try_take("r1") is None  # its driver is alive: nothing is touched
+            assert await control.try_take("r1") is None  # its driver is alive: nothing is touched
             assert orphan.poll() is None
-        took = control.take("r1")
+        took = await control.take("r1")
         assert took.stop_requested and took.killed == 1
         assert orphan.wait(5) == -9
     finally:
@@ -112,7 +112,7 @@ async def test_stop_requests_written_later_reach_on_stop_until_it_has_them_in_ha
         return ready[run_id]
 
     control = RunControl(tmp_path, kind="run", on_stop=on_stop)
-    control.take("r1")
+    await control.take("r1")
     request_stop(control.control_dir("r1"), "elsewhere", AT)
     async with asyncio.timeout(5):
         while len(seen) < 2:  # not in hand yet: offered again
