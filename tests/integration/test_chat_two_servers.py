@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from hangar.chat.links import CODE_REFUSAL
 from tests.peers.slack_emulator import APP_TOKEN, BOT_TOKEN, SlackEmulator, running_slack
 from tests.support.chat import ALICE, GENERAL, PROVIDER, until
 from tests.support.dialects import DIALECTS, database_url
@@ -121,3 +122,29 @@ async def test_an_event_redelivered_across_the_hand_over_is_handled_once(pair: P
     assert len(replies_in(p.slack, sent.ts)) == 1
     assert [s for s in p.slack.streams.values() if s.thread_ts == sent.ts and s.state != "stopped"] == []
     assert len(p.model.bodies_for("m")) == 1  # the agent ran once
+
+
+async def test_a_link_code_minted_through_one_server_is_redeemed_once_by_the_holder_of_the_connection(
+    pair: Pair,
+) -> None:
+    """The code is minted through b, which does not hold the connection; the slash commands that redeem it reach
+    a, the holder. Two chat accounts send it at once: exactly one is linked. Neither server logs the code."""
+    p = pair
+    await settle()
+    assert (await status(p.a, p))["owner"] == {"host": socket.gethostname(), "pid": p.a.proc.pid}
+    async with RpcClient(p.b.ws_url, p.token) as c:
+        me = (await c.call("users.me"))["id"]
+        code = (await c.call("chat.beginUserLink", workspace_id=p.ws, provider=PROVIDER))["code"]
+    sent = [await p.slack.slash("/hangar", f"link {code}", user, GENERAL) for user in ("U0BOB", "U0CAROL")]
+    answers = [await p.slack.acked(envelope, timeout=30) for envelope in sent]
+    texts = [a["text"] if a else "" for a in answers]
+    assert sorted("Linked" in t for t in texts) == [False, True], texts
+    assert any(t == CODE_REFUSAL for t in texts), texts
+    winner = "U0BOB" if "Linked" in texts[0] else "U0CAROL"
+    async with RpcClient(p.b.ws_url, p.token) as c:
+        links = await c.call("chat.listUserLinks", workspace_id=p.ws, provider=PROVIDER)
+    assert [(k["userId"], k["externalUserId"]) for k in links] == [(me, winner)]
+    again = await p.slack.acked(await p.slack.slash("/hangar", f"link {code}", "U0DAVE", GENERAL), timeout=30)
+    assert again is not None and again["text"] == CODE_REFUSAL
+    for srv in (p.a, p.b):
+        assert code not in srv.log_text()

@@ -15,7 +15,8 @@ Inside:
 - ``descriptor``: the provider descriptor (credential fields, prefixes and refusals, capabilities, scopes, events).
 - ``credentials``: the credential and setup files beside the workspace database, and the legacy migration.
 - ``connections``: the registry of live connections, at most one per workspace and provider.
-- ``links``: link codes in memory, member links by code or verified email, membership checked on every use.
+- ``link_codes``: the one-time link codes, hashed in the workspace's database (any server process redeems them).
+- ``links``: member links by code or verified email, membership checked on every use.
 - ``space_links``: a channel thread or a bot DM to one ``chatprovider`` space, and the space's name.
 - ``profile``: the bot profile, its limits and normalization, the app manifest and the setup link.
 - ``apps``: creating the app and reading or editing its profile through the manifest API (refresh token rotation).

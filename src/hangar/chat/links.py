@@ -1,13 +1,8 @@
 """Who a chat member is in Hangar: one-time link codes, the stored links, and the membership check on every use.
 
-A link code is minted for the caller's own identity and redeemed from the chat side (``/<command> link <code>``).
-Codes live in memory only (a restart invalidates them), last 15 minutes on the injected clock, serve once, and a
-member holds at most one per workspace and provider: minting again invalidates the previous one. Redemption is
-case-insensitive, and an unknown, expired, used, foreign-workspace or wrong-provider code fails with the one
-answer ``CODE_REFUSAL`` so a guesser learns nothing from the difference. A code is six characters of 31, so each
-chat account may fail ``LINK_FAILURES.burst`` times (5), and again once every 3 minutes after that (the bucket
-refills 5 per 15 minutes, a code's lifetime); past it the account's attempts are refused unread
-(``TooManyAttempts``) until the bucket refills. A code that works gives its attempt back.
+A link code is minted for the caller's own identity and redeemed from the chat side (``/<command> link <code>``);
+the codes and their rules (lifetime, one use, one per member, the limit on wrong codes) are ``link_codes``. Every
+kind of failure gets the one answer ``CODE_REFUSAL`` so a guesser learns nothing from the difference.
 
 A link is identity resolution, not an access grant: ``resolve_member`` re-checks membership each time it is
 asked, and a link whose user left the workspace answers a refusal. What the bridge then does for the member is
@@ -17,98 +12,28 @@ checked as the ops it amounts to, as them (``LinkedMember.principal``).
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Literal
 
 import sqlalchemy as sa
 
 from hangar.chat.events import ROSTER_EVENT_TYPES, UserLinked, UserUnlinked
+from hangar.chat.link_codes import LinkCodes
 from hangar.chat.tables import chat_user_links
-from hangar.core.clock import Clock
 from hangar.core.context import AppContext
 from hangar.core.events import EventTransaction, StoredEvent
 from hangar.core.ids import new_id
 from hangar.core.principal import Principal, Role
 from hangar.errors import Conflict
-from hangar.httpkit.ratelimit import Budget, RateLimits
 from hangar.identity import IdentityService, User
 
-CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTVWXYZ"
-CODE_LENGTH = 6
-CODE_LIFETIME = timedelta(minutes=15)
 CODE_REFUSAL = "That link code is not valid: it may have expired or been used. Mint a new one in Hangar."
 NOT_LINKED = "Your chat account is not linked to a member of this Hangar workspace yet."
 NOT_MEMBER = "You are no longer a member of this Hangar workspace."
-LINK_FAILURES = Budget(burst=5, per_minute=5 / 15, what="wrong link codes from this chat account")
 
 Method = Literal["code", "email"]
-
-
-@dataclass(frozen=True)
-class _Minted:
-    workspace_id: str
-    provider: str
-    user_id: str
-    expires_at: datetime
-
-
-class LinkCodes:
-    """Outstanding link codes, in memory."""
-
-    def __init__(self, clock: Clock) -> None:
-        self._clock = clock
-        self._by_code: dict[str, _Minted] = {}
-        self._by_member: dict[tuple[str, str, str], str] = {}
-        self._failures = RateLimits(clock.monotonic, {"link": LINK_FAILURES})
-
-    def mint(self, workspace_id: str, provider: str, user_id: str) -> tuple[str, datetime]:
-        self._forget_expired()
-        key = (workspace_id, provider, user_id)
-        previous = self._by_member.pop(key, None)
-        if previous is not None:
-            self._by_code.pop(previous, None)
-        code = self._fresh_code()
-        expires_at = self._clock.now() + CODE_LIFETIME
-        self._by_code[code] = _Minted(workspace_id, provider, user_id, expires_at)
-        self._by_member[key] = code
-        return code, expires_at
-
-    def redeem(self, workspace_id: str, provider: str, code: str, account: tuple[str, str]) -> str | None:
-        """The user the code was minted for, once; ``None`` for every kind of failure alike. ``account`` is the chat
-        account trying it (team, user): one that has failed too often is refused (``TooManyAttempts``) unread."""
-        key = "\x00".join((workspace_id, provider, *account))
-        self._failures.refuse_unless_free("link", key, f"chat account {'/'.join(account)}")
-        user_id = self._take(workspace_id, provider, code)
-        if user_id is not None:
-            self._failures.give_back("link", key)
-        return user_id
-
-    def _take(self, workspace_id: str, provider: str, code: str) -> str | None:
-        self._forget_expired()
-        key = code.strip().upper()
-        minted = self._by_code.get(key)
-        # A code of another workspace or provider is not used up by a wrong attempt: its owner may still use it.
-        if minted is None or minted.workspace_id != workspace_id or minted.provider != provider:
-            return None
-        del self._by_code[key]
-        self._by_member.pop((minted.workspace_id, minted.provider, minted.user_id), None)
-        return minted.user_id
-
-    def _fresh_code(self) -> str:
-        while True:
-            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-            if code not in self._by_code:
-                return code
-
-    def _forget_expired(self) -> None:
-        now = self._clock.now()
-        for code, minted in list(self._by_code.items()):
-            if minted.expires_at <= now:
-                del self._by_code[code]
-                self._by_member.pop((minted.workspace_id, minted.provider, minted.user_id), None)
 
 
 @dataclass(frozen=True)
@@ -195,7 +120,7 @@ class UserLinks:
         """Redeem ``code`` for the chat member; ``None`` (answer ``CODE_REFUSAL``) whatever went wrong, including
         a code whose minter has left the workspace since. A chat account that has failed too often is refused
         (``TooManyAttempts``)."""
-        user_id = self.codes.redeem(workspace_id, provider, code, (team_id, external_user_id))
+        user_id = await self.codes.redeem(workspace_id, provider, code, (team_id, external_user_id))
         if user_id is None or await self._active_role(workspace_id, user_id) is None:
             return None
         return await self._store(workspace_id, provider, team_id, external_user_id, user_id, "code")

@@ -99,7 +99,7 @@ async def chat_begin_user_link(ctx: OpContext, args: ProviderArgs) -> LinkCode:
     if ctx.principal.agent_id is not None:
         raise Forbidden("an agent has no chat account to link; a person mints their own code")
     provider = descriptor_for(args.provider).provider
-    code, expires_at = _chat(ctx).codes.mint(ctx.ws, provider, ctx.principal.user_id)
+    code, expires_at = await _chat(ctx).codes.mint(ctx.ws, provider, ctx.principal.user_id)
     return LinkCode(code=code, expires_at=expires_at)
 
 

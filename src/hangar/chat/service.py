@@ -22,7 +22,8 @@ from hangar.chat.claims import InboundSeen
 from hangar.chat.connections import ConnectionRegistry, ConnectionState, Failure
 from hangar.chat.credentials import CredentialFiles
 from hangar.chat.descriptor import DESCRIPTORS, descriptor_for, validate_credentials
-from hangar.chat.links import LinkCodes, UserLinks
+from hangar.chat.link_codes import LinkCodes
+from hangar.chat.links import UserLinks
 from hangar.chat.open_streams import OpenStreams
 from hangar.chat.profile import BotProfile, default_profile, edit_profile, setup_link
 from hangar.chat.space_links import SpaceLinks
@@ -61,7 +62,7 @@ class ChatService:
         self._app = app
         self.files = CredentialFiles(app.datadir)
         self.registry = registry
-        self.codes = LinkCodes(app.clock)
+        self.codes = LinkCodes(app)
         self.user_links = UserLinks(app, self.codes)
         self.space_links = SpaceLinks(app, app.service(SpaceService))
         self.open_streams = OpenStreams(app)

@@ -91,3 +91,16 @@ chat_inbound_seen = sa.Table(
     sa.Column("seen_at", UtcDateTime(), nullable=False),
     sa.Index("ix_chat_inbound_seen_at", "seen_at"),
 )
+
+# The outstanding link codes, by the SHA-256 of the code (a code is a secret: a reader of the database or of a
+# backup learns none that still works). One per member and provider: minting again replaces it.
+chat_link_codes = sa.Table(
+    "chat_link_codes",
+    metadata,
+    sa.Column("code_hash", sa.String(64), primary_key=True),
+    sa.Column("provider", sa.String(32), nullable=False),
+    sa.Column("user_id", sa.String(36), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("expires_at", UtcDateTime(), nullable=False),
+    sa.Index("ux_chat_link_codes_member", "provider", "user_id", unique=True),
+)
