@@ -1,5 +1,8 @@
+import { createElement } from "react";
+import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
-import type { CredentialFieldView } from "../src/generated/ops";
+import type { ChatStatus, CredentialFieldView } from "../src/generated/ops";
+import { ConnectionHolder, holderText } from "../src/screens/chat/ConnectionHolder";
 import {
   credentialProblem,
   credentialsToSend,
@@ -117,5 +120,22 @@ describe("code expiry", () => {
     expect(timeLeft("2026-01-01T00:15:00Z", at - 14 * 60_000 - 59_000)).toBe("14:59");
     expect(timeLeft("2026-01-01T00:15:00Z", at - 5_000)).toBe("0:05");
     expect(timeLeft("2026-01-01T00:15:00Z", at + 1_000)).toBe("0:00");
+  });
+});
+
+describe("connection holder", () => {
+  const status: ChatStatus = { provider: "chatprovider", state: "connected", error: null, streamingAvailable: true };
+
+  it("names the server process holding the connection", () => {
+    const html = renderToStaticMarkup(
+      createElement(ConnectionHolder, { status: { ...status, owner: { host: "host-a", pid: 4242 } } }),
+    );
+    expect(html).toContain("Held by server host-a (pid 4242)");
+  });
+
+  it("shows nothing while no server holds it", () => {
+    expect(renderToStaticMarkup(createElement(ConnectionHolder, { status }))).toBe("");
+    expect(renderToStaticMarkup(createElement(ConnectionHolder, { status: { ...status, owner: null } }))).toBe("");
+    expect(holderText(undefined)).toBeNull();
   });
 });

@@ -7,6 +7,7 @@ import { Refusal } from "../../components/Outcome";
 import { useRead } from "../../data/queries";
 import { BotProfileEditor, GuidedSetup } from "./BotProfile";
 import { ConnectForm } from "./ConnectForm";
+import { ConnectionHolder } from "./ConnectionHolder";
 import { ConnectionTrouble } from "./ConnectionTrouble";
 import { useChatStatus, useOnScreen, useRoster } from "./hooks";
 import { LinkMyAccount, Roster } from "./Links";
@@ -52,6 +53,7 @@ function StatusLine({ status, label }: { status: ChatStatus; label: string }) {
           </>
         )}
       </p>
+      <ConnectionHolder status={status} />
       <ConnectionTrouble status={status} />
       {status.state === "connected" && (
         <p className="hint">
