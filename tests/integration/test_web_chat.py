@@ -9,7 +9,9 @@ the console stays clean."""
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +113,8 @@ async def test_chat_bridge_settings_end_to_end(tmp_path: Path, dist: Path) -> No
         await connect.get_by_role("button", name="Connect", exact=True).click()
         await expect(status(page)).to_contain_text("Connected", timeout=20_000)
         await expect(status(page)).to_contain_text("Replies stream")
+        # The server holding the connection is named (this test's server runs in the test's process).
+        await expect(status(page)).to_contain_text(f"Held by server {socket.gethostname()} (pid {os.getpid()})")
         replace = page.get_by_role("form", name="Replace the tokens")
         await expect(replace.get_by_label("Bot user OAuth token")).to_have_value("")
         await expect(replace.get_by_label("App-level token")).to_have_value("")
