@@ -25,8 +25,8 @@ import psycopg
 from sqlalchemy.engine import make_url
 from tests.support.postgres import PostgresCluster
 
-from hangar.core.db import postgresql_url
 from hangar.core.leases import Leases
+from hangar.core.postgresql import postgresql_url
 from hangar.core.runcontrol import DriverLock
 
 

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support.postgres import PostgresCluster
 from tests.support.templates import HOP, written
 
-from hangar.core.db import postgresql_url, workspace_schema
 from hangar.core.dbcopy import copy_install
 from hangar.core.dblocation import parse_database_url
+from hangar.core.postgresql import postgresql_url, workspace_schema
 from hangar.server.parts import all_parts
 
 MESSAGES = 100_000

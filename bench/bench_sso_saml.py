@@ -37,7 +37,7 @@ from tests.unit.sso.saml.kit import IDP, Spec, b64, idp_metadata_xml, keypair, s
 
 from bench_rpc import start_http_server  # noqa: E402
 from hangar.core.clock import SystemClock  # noqa: E402
-from hangar.core.db import apply_migrations  # noqa: E402
+from hangar.core.migrating import apply_migrations  # noqa: E402
 from hangar.core.sqlite_writer import SqliteRunner  # noqa: E402
 from hangar.sso.config import MIGRATIONS  # noqa: E402
 from hangar.sso.saml import (  # noqa: E402

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from hangar.core.context import AppContext
-from hangar.core.db import postgresql_url
 from hangar.core.leases import APPLICATION_NAME, LeaseLost, Leases
+from hangar.core.postgresql import postgresql_url
 from hangar.core.runcontrol import LOCK_NAME, DrivenElsewhere, RunControl, Takeover
 from hangar.core.tables import run_stop_requests
 from hangar.errors import Unavailable

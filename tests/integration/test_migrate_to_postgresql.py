@@ -18,8 +18,8 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from hangar.core.db import SERVER_SCHEMA, postgresql_url, workspace_schema
 from hangar.core.dblocation import URL_FILE, exclusively
+from hangar.core.postgresql import SERVER_SCHEMA, postgresql_url, workspace_schema
 from hangar.server.parts import all_parts
 from tests.support.postgres import PostgresCluster
 from tests.support.rpc import RpcClient

@@ -17,7 +17,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
-from hangar.core.db import MigrationSet, apply_migrations, apply_postgresql_migrations, postgresql_url
+from hangar.core.migrating import MigrationSet, apply_migrations, apply_postgresql_migrations
+from hangar.core.postgresql import postgresql_url
 from hangar.core.triggers import COUNTERS_TABLE
 from hangar.server.parts import all_parts
 

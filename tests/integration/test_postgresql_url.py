@@ -19,15 +19,11 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import make_url
 
 from hangar.core.datadir import DataDir
-from hangar.core.db import (
-    SERVER_SCHEMA,
-    DatabaseDamaged,
-    Databases,
-    apply_migrations,
-    apply_postgresql_migrations,
-    postgresql_url,
-)
+from hangar.core.db import Databases
+from hangar.core.dbfailures import DatabaseDamaged
 from hangar.core.dblocation import URL_FILE
+from hangar.core.migrating import apply_migrations, apply_postgresql_migrations
+from hangar.core.postgresql import SERVER_SCHEMA, postgresql_url
 from hangar.server.parts import all_parts
 from tests.support.dialects import database_url
 from tests.support.postgres import PostgresCluster

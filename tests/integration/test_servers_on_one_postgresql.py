@@ -22,7 +22,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from hangar.core.db import workspace_schema
+from hangar.core.postgresql import workspace_schema
 from tests.integration.test_agents_interrupt_elsewhere import alive
 from tests.integration.test_confined_user_code import template
 from tests.support.confined import CLI_AGENT

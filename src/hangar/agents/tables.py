@@ -13,7 +13,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from hangar.core.db import MigrationSet
+from hangar.core.migrating import MigrationSet
 
 metadata = sa.MetaData()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from hangar.core.db import MigrationSet
+from hangar.core.migrating import MigrationSet
 from hangar.core.types import UtcDateTime
 
 metadata = sa.MetaData()

@@ -8,7 +8,9 @@ Composition
 - ``principal``: who is calling (``Principal``) and the role they hold (``Role``), the vocabulary of access.
 
 Records
-- ``db``: the databases (server, one per workspace): SQLAlchemy Core, async, each part's Alembic migrations.
+- ``db``: the databases (server, one per workspace): SQLAlchemy Core, async, on SQLite files or one PostgreSQL
+  database. ``migrating`` brings a database to the head of each part's Alembic migrations and checks it;
+  ``postgresql`` holds PostgreSQL's URL, engines and the schema of each database.
 - ``write_conn``: the write path for small transactions of the stores that take it, written once for both dialects;
   ``sqlite_writer`` (plain ``sqlite3``, on the loop) and ``pg_writer`` (pooled psycopg) implement it.
 - ``tables``: the kernel's own workspace tables (``migrations/``).

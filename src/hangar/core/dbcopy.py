@@ -1,7 +1,7 @@
 """Copying a SQLite install into PostgreSQL (``hangar admin migrate-to-postgresql``), verified table by table.
 
 What is copied: the data directory's server database into the schema ``hangar_server`` and every workspace
-database (``<dataDir>/<id>/workspace.db``) into its workspace's schema (``hangar.core.db.workspace_schema``).
+database (``<dataDir>/<id>/workspace.db``) into its workspace's schema (``hangar.core.postgresql.workspace_schema``).
 The files of the data directory stay where they are: they are not records.
 
 The order of the work, and why:
@@ -41,18 +41,11 @@ from psycopg import sql
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import NullPool
 
-from hangar.core.db import (
-    SERVER_SCHEMA,
-    MigrationSet,
-    apply_migrations,
-    apply_postgresql_migrations,
-    pg_connect_args,
-    postgresql_url,
-    workspace_schema,
-)
 from hangar.core.dbdigest import JSON_TYPES, Fingerprint, fingerprint
 from hangar.core.dbfailures import DatabaseDamaged, shown, unreachable
 from hangar.core.dblocation import exclusively, record_url, recorded_url
+from hangar.core.migrating import MigrationSet, apply_migrations, apply_postgresql_migrations
+from hangar.core.postgresql import SERVER_SCHEMA, pg_connect_args, postgresql_url, workspace_schema
 from hangar.core.triggers import COUNTERS_TABLE
 from hangar.errors import Internal, InvalidArgs, Refused
 

@@ -44,8 +44,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.core import tables
 from hangar.core.clock import Clock
-from hangar.core.db import Databases, workspace_schema, write_transaction
+from hangar.core.db import Databases, write_transaction
 from hangar.core.ids import new_id
+from hangar.core.postgresql import workspace_schema
 from hangar.core.write_conn import WriteConnection, transaction
 from hangar.errors import InvalidArgs, Refused
 

@@ -10,9 +10,9 @@ from starlette.routing import BaseRoute
 
 from hangar.core.confine import TRUSTED_HOST_EXEC_SPEC
 from hangar.core.context import AppContext
-from hangar.core.db import MigrationSet
 from hangar.core.disks import DISK_SPECS
 from hangar.core.events import DomainEvent
+from hangar.core.migrating import MigrationSet
 from hangar.core.settings import SettingSpec
 from hangar.core.tables import MIGRATIONS as KERNEL_MIGRATIONS
 

@@ -18,7 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.core.clock import Clock
-from hangar.core.db import Databases, MigrationSet
+from hangar.core.db import Databases
+from hangar.core.migrating import MigrationSet
 from hangar.core.types import UtcDateTime
 from hangar.core.write_conn import WriteConnection, transaction
 from hangar.rigs.devdomains import names as devdomains

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from hangar.core.context import AppContext
-from hangar.core.db import MigrationSet
+from hangar.core.migrating import MigrationSet
 from hangar.errors import HangarError
 from hangar.identity import IdentityService
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.clock import Clock
-from hangar.core.db import MigrationSet
+from hangar.core.migrating import MigrationSet
 from hangar.core.principal import Role
 from hangar.core.secrets import SecretsFile
 from hangar.core.stamps import Stamp, engine_stamp

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from hangar.agents import tables as agent_tables
 from hangar.core import tables as core_tables
-from hangar.core.db import apply_migrations
+from hangar.core.migrating import apply_migrations
 from hangar.workspace import tables as workspace_tables
 from tests.unit.sso.test_scim_migration import upgrade_to
 

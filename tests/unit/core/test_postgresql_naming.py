@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hangar.core.db import postgresql_url, workspace_schema
+from hangar.core.postgresql import postgresql_url, workspace_schema
 from hangar.errors import InvalidArgs
 
 

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from hangar.core.datadir import DataDir
-from hangar.core.db import DatabaseDamaged, Databases, apply_migrations
+from hangar.core.db import Databases
+from hangar.core.dbfailures import DatabaseDamaged
+from hangar.core.migrating import apply_migrations
 from hangar.core.secrets import SecretsFile
 from hangar.core.stamps import StampedCache, StampReader
 from hangar.identity import tables as identity_tables

@@ -15,7 +15,8 @@ from alembic.script import ScriptDirectory
 
 from hangar.core.clock import FakeClock
 from hangar.core.datadir import DataDir
-from hangar.core.db import Databases, MigrationSet, apply_migrations
+from hangar.core.db import Databases
+from hangar.core.migrating import MigrationSet, apply_migrations
 from hangar.identity import tables as identity_tables
 from hangar.identity.service import IdentityService
 from hangar.sso import config as sso_config

@@ -23,8 +23,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.clock import Clock
-from hangar.core.db import MigrationSet, write_transaction
+from hangar.core.db import write_transaction
 from hangar.core.ids import new_id
+from hangar.core.migrating import MigrationSet
 from hangar.core.principal import Principal
 from hangar.core.types import UtcDateTime
 from hangar.errors import Forbidden

@@ -9,7 +9,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from hangar.core.db import apply_migrations
+from hangar.core.migrating import apply_migrations
 from hangar.core.sqlite_writer import SqliteRunner
 from hangar.sso.config import MIGRATIONS
 from hangar.sso.state import BUSY_MS

@@ -1,0 +1,228 @@
+"""Migrating a database to the head of its parts' migration sets, on SQLite or PostgreSQL, and checking it.
+
+Each part owns its tables and ships its own Alembic migration set (a directory with ``versions/``). A set is
+applied to the server database or to every workspace database when that database is opened, and each set keeps
+its own version table (``alembic_version_<name>``), so parts evolve their schemas without touching each other.
+
+Migrating is serialized and atomic. Alembic keeps its migration context in module globals, so two threads of one
+process migrating two databases at once mix their connections (seen as a segfault inside SQLite and databases
+stamped at head without their tables): one lock per process. Two processes migrating one file wait for each other
+on a lock file beside it. Python's sqlite3 module commits before every DDL statement unless told not to, so a kill
+mid-migration used to leave tables without their version stamp ("table ... already exists" at every later start):
+migrations run with the driver's own transaction handling off, inside one ``BEGIN IMMEDIATE`` ... ``COMMIT``. On
+PostgreSQL (whose DDL is transactional) a database is migrated in one transaction, serialized across processes by
+an advisory lock. A database at a revision this code does not know is refused (``SchemaNewer``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from alembic.config import Config
+from alembic.runtime.environment import EnvironmentContext
+from alembic.script import ScriptDirectory
+from alembic.script.revision import ResolutionError
+from sqlalchemy import Connection, create_engine, event
+from sqlalchemy.engine import URL
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool
+
+from hangar.core.dbfailures import DatabaseDamaged, SchemaNewer, unreachable
+from hangar.core.postgresql import PG_MIGRATION_LOCK, PG_WRITE_LOCK, pg_connect_args, postgresql_url
+from hangar.core.sqlite_writer import connect
+from hangar.core.write_conn import WriteConnection
+
+Scope = Literal["server", "workspace"]
+Seed = Callable[[WriteConnection], Any]  # writes a new database's first rows (``write_conn.transaction`` each)
+
+# Alembic's migration context is process-global: one migration at a time in this process.
+MIGRATING = threading.Lock()
+
+
+@dataclass(frozen=True)
+class MigrationSet:
+    """One part's migrations for one kind of database, and the table definitions they must produce."""
+
+    name: str
+    scope: Scope
+    location: Path
+    tables: tuple[sa.MetaData, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not (self.location / "versions").is_dir():
+            raise ValueError(f"migration set {self.name!r}: {self.location}/versions is not a directory")
+
+
+def sqlite_pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+    cur = dbapi_conn.cursor()
+    # WAL lets readers proceed during a write; NORMAL sync is durable across process crashes (kill -9)
+    # and only risks the last transactions on power loss.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()
+
+
+def _migration_connect(dbapi_conn: DBAPIConnection, record: ConnectionPoolEntry) -> None:
+    sqlite_pragmas(dbapi_conn, record)
+    # The driver would otherwise commit before each DDL statement; the BEGIN below holds the whole migration.
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=120000")  # another process may be migrating this file
+    cur.close()
+
+
+def _migration_begin(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created 0600) shared by every process; released when the block ends.
+
+    A separate file, never the database: closing any descriptor of a database file drops SQLite's own locks."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def apply_migrations(path: Path, sets: Sequence[MigrationSet], *, seed: Sequence[Seed] = ()) -> None:
+    """Bring the SQLite file at ``path`` to the head of every migration set in one transaction, check its
+    schema, then run ``seed`` (synchronous). Raises ``DatabaseDamaged`` when the result is not a complete
+    database."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with MIGRATING, _file_lock(path.with_name(path.name + ".lock")):
+        engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
+        event.listen(engine, "connect", _migration_connect)
+        event.listen(engine, "begin", _migration_begin)
+        try:
+            with engine.begin() as conn:
+                for mset in sets:
+                    _upgrade(conn, mset, path.name)
+        except sa.exc.SQLAlchemyError as exc:
+            raise DatabaseDamaged(f"{path.name} cannot be migrated: {first_line(exc)}") from exc
+        finally:
+            engine.dispose()
+        problems = schema_problems(path, sets)
+        if problems:
+            raise DatabaseDamaged(f"{path.name} is missing " + "; ".join(problems))
+        if seed:
+            db = connect(str(path), busy_ms=10_000)
+            try:
+                for fn in seed:
+                    fn(db)
+            finally:
+                db.close()
+    path.chmod(0o600)
+
+
+def first_line(exc: BaseException) -> str:
+    return str(getattr(exc, "orig", None) or exc).splitlines()[0][:300]
+
+
+def schema_problems(path: Path, sets: Sequence[MigrationSet]) -> list[str]:
+    """What the SQLite database at ``path`` lacks of the tables and columns its migration sets declare."""
+    engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return missing_tables(conn, sets)
+    finally:
+        engine.dispose()
+
+
+def missing_tables(conn: Connection, sets: Sequence[MigrationSet], schema: str | None = None) -> list[str]:
+    """What the database behind ``conn`` (in ``schema``, else the default one) lacks of the tables and columns its
+    migration sets declare (any dialect)."""
+    inspector = sa.inspect(conn)
+    present = set(inspector.get_table_names(schema))
+    problems: list[str] = []
+    for mset in sets:
+        for metadata in mset.tables:
+            # Not ``sorted_tables``: sorting resolves foreign keys, and a part's table may reference another
+            # part's (``chat_space_links.cc_space_id`` -> ``spaces.id``), which is not in its metadata.
+            for table in metadata.tables.values():
+                if table.name not in present:
+                    problems.append(f"table {table.name} ({mset.name})")
+                    continue
+                have = {c["name"] for c in inspector.get_columns(table.name, schema)}
+                missing = [c.name for c in table.columns if c.name not in have]
+                if missing:
+                    problems.append(f"columns {', '.join(missing)} of {table.name} ({mset.name})")
+    return problems
+
+
+def _upgrade(conn: Connection, mset: MigrationSet, name: str) -> None:
+    """Bring ``mset`` to its head in the database behind ``conn`` (``name`` in messages); ``SchemaNewer`` when
+    the database is at a revision this code does not know."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(mset.location))
+    script = ScriptDirectory(str(mset.location))
+
+    def upgrade(rev: Any, _context: Any) -> Any:
+        for current in rev:
+            try:
+                script.revision_map.get_revision(current)
+            except ResolutionError:
+                raise SchemaNewer(name, mset.name, current, str(script.get_current_head())) from None
+        return script._upgrade_revs("head", rev)
+
+    with EnvironmentContext(cfg, script, fn=upgrade, destination_rev="head") as env:
+        env.configure(connection=conn, version_table=f"alembic_version_{mset.name}", render_as_batch=True)
+        with env.begin_transaction():
+            env.run_migrations()
+
+
+def apply_postgresql_migrations(
+    url: str | URL, sets: Sequence[MigrationSet], *, schema: str | None = None, seed: Sequence[Seed] = ()
+) -> None:
+    """Bring the PostgreSQL database at ``url`` (its ``schema``, created when missing; else the default schema) to
+    the head of every migration set in one transaction, check it, and write ``seed`` in that same transaction.
+    Processes migrating one database wait for each other on an advisory lock held by the transaction. Raises
+    ``DatabaseDamaged`` when the result is not a complete database."""
+    engine = create_engine(postgresql_url(url), poolclass=NullPool, connect_args=pg_connect_args(url))
+    name = engine.url.database or "(default)"
+    if schema is not None:
+        name += f" schema {schema}"
+    try:
+        conn = engine.connect()
+    except sa.exc.DBAPIError as exc:
+        engine.dispose()
+        raise unreachable(engine.url, exc) from exc
+    try:
+        with MIGRATING, conn, conn.begin():
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(PG_MIGRATION_LOCK)))
+            if schema is not None:
+                quoted = conn.dialect.identifier_preparer.quote_identifier(schema)
+                conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {quoted}")
+                # Tables, version stamps and trigger functions are created in the schema, as in a database of its own.
+                conn.exec_driver_sql(f"SET LOCAL search_path TO {quoted}")
+            for mset in sets:
+                _upgrade(conn, mset, f"database {name}")
+            problems = missing_tables(conn, sets, schema)
+            if problems:
+                raise DatabaseDamaged(f"database {name} is missing " + "; ".join(problems))
+            if seed:
+                from hangar.core.pg_writer import PgConnection  # psycopg loads only for PostgreSQL
+
+                raw = conn.connection.driver_connection
+                assert raw is not None
+                # Nested: the seeds' transactions are this one (the new schema is invisible until it commits).
+                seeding = PgConnection(raw, schema or "public", PG_WRITE_LOCK, nested=True)
+                for fn in seed:
+                    fn(seeding)
+    except sa.exc.SQLAlchemyError as exc:
+        raise DatabaseDamaged(f"database {name} cannot be migrated: {first_line(exc)}") from exc
+    finally:
+        engine.dispose()
