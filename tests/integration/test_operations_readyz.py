@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sqlite3
 from pathlib import Path
 
 import httpx
+import pytest
 from alembic.script import ScriptDirectory
 
+from hangar.core.clock import FakeClock
 from hangar.core.tables import MIGRATIONS
+from hangar.server.readiness import ANSWER_KEPT_S
 from tests.support.server import RunningServer, running_server
 
 
@@ -18,7 +23,8 @@ async def readyz(srv: RunningServer) -> httpx.Response:
 
 
 async def test_ready_then_not_while_a_workspace_database_is_behind(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as srv:
+    clock = FakeClock()
+    async with running_server(tmp_path, clock=clock) as srv:
         ws = await srv.new_workspace("ops")
         ready = await readyz(srv)
         assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
@@ -34,6 +40,7 @@ async def test_ready_then_not_while_a_workspace_database_is_behind(tmp_path: Pat
         db = sqlite3.connect(srv.ctx.datadir.workspace_db(ws))
         with db:
             db.execute("UPDATE alembic_version_core SET version_num = ?", (head.down_revision,))
+        clock.advance(ANSWER_KEPT_S)  # past the kept answer
         behind = await readyz(srv)
         assert behind.status_code == 503
         # The reason says what; it names no workspace (anyone may ask).
@@ -41,17 +48,41 @@ async def test_ready_then_not_while_a_workspace_database_is_behind(tmp_path: Pat
         with db:
             db.execute("UPDATE alembic_version_core SET version_num = ?", (head.revision,))
         db.close()
+        clock.advance(ANSWER_KEPT_S)
         assert (await readyz(srv)).status_code == 200
 
 
+async def test_an_answer_is_kept_two_seconds_and_shared_by_callers_meanwhile(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Anyone may ask and a check reads every workspace database: a flood costs one check per kept answer.
+    clock = FakeClock()
+    async with running_server(tmp_path, clock=clock) as srv:
+        ws = await srv.new_workspace("ops")
+        assert (await readyz(srv)).status_code == 200
+        db = sqlite3.connect(srv.ctx.datadir.workspace_db(ws))
+        with db:
+            db.execute("UPDATE alembic_version_core SET version_num = 'behind'")
+        db.close()
+        clock.advance(ANSWER_KEPT_S - 0.001)  # the ready answer is still kept
+        assert (await readyz(srv)).status_code == 200
+        clock.advance(0.001)  # at the line: checked again, once for twenty callers
+        with caplog.at_level(logging.WARNING, logger="hangar.server.readiness"):
+            answers = await asyncio.gather(*(readyz(srv) for _ in range(20)))
+        assert {a.status_code for a in answers} == {503}
+        assert len([r for r in caplog.records if r.getMessage().startswith("not ready")]) == 1
+
+
 async def test_not_ready_while_a_database_cannot_be_read(tmp_path: Path) -> None:
-    async with running_server(tmp_path) as srv:
+    clock = FakeClock()
+    async with running_server(tmp_path, clock=clock) as srv:
         ws = await srv.new_workspace("ops")
         assert (await readyz(srv)).status_code == 200
         path = srv.ctx.datadir.workspace_db(ws)
         original = path.read_bytes()
         with path.open("r+b") as f:  # a file that is no database any more (unreadable even to root)
             f.write(b"not a database" * 512)
+        clock.advance(ANSWER_KEPT_S)
         broken = await readyz(srv)
         assert broken.status_code == 503
         assert broken.json()["status"].startswith("a workspace database is ")

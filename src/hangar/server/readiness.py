@@ -5,6 +5,9 @@ A load balancer asks without a credential, so the reason names no workspace: the
 Every workspace database is asked, through the engines the server already holds (its event tail opens them all),
 so a database restored from an older backup under a running server, or one replaced by a damaged file, turns
 the server not ready until it is put right.
+
+Anyone may ask, and a check reads every workspace database, so an answer is kept for ``ANSWER_KEPT_S`` and
+callers arriving while a check runs share it: a flood of requests costs one check every two seconds.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from hangar.identity import IdentityService
 log = logging.getLogger(__name__)
 
 READYZ_PATH = "/readyz"
+ANSWER_KEPT_S = 2.0  # how long an answer is reused (on the server's clock)
 
 
 def _heads(sets: Sequence[MigrationSet]) -> dict[str, frozenset[str]]:
@@ -43,6 +47,25 @@ class Readiness:
         self.server_sets = [m for m in unique.values() if m.scope == "server"]
         self.workspace_sets = [m for m in unique.values() if m.scope == "workspace"]
         self._heads: dict[str, frozenset[str]] | None = None  # read once, on the first check
+        self._answer: tuple[float, str | None] | None = None  # (when it was checked, what is not ready)
+        self._checking: asyncio.Future[str | None] | None = None
+
+    async def answer(self, ctx: AppContext) -> str | None:
+        """``problem``, reused for ``ANSWER_KEPT_S``; concurrent callers share the check that is running."""
+        now = ctx.clock.monotonic()
+        if self._answer is not None and now - self._answer[0] < ANSWER_KEPT_S:
+            return self._answer[1]
+        if self._checking is None:
+            self._checking = asyncio.ensure_future(self._check(ctx, now))
+        return await asyncio.shield(self._checking)
+
+    async def _check(self, ctx: AppContext, now: float) -> str | None:
+        try:
+            why = await self.problem(ctx)
+            self._answer = (now, why)
+            return why
+        finally:
+            self._checking = None
 
     async def heads(self) -> dict[str, frozenset[str]]:
         if self._heads is None:
@@ -89,7 +112,7 @@ class Readiness:
 async def readyz(request: Request) -> JSONResponse:
     ctx: AppContext = request.app.state.ctx
     readiness: Readiness = request.app.state.readiness
-    why = await readiness.problem(ctx)
+    why = await readiness.answer(ctx)
     if why is not None:
         return JSONResponse({"status": why}, status_code=503)
     return JSONResponse({"status": "ready"})
