@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,10 +29,11 @@ def test_a_symlink_in_the_archive_is_never_followed_by_a_later_item(tmp_path: Pa
         writer = ArchiveWriter(out)
         writer.add_bytes("server.db", b"x", 0o600)
         writer.add_dir("ws1", 0o700)
-        writer.add_symlink("ws1/repos", str(outside))
-        writer.add_bytes("ws1/repos/planted", b"owned", 0o644)
+        writer.add_dir("ws1/repos", 0o755)
+        writer.add_symlink("ws1/repos/r1", str(outside))  # allowed: a guest's tree holds symlinks
+        writer.add_bytes("ws1/repos/r1/planted", b"owned", 0o644)
         writer.finish(manifest_of(writer))
-    with pytest.raises(BackupRefused, match="the item 'ws1/repos/planted' cannot be restored"):
+    with pytest.raises(BackupRefused, match="the item 'ws1/repos/r1/planted' cannot be restored"):
         restore_backup(backup, tmp_path / "r", None)
     assert list(outside.iterdir()) == [] and not (tmp_path / "r").exists()
 
@@ -109,3 +111,96 @@ def test_an_item_twice_is_refused_when_written_and_when_restored(tmp_path: Path)
     with pytest.raises(BackupRefused, match="the backup holds the item 'rigs' twice"):
         restore_backup(backup, tmp_path / "r", None)
     assert not (tmp_path / "r").exists()
+
+
+def _hostile(tmp_path: Path, add: Callable[[ArchiveWriter], None]) -> Path:
+    backup = tmp_path / "hostile.backup"
+    with backup.open("wb") as out:
+        writer = ArchiveWriter(out)
+        writer.add_bytes("server.db", b"x", 0o600)
+        writer.add_dir("ws1", 0o700)
+        writer.add_bytes("ws1/workspace.db", b"x", 0o600)
+        add(writer)
+        writer.finish(manifest_of(writer))
+    return backup
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("server.db-wal", "symlink"),  # SQLite would write through it
+        ("server.db-wal", "file"),
+        ("server.db-shm", "file"),
+        ("ws1/workspace.db-wal", "symlink"),
+        ("ws1/workspace.db-journal", "file"),
+        ("database-url", "file"),  # would point the install at another database
+        ("database-url", "dir"),
+        ("pipelines", "dir"),
+        ("server.db-wal", "dir"),
+        ("secrets.json", "symlink"),
+        ("sign-in-origin", "symlink"),
+        ("ws1/chat_credentials", "symlink"),
+        ("ws1/chat_credentials/slack.json", "symlink"),
+        ("ws1/chat_credentials/.lock", "file"),
+        ("ws1/repos", "symlink"),
+        ("rigs", "symlink"),
+        ("rigs/tls", "symlink"),
+        ("rigs/tls/ca.key", "symlink"),
+        ("rigs/tls/.lock", "file"),
+        ("rigs/microvm-packs", "dir"),
+        ("server.lock", "file"),
+        ("not a workspace", "dir"),
+        ("ws1/anything", "file"),
+        ("ws1/chat_credentials/deeper", "dir"),
+        ("rigs/workspace.db", "file"),
+    ],
+)
+def test_an_item_a_backup_never_holds_is_refused_by_name_before_anything_is_written(
+    tmp_path: Path, path: str, kind: str
+) -> None:
+    outside = tmp_path / "authorized_keys"
+    outside.write_text("mine")
+
+    def add(writer: ArchiveWriter) -> None:
+        for i in range(len(path.split("/")) - 1):
+            so_far = "/".join(path.split("/")[: i + 1])
+            if so_far != "ws1":
+                writer.add_dir(so_far, 0o700)
+        if kind == "symlink":
+            writer.add_symlink(path, str(outside))
+        elif kind == "dir":
+            writer.add_dir(path, 0o700)
+        else:
+            writer.add_bytes(path, b"postgresql://evil@attacker.example/db", 0o600)
+
+    backup = _hostile(tmp_path, add)
+    with pytest.raises(BackupRefused, match=f"item {path!r}"):
+        restore_backup(backup, tmp_path / "r", None)
+    assert not (tmp_path / "r").exists() and outside.read_text() == "mine"
+    assert not any(p.name.startswith(".r.restoring") for p in tmp_path.iterdir())
+
+
+def test_what_a_backup_takes_is_restored_with_symlinks_only_in_the_files_of_workspaces(tmp_path: Path) -> None:
+    def add(writer: ArchiveWriter) -> None:
+        writer.add_bytes("secrets.json", b"{}", 0o600)
+        writer.add_bytes("sign-in-origin", b"https://x.example", 0o600)
+        writer.add_dir("rigs", 0o700)
+        writer.add_dir("rigs/tls", 0o700)
+        writer.add_bytes("rigs/tls/ca.pem", b"pem", 0o600)
+        writer.add_dir("rigs/tls/leaves", 0o700)
+        writer.add_bytes("rigs/tls/leaves/a.pem", b"pem", 0o600)
+        writer.add_dir("ws1/chat_credentials", 0o700)
+        writer.add_bytes("ws1/chat_credentials/slack.json", b"{}", 0o600)
+        for tree in ("repos", "spaces", "worktrees"):
+            writer.add_dir(f"ws1/{tree}", 0o755)
+            writer.add_dir(f"ws1/{tree}/a", 0o755)
+            writer.add_bytes(f"ws1/{tree}/a/Cargo.lock", b"lock", 0o644)
+            writer.add_symlink(f"ws1/{tree}/a/link", "/etc/passwd")
+
+    restore_backup(_hostile(tmp_path, add), tmp_path / "r", None)
+    root = tmp_path / "r"
+    assert (root / "rigs/tls/leaves/a.pem").read_text() == "pem"
+    assert (root / "ws1/chat_credentials/slack.json").read_text() == "{}"
+    for tree in ("repos", "spaces", "worktrees"):
+        assert (root / f"ws1/{tree}/a/link").is_symlink()
+        assert (root / f"ws1/{tree}/a/Cargo.lock").read_text() == "lock"
