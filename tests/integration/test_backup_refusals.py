@@ -133,7 +133,9 @@ def _with_planted(plain: Path, out: Path, plant: str, *, symlink_to: Path | None
 def test_restore_refuses_an_item_a_backup_never_holds_naming_it(tmp_path: Path, plain: Path, plant: str) -> None:
     keys = tmp_path / "authorized_keys"
     keys.write_text("ssh-ed25519 mine\n")
-    hostile = _with_planted(plain, tmp_path / "hostile.backup", plant, symlink_to=None if plant == "database-url" else keys)
+    hostile = _with_planted(
+        plain, tmp_path / "hostile.backup", plant, symlink_to=None if plant == "database-url" else keys
+    )
     said = refused(admin("restore", str(hostile), "--data-dir", str(tmp_path / "r")))
     assert said.startswith(f"the backup holds the item {plant!r}"), said
     assert not (tmp_path / "r").exists() and not list(tmp_path.glob(".r.restoring-*"))

@@ -14,6 +14,7 @@ import pytest
 
 from hangar.backup import BackupRefused, restore_backup
 from hangar.backup.archive import FORMAT, ArchiveWriter, Manifest
+from hangar.backup import crypt
 from hangar.backup.crypt import CHUNK, Damaged, OpeningReader, SealingWriter
 
 
@@ -204,3 +205,25 @@ def test_what_a_backup_takes_is_restored_with_symlinks_only_in_the_files_of_work
     for tree in ("repos", "spaces", "worktrees"):
         assert (root / f"ws1/{tree}/a/link").is_symlink()
         assert (root / f"ws1/{tree}/a/Cargo.lock").read_text() == "lock"
+
+
+@pytest.mark.parametrize(("log_n", "r", "p"), [(22, 32, 16), (18, 8, 1), (17, 9, 1), (17, 8, 2), (16, 8, 1)])
+def test_a_header_asking_another_scrypt_cost_is_refused_before_any_key_is_derived(
+    monkeypatch: pytest.MonkeyPatch, log_n: int, r: int, p: int
+) -> None:
+    sealed = bytearray(_sealed(b"data"))
+    derived: list[tuple[int, int, int]] = []
+    real = crypt._key
+    monkeypatch.setattr(
+        crypt, "_key", lambda pw, n, rr, pp, salt: derived.append((n, rr, pp)) or real(pw, n, rr, pp, salt)
+    )
+    crypt._opening_key.cache_clear()
+    # The writer's own cost opens (the limit, accepted)...
+    assert OpeningReader(io.BytesIO(bytes(sealed)), b"passphrase").read() == b"data"
+    assert derived == [(17, 8, 1)]
+    # ...any other is refused by one sentence, without deriving a key (16 GiB of memory for 22, 32, 16).
+    sealed[8:11] = bytes((log_n, r, p))
+    crypt._opening_key.cache_clear()
+    with pytest.raises(Damaged, match=rf"^the backup's encryption cost \(scrypt N=2\^{log_n}, r={r}, p={p}\) is not"):
+        OpeningReader(io.BytesIO(bytes(sealed)), b"passphrase")
+    assert derived == [(17, 8, 1)]
