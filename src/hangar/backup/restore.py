@@ -7,9 +7,9 @@ refusal at any point leaves the target as it was. The archive is input: every pa
 to be one a backup takes, of the kind it takes there (``hangar.backup.allowed``: no ``database-url``, no SQLite
 journal, no lock, symlinks only in the files of workspaces), every item before anything is written; every item is
 made beneath the folder's descriptor without following anything (a symlink the archive holds is made as a symlink
-and never walked through, nor opened: files are made with ``O_NOFOLLOW | O_EXCL``, folders opened ``O_NOFOLLOW``). The server's own files (its
-databases, secrets, chat credentials, the dev-domain CA) are made owner-only whatever the archive says; the data
-directory itself is 0700.
+and never walked through, nor opened: files are made with ``O_NOFOLLOW | O_EXCL``, folders opened ``O_NOFOLLOW``).
+The server's own files (its databases, secrets, chat credentials, the dev-domain CA) are made owner-only whatever
+the archive says; the data directory itself is 0700.
 """
 
 from __future__ import annotations

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hangar.backup import BackupRefused, restore_backup
+from hangar.backup import BackupRefused, crypt, restore_backup
 from hangar.backup.archive import FORMAT, ArchiveWriter, Manifest
-from hangar.backup import crypt
 from hangar.backup.crypt import CHUNK, Damaged, OpeningReader, SealingWriter
 
 
