@@ -25,6 +25,11 @@ from hangar.errors import Refused
 MANIFEST = "MANIFEST.json"
 FORMAT = 1
 _READ = 1 << 20
+# A backup's bounds, so that reading one (input) holds a bounded amount in memory: its manifest is read whole and
+# every item is kept until it is compared with it. A backup is refused when taken past them, so every backup taken
+# restores. About 250 bytes of manifest an item: the two bind together.
+MAX_MANIFEST_BYTES = 256 << 20
+MAX_ITEMS = 1_000_000
 Kind = Literal["file", "dir", "symlink"]
 
 
@@ -60,7 +65,12 @@ class Manifest:
     def from_json(raw: bytes) -> Manifest:
         try:
             data = json.loads(raw)
-            items = tuple(Item(**i) for i in data.pop("items"))
+            listed = data.pop("items")
+            if len(listed) > MAX_ITEMS:
+                raise BackupRefused(
+                    f"the backup's manifest lists more than {MAX_ITEMS} items, more than a backup holds"
+                )
+            items = tuple(Item(**i) for i in listed)
             manifest = Manifest(items=items, **data)
         except (ValueError, TypeError, KeyError, AttributeError):
             raise BackupRefused("the backup's manifest is damaged") from None
@@ -109,6 +119,8 @@ class ArchiveWriter:
 
     def _info(self, path: str, kind: bytes, mode: int) -> tarfile.TarInfo:
         check_path(path)
+        if len(self.items) >= MAX_ITEMS:  # it could not be restored: say so now, not at the restore
+            raise BackupRefused(f"the data directory holds more than {MAX_ITEMS} items, more than a backup holds")
         if path in self._paths:  # it could not be restored: say so now, not at the restore
             raise BackupRefused(f"the item {path!r} would be in the backup twice")
         self._paths.add(path)
@@ -146,6 +158,10 @@ class ArchiveWriter:
 
     def finish(self, manifest: Manifest) -> None:
         raw = manifest.to_json()
+        if len(raw) > MAX_MANIFEST_BYTES:
+            raise BackupRefused(
+                f"the backup's manifest would be {len(raw)} bytes, more than the {MAX_MANIFEST_BYTES} a backup holds"
+            )
         info = tarfile.TarInfo(MANIFEST)
         info.size, info.mode, info.mtime = len(raw), 0o600, 0
         self._tar.addfile(info, io.BytesIO(raw))
@@ -169,10 +185,17 @@ def scan(stream: IO[bytes], on_item: OnItem | None = None) -> Manifest:
                 if manifest is not None:
                     raise BackupRefused(f"the backup has an item {member.name[:200]!r} after its manifest")
                 if member.name == MANIFEST and member.isfile():
+                    if member.size > MAX_MANIFEST_BYTES:
+                        raise BackupRefused(
+                            f"the backup's manifest is {member.size} bytes, more than the {MAX_MANIFEST_BYTES} a "
+                            "backup holds"
+                        )
                     handle = tar.extractfile(member)
                     assert handle is not None
-                    manifest = Manifest.from_json(handle.read())
+                    manifest = Manifest.from_json(handle.read(MAX_MANIFEST_BYTES))
                     continue
+                if len(seen) >= MAX_ITEMS:
+                    raise BackupRefused(f"the backup holds more than {MAX_ITEMS} items, more than a backup holds")
                 where = repr(member.name[:200])
                 seen.append(_read_item(tar, member, on_item))
                 where = f"the item after {where}"

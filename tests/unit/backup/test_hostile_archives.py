@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hangar.backup import BackupRefused, crypt, restore_backup
+from hangar.backup import BackupRefused, archive, crypt, restore_backup
 from hangar.backup.archive import FORMAT, ArchiveWriter, Manifest
 from hangar.backup.crypt import CHUNK, Damaged, OpeningReader, SealingWriter
 
@@ -226,3 +226,52 @@ def test_a_header_asking_another_scrypt_cost_is_refused_before_any_key_is_derive
     with pytest.raises(Damaged, match=rf"^the backup's encryption cost \(scrypt N=2\^{log_n}, r={r}, p={p}\) is not"):
         OpeningReader(io.BytesIO(bytes(sealed)), b"passphrase")
     assert derived == [(17, 8, 1)]
+
+
+def _of_items(tmp_path: Path, count: int) -> tuple[Path, int]:
+    """A backup of ``count`` items; its manifest's size."""
+    backup = tmp_path / f"{count}.backup"
+    with backup.open("wb") as out:
+        writer = ArchiveWriter(out)
+        writer.add_bytes("server.db", b"x", 0o600)
+        for name in ("secrets.json", "sign-in-origin")[: count - 1]:
+            writer.add_bytes(name, b"x", 0o600)
+        manifest = manifest_of(writer)
+        writer.finish(manifest)
+    return backup, len(manifest.to_json())
+
+
+def test_the_manifest_size_is_bounded_on_both_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backup, size = _of_items(tmp_path, 3)
+    monkeypatch.setattr(archive, "MAX_MANIFEST_BYTES", size)
+    restore_backup(backup, tmp_path / "at", None)  # at the bound: accepted
+    monkeypatch.setattr(archive, "MAX_MANIFEST_BYTES", size - 1)
+    said = f"the backup's manifest is {size} bytes, more than the {size - 1} a backup holds"
+    with pytest.raises(BackupRefused, match=f"^{said}"):
+        restore_backup(backup, tmp_path / "past", None)
+    assert not (tmp_path / "past").exists()
+    with pytest.raises(BackupRefused, match="manifest would be"):
+        writer = ArchiveWriter(io.BytesIO())  # and a backup past it is refused when taken, never written unrestorable
+        writer.add_bytes("server.db", b"x", 0o600)
+        writer.add_bytes("secrets.json", b"x", 0o600)
+        writer.add_bytes("sign-in-origin", b"x", 0o600)
+        writer.finish(manifest_of(writer))
+
+
+def test_the_item_count_is_bounded_on_both_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backup, _ = _of_items(tmp_path, 3)
+    monkeypatch.setattr(archive, "MAX_ITEMS", 3)
+    restore_backup(backup, tmp_path / "at", None)  # at the bound: accepted
+    monkeypatch.setattr(archive, "MAX_ITEMS", 2)
+    with pytest.raises(BackupRefused, match=r"^the backup holds more than 2 items, more than a backup holds"):
+        restore_backup(backup, tmp_path / "past", None)
+    assert not (tmp_path / "past").exists()
+    with tarfile.open(backup) as tar:
+        raw = tar.extractfile("MANIFEST.json").read()  # type: ignore[union-attr]
+    with pytest.raises(BackupRefused, match=r"^the backup's manifest lists more than 2 items"):
+        Manifest.from_json(raw)
+    writer = ArchiveWriter(io.BytesIO())  # and a backup past it is refused when taken
+    writer.add_bytes("server.db", b"x", 0o600)
+    writer.add_bytes("secrets.json", b"x", 0o600)
+    with pytest.raises(BackupRefused, match=r"^the data directory holds more than 2 items"):
+        writer.add_bytes("sign-in-origin", b"x", 0o600)
