@@ -205,7 +205,7 @@ def test_backup_refuses_an_install_whose_records_are_in_postgresql(tmp_path: Pat
     assert admin("backup", "--to", str(out), "--data-dir", str(moved)).returncode == 0
 
 
-def test_the_passphrase_bounds_on_both_sides(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_passphrase_bounds_on_both_sides(tmp_path: Path, data: Path) -> None:
     short, enough = "x" * (MIN_PASSPHRASE - 1), "x" * MIN_PASSPHRASE
     said = refused(admin("backup", "--to", str(tmp_path / "s"), "--data-dir", str(data), passphrase=short))
     assert said == f"the passphrase from HANGAR_BACKUP_PASSPHRASE is shorter than {MIN_PASSPHRASE} characters"
@@ -213,14 +213,13 @@ def test_the_passphrase_bounds_on_both_sides(tmp_path: Path, data: Path, monkeyp
     assert admin("backup", "--to", str(tmp_path / "s"), "--data-dir", str(data), passphrase=enough).returncode == 0
     key = tmp_path / "key"
     key.write_text("y" * MAX_PASSPHRASE + "\n")
-    assert read_passphrase(key) == b"y" * MAX_PASSPHRASE
+    assert read_passphrase(key, None) == b"y" * MAX_PASSPHRASE
     key.write_text("y" * (MAX_PASSPHRASE + 1))
     with pytest.raises(BackupRefused, match=f"longer than {MAX_PASSPHRASE} bytes"):
-        read_passphrase(key)
+        read_passphrase(key, None)
     key.write_text("\n")
     with pytest.raises(BackupRefused, match="shorter than"):
-        read_passphrase(key)
-    monkeypatch.delenv("HANGAR_BACKUP_PASSPHRASE", raising=False)
-    assert read_passphrase(None) is None
+        read_passphrase(key, None)
+    assert read_passphrase(None, None) is None
     with pytest.raises(BackupRefused, match="there is no passphrase file at"):
-        read_passphrase(tmp_path / "absent")
+        read_passphrase(tmp_path / "absent", None)

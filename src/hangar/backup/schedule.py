@@ -182,7 +182,7 @@ class BackupSchedule:
             SqliteSource(self.app.datadir),
             target,
             self.app.datadir.root,
-            passphrase=read_passphrase(None),
+            passphrase=read_passphrase(None, self.app.settings.backup_passphrase),
             without_files=plan.without_files,
         )
 
