@@ -30,6 +30,16 @@ _READ = 1 << 20
 # restores. About 250 bytes of manifest an item: the two bind together.
 MAX_MANIFEST_BYTES = 256 << 20
 MAX_ITEMS = 1_000_000
+# An item's extended header (a pax record or a GNU long name: its long path or symlink target), which tarfile reads
+# whole before handing the item over; a path is at most a few KiB.
+MAX_HEADER_BYTES = 1 << 20
+_EXTENDED = (
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+)
 Kind = Literal["file", "dir", "symlink"]
 
 
@@ -168,6 +178,20 @@ class ArchiveWriter:
         self._tar.close()
 
 
+class _BoundedInfo(tarfile.TarInfo):
+    """A member whose extended header is refused past ``MAX_HEADER_BYTES`` before tarfile reads it into memory."""
+
+    def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:  # tarfile's documented hook for subclasses
+        if self.type in _EXTENDED and self.size > MAX_HEADER_BYTES:
+            raise _HeaderTooLong(self.size)
+        member: tarfile.TarInfo = super()._proc_member(tar)  # type: ignore[misc]
+        return member
+
+
+class _HeaderTooLong(Exception):
+    pass
+
+
 # What ``scan`` hands its caller for each item: the item as the archive describes it, and its content in pieces.
 OnItem = Callable[[Item, Iterator[bytes]], None]
 
@@ -180,7 +204,7 @@ def scan(stream: IO[bytes], on_item: OnItem | None = None) -> Manifest:
     where = "its first item"
     manifest: Manifest | None = None
     try:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:
+        with tarfile.open(fileobj=stream, mode="r|", tarinfo=_BoundedInfo) as tar:
             for member in tar:
                 if manifest is not None:
                     raise BackupRefused(f"the backup has an item {member.name[:200]!r} after its manifest")
@@ -199,6 +223,11 @@ def scan(stream: IO[bytes], on_item: OnItem | None = None) -> Manifest:
                 where = repr(member.name[:200])
                 seen.append(_read_item(tar, member, on_item))
                 where = f"the item after {where}"
+    except _HeaderTooLong as exc:
+        raise BackupRefused(
+            f"the backup has an extended header of {exc.args[0]} bytes, more than the {MAX_HEADER_BYTES} an item's "
+            f"name takes (at {where})"
+        ) from None
     except (tarfile.TarError, EOFError, OSError, Damaged) as exc:
         said = str(exc) if isinstance(exc, Damaged) else "the backup is damaged or truncated"
         raise BackupRefused(f"{said} (at {where})") from None

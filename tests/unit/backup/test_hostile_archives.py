@@ -275,3 +275,20 @@ def test_the_item_count_is_bounded_on_both_sides(tmp_path: Path, monkeypatch: py
     writer.add_bytes("secrets.json", b"x", 0o600)
     with pytest.raises(BackupRefused, match=r"^the data directory holds more than 2 items"):
         writer.add_bytes("sign-in-origin", b"x", 0o600)
+
+
+def test_an_extended_header_is_bounded_on_both_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    long = "ws1/repos/" + "a" * 200  # past tar's 100 bytes: the path goes in a pax header
+    backup = _hostile(tmp_path, lambda w: (w.add_dir("ws1/repos", 0o755), w.add_bytes(long, b"x", 0o644)))
+    monkeypatch.setattr(archive, "MAX_HEADER_BYTES", 1)
+    with pytest.raises(BackupRefused, match=r"^the backup has an extended header of (\d+) bytes") as refused:
+        restore_backup(backup, tmp_path / "probe", None)
+    size = int(str(refused.value.message).split()[7])
+    monkeypatch.setattr(archive, "MAX_HEADER_BYTES", size)
+    restore_backup(backup, tmp_path / "at", None)  # at the bound: accepted
+    assert (tmp_path / "at" / long).read_bytes() == b"x"
+    monkeypatch.setattr(archive, "MAX_HEADER_BYTES", size - 1)
+    said = rf"^the backup has an extended header of {size} bytes, more than the {size - 1} an item's name takes"
+    with pytest.raises(BackupRefused, match=said):
+        restore_backup(backup, tmp_path / "past", None)
+    assert not (tmp_path / "past").exists()
