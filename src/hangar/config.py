@@ -98,6 +98,9 @@ class Settings(BaseSettings):
     # PostgreSQL's own ``PGPASSWORD``, taken out of the environment by the command line (``hangar.cli.root``) so
     # the processes the server starts never inherit it; used for a URL that carries no password.
     _database_password: SecretStr | None = PrivateAttr(default=None)
+    # The passphrase scheduled and command-line backups are sealed with (``HANGAR_BACKUP_PASSPHRASE``); taken out
+    # of the environment by the command line too, so no process the server starts inherits it.
+    backup_passphrase: SecretStr | None = None
     site_port: int | None = DEFAULT_SITE_PORT  # where the website listens beside the server; None: not served
     site_url: str | None = None  # the website's public origin when it is served under one (``--site-url``)
     # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no

@@ -106,6 +106,42 @@ def test_restore_refuses_one_flipped_byte_naming_the_item(tmp_path: Path, plain:
     assert not list(tmp_path.glob(".r.restoring-*"))
 
 
+def _with_planted(plain: Path, out: Path, plant: str, *, symlink_to: Path | None = None) -> Path:
+    """``plain`` rewritten with one more item ``plant`` (a symlink to ``symlink_to``, else a file naming an
+    attacker's database), its manifest listing it: a backup file anyone could have crafted."""
+    from hangar.backup.archive import ArchiveWriter, Manifest
+
+    with tarfile.open(plain) as tar, out.open("wb") as sink:
+        manifest = Manifest.from_json(tar.extractfile("MANIFEST.json").read())  # type: ignore[union-attr]
+        writer = ArchiveWriter(sink)
+        for item in manifest.items:
+            if item.kind == "dir":
+                writer.add_dir(item.path, item.mode)
+            elif item.kind == "symlink":
+                writer.add_symlink(item.path, str(item.target))
+            else:
+                writer.add_bytes(item.path, tar.extractfile(item.path).read(), item.mode)  # type: ignore[union-attr]
+        if symlink_to is not None:
+            writer.add_symlink(plant, str(symlink_to))
+        else:
+            writer.add_bytes(plant, b"postgresql://evil@attacker.example/hangar\n", 0o600)
+        writer.finish(Manifest(**{**manifest.__dict__, "items": tuple(writer.items)}))
+    return out
+
+
+@pytest.mark.parametrize("plant", ["server.db-wal", "secrets.json.tmp", "database-url"])
+def test_restore_refuses_an_item_a_backup_never_holds_naming_it(tmp_path: Path, plain: Path, plant: str) -> None:
+    keys = tmp_path / "authorized_keys"
+    keys.write_text("ssh-ed25519 mine\n")
+    hostile = _with_planted(
+        plain, tmp_path / "hostile.backup", plant, symlink_to=None if plant == "database-url" else keys
+    )
+    said = refused(admin("restore", str(hostile), "--data-dir", str(tmp_path / "r")))
+    assert said.startswith(f"the backup holds the item {plant!r}"), said
+    assert not (tmp_path / "r").exists() and not list(tmp_path.glob(".r.restoring-*"))
+    assert keys.read_text() == "ssh-ed25519 mine\n"
+
+
 def test_an_encrypted_backup_needs_its_passphrase(tmp_path: Path, sealed: Path, data: Path) -> None:
     assert b"server.db" not in sealed.read_bytes() and b'"k": "v"' not in sealed.read_bytes()
     said = refused(admin("restore", str(sealed), "--data-dir", str(tmp_path / "r"), passphrase="a wrong passphrase"))
@@ -169,7 +205,7 @@ def test_backup_refuses_an_install_whose_records_are_in_postgresql(tmp_path: Pat
     assert admin("backup", "--to", str(out), "--data-dir", str(moved)).returncode == 0
 
 
-def test_the_passphrase_bounds_on_both_sides(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_passphrase_bounds_on_both_sides(tmp_path: Path, data: Path) -> None:
     short, enough = "x" * (MIN_PASSPHRASE - 1), "x" * MIN_PASSPHRASE
     said = refused(admin("backup", "--to", str(tmp_path / "s"), "--data-dir", str(data), passphrase=short))
     assert said == f"the passphrase from HANGAR_BACKUP_PASSPHRASE is shorter than {MIN_PASSPHRASE} characters"
@@ -177,14 +213,13 @@ def test_the_passphrase_bounds_on_both_sides(tmp_path: Path, data: Path, monkeyp
     assert admin("backup", "--to", str(tmp_path / "s"), "--data-dir", str(data), passphrase=enough).returncode == 0
     key = tmp_path / "key"
     key.write_text("y" * MAX_PASSPHRASE + "\n")
-    assert read_passphrase(key) == b"y" * MAX_PASSPHRASE
+    assert read_passphrase(key, None) == b"y" * MAX_PASSPHRASE
     key.write_text("y" * (MAX_PASSPHRASE + 1))
     with pytest.raises(BackupRefused, match=f"longer than {MAX_PASSPHRASE} bytes"):
-        read_passphrase(key)
+        read_passphrase(key, None)
     key.write_text("\n")
     with pytest.raises(BackupRefused, match="shorter than"):
-        read_passphrase(key)
-    monkeypatch.delenv("HANGAR_BACKUP_PASSPHRASE", raising=False)
-    assert read_passphrase(None) is None
+        read_passphrase(key, None)
+    assert read_passphrase(None, None) is None
     with pytest.raises(BackupRefused, match="there is no passphrase file at"):
-        read_passphrase(tmp_path / "absent")
+        read_passphrase(tmp_path / "absent", None)

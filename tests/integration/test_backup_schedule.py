@@ -92,3 +92,36 @@ async def test_the_schedule_settings_bounds_on_both_sides(tmp_path: Path) -> Non
             for value in bad:
                 with pytest.raises(InvalidArgs, match=key.replace(".", r"\.")):
                     await identity.set_setting(key, value)
+
+
+async def test_the_backup_passphrase_seals_scheduled_backups_and_no_child_of_the_server_inherits_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hangar.backup.crypt import is_sealed
+    from hangar.cli.root import settings_from
+
+    secret = "a passphrase no child may see"
+    monkeypatch.setenv("HANGAR_BACKUP_PASSPHRASE", secret)
+    settings = settings_from(data_dir=tmp_path / "data")  # as `hangar serve` reads its settings
+    started = subprocess.run(["env"], capture_output=True, text=True, check=True)
+    assert secret not in started.stdout
+    assert settings.backup_passphrase is not None and secret not in repr(settings)
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    async with running_server(settings.data_dir, parts=FAST, backup_passphrase=settings.backup_passphrase) as srv:
+        # A process the server starts (git for a repository, mmdebstrap for an image) inherits its environment.
+        child = await asyncio.create_subprocess_exec("env", stdout=asyncio.subprocess.PIPE)
+        out, _ = await child.communicate()
+        assert secret.encode() not in out
+        identity = srv.ctx.service(IdentityService)
+        await identity.set_setting("backup.folder", str(folder))
+        await identity.set_setting("backup.intervalHours", 24)
+        await wait_for(lambda: len(backups_in(folder)) == 1)
+    taken = backups_in(folder)[0][1]
+    with taken.open("rb") as f:
+        assert is_sealed(f.read(8))  # the server still has the passphrase: its backups are sealed with it
+    env = {"HANGAR_BACKUP_PASSPHRASE": secret, "PATH": "/usr/bin:/bin"}
+    restored = subprocess.run(
+        [HANGAR, "admin", "restore", str(taken), "--data-dir", str(tmp_path / "r")], env=env, capture_output=True
+    )
+    assert restored.returncode == 0, restored.stderr

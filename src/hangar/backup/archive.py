@@ -25,6 +25,21 @@ from hangar.errors import Refused
 MANIFEST = "MANIFEST.json"
 FORMAT = 1
 _READ = 1 << 20
+# A backup's bounds, so that reading one (input) holds a bounded amount in memory: its manifest is read whole and
+# every item is kept until it is compared with it. A backup is refused when taken past them, so every backup taken
+# restores. About 250 bytes of manifest an item: the two bind together.
+MAX_MANIFEST_BYTES = 256 << 20
+MAX_ITEMS = 1_000_000
+# An item's extended header (a pax record or a GNU long name: its long path or symlink target), which tarfile reads
+# whole before handing the item over; a path is at most a few KiB.
+MAX_HEADER_BYTES = 1 << 20
+_EXTENDED = (
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+)
 Kind = Literal["file", "dir", "symlink"]
 
 
@@ -60,7 +75,12 @@ class Manifest:
     def from_json(raw: bytes) -> Manifest:
         try:
             data = json.loads(raw)
-            items = tuple(Item(**i) for i in data.pop("items"))
+            listed = data.pop("items")
+            if len(listed) > MAX_ITEMS:
+                raise BackupRefused(
+                    f"the backup's manifest lists more than {MAX_ITEMS} items, more than a backup holds"
+                )
+            items = tuple(Item(**i) for i in listed)
             manifest = Manifest(items=items, **data)
         except (ValueError, TypeError, KeyError, AttributeError):
             raise BackupRefused("the backup's manifest is damaged") from None
@@ -109,6 +129,8 @@ class ArchiveWriter:
 
     def _info(self, path: str, kind: bytes, mode: int) -> tarfile.TarInfo:
         check_path(path)
+        if len(self.items) >= MAX_ITEMS:  # it could not be restored: say so now, not at the restore
+            raise BackupRefused(f"the data directory holds more than {MAX_ITEMS} items, more than a backup holds")
         if path in self._paths:  # it could not be restored: say so now, not at the restore
             raise BackupRefused(f"the item {path!r} would be in the backup twice")
         self._paths.add(path)
@@ -146,10 +168,28 @@ class ArchiveWriter:
 
     def finish(self, manifest: Manifest) -> None:
         raw = manifest.to_json()
+        if len(raw) > MAX_MANIFEST_BYTES:
+            raise BackupRefused(
+                f"the backup's manifest would be {len(raw)} bytes, more than the {MAX_MANIFEST_BYTES} a backup holds"
+            )
         info = tarfile.TarInfo(MANIFEST)
         info.size, info.mode, info.mtime = len(raw), 0o600, 0
         self._tar.addfile(info, io.BytesIO(raw))
         self._tar.close()
+
+
+class _BoundedInfo(tarfile.TarInfo):
+    """A member whose extended header is refused past ``MAX_HEADER_BYTES`` before tarfile reads it into memory."""
+
+    def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:  # tarfile's documented hook for subclasses
+        if self.type in _EXTENDED and self.size > MAX_HEADER_BYTES:
+            raise _HeaderTooLong(self.size)
+        member: tarfile.TarInfo = super()._proc_member(tar)  # type: ignore[misc]
+        return member
+
+
+class _HeaderTooLong(Exception):
+    pass
 
 
 # What ``scan`` hands its caller for each item: the item as the archive describes it, and its content in pieces.
@@ -164,18 +204,30 @@ def scan(stream: IO[bytes], on_item: OnItem | None = None) -> Manifest:
     where = "its first item"
     manifest: Manifest | None = None
     try:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:
+        with tarfile.open(fileobj=stream, mode="r|", tarinfo=_BoundedInfo) as tar:
             for member in tar:
                 if manifest is not None:
                     raise BackupRefused(f"the backup has an item {member.name[:200]!r} after its manifest")
                 if member.name == MANIFEST and member.isfile():
+                    if member.size > MAX_MANIFEST_BYTES:
+                        raise BackupRefused(
+                            f"the backup's manifest is {member.size} bytes, more than the {MAX_MANIFEST_BYTES} a "
+                            "backup holds"
+                        )
                     handle = tar.extractfile(member)
                     assert handle is not None
-                    manifest = Manifest.from_json(handle.read())
+                    manifest = Manifest.from_json(handle.read(MAX_MANIFEST_BYTES))
                     continue
+                if len(seen) >= MAX_ITEMS:
+                    raise BackupRefused(f"the backup holds more than {MAX_ITEMS} items, more than a backup holds")
                 where = repr(member.name[:200])
                 seen.append(_read_item(tar, member, on_item))
                 where = f"the item after {where}"
+    except _HeaderTooLong as exc:
+        raise BackupRefused(
+            f"the backup has an extended header of {exc.args[0]} bytes, more than the {MAX_HEADER_BYTES} an item's "
+            f"name takes (at {where})"
+        ) from None
     except (tarfile.TarError, EOFError, OSError, Damaged) as exc:
         said = str(exc) if isinstance(exc, Damaged) else "the backup is damaged or truncated"
         raise BackupRefused(f"{said} (at {where})") from None

@@ -119,8 +119,15 @@ class OpeningReader:
         if len(header) < _HEADER.size:
             raise Damaged("the backup is truncated inside its header")
         magic, log_n, r, p, salt, self._prefix = _HEADER.unpack(header)
-        if magic != MAGIC or not (10 <= log_n <= 22 and 1 <= r <= 32 and 1 <= p <= 16):
+        if magic != MAGIC:
             raise Damaged("the backup's encryption header is damaged")
+        # Only the cost this version writes: the header is read before the passphrase is checked, so a cost taken
+        # from it would let a crafted file make the key's derivation take gigabytes of memory.
+        if (log_n, r, p) != (_LOG_N, _R, _P):
+            raise Damaged(
+                f"the backup's encryption cost (scrypt N=2^{log_n}, r={r}, p={p}) is not the one Hangar writes "
+                f"(N=2^{_LOG_N}, r={_R}, p={_P})"
+            )
         self._aead = _opening_key(passphrase, log_n, r, p, salt)
         self._header = header
         try:

@@ -3,8 +3,9 @@ line (every user of the machine can read another's command line)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from pydantic import SecretStr
 
 from hangar.backup.archive import BackupRefused
 from hangar.backup.crypt import check_passphrase
@@ -12,8 +13,9 @@ from hangar.backup.crypt import check_passphrase
 PASSPHRASE_ENV = "HANGAR_BACKUP_PASSPHRASE"
 
 
-def read_passphrase(file: Path | None) -> bytes | None:
-    """The passphrase in ``file`` (its first line), else in ``HANGAR_BACKUP_PASSPHRASE``, else None."""
+def read_passphrase(file: Path | None, from_env: SecretStr | None) -> bytes | None:
+    """The passphrase in ``file`` (its first line), else ``from_env`` (``HANGAR_BACKUP_PASSPHRASE``, which the
+    command line takes into ``Settings.backup_passphrase`` and out of the environment), else None."""
     if file is not None:
         try:
             text = file.read_text(encoding="utf-8")
@@ -25,10 +27,9 @@ def read_passphrase(file: Path | None) -> bytes | None:
         where = f"the file {file}"
         value = lines[0] if lines else ""
     else:
-        env = os.environ.get(PASSPHRASE_ENV)
-        if env is None:
+        if from_env is None:
             return None
-        where, value = PASSPHRASE_ENV, env
+        where, value = PASSPHRASE_ENV, from_env.get_secret_value()
     try:
         return check_passphrase(value, where)
     except ValueError as exc:

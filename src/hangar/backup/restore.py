@@ -3,11 +3,13 @@
 The whole file is read and checked against its manifest before anything is written (``scan``); then it is read
 again and unpacked into a private folder beside the target (``.<name>.restoring-<pid>-<n>``, 0700), each item
 checked again as it is written, and that folder is renamed onto the target only when every item is in place. So a
-refusal at any point leaves the target as it was. The archive is input: every path is checked to be plain, every
-item is made beneath the folder's descriptor without following anything (a symlink the archive holds is made as a
-symlink and never walked through), and only files, folders and symlinks are made. The server's own files (its
-databases, secrets, chat credentials, the dev-domain CA) are made owner-only whatever the archive says; the data
-directory itself is 0700.
+refusal at any point leaves the target as it was. The archive is input: every path is checked to be plain and
+to be one a backup takes, of the kind it takes there (``hangar.backup.allowed``: no ``database-url``, no SQLite
+journal, no lock, symlinks only in the files of workspaces), every item before anything is written; every item is
+made beneath the folder's descriptor without following anything (a symlink the archive holds is made as a symlink
+and never walked through, nor opened: files are made with ``O_NOFOLLOW | O_EXCL``, folders opened ``O_NOFOLLOW``).
+The server's own files (its databases, secrets, chat credentials, the dev-domain CA) are made owner-only whatever
+the archive says; the data directory itself is 0700.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from hangar.backup.allowed import check_allowed
 from hangar.backup.archive import BackupRefused, Item, Manifest, check_path, scan
 from hangar.backup.crypt import Damaged, OpeningReader, WrongPassphrase, is_sealed
 from hangar.backup.sqlite_source import CHAT_DIR, FILE_TREES
@@ -115,6 +118,7 @@ class _Unpacker:
 
     def __call__(self, item: Item, pieces: Iterator[bytes]) -> None:
         parts = check_path(item.path)
+        check_allowed(item, parts)  # again: the file is read a second time, and could have changed since
         try:
             parent = self._cached_parent(parts[:-1])
             name = parts[-1]
@@ -171,6 +175,8 @@ def restore_backup(backup: Path, data_dir: Path, passphrase: bytes | None) -> Ma
     data_dir = check_target(data_dir)
     backup = backup.expanduser().absolute()
     manifest = verify(backup, passphrase)
+    for item in manifest.items:  # every item, before anything is written
+        check_allowed(item, check_path(item.path))
     work = data_dir.parent / f".{data_dir.name}.restoring-{os.getpid()}-{secrets.token_hex(4)}"
     try:
         data_dir.parent.mkdir(parents=True, exist_ok=True)

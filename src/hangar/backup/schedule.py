@@ -5,7 +5,7 @@ Each pass (every minute) reads the settings afresh, so an admin's change binds a
 A backup is due when the folder holds none newer than the interval (its name carries the time it was taken:
 ``hangar-YYYYMMDDTHHMMSSZ.backup``); servers sharing a data directory take turns on ``<dataDir>/backup.lock`` so
 one backup is taken per interval. A backup is written as ``hangar admin backup`` writes one (whole or not at all,
-encrypted when the server's environment holds ``HANGAR_BACKUP_PASSPHRASE``). Every attempt is a row of
+encrypted when the server was started with ``HANGAR_BACKUP_PASSPHRASE``). Every attempt is a row of
 ``backup_runs`` in the server database, and a failure is also logged as an error, saying why.
 """
 
@@ -182,7 +182,7 @@ class BackupSchedule:
             SqliteSource(self.app.datadir),
             target,
             self.app.datadir.root,
-            passphrase=read_passphrase(None),
+            passphrase=read_passphrase(None, self.app.settings.backup_passphrase),
             without_files=plan.without_files,
         )
 

@@ -304,7 +304,7 @@ def backup_cmd(
 
     settings = settings_from(data_dir=data_dir)
     try:
-        passphrase = read_passphrase(passphrase_file)
+        passphrase = read_passphrase(passphrase_file, settings.backup_passphrase)
         taken = take_backup(
             SqliteSource(DataDir(settings.data_dir)),
             to,
@@ -327,8 +327,9 @@ def restore_cmd(
     """Restore a backup into an empty or absent data directory, after checking every item's checksum."""
     from hangar.backup import BackupRefused, read_passphrase, restore_backup
 
+    settings = settings_from(data_dir=data_dir)  # and the passphrase taken out of the environment
     try:
-        manifest = restore_backup(backup, data_dir, read_passphrase(passphrase_file))
+        manifest = restore_backup(backup, data_dir, read_passphrase(passphrase_file, settings.backup_passphrase))
     except BackupRefused as exc:
         raise _refuse(exc.message) from None
     typer.echo(

@@ -27,6 +27,7 @@ DataDirOpt = Annotated[
 
 
 DATABASE_URL_VARIABLE = "HANGAR_DATABASE_URL"
+BACKUP_PASSPHRASE_VARIABLE = "HANGAR_BACKUP_PASSPHRASE"  # read into ``Settings.backup_passphrase``
 PASSWORD_VARIABLE = "PGPASSWORD"  # PostgreSQL's client library's own variable for the password
 
 DatabaseUrlOpt = Annotated[
@@ -58,14 +59,16 @@ def settings_from(**flags: object) -> Settings:
     if settings.given_database_url is not None:
         # A bad URL is ``InvalidArgs``: one line (``hangar.cli.main``), which a usage panel would wrap.
         parse_database_url(settings.given_database_url)
-    take_database_secrets(settings)
+    take_secrets(settings)
     return settings
 
 
-def take_database_secrets(settings: Settings) -> None:
-    """Take the database's secrets out of this process's environment once read (the settings hold them): the
-    processes a command or the server starts (git, image builds, transcoders, host tools) never inherit them."""
+def take_secrets(settings: Settings) -> None:
+    """Take the database's secrets and the backup passphrase out of this process's environment once read (the
+    settings hold them): the processes a command or the server starts (git, image builds, transcoders, host tools)
+    never inherit them."""
     os.environ.pop(DATABASE_URL_VARIABLE, None)
+    os.environ.pop(BACKUP_PASSPHRASE_VARIABLE, None)
     password = os.environ.pop(PASSWORD_VARIABLE, None)
     if password:
         settings.keep_database_password(password)

@@ -7,11 +7,12 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from hangar.backup import BackupRefused, restore_backup
+from hangar.backup import BackupRefused, archive, crypt, restore_backup
 from hangar.backup.archive import FORMAT, ArchiveWriter, Manifest
 from hangar.backup.crypt import CHUNK, Damaged, OpeningReader, SealingWriter
 
@@ -28,10 +29,11 @@ def test_a_symlink_in_the_archive_is_never_followed_by_a_later_item(tmp_path: Pa
         writer = ArchiveWriter(out)
         writer.add_bytes("server.db", b"x", 0o600)
         writer.add_dir("ws1", 0o700)
-        writer.add_symlink("ws1/repos", str(outside))
-        writer.add_bytes("ws1/repos/planted", b"owned", 0o644)
+        writer.add_dir("ws1/repos", 0o755)
+        writer.add_symlink("ws1/repos/r1", str(outside))  # allowed: a guest's tree holds symlinks
+        writer.add_bytes("ws1/repos/r1/planted", b"owned", 0o644)
         writer.finish(manifest_of(writer))
-    with pytest.raises(BackupRefused, match="the item 'ws1/repos/planted' cannot be restored"):
+    with pytest.raises(BackupRefused, match="the item 'ws1/repos/r1/planted' cannot be restored"):
         restore_backup(backup, tmp_path / "r", None)
     assert list(outside.iterdir()) == [] and not (tmp_path / "r").exists()
 
@@ -109,3 +111,184 @@ def test_an_item_twice_is_refused_when_written_and_when_restored(tmp_path: Path)
     with pytest.raises(BackupRefused, match="the backup holds the item 'rigs' twice"):
         restore_backup(backup, tmp_path / "r", None)
     assert not (tmp_path / "r").exists()
+
+
+def _hostile(tmp_path: Path, add: Callable[[ArchiveWriter], None]) -> Path:
+    backup = tmp_path / "hostile.backup"
+    with backup.open("wb") as out:
+        writer = ArchiveWriter(out)
+        writer.add_bytes("server.db", b"x", 0o600)
+        writer.add_dir("ws1", 0o700)
+        writer.add_bytes("ws1/workspace.db", b"x", 0o600)
+        add(writer)
+        writer.finish(manifest_of(writer))
+    return backup
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("server.db-wal", "symlink"),  # SQLite would write through it
+        ("server.db-wal", "file"),
+        ("server.db-shm", "file"),
+        ("ws1/workspace.db-wal", "symlink"),
+        ("ws1/workspace.db-journal", "file"),
+        ("database-url", "file"),  # would point the install at another database
+        ("database-url", "dir"),
+        ("pipelines", "dir"),
+        ("server.db-wal", "dir"),
+        ("secrets.json", "symlink"),
+        ("sign-in-origin", "symlink"),
+        ("ws1/chat_credentials", "symlink"),
+        ("ws1/chat_credentials/slack.json", "symlink"),
+        ("ws1/chat_credentials/.lock", "file"),
+        ("ws1/repos", "symlink"),
+        ("rigs", "symlink"),
+        ("rigs/tls", "symlink"),
+        ("rigs/tls/ca.key", "symlink"),
+        ("rigs/tls/.lock", "file"),
+        ("rigs/microvm-packs", "dir"),
+        ("server.lock", "file"),
+        ("not a workspace", "dir"),
+        ("ws1/anything", "file"),
+        ("ws1/chat_credentials/deeper", "dir"),
+        ("rigs/workspace.db", "file"),
+    ],
+)
+def test_an_item_a_backup_never_holds_is_refused_by_name_before_anything_is_written(
+    tmp_path: Path, path: str, kind: str
+) -> None:
+    outside = tmp_path / "authorized_keys"
+    outside.write_text("mine")
+
+    def add(writer: ArchiveWriter) -> None:
+        for i in range(len(path.split("/")) - 1):
+            so_far = "/".join(path.split("/")[: i + 1])
+            if so_far != "ws1":
+                writer.add_dir(so_far, 0o700)
+        if kind == "symlink":
+            writer.add_symlink(path, str(outside))
+        elif kind == "dir":
+            writer.add_dir(path, 0o700)
+        else:
+            writer.add_bytes(path, b"postgresql://evil@attacker.example/db", 0o600)
+
+    backup = _hostile(tmp_path, add)
+    with pytest.raises(BackupRefused, match=f"item {path!r}"):
+        restore_backup(backup, tmp_path / "r", None)
+    assert not (tmp_path / "r").exists() and outside.read_text() == "mine"
+    assert not any(p.name.startswith(".r.restoring") for p in tmp_path.iterdir())
+
+
+def test_what_a_backup_takes_is_restored_with_symlinks_only_in_the_files_of_workspaces(tmp_path: Path) -> None:
+    def add(writer: ArchiveWriter) -> None:
+        writer.add_bytes("secrets.json", b"{}", 0o600)
+        writer.add_bytes("sign-in-origin", b"https://x.example", 0o600)
+        writer.add_dir("rigs", 0o700)
+        writer.add_dir("rigs/tls", 0o700)
+        writer.add_bytes("rigs/tls/ca.pem", b"pem", 0o600)
+        writer.add_dir("rigs/tls/leaves", 0o700)
+        writer.add_bytes("rigs/tls/leaves/a.pem", b"pem", 0o600)
+        writer.add_dir("ws1/chat_credentials", 0o700)
+        writer.add_bytes("ws1/chat_credentials/slack.json", b"{}", 0o600)
+        for tree in ("repos", "spaces", "worktrees"):
+            writer.add_dir(f"ws1/{tree}", 0o755)
+            writer.add_dir(f"ws1/{tree}/a", 0o755)
+            writer.add_bytes(f"ws1/{tree}/a/Cargo.lock", b"lock", 0o644)
+            writer.add_symlink(f"ws1/{tree}/a/link", "/etc/passwd")
+
+    restore_backup(_hostile(tmp_path, add), tmp_path / "r", None)
+    root = tmp_path / "r"
+    assert (root / "rigs/tls/leaves/a.pem").read_text() == "pem"
+    assert (root / "ws1/chat_credentials/slack.json").read_text() == "{}"
+    for tree in ("repos", "spaces", "worktrees"):
+        assert (root / f"ws1/{tree}/a/link").is_symlink()
+        assert (root / f"ws1/{tree}/a/Cargo.lock").read_text() == "lock"
+
+
+@pytest.mark.parametrize(("log_n", "r", "p"), [(22, 32, 16), (18, 8, 1), (17, 9, 1), (17, 8, 2), (16, 8, 1)])
+def test_a_header_asking_another_scrypt_cost_is_refused_before_any_key_is_derived(
+    monkeypatch: pytest.MonkeyPatch, log_n: int, r: int, p: int
+) -> None:
+    sealed = bytearray(_sealed(b"data"))
+    derived: list[tuple[int, int, int]] = []
+    real = crypt._key
+    monkeypatch.setattr(
+        crypt, "_key", lambda pw, n, rr, pp, salt: derived.append((n, rr, pp)) or real(pw, n, rr, pp, salt)
+    )
+    crypt._opening_key.cache_clear()
+    # The writer's own cost opens (the limit, accepted)...
+    assert OpeningReader(io.BytesIO(bytes(sealed)), b"passphrase").read() == b"data"
+    assert derived == [(17, 8, 1)]
+    # ...any other is refused by one sentence, without deriving a key (16 GiB of memory for 22, 32, 16).
+    sealed[8:11] = bytes((log_n, r, p))
+    crypt._opening_key.cache_clear()
+    with pytest.raises(Damaged, match=rf"^the backup's encryption cost \(scrypt N=2\^{log_n}, r={r}, p={p}\) is not"):
+        OpeningReader(io.BytesIO(bytes(sealed)), b"passphrase")
+    assert derived == [(17, 8, 1)]
+
+
+def _of_items(tmp_path: Path, count: int) -> tuple[Path, int]:
+    """A backup of ``count`` items; its manifest's size."""
+    backup = tmp_path / f"{count}.backup"
+    with backup.open("wb") as out:
+        writer = ArchiveWriter(out)
+        writer.add_bytes("server.db", b"x", 0o600)
+        for name in ("secrets.json", "sign-in-origin")[: count - 1]:
+            writer.add_bytes(name, b"x", 0o600)
+        manifest = manifest_of(writer)
+        writer.finish(manifest)
+    return backup, len(manifest.to_json())
+
+
+def test_the_manifest_size_is_bounded_on_both_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backup, size = _of_items(tmp_path, 3)
+    monkeypatch.setattr(archive, "MAX_MANIFEST_BYTES", size)
+    restore_backup(backup, tmp_path / "at", None)  # at the bound: accepted
+    monkeypatch.setattr(archive, "MAX_MANIFEST_BYTES", size - 1)
+    said = f"the backup's manifest is {size} bytes, more than the {size - 1} a backup holds"
+    with pytest.raises(BackupRefused, match=f"^{said}"):
+        restore_backup(backup, tmp_path / "past", None)
+    assert not (tmp_path / "past").exists()
+    with pytest.raises(BackupRefused, match="manifest would be"):
+        writer = ArchiveWriter(io.BytesIO())  # and a backup past it is refused when taken, never written unrestorable
+        writer.add_bytes("server.db", b"x", 0o600)
+        writer.add_bytes("secrets.json", b"x", 0o600)
+        writer.add_bytes("sign-in-origin", b"x", 0o600)
+        writer.finish(manifest_of(writer))
+
+
+def test_the_item_count_is_bounded_on_both_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backup, _ = _of_items(tmp_path, 3)
+    monkeypatch.setattr(archive, "MAX_ITEMS", 3)
+    restore_backup(backup, tmp_path / "at", None)  # at the bound: accepted
+    monkeypatch.setattr(archive, "MAX_ITEMS", 2)
+    with pytest.raises(BackupRefused, match=r"^the backup holds more than 2 items, more than a backup holds"):
+        restore_backup(backup, tmp_path / "past", None)
+    assert not (tmp_path / "past").exists()
+    with tarfile.open(backup) as tar:
+        raw = tar.extractfile("MANIFEST.json").read()  # type: ignore[union-attr]
+    with pytest.raises(BackupRefused, match=r"^the backup's manifest lists more than 2 items"):
+        Manifest.from_json(raw)
+    writer = ArchiveWriter(io.BytesIO())  # and a backup past it is refused when taken
+    writer.add_bytes("server.db", b"x", 0o600)
+    writer.add_bytes("secrets.json", b"x", 0o600)
+    with pytest.raises(BackupRefused, match=r"^the data directory holds more than 2 items"):
+        writer.add_bytes("sign-in-origin", b"x", 0o600)
+
+
+def test_an_extended_header_is_bounded_on_both_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    long = "ws1/repos/" + "a" * 200  # past tar's 100 bytes: the path goes in a pax header
+    backup = _hostile(tmp_path, lambda w: (w.add_dir("ws1/repos", 0o755), w.add_bytes(long, b"x", 0o644)))
+    monkeypatch.setattr(archive, "MAX_HEADER_BYTES", 1)
+    with pytest.raises(BackupRefused, match=r"^the backup has an extended header of (\d+) bytes") as refused:
+        restore_backup(backup, tmp_path / "probe", None)
+    size = int(str(refused.value.message).split()[7])
+    monkeypatch.setattr(archive, "MAX_HEADER_BYTES", size)
+    restore_backup(backup, tmp_path / "at", None)  # at the bound: accepted
+    assert (tmp_path / "at" / long).read_bytes() == b"x"
+    monkeypatch.setattr(archive, "MAX_HEADER_BYTES", size - 1)
+    said = rf"^the backup has an extended header of {size} bytes, more than the {size - 1} an item's name takes"
+    with pytest.raises(BackupRefused, match=said):
+        restore_backup(backup, tmp_path / "past", None)
+    assert not (tmp_path / "past").exists()
