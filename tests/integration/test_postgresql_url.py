@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 import pytest
@@ -111,7 +112,9 @@ def test_commands_and_the_server_share_the_database_the_data_directory_records(
     # Recorded without its password, owner-only; no SQLite database beside it.
     recorded = data / URL_FILE
     assert (recorded.stat().st_mode & 0o777) == 0o600
-    assert recorded.read_text().strip() == f"postgresql://{role}@/{dbname}?host={pg_cluster.socket_dir}"
+    # Quoted, so that it reads back exactly.
+    host = quote(str(pg_cluster.socket_dir), safe="")
+    assert recorded.read_text().strip() == f"postgresql://{role}@/{dbname}?host={host}"
     assert password not in recorded.read_text()
     assert not (data / "server.db").exists()
     # A command given no URL opens the recorded database; the password comes from PostgreSQL's own variable.
@@ -248,3 +251,28 @@ def test_a_pipeline_runs_on_postgresql_from_the_command_line(
         (schema,) = [r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'ws\\_%'")]
         status = conn.execute(f'SELECT status FROM "{schema}".pipeline_runs').fetchall()
     assert status == [("completed",)]
+
+
+def test_a_password_in_the_query_is_never_shown_nor_recorded(
+    tmp_path: Path, pg_cluster: PostgresCluster, pg_url: str
+) -> None:
+    # Unreachable: the refusal names the database, never the query's secrets.
+    nowhere = tmp_path / "no-server-here"
+    url = f"postgresql://app@/hangar?host={nowhere}&password={SECRET}&sslpassword={SECRET}"
+    line = one_line_refusal(serve(tmp_path / "d", "--database-url", url))
+    assert line.startswith("the server cannot start: cannot connect to the PostgreSQL database ")
+    assert "password=" not in line
+    # Opened: the record keeps the database, not the password, and a command given no URL opens it.
+    dbname = str(make_url(pg_url).database)
+    role, password = pg_cluster.login_role(dbname)
+    given = make_url(pg_url).set(username=role).update_query_dict({"password": password})
+    data = tmp_path / "q"
+    done = hangar(
+        "admin", "setting", "rigs.memoryBudgetMb", "2048", "--data-dir", str(data),
+        "--database-url", given.render_as_string(hide_password=False),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    recorded = (data / URL_FILE).read_text()
+    assert password not in recorded and "password" not in recorded
+    again = hangar("admin", "setting", "rigs.memoryBudgetMb", "--data-dir", str(data), env={"PGPASSWORD": password})
+    assert (again.returncode, again.stdout.strip()) == (0, "2048"), again.stderr

@@ -31,7 +31,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from hangar.core.dbfailures import shown
+from hangar.core.dbfailures import recorded_form, shown
 from hangar.core.fileio import write_private_atomic
 from hangar.errors import Conflict, InvalidArgs, Refused
 
@@ -80,7 +80,7 @@ def recorded_url(root: Path) -> URL | None:
 
 def record_url(root: Path, url: URL) -> None:
     """Record ``url`` (its password left out) as where the data directory's records live."""
-    text = f"{redacted(url)}\n"
+    text = f"{recorded_form(url)}\n"
     path = root / URL_FILE
     with contextlib.suppress(OSError):
         if path.read_text(encoding="utf-8") == text:
