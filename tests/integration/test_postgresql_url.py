@@ -276,3 +276,33 @@ def test_a_password_in_the_query_is_never_shown_nor_recorded(
     assert password not in recorded and "password" not in recorded
     again = hangar("admin", "setting", "rigs.memoryBudgetMb", "--data-dir", str(data), env={"PGPASSWORD": password})
     assert (again.returncode, again.stdout.strip()) == (0, "2048"), again.stderr
+
+
+def test_another_database_than_the_recorded_one_is_refused_unless_the_data_directory_is_moved(
+    tmp_path: Path, pg_cluster: PostgresCluster, pg_url: str
+) -> None:
+    data = tmp_path / "d"
+    first = hangar("admin", "setting", "rigs.memoryBudgetMb", "4096", "--data-dir", str(data), "--database-url", pg_url)
+    assert first.returncode == 0, first.stderr
+    recorded = (data / URL_FILE).read_text()
+    with pg_cluster.database() as other_name:
+        other = pg_cluster.url(other_name)
+        # A stale variable in an operator's shell names another database: refused, naming both, nothing touched.
+        stale = {"HANGAR_DATABASE_URL": make_url(other).set(password=SECRET).render_as_string(hide_password=False)}
+        line = one_line_refusal(hangar("admin", "setting", "rigs.memoryBudgetMb", "--data-dir", str(data), env=stale))
+        assert f"/{make_url(pg_url).database}?" in line and f"/{other_name}?" in line
+        assert "hangar admin set-database-url" in line
+        assert (data / URL_FILE).read_text() == recorded
+        with psycopg.connect(pg_cluster.dsn(other_name)) as conn:
+            found = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (SERVER_SCHEMA,)).fetchone()
+        assert found == (0,)  # the other database was not migrated
+        # The recorded database given again (with a password in its query) is accepted.
+        same = make_url(pg_url).update_query_dict({"password": "unused"}).render_as_string(hide_password=False)
+        again = hangar("admin", "setting", "rigs.memoryBudgetMb", "--data-dir", str(data), "--database-url", same)
+        assert (again.returncode, again.stdout.strip()) == (0, "4096"), again.stderr
+        # The explicit way moves the record.
+        moved = hangar("admin", "set-database-url", "--data-dir", str(data), "--database-url", other)
+        assert moved.returncode == 0, moved.stderr
+        assert make_url((data / URL_FILE).read_text().strip()).database == other_name
+        now = hangar("admin", "setting", "rigs.memoryBudgetMb", "--data-dir", str(data))
+        assert now.returncode == 0 and now.stdout.strip() != "4096", (now.stdout, now.stderr)

@@ -31,7 +31,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from hangar.core.dbfailures import recorded_form, shown
+from hangar.core.dbfailures import recorded_form, shown, without_secrets
 from hangar.core.fileio import write_private_atomic
 from hangar.errors import Conflict, InvalidArgs, Refused
 
@@ -88,16 +88,25 @@ def record_url(root: Path, url: URL) -> None:
     write_private_atomic(path, text.encode())
 
 
-def database_for(root: Path, given: str | None) -> URL | None:
+def database_for(root: Path, given: str | None, *, repoint: bool = False) -> URL | None:
     """The PostgreSQL database the data directory at ``root`` keeps its records in (``given``, else the recorded
-    one), or None for its SQLite files. ``Refused`` when ``given`` would open a SQLite install on PostgreSQL."""
+    one), or None for its SQLite files. ``Refused`` when ``given`` would open a SQLite install on PostgreSQL, and
+    when it names another database than the recorded one (a stale ``$HANGAR_DATABASE_URL`` would otherwise
+    migrate that database and point the install at it), unless ``repoint`` (``hangar admin set-database-url``)."""
+    recorded = recorded_url(root)
     if given is None:
-        return recorded_url(root)
+        return recorded
     url = parse_database_url(given)
-    if recorded_url(root) is None and (root / "server.db").exists():
+    if recorded is None and (root / "server.db").exists():
         raise Refused(
             f"the data directory {root} holds a SQLite install (server.db) and no PostgreSQL database: copy it "
             f"first with hangar admin migrate-to-postgresql --from {root} --database-url URL"
+        )
+    if recorded is not None and not repoint and without_secrets(url) != without_secrets(recorded):
+        raise Refused(
+            f"the data directory {root} keeps its records in {shown(recorded)}, not in {shown(url)} (given by "
+            "--database-url or $HANGAR_DATABASE_URL): give the recorded database or none, or move the data "
+            f"directory to the other one with hangar admin set-database-url --data-dir {root} --database-url URL"
         )
     return url
 
