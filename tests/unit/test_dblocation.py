@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy.engine import make_url
 
 from hangar.core.dbfailures import shown
-from hangar.core.dblocation import URL_FILE, record_url, recorded_url
+from hangar.core.dblocation import IN_USE_LOCK, URL_FILE, exclusively, in_use, record_url, recorded_url
+from hangar.errors import Refused
 
 
 def test_the_recorded_url_reads_back_exactly_with_no_value_made_into_a_parameter(tmp_path: Path) -> None:
@@ -28,3 +30,30 @@ def test_no_secret_of_the_url_is_recorded_or_shown(tmp_path: Path) -> None:
     back = recorded_url(tmp_path)
     assert back is not None and dict(back.query) == {"host": "/run/pg", "sslmode": "require"}
     assert shown(url) == "postgresql://app@/hangar?host=/run/pg&sslmode=require"
+
+
+@pytest.mark.parametrize("name", [IN_USE_LOCK, URL_FILE])
+def test_a_symbolic_link_planted_at_the_data_directorys_files_is_refused_not_followed(
+    tmp_path: Path, name: str
+) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    (root / name).symlink_to(elsewhere)
+    with pytest.raises(Refused) as err:
+        if name == IN_USE_LOCK:
+            with in_use(root):
+                pass
+        else:
+            recorded_url(root)
+    assert "is a symbolic link" in err.value.message and str(root / name) in err.value.message
+    assert not elsewhere.exists()  # nothing was made through the link
+    # The lock taken exclusively (the copy to PostgreSQL) is refused the same way.
+    if name == IN_USE_LOCK:
+        with pytest.raises(Refused), exclusively(root):
+            pass
+    else:  # recording the URL is refused too, and writes nothing through the link
+        elsewhere.write_text("postgresql://other@/elsewhere\n")
+        with pytest.raises(Refused):
+            record_url(root, make_url("postgresql://app@/hangar"))
+        assert elsewhere.read_text() == "postgresql://other@/elsewhere\n"

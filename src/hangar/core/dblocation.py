@@ -23,6 +23,7 @@ starts while a server or a command is using the directory, and nothing starts wh
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from collections.abc import Iterator
@@ -71,21 +72,38 @@ def parse_database_url(value: str, *, source: str = "--database-url ($HANGAR_DAT
 
 def recorded_url(root: Path) -> URL | None:
     """The URL (without password) recorded in the data directory at ``root``; None when it records none."""
-    try:
-        text = (root / URL_FILE).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    return parse_database_url(text, source=str(root / URL_FILE))
+    text = _read_own(root / URL_FILE)
+    return None if text is None else parse_database_url(text.strip(), source=str(root / URL_FILE))
 
 
 def record_url(root: Path, url: URL) -> None:
     """Record ``url`` (its password left out) as where the data directory's records live."""
     text = f"{recorded_form(url)}\n"
     path = root / URL_FILE
-    with contextlib.suppress(OSError):
-        if path.read_text(encoding="utf-8") == text:
-            return
+    if _read_own(path) == text:
+        return
     write_private_atomic(path, text.encode())
+
+
+def _read_own(path: Path) -> str | None:
+    """The text of the data directory's own file ``path`` (None when absent), never through a symbolic link:
+    ``Refused`` when one is planted there."""
+    try:
+        fd = _open_own(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _open_own(path: Path, flags: int, mode: int = 0o600) -> int:
+    """``path`` opened with ``flags``, never following a symbolic link at it (``Refused`` naming it)."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise Refused(f"{path} is a symbolic link, which Hangar does not follow: remove it") from None
 
 
 def database_for(root: Path, given: str | None, *, repoint: bool = False) -> URL | None:
@@ -139,7 +157,7 @@ def exclusively(root: Path) -> Iterator[None]:
 def _flocked(root: Path, mode: int, refusal: str) -> Iterator[None]:
     """The in-use lock in ``mode``, without waiting (``DataDirInUse(refusal)`` when another holder excludes it);
     the kernel releases it however the process ends."""
-    fd = os.open(root / IN_USE_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = _open_own(root / IN_USE_LOCK, os.O_RDWR | os.O_CREAT)
     try:
         try:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)
