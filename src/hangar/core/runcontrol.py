@@ -86,7 +86,7 @@ class DriverLock:
     def try_acquire(cls, control_dir: Path) -> DriverLock | None:
         """The run's lock, or ``None`` when another holder (this process included) has it."""
         control_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(control_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(control_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
