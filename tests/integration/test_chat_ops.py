@@ -289,3 +289,27 @@ async def test_the_server_starts_a_connection_for_stored_and_legacy_credentials(
         )
         assert not (tmp_path / legacy / "chat_credentials.json").exists()
         assert (tmp_path / legacy / "chat_credentials" / f"{P}.json").exists()
+
+
+async def test_the_connection_holder_is_shown_to_admins_and_the_server_owner_only(tmp_path: Path) -> None:
+    made: list[Recorded] = []
+
+    async def factory(workspace: Workspace, provider: str, credentials: Mapping[str, str]) -> ChatConnection:
+        made.append(Recorded(workspace, credentials))
+        return made[-1]
+
+    parts = [make_chat_part(lambda _app: factory) if p.name == "chat" else p for p in all_parts()]
+    async with running_server(tmp_path, parts=parts) as srv, RpcClient(srv.ws_url, srv.owner_token) as owner:
+        ws = await srv.new_workspace("holder")
+        tokens = {role: await srv.new_user_token(ws, role, name=role[0]) for role in ("guest", "member", "admin")}
+        creds = {"botToken": BOT, "appToken": APP}
+        await owner.call("chat.connect", workspace_id=ws, provider=P, credentials=creds)
+        here = {"host": socket.gethostname(), "pid": os.getpid()}
+        for role, token in tokens.items():
+            async with RpcClient(srv.ws_url, token) as c:
+                status = await c.call("chat.status", workspace_id=ws)
+                (entry,) = await c.call("chat.providers", workspace_id=ws)
+                seen = [status.get("owner"), entry["status"].get("owner")]
+                assert seen == ([here, here] if role == "admin" else [None, None]), (role, status, entry)
+                assert status["state"] == "connecting"  # the rest of the status is everyone's
+        assert (await owner.call("chat.status", workspace_id=ws))["owner"] == here

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 import pytest
@@ -111,7 +112,9 @@ def test_commands_and_the_server_share_the_database_the_data_directory_records(
     # Recorded without its password, owner-only; no SQLite database beside it.
     recorded = data / URL_FILE
     assert (recorded.stat().st_mode & 0o777) == 0o600
-    assert recorded.read_text().strip() == f"postgresql://{role}@/{dbname}?host={pg_cluster.socket_dir}"
+    # Quoted, so that it reads back exactly.
+    host = quote(str(pg_cluster.socket_dir), safe="")
+    assert recorded.read_text().strip() == f"postgresql://{role}@/{dbname}?host={host}"
     assert password not in recorded.read_text()
     assert not (data / "server.db").exists()
     # A command given no URL opens the recorded database; the password comes from PostgreSQL's own variable.
@@ -248,3 +251,58 @@ def test_a_pipeline_runs_on_postgresql_from_the_command_line(
         (schema,) = [r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'ws\\_%'")]
         status = conn.execute(f'SELECT status FROM "{schema}".pipeline_runs').fetchall()
     assert status == [("completed",)]
+
+
+def test_a_password_in_the_query_is_never_shown_nor_recorded(
+    tmp_path: Path, pg_cluster: PostgresCluster, pg_url: str
+) -> None:
+    # Unreachable: the refusal names the database, never the query's secrets.
+    nowhere = tmp_path / "no-server-here"
+    url = f"postgresql://app@/hangar?host={nowhere}&password={SECRET}&sslpassword={SECRET}"
+    line = one_line_refusal(serve(tmp_path / "d", "--database-url", url))
+    assert line.startswith("the server cannot start: cannot connect to the PostgreSQL database ")
+    assert "password=" not in line
+    # Opened: the record keeps the database, not the password, and a command given no URL opens it.
+    dbname = str(make_url(pg_url).database)
+    role, password = pg_cluster.login_role(dbname)
+    given = make_url(pg_url).set(username=role).update_query_dict({"password": password})
+    data = tmp_path / "q"
+    done = hangar(
+        "admin", "setting", "rigs.memoryBudgetMb", "2048", "--data-dir", str(data),
+        "--database-url", given.render_as_string(hide_password=False),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    recorded = (data / URL_FILE).read_text()
+    assert password not in recorded and "password" not in recorded
+    again = hangar("admin", "setting", "rigs.memoryBudgetMb", "--data-dir", str(data), env={"PGPASSWORD": password})
+    assert (again.returncode, again.stdout.strip()) == (0, "2048"), again.stderr
+
+
+def test_another_database_than_the_recorded_one_is_refused_unless_the_data_directory_is_moved(
+    tmp_path: Path, pg_cluster: PostgresCluster, pg_url: str
+) -> None:
+    data = tmp_path / "d"
+    first = hangar("admin", "setting", "rigs.memoryBudgetMb", "4096", "--data-dir", str(data), "--database-url", pg_url)
+    assert first.returncode == 0, first.stderr
+    recorded = (data / URL_FILE).read_text()
+    with pg_cluster.database() as other_name:
+        other = pg_cluster.url(other_name)
+        # A stale variable in an operator's shell names another database: refused, naming both, nothing touched.
+        stale = {"HANGAR_DATABASE_URL": make_url(other).set(password=SECRET).render_as_string(hide_password=False)}
+        line = one_line_refusal(hangar("admin", "setting", "rigs.memoryBudgetMb", "--data-dir", str(data), env=stale))
+        assert f"/{make_url(pg_url).database}?" in line and f"/{other_name}?" in line
+        assert "hangar admin set-database-url" in line
+        assert (data / URL_FILE).read_text() == recorded
+        with psycopg.connect(pg_cluster.dsn(other_name)) as conn:
+            found = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (SERVER_SCHEMA,)).fetchone()
+        assert found == (0,)  # the other database was not migrated
+        # The recorded database given again (with a password in its query) is accepted.
+        same = make_url(pg_url).update_query_dict({"password": "unused"}).render_as_string(hide_password=False)
+        again = hangar("admin", "setting", "rigs.memoryBudgetMb", "--data-dir", str(data), "--database-url", same)
+        assert (again.returncode, again.stdout.strip()) == (0, "4096"), again.stderr
+        # The explicit way moves the record.
+        moved = hangar("admin", "set-database-url", "--data-dir", str(data), "--database-url", other)
+        assert moved.returncode == 0, moved.stderr
+        assert make_url((data / URL_FILE).read_text().strip()).database == other_name
+        now = hangar("admin", "setting", "rigs.memoryBudgetMb", "--data-dir", str(data))
+        assert now.returncode == 0 and now.stdout.strip() != "4096", (now.stdout, now.stderr)

@@ -106,7 +106,7 @@ def backups_in(folder: Path) -> list[tuple[datetime, Path]]:
 @contextlib.contextmanager
 def _turn(path: Path) -> Iterator[bool]:
     """Whether this process holds the scheduled backup's turn (another server sharing the data directory may)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -37,6 +37,12 @@ def _chat(ctx: OpContext) -> ChatService:
     return ctx.app.service(ChatService)
 
 
+def _operator(ctx: OpContext) -> bool:
+    """Whether the caller may see which server process holds a connection (its host and pid): the workspace's
+    admins and the server owner."""
+    return ctx.principal.is_server_owner or (ctx.role is not None and ctx.role >= Role.admin)
+
+
 class ProviderArgs(Args):
     provider: str = CHAT_PROVIDER
 
@@ -51,7 +57,8 @@ async def chat_providers(ctx: OpContext, args: NoArgs) -> list[ProviderEntry]:
     workspace's connection status: the settings screen renders the connect dialog from it."""
     chat = _chat(ctx)
     ws = await chat.workspace(ctx.ws)
-    return [ProviderEntry.of(d, await chat.status(ws, d.provider)) for d in DESCRIPTORS.values()]
+    shown = _operator(ctx)
+    return [ProviderEntry.of(d, await chat.status(ws, d.provider), show_owner=shown) for d in DESCRIPTORS.values()]
 
 
 @op("chat.status", kind="read", scope="workspace")
@@ -59,7 +66,8 @@ async def chat_status(ctx: OpContext, args: ProviderArgs) -> ChatStatus:
     """The workspace's connection to the provider: ``disconnected``, ``connecting``, ``connected`` or ``error``
     (with the provider's error), and whether replies can stream."""
     chat = _chat(ctx)
-    return ChatStatus.of(await chat.status(await chat.workspace(ctx.ws), descriptor_for(args.provider).provider))
+    status = await chat.status(await chat.workspace(ctx.ws), descriptor_for(args.provider).provider)
+    return ChatStatus.of(status, show_owner=_operator(ctx))
 
 
 class ConnectArgs(Args):
@@ -89,7 +97,7 @@ async def chat_disconnect(ctx: OpContext, args: ProviderArgs) -> ChatStatus:
     provider = descriptor_for(args.provider).provider
     await chat.disconnect(ws, provider)
     await ctx.audit("chat.disconnect", f"chat:{provider}")
-    return ChatStatus.of(await chat.status(ws, provider))
+    return ChatStatus.of(await chat.status(ws, provider), show_owner=_operator(ctx))
 
 
 @op("chat.beginUserLink", kind="mutate", scope="workspace", min_role="member")

@@ -72,11 +72,14 @@ class ChatStatus(Result):
         default=None,
         exclude_if=lambda v: v is None,
         description="The server process holding the connection, whichever server answers; absent while none "
-        "holds it. Its state is as of the holder's last renewal when another server answers",
+        "holds it, and to callers other than the workspace's admins and the server owner (a host name and a "
+        "process id are the operators' business). Its state is as of the holder's last renewal when another "
+        "server answers",
     )
 
     @classmethod
-    def of(cls, status: ConnectionStatus) -> ChatStatus:
+    def of(cls, status: ConnectionStatus, *, show_owner: bool) -> ChatStatus:
+        """``status`` as a caller sees it; ``show_owner``: the caller administers the workspace or the server."""
         failure = status.last_error
         return cls(
             provider=status.provider,
@@ -85,7 +88,9 @@ class ChatStatus(Result):
             streaming_available=status.streaming_available,
             last_error=None if failure is None else ChatFailure(message=failure.message, at=failure.at),
             next_retry_at=status.next_retry_at,
-            owner=None if status.owner is None else ChatOwner(host=status.owner.host, pid=status.owner.pid),
+            owner=None
+            if status.owner is None or not show_owner
+            else ChatOwner(host=status.owner.host, pid=status.owner.pid),
         )
 
 
@@ -102,7 +107,7 @@ class ProviderEntry(Result):
     status: ChatStatus | None = omitted_when_none()
 
     @classmethod
-    def of(cls, d: ProviderDescriptor, status: ConnectionStatus | None) -> ProviderEntry:
+    def of(cls, d: ProviderDescriptor, status: ConnectionStatus | None, *, show_owner: bool) -> ProviderEntry:
         return cls(
             provider=d.provider,
             label=d.label,
@@ -113,7 +118,7 @@ class ProviderEntry(Result):
             bot_scopes=list(d.bot_scopes),
             bot_events=list(d.bot_events),
             default_command=d.default_command,
-            status=None if status is None else ChatStatus.of(status),
+            status=None if status is None else ChatStatus.of(status, show_owner=show_owner),
         )
 
 

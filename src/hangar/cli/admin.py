@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hangar.cli.dbmigrate import migrate_to_postgresql
+from hangar.cli.dbmigrate import migrate_to_postgresql, set_database_url
 from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 from hangar.errors import InvalidArgs
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_help=True)
 admin_app.command("migrate-to-postgresql")(migrate_to_postgresql)
+admin_app.command("set-database-url")(set_database_url)
 
 
 @admin_app.command("owner-token")

@@ -1,4 +1,6 @@
-"""``hangar admin migrate-to-postgresql``: copy a SQLite install into PostgreSQL (``hangar.core.dbcopy``)."""
+"""``hangar admin migrate-to-postgresql``: copy a SQLite install into PostgreSQL (``hangar.core.dbcopy``);
+``hangar admin set-database-url``: point a PostgreSQL install at another database (the one explicit way: a
+command given another URL than the recorded one is refused)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from hangar.cli.root import settings_from
+from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 
 
 def migrate_to_postgresql(
@@ -54,3 +56,26 @@ def migrate_to_postgresql(
         f"{root} now keeps its records in {redacted(url)} (every hangar command on it opens that database); "
         "its SQLite files are left as they were"
     )
+
+
+def set_database_url(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None) -> None:
+    """Point the data directory at another PostgreSQL database (migrated to this Hangar's schema, and recorded):
+    every later command and server on it opens that one. Nothing is copied from the database it recorded before
+    (move the data there first, with PostgreSQL's own tools, when it is to keep its records)."""
+    import asyncio
+
+    from hangar.core.dblocation import redacted
+    from hangar.server.context_factory import open_databases
+    from hangar.server.parts import all_parts
+
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    given = settings.given_database_url
+    if given is None:
+        raise typer.BadParameter("name the PostgreSQL database to keep the records in", param_hint="--database-url")
+
+    async def opened() -> None:
+        async with open_databases(settings, all_parts(), repoint=True):
+            pass
+
+    asyncio.run(opened())
+    typer.echo(f"{settings.data_dir} now keeps its records in {redacted(given)}")

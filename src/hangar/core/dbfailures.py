@@ -41,18 +41,41 @@ class DatabaseUnreachable(Unavailable):
     """PostgreSQL could not be connected to."""
 
 
+# The connection parameters libpq takes a secret in (a URL may carry them in its query as well as its userinfo).
+SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+
+
+def without_secrets(url: URL) -> URL:
+    """``url`` as it may be shown or recorded: no password (userinfo or query), the driver named as users write
+    it. Every place that shows or writes a database URL goes through this."""
+    plain = url.set(drivername="postgresql") if url.get_backend_name() == "postgresql" else url
+    secret = [key for key in plain.query if key.lower() in SECRET_PARAMETERS]
+    return plain._replace(password=None).difference_update_query(secret)
+
+
+def secrets_of(url: URL) -> list[str]:
+    """The secrets ``url`` carries (its password, in the userinfo or the query), to take out of any text."""
+    given = [url.password] + [url.query[key] for key in url.query if key.lower() in SECRET_PARAMETERS]
+    values = [v for item in given for v in ((item,) if isinstance(item, str) else item or ())]
+    return [v for v in values if v]
+
+
+def recorded_form(url: URL) -> str:
+    """``url`` without its secrets, quoted so that it reads back exactly (what a data directory records)."""
+    return without_secrets(url).render_as_string(hide_password=False)
+
+
 def shown(url: URL) -> str:
     """The database as a message names it: its URL as users write it, without the password."""
-    plain = url.set(drivername="postgresql") if url.get_backend_name() == "postgresql" else url
-    # Unquoted for reading (``?host=/run/postgresql``, not ``%2F``); the password is gone before.
-    return unquote(plain._replace(password=None).render_as_string(hide_password=True))
+    # Unquoted for reading (``?host=/run/postgresql``, not ``%2F``): for display only, never read back.
+    return unquote(recorded_form(url))
 
 
 def unreachable(url: URL, exc: BaseException) -> DatabaseUnreachable:
     """The failure to connect to ``url`` as one line: the database, then the client library's reason."""
     reason = str(getattr(exc, "orig", None) or exc)
-    if url.password:
-        reason = reason.replace(url.password, "***")
+    for secret in secrets_of(url):
+        reason = reason.replace(secret, "***")
     reason = "; ".join(re.sub(r"\s+", " ", line).strip() for line in reason.splitlines() if line.strip())
     reason = re.sub(r"^(connection failed|connection is bad): ", "", reason)
     return DatabaseUnreachable(f"cannot connect to the PostgreSQL database {shown(url)}: {reason[:500]}")

@@ -23,6 +23,7 @@ starts while a server or a command is using the directory, and nothing starts wh
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from hangar.core.dbfailures import shown
+from hangar.core.dbfailures import recorded_form, shown, without_secrets
 from hangar.core.fileio import write_private_atomic
 from hangar.errors import Conflict, InvalidArgs, Refused
 
@@ -71,33 +72,59 @@ def parse_database_url(value: str, *, source: str = "--database-url ($HANGAR_DAT
 
 def recorded_url(root: Path) -> URL | None:
     """The URL (without password) recorded in the data directory at ``root``; None when it records none."""
-    try:
-        text = (root / URL_FILE).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    return parse_database_url(text, source=str(root / URL_FILE))
+    text = _read_own(root / URL_FILE)
+    return None if text is None else parse_database_url(text.strip(), source=str(root / URL_FILE))
 
 
 def record_url(root: Path, url: URL) -> None:
     """Record ``url`` (its password left out) as where the data directory's records live."""
-    text = f"{redacted(url)}\n"
+    text = f"{recorded_form(url)}\n"
     path = root / URL_FILE
-    with contextlib.suppress(OSError):
-        if path.read_text(encoding="utf-8") == text:
-            return
+    if _read_own(path) == text:
+        return
     write_private_atomic(path, text.encode())
 
 
-def database_for(root: Path, given: str | None) -> URL | None:
+def _read_own(path: Path) -> str | None:
+    """The text of the data directory's own file ``path`` (None when absent), never through a symbolic link:
+    ``Refused`` when one is planted there."""
+    try:
+        fd = _open_own(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _open_own(path: Path, flags: int, mode: int = 0o600) -> int:
+    """``path`` opened with ``flags``, never following a symbolic link at it (``Refused`` naming it)."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise Refused(f"{path} is a symbolic link, which Hangar does not follow: remove it") from None
+
+
+def database_for(root: Path, given: str | None, *, repoint: bool = False) -> URL | None:
     """The PostgreSQL database the data directory at ``root`` keeps its records in (``given``, else the recorded
-    one), or None for its SQLite files. ``Refused`` when ``given`` would open a SQLite install on PostgreSQL."""
+    one), or None for its SQLite files. ``Refused`` when ``given`` would open a SQLite install on PostgreSQL, and
+    when it names another database than the recorded one (a stale ``$HANGAR_DATABASE_URL`` would otherwise
+    migrate that database and point the install at it), unless ``repoint`` (``hangar admin set-database-url``)."""
+    recorded = recorded_url(root)
     if given is None:
-        return recorded_url(root)
+        return recorded
     url = parse_database_url(given)
-    if recorded_url(root) is None and (root / "server.db").exists():
+    if recorded is None and (root / "server.db").exists():
         raise Refused(
             f"the data directory {root} holds a SQLite install (server.db) and no PostgreSQL database: copy it "
             f"first with hangar admin migrate-to-postgresql --from {root} --database-url URL"
+        )
+    if recorded is not None and not repoint and without_secrets(url) != without_secrets(recorded):
+        raise Refused(
+            f"the data directory {root} keeps its records in {shown(recorded)}, not in {shown(url)} (given by "
+            "--database-url or $HANGAR_DATABASE_URL): give the recorded database or none, or move the data "
+            f"directory to the other one with hangar admin set-database-url --data-dir {root} --database-url URL"
         )
     return url
 
@@ -130,7 +157,7 @@ def exclusively(root: Path) -> Iterator[None]:
 def _flocked(root: Path, mode: int, refusal: str) -> Iterator[None]:
     """The in-use lock in ``mode``, without waiting (``DataDirInUse(refusal)`` when another holder excludes it);
     the kernel releases it however the process ends."""
-    fd = os.open(root / IN_USE_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = _open_own(root / IN_USE_LOCK, os.O_RDWR | os.O_CREAT)
     try:
         try:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)

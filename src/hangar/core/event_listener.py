@@ -24,6 +24,7 @@ from collections.abc import Callable
 import psycopg
 from sqlalchemy.engine import URL
 
+from hangar.core.dbfailures import secrets_of, shown
 from hangar.core.triggers import EVENTS_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,8 @@ class EventListener:
         backoff_max: float = 5.0,
     ) -> None:
         self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)  # libpq reads it
-        self._password = url.password
-        self._target = url.render_as_string(hide_password=True)
+        self._secrets = secrets_of(url)
+        self._target = shown(url)
         self._on_notify = on_notify
         self._on_connect = on_connect
         self.heartbeat = heartbeat
@@ -155,8 +156,8 @@ class EventListener:
 
     def _reason(self, exc: Exception) -> str:
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        if self._password:
-            text = text.replace(self._password, "***")
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
         return text
 
     async def aclose(self) -> None:

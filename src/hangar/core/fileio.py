@@ -3,13 +3,15 @@ left by a dead process need."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
 
 
-def write_private_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` with mode 0600 so readers see the old or the new file, never half of one."""
+def write_private_atomic(path: Path, data: bytes, *, keep: bool = False) -> None:
+    """Write ``data`` to ``path`` with mode 0600 so readers see the old or the new file, never half of one.
+    ``keep``: a file already at ``path`` stands (the first of concurrent writers wins; later ones write nothing)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -18,7 +20,12 @@ def write_private_atomic(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if keep:
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)  # never replaces: the first writer's file stands
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
             os.fsync(dir_fd)

@@ -36,6 +36,8 @@ from collections.abc import Callable
 import psycopg
 from sqlalchemy.engine import URL
 
+from hangar.core.dbfailures import secrets_of, shown
+
 log = logging.getLogger(__name__)
 
 APPLICATION_NAME = "hangar leases"
@@ -63,8 +65,8 @@ class Leases:
 
     def __init__(self, url: URL, *, heartbeat: float = HEARTBEAT_S) -> None:
         self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self._target = url.render_as_string(hide_password=True)
-        self._password = url.password if isinstance(url.password, str) else None
+        self._target = shown(url)
+        self._secrets = secrets_of(url)
         self.heartbeat = heartbeat
         self._conn: psycopg.AsyncConnection[tuple[object, ...]] | None = None
         self._lock = asyncio.Lock()
@@ -182,7 +184,9 @@ class Leases:
 
     def _reason(self, exc: BaseException) -> str:
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        return text.replace(self._password, "***") if self._password else text
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
     async def aclose(self) -> None:
         if self._beat is not None:

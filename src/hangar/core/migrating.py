@@ -90,7 +90,7 @@ def _file_lock(path: Path) -> Iterator[None]:
     """An exclusive lock on ``path`` (created 0600) shared by every process; released when the block ends.
 
     A separate file, never the database: closing any descriptor of a database file drops SQLite's own locks."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -16,6 +16,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from hangar.core.datadir import DataDir
+from hangar.core.dbfailures import shown
 
 # Keys of PostgreSQL advisory locks (one bigint namespace per database): the migration lock, and the write lock
 # ``hangar.core.db.write_transaction`` takes (SQLite's database-wide write lock, which PostgreSQL does not have).
@@ -35,7 +36,7 @@ def postgresql_url(url: str | URL) -> URL:
     naming what is wrong for any other database or driver."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "postgresql":
-        raise ValueError(f"not a PostgreSQL URL: {parsed.render_as_string(hide_password=True)}")
+        raise ValueError(f"not a PostgreSQL URL: {shown(parsed)}")
     if parsed.get_driver_name() not in ("psycopg", "psycopg2") and "+" in parsed.drivername:
         raise ValueError(f"unsupported PostgreSQL driver {parsed.get_driver_name()!r}: use postgresql+psycopg://")
     return parsed.set(drivername="postgresql+psycopg")

@@ -45,6 +45,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from hangar.core.fileio import write_private_atomic
 from hangar.core.paths import contained
@@ -84,7 +86,7 @@ class DriverLock:
     def try_acquire(cls, control_dir: Path) -> DriverLock | None:
         """The run's lock, or ``None`` when another holder (this process included) has it."""
         control_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(control_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(control_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -119,8 +121,8 @@ def is_driven(control_dir: Path) -> bool:
 
 def request_stop(control_dir: Path, by: str, at: datetime) -> None:
     """Record a stop request for whoever drives the run (now or next); written whole and synced, so it survives
-    either process dying."""
-    write_private_atomic(control_dir / STOP_NAME, json.dumps({"by": by, "at": at.isoformat()}).encode())
+    either process dying. The first request stands (who asked first, and when): a later one leaves it."""
+    write_private_atomic(control_dir / STOP_NAME, json.dumps({"by": by, "at": at.isoformat()}).encode(), keep=True)
 
 
 def stop_requested(control_dir: Path) -> bool:
@@ -297,10 +299,12 @@ class RunControl:
             raise ValueError("a run's workspace is needed to stop it on PostgreSQL")
         engine = await self._dbs.workspace(workspace_id)
         t = run_stop_requests
-        async with engine.begin() as conn:  # the first request stands (who asked first, and when)
-            if (await conn.execute(sa.select(t.c.run_id).where(t.c.kind == self.kind, t.c.run_id == run_id))).first():
-                return
-            await conn.execute(sa.insert(t).values(kind=self.kind, run_id=run_id, requested_by=by, requested_at=at))
+        row = {"kind": self.kind, "run_id": run_id, "requested_by": by, "requested_at": at}
+        async with engine.begin() as conn:
+            # The first request stands (who asked first, and when): a concurrent second one is no conflict (a
+            # look-then-insert would let both look and the second fail on the key).
+            insert = sqlite_insert if conn.dialect.name == "sqlite" else postgresql_insert
+            await conn.execute(insert(t).values(**row).on_conflict_do_nothing())
 
     async def _new_stops(self) -> list[str]:
         """The held runs with a stop request not yet handed to ``on_stop``."""

@@ -72,7 +72,11 @@ class SecretsFile:
         """This process's lock, then the lock every process takes around a read-modify-write of the file."""
         with self._lock:
             self._path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._path.with_name(self._path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(
+                self._path.with_name(self._path.name + ".lock"),
+                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+            )
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 yield

@@ -73,13 +73,16 @@ async def open_context(
 
 
 @contextlib.asynccontextmanager
-async def open_databases(settings: Settings, parts: Sequence[Part]) -> AsyncIterator[Databases]:
+async def open_databases(
+    settings: Settings, parts: Sequence[Part], *, repoint: bool = False
+) -> AsyncIterator[Databases]:
     """The data directory's databases (where ``hangar.core.dblocation`` says they live), opened: migrated to the
     head of ``parts``' migration sets and checked. The data directory's in-use lock is held until the block ends.
-    A database given by URL is recorded in the data directory once it has opened."""
+    A database given by URL is recorded in the data directory once it has opened; one other than the recorded
+    database is refused unless ``repoint`` (``hangar admin set-database-url``)."""
     datadir = DataDir(settings.data_dir).ensure()
     given = settings.given_database_url
-    database = database_for(datadir.root, given)
+    database = database_for(datadir.root, given, repoint=repoint)
     if database is not None and database.password is None and settings.database_password is not None:
         database = database.set(password=settings.database_password)
     with in_use(datadir.root):

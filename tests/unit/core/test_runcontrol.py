@@ -4,6 +4,7 @@ process; taking over a run a dead driver left; the stop watch and a stop that wa
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import subprocess
 from datetime import UTC, datetime
@@ -161,3 +162,13 @@ async def test_a_stop_is_recorded_then_carried_out_here_or_awaited(tmp_path: Pat
         await control.stop("r3", by="cli", at=AT, stop_here=elsewhere, ended=never_ends, wait_s=0.1)
     assert err.value.detail_code == "stop_pending" and "agent run r3" in err.value.message
     assert stop_requested(tmp_path / "r3")  # the request stands
+
+
+def test_a_symbolic_link_planted_as_the_run_lock_is_refused_not_followed(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    (run_dir / LOCK_NAME).symlink_to(elsewhere)
+    with pytest.raises(OSError) as err:
+        DriverLock.try_acquire(run_dir)
+    assert err.value.errno == errno.ELOOP and not elsewhere.exists()

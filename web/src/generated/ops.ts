@@ -142,7 +142,7 @@ export type ChatStatus = {
   lastError?: ChatFailure | null;
   /** When the next attempt is due; absent while one is under way, when connected, or in error */
   nextRetryAt?: string | null;
-  /** The server process holding the connection, whichever server answers; absent while none holds it. Its state is as of the holder's last renewal when another server answers */
+  /** The server process holding the connection, whichever server answers; absent while none holds it, and to callers other than the workspace's admins and the server owner (a host name and a process id are the operators' business). Its state is as of the holder's last renewal when another server answers */
   owner?: ChatOwner | null;
 };
 

@@ -171,7 +171,7 @@ class DevTls:
     def _locked(self) -> Iterator[None]:
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o700)
-        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

@@ -168,7 +168,7 @@ async def ensure_pack(packs_root: Path, progress: ProgressFn | None = None, reci
     if pack_ready(packs_root, recipe):
         return PackInfo(pack_path(packs_root, recipe), recipe.revision, None)
     _mkdir(packs_root)
-    lock_fd = os.open(_lock_path(packs_root, recipe), os.O_RDWR | os.O_CREAT, 0o600)
+    lock_fd = os.open(_lock_path(packs_root, recipe), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         await _take_lock(lock_fd, packs_root, recipe, report)
         if pack_ready(packs_root, recipe):  # someone else built it while we waited
