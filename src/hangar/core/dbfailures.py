@@ -60,6 +60,14 @@ def secrets_of(url: URL) -> list[str]:
     return [v for v in values if v]
 
 
+def first_line_without(exc: BaseException, secrets: list[str], *, limit: int = 300) -> str:
+    """The first line of ``exc`` (at most ``limit`` characters) with each of ``secrets`` masked, for a log line."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit]
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
 def recorded_form(url: URL) -> str:
     """``url`` without its secrets, quoted so that it reads back exactly (what a data directory records)."""
     return without_secrets(url).render_as_string(hide_password=False)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import psycopg
 from sqlalchemy.engine import URL
 
-from hangar.core.dbfailures import secrets_of, shown
+from hangar.core.dbfailures import first_line_without, secrets_of, shown
 from hangar.core.triggers import EVENTS_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -155,10 +155,7 @@ class EventListener:
         self._on_notify(schema, top)
 
     def _reason(self, exc: Exception) -> str:
-        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return first_line_without(exc, self._secrets, limit=300)
 
     async def aclose(self) -> None:
         if self._task is not None:

@@ -36,7 +36,7 @@ from collections.abc import Callable
 import psycopg
 from sqlalchemy.engine import URL
 
-from hangar.core.dbfailures import secrets_of, shown
+from hangar.core.dbfailures import first_line_without, secrets_of, shown
 
 log = logging.getLogger(__name__)
 
@@ -183,10 +183,7 @@ class Leases:
                 log.exception("a lease owner failed to stop after its leases were lost")
 
     def _reason(self, exc: BaseException) -> str:
-        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return first_line_without(exc, self._secrets, limit=200)
 
     async def aclose(self) -> None:
         if self._beat is not None:

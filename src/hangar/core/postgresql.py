@@ -45,24 +45,21 @@ def postgresql_url(url: str | URL) -> URL:
 def postgresql_engine(url: str | URL) -> AsyncEngine:
     """A pooled async engine on the PostgreSQL database at ``url`` (psycopg 3). Connections are checked before
     use, so one the server closed (a restart, an idle timeout) is replaced instead of failing a request."""
-    return create_async_engine(
-        postgresql_url(url),
-        pool_size=PG_POOL_SIZE,
-        max_overflow=PG_MAX_OVERFLOW,
-        pool_pre_ping=True,
-        connect_args=pg_connect_args(url),
-    )
+    return create_async_engine(postgresql_url(url), **_pool_options(url))
 
 
 def postgresql_sync_engine(url: str | URL) -> Engine:
     """The same pool for synchronous callers (the write path's threads, ``hangar.core.pg_writer``)."""
-    return create_engine(
-        postgresql_url(url),
-        pool_size=PG_POOL_SIZE,
-        max_overflow=PG_MAX_OVERFLOW,
-        pool_pre_ping=True,
-        connect_args=pg_connect_args(url),
-    )
+    return create_engine(postgresql_url(url), **_pool_options(url))
+
+
+def _pool_options(url: str | URL) -> dict[str, Any]:
+    return {
+        "pool_size": PG_POOL_SIZE,
+        "max_overflow": PG_MAX_OVERFLOW,
+        "pool_pre_ping": True,
+        "connect_args": pg_connect_args(url),
+    }
 
 
 def pg_connect_args(url: str | URL) -> dict[str, Any]:
