@@ -31,7 +31,7 @@ KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/
 # the commands are missing.
 WEB_SOURCES := $(shell find web/src web/test -type f 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json web/package.json
 
-.PHONY: install run test test-packs apt-deps apt-run-deps apt-bench-deps lint typecheck pytest fuzz bench mutate clean web web-test client-types manual-shots
+.PHONY: install run test test-postgresql test-packs apt-deps apt-run-deps apt-bench-deps lint typecheck pytest fuzz bench mutate clean web web-test client-types manual-shots
 
 $(BIN)/hangar: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -110,6 +110,14 @@ pytest: install apt-deps web test-packs
 	HANGAR_TEST_PACKS=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/pytest -q
 
 test: install apt-deps lint typecheck web web-test pytest
+
+# The integration suite with every server and command the tests start keeping its records in PostgreSQL (a fresh
+# database per test on the suite's throwaway cluster; tests/support/pg_mode.py). Rigs and browser tests are left
+# out (their records are the same stores the rest covers; their cost is the enclosures and Chromium).
+PG_SUITE_SKIP = --ignore-glob='tests/integration/test_rigs_*' --ignore-glob='tests/integration/test_web_*'
+test-postgresql: install apt-deps web test-packs
+	HANGAR_TEST_DATABASE=postgresql HANGAR_TEST_PACKS=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/pytest -q \
+	  tests/integration $(PG_SUITE_SKIP)
 
 # Retakes the manual's screenshots (src/hangar/site/content/manual/images): the browser tests take them at the
 # screens the guides describe; commit the PNGs that changed.

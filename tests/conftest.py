@@ -5,6 +5,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support import pg_mode
+
 # The packs the selected tests declare are built before the first of them (tests/support/packs.py).
 from tests.support.packs import PACKS, pytest_collection_finish, pytest_runtest_setup  # noqa: F401
 from tests.support.postgres import PostgresCluster, PostgresMissing
@@ -53,3 +55,22 @@ def pg_url(pg_cluster: PostgresCluster) -> Iterator[str]:
     """The SQLAlchemy URL of a fresh PostgreSQL database of this test's own, dropped after it."""
     with pg_cluster.database() as name:
         yield pg_cluster.url(name)
+
+
+@pytest.fixture(autouse=True)
+def _records_on_postgresql(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Under ``HANGAR_TEST_DATABASE=postgresql`` (tests/support/pg_mode.py), every server and command this test
+    starts keeps its records in a fresh PostgreSQL database; a test SQLite is part of is skipped, saying why."""
+    if not pg_mode.enabled():
+        yield
+        return
+    marker = request.node.get_closest_marker("sqlite_only")
+    if marker is not None:
+        reason = marker.args[0] if marker.args else "it works on SQLite's own files"
+        pytest.skip(f"HANGAR_TEST_DATABASE=postgresql: SQLite-only test ({reason})")
+    databases = pg_mode.begin(request.getfixturevalue("pg_cluster"))
+    monkeypatch.setenv("HANGAR_DATABASE_URL", databases.default_url)
+    try:
+        yield
+    finally:
+        pg_mode.end()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
@@ -25,6 +26,9 @@ from tests.support.postgres import PostgresCluster
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.support.templates import HOP, written
+
+# Its source is an install's SQLite files.
+pytestmark = pytest.mark.sqlite_only("copies an install's SQLite files")
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
 SETS = [m for p in all_parts() for m in p.migrations]

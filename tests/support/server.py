@@ -19,6 +19,7 @@ from hangar.identity.creation import create_workspace
 from hangar.server.app import build_server
 from hangar.server.connections import ConnectionGuard, ConnectionLimits
 from hangar.server.listeners import Listener
+from tests.support import pg_mode
 from tests.support.disks import detach_disks
 
 
@@ -61,6 +62,8 @@ async def running_server(
 ) -> AsyncIterator[RunningServer]:
     """``port`` 0 picks a free one; a test that restarts the server under a client passes the port it had. The
     listener is the one ``hangar serve`` runs (its protocols, connection caps and proxy-header rule)."""
+    if "database_url" not in settings and (url := pg_mode.database_url_for(data_dir)) is not None:
+        settings["database_url"] = url  # HANGAR_TEST_DATABASE=postgresql: one database per data directory
     cfg = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)
     ready: list[AppContext] = []
     app = build_server(cfg, clock=clock, parts=parts, on_ready=ready)
