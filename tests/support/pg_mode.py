@@ -15,6 +15,8 @@ import os
 from contextlib import ExitStack
 from pathlib import Path
 
+import pytest
+
 from tests.support.postgres import PostgresCluster
 
 VARIABLE = "HANGAR_TEST_DATABASE"
@@ -26,6 +28,15 @@ def enabled() -> bool:
     if value not in ("", "sqlite", "postgresql"):
         raise RuntimeError(f"{VARIABLE} must be sqlite or postgresql, not {value!r}")
     return value == "postgresql"
+
+
+def chooses_its_own_dialect(request: pytest.FixtureRequest) -> bool:
+    """A test that names its databases itself (the ``pg_url``/``pg_cluster`` fixtures, or a module running on
+    both dialects through tests/support/dialects.py) runs as written: a URL of this mode's own would contradict
+    the one it records in its data directory."""
+    if {"pg_url", "pg_cluster"} & set(request.fixturenames):
+        return True
+    return getattr(request.module, "DIALECTS", None) is not None
 
 
 class TestDatabases:
