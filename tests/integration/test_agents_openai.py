@@ -28,6 +28,7 @@ async def _setup(client: RpcClient, ws: str, fake_url: str, model: str, **adapte
     return space["id"], agent["id"]
 
 
+@pytest.mark.sqlite_only("reads workspace.db's bytes")
 async def test_run_streams_reasoning_text_and_tool_calls(tmp_path: Path) -> None:
     async with running_fake_openai() as fake, workspace_server(tmp_path) as (srv, client, ws):
         space_id, agent_id = await _setup(client, ws, fake.url, "m1")

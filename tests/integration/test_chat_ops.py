@@ -82,6 +82,7 @@ async def test_each_op_holds_its_minimum_role(tmp_path: Path) -> None:
             assert no_ws.value.code == "workspace_required"
 
 
+@pytest.mark.sqlite_only("searches the SQLite files' bytes for the token; wants a PostgreSQL equivalent")
 async def test_tokens_go_in_and_never_come_back(tmp_path: Path) -> None:
     async with running_server(tmp_path, parts=NO_TRANSPORT) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
         ws = await srv.new_workspace("tokens")

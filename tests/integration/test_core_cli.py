@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
 
 
+@pytest.mark.sqlite_only("checks server.db's file mode")
 def test_owner_token_and_serve(tmp_path: Path) -> None:
     env = {**os.environ, "HANGAR_DATA_DIR": str(tmp_path / "data")}
     token = subprocess.run([HANGAR, "admin", "owner-token"], env=env, check=True, capture_output=True, text=True)

@@ -137,6 +137,7 @@ async def test_audit_log_is_append_only_and_never_stores_content(tmp_path: Path)
         assert [e.action for e in await audit.entries(wid)] == ["workspaces.create", *["rig.type"] * 3]
 
 
+@pytest.mark.sqlite_only("checks server.db's file mode")
 async def test_secrets_file_is_private_and_atomic(tmp_path: Path) -> None:
     async with running_server(tmp_path, parts=PARTS) as srv:
         secrets = srv.ctx.secrets

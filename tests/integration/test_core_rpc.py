@@ -89,6 +89,7 @@ async def test_workspace_required_before_any_database(srv: RunningServer) -> Non
         assert not (srv.data_dir / "nope").exists()
 
 
+@pytest.mark.sqlite_only("checks that a workspace.db file is made")
 async def test_roles_and_workspaces(srv: RunningServer) -> None:
     async with RpcClient(srv.ws_url, srv.owner_token) as owner:
         ws = await owner.call("workspaces.create", name="Acme")

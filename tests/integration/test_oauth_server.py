@@ -488,6 +488,7 @@ async def test_an_sso_hand_off_that_reaches_another_browser_is_refused(world: Wo
             assert consent.status_code == 200 and "/auth/oauth/pair" in consent.text and "Mallory" not in consent.text
 
 
+@pytest.mark.sqlite_only("counts devices with SQLite's ? placeholder")
 async def test_a_saml_sign_in_continues_the_authorization_request(tmp_path: Path) -> None:
     async with (
         running_server(tmp_path / "data", parts=PARTS, clock=FakeClock(NOW), public_url=PUBLIC_URL) as srv,

@@ -70,6 +70,7 @@ def test_validate_exit_codes_and_warnings(tmp_path: Path) -> None:
     assert "maxAttempts must be at least 1, not 0" in res.stderr
 
 
+@pytest.mark.sqlite_only("reads workspace.db with sqlite3")
 def test_run_contract_example_then_show(tmp_path: Path) -> None:
     data = tmp_path / "data"
     trust_host_dir(data)  # the steps read host files named in the input
@@ -287,6 +288,7 @@ def test_dry_run_reports_what_it_would_do(tmp_path: Path) -> None:
 
 
 @pytest.mark.packs("terminal")
+@pytest.mark.sqlite_only("edits workspace.db with sqlite3")
 def test_a_run_driven_by_another_process_is_not_driven_twice(tmp_path: Path) -> None:
     data = tmp_path / "data"
     raw = {

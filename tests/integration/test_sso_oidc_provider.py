@@ -123,6 +123,7 @@ async def test_code_flow_end_to_end_with_groups_jit_and_auto_member(tmp_path: Pa
         assert carol["workspaces"][0]["role"] == "guest"
 
 
+@pytest.mark.sqlite_only("searches server.db's bytes for the secret; wants a PostgreSQL equivalent")
 async def test_confidential_client_secret_from_the_secrets_file(tmp_path: Path) -> None:
     async with setup(tmp_path, client_secret="the-client-secret-0123456789") as s:
         await s.save(clientSecret="a-wrong-secret")
