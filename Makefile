@@ -114,7 +114,8 @@ test: install apt-deps lint typecheck web web-test pytest
 # The integration suite with every server and command the tests start keeping its records in PostgreSQL (a fresh
 # database per test on the suite's throwaway cluster; tests/support/pg_mode.py). Rigs and browser tests are left
 # out (their records are the same stores the rest covers; their cost is the enclosures and Chromium).
-PG_SUITE_SKIP = --ignore-glob='tests/integration/test_rigs_*' --ignore-glob='tests/integration/test_web_*'
+PG_SUITE_SKIP = --ignore-glob='tests/integration/test_rigs_*' --ignore-glob='tests/integration/test_web_*' \
+  --ignore-glob='tests/integration/*_browser*'
 test-postgresql: install apt-deps web test-packs
 	HANGAR_TEST_DATABASE=postgresql HANGAR_TEST_PACKS=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/pytest -q \
 	  tests/integration $(PG_SUITE_SKIP)
