@@ -21,6 +21,7 @@ from hangar.chat.open_streams import OpenStream
 from hangar.chat.part import make_chat_part
 from hangar.chat.service import ChatService
 from hangar.chat.tables import chat_space_links
+from hangar.core.part import Part
 from hangar.core.principal import Role
 from hangar.identity import IdentityService, Workspace
 from hangar.server.parts import all_parts
@@ -262,14 +263,19 @@ async def test_the_deep_link_page_is_public_and_shape_checked(tmp_path: Path) ->
             assert (await http.get(bad)).status_code == 404, bad
 
 
-async def test_the_server_starts_a_connection_for_stored_and_legacy_credentials(tmp_path: Path) -> None:
+def recording_parts() -> tuple[list[Recorded], list[Part]]:
+    """Every part, the chat part's connections recorded instead of dialled: (what was made, the parts)."""
     made: list[Recorded] = []
 
     async def factory(workspace: Workspace, provider: str, credentials: Mapping[str, str]) -> ChatConnection:
         made.append(Recorded(workspace, credentials))
         return made[-1]
 
-    parts = [make_chat_part(lambda _app: factory) if p.name == "chat" else p for p in all_parts()]
+    return made, [make_chat_part(lambda _app: factory) if p.name == "chat" else p for p in all_parts()]
+
+
+async def test_the_server_starts_a_connection_for_stored_and_legacy_credentials(tmp_path: Path) -> None:
+    made, parts = recording_parts()
     async with running_server(tmp_path, parts=parts) as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
         stored = await srv.new_workspace("stored")
         legacy = await srv.new_workspace("legacy")
@@ -293,13 +299,7 @@ async def test_the_server_starts_a_connection_for_stored_and_legacy_credentials(
 
 
 async def test_the_connection_holder_is_shown_to_admins_and_the_server_owner_only(tmp_path: Path) -> None:
-    made: list[Recorded] = []
-
-    async def factory(workspace: Workspace, provider: str, credentials: Mapping[str, str]) -> ChatConnection:
-        made.append(Recorded(workspace, credentials))
-        return made[-1]
-
-    parts = [make_chat_part(lambda _app: factory) if p.name == "chat" else p for p in all_parts()]
+    _made, parts = recording_parts()
     async with running_server(tmp_path, parts=parts) as srv, RpcClient(srv.ws_url, srv.owner_token) as owner:
         ws = await srv.new_workspace("holder")
         tokens = {role: await srv.new_user_token(ws, role, name=role[0]) for role in ("guest", "member", "admin")}
