@@ -53,6 +53,8 @@ REQUEST_HEAD_TIMEOUT_S = 10.0
 MCP_SESSIONS_PER_CREDENTIAL = 64
 MCP_SESSIONS_PER_USER = 256
 MCP_SESSIONS_PER_WORKSPACE = 1000
+PACK_REFRESH_HOURS = 24
+MAX_PACK_REFRESH_HOURS = 8760
 
 
 # The contract's name for the web client's origin (CONTRACTS.md section 1), read besides ``HANGAR_WEB_CLIENT_URL``.
@@ -106,6 +108,12 @@ class Settings(BaseSettings):
     # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no
     # workspace data, so several data directories on one host may share one cache.
     rig_packs_dir: Path | None = None
+    # Where the Debian mirrors packs are built from are configured (apt's own sources; tests point it at a
+    # directory naming a loopback archive).
+    rig_apt_root: Path = Path("/etc/apt")
+    # Hours between checks of the packs against their archives (a stale pack is built again in the background),
+    # unless the server setting ``rigs.packRefreshHours`` says otherwise; 0: never.
+    pack_refresh_hours: int = Field(default=PACK_REFRESH_HOURS, ge=0, le=MAX_PACK_REFRESH_HOURS)
 
     # The chat provider's Web API base (its socket URL is whatever ``apps.connections.open`` answers); tests point
     # it at a loopback fake so no other host is dialled.

@@ -26,6 +26,10 @@ def _roots(data_dir: Path | None) -> tuple[Path, Path]:
     return settings.data_dir / "rigs", settings.packs_root
 
 
+def _apt_root(data_dir: Path | None) -> Path:
+    return settings_from(data_dir=data_dir).rig_apt_root
+
+
 @rigs_app.command("build-pack")
 def build_pack(
     names: Annotated[
@@ -44,7 +48,7 @@ def build_pack(
         raise typer.Exit(2) from exc
     for recipe in chosen:
         try:
-            _build_one(packs, recipe)
+            _build_one(packs, recipe, _apt_root(data_dir))
         except HangarError as exc:
             typer.echo(f"error: {recipe.name}: {exc.message}; run the command again to retry", err=True)
             raise typer.Exit(1) from exc
@@ -53,7 +57,7 @@ def build_pack(
             raise typer.Exit(130) from None
 
 
-def _build_one(packs: Path, recipe: PackRecipe) -> None:
+def _build_one(packs: Path, recipe: PackRecipe, apt_root: Path) -> None:
     """One pack with its progress: a bar on a terminal that ends as one line, else a line per step (a log
     reads those)."""
     # Imported here: the progress display is heavy, and every other command starts without it.
@@ -62,7 +66,7 @@ def _build_one(packs: Path, recipe: PackRecipe) -> None:
 
     console = Console(stderr=True)
     if not console.is_terminal:
-        info = asyncio.run(ensure_pack(packs, lambda text: print(text, file=sys.stderr, flush=True), recipe))
+        info = asyncio.run(ensure_pack(packs, lambda text: print(text, file=sys.stderr, flush=True), recipe, apt_root))
     else:
         with Progress(
             SpinnerColumn(),
@@ -79,7 +83,7 @@ def _build_one(packs: Path, recipe: PackRecipe) -> None:
                 numbers = step_numbers(text)
                 progress.update(task, description=text, completed=numbers[0] if numbers else None)
 
-            info = asyncio.run(ensure_pack(packs, report, recipe))
+            info = asyncio.run(ensure_pack(packs, report, recipe, apt_root))
     if info.built_in_s is None:
         typer.echo(f"{recipe.name} already built at {info.path}")
     else:

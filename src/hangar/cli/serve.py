@@ -6,7 +6,6 @@ import os
 import shlex
 import socket
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -159,7 +158,7 @@ def serve(
     background: list[BackgroundJob] = [first_sign_in_job(ready, settings)]
     if (missing := host_readiness()) is not None:
         typer.echo(missing)
-    elif prepare_pack and (job := terminal_pack_job(settings.packs_root, build_pack_command(settings))) is not None:
+    elif prepare_pack and (job := terminal_pack_job(settings, build_pack_command(settings))) is not None:
         background.append(job)
     run_listeners(listeners, background)
 
@@ -249,13 +248,14 @@ def build_pack_command(settings: Settings) -> str:
     return f"HANGAR_RIG_PACKS_DIR={shlex.quote(str(settings.rig_packs_dir))} {command}"
 
 
-def terminal_pack_job(packs_root: Path, retry: str) -> BackgroundJob | None:
+def terminal_pack_job(settings: Settings, retry: str) -> BackgroundJob | None:
     """At a start without the terminal image pack (the first one): a job that builds it while the server runs,
     saying so in the output with each step. Rigs, shell steps and command agents asked for meanwhile wait for
     this build (the pack's build lock) rather than start another; a failed build names ``retry``, the command
     that builds it now. None when the pack is there."""
     from hangar.rigs.images.builder import TERMINAL, ensure_pack, pack_ready
 
+    packs_root = settings.packs_root
     if pack_ready(packs_root, TERMINAL):
         return None
 
@@ -266,7 +266,7 @@ def terminal_pack_job(packs_root: Path, retry: str) -> BackgroundJob | None:
             "command agents wait for it"
         )
         try:
-            info = await ensure_pack(packs_root, typer.echo, TERMINAL)
+            info = await ensure_pack(packs_root, typer.echo, TERMINAL, settings.rig_apt_root)
         except (HangarError, OSError) as exc:
             why = exc.message if isinstance(exc, HangarError) else str(exc)
             typer.echo(

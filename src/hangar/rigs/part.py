@@ -6,6 +6,8 @@ factory) and never asks which one it runs on. Stopping the part closes every rig
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import Callable
@@ -24,6 +26,7 @@ from hangar.rigs.images.settings import IMAGE_SETTINGS
 from hangar.rigs.lanes.consent import SERVER_MIGRATIONS
 from hangar.rigs.lifecycle.budget import MEMORY_BUDGET_SPEC
 from hangar.rigs.lifecycle.manager import RigManager
+from hangar.rigs.lifecycle.packrefresh import REFRESH_SPEC, TICK_S, PackRefresh
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.routes import RIG_ROUTES
 from hangar.rigs.store import MIGRATIONS
@@ -36,7 +39,12 @@ BackendFactory = Callable[[AppContext], RigBackend]
 def enclosure_backend(app: AppContext) -> RigBackend:
     from hangar.rigs.backends.enclosure import EnclosureBackend
 
-    return EnclosureBackend(app.datadir.sub("rigs"), packs_root=app.settings.packs_root, metrics=app.metrics)
+    return EnclosureBackend(
+        app.datadir.sub("rigs"),
+        packs_root=app.settings.packs_root,
+        metrics=app.metrics,
+        apt_root=app.settings.rig_apt_root,
+    )
 
 
 async def _start_disks(disks: ScopeDisks, backend: RigBackend) -> None:
@@ -53,10 +61,17 @@ async def _start_disks(disks: ScopeDisks, backend: RigBackend) -> None:
         log.warning("could not mount the disks of confined code again: %s", exc.message)
 
 
-def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
+def make_rigs_part(backend_factory: BackendFactory = enclosure_backend, refresh_tick: float = TICK_S) -> Part:
+    """The part on ``backend_factory``'s backend; its packs are checked against their archives every
+    ``refresh_tick`` seconds when due (tests pass a short one)."""
+    tasks: list[asyncio.Task[None]] = []
+
     async def start(app: AppContext) -> None:
         backend = backend_factory(app)
         manager = app.provide(RigManager(app, backend))
+        refresh = app.provide(PackRefresh(app, backend, refresh_tick))
+        if app.bus.following:  # a server, not a command run on the data directory
+            tasks.append(asyncio.create_task(refresh.run_forever(), name="rigs-pack-refresh"))
         disks = app.provide(ScopeDisks(app.datadir.root / "disks", app.service(IdentityService).get_setting))
         # User code (shell steps, command agents) runs in rigs of the same backend, its directories on disks.
         allowlist_of = functools.partial(hooks.confinement_allowlist, app)
@@ -66,6 +81,11 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
         await _start_disks(disks, backend)
 
     async def stop(app: AppContext) -> None:
+        while tasks:
+            task = tasks.pop()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         confinement = app.maybe_service(Confinement)
         if confinement is not None:
             await confinement.aclose()
@@ -80,7 +100,7 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend) -> Part:
         migrations=[MIGRATIONS, SERVER_MIGRATIONS],
         events=RIG_EVENTS,
         settings=IMAGE_SETTINGS,
-        server_settings=[MEMORY_BUDGET_SPEC],
+        server_settings=[MEMORY_BUDGET_SPEC, REFRESH_SPEC],
         start=start,
         stop=stop,
     )

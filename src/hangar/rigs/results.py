@@ -174,9 +174,25 @@ class ActionLogEntry(Result):
     details: dict[str, Any]
 
 
+class PackRefreshView(Result):
+    """The last check of a ready pack against its archive: ``current`` (up to date at ``checkedAt``),
+    ``refreshing`` (a new version is being built; the current one serves until it is ready), ``refreshed`` (the
+    new version took over at ``finishedAt``) or ``failed`` (the check or the rebuild failed: ``error``; the pack in
+    place keeps serving). ``newer`` lists the suites released since the pack was built."""
+
+    state: Literal["current", "refreshing", "refreshed", "failed"]
+    checked_at: Timestamp | None
+    finished_at: Timestamp | None
+    error: str | None
+    newer: list[str]
+
+
 class PackView(Result):
     """An image pack: ``ready``, ``missing``, ``building`` (with its step, ``stepIndex`` of ``steps`` when the
-    build numbers them) or ``failed`` (with the error of the last build)."""
+    build numbers them) or ``failed`` (with the error of the last build). A ready pack says when its current
+    version was built (``builtAt``) and from which archive release (``archiveDate``: the newest ``Date`` of the
+    suites it was built from, each in ``archiveDates``); while it is built again its step shows and it stays
+    ready."""
 
     name: str
     surface: str
@@ -188,12 +204,18 @@ class PackView(Result):
     error: str | None
     label: str = Field(description="what a person reads: Terminal image, Chromium browser image, …")
     engine: str | None = Field(default=None, description="a browser pack's engine (engine-a, …)")
+    built_at: Timestamp | None = None
+    archive_date: Timestamp | None = None
+    archive_dates: dict[str, Timestamp] = Field(default_factory=dict)
+    refresh: PackRefreshView | None = None
 
 
 class PackList(Result):
-    """``rigs.watchPacks``: the image packs, first as the reply, then again as each event after a change."""
+    """``rigs.watchPacks``: the image packs, first as the reply, then again as each event after a change, and the
+    hours between their checks against the archives (``rigs.packRefreshHours``; 0: never)."""
 
     packs: list[PackView]
+    refresh_hours: int = 0
 
 
 class EnclosureView(Result):

@@ -30,6 +30,7 @@ from hangar.core.disks import DEFAULT_RIG_DISK_MB
 from hangar.errors import NotFound
 from hangar.rigs.backends.capabilities import Command, Pty, RigBrowser, RigExec, RigFiles, RigNetwork, RigPower
 from hangar.rigs.images.packs import PackStatus
+from hangar.rigs.images.refresh import Record
 
 __all__ = ["Command", "ExecResult", "GuestTree", "Pty", "RigBackend", "RigHandle", "RigSpec"]
 
@@ -115,6 +116,11 @@ class RigBackend(ABC):
     def packs(self) -> list[PackStatus]:
         """The image packs this backend boots from, each with its state (none for a backend without packs)."""
         return []
+
+    async def refresh_packs(self, due: Callable[[Record | None], bool]) -> None:
+        """Check the ready packs ``due`` (by their last check's record) against their archives, rebuild the stale
+        ones in the background, and remove old versions no rig boots from (nothing for a backend without packs)."""
+        return None
 
     def build_pack(self, name: str) -> None:
         """Start building pack ``name`` in the background unless it is ready or building already."""

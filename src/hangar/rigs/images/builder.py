@@ -22,17 +22,21 @@ import asyncio
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import shutil
 import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hangar.core.guestacl import RIG_GID, RIG_UID
 from hangar.errors import Internal, Unavailable
-from hangar.rigs.images.mirror import debian_sources
+from hangar.rigs.images import versions
+from hangar.rigs.images.archive import release_dates, stamp
+from hangar.rigs.images.mirror import APT_ROOT, debian_sources
 
 RELEASE = "bookworm"
 MARKER = ".hangar-pack.json"
@@ -43,6 +47,8 @@ RIG_USER = "rig"
 # What every pack holds besides its packages; part of every pack's name. base-v2: the rig user at RIG_UID and its
 # group at RIG_GID (the packs before, named without it, had both at 1000, a host account's uid on most hosts).
 BASE_REVISION = "base-v2"
+log = logging.getLogger(__name__)
+
 LOCK_POLL_S = 0.5  # how often a caller waiting for another caller's build looks at the lock and its progress
 
 # What a build runs, with the Debian package of each: mmdebstrap, and util-linux to tie the build's processes
@@ -161,18 +167,45 @@ def build_under_way(packs_root: Path, recipe: PackRecipe = TERMINAL) -> str | No
         os.close(fd)
 
 
-async def ensure_pack(packs_root: Path, progress: ProgressFn | None = None, recipe: PackRecipe = TERMINAL) -> PackInfo:
+async def ensure_pack(
+    packs_root: Path, progress: ProgressFn | None = None, recipe: PackRecipe = TERMINAL, apt_root: Path = APT_ROOT
+) -> PackInfo:
     """Return the ready pack, building it first if needed (once, whoever asks concurrently, in any process):
     a caller that finds a build under way waits for it, hearing its steps."""
-    report = progress or (lambda _text: None)
     if pack_ready(packs_root, recipe):
         return PackInfo(pack_path(packs_root, recipe), recipe.revision, None)
+    built = await _locked_build(packs_root, recipe, progress, apt_root, lambda: not pack_ready(packs_root, recipe))
+    return PackInfo(pack_path(packs_root, recipe), recipe.revision, built)
+
+
+async def rebuild_pack(
+    packs_root: Path,
+    recipe: PackRecipe,
+    still_needed: Callable[[], bool],
+    progress: ProgressFn | None = None,
+    apt_root: Path = APT_ROOT,
+) -> float | None:
+    """Build a new version of a pack that is ready (its archive has moved on), under the same lock as a first
+    build, and put it in place of the old one when complete; the old one keeps serving until then and stays for
+    the rigs booted from it (``versions``). ``still_needed`` is asked again once the lock is held (another
+    process may have rebuilt it meanwhile). Returns the seconds the build took, or None when it was not needed."""
+    return await _locked_build(packs_root, recipe, progress, apt_root, still_needed)
+
+
+async def _locked_build(
+    packs_root: Path,
+    recipe: PackRecipe,
+    progress: ProgressFn | None,
+    apt_root: Path,
+    needed: Callable[[], bool],
+) -> float | None:
+    report = progress or (lambda _text: None)
     _mkdir(packs_root)
     lock_fd = os.open(_lock_path(packs_root, recipe), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         await _take_lock(lock_fd, packs_root, recipe, report)
-        if pack_ready(packs_root, recipe):  # someone else built it while we waited
-            return PackInfo(pack_path(packs_root, recipe), recipe.revision, None)
+        if not needed():  # someone else built it while we waited
+            return None
         started = time.monotonic()
         _progress_path(packs_root, recipe).unlink(missing_ok=True)  # a killed builder's last step is not ours
 
@@ -181,10 +214,10 @@ async def ensure_pack(packs_root: Path, progress: ProgressFn | None = None, reci
             _write_progress(packs_root, recipe, text)
 
         try:
-            await _build(packs_root, recipe, relay)
+            await _build(packs_root, recipe, relay, apt_root)
         finally:
             _progress_path(packs_root, recipe).unlink(missing_ok=True)
-        return PackInfo(pack_path(packs_root, recipe), recipe.revision, time.monotonic() - started)
+        return time.monotonic() - started
     finally:
         os.close(lock_fd)  # closing releases the lock
 
@@ -211,12 +244,13 @@ async def _take_lock(fd: int, packs_root: Path, recipe: PackRecipe, report: Prog
         await asyncio.sleep(LOCK_POLL_S)
 
 
-async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn) -> None:
+async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn, apt_root: Path) -> None:
     missing = missing_tools()
     if missing:
         raise Unavailable(f"building the {recipe.label} needs {', '.join(missing)}")
-    sources = debian_sources(RELEASE)
+    sources = debian_sources(RELEASE, apt_root)
     mirror = sources[0].split()[1]
+    dates = await _archive_dates(sources, recipe)
     tmp = _clear_stale(packs_root, recipe)
     report(f"building the {recipe.label} ({recipe.revision}) from {mirror}")
     argv = [
@@ -244,8 +278,20 @@ async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn) -> No
         # Its last lines say why (a mirror's answer, a package missing); where the packs live is the host's own.
         said = " | ".join(line.replace(str(packs_root), "<packs>") for line in tail[-5:])
         raise Internal(f"mmdebstrap failed with exit code {code}: {said}")
-    _commit(tmp, pack_path(packs_root, recipe), recipe, sources)
+    _commit(tmp, packs_root, recipe, sources, dates)
     report(f"{recipe.label} ready")
+    versions.sweep(packs_root, recipe.name)
+
+
+async def _archive_dates(sources: list[str], recipe: PackRecipe) -> dict[str, str]:
+    """The release dates of the suites the pack is built from, read before the build (a suite released during it
+    makes the pack look older than it is, so it is built again once more: never the reverse). A date that cannot
+    be read is left out and the pack counts as stale at the next check."""
+    try:
+        return {suite: stamp(when) for suite, when in (await release_dates(sources)).items()}
+    except (Unavailable, ValueError) as exc:
+        log.warning("rigs: pack %s: the archive's release dates could not be read: %s", recipe.name, exc)
+        return {}
 
 
 def _contained(argv: list[str]) -> list[str]:
@@ -317,7 +363,7 @@ def _clear_stale(packs_root: Path, recipe: PackRecipe) -> Path:
     return packs_root / f".tmp-{recipe.name}-{os.getpid()}"
 
 
-def _commit(tmp: Path, final: Path, recipe: PackRecipe, sources: list[str]) -> None:
+def _commit(tmp: Path, packs_root: Path, recipe: PackRecipe, sources: list[str], dates: dict[str, str]) -> None:
     marker = {
         "format": MARKER_FORMAT,
         "revision": recipe.revision,
@@ -328,9 +374,18 @@ def _commit(tmp: Path, final: Path, recipe: PackRecipe, sources: list[str]) -> N
         "base": BASE_REVISION,
         "rigUid": RIG_UID,
         "rigGid": RIG_GID,
+        "builtAt": stamp(datetime.now(UTC)),
+        "archiveDates": dates,  # suite -> the Date of its Release file when the build began
     }
     (tmp / MARKER).write_text(json.dumps(marker, indent=2))
     os.chmod(tmp, 0o755)
-    if final.exists():  # an incomplete or outdated pack: replace it whole
-        shutil.rmtree(final)
-    os.rename(tmp, final)
+    versions.install(tmp, packs_root, recipe.name)  # the old version, if any, stays for the rigs booted from it
+
+
+def read_marker(packs_root: Path, recipe: PackRecipe) -> dict[str, object] | None:
+    """What the current version of a ready pack recorded when it was built, or None."""
+    try:
+        found = json.loads((pack_path(packs_root, recipe) / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None

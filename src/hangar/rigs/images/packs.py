@@ -6,7 +6,9 @@ of time (``rigs.buildPack``). Either way it goes through one ``PackBuilds`` per 
 build's latest step so any caller (``rigs.packs``) can show progress; a second request for a pack already
 building joins the build under way instead of starting another. A build under way in another process sharing the
 packs (a server's first start, ``hangar rigs build-pack``) shows as building too, with the step its builder
-keeps beside the build lock (``builder.build_under_way``).
+keeps beside the build lock (``builder.build_under_way``). A ready pack being built again because its archive
+moved on (``refresh``) stays ready, with the rebuild's step, and carries what its current version was built from
+and the outcome of its last check.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Literal
+
+from hangar.rigs.images.refresh import Built, Record
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,8 @@ class PackStatus:
     error: str | None = None
     label: str = ""  # what a person reads ("Chromium browser image"); the name is the cache key
     engine: str | None = None  # a browser pack's engine
+    built: Built | None = None  # when the current version was built, from which archive dates (a ready pack)
+    refresh: Record | None = None  # the last check against the archive and its rebuild, if any
 
 
 def step_numbers(text: str) -> tuple[int, int] | None:
@@ -80,7 +86,9 @@ class PackBuilds:
         """``pack`` (ready or missing on disk) with what this process knows: building with its step, or failed."""
         build = self._running.get(pack.name)
         if build is not None and build.running():
-            return replace(pack, state="building", step=build.step, step_index=build.step_index, steps=build.steps)
+            # A ready pack being built again (its archive moved on) stays ready: it serves until the new one is.
+            state: PackPhase = "ready" if pack.state == "ready" else "building"
+            return replace(pack, state=state, step=build.step, step_index=build.step_index, steps=build.steps)
         if pack.state == "missing" and pack.name in self._failed:
             return replace(pack, state="failed", error=self._failed[pack.name])
         return pack
@@ -97,6 +105,10 @@ class PackBuilds:
         current.listeners.append(progress)
         assert current.task is not None
         await asyncio.shield(current.task)
+
+    def running(self, name: str) -> bool:
+        build = self._running.get(name)
+        return build is not None and build.running()
 
     def start(self, name: str, build: Callable[[ProgressFn], Awaitable[object]]) -> None:
         """Start building ``name`` in the background unless it is building already (the settings screen's

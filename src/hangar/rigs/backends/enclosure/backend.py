@@ -4,9 +4,11 @@ for a browser rig its engine's pack with the engine booted inside (``backends.en
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -21,9 +23,20 @@ from hangar.rigs.backends.engineboot import boot_engine, check_public_pem
 from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.engines.launch import EngineRecipe
 from hangar.rigs.engines.registry import RECIPES
-from hangar.rigs.images import recipes
-from hangar.rigs.images.builder import TERMINAL, PackRecipe, build_under_way, ensure_pack, missing_tools, pack_ready
+from hangar.rigs.images import recipes, refresh, versions
+from hangar.rigs.images.builder import (
+    TERMINAL,
+    PackRecipe,
+    build_under_way,
+    ensure_pack,
+    missing_tools,
+    pack_ready,
+    rebuild_pack,
+)
+from hangar.rigs.images.mirror import APT_ROOT
 from hangar.rigs.images.packs import PackBuilds, PackStatus, with_step
+
+log = logging.getLogger(__name__)
 
 _RIG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 SURFACES = frozenset({"terminal", "browser"})
@@ -33,7 +46,8 @@ DEFAULT_DISPLAY = (1280, 800)
 class EnclosureBackend(RigBackend):
     """Rigs under ``<rigs_root>/run/``; the image pack under ``packs_root`` (default
     ``<rigs_root>/microvm-packs``). ``upstream_overrides`` ("name:port" -> (address, port)) is for tests: it
-    lets the egress gate reach test servers on host loopback under allow-listed names."""
+    lets the egress gate reach test servers on host loopback under allow-listed names; ``apt_root`` is where the
+    Debian mirrors packs are built from are configured (``/etc/apt``)."""
 
     name: ClassVar[str] = "enclosure"
 
@@ -45,8 +59,10 @@ class EnclosureBackend(RigBackend):
         upstream_overrides: Mapping[str, tuple[str, int]] | None = None,
         tool_path: str | None = None,
         metrics: Metrics | None = None,
+        apt_root: Path = APT_ROOT,
     ) -> None:
         self.rigs_root = rigs_root
+        self.apt_root = apt_root
         self.metrics = metrics or Metrics(enabled=False)  # the server's: pack builds are counted
         self.packs_root = packs_root or rigs_root / "microvm-packs"
         self.upstream_overrides = dict(upstream_overrides or {})
@@ -86,10 +102,14 @@ class EnclosureBackend(RigBackend):
                 raise Unavailable(
                     f"the {pack_recipe.label} could not be built: {exc.message} (it is built again when next needed)"
                 ) from exc
-        pack = await ensure_pack(self.packs_root, progress, pack_recipe)
+        await ensure_pack(self.packs_root, progress, pack_recipe, self.apt_root)
+        # The rig holds the version it boots from for its life: a newer version put in place meanwhile serves the
+        # rigs that start after it, and this one is removed once no rig holds it (``versions``).
+        held = await asyncio.to_thread(versions.hold, self.packs_root, pack_recipe.name)
         rig = EnclosureRig(spec, self.rigs_root / "run", version, self.upstream_overrides)
+        rig.pack = held
         try:
-            await rig.boot(pack.path, progress)
+            await rig.boot(held.path, progress)
             if engine is not None:
                 progress(f"starting {engine.engine}")
                 rig.engine = await boot_engine(
@@ -109,7 +129,7 @@ class EnclosureBackend(RigBackend):
         async def build(progress: Callable[[str], None]) -> None:
             clock = Stopwatch()
             try:
-                info = await ensure_pack(self.packs_root, progress, recipe)
+                info = await ensure_pack(self.packs_root, progress, recipe, self.apt_root)
             except Exception:
                 self.metrics.pack_built(False, clock.seconds())
                 raise
@@ -118,18 +138,80 @@ class EnclosureBackend(RigBackend):
 
         return build
 
+    def _refresher(
+        self, recipe: PackRecipe, latest: dict[str, datetime], checked: refresh.Record
+    ) -> Callable[[Callable[[str], None]], Awaitable[None]]:
+        """A rebuild of a ready pack whose archive moved on; its outcome is recorded beside the pack."""
+
+        async def build(progress: Callable[[str], None]) -> None:
+            refresh.write_record(self.packs_root, recipe, replace(checked, state="refreshing"))
+            clock = Stopwatch()
+            try:
+                took = await rebuild_pack(
+                    self.packs_root,
+                    recipe,
+                    lambda: refresh.still_stale(self.packs_root, recipe, latest),
+                    progress,
+                    self.apt_root,
+                )
+            except Exception as exc:
+                self.metrics.pack_built(False, clock.seconds())
+                why = str(getattr(exc, "message", None) or exc)
+                log.error("rigs: pack %s could not be refreshed (the old one keeps serving): %s", recipe.name, why)
+                failed = replace(checked, state="failed", finished_at=refresh.now(), error=why)
+                refresh.write_record(self.packs_root, recipe, failed)
+                raise
+            if took is not None:
+                self.metrics.pack_built(True, took)
+            log.info("rigs: pack %s refreshed: %s released since it was built", recipe.name, ", ".join(checked.newer))
+            done = replace(checked, state="refreshed", finished_at=refresh.now())
+            refresh.write_record(self.packs_root, recipe, done)
+
+        return build
+
+    async def refresh_packs(self, due: Callable[[refresh.Record | None], bool]) -> None:
+        """Check each ready pack that is ``due`` against its archive and build the stale ones again in the
+        background; then remove the old versions no rig boots from any more."""
+        for recipe in recipes.ALL:
+            if not pack_ready(self.packs_root, recipe) or self._builds.running(recipe.name):
+                continue
+            if build_under_way(self.packs_root, recipe) is not None:
+                continue  # another process builds it: its record says how that went
+            if not due(refresh.read_record(self.packs_root, recipe)):
+                continue
+            stale = await refresh.check(self.packs_root, recipe)
+            if stale is None:
+                continue
+            checked = refresh.Record("refreshing", refresh.now(), None, None, stale.newer)
+            log.info(
+                "rigs: pack %s is older than its archive (%s released since): building it again",
+                recipe.name,
+                ", ".join(stale.newer),
+            )
+            self._builds.start(recipe.name, self._refresher(recipe, stale.latest, checked))
+        for recipe in recipes.ALL:
+            await asyncio.to_thread(versions.sweep, self.packs_root, recipe.name)
+
     def packs(self) -> list[PackStatus]:
         views = []
         for recipe in recipes.ALL:
             pack = PackStatus(
                 recipe.name, recipe.surface, recipe.revision, "missing", label=recipe.label, engine=recipe.engine
             )
+            under_way = build_under_way(self.packs_root, recipe)
             if pack_ready(self.packs_root, recipe):
-                pack = replace(pack, state="ready")
-            elif (step := build_under_way(self.packs_root, recipe)) is not None:
+                pack = replace(
+                    pack,
+                    state="ready",
+                    built=refresh.built(self.packs_root, recipe),
+                    refresh=refresh.read_record(self.packs_root, recipe),
+                )
+                if under_way is not None:  # built again by another process; this one still serves
+                    pack = with_step(pack, under_way)
+            elif under_way is not None:
                 # Built by another process sharing the packs (the server's first start, `hangar rigs build-pack`,
                 # another server): its step is read from the build's progress file.
-                pack = with_step(replace(pack, state="building"), step)
+                pack = with_step(replace(pack, state="building"), under_way)
             views.append(self._builds.describe(pack))
         return views
 

@@ -45,6 +45,7 @@ from hangar.rigs.egress.gate import EgressEvent, EgressGate
 from hangar.rigs.egress.rules import GATE_ADDRESS, ruleset, server_door_removal, server_door_rules
 from hangar.rigs.egress.server_door import DoorTarget
 from hangar.rigs.engines.session import EngineSession
+from hangar.rigs.images.versions import HeldPack
 
 log = logging.getLogger("hangar.rigs.enclosure")
 
@@ -93,6 +94,7 @@ class EnclosureRig(RigHandle):
         self._door_lock = asyncio.Lock()
         self._door_opens = 0
         self.engine: RigEngine | None = None  # a browser rig's engine, once booted
+        self.pack: HeldPack | None = None  # the pack version it boots from, held until its teardown ends
         self._log_task: asyncio.Task[None] | None = None
         self._loopback: dict[int, list[asyncio.AbstractServer]] = {}  # host-made listeners on the rig's loopback
         self._loopback_tasks: set[asyncio.Task[None]] = set()
@@ -466,11 +468,15 @@ class EnclosureRig(RigHandle):
             ("stop the egress gate", self.gate.aclose),
             ("remove the disk", self._remove),
         ]
-        for what, step in steps:
-            try:
-                await step()
-            except Exception:  # one failed step must not leave the rest running
-                log.exception("rig %s: could not %s", self.spec.rig_id, what)
+        try:
+            for what, step in steps:
+                try:
+                    await step()
+                except Exception:  # one failed step must not leave the rest running
+                    log.exception("rig %s: could not %s", self.spec.rig_id, what)
+        finally:
+            if self.pack is not None:
+                self.pack.release()  # an older version nobody else holds can go now
 
     async def _stop_engine(self) -> None:
         if self.engine is not None:
