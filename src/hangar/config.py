@@ -108,9 +108,9 @@ class Settings(BaseSettings):
     # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no
     # workspace data, so several data directories on one host may share one cache.
     rig_packs_dir: Path | None = None
-    # Where the Debian mirrors packs are built from are configured (apt's own sources; tests point it at a
-    # directory naming a loopback archive).
-    rig_apt_root: Path = Path("/etc/apt")
+    # Where the Debian mirrors packs are built from are configured (None: apt's own, ``/etc/apt``; tests point
+    # it at a directory naming a loopback archive).
+    rig_apt_root: Path | None = None
     # Hours between checks of the packs against their archives (a stale pack is built again in the background),
     # unless the server setting ``rigs.packRefreshHours`` says otherwise; 0: never.
     pack_refresh_hours: int = Field(default=PACK_REFRESH_HOURS, ge=0, le=MAX_PACK_REFRESH_HOURS)

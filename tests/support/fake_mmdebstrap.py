@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from hangar.rigs.images import mirror
 from hangar.rigs.images.builder import MARKER
 
 _SCRIPT = """#!{python}
@@ -50,6 +51,9 @@ if worker == 0:
     if template:
         subprocess.run(["cp", "-al", template + "/.", str(target)], check=True)
         (target / {marker!r}).unlink()  # a link to the template's own: the build writes its marker afresh
+        # A file of this build's own (new, so no file of the template is written): a rig tells which build it
+        # booted from by reading it.
+        (target / "hangar-fake-build").write_text(str(time.time_ns()))
     else:
         (target / "bin").mkdir()
     os._exit(0)
@@ -101,10 +105,21 @@ class FakeMmdebstrap:
 
 
 def install_fake_mmdebstrap(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, template: Path | None = None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, template: Path | None = None, apt_root: Path | None = None
 ) -> FakeMmdebstrap:
     """Put the fake first on ``PATH`` (for this process and the builds it spawns); with ``template`` its builds
-    end in hard links to that pack's files."""
+    end in hard links to that pack's files (and a file ``/hangar-fake-build`` of their own, unique per build).
+
+    A build reads the release dates of the archives it is built from: ``apt_root`` names them (a
+    ``tests/peers/debian_archive.py``); without it, builds are pointed at an archive on a loopback port nobody
+    listens on, so no test reaches a real mirror (the dates are then unknown, which a build tolerates)."""
+    if apt_root is None:
+        apt_root = tmp_path / "fake-apt"
+        apt_root.mkdir()
+        suites = ("bookworm", "bookworm-updates", "bookworm-security")
+        (apt_root / "sources.list").write_text("".join(f"deb http://127.0.0.1:9/debian {s} main\n" for s in suites))
+    monkeypatch.setattr(mirror, "APT_ROOT", apt_root)
+    monkeypatch.setenv("HANGAR_RIG_APT_ROOT", str(apt_root))
     bin_dir = tmp_path / "fake-bin"
     bin_dir.mkdir()
     release = tmp_path / "fake-mmdebstrap-release"

@@ -26,7 +26,7 @@ def _roots(data_dir: Path | None) -> tuple[Path, Path]:
     return settings.data_dir / "rigs", settings.packs_root
 
 
-def _apt_root(data_dir: Path | None) -> Path:
+def _apt_root(data_dir: Path | None) -> Path | None:
     return settings_from(data_dir=data_dir).rig_apt_root
 
 
@@ -57,7 +57,7 @@ def build_pack(
             raise typer.Exit(130) from None
 
 
-def _build_one(packs: Path, recipe: PackRecipe, apt_root: Path) -> None:
+def _build_one(packs: Path, recipe: PackRecipe, apt_root: Path | None) -> None:
     """One pack with its progress: a bar on a terminal that ends as one line, else a line per step (a log
     reads those)."""
     # Imported here: the progress display is heavy, and every other command starts without it.

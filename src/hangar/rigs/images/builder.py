@@ -34,9 +34,9 @@ from pathlib import Path
 
 from hangar.core.guestacl import RIG_GID, RIG_UID
 from hangar.errors import Internal, Unavailable
-from hangar.rigs.images import versions
+from hangar.rigs.images import mirror, versions
 from hangar.rigs.images.archive import release_dates, stamp
-from hangar.rigs.images.mirror import APT_ROOT, debian_sources
+from hangar.rigs.images.mirror import debian_sources
 
 RELEASE = "bookworm"
 MARKER = ".hangar-pack.json"
@@ -168,7 +168,7 @@ def build_under_way(packs_root: Path, recipe: PackRecipe = TERMINAL) -> str | No
 
 
 async def ensure_pack(
-    packs_root: Path, progress: ProgressFn | None = None, recipe: PackRecipe = TERMINAL, apt_root: Path = APT_ROOT
+    packs_root: Path, progress: ProgressFn | None = None, recipe: PackRecipe = TERMINAL, apt_root: Path | None = None
 ) -> PackInfo:
     """Return the ready pack, building it first if needed (once, whoever asks concurrently, in any process):
     a caller that finds a build under way waits for it, hearing its steps."""
@@ -183,7 +183,7 @@ async def rebuild_pack(
     recipe: PackRecipe,
     still_needed: Callable[[], bool],
     progress: ProgressFn | None = None,
-    apt_root: Path = APT_ROOT,
+    apt_root: Path | None = None,
 ) -> float | None:
     """Build a new version of a pack that is ready (its archive has moved on), under the same lock as a first
     build, and put it in place of the old one when complete; the old one keeps serving until then and stays for
@@ -196,7 +196,7 @@ async def _locked_build(
     packs_root: Path,
     recipe: PackRecipe,
     progress: ProgressFn | None,
-    apt_root: Path,
+    apt_root: Path | None,
     needed: Callable[[], bool],
 ) -> float | None:
     report = progress or (lambda _text: None)
@@ -244,15 +244,15 @@ async def _take_lock(fd: int, packs_root: Path, recipe: PackRecipe, report: Prog
         await asyncio.sleep(LOCK_POLL_S)
 
 
-async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn, apt_root: Path) -> None:
+async def _build(packs_root: Path, recipe: PackRecipe, report: ProgressFn, apt_root: Path | None) -> None:
     missing = missing_tools()
     if missing:
         raise Unavailable(f"building the {recipe.label} needs {', '.join(missing)}")
-    sources = debian_sources(RELEASE, apt_root)
-    mirror = sources[0].split()[1]
+    sources = debian_sources(RELEASE, apt_root or mirror.APT_ROOT)  # read now: tests point it elsewhere
+    main_archive = sources[0].split()[1]
     dates = await _archive_dates(sources, recipe)
     tmp = _clear_stale(packs_root, recipe)
-    report(f"building the {recipe.label} ({recipe.revision}) from {mirror}")
+    report(f"building the {recipe.label} ({recipe.revision}) from {main_archive}")
     argv = [
         "mmdebstrap",
         "--variant=apt",

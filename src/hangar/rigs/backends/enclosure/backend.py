@@ -33,7 +33,6 @@ from hangar.rigs.images.builder import (
     pack_ready,
     rebuild_pack,
 )
-from hangar.rigs.images.mirror import APT_ROOT
 from hangar.rigs.images.packs import PackBuilds, PackStatus, with_step
 
 log = logging.getLogger(__name__)
@@ -47,7 +46,7 @@ class EnclosureBackend(RigBackend):
     """Rigs under ``<rigs_root>/run/``; the image pack under ``packs_root`` (default
     ``<rigs_root>/microvm-packs``). ``upstream_overrides`` ("name:port" -> (address, port)) is for tests: it
     lets the egress gate reach test servers on host loopback under allow-listed names; ``apt_root`` is where the
-    Debian mirrors packs are built from are configured (``/etc/apt``)."""
+    Debian mirrors packs are built from are configured (None: ``/etc/apt``)."""
 
     name: ClassVar[str] = "enclosure"
 
@@ -59,7 +58,7 @@ class EnclosureBackend(RigBackend):
         upstream_overrides: Mapping[str, tuple[str, int]] | None = None,
         tool_path: str | None = None,
         metrics: Metrics | None = None,
-        apt_root: Path = APT_ROOT,
+        apt_root: Path | None = None,
     ) -> None:
         self.rigs_root = rigs_root
         self.apt_root = apt_root
