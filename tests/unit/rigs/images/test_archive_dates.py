@@ -45,7 +45,7 @@ async def test_an_archive_that_cannot_say_is_named() -> None:
         archive.failing = True
         with pytest.raises(Unavailable, match="503"):
             await release_dates([f"deb {archive.url} bookworm main"])
-    with pytest.raises(Unavailable, match="could not be read from http://127.0.0.1:9/"):
+    with pytest.raises(Unavailable, match=r"could not be read from http://127\.0\.0\.1:9/"):
         await release_dates(["deb http://127.0.0.1:9/debian bookworm main"])
 
 
