@@ -13,6 +13,7 @@ import { Outcome } from "../../components/Outcome";
 import { useAction, useWrite } from "../../data/mutations";
 import { useRead } from "../../data/queries";
 import { fieldOf, whole } from "./fields";
+import { PackFacts, PackRefresh } from "./PackFreshness";
 
 const IMAGE_KEYS = [
   { key: "rigs.microvm.execImage", label: "Terminal image" },
@@ -131,6 +132,7 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
         />
       </div>
       {pack.state === "ready" && <span className="badge ok">ready</span>}
+      {pack.state === "ready" && <PackFacts pack={pack} />}
       {pack.state === "missing" && <span className="badge">not built</span>}
       {pack.state === "failed" && <span className="badge bad">build failed</span>}
       {pack.state === "building" && (
@@ -159,7 +161,7 @@ function PackRow({ pack, onBuild, busy }: { pack: PackView; onBuild(name: string
 
 /** The packs as `rigs.watchPacks` tells them: the list, then the whole list again at every change. */
 function usePacks() {
-  return useWatchedState("rigs.watchPacks", {}, (list) => list.packs);
+  return useWatchedState("rigs.watchPacks", {}, (list) => list);
 }
 
 function Packs() {
@@ -168,7 +170,8 @@ function Packs() {
   const build = useAction();
   const start = (name: string) => {
     void build.report(async () => {
-      packs.set(await write("rigs.buildPack", { name }));
+      const listed = await write("rigs.buildPack", { name });
+      if (packs.data) packs.set({ ...packs.data, packs: listed });
       return null;
     });
   };
@@ -185,16 +188,17 @@ function Packs() {
         </p>
       )}
       {packs.data &&
-        (packs.data.length === 0 ? (
+        (packs.data.packs.length === 0 ? (
           <p>This host&apos;s backend boots without packs.</p>
         ) : (
           <ul className="list" aria-label="Image packs">
-            {packs.data.map((p) => (
+            {packs.data.packs.map((p) => (
               <PackRow key={p.name} pack={p} onBuild={start} busy={build.busy} />
             ))}
           </ul>
         ))}
       <Outcome action={build} />
+      {packs.data && packs.data.packs.length > 0 && <PackRefresh list={packs.data} onList={packs.set} />}
     </section>
   );
 }
