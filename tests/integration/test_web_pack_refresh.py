@@ -91,6 +91,7 @@ async def test_the_rigs_screen_shows_each_packs_age_archive_date_last_check_and_
             assert (await facts(item))["Refresh"] == "being rebuilt (bookworm-security released since)"
             await item.get_by_text("ready", exact=True).wait_for()
             await no_axe_violations(page)
+            await item.scroll_into_view_if_needed()
             await shot(page, "settings-rigs-pack-refresh")
 
             # It fails: the reason is shown, and the pack in place still serves.

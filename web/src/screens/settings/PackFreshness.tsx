@@ -32,7 +32,7 @@ export function PackFacts({ pack }: { pack: PackView }) {
   const refresh = pack.refresh;
   const rebuilding = pack.state === "ready" && pack.step !== null;
   return (
-    <>
+    <div className="pack-facts">
       <dl className="facts">
         <div>
           <dt>Built</dt>
@@ -53,7 +53,10 @@ export function PackFacts({ pack }: { pack: PackView }) {
           <dd>
             {refresh ? STATES[refresh.state] : "not checked yet"}
             {refresh?.state === "refreshed" && ` ${when(refresh.finishedAt)}`}
-            {refresh && refresh.newer.length > 0 && refresh.state !== "current" && ` (${refresh.newer.join(", ")} released since)`}
+            {refresh &&
+              refresh.newer.length > 0 &&
+              refresh.state !== "current" &&
+              ` (${refresh.newer.join(", ")} released since)`}
           </dd>
         </div>
       </dl>
@@ -72,7 +75,7 @@ export function PackFacts({ pack }: { pack: PackView }) {
           The pack in place keeps serving: {refresh.error}
         </p>
       )}
-    </>
+    </div>
   );
 }
 
@@ -96,8 +99,10 @@ export function PackRefresh({ list, onList }: { list: PackList; onList(list: Pac
   };
   const checkNow = () => {
     void check.report(async () => {
-      onList(await write("rigs.checkPacks", {}));
-      return "Packs checked; a stale one is being rebuilt.";
+      const checked = await write("rigs.checkPacks", {});
+      onList(checked);
+      const rebuilding = checked.packs.filter((p) => p.refresh?.state === "refreshing").length;
+      return rebuilding > 0 ? `Packs checked; ${rebuilding} being rebuilt.` : "Packs checked.";
     });
   };
   return (
