@@ -20,6 +20,9 @@ os.environ.pop("SERVER_WEB_CLIENT_URL", None)
 # test starts never begins a build of its own at start.
 os.environ["HANGAR_RIG_PACKS_DIR"] = str(PACKS)
 os.environ["HANGAR_PREPARE_PACK"] = "0"
+# Nor does it check those packs against the real Debian archives and rebuild them: the tests of keeping packs current
+# set the interval themselves, over packs and an archive of their own (test_rigs_pack_refresh.py).
+os.environ["HANGAR_PACK_REFRESH_HOURS"] = "0"
 
 
 @pytest.fixture(autouse=True)
