@@ -13,19 +13,24 @@ import fcntl
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from hangar.config import MAX_PACK_REFRESH_HOURS
+from hangar.config import MAX_PACK_REFRESH_HOURS, Settings
 from hangar.core.context import AppContext
+from hangar.errors import InvalidArgs
+from hangar.identity import IdentityService
 from hangar.rigs.backends.enclosure import EnclosureBackend
-from hangar.rigs.images import versions
+from hangar.rigs.backends.enclosure.backend import STOPPED
+from hangar.rigs.images import refresh, versions
 from hangar.rigs.images.builder import TERMINAL as TERMINAL_RECIPE
 from hangar.rigs.images.builder import ensure_pack
+from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.lifecycle.packrefresh import PackRefresh
 from hangar.rigs.part import make_rigs_part
 from hangar.server.parts import all_parts
@@ -220,6 +225,49 @@ async def test_the_schedule_checks_when_due_takes_turns_and_its_setting_is_bound
         listed = await w.client.call("rigs.setPackRefresh", hours=0)
         assert listed["refreshHours"] == 0 and await schedule.pass_once() is False
         assert pack["refresh"]["checkedAt"]
+        # The setting itself, and the process default, hold the same bounds.
+        identity = w.srv.ctx.service(IdentityService)
+        for good in (0, MAX_PACK_REFRESH_HOURS):
+            await identity.set_setting("rigs.packRefreshHours", good)
+            assert await schedule.interval_hours() == good
+        for bad in (-1, MAX_PACK_REFRESH_HOURS + 1, "1", True):
+            with pytest.raises(InvalidArgs, match=r"rigs\.packRefreshHours"):
+                await identity.set_setting("rigs.packRefreshHours", bad)
+        for good in (0, MAX_PACK_REFRESH_HOURS):
+            assert Settings(pack_refresh_hours=good).pack_refresh_hours == good
+        for bad in (-1, MAX_PACK_REFRESH_HOURS + 1):
+            with pytest.raises(ValidationError):
+                Settings(pack_refresh_hours=bad)
+
+
+async def test_a_rebuild_stopped_with_its_server_is_said_and_tried_again_at_the_next_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with refreshing(tmp_path, monkeypatch) as w:
+        await w.client.call("rigs.setPackRefresh", hours=24)
+        w.archive.dates["bookworm-security"] += timedelta(hours=5)
+        await w.client.call("rigs.checkPacks")
+        await until(lambda: _step_is(w, "terminal image: downloading packages (4/10)"))
+        backend = w.srv.ctx.service(RigManager).backend
+        await backend.aclose()  # what stopping the server does to a build under way
+        pack = await terminal(w.client)
+        assert pack["state"] == "ready" and pack["step"] is None
+        assert pack["refresh"]["state"] == "failed" and pack["refresh"]["error"] == STOPPED
+        assert pack["refresh"]["checkedAt"] is None  # due at once
+        # A server killed outright leaves its record saying "refreshing" with nobody building: shown the same.
+        record = refresh.read_record(w.packs, TERMINAL_RECIPE)
+        assert record is not None
+        refresh.write_record(w.packs, TERMINAL_RECIPE, replace(record, state="refreshing", error=None))
+        pack = await terminal(w.client)
+        assert pack["refresh"]["state"] == "failed" and pack["refresh"]["error"] == STOPPED
+        w.fake.finish()
+        assert await w.srv.ctx.service(PackRefresh).pass_once() is True  # due: checked and rebuilt
+        pack = await until(lambda: _refresh_is(w, "refreshed"))
+        assert pack["archiveDates"]["bookworm-security"] == rfc(w.archive.dates["bookworm-security"])
+
+
+def rfc(when: datetime) -> str:
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 async def test_refreshing_packs_is_the_server_owners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

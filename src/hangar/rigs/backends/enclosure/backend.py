@@ -38,6 +38,7 @@ from hangar.rigs.images.packs import PackBuilds, PackStatus, with_step
 log = logging.getLogger(__name__)
 
 _RIG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+STOPPED = "the rebuild stopped before it finished (its server stopped); it is tried again at the next check"
 SURFACES = frozenset({"terminal", "browser"})
 DEFAULT_DISPLAY = (1280, 800)
 
@@ -153,6 +154,10 @@ class EnclosureBackend(RigBackend):
                     progress,
                     self.apt_root,
                 )
+            except asyncio.CancelledError:  # the server stops: tried again at the next pass, wherever it runs
+                stopped = replace(checked, state="failed", checked_at=None, finished_at=refresh.now(), error=STOPPED)
+                refresh.write_record(self.packs_root, recipe, stopped)
+                raise
             except Exception as exc:
                 self.metrics.pack_built(False, clock.seconds())
                 why = str(getattr(exc, "message", None) or exc)
@@ -168,6 +173,14 @@ class EnclosureBackend(RigBackend):
 
         return build
 
+    def _record(self, recipe: PackRecipe, *, building: bool) -> refresh.Record | None:
+        """The pack's last refresh, as recorded; a rebuild recorded as under way that no process is building was
+        stopped before it finished (its server stopped or was killed): failed, and due at the next pass."""
+        record = refresh.read_record(self.packs_root, recipe)
+        if record is None or record.state != "refreshing" or building:
+            return record
+        return replace(record, state="failed", checked_at=None, error=STOPPED)
+
     async def refresh_packs(self, due: Callable[[refresh.Record | None], bool]) -> None:
         """Check each ready pack that is ``due`` against its archive and build the stale ones again in the
         background; then remove the old versions no rig boots from any more."""
@@ -176,7 +189,7 @@ class EnclosureBackend(RigBackend):
                 continue
             if build_under_way(self.packs_root, recipe) is not None:
                 continue  # another process builds it: its record says how that went
-            if not due(refresh.read_record(self.packs_root, recipe)):
+            if not due(self._record(recipe, building=False)):
                 continue
             stale = await refresh.check(self.packs_root, recipe)
             if stale is None:
@@ -203,7 +216,7 @@ class EnclosureBackend(RigBackend):
                     pack,
                     state="ready",
                     built=refresh.built(self.packs_root, recipe),
-                    refresh=refresh.read_record(self.packs_root, recipe),
+                    refresh=self._record(recipe, building=under_way is not None or self._builds.running(recipe.name)),
                 )
                 if under_way is not None:  # built again by another process; this one still serves
                     pack = with_step(pack, under_way)
