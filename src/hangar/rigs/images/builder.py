@@ -9,8 +9,11 @@ there moves every key at once: the packs are built again once, and a server of a
 directory keeps booting its own. Rigs mount a pack read-only as the lower layer of their root filesystem.
 
 Building takes a minute or more, so it happens once: a file lock makes concurrent first opens (threads, tasks
-or processes) wait for a single build, and the build happens in a temporary sibling directory that is renamed
-into place only when complete (a ``.hangar-pack.json`` marker inside says so). The builder writes its current
+or processes) wait for a single build, and the build happens in a temporary sibling directory that is put in
+place only when complete (a ``.hangar-pack.json`` marker inside says so, with when it was built and the release
+dates of the archives it was built from), as a new version the pack's name then points at (``versions``). A ready
+pack whose archive released since is built again the same way (``rebuild_pack``, asked by ``refresh``) while the
+old version keeps serving. The builder writes its current
 step beside the lock (``<name>.progress``), so whoever waits, in any process, shows how far the build has got.
 A stopped build (its caller cancelled or died) takes its processes and mounts with it and leaves only a
 temporary directory, removed by the next build.

@@ -9,6 +9,7 @@ import { Outcome } from "../../components/Outcome";
 import { when } from "../../components/time";
 import { useAction, useWrite } from "../../data/mutations";
 import { fieldOf, whole } from "./fields";
+import { wholeNumberInput } from "./WholeNumberInput";
 
 /** "3 days", "5 hours", "under an hour": how long ago an instant was, for a pack's age. */
 export function age(iso: string | null | undefined, now: number = Date.now()): string {
@@ -119,19 +120,7 @@ export function PackRefresh({ list, onList }: { list: PackList; onList(list: Pac
           hint="0 turns checking off; at most 8760. 24 by default."
           error={wrong ? save.error?.message : null}
         >
-          {(id, describedBy) => (
-            <input
-              id={id}
-              type="number"
-              min={0}
-              max={8760}
-              inputMode="numeric"
-              value={value}
-              aria-describedby={describedBy}
-              aria-invalid={wrong !== null || undefined}
-              onChange={(e) => setDraft(e.target.value)}
-            />
-          )}
+          {wholeNumberInput({ value, onChange: setDraft, invalid: wrong !== null, min: 0, max: 8760 })}
         </Field>
         <button type="submit" disabled={save.busy}>
           Save interval

@@ -14,6 +14,7 @@ import { useAction, useWrite } from "../../data/mutations";
 import { useRead } from "../../data/queries";
 import { fieldOf, whole } from "./fields";
 import { PackFacts, PackRefresh } from "./PackFreshness";
+import { wholeNumberInput } from "./WholeNumberInput";
 
 const IMAGE_KEYS = [
   { key: "rigs.microvm.execImage", label: "Terminal image" },
@@ -91,19 +92,7 @@ function HostCheck() {
             hint="Megabytes all rigs and the enclosures of shell steps and command agents may hold together: a rig counts what it holds (a parked rig still holds its memory), an enclosure its 512 MB ceiling; idle ones over it are closed, and a new one that does not fit is refused. At least 512; 12288 by default."
             error={wrong ? budget.error?.message : null}
           >
-            {(id, describedBy) => (
-              <input
-                id={id}
-                type="number"
-                min={512}
-                step={256}
-                inputMode="numeric"
-                value={value}
-                aria-describedby={describedBy}
-                aria-invalid={wrong !== null || undefined}
-                onChange={(e) => setDraft(e.target.value)}
-              />
-            )}
+            {wholeNumberInput({ value, onChange: setDraft, invalid: wrong !== null, min: 512, step: 256 })}
           </Field>
           <button type="submit" disabled={budget.busy}>
             Save budget
