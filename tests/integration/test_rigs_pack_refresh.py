@@ -285,3 +285,23 @@ async def test_refreshing_packs_is_the_server_owners(tmp_path: Path, monkeypatch
                     assert refused.value.code == "forbidden", op
         assert w.archive.requests == []
         assert (await w.client.call("rigs.setPackRefresh", hours=1))["refreshHours"] == 1
+
+
+async def test_a_check_on_a_host_that_cannot_run_rigs_says_why_and_the_schedule_skips(tmp_path: Path) -> None:
+    empty = tmp_path / "no-tools"
+    empty.mkdir()
+
+    def backend(app: AppContext) -> EnclosureBackend:
+        return EnclosureBackend(app.datadir.sub("rigs"), packs_root=tmp_path / "packs", tool_path=str(empty))
+
+    parts = [p for p in parts_over(tmp_path / "packs", 3600.0) if p.name != "rigs"]
+    async with (
+        running_server(tmp_path / "data", parts=[*parts, make_rigs_part(backend)], pack_refresh_hours=1) as srv,
+        RpcClient(srv.ws_url, srv.owner_token) as c,
+    ):
+        reason = srv.ctx.service(RigManager).backend.unavailable_reason()
+        assert reason is not None
+        with pytest.raises(RpcError) as refused:
+            await c.call("rigs.checkPacks")
+        assert refused.value.code == "unavailable" and reason in refused.value.message
+        assert await srv.ctx.service(PackRefresh).pass_once(now=True) is False

@@ -13,6 +13,7 @@ from pydantic import Field, StrictStr
 
 from hangar.config import MAX_PACK_REFRESH_HOURS
 from hangar.core.part import OpFunction
+from hangar.errors import Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.images.refresh import Record
 from hangar.rigs.lifecycle.budget import MEMORY_BUDGET_SETTING
@@ -166,6 +167,9 @@ async def rigs_check_packs(ctx: OpContext, args: NoArgs) -> PackList:
     """Check every ready pack against its archive now, whatever the schedule, and build the stale ones again in
     the background (the old one serves until the new one is ready); ``rigs.watchPacks`` shows how it goes. Another
     server sharing the packs may be checking them at this moment: then this asks nothing more."""
+    reason = manager(ctx).backend.unavailable_reason()
+    if reason is not None:
+        raise Unavailable(f"packs cannot be checked: rigs cannot run on this host ({reason})")
     await ctx.app.service(PackRefresh).pass_once(now=True)
     log.info("rigs: packs checked against their archives, asked by %s", ctx.principal.label)
     return await _pack_list(ctx)
