@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hangar.errors import Internal
+from hangar.errors import Internal, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def hold(packs_root: Path, name: str) -> HeldPack:
     for _ in range(HOLD_TRIES):
         chosen = current(packs_root, name)
         if chosen is None:
-            break
+            raise Unavailable(f"the pack {name} is not built")
         try:
             fd = os.open(chosen, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:

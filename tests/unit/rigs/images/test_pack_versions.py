@@ -8,6 +8,9 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
+from hangar.errors import Unavailable
 from hangar.rigs.images import versions
 
 NAME = "terminal-x"
@@ -49,6 +52,11 @@ def test_a_pack_from_before_versions_is_exchanged_in_one_step_and_kept_while_hel
     assert versions.sweep(tmp_path, NAME) == []
     held.release()
     assert versions.sweep(tmp_path, NAME) == [old.name] and not old.exists()
+
+
+def test_holding_a_pack_that_is_not_built_says_so(tmp_path: Path) -> None:
+    with pytest.raises(Unavailable, match=f"the pack {NAME} is not built"):
+        versions.hold(tmp_path, NAME)
 
 
 def test_a_holder_never_gets_a_version_being_removed(tmp_path: Path) -> None:
