@@ -122,6 +122,10 @@ class RigBackend(ABC):
         ones in the background, and remove old versions no rig boots from (nothing for a backend without packs)."""
         return None
 
+    async def sweep_packs(self) -> None:
+        """Remove the old versions of packs that no rig boots from any more (nothing without packs)."""
+        return None
+
     def build_pack(self, name: str) -> None:
         """Start building pack ``name`` in the background unless it is ready or building already."""
         raise NotFound(f"the {self.name} backend has no pack {name!r}")

@@ -138,7 +138,10 @@ def sweep(packs_root: Path, name: str) -> list[str]:
                 except BlockingIOError:
                     continue  # a rig still boots from it
                 doomed = home / f".removing-{entry.name}"
-                os.rename(entry, doomed)
+                try:
+                    os.rename(entry, doomed)
+                except FileNotFoundError:
+                    continue  # another process sharing the packs removed it first
             finally:
                 os.close(fd)
             shutil.rmtree(doomed, ignore_errors=True)

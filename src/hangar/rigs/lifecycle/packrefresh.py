@@ -7,7 +7,8 @@ Each pass (every minute) reads the setting afresh, so a change binds at the next
 due when its last check (``<name>.refresh.json`` beside it, shared by every process using the packs) is older than
 the interval. Processes sharing the packs (servers on one data directory, or data directories sharing a packs
 directory) take turns on ``<packs>/refresh.lock`` as scheduled backups do (``hangar.core.turns``), so one of them
-checks per pass. Every pass also removes the old versions of packs that no rig boots from any more.
+checks per pass. Every pass, checks on or off, also removes the old versions of packs that no rig boots from any
+more (each removal takes the version's lock, so passes of several processes never collide).
 """
 
 from __future__ import annotations
@@ -57,13 +58,15 @@ class PackRefresh:
             await asyncio.sleep(self.tick)
 
     async def pass_once(self, *, now: bool = False) -> bool:
-        """Check the packs that are due (every ready pack when ``now``); whether this process took the turn."""
-        hours = await self.interval_hours()
-        if hours <= 0 and not now:
-            return False
+        """Check the packs that are due (every ready pack when ``now``); whether this process took the turn. Old
+        versions no rig boots from any more are removed at every pass, checks on or off."""
         packs_root = getattr(self.backend, "packs_root", None)
         if packs_root is None or self.backend.unavailable_reason() is not None:
             return False  # no packs on this host's backend, or no rigs can run here
+        hours = await self.interval_hours()
+        if hours <= 0 and not now:
+            await self.backend.sweep_packs()
+            return False
         packs_root.mkdir(parents=True, exist_ok=True)
         interval = timedelta(hours=hours)
         wall = datetime.now(UTC)

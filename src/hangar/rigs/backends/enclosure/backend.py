@@ -201,6 +201,9 @@ class EnclosureBackend(RigBackend):
                 ", ".join(stale.newer),
             )
             self._builds.start(recipe.name, self._refresher(recipe, stale.latest, checked))
+        await self.sweep_packs()
+
+    async def sweep_packs(self) -> None:
         for recipe in recipes.ALL:
             await asyncio.to_thread(versions.sweep, self.packs_root, recipe.name)
 
