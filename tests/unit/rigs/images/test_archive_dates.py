@@ -17,6 +17,7 @@ WHEN = datetime(2026, 11, 20, 17, 4, 31, tzinfo=UTC)
 def test_the_date_is_read_from_the_release_fields_only() -> None:
     assert parse_release_date(release_text("bookworm-security", WHEN)) == WHEN
     assert parse_release_date("Origin: Debian\nDate: Fri, 20 Nov 2026 18:04:31 +0100\n") == WHEN
+    assert parse_release_date("Origin: Debian\nDate: Fri, 20 Nov 2026 17:04:31 UTC\n") == WHEN  # Debian's own form
     for bad in ("Origin: Debian\nSuite: x\n", "Date: yesterday\n", "Origin: x\n Date: Fri, 20 Nov 2026 17:04:31 UTC\n"):
         with pytest.raises(ValueError):
             parse_release_date(bad)
