@@ -32,6 +32,7 @@ class WorkspaceDeletion(Result):
     name: str
     requested_by: str = Field(description="Who asked (user:<id>).")
     state: str = Field(description="deleting (under way, finished at the next start if interrupted) or deleted")
+    step: str = Field(description="The last step done: recorded, stopped, files, deleted.")
     started_at: Timestamp
     finished_at: Timestamp | None
 
@@ -42,6 +43,7 @@ def _view(d: steps.Deletion) -> WorkspaceDeletion:
         name=d.name,
         requested_by=d.requested_by,
         state=d.state,
+        step=d.step,
         started_at=d.started_at,
         finished_at=d.finished_at,
     )

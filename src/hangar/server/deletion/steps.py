@@ -37,6 +37,7 @@ from hangar.core import outbox
 from hangar.core.beneath import remove_path
 from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
+from hangar.core.disks import ScopeDisks
 from hangar.errors import Conflict, HangarError, NotFound
 from hangar.identity import tables as it
 from hangar.oauth import tables as ot
@@ -234,23 +235,32 @@ async def _run_ids(app: AppContext, ws: str) -> tuple[list[str], list[str]]:
 
 
 async def _remove_files(app: AppContext, ws: str) -> None:
-    """Step 3: the runs' folders first (their ids are in the database), then the workspace's directory."""
+    """Step 3: the runs' folders first (their ids are in the database), then each space folder with its disk,
+    then the workspace's directory. A folder with a disk of its own (``hangar.core.disks``) is detached first:
+    removing files beneath a mount would leave the mount and its image behind."""
     pipelines, agents = await _run_ids(app, ws)
     root = app.datadir.root
-    folders: list[Path] = []
+    disks = app.maybe_service(ScopeDisks) or ScopeDisks(root / "disks")
     for run_id in pipelines:
         with contextlib.suppress(HangarError):  # an id no folder could have been made for
-            folders += [run_dir(root, run_id), control_dir(root, run_id)]
+            await disks.remove(run_dir(root, run_id))
+            await asyncio.to_thread(remove_path, control_dir(root, run_id))
     runner = app.maybe_service(AgentRunner)
     if runner is not None:
         for run_id in agents:
             with contextlib.suppress(HangarError):
-                folders.append(runner.run_dir(run_id))
+                await asyncio.to_thread(remove_path, runner.run_dir(run_id))
+    spaces = app.datadir.workspace_dir(ws) / "spaces"
+    for folder in await asyncio.to_thread(_folders, spaces):
+        await disks.remove(folder)
     await app.dbs.drop_workspace(ws)
-    folders.append(app.datadir.workspace_dir(ws))
+    await asyncio.to_thread(remove_path, app.datadir.workspace_dir(ws))
 
-    def remove() -> None:
-        for folder in folders:
-            remove_path(folder)
 
-    await asyncio.to_thread(remove)
+def _folders(parent: Path) -> list[Path]:
+    """The directories in ``parent`` (a server-made folder), symlinks passed over (they go with ``parent``)."""
+    try:
+        with os.scandir(parent) as listing:
+            return [parent / e.name for e in listing if e.is_dir(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
