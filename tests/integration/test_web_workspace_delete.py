@@ -14,7 +14,7 @@ from playwright.async_api import expect
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
+from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -66,8 +66,6 @@ async def test_the_danger_zone_deletes_the_workspace_once_its_name_is_typed(tmp_
         await expect(button).to_be_disabled()
         await field.fill("Old project")
         await expect(button).to_be_enabled()
-        await zone.scroll_into_view_if_needed()
-        await shot(page, "workspace-delete")
         await button.click()
         await page.wait_for_url(f"{srv.url}/")
         await expect(page.get_by_role("link", name="Kept")).to_have_count(1)
