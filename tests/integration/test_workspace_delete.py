@@ -15,6 +15,7 @@ import pytest
 
 from hangar.chat.descriptor import DESCRIPTORS
 from hangar.chat.service import ChatService
+from hangar.errors import NotFound
 from hangar.identity import IdentityService
 from hangar.identity.models import DeviceScope
 from hangar.server.deletion.steps import HOLD_VARIABLE
@@ -23,6 +24,16 @@ from tests.integration.test_workspace_repos import make_repo
 from tests.support.processes import cli, hangar_serve
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
+
+
+async def has_database(srv: RunningServer, ws: str) -> bool:
+    """Whether the workspace's database (its SQLite file, or on PostgreSQL its schema) is there."""
+    await srv.ctx.dbs.forget_workspace(ws)  # opened afresh: not a handle kept from before
+    try:
+        await srv.ctx.dbs.workspace(ws)
+    except NotFound:
+        return False
+    return True
 
 
 async def _filled(srv: RunningServer, client: RpcClient, tmp_path: Path, name: str) -> dict[str, Any]:
@@ -62,7 +73,7 @@ async def test_the_owner_deletes_a_workspace_and_everything_in_it(tmp_path: Path
                 await owner.call("workspaces.delete", workspace_id=ws, confirm="xoxb-pasted-by-mistake")
             assert wrong.value.code == "invalid_args"
             assert "'doomed'" in wrong.value.message and "xoxb" not in wrong.value.message
-            assert (srv.data_dir / ws / "workspace.db").exists()  # a refusal changes nothing
+            assert await has_database(srv, ws)  # a refusal changes nothing
 
             done = await owner.call("workspaces.delete", workspace_id=ws, confirm="doomed")
             assert (done["workspace_id"], done["name"], done["state"]) == (ws, "doomed", "deleted")
@@ -75,10 +86,10 @@ async def test_the_owner_deletes_a_workspace_and_everything_in_it(tmp_path: Path
                 await member.call("spaces.list", workspace_id=ws)
             assert gone.value.code == "forbidden"
 
-        assert not (srv.data_dir / ws).exists()
+        assert not (srv.data_dir / ws).exists() and not await has_database(srv, ws)  # SQLite file or schema
         assert not list((srv.data_dir / "disks").glob(f"*{ws}*"))  # the space's disk went with its folder
         assert (victim / "precious.txt").read_text() == "keep me\n"  # the symlinks went, not what they point at
-        assert (srv.data_dir / other / "workspace.db").exists()
+        assert await has_database(srv, other)
         listed = [w["id"] for w in await owner.call("workspaces.list")]
         assert ws not in listed and other in listed
         with pytest.raises(RpcError) as refused:
@@ -117,7 +128,7 @@ async def test_who_may_delete_by_role(tmp_path: Path, role: str | None, allowed:
             assert refused.value.code == "forbidden"
             assert ("you are " + role) in refused.value.message if role else "not a member" in refused.value.message
         assert await srv.ctx.service(IdentityService).get_workspace(ws) is not None
-        assert (srv.data_dir / ws / "workspace.db").exists()
+        assert await has_database(srv, ws)
 
 
 async def test_the_server_owner_deletes_a_workspace_they_do_not_belong_to(tmp_path: Path) -> None:
@@ -141,7 +152,7 @@ async def test_narrowed_credentials_cannot_delete(tmp_path: Path) -> None:
                 with pytest.raises(RpcError) as refused:
                     await client.call("workspaces.delete", workspace_id=ws, confirm="target")
             assert refused.value.code == "forbidden"
-        assert (srv.data_dir / ws / "workspace.db").exists()
+        assert await has_database(srv, ws)
 
 
 async def test_bad_arguments_are_refused_naming_them(tmp_path: Path) -> None:
@@ -186,7 +197,7 @@ async def test_a_deletion_killed_half_way_finishes_at_the_next_start(tmp_path: P
             pending.cancel()
             await asyncio.gather(pending, return_exceptions=True)
     if step != "files":
-        assert (data / ws / "workspace.db").exists()  # killed before its files went
+        assert (data / ws / "repos").exists()  # killed before its files went
     with hangar_serve(data, "--no-prepare-pack") as serving:
         async with RpcClient(serving.ws_url, token) as client:
             rows = [d for d in await client.call("workspaces.deletions") if d["workspace_id"] == ws]
