@@ -206,3 +206,29 @@ async def test_a_deletion_killed_half_way_finishes_at_the_next_start(tmp_path: P
             with pytest.raises(RpcError):
                 await client.call("spaces.list", workspace_id=ws)
     assert not (data / ws).exists()
+
+
+async def test_a_deletion_through_another_server_refuses_and_ends_at_once_here(tmp_path: Path) -> None:
+    """Two servers on one data directory: a deletion answered by one is seen by the other on its next request
+    (authority is read per decision, never from a copy), and its open watch ends with nothing delivered after."""
+    data = tmp_path / "data"
+    async with running_server(data) as srv:
+        ws = await srv.new_workspace("shared")
+        member = await srv.new_user_token(ws, "member", name="member")
+        async with RpcClient(srv.ws_url, member) as here, RpcClient(srv.ws_url, srv.owner_token) as owner:
+            space = await owner.call("spaces.create", workspace_id=ws, title="s")
+            watch = await here.watch("events.watch", workspace_id=ws)
+            assert len(await here.call("spaces.list", workspace_id=ws)) == 1
+            with hangar_serve(data, "--no-prepare-pack") as other:
+                async with RpcClient(other.ws_url, srv.owner_token) as there:
+                    await there.call("workspaces.delete", workspace_id=ws, confirm="shared")
+            with pytest.raises(RpcError) as refused:
+                await here.call("spaces.list", workspace_id=ws)
+            assert refused.value.code == "forbidden"
+            with pytest.raises(RpcError):
+                await owner.call("messages.post", workspace_id=ws, space_id=space["id"], content="after")
+            end = await ended(watch)
+            assert end["error"]["code"] == "forbidden"
+            with pytest.raises(TimeoutError):
+                await watch.next(timeout=0.3)
+    assert not (data / ws).exists()
