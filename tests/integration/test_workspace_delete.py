@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -119,6 +121,9 @@ async def test_who_may_delete_by_role(tmp_path: Path, role: str | None, allowed:
         # ``None``: a member of another workspace only.
         token = await srv.new_user_token(ws if role is not None else other, role or "owner", name="caller")
         async with RpcClient(srv.ws_url, token) as client:
+            with pytest.raises(RpcError) as record:  # the server's record of deletions is the server owner's
+                await client.call("workspaces.deletions")
+            assert record.value.code == "forbidden"
             if allowed:
                 done = await client.call("workspaces.delete", workspace_id=ws, confirm="target")
                 assert done["state"] == "deleted"
@@ -193,6 +198,13 @@ async def test_a_deletion_killed_half_way_finishes_at_the_next_start(tmp_path: P
             await client.call("messages.post", workspace_id=ws, space_id=space["id"], content="hello")
             pending = asyncio.create_task(client.call("workspaces.delete", workspace_id=ws, confirm="halfway"))
             await _step_reached(watcher, ws, step)
+            # Held there: the workspace is refused already, and a second deletion is told one is under way.
+            with pytest.raises(RpcError) as refused:
+                await watcher.call("spaces.list", workspace_id=ws)
+            assert refused.value.code == "forbidden"
+            with pytest.raises(RpcError) as twice:
+                await watcher.call("workspaces.delete", workspace_id=ws, confirm="halfway")
+            assert twice.value.code == "conflict"
             serving.kill9()
             pending.cancel()
             await asyncio.gather(pending, return_exceptions=True)
@@ -231,4 +243,36 @@ async def test_a_deletion_through_another_server_refuses_and_ends_at_once_here(t
             assert end["error"]["code"] == "forbidden"
             with pytest.raises(TimeoutError):
                 await watch.next(timeout=0.3)
+    assert not (data / ws).exists()
+
+
+@pytest.mark.skipif(shutil.which("chattr") is None, reason="chattr (e2fsprogs) is not installed")
+async def test_files_that_cannot_be_removed_leave_the_deletion_to_the_next_start(tmp_path: Path) -> None:
+    """A file the server cannot remove (immutable): the workspace is gone for everyone at once, the op says the
+    rest is finished at the next start, and the next start does."""
+    data = tmp_path / "data"
+    async with running_server(data) as srv, RpcClient(srv.ws_url, srv.owner_token) as owner:
+        made = await _filled(srv, owner, tmp_path, "stuck")
+        ws = made["ws"]
+        stuck = data / ws / "repos" / "stuck.txt"
+        stuck.write_text("cannot go yet\n")
+        if subprocess.run(["chattr", "+i", str(stuck)], capture_output=True).returncode != 0:
+            pytest.skip("this filesystem has no immutable files")
+        try:
+            with pytest.raises(RpcError) as half:
+                await owner.call("workspaces.delete", workspace_id=ws, confirm="stuck")
+            assert half.value.code == "unavailable" and "next start" in half.value.message
+            rows = await owner.call("workspaces.deletions")
+            assert [(r["state"], r["step"]) for r in rows] == [("deleting", "stopped")]
+            with pytest.raises(RpcError) as refused:
+                await owner.call("spaces.list", workspace_id=ws)
+            assert refused.value.code == "forbidden"
+            with pytest.raises(RpcError) as again:
+                await owner.call("workspaces.delete", workspace_id=ws, confirm="stuck")
+            assert again.value.code == "conflict" and "being deleted" in again.value.message
+        finally:
+            subprocess.run(["chattr", "-i", str(stuck)], check=True)
+    async with running_server(data) as srv, RpcClient(srv.ws_url, srv.owner_token) as owner:
+        rows = await owner.call("workspaces.deletions")
+        assert [(r["state"], r["step"]) for r in rows] == [("deleted", "deleted")]
     assert not (data / ws).exists()

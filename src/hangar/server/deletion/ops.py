@@ -9,17 +9,21 @@ told only to someone who may know it; what the caller typed is never repeated (i
 
 from __future__ import annotations
 
+import logging
+
 from pydantic import Field
 
 from hangar.core.part import OpFunction
 from hangar.core.principal import Role
 from hangar.core.types import Timestamp
-from hangar.errors import Conflict, Forbidden, InvalidArgs, NotFound
+from hangar.errors import Conflict, Forbidden, InvalidArgs, NotFound, Unavailable
 from hangar.identity import IdentityService
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, Result, op
 from hangar.server.deletion import steps
 from hangar.server.deletion.tables import DELETING
+
+log = logging.getLogger(__name__)
 
 
 class DeleteWorkspaceArgs(Args):
@@ -79,8 +83,17 @@ async def workspaces_delete(ctx: OpContext, args: DeleteWorkspaceArgs) -> Worksp
             f"confirm must be the workspace's name, {workspace.name!r}, typed exactly; nothing was deleted",
             field="confirm",
         )
-    deletion = await steps.begin(ctx.app, ws_id, workspace.name, ctx.principal.label)
-    return _view(await steps.finish(ctx.app, deletion))
+    admin = None if ctx.principal.is_server_owner else ctx.principal.user_id
+    deletion = await steps.begin(ctx.app, ws_id, workspace.name, ctx.principal.label, admin=admin)
+    try:
+        return _view(await steps.finish(ctx.app, deletion))
+    except OSError as exc:
+        # Recorded and unreachable already; what is left (files a live process keeps writing) is retried.
+        log.exception("the deletion of workspace %s stopped half way", ws_id)
+        raise Unavailable(
+            f"workspace {ws_id} is deleted for everyone, but removing its files failed ({exc.strerror}); the server "
+            "finishes it at its next start"
+        ) from exc
 
 
 @op("workspaces.deletions", kind="read", scope="server", server_owner=True)

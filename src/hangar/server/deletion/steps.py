@@ -38,7 +38,8 @@ from hangar.core.beneath import remove_path
 from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
 from hangar.core.disks import ScopeDisks
-from hangar.errors import Conflict, HangarError, NotFound
+from hangar.core.principal import Role
+from hangar.errors import Conflict, Forbidden, HangarError, NotFound
 from hangar.identity import tables as it
 from hangar.oauth import tables as ot
 from hangar.pipelines.engine import PipelineEngine
@@ -82,9 +83,10 @@ async def all_deletions(app: AppContext) -> list[Deletion]:
     return [Deletion(**r) for r in rows]
 
 
-async def begin(app: AppContext, workspace_id: str, confirmed_name: str, by: str) -> Deletion:
-    """Step 1: record the deletion and end every way into the workspace, in one transaction. The name is
-    checked again under the write lock (a rename since the caller's check refuses: ``Conflict``)."""
+async def begin(app: AppContext, workspace_id: str, confirmed_name: str, by: str, *, admin: str | None) -> Deletion:
+    """Step 1: record the deletion and end every way into the workspace, in one transaction. What the caller
+    checked is checked again under the write lock, so nothing changed in between counts: the name (a rename
+    refuses: ``Conflict``) and, unless ``admin`` is None (the server owner), that user's owner or admin role."""
     now = app.clock.now()
     async with write_transaction(app.dbs.server) as conn:
         row = (await conn.execute(sa.select(it.workspaces.c.name).where(it.workspaces.c.id == workspace_id))).first()
@@ -92,6 +94,13 @@ async def begin(app: AppContext, workspace_id: str, confirmed_name: str, by: str
             raise NotFound(f"workspace {workspace_id} does not exist (it may have been deleted meanwhile)")
         if row[0] != confirmed_name:
             raise Conflict(f"workspace {workspace_id} was renamed meanwhile; confirm with its new name")
+        if admin is not None:
+            member = it.memberships.c
+            role = await conn.scalar(
+                sa.select(member.role).where(member.workspace_id == workspace_id, member.user_id == admin)
+            )
+            if role is None or Role[role] < Role.admin:
+                raise Forbidden(f"workspaces.delete needs the admin role in workspace {workspace_id}")
         await conn.execute(
             sa.insert(workspace_deletions).values(
                 workspace_id=workspace_id,
