@@ -42,15 +42,7 @@ class WorkspaceDeletion(Result):
 
 
 def _view(d: steps.Deletion) -> WorkspaceDeletion:
-    return WorkspaceDeletion(
-        workspace_id=d.workspace_id,
-        name=d.name,
-        requested_by=d.requested_by,
-        state=d.state,
-        step=d.step,
-        started_at=d.started_at,
-        finished_at=d.finished_at,
-    )
+    return WorkspaceDeletion.model_validate(d, from_attributes=True)
 
 
 async def _check_role(ctx: OpContext, workspace_id: str) -> None:
