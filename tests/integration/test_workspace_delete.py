@@ -147,11 +147,13 @@ async def test_the_server_owner_deletes_a_workspace_they_do_not_belong_to(tmp_pa
 
 
 async def test_narrowed_credentials_cannot_delete(tmp_path: Path) -> None:
-    """A credential limited to the workspace, or read-only, reaches no server-scoped change, even its owner's."""
+    """A credential limited to the workspace, a read-only one, or one issued to an application (an OAuth client's)
+    deletes nothing, even the server owner's."""
     async with running_server(tmp_path) as srv:
         ws = await srv.new_workspace("target")
         identity = srv.ctx.service(IdentityService)
-        for scope in (DeviceScope(workspace_id=ws), DeviceScope(read_only=True)):
+        scopes = (DeviceScope(workspace_id=ws), DeviceScope(read_only=True), DeviceScope(client_id="an-mcp-client"))
+        for scope in scopes:
             token = await identity.issue_device(srv.owner_id, "narrow", scope=scope)
             async with RpcClient(srv.ws_url, token) as client:
                 with pytest.raises(RpcError) as refused:

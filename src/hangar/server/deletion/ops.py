@@ -2,9 +2,10 @@
 
 The delete op is server-scoped (its ``workspace_id`` is an argument, not the scope key) so that the server owner
 may delete a workspace they do not belong to; its owners and admins may too, nobody else. A credential limited
-to one workspace, a read-only one or an agent's reaches no server-scoped change, so only a person's own
-credential deletes. ``confirm`` must be the workspace's name, checked after the caller's role, so the name is
-told only to someone who may know it; what the caller typed is never repeated (it may be anything pasted).
+to one workspace, a read-only one or an agent's reaches no server-scoped change, and one issued to an application
+(an OAuth client's, an MCP client's) or with a deadline is refused here: only a person's own credential deletes.
+``confirm`` must be the workspace's name, checked after the caller's role, so the name is told only to someone
+who may know it; what the caller typed is never repeated (it may be anything pasted).
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ async def workspaces_delete(ctx: OpContext, args: DeleteWorkspaceArgs) -> Worksp
     invites are revoked, its databases, files and chat credentials are removed. ``confirm`` must equal the
     workspace's name. Allowed to the workspace's owners and admins and to the server owner. The server keeps a
     record of the deletion (``workspaces.deletions``); one interrupted half way finishes at the next start."""
+    if ctx.principal.delegated:
+        raise Forbidden(
+            "workspaces.delete needs a person's own credential; this one was issued to an application or an agent"
+        )
     ws_id = args.workspace_id
     workspace = await ctx.app.service(IdentityService).get_workspace(ws_id)
     if workspace is None:
