@@ -7,6 +7,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from hangar.agents.runner import AgentRunner
 from hangar.chat.service import ChatService
 from hangar.pipelines.layout import control_dir, run_dir
@@ -35,6 +37,7 @@ async def test_deleting_cancels_a_pipeline_run_another_process_drives(tmp_path: 
         assert not (data / ws).exists()
 
 
+@pytest.mark.packs("terminal")
 async def test_deleting_closes_the_workspaces_rigs(tmp_path: Path) -> None:
     await ready_pack()
     with tempfile.TemporaryDirectory(prefix="hr-", dir="/tmp") as short:
