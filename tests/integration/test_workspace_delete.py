@@ -175,6 +175,14 @@ async def test_bad_arguments_are_refused_naming_them(tmp_path: Path) -> None:
             await owner.call("workspaces.delete", workspace_id=ws, confirm="Named")  # exactly, case and all
         assert near.value.code == "invalid_args"
         assert (await owner.call("workspaces.delete", workspace_id=ws, confirm="named"))["state"] == "deleted"
+        # ``confirm`` is at most as long as a name may be: at the limit it deletes, one past it is refused as such.
+        longest = await owner.call("workspaces.create", name="n" * 200)
+        with pytest.raises(RpcError) as too_long:
+            await owner.call("workspaces.delete", workspace_id=longest["id"], confirm="n" * 201)
+        assert too_long.value.code == "invalid_args" and "200" in too_long.value.message
+        assert "n" * 201 not in too_long.value.message
+        done = await owner.call("workspaces.delete", workspace_id=longest["id"], confirm="n" * 200)
+        assert done["state"] == "deleted"
 
 
 async def _step_reached(client: RpcClient, ws: str, step: str, timeout: float = 60) -> None:

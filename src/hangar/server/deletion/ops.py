@@ -26,10 +26,13 @@ from hangar.server.deletion.tables import DELETING
 
 log = logging.getLogger(__name__)
 
+MAX_NAME = 200
+
 
 class DeleteWorkspaceArgs(Args):
     workspace_id: str = Field(alias="workspace_id", min_length=1, max_length=64, description="The workspace.")
-    confirm: str = Field(max_length=1000, description="The workspace's name, typed again.")
+    # As long as a workspace's name may be (``workspaces.create``): anything longer is no workspace's name.
+    confirm: str = Field(max_length=MAX_NAME, description="The workspace's name, typed again.")
 
 
 class WorkspaceDeletion(Result):
