@@ -338,6 +338,15 @@ class Databases:
         if engine is not None and self._pg is None:  # PostgreSQL's engines share one pool, disposed at close
             await engine.dispose()
 
+    async def drop_workspace(self, workspace_id: str) -> None:
+        """Close this process's handles on the workspace's database and, on PostgreSQL, drop its schema (a
+        no-op when gone already). SQLite's file goes with the workspace's directory, which its deleter removes."""
+        await self.forget_workspace(workspace_id)
+        if self._pg is not None:
+            schema = workspace_schema(workspace_id)
+            async with self._pg.begin() as conn:
+                await conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
     def leases(self) -> Leases:
         """The process's driver leases on PostgreSQL (``hangar.core.leases``: one dedicated connection, opened at
         the first claim); only on PostgreSQL."""

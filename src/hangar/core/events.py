@@ -454,6 +454,14 @@ class EventBus:
         if self.listener is not None:
             self._schemas[workspace_schema(workspace_id)] = workspace_id
 
+    def forget(self, workspace_id: str) -> None:
+        """Stop tailing a workspace that is being deleted (its database is about to go)."""
+        self._tailed.discard(workspace_id)
+        self._failing.discard(workspace_id)
+        self._delivered.pop(workspace_id, None)
+        for schema in [s for s, ws in self._schemas.items() if ws == workspace_id]:
+            del self._schemas[schema]
+
     def _report(self, workspace_id: str, exc: Exception) -> None:
         if workspace_id not in self._failing:
             self._failing.add(workspace_id)

@@ -17,6 +17,7 @@ def all_parts() -> list[Part]:
     from hangar.oversight import OVERSIGHT_PART
     from hangar.pipelines.part import make_pipelines_part
     from hangar.rigs.part import RIGS_PART
+    from hangar.server.deletion.part import DELETION_PART
     from hangar.sso.part import SSO_PART
     from hangar.workspace.part import WORKSPACE_PART
 
@@ -31,6 +32,7 @@ def all_parts() -> list[Part]:
         CHAT_PART,
         RIGS_PART,
         BACKUP_PART,
+        DELETION_PART,  # after the parts whose work it stops, before pipelines resume runs
     ]
     # Last: resuming runs at start may run bodies that use the services the parts above provide.
     return [*others, make_pipelines_part(bodies=step_bodies(others))]

@@ -46,6 +46,7 @@ const WRITE_ALSO: { readonly [N in CallOpName]?: readonly string[] } = {
   "worktrees.add": ["repos."],
   "worktrees.cleanup": ["repos."],
   "workspaces.create": ["members."],
+  "workspaces.delete": ["users.me", "members."],
   "spaces.create": ["guardrails."],
   "devices.revoke": ["users.me"],
   "devices.rename": ["users.me"],

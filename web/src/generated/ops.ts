@@ -1719,6 +1719,19 @@ export type WorkspaceRef = {
   name: string;
 };
 
+export type WorkspaceDeletion = {
+  workspace_id: string;
+  name: string;
+  /** Who asked (user:<id>). */
+  requestedBy: string;
+  /** deleting (under way, finished at the next start if interrupted) or deleted */
+  state: string;
+  /** The last step done: recorded, stopped, files, deleted. */
+  step: string;
+  startedAt: string;
+  finishedAt: string | null;
+};
+
 export type WorkspaceEntry = {
   id: string;
   name: string;
@@ -2848,6 +2861,19 @@ export type WorkspacesCreateArgs = {
 };
 export type WorkspacesCreateResult = WorkspaceRef;
 
+/** Delete a workspace and everything in it: its rigs, runs and chat connection stop, its credentials and invites are revoked, its databases, files and chat credentials are removed. ``confirm`` must equal the workspace's name. Allowed to the workspace's owners and admins and to the server owner. The server keeps a record of the deletion (``workspaces.deletions``); one interrupted half way finishes at the next start. */
+export type WorkspacesDeleteArgs = {
+  /** The workspace. */
+  workspace_id: string;
+  /** The workspace's name, typed again. */
+  confirm: string;
+};
+export type WorkspacesDeleteResult = WorkspaceDeletion;
+
+/** The server's record of deleted workspaces, newest first: who asked, which workspace, when (server owner only). */
+export type WorkspacesDeletionsArgs = Record<string, never>;
+export type WorkspacesDeletionsResult = Array<WorkspaceDeletion>;
+
 /** The workspaces the caller belongs to, with the caller's role in each. */
 export type WorkspacesListArgs = Record<string, never>;
 export type WorkspacesListResult = Array<WorkspaceEntry>;
@@ -3020,6 +3046,8 @@ export interface Ops {
   "tickets.update": { kind: "mutate"; scope: "workspace"; args: TicketsUpdateArgs; result: TicketsUpdateResult; event: never };
   "users.me": { kind: "read"; scope: "server"; args: UsersMeArgs; result: UsersMeResult; event: never };
   "workspaces.create": { kind: "mutate"; scope: "server"; args: WorkspacesCreateArgs; result: WorkspacesCreateResult; event: never };
+  "workspaces.delete": { kind: "destructive"; scope: "server"; args: WorkspacesDeleteArgs; result: WorkspacesDeleteResult; event: never };
+  "workspaces.deletions": { kind: "read"; scope: "server"; args: WorkspacesDeletionsArgs; result: WorkspacesDeletionsResult; event: never };
   "workspaces.list": { kind: "read"; scope: "server"; args: WorkspacesListArgs; result: WorkspacesListResult; event: never };
   "worktrees.add": { kind: "mutate"; scope: "workspace"; args: WorktreesAddArgs; result: WorktreesAddResult; event: never };
   "worktrees.cleanup": { kind: "destructive"; scope: "workspace"; args: WorktreesCleanupArgs; result: WorktreesCleanupResult; event: never };
@@ -3170,6 +3198,8 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "tickets.update": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "users.me": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "workspaces.create": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
+  "workspaces.delete": { kind: "destructive", scope: "server", minRole: "guest", serverOwner: false },
+  "workspaces.deletions": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "workspaces.list": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "worktrees.add": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "worktrees.cleanup": { kind: "destructive", scope: "workspace", minRole: "member", serverOwner: false },

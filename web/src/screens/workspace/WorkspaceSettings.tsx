@@ -7,6 +7,7 @@ import { auditPath, workspacePath } from "../../router";
 import { NotAMember, WorkspaceHeader } from "../../components/WorkspaceHeader";
 import { useRead } from "../../data/queries";
 import { isAdmin, useWorkspace } from "../../data/workspaces";
+import { DeleteWorkspace } from "./DeleteWorkspace";
 import { Guardrails } from "./Guardrails";
 import { InviteForm, MemberRoles } from "./Members";
 import "./workspace.css";
@@ -70,6 +71,7 @@ export default function WorkspaceSettings({ workspaceId }: { workspaceId: string
               <ChatBridge workspaceId={workspaceId} role={workspace.role} me={me.data?.id} />
             </Suspense>
           </section>
+          {admin && <DeleteWorkspace workspaceId={workspaceId} name={workspace.name} />}
         </>
       )}
     </div>
