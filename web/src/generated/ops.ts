@@ -1705,6 +1705,11 @@ export type WorkspaceRef = {
   name: string;
 };
 
+export type ExportLink = {
+  url: string;
+  expiresAt: string;
+};
+
 export type WorkspaceEntry = {
   id: string;
   name: string;
@@ -2824,6 +2829,13 @@ export type WorkspacesCreateArgs = {
 };
 export type WorkspacesCreateResult = WorkspaceRef;
 
+/** A URL (valid for ten minutes, for you only) that downloads this workspace's export: a tar of its records as JSON lines and its files, with a manifest and a README. Allowed to the workspace's owner and admins, and to the server owner; the download checks that again. */
+export type WorkspacesExportArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type WorkspacesExportResult = ExportLink;
+
 /** The workspaces the caller belongs to, with the caller's role in each. */
 export type WorkspacesListArgs = Record<string, never>;
 export type WorkspacesListResult = Array<WorkspaceEntry>;
@@ -2994,6 +3006,7 @@ export interface Ops {
   "tickets.update": { kind: "mutate"; scope: "workspace"; args: TicketsUpdateArgs; result: TicketsUpdateResult; event: never };
   "users.me": { kind: "read"; scope: "server"; args: UsersMeArgs; result: UsersMeResult; event: never };
   "workspaces.create": { kind: "mutate"; scope: "server"; args: WorkspacesCreateArgs; result: WorkspacesCreateResult; event: never };
+  "workspaces.export": { kind: "read"; scope: "workspace"; args: WorkspacesExportArgs; result: WorkspacesExportResult; event: never };
   "workspaces.list": { kind: "read"; scope: "server"; args: WorkspacesListArgs; result: WorkspacesListResult; event: never };
   "worktrees.add": { kind: "mutate"; scope: "workspace"; args: WorktreesAddArgs; result: WorktreesAddResult; event: never };
   "worktrees.cleanup": { kind: "destructive"; scope: "workspace"; args: WorktreesCleanupArgs; result: WorktreesCleanupResult; event: never };
@@ -3142,6 +3155,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "tickets.update": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "users.me": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "workspaces.create": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
+  "workspaces.export": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "workspaces.list": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "worktrees.add": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "worktrees.cleanup": { kind: "destructive", scope: "workspace", minRole: "member", serverOwner: false },
