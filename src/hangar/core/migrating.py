@@ -98,15 +98,21 @@ def _file_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _migration_engine(path: Path) -> sa.Engine:
+    """An engine on the SQLite file at ``path`` whose transactions hold a whole migration."""
+    engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
+    event.listen(engine, "connect", _migration_connect)
+    event.listen(engine, "begin", _migration_begin)
+    return engine
+
+
 def apply_migrations(path: Path, sets: Sequence[MigrationSet], *, seed: Sequence[Seed] = ()) -> None:
     """Bring the SQLite file at ``path`` to the head of every migration set in one transaction, check its
     schema, then run ``seed`` (synchronous). Raises ``DatabaseDamaged`` when the result is not a complete
     database."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with MIGRATING, _file_lock(path.with_name(path.name + ".lock")):
-        engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
-        event.listen(engine, "connect", _migration_connect)
-        event.listen(engine, "begin", _migration_begin)
+        engine = _migration_engine(path)
         try:
             with engine.begin() as conn:
                 for mset in sets:
@@ -169,9 +175,7 @@ def migrate_to(path: Path, sets: Sequence[MigrationSet], revisions: Mapping[str,
     then (a workspace export) to be migrated to the head by ``apply_migrations``. The revisions are known ones
     (``known_revision``)."""
     with MIGRATING:
-        engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
-        event.listen(engine, "connect", _migration_connect)
-        event.listen(engine, "begin", _migration_begin)
+        engine = _migration_engine(path)
         try:
             with engine.begin() as conn:
                 for mset in sets:

@@ -209,9 +209,12 @@ class _Loader:
     def _insert(self, table: sa.Table, batch: list[dict[str, Any]], where: str) -> None:
         if not batch:
             return
+        shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for row in batch:  # one statement per set of columns named (an export names them all in every row)
+            shapes.setdefault(tuple(row), []).append(row)
         try:
-            for row in batch:  # rows may name different columns: one statement each, in one transaction
-                self.conn.execute(sa.insert(table).values(row))
+            for rows in shapes.values():
+                self.conn.execute(sa.insert(table), rows)
         except sa.exc.SQLAlchemyError as exc:
             said = str(getattr(exc, "orig", exc)).splitlines()[0][:200]
             raise BackupRefused(f"{where} has a row the table refuses: {said}") from None
