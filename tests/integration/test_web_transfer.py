@@ -36,6 +36,7 @@ async def test_export_from_settings_and_import_from_the_workspace_list(tmp_path:
         export = page.get_by_role("button", name="Export workspace")
         await export.wait_for()
         assert await axe_violations(page) == []
+        await page.get_by_role("heading", name="Export").scroll_into_view_if_needed()
         await shot(page, "workspace-export")
         async with page.expect_download() as downloading:
             await export.click()
