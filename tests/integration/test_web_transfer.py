@@ -15,7 +15,7 @@ from hangar.identity import IdentityService
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
+from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -36,8 +36,6 @@ async def test_export_from_settings_and_import_from_the_workspace_list(tmp_path:
         export = page.get_by_role("button", name="Export workspace")
         await export.wait_for()
         assert await axe_violations(page) == []
-        await page.get_by_role("heading", name="Export").scroll_into_view_if_needed()
-        await shot(page, "workspace-export")
         async with page.expect_download() as downloading:
             await export.click()
         saved = tmp_path / "export.tar"
