@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import httpx
+
 from bench_backup import populate, size_of, timed
 
 ROOT = Path(__file__).resolve().parent.parent
