@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import subprocess
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -285,3 +286,24 @@ async def test_the_bounds_settings_take_whole_numbers_in_range(
             with pytest.raises(InvalidArgs) as exc:
                 await identity.set_setting(key, value)
             assert key in str(exc.value)
+
+
+async def test_a_sparse_member_that_unpacks_past_the_bound_is_refused_before_it_is_written(tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    (tree / "files" / "spaces").mkdir(parents=True)
+    (tree / "README.txt").write_text("hi\n")
+    with (tree / "files" / "spaces" / "big").open("wb") as big:  # 8 MiB, nearly all of it a hole
+        big.truncate(8 << 20)
+        big.seek(4_000_000)
+        big.write(b"x")
+    subprocess.run(["tar", "--sparse", "--format=gnu", "-cf", str(tmp_path / "s.tar"), "README.txt", "files"],
+                   cwd=tree, check=True)  # fmt: skip
+    archive = (tmp_path / "s.tar").read_bytes()
+    assert len(archive) < 64 << 10
+    async with running_server(tmp_path / "d") as srv:
+        identity = srv.ctx.service(IdentityService)
+        unpacked = (8 << 20) + 3  # the hole and README.txt
+        await identity.set_setting(MAX_BYTES_SETTING, unpacked - 1)
+        await refused(srv, archive, 422, f"unpacks to more than {unpacked - 1} bytes (at 'files/spaces/big')")
+        await identity.set_setting(MAX_BYTES_SETTING, unpacked)  # within the bound: refused only for what it lacks
+        await refused(srv, archive, 422, "before its manifest")

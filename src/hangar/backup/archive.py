@@ -272,6 +272,8 @@ def _read_item(tar: tarfile.TarFile, member: tarfile.TarInfo, on_item: OnItem | 
         return item
     if not member.isfile():
         raise BackupRefused(f"the backup's item {member.name[:200]!r} is neither a file, a folder nor a symlink")
+    if member.issparse():  # a few bytes that unpack to any size: never written by ``ArchiveWriter``
+        raise BackupRefused(f"the backup's item {member.name[:200]!r} is a sparse file, which a backup never holds")
     handle = tar.extractfile(member)
     assert handle is not None
 

@@ -15,8 +15,8 @@ import contextlib
 import json
 import os
 import queue
+import secrets
 import shutil
-import tempfile
 import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
@@ -41,12 +41,22 @@ from hangar.backup.export.layout import (
     table_path,
 )
 from hangar.backup.sqlite_source import _SKIP_IN_WORKTREES, add_tree, copy_database
+from hangar.backup.take import _PARTIAL
 from hangar.core.context import AppContext
 from hangar.core.migrating import MigrationSet
 
+SCRATCH = "workspace-transfer"  # scratch folders: .workspace-transfer.<pid>.<n>.partial in the data directory
 _CHUNK = 256 << 10
 _QUEUED = 8  # chunks in flight between the writer thread and the response
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def scratch_folder(app: AppContext) -> Path:
+    """A private folder in the data directory (on the workspaces' file system: an import renames files into place),
+    named so that ``clear_abandoned`` removes it once its process is gone."""
+    folder = app.datadir.root / f".{SCRATCH}.{os.getpid()}.{secrets.token_hex(4)}{_PARTIAL}"
+    folder.mkdir(mode=0o700)
+    return folder
 
 
 @dataclass(frozen=True)
@@ -184,7 +194,7 @@ class _Pipe:
 
 async def stream_export(app: AppContext, workspace_id: str, name: str, user_id: str) -> AsyncIterator[bytes]:
     """The export of ``workspace_id`` as the chunks of its archive."""
-    folder = Path(tempfile.mkdtemp(prefix=".workspace-export-", dir=app.datadir.root))
+    folder = await asyncio.to_thread(scratch_folder, app)
     pipe = _Pipe()
     try:
         snap = await snapshot(app, workspace_id, folder)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from hangar.backup.export.dump import SCRATCH
 from hangar.backup.export.layout import SPECS
 from hangar.backup.export.ops import OPS
-from hangar.backup.export.routes import SCRATCH, TRANSFER_ROUTES
+from hangar.backup.export.routes import TRANSFER_ROUTES
 from hangar.backup.export.signing import ExportSigner
 from hangar.backup.take import clear_abandoned
 from hangar.core.context import AppContext

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import shutil
 from pathlib import Path
 from typing import IO
@@ -23,7 +22,7 @@ from starlette.routing import Route
 
 from hangar.backup.archive import BackupRefused
 from hangar.backup.export.access import check_exporter
-from hangar.backup.export.dump import stream_export
+from hangar.backup.export.dump import scratch_folder, stream_export
 from hangar.backup.export.layout import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ITEMS,
@@ -35,7 +34,6 @@ from hangar.backup.export.layout import (
 )
 from hangar.backup.export.load import Limits, Rewrite, load, seeder, verify
 from hangar.backup.export.signing import ExportSigner
-from hangar.backup.take import _PARTIAL
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
 from hangar.errors import InvalidArgs, Refused
@@ -45,7 +43,6 @@ from hangar.identity import IdentityService, check_may_create, create_workspace
 PREFIX = "/workspace-transfer/"
 EXPORT_PATH = f"{PREFIX}export"
 IMPORT_PATH = f"{PREFIX}import"
-SCRATCH = "workspace-transfer"  # scratch folders: .workspace-transfer.<pid>.<n>.partial in the data directory
 MAX_NAME = 200
 
 
@@ -53,14 +50,6 @@ class ImportRefused(Refused):
     """An upload that is not an export this server imports; the message names what is wrong."""
 
     http_status = 422
-
-
-def scratch_folder(app: AppContext) -> Path:
-    """A private folder in the data directory (same file system as the workspaces: files are renamed into place),
-    named so that ``clear_abandoned`` removes it once its process is gone."""
-    folder = app.datadir.root / f".{SCRATCH}.{os.getpid()}.{secrets.token_hex(4)}{_PARTIAL}"
-    folder.mkdir(mode=0o700)
-    return folder
 
 
 def _file_name(name: str) -> str:
