@@ -59,10 +59,10 @@ class Limits:
 
 
 def _counting(limits: Limits) -> Callable[[Item, Iterator[bytes]], None]:
-    seen = unpacked = 0
+    seen = 0
 
     def on_item(item: Item, _pieces: Iterator[bytes]) -> None:
-        nonlocal seen, unpacked
+        nonlocal seen
         seen += 1
         if seen > limits.max_items:
             raise BackupRefused(
@@ -70,14 +70,6 @@ def _counting(limits: Limits) -> Callable[[Item, Iterator[bytes]], None]:
                 "(setting workspaceImport.maxItems)"
             )
         check_layout(item, check_path(item.path))
-        # A tar's files hold their bytes, so an export unpacks to less than its own size; a sparse member declares
-        # more than it holds (a few bytes that unpack to terabytes), and is refused here, before it is written.
-        unpacked += item.size
-        if unpacked > limits.max_bytes:
-            raise BackupRefused(
-                f"the export unpacks to more than {limits.max_bytes} bytes (at {item.path[:200]!r}), more than this "
-                "server imports (setting workspaceImport.maxBytes)"
-            )
 
     return on_item
 
