@@ -58,6 +58,7 @@ def _file_name(name: str) -> str:
 
 
 async def download(request: Request) -> Response:
+    """Download a workspace's export (a tar) through the signed URL workspaces.export answered (?token=...)."""
     app: AppContext = request.app.state.ctx
     grant = app.service(ExportSigner).verify(request.query_params.get("token"))
     await check_exporter(app, grant.workspace_id, grant.user_id)
@@ -117,6 +118,7 @@ def _opened(path: Path) -> IO[bytes]:
 
 
 async def upload(request: Request) -> Response:
+    """Import a workspace export (the body) as a new workspace owned by the caller (Bearer credential; ?name=)."""
     app: AppContext = request.app.state.ctx
     identity = app.service(IdentityService)
     principal = await identity.authenticate_bearer(request)
