@@ -18,7 +18,7 @@ from hangar.backup.export.dump import json_value
 from hangar.backup.export.load import loaded_tables
 from hangar.backup.export.signing import ExportSigner
 from hangar.core.principal import Role
-from hangar.identity import IdentityService
+from hangar.identity import DeviceScope, IdentityService
 from tests.integration.test_backup_restore import files_of
 from tests.integration.test_workspace_repos import make_repo
 from tests.support.rpc import RpcClient, RpcError
@@ -211,3 +211,26 @@ async def test_the_download_checks_authority_again(tmp_path: Path) -> None:
             # The URL carries no key of the server's.
             key = srv.ctx.secrets.get("workspaces.exportKey")
             assert key and key not in url
+
+
+async def test_narrower_credentials(tmp_path: Path) -> None:
+    """An agent's credential exports nothing, even for an admin; a credential limited to one workspace or to reads
+    imports nothing (an import makes a workspace)."""
+    async with running_server(tmp_path / "d") as srv:
+        ws = await srv.new_workspace()
+        identity = srv.ctx.service(IdentityService)
+        agent = await identity.issue_device(srv.owner_id, "agent", scope=DeviceScope(workspace_id=ws, agent_id="a1"))
+        async with RpcClient(srv.ws_url, agent) as client:
+            with pytest.raises(RpcError) as refused:
+                await client.call("workspaces.export", workspace_id=ws)
+        assert refused.value.code == "forbidden" and "agent" in refused.value.message
+        archive = await export_bytes(srv, ws)
+        before = set(await identity.list_workspace_ids())
+        for scope, said in (
+            (DeviceScope(workspace_id=ws), "limited to workspace"),
+            (DeviceScope(read_only=True), "read-only"),
+        ):
+            token = await identity.issue_device(srv.owner_id, "narrow", scope=scope)
+            answer = await upload(srv, archive, token)
+            assert answer.status_code == 403 and said in answer.json()["error"]["message"], answer.text
+        assert set(await identity.list_workspace_ids()) == before
