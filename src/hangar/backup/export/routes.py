@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO
 
@@ -67,8 +68,18 @@ async def download(request: Request) -> Response:
     await app.audit.append(
         ws.id, principal=f"user:{grant.user_id}", action="workspaces.export", target=f"workspace:{ws.id}"
     )
+    chunks = stream_export(app, ws.id, ws.name, grant.user_id)
+    # The first chunk before the answer's status: a snapshot that cannot be taken is answered as an error, not as
+    # a download cut short.
+    first = await anext(chunks)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield first
+        async for chunk in chunks:
+            yield chunk
+
     return StreamingResponse(
-        stream_export(app, ws.id, ws.name, grant.user_id),
+        body(),
         media_type="application/x-tar",
         headers={
             "Content-Disposition": f'attachment; filename="{_file_name(ws.name)}"',
