@@ -17,7 +17,7 @@ import stat
 import tarfile
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, Protocol, TypeVar
 
 from hangar.backup.crypt import Damaged
 from hangar.errors import Refused
@@ -55,6 +55,18 @@ class Item:
     size: int
     sha256: str
     target: str | None = None  # a symlink's target, as written (never followed)
+
+
+class Listing(Protocol):
+    """What closes an archive: a manifest listing every item (a backup's ``Manifest``, or a workspace export's)."""
+
+    @property
+    def items(self) -> tuple[Item, ...]: ...
+
+    def to_json(self) -> bytes: ...
+
+
+L = TypeVar("L", bound=Listing)
 
 
 @dataclass(frozen=True)
@@ -166,7 +178,7 @@ class ArchiveWriter:
         self.items.append(Item(path, "file", info.mode, len(data), hashlib.sha256(data).hexdigest()))
         self.bytes += len(data)
 
-    def finish(self, manifest: Manifest) -> None:
+    def finish(self, manifest: Listing) -> None:
         raw = manifest.to_json()
         if len(raw) > MAX_MANIFEST_BYTES:
             raise BackupRefused(
@@ -197,12 +209,18 @@ OnItem = Callable[[Item, Iterator[bytes]], None]
 
 
 def scan(stream: IO[bytes], on_item: OnItem | None = None) -> Manifest:
-    """Read the whole archive from ``stream``, checking every item against the manifest at its end; return the
+    """Read the whole backup from ``stream``, checking every item against the manifest at its end; return the
     manifest. ``on_item`` sees each item as it is read (its checksum is compared after ``on_item`` consumed its
     content). ``BackupRefused`` naming the item for a damaged, truncated or altered archive."""
+    return scan_as(stream, Manifest.from_json, on_item)
+
+
+def scan_as(stream: IO[bytes], parse: Callable[[bytes], L], on_item: OnItem | None = None) -> L:
+    """``scan`` for an archive closed by another kind of manifest, read by ``parse`` (at most
+    ``MAX_MANIFEST_BYTES``; it raises ``BackupRefused`` for one it does not take)."""
     seen: list[Item] = []
     where = "its first item"
-    manifest: Manifest | None = None
+    manifest: L | None = None
     try:
         with tarfile.open(fileobj=stream, mode="r|", tarinfo=_BoundedInfo) as tar:
             for member in tar:
@@ -216,7 +234,7 @@ def scan(stream: IO[bytes], on_item: OnItem | None = None) -> Manifest:
                         )
                     handle = tar.extractfile(member)
                     assert handle is not None
-                    manifest = Manifest.from_json(handle.read(MAX_MANIFEST_BYTES))
+                    manifest = parse(handle.read(MAX_MANIFEST_BYTES))
                     continue
                 if len(seen) >= MAX_ITEMS:
                     raise BackupRefused(f"the backup holds more than {MAX_ITEMS} items, more than a backup holds")
@@ -254,6 +272,8 @@ def _read_item(tar: tarfile.TarFile, member: tarfile.TarInfo, on_item: OnItem | 
         return item
     if not member.isfile():
         raise BackupRefused(f"the backup's item {member.name[:200]!r} is neither a file, a folder nor a symlink")
+    if member.issparse():  # a few bytes that unpack to any size: never written by ``ArchiveWriter``
+        raise BackupRefused(f"the backup's item {member.name[:200]!r} is a sparse file, which a backup never holds")
     handle = tar.extractfile(member)
     assert handle is not None
 

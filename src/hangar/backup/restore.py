@@ -86,7 +86,10 @@ def _mode(parts: tuple[str, ...], item: Item) -> int:
     return 0o600 if _secret(parts) else item.mode & 0o755
 
 
-class _Unpacker:
+class Unpacker:
+    """Makes each item it is handed beneath the folder ``root_fd`` (``scan``'s ``on_item``), checked to be one a
+    backup holds there; ``finish`` sets the folders' modes, ``close`` lets go of the last folder."""
+
     def __init__(self, root_fd: int) -> None:
         self.root_fd = root_fd
         self.dir_modes: list[tuple[tuple[str, ...], int]] = []
@@ -186,7 +189,7 @@ def restore_backup(backup: Path, data_dir: Path, passphrase: bytes | None) -> Ma
     try:
         root_fd = os.open(work, DIR_FLAGS)
         try:
-            unpack = _Unpacker(root_fd)
+            unpack = Unpacker(root_fd)
             try:
                 with _opened(backup, passphrase) as stream:
                     again = scan(stream, unpack)

@@ -142,6 +142,15 @@ class Databases:
             raise RuntimeError("Databases.open() has not been awaited")
         return self._server
 
+    @property
+    def workspace_sets(self) -> list[MigrationSet]:
+        """The migration sets of a workspace database (its tables, as every part declares them)."""
+        return list(self._workspace_sets)
+
+    @property
+    def on_postgresql(self) -> bool:
+        return self._pg_url is not None
+
     async def create_workspace(self, workspace_id: str, seed: Sequence[Seed] = ()) -> AsyncEngine:
         """Build the workspace's database complete (migrated, checked, ``seed`` written) under a temporary
         name, then rename it into place: a kill at any moment leaves either no workspace directory or a

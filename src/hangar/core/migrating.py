@@ -20,7 +20,7 @@ import contextlib
 import fcntl
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -98,15 +98,21 @@ def _file_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _migration_engine(path: Path) -> sa.Engine:
+    """An engine on the SQLite file at ``path`` whose transactions hold a whole migration."""
+    engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
+    event.listen(engine, "connect", _migration_connect)
+    event.listen(engine, "begin", _migration_begin)
+    return engine
+
+
 def apply_migrations(path: Path, sets: Sequence[MigrationSet], *, seed: Sequence[Seed] = ()) -> None:
     """Bring the SQLite file at ``path`` to the head of every migration set in one transaction, check its
     schema, then run ``seed`` (synchronous). Raises ``DatabaseDamaged`` when the result is not a complete
     database."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with MIGRATING, _file_lock(path.with_name(path.name + ".lock")):
-        engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
-        event.listen(engine, "connect", _migration_connect)
-        event.listen(engine, "begin", _migration_begin)
+        engine = _migration_engine(path)
         try:
             with engine.begin() as conn:
                 for mset in sets:
@@ -163,9 +169,37 @@ def missing_tables(conn: Connection, sets: Sequence[MigrationSet], schema: str |
     return problems
 
 
-def _upgrade(conn: Connection, mset: MigrationSet, name: str) -> None:
-    """Bring ``mset`` to its head in the database behind ``conn`` (``name`` in messages); ``SchemaNewer`` when
-    the database is at a revision this code does not know."""
+def migrate_to(path: Path, sets: Sequence[MigrationSet], revisions: Mapping[str, str | None]) -> None:
+    """Bring the new SQLite file at ``path`` to ``revisions`` (a revision of each set named; ``None`` or a set not
+    named: none of it) in one transaction: a database as an earlier version of Hangar made it, for rows written
+    then (a workspace export) to be migrated to the head by ``apply_migrations``. The revisions are known ones
+    (``known_revision``)."""
+    with MIGRATING:
+        engine = _migration_engine(path)
+        try:
+            with engine.begin() as conn:
+                for mset in sets:
+                    if (rev := revisions.get(mset.name)) is not None:
+                        _upgrade(conn, mset, path.name, rev)
+        finally:
+            engine.dispose()
+
+
+def known_revision(mset: MigrationSet, revision: str) -> bool:
+    """Whether ``revision`` is one of ``mset``'s (a revision it does not know was made by a newer version)."""
+    try:
+        return ScriptDirectory(str(mset.location)).revision_map.get_revision(revision) is not None
+    except ResolutionError:
+        return False
+
+
+def head_revision(mset: MigrationSet) -> str:
+    return str(ScriptDirectory(str(mset.location)).get_current_head())
+
+
+def _upgrade(conn: Connection, mset: MigrationSet, name: str, destination: str = "head") -> None:
+    """Bring ``mset`` to ``destination`` (its head) in the database behind ``conn`` (``name`` in messages);
+    ``SchemaNewer`` when the database is at a revision this code does not know."""
     cfg = Config()
     cfg.set_main_option("script_location", str(mset.location))
     script = ScriptDirectory(str(mset.location))
@@ -176,9 +210,9 @@ def _upgrade(conn: Connection, mset: MigrationSet, name: str) -> None:
                 script.revision_map.get_revision(current)
             except ResolutionError:
                 raise SchemaNewer(name, mset.name, current, str(script.get_current_head())) from None
-        return script._upgrade_revs("head", rev)
+        return script._upgrade_revs(destination, rev)
 
-    with EnvironmentContext(cfg, script, fn=upgrade, destination_rev="head") as env:
+    with EnvironmentContext(cfg, script, fn=upgrade, destination_rev=destination) as env:
         env.configure(connection=conn, version_table=f"alembic_version_{mset.name}", render_as_batch=True)
         with env.begin_transaction():
             env.run_migrations()

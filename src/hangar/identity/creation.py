@@ -8,10 +8,12 @@ without a row is never listed, and nothing reaches it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, cast, get_args
 
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
+from hangar.core.migrating import Seed
 from hangar.core.principal import Role
 from hangar.core.settings import SettingSpec
 from hangar.errors import Forbidden, InvalidArgs
@@ -55,12 +57,22 @@ async def check_may_create(app: AppContext, user_id: str) -> None:
     raise Forbidden(f"workspaces.create is allowed to {allowed} on this server (setting {SETTING_CREATORS})")
 
 
-async def create_workspace(app: AppContext, name: str, owner_id: str, *, by: str) -> Workspace:
-    """A new workspace owned by ``owner_id``; ``by`` is the audit principal."""
-    ws_id = new_id()
+async def create_workspace(
+    app: AppContext,
+    name: str,
+    owner_id: str,
+    *,
+    by: str,
+    workspace_id: str | None = None,
+    action: str = "workspaces.create",
+    seed: Sequence[Seed] = (),
+) -> Workspace:
+    """A new workspace owned by ``owner_id``; ``by`` is the audit principal. An import names the id it prepared
+    files for, audits its own ``action`` and writes its records with ``seed`` in the database being built."""
+    ws_id = workspace_id or new_id()
     created = WorkspaceCreated(workspace_id=ws_id, name=name, owner_id=owner_id)
-    audited = app.audit.seed(principal=by, action="workspaces.create", target=f"workspace:{ws_id}")
-    await app.dbs.create_workspace(ws_id, seed=[app.bus.seed(created), audited])
+    audited = app.audit.seed(principal=by, action=action, target=f"workspace:{ws_id}")
+    await app.dbs.create_workspace(ws_id, seed=[app.bus.seed(created), audited, *seed])
     ws = await app.service(IdentityService).create_workspace(name, owner_id, workspace_id=ws_id)
     await app.bus.created(ws.id)
     return ws

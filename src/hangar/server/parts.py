@@ -10,6 +10,7 @@ from hangar.core.part import Part, StepBody, kernel_part
 def all_parts() -> list[Part]:
     # Imports stay inside so that importing this module has no side effects and no cycles.
     from hangar.agents.part import AGENTS_PART
+    from hangar.backup.export import TRANSFER_PART
     from hangar.backup.part import BACKUP_PART
     from hangar.chat.part import CHAT_PART
     from hangar.identity.part import IDENTITY_PART
@@ -33,6 +34,7 @@ def all_parts() -> list[Part]:
         RIGS_PART,
         BACKUP_PART,
         DELETION_PART,  # after the parts whose work it stops, before pipelines resume runs
+        TRANSFER_PART,
     ]
     # Last: resuming runs at start may run bodies that use the services the parts above provide.
     return [*others, make_pipelines_part(bodies=step_bodies(others))]

@@ -40,6 +40,7 @@ RESERVED_PREFIXES: tuple[str, ...] = (
     "/open/",
     "/.well-known/",
     "/assets/",
+    "/workspace-transfer/",
 )
 
 IMMUTABLE = "public, max-age=31536000, immutable"

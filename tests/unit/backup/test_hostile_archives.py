@@ -292,3 +292,28 @@ def test_an_extended_header_is_bounded_on_both_sides(tmp_path: Path, monkeypatch
     with pytest.raises(BackupRefused, match=said):
         restore_backup(backup, tmp_path / "past", None)
     assert not (tmp_path / "past").exists()
+
+
+def test_a_sparse_member_is_refused_before_it_is_unpacked(tmp_path: Path) -> None:
+    """A sparse member declares far more than it holds (here 64 MiB in a few KiB, listed with its right checksum):
+    a backup never writes one, and a restore refuses it before writing a byte of it."""
+    import os
+    import subprocess
+
+    size = 64 << 20
+    tree = tmp_path / "t"
+    tree.mkdir()
+    with (tree / "server.db").open("wb") as big:
+        big.truncate(size)
+    os.chmod(tree / "server.db", 0o600)
+    digest = hashlib.sha256(bytes(size)).hexdigest()
+    item = {"path": "server.db", "kind": "file", "mode": 0o600, "size": size, "sha256": digest}
+    listed = {"format": FORMAT, "hangar_version": "0", "created_at": "", "database": "sqlite", "without_files": True}
+    (tree / "MANIFEST.json").write_text(json.dumps({**listed, "items": [item]}))
+    backup = tmp_path / "sparse.backup"
+    subprocess.run(["tar", "--sparse", "--format=gnu", "-cf", str(backup), "server.db", "MANIFEST.json"], cwd=tree,
+                   check=True)  # fmt: skip
+    assert backup.stat().st_size < 64 << 10
+    with pytest.raises(BackupRefused, match=r"'server\.db' is a sparse file"):
+        restore_backup(backup, tmp_path / "restored", None)
+    assert not (tmp_path / "restored").exists()

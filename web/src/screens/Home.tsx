@@ -6,6 +6,7 @@ import { Refusal } from "../components/Outcome";
 import { useAction, useWrite } from "../data/mutations";
 import { useRead } from "../data/queries";
 import { navigate, workspacePath } from "../router";
+import { ImportWorkspace } from "./transfer/Transfer";
 
 function CreateWorkspace() {
   const write = useWrite();
@@ -60,6 +61,7 @@ export function Home() {
         </ul>
       )}
       <CreateWorkspace />
+      <ImportWorkspace />
     </>
   );
 }

@@ -8,6 +8,7 @@ import { NotAMember, WorkspaceHeader } from "../../components/WorkspaceHeader";
 import { useRead } from "../../data/queries";
 import { isAdmin, useWorkspace } from "../../data/workspaces";
 import { DeleteWorkspace } from "./DeleteWorkspace";
+import { ExportWorkspace } from "../transfer/Transfer";
 import { Guardrails } from "./Guardrails";
 import { InviteForm, MemberRoles } from "./Members";
 import "./workspace.css";
@@ -61,6 +62,12 @@ export default function WorkspaceSettings({ workspaceId }: { workspaceId: string
             <h2 id="guardrails-title">Guardrails</h2>
             <Guardrails workspaceId={workspaceId} canChange={admin} />
           </section>
+          {(admin || me.data?.isServerOwner) && (
+            <section aria-labelledby="export-title" className="panel" id="export">
+              <h2 id="export-title">Export</h2>
+              <ExportWorkspace workspaceId={workspaceId} />
+            </section>
+          )}
           <section aria-labelledby="chat-title" className="panel" id="chat-bridge">
             <h2 id="chat-title">Chat bridge</h2>
             <p className="hint">
