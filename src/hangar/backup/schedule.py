@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,6 +31,7 @@ from hangar.backup.take import Taken, take_backup
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
 from hangar.core.settings import SettingSpec, strict_bool, strict_int
+from hangar.core.turns import turn
 from hangar.errors import InvalidArgs
 
 log = logging.getLogger("hangar.backup")
@@ -103,21 +102,6 @@ def backups_in(folder: Path) -> list[tuple[datetime, Path]]:
     return sorted(found)
 
 
-@contextlib.contextmanager
-def _turn(path: Path) -> Iterator[bool]:
-    """Whether this process holds the scheduled backup's turn (another server sharing the data directory may)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
-
-
 class BackupSchedule:
     def __init__(self, app: AppContext, tick: float = TICK_S) -> None:
         self.app = app
@@ -156,7 +140,7 @@ class BackupSchedule:
         if plan is None:
             return None
         now = _utc_naive(self.app)
-        with _turn(self.app.datadir.root / "backup.lock") as mine:
+        with turn(self.app.datadir.root / "backup.lock") as mine:
             if not mine:
                 return None
             held = await asyncio.to_thread(backups_in, plan.folder)

@@ -421,3 +421,33 @@ class PipelineStore:
         for run_id, status, state in child_rows:
             found.setdefault(str(run_id), (str(status), state))
         return found
+
+    # -- what retention keeps ---------------------------------------------------------------------------
+
+    async def needed_events_after(self, ws: str, cursor: str) -> int:
+        """The seq after which this part still needs the workspace's events: its event triggers' cursor
+        ``cursor`` (0 before its first poll: every event is still to be read), a suspended step's ``sinceSeq``,
+        and the first ``TaskFinished`` of a task a suspended step waits on."""
+        engine = await self.engine(ws)
+        sr, de, ec = t.step_runs, core_tables.domain_events, core_tables.event_cursors
+        async with engine.connect() as conn:
+            read = (await conn.execute(sa.select(ec.c.seq).where(ec.c.consumer == cursor))).scalar()
+            suspends = (
+                await conn.execute(sa.select(sr.c.suspend).where(sr.c.status == StepStatus.suspended.value))
+            ).scalars()
+            floors, task_ids = [int(read or 0)], set[str]()
+            for suspend in suspends:
+                if isinstance(suspend, dict):
+                    floors.append(int(suspend.get("sinceSeq") or 0))
+                    task_ids.update(str(i) for i in suspend.get("taskIds") or ())
+            if task_ids:
+                first = (
+                    await conn.execute(
+                        sa.select(sa.func.min(de.c.seq)).where(
+                            de.c.type == TaskFinished.type, _task_id(de.c.payload).in_(sorted(task_ids))
+                        )
+                    )
+                ).scalar()
+                if first is not None:
+                    floors.append(int(first) - 1)
+        return min(floors)

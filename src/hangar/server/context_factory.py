@@ -19,6 +19,7 @@ from hangar.core.events import EventBus, EventRegistry
 from hangar.core.metrics import Metrics
 from hangar.core.outbox import Outbox
 from hangar.core.part import Part, kernel_part
+from hangar.core.retention import EventFloors
 from hangar.core.secrets import SecretsFile
 from hangar.core.settings import WorkspaceSettings
 from hangar.httpkit.ratelimit import RateLimits
@@ -127,6 +128,7 @@ async def _started(
         ctx.provide(service)
     ctx.provide(RateLimits(clock.monotonic))  # the injectable clock: refills are tested without waiting
     ctx.provide(WorkspaceSettings(dbs, clock, [s for p in parts for s in p.settings]))
+    ctx.provide(EventFloors([p.event_floor for p in parts if p.event_floor is not None]))
     started: list[Part] = []
     try:
         if follow_events:

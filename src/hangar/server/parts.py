@@ -16,6 +16,7 @@ def all_parts() -> list[Part]:
     from hangar.oauth.part import OAUTH_PART
     from hangar.oversight import OVERSIGHT_PART
     from hangar.pipelines.part import make_pipelines_part
+    from hangar.retention import RETENTION_PART
     from hangar.rigs.part import RIGS_PART
     from hangar.sso.part import SSO_PART
     from hangar.workspace.part import WORKSPACE_PART
@@ -31,6 +32,7 @@ def all_parts() -> list[Part]:
         CHAT_PART,
         RIGS_PART,
         BACKUP_PART,
+        RETENTION_PART,
     ]
     # Last: resuming runs at start may run bodies that use the services the parts above provide.
     return [*others, make_pipelines_part(bodies=step_bodies(others))]
