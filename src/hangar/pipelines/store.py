@@ -40,7 +40,8 @@ WriterFor = Callable[[str], Awaitable[Writer]]
 def _task_id(payload: Any) -> Any:
     """The task a stored ``TaskFinished`` names: ``taskId``, or ``task_id`` in one stored before payloads went
     camelCase."""
-    return sa.func.coalesce(sa.func.json_extract(payload, "$.taskId"), sa.func.json_extract(payload, "$.task_id"))
+    # The JSON type's own accessors: ``json_extract`` on SQLite, ``->>`` on PostgreSQL (which has no json_extract).
+    return sa.func.coalesce(payload["taskId"].as_string(), payload["task_id"].as_string())
 
 
 def _rec(row: RowMapping) -> StepRec:
