@@ -1,5 +1,6 @@
 """A backup's archive: a POSIX tar stream of items (files, folders, symlinks) under their paths in the data
-directory, closed by ``MANIFEST.json``, which lists every item with its kind, mode, size and SHA-256.
+directory, closed by ``MANIFEST.json``, which lists every item with its kind, mode, size and SHA-256. The stream is
+gzipped on its way to the file (``hangar.backup.compress``); a reader takes it gzipped or plain.
 
 Tar because an operator can list and read an unencrypted backup with the tools every system has. The manifest comes
 last because an item's checksum is known only once it is written; so a reader makes one whole pass (``scan``)
@@ -204,7 +205,8 @@ def scan(stream: IO[bytes], on_item: OnItem | None = None) -> Manifest:
     where = "its first item"
     manifest: Manifest | None = None
     try:
-        with tarfile.open(fileobj=stream, mode="r|", tarinfo=_BoundedInfo) as tar:
+        # ``r|*``: gzipped as backups are written now (``hangar.backup.compress``), or plain as they were before.
+        with tarfile.open(fileobj=stream, mode="r|*", tarinfo=_BoundedInfo) as tar:
             for member in tar:
                 if manifest is not None:
                     raise BackupRefused(f"the backup has an item {member.name[:200]!r} after its manifest")
