@@ -5,8 +5,8 @@ Why gzip at level 1: measured on a backup of two workspaces of 5,000 messages ea
 source as a worktree (a 24 MB tar archive), on one busy core: zlib level 1 wrote 30.2% of it at 47 MB/s; level 6
 27.7% at half that speed, level 9 27.5% at a quarter; xz (``lzma``) preset 0 26.3% at 6 MB/s, preset 6 21.6% at
 1 MB/s. A scheduled backup runs on the server's own cores beside its work, so a few percent of size are not worth
-two to forty times the time. No library beyond the standard one. And ``tar`` reads a gzipped archive itself (``tar -tzf``), so an unencrypted backup stays readable
-without Hangar.
+two to forty times the time. No library beyond the standard one. And ``tar`` reads a gzipped archive itself
+(``tar -tzf``), so an unencrypted backup stays readable without Hangar.
 
 Reading needs nothing of its own: ``tarfile``'s stream mode ``r|*`` recognises gzip by its first bytes and reads a
 stream without them as the plain tar archive backups were before, so those restore as they always did. The

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from starlette.routing import BaseRoute
@@ -48,6 +49,9 @@ class Part:
     bodies: Sequence[StepBody] = ()
     # The seq after which this part still needs a workspace's events (``hangar.core.retention``: never pruned).
     event_floor: EventFloor | None = None
+    # Folders outside ``<dataDir>/<workspaceId>/`` holding a workspace's files (counted as its own by
+    # ``server.storage``): ``(app, workspace_id) -> [folders]``.
+    workspace_folders: Callable[[AppContext, str], Awaitable[list[Path]]] | None = None
     start: Callable[[AppContext], Awaitable[None]] | None = None
     stop: Callable[[AppContext], Awaitable[None]] | None = None
 

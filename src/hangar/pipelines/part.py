@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 
 from hangar.core.context import AppContext
 from hangar.core.part import Part, StepBody
@@ -48,6 +49,11 @@ async def _event_floor(ctx: AppContext, workspace_id: str) -> int:
     return await PipelineStore(ctx.dbs.workspace, ctx.dbs.writer).needed_events_after(workspace_id, CURSOR)
 
 
+async def _workspace_folders(ctx: AppContext, workspace_id: str) -> list[Path]:
+    """The working directories of the workspace's runs (they lie in ``<dataDir>/pipelines/``, not its folder)."""
+    return await PipelineStore(ctx.dbs.workspace, ctx.dbs.writer).run_folders(ctx.datadir.root, workspace_id)
+
+
 # For in-process commands (``hangar pipeline``): the tables, ops, events, bodies and settings, but no resumption of
 # other runs, no subscription and no scheduler; the command builds and drives its own engine.
 PIPELINES_CLI_PART = Part(
@@ -58,4 +64,5 @@ PIPELINES_CLI_PART = Part(
     bodies=BODIES,
     server_settings=SERVER_SETTINGS,
     event_floor=_event_floor,
+    workspace_folders=_workspace_folders,
 )

@@ -8,8 +8,10 @@ before its body starts, a result is stored before the steps after it start. SQLi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -27,6 +29,7 @@ from hangar.errors import Conflict, NotFound
 from hangar.pipelines import tables as t
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.events import TaskFinished
+from hangar.pipelines.layout import CONTROL_DIR
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, StepStatus
 from hangar.pipelines.results import TemplateSummary
 from hangar.pipelines.rows import RunRow, Tick, TriggerRow, aware
@@ -452,3 +455,18 @@ class PipelineStore:
                 if first is not None:
                     floors.append(int(first) - 1)
         return min(floors)
+
+    async def run_folders(self, data_root: Path, ws: str) -> list[Path]:
+        """The working directories that exist of this workspace's runs (``<dataDir>/pipelines/<runId>``)."""
+        folder = data_root / "pipelines"
+        try:
+            names = [e.name for e in os.scandir(folder) if e.is_dir(follow_symlinks=False) and e.name != CONTROL_DIR]
+        except FileNotFoundError:
+            return []
+        engine = await self.engine(ws)
+        found: list[str] = []
+        async with engine.connect() as conn:
+            for at in range(0, len(names), 500):
+                q = sa.select(t.runs.c.id).where(t.runs.c.id.in_(names[at : at + 500]))
+                found.extend((await conn.execute(q)).scalars())
+        return [folder / name for name in sorted(found)]

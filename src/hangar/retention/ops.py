@@ -11,6 +11,7 @@ from hangar.retention.schedule import (
     EVENTS_SETTING,
     RetentionSchedule,
 )
+from hangar.retention.storage import FolderFinders, measure
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import NoArgs, Result, op
 
@@ -59,4 +60,49 @@ async def server_retention(ctx: OpContext, args: NoArgs) -> RetentionView:
     )
 
 
-RETENTION_OPS: list[OpFunction] = [server_retention]
+class SpaceUsed(Result):
+    """Bytes of the data directory: the database's, and every other file's (symlinks counted as themselves)."""
+
+    database_bytes: int
+    files_bytes: int
+
+
+class WorkspaceStorage(SpaceUsed):
+    id: str
+    name: str
+
+
+class StorageView(Result):
+    """What the data directory holds per workspace and for the server itself; ``complete`` is false when the walk
+    ran out of its time and some files are not counted."""
+
+    server: SpaceUsed
+    workspaces: list[WorkspaceStorage]
+    complete: bool
+
+
+@op("server.storage", kind="read", scope="server", server_owner=True)
+async def server_storage(ctx: OpContext, args: NoArgs) -> StorageView:
+    """The data directory's size: per workspace its database and its files (repositories, spaces, worktrees,
+    pipeline run folders), and the server's own (server owner only). Walked without following symlinks, within a
+    time bound."""
+    from hangar.identity import IdentityService
+
+    identity = ctx.app.service(IdentityService)
+    named = []
+    for ws_id in await identity.list_workspace_ids():
+        ws = await identity.get_workspace(ws_id)
+        if ws is not None:
+            named.append((ws.id, ws.name))
+    found = await measure(ctx.app, named, ctx.app.service(FolderFinders).finders)
+    return StorageView(
+        server=SpaceUsed(database_bytes=found.server.database_bytes, files_bytes=found.server.files_bytes),
+        workspaces=[
+            WorkspaceStorage(id=ws_id, name=name, database_bytes=used.database_bytes, files_bytes=used.files_bytes)
+            for ws_id, name, used in found.workspaces
+        ],
+        complete=found.complete,
+    )
+
+
+RETENTION_OPS: list[OpFunction] = [server_retention, server_storage]
