@@ -7,6 +7,8 @@ sides; servers take turns."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from hangar.retention.schedule import MAX_DAYS
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
+HANGAR = str(Path(sys.executable).parent / "hangar")
 NOW = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=5)  # after every row the server writes itself
 DAY = timedelta(days=1)
 
@@ -117,6 +120,12 @@ async def test_rows_one_second_past_the_horizon_go_and_one_second_inside_stay(tm
         by_db = {d["database"]: d for d in shown["lastPass"]["databases"]}
         assert by_db[ws]["events"] == 1 and by_db[ws]["audit"] == 1 and by_db[ws]["error"] is None
         assert "server" in by_db and shown["lastPass"]["finishedAt"] is not None
+    listed = subprocess.run(
+        [HANGAR, "admin", "retention", "--data-dir", str(tmp_path / "data")], capture_output=True, text=True
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "events are kept 1 day, audit rows 2 days" in listed.stdout
+    assert f"  {ws}  1 events, 1 audit rows deleted" in listed.stdout
 
 
 async def test_nothing_still_needed_is_pruned(tmp_path: Path) -> None:
