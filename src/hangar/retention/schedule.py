@@ -13,7 +13,6 @@ passes it removed (they are kept as long as audit rows).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -91,14 +90,6 @@ class RetentionSchedule:
             events=now - timedelta(days=events) if events else None,
             audit=now - timedelta(days=audit) if audit else None,
         )
-
-    async def run_forever(self) -> None:
-        while True:
-            try:
-                await self.pass_once()
-            except Exception:
-                log.exception("retention: the pass failed")
-            await asyncio.sleep(self.tick)
 
     async def pass_once(self) -> list[PassRecord] | None:
         """Prune if no pass started within ``every``; what was pruned per database, or None (not this one's turn
