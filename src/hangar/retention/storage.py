@@ -19,7 +19,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +32,8 @@ from hangar.core.postgresql import SERVER_SCHEMA, workspace_schema
 BUDGET_S = 10.0
 _JOURNALS = ("", "-wal", "-shm", "-journal")
 
-# A part's folders outside ``<dataDir>/<workspaceId>/`` holding files of a workspace (its pipeline run folders).
+# A part's folders outside ``<dataDir>/<workspaceId>/`` holding files of a workspace (its pipeline run folders); a
+# folder directly inside one of the data directory's top folders, named by a generated id.
 WorkspaceFolders = Callable[[AppContext, str], Awaitable[list[Path]]]
 
 
@@ -71,28 +72,41 @@ def _file_bytes(st: os.stat_result) -> int:
     return st.st_size if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode) else 0
 
 
-def _tree_bytes(path: Path, clock: _Clock, *, skip_top: Iterable[str] = (), prune: frozenset[str] = frozenset()) -> int:
+def _tree_bytes(path: Path, clock: _Clock, skip: frozenset[str] = frozenset()) -> int:
     """The bytes of the files under the server-made folder ``path`` (0 when absent), without following anything;
-    names in ``skip_top`` are left out at its top level, directories named in ``prune`` anywhere."""
+    entries named in ``skip`` at its top are neither counted nor entered (``walk`` prunes folders by name, so a
+    folder of that name deeper down is not entered either: the names skipped are generated ids)."""
     if clock.expired():
         return 0
     try:
         top = open_anchor(path)
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # absent, or not a folder (a symlink where the server made one is not followed)
         return 0
-    except OSError:  # a symlink where the server made a folder: not followed, not counted
-        return 0
-    skipped = set(skip_top)
     total = 0
     try:
-        for _fd, _name, st, parts in walk(top, prune=prune):
+        for _fd, name, st, parts in walk(top, prune=skip):
             if clock.expired():
                 break
-            if len(parts) == 1 and parts[0] in skipped:
+            if len(parts) == 1 and name in skip:
                 continue
             total += _file_bytes(st)
     finally:
         os.close(top)
+    return total
+
+
+def _root_bytes(root: Path, clock: _Clock, skip: frozenset[str], inside: dict[str, frozenset[str]]) -> int:
+    """The server's own files: every entry of the data directory but those in ``skip`` (workspace folders, the
+    server database), and in each top folder but the names ``inside`` gives for it (workspaces' folders there)."""
+    total = 0
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name in skip or clock.expired():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                total += _tree_bytes(root / entry.name, clock, inside.get(entry.name, frozenset()))
+            else:
+                total += _file_bytes(entry.stat(follow_symlinks=False))
     return total
 
 
@@ -133,13 +147,18 @@ async def measure(
         for ws_id, name in workspaces:
             ws_dir = app.datadir.workspace_dir(ws_id)
             db = 0 if on_postgresql else _journal_bytes(ws_dir / "workspace.db")
-            files = _tree_bytes(ws_dir, clock, skip_top=[f"workspace.db{s}" for s in _JOURNALS])
+            files = _tree_bytes(ws_dir, clock, frozenset(f"workspace.db{s}" for s in _JOURNALS))
             files += sum(_tree_bytes(p, clock) for p in outside[ws_id])
             found.append((ws_id, name, Used(db, files)))
-        # The server's: every file not counted for a workspace (its folders, and theirs elsewhere, pruned).
-        counted = frozenset(ws for ws, _ in workspaces) | frozenset(p.name for ps in outside.values() for p in ps)
+        # The server's: every file not counted for a workspace (its folder, and its folders elsewhere).
+        inside: dict[str, set[str]] = {}
+        for paths in outside.values():
+            for p in paths:
+                if p.parent.parent == root:
+                    inside.setdefault(p.parent.name, set()).add(p.name)
+        skip = frozenset(ws for ws, _ in workspaces) | {f"server.db{s}" for s in _JOURNALS}
         server_db = 0 if on_postgresql else _journal_bytes(app.datadir.server_db)
-        server_files = _tree_bytes(root, clock, skip_top=[f"server.db{s}" for s in _JOURNALS], prune=counted)
+        server_files = _root_bytes(root, clock, skip, {k: frozenset(v) for k, v in inside.items()})
         return Used(server_db, server_files), found
 
     server, found = await asyncio.to_thread(walk_all)
