@@ -13,7 +13,7 @@ from hangar.identity import IdentityService
 from hangar.retention import RetentionSchedule
 from tests.support.chromium import CHROMIUM
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot, stored_credential
+from tests.support.webclient import Console, axe_violations, built_web_client, chromium, stored_credential
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -51,8 +51,6 @@ async def test_the_storage_screen_shows_each_workspace_and_the_last_retention_pa
             await page.get_by_text("30 days").wait_for()
             passes = page.get_by_role("table", name="What the last retention pass deleted in each database")
             await passes.get_by_role("row").filter(has_text="Team").wait_for()
-            if not options:
-                await shot(page, "settings-storage")
             assert await axe_violations(page) == []
             assert console.errors == []
             await page.context.close()
