@@ -56,7 +56,7 @@ async def test_storage_per_workspace_counts_symlinks_as_links(tmp_path: Path) ->
 async def test_the_walk_is_bounded_in_time(tmp_path: Path) -> None:
     async with running_server(tmp_path / "data") as srv, RpcClient(srv.ws_url, srv.owner_token) as c:
         ws = (await c.call("workspaces.create", name="measured"))["id"]
-        (srv.data_dir / ws / "spaces").mkdir(exist_ok=True)
+        (srv.data_dir / ws / "spaces").mkdir(parents=True, exist_ok=True)
         (srv.data_dir / ws / "spaces" / "f").write_bytes(b"x" * 10)
         finders = srv.ctx.service(FolderFinders).finders
         whole = await measure(srv.ctx, [(ws, "measured")], finders, budget=60)

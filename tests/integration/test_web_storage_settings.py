@@ -35,7 +35,7 @@ async def open_page(browser: Any, srv: RunningServer, **ctx: Any) -> tuple[Any, 
 async def test_the_storage_screen_shows_each_workspace_and_the_last_retention_pass(tmp_path: Path, dist: Path) -> None:
     async with running_server(tmp_path / "data", web_dist=dist) as srv, chromium() as browser:
         ws = await srv.new_workspace("Team")
-        (srv.data_dir / ws / "spaces").mkdir(exist_ok=True)
+        (srv.data_dir / ws / "spaces").mkdir(parents=True, exist_ok=True)
         (srv.data_dir / ws / "spaces" / "notes.txt").write_bytes(b"x" * 2_500_000)
         await srv.ctx.service(IdentityService).set_setting("retention.eventsDays", 30)
         assert await srv.ctx.service(RetentionSchedule).prune_now() is not None
