@@ -98,6 +98,16 @@ def sealed(data: Path) -> Path:
     return out
 
 
+def test_an_encrypted_backup_is_compressed_before_it_is_sealed(sealed: Path, old_format: Path) -> None:
+    from hangar.backup.crypt import OpeningReader
+
+    with sealed.open("rb") as raw:
+        opened = OpeningReader(raw, b"correct horse battery")
+        inside = opened.read(-1)
+    assert inside[:2] == b"\x1f\x8b" and gzip.decompress(inside)[:100] == old_format.read_bytes()[:100]
+    assert sealed.stat().st_size < old_format.stat().st_size / 2
+
+
 def test_restore_refuses_a_non_empty_folder_naming_it(tmp_path: Path, plain: Path) -> None:
     target = tmp_path / "full"
     target.mkdir()
