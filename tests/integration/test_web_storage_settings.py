@@ -5,15 +5,15 @@ what the last retention pass deleted, per workspace by name; axe-clean light and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from hangar.identity import IdentityService
 from hangar.retention import RetentionSchedule
+from tests.integration.test_web_settings import open_signed_in
 from tests.support.chromium import CHROMIUM
-from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, stored_credential
+from tests.support.server import running_server
+from tests.support.webclient import axe_violations, built_web_client, chromium
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -21,15 +21,6 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 @pytest.fixture(scope="module")
 def dist() -> Path:
     return built_web_client()
-
-
-async def open_page(browser: Any, srv: RunningServer, **ctx: Any) -> tuple[Any, Console]:
-    token = await srv.ctx.service(IdentityService).issue_device(srv.owner_id, "storage test browser")
-    context = await browser.new_context(storage_state=stored_credential(srv.url, token), **ctx)
-    page = await context.new_page()
-    console = Console(page)
-    await page.goto(f"{srv.url}/settings/server/storage")
-    return page, console
 
 
 async def test_the_storage_screen_shows_each_workspace_and_the_last_retention_pass(tmp_path: Path, dist: Path) -> None:
@@ -41,7 +32,7 @@ async def test_the_storage_screen_shows_each_workspace_and_the_last_retention_pa
         assert await srv.ctx.service(RetentionSchedule).prune_now() is not None
 
         for options in ({}, {"viewport": {"width": 375, "height": 800}, "color_scheme": "dark"}):
-            page, console = await open_page(browser, srv, **options)
+            page, console = await open_signed_in(browser, srv, "/settings/server/storage", **options)
             await page.get_by_role("heading", name="Storage and retention").wait_for()
             sizes = page.get_by_role("table", name="Bytes of the data directory per workspace and for the server")
             team = sizes.get_by_role("row").filter(has_text="Team")
