@@ -4,7 +4,8 @@ A data directory with ``--workspaces`` workspaces of ``--messages`` messages eac
 service, the path ``messages.post`` takes, so events and audit rows come with them) and, in each workspace, a
 worktree holding a copy of this checkout's ``src/`` (about 630 files) as its files. Then ``hangar admin backup``
 (with files, without, and with files encrypted) and ``hangar admin restore`` of each are timed as the command line
-runs them, from spawn to exit, medians of ``--samples`` runs.
+runs them, from spawn to exit, medians of ``--samples`` runs; each backup's size beside the size of the tar archive
+it gzips (what a backup weighed before backups were compressed).
 
 Run: .venv/bin/python bench/bench_backup.py [--workspaces 10] [--messages 10000] [--samples 3] [--data DIR]
 (``--data``: a data directory an earlier run populated and kept, measured again without populating it)
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import os
 import shutil
@@ -58,6 +60,14 @@ def size_of(path: Path) -> int:
     for here, _dirs, files in os.walk(path):
         for name in files:
             total += os.lstat(Path(here) / name).st_size
+    return total
+
+
+def gunzipped_size(path: Path) -> int:
+    total = 0
+    with gzip.open(path, "rb") as archive:
+        while chunk := archive.read(1 << 20):
+            total += len(chunk)
     return total
 
 
@@ -106,11 +116,14 @@ def main() -> None:
                 sealed = ("--encrypted",) if label == "encrypted" else ()
                 restores.append(timed("restore", str(out), "--data-dir", str(target), *sealed))
                 shutil.rmtree(target)
-            result[label] = {
+            entry: dict[str, object] = {
                 "backupSeconds": round(statistics.median(backups), 2),
                 "restoreSeconds": round(statistics.median(restores), 2),
                 "bytes": out.stat().st_size,
             }
+            if label != "encrypted":  # the tar archive inside, as large as backups were before they were gzipped
+                entry["tarBytes"] = gunzipped_size(out)
+            result[label] = entry
         print(json.dumps(result, indent=2))
 
 

@@ -1,9 +1,12 @@
 """Every refusal of ``hangar admin backup`` and ``restore`` is one sentence on stderr, exit 1, and changes nothing:
 a non-empty target, a truncated file, one flipped byte (named by its item), a wrong or missing passphrase, a
-backup into a missing folder or into the data directory itself; the passphrase's bounds on both sides."""
+backup into a missing folder or into the data directory itself; the passphrase's bounds on both sides. Backups are
+gzipped; one written before they were (a plain tar archive: ``old_format``) restores, and its damage is refused
+as before."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -52,6 +55,39 @@ def plain(data: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
+def old_format(plain: Path) -> Path:
+    """``plain`` as backups were written before they were compressed: the same tar archive, not gzipped."""
+    raw = plain.read_bytes()
+    assert raw[:2] == b"\x1f\x8b"  # gzip's magic: backups are compressed now
+    out = plain.parent / "old-format.backup"
+    out.write_bytes(gzip.decompress(raw))
+    assert out.stat().st_size > 2 * plain.stat().st_size
+    return out
+
+
+def test_a_backup_written_before_compression_restores(tmp_path: Path, plain: Path, old_format: Path) -> None:
+    for backup, into in ((old_format, tmp_path / "old"), (plain, tmp_path / "new")):
+        done = admin("restore", str(backup), "--data-dir", str(into))
+        assert done.returncode == 0, done.stderr
+    assert (tmp_path / "old" / "server.db").read_bytes() == (tmp_path / "new" / "server.db").read_bytes()
+    assert (tmp_path / "old" / "secrets.json").read_text() == '{"k": "v"}'
+
+
+def test_restore_refuses_damaged_or_cut_compressed_data(tmp_path: Path, plain: Path) -> None:
+    raw = bytearray(plain.read_bytes())
+    cut = tmp_path / "cut.backup"
+    cut.write_bytes(bytes(raw[: len(raw) // 2]))
+    said = refused(admin("restore", str(cut), "--data-dir", str(tmp_path / "r")))
+    assert "truncated" in said or "damaged" in said
+    raw[len(raw) // 3] ^= 0xFF
+    flipped = tmp_path / "flipped.backup"
+    flipped.write_bytes(bytes(raw))
+    said = refused(admin("restore", str(flipped), "--data-dir", str(tmp_path / "r")))
+    assert "damaged" in said or "truncated" in said or "checksum" in said
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.fixture(scope="module")
 def sealed(data: Path) -> Path:
     out = data.parent / "sealed.backup"
     key = data.parent / "passphrase"
@@ -60,6 +96,16 @@ def sealed(data: Path) -> Path:
     assert done.returncode == 0, done.stderr
     assert "encrypted" in done.stdout
     return out
+
+
+def test_an_encrypted_backup_is_compressed_before_it_is_sealed(sealed: Path, old_format: Path) -> None:
+    from hangar.backup.crypt import OpeningReader
+
+    with sealed.open("rb") as raw:
+        opened = OpeningReader(raw, b"correct horse battery")
+        inside = opened.read(-1)
+    assert inside[:2] == b"\x1f\x8b" and gzip.decompress(inside)[:100] == old_format.read_bytes()[:100]
+    assert sealed.stat().st_size < old_format.stat().st_size / 2
 
 
 def test_restore_refuses_a_non_empty_folder_naming_it(tmp_path: Path, plain: Path) -> None:
@@ -78,25 +124,25 @@ def test_restore_refuses_a_non_empty_folder_naming_it(tmp_path: Path, plain: Pat
     assert "is not a folder" in refused(admin("restore", str(plain), "--data-dir", str(a_file)))
 
 
-def test_restore_refuses_a_truncated_backup_naming_the_item(tmp_path: Path, plain: Path) -> None:
+def test_restore_refuses_a_truncated_backup_naming_the_item(tmp_path: Path, old_format: Path) -> None:
     cut = tmp_path / "cut.backup"
-    cut.write_bytes(plain.read_bytes()[: plain.stat().st_size // 2])
+    cut.write_bytes(old_format.read_bytes()[: old_format.stat().st_size // 2])
     said = refused(admin("restore", str(cut), "--data-dir", str(tmp_path / "r")))
     assert "'server.db'" in said and ("truncated" in said or "damaged" in said)
     assert not (tmp_path / "r").exists()
     no_manifest = tmp_path / "no-manifest.backup"
-    with tarfile.open(plain) as tar:
+    with tarfile.open(old_format) as tar:
         end = tar.getmember("MANIFEST.json").offset
-    no_manifest.write_bytes(plain.read_bytes()[:end])
+    no_manifest.write_bytes(old_format.read_bytes()[:end])
     said = refused(admin("restore", str(no_manifest), "--data-dir", str(tmp_path / "r")))
     assert said.startswith("the backup is truncated: it ends at the item after ") and "before its manifest" in said
     assert not (tmp_path / "r").exists()
 
 
-def test_restore_refuses_one_flipped_byte_naming_the_item(tmp_path: Path, plain: Path) -> None:
-    with tarfile.open(plain) as tar:
+def test_restore_refuses_one_flipped_byte_naming_the_item(tmp_path: Path, old_format: Path) -> None:
+    with tarfile.open(old_format) as tar:
         at = tar.getmember("server.db").offset_data + 1000
-    raw = bytearray(plain.read_bytes())
+    raw = bytearray(old_format.read_bytes())
     raw[at] ^= 0x01
     flipped = tmp_path / "flipped.backup"
     flipped.write_bytes(bytes(raw))

@@ -32,7 +32,7 @@ const RIG = /^\/workspaces\/([^/]+)\/rigs\/([^/]+)\/?$/;
 const PIPELINE_RUN = /^\/workspaces\/([^/]+)\/pipelines\/runs\/([^/]+)\/?$/;
 
 /** The server owner's settings screens: `/settings/server/<section>` (users is this client's own path). */
-export const SERVER_SECTIONS = ["sso", "rigs", "users"] as const;
+export const SERVER_SECTIONS = ["sso", "rigs", "users", "storage"] as const;
 export type ServerSection = (typeof SERVER_SECTIONS)[number];
 const SERVER_SETTINGS = /^\/settings\/server(?:\/([a-z]+))?\/?$/;
 

@@ -132,6 +132,42 @@ describe("RpcClient", () => {
     expect(current().last()["args"]).toEqual({ workspace_id: "w1", spaceId: "s1", afterSeq: 42 });
   });
 
+  it("opens a resumed watch again from now when retention deleted what it would resume from", () => {
+    const { client, current, timers } = setup();
+    current().accept();
+    const replies: unknown[] = [];
+    const errors: unknown[] = [];
+    client.watch(
+      "spaces.watch",
+      { workspace_id: "w1", spaceId: "s1" },
+      { onReply: (r) => replies.push(r), onError: (e) => errors.push(e.code) },
+    );
+    const first = current().last();
+    current().push({ id: first["id"], ok: true, result: { space: {} } });
+    current().push({ id: first["id"], event: { seq: 42, type: "message.posted" } });
+    current().drop(1006);
+    timers.run();
+    current().accept();
+    const resumed = current().last();
+    expect(resumed["args"]).toEqual({ workspace_id: "w1", spaceId: "s1", afterSeq: 42 });
+    const horizon = "afterSeq 42 is behind the retention horizon: events up to #90 of this workspace were pruned";
+    current().push({ id: resumed["id"], ok: false, error: { code: "conflict", message: horizon } });
+    const fresh = current().last();
+    expect(fresh["args"]).toEqual({ workspace_id: "w1", spaceId: "s1" });
+    current().push({ id: fresh["id"], ok: true, result: { space: {} } });
+    expect(replies).toHaveLength(2);
+    expect(errors).toEqual([]);
+    // A refusal of a watch opened without a cursor is its owner's to hear, and it is not opened again.
+    current().drop(1006);
+    timers.run();
+    current().accept();
+    const third = current().last();
+    expect(third["args"]).toEqual({ workspace_id: "w1", spaceId: "s1" });
+    current().push({ id: third["id"], ok: false, error: { code: "conflict", message: "another refusal" } });
+    expect(errors).toEqual(["conflict"]);
+    expect(current().last()).toBe(third);
+  });
+
   it("unwatches by the watch's request id, and a closed watch is not reopened", () => {
     const { client, current, timers } = setup();
     current().accept();

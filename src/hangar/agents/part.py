@@ -7,6 +7,7 @@ from hangar.agents.endpoints import TRUSTED_MODEL_HOSTS_SPEC
 from hangar.agents.events import AGENT_EVENTS
 from hangar.agents.ops import AGENT_OPS
 from hangar.agents.runner import AgentRunner
+from hangar.agents.runs import RunStore
 from hangar.agents.service import AgentService
 from hangar.agents.tables import MIGRATIONS
 from hangar.agents.teams import TeamService
@@ -37,6 +38,11 @@ async def _stop(app: AppContext) -> None:
         await runner.aclose()
 
 
+async def _event_floor(app: AppContext, workspace_id: str) -> int | None:
+    """What retention keeps for this part: the events of running runs."""
+    return await RunStore(app).needed_events_after(workspace_id)
+
+
 AGENTS_PART = Part(
     name="agents",
     ops=AGENT_OPS,
@@ -46,4 +52,5 @@ AGENTS_PART = Part(
     server_settings=[TRUSTED_MODEL_HOSTS_SPEC],
     start=_start,
     stop=_stop,
+    event_floor=_event_floor,
 )

@@ -125,3 +125,13 @@ class RunStore:
 
     async def running(self, workspace_id: str) -> list[Run]:
         return await self.all(workspace_id, status=RunStatus.running, limit=100_000)
+
+    async def needed_events_after(self, workspace_id: str) -> int | None:
+        """The seq after which a running run's events are still needed (its turn events are read back from its
+        first: ``AgentRunner.events``); None when no run is running."""
+        t = tables.agent_runs
+        engine = await self._app.dbs.workspace(workspace_id)
+        q = sa.select(sa.func.min(sa.func.coalesce(t.c.first_seq, 1))).where(t.c.status == RunStatus.running)
+        async with engine.connect() as conn:
+            first = (await conn.execute(q)).scalar()
+        return None if first is None else int(first) - 1

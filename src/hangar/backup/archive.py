@@ -1,5 +1,6 @@
 """A backup's archive: a POSIX tar stream of items (files, folders, symlinks) under their paths in the data
-directory, closed by ``MANIFEST.json``, which lists every item with its kind, mode, size and SHA-256.
+directory, closed by ``MANIFEST.json``, which lists every item with its kind, mode, size and SHA-256. The stream is
+gzipped on its way to the file (``hangar.backup.compress``); a reader takes it gzipped or plain.
 
 Tar because an operator can list and read an unencrypted backup with the tools every system has. The manifest comes
 last because an item's checksum is known only once it is written; so a reader makes one whole pass (``scan``)
@@ -222,7 +223,8 @@ def scan_as(stream: IO[bytes], parse: Callable[[bytes], L], on_item: OnItem | No
     where = "its first item"
     manifest: L | None = None
     try:
-        with tarfile.open(fileobj=stream, mode="r|", tarinfo=_BoundedInfo) as tar:
+        # ``r|*``: gzipped as backups are written now (``hangar.backup.compress``), or plain as they were before.
+        with tarfile.open(fileobj=stream, mode="r|*", tarinfo=_BoundedInfo) as tar:
             for member in tar:
                 if manifest is not None:
                     raise BackupRefused(f"the backup has an item {member.name[:200]!r} after its manifest")

@@ -126,14 +126,6 @@ class BackupSchedule:
             without_files=await self._setting(WITHOUT_FILES_SETTING) is True,
         )
 
-    async def run_forever(self) -> None:
-        while True:
-            try:
-                await self.pass_once()
-            except Exception:
-                log.exception("backup: the scheduled pass failed")
-            await asyncio.sleep(self.tick)
-
     async def pass_once(self) -> Path | None:
         """Take a backup if one is due; the file written, or None."""
         plan = await self.plan()

@@ -17,10 +17,11 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import BinaryIO, Protocol
 
 from hangar import __version__
 from hangar.backup.archive import FORMAT, ArchiveWriter, BackupRefused, Manifest
+from hangar.backup.compress import LEVEL, CompressingWriter
 from hangar.backup.crypt import SealingWriter
 from hangar.core.fileio import fsync_dir, pid_alive
 
@@ -70,9 +71,16 @@ def check_target(target: Path, data_root: Path) -> Path:
 
 
 def take_backup(
-    source: Source, target: Path, data_root: Path, *, passphrase: bytes | None, without_files: bool
+    source: Source,
+    target: Path,
+    data_root: Path,
+    *,
+    passphrase: bytes | None,
+    without_files: bool,
+    level: int = LEVEL,
 ) -> Taken:
-    """Write a backup of ``source`` to ``target`` (replacing a file there only once the new one is complete)."""
+    """Write a backup of ``source`` to ``target`` (replacing a file there only once the new one is complete),
+    gzipped at ``level`` (``hangar.backup.compress``; 0 stores the archive in gzip framing uncompressed)."""
     began = time.monotonic()
     target = check_target(target, data_root)
     try:
@@ -81,21 +89,24 @@ def take_backup(
         raise BackupRefused(str(exc)) from None
     clear_abandoned(target.parent, target.name)
     try:
-        return _write(source, target, passphrase=passphrase, without_files=without_files, began=began)
+        return _write(source, target, passphrase=passphrase, without_files=without_files, began=began, level=level)
     except (OSError, sqlite3.Error) as exc:
         said = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise BackupRefused(f"the backup to {target} failed: {said}") from None
 
 
-def _write(source: Source, target: Path, *, passphrase: bytes | None, without_files: bool, began: float) -> Taken:
+def _write(
+    source: Source, target: Path, *, passphrase: bytes | None, without_files: bool, began: float, level: int
+) -> Taken:
     work = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}{_PARTIAL}"
     work.mkdir(mode=0o700)
     try:
         archive = work / "archive"
         fd = os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:
-            stream: Any = out if passphrase is None else SealingWriter(out, passphrase)
-            writer = ArchiveWriter(stream)
+            sealing = None if passphrase is None else SealingWriter(out, passphrase)
+            packing = CompressingWriter(out if sealing is None else sealing, level)
+            writer = ArchiveWriter(packing)
             source.write(writer, work, without_files=without_files)
             manifest = Manifest(
                 format=FORMAT,
@@ -106,8 +117,9 @@ def _write(source: Source, target: Path, *, passphrase: bytes | None, without_fi
                 items=tuple(writer.items),
             )
             writer.finish(manifest)
-            if isinstance(stream, SealingWriter):
-                stream.close()
+            packing.close()
+            if sealing is not None:
+                sealing.close()
             _sync(out)
         os.rename(archive, target)
         fsync_dir(target.parent)

@@ -368,3 +368,41 @@ def backups_cmd(
     for row in rows:
         said = f"{row.size} bytes" if row.outcome == "ok" else f"failed: {row.error}"
         typer.echo(f"{row.started_at.isoformat(timespec='seconds')}  {row.file}  {said}")
+
+
+@admin_app.command("retention")
+def retention_cmd(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None) -> None:
+    """How long events and audit rows are kept (the retention.* server settings) and what the last retention pass
+    a server made deleted in each database."""
+    from hangar.retention import RetentionSchedule
+    from hangar.retention.schedule import AUDIT_SETTING, DEFAULT_AUDIT_DAYS, DEFAULT_EVENTS_DAYS, EVENTS_SETTING
+    from hangar.server.context_factory import open_context
+
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
+
+    async def run() -> list[str]:
+        from hangar.identity.part import IDENTITY_PART
+        from hangar.retention import RETENTION_PART
+
+        async with open_context(settings, parts=[IDENTITY_PART, RETENTION_PART]) as ctx:
+            schedule = ctx.service(RetentionSchedule)
+            events = await schedule.days(EVENTS_SETTING, DEFAULT_EVENTS_DAYS)
+            audit = await schedule.days(AUDIT_SETTING, DEFAULT_AUDIT_DAYS)
+            lines = [f"events are kept {_days(events)}, audit rows {_days(audit)}"]
+            last = await schedule.last_pass()
+            if last is None:
+                return [*lines, "no retention pass has run"]
+            started, finished, records = last
+            ended = finished.isoformat(timespec="seconds") if finished else "not finished"
+            lines.append(f"last pass {started.isoformat(timespec='seconds')} ({ended})")
+            for r in records:
+                said = f"failed: {r.error}" if r.error else f"{r.events} events, {r.audit} audit rows deleted"
+                lines.append(f"  {r.database}  {said}")
+            return lines
+
+    for line in asyncio.run(run()):
+        typer.echo(line)
+
+
+def _days(days: int) -> str:
+    return "for ever" if days == 0 else f"{days} day" + ("" if days == 1 else "s")

@@ -18,6 +18,7 @@ Records
 - ``events``: domain events: typed, stored per workspace with a sequence number, fanned out to subscribers.
 - ``outbox``: events about server-database records, written with them and delivered to the workspace.
 - ``audit``: the append-only audit log of a workspace.
+- ``retention``: deleting a workspace's old events and audit rows, never what is still needed.
 - ``settings``: the workspace settings store (keys the parts declare, validated on write).
 - ``stamps``: change counters, how a process knows what it keeps in memory is still what the database holds.
 
@@ -30,6 +31,8 @@ Files and processes
 - ``procs``: naming one process for good across processes (pid and start time).
 - ``runcontrol``: one driver per run, stop requests from any process, taking over a dead driver's runs.
 - ``leases``: on PostgreSQL, who drives a run across hosts (session advisory locks, fenced on a lost connection).
+- ``turns``: taking turns on a lock file of the data directory for work one server does for all of them.
+- ``scheduled``: work a server does by itself every so often (a part's background task, started and stopped).
 
 Confined code
 - ``confine``: where code users author runs (``Confinement``, ``Scope``, ``Job``), and the trusted-host switch.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from starlette.routing import BaseRoute
@@ -13,6 +14,7 @@ from hangar.core.context import AppContext
 from hangar.core.disks import DISK_SPECS
 from hangar.core.events import DomainEvent
 from hangar.core.migrating import MigrationSet
+from hangar.core.retention import EventFloor
 from hangar.core.settings import SettingSpec
 from hangar.core.tables import MIGRATIONS as KERNEL_MIGRATIONS
 
@@ -45,6 +47,11 @@ class Part:
     server_settings: Sequence[SettingSpec] = ()
     # Pipeline step bodies this part contributes; the composition hands every part's to the pipelines part.
     bodies: Sequence[StepBody] = ()
+    # The seq after which this part still needs a workspace's events (``hangar.core.retention``: never pruned).
+    event_floor: EventFloor | None = None
+    # Folders outside ``<dataDir>/<workspaceId>/`` holding a workspace's files (counted as its own by
+    # ``server.storage``): ``(app, workspace_id) -> [folders]``.
+    workspace_folders: Callable[[AppContext, str], Awaitable[list[Path]]] | None = None
     start: Callable[[AppContext], Awaitable[None]] | None = None
     stop: Callable[[AppContext], Awaitable[None]] | None = None
 

@@ -71,4 +71,13 @@ run_stop_requests = sa.Table(
     sa.Column("requested_at", UtcDateTime(), nullable=False),
 )
 
+# What retention passes pruned (``hangar.core.retention``): ``events.prunedThrough`` (events at or below that seq
+# may be gone), ``audit.prunedThrough``, and ``audit.deletableThrough``, set only inside a pass's transaction.
+retention_marks = sa.Table(
+    "retention_marks",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.BigInteger, nullable=False),
+)
+
 MIGRATIONS = MigrationSet("core", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))

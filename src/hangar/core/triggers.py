@@ -1,7 +1,8 @@
 """Triggers the migrations create, written for each dialect: SQLAlchemy and Alembic have no construct for them.
 
 Three kinds: the change counters' bump triggers (``hangar.core.stamps``), the refusal of edits to append-only
-tables (the audit log, a rig's action log), and on PostgreSQL only the domain events' order and notification
+tables (the audit log, whose old rows only a retention pass deletes, and a rig's action log), and on PostgreSQL
+only the domain events' order and notification
 (``event_notify_sql``). SQLite's statements are the ones its databases were always created with; PostgreSQL's do
 the same through trigger functions (a PostgreSQL trigger runs a function, never a body). The counters' and the
 append-only triggers fire once per row, as SQLite's do; the events' once per statement.
@@ -73,6 +74,52 @@ def append_only_sql(table: str, *, dialect: str) -> list[str]:
             "FOR EACH ROW EXECUTE FUNCTION refuse_append_only_change()"
             for what in ("update", "delete")
         ),
+    ]
+
+
+# The mark a retention pass sets, inside its own transaction, to the highest audit row id it deletes, and puts back
+# to 0 before it commits (``hangar.core.retention``): outside a pass no audit row can be deleted.
+MARKS_TABLE = "retention_marks"
+AUDIT_DELETABLE = "audit.deletableThrough"
+
+
+def prunable_audit_sql(*, dialect: str) -> list[str]:
+    """Statements replacing the audit log's refusal of deletions (``append_only_sql``) by one that lets a
+    retention pass delete the rows it marked deletable in its transaction; updates stay refused, and so does every
+    deletion outside a pass."""
+    deletable = f"coalesce((SELECT value FROM {MARKS_TABLE} WHERE name = '{AUDIT_DELETABLE}'), 0)"
+    if dialect == "sqlite":
+        return [
+            "DROP TRIGGER IF EXISTS audit_log_no_delete",
+            f"CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log WHEN OLD.id > {deletable} "
+            "BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END",
+        ]
+    _postgresql_only(dialect)
+    return [
+        "DROP TRIGGER IF EXISTS audit_log_no_delete ON audit_log",
+        # The workspace's own schema, fixed when the function is made: the function reads its marks table.
+        "CREATE OR REPLACE FUNCTION refuse_audit_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM "
+        f"CURRENT AS $$ BEGIN IF OLD.id > {deletable} THEN RAISE EXCEPTION 'audit_log is append-only'; END IF; "
+        "RETURN OLD; END $$",
+        "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION "
+        "refuse_audit_delete()",
+    ]
+
+
+def unprunable_audit_sql(*, dialect: str) -> list[str]:
+    """The refusal ``append_only_sql`` made, back in place of ``prunable_audit_sql``'s (a downgrade)."""
+    if dialect == "sqlite":
+        return [
+            "DROP TRIGGER IF EXISTS audit_log_no_delete",
+            "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log "
+            "BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END",
+        ]
+    _postgresql_only(dialect)
+    return [
+        "DROP TRIGGER IF EXISTS audit_log_no_delete ON audit_log",
+        "DROP FUNCTION IF EXISTS refuse_audit_delete()",
+        "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION "
+        "refuse_append_only_change()",
     ]
 
 

@@ -1,6 +1,11 @@
-"""Taking turns between processes that share a data directory: a periodic job (a scheduled backup, a check of
-the image packs) runs in one of them per pass. The turn is an exclusive ``flock`` on a file, tried without
-waiting: whoever holds it does the job, the others skip this pass. A process that dies releases its turn."""
+"""Taking turns between processes that share a data directory: a periodic job (a scheduled backup, a retention
+pass, a check of the image packs) runs in one of them per pass. The turn is an exclusive ``flock`` on a file, tried
+without waiting: whoever holds it does the job, the others skip this pass.
+
+The kernel releases the lock when its holder dies, however it dies, so a server killed mid-pass leaves no turn held.
+Servers that share a PostgreSQL database but not a data directory also need the schedule's own record in the
+database to say the work is not due (``hangar.retention.schedule`` claims its pass there).
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 
 from hangar.core.context import AppContext
 from hangar.core.part import Part, StepBody
@@ -15,8 +16,9 @@ from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PIPELINE_EVENTS
 from hangar.pipelines.ops import PIPELINE_OPS
 from hangar.pipelines.retention import RETENTION_SPEC
-from hangar.pipelines.runtime import PipelinesRuntime
+from hangar.pipelines.runtime import CURSOR, PipelinesRuntime
 from hangar.pipelines.slots import MAX_RUNNING_RUNS_SPEC
+from hangar.pipelines.store import PipelineStore
 from hangar.pipelines.tables import MIGRATIONS
 
 SERVER_SETTINGS = [MAX_RUNNING_RUNS_SPEC, RETENTION_SPEC]
@@ -42,6 +44,16 @@ def make_pipelines_part(bodies: Sequence[StepBody] = ()) -> Part:
     return dataclasses.replace(PIPELINES_CLI_PART, start=start, stop=_stop)
 
 
+async def _event_floor(ctx: AppContext, workspace_id: str) -> int:
+    """What retention keeps for this part (``PipelineStore.needed_events_after``)."""
+    return await PipelineStore(ctx.dbs.workspace, ctx.dbs.writer).needed_events_after(workspace_id, CURSOR)
+
+
+async def _workspace_folders(ctx: AppContext, workspace_id: str) -> list[Path]:
+    """The working directories of the workspace's runs (they lie in ``<dataDir>/pipelines/``, not its folder)."""
+    return await PipelineStore(ctx.dbs.workspace, ctx.dbs.writer).run_folders(ctx.datadir.root, workspace_id)
+
+
 # For in-process commands (``hangar pipeline``): the tables, ops, events, bodies and settings, but no resumption of
 # other runs, no subscription and no scheduler; the command builds and drives its own engine.
 PIPELINES_CLI_PART = Part(
@@ -51,4 +63,6 @@ PIPELINES_CLI_PART = Part(
     events=PIPELINE_EVENTS,
     bodies=BODIES,
     server_settings=SERVER_SETTINGS,
+    event_floor=_event_floor,
+    workspace_folders=_workspace_folders,
 )

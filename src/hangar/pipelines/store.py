@@ -8,8 +8,10 @@ before its body starts, a result is stored before the steps after it start. SQLi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -27,6 +29,7 @@ from hangar.errors import Conflict, NotFound
 from hangar.pipelines import tables as t
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.events import TaskFinished
+from hangar.pipelines.layout import CONTROL_DIR
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, StepStatus
 from hangar.pipelines.results import TemplateSummary
 from hangar.pipelines.rows import RunRow, Tick, TriggerRow, aware
@@ -40,7 +43,8 @@ WriterFor = Callable[[str], Awaitable[Writer]]
 def _task_id(payload: Any) -> Any:
     """The task a stored ``TaskFinished`` names: ``taskId``, or ``task_id`` in one stored before payloads went
     camelCase."""
-    return sa.func.coalesce(sa.func.json_extract(payload, "$.taskId"), sa.func.json_extract(payload, "$.task_id"))
+    # The JSON type's own accessors: ``json_extract`` on SQLite, ``->>`` on PostgreSQL (which has no json_extract).
+    return sa.func.coalesce(payload["taskId"].as_string(), payload["task_id"].as_string())
 
 
 def _rec(row: RowMapping) -> StepRec:
@@ -421,3 +425,48 @@ class PipelineStore:
         for run_id, status, state in child_rows:
             found.setdefault(str(run_id), (str(status), state))
         return found
+
+    # -- what retention keeps ---------------------------------------------------------------------------
+
+    async def needed_events_after(self, ws: str, cursor: str) -> int:
+        """The seq after which this part still needs the workspace's events: its event triggers' cursor
+        ``cursor`` (0 before its first poll: every event is still to be read), a suspended step's ``sinceSeq``,
+        and the first ``TaskFinished`` of a task a suspended step waits on."""
+        engine = await self.engine(ws)
+        sr, de, ec = t.step_runs, core_tables.domain_events, core_tables.event_cursors
+        async with engine.connect() as conn:
+            read = (await conn.execute(sa.select(ec.c.seq).where(ec.c.consumer == cursor))).scalar()
+            suspends = (
+                await conn.execute(sa.select(sr.c.suspend).where(sr.c.status == StepStatus.suspended.value))
+            ).scalars()
+            floors, task_ids = [int(read or 0)], set[str]()
+            for suspend in suspends:
+                if isinstance(suspend, dict):
+                    floors.append(int(suspend.get("sinceSeq") or 0))
+                    task_ids.update(str(i) for i in suspend.get("taskIds") or ())
+            if task_ids:
+                first = (
+                    await conn.execute(
+                        sa.select(sa.func.min(de.c.seq)).where(
+                            de.c.type == TaskFinished.type, _task_id(de.c.payload).in_(sorted(task_ids))
+                        )
+                    )
+                ).scalar()
+                if first is not None:
+                    floors.append(int(first) - 1)
+        return min(floors)
+
+    async def run_folders(self, data_root: Path, ws: str) -> list[Path]:
+        """The working directories that exist of this workspace's runs (``<dataDir>/pipelines/<runId>``)."""
+        folder = data_root / "pipelines"
+        try:
+            names = [e.name for e in os.scandir(folder) if e.is_dir(follow_symlinks=False) and e.name != CONTROL_DIR]
+        except FileNotFoundError:
+            return []
+        engine = await self.engine(ws)
+        found: list[str] = []
+        async with engine.connect() as conn:
+            for at in range(0, len(names), 500):
+                q = sa.select(t.runs.c.id).where(t.runs.c.id.in_(names[at : at + 500]))
+                found.extend((await conn.execute(q)).scalars())
+        return [folder / name for name in sorted(found)]

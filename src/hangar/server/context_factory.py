@@ -19,11 +19,13 @@ from hangar.core.events import EventBus, EventRegistry
 from hangar.core.metrics import Metrics
 from hangar.core.outbox import Outbox
 from hangar.core.part import Part, kernel_part
+from hangar.core.retention import EventFloors
 from hangar.core.secrets import SecretsFile
 from hangar.core.settings import WorkspaceSettings
 from hangar.httpkit.ratelimit import RateLimits
 from hangar.identity.authority import AUTHORITY
 from hangar.identity.service import IdentityService
+from hangar.retention.storage import FolderFinders
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +129,8 @@ async def _started(
         ctx.provide(service)
     ctx.provide(RateLimits(clock.monotonic))  # the injectable clock: refills are tested without waiting
     ctx.provide(WorkspaceSettings(dbs, clock, [s for p in parts for s in p.settings]))
+    ctx.provide(EventFloors([p.event_floor for p in parts if p.event_floor is not None]))
+    ctx.provide(FolderFinders(tuple(p.workspace_folders for p in parts if p.workspace_folders is not None)))
     started: list[Part] = []
     try:
         if follow_events:

@@ -17,6 +17,7 @@ def all_parts() -> list[Part]:
     from hangar.oauth.part import OAUTH_PART
     from hangar.oversight import OVERSIGHT_PART
     from hangar.pipelines.part import make_pipelines_part
+    from hangar.retention import RETENTION_PART
     from hangar.rigs.part import RIGS_PART
     from hangar.server.deletion.part import DELETION_PART
     from hangar.sso.part import SSO_PART
@@ -35,6 +36,7 @@ def all_parts() -> list[Part]:
         BACKUP_PART,
         DELETION_PART,  # after the parts whose work it stops, before pipelines resume runs
         TRANSFER_PART,
+        RETENTION_PART,
     ]
     # Last: resuming runs at start may run bodies that use the services the parts above provide.
     return [*others, make_pipelines_part(bodies=step_bodies(others))]

@@ -1306,8 +1306,49 @@ export type ServerInfo = {
   pairingEnabled: boolean;
 };
 
+/** What one retention pass deleted in one database (``server`` or a workspace's id). */
+export type PrunedDatabase = {
+  database: string;
+  events: number;
+  audit: number;
+  error: string | null;
+};
+
+export type RetentionPass = {
+  startedAt: string;
+  finishedAt: string | null;
+  databases: Array<PrunedDatabase>;
+};
+
+/** The retention settings as they bind now (0: kept for ever) and the last pass. */
+export type RetentionView = {
+  eventsDays: number;
+  auditDays: number;
+  lastPass: RetentionPass | null;
+};
+
 export type WorkspaceCreators = {
   who: "serverOwner" | "members" | "anyone";
+};
+
+/** Bytes of the data directory: the database's, and every other file's (symlinks counted as themselves). */
+export type SpaceUsed = {
+  databaseBytes: number;
+  filesBytes: number;
+};
+
+export type WorkspaceStorage = {
+  databaseBytes: number;
+  filesBytes: number;
+  id: string;
+  name: string;
+};
+
+/** What the data directory holds per workspace and for the server itself; ``complete`` is false when the walk ran out of its time and some files are not counted. */
+export type StorageView = {
+  server: SpaceUsed;
+  workspaces: Array<WorkspaceStorage>;
+  complete: boolean;
 };
 
 export type ServerUser = {
@@ -2558,12 +2599,20 @@ export type ServerDeactivateUserResult = UserRef;
 export type ServerInfoArgs = Record<string, never>;
 export type ServerInfoResult = ServerInfo;
 
+/** How long events and audit rows are kept (the ``retention.*`` server settings) and what the last retention pass deleted in each database (server owner only). */
+export type ServerRetentionArgs = Record<string, never>;
+export type ServerRetentionResult = RetentionView;
+
 /** Choose who may create workspaces (server owner only). */
 export type ServerSetWorkspaceCreatorsArgs = {
   /** serverOwner, members (of any workspace; the default) or anyone */
   who: "serverOwner" | "members" | "anyone";
 };
 export type ServerSetWorkspaceCreatorsResult = WorkspaceCreators;
+
+/** The data directory's size: per workspace its database and its files (repositories, spaces, worktrees, pipeline run folders), and the server's own (server owner only). Walked without following symlinks, within a time bound. */
+export type ServerStorageArgs = Record<string, never>;
+export type ServerStorageResult = StorageView;
 
 /** Every user of the server (server owner only). */
 export type ServerUsersArgs = Record<string, never>;
@@ -2971,7 +3020,9 @@ export interface Ops {
   "runs.list": { kind: "read"; scope: "workspace"; args: RunsListArgs; result: RunsListResult; event: never };
   "server.deactivateUser": { kind: "destructive"; scope: "server"; args: ServerDeactivateUserArgs; result: ServerDeactivateUserResult; event: never };
   "server.info": { kind: "read"; scope: "server"; args: ServerInfoArgs; result: ServerInfoResult; event: never };
+  "server.retention": { kind: "read"; scope: "server"; args: ServerRetentionArgs; result: ServerRetentionResult; event: never };
   "server.setWorkspaceCreators": { kind: "mutate"; scope: "server"; args: ServerSetWorkspaceCreatorsArgs; result: ServerSetWorkspaceCreatorsResult; event: never };
+  "server.storage": { kind: "read"; scope: "server"; args: ServerStorageArgs; result: ServerStorageResult; event: never };
   "server.users": { kind: "read"; scope: "server"; args: ServerUsersArgs; result: ServerUsersResult; event: never };
   "server.workspaceCreators": { kind: "read"; scope: "server"; args: ServerWorkspaceCreatorsArgs; result: ServerWorkspaceCreatorsResult; event: never };
   "settings.get": { kind: "read"; scope: "workspace"; args: SettingsGetArgs; result: SettingsGetResult; event: never };
@@ -3120,7 +3171,9 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "runs.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "server.deactivateUser": { kind: "destructive", scope: "server", minRole: "guest", serverOwner: true },
   "server.info": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
+  "server.retention": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "server.setWorkspaceCreators": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "server.storage": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "server.users": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "server.workspaceCreators": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "settings.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },

@@ -7,7 +7,8 @@
  *   `unavailable` (it is not replayed: a mutation may or may not have happened).
  * - `watch(op, args, handlers)` opens a watch and keeps it open across reconnects: after each reconnect it is opened
  *   again and its owner gets the first reply again (so a screen refreshes what it missed); a watch whose op has a
- *   cursor (`afterSeq`) resumes after the last event it delivered.
+ *   cursor (`afterSeq`) resumes after the last event it delivered, or, when the server refuses that resume with
+ *   `conflict` (retention deleted events after it), from now.
  * - The socket reconnects with exponential backoff and jitter. A rejected credential (close 4401 or an
  *   `unauthenticated` error) stops it for good and calls `onUnauthenticated`: the person must connect again.
  */
@@ -219,7 +220,13 @@ export class RpcClient {
     }
     const watch = this.byRequest.get(id);
     if (!watch) return;
-    if (error) {
+    if (error && error.code === "conflict" && watch.cursor !== undefined) {
+      // Its resume point is behind what retention deleted (the server cannot send what it missed): it is opened
+      // again from now, and its owner refreshes from the reply as after any reconnect.
+      this.byRequest.delete(id);
+      watch.cursor = undefined;
+      this.openWatch(watch);
+    } else if (error) {
       this.forgetWatch(watch);
       watch.deliver.error(error);
     } else {

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from hangar.core.part import OpFunction
 from hangar.core.principal import Role
+from hangar.core.retention import check_resumable
 from hangar.errors import InvalidArgs
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, op
@@ -132,9 +133,12 @@ class SpaceWatchArgs(Args):
 async def spaces_watch(ctx: OpContext, args: SpaceWatchArgs) -> AsyncIterator[SpaceFollowed | SpaceEventFrame]:
     """Follow a space: new messages, provisioning changes and agent turn events, as event frames.
 
-    With ``afterSeq`` the events persisted after that sequence number are sent first.
+    With ``afterSeq`` the events persisted after that sequence number are sent first; refused (``conflict``) when
+    retention pruned events after it, since they could not be sent: load the space again and watch without it.
     """
     space = await _spaces(ctx).get(ctx.ws, args.space_id)
+    if args.after_seq is not None:  # events it would resume from may be gone: say so rather than skip them
+        await check_resumable(ctx.app, ctx.ws, args.after_seq)
     follower = SpaceFollower(ctx.app, ctx.ws, args.space_id)
     try:
         yield SpaceFollowed(space=SpaceView.of(space))

@@ -1,4 +1,5 @@
-/** The server owner's settings (`/settings/server/sso`, `/settings/server/rigs`, `/settings/server/users`): one
+/** The server owner's settings (`/settings/server/sso`, `/settings/server/rigs`, `/settings/server/users`,
+ * `/settings/server/storage`): one
  * page with a link per section. Anyone else is told plainly that these are the server owner's, and no
  * server-owner op is called for them. */
 import { Link } from "../../Link";
@@ -6,6 +7,7 @@ import type { ServerSection } from "../../router";
 import { ClipboardAccess } from "./ClipboardAccess";
 import { RigsSettings } from "./RigsSettings";
 import { SsoSettings } from "./SsoSettings";
+import { StorageSettings } from "./StorageSettings";
 import { UsersSettings } from "./UsersSettings";
 import "./settings.css";
 import { useRead } from "../../data/queries";
@@ -14,6 +16,7 @@ const TITLES: Record<ServerSection, string> = {
   sso: "Single sign-on",
   rigs: "Rigs",
   users: "Users",
+  storage: "Storage and retention",
 };
 
 export default function ServerSettings({ section }: { section: ServerSection }) {
@@ -60,6 +63,7 @@ export default function ServerSettings({ section }: { section: ServerSection }) 
       {section === "sso" && <SsoSettings />}
       {section === "rigs" && <RigsSettings selfId={me.data.id} />}
       {section === "users" && <UsersSettings selfId={me.data.id} />}
+      {section === "storage" && <StorageSettings />}
     </div>
   );
 }
