@@ -1156,7 +1156,16 @@ export type RigClosed = {
   closeReason: CloseReason | null;
 };
 
-/** An image pack: ``ready``, ``missing``, ``building`` (with its step, ``stepIndex`` of ``steps`` when the build numbers them) or ``failed`` (with the error of the last build). */
+/** The last check of a ready pack against its archive: ``current`` (up to date at ``checkedAt``), ``refreshing`` (a new version is being built; the current one serves until it is ready), ``refreshed`` (the new version took over at ``finishedAt``) or ``failed`` (the check or the rebuild failed: ``error``; the pack in place keeps serving). ``newer`` lists the suites released since the pack was built. */
+export type PackRefreshView = {
+  state: "current" | "refreshing" | "refreshed" | "failed";
+  checkedAt: string | null;
+  finishedAt: string | null;
+  error: string | null;
+  newer: Array<string>;
+};
+
+/** An image pack: ``ready``, ``missing``, ``building`` (with its step, ``stepIndex`` of ``steps`` when the build numbers them) or ``failed`` (with the error of the last build). A ready pack says when its current version was built (``builtAt``) and from which archive release (``archiveDate``: the newest ``Date`` of the suites it was built from, each in ``archiveDates``); while it is built again its step shows and it stays ready. */
 export type PackView = {
   name: string;
   surface: string;
@@ -1170,6 +1179,16 @@ export type PackView = {
   label: string;
   /** a browser pack's engine (engine-a, …) */
   engine: string | null;
+  builtAt: string | null;
+  archiveDate: string | null;
+  archiveDates: Record<string, string>;
+  refresh: PackRefreshView | null;
+};
+
+/** ``rigs.watchPacks``: the image packs, first as the reply, then again as each event after a change, and the hours between their checks against the archives (``rigs.packRefreshHours``; 0: never). */
+export type PackList = {
+  packs: Array<PackView>;
+  refreshHours: number;
 };
 
 /** An enclosure user code runs in (``scope`` names what it runs for, ``pipelineRun:<runId>`` for one): it holds its ceiling, ``memoryMb``, in the budget; ``busy`` while a job runs in it. */
@@ -1190,11 +1209,6 @@ export type HostStatus = {
   residentMb: number;
   liveRigs: number;
   enclosures: Array<EnclosureView>;
-};
-
-/** ``rigs.watchPacks``: the image packs, first as the reply, then again as each event after a change. */
-export type PackList = {
-  packs: Array<PackView>;
 };
 
 /** A persisted event of an agent run: its sequence number in the workspace, type, time and payload. */
@@ -1744,6 +1758,19 @@ export type Me = {
 export type WorkspaceRef = {
   id: string;
   name: string;
+};
+
+export type WorkspaceDeletion = {
+  workspace_id: string;
+  name: string;
+  /** Who asked (user:<id>). */
+  requestedBy: string;
+  /** deleting (under way, finished at the next start if interrupted) or deleted */
+  state: string;
+  /** The last step done: recorded, stopped, files, deleted. */
+  step: string;
+  startedAt: string;
+  finishedAt: string | null;
 };
 
 export type ExportLink = {
@@ -2534,6 +2561,10 @@ export type RigsBuildPackArgs = {
 };
 export type RigsBuildPackResult = Array<PackView>;
 
+/** Check every ready pack against its archive now, whatever the schedule, and build the stale ones again in the background (the old one serves until the new one is ready); ``rigs.watchPacks`` shows how it goes. Another server sharing the packs may be checking them at this moment: then this asks nothing more. */
+export type RigsCheckPacksArgs = Record<string, never>;
+export type RigsCheckPacksResult = PackList;
+
 /** The image packs rigs boot from on this host: ready, missing, failed, or building with its current step. */
 export type RigsPacksArgs = Record<string, never>;
 export type RigsPacksResult = Array<PackView>;
@@ -2543,6 +2574,12 @@ export type RigsSetMemoryBudgetArgs = {
   memoryBudgetMb: number;
 };
 export type RigsSetMemoryBudgetResult = HostStatus;
+
+/** Set the hours between checks of the image packs against their archives (0: never); binds at the next pass of the schedule, in every server sharing the data directory. */
+export type RigsSetPackRefreshArgs = {
+  hours: number;
+};
+export type RigsSetPackRefreshResult = PackList;
 
 /** This host's rigs: backend and whether it can run here, the memory budget and what is resident now. */
 export type RigsStatusArgs = Record<string, never>;
@@ -2878,6 +2915,19 @@ export type WorkspacesCreateArgs = {
 };
 export type WorkspacesCreateResult = WorkspaceRef;
 
+/** Delete a workspace and everything in it: its rigs, runs and chat connection stop, its credentials and invites are revoked, its databases, files and chat credentials are removed. ``confirm`` must equal the workspace's name. Allowed to the workspace's owners and admins and to the server owner. The server keeps a record of the deletion (``workspaces.deletions``); one interrupted half way finishes at the next start. */
+export type WorkspacesDeleteArgs = {
+  /** The workspace. */
+  workspace_id: string;
+  /** The workspace's name, typed again. */
+  confirm: string;
+};
+export type WorkspacesDeleteResult = WorkspaceDeletion;
+
+/** The server's record of deleted workspaces, newest first: who asked, which workspace, when (server owner only). */
+export type WorkspacesDeletionsArgs = Record<string, never>;
+export type WorkspacesDeletionsResult = Array<WorkspaceDeletion>;
+
 /** A URL (valid for ten minutes, for you only) that downloads this workspace's export: a tar of its records as JSON lines and its files, with a manifest and a README. Allowed to the workspace's owner and admins, and to the server owner; the download checks that again. */
 export type WorkspacesExportArgs = {
   /** The workspace the call acts in. */
@@ -3010,8 +3060,10 @@ export interface Ops {
   "rig_close": { kind: "destructive"; scope: "workspace"; args: RigCloseArgs; result: RigCloseResult; event: never };
   "rig_list": { kind: "read"; scope: "workspace"; args: RigListArgs; result: RigListResult; event: never };
   "rigs.buildPack": { kind: "mutate"; scope: "server"; args: RigsBuildPackArgs; result: RigsBuildPackResult; event: never };
+  "rigs.checkPacks": { kind: "mutate"; scope: "server"; args: RigsCheckPacksArgs; result: RigsCheckPacksResult; event: never };
   "rigs.packs": { kind: "read"; scope: "server"; args: RigsPacksArgs; result: RigsPacksResult; event: never };
   "rigs.setMemoryBudget": { kind: "mutate"; scope: "server"; args: RigsSetMemoryBudgetArgs; result: RigsSetMemoryBudgetResult; event: never };
+  "rigs.setPackRefresh": { kind: "mutate"; scope: "server"; args: RigsSetPackRefreshArgs; result: RigsSetPackRefreshResult; event: never };
   "rigs.status": { kind: "read"; scope: "server"; args: RigsStatusArgs; result: RigsStatusResult; event: never };
   "rigs.watchPacks": { kind: "watch"; scope: "server"; args: RigsWatchPacksArgs; result: RigsWatchPacksResult; event: RigsWatchPacksEvent };
   "runs.events": { kind: "read"; scope: "workspace"; args: RunsEventsArgs; result: RunsEventsResult; event: never };
@@ -3057,6 +3109,8 @@ export interface Ops {
   "tickets.update": { kind: "mutate"; scope: "workspace"; args: TicketsUpdateArgs; result: TicketsUpdateResult; event: never };
   "users.me": { kind: "read"; scope: "server"; args: UsersMeArgs; result: UsersMeResult; event: never };
   "workspaces.create": { kind: "mutate"; scope: "server"; args: WorkspacesCreateArgs; result: WorkspacesCreateResult; event: never };
+  "workspaces.delete": { kind: "destructive"; scope: "server"; args: WorkspacesDeleteArgs; result: WorkspacesDeleteResult; event: never };
+  "workspaces.deletions": { kind: "read"; scope: "server"; args: WorkspacesDeletionsArgs; result: WorkspacesDeletionsResult; event: never };
   "workspaces.export": { kind: "read"; scope: "workspace"; args: WorkspacesExportArgs; result: WorkspacesExportResult; event: never };
   "workspaces.list": { kind: "read"; scope: "server"; args: WorkspacesListArgs; result: WorkspacesListResult; event: never };
   "worktrees.add": { kind: "mutate"; scope: "workspace"; args: WorktreesAddArgs; result: WorktreesAddResult; event: never };
@@ -3161,8 +3215,10 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "rig_close": { kind: "destructive", scope: "workspace", minRole: "member", serverOwner: false },
   "rig_list": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rigs.buildPack": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "rigs.checkPacks": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.packs": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.setMemoryBudget": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "rigs.setPackRefresh": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.status": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.watchPacks": { kind: "watch", scope: "server", minRole: "guest", serverOwner: true },
   "runs.events": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
@@ -3208,6 +3264,8 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "tickets.update": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "users.me": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "workspaces.create": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },
+  "workspaces.delete": { kind: "destructive", scope: "server", minRole: "guest", serverOwner: false },
+  "workspaces.deletions": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "workspaces.export": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "workspaces.list": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "worktrees.add": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
