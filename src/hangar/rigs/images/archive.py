@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-
-import httpx
+from typing import TYPE_CHECKING
 
 from hangar.errors import Unavailable
+
+if TYPE_CHECKING:
+    import httpx
 
 FETCH_TIMEOUT_S = 30.0
 HEAD_BYTES = 64 * 1024  # the Date field is in the first lines; a Release file lists every index after it
@@ -55,6 +57,8 @@ async def _head(client: httpx.AsyncClient, url: str) -> tuple[int, str]:
 
 async def release_date(uri: str, suite: str) -> datetime:
     """When the archive at ``uri`` last released ``suite``; ``Unavailable`` saying why when it cannot be read."""
+    import httpx  # here, not at the top: the command line imports this module, and httpx brings its own CLI's rich
+
     async with httpx.AsyncClient(timeout=FETCH_TIMEOUT_S, follow_redirects=True, trust_env=False) as client:
         why = ""
         for name in ("InRelease", "Release"):
