@@ -6,6 +6,7 @@ browser context that holds a credential already."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -133,10 +134,21 @@ async def shot(page: Any, name: str) -> None:
     width, height = min(viewport["width"], SHOT_MAX[0]), min(viewport["height"], SHOT_MAX[1])
     MANUAL_IMAGES.mkdir(parents=True, exist_ok=True)
     # No caret or animation in the picture: the same screen gives the same image.
-    await page.screenshot(
-        path=str(MANUAL_IMAGES / f"{name}.png"),
+    taken = await page.screenshot(
         clip={"x": 0, "y": 0, "width": width, "height": height},
         scale="css",
         animations="disabled",
         caret="hide",
     )
+    (MANUAL_IMAGES / f"{name}.png").write_bytes(small_png(taken))
+
+
+def small_png(png: bytes) -> bytes:
+    """``png`` as a 256-colour PNG: a screen of the web client is flat colours and text, so the palette keeps what
+    a reader sees at about a third of the size (the manual's images have a budget, tests/unit/site)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        out = io.BytesIO()
+        image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, "PNG", optimize=True)
+        return out.getvalue()
