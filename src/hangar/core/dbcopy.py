@@ -44,13 +44,19 @@ from sqlalchemy.pool import NullPool
 from hangar.core.dbdigest import JSON_TYPES, Fingerprint, fingerprint
 from hangar.core.dbfailures import DatabaseDamaged, shown, unreachable
 from hangar.core.dblocation import exclusively, record_url, recorded_url
-from hangar.core.migrating import MigrationSet, apply_migrations, apply_postgresql_migrations
+from hangar.core.migrating import RELEASE_TABLE, MigrationSet, apply_migrations, apply_postgresql_migrations
 from hangar.core.postgresql import SERVER_SCHEMA, pg_connect_args, postgresql_url, workspace_schema
 from hangar.core.triggers import COUNTERS_TABLE
 from hangar.errors import Internal, InvalidArgs, Refused
 
 BATCH_ROWS = 1000  # rows read from SQLite at a time (each written at once into the table's COPY)
 _STAMPS_PREFIX = "alembic_version_"
+
+
+def _own_bookkeeping(table: str) -> bool:
+    """Tables each side's migrating writes for itself (the version stamps, the Hangar version that migrated the
+    database): never copied nor counted as records; the target's are its own."""
+    return table.startswith(_STAMPS_PREFIX) or table == RELEASE_TABLE
 
 
 class TargetNotEmpty(Refused):
@@ -88,7 +94,7 @@ class CopyReport:
 
     @property
     def rows(self) -> int:
-        return sum(t.rows for t in self.tables if not t.table.startswith(_STAMPS_PREFIX))
+        return sum(t.rows for t in self.tables if not _own_bookkeeping(t.table))
 
 
 def sources(root: Path, sets: Sequence[MigrationSet]) -> list[Source]:
@@ -180,7 +186,7 @@ def _refuse_non_empty(conn: psycopg.Connection[Any], url: URL) -> None:
         (SERVER_SCHEMA,),
     ).fetchall()
     for schema, table in tables:
-        if table.startswith(_STAMPS_PREFIX) or table == COUNTERS_TABLE:
+        if _own_bookkeeping(table) or table == COUNTERS_TABLE:
             continue
         name = sql.Identifier(schema, table)
         if conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(name)).fetchone() != (True,):
@@ -245,7 +251,7 @@ def _copy_database(conn: psycopg.Connection[Any], source: Source, db: sqlite3.Co
     schema = sql.Identifier(source.schema)
     conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(schema))
     target = _columns(conn, source.schema)
-    tables = [t for t in _source_tables(db) if not t.startswith(_STAMPS_PREFIX)]
+    tables = [t for t in _source_tables(db) if not _own_bookkeeping(t)]
     for table in tables:
         columns, _key = _source_columns(db, table)
         missing = [c for c in columns if c not in target.get(table, {})]
@@ -299,6 +305,8 @@ def _verify(conn: psycopg.Connection[Any], source: Source, db: sqlite3.Connectio
     """Each table's count and fingerprint on both sides; ``CopyMismatch`` at the first that differs."""
     target = _columns(conn, source.schema)
     for table in _source_tables(db):
+        if table == RELEASE_TABLE:  # each side records when it was migrated
+            continue
         columns, _key = _source_columns(db, table)
         kinds = [target[table][c] for c in columns]
         quoted = ", ".join(f'"{c}"' for c in columns)
