@@ -137,7 +137,8 @@ async def populate(base: str, owner_token: str) -> dict[str, Any]:
         chat = None
         try:
             await owner.call("chat.connect", workspace_id=wid, credentials=SLACK_CREDENTIALS)
-            chat = {"provider": "slack", "fields": sorted(SLACK_CREDENTIALS)}
+            status = await owner.call("chat.status", workspace_id=wid)
+            chat = {"provider": status["provider"], "fields": sorted(SLACK_CREDENTIALS)}
         except RuntimeError as exc:
             if "unknown" not in str(exc).lower() and "not_found" not in str(exc).lower():
                 raise

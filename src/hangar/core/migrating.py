@@ -30,7 +30,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from alembic.config import Config
 from alembic.runtime.environment import EnvironmentContext
+from alembic.runtime.migration import MigrationContext, MigrationInfo
 from alembic.script import ScriptDirectory
 from alembic.script.revision import ResolutionError
 from sqlalchemy import Connection, create_engine, event
@@ -212,7 +213,9 @@ def _upgrade(conn: Connection, mset: MigrationSet, name: str, recorded: str | No
                 raise SchemaNewer(name, mset.name, current, str(script.get_current_head()), recorded) from None
         return script._upgrade_revs("head", rev)
 
-    def stepped(*, step: Any, **_kw: Any) -> None:
+    def stepped(
+        ctx: MigrationContext, step: MigrationInfo, heads: Collection[Any], run_args: Mapping[str, Any]
+    ) -> None:
         nonlocal applied
         applied += 1
         _after_step(f"{mset.name} {step.up_revision_id} of {name}")
