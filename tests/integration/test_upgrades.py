@@ -29,6 +29,7 @@ from alembic.script import ScriptDirectory
 import hangar
 from hangar.core.migrating import KILL_AFTER_STEP, RELEASE_TABLE, MigrationSet
 from hangar.server.parts import all_parts
+from tests.support.forked_hangar import ForkedHangar, Ran
 from tests.support.processes import CHECKOUT, HANGAR, hangar_env, hangar_serve
 from tests.support.rpc import RpcClient, RpcError
 
@@ -49,7 +50,7 @@ def described(version: str) -> dict[str, Any]:
 
 def unpack(version: str, into: Path) -> Path:
     data = into / f"data-{version}"
-    data.mkdir(mode=0o700)
+    data.mkdir(mode=0o700, parents=True)
     with tarfile.open(FIXTURES / f"hangar-{version}.tar.gz") as tar:
         tar.extractall(data, filter="data")
     return data
@@ -112,14 +113,21 @@ def dumps(data: Path) -> dict[str, dict[str, Any]]:
     return {name: dump(db) for name, (db, _scope) in databases(data).items()}
 
 
-def migrate(data: Path, kill_after: int | None = None) -> subprocess.CompletedProcess[str]:
-    """``hangar admin migrate`` on ``data``; killed by the test hook after step ``kill_after`` when given."""
+def migrate_env(data: Path, kill_after: int | None = None) -> dict[str, str]:
     env = {k: v for k, v in hangar_env(data).items() if k != KILL_AFTER_STEP}
     if kill_after is not None:
         env[KILL_AFTER_STEP] = str(kill_after)
-    return subprocess.run(
-        [HANGAR, "admin", "migrate"], env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    return env
+
+
+def migrate(data: Path, forked: ForkedHangar | None = None, kill_after: int | None = None) -> Ran:
+    """``hangar admin migrate`` on ``data`` (a process forked by ``forked`` when given, else ``hangar`` run anew);
+    killed by the test hook after step ``kill_after`` when given."""
+    env = migrate_env(data, kill_after)
+    if forked is not None:
+        return forked.run(["admin", "migrate"], env)
+    done = subprocess.run([HANGAR, "admin", "migrate"], env=env, capture_output=True, text=True, timeout=300)
+    return Ran(done.returncode, done.stdout, done.stderr)
 
 
 def test_every_release_has_its_fixture_made_from_its_commit() -> None:
@@ -192,21 +200,22 @@ def test_a_migration_killed_after_any_step_is_finished_by_the_next_run(tmp_path:
     assert done.returncode == 0, done.stderr
     migrated = dumps(unbroken)
     assert all(migrated[name] != as_released[name] for name in migrated)
-    for step in range(1, steps + 1):
-        data = unpack(oldest, tmp_path / f"killed-{step}")
-        killed = migrate(data, kill_after=step)
-        assert killed.returncode == -signal.SIGKILL, (step, killed.returncode, killed.stderr)
-        assert f"{KILL_AFTER_STEP}: killed after migration step {step} (" in killed.stderr
-        for name, state in dumps(data).items():
-            assert state in (as_released[name], migrated[name]), f"{name} half migrated after step {step}"
-        again = migrate(data)
-        assert again.returncode == 0, (step, again.stderr)
-        assert dumps(data) == migrated, f"killed after step {step}"
-    # One step past the last: nothing is killed, so the count above is every step there is.
-    data = unpack(oldest, tmp_path / "past")
-    past = migrate(data, kill_after=steps + 1)
-    assert past.returncode == 0, past.stderr
-    assert dumps(data) == migrated
+    with ForkedHangar() as forked:
+        for step in range(1, steps + 1):
+            data = unpack(oldest, tmp_path / f"killed-{step}")
+            killed = migrate(data, forked, kill_after=step)
+            assert killed.returncode == -signal.SIGKILL, (step, killed.returncode, killed.stderr)
+            assert f"{KILL_AFTER_STEP}: killed after migration step {step} (" in killed.stderr
+            for name, state in dumps(data).items():
+                assert state in (as_released[name], migrated[name]), f"{name} half migrated after step {step}"
+            again = migrate(data, forked)
+            assert again.returncode == 0, (step, again.stderr)
+            assert dumps(data) == migrated, f"killed after step {step}"
+        # One step past the last: nothing is killed, so the count above is every step there is.
+        data = unpack(oldest, tmp_path / "past")
+        past = migrate(data, forked, kill_after=steps + 1)
+        assert past.returncode == 0, past.stderr
+        assert dumps(data) == migrated
 
 
 async def test_a_server_killed_while_it_migrates_starts_next_time_with_the_records(tmp_path: Path) -> None:
