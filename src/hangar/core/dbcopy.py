@@ -51,12 +51,9 @@ from hangar.errors import Internal, InvalidArgs, Refused
 
 BATCH_ROWS = 1000  # rows read from SQLite at a time (each written at once into the table's COPY)
 _STAMPS_PREFIX = "alembic_version_"
-
-
-def _own_bookkeeping(table: str) -> bool:
-    """Tables each side's migrating writes for itself (the version stamps, the Hangar version that migrated the
-    database): never copied nor counted as records; the target's are its own."""
-    return table.startswith(_STAMPS_PREFIX) or table == RELEASE_TABLE
+# Rows the target's migration wrote that the source's replace: the change counters and the Hangar version that
+# last migrated the records (``hangar.core.migrating.RELEASE_TABLE``), which move with them.
+_REPLACED = (COUNTERS_TABLE, RELEASE_TABLE)
 
 
 class TargetNotEmpty(Refused):
@@ -94,7 +91,7 @@ class CopyReport:
 
     @property
     def rows(self) -> int:
-        return sum(t.rows for t in self.tables if not _own_bookkeeping(t.table))
+        return sum(t.rows for t in self.tables if not t.table.startswith(_STAMPS_PREFIX))
 
 
 def sources(root: Path, sets: Sequence[MigrationSet]) -> list[Source]:
@@ -186,7 +183,7 @@ def _refuse_non_empty(conn: psycopg.Connection[Any], url: URL) -> None:
         (SERVER_SCHEMA,),
     ).fetchall()
     for schema, table in tables:
-        if _own_bookkeeping(table) or table == COUNTERS_TABLE:
+        if table.startswith(_STAMPS_PREFIX) or table in _REPLACED:
             continue
         name = sql.Identifier(schema, table)
         if conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(name)).fetchone() != (True,):
@@ -251,7 +248,7 @@ def _copy_database(conn: psycopg.Connection[Any], source: Source, db: sqlite3.Co
     schema = sql.Identifier(source.schema)
     conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(schema))
     target = _columns(conn, source.schema)
-    tables = [t for t in _source_tables(db) if not _own_bookkeeping(t)]
+    tables = [t for t in _source_tables(db) if not t.startswith(_STAMPS_PREFIX)]
     for table in tables:
         columns, _key = _source_columns(db, table)
         missing = [c for c in columns if c not in target.get(table, {})]
@@ -259,7 +256,8 @@ def _copy_database(conn: psycopg.Connection[Any], source: Source, db: sqlite3.Co
             raise DatabaseDamaged(
                 f"{source.label}: {table} ({', '.join(missing)}) has no counterpart in schema {source.schema}"
             )
-    conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(COUNTERS_TABLE)))
+    for replaced in _REPLACED:
+        conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(replaced)))
     for table in _parents_first(conn, source.schema, tables):
         _copy_table(conn, db, table, batch_rows)
     _advance_sequences(conn, source.schema, db)
@@ -305,8 +303,6 @@ def _verify(conn: psycopg.Connection[Any], source: Source, db: sqlite3.Connectio
     """Each table's count and fingerprint on both sides; ``CopyMismatch`` at the first that differs."""
     target = _columns(conn, source.schema)
     for table in _source_tables(db):
-        if table == RELEASE_TABLE:  # each side records when it was migrated
-            continue
         columns, _key = _source_columns(db, table)
         kinds = [target[table][c] for c in columns]
         quoted = ", ".join(f'"{c}"' for c in columns)
