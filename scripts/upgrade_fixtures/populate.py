@@ -7,7 +7,8 @@ invite code redeemed at ``/auth/pair``), stops the server, and writes MANIFEST: 
 credentials the upgrade tests use to read the records back.
 
 Records: the server owner and a member (each with a device credential), a workspace, two spaces with messages by
-both, a pipeline template and a finished run of it, and, where the release has a chat bridge, the workspace's chat credentials (Slack token shapes; no connection is made).
+both, a pipeline template and a finished run of it, and, where the release has a chat bridge, the workspace's
+chat credentials (Slack token shapes; no connection is made).
 
 Only what every release since the first offers is used here; an op a release lacks is left out and the manifest
 says so (``chat`` is null).
@@ -109,7 +110,8 @@ async def populate(base: str, owner_token: str) -> dict[str, Any]:
         workspace = await owner.call("workspaces.create", name="Fixture workspace")
         wid = workspace["id"]
         code = (await owner.call("members.invite", workspace_id=wid, role="member"))["code"]
-        paired = httpx.post(f"{base}/auth/pair", json={"code": code, "deviceName": "member-laptop"}, timeout=30)
+        async with httpx.AsyncClient(timeout=30) as http:
+            paired = await http.post(f"{base}/auth/pair", json={"code": code, "deviceName": "member-laptop"})
         paired.raise_for_status()
         member = paired.json()
         spaces: dict[str, dict[str, Any]] = {}

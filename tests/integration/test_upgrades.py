@@ -244,8 +244,13 @@ def _as_if_a_newer_hangar_migrated(data: Path, version: str, identity_revision: 
 
 
 def test_a_data_directory_a_newer_hangar_migrated_is_refused_naming_both_versions(tmp_path: Path) -> None:
+    with ForkedHangar() as forked:
+        _refused_naming_both_versions(tmp_path, forked)
+
+
+def _refused_naming_both_versions(tmp_path: Path, forked: ForkedHangar) -> None:
     data = unpack(VERSIONS[-1], tmp_path)
-    assert migrate(data).returncode == 0
+    assert migrate(data, forked).returncode == 0
     identity = next(m for m in SETS["server"] if m.name == "identity")
     head = ScriptDirectory(str(identity.location)).get_current_head()
     before = dumps(data)
@@ -255,7 +260,7 @@ def test_a_data_directory_a_newer_hangar_migrated_is_refused_naming_both_version
         f"server.db was migrated by Hangar 9.1.0: its identity schema is at revision i9999, which this Hangar "
         f"({hangar.__version__}) does not know (the newest it knows is {head}); run Hangar 9.1.0 or newer"
     )
-    refused = migrate(data)
+    refused = migrate(data, forked)
     assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [f"hangar: {sentence}"]
     with pytest.raises(RuntimeError) as serving, hangar_serve(data, "--no-prepare-pack"):
         pass
@@ -263,6 +268,6 @@ def test_a_data_directory_a_newer_hangar_migrated_is_refused_naming_both_version
     assert dumps(data) == changed  # nothing written
     # The other side: a newer Hangar that changed no schema leaves a directory this one opens, and its record.
     _as_if_a_newer_hangar_migrated(data, "9.1.0", str(head))
-    assert migrate(data).returncode == 0
+    assert migrate(data, forked).returncode == 0
     assert recorded_release(data / "server.db") == "9.1.0"
     assert dumps(data)["server.db"]["schema"] == before["server.db"]["schema"]
