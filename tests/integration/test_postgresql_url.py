@@ -24,7 +24,7 @@ from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.dbfailures import DatabaseDamaged
 from hangar.core.dblocation import URL_FILE
-from hangar.core.migrating import apply_migrations, apply_postgresql_migrations
+from hangar.core.migrating import RELEASE_TABLE, apply_migrations, apply_postgresql_migrations
 from hangar.core.postgresql import SERVER_SCHEMA, postgresql_url
 from hangar.server.parts import all_parts
 from tests.support.dialects import database_url
@@ -172,6 +172,15 @@ def test_a_database_migrated_by_a_newer_hangar_refuses_to_start_on_both_dialects
         conn.execute(f"UPDATE {SERVER_SCHEMA}.alembic_version_identity SET version_num = 'i9999'")
     line = one_line_refusal(serve(tmp_path / "pg", "--database-url", pg_url))
     assert line == f"the server cannot start: database {dbname} schema {SERVER_SCHEMA} {sentence}"
+    # The version that migrated it, as the schema records it, is named beside this one.
+    with psycopg.connect(pg_cluster.dsn(dbname)) as conn:
+        conn.execute(f"UPDATE {SERVER_SCHEMA}.{RELEASE_TABLE} SET version = '9.1.0'")
+    named = (
+        "was migrated by Hangar 9.1.0: its identity schema is at revision i9999, which this Hangar "
+        f"({__version__}) does not know (the newest it knows is {known}); run Hangar 9.1.0 or newer"
+    )
+    line = one_line_refusal(serve(tmp_path / "pg", "--database-url", pg_url))
+    assert line == f"the server cannot start: database {dbname} schema {SERVER_SCHEMA} {named}"
 
 
 @pytest.mark.parametrize("value", ["", "   "])
