@@ -271,3 +271,34 @@ def _refused_naming_both_versions(tmp_path: Path, forked: ForkedHangar) -> None:
     assert migrate(data, forked).returncode == 0
     assert recorded_release(data / "server.db") == "9.1.0"
     assert dumps(data)["server.db"]["schema"] == before["server.db"]["schema"]
+
+
+def test_migrate_says_what_it_did_and_refuses_a_folder_without_an_install_or_a_damaged_database(
+    tmp_path: Path,
+) -> None:
+    with ForkedHangar() as forked:
+        data = unpack(VERSIONS[-1], tmp_path)
+        done = migrate(data, forked)
+        assert done.returncode == 0 and done.stdout.strip() == (
+            f"migrated the server database and 1 workspace database(s) to Hangar {hangar.__version__}"
+        )
+        again = migrate(data, forked)  # nothing left to do: the same answer, nothing written
+        assert again.returncode == 0 and again.stdout == done.stdout
+        # A mistyped path: refused, and no install is made there.
+        for missing in (tmp_path / "absent", tmp_path / "empty"):
+            if missing.name == "empty":
+                missing.mkdir()
+            refused = migrate(missing, forked)
+            assert refused.returncode == 1 and refused.stdout == ""
+            assert refused.stderr.strip().splitlines() == [
+                f"hangar: {missing} holds no Hangar data directory (no server.db, no database-url): nothing to migrate"
+            ]
+            assert not missing.exists() or list(missing.iterdir()) == []
+        # A workspace database that lost a table: one sentence naming the workspace and the table, exit 1.
+        (workspace_db,) = data.glob("*/workspace.db")
+        with contextlib.closing(sqlite3.connect(workspace_db)) as conn, conn:
+            conn.execute("DROP TABLE tickets")
+        refused = migrate(data, forked)
+        assert refused.returncode == 1 and refused.stdout == ""
+        line = refused.stderr.strip().splitlines()[-1]  # after the log line the databases write for a damaged one
+        assert line.startswith(f"hangar: workspace {workspace_db.parent.name} is unavailable: ") and "tickets" in line

@@ -19,12 +19,22 @@ from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 def migrate(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None) -> None:
     """Migrate the server database and every workspace's database to this Hangar's schema, then exit.
 
-    A database a newer Hangar migrated, or a damaged one, is refused in one sentence (exit 1)."""
+    A folder that holds no install, a database a newer Hangar migrated, or a damaged one, is refused in one
+    sentence (exit 1)."""
+    from hangar.core.datadir import DataDir
+    from hangar.core.dblocation import URL_FILE
     from hangar.identity.tables import workspaces
     from hangar.server.context_factory import open_databases
     from hangar.server.parts import all_parts
 
     settings = settings_from(data_dir=data_dir, database_url=database_url)
+    root = settings.data_dir
+    if settings.given_database_url is None and not (DataDir(root).server_db.exists() or (root / URL_FILE).exists()):
+        # Migrating a mistyped path would make a new, empty install there instead.
+        typer.echo(
+            f"hangar: {root} holds no Hangar data directory (no server.db, no {URL_FILE}): nothing to migrate", err=True
+        )
+        raise typer.Exit(1)
 
     async def run() -> int:
         async with open_databases(settings, all_parts()) as dbs:
