@@ -40,12 +40,13 @@ def run(*args: str | Path, cwd: Path | None = None) -> None:
 
 
 def archive(data_dir: Path, target: Path) -> None:
-    """``data_dir`` as a gzipped tar of regular files and directories, sorted, owned by nobody in particular, with
-    no lock files (a lock is made again on open); written beside ``target`` and renamed into place."""
+    """``data_dir`` as the release left it (its lock files too: a newer version must cope with them), a gzipped
+    tar of its files and directories, sorted, owned by nobody in particular; written beside ``target`` and renamed
+    into place. Anything else in it (a link, a socket) stops the build, naming it."""
 
-    def clean(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        if info.name.endswith(".lock") or not (info.isfile() or info.isdir()):
-            return None
+    def clean(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        if not (info.isfile() or info.isdir()):
+            raise SystemExit(f"{info.name} in the data directory is neither a file nor a directory")
         info.uid = info.gid = 0
         info.uname = info.gname = ""
         return info
