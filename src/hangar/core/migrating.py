@@ -182,18 +182,30 @@ def missing_tables(conn: Connection, sets: Sequence[MigrationSet], schema: str |
 def _upgrade_all(conn: Connection, sets: Sequence[MigrationSet], name: str) -> None:
     """Bring every set to its head in the database behind ``conn`` (in its transaction), and record this Hangar's
     version when it applied a revision or the database recorded none."""
-    conn.exec_driver_sql(
-        f"CREATE TABLE IF NOT EXISTS {RELEASE_TABLE} (id INTEGER PRIMARY KEY, version VARCHAR(64) NOT NULL, "
-        "migrated_at VARCHAR(40) NOT NULL)"
-    )
-    recorded = conn.exec_driver_sql(f"SELECT version FROM {RELEASE_TABLE} WHERE id = 1").scalar()
+    recorded = _recorded_release(conn)
     applied = sum(_upgrade(conn, mset, name, recorded) for mset in sets)
     if applied or recorded is None:
+        # Made after the parts' tables, so a new database's first pages hold the same tables as before it existed.
+        conn.exec_driver_sql(
+            f"CREATE TABLE IF NOT EXISTS {RELEASE_TABLE} (id INTEGER PRIMARY KEY, version VARCHAR(64) NOT NULL, "
+            "migrated_at VARCHAR(40) NOT NULL)"
+        )
         conn.exec_driver_sql(f"DELETE FROM {RELEASE_TABLE}")
         conn.execute(
             sa.text(f"INSERT INTO {RELEASE_TABLE} (id, version, migrated_at) VALUES (1, :version, :at)"),
             {"version": hangar.__version__, "at": datetime.now(UTC).isoformat(timespec="seconds")},
         )
+
+
+def _recorded_release(conn: Connection) -> str | None:
+    """The version the database behind ``conn`` records as the last to migrate it; None when it records none (or
+    predates the record: the failed read is undone to its savepoint, the migration's transaction goes on)."""
+    try:
+        with conn.begin_nested():
+            value = conn.exec_driver_sql(f"SELECT version FROM {RELEASE_TABLE} WHERE id = 1").scalar()
+    except sa.exc.DBAPIError:
+        return None
+    return None if value is None else str(value)
 
 
 def _upgrade(conn: Connection, mset: MigrationSet, name: str, recorded: str | None) -> int:
