@@ -1,3 +1,3 @@
 """Hangar: a self-hosted control center where AI agents and people work together."""
 
-__version__ = "0.0.1"
+__version__ = "0.2.0.dev0"

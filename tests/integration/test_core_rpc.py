@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import hangar
 from tests.integration.core_parts import PARTS
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
@@ -31,7 +32,7 @@ async def test_healthz(srv: RunningServer) -> None:
     async with httpx.AsyncClient() as http:
         r = await http.get(f"{srv.url}/healthz")
     assert r.status_code == 200
-    assert r.json() == {"status": "ok", "version": "0.0.1"}
+    assert r.json() == {"status": "ok", "version": hangar.__version__}
 
 
 async def test_auth_by_header_and_by_first_frame(srv: RunningServer) -> None:
@@ -41,7 +42,7 @@ async def test_auth_by_header_and_by_first_frame(srv: RunningServer) -> None:
     async with RpcClient(srv.ws_url, srv.owner_token, frame_auth=True) as c:
         ack = await asyncio.wait_for(c.unsolicited.get(), 5)
         assert ack["type"] == "auth" and ack["ok"] is True
-        assert (await c.call("server.info"))["version"] == "0.0.1"
+        assert (await c.call("server.info"))["version"] == hangar.__version__
 
 
 async def test_bad_credentials_are_unauthenticated(srv: RunningServer) -> None:

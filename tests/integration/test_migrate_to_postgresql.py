@@ -19,6 +19,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from hangar import __version__
 from hangar.core.dblocation import URL_FILE, exclusively
 from hangar.core.postgresql import SERVER_SCHEMA, postgresql_url, workspace_schema
 from hangar.server.parts import all_parts
@@ -214,7 +215,7 @@ def test_a_source_a_newer_hangar_migrated_or_a_damaged_one_is_refused(
         db.execute("UPDATE alembic_version_identity SET version_num = 'i9999'")
     line = refused(migrate(data, pg_url))
     assert line.startswith("hangar: the server database cannot be copied: server.db was migrated by a newer Hangar")
-    assert "revision i9999, which this Hangar (0.0.1) does not know" in line
+    assert f"revision i9999, which this Hangar ({__version__}) does not know" in line
     dbname = str(make_url(pg_url).database)
     with psycopg.connect(pg_cluster.dsn(dbname)) as conn:
         schemas = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'hangar%' OR nspname LIKE 'ws%'")

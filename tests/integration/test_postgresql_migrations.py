@@ -17,15 +17,15 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
-from hangar.core.migrating import MigrationSet, apply_migrations, apply_postgresql_migrations
+from hangar.core.migrating import RELEASE_TABLE, MigrationSet, apply_migrations, apply_postgresql_migrations
 from hangar.core.postgresql import postgresql_url
 from hangar.core.triggers import COUNTERS_TABLE
 from hangar.server.parts import all_parts
 
 SETS = {scope: [m for p in all_parts() for m in p.migrations if m.scope == scope] for scope in ("server", "workspace")}
-# Tables the migrations create that no part declares as metadata: Alembic's version stamps and the counters
-# (hangar.core.stamps writes them with SQL of its own).
-_UNDECLARED = re.compile(rf"alembic_version_\w+|{COUNTERS_TABLE}")
+# Tables the migrations create that no part declares as metadata: Alembic's version stamps, the counters
+# (hangar.core.stamps writes them with SQL of its own) and the Hangar version that migrated the database.
+_UNDECLARED = re.compile(rf"alembic_version_\w+|{COUNTERS_TABLE}|{RELEASE_TABLE}")
 
 
 def _migrated(dialect: str, scope: str, tmp_path: Path, pg_url: str | None) -> sa.Engine:

@@ -19,11 +19,12 @@ import sqlalchemy as sa
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import make_url
 
+from hangar import __version__
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.dbfailures import DatabaseDamaged
 from hangar.core.dblocation import URL_FILE
-from hangar.core.migrating import apply_migrations, apply_postgresql_migrations
+from hangar.core.migrating import RELEASE_TABLE, apply_migrations, apply_postgresql_migrations
 from hangar.core.postgresql import SERVER_SCHEMA, postgresql_url
 from hangar.server.parts import all_parts
 from tests.support.dialects import database_url
@@ -152,8 +153,9 @@ def test_a_database_migrated_by_a_newer_hangar_refuses_to_start_on_both_dialects
     head = next(m for m in SERVER_SETS if m.name == "identity")
     known = sorted(p.name.split("_")[0] for p in (head.location / "versions").glob("i*.py"))[-1]
     sentence = (
-        "was migrated by a newer Hangar: its identity schema is at revision i9999, which this Hangar (0.0.1) does "
-        f"not know (the newest it knows is {known}); run the Hangar version that migrated it, or a newer one"
+        "was migrated by a newer Hangar: its identity schema is at revision i9999, which this Hangar "
+        f"({__version__}) does not know (the newest it knows is {known}); run the Hangar version that migrated it, "
+        "or a newer one"
     )
     # SQLite: the server database in the data directory.
     data = tmp_path / "sqlite"
@@ -170,6 +172,15 @@ def test_a_database_migrated_by_a_newer_hangar_refuses_to_start_on_both_dialects
         conn.execute(f"UPDATE {SERVER_SCHEMA}.alembic_version_identity SET version_num = 'i9999'")
     line = one_line_refusal(serve(tmp_path / "pg", "--database-url", pg_url))
     assert line == f"the server cannot start: database {dbname} schema {SERVER_SCHEMA} {sentence}"
+    # The version that migrated it, as the schema records it, is named beside this one.
+    with psycopg.connect(pg_cluster.dsn(dbname)) as conn:
+        conn.execute(f"UPDATE {SERVER_SCHEMA}.{RELEASE_TABLE} SET version = '9.1.0'")
+    named = (
+        "was migrated by Hangar 9.1.0: its identity schema is at revision i9999, which this Hangar "
+        f"({__version__}) does not know (the newest it knows is {known}); run Hangar 9.1.0 or newer"
+    )
+    line = one_line_refusal(serve(tmp_path / "pg", "--database-url", pg_url))
+    assert line == f"the server cannot start: database {dbname} schema {SERVER_SCHEMA} {named}"
 
 
 @pytest.mark.parametrize("value", ["", "   "])
@@ -227,8 +238,8 @@ async def test_a_workspace_a_newer_hangar_migrated_answers_unavailable_with_the_
         await again.aclose()
     assert refused.value.message == (
         f"workspace w1 is unavailable: {name} was migrated by a newer Hangar: its workspace schema is at revision "
-        f"w9999, which this Hangar (0.0.1) does not know (the newest it knows is {head}); run the Hangar version "
-        "that migrated it, or a newer one"
+        f"w9999, which this Hangar ({__version__}) does not know (the newest it knows is {head}); run the Hangar "
+        "version that migrated it, or a newer one"
     )
 
 

@@ -265,7 +265,8 @@ def test_rss(client: httpx.Client, site: RunningSite) -> None:
     root = ElementTree.fromstring(r.content)
     assert root.tag == "rss" and root.attrib["version"] == "2.0"
     items = root.findall("channel/item")
-    assert items and items[0].findtext("title", "").startswith("v0.0.1-rc.1")
+    assert items and items[0].findtext("title", "").startswith("v0.1.0")
+    assert items[-1].findtext("title", "").startswith("v0.0.1-rc.1")
     assert items[0].findtext("link") == f"{site.url}/changelog"
 
 

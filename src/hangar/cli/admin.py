@@ -10,6 +10,7 @@ import typer
 
 from hangar.cli.dbmigrate import migrate_to_postgresql, set_database_url
 from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
+from hangar.cli.upgrade import migrate
 from hangar.errors import InvalidArgs
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_help=True)
 admin_app.command("migrate-to-postgresql")(migrate_to_postgresql)
 admin_app.command("set-database-url")(set_database_url)
+admin_app.command("migrate")(migrate)
 
 
 @admin_app.command("owner-token")

@@ -44,13 +44,16 @@ from sqlalchemy.pool import NullPool
 from hangar.core.dbdigest import JSON_TYPES, Fingerprint, fingerprint
 from hangar.core.dbfailures import DatabaseDamaged, shown, unreachable
 from hangar.core.dblocation import exclusively, record_url, recorded_url
-from hangar.core.migrating import MigrationSet, apply_migrations, apply_postgresql_migrations
+from hangar.core.migrating import RELEASE_TABLE, MigrationSet, apply_migrations, apply_postgresql_migrations
 from hangar.core.postgresql import SERVER_SCHEMA, pg_connect_args, postgresql_url, workspace_schema
 from hangar.core.triggers import COUNTERS_TABLE
 from hangar.errors import Internal, InvalidArgs, Refused
 
 BATCH_ROWS = 1000  # rows read from SQLite at a time (each written at once into the table's COPY)
 _STAMPS_PREFIX = "alembic_version_"
+# Rows the target's migration wrote that the source's replace: the change counters and the Hangar version that
+# last migrated the records (``hangar.core.migrating.RELEASE_TABLE``), which move with them.
+_REPLACED = (COUNTERS_TABLE, RELEASE_TABLE)
 
 
 class TargetNotEmpty(Refused):
@@ -180,7 +183,7 @@ def _refuse_non_empty(conn: psycopg.Connection[Any], url: URL) -> None:
         (SERVER_SCHEMA,),
     ).fetchall()
     for schema, table in tables:
-        if table.startswith(_STAMPS_PREFIX) or table == COUNTERS_TABLE:
+        if table.startswith(_STAMPS_PREFIX) or table in _REPLACED:
             continue
         name = sql.Identifier(schema, table)
         if conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(name)).fetchone() != (True,):
@@ -253,7 +256,8 @@ def _copy_database(conn: psycopg.Connection[Any], source: Source, db: sqlite3.Co
             raise DatabaseDamaged(
                 f"{source.label}: {table} ({', '.join(missing)}) has no counterpart in schema {source.schema}"
             )
-    conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(COUNTERS_TABLE)))
+    for replaced in _REPLACED:
+        conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(replaced)))
     for table in _parents_first(conn, source.schema, tables):
         _copy_table(conn, db, table, batch_rows)
     _advance_sequences(conn, source.schema, db)

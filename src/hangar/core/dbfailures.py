@@ -6,7 +6,8 @@ password.
   and the password is taken out of them should it appear.
 - ``DatabaseDamaged``: a database whose schema is not what its migration sets produce.
 - ``SchemaNewer``: a database a newer Hangar has migrated (a revision this code does not know). Both dialects
-  refuse it with the same sentence, naming the revision the database is at and the newest this code knows.
+  refuse it with the same sentence, naming the Hangar version that migrated it (as the database records it) and
+  this one, the revision the database is at and the newest this code knows.
 """
 
 from __future__ import annotations
@@ -25,16 +26,23 @@ class DatabaseDamaged(Unavailable):
 
 
 class SchemaNewer(DatabaseDamaged):
-    """A database migrated by a newer Hangar: this code does not know its schema revision."""
+    """A database migrated by a newer Hangar: this code does not know its schema revision. ``migrated_by`` is the
+    version the database records as the last to migrate it (``hangar.core.migrating.RELEASE_TABLE``), when it
+    records one other than this version."""
 
-    def __init__(self, name: str, migration_set: str, revision: str, head: str) -> None:
+    def __init__(self, name: str, migration_set: str, revision: str, head: str, migrated_by: str | None = None) -> None:
+        ours = hangar.__version__
+        if migrated_by and migrated_by != ours:
+            by, run = f"Hangar {migrated_by}", f"run Hangar {migrated_by} or newer"
+        else:
+            by, run = "a newer Hangar", "run the Hangar version that migrated it, or a newer one"
         super().__init__(
-            f"{name} was migrated by a newer Hangar: its {migration_set} schema is at revision {revision}, which "
-            f"this Hangar ({hangar.__version__}) does not know (the newest it knows is {head}); run the Hangar "
-            "version that migrated it, or a newer one"
+            f"{name} was migrated by {by}: its {migration_set} schema is at revision {revision}, which this "
+            f"Hangar ({ours}) does not know (the newest it knows is {head}); {run}"
         )
         self.revision = revision
         self.head = head
+        self.migrated_by = migrated_by
 
 
 class DatabaseUnreachable(Unavailable):

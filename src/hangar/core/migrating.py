@@ -12,6 +12,14 @@ mid-migration used to leave tables without their version stamp ("table ... alrea
 migrations run with the driver's own transaction handling off, inside one ``BEGIN IMMEDIATE`` ... ``COMMIT``. On
 PostgreSQL (whose DDL is transactional) a database is migrated in one transaction, serialized across processes by
 an advisory lock. A database at a revision this code does not know is refused (``SchemaNewer``).
+
+Each database also records the Hangar version that last migrated it (``hangar_release``, one row, written in the
+migration's transaction when a revision was applied or nothing was recorded yet). Like Alembic's version tables
+it belongs to the migrating, not to a part: a refusal names the newer version beside this one.
+
+``HANGAR_TEST_KILL_AFTER_MIGRATION_STEP=N`` (tests only) makes the process kill itself (SIGKILL) right after the
+Nth migration step it applies, before its transaction commits, saying so on stderr: the upgrade tests stop a
+migration at every step this way and show the next start finishes it.
 """
 
 from __future__ import annotations
@@ -19,15 +27,19 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
+import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import sqlalchemy as sa
 from alembic.config import Config
 from alembic.runtime.environment import EnvironmentContext
+from alembic.runtime.migration import MigrationContext, MigrationInfo
 from alembic.script import ScriptDirectory
 from alembic.script.revision import ResolutionError
 from sqlalchemy import Connection, create_engine, event
@@ -35,6 +47,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
+import hangar
 from hangar.core.dbfailures import DatabaseDamaged, SchemaNewer, unreachable
 from hangar.core.postgresql import PG_MIGRATION_LOCK, PG_WRITE_LOCK, pg_connect_args, postgresql_url
 from hangar.core.sqlite_writer import connect
@@ -45,6 +58,10 @@ Seed = Callable[[WriteConnection], Any]  # writes a new database's first rows (`
 
 # Alembic's migration context is process-global: one migration at a time in this process.
 MIGRATING = threading.Lock()
+
+RELEASE_TABLE = "hangar_release"  # the Hangar version that last migrated the database (one row, id 1)
+KILL_AFTER_STEP = "HANGAR_TEST_KILL_AFTER_MIGRATION_STEP"
+_steps_applied = 0  # migration steps this process applied (for the test hook), under MIGRATING
 
 
 @dataclass(frozen=True)
@@ -115,8 +132,7 @@ def apply_migrations(path: Path, sets: Sequence[MigrationSet], *, seed: Sequence
         engine = _migration_engine(path)
         try:
             with engine.begin() as conn:
-                for mset in sets:
-                    _upgrade(conn, mset, path.name)
+                _upgrade_all(conn, sets, path.name)
         except sa.exc.SQLAlchemyError as exc:
             raise DatabaseDamaged(f"{path.name} cannot be migrated: {first_line(exc)}") from exc
         finally:
@@ -180,7 +196,7 @@ def migrate_to(path: Path, sets: Sequence[MigrationSet], revisions: Mapping[str,
             with engine.begin() as conn:
                 for mset in sets:
                     if (rev := revisions.get(mset.name)) is not None:
-                        _upgrade(conn, mset, path.name, rev)
+                        _upgrade(conn, mset, path.name, None, rev)
         finally:
             engine.dispose()
 
@@ -197,25 +213,82 @@ def head_revision(mset: MigrationSet) -> str:
     return str(ScriptDirectory(str(mset.location)).get_current_head())
 
 
-def _upgrade(conn: Connection, mset: MigrationSet, name: str, destination: str = "head") -> None:
-    """Bring ``mset`` to ``destination`` (its head) in the database behind ``conn`` (``name`` in messages);
-    ``SchemaNewer`` when the database is at a revision this code does not know."""
+def _upgrade_all(conn: Connection, sets: Sequence[MigrationSet], name: str) -> None:
+    """Bring every set to its head in the database behind ``conn`` (in its transaction), and record this Hangar's
+    version when it applied a revision or the database recorded none."""
+    recorded = _recorded_release(conn)
+    applied = sum(_upgrade(conn, mset, name, recorded) for mset in sets)
+    if applied or recorded is None:
+        # Made after the parts' tables, so a new database's first pages hold the same tables as before it existed.
+        conn.exec_driver_sql(
+            f"CREATE TABLE IF NOT EXISTS {RELEASE_TABLE} (id INTEGER PRIMARY KEY, version VARCHAR(64) NOT NULL, "
+            "migrated_at VARCHAR(40) NOT NULL)"
+        )
+        conn.exec_driver_sql(f"DELETE FROM {RELEASE_TABLE}")
+        conn.execute(
+            sa.text(f"INSERT INTO {RELEASE_TABLE} (id, version, migrated_at) VALUES (1, :version, :at)"),
+            {"version": hangar.__version__, "at": datetime.now(UTC).isoformat(timespec="seconds")},
+        )
+
+
+def _recorded_release(conn: Connection) -> str | None:
+    """The version the database behind ``conn`` records as the last to migrate it; None when it records none (or
+    predates the record: the failed read is undone to its savepoint, the migration's transaction goes on)."""
+    try:
+        with conn.begin_nested():
+            value = conn.exec_driver_sql(f"SELECT version FROM {RELEASE_TABLE} WHERE id = 1").scalar()
+    except sa.exc.DBAPIError:
+        return None
+    return None if value is None else str(value)
+
+
+def _upgrade(
+    conn: Connection, mset: MigrationSet, name: str, recorded: str | None, destination: str = "head"
+) -> int:
+    """Bring ``mset`` to ``destination`` (its head) in the database behind ``conn`` (``name`` in messages) and count
+    the steps applied; ``SchemaNewer`` (naming ``recorded``, the version that last migrated it) when the database is at a
+    revision this code does not know."""
     cfg = Config()
     cfg.set_main_option("script_location", str(mset.location))
     script = ScriptDirectory(str(mset.location))
+    applied = 0
 
     def upgrade(rev: Any, _context: Any) -> Any:
         for current in rev:
             try:
                 script.revision_map.get_revision(current)
             except ResolutionError:
-                raise SchemaNewer(name, mset.name, current, str(script.get_current_head())) from None
+                raise SchemaNewer(name, mset.name, current, str(script.get_current_head()), recorded) from None
         return script._upgrade_revs(destination, rev)
 
+    def stepped(
+        ctx: MigrationContext, step: MigrationInfo, heads: Collection[Any], run_args: Mapping[str, Any]
+    ) -> None:
+        nonlocal applied
+        applied += 1
+        _after_step(f"{mset.name} {step.up_revision_id} of {name}")
+
     with EnvironmentContext(cfg, script, fn=upgrade, destination_rev=destination) as env:
-        env.configure(connection=conn, version_table=f"alembic_version_{mset.name}", render_as_batch=True)
+        env.configure(
+            connection=conn,
+            version_table=f"alembic_version_{mset.name}",
+            render_as_batch=True,
+            on_version_apply=stepped,
+        )
         with env.begin_transaction():
             env.run_migrations()
+    return applied
+
+
+def _after_step(what: str) -> None:
+    """The test hook (``KILL_AFTER_STEP``): count the step, and die here, uncommitted, at the one asked for."""
+    global _steps_applied
+    _steps_applied += 1
+    wanted = os.environ.get(KILL_AFTER_STEP)
+    if wanted and wanted.isdigit() and int(wanted) == _steps_applied:
+        sys.stderr.write(f"hangar: {KILL_AFTER_STEP}: killed after migration step {_steps_applied} ({what})\n")
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def apply_postgresql_migrations(
@@ -242,8 +315,7 @@ def apply_postgresql_migrations(
                 conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {quoted}")
                 # Tables, version stamps and trigger functions are created in the schema, as in a database of its own.
                 conn.exec_driver_sql(f"SET LOCAL search_path TO {quoted}")
-            for mset in sets:
-                _upgrade(conn, mset, f"database {name}")
+            _upgrade_all(conn, sets, f"database {name}")
             problems = missing_tables(conn, sets, schema)
             if problems:
                 raise DatabaseDamaged(f"database {name} is missing " + "; ".join(problems))

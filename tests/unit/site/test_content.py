@@ -94,8 +94,24 @@ def test_skills_front_matter_matches_their_names() -> None:
 
 def test_releases_newest_first() -> None:
     releases = load_releases()
-    assert releases and releases[0].version == "v0.0.1-rc.1"
+    assert [r.version for r in releases] == ["v0.1.0", "v0.0.1-rc.1"]
     assert [r.date for r in releases] == sorted((r.date for r in releases), reverse=True)
+
+
+def test_every_release_is_a_commit_of_the_upgrade_fixtures_and_says_what_it_migrates() -> None:
+    """The changelog's releases are the ones scripts/upgrade_fixtures/releases.toml pins to commits (and whose data
+    directories the upgrade tests open), and each names its commit and what it migrates."""
+    import tomllib
+    from pathlib import Path
+
+    with open(Path(__file__).resolve().parents[3] / "scripts" / "upgrade_fixtures" / "releases.toml", "rb") as f:
+        pinned = tomllib.load(f)["release"]
+    releases = {r.version: r for r in load_releases()}
+    assert sorted(releases) == sorted(p["changelog"] for p in pinned)
+    for p in pinned:
+        release = releases[p["changelog"]]
+        assert release.date == p["date"] and f"`{p['commit'][:7]}`" in release.notes
+        assert "**Migrates" in release.notes
 
 
 @pytest.mark.parametrize(
