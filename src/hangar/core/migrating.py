@@ -242,12 +242,10 @@ def _recorded_release(conn: Connection) -> str | None:
     return None if value is None else str(value)
 
 
-def _upgrade(
-    conn: Connection, mset: MigrationSet, name: str, recorded: str | None, destination: str = "head"
-) -> int:
-    """Bring ``mset`` to ``destination`` (its head) in the database behind ``conn`` (``name`` in messages) and count
-    the steps applied; ``SchemaNewer`` (naming ``recorded``, the version that last migrated it) when the database is at a
-    revision this code does not know."""
+def _upgrade(conn: Connection, mset: MigrationSet, name: str, recorded: str | None, destination: str = "head") -> int:
+    """Bring ``mset`` to ``destination`` (its head) in the database behind ``conn`` (``name`` in messages) and
+    count the steps applied; ``SchemaNewer`` (naming ``recorded``, the version that last migrated it) when the
+    database is at a revision this code does not know."""
     cfg = Config()
     cfg.set_main_option("script_location", str(mset.location))
     script = ScriptDirectory(str(mset.location))
