@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 
-import sqlalchemy as sa
 import typer
 
 import hangar
@@ -21,6 +20,8 @@ def migrate(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None) ->
 
     A folder that holds no install, a database a newer Hangar migrated, or a damaged one, is refused in one
     sentence (exit 1)."""
+    import sqlalchemy as sa  # here: the command line starts without the database libraries
+
     from hangar.core.datadir import DataDir
     from hangar.core.dblocation import URL_FILE
     from hangar.identity.tables import workspaces
