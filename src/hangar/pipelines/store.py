@@ -40,7 +40,7 @@ WriterFor = Callable[[str], Awaitable[Writer]]
 def _task_id(payload: Any) -> Any:
     """The task a stored ``TaskFinished`` names: ``taskId``, or ``task_id`` in one stored before payloads went
     camelCase."""
-    return sa.func.coalesce(sa.func.json_extract(payload, "$.taskId"), sa.func.json_extract(payload, "$.task_id"))
+    return sa.func.coalesce(payload["taskId"].as_string(), payload["task_id"].as_string())
 
 
 def _rec(row: RowMapping) -> StepRec:
