@@ -288,6 +288,9 @@ async def test_the_server_starts_a_connection_for_stored_and_legacy_credentials(
         here = {"host": socket.gethostname(), "pid": os.getpid()}  # this process holds the connection's claim
         assert status == {"provider": P, "state": "connecting", "streamingAvailable": True, "owner": here}
     assert made[0].stopped  # the part stops its connections with the server
+    # Where credentials were kept before: the workspace's directory (an install on PostgreSQL makes it only
+    # when a file is kept there; one moved from SQLite has it).
+    (tmp_path / legacy).mkdir(exist_ok=True)
     (tmp_path / legacy / "chat_credentials.json").write_text(json.dumps(creds))
     made.clear()
     async with running_server(tmp_path, parts=parts):

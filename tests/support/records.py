@@ -1,0 +1,48 @@
+"""A test's own look at an install's records, on whichever engine they are kept: the SQLite files in the data
+directory, or, under ``make test-postgresql``, the schemas of the test's PostgreSQL database.
+
+For tests that check or damage what is stored beneath a server (its records as a backup left them, a table a
+failed migration dropped), with SQLAlchemy, so the same test runs on both engines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from hangar.core.datadir import DataDir
+from hangar.core.postgresql import SERVER_SCHEMA, postgresql_url, workspace_schema
+from tests.support import pg_mode
+
+
+def on_postgresql(data_dir: Path) -> bool:
+    """Whether the install at ``data_dir`` keeps its records in PostgreSQL in this test session."""
+    return pg_mode.database_url_for(data_dir) is not None
+
+
+@contextlib.contextmanager
+def records(data_dir: Path, workspace_id: str | None = None) -> Iterator[sa.Connection]:
+    """A connection to the server database of the install at ``data_dir``, or to ``workspace_id``'s; its
+    transaction commits when the block ends."""
+    url = pg_mode.database_url_for(data_dir)
+    if url is None:
+        datadir = DataDir(data_dir)
+        path = datadir.server_db if workspace_id is None else datadir.workspace_db(workspace_id)
+        engine = sa.create_engine(f"sqlite:///{path}")
+    else:
+        schema = SERVER_SCHEMA if workspace_id is None else workspace_schema(workspace_id)
+        engine = sa.create_engine(postgresql_url(url), connect_args={"options": f"-c search_path={schema}"})
+    try:
+        with engine.begin() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def table_names(conn: sa.Connection) -> set[str]:
+    """The tables of the database ``conn`` is on (its schema, on PostgreSQL)."""
+    schema = None if conn.dialect.name == "sqlite" else conn.exec_driver_sql("SELECT current_schema()").scalar()
+    return set(sa.inspect(conn).get_table_names(schema=schema))
