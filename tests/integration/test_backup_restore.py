@@ -70,9 +70,10 @@ def files_of(root: Path) -> dict[str, tuple[str, int, bytes]]:
     return out
 
 
-def kept(data: Path) -> dict[str, tuple[str, int, bytes]]:
+def kept(data: Path, ids: list[str] | None = None) -> dict[str, tuple[str, int, bytes]]:
     """What a backup with files carries of ``data``: its secrets and settings files, the dev-domain CA, and each
-    workspace's chat credentials, repositories, spaces and worktrees (databases are compared table by table)."""
+    workspace's (``ids``, else those its server.db names) chat credentials, repositories, spaces and worktrees
+    (databases are compared table by table)."""
     out: dict[str, tuple[str, int, bytes]] = {}
     for name in ("secrets.json", "sign-in-origin"):
         if (data / name).exists():
@@ -81,7 +82,7 @@ def kept(data: Path) -> dict[str, tuple[str, int, bytes]]:
         for rel, what in files_of(data / "rigs" / "tls").items():
             if not rel.endswith((".lock", ".tmp")):
                 out[f"rigs/tls/{rel}"] = what
-    for ws in workspace_ids(DataDir(data)):
+    for ws in workspace_ids(DataDir(data)) if ids is None else ids:
         for tree in ("chat_credentials", "repos", "spaces", "worktrees"):
             if (data / ws / tree).is_dir():
                 for rel, what in files_of(data / ws / tree).items():
