@@ -15,6 +15,11 @@ import pytest
 from hangar.backup import BackupRefused, read_passphrase
 from hangar.backup.crypt import MAX_PASSPHRASE, MIN_PASSPHRASE
 
+pytestmark = pytest.mark.sqlite_only(
+    "backs up and damages installs on SQLite files (server.db named in refusals); "
+    "test_backup_postgresql.py has the refusals on PostgreSQL"
+)
+
 HANGAR = str(Path(sys.executable).parent / "hangar")
 
 

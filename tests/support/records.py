@@ -46,3 +46,11 @@ def table_names(conn: sa.Connection) -> set[str]:
     """The tables of the database ``conn`` is on (its schema, on PostgreSQL)."""
     schema = None if conn.dialect.name == "sqlite" else conn.exec_driver_sql("SELECT current_schema()").scalar()
     return set(sa.inspect(conn).get_table_names(schema=schema))
+
+
+def restore_flags(data_dir: Path) -> list[str]:
+    """What ``hangar admin restore`` needs besides ``--data-dir data_dir``: under ``make test-postgresql`` the
+    ``--database-url`` of a fresh, empty database for the records (a backup of an install on PostgreSQL restores
+    into one); nothing on SQLite."""
+    url = pg_mode.database_url_for(data_dir)
+    return [] if url is None else ["--database-url", url]
