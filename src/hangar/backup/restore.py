@@ -78,9 +78,7 @@ def _in_files(parts: tuple[str, ...]) -> bool:
 
 
 def _secret(parts: tuple[str, ...]) -> bool:
-    return (
-        parts[-1] in ("secrets.json", DUMP_ITEM) or parts[-1].endswith((".db", ".key")) or CHAT_DIR in parts[:-1]
-    )
+    return parts[-1] in ("secrets.json", DUMP_ITEM) or parts[-1].endswith((".db", ".key")) or CHAT_DIR in parts[:-1]
 
 
 def _mode(parts: tuple[str, ...], item: Item) -> int:
