@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+
+from hangar.core.db import Databases
 
 _HOLD = (
     "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX);"
@@ -25,3 +27,22 @@ def lock_held_elsewhere(lock_file: Path) -> Iterator[None]:
     finally:
         holder.kill()
         holder.wait()
+
+
+@contextlib.asynccontextmanager
+async def driver_held_elsewhere(dbs: Databases, kind: str, run_id: str, lock_file: Path) -> AsyncIterator[None]:
+    """Another driver holds the run ``run_id`` of ``kind`` until the block ends: on SQLite files, another process's
+    flock on ``lock_file``; on PostgreSQL, the run's lease on another connection (what another server's is)."""
+    url = dbs.postgresql_url
+    if url is None:
+        with lock_held_elsewhere(lock_file):
+            yield
+        return
+    from hangar.core.leases import Leases  # psycopg loads only for PostgreSQL
+
+    other = Leases(url)
+    try:
+        assert await other.try_claim(kind, run_id)
+        yield
+    finally:
+        await other.aclose()

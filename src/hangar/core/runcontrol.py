@@ -45,11 +45,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from hangar.core.fileio import write_private_atomic
 from hangar.core.paths import contained
+from hangar.core.portable_sql import insert_ignoring
 from hangar.core.procs import kill_orphaned_groups
 from hangar.core.tables import run_stop_requests
 from hangar.errors import Conflict, Unavailable
@@ -303,8 +302,7 @@ class RunControl:
         async with engine.begin() as conn:
             # The first request stands (who asked first, and when): a concurrent second one is no conflict (a
             # look-then-insert would let both look and the second fail on the key).
-            insert = sqlite_insert if conn.dialect.name == "sqlite" else postgresql_insert
-            await conn.execute(insert(t).values(**row).on_conflict_do_nothing())
+            await conn.execute(insert_ignoring(conn.dialect.name, t).values(**row))
 
     async def _new_stops(self) -> list[str]:
         """The held runs with a stop request not yet handed to ``on_stop``."""
