@@ -17,15 +17,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-
 from hangar.agents import AgentRunner
 from hangar.core.ids import new_id
-from hangar.core.runcontrol import LOCK_NAME, STOP_NAME
-from hangar.core.tables import run_stop_requests
+from hangar.core.runcontrol import LOCK_NAME
 from hangar.workspace import SpaceService
 from tests.support.confined import CLI_AGENT, trust_host
 from tests.support.locks import driver_held_elsewhere
+from tests.support.records import stop_requested
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
 from tests.unit.agents.support import ask_agent_template, insert_running_run, server_parts, wait_run
@@ -84,17 +82,6 @@ async def driven_elsewhere(
                 os.killpg(os.getpgid(child), signal.SIGKILL)
 
 
-async def stop_asked(srv: RunningServer, ws: str, run_id: str) -> bool:
-    """Whether a stop request for the agent run is recorded: a note in its control folder on SQLite files, a row
-    of the workspace on PostgreSQL (``hangar.core.runcontrol``)."""
-    if srv.ctx.dbs.postgresql_url is None:
-        return (srv.ctx.service(AgentRunner).run_dir(run_id) / STOP_NAME).exists()
-    engine = await srv.ctx.dbs.workspace(ws)
-    async with engine.connect() as conn:
-        found = await conn.execute(sa.select(run_stop_requests.c.run_id).where(run_stop_requests.c.run_id == run_id))
-        return found.first() is not None
-
-
 async def wait_gone(pid: int) -> None:
     deadline = time.monotonic() + 10
     while alive(pid):
@@ -138,7 +125,8 @@ async def test_interrupt_closes_the_run_when_its_driver_dies_meanwhile(tmp_path:
         proc.send_signal(signal.SIGSTOP)
         asking = asyncio.ensure_future(c.call("runs.interrupt", workspace_id=ws, runId=run["id"]))
         deadline = time.monotonic() + 20
-        while not await stop_asked(srv, ws, run["id"]):
+        control = srv.ctx.service(AgentRunner).run_dir(run["id"])
+        while not await asyncio.to_thread(stop_requested, srv.data_dir, control, run["id"]):
             assert not asking.done(), asking.result()
             assert time.monotonic() < deadline, "no stop request was written"
             await asyncio.sleep(0.02)

@@ -15,6 +15,8 @@ import sqlalchemy as sa
 
 from hangar.core.datadir import DataDir
 from hangar.core.postgresql import SERVER_SCHEMA, postgresql_url, workspace_schema
+from hangar.core.runcontrol import STOP_NAME
+from hangar.core.tables import run_stop_requests
 from tests.support import pg_mode
 
 
@@ -54,3 +56,19 @@ def restore_flags(data_dir: Path) -> list[str]:
     into one); nothing on SQLite."""
     url = pg_mode.database_url_for(data_dir)
     return [] if url is None else ["--database-url", url]
+
+
+def stop_requested(data_dir: Path, control_dir: Path, run_id: str) -> bool:
+    """Whether a stop request for the run ``run_id`` is recorded (``hangar.core.runcontrol``): the ``.stop`` note
+    in its control folder ``control_dir`` on SQLite files, a ``run_stop_requests`` row of its workspace on
+    PostgreSQL."""
+    if not on_postgresql(data_dir):
+        return (control_dir / STOP_NAME).exists()
+    with records(data_dir) as conn:
+        workspaces = [str(w) for w in conn.execute(sa.text("SELECT id FROM workspaces")).scalars()]
+    for ws in workspaces:
+        with records(data_dir, ws) as conn:
+            found = conn.execute(sa.select(run_stop_requests.c.run_id).where(run_stop_requests.c.run_id == run_id))
+            if found.first() is not None:
+                return True
+    return False
