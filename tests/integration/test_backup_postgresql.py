@@ -25,6 +25,7 @@ import pytest
 from psycopg import sql
 
 from hangar.core.dbdigest import JSON_TYPES, Fingerprint, fingerprint
+from tests.integration.test_backup_refusals import refused
 from tests.integration.test_backup_restore import kept, populate
 from tests.integration.test_chat_ops import NO_TRANSPORT
 from tests.support.postgres import PostgresCluster, server_bindir
@@ -51,12 +52,10 @@ def admin(*args: str, password: str | None, bindir: Path) -> subprocess.Complete
     return subprocess.run([HANGAR, "admin", *args], capture_output=True, text=True, env=env, timeout=600)
 
 
-def refused(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == 1, (done.stdout, done.stderr)
-    assert done.stdout == "" and "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]
+def restore(backup: Path, into: Path, database: str | None, bindir: Path) -> subprocess.CompletedProcess[str]:
+    """``hangar admin restore`` of ``backup`` into the folder ``into`` and the database URL ``database``."""
+    given = ["--database-url", database] if database is not None else []
+    return admin("restore", str(backup), "--data-dir", str(into), *given, password=None, bindir=bindir)
 
 
 def spy_bindir(folder: Path) -> Path:
@@ -211,35 +210,18 @@ async def test_restore_refuses_a_database_that_is_not_empty_naming_what_it_holds
     backup, _data, installed, empty = taken
     restored = tmp_path / "restored"
     bindir = server_bindir()
-    said = refused(
-        admin(
-            "restore",
-            str(backup),
-            "--data-dir",
-            str(restored),
-            "--database-url",
-            installed,
-            password=None,
-            bindir=bindir,
-        )
-    )
+    said = refused(restore(backup, restored, installed, bindir))
     assert said.startswith("the PostgreSQL database ") and "is not empty: it holds the schema hangar_server" in said
     target = empty.split("/")[3].split("?")[0]
     with psycopg.connect(pg_cluster.dsn(target), autocommit=True) as conn:
         conn.execute("CREATE TABLE public.someone_elses (n int)")
-    said = refused(
-        admin(
-            "restore", str(backup), "--data-dir", str(restored), "--database-url", empty, password=None, bindir=bindir
-        )
-    )
+    said = refused(restore(backup, restored, empty, bindir))
     assert "is not empty: it holds the table public.someone_elses" in said
     assert not restored.exists()
     with psycopg.connect(pg_cluster.dsn(target), autocommit=True) as conn:
         conn.execute("DROP TABLE public.someone_elses")
     # Empty again (its public schema has no table): restored.
-    done = admin(
-        "restore", str(backup), "--data-dir", str(restored), "--database-url", empty, password=None, bindir=bindir
-    )
+    done = restore(backup, restored, empty, bindir)
     assert done.returncode == 0, done.stderr
     assert "hangar_server" in schemas(pg_cluster, target)
 
@@ -248,9 +230,7 @@ async def test_a_postgresql_backup_needs_a_database_to_restore_into(
     tmp_path: Path, taken: tuple[Path, Path, str, str]
 ) -> None:
     backup = taken[0]
-    said = refused(
-        admin("restore", str(backup), "--data-dir", str(tmp_path / "r"), password=None, bindir=server_bindir())
-    )
+    said = refused(restore(backup, tmp_path / "r", None, server_bindir()))
     assert said == (
         "the backup holds its records as a PostgreSQL dump (postgresql.dump): give --database-url of an empty "
         "PostgreSQL database to restore them into"
@@ -278,18 +258,7 @@ async def test_missing_or_older_tools_are_refused_naming_them(
     restored = tmp_path / "restored"
     target = empty.split("/")[3].split("?")[0]
     for bindir, start in ((nothing, "pg_restore is not installed in "), (old, "pg_restore must be of PostgreSQL ")):
-        said = refused(
-            admin(
-                "restore",
-                str(backup),
-                "--data-dir",
-                str(restored),
-                "--database-url",
-                empty,
-                password=None,
-                bindir=bindir,
-            )
-        )
+        said = refused(restore(backup, restored, empty, bindir))
         assert said.startswith(start) and not restored.exists()
     # One that runs and fails: nothing restored, no data directory, the database still empty.
     failing = fake_tool(
@@ -298,11 +267,7 @@ async def test_missing_or_older_tools_are_refused_naming_them(
         f'[ "$1" = --version ] && exec {server_bindir() / "pg_restore"} --version\n'
         'echo "pg_restore: error: could not execute query: out of luck" >&2; exit 1',
     )
-    said = refused(
-        admin(
-            "restore", str(backup), "--data-dir", str(restored), "--database-url", empty, password=None, bindir=failing
-        )
-    )
+    said = refused(restore(backup, restored, empty, failing))
     assert said == "pg_restore failed: pg_restore: error: could not execute query: out of luck"
     assert not restored.exists() and schemas(pg_cluster, target) == ["public"]
     assert not list(tmp_path.glob(".restored.restoring-*"))

@@ -24,7 +24,7 @@ from sqlalchemy.pool import NullPool
 
 from hangar.backup.archive import ArchiveWriter, BackupRefused
 from hangar.backup.pg_tools import find_tool, libpq_url, run_tool, tool_env
-from hangar.backup.sqlite_source import SqliteSource, add_server_files, add_workspace_files
+from hangar.backup.sqlite_source import SqliteSource, add_private_file, add_server_files, add_workspace_files
 from hangar.backup.take import Source
 from hangar.core.datadir import DataDir
 from hangar.core.dbfailures import shown, unreachable
@@ -33,7 +33,6 @@ from hangar.errors import InvalidArgs
 
 DUMP_ITEM = "postgresql.dump"
 SCHEMA_PATTERNS = (SERVER_SCHEMA, "ws_*", "wh_*")
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _engine(url: URL) -> sa.Engine:
@@ -96,11 +95,7 @@ class PostgresSource:
         finally:
             engine.dispose()
         try:
-            fd = os.open(dump, _FILE_FLAGS)
-            try:
-                writer.add_fd(DUMP_ITEM, fd, 0o600)
-            finally:
-                os.close(fd)
+            add_private_file(writer, dump, DUMP_ITEM)
         finally:
             dump.unlink(missing_ok=True)
         add_server_files(writer, self.datadir.root)

@@ -80,14 +80,19 @@ def _add_database(
     copy_database(src, copy)
     try:
         ids = workspace_ids(server_of, copy) if server_of is not None else []
-        fd = os.open(copy, _FILE_FLAGS)
-        try:
-            writer.add_fd(name, fd, 0o600)
-        finally:
-            os.close(fd)
+        add_private_file(writer, copy, name)
     finally:
         copy.unlink()
     return ids
+
+
+def add_private_file(writer: ArchiveWriter, path: Path, name: str) -> None:
+    """Add the file at ``path`` (one of the backup's own, in its scratch folder) as ``name``, mode 0600."""
+    fd = os.open(path, _FILE_FLAGS)
+    try:
+        writer.add_fd(name, fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 def _add_file_at(writer: ArchiveWriter, dir_fd: int, name: str, path: str, st: os.stat_result) -> None:
