@@ -72,3 +72,19 @@ def stop_requested(data_dir: Path, control_dir: Path, run_id: str) -> bool:
             if found.first() is not None:
                 return True
     return False
+
+
+def stored_text(data_dir: Path, workspace_id: str | None = None) -> bytes:
+    """Everything the server database (or ``workspace_id``'s) holds, for a test that checks a secret never
+    reaches it: on SQLite files the bytes of the database and its journal (pages no row uses any more
+    included); on PostgreSQL every row of every table of its schema, as text."""
+    if not on_postgresql(data_dir):
+        datadir = DataDir(data_dir)
+        path = datadir.server_db if workspace_id is None else datadir.workspace_db(workspace_id)
+        return b"".join(p.read_bytes() for p in sorted(path.parent.glob(f"{path.name}*")) if p.is_file())
+    found: list[str] = []
+    with records(data_dir, workspace_id) as conn:
+        for table in sorted(table_names(conn)):
+            quoted = conn.dialect.identifier_preparer.quote(table)
+            found += conn.execute(sa.text(f"SELECT CAST(t AS text) FROM {quoted} AS t")).scalars()
+    return "\n".join(found).encode()
