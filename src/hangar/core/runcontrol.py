@@ -201,6 +201,15 @@ class RunControl:
     def holds(self, run_id: str) -> bool:
         return run_id in self._held
 
+    async def driven_elsewhere(self, run_id: str) -> bool:
+        """Whether another process drives the run right now (its driver lock, or on PostgreSQL its lease, held
+        and not by this process)."""
+        if self.holds(run_id):
+            return False
+        if self._dbs is None:
+            return await asyncio.to_thread(is_driven, self.control_dir(run_id))
+        return await self._lease_set().is_claimed(self.kind, run_id)
+
     async def try_take(self, run_id: str, *, workspace_id: str | None = None) -> Takeover | None:
         """Become the run's driver, or ``None`` when another holder (this process included) drives it.
 
