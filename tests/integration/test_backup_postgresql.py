@@ -24,6 +24,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from hangar.backup.archive import FORMAT, ArchiveWriter, Manifest
 from hangar.core.dbdigest import JSON_TYPES, Fingerprint, fingerprint
 from tests.integration.test_backup_refusals import refused
 from tests.integration.test_backup_restore import kept, populate
@@ -171,9 +172,10 @@ async def test_round_trip_keeps_every_table_and_file_and_never_shows_the_passwor
 
     calls = (spy / "calls.log").read_text()
     runs = [line for line in calls.splitlines() if line.startswith("argv:") and line != "argv: --version"]
-    assert len(runs) == 2 and "--snapshot=" in runs[0] and "--single-transaction" in runs[1]
+    # The dump; its entries listed and checked before the restore runs any; the restore.
+    assert len(runs) == 3 and "--snapshot=" in runs[0] and "--list" in runs[1] and "--single-transaction" in runs[2]
     assert password not in calls and other_password not in calls  # never on a command line
-    assert "PGPASSWORD:set" not in calls and calls.count("passfile:600") == 2
+    assert "PGPASSWORD:set" not in calls and calls.count("passfile:600") == 2  # the listing connects nowhere
     for said_text in (done.stdout, done.stderr):
         assert password not in said_text and other_password not in said_text
 
@@ -264,10 +266,34 @@ async def test_missing_or_older_tools_are_refused_naming_them(
     failing = fake_tool(
         tmp_path / "failing",
         "pg_restore",
-        f'[ "$1" = --version ] && exec {server_bindir() / "pg_restore"} --version\n'
+        # Its version and the dump's listing are the real ones; the restore itself fails.
+        f'case "$1" in --version|--list) exec {server_bindir() / "pg_restore"} "$@";; esac\n'
         'echo "pg_restore: error: could not execute query: out of luck" >&2; exit 1',
     )
     said = refused(restore(backup, restored, empty, failing))
     assert said == "pg_restore failed: pg_restore: error: could not execute query: out of luck"
     assert not restored.exists() and schemas(pg_cluster, target) == ["public"]
     assert not list(tmp_path.glob(".restored.restoring-*"))
+
+
+async def test_a_dump_holding_more_than_hangars_schemas_is_refused_before_any_of_it_runs(
+    tmp_path: Path, pg_cluster: PostgresCluster, taken: tuple[Path, Path, str, str]
+) -> None:
+    """A backup file is input: a dump with a schema of its own (what a crafted file could carry) never runs."""
+    _backup, _data, installed, empty = taken
+    source, target = (u.split("/")[3].split("?")[0] for u in (installed, empty))
+    with psycopg.connect(pg_cluster.dsn(source), autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA evil")
+        conn.execute("CREATE TABLE evil.planted (n int)")
+    dump = tmp_path / "evil.dump"
+    argv = [str(server_bindir() / "pg_dump"), "--format=custom", f"--file={dump}", "--schema=hangar_server"]
+    subprocess.run([*argv, "--schema=evil", f"--dbname={pg_cluster.dsn(source)}"], check=True, timeout=120)
+    hostile = tmp_path / "evil.backup"
+    with hostile.open("wb") as out:
+        writer = ArchiveWriter(out)
+        writer.add_bytes("postgresql.dump", dump.read_bytes(), 0o600)
+        writer.finish(Manifest(FORMAT, "0.0.1", "2026-01-01T00:00:00+00:00", "postgresql", False, tuple(writer.items)))
+    said = refused(restore(hostile, tmp_path / "r", empty, server_bindir()))
+    assert said.startswith("the backup's postgresql.dump holds 'SCHEMA - evil ")
+    assert said.endswith("which a dump of Hangar's schemas never holds")
+    assert schemas(pg_cluster, target) == ["public"] and not (tmp_path / "r").exists()

@@ -16,6 +16,8 @@ point leaves the database as it was (one transaction) and the folder absent.
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -144,8 +146,62 @@ def check_empty(url: URL, bindir: Path | None) -> Path:
     return find_tool("pg_restore", major, bindir)
 
 
+# What a dump of Hangar's schemas holds (``pg_restore --list``): these kinds of entries, each in one of its
+# schemas. A backup file is input: a dump holding anything else (another schema, an extension, a role's grants,
+# a large object) is refused before a statement of it runs.
+_ENTRY_KINDS = (
+    "SEQUENCE OWNED BY",
+    "FK CONSTRAINT",
+    "SEQUENCE SET",
+    "TABLE DATA",
+    "CONSTRAINT",
+    "FUNCTION",
+    "SEQUENCE",
+    "TRIGGER",
+    "DEFAULT",
+    "SCHEMA",
+    "INDEX",
+    "TABLE",
+)
+_DIGEST_SCHEMA = re.compile(r"^wh_[0-9a-f]{56}$")
+
+
+def _hangars_schema(name: str) -> bool:
+    """Whether ``name`` is a schema Hangar keeps records in (``hangar.core.postgresql``)."""
+    if name == SERVER_SCHEMA or _DIGEST_SCHEMA.match(name):
+        return True
+    try:
+        return name.startswith("ws_") and bool(DataDir.check_workspace_id(name[3:]))
+    except InvalidArgs:
+        return False
+
+
+def check_dump(pg_restore: Path, dump: Path) -> None:
+    """``BackupRefused`` naming the first entry of ``dump`` that a dump of Hangar's schemas never holds."""
+    try:
+        listed = subprocess.run([str(pg_restore), "--list", str(dump)], capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise BackupRefused(f"pg_restore cannot run: {exc.strerror}") from None
+    if listed.returncode != 0:
+        said = " ".join(listed.stderr.split())[-300:]
+        raise BackupRefused(f"the backup's {DUMP_ITEM} is not a dump pg_restore reads: {said}")
+    for line in listed.stdout.splitlines():
+        if not line.strip() or line.startswith(";"):
+            continue
+        _, _, entry = line.partition("; ")
+        rest = entry.split(" ", 2)[2] if entry.count(" ") >= 2 else ""  # past the catalog and object ids
+        kind = next((k for k in _ENTRY_KINDS if rest.startswith(f"{k} ")), None)
+        words = rest[len(kind) + 1 :].split(" ") if kind is not None else []
+        schema = words[1] if kind == "SCHEMA" and len(words) > 1 else (words[0] if words else "")
+        if kind is None or not _hangars_schema(schema):
+            raise BackupRefused(
+                f"the backup's {DUMP_ITEM} holds {rest[:120]!r}, which a dump of Hangar's schemas never holds"
+            )
+
+
 def restore_records(pg_restore: Path, dump: Path, url: URL, scratch: Path) -> None:
-    """Restore ``dump`` into the empty database ``url``, in one transaction."""
+    """Restore ``dump`` (checked first: ``check_dump``) into the empty database ``url``, in one transaction."""
+    check_dump(pg_restore, dump)
     argv = [str(pg_restore), "--single-transaction", "--exit-on-error", "--no-owner", "--no-privileges"]
     with tool_env(scratch, url) as env:
         run_tool([*argv, f"--dbname={libpq_url(url)}", str(dump)], env, "pg_restore", url)
