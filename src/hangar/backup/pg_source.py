@@ -7,9 +7,10 @@ workspaces whose files are taken are exactly those the dump holds. Secrets, sett
 come from the data directory as for SQLite (``hangar.backup.sqlite_source``); the manifest says ``database:
 postgresql``.
 
-A restore writes the files into the new data directory as for SQLite, runs ``pg_restore --single-transaction
---exit-on-error --no-owner --no-privileges`` into the database given (which must be empty: one holding any schema
-or table of its own is refused, naming it) and records that database in the data directory. A failure at any
+A restore writes the files into the new data directory as for SQLite, checks the dump's entries (``check_dump``:
+a backup file is input), runs ``pg_restore --single-transaction --exit-on-error --no-owner --no-privileges`` into
+the database given (which must be empty: one holding any schema or table of its own is refused, naming it) and
+records that database in the data directory. A failure at any
 point leaves the database as it was (one transaction) and the folder absent.
 """
 
