@@ -215,8 +215,8 @@ def test_a_sqlite_backup_is_not_restored_into_postgresql(tmp_path: Path, plain: 
     target = tmp_path / "restored"
     said = refused(admin("restore", str(plain), "--data-dir", str(target), "--database-url", "postgresql://h@db/x"))
     assert said == (
-        "the backup holds SQLite databases: restore it without --database-url, then copy the install to "
-        "PostgreSQL with hangar admin migrate-to-postgresql"
+        "the backup holds SQLite databases: restore it without --database-url (or $HANGAR_DATABASE_URL), then "
+        "copy the install to PostgreSQL with hangar admin migrate-to-postgresql"
     )
     assert not target.exists()
 

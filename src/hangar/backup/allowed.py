@@ -92,8 +92,8 @@ def check_records(database: str, paths: list[str], url_given: bool) -> None:
             raise BackupRefused(f"the backup says its records are SQLite files but holds {DUMP_ITEM!r}")
         if url_given:
             raise BackupRefused(
-                "the backup holds SQLite databases: restore it without --database-url, then copy the install to "
-                "PostgreSQL with hangar admin migrate-to-postgresql"
+                "the backup holds SQLite databases: restore it without --database-url (or $HANGAR_DATABASE_URL), "
+                "then copy the install to PostgreSQL with hangar admin migrate-to-postgresql"
             )
     else:
         raise BackupRefused(f"the backup's records are in {database[:40]!r}, which this Hangar does not restore")

@@ -9,8 +9,9 @@ journal, no lock, symlinks only in the files of workspaces), every item before a
 made beneath the folder's descriptor without following anything (a symlink the archive holds is made as a symlink
 and never walked through, nor opened: files are made with ``O_NOFOLLOW | O_EXCL``, folders opened ``O_NOFOLLOW``).
 The server's own files (its databases, secrets, chat credentials, the dev-domain CA) are made owner-only whatever
-the archive says; the data directory itself is 0700. A backup of an install on PostgreSQL restores its records into an empty
-database given by URL (``hangar.backup.pg_source``), after the files are in place and before the folder is renamed.
+the archive says; the data directory itself is 0700. A backup of an install on PostgreSQL restores its records into
+an empty database given by URL (``hangar.backup.pg_source``), after the files are in place and before the folder is
+renamed.
 """
 
 from __future__ import annotations
