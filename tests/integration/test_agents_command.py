@@ -13,6 +13,7 @@ import pytest
 from hangar.rigs.egress.rules import GATE_ADDRESS, GatePorts
 from tests.support.confined import CLI_AGENT, host_pids, host_processes_named, trust_host
 from tests.support.mcp import mcp_session, payload
+from tests.support.records import stored_text
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import collect_until, wait_run, workspace_server
 
@@ -159,7 +160,6 @@ SECRET_SHA = hashlib.sha256(b"tok-s3cret").hexdigest()[:12]
 
 
 @pytest.mark.packs("terminal")
-@pytest.mark.sqlite_only("searches workspace.db's bytes for the secret; wants a PostgreSQL equivalent")
 async def test_secret_environment_is_write_only(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (srv, client, ws):
         space = await client.call("spaces.create", workspace_id=ws, title="cli")
@@ -172,7 +172,7 @@ async def test_secret_environment_is_write_only(tmp_path: Path) -> None:
         agent = await client.call("agents.create", workspace_id=ws, name="Env", adapter=adapter)
         assert agent["adapter"]["secretEnvNames"] == ["AGENT_TOKEN"] and "secretEnv" not in agent["adapter"]
         assert "tok-s3cret" not in str(await client.call("agents.list", workspace_id=ws))
-        assert b"tok-s3cret" not in (srv.data_dir / ws / "workspace.db").read_bytes()
+        assert b"tok-s3cret" not in stored_text(srv.data_dir, ws)
 
         async def run_env() -> str:
             started = await client.call(

@@ -19,10 +19,11 @@ from typing import Any
 
 from hangar.agents import AgentRunner
 from hangar.core.ids import new_id
-from hangar.core.runcontrol import LOCK_NAME, STOP_NAME
+from hangar.core.runcontrol import LOCK_NAME
 from hangar.workspace import SpaceService
 from tests.support.confined import CLI_AGENT, trust_host
-from tests.support.locks import lock_held_elsewhere
+from tests.support.locks import driver_held_elsewhere
+from tests.support.records import stop_requested
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
 from tests.unit.agents.support import ask_agent_template, insert_running_run, server_parts, wait_run
@@ -121,12 +122,11 @@ async def test_interrupt_closes_the_run_when_its_driver_dies_meanwhile(tmp_path:
         RpcClient(srv.ws_url, srv.owner_token) as c,
         driven_elsewhere(tmp_path, srv, c) as (proc, ws, run, child),
     ):
-        runner = srv.ctx.service(AgentRunner)
         proc.send_signal(signal.SIGSTOP)
         asking = asyncio.ensure_future(c.call("runs.interrupt", workspace_id=ws, runId=run["id"]))
-        request = runner.run_dir(run["id"]) / STOP_NAME
         deadline = time.monotonic() + 20
-        while not request.exists():
+        control = srv.ctx.service(AgentRunner).run_dir(run["id"])
+        while not await asyncio.to_thread(stop_requested, srv.data_dir, control, run["id"]):
             assert not asking.done(), asking.result()
             assert time.monotonic() < deadline, "no stop request was written"
             await asyncio.sleep(0.02)
@@ -154,7 +154,7 @@ async def test_recover_leaves_a_run_whose_lock_a_live_process_holds(tmp_path: Pa
         run_id = new_id()
         lock_dir = runner.run_dir(run_id)
         lock_dir.mkdir(parents=True)
-        with lock_held_elsewhere(lock_dir / LOCK_NAME):
+        async with driver_held_elsewhere(srv.ctx.dbs, runner.control.kind, run_id, lock_dir / LOCK_NAME):
             await insert_running_run(srv, ws, run_id, agent, space, "999999999:1")
             assert await runner.recover(ws) == 0
             assert (await c.call("runs.get", workspace_id=ws, runId=run_id))["status"] == "running"

@@ -11,6 +11,7 @@ from hangar.core.ids import new_id
 from hangar.core.procs import start_ticks
 from hangar.identity import IdentityService
 from tests.support.confined import CLI_AGENT, trust_host
+from tests.support.locks import lease_elsewhere, let_go
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.unit.agents.support import collect_until, insert_running_run, server_parts, wait_run
@@ -36,6 +37,10 @@ async def test_stop_interrupts_and_restart_closes_stale_runs(tmp_path: Path) -> 
             other = subprocess.Popen(["sleep", "60"])
             for run_id, owner in ((stale, "999999999:1"), (elsewhere, f"{other.pid}:{start_ticks(other.pid)}")):
                 await insert_running_run(srv, ws, run_id, agent, space, owner)
+            # On PostgreSQL the driver's lease alone says who drives (a recorded pid may be of another host).
+            held = await lease_elsewhere(
+                srv.ctx.dbs.postgresql_url, srv.ctx.service(AgentRunner).control.kind, elsewhere
+            )
 
     async with running_server(data, parts=server_parts()) as srv:
         token = await srv.ctx.service(IdentityService).issue_device(srv.owner_id, "again")
@@ -55,5 +60,7 @@ async def test_stop_interrupts_and_restart_closes_stale_runs(tmp_path: Path) -> 
             assert (await client.call("runs.get", workspace_id=ws, runId=elsewhere))["status"] == "running"
             other.kill()
             other.wait()
+            if held is not None:
+                await let_go(held, srv.ctx.service(AgentRunner).control.kind, elsewhere)
             assert await srv.ctx.service(AgentRunner).recover(ws) == 1
             assert (await wait_run(client, ws, elsewhere))["outcome"] == "failed"

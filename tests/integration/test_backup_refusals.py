@@ -18,6 +18,11 @@ import pytest
 from hangar.backup import BackupRefused, read_passphrase
 from hangar.backup.crypt import MAX_PASSPHRASE, MIN_PASSPHRASE
 
+pytestmark = pytest.mark.sqlite_only(
+    "backs up and damages installs on SQLite files (server.db named in refusals); "
+    "test_backup_postgresql.py has the refusals on PostgreSQL"
+)
+
 HANGAR = str(Path(sys.executable).parent / "hangar")
 
 
@@ -235,20 +240,31 @@ def test_backup_refuses_a_missing_folder_and_the_data_directory_itself(tmp_path:
     )
 
 
-def test_backup_refuses_an_install_whose_records_are_in_postgresql(tmp_path: Path, data: Path) -> None:
+def test_an_install_whose_records_are_in_postgresql_is_backed_up_from_there(tmp_path: Path, data: Path) -> None:
     # A copy of the data directory that records a PostgreSQL URL (as migrate-to-postgresql leaves it): its SQLite
-    # files are the state at the copy, not the install's records.
+    # files are the state at the copy, not the install's records; the backup dumps the database it records
+    # (tests/integration/test_backup_postgresql.py), here one that cannot be reached.
     moved = tmp_path / "moved"
     moved.mkdir()
     for name in ("server.db", "secrets.json"):
         (moved / name).write_bytes((data / name).read_bytes())
-    (moved / "database-url").write_text("postgresql://hangar@db.example/hangar\n")
+    (moved / "database-url").write_text("postgresql://hangar@db.invalid/hangar\n")
     out = tmp_path / "moved.backup"
     said = refused(admin("backup", "--to", str(out), "--data-dir", str(moved)))
-    assert said.startswith(f"the records of {moved} are in PostgreSQL")
+    assert said.startswith("cannot connect to the PostgreSQL database postgresql://hangar@db.invalid/hangar: ")
     assert not out.exists()
-    (moved / "database-url").unlink()  # the same folder without the record backs up
+    (moved / "database-url").unlink()  # the same folder without the record backs up its SQLite files
     assert admin("backup", "--to", str(out), "--data-dir", str(moved)).returncode == 0
+
+
+def test_a_sqlite_backup_is_not_restored_into_postgresql(tmp_path: Path, plain: Path) -> None:
+    target = tmp_path / "restored"
+    said = refused(admin("restore", str(plain), "--data-dir", str(target), "--database-url", "postgresql://h@db/x"))
+    assert said == (
+        "the backup holds SQLite databases: restore it without --database-url (or $HANGAR_DATABASE_URL), then "
+        "copy the install to PostgreSQL with hangar admin migrate-to-postgresql"
+    )
+    assert not target.exists()
 
 
 def test_the_passphrase_bounds_on_both_sides(tmp_path: Path, data: Path) -> None:

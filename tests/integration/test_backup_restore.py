@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from hangar.backup.sqlite_source import workspace_ids
 from hangar.core.datadir import DataDir
 from hangar.rigs.devdomains.tls import dev_ca_pem
@@ -28,6 +30,11 @@ from tests.integration.test_workspace_repos import make_repo
 from tests.support.disks import detach_disks
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
+
+pytestmark = pytest.mark.sqlite_only(
+    "its backups are of SQLite files, compared table by table with SQLite; "
+    "test_backup_postgresql.py is the round trip on PostgreSQL"
+)
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
 
@@ -71,9 +78,10 @@ def files_of(root: Path) -> dict[str, tuple[str, int, bytes]]:
     return out
 
 
-def kept(data: Path) -> dict[str, tuple[str, int, bytes]]:
+def kept(data: Path, ids: list[str] | None = None) -> dict[str, tuple[str, int, bytes]]:
     """What a backup with files carries of ``data``: its secrets and settings files, the dev-domain CA, and each
-    workspace's chat credentials, repositories, spaces and worktrees (databases are compared table by table)."""
+    workspace's (``ids``, else those its server.db names) chat credentials, repositories, spaces and worktrees
+    (databases are compared table by table)."""
     out: dict[str, tuple[str, int, bytes]] = {}
     for name in ("secrets.json", "sign-in-origin"):
         if (data / name).exists():
@@ -82,7 +90,7 @@ def kept(data: Path) -> dict[str, tuple[str, int, bytes]]:
         for rel, what in files_of(data / "rigs" / "tls").items():
             if not rel.endswith((".lock", ".tmp")):
                 out[f"rigs/tls/{rel}"] = what
-    for ws in workspace_ids(DataDir(data)):
+    for ws in workspace_ids(DataDir(data)) if ids is None else ids:
         for tree in ("chat_credentials", "repos", "spaces", "worktrees"):
             if (data / ws / tree).is_dir():
                 for rel, what in files_of(data / ws / tree).items():

@@ -17,6 +17,7 @@ from hangar.backup.schedule import MAX_FOLDER, MAX_INTERVAL_HOURS, MAX_KEEP, Bac
 from hangar.errors import InvalidArgs
 from hangar.identity import IdentityService
 from hangar.server.parts import all_parts
+from tests.support.records import restore_flags
 from tests.support.server import running_server
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
@@ -50,7 +51,8 @@ async def test_a_scheduled_backup_is_taken_and_the_oldest_beyond_keep_removed(tm
         assert newest.stat().st_size > 1000 and (newest.stat().st_mode & 0o777) == 0o600
         assert (folder / "notes.txt").exists()
         assert await srv.ctx.service(BackupSchedule).pass_once() is None  # the newest is within the interval
-    assert subprocess.run([HANGAR, "admin", "restore", str(newest), "--data-dir", str(tmp_path / "r")]).returncode == 0
+    restore = [HANGAR, "admin", "restore", str(newest), "--data-dir", str(tmp_path / "r")]
+    assert subprocess.run([*restore, *restore_flags(tmp_path / "r")]).returncode == 0
     listed = subprocess.run([HANGAR, "admin", "backups", "--data-dir", str(data)], capture_output=True, text=True)
     assert str(newest) in listed.stdout and "bytes" in listed.stdout
 
@@ -122,6 +124,8 @@ async def test_the_backup_passphrase_seals_scheduled_backups_and_no_child_of_the
         assert is_sealed(f.read(8))  # the server still has the passphrase: its backups are sealed with it
     env = {"HANGAR_BACKUP_PASSPHRASE": secret, "PATH": "/usr/bin:/bin"}
     restored = subprocess.run(
-        [HANGAR, "admin", "restore", str(taken), "--data-dir", str(tmp_path / "r")], env=env, capture_output=True
+        [HANGAR, "admin", "restore", str(taken), "--data-dir", str(tmp_path / "r"), *restore_flags(tmp_path / "r")],
+        env=env,
+        capture_output=True,
     )
     assert restored.returncode == 0, restored.stderr

@@ -6,13 +6,15 @@ Real processes throughout: ``hangar serve`` twice on one data directory, the ``h
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
+from hangar.core.tables import domain_events
 from tests.support.processes import cli, hangar_serve, owner_token
+from tests.support.records import records, table_names
 from tests.support.rpc import RpcClient, RpcError
 
 pytestmark = pytest.mark.slow
@@ -80,9 +82,9 @@ async def test_events_another_process_records_reach_a_watch_within_a_second(tmp_
             assert seen - emitted < 1.0, f"seen {seen - emitted:.3f} s after the CLI ended ({emitted - started:.1f} s)"
 
 
-def _tables(db: Path) -> set[str]:
-    with sqlite3.connect(db) as conn:
-        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+def _tables(data: Path, ws: str) -> set[str]:
+    with records(data, ws) as conn:
+        return table_names(conn)
 
 
 async def test_fifty_workspaces_created_at_once_are_all_complete_after_a_restart(tmp_path: Path) -> None:
@@ -101,10 +103,10 @@ async def test_fifty_workspaces_created_at_once_are_all_complete_after_a_restart
                 await c.close()
         assert [r.get("error") for r in replies if not r.get("ok")] == []
         ids = [r["result"]["id"] for r in replies]
-    expected = _tables(data / ids[0] / "workspace.db")
+    expected = _tables(data, ids[0])
     assert {"domain_events", "audit_log", "messages", "agent_runs", "pipeline_runs"} <= expected
     for ws in ids:
-        assert _tables(data / ws / "workspace.db") == expected
+        assert _tables(data, ws) == expected
     with hangar_serve(data) as again:
         async with RpcClient(again.ws_url, token) as c:
             listed = {w["id"] for w in await c.call("workspaces.list")}
@@ -143,8 +145,8 @@ async def test_a_damaged_workspace_is_reported_and_the_rest_serves(tmp_path: Pat
             good = (await c.call("workspaces.create", name="good"))["id"]
             bad = (await c.call("workspaces.create", name="bad"))["id"]
     # What concurrent migrations used to leave: every version table at head, tables missing.
-    with sqlite3.connect(data / bad / "workspace.db") as conn:
-        conn.execute("DROP TABLE messages")
+    with records(data, bad) as conn:
+        conn.execute(sa.text("DROP TABLE messages" + (" CASCADE" if conn.dialect.name == "postgresql" else "")))
     with hangar_serve(data) as srv:
         async with RpcClient(srv.ws_url, token) as c:
             await c.call("members.list", workspace_id=good)
@@ -176,13 +178,8 @@ async def test_every_message_a_killed_server_stored_has_its_event(tmp_path: Path
                 await asyncio.sleep(delay)
                 srv.kill9()
                 await asyncio.gather(*posting, return_exceptions=True)
-        with sqlite3.connect(data / ws / "workspace.db") as conn:
-            stored = {r[0] for r in conn.execute("SELECT id FROM messages")}
-            announced = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT json_extract(payload, '$.message.id') FROM domain_events WHERE type = ?",
-                    ("workspace.messagePosted",),
-                )
-            }
+        with records(data, ws) as conn:
+            stored = set(conn.execute(sa.text("SELECT id FROM messages")).scalars())
+            posted = sa.select(domain_events.c.payload).where(domain_events.c.type == "workspace.messagePosted")
+            announced = {payload["message"]["id"] for payload in conn.execute(posted).scalars()}
         assert stored and stored == announced, f"trial {trial}: {len(stored - announced)} messages never announced"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from pathlib import Path
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from alembic.script import ScriptDirectory
 
 from hangar.core.clock import FakeClock
@@ -16,10 +16,19 @@ from hangar.core.tables import MIGRATIONS
 from hangar.server.readiness import ANSWER_KEPT_S
 from tests.support.server import RunningServer, running_server
 
+_CORE_VERSION = sa.table("alembic_version_core", sa.column("version_num"))
+
 
 async def readyz(srv: RunningServer) -> httpx.Response:
     async with httpx.AsyncClient() as http:
         return await http.get(f"{srv.url}/readyz")
+
+
+async def set_core_version(srv: RunningServer, ws: str, revision: str) -> None:
+    """Stamp the workspace's core migrations at ``revision`` beneath the running server, on its own engine."""
+    engine = await srv.ctx.dbs.workspace(ws)
+    async with engine.begin() as conn:
+        await conn.execute(sa.update(_CORE_VERSION).values(version_num=revision))
 
 
 async def test_ready_then_not_while_a_workspace_database_is_behind(tmp_path: Path) -> None:
@@ -37,17 +46,13 @@ async def test_ready_then_not_while_a_workspace_database_is_behind(tmp_path: Pat
         script = ScriptDirectory(str(MIGRATIONS.location))
         head = script.get_revision(script.get_current_head())
         assert head is not None and isinstance(head.down_revision, str)
-        db = sqlite3.connect(srv.ctx.datadir.workspace_db(ws))
-        with db:
-            db.execute("UPDATE alembic_version_core SET version_num = ?", (head.down_revision,))
+        await set_core_version(srv, ws, head.down_revision)
         clock.advance(ANSWER_KEPT_S)  # past the kept answer
         behind = await readyz(srv)
         assert behind.status_code == 503
         # The reason says what; it names no workspace (anyone may ask).
         assert behind.json() == {"status": "a workspace database is not at its migration head"}
-        with db:
-            db.execute("UPDATE alembic_version_core SET version_num = ?", (head.revision,))
-        db.close()
+        await set_core_version(srv, ws, head.revision)
         clock.advance(ANSWER_KEPT_S)
         assert (await readyz(srv)).status_code == 200
 
@@ -60,10 +65,7 @@ async def test_an_answer_is_kept_two_seconds_and_shared_by_callers_meanwhile(
     async with running_server(tmp_path, clock=clock) as srv:
         ws = await srv.new_workspace("ops")
         assert (await readyz(srv)).status_code == 200
-        db = sqlite3.connect(srv.ctx.datadir.workspace_db(ws))
-        with db:
-            db.execute("UPDATE alembic_version_core SET version_num = 'behind'")
-        db.close()
+        await set_core_version(srv, ws, "behind")
         clock.advance(ANSWER_KEPT_S - 0.001)  # the ready answer is still kept
         assert (await readyz(srv)).status_code == 200
         clock.advance(0.001)  # at the line: checked again, once for twenty callers
@@ -78,12 +80,23 @@ async def test_not_ready_while_a_database_cannot_be_read(tmp_path: Path) -> None
     async with running_server(tmp_path, clock=clock) as srv:
         ws = await srv.new_workspace("ops")
         assert (await readyz(srv)).status_code == 200
+        engine = await srv.ctx.dbs.workspace(ws)
         path = srv.ctx.datadir.workspace_db(ws)
-        original = path.read_bytes()
-        with path.open("r+b") as f:  # a file that is no database any more (unreadable even to root)
-            f.write(b"not a database" * 512)
+        original = path.read_bytes() if engine.dialect.name == "sqlite" else b""
+        if engine.dialect.name == "sqlite":
+            with path.open("r+b") as f:  # a file that is no database any more (unreadable even to root)
+                f.write(b"not a database" * 512)
+        else:  # a schema a failed restore left without the table that says where it stands
+            async with engine.begin() as conn:
+                await conn.execute(sa.text("ALTER TABLE alembic_version_core RENAME TO alembic_version_gone"))
         clock.advance(ANSWER_KEPT_S)
         broken = await readyz(srv)
         assert broken.status_code == 503
-        assert broken.json()["status"].startswith("a workspace database is ")
-        path.write_bytes(original)
+        assert broken.json() == {"status": "a workspace database is unreachable"}
+        if engine.dialect.name == "sqlite":
+            path.write_bytes(original)
+        else:
+            async with engine.begin() as conn:
+                await conn.execute(sa.text("ALTER TABLE alembic_version_gone RENAME TO alembic_version_core"))
+        clock.advance(ANSWER_KEPT_S)
+        assert (await readyz(srv)).status_code == 200

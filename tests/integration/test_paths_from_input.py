@@ -13,20 +13,27 @@ from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.support import workspace_server
 
 
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every entry beneath ``root``, with each file's bytes (a SQLite log's only its name: the server writes it)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() if p.is_file() and not p.name.endswith(("-wal", "-shm")) else None
+        for p in sorted(root.rglob("*"))
+    }
+
+
 async def test_cleanup_with_a_path_as_space_id_deletes_nothing(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep.txt").write_text("keep")
     async with workspace_server(tmp_path) as (srv, client, ws):
         other = await srv.new_workspace("other")
-        other_db = srv.data_dir / other / "workspace.db"
-        before = other_db.read_bytes()
+        before = _tree(srv.data_dir)
         for bad in (str(victim), f"../../{other}", f"../{other}", "..", "a/b", "x" * 200_000):
             with pytest.raises(RpcError) as err:
                 await client.call("worktrees.cleanup", workspace_id=ws, space_id=bad)
             assert err.value.code in ("not_found", "invalid_args"), (bad[:40], err.value)
         assert (victim / "keep.txt").read_text() == "keep"
-        assert other_db.read_bytes() == before
+        assert _tree(srv.data_dir) == before
         assert (await client.call("spaces.list", workspace_id=other)) == {"spaces": []}
 
 

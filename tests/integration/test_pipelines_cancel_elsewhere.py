@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hangar.core.runcontrol import STOP_NAME
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.layout import CONTROL_DIR
+from tests.support.records import stop_requested
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 
@@ -172,9 +172,8 @@ def test_cancel_is_carried_out_when_the_driver_dies_meanwhile(tmp_path: Path) ->
             text=True,
         )
         try:
-            request = data / "pipelines" / CONTROL_DIR / run_id / STOP_NAME
             deadline = time.monotonic() + 30
-            while not request.exists():
+            while not stop_requested(data, data / "pipelines" / CONTROL_DIR / run_id, run_id):
                 assert canceller.poll() is None, canceller.stderr.read() if canceller.stderr else ""
                 assert time.monotonic() < deadline, "no stop request was written"
                 time.sleep(0.02)

@@ -61,16 +61,16 @@ async def run(c: RpcClient, ws: str, raw: dict[str, Any], timeout: float = 180) 
 
 async def test_file_exists_never_sees_a_host_file_outside_the_run_directory(tmp_path: Path) -> None:
     async with member_session(tmp_path) as (srv, c, ws):
-        db = srv.data_dir / "server.db"
-        assert db.is_file()
+        own = srv.data_dir / "host-only.txt"  # a file of the server's own, on either engine
+        own.write_text("the server's, not the run's")
         plant = (
-            f"ln -s {db} db-link && ln -s {srv.data_dir} data-link && ln -s / root-link && "
+            f"ln -s {own} db-link && ln -s {srv.data_dir} data-link && ln -s / root-link && "
             "echo here > inside.txt && mkdir -p sub/deeper && touch sub/deeper/found.txt && "
             f"echo {srv.data_dir}"
         )
         probes = {
             "linkToFile": {"type": "fileExists", "paths": ["db-link"]},
-            "linkToDir": {"type": "fileExists", "paths": ["data-link/server.db"]},
+            "linkToDir": {"type": "fileExists", "paths": ["data-link/host-only.txt"]},
             "linkToRoot": {"type": "fileExists", "paths": ["root-link/etc/passwd"]},
             "recursiveThroughLink": {"type": "fileExists", "paths": ["passwd"], "recursive": True},
             # Controls: what is inside the run directory is found, plainly and recursively.

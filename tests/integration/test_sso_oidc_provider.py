@@ -24,6 +24,7 @@ from hangar.sso.config import SsoConfigStore
 from hangar.sso.oidc.flow import OidcService
 from tests.peers.oidc_provider import OidcPeer, drive_login, drive_to_callback, oidc_provider, signing_key
 from tests.peers.sso_parts import SSO_PARTS
+from tests.support.records import stored_text
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
@@ -123,7 +124,6 @@ async def test_code_flow_end_to_end_with_groups_jit_and_auto_member(tmp_path: Pa
         assert carol["workspaces"][0]["role"] == "guest"
 
 
-@pytest.mark.sqlite_only("searches server.db's bytes for the secret; wants a PostgreSQL equivalent")
 async def test_confidential_client_secret_from_the_secrets_file(tmp_path: Path) -> None:
     async with setup(tmp_path, client_secret="the-client-secret-0123456789") as s:
         await s.save(clientSecret="a-wrong-secret")
@@ -132,7 +132,7 @@ async def test_confidential_client_secret_from_the_secrets_file(tmp_path: Path) 
         assert saved["clientSecretPresent"] is True and "clientSecret" not in saved
         token = token_of(await s.login("alice"))
         assert (await me(s.srv, token))["email"] == "alice@example.com"
-        assert "the-client-secret" not in (tmp_path / "server.db").read_bytes().decode(errors="replace")
+        assert b"the-client-secret" not in stored_text(tmp_path)
 
 
 async def test_hand_off_targets(tmp_path: Path) -> None:

@@ -65,3 +65,33 @@ async def test_two_concurrent_stops_both_succeed_and_the_first_stands(
             assert await stood(run_id) == winner
     finally:
         await dbs.aclose()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_run_another_process_drives_is_driven_elsewhere_until_it_lets_go(
+    tmp_path: Path, dialect: str, request: pytest.FixtureRequest
+) -> None:
+    """What ``hangar pipeline run`` asks before it reports a run another process took over (``_settled``)."""
+    datadir = DataDir(tmp_path / "data").ensure()
+    dbs = Databases(datadir, [m for p in all_parts() for m in p.migrations], postgresql=database_url(dialect, request))
+    await dbs.open()
+    try:
+        await dbs.create_workspace("w1")
+        mine, theirs = (
+            RunControl(tmp_path / "runs", kind="pipeline run", on_stop=lambda _r: True, dbs=dbs) for _ in "ab"
+        )
+        assert not await mine.driven_elsewhere("r1")  # nobody drives it
+        assert await theirs.try_take("r1", workspace_id="w1") is not None
+        assert await mine.driven_elsewhere("r1")
+        assert not await theirs.driven_elsewhere("r1")  # its own driver drives it here, not elsewhere
+        theirs.release("r1")
+        await asyncio.gather(*theirs._releasing)  # a lease goes on a task of its own
+        assert not await mine.driven_elsewhere("r1")
+        assert await mine.try_take("r1", workspace_id="w1") is not None
+        assert not await mine.driven_elsewhere("r1") and await theirs.driven_elsewhere("r1")
+        mine.release("r1")
+        await asyncio.gather(*mine._releasing)
+        await mine.aclose()
+        await theirs.aclose()
+    finally:
+        await dbs.aclose()

@@ -32,7 +32,7 @@ from hangar.identity.authority import AUTHORITY
 from hangar.identity.events import WorkspaceCreated
 from hangar.identity.service import IdentityService
 from hangar.pipelines._algo import StepRec
-from hangar.pipelines.events import PipelineRunFinished
+from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import RunStatus, StepStatus
 from hangar.pipelines.rows import RunRow, Tick
 from hangar.pipelines.store import PipelineStore
@@ -263,6 +263,20 @@ async def test_pipeline_run_and_ticks(app: AppContext) -> None:
     run, steps = await store.load_run("w1", "r1")
     assert (run.status, run.finished_at, steps["a"].finished_at) == (RunStatus.completed, later, later)
     assert [ev.payload["runId"] for ev in await store.events_since("w1", finished.type, 0)] == ["r1"]
+
+
+async def test_finished_tasks_found_by_the_task_id_in_their_events(app: AppContext) -> None:
+    await app.dbs.workspace("w1", create=True)
+    store = PipelineStore(app.dbs.workspace, app.dbs.writer)
+    await app.bus.publish_raw("w1", TaskFinished.type, {"taskId": "t1", "outcome": "completed", "output": {"n": 1}})
+    await app.bus.publish_raw("w1", TaskFinished.type, {"taskId": "t1", "outcome": "failed"})  # the first wins
+    # One stored before the payloads went camelCase.
+    await app.bus.publish_raw("w1", TaskFinished.type, {"task_id": "t2", "outcome": "failed", "output": "x"})
+    await app.bus.publish_raw("w1", TaskFinished.type, {"taskId": "t3", "outcome": "completed"})
+    assert await store.finished_tasks("w1", ["t1", "t2", "missing"]) == {
+        "t1": ("completed", {"n": 1}),
+        "t2": ("failed", "x"),
+    }
 
 
 async def test_rig_action_log(app: AppContext) -> None:

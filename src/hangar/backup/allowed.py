@@ -1,5 +1,6 @@
-"""What a restore may write: only the items a backup takes (``hangar.backup.sqlite_source``), each of the kind it
-is taken as.
+"""What a restore may write: only the items a backup takes (``hangar.backup.sqlite_source``,
+``hangar.backup.pg_source``), each of the kind it is taken as, and only the records of the engine its manifest
+names (``check_records``).
 
 A backup file is input, and the data directory is the server's authority: a file planted there by name is trusted
 by the server when it starts (``database-url`` would point the install at another database; a ``server.db-wal``
@@ -12,6 +13,7 @@ only folders and regular files, and never a lock, a file being written, or a SQL
 from __future__ import annotations
 
 from hangar.backup.archive import BackupRefused, Item
+from hangar.backup.pg_source import DUMP_ITEM
 from hangar.backup.sqlite_source import CHAT_DIR, FILE_TREES, SECRET_FILES, TLS_DIR
 from hangar.core.datadir import DataDir
 from hangar.core.dblocation import URL_FILE
@@ -39,7 +41,7 @@ def _kinds(parts: tuple[str, ...]) -> frozenset[str]:
     """The kinds an item at ``parts`` may be restored as (empty: it may not be restored at all)."""
     top, depth = parts[0], len(parts)
     if depth == 1:
-        if top in (SERVER_DB, *SECRET_FILES):
+        if top in (SERVER_DB, DUMP_ITEM, *SECRET_FILES):
             return frozenset({"file"})
         if top == TLS_DIR[0] or _is_workspace(top):
             return frozenset({"dir"})
@@ -70,3 +72,28 @@ def check_allowed(item: Item, parts: tuple[str, ...]) -> None:
         raise BackupRefused(
             f"the backup's item {item.path[:200]!r} is a {item.kind}, which a Hangar backup never holds there"
         )
+
+
+def check_records(database: str, paths: list[str], url_given: bool) -> None:
+    """``BackupRefused`` unless the records of a backup whose manifest says ``database`` (its items ``paths``)
+    are what that engine's backup holds, and a database URL is given exactly when they go to PostgreSQL."""
+    sqlite_files = [p for p in paths if p == SERVER_DB or p.endswith(f"/{WORKSPACE_DB}")]
+    if database == "postgresql":
+        if DUMP_ITEM not in paths or sqlite_files:
+            found = repr(sqlite_files[0]) if sqlite_files else f"no {DUMP_ITEM}"
+            raise BackupRefused(f"the backup says its records are in PostgreSQL but holds {found}")
+        if not url_given:
+            raise BackupRefused(
+                f"the backup holds its records as a PostgreSQL dump ({DUMP_ITEM}): give --database-url of an empty "
+                "PostgreSQL database to restore them into"
+            )
+    elif database == "sqlite":
+        if DUMP_ITEM in paths:
+            raise BackupRefused(f"the backup says its records are SQLite files but holds {DUMP_ITEM!r}")
+        if url_given:
+            raise BackupRefused(
+                "the backup holds SQLite databases: restore it without --database-url (or $HANGAR_DATABASE_URL), "
+                "then copy the install to PostgreSQL with hangar admin migrate-to-postgresql"
+            )
+    else:
+        raise BackupRefused(f"the backup's records are in {database[:40]!r}, which this Hangar does not restore")

@@ -9,7 +9,9 @@ journal, no lock, symlinks only in the files of workspaces), every item before a
 made beneath the folder's descriptor without following anything (a symlink the archive holds is made as a symlink
 and never walked through, nor opened: files are made with ``O_NOFOLLOW | O_EXCL``, folders opened ``O_NOFOLLOW``).
 The server's own files (its databases, secrets, chat credentials, the dev-domain CA) are made owner-only whatever
-the archive says; the data directory itself is 0700.
+the archive says; the data directory itself is 0700. A backup of an install on PostgreSQL restores its records into
+an empty database given by URL (``hangar.backup.pg_source``), after the files are in place and before the folder is
+renamed.
 """
 
 from __future__ import annotations
@@ -19,15 +21,20 @@ import ctypes
 import os
 import secrets
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from hangar.backup.allowed import check_allowed
+from sqlalchemy.engine import URL
+
+from hangar.backup.allowed import check_allowed, check_records
 from hangar.backup.archive import BackupRefused, Item, Manifest, check_path, scan
 from hangar.backup.crypt import Damaged, OpeningReader, WrongPassphrase, is_sealed
+from hangar.backup.pg_source import DUMP_ITEM, check_empty, restore_records
 from hangar.backup.sqlite_source import CHAT_DIR, FILE_TREES
 from hangar.core.beneath import DIR_FLAGS
+from hangar.core.dblocation import record_url
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -73,7 +80,7 @@ def _in_files(parts: tuple[str, ...]) -> bool:
 
 
 def _secret(parts: tuple[str, ...]) -> bool:
-    return parts[-1] == "secrets.json" or parts[-1].endswith((".db", ".key")) or CHAT_DIR in parts[:-1]
+    return parts[-1] in ("secrets.json", DUMP_ITEM) or parts[-1].endswith((".db", ".key")) or CHAT_DIR in parts[:-1]
 
 
 def _mode(parts: tuple[str, ...], item: Item) -> int:
@@ -167,19 +174,38 @@ def _syncfs(fd: int) -> None:
         os.sync()
 
 
+def _restore_records(pg_restore: Path, work: Path, url: URL) -> None:
+    """The dump unpacked into ``work`` restored into ``url`` and removed; ``url`` recorded in ``work``."""
+    with tempfile.TemporaryDirectory(prefix="hangar-restore-") as scratch:  # the password file, 0700
+        restore_records(pg_restore, work / DUMP_ITEM, url, Path(scratch))
+    (work / DUMP_ITEM).unlink()
+    record_url(work, url)
+
+
 def verify(backup: Path, passphrase: bytes | None) -> Manifest:
     """Check every item of ``backup`` against its manifest; the manifest, or ``BackupRefused`` naming the item."""
     with _opened(backup, passphrase) as stream:
         return scan(stream)
 
 
-def restore_backup(backup: Path, data_dir: Path, passphrase: bytes | None) -> Manifest:
-    """Restore ``backup`` into ``data_dir`` (empty or absent), checked whole first; the manifest."""
+def restore_backup(
+    backup: Path,
+    data_dir: Path,
+    passphrase: bytes | None,
+    *,
+    database_url: URL | None = None,
+    pg_bindir: Path | None = None,
+) -> Manifest:
+    """Restore ``backup`` into ``data_dir`` (empty or absent), checked whole first; the manifest. A backup of an
+    install on PostgreSQL restores its records into the empty database ``database_url`` (its password with it),
+    which the data directory then records."""
     data_dir = check_target(data_dir)
     backup = backup.expanduser().absolute()
     manifest = verify(backup, passphrase)
     for item in manifest.items:  # every item, before anything is written
         check_allowed(item, check_path(item.path))
+    check_records(manifest.database, [i.path for i in manifest.items], database_url is not None)
+    pg_restore = check_empty(database_url, pg_bindir) if database_url is not None else None
     work = data_dir.parent / f".{data_dir.name}.restoring-{os.getpid()}-{secrets.token_hex(4)}"
     try:
         data_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -198,6 +224,9 @@ def restore_backup(backup: Path, data_dir: Path, passphrase: bytes | None) -> Ma
             if again != manifest:
                 raise BackupRefused(f"{backup} changed while it was being restored")
             unpack.finish()
+            if pg_restore is not None:
+                assert database_url is not None
+                _restore_records(pg_restore, work, database_url)
             _syncfs(root_fd)
         finally:
             os.close(root_fd)

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 
 from hangar.backup.archive import BackupRefused
 from hangar.backup.passphrase import read_passphrase
-from hangar.backup.sqlite_source import SqliteSource
+from hangar.backup.pg_source import source_for
 from hangar.backup.tables import backup_runs
 from hangar.backup.take import Taken, take_backup
 from hangar.core.context import AppContext
@@ -155,7 +155,7 @@ class BackupSchedule:
     def _take(self, plan: Plan, target: Path) -> Taken:
         plan.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         return take_backup(
-            SqliteSource(self.app.datadir),
+            source_for(self.app.datadir, self.app.dbs.postgresql_url, bindir=self.app.settings.pg_bindir),
             target,
             self.app.datadir.root,
             passphrase=read_passphrase(None, self.app.settings.backup_passphrase),

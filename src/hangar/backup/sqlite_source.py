@@ -80,14 +80,19 @@ def _add_database(
     copy_database(src, copy)
     try:
         ids = workspace_ids(server_of, copy) if server_of is not None else []
-        fd = os.open(copy, _FILE_FLAGS)
-        try:
-            writer.add_fd(name, fd, 0o600)
-        finally:
-            os.close(fd)
+        add_private_file(writer, copy, name)
     finally:
         copy.unlink()
     return ids
+
+
+def add_private_file(writer: ArchiveWriter, path: Path, name: str) -> None:
+    """Add the file at ``path`` (one of the backup's own, in its scratch folder) as ``name``, mode 0600."""
+    fd = os.open(path, _FILE_FLAGS)
+    try:
+        writer.add_fd(name, fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 def _add_file_at(writer: ArchiveWriter, dir_fd: int, name: str, path: str, st: os.stat_result) -> None:
@@ -141,34 +146,43 @@ class SqliteSource:
         # up would look like a backup and restore an old state.
         if (self.datadir.root / URL_FILE).exists():
             raise BackupRefused(
-                f"the records of {self.datadir.root} are in PostgreSQL (its {URL_FILE} file names the database), "
-                "which hangar admin backup does not back up yet: dump the database with pg_dump and back up the "
-                "data directory's files"
+                f"the records of {self.datadir.root} are in PostgreSQL (its {URL_FILE} file names the database): "
+                "its SQLite files are not its records (hangar.backup.pg_source backs it up)"
             )
         if not self.datadir.server_db.is_file():
             raise FileNotFoundError(f"{self.datadir.root} holds no Hangar server database (server.db)")
 
     def write(self, writer: ArchiveWriter, scratch: Path, *, without_files: bool) -> None:
-        root = self.datadir.root
         ids = _add_database(writer, self.datadir.server_db, "server.db", scratch, server_of=self.datadir)
-        with anchored(root) as root_fd:
-            for name in SECRET_FILES:
-                try:
-                    st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                if stat.S_ISREG(st.st_mode):
-                    _add_file_at(writer, root_fd, name, name, st)
-        if (root / TLS_DIR[0]).is_dir() and not (root / TLS_DIR[0]).is_symlink():
-            writer.add_dir(TLS_DIR[0], 0o700)
-            add_tree(writer, root.joinpath(*TLS_DIR), "/".join(TLS_DIR), secret=True)
+        add_server_files(writer, self.datadir.root)
         for ws in ids:
             ws_dir = self.datadir.workspace_dir(ws)
             writer.add_dir(ws, os.lstat(ws_dir).st_mode)
             _add_database(writer, ws_dir / "workspace.db", f"{ws}/workspace.db", scratch)
-            add_tree(writer, ws_dir / CHAT_DIR, f"{ws}/{CHAT_DIR}", secret=True)
-            if without_files:
+            add_workspace_files(writer, ws_dir, ws, without_files=without_files)
+
+
+def add_server_files(writer: ArchiveWriter, root: Path) -> None:
+    """The server's secrets and settings files and the dev-domain CA of the data directory at ``root``."""
+    with anchored(root) as root_fd:
+        for name in SECRET_FILES:
+            try:
+                st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+            except FileNotFoundError:
                 continue
-            for tree in FILE_TREES:
-                skip = _SKIP_IN_WORKTREES if tree == "worktrees" else ()
-                add_tree(writer, ws_dir / tree, f"{ws}/{tree}", skip_top=skip)
+            if stat.S_ISREG(st.st_mode):
+                _add_file_at(writer, root_fd, name, name, st)
+    if (root / TLS_DIR[0]).is_dir() and not (root / TLS_DIR[0]).is_symlink():
+        writer.add_dir(TLS_DIR[0], 0o700)
+        add_tree(writer, root.joinpath(*TLS_DIR), "/".join(TLS_DIR), secret=True)
+
+
+def add_workspace_files(writer: ArchiveWriter, ws_dir: Path, ws: str, *, without_files: bool) -> None:
+    """A workspace's chat credentials and (unless ``without_files``) its repositories, spaces and worktrees, the
+    folder ``ws`` itself already added."""
+    add_tree(writer, ws_dir / CHAT_DIR, f"{ws}/{CHAT_DIR}", secret=True)
+    if without_files:
+        return
+    for tree in FILE_TREES:
+        skip = _SKIP_IN_WORKTREES if tree == "worktrees" else ()
+        add_tree(writer, ws_dir / tree, f"{ws}/{tree}", skip_top=skip)

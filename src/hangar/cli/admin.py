@@ -14,6 +14,9 @@ from hangar.cli.upgrade import migrate
 from hangar.errors import InvalidArgs
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+    from hangar.config import Settings
     from hangar.core.part import Part
 
 admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_help=True)
@@ -299,17 +302,20 @@ def backup_cmd(
         bool, typer.Option("--without-files", help="Leave out repositories, spaces and worktrees.")
     ] = False,
     passphrase_file: PassphraseOpt = None,
+    database_url: DatabaseUrlOpt = None,
 ) -> None:
-    """Back up a data directory, while its server runs: every database, the secrets and settings, and the
-    workspaces' files. The file appears at --to only when complete (mode 0600)."""
-    from hangar.backup import BackupRefused, SqliteSource, read_passphrase, take_backup
+    """Back up a data directory, while its server runs: every database (on PostgreSQL, a pg_dump of Hangar's
+    schemas), the secrets and settings, and the workspaces' files. The file appears at --to only when complete
+    (mode 0600)."""
+    from hangar.backup import BackupRefused, read_passphrase, source_for, take_backup
     from hangar.core.datadir import DataDir
 
-    settings = settings_from(data_dir=data_dir)
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
     try:
         passphrase = read_passphrase(passphrase_file, settings.backup_passphrase)
+        url = _records_url(settings)
         taken = take_backup(
-            SqliteSource(DataDir(settings.data_dir)),
+            source_for(DataDir(settings.data_dir), url, bindir=settings.pg_bindir),
             to,
             settings.data_dir,
             passphrase=passphrase,
@@ -321,18 +327,55 @@ def backup_cmd(
     typer.echo(f"backed up {taken.items} items to {taken.path} ({taken.size} bytes{sealed}) in {taken.seconds:.1f} s")
 
 
+def _records_url(settings: Settings) -> URL | None:
+    """The PostgreSQL database the data directory keeps its records in, with the password given, or None for
+    SQLite files; ``BackupRefused`` when the URL given contradicts the recorded one."""
+    from hangar.backup import BackupRefused
+    from hangar.core.dblocation import database_for
+    from hangar.errors import HangarError
+
+    try:
+        url = database_for(settings.data_dir.expanduser().absolute(), settings.given_database_url)
+    except HangarError as exc:
+        raise BackupRefused(exc.message) from None
+    if url is not None and url.password is None and settings.database_password is not None:
+        url = url.set(password=settings.database_password)
+    return url
+
+
 @admin_app.command("restore")
 def restore_cmd(
     backup: Annotated[Path, typer.Argument(help="The backup file.")],
     data_dir: Annotated[Path, typer.Option("--data-dir", help="An empty or absent folder to restore into.")],
     passphrase_file: PassphraseOpt = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            help="For a backup of an install on PostgreSQL: the EMPTY database to restore its records into, "
+            "postgresql://USER@HOST/DATABASE ($HANGAR_DATABASE_URL).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Restore a backup into an empty or absent data directory, after checking every item's checksum."""
+    """Restore a backup into an empty or absent data directory, after checking every item's checksum; the
+    records of an install on PostgreSQL go into the empty database --database-url."""
     from hangar.backup import BackupRefused, read_passphrase, restore_backup
+    from hangar.core.dblocation import parse_database_url
 
-    settings = settings_from(data_dir=data_dir)  # and the passphrase taken out of the environment
+    settings = settings_from(data_dir=data_dir, database_url=database_url)  # the secrets taken out of the environment
     try:
-        manifest = restore_backup(backup, data_dir, read_passphrase(passphrase_file, settings.backup_passphrase))
+        given = settings.given_database_url
+        url = parse_database_url(given) if given is not None else None
+        if url is not None and url.password is None and settings.database_password is not None:
+            url = url.set(password=settings.database_password)
+        manifest = restore_backup(
+            backup,
+            data_dir,
+            read_passphrase(passphrase_file, settings.backup_passphrase),
+            database_url=url,
+            pg_bindir=settings.pg_bindir,
+        )
     except BackupRefused as exc:
         raise _refuse(exc.message) from None
     typer.echo(

@@ -36,6 +36,7 @@ pipeline_app = typer.Typer(
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED = 0, 1, 2, 3
+SETTLE_POLL_S = 0.1  # how often a run another process took over is looked at until it settles
 DEFAULT_WORKSPACE = "default"
 T = TypeVar("T")
 
@@ -159,6 +160,18 @@ async def _drive(ctx: AppContext, engine: PipelineEngine) -> None:
         await ctx.bus.drain()
 
 
+async def _settled(engine: PipelineEngine, ws: str, run_id: str) -> dict[str, Any]:
+    """The run's snapshot once this process is done with it. A run can be running in another process meanwhile:
+    any process that sees the event a suspended step waits for may take the run and resume it (a server beside
+    this command, told by its event tail), and this process then skips it. While that other process drives it,
+    what it makes of the run is the outcome, not the ``running`` of the moment."""
+    while True:
+        snap = await engine.snapshot(ws, run_id)
+        if snap["status"] != "running" or not await engine.control.driven_elsewhere(run_id):
+            return snap
+        await asyncio.sleep(SETTLE_POLL_S)
+
+
 async def _workspace(ctx: AppContext, name: str, *, create: bool) -> str:
     from hangar.identity import IdentityService
     from hangar.identity.creation import create_workspace
@@ -253,7 +266,7 @@ def run(
             # On stderr, so --json output stays one document; the id is what `resume` needs after a crash.
             typer.echo(f"run {run_id} started", err=True)
             await _drive(ctx, engine)
-            snap = await engine.snapshot(ws, run_id)
+            snap = await _settled(engine, ws, run_id)
         return _report(snap, as_json)
 
     raise typer.Exit(_run_async(main))
@@ -282,7 +295,7 @@ def emit(
             handled.add(stored.id)
             run_ids = await engine.on_event(stored)
             await _drive(ctx, engine)
-            snaps = [await engine.snapshot(ws, r) for r in run_ids]
+            snaps = [await _settled(engine, ws, r) for r in run_ids]
         if as_json:
             _dump(snaps)
         else:
@@ -361,7 +374,7 @@ def _act_on_run(
             ws = await _workspace(ctx, workspace, create=False)
             await act(engine, ws)
             await _drive(ctx, engine)
-            snap = await engine.snapshot(ws, run_id)
+            snap = await _settled(engine, ws, run_id)
         return _report(snap, as_json)
 
     raise typer.Exit(_run_async(main))

@@ -45,11 +45,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from hangar.core.fileio import write_private_atomic
 from hangar.core.paths import contained
+from hangar.core.portable_sql import insert_ignoring
 from hangar.core.procs import kill_orphaned_groups
 from hangar.core.tables import run_stop_requests
 from hangar.errors import Conflict, Unavailable
@@ -202,6 +201,15 @@ class RunControl:
     def holds(self, run_id: str) -> bool:
         return run_id in self._held
 
+    async def driven_elsewhere(self, run_id: str) -> bool:
+        """Whether another process drives the run right now (its driver lock, or on PostgreSQL its lease, held
+        and not by this process)."""
+        if self.holds(run_id):
+            return False
+        if self._dbs is None:
+            return await asyncio.to_thread(is_driven, self.control_dir(run_id))
+        return await self._lease_set().is_claimed(self.kind, run_id)
+
     async def try_take(self, run_id: str, *, workspace_id: str | None = None) -> Takeover | None:
         """Become the run's driver, or ``None`` when another holder (this process included) drives it.
 
@@ -303,8 +311,7 @@ class RunControl:
         async with engine.begin() as conn:
             # The first request stands (who asked first, and when): a concurrent second one is no conflict (a
             # look-then-insert would let both look and the second fail on the key).
-            insert = sqlite_insert if conn.dialect.name == "sqlite" else postgresql_insert
-            await conn.execute(insert(t).values(**row).on_conflict_do_nothing())
+            await conn.execute(insert_ignoring(conn.dialect.name, t).values(**row))
 
     async def _new_stops(self) -> list[str]:
         """The held runs with a stop request not yet handed to ``on_stop``."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from hangar.backup import BackupRefused, archive, crypt, restore_backup
 from hangar.backup.archive import FORMAT, ArchiveWriter, Manifest
 from hangar.backup.crypt import CHUNK, Damaged, OpeningReader, SealingWriter
+from hangar.core.dblocation import parse_database_url
 
 
 def manifest_of(writer: ArchiveWriter) -> Manifest:
@@ -153,6 +155,9 @@ def _hostile(tmp_path: Path, add: Callable[[ArchiveWriter], None]) -> Path:
         ("ws1/anything", "file"),
         ("ws1/chat_credentials/deeper", "dir"),
         ("rigs/workspace.db", "file"),
+        ("postgresql.dump", "symlink"),
+        ("postgresql.dump", "dir"),
+        ("ws1/postgresql.dump", "file"),
     ],
 )
 def test_an_item_a_backup_never_holds_is_refused_by_name_before_anything_is_written(
@@ -317,3 +322,38 @@ def test_a_sparse_member_is_refused_before_it_is_unpacked(tmp_path: Path) -> Non
     with pytest.raises(BackupRefused, match=r"'server\.db' is a sparse file"):
         restore_backup(backup, tmp_path / "restored", None)
     assert not (tmp_path / "restored").exists()
+
+
+def _records(tmp_path: Path, database: str, paths: list[str]) -> Path:
+    backup = tmp_path / f"{database}.backup"
+    with backup.open("wb") as out:
+        writer = ArchiveWriter(out)
+        for path in paths:
+            if "/" in path and path.split("/")[0] not in writer._paths:
+                writer.add_dir(path.split("/")[0], 0o700)
+            writer.add_bytes(path, b"x", 0o600)
+        writer.finish(Manifest(FORMAT, "0.0.1", "2026-01-01T00:00:00+00:00", database, False, tuple(writer.items)))
+    return backup
+
+
+@pytest.mark.parametrize(
+    ("database", "paths", "url", "said"),
+    [
+        ("postgresql", ["postgresql.dump", "server.db"], "postgresql://h@db/x", "says its records are in PostgreSQL"),
+        ("postgresql", ["postgresql.dump", "ws1/workspace.db"], "postgresql://h@db/x", "holds 'ws1/workspace.db'"),
+        ("postgresql", ["secrets.json"], "postgresql://h@db/x", "holds no postgresql.dump"),
+        ("postgresql", ["postgresql.dump"], None, "give --database-url of an empty PostgreSQL database"),
+        ("sqlite", ["server.db", "postgresql.dump"], None, "says its records are SQLite files"),
+        ("sqlite", ["server.db"], "postgresql://h@db/x", "restore it without --database-url"),
+        ("mysql", ["server.db"], None, "records are in 'mysql'"),
+    ],
+)
+def test_the_records_must_be_what_the_manifest_says_and_go_where_they_belong(
+    tmp_path: Path, database: str, paths: list[str], url: str | None, said: str
+) -> None:
+    """Refused before anything is written, and before any database is connected to (the URLs lead nowhere)."""
+    backup = _records(tmp_path, database, paths)
+    given = parse_database_url(url) if url is not None else None
+    with pytest.raises(BackupRefused, match=re.escape(said)):
+        restore_backup(backup, tmp_path / "r", None, database_url=given)
+    assert not (tmp_path / "r").exists()

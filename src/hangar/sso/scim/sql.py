@@ -25,9 +25,9 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.sql.elements import ColumnElement, UnaryExpression
-from sqlalchemy.sql.operators import custom_op
+from sqlalchemy.sql.elements import ColumnElement
 
+from hangar.core.portable_sql import contains, ends_with, starts_with, unindexed
 from hangar.identity import tables as identity_tables
 from hangar.sso.scim.index import leaf_key
 from hangar.sso.scim.match import (
@@ -50,7 +50,6 @@ memberships = identity_tables.memberships
 workspaces = identity_tables.workspaces
 Cond = ColumnElement[bool]
 TEXT_TYPES = frozenset({"string", "reference", "binary", "dateTime"})
-_TOP = "\U0010ffff"
 
 
 def _column(target: Target) -> ColumnElement[Any] | None:
@@ -97,12 +96,11 @@ def _text_compare(op: str, column: ColumnElement[Any], value: str) -> Cond:
     if op in ("co", "sw", "ew") and value == "":
         return sa.true()
     if op == "co":
-        return sa.func.instr(column, value) > 0
+        return contains(column, value)
     if op == "sw":
-        # The range lets SQLite walk the index; the substr keeps the meaning exact.
-        return sa.and_(column >= value, column < value + _TOP, sa.func.substr(column, 1, len(value)) == value)
+        return starts_with(column, value)
     if op == "ew":
-        return sa.func.substr(column, -len(value)) == value
+        return ends_with(column, value)
     return _order(op, column, value)
 
 
@@ -154,11 +152,6 @@ def _active(bound: BCompare | BPresent) -> Cond:
 
 
 # -- attributes in the value index ------------------------------------------------------------------------
-
-
-def unindexed(column: ColumnElement[Any]) -> ColumnElement[Any]:
-    """``+column``: the same value, but SQLite will not look it up through an index."""
-    return UnaryExpression(column, operator=custom_op("+"), type_=column.type)
 
 
 def _value_predicate(values: Any, leaf: AttrDef, op: str, value: Any, probe: bool = False) -> Cond:

@@ -20,6 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
 
 from hangar.core.clock import Clock
+from hangar.core.db import write_transaction
+from hangar.core.portable_sql import insert_ignoring, json_rows, unindexed
 from hangar.errors import NotFound
 from hangar.identity import SETTING_OWNER, IdentityService
 from hangar.identity import tables as identity_tables
@@ -30,7 +32,7 @@ from hangar.sso.scim.patch import apply_patch
 from hangar.sso.scim.render import document, fixed_parts, groups_json, stamp
 from hangar.sso.scim.resource import canonical, require_user_name
 from hangar.sso.scim.schema import GROUP_URN, user_schema
-from hangar.sso.scim.sql import to_sql, unindexed
+from hangar.sso.scim.sql import to_sql
 from hangar.sso.scim.tables import scim_users, scim_values
 
 users = identity_tables.users
@@ -66,20 +68,17 @@ SORT_IN_MEMORY_BELOW = 1000
 WALK_BUDGET = 3000
 _LISTING_ORDER: tuple[ColumnElement[Any], ...] = (scim_users.c.created_at, scim_users.c.user_id)
 _UNINDEXED_ORDER: tuple[ColumnElement[Any], ...] = (
-    sa.literal_column("+scim_users.created_at"),
-    sa.literal_column("+scim_users.user_id"),
+    unindexed(scim_users.c.created_at),
+    unindexed(scim_users.c.user_id),
 )
 
 
 _USERS_COUNT = sa.select(sa.func.count()).select_from(users).scalar_subquery()
 # What a page shows of each user: the record, SCIM's ``active`` and the workspaces (the read-only ``groups``), in
-# one statement; the membership time is the string SQLite keeps, which sorts as the time does.
+# one statement; the membership time as text, which sorts as the time does (SQLite's stored string, PostgreSQL's
+# rendering of a timestamp in the session's zone).
 _GROUPS = (
-    sa.select(
-        sa.func.json_group_array(
-            sa.func.json_array(sa.cast(memberships.c.created_at, sa.Text), workspaces.c.id, workspaces.c.name)
-        )
-    )
+    sa.select(json_rows(sa.cast(memberships.c.created_at, sa.Text), workspaces.c.id, workspaces.c.name))
     .join(workspaces, workspaces.c.id == memberships.c.workspace_id)
     .where(memberships.c.user_id == scim_users.c.user_id)
     .scalar_subquery()
@@ -161,7 +160,7 @@ class ScimDirectory:
                 }
             )
         if rows:
-            async with self._db.begin() as conn:
+            async with write_transaction(self._db) as conn:
                 await insert_records(conn, rows, or_ignore=True)
                 for row in rows:
                     await reindex(conn, row["user_id"], row["resource"])
@@ -282,7 +281,7 @@ class ScimDirectory:
                 email=derive_email(resource), display_name=derive_display_name(resource)
             )
             now = self._clock.now()
-            async with self._db.begin() as conn:
+            async with write_transaction(self._db) as conn:
                 record = {
                     "user_id": user.id,
                     "user_name": name,
@@ -318,7 +317,7 @@ class ScimDirectory:
         name = require_user_name(resource)
         resource["userName"] = name
         active = resource.get("active")
-        async with self._db.begin() as conn:
+        async with write_transaction(self._db) as conn:
             await self._check_unique(conn, name, user_id)
             created_at = (
                 await conn.execute(sa.select(scim_users.c.created_at).where(scim_users.c.user_id == user_id))
@@ -399,8 +398,9 @@ class ScimDirectory:
         return out
 
 
-# Each record takes the next seq as it is inserted: one statement, so under SQLite's single writer two inserts
-# never read the same maximum (and the unique index would refuse them if they did).
+# Each record takes the next seq as it is inserted, inside a write transaction (``write_transaction``: SQLite's
+# single writer, PostgreSQL's advisory write lock), so two inserts never read the same maximum, in this process or
+# another (and the unique index would refuse them if they did).
 _NEXT_SEQ = sa.select(sa.func.coalesce(sa.func.max(scim_users.c.seq), 0) + 1).scalar_subquery()
 
 
@@ -419,8 +419,8 @@ async def insert_records(conn: Any, records: list[dict[str, Any]], or_ignore: bo
     """Insert SCIM records (``scim_users`` rows without ``seq`` and ``rendered``), each numbered with the next
     seq and rendered (``render.fixed_parts``)."""
     rows = [{**r, "rendered": fixed_parts(*(r[c.name] for c in _RENDER_FROM))} for r in records]
-    insert = sa.insert(scim_users).values(seq=_NEXT_SEQ)
-    await conn.execute(insert.prefix_with("OR IGNORE") if or_ignore else insert, rows)
+    insert = insert_ignoring(conn.dialect.name, scim_users) if or_ignore else sa.insert(scim_users)
+    await conn.execute(insert.values(seq=_NEXT_SEQ), rows)
 
 
 async def reindex(conn: Any, user_id: str, resource: dict[str, Any] | None) -> None:

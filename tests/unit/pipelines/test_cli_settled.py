@@ -1,0 +1,51 @@
+"""``hangar pipeline run`` reports a run another process took over once it settles (``hangar.cli.pipeline``): any
+process that sees the event a suspended step waits for may take the run and resume it, and the command, which
+then skipped it, must not report the ``running`` of that moment as the outcome."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hangar.cli import pipeline as cli
+
+
+class FakeControl:
+    def __init__(self, elsewhere: list[bool]) -> None:
+        self.elsewhere = elsewhere
+
+    async def driven_elsewhere(self, run_id: str) -> bool:
+        return self.elsewhere.pop(0)
+
+
+class FakeEngine:
+    """A run whose snapshots and drivers are given in turn."""
+
+    def __init__(self, statuses: list[str], elsewhere: list[bool]) -> None:
+        self.statuses = statuses
+        self.control = FakeControl(elsewhere)
+        self.looks = 0
+
+    async def snapshot(self, ws: str, run_id: str) -> dict[str, Any]:
+        self.looks += 1
+        return {"runId": run_id, "status": self.statuses.pop(0)}
+
+
+async def settled(engine: FakeEngine) -> str:
+    snap = await cli._settled(engine, "w1", "r1")  # type: ignore[arg-type]
+    return str(snap["status"])
+
+
+async def test_a_run_driven_elsewhere_is_reported_as_it_ends_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "SETTLE_POLL_S", 0)
+    engine = FakeEngine(["running", "running", "failed"], [True, True])
+    assert await settled(engine) == "failed" and engine.looks == 3
+
+
+async def test_a_run_nobody_drives_or_not_running_is_reported_at_once() -> None:
+    # Running with no driver anywhere (its driver died): as it stands; the command exits 3 and resume drives it.
+    assert await settled(FakeEngine(["running"], [False])) == "running"
+    for status in ("suspended", "completed", "failed", "cancelled"):
+        engine = FakeEngine([status], [])
+        assert await settled(engine) == status and engine.looks == 1
