@@ -27,8 +27,9 @@ new connection, and stops driving (``on_fenced``, recording nothing) the runs it
 meanwhile, or all of them once the connection stayed away past the lease's lapse. The periodic looks for
 abandoned runs take a run over only once its lease has stayed free past that (``abandoned``).
 Process-group records stay in the control directory on the driver's host: only that host can signal those
-processes. When that host died its processes died with it, and a driver on another host finds no records there; when only the driving process died, a later driver on the same host (one
-data directory) kills what it left, as on SQLite.
+processes. When that host died its processes died with it, and a driver on another host finds no records
+there; when only the driving process died, a later driver on the same host
+(one data directory) kills what it left, as on SQLite.
 """
 
 from __future__ import annotations
