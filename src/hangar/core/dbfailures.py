@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import time
 from urllib.parse import unquote
 
-import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
@@ -113,6 +113,10 @@ def is_connection_loss(exc: BaseException) -> bool:
     the database refused): what a pause-and-retry, not a bug report, answers."""
     if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
         return True
+    # Not imported here: a process that never opened PostgreSQL has no psycopg error to recognise.
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None:
+        return False
     orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
     return isinstance(orig, (psycopg.OperationalError, psycopg.InterfaceError))
 
