@@ -208,7 +208,8 @@ async def test_an_agent_run_lives_through_a_blip_of_its_lease_connection(tmp_pat
                     assert run["status"] == "running", run
                     await asyncio.sleep(0.1)
             await asyncio.sleep(3)  # several of A's heartbeats and B's looks for abandoned runs
-            run = await ca.call("runs.get", workspace_id=ws, runId=run_id)
+            async with RpcClient(b.ws_url, token) as cb:
+                run = await cb.call("runs.get", workspace_id=ws, runId=run_id)
             assert run["status"] == "running", run
             assert alive(child)
             assert "stopped driving" not in a.log_text()
