@@ -1,5 +1,6 @@
-"""The chat connection claims and the shared inbound dedupe on both database dialects: who may hold a workspace's
-connection, the lease's expiry on both sides of the line, fencing by renewal, and the first sight of an event."""
+"""The chat connection claims and the shared inbound record on both database dialects: who may hold a workspace's
+connection, the lease's expiry on both sides of the line, fencing by renewal, and inbound events handled at least
+once and one at a time."""
 
 from __future__ import annotations
 
@@ -81,18 +82,46 @@ async def test_renewal_keeps_the_lease_and_new_credentials_bump_the_generation(a
     assert await b.renew(ws, P, state="connected", error=None, streaming_available=True) is None
 
 
-async def test_an_inbound_event_is_seen_first_once_across_processes_and_old_ones_are_pruned(app: AppContext) -> None:
+EV = '{"type": "message", "event_id": "Ev001"}'  # what is kept to handle it again (opaque to the store)
+
+
+async def test_an_inbound_event_is_handled_by_one_at_a_time_and_copies_of_a_handled_one_are_dropped(
+    app: AppContext,
+) -> None:
     ws = await workspace(app)
     clock = cast(FakeClock, app.clock)
-    first, second = InboundSeen(app), InboundSeen(app)  # two processes' views of one database
-    assert await first.first_sight(ws, P, "Ev001") is True
-    assert await second.first_sight(ws, P, "Ev001") is False
-    assert await first.first_sight(ws, P, "Ev001") is False
-    assert await second.first_sight(ws, P, "envelope:Ev001") is True  # a slash command's own key
-    assert await first.first_sight(ws, "otherprovider", "Ev001") is True
-    clock.advance(3599)
+    first, second = InboundSeen(app, TTL), InboundSeen(app, TTL)  # two processes' views of one database
+    assert await first.receive(ws, P, "Ev001", EV, "a") is True
+    assert await second.receive(ws, P, "Ev001", EV, "b") is False  # claimed by a live handler: a copy
+    assert await first.receive(ws, P, "Ev001", EV, "a") is False
+    assert await second.receive(ws, P, "envelope:Ev001", EV, "b") is True  # a slash command's own key
+    assert await first.receive(ws, "otherprovider", "Ev001", EV, "a") is True
+    await first.handled(ws, P, "Ev001")
+    clock.advance(TTL + 1)
+    assert await second.receive(ws, P, "Ev001", EV, "b") is False  # handled: never again
+    assert await second.take(ws, P, "Ev001", "b") is False
+    assert ("Ev001", EV) not in await second.orphans(ws, P)
+    clock.advance(3599 - TTL - 1)
     await first.prune(ws)
-    assert await second.first_sight(ws, P, "Ev001") is False  # kept an hour
+    assert await second.receive(ws, P, "Ev001", EV, "b") is False  # kept an hour
     clock.advance(2)
     await first.prune(ws)
-    assert await second.first_sight(ws, P, "Ev001") is True
+    assert await second.receive(ws, P, "Ev001", EV, "b") is True
+
+
+async def test_an_event_whose_handler_died_is_taken_by_one_other_once_its_claim_has_run_out(app: AppContext) -> None:
+    ws = await workspace(app)
+    clock = cast(FakeClock, app.clock)
+    dead, b, c = InboundSeen(app, TTL), InboundSeen(app, TTL), InboundSeen(app, TTL)
+    assert await dead.receive(ws, P, "Ev002", EV, "dead") is True  # taken, then its process died: never handled
+    clock.advance(TTL - 1)
+    assert await b.orphans(ws, P) == [] and await b.take(ws, P, "Ev002", "b") is False  # its claim stands
+    clock.advance(1)
+    assert await b.orphans(ws, P) == [("Ev002", EV)]
+    assert await b.take(ws, P, "Ev002", "b") is True
+    assert await c.take(ws, P, "Ev002", "c") is False  # two takers racing: one wins
+    assert await c.receive(ws, P, "Ev002", EV, "c") is False  # a copy while b handles it
+    assert await c.orphans(ws, P) == []
+    await b.handled(ws, P, "Ev002")
+    clock.advance(TTL)
+    assert await c.orphans(ws, P) == [] and await c.take(ws, P, "Ev002", "c") is False

@@ -148,3 +148,24 @@ async def test_a_link_code_minted_through_one_server_is_redeemed_once_by_the_hol
     assert again is not None and again["text"] == CODE_REFUSAL
     for srv in (p.a, p.b):
         assert code not in srv.log_text()
+
+
+async def test_a_message_whose_holder_is_killed_between_receiving_and_replying_is_answered_by_the_other(
+    pair: Pair,
+) -> None:
+    """The holder acks the event, records it, and is killed -9 before its reply (it waits on the provider: a
+    rate-limited channel look-up): the server that takes the connection over handles it, once."""
+    p = pair
+    p.model.script("m", text("Answered by the server that took over."), text("A second answer must never come."))
+    p.slack.ratelimit("conversations.info", times=1, retry_after=120)
+    sent = await p.slack.mention(GENERAL, ALICE, "anyone home?")
+    await p.slack.acked(sent.envelope_ids[0], timeout=30)
+    await until(lambda: p.slack.calls_of("conversations.info"), timeout=30)  # a is handling it, stalled
+    p.a.kill9()
+    await p.slack.wait_hellos(2, timeout=60)
+    await until(lambda: replies_in(p.slack, sent.ts), timeout=60)
+    await settle()
+    (reply,) = replies_in(p.slack, sent.ts)
+    assert "Answered by the server that took over." in reply.text
+    assert len(p.model.bodies_for("m")) == 1  # the agent ran once
+    assert "was left unhandled: handling it" in p.b.log_text()

@@ -22,6 +22,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
+from hangar.core.leases import APPLICATION_NAME as LEASES_APPLICATION
 from hangar.core.postgresql import workspace_schema
 from tests.integration.test_agents_interrupt_elsewhere import alive
 from tests.integration.test_confined_user_code import template
@@ -179,3 +180,38 @@ async def test_an_agent_run_whose_server_is_killed_is_closed_by_the_other_unaske
             assert run["outcome"] == "failed", run
         if alive(child):  # not in A's process group: a host's death would have taken it, a process's does not
             os.kill(child, signal.SIGKILL)
+
+
+def terminate_lease_connections(pg_url: str) -> list[int]:
+    """End every server's lease connection (what a database restart or a failover does to it): their pids."""
+    conninfo = make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (LEASES_APPLICATION,),
+        ).fetchall()
+    return [int(str(pid)) for pid, _ in rows]
+
+
+async def test_an_agent_run_lives_through_a_blip_of_its_lease_connection(tmp_path: Path, pg_url: str) -> None:
+    """The database drops the lease connection of the server driving a run (the other server is looking for
+    abandoned runs all along): the driver takes its lease back on a new connection and the run goes on; it is
+    neither interrupted by its own server nor closed by the other."""
+    with two_servers(tmp_path, pg_url) as (a, b, token):
+        async with RpcClient(a.ws_url, token) as ca:
+            ws, run_id, child = await sleeping_agent_run(ca)
+            ended = terminate_lease_connections(pg_url)
+            assert ended
+            async with asyncio.timeout(60):  # A noticed, and took its lease back
+                while "every run driven here goes on" not in a.log_text():
+                    run = await ca.call("runs.get", workspace_id=ws, runId=run_id)
+                    assert run["status"] == "running", run
+                    await asyncio.sleep(0.1)
+            await asyncio.sleep(3)  # several of A's heartbeats and B's looks for abandoned runs
+            async with RpcClient(b.ws_url, token) as cb:
+                run = await cb.call("runs.get", workspace_id=ws, runId=run_id)
+            assert run["status"] == "running", run
+            assert alive(child)
+            assert "stopped driving" not in a.log_text()
+            run = await ca.call("runs.interrupt", workspace_id=ws, runId=run_id)
+            assert run["outcome"] == "interrupted", run

@@ -61,6 +61,36 @@ def _as_cluster_user(argv: list[str]) -> list[str]:
     return ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", "--pdeathsig=KILL", *argv]
 
 
+def _launch(bindir: Path, root: Path) -> subprocess.Popen[bytes]:
+    """The cluster's server on its data directory in ``root``, listening on a socket there only."""
+    with open(root / "server.log", "ab") as log:  # the server keeps its own descriptor
+        return subprocess.Popen(
+            _as_cluster_user(
+                [
+                    str(bindir / "postgres"),
+                    "-D",
+                    str(root / "data"),
+                    "-k",
+                    str(root),
+                    "-c",
+                    "listen_addresses=",
+                    # Nothing here outlives the session: durability is not worth its cost.
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "synchronous_commit=off",
+                    "-c",
+                    "full_page_writes=off",
+                    "-c",
+                    "max_connections=200",
+                ]
+            ),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=root,
+        )
+
+
 class PostgresCluster:
     """One running cluster; ``database()`` hands out fresh databases on it."""
 
@@ -104,40 +134,27 @@ class PostgresCluster:
             hba.write_text(f"local all {SUPERUSER} trust\nlocal all all scram-sha-256\n")
             if os.geteuid() == 0:
                 os.chown(hba, user.pw_uid, user.pw_gid)
-            log = open(root / "server.log", "wb")  # noqa: SIM115 - the server writes it for its whole life
-            process = subprocess.Popen(
-                _as_cluster_user(
-                    [
-                        str(bindir / "postgres"),
-                        "-D",
-                        str(data),
-                        "-k",
-                        str(root),
-                        "-c",
-                        "listen_addresses=",
-                        # Nothing here outlives the session: durability is not worth its cost.
-                        "-c",
-                        "fsync=off",
-                        "-c",
-                        "synchronous_commit=off",
-                        "-c",
-                        "full_page_writes=off",
-                        "-c",
-                        "max_connections=200",
-                    ]
-                ),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=root,
-            )
-            log.close()
-            cluster = cls(root, process, 0.0)
+            cluster = cls(root, _launch(bindir, root), 0.0)
             cluster._wait_ready()
             cluster.started_in_s = time.monotonic() - began
             return cluster
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
+
+    def halt(self) -> None:
+        """Stop the server and keep its data (``resume`` starts it again on the same socket): the database going
+        away under the processes using it."""
+        if self._process.poll() is None:
+            self._process.send_signal(2)
+            self._process.wait(timeout=30)
+
+    def resume(self) -> None:
+        """Start the server ``halt`` stopped, with its databases as they were."""
+        if self._process.poll() is None:
+            return
+        self._process = _launch(server_bindir(), self.root)
+        self._wait_ready()
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + _START_TIMEOUT_S

@@ -454,9 +454,9 @@ class AgentRunner:
             # pid may be a process of another host.
             return False
         # Taking the lock kills the agent's command the dead driver left running (if any).
-        took = await self.control.try_take(run.id, workspace_id=workspace_id)
+        took = await self.control.try_take_abandoned(run.id, workspace_id=workspace_id)
         if took is None:
-            return False  # a live process drives it
+            return False  # a live process drives it (or may: its lease has not been free long enough)
         try:
             if took.stop_requested:
                 result = RunResult(

@@ -20,9 +20,16 @@ The row also carries what the holder last said of the connection (state, error, 
 status any process shows names the holder (host and process id) and its state, and a ``generation`` another
 process bumps when it stores new credentials, so the holder dials again with them.
 
-``InboundSeen`` is the inbound dedupe every process shares: a provider's event id (a slash command's envelope
-id) is handled by whoever inserts it first; a redelivery after a hand-over finds it there and is dropped. Rows
-are kept ``SEEN_KEEP`` (the provider retries for minutes, not hours).
+``InboundSeen`` makes inbound events at-least-once, shared by every process: an event (a provider's event id, a
+slash command's envelope id) is recorded with the event itself and a claim (this process, until ``claim_ttl``)
+when it arrives, *before* it is handled, and marked handled *after*. A copy arriving while the event is claimed
+or once it is handled is dropped (at most one handler at a time, no second reply for a handled event). A process
+that dies between the two (kill -9 after the provider's ack, before the reply) leaves the row unhandled: the next
+holder of the connection (``orphans``, at its start and at every look) takes each unhandled row whose claim ran
+out, by one conditional statement so two processes never both win, and handles it. What can still repeat: an
+event whose handler died after its effect (the agent run dispatched) and before the mark; at-least-once means a
+lost reply is worse than that. Rows are kept ``SEEN_KEEP`` (the provider retries for minutes, not hours); an event
+unhandled that long is not answered any more.
 """
 
 from __future__ import annotations
@@ -176,20 +183,72 @@ class ConnectionClaims:
 class InboundSeen:
     """The inbound events some process took to handle, shared by every process through the database."""
 
-    def __init__(self, app: AppContext) -> None:
+    def __init__(self, app: AppContext, claim_ttl: float = DEFAULT_TTL_S) -> None:
         self._app = app
+        self.claim_ttl = claim_ttl
 
-    async def first_sight(self, workspace_id: str, provider: str, key: str) -> bool:
-        """True for the one caller (of any process) that records ``key`` first."""
+    async def receive(self, workspace_id: str, provider: str, key: str, event: str, holder: str) -> bool:
+        """Record the event ``key`` (``event``: how to handle it again) as taken by ``holder`` before it is
+        handled: True for the one caller of any process that is to handle it now. False: a copy (claimed by a
+        live handler, or handled); an orphan (unhandled, its claim run out) is taken over, as ``take`` does."""
         t = chat_inbound_seen
         now = self._app.clock.now()
         engine = await self._app.dbs.workspace(workspace_id)
+        row = {"holder": holder, "claimed_until": now + timedelta(seconds=self.claim_ttl), "event": event}
         try:
             async with engine.begin() as conn:
-                await conn.execute(sa.insert(t).values(provider=provider, event_key=key[:128], seen_at=now))
+                await conn.execute(sa.insert(t).values(provider=provider, event_key=key[:128], seen_at=now, **row))
         except sa.exc.IntegrityError:
-            return False
+            return await self.take(workspace_id, provider, key, holder)
         return True
+
+    async def take(self, workspace_id: str, provider: str, key: str, holder: str) -> bool:
+        """Claim an unhandled event whose claim ran out (its handler died): True for the one taker that wins."""
+        t = chat_inbound_seen
+        now = self._app.clock.now()
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            took = await conn.execute(
+                sa.update(t)
+                .where(
+                    t.c.provider == provider,
+                    t.c.event_key == key[:128],
+                    t.c.handled_at.is_(None),
+                    t.c.claimed_until <= now,
+                )
+                .values(holder=holder, claimed_until=now + timedelta(seconds=self.claim_ttl))
+            )
+        return took.rowcount == 1
+
+    async def handled(self, workspace_id: str, provider: str, key: str) -> None:
+        """The event is handled: a copy from now on is dropped, and the event itself is not kept."""
+        t = chat_inbound_seen
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.update(t)
+                .where(t.c.provider == provider, t.c.event_key == key[:128])
+                .values(handled_at=self._app.clock.now(), event=None)
+            )
+
+    async def orphans(self, workspace_id: str, provider: str) -> list[tuple[str, str]]:
+        """The unhandled events whose claim ran out (their handler died), oldest first: (key, event)."""
+        t = chat_inbound_seen
+        now = self._app.clock.now()
+        engine = await self._app.dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                sa.select(t.c.event_key, t.c.event)
+                .where(
+                    t.c.provider == provider,
+                    t.c.handled_at.is_(None),
+                    t.c.claimed_until <= now,
+                    t.c.event.is_not(None),
+                    t.c.seen_at > now - SEEN_KEEP,
+                )
+                .order_by(t.c.seen_at)
+            )
+            return [(str(r[0]), str(r[1])) for r in rows]
 
     async def prune(self, workspace_id: str) -> None:
         t = chat_inbound_seen

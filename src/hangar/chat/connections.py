@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from hangar.chat.claims import ConnectionClaims
+from hangar.core.dbfailures import Paused, is_connection_loss
 from hangar.identity import Workspace
 
 log = logging.getLogger(__name__)
@@ -214,11 +215,15 @@ class ConnectionRegistry:
 
     async def _every_look(self, look: Callable[[], Awaitable[None]]) -> None:
         assert self.claims is not None
+        paused = Paused("chat connections' claims", log)
         while True:
             try:
                 await look()
-            except Exception:  # the database is away: held connections fence themselves in ``_renew``
-                log.exception("chat connections: a look at the claims failed")
+            except Exception as exc:  # the database is away: held connections fence themselves in ``_renew``
+                if not paused.failed(exc):
+                    log.exception("chat connections: a look at the claims failed")
+            else:
+                paused.ok()
             await asyncio.sleep(self.claims.renew_every)
 
     async def renew_all(self, stored: StoredCredentials) -> None:
@@ -269,8 +274,13 @@ class ConnectionRegistry:
                             error=conn.error if state == "error" else None,
                             streaming_available=conn.streaming_available,
                         )
-            except Exception:
-                log.warning("chat connection of workspace %s (%s): its claim could not be renewed", *key, exc_info=True)
+            except Exception as exc:
+                # The database away is said in a line (the loss is no bug); anything else with its traceback.
+                log.warning(
+                    "chat connection of workspace %s (%s): its claim could not be renewed",
+                    *key,
+                    exc_info=not is_connection_loss(exc),
+                )
                 if time.monotonic() + self.claims.renew_every < fence_at:
                     return  # another try comes before the fence
                 log.warning("chat connection of workspace %s (%s): stopped until its claim can be renewed", *key)

@@ -7,8 +7,9 @@ plain channel message continues a bridged thread is the bridge's call: only it k
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 MessageKind = Literal["mention", "message", "dm"]
 
@@ -40,3 +41,14 @@ class SlashCommand:
 
 
 InboundEvent = InboundMessage | SlashCommand
+
+
+def event_text(event: InboundEvent) -> str:
+    """``event`` as text to keep until it is handled (``event_from_text`` reads it back)."""
+    return json.dumps({"type": "command" if isinstance(event, SlashCommand) else "message", **asdict(event)})
+
+
+def event_from_text(text: str) -> InboundEvent:
+    fields: dict[str, Any] = json.loads(text)
+    kind = fields.pop("type")
+    return SlashCommand(**fields) if kind == "command" else InboundMessage(**fields)

@@ -66,7 +66,7 @@ class ChatService:
         self.user_links = UserLinks(app, self.codes)
         self.space_links = SpaceLinks(app, app.service(SpaceService))
         self.open_streams = OpenStreams(app)
-        self.inbound_seen = InboundSeen(app)
+        self.inbound_seen = InboundSeen(app, app.settings.chat_claim_ttl_seconds)
 
     async def workspace(self, workspace_id: str) -> Workspace:
         """The workspace record an id names: only a found workspace names a directory."""

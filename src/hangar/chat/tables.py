@@ -81,14 +81,20 @@ chat_connection_claims = sa.Table(
     sa.Column("streaming_available", sa.Boolean, nullable=False),
 )
 
-# The inbound events (a provider's event id, a slash command's envelope id) some process has taken to handle:
-# the first insert wins, so a redelivery reaching another process after a hand-over is dropped.
+# The inbound events (a provider's event id, a slash command's envelope id) some process has taken to handle,
+# kept until handled: one handler at a time, a copy of a handled one dropped, an orphan handled by the next holder.
 chat_inbound_seen = sa.Table(
     "chat_inbound_seen",
     metadata,
     sa.Column("provider", sa.String(32), primary_key=True),
     sa.Column("event_key", sa.String(128), primary_key=True),
     sa.Column("seen_at", UtcDateTime(), nullable=False),
+    # At-least-once (``hangar.chat.claims.InboundSeen``): the process handling the event and until when its claim
+    # stands, when it was handled (NULL: not yet), and the event itself for a process that takes over.
+    sa.Column("holder", sa.String(80), nullable=True),
+    sa.Column("claimed_until", UtcDateTime(), nullable=True),
+    sa.Column("handled_at", UtcDateTime(), nullable=True),
+    sa.Column("event", sa.Text(), nullable=True),
     sa.Index("ix_chat_inbound_seen_at", "seen_at"),
 )
 

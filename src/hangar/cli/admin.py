@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from hangar.cli.dbmigrate import migrate_to_postgresql, set_database_url
-from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
+from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, command_settings, settings_from
 from hangar.cli.upgrade import migrate
 from hangar.errors import InvalidArgs
 
@@ -41,7 +41,7 @@ def owner_token(
         name = device_name(name, field="")
     except InvalidArgs as exc:
         raise typer.BadParameter(exc.message, param_hint="--name") from None
-    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    settings = command_settings(data_dir, database_url)
 
     async def run() -> str:
         from hangar.identity import IdentityService
@@ -74,7 +74,7 @@ def sign_in_link_cmd(
 
     if url is not None and not url.startswith(("http://", "https://")):
         raise typer.BadParameter(f"{url!r} must start with http:// or https://", param_hint="--url")
-    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    settings = command_settings(data_dir, database_url)
     origin = url or recorded_origin(settings.data_dir) or web_origin(settings)
 
     async def run() -> str:
@@ -102,7 +102,7 @@ def trusted_host_exec_cmd(
 
     if state not in ("on", "off"):
         raise typer.BadParameter(f"expected on or off, got {state!r}", param_hint="STATE")
-    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    settings = command_settings(data_dir, database_url)
 
     async def run() -> None:
         from hangar.identity import IdentityService
@@ -144,7 +144,7 @@ def _list_setting(
 
     if clear and values:
         raise typer.BadParameter(f"give {hint.lower()} or --clear, not both", param_hint=hint)
-    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    settings = command_settings(data_dir, database_url)
     _known, declared = _declared_settings()
 
     async def run() -> list[str]:
@@ -258,7 +258,7 @@ def setting_cmd(
             parsed = json.loads(value)
         except ValueError:
             raise typer.BadParameter(f"{value!r} is not JSON (a number, true, false or a quoted text)") from None
-    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    settings = command_settings(data_dir, database_url)
 
     async def run() -> list[tuple[str, object]]:
         from hangar.identity import IdentityService
@@ -387,6 +387,7 @@ def restore_cmd(
 @admin_app.command("backups")
 def backups_cmd(
     data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
     last: Annotated[int, typer.Option("--last", min=1, max=1000, help="How many attempts to show.")] = 20,
 ) -> None:
     """The scheduled backups a server attempted, newest first: when, the outcome, the file and, for a failure,
@@ -396,7 +397,7 @@ def backups_cmd(
     from hangar.backup.tables import backup_runs
     from hangar.server.context_factory import open_context
 
-    settings = settings_from(data_dir=data_dir)
+    settings = command_settings(data_dir, database_url)
 
     async def run() -> list[sa.Row[tuple[object, ...]]]:
         from hangar.backup.part import BACKUP_PART
@@ -423,7 +424,7 @@ def retention_cmd(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = No
     from hangar.retention.schedule import AUDIT_SETTING, DEFAULT_AUDIT_DAYS, DEFAULT_EVENTS_DAYS, EVENTS_SETTING
     from hangar.server.context_factory import open_context
 
-    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    settings = command_settings(data_dir, database_url)
 
     async def run() -> list[str]:
         from hangar.identity.part import IDENTITY_PART

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
+from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, command_settings, settings_from
 
 
 def migrate_to_postgresql(
@@ -68,7 +68,9 @@ def set_database_url(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt =
     from hangar.server.context_factory import open_databases
     from hangar.server.parts import all_parts
 
-    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    settings = command_settings(
+        data_dir, database_url, needs_files="hangar admin set-database-url points a data directory at a database"
+    )
     given = settings.given_database_url
     if given is None:
         raise typer.BadParameter("name the PostgreSQL database to keep the records in", param_hint="--database-url")

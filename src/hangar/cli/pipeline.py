@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
+from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, command_settings
 from hangar.core.commandline import hangar_program
 from hangar.errors import HangarError
 
@@ -106,10 +106,15 @@ def _dump(value: Any) -> None:
 
 @asynccontextmanager
 async def _engine(
-    data_dir: Path | None, database_url: str | None, handled: set[str] | None = None
+    data_dir: Path | None,
+    database_url: str | None,
+    handled: set[str] | None = None,
+    *,
+    drives: str | None = None,
 ) -> AsyncIterator[tuple[AppContext, PipelineEngine]]:
     """The command's engine. ``handled``: ids of events the command hands to the engine itself (``emit`` needs
-    the runs an event touched), which the bus subscription then skips."""
+    the runs an event touched), which the bus subscription then skips. ``drives``: the command (its name) drives
+    runs here, whose steps keep their files in the data directory: refused with a database URL alone."""
     from hangar.pipelines.bodies.spec import BodyRegistry
     from hangar.pipelines.engine import PipelineEngine
     from hangar.pipelines.part import PIPELINES_CLI_PART
@@ -118,7 +123,8 @@ async def _engine(
     from hangar.server.dispatch import attach_dispatcher, op_caller
     from hangar.server.parts import all_parts, step_bodies
 
-    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    why = None if drives is None else f"hangar pipeline {drives} runs steps, which keep their files in a data directory"
+    settings = command_settings(data_dir, database_url, needs_files=why)
     parts = [p for p in all_parts() if p.name != "pipelines"] + [PIPELINES_CLI_PART]
     # Agents run here call the product's ops as the server's agents do; no MCP endpoint is served here.
     caller = op_caller(OpRegistry(o for p in parts for o in p.ops))
@@ -256,7 +262,7 @@ def run(
 
         loaded = _load(file)
         body = _payload(payload, inputs or [])
-        async with _engine(data_dir, database_url) as (ctx, engine):
+        async with _engine(data_dir, database_url, drives="run") as (ctx, engine):
             ws = await _workspace(ctx, workspace, create=True)
             trigger_id = await triggers.manual_trigger_id(engine, ws, loaded.template.id, by="cli", stored=False)
             run_id = await engine.start_run(
@@ -286,7 +292,7 @@ def emit(
     async def main() -> int:
         body = _payload(payload, [])
         handled: set[str] = set()
-        async with _engine(data_dir, database_url, handled) as (ctx, engine):
+        async with _engine(data_dir, database_url, handled, drives="emit") as (ctx, engine):
             ctx.bus.registry.check_user_type(event_type, "EVENT_TYPE")
             ws = await _workspace(ctx, workspace, create=False)
             await engine.expire_suspensions(ws)
@@ -340,7 +346,7 @@ def resume(
         await engine.expire_suspensions(ws)
         await engine.resume(ws, run_id)
 
-    _act_on_run(run_id, data_dir, database_url, workspace, as_json, act)
+    _act_on_run(run_id, data_dir, database_url, workspace, as_json, act, drives="resume")
 
 
 @pipeline_app.command("cancel")
@@ -366,11 +372,13 @@ def _act_on_run(
     workspace: str,
     as_json: bool,
     act: Callable[[PipelineEngine, str], Awaitable[None]],
+    *,
+    drives: str | None = None,
 ) -> NoReturn:
     """Do something to a run, drive what it set moving until nothing here can move, then report the run."""
 
     async def main() -> int:
-        async with _engine(data_dir, database_url) as (ctx, engine):
+        async with _engine(data_dir, database_url, drives=drives) as (ctx, engine):
             ws = await _workspace(ctx, workspace, create=False)
             await act(engine, ws)
             await _drive(ctx, engine)

@@ -3,7 +3,10 @@ themselves are registered on it in ``hangar.cli`` (the package face), one line e
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -61,6 +64,31 @@ def settings_from(**flags: object) -> Settings:
         parse_database_url(settings.given_database_url)
     take_secrets(settings)
     return settings
+
+
+DATA_DIR_VARIABLE = "HANGAR_DATA_DIR"
+
+
+def command_settings(data_dir: Path | None, database_url: str | None, *, needs_files: str | None = None) -> Settings:
+    """The settings of an ``admin`` or ``pipeline`` command, where a database URL is an alternative to a data
+    directory (CONTRACTS.md section 11). Given a URL (the flag or ``$HANGAR_DATABASE_URL``) and no data directory
+    (neither ``--data-dir`` nor ``$HANGAR_DATA_DIR``), the command acts on that database alone: no local data
+    directory is read, locked or written (the default one included); what the opening of the records needs on disk
+    goes to a private temporary directory removed when the command ends. A command that needs a data directory's
+    own files says so instead (``needs_files``: what needs them, one clause) and exits 1."""
+    url_only = (
+        data_dir is None
+        and not os.environ.get(DATA_DIR_VARIABLE)
+        and bool(database_url or os.environ.get(DATABASE_URL_VARIABLE))
+    )
+    if not url_only:
+        return settings_from(data_dir=data_dir, database_url=database_url)
+    if needs_files is not None:
+        typer.echo(f"{needs_files}, so it needs --data-dir DIR (a database URL alone is not enough)", err=True)
+        raise typer.Exit(1)
+    scratch = Path(tempfile.mkdtemp(prefix="hangar-database-only-"))  # 0700
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    return settings_from(data_dir=scratch, database_url=database_url)
 
 
 def take_secrets(settings: Settings) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import typer
 
 import hangar
-from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
+from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, command_settings
 
 
 def migrate(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None) -> None:
@@ -28,7 +28,7 @@ def migrate(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None) ->
     from hangar.server.context_factory import open_databases
     from hangar.server.parts import all_parts
 
-    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    settings = command_settings(data_dir, database_url)
     root = settings.data_dir
     if settings.given_database_url is None and not (DataDir(root).server_db.exists() or (root / URL_FILE).exists()):
         # Migrating a mistyped path would make a new, empty install there instead.

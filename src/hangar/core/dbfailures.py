@@ -4,6 +4,9 @@ password.
 - ``DatabaseUnreachable``: PostgreSQL could not be connected to (no server at the host or socket, the role or
   password refused, no such database). The client library's own words say which; they are joined into one line
   and the password is taken out of them should it appear.
+- ``DatabaseGone``: the database was reachable and is no longer (it restarted, stopped, or the network to it broke)
+  while the server runs: a request answers ``unavailable`` naming the database and the client library's reason
+  (``gone``), the work that needs it pauses and resumes by itself once it answers again.
 - ``DatabaseDamaged``: a database whose schema is not what its migration sets produce.
 - ``SchemaNewer``: a database a newer Hangar has migrated (a revision this code does not know). Both dialects
   refuse it with the same sentence, naming the Hangar version that migrated it (as the database records it) and
@@ -12,9 +15,13 @@ password.
 
 from __future__ import annotations
 
+import logging
 import re
+import sys
+import time
 from urllib.parse import unquote
 
+import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
 import hangar
@@ -47,6 +54,10 @@ class SchemaNewer(DatabaseDamaged):
 
 class DatabaseUnreachable(Unavailable):
     """PostgreSQL could not be connected to."""
+
+
+class DatabaseGone(Unavailable):
+    """PostgreSQL stopped answering under a running server (a restart, a stop, the network to it lost)."""
 
 
 # The connection parameters libpq takes a secret in (a URL may carry them in its query as well as its userinfo).
@@ -95,3 +106,58 @@ def unreachable(url: URL, exc: BaseException) -> DatabaseUnreachable:
     reason = "; ".join(re.sub(r"\s+", " ", line).strip() for line in reason.splitlines() if line.strip())
     reason = re.sub(r"^(connection failed|connection is bad): ", "", reason)
     return DatabaseUnreachable(f"cannot connect to the PostgreSQL database {shown(url)}: {reason[:500]}")
+
+
+def is_connection_loss(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection to PostgreSQL is gone or cannot be opened (as opposed to a statement
+    the database refused): what a pause-and-retry, not a bug report, answers."""
+    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    # Not imported here: a process that never opened PostgreSQL has no psycopg error to recognise.
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None:
+        return False
+    orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
+    return isinstance(orig, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+def gone(url: URL | None, exc: BaseException) -> DatabaseGone | None:
+    """``exc`` as the refusal a caller reads when it is the loss of the PostgreSQL database at ``url`` (None when
+    it is anything else, or the records are not on PostgreSQL): the database, the reason, never the password."""
+    if url is None or not is_connection_loss(exc):
+        return None
+    reason = first_line_without(getattr(exc, "orig", None) or exc, secrets_of(url), limit=200)
+    reason = re.sub(r"^\((\w|\.)+\) ", "", reason)
+    return DatabaseGone(
+        f"the PostgreSQL database {shown(url)} is not answering ({reason}); the server resumes by itself "
+        "when it is back: try again shortly"
+    )
+
+
+class Paused:
+    """What a background loop says of the database: one warning when a pass fails for the loss of the connection
+    (the loop pauses: it tries again at its next pass), one line when a pass succeeds again, nothing in between.
+    Any other failure is the caller's to log as the bug it is."""
+
+    def __init__(self, what: str, logger: logging.Logger) -> None:
+        self.what = what
+        self._log = logger
+        self.since: float | None = None  # when the first failing pass of the current loss failed
+
+    def failed(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the loss of the connection (said once per loss); False: the caller logs it."""
+        if not is_connection_loss(exc):
+            return False
+        if self.since is None:
+            self.since = time.monotonic()
+            self._log.warning(
+                "%s paused: the database is not answering (%s); resuming when it is back",
+                self.what,
+                first_line_without(getattr(exc, "orig", None) or exc, []),
+            )
+        return True
+
+    def ok(self) -> None:
+        if self.since is not None:
+            self._log.warning("%s resumed: the database answers again", self.what)
+            self.since = None

@@ -45,6 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.core import tables
 from hangar.core.clock import Clock
 from hangar.core.db import Databases, write_transaction
+from hangar.core.dbfailures import Paused
 from hangar.core.ids import new_id
 from hangar.core.postgresql import workspace_schema
 from hangar.core.write_conn import WriteConnection, transaction
@@ -471,8 +472,11 @@ class EventBus:
         self, workspaces: WorkspaceLister, changed: Stamp, on_change: Callable[[], Awaitable[object]] | None
     ) -> None:
         seen = await changed()
+        paused = Paused("following other processes' events", log)
+        again = False  # a pass failed: the next reads every workspace (what it was woken for included)
         while True:
             full, woken = await self._next_pass()
+            full, again = full or again, False
             try:
                 # A notification from a schema not tailed yet: a workspace created since the last listing.
                 relist = any(schema not in self._schemas for schema in woken)
@@ -490,8 +494,13 @@ class EventBus:
                         await self._pump(named, seq)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("following other processes' events failed; retrying")
+            except Exception as exc:
+                again = True
+                if not paused.failed(exc):
+                    log.exception("following other processes' events failed; retrying")
+                await asyncio.sleep(self.tail_interval)  # not at once: the database may be away a while
+            else:
+                paused.ok()
 
     async def _next_pass(self) -> tuple[bool, dict[str, int]]:
         """Wait for the next pass of the tail: whether it reads every workspace (SQLite: every pass), and the

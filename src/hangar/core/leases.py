@@ -7,12 +7,19 @@ up), exactly as the kernel releases a ``flock`` when a process dies. So a run a 
 with no expiry to wait out, no clock shared between hosts to trust, and no row to clean up; a lease row would
 add a heartbeat write per run per interval and a take-over delay of its expiry. What the lock cannot do alone is
 tell its holder it is gone: a process whose lease connection broke (the database restarted, the network cut)
-still believes it drives. So every ``Leases`` proves its connection alive every ``heartbeat`` seconds and, the
-first time a check or a call fails, *fences*: it forgets every lease and calls ``on_lost``, whose owners stop
-driving those runs at once, recording nothing; a later pass claims them again when the connection is back and
-nobody else took them meanwhile. Between the database releasing the lock and the holder noticing, up to
-``heartbeat`` plus ``CHECK_TIMEOUT_S`` pass: a second driver may start within that window (the steps it re-runs
-are the ones a dead driver would have left, as on one host).
+still believes it drives. So every ``Leases`` proves its connection alive every ``heartbeat`` seconds, and when a
+check or a call finds it broken it does not give its leases up at once: a blip (a failover, a restart, a
+terminated backend) would otherwise end every run driven here. It keeps driving and opens a new connection (at
+each heartbeat), which takes every lease held back with ``pg_try_advisory_lock``: a lease nobody took meanwhile is
+simply held again; one another process took is given up (``on_lost``, whose owners stop driving that run at once,
+recording nothing). When no new connection can be had within ``lapse`` seconds, every lease is given up the same
+way, and a later pass claims them again when the database is back and nobody else took them.
+
+The window this leaves: from the database releasing the locks (the old connection's end) to the holder taking them
+back or giving them up (at most ``lapse`` plus a heartbeat and ``CHECK_TIMEOUT_S``), another process that looks
+may take a run and drive it beside the holder; the holder gives it up at its next connection. Take-over passes run
+far less often than that (a run is taken over only after its driver's death is noticed), and the steps a second
+driver re-runs are the ones a dead driver would have left, as on one host.
 
 The connection is dedicated (psycopg 3, autocommit, outside the engines' pool, which would recycle it and its
 locks with it), one per process, shown as ``hangar leases`` in ``pg_stat_activity``. It asks the database server to
@@ -43,6 +50,8 @@ log = logging.getLogger(__name__)
 APPLICATION_NAME = "hangar leases"
 HEARTBEAT_S = 1.0
 CHECK_TIMEOUT_S = 5.0
+# How long leases are kept through a broken lease connection: a new connection within it takes them back.
+LAPSE_S = 10.0
 _CONNECT_TIMEOUT_S = 10
 _KEY = "hashtextextended(%s, 0)"
 # The database server's probes of this connection: first after 5 s idle, then every 2 s, given up after 5.
@@ -61,19 +70,30 @@ class LeaseLost(Exception):
 
 class Leases:
     """One process's leases on one PostgreSQL database. ``on_lost(keys)`` is called (on the event loop) with the
-    leases held when the connection is found broken; they are no longer held."""
+    leases given up: taken by another process while the connection was away, or all of them when it stayed away
+    longer than ``lapse``; they are no longer held."""
 
-    def __init__(self, url: URL, *, heartbeat: float = HEARTBEAT_S) -> None:
+    def __init__(self, url: URL, *, heartbeat: float = HEARTBEAT_S, lapse: float = LAPSE_S) -> None:
         self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         self._target = shown(url)
         self._secrets = secrets_of(url)
         self.heartbeat = heartbeat
+        self.lapse = lapse
         self._conn: psycopg.AsyncConnection[tuple[object, ...]] | None = None
         self._lock = asyncio.Lock()
         self._held: set[tuple[str, str]] = set()
         self._watchers: list[OnLost] = []
         self._beat: asyncio.Task[None] | None = None
-        self.fenced = 0  # how many times the connection was lost while holding leases (tests and logs)
+        self._broken_at: float | None = None  # when the connection was found broken with leases held
+        self.fenced = 0  # how many times leases were given up after a loss of the connection (tests and logs)
+        self.regained = 0  # how many times every lease held was taken back on a new connection within the lapse
+
+    @property
+    def takeover_after(self) -> float:
+        """How long a lease must be seen free before another process takes over the run it guarded: by then its
+        holder has either taken it back (and the second look finds it held) or given it up, however slowly its
+        checks and its connection attempts failed."""
+        return self.lapse + self.heartbeat + CHECK_TIMEOUT_S + _CONNECT_TIMEOUT_S
 
     def on_lost(self, callback: OnLost) -> None:
         self._watchers.append(callback)
@@ -86,21 +106,68 @@ class Leases:
         return (kind, ident) in self._held
 
     async def _connection(self) -> psycopg.AsyncConnection[tuple[object, ...]]:
+        """The lease connection; a new one takes back every lease held (``_retake``)."""
         if self._conn is None or self._conn.closed:
             conn = await psycopg.AsyncConnection.connect(
                 self._conninfo, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S, application_name=APPLICATION_NAME
             )
-            for statement in _KEEPALIVES:
-                await conn.execute(statement)
+            try:
+                for statement in _KEEPALIVES:
+                    await conn.execute(statement)
+                await self._retake(conn)
+            except BaseException:
+                await conn.close()
+                raise
             self._conn = conn
         if self._beat is None or self._beat.done():
             self._beat = asyncio.get_running_loop().create_task(self._heartbeat(), name="leases:heartbeat")
         return self._conn
 
+    async def _retake(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+        """On a new connection: take every lease held again (the old connection's locks went with it). What
+        another process took meanwhile is given up (``on_lost``); the rest is held on as if nothing happened."""
+        self._broken_at = None
+        if not self._held:
+            return
+        keys = sorted(self._held)
+        cur = await asyncio.wait_for(
+            conn.execute(
+                f"SELECT pg_try_advisory_lock({_KEY.replace('%s', 'k')}) FROM unnest(%s::text[]) WITH ORDINALITY "
+                "AS t(k, n) ORDER BY n",
+                ([lease_name(kind, ident) for kind, ident in keys],),
+            ),
+            CHECK_TIMEOUT_S,
+        )
+        taken = [bool(row[0]) for row in await cur.fetchall()]
+        lost = [key for key, ok in zip(keys, taken, strict=True) if not ok]
+        if not lost:
+            self.regained += 1
+            log.warning("the lease connection to %s is back: every run driven here goes on", self._target)
+            return
+        self._give_up(lost, "another process took them while the lease connection was away")
+
+    def _broken(self, exc: BaseException) -> None:
+        """The connection failed: drop it. Leases held are kept for ``lapse`` (a new connection takes them back);
+        the heartbeat gives them up when it cannot within that."""
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.closed:
+            task = asyncio.get_running_loop().create_task(conn.close())
+            task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+        if self._held and self._broken_at is None:
+            self._broken_at = asyncio.get_running_loop().time()
+            log.warning(
+                "lost the lease connection to %s (%s): the %d run(s) driven here go on while it is taken again "
+                "within %g s",
+                self._target,
+                self._reason(exc),
+                len(self._held),
+                self.lapse,
+            )
+
     async def _call(self, sql: str, name: str) -> bool:
-        """One lock call on the lease connection. A connection found broken fences (every lease held is gone)
-        and the call is tried once more on a new one (after a database restart the next claim just works);
-        ``LeaseLost`` when that fails too."""
+        """One lock call on the lease connection. A connection found broken is replaced once (after a database
+        restart the next claim just works, and the new connection takes back the leases held); ``LeaseLost``
+        when that fails too."""
         async with self._lock:
             for attempt in (1, 2):
                 fresh = self._conn is None or self._conn.closed
@@ -109,7 +176,7 @@ class Leases:
                     cur = await asyncio.wait_for(conn.execute(sql, (name,)), CHECK_TIMEOUT_S)
                     row = await cur.fetchone()
                 except (psycopg.Error, OSError, TimeoutError) as exc:
-                    self._fence(exc)
+                    self._broken(exc)
                     if fresh or attempt == 2:
                         raise LeaseLost(f"the lease connection to {self._target} failed") from exc
                     continue
@@ -145,36 +212,36 @@ class Leases:
         return True
 
     async def _heartbeat(self) -> None:
-        """Prove the connection alive while leases are held; fence at the first failure."""
+        """Prove the connection alive while leases are held; when it is broken, open a new one (which takes the
+        leases back), and give every lease up once it has been broken for ``lapse``."""
         while True:
             await asyncio.sleep(self.heartbeat)
             if not self._held:
                 continue
             async with self._lock:
-                conn = self._conn
                 try:
-                    if conn is None or conn.closed:
-                        raise psycopg.OperationalError("the lease connection is closed")
-                    await asyncio.wait_for(conn.execute("SELECT 1"), CHECK_TIMEOUT_S)
+                    if self._conn is None or self._conn.closed:
+                        await self._connection()
+                    else:
+                        await asyncio.wait_for(self._conn.execute("SELECT 1"), CHECK_TIMEOUT_S)
                 except (psycopg.Error, OSError, TimeoutError) as exc:
-                    self._fence(exc)
+                    self._broken(exc)
+                    broken_at = self._broken_at
+                    if broken_at is not None and asyncio.get_running_loop().time() - broken_at >= self.lapse:
+                        self._give_up(sorted(self._held), f"it stayed away {self.lapse:g} s ({self._reason(exc)})")
 
-    def _fence(self, exc: BaseException) -> None:
-        lost = sorted(self._held)
-        self._held.clear()
-        conn, self._conn = self._conn, None
-        if conn is not None and not conn.closed:
-            task = asyncio.get_running_loop().create_task(conn.close())
-            task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
-        if not lost:
-            return
+    def _give_up(self, lost: list[tuple[str, str]], why: str) -> None:
+        """Stop holding ``lost`` (its owners stop driving those runs) and say so once."""
+        self._held.difference_update(lost)
+        if not self._held:
+            self._broken_at = None
         self.fenced += 1
         log.warning(
-            "lost the lease connection to %s (%s): stopped driving %d run(s) here; they are taken again when "
-            "the database is back and no other process took them",
+            "lost the lease connection to %s: stopped driving %d run(s) here (%s); they are taken again when "
+            "the database is back and no other process holds them",
             self._target,
-            self._reason(exc),
             len(lost),
+            why,
         )
         for watcher in self._watchers:
             try:
@@ -196,4 +263,4 @@ class Leases:
             self._conn = None
 
 
-__all__ = ["CHECK_TIMEOUT_S", "HEARTBEAT_S", "LeaseLost", "Leases", "lease_name"]
+__all__ = ["CHECK_TIMEOUT_S", "HEARTBEAT_S", "LAPSE_S", "LeaseLost", "Leases", "lease_name"]

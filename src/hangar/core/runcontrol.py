@@ -22,11 +22,14 @@ database, and the flock and ``.stop`` note above are not used: the driver holds 
 lock on its process's lease connection, ``hangar.core.leases``, which says why that and not lease rows), and a
 stop request is a ``run_stop_requests`` row (who asked, when) in the run's workspace, which the driver reads
 every ``STOP_POLL_DB_S`` (one query for the runs it holds in a workspace) and whoever takes the run next honours
-before anything runs. A process that loses its lease connection stops driving every run it held
-(``on_fenced``), recording nothing. Process-group records stay in the control directory on the driver's host:
-only that host can signal those processes. When that host died its processes died with it, and a driver on
-another host finds no records there; when only the driving process died, a later driver on the same host (one
-data directory) kills what it left, as on SQLite.
+before anything runs. A process whose lease connection breaks keeps driving while it takes its leases back on a
+new connection, and stops driving (``on_fenced``, recording nothing) the runs it cannot: taken by another process
+meanwhile, or all of them once the connection stayed away past the lease's lapse. The periodic looks for
+abandoned runs take a run over only once its lease has stayed free past that (``abandoned``).
+Process-group records stay in the control directory on the driver's host: only that host can signal those
+processes. When that host died its processes died with it, and a driver on another host finds no records
+there; when only the driving process died, a later driver on the same host
+(one data directory) kills what it left, as on SQLite.
 """
 
 from __future__ import annotations
@@ -177,6 +180,7 @@ class RunControl:
         self._held: dict[str, _Held] = {}
         self._watch: asyncio.Task[None] | None = None
         self._releasing: set[asyncio.Task[None]] = set()
+        self._seen_free: dict[str, float] = {}  # run -> when its lease was first seen free (``abandoned``)
 
     @property
     def in_database(self) -> bool:
@@ -245,6 +249,39 @@ class RunControl:
         if self._watch is None or self._watch.done():
             self._watch = asyncio.get_running_loop().create_task(self._watch_stops(), name=f"{self.kind} stops")
         return Takeover(stop_requested=stop, killed=killed)
+
+    async def abandoned(self, run_id: str) -> bool:
+        """Whether a run another process was driving may be taken over now (the periodic looks for abandoned
+        runs ask before they take). On PostgreSQL a free lease is not yet an abandoned run: its holder may be
+        taking it back after a blip of its lease connection (``hangar.core.leases``). So the lease must be seen
+        free at two looks at least ``takeover_after`` apart; a look that finds it held starts over. Elsewhere
+        (a flock, released only with its holder) free is abandoned."""
+        if self._dbs is None:
+            return True
+        from hangar.core.leases import LeaseLost
+
+        if run_id in self._held:
+            return False
+        leases = self._lease_set()
+        now = asyncio.get_running_loop().time()
+        try:
+            held = await leases.is_claimed(self.kind, run_id)
+        except LeaseLost as exc:
+            raise Unavailable(f"{self.kind} {run_id} cannot be taken: {exc}") from exc
+        if held:
+            self._seen_free.pop(run_id, None)
+            return False
+        first = self._seen_free.setdefault(run_id, now)
+        if now - first < leases.takeover_after:
+            return False
+        del self._seen_free[run_id]
+        return True
+
+    async def try_take_abandoned(self, run_id: str, *, workspace_id: str) -> Takeover | None:
+        """``try_take`` once ``abandoned`` says the run may be taken over."""
+        if not await self.abandoned(run_id):
+            return None
+        return await self.try_take(run_id, workspace_id=workspace_id)
 
     async def take(self, run_id: str, *, workspace_id: str | None = None) -> Takeover:
         """``try_take``, raising ``DrivenElsewhere`` when the run is driven."""

@@ -414,6 +414,8 @@ class PipelineEngine:
             if run_id in self._drivers or self.control.holds(run_id):
                 continue
             try:
+                if not await self.control.abandoned(run_id):
+                    continue  # driven, or its driver may be taking its lease back after a blip
                 if await self._ensure_driver(ws, run_id) is not None:
                     adopted.append(run_id)
             except (DrivenElsewhere, Unavailable):

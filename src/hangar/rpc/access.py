@@ -19,6 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from hangar.core.dbfailures import Paused
 from hangar.errors import HangarError
 
 log = logging.getLogger(__name__)
@@ -111,13 +112,16 @@ class AccessMonitor:
         loop = asyncio.get_running_loop()
         seen: int | None = None
         checked_at = loop.time()
+        paused = Paused("the access monitor", log)
         while True:
             await asyncio.sleep(self.interval)
             try:
                 stamp = await self._stamp()
-            except Exception:
-                log.exception("access monitor: cannot read the authority counter")
+            except Exception as exc:
+                if not paused.failed(exc):
+                    log.exception("access monitor: cannot read the authority counter")
                 continue
+            paused.ok()
             now = loop.time()
             if stamp == seen and now - checked_at < self.recheck_every:
                 continue

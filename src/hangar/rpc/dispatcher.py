@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from hangar.core.audit import through
 from hangar.core.context import AppContext
+from hangar.core.dbfailures import DatabaseGone, gone
 from hangar.core.metrics import UNKNOWN_OP, Stopwatch
 from hangar.core.principal import Principal, Role
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
@@ -236,12 +237,23 @@ class Dispatcher:
             self.counted(ctx, err.code)
             raise
         except Exception as exc:
+            if (down := self.database_gone(exc)) is not None:
+                self.counted(ctx, down.code)
+                raise down from exc
             self.counted(ctx, HangarError.code)
             # The exception text may hold anything (paths, values); it goes to the log, not the caller.
             log.exception("op %s failed", ctx.spec.name)
             raise HangarError(f"{ctx.spec.name} failed with an internal error") from exc
         self.counted(ctx, "ok")
         return result
+
+    def database_gone(self, exc: BaseException) -> DatabaseGone | None:
+        """``exc`` as ``unavailable`` naming the database when it is the loss of the PostgreSQL connection (logged
+        as one line, not a traceback: the server pauses, nothing is broken), else None."""
+        down = gone(self.app.dbs.postgresql_url, exc)
+        if down is not None:
+            log.warning("%s", down.message)
+        return down
 
     def counted(self, ctx: OpContext, outcome: str) -> None:
         """One call of ``ctx.spec`` ended with ``outcome`` (``ok`` or an error code), timed from its ``prepare``."""

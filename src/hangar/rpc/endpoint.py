@@ -165,7 +165,10 @@ class Connection:
             await self.close(CLOSE_UNAUTHENTICATED, "unauthenticated")
         except HangarError as err:
             await self.send(error_frame(req_id, err))
-        except Exception:
+        except Exception as exc:
+            if (down := self.dispatcher.database_gone(exc)) is not None:
+                await self.send(error_frame(req_id, down))
+                return
             log.exception("rpc frame failed")
             await self.send(error_frame(req_id, HangarError("internal error")))
 
@@ -221,10 +224,17 @@ class Connection:
                 await self.send({"id": req_id, "event": {"type": "error", "error": err.to_dict()}})
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("watch %s failed", ctx.spec.name)
+        except Exception as exc:
+            if (down := self.dispatcher.database_gone(exc)) is not None:
+                # The watch ends (its caller opens it again once the database is back, as after any error).
+                failed: HangarError = down
+            else:
+                log.exception("watch %s failed", ctx.spec.name)
+                failed = HangarError("internal error")
             if first:
-                await self.send(error_frame(req_id, HangarError("internal error")))
+                await self.send(error_frame(req_id, failed))
+            elif down is not None:
+                await self.send({"id": req_id, "event": {"type": "error", "error": failed.to_dict()}})
         finally:
             aclose = getattr(gen, "aclose", None)
             if aclose is not None:

@@ -7,18 +7,21 @@ whether streaming works, stop); the bridge gets the events and the run follow-up
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
 from datetime import datetime
 
 from hangar.chat.bridge import Bridge
+from hangar.chat.claims import Holder
 from hangar.chat.connections import ChatConnection, ConnectionFactory, ConnectionState, Failure
-from hangar.chat.inbound import InboundEvent, InboundMessage
+from hangar.chat.inbound import InboundEvent, InboundMessage, SlashCommand, event_from_text, event_text
 from hangar.chat.providers.slack.api import provider_api
 from hangar.chat.replies import ConnectionFlags
 from hangar.chat.service import ChatService
 from hangar.core.context import AppContext
+from hangar.core.dbfailures import Paused
 from hangar.identity import Workspace
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,11 @@ class LiveSlack:
         self.flags = ConnectionFlags()
         chat = app.service(ChatService)
         self._seen = chat.inbound_seen
+        claims = chat.registry.claims
+        self._holder = (claims.holder if claims is not None else Holder.this_process()).id
+        self._handling: set[str] = set()  # the events this process is handling now
+        self._orphan_task: asyncio.Task[None] | None = None
+        self._paused = Paused(f"chat connection of workspace {workspace.id}: unhandled events", log)
         self._pruned = -PRUNE_EVERY_S
         command = chat.profile(workspace, provider).command
         self.bridge = Bridge(app, chat, workspace.id, provider, self.api, self.flags, command=command)
@@ -62,16 +70,53 @@ class LiveSlack:
         self.connection.last_error = chat.files.read_failure(workspace, provider)
 
     async def _on_event(self, event: InboundEvent) -> str | None:
-        """The bridge handles an event once, whichever process the provider delivered it to, however often: a
-        redelivery after a hand-over reaches the process that took over, which finds it recorded and drops it."""
+        """The bridge handles an event once at a time, whichever process the provider delivered it to, however
+        often, and at least once: it is recorded (with a claim) before it is handled and marked handled after,
+        so a copy is dropped and an event whose handler died is handled by the next holder (``_orphans``)."""
         key = event.event_id if isinstance(event, InboundMessage) else f"envelope:{event.envelope_id}"
         if time.monotonic() - self._pruned > PRUNE_EVERY_S:
             self._pruned = time.monotonic()
             await self._seen.prune(self._workspace_id)
-        if not await self._seen.first_sight(self._workspace_id, self._provider, key):
-            log.info("chat event %s of workspace %s was handled already: dropped", key, self._workspace_id)
+        if key in self._handling or not await self._seen.receive(
+            self._workspace_id, self._provider, key, event_text(event), self._holder
+        ):
+            log.info("chat event %s of workspace %s is handled already: dropped", key, self._workspace_id)
             return None
-        return await self.bridge.on_event(event)
+        return await self._handle(key, event)
+
+    async def _handle(self, key: str, event: InboundEvent) -> str | None:
+        self._handling.add(key)
+        try:
+            answer = await self.bridge.on_event(event)
+            await self._seen.handled(self._workspace_id, self._provider, key)
+            return answer
+        finally:
+            self._handling.discard(key)
+
+    async def _orphans(self) -> None:
+        """While this process holds the connection: handle the messages a dead holder took and never handled (a
+        look every third of the claim's lapse; the first at once)."""
+        while True:
+            try:
+                for key, text in await self._seen.orphans(self._workspace_id, self._provider):
+                    event = event_from_text(text)
+                    # A slash command is acked only once handled (its answer is the ack): the provider sends it
+                    # again itself, and an answer made here would reach nobody.
+                    if key in self._handling or isinstance(event, SlashCommand):
+                        continue
+                    if await self._seen.take(self._workspace_id, self._provider, key, self._holder):
+                        log.info(
+                            "chat event %s of workspace %s was left unhandled: handling it", key, self._workspace_id
+                        )
+                        await self._handle(key, event)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if not self._paused.failed(exc):
+                    log.exception("chat connection of workspace %s: unhandled events not looked at", self._workspace_id)
+            else:
+                self._paused.ok()
+            await asyncio.sleep(self._seen.claim_ttl / 3)
 
     def _moved(self, state: ConnectionState, _message: str | None) -> None:
         if state == "connecting":
@@ -82,6 +127,7 @@ class LiveSlack:
     async def start(self) -> None:
         await self.bridge.start()
         self.connection.start()
+        self._orphan_task = asyncio.get_running_loop().create_task(self._orphans(), name="chat-inbound-orphans")
 
     @property
     def state(self) -> ConnectionState:
@@ -106,6 +152,9 @@ class LiveSlack:
 
     async def stop(self) -> None:
         try:
+            if self._orphan_task is not None:
+                self._orphan_task.cancel()
+                await asyncio.gather(self._orphan_task, return_exceptions=True)
             await self.connection.stop()
             await self.bridge.stop()
         finally:
