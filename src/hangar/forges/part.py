@@ -1,0 +1,18 @@
+"""The forges part: its ops and the credential broker shell steps get their forge token from."""
+
+from __future__ import annotations
+
+from hangar.core.context import AppContext
+from hangar.core.part import Part
+from hangar.forges.broker import ForgeShellEnvironment
+from hangar.forges.ops import FORGE_OPS
+from hangar.forges.service import ForgeService
+from hangar.pipelines import ShellEnvironment
+
+
+async def _start(app: AppContext) -> None:
+    app.provide(ForgeService(app))
+    app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
+
+
+FORGES_PART = Part(name="forges", ops=FORGE_OPS, start=_start)

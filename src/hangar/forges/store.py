@@ -1,0 +1,153 @@
+"""A workspace's forge connection and its repo links, in files beside the workspace database.
+
+Layout (``<dataDir>/<workspaceId>/forge_credentials/``, the folder 0700, each file 0600 and written atomically
+through ``hangar.core.secretfiles``, the chat bridge's way):
+
+    github.json   the connection: how (``app``: app id and private key; ``token``: a token), the forge's web
+                  and API addresses, who connected it and when
+    links.json    repo links given by hand: ``{repoId: "owner/name"}``; a repo without one links through its
+                  recorded origin when that is on the forge's host
+
+Secrets travel in only: nothing here is returned by an op, and ``ForgeConnection.public`` is what may be shown.
+Every read goes to the file, so a connection changed by another process is seen at once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from hangar.core.addresses import git_url_host
+from hangar.core.datadir import DataDir
+from hangar.core.secretfiles import SecretFolder
+from hangar.errors import InvalidArgs
+
+FOLDER = "forge_credentials"
+GITHUB = "github"
+LINKS = "links"
+GITHUB_WEB = "https://github.com"
+GITHUB_API = "https://api.github.com"
+_FULL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+
+Kind = Literal["app", "token"]
+
+
+@dataclass(frozen=True)
+class ForgeConnection:
+    kind: Kind
+    web_url: str  # https://github.com or a GitHub Enterprise Server's base URL
+    api_url: str
+    connected_at: datetime
+    connected_by: str
+    app_id: int | None = None
+    private_key: str | None = None  # PEM, app connections
+    token: str | None = None  # token connections
+
+    @property
+    def host(self) -> str:
+        """The forge's git host: what a brokered token is for and what an enclosure must reach."""
+        return (urlsplit(self.web_url).hostname or "").lower()
+
+    def to_file(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "webUrl": self.web_url,
+            "apiUrl": self.api_url,
+            "connectedAt": self.connected_at.isoformat(),
+            "connectedBy": self.connected_by,
+        }
+        if self.kind == "app":
+            data |= {"appId": self.app_id, "privateKey": self.private_key}
+        else:
+            data["token"] = self.token
+        return data
+
+    @classmethod
+    def from_file(cls, data: dict[str, Any]) -> ForgeConnection | None:
+        try:
+            kind = data["kind"]
+            if kind not in ("app", "token"):
+                return None
+            return cls(
+                kind=kind,
+                web_url=str(data["webUrl"]),
+                api_url=str(data["apiUrl"]),
+                connected_at=datetime.fromisoformat(str(data["connectedAt"])),
+                connected_by=str(data["connectedBy"]),
+                app_id=int(data["appId"]) if kind == "app" else None,
+                private_key=str(data["privateKey"]) if kind == "app" else None,
+                token=str(data["token"]) if kind == "token" else None,
+            )
+        except (KeyError, ValueError, TypeError):
+            return None
+
+
+def web_and_api(base_url: str | None, api_url: str | None) -> tuple[str, str]:
+    """The forge's web address and its REST API's: github.com's (``https://api.github.com``), or a GitHub
+    Enterprise Server's (``<base>/api/v3``); ``api_url`` names the API's where it is elsewhere."""
+    web = _address(base_url or GITHUB_WEB, "baseUrl").rstrip("/")
+    if api_url:
+        api = _address(api_url, "apiUrl").rstrip("/")
+    else:
+        api = GITHUB_API if urlsplit(web).hostname == "github.com" else f"{web}/api/v3"
+    return web, api
+
+
+def _address(url: str, field: str) -> str:
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise InvalidArgs(f"{url!r} is not an http(s) address", field=field)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise InvalidArgs(f"{field} is the forge's address alone: no credentials, query or fragment", field=field)
+    return url.strip()
+
+
+def check_full_name(full_name: str, field: str = "fullName") -> str:
+    value = full_name.strip().removesuffix(".git")
+    if not _FULL_NAME.match(value):
+        raise InvalidArgs(f"{full_name!r} is not a forge repository's owner/name", field=field)
+    return value
+
+
+def full_name_from_origin(source: str, host: str) -> str | None:
+    """``owner/name`` of a repo origin on ``host`` (``https://host/owner/name(.git)``, ``git@host:owner/name``);
+    None for an origin elsewhere or of another shape."""
+    if git_url_host(source) != host:
+        return None
+    path = urlsplit(source).path if "://" in source else source.split(":", 1)[1]
+    try:
+        return check_full_name(path.strip("/"))
+    except InvalidArgs:
+        return None
+
+
+class ForgeStore:
+    def __init__(self, datadir: DataDir) -> None:
+        self._folder = SecretFolder(datadir, FOLDER)
+
+    def read(self, workspace_id: str) -> ForgeConnection | None:
+        data = self._folder.read(workspace_id, GITHUB)
+        return None if data is None else ForgeConnection.from_file(data)
+
+    def write(self, workspace_id: str, connection: ForgeConnection) -> None:
+        self._folder.write(workspace_id, GITHUB, connection.to_file())
+
+    def delete(self, workspace_id: str) -> None:
+        """Forget the connection and the links given by hand."""
+        self._folder.remove(workspace_id, GITHUB)
+        self._folder.remove(workspace_id, LINKS)
+
+    def links(self, workspace_id: str) -> dict[str, str]:
+        data = self._folder.read(workspace_id, LINKS) or {}
+        return {k: v for k, v in data.items() if isinstance(v, str)}
+
+    def set_link(self, workspace_id: str, repo_id: str, full_name: str | None) -> None:
+        links = self.links(workspace_id)
+        if full_name is None:
+            links.pop(repo_id, None)
+        else:
+            links[repo_id] = full_name
+        self._folder.write(workspace_id, LINKS, links)
