@@ -43,7 +43,7 @@ async def audit_rows(srv: RunningServer, ws: str) -> str:
 async def test_an_admin_connects_an_app_whose_installations_are_listed_and_its_key_is_never_answered(
     tmp_path: Path,
 ) -> None:
-    async with forge_server(tmp_path) as (srv, owner, ws, gh):
+    async with forge_server(tmp_path) as (srv, _owner, ws, gh):
         key = gh.add_app(APP_ID)
         installation = gh.install(APP_ID, "acme", ["app", "site"])
         admin_token = await srv.new_user_token(ws, "admin", name="ada")
@@ -166,7 +166,7 @@ async def test_repos_link_through_their_origin_on_the_forge_host_or_by_hand(tmp_
     _git(tmp_path, "clone", "-q", "--bare", str(make_repo(tmp_path / "src", "app")), str(root / "acme" / "app.git"))
     _git(tmp_path, "clone", "-q", "--bare", str(make_repo(tmp_path / "src2", "lib")), str(root / "lib.git"))
     with GitHttp(root) as git:
-        async with forge_server(tmp_path) as (srv, owner, ws, gh):
+        async with forge_server(tmp_path) as (_srv, owner, ws, gh):
             with pytest.raises(RpcError) as unconnected:
                 await owner.call("forge.linkRepo", workspace_id=ws, repoId="app", fullName="acme/app")
             assert unconnected.value.message.startswith("no forge is connected to this workspace")

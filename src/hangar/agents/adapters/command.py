@@ -40,9 +40,9 @@ from typing import Any
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
 from hangar.agents.config import CommandAdapter
 from hangar.agents.events import RunOutcome
-from hangar.core.redact import Redactor
 from hangar.agents.tools.mcp_grant import TOKEN_VAR
 from hangar.core.confine import ExecResult, Job, Scope, Wait, run_alone
+from hangar.core.redact import Redactor
 from hangar.errors import HangarError
 
 _STDERR_TAIL = 2000
