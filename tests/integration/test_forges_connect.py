@@ -150,6 +150,21 @@ async def test_only_a_workspace_admin_or_the_owner_uses_the_forge_ops(tmp_path: 
                     with pytest.raises(RpcError) as refused:
                         await c.call(name, workspace_id=ws, **args)
                     assert refused.value.code == "forbidden", (who, name, refused.value)
+                if who != "member":  # nor may they run a shell step, the way a forge token is asked for
+                    step = {
+                        "id": "s",
+                        "kind": "listen",
+                        "body": "shell.run",
+                        "config": {"script": "true", "repoIds": ["app"]},
+                    }
+                    with pytest.raises(RpcError) as no_run:
+                        await c.call(
+                            "pipelines.templates.create", workspace_id=ws, template={"id": "t", "steps": [step]}
+                        )
+                    assert no_run.value.code == "forbidden", (who, no_run.value)
+                    with pytest.raises(RpcError) as no_start:
+                        await c.call("pipelines.runs.start", workspace_id=ws, templateId="t")
+                    assert no_start.value.code == "forbidden", (who, no_start.value)
         assert not (forge_files(srv, ws) / "github.json").exists() and gh.requests == []
         # the owner and an admin may
         admin = await srv.new_user_token(ws, "admin", name="adm")
