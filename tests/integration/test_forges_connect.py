@@ -54,6 +54,12 @@ async def test_an_admin_connects_an_app_whose_installations_are_listed_and_its_k
             assert "contents=write" in before["setupUrl"] and "pull_requests=write" in before["setupUrl"]
             org = await admin.call("forge.status", workspace_id=ws, org="acme", baseUrl="https://ghe.example.test")
             assert org["setupUrl"].startswith("https://ghe.example.test/organizations/acme/settings/apps/new?")
+            for bad in ("acme/../x", "-acme", "a" * 40):
+                with pytest.raises(RpcError) as not_an_org:
+                    await admin.call("forge.status", workspace_id=ws, org=bad)
+                assert not_an_org.value.code == "invalid_args" and "org" in not_an_org.value.message
+            at_limit = await admin.call("forge.status", workspace_id=ws, org="a" * 39)
+            assert f"/organizations/{'a' * 39}/settings" in at_limit["setupUrl"]
 
             status = await admin.call("forge.connect", workspace_id=ws, appId=APP_ID, privateKey=key, apiUrl=gh.api_url)
             assert status["connected"] is True and status["kind"] == "app" and status["host"] == "github.com"
@@ -197,7 +203,7 @@ async def test_repos_link_through_their_origin_on_the_forge_host_or_by_hand(tmp_
             assert status["links"] == [
                 {"repoId": app["id"], "repoName": app["name"], "fullName": "acme/app", "how": "origin"}
             ]
-            for bad in ("acme", "acme/app/x", "-x/app", "acme/a b"):
+            for bad in ("acme", "acme/app/x", "-x/app", "acme/a b", "acme/..", "acme/.", "a" * 40 + "/app"):
                 with pytest.raises(RpcError) as malformed:
                     await owner.call("forge.linkRepo", workspace_id=ws, repoId=lib["id"], fullName=bad)
                 assert malformed.value.code == "invalid_args", bad
@@ -206,6 +212,14 @@ async def test_repos_link_through_their_origin_on_the_forge_host_or_by_hand(tmp_
             assert not_installed.value.message.startswith(
                 "127.0.0.1 refused to find the app's installation on other/lib (404"
             )
+            gh.install(APP_ID, "a" * 39, ["x" * 100])  # the longest owner and name GitHub allows
+            longest = await owner.call(
+                "forge.linkRepo", workspace_id=ws, repoId=lib["id"], fullName=f"{'a' * 39}/{'x' * 100}"
+            )
+            assert f"{'a' * 39}/{'x' * 100}" in [k["fullName"] for k in longest["links"]]
+            with pytest.raises(RpcError) as too_long:
+                await owner.call("forge.linkRepo", workspace_id=ws, repoId=lib["id"], fullName=f"acme/{'x' * 101}")
+            assert too_long.value.code == "invalid_args"
             linked = await owner.call("forge.linkRepo", workspace_id=ws, repoId=lib["name"], fullName="acme/lib.git")
             assert {"repoId": lib["id"], "repoName": lib["name"], "fullName": "acme/lib", "how": "given"} in linked[
                 "links"

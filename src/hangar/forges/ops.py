@@ -50,7 +50,7 @@ class LinkArgs(Args):
 async def _status(ctx: OpContext, ws: Workspace, args: StatusArgs | None = None) -> ForgeStatus:
     forges = _forges(ctx)
     connection = forges.connection(ws)
-    homepage = ctx.app.settings.site_url or f"http://{ctx.app.settings.host}:{ctx.app.settings.port}"
+    homepage = ctx.app.settings.origin
     org = args.org if args else None
     if connection is None:
         web = web_and_api(args.base_url if args else None, None)[0] if args else GITHUB_WEB

@@ -7,6 +7,7 @@ from the records each time: a repo removed from the workspace links to nothing.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlencode
@@ -23,6 +24,7 @@ TOKEN_NOT_BROKERED = (
     "this workspace's forge is connected with a token, which cannot be narrowed to one repository or ended with "
     "a step: no token is handed to steps. Connect it as a GitHub App for short-lived per-repository tokens"
 )
+_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 APP_SETUP_PERMISSIONS = {"contents": "write", "pull_requests": "write", "metadata": "read"}
 
 
@@ -130,6 +132,8 @@ class ForgeService:
 def app_setup_url(web_url: str, app_name: str, homepage: str, org: str | None) -> str:
     """The forge's page that creates a GitHub App with what Hangar needs filled in (name, homepage, the
     permissions steps use, no webhook). Reads no secret and contacts nobody."""
+    if org is not None and not _LOGIN.match(org):
+        raise InvalidArgs(f"{org!r} is not a GitHub organization's name", field="org")
     where = f"/organizations/{org}/settings/apps/new" if org else "/settings/apps/new"
     query = {"name": app_name, "url": homepage, "public": "false", "webhook_active": "false", **APP_SETUP_PERMISSIONS}
     return f"{web_url.rstrip('/')}{where}?{urlencode(query)}"

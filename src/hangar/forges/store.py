@@ -107,7 +107,7 @@ def _address(url: str, field: str) -> str:
 
 def check_full_name(full_name: str, field: str = "fullName") -> str:
     value = full_name.strip().removesuffix(".git")
-    if not _FULL_NAME.match(value):
+    if not _FULL_NAME.match(value) or value.split("/", 1)[1] in (".", ".."):
         raise InvalidArgs(f"{full_name!r} is not a forge repository's owner/name", field=field)
     return value
 
