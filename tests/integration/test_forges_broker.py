@@ -2,7 +2,8 @@
 enclosure: git clones and pushes over real smart HTTP through the credential helper, the token narrowed to the one
 repository and the step's permissions, revoked when the step ends, and in no log, audit row, event or output. It is
 refused, failing the step with the reason, when no forge is connected, the repo is not linked, the forge's host is
-not on the enclosure's egress allowlist, or the forge is connected with a token.
+not on the enclosure's egress allowlist, or the forge is connected with a token. A command agent naming
+``forgeRepos`` gets the same for its run.
 
 The enclosure reaches ``github.com`` (on its default allowlist) through the egress gate's test overrides, which
 send it to the git server on this host; the server reaches the GitHub API emulator at its own address."""
@@ -23,6 +24,7 @@ from tests.integration.test_confined_user_code import finished, step
 from tests.integration.test_workspace_repos import _git, make_repo
 from tests.peers.git_http import GitHttp
 from tests.peers.github_emulator import GitHubEmulator, github_emulator
+from tests.unit.agents.support import wait_run
 
 APP_ID = 77
 
@@ -197,3 +199,43 @@ async def test_no_token_is_minted_for_a_forge_host_the_enclosure_cannot_reach_or
                 with_token = await run(env, "with-token", "echo ran", [repo["id"]])
                 assert "cannot be narrowed to one repository" in step(with_token, "git")["error"]
                 assert gh.minted == []
+
+
+@pytest.mark.packs("terminal")
+async def test_a_command_agent_naming_forge_repos_pushes_with_a_token_that_ends_with_its_run(tmp_path: Path) -> None:
+    root = bare_forge(tmp_path)
+    async with github_emulator() as gh:
+        with GitHttp(root) as git:
+            overrides = {"github.com:80": ("127.0.0.1", git.port)}
+            async with rigs_server(tmp_path, overrides=overrides) as env:
+                c, ws = env.client, env.ws
+                key = gh.add_app(APP_ID)
+                gh.install(APP_ID, "acme", ["app"])
+                repo = await c.call("repos.register", workspace_id=ws, url=git.url("acme/app.git"))
+                git.needs_auth = True
+                git.authorize = allow_minted(gh)
+                script = "cd /tmp && rm -rf work && " + CLONE_AND_PUSH.replace("set -e\n", "set -e; ")
+                adapter = {"type": "command", "argv": ["bash", "-c", script], "forgeRepos": [repo["name"]]}
+                agent = await c.call("agents.create", workspace_id=ws, name="Pusher", adapter=adapter)
+
+                async def run_agent() -> dict[str, Any]:
+                    started = await c.call(
+                        "agents.run", workspace_id=ws, agent_id=agent["id"], space_id=env.space, prompt="push"
+                    )
+                    return await wait_run(c, ws, started["runId"], timeout=600)
+
+                refused = await run_agent()  # no forge connected yet
+                assert refused["outcome"] == "failed"
+                assert refused["error"].startswith("no forge token for the command: no forge is connected")
+
+                await c.call("forge.connect", workspace_id=ws, appId=APP_ID, privateKey=key, apiUrl=gh.api_url)
+                await c.call("forge.linkRepo", workspace_id=ws, repoId=repo["id"], fullName="acme/app")
+                run = await run_agent()
+                assert run["outcome"] == "ok", run
+                messages = (await c.call("messages.list", workspace_id=ws, space_id=env.space))["messages"]
+                assert messages[-1]["content"] == "token=[redacted] same=yes host=github.com"
+                [minted] = gh.minted
+                assert minted.repositories == ("acme/app",) and minted.revoked
+                assert (
+                    minted.token not in json.dumps(messages) and stored_anywhere(env.srv.data_dir, [minted.token]) == []
+                )

@@ -1,17 +1,17 @@
 """The credential broker: short-lived forge tokens for confined code, only for hosts its enclosure reaches.
 
-A token is minted for one need (a shell step, a command agent's request) and ended with it: a GitHub App
-installation token narrowed to the named repositories and ``github.STEP_PERMISSIONS``, revoked when the step
-ends (it would expire within the hour anyway). Refused, each with its reason: no forge connected, a repo not
-linked to the forge, the enclosure's egress allowlist not reaching the forge's host (the allowlist the
-enclosure boots with, ``Confinement.reaches``), a token connection (a token cannot be narrowed or ended).
+A token is minted for one need (a shell step, a command agent's run) and ended with it: a GitHub App installation
+token narrowed to the named repositories and ``github.STEP_PERMISSIONS``, revoked when the step or run ends (it
+would expire within the hour anyway). Refused, each with its reason: no forge connected, a repo not linked to the
+forge, the enclosure's egress allowlist not reaching the forge's host (the allowlist the enclosure boots with,
+``Confinement.reaches``), a token connection (a token cannot be narrowed or ended).
 
-Shell steps ask through their ``repoIds``: with none, the step gets no token and nothing is asked. Their
-environment then holds ``GH_TOKEN`` and ``GITHUB_TOKEN`` (the gh CLI's and most tools' names), ``GH_HOST``
-(the forge's host, for gh on GitHub Enterprise Server) and a git credential helper, set through git's
-``GIT_CONFIG_*`` variables, that answers with the token for the forge's host only. The token is a secret of the
-step: ``[redacted]`` in its output and error (``hangar.core.redact``); it is never logged, audited or put in an
-event (audit rows name the repositories and host, never the token).
+Shell steps ask through their ``repoIds``, command agents through their adapter's ``forgeRepos`` (for the whole
+run): with none, nothing is asked. The program's environment then holds ``GH_TOKEN`` and ``GITHUB_TOKEN`` (the
+gh CLI's and most tools' names), ``GH_HOST`` (the forge's host, for gh on GitHub Enterprise Server) and a git
+credential helper, set through git's ``GIT_CONFIG_*`` variables, that answers with the token for the forge's host
+only. The token is a secret of the step or run: ``[redacted]`` in its output and error (``hangar.core.redact``);
+it is never logged, audited or put in an event.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from hangar.core.brokering import BrokeredEnv, CredentialSource
 from hangar.core.confine import Confinement, Scope
 from hangar.core.context import AppContext
 from hangar.errors import HangarError, InvalidArgs, Refused
@@ -98,11 +99,28 @@ def step_env(brokered: Brokered) -> dict[str, str]:
     }
 
 
+class ForgeCredentials(CredentialSource):
+    """The broker as the kernel's ``CredentialSource``: what command agents that name ``forgeRepos`` get."""
+
+    def __init__(self, app: AppContext) -> None:
+        self._broker = CredentialBroker(app)
+
+    @contextlib.asynccontextmanager
+    async def environment(
+        self, workspace_id: str, repo_refs: Sequence[str], confinement: Confinement, scope: Scope
+    ) -> AsyncIterator[BrokeredEnv]:
+        async def reaches(host: str) -> bool:
+            return await confinement.reaches(scope, host)
+
+        async with self._broker.token(workspace_id, repo_refs, reaches) as brokered:
+            yield BrokeredEnv(step_env(brokered), secrets=(brokered.token,))
+
+
 class ForgeShellEnvironment(ShellEnvironment):
     """A forge token for each shell step that names ``repoIds``, for the step's run and revoked at its end."""
 
     def __init__(self, app: AppContext) -> None:
-        self._broker = CredentialBroker(app)
+        self._credentials = ForgeCredentials(app)
 
     @contextlib.asynccontextmanager
     async def variables(
@@ -113,8 +131,5 @@ class ForgeShellEnvironment(ShellEnvironment):
             yield ShellVariables()
             return
 
-        async def reaches(host: str) -> bool:
-            return await confinement.reaches(scope, host)
-
-        async with self._broker.token(step.workspace_id, refs, reaches) as brokered:
-            yield ShellVariables(step_env(brokered), secrets=(brokered.token,))
+        async with self._credentials.environment(step.workspace_id, refs, confinement, scope) as brokered:
+            yield ShellVariables(brokered.env, brokered.secrets)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from hangar.core.brokering import CredentialSource
 from hangar.core.context import AppContext
 from hangar.core.part import Part
-from hangar.forges.broker import ForgeShellEnvironment
+from hangar.forges.broker import ForgeCredentials, ForgeShellEnvironment
 from hangar.forges.ops import FORGE_OPS
 from hangar.forges.service import ForgeService
 from hangar.pipelines import ShellEnvironment
@@ -13,6 +14,7 @@ from hangar.pipelines import ShellEnvironment
 async def _start(app: AppContext) -> None:
     app.provide(ForgeService(app))
     app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
+    app.provide(ForgeCredentials(app), as_type=CredentialSource)
 
 
 FORGES_PART = Part(name="forges", ops=FORGE_OPS, start=_start)

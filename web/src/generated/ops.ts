@@ -13,6 +13,7 @@ export type CommandAdapterView = {
   env?: Record<string, string>;
   secretEnvNames?: Array<string>;
   historyLimit?: number;
+  forgeRepos?: Array<string>;
 };
 
 /** ``openai`` settings as returned: the key is never sent back, only whether one is stored. */
