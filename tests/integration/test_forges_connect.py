@@ -228,3 +228,16 @@ async def test_repos_link_through_their_origin_on_the_forge_host_or_by_hand(tmp_
             assert [k["repoName"] for k in unlinked["links"]] == [app["name"]]
             # PR checkouts and fetches are the repos' own: linking changes nothing of them
             assert (await owner.call("repos.list", workspace_id=ws))["repos"]
+
+
+async def test_a_command_agent_names_at_most_twenty_forge_repos(tmp_path: Path) -> None:
+    async with forge_server(tmp_path) as (_srv, owner, ws, _gh):
+        repos = [f"r{i}" for i in range(21)]
+        adapter = {"type": "command", "argv": ["true"], "forgeRepos": repos[:20]}
+        made = await owner.call("agents.create", workspace_id=ws, name="Twenty", adapter=adapter)
+        assert made["adapter"]["forgeRepos"] == repos[:20]
+        with pytest.raises(RpcError) as refused:
+            await owner.call(
+                "agents.create", workspace_id=ws, name="Too many", adapter={**adapter, "forgeRepos": repos}
+            )
+        assert refused.value.code == "invalid_args" and "forgeRepos" in refused.value.message
