@@ -11,9 +11,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
+from hangar.forges.reach import SETTING_TRUSTED_FORGE_HOSTS
+from hangar.identity import IdentityService
 from tests.integration.test_workspace_repos import _git, make_repo
 from tests.peers.git_http import GitHttp
 from tests.peers.github_emulator import GitHubEmulator, github_emulator, new_app_key
@@ -23,9 +26,17 @@ from tests.support.server import RunningServer, running_server
 APP_ID = 4242
 
 
+async def trust_forge(srv: RunningServer, api_url: str) -> None:
+    """The server owner names the forge's API host and port (``trustedForgeHosts``): the emulator serves on this
+    host's loopback, which a workspace admin's connection reaches only then."""
+    where = urlsplit(api_url)
+    await srv.ctx.service(IdentityService).set_setting(SETTING_TRUSTED_FORGE_HOSTS, [f"{where.hostname}:{where.port}"])
+
+
 @asynccontextmanager
 async def forge_server(tmp_path: Path) -> AsyncIterator[tuple[RunningServer, RpcClient, str, GitHubEmulator]]:
     async with github_emulator() as gh, running_server(tmp_path / "data") as srv:
+        await trust_forge(srv, gh.api_url)
         ws = await srv.new_workspace("forged")
         async with RpcClient(srv.ws_url, srv.owner_token) as owner:
             yield srv, owner, ws, gh

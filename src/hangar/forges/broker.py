@@ -75,14 +75,15 @@ class CredentialBroker:
         owners = {n.split("/", 1)[0].lower() for n in names}
         if len(owners) != 1:
             raise InvalidArgs("one token covers repositories of one owner: name repos of one account", field="repoIds")
-        installation = await github.repo_installation(connection, names[0])
-        minted = await github.mint(connection, installation.id, [n.split("/", 1)[1] for n in names])
+        route = await forges.route(connection)  # checked now; the token is revoked through the same addresses
+        installation = await github.repo_installation(connection, names[0], route)
+        minted = await github.mint(connection, installation.id, [n.split("/", 1)[1] for n in names], route)
         brokered = Brokered(minted.token, connection.host, tuple(names), minted.expires_at)
         try:
             yield brokered
         finally:
             try:
-                await github.revoke(connection, minted.token)
+                await github.revoke(connection, minted.token, route)
             except HangarError as exc:  # it still ends within the hour
                 log.warning("a token for %s on %s was not revoked: %s", ", ".join(names), connection.host, exc.message)
 

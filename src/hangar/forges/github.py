@@ -22,6 +22,7 @@ from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestError, RequestFailed
 
 from hangar.errors import InvalidArgs, Refused, Unavailable
+from hangar.forges.reach import Route
 from hangar.forges.store import ForgeConnection
 
 TIMEOUT_S = 20.0
@@ -53,7 +54,10 @@ def check_private_key(pem: str) -> str:
     return pem.strip() + "\n"
 
 
-def _client(api_url: str, auth: AppAuthStrategy | TokenAuthStrategy) -> GitHub[Any]:
+def _client(api_url: str, auth: AppAuthStrategy | TokenAuthStrategy, route: Route) -> GitHub[Any]:
+    """A client for one call; a workspace admin's connection's held to the addresses of ``route`` (no proxy from
+    the environment, no redirect followed: either would reach a host nobody checked)."""
+    pinned = route.transport()
     return GitHub(
         auth,
         base_url=api_url.rstrip("/") + "/",
@@ -62,6 +66,9 @@ def _client(api_url: str, auth: AppAuthStrategy | TokenAuthStrategy) -> GitHub[A
         http_cache=False,
         auto_retry=False,
         user_agent="Hangar",
+        follow_redirects=pinned is None,
+        trust_env=pinned is None,
+        async_transport=pinned,
     )
 
 
@@ -92,41 +99,43 @@ def _message(exc: RequestFailed) -> str:
     return str(body.get("message", ""))[:200] if isinstance(body, dict) else ""
 
 
-async def list_installations(connection: ForgeConnection) -> list[Installation]:
+async def list_installations(connection: ForgeConnection, route: Route) -> list[Installation]:
     """The app's installations (the accounts it is installed on); the JWT check of the app's credentials."""
     async with (
-        _client(connection.api_url, _app_auth(connection)) as gh,
+        _client(connection.api_url, _app_auth(connection), route) as gh,
         _calling("list the app's installations", connection.host),
     ):
         found = await gh.rest.apps.async_list_installations(per_page=100)
         return [Installation(i.id, _account_name(i.account), i.repository_selection) for i in found.parsed_data]
 
 
-async def authenticated_login(connection: ForgeConnection) -> str:
+async def authenticated_login(connection: ForgeConnection, route: Route) -> str:
     """Whose token it is (its login); the check of a token connection."""
     assert connection.token is not None
     async with (
-        _client(connection.api_url, TokenAuthStrategy(connection.token)) as gh,
+        _client(connection.api_url, TokenAuthStrategy(connection.token), route) as gh,
         _calling("identify the token", connection.host),
     ):
         return str((await gh.rest.users.async_get_authenticated()).parsed_data.login)
 
 
-async def repo_installation(connection: ForgeConnection, full_name: str) -> Installation:
+async def repo_installation(connection: ForgeConnection, full_name: str, route: Route) -> Installation:
     """The app's installation on a repository (``Refused`` when the app is not installed there)."""
     owner, name = full_name.split("/", 1)
     async with (
-        _client(connection.api_url, _app_auth(connection)) as gh,
+        _client(connection.api_url, _app_auth(connection), route) as gh,
         _calling(f"find the app's installation on {full_name}", connection.host),
     ):
         i = (await gh.rest.apps.async_get_repo_installation(owner, name)).parsed_data
         return Installation(i.id, _account_name(i.account), i.repository_selection)
 
 
-async def mint(connection: ForgeConnection, installation_id: int, repositories: Sequence[str]) -> InstallationToken:
+async def mint(
+    connection: ForgeConnection, installation_id: int, repositories: Sequence[str], route: Route
+) -> InstallationToken:
     """A new installation token for ``repositories`` (names within the installation) and ``STEP_PERMISSIONS``."""
     async with (
-        _client(connection.api_url, _app_auth(connection)) as gh,
+        _client(connection.api_url, _app_auth(connection), route) as gh,
         _calling("mint an installation token", connection.host),
     ):
         answer = await gh.rest.apps.async_create_installation_access_token(
@@ -137,10 +146,10 @@ async def mint(connection: ForgeConnection, installation_id: int, repositories: 
         return InstallationToken(answer.parsed_data.token, answer.parsed_data.expires_at)
 
 
-async def revoke(connection: ForgeConnection, token: str) -> None:
+async def revoke(connection: ForgeConnection, token: str, route: Route) -> None:
     """End an installation token before its hour is up."""
     async with (
-        _client(connection.api_url, TokenAuthStrategy(token)) as gh,
+        _client(connection.api_url, TokenAuthStrategy(token), route) as gh,
         _calling("revoke an installation token", connection.host),
     ):
         await gh.rest.apps.async_revoke_installation_access_token()

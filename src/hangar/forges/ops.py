@@ -9,6 +9,7 @@ from pydantic import Field
 from hangar.core.part import OpFunction
 from hangar.errors import HangarError
 from hangar.forges import github
+from hangar.forges.reach import Route
 from hangar.forges.results import ForgeStatus, InstallationView, RepoLinkView
 from hangar.forges.service import TOKEN_NOT_BROKERED, ForgeService, app_setup_url
 from hangar.forges.store import GITHUB_WEB, ForgeConnection, web_and_api
@@ -73,21 +74,21 @@ async def _status(ctx: OpContext, ws: Workspace, args: StatusArgs | None = None)
         setup_url=app_setup_url(connection.web_url, APP_NAME, homepage, org),
     )
     try:
-        await _live(status, connection)
+        await _live(status, connection, await forges.route(connection))
     except HangarError as exc:
         status.error = exc.message
     return status
 
 
-async def _live(status: ForgeStatus, connection: ForgeConnection) -> None:
+async def _live(status: ForgeStatus, connection: ForgeConnection, route: Route) -> None:
     """What the forge says now: the app's installations, or whose the token is."""
     if connection.kind == "app":
-        found = await github.list_installations(connection)
+        found = await github.list_installations(connection, route)
         status.installations = [
             InstallationView(id=i.id, account=i.account, repository_selection=i.repository_selection) for i in found
         ]
     else:
-        status.login = await github.authenticated_login(connection)
+        status.login = await github.authenticated_login(connection, route)
 
 
 @op("forge.connect", kind="mutate", scope="workspace", min_role="admin", actions=("secretAccess", "networkEgress"))
@@ -100,6 +101,7 @@ async def forge_connect(ctx: OpContext, args: ConnectArgs) -> ForgeStatus:
     connection, _installations, _login = await forges.connect(
         ws,
         ctx.principal.label,
+        by_owner=ctx.principal.is_server_owner,
         base_url=args.base_url,
         api_url=args.api_url,
         app_id=args.app_id,
@@ -125,7 +127,7 @@ async def forge_disconnect(ctx: OpContext, args: StatusArgs) -> ForgeStatus:
     """Forget the workspace's forge credentials and hand-given links; steps get no token from then on."""
     forges = _forges(ctx)
     ws = await forges.workspace(ctx.ws)
-    if forges.disconnect(ws):
+    if await forges.disconnect(ws):
         await ctx.audit("forge.disconnect", "forge")
     return await _status(ctx, ws, args)
 
@@ -136,7 +138,7 @@ async def forge_link_repo(ctx: OpContext, args: LinkArgs) -> ForgeStatus:
     fullName drop the hand-given link so the repo's origin decides again."""
     forges = _forges(ctx)
     ws = await forges.workspace(ctx.ws)
-    repo, name = await forges.link(ws, args.repo_id, args.full_name)
+    repo, name = await forges.link(ws, ctx.principal.label, args.repo_id, args.full_name)
     await ctx.audit("forge.linkRepo", f"repo:{repo.id}", {"fullName": name})
     return await _status(ctx, ws)
 

@@ -1,4 +1,5 @@
-"""The forges part: its ops and the credential broker shell steps get their forge token from."""
+"""The forges part: its ops, its table (repo links given by hand), the ``trustedForgeHosts`` server setting and the
+credential broker shell steps get their forge token from."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.forges.broker import ForgeCredentials, ForgeShellEnvironment
 from hangar.forges.ops import FORGE_OPS
+from hangar.forges.reach import TRUSTED_FORGE_HOSTS_SPEC
 from hangar.forges.service import ForgeService
+from hangar.forges.tables import MIGRATIONS
 from hangar.pipelines import ShellEnvironment
 
 
@@ -17,4 +20,10 @@ async def _start(app: AppContext) -> None:
     app.provide(ForgeCredentials(app), as_type=CredentialSource)
 
 
-FORGES_PART = Part(name="forges", ops=FORGE_OPS, start=_start)
+FORGES_PART = Part(
+    name="forges",
+    ops=FORGE_OPS,
+    migrations=[MIGRATIONS],
+    server_settings=[TRUSTED_FORGE_HOSTS_SPEC],
+    start=_start,
+)

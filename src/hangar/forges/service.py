@@ -14,8 +14,16 @@ from urllib.parse import urlencode
 
 from hangar.core.context import AppContext
 from hangar.errors import InvalidArgs, NotFound, Refused
-from hangar.forges import github
-from hangar.forges.store import ForgeConnection, ForgeStore, check_full_name, full_name_from_origin, web_and_api
+from hangar.forges import github, reach
+from hangar.forges.reach import Route
+from hangar.forges.store import (
+    ForgeConnection,
+    ForgeLinks,
+    ForgeStore,
+    check_full_name,
+    full_name_from_origin,
+    web_and_api,
+)
 from hangar.identity import IdentityService, Workspace
 from hangar.workspace import Repo, RepoService
 
@@ -39,6 +47,7 @@ class ForgeService:
     def __init__(self, app: AppContext) -> None:
         self._app = app
         self.store = ForgeStore(app.datadir)
+        self.given_links = ForgeLinks(app.dbs)
 
     async def workspace(self, workspace_id: str) -> Workspace:
         """The workspace record an id names: only a found workspace names a directory."""
@@ -56,11 +65,16 @@ class ForgeService:
             raise Refused(NOT_CONNECTED, detail_code="forgeNotConnected")
         return connection
 
+    async def route(self, connection: ForgeConnection) -> Route:
+        """How a call through ``connection`` reaches its API now (``hangar.forges.reach``)."""
+        return await reach.route(self._app, connection.api_url, by_owner=connection.by_owner)
+
     async def connect(
         self,
         ws: Workspace,
         by: str,
         *,
+        by_owner: bool,
         base_url: str | None,
         api_url: str | None,
         app_id: int | None,
@@ -74,8 +88,9 @@ class ForgeService:
         if token and (app_id is not None or private_key):
             raise InvalidArgs("give an app (appId and privateKey) or a token, not both", field="token")
         if token:
-            connection = ForgeConnection("token", web, api, now, by, token=token.strip())
-            login = await github.authenticated_login(connection)
+            connection = ForgeConnection("token", web, api, now, by, by_owner, token=token.strip())
+            route = await self._connecting(connection, api_url)
+            login = await github.authenticated_login(connection, route)
             self.store.write(ws.id, connection)
             return connection, [], login
         if app_id is None or not private_key:
@@ -83,18 +98,26 @@ class ForgeService:
         if app_id <= 0:
             raise InvalidArgs("appId is the app's positive number (its settings page shows it)", field="appId")
         key = github.check_private_key(private_key)
-        connection = ForgeConnection("app", web, api, now, by, app_id=app_id, private_key=key)
-        installations = await github.list_installations(connection)
+        connection = ForgeConnection("app", web, api, now, by, by_owner, app_id=app_id, private_key=key)
+        route = await self._connecting(connection, api_url)
+        installations = await github.list_installations(connection, route)
         self.store.write(ws.id, connection)
         return connection, installations, None
 
-    def disconnect(self, ws: Workspace) -> bool:
+    async def _connecting(self, connection: ForgeConnection, api_url: str | None) -> Route:
+        """The route the connection's check goes through, its address checked (and held to) now."""
+        field = "apiUrl" if api_url else "baseUrl"
+        return await reach.connecting(self._app, connection.api_url, by_owner=connection.by_owner, field=field)
+
+    async def disconnect(self, ws: Workspace) -> bool:
+        """Forget the connection and the links given by hand."""
         had = self.store.read(ws.id) is not None
         self.store.delete(ws.id)
+        await self.given_links.clear(ws.id)
         return had
 
     async def links(self, ws: Workspace, connection: ForgeConnection) -> list[Link]:
-        given = self.store.links(ws.id)
+        given = await self.given_links.all(ws.id)
         found: list[Link] = []
         for repo in await self._app.service(RepoService).all(ws.id):
             if repo.id in given:
@@ -114,18 +137,19 @@ class ForgeService:
             detail_code="repoNotLinked",
         )
 
-    async def link(self, ws: Workspace, repo_ref: str, full_name: str | None) -> tuple[Repo, str | None]:
+    async def link(self, ws: Workspace, by: str, repo_ref: str, full_name: str | None) -> tuple[Repo, str | None]:
         """Link a repo by hand (an app connection checks the app is installed on it), or with None drop the
         hand-given link (the origin's counts again)."""
         connection = self.required(ws)
         repo = await self._app.service(RepoService).get(ws.id, repo_ref)
+        now = self._app.clock.now()
         if full_name is None:
-            self.store.set_link(ws.id, repo.id, None)
+            await self.given_links.set(ws.id, repo.id, None, by, now)
             return repo, None
         name = check_full_name(full_name)
         if connection.kind == "app":
-            await github.repo_installation(connection, name)
-        self.store.set_link(ws.id, repo.id, name)
+            await github.repo_installation(connection, name, await self.route(connection))
+        await self.given_links.set(ws.id, repo.id, name, by, now)
         return repo, name
 
 

@@ -1,12 +1,11 @@
-"""A workspace's forge connection and its repo links, in files beside the workspace database.
+"""A workspace's forge connection, in a file beside the workspace database; its repo links given by hand are in
+the workspace database (``hangar.forges.tables``, ``ForgeLinks``).
 
-Layout (``<dataDir>/<workspaceId>/forge_credentials/``, the folder 0700, each file 0600 and written atomically
+Layout (``<dataDir>/<workspaceId>/forge_credentials/``, the folder 0700, the file 0600 and written atomically
 through ``hangar.core.secretfiles``, the chat bridge's way):
 
     github.json   the connection: how (``app``: app id and private key; ``token``: a token), the forge's web
-                  and API addresses, who connected it and when
-    links.json    repo links given by hand: ``{repoId: "owner/name"}``; a repo without one links through its
-                  recorded origin when that is on the forge's host
+                  and API addresses, who connected it (and whether the server owner did) and when
 
 Secrets travel in only: nothing here is returned by an op, and ``ForgeConnection.public`` is what may be shown.
 Every read goes to the file, so a connection changed by another process is seen at once.
@@ -20,14 +19,17 @@ from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import sqlalchemy as sa
+
 from hangar.core.addresses import git_url_host
 from hangar.core.datadir import DataDir
+from hangar.core.db import Databases, write_transaction
 from hangar.core.secretfiles import SecretFolder
 from hangar.errors import InvalidArgs
+from hangar.forges.tables import forge_links
 
 FOLDER = "forge_credentials"
 GITHUB = "github"
-LINKS = "links"
 GITHUB_WEB = "https://github.com"
 GITHUB_API = "https://api.github.com"
 _FULL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
@@ -42,6 +44,7 @@ class ForgeConnection:
     api_url: str
     connected_at: datetime
     connected_by: str
+    by_owner: bool = False  # the server owner connected it: its API may be at any address (``hangar.forges.reach``)
     app_id: int | None = None
     private_key: str | None = None  # PEM, app connections
     token: str | None = None  # token connections
@@ -58,6 +61,7 @@ class ForgeConnection:
             "apiUrl": self.api_url,
             "connectedAt": self.connected_at.isoformat(),
             "connectedBy": self.connected_by,
+            "byOwner": self.by_owner,
         }
         if self.kind == "app":
             data |= {"appId": self.app_id, "privateKey": self.private_key}
@@ -77,6 +81,7 @@ class ForgeConnection:
                 api_url=str(data["apiUrl"]),
                 connected_at=datetime.fromisoformat(str(data["connectedAt"])),
                 connected_by=str(data["connectedBy"]),
+                by_owner=data.get("byOwner") is True,  # a file without it: held to an admin's rules
                 app_id=int(data["appId"]) if kind == "app" else None,
                 private_key=str(data["privateKey"]) if kind == "app" else None,
                 token=str(data["token"]) if kind == "token" else None,
@@ -136,18 +141,31 @@ class ForgeStore:
         self._folder.write(workspace_id, GITHUB, connection.to_file())
 
     def delete(self, workspace_id: str) -> None:
-        """Forget the connection and the links given by hand."""
         self._folder.remove(workspace_id, GITHUB)
-        self._folder.remove(workspace_id, LINKS)
 
-    def links(self, workspace_id: str) -> dict[str, str]:
-        data = self._folder.read(workspace_id, LINKS) or {}
-        return {k: v for k, v in data.items() if isinstance(v, str)}
 
-    def set_link(self, workspace_id: str, repo_id: str, full_name: str | None) -> None:
-        links = self.links(workspace_id)
-        if full_name is None:
-            links.pop(repo_id, None)
-        else:
-            links[repo_id] = full_name
-        self._folder.write(workspace_id, LINKS, links)
+class ForgeLinks:
+    """The repo links given by hand, in the workspace database: read there at every use, each change one write
+    transaction, so links made by two processes at once are both kept."""
+
+    def __init__(self, dbs: Databases) -> None:
+        self._dbs = dbs
+
+    async def all(self, workspace_id: str) -> dict[str, str]:
+        engine = await self._dbs.workspace(workspace_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(sa.select(forge_links.c.repo_id, forge_links.c.full_name))).all()
+        return {row.repo_id: row.full_name for row in rows}
+
+    async def set(self, workspace_id: str, repo_id: str, full_name: str | None, by: str, at: datetime) -> None:
+        """Link ``repo_id`` to ``full_name``, or with None drop its link."""
+        async with write_transaction(await self._dbs.workspace(workspace_id)) as conn:
+            await conn.execute(sa.delete(forge_links).where(forge_links.c.repo_id == repo_id))
+            if full_name is not None:
+                await conn.execute(
+                    sa.insert(forge_links).values(repo_id=repo_id, full_name=full_name, linked_at=at, linked_by=by)
+                )
+
+    async def clear(self, workspace_id: str) -> None:
+        async with write_transaction(await self._dbs.workspace(workspace_id)) as conn:
+            await conn.execute(sa.delete(forge_links))
