@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from hangar.errors import Refused
+from hangar.errors import InvalidArgs, Refused
 from hangar.forges.broker import CredentialBroker
-from hangar.forges.reach import SETTING_TRUSTED_FORGE_HOSTS, TRUSTED_FORGE_HOSTS_FIX
+from hangar.forges.reach import MAX_TRUSTED_FORGE_HOSTS, SETTING_TRUSTED_FORGE_HOSTS, TRUSTED_FORGE_HOSTS_FIX
 from hangar.identity import IdentityService
 from tests.integration.test_forges_connect import APP_ID, forge_files
 from tests.integration.test_workspace_repos import make_repo
 from tests.peers.github_emulator import API, github_emulator
+from tests.support.processes import cli
 from tests.support.resolver import only_loopback
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
@@ -185,3 +187,30 @@ async def test_every_later_call_goes_to_an_address_checked_for_it(
                     pass
             assert NEVER in minting.value.message
             assert len(gh.requests) == sent and len(gh.minted) == 1
+
+
+async def test_the_trusted_forge_hosts_setting_holds_at_most_32_hosts_and_the_command_line_sets_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # the command line's error box wraps at the terminal's width
+    async with running_server(tmp_path / "data") as srv:
+        identity = srv.ctx.service(IdentityService)
+        for bad in ("ghe.lan", ["https://ghe.lan"], ["a b"], ["*.lan"], [3], ["ghe.lan:0"], ["h:65536"]):
+            with pytest.raises(InvalidArgs) as err:
+                await identity.set_setting(SETTING_TRUSTED_FORGE_HOSTS, bad)
+            assert err.value.field == SETTING_TRUSTED_FORGE_HOSTS
+        most = [f"h{i}.example.test" for i in range(MAX_TRUSTED_FORGE_HOSTS)]
+        await identity.set_setting(SETTING_TRUSTED_FORGE_HOSTS, most)
+        with pytest.raises(InvalidArgs):
+            await identity.set_setting(SETTING_TRUSTED_FORGE_HOSTS, [*most, "one-more.example.test"])
+
+        def hosts_cli(*args: str) -> subprocess.CompletedProcess[str]:
+            return cli(srv.data_dir, "admin", "trusted-forge-hosts", *args, check=False)
+
+        assert hosts_cli("GHE.lan.", "127.0.0.1:8443").returncode == 0
+        assert await identity.get_setting(SETTING_TRUSTED_FORGE_HOSTS) == ["ghe.lan", "127.0.0.1:8443"]
+        assert "private and local addresses of: ghe.lan, 127.0.0.1:8443" in hosts_cli().stdout
+        wrong = hosts_cli("not a host")
+        assert wrong.returncode != 0 and "must be a list of at most 32 host names or IP addresses" in wrong.stderr
+        assert "public addresses only" in hosts_cli("--clear").stdout
+        assert await identity.get_setting(SETTING_TRUSTED_FORGE_HOSTS) == []

@@ -1,10 +1,12 @@
 """GitHub's REST API through githubkit (typed requests and responses): what the forge part asks of it.
 
 A client is made for one call from the connection read just then (no token, JWT or answer is kept between calls,
-so a connection changed or removed by another process counts at once). An app authenticates with a JWT signed
-by its private key; a short-lived installation token is asked for one installation, narrowed to the named
-repositories and permissions, and revoked with itself. What GitHub refuses becomes ``Refused`` naming the
-status and GitHub's message; a forge out of reach becomes ``Unavailable``. No error carries a credential.
+so a connection changed or removed by another process counts at once), through the route the caller checked
+(``hangar.forges.reach``: a workspace admin's connection connects only to the addresses checked for it). An app
+authenticates with a JWT signed by its private key; a short-lived installation token is asked for one
+installation, narrowed to the named repositories and permissions, and revoked with itself. What GitHub refuses
+becomes ``Refused`` naming the status and GitHub's message; a forge out of reach becomes ``Unavailable``. No error
+carries a credential.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 A repo links to its forge repository (``owner/name``) by hand (``forge.linkRepo``) or, without that, through the
 origin the server recorded when the repo was added, when that origin is on the forge's host. Links are read
-from the records each time: a repo removed from the workspace links to nothing.
+from the records each time (the hand-given ones from the workspace database, ``ForgeLinks``): a repo removed from
+the workspace links to nothing.
 """
 
 from __future__ import annotations
