@@ -1,13 +1,16 @@
 """A git server over HTTP on this host: git's own ``git http-backend`` (smart HTTP) behind a small threaded HTTP
 server, serving the bare repositories under a folder. It records every request, can answer a path with a
-redirect, and can ask for credentials (HTTP Basic), recording whether any were sent.
+redirect, and can ask for credentials (HTTP Basic), recording whether any were sent; ``authorize`` (given the
+repository path and the Basic user and password) checks them, and an authorized request may push.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,6 +25,7 @@ class GitHttp:
         self.credentials: list[str] = []  # the Authorization headers received
         self.redirects: dict[str, str] = {}  # path prefix -> the URL prefix it redirects to
         self.needs_auth = False
+        self.authorize: Callable[[str, str, str], bool] | None = None  # (path, user, password) -> allowed
         self._server = ThreadingHTTPServer((address, port), self._handler())
         self.port = int(self._server.server_address[1])
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -36,6 +40,19 @@ class GitHttp:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def authorized_user(self, path: str, header: str) -> str | None:
+        """The Basic user of an accepted ``Authorization`` header (any when there is no ``authorize``)."""
+        scheme, _, encoded = header.partition(" ")
+        if scheme.lower() != "basic":
+            return None
+        try:
+            user, _, password = base64.b64decode(encoded).decode().partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if self.authorize is not None and not self.authorize(path, user, password):
+            return None
+        return user or "anonymous"
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         forge = self
@@ -61,7 +78,8 @@ class GitHttp:
                         self.send_header("Content-Length", "0")
                         self.end_headers()
                         return
-                if forge.needs_auth and "Authorization" not in self.headers:
+                user = forge.authorized_user(self.path, self.headers.get("Authorization", ""))
+                if forge.needs_auth and user is None:
                     self.send_response(401)
                     self.send_header("WWW-Authenticate", 'Basic realm="forge"')
                     self.send_header("Content-Length", "0")
@@ -79,6 +97,7 @@ class GitHttp:
                     "CONTENT_TYPE": self.headers.get("Content-Type", ""),
                     "CONTENT_LENGTH": str(len(body)),
                     "REMOTE_ADDR": self.client_address[0],
+                    **({"REMOTE_USER": user} if user else {}),
                     "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
                     "HTTP_GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
                 }

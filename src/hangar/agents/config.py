@@ -78,6 +78,8 @@ class CommandAdapter(_AgentAdapter):
     secret_env_names: tuple[str, ...] = ()
     # Messages of the space handed over in the context file (``HANGAR_CONTEXT_FILE``), as for chat models.
     history_limit: int = Field(default=50, ge=0, le=1000)
+    # Workspace repos (ids or names) the run gets a short-lived forge token for (``hangar.core.brokering``).
+    forge_repos: tuple[str, ...] = Field(default=(), max_length=20)
 
     @field_validator("env", "secret_env")
     @classmethod

@@ -40,6 +40,7 @@ from hangar.agents.tools.catalogue import DEFAULT_PRODUCT_TOOLS, agent_principal
 from hangar.agents.tools.mcp_grant import McpGrant, grant_mcp, revoke
 from hangar.agents.tools.output_schema import check_schema
 from hangar.agents.tools.product import RunProductTools
+from hangar.core.brokering import CredentialSource
 from hangar.core.confine import confinement_for
 from hangar.core.context import AppContext
 from hangar.core.events import DomainEvent, StoredEvent, Subscription
@@ -320,6 +321,7 @@ class AgentRunner:
                 confine=lambda: confinement_for(self.app),
                 product_env=grant.env,
                 product_call_back=grant.call_back,
+                credentials=self.app.maybe_service(CredentialSource),
             )
             if run_id in self._interrupted:  # interrupted before the adapter started
                 raise asyncio.CancelledError

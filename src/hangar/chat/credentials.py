@@ -23,9 +23,7 @@ directory before it has been found to be a workspace.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +31,7 @@ from typing import Any
 from hangar.chat.connections import Failure
 from hangar.chat.descriptor import CHAT_PROVIDER, DESCRIPTORS, descriptor_for
 from hangar.core.datadir import DataDir
-from hangar.core.fileio import write_private_atomic
+from hangar.core.secretfiles import SecretFolder
 from hangar.identity import Workspace
 
 log = logging.getLogger(__name__)
@@ -46,36 +44,21 @@ LEGACY_SETUP = "chat_setup.json"
 class CredentialFiles:
     def __init__(self, datadir: DataDir) -> None:
         self._datadir = datadir
+        self._folder = SecretFolder(datadir, DIR_NAME)
 
     def directory(self, workspace: Workspace) -> Path:
-        return self._datadir.workspace_dir(workspace.id) / DIR_NAME
+        return self._folder.directory(workspace.id)
 
     def _path(self, workspace: Workspace, provider: str, suffix: str = "") -> Path:
         descriptor_for(provider)  # only a declared provider names a file
-        return self.directory(workspace) / f"{provider}{suffix}.json"
-
-    def _ensure_dir(self, workspace: Workspace) -> Path:
-        folder = self.directory(workspace)
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask, and an older directory may be wider
-        return folder
+        return self._folder.path(workspace.id, f"{provider}{suffix}")
 
     def _write(self, path: Path, workspace: Workspace, data: dict[str, Any]) -> None:
-        self._ensure_dir(workspace)
-        write_private_atomic(path, json.dumps(data, sort_keys=True).encode())
+        self._folder.write_path(workspace.id, path, data)
 
     @staticmethod
     def _read(path: Path) -> dict[str, Any] | None:
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            log.error("chat file %s is not JSON; treated as absent", path.name)
-            return None
-        return data if isinstance(data, dict) else None
+        return SecretFolder.read_path(path)
 
     @staticmethod
     def _remove(path: Path) -> None:

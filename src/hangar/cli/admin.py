@@ -234,6 +234,33 @@ def trusted_model_hosts_cmd(
         typer.echo("no host is named: workspace admins' agents reach model endpoints at public addresses only")
 
 
+@admin_app.command("trusted-forge-hosts")
+def trusted_forge_hosts_cmd(
+    hosts: Annotated[
+        list[str] | None, typer.Argument(help="host names or addresses, each with an optional :port; none: show them")
+    ] = None,
+    clear: Annotated[
+        bool, typer.Option("--clear", help="name no host (admins' forge connections reach public hosts)")
+    ] = False,
+    data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
+) -> None:
+    """Hosts whose forge API workspace admins' forge connections may reach at private and at this host's addresses.
+
+    The forge's API is called by the server (checking the connection, its status, minting and revoking tokens), so
+    by default a workspace admin's connection reaches only public addresses; the server owner's reach any. For the
+    hosts named here (at the port given, or at every port) an admin's connection may reach the private network and
+    this host's loopback and own addresses too: a GitHub Enterprise Server on the LAN. Link-local and metadata
+    addresses, and the ports this server listens on, stay refused."""
+    from hangar.forges.reach import SETTING_TRUSTED_FORGE_HOSTS
+
+    named = _list_setting(SETTING_TRUSTED_FORGE_HOSTS, hosts, clear, data_dir, database_url, "HOSTS")
+    if named:
+        typer.echo("workspace admins' forge connections may reach private and local addresses of: " + ", ".join(named))
+    else:
+        typer.echo("no host is named: workspace admins' forge connections reach public addresses only")
+
+
 @admin_app.command("setting")
 def setting_cmd(
     key: Annotated[str | None, typer.Argument(help="a server setting, e.g. rigs.memoryBudgetMb")] = None,

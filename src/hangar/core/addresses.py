@@ -322,3 +322,13 @@ def listed_host(entries: list[str], host: str, port: int, *, ports: bool = False
     key = host_key(host)
     found = (host_entry(e, ports=ports) for e in entries)
     return any(e is not None and e[0] == key and e[1] in (None, port) for e in found)
+
+
+def git_url_host(url: str) -> str | None:
+    """The host of a git remote (``https://host/...``, ``ssh://...``, ``user@host:path``), lower-case; None for a
+    local path or ``file://``."""
+    if "://" in url:
+        return (urlsplit(url).hostname or "").lower() or None
+    if ":" in url and "@" in url.split(":", 1)[0]:  # scp-like git@host:path
+        return url.split("@", 1)[1].split(":", 1)[0].lower() or None
+    return None

@@ -149,6 +149,11 @@ class Confinement:
         """Where a job's ``files`` and ``results`` are, as the program sees them."""
         return self.workdir_seen(scope)
 
+    async def reaches(self, scope: Scope, host: str) -> bool:
+        """Whether a program in ``scope`` can reach ``host`` (its egress allowlist admits it): what a credential
+        for that host may be handed to. Host execution has no allowlist, so it reaches every host."""
+        return True
+
     async def run(
         self, scope: Scope, job: Job, on_stdout: OnOutput | None = None, on_wait: OnWait | None = None
     ) -> ExecResult:

@@ -4,9 +4,11 @@ The public surface other parts use: ``body`` (declare a body; list it in your ``
 ``BodySpec``, ``ConfigField``, ``StepContext`` (its ``attempt_key`` keys what one attempt of a step did),
 ``StepResult``, ``Resume``/``TaskOutcome`` (what a resumed body sees), the ``TaskFinished`` and
 ``PipelineRunFinished`` events, ``run_key``/``attempt_keys_prefix`` (to find what a run's steps did), and the
-``outputSchema`` checks (``schema_problems``, ``first_violation``) agents share so both accept the same payloads.
+``outputSchema`` checks (``schema_problems``, ``first_violation``) agents share so both accept the same payloads,
+and ``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one).
 """
 
+from hangar.pipelines.bodies.shell import ShellEnvironment, ShellVariables
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec, ConfigField, body, spec_of_body
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import NodeConfig, RunStatus, StepDef, StepKind, StepStatus, Template
@@ -36,6 +38,8 @@ __all__ = [
     "Resume",
     "ResumedEvent",
     "RunStatus",
+    "ShellEnvironment",
+    "ShellVariables",
     "StepContext",
     "StepDef",
     "StepKind",

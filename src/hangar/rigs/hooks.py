@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from hangar.core.addresses import git_url_host as forge_host
 from hangar.core.audit import sensitive as _sensitive
 from hangar.core.beneath import anchored, lstat_beneath
 from hangar.core.confine import Scope
@@ -25,7 +26,7 @@ from hangar.errors import NotFound, Refused
 from hangar.identity import IdentityService, MemberRemoved, MemberRoleChanged
 from hangar.rigs.backends.base import GuestTree
 from hangar.rigs.devdomains import tls
-from hangar.rigs.egress.allowlist import browser_default_allowlist, forge_host, terminal_default_allowlist
+from hangar.rigs.egress.allowlist import browser_default_allowlist, terminal_default_allowlist
 from hangar.rigs.egress.relay import relay
 from hangar.workspace import RepoService, SpaceService, SpaceUpdated, WorktreeService
 

@@ -13,6 +13,7 @@ def all_parts() -> list[Part]:
     from hangar.backup.export import TRANSFER_PART
     from hangar.backup.part import BACKUP_PART
     from hangar.chat.part import CHAT_PART
+    from hangar.forges.part import FORGES_PART
     from hangar.identity.part import IDENTITY_PART
     from hangar.oauth.part import OAUTH_PART
     from hangar.oversight import OVERSIGHT_PART
@@ -33,6 +34,7 @@ def all_parts() -> list[Part]:
         AGENTS_PART,
         CHAT_PART,
         RIGS_PART,
+        FORGES_PART,
         BACKUP_PART,
         DELETION_PART,  # after the parts whose work it stops, before pipelines resume runs
         TRANSFER_PART,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from hangar.agents.redact import MARK, Redactor
+from hangar.core.redact import MARK, Redactor
 
 KEY = "sk-live-0123456789abcdef"
 TOKEN = "hgd_" + "Z" * 40

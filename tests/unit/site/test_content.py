@@ -66,6 +66,8 @@ BUILT_AREAS = (
     "manual/guides/customize-chat-bot",
     "manual/guides/link-chat-account",
     "manual/guides/repo-scripts",
+    "manual/guides/connect-forges",
+    "manual/guides/forge-app",
 )
 
 

@@ -13,6 +13,7 @@ export type CommandAdapterView = {
   env?: Record<string, string>;
   secretEnvNames?: Array<string>;
   historyLimit?: number;
+  forgeRepos?: Array<string>;
 };
 
 /** ``openai`` settings as returned: the key is never sent back, only whether one is stored. */
@@ -703,6 +704,43 @@ export type EmittedView = {
 /** The first reply of ``events.watch``: the workspace now followed. */
 export type Watching = {
   watching: string;
+};
+
+export type InstallationView = {
+  id: number;
+  /** The user, organization or enterprise the app is installed on */
+  account: string;
+  /** all or selected: which of the account's repositories it reaches */
+  repositorySelection: string;
+};
+
+export type RepoLinkView = {
+  repoId: string;
+  repoName: string;
+  /** The forge repository, owner/name */
+  fullName: string;
+  /** given by hand (forge.linkRepo) or read from the origin */
+  how: "given" | "origin";
+};
+
+export type ForgeStatus = {
+  connected: boolean;
+  kind?: ("app" | "token") | null;
+  host?: string | null;
+  webUrl?: string | null;
+  apiUrl?: string | null;
+  appId?: number | null;
+  login?: string | null;
+  connectedAt?: string | null;
+  connectedBy?: string | null;
+  installations: Array<InstallationView>;
+  links: Array<RepoLinkView>;
+  /** Whether steps get short-lived per-repository tokens (app connections) */
+  brokersTokens: boolean;
+  note?: string | null;
+  error?: string | null;
+  /** The forge's page that creates a GitHub App for Hangar (reads no secret) */
+  setupUrl: string;
 };
 
 export type GuardrailPolicy = {
@@ -2096,6 +2134,56 @@ export type EventsWatchResult = Watching;
 /** What `events.watch` sends after its reply. */
 export type EventsWatchEvent = EventView;
 
+/** Connect the workspace to GitHub (github.com or a GitHub Enterprise Server) as a GitHub App (appId and privateKey: its installations are listed) or with a token. The forge checks the credentials first; they are stored write-only and replace any earlier connection. */
+export type ForgeConnectArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** A GitHub Enterprise Server's address; github.com when absent */
+  baseUrl?: string | null;
+  /** The REST API's address when not the usual one (<baseUrl>/api/v3, api.github.com) */
+  apiUrl?: string | null;
+  /** The GitHub App's id (with privateKey) */
+  appId?: number | null;
+  /** The app's private key, PEM; write-only */
+  privateKey?: string | null;
+  /** A token instead of an app; write-only */
+  token?: string | null;
+};
+export type ForgeConnectResult = ForgeStatus;
+
+/** Forget the workspace's forge credentials and hand-given links; steps get no token from then on. */
+export type ForgeDisconnectArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** For the setup link before connecting: a GHES address */
+  baseUrl?: string | null;
+  /** For the setup link: create the app in this organization */
+  org?: string | null;
+};
+export type ForgeDisconnectResult = ForgeStatus;
+
+/** Link a workspace repo to its forge repository (owner/name; an app must be installed on it), or with no fullName drop the hand-given link so the repo's origin decides again. */
+export type ForgeLinkRepoArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** The workspace repo (id or name) */
+  repoId: string;
+  /** The forge repository, owner/name; absent: the origin's link counts again */
+  fullName?: string | null;
+};
+export type ForgeLinkRepoResult = ForgeStatus;
+
+/** The workspace's forge: how it is connected (never the credentials), the app's installations or the token's login as the forge says now, the linked repos, and the link that creates a GitHub App for Hangar. */
+export type ForgeStatusArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** For the setup link before connecting: a GHES address */
+  baseUrl?: string | null;
+  /** For the setup link: create the app in this organization */
+  org?: string | null;
+};
+export type ForgeStatusResult = ForgeStatus;
+
 /** The guardrail policy of the workspace, or of one space when ``space_id`` is given. */
 export type GuardrailsGetArgs = {
   /** The workspace the call acts in. */
@@ -3006,6 +3094,10 @@ export interface Ops {
   "devices.revoke": { kind: "destructive"; scope: "server"; args: DevicesRevokeArgs; result: DevicesRevokeResult; event: never };
   "events.list": { kind: "read"; scope: "workspace"; args: EventsListArgs; result: EventsListResult; event: never };
   "events.watch": { kind: "watch"; scope: "workspace"; args: EventsWatchArgs; result: EventsWatchResult; event: EventsWatchEvent };
+  "forge.connect": { kind: "mutate"; scope: "workspace"; args: ForgeConnectArgs; result: ForgeConnectResult; event: never };
+  "forge.disconnect": { kind: "destructive"; scope: "workspace"; args: ForgeDisconnectArgs; result: ForgeDisconnectResult; event: never };
+  "forge.linkRepo": { kind: "mutate"; scope: "workspace"; args: ForgeLinkRepoArgs; result: ForgeLinkRepoResult; event: never };
+  "forge.status": { kind: "read"; scope: "workspace"; args: ForgeStatusArgs; result: ForgeStatusResult; event: never };
   "guardrails.get": { kind: "read"; scope: "workspace"; args: GuardrailsGetArgs; result: GuardrailsGetResult; event: never };
   "guardrails.set": { kind: "mutate"; scope: "workspace"; args: GuardrailsSetArgs; result: GuardrailsSetResult; event: never };
   "members.invite": { kind: "mutate"; scope: "workspace"; args: MembersInviteArgs; result: MembersInviteResult; event: never };
@@ -3161,6 +3253,10 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "devices.revoke": { kind: "destructive", scope: "server", minRole: "guest", serverOwner: false },
   "events.list": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "events.watch": { kind: "watch", scope: "workspace", minRole: "member", serverOwner: false },
+  "forge.connect": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "forge.disconnect": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
+  "forge.linkRepo": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "forge.status": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "guardrails.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "guardrails.set": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "members.invite": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from hangar.agents.events import RunOutcome
 from hangar.agents.service import Agent
+from hangar.core.brokering import CredentialSource
 from hangar.core.confine import CallBack, Confinement, Wait, confinement_for
 
 
@@ -56,6 +57,8 @@ class RunRequest:
     # (``hangar.agents.tools.mcp_grant``).
     product_env: Mapping[str, str] = field(default_factory=dict)
     product_call_back: CallBack | None = None  # the endpoint's address, given where the program runs
+    # Who mints forge credentials for a program the run starts (none: this server mints none).
+    credentials: CredentialSource | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,10 @@ Input contract: the environment carries ``HANGAR_RUN_ID``, ``HANGAR_SPACE_ID``, 
 ``HANGAR_CONTEXT_FILE`` and ``HANGAR_OUTPUT_FILE`` (paths as the program sees them); with an output schema
 also ``HANGAR_OUTPUT_SCHEMA``; ``HANGAR_MCP_URL`` and ``HANGAR_MCP_TOKEN`` (the product's MCP endpoint as the
 program reaches it, through the enclosure's server door, and a credential for this run,
-``hangar.agents.tools.mcp_grant``), or ``HANGAR_MCP_UNAVAILABLE`` saying why not. The context
+``hangar.agents.tools.mcp_grant``), or ``HANGAR_MCP_UNAVAILABLE`` saying why not; with ``forgeRepos``, a
+short-lived forge token for those repos (``GH_TOKEN``, ``GITHUB_TOKEN``, ``GH_HOST``, a git credential helper:
+``hangar.core.brokering``), ended with the run and redacted like the secrets, the run failing with the reason when
+none can be had. The context
 file is a JSON document with what a chat-completions agent would be given: the agent (id, name, role, system
 prompt), the prompt, and the space's recent messages oldest first (author kind and name, content, ``own`` when
 this agent wrote it), so a command-line agent can hold a conversation instead of seeing one prompt. Both
@@ -34,15 +37,17 @@ submitted. The output file is read without following symlinks, up to ``core.conf
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 from typing import Any
 
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
 from hangar.agents.config import CommandAdapter
 from hangar.agents.events import RunOutcome
-from hangar.agents.redact import Redactor
 from hangar.agents.tools.mcp_grant import TOKEN_VAR
-from hangar.core.confine import ExecResult, Job, Scope, Wait, run_alone
+from hangar.core.brokering import BrokeredEnv, CredentialSource
+from hangar.core.confine import Confinement, ExecResult, Job, Scope, Wait, run_alone
+from hangar.core.redact import Redactor
 from hangar.errors import HangarError
 
 _STDERR_TAIL = 2000
@@ -77,12 +82,38 @@ class CommandLineAdapter(Adapter):
             return RunResult(RunOutcome.failed, exc.message)
         scope = Scope(agent_run_key(request.run_id), request.workspace_id, request.folder, request.control_dir,
                       space_id=request.space_id)  # fmt: skip
+        async with contextlib.AsyncExitStack() as stack:
+            brokered = BrokeredEnv()
+            if self._cfg.forge_repos:
+                source = request.credentials or CredentialSource()
+                try:
+                    brokered = await stack.enter_async_context(
+                        source.environment(request.workspace_id, self._cfg.forge_repos, confinement, scope)
+                    )
+                except HangarError as exc:  # refused: no forge, a repo not linked, a host it cannot reach
+                    error = f"no forge token for the command: {exc.message}"
+                    await io.turn_finished(turn, RunOutcome.failed, error)
+                    return RunResult(RunOutcome.failed, error)
+            return await self._run(request, io, turn, confinement, scope, brokered)
+        raise AssertionError("unreachable")  # mypy: AsyncExitStack may swallow exceptions
+
+    async def _run(
+        self,
+        request: RunRequest,
+        io: RunIO,
+        turn: int,
+        confinement: Confinement,
+        scope: Scope,
+        brokered: BrokeredEnv,
+    ) -> RunResult:
+        """The program's one turn, with ``brokered``'s forge credentials (ended when the caller's block ends)."""
         seen = confinement.files_seen(scope)
         out_name, context_name = f".hangar-output-{request.run_id}.json", f".hangar-context-{request.run_id}.json"
         env = {
             **self._cfg.env,
             **request.secret_env,
             **request.product_env,
+            **brokered.env,
             "HANGAR_RUN_ID": request.run_id,
             "HANGAR_SPACE_ID": request.space_id,
             "HANGAR_WORKSPACE_ID": request.workspace_id,
@@ -103,7 +134,7 @@ class CommandLineAdapter(Adapter):
         )
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         # The agent's secrets and its run credential; the endpoint's address is no secret.
-        redactor = Redactor([*request.secret_env.values(), request.product_env.get(TOKEN_VAR, "")])
+        redactor = Redactor([*request.secret_env.values(), request.product_env.get(TOKEN_VAR, ""), *brokered.secrets])
 
         async def relay(chunk: bytes) -> None:
             if piece := redactor.feed(decoder.decode(chunk)):

@@ -14,16 +14,22 @@ While the step waits for the run's enclosure (a first start builds the terminal 
 says so: ``{"waiting": "terminal image: downloading packages (4/10)", "step": 4, "steps": 10}``, emptied (``{}``)
 once the script starts. A wait that fails (the image's build) fails the step with the reason.
 
-Other parts add environment variables (a forge token, for one) by providing a ``ShellEnvironment`` service.
+Other parts add environment variables (a forge token, for one) by providing a ``ShellEnvironment`` service: it is
+entered before the script starts and left when the step ends, however it ends (a forge token is revoked then). The
+values it calls secret are replaced with ``[redacted]`` in the step's output and in its error.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 
-from hangar.core.confine import Job, Scope, Wait, confinement_for
+from hangar.core.confine import Confinement, Job, Scope, Wait, confinement_for
 from hangar.core.disks import RUN_DISK_SETTING, full_note
+from hangar.core.redact import Redactor
+from hangar.errors import HangarError
 from hangar.pipelines._algo import DRY_RUN_KEY
 from hangar.pipelines.bodies.spec import ConfigField, body
 from hangar.pipelines.layout import pipeline_run_key
@@ -33,13 +39,23 @@ from hangar.pipelines.step_results import NO_OUTPUT, StepResult
 STDERR_TAIL_CHARS = 2000
 
 
+@dataclass(frozen=True)
+class ShellVariables:
+    env: Mapping[str, str] = field(default_factory=dict)
+    secrets: tuple[str, ...] = ()  # values never shown in the step's output or error
+
+
 class ShellEnvironment:
     """Subclassed and provided by a part (``app.provide(x, as_type=ShellEnvironment)``) to add variables to
     shell steps; this base adds none."""
 
-    async def env_for(self, step: StepContext) -> Mapping[str, str]:
-        """Variables for this step's script (e.g. a short-lived forge token)."""
-        return {}
+    @contextlib.asynccontextmanager
+    async def variables(
+        self, step: StepContext, confinement: Confinement, scope: Scope
+    ) -> AsyncIterator[ShellVariables]:
+        """Variables for this step's script while it runs (e.g. a short-lived forge token, ended on exit). A
+        ``HangarError`` raised here fails the step with its message."""
+        yield ShellVariables()
 
 
 def stderr_tail(text: str) -> str:
@@ -78,24 +94,40 @@ async def shell_run(step: StepContext) -> StepResult:
         "HANGAR_STEP_ID": step.step_id,
         "HANGAR_RUN_DIR": confinement.workdir_seen(scope),
     }
-    extra = step.maybe_service(ShellEnvironment)
-    if extra is not None:
-        env.update(await extra.env_for(step))
+    extra = step.maybe_service(ShellEnvironment) or ShellEnvironment()
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            added = await stack.enter_async_context(extra.variables(step, confinement, scope))
+        except HangarError as exc:  # refused (a forge token for a host the enclosure cannot reach...)
+            return StepResult.failed(exc.message)
+        env.update(added.env)
+        return await _run(step, confinement, scope, script, env, written, Redactor(added.secrets))
+    raise AssertionError("unreachable")  # mypy: AsyncExitStack may swallow exceptions
 
+
+async def _run(
+    step: StepContext,
+    confinement: Confinement,
+    scope: Scope,
+    script: str,
+    env: Mapping[str, str],
+    written: Mapping[str, str],
+    redactor: Redactor,
+) -> StepResult:
     async def waiting(wait: Wait) -> None:
         await step.progress({} if wait.over else {"waiting": wait.text, "step": wait.step, "steps": wait.steps})
 
     done = await confinement.run(scope, Job(("bash", "-c", script), env, group_name=step.step_id), None, waiting)
     if done.exit_code != 0:
-        tail = stderr_tail(done.stderr)
-        full = await asyncio.to_thread(full_note, run_dir, RUN_DISK_SETTING)
+        tail = stderr_tail(redactor.clean(done.stderr))
+        full = await asyncio.to_thread(full_note, step.run_dir, RUN_DISK_SETTING)
         return StepResult.failed(
             f"script exited with status {done.exit_code}"
             + (f": {tail}" if tail else "")
             + (f" (the run directory is out of room: {full})" if full else "")
         )
-    output = done.stdout.strip()
-    return StepResult.ok(written, output=output if step.config.output_key else NO_OUTPUT)
+    output = redactor.clean(done.stdout).strip()
+    return StepResult.ok(dict(written), output=output if step.config.output_key else NO_OUTPUT)
 
 
 BODIES = [shell_run]

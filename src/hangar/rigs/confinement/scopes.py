@@ -38,7 +38,7 @@ from hangar.errors import NotFound, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, GuestTree, RigBackend, RigHandle, RigSpec
 from hangar.rigs.backends.capabilities import RigFiles
 from hangar.rigs.confinement.waits import ENCLOSURE_UP, STARTING, WaitRelay
-from hangar.rigs.egress.allowlist import terminal_default_allowlist
+from hangar.rigs.egress.allowlist import matches, terminal_default_allowlist
 from hangar.rigs.lifecycle.budget import HeldEnclosure, MemoryBudget
 from hangar.rigs.model import LIMITS, Surface
 
@@ -98,6 +98,9 @@ class RigConfinement(Confinement):
 
     def files_seen(self, scope: Scope) -> str:
         return JOB_FILES
+
+    async def reaches(self, scope: Scope, host: str) -> bool:
+        return matches(host, await self._allowlist_of(scope))
 
     async def run(
         self, scope: Scope, job: Job, on_stdout: OnOutput | None = None, on_wait: OnWait | None = None

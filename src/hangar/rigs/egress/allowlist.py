@@ -2,7 +2,7 @@
 
 The terminal default follows the spec's egress table: the developer baseline (forges, package registries,
 model providers), the distribution's apt mirrors (read from this machine's apt sources) and the worktree's own
-forge host, taken from the server's record of the repo's origin (``forge_host`` of the URL an admin registered),
+forge host, taken from the server's record of the repo's origin (``git_url_host`` of the URL an admin registered),
 never from the worktree: its ``.git`` file and config are the rig's to write, and a name read there would be
 whatever the rig wanted reached. The browser default is the product site (by name, when it has one) plus
 the distribution's package archives on an engine's first boot only; nothing else, so a page reaches only what
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 from hangar.core.addresses import is_valid_name, normalize_host
 from hangar.errors import InvalidArgs
@@ -75,16 +74,6 @@ def fully_qualified(names: Iterable[str], what: str) -> frozenset[str]:
         else:
             log.warning("%s %r is not a fully qualified host name: it is left off the egress allowlist", what, name)
     return frozenset(kept)
-
-
-def forge_host(url: str) -> str | None:
-    """The host of a repo's clone URL (``https://host/...``, ``ssh://...``, ``user@host:path``); None for a
-    local path or ``file://``."""
-    if "://" in url:
-        return (urlsplit(url).hostname or "").lower() or None
-    if ":" in url and "@" in url.split(":", 1)[0]:  # scp-like git@host:path
-        return url.split("@", 1)[1].split(":", 1)[0].lower() or None
-    return None
 
 
 def terminal_default_allowlist(forge_hosts: Iterable[str] = ()) -> frozenset[str]:

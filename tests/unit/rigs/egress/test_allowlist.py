@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import pytest
 
+from hangar.core.addresses import git_url_host as forge_host
 from hangar.errors import InvalidArgs
 from hangar.rigs.egress import allowlist
 from hangar.rigs.egress.allowlist import (
     DEVELOPER_BASELINE,
     browser_default_allowlist,
-    forge_host,
     fully_qualified,
     matches,
     terminal_default_allowlist,

@@ -15,6 +15,7 @@ import "./workspace.css";
 
 // The chat bridge's settings (forms, dialog, roster) load only when a settings page is opened.
 const ChatBridge = lazy(() => import("../chat/ChatBridge"));
+const ForgePanel = lazy(() => import("../forges/ForgePanel"));
 
 export default function WorkspaceSettings({ workspaceId }: { workspaceId: string }) {
   const { workspace, missing, error } = useWorkspace(workspaceId);
@@ -78,6 +79,17 @@ export default function WorkspaceSettings({ workspaceId }: { workspaceId: string
               <ChatBridge workspaceId={workspaceId} role={workspace.role} me={me.data?.id} />
             </Suspense>
           </section>
+          {admin && (
+            <section aria-labelledby="forge-title" className="panel" id="forge">
+              <h2 id="forge-title">Forge</h2>
+              <p className="hint">
+                Connect GitHub so pipeline shell steps get short-lived tokens for this workspace's repos.
+              </p>
+              <Suspense fallback={<p role="status">Loading the forge settings…</p>}>
+                <ForgePanel workspaceId={workspaceId} />
+              </Suspense>
+            </section>
+          )}
           {admin && <DeleteWorkspace workspaceId={workspaceId} name={workspace.name} />}
         </>
       )}

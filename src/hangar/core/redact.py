@@ -2,9 +2,10 @@
 
 A command agent's stdout streams into its space and its stderr into error messages, where every member reads
 them; a program that echoes its environment (or a crash dump) would otherwise publish the agent's API keys and
-its run credential. ``Redactor`` replaces each secret value with a marker, also when a value arrives split across
-two chunks of a stream: it holds back the last few characters (shorter than the longest secret) until the next
-chunk or the end shows they are not the start of one.
+its run credential; a shell step's output and error would publish its forge token. ``Redactor`` replaces each
+secret value with a marker, also when a value arrives split across two chunks of a stream: it holds back the
+last few characters (shorter than the longest secret) until the next chunk or the end shows they are not the
+start of one.
 """
 
 from __future__ import annotations

@@ -1,0 +1,136 @@
+"""The credential broker: short-lived forge tokens for confined code, only for hosts its enclosure reaches.
+
+A token is minted for one need (a shell step, a command agent's run) and ended with it: a GitHub App installation
+token narrowed to the named repositories and ``github.STEP_PERMISSIONS``, revoked when the step or run ends (it
+would expire within the hour anyway). Refused, each with its reason: no forge connected, a repo not linked to the
+forge, the enclosure's egress allowlist not reaching the forge's host (the allowlist the enclosure boots with,
+``Confinement.reaches``), a token connection (a token cannot be narrowed or ended).
+
+Shell steps ask through their ``repoIds``, command agents through their adapter's ``forgeRepos`` (for the whole
+run): with none, nothing is asked. The program's environment then holds ``GH_TOKEN`` and ``GITHUB_TOKEN`` (the
+gh CLI's and most tools' names), ``GH_HOST`` (the forge's host, for gh on GitHub Enterprise Server) and a git
+credential helper, set through git's ``GIT_CONFIG_*`` variables, that answers with the token for the forge's host
+only. The token is a secret of the step or run: ``[redacted]`` in its output and error (``hangar.core.redact``);
+it is never logged, audited or put in an event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from hangar.core.brokering import BrokeredEnv, CredentialSource
+from hangar.core.confine import Confinement, Scope
+from hangar.core.context import AppContext
+from hangar.errors import HangarError, InvalidArgs, Refused
+from hangar.forges import github
+from hangar.forges.service import TOKEN_NOT_BROKERED, ForgeService
+from hangar.pipelines import ShellEnvironment, ShellVariables, StepContext
+from hangar.workspace import RepoService
+
+log = logging.getLogger("hangar.forges")
+
+Reaches = Callable[[str], Awaitable[bool]]
+
+# A git credential helper in git's config language: answers ``get`` for the token's host only (git names the
+# host on stdin), with the token from the environment, so the token is never written to a file in the enclosure.
+CREDENTIAL_HELPER = (
+    '!f() { test "$1" = get || exit 0; h=; while IFS= read -r l && [ -n "$l" ]; do '
+    'case "$l" in host=*) h="${l#host=}";; esac; done; '
+    '[ "$h" = "$HANGAR_FORGE_HOST" ] && printf "username=x-access-token\\npassword=%s\\n" "$GH_TOKEN"; }; f'
+)
+
+
+@dataclass(frozen=True)
+class Brokered:
+    token: str
+    host: str
+    repositories: tuple[str, ...]
+    expires_at: datetime
+
+
+class CredentialBroker:
+    def __init__(self, app: AppContext) -> None:
+        self._app = app
+
+    @contextlib.asynccontextmanager
+    async def token(self, workspace_id: str, repo_refs: Sequence[str], reaches: Reaches) -> AsyncIterator[Brokered]:
+        """A token for the workspace repos ``repo_refs`` (ids or names), revoked when the block ends."""
+        forges = self._app.service(ForgeService)
+        ws = await forges.workspace(workspace_id)
+        connection = forges.required(ws)
+        repos = self._app.service(RepoService)
+        names = [await forges.link_of(ws, connection, await repos.get(ws.id, ref)) for ref in repo_refs]
+        if not await reaches(connection.host):
+            raise Refused(
+                f"the enclosure's egress allowlist does not reach {connection.host}: no token is minted for a host "
+                "it cannot reach",
+                detail_code="forgeHostNotReachable",
+            )
+        if connection.kind != "app":
+            raise Refused(TOKEN_NOT_BROKERED, detail_code="forgeTokenNotBrokered")
+        owners = {n.split("/", 1)[0].lower() for n in names}
+        if len(owners) != 1:
+            raise InvalidArgs("one token covers repositories of one owner: name repos of one account", field="repoIds")
+        route = await forges.route(connection)  # checked now; the token is revoked through the same addresses
+        installation = await github.repo_installation(connection, names[0], route)
+        minted = await github.mint(connection, installation.id, [n.split("/", 1)[1] for n in names], route)
+        brokered = Brokered(minted.token, connection.host, tuple(names), minted.expires_at)
+        try:
+            yield brokered
+        finally:
+            try:
+                await github.revoke(connection, minted.token, route)
+            except HangarError as exc:  # it still ends within the hour
+                log.warning("a token for %s on %s was not revoked: %s", ", ".join(names), connection.host, exc.message)
+
+
+def step_env(brokered: Brokered) -> dict[str, str]:
+    return {
+        "GH_TOKEN": brokered.token,
+        "GITHUB_TOKEN": brokered.token,
+        "GH_HOST": brokered.host,
+        "HANGAR_FORGE_HOST": brokered.host,
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "credential.helper",
+        "GIT_CONFIG_VALUE_0": CREDENTIAL_HELPER,
+    }
+
+
+class ForgeCredentials(CredentialSource):
+    """The broker as the kernel's ``CredentialSource``: what command agents that name ``forgeRepos`` get."""
+
+    def __init__(self, app: AppContext) -> None:
+        self._broker = CredentialBroker(app)
+
+    @contextlib.asynccontextmanager
+    async def environment(
+        self, workspace_id: str, repo_refs: Sequence[str], confinement: Confinement, scope: Scope
+    ) -> AsyncIterator[BrokeredEnv]:
+        async def reaches(host: str) -> bool:
+            return await confinement.reaches(scope, host)
+
+        async with self._broker.token(workspace_id, repo_refs, reaches) as brokered:
+            yield BrokeredEnv(step_env(brokered), secrets=(brokered.token,))
+
+
+class ForgeShellEnvironment(ShellEnvironment):
+    """A forge token for each shell step that names ``repoIds``, for the step's run and revoked at its end."""
+
+    def __init__(self, app: AppContext) -> None:
+        self._credentials = ForgeCredentials(app)
+
+    @contextlib.asynccontextmanager
+    async def variables(
+        self, step: StepContext, confinement: Confinement, scope: Scope
+    ) -> AsyncIterator[ShellVariables]:
+        refs = list(step.config.repo_ids)
+        if not refs:
+            yield ShellVariables()
+            return
+
+        async with self._credentials.environment(step.workspace_id, refs, confinement, scope) as brokered:
+            yield ShellVariables(brokered.env, brokered.secrets)

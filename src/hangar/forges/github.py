@@ -1,0 +1,162 @@
+"""GitHub's REST API through githubkit (typed requests and responses): what the forge part asks of it.
+
+A client is made for one call from the connection read just then (no token, JWT or answer is kept between calls,
+so a connection changed or removed by another process counts at once), through the route the caller checked
+(``hangar.forges.reach``: a workspace admin's connection connects only to the addresses checked for it). An app
+authenticates with a JWT signed by its private key; a short-lived installation token is asked for one
+installation, narrowed to the named repositories and permissions, and revoked with itself. What GitHub refuses
+becomes ``Refused`` naming the status and GitHub's message; a forge out of reach becomes ``Unavailable``. No error
+carries a credential.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from githubkit import AppAuthStrategy, GitHub, TokenAuthStrategy
+from githubkit.cache import MemCacheStrategy
+from githubkit.exception import GitHubException, RequestError, RequestFailed
+
+from hangar.errors import InvalidArgs, Refused, Unavailable
+from hangar.forges.reach import Route
+from hangar.forges.store import ForgeConnection
+
+TIMEOUT_S = 20.0
+# What a shell step's token may do: read and push code, open and update pull requests. Nothing else the app holds.
+STEP_PERMISSIONS: dict[str, str] = {"contents": "write", "pull_requests": "write", "metadata": "read"}
+
+
+@dataclass(frozen=True)
+class Installation:
+    id: int
+    account: str
+    repository_selection: str
+
+
+@dataclass(frozen=True)
+class InstallationToken:
+    token: str
+    expires_at: datetime
+
+
+def check_private_key(pem: str) -> str:
+    """The app's private key as given, when it is an RSA private key in PEM (what GitHub issues)."""
+    try:
+        key = load_pem_private_key(pem.strip().encode(), password=None)
+    except (ValueError, TypeError):
+        raise InvalidArgs("privateKey is not a PEM private key (GitHub's .pem file)", field="privateKey") from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise InvalidArgs("privateKey is not an RSA key: GitHub apps sign with RSA", field="privateKey")
+    return pem.strip() + "\n"
+
+
+def _client(api_url: str, auth: AppAuthStrategy | TokenAuthStrategy, route: Route) -> GitHub[Any]:
+    """A client for one call; a workspace admin's connection's held to the addresses of ``route`` (no proxy from
+    the environment, no redirect followed: either would reach a host nobody checked)."""
+    pinned = route.transport()
+    return GitHub(
+        auth,
+        base_url=api_url.rstrip("/") + "/",
+        timeout=TIMEOUT_S,
+        cache_strategy=MemCacheStrategy(),  # this call's own: a JWT never outlives the connection it was signed for
+        http_cache=False,
+        auto_retry=False,
+        user_agent="Hangar",
+        follow_redirects=pinned is None,
+        trust_env=pinned is None,
+        async_transport=pinned,
+    )
+
+
+def _app_auth(connection: ForgeConnection) -> AppAuthStrategy:
+    assert connection.app_id is not None and connection.private_key is not None
+    return AppAuthStrategy(connection.app_id, connection.private_key)
+
+
+@asynccontextmanager
+async def _calling(what: str, host: str) -> AsyncIterator[None]:
+    try:
+        yield
+    except RequestFailed as exc:
+        status = exc.response.status_code
+        message = _message(exc)
+        raise Refused(f"{host} refused to {what} ({status}{': ' + message if message else ''})") from None
+    except RequestError as exc:
+        raise Unavailable(f"{host} could not be reached to {what}: {type(exc.exc).__name__}") from None
+    except GitHubException as exc:
+        raise Refused(f"could not {what} on {host}: {type(exc).__name__}") from None
+
+
+def _message(exc: RequestFailed) -> str:
+    try:
+        body = exc.response.raw_response.json()
+    except ValueError:
+        return ""
+    return str(body.get("message", ""))[:200] if isinstance(body, dict) else ""
+
+
+async def list_installations(connection: ForgeConnection, route: Route) -> list[Installation]:
+    """The app's installations (the accounts it is installed on); the JWT check of the app's credentials."""
+    async with (
+        _client(connection.api_url, _app_auth(connection), route) as gh,
+        _calling("list the app's installations", connection.host),
+    ):
+        found = await gh.rest.apps.async_list_installations(per_page=100)
+        return [Installation(i.id, _account_name(i.account), i.repository_selection) for i in found.parsed_data]
+
+
+async def authenticated_login(connection: ForgeConnection, route: Route) -> str:
+    """Whose token it is (its login); the check of a token connection."""
+    assert connection.token is not None
+    async with (
+        _client(connection.api_url, TokenAuthStrategy(connection.token), route) as gh,
+        _calling("identify the token", connection.host),
+    ):
+        return str((await gh.rest.users.async_get_authenticated()).parsed_data.login)
+
+
+async def repo_installation(connection: ForgeConnection, full_name: str, route: Route) -> Installation:
+    """The app's installation on a repository (``Refused`` when the app is not installed there)."""
+    owner, name = full_name.split("/", 1)
+    async with (
+        _client(connection.api_url, _app_auth(connection), route) as gh,
+        _calling(f"find the app's installation on {full_name}", connection.host),
+    ):
+        i = (await gh.rest.apps.async_get_repo_installation(owner, name)).parsed_data
+        return Installation(i.id, _account_name(i.account), i.repository_selection)
+
+
+async def mint(
+    connection: ForgeConnection, installation_id: int, repositories: Sequence[str], route: Route
+) -> InstallationToken:
+    """A new installation token for ``repositories`` (names within the installation) and ``STEP_PERMISSIONS``."""
+    async with (
+        _client(connection.api_url, _app_auth(connection), route) as gh,
+        _calling("mint an installation token", connection.host),
+    ):
+        answer = await gh.rest.apps.async_create_installation_access_token(
+            installation_id,
+            repositories=list(repositories),
+            permissions=dict(STEP_PERMISSIONS),
+        )
+        return InstallationToken(answer.parsed_data.token, answer.parsed_data.expires_at)
+
+
+async def revoke(connection: ForgeConnection, token: str, route: Route) -> None:
+    """End an installation token before its hour is up."""
+    async with (
+        _client(connection.api_url, TokenAuthStrategy(token), route) as gh,
+        _calling("revoke an installation token", connection.host),
+    ):
+        await gh.rest.apps.async_revoke_installation_access_token()
+
+
+def _account_name(account: Any) -> str:
+    """An installation's account: a user or organization (``login``) or an enterprise (``slug``)."""
+    return str(getattr(account, "login", None) or getattr(account, "slug", None) or "")

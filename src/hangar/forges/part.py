@@ -1,0 +1,29 @@
+"""The forges part: its ops, its table (repo links given by hand), the ``trustedForgeHosts`` server setting and the
+credential broker shell steps get their forge token from."""
+
+from __future__ import annotations
+
+from hangar.core.brokering import CredentialSource
+from hangar.core.context import AppContext
+from hangar.core.part import Part
+from hangar.forges.broker import ForgeCredentials, ForgeShellEnvironment
+from hangar.forges.ops import FORGE_OPS
+from hangar.forges.reach import TRUSTED_FORGE_HOSTS_SPEC
+from hangar.forges.service import ForgeService
+from hangar.forges.tables import MIGRATIONS
+from hangar.pipelines import ShellEnvironment
+
+
+async def _start(app: AppContext) -> None:
+    app.provide(ForgeService(app))
+    app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
+    app.provide(ForgeCredentials(app), as_type=CredentialSource)
+
+
+FORGES_PART = Part(
+    name="forges",
+    ops=FORGE_OPS,
+    migrations=[MIGRATIONS],
+    server_settings=[TRUSTED_FORGE_HOSTS_SPEC],
+    start=_start,
+)
