@@ -56,7 +56,8 @@ class CredentialFiles:
 
     def _ensure_dir(self, workspace: Workspace) -> Path:
         folder = self.directory(workspace)
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Never the workspace's directory itself: a deletion that removed it meanwhile leaves it removed.
+        self._datadir.workspace_folder(workspace.id, folder, mode=0o700)
         os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask, and an older directory may be wider
         return folder
 

@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hangar.errors import InvalidArgs
+from hangar.errors import InvalidArgs, NotFound
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _WORKSPACE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -46,6 +47,34 @@ class DataDir:
 
     def workspace_dir(self, workspace_id: str) -> Path:
         return self.root / self.check_workspace_id(workspace_id)
+
+    def workspace_folder(self, workspace_id: str, path: Path, *, mode: int = 0o777) -> Path:
+        """Make ``path`` (and its parents up to the workspace's directory) if missing, but never the workspace's
+        directory itself: that comes with its database (``Databases.create_workspace``) and goes with its deletion.
+        Each folder is made beneath the descriptor of the one above, so a deletion that removed the directory
+        after the caller's checks leaves it removed (``mkdir`` in a removed directory fails), and the caller is
+        told the workspace is gone (``NotFound``) instead of recreating an empty folder under it."""
+        top = self.workspace_dir(workspace_id)
+        names = path.relative_to(top).parts
+        gone = NotFound(f"workspace {workspace_id} no longer exists (it was deleted)")
+        try:
+            fd = os.open(top, _DIR_FLAGS)
+        except FileNotFoundError:
+            raise gone from None
+        try:
+            for name in names:
+                try:
+                    os.mkdir(name, mode, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                except FileNotFoundError:  # the directory holding it was removed meanwhile
+                    raise gone from None
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        finally:
+            os.close(fd)
+        return path
 
     def workspace_db(self, workspace_id: str) -> Path:
         return self.workspace_dir(workspace_id) / "workspace.db"
