@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from hangar.errors import InvalidArgs, NotFound
 
@@ -84,3 +86,24 @@ class DataDir:
         path = self.root.joinpath(*parts)
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+
+def workspace_ids(datadir: DataDir, server_db: Path | None = None) -> list[str]:
+    """The workspaces the server database (``server_db``, else the data directory's) names that have a database
+    in ``datadir``, in id order. The server's record decides, not the folders: a folder that merely looks like a
+    workspace's (any name of the id's shape with a ``workspace.db`` in it, such as ``rigs``) is not one."""
+    conn = sqlite3.connect(f"file:{quote(str(server_db or datadir.server_db))}?mode=ro", uri=True, timeout=60)
+    try:
+        # The identity part's table, read by name: the tools that copy databases (a backup, the copy into
+        # PostgreSQL) work on files and know no part's stores.
+        named = [str(r[0]) for r in conn.execute("SELECT id FROM workspaces")]
+    finally:
+        conn.close()
+    found: list[str] = []
+    for ws in named:
+        if not _WORKSPACE_ID.match(ws):
+            continue
+        ws_dir = datadir.root / ws
+        if not ws_dir.is_symlink() and (ws_dir / "workspace.db").is_file():
+            found.append(ws)
+    return sorted(found)

@@ -60,7 +60,7 @@ from hangar.core.postgresql import (
     schema_engine,
     workspace_schema,
 )
-from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter
+from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter, existing_uri
 from hangar.core.stamps import STAMP_QUERY, StampReader
 from hangar.core.write_conn import Runner, Writer
 from hangar.errors import Conflict, NotFound
@@ -98,7 +98,9 @@ async def write_transaction(engine: AsyncEngine) -> AsyncIterator[AsyncConnectio
 
 
 def _async_engine(path: Path) -> AsyncEngine:
-    engine = create_async_engine(f"sqlite+aiosqlite:///{path}", pool_size=4, max_overflow=8)
+    """The engine of the existing database at ``path``: its connections never create the file (``existing_uri``)."""
+    url = f"sqlite+aiosqlite:///{existing_uri(path)}&uri=true"
+    engine = create_async_engine(url, pool_size=4, max_overflow=8)
     event.listen(engine.sync_engine, "connect", sqlite_pragmas)
     return engine
 
