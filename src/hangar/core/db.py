@@ -207,6 +207,10 @@ class Databases:
         self._damaged.pop(workspace_id, None)
         if self._pg is not None:
             engine = schema_engine(self._pg, workspace_schema(workspace_id))
+            # The workspace's directory (its files: repos, spaces, chat credentials) goes with its database, as a
+            # SQLite file's folder does: made here, while its schema exists, never by whoever makes a folder in it
+            # (``DataDir.workspace_folder``), so a deletion that dropped the schema and removed it leaves it removed.
+            self._datadir.workspace_dir(workspace_id).mkdir(mode=0o700, exist_ok=True)
         else:
             engine = _async_engine(self._datadir.workspace_db(workspace_id))
         self._workspaces[workspace_id] = engine
