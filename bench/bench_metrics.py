@@ -1,21 +1,26 @@
 """What counting costs: ``server.info`` over one socket (32 in flight) against one server whose counting is turned
-on and off between rounds (``metrics_server.py``, by ``SIGUSR1``), alternating, so both sides are the same process
-on the same machine at nearly the same moment.
+on and off between rounds (``metrics_server.py``, by ``SIGUSR1``), so both sides are the same process on the same
+machine at nearly the same moment.
 
-Printed: each side's throughput (every round, and the best), the server's CPU time per call on each side (user
-and system time from ``/proc`` over every call it answered: the server answers on one thread, so this is what
-bounds its throughput, and it moves far less than a round's rate with what else the machine runs), and the cost of
-the one call counting adds to an op (``Metrics.rpc_call``) timed in this process.
+Rounds come in pairs, ordered on-off, off-on, on-off... (ABBA), so a drift of the machine's load during the run
+weighs on both sides alike. Each pair gives one figure: the server's CPU time per call with counting on against
+off in that pair (user and system time from ``/proc`` over every call it answered: the server answers on one
+thread, so this is what bounds its throughput, and it moves far less than a round's rate with what else the
+machine runs). Printed: the median of the pairs' costs and its spread (quartiles, and the lowest and highest), the
+share of pairs where counting cost anything, the same for throughput, and the cost of the one call counting adds
+to an op (``Metrics.rpc_call``) timed in this process.
 
-Run: .venv/bin/python bench/bench_metrics.py [--seconds 2] [--rounds 16]
+Run: .venv/bin/python bench/bench_metrics.py [--seconds 1.5] [--pairs 30]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,7 +28,7 @@ import timeit
 from pathlib import Path
 
 from bench_rpc import BIN, socket_load
-from hangar.core.metrics import Metrics, Stopwatch
+from hangar.core.metrics import Metrics
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -49,49 +54,78 @@ def cpu_seconds(pid: int) -> float:
 
 
 def counting_cost_us() -> tuple[float, float]:
-    """Microseconds one op call spends in counting, with metrics on and off, in this process."""
-    n = 300_000
+    """Microseconds one op call spends in counting, with metrics on and off, in this process: medians of 15
+    alternating samples of 100,000 calls each (a shared machine's load moves between samples)."""
+    n = 100_000
     on, off = Metrics(), Metrics(enabled=False)
-    t_on = timeit.timeit(lambda: on.rpc_call("server.info", "socket", "ok", Stopwatch().seconds()), number=n)
-    t_off = timeit.timeit(lambda: off.rpc_call("server.info", "socket", "ok", Stopwatch().seconds()), number=n)
-    return t_on / n * 1e6, t_off / n * 1e6
+    took: dict[str, list[float]] = {"on": [], "off": []}
+    for _ in range(15):
+        for name, metrics in (("on", on), ("off", off)):
+            took[name].append(
+                timeit.timeit(functools.partial(metrics.rpc_call, "server.info", "socket", "ok", 7e-5), number=n)
+                / n
+                * 1e6
+            )
+    return statistics.median(took["on"]), statistics.median(took["off"])
 
 
-async def main(seconds: float, rounds: int) -> None:
-    rates: dict[str, list[float]] = {"on": [], "off": []}
-    cpu: dict[str, float] = {"on": 0.0, "off": 0.0}
-    calls: dict[str, int] = {"on": 0, "off": 0}
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
+
+
+def spread(label: str, costs: list[float]) -> None:
+    q1, median, q3 = quartiles(costs)
+    above = sum(1 for c in costs if c > 0) / len(costs) * 100
+    print(
+        f"{label}: median {median:+.1f}% (quartiles {q1:+.1f}% to {q3:+.1f}%, lowest {min(costs):+.1f}%, highest "
+        f"{max(costs):+.1f}%; counting cost more in {above:.0f}% of {len(costs)} pairs)"
+    )
+
+
+async def main(seconds: float, pairs: int) -> None:
+    rounds: list[tuple[str, float, float]] = []  # (side, calls per second, server CPU us per call)
     with tempfile.TemporaryDirectory() as root:
         proc, url, token = start(Path(root))
         try:
-            await socket_load(url, token, 1.0, 32)  # warm up
+            await socket_load(url, token, 2.0, 32)  # warm up
             side = "on"
-            for _ in range(rounds * 2):  # on, off, on, off...
-                used = cpu_seconds(proc.pid)
-                done = await socket_load(url, token, seconds, 32)
-                cpu[side] += cpu_seconds(proc.pid) - used
-                calls[side] += len(done)
-                rates[side].append(len(done) / seconds)
-                proc.send_signal(signal.SIGUSR1)
-                side = "off" if side == "on" else "on"
-                await asyncio.sleep(0.05)
+            for n in range(pairs):
+                order = ("on", "off") if n % 2 == 0 else ("off", "on")
+                for want in order:
+                    if side != want:
+                        proc.send_signal(signal.SIGUSR1)
+                        side = want
+                        await asyncio.sleep(0.05)
+                    used = cpu_seconds(proc.pid)
+                    done = await socket_load(url, token, seconds, 32)
+                    cpu = cpu_seconds(proc.pid) - used
+                    rounds.append((side, len(done) / seconds, cpu / len(done) * 1e6))
         finally:
             proc.terminate()
             proc.wait()
-    per_call = {name: cpu[name] / calls[name] * 1e6 for name in cpu}
+    cpu_costs, rate_costs = [], []
+    for i in range(0, len(rounds), 2):
+        by = {r[0]: r for r in rounds[i : i + 2]}
+        cpu_costs.append((by["on"][2] / by["off"][2] - 1) * 100)
+        rate_costs.append((1 - by["on"][1] / by["off"][1]) * 100)
     for name in ("off", "on"):
-        listed = ", ".join(f"{r:,.0f}" for r in rates[name])
-        print(f"metrics {name:<3}: best {max(rates[name]):>7,.0f} ops/s (rounds: {listed})")
-        print(f"            server CPU per call {per_call[name]:6.1f} us over {calls[name]:,} calls")
-    print(f"cost of counting, server CPU per call: {(per_call['on'] / per_call['off'] - 1) * 100:+.1f}%")
-    print(f"cost of counting, best round against best round: {(1 - max(rates['on']) / max(rates['off'])) * 100:+.1f}%")
+        mine = [r for r in rounds if r[0] == name]
+        per_call = statistics.median(r[2] for r in mine)
+        rates = [r[1] for r in mine]
+        print(
+            f"metrics {name:<3}: server CPU per call, median {per_call:6.1f} us; throughput median "
+            f"{statistics.median(rates):,.0f} ops/s (rounds from {min(rates):,.0f} to {max(rates):,.0f})"
+        )
+    spread("cost of counting, server CPU per call", cpu_costs)
+    spread("cost of counting, throughput", rate_costs)
     us_on, us_off = counting_cost_us()
     print(f"counting one call in process: {us_on:.2f} us on, {us_off:.2f} us off: {us_on - us_off:.2f} us a call")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=2.0)
-    parser.add_argument("--rounds", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=1.5)
+    parser.add_argument("--pairs", type=int, default=30)
     a = parser.parse_args()
-    asyncio.run(main(a.seconds, a.rounds))
+    asyncio.run(main(a.seconds, a.pairs))

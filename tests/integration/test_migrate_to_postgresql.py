@@ -136,6 +136,11 @@ async def test_an_install_a_server_made_arrives_whole_and_keys_continue(
         db.execute("DELETE FROM messages WHERE seq = (SELECT max(seq) FROM messages)")
         used = dict(db.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
     assert used["messages"] >= 30 and used["domain_events"] > 0
+    # Folders that hold a ``workspace.db`` but are no recorded workspace: copied as nothing, left as they were.
+    (data / "rigs").mkdir(exist_ok=True)
+    (data / "rigs" / "workspace.db").touch()
+    (data / "stray-folder").mkdir()
+    (data / "stray-folder" / "workspace.db").write_bytes(first_db.read_bytes())
 
     # A password in the URL's query (the test cluster trusts the socket, so it is not checked) is never shown.
     secret = "Qpw-8sZ2nK"
@@ -147,6 +152,9 @@ async def test_an_install_a_server_made_arrives_whole_and_keys_continue(
     assert report[f"{first}.messages"].startswith(f"{first}.messages: 29 rows, checksum ")
     assert report[f"{second}.pipeline_runs"].startswith(f"{second}.pipeline_runs: 1 rows")
     assert "every table's count and checksum match" in done.stdout
+    for stray in ("rigs", "stray-folder"):
+        assert workspace_schema(stray) not in done.stdout
+    assert (data / "rigs" / "workspace.db").stat().st_size == 0  # not migrated as if it were a workspace's
 
     rows = compare_every_table(data / "server.db", pg_url, SERVER_SCHEMA, "server")
     rows += compare_every_table(first_db, pg_url, first, "workspace")

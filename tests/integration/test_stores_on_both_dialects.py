@@ -92,7 +92,10 @@ OTHER = "w" * 64
 
 
 async def test_spaces_messages_and_tickets(app: AppContext) -> None:
+    identity = app.service(IdentityService)
+    owner = await identity.create_user(email=None, display_name="Ada")
     await app.dbs.workspace("w1", create=True)
+    await identity.create_workspace("w1", owner.id, workspace_id="w1")  # a space's folder is made only once recorded
     await app.dbs.workspace(OTHER, create=True)
     spaces, tickets = SpaceService(app), TicketService(app)
     stamps = (await app.dbs.stamp("w1", SPACES), await app.dbs.stamp(OTHER, SPACES))

@@ -176,7 +176,7 @@ async def test_write_a_template_with_an_error_fix_it_and_watch_a_run_complete(tm
 
 def parts_with_test_bodies() -> list[Part]:
     """Every part, and the engine's test bodies (``test.waitEvent`` suspends a step until an event)."""
-    others = all_parts()[:-1]
+    others = [p for p in all_parts() if p.name != "pipelines"]
     tests = Part(name="test-bodies", bodies=bodies_for_tests.BODIES)
     return [*others, tests, make_pipelines_part(bodies=step_bodies([*others, tests]))]
 

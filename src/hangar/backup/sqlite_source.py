@@ -23,9 +23,8 @@ from pathlib import Path
 
 from hangar.backup.archive import ArchiveWriter, BackupRefused
 from hangar.core.beneath import DIR_FLAGS, anchored, walk
-from hangar.core.datadir import DataDir
+from hangar.core.datadir import DataDir, workspace_ids
 from hangar.core.dblocation import URL_FILE
-from hangar.errors import InvalidArgs
 
 SECRET_FILES = ("secrets.json", "sign-in-origin")
 TLS_DIR = ("rigs", "tls")
@@ -47,28 +46,6 @@ def copy_database(src: Path, dst: Path) -> None:
     finally:
         source.close()
     os.chmod(dst, 0o600)
-
-
-def workspace_ids(datadir: DataDir, server_db: Path | None = None) -> list[str]:
-    """The workspaces the server database (``server_db``, else the data directory's) names that have a database
-    in ``datadir``. The server's record decides, not the folders: a folder that merely looks like a workspace's
-    (any name of the id's shape with a ``workspace.db`` in it) is not one."""
-    conn = sqlite3.connect(f"file:{server_db or datadir.server_db}?mode=ro", uri=True, timeout=60)
-    try:
-        # The identity part's table, read here by name: a backup copies files and knows no part's stores.
-        named = [str(r[0]) for r in conn.execute("SELECT id FROM workspaces")]
-    finally:
-        conn.close()
-    found: list[str] = []
-    for ws in named:
-        try:
-            DataDir.check_workspace_id(ws)
-        except InvalidArgs:
-            continue
-        ws_dir = datadir.root / ws
-        if not ws_dir.is_symlink() and (ws_dir / "workspace.db").is_file():
-            found.append(ws)
-    return sorted(found)
 
 
 def _add_database(

@@ -60,7 +60,7 @@ from hangar.core.postgresql import (
     schema_engine,
     workspace_schema,
 )
-from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter
+from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter, existing_uri
 from hangar.core.stamps import STAMP_QUERY, StampReader
 from hangar.core.write_conn import Runner, Writer
 from hangar.errors import Conflict, NotFound
@@ -98,7 +98,9 @@ async def write_transaction(engine: AsyncEngine) -> AsyncIterator[AsyncConnectio
 
 
 def _async_engine(path: Path) -> AsyncEngine:
-    engine = create_async_engine(f"sqlite+aiosqlite:///{path}", pool_size=4, max_overflow=8)
+    """The engine of the existing database at ``path``: its connections never create the file (``existing_uri``)."""
+    url = f"sqlite+aiosqlite:///{existing_uri(path)}&uri=true"
+    engine = create_async_engine(url, pool_size=4, max_overflow=8)
     event.listen(engine.sync_engine, "connect", sqlite_pragmas)
     return engine
 
@@ -205,6 +207,10 @@ class Databases:
         self._damaged.pop(workspace_id, None)
         if self._pg is not None:
             engine = schema_engine(self._pg, workspace_schema(workspace_id))
+            # The workspace's directory (its files: repos, spaces, chat credentials) goes with its database, as a
+            # SQLite file's folder does: made here, while its schema exists, never by whoever makes a folder in it
+            # (``DataDir.workspace_folder``), so a deletion that dropped the schema and removed it leaves it removed.
+            self._datadir.workspace_dir(workspace_id).mkdir(mode=0o700, exist_ok=True)
         else:
             engine = _async_engine(self._datadir.workspace_db(workspace_id))
         self._workspaces[workspace_id] = engine

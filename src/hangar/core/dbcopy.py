@@ -41,13 +41,14 @@ from psycopg import sql
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import NullPool
 
+from hangar.core.datadir import DataDir, workspace_ids
 from hangar.core.dbdigest import JSON_TYPES, Fingerprint, fingerprint
 from hangar.core.dbfailures import DatabaseDamaged, shown, unreachable
 from hangar.core.dblocation import exclusively, record_url, recorded_url
 from hangar.core.migrating import RELEASE_TABLE, MigrationSet, apply_migrations, apply_postgresql_migrations
 from hangar.core.postgresql import SERVER_SCHEMA, pg_connect_args, postgresql_url, workspace_schema
 from hangar.core.triggers import COUNTERS_TABLE
-from hangar.errors import Internal, InvalidArgs, Refused
+from hangar.errors import Internal, Refused
 
 BATCH_ROWS = 1000  # rows read from SQLite at a time (each written at once into the table's COPY)
 _STAMPS_PREFIX = "alembic_version_"
@@ -95,18 +96,14 @@ class CopyReport:
 
 
 def sources(root: Path, sets: Sequence[MigrationSet]) -> list[Source]:
-    """The install's databases: the server's, then each workspace's in id order."""
+    """The install's databases: the server's, then each workspace's in id order. The workspaces are those the
+    server database records (``workspace_ids``), never a folder because it holds a ``workspace.db``: a staging
+    folder of a creation that never finished, or a stray file, is no workspace to copy."""
     server = tuple(m for m in sets if m.scope == "server")
     workspace = tuple(m for m in sets if m.scope == "workspace")
     found = [Source("the server database", root / "server.db", SERVER_SCHEMA, server)]
-    for entry in sorted(root.iterdir()):
-        if not (entry / "workspace.db").is_file():
-            continue
-        try:
-            schema = workspace_schema(entry.name)
-        except InvalidArgs:  # not a workspace id: a staging directory of a creation that never finished
-            continue
-        found.append(Source(f"workspace {entry.name}", entry / "workspace.db", schema, workspace))
+    for ws in workspace_ids(DataDir(root)):
+        found.append(Source(f"workspace {ws}", root / ws / "workspace.db", workspace_schema(ws), workspace))
     return found
 
 

@@ -36,7 +36,9 @@ HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTI
 EXPOSITION_TYPE = CONTENT_TYPE_LATEST
 
 # Op latencies run from a tenth of a millisecond (server.info) to minutes (an agent's turn, a pack build).
+_bisect = bisect.bisect_left  # looked up once: ``add`` runs on every op call
 OP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+_FIRST_BUCKET = OP_BUCKETS[0]
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 SLOW_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 
@@ -77,28 +79,30 @@ class _OpCalls(Collector):
         self._calls: dict[tuple[str, str, str], list[int]] = {}
         self._labels: dict[tuple[str, str, str], tuple[str, str, str]] = {}
         self._seconds: dict[tuple[str, str], list[float]] = {}
-        self._hist_of: dict[tuple[str, str, str], list[float]] = {}
+        # What ``add`` updates for a combination, found with one lookup: its count and its (op, door)'s buckets.
+        self._entries: dict[tuple[str, str, str], tuple[list[int], list[float]]] = {}
 
     def add(self, op: str, door: str, outcome: str, seconds: float) -> None:
-        key = (op, door, outcome)
-        count = self._calls.get(key)
-        if count is None:
-            count = self._first(key)
+        entry = self._entries.get((op, door, outcome))
+        if entry is None:
+            entry = self._first((op, door, outcome))
+        count, hist = entry
         count[0] += 1
-        hist = self._hist_of[key]
-        hist[bisect.bisect_left(OP_BUCKETS, seconds)] += 1
+        # Most calls end within the first bucket: one comparison then, the search only for slower ones.
+        hist[0 if seconds <= _FIRST_BUCKET else _bisect(OP_BUCKETS, seconds)] += 1
         hist[-2] += seconds
         hist[-1] += 1
 
-    def _first(self, key: tuple[str, str, str]) -> list[int]:
+    def _first(self, key: tuple[str, str, str]) -> tuple[list[int], list[float]]:
         op, door, outcome = key
         labels = (op, bounded(door, DOORS), bounded(outcome, OUTCOMES))
         # Two raw combinations that bound to the same labels (two unknown doors) share their counts.
         same = next((k for k, v in self._labels.items() if v == labels), None)
         count = self._calls[same] if same is not None else [0]
         self._calls[key], self._labels[key] = count, labels
-        self._hist_of[key] = self._seconds.setdefault(labels[:2], [0.0] * (len(OP_BUCKETS) + 3))
-        return count
+        entry = (count, self._seconds.setdefault(labels[:2], [0.0] * (len(OP_BUCKETS) + 3)))
+        self._entries[key] = entry
+        return entry
 
     def collect(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
         calls = CounterMetricFamily(

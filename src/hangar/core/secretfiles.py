@@ -33,7 +33,8 @@ class SecretFolder:
 
     def _ensure_dir(self, workspace_id: str) -> Path:
         folder = self.directory(workspace_id)
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Never the workspace's directory itself: a deletion that removed it meanwhile leaves it removed.
+        self._datadir.workspace_folder(workspace_id, folder, mode=0o700)
         os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask, and an older directory may be wider
         return folder
 

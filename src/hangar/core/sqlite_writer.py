@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -59,8 +61,18 @@ class SqliteConnection(sqlite3.Connection):
         self.execute("BEGIN IMMEDIATE")
 
 
+def existing_uri(path: str | os.PathLike[str]) -> str:
+    """The SQLite URI of the database file at ``path``, opened read-write but never created: a connection to a
+    database that is not there (a workspace deleted meanwhile, an id that names no workspace) fails instead of
+    leaving an empty file behind. Databases are made only by migrating them (``hangar.core.migrating``)."""
+    return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=rw"
+
+
 def connect(path: str, *, busy_ms: int) -> SqliteConnection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, factory=SqliteConnection)
+    """A connection to the existing database at ``path`` (``existing_uri``)."""
+    conn = sqlite3.connect(
+        existing_uri(path), uri=True, isolation_level=None, check_same_thread=False, factory=SqliteConnection
+    )
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")

@@ -26,8 +26,8 @@ class BodyTooLarge(InvalidArgs):
 class BodyTooSlow(InvalidArgs):
     http_status = 408
 
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"the request body did not arrive within {seconds:g} s", field="body")
+    def __init__(self, seconds: float, message: str | None = None) -> None:
+        super().__init__(message or f"the request body did not arrive within {seconds:g} s", field="body")
         self.detail_code = "too_slow"
 
 

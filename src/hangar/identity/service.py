@@ -11,7 +11,7 @@ the pieces' own methods, so each signature and docstring lives in one place.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -37,9 +37,12 @@ class IdentityService:
         stamp: Stamp | None = None,
         relay: Relay | None = None,
         settings: Iterable[SettingSpec] = (),
+        deleted: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         """``stamp`` reads the authority counter (default: from ``engine``); ``relay`` carries events staged with
-        membership changes to their workspaces; ``settings`` are the server settings other parts declared."""
+        membership changes to their workspaces; ``settings`` are the server settings other parts declared;
+        ``deleted`` reads the server's record of deleted workspaces (kept by the composition, which deletes)."""
+        self._deleted = deleted
         authority = AuthorityCache(stamp or engine_stamp(engine, AUTHORITY))
         server = ServerSettings(engine, clock, authority, settings)
         users = Users(engine, clock)
@@ -94,6 +97,12 @@ class IdentityService:
         self.recheck_device = checks.recheck_device
         self.authenticate_bearer = checks.authenticate_bearer
         self.flush = uses.flush
+
+    async def workspace_deleted(self, workspace_id: str) -> bool:
+        """Whether the server's record says ``workspace_id`` was deleted (read from the database on each call, so
+        a deletion another process made counts at once). Asked only once a caller turned out not to be a member,
+        to say why."""
+        return self._deleted is not None and await self._deleted(workspace_id)
 
 
 async def usable_workspace_ids(app: AppContext) -> list[str]:

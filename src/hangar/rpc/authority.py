@@ -22,6 +22,11 @@ class Authority(Protocol):
         """The user's role in the workspace, or ``None`` when they are not a member."""
         ...
 
+    async def workspace_deleted(self, workspace_id: str) -> bool:
+        """Whether the server's record says the workspace was deleted (to tell a former member why they are
+        refused, rather than that they are not a member)."""
+        ...
+
     async def authority_stamp(self) -> int:
         """A counter that changes whenever anything an access decision reads changes."""
         ...

@@ -184,6 +184,8 @@ class Dispatcher:
             return None
         role = await self.role_in(workspace_id, principal)
         if role is None:
+            if await self.authority.workspace_deleted(workspace_id):
+                raise Forbidden(f"workspace {workspace_id} was deleted")
             raise Forbidden(f"you are not a member of workspace {workspace_id}")
         if role < spec.min_role:
             raise Forbidden(f"{spec.name} needs the {spec.min_role.name} role; you are {role.name}")

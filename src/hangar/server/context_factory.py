@@ -26,6 +26,7 @@ from hangar.httpkit.ratelimit import RateLimits
 from hangar.identity.authority import AUTHORITY
 from hangar.identity.service import IdentityService
 from hangar.retention.storage import FolderFinders
+from hangar.server.deletion import tables as deletions
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,12 @@ async def _started(
         stamp=functools.partial(dbs.stamp, None, AUTHORITY),
         relay=relay.relay,
         settings=[s for p in parts for s in p.server_settings],
+        # The record of deletions, where the deletion part keeps one (a tool's smaller set of parts may not).
+        deleted=(
+            functools.partial(deletions.was_deleted, dbs.server)
+            if any(deletions.MIGRATIONS in p.migrations for p in parts)
+            else None
+        ),
     )
     ctx = assemble_context(settings, clock, dbs, bus, metrics)
     ctx.provide(identity)

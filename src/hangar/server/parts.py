@@ -36,12 +36,15 @@ def all_parts() -> list[Part]:
         RIGS_PART,
         FORGES_PART,
         BACKUP_PART,
-        DELETION_PART,  # after the parts whose work it stops, before pipelines resume runs
         TRANSFER_PART,
         RETENTION_PART,
     ]
-    # Last: resuming runs at start may run bodies that use the services the parts above provide.
-    return [*others, make_pipelines_part(bodies=step_bodies(others))]
+    # After them: resuming runs at start may run bodies that use the services the parts above provide (the runs of
+    # a workspace being deleted are not resumed: its record went in the deletion's first step).
+    pipelines = make_pipelines_part(bodies=step_bodies(others))
+    # Last: a deletion a stopped process left half done is finished at start with every part running, the
+    # pipelines' engine included, so the runs of the workspace that another process drives are cancelled too.
+    return [*others, pipelines, DELETION_PART]
 
 
 def step_bodies(parts: Sequence[Part]) -> list[StepBody]:

@@ -23,6 +23,7 @@ from hangar.core.context import AppContext
 from hangar.core.ids import new_id
 from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.workspace import tables
+from hangar.workspace.folders import make_folder
 from hangar.workspace.git import GitFailed, Reach, git
 from hangar.workspace.sources import LOCAL, may_read, reach
 
@@ -110,7 +111,7 @@ class RepoService:
             raise Conflict(f"a repo named {repo_name!r} is already registered in this workspace")
         repo_id = new_id()
         dest = self.clone_path(workspace_id, repo_id)
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        await make_folder(self._app, workspace_id, dest.parent)
         try:
             await git("clone", "--bare", "--quiet", source, str(dest), limit_s=600, reach=way)
             # Branches of the source land directly under refs/heads, so a later fetch refreshes them in place;

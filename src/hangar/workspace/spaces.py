@@ -27,6 +27,7 @@ from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.workspace import tables
 from hangar.workspace.authors import Author
 from hangar.workspace.events import MessagePosted, SpaceCreated, SpaceProvisioningChanged, SpaceUpdated
+from hangar.workspace.folders import make_folder
 from hangar.workspace.results import MessageAuthor, MessageView
 from hangar.workspace.writes import WorkspaceWrites
 
@@ -133,7 +134,7 @@ class SpaceService:
             raise InvalidArgs(f"kind must be one of {', '.join(KINDS)}, not {kind!r}", field="kind")
         now = self._app.clock.now()
         space_id = new_id()
-        self.folder(workspace_id, space_id).mkdir(parents=True, exist_ok=True)
+        await make_folder(self._app, workspace_id, self.folder(workspace_id, space_id))
         async with self._app.bus.transaction(workspace_id) as tx:
             await tx.conn.execute(
                 sa.insert(tables.spaces).values(

@@ -36,6 +36,7 @@ from hangar.core.ids import new_id
 from hangar.core.paths import contained
 from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.workspace import tables
+from hangar.workspace.folders import make_folder
 from hangar.workspace.git import GitFailed, git
 from hangar.workspace.repos import Repo, RepoService, parse_repo_spec
 from hangar.workspace.results import CleanupView, WorktreeView
@@ -139,7 +140,7 @@ class WorktreeService:
         if space_id is not None:
             await self._bound_space_folder(workspace_id, space_id, base)
         path = contained(base, repo.name, field=field)
-        base.mkdir(parents=True, exist_ok=True)
+        await make_folder(self._app, workspace_id, base)
         if await asyncio.to_thread(_occupied, path):  # anything at all, a symlink included
             raise Conflict(f"{path} already exists; release or remove it first")
         work_branch = f"hangar/{owner}"
@@ -147,7 +148,7 @@ class WorktreeService:
         # Checked out where only the server writes, then moved into place beneath the owner's folder's descriptor:
         # git never writes by name into a folder a space's guests can change (a symlink there would be followed).
         staging = ws_dir / "worktrees" / STAGING / new_id()
-        staging.mkdir(parents=True)
+        await make_folder(self._app, workspace_id, staging)
         try:
             try:
                 await git(

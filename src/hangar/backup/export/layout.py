@@ -64,6 +64,14 @@ MAX_LINE_SETTING = "workspaceImport.maxLineBytes"
 DEFAULT_MAX_BYTES = 4 << 30
 DEFAULT_MAX_ITEMS = 200_000
 DEFAULT_MAX_LINE = 16 << 20
+# An upload must keep arriving: after a grace period (``routes.BODY_GRACE_S``) at this average rate at least, so a
+# client trickling bytes cannot hold a connection and a scratch file for ever (408).
+MIN_RATE_SETTING = "workspaceImport.minBytesPerSecond"
+DEFAULT_MIN_RATE = 32 << 10
+# Imports and exports under way at once in one server process (each holds a snapshot or a scratch folder and a
+# thread writing or reading it); one past the cap is answered 429 with Retry-After.
+MAX_TRANSFERS_SETTING = "workspaceTransfer.maxConcurrent"
+DEFAULT_MAX_TRANSFERS = 2
 SPECS = [
     SettingSpec(
         MAX_BYTES_SETTING,
@@ -79,6 +87,18 @@ SPECS = [
         MAX_LINE_SETTING,
         f"The longest row (one line of a table) an import takes, in bytes (default {DEFAULT_MAX_LINE}).",
         strict_int(MAX_LINE_SETTING, 256, 1 << 30),
+    ),
+    SettingSpec(
+        MIN_RATE_SETTING,
+        "The slowest an import's upload may arrive, in bytes per second on average after its first 30 s; a slower"
+        f" one is refused with 408 (default {DEFAULT_MIN_RATE}).",
+        strict_int(MIN_RATE_SETTING, 1, 1 << 30),
+    ),
+    SettingSpec(
+        MAX_TRANSFERS_SETTING,
+        "The most workspace imports and exports one server process runs at once; one more is refused with 429"
+        f" (default {DEFAULT_MAX_TRANSFERS}).",
+        strict_int(MAX_TRANSFERS_SETTING, 1, 64),
     ),
 ]
 

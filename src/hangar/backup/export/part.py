@@ -9,6 +9,7 @@ from hangar.backup.export.layout import SPECS
 from hangar.backup.export.ops import OPS
 from hangar.backup.export.routes import TRANSFER_ROUTES
 from hangar.backup.export.signing import ExportSigner
+from hangar.backup.export.slots import TransferSlots
 from hangar.backup.take import clear_abandoned
 from hangar.core.context import AppContext
 from hangar.core.part import Part
@@ -16,6 +17,7 @@ from hangar.core.part import Part
 
 async def _start(ctx: AppContext) -> None:
     ctx.provide(ExportSigner(ctx.secrets, ctx.clock))
+    ctx.provide(TransferSlots())
     # What an export or import left when its process died (a scratch folder names its process).
     await asyncio.to_thread(clear_abandoned, ctx.datadir.root, SCRATCH)
 

@@ -4,8 +4,12 @@
   (``application/x-tar``), for the person it was minted for, whose authority is checked again now.
 - ``POST /workspace-transfer/import[?name=<name>]`` with ``Authorization: Bearer <device credential>`` and the
   export as the body: ``201 {"id", "name"}`` of the new workspace, owned by the uploader. Refusals answer with the
-  error body of the error tree: 401, 403 (not allowed to create workspaces), 413 (larger than
-  ``workspaceImport.maxBytes``), 422 (the archive is refused: the message names the item, table, line or rule).
+  error body of the error tree: 401, 403 (not allowed to create workspaces), 408 (the body arrived slower than
+  ``workspaceImport.minBytesPerSecond`` after ``BODY_GRACE_S``), 413 (larger than ``workspaceImport.maxBytes``),
+  422 (the archive is refused: the message names the item, table, line or rule).
+
+Both routes take one of the process's transfer slots (``slots``) for as long as they run: past
+``workspaceTransfer.maxConcurrent`` the answer is 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import IO
 
@@ -28,23 +32,30 @@ from hangar.backup.export.layout import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ITEMS,
     DEFAULT_MAX_LINE,
+    DEFAULT_MAX_TRANSFERS,
+    DEFAULT_MIN_RATE,
     MAX_BYTES_SETTING,
     MAX_ITEMS_SETTING,
     MAX_LINE_SETTING,
+    MAX_TRANSFERS_SETTING,
+    MIN_RATE_SETTING,
     ExportManifest,
 )
 from hangar.backup.export.load import Limits, Rewrite, load, seeder, verify
 from hangar.backup.export.signing import ExportSigner
+from hangar.backup.export.slots import TransferSlots
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
 from hangar.errors import InvalidArgs, Refused
-from hangar.httpkit.requests import BodyTooLarge
+from hangar.httpkit.requests import BodyTooLarge, BodyTooSlow
 from hangar.identity import IdentityService, check_may_create, create_workspace
 
 PREFIX = "/workspace-transfer/"
 EXPORT_PATH = f"{PREFIX}export"
 IMPORT_PATH = f"{PREFIX}import"
 MAX_NAME = 200
+# Seconds an upload may take before the minimum rate applies (read when a body is received: a test may change it).
+BODY_GRACE_S = 30.0
 
 
 class ImportRefused(Refused):
@@ -65,18 +76,26 @@ async def download(request: Request) -> Response:
     await check_exporter(app, grant.workspace_id, grant.user_id)
     ws = await app.service(IdentityService).get_workspace(grant.workspace_id)
     assert ws is not None  # check_exporter found it
-    await app.audit.append(
-        ws.id, principal=f"user:{grant.user_id}", action="workspaces.export", target=f"workspace:{ws.id}"
-    )
-    chunks = stream_export(app, ws.id, ws.name, grant.user_id)
-    # The first chunk before the answer's status: a snapshot that cannot be taken is answered as an error, not as
-    # a download cut short.
-    first = await anext(chunks)
+    release = await _take_slot(app)
+    try:
+        await app.audit.append(
+            ws.id, principal=f"user:{grant.user_id}", action="workspaces.export", target=f"workspace:{ws.id}"
+        )
+        chunks = stream_export(app, ws.id, ws.name, grant.user_id)
+        # The first chunk before the answer's status: a snapshot that cannot be taken is answered as an error, not
+        # as a download cut short.
+        first = await anext(chunks)
+    except BaseException:
+        release()
+        raise
 
     async def body() -> AsyncIterator[bytes]:
-        yield first
-        async for chunk in chunks:
-            yield chunk
+        try:
+            yield first
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            release()  # the download ended, finished or cut short
 
     return StreamingResponse(
         body(),
@@ -88,29 +107,51 @@ async def download(request: Request) -> Response:
     )
 
 
+async def _setting(app: AppContext, key: str, default: int) -> int:
+    """A bound, read on every transfer (an admin may change it while the server runs)."""
+    value = await app.service(IdentityService).get_setting(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
 async def limits(app: AppContext) -> Limits:
-    """The import's bounds, read on every upload (an admin may change them while the server runs)."""
-    identity = app.service(IdentityService)
-
-    async def read(key: str, default: int) -> int:
-        value = await identity.get_setting(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else default
-
+    """The import's bounds of what an archive holds."""
     return Limits(
-        await read(MAX_BYTES_SETTING, DEFAULT_MAX_BYTES),
-        await read(MAX_ITEMS_SETTING, DEFAULT_MAX_ITEMS),
-        await read(MAX_LINE_SETTING, DEFAULT_MAX_LINE),
+        await _setting(app, MAX_BYTES_SETTING, DEFAULT_MAX_BYTES),
+        await _setting(app, MAX_ITEMS_SETTING, DEFAULT_MAX_ITEMS),
+        await _setting(app, MAX_LINE_SETTING, DEFAULT_MAX_LINE),
     )
 
 
-async def _receive(request: Request, path: Path, limit: int) -> None:
+async def _take_slot(app: AppContext) -> Callable[[], None]:
+    return app.service(TransferSlots).take(await _setting(app, MAX_TRANSFERS_SETTING, DEFAULT_MAX_TRANSFERS))
+
+
+async def _receive(request: Request, path: Path, limit: int, rate: int) -> None:
+    """The body into ``path``: at most ``limit`` bytes, arriving in time. Each byte received buys ``1/rate`` s
+    beyond ``BODY_GRACE_S``, so the body must be whole by ``grace + size / rate`` and a client that stops sending,
+    or trickles slower than ``rate``, runs out of time wherever it is (408)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(limit)
+    grace = BODY_GRACE_S
+    loop = asyncio.get_running_loop()
+    start = loop.time()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "wb") as out:
         total = 0
-        async for chunk in request.stream():
+        chunks = request.stream()
+        while True:
+            try:
+                async with asyncio.timeout_at(start + grace + total / rate):
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise BodyTooSlow(
+                    grace,
+                    f"the upload arrived slower than {rate} bytes per second after its first {grace:g} s "
+                    "(workspaceImport.minBytesPerSecond)",
+                ) from None
             total += len(chunk)
             if total > limit:
                 raise BodyTooLarge(limit)
@@ -141,11 +182,22 @@ async def upload(request: Request) -> Response:
     if len(name) > MAX_NAME:
         raise InvalidArgs(f"name must be at most {MAX_NAME} characters", field="name")
     bounds = await limits(app)
+    rate = await _setting(app, MIN_RATE_SETTING, DEFAULT_MIN_RATE)
+    release = await _take_slot(app)
+    try:
+        return await _import(app, request, principal.user_id, principal.label, name, bounds, rate)
+    finally:
+        release()
+
+
+async def _import(
+    app: AppContext, request: Request, user_id: str, label: str, name: str, bounds: Limits, rate: int
+) -> Response:
     sets = app.dbs.workspace_sets
     scratch = await asyncio.to_thread(scratch_folder, app)
     try:
         upload_path = scratch / "upload.tar"
-        await _receive(request, upload_path, bounds.max_bytes)
+        await _receive(request, upload_path, bounds.max_bytes, rate)
         ws_id = new_id()
 
         def check_and_load() -> tuple[ExportManifest, Path]:
@@ -159,7 +211,7 @@ async def upload(request: Request) -> Response:
         except BackupRefused as exc:
             raise _refused(exc) from None
         final = app.datadir.workspace_dir(ws_id)
-        rewrite = Rewrite(manifest.exported_by, principal.user_id, final, manifest.workspace_id)
+        rewrite = Rewrite(manifest.exported_by, user_id, final, manifest.workspace_id)
         staged = scratch / "files" / ws_id
         if staged.is_dir():
             os.rename(staged, final)  # before the workspace exists: nothing reaches a folder no workspace names
@@ -167,8 +219,8 @@ async def upload(request: Request) -> Response:
             ws = await create_workspace(
                 app,
                 name or manifest.workspace_name[:MAX_NAME] or "imported",
-                principal.user_id,
-                by=principal.label,
+                user_id,
+                by=label,
                 workspace_id=ws_id,
                 action="workspaces.import",
                 seed=[seeder(rows_db, sets, rewrite)],

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.migrating import MigrationSet
 from hangar.core.types import UtcDateTime
@@ -33,3 +34,10 @@ workspace_deletions = sa.Table(
 )
 
 MIGRATIONS = MigrationSet("deletion", "server", Path(__file__).parent / "migrations", tables=(metadata,))
+
+
+async def was_deleted(engine: AsyncEngine, workspace_id: str) -> bool:
+    """Whether the server's record holds a deletion of ``workspace_id`` (under way or done), read now."""
+    t = workspace_deletions
+    async with engine.connect() as conn:
+        return (await conn.scalar(sa.select(t.c.state).where(t.c.workspace_id == workspace_id))) is not None

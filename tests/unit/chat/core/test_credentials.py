@@ -11,11 +11,25 @@ import pytest
 
 from hangar.chat.credentials import CredentialFiles
 from hangar.core.datadir import DataDir
-from hangar.errors import InvalidArgs
+from hangar.errors import InvalidArgs, NotFound
 from hangar.identity import Workspace
 
 WS = Workspace("ws-1", "Acme", datetime(2026, 1, 1, tzinfo=UTC), "u-1")
 CREDS = {"botToken": "xoxb-1", "appToken": "xapp-1"}
+
+
+@pytest.fixture(autouse=True)
+def _workspace_dir(tmp_path: Path) -> None:
+    """The workspace's directory, as its creation makes it (credentials never make it themselves)."""
+    (tmp_path / "ws-1").mkdir()
+
+
+def test_credentials_of_a_deleted_workspace_make_no_directory(tmp_path: Path) -> None:
+    files = CredentialFiles(DataDir(tmp_path))
+    gone = Workspace("ws-2", "Gone", datetime(2026, 1, 1, tzinfo=UTC), "u-1")
+    with pytest.raises(NotFound):
+        files.write(gone, "chatprovider", CREDS)
+    assert not (tmp_path / "ws-2").exists()
 
 
 def _mode(path: Path) -> int:
@@ -60,12 +74,12 @@ def test_an_undeclared_provider_or_a_bad_workspace_id_names_no_file(tmp_path: Pa
         files.write(WS, "../escape", CREDS)
     with pytest.raises(InvalidArgs):
         files.read(Workspace("../x", "x", WS.created_at, "u"), "chatprovider")
-    assert list(tmp_path.iterdir()) == []
+    assert list((tmp_path / "ws-1").iterdir()) == []
 
 
 def test_flat_legacy_files_are_migrated_once_and_removed(tmp_path: Path) -> None:
     base = tmp_path / "ws-1"
-    base.mkdir()
+    base.mkdir(exist_ok=True)
     (base / "chat_credentials.json").write_text(json.dumps(CREDS))
     (base / "chat_setup.json").write_text(json.dumps({"appId": "A1"}))
     files = CredentialFiles(DataDir(tmp_path))
@@ -88,7 +102,7 @@ def test_legacy_files_keyed_by_provider_migrate_and_a_newer_file_wins(tmp_path: 
 
 
 def test_an_unreadable_legacy_file_is_left_in_place(tmp_path: Path) -> None:
-    (tmp_path / "ws-1").mkdir()
+    (tmp_path / "ws-1").mkdir(exist_ok=True)
     (tmp_path / "ws-1" / "chat_credentials.json").write_text("{not json")
     files = CredentialFiles(DataDir(tmp_path))
     assert files.migrate_legacy(WS) == []
