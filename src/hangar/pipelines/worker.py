@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 LEASE_S = 10.0  # a claim not extended for this long may be taken by another worker
 HEARTBEAT_S = 2.0  # how often a worker extends its claims' leases and says it is attached
-IDLE_MAX_S = 0.2  # the longest wait between two claims while the queue is empty (from 5 ms, doubling)
+IDLE_MAX_S = 0.05  # the longest wait between two claims while the queue is empty (from 5 ms, doubling)
 DEFAULT_CONCURRENCY = 8  # bodies one worker runs at once (``hangar worker --concurrency``)
 RUNS_CACHED = 256  # runs whose template and payload a worker keeps (they never change during a run)
 
