@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
@@ -157,7 +158,8 @@ async def main() -> None:
             async with open_context(settings(url, tmp / "server"), parts=parts) as ctx:
                 await ctx.dbs.workspace(WS, create=True)
                 _, credential = await mint(ctx.dbs.server, "bench", ctx.clock.now())
-                print(f"{'shape':<14} {'who runs the steps':<28} {'steps':>5} {'median ms':>10} {'steps/s':>9} {'best/s':>9}")
+                head = ("shape", "who runs the steps", "steps", "median ms", "steps/s", "best/s")
+                print(f"{head[0]:<14} {head[1]:<28} {head[2]:>5} {head[3]:>10} {head[4]:>9} {head[5]:>9}")
                 await measure(ctx, args, "the driver (no worker)")
                 for n in (1, 2):
                     procs = start_workers(url, tmp, n, credential, args.concurrency)
@@ -178,9 +180,7 @@ async def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--worker":
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(worker_main(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])))
-        except KeyboardInterrupt:
-            pass
     else:
         asyncio.run(main())

@@ -48,8 +48,17 @@ def mint(data: Path, pg_url: str, name: str, to: Path) -> str:
 def hangar_worker(data: Path, pg_url: str, credential: Path, log: Path, *extra: str) -> Iterator[subprocess.Popen[str]]:
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [HANGAR, "worker", "--database-url", pg_url, "--credential-file", str(credential), "--data-dir", str(data)]
-            + list(extra),
+            [
+                HANGAR,
+                "worker",
+                "--database-url",
+                pg_url,
+                "--credential-file",
+                str(credential),
+                "--data-dir",
+                str(data),
+                *extra,
+            ],
             env=hangar_env(data),
             stdout=out,
             stderr=out,
@@ -234,9 +243,7 @@ async def test_a_made_up_credential_is_refused(tmp_path: Path, pg_url: str) -> N
     made_up.write_text("hwk_00000000-0000-4000-8000-000000000000_" + "A" * 43)
     refused = cli(tmp_path / "d", "worker", "--credential-file", str(made_up), check=False)
     assert refused.returncode == 1
-    assert refused.stderr.strip().splitlines() == [
-        "hangar worker: the worker credential is not known to this database"
-    ]
+    assert refused.stderr.strip().splitlines() == ["hangar worker: the worker credential is not known to this database"]
     missing = cli(tmp_path / "d", "worker", check=False)
     assert missing.returncode == 1 and "needs a worker credential" in missing.stderr
 

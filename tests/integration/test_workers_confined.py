@@ -36,12 +36,14 @@ async def test_a_workers_shell_step_runs_in_an_enclosure_on_its_host(
     cli(data, "admin", "owner-token", "--database-url", pg_url)
     token = owner_token(data)
     mint(data, pg_url, "pool", tmp_path / "cred")
-    with hangar_serve(data, log=tmp_path / "server.log") as s:
-        with hangar_worker(worker_data, pg_url, tmp_path / "cred", tmp_path / "w1.log"):
-            workers_attached(pg_url, 1)
-            async with RpcClient(s.ws_url, token) as c:
-                ws = (await c.call("workspaces.create", name="confined"))["id"]
-                run = await finished(c, ws, await start(c, ws, fan_out("probe", 1, probe)), timeout=300)
+    with (
+        hangar_serve(data, log=tmp_path / "server.log") as s,
+        hangar_worker(worker_data, pg_url, tmp_path / "cred", tmp_path / "w1.log"),
+    ):
+        workers_attached(pg_url, 1)
+        async with RpcClient(s.ws_url, token) as c:
+            ws = (await c.call("workspaces.create", name="confined"))["id"]
+            run = await finished(c, ws, await start(c, ws, fan_out("probe", 1, probe)), timeout=300)
     assert run["status"] == "completed", (run, (tmp_path / "w1.log").read_text()[-3000:])
     assert run["state"]["s0"].splitlines() == [f"uid={RIG_UID}", "data=hidden", "0"]
     assert run["state"]["s0_runDir"].startswith(str(worker_data))
