@@ -7,8 +7,9 @@ server setting ``pipelines.stepsHere`` is not ``true``; otherwise this process r
 
 Handing over is idempotent per attempt (``uq_step_queue_attempt``): a driver that takes a run over after its
 server died hands the same attempt over again and finds the row the dead server wrote, done or still queued or
-claimed, and waits for it. The result is read by one poll per process every ``POLL_S`` for all the steps it waits
-for (one query whatever their number). When the run ends, or the attempt times out, the rows still open are
+claimed, and waits for it. The steps a process hands over together (a tick's, a fan-out's) are written in one
+transaction, and the results are read by one poll per process every ``POLL_S`` for all the steps it waits for (one
+query whatever their number). When the run ends, or the attempt times out, the rows still open are
 cancelled: the worker running one is fenced at its next heartbeat and stops the body.
 """
 
@@ -85,6 +86,8 @@ class StepQueue:
         self._db = engine
         self._clock = clock
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._handing: list[tuple[dict[str, Any], asyncio.Future[tuple[int, Any]]]] = []
+        self._hander: asyncio.Task[None] | None = None
         self._poller: asyncio.Task[None] | None = None
         self._attached: tuple[float, bool] | None = None
 
@@ -106,8 +109,6 @@ class StepQueue:
 
     async def run(self, ctx: StepContext) -> StepResult:
         """Hand ``ctx``'s attempt to the workers (or find it handed over already) and wait for its result."""
-        q = step_queue.c
-        now = self._clock.now()
         row = {
             "workspace_id": ctx.workspace_id,
             "run_id": ctx.run_id,
@@ -118,37 +119,62 @@ class StepQueue:
             "status": "queued",
             "tries": 0,
             "history": [],
-            "created_at": now,
+            "created_at": self._clock.now(),
         }
-        insert = pg_insert(step_queue).values(**row)
-        # An attempt cancelled (its run ended here before a take-over) is queued again; any other row stands.
-        upsert = insert.on_conflict_do_update(
-            constraint="uq_step_queue_attempt",
-            set_={"status": "queued", "state": insert.excluded.state},
-            where=q.status == "cancelled",
-        )
-        async with self._db.begin() as conn:
-            await conn.execute(upsert)
-            found = (
-                await conn.execute(
-                    sa.select(q.id, q.status, q.result).where(
-                        q.workspace_id == ctx.workspace_id,
-                        q.run_id == ctx.run_id,
-                        q.step_id == ctx.step_id,
-                        q.attempt == ctx.attempt,
-                    )
-                )
-            ).one()
-        if found.status == "done":
-            return result_from_wire(found.result)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._waiting[found.id] = future
+        loop = asyncio.get_running_loop()
+        handed: asyncio.Future[tuple[int, Any]] = loop.create_future()
+        self._handing.append((row, handed))
+        if self._hander is None or self._hander.done():
+            self._hander = asyncio.create_task(self._hand_over(), name="pipelines-step-hand-over")
+        row_id, done = await handed
+        if done is not None:
+            return result_from_wire(done)
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._waiting[row_id] = future
         if self._poller is None or self._poller.done():
             self._poller = asyncio.create_task(self._poll(), name="pipelines-step-queue")
         try:
             return result_from_wire(await future)
         finally:
-            self._waiting.pop(found.id, None)
+            self._waiting.pop(row_id, None)
+
+    async def _hand_over(self) -> None:
+        """Write the steps handed over since the last write in one transaction (a fan-out's steps, all of a
+        tick's, go together), and tell each its row's id, or the result an earlier hand-over already has."""
+        q = step_queue.c
+        await asyncio.sleep(0)  # the other steps this tick starts join the batch
+        while self._handing:
+            batch: dict[tuple[str, str, str, int], list[asyncio.Future[tuple[int, Any]]]] = {}
+            rows: dict[tuple[str, str, str, int], dict[str, Any]] = {}
+            for row, handed in self._handing:
+                key = (row["workspace_id"], row["run_id"], row["step_id"], row["attempt"])
+                rows[key] = row
+                batch.setdefault(key, []).append(handed)
+            self._handing = []
+            insert = pg_insert(step_queue).values(list(rows.values()))
+            # An attempt cancelled (its run ended here before a take-over) is queued again; any other row stands.
+            upsert = insert.on_conflict_do_update(
+                constraint="uq_step_queue_attempt",
+                set_={"status": "queued", "state": insert.excluded.state},
+                where=q.status == "cancelled",
+            )
+            found = sa.select(q.id, q.status, q.result, q.workspace_id, q.run_id, q.step_id, q.attempt).where(
+                sa.tuple_(q.workspace_id, q.run_id, q.step_id, q.attempt).in_(list(rows))
+            )
+            try:
+                async with self._db.begin() as conn:
+                    await conn.execute(upsert)
+                    stored = (await conn.execute(found)).all()
+            except Exception as exc:
+                for waiters in batch.values():
+                    for handed in waiters:
+                        if not handed.done():
+                            handed.set_exception(exc)
+                continue
+            for r in stored:
+                for handed in batch.get((r.workspace_id, r.run_id, r.step_id, r.attempt), ()):
+                    if not handed.done():
+                        handed.set_result((r.id, r.result if r.status == "done" else None))
 
     async def _poll(self) -> None:
         q = step_queue.c
@@ -180,8 +206,9 @@ class StepQueue:
             )
 
     async def aclose(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poller
-            self._poller = None
+        for task in (self._poller, self._hander):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._poller = self._hander = None
