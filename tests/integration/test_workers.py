@@ -26,7 +26,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.integration.test_servers_on_one_postgresql import finished
-from tests.support.processes import HANGAR, ServeProcess, cli, hangar_env, hangar_serve, owner_token
+from tests.support.processes import HANGAR, ServeProcess, cli, hangar_env, hangar_serve, owner_token, stop
 from tests.support.rpc import RpcClient
 
 pytestmark = pytest.mark.slow
@@ -68,13 +68,7 @@ def hangar_worker(data: Path, pg_url: str, credential: Path, log: Path, *extra: 
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
+        stop(proc)
 
 
 def kill9(proc: subprocess.Popen[str]) -> None:
