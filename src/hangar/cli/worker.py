@@ -85,13 +85,12 @@ async def _work(settings: Settings, credential_text: str, concurrency: int) -> N
 
     from hangar.pipelines.bodies.spec import BodyRegistry
     from hangar.pipelines.engine import PipelineEngine
-    from hangar.pipelines.part import PIPELINES_CLI_PART
     from hangar.pipelines.worker import Worker
     from hangar.pipelines.workercreds import verify
     from hangar.server.context_factory import open_context
-    from hangar.server.parts import all_parts, step_bodies
+    from hangar.server.parts import step_bodies, worker_parts
 
-    parts = [p for p in all_parts() if p.name != "pipelines"] + [PIPELINES_CLI_PART]
+    parts = worker_parts()
     async with open_context(settings, parts=parts) as ctx:
         if not ctx.dbs.on_postgresql:
             raise HangarError(NEEDS_POSTGRESQL)
