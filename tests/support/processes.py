@@ -95,15 +95,20 @@ def hangar_serve(
             raise RuntimeError(f"hangar serve exited with {proc.returncode}: {log.read_text()[-2000:]}")
         yield ServeProcess(proc, urls["server"], log, urls.get("website"))
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
+        stop(proc)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """Stop a process started in its own group: TERM, then KILL of its group after 30 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from hangar.cli.admin import admin_app
 from hangar.cli.pipeline import pipeline_app
 from hangar.cli.rigs import rigs_app
 from hangar.cli.root import app
+from hangar.cli.worker import worker, worker_credential_app
 from hangar.errors import HangarError, InvalidArgs
 
 app.command()(serve.serve)
@@ -19,6 +20,8 @@ app.command()(serve.site)
 app.add_typer(admin_app, name="admin")
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(rigs_app, name="rigs")
+app.command()(worker)
+admin_app.add_typer(worker_credential_app, name="worker-credential")
 
 
 def main() -> None:

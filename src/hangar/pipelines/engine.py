@@ -25,13 +25,16 @@ from hangar.errors import Conflict, NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.pipelines import template as tpl
 from hangar.pipelines._algo import Graph, StepRec
-from hangar.pipelines.bodies.spec import BodyRegistry
+from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec
 from hangar.pipelines.events import TaskFinished
 from hangar.pipelines.layout import control_root, pipeline_run_key
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
 from hangar.pipelines.slots import DEFAULT_MAX_RUNNING_RUNS, MAX_RUNNING_RUNS_SETTING, RunSlots
+from hangar.pipelines.step import StepContext
+from hangar.pipelines.step_results import StepResult
+from hangar.pipelines.stepqueue import STEPS_HERE_SETTING, StepQueue
 from hangar.pipelines.store import PipelineStore
 from hangar.pipelines.views import run_snapshot, steps_changed
 
@@ -132,6 +135,8 @@ class PipelineEngine:
         self.slots = RunSlots(self.slots_limit)
         # Each live step's last state counted (``hangar_pipeline_steps`` counts changes of state, not writes).
         self._counted: dict[tuple[str, str], str] = {}
+        # On PostgreSQL, steps that do work go to ``hangar worker`` processes while any is attached.
+        self.queue = StepQueue(app.dbs.server, clock) if app is not None and app.dbs.on_postgresql else None
 
     async def slots_limit(self) -> int:
         """``pipelines.maxRunningRuns``, read afresh (another process may change it)."""
@@ -229,6 +234,23 @@ class PipelineEngine:
         task = asyncio.create_task(self._cancel_children(run), name=f"pipeline-run-ended:{run.id}")
         self._announcing.add(task)
         task.add_done_callback(self._announcing.discard)
+
+    async def run_body(self, spec: BodySpec, ctx: StepContext) -> StepResult:
+        if spec.on_worker and not ctx.dry_run and await self._steps_to_workers():
+            assert self.queue is not None
+            return await self.queue.run(ctx)
+        return await spec.fn(ctx)
+
+    async def _steps_to_workers(self) -> bool:
+        """Workers are attached and ``pipelines.stepsHere`` does not keep the steps in this process."""
+        if self.queue is None or not await self.queue.workers_attached():
+            return False
+        identity = self.app.maybe_service(IdentityService) if self.app is not None else None
+        return identity is None or await identity.get_setting(STEPS_HERE_SETTING) is not True
+
+    async def body_abandoned(self, run: RunRow, step_id: str) -> None:
+        if self.queue is not None:
+            await self.queue.cancel(run.workspace_id, run.id, step_id)
 
     async def _cancel_children(self, run: RunRow) -> None:
         for child in await self.store.list_runs(run.workspace_id, parent_run_id=run.id):
@@ -347,11 +369,21 @@ class PipelineEngine:
                 self.slots.release(ws, run_id)
             self.detach(driver)
             self.control.release(driver.run.id, ended=driver.run.status in FINISHED_RUN)
-            await self._release_enclosure(driver.run.id)
+            await self.release_enclosure(driver.run.id)
+            if self.queue is not None and driver.run.status in FINISHED_RUN:
+                await self._cancel_queued(driver.run)
             if self._tasks.get(driver.run.id) is asyncio.current_task():
                 del self._tasks[driver.run.id]
 
-    async def _release_enclosure(self, run_id: str) -> None:
+    async def _cancel_queued(self, run: RunRow) -> None:
+        """The run ended: steps of it still with workers stop (the workers are fenced at their next heartbeat)."""
+        assert self.queue is not None
+        try:
+            await self.queue.cancel(run.workspace_id, run.id)
+        except Exception:
+            log.exception("pipeline run %s: could not cancel its steps on workers", run.id)
+
+    async def release_enclosure(self, run_id: str) -> None:
         """The run's shell steps are over here: its warm enclosure goes (a later driver boots a new one)."""
         confinement = self.app.maybe_service(Confinement) if self.app is not None else None
         if confinement is not None:
@@ -563,6 +595,8 @@ class PipelineEngine:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.control.aclose()
+        if self.queue is not None:
+            await self.queue.aclose()
         self._tasks.clear()
         self._drivers.clear()
         await self.store.aclose()

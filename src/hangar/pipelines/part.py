@@ -15,13 +15,15 @@ from hangar.pipelines.bodies.spec import BodyRegistry
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PIPELINE_EVENTS
 from hangar.pipelines.ops import PIPELINE_OPS
+from hangar.pipelines.queue_tables import SERVER_MIGRATIONS
 from hangar.pipelines.retention import RETENTION_SPEC
 from hangar.pipelines.runtime import CURSOR, PipelinesRuntime
 from hangar.pipelines.slots import MAX_RUNNING_RUNS_SPEC
+from hangar.pipelines.stepqueue import STEPS_HERE_SPEC
 from hangar.pipelines.store import PipelineStore
 from hangar.pipelines.tables import MIGRATIONS
 
-SERVER_SETTINGS = [MAX_RUNNING_RUNS_SPEC, RETENTION_SPEC]
+SERVER_SETTINGS = [MAX_RUNNING_RUNS_SPEC, RETENTION_SPEC, STEPS_HERE_SPEC]
 BODIES: list[StepBody] = [*trigger.BODIES, *shell.BODIES, *router.BODIES, *subpipeline.BODIES]
 
 
@@ -59,7 +61,7 @@ async def _workspace_folders(ctx: AppContext, workspace_id: str) -> list[Path]:
 PIPELINES_CLI_PART = Part(
     name="pipelines",
     ops=PIPELINE_OPS,
-    migrations=[MIGRATIONS],
+    migrations=[MIGRATIONS, SERVER_MIGRATIONS],
     events=PIPELINE_EVENTS,
     bodies=BODIES,
     server_settings=SERVER_SETTINGS,

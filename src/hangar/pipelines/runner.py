@@ -26,7 +26,7 @@ from hangar.core.events import DomainEvent, StoredEvent
 from hangar.errors import HangarError
 from hangar.pipelines import _algo, layout, predicates
 from hangar.pipelines._algo import DRY_RUN_KEY, Graph, StepRec
-from hangar.pipelines.bodies.spec import BodyRegistry
+from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import RunStatus, StepKind, StepStatus, Template
 from hangar.pipelines.rows import RunRow, Tick
@@ -71,6 +71,14 @@ class DriverHost(Protocol):
 
     def run_ended(self, run: RunRow) -> None:
         """After a run's end is stored."""
+        ...
+
+    async def run_body(self, spec: BodySpec, ctx: StepContext) -> StepResult:
+        """Run one attempt's body: here, or on a worker (``hangar.pipelines.stepqueue``)."""
+        ...
+
+    async def body_abandoned(self, run: RunRow, step_id: str) -> None:
+        """An attempt timed out: whoever runs its body elsewhere stops."""
         ...
 
 
@@ -470,9 +478,9 @@ class RunDriver:
         timeout_ms = step.config.timeout_ms
         try:
             if timeout_ms is None:
-                result = await spec.fn(ctx)
+                result = await self.e.run_body(spec, ctx)
             else:
-                body_task = asyncio.ensure_future(spec.fn(ctx))
+                body_task = asyncio.ensure_future(self.e.run_body(spec, ctx))
                 timer = asyncio.ensure_future(self.e.clock.sleep(timeout_ms / 1000.0))
                 try:
                     await asyncio.wait({body_task, timer}, return_when=asyncio.FIRST_COMPLETED)
@@ -482,6 +490,7 @@ class RunDriver:
                         body_task.cancel()
                         await asyncio.gather(body_task, return_exceptions=True)
                 if body_task.cancelled():
+                    await self.e.body_abandoned(self.run, sid)
                     return Finished(sid, StepResult.failed(f"timed out after {timeout_ms} ms"), timed_out=True)
                 result = body_task.result()
         except asyncio.CancelledError:

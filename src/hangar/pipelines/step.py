@@ -10,7 +10,7 @@ with side effects must be idempotent or tolerate a repeat (see the README, "At-l
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -115,6 +115,8 @@ class StepContext:
         folders: Folders | None = None,
         children: ChildRuns | None = None,
         resume: Resume | None = None,
+        try_key: str | None = None,
+        earlier_tries: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self._app = app
         self.run_id = run_id
@@ -130,6 +132,11 @@ class StepContext:
         # under this key, so a repeat of the attempt after a crash finds it instead of doing it again.
         self.run_key = run_key(run_id)
         self.attempt_key = _attempt_key(run_id, step.id, attempt)
+        # On a worker, each claim of the attempt is a try with a key of its own (``<attemptKey>.<try>``), and
+        # the tries before it (a worker that died) are given with what they recorded: ``{key, workerId,
+        # claimedAt, progress, outcome}`` (see ``hangar.pipelines.worker``). In the server: the attempt key, none.
+        self.try_key = try_key or self.attempt_key
+        self.earlier_tries: tuple[Mapping[str, Any], ...] = tuple(MappingProxyType(dict(t)) for t in earlier_tries)
         self.clock = clock
         self._run_dir = run_dir
         # Where ``fileExists`` may look (the run's working directory and its workspace's guest trees).

@@ -61,9 +61,13 @@ async def _start_disks(disks: ScopeDisks, backend: RigBackend) -> None:
         log.warning("could not mount the disks of confined code again: %s", exc.message)
 
 
-def make_rigs_part(backend_factory: BackendFactory = enclosure_backend, refresh_tick: float = TICK_S) -> Part:
+def make_rigs_part(
+    backend_factory: BackendFactory = enclosure_backend, refresh_tick: float = TICK_S, *, confinement_only: bool = False
+) -> Part:
     """The part on ``backend_factory``'s backend; its packs are checked against their archives every
-    ``refresh_tick`` seconds when due (tests pass a short one)."""
+    ``refresh_tick`` seconds when due (tests pass a short one). ``confinement_only`` (a ``hangar worker``): only
+    the confinement user code runs in; the rig manager is not started, so this process never closes, sweeps or
+    serves the rigs other processes of the database run."""
     tasks: list[asyncio.Task[None]] = []
 
     async def start(app: AppContext) -> None:
@@ -77,7 +81,8 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend, refresh_
         allowlist_of = functools.partial(hooks.confinement_allowlist, app)
         confinement = RigConfinement(backend, allowlist_of=allowlist_of, budget=manager.budget, disks=disks)
         app.provide(confinement, as_type=Confinement)
-        await manager.start()
+        if not confinement_only:
+            await manager.start()
         await _start_disks(disks, backend)
 
     async def stop(app: AppContext) -> None:
@@ -90,7 +95,7 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend, refresh_
         if confinement is not None:
             await confinement.aclose()
         manager = app.maybe_service(RigManager)
-        if manager is not None:
+        if manager is not None and not confinement_only:
             await manager.stop()
 
     return Part(
@@ -107,3 +112,4 @@ def make_rigs_part(backend_factory: BackendFactory = enclosure_backend, refresh_
 
 
 RIGS_PART = make_rigs_part()
+RIGS_CONFINEMENT_PART = make_rigs_part(confinement_only=True)

@@ -5,7 +5,8 @@ one shell word. Every shell step of a run shares ``<dataDir>/pipelines/<pipeline
 directory (its host path is written to state as ``<stepId>_runDir``). The scripts of a run share one warm
 enclosure (``hangar.core.confine``): the working directory is mounted as theirs, they run as the rig user with
 the terminal's egress allowlist and see neither the data directory nor the host; their environment holds
-``HANGAR_RUN_DIR`` (the directory as they see it), the run, workspace and step ids, and what other parts add,
+``HANGAR_RUN_DIR`` (the directory as they see it), the run, workspace and step ids, ``HANGAR_ATTEMPT_KEY`` (this
+try's key) and ``HANGAR_EARLIER_ATTEMPTS`` (the keys of earlier tries a dead worker began), and what other parts add,
 never the server's environment. Exit 0 puts the trimmed stdout under ``outputKey``; any other exit fails the
 step with the tail of stderr (and, when the run directory's disk is full, its quota). A step timeout or a cancelled
 run kills the script and what it started.
@@ -78,6 +79,7 @@ def run_scope(step: StepContext) -> Scope:
         ConfigField("outputKey", "State key receiving the trimmed stdout on exit 0"),
     ],
     honours_dry_run=True,
+    on_worker=True,
 )
 async def shell_run(step: StepContext) -> StepResult:
     script = step.render(step.config.script or "", shell=True)
@@ -93,6 +95,9 @@ async def shell_run(step: StepContext) -> StepResult:
         "HANGAR_WORKSPACE_ID": step.workspace_id,
         "HANGAR_STEP_ID": step.step_id,
         "HANGAR_RUN_DIR": confinement.workdir_seen(scope),
+        # Which try this is, and the tries a dead worker began before it (space-separated), for idempotence.
+        "HANGAR_ATTEMPT_KEY": step.try_key,
+        "HANGAR_EARLIER_ATTEMPTS": " ".join(str(t["key"]) for t in step.earlier_tries),
     }
     extra = step.maybe_service(ShellEnvironment) or ShellEnvironment()
     async with contextlib.AsyncExitStack() as stack:

@@ -9,6 +9,10 @@ whose engine is given the registry built from them.
           config=[ConfigField("script", "Bash script with {{key}} substitution", required=True)])
     async def shell_run(step: StepContext) -> StepResult: ...
 
+``on_worker=True`` means the body does work on a host (a shell script): with ``hangar worker`` processes attached
+to a PostgreSQL install, the server hands its steps to them (``hangar.pipelines.stepqueue``) instead of running
+them itself. Such a body must build everything it needs from its ``StepContext`` (it runs in another process).
+
 ``resumes=True`` means the body is called again (with ``step.resume`` set) when its suspension ends, to harvest
 what it waited for. Otherwise the engine completes the step itself: the event payload, or the tasks' outputs
 (one task: its output; several: a map of task id to output), become the step's output, and a task that did not
@@ -95,6 +99,8 @@ class BodySpec:
     resumes: bool = False
     honours_dry_run: bool = False
     module: str = ""
+    # Does work on a host (a shell script): handed to ``hangar worker`` processes when they are attached.
+    on_worker: bool = False
 
     def missing_config(self, config: Mapping[str, Any]) -> list[str]:
         """Required settings absent from a node's wire config (camelCase keys, ``extras`` nested)."""
@@ -112,6 +118,7 @@ def body(
     config: Iterable[ConfigField] = (),
     resumes: bool = False,
     honours_dry_run: bool = False,
+    on_worker: bool = False,
 ) -> Callable[[F], F]:
     """Declare a pipeline body under ``key`` (dotted lower-camel words, e.g. ``shell.run``)."""
 
@@ -142,6 +149,7 @@ def body(
             resumes=resumes,
             honours_dry_run=honours_dry_run,
             module=fn.__module__,
+            on_worker=on_worker,
         )
         fn.__body_spec__ = spec  # type: ignore[attr-defined]
         return fn
