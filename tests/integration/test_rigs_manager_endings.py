@@ -14,6 +14,7 @@ import pytest
 
 from hangar.identity import IdentityService
 from hangar.rigs.backends.enclosure import EnclosureRig
+from hangar.rigs.lifecycle.manager import RigManager
 from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_parts, rigs_server
 from tests.support.rpc import RpcClient, RpcError
@@ -150,6 +151,7 @@ async def test_the_sweep_notices_lost_membership_without_an_event(tmp_path: Path
         assert (await env.status(rig))["closeReason"] == "workspaceGone"
 
 
+@pytest.mark.sqlite_only("it edits the workspace.db a stopped server left (on PostgreSQL the sweep closes such rows)")
 async def test_rows_a_crashed_server_left_live_are_closed_at_start(tmp_path: Path) -> None:
     await ready_pack()
     with tempfile.TemporaryDirectory(prefix="hr-", dir="/tmp") as short:
@@ -168,6 +170,28 @@ async def test_rows_a_crashed_server_left_live_are_closed_at_start(tmp_path: Pat
             [row] = await c.call("rig_list", workspace_id=ws, includeClosed=True)
         assert (row["status"], row["closeReason"]) == ("closed", "serverShutdown")
         assert "stopped before closing" in row["statusDetail"]
+
+
+async def test_a_process_that_starts_beside_a_live_server_leaves_its_rigs_alone(tmp_path: Path) -> None:
+    """A second server (or a ``hangar`` command that starts every part) on the same records closes only the rows
+    whose rig died with its process: at its start and at its sweeps, the first server's rig stays live."""
+    await ready_pack()
+    with tempfile.TemporaryDirectory(prefix="hr-", dir="/tmp") as short:
+        data = Path(short)
+        async with running_server(data, parts=rigs_parts()) as first:
+            ws = await first.new_workspace()
+            async with RpcClient(first.ws_url, first.owner_token) as c:
+                space = (await c.call("spaces.create", workspace_id=ws, title="s"))["id"]
+                rig = (await c.call("rig.open", workspace_id=ws, space_id=space, surface="terminal"))["rigId"]
+                async with running_server(data, parts=rigs_parts()) as second:
+                    await second.ctx.service(RigManager).sweep()
+                    async with RpcClient(second.ws_url, second.owner_token) as other:
+                        [row] = await other.call("rig_list", workspace_id=ws, includeClosed=True)
+                    assert (row["status"], row["closeReason"]) == ("ready", None)
+                    done = await c.call("rig.exec", workspace_id=ws, rigId=rig, command="echo alive")
+                    assert "alive" in done["stdout"]
+                [row] = await c.call("rig_list", workspace_id=ws, includeClosed=True)
+                assert row["status"] == "ready"
 
 
 async def test_the_server_owner_sets_the_memory_budget(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from hangar.core.principal import Principal
 from hangar.errors import HangarError, NotFound
 from hangar.rigs import hooks
 from hangar.rigs.events import RigClosedEvent, RigReaped
+from hangar.rigs.lifecycle.ownership import RigOwnership
 from hangar.rigs.live.rigs import LiveRig, LiveRigs
 from hangar.rigs.model import LIVE_PHASES, REAP_REASONS, CloseReason, Phase, RigRecord
 from hangar.rigs.store import RigStore
@@ -41,10 +42,11 @@ async def discard_home(app: AppContext, home: Path) -> None:
 
 
 class RigCloser:
-    def __init__(self, app: AppContext, store: RigStore, rigs: LiveRigs) -> None:
+    def __init__(self, app: AppContext, store: RigStore, rigs: LiveRigs, ownership: RigOwnership) -> None:
         self.app = app
         self.store = store
         self.rigs = rigs
+        self.ownership = ownership
         # Set when the server stops: an end it can no longer record is logged, not raised (nobody would hear it).
         self.stopping = False
 
@@ -154,6 +156,7 @@ class RigCloser:
                 log.exception("rigs: destroying %s failed", live.id)
         await discard_home(self.app, live.home)
         self.rigs.forget(live)
+        self.ownership.release(live.id)
 
     async def _record_end(self, live: LiveRig, reason: CloseReason, cause: str | None, **fields: Any) -> None:
         """Store how the rig ended and publish ``rigs.closed`` (and ``rigs.reaped`` for a reaping) in one

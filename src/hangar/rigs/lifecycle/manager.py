@@ -18,7 +18,8 @@ Phases move like this (``closing`` then ``closed`` for every close reason):
 
 Live state (handles, lanes, in-flight actions, forwards) is in memory; every phase change is written to
 ``rig_sessions`` so ``rig_list`` and the audit trail survive the process. Rows a previous process left live
-are closed with ``serverShutdown`` at start.
+whose process died (nobody holds their claim, ``ownership``) are closed with ``serverShutdown`` at start and at
+each sweep; rows another live process runs are left to it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from hangar.rigs.events import RigControlChanged, RigDevDomainChanged
 from hangar.rigs.lifecycle.budget import MemoryBudget
 from hangar.rigs.lifecycle.closing import RigCloser, discard_home
 from hangar.rigs.lifecycle.opening import RigOpener, rig_home
+from hangar.rigs.lifecycle.ownership import RigOwnership
 from hangar.rigs.lifecycle.upkeep import RigUpkeep
 from hangar.rigs.live.notices import ControlNotice, ExecNotice, ExecResultNotice, RigNotice
 from hangar.rigs.live.rigs import LiveRig, LiveRigs
@@ -66,12 +68,20 @@ class RigManager:
         self.backend = backend
         self.store = RigStore(app.dbs, app.clock)
         self.rigs = LiveRigs(app.clock)
-        self.closer = RigCloser(app, self.store, self.rigs)
+        self.ownership = RigOwnership(app, self._fenced)
+        self.closer = RigCloser(app, self.store, self.rigs, self.ownership)
         self.budget = MemoryBudget(app, self.rigs, self.closer, budget_mb=budget_mb)
         self.upkeep = RigUpkeep(app, self.store, self.rigs, self.closer, self.budget)
         self.dev = DevRouter(app, self.reach)  # dev domains: lanes, resolver names, the HTTPS leaf
         self.opener = RigOpener(
-            app, backend, self.store, self.rigs, self.upkeep, self.closer, prepare_ready=self._prepare_ready
+            app,
+            backend,
+            self.store,
+            self.rigs,
+            self.upkeep,
+            self.closer,
+            self.ownership,
+            prepare_ready=self._prepare_ready,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[Subscription] = []
@@ -128,21 +138,34 @@ class RigManager:
             await self.app.bus.unsubscribe(sub)
         self._subs.clear()
         await self.closer.close_all(CloseReason.server_shutdown)
+        await self.ownership.aclose()
         await self.backend.aclose()
 
     async def _close_leftovers(self) -> None:
-        """Rows a previous process left live describe rigs that died with it."""
+        """Close the live rows whose rig died with its process: rows no live process claims
+        (``hangar.rigs.lifecycle.ownership``). A rig another live process runs (a second server, a ``hangar``
+        command on the same data directory or database) is left alone."""
         for ws in await usable_workspace_ids(self.app):
             for rec in await self.store.rigs(ws):
-                await self.store.update(
-                    ws,
-                    rec.id,
-                    phase=Phase.closed,
-                    close_reason=CloseReason.server_shutdown,
-                    status_detail="the server stopped before closing it",
-                    closed_at=self.app.clock.now(),
-                )
-                await discard_home(self.app, rig_home(self.app, rec.id))
+                if self.rigs.find(ws, rec.id) is not None or not await self.ownership.orphaned(ws, rec.id):
+                    continue
+                try:
+                    await self.store.update(
+                        ws,
+                        rec.id,
+                        phase=Phase.closed,
+                        close_reason=CloseReason.server_shutdown,
+                        status_detail="the server stopped before closing it",
+                        closed_at=self.app.clock.now(),
+                    )
+                    await discard_home(self.app, rig_home(self.app, rec.id))
+                finally:
+                    self.ownership.release(rec.id)
+
+    async def _fenced(self, rig_id: str) -> None:
+        for live in self.rigs.all():
+            if live.id == rig_id:
+                await self.closer.close_live(live, CloseReason.server_shutdown)
 
     async def _loop(self, interval: float, step: Callable[[], Awaitable[None]]) -> None:
         while True:
@@ -155,8 +178,10 @@ class RigManager:
     # -- the periodic work, also run on demand (an op, a test) --------------------------------------------
 
     async def sweep(self) -> None:
-        """Carry out the lifecycle rules now (``RigUpkeep.sweep``)."""
+        """Carry out the lifecycle rules now (``RigUpkeep.sweep``), and close the rows of rigs that died with
+        another process since the last look."""
         await self.upkeep.sweep()
+        await self._close_leftovers()
 
     async def measure(self) -> None:
         await self.upkeep.measure()

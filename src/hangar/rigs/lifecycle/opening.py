@@ -34,6 +34,7 @@ from hangar.rigs.images import recipes
 from hangar.rigs.images.packs import step_numbers
 from hangar.rigs.images.settings import BROWSER_IMAGE_KEY, EXEC_IMAGE_KEY, boot_image
 from hangar.rigs.lifecycle.closing import RigCloser
+from hangar.rigs.lifecycle.ownership import RigOwnership
 from hangar.rigs.lifecycle.upkeep import RigUpkeep
 from hangar.rigs.live.notices import ProgressNotice
 from hangar.rigs.live.rigs import LiveRig, LiveRigs
@@ -79,6 +80,7 @@ class RigOpener:
         rigs: LiveRigs,
         upkeep: RigUpkeep,
         closer: RigCloser,
+        ownership: RigOwnership,
         *,
         prepare_ready: PrepareReady,
     ) -> None:
@@ -88,6 +90,7 @@ class RigOpener:
         self.rigs = rigs
         self.upkeep = upkeep
         self.closer = closer
+        self.ownership = ownership
         self.prepare_ready = prepare_ready
         # Two opens of one space must not both provision: the second reuses what the first registered.
         self._open_lock = asyncio.Lock()
@@ -181,18 +184,23 @@ class RigOpener:
             trust_pem=await hooks.dev_ca_pem(self.app) if browser else None,
             disk_mb=disk_mb,
         )
-        await self.store.insert(
-            ws,
-            rig_id=rig_id,
-            space_id=space_id,
-            surface=surface,
-            engine=engine,
-            backend=self.backend.name,
-            opened_by=principal.label,
-            memory_mb=limits.memory_mb,
-            vcpus=limits.vcpus,
-            display=str(limits.boot_display) if limits.boot_display else None,
-        )
+        await self.ownership.claim(ws, rig_id)
+        try:
+            await self.store.insert(
+                ws,
+                rig_id=rig_id,
+                space_id=space_id,
+                surface=surface,
+                engine=engine,
+                backend=self.backend.name,
+                opened_by=principal.label,
+                memory_mb=limits.memory_mb,
+                vcpus=limits.vcpus,
+                display=str(limits.boot_display) if limits.boot_display else None,
+            )
+        except BaseException:
+            self.ownership.release(rig_id)  # no row was written: nothing to keep a claim for
+            raise
         now = self.app.clock.monotonic()
         live = LiveRig(ws, rig_id, space_id, surface, engine, limits, principal.label, home, now, now)
         live.last_actor = principal.label
