@@ -4,7 +4,9 @@ the first stands (who asked first, and when), on either dialect."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,19 +23,27 @@ from tests.support.dialects import DIALECTS, database_url
 AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-async def test_two_concurrent_stops_both_succeed_and_the_first_stands(
-    tmp_path: Path, dialect: str, request: pytest.FixtureRequest
-) -> None:
+@contextlib.asynccontextmanager
+async def two_controls(
+    tmp_path: Path, dialect: str, request: pytest.FixtureRequest, kind: str
+) -> AsyncIterator[tuple[Databases, RunControl, RunControl]]:
+    """One workspace ``w1`` and two processes' run controls (each its own connections), as two servers."""
     datadir = DataDir(tmp_path / "data").ensure()
     dbs = Databases(datadir, [m for p in all_parts() for m in p.migrations], postgresql=database_url(dialect, request))
     await dbs.open()
     try:
         await dbs.create_workspace("w1")
-        # Two processes' controls (each its own connections), as two servers stopping one run.
-        first, second = (
-            RunControl(tmp_path / "runs", kind="agent run", on_stop=lambda _r: True, dbs=dbs) for _ in "ab"
-        )
+        first, second = (RunControl(tmp_path / "runs", kind=kind, on_stop=lambda _r: True, dbs=dbs) for _ in "ab")
+        yield dbs, first, second
+    finally:
+        await dbs.aclose()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_two_concurrent_stops_both_succeed_and_the_first_stands(
+    tmp_path: Path, dialect: str, request: pytest.FixtureRequest
+) -> None:
+    async with two_controls(tmp_path, dialect, request, "agent run") as (dbs, first, second):
 
         async def here() -> bool:
             return True
@@ -63,8 +73,6 @@ async def test_two_concurrent_stops_both_succeed_and_the_first_stands(
             assert winner in ("first", "second")
             await second.stop(run_id, by="third", at=AT, stop_here=here, ended=ended, workspace_id="w1")
             assert await stood(run_id) == winner
-    finally:
-        await dbs.aclose()
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -72,14 +80,7 @@ async def test_a_run_another_process_drives_is_driven_elsewhere_until_it_lets_go
     tmp_path: Path, dialect: str, request: pytest.FixtureRequest
 ) -> None:
     """What ``hangar pipeline run`` asks before it reports a run another process took over (``_settled``)."""
-    datadir = DataDir(tmp_path / "data").ensure()
-    dbs = Databases(datadir, [m for p in all_parts() for m in p.migrations], postgresql=database_url(dialect, request))
-    await dbs.open()
-    try:
-        await dbs.create_workspace("w1")
-        mine, theirs = (
-            RunControl(tmp_path / "runs", kind="pipeline run", on_stop=lambda _r: True, dbs=dbs) for _ in "ab"
-        )
+    async with two_controls(tmp_path, dialect, request, "pipeline run") as (_dbs, mine, theirs):
         assert not await mine.driven_elsewhere("r1")  # nobody drives it
         assert await theirs.try_take("r1", workspace_id="w1") is not None
         assert await mine.driven_elsewhere("r1")
@@ -93,5 +94,3 @@ async def test_a_run_another_process_drives_is_driven_elsewhere_until_it_lets_go
         await asyncio.gather(*mine._releasing)
         await mine.aclose()
         await theirs.aclose()
-    finally:
-        await dbs.aclose()
