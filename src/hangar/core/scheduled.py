@@ -26,7 +26,8 @@ class Scheduled(Protocol):
 Hook = Callable[[AppContext], Awaitable[None]]
 
 
-async def run_forever(job: Scheduled, log: logging.Logger, what: str) -> None:
+async def run_forever(job: Scheduled, log: logging.Logger, what: str, first_after: float = 0.0) -> None:
+    await asyncio.sleep(first_after)
     while True:
         try:
             await job.pass_once()
@@ -35,15 +36,18 @@ async def run_forever(job: Scheduled, log: logging.Logger, what: str) -> None:
         await asyncio.sleep(job.tick)
 
 
-def scheduled_hooks(what: str, make: Callable[[AppContext], Scheduled], log: logging.Logger) -> tuple[Hook, Hook]:
+def scheduled_hooks(
+    what: str, make: Callable[[AppContext], Scheduled], log: logging.Logger, *, first_after: float = 0.0
+) -> tuple[Hook, Hook]:
     """A part's ``start`` and ``stop``: ``start`` makes the job (``make`` also provides it to the context) and, in a
-    server, runs it every ``tick``; a command run on the data directory only gets the service."""
+    server, runs it every ``tick``, the first time ``first_after`` seconds after the start; a command run on the
+    data directory only gets the service."""
     tasks: list[asyncio.Task[None]] = []
 
     async def start(ctx: AppContext) -> None:
         job = make(ctx)
         if ctx.bus.following:  # a server, not a command
-            tasks.append(asyncio.create_task(run_forever(job, log, what), name=what))
+            tasks.append(asyncio.create_task(run_forever(job, log, what, first_after), name=what))
 
     async def stop(_ctx: AppContext) -> None:
         while tasks:
