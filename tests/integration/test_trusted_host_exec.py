@@ -23,7 +23,14 @@ from tests.support.server import RunningServer, running_server
 HANGAR = str(Path(sys.executable).parent / "hangar")
 SECRET_NAME, SECRET = "HANGAR_TEST_SERVER_SECRET", "server-env-secret-8123"
 # What a shell step is given (pipelines.bodies.shell) and what bash itself exports to what it starts.
-STEP_ENV = {"HANGAR_PIPELINE_RUN_ID", "HANGAR_WORKSPACE_ID", "HANGAR_STEP_ID", "HANGAR_RUN_DIR"}
+STEP_ENV = {
+    "HANGAR_PIPELINE_RUN_ID",
+    "HANGAR_WORKSPACE_ID",
+    "HANGAR_STEP_ID",
+    "HANGAR_RUN_DIR",
+    "HANGAR_ATTEMPT_KEY",
+    "HANGAR_EARLIER_ATTEMPTS",
+}
 SHELL_ENV = {"PWD", "OLDPWD", "SHLVL", "_"}
 # The names the script was given (bash's own list: a program started from it may add some of its own), and how many
 # variables hold the server's secret.
