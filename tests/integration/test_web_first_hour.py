@@ -125,7 +125,7 @@ async def first_hour(browser: Any, lines: dict[str, str]) -> None:
     await accessible(page, "workspaces")
 
     # A workspace, its command agent and a space, each made on its screen.
-    await page.get_by_role("textbox", name="Name").fill("First hour")
+    await page.get_by_role("textbox", name="Name", exact=True).fill("First hour")
     await page.get_by_role("button", name="Create workspace").click()
     await page.get_by_role("heading", name="First hour", exact=True).wait_for()
     ws = page.url.rsplit("/", 1)[1]

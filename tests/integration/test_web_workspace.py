@@ -69,7 +69,7 @@ async def test_workspace_screens_end_to_end(tmp_path: Path, dist: Path) -> None:
 
         # A workspace, created from the home list, opens at its own path.
         await page.get_by_role("heading", name="Workspaces").wait_for()
-        await page.get_by_role("textbox", name="Name").fill("Orbit")
+        await page.get_by_role("textbox", name="Name", exact=True).fill("Orbit")
         await page.get_by_role("button", name="Create workspace").click()
         await page.get_by_role("heading", name="Orbit", exact=True).wait_for()
         match = re.fullmatch(re.escape(srv.url) + r"/workspaces/([^/]+)", page.url)
