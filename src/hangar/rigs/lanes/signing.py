@@ -14,34 +14,21 @@ workspace membership. The key lives only in the secrets file (``rigs.laneKey``),
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
-import secrets
 from dataclasses import dataclass
 from typing import Literal
 
 from hangar.core.clock import Clock
 from hangar.core.secrets import SecretsFile
+from hangar.core.signed_tokens import SignedTokens
 from hangar.errors import Forbidden
 
 Lane = Literal["files", "terminal", "watch"]
 LANE_KEY = "rigs.laneKey"
 DEFAULT_TTL_S = 15 * 60
-_VERSION = "v1"
 
 
 def target_of(lane: Lane, ws: str, rig_id: str) -> str:
     return f"rig-{lane}:{ws}/{rig_id}"
-
-
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 @dataclass(frozen=True)
@@ -54,47 +41,28 @@ class LaneGrant:
 
 class LaneSigner:
     def __init__(self, secrets_file: SecretsFile, clock: Clock) -> None:
-        self._secrets = secrets_file
-        self._clock = clock
-
-    def _key(self) -> bytes:
-        key = self._secrets.get(LANE_KEY)
-        if key is None:
-            key = secrets.token_urlsafe(32)
-            self._secrets.set(LANE_KEY, key)
-        return key.encode()
-
-    def _mac(self, signed: str) -> str:
-        return _b64(hmac.new(self._key(), signed.encode(), hashlib.sha256).digest())
+        self._tokens = SignedTokens(
+            secrets_file,
+            LANE_KEY,
+            clock,
+            what="the lane signature",
+            expired="the lane signature has expired; ask for a new URL",
+        )
 
     def mint(self, lane: Lane, ws: str, rig_id: str, user_id: str, ttl_s: int = DEFAULT_TTL_S) -> tuple[str, int]:
         """A token for ``lane`` of one rig, for one user; returns it with its expiry (unix seconds)."""
-        exp = int(self._clock.now().timestamp()) + ttl_s
-        body = _b64(json.dumps({"t": target_of(lane, ws, rig_id), "u": user_id, "exp": exp}).encode())
-        signed = f"{_VERSION}.{body}"
-        return f"{signed}.{self._mac(signed)}", exp
+        return self._tokens.mint({"t": target_of(lane, ws, rig_id), "u": user_id}, ttl_s)
 
     def verify(self, token: str | None, lane: Lane, rig_id: str) -> LaneGrant:
         """The grant a token carries for ``lane`` of ``rig_id``; ``Forbidden`` for anything else."""
         if not token:
             raise Forbidden(f"this {lane} lane needs a signed URL (sig=...) minted for you")
-        parts = token.split(".")
-        if len(parts) != 3 or parts[0] != _VERSION:
-            raise Forbidden("the lane signature is malformed")
-        signed = f"{parts[0]}.{parts[1]}"
-        if not hmac.compare_digest(self._mac(signed), parts[2]):
-            raise Forbidden("the lane signature does not verify")
-        try:
-            payload = json.loads(_unb64(parts[1]))
-            target, user_id, exp = str(payload["t"]), str(payload["u"]), int(payload["exp"])
-        except (ValueError, KeyError, TypeError):
-            raise Forbidden("the lane signature is malformed") from None
-        if exp <= self._clock.now().timestamp():
-            raise Forbidden("the lane signature has expired; ask for a new URL")
+        fields, exp = self._tokens.open(token, ("t", "u"))
+        target = fields["t"]
         prefix = f"rig-{lane}:"
         if not target.startswith(prefix):
             raise Forbidden(f"this signature is for another lane ({target.split(':', 1)[0]}), not rig-{lane}")
         ws, _, signed_rig = target[len(prefix) :].partition("/")
         if signed_rig != rig_id or not ws:
             raise Forbidden("this signature is for another rig")
-        return LaneGrant(ws, rig_id, user_id, exp)
+        return LaneGrant(ws, rig_id, fields["u"], exp)
