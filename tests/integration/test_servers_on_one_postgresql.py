@@ -83,7 +83,9 @@ async def test_a_run_whose_server_is_killed_is_taken_over_by_the_other_and_finis
     with two_servers(tmp_path, pg_url) as (a, b, token):
         async with RpcClient(a.ws_url, token) as ca:
             ws = (await ca.call("workspaces.create", name="takeover"))["id"]
-            run_id = await start_run(ca, ws, shell_template("slow", f"echo start >> {ran}; sleep 4; echo done"))
+            run_id = await start_run(
+                ca, ws, shell_template("slow", f"echo start >> {ran}; sleep 4; echo end >> {ran}; echo done")
+            )
         a.kill9()
         async with RpcClient(b.ws_url, token) as cb:
             run = await finished(cb, ws, run_id)
@@ -92,7 +94,7 @@ async def test_a_run_whose_server_is_killed_is_taken_over_by_the_other_and_finis
             events = await cb.call("events.list", workspace_id=ws)
             ends = [e for e in events if e["type"] == "pipeline.runFinished" and e["payload"]["runId"] == run_id]
             assert len(ends) == 1, ends
-        assert ran.read_text().splitlines() == ["start", "start"]  # A's attempt died with A; B's ran to its end
+        assert ran.read_text().splitlines() == ["start", "start", "end"]  # A's attempt died with A; B's ran to its end
         assert "taken over" in b.log_text()
 
 

@@ -148,7 +148,11 @@ async def test_a_worker_killed_mid_step_leaves_it_to_another_which_sees_the_earl
     tmp_path: Path, pg_url: str
 ) -> None:
     ran = tmp_path / "ran"
-    script = f'echo "$HANGAR_ATTEMPT_KEY earlier=$HANGAR_EARLIER_ATTEMPTS" >> {ran}; sleep 3; echo done'
+    # The end is written by the script's shell: one killed with its worker (it dies with the process that started
+    # it) never writes it, so the step runs to completion once.
+    script = (
+        f'echo "$HANGAR_ATTEMPT_KEY earlier=$HANGAR_EARLIER_ATTEMPTS" >> {ran}; sleep 3; echo end >> {ran}; echo done'
+    )
     with server(tmp_path, pg_url) as (s, token):
         mint(tmp_path / "server", pg_url, "pool", tmp_path / "cred")
         async with RpcClient(s.ws_url, token) as c:
@@ -165,7 +169,7 @@ async def test_a_worker_killed_mid_step_leaves_it_to_another_which_sees_the_earl
         assert run["state"]["s0"] == "done"
         assert run["state"]["s0_runDir"].split("/")[-3] == "w2"
     first, second = f"pipeline:{run_id}/s0#1.1", f"pipeline:{run_id}/s0#1.2"
-    assert ran.read_text().splitlines() == [f"{first} earlier=", f"{second} earlier={first}"]
+    assert ran.read_text().splitlines() == [f"{first} earlier=", f"{second} earlier={first}", "end"]
     [(status, tries, history)] = sql(pg_url, "SELECT status, tries, history FROM hangar_server.pipeline_step_queue")
     assert (status, tries) == ("done", 2)
     assert [(t["key"], t["outcome"]) for t in history] == [(first, "lapsed"), (second, "ok")]

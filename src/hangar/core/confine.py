@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from hangar.core.fileio import write_private_atomic
-from hangar.core.procs import record_group
+from hangar.core.procs import die_with_parent, record_group
 from hangar.core.settings import SettingSpec, strict_bool
 from hangar.errors import Unavailable
 
@@ -246,7 +246,8 @@ async def confinement_for(app: AppContext | None) -> Confinement:
 
 class HostExecution(Confinement):
     """Trusted host execution: the program runs as the server's user, in the scope's directory, in its own
-    process group, with only ``HOST_ENV_KEPT`` of the server's environment."""
+    process group, with only ``HOST_ENV_KEPT`` of the server's environment, and dies with the process that
+    started it (``die_with_parent``: a killed server or worker leaves no script running to its end)."""
 
     where = "host"
 
@@ -276,6 +277,7 @@ class HostExecution(Confinement):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                preexec_fn=die_with_parent(),
             )
         except OSError as exc:
             return ExecResult(127, "", f"{job.argv[0]}: {exc.strerror or exc}", False)

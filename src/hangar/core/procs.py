@@ -9,11 +9,14 @@ Pipelines use it to find the shell scripts a dead driver left running (their pro
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 GROUPS_DIR = ".shell"
+PR_SET_PDEATHSIG = 1
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -91,3 +94,24 @@ def kill_orphaned_groups(run_dir: Path) -> int:
                 killed += 1
         path.unlink(missing_ok=True)
     return killed
+
+
+def die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` for a program started on the host: the kernel kills it (SIGKILL) when the process that
+    started it dies, however it dies. A server or worker killed -9 stops nothing itself; without this its
+    script would run on to its end while the step is run again elsewhere (twice to completion). Only the direct
+    child is covered: what the script itself started lives on until it ends (only a namespace, which enclosures
+    have, takes a whole tree). The death signal belongs to the starting *thread*, so start such programs from a
+    thread that lives as long as the process (the event loop's).
+
+    Everything is resolved before the fork; in the child, a parent that died before the signal was armed is
+    caught by comparing the parent's pid."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm
