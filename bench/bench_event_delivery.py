@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support.event_writer import open_bus
 from tests.support.postgres import PostgresCluster
 
-from hangar.core.events import StoredEvent
+from hangar.core.event_types import StoredEvent
 
 REPO = Path(__file__).resolve().parent.parent
 PACE_S = 0.05  # the writer waits up to this long (uniformly at random) between two events

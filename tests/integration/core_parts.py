@@ -6,7 +6,7 @@ import asyncio
 
 from pydantic import Field
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 from hangar.core.part import Part
 from hangar.errors import Unavailable
 from hangar.identity.part import IDENTITY_PART

@@ -21,7 +21,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from hangar.core.event_listener import APPLICATION_NAME, EventListener
-from hangar.core.events import EventBus, StoredEvent
+from hangar.core.event_types import StoredEvent
+from hangar.core.events import EventBus
 from tests.support.event_writer import Pinged, append, open_bus
 
 REPO = Path(__file__).resolve().parents[2]

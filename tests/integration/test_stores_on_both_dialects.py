@@ -23,7 +23,7 @@ from hangar.core.audit import AuditLog
 from hangar.core.clock import FakeClock
 from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
-from hangar.core.events import StoredEvent
+from hangar.core.event_types import StoredEvent
 from hangar.core.pg_writer import READER_APPLICATION
 from hangar.core.principal import Role
 from hangar.core.write_conn import WriteConnection, transaction

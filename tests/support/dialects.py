@@ -20,7 +20,8 @@ from hangar.core.clock import FakeClock
 from hangar.core.context import AppContext
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
-from hangar.core.events import EventBus, EventRegistry
+from hangar.core.event_types import EventRegistry
+from hangar.core.events import EventBus
 from hangar.identity.authority import AUTHORITY
 from hangar.identity.service import IdentityService
 from hangar.server.context_factory import assemble_context

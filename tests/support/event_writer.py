@@ -23,7 +23,8 @@ from typing import ClassVar
 from hangar.core.clock import SystemClock
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
-from hangar.core.events import DomainEvent, EventBus, EventRegistry
+from hangar.core.event_types import DomainEvent, EventRegistry
+from hangar.core.events import EventBus
 from hangar.core.tables import MIGRATIONS
 
 

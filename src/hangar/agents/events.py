@@ -15,7 +15,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 
 
 class RunOutcome(StrEnum):

@@ -16,7 +16,7 @@ from hangar.agents.service import Agent
 from hangar.agents.tools.builtin import OutputHolder, RunToolbox
 from hangar.agents.tools.product import RunProductTools
 from hangar.core.confine import Wait
-from hangar.core.events import DomainEvent, StoredEvent
+from hangar.core.event_types import DomainEvent, StoredEvent
 from hangar.core.metrics import Stopwatch
 from hangar.workspace import Author, SpaceService
 

@@ -12,7 +12,7 @@ from hangar.agents.events import RunOutcome
 from hangar.agents.runs import Run, RunStatus
 from hangar.agents.service import Agent
 from hangar.agents.teams import Team
-from hangar.core.events import StoredEvent
+from hangar.core.event_types import StoredEvent
 from hangar.core.types import Timestamp
 from hangar.rpc.frames import frames
 from hangar.rpc.registry import Result

@@ -43,7 +43,8 @@ from hangar.agents.tools.product import RunProductTools
 from hangar.core.brokering import CredentialSource
 from hangar.core.confine import confinement_for
 from hangar.core.context import AppContext
-from hangar.core.events import DomainEvent, StoredEvent, Subscription
+from hangar.core.event_types import DomainEvent, StoredEvent
+from hangar.core.events import Subscription
 from hangar.core.ids import new_id
 from hangar.core.procs import is_alive, this_process
 from hangar.core.runcontrol import RunControl

@@ -50,7 +50,8 @@ from hangar.chat.replies import ConnectionFlags, ReplyStream, ReplyTarget
 from hangar.chat.service import ChatService
 from hangar.chat.space_links import SpaceLink
 from hangar.core.context import AppContext
-from hangar.core.events import StoredEvent, Subscription
+from hangar.core.event_types import StoredEvent
+from hangar.core.events import Subscription
 from hangar.errors import HangarError
 from hangar.httpkit.ratelimit import TooManyAttempts
 from hangar.rpc.op_caller import OpCaller

@@ -3,7 +3,7 @@ process or another sharing the data directory (the bus tails the workspace's eve
 
 from __future__ import annotations
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 
 
 class UserLinked(DomainEvent):

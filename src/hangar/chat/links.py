@@ -23,7 +23,8 @@ from hangar.chat.events import ROSTER_EVENT_TYPES, UserLinked, UserUnlinked
 from hangar.chat.link_codes import LinkCodes
 from hangar.chat.tables import chat_user_links
 from hangar.core.context import AppContext
-from hangar.core.events import EventTransaction, StoredEvent
+from hangar.core.event_types import StoredEvent
+from hangar.core.events import EventTransaction
 from hangar.core.ids import new_id
 from hangar.core.principal import Principal, Role
 from hangar.errors import Conflict

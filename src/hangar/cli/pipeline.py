@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     # Only for annotations: the engine, the parts and their models are imported by the command that runs, so
     # `hangar --help` and the other commands start without them.
     from hangar.core.context import AppContext
-    from hangar.core.events import StoredEvent
+    from hangar.core.event_types import StoredEvent
     from hangar.pipelines import template as tpl
     from hangar.pipelines.bodies.spec import BodyRegistry
     from hangar.pipelines.engine import PipelineEngine

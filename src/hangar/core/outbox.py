@@ -17,7 +17,8 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from hangar.core.events import DomainEvent, EventBus
+from hangar.core.event_types import DomainEvent
+from hangar.core.events import EventBus
 from hangar.core.ids import new_id
 from hangar.core.types import UtcDateTime
 from hangar.errors import NotFound

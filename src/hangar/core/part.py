@@ -12,7 +12,7 @@ from starlette.routing import BaseRoute
 from hangar.core.confine import TRUSTED_HOST_EXEC_SPEC
 from hangar.core.context import AppContext
 from hangar.core.disks import DISK_SPECS
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 from hangar.core.migrating import MigrationSet
 from hangar.core.retention import EventFloor
 from hangar.core.settings import SettingSpec

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 
 
 class WorkspaceCreated(DomainEvent):

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.core import outbox
 from hangar.core.clock import Clock
 from hangar.core.db import write_transaction
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 from hangar.core.ids import new_id
 from hangar.core.principal import Role
 from hangar.errors import Conflict, NotFound

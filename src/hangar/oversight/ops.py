@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, Field, StrictBool, model_validator
 
-from hangar.core.events import StoredEvent
+from hangar.core.event_types import StoredEvent
 from hangar.core.part import OpFunction
 from hangar.core.settings import WorkspaceSettings
 from hangar.oversight.results import (

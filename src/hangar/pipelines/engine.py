@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from hangar.core.clock import Clock
 from hangar.core.confine import Confinement
-from hangar.core.events import DomainEvent, EventBus, StoredEvent
+from hangar.core.event_types import DomainEvent, StoredEvent
+from hangar.core.events import EventBus
 from hangar.core.ids import new_id
 from hangar.core.runcontrol import STOP_WAIT_S, DrivenElsewhere, RunControl, Takeover
 from hangar.errors import Conflict, NotFound, Refused, Unavailable

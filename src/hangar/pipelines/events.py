@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 
 
 class TaskFinished(DomainEvent):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 from hangar.pipelines._algo import StepRec
 from hangar.pipelines.model import RunStatus
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hangar.core.clock import Clock
-from hangar.core.events import DomainEvent, StoredEvent
+from hangar.core.event_types import DomainEvent, StoredEvent
 from hangar.errors import HangarError
 from hangar.pipelines import _algo, layout, predicates
 from hangar.pipelines._algo import DRY_RUN_KEY, Graph, StepRec

@@ -14,7 +14,8 @@ import asyncio
 import logging
 
 from hangar.core.context import AppContext
-from hangar.core.events import StoredEvent, Subscription
+from hangar.core.event_types import StoredEvent
+from hangar.core.events import Subscription
 from hangar.identity import usable_workspace_ids
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.retention import RunRetention

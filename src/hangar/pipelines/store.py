@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.core import tables as core_tables
 
 # The same pragmas (WAL, synchronous=NORMAL, busy timeout) as every connection the core opens.
-from hangar.core.events import StoredEvent
+from hangar.core.event_types import StoredEvent
 from hangar.core.ids import new_id
 from hangar.core.write_conn import Writer, integrity_error
 from hangar.errors import Conflict, NotFound

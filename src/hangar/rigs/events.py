@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 
 
 class RigClosedEvent(DomainEvent):

@@ -20,7 +20,7 @@ from hangar.core.audit import sensitive as _sensitive
 from hangar.core.beneath import anchored, lstat_beneath
 from hangar.core.confine import Scope
 from hangar.core.context import AppContext
-from hangar.core.events import StoredEvent
+from hangar.core.event_types import StoredEvent
 from hangar.core.principal import Role
 from hangar.errors import NotFound, Refused
 from hangar.identity import IdentityService, MemberRemoved, MemberRoleChanged

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 
 MARK = "x-eventFrames"
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 from hangar.errors import ERROR_CODES
 from hangar.rpc.frames import resolve
 from hangar.rpc.registry import OpRegistry, OpSpec

@@ -15,7 +15,8 @@ from hangar.core.context import AppContext
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.dblocation import database_for, in_use, record_url
-from hangar.core.events import EventBus, EventRegistry
+from hangar.core.event_types import EventRegistry
+from hangar.core.events import EventBus
 from hangar.core.metrics import Metrics
 from hangar.core.outbox import Outbox
 from hangar.core.part import Part, kernel_part

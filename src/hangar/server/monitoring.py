@@ -18,7 +18,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hangar.core.context import AppContext
-from hangar.core.events import StoredEvent, Subscription
+from hangar.core.event_types import StoredEvent
+from hangar.core.events import Subscription
 from hangar.core.metrics import EXPOSITION_TYPE, Metrics
 from hangar.core.requestids import begin_request
 from hangar.errors import NotFound, Unauthenticated

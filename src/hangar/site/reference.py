@@ -15,7 +15,7 @@ from typing import Any
 
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 from hangar.core.part import Part
 from hangar.rpc.frames import MARK, payload_name, payload_schema, resolve, selected
 from hangar.rpc.mcp.tools import hints_of, is_tool, openai_name

@@ -18,7 +18,8 @@ from typing import Any, TypedDict, Unpack
 import sqlalchemy as sa
 
 from hangar.core.context import AppContext
-from hangar.core.events import DomainEvent, EventTransaction
+from hangar.core.event_types import DomainEvent
+from hangar.core.events import EventTransaction
 from hangar.core.ids import new_id
 from hangar.core.paths import contained
 from hangar.core.stamps import WorkspaceCaches

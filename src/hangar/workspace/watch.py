@@ -13,7 +13,8 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from hangar.core.context import AppContext
-from hangar.core.events import StoredEvent, Subscription
+from hangar.core.event_types import StoredEvent
+from hangar.core.events import Subscription
 from hangar.core.ids import new_id
 from hangar.workspace.results import SpaceEventFrame
 

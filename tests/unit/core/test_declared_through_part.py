@@ -11,7 +11,7 @@ import pytest
 from hangar.config import Settings
 from hangar.core.confine import SETTING_TRUSTED_HOST_EXEC
 from hangar.core.context import AppContext
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 from hangar.errors import InvalidArgs
 from hangar.identity import IdentityService
 from hangar.identity.part import IDENTITY_PART

@@ -10,7 +10,8 @@ import pytest
 
 from hangar.config import Settings
 from hangar.core.context import AppContext
-from hangar.core.events import DomainEvent, _insert_event
+from hangar.core.event_types import DomainEvent
+from hangar.core.events import _insert_event
 from hangar.identity import IdentityService
 from hangar.identity.creation import create_workspace
 from hangar.identity.events import MemberAdded, MemberRoleChanged

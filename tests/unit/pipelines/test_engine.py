@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hangar.core.clock import FakeClock
-from hangar.core.events import StoredEvent
+from hangar.core.event_types import StoredEvent
 from hangar.pipelines import StepStatus, TaskFinished
 from hangar.pipelines import template as tpl
 from hangar.pipelines.layout import CONTROL_DIR

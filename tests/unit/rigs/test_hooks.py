@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from hangar.core.events import StoredEvent
+from hangar.core.event_types import StoredEvent
 from hangar.rigs.hooks import ENDING_EVENT_TYPES, changed_member, ended_space, removed_member
 
 

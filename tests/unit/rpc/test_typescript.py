@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from hangar.core.events import DomainEvent
+from hangar.core.event_types import DomainEvent
 from hangar.rpc.context import OpContext
 from hangar.rpc.frames import frames
 from hangar.rpc.registry import Args, NoArgs, OpRegistry, Result, op

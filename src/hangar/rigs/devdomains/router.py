@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from hangar.core.events import StoredEvent
+from hangar.core.event_types import StoredEvent
 from hangar.errors import HangarError, NotFound, Unavailable
 from hangar.rigs.backends.capabilities import RigNetwork
 from hangar.rigs.devdomains import names as devdomains

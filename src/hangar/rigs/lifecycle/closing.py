@@ -17,7 +17,7 @@ from typing import Any
 from hangar.core.beneath import remove_path
 from hangar.core.context import AppContext
 from hangar.core.disks import ScopeDisks
-from hangar.core.events import StoredEvent
+from hangar.core.event_types import StoredEvent
 from hangar.core.principal import Principal
 from hangar.errors import HangarError, NotFound
 from hangar.rigs import hooks
