@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.rigs_env import rigs_server
+from hangar.identity import IdentityService
+from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcClient, RpcError
 
 pytestmark = pytest.mark.packs("terminal")
@@ -75,3 +76,50 @@ async def test_an_admin_can_hand_back_a_stuck_take_over(tmp_path: Path) -> None:
             await gone.call("rig.takeControl", workspace_id=env.ws, rigId=rig)
         assert (await env.call("rig.releaseControl", rigId=rig))["controller"] is None  # the owner is admin+
         assert (await env.exec(rig, "echo ok"))["stdout"] == "ok\n"
+
+
+async def _held_by(env: RigsEnv, rig: str, name: str) -> str:
+    """A new member ``name`` takes control of ``rig``; their user id."""
+    token = await env.srv.new_user_token(env.ws, "member", name=name)
+    async with RpcClient(env.srv.ws_url, token) as person:
+        await person.call("rig.takeControl", workspace_id=env.ws, rigId=rig)
+        return str((await person.call("users.me"))["id"])
+
+
+async def test_control_held_by_a_removed_member_is_handed_back_at_once(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()  # opened by the owner: it stays open when the holder leaves
+        holder = await _held_by(env, rig, "leaver")
+        await env.call("members.remove", user_id=holder)
+        await env.srv.ctx.bus.drain()  # the removal is an event; no sweep needed
+        assert (await env.status(rig))["controller"] is None
+        assert (await env.exec(rig, "echo free"))["stdout"] == "free\n"  # nobody else is refused any more
+        changes = await env.events("rigs.controlChanged")
+        assert [(e["change"], e["userId"]) for e in changes] == [("takeover", holder), ("handback", holder)]
+        log = await env.manager.store.actions(env.ws, rig)
+        assert [(e.verb, e.principal, e.details) for e in log if e.verb == "releaseControl"] == [
+            ("releaseControl", "server", {"forced": True, "reason": "accessEnded"})
+        ]
+
+
+async def test_control_stays_with_a_member_whose_role_changes_but_not_below_member(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        holder = await _held_by(env, rig, "promoted")
+        await env.call("members.setRole", user_id=holder, role="admin")
+        await env.srv.ctx.bus.drain()
+        await env.manager.sweep()
+        assert (await env.status(rig))["controller"]["userId"] == holder
+        await env.call("members.setRole", user_id=holder, role="guest")  # below member: may not drive a rig
+        await env.srv.ctx.bus.drain()
+        assert (await env.status(rig))["controller"] is None
+
+
+async def test_the_sweep_hands_back_control_of_a_member_removed_without_an_event(tmp_path: Path) -> None:
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        holder = await _held_by(env, rig, "quiet")
+        await env.srv.ctx.service(IdentityService).remove_member(env.ws, holder)  # straight to the store: no event
+        assert (await env.status(rig))["controller"]["userId"] == holder
+        await env.manager.sweep()
+        assert (await env.status(rig))["controller"] is None

@@ -22,6 +22,7 @@ from hangar.core.principal import Principal
 from hangar.errors import HangarError, NotFound
 from hangar.rigs import hooks
 from hangar.rigs.events import RigClosedEvent, RigReaped
+from hangar.rigs.lifecycle.control import RigControl
 from hangar.rigs.lifecycle.ownership import RigOwnership
 from hangar.rigs.live.rigs import LiveRig, LiveRigs
 from hangar.rigs.model import LIVE_PHASES, REAP_REASONS, CloseReason, Phase, RigRecord
@@ -42,11 +43,14 @@ async def discard_home(app: AppContext, home: Path) -> None:
 
 
 class RigCloser:
-    def __init__(self, app: AppContext, store: RigStore, rigs: LiveRigs, ownership: RigOwnership) -> None:
+    def __init__(
+        self, app: AppContext, store: RigStore, rigs: LiveRigs, ownership: RigOwnership, control: RigControl
+    ) -> None:
         self.app = app
         self.store = store
         self.rigs = rigs
         self.ownership = ownership
+        self.control = control
         # Set when the server stops: an end it can no longer record is logged, not raised (nobody would hear it).
         self.stopping = False
 
@@ -133,8 +137,9 @@ class RigCloser:
             await self.close_live(live, CloseReason.workspace_gone)
         changed = hooks.changed_member(ev)
         if changed is not None and not await hooks.may_use_lanes(self.app, ev.workspace_id, changed):
-            for live in in_ws:  # shown or kept, no shell of theirs outlives their access
-                await live.terminals.close_person(changed)
+            for live in [r for r in in_ws if self.rigs.get(r.id) is r]:  # those still open
+                await live.terminals.close_person(changed)  # shown or kept, no shell of theirs outlives their access
+                await self.control.hand_back_if_lost(live)
 
     async def _teardown(self, live: LiveRig) -> None:
         # The boot or the watcher may be the task ending the rig (a failed boot, a death): it must not cancel itself.

@@ -30,7 +30,7 @@ import contextlib
 import logging
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Literal
+from typing import Any
 
 from hangar.core.context import AppContext
 from hangar.core.events import Subscription
@@ -41,13 +41,14 @@ from hangar.rigs import hooks
 from hangar.rigs.backends.base import ExecResult, RigBackend, RigHandle
 from hangar.rigs.devdomains.router import DevRouter
 from hangar.rigs.errors import BackendFailure, ControlHeld
-from hangar.rigs.events import RigControlChanged, RigDevDomainChanged
+from hangar.rigs.events import RigDevDomainChanged
 from hangar.rigs.lifecycle.budget import MemoryBudget
 from hangar.rigs.lifecycle.closing import RigCloser, discard_home
+from hangar.rigs.lifecycle.control import RigControl
 from hangar.rigs.lifecycle.opening import RigOpener, rig_home
 from hangar.rigs.lifecycle.ownership import RigOwnership
 from hangar.rigs.lifecycle.upkeep import RigUpkeep
-from hangar.rigs.live.notices import ControlNotice, ExecNotice, ExecResultNotice, RigNotice
+from hangar.rigs.live.notices import ExecNotice, ExecResultNotice, RigNotice
 from hangar.rigs.live.rigs import LiveRig, LiveRigs
 from hangar.rigs.model import DEFAULT_MEMORY_BUDGET_MB, PORT_POLL_INTERVAL_S, CloseReason, Phase, RigRecord, Surface
 from hangar.rigs.store import RigStore
@@ -69,7 +70,8 @@ class RigManager:
         self.store = RigStore(app.dbs, app.clock)
         self.rigs = LiveRigs(app.clock)
         self.ownership = RigOwnership(app, self._fenced)
-        self.closer = RigCloser(app, self.store, self.rigs, self.ownership)
+        self.control = RigControl(app, self.store, self.rigs)
+        self.closer = RigCloser(app, self.store, self.rigs, self.ownership, self.control)
         self.budget = MemoryBudget(app, self.rigs, self.closer, budget_mb=budget_mb)
         self.upkeep = RigUpkeep(app, self.store, self.rigs, self.closer, self.budget)
         self.dev = DevRouter(app, self.reach)  # dev domains: lanes, resolver names, the HTTPS leaf
@@ -321,7 +323,14 @@ class RigManager:
             return live
         if live.controller is not None:
             raise ControlHeld(f"rig {rig_id} is already controlled by another person; they must hand it back")
-        await self._set_controller(live, principal, principal.user_id, "takeControl", {})
+        await self.control.set(
+            live,
+            by_user=principal.user_id,
+            by_label=principal.label,
+            user_id=principal.user_id,
+            verb="takeControl",
+            details={},
+        )
         return live
 
     async def release_control(self, ws: str, rig_id: str, principal: Principal, *, force: bool) -> LiveRig:
@@ -330,28 +339,15 @@ class RigManager:
             return live
         if live.controller != principal.user_id and not force:
             raise ControlHeld(f"only the person holding rig {rig_id} (or a workspace admin) can hand it back")
-        await self._set_controller(live, principal, None, "releaseControl", {"forced": force})
+        await self.control.set(
+            live,
+            by_user=principal.user_id,
+            by_label=principal.label,
+            user_id=None,
+            verb="releaseControl",
+            details={"forced": force},
+        )
         return live
-
-    async def _set_controller(
-        self, live: LiveRig, principal: Principal, user_id: str | None, verb: str, details: dict[str, Any]
-    ) -> None:
-        live.controller = user_id
-        live.notify(ControlNotice(controller=user_id))
-        self.rigs.touch(live)
-        change: Literal["takeover", "handback"] = "takeover" if user_id is not None else "handback"
-        async with self.app.bus.transaction(live.ws) as tx:
-            await self.store.update(live.ws, live.id, conn=tx.conn, controller=user_id)
-            await tx.publish(
-                RigControlChanged(
-                    workspace_id=live.ws,
-                    rig_id=live.id,
-                    space_id=live.space_id,
-                    change=change,
-                    user_id=principal.user_id,
-                )
-            )
-        await self.log_action(live.ws, live.id, principal, verb, details)
 
     # -- sharing ports ------------------------------------------------------------------------------------
 

@@ -66,6 +66,7 @@ class RigUpkeep:
                 await self.closer.close_live(live, CloseReason.workspace_gone)
             else:
                 await self._close_terminals_without_access(live)
+                await self.closer.control.hand_back_if_lost(live)
                 await live.terminals.reap(now, self.app.settings.terminal_keep_seconds)
 
     async def _close_terminals_without_access(self, live: LiveRig) -> None:
