@@ -13,6 +13,7 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import mcp.types as mt
@@ -26,6 +27,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 import hangar
 from hangar.httpkit.requests import replaying
+from hangar.site.answers import AnswerCache
 from hangar.site.build import SiteBuild
 from hangar.site.discovery import MCP_SERVER_NAME
 from hangar.site.negotiate import choose
@@ -68,6 +70,14 @@ def origin_of(scope: Scope, base_url: str | None) -> str:
         host = server[0] if server[1] in (None, 80, 443) else f"{server[0]}:{server[1]}"
     scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
     return f"{scheme}://{host}"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A request the gate let through; ``stand_in`` when the SDK takes it only with a stand-in id."""
+
+    msg: dict[str, Any]
+    stand_in: bool
 
 
 def _rpc_error(code: int, message: str, id_: Any = None) -> bytes:
@@ -129,6 +139,7 @@ class DocsToolServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )
+        self.answers = AnswerCache()
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
             json_response=True,
@@ -147,6 +158,9 @@ class DocsToolServer:
 
     async def _list_tools(self, ctx: Any, params: mt.PaginatedRequestParams | None) -> mt.ListToolsResult:
         return mt.ListToolsResult(tools=[mt.Tool.model_validate(d) for d in self.descriptions])
+
+    def _origin_of(self, scope: Scope) -> str:
+        return origin_of(scope, self.site.base_url)
 
     def _origin(self, ctx: Any) -> str:
         request = getattr(ctx, "request", None)
@@ -209,13 +223,22 @@ class DocsToolServer:
             status, payload = verdict
             await _send(send, status, payload, b"application/json" if payload else None)
             return
-        if verdict is not None:
-            # The SDK takes only string or integer ids; a null or fractional id (allowed by the site's
-            # contract) travels as a stand-in and is restored in the response.
-            original = verdict["id"]
-            verdict["id"] = f"hangar-id-{id(verdict)}"
-            body = json.dumps(verdict).encode()
-            send = _restoring_id(send, original)
+        if isinstance(verdict, Checked):
+            msg = verdict.msg
+            key = self.answers.key_of(msg, version, self._origin_of(scope))
+            if key is not None:
+                kept = self.answers.answer(key, msg["id"])
+                if kept is not None:
+                    await _send(send, 200, kept)
+                    return
+                if not verdict.stand_in:  # with a stand-in the SDK's bytes are rewritten below: not kept
+                    send = self.answers.keeping(key, msg["id"], send)
+            if verdict.stand_in:
+                # The SDK takes only string or integer ids; a null or fractional id (allowed by the site's
+                # contract) travels as a stand-in and is restored in the response.
+                original = msg["id"]
+                body = json.dumps({**msg, "id": f"hangar-id-{id(msg)}"}).encode()
+                send = _restoring_id(send, original)
 
         await self.manager.handle_request(scope, replaying(body, receive), send)
 
@@ -235,9 +258,8 @@ class DocsToolServer:
                 break
         return b"".join(chunks)
 
-    def _check_envelope(self, body: bytes) -> tuple[int, bytes] | dict[str, Any] | None:
-        """The status and body to answer; or None when the SDK takes the message as it is; or the message
-        itself when the SDK takes it with a stand-in id."""
+    def _check_envelope(self, body: bytes) -> tuple[int, bytes] | Checked | None:
+        """The status and body to answer; or None for a notification the SDK takes as it is; or the request."""
         try:
             msg = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -275,6 +297,4 @@ class DocsToolServer:
                 return 200, _rpc_error(INVALID_PARAMS, "Invalid params: `arguments` must be an object", id_)
         if method == "initialize" and not isinstance(params, dict):
             return 200, _rpc_error(INVALID_PARAMS, "Invalid params: initialize needs `params`", id_)
-        if id_ is None or isinstance(id_, float):
-            return msg
-        return None
+        return Checked(msg, stand_in=id_ is None or isinstance(id_, float))
