@@ -940,7 +940,7 @@ export type TemplateCheck = {
 export type TriggerView = {
   id: string;
   templateId: string;
-  kind: "manual" | "event" | "schedule";
+  kind: "manual" | "event" | "schedule" | "pullRequest";
   eventType: string | null;
   cron: string | null;
   payload: Record<string, unknown>;
@@ -2386,12 +2386,12 @@ export type PipelinesTemplatesValidateArgs = {
 };
 export type PipelinesTemplatesValidateResult = TemplateCheck;
 
-/** Add a trigger to a template: ``event`` (eventType) or ``schedule`` (cron, UTC). */
+/** Add a trigger to a template: ``event`` (eventType), ``schedule`` (cron, UTC) or ``pullRequest`` (a pull request of a linked forge repo opened or pushed to; the run's payload has repo_id, repo_full_name, pr_number and head_sha). */
 export type PipelinesTriggersCreateArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
   templateId: string;
-  kind: "manual" | "event" | "schedule";
+  kind: "manual" | "event" | "schedule" | "pullRequest";
   eventType?: string | null;
   cron?: string | null;
   payload?: Record<string, unknown>;
