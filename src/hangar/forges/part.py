@@ -1,5 +1,6 @@
-"""The forges part: its ops, its table (repo links given by hand), the ``trustedForgeHosts`` server setting and the
-credential broker shell steps get their forge token from."""
+"""The forges part: its ops, its tables (repo links given by hand, pull requests, webhook deliveries), the webhook
+route, the ``trustedForgeHosts`` server setting, the credential broker shell steps get their forge token from, and
+the pull request poll."""
 
 from __future__ import annotations
 
@@ -8,21 +9,27 @@ from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.forges.broker import ForgeCredentials, ForgeShellEnvironment
 from hangar.forges.ops import FORGE_OPS
+from hangar.forges.pull_ops import PULL_OPS
+from hangar.forges.pulls import PullRequestChanged, PullRequests
 from hangar.forges.reach import TRUSTED_FORGE_HOSTS_SPEC
 from hangar.forges.service import ForgeService
 from hangar.forges.tables import MIGRATIONS
+from hangar.forges.webhooks import ROUTES
 from hangar.pipelines import ShellEnvironment
 
 
 async def _start(app: AppContext) -> None:
     app.provide(ForgeService(app))
+    app.provide(PullRequests(app))
     app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
     app.provide(ForgeCredentials(app), as_type=CredentialSource)
 
 
 FORGES_PART = Part(
     name="forges",
-    ops=FORGE_OPS,
+    ops=[*FORGE_OPS, *PULL_OPS],
+    routes=ROUTES,
+    events=[PullRequestChanged],
     migrations=[MIGRATIONS],
     server_settings=[TRUSTED_FORGE_HOSTS_SPEC],
     start=_start,
