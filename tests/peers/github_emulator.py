@@ -13,8 +13,8 @@ Routes, under ``/api/v3`` (a GitHub Enterprise Server's API path): ``GET /app/in
 ``.../commits/{ref}/statuses``, each with an installation token minted for the repository or a personal token.
 ``outages`` makes the next pull-request answers 5xx; ``rate_limited_until`` answers 403 with GitHub's
 rate-limit headers until then; ``tests.peers.github_pulls.deliver`` posts a signed webhook delivery the way GitHub
-does. ``token_allows(token, "owner/name")`` is what the git server in front of the repositories asks (``tests.peers.git_http.GitHttp.authorize``): a token minted here, not revoked, not
-expired, for that repository.
+does. ``token_allows(token, "owner/name")`` is what the git server in front of the repositories asks
+(``tests.peers.git_http.GitHttp.authorize``): a token minted here, not revoked, not expired, for that repository.
 """
 
 from __future__ import annotations
