@@ -28,7 +28,6 @@ from starlette.routing import Route
 
 from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
-from hangar.core.write_conn import integrity_error
 from hangar.errors import HangarError, InvalidArgs, NotFound, Unauthenticated, Unavailable
 from hangar.forges.pulls import PullRequests
 from hangar.forges.service import ForgeService
@@ -78,16 +77,14 @@ def _pull_request_fields(payload: Any) -> tuple[str, int, str]:
 async def _first_delivery(app: AppContext, workspace_id: str, delivery: str, event: str) -> bool:
     """Record the delivery id; False when it was recorded before. Ids older than ``KEEP_DELIVERIES`` go."""
     now = app.clock.now()
-    try:
-        async with write_transaction(await app.dbs.workspace(workspace_id)) as conn:
-            await conn.execute(
-                sa.delete(forge_deliveries).where(forge_deliveries.c.received_at < now - KEEP_DELIVERIES)
-            )
-            await conn.execute(sa.insert(forge_deliveries).values(delivery_id=delivery, event=event, received_at=now))
-    except Exception as exc:
-        if integrity_error(exc):
+    d = forge_deliveries
+    # One write transaction holds the lock from its first statement: two processes given one delivery at once
+    # cannot both find it new.
+    async with write_transaction(await app.dbs.workspace(workspace_id)) as conn:
+        await conn.execute(sa.delete(d).where(d.c.received_at < now - KEEP_DELIVERIES))
+        if (await conn.execute(sa.select(d.c.delivery_id).where(d.c.delivery_id == delivery))).first() is not None:
             return False
-        raise
+        await conn.execute(sa.insert(d).values(delivery_id=delivery, event=event, received_at=now))
     return True
 
 
