@@ -14,13 +14,15 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from hangar.forges import webhooks
+from hangar.core.clock import Clock, FakeClock
+from hangar.forges import poll, webhooks
 from hangar.pipelines.engine import PipelineEngine
 from tests.integration.test_forges_broker import bare_forge
 from tests.integration.test_forges_connect import trust_forge
@@ -56,11 +58,11 @@ def sha(bare: Path, ref: str) -> str:
 
 
 @asynccontextmanager
-async def pulls_forge(tmp_path: Path) -> AsyncIterator[Forge]:
+async def pulls_forge(tmp_path: Path, clock: Clock | None = None) -> AsyncIterator[Forge]:
     root = bare_forge(tmp_path)
     bare = root / "acme" / "app.git"
     _git(bare, "update-ref", "refs/pull/7/head", sha(bare, "feature"))  # what GitHub publishes for PR 7
-    async with github_emulator() as gh, running_server(tmp_path / "data") as srv:
+    async with github_emulator() as gh, running_server(tmp_path / "data", clock=clock) as srv:
         with GitHttp(root) as git:
             await trust_forge(srv, gh.api_url)
             ws = await srv.new_workspace("pulls")
@@ -348,3 +350,75 @@ async def test_who_may_read_open_and_set_the_secret(tmp_path: Path) -> None:
         with pytest.raises(RpcError) as unknown:
             await f.owner.call("forge.pr", workspace_id=ws, repoId=f.repo["id"], number=9)
         assert unknown.value.code == "not_found" and "forge.openPr" in unknown.value.message
+
+
+async def polled(f: Forge, clock: FakeClock, seconds: float, before: int) -> int:
+    """Advance the clock, wait for the poller's next whole pass, and answer how often the pull requests have been
+    listed by then."""
+    poller = f.srv.ctx.service(poll.Poller)
+    passes = poller.passes
+    clock.advance(seconds)
+    if seconds == 0:
+        poller.poke()
+    for _ in range(600):
+        if poller.passes > passes:
+            break
+        await asyncio.sleep(0.02)
+    return f.gh.requests.count("GET /repos/acme/app/pulls")
+
+
+async def test_polling_syncs_new_heads_at_its_interval_and_honours_rate_limits_and_backs_off_on_5xx(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock(datetime.now(UTC).replace(microsecond=0))
+    async with pulls_forge(tmp_path, clock) as f:
+        c, ws = f.owner, f.ws
+        pull = add_pull_7(f)
+        await c.call("pipelines.templates.create", workspace_id=ws, template=ECHO_PR)
+        await c.call("pipelines.triggers.create", workspace_id=ws, templateId="on-pr", kind="pullRequest")
+        for bad in (poll.MIN_POLL_S - 1, poll.MAX_POLL_S + 1):
+            with pytest.raises(RpcError) as out_of_range:
+                await c.call("forge.setPolling", workspace_id=ws, seconds=bad)
+            assert out_of_range.value.code == "invalid_args" and "seconds" in out_of_range.value.message
+        assert (await c.call("forge.setPolling", workspace_id=ws, seconds=poll.MAX_POLL_S))["seconds"] == 86400
+        listed = await polled(f, clock, 0, 0)  # set: polled at once
+        assert listed == 1
+        assert (await c.call("forge.setPolling", workspace_id=ws, seconds=60)) == {"seconds": 60}
+        listed = await polled(f, clock, 0, listed)
+        assert (await c.call("forge.status", workspace_id=ws))["pollSeconds"] == 60
+        (row,) = (await c.call("forge.prs", workspace_id=ws))["pulls"]
+        assert row["number"] == 7 and row["headSha"] == pull.head_sha
+        await runs_of(c, ws, 1)
+
+        # Not before the interval; at it, a moved head is synced and fires.
+        assert await polled(f, clock, 59, listed) == listed
+        pull.head_sha = "2" * 40
+        listed = await polled(f, clock, 1, listed)
+        assert (await c.call("forge.pr", workspace_id=ws, repoId=f.repo["id"], number=7))["headSha"] == "2" * 40
+        assert len(await runs_of(c, ws, 2)) == 2
+
+        # 5xx: asked again after twice the interval, not at the interval.
+        f.gh.outages = 1
+        failed = await polled(f, clock, 60, listed)
+        assert failed == listed + 1
+        assert await polled(f, clock, 60, failed) == failed
+        listed = await polled(f, clock, 60, failed)
+        assert listed == failed + 1
+
+        # Rate-limited: not asked again before the reset the forge named.
+        reset = int(clock.now().timestamp()) + 600
+        f.gh.rate_limited_until = reset
+        limited = await polled(f, clock, 60, listed)
+        assert limited == listed + 1
+        assert await polled(f, clock, 500, limited) == limited
+        f.gh.rate_limited_until = None
+        listed = await polled(f, clock, 100, limited)
+        assert listed == limited + 1
+
+        # Closed on the forge: no longer listed, synced once more and kept as closed.
+        pull.state = "closed"
+        listed = await polled(f, clock, 60, listed)
+        assert (await c.call("forge.pr", workspace_id=ws, repoId=f.repo["id"], number=7))["state"] == "closed"
+        assert (await c.call("forge.setPolling", workspace_id=ws)) == {"seconds": None}
+        assert (await polled(f, clock, 3600, listed)) == listed
+        await f.srv.ctx.service(PipelineEngine).settle()

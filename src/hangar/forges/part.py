@@ -9,6 +9,7 @@ from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.forges.broker import ForgeCredentials, ForgeShellEnvironment
 from hangar.forges.ops import FORGE_OPS
+from hangar.forges.poll import Poller
 from hangar.forges.pull_ops import PULL_OPS
 from hangar.forges.pulls import PullRequestChanged, PullRequests
 from hangar.forges.reach import TRUSTED_FORGE_HOSTS_SPEC
@@ -21,6 +22,13 @@ from hangar.pipelines import ShellEnvironment
 async def _start(app: AppContext) -> None:
     app.provide(ForgeService(app))
     app.provide(PullRequests(app))
+    app.provide(Poller(app)).start()
+
+
+async def _stop(app: AppContext) -> None:
+    poller = app.maybe_service(Poller)
+    if poller is not None:
+        await poller.aclose()
     app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
     app.provide(ForgeCredentials(app), as_type=CredentialSource)
 
@@ -33,4 +41,5 @@ FORGES_PART = Part(
     migrations=[MIGRATIONS],
     server_settings=[TRUSTED_FORGE_HOSTS_SPEC],
     start=_start,
+    stop=_stop,
 )

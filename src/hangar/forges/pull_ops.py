@@ -10,8 +10,17 @@ from pydantic import Field
 
 from hangar.core.part import OpFunction
 from hangar.errors import InvalidArgs, NotFound
+from hangar.forges.poll import Poller, check_poll_seconds
 from hangar.forges.pulls import PullRequests, PullRow
-from hangar.forges.results import CheckView, PullFileView, PullList, PullSummary, PullView, WebhookView
+from hangar.forges.results import (
+    CheckView,
+    PollingView,
+    PullFileView,
+    PullList,
+    PullSummary,
+    PullView,
+    WebhookView,
+)
 from hangar.forges.service import ForgeService
 from hangar.forges.webhooks import EVENTS, webhook_path
 from hangar.rpc.context import OpContext
@@ -39,6 +48,12 @@ class OpenPullArgs(Args):
 class WebhookSecretArgs(Args):
     secret: str | None = Field(
         default=None, description="The webhook's secret as set on the forge (16 to 256 characters); absent: removed"
+    )
+
+
+class PollingArgs(Args):
+    seconds: int | None = Field(
+        default=None, description="Poll the forge for pull requests this often (60 to 86400); absent: stop polling"
     )
 
 
@@ -140,4 +155,22 @@ async def forge_set_webhook_secret(ctx: OpContext, args: WebhookSecretArgs) -> W
     )
 
 
-PULL_OPS: list[OpFunction] = [forge_prs, forge_pr, forge_open_pr, forge_set_webhook_secret]
+@op("forge.setPolling", kind="mutate", scope="workspace", min_role="admin", actions=("networkEgress",))
+async def forge_set_polling(ctx: OpContext, args: PollingArgs) -> PollingView:
+    """Poll the forge for pull requests every ``seconds`` where no webhook reaches this server (each linked
+    repository's open pull requests are listed; one new or pushed to is synced and fires the pullRequest
+    triggers), or with none stop polling. A rate-limited forge is asked again at its reset, a failing one after a
+    doubling backoff."""
+    forges = ctx.app.service(ForgeService)
+    ws = await forges.workspace(ctx.ws)
+    forges.required(ws)
+    seconds = check_poll_seconds(args.seconds) if args.seconds is not None else None
+    forges.store.set_poll_seconds(ws.id, seconds)
+    await ctx.audit("forge.setPolling", "forge", {"seconds": seconds})
+    poller = ctx.app.maybe_service(Poller)
+    if poller is not None:
+        poller.poke(ws.id)
+    return PollingView(seconds=seconds)
+
+
+PULL_OPS: list[OpFunction] = [forge_prs, forge_pr, forge_open_pr, forge_set_webhook_secret, forge_set_polling]

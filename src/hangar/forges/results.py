@@ -38,6 +38,8 @@ class ForgeStatus(Result):
     brokers_tokens: bool = Field(
         default=False, description="Whether steps get short-lived per-repository tokens (app connections)"
     )
+    webhook_secret_set: bool = Field(default=False, description="Whether webhook deliveries are taken")
+    poll_seconds: int | None = Field(default=None, description="How often the forge is polled for pull requests")
     note: str | None = omitted_when_none()
     error: str | None = omitted_when_none()  # what the forge answered when asked just now, if it failed
     setup_url: str = Field(description="The forge's page that creates a GitHub App for Hangar (reads no secret)")
@@ -96,3 +98,7 @@ class WebhookView(Result):
     url: str = Field(description="Where the forge delivers this workspace's webhooks (content type JSON)")
     secret_set: bool = Field(description="Whether a webhook secret is stored (it is never shown)")
     events: list[str] = Field(description="The events to subscribe the webhook to")
+
+
+class PollingView(Result):
+    seconds: int | None = Field(default=None, description="How often the forge is polled; absent: not polled")

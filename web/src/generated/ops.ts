@@ -755,6 +755,10 @@ export type ForgeStatus = {
   links: Array<RepoLinkView>;
   /** Whether steps get short-lived per-repository tokens (app connections) */
   brokersTokens: boolean;
+  /** Whether webhook deliveries are taken */
+  webhookSecretSet: boolean;
+  /** How often the forge is polled for pull requests */
+  pollSeconds: number | null;
   note?: string | null;
   error?: string | null;
   /** The forge's page that creates a GitHub App for Hangar (reads no secret) */
@@ -833,6 +837,11 @@ export type PullSummary = {
 
 export type PullList = {
   pulls: Array<PullSummary>;
+};
+
+export type PollingView = {
+  /** How often the forge is polled; absent: not polled */
+  seconds: number | null;
 };
 
 export type WebhookView = {
@@ -2307,6 +2316,15 @@ export type ForgePrsArgs = {
 };
 export type ForgePrsResult = PullList;
 
+/** Poll the forge for pull requests every ``seconds`` where no webhook reaches this server (each linked repository's open pull requests are listed; one new or pushed to is synced and fires the pullRequest triggers), or with none stop polling. A rate-limited forge is asked again at its reset, a failing one after a doubling backoff. */
+export type ForgeSetPollingArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** Poll the forge for pull requests this often (60 to 86400); absent: stop polling */
+  seconds?: number | null;
+};
+export type ForgeSetPollingResult = PollingView;
+
 /** Store the secret the forge signs this workspace's webhook deliveries with (write-only), or with none remove it (deliveries are refused from then on). Answers the URL to give the forge. */
 export type ForgeSetWebhookSecretArgs = {
   /** The workspace the call acts in. */
@@ -3243,6 +3261,7 @@ export interface Ops {
   "forge.openPr": { kind: "mutate"; scope: "workspace"; args: ForgeOpenPrArgs; result: ForgeOpenPrResult; event: never };
   "forge.pr": { kind: "read"; scope: "workspace"; args: ForgePrArgs; result: ForgePrResult; event: never };
   "forge.prs": { kind: "read"; scope: "workspace"; args: ForgePrsArgs; result: ForgePrsResult; event: never };
+  "forge.setPolling": { kind: "mutate"; scope: "workspace"; args: ForgeSetPollingArgs; result: ForgeSetPollingResult; event: never };
   "forge.setWebhookSecret": { kind: "mutate"; scope: "workspace"; args: ForgeSetWebhookSecretArgs; result: ForgeSetWebhookSecretResult; event: never };
   "forge.status": { kind: "read"; scope: "workspace"; args: ForgeStatusArgs; result: ForgeStatusResult; event: never };
   "guardrails.get": { kind: "read"; scope: "workspace"; args: GuardrailsGetArgs; result: GuardrailsGetResult; event: never };
@@ -3406,6 +3425,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "forge.openPr": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "forge.pr": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "forge.prs": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "forge.setPolling": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "forge.setWebhookSecret": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "forge.status": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "guardrails.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
