@@ -58,11 +58,11 @@ def sha(bare: Path, ref: str) -> str:
 
 
 @asynccontextmanager
-async def pulls_forge(tmp_path: Path, clock: Clock | None = None) -> AsyncIterator[Forge]:
+async def pulls_forge(tmp_path: Path, clock: Clock | None = None, web_dist: Path | None = None) -> AsyncIterator[Forge]:
     root = bare_forge(tmp_path)
     bare = root / "acme" / "app.git"
     _git(bare, "update-ref", "refs/pull/7/head", sha(bare, "feature"))  # what GitHub publishes for PR 7
-    async with github_emulator() as gh, running_server(tmp_path / "data", clock=clock) as srv:
+    async with github_emulator() as gh, running_server(tmp_path / "data", clock=clock, web_dist=web_dist) as srv:
         with GitHttp(root) as git:
             await trust_forge(srv, gh.api_url)
             ws = await srv.new_workspace("pulls")
