@@ -109,6 +109,12 @@ ECHO_PR = {
 }  # fmt: skip
 
 
+async def with_pr_trigger(f: Forge) -> dict[str, Any]:
+    """The template echoing the trigger's state keys, with a pullRequest trigger; answers the trigger."""
+    await f.owner.call("pipelines.templates.create", workspace_id=f.ws, template=ECHO_PR)
+    return await f.owner.call("pipelines.triggers.create", workspace_id=f.ws, templateId="on-pr", kind="pullRequest")
+
+
 async def runs_of(c: RpcClient, ws: str, count: int) -> list[dict[str, Any]]:
     for _ in range(400):
         runs = (await c.call("pipelines.runs.list", workspace_id=ws))["runs"]
@@ -124,8 +130,7 @@ async def test_a_webhook_opens_the_pull_requests_space_fires_its_trigger_once_pe
     async with pulls_forge(tmp_path) as f:
         c, ws = f.owner, f.ws
         pull = add_pull_7(f)
-        await c.call("pipelines.templates.create", workspace_id=ws, template=ECHO_PR)
-        trig = await c.call("pipelines.triggers.create", workspace_id=ws, templateId="on-pr", kind="pullRequest")
+        trig = await with_pr_trigger(f)
         assert trig["kind"] == "pullRequest"
         hook = await c.call("forge.setWebhookSecret", workspace_id=ws, secret=SECRET)
         assert hook == {"url": f.hook, "secretSet": True, "events": ["pull_request"]}
@@ -206,8 +211,7 @@ async def test_a_pull_request_opened_by_hand_fires_like_a_webhook_and_a_forge_do
     async with pulls_forge(tmp_path) as f:
         c, ws = f.owner, f.ws
         pull = add_pull_7(f)
-        await c.call("pipelines.templates.create", workspace_id=ws, template=ECHO_PR)
-        await c.call("pipelines.triggers.create", workspace_id=ws, templateId="on-pr", kind="pullRequest")
+        await with_pr_trigger(f)
         opened = await c.call("forge.openPr", workspace_id=ws, repoId=f.repo["name"], number=7)
         assert opened["state"] == "open" and opened["title"] == "Add the feature"
         await runs_of(c, ws, 1)
@@ -374,8 +378,7 @@ async def test_polling_syncs_new_heads_at_its_interval_and_honours_rate_limits_a
     async with pulls_forge(tmp_path, clock) as f:
         c, ws = f.owner, f.ws
         pull = add_pull_7(f)
-        await c.call("pipelines.templates.create", workspace_id=ws, template=ECHO_PR)
-        await c.call("pipelines.triggers.create", workspace_id=ws, templateId="on-pr", kind="pullRequest")
+        await with_pr_trigger(f)
         for bad in (poll.MIN_POLL_S - 1, poll.MAX_POLL_S + 1):
             with pytest.raises(RpcError) as out_of_range:
                 await c.call("forge.setPolling", workspace_id=ws, seconds=bad)

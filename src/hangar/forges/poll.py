@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from hangar.core.clock import nap as clock_nap
 from hangar.core.context import AppContext
 from hangar.errors import HangarError, InvalidArgs, Unavailable
 from hangar.forges import github_pulls
@@ -131,10 +132,4 @@ class Poller:
                 log.exception("forge poll pass failed")
                 nap = MAX_NAP_S
             self.passes += 1
-            sleeper = asyncio.ensure_future(clock.sleep(nap))
-            waker = asyncio.ensure_future(self._wake.wait())
-            try:
-                await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                sleeper.cancel()
-                waker.cancel()
+            await clock_nap(clock, nap, self._wake)

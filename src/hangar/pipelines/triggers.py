@@ -23,6 +23,7 @@ from typing import Any
 
 from croniter import croniter
 
+from hangar.core.clock import nap as clock_nap
 from hangar.core.ids import new_id
 from hangar.core.types import rfc3339
 from hangar.errors import InvalidArgs, NotFound
@@ -229,13 +230,7 @@ class Scheduler:
             nap = MAX_SCHEDULER_NAP
             if soonest is not None:
                 nap = min(nap, max(MIN_SCHEDULER_NAP, (soonest - clock.now()) / timedelta(seconds=1)))
-            sleeper = asyncio.ensure_future(clock.sleep(nap))
-            waker = asyncio.ensure_future(self._wake.wait())
-            try:
-                await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                sleeper.cancel()
-                waker.cancel()
+            await clock_nap(clock, nap, self._wake)
 
     async def aclose(self) -> None:
         if self._task is not None:
