@@ -348,6 +348,10 @@ async def test_who_may_read_open_and_set_the_secret(tmp_path: Path) -> None:
                     with pytest.raises(RpcError) as refused:
                         await c.call(name, workspace_id=ws, **args)
                     assert refused.value.code == "forbidden", (name, refused.value)
+        # Nobody may announce a pull request but the forges part: its event type is the server's own.
+        with pytest.raises(RpcError) as forged:
+            await f.owner.call("pipelines.emit", workspace_id=ws, eventType="forge.pullRequest", payload={})
+        assert forged.value.code == "refused" and "forge" in forged.value.message
         with pytest.raises(RpcError) as both:
             await f.owner.call("forge.pr", workspace_id=ws, repoId=f.repo["id"], number=7, spaceId="x")
         assert both.value.code == "invalid_args"

@@ -5,8 +5,8 @@ so a connection changed or removed by another process counts at once), through t
 (``hangar.forges.reach``: a workspace admin's connection connects only to the addresses checked for it). An app
 authenticates with a JWT signed by its private key; a short-lived installation token is asked for one
 installation, narrowed to the named repositories and permissions, and revoked with itself. What GitHub refuses
-becomes ``Refused`` naming the status and GitHub's message; a forge out of reach becomes ``Unavailable``. No error
-carries a credential.
+becomes ``Refused`` naming the status and GitHub's message; a forge out of reach or answering 5xx becomes
+``Unavailable``. No error carries a credential.
 """
 
 from __future__ import annotations
@@ -86,6 +86,8 @@ async def calling(what: str, host: str) -> AsyncIterator[None]:
     except RequestFailed as exc:
         status = exc.response.status_code
         message = _message(exc)
+        if status >= 500:  # the forge failed, it did not say no: asking again later may work
+            raise Unavailable(f"{host} failed to {what} ({status}{': ' + message if message else ''})") from None
         raise Refused(f"{host} refused to {what} ({status}{': ' + message if message else ''})") from None
     except RequestError as exc:
         raise Unavailable(f"{host} could not be reached to {what}: {type(exc.exc).__name__}") from None

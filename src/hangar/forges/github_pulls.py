@@ -10,6 +10,7 @@ pull request or the repository is gone, or the app no longer reaches it), a rate
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,10 +21,12 @@ from typing import Any, cast
 from githubkit import GitHub, TokenAuthStrategy
 from githubkit.exception import RequestFailed
 
-from hangar.errors import NotFound, Unavailable
+from hangar.errors import HangarError, NotFound, Unavailable
 from hangar.forges import github
 from hangar.forges.reach import Route
 from hangar.forges.store import ForgeConnection
+
+log = logging.getLogger(__name__)
 
 # What reading a pull request needs of the app, nothing more.
 READ_PERMISSIONS: dict[str, str] = {"pull_requests": "read", "contents": "read", "checks": "read", "statuses": "read"}
@@ -141,7 +144,10 @@ async def reader(connection: ForgeConnection, full_name: str, route: Route) -> A
         async with github.client(connection.api_url, TokenAuthStrategy(minted.token), route) as gh:
             yield gh
     finally:
-        await github.revoke(connection, minted.token, route)
+        try:
+            await github.revoke(connection, minted.token, route)
+        except HangarError as exc:  # what was read stands; the token ends within the hour anyway
+            log.warning("could not revoke a reading token on %s: %s", connection.host, exc.message)
 
 
 def _state(pull: Any) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 PULL_REQUEST_TRIGGER = "pullRequest"
 PULL_REQUEST_EVENT = "forge.pullRequest"
 # The workspace repo's id, its forge repository (owner/name), the pull request's number and its head's commit.
+# The payload also has ``action`` (opened, reopened, synchronize) and ``space_id`` (the pull request's space).
 PULL_REQUEST_STATE_KEYS: tuple[str, ...] = ("repo_id", "repo_full_name", "pr_number", "head_sha")
 
 
