@@ -1,5 +1,6 @@
-"""The forges part: its ops, its table (repo links given by hand), the ``trustedForgeHosts`` server setting and the
-credential broker shell steps get their forge token from."""
+"""The forges part: its ops, its tables (repo links given by hand, pull requests, webhook deliveries), the webhook
+route, the ``trustedForgeHosts`` server setting, the credential broker shell steps get their forge token from, and
+the pull request poll."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.forges.broker import ForgeCredentials, ForgeShellEnvironment
 from hangar.forges.ops import FORGE_OPS
+from hangar.forges.poll import Poller
+from hangar.forges.pull_ops import PULL_OPS
+from hangar.forges.pulls import PullRequestChanged, PullRequests
 from hangar.forges.reach import TRUSTED_FORGE_HOSTS_SPEC
 from hangar.forges.service import ForgeService
 from hangar.forges.tables import MIGRATIONS
+from hangar.forges.webhooks import ROUTES
 from hangar.pipelines import ShellEnvironment
 
 
@@ -18,12 +23,24 @@ async def _start(app: AppContext) -> None:
     app.provide(ForgeService(app))
     app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
     app.provide(ForgeCredentials(app), as_type=CredentialSource)
+    app.provide(PullRequests(app))
+    if app.bus.following:  # a server polls; a command (``hangar pipeline run``...) does a server's work of none
+        app.provide(Poller(app)).start()
+
+
+async def _stop(app: AppContext) -> None:
+    poller = app.maybe_service(Poller)
+    if poller is not None:
+        await poller.aclose()
 
 
 FORGES_PART = Part(
     name="forges",
-    ops=FORGE_OPS,
+    ops=[*FORGE_OPS, *PULL_OPS],
+    routes=ROUTES,
+    events=[PullRequestChanged],
     migrations=[MIGRATIONS],
     server_settings=[TRUSTED_FORGE_HOSTS_SPEC],
     start=_start,
+    stop=_stop,
 )

@@ -30,6 +30,12 @@ from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec
 from hangar.pipelines.events import TaskFinished
 from hangar.pipelines.layout import control_root, pipeline_run_key
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
+from hangar.pipelines.pull_requests import (
+    PULL_REQUEST_EVENT,
+    PULL_REQUEST_TRIGGER,
+    pull_request_firing,
+    run_payload,
+)
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
 from hangar.pipelines.slots import DEFAULT_MAX_RUNNING_RUNS, MAX_RUNNING_RUNS_SETTING, RunSlots
@@ -45,6 +51,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_SUBPIPELINE_DEPTH = 8
+
+
+def _firing(kind: str, ev: StoredEvent) -> tuple[dict[str, Any], str]:
+    """What a trigger's firing puts in the run's payload, and the key that makes it one firing: the event's
+    payload and id, or for a pull request trigger its state keys and the head it reports."""
+    if kind == PULL_REQUEST_TRIGGER:
+        payload = run_payload(ev.payload)
+        return payload, pull_request_firing(payload)
+    return dict(ev.payload), ev.id
 
 
 @dataclass(eq=False)
@@ -527,7 +542,10 @@ class PipelineEngine:
         if not has_triggers:
             return list(dict.fromkeys(touched))
         occurred = aware(ev.occurred_at)
-        for trig in await self.store.list_triggers(ws, kind="event", event_type=ev.type):
+        firings = await self.store.list_triggers(ws, kind="event", event_type=ev.type)
+        if ev.type == PULL_REQUEST_EVENT:
+            firings += await self.store.list_triggers(ws, kind=PULL_REQUEST_TRIGGER, event_type=ev.type)
+        for trig in firings:
             # A trigger fires for events after it was created, not for history replayed at start.
             if not trig.enabled or (occurred is not None and occurred < trig.created_at):
                 continue
@@ -536,13 +554,14 @@ class PipelineEngine:
             except NotFound:
                 log.warning("event trigger %s names a missing template %s", trig.id, trig.template_id)
                 continue
+            given, key = _firing(trig.kind, ev)
             started = await self.start_run(
                 ws,
                 template,
-                payload={**trig.payload, **ev.payload},
-                trigger_kind="event",
+                payload={**trig.payload, **given},
+                trigger_kind=trig.kind,
                 trigger_id=trig.id,
-                trigger_key=ev.id,
+                trigger_key=key,
             )
             if started is not None:
                 touched.append(started)

@@ -16,3 +16,35 @@ def test_the_emulators_answers_parse_as_githubkits_models() -> None:
     assert installation.account is not None and installation.app_id == 7
     user = PublicUser.model_validate(gh.public_user_json("ada"))
     assert user.login == "ada"
+
+
+def test_the_emulators_pull_requests_parse_as_githubkits_models() -> None:
+    from githubkit_schemas.latest.models import (
+        DiffEntry,
+        PullRequest,
+        PullRequestSimple,
+        ReposOwnerRepoCommitsRefCheckRunsGetResponse200,
+        Status,
+    )
+
+    from tests.peers import github_pulls as shapes
+
+    gh = GitHubEmulator(base="http://127.0.0.1:1")
+    pull = gh.add_pull(
+        "acme/app",
+        7,
+        files=[{"filename": "a.py", "additions": 2, "deletions": 1, "patch": "@@ -1 +1,2 @@\n-x\n+y\n+z"}],
+        check_runs=[
+            {"name": "ci", "status": "completed", "conclusion": "success"},
+            {"name": "lint", "status": "queued"},
+        ],
+        statuses=[{"context": "deploy", "state": "pending"}],
+    )
+    full = PullRequest.model_validate(shapes.pull_json(gh, pull))
+    assert full.head.sha == pull.head_sha and full.user is not None and full.user.login == "ada"
+    assert PullRequestSimple.model_validate(shapes.pull_json(gh, pull, simple=True)).number == 7
+    assert DiffEntry.model_validate(shapes.file_json(gh, pull, pull.files[0])).patch is not None
+    runs = [shapes.check_run_json(gh, pull, i, r) for i, r in enumerate(pull.check_runs)]
+    parsed = ReposOwnerRepoCommitsRefCheckRunsGetResponse200.model_validate({"total_count": 2, "check_runs": runs})
+    assert [r.conclusion for r in parsed.check_runs] == ["success", None]
+    assert Status.model_validate(shapes.status_json(gh, pull, 0, pull.statuses[0])).context == "deploy"

@@ -16,7 +16,6 @@ PLANNED_AREAS = (
     "manual/concepts/meetings",
     "manual/concepts/memory-knowledge",
     "manual/concepts/orchestration",
-    "manual/concepts/pr-conversations",
     "manual/tutorials/first-pr",
     "manual/guides/record-meeting",
     "manual/guides/run-orchestration",
@@ -68,6 +67,9 @@ BUILT_AREAS = (
     "manual/guides/repo-scripts",
     "manual/guides/connect-forges",
     "manual/guides/forge-app",
+    "manual/guides/forge-integration",
+    "manual/guides/forge-pr-conversations",
+    "manual/concepts/pr-conversations",
 )
 
 
