@@ -5,11 +5,14 @@ The public surface other parts use: ``body`` (declare a body; list it in your ``
 ``StepResult``, ``Resume``/``TaskOutcome`` (what a resumed body sees), the ``TaskFinished`` and
 ``PipelineRunFinished`` events, ``run_key``/``attempt_keys_prefix`` (to find what a run's steps did), and the
 ``outputSchema`` checks (``schema_problems``, ``first_violation``) agents share so both accept the same payloads,
-and ``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one).
+and ``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one),
+and ``PipelineEngine`` (to start a run of a built-in template a part builds, ``load_template`` then ``start_run``,
+and read it with ``snapshot``).
 """
 
 from hangar.pipelines.bodies.shell import ShellEnvironment, ShellVariables
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec, ConfigField, body, spec_of_body
+from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import NodeConfig, RunStatus, StepDef, StepKind, StepStatus, Template
 from hangar.pipelines.schema import check_schema as schema_problems
@@ -34,6 +37,7 @@ __all__ = [
     "ChildRuns",
     "ConfigField",
     "NodeConfig",
+    "PipelineEngine",
     "PipelineRunFinished",
     "Resume",
     "ResumedEvent",

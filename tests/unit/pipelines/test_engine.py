@@ -421,7 +421,9 @@ async def test_suspended_step_times_out_after_24_hours_unless_awaiting_approval(
     run_id = await fh.start(
         steps(
             listen("w1", "start", body="test.waitEvent", continueOnFail=True, extras={"eventType": "x.never"}),
-            listen("w2", "start", body="test.waitEvent", extras={"eventType": "x.never", "awaitApproval": True}),
+            listen(
+                "w2", "start", body="orchestration.awaitApproval", extras={"eventType": "x.never", "awaitApproval": True}
+            ),
         )
     )
     await fh.engine.settle()
