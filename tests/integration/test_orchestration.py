@@ -71,7 +71,7 @@ async def planned(client: RpcClient, ws: str, fake: FakeOpenAI, url: str, title:
 
 
 async def test_orchestration_from_plan_to_deliverable(tmp_path: Path) -> None:
-    async with running_fake_openai() as fake, workspace_server(tmp_path) as (srv, client, ws):
+    async with running_fake_openai() as fake, workspace_server(tmp_path) as (_srv, client, ws):
         orch = await planned(client, ws, fake, fake.url, "t1", plan(("a", []), ("b", ["a"]), ("c", ["a"])))
         oid, ticket_id = orch["id"], orch["ticketId"]
         assert orch["status"] == "planned", orch
@@ -90,7 +90,8 @@ async def test_orchestration_from_plan_to_deliverable(tmp_path: Path) -> None:
             {"key": "d", "title": "Do d", "dependsOn": ["b"]},
         ]
         cyclic = [{**nodes[0], "dependsOn": ["d"]}, *nodes[1:]]
-        message = await refused(client, "invalid_args", "orchestration.editDag", workspace_id=ws, orchestrationId=oid, nodes=cyclic)
+        edit = {"workspace_id": ws, "orchestrationId": oid}
+        message = await refused(client, "invalid_args", "orchestration.editDag", **edit, nodes=cyclic)
         assert "the dependencies form a cycle: a → d → b → a" in message
         orch = await client.call("orchestration.editDag", workspace_id=ws, orchestrationId=oid, nodes=nodes)
         assert [n["key"] for n in orch["nodes"]] == ["a", "b", "d"]
@@ -158,7 +159,8 @@ async def test_deliverable_size_limit_both_sides(tmp_path: Path) -> None:
                 assert ticket["status"] == "done"
             else:
                 assert orch["status"] == "failed" and orch["deliverable"] is None
-                assert f"the deliverable is {size} characters; a ticket holds at most {DESCRIPTION_MAX}" in orch["error"]
+                says = f"the deliverable is {size} characters; a ticket holds at most {DESCRIPTION_MAX}"
+                assert says in orch["error"]
                 # Nothing lost: the run keeps it, the ticket is as it was.
                 assert len(run["state"]["deliverable"]) == size
                 assert ticket["status"] == "inProgress"
@@ -200,5 +202,7 @@ async def test_dag_limits_and_refusals(tmp_path: Path) -> None:
             )
             await refused(other, "forbidden", "orchestration.get", workspace_id=ws, orchestrationId=oid)
             await refused(other, "forbidden", "orchestration.approve", workspace_id=ws, orchestrationId=oid, all=True)
-            await refused(other, "not_found", "orchestration.approve", workspace_id=other_ws, orchestrationId=oid, all=True)
+            # The id names nothing in the caller's own workspace.
+            theirs = {"workspace_id": other_ws, "orchestrationId": oid}
+            await refused(other, "not_found", "orchestration.approve", **theirs, all=True)
         assert (await client.call("orchestration.get", workspace_id=ws, orchestrationId=oid))["status"] == "planned"

@@ -98,5 +98,18 @@ async def bad(step: StepContext) -> Any:
     return {"not": "a result"}
 
 
-TEST_BODIES = [value, flaky, raiser, sleeper, wait_event, approval_wait, wait_tasks, harvest, slow_harvest, terminal, progress, bad]
+TEST_BODIES = [
+    value,
+    flaky,
+    raiser,
+    sleeper,
+    wait_event,
+    approval_wait,
+    wait_tasks,
+    harvest,
+    slow_harvest,
+    terminal,
+    progress,
+    bad,
+]
 BODIES = TEST_BODIES

@@ -415,15 +415,16 @@ async def test_resuming_body_harvests_itself(h: Harness) -> None:
     assert snap["steps"]["h"]["attempts"] == 1
 
 
+GATE = "orchestration.awaitApproval"  # the stand-in of bodies_for_tests
+
+
 async def test_suspended_step_times_out_after_24_hours_unless_awaiting_approval(fh: Harness) -> None:
     clock = fh.clock
     assert isinstance(clock, FakeClock)
     run_id = await fh.start(
         steps(
             listen("w1", "start", body="test.waitEvent", continueOnFail=True, extras={"eventType": "x.never"}),
-            listen(
-                "w2", "start", body="orchestration.awaitApproval", extras={"eventType": "x.never", "awaitApproval": True}
-            ),
+            listen("w2", "start", body=GATE, extras={"eventType": "x.never", "awaitApproval": True}),
         )
     )
     await fh.engine.settle()

@@ -6,6 +6,7 @@ it expects, so a repeat after a crash (bodies run at least once) changes nothing
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -13,8 +14,8 @@ from hangar.agents.orchestration import templates as tpl
 from hangar.agents.orchestration.service import Orchestration, OrchestrationService, load
 from hangar.errors import InvalidArgs, NotFound
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
+from hangar.workspace import TICKET_DESCRIPTION_MAX as DESCRIPTION_MAX
 from hangar.workspace import SpaceService, TicketService, pipeline_author
-from hangar.workspace.tickets import DESCRIPTION_MAX
 
 _ORCHESTRATION = ConfigField("extras.orchestrationId", "The orchestration this step belongs to", required=True)
 FAILED = "FAILED"
@@ -32,10 +33,8 @@ async def _orchestration(step: StepContext) -> Orchestration:
 async def _set_ticket(step: StepContext, ticket_id: str | None, status: str) -> None:
     if ticket_id is None:
         return
-    try:
+    with contextlib.suppress(NotFound):  # a sub-ticket deleted by hand: its node's output is still recorded
         await step.app.service(TicketService).update(step.workspace_id, ticket_id, status=status)
-    except NotFound:
-        pass  # a sub-ticket someone deleted by hand: its node's output is still recorded
 
 
 @body(

@@ -14,6 +14,7 @@ it once, and a server killed in between finds the run where it left it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -237,10 +238,8 @@ class OrchestrationService:
             nodes.append(type(n)(n.key, n.title, n.description, n.depends_on, n.agent_id, sub))
         for key, n in kept.items():
             if key not in new.keys and n.sub_ticket_id is not None:
-                try:
+                with contextlib.suppress(NotFound):  # deleted by hand already
                     await tickets.delete(workspace_id, n.sub_ticket_id)
-                except NotFound:
-                    pass  # deleted by hand already
         return Dag(tuple(nodes))
 
     # -- what people do --------------------------------------------------------------------------------------
@@ -294,11 +293,8 @@ class OrchestrationService:
             now = self._app.clock.now()
             async with self._app.bus.transaction(workspace_id, serialized=True) as tx:
                 current = await load(tx.conn, orch.id)
-                await tx.conn.execute(
-                    sa.update(T)
-                    .where(T.c.id == orch.id)
-                    .values(approved=[*current.approved, *(k for k in fresh if k not in current.approved)], updated_at=now)
-                )
+                approved = [*current.approved, *(k for k in fresh if k not in current.approved)]
+                await tx.conn.execute(sa.update(T).where(T.c.id == orch.id).values(approved=approved, updated_at=now))
                 for k in fresh:
                     await tx.publish(
                         OrchestrationNodeApproved(workspace_id=workspace_id, orchestration_id=orch.id, node_key=k)
