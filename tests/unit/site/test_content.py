@@ -15,11 +15,9 @@ PLANNED_AREAS = (
     "manual/concepts/evals-replay",
     "manual/concepts/meetings",
     "manual/concepts/memory-knowledge",
-    "manual/concepts/orchestration",
     "manual/concepts/pr-conversations",
     "manual/tutorials/first-pr",
     "manual/guides/record-meeting",
-    "manual/guides/run-orchestration",
     "manual/guides/connect-calendar",
 )
 
