@@ -144,6 +144,21 @@ async def test_orchestration_from_plan_to_deliverable(tmp_path: Path) -> None:
         )
 
 
+async def test_the_plan_is_stored_when_the_planner_finishes_unread(tmp_path: Path) -> None:
+    """The sub-tickets appear without anyone reading the orchestration: its plan run's end settles it."""
+    async with running_fake_openai() as fake, workspace_server(tmp_path) as (_srv, client, ws):
+        ticket = await client.call("tickets.create", workspace_id=ws, title="Eager")
+        planner = await agent(client, ws, fake.url, "eager")
+        fake.script("eager", plan(("a", []), ("b", ["a"])))
+        await client.call("orchestration.start", workspace_id=ws, ticketId=ticket["id"], agentId=planner)
+        deadline = asyncio.get_running_loop().time() + 60
+        while not (await client.call("tickets.get", workspace_id=ws, ticketId=ticket["id"]))["subTickets"]:
+            assert asyncio.get_running_loop().time() < deadline, "the plan was never stored"
+            await asyncio.sleep(0.05)
+        subs = (await client.call("tickets.get", workspace_id=ws, ticketId=ticket["id"]))["subTickets"]
+        assert sorted(s["title"] for s in subs) == ["Do a", "Do b"]
+
+
 async def test_deliverable_size_limit_both_sides(tmp_path: Path) -> None:
     async with running_fake_openai() as fake, workspace_server(tmp_path) as (_srv, client, ws):
         for title, size in (("fits", DESCRIPTION_MAX), ("over", DESCRIPTION_MAX + 1)):

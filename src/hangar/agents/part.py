@@ -27,7 +27,7 @@ RECOVER_INTERVAL_S = 2.0
 async def _start(app: AppContext) -> None:
     agents = app.provide(AgentService(app))
     app.provide(TeamService(app, agents))
-    app.provide(OrchestrationService(app))
+    app.provide(OrchestrationService(app)).follow_runs()
     runner = app.provide(AgentRunner(app, agents, app.service(SpaceService)))
     runner.follow_pipelines()
     # Runs a previous process left running can never finish now: close them so their waiters move on.
@@ -38,6 +38,9 @@ async def _start(app: AppContext) -> None:
 
 
 async def _stop(app: AppContext) -> None:
+    orchestrations = app.maybe_service(OrchestrationService)
+    if orchestrations is not None:
+        await orchestrations.aclose()
     runner = app.maybe_service(AgentRunner)
     if runner is not None:
         await runner.aclose()

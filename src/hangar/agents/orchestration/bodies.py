@@ -109,15 +109,24 @@ async def persist_deliverable(step: StepContext) -> StepResult:
         )
     ticket = await step.app.service(TicketService).get(step.workspace_id, orch.ticket_id)
     space_id = ticket.space_id or orch.space_id
-    svc = step.app.service(OrchestrationService)
-    done = await svc.transition(step.workspace_id, orch, "synthesizing", status="completed", deliverable=text)
-    if done is not None:
-        await step.app.service(TicketService).update(step.workspace_id, ticket.id, status="done")
-        if space_id is not None:
-            await step.app.service(SpaceService).post(
-                step.workspace_id, space_id, pipeline_author(step), f"Deliverable of {ticket.title}:\n\n{text}"
-            )
+    # Everything before the record says ``completed``, which is last: a reader that sees it sees the ticket done
+    # and the post made. A repeat after a crash finds its own post (same author, same text) and makes no other.
+    await step.app.service(TicketService).update(step.workspace_id, ticket.id, status="done")
+    if space_id is not None:
+        await _post_once(step, space_id, f"Deliverable of {ticket.title}:\n\n{text}")
+    await step.app.service(OrchestrationService).transition(
+        step.workspace_id, orch, "synthesizing", status="completed", deliverable=text
+    )
     return StepResult.ok(output={"ticketId": ticket.id, "spaceId": space_id})
+
+
+async def _post_once(step: StepContext, space_id: str, content: str) -> None:
+    spaces = step.app.service(SpaceService)
+    author = pipeline_author(step)
+    recent = await spaces.recent(step.workspace_id, space_id, limit=50)
+    if any(m["author"]["id"] == author.id and m["content"] == content for m in recent):
+        return
+    await spaces.post(step.workspace_id, space_id, author, content)
 
 
 BODIES = [await_approval, mark_phase, persist_deliverable]

@@ -6,15 +6,17 @@ person may edit it) → ``running`` (the first approval started the work run; th
 (``orchestration.markPhase``) → ``completed`` (``orchestration.persistDeliverable``), or ``failed`` (a run that
 failed or was cancelled; the error says why, and the run keeps its state).
 
-What a run's end means for the record is applied when the record is next read (``settle``), under the write lock
-and only from the status the run left it in: every process reads the same runs, so whichever looks first records
-it once, and a server killed in between finds the run where it left it.
+What a run's end means for the record is applied when the run's ``pipeline.runFinished`` event arrives
+(``follow_runs``) and again whenever the record is read (``settle``), under the write lock and only from the status
+the run left it in: every process reads the same runs, so whichever looks first records it once, and a server
+killed before it looked finds the run where it left it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,10 +30,13 @@ from hangar.agents.orchestration.dag import Dag, parse
 from hangar.agents.orchestration.events import OrchestrationChanged, OrchestrationNodeApproved
 from hangar.agents.service import AgentService
 from hangar.core.context import AppContext
+from hangar.core.events import StoredEvent, Subscription
 from hangar.core.ids import new_id
 from hangar.errors import Conflict, InvalidArgs, NotFound
-from hangar.pipelines import PipelineEngine, RunStatus
+from hangar.pipelines import PipelineEngine, PipelineRunFinished, RunStatus
 from hangar.workspace import TicketService
+
+log = logging.getLogger(__name__)
 
 STATUSES = ("planning", "planned", "running", "synthesizing", "completed", "failed")
 EDITABLE = "planned"
@@ -77,6 +82,34 @@ class OrchestrationService:
     def __init__(self, app: AppContext) -> None:
         self._app = app
         self._locks: dict[str, asyncio.Lock] = {}
+        self._sub: Subscription | None = None
+
+    def follow_runs(self) -> None:
+        """Settle an orchestration as soon as one of its runs ends (the plan stored, a failure recorded)."""
+        self._sub = self._app.bus.subscribe(
+            self._on_run_finished, name="orchestration-runs", types=[PipelineRunFinished.type]
+        )
+
+    async def aclose(self) -> None:
+        if self._sub is not None:
+            await self._app.bus.unsubscribe(self._sub)
+            self._sub = None
+
+    async def _on_run_finished(self, event: StoredEvent) -> None:
+        if event.payload.get("templateId") not in (tpl.PLAN_TEMPLATE_ID, tpl.WORK_TEMPLATE_ID):
+            return
+        run_id = str(event.payload.get("runId"))
+        engine = await self._app.dbs.workspace(event.workspace_id)
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                sa.select(T.c.id).where((T.c.plan_run_id == run_id) | (T.c.work_run_id == run_id))
+            )
+            ids = [r.id for r in rows]
+        for orchestration_id in ids:
+            try:
+                await self.get(event.workspace_id, orchestration_id)
+            except Exception:  # the next read settles it; the subscription must live on
+                log.exception("orchestration %s: settling after run %s failed", orchestration_id, run_id)
 
     @property
     def _engine(self) -> PipelineEngine:
