@@ -98,18 +98,15 @@ class OrchestrationService:
     async def _on_run_finished(self, event: StoredEvent) -> None:
         if event.payload.get("templateId") not in (tpl.PLAN_TEMPLATE_ID, tpl.WORK_TEMPLATE_ID):
             return
+        # The run is keyed by its orchestration (``_start_once``): found even when it ended before its id was
+        # recorded on the orchestration (a planner that answers at once).
         run_id = str(event.payload.get("runId"))
-        engine = await self._app.dbs.workspace(event.workspace_id)
-        async with engine.connect() as conn:
-            rows = await conn.execute(
-                sa.select(T.c.id).where((T.c.plan_run_id == run_id) | (T.c.work_run_id == run_id))
-            )
-            ids = [r.id for r in rows]
-        for orchestration_id in ids:
-            try:
-                await self.get(event.workspace_id, orchestration_id)
-            except Exception:  # the next read settles it; the subscription must live on
-                log.exception("orchestration %s: settling after run %s failed", orchestration_id, run_id)
+        try:
+            run, _steps = await self._engine.store.load_run(event.workspace_id, run_id)
+            if run.trigger_id is not None and run.trigger_key in ("plan", "work"):
+                await self.get(event.workspace_id, run.trigger_id)
+        except Exception:  # the next read settles it; the subscription must live on
+            log.exception("orchestration run %s ended; settling its orchestration failed", run_id)
 
     @property
     def _engine(self) -> PipelineEngine:
@@ -181,15 +178,39 @@ class OrchestrationService:
             await tx.publish(
                 OrchestrationChanged(workspace_id=workspace_id, orchestration_id=orchestration_id, status="planning")
             )
-        template = self._engine.load_template(tpl.plan_template(planner))
-        run_id = await self._engine.start_run(
+        orch = await self._read(workspace_id, orchestration_id)
+        return await self._ensure_plan_run(workspace_id, orch, by)
+
+    async def _start_once(
+        self, workspace_id: str, orch: Orchestration, which: str, raw: dict[str, Any], payload: dict[str, Any], by: str
+    ) -> str:
+        """Start the orchestration's ``which`` run (``plan``, ``work``) unless it has one: the run is keyed by the
+        orchestration and ``which``, so a server that died between starting it and recording it finds it."""
+        engine = self._engine
+        run_id = await engine.start_run(
             workspace_id,
-            template,
-            payload=tpl.plan_payload(orchestration_id, ticket.title, ticket.description),
+            engine.load_template(raw),
+            payload=payload,
             trigger_kind="manual",
+            trigger_id=orch.id,
+            trigger_key=which,
             by=by,
         )
-        orch = await self._read(workspace_id, orchestration_id)
+        if run_id is None:
+            run_id = await engine.store.find_firing(workspace_id, orch.id, which)
+        assert run_id is not None  # the firing that refused a second run is stored
+        return run_id
+
+    async def _ensure_plan_run(self, workspace_id: str, orch: Orchestration, by: str) -> Orchestration:
+        ticket = await self._app.service(TicketService).get(workspace_id, orch.ticket_id)
+        run_id = await self._start_once(
+            workspace_id,
+            orch,
+            "plan",
+            tpl.plan_template(orch.planner_agent_id),
+            tpl.plan_payload(orch.id, ticket.title, ticket.description),
+            by,
+        )
         return await self.transition(workspace_id, orch, "planning", plan_run_id=run_id) or orch
 
     async def get(self, workspace_id: str, orchestration_id: str) -> Orchestration:
@@ -212,6 +233,17 @@ class OrchestrationService:
     # -- applying what the runs did ---------------------------------------------------------------------------
 
     async def settle(self, workspace_id: str, orch: Orchestration) -> Orchestration:
+        # A server that died between recording a status and its run's id: the run is found (or started) again.
+        if orch.status == "planning" and orch.plan_run_id is None:
+            async with self._lock(orch.id):
+                orch = await self._ensure_plan_run(
+                    workspace_id, await self._read(workspace_id, orch.id), orch.created_by
+                )
+        if orch.status == "running" and orch.work_run_id is None:
+            async with self._lock(orch.id):
+                orch = await self._ensure_work_run(
+                    workspace_id, await self._read(workspace_id, orch.id), orch.created_by
+                )
         if orch.status == "planning" and orch.plan_run_id is not None:
             async with self._lock(orch.id):
                 return await self._settle_plan(workspace_id, await self._read(workspace_id, orch.id))
@@ -337,10 +369,15 @@ class OrchestrationService:
             return await self._read(workspace_id, orch.id)
 
     async def _start_work(self, workspace_id: str, orch: Orchestration, by: str) -> Orchestration:
-        ticket = await self._app.service(TicketService).get(workspace_id, orch.ticket_id)
         claimed = await self.transition(workspace_id, orch, "planned", status="running")
         if claimed is None:
             return await self._read(workspace_id, orch.id)
+        return await self._ensure_work_run(workspace_id, claimed, by)
+
+    async def _ensure_work_run(self, workspace_id: str, orch: Orchestration, by: str) -> Orchestration:
+        if orch.status != "running" or orch.work_run_id is not None:
+            return orch
+        ticket = await self._app.service(TicketService).get(workspace_id, orch.ticket_id)
         raw = tpl.work_template(
             orch.id,
             orch.dag,
@@ -348,15 +385,11 @@ class OrchestrationService:
             synthesis_agent_id=orch.synthesis_agent_id,
             repo_ids=orch.repo_ids,
         )
-        run_id = await self._engine.start_run(
-            workspace_id,
-            self._engine.load_template(raw),
-            payload=tpl.work_payload(orch.id, orch.dag, ticket.title, ticket.description),
-            trigger_kind="manual",
-            by=by,
-        )
-        await self._app.service(TicketService).update(workspace_id, orch.ticket_id, status="inProgress")
-        return await self.transition(workspace_id, claimed, "running", work_run_id=run_id) or claimed
+        payload = tpl.work_payload(orch.id, orch.dag, ticket.title, ticket.description)
+        run_id = await self._start_once(workspace_id, orch, "work", raw, payload, by)
+        if ticket.status != "inProgress":
+            await self._app.service(TicketService).update(workspace_id, orch.ticket_id, status="inProgress")
+        return await self.transition(workspace_id, orch, "running", work_run_id=run_id) or orch
 
 
 def _sub(dag: Dag, key: str) -> str | None:
