@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from hangar.agents.orchestration.dag import MAX_NODES
+from hangar.pipelines import PipelineEngine
 from hangar.workspace.tickets import DESCRIPTION_MAX
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.fake_openai import FakeOpenAI, Reply, call, running_fake_openai, text
@@ -71,7 +72,7 @@ async def planned(client: RpcClient, ws: str, fake: FakeOpenAI, url: str, title:
 
 
 async def test_orchestration_from_plan_to_deliverable(tmp_path: Path) -> None:
-    async with running_fake_openai() as fake, workspace_server(tmp_path) as (_srv, client, ws):
+    async with running_fake_openai() as fake, workspace_server(tmp_path) as (srv, client, ws):
         orch = await planned(client, ws, fake, fake.url, "t1", plan(("a", []), ("b", ["a"]), ("c", ["a"])))
         oid, ticket_id = orch["id"], orch["ticketId"]
         assert orch["status"] == "planned", orch
@@ -109,6 +110,9 @@ async def test_orchestration_from_plan_to_deliverable(tmp_path: Path) -> None:
         orch = await until(client, ws, oid, lambda o: states(o)["b"] == "awaitingApproval")
         assert states(orch) == {"a": "done", "b": "awaitingApproval", "d": "waiting"}
         assert orch["nodes"][0]["output"] == "result of a"
+        # The gate waiting for b's approval has no deadline: exempt from the 24-hour suspended-step timeout.
+        _run, recs = await srv.ctx.service(PipelineEngine).store.load_run(ws, orch["workRunId"])
+        assert recs["gate_b"].status.value == "suspended" and recs["gate_b"].deadline is None
         # Work started: the DAG is fixed.
         assert "can be edited only while it is planned" in await refused(
             client, "conflict", "orchestration.editDag", workspace_id=ws, orchestrationId=oid, nodes=nodes
@@ -192,7 +196,12 @@ async def test_dag_limits_and_refusals(tmp_path: Path) -> None:
         assert f"an orchestration holds at most {MAX_NODES}" in await refused(
             client, "invalid_args", "orchestration.editDag", workspace_id=ws, orchestrationId=oid, nodes=over
         )
+        one = await client.call(
+            "orchestration.editDag", workspace_id=ws, orchestrationId=oid, nodes=[{"key": "only", "title": "One"}]
+        )
+        assert [n["key"] for n in one["nodes"]] == ["only"]
         for bad, says in (
+            ([], "an orchestration needs at least one sub-ticket"),
             ([{"key": "Bad-Key", "title": "x"}], "nodes[0].key must be a lower-case name"),
             ([{"key": "a", "title": "x", "dependsOn": ["ghost"]}], "depends on unknown node 'ghost'"),
             ([{"key": "a", "title": "x"}, {"key": "a", "title": "y"}], "node key 'a' is used twice"),

@@ -2,7 +2,7 @@
 
 The planner agent proposes it; a person may replace it (add or remove nodes and edges) until work starts. Every
 DAG stored passes ``check``: node keys are unique names, dependencies name nodes of the DAG, there is no cycle
-(the refusal names one, ``a → b → a``), and the size stays within ``MAX_NODES`` nodes.
+(the refusal names one, ``a → b → a``), and the size is from one node to ``MAX_NODES``.
 """
 
 from __future__ import annotations
@@ -75,6 +75,8 @@ def parse(raw: Any, *, field_name: str = "nodes") -> Dag:
     """A DAG from its wire form (a list of ``{key, title, description?, dependsOn?, agentId?}``), checked."""
     if not isinstance(raw, list):
         raise InvalidArgs(f"{field_name} must be a list of sub-tickets", field=field_name)
+    if not raw:
+        raise InvalidArgs(f"{field_name} is empty; an orchestration needs at least one sub-ticket", field=field_name)
     if len(raw) > MAX_NODES:
         raise InvalidArgs(
             f"{field_name} has {len(raw)} sub-tickets; an orchestration holds at most {MAX_NODES}", field=field_name
