@@ -126,6 +126,10 @@ async def test_orchestration_from_plan_to_deliverable(tmp_path: Path) -> None:
         assert orch["status"] == "completed", orch
         assert states(orch) == {"a": "done", "b": "done", "d": "failed"}
         assert orch["deliverable"] == "The deliverable: a and b done, d missing."
+        # Each sub-ticket's agent reads what the ones it comes after produced (b: a's result).
+        b_prompt = fake.bodies_for("work-t1")[1]["messages"][-1]["content"]
+        assert "Sub-ticket: Do b" in b_prompt and "## Do a (a)\n\nresult of a" in b_prompt
+        assert "comes after" not in fake.bodies_for("work-t1")[0]["messages"][-1]["content"]
         synth_prompt = fake.bodies_for("synth-t1")[0]["messages"][-1]["content"]
         assert "result of a" in synth_prompt and "result of b" in synth_prompt
         assert "FAILED: the run of agent 'work-t1' ended failed" in synth_prompt

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from hangar.agents.orchestration import templates as tpl
+from hangar.agents.orchestration.dag import Node
 from hangar.agents.orchestration.service import Orchestration, OrchestrationService, load
 from hangar.errors import InvalidArgs, NotFound
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
@@ -52,12 +53,30 @@ async def await_approval(step: StepContext) -> StepResult:
         return StepResult.suspend_until_event(
             "orchestration.nodeApproved", match={"orchestrationId": orch.id, "nodeKey": key}
         )
-    await _set_ticket(step, orch.dag.node(key).sub_ticket_id, "inProgress")
-    return StepResult.ok(output={"nodeKey": key, "approved": True})
+    node = orch.dag.node(key)
+    await _set_ticket(step, node.sub_ticket_id, "inProgress")
+    # What the sub-tickets it comes after produced (they have all finished: the gate listens to their work
+    # steps), for its agent's prompt (``{{upstream_<key>}}``).
+    deps = [_result(step, orch.dag.node(d)) for d in node.depends_on]
+    upstream = "\n\nResults of the sub-tickets this one comes after:\n\n" + "\n\n".join(r[2] for r in deps)
+    state = {tpl.upstream_key(key): upstream if deps else ""}
+    return StepResult.ok(state, output={"nodeKey": key, "approved": True})
 
 
 def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _result(step: StepContext, node: Node) -> tuple[bool, Any, str]:
+    """(has output, the output or why not, the section the next agent reads) of one node's work step."""
+    key = tpl.output_key(node.key)
+    value = step.state.get(key)
+    head = f"## {node.title} ({node.key})\n\n"
+    if key in step.state and value not in (None, ""):
+        return True, value, head + _as_text(value)
+    errors = step.state.get("_stepErrors") or {}
+    why = (errors.get(tpl.work_step(node.key)) if isinstance(errors, dict) else None) or "no output"
+    return False, str(why), f"{head}{FAILED}: {why}"
 
 
 @body(
@@ -67,19 +86,12 @@ def _as_text(value: Any) -> str:
 )
 async def mark_phase(step: StepContext) -> StepResult:
     orch = await _orchestration(step)
-    errors = step.state.get("_stepErrors") or {}
     outputs: dict[str, Any] = {}
     sections: list[str] = []
     for n in orch.dag.nodes:
-        key = tpl.output_key(n.key)
-        value = step.state.get(key)
-        if key in step.state and value not in (None, ""):
-            outputs[n.key] = {"ok": True, "output": value}
-            sections.append(f"## {n.title} ({n.key})\n\n{_as_text(value)}")
-        else:
-            why = (errors.get(tpl.work_step(n.key)) if isinstance(errors, dict) else None) or "no output"
-            outputs[n.key] = {"ok": False, "output": None, "error": str(why)}
-            sections.append(f"## {n.title} ({n.key})\n\n{FAILED}: {why}")
+        ok, value, section = _result(step, n)
+        outputs[n.key] = {"ok": True, "output": value} if ok else {"ok": False, "output": None, "error": value}
+        sections.append(section)
     text = "\n\n".join(sections)
     svc = step.app.service(OrchestrationService)
     if orch.status == "running":

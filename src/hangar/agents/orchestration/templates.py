@@ -2,11 +2,11 @@
 
 ``plan_template``: a space for the ticket, then the planner agent, whose ``submit_output`` (``PLAN_SCHEMA``) is
 the proposed DAG. ``work_template``: per sub-ticket ``gate_<key>`` (``orchestration.awaitApproval``, after the
-work steps of what it depends on), ``space_<key>`` (its own space, with its own worktree of each repo) and
-``work_<key>`` (its agent, ``continueOnFail``: a failed sub-ticket leaves a failure sentinel, not a failed run);
-then ``mark`` (``orchestration.markPhase``, a join on every work step), the synthesis space and agent, and
-``persist`` (``orchestration.persistDeliverable``). Texts people wrote reach prompts through the run's payload
-(``{{prompt_<key>}}``), so braces in them are never read as placeholders.
+work steps of what it depends on, whose results it writes for the node's prompt), ``space_<key>`` (its own
+space, with its own worktree of each repo) and ``work_<key>`` (its agent, ``continueOnFail``: a failed sub-ticket
+leaves a failure sentinel, not a failed run); then ``mark`` (``orchestration.markPhase``, a join on every work
+step), the synthesis space and agent, and ``persist`` (``orchestration.persistDeliverable``). Texts people wrote
+reach prompts through the run's payload (``{{prompt_<key>}}``), so braces in them are never read as placeholders.
 """
 
 from __future__ import annotations
@@ -57,6 +57,11 @@ def gate_step(key: str) -> str:
 
 def output_key(key: str) -> str:
     return f"out_{key}"
+
+
+def upstream_key(key: str) -> str:
+    """Where the gate of ``key`` writes the results of what it depends on, for its agent's prompt."""
+    return f"upstream_{key}"
 
 
 def _listen(step_id: str, body: str, sources: list[str], config: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +138,7 @@ def work_template(
                 [f"space_{n.key}"],
                 {
                     "agentId": n.agent_id or agent_id,
-                    "prompt": f"{{{{prompt_{n.key}}}}}",
+                    "prompt": f"{{{{prompt_{n.key}}}}}{{{{{upstream_key(n.key)}}}}}",
                     "outputKey": output_key(n.key),
                     "label": n.key,
                     "continueOnFail": True,
