@@ -25,6 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.integration.test_orchestration import start  # noqa: E402
 from tests.support.rpc import RpcClient  # noqa: E402
 from tests.support.server import running_server  # noqa: E402
 from tests.unit.agents.fake_openai import FakeOpenAI, Reply, call, running_fake_openai  # noqa: E402
@@ -47,14 +48,7 @@ async def wait_status(c: RpcClient, ws: str, oid: str, statuses: set[str]) -> di
 async def orchestrate(c: RpcClient, fake: FakeOpenAI, ws: str, agents: dict[str, str], n: int, chain: bool) -> float:
     ticket = await c.call("tickets.create", workspace_id=ws, title=f"Bench {'chain' if chain else 'fan'}")
     fake.script("plan", plan(n, chain))
-    orch = await c.call(
-        "orchestration.start",
-        workspace_id=ws,
-        ticketId=ticket["id"],
-        agentId=agents["work"],
-        plannerAgentId=agents["plan"],
-        synthesisAgentId=agents["work"],
-    )
+    orch = await start(c, ws, ticket["id"], {**agents, "synth": agents["work"]})
     await wait_status(c, ws, orch["id"], {"planned"})
     started = time.perf_counter()
     await c.call("orchestration.approve", workspace_id=ws, orchestrationId=orch["id"], all=True)

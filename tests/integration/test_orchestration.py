@@ -53,20 +53,26 @@ async def refused(client: RpcClient, code: str, op: str, **args: Any) -> str:
     return err.value.message
 
 
+async def start(client: RpcClient, ws: str, ticket_id: str, agents: dict[str, str]) -> dict[str, Any]:
+    """``orchestration.start`` with the agents by role: ``plan``, ``work`` and ``synth``."""
+    orch: dict[str, Any] = await client.call(
+        "orchestration.start",
+        workspace_id=ws,
+        ticketId=ticket_id,
+        agentId=agents["work"],
+        plannerAgentId=agents["plan"],
+        synthesisAgentId=agents["synth"],
+    )
+    return orch
+
+
 async def planned(client: RpcClient, ws: str, fake: FakeOpenAI, url: str, title: str, reply: Reply) -> dict[str, Any]:
     """A ticket, its agents (planner ``plan``, worker ``work``, synthesis ``synth``), and its orchestration once
     the planner's DAG is stored."""
     ticket = await client.call("tickets.create", workspace_id=ws, title=title, description="Ship the thing.")
     ids = {m: await agent(client, ws, url, f"{m}-{title}") for m in ("plan", "work", "synth")}
     fake.script(f"plan-{title}", reply)
-    orch = await client.call(
-        "orchestration.start",
-        workspace_id=ws,
-        ticketId=ticket["id"],
-        agentId=ids["work"],
-        plannerAgentId=ids["plan"],
-        synthesisAgentId=ids["synth"],
-    )
+    orch = await start(client, ws, ticket["id"], ids)
     assert orch["status"] == "planning" and orch["planRunId"]
     return await until(client, ws, orch["id"], lambda o: o["status"] != "planning")
 

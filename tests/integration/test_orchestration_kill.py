@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_orchestration import plan, states, until
+from tests.integration.test_orchestration import plan, start, states, until
 from tests.support.processes import hangar_serve, owner_token
 from tests.support.rpc import RpcClient
 from tests.unit.agents.fake_openai import Reply, running_fake_openai, text
@@ -30,15 +30,7 @@ async def test_kill_9_mid_orchestration_resumes_without_working_a_sub_ticket_twi
                     adapter = {"type": "openai", "baseUrl": fake.url, "model": m}
                     ids[m] = (await c.call("agents.create", workspace_id=ws, name=m, adapter=adapter))["id"]
                 ticket = await c.call("tickets.create", workspace_id=ws, title="Big", description="All of it.")
-                orch = await c.call(
-                    "orchestration.start",
-                    workspace_id=ws,
-                    ticketId=ticket["id"],
-                    agentId=ids["work"],
-                    plannerAgentId=ids["plan"],
-                    synthesisAgentId=ids["synth"],
-                )
-                oid = orch["id"]
+                oid = (await start(c, ws, ticket["id"], ids))["id"]
                 await until(c, ws, oid, lambda o: o["status"] == "planned")
                 await c.call("orchestration.approve", workspace_id=ws, orchestrationId=oid, nodeKeys=["a", "b"])
                 # a and b done; c waits for its approval when the server dies.

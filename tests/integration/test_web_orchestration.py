@@ -6,6 +6,8 @@ and phone; no console errors."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,9 @@ from playwright.async_api import expect
 from tests.integration.test_orchestration import plan
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
-from tests.support.server import running_server
+from tests.support.server import RunningServer, running_server
 from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
-from tests.unit.agents.fake_openai import running_fake_openai, text
+from tests.unit.agents.fake_openai import FakeOpenAI, running_fake_openai, text
 from tests.unit.agents.support import server_parts
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
@@ -31,13 +33,10 @@ def dist() -> Path:
     return built_web_client()
 
 
-def node(page: Any, title: str) -> Any:
-    """A sub-ticket's row, by its link (another row names it in "After: ...")."""
-    rows = page.get_by_role("list", name="Work DAG").get_by_role("listitem")
-    return rows.filter(has=page.get_by_role("link", name=title, exact=True))
-
-
-async def test_ticket_page_orchestrates_and_approves(tmp_path: Path, dist: Path) -> None:
+@contextlib.asynccontextmanager
+async def solo(tmp_path: Path, dist: Path) -> AsyncIterator[tuple[FakeOpenAI, RunningServer, Any, str, RpcClient]]:
+    """A scripted model, a server serving the build, Chromium, a workspace with the agent Solo (model ``solo``)
+    and the owner's client."""
     async with (
         running_fake_openai() as fake,
         running_server(tmp_path, parts=server_parts(), web_dist=dist) as srv,
@@ -47,7 +46,18 @@ async def test_ticket_page_orchestrates_and_approves(tmp_path: Path, dist: Path)
         async with RpcClient(srv.ws_url, srv.owner_token) as c:
             adapter = {"type": "openai", "baseUrl": fake.url, "model": "solo"}
             await c.call("agents.create", workspace_id=ws, name="Solo", adapter=adapter)
-            ticket = await c.call("tickets.create", workspace_id=ws, title="Launch", description="Ship it.")
+            yield fake, srv, browser, ws, c
+
+
+def node(page: Any, title: str) -> Any:
+    """A sub-ticket's row, by its link (another row names it in "After: ...")."""
+    rows = page.get_by_role("list", name="Work DAG").get_by_role("listitem")
+    return rows.filter(has=page.get_by_role("link", name=title, exact=True))
+
+
+async def test_ticket_page_orchestrates_and_approves(tmp_path: Path, dist: Path) -> None:
+    async with solo(tmp_path, dist) as (fake, srv, browser, ws, c):
+        ticket = await c.call("tickets.create", workspace_id=ws, title="Launch", description="Ship it.")
         fake.script("solo", plan(("docs", []), ("code", ["docs"])))
         url = f"{srv.url}/workspaces/{ws}/tickets/{ticket['id']}"
         page, console = await open_signed_in(browser, url, srv.owner_token, viewport=DESKTOP)
@@ -89,20 +99,12 @@ async def test_ticket_page_orchestrates_and_approves(tmp_path: Path, dist: Path)
 
 async def test_planned_dag_axe_light_and_dark(tmp_path: Path, dist: Path) -> None:
     """The screen with approvals to make (buttons on every node) and the start form: axe on both."""
-    async with (
-        running_fake_openai() as fake,
-        running_server(tmp_path, parts=server_parts(), web_dist=dist) as srv,
-        chromium() as browser,
-    ):
-        ws = await srv.new_workspace("Orchestra")
-        async with RpcClient(srv.ws_url, srv.owner_token) as c:
-            adapter = {"type": "openai", "baseUrl": fake.url, "model": "solo"}
-            await c.call("agents.create", workspace_id=ws, name="Solo", adapter=adapter)
-            fresh = await c.call("tickets.create", workspace_id=ws, title="Fresh")
-            ticket = await c.call("tickets.create", workspace_id=ws, title="Planned")
-            fake.script("solo", plan(("a", []), ("b", ["a"])))
-            agent = (await c.call("agents.list", workspace_id=ws))["agents"][0]["id"]
-            await c.call("orchestration.start", workspace_id=ws, ticketId=ticket["id"], agentId=agent)
+    async with solo(tmp_path, dist) as (fake, srv, browser, ws, c):
+        fresh = await c.call("tickets.create", workspace_id=ws, title="Fresh")
+        ticket = await c.call("tickets.create", workspace_id=ws, title="Planned")
+        fake.script("solo", plan(("a", []), ("b", ["a"])))
+        agent = (await c.call("agents.list", workspace_id=ws))["agents"][0]["id"]
+        await c.call("orchestration.start", workspace_id=ws, ticketId=ticket["id"], agentId=agent)
         for scheme in ("light", "dark"):
             for viewport in (DESKTOP, PHONE):
                 base = f"{srv.url}/workspaces/{ws}/tickets/"
