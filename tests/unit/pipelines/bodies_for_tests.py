@@ -48,7 +48,9 @@ async def wait_event(step: StepContext) -> StepResult:
     return StepResult.suspend_until_event(ev, {"waiting": step.step_id}, match=step.config.extras.get("match"))
 
 
-# Stands in for the partial-approval gate: the one body a template may give extras.awaitApproval (no timeout).
+# Stands in for the partial-approval gate (the one body a template may give extras.awaitApproval: no timeout) in
+# harnesses that leave the real one out (``harness(bodies=[..., approval_wait])``); not in ``BODIES``, which
+# compositions add to every part's bodies.
 @body("orchestration.awaitApproval", summary="Suspends until extras.eventType, exempt from the 24-hour timeout.")
 async def approval_wait(step: StepContext) -> StepResult:
     return StepResult.suspend_until_event(step.config.extras["eventType"])
@@ -104,7 +106,6 @@ TEST_BODIES = [
     raiser,
     sleeper,
     wait_event,
-    approval_wait,
     wait_tasks,
     harvest,
     slow_harvest,

@@ -14,7 +14,7 @@ from hangar.pipelines import StepStatus, TaskFinished
 from hangar.pipelines import template as tpl
 from hangar.pipelines.layout import CONTROL_DIR
 from tests.support.locks import lock_held_elsewhere
-from tests.unit.pipelines.bodies_for_tests import CALLS, GATES, TEST_BODIES
+from tests.unit.pipelines.bodies_for_tests import CALLS, GATES, TEST_BODIES, approval_wait
 from tests.unit.pipelines.harness import WS, Harness, harness, listen, steps
 
 
@@ -29,7 +29,7 @@ async def h(tmp_path: Path) -> Any:
 @pytest.fixture
 async def fh(tmp_path: Path) -> Any:
     """A harness on a fake clock."""
-    async with harness(tmp_path, clock=FakeClock(), bodies=TEST_BODIES) as hh:
+    async with harness(tmp_path, clock=FakeClock(), bodies=[*TEST_BODIES, approval_wait]) as hh:
         yield hh
 
 
