@@ -5,10 +5,12 @@ synthesis and the deliverable; and every refusal (roles, other workspaces, unkno
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from hangar.agents.orchestration.dag import MAX_NODES
@@ -240,3 +242,40 @@ async def test_dag_limits_and_refusals(tmp_path: Path) -> None:
             theirs = {"workspace_id": other_ws, "orchestrationId": oid}
             await refused(other, "not_found", "orchestration.approve", **theirs, all=True)
         assert (await client.call("orchestration.get", workspace_id=ws, orchestrationId=oid))["status"] == "planned"
+
+
+async def mcp(http: httpx.AsyncClient, headers: dict[str, str], method: str, params: dict[str, Any]) -> Any:
+    """One JSON-RPC request on ``/mcp``; its result (the reply as JSON or as one server-sent event)."""
+    reply = await http.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, headers=headers
+    )
+    assert reply.status_code == 200, reply.text
+    text_ = reply.text
+    if reply.headers["content-type"].startswith("text/event-stream"):
+        text_ = next(line[5:] for line in text_.splitlines() if line.startswith("data:"))
+    return json.loads(text_)["result"]
+
+
+async def test_the_orchestration_ops_are_mcp_tools(tmp_path: Path) -> None:
+    async with running_fake_openai() as fake, workspace_server(tmp_path) as (srv, client, ws):
+        orch = await planned(client, ws, fake, fake.url, "mcp", plan(("a", [])))
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "authorization": f"Bearer {srv.owner_token}",
+        }
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        async with httpx.AsyncClient(base_url=srv.url, timeout=30) as http:
+            opened = await http.post(
+                "/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, headers=headers
+            )
+            headers = {**headers, "mcp-session-id": opened.headers["mcp-session-id"]}
+            headers["mcp-protocol-version"] = "2025-06-18"
+            names = {t["name"] for t in (await mcp(http, headers, "tools/list", {}))["tools"]}
+            ops = {"orchestration.start", "orchestration.get", "orchestration.editDag", "orchestration.approve"}
+            assert ops <= names
+            args = {"workspace_id": ws, "orchestrationId": orch["id"], "all": True}
+            done = await mcp(http, headers, "tools/call", {"name": "orchestration.approve", "arguments": args})
+            assert not done.get("isError"), done
+            assert orch["id"] in json.dumps(done)
+        assert (await until(client, ws, orch["id"], lambda o: o["status"] != "planned"))["status"] != "planned"
