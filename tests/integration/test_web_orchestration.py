@@ -67,6 +67,23 @@ async def test_ticket_page_orchestrates_and_approves(tmp_path: Path, dist: Path)
 
         await node(page, "Do docs").get_by_text("Planned").wait_for()
         await expect(node(page, "Do code")).to_contain_text("After: Do docs")
+
+        # Before work starts, the plan is edited: a sub-ticket added after docs, then removed again; a bad key
+        # is refused in the server's words.
+        await page.get_by_text("Add a sub-ticket to the plan").click()
+        add = page.get_by_role("form", name="Add a sub-ticket to the plan")
+        await add.get_by_role("textbox", name="Key (lower-case letters, digits and _)").fill("Bad-Key")
+        await add.get_by_role("textbox", name="Title").fill("Do tests")
+        await add.get_by_role("button", name="Add").click()
+        await expect(add.get_by_role("alert")).to_contain_text("must be a lower-case name")
+        await add.get_by_role("textbox", name="Key (lower-case letters, digits and _)").fill("tests")
+        await add.get_by_role("checkbox", name="Do docs").check()
+        await add.get_by_role("button", name="Add").click()
+        await expect(node(page, "Do tests")).to_contain_text("After: Do docs")
+        subs = (await c.call("tickets.get", workspace_id=ws, ticketId=ticket["id"]))["subTickets"]
+        assert sorted(x["title"] for x in subs) == ["Do code", "Do docs", "Do tests"]
+        await node(page, "Do tests").get_by_role("button", name="Remove Do tests").click()
+        await expect(node(page, "Do tests")).to_have_count(0)
         fake.script("solo", text("docs written"), text("code written"), text("Launch deliverable"))
         await node(page, "Do docs").get_by_role("button", name="Approve Do docs").click()
         await node(page, "Do code").get_by_text("Awaiting approval").wait_for(timeout=30_000)
@@ -78,6 +95,7 @@ async def test_ticket_page_orchestrates_and_approves(tmp_path: Path, dist: Path)
         await page.get_by_text("Launch deliverable").wait_for(timeout=30_000)
         await expect(page.get_by_text("Completed")).to_be_visible()
         await expect(page.get_by_role("button", name="Approve all")).to_have_count(0)
+        await expect(page.get_by_role("button", name="Remove Do docs")).to_have_count(0)
         assert console.errors == []
 
         # A guest sees the DAG and the deliverable, and nothing to approve or start.

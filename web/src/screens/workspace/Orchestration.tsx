@@ -9,6 +9,7 @@ import { ticketPath } from "../../router";
 import { Refusal } from "../../components/Outcome";
 import { useAction, useWrite } from "../../data/mutations";
 import { useRead } from "../../data/queries";
+import { AddNode, RemoveNode } from "./OrchestrationEdit";
 import "./orchestration.css";
 
 const STATUS_LABELS: Record<string, string> = {
@@ -119,6 +120,9 @@ function Node(props: {
             </button>
           )
         )}
+        {props.canApprove && orch.status === "planned" && orch.nodes.length > 1 && (
+          <RemoveNode workspaceId={workspaceId} orch={orch} node={node} />
+        )}
       </div>
       {node.dependsOn.length > 0 && (
         <p className="hint">After: {node.dependsOn.map((k) => titles.get(k) ?? k).join(", ")}</p>
@@ -177,6 +181,7 @@ export function TicketOrchestration(props: { workspaceId: string; ticketId: stri
               ))}
             </ol>
           )}
+          {canApprove && orch.status === "planned" && <AddNode workspaceId={workspaceId} orch={orch} />}
           {canApprove && orch.nodes.some((n) => !n.approved) && (
             <button type="button" disabled={approval.busy} onClick={() => void approveAll()}>
               Approve all
