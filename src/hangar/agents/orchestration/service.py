@@ -276,13 +276,23 @@ class OrchestrationService:
                 workspace_id, orch, "planning", status="failed", error=f"the planner's DAG was refused: {exc}"
             ) or await self._read(workspace_id, orch.id)
         dag = await self._sync_sub_tickets(workspace_id, orch, Dag(), dag)
-        return await self.transition(
+        done = await self.transition(
             workspace_id, orch, "planning", status="planned", dag=dag.to_json(), space_id=state.get("pipeline_space_id")
-        ) or await self._read(workspace_id, orch.id)
+        )
+        if done is None:  # another server stored the plan first: the sub-tickets filed here go
+            await self._drop_sub_tickets(workspace_id, dag)
+        return done or await self._read(workspace_id, orch.id)
+
+    async def _drop_sub_tickets(self, workspace_id: str, dag: Dag) -> None:
+        tickets = self._app.service(TicketService)
+        for n in dag.nodes:
+            if n.sub_ticket_id is not None:
+                with contextlib.suppress(NotFound):
+                    await tickets.delete(workspace_id, n.sub_ticket_id)
 
     async def _sync_sub_tickets(self, workspace_id: str, orch: Orchestration, old: Dag, new: Dag) -> Dag:
         """A sub-ticket per node of ``new`` (kept for a key ``old`` had, filed for a new one, retitled when its
-        title changed); sub-tickets of keys ``new`` drops are deleted."""
+        title changed). Those of the keys ``new`` drops are deleted by the caller once the new DAG is stored."""
         tickets = self._app.service(TicketService)
         kept = {n.key: n for n in old.nodes}
         nodes = []
@@ -301,10 +311,6 @@ class OrchestrationService:
             elif before is not None and (before.title, before.description) != (n.title, n.description):
                 await tickets.update(workspace_id, sub, title=n.title, description=n.description)
             nodes.append(type(n)(n.key, n.title, n.description, n.depends_on, n.agent_id, sub))
-        for key, n in kept.items():
-            if key not in new.keys and n.sub_ticket_id is not None:
-                with contextlib.suppress(NotFound):  # deleted by hand already
-                    await tickets.delete(workspace_id, n.sub_ticket_id)
         return Dag(tuple(nodes))
 
     # -- what people do --------------------------------------------------------------------------------------
@@ -331,8 +337,11 @@ class OrchestrationService:
             )
             dag = await self._sync_sub_tickets(workspace_id, orch, orch.dag, carried)
             done = await self.transition(workspace_id, orch, EDITABLE, dag=dag.to_json())
-            if done is None:
+            if done is None:  # approved meanwhile (through another server): the sub-tickets filed here go
+                known = set(orch.dag.keys)
+                await self._drop_sub_tickets(workspace_id, Dag(tuple(n for n in dag.nodes if n.key not in known)))
                 raise Conflict(f"orchestration {orch.id} changed while it was being edited; read it again")
+            await self._drop_sub_tickets(workspace_id, Dag(tuple(n for n in orch.dag.nodes if n.key not in dag.keys)))
             return done
 
     async def approve(
