@@ -25,6 +25,8 @@ export const EVENT_LABELS: Readonly<Record<EventType, string>> = {
   "identity.memberRemoved": "Member removed",
   "identity.memberRoleChanged": "Member's role changed",
   "identity.workspaceCreated": "Workspace created",
+  "orchestration.changed": "Orchestration moved on",
+  "orchestration.nodeApproved": "Sub-ticket approved",
   "pipeline.runFinished": "Pipeline run finished",
   "pipeline.taskFinished": "Pipeline task finished",
   "rigs.closed": "Rig closed",

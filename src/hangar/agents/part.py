@@ -6,6 +6,10 @@ from hangar.agents.bodies import BODIES
 from hangar.agents.endpoints import TRUSTED_MODEL_HOSTS_SPEC
 from hangar.agents.events import AGENT_EVENTS
 from hangar.agents.ops import AGENT_OPS
+from hangar.agents.orchestration import bodies as orchestration_bodies
+from hangar.agents.orchestration import ops as orchestration_ops
+from hangar.agents.orchestration.events import ORCHESTRATION_EVENTS
+from hangar.agents.orchestration.service import OrchestrationService
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import RunStore
 from hangar.agents.service import AgentService
@@ -23,6 +27,7 @@ RECOVER_INTERVAL_S = 2.0
 async def _start(app: AppContext) -> None:
     agents = app.provide(AgentService(app))
     app.provide(TeamService(app, agents))
+    app.provide(OrchestrationService(app)).follow_runs()
     runner = app.provide(AgentRunner(app, agents, app.service(SpaceService)))
     runner.follow_pipelines()
     # Runs a previous process left running can never finish now: close them so their waiters move on.
@@ -33,6 +38,9 @@ async def _start(app: AppContext) -> None:
 
 
 async def _stop(app: AppContext) -> None:
+    orchestrations = app.maybe_service(OrchestrationService)
+    if orchestrations is not None:
+        await orchestrations.aclose()
     runner = app.maybe_service(AgentRunner)
     if runner is not None:
         await runner.aclose()
@@ -45,10 +53,10 @@ async def _event_floor(app: AppContext, workspace_id: str) -> int | None:
 
 AGENTS_PART = Part(
     name="agents",
-    ops=AGENT_OPS,
+    ops=[*AGENT_OPS, *orchestration_ops.OPS],
     migrations=[MIGRATIONS],
-    events=AGENT_EVENTS,
-    bodies=BODIES,
+    events=(*AGENT_EVENTS, *ORCHESTRATION_EVENTS),
+    bodies=[*BODIES, *orchestration_bodies.BODIES],
     server_settings=[TRUSTED_MODEL_HOSTS_SPEC],
     start=_start,
     stop=_stop,

@@ -72,4 +72,29 @@ team_members = sa.Table(
     sa.Column("position", sa.Integer, nullable=False),
 )
 
+# One per orchestrated ticket (``hangar.agents.orchestration``): the work DAG, what a person approved, the runs
+# that plan and work it, the outputs of its sub-tickets and the deliverable.
+orchestrations = sa.Table(
+    "orchestrations",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("ticket_id", sa.String(36), nullable=False, unique=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("agent_id", sa.String(36), nullable=False),
+    sa.Column("planner_agent_id", sa.String(36), nullable=False),
+    sa.Column("synthesis_agent_id", sa.String(36), nullable=False),
+    sa.Column("repo_ids", sa.JSON, nullable=False),
+    sa.Column("dag", sa.JSON, nullable=False),
+    sa.Column("approved", sa.JSON, nullable=False),
+    sa.Column("outputs", sa.JSON, nullable=False),
+    sa.Column("plan_run_id", sa.String(36), nullable=True),
+    sa.Column("work_run_id", sa.String(36), nullable=True),
+    sa.Column("space_id", sa.String(36), nullable=True),
+    sa.Column("deliverable", sa.Text, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("created_by", sa.String(200), nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
 MIGRATIONS = MigrationSet("agents", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))

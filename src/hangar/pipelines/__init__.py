@@ -5,13 +5,15 @@ The public surface other parts use: ``body`` (declare a body; list it in your ``
 ``StepResult``, ``Resume``/``TaskOutcome`` (what a resumed body sees), the ``TaskFinished`` and
 ``PipelineRunFinished`` events, ``run_key``/``attempt_keys_prefix`` (to find what a run's steps did), and the
 ``outputSchema`` checks (``schema_problems``, ``first_violation``) agents share so both accept the same payloads,
-``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one), and
+``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one),
 the ``pullRequest`` trigger's contract (``PULL_REQUEST_TRIGGER``, the event the forges part publishes for it and
-the state keys its runs get).
+the state keys its runs get), and ``PipelineEngine`` (to start a run of a built-in template a part builds,
+``load_template`` then ``start_run``, and read it with ``snapshot``).
 """
 
 from hangar.pipelines.bodies.shell import ShellEnvironment, ShellVariables
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec, ConfigField, body, spec_of_body
+from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import NodeConfig, RunStatus, StepDef, StepKind, StepStatus, Template
 from hangar.pipelines.pull_requests import PULL_REQUEST_EVENT, PULL_REQUEST_STATE_KEYS, PULL_REQUEST_TRIGGER
@@ -40,6 +42,7 @@ __all__ = [
     "ChildRuns",
     "ConfigField",
     "NodeConfig",
+    "PipelineEngine",
     "PipelineRunFinished",
     "Resume",
     "ResumedEvent",

@@ -283,6 +283,10 @@ class PipelineEngine:
 
     # -- templates ------------------------------------------------------------------------------------------
 
+    def load_template(self, raw: Mapping[str, Any]) -> Template:
+        """A template document another part builds (a built-in one), checked against the bodies this engine runs."""
+        return tpl.load(dict(raw), self.bodies).template
+
     async def stored_template(self, ws: str, template_id: str) -> Template:
         wire = await self.store.get_template(ws, template_id)
         return tpl.load(wire, self.bodies).template

@@ -122,6 +122,9 @@ def load(raw: Any, bodies: BodyRegistry | None) -> Loaded:
     return Loaded(template, warnings)
 
 
+AWAIT_APPROVAL_BODY = "orchestration.awaitApproval"
+
+
 def check(template: Template, bodies: BodyRegistry | None) -> tuple[list[str], list[str]]:
     """Cross-step rules: (problems, warnings)."""
     problems: list[str] = []
@@ -180,6 +183,9 @@ def check(template: Template, bodies: BodyRegistry | None) -> tuple[list[str], l
         problems += _check_config(template, s.id, s.kind, s.body_key, s.config.model_dump(by_alias=True), bodies)
         problems += _check_body(s.id, s.kind, s.body, s.body_key, bodies, warnings)
         cfg = s.config
+        if "awaitApproval" in cfg.extras and s.body_key != AWAIT_APPROVAL_BODY:
+            # The exemption from the 24-hour suspended-step timeout belongs to the partial-approval gate alone.
+            problems.append(f"{where}: extras.awaitApproval is set only by the {AWAIT_APPROVAL_BODY} body")
         if cfg.reducer is not None:
             if not cfg.output_key:
                 problems.append(f"{where}: config.reducer {cfg.reducer} needs config.outputKey")

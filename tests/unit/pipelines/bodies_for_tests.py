@@ -48,6 +48,14 @@ async def wait_event(step: StepContext) -> StepResult:
     return StepResult.suspend_until_event(ev, {"waiting": step.step_id}, match=step.config.extras.get("match"))
 
 
+# Stands in for the partial-approval gate (the one body a template may give extras.awaitApproval: no timeout) in
+# harnesses that leave the real one out (``harness(bodies=[..., approval_wait])``); not in ``BODIES``, which
+# compositions add to every part's bodies.
+@body("orchestration.awaitApproval", summary="Suspends until extras.eventType, exempt from the 24-hour timeout.")
+async def approval_wait(step: StepContext) -> StepResult:
+    return StepResult.suspend_until_event(step.config.extras["eventType"])
+
+
 @body("test.waitTasks", summary="Suspends until extras.taskIds finish (optionally finishing some first).")
 async def wait_tasks(step: StepContext) -> StepResult:
     for tid in step.config.extras.get("finishFirst", []):
@@ -92,5 +100,17 @@ async def bad(step: StepContext) -> Any:
     return {"not": "a result"}
 
 
-TEST_BODIES = [value, flaky, raiser, sleeper, wait_event, wait_tasks, harvest, slow_harvest, terminal, progress, bad]
+TEST_BODIES = [
+    value,
+    flaky,
+    raiser,
+    sleeper,
+    wait_event,
+    wait_tasks,
+    harvest,
+    slow_harvest,
+    terminal,
+    progress,
+    bad,
+]
 BODIES = TEST_BODIES

@@ -18,7 +18,7 @@ from hangar.core.part import Part
 from hangar.identity.part import IDENTITY_PART
 from hangar.oversight import OVERSIGHT_PART
 from hangar.pipelines import template as tpl
-from hangar.pipelines.bodies.spec import BodyRegistry
+from hangar.pipelines.bodies.spec import BodyRegistry, spec_of_body
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PIPELINE_EVENTS
 from hangar.pipelines.store import PipelineStore
@@ -69,7 +69,10 @@ async def harness(
         # Engine semantics are tested with scripts on the host (trusted host execution); confinement in an
         # enclosure has its own tests.
         ctx.provide(HOST, as_type=Confinement)
-        registry = BodyRegistry([*step_bodies(all_parts()), *bodies])
+        # A test body under a real body's key stands in for it (the approval gate, say, without an orchestration).
+        ours = list(bodies)
+        keys = {spec_of_body(b).key for b in ours}
+        registry = BodyRegistry([*(b for b in step_bodies(all_parts()) if spec_of_body(b).key not in keys), *ours])
         engine = PipelineEngine(
             store=PipelineStore(ctx.dbs.workspace, ctx.dbs.writer),
             bus=ctx.bus,

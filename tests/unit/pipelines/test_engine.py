@@ -14,7 +14,7 @@ from hangar.pipelines import StepStatus, TaskFinished
 from hangar.pipelines import template as tpl
 from hangar.pipelines.layout import CONTROL_DIR
 from tests.support.locks import lock_held_elsewhere
-from tests.unit.pipelines.bodies_for_tests import CALLS, GATES, TEST_BODIES
+from tests.unit.pipelines.bodies_for_tests import CALLS, GATES, TEST_BODIES, approval_wait
 from tests.unit.pipelines.harness import WS, Harness, harness, listen, steps
 
 
@@ -29,7 +29,7 @@ async def h(tmp_path: Path) -> Any:
 @pytest.fixture
 async def fh(tmp_path: Path) -> Any:
     """A harness on a fake clock."""
-    async with harness(tmp_path, clock=FakeClock(), bodies=TEST_BODIES) as hh:
+    async with harness(tmp_path, clock=FakeClock(), bodies=[*TEST_BODIES, approval_wait]) as hh:
         yield hh
 
 
@@ -415,13 +415,16 @@ async def test_resuming_body_harvests_itself(h: Harness) -> None:
     assert snap["steps"]["h"]["attempts"] == 1
 
 
+GATE = "orchestration.awaitApproval"  # the stand-in of bodies_for_tests
+
+
 async def test_suspended_step_times_out_after_24_hours_unless_awaiting_approval(fh: Harness) -> None:
     clock = fh.clock
     assert isinstance(clock, FakeClock)
     run_id = await fh.start(
         steps(
             listen("w1", "start", body="test.waitEvent", continueOnFail=True, extras={"eventType": "x.never"}),
-            listen("w2", "start", body="test.waitEvent", extras={"eventType": "x.never", "awaitApproval": True}),
+            listen("w2", "start", body=GATE, extras={"eventType": "x.never", "awaitApproval": True}),
         )
     )
     await fh.engine.settle()

@@ -37,7 +37,15 @@ def test_each_part_lists_its_own_bodies() -> None:
     by_part = {p.name: _keys(p.bodies) for p in all_parts()}
     assert by_part["pipelines"] == {"pipeline.trigger", "shell.run", "flow.router", "pipeline.subPipeline"}
     assert by_part["workspace"] == {"messaging.createSpace", "messaging.postMessage", "worktree.cleanup"}
-    assert by_part["agents"] == {"conversation.promptAgent", "flow.forEach", "team.dispatch", "approval.gate"}
+    assert by_part["agents"] == {
+        "conversation.promptAgent",
+        "flow.forEach",
+        "team.dispatch",
+        "approval.gate",
+        "orchestration.awaitApproval",
+        "orchestration.markPhase",
+        "orchestration.persistDeliverable",
+    }
     # Every key once: the registry the reference pages and the command line build from them accepts them all.
     assert len(BodyRegistry(step_bodies(all_parts())).keys) == sum(len(keys) for keys in by_part.values())
 

@@ -226,3 +226,13 @@ def test_thousand_step_chain_validates() -> None:
     ]
     loaded = tpl.load({"id": "long", "steps": [{"id": "start", "kind": "trigger"}, *chain]}, BODIES)
     assert len(loaded.template.steps) == 1001
+
+
+def test_only_the_approval_gate_may_set_await_approval() -> None:
+    """extras.awaitApproval exempts a suspended step from the 24-hour timeout: any body but the gate is refused."""
+    raw = copy.deepcopy(CONTRACT_EXAMPLE)
+    step_at(raw, "fix")["config"]["extras"] = {"awaitApproval": True}
+    assert problems_of(raw) == ["step fix: extras.awaitApproval is set only by the orchestration.awaitApproval body"]
+    gate = {"orchestrationId": "o1", "nodeKey": "a", "awaitApproval": True}
+    step_at(raw, "fix").update(body="orchestration.awaitApproval", config={"extras": gate})
+    assert tpl.load(raw, BODIES).template.step("fix").config.await_approval

@@ -15,10 +15,8 @@ PLANNED_AREAS = (
     "manual/concepts/evals-replay",
     "manual/concepts/meetings",
     "manual/concepts/memory-knowledge",
-    "manual/concepts/orchestration",
     "manual/tutorials/first-pr",
     "manual/guides/record-meeting",
-    "manual/guides/run-orchestration",
     "manual/guides/connect-calendar",
 )
 

@@ -22,9 +22,11 @@ export const EVENT_READS: { readonly [T in EventType]?: readonly string[] } = {
   "workspace.spaceCreated": ["spaces."],
   "workspace.spaceUpdated": ["spaces."],
   "workspace.spaceProvisioningChanged": ["spaces."],
-  "workspace.ticketChanged": ["tickets."],
+  "workspace.ticketChanged": ["tickets.", "orchestration."],
+  "orchestration.changed": ["orchestration.", "tickets."],
+  "orchestration.nodeApproved": ["orchestration."],
   "agents.runStarted": ["runs."],
-  "agents.runFinished": ["runs."],
+  "agents.runFinished": ["runs.", "orchestration."],
   "pipeline.runFinished": ["pipelines.runs."],
   "chat.userLinked": ["chat.", "members."],
   "chat.userUnlinked": ["chat.", "members."],
@@ -62,6 +64,9 @@ const WRITE_ALSO: { readonly [N in CallOpName]?: readonly string[] } = {
   "rigs.buildPack": ["rigs."],
   "chat.unlinkUser": ["members."],
   "pipelines.templates.delete": ["pipelines.triggers."],
+  "orchestration.editDag": ["tickets."],
+  "orchestration.approve": ["tickets."],
+  "orchestration.start": ["tickets."],
 };
 
 /** Writes whose own family is not what they change: the reads they touch instead (none for a short-lived address

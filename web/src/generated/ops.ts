@@ -239,7 +239,7 @@ export type DeviceRef = {
 };
 
 /** A domain event as stored: its sequence number in the workspace, type and payload (the declared event's model; an emitted event's payload as given). */
-export type EventView = AgentsReasoningFinishedView | AgentsReasoningStartedView | AgentsRunFinishedView | AgentsRunStartedView | AgentsTextDeltaView | AgentsToolCallFinishedView | AgentsToolCallStartedView | AgentsTurnFinishedView | AgentsTurnStartedView | AgentsTurnWaitingView | ChatUserLinkedView | ChatUserUnlinkedView | ForgePullRequestView | IdentityMemberAddedView | IdentityMemberRemovedView | IdentityMemberRoleChangedView | IdentityWorkspaceCreatedView | PipelineRunFinishedView | PipelineTaskFinishedView | RigsClosedView | RigsControlChangedView | RigsDevDomainChangedView | RigsReapedView | WorkspaceMessagePostedView | WorkspaceSpaceCreatedView | WorkspaceSpaceProvisioningChangedView | WorkspaceSpaceUpdatedView | WorkspaceTicketChangedView | EmittedView;
+export type EventView = AgentsReasoningFinishedView | AgentsReasoningStartedView | AgentsRunFinishedView | AgentsRunStartedView | AgentsTextDeltaView | AgentsToolCallFinishedView | AgentsToolCallStartedView | AgentsTurnFinishedView | AgentsTurnStartedView | AgentsTurnWaitingView | ChatUserLinkedView | ChatUserUnlinkedView | ForgePullRequestView | IdentityMemberAddedView | IdentityMemberRemovedView | IdentityMemberRoleChangedView | IdentityWorkspaceCreatedView | OrchestrationChangedView | OrchestrationNodeApprovedView | PipelineRunFinishedView | PipelineTaskFinishedView | RigsClosedView | RigsControlChangedView | RigsDevDomainChangedView | RigsReapedView | WorkspaceMessagePostedView | WorkspaceSpaceCreatedView | WorkspaceSpaceProvisioningChangedView | WorkspaceSpaceUpdatedView | WorkspaceTicketChangedView | EmittedView;
 
 /** The turn's reasoning prose, sent once when it is complete. */
 export type AgentsReasoningFinished = {
@@ -512,6 +512,32 @@ export type IdentityWorkspaceCreatedView = {
   type: "identity.workspaceCreated";
   occurredAt: string;
   payload: IdentityWorkspaceCreated;
+};
+
+export type OrchestrationChanged = {
+  orchestrationId: string;
+  status: string;
+};
+
+export type OrchestrationChangedView = {
+  seq: number;
+  id: string;
+  type: "orchestration.changed";
+  occurredAt: string;
+  payload: OrchestrationChanged;
+};
+
+export type OrchestrationNodeApproved = {
+  orchestrationId: string;
+  nodeKey: string;
+};
+
+export type OrchestrationNodeApprovedView = {
+  seq: number;
+  id: string;
+  type: "orchestration.nodeApproved";
+  occurredAt: string;
+  payload: OrchestrationNodeApproved;
 };
 
 /** A pipeline run ended (completed, failed or cancelled). */
@@ -876,6 +902,38 @@ export type MemberRoleSet = {
 
 export type MessageList = {
   messages: Array<MessageView>;
+};
+
+export type NodeView = {
+  key: string;
+  title: string;
+  description: string;
+  dependsOn: Array<string>;
+  agentId: string | null;
+  subTicketId: string | null;
+  approved: boolean;
+  state: string;
+  output: unknown;
+  error: string | null;
+};
+
+export type OrchestrationView = {
+  id: string;
+  ticketId: string;
+  status: string;
+  agentId: string;
+  plannerAgentId: string;
+  synthesisAgentId: string;
+  repoIds: Array<string>;
+  nodes: Array<NodeView>;
+  planRunId: string | null;
+  workRunId: string | null;
+  spaceId: string | null;
+  deliverable: string | null;
+  error: string | null;
+  createdBy: string;
+  createdAt: string;
+  updatedAt: string;
 };
 
 export type BodyInfo = {
@@ -2433,6 +2491,46 @@ export type MobileUseArgs = {
 };
 export type MobileUseResult = Record<string, unknown>;
 
+/** Approve nodes of the DAG (``nodeKeys``) or every node (``all``); the first approval starts the work. */
+export type OrchestrationApproveArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  orchestrationId: string;
+  nodeKeys?: Array<string> | null;
+  all?: boolean;
+};
+export type OrchestrationApproveResult = OrchestrationView;
+
+/** Replace the work DAG before work starts (``nodes``: ``{key, title, description?, dependsOn?, agentId?}``): nodes added get a sub-ticket, nodes removed lose theirs; a cycle is refused, naming it. */
+export type OrchestrationEditDagArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  orchestrationId: string;
+  nodes: Array<Record<string, unknown>>;
+};
+export type OrchestrationEditDagResult = OrchestrationView;
+
+/** An orchestration, by its id or its ticket's, with each node's state and output from the work run. */
+export type OrchestrationGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  orchestrationId?: string | null;
+  ticketId?: string | null;
+};
+export type OrchestrationGetResult = OrchestrationView;
+
+/** Orchestrate a ticket: the planner agent (default ``agentId``) proposes a DAG of sub-tickets; ``agentId`` works each sub-ticket (unless its node names another agent); the synthesis agent (default the planner) writes the deliverable. ``repoIds``: repos each sub-ticket's space checks out in a worktree of its own. */
+export type OrchestrationStartArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  ticketId: string;
+  agentId: string;
+  plannerAgentId?: string | null;
+  synthesisAgentId?: string | null;
+  repoIds?: Array<string>;
+};
+export type OrchestrationStartResult = OrchestrationView;
+
 /** Registered bodies: key, one-line summary and the settings each reads. */
 export type PipelinesBodiesListArgs = {
   /** The workspace the call acts in. */
@@ -3280,6 +3378,10 @@ export interface Ops {
   "messages.list": { kind: "read"; scope: "workspace"; args: MessagesListArgs; result: MessagesListResult; event: never };
   "messages.post": { kind: "mutate"; scope: "workspace"; args: MessagesPostArgs; result: MessagesPostResult; event: never };
   "mobile_use": { kind: "mutate"; scope: "workspace"; args: MobileUseArgs; result: MobileUseResult; event: never };
+  "orchestration.approve": { kind: "mutate"; scope: "workspace"; args: OrchestrationApproveArgs; result: OrchestrationApproveResult; event: never };
+  "orchestration.editDag": { kind: "mutate"; scope: "workspace"; args: OrchestrationEditDagArgs; result: OrchestrationEditDagResult; event: never };
+  "orchestration.get": { kind: "read"; scope: "workspace"; args: OrchestrationGetArgs; result: OrchestrationGetResult; event: never };
+  "orchestration.start": { kind: "mutate"; scope: "workspace"; args: OrchestrationStartArgs; result: OrchestrationStartResult; event: never };
   "pipelines.bodies.list": { kind: "read"; scope: "workspace"; args: PipelinesBodiesListArgs; result: PipelinesBodiesListResult; event: never };
   "pipelines.emit": { kind: "mutate"; scope: "workspace"; args: PipelinesEmitArgs; result: PipelinesEmitResult; event: never };
   "pipelines.runs.cancel": { kind: "mutate"; scope: "workspace"; args: PipelinesRunsCancelArgs; result: PipelinesRunsCancelResult; event: never };
@@ -3444,6 +3546,10 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "messages.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "messages.post": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "mobile_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "orchestration.approve": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "orchestration.editDag": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "orchestration.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "orchestration.start": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "pipelines.bodies.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "pipelines.emit": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "pipelines.runs.cancel": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
@@ -3580,6 +3686,8 @@ export const EVENT_TYPES = [
   "identity.memberRemoved",
   "identity.memberRoleChanged",
   "identity.workspaceCreated",
+  "orchestration.changed",
+  "orchestration.nodeApproved",
   "pipeline.runFinished",
   "pipeline.taskFinished",
   "rigs.closed",

@@ -14,6 +14,7 @@ import { useRead } from "../../data/queries";
 import { useWorkspace } from "../../data/workspaces";
 import { RecordName, useNames, type NameKind } from "./names";
 import { CreateTicket, statusLabel, StatusSelect } from "./tickets";
+import { TicketOrchestration } from "./Orchestration";
 import "./workspace.css";
 
 const REPORTER_KINDS: NameKind[] = ["user", "agent"];
@@ -133,6 +134,7 @@ export default function TicketPage({ workspaceId, ticketId }: { workspaceId: str
               <CreateTicket workspaceId={workspaceId} parentId={t.id} label="Add sub-ticket" />
             )}
           </section>
+          <TicketOrchestration workspaceId={workspaceId} ticketId={t.id} canChange={canChange} />
           {canChange && (
             <section aria-labelledby="delete-title" className="panel">
               <h2 id="delete-title">Delete</h2>
