@@ -42,6 +42,7 @@ from hangar.rigs.backends.base import ExecResult, RigBackend, RigHandle
 from hangar.rigs.devdomains.router import DevRouter
 from hangar.rigs.errors import BackendFailure, ControlHeld
 from hangar.rigs.events import RigControlChanged, RigDevDomainChanged
+from hangar.rigs.hosts.registry import RigHosts
 from hangar.rigs.lifecycle.budget import MemoryBudget
 from hangar.rigs.lifecycle.closing import RigCloser, discard_home
 from hangar.rigs.lifecycle.opening import RigOpener, rig_home
@@ -63,7 +64,14 @@ __all__ = ["RigManager"]
 
 
 class RigManager:
-    def __init__(self, app: AppContext, backend: RigBackend, *, budget_mb: int = DEFAULT_MEMORY_BUDGET_MB) -> None:
+    def __init__(
+        self,
+        app: AppContext,
+        backend: RigBackend,
+        *,
+        budget_mb: int = DEFAULT_MEMORY_BUDGET_MB,
+        hosts: RigHosts | None = None,
+    ) -> None:
         self.app = app
         self.backend = backend
         self.store = RigStore(app.dbs, app.clock)
@@ -82,6 +90,7 @@ class RigManager:
             self.closer,
             self.ownership,
             prepare_ready=self._prepare_ready,
+            hosts=hosts,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[Subscription] = []
