@@ -4,6 +4,7 @@ rig-host-credential`` (mint, list, revoke the credentials rig hosts use). See ``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -121,7 +122,5 @@ async def _host(settings: Settings, servers: list[str], credential: str, budget_
     logging.getLogger("hangar.rigs.hosts.agent").warning(
         "rig host started for %s with a budget of %d MB", ", ".join(servers), budget_mb
     )
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass

@@ -69,6 +69,7 @@ class RigHostAgent:
         self.backend = backend
         self.rigs: dict[str, HostedRig] = {}
         self._channels = 0
+        self._pumps: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
         """Serve every server until stopped (cancelled) or refused (``CredentialRefused``)."""
@@ -214,7 +215,9 @@ class RigHostAgent:
             self._channels += 1
             channel = self._channels
             link.ptys[channel] = pty
-            asyncio.create_task(self._pump(link, channel, pty), name=f"rig-host:pty:{channel}")
+            pump = asyncio.create_task(self._pump(link, channel, pty), name=f"rig-host:pty:{channel}")
+            self._pumps.add(pump)
+            pump.add_done_callback(self._pumps.discard)
             return {"channel": channel}
         else:
             raise InvalidArgs(f"a rig host does not know the request {op!r}")
