@@ -70,6 +70,7 @@ class RigHostAgent:
         self.rigs: dict[str, HostedRig] = {}
         self._channels = 0
         self._pumps: set[asyncio.Task[None]] = set()
+        self._refused: str | None = None  # why a server refused the credential, as it said
 
     async def run(self) -> None:
         """Serve every server until stopped (cancelled) or refused (``CredentialRefused``)."""
@@ -131,29 +132,37 @@ class RigHostAgent:
     async def _session(self, link: ServerLink, conn: websockets.ClientConnection) -> None:
         beat = asyncio.create_task(self._beat(link))
         running: set[asyncio.Task[None]] = set()
-        refused: str | None = None
         try:
-            async for message in conn:
-                if isinstance(message, bytes):
-                    channel, data = wire.unframe(message)
-                    pty = link.ptys.get(channel)
-                    if pty is not None:
-                        with contextlib.suppress(HangarError):
-                            await pty.write(data)
-                    continue
-                body = json.loads(message)
-                if body.get("event") == "refused":
-                    refused = str(body.get("message") or "the server refused this rig host's credential")
-                elif "id" in body:
-                    task = asyncio.create_task(self._answer(link, body))
-                    running.add(task)
-                    task.add_done_callback(running.discard)
+            await self._read(link, conn, running)
+        except websockets.ConnectionClosed:
+            pass  # the close code says below whether it was a refusal
         finally:
             beat.cancel()
             for task in running:
                 task.cancel()
-        if refused is not None or conn.close_code == wire.CLOSE_REFUSED:
-            raise CredentialRefused(refused or "the server refused this rig host's credential")
+        if self._refused is not None or conn.close_code == wire.CLOSE_REFUSED:
+            raise CredentialRefused(self._refused or "the server refused this rig host's credential")
+        log.warning("rig host: the link to %s closed (%s); dialling again", link.url, conn.close_code)
+
+    async def _read(
+        self, link: ServerLink, conn: websockets.ClientConnection, running: set[asyncio.Task[None]]
+    ) -> None:
+        """Serve the server's frames until its socket closes: requests answered as tasks of their own."""
+        async for message in conn:
+            if isinstance(message, bytes):
+                channel, data = wire.unframe(message)
+                pty = link.ptys.get(channel)
+                if pty is not None:
+                    with contextlib.suppress(HangarError):
+                        await pty.write(data)
+                continue
+            body = json.loads(message)
+            if body.get("event") == "refused":
+                self._refused = str(body.get("message") or "the server refused this rig host's credential")
+            elif "id" in body:
+                task = asyncio.create_task(self._answer(link, body))
+                running.add(task)
+                task.add_done_callback(running.discard)
 
     async def _beat(self, link: ServerLink) -> None:
         while True:
