@@ -207,7 +207,22 @@ async def test_rig_host_credentials_refused(tmp_path: Path) -> None:
         # Started with the revoked credential, and with one made up: refused in one line, exit 1.
         with rig_host(env, tmp_path / "cred", tmp_path / "again.log") as proc:
             assert await asyncio.to_thread(proc.wait, BOUND_S) == 1
-        assert "was revoked" in (tmp_path / "again.log").read_text()
+        again = (tmp_path / "again.log").read_text()
+        assert "was revoked; stopping" in again and "connected to" not in again, again
+        # A rig host credential's name: 100 characters accepted, 101 refused.
+        long_name = cli(env.srv.data_dir, "admin", "rig-host-credential", "create", "--name", "n" * 101, check=False)
+        assert long_name.returncode == 1 and "name is 1 to 100 characters" in long_name.stderr, long_name
+        assert cli(env.srv.data_dir, "admin", "rig-host-credential", "create", "--name", "n" * 100).stdout.startswith(
+            "hrh_"
+        )
+        listed = cli(env.srv.data_dir, "admin", "rig-host-credential", "list").stdout
+        assert f"{cred_id}  revoked-later" in listed and "revoked 20" in listed
+        # A device credential is no rig host credential.
+        device = tmp_path / "device"
+        device.write_text(env.srv.owner_token)
+        with rig_host(env, device, tmp_path / "device.log") as proc:
+            assert await asyncio.to_thread(proc.wait, BOUND_S) == 1
+        assert "is not one hangar admin rig-host-credential create mints" in (tmp_path / "device.log").read_text()
         made_up = tmp_path / "made-up"
         made_up.write_text("hrh_00000000-0000-0000-0000-000000000000_" + "x" * 43 + "\n")
         with rig_host(env, made_up, tmp_path / "made-up.log") as proc:

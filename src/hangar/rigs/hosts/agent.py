@@ -103,15 +103,9 @@ class RigHostAgent:
                     additional_headers={"Authorization": f"Bearer {self.credential}"},
                     max_size=wire.MAX_TEXT_FRAME,
                 ) as conn:
-                    ours = sorted(r for r, hosted in self.rigs.items() if hosted.server == link.url)
-                    hello = {"event": "hello", "memoryBudgetMb": self.budget_mb, "rigs": ours}
-                    await conn.send(wire.dumps(hello))
                     link.conn = conn
-                    log.warning(
-                        "rig host: connected to %s (%d MB budget, %d rigs)", link.url, self.budget_mb, len(ours)
-                    )
                     lost_at = None
-                    await self._session(link, conn)
+                    await self._session(link, conn, self._hello(link))
             except CredentialRefused:
                 raise
             except (OSError, websockets.InvalidHandshake, websockets.ConnectionClosed, TimeoutError) as exc:
@@ -124,14 +118,20 @@ class RigHostAgent:
                 link.ptys.clear()
             lost_at = lost_at if lost_at is not None else loop.time()
             if loop.time() - lost_at > LEASE_S:
-                for rig_id in [r for r, h in self.rigs.items() if h.server == link.url]:
+                for rig_id in self._of(link):
                     log.warning("rig host: %s stayed away past %.0f s; closing its rig %s", link.url, LEASE_S, rig_id)
                     await self._close(rig_id)
             await asyncio.sleep(REDIAL_S)
 
-    async def _session(self, link: ServerLink, conn: websockets.ClientConnection) -> None:
+    def _hello(self, link: ServerLink) -> str:
+        return wire.dumps({"event": "hello", "memoryBudgetMb": self.budget_mb, "rigs": sorted(self._of(link))})
+
+    async def _session(self, link: ServerLink, conn: websockets.ClientConnection, hello: str) -> None:
         beat = asyncio.create_task(self._beat(link))
         running: set[asyncio.Task[None]] = set()
+        # A refusal may close the socket before the hello is sent: what the server said is read all the same.
+        with contextlib.suppress(websockets.ConnectionClosed):
+            await conn.send(hello)
         try:
             await self._read(link, conn, running)
         except websockets.ConnectionClosed:
@@ -157,7 +157,10 @@ class RigHostAgent:
                         await pty.write(data)
                 continue
             body = json.loads(message)
-            if body.get("event") == "refused":
+            if body.get("event") == "welcome":
+                said = "rig host: connected to %s as %r (%d MB budget, %d rigs)"
+                log.warning(said, link.url, body.get("name"), self.budget_mb, len(self._of(link)))
+            elif body.get("event") == "refused":
                 self._refused = str(body.get("message") or "the server refused this rig host's credential")
             elif "id" in body:
                 task = asyncio.create_task(self._answer(link, body))
@@ -231,6 +234,9 @@ class RigHostAgent:
         else:
             raise InvalidArgs(f"a rig host does not know the request {op!r}")
         return {}
+
+    def _of(self, link: ServerLink) -> list[str]:
+        return [r for r, hosted in self.rigs.items() if hosted.server == link.url]
 
     def held_mb(self) -> int:
         return sum(h.handle.spec.memory_mb for h in self.rigs.values())

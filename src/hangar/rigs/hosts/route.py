@@ -70,6 +70,7 @@ async def rig_host_socket(ws: WebSocket) -> None:
     hosts = app.service(RigHosts)
     link = HostLink(ws, credential, budget, rigs)
     await hosts.attach(link)
+    await ws.send_text(wire.dumps({"event": "welcome", "hostId": credential.id, "name": credential.name}))
     served = asyncio.create_task(link.serve(lambda body: _on_event(hosts, link, body)))
     checked = asyncio.create_task(_recheck(ws, link, text, credential))
     try:

@@ -5,11 +5,13 @@ The rig host dials out (it needs no inbound port) and authenticates with ``Autho
 credential>``. Then:
 
 - text frames are JSON. The rig host's first is ``{"event": "hello", "memoryBudgetMb": N, "rigs": [ids]}`` (the
-  rigs it still runs, after a reconnection); then ``{"event": "beat"}`` every ``BEAT_S``, ``{"event": "rigDied",
-  "rig": id}`` when a rig's processes died and ``{"event": "ptyEnd", "channel": k}`` when a terminal ended.
-  The server sends requests ``{"id": n, "op": OP, ...}`` (``OPS``) and the rig host answers each with
-  ``{"re": n, "ok": {...}}`` or ``{"re": n, "error": {"code": ..., "message": ...}}`` (codes of
-  ``hangar.errors``); requests are served concurrently, so a long command does not hold up a keystroke.
+  rigs it still runs, after a reconnection); the server answers ``{"event": "welcome", "hostId": ..., "name":
+  ...}`` once it took it (or ``{"event": "refused", "message": ...}``). Then the rig host says ``{"event":
+  "beat"}`` every ``BEAT_S``, ``{"event": "rigDied", "rig": id}`` when a rig's processes died and ``{"event":
+  "ptyEnd", "channel": k}`` when a terminal ended. The server sends requests ``{"id": n, "op": OP, ...}``
+  (``OPS``) and the rig host answers each with ``{"re": n, "ok": {...}}`` or ``{"re": n, "error": {"code": ...,
+  "message": ...}}`` (codes of ``hangar.errors``); requests are served concurrently, so a long command does not
+  hold up a keystroke.
 - binary frames are terminal bytes: a 4-byte big-endian channel number (from ``ptyOpen``) then the bytes, the
   server's keystrokes one way and the shell's output the other.
 
