@@ -74,6 +74,7 @@ class RigManager:
     ) -> None:
         self.app = app
         self.backend = backend
+        self.hosts = hosts
         self.store = RigStore(app.dbs, app.clock)
         self.rigs = LiveRigs(app.clock)
         self.ownership = RigOwnership(app, self._fenced)
@@ -168,6 +169,8 @@ class RigManager:
                         closed_at=self.app.clock.now(),
                     )
                     await discard_home(self.app, rig_home(self.app, rec.id))
+                    if self.hosts is not None:  # a rig its dead server placed on a rig host holds no room there now
+                        await self.hosts.ended(rec.id)
                 finally:
                     self.ownership.release(rec.id)
 
