@@ -230,3 +230,16 @@ async def test_rig_host_credentials_refused(tmp_path: Path) -> None:
         assert "is not known to this database" in (tmp_path / "made-up.log").read_text()
         hosts = env.manager.opener.hosts
         assert hosts is not None and hosts.connected() == []
+
+
+def test_rig_host_bad_input_refused_in_one_line(tmp_path: Path) -> None:
+    """No server is needed to refuse: a URL that is not http(s), no credential, a budget under 512 MB."""
+    cred = tmp_path / "cred"
+    cred.write_text("hrh_unused")
+    base = ["rig-host", "--credential-file", str(cred), "--data-dir", str(tmp_path / "h")]
+    ftp = cli(tmp_path, *base, "--server", "ftp://example.org", check=False)
+    assert ftp.returncode == 1 and "--server must be an http:// or https:// URL" in ftp.stderr, ftp
+    bare = cli(tmp_path, "rig-host", "--server", "http://127.0.0.1:9", check=False)
+    assert bare.returncode == 1 and "hangar rig-host needs a rig host credential" in bare.stderr, bare
+    small = cli(tmp_path, *base, "--server", "http://127.0.0.1:9", "--memory-budget", "511", check=False)
+    assert small.returncode == 2 and "--memory-budget" in small.stderr, small

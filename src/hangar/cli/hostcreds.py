@@ -4,6 +4,7 @@ credentials of one role (``hangar.core.hostcreds``), the same three commands for
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -25,6 +26,21 @@ if TYPE_CHECKING:
 def refuse(message: str) -> typer.Exit:
     typer.echo(message, err=True)
     return typer.Exit(1)
+
+
+def read_credential(credential_file: Path | None, variable: str, label: str, command: str) -> str:
+    """The credential a process of a role starts with: from ``credential_file``, else the environment's
+    ``variable`` (taken out of it once read, so nothing the process starts inherits it); refused in one line when
+    neither holds one."""
+    text = os.environ.pop(variable, None)
+    if credential_file is not None:
+        try:
+            text = credential_file.read_text().strip()
+        except OSError as exc:
+            raise refuse(f"cannot read the {label} file {credential_file}: {exc.strerror}") from None
+    if not text:
+        raise refuse(f"{command} needs a {label}: --credential-file F or ${variable}")
+    return text
 
 
 def credential_app(

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hangar.cli.hostcreds import credential_app, refuse
+from hangar.cli.hostcreds import credential_app, read_credential, refuse
 from hangar.cli.root import DataDirOpt, settings_from
 
 if TYPE_CHECKING:
@@ -74,14 +73,7 @@ def rig_host(
         if not url.startswith(("http://", "https://")) or len(url) > 2000:
             raise refuse(f"--server must be an http:// or https:// URL of a hangar server, not {url[:100]!r}")
     settings = settings_from(data_dir=data_dir)
-    text = os.environ.pop(CREDENTIAL_VARIABLE, None)
-    if credential_file is not None:
-        try:
-            text = credential_file.read_text().strip()
-        except OSError as exc:
-            raise refuse(f"cannot read the rig host credential file {credential_file}: {exc.strerror}") from None
-    if not text:
-        raise refuse(f"hangar rig-host needs a rig host credential: --credential-file F or ${CREDENTIAL_VARIABLE}")
+    text = read_credential(credential_file, CREDENTIAL_VARIABLE, "rig host credential", "hangar rig-host")
     from hangar.server.logs import configure_server_log
 
     configure_server_log(settings.log_format)

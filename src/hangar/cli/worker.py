@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hangar.cli.hostcreds import credential_app, refuse
+from hangar.cli.hostcreds import credential_app, read_credential, refuse
 from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 from hangar.errors import HangarError
 
@@ -51,14 +50,7 @@ def worker(
     settings = settings_from(data_dir=data_dir, database_url=database_url)
     if not _on_postgresql(settings):
         raise refuse(NEEDS_POSTGRESQL)
-    text = os.environ.pop(CREDENTIAL_VARIABLE, None)
-    if credential_file is not None:
-        try:
-            text = credential_file.read_text().strip()
-        except OSError as exc:
-            raise refuse(f"cannot read the worker credential file {credential_file}: {exc.strerror}") from None
-    if not text:
-        raise refuse(f"hangar worker needs a worker credential: --credential-file F or ${CREDENTIAL_VARIABLE}")
+    text = read_credential(credential_file, CREDENTIAL_VARIABLE, "worker credential", "hangar worker")
     from hangar.server.logs import configure_server_log
 
     configure_server_log(settings.log_format)
