@@ -243,3 +243,31 @@ def test_rig_host_bad_input_refused_in_one_line(tmp_path: Path) -> None:
     assert bare.returncode == 1 and "hangar rig-host needs a rig host credential" in bare.stderr, bare
     small = cli(tmp_path, *base, "--server", "http://127.0.0.1:9", "--memory-budget", "511", check=False)
     assert small.returncode == 2 and "--memory-budget" in small.stderr, small
+
+
+async def test_a_rig_host_back_within_its_lease_keeps_its_rigs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rig host frozen (SIGSTOP) until the server counts its link lost, then thawed: it dials again within the
+    lease and its rig goes on, the same shell state and all."""
+    from hangar.rigs.hosts import wire
+
+    monkeypatch.setattr(wire, "SILENCE_S", 4.0)
+    monkeypatch.setattr(registry, "LEASE_S", 600.0)
+    async with rigs_server(tmp_path) as env:
+        hosts_first(env)
+        mint(env, "napper", tmp_path / "cred")
+        with rig_host(env, tmp_path / "cred", tmp_path / "host.log") as proc:
+            await connected(env, proc, tmp_path / "host.log")
+            rig = await env.open()
+            await env.exec(rig, "echo kept > ~/state")
+            hosts = env.manager.opener.hosts
+            assert hosts is not None
+            os.kill(proc.pid, signal.SIGSTOP)
+            try:
+                async with asyncio.timeout(BOUND_S):
+                    while hosts.connected():
+                        await asyncio.sleep(0.1)
+            finally:
+                os.kill(proc.pid, signal.SIGCONT)
+            await connected(env, proc, tmp_path / "host.log")
+            assert (await env.status(rig))["status"] == "ready"
+            assert (await env.exec(rig, "cat ~/state"))["stdout"] == "kept\n"
