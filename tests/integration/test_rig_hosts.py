@@ -271,3 +271,9 @@ async def test_a_rig_host_back_within_its_lease_keeps_its_rigs(tmp_path: Path, m
             await connected(env, proc, tmp_path / "host.log")
             assert (await env.status(rig))["status"] == "ready"
             assert (await env.exec(rig, "cat ~/state"))["stdout"] == "kept\n"
+
+
+def test_hosts_first_is_true_or_false(tmp_path: Path) -> None:
+    refused = cli(tmp_path / "d", "admin", "setting", "rigs.hostsFirst", "1", check=False)
+    assert refused.returncode == 2 and "rigs.hostsFirst must be true or false" in refused.stderr, refused
+    assert cli(tmp_path / "d", "admin", "setting", "rigs.hostsFirst", "true").stdout.strip() == "true"
