@@ -24,10 +24,11 @@ import pytest
 import sqlalchemy as sa
 import websockets
 
-from hangar.rigs.hosts import registry
+from hangar.rigs.hosts import registry, wire
 from hangar.rigs.hosts.tables import rig_host_credentials, rig_placements
 from tests.integration.rigs_enclosure_env import PACKS
 from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.integration.test_rigs_ops_files import code, drop, lane_path, read
 from tests.integration.test_rigs_ops_terminal import read_until, terminal_url
 from tests.support.disks import detach_disks
 from tests.support.processes import HANGAR, cli
@@ -125,6 +126,27 @@ async def test_a_rig_placed_on_a_rig_host_when_the_server_is_full_exec_and_termi
                 assert b"pty-42 from-the-host" in await read_until(term, b"pty-42 from-the-host")
                 await term.send(b"stty size\n")
                 assert b"20 90" in await read_until(term, b"20 90")
+            # The files lane through the server: drops land on the rig host, and read back (bigger than a chunk).
+            lane = await lane_path(env, there)
+            big = os.urandom(3 * wire.FILE_CHUNK + 17)
+            dropped = await drop(env, lane, [("a.txt", b"first"), ("big.bin", big), ("a.txt", b"second")])
+            assert dropped.status_code == 200, dropped.text
+            assert [f["path"] for f in dropped.json()["files"]] == [
+                "/home/rig/drops/a.txt",
+                "/home/rig/drops/big.bin",
+                "/home/rig/drops/2-a.txt",
+            ]
+            seen = await env.exec(there, "cat ~/drops/a.txt ~/drops/2-a.txt; stat -c %s ~/drops/big.bin")
+            assert seen["stdout"] == f"firstsecond{len(big)}\n"
+            assert (await read(env, lane, "/home/rig/drops/big.bin")).content == big
+            missing = await read(env, lane, "/home/rig/drops/none.txt")
+            assert missing.status_code == 404 and code(missing) == "not_found"
+            # The rig host's refusals come back as they are: a symlink planted in the rig leads nowhere.
+            await env.exec(there, "ln -s /etc/shadow ~/link.txt && mv ~/drops ~/old && ln -s /srv/elsewhere ~/drops")
+            linked = await read(env, lane, "/home/rig/link.txt")
+            assert linked.status_code in (403, 404), linked.text
+            planted = await drop(env, lane, [("planted.txt", b"x")])
+            assert planted.status_code == 403 and code(planted) == "refused", planted.text
             # Closing it frees its room on the host, recorded in the database.
             await env.call("rig_close", rigId=there)
             assert (there, host_id, 512, True) in await placements(env)
@@ -248,8 +270,6 @@ def test_rig_host_bad_input_refused_in_one_line(tmp_path: Path) -> None:
 async def test_a_rig_host_back_within_its_lease_keeps_its_rigs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rig host frozen (SIGSTOP) until the server counts its link lost, then thawed: it dials again within the
     lease and its rig goes on, the same shell state and all."""
-    from hangar.rigs.hosts import wire
-
     monkeypatch.setattr(wire, "SILENCE_S", 4.0)
     monkeypatch.setattr(registry, "LEASE_S", 600.0)
     async with rigs_server(tmp_path) as env:

@@ -12,9 +12,11 @@ since the server has failed them by then. A server that refuses its credential (
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,11 +48,48 @@ class HostedRig:
 
 
 @dataclass
+class Upload:
+    """A file being written into a rig: chunks handed to the rig's writer as they come."""
+
+    queue: asyncio.Queue[bytes | None]
+    task: asyncio.Task[None]
+
+    async def put(self, item: bytes | None) -> None:
+        """Hand ``item`` over, or raise the writer's error if it ended first."""
+        put = asyncio.ensure_future(self.queue.put(item))
+        await asyncio.wait({put, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        if not put.done():
+            put.cancel()
+            await self.task  # it ended without taking the chunk: its error says why
+            raise Refused("the rig stopped taking the file")
+
+
+@dataclass
+class Download:
+    """A file being read from a rig, served in chunks of at most ``wire.FILE_CHUNK``."""
+
+    chunks: AsyncIterator[bytes]
+    pending: bytes = b""
+
+
+@dataclass
 class ServerLink:
     url: str
     conn: websockets.ClientConnection | None = None
     send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ptys: dict[int, Pty] = field(default_factory=dict)
+    uploads: dict[int, Upload] = field(default_factory=dict)
+    downloads: dict[int, Download] = field(default_factory=dict)
+
+    async def drop_files(self) -> None:
+        """The link ended: files under way are abandoned."""
+        for upload in self.uploads.values():
+            upload.task.cancel()
+        for download in self.downloads.values():
+            with contextlib.suppress(Exception):
+                await download.chunks.aclose()  # type: ignore[attr-defined]
+        self.uploads.clear()
+        self.downloads.clear()
 
     async def send(self, data: str | bytes) -> None:
         if self.conn is None:
@@ -116,6 +155,7 @@ class RigHostAgent:
                 for pty in link.ptys.values():
                     await pty.aclose()
                 link.ptys.clear()
+                await link.drop_files()
             lost_at = lost_at if lost_at is not None else loop.time()
             if loop.time() - lost_at > LEASE_S:
                 for rig_id in self._of(link):
@@ -204,6 +244,8 @@ class RigHostAgent:
                 link.ptys.pop(int(body["channel"]), None)
                 await pty.aclose()
             return {}
+        if op.startswith("file"):
+            return await self._file(link, op, body)
         if op == "close":
             if str(body.get("rig")) in self.rigs:
                 self._rig(link, body)
@@ -224,8 +266,7 @@ class RigHostAgent:
             await handle.grant_hosts([str(h) for h in body.get("hosts") or []])
         elif op == "ptyOpen":
             pty = await handle.open_pty(int(body["cols"]), int(body["rows"]))
-            self._channels += 1
-            channel = self._channels
+            channel = self._channel()
             link.ptys[channel] = pty
             pump = asyncio.create_task(self._pump(link, channel, pty), name=f"rig-host:pty:{channel}")
             self._pumps.add(pump)
@@ -234,6 +275,64 @@ class RigHostAgent:
         else:
             raise InvalidArgs(f"a rig host does not know the request {op!r}")
         return {}
+
+    def _channel(self) -> int:
+        self._channels += 1
+        return self._channels
+
+    async def _file(self, link: ServerLink, op: str, body: dict[str, Any]) -> dict[str, Any]:
+        if op == "fileWrite":
+            handle = self._rig(link, body)
+            queue: asyncio.Queue[bytes | None] = asyncio.Queue(4)
+
+            async def source() -> AsyncIterator[bytes]:
+                while (chunk := await queue.get()) is not None:
+                    yield chunk
+
+            writing = handle.write_file(str(body["path"]), source(), exclusive=bool(body.get("exclusive")))
+            channel = self._channel()
+            link.uploads[channel] = Upload(queue, asyncio.create_task(writing, name=f"rig-host:file:{channel}"))
+            return {"channel": channel}
+        if op == "fileRead":
+            handle = self._rig(link, body)
+            channel = self._channel()
+            link.downloads[channel] = Download(aiter(handle.read_file(str(body["path"]))))
+            return {"channel": channel}
+        channel = int(body["channel"])
+        if op in ("fileChunk", "fileEnd"):
+            upload = link.uploads.get(channel)
+            if upload is None:
+                raise NotFound("no such file under way")
+            if op == "fileChunk":
+                await upload.put(base64.b64decode(str(body["data"])))
+                return {}
+            link.uploads.pop(channel, None)
+            if body.get("abandon"):
+                upload.task.cancel()
+                await asyncio.gather(upload.task, return_exceptions=True)
+                return {}
+            await upload.put(None)
+            await upload.task
+            return {}
+        download = link.downloads.get(channel)
+        if download is None:
+            raise NotFound("no such file under way")
+        if op == "fileDone":
+            link.downloads.pop(channel, None)
+            with contextlib.suppress(Exception):
+                await download.chunks.aclose()  # type: ignore[attr-defined]
+            return {}
+        if not download.pending:
+            try:
+                download.pending = await anext(download.chunks)
+            except StopAsyncIteration:
+                link.downloads.pop(channel, None)
+                return {"eof": True}
+            except BaseException:
+                link.downloads.pop(channel, None)
+                raise
+        piece, download.pending = download.pending[: wire.FILE_CHUNK], download.pending[wire.FILE_CHUNK :]
+        return {"data": base64.b64encode(piece).decode()}
 
     def _of(self, link: ServerLink) -> list[str]:
         return [r for r, hosted in self.rigs.items() if hosted.server == link.url]

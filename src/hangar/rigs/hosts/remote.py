@@ -2,20 +2,23 @@
 host's link (``link.HostLink``), found afresh at each call, so a rig host that reconnects within its lease goes on
 serving its rigs.
 
-Proxied: exec, terminals (``open_pty``), parking, waking, resident memory, granting egress hosts, closing.
-Not proxied yet, refused with ``Unavailable`` saying so: streamed commands (``run``: the confinement of user code
-and browser engines, which stay on the server's own backend), file reads and drops, port forwards (a rig host's
-rig reports no listening ports), the door to the server, dev-domain lanes and browser engines.
+Proxied: exec, terminals (``open_pty``), file drops and reads (``write_file``, ``read_file``: the files lane),
+parking, waking, resident memory, granting egress hosts, closing. Not proxied yet, refused with ``Unavailable``
+saying so: streamed commands (``run``: the confinement of user code and browser engines, which stay on the
+server's own backend), port forwards (a rig host's rig reports no listening ports), the door to the server,
+dev-domain lanes and browser engines.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from hangar.core.confine import ExecResult
-from hangar.errors import Unavailable
+from hangar.errors import HangarError, Unavailable
 from hangar.rigs.backends.base import RigHandle, RigSpec
 from hangar.rigs.backends.capabilities import Command, Pty
 from hangar.rigs.hosts import wire
@@ -116,9 +119,44 @@ class RemoteRig(RigHandle):
     async def unforward(self, host_port: int) -> None:
         return None  # nothing was forwarded
 
+    # -- files (the files lane's drops and reads) -------------------------------------------------------------
+
     async def write_file(self, guest_path: str, data: AsyncIterator[bytes] | bytes, *, exclusive: bool) -> None:
-        raise _not_proxied("writing a file")
+        link = self._link()
+        opened = await link.call("fileWrite", rig=self.spec.rig_id, path=guest_path, exclusive=exclusive)
+        channel = opened["channel"]
+        try:
+            async for chunk in _pieces(data):
+                await link.call("fileChunk", channel=channel, data=base64.b64encode(chunk).decode())
+        except BaseException:
+            with contextlib.suppress(HangarError):
+                await link.call("fileEnd", channel=channel, abandon=True)
+            raise
+        await link.call("fileEnd", channel=channel)
 
     async def read_file(self, guest_path: str) -> AsyncIterator[bytes]:
-        raise _not_proxied("reading a file")
-        yield b""  # an async generator, as the protocol asks
+        link = self._link()
+        channel = (await link.call("fileRead", rig=self.spec.rig_id, path=guest_path))["channel"]
+        done = False
+        try:
+            while True:
+                got = await link.call("fileNext", channel=channel)
+                if got.get("eof"):
+                    done = True
+                    return
+                yield base64.b64decode(str(got["data"]))
+        finally:
+            if not done:
+                with contextlib.suppress(HangarError):
+                    await link.call("fileDone", channel=channel)
+
+
+async def _pieces(data: AsyncIterator[bytes] | bytes) -> AsyncIterator[bytes]:
+    """``data`` in pieces of at most ``wire.FILE_CHUNK`` bytes."""
+    if isinstance(data, bytes | bytearray):
+        for start in range(0, len(data), wire.FILE_CHUNK):
+            yield bytes(data[start : start + wire.FILE_CHUNK])
+        return
+    async for chunk in data:
+        for start in range(0, len(chunk), wire.FILE_CHUNK):
+            yield chunk[start : start + wire.FILE_CHUNK]

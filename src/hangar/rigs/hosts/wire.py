@@ -12,6 +12,10 @@ credential>``. Then:
   (``OPS``) and the rig host answers each with ``{"re": n, "ok": {...}}`` or ``{"re": n, "error": {"code": ...,
   "message": ...}}`` (codes of ``hangar.errors``); requests are served concurrently, so a long command does not
   hold up a keystroke.
+- files travel in answered requests: ``fileWrite`` opens a stream into the rig (a channel), ``fileChunk`` carries
+  up to ``FILE_CHUNK`` bytes (base64) and ``fileEnd`` finishes it, answered with the write's outcome;
+  ``fileRead`` opens a file of the rig and each ``fileNext`` answers its next chunk (``eof`` at the end),
+  ``fileDone`` closing it early. Every chunk waits for its answer, so a slow rig slows its sender.
 - binary frames are terminal bytes: a 4-byte big-endian channel number (from ``ptyOpen``) then the bytes, the
   server's keystrokes one way and the shell's output the other.
 
@@ -56,8 +60,15 @@ OPS = frozenset(
         "ptyOpen",
         "ptyResize",
         "ptyClose",
+        "fileWrite",
+        "fileChunk",
+        "fileEnd",
+        "fileRead",
+        "fileNext",
+        "fileDone",
     }
 )
+FILE_CHUNK = 512 * 1024  # bytes of a file per request (base64 in JSON): each one answered, so neither side floods
 
 _ERRORS: dict[str, type[HangarError]] = {
     cls.code: cls for cls in (Unauthenticated, Forbidden, NotFound, Conflict, Refused, Unavailable, Internal)
