@@ -297,3 +297,31 @@ def test_hosts_first_is_true_or_false(tmp_path: Path) -> None:
     refused = cli(tmp_path / "d", "admin", "setting", "rigs.hostsFirst", "1", check=False)
     assert refused.returncode == 2 and "rigs.hostsFirst must be true or false" in refused.stderr, refused
     assert cli(tmp_path / "d", "admin", "setting", "rigs.hostsFirst", "true").stdout.strip() == "true"
+
+
+async def test_one_rig_host_serves_two_servers_within_its_own_budget(tmp_path: Path) -> None:
+    """A rig host dials every server given; each server places on it, and the host's own budget binds them all
+    (here the servers keep separate databases, so only the rig host knows what the other server placed)."""
+    async with rigs_server(tmp_path / "a") as a, rigs_server(tmp_path / "b") as b:
+        for env in (a, b):
+            hosts_first(env)
+        cred = tmp_path / "cred"
+        mint(a, "shared", cred)
+        # The same credential is known to both: minted on A, its row copied to B (as one database would hold it).
+        async with a.srv.ctx.dbs.server.connect() as conn:
+            row = (await conn.execute(sa.select(rig_host_credentials))).one()
+        async with b.srv.ctx.dbs.server.begin() as conn:
+            await conn.execute(rig_host_credentials.insert().values(**row._mapping))
+        with rig_host(a, cred, tmp_path / "host.log", "--server", b.srv.url, "--memory-budget", "512") as proc:
+            await connected(a, proc, tmp_path / "host.log")
+            await connected(b, proc, tmp_path / "host.log")
+            on_a = await a.open()
+            assert a.manager.live(a.ws, on_a).host_id is not None
+            with pytest.raises(RpcError) as refused:
+                await b.open()
+            assert "this rig host's memory budget (--memory-budget 512 MB) cannot hold another 512 MB rig" in (
+                refused.value.message
+            )
+            await a.call("rig_close", rigId=on_a)
+            on_b = await b.open()  # the room A gave back
+            assert (await b.exec(on_b, "echo b"))["stdout"] == "b\n"
