@@ -173,6 +173,18 @@ async def test_placement_refused_when_no_host_has_room(tmp_path: Path) -> None:
             assert "no host has room for another 512 MB rig" in message
             assert "rig host 'small' has 0 of its 512 MB free (its --memory-budget)" in message
             assert "rigs.memoryBudgetMb, 512 MB" in message
+            # A second rig host with the same credential is turned away while the first is linked, and keeps dialling.
+            with rig_host(env, tmp_path / "cred", tmp_path / "second.log") as second:
+                async with asyncio.timeout(BOUND_S):
+                    while (
+                        "another rig host is connected with the credential 'small'"
+                        not in (tmp_path / "second.log").read_text()
+                    ):
+                        assert second.poll() is None
+                        await asyncio.sleep(0.1)
+            hosts = env.manager.opener.hosts
+            assert hosts is not None and [link.name for link in hosts.connected()] == ["small"]
+            assert (await env.exec(busy[1], "echo still"))["stdout"] == "still\n"
 
 
 async def test_a_rig_host_killed_fails_its_rigs_with_an_event(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

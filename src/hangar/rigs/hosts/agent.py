@@ -200,6 +200,8 @@ class RigHostAgent:
             if body.get("event") == "welcome":
                 said = "rig host: connected to %s as %r (%d MB budget, %d rigs)"
                 log.warning(said, link.url, body.get("name"), self.budget_mb, len(self._of(link)))
+            elif body.get("event") == "busy":
+                log.warning("rig host: %s: %s; dialling again", link.url, body.get("message"))
             elif body.get("event") == "refused":
                 self._refused = str(body.get("message") or "the server refused this rig host's credential")
             elif "id" in body:

@@ -68,6 +68,15 @@ async def rig_host_socket(ws: WebSocket) -> None:
     except WebSocketDisconnect:
         return
     hosts = app.service(RigHosts)
+    held = hosts.link(credential.id)
+    if held is not None and not held.closed.is_set():
+        # One rig host per credential: a second one waits (it dials again) until the first's link is gone.
+        said = f"another rig host is connected with the credential {credential.name!r}; one credential per machine"
+        log.warning("rig hosts: refused a second connection: %s", said)
+        with contextlib.suppress(Exception):
+            await ws.send_text(wire.dumps({"event": "busy", "message": said}))
+            await ws.close(wire.CLOSE_BUSY, "busy")
+        return
     link = HostLink(ws, credential, budget, rigs)
     await hosts.attach(link)
     await ws.send_text(wire.dumps({"event": "welcome", "hostId": credential.id, "name": credential.name}))

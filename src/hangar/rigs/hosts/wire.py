@@ -45,6 +45,7 @@ PATH = "/rig-host/connect"
 BEAT_S = 2.0  # how often a rig host says it is there
 SILENCE_S = 10.0  # a link that said nothing for this long is lost (a host gone without closing its socket)
 CLOSE_REFUSED = 4401  # the credential is not (or no longer) accepted; the reason says why
+CLOSE_BUSY = 4409  # another rig host holds a live link with this credential: dial again later
 MAX_TEXT_FRAME = 8 * 1024 * 1024  # a command's output comes back in one reply
 
 OPS = frozenset(
