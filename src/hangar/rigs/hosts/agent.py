@@ -80,6 +80,7 @@ class ServerLink:
     ptys: dict[int, Pty] = field(default_factory=dict)
     uploads: dict[int, Upload] = field(default_factory=dict)
     downloads: dict[int, Download] = field(default_factory=dict)
+    welcomed: bool = False  # the server took the current link (a turned-away dial does not count)
 
     async def drop_files(self) -> None:
         """The link ended: files under way are abandoned."""
@@ -143,7 +144,6 @@ class RigHostAgent:
                     max_size=wire.MAX_TEXT_FRAME,
                 ) as conn:
                     link.conn = conn
-                    lost_at = None
                     await self._session(link, conn, self._hello(link))
             except CredentialRefused:
                 raise
@@ -156,6 +156,8 @@ class RigHostAgent:
                     await pty.aclose()
                 link.ptys.clear()
                 await link.drop_files()
+            if link.welcomed:  # the server took this link: its rigs' lease starts from its loss now
+                link.welcomed, lost_at = False, None
             lost_at = lost_at if lost_at is not None else loop.time()
             if loop.time() - lost_at > LEASE_S:
                 for rig_id in self._of(link):
@@ -198,6 +200,7 @@ class RigHostAgent:
                 continue
             body = json.loads(message)
             if body.get("event") == "welcome":
+                link.welcomed = True
                 said = "rig host: connected to %s as %r (%d MB budget, %d rigs)"
                 log.warning(said, link.url, body.get("name"), self.budget_mb, len(self._of(link)))
             elif body.get("event") == "busy":
