@@ -10,6 +10,7 @@ import typer
 from hangar.cli import serve
 from hangar.cli.admin import admin_app
 from hangar.cli.pipeline import pipeline_app
+from hangar.cli.righost import rig_host, rig_host_credential_app
 from hangar.cli.rigs import rigs_app
 from hangar.cli.root import app
 from hangar.cli.worker import worker, worker_credential_app
@@ -21,7 +22,9 @@ app.add_typer(admin_app, name="admin")
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(rigs_app, name="rigs")
 app.command()(worker)
+app.command("rig-host")(rig_host)
 admin_app.add_typer(worker_credential_app, name="worker-credential")
+admin_app.add_typer(rig_host_credential_app, name="rig-host-credential")
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from hangar.core.hostcreds import credential_table
 from hangar.core.migrating import MigrationSet
 from hangar.core.types import UtcDateTime
 
@@ -43,15 +44,7 @@ step_queue = sa.Table(
     sa.UniqueConstraint("workspace_id", "run_id", "step_id", "attempt", name="uq_step_queue_attempt"),
 )
 
-worker_credentials = sa.Table(
-    "worker_credentials",
-    metadata,
-    sa.Column("id", sa.String(36), primary_key=True),
-    sa.Column("name", sa.String(100), nullable=False),
-    sa.Column("secret_hash", sa.String(64), nullable=False),  # SHA-256 of the secret, hex
-    sa.Column("created_at", UtcDateTime(), nullable=False),
-    sa.Column("revoked_at", UtcDateTime(), nullable=True),
-)
+worker_credentials = credential_table("worker_credentials", metadata)
 
 workers = sa.Table(
     "pipeline_workers",

@@ -22,9 +22,10 @@ from hangar.rigs import hooks
 from hangar.rigs.backends.base import RigBackend
 from hangar.rigs.confinement.scopes import RigConfinement
 from hangar.rigs.events import RIG_EVENTS
+from hangar.rigs.hosts.registry import RigHosts
 from hangar.rigs.images.settings import IMAGE_SETTINGS
 from hangar.rigs.lanes.consent import SERVER_MIGRATIONS
-from hangar.rigs.lifecycle.budget import MEMORY_BUDGET_SPEC
+from hangar.rigs.lifecycle.budget import HOSTS_FIRST_SPEC, MEMORY_BUDGET_SPEC
 from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.lifecycle.packrefresh import REFRESH_SPEC, TICK_S, PackRefresh
 from hangar.rigs.ops import RIG_OPS
@@ -72,7 +73,8 @@ def make_rigs_part(
 
     async def start(app: AppContext) -> None:
         backend = backend_factory(app)
-        manager = app.provide(RigManager(app, backend))
+        hosts = app.provide(RigHosts(app))
+        manager = app.provide(RigManager(app, backend, hosts=hosts))
         refresh = app.provide(PackRefresh(app, backend, refresh_tick))
         if app.bus.following:  # a server, not a command run on the data directory
             tasks.append(asyncio.create_task(refresh.run_forever(), name="rigs-pack-refresh"))
@@ -97,6 +99,9 @@ def make_rigs_part(
         manager = app.maybe_service(RigManager)
         if manager is not None and not confinement_only:
             await manager.stop()
+        hosts = app.maybe_service(RigHosts)
+        if hosts is not None:
+            await hosts.aclose()
 
     return Part(
         name="rigs",
@@ -105,7 +110,7 @@ def make_rigs_part(
         migrations=[MIGRATIONS, SERVER_MIGRATIONS],
         events=RIG_EVENTS,
         settings=IMAGE_SETTINGS,
-        server_settings=[MEMORY_BUDGET_SPEC, REFRESH_SPEC],
+        server_settings=[MEMORY_BUDGET_SPEC, HOSTS_FIRST_SPEC, REFRESH_SPEC],
         start=start,
         stop=stop,
     )

@@ -1,15 +1,19 @@
-"""HTTP and WebSocket routes of rigs: the file lane, the clipboard lane, the live terminal and the live view."""
+"""HTTP and WebSocket routes of rigs: the rig hosts' socket, the file lane, the clipboard lane, the live terminal and
+the live view."""
 
 from __future__ import annotations
 
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
+from hangar.rigs.hosts import wire
+from hangar.rigs.hosts.route import rig_host_socket
 from hangar.rigs.lanes.clipboard import read_clipboard, write_clipboard
 from hangar.rigs.lanes.files import drop_files, read_file
 from hangar.rigs.lanes.liveview import live_view_lane
 from hangar.rigs.lanes.terminal import terminal_lane
 
 RIG_ROUTES: list[BaseRoute] = [
+    WebSocketRoute(wire.PATH, rig_host_socket),
     Route("/rig/files/{rig_id}", drop_files, methods=["POST"]),
     Route("/rig/files/{rig_id}", read_file, methods=["GET"]),
     Route("/rig/clipboard/{rig_id}", read_clipboard, methods=["GET"]),

@@ -88,6 +88,10 @@ class RigHandle(RigExec, RigPower, RigNetwork, RigFiles, RigBrowser, ABC):
         """Return when the rig's processes died underneath (after ``aclose`` it also returns). The manager
         watches this to mark the rig ``failed`` with ``backendFailure``."""
 
+    def death_detail(self) -> str:
+        """Why the rig died, once ``wait_dead`` returned: the status detail of its ``failed`` row."""
+        return "the rig's processes died underneath it"
+
     @abstractmethod
     async def aclose(self) -> None:
         """Destroy the rig: kill its processes, stop forwards and the egress gate, delete its disk (the

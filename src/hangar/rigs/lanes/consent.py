@@ -29,6 +29,7 @@ from hangar.core.migrating import MigrationSet
 from hangar.core.principal import Principal
 from hangar.core.types import UtcDateTime
 from hangar.errors import Forbidden
+from hangar.rigs.hosts.tables import metadata as hosts_metadata
 from hangar.rigs.model import Direction
 from hangar.rpc.context import OpContext
 
@@ -49,8 +50,9 @@ grants_table = sa.Table(
     sa.Column("revoked_at", UtcDateTime()),
     sa.Column("revoked_by", sa.String(36)),
 )
+# The rigs part's one server migration set: these grants and the rig hosts' tables.
 SERVER_MIGRATIONS = MigrationSet(
-    "rigs_server", "server", Path(__file__).parents[1] / "server_migrations", tables=(metadata,)
+    "rigs_server", "server", Path(__file__).parents[1] / "server_migrations", tables=(metadata, hosts_metadata)
 )
 
 

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from hangar.core.context import AppContext
-from hangar.core.settings import SettingSpec, strict_int
+from hangar.core.settings import SettingSpec, strict_bool, strict_int
 from hangar.errors import HangarError, Refused
 from hangar.identity import IdentityService
 from hangar.rigs.backends.base import RigHandle
@@ -38,6 +38,12 @@ MEMORY_BUDGET_SPEC = SettingSpec(
     MEMORY_BUDGET_SETTING,
     "The memory budget of all rigs and enclosures for user code on this host, in MB.",
     strict_int(MEMORY_BUDGET_SETTING, 512, 1024 * 1024),
+)
+HOSTS_FIRST_SETTING = "rigs.hostsFirst"
+HOSTS_FIRST_SPEC = SettingSpec(
+    HOSTS_FIRST_SETTING,
+    "Place new terminal rigs on rig hosts before this server's own backend (default false: here first).",
+    strict_bool(HOSTS_FIRST_SETTING),
 )
 ENCLOSURE_PREFIX = "enclosure:"  # how an enclosure is named among rigs in an eviction plan
 # Enclosures are evicted before any rig: their "last active" times sit this far before every rig's.
@@ -88,7 +94,9 @@ class MemoryBudget:
         return self.budget_mb
 
     def states(self) -> list[RigState]:
-        return [*self.rigs.states(), *(e.state() for e in self.enclosures.values())]
+        """What holds this host's memory: its own rigs (not those on rig hosts) and enclosures."""
+        here = {live.id for live in self.rigs.all() if live.host_id is None}
+        return [*(s for s in self.rigs.states() if s.rig_id in here), *(e.state() for e in self.enclosures.values())]
 
     def held_mb(self) -> int:
         """What counts against the budget now (live rigs and enclosures)."""
@@ -107,6 +115,11 @@ class MemoryBudget:
             )
         await self.carry_out(plan)
 
+    async def fits_now(self, need_mb: int) -> bool:
+        """Whether ``need_mb`` more fits the budget without evicting anything."""
+        plan = evict(self.states(), await self.current_mb(), need_mb)
+        return plan.fits and not plan.victims
+
     async def carry_out(self, plan: Eviction) -> None:
         for victim in plan.victims:
             if victim.startswith(ENCLOSURE_PREFIX):
@@ -121,7 +134,7 @@ class MemoryBudget:
 
     def holders(self) -> str:
         """What holds memory, in words: ``2 rigs and 3 enclosures (pipeline run a, space b/c, ...)``."""
-        rigs = sum(1 for live in self.rigs.all() if live.phase in LIVE_PHASES)
+        rigs = sum(1 for live in self.rigs.all() if live.phase in LIVE_PHASES and live.host_id is None)
         names = ", ".join(describe(key) for key in sorted(self.enclosures))
         return (
             f"{rigs} rig{'s' * (rigs != 1)} and {len(self.enclosures)} "

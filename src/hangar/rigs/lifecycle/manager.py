@@ -42,6 +42,7 @@ from hangar.rigs.backends.base import ExecResult, RigBackend, RigHandle
 from hangar.rigs.devdomains.router import DevRouter
 from hangar.rigs.errors import BackendFailure, ControlHeld
 from hangar.rigs.events import RigDevDomainChanged
+from hangar.rigs.hosts.registry import RigHosts
 from hangar.rigs.lifecycle.budget import MemoryBudget
 from hangar.rigs.lifecycle.closing import RigCloser, discard_home
 from hangar.rigs.lifecycle.control import RigControl
@@ -64,9 +65,17 @@ __all__ = ["RigManager"]
 
 
 class RigManager:
-    def __init__(self, app: AppContext, backend: RigBackend, *, budget_mb: int = DEFAULT_MEMORY_BUDGET_MB) -> None:
+    def __init__(
+        self,
+        app: AppContext,
+        backend: RigBackend,
+        *,
+        budget_mb: int = DEFAULT_MEMORY_BUDGET_MB,
+        hosts: RigHosts | None = None,
+    ) -> None:
         self.app = app
         self.backend = backend
+        self.hosts = hosts
         self.store = RigStore(app.dbs, app.clock)
         self.rigs = LiveRigs(app.clock)
         self.ownership = RigOwnership(app, self._fenced)
@@ -84,6 +93,7 @@ class RigManager:
             self.closer,
             self.ownership,
             prepare_ready=self._prepare_ready,
+            hosts=hosts,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[Subscription] = []
@@ -161,6 +171,8 @@ class RigManager:
                         closed_at=self.app.clock.now(),
                     )
                     await discard_home(self.app, rig_home(self.app, rec.id))
+                    if self.hosts is not None:  # a rig its dead server placed on a rig host holds no room there now
+                        await self.hosts.ended(rec.id)
                 finally:
                     self.ownership.release(rec.id)
 

@@ -25,14 +25,17 @@ from hangar.core.ids import new_id
 from hangar.core.metrics import Stopwatch
 from hangar.core.principal import Principal
 from hangar.core.settings import WorkspaceSettings
-from hangar.errors import HangarError, NotFound, Unavailable
+from hangar.errors import HangarError, NotFound, Refused, Unavailable
+from hangar.identity import IdentityService
 from hangar.rigs import hooks
 from hangar.rigs.actions import TABLES
-from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
+from hangar.rigs.backends.base import GuestTree, RigBackend, RigHandle, RigSpec
 from hangar.rigs.errors import BackendFailure
+from hangar.rigs.hosts.registry import RemoteBackend, RigHosts
 from hangar.rigs.images import recipes
 from hangar.rigs.images.packs import step_numbers
 from hangar.rigs.images.settings import BROWSER_IMAGE_KEY, EXEC_IMAGE_KEY, boot_image
+from hangar.rigs.lifecycle.budget import HOSTS_FIRST_SETTING
 from hangar.rigs.lifecycle.closing import RigCloser
 from hangar.rigs.lifecycle.ownership import RigOwnership
 from hangar.rigs.lifecycle.upkeep import RigUpkeep
@@ -83,9 +86,11 @@ class RigOpener:
         ownership: RigOwnership,
         *,
         prepare_ready: PrepareReady,
+        hosts: RigHosts | None = None,
     ) -> None:
         self.app = app
         self.backend = backend
+        self.hosts = hosts
         self.store = store
         self.rigs = rigs
         self.upkeep = upkeep
@@ -123,14 +128,41 @@ class RigOpener:
                 live = existing
             else:
                 limits = limits_for(surface, engine)
+                # A browser rig sees no worktree: it is driven through its page, not its files.
+                tree = None if surface is Surface.browser else await hooks.worktree_of(self.app, ws, space_id)
                 # Room is made and the rig registered (counted at its ceiling while it boots) in one step of the
                 # budget, so an enclosure admitted meanwhile sees it.
                 async with self.upkeep.budget.lock:
-                    await self.upkeep.make_room(limits.memory_mb)
-                    live = await self._provision(ws, space_id, surface, engine, limits, principal)
+                    backend = await self._place(surface, tree, limits.memory_mb)
+                    live = await self._provision(ws, space_id, surface, engine, limits, principal, backend, tree)
         if live.phase is Phase.provisioning and live.boot is not None:
             await self._await_boot(live, live.boot, on_status)
         return live
+
+    async def _place(self, surface: Surface, tree: GuestTree | None, need_mb: int) -> RigBackend:
+        """Where a new rig runs: this server's own backend when it has room without evicting anything (or the
+        server setting ``rigs.hostsFirst`` says hosts first), else the rig host with the most room, else this
+        server's backend after evicting idle rigs, else refused naming every budget. Only terminal rigs whose
+        space has no worktree go to rig hosts: a space's files stay on this host (README, Rig hosts)."""
+        remote_ok = self.hosts is not None and surface is Surface.terminal and tree is None
+        if self.hosts is None or not remote_ok or not self.hosts.connected():
+            await self.upkeep.make_room(need_mb)
+            return self.backend
+        await self.upkeep.measure()
+        first = await self.app.service(IdentityService).get_setting(HOSTS_FIRST_SETTING) is True
+        if first or not await self.upkeep.budget.fits_now(need_mb):
+            remote = await self.hosts.place(need_mb)
+            if remote is not None:
+                return remote
+        try:
+            await self.upkeep.make_room(need_mb)
+        except Refused as exc:
+            rooms = "; ".join(
+                f"rig host {r.name!r} has {max(r.free_mb, 0)} of its {r.budget_mb} MB free (its --memory-budget)"
+                for r in await self.hosts.rooms()
+            )
+            raise Refused(f"no host has room for another {need_mb} MB rig: {rooms}; and {exc.message}") from exc
+        return self.backend
 
     async def _await_boot(self, live: LiveRig, boot: asyncio.Future[Any], on_status: StatusListener | None) -> None:
         loop = asyncio.get_running_loop()
@@ -155,6 +187,8 @@ class RigOpener:
         engine: str | None,
         limits: SurfaceLimits,
         principal: Principal,
+        backend: RigBackend,
+        tree: GuestTree | None,
     ) -> LiveRig:
         rig_id = new_id()
         home = rig_home(self.app, rig_id)
@@ -176,9 +210,8 @@ class RigOpener:
                 if browser
                 else await hooks.allowlist(self.app, ws, space_id)
             ),
-            # A browser rig sees no worktree: it is driven through its page, not its files.
             home_dir=home,
-            worktree=None if browser else await hooks.worktree_of(self.app, ws, space_id),
+            worktree=tree,
             engine=engine,
             display=(display.width, display.height) if display is not None else None,
             trust_pem=await hooks.dev_ca_pem(self.app) if browser else None,
@@ -192,7 +225,7 @@ class RigOpener:
                 space_id=space_id,
                 surface=surface,
                 engine=engine,
-                backend=self.backend.name,
+                backend=backend.name,
                 opened_by=principal.label,
                 memory_mb=limits.memory_mb,
                 vcpus=limits.vcpus,
@@ -204,8 +237,9 @@ class RigOpener:
         now = self.app.clock.monotonic()
         live = LiveRig(ws, rig_id, space_id, surface, engine, limits, principal.label, home, now, now)
         live.last_actor = principal.label
+        live.host_id = backend.room.host_id if isinstance(backend, RemoteBackend) else None
         self.rigs.add(live)
-        live.boot = asyncio.create_task(self._boot(live, spec), name=f"rigs:boot:{rig_id}")
+        live.boot = asyncio.create_task(self._boot(live, spec, backend), name=f"rigs:boot:{rig_id}")
         # A boot that fails after rig.open answered is recorded on the row; nobody awaits the task then.
         live.boot.add_done_callback(lambda t: None if t.cancelled() else t.exception())
         await self.store.append_action(ws, rig_id, principal=principal.label, verb="open")
@@ -248,7 +282,7 @@ class RigOpener:
         live.status_detail = note
         await self.store.append_action(live.ws, live.id, principal="server", verb="imageNotice", details={"note": note})
 
-    async def _boot(self, live: LiveRig, spec: RigSpec) -> RigHandle:
+    async def _boot(self, live: LiveRig, spec: RigSpec, backend: RigBackend) -> RigHandle:
         def progress(step: str) -> None:
             self.rigs.touch(live)  # a long first pack build is not idleness
             text = step[:500]
@@ -261,7 +295,7 @@ class RigOpener:
 
         clock = Stopwatch()
         try:
-            handle = await self.backend.start(spec, progress)
+            handle = await backend.start(spec, progress)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -312,4 +346,4 @@ class RigOpener:
         await handle.wait_dead()
         if live.phase in LIVE_PHASES:
             log.warning("rigs: rig %s died underneath (backend failure)", live.id)
-            await self.closer.fail(live, "the rig's processes died underneath it")
+            await self.closer.fail(live, handle.death_detail())

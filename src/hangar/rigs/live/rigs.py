@@ -41,6 +41,7 @@ class LiveRig:
     status_detail: str = "starting"
     notice: str = ""  # what the rig's status says once ready (a custom image it could not boot)
     handle: RigHandle | None = None
+    host_id: str | None = None  # the rig host running it (its credential's id); None: this server's own backend
     boot: asyncio.Task[RigHandle] | None = None
     watcher: asyncio.Task[None] | None = None
     controller: str | None = None  # user id

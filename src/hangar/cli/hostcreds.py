@@ -1,0 +1,132 @@
+"""``hangar admin worker-credential`` and ``hangar admin rig-host-credential``: mint, list and revoke the
+credentials of one role (``hangar.core.hostcreds``), the same three commands for each."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
+from hangar.errors import HangarError
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from hangar.config import Settings
+    from hangar.core.context import AppContext
+    from hangar.core.hostcreds import CredentialKind
+    from hangar.core.part import Part
+
+
+def refuse(message: str) -> typer.Exit:
+    typer.echo(message, err=True)
+    return typer.Exit(1)
+
+
+def read_credential(credential_file: Path | None, variable: str, label: str, command: str) -> str:
+    """The credential a process of a role starts with: from ``credential_file``, else the environment's
+    ``variable`` (taken out of it once read, so nothing the process starts inherits it); refused in one line when
+    neither holds one."""
+    text = os.environ.pop(variable, None)
+    if credential_file is not None:
+        try:
+            text = credential_file.read_text().strip()
+        except OSError as exc:
+            raise refuse(f"cannot read the {label} file {credential_file}: {exc.strerror}") from None
+    if not text:
+        raise refuse(f"{command} needs a {label}: --credential-file F or ${variable}")
+    return text
+
+
+def credential_app(
+    *,
+    help_text: str,
+    kind: Callable[[], CredentialKind],
+    parts: Callable[[], list[Part]],
+    check: Callable[[Settings], None] = lambda _settings: None,
+    revoke_says: str,
+) -> typer.Typer:
+    """The commands for ``kind``'s credentials, whose tables ``parts`` migrate; ``check`` refuses an install the
+    role cannot serve (raising ``typer.Exit``) before a credential is minted."""
+    cmds = typer.Typer(help=help_text, no_args_is_help=True)
+
+    def context(settings: Settings) -> AbstractAsyncContextManager[AppContext]:
+        from hangar.server.context_factory import open_context
+
+        return open_context(settings, parts=parts())
+
+    @cmds.command("create")
+    def create_cmd(
+        name: Annotated[str, typer.Option("--name", help="What the credential is for (1 to 100 characters).")],
+        to: Annotated[
+            Path | None, typer.Option("--to", help="Write the credential to this new file (0600) instead of stdout.")
+        ] = None,
+        data_dir: DataDirOpt = None,
+        database_url: DatabaseUrlOpt = None,
+    ) -> None:
+        """Mint a credential: shown (or written) once; the database keeps only its hash."""
+        from hangar.core import hostcreds
+        from hangar.core.fileio import write_private_atomic
+
+        settings = settings_from(data_dir=data_dir, database_url=database_url)
+        check(settings)
+
+        async def run() -> tuple[str, str]:
+            async with context(settings) as ctx:
+                cred, text = await hostcreds.mint(kind(), ctx.dbs.server, name, ctx.clock.now())
+                return cred.id, text
+
+        try:
+            cred_id, text = asyncio.run(run())
+        except HangarError as exc:
+            raise refuse(exc.message) from None
+        if to is None:
+            typer.echo(text)
+        else:
+            write_private_atomic(to, (text + "\n").encode())
+            typer.echo(f"{kind().label} {cred_id} written to {to}")
+
+    @cmds.command("list")
+    def list_cmd(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None) -> None:
+        """The credentials minted: id, name, when, and whether revoked."""
+        from hangar.core import hostcreds
+
+        settings = settings_from(data_dir=data_dir, database_url=database_url)
+
+        async def run() -> list[str]:
+            async with context(settings) as ctx:
+                return [
+                    f"{c.id}  {c.name}  {c.created_at.isoformat(timespec='seconds')}"
+                    + (f"  revoked {c.revoked_at.isoformat(timespec='seconds')}" if c.revoked_at else "")
+                    for c in await hostcreds.listed(kind(), ctx.dbs.server)
+                ]
+
+        for line in asyncio.run(run()) or [f"no {kind().label} was minted"]:
+            typer.echo(line)
+
+    @cmds.command("revoke", help=f"Revoke a credential: {revoke_says}")
+    def revoke_cmd(
+        credential_id: Annotated[str, typer.Argument(help="The credential's id (… list).")],
+        data_dir: DataDirOpt = None,
+        database_url: DatabaseUrlOpt = None,
+    ) -> None:
+        from hangar.core import hostcreds
+
+        settings = settings_from(data_dir=data_dir, database_url=database_url)
+
+        async def run() -> str:
+            async with context(settings) as ctx:
+                return (await hostcreds.revoke(kind(), ctx.dbs.server, credential_id, ctx.clock.now())).name
+
+        try:
+            name = asyncio.run(run())
+        except HangarError as exc:
+            raise refuse(exc.message) from None
+        typer.echo(f"{kind().label} {credential_id} ({name}) is revoked")
+
+    return cmds

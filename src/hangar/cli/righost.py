@@ -1,0 +1,118 @@
+"""``hangar rig-host`` (run rigs for servers on this machine, dialling out to them) and ``hangar admin
+rig-host-credential`` (mint, list, revoke the credentials rig hosts use). See ``hangar.rigs.hosts``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from hangar.cli.hostcreds import credential_app, read_credential, refuse
+from hangar.cli.root import DataDirOpt, settings_from
+
+if TYPE_CHECKING:
+    from hangar.config import Settings
+    from hangar.core.hostcreds import CredentialKind
+    from hangar.core.part import Part
+
+CREDENTIAL_VARIABLE = "HANGAR_RIG_HOST_CREDENTIAL"
+DEFAULT_BUDGET_MB = 12 * 1024
+
+
+def _kind() -> CredentialKind:
+    from hangar.rigs.hosts.creds import KIND
+
+    return KIND
+
+
+def _parts() -> list[Part]:
+    import dataclasses
+
+    from hangar.identity.part import IDENTITY_PART
+    from hangar.rigs.part import RIGS_PART
+
+    # The rigs part's tables only: nothing of it starts in a command.
+    return [IDENTITY_PART, dataclasses.replace(RIGS_PART, ops=(), routes=(), start=None, stop=None)]
+
+
+rig_host_credential_app = credential_app(
+    help_text="Credentials hangar rig-host processes run rigs for this server with.",
+    kind=_kind,
+    parts=_parts,
+    revoke_says="its rig host is refused at once, and the rigs it runs fail.",
+)
+
+
+def rig_host(
+    server: Annotated[
+        list[str],
+        typer.Option("--server", help="The server's URL (http[s]://host:port); repeat it for each server."),
+    ],
+    credential_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--credential-file",
+            help=f"A file (0600) holding the rig host credential (default ${CREDENTIAL_VARIABLE}).",
+        ),
+    ] = None,
+    data_dir: DataDirOpt = None,
+    memory_budget: Annotated[
+        int,
+        typer.Option(
+            "--memory-budget", min=512, max=1024 * 1024, help="MB of memory the rigs of this host may hold, in all."
+        ),
+    ] = DEFAULT_BUDGET_MB,
+) -> None:
+    """Run rigs for the servers on this machine (enclosures, their homes under the data directory): dials out to
+    each server, so it needs no inbound port. Runs until stopped (SIGINT, SIGTERM), or exits 1 when a server
+    refuses its credential."""
+    for url in server:
+        if not url.startswith(("http://", "https://")) or len(url) > 2000:
+            raise refuse(f"--server must be an http:// or https:// URL of a hangar server, not {url[:100]!r}")
+    settings = settings_from(data_dir=data_dir)
+    text = read_credential(credential_file, CREDENTIAL_VARIABLE, "rig host credential", "hangar rig-host")
+    from hangar.server.logs import configure_server_log
+
+    configure_server_log(settings.log_format)
+    from hangar.rigs.hosts.agent import CredentialRefused
+
+    try:
+        asyncio.run(_host(settings, server, text, memory_budget))
+    except KeyboardInterrupt:
+        pass
+    except CredentialRefused as exc:
+        import logging
+
+        logging.getLogger("hangar.rigs.hosts.agent").error("rig host: refused by the server: %s; stopping", exc)
+        raise refuse(f"hangar rig-host: refused by the server: {exc}") from None
+
+
+async def _host(settings: Settings, servers: list[str], credential: str, budget_mb: int) -> None:
+    import logging
+    import signal
+
+    from hangar.rigs.backends.enclosure import EnclosureBackend
+    from hangar.rigs.hosts.agent import RigHostAgent
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    backend = EnclosureBackend(
+        settings.data_dir / "rigs", packs_root=settings.packs_root, apt_root=settings.rig_apt_root
+    )
+    reason = backend.unavailable_reason()
+    if reason is not None:
+        from hangar.errors import Unavailable
+
+        raise Unavailable(f"this machine cannot run rigs: {reason}")
+    agent = RigHostAgent(servers, credential, settings.data_dir, budget_mb, backend)
+    task = asyncio.create_task(agent.run())
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    logging.getLogger("hangar.rigs.hosts.agent").warning(
+        "rig host started for %s with a budget of %d MB", ", ".join(servers), budget_mb
+    )
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
