@@ -27,7 +27,9 @@ from hangar.core.confine import Confinement, Scope
 from hangar.core.context import AppContext
 from hangar.errors import HangarError, InvalidArgs, Refused
 from hangar.forges import github
+from hangar.forges.reach import Route
 from hangar.forges.service import TOKEN_NOT_BROKERED, ForgeService
+from hangar.forges.store import ForgeConnection
 from hangar.pipelines import ShellEnvironment, ShellVariables, StepContext
 from hangar.workspace import RepoService
 
@@ -86,6 +88,52 @@ class CredentialBroker:
                 await github.revoke(connection, minted.token, route)
             except HangarError as exc:  # it still ends within the hour
                 log.warning("a token for %s on %s was not revoked: %s", ", ".join(names), connection.host, exc.message)
+
+
+# What the server's own review calls need: comment on and review pull requests, nothing else.
+REVIEW_PERMISSIONS: dict[str, str] = {"pull_requests": "write", "metadata": "read"}
+
+
+@dataclass(frozen=True)
+class ServerToken:
+    """A token for a call the server itself makes (a review the ``forge.prComment`` body posts)."""
+
+    connection: ForgeConnection
+    token: str
+    route: Route
+    full_name: str
+
+
+@contextlib.asynccontextmanager
+async def server_token(app: AppContext, workspace_id: str, full_name: str) -> AsyncIterator[ServerToken]:
+    """A token for the server's own calls on ``full_name``, which must be a repository a workspace repo links to:
+    an app's installation token narrowed to it and to ``REVIEW_PERMISSIONS``, revoked when the block ends; a
+    token connection's token as it is (it never leaves the server). Refused: no forge, a repository not linked."""
+    forges = app.service(ForgeService)
+    ws = await forges.workspace(workspace_id)
+    connection = forges.required(ws)
+    linked = {k.full_name.lower(): k.full_name for k in await forges.links(ws, connection)}
+    name = linked.get(full_name.lower())
+    if name is None:
+        raise Refused(
+            f"{full_name} is not linked to a repo of this workspace on {connection.host}: add the repo and link it "
+            "(forge.linkRepo)",
+            detail_code="repoNotLinked",
+        )
+    route = await forges.route(connection)
+    if connection.kind == "token":
+        assert connection.token is not None
+        yield ServerToken(connection, connection.token, route, name)
+        return
+    installation = await github.repo_installation(connection, name, route)
+    minted = await github.mint(connection, installation.id, [name.split("/", 1)[1]], route, REVIEW_PERMISSIONS)
+    try:
+        yield ServerToken(connection, minted.token, route, name)
+    finally:
+        try:
+            await github.revoke(connection, minted.token, route)
+        except HangarError as exc:  # it still ends within the hour
+            log.warning("a review token for %s on %s was not revoked: %s", name, connection.host, exc.message)
 
 
 def step_env(brokered: Brokered) -> dict[str, str]:

@@ -133,9 +133,14 @@ async def repo_installation(connection: ForgeConnection, full_name: str, route: 
 
 
 async def mint(
-    connection: ForgeConnection, installation_id: int, repositories: Sequence[str], route: Route
+    connection: ForgeConnection,
+    installation_id: int,
+    repositories: Sequence[str],
+    route: Route,
+    permissions: dict[str, str] | None = None,
 ) -> InstallationToken:
-    """A new installation token for ``repositories`` (names within the installation) and ``STEP_PERMISSIONS``."""
+    """A new installation token for ``repositories`` (names within the installation) and ``permissions``
+    (``STEP_PERMISSIONS`` unless given)."""
     async with (
         _client(connection.api_url, _app_auth(connection), route) as gh,
         _calling("mint an installation token", connection.host),
@@ -143,7 +148,7 @@ async def mint(
         answer = await gh.rest.apps.async_create_installation_access_token(
             installation_id,
             repositories=list(repositories),
-            permissions=dict(STEP_PERMISSIONS),
+            permissions=dict(permissions if permissions is not None else STEP_PERMISSIONS),
         )
         return InstallationToken(answer.parsed_data.token, answer.parsed_data.expires_at)
 

@@ -1,0 +1,226 @@
+"""Posting a pull request review through githubkit: the diff's lines, the reviews already there, a new review.
+
+Every call is retried where the forge asks for it, and only there:
+
+- a 5xx answer: up to ``MAX_TRIES`` tries in all, ``BACKOFF_S`` before the second and doubling;
+- a rate limit (403 or 429 with ``retry-after``, or with ``x-ratelimit-remaining: 0`` and ``x-ratelimit-reset``):
+  the call waits until the time the forge names (``retry-after`` seconds, or the reset's epoch second), when that
+  is at most ``MAX_RATE_WAIT_S`` away; further away it fails ``Unavailable`` naming when the limit lifts (a node's
+  ``retryPolicy`` may try again later);
+- anything else (a 403 without those headers, a 404, a 422) is ``Refused`` at once, naming GitHub's status and
+  message.
+
+Creating a review is made safe to repeat by a marker (``review_marker``) in its body: before every try, the
+reviews on the pull request are read and one carrying the marker is answered instead of posting again (a 5xx may
+come after GitHub stored the review; a step may run again after a crash).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from githubkit import TokenAuthStrategy
+from githubkit.exception import RequestFailed
+
+from hangar.errors import InvalidArgs, Unavailable
+from hangar.forges.github import _calling, _client
+from hangar.forges.reach import Route
+from hangar.forges.store import ForgeConnection
+
+T = TypeVar("T")
+
+MAX_TRIES = 4
+BACKOFF_S = 0.5
+MAX_RATE_WAIT_S = 60.0
+PER_PAGE = 100
+MAX_PAGES = 30  # GitHub lists at most 3,000 files of a pull request
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class InlineComment:
+    path: str
+    line: int
+    body: str
+    start_line: int | None = None
+
+    def wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "line": self.line, "side": "RIGHT", "body": self.body}
+        if self.start_line is not None and self.start_line < self.line:
+            out |= {"start_line": self.start_line, "start_side": "RIGHT"}
+        return out
+
+
+@dataclass(frozen=True)
+class PostedReview:
+    id: int
+    submitted_at: datetime
+    found: bool  # an earlier try had posted it
+
+
+def review_marker(key: str) -> str:
+    """What a review's body carries so a later try finds it (an HTML comment: GitHub does not show it)."""
+    return f"<!-- hangar-review:{key} -->"
+
+
+def diff_lines(patch: str) -> set[int]:
+    """The new file's lines a review comment may be placed on (added and context lines of the patch's hunks)."""
+    lines: set[int] = set()
+    at: int | None = None
+    for text in patch.splitlines():
+        hunk = _HUNK.match(text)
+        if hunk:
+            at = int(hunk.group(1))
+            continue
+        if at is None or text.startswith("\\"):
+            continue
+        if text.startswith("-"):
+            continue
+        lines.add(at)
+        at += 1
+    return lines
+
+
+def _rate_wait(exc: RequestFailed, now: float) -> float | None:
+    """Seconds the forge asks to wait before trying again, or None when it is no rate limit."""
+    response = exc.response.raw_response
+    if response.status_code not in (403, 429):
+        return None
+    after = response.headers.get("retry-after")
+    if after is not None and after.strip().isdigit():
+        return float(after)
+    reset = response.headers.get("x-ratelimit-reset")
+    if response.headers.get("x-ratelimit-remaining") == "0" and reset is not None and reset.strip().isdigit():
+        return max(0.0, int(reset) - now) + 0.1
+    return None
+
+
+def _wait_or_raise(exc: RequestFailed, attempt: int, what: str, host: str) -> float:
+    """How long to wait before the next try, or raise: ``exc`` again when it is not to be retried (or the tries
+    are spent), ``Unavailable`` when the rate limit lifts too far away."""
+    wait = _rate_wait(exc, time.time())
+    if wait is None and exc.response.status_code >= 500:
+        wait = BACKOFF_S * 2 ** (attempt - 1)
+    if wait is None or attempt == MAX_TRIES:
+        raise exc
+    if wait > MAX_RATE_WAIT_S:
+        until = datetime.fromtimestamp(time.time() + wait, UTC).isoformat(timespec="seconds")
+        raise Unavailable(f"{host} rate-limits this forge connection until {until}: could not {what}") from None
+    return wait
+
+
+async def retrying(what: str, host: str, call: Callable[[], Awaitable[T]], sleep: Sleep = asyncio.sleep) -> T:
+    """``call`` with the retries of the module's docstring; GitHub's refusals become ``Refused``."""
+    attempt = 1
+    while True:
+        async with _calling(what, host):
+            try:
+                return await call()
+            except RequestFailed as exc:
+                wait = _wait_or_raise(exc, attempt, what, host)
+        await sleep(wait)
+        attempt += 1
+
+
+def _token_client(connection: ForgeConnection, token: str, route: Route) -> Any:
+    return _client(connection.api_url, TokenAuthStrategy(token), route)
+
+
+async def commentable_lines(
+    connection: ForgeConnection, token: str, route: Route, full_name: str, number: int, sleep: Sleep = asyncio.sleep
+) -> dict[str, set[int]]:
+    """Each file of the pull request's diff and the lines of it a review comment may be placed on."""
+    owner, name = full_name.split("/", 1)
+    found: dict[str, set[int]] = {}
+    async with _token_client(connection, token, route) as gh:
+        for page in range(1, MAX_PAGES + 1):
+
+            async def one(page: int = page) -> list[Any]:
+                answer = await gh.rest.pulls.async_list_files(owner, name, number, per_page=PER_PAGE, page=page)
+                return list(answer.parsed_data)
+
+            files = await retrying(f"list the files of {full_name}#{number}", connection.host, one, sleep)
+            for f in files:
+                patch = f.patch if isinstance(f.patch, str) else ""
+                found[f.filename] = diff_lines(patch)
+            if len(files) < PER_PAGE:
+                break
+    return found
+
+
+async def find_review(
+    connection: ForgeConnection,
+    token: str,
+    route: Route,
+    full_name: str,
+    number: int,
+    marker: str,
+    sleep: Sleep = asyncio.sleep,
+) -> PostedReview | None:
+    """The review on the pull request whose body carries ``marker``, if one was posted."""
+    owner, name = full_name.split("/", 1)
+    async with _token_client(connection, token, route) as gh:
+        for page in range(1, MAX_PAGES + 1):
+
+            async def one(page: int = page) -> list[Any]:
+                answer = await gh.rest.pulls.async_list_reviews(owner, name, number, per_page=PER_PAGE, page=page)
+                return list(answer.parsed_data)
+
+            reviews = await retrying(f"list the reviews of {full_name}#{number}", connection.host, one, sleep)
+            for r in reviews:
+                if marker in (r.body or ""):
+                    return PostedReview(r.id, _submitted(r.submitted_at), found=True)
+            if len(reviews) < PER_PAGE:
+                break
+    return None
+
+
+async def post_review(
+    connection: ForgeConnection,
+    token: str,
+    route: Route,
+    full_name: str,
+    number: int,
+    *,
+    body: str,
+    event: str,
+    comments: list[InlineComment],
+    marker: str,
+    commit_id: str | None = None,
+    sleep: Sleep = asyncio.sleep,
+) -> PostedReview:
+    """One review with its inline comments, posted once: each try first looks for the review an earlier one made."""
+    if event not in ("APPROVE", "REQUEST_CHANGES", "COMMENT"):
+        raise InvalidArgs(f"{event!r} is not a review event", field="event")
+    owner, name = full_name.split("/", 1)
+
+    async def once() -> PostedReview:
+        earlier = await find_review(connection, token, route, full_name, number, marker, sleep)
+        if earlier is not None:
+            return earlier
+        async with _token_client(connection, token, route) as gh:
+            answer = await gh.rest.pulls.async_create_review(
+                owner,
+                name,
+                number,
+                body=f"{body}\n\n{marker}",
+                event=event,
+                comments=[c.wire() for c in comments],
+                **({"commit_id": commit_id} if commit_id else {}),
+            )
+        review = answer.parsed_data
+        return PostedReview(review.id, _submitted(review.submitted_at), found=False)
+
+    return await retrying(f"post a review on {full_name}#{number}", connection.host, once, sleep)
+
+
+def _submitted(value: Any) -> datetime:
+    return value if isinstance(value, datetime) else datetime.now(UTC)
