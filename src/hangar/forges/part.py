@@ -1,5 +1,6 @@
-"""The forges part: its ops, its table (repo links given by hand), the ``trustedForgeHosts`` server setting and the
-credential broker shell steps get their forge token from."""
+"""The forges part: its ops, its table (repo links given by hand), the ``trustedForgeHosts`` server setting, the
+credential broker shell steps get their forge token from, and the pull request review's bodies
+(``prReview.finalize``, ``forge.prComment``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from hangar.core.part import Part
 from hangar.forges.broker import ForgeCredentials, ForgeShellEnvironment
 from hangar.forges.ops import FORGE_OPS
 from hangar.forges.reach import TRUSTED_FORGE_HOSTS_SPEC
+from hangar.forges.review_bodies import BODIES
 from hangar.forges.service import ForgeService
 from hangar.forges.tables import MIGRATIONS
 from hangar.pipelines import ShellEnvironment
@@ -23,6 +25,7 @@ async def _start(app: AppContext) -> None:
 FORGES_PART = Part(
     name="forges",
     ops=FORGE_OPS,
+    bodies=BODIES,
     migrations=[MIGRATIONS],
     server_settings=[TRUSTED_FORGE_HOSTS_SPEC],
     start=_start,
