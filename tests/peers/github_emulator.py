@@ -8,7 +8,7 @@ them; ``tests/unit/forges/test_github_emulator.py`` checks that against the mode
 
 Routes, under ``/api/v3`` (a GitHub Enterprise Server's API path): ``GET /app/installations``, ``GET
 /repos/{owner}/{repo}/installation``, ``POST /app/installations/{id}/access_tokens``, ``DELETE
-/installation/token``, ``GET /user``. ``token_allows(token, "owner/name")`` is what the git server in front of
+/installation/token``, ``GET /user``, and a pull request's files and reviews (``tests.peers.github_pulls``). ``token_allows(token, "owner/name")`` is what the git server in front of
 the repositories asks (``tests.peers.git_http.GitHttp.authorize``): a token minted here, not revoked, not
 expired, for that repository.
 """
@@ -32,6 +32,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.peers.github_pulls import Pulls
+from tests.peers.github_pulls import routes as pull_routes
 from tests.support.serving import serving
 
 API = "/api/v3"
@@ -70,6 +72,7 @@ class GitHubEmulator:
     user_tokens: dict[str, str] = field(default_factory=dict)  # personal token -> login
     minted: list[Minted] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)  # "GET /app/installations app:<id>"
+    pulls: Pulls = field(default_factory=Pulls)  # pull requests' files and reviews (``tests.peers.github_pulls``)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(41))
 
     @property
@@ -245,6 +248,7 @@ class GitHubEmulator:
                 ),
                 Route(f"{API}/installation/token", revoke, methods=["DELETE"]),
                 Route(f"{API}/user", user),
+                *pull_routes(self, API),
             ]
         )
 

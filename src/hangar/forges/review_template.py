@@ -32,7 +32,7 @@ REVIEW_PROMPT = (
     "with the file (relative to the repository's root), the line in the new version, a severity (blocker, high, "
     "medium, low or info), a category (bug, security, performance, error-handling, tests, docs, style...), a "
     "message saying what is wrong and why, and a suggestion saying how to fix it. Submit every finding at once "
-    "with submit_output as {\"findings\": [...]}; an empty list when you find nothing."
+    'with submit_output as {"findings": [...]}; an empty list when you find nothing.'
 )
 
 

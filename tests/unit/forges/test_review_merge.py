@@ -20,7 +20,9 @@ from hangar.forges.review_merge import (
 from tests.unit.forges.review_labelled import CASES, pair_scores
 
 
-def finding(file: str = "a.py", line: int = 10, severity: str = "medium", category: str = "bug", **kw: Any) -> dict[str, Any]:
+def finding(
+    file: str = "a.py", line: int = 10, severity: str = "medium", category: str = "bug", **kw: Any
+) -> dict[str, Any]:
     return {
         "file": file,
         "line": line,
