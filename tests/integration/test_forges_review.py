@@ -142,7 +142,7 @@ async def test_the_forges_faults_are_retried_and_a_stored_review_is_never_posted
                 403,
                 {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)},
                 "API rate limit exceeded",
-            ),  # fmt: skip
+            ),
             Fault("POST /repos/acme/app/pulls/7/reviews", 502, after=True),
         ]
         done = await run(owner, ws, finalize_and_comment("faults"), payload(repo, reviews=REVIEWS))
@@ -166,7 +166,7 @@ async def test_a_rate_limit_far_away_and_a_vanished_pull_request_fail_the_step_n
                 "GET /repos/acme/app/pulls/7/files",
                 403,
                 {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)},
-            )  # fmt: skip
+            )
         )
         done = await run(owner, ws, finalize_and_comment("far"), payload(repo, reviews=REVIEWS))
         assert done["status"] == "failed"

@@ -8,9 +8,9 @@ them; ``tests/unit/forges/test_github_emulator.py`` checks that against the mode
 
 Routes, under ``/api/v3`` (a GitHub Enterprise Server's API path): ``GET /app/installations``, ``GET
 /repos/{owner}/{repo}/installation``, ``POST /app/installations/{id}/access_tokens``, ``DELETE
-/installation/token``, ``GET /user``, and a pull request's files and reviews (``tests.peers.github_pulls``). ``token_allows(token, "owner/name")`` is what the git server in front of
-the repositories asks (``tests.peers.git_http.GitHttp.authorize``): a token minted here, not revoked, not
-expired, for that repository.
+/installation/token``, ``GET /user``, and a pull request's files and reviews (``tests.peers.github_pulls``).
+``token_allows(token, "owner/name")`` is what the git server in front of the repositories asks
+(``tests.peers.git_http.GitHttp.authorize``): a token minted here, not revoked, not expired, for that repository.
 """
 
 from __future__ import annotations

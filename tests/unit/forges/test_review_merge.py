@@ -80,8 +80,8 @@ def test_category_counts_towards_meaning() -> None:
 def test_buckets_every_most_some_one() -> None:
     many = [finding(line=10)]
     reviews: list[dict[str, Any]] = [
-        {"findings": many + [finding(line=100, message="Unused import os", category="style")]},
-        {"findings": many + [finding(line=200, message="Missing test for empty input", category="tests")]},
+        {"findings": [*many, finding(line=100, message="Unused import os", category="style")]},
+        {"findings": [*many, finding(line=200, message="Missing test for empty input", category="tests")]},
         {"findings": many},
         {"findings": [finding(line=100, message="Unused import os", category="style")]},
         {"findings": []},
