@@ -19,6 +19,8 @@ from tests.integration.test_forges_connect import APP_ID, forge_server
 from tests.integration.test_workspace_repos import _git, make_repo
 from tests.peers.github_emulator import GitHubEmulator
 from tests.peers.github_pulls import Fault, added_patch
+from tests.support.mcp import mcp_session
+from tests.support.mcp import payload as payload_of
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.fake_openai import call, running_fake_openai
 from tests.unit.agents.support import template
@@ -257,3 +259,16 @@ async def test_a_guest_and_another_workspaces_member_cannot_make_or_start_a_revi
             with pytest.raises(RpcError) as too_many:
                 await c.call("forge.reviewTemplate", workspace_id=ws, agentIds=[f"a{n}" for n in range(11)])
             assert "at most 10 reviewer agents" in too_many.value.message
+
+
+async def test_the_review_template_is_a_tool_on_the_mcp_endpoint(tmp_path: Path) -> None:
+    async with forge_server(tmp_path) as (srv, _owner, ws, _gh), mcp_session(srv, srv.owner_token) as session:
+        tools = [t.name for t in (await session.list_tools()).tools]
+        assert "forge.reviewTemplate" in tools
+        made = payload_of(await session.call_tool("forge.reviewTemplate", {"workspace_id": ws, "agentIds": ["a"]}))
+        assert made["trigger"] == "pullRequest" and made["template"]["id"] == "pr-review"
+        checked = payload_of(
+            await session.call_tool("pipelines.templates.validate", {"workspace_id": ws, "template": made["template"]})
+        )
+        # The template's bodies are all registered; only the made-up agent id is a problem.
+        assert checked["valid"] is False and all("agentId" in p for p in checked["problems"]), checked

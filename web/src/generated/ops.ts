@@ -743,6 +743,15 @@ export type ForgeStatus = {
   setupUrl: string;
 };
 
+export type ReviewTemplate = {
+  /** The built-in review template for these reviewers: save it with pipelines.templates.create */
+  template: Record<string, unknown>;
+  /** The trigger kind that starts it when a pull request is opened or pushed to */
+  trigger: string;
+  /** What a run's payload holds (pipelines.runs.start by hand: repo_id, repo_full_name, pr_number, optionally head_sha) */
+  stateKeys: Array<string>;
+};
+
 export type GuardrailPolicy = {
   readOnly: boolean;
   askFirst: Array<string>;
@@ -2173,6 +2182,19 @@ export type ForgeLinkRepoArgs = {
 };
 export type ForgeLinkRepoResult = ForgeStatus;
 
+/** The built-in "review a pull request" template for these reviewers (agents or a team): they review the pull request's checkout in parallel, prReview.finalize merges their findings and gives the verdict, and forge.prComment posts one review with inline comments. Save it with pipelines.templates.create, start it by hand with pipelines.runs.start and the state keys, or add a pullRequest trigger. */
+export type ForgeReviewTemplateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** Reviewer agents (ids), each a parallel reviewer */
+  agentIds?: Array<string>;
+  /** A team instead: every member reviews (allParallel) */
+  teamId?: string | null;
+  /** The id to save the template under */
+  templateId?: string;
+};
+export type ForgeReviewTemplateResult = ReviewTemplate;
+
 /** The workspace's forge: how it is connected (never the credentials), the app's installations or the token's login as the forge says now, the linked repos, and the link that creates a GitHub App for Hangar. */
 export type ForgeStatusArgs = {
   /** The workspace the call acts in. */
@@ -3097,6 +3119,7 @@ export interface Ops {
   "forge.connect": { kind: "mutate"; scope: "workspace"; args: ForgeConnectArgs; result: ForgeConnectResult; event: never };
   "forge.disconnect": { kind: "destructive"; scope: "workspace"; args: ForgeDisconnectArgs; result: ForgeDisconnectResult; event: never };
   "forge.linkRepo": { kind: "mutate"; scope: "workspace"; args: ForgeLinkRepoArgs; result: ForgeLinkRepoResult; event: never };
+  "forge.reviewTemplate": { kind: "read"; scope: "workspace"; args: ForgeReviewTemplateArgs; result: ForgeReviewTemplateResult; event: never };
   "forge.status": { kind: "read"; scope: "workspace"; args: ForgeStatusArgs; result: ForgeStatusResult; event: never };
   "guardrails.get": { kind: "read"; scope: "workspace"; args: GuardrailsGetArgs; result: GuardrailsGetResult; event: never };
   "guardrails.set": { kind: "mutate"; scope: "workspace"; args: GuardrailsSetArgs; result: GuardrailsSetResult; event: never };
@@ -3256,6 +3279,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "forge.connect": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "forge.disconnect": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
   "forge.linkRepo": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "forge.reviewTemplate": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "forge.status": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "guardrails.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "guardrails.set": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
