@@ -84,7 +84,7 @@ def reviewer_findings(n: int, lines: int) -> dict[str, Any]:
     return {"findings": found}
 
 
-async def one_round(args: argparse.Namespace, tmp: Path) -> tuple[float, float, int]:
+async def one_round(args: argparse.Namespace, tmp: Path) -> tuple[float, float, int, dict[str, float]]:
     fake = FakeOpenAI()
     timed = Timed(fake.app())
     fake.app = lambda: timed  # type: ignore[method-assign]
@@ -117,19 +117,24 @@ async def one_round(args: argparse.Namespace, tmp: Path) -> tuple[float, float, 
             wall = time.perf_counter() - began
             assert done["status"] == "completed", done
             (review,) = gh.pulls.pulls[("acme/app", 1)].reviews
-            return wall, busy(timed.spans), len(review["comments"])
+            steps = {s["stepId"]: (s.get("durationMs") or 0) / 1000 for s in done["steps"]}
+            return wall, busy(timed.spans), len(review["comments"]), steps
 
 
 async def main(args: argparse.Namespace) -> None:
     walls, models, added = [], [], []
     comments = 0
+    per_step: dict[str, list[float]] = {}
     for r in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
-            wall, model, comments = await one_round(args, Path(tmp))
+            wall, model, comments, steps = await one_round(args, Path(tmp))
+        for sid, took in steps.items():
+            per_step.setdefault(sid, []).append(took)
         walls.append(wall)
         models.append(model)
         added.append(wall - model)
         print(f"round {r + 1}: run {wall:.3f} s, model busy {model:.3f} s, Hangar {wall - model:.3f} s")
+    print("median step durations: " + ", ".join(f"{k} {statistics.median(v):.3f} s" for k, v in per_step.items()))
     scores = pair_scores()
     print(
         f"{args.reviewers} reviewers, {args.lines}-line diff in {FILES} files, {comments} inline comments; "
