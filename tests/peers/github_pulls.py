@@ -129,34 +129,37 @@ def routes(gh: GitHubEmulator, api: str) -> list[Route]:
         number = int(request.path_params["number"])
         return full, number, pulls.pulls.get((full, number))
 
-    async def files(request: Request) -> Response:
+    def opened(request: Request, what: str) -> tuple[str, int, Pull] | Response:
+        """The request's pull request, or the answer refusing it (a fault, bad credentials, no such pull)."""
         full, number, pull = target(request)
-        gh.requests.append(f"GET /repos/{full}/pulls/{number}/files")
+        gh.requests.append(f"{request.method} /repos/{full}/pulls/{number}/{what}")
         if (answer := fault(request)) is not None:
             return answer
         if not allowed(request, full):
             return JSONResponse({"message": "Bad credentials"}, status_code=401)
         if pull is None:
             return JSONResponse({"message": "Not Found"}, status_code=404)
+        return full, number, pull
+
+    def page_of(request: Request, items: list[dict[str, Any]]) -> Response:
         per_page = int(request.query_params.get("per_page", 30))
         page = int(request.query_params.get("page", 1))
-        entries = [diff_entry(gh, full, name, patch) for name, patch in pull.files.items()]
-        return JSONResponse(entries[(page - 1) * per_page : page * per_page])
+        return JSONResponse(items[(page - 1) * per_page : page * per_page])
+
+    async def files(request: Request) -> Response:
+        found = opened(request, "files")
+        if isinstance(found, Response):
+            return found
+        full, _number, pull = found
+        return page_of(request, [diff_entry(gh, full, name, patch) for name, patch in pull.files.items()])
 
     async def reviews(request: Request) -> Response:
-        full, number, pull = target(request)
-        gh.requests.append(f"{request.method} /repos/{full}/pulls/{number}/reviews")
-        if (answer := fault(request)) is not None:
-            return answer
-        if not allowed(request, full):
-            return JSONResponse({"message": "Bad credentials"}, status_code=401)
-        if pull is None:
-            return JSONResponse({"message": "Not Found"}, status_code=404)
+        found = opened(request, "reviews")
+        if isinstance(found, Response):
+            return found
+        full, number, pull = found
         if request.method == "GET":
-            per_page = int(request.query_params.get("per_page", 30))
-            page = int(request.query_params.get("page", 1))
-            listed = [review_json(gh, full, number, r) for r in pull.reviews]
-            return JSONResponse(listed[(page - 1) * per_page : page * per_page])
+            return page_of(request, [review_json(gh, full, number, r) for r in pull.reviews])
         body = await request.json()
         for c in body.get("comments", []):
             if c.get("line") not in _lines(pull.files.get(c.get("path"), "")):

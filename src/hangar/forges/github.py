@@ -137,10 +137,10 @@ async def mint(
     installation_id: int,
     repositories: Sequence[str],
     route: Route,
-    permissions: dict[str, str] | None = None,
+    permissions: dict[str, str],
 ) -> InstallationToken:
-    """A new installation token for ``repositories`` (names within the installation) and ``permissions``
-    (``STEP_PERMISSIONS`` unless given)."""
+    """A new installation token for ``repositories`` (names within the installation) and ``permissions`` (a
+    shell step's: ``STEP_PERMISSIONS``)."""
     async with (
         _client(connection.api_url, _app_auth(connection), route) as gh,
         _calling("mint an installation token", connection.host),
@@ -148,7 +148,7 @@ async def mint(
         answer = await gh.rest.apps.async_create_installation_access_token(
             installation_id,
             repositories=list(repositories),
-            permissions=dict(permissions if permissions is not None else STEP_PERMISSIONS),
+            permissions=dict(permissions),
         )
         return InstallationToken(answer.parsed_data.token, answer.parsed_data.expires_at)
 

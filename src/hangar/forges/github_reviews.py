@@ -130,65 +130,70 @@ async def retrying(what: str, host: str, call: Callable[[], Awaitable[T]], sleep
         attempt += 1
 
 
-def _token_client(connection: ForgeConnection, token: str, route: Route) -> Any:
-    return _client(connection.api_url, TokenAuthStrategy(token), route)
+@dataclass(frozen=True)
+class PullRequest:
+    """A pull request and how to reach it: the connection, the token and the route checked for the calls."""
+
+    connection: ForgeConnection
+    token: str
+    route: Route
+    full_name: str
+    number: int
+
+    def client(self) -> Any:
+        return _client(self.connection.api_url, TokenAuthStrategy(self.token), self.route)
+
+    @property
+    def owner_and_name(self) -> tuple[str, str]:
+        owner, name = self.full_name.split("/", 1)
+        return owner, name
 
 
-async def commentable_lines(
-    connection: ForgeConnection, token: str, route: Route, full_name: str, number: int, sleep: Sleep = asyncio.sleep
-) -> dict[str, set[int]]:
-    """Each file of the pull request's diff and the lines of it a review comment may be placed on."""
-    owner, name = full_name.split("/", 1)
-    found: dict[str, set[int]] = {}
-    async with _token_client(connection, token, route) as gh:
+ListPage = Callable[[Any, int], Any]  # githubkit client, page -> awaitable answer
+
+
+async def _every(pr: PullRequest, what: str, list_page: ListPage, sleep: Sleep) -> list[Any]:
+    """Every item a paginated list answers (``list_page(gh, page)``), each page retried as the module says."""
+    found: list[Any] = []
+    async with pr.client() as gh:
         for page in range(1, MAX_PAGES + 1):
 
             async def one(page: int = page) -> list[Any]:
-                answer = await gh.rest.pulls.async_list_files(owner, name, number, per_page=PER_PAGE, page=page)
-                return list(answer.parsed_data)
+                return list((await list_page(gh, page)).parsed_data)
 
-            files = await retrying(f"list the files of {full_name}#{number}", connection.host, one, sleep)
-            for f in files:
-                patch = f.patch if isinstance(f.patch, str) else ""
-                found[f.filename] = diff_lines(patch)
-            if len(files) < PER_PAGE:
+            items = await retrying(f"{what} of {pr.full_name}#{pr.number}", pr.connection.host, one, sleep)
+            found += items
+            if len(items) < PER_PAGE:
                 break
     return found
 
 
-async def find_review(
-    connection: ForgeConnection,
-    token: str,
-    route: Route,
-    full_name: str,
-    number: int,
-    marker: str,
-    sleep: Sleep = asyncio.sleep,
-) -> PostedReview | None:
+async def commentable_lines(pr: PullRequest, sleep: Sleep = asyncio.sleep) -> dict[str, set[int]]:
+    """Each file of the pull request's diff and the lines of it a review comment may be placed on."""
+    owner, name = pr.owner_and_name
+
+    def files(gh: Any, page: int) -> Any:
+        return gh.rest.pulls.async_list_files(owner, name, pr.number, per_page=PER_PAGE, page=page)
+
+    listed = await _every(pr, "list the files", files, sleep)
+    return {f.filename: diff_lines(f.patch if isinstance(f.patch, str) else "") for f in listed}
+
+
+async def find_review(pr: PullRequest, marker: str, sleep: Sleep = asyncio.sleep) -> PostedReview | None:
     """The review on the pull request whose body carries ``marker``, if one was posted."""
-    owner, name = full_name.split("/", 1)
-    async with _token_client(connection, token, route) as gh:
-        for page in range(1, MAX_PAGES + 1):
+    owner, name = pr.owner_and_name
 
-            async def one(page: int = page) -> list[Any]:
-                answer = await gh.rest.pulls.async_list_reviews(owner, name, number, per_page=PER_PAGE, page=page)
-                return list(answer.parsed_data)
+    def reviews(gh: Any, page: int) -> Any:
+        return gh.rest.pulls.async_list_reviews(owner, name, pr.number, per_page=PER_PAGE, page=page)
 
-            reviews = await retrying(f"list the reviews of {full_name}#{number}", connection.host, one, sleep)
-            for r in reviews:
-                if marker in (r.body or ""):
-                    return PostedReview(r.id, _submitted(r.submitted_at), found=True)
-            if len(reviews) < PER_PAGE:
-                break
+    for r in await _every(pr, "list the reviews", reviews, sleep):
+        if marker in (r.body or ""):
+            return PostedReview(r.id, _submitted(r.submitted_at), found=True)
     return None
 
 
 async def post_review(
-    connection: ForgeConnection,
-    token: str,
-    route: Route,
-    full_name: str,
-    number: int,
+    pr: PullRequest,
     *,
     body: str,
     event: str,
@@ -200,17 +205,17 @@ async def post_review(
     """One review with its inline comments, posted once: each try first looks for the review an earlier one made."""
     if event not in ("APPROVE", "REQUEST_CHANGES", "COMMENT"):
         raise InvalidArgs(f"{event!r} is not a review event", field="event")
-    owner, name = full_name.split("/", 1)
+    owner, name = pr.owner_and_name
 
     async def once() -> PostedReview:
-        earlier = await find_review(connection, token, route, full_name, number, marker, sleep)
+        earlier = await find_review(pr, marker, sleep)
         if earlier is not None:
             return earlier
-        async with _token_client(connection, token, route) as gh:
+        async with pr.client() as gh:
             answer = await gh.rest.pulls.async_create_review(
                 owner,
                 name,
-                number,
+                pr.number,
                 body=f"{body}\n\n{marker}",
                 event=event,
                 comments=[c.wire() for c in comments],
@@ -219,7 +224,7 @@ async def post_review(
         review = answer.parsed_data
         return PostedReview(review.id, _submitted(review.submitted_at), found=False)
 
-    return await retrying(f"post a review on {full_name}#{number}", connection.host, once, sleep)
+    return await retrying(f"post a review on {pr.full_name}#{pr.number}", pr.connection.host, once, sleep)
 
 
 def _submitted(value: Any) -> datetime:

@@ -171,21 +171,14 @@ async def forge_pr_comment(step: StepContext) -> StepResult:
     head_sha = step.lookup("head_sha") if step.has("head_sha") else None
     marker = github_reviews.review_marker(f"{step.run_key}/{step.step_id}")
     async with server_token(step.app, step.workspace_id, full_name) as t:
-        lines = (
-            await github_reviews.commentable_lines(t.connection, t.token, t.route, t.full_name, number)
-            if findings
-            else {}
-        )
+        pr = github_reviews.PullRequest(t.connection, t.token, t.route, t.full_name, number)
+        lines = await github_reviews.commentable_lines(pr) if findings else {}
         inline, outside = _placed(findings, reviewers, lines)
         body = head
         if outside:
             body += "\n\n### Not on the diff's lines\n" + "\n".join(_listed(findings[n], reviewers) for n in outside)
         posted = await github_reviews.post_review(
-            t.connection,
-            t.token,
-            t.route,
-            t.full_name,
-            number,
+            pr,
             body=body[:MAX_BODY],
             event=event,
             comments=inline,
