@@ -7,6 +7,7 @@ reset, a review stored before a 502 found instead of posted twice); refusals nam
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,10 @@ def finalize_and_comment(tid: str) -> dict[str, Any]:
     )
 
 
-async def test_the_built_in_template_reviews_a_pull_request_with_agents_and_posts_one_review(tmp_path: Path) -> None:
+async def test_the_built_in_template_reviews_a_pull_request_with_agents_and_posts_one_review(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     async with running_fake_openai() as fake, forge_server(tmp_path) as (srv, owner, ws, gh):
         repo = await connect(owner, ws, gh, tmp_path)
         agents = []
@@ -114,6 +118,9 @@ async def test_the_built_in_template_reviews_a_pull_request_with_agents_and_post
         assert minted.repositories == ("acme/app",) and minted.revoked
         detail = json.dumps(await owner.call("pipelines.runs.get", workspace_id=ws, runId=done["runId"]))
         assert minted.token not in detail and stored_anywhere(srv.data_dir, [minted.token]) == []
+        assert minted.token not in caplog.text
+        events = json.dumps(await owner.call("events.list", workspace_id=ws))
+        assert minted.token not in events
 
 
 async def test_a_team_reviews_through_one_dispatch(tmp_path: Path) -> None:

@@ -27,12 +27,13 @@ PR_STATE_KEYS: tuple[str, ...] = ("repo_id", "repo_full_name", "pr_number", "hea
 MAX_REVIEWERS = 10
 
 REVIEW_PROMPT = (
-    "Review pull request #{{pr_number}} of {{repo_full_name}}. Its head is checked out in this space, read-only: "
-    "read the diff against the base branch and the code around it. Report each problem you find as a finding "
-    "with the file (relative to the repository's root), the line in the new version, a severity (blocker, high, "
-    "medium, low or info), a category (bug, security, performance, error-handling, tests, docs, style...), a "
-    "message saying what is wrong and why, and a suggestion saying how to fix it. Submit every finding at once "
-    'with submit_output as {"findings": [...]}; an empty list when you find nothing.'
+    "Review pull request #{{pr_number}} of {{repo_full_name}}. Its head is checked out in this space: "
+    "read the diff against the base branch and the code around it, and change no file. Report each "
+    "problem you find as a finding with the file (relative to the repository's root), the line in the new"
+    " version, a severity (blocker, high, medium, low or info), a category (bug, security, performance, "
+    "error-handling, tests, docs, style...), a message saying what is wrong and why, and a suggestion "
+    'saying how to fix it. Submit every finding at once with submit_output as {"findings": [...]}; an '
+    "empty list when you find nothing."
 )
 
 
