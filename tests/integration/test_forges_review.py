@@ -167,6 +167,22 @@ async def test_the_forges_faults_are_retried_and_a_stored_review_is_never_posted
         assert step(done, "comment")["progress"]["found"] is True
 
 
+async def test_a_step_run_again_finds_the_review_its_earlier_attempt_posted(tmp_path: Path) -> None:
+    """The first attempt's review is stored but the answer is lost (a 404 from a proxy, not retried within the
+    attempt); the node's retry policy runs the step again, which finds that review and posts none."""
+    async with forge_server(tmp_path) as (_srv, owner, ws, gh):
+        repo = await connect(owner, ws, gh, tmp_path)
+        raw = finalize_and_comment("again")
+        comment = next(s for s in raw["steps"] if s["id"] == "comment")
+        comment["config"] = {"retryPolicy": {"maxAttempts": 2, "backoff": "linear", "initialDelayMs": 50}}
+        gh.pulls.faults.append(Fault("POST /repos/acme/app/pulls/7/reviews", 404, message="Not Found", after=True))
+        done = await run(owner, ws, raw, payload(repo, reviews=REVIEWS))
+        assert done["status"] == "completed", done
+        (review,) = gh.pulls.pulls[("acme/app", PR)].reviews
+        assert done["state"]["comment_review_id"] == review["id"]
+        assert step(done, "comment")["attempts"] == 2 and step(done, "comment")["progress"]["found"] is True
+
+
 async def test_a_rate_limit_far_away_and_a_vanished_pull_request_fail_the_step_naming_why(tmp_path: Path) -> None:
     async with forge_server(tmp_path) as (_srv, owner, ws, gh):
         repo = await connect(owner, ws, gh, tmp_path)
