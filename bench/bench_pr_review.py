@@ -30,7 +30,7 @@ from tests.integration.test_confined_user_code import finished  # noqa: E402
 from tests.integration.test_forges_connect import APP_ID, trust_forge  # noqa: E402
 from tests.integration.test_workspace_repos import _git, make_repo  # noqa: E402
 from tests.peers.github_emulator import github_emulator  # noqa: E402
-from tests.peers.github_pulls import added_patch  # noqa: E402
+from tests.peers.github_reviews import added_file  # noqa: E402
 from tests.support.rpc import RpcClient  # noqa: E402
 from tests.support.server import running_server  # noqa: E402
 from tests.unit.agents.fake_openai import FakeOpenAI, call, running_fake_openai  # noqa: E402
@@ -100,7 +100,7 @@ async def one_round(args: argparse.Namespace, tmp: Path) -> tuple[float, float, 
             repo = await c.call("repos.register", workspace_id=ws, path=str(src))
             await c.call("forge.linkRepo", workspace_id=ws, repoId=repo["id"], fullName="acme/app")
             per_file = args.lines // FILES
-            gh.pulls.add("acme/app", 1, {f"src/mod{f}.py": added_patch(1, per_file) for f in range(FILES)})
+            gh.add_pull("acme/app", 1, files=[added_file(f"src/mod{f}.py", 1, per_file) for f in range(FILES)])
             agents = []
             for n in range(args.reviewers):
                 adapter = {"type": "openai", "baseUrl": model.url, "model": f"r{n}"}
@@ -116,7 +116,7 @@ async def one_round(args: argparse.Namespace, tmp: Path) -> tuple[float, float, 
             done = await finished(c, ws, started["runId"], timeout=300)
             wall = time.perf_counter() - began
             assert done["status"] == "completed", done
-            (review,) = gh.pulls.pulls[("acme/app", 1)].reviews
+            (review,) = gh.reviews.of("acme/app", 1)
             steps = {s["stepId"]: (s.get("durationMs") or 0) / 1000 for s in done["steps"]}
             return wall, busy(timed.spans), len(review["comments"]), steps
 

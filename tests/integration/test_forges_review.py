@@ -6,6 +6,7 @@ reset, a review stored before a 502 found instead of posted twice); refusals nam
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -19,7 +20,7 @@ from tests.integration.test_forges_broker import stored_anywhere
 from tests.integration.test_forges_connect import APP_ID, forge_server
 from tests.integration.test_workspace_repos import _git, make_repo
 from tests.peers.github_emulator import GitHubEmulator
-from tests.peers.github_pulls import Fault, added_patch
+from tests.peers.github_reviews import Fault, added_file
 from tests.support.mcp import mcp_session
 from tests.support.mcp import payload as payload_of
 from tests.support.rpc import RpcClient, RpcError
@@ -27,7 +28,7 @@ from tests.unit.agents.fake_openai import call, running_fake_openai
 from tests.unit.agents.support import template
 
 PR = 7
-DIFF = {"src/db.py": added_patch(1, 60), "README.md": added_patch(1, 5)}
+DIFF = [added_file("src/db.py", 1, 60), added_file("README.md", 1, 5)]
 
 
 def finding(line: int, message: str, severity: str = "high", category: str = "security", **kw: Any) -> dict[str, Any]:
@@ -53,7 +54,7 @@ async def connect(owner: RpcClient, ws: str, gh: GitHubEmulator, tmp_path: Path)
     _git(src, "update-ref", f"refs/pull/{PR}/head", "feature")
     repo = await owner.call("repos.register", workspace_id=ws, path=str(src))
     await owner.call("forge.linkRepo", workspace_id=ws, repoId=repo["id"], fullName="acme/app")
-    gh.pulls.add("acme/app", PR, dict(DIFF))
+    gh.add_pull("acme/app", PR, files=list(DIFF))
     return dict(repo)
 
 
@@ -101,7 +102,7 @@ async def test_the_built_in_template_reviews_a_pull_request_with_agents_and_post
             ("one", 3, "low"),
         ]
         # One review: the inline comments on the diff's lines, the finding on line 300 (not in it) in the body.
-        (review,) = gh.pulls.pulls[("acme/app", PR)].reviews
+        (review,) = gh.reviews.of("acme/app", PR)
         assert state["comment_review_id"] == review["id"] and state["commented_at"].endswith("Z")
         assert review["event"] == "REQUEST_CHANGES" and review["commit_id"] == "a" * 40
         assert [(c["path"], c["line"], c.get("start_line")) for c in review["comments"]] == [
@@ -123,6 +124,30 @@ async def test_the_built_in_template_reviews_a_pull_request_with_agents_and_post
         assert minted.token not in events
 
 
+async def test_a_pull_request_opened_starts_the_review_through_its_pullrequest_trigger(tmp_path: Path) -> None:
+    async with running_fake_openai() as fake, forge_server(tmp_path) as (_srv, owner, ws, gh):
+        repo = await connect(owner, ws, gh, tmp_path)
+        adapter = {"type": "openai", "baseUrl": fake.url, "model": "solo"}
+        agent = (await owner.call("agents.create", workspace_id=ws, name="Solo", adapter=adapter))["id"]
+        fake.script("solo", call("submit_output", REVIEWS[0]))
+        made = await owner.call("forge.reviewTemplate", workspace_id=ws, agentIds=[agent])
+        await owner.call("pipelines.templates.create", workspace_id=ws, template=made["template"])
+        await owner.call("pipelines.triggers.create", workspace_id=ws, templateId="pr-review", kind=made["trigger"])
+        await owner.call("forge.openPr", workspace_id=ws, repoId=repo["id"], number=PR)
+        runs: list[dict[str, Any]] = []
+        for _ in range(100):
+            runs = (await owner.call("pipelines.runs.list", workspace_id=ws))["runs"]
+            if runs:
+                break
+            await asyncio.sleep(0.1)
+        (started,) = runs
+        done = await finished(owner, ws, started["runId"])
+        assert done["status"] == "completed", done
+        assert {k: done["payload"][k] for k in made["stateKeys"]} == payload(repo, head_sha="1" * 40)
+        (review,) = gh.reviews.of("acme/app", PR)
+        assert review["commit_id"] == "1" * 40 and review["event"] == "REQUEST_CHANGES"
+
+
 async def test_a_team_reviews_through_one_dispatch(tmp_path: Path) -> None:
     async with running_fake_openai() as fake, forge_server(tmp_path) as (_srv, owner, ws, gh):
         repo = await connect(owner, ws, gh, tmp_path)
@@ -136,7 +161,7 @@ async def test_a_team_reviews_through_one_dispatch(tmp_path: Path) -> None:
         done = await run(owner, ws, made["template"], payload(repo))
         assert done["status"] == "completed", done
         assert done["state"]["review_verdict"] == "approve"
-        (review,) = gh.pulls.pulls[("acme/app", PR)].reviews
+        (review,) = gh.reviews.of("acme/app", PR)
         assert review["event"] == "APPROVE" and len(review["comments"]) == 1
 
 
@@ -144,8 +169,8 @@ async def test_the_forges_faults_are_retried_and_a_stored_review_is_never_posted
     async with forge_server(tmp_path) as (_srv, owner, ws, gh):
         repo = await connect(owner, ws, gh, tmp_path)
         reset = int(time.time()) + 2
-        gh.pulls.faults += [
-            Fault("GET /repos/acme/app/pulls/7/files", 503),
+        gh.outages = 1  # the next pull request answer (the files) is a 502
+        gh.reviews.faults += [
             Fault(
                 "POST /repos/acme/app/pulls/7/reviews",
                 403,
@@ -156,12 +181,12 @@ async def test_the_forges_faults_are_retried_and_a_stored_review_is_never_posted
         ]
         done = await run(owner, ws, finalize_and_comment("faults"), payload(repo, reviews=REVIEWS))
         assert done["status"] == "completed", done
-        reviews = gh.pulls.pulls[("acme/app", PR)].reviews
+        reviews = gh.reviews.of("acme/app", PR)
         assert len(reviews) == 1 and done["state"]["comment_review_id"] == reviews[0]["id"]
-        seen = [what for what, _ in gh.pulls.seen]
-        assert seen.count("GET /repos/acme/app/pulls/7/files") == 2
+        seen = [what for what, _ in gh.reviews.seen]
+        assert gh.requests.count("GET /repos/acme/app/pulls/7/files") == 2
         assert seen.count("POST /repos/acme/app/pulls/7/reviews") == 2  # the limited one, the stored one
-        posts = [at for what, at in gh.pulls.seen if what == "POST /repos/acme/app/pulls/7/reviews"]
+        posts = [at for what, at in gh.reviews.seen if what == "POST /repos/acme/app/pulls/7/reviews"]
         assert posts[1] >= reset  # not before the limit's reset
         # After the 502, the review it had stored was looked for and found: the step answers it.
         assert step(done, "comment")["progress"]["found"] is True
@@ -175,10 +200,10 @@ async def test_a_step_run_again_finds_the_review_its_earlier_attempt_posted(tmp_
         raw = finalize_and_comment("again")
         comment = next(s for s in raw["steps"] if s["id"] == "comment")
         comment["config"] = {"retryPolicy": {"maxAttempts": 2, "backoff": "linear", "initialDelayMs": 50}}
-        gh.pulls.faults.append(Fault("POST /repos/acme/app/pulls/7/reviews", 404, message="Not Found", after=True))
+        gh.reviews.faults.append(Fault("POST /repos/acme/app/pulls/7/reviews", 404, message="Not Found", after=True))
         done = await run(owner, ws, raw, payload(repo, reviews=REVIEWS))
         assert done["status"] == "completed", done
-        (review,) = gh.pulls.pulls[("acme/app", PR)].reviews
+        (review,) = gh.reviews.of("acme/app", PR)
         assert done["state"]["comment_review_id"] == review["id"]
         assert step(done, "comment")["attempts"] == 2 and step(done, "comment")["progress"]["found"] is True
 
@@ -186,17 +211,12 @@ async def test_a_step_run_again_finds_the_review_its_earlier_attempt_posted(tmp_
 async def test_a_rate_limit_far_away_and_a_vanished_pull_request_fail_the_step_naming_why(tmp_path: Path) -> None:
     async with forge_server(tmp_path) as (_srv, owner, ws, gh):
         repo = await connect(owner, ws, gh, tmp_path)
-        gh.pulls.faults.append(
-            Fault(
-                "GET /repos/acme/app/pulls/7/files",
-                403,
-                {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)},
-            )
-        )
+        gh.rate_limited_until = int(time.time()) + 3600
         done = await run(owner, ws, finalize_and_comment("far"), payload(repo, reviews=REVIEWS))
         assert done["status"] == "failed"
         assert "rate-limits this forge connection until" in step(done, "comment")["error"]
-        gh.pulls.pulls.pop(("acme/app", PR))
+        gh.rate_limited_until = None
+        del gh.pulls[("acme/app", PR)]
         done = await run(owner, ws, finalize_and_comment("gone"), payload(repo, reviews=REVIEWS))
         assert step(done, "comment")["error"].startswith(
             "github.com refused to list the files of acme/app#7 (404: Not Found)"
@@ -210,10 +230,10 @@ async def test_a_token_connection_posts_with_its_own_token(tmp_path: Path) -> No
         src = make_repo(tmp_path / "src", "app")
         repo = await owner.call("repos.register", workspace_id=ws, path=str(src))
         await owner.call("forge.linkRepo", workspace_id=ws, repoId=repo["id"], fullName="acme/app")
-        gh.pulls.add("acme/app", PR, dict(DIFF))
+        gh.add_pull("acme/app", PR, files=list(DIFF))
         done = await run(owner, ws, finalize_and_comment("tok"), payload(repo, reviews=REVIEWS[:1]))
         assert done["status"] == "completed", done
-        assert gh.pulls.pulls[("acme/app", PR)].reviews[0]["event"] == "REQUEST_CHANGES"
+        assert gh.reviews.of("acme/app", PR)[0]["event"] == "REQUEST_CHANGES"
         assert "ghp_reviewer" not in json.dumps(done)
 
 
@@ -235,7 +255,7 @@ async def test_bad_state_keys_fail_the_step_naming_the_key(tmp_path: Path, over:
         assert done["status"] == "failed"
         errors = [s["error"] for s in done["steps"] if s.get("error")]
         assert len(errors) == 1 and error in errors[0], errors
-        assert gh.pulls.pulls[("acme/app", PR)].reviews == []
+        assert gh.reviews.of("acme/app", PR) == []
 
 
 async def test_without_a_forge_or_findings_the_comment_step_fails_naming_why(tmp_path: Path) -> None:
@@ -267,7 +287,7 @@ async def test_a_guest_and_another_workspaces_member_cannot_make_or_start_a_revi
                 with pytest.raises(RpcError) as started:
                     await c.call("pipelines.runs.start", workspace_id=ws, templateId="r", payload=payload(repo))
                 assert started.value.code == "forbidden", who
-        assert gh.pulls.pulls[("acme/app", PR)].reviews == []
+        assert gh.reviews.of("acme/app", PR) == []
         # a member may
         member = await srv.new_user_token(ws, "member", name="mem")
         async with RpcClient(srv.ws_url, member) as c:

@@ -8,8 +8,13 @@ them; ``tests/unit/forges/test_github_emulator.py`` checks that against the mode
 
 Routes, under ``/api/v3`` (a GitHub Enterprise Server's API path): ``GET /app/installations``, ``GET
 /repos/{owner}/{repo}/installation``, ``POST /app/installations/{id}/access_tokens``, ``DELETE
-/installation/token``, ``GET /user``, and a pull request's files and reviews (``tests.peers.github_pulls``).
-``token_allows(token, "owner/name")`` is what the git server in front of the repositories asks
+/installation/token``, ``GET /user``; pull requests (``tests.peers.github_pulls``, added with ``add_pull``):
+``GET /repos/{owner}/{repo}/pulls``, ``.../pulls/{n}``, ``.../pulls/{n}/files``, ``.../commits/{ref}/check-runs``,
+``.../commits/{ref}/statuses``, and reviews (``tests.peers.github_reviews``: ``GET`` and ``POST
+.../pulls/{n}/reviews``), each with an installation token minted for the repository or a personal token.
+``outages`` makes the next pull-request answers 5xx; ``rate_limited_until`` answers 403 with GitHub's
+rate-limit headers until then; ``tests.peers.github_pulls.deliver`` posts a signed webhook delivery the way GitHub
+does. ``token_allows(token, "owner/name")`` is what the git server in front of the repositories asks
 (``tests.peers.git_http.GitHttp.authorize``): a token minted here, not revoked, not expired, for that repository.
 """
 
@@ -32,8 +37,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.peers.github_pulls import Pulls
-from tests.peers.github_pulls import routes as pull_routes
+from tests.peers.github_pulls import Pull, pull_routes
+from tests.peers.github_reviews import Reviews, review_routes
 from tests.support.serving import serving
 
 API = "/api/v3"
@@ -72,7 +77,10 @@ class GitHubEmulator:
     user_tokens: dict[str, str] = field(default_factory=dict)  # personal token -> login
     minted: list[Minted] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)  # "GET /app/installations app:<id>"
-    pulls: Pulls = field(default_factory=Pulls)  # pull requests' files and reviews (``tests.peers.github_pulls``)
+    pulls: dict[tuple[str, int], Pull] = field(default_factory=dict)  # (owner/name, number) -> the pull request
+    reviews: Reviews = field(default_factory=Reviews)  # the pull requests' reviews (``tests.peers.github_reviews``)
+    outages: int = 0  # the next this many pull-request answers are 502
+    rate_limited_until: int | None = None  # epoch seconds: pull-request answers are 403 rate-limited before it
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(41))
 
     @property
@@ -91,6 +99,16 @@ class GitHubEmulator:
         self.installations[installation_id] = {"app_id": app_id, "account": account, "repos": set(repos)}
         return installation_id
 
+    def add_pull(self, full_name: str, number: int, **fields: Any) -> Pull:
+        """A pull request of ``full_name`` (see ``Pull`` for its fields); answers it, to change later."""
+        pull = Pull(full_name=full_name, number=number, **fields)
+        self.pulls[(full_name, number)] = pull
+        return pull
+
+    def reads(self, token: str | None, full_name: str) -> bool:
+        """A token that may read ``full_name``: minted for it (live) or a personal token."""
+        return token is not None and (token in self.user_tokens or self.token_allows(token, full_name))
+
     def token_allows(self, token: str, full_name: str) -> bool:
         now = datetime.now(UTC)
         return any(
@@ -100,7 +118,7 @@ class GitHubEmulator:
 
     # -- shapes ----------------------------------------------------------------------------------------------
 
-    def _user(self, login: str, kind: str = "Organization") -> dict[str, Any]:
+    def user_json(self, login: str, kind: str = "Organization") -> dict[str, Any]:
         url = f"{self.api_url}/users/{login}"
         return {
             "login": login, "id": abs(hash(login)) % 10**6, "node_id": f"U_{login}", "avatar_url": f"{url}.png",
@@ -115,7 +133,7 @@ class GitHubEmulator:
         found = self.installations[installation_id]
         return {
             "id": installation_id,
-            "account": self._user(found["account"]),
+            "account": self.user_json(found["account"]),
             "repository_selection": "selected",
             "access_tokens_url": f"{self.api_url}/app/installations/{installation_id}/access_tokens",
             "repositories_url": f"{self.api_url}/installation/repositories",
@@ -135,7 +153,7 @@ class GitHubEmulator:
 
     def public_user_json(self, login: str) -> dict[str, Any]:
         return {
-            **self._user(login, "User"), "name": login, "company": None, "blog": "", "location": None,
+            **self.user_json(login, "User"), "name": login, "company": None, "blog": "", "location": None,
             "email": None, "hireable": None, "bio": None, "public_repos": 0, "public_gists": 0, "followers": 0,
             "following": 0, "created_at": STAMP, "updated_at": STAMP,
         }  # fmt: skip
@@ -155,7 +173,7 @@ class GitHubEmulator:
             return None
         return app_id
 
-    def _token_of(self, request: Request) -> str | None:
+    def token_of(self, request: Request) -> str | None:
         scheme, _, credential = request.headers.get("authorization", "").partition(" ")
         return credential if scheme.lower() in ("token", "bearer") else None
 
@@ -223,7 +241,7 @@ class GitHubEmulator:
             )
 
         async def revoke(request: Request) -> Response:
-            token = self._token_of(request)
+            token = self.token_of(request)
             self.requests.append("DELETE /installation/token")
             live = [m for m in self.minted if m.token == token and not m.revoked]
             if not live:
@@ -233,7 +251,7 @@ class GitHubEmulator:
             return Response(status_code=204)
 
         async def user(request: Request) -> Response:
-            token = self._token_of(request)
+            token = self.token_of(request)
             self.requests.append("GET /user")
             if token is None or token not in self.user_tokens:
                 return denied()
@@ -249,6 +267,7 @@ class GitHubEmulator:
                 Route(f"{API}/installation/token", revoke, methods=["DELETE"]),
                 Route(f"{API}/user", user),
                 *pull_routes(self, API),
+                *review_routes(self, API),
             ]
         )
 

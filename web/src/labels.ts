@@ -20,6 +20,7 @@ export const EVENT_LABELS: Readonly<Record<EventType, string>> = {
   "agents.turnWaiting": "Agent run waiting to start",
   "chat.userLinked": "Chat account linked",
   "chat.userUnlinked": "Chat account unlinked",
+  "forge.pullRequest": "Pull request opened or pushed to",
   "identity.memberAdded": "Member added",
   "identity.memberRemoved": "Member removed",
   "identity.memberRoleChanged": "Member's role changed",

@@ -25,6 +25,17 @@ class Clock(Protocol):
         """Wait ``seconds`` of this clock's time."""
 
 
+async def nap(clock: Clock, seconds: float, wake: asyncio.Event) -> None:
+    """Wait ``seconds`` of ``clock``'s time, or less when ``wake`` is set (a loop's "look again now")."""
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    waker = asyncio.ensure_future(wake.wait())
+    try:
+        await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        sleeper.cancel()
+        waker.cancel()
+
+
 class SystemClock:
     def now(self) -> datetime:
         return datetime.now(UTC)

@@ -89,7 +89,9 @@ async def minted_for(
     """An installation token for the repositories ``names`` (``owner/name``, one owner) and ``permissions``,
     revoked when the block ends, however it ends."""
     installation = await github.repo_installation(connection, names[0], route)
-    minted = await github.mint(connection, installation.id, [n.split("/", 1)[1] for n in names], route, permissions)
+    minted = await github.mint(
+        connection, installation.id, [n.split("/", 1)[1] for n in names], route, permissions=permissions
+    )
     try:
         yield minted
     finally:

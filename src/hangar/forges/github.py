@@ -5,8 +5,8 @@ so a connection changed or removed by another process counts at once), through t
 (``hangar.forges.reach``: a workspace admin's connection connects only to the addresses checked for it). An app
 authenticates with a JWT signed by its private key; a short-lived installation token is asked for one
 installation, narrowed to the named repositories and permissions, and revoked with itself. What GitHub refuses
-becomes ``Refused`` naming the status and GitHub's message; a forge out of reach becomes ``Unavailable``. No error
-carries a credential.
+becomes ``Refused`` naming the status and GitHub's message; a forge out of reach or answering 5xx becomes
+``Unavailable``. No error carries a credential.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def check_private_key(pem: str) -> str:
     return pem.strip() + "\n"
 
 
-def _client(api_url: str, auth: AppAuthStrategy | TokenAuthStrategy, route: Route) -> GitHub[Any]:
+def client(api_url: str, auth: AppAuthStrategy | TokenAuthStrategy, route: Route) -> GitHub[Any]:
     """A client for one call; a workspace admin's connection's held to the addresses of ``route`` (no proxy from
     the environment, no redirect followed: either would reach a host nobody checked)."""
     pinned = route.transport()
@@ -80,12 +80,14 @@ def _app_auth(connection: ForgeConnection) -> AppAuthStrategy:
 
 
 @asynccontextmanager
-async def _calling(what: str, host: str) -> AsyncIterator[None]:
+async def calling(what: str, host: str) -> AsyncIterator[None]:
     try:
         yield
     except RequestFailed as exc:
         status = exc.response.status_code
         message = _message(exc)
+        if status >= 500:  # the forge failed, it did not say no: asking again later may work
+            raise Unavailable(f"{host} failed to {what} ({status}{': ' + message if message else ''})") from None
         raise Refused(f"{host} refused to {what} ({status}{': ' + message if message else ''})") from None
     except RequestError as exc:
         raise Unavailable(f"{host} could not be reached to {what}: {type(exc.exc).__name__}") from None
@@ -104,8 +106,8 @@ def _message(exc: RequestFailed) -> str:
 async def list_installations(connection: ForgeConnection, route: Route) -> list[Installation]:
     """The app's installations (the accounts it is installed on); the JWT check of the app's credentials."""
     async with (
-        _client(connection.api_url, _app_auth(connection), route) as gh,
-        _calling("list the app's installations", connection.host),
+        client(connection.api_url, _app_auth(connection), route) as gh,
+        calling("list the app's installations", connection.host),
     ):
         found = await gh.rest.apps.async_list_installations(per_page=100)
         return [Installation(i.id, _account_name(i.account), i.repository_selection) for i in found.parsed_data]
@@ -115,8 +117,8 @@ async def authenticated_login(connection: ForgeConnection, route: Route) -> str:
     """Whose token it is (its login); the check of a token connection."""
     assert connection.token is not None
     async with (
-        _client(connection.api_url, TokenAuthStrategy(connection.token), route) as gh,
-        _calling("identify the token", connection.host),
+        client(connection.api_url, TokenAuthStrategy(connection.token), route) as gh,
+        calling("identify the token", connection.host),
     ):
         return str((await gh.rest.users.async_get_authenticated()).parsed_data.login)
 
@@ -125,8 +127,8 @@ async def repo_installation(connection: ForgeConnection, full_name: str, route: 
     """The app's installation on a repository (``Refused`` when the app is not installed there)."""
     owner, name = full_name.split("/", 1)
     async with (
-        _client(connection.api_url, _app_auth(connection), route) as gh,
-        _calling(f"find the app's installation on {full_name}", connection.host),
+        client(connection.api_url, _app_auth(connection), route) as gh,
+        calling(f"find the app's installation on {full_name}", connection.host),
     ):
         i = (await gh.rest.apps.async_get_repo_installation(owner, name)).parsed_data
         return Installation(i.id, _account_name(i.account), i.repository_selection)
@@ -137,18 +139,19 @@ async def mint(
     installation_id: int,
     repositories: Sequence[str],
     route: Route,
-    permissions: dict[str, str],
+    *,
+    permissions: dict[str, str] | None = None,
 ) -> InstallationToken:
-    """A new installation token for ``repositories`` (names within the installation) and ``permissions`` (a
-    shell step's: ``STEP_PERMISSIONS``)."""
+    """A new installation token for ``repositories`` (names within the installation) and ``permissions``
+    (``STEP_PERMISSIONS`` unless named)."""
     async with (
-        _client(connection.api_url, _app_auth(connection), route) as gh,
-        _calling("mint an installation token", connection.host),
+        client(connection.api_url, _app_auth(connection), route) as gh,
+        calling("mint an installation token", connection.host),
     ):
         answer = await gh.rest.apps.async_create_installation_access_token(
             installation_id,
             repositories=list(repositories),
-            permissions=dict(permissions),
+            permissions=dict(permissions or STEP_PERMISSIONS),
         )
         return InstallationToken(answer.parsed_data.token, answer.parsed_data.expires_at)
 
@@ -156,8 +159,8 @@ async def mint(
 async def revoke(connection: ForgeConnection, token: str, route: Route) -> None:
     """End an installation token before its hour is up."""
     async with (
-        _client(connection.api_url, TokenAuthStrategy(token), route) as gh,
-        _calling("revoke an installation token", connection.host),
+        client(connection.api_url, TokenAuthStrategy(token), route) as gh,
+        calling("revoke an installation token", connection.host),
     ):
         await gh.rest.apps.async_revoke_installation_access_token()
 

@@ -29,7 +29,8 @@ from githubkit import TokenAuthStrategy
 from githubkit.exception import RequestFailed
 
 from hangar.errors import InvalidArgs, Unavailable
-from hangar.forges.github import _calling, _client
+from hangar.forges.github import calling, client
+from hangar.forges.github_pulls import retry_at
 from hangar.forges.reach import Route
 from hangar.forges.store import ForgeConnection
 
@@ -40,6 +41,7 @@ BACKOFF_S = 0.5
 MAX_RATE_WAIT_S = 60.0
 PER_PAGE = 100
 MAX_PAGES = 30  # GitHub lists at most 3,000 files of a pull request
+_MARGIN_S = 0.1  # past the time the forge named, never just before it (its clock counts whole seconds)
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -90,17 +92,13 @@ def diff_lines(patch: str) -> set[int]:
 
 
 def _rate_wait(exc: RequestFailed, now: float) -> float | None:
-    """Seconds the forge asks to wait before trying again, or None when it is no rate limit."""
+    """Seconds the forge asks to wait before trying again (``github_pulls.retry_at``), or None when it is no rate
+    limit."""
     response = exc.response.raw_response
     if response.status_code not in (403, 429):
         return None
-    after = response.headers.get("retry-after")
-    if after is not None and after.strip().isdigit():
-        return float(after)
-    reset = response.headers.get("x-ratelimit-reset")
-    if response.headers.get("x-ratelimit-remaining") == "0" and reset is not None and reset.strip().isdigit():
-        return max(0.0, int(reset) - now) + 0.1
-    return None
+    when = retry_at(response.headers, now)
+    return None if when is None else max(0.0, when - now)
 
 
 def _wait_or_raise(exc: RequestFailed, attempt: int, what: str, host: str) -> float:
@@ -121,12 +119,12 @@ async def retrying(what: str, host: str, call: Callable[[], Awaitable[T]], sleep
     """``call`` with the retries of the module's docstring; GitHub's refusals become ``Refused``."""
     attempt = 1
     while True:
-        async with _calling(what, host):
+        async with calling(what, host):
             try:
                 return await call()
             except RequestFailed as exc:
                 wait = _wait_or_raise(exc, attempt, what, host)
-        await sleep(wait)
+        await sleep(wait + _MARGIN_S)
         attempt += 1
 
 
@@ -141,7 +139,7 @@ class PullRequest:
     number: int
 
     def client(self) -> Any:
-        return _client(self.connection.api_url, TokenAuthStrategy(self.token), self.route)
+        return client(self.connection.api_url, TokenAuthStrategy(self.token), self.route)
 
     @property
     def owner_and_name(self) -> tuple[str, str]:

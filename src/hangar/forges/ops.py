@@ -71,6 +71,8 @@ async def _status(ctx: OpContext, ws: Workspace, args: StatusArgs | None = None)
             for k in await forges.links(ws, connection)
         ],
         brokers_tokens=connection.kind == "app",
+        webhook_secret_set=forges.store.webhook_secret(ws.id) is not None,
+        poll_seconds=forges.store.poll_seconds(ws.id),
         note=None if connection.kind == "app" else TOKEN_NOT_BROKERED,
         setup_url=app_setup_url(connection.web_url, APP_NAME, homepage, org),
     )

@@ -1,6 +1,6 @@
-"""The forges part: its ops, its table (repo links given by hand), the ``trustedForgeHosts`` server setting, the
-credential broker shell steps get their forge token from, and the pull request review's bodies
-(``prReview.finalize``, ``forge.prComment``)."""
+"""The forges part: its ops, its tables (repo links given by hand, pull requests, webhook deliveries), the webhook
+route, the ``trustedForgeHosts`` server setting, the credential broker shell steps get their forge token from, the
+pull request poll, and the pull request review's bodies (``prReview.finalize``, ``forge.prComment``)."""
 
 from __future__ import annotations
 
@@ -9,24 +9,39 @@ from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.forges.broker import ForgeCredentials, ForgeShellEnvironment
 from hangar.forges.ops import FORGE_OPS
+from hangar.forges.poll import Poller
+from hangar.forges.pull_ops import PULL_OPS
+from hangar.forges.pulls import PullRequestChanged, PullRequests
 from hangar.forges.reach import TRUSTED_FORGE_HOSTS_SPEC
 from hangar.forges.review_bodies import BODIES
 from hangar.forges.service import ForgeService
 from hangar.forges.tables import MIGRATIONS
+from hangar.forges.webhooks import ROUTES
 from hangar.pipelines import ShellEnvironment
 
 
 async def _start(app: AppContext) -> None:
     app.provide(ForgeService(app))
+    app.provide(PullRequests(app))
+    app.provide(Poller(app)).start()
+
+
+async def _stop(app: AppContext) -> None:
+    poller = app.maybe_service(Poller)
+    if poller is not None:
+        await poller.aclose()
     app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
     app.provide(ForgeCredentials(app), as_type=CredentialSource)
 
 
 FORGES_PART = Part(
     name="forges",
-    ops=FORGE_OPS,
+    ops=[*FORGE_OPS, *PULL_OPS],
     bodies=BODIES,
+    routes=ROUTES,
+    events=[PullRequestChanged],
     migrations=[MIGRATIONS],
     server_settings=[TRUSTED_FORGE_HOSTS_SPEC],
     start=_start,
+    stop=_stop,
 )

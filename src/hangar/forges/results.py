@@ -38,9 +38,70 @@ class ForgeStatus(Result):
     brokers_tokens: bool = Field(
         default=False, description="Whether steps get short-lived per-repository tokens (app connections)"
     )
+    webhook_secret_set: bool = Field(default=False, description="Whether webhook deliveries are taken")
+    poll_seconds: int | None = Field(default=None, description="How often the forge is polled for pull requests")
     note: str | None = omitted_when_none()
     error: str | None = omitted_when_none()  # what the forge answered when asked just now, if it failed
     setup_url: str = Field(description="The forge's page that creates a GitHub App for Hangar (reads no secret)")
+
+
+class PullFileView(Result):
+    filename: str
+    status: str = Field(description="added, removed, modified, renamed...")
+    additions: int
+    deletions: int
+    patch: str | None = Field(default=None, description="The file's unified diff hunks (absent for binaries)")
+    patch_truncated: bool = Field(default=False, description="The patch was cut at 100,000 characters")
+
+
+class CheckView(Result):
+    kind: Literal["checkRun", "status"]
+    name: str
+    status: str = Field(description="queued, in_progress, completed (check runs); pending, success, failure, error")
+    conclusion: str | None = omitted_when_none()
+    url: str | None = omitted_when_none()
+
+
+class PullSummary(Result):
+    id: str
+    repo_id: str
+    full_name: str = Field(description="The forge repository, owner/name")
+    number: int
+    space_id: str = Field(description="The pull request's space")
+    title: str
+    author: str
+    state: Literal["open", "closed", "merged", "vanished"] = Field(
+        description="vanished: the forge answers 404 for it now (what it said last is kept)"
+    )
+    head_sha: str
+    html_url: str = Field(description="The pull request on the forge")
+    synced_at: Timestamp = Field(description="When the forge last answered for it")
+    error: str | None = omitted_when_none()  # the last sync's failure
+
+
+class PullView(PullSummary):
+    body: str
+    draft: bool
+    base_ref: str
+    base_sha: str
+    head_ref: str
+    files: list[PullFileView]
+    files_truncated: bool = Field(description="The pull request has more files than the 300 kept")
+    checks: list[CheckView]
+
+
+class PullList(Result):
+    pulls: list[PullSummary]
+
+
+class WebhookView(Result):
+    url: str = Field(description="Where the forge delivers this workspace's webhooks (content type JSON)")
+    secret_set: bool = Field(description="Whether a webhook secret is stored (it is never shown)")
+    events: list[str] = Field(description="The events to subscribe the webhook to")
+
+
+class PollingView(Result):
+    seconds: int | None = Field(default=None, description="How often the forge is polled; absent: not polled")
 
 
 class ReviewTemplate(Result):

@@ -6,6 +6,8 @@ through ``hangar.core.secretfiles``, the chat bridge's way):
 
     github.json   the connection: how (``app``: app id and private key; ``token``: a token), the forge's web
                   and API addresses, who connected it (and whether the server owner did) and when
+    webhook.json  the webhook's secret (``forge.setWebhookSecret``), which deliveries are signed with
+    poll.json     how often to poll the forge for pull requests (``forge.setPolling``; no file: no polling)
 
 Secrets travel in only: nothing here is returned by an op, and ``ForgeConnection.public`` is what may be shown.
 Every read goes to the file, so a connection changed by another process is seen at once.
@@ -30,6 +32,8 @@ from hangar.forges.tables import forge_links
 
 FOLDER = "forge_credentials"
 GITHUB = "github"
+WEBHOOK = "webhook"
+POLL = "poll"
 GITHUB_WEB = "https://github.com"
 GITHUB_API = "https://api.github.com"
 _FULL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
@@ -142,6 +146,30 @@ class ForgeStore:
 
     def delete(self, workspace_id: str) -> None:
         self._folder.remove(workspace_id, GITHUB)
+        self._folder.remove(workspace_id, WEBHOOK)
+        self._folder.remove(workspace_id, POLL)
+
+    def webhook_secret(self, workspace_id: str) -> str | None:
+        data = self._folder.read(workspace_id, WEBHOOK)
+        secret = data.get("secret") if data else None
+        return secret if isinstance(secret, str) and secret else None
+
+    def poll_seconds(self, workspace_id: str) -> int | None:
+        data = self._folder.read(workspace_id, POLL)
+        seconds = data.get("seconds") if data else None
+        return seconds if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0 else None
+
+    def set_poll_seconds(self, workspace_id: str, seconds: int | None) -> None:
+        if seconds is None:
+            self._folder.remove(workspace_id, POLL)
+        else:
+            self._folder.write(workspace_id, POLL, {"seconds": seconds})
+
+    def set_webhook_secret(self, workspace_id: str, secret: str | None) -> None:
+        if secret is None:
+            self._folder.remove(workspace_id, WEBHOOK)
+        else:
+            self._folder.write(workspace_id, WEBHOOK, {"secret": secret})
 
 
 class ForgeLinks:

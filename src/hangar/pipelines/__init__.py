@@ -5,13 +5,16 @@ The public surface other parts use: ``body`` (declare a body; list it in your ``
 ``StepResult``, ``Resume``/``TaskOutcome`` (what a resumed body sees), the ``TaskFinished`` and
 ``PipelineRunFinished`` events, ``run_key``/``attempt_keys_prefix`` (to find what a run's steps did), and the
 ``outputSchema`` checks (``schema_problems``, ``first_violation``) agents share so both accept the same payloads,
-and ``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one).
+``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one), and
+the ``pullRequest`` trigger's contract (``PULL_REQUEST_TRIGGER``, the event the forges part publishes for it and
+the state keys its runs get).
 """
 
 from hangar.pipelines.bodies.shell import ShellEnvironment, ShellVariables
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec, ConfigField, body, spec_of_body
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import NodeConfig, RunStatus, StepDef, StepKind, StepStatus, Template
+from hangar.pipelines.pull_requests import PULL_REQUEST_EVENT, PULL_REQUEST_STATE_KEYS, PULL_REQUEST_TRIGGER
 from hangar.pipelines.schema import check_schema as schema_problems
 from hangar.pipelines.schema import first_violation
 from hangar.pipelines.step import (
@@ -29,6 +32,9 @@ from hangar.pipelines.step_results import NO_OUTPUT, StepResult
 __all__ = [
     "APPROVAL_PROGRESS_KEY",
     "NO_OUTPUT",
+    "PULL_REQUEST_EVENT",
+    "PULL_REQUEST_STATE_KEYS",
+    "PULL_REQUEST_TRIGGER",
     "BodyRegistry",
     "BodySpec",
     "ChildRuns",

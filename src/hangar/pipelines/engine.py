@@ -29,6 +29,7 @@ from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec
 from hangar.pipelines.events import TaskFinished
 from hangar.pipelines.layout import control_root, pipeline_run_key
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
+from hangar.pipelines.pull_requests import PULL_REQUEST_EVENT, PULL_REQUEST_TRIGGER, pull_request_firing
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
 from hangar.pipelines.slots import DEFAULT_MAX_RUNNING_RUNS, MAX_RUNNING_RUNS_SETTING, RunSlots
@@ -44,6 +45,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_SUBPIPELINE_DEPTH = 8
+
+
+def _firing_key(kind: str, ev: StoredEvent) -> str:
+    """What makes one firing of a trigger: the event, or for a pull request trigger the head it reports."""
+    return pull_request_firing(ev.payload) if kind == PULL_REQUEST_TRIGGER else ev.id
 
 
 @dataclass(eq=False)
@@ -526,7 +532,10 @@ class PipelineEngine:
         if not has_triggers:
             return list(dict.fromkeys(touched))
         occurred = aware(ev.occurred_at)
-        for trig in await self.store.list_triggers(ws, kind="event", event_type=ev.type):
+        firings = await self.store.list_triggers(ws, kind="event", event_type=ev.type)
+        if ev.type == PULL_REQUEST_EVENT:
+            firings += await self.store.list_triggers(ws, kind=PULL_REQUEST_TRIGGER, event_type=ev.type)
+        for trig in firings:
             # A trigger fires for events after it was created, not for history replayed at start.
             if not trig.enabled or (occurred is not None and occurred < trig.created_at):
                 continue
@@ -539,9 +548,9 @@ class PipelineEngine:
                 ws,
                 template,
                 payload={**trig.payload, **ev.payload},
-                trigger_kind="event",
+                trigger_kind=trig.kind,
                 trigger_id=trig.id,
-                trigger_key=ev.id,
+                trigger_key=_firing_key(trig.kind, ev),
             )
             if started is not None:
                 touched.append(started)

@@ -92,7 +92,7 @@ class RunWatchArgs(PlArgs):
 
 class TriggerCreateArgs(PlArgs):
     template_id: str
-    kind: Literal["manual", "event", "schedule"]
+    kind: Literal["manual", "event", "schedule", "pullRequest"]
     event_type: str | None = None
     cron: str | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
@@ -320,7 +320,9 @@ async def runs_watch(ctx: OpContext, args: RunWatchArgs) -> AsyncIterator[RunWat
 
 @op("pipelines.triggers.create", kind="mutate", scope="workspace", actions=["processSpawn"])
 async def triggers_create(ctx: OpContext, args: TriggerCreateArgs) -> TriggerView:
-    """Add a trigger to a template: ``event`` (eventType) or ``schedule`` (cron, UTC)."""
+    """Add a trigger to a template: ``event`` (eventType), ``schedule`` (cron, UTC) or ``pullRequest`` (a pull
+    request of a linked forge repo opened or pushed to; the run's payload has repo_id, repo_full_name, pr_number
+    and head_sha)."""
     row = await triggers.create_trigger(
         _engine(ctx),
         ctx.ws,

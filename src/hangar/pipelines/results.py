@@ -143,7 +143,7 @@ class StepsChanged(Result):
 class TriggerView(Result):
     id: str
     template_id: str
-    kind: Literal["manual", "event", "schedule"]
+    kind: Literal["manual", "event", "schedule", "pullRequest"]
     event_type: str | None
     cron: str | None
     payload: dict[str, Any]

@@ -3,7 +3,10 @@
 - ``manual``: a person or the command line (one row per template, created on first use);
 - ``event``: every domain event of ``eventType`` in the workspace that occurs after the trigger was created
   (the event's payload, over the trigger's own payload, becomes the run's payload);
-- ``schedule``: a cron expression (UTC), evaluated with ``croniter`` on the injectable clock.
+- ``schedule``: a cron expression (UTC), evaluated with ``croniter`` on the injectable clock;
+- ``pullRequest``: a pull request of a repo linked to the workspace's forge was opened or pushed to (its head
+  moved), by a webhook, a poll or by hand (``hangar.forges``); the run's payload holds ``PULL_REQUEST_STATE_KEYS``
+  over the trigger's own payload (``hangar.pipelines.pull_requests`` holds the contract).
 
 A run records the trigger row and the firing (the event id, or the scheduled time); a firing starts at most
 one run, so a replayed event or a schedule checked twice never starts a second one. A schedule that was
@@ -20,15 +23,17 @@ from typing import Any
 
 from croniter import croniter
 
+from hangar.core.clock import nap as clock_nap
 from hangar.core.ids import new_id
 from hangar.core.types import rfc3339
 from hangar.errors import InvalidArgs, NotFound
 from hangar.pipelines.engine import PipelineEngine
+from hangar.pipelines.pull_requests import PULL_REQUEST_EVENT, PULL_REQUEST_TRIGGER
 from hangar.pipelines.rows import TriggerRow
 
 log = logging.getLogger(__name__)
 
-TRIGGER_KINDS: tuple[str, ...] = ("manual", "event", "schedule")
+TRIGGER_KINDS: tuple[str, ...] = ("manual", "event", "schedule", PULL_REQUEST_TRIGGER)
 MAX_SCHEDULER_NAP = 60.0
 MIN_SCHEDULER_NAP = 1.0
 
@@ -79,6 +84,10 @@ async def create_trigger(
     if kind == "event":
         if not event_type:
             raise InvalidArgs("an event trigger needs eventType", field="eventType")
+    elif kind == PULL_REQUEST_TRIGGER:
+        if event_type:
+            raise InvalidArgs("a pullRequest trigger fires on pull requests: it takes no eventType", field="eventType")
+        event_type = PULL_REQUEST_EVENT
     elif event_type:
         raise InvalidArgs("eventType only applies to event triggers", field="eventType")
     if kind == "schedule":
@@ -221,13 +230,7 @@ class Scheduler:
             nap = MAX_SCHEDULER_NAP
             if soonest is not None:
                 nap = min(nap, max(MIN_SCHEDULER_NAP, (soonest - clock.now()) / timedelta(seconds=1)))
-            sleeper = asyncio.ensure_future(clock.sleep(nap))
-            waker = asyncio.ensure_future(self._wake.wait())
-            try:
-                await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                sleeper.cancel()
-                waker.cancel()
+            await clock_nap(clock, nap, self._wake)
 
     async def aclose(self) -> None:
         if self._task is not None:

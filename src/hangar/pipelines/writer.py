@@ -83,7 +83,8 @@ def interest(conn: WriteConnection, keys: list[str], event_type: str) -> tuple[l
         f"SELECT DISTINCT run_id, step_id FROM pipeline_waits WHERE wait_key IN ({marks})", keys
     ).fetchall()
     trig = conn.execute(
-        "SELECT 1 FROM pipeline_triggers WHERE kind = 'event' AND event_type = ? LIMIT 1", (event_type,)
+        "SELECT 1 FROM pipeline_triggers WHERE kind IN ('event', 'pullRequest') AND event_type = ? LIMIT 1",
+        (event_type,),
     ).fetchone()
     return [(str(r[0]), str(r[1])) for r in waiters], trig is not None
 

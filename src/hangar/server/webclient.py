@@ -41,6 +41,7 @@ RESERVED_PREFIXES: tuple[str, ...] = (
     "/.well-known/",
     "/assets/",
     "/workspace-transfer/",
+    "/forge/",
 )
 
 IMMUTABLE = "public, max-age=31536000, immutable"

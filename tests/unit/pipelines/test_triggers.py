@@ -93,3 +93,38 @@ async def test_event_trigger_ignores_events_from_before_it_existed(tmp_path: Pat
         assert await h.engine.on_event(new) == []
         await h.engine.settle()
         assert (await h.engine.snapshot(WS, run_id))["status"] == "completed"
+
+
+async def test_pull_request_trigger_starts_one_run_per_head(tmp_path: Path) -> None:
+    """The pullRequest trigger's contract: the forges part's event starts a run whose payload has the pull
+    request's state keys; the same head reported twice starts one run, a new head another."""
+    from hangar.core.events import StoredEvent
+    from hangar.pipelines import PULL_REQUEST_EVENT, PULL_REQUEST_STATE_KEYS
+
+    clock = FakeClock(at(0, 0))
+    async with harness(tmp_path, clock=clock) as h:
+        script = "echo {{repo_full_name}} {{pr_number}} {{head_sha}}"
+        raw = steps(listen("s", "start", body="shell.run", script=script, outputKey="seen"), tid="pr")
+        wire = tpl.load(raw, h.engine.bodies).template.to_wire()
+        await h.engine.store.insert_template(WS, wire, by=None, now=clock.now())
+        with pytest.raises(InvalidArgs, match="takes no eventType"):
+            await triggers.create_trigger(h.engine, WS, template_id="pr", kind="pullRequest", event_type="x.y")
+        trig = await triggers.create_trigger(h.engine, WS, template_id="pr", kind="pullRequest")
+        assert trig.kind == "pullRequest" and trig.event_type == PULL_REQUEST_EVENT
+        clock.advance(1)
+
+        def event(n: int, sha: str) -> StoredEvent:
+            payload = {"repo_id": "r1", "repo_full_name": "acme/app", "pr_number": 7, "head_sha": sha}
+            assert set(payload) == set(PULL_REQUEST_STATE_KEYS)
+            return StoredEvent(WS, n, f"ev{n}", PULL_REQUEST_EVENT, clock.now(), payload)
+
+        first = await h.engine.on_event(event(1, "a" * 40))
+        assert len(first) == 1
+        assert await h.engine.on_event(event(2, "a" * 40)) == []  # the same head again: no second run
+        assert len(await h.engine.on_event(event(3, "b" * 40))) == 1
+        await h.engine.settle()
+        runs = await h.engine.store.list_runs(WS)
+        assert {r.trigger_kind for r in runs} == {"pullRequest"}
+        assert sorted(r.trigger_key or "" for r in runs) == [f"r1#7@{'a' * 40}", f"r1#7@{'b' * 40}"]
+        snap = await h.engine.snapshot(WS, first[0])
+        assert snap["state"]["seen"] == f"acme/app 7 {'a' * 40}"

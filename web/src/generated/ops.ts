@@ -239,7 +239,7 @@ export type DeviceRef = {
 };
 
 /** A domain event as stored: its sequence number in the workspace, type and payload (the declared event's model; an emitted event's payload as given). */
-export type EventView = AgentsReasoningFinishedView | AgentsReasoningStartedView | AgentsRunFinishedView | AgentsRunStartedView | AgentsTextDeltaView | AgentsToolCallFinishedView | AgentsToolCallStartedView | AgentsTurnFinishedView | AgentsTurnStartedView | AgentsTurnWaitingView | ChatUserLinkedView | ChatUserUnlinkedView | IdentityMemberAddedView | IdentityMemberRemovedView | IdentityMemberRoleChangedView | IdentityWorkspaceCreatedView | PipelineRunFinishedView | PipelineTaskFinishedView | RigsClosedView | RigsControlChangedView | RigsDevDomainChangedView | RigsReapedView | WorkspaceMessagePostedView | WorkspaceSpaceCreatedView | WorkspaceSpaceProvisioningChangedView | WorkspaceSpaceUpdatedView | WorkspaceTicketChangedView | EmittedView;
+export type EventView = AgentsReasoningFinishedView | AgentsReasoningStartedView | AgentsRunFinishedView | AgentsRunStartedView | AgentsTextDeltaView | AgentsToolCallFinishedView | AgentsToolCallStartedView | AgentsTurnFinishedView | AgentsTurnStartedView | AgentsTurnWaitingView | ChatUserLinkedView | ChatUserUnlinkedView | ForgePullRequestView | IdentityMemberAddedView | IdentityMemberRemovedView | IdentityMemberRoleChangedView | IdentityWorkspaceCreatedView | PipelineRunFinishedView | PipelineTaskFinishedView | RigsClosedView | RigsControlChangedView | RigsDevDomainChangedView | RigsReapedView | WorkspaceMessagePostedView | WorkspaceSpaceCreatedView | WorkspaceSpaceProvisioningChangedView | WorkspaceSpaceUpdatedView | WorkspaceTicketChangedView | EmittedView;
 
 /** The turn's reasoning prose, sent once when it is complete. */
 export type AgentsReasoningFinished = {
@@ -440,6 +440,24 @@ export type ChatUserUnlinkedView = {
   type: "chat.userUnlinked";
   occurredAt: string;
   payload: ChatUserUnlinked;
+};
+
+/** A pull request was opened or reopened, or its head moved: what ``pullRequest`` triggers fire on. Its payload keys are the trigger's state keys as they are (snake_case, ``hangar.pipelines.PULL_REQUEST_STATE_KEYS``). */
+export type ForgePullRequest = {
+  repo_id: string;
+  repo_full_name: string;
+  pr_number: number;
+  head_sha: string;
+  action: string;
+  space_id: string;
+};
+
+export type ForgePullRequestView = {
+  seq: number;
+  id: string;
+  type: "forge.pullRequest";
+  occurredAt: string;
+  payload: ForgePullRequest;
 };
 
 export type IdentityMemberAdded = {
@@ -737,10 +755,88 @@ export type ForgeStatus = {
   links: Array<RepoLinkView>;
   /** Whether steps get short-lived per-repository tokens (app connections) */
   brokersTokens: boolean;
+  /** Whether webhook deliveries are taken */
+  webhookSecretSet: boolean;
+  /** How often the forge is polled for pull requests */
+  pollSeconds: number | null;
   note?: string | null;
   error?: string | null;
   /** The forge's page that creates a GitHub App for Hangar (reads no secret) */
   setupUrl: string;
+};
+
+export type CheckView = {
+  kind: "checkRun" | "status";
+  name: string;
+  /** queued, in_progress, completed (check runs); pending, success, failure, error */
+  status: string;
+  conclusion?: string | null;
+  url?: string | null;
+};
+
+export type PullFileView = {
+  filename: string;
+  /** added, removed, modified, renamed... */
+  status: string;
+  additions: number;
+  deletions: number;
+  /** The file's unified diff hunks (absent for binaries) */
+  patch: string | null;
+  /** The patch was cut at 100,000 characters */
+  patchTruncated: boolean;
+};
+
+export type PullView = {
+  id: string;
+  repoId: string;
+  /** The forge repository, owner/name */
+  fullName: string;
+  number: number;
+  /** The pull request's space */
+  spaceId: string;
+  title: string;
+  author: string;
+  /** vanished: the forge answers 404 for it now (what it said last is kept) */
+  state: "open" | "closed" | "merged" | "vanished";
+  headSha: string;
+  /** The pull request on the forge */
+  htmlUrl: string;
+  /** When the forge last answered for it */
+  syncedAt: string;
+  error?: string | null;
+  body: string;
+  draft: boolean;
+  baseRef: string;
+  baseSha: string;
+  headRef: string;
+  files: Array<PullFileView>;
+  /** The pull request has more files than the 300 kept */
+  filesTruncated: boolean;
+  checks: Array<CheckView>;
+};
+
+export type PullSummary = {
+  id: string;
+  repoId: string;
+  /** The forge repository, owner/name */
+  fullName: string;
+  number: number;
+  /** The pull request's space */
+  spaceId: string;
+  title: string;
+  author: string;
+  /** vanished: the forge answers 404 for it now (what it said last is kept) */
+  state: "open" | "closed" | "merged" | "vanished";
+  headSha: string;
+  /** The pull request on the forge */
+  htmlUrl: string;
+  /** When the forge last answered for it */
+  syncedAt: string;
+  error?: string | null;
+};
+
+export type PullList = {
+  pulls: Array<PullSummary>;
 };
 
 export type ReviewTemplate = {
@@ -750,6 +846,20 @@ export type ReviewTemplate = {
   trigger: string;
   /** What a run's payload holds (pipelines.runs.start by hand: repo_id, repo_full_name, pr_number, optionally head_sha) */
   stateKeys: Array<string>;
+};
+
+export type PollingView = {
+  /** How often the forge is polled; absent: not polled */
+  seconds: number | null;
+};
+
+export type WebhookView = {
+  /** Where the forge delivers this workspace's webhooks (content type JSON) */
+  url: string;
+  /** Whether a webhook secret is stored (it is never shown) */
+  secretSet: boolean;
+  /** The events to subscribe the webhook to */
+  events: Array<string>;
 };
 
 export type GuardrailPolicy = {
@@ -949,7 +1059,7 @@ export type TemplateCheck = {
 export type TriggerView = {
   id: string;
   templateId: string;
-  kind: "manual" | "event" | "schedule";
+  kind: "manual" | "event" | "schedule" | "pullRequest";
   eventType: string | null;
   cron: string | null;
   payload: Record<string, unknown>;
@@ -2182,6 +2292,39 @@ export type ForgeLinkRepoArgs = {
 };
 export type ForgeLinkRepoResult = ForgeStatus;
 
+/** Open a pull request's space by hand, or refresh it: the forge is asked now. A pull request opened or whose head moved fires the workspace's pullRequest triggers, as a webhook would. */
+export type ForgeOpenPrArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** The workspace repo (id or name), linked to its forge repository */
+  repoId: string;
+  /** The pull request's number on the forge */
+  number: number;
+};
+export type ForgeOpenPrResult = PullView;
+
+/** One pull request (by repoId and number, or by its space): title, author, branches, state, its files with their patches and its head's checks, as the forge said last, and its link on the forge. */
+export type ForgePrArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** The workspace repo (id or name), with number */
+  repoId?: string | null;
+  /** The pull request's number, with repoId */
+  number?: number | null;
+  /** Or the pull request's space */
+  spaceId?: string | null;
+};
+export type ForgePrResult = PullView;
+
+/** The workspace's pull requests Hangar knows (a webhook, a poll or a person brought them), newest first per repository, each with its space and what the forge said last. */
+export type ForgePrsArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** Only this repo's (id or name) */
+  repoId?: string | null;
+};
+export type ForgePrsResult = PullList;
+
 /** The built-in "review a pull request" template for these reviewers (agents or a team): they review the pull request's checkout in parallel, prReview.finalize merges their findings and gives the verdict, and forge.prComment posts one review with inline comments. Save it with pipelines.templates.create, start it by hand with pipelines.runs.start and the state keys, or add a pullRequest trigger. */
 export type ForgeReviewTemplateArgs = {
   /** The workspace the call acts in. */
@@ -2194,6 +2337,24 @@ export type ForgeReviewTemplateArgs = {
   templateId?: string;
 };
 export type ForgeReviewTemplateResult = ReviewTemplate;
+
+/** Poll the forge for pull requests every ``seconds`` where no webhook reaches this server (each linked repository's open pull requests are listed; one new or pushed to is synced and fires the pullRequest triggers), or with none stop polling. A rate-limited forge is asked again at its reset, a failing one after a doubling backoff. */
+export type ForgeSetPollingArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** Poll the forge for pull requests this often (60 to 86400); absent: stop polling */
+  seconds?: number | null;
+};
+export type ForgeSetPollingResult = PollingView;
+
+/** Store the secret the forge signs this workspace's webhook deliveries with (write-only), or with none remove it (deliveries are refused from then on). Answers the URL to give the forge. */
+export type ForgeSetWebhookSecretArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** The webhook's secret as set on the forge (16 to 256 characters); absent: removed */
+  secret?: string | null;
+};
+export type ForgeSetWebhookSecretResult = WebhookView;
 
 /** The workspace's forge: how it is connected (never the credentials), the app's installations or the token's login as the forge says now, the linked repos, and the link that creates a GitHub App for Hangar. */
 export type ForgeStatusArgs = {
@@ -2408,12 +2569,12 @@ export type PipelinesTemplatesValidateArgs = {
 };
 export type PipelinesTemplatesValidateResult = TemplateCheck;
 
-/** Add a trigger to a template: ``event`` (eventType) or ``schedule`` (cron, UTC). */
+/** Add a trigger to a template: ``event`` (eventType), ``schedule`` (cron, UTC) or ``pullRequest`` (a pull request of a linked forge repo opened or pushed to; the run's payload has repo_id, repo_full_name, pr_number and head_sha). */
 export type PipelinesTriggersCreateArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
   templateId: string;
-  kind: "manual" | "event" | "schedule";
+  kind: "manual" | "event" | "schedule" | "pullRequest";
   eventType?: string | null;
   cron?: string | null;
   payload?: Record<string, unknown>;
@@ -3119,7 +3280,12 @@ export interface Ops {
   "forge.connect": { kind: "mutate"; scope: "workspace"; args: ForgeConnectArgs; result: ForgeConnectResult; event: never };
   "forge.disconnect": { kind: "destructive"; scope: "workspace"; args: ForgeDisconnectArgs; result: ForgeDisconnectResult; event: never };
   "forge.linkRepo": { kind: "mutate"; scope: "workspace"; args: ForgeLinkRepoArgs; result: ForgeLinkRepoResult; event: never };
+  "forge.openPr": { kind: "mutate"; scope: "workspace"; args: ForgeOpenPrArgs; result: ForgeOpenPrResult; event: never };
+  "forge.pr": { kind: "read"; scope: "workspace"; args: ForgePrArgs; result: ForgePrResult; event: never };
+  "forge.prs": { kind: "read"; scope: "workspace"; args: ForgePrsArgs; result: ForgePrsResult; event: never };
   "forge.reviewTemplate": { kind: "read"; scope: "workspace"; args: ForgeReviewTemplateArgs; result: ForgeReviewTemplateResult; event: never };
+  "forge.setPolling": { kind: "mutate"; scope: "workspace"; args: ForgeSetPollingArgs; result: ForgeSetPollingResult; event: never };
+  "forge.setWebhookSecret": { kind: "mutate"; scope: "workspace"; args: ForgeSetWebhookSecretArgs; result: ForgeSetWebhookSecretResult; event: never };
   "forge.status": { kind: "read"; scope: "workspace"; args: ForgeStatusArgs; result: ForgeStatusResult; event: never };
   "guardrails.get": { kind: "read"; scope: "workspace"; args: GuardrailsGetArgs; result: GuardrailsGetResult; event: never };
   "guardrails.set": { kind: "mutate"; scope: "workspace"; args: GuardrailsSetArgs; result: GuardrailsSetResult; event: never };
@@ -3279,7 +3445,12 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "forge.connect": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "forge.disconnect": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
   "forge.linkRepo": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "forge.openPr": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "forge.pr": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "forge.prs": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "forge.reviewTemplate": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "forge.setPolling": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "forge.setWebhookSecret": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "forge.status": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "guardrails.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "guardrails.set": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
@@ -3421,6 +3592,7 @@ export const EVENT_TYPES = [
   "agents.turnWaiting",
   "chat.userLinked",
   "chat.userUnlinked",
+  "forge.pullRequest",
   "identity.memberAdded",
   "identity.memberRemoved",
   "identity.memberRoleChanged",

@@ -1,5 +1,5 @@
 /** The triggers of one template: listed with what fires them, paused or resumed, removed, and added (manual, an
- * event type of the workspace, or a cron schedule in UTC, each with a payload the runs start with). */
+ * event type of the workspace, a cron schedule in UTC, or a pull request of a linked repo, each with a payload the runs start with). */
 import { useId, useState, type FormEvent } from "react";
 import type { TemplateSummary, TriggerView } from "../../generated/ops";
 import { Refusal } from "../../components/Outcome";
@@ -12,6 +12,7 @@ type Kind = TriggerView["kind"];
 function what(t: TriggerView): string {
   if (t.kind === "event") return `on event ${t.eventType ?? "?"}`;
   if (t.kind === "schedule") return `on schedule ${t.cron ?? "?"} (UTC)`;
+  if (t.kind === "pullRequest") return "on a pull request opened or pushed to";
   return "started by hand";
 }
 
@@ -63,6 +64,7 @@ function AddTrigger(props: { workspaceId: string; templateId: string }) {
       <select id={`${ids}-kind`} value={kind} onChange={(e) => setKind(e.target.value as Kind)}>
         <option value="event">Event: every event of a type in this workspace</option>
         <option value="schedule">Schedule: a cron expression, in UTC</option>
+        <option value="pullRequest">Pull request: one of a linked repo opened or pushed to</option>
         <option value="manual">Manual: started by hand</option>
       </select>
       {kind === "event" && (

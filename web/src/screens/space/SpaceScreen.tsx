@@ -13,6 +13,7 @@ import { SplitToggle, SplitView, useSplit } from "./SplitView";
 import { foldRun } from "./stream";
 import { Timeline } from "./Timeline";
 import { useSpaceStream } from "../../data/spaceStream";
+import { PullRequestPanel } from "../forges/PullRequestPanel";
 import "./space.css";
 import "./phone.css";
 
@@ -171,6 +172,7 @@ function Space({ workspaceId, spaceId, tab }: { workspaceId: string; spaceId: st
         </p>
       </div>
       {space && <ProvisioningBanner provisioning={space.provisioning} />}
+      {space?.mode === "review" && <PullRequestPanel workspaceId={workspaceId} spaceId={spaceId} />}
       <div className="tabs-row">
       <div className="tabs" role="tablist" aria-label="Conversation and rigs" onKeyDown={moveBetweenTabs}>
         <button
