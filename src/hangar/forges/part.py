@@ -22,6 +22,8 @@ from hangar.pipelines import ShellEnvironment
 
 async def _start(app: AppContext) -> None:
     app.provide(ForgeService(app))
+    app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
+    app.provide(ForgeCredentials(app), as_type=CredentialSource)
     app.provide(PullRequests(app))
     app.provide(Poller(app)).start()
 
@@ -30,8 +32,6 @@ async def _stop(app: AppContext) -> None:
     poller = app.maybe_service(Poller)
     if poller is not None:
         await poller.aclose()
-    app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
-    app.provide(ForgeCredentials(app), as_type=CredentialSource)
 
 
 FORGES_PART = Part(
