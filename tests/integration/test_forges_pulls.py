@@ -283,6 +283,10 @@ async def test_every_bad_delivery_is_refused_clearly(tmp_path: Path, monkeypatch
                 headers={"X-GitHub-Event": "pull_request", "X-Hub-Signature-256": signature(SECRET, body)},
             )
         assert no_id.status_code == 400 and "X-GitHub-Delivery" in no_id.text
+        long_id = await deliver(f.hook, "ping", {}, SECRET, delivery="d" * (webhooks.DELIVERY_MAX + 1))
+        assert long_id.status_code == 400 and "X-GitHub-Delivery" in long_id.text
+        at_most = await deliver(f.hook, "ping", {}, SECRET, delivery="d" * webhooks.DELIVERY_MAX)
+        assert at_most.status_code == 200
         malformed = await deliver(f.hook, "pull_request", b"{not json", SECRET)
         assert malformed.status_code == 400 and "not JSON" in malformed.text
         for broken, field in (
@@ -429,3 +433,28 @@ async def test_polling_syncs_new_heads_at_its_interval_and_honours_rate_limits_a
         assert (await c.call("forge.setPolling", workspace_id=ws)) == {"seconds": None}
         assert (await polled(f, clock, 3600, listed)) == listed
         await f.srv.ctx.service(PipelineEngine).settle()
+
+
+async def test_what_a_pull_request_keeps_of_its_files_and_patches_both_sides_of_the_limits(tmp_path: Path) -> None:
+    from hangar.forges.github_pulls import MAX_FILES, MAX_PATCH_CHARS
+
+    async with pulls_forge(tmp_path) as f:
+        c, ws = f.owner, f.ws
+
+        def files(n: int) -> list[dict[str, Any]]:
+            return [{"filename": f"f{i:04}.txt", "additions": 1, "patch": "@@ -0,0 +1 @@\n+x"} for i in range(n)]
+
+        at_limit = [
+            {"filename": "big.txt", "additions": 1, "patch": "+" + "x" * (MAX_PATCH_CHARS - 1)},
+            {"filename": "bigger.txt", "additions": 1, "patch": "+" + "x" * MAX_PATCH_CHARS},
+        ]
+        f.gh.add_pull("acme/app", 1, files=at_limit + files(MAX_FILES - 2), head_sha="3" * 40)
+        f.gh.add_pull("acme/app", 2, files=files(MAX_FILES + 1), head_sha="4" * 40)
+        kept = await c.call("forge.openPr", workspace_id=ws, repoId=f.repo["id"], number=1)
+        assert len(kept["files"]) == MAX_FILES and kept["filesTruncated"] is False
+        big, bigger = kept["files"][:2]
+        assert len(big["patch"]) == MAX_PATCH_CHARS and big["patchTruncated"] is False
+        assert len(bigger["patch"]) == MAX_PATCH_CHARS and bigger["patchTruncated"] is True
+        cut = await c.call("forge.openPr", workspace_id=ws, repoId=f.repo["id"], number=2)
+        assert len(cut["files"]) == MAX_FILES and cut["filesTruncated"] is True
+        assert cut["files"][-1]["filename"] == f"f{MAX_FILES - 1:04}.txt"

@@ -244,7 +244,9 @@ def pull_routes(gh: GitHubEmulator, api: str) -> list[Route]:
         found = pull_of(request)
         if isinstance(found, Response):
             return found
-        return JSONResponse([file_json(gh, found, f) for f in found.files])
+        size = min(100, int(request.query_params.get("per_page", "30")))  # GitHub's default page and largest
+        first = (int(request.query_params.get("page", "1")) - 1) * size
+        return JSONResponse([file_json(gh, found, f) for f in found.files[first : first + size]])
 
     def by_head(request: Request) -> Pull | Response:
         full_name = named(request)

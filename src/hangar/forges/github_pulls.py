@@ -30,10 +30,11 @@ log = logging.getLogger(__name__)
 
 # What reading a pull request needs of the app, nothing more.
 READ_PERMISSIONS: dict[str, str] = {"pull_requests": "read", "contents": "read", "checks": "read", "statuses": "read"}
-MAX_FILES = 300  # GitHub lists at most 3,000 files of a pull request; a space shows the first 300
+PAGE = 100  # GitHub's largest page
+MAX_FILES = 300  # GitHub lists at most 3,000 files of a pull request; a space shows the first 300 (three pages)
 MAX_PATCH_CHARS = 100_000  # per file: a larger patch is kept cut, marked ``patchTruncated``
-MAX_CHECKS = 100
-MAX_LISTED = 100  # open pull requests a poll reads per repository (one page)
+MAX_CHECKS = 100  # check runs and statuses of a head kept (one page of each, then cut)
+MAX_LISTED = PAGE  # open pull requests a poll reads per repository (one page)
 
 
 class PullVanished(NotFound):
@@ -161,13 +162,18 @@ async def pull_request(connection: ForgeConnection, full_name: str, number: int,
     async with reader(connection, full_name, route) as gh:
         async with _reading(f"read pull request {full_name}#{number}", host):
             pr = (await gh.rest.pulls.async_get(owner, name, number)).parsed_data
+        entries: list[Any] = []
         async with _reading(f"list the files of {full_name}#{number}", host):
-            listed = await gh.rest.pulls.async_list_files(owner, name, number, per_page=MAX_FILES)
-            entries = cast("list[Any]", listed.parsed_data)
+            # GitHub answers at most 100 a page: the first pages, up to MAX_FILES.
+            for page in range(1, MAX_FILES // PAGE + 1):
+                listed = await gh.rest.pulls.async_list_files(owner, name, number, per_page=PAGE, page=page)
+                entries += cast("list[Any]", listed.parsed_data)
+                if len(listed.parsed_data) < PAGE:
+                    break
         head = pr.head.sha
         async with _reading(f"list the checks of {full_name}#{number}", host):
-            runs = (await gh.rest.checks.async_list_for_ref(owner, name, head, per_page=MAX_CHECKS)).parsed_data
-            answered = await gh.rest.repos.async_list_commit_statuses_for_ref(owner, name, head, per_page=MAX_CHECKS)
+            runs = (await gh.rest.checks.async_list_for_ref(owner, name, head, per_page=PAGE)).parsed_data
+            answered = await gh.rest.repos.async_list_commit_statuses_for_ref(owner, name, head, per_page=PAGE)
             statuses = cast("list[Any]", answered.parsed_data)
     files = []
     for entry in entries[:MAX_FILES]:
@@ -203,7 +209,7 @@ async def pull_request(connection: ForgeConnection, full_name: str, number: int,
         html_url=pr.html_url,
         updated_at=pr.updated_at,
         files=files,
-        files_truncated=len(entries) >= MAX_FILES,
+        files_truncated=pr.changed_files > len(files),
         checks=checks[:MAX_CHECKS],
     )
 
