@@ -17,17 +17,16 @@ come after GitHub stored the review; a step may run again after a crash).
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from githubkit import TokenAuthStrategy
 from githubkit.exception import RequestFailed
 
+from hangar.core.clock import Clock, SystemClock
 from hangar.errors import InvalidArgs, Unavailable
 from hangar.forges.github import calling, client
 from hangar.forges.github_pulls import retry_at
@@ -43,8 +42,6 @@ PER_PAGE = 100
 MAX_PAGES = 30  # GitHub lists at most 3,000 files of a pull request
 _MARGIN_S = 0.1  # past the time the forge named, never just before it (its clock counts whole seconds)
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
-
-Sleep = Callable[[float], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -101,21 +98,21 @@ def _rate_wait(exc: RequestFailed, now: float) -> float | None:
     return None if when is None else max(0.0, when - now)
 
 
-def _wait_or_raise(exc: RequestFailed, attempt: int, what: str, host: str) -> float:
+def _wait_or_raise(exc: RequestFailed, attempt: int, what: str, host: str, now: float) -> float:
     """How long to wait before the next try, or raise: ``exc`` again when it is not to be retried (or the tries
     are spent), ``Unavailable`` when the rate limit lifts too far away."""
-    wait = _rate_wait(exc, time.time())
+    wait = _rate_wait(exc, now)
     if wait is None and exc.response.status_code >= 500:
         wait = BACKOFF_S * 2 ** (attempt - 1)
     if wait is None or attempt == MAX_TRIES:
         raise exc
     if wait > MAX_RATE_WAIT_S:
-        until = datetime.fromtimestamp(time.time() + wait, UTC).isoformat(timespec="seconds")
+        until = datetime.fromtimestamp(now + wait, UTC).isoformat(timespec="seconds")
         raise Unavailable(f"{host} rate-limits this forge connection until {until}: could not {what}") from None
     return wait
 
 
-async def retrying(what: str, host: str, call: Callable[[], Awaitable[T]], sleep: Sleep = asyncio.sleep) -> T:
+async def retrying(what: str, host: str, call: Callable[[], Awaitable[T]], clock: Clock) -> T:
     """``call`` with the retries of the module's docstring; GitHub's refusals become ``Refused``."""
     attempt = 1
     while True:
@@ -123,8 +120,8 @@ async def retrying(what: str, host: str, call: Callable[[], Awaitable[T]], sleep
             try:
                 return await call()
             except RequestFailed as exc:
-                wait = _wait_or_raise(exc, attempt, what, host)
-        await sleep(wait + _MARGIN_S)
+                wait = _wait_or_raise(exc, attempt, what, host, clock.now().timestamp())
+        await clock.sleep(wait + _MARGIN_S)
         attempt += 1
 
 
@@ -137,6 +134,7 @@ class PullRequest:
     route: Route
     full_name: str
     number: int
+    clock: Clock = field(default_factory=SystemClock)  # waits and "now" for the retries
 
     def client(self) -> Any:
         return client(self.connection.api_url, TokenAuthStrategy(self.token), self.route)
@@ -150,7 +148,7 @@ class PullRequest:
 ListPage = Callable[[Any, int], Any]  # githubkit client, page -> awaitable answer
 
 
-async def _every(pr: PullRequest, what: str, list_page: ListPage, sleep: Sleep) -> list[Any]:
+async def _every(pr: PullRequest, what: str, list_page: ListPage) -> list[Any]:
     """Every item a paginated list answers (``list_page(gh, page)``), each page retried as the module says."""
     found: list[Any] = []
     async with pr.client() as gh:
@@ -159,32 +157,32 @@ async def _every(pr: PullRequest, what: str, list_page: ListPage, sleep: Sleep) 
             async def one(page: int = page) -> list[Any]:
                 return list((await list_page(gh, page)).parsed_data)
 
-            items = await retrying(f"{what} of {pr.full_name}#{pr.number}", pr.connection.host, one, sleep)
+            items = await retrying(f"{what} of {pr.full_name}#{pr.number}", pr.connection.host, one, pr.clock)
             found += items
             if len(items) < PER_PAGE:
                 break
     return found
 
 
-async def commentable_lines(pr: PullRequest, sleep: Sleep = asyncio.sleep) -> dict[str, set[int]]:
+async def commentable_lines(pr: PullRequest) -> dict[str, set[int]]:
     """Each file of the pull request's diff and the lines of it a review comment may be placed on."""
     owner, name = pr.owner_and_name
 
     def files(gh: Any, page: int) -> Any:
         return gh.rest.pulls.async_list_files(owner, name, pr.number, per_page=PER_PAGE, page=page)
 
-    listed = await _every(pr, "list the files", files, sleep)
+    listed = await _every(pr, "list the files", files)
     return {f.filename: diff_lines(f.patch if isinstance(f.patch, str) else "") for f in listed}
 
 
-async def find_review(pr: PullRequest, marker: str, sleep: Sleep = asyncio.sleep) -> PostedReview | None:
+async def find_review(pr: PullRequest, marker: str) -> PostedReview | None:
     """The review on the pull request whose body carries ``marker``, if one was posted."""
     owner, name = pr.owner_and_name
 
     def reviews(gh: Any, page: int) -> Any:
         return gh.rest.pulls.async_list_reviews(owner, name, pr.number, per_page=PER_PAGE, page=page)
 
-    for r in await _every(pr, "list the reviews", reviews, sleep):
+    for r in await _every(pr, "list the reviews", reviews):
         if marker in (r.body or ""):
             return PostedReview(r.id, _submitted(r.submitted_at), found=True)
     return None
@@ -198,7 +196,6 @@ async def post_review(
     comments: list[InlineComment],
     marker: str,
     commit_id: str | None = None,
-    sleep: Sleep = asyncio.sleep,
 ) -> PostedReview:
     """One review with its inline comments, posted once: each try first looks for the review an earlier one made."""
     if event not in ("APPROVE", "REQUEST_CHANGES", "COMMENT"):
@@ -206,7 +203,7 @@ async def post_review(
     owner, name = pr.owner_and_name
 
     async def once() -> PostedReview:
-        earlier = await find_review(pr, marker, sleep)
+        earlier = await find_review(pr, marker)
         if earlier is not None:
             return earlier
         async with pr.client() as gh:
@@ -222,7 +219,7 @@ async def post_review(
         review = answer.parsed_data
         return PostedReview(review.id, _submitted(review.submitted_at), found=False)
 
-    return await retrying(f"post a review on {pr.full_name}#{pr.number}", pr.connection.host, once, sleep)
+    return await retrying(f"post a review on {pr.full_name}#{pr.number}", pr.connection.host, once, pr.clock)
 
 
 def _submitted(value: Any) -> datetime:

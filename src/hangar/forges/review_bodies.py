@@ -171,7 +171,7 @@ async def forge_pr_comment(step: StepContext) -> StepResult:
     head_sha = step.lookup("head_sha") if step.has("head_sha") else None
     marker = github_reviews.review_marker(f"{step.run_key}/{step.step_id}")
     async with server_token(step.app, step.workspace_id, full_name) as t:
-        pr = github_reviews.PullRequest(t.connection, t.token, t.route, t.full_name, number)
+        pr = github_reviews.PullRequest(t.connection, t.token, t.route, t.full_name, number, step.clock)
         lines = await github_reviews.commentable_lines(pr) if findings else {}
         inline, outside = _placed(findings, reviewers, lines)
         body = head
