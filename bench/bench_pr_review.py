@@ -54,6 +54,16 @@ class Timed:
             self.spans.append((began, time.perf_counter()))
 
 
+class TimedModel(FakeOpenAI):
+    """The scripted model behind the timing middleware."""
+
+    timed: Timed
+
+    def app(self) -> Any:
+        self.timed = Timed(super().app())
+        return self.timed
+
+
 def busy(spans: list[tuple[float, float]]) -> float:
     """The length of the union of the intervals."""
     total, end = 0.0, float("-inf")
@@ -84,10 +94,8 @@ def reviewer_findings(n: int, lines: int) -> dict[str, Any]:
     return {"findings": found}
 
 
-async def one_round(args: argparse.Namespace, tmp: Path) -> tuple[float, float, int, dict[str, float]]:
-    fake = FakeOpenAI()
-    timed = Timed(fake.app())
-    fake.app = lambda: timed  # type: ignore[method-assign]
+async def one_round(args: argparse.Namespace, tmp: Path) -> tuple[float, float, float, int, dict[str, float]]:
+    fake = TimedModel()
     async with running_fake_openai(fake) as model, github_emulator() as gh, running_server(tmp / "data") as srv:
         await trust_forge(srv, gh.api_url)
         ws = await srv.new_workspace("bench")
@@ -111,35 +119,39 @@ async def one_round(args: argparse.Namespace, tmp: Path) -> tuple[float, float, 
             made = await c.call("forge.reviewTemplate", workspace_id=ws, agentIds=agents)
             await c.call("pipelines.templates.create", workspace_id=ws, template=made["template"])
             state = {"repo_id": repo["id"], "repo_full_name": "acme/app", "pr_number": 1}
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.process_time()
             started = await c.call("pipelines.runs.start", workspace_id=ws, templateId="pr-review", payload=state)
             done = await finished(c, ws, started["runId"], timeout=300)
-            wall = time.perf_counter() - began
+            wall, cpu = time.perf_counter() - began, time.process_time() - cpu
             assert done["status"] == "completed", done
             (review,) = gh.reviews.of("acme/app", 1)
             steps = {s["stepId"]: (s.get("durationMs") or 0) / 1000 for s in done["steps"]}
-            return wall, busy(timed.spans), len(review["comments"]), steps
+            return wall, busy(fake.timed.spans), cpu, len(review["comments"]), steps
 
 
 async def main(args: argparse.Namespace) -> None:
-    walls, models, added = [], [], []
+    walls, models, added, cpus = [], [], [], []
     comments = 0
     per_step: dict[str, list[float]] = {}
     for r in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
-            wall, model, comments, steps = await one_round(args, Path(tmp))
+            wall, model, cpu, comments, steps = await one_round(args, Path(tmp))
+        cpus.append(cpu)
         for sid, took in steps.items():
             per_step.setdefault(sid, []).append(took)
         walls.append(wall)
         models.append(model)
         added.append(wall - model)
-        print(f"round {r + 1}: run {wall:.3f} s, model busy {model:.3f} s, Hangar {wall - model:.3f} s")
+        print(
+            f"round {r + 1}: run {wall:.3f} s, model busy {model:.3f} s, Hangar {wall - model:.3f} s, CPU {cpu:.3f} s"
+        )
     print("median step durations: " + ", ".join(f"{k} {statistics.median(v):.3f} s" for k, v in per_step.items()))
     scores = pair_scores()
     print(
         f"{args.reviewers} reviewers, {args.lines}-line diff in {FILES} files, {comments} inline comments; "
         f"median run {statistics.median(walls):.3f} s, model {statistics.median(models):.3f} s, "
-        f"time added by Hangar: median {statistics.median(added):.3f} s, max {max(added):.3f} s"
+        f"time added by Hangar: median {statistics.median(added):.3f} s, max {max(added):.3f} s; "
+        f"CPU of the process (server, model and emulator) median {statistics.median(cpus):.3f} s"
     )
     print(
         f"merge on the labelled set ({scores['cases']} pull requests, {scores['findings']} findings): "
