@@ -235,6 +235,12 @@ async def test_a_token_connection_posts_with_its_own_token(tmp_path: Path) -> No
         assert done["status"] == "completed", done
         assert gh.reviews.of("acme/app", PR)[0]["event"] == "REQUEST_CHANGES"
         assert "ghp_reviewer" not in json.dumps(done)
+        # The token's owner wrote the next pull request: GitHub refuses its verdict, so it is posted as a comment.
+        gh.add_pull("acme/app", PR + 1, files=list(DIFF), author="reviewer")
+        done = await run(owner, ws, finalize_and_comment("tok"), payload(repo, reviews=REVIEWS[:1], pr_number=PR + 1))
+        assert done["status"] == "completed", done
+        (own,) = gh.reviews.of("acme/app", PR + 1)
+        assert own["event"] == "COMMENT" and "does not let this account request changes on its own" in own["body"]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ headers, an answer lost after the review was stored).
 
 Routes, under ``/api/v3``: ``GET`` and ``POST /repos/{owner}/{repo}/pulls/{n}/reviews``. A request is authorised
 by a token minted by the emulator for that repository with ``pull_requests: write`` (live) or by a personal
-token; a comment on a line that is not in the pull request's diff is refused 422 as GitHub refuses it. Answers
+token; a comment on a line that is not in the pull request's diff, and a personal token approving or requesting
+changes on its owner's own pull request, are refused 422 as GitHub refuses them. Answers
 parse as githubkit's ``PullRequestReview`` (``tests/unit/forges/test_github_emulator.py``).
 """
 
@@ -125,6 +126,11 @@ def review_routes(gh: GitHubEmulator, api: str) -> list[Route]:
         if request.method == "GET":
             return page_of(request, [review_json(gh, full, number, r) for r in posted])
         body = await request.json()
+        login = gh.user_tokens.get(gh.token_of(request) or "")
+        if login == pull.author and body.get("event") in ("APPROVE", "REQUEST_CHANGES"):
+            verb = "approve" if body["event"] == "APPROVE" else "request changes on"
+            refusal = f"Unprocessable Entity: Can not {verb} your own pull request"
+            return JSONResponse({"message": refusal, "errors": [], "documentation_url": ""}, status_code=422)
         patches = {f["filename"]: f.get("patch", "") for f in pull.files}
         for c in body.get("comments", []):
             if c.get("line") not in diff_lines(patches.get(c.get("path"), "")):

@@ -40,6 +40,12 @@ BACKOFF_S = 0.5
 MAX_RATE_WAIT_S = 60.0
 PER_PAGE = 100
 MAX_PAGES = 30  # GitHub lists at most 3,000 files of a pull request
+OWN_PULL = "own pull request"  # in GitHub's 422 refusing to approve or request changes on one's own
+_OWN_PULL_NOTE = {
+    "APPROVE": "(Posted as a comment: GitHub does not let this account approve its own pull request.)",
+    "REQUEST_CHANGES": "(Posted as a comment: GitHub does not let this account request changes on its own pull "
+    "request.)",
+}
 _MARGIN_S = 0.1  # past the time the forge named, never just before it (its clock counts whole seconds)
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
@@ -207,15 +213,30 @@ async def post_review(
         if earlier is not None:
             return earlier
         async with pr.client() as gh:
-            answer = await gh.rest.pulls.async_create_review(
-                owner,
-                name,
-                pr.number,
-                body=f"{body}\n\n{marker}",
-                event=event,
-                comments=[c.wire() for c in comments],
-                **({"commit_id": commit_id} if commit_id else {}),
-            )
+
+            async def create(event: str, text: str) -> Any:
+                return await gh.rest.pulls.async_create_review(
+                    owner,
+                    name,
+                    pr.number,
+                    body=f"{text}\n\n{marker}",
+                    event=event,
+                    comments=[c.wire() for c in comments],
+                    **({"commit_id": commit_id} if commit_id else {}),
+                )
+
+            try:
+                answer = await create(event, body)
+            except RequestFailed as exc:
+                # GitHub lets nobody approve or request changes on their own pull request (a token connection of
+                # the author): the review is posted as a comment, its verdict said in its text.
+                if (
+                    event == "COMMENT"
+                    or exc.response.status_code != 422
+                    or OWN_PULL not in exc.response.raw_response.text.lower()
+                ):
+                    raise
+                answer = await create("COMMENT", f"{body}\n\n{_OWN_PULL_NOTE[event]}")
         review = answer.parsed_data
         return PostedReview(review.id, _submitted(review.submitted_at), found=False)
 
