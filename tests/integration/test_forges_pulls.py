@@ -30,6 +30,7 @@ from tests.integration.test_workspace_repos import _git
 from tests.peers.git_http import GitHttp
 from tests.peers.github_emulator import GitHubEmulator, github_emulator
 from tests.peers.github_pulls import Pull, deliver, signature, webhook_payload
+from tests.support.mcp import mcp_session, payload
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
@@ -341,6 +342,16 @@ async def test_who_may_read_open_and_set_the_secret(tmp_path: Path) -> None:
             with pytest.raises(RpcError) as not_admin:
                 await m.call("forge.setWebhookSecret", workspace_id=ws, secret=SECRET)
             assert not_admin.value.code == "forbidden"
+            with pytest.raises(RpcError) as no_polling:
+                await m.call("forge.setPolling", workspace_id=ws, seconds=60)
+            assert no_polling.value.code == "forbidden"
+        async with mcp_session(srv, member) as session:  # the same ops as tools on /mcp
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert {"forge.prs", "forge.pr", "forge.openPr", "forge.setWebhookSecret", "forge.setPolling"} <= names
+            shown = payload(
+                await session.call_tool("forge.pr", {"workspace_id": ws, "repoId": f.repo["id"], "number": 7})
+            )
+            assert shown["title"] == "Add the feature" and shown["files"][0]["filename"] == "feature.txt"
         for token in (guest, stranger):
             async with RpcClient(srv.ws_url, token) as c:
                 for name, args in (
@@ -348,6 +359,7 @@ async def test_who_may_read_open_and_set_the_secret(tmp_path: Path) -> None:
                     ("forge.pr", {"repoId": f.repo["id"], "number": 7}),
                     ("forge.openPr", {"repoId": f.repo["id"], "number": 7}),
                     ("forge.setWebhookSecret", {"secret": SECRET}),
+                    ("forge.setPolling", {"seconds": 60}),
                 ):
                     with pytest.raises(RpcError) as refused:
                         await c.call(name, workspace_id=ws, **args)

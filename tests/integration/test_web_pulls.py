@@ -69,4 +69,5 @@ async def test_a_pull_requests_space_shows_its_branches_checks_diff_and_forge_li
         page, console = await open_signed_in(browser, url, guest, viewport=DESKTOP)
         await expect(page.get_by_role("heading", level=1)).to_have_text(f"{f.repo['name']}#7 · Add the feature")
         await expect(page.get_by_role("region", name="Pull request #7")).to_have_count(0)
+        assert console.errors == []
         await page.context.close()

@@ -110,8 +110,8 @@ class StoredEvent:
 # First segments of the server's own event types, refused for emitted events even when the process that
 # emits composes fewer parts than the server (the command line).
 RESERVED_NAMESPACES = frozenset(
-    {"agents", "audit", "chat", "core", "events", "guardrails", "hangar", "identity", "pipeline", "pipelines",
-     "rig", "rigs", "server", "sso", "workspace"}
+    {"agents", "audit", "chat", "core", "events", "forge", "forges", "guardrails", "hangar", "identity", "pipeline",
+     "pipelines", "rig", "rigs", "server", "sso", "workspace"}
 )  # fmt: skip
 USER_EVENT_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+$")
 

@@ -25,7 +25,8 @@ async def _start(app: AppContext) -> None:
     app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
     app.provide(ForgeCredentials(app), as_type=CredentialSource)
     app.provide(PullRequests(app))
-    app.provide(Poller(app)).start()
+    if app.bus.following:  # a server polls; a command (``hangar pipeline run``...) does a server's work of none
+        app.provide(Poller(app)).start()
 
 
 async def _stop(app: AppContext) -> None:

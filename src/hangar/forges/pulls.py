@@ -6,7 +6,7 @@ hand: the forge is asked now (``hangar.forges.github_pulls``) and the row update
 with the event it warrants, so two processes syncing at once neither lose an update nor announce one head twice.
 The first sync creates the pull request's space (mode ``review``, titled ``<repo>#<number> · <title>``). A pull
 request opened, reopened or whose head moved publishes ``PullRequestChanged`` (``forge.pullRequest``: the
-``pullRequest`` trigger's event, its payload the trigger's state keys). A forge answering 404 marks a known pull
+``pullRequest`` trigger's event). A forge answering 404 marks a known pull
 request ``vanished`` (its last facts kept); a failure of any other kind is recorded on the row (``error``) with
 nothing else changed, and raised.
 """
@@ -18,7 +18,6 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
-from pydantic import Field
 
 from hangar.core.context import AppContext
 from hangar.core.events import DomainEvent
@@ -29,22 +28,22 @@ from hangar.forges.github_pulls import PullFacts, PullVanished
 from hangar.forges.service import ForgeService
 from hangar.forges.tables import forge_pull_requests as t
 from hangar.pipelines import PULL_REQUEST_EVENT
-from hangar.workspace import Repo, RepoService, SpaceService, clip_title
+from hangar.workspace import Repo, SpaceService, clip_title
 
 SPACE_AUTHOR = "forge"  # who a pull request's space is created by
 
 
 class PullRequestChanged(DomainEvent):
-    """A pull request was opened or reopened, or its head moved: what ``pullRequest`` triggers fire on. Its payload
-    keys are the trigger's state keys as they are (snake_case, ``hangar.pipelines.PULL_REQUEST_STATE_KEYS``)."""
+    """A pull request was opened or reopened, or its head moved: what ``pullRequest`` triggers fire on (their runs
+    get these fields under the snake_case state keys, ``hangar.pipelines.PULL_REQUEST_STATE_KEYS``)."""
 
     type: ClassVar[str] = PULL_REQUEST_EVENT
-    repo_id: str = Field(alias="repo_id")
-    repo_full_name: str = Field(alias="repo_full_name")
-    pr_number: int = Field(alias="pr_number")
-    head_sha: str = Field(alias="head_sha")
-    action: str = Field(alias="action")  # opened, reopened, synchronize
-    space_id: str = Field(alias="space_id")
+    repo_id: str
+    repo_full_name: str
+    pr_number: int
+    head_sha: str
+    action: str  # opened, reopened, synchronize
+    space_id: str
 
 
 @dataclass(frozen=True)
@@ -205,6 +204,3 @@ class PullRequests:
         found = await self.find(workspace_id, row.repo_id, row.number)
         assert found is not None
         return found
-
-    async def repo(self, workspace_id: str, repo_ref: str) -> Repo:
-        return await self._app.service(RepoService).get(workspace_id, repo_ref)

@@ -29,7 +29,12 @@ from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec
 from hangar.pipelines.events import TaskFinished
 from hangar.pipelines.layout import control_root, pipeline_run_key
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
-from hangar.pipelines.pull_requests import PULL_REQUEST_EVENT, PULL_REQUEST_TRIGGER, pull_request_firing
+from hangar.pipelines.pull_requests import (
+    PULL_REQUEST_EVENT,
+    PULL_REQUEST_TRIGGER,
+    pull_request_firing,
+    run_payload,
+)
 from hangar.pipelines.rows import RunRow, aware
 from hangar.pipelines.runner import Msg, RunDriver
 from hangar.pipelines.slots import DEFAULT_MAX_RUNNING_RUNS, MAX_RUNNING_RUNS_SETTING, RunSlots
@@ -47,9 +52,13 @@ log = logging.getLogger(__name__)
 MAX_SUBPIPELINE_DEPTH = 8
 
 
-def _firing_key(kind: str, ev: StoredEvent) -> str:
-    """What makes one firing of a trigger: the event, or for a pull request trigger the head it reports."""
-    return pull_request_firing(ev.payload) if kind == PULL_REQUEST_TRIGGER else ev.id
+def _firing(kind: str, ev: StoredEvent) -> tuple[dict[str, Any], str]:
+    """What a trigger's firing puts in the run's payload, and the key that makes it one firing: the event's
+    payload and id, or for a pull request trigger its state keys and the head it reports."""
+    if kind == PULL_REQUEST_TRIGGER:
+        payload = run_payload(ev.payload)
+        return payload, pull_request_firing(payload)
+    return dict(ev.payload), ev.id
 
 
 @dataclass(eq=False)
@@ -544,13 +553,14 @@ class PipelineEngine:
             except NotFound:
                 log.warning("event trigger %s names a missing template %s", trig.id, trig.template_id)
                 continue
+            given, key = _firing(trig.kind, ev)
             started = await self.start_run(
                 ws,
                 template,
-                payload={**trig.payload, **ev.payload},
+                payload={**trig.payload, **given},
                 trigger_kind=trig.kind,
                 trigger_id=trig.id,
-                trigger_key=_firing_key(trig.kind, ev),
+                trigger_key=key,
             )
             if started is not None:
                 touched.append(started)

@@ -114,9 +114,8 @@ async def test_pull_request_trigger_starts_one_run_per_head(tmp_path: Path) -> N
         clock.advance(1)
 
         def event(n: int, sha: str) -> StoredEvent:
-            payload = {"repo_id": "r1", "repo_full_name": "acme/app", "pr_number": 7, "head_sha": sha}
-            assert set(payload) == set(PULL_REQUEST_STATE_KEYS)
-            return StoredEvent(WS, n, f"ev{n}", PULL_REQUEST_EVENT, clock.now(), payload)
+            wire = {"repoId": "r1", "repoFullName": "acme/app", "prNumber": 7, "headSha": sha, "action": "opened"}
+            return StoredEvent(WS, n, f"ev{n}", PULL_REQUEST_EVENT, clock.now(), wire)
 
         first = await h.engine.on_event(event(1, "a" * 40))
         assert len(first) == 1
@@ -128,3 +127,5 @@ async def test_pull_request_trigger_starts_one_run_per_head(tmp_path: Path) -> N
         assert sorted(r.trigger_key or "" for r in runs) == [f"r1#7@{'a' * 40}", f"r1#7@{'b' * 40}"]
         snap = await h.engine.snapshot(WS, first[0])
         assert snap["state"]["seen"] == f"acme/app 7 {'a' * 40}"
+        run = next(r for r in runs if r.id == first[0])
+        assert set(PULL_REQUEST_STATE_KEYS) <= set(run.payload) and run.payload["action"] == "opened"

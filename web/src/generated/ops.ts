@@ -442,14 +442,14 @@ export type ChatUserUnlinkedView = {
   payload: ChatUserUnlinked;
 };
 
-/** A pull request was opened or reopened, or its head moved: what ``pullRequest`` triggers fire on. Its payload keys are the trigger's state keys as they are (snake_case, ``hangar.pipelines.PULL_REQUEST_STATE_KEYS``). */
+/** A pull request was opened or reopened, or its head moved: what ``pullRequest`` triggers fire on (their runs get these fields under the snake_case state keys, ``hangar.pipelines.PULL_REQUEST_STATE_KEYS``). */
 export type ForgePullRequest = {
-  repo_id: string;
-  repo_full_name: string;
-  pr_number: number;
-  head_sha: string;
+  repoId: string;
+  repoFullName: string;
+  prNumber: number;
+  headSha: string;
   action: string;
-  space_id: string;
+  spaceId: string;
 };
 
 export type ForgePullRequestView = {
@@ -1670,6 +1670,13 @@ export type AgentsTurnWaitingInSpace = {
   payload: AgentsTurnWaiting;
 };
 
+export type ForgePullRequestInSpace = {
+  seq: number;
+  type: "forge.pullRequest";
+  at: string;
+  payload: ForgePullRequest;
+};
+
 export type RigsClosedInSpace = {
   seq: number;
   type: "rigs.closed";
@@ -1727,7 +1734,7 @@ export type WorkspaceSpaceUpdatedInSpace = {
 };
 
 /** An event of ``spaces.watch``: every declared event whose payload names the space (``spaceId``): its messages, its provisioning, its agents' turns, its rigs. */
-export type SpaceEventFrame = AgentsReasoningFinishedInSpace | AgentsReasoningStartedInSpace | AgentsRunFinishedInSpace | AgentsRunStartedInSpace | AgentsTextDeltaInSpace | AgentsToolCallFinishedInSpace | AgentsToolCallStartedInSpace | AgentsTurnFinishedInSpace | AgentsTurnStartedInSpace | AgentsTurnWaitingInSpace | RigsClosedInSpace | RigsControlChangedInSpace | RigsDevDomainChangedInSpace | RigsReapedInSpace | WorkspaceMessagePostedInSpace | WorkspaceSpaceCreatedInSpace | WorkspaceSpaceProvisioningChangedInSpace | WorkspaceSpaceUpdatedInSpace;
+export type SpaceEventFrame = AgentsReasoningFinishedInSpace | AgentsReasoningStartedInSpace | AgentsRunFinishedInSpace | AgentsRunStartedInSpace | AgentsTextDeltaInSpace | AgentsToolCallFinishedInSpace | AgentsToolCallStartedInSpace | AgentsTurnFinishedInSpace | AgentsTurnStartedInSpace | AgentsTurnWaitingInSpace | ForgePullRequestInSpace | RigsClosedInSpace | RigsControlChangedInSpace | RigsDevDomainChangedInSpace | RigsReapedInSpace | WorkspaceMessagePostedInSpace | WorkspaceSpaceCreatedInSpace | WorkspaceSpaceProvisioningChangedInSpace | WorkspaceSpaceUpdatedInSpace;
 
 /** The values an identity provider's administrator registers, built from the one origin the sign-ins use. ``originSource`` says where that origin comes from: ``publicUrl`` (``--public-url``), ``listener`` (the server's own host and port), or ``request`` (neither names one: the sign-ins follow the address each browser uses, and these values are this machine's loopback address). */
 export type SsoEndpoints = {
