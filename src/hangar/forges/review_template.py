@@ -46,6 +46,10 @@ def review_template(
         raise InvalidArgs("name the reviewers: agentIds or a teamId (one of the two)", field="agentIds")
     if len(agents) > MAX_REVIEWERS:
         raise InvalidArgs(f"at most {MAX_REVIEWERS} reviewer agents", field="agentIds")
+    if any(not a.strip() for a in agents) or (team_id is not None and not team_id.strip()):
+        raise InvalidArgs("a reviewer's id is empty", field="teamId" if team_id is not None else "agentIds")
+    if not template_id.strip():
+        raise InvalidArgs("templateId is empty", field="templateId")
     steps: list[dict[str, Any]] = [
         {"id": "start", "kind": "trigger", "body": "pipeline.trigger"},
         {

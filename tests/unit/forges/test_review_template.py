@@ -31,7 +31,12 @@ def test_a_team_is_one_dispatch() -> None:
 
 @pytest.mark.parametrize(
     ("agents", "team", "named"),
-    [([], None, "agentIds or a teamId"), (["a"], "t", "agentIds or a teamId")],
+    [
+        ([], None, "agentIds or a teamId"),
+        (["a"], "t", "agentIds or a teamId"),
+        ([" "], None, "a reviewer's id is empty"),
+        ([], " ", "a reviewer's id is empty"),
+    ],
 )
 def test_reviewers_are_agents_or_a_team(agents: list[str], team: str | None, named: str) -> None:
     with pytest.raises(InvalidArgs, match=named):
@@ -52,3 +57,8 @@ def test_the_declared_trigger_is_the_pipelines_parts_pull_request_trigger() -> N
         pytest.skip("the pullRequest trigger is not part of this build")
     assert contract.PULL_REQUEST_TRIGGER == PR_TRIGGER
     assert tuple(contract.PULL_REQUEST_STATE_KEYS) == PR_STATE_KEYS
+
+
+def test_the_template_id_is_not_empty() -> None:
+    with pytest.raises(InvalidArgs, match="templateId is empty"):
+        review_template(["a"], template_id=" ")
