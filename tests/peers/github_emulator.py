@@ -10,7 +10,8 @@ Routes, under ``/api/v3`` (a GitHub Enterprise Server's API path): ``GET /app/in
 /repos/{owner}/{repo}/installation``, ``POST /app/installations/{id}/access_tokens``, ``DELETE
 /installation/token``, ``GET /user``; pull requests (``tests.peers.github_pulls``, added with ``add_pull``):
 ``GET /repos/{owner}/{repo}/pulls``, ``.../pulls/{n}``, ``.../pulls/{n}/files``, ``.../commits/{ref}/check-runs``,
-``.../commits/{ref}/statuses``, each with an installation token minted for the repository or a personal token.
+``.../commits/{ref}/statuses``, and reviews (``tests.peers.github_reviews``: ``GET`` and ``POST
+.../pulls/{n}/reviews``), each with an installation token minted for the repository or a personal token.
 ``outages`` makes the next pull-request answers 5xx; ``rate_limited_until`` answers 403 with GitHub's
 rate-limit headers until then; ``tests.peers.github_pulls.deliver`` posts a signed webhook delivery the way GitHub
 does. ``token_allows(token, "owner/name")`` is what the git server in front of the repositories asks
@@ -37,6 +38,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.peers.github_pulls import Pull, pull_routes
+from tests.peers.github_reviews import Reviews, review_routes
 from tests.support.serving import serving
 
 API = "/api/v3"
@@ -76,6 +78,7 @@ class GitHubEmulator:
     minted: list[Minted] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)  # "GET /app/installations app:<id>"
     pulls: dict[tuple[str, int], Pull] = field(default_factory=dict)  # (owner/name, number) -> the pull request
+    reviews: Reviews = field(default_factory=Reviews)  # the pull requests' reviews (``tests.peers.github_reviews``)
     outages: int = 0  # the next this many pull-request answers are 502
     rate_limited_until: int | None = None  # epoch seconds: pull-request answers are 403 rate-limited before it
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(41))
@@ -264,6 +267,7 @@ class GitHubEmulator:
                 Route(f"{API}/installation/token", revoke, methods=["DELETE"]),
                 Route(f"{API}/user", user),
                 *pull_routes(self, API),
+                *review_routes(self, API),
             ]
         )
 

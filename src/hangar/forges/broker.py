@@ -27,7 +27,9 @@ from hangar.core.confine import Confinement, Scope
 from hangar.core.context import AppContext
 from hangar.errors import HangarError, InvalidArgs, Refused
 from hangar.forges import github
+from hangar.forges.reach import Route
 from hangar.forges.service import TOKEN_NOT_BROKERED, ForgeService
+from hangar.forges.store import ForgeConnection
 from hangar.pipelines import ShellEnvironment, ShellVariables, StepContext
 from hangar.workspace import RepoService
 
@@ -76,16 +78,66 @@ class CredentialBroker:
         if len(owners) != 1:
             raise InvalidArgs("one token covers repositories of one owner: name repos of one account", field="repoIds")
         route = await forges.route(connection)  # checked now; the token is revoked through the same addresses
-        installation = await github.repo_installation(connection, names[0], route)
-        minted = await github.mint(connection, installation.id, [n.split("/", 1)[1] for n in names], route)
-        brokered = Brokered(minted.token, connection.host, tuple(names), minted.expires_at)
+        async with minted_for(connection, names, route, github.STEP_PERMISSIONS) as minted:
+            yield Brokered(minted.token, connection.host, tuple(names), minted.expires_at)
+
+
+@contextlib.asynccontextmanager
+async def minted_for(
+    connection: ForgeConnection, names: Sequence[str], route: Route, permissions: dict[str, str]
+) -> AsyncIterator[github.InstallationToken]:
+    """An installation token for the repositories ``names`` (``owner/name``, one owner) and ``permissions``,
+    revoked when the block ends, however it ends."""
+    installation = await github.repo_installation(connection, names[0], route)
+    minted = await github.mint(
+        connection, installation.id, [n.split("/", 1)[1] for n in names], route, permissions=permissions
+    )
+    try:
+        yield minted
+    finally:
         try:
-            yield brokered
-        finally:
-            try:
-                await github.revoke(connection, minted.token, route)
-            except HangarError as exc:  # it still ends within the hour
-                log.warning("a token for %s on %s was not revoked: %s", ", ".join(names), connection.host, exc.message)
+            await github.revoke(connection, minted.token, route)
+        except HangarError as exc:  # it still ends within the hour
+            log.warning("a token for %s on %s was not revoked: %s", ", ".join(names), connection.host, exc.message)
+
+
+# What the server's own review calls need: comment on and review pull requests, nothing else.
+REVIEW_PERMISSIONS: dict[str, str] = {"pull_requests": "write", "metadata": "read"}
+
+
+@dataclass(frozen=True)
+class ServerToken:
+    """A token for a call the server itself makes (a review the ``forge.prComment`` body posts)."""
+
+    connection: ForgeConnection
+    token: str
+    route: Route
+    full_name: str
+
+
+@contextlib.asynccontextmanager
+async def server_token(app: AppContext, workspace_id: str, full_name: str) -> AsyncIterator[ServerToken]:
+    """A token for the server's own calls on ``full_name``, which must be a repository a workspace repo links to:
+    an app's installation token narrowed to it and to ``REVIEW_PERMISSIONS``, revoked when the block ends; a
+    token connection's token as it is (it never leaves the server). Refused: no forge, a repository not linked."""
+    forges = app.service(ForgeService)
+    ws = await forges.workspace(workspace_id)
+    connection = forges.required(ws)
+    linked = {k.full_name.lower(): k.full_name for k in await forges.links(ws, connection)}
+    name = linked.get(full_name.lower())
+    if name is None:
+        raise Refused(
+            f"{full_name} is not linked to a repo of this workspace on {connection.host}: add the repo and link it "
+            "(forge.linkRepo)",
+            detail_code="repoNotLinked",
+        )
+    route = await forges.route(connection)
+    if connection.kind == "token":
+        assert connection.token is not None
+        yield ServerToken(connection, connection.token, route, name)
+        return
+    async with minted_for(connection, [name], route, REVIEW_PERMISSIONS) as minted:
+        yield ServerToken(connection, minted.token, route, name)
 
 
 def step_env(brokered: Brokered) -> dict[str, str]:

@@ -24,7 +24,7 @@ from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestError, RequestFailed
 
 from hangar.errors import InvalidArgs, Refused, Unavailable
-from hangar.forges.reach import Route
+from hangar.forges.reach import Route, tls_context
 from hangar.forges.store import ForgeConnection
 
 TIMEOUT_S = 20.0
@@ -70,6 +70,7 @@ def client(api_url: str, auth: AppAuthStrategy | TokenAuthStrategy, route: Route
         user_agent="Hangar",
         follow_redirects=pinned is None,
         trust_env=pinned is None,
+        ssl_verify=tls_context(trust_env=pinned is None),
         async_transport=pinned,
     )
 

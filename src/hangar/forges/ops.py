@@ -10,7 +10,8 @@ from hangar.core.part import OpFunction
 from hangar.errors import HangarError
 from hangar.forges import github
 from hangar.forges.reach import Route
-from hangar.forges.results import ForgeStatus, InstallationView, RepoLinkView
+from hangar.forges.results import ForgeStatus, InstallationView, RepoLinkView, ReviewTemplate
+from hangar.forges.review_template import PR_STATE_KEYS, PR_TRIGGER, TEMPLATE_ID, review_template
 from hangar.forges.service import TOKEN_NOT_BROKERED, ForgeService, app_setup_url
 from hangar.forges.store import GITHUB_WEB, ForgeConnection, web_and_api
 from hangar.identity import Workspace
@@ -145,4 +146,24 @@ async def forge_link_repo(ctx: OpContext, args: LinkArgs) -> ForgeStatus:
     return await _status(ctx, ws)
 
 
-FORGE_OPS: list[OpFunction] = [forge_connect, forge_status, forge_disconnect, forge_link_repo]
+class ReviewTemplateArgs(Args):
+    agent_ids: list[str] = Field(default_factory=list, description="Reviewer agents (ids), each a parallel reviewer")
+    team_id: str | None = Field(default=None, description="A team instead: every member reviews (allParallel)")
+    template_id: str = Field(default=TEMPLATE_ID, description="The id to save the template under")
+
+
+@op("forge.reviewTemplate", kind="read", scope="workspace", min_role="member")
+async def forge_review_template(ctx: OpContext, args: ReviewTemplateArgs) -> ReviewTemplate:
+    """The built-in "review a pull request" template for these reviewers (agents or a team): they review the pull
+    request's checkout in parallel, prReview.finalize merges their findings and gives the verdict, and
+    forge.prComment posts one review with inline comments. Save it with pipelines.templates.create, start it by
+    hand with pipelines.runs.start and the state keys, or add a pullRequest trigger."""
+    await _forges(ctx).workspace(ctx.ws)
+    return ReviewTemplate(
+        template=review_template(args.agent_ids, args.team_id, args.template_id),
+        trigger=PR_TRIGGER,
+        state_keys=list(PR_STATE_KEYS),
+    )
+
+
+FORGE_OPS: list[OpFunction] = [forge_connect, forge_status, forge_disconnect, forge_link_repo, forge_review_template]

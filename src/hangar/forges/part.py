@@ -1,6 +1,6 @@
 """The forges part: its ops, its tables (repo links given by hand, pull requests, webhook deliveries), the webhook
-route, the ``trustedForgeHosts`` server setting, the credential broker shell steps get their forge token from, and
-the pull request poll."""
+route, the ``trustedForgeHosts`` server setting, the credential broker shell steps get their forge token from, the
+pull request poll, and the pull request review's bodies (``prReview.finalize``, ``forge.prComment``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from hangar.forges.poll import Poller
 from hangar.forges.pull_ops import PULL_OPS
 from hangar.forges.pulls import PullRequestChanged, PullRequests
 from hangar.forges.reach import TRUSTED_FORGE_HOSTS_SPEC
+from hangar.forges.review_bodies import BODIES
 from hangar.forges.service import ForgeService
 from hangar.forges.tables import MIGRATIONS
 from hangar.forges.webhooks import ROUTES
@@ -37,6 +38,7 @@ async def _stop(app: AppContext) -> None:
 FORGES_PART = Part(
     name="forges",
     ops=[*FORGE_OPS, *PULL_OPS],
+    bodies=BODIES,
     routes=ROUTES,
     events=[PullRequestChanged],
     migrations=[MIGRATIONS],

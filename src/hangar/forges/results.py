@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -102,3 +102,14 @@ class WebhookView(Result):
 
 class PollingView(Result):
     seconds: int | None = Field(default=None, description="How often the forge is polled; absent: not polled")
+
+
+class ReviewTemplate(Result):
+    template: dict[str, Any] = Field(
+        description="The built-in review template for these reviewers: save it with pipelines.templates.create"
+    )
+    trigger: str = Field(description="The trigger kind that starts it when a pull request is opened or pushed to")
+    state_keys: list[str] = Field(
+        description="What a run's payload holds (pipelines.runs.start by hand: repo_id, repo_full_name, pr_number, "
+        "optionally head_sha)"
+    )

@@ -48,3 +48,14 @@ def test_the_emulators_pull_requests_parse_as_githubkits_models() -> None:
     parsed = ReposOwnerRepoCommitsRefCheckRunsGetResponse200.model_validate({"total_count": 2, "check_runs": runs})
     assert [r.conclusion for r in parsed.check_runs] == ["success", None]
     assert Status.model_validate(shapes.status_json(gh, pull, 0, pull.statuses[0])).context == "deploy"
+
+
+def test_the_emulators_reviews_parse_as_githubkits_models() -> None:
+    from githubkit_schemas.latest.models import PullRequestReview
+
+    from tests.peers.github_reviews import review_json
+
+    gh = GitHubEmulator(base="http://127.0.0.1:1")
+    raw = {"id": 5, "body": "b", "state": "COMMENTED", "commit_id": "f" * 40, "submitted_at": "2026-01-01T00:00:00Z"}
+    review = PullRequestReview.model_validate(review_json(gh, "acme/app", 7, raw))
+    assert review.id == 5 and review.user is not None

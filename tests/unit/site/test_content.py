@@ -9,7 +9,6 @@ from hangar.site.content import CONTENT_DIR, ContentError, load_pages, load_rele
 from hangar.site.slugs import COMPARE_TOOLS, MANUAL_SECTIONS, SKILLS, manual_slugs, page_slugs
 
 PLANNED_AREAS = (
-    "manual/concepts/ai-review",
     "manual/concepts/calendar",
     "manual/concepts/code-intelligence",
     "manual/concepts/evals-replay",
@@ -68,6 +67,10 @@ BUILT_AREAS = (
     "manual/guides/forge-integration",
     "manual/guides/forge-pr-conversations",
     "manual/concepts/pr-conversations",
+    "manual/concepts/ai-review",
+    "manual/guides/ai-review",
+    "manual/guides/dispatch-reviewers",
+    "manual/guides/review-merge-pr",
 )
 
 

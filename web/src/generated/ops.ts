@@ -865,6 +865,15 @@ export type PullList = {
   pulls: Array<PullSummary>;
 };
 
+export type ReviewTemplate = {
+  /** The built-in review template for these reviewers: save it with pipelines.templates.create */
+  template: Record<string, unknown>;
+  /** The trigger kind that starts it when a pull request is opened or pushed to */
+  trigger: string;
+  /** What a run's payload holds (pipelines.runs.start by hand: repo_id, repo_full_name, pr_number, optionally head_sha) */
+  stateKeys: Array<string>;
+};
+
 export type PollingView = {
   /** How often the forge is polled; absent: not polled */
   seconds: number | null;
@@ -2381,6 +2390,19 @@ export type ForgePrsArgs = {
 };
 export type ForgePrsResult = PullList;
 
+/** The built-in "review a pull request" template for these reviewers (agents or a team): they review the pull request's checkout in parallel, prReview.finalize merges their findings and gives the verdict, and forge.prComment posts one review with inline comments. Save it with pipelines.templates.create, start it by hand with pipelines.runs.start and the state keys, or add a pullRequest trigger. */
+export type ForgeReviewTemplateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** Reviewer agents (ids), each a parallel reviewer */
+  agentIds?: Array<string>;
+  /** A team instead: every member reviews (allParallel) */
+  teamId?: string | null;
+  /** The id to save the template under */
+  templateId?: string;
+};
+export type ForgeReviewTemplateResult = ReviewTemplate;
+
 /** Poll the forge for pull requests every ``seconds`` where no webhook reaches this server (each linked repository's open pull requests are listed; one new or pushed to is synced and fires the pullRequest triggers), or with none stop polling. A rate-limited forge is asked again at its reset, a failing one after a doubling backoff. */
 export type ForgeSetPollingArgs = {
   /** The workspace the call acts in. */
@@ -3366,6 +3388,7 @@ export interface Ops {
   "forge.openPr": { kind: "mutate"; scope: "workspace"; args: ForgeOpenPrArgs; result: ForgeOpenPrResult; event: never };
   "forge.pr": { kind: "read"; scope: "workspace"; args: ForgePrArgs; result: ForgePrResult; event: never };
   "forge.prs": { kind: "read"; scope: "workspace"; args: ForgePrsArgs; result: ForgePrsResult; event: never };
+  "forge.reviewTemplate": { kind: "read"; scope: "workspace"; args: ForgeReviewTemplateArgs; result: ForgeReviewTemplateResult; event: never };
   "forge.setPolling": { kind: "mutate"; scope: "workspace"; args: ForgeSetPollingArgs; result: ForgeSetPollingResult; event: never };
   "forge.setWebhookSecret": { kind: "mutate"; scope: "workspace"; args: ForgeSetWebhookSecretArgs; result: ForgeSetWebhookSecretResult; event: never };
   "forge.status": { kind: "read"; scope: "workspace"; args: ForgeStatusArgs; result: ForgeStatusResult; event: never };
@@ -3534,6 +3557,7 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "forge.openPr": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "forge.pr": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "forge.prs": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
+  "forge.reviewTemplate": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "forge.setPolling": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "forge.setWebhookSecret": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "forge.status": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },

@@ -1,0 +1,194 @@
+"""The pull request review's pipeline bodies: ``prReview.finalize`` and ``forge.prComment``.
+
+``prReview.finalize`` reads the reviewers' accumulated outputs (state ``reviews``: one ``{findings: [...]}`` per
+reviewer, as the built-in template's ``append`` reducer or a team's dispatch collects them), merges them
+(``hangar.forges.review_merge``: buckets, the verdict, its rules written there) and writes
+``consolidated_findings`` (the merged findings, the verdict, the bucket counts and the review's text) and
+``review_verdict``. It calls nobody, so it is fast and safe to repeat.
+
+``forge.prComment`` posts ``consolidated_findings`` on the pull request ``repo_full_name``#``pr_number`` as one
+review: findings on a line of the diff as inline comments, the others in the review's body; the verdict is the
+review's event (``APPROVE``, ``COMMENT``, ``REQUEST_CHANGES``). ``consolidated_findings`` may also be plain text (a
+``COMMENT`` review with that body). The token is the server's own, from the forge connection
+(``hangar.forges.broker.server_token``); it is used by the server alone and never put in state, output, progress,
+an event or a log line. The review carries a marker made of the run and the step, so a repeat of the step (a retry,
+a crash) finds the review already posted and answers it instead of posting a second. Returns ``terminal`` with
+``comment_review_id`` and ``commented_at``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hangar.errors import InvalidArgs
+from hangar.forges import github_reviews
+from hangar.forges.broker import server_token
+from hangar.forges.github_reviews import InlineComment
+from hangar.forges.review_merge import BUCKETS, Consolidated, consolidate, parse_reviews
+from hangar.forges.store import check_full_name
+from hangar.pipelines import ConfigField, StepContext, StepResult, body
+
+REVIEWS_KEY = "reviews"
+FINDINGS_KEY = "consolidated_findings"
+VERDICT_KEY = "review_verdict"
+MAX_INLINE_COMMENTS = 100  # the rest go in the review's body
+MAX_BODY = 60_000  # GitHub takes 65,536 characters
+EVENTS = {"approve": "APPROVE", "comment": "COMMENT", "request_changes": "REQUEST_CHANGES"}
+_VERDICT_TEXT = {"approve": "Approve", "comment": "Comment", "request_changes": "Request changes"}
+_BUCKET_TEXT = {"every": "every reviewer", "most": "most reviewers", "some": "some reviewers", "one": "one reviewer"}
+
+
+@body(
+    "prReview.finalize",
+    summary="Merges the reviewers' findings into consensus buckets and computes the pull request's verdict.",
+    config=[
+        ConfigField("extras.reviewsKey", "State key holding one review per reviewer (default reviews)"),
+        ConfigField("state.reviews", "The reviewers' outputs, each {findings: [...]}"),
+    ],
+    honours_dry_run=True,
+)
+async def pr_review_finalize(step: StepContext) -> StepResult:
+    key = str(step.config.extras.get("reviewsKey") or REVIEWS_KEY)
+    if not step.has(key):
+        raise InvalidArgs(f"state has no {key}: no reviewer's findings reached this step", field=key)
+    merged = consolidate(parse_reviews(step.lookup(key), key))
+    found = {
+        "verdict": merged.verdict,
+        "reviewers": merged.reviewers,
+        "counts": dict(merged.counts),
+        "findings": [f.to_state() for f in merged.findings],
+        "body": review_text(merged),
+    }
+    return StepResult.ok({FINDINGS_KEY: found, VERDICT_KEY: merged.verdict}, output=found)
+
+
+def finding_text(f: Mapping[str, Any], reviewers: Any) -> str:
+    """One merged finding (as ``consolidated_findings`` holds it) as a comment's text."""
+    head = f"**{f.get('severity')}** · {f.get('category')} · raised by {f.get('raisedBy', 1)} of {reviewers}"
+    bucket = f.get("bucket")
+    if isinstance(bucket, str) and bucket in _BUCKET_TEXT:
+        head += f" ({_BUCKET_TEXT[bucket]})"
+    text = f"{head}\n\n{f.get('message', '')}"
+    return f"{text}\n\n**Suggestion:** {f['suggestion']}" if f.get("suggestion") else text
+
+
+def head_text(verdict: str, reviewers: Any, counts: Mapping[str, Any], findings: int) -> str:
+    tally = ", ".join(f"{counts.get(b, 0)} by {_BUCKET_TEXT[b]}" for b in BUCKETS)
+    return f"## Review: {_VERDICT_TEXT[verdict]}\n{reviewers} reviewers, {findings} findings ({tally})."
+
+
+def _listed(f: Mapping[str, Any], reviewers: Any) -> str:
+    line, end = f.get("line"), f.get("endLine", f.get("line"))
+    where = f"{f.get('file')}:{line}" if end == line else f"{f.get('file')}:{line}-{end}"
+    return f"- `{where}` " + finding_text(f, reviewers).replace("\n\n", " — ")
+
+
+def review_text(merged: Consolidated) -> str:
+    """The review as text (every finding, by bucket), kept in ``consolidated_findings.body``."""
+    lines = [head_text(merged.verdict, merged.reviewers, merged.counts, len(merged.findings))]
+    lines += [_listed(f.to_state(), merged.reviewers) for f in merged.findings]
+    return "\n".join(lines)
+
+
+def _pr_number(value: Any) -> int:
+    if isinstance(value, bool):
+        value = None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or value < 1:
+        raise InvalidArgs(f"pr_number {value!r} is not a pull request's number", field="pr_number")
+    return value
+
+
+def _required(step: StepContext, key: str) -> Any:
+    if not step.has(key):
+        raise InvalidArgs(
+            f"state has no {key} (the PR comment body needs repo_full_name, pr_number and consolidated_findings)",
+            field=key,
+        )
+    return step.lookup(key)
+
+
+def _placed(
+    findings: list[dict[str, Any]], reviewers: Any, lines: Mapping[str, set[int]]
+) -> tuple[list[InlineComment], list[int]]:
+    """Inline comments for findings on the diff's lines; the indexes of those that are not."""
+    inline: list[InlineComment] = []
+    outside: list[int] = []
+    for n, f in enumerate(findings):
+        on = lines.get(str(f.get("file")), set())
+        line, end = f.get("line"), f.get("endLine", f.get("line"))
+        text = finding_text(f, reviewers)
+        if len(inline) < MAX_INLINE_COMMENTS and isinstance(end, int) and end in on:
+            start = line if isinstance(line, int) and line in on and line < end else None
+            inline.append(InlineComment(str(f["file"]), end, str(text), start))
+        elif len(inline) < MAX_INLINE_COMMENTS and isinstance(line, int) and line in on:
+            inline.append(InlineComment(str(f["file"]), line, str(text)))
+        else:
+            outside.append(n)
+    return inline, outside
+
+
+def _comment_parts(value: Any) -> tuple[str, str, list[dict[str, Any]], Any]:
+    """The review's head text, its event and its findings, from ``consolidated_findings``."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise InvalidArgs("consolidated_findings is empty", field=FINDINGS_KEY)
+        return value, "COMMENT", [], 0
+    if not isinstance(value, Mapping) or not isinstance(value.get("findings"), list):
+        raise InvalidArgs(
+            "consolidated_findings is neither a comment's text nor prReview.finalize's findings", field=FINDINGS_KEY
+        )
+    verdict = value.get("verdict", "comment")
+    if verdict not in EVENTS:
+        raise InvalidArgs(f"consolidated_findings.verdict {verdict!r} is not a verdict", field=FINDINGS_KEY)
+    reviewers = value.get("reviewers", 0)
+    findings: list[dict[str, Any]] = []
+    for f in value["findings"]:
+        if not isinstance(f, Mapping) or not isinstance(f.get("file"), str):
+            raise InvalidArgs("consolidated_findings.findings holds a finding without a file", field=FINDINGS_KEY)
+        findings.append(dict(f))
+    counts = value.get("counts")
+    counts = counts if isinstance(counts, Mapping) else {}
+    return head_text(str(verdict), reviewers, counts, len(findings)), EVENTS[str(verdict)], findings, reviewers
+
+
+@body(
+    "forge.prComment",
+    summary="Posts the consolidated findings on the pull request as one review with inline comments.",
+    config=[
+        ConfigField("state.repo_full_name", "The forge repository, owner/name (linked to a workspace repo)"),
+        ConfigField("state.pr_number", "The pull request's number"),
+        ConfigField("state.consolidated_findings", "prReview.finalize's findings, or a comment's text"),
+        ConfigField("state.head_sha", "Optional: the commit reviewed (inline comments are placed on it)"),
+    ],
+)
+async def forge_pr_comment(step: StepContext) -> StepResult:
+    full_name = check_full_name(str(_required(step, "repo_full_name")), field="repo_full_name")
+    number = _pr_number(_required(step, "pr_number"))
+    head, event, findings, reviewers = _comment_parts(_required(step, FINDINGS_KEY))
+    head_sha = step.lookup("head_sha") if step.has("head_sha") else None
+    marker = github_reviews.review_marker(f"{step.run_key}/{step.step_id}")
+    async with server_token(step.app, step.workspace_id, full_name) as t:
+        pr = github_reviews.PullRequest(t.connection, t.token, t.route, t.full_name, number, step.clock)
+        lines = await github_reviews.commentable_lines(pr) if findings else {}
+        inline, outside = _placed(findings, reviewers, lines)
+        body = head
+        if outside:
+            body += "\n\n### Not on the diff's lines\n" + "\n".join(_listed(findings[n], reviewers) for n in outside)
+        posted = await github_reviews.post_review(
+            pr,
+            body=body[:MAX_BODY],
+            event=event,
+            comments=inline,
+            marker=marker,
+            commit_id=str(head_sha) if isinstance(head_sha, str) and head_sha else None,
+        )
+    await step.progress({"reviewId": posted.id, "inline": len(inline), "inBody": len(outside), "found": posted.found})
+    return StepResult.terminal(
+        {"comment_review_id": posted.id, "commented_at": posted.submitted_at.isoformat().replace("+00:00", "Z")}
+    )
+
+
+BODIES = [pr_review_finalize, forge_pr_comment]
