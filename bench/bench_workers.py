@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -46,6 +48,7 @@ from hangar.server.context_factory import open_context
 
 WS = "bench"
 CREDENTIAL_VARIABLE = "BENCH_WORKER_CREDENTIAL"
+PROFILE_VARIABLE = "BENCH_WORKER_PROFILE"  # a directory: each worker process writes its cProfile stats there
 
 
 @body("bench.noop", summary="Does nothing, on a worker.", on_worker=True)
@@ -178,9 +181,28 @@ async def main() -> None:
         cluster.stop()
 
 
+def worker_process(url: str, data: Path, concurrency: int) -> None:
+    """A worker until SIGTERM; under cProfile when ``PROFILE_VARIABLE`` names a directory for the stats."""
+    profile_dir = os.environ.get(PROFILE_VARIABLE)
+    profiler = cProfile.Profile() if profile_dir else None
+
+    async def until_terminated() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await worker_main(url, data, concurrency)
+
+    if profiler is not None:
+        profiler.enable()
+    asyncio.run(until_terminated())
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(Path(profile_dir or ".") / f"worker-{os.getpid()}.prof")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--worker":
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(worker_main(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])))
+        worker_process(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))
     else:
         asyncio.run(main())

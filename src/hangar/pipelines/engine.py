@@ -136,7 +136,9 @@ class PipelineEngine:
         # Each live step's last state counted (``hangar_pipeline_steps`` counts changes of state, not writes).
         self._counted: dict[tuple[str, str], str] = {}
         # On PostgreSQL, steps that do work go to ``hangar worker`` processes while any is attached.
-        self.queue = StepQueue(app.dbs.server, clock) if app is not None and app.dbs.on_postgresql else None
+        self.queue = (
+            StepQueue(app.dbs.server, clock, app.dbs.postgresql_url) if app is not None and app.dbs.on_postgresql else None
+        )
 
     async def slots_limit(self) -> int:
         """``pipelines.maxRunningRuns``, read afresh (another process may change it)."""

@@ -8,9 +8,18 @@ server setting ``pipelines.stepsHere`` is not ``true``; otherwise this process r
 Handing over is idempotent per attempt (``uq_step_queue_attempt``): a driver that takes a run over after its
 server died hands the same attempt over again and finds the row the dead server wrote, done or still queued or
 claimed, and waits for it. The steps a process hands over together (a tick's, a fan-out's) are written in one
-transaction, and the results are read by one poll per process every ``POLL_S`` for all the steps it waits for (one
-query whatever their number). When the run ends, or the attempt times out, the rows still open are
-cancelled: the worker running one is fenced at its next heartbeat and stops the body.
+transaction, and the results are read in one query for all the steps a process waits for, whatever their number.
+
+**Wake-ups (LISTEN/NOTIFY).** A hand-over NOTIFYs ``QUEUED_CHANNEL`` when it commits (the workers, listening,
+claim at once) and a worker storing results NOTIFYs ``DONE_CHANNEL`` with their rows' ids (the drivers waiting
+for them read those rows at once). A notification is a wake-up, never the data: a worker claims by the rows'
+status whatever it heard, and a driver reads only ``done`` rows it waits for. Every process listens on one
+dedicated connection per channel (``hangar.core.event_listener.ChannelListener``); while that connection is down
+the process polls as before (the driver every ``POLL_S``), and while it is up it still reads every
+``SAFETY_POLL_S`` (a notification is lost while nobody listens).
+
+When the run ends, or the attempt times out, the rows still open are cancelled: the worker running one is fenced
+at its next heartbeat and stops the body.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.clock import Clock
@@ -32,11 +42,15 @@ from hangar.pipelines.queue_tables import step_queue, worker_credentials, worker
 from hangar.pipelines.step_results import NO_OUTPUT, StepResult
 
 if TYPE_CHECKING:
+    from hangar.core.event_listener import ChannelListener, OnConnect, OnPayload
     from hangar.pipelines.step import StepContext
 
 log = logging.getLogger(__name__)
 
-POLL_S = 0.02  # how often a waiting server reads the results of the steps it handed over
+POLL_S = 0.02  # how often a waiting server reads its steps' results while it hears no notifications
+SAFETY_POLL_S = 1.0  # how often it reads them anyway while it listens (a notification sent unheard is lost)
+QUEUED_CHANNEL = "hangar_step_queued"  # NOTIFYed by a hand-over: workers claim
+DONE_CHANNEL = "hangar_step_done"  # NOTIFYed with the ids of rows whose results were stored: drivers read them
 WORKER_SEEN_S = 10.0  # a worker not seen for this long is not attached (it heartbeats every HEARTBEAT_S)
 ATTACHED_RECHECK_S = 1.0  # how long one answer to "are workers attached?" is used
 
@@ -46,6 +60,26 @@ STEPS_HERE_SPEC = SettingSpec(
     "true: servers run pipeline steps themselves even while hangar worker processes are attached (default false).",
     strict_bool(STEPS_HERE_SETTING),
 )
+
+
+def listener(url: URL, channel: str, on_payload: OnPayload, on_connect: OnConnect) -> ChannelListener:
+    """A connection listening on one of the step queue's channels (psycopg loads only for PostgreSQL)."""
+    from hangar.core.event_listener import ChannelListener
+
+    return ChannelListener(
+        url,
+        channel,
+        on_payload,
+        on_connect,
+        what=f"step queue notifications ({channel})",
+        meanwhile="the queue is polled",
+        application_name=f"hangar {channel} listener",
+    )
+
+
+def notified_ids(payload: str) -> set[int]:
+    """The row ids a ``DONE_CHANNEL`` notification names (comma-separated); anything else in it is ignored."""
+    return {int(part) for part in payload.split(",") if part.strip().isdigit()}
 
 
 def result_wire(result: StepResult) -> dict[str, Any]:
@@ -81,14 +115,22 @@ def result_from_wire(wire: Mapping[str, Any]) -> StepResult:
     )
 
 
+Waited = tuple[int, "asyncio.Future[dict[str, Any]]"]  # a row handed over, and the future of its result
+
+
 class StepQueue:
-    def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
+    def __init__(self, engine: AsyncEngine, clock: Clock, url: URL | None = None) -> None:
         self._db = engine
         self._clock = clock
+        self._url = url
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._handing: list[tuple[dict[str, Any], asyncio.Future[tuple[int, Any]]]] = []
+        self._handing: list[tuple[dict[str, Any], asyncio.Future[Waited]]] = []
         self._hander: asyncio.Task[None] | None = None
-        self._poller: asyncio.Task[None] | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._listener: ChannelListener | None = None
+        self._heard: set[int] = set()  # ids NOTIFYed done since the reader last read
+        self._catch_up = False  # the listener (re)connected: read every row waited for
+        self._wake = asyncio.Event()
         self._attached: tuple[float, bool] | None = None
 
     async def workers_attached(self) -> bool:
@@ -122,29 +164,26 @@ class StepQueue:
             "created_at": self._clock.now(),
         }
         loop = asyncio.get_running_loop()
-        handed: asyncio.Future[tuple[int, Any]] = loop.create_future()
+        handed: asyncio.Future[Waited] = loop.create_future()
         self._handing.append((row, handed))
         if self._hander is None or self._hander.done():
             self._hander = asyncio.create_task(self._hand_over(), name="pipelines-step-hand-over")
-        row_id, done = await handed
-        if done is not None:
-            return result_from_wire(done)
-        future: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self._waiting[row_id] = future
-        if self._poller is None or self._poller.done():
-            self._poller = asyncio.create_task(self._poll(), name="pipelines-step-queue")
+        row_id, result = await handed
         try:
-            return result_from_wire(await future)
+            return result_from_wire(await result)
         finally:
-            self._waiting.pop(row_id, None)
+            if self._waiting.get(row_id) is result:  # nobody waits any more (the attempt timed out, the run ended)
+                del self._waiting[row_id]
 
     async def _hand_over(self) -> None:
         """Write the steps handed over since the last write in one transaction (a fan-out's steps, all of a
-        tick's, go together), and tell each its row's id, or the result an earlier hand-over already has."""
+        tick's, go together), and give each the future of its result: set already if an earlier hand-over of
+        the attempt has one, else waited for from before the rows commit (no notification can precede it)."""
         q = step_queue.c
         await asyncio.sleep(0)  # the other steps this tick starts join the batch
+        loop = asyncio.get_running_loop()
         while self._handing:
-            batch: dict[tuple[str, str, str, int], list[asyncio.Future[tuple[int, Any]]]] = {}
+            batch: dict[tuple[str, str, str, int], list[asyncio.Future[Waited]]] = {}
             rows: dict[tuple[str, str, str, int], dict[str, Any]] = {}
             for row, handed in self._handing:
                 key = (row["workspace_id"], row["run_id"], row["step_id"], row["attempt"])
@@ -161,26 +200,62 @@ class StepQueue:
             found = sa.select(q.id, q.status, q.result, q.workspace_id, q.run_id, q.step_id, q.attempt).where(
                 sa.tuple_(q.workspace_id, q.run_id, q.step_id, q.attempt).in_(list(rows))
             )
+            results: dict[tuple[str, str, str, int], Waited] = {}
             try:
                 async with self._db.begin() as conn:
                     await conn.execute(upsert)
-                    stored = (await conn.execute(found)).all()
+                    for r in (await conn.execute(found)).all():
+                        result: asyncio.Future[dict[str, Any]] = loop.create_future()
+                        results[(r.workspace_id, r.run_id, r.step_id, r.attempt)] = (r.id, result)
+                        if r.status == "done":
+                            result.set_result(r.result)
+                        else:
+                            self._waiting[r.id] = result
+                    await conn.execute(sa.select(sa.func.pg_notify(QUEUED_CHANNEL, "")))
             except Exception as exc:
+                for row_id, result in results.values():
+                    if self._waiting.get(row_id) is result:
+                        del self._waiting[row_id]
                 for waiters in batch.values():
                     for handed in waiters:
                         if not handed.done():
                             handed.set_exception(exc)
                 continue
-            for r in stored:
-                for handed in batch.get((r.workspace_id, r.run_id, r.step_id, r.attempt), ()):
+            if self._waiting and (self._reader is None or self._reader.done()):
+                self._reader = asyncio.create_task(self._read_results(), name="pipelines-step-results")
+            for key, waiters in batch.items():
+                for handed in waiters:
                     if not handed.done():
-                        handed.set_result((r.id, r.result if r.status == "done" else None))
+                        handed.set_result(results[key])
 
-    async def _poll(self) -> None:
+    def _heard_done(self, payload: str) -> None:
+        self._heard |= notified_ids(payload)
+        self._wake.set()
+
+    def _reconnected(self) -> None:
+        self._catch_up = True
+        self._wake.set()
+
+    async def _read_results(self) -> None:
+        """Read the results of the rows waited for: those NOTIFYed done at once, all of them after the listener
+        (re)connects and every ``SAFETY_POLL_S`` (every ``POLL_S`` while it is down or there is none)."""
         q = step_queue.c
+        if self._listener is None and self._url is not None:
+            self._listener = listener(self._url, DONE_CHANNEL, self._heard_done, self._reconnected)
+            self._listener.start()
         while self._waiting:
-            await asyncio.sleep(POLL_S)
-            ids = list(self._waiting)
+            listening = self._listener is not None and self._listener.backend_pid is not None
+            self._wake.clear()
+            if not self._heard and not self._catch_up:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), SAFETY_POLL_S if listening else POLL_S)
+                except TimeoutError:
+                    self._catch_up = True
+            heard, self._heard = self._heard, set()
+            full, self._catch_up = self._catch_up, False
+            ids = list(self._waiting) if full else [i for i in heard if i in self._waiting]
+            if not ids:
+                continue
             try:
                 async with self._db.connect() as conn:
                     rows = (
@@ -188,6 +263,8 @@ class StepQueue:
                     ).all()
             except Exception:
                 log.exception("pipelines: reading the results of steps handed to workers failed; trying again")
+                self._catch_up = True
+                await asyncio.sleep(POLL_S)
                 continue
             for r in rows:
                 future = self._waiting.pop(r.id, None)
@@ -206,9 +283,12 @@ class StepQueue:
             )
 
     async def aclose(self) -> None:
-        for task in (self._poller, self._hander):
+        for task in (self._reader, self._hander):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        self._poller = self._hander = None
+        self._reader = self._hander = None
+        if self._listener is not None:
+            await self._listener.aclose()
+            self._listener = None

@@ -7,7 +7,10 @@ worker's credential is not revoked (checked in the same statement). Each claim i
 and the row's ``history`` gets ``{key, workerId, credentialId, claimedAt, progress, outcome}``, the key being
 ``<attemptKey>.<try>``; a try whose worker died is marked ``lapsed`` when the next one begins, and its recorded
 progress stays, so the next try (``StepContext.earlier_tries``, ``HANGAR_EARLIER_ATTEMPTS`` for a script) finds
-what the dead one began.
+what the dead one began. The claim statement writes the history itself (one statement per claim, whatever the
+number of rows). A worker claims when a hand-over NOTIFYs ``stepqueue.QUEUED_CHANNEL`` and when a slot frees;
+while it hears nothing it claims every ``stepqueue.SAFETY_POLL_S`` (lapsed leases are found so), and while its
+listening connection is down, from every 5 ms doubling to ``IDLE_MAX_S``.
 
 **Leases.** A claim holds the row until ``lease_until`` (``LEASE_S`` after the database's clock: one clock for
 every host). Every ``HEARTBEAT_S`` the worker extends the leases of the claims it runs, again only while its
@@ -17,13 +20,17 @@ worker after its lease lapsed, or whose credential was revoked is not extended, 
 reach the database stops every body it runs (their leases lapse; another worker takes them) and tries again.
 
 **Results** are written with the row's ``done`` status, in one statement that requires the claim to be this
-worker's current try; the server that waits for the step reads it (``hangar.pipelines.stepqueue``).
+worker's current try: the results of the bodies that end while the previous write is under way go together, in
+one statement for all of them, each row stored only if it is still this worker's current try, and one NOTIFY on
+``stepqueue.DONE_CHANNEL`` names the rows stored; the server that waits for the step reads it
+(``hangar.pipelines.stepqueue``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -45,14 +52,14 @@ from hangar.pipelines.queue_tables import step_queue, worker_credentials, worker
 from hangar.pipelines.rows import RunRow
 from hangar.pipelines.step import StepContext
 from hangar.pipelines.step_results import StepResult
-from hangar.pipelines.stepqueue import result_wire
+from hangar.pipelines.stepqueue import DONE_CHANNEL, QUEUED_CHANNEL, SAFETY_POLL_S, listener, result_wire
 from hangar.pipelines.workercreds import WorkerCredential
 
 log = logging.getLogger(__name__)
 
 LEASE_S = 10.0  # a claim not extended for this long may be taken by another worker
 HEARTBEAT_S = 2.0  # how often a worker extends its claims' leases and says it is attached
-IDLE_MAX_S = 0.05  # the longest wait between two claims while the queue is empty (from 5 ms, doubling)
+IDLE_MAX_S = 0.05  # the longest wait between two claims while not listening and the queue is empty (from 5 ms)
 DEFAULT_CONCURRENCY = 8  # bodies one worker runs at once (``hangar worker --concurrency``)
 RUNS_CACHED = 256  # runs whose template and payload a worker keeps (they never change during a run)
 
@@ -81,7 +88,9 @@ class Worker:
         self._db = app.dbs.server
         self._claims: dict[int, Claim] = {}
         self._runs: OrderedDict[str, tuple[RunRow, Template]] = OrderedDict()
-        self._freed = asyncio.Event()
+        self._wake = asyncio.Event()  # a slot freed, a hand-over was NOTIFYed, or the listener (re)connected
+        self._finished: list[tuple[Claim, StepResult, asyncio.Future[bool]]] = []  # results to store
+        self._storer: asyncio.Task[None] | None = None
         self.revoked = False
         self.done = 0
 
@@ -91,6 +100,10 @@ class Worker:
         """Take and run steps until cancelled, or until the credential is revoked (``Unauthenticated``)."""
         await self._register()
         beat = asyncio.create_task(self._heartbeats(), name="worker-heartbeat")
+        url = self.app.dbs.postgresql_url
+        hears = listener(url, QUEUED_CHANNEL, lambda _: self._wake.set(), self._wake.set) if url is not None else None
+        if hears is not None:
+            hears.start()
         try:
             idle = 0.005
             while not self.revoked:
@@ -110,12 +123,15 @@ class Worker:
                 if taken:
                     idle = 0.005
                     continue
-                self._freed.clear()
+                self._wake.clear()
+                listening = hears is not None and hears.backend_pid is not None
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._freed.wait(), idle if free > 0 else None)
+                    await asyncio.wait_for(self._wake.wait(), (SAFETY_POLL_S if listening else idle) if free else None)
                 idle = min(IDLE_MAX_S, idle * 2)
             raise Unauthenticated(f"the worker credential {self.credential.name!r} was revoked: this worker stops")
         finally:
+            if hears is not None:
+                await hears.aclose()
             beat.cancel()
             self._fence_all()
             running = [c.task for c in self._claims.values() if c.task is not None]
@@ -156,37 +172,25 @@ class Worker:
         claim = (
             step_queue.update()
             .where(q.id.in_(open_rows), self._live_credential())
-            .values(status="claimed", worker_id=self.id, tries=q.tries + 1, lease_until=sa.func.now() + lease)
+            .values(
+                status="claimed",
+                worker_id=self.id,
+                tries=q.tries + 1,
+                lease_until=sa.func.now() + lease,
+                history=_HISTORY_WITH_NEW_TRY.bindparams(
+                    try_worker=self.id,
+                    try_credential=self.credential.id,
+                    try_claimed_at=self.app.clock.now().isoformat(),
+                ),
+            )
             .returning(q.id, q.workspace_id, q.run_id, q.step_id, q.attempt, q.body_key, q.state, q.tries, q.history)
         )
-        now = self.app.clock.now()
         async with self._db.begin() as conn:
             rows = (await conn.execute(claim)).all()
-            claims = []
-            for r in rows:
-                history = [
-                    {**t, "outcome": t.get("outcome") or "lapsed"} for t in (r.history or [])
-                ]  # an earlier try still open is one whose worker died
-                key = f"pipeline:{r.run_id}/{r.step_id}#{r.attempt}.{r.tries}"
-                history.append(
-                    {
-                        "key": key,
-                        "workerId": self.id,
-                        "credentialId": self.credential.id,
-                        "claimedAt": now.isoformat(),
-                        "progress": None,
-                        "outcome": None,
-                    }
-                )
-                claims.append(
-                    Claim(r.id, r.workspace_id, r.run_id, r.step_id, r.attempt, r.body_key, r.state, r.tries, history)
-                )
-            if claims:
-                await conn.execute(
-                    step_queue.update().where(q.id == sa.bindparam("claim_id")).values(history=sa.bindparam("h")),
-                    [{"claim_id": c.id, "h": c.history} for c in claims],
-                )
-        return claims
+        return [
+            Claim(r.id, r.workspace_id, r.run_id, r.step_id, r.attempt, r.body_key, r.state, r.tries, r.history)
+            for r in rows
+        ]
 
     # -- heartbeats and fencing -----------------------------------------------------------------------------
 
@@ -211,7 +215,7 @@ class Worker:
                 cred = self.credential
                 log.warning("worker: the worker credential %r (%s) was revoked: stopping", cred.name, cred.id)
                 self._fence_all()
-                self._freed.set()
+                self._wake.set()
                 return
             await conn.execute(workers.update().where(workers.c.id == self.id).values(seen_at=self.app.clock.now()))
             if not held:
@@ -267,7 +271,7 @@ class Worker:
             log.exception("worker: step %s of run %s could not be recorded", claim.step_id, claim.run_id)
         finally:
             self._claims.pop(claim.id, None)
-            self._freed.set()
+            self._wake.set()
             if not any(c.run_id == claim.run_id for c in self._claims.values()):
                 await self.engine.release_enclosure(claim.run_id)
 
@@ -323,24 +327,91 @@ class Worker:
 
     async def _complete(self, claim: Claim, result: StepResult) -> None:
         claim.history[-1]["outcome"] = result.kind
-        async with self._db.begin() as conn:
-            stored = await conn.execute(
-                step_queue.update()
-                .where(self._mine(claim))
-                .values(
-                    status="done",
-                    result=result_wire(result),
-                    history=claim.history,
-                    lease_until=None,
-                    finished_at=self.app.clock.now(),
-                )
-            )
-        if stored.rowcount == 0:
+        stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._finished.append((claim, result, stored))
+        if self._storer is None or self._storer.done():
+            self._storer = asyncio.create_task(self._store_results(), name="worker-results")
+        if not await stored:
             log.info(
                 "worker: step %s of run %s is no longer this worker's: result dropped", claim.step_id, claim.run_id
             )
             return
         self.done += 1
+
+    async def _store_results(self) -> None:
+        """Store the results finished since the last write in one statement (each row only while it is this
+        worker's current try) that NOTIFYs the rows stored, and tell each body whether its result was."""
+        await asyncio.sleep(0)  # the bodies ending in this turn of the loop join the batch
+        while self._finished:
+            batch, self._finished = self._finished, []
+            wire = [
+                {"id": c.id, "tries": c.try_no, "result": result_wire(r), "history": c.history} for c, r, _ in batch
+            ]
+            try:
+                async with self._db.begin() as conn:
+                    ids = (await conn.execute(self._store, {"batch": wire, "now": self.app.clock.now()})).scalar()
+            except Exception as exc:
+                for _, _, stored in batch:
+                    if not stored.done():
+                        stored.set_exception(exc)
+                continue
+            kept = set(ids or ())
+            for claim, _, stored in batch:
+                if not stored.done():
+                    stored.set_result(claim.id in kept)
+
+    @functools.cached_property
+    def _store(self) -> sa.Select[tuple[Any, Any]]:
+        q = step_queue.c
+        given = (
+            sa.func.json_to_recordset(sa.bindparam("batch", type_=sa.JSON))
+            .table_valued(
+                sa.column("id", sa.BigInteger),
+                sa.column("tries", sa.Integer),
+                sa.column("result", sa.JSON),
+                sa.column("history", sa.JSON),
+            )
+            .render_derived(name="given", with_types=True)
+        )
+        stored = (
+            step_queue.update()
+            .where(q.id == given.c.id, q.tries == given.c.tries, q.worker_id == self.id, q.status == "claimed")
+            .values(
+                status="done",
+                result=given.c.result,
+                history=given.c.history,
+                lease_until=None,
+                finished_at=sa.bindparam("now", type_=step_queue.c.finished_at.type),
+            )
+            .returning(q.id)
+            .cte("stored")
+        )
+        ids_text = sa.func.string_agg(sa.cast(stored.c.id, sa.Text), ",")
+        return sa.select(sa.func.array_agg(stored.c.id), sa.func.pg_notify(DONE_CHANNEL, ids_text)).having(
+            sa.func.count() > 0
+        )
+
+
+# A claimed row's history: every earlier try still open marked ``lapsed`` (its worker died), then this try, keyed
+# ``<attemptKey>.<try>`` (``StepContext.attempt_key``; ``tries`` here is the row's count before this claim).
+_HISTORY_WITH_NEW_TRY = sa.text(
+    """(SELECT json_agg(entry ORDER BY n) FROM (
+        SELECT CASE WHEN earlier.value ->> 'outcome' IS NULL
+                    THEN (earlier.value::jsonb || '{"outcome": "lapsed"}'::jsonb)::json
+                    ELSE earlier.value END AS entry,
+               earlier.n
+        FROM json_array_elements(coalesce(history, '[]'::json)) WITH ORDINALITY AS earlier(value, n)
+        UNION ALL
+        SELECT json_build_object(
+                   'key', 'pipeline:' || run_id || '/' || step_id || '#' || attempt || '.' || (tries + 1),
+                   'workerId', CAST(:try_worker AS text),
+                   'credentialId', CAST(:try_credential AS text),
+                   'claimedAt', CAST(:try_claimed_at AS text),
+                   'progress', NULL,
+                   'outcome', NULL),
+               9223372036854775807
+    ) AS every_try)"""
+)
 
 
 def _said(exc: BaseException) -> str:
