@@ -137,7 +137,9 @@ class PipelineEngine:
         self._counted: dict[tuple[str, str], str] = {}
         # On PostgreSQL, steps that do work go to ``hangar worker`` processes while any is attached.
         self.queue = (
-            StepQueue(app.dbs.server, clock, app.dbs.postgresql_url) if app is not None and app.dbs.on_postgresql else None
+            StepQueue(app.dbs.server, clock, app.dbs.postgresql_url)
+            if app is not None and app.dbs.on_postgresql
+            else None
         )
 
     async def slots_limit(self) -> int:

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -34,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.core.clock import Clock
+from hangar.core.postgresql import SCHEMA_OPTION, SERVER_SCHEMA
 from hangar.core.settings import SettingSpec, strict_bool
 from hangar.pipelines.queue_tables import step_queue, worker_credentials, workers
 from hangar.pipelines.step_results import NO_OUTPUT, StepResult
@@ -50,7 +53,9 @@ log = logging.getLogger(__name__)
 POLL_S = 0.02  # how often a waiting server reads its steps' results while it hears no notifications
 SAFETY_POLL_S = 1.0  # how often it reads them anyway while it listens (a notification sent unheard is lost)
 QUEUED_CHANNEL = "hangar_step_queued"  # NOTIFYed by a hand-over: workers claim
-DONE_CHANNEL = "hangar_step_done"  # NOTIFYed with the ids of rows whose results were stored: drivers read them
+DONE_CHANNEL = "hangar_step_done"  # NOTIFYed with the rows whose results were stored (``notified_results``)
+DONE_PAYLOAD_MAX = 7900  # results sent in a notification up to this many bytes (PostgreSQL's limit is 8000)
+HEARD_KEPT = 4096  # results heard for rows not (yet) waited for, kept for a hand-over that is about to wait
 WORKER_SEEN_S = 10.0  # a worker not seen for this long is not attached (it heartbeats every HEARTBEAT_S)
 ATTACHED_RECHECK_S = 1.0  # how long one answer to "are workers attached?" is used
 
@@ -77,9 +82,76 @@ def listener(url: URL, channel: str, on_payload: OnPayload, on_connect: OnConnec
     )
 
 
-def notified_ids(payload: str) -> set[int]:
-    """The row ids a ``DONE_CHANNEL`` notification names (comma-separated); anything else in it is ignored."""
-    return {int(part) for part in payload.split(",") if part.strip().isdigit()}
+class Line:
+    """One pooled connection kept for a stream of single statements (a worker's claims, its results): checked
+    out once instead of once per statement (no ping each time), in autocommit (no BEGIN and COMMIT round trips)
+    and naming the server schema in each statement (no ``SET LOCAL search_path``). One statement at a time; a
+    failed statement drops the connection, and the next one opens another."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._db = engine
+        self._conn: AsyncConnection | None = None
+        self._lock = asyncio.Lock()
+
+    async def execute(self, statement: sa.Executable, params: Mapping[str, Any] | None = None) -> sa.CursorResult[Any]:
+        async with self._lock:
+            if self._conn is None:
+                conn = await self._db.connect()
+                try:
+                    await conn.execution_options(
+                        isolation_level="AUTOCOMMIT",
+                        schema_translate_map={None: SERVER_SCHEMA},
+                        **{SCHEMA_OPTION: None},
+                    )
+                except BaseException:
+                    await conn.close()
+                    raise
+                self._conn = conn
+            try:
+                return await self._conn.execute(statement, params)
+            except BaseException:
+                conn, self._conn = self._conn, None
+                with contextlib.suppress(Exception):
+                    await conn.invalidate()
+                    await conn.close()
+                raise
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            if self._conn is not None:
+                conn, self._conn = self._conn, None
+                with contextlib.suppress(Exception):
+                    await conn.close()
+
+
+def _handed_rows(upsert: Any, keys: list[tuple[str, str, str, int]]) -> sa.CompoundSelect[Any]:
+    """One statement for a hand-over: ``upsert`` the rows (its RETURNING: the rows queued now), NOTIFY
+    ``QUEUED_CHANNEL`` once if any was (delivered when the statement commits), and return every row of ``keys``:
+    those queued now and those an earlier hand-over wrote (the statement's snapshot shows them as they were)."""
+    q = step_queue.c
+    columns = (q.id, q.status, q.result, q.workspace_id, q.run_id, q.step_id, q.attempt)
+    queued = upsert.returning(*columns).cte("queued")
+    notified = sa.select(sa.func.pg_notify(QUEUED_CHANNEL, "")).where(sa.exists(sa.select(queued.c.id))).cte("notified")
+    fresh = sa.select(*(queued.c[c.name] for c in columns)).select_from(queued.join(notified, sa.true()))
+    earlier = sa.select(*columns).where(
+        sa.tuple_(q.workspace_id, q.run_id, q.step_id, q.attempt).in_(keys), q.id.not_in(sa.select(queued.c.id))
+    )
+    return sa.union_all(fresh, earlier)
+
+
+def notified_results(payload: str) -> dict[int, dict[str, Any] | None]:
+    """What a ``DONE_CHANNEL`` notification says: the rows stored with their results (a JSON object of id to
+    result, when it fits in a notification), or only their ids (comma-separated: ``None``, read from the table).
+    Anything else in it is ignored."""
+    if payload.startswith("{"):
+        try:
+            given = json.loads(payload)
+        except ValueError:
+            return {}
+        if not isinstance(given, dict):
+            return {}
+        return {int(k): v for k, v in given.items() if k.isdigit() and isinstance(v, dict) and "kind" in v}
+    return {int(part): None for part in payload.split(",") if part.strip().isdigit()}
 
 
 def result_wire(result: StepResult) -> dict[str, Any]:
@@ -128,9 +200,14 @@ class StepQueue:
         self._hander: asyncio.Task[None] | None = None
         self._reader: asyncio.Task[None] | None = None
         self._listener: ChannelListener | None = None
-        self._heard: set[int] = set()  # ids NOTIFYed done since the reader last read
+        self._heard: dict[int, dict[str, Any] | None] = {}  # rows NOTIFYed done since the reader last looked
+        # Rows heard done that nobody here waited for when heard: another process's, or one whose hand-over had
+        # not yet registered its wait (a worker may store a result before the hand-over's reply is read).
+        self._heard_early: OrderedDict[int, dict[str, Any] | None] = OrderedDict()
         self._catch_up = False  # the listener (re)connected: read every row waited for
         self._wake = asyncio.Event()
+        self._hand_line = Line(engine)  # hand-overs, one statement each
+        self._read_line = Line(engine)  # reads of results
         self._attached: tuple[float, bool] | None = None
 
     async def workers_attached(self) -> bool:
@@ -197,21 +274,23 @@ class StepQueue:
                 set_={"status": "queued", "state": insert.excluded.state},
                 where=q.status == "cancelled",
             )
-            found = sa.select(q.id, q.status, q.result, q.workspace_id, q.run_id, q.step_id, q.attempt).where(
-                sa.tuple_(q.workspace_id, q.run_id, q.step_id, q.attempt).in_(list(rows))
-            )
             results: dict[tuple[str, str, str, int], Waited] = {}
             try:
-                async with self._db.begin() as conn:
-                    await conn.execute(upsert)
-                    for r in (await conn.execute(found)).all():
-                        result: asyncio.Future[dict[str, Any]] = loop.create_future()
-                        results[(r.workspace_id, r.run_id, r.step_id, r.attempt)] = (r.id, result)
-                        if r.status == "done":
-                            result.set_result(r.result)
+                for r in (await self._hand_line.execute(_handed_rows(upsert, list(rows)))).all():
+                    result: asyncio.Future[dict[str, Any]] = loop.create_future()
+                    results[(r.workspace_id, r.run_id, r.step_id, r.attempt)] = (r.id, result)
+                    if r.status == "done":
+                        result.set_result(r.result)
+                    elif r.id in self._heard_early:  # done before this reply was read
+                        early = self._heard_early.pop(r.id)
+                        if early is not None:
+                            result.set_result(early)
                         else:
                             self._waiting[r.id] = result
-                    await conn.execute(sa.select(sa.func.pg_notify(QUEUED_CHANNEL, "")))
+                            self._heard[r.id] = None
+                            self._wake.set()
+                    else:
+                        self._waiting[r.id] = result
             except Exception as exc:
                 for row_id, result in results.values():
                     if self._waiting.get(row_id) is result:
@@ -229,7 +308,7 @@ class StepQueue:
                         handed.set_result(results[key])
 
     def _heard_done(self, payload: str) -> None:
-        self._heard |= notified_ids(payload)
+        self._heard.update(notified_results(payload))
         self._wake.set()
 
     def _reconnected(self) -> None:
@@ -251,16 +330,25 @@ class StepQueue:
                     await asyncio.wait_for(self._wake.wait(), SAFETY_POLL_S if listening else POLL_S)
                 except TimeoutError:
                     self._catch_up = True
-            heard, self._heard = self._heard, set()
+            heard, self._heard = self._heard, {}
             full, self._catch_up = self._catch_up, False
-            ids = list(self._waiting) if full else [i for i in heard if i in self._waiting]
+            for row_id, said in heard.items():
+                if row_id not in self._waiting:
+                    self._heard_early[row_id] = said
+                elif said is not None:
+                    waiter = self._waiting.pop(row_id)
+                    if not waiter.done():
+                        waiter.set_result(said)
+            while len(self._heard_early) > HEARD_KEPT:
+                self._heard_early.popitem(last=False)
+            ids = (
+                list(self._waiting) if full else [i for i, said in heard.items() if said is None and i in self._waiting]
+            )
             if not ids:
                 continue
             try:
-                async with self._db.connect() as conn:
-                    rows = (
-                        await conn.execute(sa.select(q.id, q.result).where(q.id.in_(ids), q.status == "done"))
-                    ).all()
+                read = sa.select(q.id, q.result).where(q.id.in_(ids), q.status == "done")
+                rows = (await self._read_line.execute(read)).all()
             except Exception:
                 log.exception("pipelines: reading the results of steps handed to workers failed; trying again")
                 self._catch_up = True
@@ -292,3 +380,5 @@ class StepQueue:
         if self._listener is not None:
             await self._listener.aclose()
             self._listener = None
+        await self._hand_line.aclose()
+        await self._read_line.aclose()

@@ -52,7 +52,15 @@ from hangar.pipelines.queue_tables import step_queue, worker_credentials, worker
 from hangar.pipelines.rows import RunRow
 from hangar.pipelines.step import StepContext
 from hangar.pipelines.step_results import StepResult
-from hangar.pipelines.stepqueue import DONE_CHANNEL, QUEUED_CHANNEL, SAFETY_POLL_S, listener, result_wire
+from hangar.pipelines.stepqueue import (
+    DONE_CHANNEL,
+    DONE_PAYLOAD_MAX,
+    QUEUED_CHANNEL,
+    SAFETY_POLL_S,
+    Line,
+    listener,
+    result_wire,
+)
 from hangar.pipelines.workercreds import WorkerCredential
 
 log = logging.getLogger(__name__)
@@ -91,6 +99,9 @@ class Worker:
         self._wake = asyncio.Event()  # a slot freed, a hand-over was NOTIFYed, or the listener (re)connected
         self._finished: list[tuple[Claim, StepResult, asyncio.Future[bool]]] = []  # results to store
         self._storer: asyncio.Task[None] | None = None
+        # Claims and results each go through a connection of their own (one round trip a statement).
+        self._claims_line = Line(self._db)
+        self._results_line = Line(self._db)
         self.revoked = False
         self.done = 0
 
@@ -132,10 +143,15 @@ class Worker:
         finally:
             if hears is not None:
                 await hears.aclose()
+            await self._claims_line.aclose()
             beat.cancel()
             self._fence_all()
             running = [c.task for c in self._claims.values() if c.task is not None]
             await asyncio.gather(beat, *running, return_exceptions=True)
+            if self._storer is not None:
+                self._storer.cancel()
+                await asyncio.gather(self._storer, return_exceptions=True)
+            await self._results_line.aclose()
             with contextlib.suppress(Exception):
                 async with self._db.begin() as conn:
                     await conn.execute(workers.delete().where(workers.c.id == self.id))
@@ -185,8 +201,7 @@ class Worker:
             )
             .returning(q.id, q.workspace_id, q.run_id, q.step_id, q.attempt, q.body_key, q.state, q.tries, q.history)
         )
-        async with self._db.begin() as conn:
-            rows = (await conn.execute(claim)).all()
+        rows = (await self._claims_line.execute(claim)).all()
         return [
             Claim(r.id, r.workspace_id, r.run_id, r.step_id, r.attempt, r.body_key, r.state, r.tries, r.history)
             for r in rows
@@ -348,8 +363,8 @@ class Worker:
                 {"id": c.id, "tries": c.try_no, "result": result_wire(r), "history": c.history} for c, r, _ in batch
             ]
             try:
-                async with self._db.begin() as conn:
-                    ids = (await conn.execute(self._store, {"batch": wire, "now": self.app.clock.now()})).scalar()
+                stored_ids = await self._results_line.execute(self._store, {"batch": wire, "now": self.app.clock.now()})
+                ids = stored_ids.scalar()
             except Exception as exc:
                 for _, _, stored in batch:
                     if not stored.done():
@@ -383,11 +398,16 @@ class Worker:
                 lease_until=None,
                 finished_at=sa.bindparam("now", type_=step_queue.c.finished_at.type),
             )
-            .returning(q.id)
+            .returning(q.id, q.result)
             .cte("stored")
         )
-        ids_text = sa.func.string_agg(sa.cast(stored.c.id, sa.Text), ",")
-        return sa.select(sa.func.array_agg(stored.c.id), sa.func.pg_notify(DONE_CHANNEL, ids_text)).having(
+        # The drivers waiting are told the results themselves when they fit in a notification, else the ids.
+        results = sa.cast(sa.func.json_object_agg(stored.c.id, stored.c.result), sa.Text)
+        payload = sa.case(
+            (sa.func.length(results) <= DONE_PAYLOAD_MAX, results),
+            else_=sa.func.string_agg(sa.cast(stored.c.id, sa.Text), ","),
+        )
+        return sa.select(sa.func.array_agg(stored.c.id), sa.func.pg_notify(DONE_CHANNEL, payload)).having(
             sa.func.count() > 0
         )
 
