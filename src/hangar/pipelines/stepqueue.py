@@ -29,7 +29,7 @@ import contextlib
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -124,19 +124,69 @@ class Line:
                     await conn.close()
 
 
-def _handed_rows(upsert: Any, keys: list[tuple[str, str, str, int]]) -> sa.CompoundSelect[Any]:
-    """One statement for a hand-over: ``upsert`` the rows (its RETURNING: the rows queued now), NOTIFY
-    ``QUEUED_CHANNEL`` once if any was (delivered when the statement commits), and return every row of ``keys``:
-    those queued now and those an earlier hand-over wrote (the statement's snapshot shows them as they were)."""
+def _hand_over_statement() -> sa.CompoundSelect[Any]:
+    """One statement for a hand-over of any number of rows (the JSON array ``rows``, queued at ``now``): insert
+    them, an attempt cancelled before (its run ended here before a take-over) queued again and any other row
+    left as it stands; NOTIFY ``QUEUED_CHANNEL`` once if any was queued (delivered when the statement commits);
+    and return every row of the attempts handed over: those queued now and those an earlier hand-over wrote (the
+    statement's snapshot shows them as they were). Built once: the same SQL whatever the number of rows."""
     q = step_queue.c
+    given = (
+        sa.func.json_to_recordset(sa.bindparam("rows", type_=sa.JSON))
+        .table_valued(
+            sa.column("workspace_id", sa.Text),
+            sa.column("run_id", sa.Text),
+            sa.column("step_id", sa.Text),
+            sa.column("attempt", sa.Integer),
+            sa.column("body_key", sa.Text),
+            sa.column("state", sa.JSON),
+        )
+        .render_derived(name="given", with_types=True)
+    )
+    g = given.c
+    insert = pg_insert(step_queue).from_select(
+        [
+            "workspace_id",
+            "run_id",
+            "step_id",
+            "attempt",
+            "body_key",
+            "state",
+            "status",
+            "tries",
+            "history",
+            "created_at",
+        ],
+        sa.select(
+            g.workspace_id,
+            g.run_id,
+            g.step_id,
+            g.attempt,
+            g.body_key,
+            g.state,
+            sa.literal("queued"),
+            sa.literal(0),
+            sa.cast(sa.literal("[]"), sa.JSON),
+            sa.bindparam("now", type_=q.created_at.type),
+        ),
+    )
+    upsert = insert.on_conflict_do_update(
+        constraint="uq_step_queue_attempt",
+        set_={"status": "queued", "state": insert.excluded.state},
+        where=q.status == "cancelled",
+    )
     columns = (q.id, q.status, q.result, q.workspace_id, q.run_id, q.step_id, q.attempt)
     queued = upsert.returning(*columns).cte("queued")
     notified = sa.select(sa.func.pg_notify(QUEUED_CHANNEL, "")).where(sa.exists(sa.select(queued.c.id))).cte("notified")
     fresh = sa.select(*(queued.c[c.name] for c in columns)).select_from(queued.join(notified, sa.true()))
+    keys = sa.select(g.workspace_id, g.run_id, g.step_id, g.attempt)
     earlier = sa.select(*columns).where(
         sa.tuple_(q.workspace_id, q.run_id, q.step_id, q.attempt).in_(keys), q.id.not_in(sa.select(queued.c.id))
     )
     return sa.union_all(fresh, earlier)
+
+
+HAND_OVER = _hand_over_statement()
 
 
 def notified_results(payload: str) -> dict[int, dict[str, Any] | None]:
@@ -209,6 +259,17 @@ class StepQueue:
         self._hand_line = Line(engine)  # hand-overs, one statement each
         self._read_line = Line(engine)  # reads of results
         self._attached: tuple[float, bool] | None = None
+        self._decided: tuple[float, bool] | None = None
+
+    async def to_workers(self, steps_here: Callable[[], Awaitable[bool]]) -> bool:
+        """Whether steps go to the workers: some are attached and ``steps_here()`` (the server setting
+        ``pipelines.stepsHere``) is false. One answer is used for ``ATTACHED_RECHECK_S``: a step costs no query."""
+        loop = asyncio.get_running_loop()
+        if self._decided is not None and loop.time() - self._decided[0] < ATTACHED_RECHECK_S:
+            return self._decided[1]
+        decided = await self.workers_attached() and not await steps_here()
+        self._decided = (loop.time(), decided)
+        return decided
 
     async def workers_attached(self) -> bool:
         loop = asyncio.get_running_loop()
@@ -235,10 +296,6 @@ class StepQueue:
             "attempt": ctx.attempt,
             "body_key": ctx.step.body_key or "",
             "state": dict(ctx.state),
-            "status": "queued",
-            "tries": 0,
-            "history": [],
-            "created_at": self._clock.now(),
         }
         loop = asyncio.get_running_loop()
         handed: asyncio.Future[Waited] = loop.create_future()
@@ -253,10 +310,9 @@ class StepQueue:
                 del self._waiting[row_id]
 
     async def _hand_over(self) -> None:
-        """Write the steps handed over since the last write in one transaction (a fan-out's steps, all of a
-        tick's, go together), and give each the future of its result: set already if an earlier hand-over of
-        the attempt has one, else waited for from before the rows commit (no notification can precede it)."""
-        q = step_queue.c
+        """Write the steps handed over since the last write in one statement (a fan-out's steps, all of a tick's,
+        go together), and give each the future of its result: set already if an earlier hand-over of the attempt
+        has one (or a notification of it came before this reply), else waited for."""
         await asyncio.sleep(0)  # the other steps this tick starts join the batch
         loop = asyncio.get_running_loop()
         while self._handing:
@@ -267,16 +323,10 @@ class StepQueue:
                 rows[key] = row
                 batch.setdefault(key, []).append(handed)
             self._handing = []
-            insert = pg_insert(step_queue).values(list(rows.values()))
-            # An attempt cancelled (its run ended here before a take-over) is queued again; any other row stands.
-            upsert = insert.on_conflict_do_update(
-                constraint="uq_step_queue_attempt",
-                set_={"status": "queued", "state": insert.excluded.state},
-                where=q.status == "cancelled",
-            )
             results: dict[tuple[str, str, str, int], Waited] = {}
             try:
-                for r in (await self._hand_line.execute(_handed_rows(upsert, list(rows)))).all():
+                params = {"rows": list(rows.values()), "now": self._clock.now()}
+                for r in (await self._hand_line.execute(HAND_OVER, params)).all():
                     result: asyncio.Future[dict[str, Any]] = loop.create_future()
                     results[(r.workspace_id, r.run_id, r.step_id, r.attempt)] = (r.id, result)
                     if r.status == "done":
