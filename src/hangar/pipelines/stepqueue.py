@@ -83,10 +83,11 @@ def listener(url: URL, channel: str, on_payload: OnPayload, on_connect: OnConnec
 
 
 class Line:
-    """One pooled connection kept for a stream of single statements (a worker's claims, its results): checked
-    out once instead of once per statement (no ping each time), in autocommit (no BEGIN and COMMIT round trips)
-    and naming the server schema in each statement (no ``SET LOCAL search_path``). One statement at a time; a
-    failed statement drops the connection, and the next one opens another."""
+    """One pooled connection kept for a stream of single statements (a worker's claims, its results, a driver's
+    hand-overs and reads): checked out once instead of once per statement (no ping each time), in autocommit (no
+    BEGIN and COMMIT round trips), in the server schema for its whole session (no ``SET LOCAL search_path`` per
+    transaction; reset before it goes back to the pool). One statement at a time; a failed statement drops the
+    connection, and the next one opens another."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._db = engine
@@ -98,30 +99,36 @@ class Line:
             if self._conn is None:
                 conn = await self._db.connect()
                 try:
-                    await conn.execution_options(
-                        isolation_level="AUTOCOMMIT",
-                        schema_translate_map={None: SERVER_SCHEMA},
-                        **{SCHEMA_OPTION: None},
-                    )
+                    await conn.execution_options(isolation_level="AUTOCOMMIT", **{SCHEMA_OPTION: None})
+                    await conn.exec_driver_sql(f"SET search_path TO {SERVER_SCHEMA}")
                 except BaseException:
-                    await conn.close()
+                    await _drop(conn)
                     raise
                 self._conn = conn
             try:
                 return await self._conn.execute(statement, params)
             except BaseException:
                 conn, self._conn = self._conn, None
-                with contextlib.suppress(Exception):
-                    await conn.invalidate()
-                    await conn.close()
+                await _drop(conn)
                 raise
 
     async def aclose(self) -> None:
         async with self._lock:
             if self._conn is not None:
                 conn, self._conn = self._conn, None
-                with contextlib.suppress(Exception):
+                try:
+                    await conn.exec_driver_sql("RESET search_path")
                     await conn.close()
+                except Exception:
+                    await _drop(conn)
+
+
+async def _drop(conn: AsyncConnection) -> None:
+    """A connection in an unknown state never goes back to the pool."""
+    with contextlib.suppress(Exception):
+        await conn.invalidate()
+    with contextlib.suppress(Exception):
+        await conn.close()
 
 
 def _hand_over_statement() -> sa.CompoundSelect[Any]:

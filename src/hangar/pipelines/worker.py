@@ -97,6 +97,9 @@ class Worker:
         self._claims: dict[int, Claim] = {}
         self._runs: OrderedDict[str, tuple[RunRow, Template]] = OrderedDict()
         self._wake = asyncio.Event()  # a slot freed, a hand-over was NOTIFYed, or the listener (re)connected
+        # Rows may be queued: a hand-over was heard (or the listener (re)connected, or the safety poll is due),
+        # or the last claim took as many as it asked for. A claim taking fewer clears it.
+        self._maybe_queued = True
         self._finished: list[tuple[Claim, StepResult, asyncio.Future[bool]]] = []  # results to store
         self._storer: asyncio.Task[None] | None = None
         # Claims and results each go through a connection of their own (one round trip a statement).
@@ -112,33 +115,42 @@ class Worker:
         await self._register()
         beat = asyncio.create_task(self._heartbeats(), name="worker-heartbeat")
         url = self.app.dbs.postgresql_url
-        hears = listener(url, QUEUED_CHANNEL, lambda _: self._wake.set(), self._wake.set) if url is not None else None
+        hears = listener(url, QUEUED_CHANNEL, self._heard, self._heard) if url is not None else None
         if hears is not None:
             hears.start()
         try:
             idle = 0.005
+            loop = asyncio.get_running_loop()
+            last_claim = loop.time()
             while not self.revoked:
                 free = self.concurrency - len(self._claims)
-                taken: list[Claim] = []
-                if free > 0:
+                if free > 0 and self._maybe_queued:
+                    self._maybe_queued = False
+                    last_claim = loop.time()
                     try:
                         taken = await self._claim(free)
                     except Exception as exc:
                         log.warning("worker: cannot claim steps (%s); trying again", _said(exc))
                         self._fence_all()
+                        self._maybe_queued = True
                         await asyncio.sleep(HEARTBEAT_S)
                         continue
-                for claim in taken:
-                    self._claims[claim.id] = claim
-                    claim.task = asyncio.create_task(self._execute(claim), name=f"worker-step:{claim.id}")
-                if taken:
-                    idle = 0.005
-                    continue
+                    if len(taken) == free:
+                        self._maybe_queued = True  # more may wait: claim again once a slot frees
+                    for claim in taken:
+                        self._claims[claim.id] = claim
+                        claim.task = asyncio.create_task(self._execute(claim), name=f"worker-step:{claim.id}")
+                    if taken:
+                        idle = 0.005
+                        continue
                 self._wake.clear()
                 listening = hears is not None and hears.backend_pid is not None
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), (SAFETY_POLL_S if listening else idle) if free else None)
-                idle = min(IDLE_MAX_S, idle * 2)
+                poll_at = last_claim + (SAFETY_POLL_S if listening else idle)
+                try:
+                    await asyncio.wait_for(self._wake.wait(), max(0.0, poll_at - loop.time()) if free else None)
+                except TimeoutError:
+                    self._maybe_queued = True  # the safety poll (or, not listening, the poll)
+                    idle = min(IDLE_MAX_S, idle * 2)
             raise Unauthenticated(f"the worker credential {self.credential.name!r} was revoked: this worker stops")
         finally:
             if hears is not None:
@@ -170,42 +182,51 @@ class Worker:
                 )
             )
 
+    def _heard(self, _: str = "") -> None:
+        self._maybe_queued = True
+        self._wake.set()
+
     def _live_credential(self) -> sa.Exists:
         wc = worker_credentials.c
         return sa.exists().where(wc.id == self.credential.id, wc.revoked_at.is_(None))
 
     async def _claim(self, limit: int) -> list[Claim]:
+        params = {"limit": limit, "try_claimed_at": self.app.clock.now().isoformat()}
+        rows = (await self._claims_line.execute(self._claim_statement, params)).all()
+        return [
+            Claim(r.id, r.workspace_id, r.run_id, r.step_id, r.attempt, r.body_key, r.state, r.tries, r.history)
+            for r in rows
+        ]
+
+    @functools.cached_property
+    def _claim_statement(self) -> sa.Update:
+        """Up to ``limit`` rows, oldest first, each queued or with its lease lapsed, locked skipping those other
+        workers lock, claimed while this worker's credential is not revoked, with this try in their history."""
         q = step_queue.c
-        lease = timedelta(seconds=LEASE_S)
         open_rows = (
             sa.select(q.id)
             .where(sa.or_(q.status == "queued", sa.and_(q.status == "claimed", q.lease_until < sa.func.now())))
             .order_by(q.id)
-            .limit(limit)
+            .limit(sa.bindparam("limit", type_=sa.Integer))
             .with_for_update(skip_locked=True)
             .scalar_subquery()
         )
-        claim = (
+        return (
             step_queue.update()
             .where(q.id.in_(open_rows), self._live_credential())
             .values(
                 status="claimed",
                 worker_id=self.id,
                 tries=q.tries + 1,
-                lease_until=sa.func.now() + lease,
+                lease_until=sa.func.now() + timedelta(seconds=LEASE_S),
                 history=_HISTORY_WITH_NEW_TRY.bindparams(
-                    try_worker=self.id,
-                    try_credential=self.credential.id,
-                    try_claimed_at=self.app.clock.now().isoformat(),
+                    sa.bindparam("try_worker", self.id),
+                    sa.bindparam("try_credential", self.credential.id),
+                    sa.bindparam("try_claimed_at", type_=sa.Text),
                 ),
             )
             .returning(q.id, q.workspace_id, q.run_id, q.step_id, q.attempt, q.body_key, q.state, q.tries, q.history)
         )
-        rows = (await self._claims_line.execute(claim)).all()
-        return [
-            Claim(r.id, r.workspace_id, r.run_id, r.step_id, r.attempt, r.body_key, r.state, r.tries, r.history)
-            for r in rows
-        ]
 
     # -- heartbeats and fencing -----------------------------------------------------------------------------
 
