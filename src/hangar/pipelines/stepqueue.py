@@ -267,15 +267,22 @@ class StepQueue:
         self._read_line = Line(engine)  # reads of results
         self._attached: tuple[float, bool] | None = None
         self._decided: tuple[float, bool] | None = None
+        self._deciding: asyncio.Future[bool] | None = None
 
     async def to_workers(self, steps_here: Callable[[], Awaitable[bool]]) -> bool:
         """Whether steps go to the workers: some are attached and ``steps_here()`` (the server setting
-        ``pipelines.stepsHere``) is false. One answer is used for ``ATTACHED_RECHECK_S``: a step costs no query."""
+        ``pipelines.stepsHere``) is false. One answer is used for ``ATTACHED_RECHECK_S``, and the steps asking
+        while it is renewed (a fan-out's, all at once) share one renewal: a step costs no query."""
         loop = asyncio.get_running_loop()
         if self._decided is not None and loop.time() - self._decided[0] < ATTACHED_RECHECK_S:
             return self._decided[1]
+        if self._deciding is None or self._deciding.done():
+            self._deciding = asyncio.ensure_future(self._decide(steps_here))
+        return await asyncio.shield(self._deciding)
+
+    async def _decide(self, steps_here: Callable[[], Awaitable[bool]]) -> bool:
         decided = await self.workers_attached() and not await steps_here()
-        self._decided = (loop.time(), decided)
+        self._decided = (asyncio.get_running_loop().time(), decided)
         return decided
 
     async def workers_attached(self) -> bool:

@@ -95,7 +95,7 @@ class Worker:
         self.id = new_id()
         self._db = app.dbs.server
         self._claims: dict[int, Claim] = {}
-        self._runs: OrderedDict[str, tuple[RunRow, Template]] = OrderedDict()
+        self._runs: OrderedDict[str, asyncio.Future[tuple[RunRow, Template]]] = OrderedDict()
         self._wake = asyncio.Event()  # a slot freed, a hand-over was NOTIFYed, or the listener (re)connected
         # Rows may be queued: a hand-over was heard (or the listener (re)connected, or the safety poll is due),
         # or the last claim took as many as it asked for. A claim taking fewer clears it.
@@ -287,15 +287,25 @@ class Worker:
     # -- running one claim ----------------------------------------------------------------------------------
 
     async def _run_of(self, ws: str, run_id: str) -> tuple[RunRow, Template]:
+        """The run's row and template, read once per run: the steps of a fan-out claimed together share one read
+        (a future in the cache while it is under way; a failed read is not kept)."""
         known = self._runs.get(run_id)
         if known is not None:
             self._runs.move_to_end(run_id)
-            return known
+        else:
+            known = self._runs[run_id] = asyncio.ensure_future(self._read_run(ws, run_id))
+            while len(self._runs) > RUNS_CACHED:
+                self._runs.popitem(last=False)
+        try:
+            return await asyncio.shield(known)
+        except Exception:
+            if self._runs.get(run_id) is known:
+                del self._runs[run_id]
+            raise
+
+    async def _read_run(self, ws: str, run_id: str) -> tuple[RunRow, Template]:
         run = (await self.engine.store.load_run(ws, run_id))[0]
-        known = self._runs[run_id] = (run, Template.model_validate(run.template))
-        while len(self._runs) > RUNS_CACHED:
-            self._runs.popitem(last=False)
-        return known
+        return run, Template.model_validate(run.template)
 
     async def _execute(self, claim: Claim) -> None:
         try:
