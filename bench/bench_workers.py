@@ -1,14 +1,24 @@
-"""Pipeline steps done by ``hangar worker`` processes on PostgreSQL: steps per second with 1 and 2 workers, and
-the same runs driven with no worker attached (the server runs the steps itself), in one run.
+"""Durable pipeline steps on PostgreSQL, side by side in one run on the suite's throwaway cluster (fsync off):
+Hangar's server running the steps itself (no worker attached), Hangar with 1 and with 2 ``hangar worker``
+processes, DBOS Transact (durable workflows) and LangGraph with its PostgreSQL checkpointer (``bench_peers.py``).
 
 The step body does nothing (``bench.noop``, declared here with ``on_worker=True``), so the figure is the cost of
-the queue: the driver's durable tick, the hand-over row, a worker's claim (``FOR UPDATE SKIP LOCKED``), the result
-row, and the driver's poll reading it back. Two shapes: a fan-out of ``--fan`` parallel steps (throughput) and a
-chain of ``--chain`` steps one after another (latency per step). Each worker is a process of its own running
-``hangar.pipelines.worker.Worker`` with ``--concurrency`` slots; the driver is this process. The suite's throwaway
-PostgreSQL cluster (fsync off) is started for the run.
+durability and of the queue: the driver's durable tick, the hand-over (one statement and a NOTIFY), a worker's
+claim (``FOR UPDATE SKIP LOCKED``, woken by the NOTIFY), the result (stored with the others that end with it, in
+one statement and a NOTIFY carrying it) and the driver going on. Two shapes: a chain of ``--chain`` steps one after
+another (latency per step) and a fan-out of ``--fan`` parallel steps (throughput). Each worker is a process of its
+own with ``--concurrency`` slots; the driver is this process; each peer runs in a process of its own on a database
+of its own in the same cluster. Besides steps per second, each line gives the CPU time per step of the driving
+process, of the workers and of the PostgreSQL cluster (from /proc: robust to a busy machine, unlike the wall
+clock), and the end gives a model of 4 and 16 workers from them, naming the bound.
 
-    .venv/bin/python bench/bench_workers.py [--fan 400] [--chain 100] [--repeat 3] [--concurrency 64]
+The peers need the optional extra ``bench`` (the bench refuses without it, saying so; ``--no-peers`` runs Hangar
+alone):
+
+    .venv/bin/pip install -e '.[bench]'
+    .venv/bin/python bench/bench_workers.py [--chain 1000] [--fan 200] [--repeat 3] [--concurrency 64] [--no-peers]
+
+``BENCH_WORKER_PROFILE=DIR`` runs each worker process under cProfile (CPU time) and writes its stats to DIR.
 """
 
 from __future__ import annotations

@@ -131,6 +131,16 @@ async def _drop(conn: AsyncConnection) -> None:
         await conn.close()
 
 
+def json_rows(param: str, *columns: sa.ColumnClause[Any]) -> Any:
+    """The rows of the JSON array bound as ``param``, as a table named ``given`` of ``columns``: any number of rows
+    in one parameter, so a statement taking them is the same SQL (compiled once) whatever their number."""
+    return (
+        sa.func.json_to_recordset(sa.bindparam(param, type_=sa.JSON))
+        .table_valued(*columns)
+        .render_derived(name="given", with_types=True)
+    )
+
+
 def _hand_over_statement() -> sa.CompoundSelect[Any]:
     """One statement for a hand-over of any number of rows (the JSON array ``rows``, queued at ``now``): insert
     them, an attempt cancelled before (its run ended here before a take-over) queued again and any other row
@@ -138,17 +148,14 @@ def _hand_over_statement() -> sa.CompoundSelect[Any]:
     and return every row of the attempts handed over: those queued now and those an earlier hand-over wrote (the
     statement's snapshot shows them as they were). Built once: the same SQL whatever the number of rows."""
     q = step_queue.c
-    given = (
-        sa.func.json_to_recordset(sa.bindparam("rows", type_=sa.JSON))
-        .table_valued(
-            sa.column("workspace_id", sa.Text),
-            sa.column("run_id", sa.Text),
-            sa.column("step_id", sa.Text),
-            sa.column("attempt", sa.Integer),
-            sa.column("body_key", sa.Text),
-            sa.column("state", sa.JSON),
-        )
-        .render_derived(name="given", with_types=True)
+    given = json_rows(
+        "rows",
+        sa.column("workspace_id", sa.Text),
+        sa.column("run_id", sa.Text),
+        sa.column("step_id", sa.Text),
+        sa.column("attempt", sa.Integer),
+        sa.column("body_key", sa.Text),
+        sa.column("state", sa.JSON),
     )
     g = given.c
     insert = pg_insert(step_queue).from_select(

@@ -58,6 +58,7 @@ from hangar.pipelines.stepqueue import (
     QUEUED_CHANNEL,
     SAFETY_POLL_S,
     Line,
+    json_rows,
     listener,
     result_wire,
 )
@@ -205,7 +206,11 @@ class Worker:
         q = step_queue.c
         open_rows = (
             sa.select(q.id)
-            .where(sa.or_(q.status == "queued", sa.and_(q.status == "claimed", q.lease_until < sa.func.now())))
+            # Said so that the planner walks ix_step_queue_open (status, id) past the done rows, however many.
+            .where(
+                q.status.in_(("queued", "claimed")),
+                sa.or_(q.status == "queued", q.lease_until < sa.func.now()),
+            )
             .order_by(q.id)
             .limit(sa.bindparam("limit", type_=sa.Integer))
             .with_for_update(skip_locked=True)
@@ -409,15 +414,12 @@ class Worker:
     @functools.cached_property
     def _store(self) -> sa.Select[tuple[Any, Any]]:
         q = step_queue.c
-        given = (
-            sa.func.json_to_recordset(sa.bindparam("batch", type_=sa.JSON))
-            .table_valued(
-                sa.column("id", sa.BigInteger),
-                sa.column("tries", sa.Integer),
-                sa.column("result", sa.JSON),
-                sa.column("history", sa.JSON),
-            )
-            .render_derived(name="given", with_types=True)
+        given = json_rows(
+            "batch",
+            sa.column("id", sa.BigInteger),
+            sa.column("tries", sa.Integer),
+            sa.column("result", sa.JSON),
+            sa.column("history", sa.JSON),
         )
         stored = (
             step_queue.update()
