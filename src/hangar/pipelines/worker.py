@@ -154,11 +154,11 @@ class Worker:
                     idle = min(IDLE_MAX_S, idle * 2)
             raise Unauthenticated(f"the worker credential {self.credential.name!r} was revoked: this worker stops")
         finally:
+            beat.cancel()
+            self._fence_all()  # first: the bodies stop at once
             if hears is not None:
                 await hears.aclose()
             await self._claims_line.aclose()
-            beat.cancel()
-            self._fence_all()
             running = [c.task for c in self._claims.values() if c.task is not None]
             await asyncio.gather(beat, *running, return_exceptions=True)
             if self._storer is not None:
