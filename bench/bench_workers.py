@@ -1,6 +1,6 @@
 """Durable pipeline steps on PostgreSQL, side by side in one run on the suite's throwaway cluster (fsync off):
 Hangar's server running the steps itself (no worker attached), Hangar with 1 and with 2 ``hangar worker``
-processes, DBOS Transact (durable workflows) and LangGraph with its PostgreSQL checkpointer (``bench_peers.py``).
+processes, DBOS Transact (durable workflows) and LangGraph with its PostgreSQL checkpointer (``workers_peers.py``).
 
 The step body does nothing (``bench.noop``, declared here with ``on_worker=True``), so the figure is the cost of
 durability and of the queue: the driver's durable tick, the hand-over (one statement and a NOTIFY), a worker's
@@ -44,7 +44,6 @@ import psycopg
 from sqlalchemy.engine import make_url
 from tests.support.postgres import PostgresCluster
 
-from bench_peers import MISSING, cluster_cpu, installed
 from hangar.config import Settings
 from hangar.core.context import AppContext
 from hangar.identity.part import IDENTITY_PART
@@ -57,6 +56,7 @@ from hangar.pipelines.part import PIPELINES_CLI_PART
 from hangar.pipelines.step import StepContext
 from hangar.pipelines.step_results import StepResult
 from hangar.server.context_factory import open_context
+from workers_peers import MISSING, cluster_cpu, installed
 
 WS = "bench"
 CREDENTIAL_VARIABLE = "BENCH_WORKER_CREDENTIAL"
@@ -221,7 +221,7 @@ def peer(cluster: PostgresCluster, name: str, args: argparse.Namespace) -> list[
     with cluster.database() as db:
         argv = [name, cluster.url(db), str(postmaster_of(cluster)), str(args.chain), str(args.fan), str(args.repeat)]
         done = subprocess.run(
-            [sys.executable, str(Path(__file__).with_name("bench_peers.py")), *argv],
+            [sys.executable, str(Path(__file__).with_name("workers_peers.py")), *argv],
             capture_output=True,
             text=True,
             timeout=3600,

@@ -1,7 +1,7 @@
 """The peers ``bench/bench_workers.py`` sets Hangar's workers beside: DBOS Transact (durable workflows) and LangGraph
 with its PostgreSQL checkpointer, doing the same shapes on the same PostgreSQL cluster.
 
-Each peer runs in a process of its own (``python bench/bench_peers.py dbos|langgraph URL PG_PID CHAIN FAN REPEAT``,
+Each peer runs in a process of its own (``python bench/workers_peers.py dbos|langgraph URL PG_PID CHAIN FAN REPEAT``,
 started by bench_workers.py) and prints one JSON line per shape: the median wall time, and the CPU seconds its own
 process and the PostgreSQL cluster spent. They need the optional extra ``bench``:
 
@@ -156,6 +156,8 @@ def run_langgraph(url: str, postmaster: int, chain: int, fan: int, repeat: int) 
 
 
 def main(argv: list[str]) -> None:
+    if len(argv) != 6 or argv[0] not in PEERS:
+        raise SystemExit("usage: workers_peers.py dbos|langgraph URL PG_PID CHAIN FAN REPEAT (bench_workers.py runs it)")
     peer, url, postmaster, chain, fan, repeat = argv[0], argv[1], int(argv[2]), *map(int, argv[3:6])
     if not installed():
         raise SystemExit(MISSING)
