@@ -157,7 +157,7 @@ def run_langgraph(url: str, postmaster: int, chain: int, fan: int, repeat: int) 
 
 def main(argv: list[str]) -> None:
     if len(argv) != 6 or argv[0] not in PEERS:
-        raise SystemExit("usage: workers_peers.py dbos|langgraph URL PG_PID CHAIN FAN REPEAT (bench_workers.py runs it)")
+        raise SystemExit("usage: workers_peers.py dbos|langgraph URL PG_PID CHAIN FAN REPEAT (run by bench_workers.py)")
     peer, url, postmaster, chain, fan, repeat = argv[0], argv[1], int(argv[2]), *map(int, argv[3:6])
     if not installed():
         raise SystemExit(MISSING)
