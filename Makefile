@@ -139,6 +139,7 @@ mutate: install apt-deps test-packs
 	HANGAR_TEST_PACKS=$(TEST_PACKS) $(BIN)/python bench/mutate.py $(MUTATE_ARGS)
 
 bench: install apt-deps apt-bench-deps
+	$(BIN)/pip install -q -e '.[bench]'  # the peers bench_workers.py measures Hangar against
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:

@@ -12,6 +12,9 @@ calls ``on_connect`` (the bus catches up from its last delivered seq), and a qui
 ``heartbeat`` seconds (a dead peer without a closed socket would otherwise be silent forever). A lost connection
 is reopened with exponential backoff (``backoff_min`` doubling to ``backoff_max``), logged once when it is lost
 and once when it is back, never with the password.
+
+``ChannelListener`` is the same connection for any channel, handing each payload as it came: the step queue's
+wake-ups (``hangar.pipelines.stepqueue``) use it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from hangar.core.triggers import EVENTS_CHANNEL
 log = logging.getLogger(__name__)
 
 OnNotify = Callable[[str, int], None]
+OnPayload = Callable[[str], None]
 OnConnect = Callable[[], None]
 
 _CONNECT_TIMEOUT_S = 10
@@ -69,15 +73,20 @@ class Wakeups:
         return full, woken
 
 
-class EventListener:
-    """Listens on ``EVENTS_CHANNEL`` of the database at ``url`` until ``aclose``."""
+class ChannelListener:
+    """Listens on ``channel`` of the database at ``url`` until ``aclose``, handing each payload to ``on_payload``;
+    ``what`` names the notifications in the log, ``meanwhile`` says what stands in for them while they are lost."""
 
     def __init__(
         self,
         url: URL,
-        on_notify: OnNotify,
+        channel: str,
+        on_payload: OnPayload,
         on_connect: OnConnect,
         *,
+        what: str,
+        meanwhile: str,
+        application_name: str,
         heartbeat: float = 5.0,
         backoff_min: float = 0.1,
         backoff_max: float = 5.0,
@@ -85,8 +94,12 @@ class EventListener:
         self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)  # libpq reads it
         self._secrets = secrets_of(url)
         self._target = shown(url)
-        self._on_notify = on_notify
+        self._channel = channel
+        self._on_payload = on_payload
         self._on_connect = on_connect
+        self._what = what
+        self._meanwhile = meanwhile
+        self._application_name = application_name
         self.heartbeat = heartbeat
         self.backoff_min = backoff_min
         self.backoff_max = backoff_max
@@ -97,7 +110,7 @@ class EventListener:
 
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="events:listen")
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"listen:{self._channel}")
 
     async def _run(self) -> None:
         delay = self.backoff_min
@@ -108,13 +121,13 @@ class EventListener:
                     self._conninfo,
                     autocommit=True,
                     connect_timeout=_CONNECT_TIMEOUT_S,
-                    application_name=APPLICATION_NAME,
+                    application_name=self._application_name,
                 ) as conn:
-                    await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                    await conn.execute(f"LISTEN {self._channel}")
                     self.connections += 1
                     self.backend_pid = conn.info.backend_pid
                     if lost:
-                        log.warning("event notifications from %s are back; catching up", self._target)
+                        log.warning("%s from %s are back; catching up", self._what, self._target)
                         lost = False
                     delay = self.backoff_min
                     # Listening before reading: whatever commits from here on is announced, and what committed
@@ -129,10 +142,11 @@ class EventListener:
                 if not lost:
                     lost = True
                     log.warning(
-                        "event notifications from %s are not arriving (%s); reconnecting, events are read at "
-                        "the safety catch-up meanwhile",
+                        "%s from %s are not arriving (%s); reconnecting, %s meanwhile",
+                        self._what,
                         self._target,
                         self._reason(exc),
+                        self._meanwhile,
                     )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.backoff_max)
@@ -140,19 +154,10 @@ class EventListener:
     async def _listen(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
         while True:
             async for note in conn.notifies(timeout=self.heartbeat):
-                self._dispatch(note.payload)
+                self._on_payload(note.payload)
             # Quiet for a heartbeat: prove the connection alive (a notification arriving meanwhile waits in the
             # connection's backlog for the next ``notifies``).
             await conn.execute("SELECT 1")
-
-    def _dispatch(self, payload: str) -> None:
-        schema, _, seq = payload.partition(" ")
-        try:
-            top = int(seq)
-        except ValueError:
-            log.warning("ignored a notification on %s that names no sequence number", EVENTS_CHANNEL)
-            return
-        self._on_notify(schema, top)
 
     def _reason(self, exc: Exception) -> str:
         return first_line_without(exc, self._secrets, limit=300)
@@ -163,3 +168,41 @@ class EventListener:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+            self.backend_pid = None
+
+
+class EventListener(ChannelListener):
+    """Listens on ``EVENTS_CHANNEL`` of the database at ``url`` until ``aclose``."""
+
+    def __init__(
+        self,
+        url: URL,
+        on_notify: OnNotify,
+        on_connect: OnConnect,
+        *,
+        heartbeat: float = 5.0,
+        backoff_min: float = 0.1,
+        backoff_max: float = 5.0,
+    ) -> None:
+        super().__init__(
+            url,
+            EVENTS_CHANNEL,
+            self._dispatch,
+            on_connect,
+            what="event notifications",
+            meanwhile="events are read at the safety catch-up",
+            application_name=APPLICATION_NAME,
+            heartbeat=heartbeat,
+            backoff_min=backoff_min,
+            backoff_max=backoff_max,
+        )
+        self._on_notify = on_notify
+
+    def _dispatch(self, payload: str) -> None:
+        schema, _, seq = payload.partition(" ")
+        try:
+            top = int(seq)
+        except ValueError:
+            log.warning("ignored a notification on %s that names no sequence number", EVENTS_CHANNEL)
+            return
+        self._on_notify(schema, top)

@@ -152,7 +152,11 @@ class PipelineEngine:
         # Each live step's last state counted (``hangar_pipeline_steps`` counts changes of state, not writes).
         self._counted: dict[tuple[str, str], str] = {}
         # On PostgreSQL, steps that do work go to ``hangar worker`` processes while any is attached.
-        self.queue = StepQueue(app.dbs.server, clock) if app is not None and app.dbs.on_postgresql else None
+        self.queue = (
+            StepQueue(app.dbs.server, clock, app.dbs.postgresql_url)
+            if app is not None and app.dbs.on_postgresql
+            else None
+        )
 
     async def slots_limit(self) -> int:
         """``pipelines.maxRunningRuns``, read afresh (another process may change it)."""
@@ -259,10 +263,11 @@ class PipelineEngine:
 
     async def _steps_to_workers(self) -> bool:
         """Workers are attached and ``pipelines.stepsHere`` does not keep the steps in this process."""
-        if self.queue is None or not await self.queue.workers_attached():
-            return False
+        return self.queue is not None and await self.queue.to_workers(self._steps_here)
+
+    async def _steps_here(self) -> bool:
         identity = self.app.maybe_service(IdentityService) if self.app is not None else None
-        return identity is None or await identity.get_setting(STEPS_HERE_SETTING) is not True
+        return identity is not None and await identity.get_setting(STEPS_HERE_SETTING) is True
 
     async def body_abandoned(self, run: RunRow, step_id: str) -> None:
         if self.queue is not None:

@@ -7,7 +7,10 @@ worker's credential is not revoked (checked in the same statement). Each claim i
 and the row's ``history`` gets ``{key, workerId, credentialId, claimedAt, progress, outcome}``, the key being
 ``<attemptKey>.<try>``; a try whose worker died is marked ``lapsed`` when the next one begins, and its recorded
 progress stays, so the next try (``StepContext.earlier_tries``, ``HANGAR_EARLIER_ATTEMPTS`` for a script) finds
-what the dead one began.
+what the dead one began. The claim statement writes the history itself (one statement per claim, whatever the
+number of rows). A worker claims when a hand-over NOTIFYs ``stepqueue.QUEUED_CHANNEL`` and when a slot frees;
+while it hears nothing it claims every ``stepqueue.SAFETY_POLL_S`` (lapsed leases are found so), and while its
+listening connection is down, from every 5 ms doubling to ``IDLE_MAX_S``.
 
 **Leases.** A claim holds the row until ``lease_until`` (``LEASE_S`` after the database's clock: one clock for
 every host). Every ``HEARTBEAT_S`` the worker extends the leases of the claims it runs, again only while its
@@ -17,13 +20,17 @@ worker after its lease lapsed, or whose credential was revoked is not extended, 
 reach the database stops every body it runs (their leases lapse; another worker takes them) and tries again.
 
 **Results** are written with the row's ``done`` status, in one statement that requires the claim to be this
-worker's current try; the server that waits for the step reads it (``hangar.pipelines.stepqueue``).
+worker's current try: the results of the bodies that end while the previous write is under way go together, in
+one statement for all of them, each row stored only if it is still this worker's current try, and one NOTIFY on
+``stepqueue.DONE_CHANNEL`` names the rows stored; the server that waits for the step reads it
+(``hangar.pipelines.stepqueue``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -45,14 +52,23 @@ from hangar.pipelines.queue_tables import step_queue, worker_credentials, worker
 from hangar.pipelines.rows import RunRow
 from hangar.pipelines.step import StepContext
 from hangar.pipelines.step_results import StepResult
-from hangar.pipelines.stepqueue import result_wire
+from hangar.pipelines.stepqueue import (
+    DONE_CHANNEL,
+    DONE_PAYLOAD_MAX,
+    QUEUED_CHANNEL,
+    SAFETY_POLL_S,
+    Line,
+    json_rows,
+    listener,
+    result_wire,
+)
 from hangar.pipelines.workercreds import WorkerCredential
 
 log = logging.getLogger(__name__)
 
 LEASE_S = 10.0  # a claim not extended for this long may be taken by another worker
 HEARTBEAT_S = 2.0  # how often a worker extends its claims' leases and says it is attached
-IDLE_MAX_S = 0.05  # the longest wait between two claims while the queue is empty (from 5 ms, doubling)
+IDLE_MAX_S = 0.05  # the longest wait between two claims while not listening and the queue is empty (from 5 ms)
 DEFAULT_CONCURRENCY = 8  # bodies one worker runs at once (``hangar worker --concurrency``)
 RUNS_CACHED = 256  # runs whose template and payload a worker keeps (they never change during a run)
 
@@ -80,8 +96,16 @@ class Worker:
         self.id = new_id()
         self._db = app.dbs.server
         self._claims: dict[int, Claim] = {}
-        self._runs: OrderedDict[str, tuple[RunRow, Template]] = OrderedDict()
-        self._freed = asyncio.Event()
+        self._runs: OrderedDict[str, asyncio.Future[tuple[RunRow, Template]]] = OrderedDict()
+        self._wake = asyncio.Event()  # a slot freed, a hand-over was NOTIFYed, or the listener (re)connected
+        # Rows may be queued: a hand-over was heard (or the listener (re)connected, or the safety poll is due),
+        # or the last claim took as many as it asked for. A claim taking fewer clears it.
+        self._maybe_queued = True
+        self._finished: list[tuple[Claim, StepResult, asyncio.Future[bool]]] = []  # results to store
+        self._storer: asyncio.Task[None] | None = None
+        # Claims and results each go through a connection of their own (one round trip a statement).
+        self._claims_line = Line(self._db)
+        self._results_line = Line(self._db)
         self.revoked = False
         self.done = 0
 
@@ -91,35 +115,56 @@ class Worker:
         """Take and run steps until cancelled, or until the credential is revoked (``Unauthenticated``)."""
         await self._register()
         beat = asyncio.create_task(self._heartbeats(), name="worker-heartbeat")
+        url = self.app.dbs.postgresql_url
+        hears = listener(url, QUEUED_CHANNEL, self._heard, self._heard) if url is not None else None
+        if hears is not None:
+            hears.start()
         try:
             idle = 0.005
+            loop = asyncio.get_running_loop()
+            last_claim = loop.time()
             while not self.revoked:
                 free = self.concurrency - len(self._claims)
-                taken: list[Claim] = []
-                if free > 0:
+                if free > 0 and self._maybe_queued:
+                    self._maybe_queued = False
+                    last_claim = loop.time()
                     try:
                         taken = await self._claim(free)
                     except Exception as exc:
                         log.warning("worker: cannot claim steps (%s); trying again", _said(exc))
                         self._fence_all()
+                        self._maybe_queued = True
                         await asyncio.sleep(HEARTBEAT_S)
                         continue
-                for claim in taken:
-                    self._claims[claim.id] = claim
-                    claim.task = asyncio.create_task(self._execute(claim), name=f"worker-step:{claim.id}")
-                if taken:
-                    idle = 0.005
-                    continue
-                self._freed.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._freed.wait(), idle if free > 0 else None)
-                idle = min(IDLE_MAX_S, idle * 2)
+                    if len(taken) == free:
+                        self._maybe_queued = True  # more may wait: claim again once a slot frees
+                    for claim in taken:
+                        self._claims[claim.id] = claim
+                        claim.task = asyncio.create_task(self._execute(claim), name=f"worker-step:{claim.id}")
+                    if taken:
+                        idle = 0.005
+                        continue
+                self._wake.clear()
+                listening = hears is not None and hears.backend_pid is not None
+                poll_at = last_claim + (SAFETY_POLL_S if listening else idle)
+                try:
+                    await asyncio.wait_for(self._wake.wait(), max(0.0, poll_at - loop.time()) if free else None)
+                except TimeoutError:
+                    self._maybe_queued = True  # the safety poll (or, not listening, the poll)
+                    idle = min(IDLE_MAX_S, idle * 2)
             raise Unauthenticated(f"the worker credential {self.credential.name!r} was revoked: this worker stops")
         finally:
             beat.cancel()
-            self._fence_all()
+            self._fence_all()  # first: the bodies stop at once
+            if hears is not None:
+                await hears.aclose()
+            await self._claims_line.aclose()
             running = [c.task for c in self._claims.values() if c.task is not None]
             await asyncio.gather(beat, *running, return_exceptions=True)
+            if self._storer is not None:
+                self._storer.cancel()
+                await asyncio.gather(self._storer, return_exceptions=True)
+            await self._results_line.aclose()
             with contextlib.suppress(Exception):
                 async with self._db.begin() as conn:
                     await conn.execute(workers.delete().where(workers.c.id == self.id))
@@ -138,55 +183,55 @@ class Worker:
                 )
             )
 
+    def _heard(self, _: str = "") -> None:
+        self._maybe_queued = True
+        self._wake.set()
+
     def _live_credential(self) -> sa.Exists:
         wc = worker_credentials.c
         return sa.exists().where(wc.id == self.credential.id, wc.revoked_at.is_(None))
 
     async def _claim(self, limit: int) -> list[Claim]:
+        params = {"limit": limit, "try_claimed_at": self.app.clock.now().isoformat()}
+        rows = (await self._claims_line.execute(self._claim_statement, params)).all()
+        return [
+            Claim(r.id, r.workspace_id, r.run_id, r.step_id, r.attempt, r.body_key, r.state, r.tries, r.history)
+            for r in rows
+        ]
+
+    @functools.cached_property
+    def _claim_statement(self) -> sa.Update:
+        """Up to ``limit`` rows, oldest first, each queued or with its lease lapsed, locked skipping those other
+        workers lock, claimed while this worker's credential is not revoked, with this try in their history."""
         q = step_queue.c
-        lease = timedelta(seconds=LEASE_S)
         open_rows = (
             sa.select(q.id)
-            .where(sa.or_(q.status == "queued", sa.and_(q.status == "claimed", q.lease_until < sa.func.now())))
+            # Said so that the planner walks ix_step_queue_open (status, id) past the done rows, however many.
+            .where(
+                q.status.in_(("queued", "claimed")),
+                sa.or_(q.status == "queued", q.lease_until < sa.func.now()),
+            )
             .order_by(q.id)
-            .limit(limit)
+            .limit(sa.bindparam("limit", type_=sa.Integer))
             .with_for_update(skip_locked=True)
             .scalar_subquery()
         )
-        claim = (
+        return (
             step_queue.update()
             .where(q.id.in_(open_rows), self._live_credential())
-            .values(status="claimed", worker_id=self.id, tries=q.tries + 1, lease_until=sa.func.now() + lease)
+            .values(
+                status="claimed",
+                worker_id=self.id,
+                tries=q.tries + 1,
+                lease_until=sa.func.now() + timedelta(seconds=LEASE_S),
+                history=_HISTORY_WITH_NEW_TRY.bindparams(
+                    sa.bindparam("try_worker", self.id),
+                    sa.bindparam("try_credential", self.credential.id),
+                    sa.bindparam("try_claimed_at", type_=sa.Text),
+                ),
+            )
             .returning(q.id, q.workspace_id, q.run_id, q.step_id, q.attempt, q.body_key, q.state, q.tries, q.history)
         )
-        now = self.app.clock.now()
-        async with self._db.begin() as conn:
-            rows = (await conn.execute(claim)).all()
-            claims = []
-            for r in rows:
-                history = [
-                    {**t, "outcome": t.get("outcome") or "lapsed"} for t in (r.history or [])
-                ]  # an earlier try still open is one whose worker died
-                key = f"pipeline:{r.run_id}/{r.step_id}#{r.attempt}.{r.tries}"
-                history.append(
-                    {
-                        "key": key,
-                        "workerId": self.id,
-                        "credentialId": self.credential.id,
-                        "claimedAt": now.isoformat(),
-                        "progress": None,
-                        "outcome": None,
-                    }
-                )
-                claims.append(
-                    Claim(r.id, r.workspace_id, r.run_id, r.step_id, r.attempt, r.body_key, r.state, r.tries, history)
-                )
-            if claims:
-                await conn.execute(
-                    step_queue.update().where(q.id == sa.bindparam("claim_id")).values(history=sa.bindparam("h")),
-                    [{"claim_id": c.id, "h": c.history} for c in claims],
-                )
-        return claims
 
     # -- heartbeats and fencing -----------------------------------------------------------------------------
 
@@ -211,7 +256,7 @@ class Worker:
                 cred = self.credential
                 log.warning("worker: the worker credential %r (%s) was revoked: stopping", cred.name, cred.id)
                 self._fence_all()
-                self._freed.set()
+                self._wake.set()
                 return
             await conn.execute(workers.update().where(workers.c.id == self.id).values(seen_at=self.app.clock.now()))
             if not held:
@@ -247,15 +292,25 @@ class Worker:
     # -- running one claim ----------------------------------------------------------------------------------
 
     async def _run_of(self, ws: str, run_id: str) -> tuple[RunRow, Template]:
+        """The run's row and template, read once per run: the steps of a fan-out claimed together share one read
+        (a future in the cache while it is under way; a failed read is not kept)."""
         known = self._runs.get(run_id)
         if known is not None:
             self._runs.move_to_end(run_id)
-            return known
+        else:
+            known = self._runs[run_id] = asyncio.ensure_future(self._read_run(ws, run_id))
+            while len(self._runs) > RUNS_CACHED:
+                self._runs.popitem(last=False)
+        try:
+            return await asyncio.shield(known)
+        except Exception:
+            if self._runs.get(run_id) is known:
+                del self._runs[run_id]
+            raise
+
+    async def _read_run(self, ws: str, run_id: str) -> tuple[RunRow, Template]:
         run = (await self.engine.store.load_run(ws, run_id))[0]
-        known = self._runs[run_id] = (run, Template.model_validate(run.template))
-        while len(self._runs) > RUNS_CACHED:
-            self._runs.popitem(last=False)
-        return known
+        return run, Template.model_validate(run.template)
 
     async def _execute(self, claim: Claim) -> None:
         try:
@@ -267,7 +322,7 @@ class Worker:
             log.exception("worker: step %s of run %s could not be recorded", claim.step_id, claim.run_id)
         finally:
             self._claims.pop(claim.id, None)
-            self._freed.set()
+            self._wake.set()
             if not any(c.run_id == claim.run_id for c in self._claims.values()):
                 await self.engine.release_enclosure(claim.run_id)
 
@@ -323,24 +378,93 @@ class Worker:
 
     async def _complete(self, claim: Claim, result: StepResult) -> None:
         claim.history[-1]["outcome"] = result.kind
-        async with self._db.begin() as conn:
-            stored = await conn.execute(
-                step_queue.update()
-                .where(self._mine(claim))
-                .values(
-                    status="done",
-                    result=result_wire(result),
-                    history=claim.history,
-                    lease_until=None,
-                    finished_at=self.app.clock.now(),
-                )
-            )
-        if stored.rowcount == 0:
+        stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._finished.append((claim, result, stored))
+        if self._storer is None or self._storer.done():
+            self._storer = asyncio.create_task(self._store_results(), name="worker-results")
+        if not await stored:
             log.info(
                 "worker: step %s of run %s is no longer this worker's: result dropped", claim.step_id, claim.run_id
             )
             return
         self.done += 1
+
+    async def _store_results(self) -> None:
+        """Store the results finished since the last write in one statement (each row only while it is this
+        worker's current try) that NOTIFYs the rows stored, and tell each body whether its result was."""
+        await asyncio.sleep(0)  # the bodies ending in this turn of the loop join the batch
+        while self._finished:
+            batch, self._finished = self._finished, []
+            wire = [
+                {"id": c.id, "tries": c.try_no, "result": result_wire(r), "history": c.history} for c, r, _ in batch
+            ]
+            try:
+                stored_ids = await self._results_line.execute(self._store, {"batch": wire, "now": self.app.clock.now()})
+                ids = stored_ids.scalar()
+            except Exception as exc:
+                for _, _, stored in batch:
+                    if not stored.done():
+                        stored.set_exception(exc)
+                continue
+            kept = set(ids or ())
+            for claim, _, stored in batch:
+                if not stored.done():
+                    stored.set_result(claim.id in kept)
+
+    @functools.cached_property
+    def _store(self) -> sa.Select[tuple[Any, Any]]:
+        q = step_queue.c
+        given = json_rows(
+            "batch",
+            sa.column("id", sa.BigInteger),
+            sa.column("tries", sa.Integer),
+            sa.column("result", sa.JSON),
+            sa.column("history", sa.JSON),
+        )
+        stored = (
+            step_queue.update()
+            .where(q.id == given.c.id, q.tries == given.c.tries, q.worker_id == self.id, q.status == "claimed")
+            .values(
+                status="done",
+                result=given.c.result,
+                history=given.c.history,
+                lease_until=None,
+                finished_at=sa.bindparam("now", type_=step_queue.c.finished_at.type),
+            )
+            .returning(q.id, q.result)
+            .cte("stored")
+        )
+        # The drivers waiting are told the results themselves when they fit in a notification, else the ids.
+        results = sa.cast(sa.func.json_object_agg(stored.c.id, stored.c.result), sa.Text)
+        payload = sa.case(
+            (sa.func.length(results) <= DONE_PAYLOAD_MAX, results),
+            else_=sa.func.string_agg(sa.cast(stored.c.id, sa.Text), ","),
+        )
+        return sa.select(sa.func.array_agg(stored.c.id), sa.func.pg_notify(DONE_CHANNEL, payload)).having(
+            sa.func.count() > 0
+        )
+
+
+# A claimed row's history: every earlier try still open marked ``lapsed`` (its worker died), then this try, keyed
+# ``<attemptKey>.<try>`` (``StepContext.attempt_key``; ``tries`` here is the row's count before this claim).
+_HISTORY_WITH_NEW_TRY = sa.text(
+    """(SELECT json_agg(entry ORDER BY n) FROM (
+        SELECT CASE WHEN earlier.value ->> 'outcome' IS NULL
+                    THEN (earlier.value::jsonb || '{"outcome": "lapsed"}'::jsonb)::json
+                    ELSE earlier.value END AS entry,
+               earlier.n
+        FROM json_array_elements(coalesce(history, '[]'::json)) WITH ORDINALITY AS earlier(value, n)
+        UNION ALL
+        SELECT json_build_object(
+                   'key', 'pipeline:' || run_id || '/' || step_id || '#' || attempt || '.' || (tries + 1),
+                   'workerId', CAST(:try_worker AS text),
+                   'credentialId', CAST(:try_credential AS text),
+                   'claimedAt', CAST(:try_claimed_at AS text),
+                   'progress', NULL,
+                   'outcome', NULL),
+               9223372036854775807
+    ) AS every_try)"""
+)
 
 
 def _said(exc: BaseException) -> str:
