@@ -224,7 +224,8 @@ async def test_a_worker_credential_is_refused_for_everything_but_working(tmp_pat
         async with RpcClient(s.ws_url, credential) as c:
             frame = await asyncio.wait_for(c.unsolicited.get(), 5)
             assert frame["error"]["code"] == "unauthenticated"
-            await asyncio.sleep(0.1)
+            assert c._reader is not None
+            await asyncio.wait_for(c._reader, 10)  # the server closes the socket after the refusal
             assert c.close_code == 4401
         metrics = httpx.get(f"{s.url}/metrics", headers={"Authorization": f"Bearer {credential}"})
         assert metrics.status_code == 401
