@@ -5,13 +5,15 @@ The public surface other parts use: ``body`` (declare a body; list it in your ``
 ``StepResult``, ``Resume``/``TaskOutcome`` (what a resumed body sees), the ``TaskFinished`` and
 ``PipelineRunFinished`` events, ``run_key``/``attempt_keys_prefix`` (to find what a run's steps did), and the
 ``outputSchema`` checks (``schema_problems``, ``first_violation``) agents share so both accept the same payloads,
-and ``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one).
+and ``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one),
+and ``attempts_in_queue`` (which step attempts the worker queue still holds open, on PostgreSQL).
 """
 
 from hangar.pipelines.bodies.shell import ShellEnvironment, ShellVariables
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec, ConfigField, body, spec_of_body
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import NodeConfig, RunStatus, StepDef, StepKind, StepStatus, Template
+from hangar.pipelines.queue_attempts import attempts_in_queue
 from hangar.pipelines.schema import check_schema as schema_problems
 from hangar.pipelines.schema import first_violation
 from hangar.pipelines.step import (
@@ -49,6 +51,7 @@ __all__ = [
     "TaskOutcome",
     "Template",
     "attempt_keys_prefix",
+    "attempts_in_queue",
     "body",
     "first_violation",
     "run_key",
