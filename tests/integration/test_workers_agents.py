@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import make_url
 
+from hangar.agents.part import RECOVER_INTERVAL_S
+from hangar.core.leases import Leases
 from hangar.core.postgresql import workspace_schema
 from tests.integration.test_servers_on_one_postgresql import finished
 from tests.integration.test_workers import hangar_worker, kill9, mint, server, sql, wait_for, workers_attached
@@ -139,8 +142,9 @@ async def test_a_worker_killed_mid_command_turn_leaves_the_run_to_another_which_
                 run_id = await start(c, ws, template(OPEN, ask("cmd", agent, "go"), tid="slow"))
                 wait_for(ran.exists, "the first worker to start the command")
                 kill9(w1)
-            # The server leaves the run its worker left behind to the step's next try (its attempt is queued).
-            await asyncio.sleep(8)
+            # The server leaves the run its worker left behind to the step's next try (its attempt is queued),
+            # although its lease has stayed free past the take-over delay and the server looked for abandoned runs.
+            await asyncio.sleep(Leases(make_url(pg_url)).takeover_after + 3 * RECOVER_INTERVAL_S)
             assert [r[1] for r in agent_runs(pg_url, ws)] == ["running"]
             with hangar_worker(tmp_path / "w2", pg_url, tmp_path / "cred", tmp_path / "w2.log"):
                 run = await finished(c, ws, run_id, timeout=120)
