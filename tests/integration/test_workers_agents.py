@@ -141,6 +141,9 @@ async def test_a_worker_killed_mid_command_turn_leaves_the_run_to_another_which_
                 workers_attached(pg_url, 1)
                 run_id = await start(c, ws, template(OPEN, ask("cmd", agent, "go"), tid="slow"))
                 wait_for(ran.exists, "the first worker to start the command")
+                async with asyncio.timeout(60):  # and its turn's start to be recorded (its events are written apart)
+                    while "agents.turnStarted" not in [e["type"] for e in await c.call("events.list", workspace_id=ws)]:
+                        await asyncio.sleep(0.1)
                 kill9(w1)
             # The server leaves the run its worker left behind to the step's next try (its attempt is queued),
             # although its lease has stayed free past the take-over delay and the server looked for abandoned runs.
@@ -168,9 +171,18 @@ async def test_a_worker_killed_mid_command_turn_leaves_the_run_to_another_which_
     assert history[0]["progress"]["runId"] == history[1]["progress"]["runId"]
 
 
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 async def test_a_revoked_credential_fences_a_command_agents_turn(tmp_path: Path, pg_url: str) -> None:
-    started, late = tmp_path / "started", tmp_path / "late"
-    script = f"cat > /dev/null; echo $HANGAR_ATTEMPT_KEY >> {started}; sleep 5; touch {late}; echo finished"
+    started = tmp_path / "started"
+    # The command's process group is its own (its shell leads it); a try stopped in time never says "finished".
+    script = f'cat > /dev/null; echo "$HANGAR_ATTEMPT_KEY $$" >> {started}; sleep 60; echo finished'
     with server(tmp_path, pg_url) as (s, token):
         data = tmp_path / "server"
         revoked_id = mint(data, pg_url, "to revoke", tmp_path / "cred")
@@ -185,14 +197,22 @@ async def test_a_revoked_credential_fences_a_command_agents_turn(tmp_path: Path,
                 cli(data, "admin", "worker-credential", "revoke", revoked_id, "--database-url", pg_url)
                 assert w1.wait(30) == 1
             assert "was revoked" in (tmp_path / "w1.log").read_text()
-            await asyncio.sleep(5)
-            assert not late.exists()  # the command was stopped, not left to finish
+            [(first_key, pgid)] = [line.split() for line in started.read_text().splitlines()]
+            wait_for(lambda: not group_alive(int(pgid)), "the fenced command to be stopped", timeout=20)
             # Nothing of the run's end was recorded by the fenced worker: it is left for the next try.
             assert [r[1] for r in agent_runs(pg_url, ws)] == ["running"]
+            await c.call("agents.update", workspace_id=ws, agent_id=agent, adapter=quick_adapter(started))
             with hangar_worker(tmp_path / "w2", pg_url, tmp_path / "fresh", tmp_path / "w2.log"):
                 run = await finished(c, ws, run_id, timeout=120)
             assert run["status"] == "completed", (run, (tmp_path / "w2.log").read_text()[-3000:])
             said = await replies(c, ws, run["state"]["space_id"])
     assert said == ["finished"]
-    assert started.read_text().split() == [f"pipeline:{run_id}/cmd#1.1", f"pipeline:{run_id}/cmd#1.2"]
+    assert first_key == f"pipeline:{run_id}/cmd#1.1"
+    assert started.read_text().splitlines()[1:] == [f"pipeline:{run_id}/cmd#1.2"]
     assert [r[1:3] for r in agent_runs(pg_url, ws)] == [("finished", "ok")]
+
+
+def quick_adapter(started: Path) -> dict[str, Any]:
+    """The agent changed between the tries (read from the database at the turn): the next try finishes at once."""
+    script = f'cat > /dev/null; echo "$HANGAR_ATTEMPT_KEY" >> {started}; echo finished'
+    return {"type": "command", "argv": ["bash", "-c", script]}

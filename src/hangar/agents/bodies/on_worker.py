@@ -91,17 +91,18 @@ async def drive_on_worker(
             agent_field="agentId",
             attempt_env=attempt_env(step),
         )
-    await step.progress({"runId": run.id, "spaceId": run.space_id, **(progress or {})})
     driver = runner.driver(run.id)
-    if driver is not None:
-        try:
+    try:
+        await step.progress({"runId": run.id, "spaceId": run.space_id, **(progress or {})})
+        if driver is not None:
             await asyncio.shield(driver)
-        except asyncio.CancelledError:
-            # Fenced (the claim was cancelled, taken after a lapse, or its credential revoked) or the worker stops:
-            # the program is stopped and nothing of the run's end is recorded; the next try takes it over.
+    except asyncio.CancelledError:
+        # Fenced (the claim was cancelled, taken after a lapse, or its credential revoked) or the worker stops:
+        # the program is stopped and nothing of the run's end is recorded; the next try takes it over.
+        if driver is not None:
             runner.abandon(run.id)
             await asyncio.gather(driver, return_exceptions=True)
-            raise
+        raise
     run = await runner.store.get(step.workspace_id, run.id)
     outcome = run.outcome.value if run.outcome is not None else ev.RunOutcome.failed.value
     output, error = await harvest(step, TaskOutcome(run.id, outcome, run.output), schema)
