@@ -30,16 +30,15 @@ from hangar.agents import tables
 from hangar.agents.adapters.base import Adapter, HistoryMessage, RunRequest, RunResult
 from hangar.agents.adapters.command import CommandLineAdapter
 from hangar.agents.adapters.openai import OpenAIChatAdapter
-from hangar.agents.config import CommandAdapter, OpenAIAdapter
+from hangar.agents.config import OpenAIAdapter
 from hangar.agents.endpoints import ModelEndpoint
 from hangar.agents.live_run import LiveRun
 from hangar.agents.runs import Run, RunStatus, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.tools.builtin import OutputHolder
-from hangar.agents.tools.catalogue import DEFAULT_PRODUCT_TOOLS, agent_principal, granted
-from hangar.agents.tools.mcp_grant import McpGrant, grant_mcp, revoke
+from hangar.agents.tools.grants import mcp_grant, product_tools
+from hangar.agents.tools.mcp_grant import McpGrant, revoke
 from hangar.agents.tools.output_schema import check_schema
-from hangar.agents.tools.product import RunProductTools
 from hangar.core.brokering import CredentialSource
 from hangar.core.confine import confinement_for
 from hangar.core.context import AppContext
@@ -49,7 +48,6 @@ from hangar.core.procs import is_alive, this_process
 from hangar.core.runcontrol import RunControl
 from hangar.errors import InvalidArgs, Refused
 from hangar.pipelines import PipelineRunFinished, TaskFinished, attempts_in_queue, run_key
-from hangar.rpc.op_caller import OpCaller
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -216,44 +214,11 @@ class AgentRunner:
             agent,
             run.space_id,
             OutputHolder(run.output_schema),
-            self._product_tools(workspace_id, run.id, agent, run.space_id),
+            product_tools(self.app, workspace_id, run.id, agent, run.space_id),
             functools.partial(self.app.metrics.model_call, agent.adapter.type),
         )
         live.first_seq = first_seq
         return live
-
-    def _product_tools(self, workspace_id: str, run_id: str, agent: Agent, space_id: str) -> RunProductTools | None:
-        """The product's ops an ``openai`` agent calls in this process, as the agent (``product_tools``). A command
-        agent calls them over the MCP endpoint instead (``mcp_grant``)."""
-        if not isinstance(agent.adapter, OpenAIAdapter):
-            return None
-        caller = self.app.maybe_service(OpCaller)
-        if caller is None:
-            names = DEFAULT_PRODUCT_TOOLS if agent.adapter.product_tools is None else agent.adapter.product_tools
-            if names:
-                log.warning("agent run %s: product tools are not offered: this process has no dispatcher", run_id)
-            principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
-            return RunProductTools(None, names, principal, unavailable="this process has no dispatcher")
-        names = granted(agent.adapter, caller.registry)
-        principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
-        return RunProductTools(caller, names, principal)
-
-    async def _mcp_grant(self, workspace_id: str, run: Run, agent: Agent) -> McpGrant:
-        if not isinstance(agent.adapter, CommandAdapter):
-            return McpGrant()
-        caller = self.app.maybe_service(OpCaller)
-        tools = granted(agent.adapter, caller.registry) if caller is not None else ()
-        return await grant_mcp(
-            self.app,
-            workspace_id=workspace_id,
-            run_id=run.id,
-            space_id=run.space_id,
-            agent_id=agent.id,
-            agent_name=agent.name,
-            adapter=agent.adapter,
-            tools=tools,
-            dispatched_by=run.dispatched_by,
-        )
 
     def start_driving(
         self,
@@ -347,7 +312,7 @@ class AgentRunner:
             # and what an earlier driver of this run wrote is not part of it.
             earlier = [m for m in recent if m["id"] != prompt_message_id and m["runId"] != run_id]
             recent = earlier[-limit:] if limit else []
-            grant = await self._mcp_grant(workspace_id, run, agent)
+            grant = await mcp_grant(self.app, workspace_id, run, agent)
             request = RunRequest(
                 workspace_id=workspace_id,
                 run_id=run_id,
