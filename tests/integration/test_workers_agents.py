@@ -5,7 +5,7 @@ worker that sees the earlier try and posts the reply once, and a revoked credent
 Real processes throughout: a ``hangar serve`` and ``hangar worker`` processes, each on a data directory of its own
 (as on separate hosts), on the suite's throwaway PostgreSQL cluster; a scripted model endpoint; real RPC clients;
 kill -9. Command agents run on the host here (trusted host execution, a server setting every process reads from
-the database): the tests are about the queue and the take-over; ``test_workers_agents_confined.py`` runs a
+the database): the tests are about the queue and the take-over; ``test_workers_confined.py`` runs a
 command agent in an enclosure on the worker's host.
 """
 

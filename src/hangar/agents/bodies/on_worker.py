@@ -27,7 +27,7 @@ from typing import Any
 from hangar.agents import events as ev
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
 from hangar.agents.adapters.command import NOTHING, harvest_output
-from hangar.agents.bodies.common import earlier_runs, harvest, last_reply
+from hangar.agents.bodies.common import dispatch_new, earlier_runs, harvest, last_reply
 from hangar.agents.config import OpenAIAdapter
 from hangar.agents.live_run import LiveRun
 from hangar.agents.runner import AgentRunner
@@ -35,7 +35,6 @@ from hangar.agents.runs import Run, RunStatus
 from hangar.errors import NotFound, Unavailable
 from hangar.identity import IdentityService
 from hangar.pipelines import StepContext, StepResult, TaskOutcome
-from hangar.workspace import pipeline_author
 
 TAKE_OVER_WAIT_S = 30.0  # how long a try waits for the earlier driver of its run to let go (a fenced worker)
 TAKE_OVER_POLL_S = 0.5
@@ -80,16 +79,8 @@ async def drive_on_worker(
             await _take_over(step, runner, run)
     else:
         await _space_folder_here(step, runner, space_id)
-        run = await runner.dispatch(
-            step.workspace_id,
-            agent_id=agent_id,
-            space_id=space_id,
-            prompt=prompt,
-            dispatched_by=step.attempt_key,
-            prompt_author=pipeline_author(step),
-            output_schema=schema,
-            agent_field="agentId",
-            attempt_env=attempt_env(step),
+        run = await dispatch_new(
+            step, agent_id=agent_id, space_id=space_id, prompt=prompt, schema=schema, attempt_env=attempt_env(step)
         )
     driver = runner.driver(run.id)
     try:
