@@ -23,7 +23,16 @@ from hangar.agents.part import RECOVER_INTERVAL_S
 from hangar.core.leases import Leases
 from hangar.core.postgresql import workspace_schema
 from tests.integration.test_servers_on_one_postgresql import finished
-from tests.integration.test_workers import hangar_worker, kill9, mint, server, sql, wait_for, workers_attached
+from tests.integration.test_workers import (
+    group_alive,
+    hangar_worker,
+    kill9,
+    mint,
+    server,
+    sql,
+    wait_for,
+    workers_attached,
+)
 from tests.support.processes import cli
 from tests.support.rpc import RpcClient
 from tests.unit.agents.fake_openai import call, running_fake_openai
@@ -169,14 +178,6 @@ async def test_a_worker_killed_mid_command_turn_leaves_the_run_to_another_which_
     assert (qstatus, tries) == ("done", 2)
     assert [(t["key"], t["outcome"]) for t in history] == [(first, "lapsed"), (second, "ok")]
     assert history[0]["progress"]["runId"] == history[1]["progress"]["runId"]
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_a_revoked_credential_fences_a_command_agents_turn(tmp_path: Path, pg_url: str) -> None:
