@@ -217,3 +217,27 @@ def quick_adapter(started: Path) -> dict[str, Any]:
     """The agent changed between the tries (read from the database at the turn): the next try finishes at once."""
     script = f'cat > /dev/null; echo "$HANGAR_ATTEMPT_KEY" >> {started}; echo finished'
     return {"type": "command", "argv": ["bash", "-c", script]}
+
+
+async def test_an_interrupt_asked_of_the_server_stops_the_run_a_worker_drives(tmp_path: Path, pg_url: str) -> None:
+    started = tmp_path / "started"
+    script = f'cat > /dev/null; echo "$$" > {started}; sleep 60; echo finished'
+    with server(tmp_path, pg_url) as (s, token):
+        mint(tmp_path / "server", pg_url, "pool", tmp_path / "cred")
+        async with RpcClient(s.ws_url, token) as c:
+            ws = (await c.call("workspaces.create", name="interrupted"))["id"]
+            agent = await command_agent(c, ws, "Long", script)
+            with hangar_worker(tmp_path / "w1", pg_url, tmp_path / "cred", tmp_path / "w1.log"):
+                workers_attached(pg_url, 1)
+                run_id = await start(c, ws, template(OPEN, ask("cmd", agent, "go"), tid="long"))
+                wait_for(lambda: started.exists() and started.read_text().strip(), "the worker to start the command")
+                [agent_run] = (await c.call("runs.list", workspace_id=ws))["runs"]
+                ended = await c.call("runs.interrupt", workspace_id=ws, runId=agent_run["id"])
+                assert ended["outcome"] == "interrupted", ended
+                wait_for(lambda: not group_alive(int(started.read_text())), "the command to be stopped", timeout=20)
+                run = await finished(c, ws, run_id)
+    assert run["status"] == "failed", run
+    [step] = [st for st in run["steps"] if st["stepId"] == "cmd"]
+    assert step["error"] == "the run of agent 'Long' ended interrupted: the run was interrupted", step
+    [(_step, qstatus, tries, _worker, _history)] = queue(pg_url)
+    assert (qstatus, tries) == ("done", 1)  # the worker harvested the interrupted run: the step failed once
