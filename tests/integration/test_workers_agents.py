@@ -241,3 +241,33 @@ async def test_an_interrupt_asked_of_the_server_stops_the_run_a_worker_drives(tm
     assert step["error"] == "the run of agent 'Long' ended interrupted: the run was interrupted", step
     [(_step, qstatus, tries, _worker, _history)] = queue(pg_url)
     assert (qstatus, tries) == ("done", 1)  # the worker harvested the interrupted run: the step failed once
+
+
+async def test_a_team_dispatch_is_driven_by_a_worker_and_harvested_in_member_order(tmp_path: Path, pg_url: str) -> None:
+    item = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    with server(tmp_path, pg_url) as (s, token):
+        mint(tmp_path / "server", pg_url, "pool", tmp_path / "cred")
+        with hangar_worker(tmp_path / "w1", pg_url, tmp_path / "cred", tmp_path / "w1.log") as w1:
+            workers_attached(pg_url, 1)
+            async with RpcClient(s.ws_url, token) as c:
+                ws = (await c.call("workspaces.create", name="team"))["id"]
+                ids = [await command_agent(c, ws, f"M{n}", f'cat > /dev/null; echo "{{\\"n\\": {n}}}"') for n in (2, 1)]
+                team = await c.call("teams.create", workspace_id=ws, name="Crew", memberIds=ids)
+                crew = {
+                    "id": "crew",
+                    "body": "team.dispatch",
+                    "config": {
+                        "teamId": team["id"],
+                        "prompt": "count",
+                        "outputKey": "counts",
+                        "outputSchema": {"type": "array", "items": item},
+                    },
+                }
+                run = await finished(c, ws, await start(c, ws, template(OPEN, crew, tid="team")), timeout=120)
+            worker_pid = w1.pid
+    assert run["status"] == "completed", (run, (tmp_path / "w1.log").read_text()[-3000:])
+    assert run["state"]["counts"] == [{"n": 2}, {"n": 1}]
+    runs = agent_runs(pg_url, ws)
+    assert len(runs) == 2 and {r[3].partition(":")[0] for r in runs} == {str(worker_pid)}, runs
+    assert {r[1:3] for r in runs} == {("finished", "ok")}
+    assert [r[:2] for r in queue(pg_url)] == [("crew", "done")]

@@ -7,7 +7,6 @@ fails at dispatch, so a fan-out of agent steps always shares one space (and one 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from hangar.agents.runner import AgentRunner
@@ -57,20 +56,6 @@ async def dispatch(
     earlier = await earlier_runs(step)
     if earlier:
         return earlier[0]
-    return await dispatch_new(step, agent_id=agent_id, space_id=space_id, prompt=prompt, schema=schema)
-
-
-async def dispatch_new(
-    step: StepContext,
-    *,
-    agent_id: str,
-    space_id: str,
-    prompt: str,
-    schema: dict[str, Any] | None,
-    attempt_env: Mapping[str, str] | None = None,
-) -> Run:
-    """Dispatch one agent for this attempt of the step (keyed by its ``attempt_key``); ``attempt_env`` goes to a
-    command agent's program."""
     return await step.app.service(AgentRunner).dispatch(
         step.workspace_id,
         agent_id=agent_id,
@@ -80,7 +65,6 @@ async def dispatch_new(
         prompt_author=pipeline_author(step),
         output_schema=schema,
         agent_field="agentId",
-        attempt_env=attempt_env,
     )
 
 

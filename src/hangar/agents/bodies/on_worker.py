@@ -21,13 +21,13 @@ and records nothing of the run's end (``AgentRunner.abandon``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hangar.agents import events as ev
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
 from hangar.agents.adapters.command import NOTHING, harvest_output
-from hangar.agents.bodies.common import dispatch_new, earlier_runs, harvest, last_reply
+from hangar.agents.bodies.common import earlier_runs, harvest, last_reply
 from hangar.agents.config import OpenAIAdapter
 from hangar.agents.live_run import LiveRun
 from hangar.agents.runner import AgentRunner
@@ -35,6 +35,7 @@ from hangar.agents.runs import Run, RunStatus
 from hangar.errors import NotFound, Unavailable
 from hangar.identity import IdentityService
 from hangar.pipelines import StepContext, StepResult, TaskOutcome
+from hangar.workspace import pipeline_author
 
 TAKE_OVER_WAIT_S = 30.0  # how long a try waits for the earlier driver of its run to let go (a fenced worker)
 TAKE_OVER_POLL_S = 0.5
@@ -71,33 +72,65 @@ async def drive_on_worker(
     progress: Mapping[str, Any] | None = None,
 ) -> StepResult:
     """Dispatch (or take over) this attempt's run, drive it to its end here, and harvest it."""
+    [task] = await runs_on_worker(
+        step,
+        agent_ids=[agent_id],
+        space_id=space_id,
+        prompt=prompt,
+        schema=schema,
+        agent_field="agentId",
+        progress=lambda runs: {"runId": runs[0].id, "spaceId": space_id, **(progress or {})},
+    )
+    output, error = await harvest(step, task, schema)
+    return StepResult.failed(error) if error else StepResult.ok(output=output)
+
+
+async def runs_on_worker(
+    step: StepContext,
+    *,
+    agent_ids: list[str],
+    space_id: str,
+    prompt: str,
+    schema: dict[str, Any] | None,
+    agent_field: str,
+    progress: Callable[[list[Run]], Mapping[str, Any]],
+) -> list[TaskOutcome]:
+    """Dispatch (or take over) this attempt's runs, one per agent with one prompt, drive them to their ends here,
+    and return how each ended, in the agents' order."""
     runner = step.app.service(AgentRunner)
-    earlier = await earlier_runs(step)
-    if earlier:
-        run = earlier[0]
-        if run.status is RunStatus.running:
-            await _take_over(step, runner, run)
+    runs = await earlier_runs(step)
+    if runs:
+        order = {a: i for i, a in enumerate(agent_ids)}
+        runs.sort(key=lambda r: order.get(r.agent_id, len(order)))
+        for run in runs:
+            if run.status is RunStatus.running:
+                await _take_over(step, runner, run)
     else:
         await _space_folder_here(step, runner, space_id)
-        run = await dispatch_new(
-            step, agent_id=agent_id, space_id=space_id, prompt=prompt, schema=schema, attempt_env=attempt_env(step)
+        runs = await runner.dispatch_many(
+            step.workspace_id,
+            agent_ids=agent_ids,
+            space_id=space_id,
+            prompt=prompt,
+            dispatched_by=step.attempt_key,
+            prompt_author=pipeline_author(step),
+            output_schema=schema,
+            agent_field=agent_field,
+            attempt_env=attempt_env(step),
         )
-    driver = runner.driver(run.id)
+    drivers = [d for r in runs if (d := runner.driver(r.id)) is not None]
     try:
-        await step.progress({"runId": run.id, "spaceId": run.space_id, **(progress or {})})
-        if driver is not None:
-            await asyncio.shield(driver)
+        await step.progress(progress(runs))
+        await asyncio.shield(asyncio.gather(*drivers))
     except asyncio.CancelledError:
         # Fenced (the claim was cancelled, taken after a lapse, or its credential revoked) or the worker stops:
-        # the program is stopped and nothing of the run's end is recorded; the next try takes it over.
-        if driver is not None:
+        # the programs are stopped and nothing of the runs' ends is recorded; the next try takes them over.
+        for run in runs:
             runner.abandon(run.id)
-            await asyncio.gather(driver, return_exceptions=True)
+        await asyncio.gather(*drivers, return_exceptions=True)
         raise
-    run = await runner.store.get(step.workspace_id, run.id)
-    outcome = run.outcome.value if run.outcome is not None else ev.RunOutcome.failed.value
-    output, error = await harvest(step, TaskOutcome(run.id, outcome, run.output), schema)
-    return StepResult.failed(error) if error else StepResult.ok(output=output)
+    ended = [await runner.store.get(step.workspace_id, r.id) for r in runs]
+    return [TaskOutcome(r.id, (r.outcome or ev.RunOutcome.failed).value, r.output) for r in ended]
 
 
 async def _space_folder_here(step: StepContext, runner: AgentRunner, space_id: str) -> None:
