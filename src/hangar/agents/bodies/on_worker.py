@@ -1,4 +1,5 @@
-"""Agent steps on a ``hangar worker``: the step's agent run is driven within the step's try, under its claim.
+"""Agent steps on a ``hangar worker``: the step's agent run (a team's: each member's run) is driven within the
+step's try, under its claim.
 
 In a server, an agent step dispatches a run, suspends, and is resumed with the run's outcome when the run ends
 (``TaskFinished``). A worker cannot leave a run behind when its claim ends, so there the body drives the run to
