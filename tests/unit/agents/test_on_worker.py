@@ -1,6 +1,7 @@
 """A worker's try of an agent step waits only so long for the earlier driver of its run to let go: past
 ``TAKE_OVER_WAIT_S`` it fails with a sentence saying so (the step's retries apply), and it takes the run as soon as
-the lease is free."""
+the lease is free. A run taken over whose reply an earlier driver posted is not run again: it ends ``ok``, its
+output harvested from that reply."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 import pytest
 
 from hangar.agents.bodies import on_worker
+from hangar.agents.events import RunOutcome
 from hangar.agents.runs import RunStatus
+from hangar.agents.tools.builtin import OutputHolder
 from hangar.core.runcontrol import Takeover
 from hangar.errors import Unavailable
 
@@ -71,3 +74,28 @@ async def test_a_lease_let_go_within_the_wait_is_taken(monkeypatch: pytest.Monke
     runner = FakeRunner(FakeControl(free_after=3), FakeStore(RunStatus.finished))
     await on_worker._take_over(FakeStep(), runner, FakeRun("r1", RunStatus.running))  # type: ignore[arg-type]
     assert runner.control.asked == 4 and runner.control.released == ["r1"]
+
+
+@dataclass
+class FakeIO:
+    output: OutputHolder
+
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+async def test_a_run_whose_reply_is_posted_ends_ok_without_running_again_and_its_output_is_harvested() -> None:
+    io = FakeIO(OutputHolder(SCHEMA))
+    done = await on_worker.AlreadyReplied('working\n{"n": 3}').run(None, io)  # type: ignore[arg-type]
+    assert done.outcome is RunOutcome.ok
+    assert (io.output.accepted, io.output.value) == (True, {"n": 3})
+
+
+async def test_a_reply_without_a_valid_payload_submits_nothing() -> None:
+    for reply in ("no json here", '{"n": "three"}'):
+        io = FakeIO(OutputHolder(SCHEMA))
+        done = await on_worker.AlreadyReplied(reply).run(None, io)  # type: ignore[arg-type]
+        assert done.outcome is RunOutcome.ok and not io.output.accepted
+    io = FakeIO(OutputHolder(None))  # no output asked for: the reply is the answer, nothing is submitted
+    await on_worker.AlreadyReplied('{"n": 1}').run(None, io)  # type: ignore[arg-type]
+    assert not io.output.accepted
