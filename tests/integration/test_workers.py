@@ -87,6 +87,15 @@ def wait_for(check: Any, what: str, timeout: float = 60) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether a process of the group ``pgid`` still runs (a script's shell leads a group of its own)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def workers_attached(pg_url: str, n: int) -> None:
     wait_for(lambda: sql(pg_url, "SELECT count(*) FROM hangar_server.pipeline_workers")[0][0] >= n, f"{n} workers")
 
@@ -179,9 +188,9 @@ async def test_a_worker_killed_mid_step_leaves_it_to_another_which_sees_the_earl
 async def test_a_revoked_credential_takes_nothing_more_and_its_running_step_is_fenced(
     tmp_path: Path, pg_url: str
 ) -> None:
-    late = tmp_path / "late"
     started = tmp_path / "started"
-    script = f"touch {started}; sleep 5; touch {late}; echo done"
+    # The first try sleeps long past its fencing (its shell leads its own process group); the next one does not.
+    script = f"if [ -e {started} ]; then echo done; exit; fi; echo $$ > {started}; sleep 60; echo done"
     with server(tmp_path, pg_url) as (s, token):
         data = tmp_path / "server"
         revoked_id = mint(data, pg_url, "to revoke", tmp_path / "cred")
@@ -196,8 +205,8 @@ async def test_a_revoked_credential_takes_nothing_more_and_its_running_step_is_f
                 assert "is revoked" in revoked.stdout
                 assert w1.wait(30) == 1  # it stops at its next heartbeat, saying why
             assert "was revoked" in (tmp_path / "w1.log").read_text()
-            await asyncio.sleep(5)
-            assert not late.exists()  # its script was stopped, not left to finish
+            pgid = int(started.read_text())
+            wait_for(lambda: not group_alive(pgid), "the fenced script to be stopped", timeout=20)
             # A worker given the revoked credential is refused at once, in one line.
             refused = subprocess.run(
                 [HANGAR, "worker", "--database-url", pg_url, "--credential-file", str(tmp_path / "cred")],

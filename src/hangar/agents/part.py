@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hangar.agents.bodies import BODIES
 from hangar.agents.endpoints import TRUSTED_MODEL_HOSTS_SPEC
 from hangar.agents.events import AGENT_EVENTS
@@ -62,3 +64,14 @@ AGENTS_PART = Part(
     stop=_stop,
     event_floor=_event_floor,
 )
+
+
+async def _worker_start(app: AppContext) -> None:
+    """A ``hangar worker``'s agents: the services its agent steps drive runs with, and none of a server's
+    looks for abandoned runs or pipeline cancellations (the servers do those)."""
+    agents = app.provide(AgentService(app))
+    app.provide(TeamService(app, agents))
+    app.provide(AgentRunner(app, agents, app.service(SpaceService)))
+
+
+AGENTS_WORKER_PART = dataclasses.replace(AGENTS_PART, start=_worker_start)

@@ -18,7 +18,7 @@ import asyncio
 import functools
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, Unpack
 
@@ -30,16 +30,15 @@ from hangar.agents import tables
 from hangar.agents.adapters.base import Adapter, HistoryMessage, RunRequest, RunResult
 from hangar.agents.adapters.command import CommandLineAdapter
 from hangar.agents.adapters.openai import OpenAIChatAdapter
-from hangar.agents.config import CommandAdapter, OpenAIAdapter
+from hangar.agents.config import OpenAIAdapter
 from hangar.agents.endpoints import ModelEndpoint
 from hangar.agents.live_run import LiveRun
 from hangar.agents.runs import Run, RunStatus, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.tools.builtin import OutputHolder
-from hangar.agents.tools.catalogue import DEFAULT_PRODUCT_TOOLS, agent_principal, granted
-from hangar.agents.tools.mcp_grant import McpGrant, grant_mcp, revoke
+from hangar.agents.tools.grants import mcp_grant, product_tools
+from hangar.agents.tools.mcp_grant import McpGrant, revoke
 from hangar.agents.tools.output_schema import check_schema
-from hangar.agents.tools.product import RunProductTools
 from hangar.core.brokering import CredentialSource
 from hangar.core.confine import confinement_for
 from hangar.core.context import AppContext
@@ -49,8 +48,7 @@ from hangar.core.ids import new_id
 from hangar.core.procs import is_alive, this_process
 from hangar.core.runcontrol import RunControl
 from hangar.errors import InvalidArgs, Refused
-from hangar.pipelines import PipelineRunFinished, TaskFinished, run_key
-from hangar.rpc.op_caller import OpCaller
+from hangar.pipelines import PipelineRunFinished, TaskFinished, attempts_in_queue, run_key
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -69,6 +67,7 @@ class DispatchRequest(TypedDict):
     max_turns: NotRequired[int | None]
     agent_field: NotRequired[str]
     prompt_metadata: NotRequired[dict[str, Any] | None]
+    attempt_env: NotRequired[Mapping[str, str] | None]
 
 
 def make_adapter(app: AppContext, agent: Agent, http: httpx.AsyncClient, tls: ssl.SSLContext) -> Adapter:
@@ -94,6 +93,7 @@ class AgentRunner:
         self._adapters: dict[str, asyncio.Task[RunResult]] = {}
         self._finishing: set[str] = set()
         self._interrupted: set[str] = set()
+        self._abandoned: set[str] = set()
         # The runs' driver locks, and the stop requests other processes write for the runs driven here.
         self.control = RunControl(
             app.datadir.root / "agents" / "runs",
@@ -132,9 +132,11 @@ class AgentRunner:
         max_turns: int | None = None,
         agent_field: str = "agent_id",
         prompt_metadata: dict[str, Any] | None = None,
+        attempt_env: Mapping[str, str] | None = None,
     ) -> list[Run]:
         """One run per agent with the same prompt, posted once into the space (a team dispatch);
-        ``prompt_metadata`` is stored on the prompt's message (the chat bridge's ``chat`` stamp)."""
+        ``prompt_metadata`` is stored on the prompt's message (the chat bridge's ``chat`` stamp); ``attempt_env``
+        is added to a command agent's environment (a worker's try keys, ``hangar.agents.bodies.on_worker``)."""
         if not prompt.strip():
             raise InvalidArgs("prompt must not be empty", field="prompt")
         if len(prompt) > PROMPT_MAX:
@@ -191,67 +193,58 @@ class AgentRunner:
                         dispatched_by=dispatched_by,
                     )
                     first_seqs.append((await tx.publish(started)).seq)
+                    # Recorded now, not only at the end: a process taking the run over reads its events from here.
+                    await self.store.update(tx.conn, run.id, first_seq=first_seqs[-1])
         except BaseException:
             for run in runs:
                 self._release(run.id)
             raise
         for agent, run, first_seq in zip(agents, runs, first_seqs, strict=True):
-            live = LiveRun(
-                self.publish,
-                self.spaces,
-                workspace_id,
-                run.id,
-                agent,
-                space_id,
-                OutputHolder(output_schema),
-                self._product_tools(workspace_id, run.id, agent, space_id),
-                functools.partial(self.app.metrics.model_call, agent.adapter.type),
-            )
-            live.first_seq = first_seq
+            live = self.live_run(workspace_id, run, agent, first_seq)
             turns = max_turns or (agent.adapter.max_turns if isinstance(agent.adapter, OpenAIAdapter) else 1)
-            self._start(live, run, agent, prompt_message["id"], turns)
+            self.start_driving(live, run, agent, prompt_message["id"], turns, attempt_env)
         return runs
 
-    def _product_tools(self, workspace_id: str, run_id: str, agent: Agent, space_id: str) -> RunProductTools | None:
-        """The product's ops an ``openai`` agent calls in this process, as the agent (``product_tools``). A command
-        agent calls them over the MCP endpoint instead (``mcp_grant``)."""
-        if not isinstance(agent.adapter, OpenAIAdapter):
-            return None
-        caller = self.app.maybe_service(OpCaller)
-        if caller is None:
-            names = DEFAULT_PRODUCT_TOOLS if agent.adapter.product_tools is None else agent.adapter.product_tools
-            if names:
-                log.warning("agent run %s: product tools are not offered: this process has no dispatcher", run_id)
-            principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
-            return RunProductTools(None, names, principal, unavailable="this process has no dispatcher")
-        names = granted(agent.adapter, caller.registry)
-        principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
-        return RunProductTools(caller, names, principal)
-
-    async def _mcp_grant(self, workspace_id: str, run: Run, agent: Agent) -> McpGrant:
-        if not isinstance(agent.adapter, CommandAdapter):
-            return McpGrant()
-        caller = self.app.maybe_service(OpCaller)
-        tools = granted(agent.adapter, caller.registry) if caller is not None else ()
-        return await grant_mcp(
-            self.app,
-            workspace_id=workspace_id,
-            run_id=run.id,
-            space_id=run.space_id,
-            agent_id=agent.id,
-            agent_name=agent.name,
-            adapter=agent.adapter,
-            tools=tools,
-            dispatched_by=run.dispatched_by,
+    def live_run(self, workspace_id: str, run: Run, agent: Agent, first_seq: int | None) -> LiveRun:
+        """The ``RunIO`` of one run about to be driven here (its reports become events and messages)."""
+        live = LiveRun(
+            self.publish,
+            self.spaces,
+            workspace_id,
+            run.id,
+            agent,
+            run.space_id,
+            OutputHolder(run.output_schema),
+            product_tools(self.app, workspace_id, run.id, agent, run.space_id),
+            functools.partial(self.app.metrics.model_call, agent.adapter.type),
         )
+        live.first_seq = first_seq
+        return live
 
-    def _start(self, live: LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
+    def start_driving(
+        self,
+        live: LiveRun,
+        run: Run,
+        agent: Agent,
+        prompt_message_id: str,
+        max_turns: int,
+        attempt_env: Mapping[str, str] | None = None,
+        *,
+        adapter: Adapter | None = None,
+        interrupted: bool = False,
+    ) -> None:
+        """Drive ``run`` in a task of its own; its driver lock must be held already (``control.take``).
+        ``adapter`` replaces the agent's own (a run taken over whose reply is posted); ``interrupted``: a stop was
+        asked before this process took the run, so it ends ``interrupted`` before anything runs."""
         run_id = run.id
+        if interrupted:
+            self._interrupted.add(run_id)
         self.app.metrics.agent_run(RunStatus.running.value)
         # The driver's task copies this context: its lines carry the request the run was started under.
         log.debug("agent run %s started", run_id, extra={"runId": run_id})
         task = asyncio.get_running_loop().create_task(
-            self._drive(live, run, agent, prompt_message_id, max_turns), name=f"agent-run:{run_id}"
+            self._drive(live, run, agent, prompt_message_id, max_turns, attempt_env or {}, adapter),
+            name=f"agent-run:{run_id}",
         )
         self._drivers[run_id] = task
         self._driven_in[run_id] = live.workspace_id
@@ -261,6 +254,18 @@ class AgentRunner:
             self._driven_in.pop(run_id, None)
 
         task.add_done_callback(done)
+
+    def driver(self, run_id: str) -> asyncio.Task[None] | None:
+        """The task driving ``run_id`` here (it ends once the run's end is recorded), or None."""
+        return self._drivers.get(run_id)
+
+    def abandon(self, run_id: str) -> None:
+        """Stop driving a run here and record nothing of its end (a worker's claim was fenced: the step's next
+        try takes the run over, or a server closes it once the step's attempt is no longer queued)."""
+        driver = self._drivers.get(run_id)
+        if driver is not None and run_id not in self._finishing:
+            self._abandoned.add(run_id)
+            driver.cancel()
 
     def _stop_requested(self, run_id: str) -> bool:
         """Another process asked to interrupt a run this one holds."""
@@ -286,7 +291,16 @@ class AgentRunner:
         self.control.release(run_id, ended=True)
         self.control.remove(run_id)
 
-    async def _drive(self, live: LiveRun, run: Run, agent: Agent, prompt_message_id: str, max_turns: int) -> None:
+    async def _drive(
+        self,
+        live: LiveRun,
+        run: Run,
+        agent: Agent,
+        prompt_message_id: str,
+        max_turns: int,
+        attempt_env: Mapping[str, str],
+        adapter: Adapter | None,
+    ) -> None:
         workspace_id, run_id, space_id = live.workspace_id, run.id, run.space_id
         prompt, schema = run.prompt, run.output_schema
         output = live.output
@@ -295,9 +309,11 @@ class AgentRunner:
         try:
             limit = agent.adapter.history_limit
             recent = await self.spaces.recent(workspace_id, space_id, limit=limit + 1) if limit else []
-            # The conversation before this run: its prompt (perhaps not written yet) is added last by the adapter.
-            recent = [m for m in recent if m["id"] != prompt_message_id][-limit:] if limit else []
-            grant = await self._mcp_grant(workspace_id, run, agent)
+            # The conversation before this run: its prompt (perhaps not written yet) is added last by the adapter,
+            # and what an earlier driver of this run wrote is not part of it.
+            earlier = [m for m in recent if m["id"] != prompt_message_id and m["runId"] != run_id]
+            recent = earlier[-limit:] if limit else []
+            grant = await mcp_grant(self.app, workspace_id, run, agent)
             request = RunRequest(
                 workspace_id=workspace_id,
                 run_id=run_id,
@@ -323,11 +339,12 @@ class AgentRunner:
                 product_env=grant.env,
                 product_call_back=grant.call_back,
                 credentials=self.app.maybe_service(CredentialSource),
+                attempt_env=attempt_env,
             )
             if run_id in self._interrupted:  # interrupted before the adapter started
                 raise asyncio.CancelledError
             adapter_task = asyncio.get_running_loop().create_task(
-                make_adapter(self.app, agent, self._http, self._tls).run(request, live)
+                (adapter or make_adapter(self.app, agent, self._http, self._tls)).run(request, live)
             )
             self._adapters[run_id] = adapter_task
             try:
@@ -350,12 +367,27 @@ class AgentRunner:
             result = RunResult(ev.RunOutcome.failed, error)
         finally:
             self._adapters.pop(run_id, None)
-            self._finishing.add(run_id)
-            try:
-                await asyncio.shield(self._finish(workspace_id, run_id, agent, space_id, live, output, result, grant))
-            finally:
-                self._finishing.discard(run_id)
-                self._release(run_id)
+            if run_id in self._abandoned:
+                await asyncio.shield(self._let_go(run_id, live, grant))
+            else:
+                self._finishing.add(run_id)
+                try:
+                    await asyncio.shield(
+                        self._finish(workspace_id, run_id, agent, space_id, live, output, result, grant)
+                    )
+                finally:
+                    self._finishing.discard(run_id)
+                    self._release(run_id)
+
+    async def _let_go(self, run_id: str, live: LiveRun, grant: McpGrant) -> None:
+        """An abandoned run: its credential dies, its reports already made are written, its lock goes; its end is
+        not recorded (whoever takes it over records that)."""
+        try:
+            await revoke(self.app, grant)
+            await live.aclose()
+        finally:
+            self._abandoned.discard(run_id)
+            self.control.release(run_id)
 
     async def _finish(
         self,
@@ -531,9 +563,17 @@ class AgentRunner:
             after = page[-1].seq
 
     async def recover(self, workspace_id: str) -> int:
-        """Close runs a dead process left running (never one a live process drives); returns how many."""
+        """Close runs a dead process left running (never one a live process drives); returns how many. A run a
+        worker drove for a pipeline step whose attempt is still queued is left to that attempt's next try, which
+        takes it over (``hangar.agents.bodies.on_worker``)."""
         closed = 0
-        for run in await self.store.running(workspace_id):
+        running = await self.store.running(workspace_id)
+        queued: set[str] = set()
+        if self.app.dbs.on_postgresql and running:
+            queued = await attempts_in_queue(self.app.dbs.server, workspace_id, (r.dispatched_by for r in running))
+        for run in running:
+            if run.dispatched_by in queued:
+                continue
             if await self._close_if_abandoned(workspace_id, run):
                 closed += 1
         return closed

@@ -7,7 +7,8 @@ The public surface other parts use: ``body`` (declare a body; list it in your ``
 ``outputSchema`` checks (``schema_problems``, ``first_violation``) agents share so both accept the same payloads,
 ``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one),
 the ``pullRequest`` trigger's contract (``PULL_REQUEST_TRIGGER``, the event the forges part publishes for it and
-the state keys its runs get), and ``PipelineEngine`` (to start a run of a built-in template a part builds,
+the state keys its runs get), ``attempts_in_queue`` (which step attempts the worker queue still holds open, on
+PostgreSQL), and ``PipelineEngine`` (to start a run of a built-in template a part builds,
 ``load_template`` then ``start_run``, and read it with ``snapshot``).
 """
 
@@ -17,6 +18,7 @@ from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.events import PipelineRunFinished, TaskFinished
 from hangar.pipelines.model import NodeConfig, RunStatus, StepDef, StepKind, StepStatus, Template
 from hangar.pipelines.pull_requests import PULL_REQUEST_EVENT, PULL_REQUEST_STATE_KEYS, PULL_REQUEST_TRIGGER
+from hangar.pipelines.queue_attempts import attempts_in_queue
 from hangar.pipelines.schema import check_schema as schema_problems
 from hangar.pipelines.schema import first_violation
 from hangar.pipelines.step import (
@@ -58,6 +60,7 @@ __all__ = [
     "TaskOutcome",
     "Template",
     "attempt_keys_prefix",
+    "attempts_in_queue",
     "body",
     "first_violation",
     "run_key",

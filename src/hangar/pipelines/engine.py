@@ -256,7 +256,8 @@ class PipelineEngine:
         task.add_done_callback(self._announcing.discard)
 
     async def run_body(self, spec: BodySpec, ctx: StepContext) -> StepResult:
-        if spec.on_worker and not ctx.dry_run and await self._steps_to_workers():
+        # A resumed body (an agent step harvesting the run it dispatched here) finishes where it began.
+        if spec.on_worker and not ctx.dry_run and ctx.resume is None and await self._steps_to_workers():
             assert self.queue is not None
             return await self.queue.run(ctx)
         return await spec.fn(ctx)

@@ -117,6 +117,7 @@ class StepContext:
         resume: Resume | None = None,
         try_key: str | None = None,
         earlier_tries: Sequence[Mapping[str, Any]] = (),
+        on_worker: bool = False,
     ) -> None:
         self._app = app
         self.run_id = run_id
@@ -137,6 +138,9 @@ class StepContext:
         # claimedAt, progress, outcome}`` (see ``hangar.pipelines.worker``). In the server: the attempt key, none.
         self.try_key = try_key or self.attempt_key
         self.earlier_tries: tuple[Mapping[str, Any], ...] = tuple(MappingProxyType(dict(t)) for t in earlier_tries)
+        # Whether a ``hangar worker`` runs this try: a body whose work outlives the call in the server (an agent
+        # run it dispatches) does that work within the call here, under the claim's lease.
+        self.on_worker = on_worker
         self.clock = clock
         self._run_dir = run_dir
         # Where ``fileExists`` may look (the run's working directory and its workspace's guest trees).

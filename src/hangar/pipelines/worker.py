@@ -352,6 +352,7 @@ class Worker:
                 progress=lambda data: self._progress(claim, data),
                 try_key=claim.history[-1]["key"],
                 earlier_tries=claim.history[:-1],
+                on_worker=True,
             )
             result = await spec.fn(ctx)
         except HangarError as exc:

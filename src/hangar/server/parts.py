@@ -48,16 +48,25 @@ def all_parts() -> list[Part]:
 
 
 def worker_parts() -> list[Part]:
-    """What a ``hangar worker`` runs: the settings, the confinement and the pipelines' tables and bodies, and none
-    of the parts that hold connections (chat), close other processes' records at start (rigs, agent runs) or do a
-    server's periodic work (backups, retention)."""
+    """What a ``hangar worker`` runs: the settings, the confinement, the pipelines' tables and bodies, and the
+    agents' services its agent steps drive runs with, and none of the parts that hold connections (chat), close
+    other processes' records at start (rigs, agent runs) or do a server's periodic work (backups, retention)."""
+    from hangar.agents.part import AGENTS_WORKER_PART
     from hangar.identity.part import IDENTITY_PART
     from hangar.oversight import OVERSIGHT_PART
     from hangar.pipelines.part import PIPELINES_CLI_PART
     from hangar.rigs.part import RIGS_CONFINEMENT_PART
     from hangar.workspace.part import WORKSPACE_PART
 
-    return [kernel_part(), OVERSIGHT_PART, IDENTITY_PART, WORKSPACE_PART, RIGS_CONFINEMENT_PART, PIPELINES_CLI_PART]
+    return [
+        kernel_part(),
+        OVERSIGHT_PART,
+        IDENTITY_PART,
+        WORKSPACE_PART,
+        RIGS_CONFINEMENT_PART,
+        AGENTS_WORKER_PART,
+        PIPELINES_CLI_PART,
+    ]
 
 
 def step_bodies(parts: Sequence[Part]) -> list[StepBody]:

@@ -59,6 +59,9 @@ class RunRequest:
     product_call_back: CallBack | None = None  # the endpoint's address, given where the program runs
     # Who mints forge credentials for a program the run starts (none: this server mints none).
     credentials: CredentialSource | None = None
+    # Added to a program's environment: which try of a pipeline step's attempt a worker runs, and the earlier
+    # tries' keys (``HANGAR_ATTEMPT_KEY``, ``HANGAR_EARLIER_ATTEMPTS``), so the program can make a repeat harmless.
+    attempt_env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,7 @@ class CommandLineAdapter(Adapter):
             **request.secret_env,
             **request.product_env,
             **brokered.env,
+            **request.attempt_env,
             "HANGAR_RUN_ID": request.run_id,
             "HANGAR_SPACE_ID": request.space_id,
             "HANGAR_WORKSPACE_ID": request.workspace_id,
@@ -173,14 +174,14 @@ class CommandLineAdapter(Adapter):
         if stdout.strip():
             await io.reply(turn, stdout.strip())
         if io.output.schema is not None:
-            payload = _harvest(out_file, stdout)
-            if payload is not _NOTHING:
+            payload = harvest_output(out_file, stdout)
+            if payload is not NOTHING:
                 io.output.submit(payload)
         await io.turn_finished(turn, RunOutcome.ok)
         return RunResult(RunOutcome.ok)
 
 
-_NOTHING: Any = object()
+NOTHING: Any = object()  # what ``harvest_output`` returns when nothing was submitted
 
 
 def _context(req: RunRequest) -> dict[str, Any]:
@@ -195,16 +196,16 @@ def _context(req: RunRequest) -> dict[str, Any]:
     }
 
 
-def _harvest(out_file: bytes | None, stdout: str) -> Any:
+def harvest_output(out_file: bytes | None, stdout: str) -> Any:
     """The submitted payload: the output file's JSON, else the last stdout line that is JSON, else nothing."""
     if out_file is not None:
         try:
             return json.loads(out_file)
         except ValueError:
-            return _NOTHING
+            return NOTHING
     for line in reversed(stdout.strip().splitlines()):
         try:
             return json.loads(line)
         except ValueError:
             continue
-    return _NOTHING
+    return NOTHING

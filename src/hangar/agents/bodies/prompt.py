@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hangar.agents.bodies.common import agent_id_for, dispatch, harvest, schema_for, space_for
+from hangar.agents.bodies.on_worker import drive_on_worker
 from hangar.errors import InvalidArgs
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
 
@@ -30,6 +31,7 @@ async def _finish(step: StepContext, schema: dict[str, Any] | None) -> StepResul
     summary="Dispatches an agent into the space with the rendered prompt and harvests its submit_output payload.",
     config=_AGENT_FIELDS,
     resumes=True,
+    on_worker=True,
 )
 async def prompt_agent(step: StepContext) -> StepResult:
     schema = schema_for(step)
@@ -38,7 +40,10 @@ async def prompt_agent(step: StepContext) -> StepResult:
     prompt = step.render(step.config.prompt or "")
     if not prompt.strip():
         raise InvalidArgs(f"step {step.step_id} needs a prompt", field="prompt")
-    run = await dispatch(step, agent_id=agent_id_for(step), space_id=space_for(step), prompt=prompt, schema=schema)
+    agent_id, space_id = agent_id_for(step), space_for(step)
+    if step.on_worker:
+        return await drive_on_worker(step, agent_id=agent_id, space_id=space_id, prompt=prompt, schema=schema)
+    run = await dispatch(step, agent_id=agent_id, space_id=space_id, prompt=prompt, schema=schema)
     await step.progress({"runId": run.id, "spaceId": run.space_id})
     return StepResult.suspend_until_tasks_complete([run.id])
 
@@ -52,6 +57,7 @@ async def prompt_agent(step: StepContext) -> StepResult:
         ConfigField("extras.itemKey", "Name of the item inside the prompt (default item)"),
     ],
     resumes=True,
+    on_worker=True,
 )
 async def for_each(step: StepContext) -> StepResult:
     schema = schema_for(step)
@@ -70,13 +76,13 @@ async def for_each(step: StepContext) -> StepResult:
     item_key = str(step.config.extras.get("itemKey") or "item")
     template = step.config.prompt or ""
     prompts = [step.render(template, extra={item_key: item}) for item in items]
-    run = await dispatch(
-        step,
-        agent_id=agent_id_for(step),
-        space_id=space_for(step),
-        prompt="\n---\n".join(prompts),
-        schema=schema,
-    )
+    agent_id, space_id, prompt = agent_id_for(step), space_for(step), "\n---\n".join(prompts)
+    if step.on_worker:
+        extra = {"items": len(items)}
+        return await drive_on_worker(
+            step, agent_id=agent_id, space_id=space_id, prompt=prompt, schema=schema, progress=extra
+        )
+    run = await dispatch(step, agent_id=agent_id, space_id=space_id, prompt=prompt, schema=schema)
     await step.progress({"runId": run.id, "spaceId": run.space_id, "items": len(items)})
     return StepResult.suspend_until_tasks_complete([run.id])
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hangar.agents.bodies.common import agent_id_for, dispatch, earlier_runs, harvest, schema_for, space_for
+from hangar.agents.bodies.on_worker import runs_on_worker
 from hangar.agents.events import RunFinished
 from hangar.agents.runner import AgentRunner
 from hangar.agents.teams import TeamService, check_dispatch_mode
 from hangar.agents.tools.output_schema import violation
 from hangar.errors import InvalidArgs
-from hangar.pipelines import APPROVAL_PROGRESS_KEY, ConfigField, StepContext, StepResult, body
+from hangar.pipelines import APPROVAL_PROGRESS_KEY, ConfigField, StepContext, StepResult, TaskOutcome, body
 from hangar.workspace import pipeline_author
 
 
@@ -44,20 +46,12 @@ def _member_schema(step: StepContext) -> dict[str, Any] | None:
         ),
     ],
     resumes=True,
+    on_worker=True,
 )
 async def team_dispatch(step: StepContext) -> StepResult:
     schema = _member_schema(step)
     if step.resume is not None:
-        outputs: list[Any] = []
-        failures: list[str] = []
-        for task in step.resume.tasks:
-            output, error = await harvest(step, task, schema)
-            if error:
-                failures.append(error)
-            outputs.append(output)
-        if failures:
-            return StepResult.failed("; ".join(failures))
-        return StepResult.ok(output=outputs)
+        return await _harvest_all(step, step.resume.tasks, schema)
     raw_team = step.config.team_id
     if not raw_team:
         raise InvalidArgs(f"step {step.step_id} needs teamId", field="teamId")
@@ -68,6 +62,17 @@ async def team_dispatch(step: StepContext) -> StepResult:
     if not prompt.strip():
         raise InvalidArgs(f"step {step.step_id} needs a prompt", field="prompt")
     space_id = space_for(step)
+    if step.on_worker:
+        tasks = await runs_on_worker(
+            step,
+            agent_ids=targets,
+            space_id=space_id,
+            prompt=prompt,
+            schema=schema,
+            agent_field="teamId",
+            progress=lambda runs: _progress([r.id for r in runs], space_id, mode, targets),
+        )
+        return await _harvest_all(step, tasks, schema)
     runs = await earlier_runs(step) or await step.app.service(AgentRunner).dispatch_many(
         step.workspace_id,
         agent_ids=targets,
@@ -79,8 +84,26 @@ async def team_dispatch(step: StepContext) -> StepResult:
         agent_field="teamId",
     )
     run_ids = [r.id for r in runs]
-    await step.progress({"runIds": run_ids, "spaceId": space_id, "dispatchMode": mode, "agentIds": targets})
+    await step.progress(_progress(run_ids, space_id, mode, targets))
     return StepResult.suspend_until_tasks_complete(run_ids)
+
+
+def _progress(run_ids: list[str], space_id: str, mode: str, targets: list[str]) -> dict[str, Any]:
+    return {"runIds": run_ids, "spaceId": space_id, "dispatchMode": mode, "agentIds": targets}
+
+
+async def _harvest_all(step: StepContext, tasks: Sequence[TaskOutcome], schema: dict[str, Any] | None) -> StepResult:
+    """The members' outputs in member order, or every failure."""
+    outputs: list[Any] = []
+    failures: list[str] = []
+    for task in tasks:
+        output, error = await harvest(step, task, schema)
+        if error:
+            failures.append(error)
+        outputs.append(output)
+    if failures:
+        return StepResult.failed("; ".join(failures))
+    return StepResult.ok(output=outputs)
 
 
 GATE_SCHEMA: dict[str, Any] = {

@@ -9,9 +9,11 @@ whose engine is given the registry built from them.
           config=[ConfigField("script", "Bash script with {{key}} substitution", required=True)])
     async def shell_run(step: StepContext) -> StepResult: ...
 
-``on_worker=True`` means the body does work on a host (a shell script): with ``hangar worker`` processes attached
-to a PostgreSQL install, the server hands its steps to them (``hangar.pipelines.stepqueue``) instead of running
-them itself. Such a body must build everything it needs from its ``StepContext`` (it runs in another process).
+``on_worker=True`` means the body does work on a host (a shell script, an agent's turn): with ``hangar worker``
+processes attached to a PostgreSQL install, the server hands its steps to them (``hangar.pipelines.stepqueue``)
+instead of running them itself. Such a body must build everything it needs from its ``StepContext`` (it runs in
+another process), and there (``StepContext.on_worker``) must finish its work within the call: a worker never
+suspends a step on work it leaves running. A resumed body (``step.resume``) is never handed over.
 
 ``resumes=True`` means the body is called again (with ``step.resume`` set) when its suspension ends, to harvest
 what it waited for. Otherwise the engine completes the step itself: the event payload, or the tasks' outputs
@@ -99,7 +101,7 @@ class BodySpec:
     resumes: bool = False
     honours_dry_run: bool = False
     module: str = ""
-    # Does work on a host (a shell script): handed to ``hangar worker`` processes when they are attached.
+    # Does work on a host (a shell script, an agent's turn): handed to ``hangar worker`` processes when attached.
     on_worker: bool = False
 
     def missing_config(self, config: Mapping[str, Any]) -> list[str]:
