@@ -1,32 +1,41 @@
-"""Scale-out end to end: three servers and three workers on one PostgreSQL database, behind a load balancer, with
-kill -9 of a worker mid-step and of the server driving a pipeline run while people keep writing.
+"""Scale-out end to end: three servers, three workers and a rig host on one PostgreSQL database, behind a load
+balancer, with kill -9 of a worker mid-step, of the server driving a pipeline run while people keep writing, and of
+the rig host.
 
 What must hold: no acknowledged write is lost; no step runs twice to completion (the killed worker's step is
 finished by another worker, which sees the earlier try; the killed server's run is taken over by another server);
 every client whose server died reconnects through the balancer to another server and carries on; a follower of a
-space that lost its server resumes from the last event it saw on another server, missing and repeating nothing.
+space that lost its server resumes from the last event it saw on another server, missing and repeating nothing; a
+rig placed on the rig host (dialling every server) runs commands through a server, and fails with an event when
+the rig host is killed.
 
-Real processes throughout (``hangar serve`` x3, ``hangar worker`` x3, each on a data directory of its own as on
-separate hosts) on the suite's throwaway cluster; real RPC clients; kill -9 of whole process groups.
+Real processes throughout (``hangar serve`` x3, ``hangar worker`` x3, ``hangar rig-host``, each on a data directory
+of its own as on separate hosts) on the suite's throwaway cluster; real RPC clients; kill -9 of whole process groups.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import websockets
 
+from tests.integration.rigs_enclosure_env import PACKS
 from tests.integration.test_servers_on_one_postgresql import finished
 from tests.integration.test_workers import fan_out, hangar_worker, kill9, mint, sql, start, wait_for, workers_attached
 from tests.support.balancer import Balancer
-from tests.support.processes import ServeProcess, cli, hangar_serve, owner_token
+from tests.support.disks import detach_disks
+from tests.support.processes import HANGAR, ServeProcess, cli, hangar_serve, owner_token, stop
 from tests.support.rpc import RpcClient
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.packs("terminal")]
 
 STEPS = 9
 
@@ -91,6 +100,44 @@ class Follower:
                 await asyncio.sleep(0.2)
 
 
+@contextlib.contextmanager
+def rig_host(servers: list[ServeProcess], credential: Path, log: Path) -> Iterator[subprocess.Popen[str]]:
+    """``hangar rig-host`` dialling every server (a rig belongs to the server that placed it), on a data directory
+    of its own under /tmp (the rigs' socket paths must stay short)."""
+    dial = [arg for s in servers for arg in ("--server", s.url)]
+    with tempfile.TemporaryDirectory(prefix="hh-", dir="/tmp") as data, open(log, "w") as out:
+        proc = subprocess.Popen(
+            [HANGAR, "rig-host", *dial, "--credential-file", str(credential), "--data-dir", data],
+            env={**os.environ, "HANGAR_RIG_PACKS_DIR": str(PACKS)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            yield proc
+        finally:
+            stop(proc)
+            detach_disks(Path(data))  # a rig host killed -9 leaves its rigs' disks mounted
+
+
+async def rig_on_the_host(c: RpcClient, ws: str, space: str, pg_url: str, host_id: str) -> str:
+    """Open a terminal rig through ``c``'s server once the rig host is connected to it, and check it was placed
+    on the rig host (the servers put rigs on hosts first, by the setting)."""
+    async with asyncio.timeout(120):
+        while True:
+            rig = str((await c.call("rig.open", workspace_id=ws, space_id=space, surface="terminal"))["rigId"])
+            placed = sql(pg_url, "SELECT host_id FROM hangar_server.rig_placements WHERE rig_id = %s", rig)
+            if placed == [(host_id,)]:
+                return rig
+            await c.call("rig_close", workspace_id=ws, rigId=rig)  # the host was not connected yet: placed here
+            await asyncio.sleep(0.5)
+
+
+async def rig_row(c: RpcClient, ws: str, rig: str) -> dict[str, Any]:
+    return dict(await c.call("rig.get", workspace_id=ws, rigId=rig))
+
+
 async def all_messages(c: RpcClient, ws: str, space: str) -> list[str]:
     out: list[dict[str, Any]] = []
     while page := (
@@ -102,7 +149,7 @@ async def all_messages(c: RpcClient, ws: str, space: str) -> list[str]:
     return [m["content"] for m in out]
 
 
-async def test_three_servers_three_workers_survive_kill9_of_a_worker_and_of_the_driving_server(
+async def test_three_servers_three_workers_and_a_rig_host_survive_kill9_of_each_kind(
     tmp_path: Path, pg_url: str
 ) -> None:
     ran = tmp_path / "ran"  # one line at each start and each end of a step's script, on any worker
@@ -114,6 +161,9 @@ async def test_three_servers_three_workers_survive_kill9_of_a_worker_and_of_the_
         cli(data, "admin", "trusted-host-exec", "on", "--database-url", pg_url)
     token = owner_token(datas[0])
     mint(datas[0], pg_url, "pool", tmp_path / "cred")
+    cli(datas[0], "admin", "rig-host-credential", "create", "--name", "lab", "--to", str(tmp_path / "rig-cred"))
+    host_id = (tmp_path / "rig-cred").read_text().strip().split("_")[1]  # hrh_<id>_<secret>
+    cli(datas[0], "admin", "setting", "rigs.hostsFirst", "true")
     with contextlib.ExitStack() as stack:
         servers: list[ServeProcess] = [
             stack.enter_context(hangar_serve(d, log=tmp_path / f"{d.name}.log")) for d in datas
@@ -127,6 +177,7 @@ async def test_three_servers_three_workers_survive_kill9_of_a_worker_and_of_the_
             for i in (1, 2, 3)
         ]
         workers_attached(pg_url, 3)
+        host = stack.enter_context(rig_host(servers, tmp_path / "rig-cred", tmp_path / "rh.log"))
         a = servers[0]
         async with Balancer([s.url for s in servers]) as lb:
             async with RpcClient(a.ws_url, token) as ca:
@@ -149,11 +200,23 @@ async def test_three_servers_three_workers_survive_kill9_of_a_worker_and_of_the_
                 a.kill9()
             # B or C takes the run over; the writers and the follower carry on through the balancer meanwhile.
             async with RpcClient(servers[1].ws_url, token) as cb:
+                # A rig B places on the rig host runs commands through B while A is gone.
+                rig = await rig_on_the_host(cb, ws, space, pg_url, host_id)
+                out = await cb.call("rig.exec", workspace_id=ws, rigId=rig, command="echo $((6*7)) $(id -un)")
+                assert out["stdout"] == "42 rig\n", out
                 run = await finished(cb, ws, run_id, timeout=150)
                 await asyncio.sleep(1)
                 stop.set()
                 await asyncio.gather(*tasks)
                 stored = await all_messages(cb, ws, space)
+                # The rig host killed -9: its rig fails with an event once the host's lease has passed.
+                kill9(host)
+                async with asyncio.timeout(90):
+                    while (row := await rig_row(cb, ws, rig))["status"] != "failed":
+                        await asyncio.sleep(0.5)
+                closed = await cb.call("events.list", workspace_id=ws, types=["rigs.closed"])
+    assert row["closeReason"] == "backendFailure", row
+    assert [e["payload"]["reason"] for e in closed if e["payload"]["rigId"] == rig] == ["backendFailure"]
     assert run["status"] == "completed", run
     lines = ran.read_text().splitlines()
     ends = sorted(line.split()[1].split("#")[0] for line in lines if line.startswith("end "))
