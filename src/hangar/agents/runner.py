@@ -69,6 +69,7 @@ class DispatchRequest(TypedDict):
     max_turns: NotRequired[int | None]
     agent_field: NotRequired[str]
     prompt_metadata: NotRequired[dict[str, Any] | None]
+    read_only: NotRequired[bool]
 
 
 def make_adapter(app: AppContext, agent: Agent, http: httpx.AsyncClient, tls: ssl.SSLContext) -> Adapter:
@@ -132,9 +133,11 @@ class AgentRunner:
         max_turns: int | None = None,
         agent_field: str = "agent_id",
         prompt_metadata: dict[str, Any] | None = None,
+        read_only: bool = False,
     ) -> list[Run]:
         """One run per agent with the same prompt, posted once into the space (a team dispatch);
-        ``prompt_metadata`` is stored on the prompt's message (the chat bridge's ``chat`` stamp)."""
+        ``prompt_metadata`` is stored on the prompt's message (the chat bridge's ``chat`` stamp); ``read_only``
+        runs read the space's folder and never change it (``Run.read_only``)."""
         if not prompt.strip():
             raise InvalidArgs("prompt must not be empty", field="prompt")
         if len(prompt) > PROMPT_MAX:
@@ -166,6 +169,7 @@ class AgentRunner:
                 created_at=now,
                 finished_at=None,
                 owner=self._owner,
+                read_only=read_only,
             )
             for agent in agents
         ]
@@ -204,7 +208,7 @@ class AgentRunner:
                 agent,
                 space_id,
                 OutputHolder(output_schema),
-                self._product_tools(workspace_id, run.id, agent, space_id),
+                self._product_tools(workspace_id, run, agent),
                 functools.partial(self.app.metrics.model_call, agent.adapter.type),
             )
             live.first_seq = first_seq
@@ -212,11 +216,12 @@ class AgentRunner:
             self._start(live, run, agent, prompt_message["id"], turns)
         return runs
 
-    def _product_tools(self, workspace_id: str, run_id: str, agent: Agent, space_id: str) -> RunProductTools | None:
+    def _product_tools(self, workspace_id: str, run: Run, agent: Agent) -> RunProductTools | None:
         """The product's ops an ``openai`` agent calls in this process, as the agent (``product_tools``). A command
         agent calls them over the MCP endpoint instead (``mcp_grant``)."""
         if not isinstance(agent.adapter, OpenAIAdapter):
             return None
+        run_id, space_id = run.id, run.space_id
         caller = self.app.maybe_service(OpCaller)
         if caller is None:
             names = DEFAULT_PRODUCT_TOOLS if agent.adapter.product_tools is None else agent.adapter.product_tools
@@ -224,7 +229,7 @@ class AgentRunner:
                 log.warning("agent run %s: product tools are not offered: this process has no dispatcher", run_id)
             principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
             return RunProductTools(None, names, principal, unavailable="this process has no dispatcher")
-        names = granted(agent.adapter, caller.registry)
+        names = granted(agent.adapter, caller.registry, read_only=run.read_only)
         principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
         return RunProductTools(caller, names, principal)
 
@@ -232,7 +237,7 @@ class AgentRunner:
         if not isinstance(agent.adapter, CommandAdapter):
             return McpGrant()
         caller = self.app.maybe_service(OpCaller)
-        tools = granted(agent.adapter, caller.registry) if caller is not None else ()
+        tools = granted(agent.adapter, caller.registry, read_only=run.read_only) if caller is not None else ()
         return await grant_mcp(
             self.app,
             workspace_id=workspace_id,
@@ -323,6 +328,7 @@ class AgentRunner:
                 product_env=grant.env,
                 product_call_back=grant.call_back,
                 credentials=self.app.maybe_service(CredentialSource),
+                read_only=run.read_only,
             )
             if run_id in self._interrupted:  # interrupted before the adapter started
                 raise asyncio.CancelledError

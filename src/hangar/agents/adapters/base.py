@@ -59,6 +59,8 @@ class RunRequest:
     product_call_back: CallBack | None = None  # the endpoint's address, given where the program runs
     # Who mints forge credentials for a program the run starts (none: this server mints none).
     credentials: CredentialSource | None = None
+    # The space's folder is the run's to read only: a program it starts sees it mounted read-only, or does not run.
+    read_only: bool = False
 
 
 @dataclass(frozen=True)
