@@ -7,6 +7,7 @@ it, cannot change it, and its findings are posted."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +16,13 @@ import pytest
 from tests.integration.test_confined_user_code import finished, step
 from tests.integration.test_forges_connect import forge_server
 from tests.integration.test_forges_review import PR, connect, payload, run
-from tests.support.confined import trust_host
+from tests.support.confined import CLI_AGENT, trust_host
 from tests.support.rpc import RpcClient
 from tests.unit.agents.fake_openai import running_fake_openai, text
 from tests.unit.agents.support import template, workspace_server
 
 # Reads the file the space holds, then writes twice (touch, a shell redirection), saying how each went.
-TRY_WRITES = (
-    "cat notes.txt; "
-    "touch made-by-touch 2>&1; echo touch=$?; "
-    "(echo x > made-by-echo) 2>&1; echo echo=$?"
-)
+TRY_WRITES = "cat notes.txt; touch made-by-touch 2>&1; echo touch=$?; (echo x > made-by-echo) 2>&1; echo echo=$?"
 
 
 async def _space_with_notes(c: RpcClient, ws: str) -> tuple[str, Path]:
@@ -122,11 +119,28 @@ async def test_a_read_only_run_is_offered_read_ops_only(tmp_path: Path, read_onl
 
 
 @pytest.mark.packs("terminal")
+@pytest.mark.parametrize("read_only", [True, False])
+async def test_a_read_only_command_runs_mcp_credential_holds_read_ops_only(tmp_path: Path, read_only: bool) -> None:
+    async with workspace_server(tmp_path) as (_srv, c, ws):
+        space_id = (await c.call("spaces.create", workspace_id=ws, title="ro"))["id"]
+        adapter = {"type": "command", "argv": [*CLI_AGENT], "productTools": ["rig.open", "rig.exec", "spaces.get"]}
+        agent_id = (await c.call("agents.create", workspace_id=ws, name="Lister", adapter=adapter))["id"]
+        extras = {"readOnlyWorktree": True} if read_only else {}
+        raw = _ask(agent_id, space_id, "mcp", **extras)
+        raw["steps"][1]["config"]["prompt"] = "tools"
+        done = await _run(c, ws, raw)
+        assert done["status"] == "completed", done
+        listed = json.loads(done["state"]["said"])
+        assert "spaces.get" in listed
+        assert ("rig.open" in listed and "rig.exec" in listed) is not read_only
+
+
+@pytest.mark.packs("terminal")
 async def test_the_review_templates_command_reviewer_reads_the_checkout_and_cannot_change_it(tmp_path: Path) -> None:
     async with forge_server(tmp_path) as (_srv, owner, ws, gh):
         repo = await connect(owner, ws, gh, tmp_path)
         script = TRY_WRITES.replace("notes.txt", "app/feature.txt").replace("made-by", "app/made-by")
-        script += '; echo \'{"findings": []}\''
+        script += "; echo '{\"findings\": []}'"
         agent = await _shell_agent(owner, ws, script)
         made = await owner.call("forge.reviewTemplate", workspace_id=ws, agentIds=[agent])
         reviewers = [s for s in made["template"]["steps"] if s["id"].startswith("review")]
