@@ -68,6 +68,7 @@ class DispatchRequest(TypedDict):
     agent_field: NotRequired[str]
     prompt_metadata: NotRequired[dict[str, Any] | None]
     attempt_env: NotRequired[Mapping[str, str] | None]
+    read_only: NotRequired[bool]
 
 
 def make_adapter(app: AppContext, agent: Agent, http: httpx.AsyncClient, tls: ssl.SSLContext) -> Adapter:
@@ -133,10 +134,12 @@ class AgentRunner:
         agent_field: str = "agent_id",
         prompt_metadata: dict[str, Any] | None = None,
         attempt_env: Mapping[str, str] | None = None,
+        read_only: bool = False,
     ) -> list[Run]:
         """One run per agent with the same prompt, posted once into the space (a team dispatch);
         ``prompt_metadata`` is stored on the prompt's message (the chat bridge's ``chat`` stamp); ``attempt_env``
-        is added to a command agent's environment (a worker's try keys, ``hangar.agents.bodies.on_worker``)."""
+        is added to a command agent's environment (a worker's try keys, ``hangar.agents.bodies.on_worker``);
+        ``read_only`` runs read the space's folder and never change it (``Run.read_only``)."""
         if not prompt.strip():
             raise InvalidArgs("prompt must not be empty", field="prompt")
         if len(prompt) > PROMPT_MAX:
@@ -168,6 +171,7 @@ class AgentRunner:
                 created_at=now,
                 finished_at=None,
                 owner=self._owner,
+                read_only=read_only,
             )
             for agent in agents
         ]
@@ -215,7 +219,7 @@ class AgentRunner:
             agent,
             run.space_id,
             OutputHolder(run.output_schema),
-            product_tools(self.app, workspace_id, run.id, agent, run.space_id),
+            product_tools(self.app, workspace_id, run.id, agent, run.space_id, read_only=run.read_only),
             functools.partial(self.app.metrics.model_call, agent.adapter.type),
         )
         live.first_seq = first_seq
@@ -340,6 +344,7 @@ class AgentRunner:
                 product_call_back=grant.call_back,
                 credentials=self.app.maybe_service(CredentialSource),
                 attempt_env=attempt_env,
+                read_only=run.read_only,
             )
             if run_id in self._interrupted:  # interrupted before the adapter started
                 raise asyncio.CancelledError

@@ -42,6 +42,7 @@ class Run:
     finished_at: datetime | None
     owner: str | None = None
     first_seq: int | None = None
+    read_only: bool = False  # the space's folder is the run's to read, never to change
 
     @classmethod
     def of_row(cls, row: Mapping[Any, Any]) -> Run:

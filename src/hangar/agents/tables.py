@@ -51,6 +51,8 @@ agent_runs = sa.Table(
     sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("owner", sa.String(64), nullable=True),
     sa.Column("first_seq", sa.Integer, nullable=True),
+    # The space's folder is the run's to read only (``readOnlyWorktree``): mounted read-only, no changing op offered.
+    sa.Column("read_only", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 teams = sa.Table(

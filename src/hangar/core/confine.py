@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from hangar.core.fileio import write_private_atomic
 from hangar.core.procs import die_with_parent, record_group
 from hangar.core.settings import SettingSpec, strict_bool
-from hangar.errors import Unavailable
+from hangar.errors import Refused, Unavailable
 
 if TYPE_CHECKING:
     from hangar.core.context import AppContext
@@ -103,6 +103,9 @@ class Scope:
     # The space whose code runs here (an agent run's, a setup script's): its repos' forges are on the
     # enclosure's egress allowlist. From the server's records, never from anything in workdir.
     space_id: str | None = None
+    # The program may read ``workdir`` and never change it (a reviewer's checkout): only a confinement that mounts
+    # it read-only (``mounts_read_only``) runs such a scope; the others refuse it rather than trust the program.
+    read_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,8 @@ class Confinement:
     This base runs nothing: it is unavailable, and ``confinement_for`` never hands it out."""
 
     where: ClassVar[str] = "nowhere"
+    # Whether a ``read_only`` scope's working directory is mounted so that no write reaches it (EROFS).
+    mounts_read_only: ClassVar[bool] = False
 
     def unavailable_reason(self) -> str | None:
         """None when programs can run here; else one sentence saying what the host lacks."""
@@ -260,6 +265,12 @@ class HostExecution(Confinement):
     async def run(
         self, scope: Scope, job: Job, on_stdout: OnOutput | None = None, on_wait: OnWait | None = None
     ) -> ExecResult:
+        if scope.read_only:
+            # The program runs as the server's user on the host folder itself: nothing could stop its writes.
+            raise Refused(
+                f"{job.argv[0]} cannot run read-only on the host: trusted host execution cannot mount the working "
+                f"folder read-only, and a program asked not to write is not prevented from writing"
+            )
         # Nothing to wait for on the host: the program starts at once.
         env = {k: os.environ[k] for k in HOST_ENV_KEPT if k in os.environ}
         env.update(job.env)

@@ -25,7 +25,7 @@ from datetime import datetime
 from hangar.core.brokering import BrokeredEnv, CredentialSource
 from hangar.core.confine import Confinement, Scope
 from hangar.core.context import AppContext
-from hangar.errors import HangarError, InvalidArgs, Refused
+from hangar.errors import InvalidArgs, Refused
 from hangar.forges import github
 from hangar.forges.reach import Route
 from hangar.forges.service import TOKEN_NOT_BROKERED, ForgeService
@@ -78,27 +78,8 @@ class CredentialBroker:
         if len(owners) != 1:
             raise InvalidArgs("one token covers repositories of one owner: name repos of one account", field="repoIds")
         route = await forges.route(connection)  # checked now; the token is revoked through the same addresses
-        async with minted_for(connection, names, route, github.STEP_PERMISSIONS) as minted:
+        async with github.minted_for(connection, names, route, github.STEP_PERMISSIONS) as minted:
             yield Brokered(minted.token, connection.host, tuple(names), minted.expires_at)
-
-
-@contextlib.asynccontextmanager
-async def minted_for(
-    connection: ForgeConnection, names: Sequence[str], route: Route, permissions: dict[str, str]
-) -> AsyncIterator[github.InstallationToken]:
-    """An installation token for the repositories ``names`` (``owner/name``, one owner) and ``permissions``,
-    revoked when the block ends, however it ends."""
-    installation = await github.repo_installation(connection, names[0], route)
-    minted = await github.mint(
-        connection, installation.id, [n.split("/", 1)[1] for n in names], route, permissions=permissions
-    )
-    try:
-        yield minted
-    finally:
-        try:
-            await github.revoke(connection, minted.token, route)
-        except HangarError as exc:  # it still ends within the hour
-            log.warning("a token for %s on %s was not revoked: %s", ", ".join(names), connection.host, exc.message)
 
 
 # What the server's own review calls need: comment on and review pull requests, nothing else.
@@ -136,7 +117,7 @@ async def server_token(app: AppContext, workspace_id: str, full_name: str) -> As
         assert connection.token is not None
         yield ServerToken(connection, connection.token, route, name)
         return
-    async with minted_for(connection, [name], route, REVIEW_PERMISSIONS) as minted:
+    async with github.minted_for(connection, [name], route, REVIEW_PERMISSIONS) as minted:
         yield ServerToken(connection, minted.token, route, name)
 
 

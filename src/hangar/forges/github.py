@@ -11,6 +11,7 @@ becomes ``Refused`` naming the status and GitHub's message; a forge out of reach
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,9 +24,11 @@ from githubkit import AppAuthStrategy, GitHub, TokenAuthStrategy
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestError, RequestFailed
 
-from hangar.errors import InvalidArgs, Refused, Unavailable
+from hangar.errors import HangarError, InvalidArgs, Refused, Unavailable
 from hangar.forges.reach import Route, tls_context
 from hangar.forges.store import ForgeConnection
+
+log = logging.getLogger(__name__)
 
 TIMEOUT_S = 20.0
 # What a shell step's token may do: read and push code, open and update pull requests. Nothing else the app holds.
@@ -164,6 +167,26 @@ async def revoke(connection: ForgeConnection, token: str, route: Route) -> None:
         calling("revoke an installation token", connection.host),
     ):
         await gh.rest.apps.async_revoke_installation_access_token()
+
+
+@asynccontextmanager
+async def minted_for(
+    connection: ForgeConnection, names: Sequence[str], route: Route, permissions: dict[str, str]
+) -> AsyncIterator[InstallationToken]:
+    """An installation token for the repositories ``names`` (``owner/name``, one owner) and ``permissions``,
+    revoked when the block ends, however it ends (a revocation that fails is logged: the token ends within the
+    hour anyway, and what was done with it stands)."""
+    installation = await repo_installation(connection, names[0], route)
+    minted = await mint(
+        connection, installation.id, [n.split("/", 1)[1] for n in names], route, permissions=permissions
+    )
+    try:
+        yield minted
+    finally:
+        try:
+            await revoke(connection, minted.token, route)
+        except HangarError as exc:
+            log.warning("a token for %s on %s was not revoked: %s", ", ".join(names), connection.host, exc.message)
 
 
 def _account_name(account: Any) -> str:

@@ -21,7 +21,7 @@ from typing import Any, cast
 from githubkit import GitHub, TokenAuthStrategy
 from githubkit.exception import RequestFailed
 
-from hangar.errors import HangarError, NotFound, Unavailable
+from hangar.errors import NotFound, Unavailable
 from hangar.forges import github
 from hangar.forges.reach import Route
 from hangar.forges.store import ForgeConnection
@@ -137,18 +137,11 @@ async def reader(connection: ForgeConnection, full_name: str, route: Route) -> A
         async with github.client(connection.api_url, TokenAuthStrategy(connection.token), route) as gh:
             yield gh
         return
-    installation = await github.repo_installation(connection, full_name, route)
-    minted = await github.mint(
-        connection, installation.id, [full_name.split("/", 1)[1]], route, permissions=READ_PERMISSIONS
-    )
-    try:
-        async with github.client(connection.api_url, TokenAuthStrategy(minted.token), route) as gh:
-            yield gh
-    finally:
-        try:
-            await github.revoke(connection, minted.token, route)
-        except HangarError as exc:  # what was read stands; the token ends within the hour anyway
-            log.warning("could not revoke a reading token on %s: %s", connection.host, exc.message)
+    async with (
+        github.minted_for(connection, [full_name], route, READ_PERMISSIONS) as minted,
+        github.client(connection.api_url, TokenAuthStrategy(minted.token), route) as gh,
+    ):
+        yield gh
 
 
 def _state(pull: Any) -> str:

@@ -4,7 +4,9 @@ Steps: the trigger; ``messaging.createSpace`` checking out the pull request (``{
 ``review``-mode space; the reviewers in parallel in that space, each submitting ``{findings: [...]}`` against
 ``REVIEW_SCHEMA`` into state ``reviews`` (agents: one ``conversation.promptAgent`` step each, the ``append``
 reducer, ``continueOnFail`` so one failing reviewer does not sink the review; a team: one ``team.dispatch``
-``allParallel``); ``prReview.finalize`` once every reviewer has settled; ``forge.prComment``; the terminal.
+``allParallel``), each step read-only (``extras.readOnlyWorktree``: a command agent's program sees the checkout
+mounted read-only, and no reviewer is offered an op that changes anything); ``prReview.finalize`` once every
+reviewer has settled; ``forge.prComment``; the terminal.
 
 A run needs the state keys ``PR_STATE_KEYS`` (``repo_id``, ``repo_full_name``, ``pr_number``, and optionally
 ``head_sha``), which the ``pullRequest`` trigger (``PR_TRIGGER``) gives its runs, or a person passes to
@@ -17,6 +19,7 @@ from typing import Any
 
 from hangar.errors import InvalidArgs
 from hangar.forges.review_merge import REVIEW_SCHEMA
+from hangar.pipelines import READ_ONLY_WORKTREE
 
 TEMPLATE_ID = "pr-review"
 TEMPLATE_NAME = "Review a pull request"
@@ -80,6 +83,7 @@ def review_template(
                     "outputKey": "reviews",
                     "outputSchema": {"type": "array", "items": REVIEW_SCHEMA},
                     "label": "Reviewers",
+                    "extras": {READ_ONLY_WORKTREE: True},
                 },
             }
         )
@@ -99,6 +103,7 @@ def review_template(
                     "outputSchema": REVIEW_SCHEMA,
                     "continueOnFail": True,
                     "label": f"Reviewer {n + 1}",
+                    "extras": {READ_ONLY_WORKTREE: True},
                 },
             }
             for n, (sid, agent) in enumerate(zip(reviewers, agents, strict=True))

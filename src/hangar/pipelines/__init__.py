@@ -23,6 +23,7 @@ from hangar.pipelines.schema import check_schema as schema_problems
 from hangar.pipelines.schema import first_violation
 from hangar.pipelines.step import (
     APPROVAL_PROGRESS_KEY,
+    READ_ONLY_WORKTREE,
     ChildRuns,
     Resume,
     ResumedEvent,
@@ -39,6 +40,7 @@ __all__ = [
     "PULL_REQUEST_EVENT",
     "PULL_REQUEST_STATE_KEYS",
     "PULL_REQUEST_TRIGGER",
+    "READ_ONLY_WORKTREE",
     "BodyRegistry",
     "BodySpec",
     "ChildRuns",

@@ -32,6 +32,9 @@ T = TypeVar("T")
 # spaceId, outputSchema}}`` in its progress; the run's step detail shows it typed (``ApprovalWait``), so a client
 # can send the person's decision to that agent in that space.
 APPROVAL_PROGRESS_KEY = "approval"
+# An agent step's ``extras`` flag: its agents read the space's folder and cannot change it (the agents part
+# enforces it; a template maker, the forges part's review template, sets it).
+READ_ONLY_WORKTREE = "readOnlyWorktree"
 
 
 def run_key(run_id: str) -> str:

@@ -1,6 +1,6 @@
 """Trusted host execution's limits: what a program prints is kept up to ``MAX_OUTPUT`` per stream, a file it
 leaves for the server is read up to a limit, never through a symlink or a fifo, and what it leaves running in its
-process group ends with it."""
+process group ends with it; a read-only scope is refused, since nothing on the host could enforce it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hangar.core.confine import HOST, MAX_OUTPUT, Job, Scope, read_regular
+from hangar.errors import Refused
 
 
 @pytest.mark.parametrize("size", [MAX_OUTPUT, MAX_OUTPUT + 1])
@@ -45,3 +46,16 @@ async def test_what_a_program_leaves_in_its_group_ends_with_it(tmp_path: Path) -
         await asyncio.sleep(0.05)
     else:
         raise AssertionError("the background process outlived the program")
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+async def test_a_read_only_scope_is_refused_on_the_host(tmp_path: Path, read_only: bool) -> None:
+    # Nothing on the host can mount the folder read-only: the program is not started (and writes nothing).
+    job = Job(("sh", "-c", "touch made"))
+    scope = Scope("t", "ws", tmp_path, read_only=read_only)
+    if read_only:
+        with pytest.raises(Refused, match="cannot mount the working folder read-only"):
+            await HOST.run(scope, job)
+        assert not (tmp_path / "made").exists()
+    else:
+        assert (await HOST.run(scope, job)).exit_code == 0 and (tmp_path / "made").exists()

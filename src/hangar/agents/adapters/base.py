@@ -62,6 +62,8 @@ class RunRequest:
     # Added to a program's environment: which try of a pipeline step's attempt a worker runs, and the earlier
     # tries' keys (``HANGAR_ATTEMPT_KEY``, ``HANGAR_EARLIER_ATTEMPTS``), so the program can make a repeat harmless.
     attempt_env: Mapping[str, str] = field(default_factory=dict)
+    # The space's folder is the run's to read only: a program it starts sees it mounted read-only, or does not run.
+    read_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,10 @@ user, with the terminal's egress allowlist, no view of the data directory or the
 holding only the adapter's configured variables, the agent's secrets and the contract below, never the
 server's. No other run, agent or setup script shares its processes, its PID namespace or its enclosure's own
 files (its home, /tmp): the agent's secrets and the run's credential reach its program alone. What runs in a
-space shares the space's folder only. ``argv[0]`` is looked up on the enclosure's PATH.
+space shares the space's folder only. ``argv[0]`` is looked up on the enclosure's PATH. A read-only run
+(``RunRequest.read_only``: a step with ``readOnlyWorktree``) gets the folder mounted read-only, so every write in it
+fails with EROFS; a confinement that cannot mount it so (trusted host execution) fails the run, naming the setting,
+rather than run the program where nothing stops its writes.
 
 The prompt goes to stdin (``promptVia: stdin``) or into argv (``promptVia: arg``: replaces a ``{prompt}``
 element, else is appended). Stdout is relayed as text deltas while the program runs, and posted whole as the
@@ -80,8 +83,16 @@ class CommandLineAdapter(Adapter):
         except HangarError as exc:
             await io.turn_finished(turn, RunOutcome.failed, exc.message)
             return RunResult(RunOutcome.failed, exc.message)
+        if request.read_only and not confinement.mounts_read_only:
+            error = (
+                f"this agent step is read-only (readOnlyWorktree), and programs run here by {confinement.where} "
+                f"execution, which cannot mount the space's folder read-only: the command was not run (run it in an "
+                f"enclosure, or drop readOnlyWorktree from the step)"
+            )
+            await io.turn_finished(turn, RunOutcome.failed, error)
+            return RunResult(RunOutcome.failed, error)
         scope = Scope(agent_run_key(request.run_id), request.workspace_id, request.folder, request.control_dir,
-                      space_id=request.space_id)  # fmt: skip
+                      space_id=request.space_id, read_only=request.read_only)  # fmt: skip
         async with contextlib.AsyncExitStack() as stack:
             brokered = BrokeredEnv()
             if self._cfg.forge_repos:

@@ -3,6 +3,10 @@
 An agent step joins a space and never opens one: it works in ``extras.spaceId`` (``{{key}}`` substitution),
 else in the space a ``messaging.createSpace`` step published (``pipeline_space_id``). Without either, the step
 fails at dispatch, so a fan-out of agent steps always shares one space (and one checkout).
+
+``extras.readOnlyWorktree: true`` makes the step's runs readers of that checkout (a review): a command agent's
+program gets the space's folder mounted read-only (every write fails with EROFS; trusted host execution, which
+cannot mount it so, fails the run naming the setting), and the runs are offered no op that changes anything.
 """
 
 from __future__ import annotations
@@ -13,8 +17,23 @@ from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import Run
 from hangar.agents.tools.output_schema import check_schema
 from hangar.errors import InvalidArgs, NotFound, Refused
-from hangar.pipelines import StepContext, TaskOutcome
+from hangar.pipelines import READ_ONLY_WORKTREE, ConfigField, StepContext, TaskOutcome
 from hangar.workspace import SPACE_STATE_KEY, SpaceService, pipeline_author
+
+READ_ONLY_FIELD = ConfigField(
+    f"extras.{READ_ONLY_WORKTREE}", "true: the agents read the space's folder and cannot change it (mounted read-only)"
+)
+
+
+def read_only_for(step: StepContext) -> bool:
+    """The step's ``extras.readOnlyWorktree`` (absent: false); anything but a boolean is refused, naming it."""
+    value = step.config.extras.get(READ_ONLY_WORKTREE, False)
+    if not isinstance(value, bool):
+        raise InvalidArgs(
+            f"step {step.step_id}: extras.{READ_ONLY_WORKTREE} must be true or false, not {type(value).__name__}",
+            field=f"extras.{READ_ONLY_WORKTREE}",
+        )
+    return value
 
 
 def space_for(step: StepContext) -> str:
@@ -65,6 +84,7 @@ async def dispatch(
         prompt_author=pipeline_author(step),
         output_schema=schema,
         agent_field="agentId",
+        read_only=read_only_for(step),
     )
 
 

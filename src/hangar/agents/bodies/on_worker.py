@@ -28,7 +28,7 @@ from typing import Any
 from hangar.agents import events as ev
 from hangar.agents.adapters.base import Adapter, RunIO, RunRequest, RunResult
 from hangar.agents.adapters.command import NOTHING, harvest_output
-from hangar.agents.bodies.common import earlier_runs, harvest, last_reply
+from hangar.agents.bodies.common import earlier_runs, harvest, last_reply, read_only_for
 from hangar.agents.config import OpenAIAdapter
 from hangar.agents.live_run import LiveRun
 from hangar.agents.runner import AgentRunner
@@ -118,6 +118,7 @@ async def runs_on_worker(
             output_schema=schema,
             agent_field=agent_field,
             attempt_env=attempt_env(step),
+            read_only=read_only_for(step),
         )
     drivers = [d for r in runs if (d := runner.driver(r.id)) is not None]
     try:

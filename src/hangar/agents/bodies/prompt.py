@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hangar.agents.bodies.common import agent_id_for, dispatch, harvest, schema_for, space_for
+from hangar.agents.bodies.common import READ_ONLY_FIELD, agent_id_for, dispatch, harvest, schema_for, space_for
 from hangar.agents.bodies.on_worker import drive_on_worker
 from hangar.errors import InvalidArgs
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
@@ -16,6 +16,7 @@ _AGENT_FIELDS = [
     ConfigField("outputSchema", "JSON Schema the agent's submit_output payload must satisfy"),
     ConfigField("label", "Label of the step (signs the prompt in the space)"),
     ConfigField("extras.spaceId", "Space to work in; default: the one messaging.createSpace opened", refers="space"),
+    READ_ONLY_FIELD,
 ]
 
 

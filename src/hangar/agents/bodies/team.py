@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hangar.agents.bodies.common import agent_id_for, dispatch, earlier_runs, harvest, schema_for, space_for
+from hangar.agents.bodies.common import (
+    READ_ONLY_FIELD,
+    agent_id_for,
+    dispatch,
+    earlier_runs,
+    harvest,
+    read_only_for,
+    schema_for,
+    space_for,
+)
 from hangar.agents.bodies.on_worker import runs_on_worker
 from hangar.agents.events import RunFinished
 from hangar.agents.runner import AgentRunner
@@ -44,6 +53,7 @@ def _member_schema(step: StepContext) -> dict[str, Any] | None:
         ConfigField(
             "extras.spaceId", "Space to work in; default: the one messaging.createSpace opened", refers="space"
         ),
+        READ_ONLY_FIELD,
     ],
     resumes=True,
     on_worker=True,
@@ -82,6 +92,7 @@ async def team_dispatch(step: StepContext) -> StepResult:
         prompt_author=pipeline_author(step),
         output_schema=schema,
         agent_field="teamId",
+        read_only=read_only_for(step),
     )
     run_ids = [r.id for r in runs]
     await step.progress(_progress(run_ids, space_id, mode, targets))
@@ -132,6 +143,7 @@ GATE_PROMPT = (
         ConfigField(
             "extras.spaceId", "Space to review in; default: the one messaging.createSpace opened", refers="space"
         ),
+        READ_ONLY_FIELD,
     ],
     resumes=True,
 )

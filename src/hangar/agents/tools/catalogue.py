@@ -53,14 +53,20 @@ def check_product_tools(names: Iterable[str], registry: OpRegistry) -> None:
         raise InvalidArgs(f"{FIELD}: {', '.join(map(repr, watches))} are watch ops, which are not tools", field=FIELD)
 
 
-def granted(adapter: OpenAIAdapter | CommandAdapter, registry: OpRegistry) -> tuple[str, ...]:
+def granted(
+    adapter: OpenAIAdapter | CommandAdapter, registry: OpRegistry, *, read_only: bool = False
+) -> tuple[str, ...]:
     """The ops the agent may call here: its list, or the default one, as far as this registry serves them (a
-    server composed without the rigs part has no rig verbs to offer)."""
+    server composed without the rigs part has no rig verbs to offer). A ``read_only`` run (``readOnlyWorktree``)
+    gets the reads among them only: a changing op (``rig.open``, ``rig.exec``: a rig of the space mounts its folder
+    writable) would hand it the writes its own mount refuses."""
     names = DEFAULT_PRODUCT_TOOLS if adapter.product_tools is None else adapter.product_tools
     served = [n for n in names if (spec := registry.get(n)) is not None and is_tool(spec)]
     missing = set(names) - set(served)
     if missing and adapter.product_tools is not None:
         log.warning("product tools named by an agent are not served here: %s", ", ".join(sorted(missing)))
+    if read_only:
+        served = [n for n in served if (spec := registry.get(n)) is not None and not spec.mutating]
     return tuple(served)
 
 

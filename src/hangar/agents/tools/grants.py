@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 
 def product_tools(
-    app: AppContext, workspace_id: str, run_id: str, agent: Agent, space_id: str
+    app: AppContext, workspace_id: str, run_id: str, agent: Agent, space_id: str, *, read_only: bool = False
 ) -> RunProductTools | None:
     """The product's ops an ``openai`` agent calls in this process, as the agent (``product_tools``). A command
     agent calls them over the MCP endpoint instead (``mcp_grant``)."""
@@ -32,7 +32,7 @@ def product_tools(
             log.warning("agent run %s: product tools are not offered: this process has no dispatcher", run_id)
         principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
         return RunProductTools(None, names, principal, unavailable="this process has no dispatcher")
-    names = granted(agent.adapter, caller.registry)
+    names = granted(agent.adapter, caller.registry, read_only=read_only)
     principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
     return RunProductTools(caller, names, principal)
 
@@ -42,7 +42,7 @@ async def mcp_grant(app: AppContext, workspace_id: str, run: Run, agent: Agent) 
     if not isinstance(agent.adapter, CommandAdapter):
         return McpGrant()
     caller = app.maybe_service(OpCaller)
-    tools = granted(agent.adapter, caller.registry) if caller is not None else ()
+    tools = granted(agent.adapter, caller.registry, read_only=run.read_only) if caller is not None else ()
     return await grant_mcp(
         app,
         workspace_id=workspace_id,

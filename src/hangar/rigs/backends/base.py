@@ -48,6 +48,8 @@ class GuestTree:
 
     folder: Path
     beneath: str = ""
+    # Mounted read-only: the guests read the tree and every write in it fails (EROFS), whatever their permissions.
+    read_only: bool = False
 
     @property
     def path(self) -> Path:

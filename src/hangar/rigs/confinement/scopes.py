@@ -72,6 +72,7 @@ async def _baseline(scope: Scope) -> frozenset[str]:
 
 class RigConfinement(Confinement):
     where = "enclosure"
+    mounts_read_only = True  # a read-only scope's directory is the rig's worktree mounted read-only
 
     def __init__(
         self,
@@ -164,7 +165,7 @@ class RigConfinement(Confinement):
             # folder itself): mounted as opened, beneath nothing but itself.
             spec = RigSpec(
                 rig_id, scope.workspace_id, "terminal", limits.memory_mb, limits.vcpus, allow, None,
-                GuestTree(scope.workdir),
+                GuestTree(scope.workdir, read_only=scope.read_only),
                 disk_mb=await self._disks.rig_disk_mb() if self._disks is not None else DEFAULT_RIG_DISK_MB,
             )  # fmt: skip
             held = await self._admit(scope, warm, limits.memory_mb)

@@ -114,6 +114,20 @@ elif word == "mcp":
             break
         time.sleep(0.1)
     print(f"called back: {len(found['tools'])} tools" if url else f"no way back: {found['HANGAR_MCP_UNAVAILABLE']}")
+elif word == "tools":
+    # Lists the tools its run's MCP credential is given (names only: the credential stays out of stdout).
+    import urllib.request
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
+    headers = {
+        "authorization": f"Bearer {os.environ['HANGAR_MCP_TOKEN']}",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
+    with urllib.request.urlopen(urllib.request.Request(os.environ["HANGAR_MCP_URL"], body, headers)) as answer:
+        text = answer.read().decode()
+    data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+    print(json.dumps(sorted(t["name"] for t in json.loads(data[-1] if data else text)["result"]["tools"])))
 elif word == "mcp-again":
     # A later run of the same agent calls through the door with the credential an earlier run was given.
     import urllib.error

@@ -180,7 +180,8 @@ class EnclosureRig(RigHandle):
         if self.spec.home_dir is not None:
             argv += ["--bind", str(self.spec.home_dir), GUEST_HOME]
         if self._tree_fd is not None:
-            argv += ["--bind-fd", str(self._tree_fd), GUEST_WORKTREE]
+            read_only = self.spec.worktree is not None and self.spec.worktree.read_only
+            argv += ["--ro-bind-fd" if read_only else "--bind-fd", str(self._tree_fd), GUEST_WORKTREE]
         if seccomp_fd is not None:
             argv += ["--seccomp", str(seccomp_fd)]
         return [*argv, "--info-fd", str(info_fd), "--chdir", "/", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"]
