@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     # The folder holding PostgreSQL's pg_dump and pg_restore for backups of an install on PostgreSQL
     # (``HANGAR_PG_BINDIR``); None: Debian's ``/usr/lib/postgresql/<server's major version>/bin``, then ``PATH``.
     pg_bindir: Path | None = None
+    # The installation's secret key on PostgreSQL (``HANGAR_SECRET_KEY_FILE``); None: ``<dataDir>/secret-key``
+    # (``hangar.core.secretkey``).
+    secret_key_file: Path | None = None
     site_port: int | None = DEFAULT_SITE_PORT  # where the website listens beside the server; None: not served
     site_url: str | None = None  # the website's public origin when it is served under one (``--site-url``)
     # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no
