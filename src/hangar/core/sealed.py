@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 from sqlalchemy.dialects.postgresql import insert
 
+from hangar.core.fileio import fsync_dir, write_private_atomic
 from hangar.core.sealed_tables import SERVER_SCOPE, qualified
 from hangar.core.secretkey import KEY_ENV, KeyFileBroken, SecretKey, create_key, read_key
 from hangar.errors import Internal, Unavailable
@@ -31,7 +32,7 @@ from hangar.errors import Internal, Unavailable
 log = logging.getLogger(__name__)
 
 KEY_CHECK = ("*", "key-check")  # a scope no workspace id can be, and the value it seals
-_CHECK_VALUE = b"hangar sealed secrets"
+CHECK_VALUE = b"hangar sealed secrets"
 
 
 def copy_hint(path: Path) -> str:
@@ -91,11 +92,11 @@ class SealedSecrets:
             if check is None:
                 conn.execute(
                     insert(qualified)
-                    .values(scope=KEY_CHECK[0], name=KEY_CHECK[1], sealed=key.seal(_place(*KEY_CHECK), _CHECK_VALUE))
+                    .values(scope=KEY_CHECK[0], name=KEY_CHECK[1], sealed=key.seal(place(*KEY_CHECK), CHECK_VALUE))
                     .on_conflict_do_nothing()
                 )
                 check = self._check_row(conn)
-        if check is None or key.open(_place(*KEY_CHECK), check) != _CHECK_VALUE:
+        if check is None or key.open(place(*KEY_CHECK), check) != CHECK_VALUE:
             raise Unavailable(
                 f"{self._key_path} is not the key the secrets in {self._database} are sealed with: "
                 f"{copy_hint(self._key_path)}; nothing stored was changed"
@@ -109,6 +110,40 @@ class SealedSecrets:
         ).first()
         return None if row is None else bytes(row[0])
 
+    def rotate(self) -> int:
+        """Re-seal every value under a new key in one transaction, then put the new key in the key file; returns
+        how many values (the check row included). The new key is first written beside the file
+        (``secret-key.new``), so a crash after the commit leaves it there to be moved in place by hand."""
+        old = self.key()
+        new = SecretKey.fresh()
+        pending = self._key_path.with_name(self._key_path.name + ".new")
+        write_private_atomic(pending, new.text())
+        with self._lock:
+            try:
+                with self._engine.begin() as conn:
+                    # Writers wait (and so write under the new key once it is in place); readers go on.
+                    conn.exec_driver_sql(f"LOCK TABLE {qualified.schema}.{qualified.name} IN EXCLUSIVE MODE")
+                    rows = conn.execute(sa.select(qualified.c.scope, qualified.c.name, qualified.c.sealed)).all()
+                    for scope, name, sealed in rows:
+                        value = old.open(place(scope, name), bytes(sealed))
+                        if value is None:
+                            raise Internal(
+                                f"the sealed secret {_shown(scope, name)} in {self._database} does not open under its "
+                                "name: nothing was re-sealed"
+                            )
+                        conn.execute(
+                            sa.update(qualified)
+                            .where(qualified.c.scope == scope, qualified.c.name == name)
+                            .values(sealed=new.seal(place(scope, name), value))
+                        )
+            except BaseException:
+                pending.unlink(missing_ok=True)
+                raise
+            os.replace(pending, self._key_path)
+            fsync_dir(self._key_path.parent)
+            self._checked = None
+        return len(rows)
+
     # -- values ------------------------------------------------------------------------------------------------
 
     def get(self, scope: str, name: str) -> bytes | None:
@@ -119,7 +154,7 @@ class SealedSecrets:
         if row is None:
             return None
         key = self.key()
-        value = key.open(_place(scope, name), bytes(row[0]))
+        value = key.open(place(scope, name), bytes(row[0]))
         if value is None:
             # The key opened the check row (``key``): this row was sealed for another place, or altered.
             raise Internal(f"the sealed secret {_shown(scope, name)} in {self._database} does not open under its name")
@@ -135,7 +170,7 @@ class SealedSecrets:
             )
 
     def put(self, scope: str, name: str, value: bytes) -> None:
-        sealed = self.key().seal(_place(scope, name), value)
+        sealed = self.key().seal(place(scope, name), value)
         stmt = insert(qualified).values(scope=scope, name=name, sealed=sealed)
         with self._engine.begin() as conn:
             conn.execute(stmt.on_conflict_do_update(index_elements=["scope", "name"], set_={"sealed": sealed}))
@@ -152,7 +187,7 @@ class SealedSecrets:
                 conn.execute(sa.delete(qualified).where(qualified.c.scope == scope, qualified.c.name.in_(doomed)))
 
 
-def _place(scope: str, name: str) -> str:
+def place(scope: str, name: str) -> str:
     """The associated data of a value: where it is kept, so a value moved elsewhere does not open."""
     return f"{scope}\n{name}"
 
