@@ -207,4 +207,4 @@ def test_the_key_file_is_made_once_and_never_replaced(tmp_path: Path) -> None:
     assert key.open("a\nb", sealed) == b"value"
     assert key.open("a\nc", sealed) is None and SecretKey.fresh().open("a\nb", sealed) is None
     assert key.open("a\nb", sealed[:-1] + bytes([sealed[-1] ^ 1])) is None
-    assert SERVER_SCHEMA == qualified.schema
+    assert qualified.schema == SERVER_SCHEMA
