@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     # PostgreSQL's own ``PGPASSWORD``, taken out of the environment by the command line (``hangar.cli.root``) so
     # the processes the server starts never inherit it; used for a URL that carries no password.
     _database_password: SecretStr | None = PrivateAttr(default=None)
+    # A command acting on a database URL alone (``hangar.cli.root.command_settings``): its data directory is a
+    # scratch folder, where no installation key may be made (``hangar.core.sealed``).
+    _database_only: bool = PrivateAttr(default=False)
     # The passphrase scheduled and command-line backups are sealed with (``HANGAR_BACKUP_PASSPHRASE``); taken out
     # of the environment by the command line too, so no process the server starts inherits it.
     backup_passphrase: SecretStr | None = None
@@ -212,6 +215,13 @@ class Settings(BaseSettings):
 
     def keep_database_password(self, password: str) -> None:
         self._database_password = SecretStr(password)
+
+    def mark_database_only(self) -> None:
+        self._database_only = True
+
+    @property
+    def database_only(self) -> bool:
+        return self._database_only
 
     @property
     def database_password(self) -> str | None:

@@ -24,6 +24,7 @@ from tests.integration.test_servers_on_one_postgresql import finished
 from tests.integration.test_workers import fan_out, hangar_worker, kill9, mint, sql, start, wait_for, workers_attached
 from tests.support.balancer import Balancer
 from tests.support.processes import ServeProcess, cli, hangar_serve, owner_token
+from tests.support.records import share_secret_key
 from tests.support.rpc import RpcClient
 
 pytestmark = pytest.mark.slow
@@ -112,6 +113,7 @@ async def test_three_servers_three_workers_survive_kill9_of_a_worker_and_of_the_
     datas = [tmp_path / n for n in ("a", "b", "c")]
     for data in datas:
         cli(data, "admin", "trusted-host-exec", "on", "--database-url", pg_url)
+    share_secret_key(*datas)  # one installation key, copied to each host
     token = owner_token(datas[0])
     mint(datas[0], pg_url, "pool", tmp_path / "cred")
     with contextlib.ExitStack() as stack:

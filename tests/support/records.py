@@ -15,10 +15,11 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from hangar.core.datadir import DataDir
+from hangar.core.fileio import write_private_atomic
 from hangar.core.postgresql import SERVER_SCHEMA, postgresql_url, workspace_schema
 from hangar.core.runcontrol import STOP_NAME
 from hangar.core.sealed import SealedSecrets
-from hangar.core.secretkey import KEY_FILE
+from hangar.core.secretkey import KEY_FILE, create_key
 from hangar.core.tables import run_stop_requests
 from tests.support import pg_mode
 
@@ -111,3 +112,12 @@ def stored_secret(data_dir: Path, name: str, workspace_id: str | None = None) ->
         return SealedSecrets(engine, data_dir / KEY_FILE, "the test's database").get(workspace_id or "", name)
     finally:
         engine.dispose()
+
+
+def share_secret_key(first: Path, *others: Path) -> None:
+    """The installation's key made in the data directory ``first`` and copied to ``others`` (as an operator copies
+    it to each host serving one PostgreSQL database: ``hangar.core.secretkey``)."""
+    key = create_key(first / KEY_FILE)
+    for data in others:
+        data.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_private_atomic(data / KEY_FILE, key.text())

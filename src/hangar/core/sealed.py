@@ -41,10 +41,12 @@ def copy_hint(path: Path) -> str:
 
 class SealedSecrets:
     """The sealed secrets in the database of ``engine`` (``database``: how messages name it), under the key in
-    ``key_path``."""
+    ``key_path``; ``make_key``: whether this process may make the key when none is stored yet (not a command on a
+    database URL alone, whose data directory is a scratch folder)."""
 
-    def __init__(self, engine: Engine, key_path: Path, database: str) -> None:
+    def __init__(self, engine: Engine, key_path: Path, database: str, *, make_key: bool = True) -> None:
         self._engine = engine
+        self._make_key = make_key
         self._key_path = key_path
         self._database = database
         self._lock = threading.Lock()
@@ -86,6 +88,11 @@ class SealedSecrets:
                     raise Unavailable(
                         f"the secrets in {self._database} are sealed with this installation's key and "
                         f"{self._key_path} is missing: {copy_hint(self._key_path)}"
+                    )
+                if not self._make_key:
+                    raise Unavailable(
+                        "this command acts on the database alone and has no secret key: name a copy of the "
+                        f"installation's secret-key with {KEY_ENV}, or give --data-dir"
                     )
                 key = create_key(self._key_path)
                 log.info("made the installation's secret key %s", self._key_path)

@@ -59,7 +59,11 @@ def sealed_secrets(settings: Settings, dbs: Databases) -> SealedSecrets | None:
     url = dbs.postgresql_url
     if url is None:
         return None
-    return SealedSecrets(dbs.sync_engine(), settings.secret_key_file or dbs.datadir.root / KEY_FILE, shown(url))
+    # A command on a database URL alone has a scratch folder for a data directory: a key made there would be lost.
+    make_key = settings.secret_key_file is not None or not settings.database_only
+    return SealedSecrets(
+        dbs.sync_engine(), settings.secret_key_file or dbs.datadir.root / KEY_FILE, shown(url), make_key=make_key
+    )
 
 
 @contextlib.asynccontextmanager

@@ -208,3 +208,24 @@ def test_the_key_file_is_made_once_and_never_replaced(tmp_path: Path) -> None:
     assert key.open("a\nc", sealed) is None and SecretKey.fresh().open("a\nb", sealed) is None
     assert key.open("a\nb", sealed[:-1] + bytes([sealed[-1] ^ 1])) is None
     assert qualified.schema == SERVER_SCHEMA
+
+
+async def test_a_command_on_the_database_alone_makes_no_key(tmp_path: Path, pg_url: str) -> None:
+    async with app_on(tmp_path, pg_url) as app:
+        engine, scratch = app.dbs.sync_engine(), tmp_path / "scratch" / KEY_FILE
+        alone = SealedSecrets(engine, scratch, "the database", make_key=False)
+        with pytest.raises(Unavailable) as refused:
+            alone.put("", "a", b"1")
+        assert refused.value.message == (
+            "this command acts on the database alone and has no secret key: name a copy of the installation's "
+            "secret-key with HANGAR_SECRET_KEY_FILE, or give --data-dir"
+        )
+        assert not scratch.exists()
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(qualified)).all() == []  # no check row either
+        # Given a copy of the key (as HANGAR_SECRET_KEY_FILE names it), the same command uses it.
+        app.secrets.set("a", "1")  # the server's process makes the key
+        assert app.sealed is not None
+        scratch.parent.mkdir()
+        scratch.write_bytes(app.sealed.key_path.read_bytes())
+        assert SealedSecrets(engine, scratch, "the database", make_key=False).get("", "a") == b"1"
