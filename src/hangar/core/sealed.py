@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 from sqlalchemy.dialects.postgresql import insert
 
-from hangar.core.fileio import fsync_dir, write_private_atomic
+from hangar.core.fileio import file_signature, fsync_dir, write_private_atomic
 from hangar.core.sealed_tables import SERVER_SCOPE, qualified
 from hangar.core.secretkey import KEY_ENV, KeyFileBroken, SecretKey, create_key, read_key
 from hangar.errors import Internal, Unavailable
@@ -59,11 +59,7 @@ class SealedSecrets:
     # -- the key -----------------------------------------------------------------------------------------------
 
     def _signature(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self._key_path)
-        except FileNotFoundError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
+        return file_signature(self._key_path)
 
     def key(self) -> SecretKey:
         """The installation's key, checked against the database (made, with the check row, when neither a key
@@ -104,11 +100,14 @@ class SealedSecrets:
                 )
                 check = self._check_row(conn)
         if check is None or key.open(place(*KEY_CHECK), check) != CHECK_VALUE:
-            raise Unavailable(
-                f"{self._key_path} is not the key the secrets in {self._database} are sealed with: "
-                f"{copy_hint(self._key_path)}; nothing stored was changed"
-            )
+            raise Unavailable(self._other_key())
         return key
+
+    def _other_key(self) -> str:
+        return (
+            f"{self._key_path} is not the key the secrets in {self._database} are sealed with: "
+            f"{copy_hint(self._key_path)}; nothing stored was changed"
+        )
 
     @staticmethod
     def _check_row(conn: sa.Connection) -> bytes | None:
@@ -163,7 +162,11 @@ class SealedSecrets:
         key = self.key()
         value = key.open(place(scope, name), bytes(row[0]))
         if value is None:
-            # The key opened the check row (``key``): this row was sealed for another place, or altered.
+            # Checked afresh: another host may have rotated the key since (then this refuses, naming the file).
+            with self._lock:
+                self._checked = None
+            self.key()
+            # The key opens the check row: this row was sealed for another place, or altered.
             raise Internal(f"the sealed secret {_shown(scope, name)} in {self._database} does not open under its name")
         return value
 
@@ -177,9 +180,21 @@ class SealedSecrets:
             )
 
     def put(self, scope: str, name: str, value: bytes) -> None:
-        sealed = self.key().seal(place(scope, name), value)
+        key = self.key()
+        sealed = key.seal(place(scope, name), value)
         stmt = insert(qualified).values(scope=scope, name=name, sealed=sealed)
         with self._engine.begin() as conn:
+            # The check row again, held until the write commits: a rotation (which locks the table) either ended
+            # before, and a key it replaced is refused here, or waits for this write and re-seals it.
+            check = conn.execute(
+                sa.select(qualified.c.sealed)
+                .where(qualified.c.scope == KEY_CHECK[0], qualified.c.name == KEY_CHECK[1])
+                .with_for_update(read=True)
+            ).scalar_one_or_none()
+            if check is None or key.open(place(*KEY_CHECK), bytes(check)) != CHECK_VALUE:
+                with self._lock:
+                    self._checked = None
+                raise Unavailable(self._other_key())
             conn.execute(stmt.on_conflict_do_update(index_elements=["scope", "name"], set_={"sealed": sealed}))
 
     def delete(self, scope: str, name: str) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
-from hangar.core.fileio import write_private_atomic
+from hangar.core.fileio import file_signature, write_private_atomic
 from hangar.errors import Internal
 
 
@@ -56,11 +56,7 @@ class SecretsFile:
         return self._path
 
     def _signature(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self._path)
-        except FileNotFoundError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
+        return file_signature(self._path)
 
     def _load(self) -> dict[str, str]:
         signature = self._signature()

@@ -229,3 +229,29 @@ async def test_a_command_on_the_database_alone_makes_no_key(tmp_path: Path, pg_u
         scratch.parent.mkdir()
         scratch.write_bytes(app.sealed.key_path.read_bytes())
         assert SealedSecrets(engine, scratch, "the database", make_key=False).get("", "a") == b"1"
+
+
+async def test_a_process_that_checked_its_key_before_a_rotation_elsewhere_neither_reads_nor_writes(
+    tmp_path: Path, pg_url: str
+) -> None:
+    async with app_on(tmp_path, pg_url) as app:
+        assert app.sealed is not None
+        app.secrets.set("a", "1")
+        engine = app.dbs.sync_engine()
+        other_host = tmp_path / "other" / KEY_FILE  # a copy of the key, as another host holds it
+        other_host.parent.mkdir()
+        other_host.write_bytes(app.sealed.key_path.read_bytes())
+        stale = SealedSecrets(engine, other_host, "the database")
+        assert stale.get("", "a") == b"1"  # its key checked, and kept while its file is unchanged
+        reader = SealedSecrets(engine, other_host, "the database")
+        assert reader.get("", "a") == b"1"
+        app.sealed.rotate()  # on this host; the other host's file is not copied yet
+        with pytest.raises(Unavailable, match="is not the key"):  # checked again in the write's transaction
+            stale.put("", "b", b"written under the old key")  # would be unreadable to every other host
+        with pytest.raises(Unavailable, match="is not the key"):
+            stale.get("", "a")  # refused as a stale key, not as a moved value
+        with pytest.raises(Unavailable, match="is not the key"):
+            reader.get("", "a")  # a value its checked key no longer opens: the check row read again says why
+        assert not app.secrets.has("b") and app.secrets.get("a") == "1"
+        other_host.write_bytes(app.sealed.key_path.read_bytes())  # the new file copied over
+        assert stale.get("", "a") == b"1"
