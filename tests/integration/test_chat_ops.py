@@ -128,7 +128,7 @@ async def test_tokens_go_in_and_never_come_back(tmp_path: Path) -> None:
             assert not any(s.encode() in held for s in SECRETS)  # audit rows name fields only
 
         await c.call("chat.disconnect", workspace_id=ws, provider=P)
-        assert not path.exists()
+        assert stored() is None
         assert (await c.call("chat.status", workspace_id=ws))["state"] == "disconnected"
 
 

@@ -25,7 +25,7 @@ from tests.integration.test_chat_two_servers import replies_in
 from tests.integration.test_postgresql_url import hangar, serve
 from tests.peers.slack_emulator import APP_TOKEN, BOT_TOKEN, running_slack
 from tests.support.chat import ALICE, GENERAL, PROVIDER, until
-from tests.support.processes import hangar_serve, owner_token
+from tests.support.processes import cli, hangar_serve, owner_token
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 from tests.unit.agents.fake_openai import running_fake_openai, text
@@ -175,6 +175,13 @@ async def test_migrating_from_sqlite_seals_the_secrets_and_a_backup_carries_no_k
         ("*", "key-check"),
     }
     assert all(s not in b"".join(rows.values()) for s in (API_KEY.encode(), BOT_TOKEN.encode()))
+    # The key rotated: every value re-sealed, the new key written; the install reads them all under it.
+    old_key = (data / KEY_FILE).read_bytes()
+    done = hangar("admin", "secret-key", "rotate", "--data-dir", str(data))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"re-sealed 4 values under a new key, written to {data / KEY_FILE}; copy that file")
+    assert (data / KEY_FILE).read_bytes() != old_key
+    assert all(sealed_rows(pg_url)[k] != v for k, v in rows.items())
     # The install, now on PostgreSQL, reads them from the database.
     async with running_server(data) as srv:
         assert srv.ctx.sealed is not None
@@ -189,3 +196,16 @@ async def test_migrating_from_sqlite_seals_the_secrets_and_a_backup_carries_no_k
     names = listing.split()
     assert "postgresql.dump" in names and "secrets.json" in names, names  # (left by SQLite: the README says so)
     assert not [n for n in names if n.rsplit("/", 1)[-1].startswith(KEY_FILE)], names
+
+
+@pytest.mark.sqlite_only("an install on SQLite has no sealed secret")
+def test_rotating_the_key_of_an_install_on_sqlite_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    cli(data, "admin", "owner-token")
+    done = hangar("admin", "secret-key", "rotate", "--data-dir", str(data))
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "this install keeps its records in SQLite and its secrets in the data directory's secrets.json: there is no "
+        "sealed secret to rotate (the key seals the secrets of an install on PostgreSQL)"
+    )
+    assert not (data / KEY_FILE).exists()
