@@ -93,6 +93,12 @@ class SealedSecrets:
                 key = create_key(self._key_path)
                 log.info("made the installation's secret key %s", self._key_path)
             if check is None:
+                if conn.execute(sa.select(sa.literal(1)).select_from(qualified).limit(1)).first() is not None:
+                    # Secrets without the row their key was checked by: no key can be trusted to be theirs.
+                    raise Unavailable(
+                        f"the secrets in {self._database} have lost the row their key is checked against "
+                        f"({KEY_CHECK[1]}): restore it from a backup; nothing stored was changed"
+                    )
                 conn.execute(
                     insert(qualified)
                     .values(scope=KEY_CHECK[0], name=KEY_CHECK[1], sealed=key.seal(place(*KEY_CHECK), CHECK_VALUE))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
@@ -35,7 +35,7 @@ class KeyFileBroken(Exception):
 
 @dataclass(frozen=True)
 class SecretKey:
-    raw: bytes
+    raw: bytes = field(repr=False)  # never in a log line or a traceback's repr
 
     @classmethod
     def fresh(cls) -> SecretKey:

@@ -255,3 +255,17 @@ async def test_a_process_that_checked_its_key_before_a_rotation_elsewhere_neithe
         assert not app.secrets.has("b") and app.secrets.get("a") == "1"
         other_host.write_bytes(app.sealed.key_path.read_bytes())  # the new file copied over
         assert stale.get("", "a") == b"1"
+
+
+async def test_secrets_without_their_check_row_are_refused_to_any_key(tmp_path: Path, pg_url: str) -> None:
+    async with app_on(tmp_path, pg_url) as app:
+        app.secrets.set("a", "1")
+        engine = app.dbs.sync_engine()
+        with engine.begin() as conn:
+            conn.execute(sa.delete(qualified).where(qualified.c.scope == KEY_CHECK[0]))
+        other = tmp_path / "other" / KEY_FILE
+        create_key(other)
+        with pytest.raises(Unavailable, match=r"have lost the row their key is checked against \(key-check\)"):
+            SealedSecrets(engine, other, "the database").put("", "b", b"2")
+        with engine.connect() as conn:
+            assert [r.name for r in conn.execute(sa.select(qualified))] == ["a"]  # no check row sealed by another key
