@@ -100,12 +100,18 @@ class Settings(BaseSettings):
     # PostgreSQL's own ``PGPASSWORD``, taken out of the environment by the command line (``hangar.cli.root``) so
     # the processes the server starts never inherit it; used for a URL that carries no password.
     _database_password: SecretStr | None = PrivateAttr(default=None)
+    # A command acting on a database URL alone (``hangar.cli.root.command_settings``): its data directory is a
+    # scratch folder, where no installation key may be made (``hangar.core.sealed``).
+    _database_only: bool = PrivateAttr(default=False)
     # The passphrase scheduled and command-line backups are sealed with (``HANGAR_BACKUP_PASSPHRASE``); taken out
     # of the environment by the command line too, so no process the server starts inherits it.
     backup_passphrase: SecretStr | None = None
     # The folder holding PostgreSQL's pg_dump and pg_restore for backups of an install on PostgreSQL
     # (``HANGAR_PG_BINDIR``); None: Debian's ``/usr/lib/postgresql/<server's major version>/bin``, then ``PATH``.
     pg_bindir: Path | None = None
+    # The installation's secret key on PostgreSQL (``HANGAR_SECRET_KEY_FILE``); None: ``<dataDir>/secret-key``
+    # (``hangar.core.secretkey``).
+    secret_key_file: Path | None = None
     site_port: int | None = DEFAULT_SITE_PORT  # where the website listens beside the server; None: not served
     site_url: str | None = None  # the website's public origin when it is served under one (``--site-url``)
     # Where rig image packs are built and cached (default ``<dataDir>/rigs/microvm-packs``). Packs hold no
@@ -209,6 +215,13 @@ class Settings(BaseSettings):
 
     def keep_database_password(self, password: str) -> None:
         self._database_password = SecretStr(password)
+
+    def mark_database_only(self) -> None:
+        self._database_only = True
+
+    @property
+    def database_only(self) -> bool:
+        return self._database_only
 
     @property
     def database_password(self) -> str | None:

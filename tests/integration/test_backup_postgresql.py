@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from psycopg import sql
 
 from hangar.backup.archive import FORMAT, ArchiveWriter, Manifest
 from hangar.core.dbdigest import JSON_TYPES, Fingerprint, fingerprint
+from hangar.core.secretkey import KEY_FILE
 from tests.integration.test_backup_refusals import refused
 from tests.integration.test_backup_restore import kept, populate
 from tests.integration.test_chat_ops import NO_TRANSPORT
@@ -164,7 +166,10 @@ async def test_round_trip_keeps_every_table_and_file_and_never_shows_the_passwor
     assert after == before  # every table of every schema: the same rows
     assert kept(restored, [ws, other]) == files_before
     assert os.readlink(restored / ws / "worktrees" / "t-1" / "escape") == str(tmp_path / "outside-secret")
-    assert stat.S_IMODE((restored / "secrets.json").stat().st_mode) == 0o600
+    # The secrets are sealed rows of the dump; their key is in no backup: the operator copies it in.
+    assert (data / KEY_FILE).exists() and not (restored / KEY_FILE).exists()
+    assert (data / KEY_FILE).read_bytes() not in content
+    shutil.copy(data / KEY_FILE, restored / KEY_FILE)
     assert not (restored / "postgresql.dump").exists() and not (restored / "server.db").exists()
     recorded = (restored / "database-url").read_text()
     assert recorded.startswith(f"postgresql://{other_role}@/{target}?")  # the database given, without its password
@@ -190,6 +195,7 @@ async def test_round_trip_keeps_every_table_and_file_and_never_shows_the_passwor
         listed = await c2.call("messages.list", workspace_id=ws, space_id=spaces["spaces"][0]["id"])
         assert {m["id"] for m in listed["messages"]} >= set(said[:5])
         assert (await c2.call("repos.list", workspace_id=ws))["repos"][0]["name"] == "app"
+        assert again.ctx.secrets.get("backup.test") == "a-server-secret"  # opened with the copied key
 
 
 @pytest.fixture

@@ -180,12 +180,12 @@ def _with_planted(plain: Path, out: Path, plant: str, *, symlink_to: Path | None
     return out
 
 
-@pytest.mark.parametrize("plant", ["server.db-wal", "secrets.json.tmp", "database-url"])
+@pytest.mark.parametrize("plant", ["server.db-wal", "secrets.json.tmp", "database-url", "secret-key"])
 def test_restore_refuses_an_item_a_backup_never_holds_naming_it(tmp_path: Path, plain: Path, plant: str) -> None:
     keys = tmp_path / "authorized_keys"
     keys.write_text("ssh-ed25519 mine\n")
     hostile = _with_planted(
-        plain, tmp_path / "hostile.backup", plant, symlink_to=None if plant == "database-url" else keys
+        plain, tmp_path / "hostile.backup", plant, symlink_to=None if plant in ("database-url", "secret-key") else keys
     )
     said = refused(admin("restore", str(hostile), "--data-dir", str(tmp_path / "r")))
     assert said.startswith(f"the backup holds the item {plant!r}"), said

@@ -25,7 +25,7 @@ from hangar.core.part import Part
 from hangar.core.principal import Role
 from hangar.identity import IdentityService, Workspace
 from hangar.server.parts import all_parts
-from tests.support.records import stored_text
+from tests.support.records import on_postgresql, stored_secret, stored_text
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 from tests.unit.chat.core.recorded import Recorded
@@ -100,12 +100,17 @@ async def test_tokens_go_in_and_never_come_back(tmp_path: Path) -> None:
         reply = await c.call("chat.connect", workspace_id=ws, provider=P, credentials=creds)
         # Nothing is plugged in to dial: the state says so rather than pretending to connect.
         assert reply == {"state": "error", "error": "no transport"}
-        path = srv.data_dir / ws / "chat_credentials" / f"{P}.json"
-        assert json.loads(path.read_text()) == {"botToken": BOT, "appToken": APP, "configRefreshToken": REFRESH}
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+        def stored() -> Any:
+            return json.loads(stored_secret(srv.data_dir, f"chat_credentials/{P}", ws) or b"null")
+
+        assert stored() == {"botToken": BOT, "appToken": APP, "configRefreshToken": REFRESH}
+        if not on_postgresql(srv.data_dir):  # files on SQLite, owner-only (sealed rows on PostgreSQL)
+            path = srv.data_dir / ws / "chat_credentials" / f"{P}.json"
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
         # An optional field left empty keeps its stored value; required ones are needed every time.
         await c.call("chat.connect", workspace_id=ws, provider=P, credentials={"botToken": BOT, "appToken": APP})
-        assert json.loads(path.read_text())["configRefreshToken"] == REFRESH
+        assert stored()["configRefreshToken"] == REFRESH
         with pytest.raises(RpcError, match="App-level token is required"):
             await c.call("chat.connect", workspace_id=ws, provider=P, credentials={"botToken": BOT})
 
@@ -123,7 +128,7 @@ async def test_tokens_go_in_and_never_come_back(tmp_path: Path) -> None:
             assert not any(s.encode() in held for s in SECRETS)  # audit rows name fields only
 
         await c.call("chat.disconnect", workspace_id=ws, provider=P)
-        assert not path.exists()
+        assert stored() is None
         assert (await c.call("chat.status", workspace_id=ws))["state"] == "disconnected"
 
 
@@ -297,7 +302,7 @@ async def test_the_server_starts_a_connection_for_stored_and_legacy_credentials(
             [(stored, True), (legacy, True)]
         )
         assert not (tmp_path / legacy / "chat_credentials.json").exists()
-        assert (tmp_path / legacy / "chat_credentials" / f"{P}.json").exists()
+        assert stored_secret(tmp_path, f"chat_credentials/{P}", legacy) is not None  # moved where it is kept now
 
 
 async def test_the_connection_holder_is_shown_to_admins_and_the_server_owner_only(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from hangar.identity import IdentityService
 from tests.integration.test_workspace_repos import _git, make_repo
 from tests.peers.git_http import GitHttp
 from tests.peers.github_emulator import GitHubEmulator, github_emulator, new_app_key
+from tests.support.records import on_postgresql, stored_secret
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
@@ -44,6 +45,12 @@ async def forge_server(tmp_path: Path) -> AsyncIterator[tuple[RunningServer, Rpc
 
 def forge_files(srv: RunningServer, ws: str) -> Path:
     return srv.data_dir / ws / "forge_credentials"
+
+
+def stored_forge(srv: RunningServer, ws: str) -> Any:
+    """The workspace's stored forge connection, wherever the install keeps it (None: none)."""
+    raw = stored_secret(srv.data_dir, "forge_credentials/github", ws)
+    return None if raw is None else json.loads(raw)
 
 
 async def audit_rows(srv: RunningServer, ws: str) -> str:
@@ -85,11 +92,11 @@ async def test_an_admin_connects_an_app_whose_installations_are_listed_and_its_k
         body = key.splitlines()[1]
         assert body not in json.dumps(status) and body not in json.dumps(again)
         assert body not in await audit_rows(srv, ws)
-        folder = forge_files(srv, ws)
-        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-        stored = folder / "github.json"
-        assert stat.S_IMODE(stored.stat().st_mode) == 0o600
-        assert json.loads(stored.read_text())["privateKey"].strip() == key.strip()
+        if not on_postgresql(srv.data_dir):  # files on SQLite, owner-only (sealed rows on PostgreSQL)
+            folder = forge_files(srv, ws)
+            assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+            assert stat.S_IMODE((folder / "github.json").stat().st_mode) == 0o600
+        assert stored_forge(srv, ws)["privateKey"].strip() == key.strip()
         assert '"fields": ["appId", "privateKey"]' in await audit_rows(srv, ws)
 
 
@@ -118,7 +125,7 @@ async def test_credentials_the_forge_refuses_or_that_are_malformed_are_refused_a
         with pytest.raises(RpcError) as denied_token:
             await owner.call("forge.connect", workspace_id=ws, token="ghp_unknown0000", apiUrl=gh.api_url)
         assert denied_token.value.message == "github.com refused to identify the token (401: Bad credentials)"
-        assert not (forge_files(srv, ws) / "github.json").exists()
+        assert stored_forge(srv, ws) is None
         assert (await owner.call("forge.status", workspace_id=ws))["connected"] is False
 
 
@@ -142,7 +149,7 @@ async def test_a_token_connection_says_whose_it_is_and_that_it_brokers_no_step_t
             and later["error"] == "ghe.example.test refused to identify the token (401: Bad credentials)"
         )
         gone = await owner.call("forge.disconnect", workspace_id=ws)
-        assert gone["connected"] is False and not (forge_files(srv, ws) / "github.json").exists()
+        assert gone["connected"] is False and stored_forge(srv, ws) is None
         assert "forge.disconnect" in await audit_rows(srv, ws)
 
 
@@ -182,7 +189,7 @@ async def test_only_a_workspace_admin_or_the_owner_uses_the_forge_ops(tmp_path: 
                     with pytest.raises(RpcError) as no_start:
                         await c.call("pipelines.runs.start", workspace_id=ws, templateId="t")
                     assert no_start.value.code == "forbidden", (who, no_start.value)
-        assert not (forge_files(srv, ws) / "github.json").exists() and gh.requests == []
+        assert stored_forge(srv, ws) is None and gh.requests == []
         # the owner and an admin may
         admin = await srv.new_user_token(ws, "admin", name="adm")
         async with RpcClient(srv.ws_url, admin) as c:

@@ -33,6 +33,7 @@ from tests.integration.test_workers import fan_out, hangar_worker, kill9, mint, 
 from tests.support.balancer import Balancer
 from tests.support.disks import detach_disks
 from tests.support.processes import HANGAR, ServeProcess, cli, hangar_serve, owner_token, stop
+from tests.support.records import share_secret_key
 from tests.support.rpc import RpcClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.packs("terminal")]
@@ -159,6 +160,7 @@ async def test_three_servers_three_workers_and_a_rig_host_survive_kill9_of_each_
     datas = [tmp_path / n for n in ("a", "b", "c")]
     for data in datas:
         cli(data, "admin", "trusted-host-exec", "on", "--database-url", pg_url)
+    share_secret_key(*datas)  # one installation key, copied to each host
     token = owner_token(datas[0])
     mint(datas[0], pg_url, "pool", tmp_path / "cred")
     cli(datas[0], "admin", "rig-host-credential", "create", "--name", "lab", "--to", str(tmp_path / "rig-cred"))

@@ -28,6 +28,7 @@ from tests.integration.test_agents_interrupt_elsewhere import alive
 from tests.integration.test_confined_user_code import template
 from tests.support.confined import CLI_AGENT
 from tests.support.processes import ServeProcess, cli, hangar_serve, owner_token
+from tests.support.records import share_secret_key
 from tests.support.rpc import RpcClient, RpcError
 
 pytestmark = pytest.mark.slow
@@ -39,6 +40,7 @@ def two_servers(tmp_path: Path, pg_url: str) -> Iterator[tuple[ServeProcess, Ser
     data_a, data_b = tmp_path / "a", tmp_path / "b"
     for data in (data_a, data_b):  # each records the database in its data directory
         cli(data, "admin", "trusted-host-exec", "on", "--database-url", pg_url)
+    share_secret_key(data_a, data_b)  # one installation key, copied to each host
     token = owner_token(data_a)
     with ExitStack() as stack:
         a = stack.enter_context(hangar_serve(data_a, log=tmp_path / "a.log"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from cryptography.x509.oid import NameOID
 from tests.peers.oidc_provider import oidc_provider
 from tests.peers.sso_parts import SSO_PARTS
 from tests.support.ports import free_port
+from tests.support.records import on_postgresql, stored_secret, stored_text
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 
@@ -138,11 +138,10 @@ async def test_client_secret_is_write_only_and_lives_in_the_secrets_file(tmp_pat
         assert saved["clientSecretPresent"] is True and "clientSecret" not in saved
         got = await c.call("sso.getConfig", kind="oidc")
         assert secret not in json.dumps(got) and secret not in json.dumps(await c.call("sso.status"))
-        secrets_file = tmp_path / "secrets.json"
-        assert json.loads(secrets_file.read_text())["sso.oidc.clientSecret"] == secret
-        assert os.stat(secrets_file).st_mode & 0o777 == 0o600
-        with sqlite3.connect(tmp_path / "server.db") as db:
-            assert secret not in "\n".join(db.iterdump())
+        assert stored_secret(tmp_path, "sso.oidc.clientSecret") == secret.encode()  # the file, or the sealed row
+        if not on_postgresql(tmp_path):
+            assert os.stat(tmp_path / "secrets.json").st_mode & 0o777 == 0o600
+        assert secret.encode() not in stored_text(tmp_path)  # never in the records in clear
         cleared = await c.call("sso.saveConfig", kind="oidc", config={"clientSecret": None})
         assert cleared["clientSecretPresent"] is False
 

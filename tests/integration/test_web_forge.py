@@ -14,6 +14,7 @@ from playwright.async_api import expect
 
 from tests.peers.github_emulator import github_emulator
 from tests.support.chromium import CHROMIUM
+from tests.support.records import stored_secret
 from tests.support.server import running_server
 from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
 
@@ -76,7 +77,7 @@ async def test_an_admin_connects_and_disconnects_a_github_app_from_the_workspace
         await panel.get_by_role("button", name="Disconnect the forge").click()
         await panel.get_by_role("button", name="Disconnect").last.click()
         await expect(panel.get_by_text("Not connected.")).to_be_visible()
-        assert not (srv.data_dir / ws / "forge_credentials" / "github.json").exists()
+        assert stored_secret(srv.data_dir, "forge_credentials/github", ws) is None
         await page.context.close()
 
         page, console = await open_signed_in(browser, settings, member, viewport=DESKTOP)

@@ -24,6 +24,7 @@ from hangar.server.deletion.steps import HOLD_VARIABLE
 from tests.integration.test_watches_end import ended
 from tests.integration.test_workspace_repos import make_repo
 from tests.support.processes import cli, hangar_serve
+from tests.support.records import stored_secret
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
@@ -67,7 +68,8 @@ async def test_the_owner_deletes_a_workspace_and_everything_in_it(tmp_path: Path
         narrowed = await identity.issue_device(srv.owner_id, "limited", scope=DeviceScope(workspace_id=ws))
         invite = (await owner.call("members.invite", workspace_id=ws, role="member"))["code"]
         member_token = await srv.new_user_token(ws, "member", name="watcher")
-        assert (srv.data_dir / ws / "chat_credentials").exists()
+        provider = next(iter(DESCRIPTORS))
+        assert stored_secret(srv.data_dir, f"chat_credentials/{provider}", ws) is not None  # file or sealed row
 
         async with RpcClient(srv.ws_url, member_token) as member:
             watch = await member.watch("events.watch", workspace_id=ws)
@@ -89,6 +91,7 @@ async def test_the_owner_deletes_a_workspace_and_everything_in_it(tmp_path: Path
             assert gone.value.code == "forbidden"
 
         assert not (srv.data_dir / ws).exists() and not await has_database(srv, ws)  # SQLite file or schema
+        assert stored_secret(srv.data_dir, f"chat_credentials/{provider}", ws) is None  # its secrets went with it
         assert not list((srv.data_dir / "disks").glob(f"*{ws}*"))  # the space's disk went with its folder
         assert (victim / "precious.txt").read_text() == "keep me\n"  # the symlinks went, not what they point at
         assert await has_database(srv, other)

@@ -102,6 +102,8 @@ async def test_round_trip_into_another_running_server(tmp_path: Path) -> None:
     ):
         ws = await one.new_workspace("source ws")
         await populate(one, ws, tmp_path)
+        # A chat connection's credentials: a file of the workspace's secret folder, or a sealed row on PostgreSQL.
+        one.ctx.secret_folder("chat_credentials").write(ws, "chatprovider", {"botToken": "xoxb-EXPORTED-NEVER"})
         archive = await export_bytes(one, ws)
 
         # Readable without Hangar: a tar with a README, JSON lines and a manifest naming every item's SHA-256.
@@ -119,6 +121,7 @@ async def test_round_trip_into_another_running_server(tmp_path: Path) -> None:
         assert sorted(json.loads(line)["content"] for line in lines) == sorted(f"message {i} ✈" for i in range(25))
         assert "tables/chat_user_links.jsonl" not in names and "tables/event_cursors.jsonl" not in names
         assert b"sk-X1" not in archive and b"sk-X1" not in agents  # the agent's key stays in the secrets file
+        assert b"xoxb-EXPORTED-NEVER" not in archive  # and the workspace's secrets where the install keeps them
         assert any(n.startswith("files/spaces/") and n.endswith("/link") for n in names)
 
         before = await rows_of(one, ws)

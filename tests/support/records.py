@@ -8,14 +8,18 @@ failed migration dropped), with SQLAlchemy, so the same test runs on both engine
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from hangar.core.datadir import DataDir
+from hangar.core.fileio import write_private_atomic
 from hangar.core.postgresql import SERVER_SCHEMA, postgresql_url, workspace_schema
 from hangar.core.runcontrol import STOP_NAME
+from hangar.core.sealed import SealedSecrets
+from hangar.core.secretkey import KEY_FILE, create_key
 from hangar.core.tables import run_stop_requests
 from tests.support import pg_mode
 
@@ -88,3 +92,32 @@ def stored_text(data_dir: Path, workspace_id: str | None = None) -> bytes:
             quoted = conn.dialect.identifier_preparer.quote(table)
             found += conn.execute(sa.text(f"SELECT CAST(t AS text) FROM {quoted} AS t")).scalars()
     return "\n".join(found).encode()
+
+
+def stored_secret(data_dir: Path, name: str, workspace_id: str | None = None) -> bytes | None:
+    """A secret as the install at ``data_dir`` keeps it, read beneath the server: the server's ``name`` (in
+    ``secrets.json`` on SQLite), or the workspace's ``<folder>/<name>`` (its secret folder's file); on PostgreSQL
+    the sealed row, opened with the data directory's key."""
+    url = pg_mode.database_url_for(data_dir)
+    if url is None:
+        if workspace_id is None:
+            path = DataDir(data_dir).secrets_file
+            value = json.loads(path.read_text()).get(name) if path.exists() else None
+            return None if value is None else str(value).encode()
+        folder, _, leaf = name.partition("/")
+        file = DataDir(data_dir).workspace_dir(workspace_id) / folder / f"{leaf}.json"
+        return json.dumps(json.loads(file.read_text()), sort_keys=True).encode() if file.exists() else None
+    engine = sa.create_engine(postgresql_url(url))
+    try:
+        return SealedSecrets(engine, data_dir / KEY_FILE, "the test's database").get(workspace_id or "", name)
+    finally:
+        engine.dispose()
+
+
+def share_secret_key(first: Path, *others: Path) -> None:
+    """The installation's key made in the data directory ``first`` and copied to ``others`` (as an operator copies
+    it to each host serving one PostgreSQL database: ``hangar.core.secretkey``)."""
+    key = create_key(first / KEY_FILE)
+    for data in others:
+        data.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_private_atomic(data / KEY_FILE, key.text())

@@ -17,6 +17,7 @@ from hangar.backup.pg_source import DUMP_ITEM
 from hangar.backup.sqlite_source import CHAT_DIR, FILE_TREES, SECRET_FILES, TLS_DIR
 from hangar.core.datadir import DataDir
 from hangar.core.dblocation import URL_FILE
+from hangar.core.secretkey import KEY_FILE
 from hangar.errors import InvalidArgs
 
 SERVER_DB = "server.db"
@@ -24,7 +25,8 @@ WORKSPACE_DB = "workspace.db"
 # Names the server's own folders never hold in a backup: locks, files being written, SQLite's journals.
 _TRANSIENT = (".lock", ".tmp", "-wal", "-shm", "-journal")
 # The top-level names the server itself uses whose shape would pass for a workspace's id.
-_SERVERS_OWN = frozenset({URL_FILE, TLS_DIR[0], "pipelines", *SECRET_FILES})
+# The installation's key (``hangar.core.secretkey``) is never in a backup, so never restored, in any shape.
+_SERVERS_OWN = frozenset({URL_FILE, KEY_FILE, TLS_DIR[0], "pipelines", *SECRET_FILES})
 
 
 def _is_workspace(name: str) -> bool:

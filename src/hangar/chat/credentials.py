@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from hangar.chat.connections import Failure
 from hangar.chat.descriptor import CHAT_PROVIDER, DESCRIPTORS, descriptor_for
 from hangar.core.datadir import DataDir
-from hangar.core.secretfiles import SecretFolder
+from hangar.core.secretfiles import FileSecretFolder, SecretFolder
 from hangar.identity import Workspace
 
 log = logging.getLogger(__name__)
@@ -42,60 +41,57 @@ LEGACY_SETUP = "chat_setup.json"
 
 
 class CredentialFiles:
-    def __init__(self, datadir: DataDir) -> None:
+    def __init__(self, datadir: DataDir, folder: SecretFolder | None = None) -> None:
+        """``folder``: where the install keeps them (``AppContext.secret_folder``); files in ``datadir`` when
+        not given."""
         self._datadir = datadir
-        self._folder = SecretFolder(datadir, DIR_NAME)
-
-    def directory(self, workspace: Workspace) -> Path:
-        return self._folder.directory(workspace.id)
-
-    def _path(self, workspace: Workspace, provider: str, suffix: str = "") -> Path:
-        descriptor_for(provider)  # only a declared provider names a file
-        return self._folder.path(workspace.id, f"{provider}{suffix}")
-
-    def _write(self, path: Path, workspace: Workspace, data: dict[str, Any]) -> None:
-        self._folder.write_path(workspace.id, path, data)
+        self._folder = folder or FileSecretFolder(datadir, DIR_NAME)
 
     @staticmethod
-    def _read(path: Path) -> dict[str, Any] | None:
-        return SecretFolder.read_path(path)
+    def _name(provider: str, suffix: str = "") -> str:
+        descriptor_for(provider)  # only a declared provider names a secret
+        return f"{provider}{suffix}"
 
-    @staticmethod
-    def _remove(path: Path) -> None:
-        path.unlink(missing_ok=True)
+    def _read(self, workspace: Workspace, provider: str, suffix: str = "") -> dict[str, Any] | None:
+        return self._folder.read(workspace.id, self._name(provider, suffix))
+
+    def _write(self, workspace: Workspace, provider: str, suffix: str, data: dict[str, Any]) -> None:
+        self._folder.write(workspace.id, self._name(provider, suffix), data)
+
+    def _remove(self, workspace: Workspace, provider: str, suffix: str = "") -> None:
+        self._folder.remove(workspace.id, self._name(provider, suffix))
 
     # -- credentials -----------------------------------------------------------------------------------------
 
     def read(self, workspace: Workspace, provider: str) -> dict[str, str] | None:
-        data = self._read(self._path(workspace, provider))
+        data = self._read(workspace, provider)
         if data is None:
             return None
         return {k: v for k, v in data.items() if isinstance(v, str)}
 
     def write(self, workspace: Workspace, provider: str, credentials: dict[str, str]) -> None:
-        self._write(self._path(workspace, provider), workspace, dict(credentials))
+        self._write(workspace, provider, "", dict(credentials))
 
     def delete(self, workspace: Workspace, provider: str) -> None:
         """Forget the provider's credentials and any unfinished setup."""
-        self._remove(self._path(workspace, provider))
-        self._remove(self._path(workspace, provider, "_setup"))
-        self._remove(self._path(workspace, provider, "_failure"))
+        for suffix in ("", "_setup", "_failure"):
+            self._remove(workspace, provider, suffix)
 
     # -- guided setup ----------------------------------------------------------------------------------------
 
     def read_setup(self, workspace: Workspace, provider: str) -> dict[str, Any] | None:
-        return self._read(self._path(workspace, provider, "_setup"))
+        return self._read(workspace, provider, "_setup")
 
     def write_setup(self, workspace: Workspace, provider: str, setup: dict[str, Any]) -> None:
-        self._write(self._path(workspace, provider, "_setup"), workspace, setup)
+        self._write(workspace, provider, "_setup", setup)
 
     def delete_setup(self, workspace: Workspace, provider: str) -> None:
-        self._remove(self._path(workspace, provider, "_setup"))
+        self._remove(workspace, provider, "_setup")
 
     # -- the connection's last failure -------------------------------------------------------------------------
 
     def read_failure(self, workspace: Workspace, provider: str) -> Failure | None:
-        data = self._read(self._path(workspace, provider, "_failure"))
+        data = self._read(workspace, provider, "_failure")
         try:
             return None if data is None else Failure(str(data["message"]), datetime.fromisoformat(str(data["at"])))
         except (KeyError, ValueError):
@@ -103,11 +99,10 @@ class CredentialFiles:
 
     def write_failure(self, workspace: Workspace, provider: str, failure: Failure | None) -> None:
         """Keep the last failure (None: the connection is up again, nothing to keep)."""
-        path = self._path(workspace, provider, "_failure")
         if failure is None:
-            self._remove(path)
+            self._remove(workspace, provider, "_failure")
         else:
-            self._write(path, workspace, {"message": failure.message, "at": failure.at.isoformat()})
+            self._write(workspace, provider, "_failure", {"message": failure.message, "at": failure.at.isoformat()})
 
     # -- legacy layout ---------------------------------------------------------------------------------------
 
@@ -117,16 +112,15 @@ class CredentialFiles:
         base = self._datadir.workspace_dir(workspace.id)
         for name, suffix in ((LEGACY_CREDENTIALS, ""), (LEGACY_SETUP, "_setup")):
             legacy = base / name
-            data = self._read(legacy)
+            data = FileSecretFolder.read_path(legacy)
             if data is None:
                 if legacy.exists():
                     log.error("legacy chat file %s of workspace %s is unreadable; left in place", name, workspace.id)
                 continue
             for provider, values in _per_provider(data).items():
-                target = self._path(workspace, provider, suffix)
-                if not target.exists():  # a newer file wins over the legacy one
-                    self._write(target, workspace, values)
-            self._remove(legacy)
+                if not self._folder.exists(workspace.id, self._name(provider, suffix)):  # a newer one wins
+                    self._write(workspace, provider, suffix, values)
+            legacy.unlink(missing_ok=True)
             moved.append(name)
         return moved
 

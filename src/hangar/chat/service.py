@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from hangar.chat.claims import InboundSeen
 from hangar.chat.connections import ConnectionRegistry, ConnectionState, Failure
-from hangar.chat.credentials import CredentialFiles
+from hangar.chat.credentials import DIR_NAME, CredentialFiles
 from hangar.chat.descriptor import DESCRIPTORS, descriptor_for, validate_credentials
 from hangar.chat.link_codes import LinkCodes
 from hangar.chat.links import UserLinks
@@ -60,7 +60,7 @@ class ConnectionStatus:
 class ChatService:
     def __init__(self, app: AppContext, registry: ConnectionRegistry) -> None:
         self._app = app
-        self.files = CredentialFiles(app.datadir)
+        self.files = CredentialFiles(app.datadir, app.secret_folder(DIR_NAME))
         self.registry = registry
         self.codes = LinkCodes(app)
         self.user_links = UserLinks(app, self.codes)

@@ -10,6 +10,7 @@ import typer
 
 from hangar.cli.dbmigrate import migrate_to_postgresql, set_database_url
 from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, command_settings, settings_from
+from hangar.cli.secretkey import secret_key_app
 from hangar.cli.upgrade import migrate
 from hangar.errors import InvalidArgs
 
@@ -23,6 +24,7 @@ admin_app = typer.Typer(help="Operator tasks on a data directory.", no_args_is_h
 admin_app.command("migrate-to-postgresql")(migrate_to_postgresql)
 admin_app.command("set-database-url")(set_database_url)
 admin_app.command("migrate")(migrate)
+admin_app.add_typer(secret_key_app, name="secret-key")
 
 
 @admin_app.command("owner-token")

@@ -5,7 +5,7 @@ command given another URL than the recorded one is refused)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -29,8 +29,15 @@ def migrate_to_postgresql(
     database, check every table's count and checksum on both sides, and point the data directory at it.
 
     Refused while a server or another command uses the data directory, and when the target holds records."""
+    import psycopg
+
+    from hangar.chat.credentials import DIR_NAME as CHAT_DIR
+    from hangar.core.datadir import DataDir
     from hangar.core.dbcopy import copy_install
     from hangar.core.dblocation import parse_database_url, redacted
+    from hangar.core.sealcopy import SealReport, seal_install
+    from hangar.core.secretkey import KEY_ENV, KEY_FILE, create_key, read_key
+    from hangar.forges.store import FOLDER as FORGE_DIR
     from hangar.server.parts import all_parts
 
     settings = settings_from(data_dir=source, database_url=database_url)
@@ -43,7 +50,14 @@ def migrate_to_postgresql(
     root = source.expanduser().absolute()
     if not root.is_dir():
         raise typer.BadParameter(f"{root} is not a directory", param_hint="--from")
-    report = copy_install(root, url, [m for p in all_parts() for m in p.migrations])
+    key_path = settings.secret_key_file or root / KEY_FILE
+    key = read_key(key_path) or create_key(key_path)
+    sealed: list[SealReport] = []
+
+    def seal(conn: psycopg.Connection[Any]) -> None:
+        sealed.append(seal_install(conn, DataDir(root), key, (CHAT_DIR, FORGE_DIR)))
+
+    report = copy_install(root, url, [m for p in all_parts() for m in p.migrations], then=seal)
     for table in report.tables:
         typer.echo(f"{table.schema}.{table.table}: {table.rows} rows, checksum {table.digest[:16]}")
     rate = report.rows / report.seconds if report.seconds > 0 else 0.0
@@ -51,6 +65,13 @@ def migrate_to_postgresql(
         f"copied {report.rows} rows of {len(report.tables)} tables from {report.databases} databases in "
         f"{report.seconds:.2f} s ({rate:.0f} rows/s, the check {report.checked_in_s:.2f} s of it); every table's count "
         "and checksum match"
+    )
+    for name in sealed[0].skipped:
+        typer.echo(f"not sealed: {name} holds no JSON object (left in place)")
+    typer.echo(
+        f"sealed {sealed[0].sealed} secrets (the secrets file and the workspaces' secret folders) into the database "
+        f"under the key {key_path}, each read back and checked; copy that file to every other host serving this "
+        f"database (as <dataDir>/{KEY_FILE}, or name it with {KEY_ENV})"
     )
     typer.echo(
         f"{root} now keeps its records in {redacted(url)} (every hangar command on it opens that database); "

@@ -88,7 +88,9 @@ def command_settings(data_dir: Path | None, database_url: str | None, *, needs_f
         raise typer.Exit(1)
     scratch = Path(tempfile.mkdtemp(prefix="hangar-database-only-"))  # 0700
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
-    return settings_from(data_dir=scratch, database_url=database_url)
+    settings = settings_from(data_dir=scratch, database_url=database_url)
+    settings.mark_database_only()
+    return settings
 
 
 def take_secrets(settings: Settings) -> None:

@@ -170,12 +170,14 @@ def check_databases(settings: Settings) -> str:
     import asyncio
 
     from hangar.core.dblocation import database_for, redacted
-    from hangar.server.context_factory import open_databases
+    from hangar.server.context_factory import open_databases, sealed_secrets
     from hangar.server.parts import all_parts
 
     async def opened() -> None:
-        async with open_databases(settings, all_parts()):
-            pass
+        async with open_databases(settings, all_parts()) as dbs:
+            sealed = sealed_secrets(settings, dbs)
+            if sealed is not None:  # its key, made or checked against the database's (one line when it is not)
+                await asyncio.to_thread(sealed.key)
 
     try:
         asyncio.run(opened())

@@ -14,7 +14,9 @@ from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.events import EventBus
 from hangar.core.metrics import Metrics
-from hangar.core.secrets import SecretsFile
+from hangar.core.sealed import SealedSecretFolder, SealedSecrets
+from hangar.core.secretfiles import FileSecretFolder, SecretFolder
+from hangar.core.secrets import Secrets
 
 T = TypeVar("T")
 
@@ -25,12 +27,20 @@ class AppContext:
     clock: Clock
     datadir: DataDir
     dbs: Databases
-    secrets: SecretsFile
+    secrets: Secrets
     bus: EventBus
     audit: AuditLog
     # The server's metrics (``hangar.core.metrics``); a command's context counts nothing.
     metrics: Metrics = field(default_factory=lambda: Metrics(enabled=False))
     _services: dict[type[Any], Any] = field(default_factory=dict)
+    # On PostgreSQL, the sealed secrets ``secrets`` and the secret folders keep (None: files, on SQLite).
+    sealed: SealedSecrets | None = None
+
+    def secret_folder(self, folder: str) -> SecretFolder:
+        """A workspace's secret folder ``folder`` as this install keeps it (``hangar.core.secretfiles``)."""
+        if self.sealed is not None:
+            return SealedSecretFolder(self.sealed, folder)
+        return FileSecretFolder(self.datadir, folder)
 
     def provide(self, service: T, as_type: type[T] | None = None) -> T:
         """Register a part's service under its class (or ``as_type``) for other parts to look up."""

@@ -1,7 +1,8 @@
 """The data directory layout (documented in README):
 
 <dataDir>/server.db                    server database (users, workspaces, memberships, devices, settings)
-<dataDir>/secrets.json                 owner-only (0600) secrets file, written atomically
+<dataDir>/secrets.json                 owner-only (0600) secrets file, written atomically (SQLite installs)
+<dataDir>/secret-key                   the installation's key sealing the secrets kept in PostgreSQL (0600)
 <dataDir>/<workspaceId>/workspace.db   one database per workspace (events, audit, parts' tables)
 <dataDir>/<workspaceId>/chat_credentials/   chat tokens and unfinished setup, 0700/0600 (``hangar.chat.credentials``)
 <dataDir>/<workspaceId>/forge_credentials/  the forge connection and hand-given repo links, 0700/0600 (``forges``)

@@ -60,6 +60,7 @@ from hangar.core.postgresql import (
     schema_engine,
     workspace_schema,
 )
+from hangar.core.sealed_tables import forget_sealed
 from hangar.core.sqlite_writer import SqliteRunner, SqliteWriter, existing_uri
 from hangar.core.stamps import STAMP_QUERY, StampReader
 from hangar.core.write_conn import Runner, Writer
@@ -268,15 +269,22 @@ class Databases:
                 raise err from exc
             return self._open_engine(workspace_id)
 
+    def sync_engine(self) -> Engine:
+        """The pool of synchronous connections to PostgreSQL (the write path's, the sealed secrets'); only on
+        PostgreSQL. Disposed with the databases."""
+        if self._pg_sync is None:
+            if self._pg_url is None:
+                raise RuntimeError("only an install on PostgreSQL has a synchronous pool")
+            self._pg_sync = postgresql_sync_engine(self._pg_url)
+        return self._pg_sync
+
     def _pg_writer(self, schema: str) -> PgWriter:
         from hangar.core.pg_writer import PgWriter  # psycopg loads only for PostgreSQL
 
-        if self._pg_sync is None or self._pg_threads is None:
-            assert self._pg_url is not None
-            self._pg_sync = postgresql_sync_engine(self._pg_url)
+        if self._pg_threads is None:
             # As many threads as connections kept: write transactions run one at a time anyway (the write lock).
             self._pg_threads = ThreadPoolExecutor(max_workers=PG_POOL_SIZE, thread_name_prefix="pg-writer")
-        return PgWriter(self._pg_sync, self._pg_threads, schema, PG_WRITE_LOCK)
+        return PgWriter(self.sync_engine(), self._pg_threads, schema, PG_WRITE_LOCK)
 
     async def writer(self, workspace_id: str) -> Writer:
         """The write path of the workspace database (``hangar.core.write_conn``; opened and migrated like
@@ -361,6 +369,8 @@ class Databases:
             schema = workspace_schema(workspace_id)
             async with self._pg.begin() as conn:
                 await conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                # Its sealed secrets (``hangar.core.sealed``) go in the same transaction.
+                await conn.execute(forget_sealed(workspace_id))
 
     def leases(self) -> Leases:
         """The process's driver leases on PostgreSQL (``hangar.core.leases``: one dedicated connection, opened at

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,8 +107,16 @@ def sources(root: Path, sets: Sequence[MigrationSet]) -> list[Source]:
     return found
 
 
-def copy_install(root: Path, url: URL, sets: Sequence[MigrationSet], *, batch_rows: int = BATCH_ROWS) -> CopyReport:
-    """Copy the SQLite install at ``root`` into the empty PostgreSQL database at ``url`` (see the module)."""
+def copy_install(
+    root: Path,
+    url: URL,
+    sets: Sequence[MigrationSet],
+    *,
+    batch_rows: int = BATCH_ROWS,
+    then: Callable[[psycopg.Connection[Any]], None] | None = None,
+) -> CopyReport:
+    """Copy the SQLite install at ``root`` into the empty PostgreSQL database at ``url`` (see the module).
+    ``then``: what else goes into the copy's transaction once every table checked (the sealed secrets)."""
     with exclusively(root):
         already = recorded_url(root)
         if already is not None:
@@ -135,7 +143,7 @@ def copy_install(root: Path, url: URL, sets: Sequence[MigrationSet], *, batch_ro
                 for source in install:
                     apply_postgresql_migrations(url, source.sets, schema=source.schema)
                 conn.autocommit = False
-                report = _copy(conn, install, batch_rows)
+                report = _copy(conn, install, batch_rows, then)
             finally:
                 raw.close()
         finally:
@@ -144,7 +152,12 @@ def copy_install(root: Path, url: URL, sets: Sequence[MigrationSet], *, batch_ro
         return report
 
 
-def _copy(conn: psycopg.Connection[Any], install: Sequence[Source], batch_rows: int) -> CopyReport:
+def _copy(
+    conn: psycopg.Connection[Any],
+    install: Sequence[Source],
+    batch_rows: int,
+    then: Callable[[psycopg.Connection[Any]], None] | None,
+) -> CopyReport:
     report = CopyReport(databases=len(install))
     began = time.monotonic()
     with conn.transaction():
@@ -157,6 +170,8 @@ def _copy(conn: psycopg.Connection[Any], install: Sequence[Source], batch_rows: 
             for source, db in opened:
                 report.tables.extend(_verify(conn, source, db))
             report.checked_in_s = time.monotonic() - copied
+            if then is not None:
+                then(conn)
         finally:
             for _source, db in opened:
                 db.close()

@@ -37,6 +37,16 @@ def write_private_atomic(path: Path, data: bytes, *, keep: bool = False) -> None
         raise
 
 
+def file_signature(path: Path) -> tuple[int, int, int] | None:
+    """What changes when ``path`` is replaced or rewritten (inode, size, modification time); None when absent.
+    Readers that keep a parsed copy of a file compare it to tell whether another process changed the file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def fsync_dir(path: Path) -> None:
     """Make a rename or a new entry in the folder ``path`` durable."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)

@@ -15,6 +15,7 @@ from hangar.core.disks import DISK_SPECS
 from hangar.core.event_types import DomainEvent
 from hangar.core.migrating import MigrationSet
 from hangar.core.retention import EventFloor
+from hangar.core.sealed_tables import MIGRATIONS as SEALED_MIGRATIONS
 from hangar.core.settings import SettingSpec
 from hangar.core.tables import MIGRATIONS as KERNEL_MIGRATIONS
 
@@ -60,4 +61,8 @@ def kernel_part() -> Part:
     """The kernel's own workspace tables (domain events, audit, settings, guardrails) as a part: every server and
     command opens them first, since every part writes events and audit rows. Its server settings are the owner's
     trusted-host-exec switch (``hangar.core.confine``) and the disk quotas of confined code (``hangar.core.disks``)."""
-    return Part(name="kernel", migrations=[KERNEL_MIGRATIONS], server_settings=[TRUSTED_HOST_EXEC_SPEC, *DISK_SPECS])
+    return Part(
+        name="kernel",
+        migrations=[KERNEL_MIGRATIONS, SEALED_MIGRATIONS],
+        server_settings=[TRUSTED_HOST_EXEC_SPEC, *DISK_SPECS],
+    )

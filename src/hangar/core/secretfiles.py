@@ -4,6 +4,10 @@ The folder is 0700 and each file 0600, written atomically (readers see the old f
 keep credentials (the chat bridge, the forges) keep them here rather than in the workspace database or the
 server's ``secrets.json``, so that a deleted workspace takes them with it and an export or backup carries none.
 The caller passes the id of a workspace it has looked up: an id from input never names a directory unchecked.
+
+That is the store of an install on SQLite (``FileSecretFolder``). An install on PostgreSQL keeps the same
+secrets sealed in its database, in the workspace's scope (``hangar.core.sealed.SealedSecretFolder``), so every
+host reads them; the application context hands out the one its install uses (``AppContext.secret_folder``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from hangar.core.datadir import DataDir
 from hangar.core.fileio import write_private_atomic
@@ -20,7 +24,19 @@ from hangar.core.fileio import write_private_atomic
 log = logging.getLogger(__name__)
 
 
-class SecretFolder:
+class SecretFolder(Protocol):
+    """A workspace's named secrets (JSON objects) of one folder."""
+
+    def read(self, workspace_id: str, name: str) -> dict[str, Any] | None: ...
+
+    def write(self, workspace_id: str, name: str, data: dict[str, Any]) -> None: ...
+
+    def remove(self, workspace_id: str, name: str) -> None: ...
+
+    def exists(self, workspace_id: str, name: str) -> bool: ...
+
+
+class FileSecretFolder:
     def __init__(self, datadir: DataDir, folder: str) -> None:
         self._datadir = datadir
         self._folder = folder
@@ -64,3 +80,6 @@ class SecretFolder:
 
     def remove(self, workspace_id: str, name: str) -> None:
         self.path(workspace_id, name).unlink(missing_ok=True)
+
+    def exists(self, workspace_id: str, name: str) -> bool:
+        return self.path(workspace_id, name).exists()

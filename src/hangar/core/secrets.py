@@ -8,6 +8,10 @@ Other processes share the file (the CLI, a second server): a read checks whether
 loaded (its inode, size and modification time; a rename replaces the inode) and reloads it, and a change is
 read-modify-written under an exclusive lock on ``secrets.json.lock``, so no process writes back a stale copy over
 another's change.
+
+That is the store of an install on SQLite. An install on PostgreSQL keeps the same secrets sealed in its
+database (``hangar.core.sealed.SealedSecretsFile``), so every process on every host reads the same ones at once;
+both answer ``Secrets``, and the application context holds the one its install uses.
 """
 
 from __future__ import annotations
@@ -20,9 +24,24 @@ import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
-from hangar.core.fileio import write_private_atomic
+from hangar.core.fileio import file_signature, write_private_atomic
 from hangar.errors import Internal
+
+
+class Secrets(Protocol):
+    """Named secret strings of the server."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def has(self, key: str) -> bool: ...
+
+    def set(self, key: str, value: str) -> None: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def delete_prefix(self, prefix: str) -> None: ...
 
 
 class SecretsFile:
@@ -37,11 +56,7 @@ class SecretsFile:
         return self._path
 
     def _signature(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self._path)
-        except FileNotFoundError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
+        return file_signature(self._path)
 
     def _load(self) -> dict[str, str]:
         signature = self._signature()

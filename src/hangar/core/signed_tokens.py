@@ -19,7 +19,7 @@ import secrets
 from typing import Any
 
 from hangar.core.clock import Clock
-from hangar.core.secrets import SecretsFile
+from hangar.core.secrets import Secrets
 from hangar.errors import Forbidden
 
 _VERSION = "v1"
@@ -37,7 +37,7 @@ class SignedTokens:
     """Tokens under the secrets file's key ``key_name``; ``what`` names them in refusals (``the lane
     signature``), ``expired`` is the refusal of an expired one."""
 
-    def __init__(self, secrets_file: SecretsFile, key_name: str, clock: Clock, *, what: str, expired: str) -> None:
+    def __init__(self, secrets_file: Secrets, key_name: str, clock: Clock, *, what: str, expired: str) -> None:
         self._secrets = secrets_file
         self._key_name = key_name
         self._clock = clock

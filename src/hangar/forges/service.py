@@ -18,6 +18,7 @@ from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.forges import github, reach
 from hangar.forges.reach import Route
 from hangar.forges.store import (
+    FOLDER,
     ForgeConnection,
     ForgeLinks,
     ForgeStore,
@@ -47,7 +48,7 @@ class Link:
 class ForgeService:
     def __init__(self, app: AppContext) -> None:
         self._app = app
-        self.store = ForgeStore(app.datadir)
+        self.store = ForgeStore(app.secret_folder(FOLDER))
         self.given_links = ForgeLinks(app.dbs)
 
     async def workspace(self, workspace_id: str) -> Workspace:

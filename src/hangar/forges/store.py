@@ -24,7 +24,6 @@ from urllib.parse import urlsplit
 import sqlalchemy as sa
 
 from hangar.core.addresses import git_url_host
-from hangar.core.datadir import DataDir
 from hangar.core.db import Databases, write_transaction
 from hangar.core.secretfiles import SecretFolder
 from hangar.errors import InvalidArgs
@@ -134,8 +133,8 @@ def full_name_from_origin(source: str, host: str) -> str | None:
 
 
 class ForgeStore:
-    def __init__(self, datadir: DataDir) -> None:
-        self._folder = SecretFolder(datadir, FOLDER)
+    def __init__(self, folder: SecretFolder) -> None:
+        self._folder = folder
 
     def read(self, workspace_id: str) -> ForgeConnection | None:
         data = self._folder.read(workspace_id, GITHUB)

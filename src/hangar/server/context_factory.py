@@ -14,6 +14,7 @@ from hangar.core.clock import Clock, SystemClock
 from hangar.core.context import AppContext
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
+from hangar.core.dbfailures import shown
 from hangar.core.dblocation import database_for, in_use, record_url
 from hangar.core.event_types import EventRegistry
 from hangar.core.events import EventBus
@@ -21,6 +22,8 @@ from hangar.core.metrics import Metrics
 from hangar.core.outbox import Outbox
 from hangar.core.part import Part, kernel_part
 from hangar.core.retention import EventFloors
+from hangar.core.sealed import SealedSecrets, SealedSecretsFile
+from hangar.core.secretkey import KEY_FILE
 from hangar.core.secrets import SecretsFile
 from hangar.core.settings import WorkspaceSettings
 from hangar.httpkit.ratelimit import RateLimits
@@ -35,16 +38,32 @@ log = logging.getLogger(__name__)
 def assemble_context(
     settings: Settings, clock: Clock, dbs: Databases, bus: EventBus, metrics: Metrics | None = None
 ) -> AppContext:
-    """The context around opened databases and their event bus, before any service is provided."""
+    """The context around opened databases and their event bus, before any service is provided. The secrets are
+    files in the data directory on SQLite, and sealed in the database on PostgreSQL (``sealed_secrets``)."""
+    sealed = sealed_secrets(settings, dbs)
     return AppContext(
         metrics=metrics or Metrics(enabled=False),
         settings=settings,
         clock=clock,
         datadir=dbs.datadir,
         dbs=dbs,
-        secrets=SecretsFile(dbs.datadir.secrets_file),
+        secrets=SecretsFile(dbs.datadir.secrets_file) if sealed is None else SealedSecretsFile(sealed),
         bus=bus,
         audit=AuditLog(dbs, clock),
+        sealed=sealed,
+    )
+
+
+def sealed_secrets(settings: Settings, dbs: Databases) -> SealedSecrets | None:
+    """On PostgreSQL, the database's sealed secrets under the installation's key (``HANGAR_SECRET_KEY_FILE``, or
+    ``<dataDir>/secret-key``); None on SQLite."""
+    url = dbs.postgresql_url
+    if url is None:
+        return None
+    # A command on a database URL alone has a scratch folder for a data directory: a key made there would be lost.
+    make_key = settings.secret_key_file is not None or not settings.database_only
+    return SealedSecrets(
+        dbs.sync_engine(), settings.secret_key_file or dbs.datadir.root / KEY_FILE, shown(url), make_key=make_key
     )
 
 

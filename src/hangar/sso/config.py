@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.core.clock import Clock
 from hangar.core.migrating import MigrationSet
 from hangar.core.principal import Role
-from hangar.core.secrets import SecretsFile
+from hangar.core.secrets import Secrets
 from hangar.core.stamps import Stamp, engine_stamp
 from hangar.core.types import UtcDateTime
 from hangar.errors import InvalidArgs
@@ -272,7 +272,7 @@ class SsoConfigStore:
     Every entry point (sign-in routes, ``sso.*`` ops) calls ``fresh`` first, so a connection saved by another
     process applies at once; the synchronous accessors then read what ``fresh`` checked."""
 
-    def __init__(self, engine: AsyncEngine, secrets: SecretsFile, clock: Clock, stamp: Stamp | None = None) -> None:
+    def __init__(self, engine: AsyncEngine, secrets: Secrets, clock: Clock, stamp: Stamp | None = None) -> None:
         self._engine = engine
         self._secrets = secrets
         self._clock = clock

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hangar.core.clock import Clock
-from hangar.core.secrets import SecretsFile
+from hangar.core.secrets import Secrets
 from hangar.core.signed_tokens import SignedTokens
 from hangar.errors import Forbidden
 
@@ -31,7 +31,7 @@ class ExportGrant:
 
 
 class ExportSigner:
-    def __init__(self, secrets_file: SecretsFile, clock: Clock) -> None:
+    def __init__(self, secrets_file: Secrets, clock: Clock) -> None:
         self._tokens = SignedTokens(
             secrets_file,
             EXPORT_KEY,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hangar.core.clock import Clock
-from hangar.core.secrets import SecretsFile
+from hangar.core.secrets import Secrets
 from hangar.core.signed_tokens import SignedTokens
 from hangar.errors import Forbidden
 
@@ -40,7 +40,7 @@ class LaneGrant:
 
 
 class LaneSigner:
-    def __init__(self, secrets_file: SecretsFile, clock: Clock) -> None:
+    def __init__(self, secrets_file: Secrets, clock: Clock) -> None:
         self._tokens = SignedTokens(
             secrets_file,
             LANE_KEY,
