@@ -12,6 +12,7 @@ from hangar.agents.orchestration import bodies as orchestration_bodies
 from hangar.agents.orchestration import ops as orchestration_ops
 from hangar.agents.orchestration.events import ORCHESTRATION_EVENTS
 from hangar.agents.orchestration.service import OrchestrationService
+from hangar.agents.pipeline_follow import PipelineFollower
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import RunStore
 from hangar.agents.service import AgentService
@@ -31,7 +32,7 @@ async def _start(app: AppContext) -> None:
     app.provide(TeamService(app, agents))
     app.provide(OrchestrationService(app)).follow_runs()
     runner = app.provide(AgentRunner(app, agents, app.service(SpaceService)))
-    runner.follow_pipelines()
+    app.provide(PipelineFollower(runner)).start()
     # Runs a previous process left running can never finish now: close them so their waiters move on.
     for workspace_id in await usable_workspace_ids(app):
         await runner.recover(workspace_id)
@@ -43,6 +44,9 @@ async def _stop(app: AppContext) -> None:
     orchestrations = app.maybe_service(OrchestrationService)
     if orchestrations is not None:
         await orchestrations.aclose()
+    follower = app.maybe_service(PipelineFollower)
+    if follower is not None:
+        await follower.aclose()
     runner = app.maybe_service(AgentRunner)
     if runner is not None:
         await runner.aclose()

@@ -43,12 +43,11 @@ from hangar.core.brokering import CredentialSource
 from hangar.core.confine import confinement_for
 from hangar.core.context import AppContext
 from hangar.core.event_types import DomainEvent, StoredEvent
-from hangar.core.events import Subscription
 from hangar.core.ids import new_id
 from hangar.core.procs import is_alive, this_process
 from hangar.core.runcontrol import RunControl
 from hangar.errors import InvalidArgs, Refused
-from hangar.pipelines import PipelineRunFinished, TaskFinished, attempts_in_queue, run_key
+from hangar.pipelines import TaskFinished, attempts_in_queue
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
@@ -103,7 +102,6 @@ class AgentRunner:
             dbs=app.dbs,
             on_fenced=self._fenced,
         )
-        self._pipelines_sub: Subscription | None = None
         self._recovering: asyncio.Task[None] | None = None
         self._owner = this_process()
 
@@ -525,48 +523,6 @@ class AgentRunner:
         finally:
             self._release(run.id)
 
-    def follow_pipelines(self) -> None:
-        """Interrupt the agent runs a pipeline run's steps dispatched when that pipeline run is cancelled (the
-        runs are the steps' work: a cancelled run's steps stop, wherever their agent runs are driven)."""
-        self._pipelines_sub = self.app.bus.subscribe(
-            self._on_pipeline_finished, name="agents-pipeline-runs", types=[PipelineRunFinished.type]
-        )
-
-    async def _on_pipeline_finished(self, event: StoredEvent) -> None:
-        if event.payload.get("status") != "cancelled":
-            return
-        await self.interrupt_for_pipeline(event.workspace_id, str(event.payload["runId"]))
-
-    async def interrupt_for_pipeline(self, workspace_id: str, pipeline_run_id: str) -> list[Run]:
-        """Interrupt every running agent run the steps of one pipeline run dispatched; returns them ended."""
-        runs = await self.store.running_for_pipeline(workspace_id, pipeline_run_id)
-        ended: list[Run] = []
-        for got in await asyncio.gather(
-            *(self.interrupt(workspace_id, r.id, by=run_key(pipeline_run_id)) for r in runs),
-            return_exceptions=True,
-        ):
-            if isinstance(got, Run):
-                ended.append(got)
-            else:
-                log.warning("pipeline run %s was cancelled; one of its agent runs: %s", pipeline_run_id, got)
-        return ended
-
-    async def events(self, workspace_id: str, run_id: str) -> list[StoredEvent]:
-        """The run's persisted events in order: read in pages from its first event up to its ``runFinished``."""
-        run = await self.store.get(workspace_id, run_id)
-        after = (run.first_seq - 1) if run.first_seq else 0
-        found: list[StoredEvent] = []
-        while True:
-            page = await self.app.bus.replay(workspace_id, after_seq=after, types=ev.RUN_EVENT_TYPES, limit=1000)
-            for e in page:
-                if e.payload.get("runId") == run_id:
-                    found.append(e)
-                    if e.type == ev.RunFinished.type:
-                        return found
-            if len(page) < 1000:
-                return found
-            after = page[-1].seq
-
     async def recover(self, workspace_id: str) -> int:
         """Close runs a dead process left running (never one a live process drives); returns how many. A run a
         worker drove for a pipeline step whose attempt is still queued is left to that attempt's next try, which
@@ -615,9 +571,6 @@ class AgentRunner:
             self._recovering.cancel()
             await asyncio.gather(self._recovering, return_exceptions=True)
             self._recovering = None
-        if self._pipelines_sub is not None:
-            await self.app.bus.unsubscribe(self._pipelines_sub)
-            self._pipelines_sub = None
         drivers = list(self._drivers.values())
         for task in drivers:
             task.cancel()

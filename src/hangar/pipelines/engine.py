@@ -22,11 +22,12 @@ from hangar.core.event_types import DomainEvent, StoredEvent
 from hangar.core.events import EventBus
 from hangar.core.ids import new_id
 from hangar.core.runcontrol import STOP_WAIT_S, DrivenElsewhere, RunControl, Takeover
-from hangar.errors import Conflict, NotFound, Refused, Unavailable
+from hangar.errors import Conflict, NotFound, Unavailable
 from hangar.identity import IdentityService
 from hangar.pipelines import template as tpl
 from hangar.pipelines._algo import Graph, StepRec
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec
+from hangar.pipelines.child_runs import StepChildren
 from hangar.pipelines.events import TaskFinished
 from hangar.pipelines.layout import control_root, pipeline_run_key
 from hangar.pipelines.model import FINISHED_RUN, RunStatus, Template
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_SUBPIPELINE_DEPTH = 8
-
 
 def _firing(kind: str, ev: StoredEvent) -> tuple[dict[str, Any], str]:
     """What a trigger's firing puts in the run's payload, and the key that makes it one firing: the event's
@@ -67,49 +66,6 @@ class Listener:
     workspace_id: str
     run_id: str | None
     queue: asyncio.Queue[dict[str, Any]]
-
-
-class _Children:
-    """``ChildRuns`` for one attempt of one step: idempotent, so a re-run after a crash finds the same child."""
-
-    def __init__(self, engine: PipelineEngine, run: RunRow, step_id: str, attempt: int) -> None:
-        self._engine = engine
-        self._run = run
-        self._step_id = step_id
-        self._attempt = attempt
-
-    async def start_child(self, template_id: str, payload: Mapping[str, Any]) -> str:
-        e, run = self._engine, self._run
-        ws = run.workspace_id
-        if template_id == run.template_id:
-            raise Refused(f"a pipeline cannot call itself ({template_id!r})")
-        depth, parent = 1, run.parent_run_id
-        while parent is not None:
-            depth += 1
-            if depth > MAX_SUBPIPELINE_DEPTH:
-                raise Refused(f"sub-pipelines nest deeper than {MAX_SUBPIPELINE_DEPTH} levels")
-            parent = (await e.store.load_run(ws, parent))[0].parent_run_id
-        key = f"{self._step_id}#{self._attempt}"
-        existing = await e.store.find_firing(ws, run.id, key)
-        if existing is not None:
-            return existing
-        template = await e.stored_template(ws, template_id)
-        child = await e.start_run(
-            ws,
-            template,
-            payload=payload,
-            dry_run=run.dry_run,
-            trigger_kind="parent",
-            trigger_id=run.id,
-            trigger_key=key,
-            parent_run_id=run.id,
-            parent_step_id=self._step_id,
-        )
-        if child is None:  # started concurrently by an earlier attempt of this same step
-            found = await e.store.find_firing(ws, run.id, key)
-            assert found is not None
-            return found
-        return child
 
 
 class PipelineEngine:
@@ -206,8 +162,8 @@ class PipelineEngine:
     def control_dir(self, run_id: str) -> Path:
         return self.control.control_dir(run_id)
 
-    def children_for(self, run: RunRow, step_id: str, attempt: int) -> _Children:
-        return _Children(self, run, step_id, attempt)
+    def children_for(self, run: RunRow, step_id: str, attempt: int) -> StepChildren:
+        return StepChildren(self, run, step_id, attempt)
 
     def notify(self, run: RunRow, changed: Sequence[StepRec]) -> None:
         self._count_steps(run, changed)
