@@ -14,7 +14,6 @@ PLANNED_AREAS = (
     "manual/concepts/evals-replay",
     "manual/concepts/meetings",
     "manual/concepts/memory-knowledge",
-    "manual/tutorials/first-pr",
     "manual/guides/record-meeting",
     "manual/guides/connect-calendar",
 )
