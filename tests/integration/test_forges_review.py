@@ -162,7 +162,9 @@ async def test_a_team_reviews_through_one_dispatch(tmp_path: Path) -> None:
         assert done["status"] == "completed", done
         assert done["state"]["review_verdict"] == "approve"
         (review,) = gh.reviews.of("acme/app", PR)
-        assert review["event"] == "APPROVE" and len(review["comments"]) == 1
+        # An approving verdict is said in a comment, never posted as GitHub's approval.
+        assert review["event"] == "COMMENT" and len(review["comments"]) == 1
+        assert review["body"].startswith("## Review: ")
 
 
 async def test_the_forges_faults_are_retried_and_a_stored_review_is_never_posted_twice(tmp_path: Path) -> None:

@@ -277,6 +277,13 @@ def test_rig_host_bad_input_refused_in_one_line(tmp_path: Path) -> None:
     assert bare.returncode == 1 and "hangar rig-host needs a rig host credential" in bare.stderr, bare
     small = cli(tmp_path, *base, "--server", "http://127.0.0.1:9", "--memory-budget", "511", check=False)
     assert small.returncode == 2 and "--memory-budget" in small.stderr, small
+    # The credential rides in the connection's headers: plain http only to this machine's own addresses.
+    for far in ("http://hangar.example.org", "http://10.0.0.5:8080"):
+        clear = cli(tmp_path, *base, "--server", far, check=False)
+        assert clear.returncode == 1 and "in clear text" in clear.stderr and "https://" in clear.stderr, clear
+    for near in ("http://localhost:9", "http://[::1]:9", "http://127.0.0.2:9"):
+        local = cli(tmp_path, *base, "--server", near, "--memory-budget", "511", check=False)
+        assert local.returncode == 2 and "in clear text" not in local.stderr, local  # got past the URL check
 
 
 async def test_a_rig_host_back_within_its_lease_keeps_its_rigs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
+from urllib.parse import urlsplit
 
 import typer
 
@@ -46,6 +48,16 @@ rig_host_credential_app = credential_app(
 )
 
 
+def _loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def rig_host(
     server: Annotated[
         list[str],
@@ -72,6 +84,12 @@ def rig_host(
     for url in server:
         if not url.startswith(("http://", "https://")) or len(url) > 2000:
             raise refuse(f"--server must be an http:// or https:// URL of a hangar server, not {url[:100]!r}")
+        if url.startswith("http://") and not _loopback(url):
+            # The credential travels in the connection's headers: in clear text it is anyone's on the way.
+            raise refuse(
+                f"--server {url[:100]} is plain http on another host: the rig host credential would cross the network "
+                "in clear text; give its https:// address (plain http is accepted for this machine's own addresses)"
+            )
     settings = settings_from(data_dir=data_dir)
     text = read_credential(credential_file, CREDENTIAL_VARIABLE, "rig host credential", "hangar rig-host")
     from hangar.server.logs import configure_server_log

@@ -34,7 +34,10 @@ FINDINGS_KEY = "consolidated_findings"
 VERDICT_KEY = "review_verdict"
 MAX_INLINE_COMMENTS = 100  # the rest go in the review's body
 MAX_BODY = 60_000  # GitHub takes 65,536 characters
-EVENTS = {"approve": "APPROVE", "comment": "COMMENT", "request_changes": "REQUEST_CHANGES"}
+# An "approve" verdict is posted as a comment that says so, never as GitHub's approval: the reviewers read a diff
+# its author wrote (a prompt injection, or reviewers that all failed, would otherwise grant an approval branch
+# protection may count). Requesting changes only ever holds a pull request back, so it is posted as such.
+EVENTS = {"approve": "COMMENT", "comment": "COMMENT", "request_changes": "REQUEST_CHANGES"}
 _VERDICT_TEXT = {"approve": "Approve", "comment": "Comment", "request_changes": "Request changes"}
 _BUCKET_TEXT = {"every": "every reviewer", "most": "most reviewers", "some": "some reviewers", "one": "one reviewer"}
 

@@ -24,6 +24,7 @@ from typing import Any
 import websockets
 
 from hangar.core.beneath import remove_path
+from hangar.core.ids import is_id
 from hangar.errors import HangarError, InvalidArgs, NotFound, Refused
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.backends.capabilities import Pty
@@ -347,6 +348,11 @@ class RigHostAgent:
 
     async def _start(self, link: ServerLink, spec: dict[str, Any]) -> None:
         rig_id, need = str(spec["rigId"]), int(spec["memoryMb"])
+        # Whoever sends a start (a server, or anyone between it and this host) names the rig's home by its id:
+        # only the shape of an id may become a folder name.
+        for name in ("rigId", "workspaceId"):
+            if not is_id(spec.get(name)):
+                raise InvalidArgs(f"{name} must be a record id", field=name)
         if spec.get("surface") != "terminal":
             raise Refused("a rig host runs terminal rigs only")
         if rig_id in self.rigs:
@@ -358,6 +364,8 @@ class RigHostAgent:
                 f"rig: {held} MB are held"
             )
         home = self.homes / rig_id
+        if home.parent != self.homes:
+            raise InvalidArgs("rigId must be a record id", field="rigId")
         home.mkdir(parents=True, exist_ok=True)
         rig_spec = RigSpec(
             rig_id=rig_id,
