@@ -107,7 +107,7 @@ test-packs: install apt-deps
 	else echo "rig packs not built ($$why): the tests that need them skip"; fi
 
 pytest: install apt-deps web test-packs
-	HANGAR_TEST_PACKS=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/pytest -q
+	HANGAR_TEST_PACKS=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/pytest -q --durations=40
 
 test: install apt-deps lint typecheck web web-test pytest
 
