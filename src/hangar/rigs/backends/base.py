@@ -113,6 +113,12 @@ class RigBackend(ABC):
         """None when this backend can run rigs on this host; else one clear sentence saying what is
         missing."""
 
+    async def availability(self) -> str | None:
+        """``unavailable_reason`` at the moment of an open, for a backend whose answer depends on what may change
+        meanwhile (server settings, a device coming and going); one sentence of what is missing and how to
+        provide it, or None."""
+        return self.unavailable_reason()
+
     @abstractmethod
     async def start(self, spec: RigSpec, progress: Callable[[str], None]) -> RigHandle:
         """Boot a rig for ``spec``; call ``progress`` with short step texts (e.g. building the image pack)
