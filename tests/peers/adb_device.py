@@ -391,7 +391,7 @@ class FakePhone:
         return Result(stderr=b"Error: bad arguments\n", code=1)
 
 
-def test_apk(package: str, activity: str = ".MainActivity") -> bytes:
+def phone_apk(package: str, activity: str = ".MainActivity") -> bytes:
     """A package the fake phone installs: a zip naming its package and launcher activity."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as apk:

@@ -69,9 +69,12 @@ def _ok(ran: Ran, what: str) -> Ran:
 
 
 def _success(ran: Ran, what: str) -> None:
-    """``pm`` says ``Success`` when it did it, whatever its exit code."""
-    if not ran.text().lstrip().startswith("Success"):
-        raise Refused(f"{what}: the device did not do it: {ran.said()}")
+    """``pm`` (and ``adb install``, after its progress lines) says ``Success`` when it did it, whatever the exit
+    code; anything else is the device declining, in its own words."""
+    if ran.code != 0 or not any(line.startswith("Success") for line in ran.text().splitlines()):
+        failed = [line for line in (ran.text() + "\n" + ran.stderr.decode("utf-8", "replace")).splitlines() if line]
+        said = next((line for line in failed if "Fail" in line or "rror" in line), ran.said())
+        raise Refused(f"{what}: the device did not do it: {said[:200]}")
 
 
 async def _tap(rig: PhoneRig, p: act.Point) -> tuple[Result, Details]:
@@ -129,7 +132,7 @@ async def _install(rig: PhoneRig, p: verbs.InstallApk) -> tuple[Result, Details]
         ran = await rig.adb.install(str(staged.path))
     finally:
         await asyncio.to_thread(staged.path.unlink, True)
-    _success(ran if ran.code == 0 else Ran(ran.code, ran.stderr or ran.stdout, b""), "install_apk")
+    _success(ran, "install_apk")
     about = {"path": staged.source, "bytes": staged.size, "sha256": staged.sha256}
     return {"installed": about}, about
 

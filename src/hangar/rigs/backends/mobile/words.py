@@ -17,8 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from hangar.errors import InvalidArgs
 
-# A leading "-" is quoted too: adb would take a first word like "-x" for one of its own options.
-_PLAIN = re.compile(r"^[A-Za-z0-9_./:@%+,][A-Za-z0-9_./:@%+,-]*$")
+_PLAIN = re.compile(r"^[A-Za-z0-9_./:@%+,-]+$")
 # A device's adb takes a service line of at most 4 KB on old releases (its protocol's first payload size), so
 # one shell call stays under it and longer input is sent in several.
 MAX_LINE = 3500
@@ -35,7 +34,11 @@ def quote(word: str) -> str:
 
 
 def command_line(argv: Sequence[str]) -> str:
-    return " ".join(quote(w) for w in argv)
+    words = [quote(w) for w in argv]
+    if words and words[0].startswith("-"):
+        # adb reads a line starting with "-x" as one of its own options: the program's name is quoted instead.
+        words[0] = f"'{words[0]}'"
+    return " ".join(words)
 
 
 def lines(commands: Iterable[Sequence[str]]) -> list[str]:
