@@ -58,7 +58,8 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def own_adb_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if shutil.which("adb") is None:
+    adb = shutil.which("adb")
+    if adb is None:
         pytest.skip("Debian's adb is not installed (make apt-deps)")
     port = str(free_port())
     monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", port)
@@ -66,7 +67,7 @@ def own_adb_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield port
     finally:
         env = {**os.environ, "ANDROID_ADB_SERVER_PORT": port}
-        subprocess.run(["adb", "kill-server"], env=env, capture_output=True, timeout=30, check=False)
+        subprocess.run([adb, "kill-server"], env=env, capture_output=True, timeout=30, check=False)
 
 
 @contextlib.asynccontextmanager

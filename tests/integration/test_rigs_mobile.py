@@ -14,6 +14,7 @@ import pytest
 
 from hangar.rigs.lanes.fence import unfence
 from tests.integration.mobile_env import PhoneEnv, phone_server
+from tests.integration.test_workspace_repos import make_repo
 from tests.peers.adb_device import SCREEN, phone_apk
 
 APP = "com.example.app"
@@ -234,3 +235,38 @@ async def test_package_install_guardrail_and_take_over(monkeypatch: pytest.Monke
                 "mobile_use", workspace_id=env.ws, rigId=rig, action={"action": "tap", "coordinate": [6, 6]}
             )
         assert [e for e in env.phone.events if e[0] == "tap"] == [("tap", "6", "6")]
+
+
+async def test_install_from_the_space_worktree_reads_no_symlink(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "src", "app")
+    async with phone_server(monkeypatch) as env:
+        await env.call("repos.register", path=str(repo))
+        space = await env.call("spaces.create", title="with a worktree", repoIds=[repo.name])
+        assert space["provisioning"]["state"] == "ready", space
+        worktree = Path(space["folder"]) / "app"
+        rig = await env.open_phone(str(space["id"]))
+        # What a build inside the space leaves in its worktree (the guests write it; the server only reads it).
+        (worktree / "build").mkdir()
+        (worktree / "build" / "app.apk").write_bytes(phone_apk(APP))
+        for path in ("build/app.apk", "/home/rig/worktree/build/app.apk", str(worktree / "build" / "app.apk")):
+            result = await env.act(rig, action="install_apk", path=path)
+            assert (
+                result["installed"]["path"] == path and env.phone.installed[APP].sha256 == result["installed"]["sha256"]
+            )
+            del env.phone.installed[APP]
+        # A symlink the guests planted, to a package elsewhere on the host or to the data directory's, is not read.
+        env.apks.mkdir(parents=True, exist_ok=True)
+        (env.apks / "ops.apk").write_bytes(phone_apk("com.example.ops"))
+        (worktree / "build" / "planted.apk").symlink_to(env.apks / "ops.apk")
+        (worktree / "linked").symlink_to(env.apks)
+        for path in (
+            "build/planted.apk",
+            "linked/ops.apk",
+            "../app/build/planted.apk",
+            "build/../../../rigs/apks/ops.apk",
+        ):
+            e = await env.fails("mobile_use", rigId=rig, action={"action": "install_apk", "path": path})
+            assert e.code == "refused" and e.message.startswith("action.path"), (path, e.message)
+        assert env.phone.installed == {}

@@ -18,7 +18,8 @@ def simulator_refusal(what: str) -> str:
     if sys.platform != "darwin":
         host = platform.system() or sys.platform
         return (
-            f"{what}: simulator rigs run only on {NEEDS}; this server runs on {host}, where they cannot run. "
+            f"{what}: simulator rigs (the mobile-simulator backend) run only on {NEEDS}; this server runs on {host}, "
+            "where they cannot run. "
             "For Android, open a mobile rig (surface mobile) instead"
         )
-    return f"{what}: simulator rigs need {NEEDS}; this server's mobile-simulator backend is not built yet (planned)"
+    return f"{what}: simulator rigs need {NEEDS}; the mobile-simulator backend is not built yet (planned)"

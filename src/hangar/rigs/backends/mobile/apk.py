@@ -18,7 +18,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from hangar.core.beneath import NotBeneath, anchored, open_beneath
+from hangar.core.beneath import NotBeneath, anchored, open_beneath, parts_of
 from hangar.errors import InvalidArgs, NotFound, Refused
 from hangar.rigs.backends.base import GUEST_WORKTREE, GuestTree
 
@@ -42,22 +42,23 @@ def _where(path: str, worktree: GuestTree | None, apks: Path) -> tuple[Path, str
         if worktree is not None and path.startswith(f"{worktree.path}/"):
             rel = path[len(str(worktree.path)) + 1 :]
         elif path.startswith(f"{apks}/"):
-            return apks, path[len(str(apks)) + 1 :], "data directory"
+            return apks, "/".join(parts_of(path[len(str(apks)) + 1 :])), "data directory"
         else:
             raise InvalidArgs(f"{FIELD}: {path!r} is outside {roots}", field=FIELD)
     else:
         rel = path.removeprefix(GUEST_WORKTREE + "/")
     if worktree is None:
         raise InvalidArgs(f"{FIELD}: this rig's space has no worktree; give a path under {apks}", field=FIELD)
-    beneath = f"{worktree.beneath}/{rel}" if worktree.beneath else rel
-    return worktree.folder, beneath, "worktree"
+    inside = "/".join(parts_of(rel))  # ".." may not climb out of the worktree into the rest of the space's folder
+    return worktree.folder, f"{worktree.beneath}/{inside}" if worktree.beneath else inside, "worktree"
 
 
 def stage(path: str, worktree: GuestTree | None, apks: Path, staging: Path) -> StagedApk:
     """Copy the package at ``path`` (see the module) to a new staging file; the caller removes it after use.
     Blocking: run it in a thread."""
-    anchor, rel, root = _where(path, worktree, apks)
+    root = "worktree" if not path.startswith(f"{apks}/") else "data directory"
     try:
+        anchor, rel, root = _where(path, worktree, apks)
         with anchored(anchor) as top:
             fd = open_beneath(top, rel, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except NotBeneath:

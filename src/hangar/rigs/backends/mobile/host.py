@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import re
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from hangar.rigs.backends.mobile.adb import adb_env, adb_path
 DEVICE_SETTING = "rigs.mobile.device"
 AVD_SETTING = "rigs.mobile.avd"
 ACCEL_CHECK_TIMEOUT_S = 20.0  # the emulator's accelerator check; a hung check counts as no accelerator
-_SERIAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\[\]-]{0,127}$")
+_SERIAL = re.compile(r"^[A-Za-z0-9\[][A-Za-z0-9._:\[\]-]{0,127}$")  # never "-": adb would read an option
 _AVD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 HOW_DEVICE = (
@@ -33,7 +34,7 @@ HOW_DEVICE = (
     "reaches (hangar admin setting rigs.mobile.device '\"emulator-5554\"')"
 )
 HOW_EMULATOR = (
-    "or install the Android SDK's emulator and a system image, create an AVD, start the server with "
+    "install the Android SDK's emulator and a system image, create an AVD, start the server with "
     f"ANDROID_SDK_ROOT naming the SDK and set {AVD_SETTING} to the AVD's name"
 )
 
@@ -92,7 +93,7 @@ async def _accelerator(emulator: Path) -> str | None:
         out, _ = await asyncio.wait_for(proc.communicate(), ACCEL_CHECK_TIMEOUT_S)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)  # the check and whatever it started
         await proc.wait()
         return f"the emulator's accelerator check did not answer within {ACCEL_CHECK_TIMEOUT_S:g} s"
     if proc.returncode == 0:
@@ -112,7 +113,7 @@ async def choose(get_setting: Callable[[str], Any]) -> Target | str:
     sdk = sdk_root()
     if not isinstance(avd, str) or not avd:
         sdk_said = f"the Android SDK at {sdk}" if sdk else "no Android SDK (ANDROID_SDK_ROOT is not set)"
-        return f"no device or emulator is configured ({sdk_said}, no {AVD_SETTING}): {HOW_DEVICE}, {HOW_EMULATOR}"
+        return f"no device or emulator is configured ({sdk_said}, no {AVD_SETTING}): {HOW_DEVICE}; or {HOW_EMULATOR}"
     if sdk is None:
         return f"{AVD_SETTING} names {avd!r} but the server's environment sets no ANDROID_SDK_ROOT: {HOW_EMULATOR}"
     emulator = sdk / "emulator" / "emulator"
