@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hangar.rigs.backends.mobile import words
 from hangar.rigs.lanes.fence import unfence
 from tests.integration.mobile_env import PhoneEnv, phone_server
 from tests.integration.test_workspace_repos import make_repo
@@ -148,6 +149,13 @@ async def test_shell_argv_arrives_word_for_word_and_never_through_a_host_shell(
         assert ran["exitCode"] == 0 and ran["untrusted"] is True
         assert unfence(ran["stdout"]) == " ".join(argv[1:]) + "\n"
         assert not marker.exists()
+        # A command line of at most MAX_SHELL_LINE characters once quoted reaches the phone; one more is refused.
+        room = words.MAX_SHELL_LINE - len("echo ")
+        ran = await env.act(rig, action="shell", argv=["echo", "y" * room])
+        assert ran["exitCode"] == 0 and env.phone.commands[-1] == ["echo", "y" * room]
+        e = await env.fails("mobile_use", rigId=rig, action={"action": "shell", "argv": ["echo", "y" * (room + 1)]})
+        assert e.code == "invalid_args" and e.message.startswith("action.argv"), e.message
+        assert env.phone.commands[-1] == ["echo", "y" * room]  # nothing more reached it
         # A first word that looks like an adb option is still the device's program.
         ran = await env.act(rig, action="shell", argv=["-x"])
         assert env.phone.commands[-1] == ["-x"] and ran["exitCode"] == 127

@@ -31,7 +31,7 @@ from hangar.rigs.actions import device as verbs
 from hangar.rigs.actions.base import ParsedAction
 from hangar.rigs.backends.mobile import PhoneRig, apk
 from hangar.rigs.backends.mobile.adb import Ran
-from hangar.rigs.backends.mobile.words import typing_commands
+from hangar.rigs.backends.mobile.words import shell_line, typing_commands
 from hangar.rigs.engines.pixels import image_size
 from hangar.rigs.errors import ControlHeld
 from hangar.rigs.lanes.fence import fence
@@ -177,6 +177,7 @@ def _clip(data: bytes) -> tuple[str, bool]:
 
 
 async def _shell(rig: PhoneRig, p: verbs.Shell) -> tuple[Result, Details]:
+    shell_line(p.argv)  # refused when too long, before anything reaches the phone
     ran = await rig.adb.shell([p.argv])
     stdout, cut_out = _clip(ran.stdout)
     stderr, cut_err = _clip(ran.stderr)

@@ -22,6 +22,9 @@ _PLAIN = re.compile(r"^[A-Za-z0-9_./:@%+,-]+$")
 # one shell call stays under it and longer input is sent in several.
 MAX_LINE = 3500
 TEXT_CHUNK = 512  # characters of text in one `input text`
+# One `shell` verb's command line once quoted: adb's request to its server carries at most 64 KiB, and devices of
+# today take a service line of up to 1 MiB; longer argv lists are refused rather than cut.
+MAX_SHELL_LINE = 32 * 1024
 KEYCODE_ENTER = 66
 KEYCODE_TAB = 61
 
@@ -39,6 +42,17 @@ def command_line(argv: Sequence[str]) -> str:
         # adb reads a line starting with "-x" as one of its own options: the program's name is quoted instead.
         words[0] = f"'{words[0]}'"
     return " ".join(words)
+
+
+def shell_line(argv: Sequence[str], field: str = "action.argv") -> str:
+    """The command line of one ``shell`` verb; ``InvalidArgs`` naming ``field`` past ``MAX_SHELL_LINE``."""
+    line = command_line(argv)
+    if len(line) > MAX_SHELL_LINE:
+        raise InvalidArgs(
+            f"{field}: quoted for the device's shell it is {len(line)} characters; at most {MAX_SHELL_LINE}",
+            field=field,
+        )
+    return line
 
 
 def lines(commands: Iterable[Sequence[str]]) -> list[str]:
