@@ -74,7 +74,7 @@ async def test_open_names_what_the_host_lacks(monkeypatch: pytest.MonkeyPatch, t
             monkeypatch.setattr(host, "ACCEL_CHECK_TIMEOUT_S", 1.0)
             monkeypatch.setenv("ANDROID_SDK_ROOT", str(fake_sdk(tmp_path / "hangs", "exec sleep 600")))
             said = await open_refused(env)
-            assert "accelerator check did not answer within 1 s" in said, said
+            assert "accelerator check did not finish within 1 s" in said, said
 
         monkeypatch.setenv("PATH", str(tmp_path / "empty"))
         said = await open_refused(env)

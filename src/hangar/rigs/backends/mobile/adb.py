@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,11 +64,9 @@ class Ran:
         return text.splitlines()[0][:200] if text else f"exit code {self.code}"
 
 
-async def run_adb(args: Sequence[str], *, timeout_s: float = CALL_TIMEOUT_S, what: str = "adb") -> Ran:
-    """``adb <args>``: its exit code and output; ``Unavailable`` when adb is missing or does not finish in time."""
-    exe = adb_path()
-    if exe is None:
-        raise Unavailable("adb is not installed on this host (Debian package adb)")
+async def run_program(exe: str, args: Sequence[str], *, timeout_s: float, what: str) -> Ran:
+    """``exe`` with ``args`` in its own session, adb's environment only; ``Unavailable`` when it does not finish
+    within ``timeout_s`` (then it and whatever it started are killed)."""
     proc = await asyncio.create_subprocess_exec(
         exe,
         *args,
@@ -79,13 +78,23 @@ async def run_adb(args: Sequence[str], *, timeout_s: float = CALL_TIMEOUT_S, wha
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
-    except (TimeoutError, asyncio.CancelledError):
+    except (TimeoutError, asyncio.CancelledError) as exc:
         with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
+        if isinstance(exc, asyncio.CancelledError):
+            raise
         raise Unavailable(f"{what} did not finish within {timeout_s:g} s") from None
     cut = len(out) > MAX_OUTPUT or len(err) > MAX_OUTPUT
     return Ran(proc.returncode or 0, out[:MAX_OUTPUT], err[:MAX_OUTPUT], cut)
+
+
+async def run_adb(args: Sequence[str], *, timeout_s: float = CALL_TIMEOUT_S, what: str = "adb") -> Ran:
+    """``adb <args>``: its exit code and output; ``Unavailable`` when adb is missing or does not finish in time."""
+    exe = adb_path()
+    if exe is None:
+        raise Unavailable("adb is not installed on this host (Debian package adb)")
+    return await run_program(exe, args, timeout_s=timeout_s, what=what)
 
 
 class Adb:

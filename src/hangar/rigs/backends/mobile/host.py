@@ -10,18 +10,16 @@ needs a usable accelerator, which its own ``-accel-check`` says, within a deadli
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hangar.core.settings import SettingSpec
-from hangar.errors import InvalidArgs
-from hangar.rigs.backends.mobile.adb import adb_env, adb_path
+from hangar.errors import InvalidArgs, Unavailable
+from hangar.rigs.backends.mobile.adb import adb_path, run_program
 
 DEVICE_SETTING = "rigs.mobile.device"
 AVD_SETTING = "rigs.mobile.avd"
@@ -80,26 +78,16 @@ async def _accelerator(emulator: Path) -> str | None:
     """None when the emulator reports a usable accelerator; else what it said (or that it hung)."""
     if not await asyncio.to_thread(os.path.exists, "/dev/kvm"):
         return "this host has no /dev/kvm (the emulator needs KVM: enable virtualisation, load the kvm module)"
-    proc = await asyncio.create_subprocess_exec(
-        str(emulator),
-        "-accel-check",
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env=adb_env(),
-        start_new_session=True,
-    )
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), ACCEL_CHECK_TIMEOUT_S)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the check and whatever it started
-        await proc.wait()
-        return f"the emulator's accelerator check did not answer within {ACCEL_CHECK_TIMEOUT_S:g} s"
-    if proc.returncode == 0:
+        ran = await run_program(
+            str(emulator), ["-accel-check"], timeout_s=ACCEL_CHECK_TIMEOUT_S, what="the emulator's accelerator check"
+        )
+    except Unavailable as exc:
+        return exc.message  # a check that hangs counts as no accelerator
+    if ran.code == 0:
         return None
-    said = out.decode("utf-8", "replace").strip().splitlines()
-    return f"the emulator has no usable accelerator ({said[-1][:200] if said else f'exit {proc.returncode}'})"
+    said = (ran.stdout + ran.stderr).decode("utf-8", "replace").strip().splitlines()
+    return f"the emulator has no usable accelerator ({said[-1][:200] if said else f'exit {ran.code}'})"
 
 
 async def choose(get_setting: Callable[[str], Any]) -> Target | str:
