@@ -48,6 +48,8 @@ async def test_a_phone_rig_opens_on_the_configured_device_and_closes(monkeypatch
         row = await env.status(rig)
         assert (row["surface"], row["backend"], row["status"]) == ("mobile", "mobile-emulator", "ready"), row
         assert env.phone.connections >= 1  # adb connect reached the phone
+        disks = env.srv.data_dir / "disks"
+        assert not disks.exists() or rig not in str(list(disks.rglob("*")))  # no disk is made for a phone's home
         # One conversation reuses its phone rig.
         again = await env.call("rig.open", space_id=env.space, surface="mobile")
         assert again["rigId"] == rig

@@ -201,7 +201,7 @@ class RigOpener:
         home = rig_home(self.app, rig_id)
         home.mkdir(parents=True, exist_ok=True)
         disks, disk_mb = self.app.maybe_service(ScopeDisks), DEFAULT_RIG_DISK_MB
-        if disks is not None:
+        if disks is not None and surface is not Surface.mobile:  # a phone keeps nothing in a home on this host
             await disks.ensure(home)  # what the rig keeps in its home has a quota too
             disk_mb = await disks.rig_disk_mb()
         browser = surface is Surface.browser
