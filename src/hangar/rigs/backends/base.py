@@ -63,7 +63,7 @@ class RigSpec:
 
     rig_id: str
     workspace_id: str
-    surface: str  # "terminal" or "browser"
+    surface: str  # "terminal", "browser" or "mobile"
     memory_mb: int
     vcpus: int
     allow_hosts: frozenset[str]  # egress allowlist: exact names or "*.suffix"
