@@ -20,6 +20,7 @@ from hangar.errors import HangarError
 from hangar.identity import IdentityService
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import RigBackend
+from hangar.rigs.backends.mobile.host import AVD_SPEC, DEVICE_SPEC
 from hangar.rigs.confinement.scopes import RigConfinement
 from hangar.rigs.events import RIG_EVENTS
 from hangar.rigs.hosts.registry import RigHosts
@@ -28,6 +29,7 @@ from hangar.rigs.lanes.consent import SERVER_MIGRATIONS
 from hangar.rigs.lifecycle.budget import HOSTS_FIRST_SPEC, MEMORY_BUDGET_SPEC
 from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.lifecycle.packrefresh import REFRESH_SPEC, TICK_S, PackRefresh
+from hangar.rigs.model import Surface
 from hangar.rigs.ops import RIG_OPS
 from hangar.rigs.routes import RIG_ROUTES
 from hangar.rigs.store import MIGRATIONS
@@ -46,6 +48,14 @@ def enclosure_backend(app: AppContext) -> RigBackend:
         metrics=app.metrics,
         apt_root=app.settings.rig_apt_root,
     )
+
+
+def mobile_backend(app: AppContext) -> RigBackend:
+    """Phones over adb (``mobile-emulator``): which device or emulator is read from the server settings at each
+    open."""
+    from hangar.rigs.backends.mobile import MobileBackend
+
+    return MobileBackend(app.datadir.sub("rigs"), app.service(IdentityService).get_setting)
 
 
 async def _start_disks(disks: ScopeDisks, backend: RigBackend) -> None:
@@ -74,7 +84,8 @@ def make_rigs_part(
     async def start(app: AppContext) -> None:
         backend = backend_factory(app)
         hosts = app.provide(RigHosts(app))
-        manager = app.provide(RigManager(app, backend, hosts=hosts))
+        surfaces = {Surface.mobile: mobile_backend(app)}
+        manager = app.provide(RigManager(app, backend, hosts=hosts, surface_backends=surfaces))
         refresh = app.provide(PackRefresh(app, backend, refresh_tick))
         if app.bus.following:  # a server, not a command run on the data directory
             tasks.append(asyncio.create_task(refresh.run_forever(), name="rigs-pack-refresh"))
@@ -110,7 +121,7 @@ def make_rigs_part(
         migrations=[MIGRATIONS, SERVER_MIGRATIONS],
         events=RIG_EVENTS,
         settings=IMAGE_SETTINGS,
-        server_settings=[MEMORY_BUDGET_SPEC, HOSTS_FIRST_SPEC, REFRESH_SPEC],
+        server_settings=[MEMORY_BUDGET_SPEC, HOSTS_FIRST_SPEC, REFRESH_SPEC, DEVICE_SPEC, AVD_SPEC],
         start=start,
         stop=stop,
     )

@@ -56,7 +56,13 @@ async def test_server_settings_are_the_declared_keys_validated_on_write(ctx: App
 
 async def test_a_part_declares_its_server_setting(tmp_path: Path) -> None:
     rigs = make_rigs_part()
-    assert [s.key for s in rigs.server_settings] == [MEMORY_BUDGET_SETTING, "rigs.hostsFirst", "rigs.packRefreshHours"]
+    assert [s.key for s in rigs.server_settings] == [
+        MEMORY_BUDGET_SETTING,
+        "rigs.hostsFirst",
+        "rigs.packRefreshHours",
+        "rigs.mobile.device",
+        "rigs.mobile.avd",
+    ]
     spec = rigs.server_settings[0]
     assert spec.validate(4096) == 4096
     for bad in (True, 100, "4096"):

@@ -2504,7 +2504,7 @@ export type MessagesPostArgs = {
 };
 export type MessagesPostResult = MessageView;
 
-/** Drive a mobile emulator rig with one action (tap, swipe, keys, apps, shell argv...). */
+/** Drive a phone rig (an emulator or a device over adb) with one action (tap, swipe, keys, apps, shell argv...). What the device hands back comes fenced as untrusted data. */
 export type MobileUseArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -3051,7 +3051,7 @@ export type SettingsSetArgs = {
 };
 export type SettingsSetResult = SettingSaved;
 
-/** Drive a platform simulator rig with one action (tap, swipe, keys, apps, spawn argv...). */
+/** Drive a platform simulator rig with one action (tap, swipe, keys, apps, spawn argv...); they run only on a macOS server, so elsewhere a well-formed action answers ``unavailable`` saying so. */
 export type SimUseArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;

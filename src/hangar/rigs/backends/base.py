@@ -63,7 +63,7 @@ class RigSpec:
 
     rig_id: str
     workspace_id: str
-    surface: str  # "terminal" or "browser"
+    surface: str  # "terminal", "browser" or "mobile"
     memory_mb: int
     vcpus: int
     allow_hosts: frozenset[str]  # egress allowlist: exact names or "*.suffix"
@@ -112,6 +112,12 @@ class RigBackend(ABC):
     def unavailable_reason(self) -> str | None:
         """None when this backend can run rigs on this host; else one clear sentence saying what is
         missing."""
+
+    async def availability(self) -> str | None:
+        """``unavailable_reason`` at the moment of an open, for a backend whose answer depends on what may change
+        meanwhile (server settings, a device coming and going); one sentence of what is missing and how to
+        provide it, or None."""
+        return self.unavailable_reason()
 
     @abstractmethod
     async def start(self, spec: RigSpec, progress: Callable[[str], None]) -> RigHandle:

@@ -29,7 +29,7 @@ import collections
 import contextlib
 import logging
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from hangar.core.context import AppContext
@@ -72,9 +72,11 @@ class RigManager:
         *,
         budget_mb: int = DEFAULT_MEMORY_BUDGET_MB,
         hosts: RigHosts | None = None,
+        surface_backends: Mapping[Surface, RigBackend] | None = None,
     ) -> None:
         self.app = app
         self.backend = backend
+        self.surface_backends = dict(surface_backends or {})  # surfaces another backend runs (phones)
         self.hosts = hosts
         self.store = RigStore(app.dbs, app.clock)
         self.rigs = LiveRigs(app.clock)
@@ -94,6 +96,7 @@ class RigManager:
             self.ownership,
             prepare_ready=self._prepare_ready,
             hosts=hosts,
+            surface_backends=self.surface_backends,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[Subscription] = []
@@ -152,6 +155,8 @@ class RigManager:
         await self.closer.close_all(CloseReason.server_shutdown)
         await self.ownership.aclose()
         await self.backend.aclose()
+        for other in self.surface_backends.values():
+            await other.aclose()
 
     async def _close_leftovers(self) -> None:
         """Close the live rows whose rig died with its process: rows no live process claims

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from hangar.identity import IdentityService
 from hangar.rigs import hooks
 from hangar.rigs.actions import TABLES
 from hangar.rigs.backends.base import GuestTree, RigBackend, RigHandle, RigSpec
+from hangar.rigs.backends.simulator import simulator_refusal
 from hangar.rigs.errors import BackendFailure
 from hangar.rigs.hosts.registry import RemoteBackend, RigHosts
 from hangar.rigs.images import recipes
@@ -58,7 +59,7 @@ BOOT_POLL_S = 0.5  # how often a waiting rig.open looks at the boot's status det
 OPEN_WAIT_S = 20.0  # rig.open answers `provisioning` when the boot (a first pack build) takes longer
 
 # Surfaces this server runs; each other one needs what its verb table says.
-RUNNABLE: frozenset[Surface] = frozenset({Surface.terminal, Surface.browser})
+RUNNABLE: frozenset[Surface] = frozenset({Surface.terminal, Surface.browser, Surface.mobile})
 PLANNED: dict[Surface, str] = {t.surface: t.needs for t in TABLES.values() if t.surface not in RUNNABLE}
 # Which workspace setting names a custom image per surface.
 IMAGE_KEYS: dict[Surface, str] = {Surface.terminal: EXEC_IMAGE_KEY, Surface.browser: BROWSER_IMAGE_KEY}
@@ -87,9 +88,12 @@ class RigOpener:
         *,
         prepare_ready: PrepareReady,
         hosts: RigHosts | None = None,
+        surface_backends: Mapping[Surface, RigBackend] | None = None,
     ) -> None:
         self.app = app
         self.backend = backend
+        # Surfaces another backend runs (phones: mobile-emulator); every other surface runs on ``backend``.
+        self.surface_backends = dict(surface_backends or {})
         self.hosts = hosts
         self.store = store
         self.rigs = rigs
@@ -113,11 +117,14 @@ class RigOpener:
         hears each change of the boot's status detail meanwhile (a first pack build's steps)."""
         surface = parse_surface(surface_name)
         engine = resolve_engine(surface, engine_name)
+        if surface is Surface.simulator:
+            raise Unavailable(simulator_refusal("rig.open"))
         if surface not in RUNNABLE:
             raise Unavailable(
                 f"{surface.value} rigs are planned but need {PLANNED[surface]}, which this server does not have yet"
             )
-        reason = self.backend.unavailable_reason()
+        own = self.surface_backends.get(surface, self.backend)
+        reason = await own.availability()
         if reason is not None:
             raise Unavailable(f"{surface.value} rigs cannot run on this host: {reason}")
         await hooks.check_space(self.app, ws, space_id)
@@ -133,13 +140,13 @@ class RigOpener:
                 # Room is made and the rig registered (counted at its ceiling while it boots) in one step of the
                 # budget, so an enclosure admitted meanwhile sees it.
                 async with self.upkeep.budget.lock:
-                    backend = await self._place(surface, tree, limits.memory_mb)
+                    backend = await self._place(surface, tree, limits.memory_mb, own)
                     live = await self._provision(ws, space_id, surface, engine, limits, principal, backend, tree)
         if live.phase is Phase.provisioning and live.boot is not None:
             await self._await_boot(live, live.boot, on_status)
         return live
 
-    async def _place(self, surface: Surface, tree: GuestTree | None, need_mb: int) -> RigBackend:
+    async def _place(self, surface: Surface, tree: GuestTree | None, need_mb: int, own: RigBackend) -> RigBackend:
         """Where a new rig runs: this server's own backend when it has room without evicting anything (or the
         server setting ``rigs.hostsFirst`` says hosts first), else the rig host with the most room, else this
         server's backend after evicting idle rigs, else refused naming every budget. Only terminal rigs whose
@@ -147,7 +154,7 @@ class RigOpener:
         remote_ok = self.hosts is not None and surface is Surface.terminal and tree is None
         if self.hosts is None or not remote_ok or not self.hosts.connected():
             await self.upkeep.make_room(need_mb)
-            return self.backend
+            return own
         await self.upkeep.measure()
         first = await self.app.service(IdentityService).get_setting(HOSTS_FIRST_SETTING) is True
         if first or not await self.upkeep.budget.fits_now(need_mb):
@@ -194,7 +201,7 @@ class RigOpener:
         home = rig_home(self.app, rig_id)
         home.mkdir(parents=True, exist_ok=True)
         disks, disk_mb = self.app.maybe_service(ScopeDisks), DEFAULT_RIG_DISK_MB
-        if disks is not None:
+        if disks is not None and surface is not Surface.mobile:  # a phone keeps nothing in a home on this host
             await disks.ensure(home)  # what the rig keeps in its home has a quota too
             disk_mb = await disks.rig_disk_mb()
         browser = surface is Surface.browser

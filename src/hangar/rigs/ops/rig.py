@@ -19,9 +19,11 @@ from hangar.core.principal import Role
 from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
+from hangar.rigs.backends.simulator import simulator_refusal
 from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.lanes.browseruse import use_browser
 from hangar.rigs.lanes.consent import grants_of
+from hangar.rigs.lanes.mobileuse import use_mobile
 from hangar.rigs.lanes.signing import Lane, LaneSigner
 from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.live.notices import EgressGrantedNotice, PhaseNotice, RigNotice
@@ -349,14 +351,20 @@ async def browser_use(ctx: OpContext, args: UseArgs) -> ActionResult:
 
 @op("mobile_use", kind="mutate", scope="workspace", actions=DEVICE_ACTIONS)
 async def mobile_use(ctx: OpContext, args: UseArgs) -> ActionResult:
-    """Drive a mobile emulator rig with one action (tap, swipe, keys, apps, shell argv...)."""
-    return await _use(ctx, MOBILE_USE, args)
+    """Drive a phone rig (an emulator or a device over adb) with one action (tap, swipe, keys, apps, shell
+    argv...). What the device hands back comes fenced as untrusted data."""
+    parsed = parse_action(MOBILE_USE, args.action)
+    mgr = await guarded(ctx, args.rig_id)
+    check_surface(MOBILE_USE, await mgr.get_live(ctx.ws, args.rig_id))
+    return ActionResult(await use_mobile(mgr, ctx.ws, args.rig_id, parsed, ctx.principal))
 
 
 @op("sim_use", kind="mutate", scope="workspace", actions=DEVICE_ACTIONS)
 async def sim_use(ctx: OpContext, args: UseArgs) -> ActionResult:
-    """Drive a platform simulator rig with one action (tap, swipe, keys, apps, spawn argv...)."""
-    return await _use(ctx, SIM_USE, args)
+    """Drive a platform simulator rig with one action (tap, swipe, keys, apps, spawn argv...); they run only on a
+    macOS server, so elsewhere a well-formed action answers ``unavailable`` saying so."""
+    parsed = parse_action(SIM_USE, args.action)
+    raise Unavailable(simulator_refusal(f"sim_use {parsed.verb.name}"))
 
 
 @op("rig.actionLog", kind="read", scope="workspace", min_role="admin")
