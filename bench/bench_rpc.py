@@ -91,7 +91,7 @@ async def first_reply(url: str, token: str) -> object:
         return json.loads(await ws.recv())["result"]
 
 
-Figures = dict[str, tuple[float, float, float]]  # load -> (ops/s, p50 ms, p99 ms)
+Figures = dict[str, tuple[float, float, float, float]]  # load -> (ops/s, p50 ms, p99 ms, server CPU us/op)
 LOADS = (("sequential", 1, 1), ("32 in flight", 32, 1), ("50 sockets", 1, 50))
 
 
@@ -113,7 +113,7 @@ async def measure(name: str, url: str, token: str, seconds: float, pid: int) -> 
     return out
 
 
-def report(name: str, lat: list[float], seconds: float, cpu_us: float) -> tuple[float, float, float]:
+def report(name: str, lat: list[float], seconds: float, cpu_us: float) -> tuple[float, float, float, float]:
     lat.sort()
     rate, p50 = len(lat) / seconds, statistics.median(lat) * 1000
     p99 = lat[int(len(lat) * 0.99) - 1] * 1000
@@ -121,7 +121,7 @@ def report(name: str, lat: list[float], seconds: float, cpu_us: float) -> tuple[
         f"{name:<30} {rate:>10,.0f} ops/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   server CPU {cpu_us:5.0f} us/op",
         flush=True,
     )
-    return rate, p50, p99
+    return rate, p50, p99, cpu_us
 
 
 async def main(seconds: float, rounds: int) -> None:
@@ -141,6 +141,14 @@ async def main(seconds: float, rounds: int) -> None:
                     f"sequential {ours['sequential'][0] / peer['sequential'][0]:.2f}x; "
                     f"50 sockets p99 {p99:.2f} ms (target 5 ms{'' if p99 < 5 else ': ABOVE'}), "
                     f"{ours['50 sockets'][0] / peer['50 sockets'][0]:.2f}x the echo's rate",
+                    flush=True,
+                )
+                # What each request costs the server in CPU, which the machine's other work moves far less than
+                # the rates: the echo's cost over ours is the rate ratio a machine with a core to spare would see.
+                print(
+                    f"  server CPU per request, echo / hangar: 32 in flight "
+                    f"{peer['32 in flight'][3] / ours['32 in flight'][3]:.2f}, 50 sockets "
+                    f"{peer['50 sockets'][3] / ours['50 sockets'][3]:.2f}",
                     flush=True,
                 )
         finally:
