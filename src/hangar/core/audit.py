@@ -10,8 +10,7 @@ goes on after the answer) writes rows with no door: by then nobody is calling th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,16 +38,21 @@ class Door:
 DOOR: ContextVar[Door | None] = ContextVar("hangar_audit_door", default=None)
 
 
-@contextmanager
-def through(name: str) -> Iterator[None]:
-    """A call served through the door ``name``: rows written until it returns carry the door."""
-    door = Door(name)
-    token = DOOR.set(door)
-    try:
-        yield
-    finally:
-        door.serving = False
-        DOOR.reset(token)
+class through:
+    """A call served through the door ``name``: rows written until it returns carry the door. (A class rather
+    than a generator-based context manager: it wraps every op call.)"""
+
+    __slots__ = ("_door", "_token")
+
+    def __init__(self, name: str) -> None:
+        self._door = Door(name)
+
+    def __enter__(self) -> None:
+        self._token = DOOR.set(self._door)
+
+    def __exit__(self, *exc: object) -> None:
+        self._door.serving = False
+        DOOR.reset(self._token)
 
 
 def current_door() -> str | None:

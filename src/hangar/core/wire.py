@@ -46,6 +46,10 @@ def _parse_constant(name: str) -> NotANumber:
     return NotANumber(name)
 
 
+# One decoder for every document (``json.loads`` with hooks builds a new one per call).
+_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_constant=_parse_constant)
+
+
 def loads(data: str | bytes, *, field: str = "frame") -> Any:
     """Parse ``data`` as strict JSON (see the module docstring); ``InvalidArgs`` on ``field`` otherwise."""
     value = parse(data, field=field)
@@ -58,7 +62,9 @@ def parse(data: str | bytes, *, field: str = "frame") -> Any:
     read a request id out of a document it then refuses."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
-        value = json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
+        if text.startswith("\ufeff"):  # as ``json.loads`` says it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _DECODER.decode(text)
     except UnicodeDecodeError:
         raise InvalidArgs(f"{field} is not valid UTF-8", field=field) from None
     except RecursionError:
@@ -75,28 +81,51 @@ def check(value: Any, *, field: str = "frame") -> None:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, str):
+        kind = type(item)  # the parser's own types first, by identity: a frame's walk is on every request
+        if kind is str:
             _check_text(item, field)
-        elif isinstance(item, bool) or item is None or isinstance(item, float):
-            continue
-        elif isinstance(item, NotANumber):
-            raise InvalidArgs(f"{field}: {item.name} is not a JSON number", field=field)
-        elif isinstance(item, OutOfRange):
-            raise InvalidArgs(
-                f"{field}: an integer of {item.digits} digits is out of range (64-bit integers only)", field=field
-            )
-        elif isinstance(item, int):
+        elif kind is int:
             if not INT64_MIN <= item <= INT64_MAX:
                 raise InvalidArgs(f"{field}: an integer is out of range (64-bit integers only)", field=field)
-        elif isinstance(item, dict | list):
+        elif kind is dict or kind is list:
             if depth > MAX_DEPTH:
                 raise InvalidArgs(f"{field} nests deeper than {MAX_DEPTH} levels", field=field)
-            if isinstance(item, dict):
+            if kind is dict:
                 for key, sub in item.items():
                     _check_text(key, field)
                     stack.append((sub, depth + 1))
             else:
                 stack.extend((sub, depth + 1) for sub in item)
+        elif item is None or kind is bool or kind is float:
+            continue
+        else:
+            _check_other(item, depth, field, stack)
+
+
+def _check_other(item: Any, depth: int, field: str, stack: list[tuple[Any, int]]) -> None:
+    """``check`` for what the parser does not make itself: its markers, and subclasses of JSON's types."""
+    if isinstance(item, NotANumber):
+        raise InvalidArgs(f"{field}: {item.name} is not a JSON number", field=field)
+    if isinstance(item, OutOfRange):
+        raise InvalidArgs(
+            f"{field}: an integer of {item.digits} digits is out of range (64-bit integers only)", field=field
+        )
+    if isinstance(item, str):
+        _check_text(item, field)
+    elif isinstance(item, bool | float):
+        return
+    elif isinstance(item, int):
+        if not INT64_MIN <= item <= INT64_MAX:
+            raise InvalidArgs(f"{field}: an integer is out of range (64-bit integers only)", field=field)
+    elif isinstance(item, dict | list):
+        if depth > MAX_DEPTH:
+            raise InvalidArgs(f"{field} nests deeper than {MAX_DEPTH} levels", field=field)
+        if isinstance(item, dict):
+            for key, sub in item.items():
+                _check_text(key, field)
+                stack.append((sub, depth + 1))
+        else:
+            stack.extend((sub, depth + 1) for sub in item)
 
 
 def _check_text(text: str, field: str) -> None:

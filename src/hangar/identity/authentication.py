@@ -8,8 +8,6 @@ is counted in memory (``last_use``).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import HTTPConnection
@@ -29,22 +27,27 @@ from hangar.identity.users import Users
 
 
 def principal_of(device: Device, user: User, owner_id: str | None, version: int) -> Principal:
-    """Who a good credential speaks for, carrying its limits and the authority counter it was checked under."""
+    """Who a good credential speaks for, carrying its limits and the authority counter it was checked under.
+    Built in one call (no ``dataclasses.replace``): this runs on every RPC frame."""
     scope = device.scope
+    delegated = scope.client_id is not None or scope.agent_id is not None or scope.expires_at is not None
     if scope.agent_id is not None:  # an agent's credential speaks for the agent, never for its sponsor
-        who = Principal(f"agent:{scope.agent_id}", device.id, device.name, False, agent_id=scope.agent_id)
+        user_id, display_name, owner = f"agent:{scope.agent_id}", device.name, False
     else:
         # A credential limited to one workspace, or to reads, does not carry the server owner's server-wide powers
         # (some owner reads act on the network: sso.testConnection).
         owner = owner_id is not None and owner_id == user.id and scope.workspace_id is None and not scope.read_only
-        who = Principal(user.id, device.id, user.display_name, owner)
-    delegated = scope.client_id is not None or scope.agent_id is not None or scope.expires_at is not None
-    return replace(
-        who,
+        user_id, display_name = user.id, user.display_name
+    return Principal(
+        user_id,
+        device.id,
+        display_name,
+        owner,
         authority=version,
         workspace_id=scope.workspace_id,
         read_only=scope.read_only,
         tools=scope.tools,
+        agent_id=scope.agent_id,
         space_id=scope.space_id,
         delegated=delegated,
     )
@@ -108,8 +111,7 @@ class Authenticator:
             raise Unauthenticated("the user is deactivated")
         authority = await self._settings.server_authority(as_of=version)
         now = self._clock.now()
-        device = self._uses.latest(device)
-        why = authority.policy.violation(device, now)
+        why = authority.policy.violation(device, now, last_used_at=self._uses.last_used_at(device))
         if why is not None:
             raise Unauthenticated(why)
         if touch:

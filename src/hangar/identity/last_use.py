@@ -38,10 +38,15 @@ class LastUses:
 
     def latest(self, device: Device) -> Device:
         """``device`` with the later of its stored last use and the one this process has not written yet."""
+        last = self.last_used_at(device)
+        return device if last == device.last_used_at else replace(device, last_used_at=last)
+
+    def last_used_at(self, device: Device) -> datetime:
+        """The later of ``device``'s stored last use and the one this process has not written yet."""
         use = self._uses.get(device.id)
         if use is not None and use.last_used_at > device.last_used_at:
-            return replace(device, last_used_at=use.last_used_at)
-        return device
+            return use.last_used_at
+        return device.last_used_at
 
     async def used(self, device_id: str, now: datetime) -> None:
         """Count a use at ``now``; written back when the last write is ``_TOUCH_SECONDS`` old."""

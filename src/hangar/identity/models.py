@@ -73,12 +73,14 @@ class SessionPolicy:
     max_age_minutes: int = 0
     idle_timeout_minutes: int = 0
 
-    def violation(self, device: Device, now: datetime) -> str | None:
-        """Why ``device`` may no longer be used at ``now``, or None."""
+    def violation(self, device: Device, now: datetime, *, last_used_at: datetime | None = None) -> str | None:
+        """Why ``device`` may no longer be used at ``now``, or None. ``last_used_at``: its last use when that is
+        later than the one its record holds (one this process has not written back yet)."""
         if device.scope.expires_at is not None and now >= device.scope.expires_at:
             return "the credential has expired"
         if self.max_age_minutes and now - device.created_at >= timedelta(minutes=self.max_age_minutes):
             return "the credential is older than the session policy's maximum age"
-        if self.idle_timeout_minutes and now - device.last_used_at >= timedelta(minutes=self.idle_timeout_minutes):
+        last_use = device.last_used_at if last_used_at is None else last_used_at
+        if self.idle_timeout_minutes and now - last_use >= timedelta(minutes=self.idle_timeout_minutes):
             return "the credential was idle longer than the session policy allows"
         return None

@@ -59,7 +59,7 @@ async def server_info(ctx: OpContext, args: NoArgs) -> ServerInfo:
         origin=s.origin,
         public_url=s.public_url,
         web_client_url=s.web_client_url,
-        pairing_enabled=await ctx.app.service(IdentityService).pairing_enabled(),
+        pairing_enabled=await ctx.app.service(IdentityService).pairing_enabled(as_of=ctx.principal.authority),
     )
 
 

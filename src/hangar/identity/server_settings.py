@@ -93,8 +93,10 @@ class ServerSettings:
             if done.rowcount == 0:
                 await conn.execute(sa.insert(t.server_settings).values(key=key, value=value))
 
-    async def pairing_enabled(self) -> bool:
-        return (await self.server_authority()).pairing_enabled
+    async def pairing_enabled(self, *, as_of: int | None = None) -> bool:
+        """``as_of``: the authority counter the caller's request was checked under (its one read serves the
+        request's every access decision; a counter that moved since is read again)."""
+        return (await self.server_authority(as_of=as_of)).pairing_enabled
 
     async def set_pairing_enabled(self, enabled: bool) -> None:
         await self.set_setting(SETTING_PAIRING, enabled)

@@ -32,6 +32,9 @@ CLOSE_TOO_BIG = 1009
 CLOSE_UNAUTHENTICATED = 4401
 AUTH_TIMEOUT_S = 10.0
 
+# One encoder for every reply (``json.dumps`` with separators builds a new one per call).
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+
 
 class Connection:
     def __init__(self, ws: WebSocket, dispatcher: Dispatcher) -> None:
@@ -49,7 +52,7 @@ class Connection:
     async def send(self, frame: dict[str, Any]) -> None:
         if self.closed:
             return
-        data = json.dumps(frame, separators=(",", ":"))
+        data = _encode(frame)
         async with self._send_lock:
             try:
                 await self.ws.send_text(data)

@@ -31,14 +31,15 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 
 Progress = Callable[[str], Awaitable[None]]
 
+# What a client declares when it can show a question (built once: every tool call asks).
+ELICITATION = mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
+
 
 def asker(ctx: Any) -> Ask | None:
     """An ask-first guardrail becomes a question to the person in their client, where the client can show one
     (it declared elicitation, and this exchange has a way back); otherwise the call stays refused."""
     session = getattr(ctx, "session", None)
-    if session is None or not session.check_client_capability(
-        mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
-    ):
+    if session is None or not session.check_client_capability(ELICITATION):
         return None
     scope = scope_of(ctx)
     if scope is not None and scope.get(EXCHANGE_KEY):
@@ -60,11 +61,17 @@ def asker(ctx: Any) -> Ask | None:
     return ask
 
 
+def progress_token(ctx: Any, params: mt.CallToolRequestParams) -> Any:
+    """The client's progress token, when it asked for progress on a request that has a way back to it."""
+    token = (params.meta or {}).get("progress_token")
+    return None if getattr(ctx, "session", None) is None else token
+
+
 @contextlib.asynccontextmanager
 async def progress(ctx: Any, params: mt.CallToolRequestParams, name: str) -> AsyncIterator[Progress | None]:
     """When the client asked for progress (``_meta.progressToken``): a notification every second while the op
     runs, carrying what the op last reported, and one at once for each report. Otherwise nothing is sent."""
-    token = (params.meta or {}).get("progress_token")
+    token = progress_token(ctx, params)
     session = getattr(ctx, "session", None)
     if token is None or session is None:
         yield None

@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from hangar.core.principal import Principal
 from hangar.errors import Forbidden, HangarError, Unauthenticated
-from hangar.rpc.mcp.backchannel import progress
+from hangar.rpc.mcp.backchannel import progress, progress_token
 from hangar.rpc.mcp.ops import OpRunner
 from hangar.rpc.mcp.request import principal_of, token_of
 from hangar.rpc.mcp.tools import catalogue, structured
@@ -51,9 +51,13 @@ class ToolCalls:
         assert self.ops.dispatcher is not None
         if token is None:  # the gate lets nothing through without one; a transport that drops it is refused
             return _tool_error(Unauthenticated("a valid device credential is required"))
+        args = dict(params.arguments or {})
         try:
-            async with progress(ctx, params, spec.name) as report:
-                wire = await self.ops.run(ctx, token, spec.name, dict(params.arguments or {}), report)
+            if progress_token(ctx, params) is None:  # most calls: no heartbeat to run beside the op
+                wire = await self.ops.run(ctx, token, spec.name, args)
+            else:
+                async with progress(ctx, params, spec.name) as report:
+                    wire = await self.ops.run(ctx, token, spec.name, args, report)
         except HangarError as err:
             return _tool_error(err)
         content = structured(wire)
