@@ -34,8 +34,7 @@ async def test_a_planner_naming_an_unknown_or_another_workspaces_agent_fails_the
             orch = await planned(client, ws, fake, fake.url, title, plan_naming(named))
             assert orch["status"] == "failed", orch
             assert orch["error"] == (
-                f"the planner's DAG was refused: subTickets[0].agentId: agent {named} does not exist in this "
-                "workspace"
+                f"the planner's DAG was refused: subTickets[0].agentId: agent {named} does not exist in this workspace"
             )
             assert orch["nodes"] == []
         # An agent of this workspace is taken, as a person's edit takes it.
@@ -92,7 +91,12 @@ async def test_an_agent_cannot_approve_a_plan_through_its_in_process_tools(tmp_p
     async with running_fake_openai() as fake, workspace_server(tmp_path) as (_srv, client, ws):
         orch = await planned(client, ws, fake, fake.url, "tool", plan_naming_none())
         oid = orch["id"]
-        adapter = {"type": "openai", "baseUrl": fake.url, "model": "approver", "productTools": ["orchestration.approve"]}
+        adapter = {
+            "type": "openai",
+            "baseUrl": fake.url,
+            "model": "approver",
+            "productTools": ["orchestration.approve"],
+        }
         approver = await client.call("agents.create", workspace_id=ws, name="Approver", adapter=adapter)
         space = await client.call("spaces.create", workspace_id=ws, title="tools")
         fake.script(

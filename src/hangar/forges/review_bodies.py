@@ -12,7 +12,11 @@ review's event (``APPROVE``, ``COMMENT``, ``REQUEST_CHANGES``). ``consolidated_f
 ``COMMENT`` review with that body). The token is the server's own, from the forge connection
 (``hangar.forges.broker.server_token``); it is used by the server alone and never put in state, output, progress,
 an event or a log line. The review carries a marker made of the run and the step, so a repeat of the step (a retry,
-a crash) finds the review already posted and answers it instead of posting a second. Returns ``terminal`` with
+a crash) finds the review already posted and answers it instead of posting a second; only a review the server's
+own account posted counts (``github.own_login``), never one someone else wrote the marker into.
+``consolidated_findings`` is held to what ``prReview.finalize`` writes (at most ``MAX_FINDINGS`` findings, each
+checked by ``review_merge.parse_finding``; a text at most ``MAX_BODY`` characters) whichever step wrote it, and a
+step failure names the field that is not. Returns ``terminal`` with
 ``comment_review_id`` and ``commented_at``.
 """
 
@@ -22,10 +26,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from hangar.errors import InvalidArgs
-from hangar.forges import github_reviews
+from hangar.forges import github, github_reviews
 from hangar.forges.broker import server_token
 from hangar.forges.github_reviews import InlineComment
-from hangar.forges.review_merge import BUCKETS, Consolidated, consolidate, parse_reviews
+from hangar.forges.review_merge import BUCKETS, MAX_FINDINGS, Consolidated, consolidate, parse_finding, parse_reviews
 from hangar.forges.store import check_full_name
 from hangar.pipelines import ConfigField, StepContext, StepResult, body
 
@@ -133,28 +137,54 @@ def _placed(
     return inline, outside
 
 
-def _comment_parts(value: Any) -> tuple[str, str, list[dict[str, Any]], Any]:
-    """The review's head text, its event and its findings, from ``consolidated_findings``."""
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FINDINGS:
+        raise InvalidArgs(f"{where} is not a count (0 to {MAX_FINDINGS})", field=where)
+    return value
+
+
+def _checked_finding(n: int, f: Any, reviewers: int) -> dict[str, Any]:
+    """A finding of ``consolidated_findings`` held to what ``prReview.finalize`` writes (the same checks and
+    limits, ``review_merge.parse_finding``): it may come from any step that wrote the state key."""
+    where = f"{FINDINGS_KEY}.findings[{n}]"
+    one = parse_finding(0, f, where)
+    bucket = f.get("bucket")
+    if bucket is not None and bucket not in BUCKETS:
+        raise InvalidArgs(f"{where}.bucket {str(bucket)[:40]!r} is not one of {', '.join(BUCKETS)}", field=where)
+    raised = _count(f.get("raisedBy", 1), f"{where}.raisedBy")
+    if raised > reviewers:
+        raise InvalidArgs(f"{where}.raisedBy {raised} is more than the {reviewers} reviewers", field=where)
+    return {
+        "file": one.file, "line": one.line, "endLine": one.end_line, "severity": one.severity,
+        "category": one.category, "message": one.message, "suggestion": one.suggestion, "bucket": bucket,
+        "raisedBy": raised,
+    }  # fmt: skip
+
+
+def _comment_parts(value: Any) -> tuple[str, str, list[dict[str, Any]], int]:
+    """The review's head text, its event and its findings, from ``consolidated_findings``, checked as
+    ``prReview.finalize`` checks what it merges (counts and sizes): any earlier step may have written it."""
     if isinstance(value, str):
         if not value.strip():
             raise InvalidArgs("consolidated_findings is empty", field=FINDINGS_KEY)
+        if len(value) > MAX_BODY:
+            raise InvalidArgs(f"consolidated_findings is longer than {MAX_BODY} characters", field=FINDINGS_KEY)
         return value, "COMMENT", [], 0
     if not isinstance(value, Mapping) or not isinstance(value.get("findings"), list):
         raise InvalidArgs(
             "consolidated_findings is neither a comment's text nor prReview.finalize's findings", field=FINDINGS_KEY
         )
     verdict = value.get("verdict", "comment")
-    if verdict not in EVENTS:
-        raise InvalidArgs(f"consolidated_findings.verdict {verdict!r} is not a verdict", field=FINDINGS_KEY)
-    reviewers = value.get("reviewers", 0)
-    findings: list[dict[str, Any]] = []
-    for f in value["findings"]:
-        if not isinstance(f, Mapping) or not isinstance(f.get("file"), str):
-            raise InvalidArgs("consolidated_findings.findings holds a finding without a file", field=FINDINGS_KEY)
-        findings.append(dict(f))
-    counts = value.get("counts")
-    counts = counts if isinstance(counts, Mapping) else {}
-    return head_text(str(verdict), reviewers, counts, len(findings)), EVENTS[str(verdict)], findings, reviewers
+    if not isinstance(verdict, str) or verdict not in EVENTS:
+        raise InvalidArgs(f"consolidated_findings.verdict {str(verdict)[:40]!r} is not a verdict", field=FINDINGS_KEY)
+    if len(value["findings"]) > MAX_FINDINGS:
+        raise InvalidArgs(f"consolidated_findings.findings: more than {MAX_FINDINGS} findings", field=FINDINGS_KEY)
+    reviewers = _count(value.get("reviewers", 0), f"{FINDINGS_KEY}.reviewers")
+    findings = [_checked_finding(n, f, max(reviewers, 1)) for n, f in enumerate(value["findings"])]
+    raw_counts = value.get("counts")
+    raw_counts = raw_counts if isinstance(raw_counts, Mapping) else {}
+    counts: dict[str, int] = {b: _count(raw_counts.get(b, 0), f"{FINDINGS_KEY}.counts.{b}") for b in BUCKETS}
+    return head_text(verdict, reviewers, counts, len(findings)), EVENTS[verdict], findings, reviewers
 
 
 @body(
@@ -174,6 +204,7 @@ async def forge_pr_comment(step: StepContext) -> StepResult:
     head_sha = step.lookup("head_sha") if step.has("head_sha") else None
     marker = github_reviews.review_marker(f"{step.run_key}/{step.step_id}")
     async with server_token(step.app, step.workspace_id, full_name) as t:
+        author = await github.own_login(t.connection, t.route)
         pr = github_reviews.PullRequest(t.connection, t.token, t.route, t.full_name, number, step.clock)
         lines = await github_reviews.commentable_lines(pr) if findings else {}
         inline, outside = _placed(findings, reviewers, lines)
@@ -186,6 +217,7 @@ async def forge_pr_comment(step: StepContext) -> StepResult:
             event=event,
             comments=inline,
             marker=marker,
+            author=author,
             commit_id=str(head_sha) if isinstance(head_sha, str) and head_sha else None,
         )
     await step.progress({"reviewId": posted.id, "inline": len(inline), "inBody": len(outside), "found": posted.found})

@@ -144,11 +144,13 @@ def parse_reviews(reviews: Any, key: str = "reviews") -> list[list[Finding]]:
         total += len(items)
         if total > MAX_FINDINGS:
             raise InvalidArgs(f"{key}: more than {MAX_FINDINGS} findings in one review", field=key)
-        found.append([_finding(n, item, f"{key}[{n}].findings[{i}]") for i, item in enumerate(items)])
+        found.append([parse_finding(n, item, f"{key}[{n}].findings[{i}]") for i, item in enumerate(items)])
     return found
 
 
-def _finding(reviewer: int, item: Any, where: str) -> Finding:
+def parse_finding(reviewer: int, item: Any, where: str) -> Finding:
+    """One finding checked against ``FINDING_SCHEMA`` and the limits (``MAX_TEXT``); ``InvalidArgs`` naming
+    ``where`` otherwise."""
     if not isinstance(item, Mapping):
         raise InvalidArgs(f"{where} is not a finding (a map)", field=where)
 
