@@ -85,9 +85,10 @@ def diff_lines(patch: str) -> set[int]:
 
 def review_json(gh: GitHubEmulator, full_name: str, number: int, review: dict[str, Any]) -> dict[str, Any]:
     html = f"{gh.base}/{full_name}/pull/{number}#pullrequestreview-{review['id']}"
+    kind = "Bot" if review["user"].endswith("[bot]") else "User"
     pr = f"{gh.api_url}/repos/{full_name}/pulls/{number}"
     return {
-        "id": review["id"], "node_id": f"PRR_{review['id']}", "user": gh.user_json(review["user"], "Bot" if review["user"].endswith("[bot]") else "User"),
+        "id": review["id"], "node_id": f"PRR_{review['id']}", "user": gh.user_json(review["user"], kind),
         "body": review["body"], "state": review["state"], "html_url": html, "pull_request_url": pr,
         "_links": {"html": {"href": html}, "pull_request": {"href": pr}}, "submitted_at": review["submitted_at"],
         "commit_id": review["commit_id"], "author_association": "NONE",

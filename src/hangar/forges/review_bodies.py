@@ -9,14 +9,21 @@ reviewer, as the built-in template's ``append`` reducer or a team's dispatch col
 ``forge.prComment`` posts ``consolidated_findings`` on the pull request ``repo_full_name``#``pr_number`` as one
 review: findings on a line of the diff as inline comments, the others in the review's body; the verdict is the
 review's event (``APPROVE``, ``COMMENT``, ``REQUEST_CHANGES``). ``consolidated_findings`` may also be plain text (a
-``COMMENT`` review with that body). The token is the server's own, from the forge connection
-(``hangar.forges.broker.server_token``); it is used by the server alone and never put in state, output, progress,
-an event or a log line. The review carries a marker made of the run and the step, so a repeat of the step (a retry,
-a crash) finds the review already posted and answers it instead of posting a second; only a review the server's
-own account posted counts (``github.own_login``), never one someone else wrote the marker into.
-``consolidated_findings`` is held to what ``prReview.finalize`` writes (at most ``MAX_FINDINGS`` findings, each
-checked by ``review_merge.parse_finding``; a text at most ``MAX_BODY`` characters) whichever step wrote it, and a
-step failure names the field that is not. Returns ``terminal`` with
+``COMMENT`` review with that body). It is held to what ``prReview.finalize`` writes (at most ``MAX_FINDINGS``
+findings, each checked by ``review_merge.parse_finding``; a text at most ``MAX_BODY`` characters) whichever step
+wrote it, and a step failure names the field that is not.
+
+The token is the server's own, from the forge connection (``hangar.forges.broker.server_token``); it is used by
+the server alone and never put in state, output, progress, an event or a log line. Before anything is sent, every
+secret the run's steps may have had (the workspace's agents' API keys and secret variables,
+``hangar.core.redact.SecretValues``; the forge connection's credentials and the token minted for the post) is
+blanked from the review's text and its inline comments, also in its common encodings
+(``hangar.core.redact.encodings``); how many were blanked (never what) is in the step's progress and output
+(``redacted``) and, when any was, an audit row ``forge.prComment.redacted``.
+
+The review carries a marker made of the run and the step, so a repeat of the step (a retry, a crash) finds the
+review already posted and answers it instead of posting a second; only a review the server's own account posted
+counts (``github.own_login``), never one someone else wrote the marker into. Returns ``terminal`` with
 ``comment_review_id`` and ``commented_at``.
 """
 
@@ -25,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hangar.core.redact import outgoing_redactor
 from hangar.errors import InvalidArgs
 from hangar.forges import github, github_reviews
 from hangar.forges.broker import server_token
@@ -204,6 +212,10 @@ async def forge_pr_comment(step: StepContext) -> StepResult:
     head_sha = step.lookup("head_sha") if step.has("head_sha") else None
     marker = github_reviews.review_marker(f"{step.run_key}/{step.step_id}")
     async with server_token(step.app, step.workspace_id, full_name) as t:
+        # What the reviewers wrote may carry a secret one of them was given (a program that echoes its
+        # environment, a diff that talks it into printing one): blanked before anything leaves for the forge.
+        redactor = await outgoing_redactor(step.app, step.workspace_id, t.token, *t.connection.secrets)
+        head, findings = redactor.clean(head), redactor.clean_json(findings)
         author = await github.own_login(t.connection, t.route)
         pr = github_reviews.PullRequest(t.connection, t.token, t.route, t.full_name, number, step.clock)
         lines = await github_reviews.commentable_lines(pr) if findings else {}
@@ -211,6 +223,14 @@ async def forge_pr_comment(step: StepContext) -> StepResult:
         body = head
         if outside:
             body += "\n\n### Not on the diff's lines\n" + "\n".join(_listed(findings[n], reviewers) for n in outside)
+        if redactor.count:
+            await step.app.audit.append(
+                step.workspace_id,
+                principal=step.run_key,
+                action="forge.prComment.redacted",
+                target=f"pr:{full_name}#{number}",
+                details={"stepId": step.step_id, "redacted": redactor.count},
+            )
         posted = await github_reviews.post_review(
             pr,
             body=body[:MAX_BODY],
@@ -220,9 +240,11 @@ async def forge_pr_comment(step: StepContext) -> StepResult:
             author=author,
             commit_id=str(head_sha) if isinstance(head_sha, str) and head_sha else None,
         )
-    await step.progress({"reviewId": posted.id, "inline": len(inline), "inBody": len(outside), "found": posted.found})
+    done = {"reviewId": posted.id, "inline": len(inline), "inBody": len(outside), "found": posted.found}
+    await step.progress(done | {"redacted": redactor.count})
     return StepResult.terminal(
-        {"comment_review_id": posted.id, "commented_at": posted.submitted_at.isoformat().replace("+00:00", "Z")}
+        {"comment_review_id": posted.id, "commented_at": posted.submitted_at.isoformat().replace("+00:00", "Z")},
+        output={"reviewId": posted.id, "redacted": redactor.count},
     )
 
 
