@@ -17,6 +17,7 @@ from tests.integration.test_forges_connect import APP_ID, forge_server
 from tests.integration.test_forges_review import PR, REVIEWS, connect, finalize_and_comment, payload, run
 from tests.integration.test_workspace_repos import make_repo
 from tests.peers.github_reviews import Fault
+from tests.unit.agents.fake_openai import call, running_fake_openai, text
 from tests.unit.agents.support import template
 
 
@@ -107,3 +108,56 @@ async def test_findings_at_finalizes_limits_are_posted(tmp_path: Path) -> None:
             done = await run(owner, ws, comment_only("limit"), payload(repo, consolidated_findings=value))
             assert done["status"] == "completed", step(done, "comment")
         assert len(gh.reviews.of("acme/app", PR)) == 2
+
+
+LOW = {"findings": [{"file": "src/db.py", "line": 3, "severity": "low", "category": "docs", "message": "Typo",
+                     "suggestion": "Fix it"}]}  # fmt: skip
+
+
+async def reviewed_by(owner: Any, ws: str, repo: dict[str, Any], fake: Any, fails: int, tid: str) -> dict[str, Any]:
+    """The built-in template with three reviewer agents, the first ``fails`` of them failing (their model answers
+    a 400), the others finding only a low typo; the finished run."""
+    ids = []
+    for n in range(3):
+        model = f"{tid}{n}"
+        adapter = {"type": "openai", "baseUrl": fake.url, "model": model}
+        ids.append((await owner.call("agents.create", workspace_id=ws, name=model, adapter=adapter))["id"])
+        fake.script(model, text("no", status=400) if n < fails else call("submit_output", LOW))
+    made = await owner.call("forge.reviewTemplate", workspace_id=ws, agentIds=ids, templateId=tid)
+    return await run(owner, ws, made["template"], payload(repo))
+
+
+async def test_failed_reviewers_never_let_the_others_approve(tmp_path: Path) -> None:
+    async with running_fake_openai() as fake, forge_server(tmp_path) as (_srv, owner, ws, gh):
+        repo = await connect(owner, ws, gh, tmp_path)
+        done = await reviewed_by(owner, ws, repo, fake, 2, "twofail")
+        assert done["status"] == "completed", done
+        found = done["state"]["consolidated_findings"]
+        assert done["state"]["review_verdict"] == found["verdict"] == "comment"
+        assert found["reviewers"] == 1 and found["failedReviewers"] == ["review1", "review2"]
+        (review,) = gh.reviews.of("acme/app", PR)
+        assert review["event"] == "COMMENT" and review["body"].startswith("## Review: Comment\n")
+        assert "**2 of 3 reviewers failed** and gave no review: this is not an approval" in review["body"]
+
+
+async def test_with_one_reviewer_failed_still_no_approval_and_with_none_an_approval(tmp_path: Path) -> None:
+    async with running_fake_openai() as fake, forge_server(tmp_path) as (_srv, owner, ws, gh):
+        repo = await connect(owner, ws, gh, tmp_path)
+        done = await reviewed_by(owner, ws, repo, fake, 1, "onefail")
+        assert done["state"]["review_verdict"] == "comment"
+        assert "**1 of 3 reviewers failed**" in gh.reviews.of("acme/app", PR)[0]["body"]
+        done = await reviewed_by(owner, ws, repo, fake, 0, "nofail")
+        assert done["state"]["review_verdict"] == "approve"
+        assert done["state"]["consolidated_findings"]["failedReviewers"] == []
+        second = gh.reviews.of("acme/app", PR)[1]
+        assert second["body"].startswith("## Review: Approve\n") and "failed" not in second["body"]
+
+
+async def test_findings_from_another_step_that_name_failed_reviewers_are_not_an_approval(tmp_path: Path) -> None:
+    async with forge_server(tmp_path) as (_srv, owner, ws, gh):
+        repo = await connect(owner, ws, gh, tmp_path)
+        value = findings([], verdict="approve", failedReviewers=["r2"])
+        done = await run(owner, ws, comment_only("capped"), payload(repo, consolidated_findings=value))
+        assert done["status"] == "completed", done
+        (review,) = gh.reviews.of("acme/app", PR)
+        assert review["body"].startswith("## Review: Comment\n") and "**1 of 2 reviewers failed**" in review["body"]

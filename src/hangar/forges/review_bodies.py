@@ -37,9 +37,17 @@ from hangar.errors import InvalidArgs
 from hangar.forges import github, github_reviews
 from hangar.forges.broker import server_token
 from hangar.forges.github_reviews import InlineComment
-from hangar.forges.review_merge import BUCKETS, MAX_FINDINGS, Consolidated, consolidate, parse_finding, parse_reviews
+from hangar.forges.review_merge import (
+    BUCKETS,
+    MAX_FINDINGS,
+    Consolidated,
+    capped,
+    consolidate,
+    parse_finding,
+    parse_reviews,
+)
 from hangar.forges.store import check_full_name
-from hangar.pipelines import ConfigField, StepContext, StepResult, body
+from hangar.pipelines import STEP_ERRORS_KEY, ConfigField, StepContext, StepResult, body
 
 REVIEWS_KEY = "reviews"
 FINDINGS_KEY = "consolidated_findings"
@@ -68,14 +76,25 @@ async def pr_review_finalize(step: StepContext) -> StepResult:
     if not step.has(key):
         raise InvalidArgs(f"state has no {key}: no reviewer's findings reached this step", field=key)
     merged = consolidate(parse_reviews(step.lookup(key), key))
+    failed = _failed_reviewers(step)
+    verdict = capped(merged.verdict, len(failed))
     found = {
-        "verdict": merged.verdict,
+        "verdict": verdict,
         "reviewers": merged.reviewers,
+        "failedReviewers": failed,
         "counts": dict(merged.counts),
         "findings": [f.to_state() for f in merged.findings],
-        "body": review_text(merged),
+        "body": review_text(merged, verdict, failed),
     }
-    return StepResult.ok({FINDINGS_KEY: found, VERDICT_KEY: merged.verdict}, output=found)
+    return StepResult.ok({FINDINGS_KEY: found, VERDICT_KEY: verdict}, output=found)
+
+
+def _failed_reviewers(step: StepContext) -> list[str]:
+    """The reviewer steps this one waits for that failed and let the run go on (``continueOnFail``: the engine
+    keeps their errors in ``STEP_ERRORS_KEY``), in the order the join names them."""
+    errors = step.lookup(STEP_ERRORS_KEY) if step.has(STEP_ERRORS_KEY) else {}
+    errors = errors if isinstance(errors, Mapping) else {}
+    return [sid for sid in step.step.wait_for_step_ids if sid in errors]
 
 
 def finding_text(f: Mapping[str, Any], reviewers: Any) -> str:
@@ -88,9 +107,15 @@ def finding_text(f: Mapping[str, Any], reviewers: Any) -> str:
     return f"{text}\n\n**Suggestion:** {f['suggestion']}" if f.get("suggestion") else text
 
 
-def head_text(verdict: str, reviewers: Any, counts: Mapping[str, Any], findings: int) -> str:
+def head_text(verdict: str, reviewers: Any, counts: Mapping[str, Any], findings: int, failed: int = 0) -> str:
     tally = ", ".join(f"{counts.get(b, 0)} by {_BUCKET_TEXT[b]}" for b in BUCKETS)
-    return f"## Review: {_VERDICT_TEXT[verdict]}\n{reviewers} reviewers, {findings} findings ({tally})."
+    head = f"## Review: {_VERDICT_TEXT[verdict]}\n{reviewers} reviewers, {findings} findings ({tally})."
+    if failed:
+        head += (
+            f"\n**{failed} of {failed + reviewers} reviewers failed** and gave no review: this is not an approval,"
+            " and what they would have found is missing."
+        )
+    return head
 
 
 def _listed(f: Mapping[str, Any], reviewers: Any) -> str:
@@ -99,9 +124,9 @@ def _listed(f: Mapping[str, Any], reviewers: Any) -> str:
     return f"- `{where}` " + finding_text(f, reviewers).replace("\n\n", " — ")
 
 
-def review_text(merged: Consolidated) -> str:
+def review_text(merged: Consolidated, verdict: str, failed: list[str]) -> str:
     """The review as text (every finding, by bucket), kept in ``consolidated_findings.body``."""
-    lines = [head_text(merged.verdict, merged.reviewers, merged.counts, len(merged.findings))]
+    lines = [head_text(verdict, merged.reviewers, merged.counts, len(merged.findings), len(failed))]
     lines += [_listed(f.to_state(), merged.reviewers) for f in merged.findings]
     return "\n".join(lines)
 
@@ -188,11 +213,15 @@ def _comment_parts(value: Any) -> tuple[str, str, list[dict[str, Any]], int]:
     if len(value["findings"]) > MAX_FINDINGS:
         raise InvalidArgs(f"consolidated_findings.findings: more than {MAX_FINDINGS} findings", field=FINDINGS_KEY)
     reviewers = _count(value.get("reviewers", 0), f"{FINDINGS_KEY}.reviewers")
+    failed = value.get("failedReviewers", [])
+    if not isinstance(failed, list) or len(failed) > MAX_FINDINGS:
+        raise InvalidArgs(f"{FINDINGS_KEY}.failedReviewers is not a list of step ids", field=FINDINGS_KEY)
+    verdict = capped(verdict, len(failed))
     findings = [_checked_finding(n, f, max(reviewers, 1)) for n, f in enumerate(value["findings"])]
     raw_counts = value.get("counts")
     raw_counts = raw_counts if isinstance(raw_counts, Mapping) else {}
     counts: dict[str, int] = {b: _count(raw_counts.get(b, 0), f"{FINDINGS_KEY}.counts.{b}") for b in BUCKETS}
-    return head_text(verdict, reviewers, counts, len(findings)), EVENTS[verdict], findings, reviewers
+    return head_text(verdict, reviewers, counts, len(findings), len(failed)), EVENTS[verdict], findings, reviewers
 
 
 @body(

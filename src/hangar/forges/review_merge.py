@@ -22,6 +22,10 @@ reviewer counts once in a group however often it repeats itself.
 
 **The verdict**, by these rules in order:
 
+0. when any reviewer failed (its step failed and the run went on, ``continueOnFail``), the verdict is never
+   ``approve``: what would have been ``approve`` is ``comment``, and the review says how many failed (``capped``).
+   A reviewer that failed said nothing, not "nothing is wrong": the others' silence approves nothing.
+   ``request_changes`` and ``comment`` stand;
 1. ``request_changes`` when some merged finding was raised at ``high`` or ``blocker`` by more than half the
    reviewers (the only reviewer, when there is one);
 2. ``comment`` when some merged finding is ``medium`` or above (whoever raised it), or any finding remains of a
@@ -290,6 +294,11 @@ def verdict_of(findings: Sequence[Merged], reviewers: int) -> Verdict:
     if any(_rank(f.severity) <= _rank("medium") for f in findings):
         return "comment"
     return "approve"
+
+
+def capped(verdict: str, failed: int) -> str:
+    """Rule 0 of the module's docstring: no approval when ``failed`` reviewers gave no review."""
+    return "comment" if failed and verdict == "approve" else verdict
 
 
 def consolidate(reviews: Sequence[Sequence[Finding]]) -> Consolidated:
