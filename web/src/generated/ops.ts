@@ -808,7 +808,7 @@ export type PullFileView = {
   deletions: number;
   /** The file's unified diff hunks (absent for binaries) */
   patch: string | null;
-  /** The patch was cut at 100,000 characters */
+  /** The patch was cut: at 100,000 characters, or where the pull request's 2,000,000 characters of patches in all ran out */
   patchTruncated: boolean;
 };
 
@@ -2513,7 +2513,7 @@ export type MobileUseArgs = {
 };
 export type MobileUseResult = Record<string, unknown>;
 
-/** Approve nodes of the DAG (``nodeKeys``) or every node (``all``); the first approval starts the work. */
+/** Approve nodes of the DAG (``nodeKeys``) or every node (``all``); the first approval starts the work. For people only: an agent (its credential, or its in-process tools) never approves a plan, its own or another's. */
 export type OrchestrationApproveArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -2523,7 +2523,7 @@ export type OrchestrationApproveArgs = {
 };
 export type OrchestrationApproveResult = OrchestrationView;
 
-/** Replace the work DAG before work starts (``nodes``: ``{key, title, description?, dependsOn?, agentId?}``): nodes added get a sub-ticket, nodes removed lose theirs; a cycle is refused, naming it. */
+/** Replace the work DAG before work starts (``nodes``: ``{key, title, description?, dependsOn?, agentId?}``): nodes added get a sub-ticket, nodes removed lose theirs; a cycle is refused, naming it. For people only: an agent (its credential, or its in-process tools) is refused. */
 export type OrchestrationEditDagArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
