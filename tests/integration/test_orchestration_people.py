@@ -13,8 +13,12 @@ import httpx
 
 from hangar.identity import IdentityService
 from hangar.identity.models import DeviceScope
+from hangar.rpc.mcp.tools import description
+from hangar.rpc.registry import OpRegistry
+from hangar.server.parts import all_parts
 from tests.integration.test_orchestration import agent, mcp, planned, refused
 from tests.support.rpc import RpcClient
+from tests.support.server import running_server
 from tests.unit.agents.fake_openai import call, running_fake_openai, text
 from tests.unit.agents.support import wait_run, workspace_server
 
@@ -111,3 +115,29 @@ async def test_an_agent_cannot_approve_a_plan_through_its_in_process_tools(tmp_p
         assert results == [f"forbidden: orchestration.approve {PEOPLE_ONLY}"]
         after = await client.call("orchestration.get", workspace_id=ws, orchestrationId=oid)
         assert after["status"] == "planned" and not any(n["approved"] for n in after["nodes"])
+
+
+async def test_every_people_only_op_refuses_an_agents_credential(tmp_path: Path) -> None:
+    """The ops a person alone decides (``people_only``), each refused to an agent's credential that names it among
+    its tools, with the one message; the MCP catalogue says so."""
+    async with running_server(tmp_path / "data") as srv:
+        ws = await srv.new_workspace("people")
+        registry = OpRegistry(o for p in all_parts() for o in p.ops)
+        people_only = sorted(s.name for s in registry.specs.values() if s.people_only)
+        assert people_only == [
+            "chat.beginUserLink",
+            "orchestration.approve",
+            "orchestration.editDag",
+            "workspaces.export",
+        ]
+        scope = DeviceScope(workspace_id=ws, agent_id="a1", tools=frozenset(people_only))
+        token = await srv.ctx.service(IdentityService).issue_device(srv.owner_id, "agent run", scope=scope)
+        async with RpcClient(srv.ws_url, token) as as_agent:
+            for name in people_only:
+                message = await refused(as_agent, "forbidden", name, workspace_id=ws)
+                assert message == f"{name} {PEOPLE_ONLY}"
+        async with RpcClient(srv.ws_url, srv.owner_token) as owner:
+            # A person is not refused by it (the op's own rules answer instead).
+            assert (await owner.call("workspaces.export", workspace_id=ws))["url"]
+        approve = registry.get("orchestration.approve")
+        assert approve is not None and "people only, never an agent" in description(approve)

@@ -2140,7 +2140,7 @@ export type BrowserUseArgs = {
 };
 export type BrowserUseResult = Record<string, unknown>;
 
-/** Mint a one-time code (15 minutes) that links the caller's own chat account: send ``/<command> link <code>`` from the chat. A new code replaces the caller's previous one. */
+/** Mint a one-time code (15 minutes) that links the caller's own chat account: send ``/<command> link <code>`` from the chat. A new code replaces the caller's previous one. For people only: an agent has no chat account to link. */
 export type ChatBeginUserLinkArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -3304,7 +3304,7 @@ export type WorkspacesDeleteResult = WorkspaceDeletion;
 export type WorkspacesDeletionsArgs = Record<string, never>;
 export type WorkspacesDeletionsResult = Array<WorkspaceDeletion>;
 
-/** A URL (valid for ten minutes, for you only) that downloads this workspace's export: a tar of its records as JSON lines and its files, with a manifest and a README. Allowed to the workspace's owner and admins, and to the server owner; the download checks that again. */
+/** A URL (valid for ten minutes, for you only) that downloads this workspace's export: a tar of its records as JSON lines and its files, with a manifest and a README. Allowed to the workspace's owner and admins, and to the server owner; the download checks that again. For people only: an agent exports nothing. */
 export type WorkspacesExportArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
