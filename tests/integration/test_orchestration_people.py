@@ -16,7 +16,7 @@ from hangar.identity.models import DeviceScope
 from hangar.rpc.mcp.tools import description
 from hangar.rpc.registry import OpRegistry
 from hangar.server.parts import all_parts
-from tests.integration.test_orchestration import agent, mcp, planned, refused
+from tests.integration.test_orchestration import agent, mcp, mcp_opened, planned, refused
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.unit.agents.fake_openai import call, running_fake_openai, text
@@ -65,17 +65,8 @@ async def test_an_agents_credential_cannot_approve_or_edit_a_plan_over_rpc_or_mc
                 as_agent, "forbidden", "orchestration.editDag", workspace_id=ws, orchestrationId=oid, nodes=nodes
             )
             assert message == f"orchestration.editDag {PEOPLE_ONLY}"
-        headers = {
-            "accept": "application/json, text/event-stream",
-            "content-type": "application/json",
-            "authorization": f"Bearer {token}",
-        }
-        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
         async with httpx.AsyncClient(base_url=srv.url, timeout=30) as http:
-            opened = await http.post(
-                "/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, headers=headers
-            )
-            headers |= {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+            headers = await mcp_opened(http, token)
             args = {"workspace_id": ws, "orchestrationId": oid, "all": True}
             done = await mcp(http, headers, "tools/call", {"name": "orchestration.approve", "arguments": args})
             assert done.get("isError") and PEOPLE_ONLY in json.dumps(done), done
