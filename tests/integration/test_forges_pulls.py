@@ -470,3 +470,34 @@ async def test_what_a_pull_request_keeps_of_its_files_and_patches_both_sides_of_
         cut = await c.call("forge.openPr", workspace_id=ws, repoId=f.repo["id"], number=2)
         assert len(cut["files"]) == MAX_FILES and cut["filesTruncated"] is True
         assert cut["files"][-1]["filename"] == f"f{MAX_FILES - 1:04}.txt"
+
+
+async def test_a_pull_requests_patches_together_are_kept_within_their_budget_both_sides(tmp_path: Path) -> None:
+    """300 files of 100,000 characters would be stored at 30 MB: the patches of one pull request together are kept
+    to ``MAX_PATCHES_CHARS``; the files after it is spent keep what is left (maybe nothing), marked cut."""
+    from hangar.forges.github_pulls import MAX_PATCH_CHARS, MAX_PATCHES_CHARS
+
+    async with pulls_forge(tmp_path) as f:
+        c, ws = f.owner, f.ws
+        full = MAX_PATCHES_CHARS // MAX_PATCH_CHARS  # files at the per-file limit that fill the budget
+
+        def patched(last: int, more: int = 0) -> list[dict[str, Any]]:
+            big = [{"filename": f"f{i:03}", "additions": 1, "patch": "x" * MAX_PATCH_CHARS} for i in range(full - 1)]
+            ends = [{"filename": "end", "additions": 1, "patch": "y" * (MAX_PATCH_CHARS - 1)}]
+            tail = [{"filename": "last", "additions": 1, "patch": "z" * last}]
+            return big + ends + tail + [{"filename": "after", "additions": 1, "patch": "w" * more}] * bool(more)
+
+        f.gh.add_pull("acme/app", 1, files=patched(1), head_sha="3" * 40)
+        f.gh.add_pull("acme/app", 2, files=patched(2, more=3), head_sha="4" * 40)
+        at = await c.call("forge.openPr", workspace_id=ws, repoId=f.repo["id"], number=1)
+        assert sum(len(x["patch"]) for x in at["files"]) == MAX_PATCHES_CHARS
+        assert not any(x["patchTruncated"] for x in at["files"])
+        over = await c.call("forge.openPr", workspace_id=ws, repoId=f.repo["id"], number=2)
+        assert sum(len(x["patch"]) for x in over["files"]) == MAX_PATCHES_CHARS
+        last, after = over["files"][-2:]
+        assert (last["patch"], last["patchTruncated"]) == ("z", True)
+        assert (after["patch"], after["patchTruncated"]) == ("", True)
+        assert not any(x["patchTruncated"] for x in over["files"][:-2])
+        # What is stored is what was kept (read again from the row).
+        again = await c.call("forge.pr", workspace_id=ws, repoId=f.repo["id"], number=2)
+        assert [x["patchTruncated"] for x in again["files"]][-2:] == [True, True]

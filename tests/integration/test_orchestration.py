@@ -256,21 +256,25 @@ async def mcp(http: httpx.AsyncClient, headers: dict[str, str], method: str, par
     return json.loads(text_)["result"]
 
 
+async def mcp_opened(http: httpx.AsyncClient, token: str) -> dict[str, str]:
+    """An MCP session opened on ``/mcp`` with ``token``: the headers its requests carry."""
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "authorization": f"Bearer {token}",
+    }
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    opened = await http.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, headers=headers
+    )
+    return headers | {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+
+
 async def test_the_orchestration_ops_are_mcp_tools(tmp_path: Path) -> None:
     async with running_fake_openai() as fake, workspace_server(tmp_path) as (srv, client, ws):
         orch = await planned(client, ws, fake, fake.url, "mcp", plan(("a", [])))
-        headers = {
-            "accept": "application/json, text/event-stream",
-            "content-type": "application/json",
-            "authorization": f"Bearer {srv.owner_token}",
-        }
-        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
         async with httpx.AsyncClient(base_url=srv.url, timeout=30) as http:
-            opened = await http.post(
-                "/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, headers=headers
-            )
-            headers = {**headers, "mcp-session-id": opened.headers["mcp-session-id"]}
-            headers["mcp-protocol-version"] = "2025-06-18"
+            headers = await mcp_opened(http, srv.owner_token)
             names = {t["name"] for t in (await mcp(http, headers, "tools/list", {}))["tools"]}
             ops = {"orchestration.start", "orchestration.get", "orchestration.editDag", "orchestration.approve"}
             assert ops <= names

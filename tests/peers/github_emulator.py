@@ -173,6 +173,20 @@ class GitHubEmulator:
             return None
         return app_id
 
+    def app_slug(self, app_id: int) -> str:
+        return f"hangar-app-{app_id}"
+
+    def login_of(self, token: str | None) -> str | None:
+        """Who a token acts as: a personal token's owner, a minted token's app bot (``<slug>[bot]``)."""
+        if token is None:
+            return None
+        if token in self.user_tokens:
+            return self.user_tokens[token]
+        for m in self.minted:
+            if m.token == token:
+                return f"{self.app_slug(self.installations[m.installation_id]['app_id'])}[bot]"
+        return None
+
     def token_of(self, request: Request) -> str | None:
         scheme, _, credential = request.headers.get("authorization", "").partition(" ")
         return credential if scheme.lower() in ("token", "bearer") else None
@@ -250,6 +264,20 @@ class GitHubEmulator:
                 m.revoked = True
             return Response(status_code=204)
 
+        async def authenticated_app(request: Request) -> Response:
+            app_id = self._app_of(request)
+            self.requests.append(f"GET /app app:{app_id}")
+            if app_id is None:
+                return denied()
+            slug = self.app_slug(app_id)
+            return JSONResponse(
+                {
+                    "id": app_id, "slug": slug, "node_id": f"A_{app_id}", "name": slug, "description": "",
+                    "owner": self.user_json("acme"), "external_url": self.base, "html_url": f"{self.base}/apps/{slug}",
+                    "created_at": STAMP, "updated_at": STAMP, "permissions": {}, "events": [],
+                }
+            )  # fmt: skip
+
         async def user(request: Request) -> Response:
             token = self.token_of(request)
             self.requests.append("GET /user")
@@ -266,6 +294,7 @@ class GitHubEmulator:
                 ),
                 Route(f"{API}/installation/token", revoke, methods=["DELETE"]),
                 Route(f"{API}/user", user),
+                Route(f"{API}/app", authenticated_app),
                 *pull_routes(self, API),
                 *review_routes(self, API),
             ]

@@ -49,6 +49,16 @@ class Reviews:
     def of(self, full_name: str, number: int) -> list[dict[str, Any]]:
         return self.posted.setdefault((full_name, number), [])
 
+    def add(self, full_name: str, number: int, user: str, body: str, event: str = "COMMENT") -> dict[str, Any]:
+        """A review someone else posted (the pull request's author, another reviewer), as its ``user``."""
+        review = {
+            "id": next(self._ids), "user": user, "body": body, "state": _STATES[event], "event": event,
+            "comments": [], "commit_id": "1" * 40,
+            "submitted_at": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        }  # fmt: skip
+        self.of(full_name, number).append(review)
+        return review
+
 
 def added_patch(start: int, count: int, old: int = 1) -> str:
     """A hunk adding ``count`` lines at ``start`` of the new file."""
@@ -75,9 +85,10 @@ def diff_lines(patch: str) -> set[int]:
 
 def review_json(gh: GitHubEmulator, full_name: str, number: int, review: dict[str, Any]) -> dict[str, Any]:
     html = f"{gh.base}/{full_name}/pull/{number}#pullrequestreview-{review['id']}"
+    kind = "Bot" if review["user"].endswith("[bot]") else "User"
     pr = f"{gh.api_url}/repos/{full_name}/pulls/{number}"
     return {
-        "id": review["id"], "node_id": f"PRR_{review['id']}", "user": gh.user_json("hangar-bot", "Bot"),
+        "id": review["id"], "node_id": f"PRR_{review['id']}", "user": gh.user_json(review["user"], kind),
         "body": review["body"], "state": review["state"], "html_url": html, "pull_request_url": pr,
         "_links": {"html": {"href": html}, "pull_request": {"href": pr}}, "submitted_at": review["submitted_at"],
         "commit_id": review["commit_id"], "author_association": "NONE",
@@ -138,6 +149,7 @@ def review_routes(gh: GitHubEmulator, api: str) -> list[Route]:
                 return JSONResponse({"message": refusal, "errors": [], "documentation_url": ""}, status_code=422)
         review = {
             "id": next(book._ids),
+            "user": gh.login_of(gh.token_of(request)) or "ghost",
             "body": body.get("body", ""),
             "state": _STATES.get(body.get("event", ""), "PENDING"),
             "event": body.get("event"),

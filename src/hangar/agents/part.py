@@ -15,11 +15,12 @@ from hangar.agents.orchestration.service import OrchestrationService
 from hangar.agents.pipeline_follow import PipelineFollower
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import RunStore
-from hangar.agents.service import AgentService
+from hangar.agents.service import AgentSecretValues, AgentService
 from hangar.agents.tables import MIGRATIONS
 from hangar.agents.teams import TeamService
 from hangar.core.context import AppContext
 from hangar.core.part import Part
+from hangar.core.redact import SecretValues
 from hangar.identity import usable_workspace_ids
 from hangar.workspace import SpaceService
 
@@ -29,6 +30,7 @@ RECOVER_INTERVAL_S = 2.0
 
 async def _start(app: AppContext) -> None:
     agents = app.provide(AgentService(app))
+    app.provide(AgentSecretValues(agents), as_type=SecretValues)
     app.provide(TeamService(app, agents))
     app.provide(OrchestrationService(app)).follow_runs()
     runner = app.provide(AgentRunner(app, agents, app.service(SpaceService)))
@@ -74,6 +76,7 @@ async def _worker_start(app: AppContext) -> None:
     """A ``hangar worker``'s agents: the services its agent steps drive runs with, and none of a server's
     looks for abandoned runs or pipeline cancellations (the servers do those)."""
     agents = app.provide(AgentService(app))
+    app.provide(AgentSecretValues(agents), as_type=SecretValues)
     app.provide(TeamService(app, agents))
     app.provide(AgentRunner(app, agents, app.service(SpaceService)))
 

@@ -23,6 +23,7 @@ from hangar.agents.tools.catalogue import check_product_tools
 from hangar.core.context import AppContext
 from hangar.core.db import write_transaction
 from hangar.core.ids import new_id
+from hangar.core.redact import SecretValues
 from hangar.core.stamps import WorkspaceCaches
 from hangar.core.types import rfc3339_or_none
 from hangar.core.wire import require_text
@@ -184,6 +185,17 @@ class AgentService:
         }
         return {n: v for n, v in found.items() if v is not None}
 
+    async def secret_values(self, workspace_id: str) -> list[str]:
+        """Every agent's API key and secret variables in the workspace: what a step that ran one of them had, to
+        blank from what leaves the server (``hangar.core.redact.SecretValues``). Every agent's, not only the run's:
+        a step's agent may be named from state or be a team's member that has changed since."""
+        values: list[str] = []
+        for agent in await self.all(workspace_id):
+            key = self.api_key(workspace_id, agent.id)
+            values += [key] if key else []
+            values += self.secret_env(workspace_id, agent).values()
+        return values
+
     async def _check_single_chief(self, workspace_id: str, agent_id: str | None) -> None:
         """Refused early, before any secret moves; ``_write`` holds the rule against a concurrent change."""
         for other in await self.all(workspace_id):
@@ -274,3 +286,11 @@ class AgentService:
         async with engine.begin() as conn:
             await conn.execute(sa.delete(tables.agents).where(tables.agents.c.id == agent_id))
         self._app.secrets.delete_prefix(f"agents.{workspace_id}.{agent_id}.")
+
+
+class AgentSecretValues(SecretValues):
+    def __init__(self, agents: AgentService) -> None:
+        self._agents = agents
+
+    async def of(self, workspace_id: str) -> list[str]:
+        return await self._agents.secret_values(workspace_id)

@@ -34,7 +34,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from hangar.agents import Agent, AgentRunner, AgentService
 from hangar.chat import commands
@@ -46,6 +46,7 @@ from hangar.chat.links import CODE_REFUSAL, LinkedMember, LinkRefusal
 from hangar.chat.narration import NarrationState, narrate, still_in_flight
 from hangar.chat.open_streams import OpenStream
 from hangar.chat.outbound import ChatOutbound
+from hangar.chat.redacting import RedactingApi
 from hangar.chat.replies import ConnectionFlags, ReplyStream, ReplyTarget
 from hangar.chat.service import ChatService
 from hangar.chat.space_links import SpaceLink
@@ -144,7 +145,8 @@ class Bridge:
         self._chat = chat
         self.workspace_id = workspace_id
         self.provider = provider
-        self._api = api
+        # Every text sent out has the workspace's secrets blanked (``hangar.chat.redacting``).
+        self._api = cast("BridgeApi", RedactingApi(api, app, workspace_id, provider))
         self.flags = flags
         self._renders_cards = renders_cards
         self._turns: dict[str, _Turn] = {}  # space id -> the latest reply card in progress there

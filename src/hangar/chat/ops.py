@@ -100,12 +100,11 @@ async def chat_disconnect(ctx: OpContext, args: ProviderArgs) -> ChatStatus:
     return ChatStatus.of(await chat.status(ws, provider), show_owner=_operator(ctx))
 
 
-@op("chat.beginUserLink", kind="mutate", scope="workspace", min_role="member")
+@op("chat.beginUserLink", kind="mutate", scope="workspace", min_role="member", people_only=True)
 async def chat_begin_user_link(ctx: OpContext, args: ProviderArgs) -> LinkCode:
     """Mint a one-time code (15 minutes) that links the caller's own chat account: send ``/<command> link <code>``
-    from the chat. A new code replaces the caller's previous one."""
-    if ctx.principal.agent_id is not None:
-        raise Forbidden("an agent has no chat account to link; a person mints their own code")
+    from the chat. A new code replaces the caller's previous one. For people only: an agent has no chat account
+    to link."""
     provider = descriptor_for(args.provider).provider
     code, expires_at = await _chat(ctx).codes.mint(ctx.ws, provider, ctx.principal.user_id)
     return LinkCode(code=code, expires_at=expires_at)

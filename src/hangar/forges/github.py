@@ -127,6 +127,21 @@ async def authenticated_login(connection: ForgeConnection, route: Route) -> str:
         return str((await gh.rest.users.async_get_authenticated()).parsed_data.login)
 
 
+async def own_login(connection: ForgeConnection, route: Route) -> str:
+    """The account the server's own calls act as: a token connection's owner, an app's bot (``<slug>[bot]``, the
+    login GitHub gives what an installation token writes)."""
+    if connection.kind == "token":
+        return await authenticated_login(connection, route)
+    async with (
+        client(connection.api_url, _app_auth(connection), route) as gh,
+        calling("identify the app", connection.host),
+    ):
+        slug = (await gh.rest.apps.async_get_authenticated()).json().get("slug")
+    if not isinstance(slug, str) or not slug:
+        raise Refused(f"{connection.host} did not name the app (no slug)")
+    return f"{slug}[bot]"
+
+
 async def repo_installation(connection: ForgeConnection, full_name: str, route: Route) -> Installation:
     """The app's installation on a repository (``Refused`` when the app is not installed there)."""
     owner, name = full_name.split("/", 1)

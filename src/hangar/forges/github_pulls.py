@@ -33,6 +33,10 @@ READ_PERMISSIONS: dict[str, str] = {"pull_requests": "read", "contents": "read",
 PAGE = 100  # GitHub's largest page
 MAX_FILES = 300  # GitHub lists at most 3,000 files of a pull request; a space shows the first 300 (three pages)
 MAX_PATCH_CHARS = 100_000  # per file: a larger patch is kept cut, marked ``patchTruncated``
+# All the files' patches of one pull request together, as stored (its row, every event and reply that carries it):
+# the files after the budget is spent keep what is left of it (maybe nothing), marked ``patchTruncated``. Without
+# it a pull request of 300 large files would be stored at 30 MB, again at every push.
+MAX_PATCHES_CHARS = 2_000_000
 MAX_CHECKS = 100  # check runs and statuses of a head kept (one page of each, then cut)
 MAX_LISTED = PAGE  # open pull requests a poll reads per repository (one page)
 
@@ -169,19 +173,14 @@ async def pull_request(connection: ForgeConnection, full_name: str, number: int,
             answered = await gh.rest.repos.async_list_commit_statuses_for_ref(owner, name, head, per_page=PAGE)
             statuses = cast("list[Any]", answered.parsed_data)
     files = []
+    budget = MAX_PATCHES_CHARS
     for entry in entries[:MAX_FILES]:
         patch = entry.patch if isinstance(entry.patch, str) else None
-        cut = patch is not None and len(patch) > MAX_PATCH_CHARS
-        files.append(
-            PullFile(
-                entry.filename,
-                str(entry.status),
-                entry.additions,
-                entry.deletions,
-                patch[:MAX_PATCH_CHARS] if patch is not None else None,
-                cut,
-            )
-        )
+        room = min(MAX_PATCH_CHARS, budget)
+        cut = patch is not None and len(patch) > room
+        kept = patch[:room] if patch is not None else None
+        budget -= len(kept or "")
+        files.append(PullFile(entry.filename, str(entry.status), entry.additions, entry.deletions, kept, cut))
     checks = [Check("checkRun", r.name, str(r.status), r.conclusion, r.html_url) for r in runs.check_runs]
     seen: set[str] = set()
     for s in statuses:  # newest first: a context's latest status counts

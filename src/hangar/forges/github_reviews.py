@@ -11,8 +11,9 @@ Every call is retried where the forge asks for it, and only there:
   message.
 
 Creating a review is made safe to repeat by a marker (``review_marker``) in its body: before every try, the
-reviews on the pull request are read and one carrying the marker is answered instead of posting again (a 5xx may
-come after GitHub stored the review; a step may run again after a crash).
+reviews on the pull request are read and one the server's own account posted carrying the marker is answered
+instead of posting again (a 5xx may come after GitHub stored the review; a step may run again after a crash). A
+review by anyone else carrying the marker is ignored: the marker is no secret (it is in every review's body).
 """
 
 from __future__ import annotations
@@ -181,15 +182,18 @@ async def commentable_lines(pr: PullRequest) -> dict[str, set[int]]:
     return {f.filename: diff_lines(f.patch if isinstance(f.patch, str) else "") for f in listed}
 
 
-async def find_review(pr: PullRequest, marker: str) -> PostedReview | None:
-    """The review on the pull request whose body carries ``marker``, if one was posted."""
+async def find_review(pr: PullRequest, marker: str, author: str) -> PostedReview | None:
+    """The review ``author`` (the server's own account, ``github.own_login``) posted on the pull request with
+    ``marker`` in its body, if there is one. Anyone may write the marker in a review of their own (the pull
+    request's author, to keep the server's review off it): only the server's own reviews count."""
     owner, name = pr.owner_and_name
 
     def reviews(gh: Any, page: int) -> Any:
         return gh.rest.pulls.async_list_reviews(owner, name, pr.number, per_page=PER_PAGE, page=page)
 
     for r in await _every(pr, "list the reviews", reviews):
-        if marker in (r.body or ""):
+        login = getattr(getattr(r, "user", None), "login", None)
+        if marker in (r.body or "") and isinstance(login, str) and login.lower() == author.lower():
             return PostedReview(r.id, _submitted(r.submitted_at), found=True)
     return None
 
@@ -201,15 +205,17 @@ async def post_review(
     event: str,
     comments: list[InlineComment],
     marker: str,
+    author: str,
     commit_id: str | None = None,
 ) -> PostedReview:
-    """One review with its inline comments, posted once: each try first looks for the review an earlier one made."""
+    """One review with its inline comments, posted once: each try first looks for the review an earlier one made
+    (``author``'s, carrying ``marker``)."""
     if event not in ("APPROVE", "REQUEST_CHANGES", "COMMENT"):
         raise InvalidArgs(f"{event!r} is not a review event", field="event")
     owner, name = pr.owner_and_name
 
     async def once() -> PostedReview:
-        earlier = await find_review(pr, marker)
+        earlier = await find_review(pr, marker, author)
         if earlier is not None:
             return earlier
         async with pr.client() as gh:

@@ -51,7 +51,13 @@ class PullFileView(Result):
     additions: int
     deletions: int
     patch: str | None = Field(default=None, description="The file's unified diff hunks (absent for binaries)")
-    patch_truncated: bool = Field(default=False, description="The patch was cut at 100,000 characters")
+    patch_truncated: bool = Field(
+        default=False,
+        description=(
+            "The patch was cut: at 100,000 characters, or where the pull request's 2,000,000 characters of "
+            "patches in all ran out"
+        ),
+    )
 
 
 class CheckView(Result):

@@ -9,10 +9,21 @@ reviewer, as the built-in template's ``append`` reducer or a team's dispatch col
 ``forge.prComment`` posts ``consolidated_findings`` on the pull request ``repo_full_name``#``pr_number`` as one
 review: findings on a line of the diff as inline comments, the others in the review's body; the verdict is the
 review's event (``APPROVE``, ``COMMENT``, ``REQUEST_CHANGES``). ``consolidated_findings`` may also be plain text (a
-``COMMENT`` review with that body). The token is the server's own, from the forge connection
-(``hangar.forges.broker.server_token``); it is used by the server alone and never put in state, output, progress,
-an event or a log line. The review carries a marker made of the run and the step, so a repeat of the step (a retry,
-a crash) finds the review already posted and answers it instead of posting a second. Returns ``terminal`` with
+``COMMENT`` review with that body). It is held to what ``prReview.finalize`` writes (at most ``MAX_FINDINGS``
+findings, each checked by ``review_merge.parse_finding``; a text at most ``MAX_BODY`` characters) whichever step
+wrote it, and a step failure names the field that is not.
+
+The token is the server's own, from the forge connection (``hangar.forges.broker.server_token``); it is used by
+the server alone and never put in state, output, progress, an event or a log line. Before anything is sent, every
+secret the run's steps may have had (the workspace's agents' API keys and secret variables,
+``hangar.core.redact.SecretValues``; the forge connection's credentials and the token minted for the post) is
+blanked from the review's text and its inline comments, also in its common encodings
+(``hangar.core.redact.encodings``); how many were blanked (never what) is in the step's progress and output
+(``redacted``) and, when any was, an audit row ``forge.prComment.redacted``.
+
+The review carries a marker made of the run and the step, so a repeat of the step (a retry, a crash) finds the
+review already posted and answers it instead of posting a second; only a review the server's own account posted
+counts (``github.own_login``), never one someone else wrote the marker into. Returns ``terminal`` with
 ``comment_review_id`` and ``commented_at``.
 """
 
@@ -21,13 +32,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hangar.core.redact import outgoing_redactor
 from hangar.errors import InvalidArgs
-from hangar.forges import github_reviews
+from hangar.forges import github, github_reviews
 from hangar.forges.broker import server_token
 from hangar.forges.github_reviews import InlineComment
-from hangar.forges.review_merge import BUCKETS, Consolidated, consolidate, parse_reviews
+from hangar.forges.review_merge import (
+    BUCKETS,
+    MAX_FINDINGS,
+    Consolidated,
+    capped,
+    consolidate,
+    parse_finding,
+    parse_reviews,
+)
 from hangar.forges.store import check_full_name
-from hangar.pipelines import ConfigField, StepContext, StepResult, body
+from hangar.pipelines import STEP_ERRORS_KEY, ConfigField, StepContext, StepResult, body
 
 REVIEWS_KEY = "reviews"
 FINDINGS_KEY = "consolidated_findings"
@@ -56,14 +76,25 @@ async def pr_review_finalize(step: StepContext) -> StepResult:
     if not step.has(key):
         raise InvalidArgs(f"state has no {key}: no reviewer's findings reached this step", field=key)
     merged = consolidate(parse_reviews(step.lookup(key), key))
+    failed = _failed_reviewers(step)
+    verdict = capped(merged.verdict, len(failed))
     found = {
-        "verdict": merged.verdict,
+        "verdict": verdict,
         "reviewers": merged.reviewers,
+        "failedReviewers": failed,
         "counts": dict(merged.counts),
         "findings": [f.to_state() for f in merged.findings],
-        "body": review_text(merged),
+        "body": review_text(merged, verdict, failed),
     }
-    return StepResult.ok({FINDINGS_KEY: found, VERDICT_KEY: merged.verdict}, output=found)
+    return StepResult.ok({FINDINGS_KEY: found, VERDICT_KEY: verdict}, output=found)
+
+
+def _failed_reviewers(step: StepContext) -> list[str]:
+    """The reviewer steps this one waits for that failed and let the run go on (``continueOnFail``: the engine
+    keeps their errors in ``STEP_ERRORS_KEY``), in the order the join names them."""
+    errors = step.lookup(STEP_ERRORS_KEY) if step.has(STEP_ERRORS_KEY) else {}
+    errors = errors if isinstance(errors, Mapping) else {}
+    return [sid for sid in step.step.wait_for_step_ids if sid in errors]
 
 
 def finding_text(f: Mapping[str, Any], reviewers: Any) -> str:
@@ -76,9 +107,15 @@ def finding_text(f: Mapping[str, Any], reviewers: Any) -> str:
     return f"{text}\n\n**Suggestion:** {f['suggestion']}" if f.get("suggestion") else text
 
 
-def head_text(verdict: str, reviewers: Any, counts: Mapping[str, Any], findings: int) -> str:
+def head_text(verdict: str, reviewers: Any, counts: Mapping[str, Any], findings: int, failed: int = 0) -> str:
     tally = ", ".join(f"{counts.get(b, 0)} by {_BUCKET_TEXT[b]}" for b in BUCKETS)
-    return f"## Review: {_VERDICT_TEXT[verdict]}\n{reviewers} reviewers, {findings} findings ({tally})."
+    head = f"## Review: {_VERDICT_TEXT[verdict]}\n{reviewers} reviewers, {findings} findings ({tally})."
+    if failed:
+        head += (
+            f"\n**{failed} of {failed + reviewers} reviewers failed** and gave no review: this is not an approval,"
+            " and what they would have found is missing."
+        )
+    return head
 
 
 def _listed(f: Mapping[str, Any], reviewers: Any) -> str:
@@ -87,9 +124,9 @@ def _listed(f: Mapping[str, Any], reviewers: Any) -> str:
     return f"- `{where}` " + finding_text(f, reviewers).replace("\n\n", " — ")
 
 
-def review_text(merged: Consolidated) -> str:
+def review_text(merged: Consolidated, verdict: str, failed: list[str]) -> str:
     """The review as text (every finding, by bucket), kept in ``consolidated_findings.body``."""
-    lines = [head_text(merged.verdict, merged.reviewers, merged.counts, len(merged.findings))]
+    lines = [head_text(verdict, merged.reviewers, merged.counts, len(merged.findings), len(failed))]
     lines += [_listed(f.to_state(), merged.reviewers) for f in merged.findings]
     return "\n".join(lines)
 
@@ -133,28 +170,58 @@ def _placed(
     return inline, outside
 
 
-def _comment_parts(value: Any) -> tuple[str, str, list[dict[str, Any]], Any]:
-    """The review's head text, its event and its findings, from ``consolidated_findings``."""
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FINDINGS:
+        raise InvalidArgs(f"{where} is not a count (0 to {MAX_FINDINGS})", field=where)
+    return value
+
+
+def _checked_finding(n: int, f: Any, reviewers: int) -> dict[str, Any]:
+    """A finding of ``consolidated_findings`` held to what ``prReview.finalize`` writes (the same checks and
+    limits, ``review_merge.parse_finding``): it may come from any step that wrote the state key."""
+    where = f"{FINDINGS_KEY}.findings[{n}]"
+    one = parse_finding(0, f, where)
+    bucket = f.get("bucket")
+    if bucket is not None and bucket not in BUCKETS:
+        raise InvalidArgs(f"{where}.bucket {str(bucket)[:40]!r} is not one of {', '.join(BUCKETS)}", field=where)
+    raised = _count(f.get("raisedBy", 1), f"{where}.raisedBy")
+    if raised > reviewers:
+        raise InvalidArgs(f"{where}.raisedBy {raised} is more than the {reviewers} reviewers", field=where)
+    return {
+        "file": one.file, "line": one.line, "endLine": one.end_line, "severity": one.severity,
+        "category": one.category, "message": one.message, "suggestion": one.suggestion, "bucket": bucket,
+        "raisedBy": raised,
+    }  # fmt: skip
+
+
+def _comment_parts(value: Any) -> tuple[str, str, list[dict[str, Any]], int]:
+    """The review's head text, its event and its findings, from ``consolidated_findings``, checked as
+    ``prReview.finalize`` checks what it merges (counts and sizes): any earlier step may have written it."""
     if isinstance(value, str):
         if not value.strip():
             raise InvalidArgs("consolidated_findings is empty", field=FINDINGS_KEY)
+        if len(value) > MAX_BODY:
+            raise InvalidArgs(f"consolidated_findings is longer than {MAX_BODY} characters", field=FINDINGS_KEY)
         return value, "COMMENT", [], 0
     if not isinstance(value, Mapping) or not isinstance(value.get("findings"), list):
         raise InvalidArgs(
             "consolidated_findings is neither a comment's text nor prReview.finalize's findings", field=FINDINGS_KEY
         )
     verdict = value.get("verdict", "comment")
-    if verdict not in EVENTS:
-        raise InvalidArgs(f"consolidated_findings.verdict {verdict!r} is not a verdict", field=FINDINGS_KEY)
-    reviewers = value.get("reviewers", 0)
-    findings: list[dict[str, Any]] = []
-    for f in value["findings"]:
-        if not isinstance(f, Mapping) or not isinstance(f.get("file"), str):
-            raise InvalidArgs("consolidated_findings.findings holds a finding without a file", field=FINDINGS_KEY)
-        findings.append(dict(f))
-    counts = value.get("counts")
-    counts = counts if isinstance(counts, Mapping) else {}
-    return head_text(str(verdict), reviewers, counts, len(findings)), EVENTS[str(verdict)], findings, reviewers
+    if not isinstance(verdict, str) or verdict not in EVENTS:
+        raise InvalidArgs(f"consolidated_findings.verdict {str(verdict)[:40]!r} is not a verdict", field=FINDINGS_KEY)
+    if len(value["findings"]) > MAX_FINDINGS:
+        raise InvalidArgs(f"consolidated_findings.findings: more than {MAX_FINDINGS} findings", field=FINDINGS_KEY)
+    reviewers = _count(value.get("reviewers", 0), f"{FINDINGS_KEY}.reviewers")
+    failed = value.get("failedReviewers", [])
+    if not isinstance(failed, list) or len(failed) > MAX_FINDINGS:
+        raise InvalidArgs(f"{FINDINGS_KEY}.failedReviewers is not a list of step ids", field=FINDINGS_KEY)
+    verdict = capped(verdict, len(failed))
+    findings = [_checked_finding(n, f, max(reviewers, 1)) for n, f in enumerate(value["findings"])]
+    raw_counts = value.get("counts")
+    raw_counts = raw_counts if isinstance(raw_counts, Mapping) else {}
+    counts: dict[str, int] = {b: _count(raw_counts.get(b, 0), f"{FINDINGS_KEY}.counts.{b}") for b in BUCKETS}
+    return head_text(verdict, reviewers, counts, len(findings), len(failed)), EVENTS[verdict], findings, reviewers
 
 
 @body(
@@ -174,23 +241,39 @@ async def forge_pr_comment(step: StepContext) -> StepResult:
     head_sha = step.lookup("head_sha") if step.has("head_sha") else None
     marker = github_reviews.review_marker(f"{step.run_key}/{step.step_id}")
     async with server_token(step.app, step.workspace_id, full_name) as t:
+        # What the reviewers wrote may carry a secret one of them was given (a program that echoes its
+        # environment, a diff that talks it into printing one): blanked before anything leaves for the forge.
+        redactor = await outgoing_redactor(step.app, step.workspace_id, t.token, *t.connection.secrets)
+        head, findings = redactor.clean(head), redactor.clean_json(findings)
+        author = await github.own_login(t.connection, t.route)
         pr = github_reviews.PullRequest(t.connection, t.token, t.route, t.full_name, number, step.clock)
         lines = await github_reviews.commentable_lines(pr) if findings else {}
         inline, outside = _placed(findings, reviewers, lines)
         body = head
         if outside:
             body += "\n\n### Not on the diff's lines\n" + "\n".join(_listed(findings[n], reviewers) for n in outside)
+        if redactor.count:
+            await step.app.audit.append(
+                step.workspace_id,
+                principal=step.run_key,
+                action="forge.prComment.redacted",
+                target=f"pr:{full_name}#{number}",
+                details={"stepId": step.step_id, "redacted": redactor.count},
+            )
         posted = await github_reviews.post_review(
             pr,
             body=body[:MAX_BODY],
             event=event,
             comments=inline,
             marker=marker,
+            author=author,
             commit_id=str(head_sha) if isinstance(head_sha, str) and head_sha else None,
         )
-    await step.progress({"reviewId": posted.id, "inline": len(inline), "inBody": len(outside), "found": posted.found})
+    done = {"reviewId": posted.id, "inline": len(inline), "inBody": len(outside), "found": posted.found}
+    await step.progress(done | {"redacted": redactor.count})
     return StepResult.terminal(
-        {"comment_review_id": posted.id, "commented_at": posted.submitted_at.isoformat().replace("+00:00", "Z")}
+        {"comment_review_id": posted.id, "commented_at": posted.submitted_at.isoformat().replace("+00:00", "Z")},
+        output={"reviewId": posted.id, "redacted": redactor.count},
     )
 
 

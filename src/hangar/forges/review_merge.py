@@ -22,6 +22,10 @@ reviewer counts once in a group however often it repeats itself.
 
 **The verdict**, by these rules in order:
 
+0. when any reviewer failed (its step failed and the run went on, ``continueOnFail``), the verdict is never
+   ``approve``: what would have been ``approve`` is ``comment``, and the review says how many failed (``capped``).
+   A reviewer that failed said nothing, not "nothing is wrong": the others' silence approves nothing.
+   ``request_changes`` and ``comment`` stand;
 1. ``request_changes`` when some merged finding was raised at ``high`` or ``blocker`` by more than half the
    reviewers (the only reviewer, when there is one);
 2. ``comment`` when some merged finding is ``medium`` or above (whoever raised it), or any finding remains of a
@@ -144,11 +148,13 @@ def parse_reviews(reviews: Any, key: str = "reviews") -> list[list[Finding]]:
         total += len(items)
         if total > MAX_FINDINGS:
             raise InvalidArgs(f"{key}: more than {MAX_FINDINGS} findings in one review", field=key)
-        found.append([_finding(n, item, f"{key}[{n}].findings[{i}]") for i, item in enumerate(items)])
+        found.append([parse_finding(n, item, f"{key}[{n}].findings[{i}]") for i, item in enumerate(items)])
     return found
 
 
-def _finding(reviewer: int, item: Any, where: str) -> Finding:
+def parse_finding(reviewer: int, item: Any, where: str) -> Finding:
+    """One finding checked against ``FINDING_SCHEMA`` and the limits (``MAX_TEXT``); ``InvalidArgs`` naming
+    ``where`` otherwise."""
     if not isinstance(item, Mapping):
         raise InvalidArgs(f"{where} is not a finding (a map)", field=where)
 
@@ -288,6 +294,11 @@ def verdict_of(findings: Sequence[Merged], reviewers: int) -> Verdict:
     if any(_rank(f.severity) <= _rank("medium") for f in findings):
         return "comment"
     return "approve"
+
+
+def capped(verdict: str, failed: int) -> str:
+    """Rule 0 of the module's docstring: no approval when ``failed`` reviewers gave no review."""
+    return "comment" if failed and verdict == "approve" else verdict
 
 
 def consolidate(reviews: Sequence[Sequence[Finding]]) -> Consolidated:

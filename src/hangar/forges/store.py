@@ -53,6 +53,11 @@ class ForgeConnection:
     token: str | None = None  # token connections
 
     @property
+    def secrets(self) -> tuple[str, ...]:
+        """The connection's own credentials (the app's private key, a token): never in anything sent out."""
+        return tuple(v for v in (self.private_key, self.token) if v)
+
+    @property
     def host(self) -> str:
         """The forge's git host: what a brokered token is for and what an enclosure must reach."""
         return (urlsplit(self.web_url).hostname or "").lower()

@@ -3,7 +3,8 @@
 The public surface other parts use: ``body`` (declare a body; list it in your ``Part(bodies=...)``),
 ``BodySpec``, ``ConfigField``, ``StepContext`` (its ``attempt_key`` keys what one attempt of a step did),
 ``StepResult``, ``Resume``/``TaskOutcome`` (what a resumed body sees), the ``TaskFinished`` and
-``PipelineRunFinished`` events, ``run_key``/``attempt_keys_prefix`` (to find what a run's steps did), and the
+``PipelineRunFinished`` events, ``STEP_ERRORS_KEY`` (the state key holding the errors of the steps that failed
+with ``continueOnFail``, by step id), ``run_key``/``attempt_keys_prefix`` (to find what a run's steps did), and the
 ``outputSchema`` checks (``schema_problems``, ``first_violation``) agents share so both accept the same payloads,
 ``ShellEnvironment``/``ShellVariables`` (what a part adds to shell steps' environment, a forge token for one),
 the ``pullRequest`` trigger's contract (``PULL_REQUEST_TRIGGER``, the event the forges part publishes for it and
@@ -12,6 +13,7 @@ PostgreSQL), and ``PipelineEngine`` (to start a run of a built-in template a par
 ``load_template`` then ``start_run``, and read it with ``snapshot``).
 """
 
+from hangar.pipelines._algo import STEP_ERRORS_KEY
 from hangar.pipelines.bodies.shell import ShellEnvironment, ShellVariables
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec, ConfigField, body, spec_of_body
 from hangar.pipelines.engine import PipelineEngine
@@ -41,6 +43,7 @@ __all__ = [
     "PULL_REQUEST_STATE_KEYS",
     "PULL_REQUEST_TRIGGER",
     "READ_ONLY_WORKTREE",
+    "STEP_ERRORS_KEY",
     "BodyRegistry",
     "BodySpec",
     "ChildRuns",

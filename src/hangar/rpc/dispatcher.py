@@ -178,6 +178,8 @@ class Dispatcher:
         """Who may call ``spec`` at all: the credential's reach, the server owner's ops, membership and the op's
         minimum role. Returns the principal's role in the workspace (``None`` for a server-scoped op)."""
         principal.check_reach(workspace_id, changes=spec.mutating, action=spec.name)
+        if spec.people_only and principal.agent_id is not None:
+            raise Forbidden(f"{spec.name} is for people only: an agent cannot call it")
         if spec.server_owner and not principal.is_server_owner:
             raise Forbidden(f"{spec.name} is reserved to the server owner")
         if workspace_id is None:

@@ -127,6 +127,9 @@ class OpSpec:
     governs_guardrails: bool = False
     # What a watch's event frames are (``events=``); None for an op that is not a watch.
     events: TypeAdapter[Any] | None = None
+    # Only a person may call it (an approval, a decision an agent would otherwise make about its own work): an
+    # agent's credential, over any door or as an in-process tool, is refused (``Dispatcher.admit``).
+    people_only: bool = False
 
     def result_to_wire(self, value: Any) -> Any:
         """The declared result in its wire form."""
@@ -165,6 +168,7 @@ def op(
     governs_guardrails: bool = False,
     result: Any = None,
     events: Any = None,
+    people_only: bool = False,
 ) -> Callable[[F], F]:
     """Declare an op. ``min_role`` defaults to guest for reads and watches, member for mutations, for
     workspace-scoped ops. A server-scoped op has no workspace to hold a role in: it takes no ``min_role``
@@ -224,6 +228,7 @@ def op(
             summary=doc.split("\n\n")[0].replace("\n", " ").strip(),
             result=TypeAdapter(result_type),
             events=None if events is None else TypeAdapter(events),
+            people_only=people_only,
         )
         fn.__op_spec__ = spec  # type: ignore[attr-defined]
         return fn

@@ -56,6 +56,13 @@ def test_the_emulators_reviews_parse_as_githubkits_models() -> None:
     from tests.peers.github_reviews import review_json
 
     gh = GitHubEmulator(base="http://127.0.0.1:1")
-    raw = {"id": 5, "body": "b", "state": "COMMENTED", "commit_id": "f" * 40, "submitted_at": "2026-01-01T00:00:00Z"}
+    raw = {
+        "id": 5,
+        "user": "hangar-app-1[bot]",
+        "body": "b",
+        "state": "COMMENTED",
+        "commit_id": "f" * 40,
+        "submitted_at": "2026-01-01T00:00:00Z",
+    }
     review = PullRequestReview.model_validate(review_json(gh, "acme/app", 7, raw))
     assert review.id == 5 and review.user is not None

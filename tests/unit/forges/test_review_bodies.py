@@ -38,7 +38,7 @@ def test_at_most_the_limit_are_inline(count: int) -> None:
     [
         ("", "consolidated_findings is empty"),
         (3, "neither a comment's text nor"),
-        ({"findings": [{"line": 1}]}, "a finding without a file"),
+        ({"findings": [{"line": 1}]}, r"consolidated_findings\.findings\[0\]\.severity is missing or not text"),
         ({"findings": [], "verdict": "merge"}, "verdict 'merge' is not a verdict"),
     ],
 )

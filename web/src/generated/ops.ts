@@ -808,7 +808,7 @@ export type PullFileView = {
   deletions: number;
   /** The file's unified diff hunks (absent for binaries) */
   patch: string | null;
-  /** The patch was cut at 100,000 characters */
+  /** The patch was cut: at 100,000 characters, or where the pull request's 2,000,000 characters of patches in all ran out */
   patchTruncated: boolean;
 };
 
@@ -2140,7 +2140,7 @@ export type BrowserUseArgs = {
 };
 export type BrowserUseResult = Record<string, unknown>;
 
-/** Mint a one-time code (15 minutes) that links the caller's own chat account: send ``/<command> link <code>`` from the chat. A new code replaces the caller's previous one. */
+/** Mint a one-time code (15 minutes) that links the caller's own chat account: send ``/<command> link <code>`` from the chat. A new code replaces the caller's previous one. For people only: an agent has no chat account to link. */
 export type ChatBeginUserLinkArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -2513,7 +2513,7 @@ export type MobileUseArgs = {
 };
 export type MobileUseResult = Record<string, unknown>;
 
-/** Approve nodes of the DAG (``nodeKeys``) or every node (``all``); the first approval starts the work. */
+/** Approve nodes of the DAG (``nodeKeys``) or every node (``all``); the first approval starts the work. For people only: an agent (its credential, or its in-process tools) never approves a plan, its own or another's. */
 export type OrchestrationApproveArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -2523,7 +2523,7 @@ export type OrchestrationApproveArgs = {
 };
 export type OrchestrationApproveResult = OrchestrationView;
 
-/** Replace the work DAG before work starts (``nodes``: ``{key, title, description?, dependsOn?, agentId?}``): nodes added get a sub-ticket, nodes removed lose theirs; a cycle is refused, naming it. */
+/** Replace the work DAG before work starts (``nodes``: ``{key, title, description?, dependsOn?, agentId?}``): nodes added get a sub-ticket, nodes removed lose theirs; a cycle is refused, naming it. For people only: an agent (its credential, or its in-process tools) is refused. */
 export type OrchestrationEditDagArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -3304,7 +3304,7 @@ export type WorkspacesDeleteResult = WorkspaceDeletion;
 export type WorkspacesDeletionsArgs = Record<string, never>;
 export type WorkspacesDeletionsResult = Array<WorkspaceDeletion>;
 
-/** A URL (valid for ten minutes, for you only) that downloads this workspace's export: a tar of its records as JSON lines and its files, with a manifest and a README. Allowed to the workspace's owner and admins, and to the server owner; the download checks that again. */
+/** A URL (valid for ten minutes, for you only) that downloads this workspace's export: a tar of its records as JSON lines and its files, with a manifest and a README. Allowed to the workspace's owner and admins, and to the server owner; the download checks that again. For people only: an agent exports nothing. */
 export type WorkspacesExportArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;

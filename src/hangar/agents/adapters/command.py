@@ -146,7 +146,8 @@ class CommandLineAdapter(Adapter):
         )
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         # The agent's secrets and its run credential; the endpoint's address is no secret.
-        redactor = Redactor([*request.secret_env.values(), request.product_env.get(TOKEN_VAR, ""), *brokered.secrets])
+        secrets = [*request.secret_env.values(), request.product_env.get(TOKEN_VAR, ""), *brokered.secrets]
+        redactor = Redactor(secrets)
 
         async def relay(chunk: bytes) -> None:
             if piece := redactor.feed(decoder.decode(chunk)):
@@ -163,10 +164,16 @@ class CommandLineAdapter(Adapter):
             return RunResult(RunOutcome.failed, error)
         if tail := redactor.feed(decoder.decode(b"", final=True)) + redactor.flush():
             await io.text_delta(turn, tail)
-        return await self._finish(done, io, turn, done.files.get(out_name), redactor)
+        return await self._finish(done, io, turn, done.files.get(out_name), redactor, Redactor.encoded(secrets))
 
     async def _finish(
-        self, done: ExecResult, io: RunIO, turn: int, out_file: bytes | None, redactor: Redactor
+        self,
+        done: ExecResult,
+        io: RunIO,
+        turn: int,
+        out_file: bytes | None,
+        redactor: Redactor,
+        submitted: Redactor,
     ) -> RunResult:
         if done.timed_out:
             error = f"the command did not finish within {self._cfg.timeout_seconds:g} s and was stopped"
@@ -187,7 +194,9 @@ class CommandLineAdapter(Adapter):
         if io.output.schema is not None:
             payload = harvest_output(out_file, stdout)
             if payload is not NOTHING:
-                io.output.submit(payload)
+                # What it submits becomes state a later step may send out (a review posted on the forge): its
+                # secrets are blanked there too, also encoded (``Redactor.encoded``).
+                io.output.submit(submitted.clean_json(payload))
         await io.turn_finished(turn, RunOutcome.ok)
         return RunResult(RunOutcome.ok)
 

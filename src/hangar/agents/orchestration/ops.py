@@ -145,10 +145,11 @@ class EditArgs(Args):
     nodes: list[dict[str, Any]]
 
 
-@op("orchestration.editDag", kind="mutate", scope="workspace")
+@op("orchestration.editDag", kind="mutate", scope="workspace", people_only=True)
 async def orchestration_edit_dag(ctx: OpContext, args: EditArgs) -> OrchestrationView:
     """Replace the work DAG before work starts (``nodes``: ``{key, title, description?, dependsOn?, agentId?}``):
-    nodes added get a sub-ticket, nodes removed lose theirs; a cycle is refused, naming it."""
+    nodes added get a sub-ticket, nodes removed lose theirs; a cycle is refused, naming it. For people only: an
+    agent (its credential, or its in-process tools) is refused."""
     svc = ctx.app.service(OrchestrationService)
     orch = await svc.edit(ctx.ws, args.orchestration_id, args.nodes)
     await ctx.audit("orchestration.editDag", f"orchestration:{orch.id}", {"nodes": len(orch.dag.nodes)})
@@ -161,9 +162,10 @@ class ApproveArgs(Args):
     all: bool = False
 
 
-@op("orchestration.approve", kind="mutate", scope="workspace", actions=["processSpawn"])
+@op("orchestration.approve", kind="mutate", scope="workspace", actions=["processSpawn"], people_only=True)
 async def orchestration_approve(ctx: OpContext, args: ApproveArgs) -> OrchestrationView:
-    """Approve nodes of the DAG (``nodeKeys``) or every node (``all``); the first approval starts the work."""
+    """Approve nodes of the DAG (``nodeKeys``) or every node (``all``); the first approval starts the work. For
+    people only: an agent (its credential, or its in-process tools) never approves a plan, its own or another's."""
     svc = ctx.app.service(OrchestrationService)
     orch = await svc.approve(ctx.ws, args.orchestration_id, args.node_keys, everything=args.all, by=ctx.principal.label)
     details = {"nodeKeys": "all" if args.all else args.node_keys}

@@ -271,8 +271,8 @@ class OrchestrationService:
         state = run["state"]
         proposed = (state.get(tpl.PLAN_KEY) or {}).get("subTickets")
         try:
-            dag = parse(proposed, field_name="subTickets")
-        except InvalidArgs as exc:
+            dag = await self.checked(workspace_id, proposed, field_name="subTickets")
+        except (InvalidArgs, NotFound) as exc:
             return await self.transition(
                 workspace_id, orch, "planning", status="failed", error=f"the planner's DAG was refused: {exc}"
             ) or await self._read(workspace_id, orch.id)
@@ -314,6 +314,17 @@ class OrchestrationService:
             nodes.append(type(n)(n.key, n.title, n.description, n.depends_on, n.agent_id, sub))
         return Dag(tuple(nodes))
 
+    async def checked(self, workspace_id: str, raw: Any, *, field_name: str = "nodes") -> Dag:
+        """A DAG from its wire form, checked as a whole: its shape (``dag.parse``) and every agent it names being an
+        agent of this workspace (``NotFound`` naming the node otherwise). The one check of a person's edit and of
+        the planner's proposal: a planner reads the ticket, which anyone who can file one writes."""
+        dag = parse(raw, field_name=field_name)
+        agents = self._app.service(AgentService)
+        for i, n in enumerate(dag.nodes):
+            if n.agent_id is not None:
+                await agents.get(workspace_id, n.agent_id, field=f"{field_name}[{i}].agentId")
+        return dag
+
     # -- what people do --------------------------------------------------------------------------------------
 
     async def edit(self, workspace_id: str, orchestration_id: str, raw_nodes: Any) -> Orchestration:
@@ -325,11 +336,7 @@ class OrchestrationService:
                     f"orchestration {orch.id} is {orch.status}: its DAG can be edited only while it is planned, "
                     "before any approval starts the work"
                 )
-            new = parse(raw_nodes)
-            agents = self._app.service(AgentService)
-            for i, n in enumerate(new.nodes):
-                if n.agent_id is not None:
-                    await agents.get(workspace_id, n.agent_id, field=f"nodes[{i}].agentId")
+            new = await self.checked(workspace_id, raw_nodes)
             carried = Dag(
                 tuple(
                     type(n)(n.key, n.title, n.description, n.depends_on, n.agent_id, _sub(orch.dag, n.key))

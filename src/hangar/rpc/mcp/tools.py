@@ -94,6 +94,8 @@ def description(spec: OpSpec) -> str:
         who = f"members with the {spec.min_role.name} role or above (pass workspace_id)"
     else:
         who = "any signed-in user"
+    if spec.people_only:
+        who += "; people only, never an agent"
     return f"{' '.join(doc.split())}\n\nWho may call it: {who}."
 
 
