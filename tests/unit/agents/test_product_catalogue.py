@@ -51,6 +51,12 @@ def test_an_explicit_list_is_kept_in_order_once_and_empty_means_none() -> None:
     assert granted(none, REGISTRY) == ()
 
 
+def test_people_only_ops_are_never_offered_to_an_agent() -> None:
+    named = ["spaces.list", "orchestration.approve", "workspaces.export"]
+    adapter = parse_adapter({"type": "command", "argv": ["x"], "productTools": named})
+    assert granted(adapter, REGISTRY) == ("spaces.list",)
+
+
 def test_function_tools_carry_the_mcp_schema_under_names_that_map_back() -> None:
     for spec in REGISTRY.specs.values():
         if not is_tool(spec):

@@ -61,7 +61,9 @@ def granted(
     gets the reads among them only: a changing op (``rig.open``, ``rig.exec``: a rig of the space mounts its folder
     writable) would hand it the writes its own mount refuses."""
     names = DEFAULT_PRODUCT_TOOLS if adapter.product_tools is None else adapter.product_tools
-    served = [n for n in names if (spec := registry.get(n)) is not None and is_tool(spec)]
+    # A people-only op is refused to an agent when called (the dispatcher's check); it is not offered either, so
+    # no model is invited to try it.
+    served = [n for n in names if (spec := registry.get(n)) is not None and is_tool(spec) and not spec.people_only]
     missing = set(names) - set(served)
     if missing and adapter.product_tools is not None:
         log.warning("product tools named by an agent are not served here: %s", ", ".join(sorted(missing)))
