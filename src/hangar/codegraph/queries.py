@@ -132,12 +132,13 @@ async def definitions(
 async def edges_to(
     engine: AsyncEngine, name: str, repo_ids: Sequence[str], kinds: Sequence[str], limit: int
 ) -> list[Edge]:
-    """Edges of ``kinds`` whose target is ``name`` (its last component: targets are plain names)."""
+    """Edges of ``kinds`` whose target is ``name``, or its last component (a call's target is a plain name; an
+    import's is the module as written, ``hangar.codegraph`` or ``./render``)."""
     last, _container = split_qualified(name)
     e = code_edges.c
     stmt = (
         sa.select(e.repo_id, e.path, e.kind, e.source, e.target, e.line)
-        .where(e.repo_id.in_(list(repo_ids)), e.target == last, e.kind.in_(list(kinds)))
+        .where(e.repo_id.in_(list(repo_ids)), e.target.in_(sorted({name, last})), e.kind.in_(list(kinds)))
         .order_by(e.path, e.line)
         .limit(limit)
     )

@@ -54,10 +54,12 @@ async def all_states(engine: AsyncEngine) -> list[IndexState]:
     return [IndexState(**row._mapping) for row in rows]
 
 
-async def file_blobs(engine: AsyncEngine, repo_id: str) -> dict[str, str]:
+async def file_blobs(engine: AsyncEngine, repo_id: str) -> dict[str, str | None]:
+    """The files of the graph and their blob ids; None for a file skipped with a note (tried again next time)."""
+    c = code_files.c
     async with engine.connect() as conn:
-        rows = await conn.execute(sa.select(code_files.c.path, code_files.c.blob_id).where(_repo(code_files, repo_id)))
-    return {r.path: r.blob_id for r in rows}
+        rows = await conn.execute(sa.select(c.path, c.blob_id, c.note).where(_repo(code_files, repo_id)))
+    return {r.path: (r.blob_id if r.note is None else None) for r in rows}
 
 
 def _repo(table: sa.Table, repo_id: str) -> sa.ColumnElement[bool]:

@@ -59,14 +59,17 @@ def serve(stdin: Any, stdout: Any) -> None:
 def _parse(parser: Any, query: Any, cursor: Any, source: bytes, timeout_ms: int) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_ms / 1000
 
-    def progress(_state: Any) -> bool:
+    def progress(*_state: Any) -> bool:
         return time.monotonic() > deadline  # True cancels the parse
 
     def read(offset: int, _point: Any) -> bytes:
         return source[offset : offset + _CHUNK]
 
     # Read through a callback: tree-sitter calls ``progress`` only then (not for a whole bytestring).
-    tree = parser.parse(read, progress_callback=progress)
+    try:
+        tree = parser.parse(read, progress_callback=progress)
+    except Exception as exc:
+        return {"error": "parse", "message": f"{type(exc).__name__}: {exc}"}
     if tree is None:
         return {"error": "timeout", "message": f"parsing took longer than {timeout_ms} ms"}
     try:
