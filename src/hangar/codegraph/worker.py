@@ -68,8 +68,10 @@ def _parse(parser: Any, query: Any, cursor: Any, source: bytes, timeout_ms: int)
     # Read through a callback: tree-sitter calls ``progress`` only then (not for a whole bytestring).
     try:
         tree = parser.parse(read, progress_callback=progress)
-    except Exception as exc:
-        return {"error": "parse", "message": f"{type(exc).__name__}: {exc}"}
+    except Exception as exc:  # a cancelled parse raises in recent bindings, returns None in older ones
+        if time.monotonic() <= deadline:
+            return {"error": "parse", "message": f"{type(exc).__name__}: {exc}"}
+        tree = None
     if tree is None:
         return {"error": "timeout", "message": f"parsing took longer than {timeout_ms} ms"}
     try:
