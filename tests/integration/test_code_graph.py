@@ -24,7 +24,7 @@ from tests.integration.test_confined_user_code import finished, step
 from tests.integration.test_workspace_repos import _git
 from tests.support.mcp import mcp_session
 from tests.support.mcp import payload as payload_of
-from tests.support.rpc import RpcClient
+from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer
 from tests.unit.agents.support import template, workspace_server
 
@@ -442,8 +442,10 @@ async def test_the_state_keys_are_records_looked_up_never_paths_followed(tmp_pat
             ("code.search", {"query": "a", "repoId": "nope"}),
             ("code.outline", {"repoId": "nope", "path": "a.py"}),
         ):
-            with pytest.raises(Exception, match="not_found|no repo"):
+            with pytest.raises(RpcError) as refused:
                 await c.call(op, workspace_id=ws, **args)
-        with pytest.raises(Exception, match="invalid_args"):
+            assert refused.value.code == "not_found", op
+        with pytest.raises(RpcError) as refused:
             await c.call("code.search", workspace_id=ws, query="a", limit=501)
+        assert refused.value.code == "invalid_args" and "limit" in str(refused.value)
         assert (await c.call("code.search", workspace_id=ws, query="a", limit=500))["symbols"] == []

@@ -6,7 +6,8 @@ Hostile content is bounded before it is read: a file larger than ``max_file_byte
 bytes are never read), a file whose first bytes hold a NUL is binary and skipped with a note, a symlink is noted
 and never followed (the clone holds only its text), a parse past ``timeout_s`` is noted. Notes are rows of
 ``code_files``, so the run's report and ``code.status`` see them; a skipped file is tried again by every run
-(the limits may have changed). A grammar that fails to resolve stops the run with ``GrammarFailed`` and nothing is written.
+(the limits may have changed). A grammar that fails to resolve stops the run with ``GrammarFailed`` and nothing
+is written.
 """
 
 from __future__ import annotations
