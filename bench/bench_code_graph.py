@@ -39,11 +39,11 @@ from tests.support.server import RunningServer, running_server  # noqa: E402
 import hangar  # noqa: E402
 from hangar.codegraph.store import FileGraph, replace  # noqa: E402
 
-WORDS = (
+WORDS = (  # noqa: SIM905 - a paragraph of words reads better than 56 quoted ones
     "get set make read write parse index store user repo file tree node edge graph query rank search find load "
     "save open close start stop run step pipe body token cache limit frame event space ticket agent rig worker "
     "client server socket stream buffer chunk batch commit branch merge review score match name kind path line"
-).split()  # noqa: SIM905 - a paragraph of words reads better than 56 quoted ones
+).split()
 
 
 def make_tree(root: Path, copies: int) -> Path:

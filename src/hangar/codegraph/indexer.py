@@ -1,6 +1,6 @@
 """One index run over a repo's commit: list the commit's tree from the server's clone, keep the files whose blob
 changed since the graph's last run (a first run: all), read each from the clone and have a confined worker parse
-it, then swap the changed files' rows in at once (``hangar.codegraph.store.replace``).
+it, then swap the changed files' rows in (``hangar.codegraph.store.replace``: whole files, in short transactions).
 
 Hostile content is bounded before it is read: a file larger than ``max_file_bytes`` is skipped with a note (its
 bytes are never read), a file whose first bytes hold a NUL is binary and skipped with a note, a symlink is noted

@@ -1,6 +1,6 @@
 """The code graph in the workspace's database: what one index run writes (``replace``: the changed files' rows
-swapped in one write transaction, so a reader sees the old graph or the new one, never half) and what the ops
-read. Every read goes to the database (another process may have reindexed meanwhile)."""
+swapped in whole files, in batches of short write transactions) and what the ops read. Every read goes to the
+database (another process may have reindexed meanwhile)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from hangar.codegraph.tables import code_edges, code_files, code_index, code_sym
 from hangar.core.db import write_transaction
 
 _CHUNK = 2000  # rows per insert statement
+BATCH_ROWS = 20_000  # rows per write transaction (see ``replace``)
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,44 @@ async def replace(
     changed: Iterable[FileGraph],
     removed: Iterable[str],
 ) -> IndexState:
-    """Swap in the rows of ``changed`` files, drop those of ``removed`` ones, and record the commit."""
-    changed = list(changed)
+    """Swap in the rows of ``changed`` files, drop those of ``removed`` ones, then record the commit.
+
+    The files go in batches of about ``BATCH_ROWS`` rows, each batch one write transaction holding whole files
+    (a file's rows and its blob id change together): one transaction for a whole repository would hold the
+    workspace's write lock for as long as it takes to write a million rows, and every other writer of the
+    workspace (the pipelines' scheduler among them) would wait that long. So a search made while a large index is
+    being written may see some files new and others old; ``code_index`` names the new commit only once all are in.
+    A run stopped half way leaves each file either old or new with its blob id, so the next run parses only the
+    files still old."""
+    batch: list[FileGraph] = []
+    rows = 0
+    for f in changed:
+        batch.append(f)
+        rows += 1 + len(f.symbols) + len(f.edges)
+        if rows >= BATCH_ROWS:
+            await _swap(engine, repo_id, batch, [])
+            batch, rows = [], 0
+    await _swap(engine, repo_id, batch, sorted(set(removed)))
+    async with write_transaction(engine) as conn:
+        counts = {
+            name: (await conn.execute(sa.select(sa.func.count()).select_from(t).where(_repo(t, repo_id)))).scalar_one()
+            for name, t in (("files", code_files), ("symbols", code_symbols), ("edges", code_edges))
+        }
+        lines = (
+            await conn.execute(
+                sa.select(sa.func.coalesce(sa.func.sum(code_files.c.lines), 0)).where(_repo(code_files, repo_id))
+            )
+        ).scalar_one()
+        state = IndexState(repo_id, commit_id, at, counts["files"], counts["symbols"], counts["edges"], int(lines))
+        await conn.execute(sa.delete(code_index).where(code_index.c.repo_id == repo_id))
+        await conn.execute(sa.insert(code_index).values(**state.__dict__))
+    return state
+
+
+async def _swap(engine: AsyncEngine, repo_id: str, changed: list[FileGraph], removed: list[str]) -> None:
     gone = sorted({*removed, *(f.path for f in changed)})
+    if not gone:
+        return
     symbols = [
         {
             "repo_id": repo_id,
@@ -118,19 +154,6 @@ async def replace(
         await _insert(conn, code_files, files)
         await _insert(conn, code_symbols, symbols)
         await _insert(conn, code_edges, edges)
-        counts = {
-            name: (await conn.execute(sa.select(sa.func.count()).select_from(t).where(_repo(t, repo_id)))).scalar_one()
-            for name, t in (("files", code_files), ("symbols", code_symbols), ("edges", code_edges))
-        }
-        lines = (
-            await conn.execute(
-                sa.select(sa.func.coalesce(sa.func.sum(code_files.c.lines), 0)).where(_repo(code_files, repo_id))
-            )
-        ).scalar_one()
-        state = IndexState(repo_id, commit_id, at, counts["files"], counts["symbols"], counts["edges"], int(lines))
-        await conn.execute(sa.delete(code_index).where(code_index.c.repo_id == repo_id))
-        await conn.execute(sa.insert(code_index).values(**state.__dict__))
-    return state
 
 
 async def forget(engine: AsyncEngine, repo_id: str) -> None:
