@@ -426,6 +426,8 @@ async def test_the_state_keys_are_records_looked_up_never_paths_followed(tmp_pat
             (repo_id, clone + "/../../../..", "is neither repo"),
             ("no-such-repo", clone, "repo_id"),
             ("", clone, "repo_id must be a non-empty string"),
+            ("a\x00b", clone, "repo_id must be a non-empty string without NUL"),
+            (repo_id, clone + "\x00", "repo_local_path must be a non-empty string without NUL"),
         ):
             run = await index(c, ws, rid, path)
             assert run["status"] == "failed" and said in step(run, "index")["error"], (rid, path)
@@ -449,3 +451,29 @@ async def test_the_state_keys_are_records_looked_up_never_paths_followed(tmp_pat
             await c.call("code.search", workspace_id=ws, query="a", limit=501)
         assert refused.value.code == "invalid_args" and "limit" in str(refused.value)
         assert (await c.call("code.search", workspace_id=ws, query="a", limit=500))["symbols"] == []
+
+
+async def test_hostile_text_in_every_code_op_is_answered_never_internal(tmp_path: Path) -> None:
+    source = new_repo(tmp_path / "poly", {"a.py": "def a():\n    pass\n"})
+    async with workspace_server(tmp_path) as (srv, c, ws):
+        repo_id, clone = await register(srv, c, ws, source)
+        report(await index(c, ws, repo_id, clone))
+        for text in ("\x00", "\ud800", "%", "_", "\\", "a%_\\", "' OR 1=1 --", "é" * 200, "a" * 200):
+            for op, args in (
+                ("code.search", {"query": text}),
+                ("code.search", {"query": text, "kinds": [text]}),
+                ("code.definition", {"name": text, "path": text}),
+                ("code.references", {"name": text}),
+                ("code.callers", {"name": text}),
+                ("code.callees", {"name": text}),
+                ("code.outline", {"repoId": repo_id, "path": text}),
+            ):
+                try:
+                    answer = await c.call(op, workspace_id=ws, **args)
+                except RpcError as exc:
+                    assert exc.code == "invalid_args", (op, text, exc)
+                else:
+                    assert answer.get("symbols", answer.get("edges")) == [], (op, text, answer)
+        # The wildcards of LIKE are the query's own characters, not patterns.
+        assert (await c.call("code.search", workspace_id=ws, query="%"))["symbols"] == []
+        assert [s["name"] for s in (await c.call("code.search", workspace_id=ws, query="a"))["symbols"]] == ["a"]

@@ -58,8 +58,8 @@ def _required(step: StepContext, key: str) -> str:
     if not step.has(key):
         raise InvalidArgs(f"state has no {key}: code indexing needs {REPO_ID_KEY} and {REPO_PATH_KEY}", field=key)
     value = step.lookup(key)
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidArgs(f"{key} must be a non-empty string", field=key)
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        raise InvalidArgs(f"{key} must be a non-empty string without NUL characters", field=key)
     return value.strip()
 
 

@@ -35,7 +35,8 @@ class _Def:
 
 def _text(node: Any) -> str:
     raw: bytes = node.text or b""
-    return raw.decode("utf-8", errors="replace")[:MAX_NAME]
+    # A NUL past the binary sniff would reach the graph, and PostgreSQL refuses it in text.
+    return raw.replace(b"\0", b"").decode("utf-8", errors="replace")[:MAX_NAME]
 
 
 def _import_text(node: Any) -> str:

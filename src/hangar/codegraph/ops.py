@@ -7,9 +7,9 @@ read. The graph is filled by the ``code.index`` pipeline body."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from hangar.codegraph import queries, store
 from hangar.codegraph.queries import MAX_QUERY, Edge, Symbol
@@ -20,28 +20,40 @@ from hangar.rpc.registry import Args, op
 from hangar.workspace import RepoService
 
 MAX_LIMIT = 500
+
+
+def _no_nul(text: str) -> str:
+    # No name or path holds one, and PostgreSQL refuses it in text: said plainly rather than failing in the query.
+    if "\x00" in text:
+        raise ValueError("must not contain a NUL character")
+    return text
+
+
+Text = Annotated[str, AfterValidator(_no_nul)]
 EdgeKind = Literal["defines", "imports", "calls", "references", "inherits"]
 _USES: tuple[EdgeKind, ...] = ("calls", "references", "imports", "inherits")
 
 
 class _Scoped(Args):
-    repo_id: str | None = Field(default=None, description="A workspace repo (id or name); every indexed repo if absent")
+    repo_id: Text | None = Field(
+        default=None, description="A workspace repo (id or name); every indexed repo if absent"
+    )
     limit: int = Field(default=50, ge=1, le=MAX_LIMIT, description=f"At most this many answers (1 to {MAX_LIMIT})")
 
 
 class SearchArgs(_Scoped):
-    query: str = Field(min_length=1, max_length=MAX_QUERY, description="A name, its prefix, or letters in order")
-    kinds: list[str] = Field(default_factory=list, max_length=20, description="Only symbols of these kinds")
+    query: Text = Field(min_length=1, max_length=MAX_QUERY, description="A name, its prefix, or letters in order")
+    kinds: list[Text] = Field(default_factory=list, max_length=20, description="Only symbols of these kinds")
 
 
 class NameArgs(_Scoped):
-    name: str = Field(
+    name: Text = Field(
         min_length=1, max_length=MAX_QUERY, description="A symbol's name, plain (parse) or qualified (Parser.parse)"
     )
 
 
 class DefinitionArgs(NameArgs):
-    path: str | None = Field(default=None, max_length=1024, description="The file asked from: its definitions first")
+    path: Text | None = Field(default=None, max_length=1024, description="The file asked from: its definitions first")
 
 
 class ReferencesArgs(NameArgs):
@@ -51,8 +63,8 @@ class ReferencesArgs(NameArgs):
 
 
 class OutlineArgs(Args):
-    repo_id: str = Field(description="A workspace repo (id or name)")
-    path: str = Field(min_length=1, max_length=1024, description="A file's path in the repo")
+    repo_id: Text = Field(description="A workspace repo (id or name)")
+    path: Text = Field(min_length=1, max_length=1024, description="A file's path in the repo")
 
 
 async def _repo_ids(ctx: OpContext, ref: str | None) -> list[str]:

@@ -1,8 +1,9 @@
 """Reading the code graph: symbol search (ranked; prefix and fuzzy), definitions, references, callers, callees and
 a file's outline. Every call reads the database afresh.
 
-Search takes the symbols whose name starts with the query (case folded, by index) and those whose name holds the
-query's characters in order (a fuzzy match, ``gtr`` for ``get_reader``), then ranks them: an exact name first
+Search takes the symbols whose name starts with the query (case folded, by index; the first ``FUZZY_CANDIDATES``
+in the index's order) and, unless those already fill the answer, those whose name holds the query's characters
+in order (a fuzzy match, ``gtr`` for ``get_reader``: a scan of the repo's names), then ranks them: an exact name first
 (the same case before another case), then a prefix, a substring, and a scattered match last, the fewer gaps and
 the shorter the name the higher; a definition of a type or function outranks a variable on a tie.
 """
@@ -101,7 +102,9 @@ async def search(
             for row in await conn.execute(stmt):
                 s = _symbol(row)
                 found.setdefault((s.repo_id, s.path, s.name, s.start_line, s.start_col), s)
-            if len(found) >= limit and stmt is prefix and all(s.name.lower() == q for s in found.values()):
+            # Every prefix match outranks every other match (``rank``): with enough of them, the scan for
+            # substrings and scattered letters, which reads every name of the repo, could add nothing shown.
+            if stmt is prefix and len(found) >= limit:
                 break
     ranked = [Symbol(**{**s.__dict__, "score": rank(query, s.name, s.kind)}) for s in found.values()]
     ranked.sort(key=lambda s: (-s.score, len(s.name), s.path, s.start_line))
