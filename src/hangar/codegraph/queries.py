@@ -2,8 +2,9 @@
 a file's outline. Every call reads the database afresh.
 
 Search takes the symbols whose name starts with the query (case folded, by index; the first ``FUZZY_CANDIDATES``
-in the index's order) and, unless those already fill the answer, those whose name holds the query's characters
-in order (a fuzzy match, ``gtr`` for ``get_reader``: a scan of the repo's names), then ranks them: an exact name first
+in the index's order) and, unless those already fill the answer, those whose name contains it and those whose
+name starts with its first letter and holds the rest in order (a fuzzy match, ``gtr`` for ``get_reader``), then
+ranks them: an exact name first
 (the same case before another case), then a prefix, a substring, and a scattered match last, the fewer gaps and
 the shorter the name the higher; a definition of a type or function outranks a variable on a tie.
 """
@@ -15,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.codegraph.tables import code_edges, code_symbols
 
-FUZZY_CANDIDATES = 2000  # scattered matches ranked at most; prefix matches come first by index
+FUZZY_CANDIDATES = 2000  # matches of each kind ranked at most; prefix matches come first by index
+FUZZY_SCAN = 200_000  # names of the query's first letter read at most for a scattered-letters match
 MAX_QUERY = 200
 _STRONG_KINDS = frozenset({"class", "function", "method", "struct", "interface", "trait", "enum", "type"})
 
@@ -95,20 +97,51 @@ async def search(
         base = base.where(code_symbols.c.kind.in_(list(kinds)))
     # Prefix: a range on the folded name, which the (repo, folded) index answers on SQLite and PostgreSQL alike.
     prefix = base.where(code_symbols.c.folded >= q, code_symbols.c.folded < q + "\U0010ffff").limit(FUZZY_CANDIDATES)
-    scattered = base.where(code_symbols.c.folded.like("%" + "%".join(_escape(ch) for ch in q) + "%", escape="\\"))
+    # One wildcard pair: SQL's LIKE backtracks on a pattern of many, so scattered letters are matched here instead.
+    inside = base.where(code_symbols.c.folded.like("%" + _escape(q) + "%", escape="\\")).limit(FUZZY_CANDIDATES)
     found: dict[tuple[str, str, str, int, int], Symbol] = {}
     async with engine.connect() as conn:
-        for stmt in (prefix, scattered.limit(FUZZY_CANDIDATES)):
+        for stmt in (prefix, inside):
             for row in await conn.execute(stmt):
                 s = _symbol(row)
                 found.setdefault((s.repo_id, s.path, s.name, s.start_line, s.start_col), s)
-            # Every prefix match outranks every other match (``rank``): with enough of them, the scan for
-            # substrings and scattered letters, which reads every name of the repo, could add nothing shown.
+            # Every prefix match outranks every other match (``rank``): with enough of them, the scans for
+            # substrings and scattered letters, which read many names, could add nothing shown.
             if stmt is prefix and len(found) >= limit:
                 break
+        else:
+            for s in await _scattered(conn, base, q):
+                found.setdefault((s.repo_id, s.path, s.name, s.start_line, s.start_col), s)
     ranked = [Symbol(**{**s.__dict__, "score": rank(query, s.name, s.kind)}) for s in found.values()]
     ranked.sort(key=lambda s: (-s.score, len(s.name), s.path, s.start_line))
     return [s for s in ranked if s.score > 0][:limit]
+
+
+async def _scattered(conn: AsyncConnection, base: sa.Select[Any], q: str) -> list[Symbol]:
+    """Names starting with the query's first letter and holding the rest in order: the names of that letter are
+    read by index (at most ``FUZZY_SCAN`` of them) and matched here, in time linear in each name."""
+    c = code_symbols.c
+    letter = q[0]
+    keys = base.with_only_columns(c.id, c.folded).where(c.folded >= letter, c.folded < letter + "\U0010ffff")
+    matched: list[int] = []
+    for row_id, folded in await conn.execute(keys.limit(FUZZY_SCAN)):
+        if _in_order(q, folded):
+            matched.append(row_id)
+            if len(matched) >= FUZZY_CANDIDATES:
+                break
+    if not matched:
+        return []
+    rows = await conn.execute(sa.select(*_columns()).where(c.id.in_(matched)))
+    return [_symbol(r) for r in rows]
+
+
+def _in_order(q: str, name: str) -> bool:
+    pos = 0
+    for ch in q:
+        pos = name.find(ch, pos) + 1
+        if pos == 0:
+            return False
+    return True
 
 
 def split_qualified(name: str) -> tuple[str, str | None]:
