@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import hangar
-from hangar.codegraph import languages
+from hangar.codegraph import languages, store
 from hangar.workspace import RepoService
 from tests.integration.test_confined_user_code import finished, step
 from tests.integration.test_workspace_repos import _git
@@ -333,6 +333,20 @@ async def test_a_reindex_parses_only_what_changed_and_a_dry_run_writes_nothing(t
 
         nothing = report(await index(c, ws, repo_id, clone))
         assert (nothing["filesToParse"], nothing["filesParsed"]) == (0, 0)
+
+        # A repo removed from the workspace: its graph is read by no op, and the next index run drops its rows.
+        other_id, other_clone = await register(
+            srv, c, ws, new_repo(tmp_path / "other", {"o.py": "def o():\n    pass\n"})
+        )
+        report(await index(c, ws, other_id, other_clone))
+        await c.call("repos.remove", workspace_id=ws, repoId=repo_id)
+        assert [r["repoId"] for r in (await c.call("code.status", workspace_id=ws))["repos"]] == [other_id]
+        assert (await c.call("code.definition", workspace_id=ws, name="Greeter"))["symbols"] == []
+        engine = await srv.ctx.dbs.workspace(ws)
+        assert {s.repo_id for s in await store.all_states(engine)} == {repo_id, other_id}
+        report(await index(c, ws, other_id, other_clone))
+        assert {s.repo_id for s in await store.all_states(engine)} == {other_id}
+        assert await store.file_blobs(engine, repo_id) == {}
 
 
 async def test_hostile_files_are_skipped_with_notes_and_every_limit_holds_on_both_sides(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ never walked. Uncommitted changes are not indexed.
 Only files whose content changed since the repo's last indexed commit are parsed again; files gone are dropped.
 Progress (``{phase, files, of, symbols, edges, lines}``) streams into the step-run row. A dry run lists what would
 be parsed and writes nothing. A grammar that fails to resolve fails the step and leaves the earlier graph as it
-was. Writes ``code_index`` (the run's report) to state.
+was. Writes ``code_index`` (the run's report) to state. A run also drops the graphs of repos removed from the
+workspace since.
 
 Limits (node config ``extras``): ``maxFileBytes`` (default 1 MiB, at most 16 MiB): a larger file is skipped with a
 note; ``timeoutMs`` (default 10 s, at most 60 s): a file whose parse takes longer is skipped with a note;
@@ -23,6 +24,9 @@ import shutil
 from pathlib import PurePosixPath
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.codegraph import store
 from hangar.codegraph.indexer import IndexLimits, index_commit
 from hangar.codegraph.pool import GrammarFailed, ParserPool
 from hangar.core.confine import trusted_host_exec
@@ -84,6 +88,15 @@ async def confined_parsing(step: StepContext) -> bool:
     return shutil.which("bwrap") is not None or not await trusted_host_exec(step.app)
 
 
+async def _forget_removed(step: StepContext, engine: AsyncEngine) -> None:
+    """Drop the graphs of repos removed from the workspace since (the workspace part removes a repo without telling
+    other parts; no op reads such a graph, but its rows would stay for good)."""
+    present = {r.id for r in await step.app.service(RepoService).all(step.workspace_id)}
+    for state in await store.all_states(engine):
+        if state.repo_id not in present:
+            await store.forget(engine, state.repo_id)
+
+
 @body(
     "code.index",
     summary="Indexes a repo's symbols and edges into the workspace code graph, parsing only what changed.",
@@ -118,6 +131,8 @@ async def code_index(step: StepContext) -> StepResult:
         raise Unavailable(f"code indexing stopped: {exc}; the graph keeps its earlier state") from exc
     finally:
         await pool.aclose()
+    if not step.dry_run:
+        await _forget_removed(step, engine)
     found = report.to_state() | {"repoId": repo.id}
     mutated: dict[str, Any] = {OUTPUT_KEY: found}
     if step.dry_run:
