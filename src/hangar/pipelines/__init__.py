@@ -10,10 +10,11 @@ with ``continueOnFail``, by step id), ``run_key``/``attempt_keys_prefix`` (to fi
 the ``pullRequest`` trigger's contract (``PULL_REQUEST_TRIGGER``, the event the forges part publishes for it and
 the state keys its runs get), ``attempts_in_queue`` (which step attempts the worker queue still holds open, on
 PostgreSQL), and ``PipelineEngine`` (to start a run of a built-in template a part builds,
-``load_template`` then ``start_run``, and read it with ``snapshot``).
+``load_template`` then ``start_run``, and read it with ``snapshot``), and ``DRY_RUN_KEY`` (where a body that
+honours dry runs says what it would have done).
 """
 
-from hangar.pipelines._algo import STEP_ERRORS_KEY
+from hangar.pipelines._algo import DRY_RUN_KEY, STEP_ERRORS_KEY
 from hangar.pipelines.bodies.shell import ShellEnvironment, ShellVariables
 from hangar.pipelines.bodies.spec import BodyRegistry, BodySpec, ConfigField, body, spec_of_body
 from hangar.pipelines.engine import PipelineEngine
@@ -38,6 +39,7 @@ from hangar.pipelines.step_results import NO_OUTPUT, StepResult
 
 __all__ = [
     "APPROVAL_PROGRESS_KEY",
+    "DRY_RUN_KEY",
     "NO_OUTPUT",
     "PULL_REQUEST_EVENT",
     "PULL_REQUEST_STATE_KEYS",

@@ -13,6 +13,7 @@ def all_parts() -> list[Part]:
     from hangar.backup.export import TRANSFER_PART
     from hangar.backup.part import BACKUP_PART
     from hangar.chat.part import CHAT_PART
+    from hangar.codegraph.part import CODEGRAPH_PART
     from hangar.forges.part import FORGES_PART
     from hangar.identity.part import IDENTITY_PART
     from hangar.oauth.part import OAUTH_PART
@@ -35,6 +36,7 @@ def all_parts() -> list[Part]:
         CHAT_PART,
         RIGS_PART,
         FORGES_PART,
+        CODEGRAPH_PART,
         BACKUP_PART,
         TRANSFER_PART,
         RETENTION_PART,

@@ -5,13 +5,15 @@ spaces through the domain events re-exported here. Parts whose ops or bodies wor
 ``author_of`` and ``audit_queued`` (signing a message, auditing in turn with this part's writes), ``clip_title``
 and ``SPACE_TITLE_MAX`` (a space's title from free text), ``TICKET_DESCRIPTION_MAX`` (the most text a ticket
 holds), and for pipeline bodies ``pipeline_author`` and ``SPACE_STATE_KEY`` (where ``messaging.createSpace``
-publishes its space). Op argument models derive from
+publishes its space). A repo's files at a commit are read from its clone with ``list_tree`` and ``blob_reader``
+(``hangar.workspace.snapshots``: never from a checkout). Op argument models derive from
 ``hangar.rpc.registry.Args``. This module imports only what it re-exports, none of it the part's ops or bodies.
 """
 
 from hangar.workspace.authors import Author, author_of, pipeline_author
 from hangar.workspace.events import MessagePosted, SpaceCreated, SpaceProvisioningChanged, SpaceUpdated, TicketChanged
 from hangar.workspace.repos import Repo, RepoService, RepoSpec, parse_repo_spec
+from hangar.workspace.snapshots import TreeEntry, blob_reader, commit_exists, list_tree, resolve_commit
 from hangar.workspace.spaces import SPACE_STATE_KEY, SPACE_TITLE_MAX, Space, SpaceService, check_mode, clip_title
 from hangar.workspace.tickets import DESCRIPTION_MAX as TICKET_DESCRIPTION_MAX
 from hangar.workspace.tickets import Ticket, TicketService
@@ -36,13 +38,18 @@ __all__ = [
     "Ticket",
     "TicketChanged",
     "TicketService",
+    "TreeEntry",
     "Worktree",
     "WorktreeService",
     "audit_queued",
     "author_of",
+    "blob_reader",
     "check_mode",
     "clip_title",
+    "commit_exists",
+    "list_tree",
     "parse_repo_spec",
     "pipeline_author",
     "pr_key",
+    "resolve_commit",
 ]

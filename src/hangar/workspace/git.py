@@ -71,12 +71,8 @@ class Reach:
     server_identity: bool = False
 
 
-async def git(
-    *args: str, git_dir: Path | None = None, cwd: Path | None = None, limit_s: float = 120.0, reach: Reach | None = None
-) -> str:
-    """Run ``git args...`` on the bare clone ``git_dir`` (or, without it, in ``cwd`` or nowhere: a clone) and
-    return its stdout; raise ``GitFailed`` on a non-zero exit or a timeout. Without ``reach`` git uses no
-    transport and none of the server user's configuration."""
+def git_env(reach: Reach | None = None) -> dict[str, str]:
+    """The environment git runs in (see the module's docstring)."""
     own = reach is not None and reach.server_identity
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("GIT_") and (own or k not in _SERVER_USERS)},
@@ -90,6 +86,16 @@ async def git(
     }
     if not own:
         env |= {"GIT_CONFIG_GLOBAL": "/dev/null", "HOME": NO_HOME}
+    return env
+
+
+async def git(
+    *args: str, git_dir: Path | None = None, cwd: Path | None = None, limit_s: float = 120.0, reach: Reach | None = None
+) -> str:
+    """Run ``git args...`` on the bare clone ``git_dir`` (or, without it, in ``cwd`` or nowhere: a clone) and
+    return its stdout; raise ``GitFailed`` on a non-zero exit or a timeout. Without ``reach`` git uses no
+    transport and none of the server user's configuration."""
+    env = git_env(reach)
     args = (*NO_TRANSPORT, *(reach.options if reach is not None else ()), *args)
     if git_dir is not None:
         args = ("--git-dir", str(git_dir), *HARDENED, *args)

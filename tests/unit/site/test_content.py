@@ -10,7 +10,6 @@ from hangar.site.slugs import COMPARE_TOOLS, MANUAL_SECTIONS, SKILLS, manual_slu
 
 PLANNED_AREAS = (
     "manual/concepts/calendar",
-    "manual/concepts/code-intelligence",
     "manual/concepts/evals-replay",
     "manual/concepts/meetings",
     "manual/concepts/memory-knowledge",
@@ -70,6 +69,8 @@ BUILT_AREAS = (
     "manual/guides/ai-review",
     "manual/guides/dispatch-reviewers",
     "manual/guides/review-merge-pr",
+    "manual/concepts/code-intelligence",
+    "manual/guides/code-search",
 )
 
 

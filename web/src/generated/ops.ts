@@ -211,6 +211,60 @@ export type UserLinkRoster = {
   links: Array<UserLinkView>;
 };
 
+export type EdgeView = {
+  repoId: string;
+  path: string;
+  /** defines, imports, calls, references or inherits */
+  kind: string;
+  /** The qualified name of the symbol the edge leaves from; empty at file level */
+  source: string;
+  /** The name it reaches */
+  target: string;
+  /** 1-based line of the site */
+  line: number;
+};
+
+export type CodeEdges = {
+  edges: Array<EdgeView>;
+};
+
+export type SymbolView = {
+  repoId: string;
+  path: string;
+  name: string;
+  /** class, function, method, struct, interface, trait, enum, type, variable, ... */
+  kind: string;
+  /** The qualified name of the definition around it; empty at file level */
+  container: string;
+  /** 1-based */
+  startLine: number;
+  /** 0-based, in bytes */
+  startCol: number;
+  endLine: number;
+  endCol: number;
+  /** code.search's rank (higher is better); 0 elsewhere */
+  score: number;
+};
+
+export type CodeSymbols = {
+  symbols: Array<SymbolView>;
+};
+
+export type IndexedRepo = {
+  repoId: string;
+  repoName: string;
+  commitId: string;
+  indexedAt: string;
+  files: number;
+  symbols: number;
+  edges: number;
+  lines: number;
+};
+
+export type CodeStatus = {
+  repos: Array<IndexedRepo>;
+};
+
 /** A device credential, never its token; ``current`` marks the one the caller used. */
 export type DeviceView = {
   id: string;
@@ -2261,6 +2315,95 @@ export type ChatWatchUserLinksResult = UserLinkRoster;
 /** What `chat.watchUserLinks` sends after its reply. */
 export type ChatWatchUserLinksEvent = UserLinkRoster;
 
+/** What ``name`` calls: each edge's ``target`` is a called name (``code.definition`` finds it). */
+export type CodeCalleesArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** A workspace repo (id or name); every indexed repo if absent */
+  repoId?: string | null;
+  /** At most this many answers (1 to 500) */
+  limit?: number;
+  /** A symbol's name, plain (parse) or qualified (Parser.parse) */
+  name: string;
+};
+export type CodeCalleesResult = CodeEdges;
+
+/** The calls of ``name``: each edge's ``source`` is the calling symbol. */
+export type CodeCallersArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** A workspace repo (id or name); every indexed repo if absent */
+  repoId?: string | null;
+  /** At most this many answers (1 to 500) */
+  limit?: number;
+  /** A symbol's name, plain (parse) or qualified (Parser.parse) */
+  name: string;
+};
+export type CodeCallersResult = CodeEdges;
+
+/** Where ``name`` is defined: its definitions (a qualified name narrows them to its container), those in ``path`` first. */
+export type CodeDefinitionArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** A workspace repo (id or name); every indexed repo if absent */
+  repoId?: string | null;
+  /** At most this many answers (1 to 500) */
+  limit?: number;
+  /** A symbol's name, plain (parse) or qualified (Parser.parse) */
+  name: string;
+  /** The file asked from: its definitions first */
+  path?: string | null;
+};
+export type CodeDefinitionResult = CodeSymbols;
+
+/** A file's symbols in the order they appear, each with its container. */
+export type CodeOutlineArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** A workspace repo (id or name) */
+  repoId: string;
+  /** A file's path in the repo */
+  path: string;
+};
+export type CodeOutlineResult = CodeSymbols;
+
+/** Where ``name`` is used: the calls, references, imports and inherits that reach it, by file and line. */
+export type CodeReferencesArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** A workspace repo (id or name); every indexed repo if absent */
+  repoId?: string | null;
+  /** At most this many answers (1 to 500) */
+  limit?: number;
+  /** A symbol's name, plain (parse) or qualified (Parser.parse) */
+  name: string;
+  /** Which edges count (default: every use, not defines) */
+  kinds?: Array<"defines" | "imports" | "calls" | "references" | "inherits">;
+};
+export type CodeReferencesResult = CodeEdges;
+
+/** Symbols whose name matches ``query``, best first: the exact name, then prefixes, substrings and names holding its letters in order (fuzzy). */
+export type CodeSearchArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** A workspace repo (id or name); every indexed repo if absent */
+  repoId?: string | null;
+  /** At most this many answers (1 to 500) */
+  limit?: number;
+  /** A name, its prefix, or letters in order */
+  query: string;
+  /** Only symbols of these kinds */
+  kinds?: Array<string>;
+};
+export type CodeSearchResult = CodeSymbols;
+
+/** The workspace's indexed repos: the commit each graph is of, when it was indexed, and its counts. */
+export type CodeStatusArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type CodeStatusResult = CodeStatus;
+
 /** Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...). */
 export type ComputerUseArgs = {
   /** The workspace the call acts in. */
@@ -3375,6 +3518,13 @@ export interface Ops {
   "chat.unlinkUser": { kind: "mutate"; scope: "workspace"; args: ChatUnlinkUserArgs; result: ChatUnlinkUserResult; event: never };
   "chat.updateBotProfile": { kind: "mutate"; scope: "workspace"; args: ChatUpdateBotProfileArgs; result: ChatUpdateBotProfileResult; event: never };
   "chat.watchUserLinks": { kind: "watch"; scope: "workspace"; args: ChatWatchUserLinksArgs; result: ChatWatchUserLinksResult; event: ChatWatchUserLinksEvent };
+  "code.callees": { kind: "read"; scope: "workspace"; args: CodeCalleesArgs; result: CodeCalleesResult; event: never };
+  "code.callers": { kind: "read"; scope: "workspace"; args: CodeCallersArgs; result: CodeCallersResult; event: never };
+  "code.definition": { kind: "read"; scope: "workspace"; args: CodeDefinitionArgs; result: CodeDefinitionResult; event: never };
+  "code.outline": { kind: "read"; scope: "workspace"; args: CodeOutlineArgs; result: CodeOutlineResult; event: never };
+  "code.references": { kind: "read"; scope: "workspace"; args: CodeReferencesArgs; result: CodeReferencesResult; event: never };
+  "code.search": { kind: "read"; scope: "workspace"; args: CodeSearchArgs; result: CodeSearchResult; event: never };
+  "code.status": { kind: "read"; scope: "workspace"; args: CodeStatusArgs; result: CodeStatusResult; event: never };
   "computer_use": { kind: "mutate"; scope: "workspace"; args: ComputerUseArgs; result: ComputerUseResult; event: never };
   "devices.list": { kind: "read"; scope: "server"; args: DevicesListArgs; result: DevicesListResult; event: never };
   "devices.pairingCode": { kind: "mutate"; scope: "server"; args: DevicesPairingCodeArgs; result: DevicesPairingCodeResult; event: never };
@@ -3544,6 +3694,13 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "chat.unlinkUser": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "chat.updateBotProfile": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "chat.watchUserLinks": { kind: "watch", scope: "workspace", minRole: "guest", serverOwner: false },
+  "code.callees": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "code.callers": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "code.definition": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "code.outline": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "code.references": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "code.search": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "code.status": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "computer_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "devices.list": { kind: "read", scope: "server", minRole: "guest", serverOwner: false },
   "devices.pairingCode": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: false },

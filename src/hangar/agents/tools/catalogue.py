@@ -35,10 +35,14 @@ RIG_VERBS: tuple[str, ...] = (
     "computer_use", "browser_use", "mobile_use", "sim_use",
 )  # fmt: skip
 READS: tuple[str, ...] = ("spaces.list", "spaces.get", "messages.list", "tickets.list", "tickets.get")
-DEFAULT_PRODUCT_TOOLS: tuple[str, ...] = RIG_VERBS + READS
+# The workspace code graph (the code graph part's ops; a server composed without it does not offer them).
+CODE_READS: tuple[str, ...] = (
+    "code.search", "code.definition", "code.references", "code.callers", "code.callees", "code.outline",
+)  # fmt: skip
+DEFAULT_PRODUCT_TOOLS: tuple[str, ...] = RIG_VERBS + READS + CODE_READS
 """What an agent may call when its configuration names nothing: drive rigs in its space (open, list, run commands,
-use a screen, close; not take control from a person, grant hosts or hand out lanes), and read spaces, messages
-and tickets."""
+use a screen, close; not take control from a person, grant hosts or hand out lanes), read spaces, messages
+and tickets, and search and navigate the workspace's code graph."""
 
 FIELD = "adapter.productTools"
 
