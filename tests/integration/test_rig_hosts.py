@@ -344,3 +344,36 @@ async def test_one_rig_host_serves_two_servers_within_its_own_budget(tmp_path: P
             await a.call("rig_close", rigId=on_a)
             on_b = await b.open()  # the room A gave back
             assert (await b.exec(on_b, "echo b"))["stdout"] == "b\n"
+
+
+async def test_large_answers_cross_the_rig_host_link_in_frames_under_the_listener_cap(tmp_path: Path) -> None:
+    """The server's listener closes any WebSocket whose message passes 256 KiB: an exec answer of several MiB
+    (stdout and stderr) and file reads and drops larger than a chunk travel in frames under it, and the link stays
+    up for the next request."""
+    async with rigs_server(tmp_path) as env:
+        hosts_first(env)
+        mint(env, "wide", tmp_path / "cred")
+        with rig_host(env, tmp_path / "cred", tmp_path / "host.log") as proc:
+            await connected(env, proc, tmp_path / "host.log")
+            rig = await env.open()
+            assert env.manager.live(env.ws, rig).host_id is not None
+            # 3 MiB of stdout and 1 MiB of stderr cross the link (rig.exec then keeps 1 MiB of each, flagged).
+            command = "head -c 3145728 /dev/zero | tr '\\0' a; head -c 1048576 /dev/zero | tr '\\0' b >&2"
+            big = await env.exec(rig, command)
+            assert big["exitCode"] == 0 and big["truncated"] is True, {k: str(v)[:200] for k, v in big.items()}
+            assert big["stdout"] == "a" * 1024 * 1024 and big["stderr"] == "b" * 1024 * 1024
+            # An answer past what the link carries (9 MiB of control characters, six bytes each in JSON): refused
+            # saying so, and the link stays.
+            with pytest.raises(RpcError) as too_long:
+                await env.exec(rig, "head -c 9437184 /dev/zero | tr '\\0' '\\1'")
+            assert too_long.value.code == "refused", too_long.value
+            assert "more than a rig host's link carries (48 MiB)" in too_long.value.message
+            lane = await lane_path(env, rig)
+            blob = os.urandom(5 * wire.FILE_CHUNK + 3)
+            dropped = await drop(env, lane, [("blob.bin", blob)])
+            assert dropped.status_code == 200, dropped.text
+            assert (await read(env, lane, "/home/rig/drops/blob.bin")).content == blob
+            assert (await env.exec(rig, "echo still"))["stdout"] == "still\n"
+            hosts = env.manager.opener.hosts
+            assert hosts is not None and len(hosts.connected()) == 1
+            assert "said nothing" not in (tmp_path / "host.log").read_text()

@@ -1,9 +1,9 @@
 """The forges part's workspace tables (schema in ``forges/migrations``, revisions ``g…``): ``forge_links``, one row per
 workspace repo linked to its forge repository by hand (``forge.linkRepo``); ``forge_pull_requests``, one row per
 pull request of a linked repo Hangar knows (what the forge said last, and its space); ``forge_deliveries``, the
-webhook deliveries received (a delivery id, and a signed body, count once). In the workspace's database, written through its write
-transactions, so every server process sharing the data directory reads the current rows and two writes made at
-once by two processes are both kept."""
+webhook deliveries received (a delivery id, and a signed body, count once). In the workspace's database, written
+through its write transactions, so every server process sharing the data directory reads the current rows and two
+writes made at once by two processes are both kept."""
 
 from __future__ import annotations
 

@@ -9,8 +9,9 @@ is wrong). Only then is the delivery recorded: one whose id, or whose signed bod
 ``KEEP_DELIVERIES`` is answered 200 ``duplicate`` and does nothing. The body counts as well as the id because the
 id is the caller's to choose and only the body is signed: anyone who captured one delivery could send its body
 again under a fresh id, so a body is taken once (a genuine new event's body differs: its action, its timestamps),
-with ``reason`` saying which delivery brought it first. A pull request of a linked repo is then synced (``PullRequests.sync``: the forge is asked, the payload's
-facts are not taken as they are); one of an unlinked repo is answered 202 ``ignored``. When the forge cannot be
+with ``reason`` saying which delivery brought it first. A pull request of a linked repo is then synced
+(``PullRequests.sync``: the forge is asked, the payload's facts are not taken as they are); one of an unlinked
+repo is answered 202 ``ignored``. When the forge cannot be
 asked (5xx, rate-limited, unreachable) the delivery is forgotten again, so GitHub's redelivery is taken, and the
 answer is 503; the poll, where one runs, catches it up too.
 """
@@ -92,9 +93,7 @@ async def _seen_before(app: AppContext, workspace_id: str, delivery: str, event:
         first = (await conn.execute(sa.select(d.c.delivery_id).where(d.c.body_sha256 == digest))).first()
         if first is not None:
             return f"this signed body was delivered before (as {first.delivery_id}): a replay is ignored"
-        await conn.execute(
-            sa.insert(d).values(delivery_id=delivery, event=event, received_at=now, body_sha256=digest)
-        )
+        await conn.execute(sa.insert(d).values(delivery_id=delivery, event=event, received_at=now, body_sha256=digest))
     return None
 
 
