@@ -377,3 +377,90 @@ async def test_large_answers_cross_the_rig_host_link_in_frames_under_the_listene
             hosts = env.manager.opener.hosts
             assert hosts is not None and len(hosts.connected()) == 1
             assert "said nothing" not in (tmp_path / "host.log").read_text()
+
+
+async def test_a_rig_host_credential_caps_its_hosts_budget_and_names_the_workspaces_it_serves(tmp_path: Path) -> None:
+    """A rig host says its own memory budget: the admin who mints its credential sets the most it may say
+    (``--max-memory-budget``; a larger one is taken as that maximum) and may name the workspaces whose rigs it
+    runs (``--workspace``); no rig of another workspace is placed on it. Rows minted before either existed keep
+    working, with the default maximum and every workspace."""
+    async with rigs_server(tmp_path) as env:
+        hosts_first(env)
+        other = await env.srv.new_workspace("other")
+        base = ["admin", "rig-host-credential", "create", "--name"]
+        # The maximum: 512 MB to 1 TB; a workspace named must exist.
+        for budget in ("511", str(1024 * 1024 + 1)):
+            out = cli(env.srv.data_dir, *base, "x", "--max-memory-budget", budget, check=False)
+            assert out.returncode == 2 and "--max-memory-budget" in out.stderr, out
+        unknown = cli(env.srv.data_dir, *base, "x", "--workspace", "00000000-0000-0000-0000-000000000000", check=False)
+        assert unknown.returncode == 1 and "no workspace '00000000-0000-0000-0000-000000000000'" in unknown.stderr
+        widest = cli(env.srv.data_dir, *base, "widest", "--max-memory-budget", str(1024 * 1024)).stdout
+        assert widest.startswith("hrh_")
+        cred = tmp_path / "cred"
+        out = cli(
+            env.srv.data_dir, *base, "capped", "--max-memory-budget", "512", "--workspace", env.ws, "--to", str(cred)
+        )
+        host_id = cred.read_text().strip().split("_")[1]
+        listed = cli(env.srv.data_dir, "admin", "rig-host-credential", "list").stdout
+        assert f"{host_id}  capped" in listed and f"at most 512 MB; workspaces {env.ws}" in listed, listed
+        assert "widest" in listed and "at most 1048576 MB; every workspace" in listed, listed
+        hosts = env.manager.opener.hosts
+        assert hosts is not None
+        # The host says more than its credential allows (one past): it is given the maximum.
+        with rig_host(env, cred, tmp_path / "host.log", "--memory-budget", "513") as proc:
+            await connected(env, proc, tmp_path / "host.log")
+            assert [(r.host_id, r.budget_mb) for r in await hosts.rooms(env.ws)] == [(host_id, 512)]
+            said = (tmp_path / "host.log").read_text()
+            assert "a budget of 512 MB (it asked for 513 MB; its credential allows at most 512 MB)" in said, said
+            first = await env.open()
+            assert env.manager.live(env.ws, first).host_id == host_id
+            second = await env.open(await env.new_space("second"))
+            assert env.manager.live(env.ws, second).host_id is None  # the host is full at its credential's maximum
+            # Another workspace's rig is never placed on it, room or not.
+            await env.call("rig_close", rigId=first)
+            assert await hosts.rooms(other) == []
+            space = (await env.client.call("spaces.create", workspace_id=other, title="elsewhere"))["id"]
+            opened = await env.client.call("rig.open", workspace_id=other, space_id=space, surface="terminal")
+            rig = str(opened["rigId"])
+            async with asyncio.timeout(BOUND_S):
+                while env.manager.live(other, rig).host_id is None and opened["phase"] != "ready":
+                    rows = await env.client.call("rig_list", workspace_id=other)
+                    if next(r for r in rows if r["rigId"] == rig)["status"] != "provisioning":
+                        break
+                    await asyncio.sleep(0.2)
+            assert env.manager.live(other, rig).host_id is None
+            assert all(ws != other for (ws,) in await placement_workspaces(env))
+        # At the maximum: taken as said.
+        with rig_host(env, cred, tmp_path / "at.log", "--memory-budget", "512") as proc:
+            await connected(env, proc, tmp_path / "at.log")
+            assert [(r.host_id, r.budget_mb) for r in await hosts.rooms(env.ws)] == [(host_id, 512)]
+            assert "it asked for" not in (tmp_path / "at.log").read_text()
+        # A credential row from before the maximum and the workspaces were kept (only the old columns written):
+        # the defaults.
+        old = tmp_path / "old"
+        old_id = mint(env, "old", old)
+        c = rig_host_credentials.c
+        async with env.srv.ctx.dbs.server.begin() as conn:
+            row = (await conn.execute(sa.select(c.id, c.name, c.secret_hash, c.created_at).where(c.id == old_id))).one()
+            await conn.execute(sa.delete(rig_host_credentials).where(c.id == old_id))
+            await conn.execute(
+                sa.insert(rig_host_credentials).from_select(
+                    ["id", "name", "secret_hash", "created_at"],
+                    sa.select(
+                        sa.literal(row.id),
+                        sa.literal(row.name),
+                        sa.literal(row.secret_hash),
+                        sa.literal(row.created_at),
+                    ),
+                )
+            )
+        listed = cli(env.srv.data_dir, "admin", "rig-host-credential", "list").stdout
+        assert f"{old_id}  old" in listed and "at most 12288 MB; every workspace" in listed, listed
+        with rig_host(env, old, tmp_path / "old.log", "--memory-budget", "600") as proc:
+            await connected(env, proc, tmp_path / "old.log")
+            assert {r.host_id: r.budget_mb for r in await hosts.rooms(other)} == {old_id: 600}
+
+
+async def placement_workspaces(env: RigsEnv) -> list[tuple[str]]:
+    async with env.srv.ctx.dbs.server.connect() as conn:
+        return [(r[0],) for r in (await conn.execute(sa.select(rig_placements.c.workspace_id))).all()]

@@ -212,8 +212,10 @@ class RigHostAgent:
             body = json.loads(message)
             if body.get("event") == "welcome":
                 link.welcomed = True
-                said = "rig host: connected to %s as %r (%d MB budget, %d rigs)"
-                log.warning(said, link.url, body.get("name"), self.budget_mb, len(self._of(link)))
+                taken = body.get("memoryBudgetMb", self.budget_mb)
+                capped = f" ({body['capped']})" if body.get("capped") else ""
+                said = "rig host: connected to %s as %r (a budget of %s MB%s, %d rigs)"
+                log.warning(said, link.url, body.get("name"), taken, capped, len(self._of(link)))
             elif body.get("event") == "busy":
                 log.warning("rig host: %s: %s; dialling again", link.url, body.get("message"))
             elif body.get("event") == "refused":
