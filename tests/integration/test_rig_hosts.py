@@ -24,6 +24,9 @@ import pytest
 import sqlalchemy as sa
 import websockets
 
+from hangar.core.ids import new_id
+from hangar.errors import Refused
+from hangar.rigs.backends.base import RigSpec
 from hangar.rigs.hosts import registry, wire
 from hangar.rigs.hosts.tables import rig_host_credentials, rig_placements
 from tests.integration.rigs_enclosure_env import PACKS
@@ -419,6 +422,12 @@ async def test_a_rig_host_credential_caps_its_hosts_budget_and_names_the_workspa
             # Another workspace's rig is never placed on it, room or not.
             await env.call("rig_close", rigId=first)
             assert await hosts.rooms(other) == []
+            # Nor started there if a placement named it anyway: refused before anything is recorded or sent.
+            room = registry.Room(host_id, "capped", 512, 512)
+            spec = RigSpec(new_id(), other, "terminal", 512, 1, frozenset(), None, None)
+            with pytest.raises(Refused, match=f"rig host 'capped' does not run rigs of workspace {other}"):
+                await hosts.start(room, spec, lambda _said: None)
+            assert spec.rig_id not in [r for (r, _h, _m, _e) in await placements(env)]
             space = (await env.client.call("spaces.create", workspace_id=other, title="elsewhere"))["id"]
             opened = await env.client.call("rig.open", workspace_id=other, space_id=space, surface="terminal")
             rig = str(opened["rigId"])
