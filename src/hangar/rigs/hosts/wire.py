@@ -4,14 +4,15 @@
 The rig host dials out (it needs no inbound port) and authenticates with ``Authorization: Bearer <rig host
 credential>``. Then:
 
-- text frames are JSON. The rig host's first is ``{"event": "hello", "memoryBudgetMb": N, "rigs": [ids]}`` (the
-  rigs it still runs, after a reconnection); the server answers ``{"event": "welcome", "hostId": ..., "name":
-  ...}`` once it took it (or ``{"event": "refused", "message": ...}``). Then the rig host says ``{"event":
-  "beat"}`` every ``BEAT_S``, ``{"event": "rigDied", "rig": id}`` when a rig's processes died and ``{"event":
-  "ptyEnd", "channel": k}`` when a terminal ended. The server sends requests ``{"id": n, "op": OP, ...}``
+- text frames are JSON. The rig host's first is ``{"event": "hello", "memoryBudgetMb": N, "rigs": [ids]}`` (the rigs
+  it still runs, after a reconnection); the server answers ``{"event": "welcome", "hostId": ..., "name": ...,
+  "memoryBudgetMb": N}`` once it took it (the budget it counts: the hello's, at most the credential's maximum;
+  ``"capped"`` says why when it is less) (or ``{"event": "refused", "message": ...}``). Then the rig host says
+  ``{"event": "beat"}`` every ``BEAT_S``, ``{"event": "rigDied", "rig": id}`` when a rig's processes died and
+  ``{"event": "ptyEnd", "channel": k}`` when a terminal ended. The server sends requests ``{"id": n, "op": OP, ...}``
   (``OPS``) and the rig host answers each with ``{"re": n, "ok": {...}}`` or ``{"re": n, "error": {"code": ...,
-  "message": ...}}`` (codes of ``hangar.errors``); requests are served concurrently, so a long command does not
-  hold up a keystroke.
+  "message": ...}}`` (codes of ``hangar.errors``); requests are served concurrently, so a long command does not hold
+  up a keystroke.
 - files travel in answered requests: ``fileWrite`` opens a stream into the rig (a channel), ``fileChunk`` carries
   up to ``FILE_CHUNK`` bytes (base64) and ``fileEnd`` finishes it, answered with the write's outcome;
   ``fileRead`` opens a file of the rig and each ``fileNext`` answers its next chunk (``eof`` at the end),
