@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     from hangar.core.part import Part
 
 
+# The options every kind's ``create`` takes.
+NameOpt = Annotated[str, typer.Option("--name", help="What the credential is for (1 to 100 characters).")]
+ToOpt = Annotated[
+    Path | None, typer.Option("--to", help="Write the credential to this new file (0600) instead of stdout.")
+]
+
+
 def refuse(message: str) -> typer.Exit:
     typer.echo(message, err=True)
     return typer.Exit(1)
@@ -97,10 +104,8 @@ def credential_app(
         return _context(settings, parts)
 
     def create_cmd(
-        name: Annotated[str, typer.Option("--name", help="What the credential is for (1 to 100 characters).")],
-        to: Annotated[
-            Path | None, typer.Option("--to", help="Write the credential to this new file (0600) instead of stdout.")
-        ] = None,
+        name: NameOpt,
+        to: ToOpt = None,
         data_dir: DataDirOpt = None,
         database_url: DatabaseUrlOpt = None,
     ) -> None:

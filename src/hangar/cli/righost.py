@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import typer
 
-from hangar.cli.hostcreds import credential_app, read_credential, refuse
+from hangar.cli.hostcreds import NameOpt, ToOpt, credential_app, read_credential, refuse
 from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 
 if TYPE_CHECKING:
@@ -51,11 +51,12 @@ rig_host_credential_app = credential_app(
 
 @rig_host_credential_app.command("create")
 def create_cmd(
-    name: Annotated[str, typer.Option("--name", help="What the credential is for (1 to 100 characters).")],
+    name: NameOpt,
     max_memory_budget: Annotated[
         int,
         typer.Option(
             "--max-memory-budget",
+            metavar="MB",
             min=512,
             max=1024 * 1024,
             help="The most memory (MB) its rig host is counted as having: a host saying more is given this.",
@@ -64,12 +65,12 @@ def create_cmd(
     workspace: Annotated[
         list[str] | None,
         typer.Option(
-            "--workspace", help="A workspace (id) whose rigs its host may run; repeat it. None: every workspace."
+            "--workspace",
+            metavar="ID",
+            help="A workspace (id) whose rigs its host may run; repeat it. None: every workspace.",
         ),
     ] = None,
-    to: Annotated[
-        Path | None, typer.Option("--to", help="Write the credential to this new file (0600) instead of stdout.")
-    ] = None,
+    to: ToOpt = None,
     data_dir: DataDirOpt = None,
     database_url: DatabaseUrlOpt = None,
 ) -> None:
