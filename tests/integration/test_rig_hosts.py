@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
+import struct
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -473,3 +475,58 @@ async def test_a_rig_host_credential_caps_its_hosts_budget_and_names_the_workspa
 async def placement_workspaces(env: RigsEnv) -> list[tuple[str]]:
     async with env.srv.ctx.dbs.server.connect() as conn:
         return [(r[0],) for r in (await conn.execute(sa.select(rig_placements.c.workspace_id))).all()]
+
+
+async def test_the_rig_host_socket_takes_a_message_in_pieces_up_to_its_bound_and_ends_the_link_past_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host that does not keep the wire's bounds: a frame past the listener's cap closes the socket (1009), and
+    pieces past ``wire.MAX_MESSAGE`` end the link; pieces adding up to exactly the bound are one message, taken."""
+    monkeypatch.setattr(wire, "SILENCE_S", 600.0)  # only the bound may end these links, never their silence
+    async with rigs_server(tmp_path) as env:
+        mint(env, "raw", tmp_path / "cred")
+        headers = {"Authorization": f"Bearer {(tmp_path / 'cred').read_text().strip()}"}
+        url = env.srv.url.replace("http://", "ws://") + wire.PATH
+        hosts = env.manager.opener.hosts
+        assert hosts is not None
+        hello = wire.dumps({"event": "hello", "memoryBudgetMb": 512, "rigs": []})
+
+        def pieces(total: int) -> list[bytes]:
+            text = wire.dumps({"re": 10**9, "ok": {"pad": ""}})  # an answer to no request: ignored
+            text = text.replace('""', '"' + "x" * (total - len(text)) + '"')
+            step = wire.FRAME_MAX - 5
+            return [
+                struct.pack(">IB", wire.PART_CHANNEL, int(i + step >= total)) + text[i : i + step].encode()
+                for i in range(0, total, step)
+            ]
+
+        async with websockets.connect(url, additional_headers=headers, max_size=None) as raw:
+            await raw.send(hello)
+            assert json.loads(await raw.recv())["memoryBudgetMb"] == 512
+            for one in pieces(wire.MAX_MESSAGE):  # at the bound: one message, and the link goes on
+                await raw.send(one)
+            await raw.send(wire.dumps({"event": "beat"}))
+            await asyncio.sleep(0.5)
+            assert len(hosts.connected()) == 1 and raw.close_code is None
+        async with asyncio.timeout(BOUND_S):
+            while hosts.connected():
+                await asyncio.sleep(0.1)
+        async with websockets.connect(url, additional_headers=headers, max_size=None) as raw:
+            await raw.send(hello)
+            await raw.recv()
+            with contextlib.suppress(websockets.ConnectionClosed):
+                for one in pieces(wire.MAX_MESSAGE + 1):  # one byte past: the link ends
+                    await raw.send(one)
+            async with asyncio.timeout(BOUND_S):
+                await raw.wait_closed()
+        async with asyncio.timeout(BOUND_S):
+            while hosts.connected():
+                await asyncio.sleep(0.1)
+        async with websockets.connect(url, additional_headers=headers, max_size=None) as raw:
+            await raw.send(hello)
+            await raw.recv()
+            with contextlib.suppress(websockets.ConnectionClosed):
+                await raw.send(b"\x00\x00\x00\x07" + b"x" * (wire.FRAME_MAX - 3))  # one frame past the cap
+            async with asyncio.timeout(BOUND_S):
+                await raw.wait_closed()
+            assert raw.close_code == 1009
