@@ -168,7 +168,11 @@ async def test_a_webhook_opens_the_pull_requests_space_fires_its_trigger_once_pe
 
         # The same delivery again, and a new delivery of the same head: nothing more starts.
         again = await deliver(f.hook, "pull_request", webhook_payload(f.gh, pull, "opened"), SECRET, delivery="d-1")
-        assert again.status_code == 200 and again.json() == {"duplicate": True, "delivery": "d-1"}
+        assert again.status_code == 200 and again.json() == {
+            "duplicate": True,
+            "delivery": "d-1",
+            "reason": "this delivery id was taken before",
+        }
         edited = await deliver(f.hook, "pull_request", webhook_payload(f.gh, pull, "edited"), SECRET, delivery="d-2")
         assert edited.status_code == 200 and edited.json()["fired"] is None
 
@@ -501,3 +505,40 @@ async def test_a_pull_requests_patches_together_are_kept_within_their_budget_bot
         # What is stored is what was kept (read again from the row).
         again = await c.call("forge.pr", workspace_id=ws, repoId=f.repo["id"], number=2)
         assert [x["patchTruncated"] for x in again["files"]][-2:] == [True, True]
+
+
+async def test_a_signed_body_replayed_under_a_new_delivery_id_is_ignored_for_seven_days(tmp_path: Path) -> None:
+    """Anyone who captured one signed delivery could send its body again with an X-GitHub-Delivery of their own:
+    the body, not the caller-chosen id, is what the signature vouches for, so a body taken once is ignored (with a
+    clear answer, and without asking the forge again) for the same seven days a delivery id is remembered; a body
+    never seen is taken."""
+    clock = FakeClock(datetime.now(UTC).replace(microsecond=0))
+    async with pulls_forge(tmp_path, clock=clock) as f:
+        pull = add_pull_7(f)
+        await with_pr_trigger(f)
+        await f.owner.call("forge.setWebhookSecret", workspace_id=f.ws, secret=SECRET)
+        captured = json.dumps(webhook_payload(f.gh, pull, "opened")).encode()
+        first = await deliver(f.hook, "pull_request", captured, SECRET, delivery="d-1")
+        assert first.status_code == 200 and first.json()["fired"] == "opened", first.text
+        asked = len(f.gh.requests)
+
+        replayed = await deliver(f.hook, "pull_request", captured, SECRET, delivery="d-replayed")
+        assert replayed.status_code == 200, replayed.text
+        assert replayed.json() == {
+            "duplicate": True,
+            "delivery": "d-replayed",
+            "reason": "this signed body was delivered before (as d-1): a replay is ignored",
+        }
+        assert len(f.gh.requests) == asked  # the forge was not asked again
+        # A new body (a genuine event) is taken.
+        edited = await deliver(f.hook, "pull_request", webhook_payload(f.gh, pull, "edited"), SECRET, delivery="d-2")
+        assert edited.status_code == 200 and "duplicate" not in edited.json(), edited.text
+        # The window: at seven days the body is still remembered; one second past, it is forgotten and taken.
+        clock.advance(webhooks.KEEP_DELIVERIES.total_seconds())
+        still = await deliver(f.hook, "pull_request", captured, SECRET, delivery="d-7days")
+        assert still.json().get("duplicate") is True, still.text
+        clock.advance(1)
+        later = await deliver(f.hook, "pull_request", captured, SECRET, delivery="d-7days-and-1s")
+        assert later.status_code == 200 and "duplicate" not in later.json(), later.text
+        assert len(await runs_of(f.owner, f.ws, 1)) == 1  # the head never moved: one run in all
+        await f.srv.ctx.service(PipelineEngine).settle()

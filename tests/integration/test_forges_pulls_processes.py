@@ -42,13 +42,25 @@ async def test_two_server_processes_take_a_delivery_once_and_announce_a_head_onc
                 body = webhook_payload(gh, pull, "opened")
                 hooks = [s.url.rstrip("/") + webhooks.webhook_path(ws) for s in (a, b)]
 
-                # A new pull request synced by both at once: one row, one space kept (the loser's archived).
+                # A new pull request synced by both at once: one row, one space kept (the loser's archived). (Two
+                # deliveries of one event: their bodies differ as GitHub's do, else the second is a replay.)
                 other = await asyncio.gather(
-                    *(deliver(h, "pull_request", body, SECRET, delivery=f"d-{i}") for i, h in enumerate(hooks))
+                    *(
+                        deliver(h, "pull_request", {**body, "hook": i}, SECRET, delivery=f"d-{i}")
+                        for i, h in enumerate(hooks)
+                    )
                 )
                 assert all(r.status_code == 200 for r in other), [r.text for r in other]
                 same = await asyncio.gather(*(deliver(h, "pull_request", body, SECRET, delivery="one") for h in hooks))
                 assert sorted("duplicate" in r.json() for r in same) == [False, True], [r.text for r in same]
+                # One signed body under two new ids, one to each process at once: taken once (the body's hash is
+                # in the workspace's database, which both use).
+                replayed = {**body, "hook": "replayed"}
+                twice = await asyncio.gather(
+                    *(deliver(h, "pull_request", replayed, SECRET, delivery=f"r-{i}") for i, h in enumerate(hooks))
+                )
+                assert sorted("duplicate" in r.json() for r in twice) == [False, True], [r.text for r in twice]
+                assert any("a replay is ignored" in r.text for r in twice), [r.text for r in twice]
                 assert [r.json()["fired"] for r in [*same, *other] if "fired" in r.json()].count("opened") == 1
 
                 for client in (ca, cb):

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
+import struct
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -24,6 +26,9 @@ import pytest
 import sqlalchemy as sa
 import websockets
 
+from hangar.core.ids import new_id
+from hangar.errors import Refused
+from hangar.rigs.backends.base import RigSpec
 from hangar.rigs.hosts import registry, wire
 from hangar.rigs.hosts.tables import rig_host_credentials, rig_placements
 from tests.integration.rigs_enclosure_env import PACKS
@@ -344,3 +349,184 @@ async def test_one_rig_host_serves_two_servers_within_its_own_budget(tmp_path: P
             await a.call("rig_close", rigId=on_a)
             on_b = await b.open()  # the room A gave back
             assert (await b.exec(on_b, "echo b"))["stdout"] == "b\n"
+
+
+async def test_large_answers_cross_the_rig_host_link_in_frames_under_the_listener_cap(tmp_path: Path) -> None:
+    """The server's listener closes any WebSocket whose message passes 256 KiB: an exec answer of several MiB
+    (stdout and stderr) and file reads and drops larger than a chunk travel in frames under it, and the link stays
+    up for the next request."""
+    async with rigs_server(tmp_path) as env:
+        hosts_first(env)
+        mint(env, "wide", tmp_path / "cred")
+        with rig_host(env, tmp_path / "cred", tmp_path / "host.log") as proc:
+            await connected(env, proc, tmp_path / "host.log")
+            rig = await env.open()
+            assert env.manager.live(env.ws, rig).host_id is not None
+            # 3 MiB of stdout and 1 MiB of stderr cross the link (rig.exec then keeps 1 MiB of each, flagged).
+            command = "head -c 3145728 /dev/zero | tr '\\0' a; head -c 1048576 /dev/zero | tr '\\0' b >&2"
+            big = await env.exec(rig, command)
+            assert big["exitCode"] == 0 and big["truncated"] is True, {k: str(v)[:200] for k, v in big.items()}
+            assert big["stdout"] == "a" * 1024 * 1024 and big["stderr"] == "b" * 1024 * 1024
+            # An answer past what the link carries (9 MiB of control characters, six bytes each in JSON): refused
+            # saying so, and the link stays.
+            with pytest.raises(RpcError) as too_long:
+                await env.exec(rig, "head -c 9437184 /dev/zero | tr '\\0' '\\1'")
+            assert too_long.value.code == "refused", too_long.value
+            assert "more than a rig host's link carries (48 MiB)" in too_long.value.message
+            lane = await lane_path(env, rig)
+            blob = os.urandom(5 * wire.FILE_CHUNK + 3)
+            dropped = await drop(env, lane, [("blob.bin", blob)])
+            assert dropped.status_code == 200, dropped.text
+            assert (await read(env, lane, "/home/rig/drops/blob.bin")).content == blob
+            assert (await env.exec(rig, "echo still"))["stdout"] == "still\n"
+            hosts = env.manager.opener.hosts
+            assert hosts is not None and len(hosts.connected()) == 1
+            assert "said nothing" not in (tmp_path / "host.log").read_text()
+
+
+async def test_a_rig_host_credential_caps_its_hosts_budget_and_names_the_workspaces_it_serves(tmp_path: Path) -> None:
+    """A rig host says its own memory budget: the admin who mints its credential sets the most it may say
+    (``--max-memory-budget``; a larger one is taken as that maximum) and may name the workspaces whose rigs it
+    runs (``--workspace``); no rig of another workspace is placed on it. Rows minted before either existed keep
+    working, with the default maximum and every workspace."""
+    async with rigs_server(tmp_path) as env:
+        hosts_first(env)
+        other = await env.srv.new_workspace("other")
+        base = ["admin", "rig-host-credential", "create", "--name"]
+        # The maximum: 512 MB to 1 TB; a workspace named must exist.
+        for budget in ("511", str(1024 * 1024 + 1)):
+            out = cli(env.srv.data_dir, *base, "x", "--max-memory-budget", budget, check=False)
+            assert out.returncode == 2 and "--max-memory-budget" in out.stderr, out
+        unknown = cli(env.srv.data_dir, *base, "x", "--workspace", "00000000-0000-0000-0000-000000000000", check=False)
+        assert unknown.returncode == 1 and "no workspace '00000000-0000-0000-0000-000000000000'" in unknown.stderr
+        widest = cli(env.srv.data_dir, *base, "widest", "--max-memory-budget", str(1024 * 1024)).stdout
+        assert widest.startswith("hrh_")
+        cred = tmp_path / "cred"
+        out = cli(
+            env.srv.data_dir, *base, "capped", "--max-memory-budget", "512", "--workspace", env.ws, "--to", str(cred)
+        )
+        host_id = cred.read_text().strip().split("_")[1]
+        listed = cli(env.srv.data_dir, "admin", "rig-host-credential", "list").stdout
+        assert f"{host_id}  capped" in listed and f"at most 512 MB; workspaces {env.ws}" in listed, listed
+        assert "widest" in listed and "at most 1048576 MB; every workspace" in listed, listed
+        hosts = env.manager.opener.hosts
+        assert hosts is not None
+        # The host says more than its credential allows (one past): it is given the maximum.
+        with rig_host(env, cred, tmp_path / "host.log", "--memory-budget", "513") as proc:
+            await connected(env, proc, tmp_path / "host.log")
+            assert [(r.host_id, r.budget_mb) for r in await hosts.rooms(env.ws)] == [(host_id, 512)]
+            said = (tmp_path / "host.log").read_text()
+            assert "a budget of 512 MB (it asked for 513 MB; its credential allows at most 512 MB)" in said, said
+            first = await env.open()
+            assert env.manager.live(env.ws, first).host_id == host_id
+            second = await env.open(await env.new_space("second"))
+            assert env.manager.live(env.ws, second).host_id is None  # the host is full at its credential's maximum
+            # Another workspace's rig is never placed on it, room or not.
+            await env.call("rig_close", rigId=first)
+            assert await hosts.rooms(other) == []
+            # Nor started there if a placement named it anyway: refused before anything is recorded or sent.
+            room = registry.Room(host_id, "capped", 512, 512)
+            spec = RigSpec(new_id(), other, "terminal", 512, 1, frozenset(), None, None)
+            with pytest.raises(Refused, match=f"rig host 'capped' does not run rigs of workspace {other}"):
+                await hosts.start(room, spec, lambda _said: None)
+            assert spec.rig_id not in [r for (r, _h, _m, _e) in await placements(env)]
+            space = (await env.client.call("spaces.create", workspace_id=other, title="elsewhere"))["id"]
+            opened = await env.client.call("rig.open", workspace_id=other, space_id=space, surface="terminal")
+            rig = str(opened["rigId"])
+            async with asyncio.timeout(BOUND_S):
+                while env.manager.live(other, rig).host_id is None and opened["phase"] != "ready":
+                    rows = await env.client.call("rig_list", workspace_id=other)
+                    if next(r for r in rows if r["rigId"] == rig)["status"] != "provisioning":
+                        break
+                    await asyncio.sleep(0.2)
+            assert env.manager.live(other, rig).host_id is None
+            assert all(ws != other for (ws,) in await placement_workspaces(env))
+        # At the maximum: taken as said.
+        with rig_host(env, cred, tmp_path / "at.log", "--memory-budget", "512") as proc:
+            await connected(env, proc, tmp_path / "at.log")
+            assert [(r.host_id, r.budget_mb) for r in await hosts.rooms(env.ws)] == [(host_id, 512)]
+            assert "it asked for" not in (tmp_path / "at.log").read_text()
+        # A credential row from before the maximum and the workspaces were kept (only the old columns written):
+        # the defaults.
+        old = tmp_path / "old"
+        old_id = mint(env, "old", old)
+        c = rig_host_credentials.c
+        async with env.srv.ctx.dbs.server.begin() as conn:
+            row = (await conn.execute(sa.select(c.id, c.name, c.secret_hash, c.created_at).where(c.id == old_id))).one()
+            await conn.execute(sa.delete(rig_host_credentials).where(c.id == old_id))
+            await conn.execute(
+                sa.insert(rig_host_credentials).from_select(
+                    ["id", "name", "secret_hash", "created_at"],
+                    sa.select(
+                        sa.literal(row.id),
+                        sa.literal(row.name),
+                        sa.literal(row.secret_hash),
+                        sa.literal(row.created_at),
+                    ),
+                )
+            )
+        listed = cli(env.srv.data_dir, "admin", "rig-host-credential", "list").stdout
+        assert f"{old_id}  old" in listed and "at most 12288 MB; every workspace" in listed, listed
+        with rig_host(env, old, tmp_path / "old.log", "--memory-budget", "600") as proc:
+            await connected(env, proc, tmp_path / "old.log")
+            assert {r.host_id: r.budget_mb for r in await hosts.rooms(other)} == {old_id: 600}
+
+
+async def placement_workspaces(env: RigsEnv) -> list[tuple[str]]:
+    async with env.srv.ctx.dbs.server.connect() as conn:
+        return [(r[0],) for r in (await conn.execute(sa.select(rig_placements.c.workspace_id))).all()]
+
+
+async def test_the_rig_host_socket_takes_a_message_in_pieces_up_to_its_bound_and_ends_the_link_past_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host that does not keep the wire's bounds: a frame past the listener's cap closes the socket (1009), and
+    pieces past ``wire.MAX_MESSAGE`` end the link; pieces adding up to exactly the bound are one message, taken."""
+    monkeypatch.setattr(wire, "SILENCE_S", 600.0)  # only the bound may end these links, never their silence
+    async with rigs_server(tmp_path) as env:
+        mint(env, "raw", tmp_path / "cred")
+        headers = {"Authorization": f"Bearer {(tmp_path / 'cred').read_text().strip()}"}
+        url = env.srv.url.replace("http://", "ws://") + wire.PATH
+        hosts = env.manager.opener.hosts
+        assert hosts is not None
+        hello = wire.dumps({"event": "hello", "memoryBudgetMb": 512, "rigs": []})
+
+        def pieces(total: int) -> list[bytes]:
+            text = wire.dumps({"re": 10**9, "ok": {"pad": ""}})  # an answer to no request: ignored
+            text = text.replace('""', '"' + "x" * (total - len(text)) + '"')
+            step = wire.FRAME_MAX - 5
+            return [
+                struct.pack(">IB", wire.PART_CHANNEL, int(i + step >= total)) + text[i : i + step].encode()
+                for i in range(0, total, step)
+            ]
+
+        async with websockets.connect(url, additional_headers=headers, max_size=None) as raw:
+            await raw.send(hello)
+            assert json.loads(await raw.recv())["memoryBudgetMb"] == 512
+            for one in pieces(wire.MAX_MESSAGE):  # at the bound: one message, and the link goes on
+                await raw.send(one)
+            await raw.send(wire.dumps({"event": "beat"}))
+            await asyncio.sleep(0.5)
+            assert len(hosts.connected()) == 1 and raw.close_code is None
+        async with asyncio.timeout(BOUND_S):
+            while hosts.connected():
+                await asyncio.sleep(0.1)
+        async with websockets.connect(url, additional_headers=headers, max_size=None) as raw:
+            await raw.send(hello)
+            await raw.recv()
+            with contextlib.suppress(websockets.ConnectionClosed):
+                for one in pieces(wire.MAX_MESSAGE + 1):  # one byte past: the link ends
+                    await raw.send(one)
+            async with asyncio.timeout(BOUND_S):
+                await raw.wait_closed()
+        async with asyncio.timeout(BOUND_S):
+            while hosts.connected():
+                await asyncio.sleep(0.1)
+        async with websockets.connect(url, additional_headers=headers, max_size=None) as raw:
+            await raw.send(hello)
+            await raw.recv()
+            with contextlib.suppress(websockets.ConnectionClosed):
+                await raw.send(b"\x00\x00\x00\x07" + b"x" * (wire.FRAME_MAX - 3))  # one frame past the cap
+            async with asyncio.timeout(BOUND_S):
+                await raw.wait_closed()
+            assert raw.close_code == 1009

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +21,13 @@ if TYPE_CHECKING:
     from hangar.core.context import AppContext
     from hangar.core.hostcreds import CredentialKind
     from hangar.core.part import Part
+
+
+# The options every kind's ``create`` takes.
+NameOpt = Annotated[str, typer.Option("--name", help="What the credential is for (1 to 100 characters).")]
+ToOpt = Annotated[
+    Path | None, typer.Option("--to", help="Write the credential to this new file (0600) instead of stdout.")
+]
 
 
 def refuse(message: str) -> typer.Exit:
@@ -43,6 +50,42 @@ def read_credential(credential_file: Path | None, variable: str, label: str, com
     return text
 
 
+def _context(settings: Settings, parts: Callable[[], list[Part]]) -> AbstractAsyncContextManager[AppContext]:
+    from hangar.server.context_factory import open_context
+
+    return open_context(settings, parts=parts())
+
+
+def mint_and_show(
+    settings: Settings,
+    kind: CredentialKind,
+    parts: Callable[[], list[Part]],
+    name: str,
+    to: Path | None,
+    limits: Callable[[AppContext], Awaitable[Mapping[str, Any]]] | None = None,
+) -> None:
+    """Mint a credential of ``kind`` (with the ``limits`` found for it, checked, in the same context) and show its
+    text once, or write it to ``to`` (0600); a refusal in one line, exit 1."""
+    from hangar.core import hostcreds
+    from hangar.core.fileio import write_private_atomic
+
+    async def run() -> tuple[str, str]:
+        async with _context(settings, parts) as ctx:
+            found = await limits(ctx) if limits is not None else None
+            cred, text = await hostcreds.mint(kind, ctx.dbs.server, name, ctx.clock.now(), found)
+            return cred.id, text
+
+    try:
+        cred_id, text = asyncio.run(run())
+    except HangarError as exc:
+        raise refuse(exc.message) from None
+    if to is None:
+        typer.echo(text)
+    else:
+        write_private_atomic(to, (text + "\n").encode())
+        typer.echo(f"{kind.label} {cred_id} written to {to}")
+
+
 def credential_app(
     *,
     help_text: str,
@@ -50,46 +93,29 @@ def credential_app(
     parts: Callable[[], list[Part]],
     check: Callable[[Settings], None] = lambda _settings: None,
     revoke_says: str,
+    create: bool = True,
 ) -> typer.Typer:
     """The commands for ``kind``'s credentials, whose tables ``parts`` migrate; ``check`` refuses an install the
-    role cannot serve (raising ``typer.Exit``) before a credential is minted."""
+    role cannot serve (raising ``typer.Exit``) before a credential is minted. Without ``create`` the kind adds a
+    ``create`` of its own (one with options for its limits, calling ``mint_and_show``)."""
     cmds = typer.Typer(help=help_text, no_args_is_help=True)
 
     def context(settings: Settings) -> AbstractAsyncContextManager[AppContext]:
-        from hangar.server.context_factory import open_context
+        return _context(settings, parts)
 
-        return open_context(settings, parts=parts())
-
-    @cmds.command("create")
     def create_cmd(
-        name: Annotated[str, typer.Option("--name", help="What the credential is for (1 to 100 characters).")],
-        to: Annotated[
-            Path | None, typer.Option("--to", help="Write the credential to this new file (0600) instead of stdout.")
-        ] = None,
+        name: NameOpt,
+        to: ToOpt = None,
         data_dir: DataDirOpt = None,
         database_url: DatabaseUrlOpt = None,
     ) -> None:
         """Mint a credential: shown (or written) once; the database keeps only its hash."""
-        from hangar.core import hostcreds
-        from hangar.core.fileio import write_private_atomic
-
         settings = settings_from(data_dir=data_dir, database_url=database_url)
         check(settings)
+        mint_and_show(settings, kind(), parts, name, to)
 
-        async def run() -> tuple[str, str]:
-            async with context(settings) as ctx:
-                cred, text = await hostcreds.mint(kind(), ctx.dbs.server, name, ctx.clock.now())
-                return cred.id, text
-
-        try:
-            cred_id, text = asyncio.run(run())
-        except HangarError as exc:
-            raise refuse(exc.message) from None
-        if to is None:
-            typer.echo(text)
-        else:
-            write_private_atomic(to, (text + "\n").encode())
-            typer.echo(f"{kind().label} {cred_id} written to {to}")
+    if create:
+        cmds.command("create")(create_cmd)
 
     @cmds.command("list")
     def list_cmd(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = None) -> None:
@@ -100,8 +126,10 @@ def credential_app(
 
         async def run() -> list[str]:
             async with context(settings) as ctx:
+                said = kind().describe
                 return [
                     f"{c.id}  {c.name}  {c.created_at.isoformat(timespec='seconds')}"
+                    + (f"  ({said(c)})" if said is not None else "")
                     + (f"  revoked {c.revoked_at.isoformat(timespec='seconds')}" if c.revoked_at else "")
                     for c in await hostcreds.listed(kind(), ctx.dbs.server)
                 ]

@@ -7,13 +7,13 @@ import asyncio
 import contextlib
 import ipaddress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit
 
 import typer
 
-from hangar.cli.hostcreds import credential_app, read_credential, refuse
-from hangar.cli.root import DataDirOpt, settings_from
+from hangar.cli.hostcreds import NameOpt, ToOpt, credential_app, read_credential, refuse
+from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 
 if TYPE_CHECKING:
     from hangar.config import Settings
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from hangar.core.part import Part
 
 CREDENTIAL_VARIABLE = "HANGAR_RIG_HOST_CREDENTIAL"
-DEFAULT_BUDGET_MB = 12 * 1024
+DEFAULT_BUDGET_MB = 12 * 1024  # the rig host's --memory-budget, and a credential's --max-memory-budget
 
 
 def _kind() -> CredentialKind:
@@ -45,7 +45,47 @@ rig_host_credential_app = credential_app(
     kind=_kind,
     parts=_parts,
     revoke_says="its rig host is refused at once, and the rigs it runs fail.",
+    create=False,
 )
+
+
+@rig_host_credential_app.command("create")
+def create_cmd(
+    name: NameOpt,
+    max_memory_budget: Annotated[
+        int,
+        typer.Option(
+            "--max-memory-budget",
+            metavar="MB",
+            min=512,
+            max=1024 * 1024,
+            help="The most memory (MB) its rig host is counted as having: a host saying more is given this.",
+        ),
+    ] = DEFAULT_BUDGET_MB,
+    workspace: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--workspace",
+            metavar="ID",
+            help="A workspace (id) whose rigs its host may run; repeat it. None: every workspace.",
+        ),
+    ] = None,
+    to: ToOpt = None,
+    data_dir: DataDirOpt = None,
+    database_url: DatabaseUrlOpt = None,
+) -> None:
+    """Mint a credential: shown (or written) once; the database keeps only its hash, and the limits set here."""
+    from hangar.cli.hostcreds import mint_and_show
+    from hangar.core.context import AppContext
+    from hangar.identity import IdentityService
+    from hangar.rigs.hosts.creds import limits
+
+    async def limits_of(ctx: AppContext) -> dict[str, Any]:
+        known = await ctx.service(IdentityService).list_workspace_ids()
+        return limits(max_memory_budget, workspace or [], known)
+
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    mint_and_show(settings, _kind(), _parts, name, to, limits_of)
 
 
 def _loopback(url: str) -> bool:

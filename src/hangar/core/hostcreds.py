@@ -14,8 +14,10 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -27,8 +29,12 @@ from hangar.errors import InvalidArgs, NotFound, Unauthenticated
 NAME_MAX = 100
 
 
-def credential_table(name: str, metadata: sa.MetaData) -> sa.Table:
-    """A kind's table: one row per credential minted, the hash of its secret, when revoked."""
+_BASE_COLUMNS = frozenset({"id", "name", "secret_hash", "created_at", "revoked_at"})
+
+
+def credential_table(name: str, metadata: sa.MetaData, *limits: sa.Column[Any]) -> sa.Table:
+    """A kind's table: one row per credential minted, the hash of its secret, when revoked, and the ``limits``
+    columns of its kind (what an admin set when minting it: ``HostCredential.limits``)."""
     return sa.Table(
         name,
         metadata,
@@ -37,6 +43,7 @@ def credential_table(name: str, metadata: sa.MetaData) -> sa.Table:
         sa.Column("secret_hash", sa.String(64), nullable=False),  # SHA-256 of the secret, hex
         sa.Column("created_at", UtcDateTime(), nullable=False),
         sa.Column("revoked_at", UtcDateTime(), nullable=True),
+        *limits,
     )
 
 
@@ -49,6 +56,8 @@ class CredentialKind:
     prefix: str
     minted_by: str
     table: sa.Table
+    # How ``hangar admin … list`` says a credential's limits (none: the kind has none).
+    describe: Callable[[HostCredential], str] | None = None
 
     @property
     def shape(self) -> re.Pattern[str]:
@@ -61,6 +70,8 @@ class HostCredential:
     name: str
     created_at: datetime
     revoked_at: datetime | None
+    # The kind's own columns (``credential_table``'s ``limits``) as the database holds them now.
+    limits: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _digest(secret: str) -> str:
@@ -68,11 +79,15 @@ def _digest(secret: str) -> str:
 
 
 def _of(row: sa.Row[tuple[object, ...]]) -> HostCredential:
-    return HostCredential(row.id, row.name, row.created_at, row.revoked_at)
+    limits = {k: v for k, v in row._mapping.items() if k not in _BASE_COLUMNS}
+    return HostCredential(row.id, row.name, row.created_at, row.revoked_at, limits)
 
 
-async def mint(kind: CredentialKind, engine: AsyncEngine, name: str, now: datetime) -> tuple[HostCredential, str]:
-    """A new credential of ``kind`` named ``name``; returns it and its text (shown once)."""
+async def mint(
+    kind: CredentialKind, engine: AsyncEngine, name: str, now: datetime, limits: Mapping[str, Any] | None = None
+) -> tuple[HostCredential, str]:
+    """A new credential of ``kind`` named ``name`` with its kind's ``limits`` (checked by the caller; columns
+    left out take their defaults); returns it and its text (shown once)."""
     name = name.strip()
     if not name or len(name) > NAME_MAX:
         raise InvalidArgs(f"a {kind.label}'s name is 1 to {NAME_MAX} characters", field="name")
@@ -80,10 +95,11 @@ async def mint(kind: CredentialKind, engine: AsyncEngine, name: str, now: dateti
     async with engine.begin() as conn:
         await conn.execute(
             kind.table.insert().values(
-                id=cred_id, name=name, secret_hash=_digest(secret), created_at=now, revoked_at=None
+                id=cred_id, name=name, secret_hash=_digest(secret), created_at=now, revoked_at=None, **(limits or {})
             )
         )
-    return HostCredential(cred_id, name, now, None), f"{kind.prefix}{cred_id}_{secret}"
+        row = (await conn.execute(sa.select(kind.table).where(kind.table.c.id == cred_id))).one()
+    return _of(row), f"{kind.prefix}{cred_id}_{secret}"
 
 
 async def listed(kind: CredentialKind, engine: AsyncEngine) -> list[HostCredential]:

@@ -1,9 +1,9 @@
 """The forges part's workspace tables (schema in ``forges/migrations``, revisions ``g…``): ``forge_links``, one row per
 workspace repo linked to its forge repository by hand (``forge.linkRepo``); ``forge_pull_requests``, one row per
 pull request of a linked repo Hangar knows (what the forge said last, and its space); ``forge_deliveries``, the
-webhook deliveries received (a delivery id counts once). In the workspace's database, written through its write
-transactions, so every server process sharing the data directory reads the current rows and two writes made at
-once by two processes are both kept."""
+webhook deliveries received (a delivery id, and a signed body, count once). In the workspace's database, written
+through its write transactions, so every server process sharing the data directory reads the current rows and two
+writes made at once by two processes are both kept."""
 
 from __future__ import annotations
 
@@ -50,6 +50,10 @@ forge_deliveries = sa.Table(
     sa.Column("delivery_id", sa.String(100), primary_key=True),
     sa.Column("event", sa.String(64), nullable=False),
     sa.Column("received_at", UtcDateTime(), nullable=False),
+    # SHA-256 (hex) of the signed body: a body replayed under a new delivery id counts once too (null on rows
+    # recorded before it was kept)
+    sa.Column("body_sha256", sa.String(64), nullable=True),
+    sa.Index("ix_forge_deliveries_body", "body_sha256"),
 )
 
 MIGRATIONS = MigrationSet("forges", "workspace", Path(__file__).parent / "migrations", tables=(metadata,))

@@ -5,9 +5,13 @@ A delivery is taken in this order, each step refusing clearly: the workspace mus
 and equal to the HMAC-SHA256 of the body under the secret, compared in constant time (401 naming which); the
 event named (``X-GitHub-Event``) and one Hangar takes (``ping``, ``pull_request``; any other 400 naming it); a
 delivery id (``X-GitHub-Delivery``, 400 without); the body a JSON object of the event's shape (400 naming what
-is wrong). Only then is the delivery id recorded: a delivery seen before is answered 200 ``duplicate`` and does
-nothing. A pull request of a linked repo is then synced (``PullRequests.sync``: the forge is asked, the payload's
-facts are not taken as they are); one of an unlinked repo is answered 202 ``ignored``. When the forge cannot be
+is wrong). Only then is the delivery recorded: one whose id, or whose signed body, was taken in the last
+``KEEP_DELIVERIES`` is answered 200 ``duplicate`` and does nothing. The body counts as well as the id because the
+id is the caller's to choose and only the body is signed: anyone who captured one delivery could send its body
+again under a fresh id, so a body is taken once (a genuine new event's body differs: its action, its timestamps),
+with ``reason`` saying which delivery brought it first. A pull request of a linked repo is then synced
+(``PullRequests.sync``: the forge is asked, the payload's facts are not taken as they are); one of an unlinked
+repo is answered 202 ``ignored``. When the forge cannot be
 asked (5xx, rate-limited, unreachable) the delivery is forgotten again, so GitHub's redelivery is taken, and the
 answer is 503; the poll, where one runs, catches it up too.
 """
@@ -74,18 +78,23 @@ def _pull_request_fields(payload: Any) -> tuple[str, int, str]:
     return action, number, full_name
 
 
-async def _first_delivery(app: AppContext, workspace_id: str, delivery: str, event: str) -> bool:
-    """Record the delivery id; False when it was recorded before. Ids older than ``KEEP_DELIVERIES`` go."""
+async def _seen_before(app: AppContext, workspace_id: str, delivery: str, event: str, body: bytes) -> str | None:
+    """Record the delivery (its id and its body's hash); when either was recorded before, why it is a duplicate
+    instead (None: it is new). Deliveries older than ``KEEP_DELIVERIES`` go."""
     now = app.clock.now()
+    digest = hashlib.sha256(body).hexdigest()
     d = forge_deliveries
-    # One write transaction holds the lock from its first statement: two processes given one delivery at once
-    # cannot both find it new.
+    # One write transaction holds the lock from its first statement: two processes given one delivery (or one
+    # body under two ids) at once cannot both find it new.
     async with write_transaction(await app.dbs.workspace(workspace_id)) as conn:
         await conn.execute(sa.delete(d).where(d.c.received_at < now - KEEP_DELIVERIES))
         if (await conn.execute(sa.select(d.c.delivery_id).where(d.c.delivery_id == delivery))).first() is not None:
-            return False
-        await conn.execute(sa.insert(d).values(delivery_id=delivery, event=event, received_at=now))
-    return True
+            return "this delivery id was taken before"
+        first = (await conn.execute(sa.select(d.c.delivery_id).where(d.c.body_sha256 == digest))).first()
+        if first is not None:
+            return f"this signed body was delivered before (as {first.delivery_id}): a replay is ignored"
+        await conn.execute(sa.insert(d).values(delivery_id=delivery, event=event, received_at=now, body_sha256=digest))
+    return None
 
 
 async def _forget_delivery(app: AppContext, workspace_id: str, delivery: str) -> None:
@@ -125,8 +134,10 @@ async def receive(request: Request) -> Response:
     repo = next((k.repo for k in await forges.links(ws, connection) if k.full_name.lower() == full_name.lower()), None)
     if repo is None:
         return JSONResponse({"ignored": f"{full_name} is linked to no repo of this workspace"}, status_code=202)
-    if not await _first_delivery(app, ws.id, delivery, event):
-        return JSONResponse({"duplicate": True, "delivery": delivery})
+    duplicate = await _seen_before(app, ws.id, delivery, event, body)
+    if duplicate is not None:
+        log.info("webhook %s for %s#%d ignored: %s", delivery, full_name, number, duplicate)
+        return JSONResponse({"duplicate": True, "delivery": delivery, "reason": duplicate})
     try:
         row, fired = await app.service(PullRequests).sync(ws.id, repo, number)
     except Unavailable:

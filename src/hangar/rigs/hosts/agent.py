@@ -94,11 +94,14 @@ class ServerLink:
         self.downloads.clear()
 
     async def send(self, data: str | bytes) -> None:
+        """Send a text message (in pieces when it is long: ``wire.message_frames``) or a terminal frame."""
         if self.conn is None:
             return
-        async with self.send_lock:
+        frames = [data] if isinstance(data, bytes) else wire.message_frames(data)
+        async with self.send_lock:  # a long message's pieces go one after the other
             with contextlib.suppress(websockets.ConnectionClosed):
-                await self.conn.send(data)
+                for one in frames:
+                    await self.conn.send(one)
 
 
 class RigHostAgent:
@@ -142,7 +145,7 @@ class RigHostAgent:
                 async with websockets.connect(
                     self._socket_url(link.url),
                     additional_headers={"Authorization": f"Bearer {self.credential}"},
-                    max_size=wire.MAX_TEXT_FRAME,
+                    max_size=wire.FRAME_MAX,
                 ) as conn:
                     link.conn = conn
                     await self._session(link, conn, self._hello(link))
@@ -191,19 +194,28 @@ class RigHostAgent:
         self, link: ServerLink, conn: websockets.ClientConnection, running: set[asyncio.Task[None]]
     ) -> None:
         """Serve the server's frames until its socket closes: requests answered as tasks of their own."""
+        pieces = wire.Pieces()
         async for message in conn:
             if isinstance(message, bytes):
                 channel, data = wire.unframe(message)
-                pty = link.ptys.get(channel)
-                if pty is not None:
-                    with contextlib.suppress(HangarError):
-                        await pty.write(data)
-                continue
+                if channel == wire.PART_CHANNEL:
+                    text = pieces.add(data)
+                    if text is None:
+                        continue
+                    message = text
+                else:
+                    pty = link.ptys.get(channel)
+                    if pty is not None:
+                        with contextlib.suppress(HangarError):
+                            await pty.write(data)
+                    continue
             body = json.loads(message)
             if body.get("event") == "welcome":
                 link.welcomed = True
-                said = "rig host: connected to %s as %r (%d MB budget, %d rigs)"
-                log.warning(said, link.url, body.get("name"), self.budget_mb, len(self._of(link)))
+                taken = body.get("memoryBudgetMb", self.budget_mb)
+                capped = f" ({body['capped']})" if body.get("capped") else ""
+                said = "rig host: connected to %s as %r (a budget of %s MB%s, %d rigs)"
+                log.warning(said, link.url, body.get("name"), taken, capped, len(self._of(link)))
             elif body.get("event") == "busy":
                 log.warning("rig host: %s: %s; dialling again", link.url, body.get("message"))
             elif body.get("event") == "refused":
@@ -226,7 +238,14 @@ class RigHostAgent:
         except Exception:
             log.exception("rig host: %s failed", body.get("op"))
             reply = {"re": body["id"], "error": {"code": "internal", "message": "the rig host failed; see its log"}}
-        await link.send(wire.dumps(reply))
+        text = wire.dumps(reply)
+        if len(text) > wire.MAX_MESSAGE:  # (ASCII: json escapes the rest) too long for the link: say so instead
+            said = Refused(
+                f"the answer to {body.get('op')} is {len(text) // 2**20} MiB, more than a rig host's link carries "
+                f"({wire.MAX_MESSAGE // 2**20} MiB): ask for less output"
+            )
+            text = wire.dumps({"re": body["id"], "error": said.to_dict()})
+        await link.send(text)
 
     # -- the requests ----------------------------------------------------------------------------------------
 
@@ -400,7 +419,8 @@ class RigHostAgent:
     async def _pump(self, link: ServerLink, channel: int, pty: Pty) -> None:
         with contextlib.suppress(HangarError):
             while data := await pty.read():
-                await link.send(wire.frame(channel, data))
+                for one in wire.terminal_frames(channel, data):
+                    await link.send(one)
         if link.ptys.pop(channel, None) is not None:
             await link.send(wire.dumps({"event": "ptyEnd", "channel": channel}))
 

@@ -49,7 +49,8 @@ class RemotePty(Pty):
     async def write(self, data: bytes) -> None:
         if self._closed:
             raise Refused("the terminal is closed")
-        await self._link.send_bytes(wire.frame(self.channel, data))
+        for one in wire.terminal_frames(self.channel, data):
+            await self._link.send_bytes(one)
 
     async def resize(self, cols: int, rows: int) -> None:
         if not (1 <= cols <= 1000 and 1 <= rows <= 1000):
@@ -109,9 +110,14 @@ class HostLink:
         return pty
 
     async def _send_text(self, text: str) -> None:
+        """Send a text message, in pieces when it is long (``wire.message_frames``), one after the other."""
         async with self._send_lock:
             try:
-                await self.ws.send_text(text)
+                for one in wire.message_frames(text):
+                    if isinstance(one, str):
+                        await self.ws.send_text(one)
+                    else:
+                        await self.ws.send_bytes(one)
             except (WebSocketDisconnect, RuntimeError, OSError) as exc:
                 self.end()
                 raise Unavailable(f"rig host {self.name!r} is not connected") from exc
@@ -127,18 +133,23 @@ class HostLink:
     async def serve(self, on_event: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
         """Read the rig host's frames until the link ends: answers to their requests, terminal output to their
         channels, events to ``on_event``. Silence past ``wire.SILENCE_S`` ends the link."""
+        pieces = wire.Pieces()
         try:
             while not self.closed.is_set():
                 message = await asyncio.wait_for(self.ws.receive(), wire.SILENCE_S)
                 if message["type"] == "websocket.disconnect":
                     return
+                text = message.get("text")
                 if message.get("bytes") is not None:
                     channel, data = wire.unframe(message["bytes"])
-                    pty = self.ptys.get(channel)
-                    if pty is not None:
-                        await pty.deliver(data)
-                    continue
-                body = json.loads(message.get("text") or "{}")
+                    if channel != wire.PART_CHANNEL:
+                        pty = self.ptys.get(channel)
+                        if pty is not None:
+                            await pty.deliver(data)
+                        continue
+                    if (text := pieces.add(data)) is None:
+                        continue  # more pieces of the message come
+                body = json.loads(text or "{}")
                 if "re" in body:
                     answer = self._waiting.get(int(body["re"]))
                     if answer is not None and not answer.done():
@@ -154,7 +165,7 @@ class HostLink:
                     await on_event(body)
         except TimeoutError:
             log.warning("rig hosts: %r said nothing for %.0f s; its link is lost", self.name, wire.SILENCE_S)
-        except (WebSocketDisconnect, OSError, ValueError, KeyError) as exc:
+        except (WebSocketDisconnect, OSError, ValueError, KeyError, InvalidArgs) as exc:
             log.warning("rig hosts: the link of %r ended: %s", self.name, exc)
         finally:
             self.end()

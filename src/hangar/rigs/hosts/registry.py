@@ -1,7 +1,8 @@
 """The rig hosts connected to this server, where new rigs go, and what happens when a host goes away.
 
 A rig host's link (``link.HostLink``) is kept by the credential it proved. Placing a rig asks every connected
-host for room: its budget (``--memory-budget``, said in its hello) less what every server placed on it and has
+host whose credential serves the rig's workspace (``creds.serves``) for room: its budget (``--memory-budget``,
+said in its hello, at most its credential's maximum) less what every server placed on it and has
 not ended (``rig_placements``, the database's truth shared by servers on one PostgreSQL); the host with the most
 room takes the rig, recorded there before it boots, so the next placement counts it. The rig host is the last
 word on its budget: it refuses a start that would pass it (two servers placing at the same instant).
@@ -25,6 +26,7 @@ import sqlalchemy as sa
 from hangar.core.context import AppContext
 from hangar.errors import HangarError, Refused
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
+from hangar.rigs.hosts.creds import serves
 from hangar.rigs.hosts.link import HostLink
 from hangar.rigs.hosts.remote import RemoteRig
 from hangar.rigs.hosts.tables import rig_placements
@@ -127,29 +129,30 @@ class RigHosts:
 
     # -- placement -------------------------------------------------------------------------------------------
 
-    async def rooms(self) -> list[Room]:
-        """Every connected host with its budget and free room now, the roomiest first."""
-        if not self._links:
+    async def rooms(self, workspace_id: str) -> list[Room]:
+        """Every connected host whose credential serves ``workspace_id``, with its budget and free room now, the
+        roomiest first."""
+        links = [link for link in self._links.values() if serves(link.credential, workspace_id)]
+        if not links:
             return []
         p = rig_placements.c
         async with self.app.dbs.server.connect() as conn:
             rows = (
                 await conn.execute(
                     sa.select(p.host_id, sa.func.sum(p.memory_mb))
-                    .where(p.host_id.in_(list(self._links)), p.ended_at.is_(None))
+                    .where(p.host_id.in_([link.host_id for link in links]), p.ended_at.is_(None))
                     .group_by(p.host_id)
                 )
             ).all()
         held = {str(host): int(mb or 0) for host, mb in rows}
         rooms = [
-            Room(link.host_id, link.name, link.budget_mb, link.budget_mb - held.get(link.host_id, 0))
-            for link in self._links.values()
+            Room(link.host_id, link.name, link.budget_mb, link.budget_mb - held.get(link.host_id, 0)) for link in links
         ]
         return sorted(rooms, key=lambda r: -r.free_mb)
 
-    async def place(self, need_mb: int) -> RemoteBackend | None:
-        """A rig host with room for ``need_mb`` more, or None."""
-        for room in await self.rooms():
+    async def place(self, need_mb: int, workspace_id: str) -> RemoteBackend | None:
+        """A rig host serving ``workspace_id`` with room for ``need_mb`` more, or None."""
+        for room in await self.rooms(workspace_id):
             if room.free_mb >= need_mb:
                 return RemoteBackend(self, room)
         return None
@@ -158,6 +161,8 @@ class RigHosts:
         link = self._links.get(room.host_id)
         if link is None:
             raise Refused(f"rig host {room.name!r} went away before rig {spec.rig_id} started")
+        if not serves(link.credential, spec.workspace_id):  # placement chose among those serving it: kept so
+            raise Refused(f"rig host {room.name!r} does not run rigs of workspace {spec.workspace_id}")
         now = self.app.clock.now()
         async with self.app.dbs.server.begin() as conn:
             await conn.execute(

@@ -20,7 +20,7 @@ from hangar.core import hostcreds
 from hangar.core.hostcreds import HostCredential
 from hangar.errors import HangarError, InvalidArgs, Unauthenticated
 from hangar.rigs.hosts import wire
-from hangar.rigs.hosts.creds import KIND
+from hangar.rigs.hosts.creds import KIND, max_budget_mb
 from hangar.rigs.hosts.link import HostLink
 from hangar.rigs.hosts.registry import RigHosts
 
@@ -77,9 +77,22 @@ async def rig_host_socket(ws: WebSocket) -> None:
             await ws.send_text(wire.dumps({"event": "busy", "message": said}))
             await ws.close(wire.CLOSE_BUSY, "busy")
         return
-    link = HostLink(ws, credential, budget, rigs)
+    # The host's word on its budget is taken up to its credential's maximum, set by the admin who minted it: past
+    # it, the maximum (a host left at the default --memory-budget still serves, counted as the admin allowed).
+    allowed = max_budget_mb(credential)
+    link = HostLink(ws, credential, min(budget, allowed), rigs)
+    if budget > allowed:
+        log.warning(
+            "rig hosts: %r asked for a budget of %d MB; its credential allows at most %d MB",
+            credential.name,
+            budget,
+            allowed,
+        )
     await hosts.attach(link)
-    await ws.send_text(wire.dumps({"event": "welcome", "hostId": credential.id, "name": credential.name}))
+    welcome = {"event": "welcome", "hostId": credential.id, "name": credential.name, "memoryBudgetMb": link.budget_mb}
+    if budget > allowed:
+        welcome["capped"] = f"it asked for {budget} MB; its credential allows at most {allowed} MB"
+    await ws.send_text(wire.dumps(welcome))
     served = asyncio.create_task(link.serve(lambda body: _on_event(hosts, link, body)))
     checked = asyncio.create_task(_recheck(ws, link, text, credential))
     try:

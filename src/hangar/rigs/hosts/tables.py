@@ -1,7 +1,8 @@
 """The rig hosts' server tables (schema in ``rigs/server_migrations``):
 
 rig_host_credentials  one row per credential an admin minted for a ``hangar rig-host``: its name, the hash of its
-                      secret, revocation (``hangar.core.hostcreds``)
+                      secret, revocation (``hangar.core.hostcreds``), and its limits: the most memory its host may
+                      say it has, and the workspaces whose rigs it may run (null: every one)
 rig_placements        one row per rig placed on a rig host: the rig, its workspace, the host's credential, the
                       memory it was given, when placed and when it ended; what every server counts against a
                       host's budget
@@ -16,7 +17,16 @@ from hangar.core.types import UtcDateTime
 
 metadata = sa.MetaData()
 
-rig_host_credentials = credential_table("rig_host_credentials", metadata)
+# What ``hangar admin rig-host-credential create`` gives a credential without --max-memory-budget, and what rows
+# minted before the maximum existed hold (the migration's default): the budget a rig host says by default.
+DEFAULT_MAX_BUDGET_MB = 12 * 1024
+
+rig_host_credentials = credential_table(
+    "rig_host_credentials",
+    metadata,
+    sa.Column("max_budget_mb", sa.Integer, nullable=False, server_default=str(DEFAULT_MAX_BUDGET_MB)),
+    sa.Column("workspace_ids", sa.JSON, nullable=True),  # a list of workspace ids; null: every workspace
+)
 
 rig_placements = sa.Table(
     "rig_placements",

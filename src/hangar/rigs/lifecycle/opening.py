@@ -140,15 +140,18 @@ class RigOpener:
                 # Room is made and the rig registered (counted at its ceiling while it boots) in one step of the
                 # budget, so an enclosure admitted meanwhile sees it.
                 async with self.upkeep.budget.lock:
-                    backend = await self._place(surface, tree, limits.memory_mb, own)
+                    backend = await self._place(ws, surface, tree, limits.memory_mb, own)
                     live = await self._provision(ws, space_id, surface, engine, limits, principal, backend, tree)
         if live.phase is Phase.provisioning and live.boot is not None:
             await self._await_boot(live, live.boot, on_status)
         return live
 
-    async def _place(self, surface: Surface, tree: GuestTree | None, need_mb: int, own: RigBackend) -> RigBackend:
+    async def _place(
+        self, ws: str, surface: Surface, tree: GuestTree | None, need_mb: int, own: RigBackend
+    ) -> RigBackend:
         """Where a new rig runs: this server's own backend when it has room without evicting anything (or the
-        server setting ``rigs.hostsFirst`` says hosts first), else the rig host with the most room, else this
+        server setting ``rigs.hostsFirst`` says hosts first), else the rig host serving workspace ``ws`` (its
+        credential's workspaces) with the most room, else this
         server's backend after evicting idle rigs, else refused naming every budget. Only terminal rigs whose
         space has no worktree go to rig hosts: a space's files stay on this host (README, Rig hosts)."""
         remote_ok = self.hosts is not None and surface is Surface.terminal and tree is None
@@ -158,15 +161,18 @@ class RigOpener:
         await self.upkeep.measure()
         first = await self.app.service(IdentityService).get_setting(HOSTS_FIRST_SETTING) is True
         if first or not await self.upkeep.budget.fits_now(need_mb):
-            remote = await self.hosts.place(need_mb)
+            remote = await self.hosts.place(need_mb, ws)
             if remote is not None:
                 return remote
         try:
             await self.upkeep.make_room(need_mb)
         except Refused as exc:
-            rooms = "; ".join(
-                f"rig host {r.name!r} has {max(r.free_mb, 0)} of its {r.budget_mb} MB free (its --memory-budget)"
-                for r in await self.hosts.rooms()
+            rooms = (
+                "; ".join(
+                    f"rig host {r.name!r} has {max(r.free_mb, 0)} of its {r.budget_mb} MB free (its --memory-budget)"
+                    for r in await self.hosts.rooms(ws)
+                )
+                or "no rig host connected runs rigs of this workspace (their credentials name others)"
             )
             raise Refused(f"no host has room for another {need_mb} MB rig: {rooms}; and {exc.message}") from exc
         return self.backend
