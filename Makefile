@@ -3,10 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the server needs on its host: namespaces, the rigs' image builder, firewall and seccomp filter
-# (rigs, confined shell steps and command agents) and ffmpeg to transcode engine C's live view. `make run` installs
+# (rigs, confined shell steps and command agents), ffmpeg to transcode engine C's live view and shellcheck for the
+# skills' scan of bundled shell scripts. `make run` installs
 # them where it can; where it cannot, `hangar serve` says in one line what is unavailable and the command that
 # fixes it.
-APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libseccomp2 ffmpeg
+APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libseccomp2 ffmpeg shellcheck
 # What the tests drive besides: a browser, the SAML peer's signer, each browser engine launched directly on
 # the host beside its rig (the engines' conformance tests, the benchmark's baseline), and PostgreSQL's server
 # (the tests start a throwaway cluster of their own from its binaries, tests/support/postgres.py). Node.js and npm (the OIDC
