@@ -101,7 +101,7 @@ def _zip(data: bytes, budget: _Budget) -> None:
                 mode = info.external_attr >> 16
                 if info.is_dir():
                     continue
-                if mode and not stat.S_ISREG(mode):
+                if stat.S_IFMT(mode) not in (0, stat.S_IFREG):  # no type bits: a plain file, as zip tools write
                     kind = "a symlink" if stat.S_ISLNK(mode) else "not a file"
                     raise _refuse(budget.field, f"member {info.filename!r} is {kind}")
                 if name is None:

@@ -31,13 +31,23 @@ class Finding:
     line: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "severity": self.severity, "message": self.message, "file": self.file,
-                "line": self.line}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+        }
 
 
-_MAGIC = ((b"\x7fELF", "an ELF executable"), (b"MZ", "a Windows executable"), (b"\xcf\xfa\xed\xfe", "a Mach-O "
-          "executable"), (b"\xfe\xed\xfa\xcf", "a Mach-O executable"), (b"\xca\xfe\xba\xbe", "a Mach-O or Java "
-          "binary"), (b"\x00asm", "a WebAssembly module"))  # fmt: skip
+_MAGIC = (
+    (b"\x7fELF", "an ELF executable"),
+    (b"MZ", "a Windows executable"),
+    (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
+    (b"\xfe\xed\xfa\xcf", "a Mach-O executable"),
+    (b"\xca\xfe\xba\xbe", "a Mach-O or Java binary"),
+    (b"\x00asm", "a WebAssembly module"),
+)
 
 SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
@@ -92,7 +102,8 @@ MAX_FINDINGS_PER_CHECK = 20  # per file: a file that repeats a problem a thousan
 
 def text_of(data: bytes) -> str | None:
     """``data`` as text, or None when it is binary (``binary`` reports it)."""
-    if b"\0" in data or any(data.startswith(magic) for magic, _ in _MAGIC):
+    # Every executable format holds NULs or bytes that are not UTF-8; ELF's magic is checked too for a stub.
+    if b"\0" in data or data.startswith(b"\x7fELF"):
         return None
     try:
         return data.decode("utf-8")
@@ -111,8 +122,9 @@ def _line(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def _matches(name: str, text: str, patterns: tuple[tuple[str, re.Pattern[str]], ...], kind: str, how: str,
-             severity: str) -> list[Finding]:  # fmt: skip
+def _matches(
+    name: str, text: str, patterns: tuple[tuple[str, re.Pattern[str]], ...], kind: str, how: str, severity: str
+) -> list[Finding]:
     found: list[Finding] = []
     for label, pattern in patterns:
         for m in pattern.finditer(text):

@@ -141,8 +141,11 @@ async def skills_upload(ctx: OpContext, args: UploadArgs) -> SkillView:
     except (binascii.Error, ValueError):
         raise InvalidArgs("contentBase64: not base64", field="contentBase64") from None
     if len(content) > MAX_UPLOAD_BYTES:
-        raise InvalidArgs(f"contentBase64: the skill is {len(content)} bytes, more than {MAX_UPLOAD_BYTES}; install "
-                          "a larger one from an index", field="contentBase64")  # fmt: skip
+        raise InvalidArgs(
+            f"contentBase64: the skill is {len(content)} bytes, more than {MAX_UPLOAD_BYTES}; install "
+            "a larger one from an index",
+            field="contentBase64",
+        )
     got = digest_of(content)
     if got != args.digest:
         raise InvalidArgs(
