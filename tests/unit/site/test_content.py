@@ -70,6 +70,7 @@ BUILT_AREAS = (
     "manual/guides/ai-review",
     "manual/guides/dispatch-reviewers",
     "manual/guides/review-merge-pr",
+    "manual/guides/manage-skills",
 )
 
 
