@@ -55,6 +55,14 @@ async def test_a_timed_out_analyser_is_a_review_finding_never_a_pass(tmp_path: P
     assert await analysers.bandit(tmp_path, ["b.py"]) == []
 
 
+async def test_script_names_are_never_options(tmp_path: Path) -> None:
+    """A skill may name a script ``--help.py`` or ``-x.sh``: the analysers are told where their options end."""
+    (tmp_path / "--version.py").write_text("import subprocess\nsubprocess.call(input(), shell=True)\n")
+    (tmp_path / "-x.sh").write_text("#!/bin/sh\nif [ 1 ] then\n")
+    assert {f.kind for f in await analysers.bandit(tmp_path, ["--version.py"])} == {"bandit"}
+    assert {f.file for f in await analysers.shellcheck(tmp_path, ["-x.sh"])} == {"-x.sh"}
+
+
 async def test_a_missing_analyser_is_a_review_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     (found,) = await analysers.shellcheck(tmp_path, ["a.sh"])

@@ -141,6 +141,19 @@ def test_the_index_is_parsed_totally() -> None:
     assert "listed twice" in bad(json.dumps(two).encode())
 
 
+def test_the_index_bounds() -> None:
+    many = {"$schema": index.SCHEMA_0_2_0, "skills": []}
+    entry = json.loads(doc())["skills"][0]
+    many["skills"] = [{**entry, "name": f"s{i}"} for i in range(index.MAX_ENTRIES)]
+    assert len(index.parse(json.dumps(many).encode(), URL)) == index.MAX_ENTRIES
+    many["skills"].append({**entry, "name": "one-more"})
+    with pytest.raises(InvalidArgs, match=f"more than {index.MAX_ENTRIES}"):
+        index.parse(json.dumps(many).encode(), URL)
+    assert index.parse(doc(description="d" * index.MAX_DESCRIPTION), URL)[0].description == "d" * index.MAX_DESCRIPTION
+    with pytest.raises(InvalidArgs, match=f"longer than {index.MAX_DESCRIPTION}"):
+        index.parse(doc(description="d" * (index.MAX_DESCRIPTION + 1)), URL)
+
+
 def test_the_sites_own_index_parses() -> None:
     from hangar.site.discovery import skills_index
     from hangar.site.slugs import SKILLS

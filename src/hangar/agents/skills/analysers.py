@@ -5,6 +5,10 @@ in a user namespace, the host's ``/usr`` and the server's Python read-only, the 
 ``/tmp``, a minimal environment, memory and CPU limits, and a time bound after which its whole process group is
 killed. What it prints is read up to ``MAX_OUTPUT`` bytes.
 
+A skill's files cannot switch a check off: bandit ignores ``# nosec`` (``--ignore-nosec``) and reads no config from
+the skill; shellcheck reads no ``.shellcheckrc`` (``--norc``) and is given the scripts with their directive comments
+neutered (``neuter_directives``).
+
 An analyser that cannot run here (bubblewrap, bandit or shellcheck missing) or fails is itself a ``review``
 finding: a skill is never passed on a check that did not happen.
 """
@@ -15,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -116,6 +121,16 @@ def unavailable(tool: str, package: str) -> str | None:
     return None if shutil.which(tool) is not None else f"{tool} (Debian package {package}) is not installed"
 
 
+_DIRECTIVE = re.compile(rb"^(\s*#\s*)shellcheck(\s)", re.M)
+
+
+def neuter_directives(data: bytes) -> bytes:
+    """A shell script as shellcheck is to read it: its ``# shellcheck disable=...`` (and other directive) comments
+    made plain comments, line for line, so a hostile script cannot silence the checks on itself. (bandit is told to
+    ignore ``# nosec`` with ``--ignore-nosec``.)"""
+    return _DIRECTIVE.sub(rb"\1shellcheck-ignored\2", data)
+
+
 def _failed(tool: str, why: str) -> Finding:
     return Finding("analyser", REVIEW, f"{tool} did not check the skill's scripts: {why}")
 
@@ -129,7 +144,9 @@ async def bandit(tree: Path, scripts: list[str], limit_s: float = ANALYSER_TIME_
     why = unavailable("bandit", "bandit")
     if why is not None:
         return [_failed("bandit", why)]
-    ran = await run_confined(tree, [sys.executable, "-I", "-m", "bandit", "-q", "-f", "json", "--", *scripts], limit_s)
+    ran = await run_confined(
+        tree, [sys.executable, "-I", "-m", "bandit", "-q", "--ignore-nosec", "-f", "json", "--", *scripts], limit_s
+    )
     if ran.exit_code is None:
         return [_failed("bandit", f"it did not finish within {limit_s:g} s")]
     try:
@@ -159,8 +176,10 @@ async def shellcheck(tree: Path, scripts: list[str], limit_s: float = ANALYSER_T
     why = unavailable("shellcheck", "shellcheck")
     if why is not None:
         return [_failed("shellcheck", why)]
-    # -x off: a script's ``source`` of another file is not followed anywhere.
-    ran = await run_confined(tree, ["shellcheck", "-f", "json", "-S", "warning", "--", *scripts], limit_s)
+    # No ``.shellcheckrc`` read (the skill could bring one that disables every check), no ``source`` followed;
+    # the skill's own ``# shellcheck disable=`` lines are neutered in the copy analysed (``neuter_directives``).
+    argv = ["shellcheck", "--norc", "-f", "json", "-S", "warning", "--", *scripts]
+    ran = await run_confined(tree, argv, limit_s)
     if ran.exit_code is None:
         return [_failed("shellcheck", f"it did not finish within {limit_s:g} s")]
     try:

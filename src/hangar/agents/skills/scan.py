@@ -132,7 +132,8 @@ async def scan(
         with tempfile.TemporaryDirectory(prefix="hangar-skill-") as tmp:
             tree = Path(tmp) / "skill"
             tree.mkdir()
-            await asyncio.to_thread(write_tree, {n: files[n] for n in texts}, tree)
+            analysed = {n: analysers.neuter_directives(files[n]) if n in shell else files[n] for n in texts}
+            await asyncio.to_thread(write_tree, analysed, tree)
             found = await asyncio.gather(
                 analysers.bandit(tree, python, limit), analysers.shellcheck(tree, shell, limit)
             )
