@@ -21,6 +21,8 @@ from starlette.routing import Route
 
 from hangar.agents.skills.index import SCHEMA_0_2_0
 from hangar.agents.skills.ops import MAX_UPLOAD_BYTES
+from hangar.agents.skills.scan import MAX_INDEX_BYTES
+from hangar.agents.skills.store import MAX_SKILLS
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.serving import serving
 from tests.unit.agents.fake_openai import running_fake_openai, text
@@ -144,6 +146,21 @@ async def test_install_from_an_index_is_pinned_by_digest(tmp_path: Path) -> None
         message = await refused(client.call("skills.install", workspace_id=ws, indexUrl=moved, name="x"))
         assert "redirects to http://169.254.169.254/index.json, which is not followed" in message
 
+        # The index's size bound, at the limit and one past.
+        body = json.dumps({"$schema": SCHEMA_0_2_0, "skills": [idx.entries["from-index"]]}).encode()
+        idx.raw_index = body + b" " * (MAX_INDEX_BYTES - len(body))
+        await client.call("skills.remove", workspace_id=ws, skillId=skill["id"])
+        again = await client.call("skills.install", workspace_id=ws, indexUrl=idx.url, name="from-index")
+        assert again["verdict"] == "pass"
+        idx.raw_index += b" "
+        # A scan that cannot read the index again does not know about drift: review, saying why.
+        scanned = await client.call("skills.scan", workspace_id=ws, skillId=again["id"])
+        assert (scanned["verdict"], scanned["loaded"]) == ("review", False)
+        (why,) = await findings(client, ws, again["id"])
+        assert why["kind"] == "digestDrift" and f"is larger than {MAX_INDEX_BYTES} bytes" in why["message"]
+        message = await refused(client.call("skills.install", workspace_id=ws, indexUrl=idx.url, name="x"))
+        assert f"is larger than {MAX_INDEX_BYTES} bytes" in message
+
         # A workspace admin's download is held to the outbound rules: this host's loopback is not theirs to reach.
         idx.raw_index = None
         token = await srv.new_user_token(ws, role="admin", name="admin")
@@ -175,6 +192,15 @@ async def test_upload_refusals_and_its_size_bound(tmp_path: Path) -> None:
         assert (await upload(client, ws, "at-limit", "skill-md", at_limit))["size"] == MAX_UPLOAD_BYTES
         message = await refused(upload(client, ws, "past-limit", "skill-md", at_limit + b"x"))
         assert f"more than {MAX_UPLOAD_BYTES}" in message
+
+
+async def test_a_workspace_holds_at_most_max_skills(tmp_path: Path) -> None:
+    async with pipelines_server(tmp_path) as (_srv, client, ws, _pipes):
+        for i in range(MAX_SKILLS):
+            await upload(client, ws, f"s{i}", "skill-md", skill_md(f"s{i}"))
+        message = await refused(upload(client, ws, "one-more", "skill-md", skill_md("one-more")), "refused")
+        assert f"holds {MAX_SKILLS} skills, the most it may ({MAX_SKILLS})" in message
+        assert len((await client.call("skills.list", workspace_id=ws))["skills"]) == MAX_SKILLS
 
 
 async def test_an_admin_overrides_a_review_never_a_block(tmp_path: Path) -> None:
