@@ -228,6 +228,10 @@ async def test_an_admin_overrides_a_review_never_a_block(tmp_path: Path) -> None
 
         gone = await client.call("skills.remove", workspace_id=ws, skillId=r["id"])
         assert gone["name"] == "shellcheck-bad"
+        # Each change is announced (screens listing skills read them again on it).
+        events = await client.call("events.list", workspace_id=ws, types=["skills.changed"])
+        said = [(e["payload"]["name"], e["payload"]["verdict"]) for e in events if e["payload"]["skillId"] == r["id"]]
+        assert said == [("shellcheck-bad", v) for v in ("unscanned", "review", "review", "review", "removed")]
         assert [s["name"] for s in (await client.call("skills.list", workspace_id=ws))["skills"]] == ["override-rules"]
         await refused(client.call("skills.findings", workspace_id=ws, skillId=r["id"]), "not_found")
 

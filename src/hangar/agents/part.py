@@ -18,6 +18,7 @@ from hangar.agents.runs import RunStore
 from hangar.agents.service import AgentService
 from hangar.agents.skills import body as skills_body
 from hangar.agents.skills import ops as skills_ops
+from hangar.agents.skills.events import SKILL_EVENTS
 from hangar.agents.tables import MIGRATIONS
 from hangar.agents.teams import TeamService
 from hangar.core.context import AppContext
@@ -63,7 +64,7 @@ AGENTS_PART = Part(
     name="agents",
     ops=[*AGENT_OPS, *orchestration_ops.OPS, *skills_ops.OPS],
     migrations=[MIGRATIONS],
-    events=(*AGENT_EVENTS, *ORCHESTRATION_EVENTS),
+    events=(*AGENT_EVENTS, *ORCHESTRATION_EVENTS, *SKILL_EVENTS),
     bodies=[*BODIES, *orchestration_bodies.BODIES, *skills_body.BODIES],
     server_settings=[TRUSTED_MODEL_HOSTS_SPEC],
     start=_start,

@@ -239,7 +239,7 @@ export type DeviceRef = {
 };
 
 /** A domain event as stored: its sequence number in the workspace, type and payload (the declared event's model; an emitted event's payload as given). */
-export type EventView = AgentsReasoningFinishedView | AgentsReasoningStartedView | AgentsRunFinishedView | AgentsRunStartedView | AgentsTextDeltaView | AgentsToolCallFinishedView | AgentsToolCallStartedView | AgentsTurnFinishedView | AgentsTurnStartedView | AgentsTurnWaitingView | ChatUserLinkedView | ChatUserUnlinkedView | ForgePullRequestView | IdentityMemberAddedView | IdentityMemberRemovedView | IdentityMemberRoleChangedView | IdentityWorkspaceCreatedView | OrchestrationChangedView | OrchestrationNodeApprovedView | PipelineRunFinishedView | PipelineTaskFinishedView | RigsClosedView | RigsControlChangedView | RigsDevDomainChangedView | RigsReapedView | WorkspaceMessagePostedView | WorkspaceSpaceCreatedView | WorkspaceSpaceProvisioningChangedView | WorkspaceSpaceUpdatedView | WorkspaceTicketChangedView | EmittedView;
+export type EventView = AgentsReasoningFinishedView | AgentsReasoningStartedView | AgentsRunFinishedView | AgentsRunStartedView | AgentsTextDeltaView | AgentsToolCallFinishedView | AgentsToolCallStartedView | AgentsTurnFinishedView | AgentsTurnStartedView | AgentsTurnWaitingView | ChatUserLinkedView | ChatUserUnlinkedView | ForgePullRequestView | IdentityMemberAddedView | IdentityMemberRemovedView | IdentityMemberRoleChangedView | IdentityWorkspaceCreatedView | OrchestrationChangedView | OrchestrationNodeApprovedView | PipelineRunFinishedView | PipelineTaskFinishedView | RigsClosedView | RigsControlChangedView | RigsDevDomainChangedView | RigsReapedView | SkillsChangedView | WorkspaceMessagePostedView | WorkspaceSpaceCreatedView | WorkspaceSpaceProvisioningChangedView | WorkspaceSpaceUpdatedView | WorkspaceTicketChangedView | EmittedView;
 
 /** The turn's reasoning prose, sent once when it is complete. */
 export type AgentsReasoningFinished = {
@@ -637,6 +637,20 @@ export type RigsReapedView = {
   type: "rigs.reaped";
   occurredAt: string;
   payload: RigsReaped;
+};
+
+export type SkillsChanged = {
+  skillId: string;
+  name: string;
+  verdict: string;
+};
+
+export type SkillsChangedView = {
+  seq: number;
+  id: string;
+  type: "skills.changed";
+  occurredAt: string;
+  payload: SkillsChanged;
 };
 
 export type MessageAuthor = {
@@ -3831,6 +3845,7 @@ export const EVENT_TYPES = [
   "rigs.controlChanged",
   "rigs.devDomainChanged",
   "rigs.reaped",
+  "skills.changed",
   "workspace.messagePosted",
   "workspace.spaceCreated",
   "workspace.spaceProvisioningChanged",

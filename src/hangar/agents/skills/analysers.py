@@ -144,9 +144,11 @@ async def bandit(tree: Path, scripts: list[str], limit_s: float = ANALYSER_TIME_
     why = unavailable("bandit", "bandit")
     if why is not None:
         return [_failed("bandit", why)]
-    ran = await run_confined(
-        tree, [sys.executable, "-I", "-m", "bandit", "-q", "--ignore-nosec", "-f", "json", "--", *scripts], limit_s
-    )
+    argv = [sys.executable, "-I", "-m", "bandit", "-q", "--ignore-nosec", "-f", "json", "--", *scripts]
+    try:
+        ran = await run_confined(tree, argv, limit_s)
+    except OSError as exc:
+        return [_failed("bandit", f"its sandbox did not start ({exc.strerror or exc})")]
     if ran.exit_code is None:
         return [_failed("bandit", f"it did not finish within {limit_s:g} s")]
     try:
@@ -179,7 +181,10 @@ async def shellcheck(tree: Path, scripts: list[str], limit_s: float = ANALYSER_T
     # No ``.shellcheckrc`` read (the skill could bring one that disables every check), no ``source`` followed;
     # the skill's own ``# shellcheck disable=`` lines are neutered in the copy analysed (``neuter_directives``).
     argv = ["shellcheck", "--norc", "-f", "json", "-S", "warning", "--", *scripts]
-    ran = await run_confined(tree, argv, limit_s)
+    try:
+        ran = await run_confined(tree, argv, limit_s)
+    except OSError as exc:
+        return [_failed("shellcheck", f"its sandbox did not start ({exc.strerror or exc})")]
     if ran.exit_code is None:
         return [_failed("shellcheck", f"it did not finish within {limit_s:g} s")]
     try:

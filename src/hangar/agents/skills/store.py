@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from hangar.agents.adapters.base import LoadedSkill
 from hangar.agents.skills.archive import SKILL_MD, unpack
+from hangar.agents.skills.events import SkillChanged
 from hangar.agents.tables import skills as T
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
@@ -128,6 +129,7 @@ class SkillStore:
                     installed_by=by, by_owner=by_owner, installed_at=self._app.clock.now(),
                 )
             )  # fmt: skip
+            await tx.publish(SkillChanged(workspace_id=workspace_id, skill_id=skill_id, name=name, verdict="unscanned"))
         return await self.get(workspace_id, skill_id)
 
     async def record_scan(
@@ -141,14 +143,18 @@ class SkillStore:
                 .where(T.c.id == skill_id, T.c.digest == digest)
                 .values(verdict=verdict, findings=findings, scanned_at=self._app.clock.now())
             )
-        if done.rowcount == 0:
-            return None
+            if done.rowcount == 0:
+                return None
+            name = (await tx.conn.execute(sa.select(T.c.name).where(T.c.id == skill_id))).scalar_one()
+            await tx.publish(SkillChanged(workspace_id=workspace_id, skill_id=skill_id, name=name, verdict=verdict))
         return await self.get(workspace_id, skill_id)
 
     async def override(self, workspace_id: str, skill_id: str, reason: str, by: str) -> Skill:
         """An admin lets a skill whose verdict is ``review`` load, on the findings recorded now."""
         async with self._app.bus.transaction(workspace_id, serialized=True) as tx:
-            row = (await tx.conn.execute(sa.select(T.c.verdict, T.c.findings).where(T.c.id == skill_id))).first()
+            row = (
+                await tx.conn.execute(sa.select(T.c.name, T.c.verdict, T.c.findings).where(T.c.id == skill_id))
+            ).first()
             if row is None:
                 raise NotFound(f"skillId: no skill {skill_id!r} in this workspace")
             if row.verdict == "blocked":
@@ -163,12 +169,18 @@ class SkillStore:
                 .where(T.c.id == skill_id)
                 .values(override_by=by, override_reason=reason, override_findings=fingerprint(list(row.findings)))
             )
+            await tx.publish(
+                SkillChanged(workspace_id=workspace_id, skill_id=skill_id, name=row.name, verdict="review")
+            )
         return await self.get(workspace_id, skill_id)
 
     async def remove(self, workspace_id: str, skill_id: str) -> Skill:
         skill = await self.get(workspace_id, skill_id)
         async with self._app.bus.transaction(workspace_id, serialized=True) as tx:
-            await tx.conn.execute(sa.delete(T).where(T.c.id == skill_id))
+            done = await tx.conn.execute(sa.delete(T).where(T.c.id == skill_id))
+            if done.rowcount:
+                gone = SkillChanged(workspace_id=workspace_id, skill_id=skill_id, name=skill.name, verdict="removed")
+                await tx.publish(gone)
         return skill
 
     async def loaded(self, workspace_id: str) -> tuple[LoadedSkill, ...]:
