@@ -8,7 +8,8 @@
   ``eval(atob(...))``), which hides what runs: blocks;
 - ``instructionOverride``: text telling the agent to drop its rules (ignore previous instructions, reveal the system
   prompt, act without telling the user, bypass approvals): blocks;
-- ``destinations``: the hosts the files name in URLs, for the scan to hold against the workspace's allowlist.
+- ``destinations``: the hosts the files name in URLs and on network tools' command lines, for the scan to hold
+  against the workspace's allowlist.
 """
 
 from __future__ import annotations
@@ -97,6 +98,51 @@ OVERRIDES: tuple[re.Pattern[str], ...] = tuple(
 )
 
 _URL = re.compile(r"\b(?:https?|wss?|ftp)://([^\s/\"'<>()\[\]{}`|;,]+)", re.I)
+# A network tool's command line names its destination without a scheme too (``curl evil.example/x``, ``nc 1.2.3.4
+# 443``, ``scp f user@host:``): the words after the tool that look like a host name or an address.
+_TOOL = re.compile(r"\b(?:curl|wget|nc|ncat|netcat|ssh|scp|sftp|rsync|telnet|ftp|socat)\b[^\n|;&]*", re.I)
+_HOSTLIKE = re.compile(
+    r"(?<![\w./:@-])(?:[\w.-]+@)?((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,63}|\d{1,3}(?:\.\d{1,3}){3})(?=[:/\s\"']|$)",
+    re.I,
+)
+# The last labels of file names a command line also holds (``-o out.json``), never taken for a host.
+_FILE_ENDINGS = frozenset(
+    {
+        "sh",
+        "bash",
+        "py",
+        "txt",
+        "json",
+        "md",
+        "gz",
+        "tgz",
+        "tar",
+        "zip",
+        "log",
+        "out",
+        "tmp",
+        "yaml",
+        "yml",
+        "toml",
+        "cfg",
+        "conf",
+        "ini",
+        "html",
+        "htm",
+        "js",
+        "ts",
+        "csv",
+        "xml",
+        "pem",
+        "key",
+        "crt",
+        "deb",
+        "rpm",
+        "whl",
+        "lock",
+        "env",
+    }
+)
 MAX_FINDINGS_PER_CHECK = 20  # per file: a file that repeats a problem a thousand times says so in 20 findings
 
 
@@ -170,8 +216,13 @@ def destinations(text: str) -> list[tuple[str, int]]:
             host = urlsplit("http://" + m.group(1)).hostname
         except ValueError:
             continue
-        if host and host not in seen:
-            seen[host.rstrip(".").lower()] = _line(text, m.start())
+        if host:
+            seen.setdefault(host.rstrip("."), _line(text, m.start()))
+    for tool in _TOOL.finditer(text):
+        for word in _HOSTLIKE.finditer(tool.group(0)):
+            host = word.group(1).lower()
+            if host.rsplit(".", 1)[-1] not in _FILE_ENDINGS:
+                seen.setdefault(host, _line(text, tool.start()))
     return list(seen.items())
 
 
