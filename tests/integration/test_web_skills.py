@@ -63,7 +63,7 @@ async def test_the_skills_section_shows_verdicts_findings_and_takes_an_override(
         for options in ({"color_scheme": "dark"}, {"viewport": {"width": 375, "height": 800}, "color_scheme": "dark"},
                         {"viewport": {"width": 375, "height": 800}}):  # fmt: skip
             page, console = await open_signed_in(browser, srv, f"/workspaces/{ws}/skills", **options)
-            await page.get_by_role("list", name="Skills").get_by_text("override-rules").wait_for()
+            await page.get_by_role("list", name="Skills").get_by_text("override-rules", exact=True).wait_for()
             await page.get_by_text("Install a skill from a discovery index").click()
             await page.get_by_label("Index URL (agent-skills discovery 0.2.0)").wait_for()
             assert await axe_violations(page) == []
