@@ -143,6 +143,7 @@ _FILE_ENDINGS = frozenset(
         "env",
     }
 )
+MAX_HOSTS = 1000  # distinct hosts read from one file; a file naming more says so through its first ones
 MAX_FINDINGS_PER_CHECK = 20  # per file: a file that repeats a problem a thousand times says so in 20 findings
 
 
@@ -218,11 +219,15 @@ def destinations(text: str) -> list[tuple[str, int]]:
             continue
         if host:
             seen.setdefault(host.rstrip("."), _line(text, m.start()))
+        if len(seen) >= MAX_HOSTS:
+            return list(seen.items())
     for tool in _TOOL.finditer(text):
         for word in _HOSTLIKE.finditer(tool.group(0)):
             host = word.group(1).lower()
             if host.rsplit(".", 1)[-1] not in _FILE_ENDINGS:
                 seen.setdefault(host, _line(text, tool.start()))
+        if len(seen) >= MAX_HOSTS:
+            break
     return list(seen.items())
 
 

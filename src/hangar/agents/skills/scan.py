@@ -82,22 +82,39 @@ async def _allowed(app: AppContext, workspace_id: str, host: str, origin: str | 
     return await confinement.reaches(scope, host)
 
 
-async def _network(app: AppContext, workspace_id: str, skill: Skill, files: dict[str, str]) -> list[Finding]:
+async def _network(
+    app: AppContext, workspace_id: str, skill: Skill, named: dict[str, list[tuple[str, int]]]
+) -> list[Finding]:
+    """``named``: per file, the hosts it names (``checks.destinations``)."""
     origin = urlsplit(skill.url or skill.index_url or "").hostname
     found: list[Finding] = []
-    for name, text in files.items():
-        for host, line in checks.destinations(text):
+    for name, hosts in named.items():
+        for host, line in hosts[: checks.MAX_FINDINGS_PER_CHECK]:
             if not await _allowed(app, workspace_id, host, origin):
-                found.append(
-                    Finding(
-                        "network",
-                        REVIEW,
-                        f"{name} names {host}, which is outside the workspace's allowlist",
-                        name,
-                        line,
-                    )
-                )
+                message = f"{name} names {host}, which is outside the workspace's allowlist"
+                found.append(Finding("network", REVIEW, message, name, line))
+        if len(hosts) > checks.MAX_FINDINGS_PER_CHECK:
+            more = len(hosts) - checks.MAX_FINDINGS_PER_CHECK
+            found.append(Finding("network", REVIEW, f"{name} names {more} more hosts, not checked one by one", name))
     return found
+
+
+def _read(files: Files) -> tuple[list[Finding], dict[str, str], dict[str, list[tuple[str, int]]]]:
+    """The text checks over every file (CPU work, run off the event loop): findings, the text files, and the
+    hosts each names."""
+    findings: list[Finding] = []
+    texts: dict[str, str] = {}
+    named: dict[str, list[tuple[str, int]]] = {}
+    for name, data in files.items():
+        text = checks.text_of(data)
+        if text is None:
+            findings += checks.binary(name, data)
+            continue
+        texts[name] = text
+        findings += checks.secrets(name, text) + checks.obfuscation(name, text)
+        findings += checks.instruction_overrides(name, text)
+        named[name] = checks.destinations(text)
+    return findings, texts, named
 
 
 async def scan(
@@ -115,17 +132,9 @@ async def scan(
     except HangarError as exc:
         findings.append(Finding("archive", BLOCK, str(exc)))
         return Report(checks.verdict(findings), findings)
-    texts: dict[str, str] = {}
-    for name, data in files.items():
-        text = checks.text_of(data)
-        if text is None:
-            findings += checks.binary(name, data)
-            continue
-        texts[name] = text
-        findings += (
-            checks.secrets(name, text) + checks.obfuscation(name, text) + checks.instruction_overrides(name, text)
-        )
-    findings += await _network(app, workspace_id, skill, texts)
+    found_in_text, texts, named = await asyncio.to_thread(_read, files)
+    findings += found_in_text
+    findings += await _network(app, workspace_id, skill, named)
     python, shell = scripts({n: files[n] for n in texts})
     if python or shell:
         limit = analysers.ANALYSER_TIME_S if limit_s is None else limit_s
@@ -141,9 +150,6 @@ async def scan(
     return Report(checks.verdict(findings), findings)
 
 
-__all__ = ["MAX_SKILL_BYTES", "Report", "analyze", "scan", "scripts"]
-
-
 async def analyze(app: AppContext, workspace_id: str, skill_id: str) -> Skill | None:
     """Scan one installed skill and record its verdict; None when it was removed or replaced meanwhile."""
     store = SkillStore(app)
@@ -155,3 +161,6 @@ async def analyze(app: AppContext, workspace_id: str, skill_id: str) -> Skill | 
     return await store.record_scan(
         workspace_id, skill_id, digest, report.verdict, [f.to_json() for f in report.findings]
     )
+
+
+__all__ = ["MAX_SKILL_BYTES", "Report", "analyze", "scan", "scripts"]
