@@ -22,7 +22,7 @@ from starlette.routing import Route
 from hangar.agents.skills.index import SCHEMA_0_2_0
 from hangar.agents.skills.ops import MAX_UPLOAD_BYTES
 from hangar.agents.skills.scan import MAX_INDEX_BYTES
-from hangar.agents.skills.store import MAX_SKILLS
+from hangar.agents.skills.store import MAX_INSTRUCTIONS_BYTES, MAX_SKILLS
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.serving import serving
 from tests.unit.agents.fake_openai import running_fake_openai, text
@@ -192,6 +192,13 @@ async def test_upload_refusals_and_its_size_bound(tmp_path: Path) -> None:
         assert (await upload(client, ws, "at-limit", "skill-md", at_limit))["size"] == MAX_UPLOAD_BYTES
         message = await refused(upload(client, ws, "past-limit", "skill-md", at_limit + b"x"))
         assert f"more than {MAX_UPLOAD_BYTES}" in message
+
+        # What every agent run could be given: the installed skills' instructions together, at the bound and past.
+        rest = b"y" * (MAX_INSTRUCTIONS_BYTES - MAX_UPLOAD_BYTES)
+        assert (await upload(client, ws, "fills-up", "skill-md", rest))["size"] == len(rest)
+        message = await refused(upload(client, ws, "one-byte", "skill-md", b"z"), "refused")
+        assert f"more than {MAX_INSTRUCTIONS_BYTES} bytes of skill instructions" in message
+        assert len((await client.call("skills.list", workspace_id=ws))["skills"]) == 2
 
 
 async def test_a_workspace_holds_at_most_max_skills(tmp_path: Path) -> None:

@@ -114,6 +114,7 @@ skills = sa.Table(
     sa.Column("digest", sa.String(80), nullable=False),
     sa.Column("content", sa.LargeBinary, nullable=False),
     sa.Column("size", sa.Integer, nullable=False),
+    sa.Column("instructions_bytes", sa.Integer, nullable=False),
     sa.Column("verdict", sa.String(16), nullable=False),
     sa.Column("findings", sa.JSON, nullable=False),
     sa.Column("scanned_at", sa.DateTime(timezone=True), nullable=True),

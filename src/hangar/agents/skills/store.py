@@ -26,6 +26,8 @@ from hangar.core.ids import new_id
 from hangar.errors import Conflict, InvalidArgs, NotFound, Refused
 
 MAX_SKILLS = 100  # installed per workspace
+# The SKILL.md text of all installed skills together: what every agent run of the workspace could be given.
+MAX_INSTRUCTIONS_BYTES = 256 * 1024
 VERDICTS = ("unscanned", "pass", "review", "blocked")
 
 
@@ -114,18 +116,30 @@ class SkillStore:
         """Record a skill whose ``content`` hashes to ``digest`` (checked by the caller, checked again here)."""
         if digest_of(content) != digest:
             raise InvalidArgs(f"digest: the skill's bytes are {digest_of(content)}, not {digest}", field="digest")
+        instructions = len(unpack(content, kind)[SKILL_MD])
         skill_id = new_id()
         async with self._app.bus.transaction(workspace_id, serialized=True) as tx:
             taken = (await tx.conn.execute(sa.select(T.c.id).where(T.c.name == name))).first()
             if taken is not None:
                 raise Conflict(f"name: a skill {name!r} is installed already; remove it before installing another")
-            count = (await tx.conn.execute(sa.select(sa.func.count()).select_from(T))).scalar_one()
+            count, held = (
+                await tx.conn.execute(
+                    sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(T.c.instructions_bytes), 0))
+                )
+            ).one()
             if count >= MAX_SKILLS:
                 raise Refused(f"this workspace holds {count} skills, the most it may ({MAX_SKILLS}); remove one first")
+            if held + instructions > MAX_INSTRUCTIONS_BYTES:
+                raise Refused(
+                    f"its {SKILL_MD} is {instructions} bytes and the installed skills' come to {held}: agents would "
+                    f"be given more than {MAX_INSTRUCTIONS_BYTES} bytes of skill instructions at every run; remove "
+                    "one first"
+                )
             await tx.conn.execute(
                 sa.insert(T).values(
                     id=skill_id, name=name, description=description, kind=kind, source=source, index_url=index_url,
-                    url=url, digest=digest, content=content, size=len(content), verdict="unscanned", findings=[],
+                    url=url, digest=digest, content=content, size=len(content), instructions_bytes=instructions,
+                    verdict="unscanned", findings=[],
                     installed_by=by, by_owner=by_owner, installed_at=self._app.clock.now(),
                 )
             )  # fmt: skip
