@@ -3,11 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the server needs on its host: namespaces, the rigs' image builder, firewall and seccomp filter
-# (rigs, confined shell steps and command agents), ffmpeg to transcode engine C's live view and adb to drive phones
-# (mobile rigs: an emulator or a device, README, Rigs). `make run` installs
-# them where it can; where it cannot, `hangar serve` says in one line what is unavailable and the command that
-# fixes it.
-APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libseccomp2 ffmpeg adb
+# (rigs, confined shell steps and command agents), ffmpeg to transcode engine C's live view, adb to drive phones
+# (mobile rigs: an emulator or a device, README, Rigs) and shellcheck for the skills' scan of bundled shell
+# scripts. `make run` installs them where it can; where it cannot, `hangar serve` says in one line what is
+# unavailable and the command that fixes it.
+APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libseccomp2 ffmpeg adb shellcheck
 # What the tests drive besides: a browser, the SAML peer's signer, each browser engine launched directly on
 # the host beside its rig (the engines' conformance tests, the benchmark's baseline), and PostgreSQL's server
 # (the tests start a throwaway cluster of their own from its binaries, tests/support/postgres.py). Node.js and npm (the OIDC

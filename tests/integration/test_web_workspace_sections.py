@@ -42,6 +42,7 @@ SECTIONS = [
     ("/spaces", "Spaces", "Spaces"),
     ("/tickets", "Tickets", "Tickets"),
     ("/agents", "Agents and teams", "Teams"),
+    ("/skills", "Skills", "Agent skills"),
     ("/repos", "Repositories", "Repositories and worktrees"),
     ("/members", "Members", "Members and invites"),
 ]

@@ -33,6 +33,7 @@ export const EVENT_LABELS: Readonly<Record<EventType, string>> = {
   "rigs.controlChanged": "Rig control changed",
   "rigs.devDomainChanged": "Dev domain changed",
   "rigs.reaped": "Rig closed for idleness",
+  "skills.changed": "Skill installed, scanned or removed",
   "workspace.messagePosted": "Message posted",
   "workspace.spaceCreated": "Space created",
   "workspace.spaceProvisioningChanged": "Space setup progressed",

@@ -16,6 +16,9 @@ from hangar.agents.pipeline_follow import PipelineFollower
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import RunStore
 from hangar.agents.service import AgentSecretValues, AgentService
+from hangar.agents.skills import body as skills_body
+from hangar.agents.skills import ops as skills_ops
+from hangar.agents.skills.events import SKILL_EVENTS
 from hangar.agents.tables import MIGRATIONS
 from hangar.agents.teams import TeamService
 from hangar.core.context import AppContext
@@ -61,10 +64,10 @@ async def _event_floor(app: AppContext, workspace_id: str) -> int | None:
 
 AGENTS_PART = Part(
     name="agents",
-    ops=[*AGENT_OPS, *orchestration_ops.OPS],
+    ops=[*AGENT_OPS, *orchestration_ops.OPS, *skills_ops.OPS],
     migrations=[MIGRATIONS],
-    events=(*AGENT_EVENTS, *ORCHESTRATION_EVENTS),
-    bodies=[*BODIES, *orchestration_bodies.BODIES],
+    events=(*AGENT_EVENTS, *ORCHESTRATION_EVENTS, *SKILL_EVENTS),
+    bodies=[*BODIES, *orchestration_bodies.BODIES, *skills_body.BODIES],
     server_settings=[TRUSTED_MODEL_HOSTS_SPEC],
     start=_start,
     stop=_stop,

@@ -35,6 +35,7 @@ from hangar.agents.endpoints import ModelEndpoint
 from hangar.agents.live_run import LiveRun
 from hangar.agents.runs import Run, RunStatus, RunStore
 from hangar.agents.service import Agent, AgentService
+from hangar.agents.skills.store import SkillStore
 from hangar.agents.tools.builtin import OutputHolder
 from hangar.agents.tools.grants import mcp_grant, product_tools
 from hangar.agents.tools.mcp_grant import McpGrant, revoke
@@ -343,6 +344,7 @@ class AgentRunner:
                 credentials=self.app.maybe_service(CredentialSource),
                 attempt_env=attempt_env,
                 read_only=run.read_only,
+                skills=await SkillStore(self.app).loaded(workspace_id),
             )
             if run_id in self._interrupted:  # interrupted before the adapter started
                 raise asyncio.CancelledError

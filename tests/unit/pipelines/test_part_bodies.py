@@ -45,6 +45,7 @@ def test_each_part_lists_its_own_bodies() -> None:
         "orchestration.awaitApproval",
         "orchestration.markPhase",
         "orchestration.persistDeliverable",
+        "skills.analyze",
     }
     # Every key once: the registry the reference pages and the command line build from them accepts them all.
     assert len(BodyRegistry(step_bodies(all_parts())).keys) == sum(len(keys) for keys in by_part.values())

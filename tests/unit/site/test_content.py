@@ -71,6 +71,7 @@ BUILT_AREAS = (
     "manual/guides/review-merge-pr",
     "manual/concepts/code-intelligence",
     "manual/guides/code-search",
+    "manual/guides/manage-skills",
 )
 
 

@@ -25,6 +25,7 @@ export const EVENT_READS: { readonly [T in EventType]?: readonly string[] } = {
   "workspace.ticketChanged": ["tickets.", "orchestration."],
   "orchestration.changed": ["orchestration.", "tickets."],
   "orchestration.nodeApproved": ["orchestration."],
+  "skills.changed": ["skills."],
   "agents.runStarted": ["runs."],
   "agents.runFinished": ["runs.", "orchestration."],
   "pipeline.runFinished": ["pipelines.runs."],

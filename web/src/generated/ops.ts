@@ -293,7 +293,7 @@ export type DeviceRef = {
 };
 
 /** A domain event as stored: its sequence number in the workspace, type and payload (the declared event's model; an emitted event's payload as given). */
-export type EventView = AgentsReasoningFinishedView | AgentsReasoningStartedView | AgentsRunFinishedView | AgentsRunStartedView | AgentsTextDeltaView | AgentsToolCallFinishedView | AgentsToolCallStartedView | AgentsTurnFinishedView | AgentsTurnStartedView | AgentsTurnWaitingView | ChatUserLinkedView | ChatUserUnlinkedView | ForgePullRequestView | IdentityMemberAddedView | IdentityMemberRemovedView | IdentityMemberRoleChangedView | IdentityWorkspaceCreatedView | OrchestrationChangedView | OrchestrationNodeApprovedView | PipelineRunFinishedView | PipelineTaskFinishedView | RigsClosedView | RigsControlChangedView | RigsDevDomainChangedView | RigsReapedView | WorkspaceMessagePostedView | WorkspaceSpaceCreatedView | WorkspaceSpaceProvisioningChangedView | WorkspaceSpaceUpdatedView | WorkspaceTicketChangedView | EmittedView;
+export type EventView = AgentsReasoningFinishedView | AgentsReasoningStartedView | AgentsRunFinishedView | AgentsRunStartedView | AgentsTextDeltaView | AgentsToolCallFinishedView | AgentsToolCallStartedView | AgentsTurnFinishedView | AgentsTurnStartedView | AgentsTurnWaitingView | ChatUserLinkedView | ChatUserUnlinkedView | ForgePullRequestView | IdentityMemberAddedView | IdentityMemberRemovedView | IdentityMemberRoleChangedView | IdentityWorkspaceCreatedView | OrchestrationChangedView | OrchestrationNodeApprovedView | PipelineRunFinishedView | PipelineTaskFinishedView | RigsClosedView | RigsControlChangedView | RigsDevDomainChangedView | RigsReapedView | SkillsChangedView | WorkspaceMessagePostedView | WorkspaceSpaceCreatedView | WorkspaceSpaceProvisioningChangedView | WorkspaceSpaceUpdatedView | WorkspaceTicketChangedView | EmittedView;
 
 /** The turn's reasoning prose, sent once when it is complete. */
 export type AgentsReasoningFinished = {
@@ -691,6 +691,20 @@ export type RigsReapedView = {
   type: "rigs.reaped";
   occurredAt: string;
   payload: RigsReaped;
+};
+
+export type SkillsChanged = {
+  skillId: string;
+  name: string;
+  verdict: string;
+};
+
+export type SkillsChangedView = {
+  seq: number;
+  id: string;
+  type: "skills.changed";
+  occurredAt: string;
+  payload: SkillsChanged;
 };
 
 export type MessageAuthor = {
@@ -1651,6 +1665,44 @@ export type SettingView = {
 export type SettingSaved = {
   key: string;
   value: unknown;
+};
+
+export type FindingView = {
+  kind: string;
+  severity: string;
+  message: string;
+  file: string | null;
+  line: number | null;
+};
+
+export type SkillView = {
+  id: string;
+  name: string;
+  description: string;
+  kind: string;
+  source: string;
+  indexUrl: string | null;
+  url: string | null;
+  digest: string;
+  size: number;
+  verdict: string;
+  findings: number;
+  scannedAt: string | null;
+  overridden: boolean;
+  overrideBy: string | null;
+  overrideReason: string | null;
+  loaded: boolean;
+  installedBy: string;
+  installedAt: string;
+};
+
+export type SkillFindings = {
+  skill: SkillView;
+  findings: Array<FindingView>;
+};
+
+export type SkillList = {
+  skills: Array<SkillView>;
 };
 
 /** How far checking out a space's repos got: ``state``, the step under way, the error that stopped it. */
@@ -3203,6 +3255,67 @@ export type SimUseArgs = {
 };
 export type SimUseResult = Record<string, unknown>;
 
+/** A skill with every finding of its last scan (kind, severity, message, file and line). */
+export type SkillsFindingsArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  skillId: string;
+};
+export type SkillsFindingsResult = SkillFindings;
+
+/** Install the skill ``name`` an agent-skills discovery index (0.2.0) at ``indexUrl`` lists: its bytes are fetched and must hash to the digest the index gives (a mismatch is refused, naming both), then scanned. */
+export type SkillsInstallArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  indexUrl: string;
+  name: string;
+};
+export type SkillsInstallResult = SkillView;
+
+/** The workspace's installed skills with their verdicts (``loaded``: whether agents load it now). */
+export type SkillsListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+};
+export type SkillsListResult = SkillList;
+
+/** Let a skill under ``review`` load, having read its findings (``reason`` says why; an audit row records it). It holds for the findings recorded now: a later scan that finds otherwise needs a new override. A ``blocked`` skill is refused: it is never loaded. */
+export type SkillsOverrideArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  skillId: string;
+  reason: string;
+};
+export type SkillsOverrideResult = SkillView;
+
+/** Remove an installed skill: no agent run started after this loads it. */
+export type SkillsRemoveArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  skillId: string;
+};
+export type SkillsRemoveResult = SkillView;
+
+/** Scan one installed skill again now (the index read again for drift) and record its verdict. */
+export type SkillsScanArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  skillId: string;
+};
+export type SkillsScanResult = SkillView;
+
+/** Install a skill from its bytes (``contentBase64``, at most 160 KiB; ``kind`` ``skill-md`` or ``archive``), pinned by ``digest`` (``sha256:<hex>`` of the exact bytes, refused when they differ), then scanned. */
+export type SkillsUploadArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  name: string;
+  kind: string;
+  contentBase64: string;
+  digest: string;
+  description?: string;
+};
+export type SkillsUploadResult = SkillView;
+
 /** Archive a space: it keeps its history but takes no new messages or agent runs. */
 export type SpacesArchiveArgs = {
   /** The workspace the call acts in. */
@@ -3620,6 +3733,13 @@ export interface Ops {
   "settings.get": { kind: "read"; scope: "workspace"; args: SettingsGetArgs; result: SettingsGetResult; event: never };
   "settings.set": { kind: "mutate"; scope: "workspace"; args: SettingsSetArgs; result: SettingsSetResult; event: never };
   "sim_use": { kind: "mutate"; scope: "workspace"; args: SimUseArgs; result: SimUseResult; event: never };
+  "skills.findings": { kind: "read"; scope: "workspace"; args: SkillsFindingsArgs; result: SkillsFindingsResult; event: never };
+  "skills.install": { kind: "mutate"; scope: "workspace"; args: SkillsInstallArgs; result: SkillsInstallResult; event: never };
+  "skills.list": { kind: "read"; scope: "workspace"; args: SkillsListArgs; result: SkillsListResult; event: never };
+  "skills.override": { kind: "mutate"; scope: "workspace"; args: SkillsOverrideArgs; result: SkillsOverrideResult; event: never };
+  "skills.remove": { kind: "destructive"; scope: "workspace"; args: SkillsRemoveArgs; result: SkillsRemoveResult; event: never };
+  "skills.scan": { kind: "mutate"; scope: "workspace"; args: SkillsScanArgs; result: SkillsScanResult; event: never };
+  "skills.upload": { kind: "mutate"; scope: "workspace"; args: SkillsUploadArgs; result: SkillsUploadResult; event: never };
   "spaces.archive": { kind: "mutate"; scope: "workspace"; args: SpacesArchiveArgs; result: SpacesArchiveResult; event: never };
   "spaces.create": { kind: "mutate"; scope: "workspace"; args: SpacesCreateArgs; result: SpacesCreateResult; event: never };
   "spaces.get": { kind: "read"; scope: "workspace"; args: SpacesGetArgs; result: SpacesGetResult; event: never };
@@ -3796,6 +3916,13 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "settings.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "settings.set": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "sim_use": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "skills.findings": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "skills.install": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "skills.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "skills.override": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "skills.remove": { kind: "destructive", scope: "workspace", minRole: "admin", serverOwner: false },
+  "skills.scan": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "skills.upload": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "spaces.archive": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "spaces.create": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "spaces.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
@@ -3875,6 +4002,7 @@ export const EVENT_TYPES = [
   "rigs.controlChanged",
   "rigs.devDomainChanged",
   "rigs.reaped",
+  "skills.changed",
   "workspace.messagePosted",
   "workspace.spaceCreated",
   "workspace.spaceProvisioningChanged",

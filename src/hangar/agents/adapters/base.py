@@ -36,6 +36,15 @@ class HistoryMessage:
 
 
 @dataclass(frozen=True)
+class LoadedSkill:
+    """A skill the run loads (``hangar.agents.skills``): its name, pinned digest and ``SKILL.md`` text."""
+
+    name: str
+    digest: str
+    instructions: str
+
+
+@dataclass(frozen=True)
 class RunRequest:
     workspace_id: str
     run_id: str
@@ -64,6 +73,8 @@ class RunRequest:
     attempt_env: Mapping[str, str] = field(default_factory=dict)
     # The space's folder is the run's to read only: a program it starts sees it mounted read-only, or does not run.
     read_only: bool = False
+    # The workspace's skills that passed their scan (or whose review an admin overrode), read when the run starts.
+    skills: tuple[LoadedSkill, ...] = ()
 
 
 @dataclass(frozen=True)

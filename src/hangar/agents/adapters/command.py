@@ -209,6 +209,7 @@ def _context(req: RunRequest) -> dict[str, Any]:
     return {
         "agent": {"id": agent.id, "name": agent.name, "role": agent.role, "systemPrompt": agent.system_prompt},
         "prompt": req.prompt,
+        "skills": [{"name": k.name, "digest": k.digest, "instructions": k.instructions} for k in req.skills],
         "history": [
             {"author": {"kind": m.author_kind, "name": m.author_name}, "content": m.content, "own": m.own}
             for m in req.history

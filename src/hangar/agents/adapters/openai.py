@@ -46,6 +46,8 @@ def _system_prompt(req: RunRequest) -> str:
         f"You are {req.agent.name}, an agent working in a Hangar space: workspace_id {req.workspace_id}, "
         f"space_id {req.space_id} (Hangar's tools take these, and use them when you leave them out)."
     )
+    for skill in req.skills:
+        parts.append(f"## Skill: {skill.name} ({skill.digest})\n\n{skill.instructions.strip()}")
     if req.output_schema is not None:
         parts.append(
             "When your work is done, call the submit_output tool with the result; it is checked against the "

@@ -20,6 +20,7 @@ import { useWorkspaceEvents } from "../../data/events";
 import { InviteForm, MemberList } from "./Members";
 import { Overview } from "./Overview";
 import { Repos } from "./Repos";
+import { Skills } from "./Skills";
 import { Spaces } from "./Spaces";
 import { Teams } from "./Teams";
 import { TicketsBoard } from "./TicketsBoard";
@@ -55,6 +56,8 @@ function Section(props: { workspaceId: string; section: WorkspaceSection; role: 
           <Teams workspaceId={workspaceId} canChange={member} />
         </>
       );
+    case "skills":
+      return <Skills workspaceId={workspaceId} admin={admin} />;
     case "repos":
       return <Repos workspaceId={workspaceId} admin={admin} member={member} />;
     case "members":

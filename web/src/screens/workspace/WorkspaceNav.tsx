@@ -12,6 +12,7 @@ export const SECTION_LABEL: Record<WorkspaceSection, string> = {
   spaces: "Spaces",
   tickets: "Tickets",
   agents: "Agents and teams",
+  skills: "Skills",
   repos: "Repositories",
   members: "Members",
 };
