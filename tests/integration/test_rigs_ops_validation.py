@@ -43,7 +43,7 @@ async def test_open_validates_surface_engine_and_space(tmp_path: Path) -> None:
         assert e.code == "invalid_args" and "no engines" in e.message
         e = await fails(env, "rig.open", space_id=env.space, surface="browser", engine="engine-z")
         assert e.code == "invalid_args" and "engine-z" in e.message  # refused, never defaulted
-        for surface in ("computer", "mobile", "simulator"):
+        for surface in ("mobile", "simulator"):
             e = await fails(env, "rig.open", space_id=env.space, surface=surface)
             assert e.code == "unavailable" and "planned" in e.message, (surface, e.message)
         e = await fails(env, "rig.open", space_id="no-such-space", surface="terminal")
@@ -101,15 +101,16 @@ async def test_malformed_actions_name_the_field(tmp_path: Path) -> None:
 async def test_valid_actions_answer_unavailable_naming_the_backend(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         cases = [
-            ("computer_use", {"action": "screenshot"}, "fullvm-kvm"),
             ("mobile_use", {"action": "key", "key": "KEYCODE_HOME"}, "mobile-emulator"),
             ("sim_use", {"action": "home"}, "mobile-simulator"),
         ]
         for op, action, backend in cases:
             e = await fails(env, op, rigId="r-1", action=action)
             assert e.code == "unavailable" and backend in e.message, e.message
-        # Browser rigs run here: a valid action on a rig that does not exist is answered as such.
+        # Browser and computer rigs run here: a valid action on a rig that does not exist is answered as such.
         e = await fails(env, "browser_use", rigId="r-1", action={"action": "navigate", "url": "https://example.test/"})
+        assert e.code == "not_found"
+        e = await fails(env, "computer_use", rigId="r-1", action={"action": "screenshot"})
         assert e.code == "not_found"
         # A terminal is never driven as a desktop.
         rig = await env.open()

@@ -16,11 +16,12 @@ from pydantic import Field, StrictBool, StrictStr
 
 from hangar.core.part import OpFunction
 from hangar.core.principal import Role
-from hangar.errors import NotFound, Refused, Unavailable
+from hangar.errors import InvalidArgs, NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.lanes.browseruse import use_browser
+from hangar.rigs.lanes.computeruse import use_computer
 from hangar.rigs.lanes.consent import grants_of
 from hangar.rigs.lanes.signing import Lane, LaneSigner
 from hangar.rigs.lifecycle.manager import RigManager
@@ -90,11 +91,32 @@ class OpenArgs(Args):
     space_id: Annotated[StrictStr, Field(min_length=1, max_length=64)]
     surface: StrictStr
     engine: StrictStr | None = None
+    backend: StrictStr | None = None
+
+
+# Backends a computer rig may ask for (CONTRACTS section 11): the enclosure runs here; the full VMs are planned.
+COMPUTER_BACKENDS = ("enclosure", "fullvm-kvm", "fullvm-tcg")
+
+
+def check_backend(surface: str, backend: str | None) -> None:
+    """``backend`` names where a rig runs: ``enclosure`` for every surface this server runs; a full VM only for a
+    computer, and this server has none yet (``unavailable``); anything else is ``invalid_args``."""
+    if backend is None or backend == "enclosure":
+        return
+    if surface != Surface.computer.value or backend not in COMPUTER_BACKENDS:
+        allowed = ", ".join(COMPUTER_BACKENDS) if surface == Surface.computer.value else "enclosure"
+        raise InvalidArgs(f"backend must be one of {allowed} for a {surface} rig, not {backend!r}", field="backend")
+    raise Unavailable(
+        f"the {backend} backend (a full VM under QEMU from an imported qcow2 image) is not built on this server "
+        "yet; open the computer rig without a backend (or with backend enclosure) for a desktop in the enclosure"
+    )
 
 
 @op("rig.open", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def rig_open(ctx: OpContext, args: OpenArgs) -> RigOpened:
-    """Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting."""
+    """Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. A
+    computer rig runs on the ``enclosure`` backend (Xvfb and a window manager in the namespace sandbox)."""
+    check_backend(args.surface, args.backend)
     live = await manager(ctx).opener.open(
         ctx.ws, args.space_id, args.surface, args.engine, ctx.principal, on_status=ctx.report
     )
@@ -333,8 +355,13 @@ async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> NoReturn:
 
 @op("computer_use", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def computer_use(ctx: OpContext, args: UseArgs) -> ActionResult:
-    """Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...)."""
-    return await _use(ctx, COMPUTER_USE, args)
+    """Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...). Coordinates are
+    guest pixels in the current mode and every screenshot states the display size; what a selection holds comes
+    fenced as untrusted data."""
+    parsed = parse_action(COMPUTER_USE, args.action)
+    mgr = await guarded(ctx, args.rig_id)
+    check_surface(COMPUTER_USE, await mgr.get_live(ctx.ws, args.rig_id))
+    return ActionResult(await use_computer(mgr, ctx.ws, args.rig_id, parsed, ctx.principal))
 
 
 @op("browser_use", kind="mutate", scope="workspace", actions=USE_ACTIONS)

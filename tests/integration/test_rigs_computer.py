@@ -1,0 +1,471 @@
+"""Computer rigs through the real server: ``rig.open`` with surface ``computer`` boots the desktop pack on a real
+enclosure (Xvfb and Openbox inside it), and every ``computer_use`` verb is driven over the RPC client and read back
+from inside the guest: ``xev`` (a window that prints every input event it receives, with root coordinates and key
+names) records what the desktop was given, ``xclip`` reads the selections back, ``xrandr`` the mode.
+
+Booting a desktop costs seconds, so the server and one rig live for the whole module; each test starts its own
+recorder window. Where enclosures cannot run, everything skips with the backend's reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import re
+import struct
+import zlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from hangar.rigs.actions.desktop import MAX_TYPE
+from hangar.rigs.backends.base import Command
+from hangar.rigs.backends.desktopboot import DISPLAY
+from hangar.rigs.backends.engineboot import GUEST_HOME
+from hangar.rigs.lanes.fence import unfence
+from tests.integration.rigs_enclosure_env import ready_pack
+from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.support.pages import PageServer, page_server
+from tests.support.rpc import RpcClient, RpcError
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.packs("terminal", "desktop")]
+
+SITE = "pages.computer-site.example"  # the name the gate maps to the page server, once granted
+RECORDER = "hangar-recorder"  # the xev window's title
+EVENT_BOUND_S = 30.0  # a bound against hangs only: how long a test waits for the recorder to print an event
+_EVENT_HEAD = re.compile(r"^(\w+) event, serial")
+_ROOT = re.compile(r"root:\((-?\d+),(-?\d+)\)")
+_BUTTON = re.compile(r"button (\d+),")
+_KEYSYM = re.compile(r"\(keysym 0x[0-9a-f]+, ([^)]+)\)")
+_TIME = re.compile(r"time (\d+),")
+_CHARS = re.compile(r'XLookupString gives \d+ bytes: (?:\(\w+\) "(.*)")?$', re.M)
+
+
+@dataclass
+class Event:
+    kind: str
+    text: str
+
+    @property
+    def root(self) -> tuple[int, int]:
+        found = _ROOT.search(self.text)
+        assert found, self.text
+        return int(found[1]), int(found[2])
+
+    @property
+    def button(self) -> int:
+        found = _BUTTON.search(self.text)
+        assert found, self.text
+        return int(found[1])
+
+    @property
+    def key(self) -> str:
+        found = _KEYSYM.search(self.text)
+        assert found, self.text
+        return found[1]
+
+    @property
+    def time(self) -> int:
+        found = _TIME.search(self.text)
+        assert found, self.text
+        return int(found[1])
+
+    @property
+    def chars(self) -> str:
+        found = _CHARS.search(self.text)
+        return found[1] if found and found[1] is not None else ""
+
+
+@dataclass
+class Recorder:
+    """``xev`` in the rig, full-screen-ish at the top left and focused, its output kept as it comes."""
+
+    env: RigsEnv
+    rig: str
+    output: bytearray = field(default_factory=bytearray)
+    task: asyncio.Task[Any] | None = None
+
+    async def start(self) -> None:
+        handle = (await self.env.manager.get_live(self.env.ws, self.rig)).handle
+        assert handle is not None
+
+        async def collect(chunk: bytes) -> None:
+            self.output.extend(chunk)
+
+        argv = ("xev", "-name", RECORDER, "-geometry", "1000x700+0+0", "-event", "keyboard", "-event", "button",
+                "-event", "mouse")  # fmt: skip
+        self.task = asyncio.create_task(handle.run(Command(argv, GUEST_HOME, {"DISPLAY": DISPLAY}), collect))
+        # The window exists, sits at the top left and has the keyboard focus before any verb is sent.
+        await guest(
+            self.env,
+            self.rig,
+            f"xdotool search --sync --name '^{RECORDER}$' windowmove --sync 0 0 windowactivate --sync",
+        )
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+
+    def events(self, *kinds: str) -> list[Event]:
+        found = []
+        for block in self.output.decode("utf-8", "replace").split("\n\n"):
+            head = _EVENT_HEAD.match(block.strip())
+            if head and (not kinds or head[1] in kinds):
+                found.append(Event(head[1], block.strip()))
+        return found
+
+    async def until(self, count: int, *kinds: str) -> list[Event]:
+        """The events of ``kinds`` once at least ``count`` arrived (xev prints as the X server delivers)."""
+        async with asyncio.timeout(EVENT_BOUND_S):
+            while len(got := self.events(*kinds)) < count:
+                await asyncio.sleep(0.05)
+        return got
+
+
+async def guest(env: RigsEnv, rig: str, command: str, stdin: bytes | None = None) -> str:
+    """Run a shell command in the rig as the rig user on its display (the test's own look inside the guest)."""
+    handle = (await env.manager.get_live(env.ws, rig)).handle
+    assert handle is not None
+    result = await handle.exec(f"export DISPLAY={DISPLAY}; {command}", timeout_s=60, stdin=stdin)
+    assert result.exit_code == 0, (command, result)
+    return result.stdout
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def pages() -> AsyncIterator[PageServer]:
+    async with page_server() as server:
+        yield server
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def env(pages: PageServer, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RigsEnv]:
+    await ready_pack("desktop")
+    overrides = {f"{SITE}:80": ("127.0.0.1", pages.port)}
+    async with rigs_server(tmp_path_factory.mktemp("rigs"), overrides=overrides) as running:
+        yield running
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def rig(env: RigsEnv) -> str:
+    return await env.ready(await env.call("rig.open", space_id=env.space, surface="computer"))
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def rec(env: RigsEnv, rig: str) -> AsyncIterator[Recorder]:
+    recorder = Recorder(env, rig)
+    await recorder.start()
+    try:
+        yield recorder
+    finally:
+        await recorder.stop()
+
+
+async def use(env: RigsEnv, rig: str, client: RpcClient | None = None, **action: Any) -> dict[str, Any]:
+    reply = await (client or env.client).call("computer_use", workspace_id=env.ws, rigId=rig, action=action)
+    assert isinstance(reply, dict)
+    return reply
+
+
+async def fails(env: RigsEnv, rig: str, client: RpcClient | None = None, **action: Any) -> RpcError:
+    with pytest.raises(RpcError) as caught:
+        await use(env, rig, client, **action)
+    return caught.value
+
+
+def pixel(png: bytes, x: int, y: int) -> tuple[int, int, int]:
+    """One pixel of an unfiltered RGBA PNG (the stills this server makes)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width = struct.unpack(">I", png[16:20])[0]
+    at, idat = 8, b""
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        if png[at + 4 : at + 8] == b"IDAT":
+            idat += png[at + 8 : at + 8 + length]
+        at += 12 + length
+    raw = zlib.decompress(idat)
+    row = raw[y * (width * 4 + 1) : (y + 1) * (width * 4 + 1)]
+    assert row[0] == 0  # no filter
+    r, g, b = row[1 + x * 4 : 4 + x * 4]
+    return r, g, b
+
+
+# --- opening ---------------------------------------------------------------------------------------------------
+
+
+async def test_a_computer_rig_opens_on_the_enclosure_with_its_boot_display(env: RigsEnv, rig: str) -> None:
+    row = await env.status(rig)
+    assert (row["surface"], row["backend"], row["status"]) == ("computer", "enclosure", "ready")
+    assert row["display"] == {"width": 1280, "height": 800}
+    assert "current 1280 x 800" in await guest(env, rig, "xrandr --current")
+    # The window manager runs inside the rig and manages its screen.
+    assert "window id" in await guest(env, rig, "xprop -root _NET_SUPPORTING_WM_CHECK")
+
+
+async def test_a_full_vm_backend_is_refused_as_not_built_and_an_unknown_one_as_invalid(env: RigsEnv) -> None:
+    for backend in ("fullvm-kvm", "fullvm-tcg"):
+        with pytest.raises(RpcError) as caught:
+            await env.call("rig.open", space_id=env.space, surface="computer", backend=backend)
+        assert caught.value.code == "unavailable" and backend in caught.value.message
+    with pytest.raises(RpcError) as caught:
+        await env.call("rig.open", space_id=env.space, surface="computer", backend="fullvm-hvf-please")
+    assert caught.value.code == "invalid_args" and "backend" in caught.value.message
+    with pytest.raises(RpcError) as caught:  # a full VM is a desktop's backend only
+        await env.call("rig.open", space_id=env.space, surface="terminal", backend="fullvm-kvm")
+    assert caught.value.code == "invalid_args" and "backend" in caught.value.message
+
+
+async def test_the_desktop_denies_all_egress_until_a_caller_grants_hosts(env: RigsEnv, rig: str) -> None:
+    fetch = f"curl -sS -o /dev/null -w '%{{http_code}}' --max-time 20 http://{SITE}/echo?x=1"
+    handle = (await env.manager.get_live(env.ws, rig)).handle
+    assert handle is not None
+    denied = await handle.exec(fetch, timeout_s=60)
+    assert denied.exit_code != 0 and denied.stdout != "200"
+    await env.call("rig.grantHosts", rigId=rig, hosts=[SITE])
+    assert await guest(env, rig, fetch) == "200"
+
+
+async def test_a_computer_rig_is_not_a_terminal(env: RigsEnv, rig: str) -> None:
+    with pytest.raises(RpcError) as caught:
+        await env.call("rig.exec", rigId=rig, command="true")
+    assert caught.value.code == "refused"
+    with pytest.raises(RpcError) as caught:
+        await env.client.call("browser_use", workspace_id=env.ws, rigId=rig, action={"action": "screenshot"})
+    assert caught.value.code == "refused"
+
+
+# --- observations ----------------------------------------------------------------------------------------------
+
+
+async def test_screenshot_is_the_guest_screen_with_its_display_size(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    shot = await use(env, rig, action="screenshot")
+    assert shot["display"] == {"width": 1280, "height": 800}
+    image = shot["image"]
+    assert (image["mime"], image["width"], image["height"]) == ("image/png", 1280, 800)
+    png = base64.b64decode(image["base64"])
+    # The recorder's window is white inside; the bare root window of Xvfb is black.
+    assert pixel(png, 500, 400) == (255, 255, 255)
+    assert pixel(png, 1200, 780) == (0, 0, 0)
+
+
+async def test_mouse_move_and_cursor_position(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    moved = await use(env, rig, action="mouse_move", coordinate=[321, 234])
+    assert moved["display"] == {"width": 1280, "height": 800}
+    assert (await use(env, rig, action="cursor_position"))["coordinate"] == [321, 234]
+    motion = await rec.until(1, "MotionNotify")
+    assert motion[-1].root == (321, 234)
+    assert "X=321\nY=234" in await guest(env, rig, "xdotool getmouselocation --shell")
+
+
+@pytest.mark.parametrize(
+    ("verb", "button", "count"),
+    [("left_click", 1, 1), ("right_click", 3, 1), ("middle_click", 2, 1), ("double_click", 1, 2),
+     ("triple_click", 1, 3)],
+)  # fmt: skip
+async def test_clicks_land_where_and_as_often_as_asked(
+    env: RigsEnv, rig: str, rec: Recorder, verb: str, button: int, count: int
+) -> None:
+    reply = await use(env, rig, action=verb, coordinate=[400, 300])
+    assert reply["at"] == [400, 300] and reply["clicks"] == count
+    presses = await rec.until(count, "ButtonPress")
+    releases = await rec.until(count, "ButtonRelease")
+    assert [(e.button, e.root) for e in presses] == [(button, (400, 300))] * count
+    assert [(e.button, e.root) for e in releases] == [(button, (400, 300))] * count
+
+
+async def test_a_click_without_coordinate_lands_where_the_pointer_is(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    await use(env, rig, action="mouse_move", coordinate=[250, 260])
+    assert (await use(env, rig, action="left_click"))["at"] == [250, 260]
+    assert [e.root for e in await rec.until(1, "ButtonPress")] == [(250, 260)]
+
+
+async def test_mouse_down_and_up_press_and_release_the_left_button(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    await use(env, rig, action="left_mouse_down", coordinate=[300, 200])
+    pressed = await rec.until(1, "ButtonPress")
+    assert not rec.events("ButtonRelease")  # held until asked
+    await use(env, rig, action="left_mouse_up", coordinate=[350, 220])
+    released = await rec.until(1, "ButtonRelease")
+    assert (pressed[0].button, pressed[0].root) == (1, (300, 200))
+    assert (released[0].button, released[0].root) == (1, (350, 220))
+
+
+async def test_left_click_drag_moves_with_the_button_held(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    await use(env, rig, action="left_click_drag", start_coordinate=[200, 200], coordinate=[600, 500])
+    (press,) = await rec.until(1, "ButtonPress")
+    (release,) = await rec.until(1, "ButtonRelease")
+    assert (press.root, release.root) == ((200, 200), (600, 500))
+    held = [e for e in rec.events("MotionNotify") if "Button1Mask" in e.text or "state 0x100" in e.text]
+    assert held and held[-1].root == (600, 500)
+
+
+async def test_scroll_sends_wheel_clicks(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    reply = await use(env, rig, action="scroll", coordinate=[500, 400], scroll_direction="down", scroll_amount=4)
+    assert (reply["scrolled"], reply["amount"]) == ("down", 4)
+    presses = await rec.until(4, "ButtonPress")
+    assert [(e.button, e.root) for e in presses] == [(5, (500, 400))] * 4
+    await use(env, rig, action="scroll", scroll_direction="left", scroll_amount=1)
+    assert (await rec.until(5, "ButtonPress"))[-1].button == 6
+
+
+# --- keys and text ---------------------------------------------------------------------------------------------
+
+
+async def test_key_presses_x11_combinations(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    await use(env, rig, action="key", text="ctrl+shift+t")
+    await use(env, rig, action="key", text="Return")
+    keys = [e.key for e in await rec.until(4, "KeyPress")]
+    assert keys[:4] == ["Control_L", "Shift_L", "T", "Return"]
+
+
+async def test_hold_key_holds_for_its_duration(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    reply = await use(env, rig, action="hold_key", text="a", duration=0.5)
+    assert reply == {"key": "a", "held": 0.5}
+    (press,) = await rec.until(1, "KeyPress")
+    (release,) = await rec.until(1, "KeyRelease")
+    assert press.key == release.key == "a"
+    assert release.time - press.time >= 450  # the X server's own clock, in milliseconds
+    assert (await use(env, rig, action="hold_key", text="b", duration=0))["held"] == 0  # the bound's low end
+
+
+async def test_type_types_the_text(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    text = "Hello, World! 42 ~"
+    assert (await use(env, rig, action="type", text=text))["typed"] == len(text)
+    presses = await rec.until(len(text), "KeyPress")
+    assert "".join(e.chars for e in presses) == text
+
+
+async def test_type_takes_its_limit_and_refuses_one_past(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    over = await fails(env, rig, action="type", text="x" * (MAX_TYPE + 1))
+    assert over.code == "invalid_args" and "action.text" in over.message
+    assert (await use(env, rig, action="type", text="y" * MAX_TYPE))["typed"] == MAX_TYPE
+    presses = await rec.until(MAX_TYPE, "KeyPress")
+    assert "".join(e.chars for e in presses) == "y" * MAX_TYPE
+
+
+async def test_wait_waits_and_is_bounded(env: RigsEnv, rig: str) -> None:
+    assert (await use(env, rig, action="wait", duration=0.2))["waited"] == 0.2
+    assert (await use(env, rig, action="wait", duration=0))["waited"] == 0
+    for verb in ("wait", "hold_key"):
+        e = await fails(env, rig, action=verb, text="a", duration=60.5) if verb == "hold_key" else await fails(
+            env, rig, action=verb, duration=60.5
+        )
+        assert e.code == "invalid_args" and "action.duration" in e.message
+        e = await fails(env, rig, **({"text": "a"} if verb == "hold_key" else {}), action=verb, duration=-0.1)
+        assert e.code == "invalid_args" and "action.duration" in e.message
+
+
+# --- bad input -------------------------------------------------------------------------------------------------
+
+
+async def test_a_point_off_the_display_is_refused_naming_its_field(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    for action in (
+        {"action": "left_click", "coordinate": [1280, 10]},
+        {"action": "mouse_move", "coordinate": [10, 800]},
+        {"action": "left_click_drag", "start_coordinate": [10, 10], "coordinate": [5000, 10]},
+    ):
+        e = await fails(env, rig, **action)
+        assert e.code == "invalid_args" and "action.coordinate" in e.message and "1280x800" in e.message
+    e = await fails(env, rig, action="left_click_drag", start_coordinate=[1300, 10], coordinate=[10, 10])
+    assert e.code == "invalid_args" and "action.start_coordinate" in e.message
+    await use(env, rig, action="mouse_move", coordinate=[1279, 799])  # the last pixel is on the display
+    assert (await use(env, rig, action="cursor_position"))["coordinate"] == [1279, 799]
+    assert not rec.events("ButtonPress")  # nothing was pressed by a refused verb
+
+
+async def test_an_unknown_key_is_refused_and_nothing_is_pressed(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    for text in ("ctrl+NoSuchKey", "Retrun"):
+        e = await fails(env, rig, action="key", text=text)
+        assert e.code == "invalid_args" and "action.text" in e.message
+    e = await fails(env, rig, action="hold_key", text="shift+Bogus_Key", duration=1)
+    assert e.code == "invalid_args" and "Bogus_Key" in e.message
+    e = await fails(env, rig, action="key", text="ctrl+a;rm -rf ~")  # not an X11 spelling at all
+    assert e.code == "invalid_args" and "action.text" in e.message
+    await use(env, rig, action="key", text="KP_Enter")  # a known name after them
+    keys = [e.key for e in await rec.until(1, "KeyPress")]
+    assert keys == ["KP_Enter"]
+
+
+# --- display ---------------------------------------------------------------------------------------------------
+
+
+async def test_set_display_changes_the_mode_and_what_is_on_it(env: RigsEnv, rig: str) -> None:
+    try:
+        assert (await use(env, rig, action="set_display", width=1024, height=768))["display"] == {
+            "width": 1024,
+            "height": 768,
+        }
+        assert "current 1024 x 768" in await guest(env, rig, "xrandr --current")
+        shot = await use(env, rig, action="screenshot")
+        assert shot["display"] == {"width": 1024, "height": 768}
+        assert (shot["image"]["width"], shot["image"]["height"]) == (1024, 768)
+        e = await fails(env, rig, action="left_click", coordinate=[1100, 10])
+        assert e.code == "invalid_args" and "1024x768" in e.message
+        # The largest mode: the still is cut to the agent bound, the display says the real size.
+        await use(env, rig, action="set_display", width=2560, height=1600)
+        big = await use(env, rig, action="screenshot")
+        assert big["display"] == {"width": 2560, "height": 1600}
+        assert (big["image"]["width"], big["image"]["height"]) == (1280, 800)
+        await use(env, rig, action="mouse_move", coordinate=[2559, 1599])
+        for width, height in ((2561, 1600), (319, 240), (320, 239)):
+            e = await fails(env, rig, action="set_display", width=width, height=height)
+            assert e.code == "invalid_args"
+        await use(env, rig, action="set_display", width=320, height=240)  # the smallest
+    finally:
+        await use(env, rig, action="set_display", width=1280, height=800)
+
+
+# --- clipboard -------------------------------------------------------------------------------------------------
+
+
+async def test_clipboard_write_owns_the_clipboard_and_read_fences_it(env: RigsEnv, rig: str) -> None:
+    text = "clip from the agent: héllo\nsecond line"
+    assert (await use(env, rig, action="clipboard_write", text=text))["written"] == len(text)
+    assert await guest(env, rig, "xclip -o -selection clipboard") == text
+    e = await fails(env, rig, action="clipboard_read")  # copying out of a rig asks the person first
+    assert e.code == "consent_required"
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+    read = await use(env, rig, action="clipboard_read")
+    assert read["untrusted"] is True and read["selection"] == "clipboard"
+    assert read["text"] != text and unfence(read["text"]) == text
+    log = await env.call("rig.actionLog", rigId=rig)
+    assert "héllo" not in str(log)  # never the content
+
+
+async def test_clipboard_read_reads_primary_and_an_empty_selection(env: RigsEnv, rig: str) -> None:
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+    await guest(env, rig, "printf 'selected words' | xclip -selection primary -in >/dev/null 2>&1")
+    read = await use(env, rig, action="clipboard_read", selection="primary")
+    assert unfence(read["text"]) == "selected words"
+    # No drag is live: the drag selection is empty, which is a normal answer.
+    assert unfence((await use(env, rig, action="clipboard_read", selection="xdnd"))["text"]) == ""
+    e = await fails(env, rig, action="clipboard_read", selection="secondary")
+    assert e.code == "invalid_args" and "action.selection" in e.message
+
+
+async def test_clipboard_write_takes_text_only(env: RigsEnv, rig: str) -> None:
+    e = await fails(env, rig, action="clipboard_write", text="x", image="aGk=")
+    assert e.code == "invalid_args"
+    e = await fails(env, rig, action="clipboard_write", text=42)
+    assert e.code == "invalid_args" and "action.text" in e.message
+
+
+# --- take-over -------------------------------------------------------------------------------------------------
+
+
+async def test_mutating_verbs_are_refused_while_a_person_holds_control(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    person = await env.srv.new_user_token(env.ws, "member", name="person")
+    async with RpcClient(env.srv.ws_url, person) as them:
+        await them.call("rig.takeControl", workspace_id=env.ws, rigId=rig)
+        try:
+            e = await fails(env, rig, action="left_click", coordinate=[100, 100])
+            assert e.code == "refused" and "control" in e.message
+            assert (await use(env, rig, action="screenshot"))["display"]["width"] == 1280  # observations stay
+            await use(env, rig, them, action="left_click", coordinate=[100, 150])  # the person drives
+        finally:
+            await them.call("rig.releaseControl", workspace_id=env.ws, rigId=rig)
+    assert [e.root for e in await rec.until(1, "ButtonPress")] == [(100, 150)]
+    log = await env.call("rig.actionLog", rigId=rig)
+    assert any(r["verb"] == "left_click" and r["outcome"] == "refused" for r in log)
