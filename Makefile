@@ -13,9 +13,9 @@ APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libse
 # peer, the web client's build) are installed only when the commands are missing, since many machines carry them
 # from another source that Debian's npm would conflict with.
 APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driver xvfb xauth socat libnss3-tools postgresql
-# Load generator and peer server for `make bench`; the desktop benchmark's baseline runs Xvfb with the desktop
+# Load generator and peer server for `make bench`; the desktop benchmark's baseline runs Xvnc with the desktop
 # pack's window manager and tools directly on the host.
-APT_BENCH_PACKAGES := nginx-light wrk openbox xdotool xclip x11-apps x11-utils x11-xserver-utils
+APT_BENCH_PACKAGES := nginx-light wrk tigervnc-standalone-server openbox xdotool xclip x11-apps x11-utils x11-xserver-utils
 # `make run` passes these on to `hangar serve` when given (`make run HOST=0.0.0.0 PORT=9000 SITE_PORT=9001`):
 # the data directory, the interface to listen on (default 127.0.0.1), the server's port (8420) and the website's
 # (8421).

@@ -349,8 +349,10 @@ async def test_wait_waits_and_is_bounded(env: RigsEnv, rig: str) -> None:
     assert (await use(env, rig, action="wait", duration=0.2))["waited"] == 0.2
     assert (await use(env, rig, action="wait", duration=0))["waited"] == 0
     for verb in ("wait", "hold_key"):
-        e = await fails(env, rig, action=verb, text="a", duration=60.5) if verb == "hold_key" else await fails(
-            env, rig, action=verb, duration=60.5
+        e = (
+            await fails(env, rig, action=verb, text="a", duration=60.5)
+            if verb == "hold_key"
+            else await fails(env, rig, action=verb, duration=60.5)
         )
         assert e.code == "invalid_args" and "action.duration" in e.message
         e = await fails(env, rig, **({"text": "a"} if verb == "hold_key" else {}), action=verb, duration=-0.1)

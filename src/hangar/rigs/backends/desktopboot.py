@@ -1,10 +1,11 @@
 """Boot an X11 desktop inside a rig and drive it, through nothing but ``RigExec``: an X server without a screen
-(``X_SERVER``, no TCP listener) and Openbox run as long-lived ``RigExec.run`` tasks, as a browser engine's processes do
-(``engineboot``); every verb is one short program in the rig (xdotool over XTEST, xwd, xrandr, xclip, and
+(``X_SERVER``, no TCP listener) and Openbox run as long-lived ``RigExec.run`` tasks, as a browser engine's
+processes do (``engineboot``); every verb is one short program in the rig (xdotool over XTEST, xwd, xrandr, xclip, and
 ``xguest``'s helper), so a backend other than the enclosure drives a desktop with this module unchanged.
 
-RandR sets the mode (a mode of any size is added first): ``set_display`` is a mode change and the windows stay. Coordinates are checked against the current mode before
-anything is pressed; key names are checked by X itself (``xguest``) before xdotool runs.
+RandR sets the mode (a mode of any size is added first): ``set_display`` is a mode change and the windows stay.
+Coordinates are checked against the current mode before anything is pressed; key names are checked by X itself
+(``xguest``) before xdotool runs.
 """
 
 from __future__ import annotations

@@ -66,13 +66,14 @@ def browser_recipe(engine: str) -> PackRecipe:
 BROWSERS: dict[str, PackRecipe] = {engine: browser_recipe(engine) for engine in _ENGINE_PACKAGES}
 
 # The desktop (surface ``computer`` on the enclosure backend): the terminal's CLI baseline plus an X server
-# without a screen (Xvfb), a lightweight window manager (Openbox), the input and selection tools the verbs run
-# (xdotool over XTEST, xclip), xwd for stills, xrandr for mode changes, and xev and xterm for a person or a test
-# to see what the desktop received. Keyed by its own revision, like every pack.
+# without a screen that changes its mode through RandR (TigerVNC's Xvnc; Debian's Xvfb keeps its start size, and
+# stays for programs that start a display of their own with xvfb-run), a lightweight window manager (Openbox), the
+# input and selection tools the verbs run (xdotool over XTEST, xclip), xwd for stills, xrandr for mode changes, and
+# xev and xterm for a person or a test to see what the desktop received. Keyed by its own revision, like every pack.
 DESKTOP_REVISION = "desktop-v2"
 _DESKTOP_PACKAGES: tuple[str, ...] = (
-    "xvfb", "tigervnc-standalone-server", "xauth", "openbox", "xdotool", "xclip", "x11-utils", "x11-apps", "x11-xserver-utils", "xterm",
-    "fonts-dejavu-core",
+    "tigervnc-standalone-server", "xvfb", "xauth", "openbox", "xdotool", "xclip", "x11-utils", "x11-apps",
+    "x11-xserver-utils", "xterm", "fonts-dejavu-core",
 )  # fmt: skip
 DESKTOP = PackRecipe(
     name=f"desktop-{IMAGE}-{DESKTOP_REVISION}-{BASE_REVISION}",
