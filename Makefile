@@ -11,8 +11,8 @@ APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libse
 # the host beside its rig (the engines' conformance tests, the benchmark's baseline), and PostgreSQL's server
 # (the tests start a throwaway cluster of their own from its binaries, tests/support/postgres.py). Node.js and npm (the OIDC
 # peer, the web client's build) are installed only when the commands are missing, since many machines carry them
-# from another source that Debian's npm would conflict with.
-APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driver xvfb xauth socat libnss3-tools postgresql
+# from another source that Debian's npm would conflict with. QEMU boots the KVM probe's tiny guest.
+APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driver xvfb xauth socat libnss3-tools postgresql qemu-system-x86
 # Load generator and peer server for `make bench`; the desktop benchmark's baseline runs Xvnc with the desktop
 # pack's window manager and tools directly on the host.
 APT_BENCH_PACKAGES := nginx-light wrk tigervnc-standalone-server openbox xdotool xclip x11-apps x11-utils x11-xserver-utils

@@ -64,7 +64,7 @@ def decode_rgba(dump: bytes) -> tuple[int, int, bytearray]:
 def shrink(width: int, height: int, rgba: bytearray, max_width: int, max_height: int) -> tuple[int, int, bytes]:
     """Keep every k-th pixel of every k-th row, k the smallest whole factor that fits the box (1: unchanged)."""
     k = 1
-    while width // k > max_width or height // k > max_height:
+    while -(-width // k) > max_width or -(-height // k) > max_height:  # the kept pixels: width / k rounded up
         k += 1
     if k == 1:
         return width, height, bytes(rgba)
