@@ -19,7 +19,9 @@ def dump(width: int, height: int, *, msb: bool = False, bpp: int = 32, pad: int 
               0xFF0000, 0xFF00, 0xFF, 8, 256, 0, width, height, 0, 0, 0]  # fmt: skip
     rows = []
     for y in range(height):
-        row = b"".join(bytes((0, x % 256, y % 256, 7)) if msb else bytes((7, y % 256, x % 256, 0)) for x in range(width))
+        row = b"".join(
+            bytes((0, x % 256, y % 256, 7)) if msb else bytes((7, y % 256, x % 256, 0)) for x in range(width)
+        )
         rows.append(row + b"\0" * pad)
     return struct.pack(">25I", *header) + name + b"".join(rows)
 

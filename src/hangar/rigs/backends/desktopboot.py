@@ -72,7 +72,8 @@ class RigDesktopSession(Desktop):
     _closed: bool = False
 
     async def launch(self, display: tuple[int, int]) -> None:
-        """Start Xvfb and Openbox, wait until the window manager manages the screen, set the boot mode."""
+        """Start the X server in the boot mode and Openbox, and wait until the window manager manages the
+        screen."""
         width, height = display
         self._start("x server", (*X_SERVER, "-geometry", f"{width}x{height}"))
         self._start("openbox", ("sh", "-c", _wait_display("exec openbox --sm-disable")))
@@ -80,7 +81,7 @@ class RigDesktopSession(Desktop):
         if result.exit_code != 0:
             self._check_running()
             raise Unavailable(f"the desktop's window manager did not start in time: {self.log()[-TAIL_CHARS:]}")
-        await self.set_size(*display)
+        self._size = display  # the X server started in this mode
 
     def _start(self, name: str, argv: tuple[str, ...]) -> None:
         buffer = self._output.setdefault(name, bytearray())

@@ -98,14 +98,19 @@ class OpenArgs(Args):
 COMPUTER_BACKENDS = ("enclosure", "fullvm-kvm", "fullvm-tcg")
 
 
-def check_backend(surface: str, backend: str | None) -> None:
+async def check_backend(mgr: RigManager, surface: str, backend: str | None) -> None:
     """``backend`` names where a rig runs: ``enclosure`` for every surface this server runs; a full VM only for a
-    computer, and this server has none yet (``unavailable``); anything else is ``invalid_args``."""
+    computer, and this server boots none yet (``unavailable``, saying first when the KVM probe found KVM unusable
+    here); anything else is ``invalid_args``."""
     if backend is None or backend == "enclosure":
         return
     if surface != Surface.computer.value or backend not in COMPUTER_BACKENDS:
         allowed = ", ".join(COMPUTER_BACKENDS) if surface == Surface.computer.value else "enclosure"
         raise InvalidArgs(f"backend must be one of {allowed} for a {surface} rig, not {backend!r}", field="backend")
+    if backend == "fullvm-kvm":
+        verdict = await mgr.kvm.verdict()
+        if not verdict.usable:
+            raise Unavailable(f"fullvm-kvm cannot run on this host: {verdict.reason}")
     raise Unavailable(
         f"the {backend} backend (a full VM under QEMU from an imported qcow2 image) is not built on this server "
         "yet; open the computer rig without a backend (or with backend enclosure) for a desktop in the enclosure"
@@ -116,7 +121,7 @@ def check_backend(surface: str, backend: str | None) -> None:
 async def rig_open(ctx: OpContext, args: OpenArgs) -> RigOpened:
     """Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. A
     computer rig runs on the ``enclosure`` backend (Xvfb and a window manager in the namespace sandbox)."""
-    check_backend(args.surface, args.backend)
+    await check_backend(manager(ctx), args.surface, args.backend)
     live = await manager(ctx).opener.open(
         ctx.ws, args.space_id, args.surface, args.engine, ctx.principal, on_status=ctx.report
     )
