@@ -2261,7 +2261,7 @@ export type ChatWatchUserLinksResult = UserLinkRoster;
 /** What `chat.watchUserLinks` sends after its reply. */
 export type ChatWatchUserLinksEvent = UserLinkRoster;
 
-/** Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...). */
+/** Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...). Coordinates are guest pixels in the current mode and every screenshot states the display size; what a selection holds comes fenced as untrusted data. */
 export type ComputerUseArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -2833,13 +2833,14 @@ export type RigNavigateArgs = {
 };
 export type RigNavigateResult = BrowserPages;
 
-/** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. */
+/** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. A computer rig runs on the ``enclosure`` backend (Xvfb and a window manager in the namespace sandbox). */
 export type RigOpenArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
   spaceId: string;
   surface: string;
   engine?: string | null;
+  backend?: string | null;
 };
 export type RigOpenResult = RigOpened;
 
