@@ -454,6 +454,88 @@ async def test_clipboard_write_takes_text_only(env: RigsEnv, rig: str) -> None:
     assert e.code == "invalid_args" and "action.text" in e.message
 
 
+# A program in the guest that owns the drag selection (as a toolkit does while a drag is live) and hands its
+# payload out as text/uri-list only; it prints "owned" once it holds the selection.
+DRAG_SOURCE = r"""
+import ctypes, sys
+x = ctypes.CDLL("libX11.so.6")
+x.XOpenDisplay.restype = ctypes.c_void_p
+x.XOpenDisplay.argtypes = [ctypes.c_char_p]
+x.XDefaultRootWindow.restype = ctypes.c_ulong
+x.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+x.XCreateSimpleWindow.restype = ctypes.c_ulong
+x.XCreateSimpleWindow.argtypes = [ctypes.c_void_p, ctypes.c_ulong] + [ctypes.c_int] * 2 + [ctypes.c_uint] * 3 + [
+    ctypes.c_ulong] * 2
+x.XInternAtom.restype = ctypes.c_ulong
+x.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+x.XSetSelectionOwner.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+x.XNextEvent.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+x.XFlush.argtypes = [ctypes.c_void_p]
+x.XChangeProperty.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_int,
+    ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+x.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
+
+class Request(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+                ("display", ctypes.c_void_p), ("owner", ctypes.c_ulong), ("requestor", ctypes.c_ulong),
+                ("selection", ctypes.c_ulong), ("target", ctypes.c_ulong), ("property", ctypes.c_ulong),
+                ("time", ctypes.c_ulong)]
+
+class Notify(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+                ("display", ctypes.c_void_p), ("requestor", ctypes.c_ulong), ("selection", ctypes.c_ulong),
+                ("target", ctypes.c_ulong), ("property", ctypes.c_ulong), ("time", ctypes.c_ulong)]
+
+class Event(ctypes.Union):
+    _fields_ = [("type", ctypes.c_int), ("req", Request), ("pad", ctypes.c_long * 24)]
+
+payload = sys.argv[1].encode()
+dpy = x.XOpenDisplay(None)
+win = x.XCreateSimpleWindow(dpy, x.XDefaultRootWindow(dpy), 0, 0, 1, 1, 0, 0, 0)
+sel = x.XInternAtom(dpy, b"XdndSelection", 0)
+uris = x.XInternAtom(dpy, b"text/uri-list", 0)
+x.XSetSelectionOwner(dpy, sel, win, 0)
+x.XFlush(dpy)
+print("owned", flush=True)
+ev = Event()
+while True:
+    x.XNextEvent(dpy, ctypes.byref(ev))
+    if ev.type != 30:
+        continue
+    r = ev.req
+    n = Notify(31, 0, 1, None, r.requestor, r.selection, r.target, 0, r.time)
+    if r.target == uris:
+        x.XChangeProperty(dpy, r.requestor, r.property, uris, 8, 0, payload, len(payload))
+        n.property = r.property
+    x.XSendEvent(dpy, r.requestor, 0, 0, ctypes.byref(n))
+    x.XFlush(dpy)
+"""
+
+
+async def test_clipboard_read_xdnd_reads_a_live_drag_payload(env: RigsEnv, rig: str) -> None:
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+    handle = (await env.manager.get_live(env.ws, rig)).handle
+    assert handle is not None
+    said = bytearray()
+
+    async def collect(chunk: bytes) -> None:
+        said.extend(chunk)
+
+    payload = "file:///home/rig/report.pdf\r\nfile:///home/rig/notes.txt\r\n"
+    argv = ("python3", "-c", DRAG_SOURCE, payload)
+    source = asyncio.create_task(handle.run(Command(argv, GUEST_HOME, {"DISPLAY": DISPLAY}), collect))
+    try:
+        async with asyncio.timeout(EVENT_BOUND_S):
+            while b"owned" not in said:
+                assert not source.done(), source
+                await asyncio.sleep(0.05)
+        read = await use(env, rig, action="clipboard_read", selection="xdnd")
+        assert read["selection"] == "xdnd" and unfence(read["text"]) == payload
+    finally:
+        source.cancel()
+        await asyncio.gather(source, return_exceptions=True)
+
+
 # --- take-over -------------------------------------------------------------------------------------------------
 
 
@@ -471,3 +553,30 @@ async def test_mutating_verbs_are_refused_while_a_person_holds_control(env: Rigs
     assert [e.root for e in await rec.until(1, "ButtonPress")] == [(100, 150)]
     log = await env.call("rig.actionLog", rigId=rig)
     assert any(r["verb"] == "left_click" and r["outcome"] == "refused" for r in log)
+
+
+async def test_the_action_log_never_holds_typed_or_clipboard_text(env: RigsEnv, rig: str, rec: Recorder) -> None:
+    await use(env, rig, action="type", text="typed-secret-41d2")
+    await use(env, rig, action="clipboard_write", text="clip-secret-9e0f")
+    log = await env.call("rig.actionLog", rigId=rig)
+    assert "typed-secret-41d2" not in str(log) and "clip-secret-9e0f" not in str(log)
+    typed = [r for r in log if r["verb"] == "type"][-1]
+    assert typed["details"]["text"]["length"] == len("typed-secret-41d2")
+
+
+async def test_the_desktop_listens_on_no_port(env: RigsEnv, rig: str) -> None:
+    # Neither X11 nor the VNC frames are on TCP: nothing of the desktop is forwarded to the host.
+    assert (await env.call("rig.ports", rigId=rig))["ports"] == []
+    assert "Listening for VNC connections on /tmp/" in (await env.manager.get_live(env.ws, rig)).handle.desktop().log()
+
+
+async def test_closing_the_rig_ends_its_desktop(env: RigsEnv) -> None:
+    space = await env.new_space("closing desktop")
+    rig = await env.ready(await env.call("rig.open", space_id=space, surface="computer"))
+    desktop = (await env.manager.get_live(env.ws, rig)).handle.desktop()
+    await env.call("rig_close", rigId=rig)
+    assert (await env.status(rig))["status"] == "closed"
+    with pytest.raises(Exception, match="closed"):
+        await desktop.screenshot(1280, 800)
+    e = await fails(env, rig, action="screenshot")
+    assert e.code in ("not_found", "refused", "unavailable")
