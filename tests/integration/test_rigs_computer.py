@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import re
 import struct
 import zlib
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+import websockets
 
 from hangar.rigs.actions.desktop import MAX_TYPE
 from hangar.rigs.backends.base import Command
@@ -534,6 +536,73 @@ async def test_clipboard_read_xdnd_reads_a_live_drag_payload(env: RigsEnv, rig: 
     finally:
         source.cancel()
         await asyncio.gather(source, return_exceptions=True)
+
+
+# --- live view -------------------------------------------------------------------------------------------------
+
+
+async def live_view(env: RigsEnv, rig: str, client: RpcClient | None = None) -> str:
+    reply = await (client or env.client).call("rig.liveViewUrl", workspace_id=env.ws, rigId=rig)
+    return env.ws_origin + reply["path"] + "&w=640&h=400"
+
+
+async def next_text(view: websockets.ClientConnection, kind: str) -> dict[str, Any]:
+    async with asyncio.timeout(EVENT_BOUND_S):
+        while True:
+            frame = await view.recv()
+            if isinstance(frame, str) and (notice := dict(json.loads(frame)))["type"] == kind:
+                return notice
+
+
+async def next_frame(view: websockets.ClientConnection) -> tuple[int, int, bytes]:
+    async with asyncio.timeout(EVENT_BOUND_S):
+        while True:
+            frame = await view.recv()
+            if isinstance(frame, bytes):
+                _seq, width, height, _ms = struct.unpack(">IHHd", frame[:16])
+                return width, height, frame[16:]
+
+
+async def test_the_live_view_shows_the_desktop_and_takes_the_controllers_input(
+    env: RigsEnv, rig: str, rec: Recorder
+) -> None:
+    headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
+    async with websockets.connect(await live_view(env, rig), additional_headers=headers) as view:
+        hello = await next_text(view, "hello")
+        assert (hello["surface"], hello["engine"]) == ("computer", None)
+        assert await next_text(view, "viewport") == {"type": "viewport", "width": 1280, "height": 800}
+        width, height, jpeg = await next_frame(view)
+        assert (width, height) == (640, 400) and jpeg[:3] == b"\xff\xd8\xff"  # fit in the view asked for
+        # Without control, input is ignored and said so.
+        await view.send(json.dumps({"type": "mouse", "action": "down", "x": 300, "y": 300}))
+        assert (await next_text(view, "readonly"))["message"]
+        await env.call("rig.takeControl", rigId=rig)
+        try:
+            for action in ("down", "up"):
+                await view.send(json.dumps({"type": "mouse", "action": action, "x": 310, "y": 320}))
+            await view.send(json.dumps({"type": "key", "action": "down", "key": "Enter"}))
+            await view.send(json.dumps({"type": "key", "action": "up", "key": "Enter"}))
+            await view.send(json.dumps({"type": "text", "text": "ok!"}))
+            await view.send(json.dumps({"type": "wheel", "x": 400, "y": 300, "deltaY": 250}))
+            await view.send(json.dumps({"type": "mouse", "action": "move", "x": 1280, "y": 5}))  # off the display
+            err = await next_text(view, "error")
+            assert err["code"] == "invalid_args" and "1280x800" in err["message"]
+            presses = await rec.until(3, "ButtonPress")
+            assert [(e.button, e.root) for e in presses] == [(1, (310, 320)), (5, (400, 300)), (5, (400, 300))]
+            keys = await rec.until(4, "KeyPress")
+            assert keys[0].key == "Return" and "".join(e.chars for e in keys[1:]) == "ok!"
+            # A resize is a mode change; the view says the new display size.
+            await view.send(json.dumps({"type": "resize", "width": 1024, "height": 768}))
+            assert await next_text(view, "viewport") == {"type": "viewport", "width": 1024, "height": 768}
+        finally:
+            await env.call("rig.releaseControl", rigId=rig)
+            await use(env, rig, action="set_display", width=1280, height=800)
+    async with asyncio.timeout(EVENT_BOUND_S):  # the lane writes its row as it ends, after the client left
+        while not (closed := [r for r in await env.call("rig.actionLog", rigId=rig) if r["verb"] == "liveview.close"]):
+            await asyncio.sleep(0.05)
+    closed = closed[-1]
+    assert closed["details"]["ignored"] == 1 and closed["details"]["inputs"]["mouse"] == 2  # the refused move is not
+    assert closed["details"]["text"]["length"] == 3  # typed text as a length and hash, never content
 
 
 # --- take-over -------------------------------------------------------------------------------------------------

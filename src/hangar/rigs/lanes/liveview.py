@@ -1,5 +1,6 @@
 """The live view lane: a browser rig's page as moving pictures for people (``/rig/live/<rigId>``), and the
-person's mouse, keys, wheel, typing and window size back while they hold control.
+person's mouse, keys, wheel, typing and window size back while they hold control. A computer rig's desktop is
+served on the same lane and wire by ``desktopview`` (registered with ``register_view``).
 
 Wire (a WebSocket; the URL is minted by ``rig.liveViewUrl`` with a signed ``rig-watch`` target, so a URL to
 watch a rig can neither drop files into it nor open a terminal):
@@ -40,7 +41,7 @@ import json
 import logging
 import struct
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -408,9 +409,18 @@ async def watching(
 
 # -- the lane -----------------------------------------------------------------------------------------------
 
+# How one live view of a rig is served once its person is let in: a browser's here; other surfaces' by the lane
+# modules the routes register (``register_view``: the computer's is ``desktopview``).
+ViewServer = Callable[[WebSocket, "LaneAccess", tuple[int, int], Revocable], Awaitable[None]]
+SURFACE_VIEWS: dict[Surface, ViewServer] = {}
+
+
+def register_view(surface: Surface, serve: ViewServer) -> None:
+    SURFACE_VIEWS[surface] = serve
+
 
 @dataclass
-class _Counts:
+class InputCounts:
     frames: int = 0
     inputs: dict[str, int] = field(default_factory=dict)
     ignored: int = 0
@@ -444,14 +454,16 @@ async def live_view_lane(ws: WebSocket) -> None:
         access = await authorize(
             ws.app.state.ctx, "watch", rig_id, ws.query_params.get("sig"), principal, mutating=False
         )
-        if access.live.surface is not Surface.browser:
-            raise Refused(f"the live view shows browser rigs; rig {rig_id} is a {access.live.surface.value} rig")
+        serve = _serve if access.live.surface is Surface.browser else SURFACE_VIEWS.get(access.live.surface)
+        if serve is None:
+            shown = " rigs and ".join(["browser", *(s.value for s in SURFACE_VIEWS)])
+            raise Refused(f"the live view shows {shown} rigs; rig {rig_id} is a {access.live.surface.value} rig")
     except HangarError as err:
         await fail(ws, err)
         return
     try:
         async with guarded(ws.app.state.ctx, access, token) as guard:
-            await _serve(ws, access, size, guard)
+            await serve(ws, access, size, guard)
     except HangarError as err:
         await fail(ws, err)
 
@@ -462,7 +474,7 @@ def _send_json(ws: WebSocket, payload: dict[str, Any]) -> Any:
 
 async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard: Revocable) -> None:
     mgr, principal, me = access.manager, access.principal, access.principal.user_id
-    counts = _Counts()
+    counts = InputCounts()
     async with mgr.watch(access.ws, access.live.id) as (live, events):
         async with mgr.acting(access.ws, live.id, principal, mutating=False, what="live view") as (_l, handle):
             session = handle.browser()
@@ -521,7 +533,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                             counts.ignored += 1
                             if not told_readonly:
                                 told_readonly = True
-                                await _send_json(ws, {"type": "readonly", "message": _readonly_message(live)})
+                                await _send_json(ws, {"type": "readonly", "message": readonly_message(live)})
                             continue
                         told_readonly = False
                         # Input changes the page, authorized at each event: the person still has access (the
@@ -569,7 +581,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
         await ws.close(code=1000)
 
 
-def _readonly_message(live: LiveRig) -> str:
+def readonly_message(live: LiveRig) -> str:
     if live.controller is None:
         return "take control to send input; until then the live view only shows the page"
     return "another person holds control; your input is ignored until they hand it back"

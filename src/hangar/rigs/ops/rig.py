@@ -321,8 +321,8 @@ async def rig_terminal_url(ctx: OpContext, args: RigArgs) -> LaneUrl:
 
 @op("rig.liveViewUrl", kind="read", scope="workspace", min_role="member")
 async def rig_live_view_url(ctx: OpContext, args: RigArgs) -> LaneUrl:
-    """A signed WebSocket URL for the live view of a browser rig (frames out; your input while you hold control),
-    for you only."""
+    """A signed WebSocket URL for the live view of a browser or computer rig (frames out; your input while you
+    hold control), for you only."""
     return await _lane_url(ctx, args.rig_id, "watch", "/rig/live", scheme_ws=True)
 
 
