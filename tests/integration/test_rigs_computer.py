@@ -14,7 +14,6 @@ import base64
 import json
 import re
 import struct
-import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +30,7 @@ from hangar.rigs.lanes.fence import unfence
 from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.pages import PageServer, page_server
+from tests.support.png import rgba_at
 from tests.support.rpc import RpcClient, RpcError
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.packs("terminal", "desktop")]
@@ -178,23 +178,6 @@ async def fails(env: RigsEnv, rig: str, client: RpcClient | None = None, **actio
     return caught.value
 
 
-def pixel(png: bytes, x: int, y: int) -> tuple[int, int, int]:
-    """One pixel of an unfiltered RGBA PNG (the stills this server makes)."""
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    width = struct.unpack(">I", png[16:20])[0]
-    at, idat = 8, b""
-    while at < len(png):
-        (length,) = struct.unpack(">I", png[at : at + 4])
-        if png[at + 4 : at + 8] == b"IDAT":
-            idat += png[at + 8 : at + 8 + length]
-        at += 12 + length
-    raw = zlib.decompress(idat)
-    row = raw[y * (width * 4 + 1) : (y + 1) * (width * 4 + 1)]
-    assert row[0] == 0  # no filter
-    r, g, b = row[1 + x * 4 : 4 + x * 4]
-    return r, g, b
-
-
 # --- opening ---------------------------------------------------------------------------------------------------
 
 
@@ -249,8 +232,8 @@ async def test_screenshot_is_the_guest_screen_with_its_display_size(env: RigsEnv
     assert (image["mime"], image["width"], image["height"]) == ("image/png", 1280, 800)
     png = base64.b64decode(image["base64"])
     # The recorder's window is white inside; the bare root window of Xvfb is black.
-    assert pixel(png, 500, 400) == (255, 255, 255)
-    assert pixel(png, 1200, 780) == (0, 0, 0)
+    assert rgba_at(png, 500, 400) == (255, 255, 255, 255)
+    assert rgba_at(png, 1200, 780) == (0, 0, 0, 255)
 
 
 async def test_mouse_move_and_cursor_position(env: RigsEnv, rig: str, rec: Recorder) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import struct
-import zlib
 
 import pytest
 
 from hangar.errors import Unavailable
 from hangar.rigs.engines.pixels import image_size
 from hangar.rigs.engines.xwd import still_of
+from tests.support.png import rgba_at
 
 
 def dump(width: int, height: int, *, msb: bool = False, bpp: int = 32, pad: int = 0, name: bytes = b"root\0") -> bytes:
@@ -24,19 +24,6 @@ def dump(width: int, height: int, *, msb: bool = False, bpp: int = 32, pad: int 
         )
         rows.append(row + b"\0" * pad)
     return struct.pack(">25I", *header) + name + b"".join(rows)
-
-
-def rgba_at(png: bytes, x: int, y: int) -> tuple[int, ...]:
-    width, _ = image_size(png)
-    at, idat = 8, b""
-    while at < len(png):
-        (length,) = struct.unpack(">I", png[at : at + 4])
-        if png[at + 4 : at + 8] == b"IDAT":
-            idat += png[at + 8 : at + 8 + length]
-        at += 12 + length
-    raw = zlib.decompress(idat)
-    start = y * (width * 4 + 1) + 1 + x * 4
-    return tuple(raw[start : start + 4])
 
 
 @pytest.mark.parametrize("msb", [False, True])

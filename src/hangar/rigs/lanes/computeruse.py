@@ -21,15 +21,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from hangar.core.principal import Principal
-from hangar.errors import HangarError, Unavailable
 from hangar.rigs import hooks
 from hangar.rigs.actions import base as act
 from hangar.rigs.actions import desktop as verbs
 from hangar.rigs.actions.base import ParsedAction
+from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.backends.capabilities import Desktop
-from hangar.rigs.errors import ControlHeld
-from hangar.rigs.lanes.consent import ClipboardGrants, ConsentRequired
 from hangar.rigs.lanes.fence import fence
+from hangar.rigs.lanes.useverb import use_verb
 from hangar.rigs.lifecycle.manager import RigManager
 
 AGENT_MAX = (1280, 800)  # the spec's bound on agent-lane stills; the person's live view has its own
@@ -189,28 +188,9 @@ def _bound(parsed: ParsedAction) -> float:
 async def use_computer(mgr: RigManager, ws: str, rig_id: str, parsed: ParsedAction, principal: Principal) -> Result:
     """Carry out one verb on the rig's desktop; the result, or the error it raised (logged with its outcome
     either way)."""
-    verb = parsed.verb.name
-    what = f"computer_use {verb}"
-    details: Details = {}
-    outcome = "error"
-    try:
-        if parsed.verb.crossing is not None:
-            consent = await ClipboardGrants(mgr.app.dbs.server, mgr.app.clock).require(principal, parsed.verb.crossing)
-            details["consent"] = consent.why
-        async with mgr.acting(ws, rig_id, principal, mutating=not parsed.observation, what=what) as (_, handle):
-            desktop = handle.desktop()
-            try:
-                result, said = await asyncio.wait_for(HANDLERS[verb](desktop, parsed.params), _bound(parsed))
-            except TimeoutError:
-                raise Unavailable(f"{what}: the desktop did not answer in time") from None
-            details = {**details, **said}
-        outcome = "ok"
-        return result
-    except (ControlHeld, ConsentRequired):
-        outcome = "refused"
-        raise
-    except HangarError as exc:
-        details = {**details, "error": exc.code}
-        raise
-    finally:
-        await mgr.log_action(ws, rig_id, principal, verb, details, outcome)
+
+    async def run(handle: RigHandle) -> tuple[Result, Details]:
+        return await HANDLERS[parsed.verb.name](handle.desktop(), parsed.params)
+
+    return await use_verb(mgr, ws, rig_id, parsed, principal, tool="computer_use", run=run, bound_s=_bound(parsed),
+                          answerer="the desktop", logged={})  # fmt: skip

@@ -24,9 +24,9 @@ import logging
 import time
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 
-from hangar.errors import HangarError, InvalidArgs, Unavailable
+from hangar.errors import HangarError, InvalidArgs
 from hangar.rigs.backends.capabilities import Desktop
 from hangar.rigs.engines.session import Frame
 from hangar.rigs.engines.webkit.transcode import transcode_png
@@ -42,10 +42,10 @@ from hangar.rigs.lanes.liveview import (
     WheelInput,
     encode_frame,
     parse_message,
+    pump_events,
     readonly_message,
+    run_pumps,
 )
-from hangar.rigs.live.notices import ControlNotice, PhaseNotice
-from hangar.rigs.model import Phase
 from hangar.rpc.access import Revocable
 
 log = logging.getLogger(__name__)
@@ -143,15 +143,6 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
                     counts.frames += 1
                 await asyncio.sleep(max(0.0, 1 / FPS - (time.monotonic() - began)))
 
-        async def pump_events() -> None:
-            while True:
-                event = await events.get()
-                await guard.admit()
-                if isinstance(event, ControlNotice):
-                    await _send_json(ws, {"type": "control", "controller": event.controller, "you": me})
-                elif isinstance(event, PhaseNotice) and event.phase in (Phase.closed, Phase.failed, Phase.closing):
-                    raise Unavailable(f"rig {live.id} is {event.phase.value}")
-
         async def pump_input() -> None:
             told_readonly = False
             while True:
@@ -182,23 +173,9 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
                 except HangarError as err:
                     await _send_json(ws, {"type": "error", **err.to_dict()})
 
-        tasks = [asyncio.create_task(pump_frames()), asyncio.create_task(pump_events()),
-                 asyncio.create_task(pump_input())]  # fmt: skip
         try:
-            ending: set[asyncio.Future[Any]] = {*tasks, guard.ended}
-            done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
-            if guard.ended in done:
-                raise guard.ended.result()
-            for task in done:
-                exc = task.exception()
-                if isinstance(exc, HangarError):
-                    raise exc
-                if exc is not None and not isinstance(exc, WebSocketDisconnect | OSError | RuntimeError):
-                    log.warning("rigs: live view of %s ended on %r", live.id, exc)
+            await run_pumps([pump_frames(), pump_events(ws, live, events, guard, me), pump_input()], guard, live.id)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             with contextlib.suppress(HangarError):
                 await mgr.log_action(access.ws, live.id, principal, "liveview.close", counts.details(0))
     with contextlib.suppress(Exception):

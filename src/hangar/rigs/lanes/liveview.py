@@ -41,7 +41,7 @@ import json
 import logging
 import struct
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -54,7 +54,7 @@ from hangar.rigs.engines.session import EngineSession, Frame, MouseButton
 from hangar.rigs.lanes.access import LaneAccess, authorize, authorize_change
 from hangar.rigs.lanes.pagefeed import following, page_row
 from hangar.rigs.lanes.socketlane import credential, fail, guarded
-from hangar.rigs.live.notices import ControlNotice, PhaseNotice
+from hangar.rigs.live.notices import ControlNotice, PhaseNotice, RigNotice
 from hangar.rigs.live.rigs import LiveRig
 from hangar.rigs.model import Phase, Surface
 from hangar.rpc.access import Revocable
@@ -504,15 +504,6 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                     await guard.admit()
                     await _send_json(ws, {"type": "pages", "pages": [page_row(p) for p in pages]})
 
-            async def pump_events() -> None:
-                while True:
-                    event = await events.get()
-                    await guard.admit()
-                    if isinstance(event, ControlNotice):
-                        await _send_json(ws, {"type": "control", "controller": event.controller, "you": me})
-                    elif isinstance(event, PhaseNotice) and event.phase in (Phase.closed, Phase.failed, Phase.closing):
-                        raise Unavailable(f"rig {live.id} is {event.phase.value}")
-
             async def pump_input() -> None:
                 told_readonly = False
                 while True:
@@ -552,33 +543,53 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                     except HangarError as err:
                         await _send_json(ws, {"type": "error", **err.to_dict()})
 
-            tasks = [
-                asyncio.create_task(pump_frames()),
-                asyncio.create_task(pump_events()),
-                asyncio.create_task(pump_input()),
-                asyncio.create_task(pump_pages()),
-            ]
             try:
-                ending: set[asyncio.Future[Any]] = {*tasks, guard.ended}
-                done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
-                if guard.ended in done:
-                    raise guard.ended.result()
-                for task in done:
-                    exc = task.exception()
-                    if isinstance(exc, HangarError):
-                        raise exc
-                    if exc is not None and not isinstance(exc, WebSocketDisconnect | OSError | RuntimeError):
-                        log.warning("rigs: live view of %s ended on %r", live.id, exc)
+                await run_pumps(
+                    [pump_frames(), pump_events(ws, live, events, guard, me), pump_input(), pump_pages()],
+                    guard,
+                    live.id,
+                )
             finally:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
                 with contextlib.suppress(HangarError):
                     await mgr.log_action(
                         access.ws, live.id, principal, "liveview.close", counts.details(watcher.dropped)
                     )
     with contextlib.suppress(Exception):
         await ws.close(code=1000)
+
+
+async def pump_events(
+    ws: WebSocket, live: LiveRig, events: asyncio.Queue[RigNotice], guard: Revocable, me: str | None
+) -> None:
+    """Tell the person of control changes; end the view when the rig ends."""
+    while True:
+        event = await events.get()
+        await guard.admit()
+        if isinstance(event, ControlNotice):
+            await _send_json(ws, {"type": "control", "controller": event.controller, "you": me})
+        elif isinstance(event, PhaseNotice) and event.phase in (Phase.closed, Phase.failed, Phase.closing):
+            raise Unavailable(f"rig {live.id} is {event.phase.value}")
+
+
+async def run_pumps(pumps: list[Coroutine[Any, Any, None]], guard: Revocable, rig_id: str) -> None:
+    """Run a live view's pumps until one ends (the person left, the rig ended) or the person's access does; a
+    ``HangarError`` that ended it is raised for the lane to tell; the others are stopped either way."""
+    tasks = [asyncio.create_task(pump) for pump in pumps]
+    try:
+        ending: set[asyncio.Future[Any]] = {*tasks, guard.ended}
+        done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
+        if guard.ended in done:
+            raise guard.ended.result()
+        for task in done:
+            exc = task.exception()
+            if isinstance(exc, HangarError):
+                raise exc
+            if exc is not None and not isinstance(exc, WebSocketDisconnect | OSError | RuntimeError):
+                log.warning("rigs: live view of %s ended on %r", rig_id, exc)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def readonly_message(live: LiveRig) -> str:
