@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import pytest
 import pytest_asyncio
 import websockets
@@ -519,6 +520,51 @@ async def test_clipboard_read_xdnd_reads_a_live_drag_payload(env: RigsEnv, rig: 
     finally:
         source.cancel()
         await asyncio.gather(source, return_exceptions=True)
+
+
+# --- clipboard lane ------------------------------------------------------------------------------------------
+
+
+async def clip(env: RigsEnv, rig: str, token: str | None = None, *, body: bytes | None = None,
+               ctype: str = "text/plain") -> httpx.Response:  # fmt: skip
+    lane = await env.call("rig.fileLaneUrl", rigId=rig)
+    path = f"/rig/clipboard/{rig}?sig={lane['sig']}"
+    headers = {"Authorization": f"Bearer {token or env.srv.owner_token}"}
+    async with httpx.AsyncClient(base_url=env.srv.url, timeout=EVENT_BOUND_S) as http:
+        if body is None:
+            return await http.get(path, headers=headers)
+        return await http.post(path, headers={**headers, "Content-Type": ctype}, content=body)
+
+
+async def test_the_clipboard_lane_pastes_text_images_and_files_onto_the_desktop(env: RigsEnv, rig: str) -> None:
+    pasted = await clip(env, rig, body=b"pasted from a person", ctype="text/plain")
+    assert pasted.status_code == 200 and pasted.json()["applied"] is True
+    assert await guest(env, rig, "xclip -o -selection clipboard") == "pasted from a person"
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+    copied = await clip(env, rig)
+    assert copied.status_code == 200
+    assert (copied.json()["text"], copied.json()["engine"]) == ("pasted from a person", None)
+    png = base64.b64decode((await use(env, rig, action="screenshot"))["image"]["base64"])
+    assert (await clip(env, rig, body=png, ctype="image/png")).json()["applied"] is True
+    handle = (await env.manager.get_live(env.ws, rig)).handle
+    assert handle is not None
+    out = bytearray()
+
+    async def collect(chunk: bytes) -> None:
+        out.extend(chunk)
+
+    argv = ("xclip", "-o", "-selection", "clipboard", "-target", "image/png")
+    await handle.run(Command(argv, GUEST_HOME, {"DISPLAY": DISPLAY}), collect)
+    assert bytes(out) == png  # the image itself, offered as image/png
+    files = {"files": ["/home/rig/Drops/report one.pdf", "/home/rig/Drops/b.txt"]}
+    body = json.dumps(files).encode()
+    assert (await clip(env, rig, body=body, ctype="application/json")).json()["files"] == files["files"]
+    uris = await guest(env, rig, "xclip -o -selection clipboard -target text/uri-list")
+    assert uris == "file:///home/rig/Drops/report%20one.pdf\r\nfile:///home/rig/Drops/b.txt\r\n"
+    refused = await clip(env, rig, body=json.dumps({"files": ["relative/path"]}).encode(), ctype="application/json")
+    assert refused.status_code == 400 and "files[0]" in refused.text
+    log = await env.call("rig.actionLog", rigId=rig)
+    assert "pasted from a person" not in str(log)  # kinds, sizes and paths; never content
 
 
 # --- live view -------------------------------------------------------------------------------------------------

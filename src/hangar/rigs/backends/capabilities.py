@@ -234,8 +234,9 @@ class Desktop(ABC):
         """The text an X selection holds (``xdnd``: a live drag's payload); empty when nothing owns it."""
 
     @abstractmethod
-    async def write_clipboard(self, text: str) -> None:
-        """Own the CLIPBOARD selection with ``text``."""
+    async def write_clipboard(self, data: bytes, target: str = "UTF8_STRING") -> None:
+        """Own the CLIPBOARD selection with ``data`` offered as ``target`` (UTF-8 text by default; ``image/png``,
+        ``text/uri-list``)."""
 
     @abstractmethod
     def log(self) -> str:

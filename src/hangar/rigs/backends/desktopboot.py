@@ -35,7 +35,7 @@ X_SERVER: tuple[str, ...] = (
     "-rfbunixmode", "0600", "-SecurityTypes", "None", "-AlwaysShared", "-AcceptSetDesktopSize=0",
 )  # fmt: skip
 MAX_SCREEN = (2560, 1600)  # the largest mode set_display can choose (the human lane's bound)
-BOOT_TIMEOUT_S = 30.0
+BOOT_TIMEOUT_S = 120.0  # a bound against a hang only: a loaded host starts an X server slowly
 STEP_TIMEOUT_S = 30.0  # one short program (a click, a still); typing and holds add their own length
 TYPE_DELAY_MS = 4  # between keystrokes of `type`: xdotool's default (12) makes long text slow
 MAX_SELECTION_BYTES = 1 << 20  # what a selection read keeps
@@ -77,7 +77,11 @@ class RigDesktopSession(Desktop):
         width, height = display
         self._start("x server", (*X_SERVER, "-geometry", f"{width}x{height}"))
         self._start("openbox", ("sh", "-c", _wait_display("exec openbox --sm-disable")))
-        result = await self._run(_WM_READY, timeout_s=BOOT_TIMEOUT_S + 5)
+        try:
+            result = await self._run(_WM_READY, timeout_s=BOOT_TIMEOUT_S + 10)
+        except Unavailable:
+            self._check_running()
+            raise
         if result.exit_code != 0:
             self._check_running()
             raise Unavailable(f"the desktop's window manager did not start in time: {self.log()[-TAIL_CHARS:]}")
@@ -219,12 +223,12 @@ class RigDesktopSession(Desktop):
             raise Unavailable(f"the desktop could not read its {selection} selection: {result.stderr[-TAIL_CHARS:]}")
         return out.decode("utf-8", "replace")
 
-    async def write_clipboard(self, text: str) -> None:
+    async def write_clipboard(self, data: bytes, target: str = "UTF8_STRING") -> None:
         # xclip stays behind to serve the selection (it leaves when another program takes it); its output is
         # closed so the call returns once it is serving.
         await self._checked(
-            ("sh", "-c", "exec xclip -selection clipboard -in >/dev/null 2>&1", "write-clipboard"),
-            stdin=text.encode(),
+            ("sh", "-c", 'exec xclip -selection clipboard -target "$1" -in >/dev/null 2>&1', "write-clipboard", target),
+            stdin=data,
         )
 
     def log(self) -> str:

@@ -146,7 +146,7 @@ async def _clipboard_read(d: Desktop, p: verbs.ClipboardRead) -> tuple[Result, D
 
 
 async def _clipboard_write(d: Desktop, p: act.ClipboardText) -> tuple[Result, Details]:
-    await d.write_clipboard(p.text)
+    await d.write_clipboard(p.text.encode())
     return {"written": len(p.text)}, {"text": hooks.sensitive(p.text)}
 
 
