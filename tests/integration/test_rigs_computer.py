@@ -567,6 +567,26 @@ async def test_the_clipboard_lane_pastes_text_images_and_files_onto_the_desktop(
     assert "pasted from a person" not in str(log)  # kinds, sizes and paths; never content
 
 
+async def test_a_drop_lands_in_drops_and_reaches_the_desktop_on_its_clipboard(env: RigsEnv, rig: str) -> None:
+    lane = await env.call("rig.fileLaneUrl", rigId=rig)
+    names = ["report one.txt", "report one.txt"]  # the second collides: it lands as 2-name
+    async with httpx.AsyncClient(base_url=env.srv.url, timeout=EVENT_BOUND_S) as http:
+        reply = await http.post(
+            lane["path"],
+            headers={"Authorization": f"Bearer {env.srv.owner_token}"},
+            files=[("files", (n, f"content {i}".encode())) for i, n in enumerate(names)],
+        )
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert (body["delivery"], body["directory"]) == ("clipboard", "/home/rig/Drops")
+    paths = [f["path"] for f in body["files"]]
+    assert paths == ["/home/rig/Drops/report one.txt", "/home/rig/Drops/2-report one.txt"]
+    assert await guest(env, rig, "cat '/home/rig/Drops/2-report one.txt'") == "content 1"
+    uris = await guest(env, rig, "xclip -o -selection clipboard -target text/uri-list")
+    assert uris == "file:///home/rig/Drops/report%20one.txt\r\nfile:///home/rig/Drops/2-report%20one.txt\r\n"
+    await guest(env, rig, "rm -rf /home/rig/Drops")
+
+
 # --- live view -------------------------------------------------------------------------------------------------
 
 

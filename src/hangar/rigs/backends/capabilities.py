@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
+from urllib.parse import quote
 
 from hangar.core.confine import ExecResult
 from hangar.errors import Unavailable
@@ -238,9 +239,18 @@ class Desktop(ABC):
         """Own the CLIPBOARD selection with ``data`` offered as ``target`` (UTF-8 text by default; ``image/png``,
         ``text/uri-list``)."""
 
+    async def offer_files(self, guest_paths: Sequence[str]) -> None:
+        """Put files on the CLIPBOARD as their ``file://`` URIs, the way file managers and toolkits take them."""
+        await self.write_clipboard(file_uris(guest_paths), "text/uri-list")
+
     @abstractmethod
     def log(self) -> str:
         """What the X server and the window manager said (the newest part of each): for diagnosing."""
+
+
+def file_uris(guest_paths: Sequence[str]) -> bytes:
+    """Guest paths as a ``text/uri-list`` (RFC 2483: CRLF after each URI)."""
+    return "".join(f"file://{quote(p)}\r\n" for p in guest_paths).encode()
 
 
 class RigDesktop(Protocol):

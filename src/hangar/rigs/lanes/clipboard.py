@@ -25,7 +25,6 @@ import base64
 import json
 import posixpath
 from typing import Any
-from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -146,12 +145,6 @@ def _with_clipboard(access: LaneAccess) -> None:
         )
 
 
-def file_uris(paths: list[str]) -> bytes:
-    """Guest paths as a ``text/uri-list`` (RFC 2483: CRLF after each URI), the way a desktop's file managers and
-    toolkits take files from the clipboard."""
-    return "".join(f"file://{quote(p)}\r\n" for p in paths).encode()
-
-
 async def _read_desktop(request: Request, access: LaneAccess, why: str) -> Response:
     """A desktop's CLIPBOARD selection as text (empty when nothing holds it)."""
     mgr = access.manager
@@ -170,18 +163,18 @@ async def _read_desktop(request: Request, access: LaneAccess, why: str) -> Respo
 
 async def _write_desktop(request: Request, access: LaneAccess, paste: Paste) -> Response:
     """Text, one image or files (as their URIs) onto a desktop's CLIPBOARD selection."""
-    if paste.kind == "text":
-        data, target = paste.text.encode(), "UTF8_STRING"
-    elif paste.kind == "image":
-        data, target = paste.image, paste.mime
-    else:
-        data, target = file_uris(paste.files), "text/uri-list"
     mgr = access.manager
     async with mgr.acting(access.ws, access.live.id, access.principal, mutating=True, what="clipboard_write") as (
         _l,
         handle,
     ):
-        await handle.desktop().write_clipboard(data, target)
+        desktop = handle.desktop()
+        if paste.kind == "text":
+            await desktop.write_clipboard(paste.text.encode())
+        elif paste.kind == "image":
+            await desktop.write_clipboard(paste.image, paste.mime)
+        else:
+            await desktop.offer_files(paste.files)
     details: dict[str, Any] = {"kind": paste.kind, "bytes": paste.size, "files": paste.files, "applied": True}
     if paste.kind == "image":
         details["mime"] = paste.mime
