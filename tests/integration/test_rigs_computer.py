@@ -498,8 +498,8 @@ while True:
 """
 
 
-async def test_clipboard_read_xdnd_reads_a_live_drag_payload(env: RigsEnv, rig: str) -> None:
-    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+async def drag_source(env: RigsEnv, rig: str, payload: str) -> asyncio.Task[Any]:
+    """A program in the rig holding the drag selection with ``payload``, once it holds it (cancel to end it)."""
     handle = (await env.manager.get_live(env.ws, rig)).handle
     assert handle is not None
     said = bytearray()
@@ -507,14 +507,20 @@ async def test_clipboard_read_xdnd_reads_a_live_drag_payload(env: RigsEnv, rig: 
     async def collect(chunk: bytes) -> None:
         said.extend(chunk)
 
-    payload = "file:///home/rig/report.pdf\r\nfile:///home/rig/notes.txt\r\n"
     argv = ("python3", "-c", DRAG_SOURCE, payload)
     source = asyncio.create_task(handle.run(Command(argv, GUEST_HOME, {"DISPLAY": DISPLAY}), collect))
+    async with asyncio.timeout(EVENT_BOUND_S):
+        while b"owned" not in said:
+            assert not source.done(), source
+            await asyncio.sleep(0.05)
+    return source
+
+
+async def test_clipboard_read_xdnd_reads_a_live_drag_payload(env: RigsEnv, rig: str) -> None:
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+    payload = "file:///home/rig/report.pdf\r\nfile:///home/rig/notes.txt\r\n"
+    source = await drag_source(env, rig, payload)
     try:
-        async with asyncio.timeout(EVENT_BOUND_S):
-            while b"owned" not in said:
-                assert not source.done(), source
-                await asyncio.sleep(0.05)
         read = await use(env, rig, action="clipboard_read", selection="xdnd")
         assert read["selection"] == "xdnd" and unfence(read["text"]) == payload
     finally:
@@ -601,6 +607,13 @@ async def next_text(view: websockets.ClientConnection, kind: str) -> dict[str, A
             frame = await view.recv()
             if isinstance(frame, str) and (notice := dict(json.loads(frame)))["type"] == kind:
                 return notice
+            if (
+                isinstance(frame, str)
+                and kind != "error"
+                and notice["type"] == "error"
+                and notice["code"] != "invalid_args"
+            ):
+                raise AssertionError(f"the live view failed: {notice}")
 
 
 async def next_frame(view: websockets.ClientConnection) -> tuple[int, int, bytes]:
@@ -652,6 +665,45 @@ async def test_the_live_view_shows_the_desktop_and_takes_the_controllers_input(
     closed = closed[-1]
     assert closed["details"]["ignored"] == 1 and closed["details"]["inputs"]["mouse"] == 2  # the refused move is not
     assert closed["details"]["text"]["length"] == 3  # typed text as a length and hash, never content
+
+
+async def test_dragging_out_offers_a_new_drag_payload_once_and_never_a_stale_one(env: RigsEnv, rig: str) -> None:
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+    headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
+
+    async def press_drag_release(view: websockets.ClientConnection, start: asyncio.Task[Any] | None) -> None:
+        await view.send(json.dumps({"type": "mouse", "action": "down", "x": 100, "y": 100}))
+        await asyncio.sleep(0.3)  # the press's snapshot is taken before a source may start
+        if start is not None:
+            await start
+        for x in (150, 200, 250):
+            await view.send(json.dumps({"type": "mouse", "action": "move", "x": x, "y": 100}))
+            await asyncio.sleep(0.3)
+        await view.send(json.dumps({"type": "mouse", "action": "up", "x": 250, "y": 100}))
+
+    await env.call("rig.takeControl", rigId=rig)
+    sources: list[asyncio.Task[Any]] = []
+    try:
+        async with websockets.connect(await live_view(env, rig), additional_headers=headers) as view:
+            await next_text(view, "hello")
+            # A payload the drag selection already held when the press began is stale: never offered.
+            sources.append(await drag_source(env, rig, "stale-payload"))
+            await press_drag_release(view, None)
+            # A drag that starts after the press: its payload is offered, once.
+            fresh = "file:///home/rig/Drops/out%20one.txt\r\n"
+
+            async def start_fresh() -> None:
+                sources[0].cancel()
+                sources.append(await drag_source(env, rig, fresh))
+
+            await press_drag_release(view, asyncio.ensure_future(start_fresh()))
+            offered = await next_text(view, "dragOut")
+            assert offered == {"type": "dragOut", "text": fresh, "uris": ["file:///home/rig/Drops/out%20one.txt"]}
+    finally:
+        for source in sources:
+            source.cancel()
+        await asyncio.gather(*sources, return_exceptions=True)
+        await env.call("rig.releaseControl", rigId=rig)
 
 
 # --- take-over -------------------------------------------------------------------------------------------------

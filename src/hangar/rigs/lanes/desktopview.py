@@ -8,7 +8,10 @@ Differences from a browser's view, each because a desktop is not a page:
 - ``viewport`` is the display in guest pixels (input coordinates are in these), sent again when the mode changes;
 - keys are DOM key names mapped to X11 key names (printable characters outside that map are typed on their press);
 - ``resize`` changes the display mode (320x240 to 2560x1600); there are no pages, so no ``pages`` notices;
-- ``hello`` carries ``surface: "computer"`` and ``engine: null``.
+- ``hello`` carries ``surface: "computer"`` and ``engine: null``;
+- dragging out: while the person drags with the left button, what the guest offers on its drag selection is sent
+  once as ``{"type": "dragOut", text, uris?}`` (``uris`` when it is a list of files), after the person's rig-to-host
+  clipboard consent, and never a payload the selection already held when the press began (``DragOut``).
 
 Each open view polls on its own (no frame hub shared between views). Input and frames obey the same rules as the
 browser's view: input only from the person holding control through a credential that may change things, nothing
@@ -31,6 +34,7 @@ from hangar.rigs.backends.capabilities import Desktop
 from hangar.rigs.engines.session import Frame
 from hangar.rigs.engines.webkit.transcode import transcode_png
 from hangar.rigs.lanes.access import LaneAccess, authorize_change
+from hangar.rigs.lanes.consent import ClipboardGrants
 from hangar.rigs.lanes.liveview import (
     MAX_VIEW,
     InputCounts,
@@ -51,6 +55,7 @@ from hangar.rpc.access import Revocable
 log = logging.getLogger(__name__)
 
 FPS = 4
+DRAG_POLL_S = 0.25  # how often a drag in progress reads the guest's drag selection as the pointer moves
 WHEEL_STEP = 100  # a wheel delta of this much is one click of the X wheel buttons
 MAX_WHEEL_CLICKS = 20
 BUTTON_NUMBERS = {"left": 1, "middle": 2, "right": 3}
@@ -104,6 +109,43 @@ async def apply_desktop_input(desktop: Desktop, event: InputEvent) -> None:
         await desktop.set_size(event.width, event.height)
 
 
+class DragOut:
+    """Dragging out of the desktop: while the person's left button is down, the guest's drag selection
+    (``XdndSelection``) is read as the pointer moves (at most every ``DRAG_POLL_S``) and on release; a payload is
+    offered once per press, and never one identical to what the selection held when the press began (a stale
+    payload of an earlier drag)."""
+
+    def __init__(self) -> None:
+        self.before: str | None = None  # what the drag selection held when the press began; None: no press
+        self.sent = False
+        self.read_at = 0.0
+
+    async def follow(self, desktop: Desktop, event: MouseInput) -> dict[str, Any] | None:
+        if event.button != "left":
+            return None
+        if event.action == "down":
+            self.before, self.sent, self.read_at = await desktop.read_selection("xdnd"), False, time.monotonic()
+            return None
+        if self.before is None or self.sent:
+            if event.action == "up":
+                self.before = None
+            return None
+        if event.action == "move" and time.monotonic() - self.read_at < DRAG_POLL_S:
+            return None
+        self.read_at = time.monotonic()
+        payload = await desktop.read_selection("xdnd")
+        before = self.before
+        if event.action == "up":
+            self.before = None
+        if not payload or payload == before:
+            return None
+        self.sent = True
+        uris = [line for line in payload.splitlines() if line and not line.startswith("#")]
+        if uris and all(u.startswith("file://") for u in uris):
+            return {"uris": uris, "text": payload}
+        return {"text": payload}
+
+
 def _send_json(ws: WebSocket, payload: dict[str, Any]) -> Any:
     return ws.send_text(json.dumps(payload))
 
@@ -113,6 +155,8 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
     mgr, principal, me = access.manager, access.principal, access.principal.user_id
     counts = InputCounts()
     view = list(size)
+    drag = DragOut()
+    drags: list[int] = []  # the size of each payload dragged out, for the audit
     async with mgr.watch(access.ws, access.live.id) as (live, events):
         async with mgr.acting(access.ws, live.id, principal, mutating=False, what="live view") as (_l, handle):
             desktop = handle.desktop()
@@ -170,6 +214,12 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
                     live.last_actor = principal.label
                     await apply_desktop_input(desktop, parsed)
                     counts.count(parsed)  # a resize: the next frame tells the new display size
+                    if isinstance(parsed, MouseInput):
+                        found = await drag.follow(desktop, parsed)
+                        if found is not None:
+                            await ClipboardGrants(mgr.app.dbs.server, mgr.app.clock).require(principal, "rigToHost")
+                            await _send_json(ws, {"type": "dragOut", **found})
+                            drags.append(len(found.get("text", "")))
                 except HangarError as err:
                     await _send_json(ws, {"type": "error", **err.to_dict()})
 
@@ -177,6 +227,7 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
             await run_pumps([pump_frames(), pump_events(ws, live, events, guard, me), pump_input()], guard, live.id)
         finally:
             with contextlib.suppress(HangarError):
-                await mgr.log_action(access.ws, live.id, principal, "liveview.close", counts.details(0))
+                closing = {**counts.details(0), "dragOut": {"count": len(drags), "chars": sum(drags)}}
+                await mgr.log_action(access.ws, live.id, principal, "liveview.close", closing)
     with contextlib.suppress(Exception):
         await ws.close(code=1000)
