@@ -44,6 +44,7 @@ _ROOT = re.compile(r"root:\((-?\d+),(-?\d+)\)")
 _BUTTON = re.compile(r"button (\d+),")
 _KEYSYM = re.compile(r"\(keysym 0x[0-9a-f]+, ([^)]+)\)")
 _TIME = re.compile(r"time (\d+),")
+_POSITION = re.compile(r"Position: (\d+),(\d+)")
 _CHARS = re.compile(r'XLookupString gives \d+ bytes: (?:\(\w+\) "(.*)")?$', re.M)
 
 
@@ -101,12 +102,19 @@ class Recorder:
         argv = ("xev", "-name", RECORDER, "-geometry", "1000x700+0+0", "-event", "keyboard", "-event", "button",
                 "-event", "mouse")  # fmt: skip
         self.task = asyncio.create_task(handle.run(Command(argv, GUEST_HOME, {"DISPLAY": DISPLAY}), collect))
-        # The window exists, sits at the top left and has the keyboard focus before any verb is sent.
-        await guest(
-            self.env,
-            self.rig,
-            f"xdotool search --sync --name '^{RECORDER}$' windowmove --sync 0 0 windowactivate --sync",
-        )
+        # The window exists, sits at the top left (the window manager may place it again once after it maps) and
+        # has the keyboard focus, and it hears the pointer, before any verb is sent.
+        find = f"xdotool search --sync --name '^{RECORDER}$'"
+        async with asyncio.timeout(EVENT_BOUND_S):
+            while True:
+                await guest(self.env, self.rig, f"{find} windowmove --sync 0 0 windowactivate --sync")
+                await asyncio.sleep(0.2)
+                found = _POSITION.search(await guest(self.env, self.rig, f"{find} getwindowgeometry"))
+                if found and int(found[1]) <= 20 and int(found[2]) <= 80:
+                    break
+        await guest(self.env, self.rig, "xdotool mousemove 500 400")
+        await self.until(1, "MotionNotify")
+        self.output.clear()
 
     async def stop(self) -> None:
         if self.task is not None:
