@@ -2816,7 +2816,7 @@ export type RigGrantHostsArgs = {
 };
 export type RigGrantHostsResult = HostsGranted;
 
-/** A signed WebSocket URL for the live view of a browser rig (frames out; your input while you hold control), for you only. */
+/** A signed WebSocket URL for the live view of a browser or computer rig (frames out; your input while you hold control), for you only. */
 export type RigLiveViewUrlArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
