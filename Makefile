@@ -95,8 +95,8 @@ web-test: web/node_modules/.package-lock.json
 client-types: install
 	$(BIN)/python -m hangar.server.typed_client
 
-# The rig image packs the tests boot rigs, shell steps and command agents from: the terminal's and each browser
-# engine's, in one directory per machine shared by every run and every test process ($HANGAR_TEST_PACKS, default
+# The rig image packs the tests boot rigs, shell steps and command agents from: the terminal's, each browser
+# engine's and the desktop's, in one directory per machine shared by every run and every test process ($HANGAR_TEST_PACKS, default
 # ~/.cache/hangar-test/packs). Built here, before the tests, one line of progress per pack: a first run takes
 # minutes per pack (mmdebstrap from the Debian mirror); later runs find them built. A failed build says why and
 # stops here; running it again retries. Where this host cannot run rigs, nothing is built and those tests skip.
