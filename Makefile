@@ -12,10 +12,11 @@ APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libse
 # the host beside its rig (the engines' conformance tests, the benchmark's baseline), and PostgreSQL's server
 # (the tests start a throwaway cluster of their own from its binaries, tests/support/postgres.py). Node.js and npm (the OIDC
 # peer, the web client's build) are installed only when the commands are missing, since many machines carry them
-# from another source that Debian's npm would conflict with.
-APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driver xvfb xauth socat libnss3-tools postgresql
-# Load generator and peer server for `make bench`, and universal-ctags (the code graph's indexing peer).
-APT_BENCH_PACKAGES := nginx-light wrk universal-ctags
+# from another source that Debian's npm would conflict with. QEMU boots the KVM probe's tiny guest.
+APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driver xvfb xauth socat libnss3-tools postgresql qemu-system-x86
+# Load generator and peer server for `make bench`, universal-ctags (the code graph's indexing peer), and the desktop
+# benchmark's baseline: Xvnc with the desktop pack's window manager and tools run directly on the host.
+APT_BENCH_PACKAGES := nginx-light wrk universal-ctags tigervnc-standalone-server openbox xdotool xclip x11-apps x11-utils x11-xserver-utils
 # `make run` passes these on to `hangar serve` when given (`make run HOST=0.0.0.0 PORT=9000 SITE_PORT=9001`):
 # the data directory, the interface to listen on (default 127.0.0.1), the server's port (8420) and the website's
 # (8421).
@@ -95,8 +96,8 @@ web-test: web/node_modules/.package-lock.json
 client-types: install
 	$(BIN)/python -m hangar.server.typed_client
 
-# The rig image packs the tests boot rigs, shell steps and command agents from: the terminal's and each browser
-# engine's, in one directory per machine shared by every run and every test process ($HANGAR_TEST_PACKS, default
+# The rig image packs the tests boot rigs, shell steps and command agents from: the terminal's, each browser
+# engine's and the desktop's, in one directory per machine shared by every run and every test process ($HANGAR_TEST_PACKS, default
 # ~/.cache/hangar-test/packs). Built here, before the tests, one line of progress per pack: a first run takes
 # minutes per pack (mmdebstrap from the Debian mirror); later runs find them built. A failed build says why and
 # stops here; running it again retries. Where this host cannot run rigs, nothing is built and those tests skip.

@@ -43,8 +43,6 @@ async def test_open_validates_surface_engine_and_space(tmp_path: Path) -> None:
         assert e.code == "invalid_args" and "no engines" in e.message
         e = await fails(env, "rig.open", space_id=env.space, surface="browser", engine="engine-z")
         assert e.code == "invalid_args" and "engine-z" in e.message  # refused, never defaulted
-        e = await fails(env, "rig.open", space_id=env.space, surface="computer")
-        assert e.code == "unavailable" and "planned" in e.message, e.message
         # Phones and simulators say what this host lacks (test_rigs_mobile_refusals.py has the details).
         e = await fails(env, "rig.open", space_id=env.space, surface="mobile")
         assert e.code == "unavailable" and "rigs.mobile.device" in e.message, e.message
@@ -105,14 +103,15 @@ async def test_malformed_actions_name_the_field(tmp_path: Path) -> None:
 async def test_valid_actions_answer_unavailable_naming_the_backend(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         cases = [
-            ("computer_use", {"action": "screenshot"}, "fullvm-kvm"),
             ("sim_use", {"action": "home"}, "mobile-simulator"),
         ]
         for op, action, backend in cases:
             e = await fails(env, op, rigId="r-1", action=action)
             assert e.code == "unavailable" and backend in e.message, e.message
-        # Browser and phone rigs run here: a valid action on a rig that does not exist is answered as such.
+        # Browser, computer and phone rigs run here: a valid action on a rig that does not exist is answered as such.
         e = await fails(env, "browser_use", rigId="r-1", action={"action": "navigate", "url": "https://example.test/"})
+        assert e.code == "not_found"
+        e = await fails(env, "computer_use", rigId="r-1", action={"action": "screenshot"})
         assert e.code == "not_found"
         e = await fails(env, "mobile_use", rigId="r-1", action={"action": "key", "key": "KEYCODE_HOME"})
         assert e.code == "not_found"

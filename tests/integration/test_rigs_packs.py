@@ -81,6 +81,7 @@ async def test_a_pack_build_shows_its_step_then_ends_ready(tmp_path: Path, monke
         assert [(p["name"], p["surface"], p["state"]) for p in listed] == [
             (TERMINAL, "terminal", "missing"),
             *((f"browser-engine-{e}-debian-bookworm-audio-v1-engine-{e}-base-v2", "browser", "missing") for e in "abc"),
+            ("desktop-debian-bookworm-desktop-v2-base-v2", "computer", "missing"),
         ]
         pack = await pack_named(c)
         assert pack | {"step": None} == {
@@ -100,7 +101,7 @@ async def test_a_pack_build_shows_its_step_then_ends_ready(tmp_path: Path, monke
             "refresh": None,
         }
         started = await c.call("rigs.buildPack", name=TERMINAL)
-        assert [p["state"] for p in started] == ["building", "missing", "missing", "missing"]
+        assert [p["state"] for p in started] == ["building", "missing", "missing", "missing", "missing"]
         async with asyncio.timeout(20):
             while (pack := await pack_named(c))["stepIndex"] < 4:
                 await asyncio.sleep(0.05)
@@ -148,12 +149,13 @@ async def test_a_browser_pack_builds_on_its_own(tmp_path: Path, monkeypatch: pyt
         assert ready["surface"] == "browser" and ready["revision"] == "audio-v1-engine-a"
         # Named for people (the pack's name is a cache key): the browser, not the engine's wire value.
         assert (ready["label"], ready["engine"]) == ("Chromium browser image", "engine-a")
-        labels = {p["engine"]: p["label"] for p in await c.call("rigs.packs")}
+        labels = {(p["surface"], p["engine"]): p["label"] for p in await c.call("rigs.packs")}
         assert labels == {
-            None: "Terminal image",
-            "engine-a": "Chromium browser image",
-            "engine-b": "Firefox browser image",
-            "engine-c": "WebKit browser image",
+            ("terminal", None): "Terminal image",
+            ("browser", "engine-a"): "Chromium browser image",
+            ("browser", "engine-b"): "Firefox browser image",
+            ("browser", "engine-c"): "WebKit browser image",
+            ("computer", None): "Desktop image",
         }
         assert (packs / BROWSER_A / ".hangar-pack.json").is_file()
         assert (await pack_named(c))["state"] == "missing"  # packs are never shared

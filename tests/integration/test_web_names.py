@@ -257,7 +257,13 @@ async def test_packs_and_engines_are_named_and_a_device_is_renamed(tmp_path: Pat
         packs = page.get_by_role("list", name="Image packs")
         await packs.get_by_role("listitem").first.wait_for()
         names = await packs.locator("li > div > strong").all_inner_texts()
-        assert names == ["Terminal image", "Chromium browser image", "Firefox browser image", "WebKit browser image"]
+        assert names == [
+            "Terminal image",
+            "Chromium browser image",
+            "Firefox browser image",
+            "WebKit browser image",
+            "Desktop image",
+        ]
         assert all(len(n) < 30 for n in names)
         await page.get_by_label("Browser image (Chromium)").first.wait_for()
         assert await axe_violations(page) == []

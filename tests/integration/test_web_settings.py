@@ -250,10 +250,16 @@ async def test_rigs_settings_show_the_host_check_a_pack_building_the_budget_and_
 
         # A pack build shows its step and a progress bar, then the pack is ready.
         packs = page.get_by_role("list", name="Image packs")
-        await packs.get_by_text("not built").nth(3).wait_for()  # the terminal pack and one per browser engine
+        await packs.get_by_text("not built").nth(3).wait_for()  # the terminal pack, one per browser engine, the desktop
         # Named for people; the pack's cache name is in its details.
         names = await packs.locator("li > div > strong").all_inner_texts()
-        assert names == ["Terminal image", "Chromium browser image", "Firefox browser image", "WebKit browser image"]
+        assert names == [
+            "Terminal image",
+            "Chromium browser image",
+            "Firefox browser image",
+            "WebKit browser image",
+            "Desktop image",
+        ]
         first = packs.get_by_role("listitem").first
         await first.get_by_text("Details").click()
         await first.get_by_text("terminal-tools-v1-base-v2", exact=True).wait_for()

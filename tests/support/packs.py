@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hangar.rigs.images.builder import TERMINAL, PackRecipe, pack_ready
-from hangar.rigs.images.recipes import BROWSERS
+from hangar.rigs.images.recipes import BROWSERS, DESKTOP
 
 PACKS = Path(os.environ.get("HANGAR_TEST_PACKS") or Path.home() / ".cache" / "hangar-test" / "packs")
 HANGAR = str(Path(sys.executable).parent / "hangar")
@@ -32,7 +32,9 @@ _failed: dict[str, str] = {}
 
 
 def recipe_for(key: str) -> PackRecipe:
-    """``terminal`` or a browser engine (``engine-a``), as tests name the packs they need."""
+    """``terminal``, ``desktop`` or a browser engine (``engine-a``), as tests name the packs they need."""
+    if key == "desktop":
+        return DESKTOP
     return TERMINAL if key == "terminal" else BROWSERS[key]
 
 

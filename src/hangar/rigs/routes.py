@@ -8,9 +8,13 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from hangar.rigs.hosts import wire
 from hangar.rigs.hosts.route import rig_host_socket
 from hangar.rigs.lanes.clipboard import read_clipboard, write_clipboard
+from hangar.rigs.lanes.desktopview import serve_desktop
 from hangar.rigs.lanes.files import drop_files, read_file
-from hangar.rigs.lanes.liveview import live_view_lane
+from hangar.rigs.lanes.liveview import live_view_lane, register_view
 from hangar.rigs.lanes.terminal import terminal_lane
+from hangar.rigs.model import Surface
+
+register_view(Surface.computer, serve_desktop)  # a desktop's live view rides the browser's lane and wire
 
 RIG_ROUTES: list[BaseRoute] = [
     WebSocketRoute(wire.PATH, rig_host_socket),

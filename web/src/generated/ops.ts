@@ -2456,7 +2456,7 @@ export type CodeStatusArgs = {
 };
 export type CodeStatusResult = CodeStatus;
 
-/** Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...). */
+/** Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...). Coordinates are guest pixels in the current mode and every screenshot states the display size; what a selection holds comes fenced as untrusted data. */
 export type ComputerUseArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -3011,7 +3011,7 @@ export type RigGrantHostsArgs = {
 };
 export type RigGrantHostsResult = HostsGranted;
 
-/** A signed WebSocket URL for the live view of a browser rig (frames out; your input while you hold control), for you only. */
+/** A signed WebSocket URL for the live view of a browser or computer rig (frames out; your input while you hold control), for you only. */
 export type RigLiveViewUrlArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -3028,13 +3028,14 @@ export type RigNavigateArgs = {
 };
 export type RigNavigateResult = BrowserPages;
 
-/** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. */
+/** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. A computer rig runs on the ``enclosure`` backend (Xvfb and a window manager in the namespace sandbox). */
 export type RigOpenArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
   spaceId: string;
   surface: string;
   engine?: string | null;
+  backend?: string | null;
 };
 export type RigOpenResult = RigOpened;
 

@@ -16,7 +16,6 @@ from hangar.rigs.actions.base import (
     MaybePoint,
     NoParams,
     Point,
-    Text,
     Verb,
     VerbTable,
 )
@@ -52,8 +51,13 @@ class HoldKey(Key):
     duration: Seconds60  # seconds, 0 to 60
 
 
+# Typed key by key (a few milliseconds each): 4096 characters take about 20 s; longer text goes through
+# clipboard_write and a paste.
+MAX_TYPE = 4096
+
+
 class TypeText(ActionModel):
-    text: Text
+    text: Annotated[StrictStr, Field(min_length=1, max_length=MAX_TYPE)]
 
 
 class Wait(ActionModel):
@@ -73,7 +77,7 @@ class ClipboardRead(ActionModel):
 COMPUTER_USE = VerbTable.of(
     "computer_use",
     Surface.computer,
-    "a desktop virtual machine backend (fullvm-kvm on Linux, fullvm-hvf on macOS)",
+    "a desktop backend (the enclosure's Xvfb desktop, or a full VM: fullvm-kvm on Linux, fullvm-hvf on macOS)",
     Verb("screenshot", NoParams, observation=True),
     Verb("cursor_position", NoParams, observation=True),
     Verb("mouse_move", Point),

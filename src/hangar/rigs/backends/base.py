@@ -28,7 +28,16 @@ from typing import ClassVar
 from hangar.core.confine import ExecResult
 from hangar.core.disks import DEFAULT_RIG_DISK_MB
 from hangar.errors import NotFound
-from hangar.rigs.backends.capabilities import Command, Pty, RigBrowser, RigExec, RigFiles, RigNetwork, RigPower
+from hangar.rigs.backends.capabilities import (
+    Command,
+    Pty,
+    RigBrowser,
+    RigDesktop,
+    RigExec,
+    RigFiles,
+    RigNetwork,
+    RigPower,
+)
 from hangar.rigs.images.packs import PackStatus
 from hangar.rigs.images.refresh import Record
 
@@ -63,7 +72,7 @@ class RigSpec:
 
     rig_id: str
     workspace_id: str
-    surface: str  # "terminal", "browser" or "mobile"
+    surface: str  # "terminal", "browser", "computer" or "mobile"
     memory_mb: int
     vcpus: int
     allow_hosts: frozenset[str]  # egress allowlist: exact names or "*.suffix"
@@ -75,7 +84,7 @@ class RigSpec:
     disk_mb: int = DEFAULT_RIG_DISK_MB  # the rig's own files (its root filesystem's changes) fit in this
 
 
-class RigHandle(RigExec, RigPower, RigNetwork, RigFiles, RigBrowser, ABC):
+class RigHandle(RigExec, RigPower, RigNetwork, RigFiles, RigBrowser, RigDesktop, ABC):
     """A running rig with every capability (``capabilities``) and its lifetime. Every method except ``alive``
     and ``aclose`` may raise ``Unavailable`` once the rig died."""
 

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
+from urllib.parse import quote
 
 from hangar.core.confine import ExecResult
 from hangar.errors import Unavailable
 from hangar.rigs.egress.gate import EgressEvent
 from hangar.rigs.engines.session import EngineSession
+from hangar.rigs.engines.xwd import Still
 
-__all__ = ["Command", "EngineHost", "Pty", "RigBrowser", "RigExec", "RigFiles", "RigNetwork", "RigPower"]
+__all__ = [
+    "Command", "Desktop", "EngineHost", "Pty", "RigBrowser", "RigDesktop", "RigExec", "RigFiles", "RigNetwork",
+    "RigPower", "Selection", "Still",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -182,6 +187,77 @@ class RigBrowser(Protocol):
         """What a browser rig's engine processes wrote (stdout and stderr, the newest part of each), for
         diagnosing an engine; other rigs refuse. Pages can make an engine log anything: untrusted text."""
         raise Unavailable("this rig runs no browser engine")
+
+
+Selection = Literal["clipboard", "primary", "xdnd"]
+
+
+class Desktop(ABC):
+    """An X11 desktop inside a rig (the ``computer`` surface): coordinates are guest pixels in the current mode,
+    keys are X11 key names joined by ``+`` (``ctrl+shift+t``, ``Return``)."""
+
+    @abstractmethod
+    async def size(self) -> tuple[int, int]:
+        """The display's current width and height."""
+
+    @abstractmethod
+    async def screenshot(self, max_width: int, max_height: int) -> Still:
+        """A PNG still of the whole screen fit within the box, with the display size it was taken at."""
+
+    @abstractmethod
+    async def cursor(self) -> tuple[int, int]:
+        """Where the pointer is."""
+
+    @abstractmethod
+    async def pointer(self, steps: Sequence[str]) -> None:
+        """Pointer steps in xdotool's words (``mousemove 10 20``, ``click --repeat 2 1``, ``mousedown 1``),
+        carried out in order. Coordinates must lie on the display (``check_point``)."""
+
+    @abstractmethod
+    async def check_point(self, x: int, y: int, field: str) -> None:
+        """``InvalidArgs`` naming ``field`` when (x, y) lies off the current display."""
+
+    @abstractmethod
+    async def key(self, combo: str, hold_s: float | None, field: str) -> None:
+        """Press and release ``combo`` (held ``hold_s`` seconds when given); an X11 name the desktop does not know
+        is ``InvalidArgs`` naming ``field``, and nothing is pressed."""
+
+    @abstractmethod
+    async def type_text(self, text: str) -> None:
+        """Type ``text`` as keystrokes into the focused window."""
+
+    @abstractmethod
+    async def set_size(self, width: int, height: int) -> tuple[int, int]:
+        """Change the display mode; returns the size now in effect."""
+
+    @abstractmethod
+    async def read_selection(self, selection: Selection) -> str:
+        """The text an X selection holds (``xdnd``: a live drag's payload); empty when nothing owns it."""
+
+    @abstractmethod
+    async def write_clipboard(self, data: bytes, target: str = "UTF8_STRING") -> None:
+        """Own the CLIPBOARD selection with ``data`` offered as ``target`` (UTF-8 text by default; ``image/png``,
+        ``text/uri-list``)."""
+
+    async def offer_files(self, guest_paths: Sequence[str]) -> None:
+        """Put files on the CLIPBOARD as their ``file://`` URIs, the way file managers and toolkits take them."""
+        await self.write_clipboard(file_uris(guest_paths), "text/uri-list")
+
+    @abstractmethod
+    def log(self) -> str:
+        """What the X server and the window manager said (the newest part of each): for diagnosing."""
+
+
+def file_uris(guest_paths: Sequence[str]) -> bytes:
+    """Guest paths as a ``text/uri-list`` (RFC 2483: CRLF after each URI)."""
+    return "".join(f"file://{quote(p)}\r\n" for p in guest_paths).encode()
+
+
+class RigDesktop(Protocol):
+    """The desktop a computer rig booted with; other rigs refuse."""
+
+    def desktop(self) -> Desktop:
+        raise Unavailable("this rig runs no desktop")
 
 
 class EngineHost(RigExec, RigFiles, RigNetwork, Protocol):

@@ -1,4 +1,4 @@
-"""The packs rigs boot from: the terminal's CLI toolset and one browser pack per engine.
+"""The packs rigs boot from: the terminal's CLI toolset, one browser pack per engine and the desktop.
 
 A browser pack is keyed by the image (Debian stable), the engine, the audio revision ``audio-v1-<engine>`` and the
 base revision every pack's name carries (``pack.BASE_REVISION``):
@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import resources
 
 from hangar.errors import NotFound
-from hangar.rigs.images.builder import BASE_REVISION, RELEASE, TERMINAL, PackRecipe
+from hangar.rigs.images.builder import BASE_REVISION, PACKAGES, RELEASE, TERMINAL, PackRecipe
 from hangar.rigs.model import ENGINE_LABELS
 
 HOME_PAGE = "/usr/share/hangar/home.html"
@@ -64,7 +64,25 @@ def browser_recipe(engine: str) -> PackRecipe:
 
 
 BROWSERS: dict[str, PackRecipe] = {engine: browser_recipe(engine) for engine in _ENGINE_PACKAGES}
-ALL: tuple[PackRecipe, ...] = (TERMINAL, *BROWSERS.values())
+
+# The desktop (surface ``computer`` on the enclosure backend): the terminal's CLI baseline plus an X server
+# without a screen that changes its mode through RandR (TigerVNC's Xvnc; Debian's Xvfb keeps its start size, and
+# stays for programs that start a display of their own with xvfb-run), a lightweight window manager (Openbox), the
+# input and selection tools the verbs run (xdotool over XTEST, xclip), xwd for stills, xrandr for mode changes, and
+# xev and xterm for a person or a test to see what the desktop received. Keyed by its own revision, like every pack.
+DESKTOP_REVISION = "desktop-v2"
+_DESKTOP_PACKAGES: tuple[str, ...] = (
+    "tigervnc-standalone-server", "xvfb", "xauth", "openbox", "xdotool", "xclip", "x11-utils", "x11-apps",
+    "x11-xserver-utils", "xterm", "fonts-dejavu-core",
+)  # fmt: skip
+DESKTOP = PackRecipe(
+    name=f"desktop-{IMAGE}-{DESKTOP_REVISION}-{BASE_REVISION}",
+    revision=DESKTOP_REVISION,
+    surface="computer",
+    label="desktop image",
+    packages=(*PACKAGES, *_DESKTOP_PACKAGES),
+)
+ALL: tuple[PackRecipe, ...] = (TERMINAL, *BROWSERS.values(), DESKTOP)
 
 
 def recipe_named(name: str) -> PackRecipe:

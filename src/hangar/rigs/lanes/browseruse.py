@@ -17,22 +17,21 @@ Rules held here, whatever the engine:
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from hangar.core.principal import Principal
-from hangar.errors import HangarError, Unavailable
+from hangar.errors import Unavailable
 from hangar.rigs import hooks
 from hangar.rigs.actions import base as act
 from hangar.rigs.actions import browser as verbs
 from hangar.rigs.actions.base import ParsedAction
+from hangar.rigs.backends.base import RigHandle
 from hangar.rigs.engines.session import EngineSession, Page, PageChange
-from hangar.rigs.errors import ControlHeld
-from hangar.rigs.lanes.consent import ClipboardGrants, ConsentRequired
 from hangar.rigs.lanes.fence import fence
+from hangar.rigs.lanes.useverb import use_verb
 from hangar.rigs.lifecycle.manager import RigManager
 
 AGENT_MAX = (1280, 800)  # agent stills are scaled to fit this, keeping the aspect ratio
@@ -276,28 +275,11 @@ async def use_browser(mgr: RigManager, ws: str, rig_id: str, parsed: ParsedActio
     """Carry out one verb on the rig's engine; the result, with ``engine``, or the error it raised (logged with
     its outcome either way)."""
     live = await mgr.get_live(ws, rig_id)
-    verb = parsed.verb.name
-    what = f"browser_use {verb}"
-    details: Details = {}
-    outcome = "error"
-    try:
-        if parsed.verb.crossing is not None:
-            consent = await ClipboardGrants(mgr.app.dbs.server, mgr.app.clock).require(principal, parsed.verb.crossing)
-            details["consent"] = consent.why
-        async with mgr.acting(ws, rig_id, principal, mutating=not parsed.observation, what=what) as (_, handle):
-            session = handle.browser()
-            try:
-                result, said = await asyncio.wait_for(_verb(session, verb, parsed.params), _bound(parsed))
-            except TimeoutError:
-                raise Unavailable(f"{what}: {session.engine} did not answer in time") from None
-            details = {**details, **said}
-        outcome = "ok"
-        return {**result, "engine": session.engine}
-    except (ControlHeld, ConsentRequired):
-        outcome = "refused"
-        raise
-    except HangarError as exc:
-        details = {**details, "error": exc.code}
-        raise
-    finally:
-        await mgr.log_action(ws, rig_id, principal, verb, {**details, "engine": live.engine}, outcome)
+
+    async def run(handle: RigHandle) -> tuple[Result, Details]:
+        session = handle.browser()
+        result, said = await _verb(session, parsed.verb.name, parsed.params)
+        return {**result, "engine": session.engine}, said
+
+    return await use_verb(mgr, ws, rig_id, parsed, principal, tool="browser_use", run=run, bound_s=_bound(parsed),
+                          answerer=str(live.engine), logged={"engine": live.engine})  # fmt: skip

@@ -8,9 +8,11 @@ is allowed by default, copying out answers 403 ``consent_required`` until they g
 
 Kinds: text (``text/plain``, UTF-8, at most 1 MiB), one PNG or JPEG image (``image/png`` / ``image/jpeg``, at most
 16 MB, its magic bytes checked), or guest file paths (``application/json`` ``{"files": [...]}``; ``{"text": ...}``
-is accepted there too). A browser rig's clipboard is its page's: it exists only in a secure context (https, or
-localhost), holds text or one image through the page's async clipboard API (engine B's headless Firefox keeps no
-images; engines A and C keep PNG, so a JPEG is converted in the page), and never holds files; whatever is not
+is accepted there too). A computer rig's clipboard is its desktop's CLIPBOARD selection: text reads and pastes
+as UTF-8, an image is offered as its own type, files as a ``text/uri-list`` of ``file://`` URIs. A browser rig's
+clipboard is its page's: it exists only in a secure context (https, or localhost), holds text or one image through
+the page's async clipboard API (engine B's headless Firefox keeps no images; engines A and C keep PNG, so a JPEG is
+converted in the page), and never holds files; whatever is not
 applied says why in ``reason``, and ``note`` says what an applied paste changed. GET answers ``{rigId, engine,
 available, text, image, files, note}`` with ``image`` as ``{mime, base64, bytes, width, height}`` when the
 clipboard holds one (then ``text`` is None); POST ``{rigId, kind, applied, reason, note, bytes, files}``. The
@@ -134,13 +136,51 @@ async def read_paste(request: Request) -> Paste:
     raise InvalidArgs("send text/plain, image/png, image/jpeg, or application/json with files", field="content-type")
 
 
-def _browser_only(access: LaneAccess) -> None:
+def _with_clipboard(access: LaneAccess) -> None:
     live = access.live
-    if live.surface is not Surface.browser:
+    if live.surface not in (Surface.browser, Surface.computer):
         raise Refused(
             f"rig {live.id} is a {live.surface.value} rig, which has no clipboard this lane reaches "
             "(use the file lane for files)"
         )
+
+
+async def _read_desktop(request: Request, access: LaneAccess, why: str) -> Response:
+    """A desktop's CLIPBOARD selection as text (empty when nothing holds it)."""
+    mgr = access.manager
+    async with mgr.acting(access.ws, access.live.id, access.principal, mutating=False, what="clipboard_read") as (
+        _l,
+        handle,
+    ):
+        text = await handle.desktop().read_selection("clipboard")
+    size = len(text.encode())
+    details: dict[str, Any] = {"kind": "text" if text else "empty", "available": True, "bytes": size, "files": [],
+                               "consent": why}  # fmt: skip
+    await _audit(request, access, "clipboard_read", details)
+    return JSONResponse({"rigId": access.live.id, "engine": None, "available": True, "text": text, "image": None,
+                         "files": [], "note": None})  # fmt: skip
+
+
+async def _write_desktop(request: Request, access: LaneAccess, paste: Paste) -> Response:
+    """Text, one image or files (as their URIs) onto a desktop's CLIPBOARD selection."""
+    mgr = access.manager
+    async with mgr.acting(access.ws, access.live.id, access.principal, mutating=True, what="clipboard_write") as (
+        _l,
+        handle,
+    ):
+        desktop = handle.desktop()
+        if paste.kind == "text":
+            await desktop.write_clipboard(paste.text.encode())
+        elif paste.kind == "image":
+            await desktop.write_clipboard(paste.image, paste.mime)
+        else:
+            await desktop.offer_files(paste.files)
+    details: dict[str, Any] = {"kind": paste.kind, "bytes": paste.size, "files": paste.files, "applied": True}
+    if paste.kind == "image":
+        details["mime"] = paste.mime
+    await _audit(request, access, "clipboard_write", details)
+    return JSONResponse({"rigId": access.live.id, "kind": paste.kind, "applied": True, "reason": None, "note": None,
+                         "bytes": paste.size, "files": paste.files})  # fmt: skip
 
 
 async def _audit(request: Request, access: LaneAccess, verb: str, details: dict[str, Any]) -> None:
@@ -169,7 +209,9 @@ async def read_clipboard(request: Request) -> Response:
     principal = await app.service(IdentityService).authenticate_bearer(request)
     access = await authorize(app, "files", rig_id, request.query_params.get("sig"), principal, mutating=False)
     decision = await ClipboardGrants(app.dbs.server, app.clock).require(principal, "rigToHost")
-    _browser_only(access)
+    _with_clipboard(access)
+    if access.live.surface is Surface.computer:
+        return await _read_desktop(request, access, decision.why)
     mgr = access.manager
     text: str | None = None
     async with mgr.acting(access.ws, rig_id, principal, mutating=False, what="clipboard_read") as (_l, handle):
@@ -215,8 +257,10 @@ async def write_clipboard(request: Request) -> Response:
     mgr = access.manager
     mgr.check_control(access.live, principal, "clipboard_write")
     await ClipboardGrants(app.dbs.server, app.clock).require(principal, "hostToRig")
-    _browser_only(access)
+    _with_clipboard(access)
     paste = await read_paste(request)
+    if access.live.surface is Surface.computer:
+        return await _write_desktop(request, access, paste)
     applied, reason, note = False, None, None
     async with mgr.acting(access.ws, rig_id, principal, mutating=True, what="clipboard_write") as (_l, handle):
         session = handle.browser()

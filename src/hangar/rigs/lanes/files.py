@@ -1,5 +1,6 @@
 """The file lane: ``POST /rig/files/<rigId>`` drops files into the rig (a terminal's ``~/drops``, a browser's
-``/tmp/hangar-drops``); ``GET /rig/files/<rigId>?p=<base64url path>`` reads one file out. Bytes travel over
+``/tmp/hangar-drops``, a desktop's ``~/Drops``, where the landed files also go onto its clipboard as file URIs,
+``delivery: "clipboard"``); ``GET /rig/files/<rigId>?p=<base64url path>`` reads one file out. Bytes travel over
 HTTP, not the RPC socket.
 
 A drop is parsed as it streams in (multipart, python-multipart's push parser) and spooled to disk under the
@@ -52,6 +53,7 @@ MAX_FIELDS = 8
 MAX_COLLISIONS = 1000
 GUEST_HOME = "/home/rig"
 DROPS_DIR = f"{GUEST_HOME}/drops"
+DESKTOP_DROPS_DIR = f"{GUEST_HOME}/Drops"
 BROWSER_DROPS_DIR = "/tmp/hangar-drops"
 CHUNK = 256 * 1024
 _EXTENDED_FILENAME = re.compile(r"filename\*\s*=\s*UTF-8''([^;\s]+)", re.IGNORECASE)
@@ -246,8 +248,8 @@ async def drop_files(request: Request) -> Response:
         spool = DropSpool(spool_dir)
         await _receive(request, spool)
         point = spool.point()
-        browser = live.surface is Surface.browser
-        directory = BROWSER_DROPS_DIR if browser else DROPS_DIR
+        browser, desktop = live.surface is Surface.browser, live.surface is Surface.computer
+        directory = BROWSER_DROPS_DIR if browser else DESKTOP_DROPS_DIR if desktop else DROPS_DIR
         landed: list[dict[str, Any]] = []
         delivery: Delivery = "landed"
         async with mgr.acting(access.ws, rig_id, principal, mutating=True, what="drop_files") as (_live, handle):
@@ -265,14 +267,17 @@ async def drop_files(request: Request) -> Response:
                     raise Conflict(f"{part.filename!r} collides with {MAX_COLLISIONS} existing drops")
             if browser and point is not None:
                 delivery = await deliver(handle.browser(), [f["path"] for f in landed], point)
+            elif desktop:  # no synthesized drag: the files reach the desktop on its clipboard
+                await handle.desktop().offer_files([f["path"] for f in landed])
+                delivery = "clipboard"
         details: dict[str, Any] = {"count": len(landed), "bytes": sum(f["size"] for f in landed), "files": landed}
-        if browser:
+        if browser or desktop:
             details |= {"delivery": delivery, "point": list(point) if point is not None else None}
         await mgr.log_action(access.ws, rig_id, principal, "drop_files", details)
         await app.audit.append(
             access.ws, principal=principal.label, action="rig.drop_files", target=f"rig:{rig_id}", details=details
         )
-        note = DELIVERY_NOTES[delivery] if browser else None
+        note = DELIVERY_NOTES[delivery] if browser or desktop else None
         return JSONResponse(
             {"rigId": rig_id, "delivery": delivery, "note": note, "directory": directory, "files": landed}
         )
@@ -281,8 +286,9 @@ async def drop_files(request: Request) -> Response:
             spool.close()
 
 
-Delivery = Literal["dropEvent", "fileInput", "landed"]
+Delivery = Literal["dropEvent", "fileInput", "landed", "clipboard"]
 DELIVERY_NOTES: dict[Delivery, str] = {
+    "clipboard": "the files landed in ~/Drops and are on the desktop's clipboard as file URIs",
     "dropEvent": "the page got a real drop event at the drop point",
     "fileInput": "this engine cannot take a real drop: the file input at the drop point was set to the files",
     "landed": "the files landed in the rig; nothing on the page was told",

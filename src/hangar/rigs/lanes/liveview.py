@@ -1,5 +1,6 @@
 """The live view lane: a browser rig's page as moving pictures for people (``/rig/live/<rigId>``), and the
-person's mouse, keys, wheel, typing and window size back while they hold control.
+person's mouse, keys, wheel, typing and window size back while they hold control. A computer rig's desktop is
+served on the same lane and wire by ``desktopview`` (registered with ``register_view``).
 
 Wire (a WebSocket; the URL is minted by ``rig.liveViewUrl`` with a signed ``rig-watch`` target, so a URL to
 watch a rig can neither drop files into it nor open a terminal):
@@ -40,7 +41,7 @@ import json
 import logging
 import struct
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -53,7 +54,7 @@ from hangar.rigs.engines.session import EngineSession, Frame, MouseButton
 from hangar.rigs.lanes.access import LaneAccess, authorize, authorize_change
 from hangar.rigs.lanes.pagefeed import following, page_row
 from hangar.rigs.lanes.socketlane import credential, fail, guarded
-from hangar.rigs.live.notices import ControlNotice, PhaseNotice
+from hangar.rigs.live.notices import ControlNotice, PhaseNotice, RigNotice
 from hangar.rigs.live.rigs import LiveRig
 from hangar.rigs.model import Phase, Surface
 from hangar.rpc.access import Revocable
@@ -408,9 +409,18 @@ async def watching(
 
 # -- the lane -----------------------------------------------------------------------------------------------
 
+# How one live view of a rig is served once its person is let in: a browser's here; other surfaces' by the lane
+# modules the routes register (``register_view``: the computer's is ``desktopview``).
+ViewServer = Callable[[WebSocket, "LaneAccess", tuple[int, int], Revocable], Awaitable[None]]
+SURFACE_VIEWS: dict[Surface, ViewServer] = {}
+
+
+def register_view(surface: Surface, serve: ViewServer) -> None:
+    SURFACE_VIEWS[surface] = serve
+
 
 @dataclass
-class _Counts:
+class InputCounts:
     frames: int = 0
     inputs: dict[str, int] = field(default_factory=dict)
     ignored: int = 0
@@ -444,14 +454,16 @@ async def live_view_lane(ws: WebSocket) -> None:
         access = await authorize(
             ws.app.state.ctx, "watch", rig_id, ws.query_params.get("sig"), principal, mutating=False
         )
-        if access.live.surface is not Surface.browser:
-            raise Refused(f"the live view shows browser rigs; rig {rig_id} is a {access.live.surface.value} rig")
+        serve = _serve if access.live.surface is Surface.browser else SURFACE_VIEWS.get(access.live.surface)
+        if serve is None:
+            shown = " rigs and ".join(["browser", *(s.value for s in SURFACE_VIEWS)])
+            raise Refused(f"the live view shows {shown} rigs; rig {rig_id} is a {access.live.surface.value} rig")
     except HangarError as err:
         await fail(ws, err)
         return
     try:
         async with guarded(ws.app.state.ctx, access, token) as guard:
-            await _serve(ws, access, size, guard)
+            await serve(ws, access, size, guard)
     except HangarError as err:
         await fail(ws, err)
 
@@ -462,7 +474,7 @@ def _send_json(ws: WebSocket, payload: dict[str, Any]) -> Any:
 
 async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard: Revocable) -> None:
     mgr, principal, me = access.manager, access.principal, access.principal.user_id
-    counts = _Counts()
+    counts = InputCounts()
     async with mgr.watch(access.ws, access.live.id) as (live, events):
         async with mgr.acting(access.ws, live.id, principal, mutating=False, what="live view") as (_l, handle):
             session = handle.browser()
@@ -492,15 +504,6 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                     await guard.admit()
                     await _send_json(ws, {"type": "pages", "pages": [page_row(p) for p in pages]})
 
-            async def pump_events() -> None:
-                while True:
-                    event = await events.get()
-                    await guard.admit()
-                    if isinstance(event, ControlNotice):
-                        await _send_json(ws, {"type": "control", "controller": event.controller, "you": me})
-                    elif isinstance(event, PhaseNotice) and event.phase in (Phase.closed, Phase.failed, Phase.closing):
-                        raise Unavailable(f"rig {live.id} is {event.phase.value}")
-
             async def pump_input() -> None:
                 told_readonly = False
                 while True:
@@ -521,7 +524,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                             counts.ignored += 1
                             if not told_readonly:
                                 told_readonly = True
-                                await _send_json(ws, {"type": "readonly", "message": _readonly_message(live)})
+                                await _send_json(ws, {"type": "readonly", "message": readonly_message(live)})
                             continue
                         told_readonly = False
                         # Input changes the page, authorized at each event: the person still has access (the
@@ -540,27 +543,13 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                     except HangarError as err:
                         await _send_json(ws, {"type": "error", **err.to_dict()})
 
-            tasks = [
-                asyncio.create_task(pump_frames()),
-                asyncio.create_task(pump_events()),
-                asyncio.create_task(pump_input()),
-                asyncio.create_task(pump_pages()),
-            ]
             try:
-                ending: set[asyncio.Future[Any]] = {*tasks, guard.ended}
-                done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
-                if guard.ended in done:
-                    raise guard.ended.result()
-                for task in done:
-                    exc = task.exception()
-                    if isinstance(exc, HangarError):
-                        raise exc
-                    if exc is not None and not isinstance(exc, WebSocketDisconnect | OSError | RuntimeError):
-                        log.warning("rigs: live view of %s ended on %r", live.id, exc)
+                await run_pumps(
+                    [pump_frames(), pump_events(ws, live, events, guard, me), pump_input(), pump_pages()],
+                    guard,
+                    live.id,
+                )
             finally:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
                 with contextlib.suppress(HangarError):
                     await mgr.log_action(
                         access.ws, live.id, principal, "liveview.close", counts.details(watcher.dropped)
@@ -569,7 +558,41 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
         await ws.close(code=1000)
 
 
-def _readonly_message(live: LiveRig) -> str:
+async def pump_events(
+    ws: WebSocket, live: LiveRig, events: asyncio.Queue[RigNotice], guard: Revocable, me: str | None
+) -> None:
+    """Tell the person of control changes; end the view when the rig ends."""
+    while True:
+        event = await events.get()
+        await guard.admit()
+        if isinstance(event, ControlNotice):
+            await _send_json(ws, {"type": "control", "controller": event.controller, "you": me})
+        elif isinstance(event, PhaseNotice) and event.phase in (Phase.closed, Phase.failed, Phase.closing):
+            raise Unavailable(f"rig {live.id} is {event.phase.value}")
+
+
+async def run_pumps(pumps: list[Coroutine[Any, Any, None]], guard: Revocable, rig_id: str) -> None:
+    """Run a live view's pumps until one ends (the person left, the rig ended) or the person's access does; a
+    ``HangarError`` that ended it is raised for the lane to tell; the others are stopped either way."""
+    tasks = [asyncio.create_task(pump) for pump in pumps]
+    try:
+        ending: set[asyncio.Future[Any]] = {*tasks, guard.ended}
+        done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
+        if guard.ended in done:
+            raise guard.ended.result()
+        for task in done:
+            exc = task.exception()
+            if isinstance(exc, HangarError):
+                raise exc
+            if exc is not None and not isinstance(exc, WebSocketDisconnect | OSError | RuntimeError):
+                log.warning("rigs: live view of %s ended on %r", rig_id, exc)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def readonly_message(live: LiveRig) -> str:
     if live.controller is None:
         return "take control to send input; until then the live view only shows the page"
     return "another person holds control; your input is ignored until they hand it back"

@@ -39,6 +39,7 @@ from hangar.errors import HangarError, NotFound, Refused
 from hangar.identity import usable_workspace_ids
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import ExecResult, RigBackend, RigHandle
+from hangar.rigs.backends.kvmprobe import KvmProbe
 from hangar.rigs.devdomains.router import DevRouter
 from hangar.rigs.errors import BackendFailure, ControlHeld
 from hangar.rigs.events import RigDevDomainChanged
@@ -86,6 +87,7 @@ class RigManager:
         self.budget = MemoryBudget(app, self.rigs, self.closer, budget_mb=budget_mb)
         self.upkeep = RigUpkeep(app, self.store, self.rigs, self.closer, self.budget)
         self.dev = DevRouter(app, self.reach)  # dev domains: lanes, resolver names, the HTTPS leaf
+        self.kvm = KvmProbe()  # whether full VMs could run under KVM here, found once, never waited on forever
         self.opener = RigOpener(
             app,
             backend,

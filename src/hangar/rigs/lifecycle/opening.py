@@ -59,7 +59,7 @@ BOOT_POLL_S = 0.5  # how often a waiting rig.open looks at the boot's status det
 OPEN_WAIT_S = 20.0  # rig.open answers `provisioning` when the boot (a first pack build) takes longer
 
 # Surfaces this server runs; each other one needs what its verb table says.
-RUNNABLE: frozenset[Surface] = frozenset({Surface.terminal, Surface.browser, Surface.mobile})
+RUNNABLE: frozenset[Surface] = frozenset({Surface.terminal, Surface.browser, Surface.computer, Surface.mobile})
 PLANNED: dict[Surface, str] = {t.surface: t.needs for t in TABLES.values() if t.surface not in RUNNABLE}
 # Which workspace setting names a custom image per surface.
 IMAGE_KEYS: dict[Surface, str] = {Surface.terminal: EXEC_IMAGE_KEY, Surface.browser: BROWSER_IMAGE_KEY}
@@ -218,11 +218,7 @@ class RigOpener:
             surface=surface.value,
             memory_mb=limits.memory_mb,
             vcpus=limits.vcpus,
-            allow_hosts=(
-                hooks.browser_allowlist(self.app, first_boot=self._first_boot(engine))
-                if browser
-                else await hooks.allowlist(self.app, ws, space_id)
-            ),
+            allow_hosts=await self._allowlist(ws, space_id, surface, engine),
             home_dir=home,
             worktree=tree,
             engine=engine,
@@ -258,6 +254,15 @@ class RigOpener:
         await self.store.append_action(ws, rig_id, principal=principal.label, verb="open")
         await self._custom_image_notice(live)
         return live
+
+    async def _allowlist(self, ws: str, space_id: str, surface: Surface, engine: str | None) -> frozenset[str]:
+        """The spec's egress defaults: a browser's own, a desktop's empty (everything denied until a caller grants
+        hosts with ``rig.grantHosts``), the developer baseline for a terminal."""
+        if surface is Surface.browser:
+            return hooks.browser_allowlist(self.app, first_boot=self._first_boot(engine))
+        if surface is Surface.computer:
+            return frozenset()
+        return await hooks.allowlist(self.app, ws, space_id)
 
     def _first_boot(self, engine: str | None) -> bool:
         """Whether this boot is the engine's first here: its pack is not built yet, so the boot builds it (and

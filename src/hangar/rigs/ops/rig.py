@@ -16,12 +16,13 @@ from pydantic import Field, StrictBool, StrictStr
 
 from hangar.core.part import OpFunction
 from hangar.core.principal import Role
-from hangar.errors import NotFound, Refused, Unavailable
+from hangar.errors import InvalidArgs, NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.backends.simulator import simulator_refusal
 from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.lanes.browseruse import use_browser
+from hangar.rigs.lanes.computeruse import use_computer
 from hangar.rigs.lanes.consent import grants_of
 from hangar.rigs.lanes.mobileuse import use_mobile
 from hangar.rigs.lanes.signing import Lane, LaneSigner
@@ -92,11 +93,37 @@ class OpenArgs(Args):
     space_id: Annotated[StrictStr, Field(min_length=1, max_length=64)]
     surface: StrictStr
     engine: StrictStr | None = None
+    backend: StrictStr | None = None
+
+
+# Backends a computer rig may ask for (CONTRACTS section 11): the enclosure runs here; the full VMs are planned.
+COMPUTER_BACKENDS = ("enclosure", "fullvm-kvm", "fullvm-tcg")
+
+
+async def check_backend(mgr: RigManager, surface: str, backend: str | None) -> None:
+    """``backend`` names where a rig runs: ``enclosure`` for every surface this server runs; a full VM only for a
+    computer, and this server boots none yet (``unavailable``, saying first when the KVM probe found KVM unusable
+    here); anything else is ``invalid_args``."""
+    if backend is None or backend == "enclosure":
+        return
+    if surface != Surface.computer.value or backend not in COMPUTER_BACKENDS:
+        allowed = ", ".join(COMPUTER_BACKENDS) if surface == Surface.computer.value else "enclosure"
+        raise InvalidArgs(f"backend must be one of {allowed} for a {surface} rig, not {backend!r}", field="backend")
+    if backend == "fullvm-kvm":
+        verdict = await mgr.kvm.verdict()
+        if not verdict.usable:
+            raise Unavailable(f"fullvm-kvm cannot run on this host: {verdict.reason}")
+    raise Unavailable(
+        f"the {backend} backend (a full VM under QEMU from an imported qcow2 image) is not built on this server "
+        "yet; open the computer rig without a backend (or with backend enclosure) for a desktop in the enclosure"
+    )
 
 
 @op("rig.open", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def rig_open(ctx: OpContext, args: OpenArgs) -> RigOpened:
-    """Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting."""
+    """Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. A
+    computer rig runs on the ``enclosure`` backend (Xvfb and a window manager in the namespace sandbox)."""
+    await check_backend(manager(ctx), args.surface, args.backend)
     live = await manager(ctx).opener.open(
         ctx.ws, args.space_id, args.surface, args.engine, ctx.principal, on_status=ctx.report
     )
@@ -296,8 +323,8 @@ async def rig_terminal_url(ctx: OpContext, args: RigArgs) -> LaneUrl:
 
 @op("rig.liveViewUrl", kind="read", scope="workspace", min_role="member")
 async def rig_live_view_url(ctx: OpContext, args: RigArgs) -> LaneUrl:
-    """A signed WebSocket URL for the live view of a browser rig (frames out; your input while you hold control),
-    for you only."""
+    """A signed WebSocket URL for the live view of a browser or computer rig (frames out; your input while you
+    hold control), for you only."""
     return await _lane_url(ctx, args.rig_id, "watch", "/rig/live", scheme_ws=True)
 
 
@@ -335,8 +362,13 @@ async def _use(ctx: OpContext, table: VerbTable, args: UseArgs) -> NoReturn:
 
 @op("computer_use", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def computer_use(ctx: OpContext, args: UseArgs) -> ActionResult:
-    """Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...)."""
-    return await _use(ctx, COMPUTER_USE, args)
+    """Drive a desktop rig with one action (screenshot, clicks, keys, typing, clipboard...). Coordinates are
+    guest pixels in the current mode and every screenshot states the display size; what a selection holds comes
+    fenced as untrusted data."""
+    parsed = parse_action(COMPUTER_USE, args.action)
+    mgr = await guarded(ctx, args.rig_id)
+    check_surface(COMPUTER_USE, await mgr.get_live(ctx.ws, args.rig_id))
+    return ActionResult(await use_computer(mgr, ctx.ws, args.rig_id, parsed, ctx.principal))
 
 
 @op("browser_use", kind="mutate", scope="workspace", actions=USE_ACTIONS)

@@ -1,5 +1,6 @@
-"""The ``enclosure`` backend: rigs as Linux namespaces (bubblewrap) over an image pack: the terminal pack, or
-for a browser rig its engine's pack with the engine booted inside (``backends.engineboot``)."""
+"""The ``enclosure`` backend: rigs as Linux namespaces (bubblewrap) over an image pack: the terminal pack, for a
+browser rig its engine's pack with the engine booted inside (``backends.engineboot``), for a computer rig the
+desktop pack with Xvfb and its window manager started inside (``backends.desktopboot``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from hangar.core.beneath import NotBeneath, parts_of
 from hangar.core.metrics import Metrics, Stopwatch
 from hangar.errors import HangarError, InvalidArgs, NotFound, Unavailable
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
+from hangar.rigs.backends.desktopboot import boot_desktop
 from hangar.rigs.backends.enclosure import probe
 from hangar.rigs.backends.enclosure.cgroups import detect
 from hangar.rigs.backends.enclosure.rig import EnclosureRig, clear_leftovers
@@ -39,7 +41,7 @@ log = logging.getLogger(__name__)
 
 _RIG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 STOPPED = "the rebuild stopped before it finished (its server stopped); it is tried again at the next check"
-SURFACES = frozenset({"terminal", "browser"})
+SURFACES = frozenset({"terminal", "browser", "computer"})
 DEFAULT_DISPLAY = (1280, 800)
 
 
@@ -93,7 +95,7 @@ class EnclosureBackend(RigBackend):
             self._swept = True
             await asyncio.to_thread(clear_leftovers, self.rigs_root / "run", version)
         engine = _engine_recipe(spec)
-        pack_recipe = recipes.BROWSERS[spec.engine] if engine is not None and spec.engine else TERMINAL
+        pack_recipe = _pack_recipe(spec, engine)
         if not pack_ready(self.packs_root, pack_recipe):  # built once, whoever asks first; progress in packs()
             try:
                 await self._builds.run(pack_recipe.name, self._builder(pack_recipe), progress)
@@ -120,6 +122,10 @@ class EnclosureBackend(RigBackend):
                     trust_pem=spec.trust_pem,
                 )
                 progress(f"{engine.engine} ready")
+            if spec.surface == "computer":
+                progress("starting the desktop")
+                rig.desktop_session = await boot_desktop(rig, spec.display or DEFAULT_DISPLAY)
+                progress("desktop ready")
         except BaseException:
             await rig.aclose()
             raise
@@ -244,6 +250,12 @@ class EnclosureBackend(RigBackend):
 
     async def aclose(self) -> None:
         await self._builds.aclose()
+
+
+def _pack_recipe(spec: RigSpec, engine: EngineRecipe | None) -> PackRecipe:
+    if engine is not None and spec.engine:
+        return recipes.BROWSERS[spec.engine]
+    return recipes.DESKTOP if spec.surface == "computer" else TERMINAL
 
 
 def _engine_recipe(spec: RigSpec) -> EngineRecipe | None:

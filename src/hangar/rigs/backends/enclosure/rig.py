@@ -34,6 +34,8 @@ from hangar.core import disks
 from hangar.core.guestacl import RIG_GID, RIG_UID, grant_tree
 from hangar.errors import Conflict, HangarError, Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
+from hangar.rigs.backends.capabilities import Desktop
+from hangar.rigs.backends.desktopboot import RigDesktopSession
 from hangar.rigs.backends.enclosure import fs, launch, seccomp
 from hangar.rigs.backends.enclosure.access import open_tree
 from hangar.rigs.backends.enclosure.cgroups import RigCgroup, rig_cgroup
@@ -94,6 +96,7 @@ class EnclosureRig(RigHandle):
         self._door_lock = asyncio.Lock()
         self._door_opens = 0
         self.engine: RigEngine | None = None  # a browser rig's engine, once booted
+        self.desktop_session: RigDesktopSession | None = None  # a computer rig's desktop, once booted
         self.pack: HeldPack | None = None  # the pack version it boots from, held until its teardown ends
         self._log_task: asyncio.Task[None] | None = None
         self._loopback: dict[int, list[asyncio.AbstractServer]] = {}  # host-made listeners on the rig's loopback
@@ -328,6 +331,12 @@ class EnclosureRig(RigHandle):
             return super().engine_log()
         return self.engine.log()
 
+    def desktop(self) -> Desktop:
+        if self.desktop_session is None:
+            return super().desktop()
+        self._check_live()
+        return self.desktop_session
+
     def _host_ports(self) -> frozenset[int]:
         return self.gate.ports.all() | frozenset(self._loopback)
 
@@ -461,6 +470,7 @@ class EnclosureRig(RigHandle):
     async def _destroy(self) -> None:
         steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             ("stop the browser engine", self._stop_engine),
+            ("stop the desktop", self._stop_desktop),
             ("count dropped packets", self._report_dropped),
             ("kill processes", self._kill),
             ("close terminals", self._close_ptys),
@@ -482,6 +492,10 @@ class EnclosureRig(RigHandle):
     async def _stop_engine(self) -> None:
         if self.engine is not None:
             await self.engine.aclose(graceful=not self._parked and self.alive())
+
+    async def _stop_desktop(self) -> None:
+        if self.desktop_session is not None:
+            await self.desktop_session.aclose()
 
     async def _report_dropped(self) -> None:
         if self._netns_made and self.alive():

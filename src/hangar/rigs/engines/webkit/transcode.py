@@ -1,4 +1,5 @@
-"""Engine C's stills are PNG: the host's ffmpeg scales them and turns live-view frames into JPEG.
+"""Engine C's stills are PNG: the host's ffmpeg scales them and turns live-view frames into JPEG (a desktop's
+live-view frames too, ``lanes.desktopview``).
 
 One ffmpeg process per still. A long-lived ``image2pipe`` pipe was measured first and rejected: ffmpeg 5.1
 hands back each JPEG only after two more PNGs arrived (one frame held by the PNG parser's look-ahead, one by
@@ -25,8 +26,8 @@ def ffmpeg_path() -> str:
     path = shutil.which("ffmpeg")
     if path is None:
         raise Unavailable(
-            "engine-c needs ffmpeg on the server host to scale its PNG stills and make live-view frames; "
-            "install the ffmpeg package"
+            "engine-c's stills and every desktop's live view need ffmpeg on the server host to scale PNG stills "
+            "and make live-view frames; install the ffmpeg package"
         )
     return path
 
@@ -48,9 +49,9 @@ async def transcode_png(data: bytes, width: int, height: int, to: Literal["jpeg"
             proc.kill()
         await proc.wait()
         if isinstance(exc, TimeoutError):
-            raise Unavailable(f"ffmpeg did not transcode engine-c's still in {TIMEOUT_S:g} s") from None
+            raise Unavailable(f"ffmpeg did not transcode a still in {TIMEOUT_S:g} s") from None
         raise
     if proc.returncode != 0 or not out:
         detail = err.decode(errors="replace").strip()[-300:]
-        raise Unavailable(f"ffmpeg could not transcode engine-c's still (exit {proc.returncode}): {detail}")
+        raise Unavailable(f"ffmpeg could not transcode a still (exit {proc.returncode}): {detail}")
     return out
