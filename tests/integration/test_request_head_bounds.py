@@ -80,9 +80,9 @@ async def test_a_head_at_the_size_cap_is_served_and_one_byte_more_is_refused(tmp
 
 async def test_a_head_behind_another_request_is_held_to_the_same_cap(tmp_path: Path) -> None:
     body = b'{"code": "WRONG-CODE", "deviceName": "x"}'
-    post = (
-        b"POST /auth/pair HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-        b"content-length: %d\r\n\r\n%s" % (len(body), body)
+    post = b"POST /auth/pair HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (
+        len(body),
+        body,
     )
     chunked = (
         b"POST /auth/pair HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
