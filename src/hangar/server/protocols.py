@@ -118,7 +118,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             return
         self._unset_keepalive_if_required()
         pos, size = 0, len(data)
-        while pos < size:
+        while pos < size and not self.transport.is_closing():
             if self._head is not None:
                 end = self._head_end(data, pos)
                 stop = size if end < 0 else end
@@ -132,11 +132,12 @@ class GuardedHttpProtocol(HttpToolsProtocol):
                     self._head += stop - pos
                     self._tail = (self._tail + data[max(pos, stop - 3) : stop])[-3:]
             else:
-                stop = min(size, pos + (self._body_left or UNKNOWN_END_SLICE))
-                self._begun = False
+                known = self._body_left is not None and self._body_left > 0
+                stop = min(size, pos + (self._body_left if known and self._body_left else UNKNOWN_END_SLICE))
+                self._begun = self._head_ended = False
                 if not self._feed(data, pos, stop):
                     return
-                if self._body_left is not None:
+                if known and self._body_left and not self._head_ended:
                     self._body_left -= stop - pos
                 if self._begun and self._head is not None:
                     # A head began (and did not end) inside a piece of a chunked body: count the whole piece.
