@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -58,11 +59,20 @@ def hangar_env(src: Path) -> dict[str, str]:
     return env
 
 
-def timed_command(src: Path, *args: str) -> float:
-    """Seconds from spawn to exit of one ``hangar`` command, which must succeed."""
+CPU: dict[str, list[float]] = {}  # CPU seconds (user + system) of each timed command, by row name
+
+
+def timed_command(src: Path, *args: str, row: str | None = None) -> float:
+    """Seconds from spawn to exit of one ``hangar`` command, which must succeed; its CPU seconds are kept under
+    ``row`` (a figure other work on the machine moves much less than the wall clock)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", ENTRY, *args], env=hangar_env(src), capture_output=True, text=True)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if row is not None:
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        CPU.setdefault(row, []).append(cpu)
     if done.returncode != 0:
         raise RuntimeError(f"hangar {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
     return took
@@ -132,26 +142,27 @@ def main(samples: int, src: Path, bytecode: bool, peer: Path | None = None) -> N
         checkouts = {"": src} if peer is None else {"": src, " (peer)": peer}
         results: dict[str, list[float]] = {}
         for tag, where in checkouts.items():
-            results.update({f"{k}{tag}": v for k, v in sample(samples, where, tmp / f"run{len(tag)}").items()})
+            results.update({f"{k}{tag}": v for k, v in sample(samples, where, tmp / f"run{len(tag)}", tag).items()})
     cache = "compiled modules cached" if bytecode else "no bytecode cache"
     print(
         f"{samples} samples each, {cache}; seconds (spawn to exit; for serve, spawn to its `server:` line); "
         f"{os.cpu_count()} CPUs, load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     )
-    print(f"{'command':<48} {'median':>8} {'max':>8} {'target':>8}")
+    print(f"{'command':<48} {'median':>8} {'max':>8} {'target':>8} {'CPU s':>8}")
     below = []
     for name, values in [*floor.items(), *results.items()]:
         target = TARGETS.get(name)  # the peer's rows carry " (peer)" and have none
         mid = statistics.median(values)
         shown = f"{target:8.2f}" if target else ""
-        print(f"{name:<48} {mid:8.2f} {max(values):8.2f} {shown}")
+        cpu = f"{statistics.median(CPU[name]):8.2f}" if name in CPU else ""
+        print(f"{name:<48} {mid:8.2f} {max(values):8.2f} {shown:>8} {cpu}")
         if target and mid > target:
             below.append(f"{name}: {mid:.2f} s (target {target} s)")
     for line in below:
         print(f"BELOW TARGET: {line}")
 
 
-def sample(samples: int, src: Path, tmp: Path) -> dict[str, list[float]]:
+def sample(samples: int, src: Path, tmp: Path, tag: str) -> dict[str, list[float]]:
     """``samples`` timings of each command of the checkout at ``src`` (its data directories under ``tmp``)."""
     results: dict[str, list[float]] = {}
     tmp.mkdir()
@@ -170,12 +181,14 @@ def sample(samples: int, src: Path, tmp: Path) -> dict[str, list[float]]:
     # Warm-up (fills the bytecode cache with what the server and the commands import).
     serve_ready(src, tmp / "warm-up")
     for n in range(samples):
-        results.setdefault("hangar --help", []).append(timed_command(src, "--help"))
+        results.setdefault("hangar --help", []).append(timed_command(src, "--help", row=f"hangar --help{tag}"))
         results.setdefault("hangar admin owner-token", []).append(
-            timed_command(src, "admin", "owner-token", "--data-dir", str(data))
+            timed_command(src, "admin", "owner-token", "--data-dir", str(data), row=f"hangar admin owner-token{tag}")
         )
         results.setdefault("hangar pipeline show RUN", []).append(
-            timed_command(src, "pipeline", "show", run_id, "--data-dir", str(data))
+            timed_command(
+                src, "pipeline", "show", run_id, "--data-dir", str(data), row=f"hangar pipeline show RUN{tag}"
+            )
         )
         fresh = tmp / f"serve-{n}"
         timed_command(src, "admin", "owner-token", "--data-dir", str(fresh))
