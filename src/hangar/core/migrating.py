@@ -27,21 +27,19 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import signal
+import sqlite3
 import sys
 import threading
+import urllib.parse
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
-from alembic.config import Config
-from alembic.runtime.environment import EnvironmentContext
-from alembic.runtime.migration import MigrationContext, MigrationInfo
-from alembic.script import ScriptDirectory
-from alembic.script.revision import ResolutionError
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import URL
 from sqlalchemy.engine.interfaces import DBAPIConnection
@@ -52,6 +50,9 @@ from hangar.core.dbfailures import DatabaseDamaged, SchemaNewer, unreachable
 from hangar.core.postgresql import PG_MIGRATION_LOCK, PG_WRITE_LOCK, pg_connect_args, postgresql_url
 from hangar.core.sqlite_writer import connect
 from hangar.core.write_conn import WriteConnection
+
+if TYPE_CHECKING:
+    from alembic.runtime.migration import MigrationContext, MigrationInfo
 
 Scope = Literal["server", "workspace"]
 Seed = Callable[[WriteConnection], Any]  # writes a new database's first rows (``write_conn.transaction`` each)
@@ -129,14 +130,15 @@ def apply_migrations(path: Path, sets: Sequence[MigrationSet], *, seed: Sequence
     database."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with MIGRATING, _file_lock(path.with_name(path.name + ".lock")):
-        engine = _migration_engine(path)
-        try:
-            with engine.begin() as conn:
-                _upgrade_all(conn, sets, path.name)
-        except sa.exc.SQLAlchemyError as exc:
-            raise DatabaseDamaged(f"{path.name} cannot be migrated: {first_line(exc)}") from exc
-        finally:
-            engine.dispose()
+        if not at_head(path, sets):
+            engine = _migration_engine(path)
+            try:
+                with engine.begin() as conn:
+                    _upgrade_all(conn, sets, path.name)
+            except sa.exc.SQLAlchemyError as exc:
+                raise DatabaseDamaged(f"{path.name} cannot be migrated: {first_line(exc)}") from exc
+            finally:
+                engine.dispose()
         problems = schema_problems(path, sets)
         if problems:
             raise DatabaseDamaged(f"{path.name} is missing " + "; ".join(problems))
@@ -201,8 +203,64 @@ def migrate_to(path: Path, sets: Sequence[MigrationSet], revisions: Mapping[str,
             engine.dispose()
 
 
+_REVISION_LINE = re.compile(r'^(revision|down_revision) = (None|"([A-Za-z0-9_]+)")$', re.MULTILINE)
+_declared_heads: dict[Path, str | None] = {}
+
+
+def declared_head(location: Path) -> str | None:
+    """The head revision of the migration set at ``location``, read from its version files without Alembic: the
+    one revision no other names as its parent. None when the files do not say it plainly (a file without exactly
+    one ``revision = "..."`` and one ``down_revision = ...`` line, a merge, several heads): Alembic then decides."""
+    if location in _declared_heads:
+        return _declared_heads[location]
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    head: str | None = None
+    try:
+        for file in (location / "versions").glob("*.py"):
+            lines = [(m.group(1), m.group(3)) for m in _REVISION_LINE.finditer(file.read_text())]
+            found = dict(lines)
+            if len(lines) != 2 or len(found) != 2 or not found["revision"]:
+                break
+            revisions.add(found["revision"])
+            if found["down_revision"]:
+                parents.add(found["down_revision"])
+        else:
+            heads = revisions - parents
+            head = next(iter(heads)) if len(heads) == 1 and parents <= revisions else None
+    except OSError:
+        head = None
+    _declared_heads[location] = head
+    return head
+
+
+def at_head(path: Path, sets: Sequence[MigrationSet]) -> bool:
+    """Whether the SQLite file at ``path`` records every set at its declared head and the release that migrated
+    it: then there is nothing to migrate, and Alembic (its import and its migration context) is not needed. Read
+    with the standard library, read-only; any doubt (no file, a table missing, an error) is False."""
+    heads = [(mset.name, declared_head(mset.location)) for mset in sets]
+    if not path.is_file() or any(head is None for _name, head in heads):
+        return False
+    try:
+        db = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        for name, head in heads:
+            if db.execute(f'SELECT version_num FROM "alembic_version_{name}"').fetchall() != [(head,)]:
+                return False
+        return db.execute(f"SELECT version FROM {RELEASE_TABLE} WHERE id = 1").fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()
+
+
 def known_revision(mset: MigrationSet, revision: str) -> bool:
     """Whether ``revision`` is one of ``mset``'s (a revision it does not know was made by a newer version)."""
+    from alembic.script import ScriptDirectory
+    from alembic.script.revision import ResolutionError
+
     try:
         return ScriptDirectory(str(mset.location)).revision_map.get_revision(revision) is not None
     except ResolutionError:
@@ -210,6 +268,8 @@ def known_revision(mset: MigrationSet, revision: str) -> bool:
 
 
 def head_revision(mset: MigrationSet) -> str:
+    from alembic.script import ScriptDirectory
+
     return str(ScriptDirectory(str(mset.location)).get_current_head())
 
 
@@ -246,6 +306,12 @@ def _upgrade(conn: Connection, mset: MigrationSet, name: str, recorded: str | No
     """Bring ``mset`` to ``destination`` (its head) in the database behind ``conn`` (``name`` in messages) and
     count the steps applied; ``SchemaNewer`` (naming ``recorded``, the version that last migrated it) when the
     database is at a revision this code does not know."""
+    # Imported here: a process whose databases are at head never needs Alembic (``at_head``).
+    from alembic.config import Config
+    from alembic.runtime.environment import EnvironmentContext
+    from alembic.script import ScriptDirectory
+    from alembic.script.revision import ResolutionError
+
     cfg = Config()
     cfg.set_main_option("script_location", str(mset.location))
     script = ScriptDirectory(str(mset.location))

@@ -17,8 +17,9 @@ request head (a new connection, or a kept-alive one after its last answer) must 
 ``head_timeout`` seconds: past it the connection is closed (with a ``408`` when part of a head had arrived). A
 WebSocket keeps its place under the caps until it closes.
 
-The caps are enforced by the uvicorn protocols below (``GuardedH11Protocol`` and its WebSocket sibling), which
-``hangar.server.listeners`` hands uvicorn in place of its own; they find the guard on their ``GuardedConfig``.
+The caps are enforced by the uvicorn protocols of ``hangar.server.protocols`` (``GuardedHttpProtocol`` and its
+WebSocket sibling), which ``hangar.server.listeners`` hands uvicorn in place of its own; they find the guard on their
+``GuardedConfig``.
 """
 
 from __future__ import annotations
@@ -29,12 +30,6 @@ import resource
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
-
-import h11
-import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
-from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from hangar.config import Settings
 from hangar.core.netaddr import Network, address_key, in_networks, networks
@@ -85,7 +80,7 @@ class ConnectionLimits:
         )
 
 
-def _answer(status: str, message: str, extra: str = "") -> bytes:
+def closing_answer(status: str, message: str, extra: str = "") -> bytes:
     body = message.encode()
     head = (
         f"HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {len(body)}\r\n"
@@ -94,8 +89,8 @@ def _answer(status: str, message: str, extra: str = "") -> bytes:
     return head.encode() + body
 
 
-REFUSED = _answer("503 Service Unavailable", "too many connections; try again shortly\n", "retry-after: 5\r\n")
-TOO_SLOW = _answer("408 Request Timeout", "the request head took too long\n")
+REFUSED = closing_answer("503 Service Unavailable", "too many connections; try again shortly\n", "retry-after: 5\r\n")
+TOO_SLOW = closing_answer("408 Request Timeout", "the request head took too long\n")
 
 
 class _Throttled:
@@ -161,108 +156,3 @@ class ConnectionGuard:
 
     def slow_head(self, host: str) -> None:
         self._slow.note(host)
-
-
-class GuardedConfig(uvicorn.Config):
-    """uvicorn's configuration carrying the guard its protocols answer to."""
-
-    def __init__(self, app: Any, *, guard: ConnectionGuard, **kwargs: Any) -> None:
-        super().__init__(app, http=GuardedH11Protocol, ws=GuardedWebSocketProtocol, **kwargs)
-        self.guard = guard
-
-
-def _guard_of(config: uvicorn.Config) -> ConnectionGuard:
-    if not isinstance(config, GuardedConfig):
-        raise TypeError("the guarded protocols need a GuardedConfig")
-    return config.guard
-
-
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol under the process's connection caps and the request-head deadline."""
-
-    def __init__(self, config: uvicorn.Config, *args: Any, **kwargs: Any) -> None:
-        super().__init__(config, *args, **kwargs)
-        self.guard = _guard_of(config)
-        self._admitted = False
-        self._head_timer: asyncio.TimerHandle | None = None
-        self._linger: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        if not self.guard.admit(transport):
-            self._refuse(transport)
-            return
-        self._admitted = True
-        self._watch_head()
-
-    def _refuse(self, transport: asyncio.Transport) -> None:
-        transport.write(REFUSED)
-        if self.guard.lingering >= LINGER_MAX or not transport.can_write_eof():
-            transport.close()
-            return
-        self.guard.lingering += 1
-        transport.write_eof()
-        self._linger = self.loop.call_later(LINGER_S, transport.close)
-
-    def data_received(self, data: bytes) -> None:
-        if not self._admitted:
-            return
-        super().data_received(data)
-        self._watch_head()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._watch_head()
-
-    def handle_websocket_upgrade(self, event: h11.Request) -> None:
-        # The WebSocket protocol takes the transport (and its place under the caps) from here.
-        self._stop_head_timer()
-        super().handle_websocket_upgrade(event)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        self._stop_head_timer()
-        if self._linger is not None:
-            self._linger.cancel()
-            self._linger = None
-            self.guard.lingering -= 1
-        if self.transport is not None:
-            self.guard.release(self.transport)
-
-    def _waiting_for_head(self) -> bool:
-        return self.conn.our_state is h11.IDLE and self.conn.their_state is h11.IDLE
-
-    def _watch_head(self) -> None:
-        """A head is awaited: make sure the deadline runs (from when the wait began). Otherwise: no deadline."""
-        if self.transport.is_closing() or not self._waiting_for_head():
-            self._stop_head_timer()
-        elif self._head_timer is None:
-            self._head_timer = self.loop.call_later(self.guard.limits.head_timeout, self._head_too_slow)
-
-    def _stop_head_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _head_too_slow(self) -> None:
-        self._head_timer = None
-        if self.transport.is_closing() or not self._waiting_for_head():
-            return
-        started, _closed = self.conn.trailing_data
-        if started:
-            self.guard.slow_head(self.client[0] if self.client else "")
-            self.transport.write(TOO_SLOW)
-        self.transport.close()
-
-
-class GuardedWebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's WebSocket protocol; gives the connection's place under the caps back when it closes."""
-
-    def __init__(self, config: uvicorn.Config, *args: Any, **kwargs: Any) -> None:
-        super().__init__(config, *args, **kwargs)
-        self.guard = _guard_of(config)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        if self.transport is not None:
-            self.guard.release(self.transport)

@@ -25,7 +25,8 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from hangar.rpc.endpoint import MAX_FRAME_BYTES
-from hangar.server.connections import ConnectionGuard, GuardedConfig
+from hangar.server.connections import ConnectionGuard
+from hangar.server.protocols import GuardedConfig
 
 
 class _Server(uvicorn.Server):
@@ -39,7 +40,6 @@ class _Server(uvicorn.Server):
 # Work a server does beside its listeners (``serve_all``'s ``background``).
 BackgroundJob = Callable[[], Coroutine[Any, Any, None]]
 
-MAX_HEAD_BYTES = 64 * 1024
 GRACEFUL_STOP_S = 5
 
 
@@ -114,12 +114,10 @@ class Listener:
             guard=self.guard,
             host=self.host,
             port=self.port,
-            # The WebSocket protocol is uvicorn's sans-I/O websockets one, and HTTP is h11, which refuses a request
-            # head (request line and headers) past this size with 431 instead of buffering it whole (the
-            # httptools parser has no such bound); both under the guard.
+            # HTTP is uvicorn's httptools protocol with the head bounds of hangar.server.protocols, WebSocket its
+            # sans-I/O websockets one; both under the guard.
             ws_max_size=MAX_FRAME_BYTES,
             ws_ping_interval=20.0,
-            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
             proxy_headers=bool(trusted),
             forwarded_allow_ips=trusted or None,
             # RPC frames are small JSON; compressing each costs more CPU than the bytes it saves on loopback/LAN.

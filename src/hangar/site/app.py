@@ -35,6 +35,8 @@ _NOT_FOUND_TYPES = {
 }
 _NOT_MODIFIED_KEEP = (b"etag", b"vary", b"cache-control", b"link")
 MAX_HOSTS = 64
+# An answer: status, headers (content-length among them unless the status has no body), body (empty for HEAD).
+Answer = tuple[int, tuple[tuple[bytes, bytes], ...], bytes]
 
 
 def _escape_path(path: str, media: str) -> bytes:
@@ -69,7 +71,10 @@ class SiteApp(Starlette):
                     await _answer(send, 405, b"", [(b"allow", b"GET, HEAD"), (b"content-length", b"0")])
                 else:
                     accept = _find(scope, b"accept")
-                    await self._not_found(scope, send, path, self._origin(scope, _find(scope, b"host")), accept)
+                    status, headers, body = self._not_found(
+                        scope, path, self._origin(scope, _find(scope, b"host")), accept
+                    )
+                    await _answer(send, status, body, list(headers))
                 return
         await super().__call__(scope, receive, send)
 
@@ -83,6 +88,13 @@ class SiteApp(Starlette):
         return found
 
     async def _serve(self, scope: Scope, send: Send, method: str) -> None:
+        status, headers, body = self.answer_get(scope)
+        await _answer(send, status, body, list(headers))
+
+    def answer_get(self, scope: Scope) -> Answer:
+        """The whole answer to a GET or HEAD (``scope``'s method), worked out without waiting on anything: the
+        listener calls this directly for the site's GETs (``hangar.server.protocols``), the ASGI path awaits
+        nothing else either."""
         host = accept = if_none = None
         for k, v in scope["headers"]:
             if k == b"host":
@@ -100,29 +112,27 @@ class SiteApp(Starlette):
         else:
             found = site.resource(path)
             if found is None:
-                await self._not_found(scope, send, path, site, accept)
-                return
+                return self._not_found(scope, path, site, accept)
             res = found
         if if_none is not None and res.etag in (t.strip() for t in if_none.split(b",")):
-            await _answer(send, 304, b"", [(k, v) for k, v in res.headers if k in _NOT_MODIFIED_KEEP])
-            return
-        await _answer(send, 200, b"" if method == "HEAD" else res.body, list(res.headers))
+            return 304, tuple((k, v) for k, v in res.headers if k in _NOT_MODIFIED_KEEP), b""
+        return 200, res.headers, b"" if scope["method"] == "HEAD" else res.body
 
-    async def _not_found(self, scope: Scope, send: Send, path: str, site: Origin, accept: bytes | None) -> None:
+    def _not_found(self, scope: Scope, path: str, site: Origin, accept: bytes | None) -> Answer:
         if path.startswith("/api/") or path == "/api":
             media = "application/json"
         else:
             media = choose(accept.decode("latin-1") if accept else None, NOT_FOUND_OFFERS)
         head, tail = site.not_found(media)
         body = head + _escape_path(path, media) + tail
-        headers = [
+        headers = (
             (b"content-type", _NOT_FOUND_TYPES[media]),
             (b"content-length", str(len(body)).encode()),
             (b"vary", b"Accept"),
             (b"cache-control", b"no-store"),
             (b"x-content-type-options", b"nosniff"),
-        ]
-        await _answer(send, 404, b"" if scope["method"] == "HEAD" else body, headers)
+        )
+        return 404, headers, b"" if scope["method"] == "HEAD" else body
 
 
 def _find(scope: Scope, name: bytes) -> bytes | None:

@@ -29,6 +29,7 @@ import hangar
 from hangar.httpkit.requests import replaying
 from hangar.site.answers import AnswerCache
 from hangar.site.build import SiteBuild
+from hangar.site.direct import DirectCalls
 from hangar.site.discovery import MCP_SERVER_NAME
 from hangar.site.negotiate import choose
 from hangar.site.tools import (
@@ -140,6 +141,7 @@ class DocsToolServer:
             on_call_tool=self._call_tool,
         )
         self.answers = AnswerCache()
+        self.direct = DirectCalls(self.call_tool)
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
             json_response=True,
@@ -170,15 +172,18 @@ class DocsToolServer:
         return self.site.base_url or "http://localhost"
 
     async def _call_tool(self, ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        return self.call_tool(params.name, params.arguments or {}, self._origin(ctx))
+
+    def call_tool(self, name: str, arguments: dict[str, Any], origin: str) -> mt.CallToolResult:
+        """A tool's result (the SDK's handler and the light path, ``hangar.site.direct``, both call this)."""
         models = {name: model for name, _t, _d, model in TOOL_SPECS}
-        model = models.get(params.name)
+        model = models.get(name)
         if model is None:
-            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; tools: {', '.join(models)}")
+            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; tools: {', '.join(models)}")
         try:
-            args = model.model_validate(params.arguments or {})
+            args = model.model_validate(arguments)
         except ValidationError as exc:
-            raise MCPError(INVALID_PARAMS, f"invalid arguments for {params.name}: {describe_error(exc)}") from exc
-        origin = self._origin(ctx)
+            raise MCPError(INVALID_PARAMS, f"invalid arguments for {name}: {describe_error(exc)}") from exc
         try:
             if isinstance(args, ListPagesArgs):
                 result = self.tools.list_pages(args, origin)
@@ -233,6 +238,14 @@ class DocsToolServer:
                     return
                 if not verdict.stand_in:  # with a stand-in the SDK's bytes are rewritten below: not kept
                     send = self.answers.keeping(key, msg["id"], send)
+            if msg["method"] == "tools/call" and not verdict.stand_in:
+                origin = self._origin_of(scope)
+                kind = self.direct.kind_of(msg, version, origin)
+                direct = self.direct.answer(kind, msg, version, origin)
+                if direct is not None:
+                    await _send(send, 200, direct)
+                    return
+                send = self.direct.checking(kind, msg, version, origin, send)
             if verdict.stand_in:
                 # The SDK takes only string or integer ids; a null or fractional id (allowed by the site's
                 # contract) travels as a stand-in and is restored in the response.
