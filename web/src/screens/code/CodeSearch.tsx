@@ -2,7 +2,7 @@
  * repository, a symbol search (ranked by the server: exact, prefix, substring, letters in order), and the symbol or
  * file location the person jumped to: a symbol's definitions, callers, callees and references, or a file's outline
  * at a line. Every name and location is a link to its view (see `codeView.ts`), so jumps are the browser's history. */
-import { useEffect, useRef, useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import type { EdgeView, SymbolView } from "../../generated/ops";
 import { Link } from "../../Link";
 import { navigate, pipelinesPath, workspaceSectionPath } from "../../router";
@@ -60,34 +60,22 @@ function IndexStatus({ workspaceId, repoId }: { workspaceId: string; repoId: str
     );
   }
   const count = (n: number) => n.toLocaleString();
+  const figures: [string, ReactNode][] = [
+    ["Commit", <code title={indexed.commitId}>{indexed.commitId.slice(0, 12)}</code>],
+    ["Indexed", when(indexed.indexedAt)],
+    ["Files", count(indexed.files)],
+    ["Lines", count(indexed.lines)],
+    ["Symbols", count(indexed.symbols)],
+    ["Edges", count(indexed.edges)],
+  ];
   return (
     <dl className="code-status" aria-label="Index status">
-      <div>
-        <dt>Commit</dt>
-        <dd>
-          <code title={indexed.commitId}>{indexed.commitId.slice(0, 12)}</code>
-        </dd>
-      </div>
-      <div>
-        <dt>Indexed</dt>
-        <dd>{when(indexed.indexedAt)}</dd>
-      </div>
-      <div>
-        <dt>Files</dt>
-        <dd>{count(indexed.files)}</dd>
-      </div>
-      <div>
-        <dt>Lines</dt>
-        <dd>{count(indexed.lines)}</dd>
-      </div>
-      <div>
-        <dt>Symbols</dt>
-        <dd>{count(indexed.symbols)}</dd>
-      </div>
-      <div>
-        <dt>Edges</dt>
-        <dd>{count(indexed.edges)}</dd>
-      </div>
+      {figures.map(([term, value]) => (
+        <div key={term}>
+          <dt>{term}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
     </dl>
   );
 }
