@@ -6,9 +6,9 @@ From the workspace's repositories the person opens a repository's code search pa
 commit indexed and the counts), a search by letters in order finds ``format_name``, its page shows its definition
 and its caller ``Greeter.greet``, the caller's link opens that symbol (its callees lead back), a definition's
 location opens the file's outline with the symbol at that line marked, and the browser's back button walks the
-jumps. A repository not indexed says so; an id that is no repository of the workspace is said plainly. axe finds no
-serious or critical violation on the search, symbol and file views, light and dark, desktop and phone; nothing
-scrolls sideways at phone width; no console error anywhere."""
+jumps; a guest of the workspace follows the same links. A repository not indexed says so; an id that is no
+repository of the workspace is said plainly. axe finds no serious or critical violation on the search, symbol and
+file views, light and dark, desktop and phone; nothing scrolls sideways at phone width; no console error anywhere."""
 
 from __future__ import annotations
 
@@ -131,6 +131,19 @@ async def test_search_a_symbol_follow_its_caller_and_jump_to_its_definition(tmp_
         await page.goto(f"{srv.url}/workspaces/not-a-workspace/repos/{repo_id}/code")
         await expect(page.get_by_role("alert")).to_contain_text("not one of its members")
         assert console.errors == []
+
+        # A guest reads the code graph too (every code op is a guest's read): the link jumps for them as well.
+        guest = await srv.new_user_token(ws, "guest", name="Gale")
+        seen, seen_console = await open_signed_in(browser, f"{code}?symbol=format_name", guest, viewport=DESKTOP)
+        await (
+            panel(seen, "format_name")
+            .get_by_role("list", name="Callers")
+            .get_by_role("link", name="Greeter.greet")
+            .click()
+        )
+        await panel(seen, "Greeter.greet").get_by_role("list", name="Callees").wait_for()
+        assert seen_console.errors == []
+        await seen.context.close()
 
         # axe on the search, symbol and file views, light and dark, desktop and phone; nothing scrolls sideways.
         views = [
