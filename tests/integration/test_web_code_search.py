@@ -68,8 +68,10 @@ async def test_search_a_symbol_follow_its_caller_and_jump_to_its_definition(tmp_
         await expect(status).to_contain_text(commit[:12])
         await expect(status).to_contain_text(re.compile(r"Files\s*2\s*Lines\s*18\s*Symbols\s*5\s*Edges"))
 
-        # Letters in order find the function; the URL follows what is typed.
-        await page.get_by_label("Symbol name").fill("frmtnm")
+        # `/` puts the focus in the search box; letters in order find the function; the URL follows what is typed.
+        await page.locator("body").press("/")
+        await expect(page.get_by_label("Symbol name")).to_be_focused()
+        await page.keyboard.type("frmtnm")
         results = page.get_by_role("list", name="Results")
         await results.get_by_role("link", name="format_name", exact=True).wait_for()
         await page.wait_for_url(re.compile(r"\?q=frmtnm$"))

@@ -116,6 +116,7 @@ function SearchBox({ here }: { here: Here }) {
           autoComplete="off"
           spellCheck={false}
           aria-describedby="code-query-hint"
+          data-shortcut-focus
           onChange={(e) => setTyped(e.target.value)}
         />
         <button type="submit">Search</button>
