@@ -132,6 +132,7 @@ function Results({ here }: { here: Here }) {
   const query = here.view.query.trim();
   const found = useRead(
     "code.search",
+    // An empty box asks nothing (`enabled`); the placeholder only keeps the arguments well formed.
     { workspace_id: here.workspaceId, repoId: here.repoId, query: query || "-", limit: RESULTS },
     { enabled: query !== "" },
   );
