@@ -19,6 +19,7 @@ const WorkspaceHome = lazy(() => import("./screens/workspace/WorkspaceHome"));
 const TicketPage = lazy(() => import("./screens/workspace/TicketPage"));
 const WorkspaceSettings = lazy(() => import("./screens/workspace/WorkspaceSettings"));
 const AuditPage = lazy(() => import("./screens/workspace/AuditPage"));
+const CodeSearch = lazy(() => import("./screens/code/CodeSearch"));
 
 // The pipelines screens (their canvas, editor and YAML parser) load with the first visit to them, not before.
 const Pipelines = lazy(() => import("./screens/pipelines/Pipelines").then((m) => ({ default: m.Pipelines })));
@@ -85,6 +86,8 @@ function Screen({ route }: { route: Route }) {
       return <WorkspaceSettings workspaceId={route.workspaceId} />;
     case "audit":
       return <AuditPage workspaceId={route.workspaceId} />;
+    case "code":
+      return <CodeSearch workspaceId={route.workspaceId} repoId={route.repoId} search={route.search} />;
     case "pipelines":
       return (
         <Suspense fallback={<Loading />}>

@@ -15,6 +15,7 @@ export type Route =
   | { name: "devices" }
   | { name: "space"; workspaceId: string; spaceId: string }
   | { name: "rig"; workspaceId: string; rigId: string }
+  | { name: "code"; workspaceId: string; repoId: string; search: string }
   | { name: "notFound"; path: string };
 
 /** The sections of a workspace's home, each at its own path: `/workspaces/<id>` is the overview, the others
@@ -29,6 +30,8 @@ const WORKSPACE_SETTINGS = /^\/settings\/workspaces\/([^/]+)\/?$/;
 const PIPELINES = /^\/workspaces\/([^/]+)\/pipelines\/?$/;
 const SPACE = /^\/workspaces\/([^/]+)\/spaces\/([^/]+)\/?$/;
 const RIG = /^\/workspaces\/([^/]+)\/rigs\/([^/]+)\/?$/;
+// A repository's code search page (section 9 names no path for it; it lives under the repositories section).
+const CODE = /^\/workspaces\/([^/]+)\/repos\/([^/]+)\/code\/?$/;
 const PIPELINE_RUN = /^\/workspaces\/([^/]+)\/pipelines\/runs\/([^/]+)\/?$/;
 
 /** The server owner's settings screens: `/settings/server/<section>` (users is this client's own path). */
@@ -76,6 +79,10 @@ export function parseRoute(pathname: string, search = ""): Route {
     const space = SPACE.exec(pathname);
     if (space?.[1] && space[2]) {
       return { name: "space", workspaceId: decodeURIComponent(space[1]), spaceId: decodeURIComponent(space[2]) };
+    }
+    const code = CODE.exec(pathname);
+    if (code?.[1] && code[2]) {
+      return { name: "code", workspaceId: decodeURIComponent(code[1]), repoId: decodeURIComponent(code[2]), search };
     }
     const rig = RIG.exec(pathname);
     if (rig?.[1] && rig[2]) {

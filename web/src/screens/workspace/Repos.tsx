@@ -5,6 +5,7 @@ import { useId, useState, type FormEvent } from "react";
 import type { CleanupView, RepoView, WorktreesCleanupArgs, WorktreeView } from "../../generated/ops";
 import { Link } from "../../Link";
 import { spacePath, ticketPath } from "../../router";
+import { codePath } from "../code/codeView";
 import { ConfirmButton } from "../../components/ConfirmButton";
 import { LoadedList } from "../../components/LoadedList";
 import { Refusal } from "../../components/Outcome";
@@ -88,6 +89,9 @@ function RepoRow({ workspaceId, repo, admin }: { workspaceId: string; repo: Repo
       <div className="row-main">
         <strong>{repo.name}</strong>
         <span className="badge">{repo.defaultBranch}</span>
+        <Link href={codePath(workspaceId, repo.id)} aria-label={`Code search in ${repo.name}`}>
+          Code search
+        </Link>
         <span className="hint wrap">
           {repo.sourceKind}: {repo.source}
         </span>
