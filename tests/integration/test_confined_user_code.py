@@ -30,6 +30,7 @@ from hangar.server.parts import all_parts
 from tests.integration.rigs_enclosure_env import PACKS, ready_pack
 from tests.support.confined import CLI_AGENT, host_pids
 from tests.support.rpc import RpcClient
+from tests.support.runs import finished
 from tests.support.server import RunningServer, running_server
 from tests.unit.agents.support import wait_run
 
@@ -66,15 +67,6 @@ def template(tid: str, *bodies: tuple[str, str, dict[str, Any]]) -> dict[str, An
         )
         previous = sid
     return {"id": tid, "steps": steps}
-
-
-async def finished(c: RpcClient, ws: str, run_id: str, timeout: float = 120) -> dict[str, Any]:
-    for _ in range(int(timeout / 0.1)):
-        run = await c.call("pipelines.runs.get", workspace_id=ws, runId=run_id)
-        if run["status"] in ("completed", "failed", "cancelled"):
-            return dict(run)
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not finish: {run}")
 
 
 def step(run: dict[str, Any], sid: str) -> dict[str, Any]:
