@@ -16,11 +16,12 @@ ENDED = ("completed", "failed", "cancelled")
 
 
 def explain(run: dict[str, Any]) -> str:
-    """The run's status, then every step that did not complete with its error in full."""
+    """The run's status, every step that did not complete with its error in full, then the whole run."""
     lines = [f"run {run.get('id', run.get('runId', '?'))} ended {run.get('status')!r}"]
     for s in run.get("steps", []):
         if s.get("status") not in ("completed", "skipped", "pending"):
             lines.append(f"step {s.get('stepId')!r} {s.get('status')!r}: {s.get('error')}")
+    lines.append(f"the whole run: {run}")
     return "\n".join(lines)
 
 
