@@ -275,7 +275,9 @@ class EnclosureRig(RigHandle):
         with contextlib.suppress(TimeoutError):  # a rig that died is reaped at once; give the reaping a moment
             await asyncio.wait_for(self.wait_dead(), LOG_WAIT_S)
         if self.alive():
-            return Unavailable(f"{exc.message} (the rig still runs: its agent dropped the request)")
+            return Unavailable(
+                f"{exc.message} (the rig still runs: its agent dropped the request): {await self._log_tail()}"
+            )
         code = self._proc.returncode if self._proc is not None else None
         return Unavailable(f"{exc.message}: the rig exited (status {code}): {await self._log_tail()}")
 
