@@ -10,6 +10,7 @@ import pytest
 from tests.integration.test_workspace_repos import make_repo
 from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcClient
+from tests.support.runs import assert_completed
 from tests.unit.agents.fake_openai import Reply, call, running_fake_openai, text
 from tests.unit.agents.support import pipelines_server, template, wait_run
 
@@ -57,7 +58,7 @@ async def test_create_space_prompt_agent_and_post_message(tmp_path: Path) -> Non
             {"id": "post", "body": "messaging.postMessage"},
         )
         snap = await pipes.run(raw, {"topic": "the launch", "content": "Summary posted."})
-        assert snap["status"] == "completed", snap
+        assert_completed(snap)
         state = snap["state"]
         assert state["summary"] == {"summary": "all good"}
         space_id = state["space_id"]
@@ -122,7 +123,7 @@ async def test_team_dispatch_fans_out_in_one_space(tmp_path: Path) -> None:
             "config": {"teamId": team["id"], "prompt": "lastline", "outputKey": "outs", "outputSchema": schema},
         }
         snap = await pipes.run(template({"id": "open", "body": "messaging.createSpace"}, dispatch))
-        assert snap["status"] == "completed", snap
+        assert_completed(snap)
         assert snap["state"]["outs"] == [{"n": 2, "schemaType": "object"}] * 2
         runs = (await client.call("runs.list", workspace_id=ws))["runs"]
         assert sorted(r["agentId"] for r in runs) == sorted(ids) and all(r["outputSchema"] == item for r in runs)
@@ -168,7 +169,7 @@ async def test_for_each_joins_prompts_and_handles_empty(tmp_path: Path) -> None:
         }
         raw = template({"id": "open", "body": "messaging.createSpace"}, step)
         snap = await pipes.run(raw, {"files": [{"name": "a.py"}, {"name": "b.py"}], "who": "me"})
-        assert snap["status"] == "completed", snap
+        assert_completed(snap)
         assert snap["state"]["ratings"] == ["A", "B"]
         assert fake.bodies_for("fe")[0]["messages"][-1]["content"] == "Rate a.py for me\n---\nRate b.py for me"
 
@@ -271,7 +272,7 @@ async def test_an_approval_gate_waits_for_the_approver_told_by_a_person(tmp_path
             if snap["status"] not in ("running", "suspended"):
                 break
             await asyncio.sleep(0.02)
-        assert snap["status"] == "completed", snap
+        assert_completed(snap)
         assert snap["state"]["approval"] == {"decision": "approved", "reason": "Ann approved: ship it"}
         run = await client.call("pipelines.runs.get", workspace_id=ws, runId=run_id)
         assert [s["approval"] for s in run["steps"] if s["stepId"] == "gate"] == [None]

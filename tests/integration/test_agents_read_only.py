@@ -18,6 +18,7 @@ from tests.integration.test_forges_connect import forge_server
 from tests.integration.test_forges_review import PR, connect, payload, run
 from tests.support.confined import CLI_AGENT, trust_host
 from tests.support.rpc import RpcClient
+from tests.support.runs import assert_completed
 from tests.unit.agents.fake_openai import running_fake_openai, text
 from tests.unit.agents.support import template, workspace_server
 
@@ -58,7 +59,7 @@ async def test_a_read_only_step_mounts_the_folder_read_only_and_a_plain_one_does
         agent_id = await _shell_agent(c, ws, TRY_WRITES)
         extras = {"readOnlyWorktree": True} if read_only else {}
         done = await _run(c, ws, _ask(agent_id, space_id, "ro" if read_only else "rw", **extras))
-        assert done["status"] == "completed", done
+        assert_completed(done)
         said = done["state"]["said"]
         assert said.startswith("the notes\n")  # it reads the folder either way
         if read_only:
@@ -88,7 +89,7 @@ async def test_under_trusted_host_execution_a_read_only_step_is_refused_naming_t
             assert "the command was not run" in error
             assert not (folder / "made-by-touch").exists() and not (folder / "made-by-echo").exists()
         else:
-            assert done["status"] == "completed", done
+            assert_completed(done)
             assert (folder / "made-by-touch").exists() and (folder / "made-by-echo").exists()
 
 
@@ -129,7 +130,7 @@ async def test_a_read_only_command_runs_mcp_credential_holds_read_ops_only(tmp_p
         raw = _ask(agent_id, space_id, "mcp", **extras)
         raw["steps"][1]["config"]["prompt"] = "tools"
         done = await _run(c, ws, raw)
-        assert done["status"] == "completed", done
+        assert_completed(done)
         listed = json.loads(done["state"]["said"])
         assert "spaces.get" in listed
         assert ("rig.open" in listed and "rig.exec" in listed) is not read_only
@@ -150,7 +151,7 @@ async def test_the_review_templates_command_reviewer_reads_the_checkout_and_cann
         (dispatch,) = [s for s in by_team["template"]["steps"] if s.get("body") == "team.dispatch"]
         assert dispatch["config"]["extras"] == {"readOnlyWorktree": True}
         done = await run(owner, ws, made["template"], payload(repo))
-        assert done["status"] == "completed", done
+        assert_completed(done)
         assert done["state"]["reviews"] == [{"findings": []}] and done["state"]["review_verdict"] == "approve"
         space_id = done["state"]["pipeline_space_id"]
         checkout = Path((await owner.call("spaces.get", workspace_id=ws, space_id=space_id))["folder"]) / "app"

@@ -25,6 +25,7 @@ from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.test_confined_user_code import finished, member_session, step, template
 from tests.support.confined import trust_host
 from tests.support.rpc import RpcClient
+from tests.support.runs import assert_completed
 from tests.support.server import running_server
 from tests.unit.agents.support import wait_run
 
@@ -93,7 +94,7 @@ async def test_an_enclosures_own_files_and_a_rigs_home_are_bounded_too(tmp_path:
         # A shell step writing outside its run directory (the enclosure's /tmp): under the quota, then past it.
         done = await run(c, ws, planting("tmp", fill.format(path="/tmp/a", mb=QUOTA_MB // 2) + "; rm /tmp/a; "
                                                + fill.format(path="/tmp/b", mb=QUOTA_MB * 2)))  # fmt: skip
-        assert done["status"] == "completed", done
+        assert_completed(done)
         _under, _, over = done["state"]["write"].partition("status=0")
         assert int(over.split()[0]) == QUOTA_MB // 2 * MB, done["state"]["write"]
         assert "No space left on device" in over and "status=1" in over, over

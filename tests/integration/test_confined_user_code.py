@@ -30,6 +30,7 @@ from hangar.server.parts import all_parts
 from tests.integration.rigs_enclosure_env import PACKS, ready_pack
 from tests.support.confined import CLI_AGENT, host_pids
 from tests.support.rpc import RpcClient
+from tests.support.runs import assert_completed, finished
 from tests.support.server import RunningServer, running_server
 from tests.unit.agents.support import wait_run
 
@@ -68,15 +69,6 @@ def template(tid: str, *bodies: tuple[str, str, dict[str, Any]]) -> dict[str, An
     return {"id": tid, "steps": steps}
 
 
-async def finished(c: RpcClient, ws: str, run_id: str, timeout: float = 120) -> dict[str, Any]:
-    for _ in range(int(timeout / 0.1)):
-        run = await c.call("pipelines.runs.get", workspace_id=ws, runId=run_id)
-        if run["status"] in ("completed", "failed", "cancelled"):
-            return dict(run)
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not finish: {run}")
-
-
 def step(run: dict[str, Any], sid: str) -> dict[str, Any]:
     return dict(next(s for s in run["steps"] if s["stepId"] == sid))
 
@@ -110,7 +102,7 @@ async def test_a_members_shell_steps_see_no_data_directory_no_server_env_and_sha
         probe = PROBE.format(data=srv.data_dir, secret=SERVER_SECRET)
         second = "cat from-step.txt; cat /tmp/warm-marker; ls /proc | grep -c '^[0-9]'"
         run = await run_template(srv, c, ws, template("probe", ("probe", probe, {}), ("again", second, {})))
-        assert run["status"] == "completed", run
+        assert_completed(run)
         seen = dict(line.split("=", 1) for line in run["state"]["probe"].splitlines() if "=" in line)
         assert seen["uid"] == str(RIG_UID)  # the rig user, whose uid no host account has
         assert seen["pwd"] == seen["rundir"] == "/home/rig/worktree"
@@ -141,7 +133,7 @@ async def test_a_confined_step_cannot_mint_an_owner_credential_or_steer_the_driv
             "mkdir -p .shell && echo 1:0 > .shell/probe; ls -a"
         )
         run = await run_template(srv, c, ws, template("mint", ("mint", script, {})))
-        assert run["status"] == "completed", run
+        assert_completed(run)
         out = run["state"]["mint"]
         assert "not found" in out and "False" in out
         # the driver's lock and records live outside what the script can write

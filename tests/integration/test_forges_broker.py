@@ -24,6 +24,7 @@ from tests.integration.test_confined_user_code import finished, step
 from tests.integration.test_workspace_repos import _git, make_repo
 from tests.peers.git_http import GitHttp
 from tests.peers.github_emulator import GitHubEmulator, github_emulator
+from tests.support.runs import assert_completed
 from tests.unit.agents.support import wait_run
 
 APP_ID = 77
@@ -131,7 +132,7 @@ async def test_a_shell_step_clones_and_pushes_with_a_brokered_token_revoked_at_i
 
                 await c.call("forge.linkRepo", workspace_id=ws, repoId=repo["id"], fullName="acme/app")
                 done = await run(env, "push", CLONE_AND_PUSH, [repo["id"]])
-                assert done["status"] == "completed", done
+                assert_completed(done)
                 assert done["state"]["git"] == "token=[redacted] same=yes host=github.com"
 
                 [minted] = gh.minted

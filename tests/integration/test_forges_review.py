@@ -24,6 +24,7 @@ from tests.peers.github_reviews import Fault, added_file
 from tests.support.mcp import mcp_session
 from tests.support.mcp import payload as payload_of
 from tests.support.rpc import RpcClient, RpcError
+from tests.support.runs import assert_completed
 from tests.unit.agents.fake_openai import call, running_fake_openai
 from tests.unit.agents.support import template
 
@@ -92,7 +93,7 @@ async def test_the_built_in_template_reviews_a_pull_request_with_agents_and_post
         assert made["trigger"] == "pullRequest"
         assert made["stateKeys"] == ["repo_id", "repo_full_name", "pr_number", "head_sha"]
         done = await run(owner, ws, made["template"], payload(repo))
-        assert done["status"] == "completed", done
+        assert_completed(done)
         state = done["state"]
         found = state["consolidated_findings"]
         assert state["review_verdict"] == found["verdict"] == "request_changes"
@@ -142,7 +143,7 @@ async def test_a_pull_request_opened_starts_the_review_through_its_pullrequest_t
             await asyncio.sleep(0.1)
         (started,) = runs
         done = await finished(owner, ws, started["runId"])
-        assert done["status"] == "completed", done
+        assert_completed(done)
         assert {k: done["payload"][k] for k in made["stateKeys"]} == payload(repo, head_sha="1" * 40)
         (review,) = gh.reviews.of("acme/app", PR)
         assert review["commit_id"] == "1" * 40 and review["event"] == "REQUEST_CHANGES"
@@ -159,7 +160,7 @@ async def test_a_team_reviews_through_one_dispatch(tmp_path: Path) -> None:
         team = await owner.call("teams.create", workspace_id=ws, name="Reviewers", memberIds=ids)
         made = await owner.call("forge.reviewTemplate", workspace_id=ws, teamId=team["id"], templateId="team-review")
         done = await run(owner, ws, made["template"], payload(repo))
-        assert done["status"] == "completed", done
+        assert_completed(done)
         assert done["state"]["review_verdict"] == "approve"
         (review,) = gh.reviews.of("acme/app", PR)
         # An approving verdict is said in a comment, never posted as GitHub's approval.
@@ -182,7 +183,7 @@ async def test_the_forges_faults_are_retried_and_a_stored_review_is_never_posted
             Fault("POST /repos/acme/app/pulls/7/reviews", 502, after=True),
         ]
         done = await run(owner, ws, finalize_and_comment("faults"), payload(repo, reviews=REVIEWS))
-        assert done["status"] == "completed", done
+        assert_completed(done)
         reviews = gh.reviews.of("acme/app", PR)
         assert len(reviews) == 1 and done["state"]["comment_review_id"] == reviews[0]["id"]
         seen = [what for what, _ in gh.reviews.seen]
@@ -204,7 +205,7 @@ async def test_a_step_run_again_finds_the_review_its_earlier_attempt_posted(tmp_
         comment["config"] = {"retryPolicy": {"maxAttempts": 2, "backoff": "linear", "initialDelayMs": 50}}
         gh.reviews.faults.append(Fault("POST /repos/acme/app/pulls/7/reviews", 404, message="Not Found", after=True))
         done = await run(owner, ws, raw, payload(repo, reviews=REVIEWS))
-        assert done["status"] == "completed", done
+        assert_completed(done)
         (review,) = gh.reviews.of("acme/app", PR)
         assert done["state"]["comment_review_id"] == review["id"]
         assert step(done, "comment")["attempts"] == 2 and step(done, "comment")["progress"]["found"] is True
@@ -234,13 +235,13 @@ async def test_a_token_connection_posts_with_its_own_token(tmp_path: Path) -> No
         await owner.call("forge.linkRepo", workspace_id=ws, repoId=repo["id"], fullName="acme/app")
         gh.add_pull("acme/app", PR, files=list(DIFF))
         done = await run(owner, ws, finalize_and_comment("tok"), payload(repo, reviews=REVIEWS[:1]))
-        assert done["status"] == "completed", done
+        assert_completed(done)
         assert gh.reviews.of("acme/app", PR)[0]["event"] == "REQUEST_CHANGES"
         assert "ghp_reviewer" not in json.dumps(done)
         # The token's owner wrote the next pull request: GitHub refuses its verdict, so it is posted as a comment.
         gh.add_pull("acme/app", PR + 1, files=list(DIFF), author="reviewer")
         done = await run(owner, ws, finalize_and_comment("tok"), payload(repo, reviews=REVIEWS[:1], pr_number=PR + 1))
-        assert done["status"] == "completed", done
+        assert_completed(done)
         (own,) = gh.reviews.of("acme/app", PR + 1)
         assert own["event"] == "COMMENT" and "does not let this account request changes on its own" in own["body"]
 

@@ -25,6 +25,7 @@ from hangar.core.postgresql import SERVER_SCHEMA, postgresql_url, workspace_sche
 from hangar.server.parts import all_parts
 from tests.support.postgres import PostgresCluster
 from tests.support.rpc import RpcClient
+from tests.support.runs import assert_completed
 from tests.support.server import running_server
 from tests.support.templates import HOP, written
 
@@ -75,7 +76,7 @@ async def make_install(data: Path) -> dict[str, Any]:
                 if got["status"] == "completed":
                     break
                 await asyncio.sleep(0.05)
-            assert got["status"] == "completed", got
+            assert_completed(got)
     return {"first": first, "second": second, "space": space}
 
 

@@ -22,6 +22,7 @@ import pytest
 from hangar.pipelines import filecheck
 from tests.integration.test_confined_user_code import finished, member_session, step
 from tests.support.rpc import RpcClient
+from tests.support.runs import assert_completed
 
 # Confined code runs in enclosures booted from the terminal image pack.
 pytestmark = pytest.mark.packs("terminal")
@@ -83,7 +84,7 @@ async def test_file_exists_never_sees_a_host_file_outside_the_run_directory(tmp_
             steps.append(router(name, previous, predicate))
             previous = name
         done = await run(c, ws, chain("probe-host", *steps))
-        assert done["status"] == "completed", done
+        assert_completed(done)
         seen = {name: done["state"][name] for name in probes}
         assert seen == {
             "linkToFile": "false",

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from hangar.agents.tables import agent_runs
 from hangar.core import tables
 from hangar.core.ids import new_id
-from hangar.core.outbox import event_outbox
+from hangar.core.outbox import Outbox, event_outbox
 from hangar.core.turns import taking_turn
 from hangar.errors import InvalidArgs
 from hangar.identity import IdentityService
@@ -135,49 +135,53 @@ async def test_nothing_still_needed_is_pruned(tmp_path: Path) -> None:
         old = NOW - 30 * DAY
         await settled(srv, ws)
         gone = await add_event(srv, ws, old)
-        relayed = await add_event(srv, ws, old, "test.relayed")
-        async with srv.ctx.dbs.server.begin() as conn:  # relayed, but its outbox row not yet deleted
-            engine = await srv.ctx.dbs.workspace(ws)
-            async with engine.connect() as wconn:
-                relayed_id = (
-                    await wconn.execute(
-                        sa.select(tables.domain_events.c.id).where(tables.domain_events.c.seq == relayed)
-                    )
-                ).scalar()
-            await conn.execute(
-                sa.insert(event_outbox).values(
-                    id=relayed_id, workspace_id=ws, type="test.relayed", occurred_at=old, payload={}
-                )
-            )
-        finished = await add_event(srv, ws, old, TaskFinished.type, taskId="task-1", outcome="completed")
-        waited = await add_event(srv, ws, old, "test.waited")
-        engine = await srv.ctx.dbs.workspace(ws)
-        async with engine.begin() as conn:
-            run = {
-                "id": "run-1", "template_id": "t", "template": {}, "status": "suspended", "trigger_kind": "manual",
-                "payload": {}, "state": {}, "dry_run": False, "created_at": old, "updated_at": old,
-            }  # fmt: skip
-            await conn.execute(sa.insert(pt.runs).values(**run))
-            for step, suspend in (
-                ("tasks", {"taskIds": ["task-1"], "sinceSeq": 10**9}),
-                ("event", {"sinceSeq": waited - 1}),
-            ):
+        # The event tail relays the outbox whenever the authority counter moved since its last look (the workspace
+        # and setting above moved it), on a loaded host well after the change: held, it cannot carry the row off
+        # before the pass looks.
+        async with srv.ctx.service(Outbox).held():
+            relayed = await add_event(srv, ws, old, "test.relayed")
+            async with srv.ctx.dbs.server.begin() as conn:  # relayed, but its outbox row not yet deleted
+                engine = await srv.ctx.dbs.workspace(ws)
+                async with engine.connect() as wconn:
+                    relayed_id = (
+                        await wconn.execute(
+                            sa.select(tables.domain_events.c.id).where(tables.domain_events.c.seq == relayed)
+                        )
+                    ).scalar()
                 await conn.execute(
-                    sa.insert(pt.step_runs).values(
-                        run_id="run-1", step_id=step, position=0, status="suspended", attempts=1, suspend=suspend
+                    sa.insert(event_outbox).values(
+                        id=relayed_id, workspace_id=ws, type="test.relayed", occurred_at=old, payload={}
                     )
                 )
-        for _ in range(3):
-            await add_event(srv, ws, old)
-        await settled(srv, ws)
-        before = await seqs(srv, ws)
+            finished = await add_event(srv, ws, old, TaskFinished.type, taskId="task-1", outcome="completed")
+            waited = await add_event(srv, ws, old, "test.waited")
+            engine = await srv.ctx.dbs.workspace(ws)
+            async with engine.begin() as conn:
+                run = {
+                    "id": "run-1", "template_id": "t", "template": {}, "status": "suspended", "trigger_kind": "manual",
+                    "payload": {}, "state": {}, "dry_run": False, "created_at": old, "updated_at": old,
+                }  # fmt: skip
+                await conn.execute(sa.insert(pt.runs).values(**run))
+                for step, suspend in (
+                    ("tasks", {"taskIds": ["task-1"], "sinceSeq": 10**9}),
+                    ("event", {"sinceSeq": waited - 1}),
+                ):
+                    await conn.execute(
+                        sa.insert(pt.step_runs).values(
+                            run_id="run-1", step_id=step, position=0, status="suspended", attempts=1, suspend=suspend
+                        )
+                    )
+            for _ in range(3):
+                await add_event(srv, ws, old)
+            await settled(srv, ws)
+            before = await seqs(srv, ws)
 
-        await srv.ctx.service(RetentionSchedule).prune_now(NOW)
+            await srv.ctx.service(RetentionSchedule).prune_now(NOW)
 
-        held = await seqs(srv, ws)
-        assert gone not in held and relayed in held
-        # The task a suspended step waits on finished before it: kept, and every event after the step's sinceSeq.
-        assert {s for s in before if s >= finished} <= held
+            held = await seqs(srv, ws)
+            assert gone not in held and relayed in held
+            # The task a suspended step waits on finished before it: kept, and every event after the step's sinceSeq.
+            assert {s for s in before if s >= finished} <= held
 
         # A durable cursor and a running agent run keep what they have not read.
         async with engine.begin() as conn:

@@ -244,3 +244,28 @@ async def test_a_crashed_servers_rigs_die_with_it_and_are_cleared(tmp_path: Path
         assert not orphan.exists()
     finally:
         await rig.aclose()
+
+
+async def test_a_request_the_agent_cannot_carry_out_is_named_not_dropped() -> None:
+    """The agent answers a request it could not carry out with what went wrong (here a command whose argument
+    list is one short), where it used to close the connection and leave the host guessing; the rig runs on."""
+    async with running_rig() as rig:
+        assert isinstance(rig, EnclosureRig)
+        whole = {"op": "exec", "argc": 2, "arg.0": "echo", "arg.1": "whole", "cwd": "/home/rig"}
+        assert (await rig.channel._exec(whole, 10, None, None)).stdout == "whole\n"
+        with pytest.raises(Unavailable) as failed:
+            await rig.channel._exec({**whole, "argc": 3}, 10, None, None)
+        assert failed.value.message == "the rig's agent could not run the command: KeyError: 'arg.2'"
+        assert rig.alive() and (await rig.exec("echo still", timeout_s=10)).stdout == "still\n"
+
+
+@pytest.mark.parametrize("size", [0, 1, 4_000_000])
+async def test_a_command_that_exits_without_reading_its_input_still_answers(size: int) -> None:
+    """Input the command never reads (it exits at once) is read to its end and dropped by the agent, which answers
+    with the exit status: a connection closed with the host's frames still unread would be reset, and the host's
+    stream would drop the answer it had already received (as it did under load for a command agent's prompt)."""
+    async with running_rig() as rig:
+        for _ in range(3):
+            out = await rig.exec("exit 3", timeout_s=30, stdin=b"p" * size)
+            assert (out.exit_code, out.stdout, out.timed_out) == (3, "", False)
+        assert (await rig.exec("wc -c", timeout_s=30, stdin=b"p" * size)).stdout.strip() == str(size)

@@ -30,6 +30,7 @@ from tests.support.confined import CLI_AGENT
 from tests.support.processes import ServeProcess, cli, hangar_serve, owner_token
 from tests.support.records import share_secret_key
 from tests.support.rpc import RpcClient, RpcError
+from tests.support.runs import assert_completed, finished
 
 pytestmark = pytest.mark.slow
 
@@ -69,15 +70,6 @@ async def start_run(c: RpcClient, ws: str, template: dict[str, Any]) -> str:
             await asyncio.sleep(0.1)
 
 
-async def finished(c: RpcClient, ws: str, run_id: str, timeout: float = 90) -> dict[str, Any]:
-    async with asyncio.timeout(timeout):
-        while True:
-            run = await c.call("pipelines.runs.get", workspace_id=ws, runId=run_id)
-            if run["status"] in ("completed", "failed", "cancelled"):
-                return dict(run)
-            await asyncio.sleep(0.2)
-
-
 async def test_a_run_whose_server_is_killed_is_taken_over_by_the_other_and_finished_once(
     tmp_path: Path, pg_url: str
 ) -> None:
@@ -91,7 +83,7 @@ async def test_a_run_whose_server_is_killed_is_taken_over_by_the_other_and_finis
         a.kill9()
         async with RpcClient(b.ws_url, token) as cb:
             run = await finished(cb, ws, run_id)
-            assert run["status"] == "completed", run
+            assert_completed(run)
             assert run["state"]["work"] == "done", run
             events = await cb.call("events.list", workspace_id=ws)
             ends = [e for e in events if e["type"] == "pipeline.runFinished" and e["payload"]["runId"] == run_id]

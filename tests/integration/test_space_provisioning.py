@@ -21,6 +21,7 @@ from tests.integration.rigs_enclosure_env import PACKS, ready_pack
 from tests.integration.test_confined_user_code import finished
 from tests.integration.test_workspace_repos import _git, make_repo
 from tests.support.rpc import RpcClient, RpcError
+from tests.support.runs import assert_completed
 from tests.support.server import running_server
 from tests.unit.agents.support import workspace_server
 
@@ -123,7 +124,7 @@ async def test_a_pull_request_spec_checks_out_the_pull_requests_head(tmp_path: P
         await client.call("pipelines.templates.create", workspace_id=ws, template=template)
         started = await client.call("pipelines.runs.start", workspace_id=ws, templateId="open-pr")
         run = await finished(client, ws, started["runId"])
-        assert run["status"] == "completed", run
+        assert_completed(run)
         piped = await client.call("spaces.get", workspace_id=ws, spaceId=run["state"]["pipeline_space_id"])
         assert _git(Path(piped["folder"]) / "app", "rev-parse", "HEAD") == second
 

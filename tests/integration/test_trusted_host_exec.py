@@ -18,6 +18,7 @@ from hangar.server.parts import all_parts
 from tests.integration.rigs_enclosure_env import PACKS
 from tests.integration.test_confined_user_code import run_template, step, template
 from tests.support.rpc import RpcClient
+from tests.support.runs import assert_completed
 from tests.support.server import RunningServer, running_server
 
 HANGAR = str(Path(sys.executable).parent / "hangar")
@@ -60,7 +61,7 @@ async def test_code_run_on_the_host_gets_a_minimal_environment_not_the_servers(s
     ws = await srv.new_workspace("host")
     async with RpcClient(srv.ws_url, srv.owner_token) as c:
         run = await run_template(srv, c, ws, template("env", ("env", SHOW_ENV, {})))
-    assert run["status"] == "completed", run
+    assert_completed(run)
     names, rest = run["state"]["env"].split("\n\n")
     seen = set(names.split())
     assert SECRET_NAME not in seen and rest.splitlines() == [f"rundir={srv.data_dir / 'pipelines' / run['runId']}", "0"]

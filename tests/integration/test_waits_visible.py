@@ -24,6 +24,7 @@ from tests.support.confined import CLI_AGENT
 from tests.support.fake_mmdebstrap import FakeMmdebstrap, install_fake_mmdebstrap
 from tests.support.packs import PACKS, rigs_unavailable
 from tests.support.rpc import RpcClient
+from tests.support.runs import assert_completed
 from tests.support.server import RunningServer, running_server
 from tests.unit.agents.support import wait_run
 
@@ -204,7 +205,7 @@ async def test_a_shell_step_says_what_it_waits_for_in_its_progress(
         assert waiting["progress"] == {"waiting": STEP, "step": 4, "steps": 10}
         w.fake.finish()
         run = await until(lambda: _settled(w, run_id))
-        assert run["status"] == "completed", run
+        assert_completed(run)
         assert run["state"]["said"] == "hello from rig"
         assert (await say())["progress"] == {}  # the wait is over: nothing left to say
     scope = f"pipelineRun:{run_id}"

@@ -28,6 +28,7 @@ from tests.support import webclient
 from tests.support.chromium import CHROMIUM
 from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcClient
+from tests.support.runs import assert_completed
 from tests.support.server import RunningServer, running_server
 from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot
 from tests.unit.agents.support import wait_run
@@ -153,7 +154,7 @@ async def test_an_agent_typed_by_name_is_refused_at_its_line_and_one_chosen_from
         run_id = page.url.rsplit("/", 1)[-1]
         async with RpcClient(srv.ws_url, srv.owner_token) as c:
             run = await pipeline_run_ended(c, ws, run_id)
-            assert run["status"] == "completed", run
+            assert_completed(run)
             await page.get_by_role("status").filter(has_text="Run completed").wait_for()
             (agent_run,) = (await c.call("runs.list", workspace_id=ws, agentId=agent["id"]))["runs"]
             assert agent_run["outcome"] == "ok"

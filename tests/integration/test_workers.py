@@ -28,6 +28,7 @@ from sqlalchemy.engine import make_url
 from tests.integration.test_servers_on_one_postgresql import finished
 from tests.support.processes import HANGAR, ServeProcess, cli, hangar_env, hangar_serve, owner_token, stop
 from tests.support.rpc import RpcClient
+from tests.support.runs import assert_completed
 
 pytestmark = pytest.mark.slow
 
@@ -141,7 +142,7 @@ async def test_a_run_whose_steps_are_done_by_two_workers(tmp_path: Path, pg_url:
                 ws = (await c.call("workspaces.create", name="pool"))["id"]
                 run_id = await start(c, ws, fan_out("fan", 8, "sleep 1; echo $HANGAR_ATTEMPT_KEY"))
                 run = await finished(c, ws, run_id)
-        assert run["status"] == "completed", run
+        assert_completed(run)
         state = run["state"]
         # Each step ran on a worker's host: its working directory is under that worker's data directory.
         where = {state[f"s{i}_runDir"].split("/")[-3] for i in range(8)}
@@ -174,7 +175,7 @@ async def test_a_worker_killed_mid_step_leaves_it_to_another_which_sees_the_earl
             assert ran.read_text().splitlines() == [f"pipeline:{run_id}/s0#1.1 earlier="]
             with hangar_worker(tmp_path / "w2", pg_url, tmp_path / "cred", tmp_path / "w2.log"):
                 run = await finished(c, ws, run_id)
-        assert run["status"] == "completed", run
+        assert_completed(run)
         assert run["state"]["s0"] == "done"
         assert run["state"]["s0_runDir"].split("/")[-3] == "w2"
     first, second = f"pipeline:{run_id}/s0#1.1", f"pipeline:{run_id}/s0#1.2"
@@ -262,7 +263,7 @@ async def test_a_server_without_workers_runs_its_steps_itself(tmp_path: Path, pg
             ws = (await c.call("workspaces.create", name="alone"))["id"]
             run_id = await start(c, ws, fan_out("here", 2, "echo $HANGAR_ATTEMPT_KEY"))
             run = await finished(c, ws, run_id)
-    assert run["status"] == "completed", run
+    assert_completed(run)
     assert run["state"]["s0_runDir"].split("/")[-3] == "server"
     assert run["state"]["s0"] == f"pipeline:{run_id}/s0#1"  # in the server, a try is its attempt
     assert sql(pg_url, "SELECT count(*) FROM hangar_server.pipeline_step_queue") == [(0,)]
@@ -278,7 +279,7 @@ async def test_a_server_told_to_run_steps_itself_does_so_with_workers_attached(t
             async with RpcClient(s.ws_url, token) as c:
                 ws = (await c.call("workspaces.create", name="here"))["id"]
                 run = await finished(c, ws, await start(c, ws, fan_out("here", 2, "echo hi")))
-    assert run["status"] == "completed", run
+    assert_completed(run)
     assert run["state"]["s0_runDir"].split("/")[-3] == "server"
     assert sql(pg_url, "SELECT count(*) FROM hangar_server.pipeline_step_queue") == [(0,)]
 

@@ -11,7 +11,9 @@ workspace already holds is not written twice, and the outbox row is deleted only
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -74,3 +76,12 @@ class Outbox:
                     await conn.execute(sa.delete(event_outbox).where(event_outbox.c.position == row.position))
                 carried += 1
             return carried
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """No relay of this process runs until the block ends (one under way finishes first): rows staged or
+        written meanwhile stay in the outbox. The event tail relays whenever the authority counter has moved since
+        its last look, which on a loaded host may be seconds after the change; a test that places rows in the
+        outbox holds it so the tail cannot carry them off in between."""
+        async with self._lock:
+            yield

@@ -152,6 +152,7 @@ async def _started(
     )
     ctx = assemble_context(settings, clock, dbs, bus, metrics)
     ctx.provide(identity)
+    ctx.provide(relay)
     for service in services:
         ctx.provide(service)
     ctx.provide(RateLimits(clock.monotonic))  # the injectable clock: refills are tested without waiting

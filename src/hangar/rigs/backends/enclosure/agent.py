@@ -18,7 +18,8 @@ The first frame from the host is ``J`` with the request:
   ``env.<NAME>=<value>`` entries added to the rig user's base environment. The host closing the connection
   before ``X`` kills the command's process group (an interrupted step or agent). With ``reap=1`` the command
   is contained (``supervise``): whatever it leaves running is killed when it exits, and killing it kills all
-  it started, in whatever session or group.
+  it started, in whatever session or group. A request of any op the agent could not carry out (a fork
+  refused, a bad field) is answered ``X failed=<what went wrong>``.
 - ``op=read path=<guest path>``: the agent opens the file as the rig user (the kernel's permission checks, the
   rig's own root and /proc) and sends ``O`` chunks, then ``X ok=1``; or ``X error=<kind> message=<text>``
   with kind ``notfound``, ``refused`` or ``exists``.
@@ -219,7 +220,9 @@ def do_exec(req: dict[str, str], conn: int) -> None:
     for fd in (in_r, out_w, err_w):
         os.close(fd)
     finished = [False]
-    _thread.start_new_thread(watch_host, (conn, in_w, pid, finished, contained))
+    heard_all = _thread.allocate_lock()
+    heard_all.acquire()  # released once the host has hung up (``watch_host`` read its every frame)
+    _thread.start_new_thread(watch_host, (conn, in_w, pid, finished, contained, heard_all))
     # A pidfd says when the command exits; the pipes may stay open after that (a background dev server).
     pidfd = os.pidfd_open(pid)
     kinds = {out_r: b"O", err_r: b"R"}
@@ -264,6 +267,9 @@ def do_exec(req: dict[str, str], conn: int) -> None:
     code = exit_code(pid)
     finished[0] = True  # from here the pid may be reused: the watcher must not signal it
     send(conn, b"X", encode({"code": code, "timed_out": int(timed_out)}))
+    # Not closed before the host hangs up (it does on reading X): a socket closed with frames of the host still
+    # unread resets the connection, and the host's stream then drops the X it had received but not yet read.
+    heard_all.acquire()
 
 
 def command_argv(req: dict[str, str]) -> list[str]:
@@ -284,14 +290,21 @@ def end(pid: int, contained: bool) -> None:
         pass
 
 
-def watch_host(conn: int, in_w: int, pid: int, finished: list[bool], contained: bool) -> None:
+def watch_host(
+    conn: int, in_w: int, pid: int, finished: list[bool], contained: bool, heard_all: _thread.LockType
+) -> None:
     """Feeds stdin frames (``in_w`` is -1 without stdin) and notices the host hanging up: an interrupted
-    request must not leave its command running."""
+    request must not leave its command running. Input the command no longer takes (it closed its stdin or
+    exited) is read and dropped: every frame of the host is read before the connection is closed."""
     try:
         while True:
             kind, data = read_frame(conn)
             if kind == b"I" and in_w >= 0:
-                write_all(in_w, data)
+                try:
+                    write_all(in_w, data)
+                except OSError:  # the command stopped reading: the rest of its input goes nowhere
+                    os.close(in_w)
+                    in_w = -1
             elif kind == b"E" and in_w >= 0:
                 os.close(in_w)
                 in_w = -1
@@ -301,6 +314,7 @@ def watch_host(conn: int, in_w: int, pid: int, finished: list[bool], contained: 
         os.close(in_w)
     if not finished[0]:
         end(pid, contained)
+    heard_all.release()
 
 
 def set_size(fd: int, cols: int, rows: int) -> None:
@@ -437,8 +451,14 @@ def handle(conn: int) -> None:
             do_write(req, conn)
         else:
             send(conn, b"X", encode({"ok": 1}))
-    except (EOFError, OSError, ValueError, KeyError):
+    except EOFError:
         pass
+    except (OSError, ValueError, KeyError) as exc:
+        # Said, not dropped: the host names it (a host that hung up first hears nothing, as it asked).
+        try:  # noqa: SIM105 - contextlib is not imported here, on purpose (startup time)
+            send(conn, b"X", encode({"failed": type(exc).__name__ + ": " + str(exc)}))
+        except OSError:
+            pass
     finally:
         os.close(conn)
 

@@ -103,6 +103,8 @@ class AgentChannel:
                     err += payload
                 elif kind == b"X":
                     result = decode(payload)
+                    if "failed" in result:
+                        raise Unavailable(f"the rig's agent could not run the command: {result['failed']}")
                     return ExecResult(
                         exit_code=int(result["code"]),
                         stdout=out[:MAX_OUTPUT].decode("utf-8", "replace"),
@@ -170,6 +172,8 @@ async def _single(data: bytes) -> AsyncIterator[bytes]:
 
 def _raise_file_error(reply: dict[str, str], guest_path: str) -> None:
     kind, message = reply.get("error"), reply.get("message", "")
+    if "failed" in reply:
+        raise Unavailable(f"the rig's agent could not use {guest_path}: {reply['failed']}")
     if kind is None:
         return
     if kind == "notfound":

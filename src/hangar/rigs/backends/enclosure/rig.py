@@ -267,7 +267,22 @@ class EnclosureRig(RigHandle):
 
     async def run(self, command: Command, on_stdout: Callable[[bytes], Awaitable[None]] | None) -> ExecResult:
         self._check_awake()
-        return await self.channel.run(command, on_stdout)
+        try:
+            return await self.channel.run(command, on_stdout)
+        except Unavailable as exc:
+            raise await self._lost(exc) from exc
+
+    async def _lost(self, exc: Unavailable) -> Unavailable:
+        """Why a request's channel closed before its answer: the rig exited (what it printed last says why), or
+        it runs on and its agent dropped the request."""
+        with contextlib.suppress(TimeoutError):  # a rig that died is reaped at once; give the reaping a moment
+            await asyncio.wait_for(self.wait_dead(), LOG_WAIT_S)
+        if self.alive():
+            return Unavailable(
+                f"{exc.message} (the rig still runs: its agent dropped the request): {await self._log_tail()}"
+            )
+        code = self._proc.returncode if self._proc is not None else None
+        return Unavailable(f"{exc.message}: the rig exited (status {code}): {await self._log_tail()}")
 
     async def open_pty(self, cols: int, rows: int) -> Pty:
         self._check_awake()
