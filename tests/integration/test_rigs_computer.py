@@ -714,6 +714,51 @@ async def test_dragging_out_offers_a_new_drag_payload_once_and_never_a_stale_one
         await env.call("rig.releaseControl", rigId=rig)
 
 
+# What the X server says is held down (XQueryPointer's mask), read in the guest: "shift button1", or "".
+POINTER_STATE = r"""
+import ctypes
+x = ctypes.CDLL("libX11.so.6")
+x.XOpenDisplay.restype = ctypes.c_void_p
+x.XOpenDisplay.argtypes = [ctypes.c_char_p]
+x.XDefaultRootWindow.restype = ctypes.c_ulong
+x.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+ul, i, ui = ctypes.POINTER(ctypes.c_ulong), ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_uint)
+x.XQueryPointer.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ul, ul, i, i, i, i, ui]
+d = x.XOpenDisplay(None)
+w = [ctypes.c_ulong(), ctypes.c_ulong()]
+n = [ctypes.c_int() for _ in range(4)]
+mask = ctypes.c_uint()
+x.XQueryPointer(d, x.XDefaultRootWindow(d), *[ctypes.byref(v) for v in w + n], ctypes.byref(mask))
+held = [name for bit, name in ((1, "shift"), (1 << 8, "button1"), (1 << 10, "button3")) if mask.value & bit]
+print(" ".join(held))
+"""
+
+
+async def pointer_state(env: RigsEnv, rig: str) -> str:
+    return (await guest(env, rig, "python3 -", stdin=POINTER_STATE.encode())).strip()
+
+
+async def test_a_view_that_leaves_mid_press_releases_what_it_held(env: RigsEnv, rig: str) -> None:
+    """A person's view that ends with the left button and a key still down leaves neither held: the desktop is
+    back to no button pressed (a held button keeps the pointer grabbed, and the agent's clicks would go astray)."""
+    headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
+    await env.call("rig.takeControl", rigId=rig)
+    try:
+        async with websockets.connect(await live_view(env, rig), additional_headers=headers) as view:
+            await next_text(view, "hello")
+            await view.send(json.dumps({"type": "mouse", "action": "down", "x": 640, "y": 500}))
+            await view.send(json.dumps({"type": "key", "action": "down", "key": "Shift"}))
+            async with asyncio.timeout(EVENT_BOUND_S):  # both applied before the view leaves
+                while await pointer_state(env, rig) != "shift button1":
+                    await asyncio.sleep(0.1)
+    finally:
+        await env.call("rig.releaseControl", rigId=rig)
+    async with asyncio.timeout(EVENT_BOUND_S):
+        while (state := await pointer_state(env, rig)) != "":
+            await asyncio.sleep(0.1)
+    assert state == ""
+
+
 # --- take-over -------------------------------------------------------------------------------------------------
 
 

@@ -109,6 +109,26 @@ async def apply_desktop_input(desktop: Desktop, event: InputEvent) -> None:
         await desktop.set_size(event.width, event.height)
 
 
+class HeldInput:
+    """The buttons and keys the person holds down through this view, released when the view ends: a viewer who
+    leaves mid-press (or whose connection drops) must not leave the desktop with a button held, since the X server
+    then keeps the pointer grabbed for whichever client took the press and the agent's next clicks go astray."""
+
+    def __init__(self) -> None:
+        self.buttons: set[int] = set()
+        self.keys: set[str] = set()
+
+    def note(self, event: InputEvent) -> None:
+        if isinstance(event, MouseInput) and event.action != "move":
+            button = BUTTON_NUMBERS[event.button]
+            self.buttons.add(button) if event.action == "down" else self.buttons.discard(button)
+        elif isinstance(event, KeyInput) and (name := x11_key(event.key)) is not None:
+            self.keys.add(name) if event.down else self.keys.discard(name)
+
+    def releases(self) -> list[str]:
+        return [f"mouseup {b}" for b in sorted(self.buttons)] + [f"keyup {k}" for k in sorted(self.keys)]
+
+
 class DragOut:
     """Dragging out of the desktop: while the person's left button is down, the guest's drag selection
     (``XdndSelection``) is read as the pointer moves (at most every ``DRAG_POLL_S``) and on release; a payload is
@@ -156,6 +176,7 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
     counts = InputCounts()
     view = list(size)
     drag = DragOut()
+    held = HeldInput()
     drags: list[int] = []  # the size of each payload dragged out, for the audit
     async with mgr.watch(access.ws, access.live.id) as (live, events):
         async with mgr.acting(access.ws, live.id, principal, mutating=False, what="live view") as (_l, handle):
@@ -213,6 +234,7 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
                     live.last_active_at = mgr.app.clock.monotonic()
                     live.last_actor = principal.label
                     await apply_desktop_input(desktop, parsed)
+                    held.note(parsed)
                     counts.count(parsed)  # a resize: the next frame tells the new display size
                     if isinstance(parsed, MouseInput):
                         found = await drag.follow(desktop, parsed)
@@ -226,6 +248,9 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
         try:
             await run_pumps([pump_frames(), pump_events(ws, live, events, guard, me), pump_input()], guard, live.id)
         finally:
+            if releases := held.releases():
+                with contextlib.suppress(Exception):  # best effort: the rig may be ending too
+                    await desktop.pointer(releases)
             with contextlib.suppress(HangarError):
                 closing = {**counts.details(0), "dragOut": {"count": len(drags), "chars": sum(drags)}}
                 await mgr.log_action(access.ws, live.id, principal, "liveview.close", closing)
