@@ -33,12 +33,13 @@ from hangar.errors import HangarError, InvalidArgs
 from hangar.rigs.backends.capabilities import Desktop
 from hangar.rigs.engines.session import Frame
 from hangar.rigs.engines.webkit.transcode import transcode_png
-from hangar.rigs.lanes.access import LaneAccess, authorize_change
+from hangar.rigs.lanes.access import LaneAccess
 from hangar.rigs.lanes.consent import ClipboardGrants
 from hangar.rigs.lanes.liveview import (
     MAX_VIEW,
     InputCounts,
     InputEvent,
+    InputGate,
     KeyInput,
     MouseInput,
     TextInput,
@@ -47,7 +48,6 @@ from hangar.rigs.lanes.liveview import (
     encode_frame,
     parse_message,
     pump_events,
-    readonly_message,
     run_pumps,
 )
 from hangar.rpc.access import Revocable
@@ -209,7 +209,7 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
                 await asyncio.sleep(max(0.0, 1 / FPS - (time.monotonic() - began)))
 
         async def pump_input() -> None:
-            told_readonly = False
+            gate = InputGate(ws, access, live, counts, guard)
             while True:
                 msg = await ws.receive()
                 if msg["type"] == "websocket.disconnect":
@@ -222,17 +222,8 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
                     if isinstance(parsed, ViewRequest):
                         view[:] = [parsed.width, parsed.height]
                         continue
-                    if live.controller != me:
-                        counts.ignored += 1
-                        if not told_readonly:
-                            told_readonly = True
-                            await _send_json(ws, {"type": "readonly", "message": readonly_message(live)})
+                    if not await gate.admit():
                         continue
-                    told_readonly = False
-                    await guard.admit()
-                    await authorize_change(access, "watch", "input on the live view")
-                    live.last_active_at = mgr.app.clock.monotonic()
-                    live.last_actor = principal.label
                     await apply_desktop_input(desktop, parsed)
                     held.note(parsed)
                     counts.count(parsed)  # a resize: the next frame tells the new display size

@@ -505,7 +505,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                     await _send_json(ws, {"type": "pages", "pages": [page_row(p) for p in pages]})
 
             async def pump_input() -> None:
-                told_readonly = False
+                gate = InputGate(ws, access, live, counts, guard)
                 while True:
                     msg = await ws.receive()
                     if msg["type"] == "websocket.disconnect":
@@ -520,20 +520,8 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                         if isinstance(parsed, ViewRequest):
                             hub.resize(watcher, (parsed.width, parsed.height))
                             continue
-                        if live.controller != me:
-                            counts.ignored += 1
-                            if not told_readonly:
-                                told_readonly = True
-                                await _send_json(ws, {"type": "readonly", "message": readonly_message(live)})
+                        if not await gate.admit():
                             continue
-                        told_readonly = False
-                        # Input changes the page, authorized at each event: the person still has access (the
-                        # lane ends otherwise), through a credential that may change things (whatever its person
-                        # holds through another one), outside read-only mode (set since the lane opened, too).
-                        await guard.admit()
-                        await authorize_change(access, "watch", "input on the live view")
-                        live.last_active_at = mgr.app.clock.monotonic()
-                        live.last_actor = principal.label
                         await apply_input(session, parsed)
                         if _may_switch(parsed):
                             feed.poke()  # a click or a key may have moved the page: the address bar follows
@@ -590,6 +578,33 @@ async def run_pumps(pumps: list[Coroutine[Any, Any, None]], guard: Revocable, ri
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class InputGate:
+    """Whether one input event of a live view may reach the rig, asked at each event."""
+
+    def __init__(self, ws: WebSocket, access: LaneAccess, live: LiveRig, counts: InputCounts, guard: Revocable):
+        self.ws, self.access, self.live, self.counts, self.guard = ws, access, live, counts, guard
+        self.told_readonly = False
+
+    async def admit(self) -> bool:
+        """True when the person holds control and may still change the rig: they still have access (the lane ends
+        otherwise), through a credential that may change things (whatever its person holds through another one),
+        outside read-only mode (set since the lane opened, too). Input from someone without control is counted as
+        ignored, and they are told once (until they hold control again) that the view is read-only."""
+        principal = self.access.principal
+        if self.live.controller != principal.user_id:
+            self.counts.ignored += 1
+            if not self.told_readonly:
+                self.told_readonly = True
+                await _send_json(self.ws, {"type": "readonly", "message": readonly_message(self.live)})
+            return False
+        self.told_readonly = False
+        await self.guard.admit()
+        await authorize_change(self.access, "watch", "input on the live view")
+        self.live.last_active_at = self.access.manager.app.clock.monotonic()
+        self.live.last_actor = principal.label
+        return True
 
 
 def readonly_message(live: LiveRig) -> str:
