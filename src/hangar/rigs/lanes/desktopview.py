@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from typing import Any
@@ -39,7 +38,6 @@ from hangar.rigs.lanes.liveview import (
     MAX_VIEW,
     InputCounts,
     InputEvent,
-    InputGate,
     KeyInput,
     MouseInput,
     TextInput,
@@ -50,6 +48,7 @@ from hangar.rigs.lanes.liveview import (
     pump_events,
     run_pumps,
 )
+from hangar.rigs.lanes.viewinput import InputGate, send_json
 from hangar.rpc.access import Revocable
 
 log = logging.getLogger(__name__)
@@ -166,10 +165,6 @@ class DragOut:
         return {"text": payload}
 
 
-def _send_json(ws: WebSocket, payload: dict[str, Any]) -> Any:
-    return ws.send_text(json.dumps(payload))
-
-
 async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard: Revocable) -> None:
     """Serve one live view of a computer rig until the person leaves, loses access or the rig ends."""
     mgr, principal, me = access.manager, access.principal, access.principal.user_id
@@ -182,7 +177,7 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
         async with mgr.acting(access.ws, live.id, principal, mutating=False, what="live view") as (_l, handle):
             desktop = handle.desktop()
         await mgr.log_action(access.ws, live.id, principal, "liveview.open", {"width": size[0], "height": size[1]})
-        await _send_json(
+        await send_json(
             ws,
             {"type": "hello", "engine": None, "surface": "computer", "controller": live.controller, "you": me,
              "maxWidth": MAX_VIEW[0], "maxHeight": MAX_VIEW[1]},
@@ -199,7 +194,7 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
                 display = (still.display_width, still.display_height)
                 if display != told:
                     told = display
-                    await _send_json(ws, {"type": "viewport", "width": display[0], "height": display[1]})
+                    await send_json(ws, {"type": "viewport", "width": display[0], "height": display[1]})
                 if still.png != last:
                     last = still.png
                     jpeg = await transcode_png(still.png, still.width, still.height, "jpeg")
@@ -231,10 +226,10 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
                         found = await drag.follow(desktop, parsed)
                         if found is not None:
                             await ClipboardGrants(mgr.app.dbs.server, mgr.app.clock).require(principal, "rigToHost")
-                            await _send_json(ws, {"type": "dragOut", **found})
+                            await send_json(ws, {"type": "dragOut", **found})
                             drags.append(len(found.get("text", "")))
                 except HangarError as err:
-                    await _send_json(ws, {"type": "error", **err.to_dict()})
+                    await send_json(ws, {"type": "error", **err.to_dict()})
 
         try:
             await run_pumps([pump_frames(), pump_events(ws, live, events, guard, me), pump_input()], guard, live.id)

@@ -51,9 +51,10 @@ from hangar.errors import HangarError, InvalidArgs, Refused, Unavailable
 from hangar.rigs.actions.base import MAX_TEXT
 from hangar.rigs.engines.keys import key_spec
 from hangar.rigs.engines.session import EngineSession, Frame, MouseButton
-from hangar.rigs.lanes.access import LaneAccess, authorize, authorize_change
+from hangar.rigs.lanes.access import LaneAccess, authorize
 from hangar.rigs.lanes.pagefeed import following, page_row
 from hangar.rigs.lanes.socketlane import credential, fail, guarded
+from hangar.rigs.lanes.viewinput import InputGate, send_json
 from hangar.rigs.live.notices import ControlNotice, PhaseNotice, RigNotice
 from hangar.rigs.live.rigs import LiveRig
 from hangar.rigs.model import Phase, Surface
@@ -468,10 +469,6 @@ async def live_view_lane(ws: WebSocket) -> None:
         await fail(ws, err)
 
 
-def _send_json(ws: WebSocket, payload: dict[str, Any]) -> Any:
-    return ws.send_text(json.dumps(payload))
-
-
 async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard: Revocable) -> None:
     mgr, principal, me = access.manager, access.principal, access.principal.user_id
     counts = InputCounts()
@@ -482,7 +479,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
         async with watching(live, session, size) as (hub, watcher), following(live, session) as feed:
             if hub.viewport is None:
                 await hub.refresh_viewport()
-            await _send_json(
+            await send_json(
                 ws,
                 {"type": "hello", "engine": session.engine, "controller": live.controller, "you": me,
                  "maxWidth": MAX_VIEW[0], "maxHeight": MAX_VIEW[1]},
@@ -495,14 +492,14 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                     await guard.admit()  # nothing reaches a person whose access ended, however recently
                     if hub.viewport is not None and hub.viewport != told:
                         told = hub.viewport
-                        await _send_json(ws, {"type": "viewport", "width": told[0], "height": told[1]})
+                        await send_json(ws, {"type": "viewport", "width": told[0], "height": told[1]})
                     await ws.send_bytes(encode_frame(seq, frame))
                     counts.frames += 1
 
             async def pump_pages() -> None:
                 async for pages in feed.changes():
                     await guard.admit()
-                    await _send_json(ws, {"type": "pages", "pages": [page_row(p) for p in pages]})
+                    await send_json(ws, {"type": "pages", "pages": [page_row(p) for p in pages]})
 
             async def pump_input() -> None:
                 gate = InputGate(ws, access, live, counts, guard)
@@ -512,7 +509,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                         return
                     text = msg.get("text")
                     if text is None:
-                        await _send_json(ws, {"type": "error", **InvalidArgs("send input as JSON text frames",
+                        await send_json(ws, {"type": "error", **InvalidArgs("send input as JSON text frames",
                                                                                field="type").to_dict()})  # fmt: skip
                         continue
                     try:
@@ -529,7 +526,7 @@ async def _serve(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard
                         if isinstance(parsed, ResizeInput):
                             await hub.refresh_viewport()
                     except HangarError as err:
-                        await _send_json(ws, {"type": "error", **err.to_dict()})
+                        await send_json(ws, {"type": "error", **err.to_dict()})
 
             try:
                 await run_pumps(
@@ -554,7 +551,7 @@ async def pump_events(
         event = await events.get()
         await guard.admit()
         if isinstance(event, ControlNotice):
-            await _send_json(ws, {"type": "control", "controller": event.controller, "you": me})
+            await send_json(ws, {"type": "control", "controller": event.controller, "you": me})
         elif isinstance(event, PhaseNotice) and event.phase in (Phase.closed, Phase.failed, Phase.closing):
             raise Unavailable(f"rig {live.id} is {event.phase.value}")
 
@@ -578,36 +575,3 @@ async def run_pumps(pumps: list[Coroutine[Any, Any, None]], guard: Revocable, ri
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-class InputGate:
-    """Whether one input event of a live view may reach the rig, asked at each event."""
-
-    def __init__(self, ws: WebSocket, access: LaneAccess, live: LiveRig, counts: InputCounts, guard: Revocable):
-        self.ws, self.access, self.live, self.counts, self.guard = ws, access, live, counts, guard
-        self.told_readonly = False
-
-    async def admit(self) -> bool:
-        """True when the person holds control and may still change the rig: they still have access (the lane ends
-        otherwise), through a credential that may change things (whatever its person holds through another one),
-        outside read-only mode (set since the lane opened, too). Input from someone without control is counted as
-        ignored, and they are told once (until they hold control again) that the view is read-only."""
-        principal = self.access.principal
-        if self.live.controller != principal.user_id:
-            self.counts.ignored += 1
-            if not self.told_readonly:
-                self.told_readonly = True
-                await _send_json(self.ws, {"type": "readonly", "message": readonly_message(self.live)})
-            return False
-        self.told_readonly = False
-        await self.guard.admit()
-        await authorize_change(self.access, "watch", "input on the live view")
-        self.live.last_active_at = self.access.manager.app.clock.monotonic()
-        self.live.last_actor = principal.label
-        return True
-
-
-def readonly_message(live: LiveRig) -> str:
-    if live.controller is None:
-        return "take control to send input; until then the live view only shows the page"
-    return "another person holds control; your input is ignored until they hand it back"
