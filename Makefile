@@ -12,8 +12,10 @@ APT_RUN_PACKAGES := git bubblewrap mmdebstrap iproute2 nftables util-linux libse
 # the host beside its rig (the engines' conformance tests, the benchmark's baseline), and PostgreSQL's server
 # (the tests start a throwaway cluster of their own from its binaries, tests/support/postgres.py). Node.js and npm (the OIDC
 # peer, the web client's build) are installed only when the commands are missing, since many machines carry them
-# from another source that Debian's npm would conflict with. QEMU boots the KVM probe's tiny guest.
-APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driver xvfb xauth socat libnss3-tools postgresql qemu-system-x86
+# from another source that Debian's npm would conflict with. QEMU boots the KVM probe's tiny guest and the full-VM
+# desktop; qemu-utils (qemu-img), mtools and syslinux assemble the desktop's bootable qcow2 without mounting
+# anything (scripts/build-desktop-image).
+APT_PACKAGES := $(APT_RUN_PACKAGES) chromium xmlsec1 firefox-esr webkit2gtk-driver xvfb xauth socat libnss3-tools postgresql qemu-system-x86 qemu-utils mtools syslinux syslinux-common espeak-ng
 # Load generator and peer server for `make bench`, universal-ctags (the code graph's indexing peer), and the desktop
 # benchmark's baseline: Xvnc with the desktop pack's window manager and tools run directly on the host.
 APT_BENCH_PACKAGES := nginx-light wrk universal-ctags tigervnc-standalone-server openbox xdotool xclip x11-apps x11-utils x11-xserver-utils
@@ -105,11 +107,20 @@ TEST_PACKS := $(or $(HANGAR_TEST_PACKS),$(HOME)/.cache/hangar-test/packs)
 
 test-packs: install apt-deps
 	@if why=$$(HANGAR_RIG_PACKS_DIR=$(TEST_PACKS) $(BIN)/hangar rigs check); then \
-	  HANGAR_RIG_PACKS_DIR=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/hangar rigs build-pack --all; \
+	  HANGAR_RIG_PACKS_DIR=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/hangar rigs build-pack --all && \
+	  $(KEEP_BYTECODE) $(BIN)/python scripts/build-desktop-image --packs $(TEST_PACKS) --images $(TEST_PACKS)/../images >/dev/null; \
 	else echo "rig packs not built ($$why): the tests that need them skip"; fi
 
+# The suite runs in TEST_WORKERS parallel processes (pytest-xdist; README, Tests): most tests wait on subprocesses
+# (enclosures, Chromium, servers, PostgreSQL), so workers beyond the cores still shorten the run. `--dist loadfile`
+# hands out whole files: a file's tests run in one worker, in their order, sharing its module-scoped fixtures (a
+# booted desktop whose pointer and display mode one test leaves for the next). `make pytest TEST_WORKERS=0` runs
+# it in one process.
+TEST_WORKERS ?= 4
+PARALLEL = -n $(TEST_WORKERS) --dist loadfile
+
 pytest: install apt-deps web test-packs
-	HANGAR_TEST_PACKS=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/pytest -q --durations=40
+	HANGAR_TEST_PACKS=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/pytest -q $(PARALLEL) --durations=40
 
 test: install apt-deps lint typecheck web web-test pytest
 
@@ -119,8 +130,8 @@ test: install apt-deps lint typecheck web web-test pytest
 PG_SUITE_SKIP = --ignore-glob='tests/integration/test_rigs_*' --ignore-glob='tests/integration/test_web_*' \
   --ignore-glob='tests/integration/*_browser*'
 test-postgresql: install apt-deps web test-packs
-	HANGAR_TEST_DATABASE=postgresql HANGAR_TEST_PACKS=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/pytest -q \
-	  tests/integration $(PG_SUITE_SKIP)
+	HANGAR_TEST_DATABASE=postgresql HANGAR_TEST_PACKS=$(TEST_PACKS) $(KEEP_BYTECODE) $(BIN)/pytest -q $(PARALLEL) \
+	  --durations=40 tests/integration $(PG_SUITE_SKIP)
 
 # Retakes the manual's screenshots (src/hangar/site/content/manual/images): the browser tests take them at the
 # screens the guides describe; commit the PNGs that changed.

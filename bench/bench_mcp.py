@@ -4,6 +4,7 @@
   over the socket, sequential round trips with p50/p99, and the ratio (target: at most 1.3), with a lean HTTP
   client so the figure is the server's; and the call asking for progress, which the SDK's transport serves;
 - the listener's floor: a trivial route (``GET /healthz``) with the same client, the least any HTTP answer costs;
+- beside each of these, the server's CPU time per call (what a call costs the server, however loaded the machine);
 - the same tool call through the official SDK client (what an agent client pays, client included);
 - ``tools/list`` (about a hundred tools with their schemas): time per call;
 - 500 concurrent sessions held open on the server (over several credentials, each under its cap): its resident
@@ -248,7 +249,8 @@ async def main(seconds: float, sessions: int) -> None:
             print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
             lat, socket_cpu = await costed(proc.pid, socket_load(ws_url, token, seconds, 1))
             socket_p50 = report("socket: server.info, sequential", lat, socket_cpu)
-            floor_p50 = report("http floor: GET /healthz, same listener", await floor_load(url, seconds))
+            lat, floor_cpu = await costed(proc.pid, floor_load(url, seconds))
+            floor_p50 = report("http floor: GET /healthz, same listener", lat, floor_cpu)
             lat, session_cpu = await costed(proc.pid, tool_load(url, token, seconds, session=True))
             in_session_p50 = report("mcp: tools/call, in a session", lat, session_cpu)
             lat, sessionless_cpu = await costed(proc.pid, tool_load(url, token, seconds, session=False))

@@ -10,7 +10,11 @@ one worker process: the site as `hangar site` (one uvicorn process), nginx with 
 
 The target (issue 30): the HTML page at least 0.8x nginx; the bench says which rows fall below it.
 
-    .venv/bin/python bench/bench_site.py [--duration 3] [--connections 32] [--rounds 3] [--no-granian]
+With ``--peer-src DIR`` (a checkout's ``src``, e.g. the code before a change, from ``git archive REV src``), that
+code serves the site too, as ``before``, measured in the same alternating rounds. Each Hangar row also gives the
+server's CPU time per request (from ``/proc``), which the machine's other work moves far less than the rates.
+
+    .venv/bin/python bench/bench_site.py [--duration 3] [--connections 32] [--rounds 3] [--no-granian] [--peer-src DIR]
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_http(url: str, timeout: float = 30.0) -> None:
+def wait_http(url: str, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -124,10 +128,17 @@ def wrk(url: str, duration: int, connections: int, script: Path | None = None) -
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     p50 = _ms(re.search(r"\s50%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
     p99 = _ms(re.search(r"\s99%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    requests = float(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if errors:
         raise RuntimeError(f"{url}: {errors.group(1)} non-2xx responses\n{out}")
-    return {"rps": rps, "p50": p50, "p99": p99}
+    return {"rps": rps, "p50": p50, "p99": p99, "requests": requests}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def median(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -169,6 +180,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=32, help="concurrent connections per wrk run")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per workload (medians reported)")
     parser.add_argument("--no-granian", action="store_true", help="leave the granian peer out")
+    parser.add_argument("--peer-src", help="a checkout's src/ served as a second site, 'before', in the same rounds")
     args = parser.parse_args()
     for tool in ("wrk", "nginx"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
@@ -187,8 +199,21 @@ def main() -> int:
         site = subprocess.Popen([*pinned(0), hangar, "site", "--port", str(site_port)], stdout=subprocess.DEVNULL)
         procs: list[subprocess.Popen[bytes]] = [site]
         servers: dict[str, str] = {"hangar": site_url}
+        pids = {"hangar": site.pid}
         try:
             wait_http(site_url + "/healthz")
+            if args.peer_src:
+                before_port = free_port()
+                entry = "from hangar.cli import main; main()"
+                before = subprocess.Popen(
+                    [*pinned(0), sys.executable, "-c", entry, "site", "--port", str(before_port)],
+                    stdout=subprocess.DEVNULL,
+                    env={**os.environ, "PYTHONPATH": str(Path(args.peer_src).resolve())},
+                )
+                procs.append(before)
+                servers["before"] = f"http://127.0.0.1:{before_port}"
+                pids["before"] = before.pid
+                wait_http(servers["before"] + "/healthz")
             # nginx serves the very bytes the site serves (fetched from it, same origin in the canonical URLs).
             root = tmp / "root"
             (root / PAGE.strip("/")).parent.mkdir(parents=True)
@@ -235,7 +260,11 @@ def main() -> int:
                 # Alternate short rounds so a load spike from elsewhere on the machine hits every server alike.
                 for _ in range(args.rounds):
                     for name, url in urls.items():
-                        runs[name].append(wrk(url, args.duration, args.connections, script))
+                        cpu = cpu_seconds(pids[name]) if name in pids else 0.0
+                        run = wrk(url, args.duration, args.connections, script)
+                        if name in pids:
+                            run["cpu_us"] = (cpu_seconds(pids[name]) - cpu) / max(run["requests"], 1) * 1e6
+                        runs[name].append(run)
                 # Latency without queueing: one connection, one request at a time.
                 one = {
                     name: median([wrk(url, args.duration, 1, script) for _ in range(args.rounds)])
@@ -272,6 +301,8 @@ def main() -> int:
         singles = " / ".join(f"{one[n]['p50']:.2f}" for n in names)
         line += f" | {singles:>30}"
         print(line)
+        cpu = [f"{n} {many[n]['cpu_us']:.0f} us" for n in names if "cpu_us" in many[n]]
+        print(f"{'':<24} server CPU per request: " + ", ".join(cpu))
         if label == "manual page, HTML" and many["hangar"]["rps"] / many["nginx"]["rps"] < TARGET:
             below.append(f"{label}: {many['hangar']['rps'] / many['nginx']['rps']:.2f} of nginx (target {TARGET})")
         if label == "search_pages, distinct" and many["hangar"]["rps"] < SEARCH_TARGET:

@@ -9,6 +9,9 @@ from tests.support import pg_mode
 
 # The packs the selected tests declare are built before the first of them (tests/support/packs.py).
 from tests.support.packs import PACKS, pytest_collection_finish, pytest_runtest_setup  # noqa: F401
+
+# Tests sharing a fixture of module scope run on one worker when the suite runs in parallel (tests/support/parallel.py).
+from tests.support.parallel import pytest_collection_modifyitems  # noqa: F401
 from tests.support.postgres import PostgresCluster, PostgresMissing
 
 # Tests never touch a user's real data directory.

@@ -23,6 +23,8 @@ from hangar.default_ports import DEFAULT_PORT, DEFAULT_SITE_PORT
 # is kept running for its person to come back to (``hangar.rigs.live.terminals``).
 TERMINAL_SCROLLBACK_BYTES = 64 * 1024
 TERMINAL_KEEP_SECONDS = 600.0
+# How long one row of a rig's action log counts the same principal's screenshots (``hangar.rigs.lifecycle.foldlog``).
+RIG_SCREENSHOT_FOLD_SECONDS = 60.0
 
 
 def default_data_dir() -> Path:
@@ -159,6 +161,7 @@ class Settings(BaseSettings):
 
     terminal_scrollback_bytes: int = Field(default=TERMINAL_SCROLLBACK_BYTES, ge=0, le=16 * 1024 * 1024)
     terminal_keep_seconds: float = Field(default=TERMINAL_KEEP_SECONDS, ge=0, le=7 * 24 * 3600)
+    rig_screenshot_fold_seconds: float = Field(default=RIG_SCREENSHOT_FOLD_SECONDS, ge=0, le=3600)
 
     # Operations: ``GET /metrics`` and the counting behind it (``hangar.core.metrics``; off: nothing is counted and
     # the route answers 404), and how ``hangar serve`` writes its log (``text`` lines or ``json`` lines).

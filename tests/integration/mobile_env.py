@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -23,6 +22,7 @@ import pytest
 from hangar.identity import IdentityService
 from tests.integration.rigs_env import RigsEnv, rigs_parts
 from tests.peers.adb_device import FakePhone
+from tests.support.ports import free_port
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 
@@ -50,12 +50,6 @@ class PhoneEnv(RigsEnv):
         return e.value
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def own_adb_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     adb = shutil.which("adb")
@@ -71,13 +65,16 @@ def own_adb_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def phone_server(monkeypatch: pytest.MonkeyPatch, *, configure: bool = True) -> AsyncIterator[PhoneEnv]:
-    """The server with the test phone named in ``rigs.mobile.device`` (unless ``configure`` is false)."""
+async def phone_server(
+    monkeypatch: pytest.MonkeyPatch, *, configure: bool = True, **settings: Any
+) -> AsyncIterator[PhoneEnv]:
+    """The server with the test phone named in ``rigs.mobile.device`` (unless ``configure`` is false); ``settings``
+    are the server's (``web_dist`` for browser tests)."""
     phone = FakePhone()
     await phone.start()
     try:
         with own_adb_server(monkeypatch), tempfile.TemporaryDirectory(prefix="hm-", dir="/tmp") as short:
-            async with running_server(Path(short), parts=rigs_parts()) as srv:
+            async with running_server(Path(short), parts=rigs_parts(), **settings) as srv:
                 ws = await srv.new_workspace()
                 async with RpcClient(srv.ws_url, srv.owner_token) as client:
                     space = (await client.call("spaces.create", workspace_id=ws, title="phone tests"))["id"]

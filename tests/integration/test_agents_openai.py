@@ -11,6 +11,7 @@ import pytest
 
 from hangar.agents.tools.catalogue import DEFAULT_PRODUCT_TOOLS
 from hangar.rpc.mcp.tools import openai_name
+from tests.support.ports import free_port
 from tests.support.rpc import RpcClient, RpcError
 from tests.unit.agents.fake_openai import Reply, call, running_fake_openai, text
 from tests.unit.agents.support import collect_until, wait_run, workspace_server
@@ -179,12 +180,7 @@ async def test_bad_endpoint_fails_the_run_clearly(
 
 async def test_unreachable_endpoint(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (_srv, client, ws):
-        # A port nothing listens on: bind one, then close it.
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()  # a port nothing listens on
         space_id, agent_id = await _setup(client, ws, f"http://127.0.0.1:{port}/v1", "down")
         started = await client.call("agents.run", workspace_id=ws, agent_id=agent_id, space_id=space_id, prompt="x")
         run = await wait_run(client, ws, started["runId"])

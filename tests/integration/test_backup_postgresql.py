@@ -279,6 +279,8 @@ async def test_missing_or_older_tools_are_refused_naming_them(
     said = refused(restore(backup, restored, empty, failing))
     assert said == "pg_restore failed: pg_restore: error: could not execute query: out of luck"
     assert not restored.exists() and schemas(pg_cluster, target) == ["public"]
+    with psycopg.connect(pg_cluster.dsn(target)) as conn:  # pg_trgm, created for the dump's index, dropped again
+        assert conn.execute("SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'").fetchall() == []
     assert not list(tmp_path.glob(".restored.restoring-*"))
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from hangar.chat.bridge import RESTARTED
+from hangar.chat.card_records import RESTARTED
 from hangar.chat.narration import ACCEPTED
 from hangar.chat.replies import APPEND_MAX, MESSAGE_MAX, REPLY_MAX
 from tests.peers.slack_emulator import CARD_CHUNKS, SlackEmulator, Stream, running_slack

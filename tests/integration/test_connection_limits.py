@@ -50,7 +50,11 @@ class Conn(asyncio.Protocol):
     async def open(cls, url: str, source: str) -> Conn:
         parts = urlsplit(url)
         loop = asyncio.get_running_loop()
+        asked_at = loop.time()
         _transport, conn = await loop.create_connection(cls, parts.hostname, parts.port, local_addr=(source, 0))
+        # Timed from the connect, not from when this loop got round to making the protocol: on a loaded machine
+        # that came after the server's accept, and a head closed at its deadline looked closed early.
+        conn.opened_at = asked_at
         return conn
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -67,6 +71,16 @@ class Conn(asyncio.Protocol):
             self.error = exc
             self.closed.set_result(None)
         self._more.set()
+
+    async def send_in_thirds(self, head: bytes, body: bytes, pause: float) -> None:
+        """``head`` and ``body`` in three pieces, ``pause`` seconds apart: a body that trickles in but ends in time
+        when ``pause`` is a third of its deadline."""
+        third = len(body) // 3
+        self.send(head + body[:third])
+        await asyncio.sleep(pause)
+        self.send(body[third : 2 * third])
+        await asyncio.sleep(pause)
+        self.send(body[2 * third :])
 
     def send(self, data: bytes) -> bool:
         """Whether the bytes were written (not on a connection already closed)."""

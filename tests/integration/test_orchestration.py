@@ -169,7 +169,8 @@ async def test_the_plan_is_stored_when_the_planner_finishes_unread(tmp_path: Pat
         fake.script("eager", plan(("a", []), ("b", ["a"])))
         await client.call("orchestration.start", workspace_id=ws, ticketId=ticket["id"], agentId=planner)
         deadline = asyncio.get_running_loop().time() + 60
-        while not (await client.call("tickets.get", workspace_id=ws, ticketId=ticket["id"]))["subTickets"]:
+        # The sub-tickets are filed one after another (each a ticket of its own): wait for the whole plan.
+        while len((await client.call("tickets.get", workspace_id=ws, ticketId=ticket["id"]))["subTickets"]) < 2:
             assert asyncio.get_running_loop().time() < deadline, "the plan was never stored"
             await asyncio.sleep(0.05)
         subs = (await client.call("tickets.get", workspace_id=ws, ticketId=ticket["id"]))["subTickets"]

@@ -123,6 +123,8 @@ async def test_every_people_only_op_refuses_an_agents_credential(tmp_path: Path)
         people_only = sorted(s.name for s in registry.specs.values() if s.people_only)
         assert people_only == [
             "chat.beginUserLink",
+            "meetings.profiles.create",  # a voice profile is given by the person whose voice it is
+            "meetings.profiles.fromSpeaker",  # so is one kept from a diarised speaker's voiceprint
             "orchestration.approve",
             "orchestration.editDag",
             "workspaces.export",

@@ -17,6 +17,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
+from hangar.codegraph.trigrams import FTS_TABLE, PG_INDEX
 from hangar.core.migrating import RELEASE_TABLE, MigrationSet, apply_migrations, apply_postgresql_migrations
 from hangar.core.postgresql import postgresql_url
 from hangar.core.triggers import COUNTERS_TABLE
@@ -24,8 +25,11 @@ from hangar.server.parts import all_parts
 
 SETS = {scope: [m for p in all_parts() for m in p.migrations if m.scope == scope] for scope in ("server", "workspace")}
 # Tables the migrations create that no part declares as metadata: Alembic's version stamps, the counters
-# (hangar.core.stamps writes them with SQL of its own) and the Hangar version that migrated the database.
-_UNDECLARED = re.compile(rf"alembic_version_\w+|{COUNTERS_TABLE}|{RELEASE_TABLE}")
+# (hangar.core.stamps writes them with SQL of its own), the Hangar version that migrated the database, and the code
+# graph's trigram index, each dialect's own kind (SQLite's FTS5 table and its shadow tables; PostgreSQL's GIN index,
+# in _UNDECLARED_INDEXES), which tests/integration/test_code_search_trigrams.py checks on both.
+_UNDECLARED = re.compile(rf"alembic_version_\w+|{COUNTERS_TABLE}|{RELEASE_TABLE}|{FTS_TABLE}(_\w+)?")
+_UNDECLARED_INDEXES = frozenset({PG_INDEX})
 
 
 def _migrated(dialect: str, scope: str, tmp_path: Path, pg_url: str | None) -> sa.Engine:
@@ -83,6 +87,8 @@ def _reflected_indexes(conn: Connection, table: str) -> dict[str, tuple[Any, ...
         warnings.simplefilter("ignore", sa.exc.SAWarning)  # SQLite's expression indexes: read below instead
         indexes = sa.inspect(conn).get_indexes(table)
     for index in indexes:
+        if index["name"] in _UNDECLARED_INDEXES:
+            continue
         if index.get("duplicates_constraint"):
             continue  # the index behind a UNIQUE constraint (PostgreSQL lists it twice)
         names = index["column_names"]

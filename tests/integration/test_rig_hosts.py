@@ -218,7 +218,7 @@ async def test_rig_host_credentials_refused(tmp_path: Path) -> None:
         async with env.srv.ctx.dbs.server.connect() as conn:
             stored = (await conn.execute(sa.select(rig_host_credentials.c.secret_hash))).scalar_one()
         text = (tmp_path / "cred").read_text().strip()
-        assert stored != text and text.split("_")[2] not in stored  # kept hashed
+        assert stored != text and text.split("_", 2)[2] not in stored  # kept hashed
         # Scoped to rig hosting: refused on the RPC socket, /metrics and /mcp.
         async with RpcClient(env.srv.ws_url, text) as client:
             frame = await asyncio.wait_for(client.unsolicited.get(), 10)

@@ -22,11 +22,13 @@ import websockets
 
 from hangar.core.clock import FakeClock
 from hangar.identity import DeviceScope, IdentityService
+from hangar.rigs.lanes import access as lane_access
 from hangar.rigs.lanes.fence import unfence
 from hangar.rigs.lanes.signing import LaneSigner
 from tests.conformance.engine_fixtures import pages_fixture
 from tests.integration.rigs_browser_env import BrowserRigs, site_env_fixture, use
 from tests.integration.rigs_env import RigsEnv
+from tests.integration.test_connection_limits import Conn
 from tests.support.chat import until
 from tests.support.images import decoded_size, mean_colour, near, solid_jpeg, solid_png
 from tests.support.pages import PageServer
@@ -422,6 +424,40 @@ async def test_pasting_is_refused_while_another_person_holds_control(env: RigsEn
         assert (await clip(env, await clip_path(env, rig))).status_code == 200  # reading is an observation
         assert (await clip(env, theirs, member, body=b"theirs")).status_code == 200  # the holder pastes
         await m.call("rig.releaseControl", workspace_id=env.ws, rigId=rig)
+    await env.client.call("rig.clipboardRevoke", direction="rigToHost")
+
+
+async def test_a_paste_whole_inside_the_grace_is_pasted_and_a_stalled_one_gets_408_and_pastes_nothing(
+    env: RigsEnv, rigs: BrowserRigs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clipboard lane reads a paste at the lanes' pace (``access.BODY_GRACE_S``, shortened here)."""
+    grace = 3.0
+    monkeypatch.setattr(lane_access, "BODY_GRACE_S", grace)
+    rig = await rigs.get()
+    await fresh(env, rig)
+    await use(env, rig, action="history", direction="back")  # the rig's home page: a file: page, secure
+    path = await clip_path(env, rig)
+    head = (
+        f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\n"
+        f"authorization: Bearer {env.srv.owner_token}\r\ncontent-length: 30\r\n\r\n"
+    ).encode()
+    # In three pieces, the last a third of the grace before it: pasted.
+    prompt = await Conn.open(env.srv.url, "127.0.0.1")
+    prompt.send(head + b"paste that ")
+    await asyncio.sleep(grace / 3)
+    prompt.send(b"came in three ")
+    await asyncio.sleep(grace / 3)
+    prompt.send(b"parts")
+    assert await prompt.status() == 200
+    # Left unfinished: 408 once the grace passes, and the clipboard keeps the paste before.
+    stalled = await Conn.open(env.srv.url, "127.0.0.1")
+    stalled.send(head + b"never finished")
+    assert await stalled.status() == 408
+    for conn in (prompt, stalled):
+        conn.close()
+    await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
+    r = await clip(env, path)
+    assert r.status_code == 200 and r.json()["text"] == "paste that came in three parts"
     await env.client.call("rig.clipboardRevoke", direction="rigToHost")
 
 

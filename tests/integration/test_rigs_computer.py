@@ -12,10 +12,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import re
 import struct
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -28,8 +26,10 @@ from hangar.rigs.backends.base import Command
 from hangar.rigs.backends.desktopboot import DISPLAY
 from hangar.rigs.backends.engineboot import GUEST_HOME
 from hangar.rigs.lanes.fence import unfence
+from tests.integration.desktop_env import EVENT_BOUND_S, Recorder, drag_source, guest
 from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.support.desktopimage import plant_image
 from tests.support.pages import PageServer, page_server
 from tests.support.png import rgba_at
 from tests.support.rpc import RpcClient, RpcError
@@ -37,113 +37,6 @@ from tests.support.rpc import RpcClient, RpcError
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.packs("terminal", "desktop")]
 
 SITE = "pages.computer-site.example"  # the name the gate maps to the page server, once granted
-RECORDER = "hangar-recorder"  # the xev window's title
-EVENT_BOUND_S = 30.0  # a bound against hangs only: how long a test waits for the recorder to print an event
-_EVENT_HEAD = re.compile(r"^(\w+) event, serial")
-_ROOT = re.compile(r"root:\((-?\d+),(-?\d+)\)")
-_BUTTON = re.compile(r"button (\d+),")
-_KEYSYM = re.compile(r"\(keysym 0x[0-9a-f]+, ([^)]+)\)")
-_TIME = re.compile(r"time (\d+),")
-_POSITION = re.compile(r"Position: (\d+),(\d+)")
-_CHARS = re.compile(r'XLookupString gives \d+ bytes: (?:\(\w+\) "(.*)")?$', re.M)
-
-
-@dataclass
-class Event:
-    kind: str
-    text: str
-
-    @property
-    def root(self) -> tuple[int, int]:
-        found = _ROOT.search(self.text)
-        assert found, self.text
-        return int(found[1]), int(found[2])
-
-    @property
-    def button(self) -> int:
-        found = _BUTTON.search(self.text)
-        assert found, self.text
-        return int(found[1])
-
-    @property
-    def key(self) -> str:
-        found = _KEYSYM.search(self.text)
-        assert found, self.text
-        return found[1]
-
-    @property
-    def time(self) -> int:
-        found = _TIME.search(self.text)
-        assert found, self.text
-        return int(found[1])
-
-    @property
-    def chars(self) -> str:
-        found = _CHARS.search(self.text)
-        return found[1] if found and found[1] is not None else ""
-
-
-@dataclass
-class Recorder:
-    """``xev`` in the rig, full-screen-ish at the top left and focused, its output kept as it comes."""
-
-    env: RigsEnv
-    rig: str
-    output: bytearray = field(default_factory=bytearray)
-    task: asyncio.Task[Any] | None = None
-
-    async def start(self) -> None:
-        handle = (await self.env.manager.get_live(self.env.ws, self.rig)).handle
-        assert handle is not None
-
-        async def collect(chunk: bytes) -> None:
-            self.output.extend(chunk)
-
-        argv = ("xev", "-name", RECORDER, "-geometry", "1000x700+0+0", "-event", "keyboard", "-event", "button",
-                "-event", "mouse")  # fmt: skip
-        self.task = asyncio.create_task(handle.run(Command(argv, GUEST_HOME, {"DISPLAY": DISPLAY}), collect))
-        # The window exists, sits at the top left (the window manager may place it again once after it maps) and
-        # has the keyboard focus, and it hears the pointer, before any verb is sent.
-        find = f"xdotool search --sync --name '^{RECORDER}$'"
-        async with asyncio.timeout(EVENT_BOUND_S):
-            while True:
-                await guest(self.env, self.rig, f"{find} windowmove --sync 0 0 windowactivate --sync")
-                await asyncio.sleep(0.2)
-                found = _POSITION.search(await guest(self.env, self.rig, f"{find} getwindowgeometry"))
-                if found and int(found[1]) <= 20 and int(found[2]) <= 80:
-                    break
-        await guest(self.env, self.rig, "xdotool mousemove 500 400")
-        await self.until(1, "MotionNotify")
-        self.output.clear()
-
-    async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
-
-    def events(self, *kinds: str) -> list[Event]:
-        found = []
-        for block in self.output.decode("utf-8", "replace").split("\n\n"):
-            head = _EVENT_HEAD.match(block.strip())
-            if head and (not kinds or head[1] in kinds):
-                found.append(Event(head[1], block.strip()))
-        return found
-
-    async def until(self, count: int, *kinds: str) -> list[Event]:
-        """The events of ``kinds`` once at least ``count`` arrived (xev prints as the X server delivers)."""
-        async with asyncio.timeout(EVENT_BOUND_S):
-            while len(got := self.events(*kinds)) < count:
-                await asyncio.sleep(0.05)
-        return got
-
-
-async def guest(env: RigsEnv, rig: str, command: str, stdin: bytes | None = None) -> str:
-    """Run a shell command in the rig as the rig user on its display (the test's own look inside the guest)."""
-    handle = (await env.manager.get_live(env.ws, rig)).handle
-    assert handle is not None
-    result = await handle.exec(f"export DISPLAY={DISPLAY}; {command}", timeout_s=60, stdin=stdin)
-    assert result.exit_code == 0, (command, result)
-    return result.stdout
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -199,17 +92,33 @@ async def test_a_computer_rig_opens_on_the_enclosure_with_its_boot_display(env: 
     assert "window id" in await guest(env, rig, "xprop -root _NET_SUPPORTING_WM_CHECK")
 
 
-async def test_a_full_vm_backend_is_refused_as_not_built_and_an_unknown_one_as_invalid(env: RigsEnv) -> None:
+async def test_a_full_vm_without_an_imported_image_is_refused_and_an_unknown_backend_as_invalid(env: RigsEnv) -> None:
+    # fullvm-kvm: the probe's reason where KVM is unusable, else no image; fullvm-tcg: no image imported here.
     for backend in ("fullvm-kvm", "fullvm-tcg"):
         with pytest.raises(RpcError) as caught:
             await env.call("rig.open", space_id=env.space, surface="computer", backend=backend)
         assert caught.value.code == "unavailable" and backend in caught.value.message
+    assert "no desktop image is imported for fullvm-tcg" in caught.value.message
     with pytest.raises(RpcError) as caught:
         await env.call("rig.open", space_id=env.space, surface="computer", backend="fullvm-hvf-please")
     assert caught.value.code == "invalid_args" and "backend" in caught.value.message
     with pytest.raises(RpcError) as caught:  # a full VM is a desktop's backend only
         await env.call("rig.open", space_id=env.space, surface="terminal", backend="fullvm-kvm")
     assert caught.value.code == "invalid_args" and "backend" in caught.value.message
+
+
+async def test_a_space_holds_one_desktop_an_open_asking_for_a_full_vm_instead_is_a_conflict(
+    env: RigsEnv, rig: str
+) -> None:
+    plant_image(env.srv.ctx.datadir.root / "rigs", "img-tcg", "fullvm-tcg")
+    for args in ({"backend": "fullvm-tcg"}, {"backend": "fullvm-tcg", "imageId": "img-tcg"}):
+        with pytest.raises(RpcError) as caught:
+            await env.call("rig.open", space_id=env.space, surface="computer", **args)
+        assert caught.value.code == "conflict", caught.value
+        assert caught.value.message.startswith("backend: this space's computer rig runs on enclosure, not fullvm-tcg")
+    assert (await env.call("rig.open", space_id=env.space, surface="computer", backend="enclosure"))["rigId"] == rig
+    assert (await env.call("rig.open", space_id=env.space, surface="computer"))["rigId"] == rig
+    assert not list(env.srv.ctx.datadir.root.glob("rigs/run/*/overlay.qcow2"))  # no VM was started
 
 
 async def test_the_desktop_denies_all_egress_until_a_caller_grants_hosts(env: RigsEnv, rig: str) -> None:
@@ -446,82 +355,6 @@ async def test_clipboard_write_takes_text_only(env: RigsEnv, rig: str) -> None:
     assert e.code == "invalid_args"
     e = await fails(env, rig, action="clipboard_write", text=42)
     assert e.code == "invalid_args" and "action.text" in e.message
-
-
-# A program in the guest that owns the drag selection (as a toolkit does while a drag is live) and hands its
-# payload out as text/uri-list only; it prints "owned" once it holds the selection.
-DRAG_SOURCE = r"""
-import ctypes, sys
-x = ctypes.CDLL("libX11.so.6")
-x.XOpenDisplay.restype = ctypes.c_void_p
-x.XOpenDisplay.argtypes = [ctypes.c_char_p]
-x.XDefaultRootWindow.restype = ctypes.c_ulong
-x.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
-x.XCreateSimpleWindow.restype = ctypes.c_ulong
-x.XCreateSimpleWindow.argtypes = [ctypes.c_void_p, ctypes.c_ulong] + [ctypes.c_int] * 2 + [ctypes.c_uint] * 3 + [
-    ctypes.c_ulong] * 2
-x.XInternAtom.restype = ctypes.c_ulong
-x.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
-x.XSetSelectionOwner.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-x.XNextEvent.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-x.XFlush.argtypes = [ctypes.c_void_p]
-x.XChangeProperty.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_int,
-    ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-x.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
-
-class Request(ctypes.Structure):
-    _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
-                ("display", ctypes.c_void_p), ("owner", ctypes.c_ulong), ("requestor", ctypes.c_ulong),
-                ("selection", ctypes.c_ulong), ("target", ctypes.c_ulong), ("property", ctypes.c_ulong),
-                ("time", ctypes.c_ulong)]
-
-class Notify(ctypes.Structure):
-    _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
-                ("display", ctypes.c_void_p), ("requestor", ctypes.c_ulong), ("selection", ctypes.c_ulong),
-                ("target", ctypes.c_ulong), ("property", ctypes.c_ulong), ("time", ctypes.c_ulong)]
-
-class Event(ctypes.Union):
-    _fields_ = [("type", ctypes.c_int), ("req", Request), ("pad", ctypes.c_long * 24)]
-
-payload = sys.argv[1].encode()
-dpy = x.XOpenDisplay(None)
-win = x.XCreateSimpleWindow(dpy, x.XDefaultRootWindow(dpy), 0, 0, 1, 1, 0, 0, 0)
-sel = x.XInternAtom(dpy, b"XdndSelection", 0)
-uris = x.XInternAtom(dpy, b"text/uri-list", 0)
-x.XSetSelectionOwner(dpy, sel, win, 0)
-x.XFlush(dpy)
-print("owned", flush=True)
-ev = Event()
-while True:
-    x.XNextEvent(dpy, ctypes.byref(ev))
-    if ev.type != 30:
-        continue
-    r = ev.req
-    n = Notify(31, 0, 1, None, r.requestor, r.selection, r.target, 0, r.time)
-    if r.target == uris:
-        x.XChangeProperty(dpy, r.requestor, r.property, uris, 8, 0, payload, len(payload))
-        n.property = r.property
-    x.XSendEvent(dpy, r.requestor, 0, 0, ctypes.byref(n))
-    x.XFlush(dpy)
-"""
-
-
-async def drag_source(env: RigsEnv, rig: str, payload: str) -> asyncio.Task[Any]:
-    """A program in the rig holding the drag selection with ``payload``, once it holds it (cancel to end it)."""
-    handle = (await env.manager.get_live(env.ws, rig)).handle
-    assert handle is not None
-    said = bytearray()
-
-    async def collect(chunk: bytes) -> None:
-        said.extend(chunk)
-
-    argv = ("python3", "-c", DRAG_SOURCE, payload)
-    source = asyncio.create_task(handle.run(Command(argv, GUEST_HOME, {"DISPLAY": DISPLAY}), collect))
-    async with asyncio.timeout(EVENT_BOUND_S):
-        while b"owned" not in said:
-            assert not source.done(), source
-            await asyncio.sleep(0.05)
-    return source
 
 
 async def test_clipboard_read_xdnd_reads_a_live_drag_payload(env: RigsEnv, rig: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import signal
@@ -13,6 +14,7 @@ import pytest
 
 from hangar.core.guestacl import RIG_UID
 from hangar.errors import Refused, Unavailable
+from hangar.rigs.backends.capabilities import Pty
 from hangar.rigs.backends.enclosure import EnclosureBackend, EnclosureRig
 from hangar.rigs.backends.enclosure.cgroups import detect, rig_cgroup
 from hangar.rigs.images.builder import MARKER, PACK_NAME, ensure_pack
@@ -69,6 +71,31 @@ async def test_pty_is_an_xterm_and_resizes() -> None:
             await pty.write(b"late")
         await pty.aclose()
         await pty.aclose()
+
+
+async def test_pty_exit_code_arrives_while_keystrokes_are_in_flight() -> None:
+    """The shell exits while the host is still typing: the agent reads and drops those keystrokes and keeps the
+    connection until the host has read the exit frame (closed with frames unread, it would reset and lose it)."""
+    async with running_rig() as rig:
+        for attempt in range(10):
+            pty = await rig.open_pty(80, 24)
+            # The shell stops reading for a moment: its input queue fills and the keystrokes back up to the host.
+            await pty.write(f"sleep 0.2; exit {attempt + 3}\n".encode())
+
+            async def type_on(pty: Pty = pty) -> None:
+                with contextlib.suppress(Refused):
+                    while True:
+                        await pty.write(b"x" * 512)
+                        await asyncio.sleep(0)
+
+            typing = asyncio.ensure_future(type_on())
+            try:
+                while await asyncio.wait_for(pty.read(), 10):
+                    pass
+            finally:
+                typing.cancel()
+            assert pty.exit_code == attempt + 3
+            await pty.aclose()
 
 
 async def test_park_freezes_and_wake_resumes_with_memory_resident() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import platform
-import socket
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from hangar.errors import InvalidArgs
 from hangar.rigs.backends.mobile import host
 from tests.integration.mobile_env import PhoneEnv, phone_server
+from tests.support.ports import free_port
 
 
 def fake_sdk(root: Path, emulator: str | None) -> Path:
@@ -31,12 +31,6 @@ async def open_refused(env: PhoneEnv) -> str:
     assert e.code == "unavailable", e
     assert await env.call("rig_list") == []  # nothing was provisioned
     return e.message
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_open_names_what_the_host_lacks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -100,7 +94,7 @@ async def test_settings_are_checked_when_written(monkeypatch: pytest.MonkeyPatch
 
 async def test_an_unreachable_device_fails_the_rig_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     async with phone_server(monkeypatch, configure=False) as env:
-        await env.setting("rigs.mobile.device", f"127.0.0.1:{closed_port()}")
+        await env.setting("rigs.mobile.device", f"127.0.0.1:{free_port()}")
         e = await env.fails("rig.open", space_id=env.space, surface="mobile")
         assert e.code == "unavailable" and "adb could not connect" in e.message, e.message
         [row] = await env.call("rig_list", includeClosed=True)

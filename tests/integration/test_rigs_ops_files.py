@@ -12,10 +12,13 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from hangar.core.principal import Role
+from hangar.identity import IdentityService
 from hangar.rigs.lanes import files as file_lane
 from hangar.rigs.lanes.signing import LaneSigner
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.rpc import RpcClient
+from tests.support.streams import read_around
 
 pytestmark = pytest.mark.packs("terminal")
 
@@ -299,3 +302,60 @@ async def test_dropped_file_names_are_unicode(tmp_path: Path) -> None:
         for bad in ("a/b.txt", ".."):
             r = await drop(env, path, [(bad, b"x")])
             assert r.status_code == 400, (bad, r.text)
+
+
+async def test_access_is_checked_again_as_a_drop_ends_and_while_a_file_is_read_out(tmp_path: Path) -> None:
+    # A member removed while their drop's body arrives lands nothing; removed while a file streams out, they get
+    # no further chunk. The removals are made over another connection, the transfers held open in between.
+    async with rigs_server(tmp_path) as env:
+        rig = await env.open()
+        await env.exec(rig, "head -c 64M /dev/zero > ~/big.bin && mkdir -p ~/drops")
+        member = await env.srv.new_user_token(env.ws, "member", name="mo")
+        async with RpcClient(env.srv.ws_url, member) as m:
+            mine = await lane_path(env, rig, m)
+            me = (await m.call("users.me"))["id"]
+
+        boundary = "hangar-test-boundary"
+        head = f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="late.txt"\r\n'
+        form = f"{head}Content-Type: application/octet-stream\r\n\r\n{'x' * 100_000}\r\n--{boundary}--\r\n".encode()
+
+        async def slow_drop(midway: Any) -> httpx.Response:
+            async def body() -> Any:
+                yield form[: len(form) // 2]
+                await midway()
+                yield form[len(form) // 2 :]
+
+            headers = {**auth(member), "Content-Type": f"multipart/form-data; boundary={boundary}"}
+            async with httpx.AsyncClient(base_url=env.srv.url, timeout=120) as http:
+                return await http.post(mine, content=body(), headers=headers)
+
+        async def pause() -> None:
+            await asyncio.sleep(0.5)
+
+        assert (await slow_drop(pause)).status_code == 200  # the same slow drop by a member who stays lands
+        assert (await env.exec(rig, "ls ~/drops"))["stdout"] == "late.txt\n"
+
+        async def read_out(midway: Any) -> tuple[int, BaseException | None]:
+            url = f"{mine}&p={b64('/home/rig/big.bin')}"
+            async with (
+                httpx.AsyncClient(base_url=env.srv.url, timeout=120) as http,
+                http.stream("GET", url, headers=auth(member)) as r,
+            ):
+                assert r.status_code == 200
+                return await read_around(r, midway)
+
+        assert await read_out(pause) == (64 << 20, None)  # a reader who stays gets it all
+
+        async def remove() -> None:
+            await asyncio.sleep(0.5)  # the server fills the sockets and waits for the reader
+            await env.call("members.remove", user_id=me)
+
+        got, error = await read_out(remove)
+        assert got < 64 << 20 and isinstance(error, httpx.RemoteProtocolError), (got, error)
+
+        await env.srv.ctx.service(IdentityService).add_member(env.ws, me, Role.member)
+        async with RpcClient(env.srv.ws_url, member) as m:
+            mine = await lane_path(env, rig, m)
+        answer = await slow_drop(remove)
+        assert answer.status_code == 403 and "membership" in answer.text, answer.text
+        assert (await env.exec(rig, "ls ~/drops"))["stdout"] == "late.txt\n"  # nothing more landed

@@ -15,28 +15,10 @@ import pytest
 
 from hangar.rigs.loopback import is_rig_address
 from tests.integration.rigs_env import RigsEnv, rigs_server
-from tests.support.ports import free_port
+from tests.support.ports import free_port, is_free
 from tests.support.rpc import RpcError
 
 pytestmark = pytest.mark.packs("terminal")
-
-
-def free(port: int) -> bool:
-    """Nothing of the host listens on ``port`` on any address."""
-    with socket.socket() as s:
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port_everywhere() -> int:
-    for _ in range(100):
-        port = free_port()
-        if free(port):
-            return port
-    raise AssertionError("no port is free on every address")
 
 
 SERVE = (
@@ -58,7 +40,7 @@ async def ports_when(env: RigsEnv, rig: str, ready: Any) -> list[dict[str, Any]]
 async def test_a_web_server_in_the_rig_is_reached_through_its_forward(tmp_path: Path) -> None:
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
-        preferred_free = free(18080)
+        preferred_free = is_free(18080)
         await env.exec(rig, SERVE.format(tag="hello-port", port=18080))
         rows = await ports_when(env, rig, lambda rows: any(r["guestPort"] == 18080 for r in rows))
         [row] = rows
@@ -93,7 +75,7 @@ async def test_a_rig_never_takes_a_host_services_port_on_127_0_0_1(tmp_path: Pat
     """A host service (a local model server, a database) is down; a rig listens on its port number. The forward
     keeps the number on the rig's own address: clients of the service never reach the rig, and the service, once
     back, binds its port and gets its traffic."""
-    port = free_port_everywhere()
+    port = free_port()
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
         await env.exec(rig, SERVE.format(tag="rig-site", port=port))
@@ -118,7 +100,7 @@ async def test_a_rig_never_takes_a_host_services_port_on_127_0_0_1(tmp_path: Pat
 
 
 async def test_two_rigs_forward_the_same_guest_port_each_on_its_own_address(tmp_path: Path) -> None:
-    port = free_port_everywhere()
+    port = free_port()
     async with rigs_server(tmp_path) as env:
         rows = {}
         for tag in ("first-rig", "second-rig"):
@@ -135,7 +117,7 @@ async def test_two_rigs_forward_the_same_guest_port_each_on_its_own_address(tmp_
 async def test_the_ports_the_servers_configuration_names_are_never_bound(tmp_path: Path) -> None:
     """The server's listener, its site and the port of its public origin: a rig listening on one gets an
     OS-assigned port instead, on its own address, so a restarted server finds each free."""
-    site, public = free_port_everywhere(), free_port_everywhere()
+    site, public = free_port(), free_port()
     async with rigs_server(tmp_path, site_port=site, public_url=f"https://hangar.example.test:{public}") as env:
         own = int(env.srv.url.rsplit(":", 1)[1])
         rig = await env.open()
@@ -148,7 +130,7 @@ async def test_the_ports_the_servers_configuration_names_are_never_bound(tmp_pat
                 reply = await http.get(f"http://{row['hostAddress']}:{row['hostPort']}/index.html")
                 assert reply.status_code == 200
         for port in (site, public):
-            assert free(port)  # nothing holds them, on any address
+            assert is_free(port)  # nothing holds them, on any address
 
 
 LISTEN_17 = (
@@ -165,7 +147,7 @@ async def test_at_most_16_ports_are_forwarded_and_a_taken_host_port_falls_back(t
     async with rigs_server(tmp_path) as env:
         rig = await env.open()
         # A host port someone already holds on every address, below the others so it is among the 16 forwarded.
-        taken = next(p for p in range(18990, 19000) if free(p))
+        taken = next(p for p in range(18990, 19000) if is_free(p))
         squatter = socket.socket()
         squatter.bind(("0.0.0.0", taken))
         try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +14,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from hangar.httpkit import requests
 from hangar.site.slugs import page_slugs
 from tests.integration.site_env import RunningSite, serve_site
 
@@ -170,3 +173,41 @@ def test_both_paths_are_identical(site: RunningSite) -> None:
     a = httpx.post(site.url + "/mcp", content=body, headers=HEADERS).json()
     b = httpx.post(site.url + "/.well-known/mcp", content=body, headers=HEADERS).json()
     assert a == b
+
+
+def _answer_status(conn: socket.socket) -> int:
+    """The status of the answer on a raw connection (its first line)."""
+    conn.settimeout(30)  # a bound against hangs only
+    received = b""
+    while b"\r\n" not in received:
+        chunk = conn.recv(4096)
+        if not chunk:
+            raise ConnectionError(f"closed before an answer: {received!r}")
+        received += chunk
+    return int(received.split(b" ", 2)[1])
+
+
+def test_a_body_whole_inside_the_deadline_is_read_and_a_stalled_one_gets_408(
+    site: RunningSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate reads a body against the house's deadline (``BODY_TIMEOUT_S``, shortened here)."""
+    deadline = 3.0
+    monkeypatch.setattr(requests, "BODY_TIMEOUT_S", deadline)
+    body = _rpc("ping").encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        f"accept: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+    ).encode()
+    third = len(body) // 3
+    # In three pieces, the last a third of the deadline before it: read and answered.
+    with socket.create_connection(("127.0.0.1", site.port)) as prompt:
+        prompt.sendall(head + body[:third])
+        time.sleep(deadline / 3)
+        prompt.sendall(body[third : 2 * third])
+        time.sleep(deadline / 3)
+        prompt.sendall(body[2 * third :])
+        assert _answer_status(prompt) == 200
+    # Left unfinished: 408 once the deadline passes.
+    with socket.create_connection(("127.0.0.1", site.port)) as stalled:
+        stalled.sendall(head + body[:third])
+        assert _answer_status(stalled) == 408

@@ -45,13 +45,12 @@ from hangar.workspace.authors import Author
 from hangar.workspace.spaces import COUNTER as SPACES
 from hangar.workspace.spaces import SpaceService
 from hangar.workspace.tickets import TicketService
-from tests.support.dialects import DIALECTS, app_on, database_url
+from tests.support.dialects import DIALECTS, app_for
 
 
 @pytest.fixture(params=DIALECTS)
 async def app(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AppContext]:
-    async with app_on(tmp_path, database_url(str(request.param), request)) as ctx:
-        assert ctx.dbs.server.dialect.name == request.param
+    async with app_for(request, tmp_path) as ctx:
         yield ctx
 
 

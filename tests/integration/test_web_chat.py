@@ -22,16 +22,11 @@ from hangar.identity import IdentityService
 from tests.peers.slack_emulator import APP_TOKEN, BOT_TOKEN
 from tests.support.chat import ALICE, GENERAL, World, world
 from tests.support.chromium import CHROMIUM
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot, stored_credential
+from tests.support.webclient import Console, axe_violations, chromium, shot, stored_credential
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 REFUSAL = "Bot user OAuth token must start with xoxb-"  # the descriptor's sentence (src/hangar/chat/descriptor.py)
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def open_settings(

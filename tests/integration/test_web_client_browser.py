@@ -26,7 +26,6 @@ from tests.support.server import running_server
 from tests.support.webclient import (
     Console,
     axe_violations,
-    built_web_client,
     chromium,
     connect_with_code,
     shot,
@@ -37,11 +36,6 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 
 
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, SSO_PART, WORKSPACE_PART]
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def test_connect_with_a_pairing_code_then_deep_links_keep_you_signed_in(tmp_path: Path, dist: Path) -> None:

@@ -20,14 +20,9 @@ from tests.integration.test_web_settings import open_signed_in
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium
+from tests.support.webclient import axe_violations, chromium
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def test_people_manage_their_own_clipboard_grants_and_the_owner_sees_everyone_s(

@@ -23,7 +23,7 @@ from tests.integration.test_code_graph import POLYGLOT, index, new_repo, registe
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
+from tests.support.webclient import axe_violations, chromium, open_signed_in, shot
 from tests.unit.agents.support import server_parts
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
@@ -31,11 +31,6 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
 FILES = {name: POLYGLOT[name] for name in ("app/greet.py", "app/base.py")}
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 def panel(page: Any, heading: str) -> Any:

@@ -28,7 +28,7 @@ from tests.support.disks import detach_disks
 from tests.support.packs import PACKS, rigs_unavailable
 from tests.support.processes import serve_from_checkout
 from tests.support.rpc import RpcClient
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium
+from tests.support.webclient import Console, axe_violations, chromium
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -42,11 +42,6 @@ ECHO_ARGV = "sed\n-e\ns/^@Echo //\n-e\ns/^/pong: /"
 # The names test's pipeline (a space opened, the agent asked in it) with no agent yet: the picker chooses it.
 PIPELINE = ASK.replace("      agentId: analyst\n", "")
 SCREEN_LINES = "() => [...document.querySelectorAll('.xterm-rows > div')].map((d) => d.textContent.trim())"
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def accessible(page: Any, where: str, exclude: tuple[str, ...] = ()) -> None:

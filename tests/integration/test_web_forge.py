@@ -16,17 +16,12 @@ from tests.peers.github_emulator import github_emulator
 from tests.support.chromium import CHROMIUM
 from tests.support.records import stored_secret
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
+from tests.support.webclient import axe_violations, chromium, open_signed_in
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def test_an_admin_connects_and_disconnects_a_github_app_from_the_workspace_settings(

@@ -20,7 +20,7 @@ from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.chromium import CHROMIUM
 from tests.support.images import solid_png
 from tests.support.pages import page_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
+from tests.support.webclient import axe_violations, chromium, open_signed_in, picture_point, shot
 
 pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)"),
@@ -29,11 +29,6 @@ pytestmark = [
 
 SITE = "pages.liveview-site.example"
 FRAME_BOUND_S = 0.5
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def use(env: RigsEnv, rig: str, **action: Any) -> dict[str, Any]:
@@ -53,10 +48,7 @@ async def seq(page: Any) -> int:
 async def at(page: Any, x: int, y: int) -> tuple[float, float]:
     """Where the page's CSS point (x, y) of a 1280x800 viewport is on the canvas, in this page's coordinates
     (the picture is fitted into the canvas box keeping its aspect, centred)."""
-    box = await page.locator("canvas.live-canvas").bounding_box()
-    scale = min(box["width"] / 1280, box["height"] / 800)
-    left, top = (box["width"] - 1280 * scale) / 2, (box["height"] - 800 * scale) / 2
-    return box["x"] + left + x * scale, box["y"] + top + y * scale
+    return await picture_point(page, "canvas.live-canvas", (1280, 800), x, y)
 
 
 async def test_the_live_view_shows_changes_fast_and_drives_the_page_in_control(tmp_path: Path, dist: Path) -> None:

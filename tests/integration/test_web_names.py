@@ -30,7 +30,7 @@ from tests.support.confined import CLI_AGENT
 from tests.support.rpc import RpcClient
 from tests.support.runs import assert_completed
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot
+from tests.support.webclient import Console, axe_violations, chromium, shot
 from tests.unit.agents.support import wait_run
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
@@ -68,11 +68,6 @@ steps:
     trigger:
       sourceStepIds: [ask]
 """
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def open_signed_in(browser: Any, srv: RunningServer, path: str, **context: Any) -> tuple[Any, Console]:
@@ -350,8 +345,10 @@ async def test_a_failed_agent_run_shows_its_error_once_live_and_the_same_after_a
         # The run names its agent, not the agent run's id (which the step's details keep).
         row = monitor.get_by_role("row").filter(has_text="Ask the analyst")
         await row.get_by_text(f"the run of agent 'Cli' ended failed: {FAILURE}").wait_for()
+        # The run's summary (which step failed) and the step's own row: the summary may render a moment later.
+        await monitor.wait_for_function(f"({error_count(FAILURE)})() >= 2")
         live = await monitor.evaluate(error_count(FAILURE))
-        assert live == 2  # the run's summary (which step failed) and the step's own row
+        assert live == 2
         await monitor.reload()
         await monitor.get_by_role("row").filter(has_text="Ask the analyst").get_by_text(FAILURE).wait_for()
         assert await monitor.evaluate(error_count(FAILURE)) == live

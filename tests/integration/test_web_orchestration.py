@@ -18,7 +18,7 @@ from tests.integration.test_orchestration import plan
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
+from tests.support.webclient import axe_violations, chromium, open_signed_in, shot
 from tests.unit.agents.fake_openai import FakeOpenAI, running_fake_openai, text
 from tests.unit.agents.support import server_parts
 
@@ -26,11 +26,6 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 @contextlib.asynccontextmanager

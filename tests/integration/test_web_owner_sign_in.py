@@ -24,7 +24,7 @@ from hangar.workspace.part import WORKSPACE_PART
 from tests.support.chromium import CHROMIUM
 from tests.support.processes import serve_from_checkout
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, stored_credential
+from tests.support.webclient import Console, axe_violations, chromium, stored_credential
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -33,11 +33,6 @@ LOOKS = [
     {"viewport": {"width": 1280, "height": 800}, "color_scheme": "light"},
     {"viewport": {"width": 375, "height": 740}, "color_scheme": "dark"},
 ]
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def stored(page: Any) -> str | None:

@@ -25,14 +25,9 @@ from tests.support.chromium import CHROMIUM
 from tests.support.fake_mmdebstrap import install_fake_mmdebstrap
 from tests.support.packs import rigs_unavailable
 from tests.support.server import running_server
-from tests.support.webclient import built_web_client, chromium, shot
+from tests.support.webclient import chromium, shot
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def facts(item: Any) -> dict[str, str]:

@@ -21,7 +21,7 @@ from hangar.server.parts import all_parts, step_bodies
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot, stored_credential
+from tests.support.webclient import Console, axe_violations, chromium, shot, stored_credential
 from tests.unit.agents.fake_openai import call, running_fake_openai, text
 from tests.unit.pipelines import bodies_for_tests
 
@@ -46,11 +46,6 @@ steps:
     trigger:
       sourceStepIds: [hello]
 """
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def open_signed_in(browser: Any, srv: RunningServer, path: str, **context: Any) -> tuple[Any, Console]:

@@ -13,17 +13,12 @@ from playwright.async_api import expect
 
 from tests.integration.test_forges_pulls import add_pull_7, pulls_forge
 from tests.support.chromium import CHROMIUM
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
+from tests.support.webclient import axe_violations, chromium, open_signed_in
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def test_a_pull_requests_space_shows_its_branches_checks_diff_and_forge_link(tmp_path: Path, dist: Path) -> None:

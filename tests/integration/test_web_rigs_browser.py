@@ -24,7 +24,15 @@ from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.chromium import CHROMIUM
 from tests.support.pages import page_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
+from tests.support.webclient import (
+    DESKTOP,
+    PHONE,
+    accessible_everywhere,
+    chromium,
+    open_signed_in,
+    picture_point,
+    shot,
+)
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -34,8 +42,6 @@ BASIC = f"http://{SITE}/basic.html"
 POPUP = f"http://{SITE}/popup_page.html?via=script"
 BLOCKED = "http://still-blocked.example/"
 BOOT_MS = 180_000  # a bound against hangs only: a rig's boot on a busy machine
-DESKTOP = {"width": 1400, "height": 1000}
-PHONE = {"width": 390, "height": 844}
 XTERM = ".xterm"  # xterm.js's own markup, as the space tests leave it out
 
 # Every WebSocket the page opens, so a test can cut one as a dropped connection would.
@@ -47,11 +53,6 @@ TRACK_SOCKETS = """(() => {
     constructor(...args) { super(...args); open.push(this); }
   };
 })();"""
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 def space_url(env: RigsEnv) -> str:
@@ -71,10 +72,7 @@ async def current_page(env: RigsEnv, rig: str) -> str:
 
 async def at(page: Any, x: int, y: int) -> tuple[float, float]:
     """Where the page's CSS point (x, y) of a 1280x800 viewport is on the canvas (fitted, centred)."""
-    box = await page.locator("canvas.live-canvas").bounding_box()
-    scale = min(box["width"] / 1280, box["height"] / 800)
-    left, top = (box["width"] - 1280 * scale) / 2, (box["height"] - 800 * scale) / 2
-    return box["x"] + left + x * scale, box["y"] + top + y * scale
+    return await picture_point(page, "canvas.live-canvas", (1280, 800), x, y)
 
 
 @contextlib.asynccontextmanager
@@ -88,17 +86,6 @@ async def manual_size(page: Any) -> AsyncIterator[None]:
         await page.set_viewport_size(DESKTOP)
 
 
-async def accessible_everywhere(page: Any, exclude: tuple[str, ...] = ()) -> None:
-    """No serious or critical axe violation, light and dark, at desktop and phone width."""
-    for scheme in ("light", "dark"):
-        await page.emulate_media(color_scheme=scheme)
-        for size in (DESKTOP, PHONE):
-            await page.set_viewport_size(size)
-            assert await axe_violations(page, exclude=list(exclude)) == [], (scheme, size)
-    await page.emulate_media(color_scheme="light")
-    await page.set_viewport_size(DESKTOP)
-
-
 async def test_a_chromium_rig_opened_by_name_is_driven_through_its_address_bar(tmp_path: Path, dist: Path) -> None:
     async with (
         page_server() as pages,
@@ -109,6 +96,7 @@ async def test_a_chromium_rig_opened_by_name_is_driven_through_its_address_bar(t
         page, console = await open_signed_in(browser, space_url(env), env.srv.owner_token, viewport=DESKTOP)
         await page.get_by_role("heading", name="rig tests").wait_for()
         engines = page.get_by_label("Browser engine")
+        await engines.wait_for()  # the open buttons show once the space's rigs are listed
         assert await engines.locator("option").all_inner_texts() == ["Chromium", "Firefox", "WebKit"]
         await engines.select_option(label="Chromium")
         await page.get_by_role("button", name="Open a browser").click()

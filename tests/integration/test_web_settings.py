@@ -26,17 +26,12 @@ from tests.support.chromium import CHROMIUM
 from tests.support.fake_mmdebstrap import install_fake_mmdebstrap
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, shot, stored_credential
+from tests.support.webclient import Console, axe_violations, chromium, shot, stored_credential
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, SSO_PART, WORKSPACE_PART]
 GUARD = "manual pairing cannot be forbidden while no SSO connection works: oidc is not enabled; saml is not enabled"
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def open_signed_in(

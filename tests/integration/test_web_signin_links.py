@@ -24,17 +24,12 @@ from tests.peers.oidc_provider import drive_login, oidc_sign_in
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, stored_credential
+from tests.support.webclient import Console, axe_violations, chromium, stored_credential
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, SSO_PART, WORKSPACE_PART]
 TOKEN_KEY = "hangar.token"
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def user_with_workspace(srv: RunningServer, name: str, workspace: str) -> str:

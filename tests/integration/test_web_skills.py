@@ -14,15 +14,10 @@ from tests.integration.test_web_settings import open_signed_in
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium
+from tests.support.webclient import axe_violations, chromium
 from tests.unit.agents.skill_kits import CLEAN, PLANTED, digest
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def test_the_skills_section_shows_verdicts_findings_and_takes_an_override(tmp_path: Path, dist: Path) -> None:

@@ -21,16 +21,11 @@ from tests.integration.rigs_env import rigs_server
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot, stored_credential
+from tests.support.webclient import axe_violations, chromium, open_signed_in, shot, stored_credential
 from tests.unit.agents.fake_openai import Reply, ToolCall, running_fake_openai, text
 from tests.unit.agents.support import server_parts
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 def space_url(base: str, ws: str, space: str) -> str:

@@ -24,17 +24,12 @@ from tests.peers.oidc_provider import oidc_provider
 from tests.peers.sso_parts import SSO_PARTS
 from tests.support.chromium import CHROMIUM
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, stored_credential
+from tests.support.webclient import Console, axe_violations, chromium, stored_credential
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 CLIPBOARD = ["clipboard-read", "clipboard-write"]
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def owner_page(browser: Any, srv: RunningServer, **context: Any) -> tuple[Any, Console]:

@@ -13,14 +13,9 @@ from hangar.retention import RetentionSchedule
 from tests.integration.test_web_settings import open_signed_in
 from tests.support.chromium import CHROMIUM
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium
+from tests.support.webclient import axe_violations, chromium
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def test_the_storage_screen_shows_each_workspace_and_the_last_retention_pass(tmp_path: Path, dist: Path) -> None:

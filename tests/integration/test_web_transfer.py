@@ -15,14 +15,9 @@ from hangar.identity import IdentityService
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
+from tests.support.webclient import axe_violations, chromium, open_signed_in
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def test_export_from_settings_and_import_from_the_workspace_list(tmp_path: Path, dist: Path) -> None:

@@ -22,18 +22,13 @@ from hangar.workspace.part import WORKSPACE_PART
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import Console, axe_violations, built_web_client, chromium, connect_with_code, shot
+from tests.support.webclient import Console, axe_violations, chromium, connect_with_code, shot
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 # The SSO part answers the connect screen's /auth/providers.
 PARTS = [OVERSIGHT_PART, IDENTITY_PART, SSO_PART, WORKSPACE_PART, AGENTS_PART]
 SECRET_KEY = "sk-test-never-shown-0123456789"
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def no_violations(page: Any, where: str) -> None:

@@ -14,17 +14,12 @@ from playwright.async_api import expect
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
+from tests.support.webclient import axe_violations, chromium, open_signed_in
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def test_the_danger_zone_deletes_the_workspace_once_its_name_is_typed(tmp_path: Path, dist: Path) -> None:

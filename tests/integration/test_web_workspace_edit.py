@@ -22,7 +22,7 @@ from tests.integration.test_workspace_repos import make_repo
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in
+from tests.support.webclient import axe_violations, chromium, open_signed_in
 from tests.unit.agents.fake_openai import running_fake_openai, text
 from tests.unit.agents.support import server_parts
 
@@ -30,11 +30,6 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 
 OLD_KEY = "sk-old-never-shown-0123456789"
 NEW_KEY = "sk-new-never-shown-9876543210"
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 def row(page: Any, list_name: str, has_text: str | re.Pattern[str]) -> Any:

@@ -25,7 +25,7 @@ from hangar.workspace.part import WORKSPACE_PART
 from tests.support.chromium import CHROMIUM
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
-from tests.support.webclient import axe_violations, built_web_client, chromium, open_signed_in, shot
+from tests.support.webclient import axe_violations, chromium, open_signed_in, shot
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Makefile APT_PACKAGES)")
 
@@ -46,11 +46,6 @@ SECTIONS = [
     ("/repos", "Repositories", "Repositories and worktrees"),
     ("/members", "Members", "Members and invites"),
 ]
-
-
-@pytest.fixture(scope="module")
-def dist() -> Path:
-    return built_web_client()
 
 
 async def filled_workspace(srv: RunningServer) -> tuple[str, str]:

@@ -27,7 +27,7 @@ from hangar.config import Settings
 from hangar.core.context import AppContext
 from hangar.identity.part import IDENTITY_PART
 from hangar.oversight import OVERSIGHT_PART
-from hangar.pipelines import BodyRegistry
+from hangar.pipelines import BodyRegistry, StepContext, body
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.part import PIPELINES_CLI_PART
 from hangar.pipelines.queue_tables import step_queue
@@ -42,6 +42,11 @@ pytestmark = pytest.mark.slow
 WS = "wakeups"
 
 
+@body("test.onWorker", summary="A body workers run; here it finds no run and fails.", on_worker=True)
+async def on_worker(step: StepContext) -> StepResult:
+    return StepResult.failed("never called: the worker finds no run")
+
+
 def conninfo(pg_url: str) -> str:
     return make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
@@ -52,7 +57,7 @@ async def context(tmp_path: Path, pg_url: str) -> AsyncIterator[tuple[AppContext
     async with open_context(settings, parts=[OVERSIGHT_PART, IDENTITY_PART, PIPELINES_CLI_PART]) as ctx:
         _, secret = await mint(ctx.dbs.server, "test", ctx.clock.now())
         credential = await verify(ctx.dbs.server, secret)
-        engine = PipelineEngine.from_app(ctx, BodyRegistry(list(PIPELINES_CLI_PART.bodies)))
+        engine = PipelineEngine.from_app(ctx, BodyRegistry([*PIPELINES_CLI_PART.bodies, on_worker]))
         try:
             yield ctx, Worker(ctx, engine, credential, concurrency=8)
         finally:
@@ -65,7 +70,7 @@ async def put(ctx: AppContext, step_id: str, **row: Any) -> int:
         "run_id": "run-1",
         "step_id": step_id,
         "attempt": 1,
-        "body_key": "test.not-a-worker-body",
+        "body_key": "test.onWorker",
         "state": {},
         "status": "queued",
         "tries": 0,
@@ -108,6 +113,9 @@ async def test_a_notification_wakes_a_worker_but_it_takes_only_open_rows(tmp_pat
             lease_until=now + timedelta(minutes=5),
             history=alive,
         )
+        # Rows this worker cannot run: a body it does not run, a step needing a server (it has none).
+        await put(ctx, "unknown", body_key="test.not-a-worker-body")
+        await put(ctx, "needs-server", needs_server=True)
         before = await rows(ctx)
         running = asyncio.create_task(worker.run())
         try:
@@ -138,11 +146,12 @@ async def test_a_notification_wakes_a_worker_but_it_takes_only_open_rows(tmp_pat
             running.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await running
-    for untouched in ("done", "cancelled", "held"):
+    for untouched in ("done", "cancelled", "held", "unknown", "needs-server"):
         assert after[untouched] == before[untouched]
+    assert (after["unknown"]["status"], after["needs-server"]["status"]) == ("queued", "queued")
     queued = after["queued"]
     assert queued["tries"] == 1 and queued["worker_id"] == worker.id
-    assert queued["result"]["kind"] == "failed"  # a body no worker runs: refused, and recorded as such
+    assert queued["result"]["kind"] == "failed"  # its run is not in the records: failed, and recorded as such
     [only] = queued["history"]
     assert only["key"] == "pipeline:run-1/queued#1.1" and only["workerId"] == worker.id
     assert only["outcome"] == "failed"

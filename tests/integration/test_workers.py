@@ -110,6 +110,20 @@ def server(tmp_path: Path, pg_url: str) -> Iterator[tuple[ServeProcess, str]]:
         yield s, token
 
 
+@contextlib.contextmanager
+def server_and_worker(tmp_path: Path, pg_url: str) -> Iterator[tuple[ServeProcess, str, str, str]]:
+    """A server, one worker attached to it with ``--server`` (credential ``pool``) and a second worker credential
+    (``other``) no worker uses: the server, its owner's token and the two credentials' texts."""
+    data = tmp_path / "server"
+    with server(tmp_path, pg_url) as (s, token):
+        mint(data, pg_url, "pool", tmp_path / "cred")
+        mint(data, pg_url, "other", tmp_path / "other")
+        cred, other = (tmp_path / "cred").read_text().strip(), (tmp_path / "other").read_text().strip()
+        with hangar_worker(tmp_path / "w1", pg_url, tmp_path / "cred", tmp_path / "w1.log", "--server", s.url):
+            workers_attached(pg_url, 1)
+            yield s, token, cred, other
+
+
 def fan_out(tid: str, n: int, script: str) -> dict[str, Any]:
     steps: list[dict[str, Any]] = [{"id": "start", "kind": "trigger"}]
     for i in range(n):
@@ -201,15 +215,19 @@ async def test_a_revoked_credential_takes_nothing_more_and_its_running_step_is_f
             with hangar_worker(tmp_path / "w1", pg_url, tmp_path / "cred", tmp_path / "w1.log") as w1:
                 workers_attached(pg_url, 1)
                 run_id = await start(c, ws, fan_out("long", 1, script))
-                wait_for(started.exists, "the worker to start the script")
-                revoked = cli(data, "admin", "worker-credential", "revoke", revoked_id, "--database-url", pg_url)
+                # Waited on in threads: the socket's keepalive needs this event loop free (under load these
+                # waits are longer than the server's ping timeout).
+                await asyncio.to_thread(wait_for, started.exists, "the worker to start the script")
+                revoke = ("admin", "worker-credential", "revoke", revoked_id, "--database-url", pg_url)
+                revoked = await asyncio.to_thread(cli, data, *revoke)
                 assert "is revoked" in revoked.stdout
-                assert w1.wait(30) == 1  # it stops at its next heartbeat, saying why
+                assert await asyncio.to_thread(w1.wait, 30) == 1  # it stops at its next heartbeat, saying why
             assert "was revoked" in (tmp_path / "w1.log").read_text()
             pgid = int(started.read_text())
-            wait_for(lambda: not group_alive(pgid), "the fenced script to be stopped", timeout=20)
+            await asyncio.to_thread(wait_for, lambda: not group_alive(pgid), "the fenced script to be stopped", 20)
             # A worker given the revoked credential is refused at once, in one line.
-            refused = subprocess.run(
+            refused = await asyncio.to_thread(
+                subprocess.run,
                 [HANGAR, "worker", "--database-url", pg_url, "--credential-file", str(tmp_path / "cred")],
                 env=hangar_env(tmp_path / "w3"),
                 capture_output=True,

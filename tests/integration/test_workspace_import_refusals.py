@@ -5,23 +5,26 @@ the other server handled; and a refused import leaves no workspace and nothing i
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import json
 import subprocess
 import tarfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from hangar.backup.export.layout import MAX_BYTES_SETTING, MAX_ITEMS_SETTING, MAX_LINE_SETTING
+from hangar.backup.export.slots import TransferSlots
 from hangar.core.principal import Role
 from hangar.errors import InvalidArgs
 from hangar.identity import IdentityService
 from tests.integration.test_workspace_repos import make_repo
-from tests.integration.test_workspace_transfer import export_bytes, upload
+from tests.integration.test_workspace_transfer import IMPORT, export_bytes, upload
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
 
@@ -304,3 +307,55 @@ async def test_a_sparse_member_is_refused_before_it_is_written(tmp_path: Path) -
     assert len(archive) < 64 << 10
     async with running_server(tmp_path / "d") as srv:
         await refused(srv, archive, 422, "'files/spaces/big' is a sparse file, which an export never holds")
+
+
+async def _slow_import(
+    srv: RunningServer, archive: bytes, token: str, midway: Callable[[], Awaitable[None]]
+) -> httpx.Response:
+    """An import whose body stops halfway until the server is receiving it and ``midway`` has run."""
+    slots = srv.ctx.service(TransferSlots)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield archive[: len(archive) // 2]
+        for _ in range(2400):
+            if slots.active == 1:  # past the start's checks, receiving
+                break
+            await asyncio.sleep(0.025)
+        await midway()
+        yield archive[len(archive) // 2 :]
+
+    async with httpx.AsyncClient(timeout=120) as http:
+        return await http.post(f"{srv.url}{IMPORT}", content=body(), headers={"Authorization": f"Bearer {token}"})
+
+
+async def test_access_is_checked_again_when_the_import_ends(tmp_path: Path, source: bytes) -> None:
+    async with running_server(tmp_path / "d") as srv:
+        identity = srv.ctx.service(IdentityService)
+        ws = await srv.new_workspace()
+        member = await srv.new_user_token(ws, Role.member, name="mel")
+        await identity.set_setting("workspaceCreators", "members")
+        before, files = await workspaces(srv), data_entries(srv)
+
+        async def forbid() -> None:
+            await identity.set_setting("workspaceCreators", "serverOwner")
+
+        answer = await _slow_import(srv, source, member, forbid)
+        assert answer.status_code == 403 and "as the import ended" in answer.json()["error"]["message"], answer.text
+        assert await workspaces(srv) == before and data_entries(srv) == files
+
+        await identity.set_setting("workspaceCreators", "members")
+        device_id = (await identity.authenticate(member)).device_id
+
+        async def revoke() -> None:
+            await identity.revoke_device_id(device_id)
+
+        answer = await _slow_import(srv, source, member, revoke)
+        assert answer.status_code == 401 and "as the import ended" in answer.json()["error"]["message"], answer.text
+        assert await workspaces(srv) == before and data_entries(srv) == files
+
+        async def nothing() -> None:
+            return None
+
+        # The same slow import by a person whose access holds makes the workspace.
+        again = await srv.new_user_token(ws, Role.member, name="mo")
+        assert (await _slow_import(srv, source, again, nothing)).status_code == 201

@@ -4,9 +4,12 @@ the download checking that again; the archive is readable without Hangar."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import os
 import tarfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from tests.integration.test_backup_restore import files_of
 from tests.integration.test_workspace_repos import make_repo
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
+from tests.support.streams import read_around
 
 IMPORT = "/workspace-transfer/import"
 
@@ -237,3 +241,36 @@ async def test_narrower_credentials(tmp_path: Path) -> None:
             answer = await upload(srv, archive, token)
             assert answer.status_code == 403 and said in answer.json()["error"]["message"], answer.text
         assert set(await identity.list_workspace_ids()) == before
+
+
+async def test_a_person_removed_mid_export_gets_no_further_piece(tmp_path: Path) -> None:
+    # A workspace far larger than what the sockets between server and client hold, so the server is still
+    # sending (waiting for the reader) when the removal lands.
+    async with running_server(tmp_path / "d") as srv:
+        ws = await srv.new_workspace("big")
+        folder = srv.ctx.datadir.workspace_dir(ws) / "spaces" / "held"
+        folder.mkdir(parents=True)
+        (folder / "big.bin").write_bytes(os.urandom(48 << 20))
+        identity = srv.ctx.service(IdentityService)
+        ada = await srv.new_user_token(ws, "admin", name="ada")
+        ada_id = (await identity.authenticate(ada)).user_id
+
+        async def download(midway: Callable[[], Awaitable[None]]) -> tuple[int, BaseException | None]:
+            async with RpcClient(srv.ws_url, ada) as client:
+                link = await client.call("workspaces.export", workspace_id=ws)
+            async with httpx.AsyncClient(timeout=120) as http, http.stream("GET", link["url"]) as r:
+                assert r.status_code == 200
+                return await read_around(r, midway)
+
+        async def pause() -> None:
+            await asyncio.sleep(0.5)
+
+        whole, error = await download(pause)  # an admin who stays gets it all
+        assert error is None and whole > 48 << 20
+
+        async def remove_her() -> None:
+            await asyncio.sleep(0.5)  # the server fills the sockets and waits for the reader
+            await identity.remove_member(ws, ada_id)
+
+        got, error = await download(remove_her)
+        assert got < whole and isinstance(error, httpx.RemoteProtocolError), (got, error)

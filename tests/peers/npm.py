@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 
-_install_lock = threading.Lock()
+from tests.support.build_lock import build_lock
 
 
 def ensure_installed(peer_dir: Path, installed: Path) -> None:
@@ -16,7 +15,7 @@ def ensure_installed(peer_dir: Path, installed: Path) -> None:
     for tool in ("node", "npm"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} is not installed (the Makefile's APT_PACKAGES lists nodejs and npm)")
-    with _install_lock:
+    with build_lock(peer_dir):  # another worker may be installing it
         if installed.exists():
             return
         subprocess.run(

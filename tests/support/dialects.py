@@ -53,3 +53,11 @@ async def app_on(tmp_path: Path, postgresql: str | None) -> AsyncIterator[AppCon
     finally:
         await bus.aclose()
         await dbs.aclose()
+
+
+@contextlib.asynccontextmanager
+async def app_for(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AppContext]:
+    """``app_on`` for the dialect a fixture is parametrized with (``params=DIALECTS``), checked to be that one."""
+    async with app_on(tmp_path, database_url(str(request.param), request)) as ctx:
+        assert ctx.dbs.server.dialect.name == request.param
+        yield ctx

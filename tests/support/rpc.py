@@ -97,14 +97,16 @@ class RpcClient:
         assert self.conn is not None
         await self.conn.send(data)
 
-    async def request(self, op: str, args: dict[str, Any] | None = None, *, req_id: Any = None) -> dict[str, Any]:
-        """Send one frame and return the raw reply frame."""
+    async def request(
+        self, op: str, args: dict[str, Any] | None = None, *, req_id: Any = None, timeout_s: float = 60
+    ) -> dict[str, Any]:
+        """Send one frame and return the raw reply frame (``timeout_s``: a bound against hangs only)."""
         assert self.conn is not None
         rid = next(self._ids) if req_id is None else req_id
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         await self.conn.send(json.dumps({"id": rid, "op": op, "args": args or {}}))
-        return await asyncio.wait_for(fut, 60)
+        return await asyncio.wait_for(fut, timeout_s)
 
     async def call(self, op: str, **args: Any) -> Any:
         reply = await self.request(op, args)

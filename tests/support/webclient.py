@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,12 +20,12 @@ from urllib.parse import urlsplit
 from playwright.async_api import async_playwright
 
 from hangar.identity.pairing import Pairing
+from tests.support.build_lock import build_lock
 from tests.support.chromium import CHROMIUM
 from tests.support.server import RunningServer
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 DIST = WEB / "dist"
-_lock = threading.Lock()
 
 
 def _newest_source() -> float:
@@ -37,7 +36,7 @@ def _newest_source() -> float:
 
 def built_web_client() -> Path:
     """``web/dist``, built first when it is missing or stale."""
-    with _lock:
+    with build_lock(WEB):  # another worker may be building it
         index = DIST / "index.html"
         if index.exists() and index.stat().st_mtime >= _newest_source():
             return DIST
@@ -86,6 +85,32 @@ async def axe_violations(page: Any, exclude: Sequence[str] = ()) -> list[str]:
         for v in result["violations"]
         if v["impact"] in ("serious", "critical")
     ]
+
+
+# The sizes the accessibility checks look at: a desktop browser's window and a phone's.
+DESKTOP = {"width": 1400, "height": 1000}
+PHONE = {"width": 390, "height": 844}
+
+
+async def accessible_everywhere(page: Any, exclude: Sequence[str] = ()) -> None:
+    """No serious or critical axe violation, light and dark, at desktop and phone width; the page is left light at
+    desktop size."""
+    for scheme in ("light", "dark"):
+        await page.emulate_media(color_scheme=scheme)
+        for size in (DESKTOP, PHONE):
+            await page.set_viewport_size(size)
+            assert await axe_violations(page, exclude=list(exclude)) == [], (scheme, size)
+    await page.emulate_media(color_scheme="light")
+    await page.set_viewport_size(DESKTOP)
+
+
+async def picture_point(page: Any, selector: str, size: tuple[int, int], x: int, y: int) -> tuple[float, float]:
+    """Where the point (x, y) of a picture ``size`` pixels large is on the canvas ``selector`` draws it on, in the
+    page's coordinates (the picture is fitted into the canvas box keeping its aspect, centred)."""
+    box = await page.locator(selector).bounding_box()
+    scale = min(box["width"] / size[0], box["height"] / size[1])
+    left, top = (box["width"] - size[0] * scale) / 2, (box["height"] - size[1] * scale) / 2
+    return box["x"] + left + x * scale, box["y"] + top + y * scale
 
 
 async def pairing_code(srv: RunningServer) -> str:

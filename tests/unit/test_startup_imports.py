@@ -16,8 +16,9 @@ from hangar.rpc.mcp import wire
 SRC = Path(__file__).resolve().parents[2] / "src"
 # The MCP SDK (the /mcp door, the website's MCP server), SCIM's models (the first SCIM request), the progress
 # display (`hangar rigs build-pack`), and what every command that opens a data directory needs but `--help` does not.
+# numpy: the meetings' diarisation, loaded when a meeting is diarised.
 LAZY_FOR_CLI = ("mcp", "mcp_types", "scim2_models", "rich", "sqlalchemy", "alembic", "pydantic", "hangar.server")
-LAZY_FOR_SERVER = ("mcp", "mcp_types", "scim2_models", "hangar.site")
+LAZY_FOR_SERVER = ("mcp", "mcp_types", "scim2_models", "hangar.site", "numpy")
 
 
 def loaded_after(code: str, modules: tuple[str, ...]) -> list[str]:
@@ -52,3 +53,39 @@ def test_building_the_server_loads_neither_the_mcp_sdk_nor_scim_models(tmp_path:
 def test_the_door_writes_the_sdk_code_for_an_invalid_request() -> None:
     # wire.py spells JSON-RPC's code itself so that importing it does not load the SDK: it must stay the SDK's.
     assert wire.INVALID_REQUEST == mt.INVALID_REQUEST
+
+
+# What an admin command on SQLite does not use: the metrics library (nothing is counted) and SQLAlchemy's
+# PostgreSQL dialect (it loads every PostgreSQL driver's module).
+LAZY_FOR_ADMIN = ("prometheus_client", "sqlalchemy.dialects.postgresql")
+
+
+def test_an_admin_command_on_sqlite_loads_neither_the_metrics_library_nor_the_postgresql_dialect(
+    tmp_path: Path,
+) -> None:
+    code = (
+        f"sys.argv = ['hangar', 'admin', 'owner-token', '--data-dir', {str(tmp_path)!r}]\n"
+        "from hangar.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+    )
+    # The first run creates the data directory (migrating loads Alembic and more); the second finds it at head, as
+    # every admin command after installation does.
+    loaded_after(code, ())
+    assert loaded_after(code, LAZY_FOR_ADMIN) == []
+
+
+def test_a_server_that_counts_loads_the_metrics_library() -> None:
+    # The other side: the lazy import is still made when metrics are on (the server's default).
+    code = "from hangar.core.metrics import Metrics\nMetrics(enabled=True)"
+    assert loaded_after(code, LAZY_FOR_ADMIN) == ["prometheus_client"]
+
+
+def test_metrics_turned_off_expose_nothing_and_on_expose_the_families() -> None:
+    from hangar.core.metrics import Metrics
+
+    off = Metrics(enabled=False)
+    off.rpc_call("server.info", "socket", "ok", 0.001)
+    assert off.exposition() == b""
+    on = Metrics(enabled=True)
+    on.rpc_call("server.info", "socket", "ok", 0.001)
+    assert b'hangar_rpc_calls_total{door="socket",op="server.info",outcome="ok"} 1.0' in on.exposition()

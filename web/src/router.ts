@@ -21,9 +21,18 @@ export type Route =
 /** The sections of a workspace's home, each at its own path: `/workspaces/<id>` is the overview, the others
  * `/workspaces/<id>/<section>` (beside section 9's `/workspaces/<id>/spaces/<spaceId>` and
  * `/workspaces/<id>/tickets/<ticketId>`, which stay the space and the ticket). */
-export const WORKSPACE_SECTIONS = ["overview", "spaces", "tickets", "agents", "skills", "repos", "members"] as const;
+export const WORKSPACE_SECTIONS = [
+  "overview",
+  "spaces",
+  "tickets",
+  "agents",
+  "skills",
+  "meetings",
+  "repos",
+  "members",
+] as const;
 export type WorkspaceSection = (typeof WORKSPACE_SECTIONS)[number];
-const WORKSPACE = /^\/workspaces\/([^/]+)(?:\/(spaces|tickets|agents|skills|repos|members))?\/?$/;
+const WORKSPACE = /^\/workspaces\/([^/]+)(?:\/(spaces|tickets|agents|skills|meetings|repos|members))?\/?$/;
 const TICKET = /^\/workspaces\/([^/]+)\/tickets\/([^/]+)\/?$/;
 const AUDIT = /^\/workspaces\/([^/]+)\/audit\/?$/;
 const WORKSPACE_SETTINGS = /^\/settings\/workspaces\/([^/]+)\/?$/;

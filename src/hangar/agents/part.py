@@ -21,6 +21,8 @@ from hangar.agents.skills import ops as skills_ops
 from hangar.agents.skills.events import SKILL_EVENTS
 from hangar.agents.tables import MIGRATIONS
 from hangar.agents.teams import TeamService
+from hangar.agents.worker_forge import ROUTES as WORKER_FORGE_ROUTES
+from hangar.agents.worker_grants import ROUTES as WORKER_GRANT_ROUTES
 from hangar.core.context import AppContext
 from hangar.core.part import Part
 from hangar.core.redact import SecretValues
@@ -69,6 +71,7 @@ AGENTS_PART = Part(
     events=(*AGENT_EVENTS, *ORCHESTRATION_EVENTS, *SKILL_EVENTS),
     bodies=[*BODIES, *orchestration_bodies.BODIES, *skills_body.BODIES],
     server_settings=[TRUSTED_MODEL_HOSTS_SPEC],
+    routes=[*WORKER_GRANT_ROUTES, *WORKER_FORGE_ROUTES],
     start=_start,
     stop=_stop,
     event_floor=_event_floor,

@@ -37,10 +37,9 @@ from hangar.agents.runs import Run, RunStatus, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.skills.store import SkillStore
 from hangar.agents.tools.builtin import OutputHolder
-from hangar.agents.tools.grants import mcp_grant, product_tools
+from hangar.agents.tools.grants import forge_credentials, mcp_grant, product_tools
 from hangar.agents.tools.mcp_grant import McpGrant, revoke
 from hangar.agents.tools.output_schema import check_schema
-from hangar.core.brokering import CredentialSource
 from hangar.core.confine import confinement_for
 from hangar.core.context import AppContext
 from hangar.core.event_types import DomainEvent, StoredEvent
@@ -316,7 +315,7 @@ class AgentRunner:
             # and what an earlier driver of this run wrote is not part of it.
             earlier = [m for m in recent if m["id"] != prompt_message_id and m["runId"] != run_id]
             recent = earlier[-limit:] if limit else []
-            grant = await mcp_grant(self.app, workspace_id, run, agent)
+            grant = await mcp_grant(self.app, workspace_id, run, agent, attempt_env.get("HANGAR_ATTEMPT_KEY"))
             request = RunRequest(
                 workspace_id=workspace_id,
                 run_id=run_id,
@@ -341,7 +340,7 @@ class AgentRunner:
                 confine=lambda: confinement_for(self.app),
                 product_env=grant.env,
                 product_call_back=grant.call_back,
-                credentials=self.app.maybe_service(CredentialSource),
+                credentials=forge_credentials(self.app, run_id, attempt_env.get("HANGAR_ATTEMPT_KEY")),
                 attempt_env=attempt_env,
                 read_only=run.read_only,
                 skills=await SkillStore(self.app).loaded(workspace_id),

@@ -19,7 +19,9 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
@@ -31,8 +33,10 @@ from hangar.backup.sqlite_source import SqliteSource, add_private_file, add_serv
 from hangar.backup.take import Source
 from hangar.core.datadir import DataDir
 from hangar.core.dbfailures import shown, unreachable
-from hangar.core.postgresql import SERVER_SCHEMA, pg_connect_args, postgresql_url
+from hangar.core.postgresql import SERVER_SCHEMA, TRIGRAM_SCHEMA, ensure_pg_trgm, pg_connect_args, postgresql_url
 from hangar.errors import InvalidArgs
+
+T = TypeVar("T")
 
 DUMP_ITEM = "postgresql.dump"
 SCHEMA_PATTERNS = (SERVER_SCHEMA, "ws_*", "wh_*")
@@ -201,8 +205,28 @@ def check_dump(pg_restore: Path, dump: Path) -> None:
 
 
 def restore_records(pg_restore: Path, dump: Path, url: URL, scratch: Path) -> None:
-    """Restore ``dump`` (checked first: ``check_dump``) into the empty database ``url``, in one transaction."""
+    """Restore ``dump`` (checked first: ``check_dump``) into the empty database ``url``, in one transaction.
+
+    The code graph's trigram index names ``pg_trgm``'s operator class, and the extension is not in the dump (it is
+    the database's, not a schema of Hangar's): it is created first, and dropped again when the restore fails, so
+    the database is left as it was."""
     check_dump(pg_restore, dump)
     argv = [str(pg_restore), "--single-transaction", "--exit-on-error", "--no-owner", "--no-privileges"]
-    with tool_env(scratch, url) as env:
-        run_tool([*argv, f"--dbname={libpq_url(url)}", str(dump)], env, "pg_restore", url)
+    created = _with_engine(url, lambda conn: ensure_pg_trgm(conn)[1])
+    try:
+        with tool_env(scratch, url) as env:
+            run_tool([*argv, f"--dbname={libpq_url(url)}", str(dump)], env, "pg_restore", url)
+    except BaseException:
+        if created:
+            _with_engine(url, lambda conn: conn.exec_driver_sql(f"DROP SCHEMA {TRIGRAM_SCHEMA} CASCADE"))
+        raise
+
+
+def _with_engine(url: URL, work: Callable[[sa.Connection], T]) -> T:
+    """``work`` in one transaction on a connection of its own to ``url``."""
+    engine = _engine(url)
+    try:
+        with _connect(engine, url) as conn, conn.begin():
+            return work(conn)
+    finally:
+        engine.dispose()

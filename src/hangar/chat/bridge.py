@@ -38,13 +38,13 @@ from typing import Any, Protocol, cast
 
 from hangar.agents import Agent, AgentRunner, AgentService
 from hangar.chat import commands
-from hangar.chat.cards import Card, TurnOutcome
+from hangar.chat.card_records import CardRecords, quietly
+from hangar.chat.cards import TurnOutcome
 from hangar.chat.deeplink import public_open_url
 from hangar.chat.errors import ChatProviderError
 from hangar.chat.inbound import InboundEvent, InboundMessage, SlashCommand
 from hangar.chat.links import CODE_REFUSAL, LinkedMember, LinkRefusal
 from hangar.chat.narration import NarrationState, narrate, still_in_flight
-from hangar.chat.open_streams import OpenStream
 from hangar.chat.outbound import ChatOutbound
 from hangar.chat.redacting import RedactingApi
 from hangar.chat.replies import ConnectionFlags, ReplyStream, ReplyTarget
@@ -63,7 +63,6 @@ log = logging.getLogger(__name__)
 NO_AGENT = "This workspace has no agent to answer yet: add one in Hangar."
 EMPTY_MENTION = "Ask me something after the mention, and a workspace agent will answer here."
 THINKING = "is thinking..."
-RESTARTED = "The server restarted before this reply finished."
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 CHAT_DOOR = "chat"  # the door the bridge's work for a person goes through (audit rows carry it)
 
@@ -149,6 +148,7 @@ class Bridge:
         self._api = cast("BridgeApi", RedactingApi(api, app, workspace_id, provider))
         self.flags = flags
         self._renders_cards = renders_cards
+        self._cards = CardRecords(app, chat, workspace_id, provider)
         self._turns: dict[str, _Turn] = {}  # space id -> the latest reply card in progress there
         # run id -> its reply card: a thread may have several turns running at once (a reply sent while the
         # agent still answers the previous one), and each run's events must reach its own card.
@@ -176,7 +176,7 @@ class Bridge:
                 self._on_provisioning, name=f"{name}:setup", types=[PROVISIONING], workspace_id=self.workspace_id
             ),
         ]
-        await self._finish_left_cards()
+        await self._cards.finish_left(self._api)
 
     async def stop(self) -> None:
         for sub in self._subs:
@@ -313,7 +313,7 @@ class Bridge:
                 await spaces.set_provisioning(self.workspace_id, space_id, "failed", error=exc.message)
             await turn.card_open()
             await turn.stream.finish(TurnOutcome.failed)
-            await self._forget_card(space_id, turn.stream.opened)
+            await self._cards.forget(space_id, turn.stream.opened)
             await self._say(ev.channel_id, reply_thread, exc.message)
             return
         if created:
@@ -462,7 +462,7 @@ class Bridge:
         try:
             await turn.card_open()
             await turn.stream.finish(outcome)
-            await self._forget_card(space_id, turn.stream.opened)
+            await self._cards.forget(space_id, turn.stream.opened)
             if turn.status_set:
                 await self._quietly(
                     self._api.set_thread_status(
@@ -506,7 +506,7 @@ class Bridge:
             clock=self._app.clock,
             renders_cards=self._renders_cards,
             link=public_open_url(self._app.settings, self.workspace_id, "spaces", space_id),
-            on_open=lambda ts: self._remember_card(space_id, target.channel, ts, request),
+            on_open=lambda ts: self._cards.remember(space_id, target.channel, ts, request),
         )
 
     # -- out: narration ----------------------------------------------------------------------------------------
@@ -556,50 +556,10 @@ class Bridge:
         text = f"*{author.get('name') or 'Someone'}*: {message.get('content', '')}"
         await self._say(link.external_channel_id, link.external_thread_id, text)
 
-    # -- cards a restart must finish ---------------------------------------------------------------------------
-
-    async def _remember_card(self, space_id: str, channel: str, ts: str, request: str) -> None:
-        """The streamed message now open in ``space_id`` (a roll-over's replaces the one it closed; so does a
-        later turn's, the table holding one per space)."""
-        stream = OpenStream(space_id, self.provider, channel, ts, None, {"request": request}, self._app.clock.now())
-        try:
-            await self._chat.open_streams.record(self.workspace_id, stream)
-        except Exception:  # the reply goes on; only a restart's clean-up of it is lost
-            log.exception("chat bridge: the open reply in space %s was not recorded", space_id)
-
-    async def _forget_card(self, space_id: str, opened: list[str] | None = None) -> None:
-        """A finished reply's record, only if it is still this reply's (``opened``: its messages; None: any)."""
-        if opened is not None and not opened:
-            return
-        await self._chat.open_streams.finished(self.workspace_id, space_id, only_ts=opened)
-
-    async def _finish_left_cards(self) -> None:
-        """Cards a previous process opened and never finished: closed now, saying the server restarted."""
-        rows = [r for r in await self._chat.open_streams.all(self.workspace_id) if r.provider == self.provider]
-        for row in rows:
-            link = public_open_url(self._app.settings, self.workspace_id, "spaces", row.space_id)
-            note = RESTARTED + (f" The rest is in Hangar: {link}" if link else " The rest is in Hangar.")
-            card = Card(str(row.card.get("request") or ""))
-            card.set_setup(note)
-            card.finish(TurnOutcome.interrupted, link)
-            block = card.plan_block()
-            try:
-                await self._api.stop_stream(channel=row.channel, ts=row.ts, blocks=[block])
-            except ChatProviderError:
-                # The provider ended the stream on its side meanwhile: the message is still there to update.
-                await self._quietly(self._api.update_message(channel=row.channel, ts=row.ts, text=note, blocks=[block]))
-            await self._forget_card(row.space_id)
-
     # -- helpers -----------------------------------------------------------------------------------------------
 
     async def _say(self, channel: str, thread_ts: str | None, text: str) -> None:
         await self._quietly(self._api.post_message(channel=channel, text=text, thread_ts=thread_ts))
 
     async def _quietly(self, call: Any) -> Any:
-        """A provider call whose failure must not stop the bridge (a status line, a refusal)."""
-        try:
-            return await call
-        except ChatProviderError as exc:
-            self._app.metrics.chat_provider_error(self.provider)
-            log.warning("chat bridge: %s refused a call: %s", self.provider, exc.provider_code)
-            return None
+        return await quietly(self._app, self.provider, call)

@@ -4,6 +4,7 @@ credentials of one role (``hangar.core.hostcreds``), the same three commands for
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -33,6 +34,17 @@ ToOpt = Annotated[
 def refuse(message: str) -> typer.Exit:
     typer.echo(message, err=True)
     return typer.Exit(1)
+
+
+def loopback(host: str) -> bool:
+    """Whether ``host`` (a URL's hostname) is this machine's own: the only place a host process of a role sends
+    its credential over plain http, where it cannot cross the network in clear."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def read_credential(credential_file: Path | None, variable: str, label: str, command: str) -> str:

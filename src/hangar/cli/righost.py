@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit
 
 import typer
 
-from hangar.cli.hostcreds import NameOpt, ToOpt, credential_app, read_credential, refuse
+from hangar.cli.hostcreds import NameOpt, ToOpt, credential_app, loopback, read_credential, refuse
 from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 
 if TYPE_CHECKING:
@@ -88,16 +87,6 @@ def create_cmd(
     mint_and_show(settings, _kind(), _parts, name, to, limits_of)
 
 
-def _loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def rig_host(
     server: Annotated[
         list[str],
@@ -124,7 +113,7 @@ def rig_host(
     for url in server:
         if not url.startswith(("http://", "https://")) or len(url) > 2000:
             raise refuse(f"--server must be an http:// or https:// URL of a hangar server, not {url[:100]!r}")
-        if url.startswith("http://") and not _loopback(url):
+        if url.startswith("http://") and not loopback(urlsplit(url).hostname or ""):
             # The credential travels in the connection's headers: in clear text it is anyone's on the way.
             raise refuse(
                 f"--server {url[:100]} is plain http on another host: the rig host credential would cross the network "

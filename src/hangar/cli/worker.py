@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hangar.cli.hostcreds import credential_app, read_credential, refuse
+from hangar.cli.hostcreds import credential_app, loopback, read_credential, refuse
 from hangar.cli.root import DatabaseUrlOpt, DataDirOpt, settings_from
 from hangar.errors import HangarError
 
@@ -44,25 +44,55 @@ def worker(
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=256, help="How many steps this worker runs at once.")
     ] = 8,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            help="A server of this database (http(s)://host:port) its agents call the product through "
+            "(their product tools and MCP endpoint); without it, agents on this worker have none.",
+        ),
+    ] = None,
 ) -> None:
     """Take pipeline steps from the queue in the PostgreSQL database and run them (shell steps in enclosures on
     this host, their working directories under the data directory). Runs until stopped (SIGINT, SIGTERM)."""
     settings = settings_from(data_dir=data_dir, database_url=database_url)
     if not _on_postgresql(settings):
         raise refuse(NEEDS_POSTGRESQL)
+    server_url = _server_url(server)
     text = read_credential(credential_file, CREDENTIAL_VARIABLE, "worker credential", "hangar worker")
     from hangar.server.logs import configure_server_log
 
     configure_server_log(settings.log_format)
     try:
-        asyncio.run(_work(settings, text, concurrency))
+        asyncio.run(_work(settings, text, concurrency, server_url))
     except KeyboardInterrupt:
         pass
     except HangarError as exc:
         raise refuse(f"hangar worker: {exc.message}") from None
 
 
-async def _work(settings: Settings, credential_text: str, concurrency: int) -> None:
+def _server_url(given: str | None) -> str | None:
+    """The server's origin, or a refusal naming what is wrong with it."""
+    if given is None:
+        return None
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(given.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/") or parts.query:
+        raise typer.BadParameter(
+            f"{given!r} is not a server's address; give http(s)://HOST[:PORT]", param_hint="--server"
+        )
+    if parts.scheme == "http" and not loopback(parts.hostname):
+        # The worker credential and every agent's token would cross the network in clear.
+        raise typer.BadParameter(
+            f"{given!r} is plain http to another host; plain http only to a loopback address (localhost, "
+            "127.0.0.1, ::1), otherwise give https://HOST[:PORT]",
+            param_hint="--server",
+        )
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+async def _work(settings: Settings, credential_text: str, concurrency: int, server_url: str | None) -> None:
     import logging
     import signal
 
@@ -79,12 +109,34 @@ async def _work(settings: Settings, credential_text: str, concurrency: int) -> N
             raise HangarError(NEEDS_POSTGRESQL)
         credential = await verify(ctx.dbs.server, credential_text)
         engine = PipelineEngine.from_app(ctx, BodyRegistry(step_bodies(parts)))
-        work = Worker(ctx, engine, credential, concurrency)
+        from hangar.agents.tools.worker_forge_link import worker_shell_forge
+        from hangar.agents.tools.worker_link import WorkerLink
+        from hangar.pipelines import ShellEnvironment
+
+        link = None
+        if server_url is not None:
+            from hangar.pipelines.worker_lane import ServerLane
+
+            # The files bodies need that lie with a server (a repo's clone, a meeting's audio) come through it.
+            ctx.provide(ServerLane(server_url, credential_text))
+            from hangar.rpc.registry import OpRegistry
+            from hangar.server.parts import all_parts
+
+            # The ops a server serves, for the agents' tool declarations; the calls run on that server.
+            link = ctx.provide(
+                WorkerLink(server_url, credential_text, OpRegistry(o for p in all_parts() for o in p.ops))
+            )
+        # Shell steps naming repoIds get their forge token from that server (a worker without one never claims
+        # them; a command agent's turn, whose repositories are the agent's, is refused saying so).
+        ctx.provide(worker_shell_forge(link), as_type=ShellEnvironment)
+        work = Worker(ctx, engine, credential, concurrency, with_server=server_url is not None)
         task = asyncio.create_task(work.run())
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
         said = f"worker {work.id} started with credential {credential.name!r} ({credential.id}), {concurrency} at once"
+        if server_url is None:
+            said += "; without --server it leaves the steps needing a server's files or forge tokens to others"
         logging.getLogger("hangar.pipelines.worker").warning("%s", said)
         try:
             await task

@@ -5,7 +5,8 @@ the repo's own clone, or one of its worktrees), both required. Both are looked u
 path must be the clone's or a worktree's of that repo as recorded, and it is never opened; the files indexed are
 those of the commit the checkout's branch points at (the clone's default branch, a worktree's work branch), read
 from the server's clone (``hangar.workspace.snapshots``), so what a space's guests wrote into the checkout is
-never walked. Uncommitted changes are not indexed.
+never walked. Uncommitted changes are not indexed. On a ``hangar worker`` the commit is brought from the server
+that holds the clone as a git bundle (``hangar.codegraph.lane``) and indexed from the worker's own copy.
 
 Only files whose content changed since the repo's last indexed commit are parsed again; files gone are dropped.
 Progress (``{phase, files, of, symbols, edges, lines}``) streams into the step-run row. A dry run lists what would
@@ -21,18 +22,18 @@ note; ``timeoutMs`` (default 10 s, at most 60 s): a file whose parse takes longe
 from __future__ import annotations
 
 import shutil
-from pathlib import PurePosixPath
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.codegraph import store
 from hangar.codegraph.indexer import IndexLimits, index_commit
+from hangar.codegraph.lane import branch_of, fetched, repo_of
 from hangar.codegraph.pool import GrammarFailed, ParserPool
 from hangar.core.confine import trusted_host_exec
-from hangar.errors import InvalidArgs, NotFound, Unavailable
-from hangar.pipelines import DRY_RUN_KEY, ConfigField, StepContext, StepResult, body
-from hangar.workspace import Repo, RepoService, WorktreeService, resolve_commit
+from hangar.errors import InvalidArgs, Unavailable
+from hangar.pipelines import DRY_RUN_KEY, ConfigField, StepContext, StepResult, body, extra_count
+from hangar.workspace import RepoService, resolve_commit
 
 REPO_ID_KEY = "repo_id"
 REPO_PATH_KEY = "repo_local_path"
@@ -42,19 +43,12 @@ TIMEOUT_MS_CEILING = 60_000
 WORKERS_CEILING = 8
 
 
-def _bounded(extras: dict[str, Any], name: str, default: int, ceiling: int) -> int:
-    value = extras.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ceiling:
-        raise InvalidArgs(f"extras.{name} must be a whole number from 1 to {ceiling}, not {value!r}", field=name)
-    return value
-
-
 def limits_of(extras: dict[str, Any]) -> IndexLimits:
     base = IndexLimits()
     return IndexLimits(
-        max_file_bytes=_bounded(extras, "maxFileBytes", base.max_file_bytes, MAX_FILE_BYTES_CEILING),
-        timeout_s=_bounded(extras, "timeoutMs", int(base.timeout_s * 1000), TIMEOUT_MS_CEILING) / 1000,
-        workers=_bounded(extras, "workers", base.workers, WORKERS_CEILING),
+        max_file_bytes=extra_count(extras, "maxFileBytes", base.max_file_bytes, MAX_FILE_BYTES_CEILING),
+        timeout_s=extra_count(extras, "timeoutMs", int(base.timeout_s * 1000), TIMEOUT_MS_CEILING) / 1000,
+        workers=extra_count(extras, "workers", base.workers, WORKERS_CEILING),
     )
 
 
@@ -65,22 +59,6 @@ def _required(step: StepContext, key: str) -> str:
     if not isinstance(value, str) or not value.strip() or "\x00" in value:
         raise InvalidArgs(f"{key} must be a non-empty string without NUL characters", field=key)
     return value.strip()
-
-
-async def _branch_of(step: StepContext, repo: Repo, local_path: str) -> str:
-    """The branch whose commit is indexed: the checkout at ``local_path`` must be the repo's, by the records."""
-    repos = step.app.service(RepoService)
-    # Compared as text, never resolved: the path is not opened, only matched against the records.
-    wanted = PurePosixPath(local_path)
-    if wanted == PurePosixPath(repos.clone_path(step.workspace_id, repo.id)):
-        return repo.default_branch
-    for wt in await step.app.service(WorktreeService).all(step.workspace_id):
-        if wt.repo_id == repo.id and PurePosixPath(wt.path) == wanted:
-            return wt.work_branch
-    raise InvalidArgs(
-        f"{REPO_PATH_KEY} {local_path!r} is neither repo {repo.name}'s clone nor one of its worktrees",
-        field=REPO_PATH_KEY,
-    )
 
 
 async def confined_parsing(step: StepContext) -> bool:
@@ -108,18 +86,21 @@ async def _forget_removed(step: StepContext, engine: AsyncEngine) -> None:
         ConfigField("extras.workers", "Parsing processes (default 2, at most 8)"),
     ],
     honours_dry_run=True,
+    on_worker=True,
+    needs_server=True,
 )
 async def code_index(step: StepContext) -> StepResult:
     repo_ref, local_path = _required(step, REPO_ID_KEY), _required(step, REPO_PATH_KEY)
     limits = limits_of(dict(step.config.extras))
-    repos = step.app.service(RepoService)
-    try:
-        repo = await repos.get(step.workspace_id, repo_ref)
-    except NotFound as exc:
-        raise InvalidArgs(f"{REPO_ID_KEY}: {exc.message}", field=REPO_ID_KEY) from exc
-    branch = await _branch_of(step, repo, local_path)
-    git_dir = repos.clone_path(step.workspace_id, repo.id)
-    commit = await resolve_commit(git_dir, branch, field=REPO_PATH_KEY)
+    repo = await repo_of(step.app, step.workspace_id, repo_ref, REPO_ID_KEY)
+    if step.on_worker:
+        # The clone lies with the server, which checks the checkout against its records as below and sends the
+        # branch's commits: this worker indexes its own copy of them.
+        git_dir, commit = await fetched(step, repo, local_path)
+    else:
+        branch = await branch_of(step.app, step.workspace_id, repo, local_path, REPO_PATH_KEY)
+        git_dir = step.app.service(RepoService).clone_path(step.workspace_id, repo.id)
+        commit = await resolve_commit(git_dir, branch, field=REPO_PATH_KEY)
     engine = await step.app.dbs.workspace(step.workspace_id)
     pool = ParserPool(limits.workers, await confined_parsing(step))
     try:

@@ -1,7 +1,8 @@
 """Parsing workers, confined: a repository's files are hostile input to a C parser, so they are parsed in separate
 processes that hold nothing worth taking and can reach nothing.
 
-Each worker is ``python -I -m hangar.codegraph.worker`` started by bubblewrap in new user, PID, network, IPC, UTS
+Each worker is ``python -I -m hangar.codegraph.worker`` started by bubblewrap (the sandbox of
+``hangar.core.hosttool``, every host program fed hostile input runs in) in new user, PID, network, IPC, UTS
 and mount namespaces, as an unprivileged uid, with no capabilities, seeing only the read-only system directories
 and Python's own installation (never the data directory, a repository or a worktree: files reach it as bytes on
 its stdin), under a memory limit, and dying with the server. Where bubblewrap is missing, parsing refuses
@@ -27,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import hangar
+from hangar.core.hosttool import sandbox_argv
 from hangar.core.procs import die_with_parent
 from hangar.errors import Unavailable
 
 WORKER_MEMORY = 1 << 30  # address space of one worker
 _GRACE_S = 1.0  # past the worker's own parse bound, before the server kills it
-_NOBODY = "65534"
 
 
 class GrammarFailed(Exception):
@@ -53,18 +54,11 @@ def worker_argv(confined: bool) -> list[str]:
     python = [sys.executable, "-I", "-m", "hangar.codegraph.worker"]
     if not confined:
         return python
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
+    if shutil.which("bwrap") is None:
         raise Unavailable("parsing a repository runs confined, and bubblewrap (bwrap) is not installed")
-    argv = [
-        bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-        "--uid", _NOBODY, "--gid", _NOBODY,
-        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/",
-    ]  # fmt: skip
-    for root in _read_only_roots():
-        argv += ["--ro-bind", root, root]
-    return [*argv, "--clearenv", "--", *python]
+    # The sandbox every host program fed hostile input runs in; a worker lives on between files, so its deadline
+    # is the pool's per-file bound, not the helper's.
+    return sandbox_argv(python, mounts=[(Path(root), root) for root in _read_only_roots()], workdir="/")
 
 
 def _limits() -> None:

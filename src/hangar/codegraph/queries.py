@@ -2,11 +2,12 @@
 a file's outline. Every call reads the database afresh.
 
 Search takes the symbols whose name starts with the query (case folded, by index; the first ``FUZZY_CANDIDATES``
-in the index's order) and, unless those already fill the answer, those whose name contains it and those whose
-name starts with its first letter and holds the rest in order (a fuzzy match, ``gtr`` for ``get_reader``), then
-ranks them: an exact name first
-(the same case before another case), then a prefix, a substring, and a scattered match last, the fewer gaps and
-the shorter the name the higher; a definition of a type or function outranks a variable on a tie.
+in the index's order) and, unless those already fill the answer, those whose name contains it (the names the
+trigram index offers, ``hangar.codegraph.trigrams``, each checked), and then, unless the answer is full, those whose
+name starts with its first letter and holds the rest in order (a fuzzy match, ``gtr`` for ``get_reader``, read by
+the (repo, folded) index and matched in the database). It ranks them: an exact name first (the same case before
+another case), then a prefix, a substring, and a scattered match last, the fewer gaps and the shorter the name the
+higher; a definition of a type or function outranks a variable on a tie.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.codegraph import trigrams
 from hangar.codegraph.tables import code_edges, code_symbols
 
 FUZZY_CANDIDATES = 2000  # matches of each kind ranked at most; prefix matches come first by index
-FUZZY_SCAN = 200_000  # names of the query's first letter read at most for a scattered-letters match
 MAX_QUERY = 200
 _STRONG_KINDS = frozenset({"class", "function", "method", "struct", "interface", "trait", "enum", "type"})
 
@@ -92,56 +93,40 @@ async def search(
     engine: AsyncEngine, query: str, repo_ids: Sequence[str], limit: int, kinds: Sequence[str] = ()
 ) -> list[Symbol]:
     q = query.lower()
-    base = sa.select(*_columns()).where(code_symbols.c.repo_id.in_(list(repo_ids)))
-    if kinds:
-        base = base.where(code_symbols.c.kind.in_(list(kinds)))
+    c = code_symbols.c
+    of_kinds = sa.select(*_columns()).where(c.kind.in_(list(kinds)) if kinds else sa.true())
+    base = of_kinds.where(c.repo_id.in_(list(repo_ids)))
     # Prefix: a range on the folded name, which the (repo, folded) index answers on SQLite and PostgreSQL alike.
-    prefix = base.where(code_symbols.c.folded >= q, code_symbols.c.folded < q + "\U0010ffff").limit(FUZZY_CANDIDATES)
-    # One wildcard pair: SQL's LIKE backtracks on a pattern of many, so scattered letters are matched here instead.
-    inside = base.where(code_symbols.c.folded.like("%" + _escape(q) + "%", escape="\\")).limit(FUZZY_CANDIDATES)
+    prefix = base.where(c.folded >= q, c.folded < q + "\U0010ffff")
+    # Substrings: the names the trigram index offers, each checked by the query's own LIKE (``trigrams``).
+    narrowed = trigrams.candidates(engine.dialect.name, q, list(repo_ids))
+    inside = (base if narrowed is None else of_kinds.where(narrowed)).where(
+        c.folded.like("%" + _escape(q) + "%", escape="\\")
+    )
+    # Scattered letters: the names starting with the first letter, by index, whose letters hold the rest in order.
+    # ``LIKE 'g%t%r%'``: the first letter fixed, so only that letter's range of the index is read (``'%g%t%r%'``
+    # would read every name), and matched in the database rather than each name carried into Python.
+    scattered = base.where(
+        c.folded >= q[0], c.folded < q[0] + "\U0010ffff", c.folded.like(_in_order_pattern(q), escape="\\")
+    )
     found: dict[tuple[str, str, str, int, int], Symbol] = {}
     async with engine.connect() as conn:
-        for stmt in (prefix, inside):
-            for row in await conn.execute(stmt):
+        for stmt in (prefix, inside, scattered):
+            for row in await conn.execute(stmt.limit(FUZZY_CANDIDATES)):
                 s = _symbol(row)
                 found.setdefault((s.repo_id, s.path, s.name, s.start_line, s.start_col), s)
-            # Every prefix match outranks every other match (``rank``): with enough of them, the scans for
-            # substrings and scattered letters, which read many names, could add nothing shown.
-            if stmt is prefix and len(found) >= limit:
+            # Every prefix match outranks every substring match, and every substring match every scattered one
+            # (``rank``): once the answer is full, the later kinds could add nothing shown.
+            if len(found) >= limit:
                 break
-        else:
-            for s in await _scattered(conn, base, q):
-                found.setdefault((s.repo_id, s.path, s.name, s.start_line, s.start_col), s)
     ranked = [Symbol(**{**s.__dict__, "score": rank(query, s.name, s.kind)}) for s in found.values()]
     ranked.sort(key=lambda s: (-s.score, len(s.name), s.path, s.start_line))
     return [s for s in ranked if s.score > 0][:limit]
 
 
-async def _scattered(conn: AsyncConnection, base: sa.Select[Any], q: str) -> list[Symbol]:
-    """Names starting with the query's first letter and holding the rest in order: the names of that letter are
-    read by index (at most ``FUZZY_SCAN`` of them) and matched here, in time linear in each name."""
-    c = code_symbols.c
-    letter = q[0]
-    keys = base.with_only_columns(c.id, c.folded).where(c.folded >= letter, c.folded < letter + "\U0010ffff")
-    matched: list[int] = []
-    for row_id, folded in await conn.execute(keys.limit(FUZZY_SCAN)):
-        if _in_order(q, folded):
-            matched.append(row_id)
-            if len(matched) >= FUZZY_CANDIDATES:
-                break
-    if not matched:
-        return []
-    rows = await conn.execute(sa.select(*_columns()).where(c.id.in_(matched)))
-    return [_symbol(r) for r in rows]
-
-
-def _in_order(q: str, name: str) -> bool:
-    pos = 0
-    for ch in q:
-        pos = name.find(ch, pos) + 1
-        if pos == 0:
-            return False
-    return True
+def _in_order_pattern(q: str) -> str:
+    """``gtr`` → ``g%t%r%``: names starting with the first letter and holding the others in order."""
+    return "%".join(_escape(ch) for ch in q) + "%"
 
 
 def split_qualified(name: str) -> tuple[str, str | None]:

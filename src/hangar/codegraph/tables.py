@@ -6,7 +6,9 @@ directory reads the current graph):
 - ``code_files``: one row per file of that commit the indexer met: its blob id (what a reindex compares), its
   language, its lines, and a note when it was skipped (binary, too large, a symlink, a parse past its time).
 - ``code_symbols``: definitions (name, kind, file, range, container); ``folded`` is the name in lower case, what
-  prefix search scans by index.
+  prefix search scans by index, and what the trigram index of migration ``x0002`` indexes for substrings (an FTS5
+  table on SQLite, a GIN index on PostgreSQL: ``hangar.codegraph.trigrams``; not declared here, as neither is a
+  table of records).
 - ``code_edges``: ``defines``, ``imports``, ``calls``, ``references``, ``inherits`` from a symbol (its qualified
   name, empty at file level) of a file to a target name.
 """

@@ -28,7 +28,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,6 +118,8 @@ class Databases:
         self._pg_threads: ThreadPoolExecutor | None = None  # and the threads its calls run on
         self._pg_reader: PgReader | None = None  # the change counters' reads (``stamp``)
         self._leases: Leases | None = None  # the process's driver leases (``leases``)
+        # Reads the server setting ``leases.lapseSeconds`` (the identity part, which keeps server settings, sets it).
+        self.read_lapse: Callable[[], Awaitable[Any]] | None = None
         self._server_sets = [m for m in migrations if m.scope == "server"]
         self._workspace_sets = [m for m in migrations if m.scope == "workspace"]
         self._server: AsyncEngine | None = None
@@ -380,7 +382,7 @@ class Databases:
         if self._pg_url is None:
             raise RuntimeError("leases are kept in PostgreSQL; SQLite installs lock control directories")
         if self._leases is None:
-            self._leases = Leases(self._pg_url)
+            self._leases = Leases(self._pg_url, read_lapse=self.read_lapse)
         return self._leases
 
     @property

@@ -221,8 +221,11 @@ def _columns(conn: psycopg.Connection[Any], schema: str) -> dict[str, dict[str, 
 
 
 def _source_tables(db: sqlite3.Connection) -> list[str]:
-    rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name")
-    return [str(r[0]) for r in rows]
+    """The source's tables of records. Not a virtual table or its shadow tables (the code graph's FTS5 trigram
+    index, ``hangar.codegraph.trigrams``): they are an index SQLite keeps, which PostgreSQL keeps its own way
+    (the GIN index the target's migration made, filled by the copied rows)."""
+    rows = db.execute("SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' ORDER BY name")
+    return [str(r[0]) for r in rows if not str(r[0]).startswith("sqlite")]
 
 
 def _source_columns(db: sqlite3.Connection, table: str) -> tuple[list[str], list[str]]:

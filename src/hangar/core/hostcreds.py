@@ -119,9 +119,9 @@ async def revoke(kind: CredentialKind, engine: AsyncEngine, cred_id: str, now: d
     return _of(row)
 
 
-async def verify(kind: CredentialKind, engine: AsyncEngine, text: str) -> HostCredential:
-    """The credential ``text`` is, if it is a live one of ``kind``; else ``Unauthenticated`` saying why (never
-    echoing it)."""
+async def verify(kind: CredentialKind, engine: AsyncEngine, text: str, *, revoked_too: bool = False) -> HostCredential:
+    """The credential ``text`` is, if it is a live one of ``kind`` (or, ``revoked_too``, one revoked since: for
+    what only ends something it began); else ``Unauthenticated`` saying why (never echoing it)."""
     found = kind.shape.match(text.strip())
     if found is None:
         raise Unauthenticated(f"the {kind.label} is not one {kind.minted_by} mints")
@@ -130,6 +130,6 @@ async def verify(kind: CredentialKind, engine: AsyncEngine, text: str) -> HostCr
         row = (await conn.execute(sa.select(kind.table).where(kind.table.c.id == cred_id))).first()
     if row is None or not hmac.compare_digest(row.secret_hash, _digest(secret)):
         raise Unauthenticated(f"the {kind.label} is not known to this database")
-    if row.revoked_at is not None:
+    if row.revoked_at is not None and not revoked_too:
         raise Unauthenticated(f"the {kind.label} {row.name!r} ({row.id}) was revoked")
     return _of(row)

@@ -38,20 +38,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import psycopg
 from sqlalchemy.engine import URL
 
 from hangar.core.dbfailures import first_line_without, secrets_of, shown
+from hangar.core.lapse import LAPSE_DEFAULT_S, lapse_of
 
 log = logging.getLogger(__name__)
 
 APPLICATION_NAME = "hangar leases"
 HEARTBEAT_S = 1.0
 CHECK_TIMEOUT_S = 5.0
-# How long leases are kept through a broken lease connection: a new connection within it takes them back.
-LAPSE_S = 10.0
+# How long leases are kept through a broken lease connection: a new connection within it takes them back. The
+# server setting ``leases.lapseSeconds`` changes it (``hangar.core.lapse``), read at every heartbeat.
+LAPSE_S = float(LAPSE_DEFAULT_S)
 _CONNECT_TIMEOUT_S = 10
 _KEY = "hashtextextended(%s, 0)"
 # The database server's probes of this connection: first after 5 s idle, then every 2 s, given up after 5.
@@ -73,12 +77,23 @@ class Leases:
     leases given up: taken by another process while the connection was away, or all of them when it stayed away
     longer than ``lapse``; they are no longer held."""
 
-    def __init__(self, url: URL, *, heartbeat: float = HEARTBEAT_S, lapse: float = LAPSE_S) -> None:
+    def __init__(
+        self,
+        url: URL,
+        *,
+        heartbeat: float = HEARTBEAT_S,
+        lapse: float = LAPSE_S,
+        read_lapse: Callable[[], Awaitable[Any]] | None = None,
+    ) -> None:
         self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         self._target = shown(url)
         self._secrets = secrets_of(url)
         self.heartbeat = heartbeat
         self.lapse = lapse
+        # The setting's stored value (``leases.lapseSeconds``), read at every heartbeat; None: ``lapse`` stays.
+        self._read_lapse = read_lapse
+        # After the lapse was lowered: the one before, and until when (monotonic) take-overs still wait for it.
+        self._lowered: tuple[float, float] | None = None
         self._conn: psycopg.AsyncConnection[tuple[object, ...]] | None = None
         self._lock = asyncio.Lock()
         self._held: set[tuple[str, str]] = set()
@@ -92,8 +107,31 @@ class Leases:
     def takeover_after(self) -> float:
         """How long a lease must be seen free before another process takes over the run it guarded: by then its
         holder has either taken it back (and the second look finds it held) or given it up, however slowly its
-        checks and its connection attempts failed."""
-        return self.lapse + self.heartbeat + CHECK_TIMEOUT_S + _CONNECT_TIMEOUT_S
+        checks and its connection attempts failed. A lapse just lowered is waited for at its former length until
+        every holder has read the new one (a holder cut off from the database still counts the old)."""
+        lapse = self.lapse
+        if self._lowered is not None:
+            before, until = self._lowered
+            if time.monotonic() < until:
+                lapse = max(lapse, before)
+            else:
+                self._lowered = None
+        return lapse + self.heartbeat + CHECK_TIMEOUT_S + _CONNECT_TIMEOUT_S
+
+    async def refresh_lapse(self) -> None:
+        """Read the setting (``leases.lapseSeconds``) again; a failed read keeps the lapse as it was."""
+        if self._read_lapse is None:
+            return
+        try:
+            lapse = lapse_of(await self._read_lapse())
+        except Exception:
+            return
+        if lapse < self.lapse:
+            # Until a holder that read the old value has given its leases up under it, take-overs wait for it.
+            self._lowered = (self.lapse, time.monotonic() + self.takeover_after)
+        if lapse != self.lapse:
+            log.info("the lease lapse is now %g s (leases.lapseSeconds)", lapse)
+        self.lapse = lapse
 
     def on_lost(self, callback: OnLost) -> None:
         self._watchers.append(callback)
@@ -216,6 +254,8 @@ class Leases:
         leases back), and give every lease up once it has been broken for ``lapse``."""
         while True:
             await asyncio.sleep(self.heartbeat)
+            if self._conn is not None and not self._conn.closed:
+                await self.refresh_lapse()  # through the pool: only while the database answers
             if not self._held:
                 continue
             async with self._lock:

@@ -13,6 +13,7 @@ from hangar.core.confine import TRUSTED_HOST_EXEC_SPEC
 from hangar.core.context import AppContext
 from hangar.core.disks import DISK_SPECS
 from hangar.core.event_types import DomainEvent
+from hangar.core.lapse import LAPSE_SPEC
 from hangar.core.migrating import MigrationSet
 from hangar.core.retention import EventFloor
 from hangar.core.sealed_tables import MIGRATIONS as SEALED_MIGRATIONS
@@ -60,9 +61,10 @@ class Part:
 def kernel_part() -> Part:
     """The kernel's own workspace tables (domain events, audit, settings, guardrails) as a part: every server and
     command opens them first, since every part writes events and audit rows. Its server settings are the owner's
-    trusted-host-exec switch (``hangar.core.confine``) and the disk quotas of confined code (``hangar.core.disks``)."""
+    trusted-host-exec switch (``hangar.core.confine``), the disk quotas of confined code (``hangar.core.disks``) and
+    the lease lapse (``hangar.core.lapse``)."""
     return Part(
         name="kernel",
         migrations=[KERNEL_MIGRATIONS, SEALED_MIGRATIONS],
-        server_settings=[TRUSTED_HOST_EXEC_SPEC, *DISK_SPECS],
+        server_settings=[TRUSTED_HOST_EXEC_SPEC, *DISK_SPECS, LAPSE_SPEC],
     )

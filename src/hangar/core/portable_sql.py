@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -86,8 +85,13 @@ def unindexed(column: ColumnElement[Any]) -> ColumnElement[Any]:
 
 def insert_ignoring(dialect: str, table: sa.Table) -> Any:
     """An INSERT into ``table`` that skips a row a unique key already holds, in ``dialect``'s own form."""
-    insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
-    return insert(table).on_conflict_do_nothing()
+    if dialect == "sqlite":
+        return sqlite_insert(table).on_conflict_do_nothing()
+    # Imported here: SQLAlchemy's PostgreSQL dialect loads every driver's module (about 0.1 s), which a command
+    # on SQLite would pay at start-up for nothing.
+    from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+    return postgresql_insert(table).on_conflict_do_nothing()
 
 
 def _args(compiler: SQLCompiler, element: FunctionElement[Any], **kw: Any) -> list[str]:

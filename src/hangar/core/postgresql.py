@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import Connection, Engine, create_engine
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -28,6 +29,10 @@ PG_POOL_SIZE = 5
 PG_MAX_OVERFLOW = 10
 _PG_CONNECT_TIMEOUT_S = 10
 SERVER_SCHEMA = "hangar_server"
+# The schema of the ``pg_trgm`` extension the code graph's trigram index uses (one per database, so in no
+# workspace's schema: dropping a workspace must not drop the others' indexes). Not in a backup's dump (the
+# extension is not Hangar's to copy): a restore creates it before the dump's indexes name it.
+TRIGRAM_SCHEMA = "hangar_trgm"
 SCHEMA_OPTION = "hangar_schema"  # the execution option naming the schema of an engine's transactions
 
 
@@ -94,3 +99,21 @@ def enter_schema(conn: Connection) -> None:
 def schema_engine(base: AsyncEngine, schema: str) -> AsyncEngine:
     """An engine on ``base``'s pool whose transactions run in ``schema`` (never dispose it: the pool is shared)."""
     return base.execution_options(**{SCHEMA_OPTION: schema})
+
+
+def ensure_pg_trgm(conn: Connection) -> tuple[str, bool]:
+    """The schema holding the ``pg_trgm`` extension in the database of ``conn``, created in ``TRIGRAM_SCHEMA``
+    when the database has none (``pg_trgm`` ships with PostgreSQL and is trusted: the database's owner may
+    create it); and whether it was created here. The caller holds a lock or transaction that keeps another
+    process from creating it meanwhile."""
+    found = conn.execute(
+        sa.text(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE e.extname = 'pg_trgm'"
+        )
+    ).scalar()
+    if found is not None:
+        return str(found), False
+    conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {TRIGRAM_SCHEMA}")
+    conn.exec_driver_sql(f"CREATE EXTENSION pg_trgm WITH SCHEMA {TRIGRAM_SCHEMA}")
+    return TRIGRAM_SCHEMA, True

@@ -22,7 +22,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import Engine
-from sqlalchemy.dialects.postgresql import insert
 
 from hangar.core.fileio import file_signature, fsync_dir, write_private_atomic
 from hangar.core.sealed_tables import SERVER_SCOPE, qualified
@@ -100,7 +99,7 @@ class SealedSecrets:
                         f"({KEY_CHECK[1]}): restore it from a backup; nothing stored was changed"
                     )
                 conn.execute(
-                    insert(qualified)
+                    _pg_insert(qualified)
                     .values(scope=KEY_CHECK[0], name=KEY_CHECK[1], sealed=key.seal(place(*KEY_CHECK), CHECK_VALUE))
                     .on_conflict_do_nothing()
                 )
@@ -188,7 +187,7 @@ class SealedSecrets:
     def put(self, scope: str, name: str, value: bytes) -> None:
         key = self.key()
         sealed = key.seal(place(scope, name), value)
-        stmt = insert(qualified).values(scope=scope, name=name, sealed=sealed)
+        stmt = _pg_insert(qualified).values(scope=scope, name=name, sealed=sealed)
         with self._engine.begin() as conn:
             # The check row again, held until the write commits: a rotation (which locks the table) either ended
             # before, and a key it replaced is refused here, or waits for this write and re-seals it.
@@ -213,6 +212,14 @@ class SealedSecrets:
             doomed = [n for n in names if n.startswith(prefix)]
             if doomed:
                 conn.execute(sa.delete(qualified).where(qualified.c.scope == scope, qualified.c.name.in_(doomed)))
+
+
+def _pg_insert(table: sa.Table) -> Any:
+    """PostgreSQL's INSERT (with ``ON CONFLICT``) into ``table``. Imported on use: the dialect loads every
+    driver's module (about 0.1 s), which every command on SQLite would otherwise pay at start-up for nothing."""
+    from sqlalchemy.dialects.postgresql import insert
+
+    return insert(table)
 
 
 def place(scope: str, name: str) -> str:

@@ -20,9 +20,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
-from hangar.core.brokering import BrokeredEnv, CredentialSource
+from hangar.core.brokering import BrokeredEnv, CredentialSource, HeldToken, forge_env, not_reached
 from hangar.core.confine import Confinement, Scope
 from hangar.core.context import AppContext
 from hangar.errors import InvalidArgs, Refused
@@ -30,28 +29,13 @@ from hangar.forges import github
 from hangar.forges.reach import Route
 from hangar.forges.service import TOKEN_NOT_BROKERED, ForgeService
 from hangar.forges.store import ForgeConnection
-from hangar.pipelines import ShellEnvironment, ShellVariables, StepContext
+from hangar.pipelines import RepoCredentials, ShellEnvironment
 from hangar.workspace import RepoService
 
 log = logging.getLogger("hangar.forges")
 
 Reaches = Callable[[str], Awaitable[bool]]
-
-# A git credential helper in git's config language: answers ``get`` for the token's host only (git names the
-# host on stdin), with the token from the environment, so the token is never written to a file in the enclosure.
-CREDENTIAL_HELPER = (
-    '!f() { test "$1" = get || exit 0; h=; while IFS= read -r l && [ -n "$l" ]; do '
-    'case "$l" in host=*) h="${l#host=}";; esac; done; '
-    '[ "$h" = "$HANGAR_FORGE_HOST" ] && printf "username=x-access-token\\npassword=%s\\n" "$GH_TOKEN"; }; f'
-)
-
-
-@dataclass(frozen=True)
-class Brokered:
-    token: str
-    host: str
-    repositories: tuple[str, ...]
-    expires_at: datetime
+Brokered = HeldToken
 
 
 class CredentialBroker:
@@ -61,25 +45,46 @@ class CredentialBroker:
     @contextlib.asynccontextmanager
     async def token(self, workspace_id: str, repo_refs: Sequence[str], reaches: Reaches) -> AsyncIterator[Brokered]:
         """A token for the workspace repos ``repo_refs`` (ids or names), revoked when the block ends."""
+        connection, names = await self._linked(workspace_id, repo_refs)
+        if not await reaches(connection.host):
+            raise not_reached(connection.host)
+        _mintable(connection, names)
+        route = await self._app.service(ForgeService).route(connection)  # checked now; revoked through the same
+        async with github.minted_for(connection, names, route, github.STEP_PERMISSIONS) as minted:
+            yield Brokered(minted.token, connection.host, tuple(names), minted.expires_at)
+
+    async def mint(self, workspace_id: str, repo_refs: Sequence[str]) -> Brokered:
+        """The same token for a worker's program, whose worker checks its enclosure reaches the host and ends it
+        with ``revoke`` (the caller checked the worker holds the claim it is for)."""
+        connection, names = await self._linked(workspace_id, repo_refs)
+        _mintable(connection, names)
+        route = await self._app.service(ForgeService).route(connection)
+        minted = await github.mint_for(connection, names, route, github.STEP_PERMISSIONS)
+        return Brokered(minted.token, connection.host, tuple(names), minted.expires_at)
+
+    async def revoke(self, workspace_id: str, token: str) -> None:
+        """End a token ``mint`` gave, through the workspace's connection as it is now (none, or a token
+        connection: nothing this broker minted can be live under it, nothing is asked)."""
+        forges = self._app.service(ForgeService)
+        connection = forges.connection(await forges.workspace(workspace_id))
+        if connection is None or connection.kind != "app":
+            return
+        await github.revoke(connection, token, await forges.route(connection))
+
+    async def _linked(self, workspace_id: str, repo_refs: Sequence[str]) -> tuple[ForgeConnection, list[str]]:
         forges = self._app.service(ForgeService)
         ws = await forges.workspace(workspace_id)
         connection = forges.required(ws)
         repos = self._app.service(RepoService)
-        names = [await forges.link_of(ws, connection, await repos.get(ws.id, ref)) for ref in repo_refs]
-        if not await reaches(connection.host):
-            raise Refused(
-                f"the enclosure's egress allowlist does not reach {connection.host}: no token is minted for a host "
-                "it cannot reach",
-                detail_code="forgeHostNotReachable",
-            )
-        if connection.kind != "app":
-            raise Refused(TOKEN_NOT_BROKERED, detail_code="forgeTokenNotBrokered")
-        owners = {n.split("/", 1)[0].lower() for n in names}
-        if len(owners) != 1:
-            raise InvalidArgs("one token covers repositories of one owner: name repos of one account", field="repoIds")
-        route = await forges.route(connection)  # checked now; the token is revoked through the same addresses
-        async with github.minted_for(connection, names, route, github.STEP_PERMISSIONS) as minted:
-            yield Brokered(minted.token, connection.host, tuple(names), minted.expires_at)
+        return connection, [await forges.link_of(ws, connection, await repos.get(ws.id, ref)) for ref in repo_refs]
+
+
+def _mintable(connection: ForgeConnection, names: Sequence[str]) -> None:
+    if connection.kind != "app":
+        raise Refused(TOKEN_NOT_BROKERED, detail_code="forgeTokenNotBrokered")
+    owners = {n.split("/", 1)[0].lower() for n in names}
+    if len(owners) != 1:
+        raise InvalidArgs("one token covers repositories of one owner: name repos of one account", field="repoIds")
 
 
 # What the server's own review calls need: comment on and review pull requests, nothing else.
@@ -121,18 +126,6 @@ async def server_token(app: AppContext, workspace_id: str, full_name: str) -> As
         yield ServerToken(connection, minted.token, route, name)
 
 
-def step_env(brokered: Brokered) -> dict[str, str]:
-    return {
-        "GH_TOKEN": brokered.token,
-        "GITHUB_TOKEN": brokered.token,
-        "GH_HOST": brokered.host,
-        "HANGAR_FORGE_HOST": brokered.host,
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "credential.helper",
-        "GIT_CONFIG_VALUE_0": CREDENTIAL_HELPER,
-    }
-
-
 class ForgeCredentials(CredentialSource):
     """The broker as the kernel's ``CredentialSource``: what command agents that name ``forgeRepos`` get."""
 
@@ -147,23 +140,16 @@ class ForgeCredentials(CredentialSource):
             return await confinement.reaches(scope, host)
 
         async with self._broker.token(workspace_id, repo_refs, reaches) as brokered:
-            yield BrokeredEnv(step_env(brokered), secrets=(brokered.token,))
+            yield BrokeredEnv(forge_env(brokered.token, brokered.host), secrets=(brokered.token,))
+
+    async def mint(self, workspace_id: str, repo_refs: Sequence[str]) -> HeldToken:
+        return await self._broker.mint(workspace_id, repo_refs)
+
+    async def revoke(self, workspace_id: str, token: str) -> None:
+        await self._broker.revoke(workspace_id, token)
 
 
-class ForgeShellEnvironment(ShellEnvironment):
+def forge_shell_environment(app: AppContext) -> ShellEnvironment:
     """A forge token for each shell step that names ``repoIds``, for the step's run and revoked at its end."""
-
-    def __init__(self, app: AppContext) -> None:
-        self._credentials = ForgeCredentials(app)
-
-    @contextlib.asynccontextmanager
-    async def variables(
-        self, step: StepContext, confinement: Confinement, scope: Scope
-    ) -> AsyncIterator[ShellVariables]:
-        refs = list(step.config.repo_ids)
-        if not refs:
-            yield ShellVariables()
-            return
-
-        async with self._credentials.environment(step.workspace_id, refs, confinement, scope) as brokered:
-            yield ShellVariables(brokered.env, brokered.secrets)
+    credentials = ForgeCredentials(app)
+    return RepoCredentials(lambda _step: credentials)

@@ -184,6 +184,15 @@ async def revoke(connection: ForgeConnection, token: str, route: Route) -> None:
         await gh.rest.apps.async_revoke_installation_access_token()
 
 
+async def mint_for(
+    connection: ForgeConnection, names: Sequence[str], route: Route, permissions: dict[str, str]
+) -> InstallationToken:
+    """A new installation token for the repositories ``names`` (``owner/name``, one owner) and ``permissions``,
+    found through the installation on the first of them; the caller revokes it."""
+    installation = await repo_installation(connection, names[0], route)
+    return await mint(connection, installation.id, [n.split("/", 1)[1] for n in names], route, permissions=permissions)
+
+
 @asynccontextmanager
 async def minted_for(
     connection: ForgeConnection, names: Sequence[str], route: Route, permissions: dict[str, str]
@@ -191,10 +200,7 @@ async def minted_for(
     """An installation token for the repositories ``names`` (``owner/name``, one owner) and ``permissions``,
     revoked when the block ends, however it ends (a revocation that fails is logged: the token ends within the
     hour anyway, and what was done with it stands)."""
-    installation = await repo_installation(connection, names[0], route)
-    minted = await mint(
-        connection, installation.id, [n.split("/", 1)[1] for n in names], route, permissions=permissions
-    )
+    minted = await mint_for(connection, names, route, permissions)
     try:
         yield minted
     finally:

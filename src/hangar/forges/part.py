@@ -7,7 +7,7 @@ from __future__ import annotations
 from hangar.core.brokering import CredentialSource
 from hangar.core.context import AppContext
 from hangar.core.part import Part
-from hangar.forges.broker import ForgeCredentials, ForgeShellEnvironment
+from hangar.forges.broker import ForgeCredentials, forge_shell_environment
 from hangar.forges.ops import FORGE_OPS
 from hangar.forges.poll import Poller
 from hangar.forges.pull_ops import PULL_OPS
@@ -22,7 +22,7 @@ from hangar.pipelines import ShellEnvironment
 
 async def _start(app: AppContext) -> None:
     app.provide(ForgeService(app))
-    app.provide(ForgeShellEnvironment(app), as_type=ShellEnvironment)
+    app.provide(forge_shell_environment(app), as_type=ShellEnvironment)
     app.provide(ForgeCredentials(app), as_type=CredentialSource)
     app.provide(PullRequests(app))
     if app.bus.following:  # a server polls; a command (``hangar pipeline run``...) does a server's work of none

@@ -92,7 +92,7 @@ async def pr_review_finalize(step: StepContext) -> StepResult:
 def _failed_reviewers(step: StepContext) -> list[str]:
     """The reviewer steps this one waits for that failed and let the run go on (``continueOnFail``: the engine
     keeps their errors in ``STEP_ERRORS_KEY``), in the order the join names them."""
-    errors = step.lookup(STEP_ERRORS_KEY) if step.has(STEP_ERRORS_KEY) else {}
+    errors = step.lookup_or(STEP_ERRORS_KEY, {})
     errors = errors if isinstance(errors, Mapping) else {}
     return [sid for sid in step.step.wait_for_step_ids if sid in errors]
 
@@ -238,7 +238,7 @@ async def forge_pr_comment(step: StepContext) -> StepResult:
     full_name = check_full_name(str(_required(step, "repo_full_name")), field="repo_full_name")
     number = _pr_number(_required(step, "pr_number"))
     head, event, findings, reviewers = _comment_parts(_required(step, FINDINGS_KEY))
-    head_sha = step.lookup("head_sha") if step.has("head_sha") else None
+    head_sha = step.lookup_or("head_sha")
     marker = github_reviews.review_marker(f"{step.run_key}/{step.step_id}")
     async with server_token(step.app, step.workspace_id, full_name) as t:
         # What the reviewers wrote may carry a secret one of them was given (a program that echoes its

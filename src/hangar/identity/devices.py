@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.core.clock import Clock
 from hangar.core.ids import new_id, new_token, token_hash
-from hangar.errors import InvalidArgs, NotFound, Unauthenticated
+from hangar.errors import Conflict, InvalidArgs, NotFound, Unauthenticated
 from hangar.identity import tables as t
 from hangar.identity.last_use import LastUses
 from hangar.identity.models import Device, DeviceScope
@@ -74,16 +74,38 @@ class Devices:
         """Create a device credential for ``user_id``; the token is returned once and stored only hashed."""
         return (await self.new_device(user_id, name, scope=scope))[1]
 
-    async def new_device(self, owner_id: str, name: str, *, scope: DeviceScope = WHOLE_HOLDER) -> tuple[str, str]:
+    async def new_device(
+        self, owner_id: str, name: str, *, scope: DeviceScope = WHOLE_HOLDER, minted_for: str | None = None
+    ) -> tuple[str, str]:
         """Create a device credential and answer ``(device id, token)``. ``owner_id`` is the person it belongs
         to; for an agent's credential (``scope.agent_id``) the person on whose behalf the agent runs (it stops
-        working when they are deactivated), and it is always limited to the agent's workspace."""
+        working when they are deactivated), and it is always limited to the agent's workspace. ``minted_for``
+        binds a worker's agent credential to what it was minted for (``extend_device``): one credential each,
+        a second is refused (``Conflict``)."""
         if scope.agent_id is not None and scope.workspace_id is None:
             raise InvalidArgs("an agent's credential is limited to the agent's workspace: give its workspace_id")
         if scope.space_id is not None and scope.workspace_id is None:
             raise InvalidArgs("a credential limited to a space is limited to its workspace: give its workspace_id")
         device_id, token = new_id(), new_token()
         now = self._clock.now()
+        try:
+            await self._insert(device_id, owner_id, name, token, now, scope, minted_for)
+        except sa.exc.IntegrityError:
+            if minted_for is None:
+                raise
+            raise Conflict("a credential was already minted for this agent run's try") from None
+        return device_id, token
+
+    async def _insert(
+        self,
+        device_id: str,
+        owner_id: str,
+        name: str,
+        token: str,
+        now: datetime,
+        scope: DeviceScope,
+        minted_for: str | None,
+    ) -> None:
         async with self._db.begin() as conn:
             await conn.execute(
                 sa.insert(t.devices).values(
@@ -100,9 +122,9 @@ class Devices:
                     agent_id=scope.agent_id,
                     client_id=scope.client_id,
                     space_id=scope.space_id,
+                    minted_for=minted_for,
                 )
             )
-        return device_id, token
 
     async def rotate_device_token(self, device_id: str, *, expires_at: datetime | None = None) -> str:
         """Give an active device credential a new token; the old one stops working at once (refresh rotation).
@@ -150,6 +172,54 @@ class Devices:
                 .where(t.devices.c.id == device_id, t.devices.c.revoked_at.is_(None))
                 .values(revoked_at=self._clock.now())
             )
+
+    async def narrow_agent_devices(self, workspace_id: str, agent_id: str, allowed: frozenset[str]) -> int:
+        """Take from every live credential of an agent of ``workspace_id`` the ops no longer in ``allowed`` (its
+        product tools were narrowed: a run still going, in a server or on a worker, is refused them at its next
+        call). Answers how many credentials changed."""
+        d = t.devices.c
+        live = sa.select(d.id, d.tools).where(
+            d.agent_id == agent_id, d.workspace_id == workspace_id, d.revoked_at.is_(None), d.tools.is_not(None)
+        )
+        changed = 0
+        async with self._db.begin() as conn:
+            for device_id, tools in (await conn.execute(live)).all():
+                kept = sorted(set(tools) & allowed)
+                if len(kept) != len(tools):
+                    await conn.execute(sa.update(t.devices).where(d.id == device_id).values(tools=kept))
+                    changed += 1
+        return changed
+
+    async def extend_device(
+        self, device_id: str, minted_for: str, expires_at: datetime, allowed: frozenset[str]
+    ) -> bool:
+        """Move the deadline of a worker's agent credential to ``expires_at`` and narrow its tools to ``allowed``
+        (a claim renewed: ``hangar.agents.worker_grants``); answers whether it was renewed. Only a credential
+        minted for ``minted_for``, neither revoked nor past its deadline, is: a lapsed one stays dead, and one
+        minted for another run or try is never revived for this one."""
+        d = t.devices.c
+        renewable = sa.and_(
+            d.id == device_id, d.minted_for == minted_for, d.revoked_at.is_(None), d.expires_at > self._clock.now()
+        )
+        async with self._db.begin() as conn:
+            tools = (await conn.execute(sa.select(d.tools).where(renewable))).scalar()
+            if tools is None:
+                return False
+            kept = sorted(set(tools) & allowed)
+            moved = await conn.execute(sa.update(t.devices).where(renewable).values(expires_at=expires_at, tools=kept))
+        return moved.rowcount == 1
+
+    async def revoke_minted(self, device_id: str, minted_by: str) -> bool:
+        """Revoke a worker's agent credential if it was minted for ``minted_by`` (the head of its ``minted_for``:
+        the worker credential that asked); answers whether one was. Another worker's is never touched."""
+        d = t.devices.c
+        async with self._db.begin() as conn:
+            done = await conn.execute(
+                sa.update(t.devices)
+                .where(d.id == device_id, d.minted_for.startswith(minted_by, autoescape=True), d.revoked_at.is_(None))
+                .values(revoked_at=self._clock.now())
+            )
+        return done.rowcount == 1
 
     async def get_device(self, device_id: str) -> Device | None:
         async with self._db.connect() as conn:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hangar.core.confine import HostExecSwitch
 from hangar.core.context import AppContext
+from hangar.core.lapse import LAPSE_SETTING
 from hangar.core.part import Part
 from hangar.identity.creation import CREATORS_SPEC
 from hangar.identity.events import IDENTITY_EVENTS
@@ -18,6 +19,7 @@ async def _start(ctx: AppContext) -> None:
     identity = ctx.service(IdentityService)
     ctx.provide(Pairing(ctx.dbs.server, identity, ctx.clock))
     ctx.provide(HostExecSwitch(identity.get_setting))  # server settings live here
+    ctx.dbs.read_lapse = lambda: identity.get_setting(LAPSE_SETTING)  # the driver leases' lapse (PostgreSQL)
 
 
 async def _stop(ctx: AppContext) -> None:

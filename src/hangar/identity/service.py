@@ -88,6 +88,9 @@ class IdentityService:
         self.rotate_device_token = devices.rotate_device_token
         self.device_of_token = devices.device_of_token
         self.revoke_device_id = devices.revoke_device_id
+        self.extend_device = devices.extend_device
+        self.revoke_minted = devices.revoke_minted
+        self.narrow_agent_devices = devices.narrow_agent_devices
         self.get_device = devices.get_device
         self.list_devices = devices.list_devices
         self.revoke_device = devices.revoke_device

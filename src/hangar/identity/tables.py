@@ -60,6 +60,9 @@ devices = sa.Table(
     sa.Column("agent_id", sa.String(36)),
     sa.Column("client_id", sa.String(64)),
     sa.Column("space_id", sa.String(64)),
+    # A worker's agent credential: "<worker credential> <agent run> <try key>" it was minted for (unique).
+    sa.Column("minted_for", sa.String(500)),
+    sa.Index("devices_minted_for", "minted_for", unique=True),
 )
 
 pairing_codes = sa.Table(

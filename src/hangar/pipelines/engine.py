@@ -42,7 +42,7 @@ from hangar.pipelines.runner import Msg, RunDriver
 from hangar.pipelines.slots import DEFAULT_MAX_RUNNING_RUNS, MAX_RUNNING_RUNS_SETTING, RunSlots
 from hangar.pipelines.step import StepContext
 from hangar.pipelines.step_results import StepResult
-from hangar.pipelines.stepqueue import STEPS_HERE_SETTING, StepQueue
+from hangar.pipelines.stepqueue import STEPS_HERE_SETTING, WAITS_FOR_SERVER_WORKER, StepQueue
 from hangar.pipelines.store import PipelineStore
 from hangar.pipelines.views import run_snapshot, steps_changed
 
@@ -215,7 +215,11 @@ class PipelineEngine:
         # A resumed body (an agent step harvesting the run it dispatched here) finishes where it began.
         if spec.on_worker and not ctx.dry_run and ctx.resume is None and await self._steps_to_workers():
             assert self.queue is not None
-            return await self.queue.run(ctx)
+            needs_server = spec.needs_server_for(ctx)
+            if needs_server:
+                # Only a worker started with --server claims it: the step says so while it waits for one.
+                await ctx.progress({"waitingFor": WAITS_FOR_SERVER_WORKER})
+            return await self.queue.run(ctx, needs_server=needs_server)
         return await spec.fn(ctx)
 
     async def _steps_to_workers(self) -> bool:

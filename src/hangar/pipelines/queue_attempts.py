@@ -9,11 +9,12 @@ alone while the attempt's row is ``queued`` or ``claimed`` (``hangar.agents.runn
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.pipelines.queue_tables import step_queue
+from hangar.pipelines.queue_tables import step_queue, worker_credentials, workers
 from hangar.pipelines.step import run_key
 
 
@@ -43,3 +44,40 @@ async def attempts_in_queue(server: AsyncEngine, workspace_id: str, attempt_keys
     async with server.connect() as conn:
         open_rows = {(r.run_id, r.step_id, r.attempt) for r in (await conn.execute(query)).all()}
     return {k for k, parsed in wanted.items() if parsed in open_rows}
+
+
+def parse_try_key(key: str) -> tuple[str, str, int, int] | None:
+    """``(runId, stepId, attempt, try)`` of a try's key (``<attemptKey>.<try>``, ``StepContext.try_key``)."""
+    attempt_key, _, try_no = key.rpartition(".")
+    parsed = parse_attempt_key(attempt_key) if try_no.isdigit() else None
+    return (*parsed, int(try_no)) if parsed is not None else None
+
+
+async def live_claim(server: AsyncEngine, workspace_id: str, try_key: str, credential_id: str) -> datetime | None:
+    """When the claim ``try_key`` names lapses, if it is the current try of a ``claimed`` row, held by a worker
+    that claimed with ``credential_id`` (still not revoked), its lease not lapsed; else None. What a server asks
+    before it speaks for a worker's agent step (``hangar.agents.worker_grants``)."""
+    parsed = parse_try_key(try_key)
+    if parsed is None:
+        return None
+    run_id, step_id, attempt, try_no = parsed
+    q, w, wc = step_queue.c, workers.c, worker_credentials.c
+    query = (
+        sa.select(q.lease_until)
+        .join_from(step_queue, workers, w.id == q.worker_id)
+        .join(worker_credentials, wc.id == w.credential_id)
+        .where(
+            q.workspace_id == workspace_id,
+            q.run_id == run_id,
+            q.step_id == step_id,
+            q.attempt == attempt,
+            q.tries == try_no,
+            q.status == "claimed",
+            q.lease_until > sa.func.now(),
+            w.credential_id == credential_id,
+            wc.revoked_at.is_(None),
+        )
+    )
+    async with server.connect() as conn:
+        lease: datetime | None = (await conn.execute(query)).scalar()
+    return lease

@@ -20,6 +20,8 @@ from hangar.core.types import UtcDateTime
 
 metadata = sa.MetaData()
 
+LEASE_S = 10.0  # a claim not extended for this long may be taken by another worker (``hangar.pipelines.worker``)
+
 step_queue = sa.Table(
     "pipeline_step_queue",
     metadata,
@@ -30,6 +32,8 @@ step_queue = sa.Table(
     sa.Column("attempt", sa.Integer, nullable=False),  # the engine's attempt of the step (``attempt_key``)
     sa.Column("body_key", sa.String(128), nullable=False),
     sa.Column("state", sa.JSON, nullable=False),  # the run's state when the step was handed over
+    # Only a worker started with --server claims it (``BodySpec.needs_server_for``).
+    sa.Column("needs_server", sa.Boolean, nullable=False, server_default=sa.false()),
     # queued, claimed (a worker runs it), done (result set), cancelled (the server gave up waiting)
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("worker_id", sa.String(36), nullable=True),  # the claim's holder (pipeline_workers.id)

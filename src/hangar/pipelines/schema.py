@@ -16,11 +16,13 @@ schema), ``items``, ``enum``, ``const``, ``minimum``, ``maximum``, ``exclusiveMi
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator, ValidationError, validators
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, ValidationError
 
 TYPES: frozenset[str] = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 _ANNOTATIONS = ("title", "description", "default", "examples", "$schema", "$id", "$comment")
@@ -55,18 +57,32 @@ SUBSET: dict[str, Any] = {
 }
 KEYWORDS: frozenset[str] = frozenset(SUBSET["properties"]) - frozenset(_ANNOTATIONS)
 
-_SUBSET_CHECK = Draft202012Validator(SUBSET, format_checker=Draft202012Validator.FORMAT_CHECKER)
-_extend: Callable[..., type[Draft202012Validator]] = validators.extend  # the stubs leave it untyped
-# Python values count too (a body's output may hold tuples or other mappings before it is stored as JSON)
-_Validator = _extend(
-    Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {
-            "array": lambda _checker, value: isinstance(value, list | tuple),
-            "object": lambda _checker, value: isinstance(value, Mapping),
-        }
-    ),
-)
+
+# The validators are built on first use, with jsonschema imported then: importing jsonschema loads every draft's
+# metaschema (a noticeable part of the server's start-up), and most processes never check an output schema.
+@functools.cache
+def _subset_check() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(SUBSET, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+@functools.cache
+def _validator() -> type[Draft202012Validator]:
+    """Draft 2020-12 where Python values count too (a body's output may hold tuples or other mappings before it is
+    stored as JSON)."""
+    from jsonschema import Draft202012Validator, validators
+
+    extend: Callable[..., type[Draft202012Validator]] = validators.extend  # the stubs leave it untyped
+    return extend(
+        Draft202012Validator,
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many(
+            {
+                "array": lambda _checker, value: isinstance(value, list | tuple),
+                "object": lambda _checker, value: isinstance(value, Mapping),
+            }
+        ),
+    )
 
 
 def _where(root: str, path: Iterable[str | int]) -> str:
@@ -76,7 +92,7 @@ def _where(root: str, path: Iterable[str | int]) -> str:
 def check_schema(schema: Any, path: str = "outputSchema") -> list[str]:
     """Problems with the schema itself (unsupported keyword, bad type name...), each naming where."""
     problems: list[str] = []
-    for error in _SUBSET_CHECK.iter_errors(schema):
+    for error in _subset_check().iter_errors(schema):
         where = _where(path, error.absolute_path)
         if error.validator == "additionalProperties":
             problems += [
@@ -186,5 +202,5 @@ def _message(error: ValidationError) -> str:
 def first_violation(value: Any, schema: Mapping[str, Any]) -> str | None:
     """Where and how ``value`` breaks ``schema`` (a schema ``check_schema`` accepted), as ``<path>: <what>``;
     ``None`` when it conforms."""
-    errors = list(_Validator(schema).iter_errors(value))
+    errors = list(_validator()(schema).iter_errors(value))
     return _message(min(errors, key=_rank)) if errors else None

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from hangar.core.clock import Clock
-from hangar.errors import Unavailable
+from hangar.errors import InvalidArgs, Unavailable
 from hangar.pipelines import substitute
 from hangar.pipelines.filecheck import Folders
 from hangar.pipelines.model import NodeConfig, StepDef, StepKind
@@ -35,6 +35,15 @@ APPROVAL_PROGRESS_KEY = "approval"
 # An agent step's ``extras`` flag: its agents read the space's folder and cannot change it (the agents part
 # enforces it; a template maker, the forges part's review template, sets it).
 READ_ONLY_WORKTREE = "readOnlyWorktree"
+
+
+def extra_count(extras: Mapping[str, Any], name: str, default: int, ceiling: int) -> int:
+    """A whole-number limit a body reads from its node's ``extras`` (``default`` when absent), from 1 to
+    ``ceiling``; anything else is refused naming the extra."""
+    value = extras.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ceiling:
+        raise InvalidArgs(f"extras.{name} must be a whole number from 1 to {ceiling}, not {value!r}", field=name)
+    return value
 
 
 def run_key(run_id: str) -> str:
@@ -203,6 +212,10 @@ class StepContext:
 
     def has(self, key: str) -> bool:
         return substitute.has_key(key, self.state, self.payload)
+
+    def lookup_or(self, key: str, default: Any = None) -> Any:
+        """``lookup`` for a key that may be absent: ``default`` when neither state nor the payload holds it."""
+        return self.lookup(key) if self.has(key) else default
 
     def render(self, text: str, *, shell: bool = False, extra: Mapping[str, Any] | None = None) -> str:
         """``{{key}}`` substitution; ``shell`` quotes each value as one shell word; ``extra`` keys are seen as

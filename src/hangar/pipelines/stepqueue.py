@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections import OrderedDict
@@ -34,7 +35,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -58,6 +58,10 @@ DONE_PAYLOAD_MAX = 7900  # results sent in a notification up to this many bytes 
 HEARD_KEPT = 4096  # results heard for rows not (yet) waited for, kept for a hand-over that is about to wait
 WORKER_SEEN_S = 10.0  # a worker not seen for this long is not attached (it heartbeats every HEARTBEAT_S)
 ATTACHED_RECHECK_S = 1.0  # how long one answer to "are workers attached?" is used
+
+# A handed-over step that needs a server's files or forge tokens, in its progress until a worker takes it: workers
+# started without --server leave it in the queue (``BodySpec.needs_server_for``).
+WAITS_FOR_SERVER_WORKER = "a hangar worker started with --server (this step needs a server's files or forge tokens)"
 
 STEPS_HERE_SETTING = "pipelines.stepsHere"
 STEPS_HERE_SPEC = SettingSpec(
@@ -141,12 +145,14 @@ def json_rows(param: str, *columns: sa.ColumnClause[Any]) -> Any:
     )
 
 
+@functools.cache
 def _hand_over_statement() -> sa.CompoundSelect[Any]:
     """One statement for a hand-over of any number of rows (the JSON array ``rows``, queued at ``now``): insert
     them, an attempt cancelled before (its run ended here before a take-over) queued again and any other row
     left as it stands; NOTIFY ``QUEUED_CHANNEL`` once if any was queued (delivered when the statement commits);
     and return every row of the attempts handed over: those queued now and those an earlier hand-over wrote (the
-    statement's snapshot shows them as they were). Built once: the same SQL whatever the number of rows."""
+    statement's snapshot shows them as they were). Built once, on the first hand-over (a server on SQLite never
+    makes one): the same SQL whatever the number of rows."""
     q = step_queue.c
     given = json_rows(
         "rows",
@@ -156,8 +162,13 @@ def _hand_over_statement() -> sa.CompoundSelect[Any]:
         sa.column("attempt", sa.Integer),
         sa.column("body_key", sa.Text),
         sa.column("state", sa.JSON),
+        sa.column("needs_server", sa.Boolean),
     )
     g = given.c
+    # Imported here: SQLAlchemy's PostgreSQL dialect loads every driver's module, which a server on SQLite would
+    # pay at start-up for nothing.
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
     insert = pg_insert(step_queue).from_select(
         [
             "workspace_id",
@@ -166,6 +177,7 @@ def _hand_over_statement() -> sa.CompoundSelect[Any]:
             "attempt",
             "body_key",
             "state",
+            "needs_server",
             "status",
             "tries",
             "history",
@@ -178,6 +190,7 @@ def _hand_over_statement() -> sa.CompoundSelect[Any]:
             g.attempt,
             g.body_key,
             g.state,
+            g.needs_server,
             sa.literal("queued"),
             sa.literal(0),
             sa.cast(sa.literal("[]"), sa.JSON),
@@ -198,9 +211,6 @@ def _hand_over_statement() -> sa.CompoundSelect[Any]:
         sa.tuple_(q.workspace_id, q.run_id, q.step_id, q.attempt).in_(keys), q.id.not_in(sa.select(queued.c.id))
     )
     return sa.union_all(fresh, earlier)
-
-
-HAND_OVER = _hand_over_statement()
 
 
 def notified_results(payload: str) -> dict[int, dict[str, Any] | None]:
@@ -308,7 +318,7 @@ class StepQueue:
         self._attached = (loop.time(), attached)
         return attached
 
-    async def run(self, ctx: StepContext) -> StepResult:
+    async def run(self, ctx: StepContext, *, needs_server: bool = False) -> StepResult:
         """Hand ``ctx``'s attempt to the workers (or find it handed over already) and wait for its result."""
         row = {
             "workspace_id": ctx.workspace_id,
@@ -317,6 +327,7 @@ class StepQueue:
             "attempt": ctx.attempt,
             "body_key": ctx.step.body_key or "",
             "state": dict(ctx.state),
+            "needs_server": needs_server,
         }
         loop = asyncio.get_running_loop()
         handed: asyncio.Future[Waited] = loop.create_future()
@@ -347,7 +358,7 @@ class StepQueue:
             results: dict[tuple[str, str, str, int], Waited] = {}
             try:
                 params = {"rows": list(rows.values()), "now": self._clock.now()}
-                for r in (await self._hand_line.execute(HAND_OVER, params)).all():
+                for r in (await self._hand_line.execute(_hand_over_statement(), params)).all():
                     result: asyncio.Future[dict[str, Any]] = loop.create_future()
                     results[(r.workspace_id, r.run_id, r.step_id, r.attempt)] = (r.id, result)
                     if r.status == "done":

@@ -8,9 +8,12 @@ and the row's ``history`` gets ``{key, workerId, credentialId, claimedAt, progre
 ``<attemptKey>.<try>``; a try whose worker died is marked ``lapsed`` when the next one begins, and its recorded
 progress stays, so the next try (``StepContext.earlier_tries``, ``HANGAR_EARLIER_ATTEMPTS`` for a script) finds
 what the dead one began. The claim statement writes the history itself (one statement per claim, whatever the
-number of rows). A worker claims when a hand-over NOTIFYs ``stepqueue.QUEUED_CHANNEL`` and when a slot frees;
-while it hears nothing it claims every ``stepqueue.SAFETY_POLL_S`` (lapsed leases are found so), and while its
-listening connection is down, from every 5 ms doubling to ``IDLE_MAX_S``.
+number of rows). A worker claims only the rows of the bodies it runs and, started without ``--server``, none marked
+``needs_server`` (``BodySpec.needs_server_for``: files that lie with a server, a forge token a server mints); the
+filter is in the statement, so the rows it leaves are never locked by it and another worker takes them. A worker
+claims when a hand-over NOTIFYs ``stepqueue.QUEUED_CHANNEL`` and when a slot frees; while it hears nothing it
+claims every ``stepqueue.SAFETY_POLL_S`` (lapsed leases are found so), and while its listening connection is
+down, from every 5 ms doubling to ``IDLE_MAX_S``.
 
 **Leases.** A claim holds the row until ``lease_until`` (``LEASE_S`` after the database's clock: one clock for
 every host). Every ``HEARTBEAT_S`` the worker extends the leases of the claims it runs, again only while its
@@ -48,7 +51,7 @@ from hangar.errors import HangarError, Unauthenticated
 from hangar.pipelines import layout
 from hangar.pipelines.engine import PipelineEngine
 from hangar.pipelines.model import Template
-from hangar.pipelines.queue_tables import step_queue, worker_credentials, workers
+from hangar.pipelines.queue_tables import LEASE_S, step_queue, worker_credentials, workers
 from hangar.pipelines.rows import RunRow
 from hangar.pipelines.step import StepContext
 from hangar.pipelines.step_results import StepResult
@@ -66,7 +69,6 @@ from hangar.pipelines.workercreds import WorkerCredential
 
 log = logging.getLogger(__name__)
 
-LEASE_S = 10.0  # a claim not extended for this long may be taken by another worker
 HEARTBEAT_S = 2.0  # how often a worker extends its claims' leases and says it is attached
 IDLE_MAX_S = 0.05  # the longest wait between two claims while not listening and the queue is empty (from 5 ms)
 DEFAULT_CONCURRENCY = 8  # bodies one worker runs at once (``hangar worker --concurrency``)
@@ -88,12 +90,26 @@ class Claim:
 
 
 class Worker:
-    def __init__(self, app: AppContext, engine: PipelineEngine, credential: WorkerCredential, concurrency: int) -> None:
+    def __init__(
+        self,
+        app: AppContext,
+        engine: PipelineEngine,
+        credential: WorkerCredential,
+        concurrency: int,
+        *,
+        with_server: bool = False,
+    ) -> None:
         self.app = app
         self.engine = engine
         self.credential = credential
         self.concurrency = concurrency
         self.id = new_id()
+        # The steps this worker claims: of the bodies it runs, and, without --server, none needing a server (the
+        # bodies that always do are left out by key too, so rows an older server queued unmarked stay as well).
+        self.serves = tuple(
+            s.key for s in engine.bodies.specs if s.on_worker and (with_server or s.needs_server is not True)
+        )
+        self.with_server = with_server
         self._db = app.dbs.server
         self._claims: dict[int, Claim] = {}
         self._runs: OrderedDict[str, asyncio.Future[tuple[RunRow, Template]]] = OrderedDict()
@@ -201,15 +217,19 @@ class Worker:
 
     @functools.cached_property
     def _claim_statement(self) -> sa.Update:
-        """Up to ``limit`` rows, oldest first, each queued or with its lease lapsed, locked skipping those other
-        workers lock, claimed while this worker's credential is not revoked, with this try in their history."""
+        """Up to ``limit`` rows, oldest first, each queued or with its lease lapsed, of a body this worker runs and
+        needing no server unless it has one, locked skipping those other workers lock, claimed while this worker's
+        credential is not revoked, with this try in their history."""
         q = step_queue.c
+        # Only steps this worker can run: the others stay queued for a worker that can (never locked here).
+        runnable = [q.body_key.in_(self.serves)] + ([] if self.with_server else [q.needs_server.is_(False)])
         open_rows = (
             sa.select(q.id)
             # Said so that the planner walks ix_step_queue_open (status, id) past the done rows, however many.
             .where(
                 q.status.in_(("queued", "claimed")),
                 sa.or_(q.status == "queued", q.lease_until < sa.func.now()),
+                *runnable,
             )
             .order_by(q.id)
             .limit(sa.bindparam("limit", type_=sa.Integer))

@@ -39,6 +39,7 @@ async def revoke(engine: AsyncEngine, cred_id: str, now: datetime) -> WorkerCred
     return await hostcreds.revoke(KIND, engine, cred_id, now)
 
 
-async def verify(engine: AsyncEngine, text: str) -> WorkerCredential:
-    """The credential ``text`` is, if it is a live one; else ``Unauthenticated`` saying why (never echoing it)."""
-    return await hostcreds.verify(KIND, engine, text)
+async def verify(engine: AsyncEngine, text: str, *, revoked_too: bool = False) -> WorkerCredential:
+    """The credential ``text`` is, if it is a live one (or, ``revoked_too``, a revoked one); else
+    ``Unauthenticated`` saying why (never echoing it)."""
+    return await hostcreds.verify(KIND, engine, text, revoked_too=revoked_too)

@@ -102,6 +102,20 @@ _BROWSER_MEMORY_MB: dict[str, int] = {"engine-a": 2048, "engine-b": 2560, "engin
 DEFAULT_MEMORY_BUDGET_MB = 12 * MB_PER_GB  # resident MB for all rigs of this host, parked rigs included
 MAX_FORWARDED_PORTS = 16
 PORT_POLL_INTERVAL_S = 4.0
+# The most listening ports of one rig taken in at a poll (the lowest numbers): a guest, or a rig host answering
+# for one, can claim any number of them, and each is tracked, logged and written to an audit row.
+MAX_LISTENING_PORTS = 1024
+MAX_PORT = 65535
+
+
+def listening_within(values: object) -> tuple[list[int], int]:
+    """The distinct TCP port numbers (integers 1..65535) among ``values`` (what a backend or a rig host reported,
+    not trusted), sorted, at most ``MAX_LISTENING_PORTS`` of them (the lowest); and how many valid ones were cut.
+    Anything that is not a port number is dropped."""
+    if not isinstance(values, list | tuple | set | frozenset):
+        return [], 0
+    ports = sorted({p for p in values if type(p) is int and 1 <= p <= MAX_PORT})
+    return ports[:MAX_LISTENING_PORTS], max(0, len(ports) - MAX_LISTENING_PORTS)
 
 
 def limits_for(surface: Surface, engine: str | None = None) -> SurfaceLimits:

@@ -240,3 +240,18 @@ class HostStatus(Result):
     resident_mb: int
     live_rigs: int
     enclosures: list[EnclosureView]
+
+
+class ImageView(Result):
+    """An imported desktop image for full-VM rigs (``rigs.images``, ``rigs.importImage``): its id, what the
+    server owner called it, its SHA-256, the file's and the guest disk's sizes in bytes, and how its boot check
+    went (the accelerator, the seconds from start to the guest agent's answer)."""
+
+    image_id: str
+    name: str
+    sha256: str
+    file_bytes: int
+    virtual_bytes: int
+    imported_at: Timestamp
+    accelerator: str
+    boot_seconds: float

@@ -200,10 +200,12 @@ class RigStore:
         verb: str,
         outcome: str = "ok",
         details: dict[str, Any] | None = None,
+        at: datetime | None = None,
     ) -> int:
-        """Record one input event; returns its per-rig sequence number."""
+        """Record one input event (at ``at``, now unless given: a folded run of screenshots is dated by its
+        first); returns its per-rig sequence number."""
         writer = await self._dbs.writer(ws)
-        at = self._clock.now()
+        at = at or self._clock.now()
         seq: int = await writer.call(_append_action, rig_id, at, principal, verb, outcome, details or {})
         return seq
 

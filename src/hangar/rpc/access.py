@@ -97,6 +97,7 @@ class AccessMonitor:
         self.recheck_every = recheck_every
         self._guarded: set[Guarded] = set()
         self._task: asyncio.Task[None] | None = None
+        self._paused = Paused("the access monitor", log)
 
     def watch(self, guarded: Guarded) -> None:
         self._guarded.add(guarded)
@@ -112,28 +113,35 @@ class AccessMonitor:
         loop = asyncio.get_running_loop()
         seen: int | None = None
         checked_at = loop.time()
-        paused = Paused("the access monitor", log)
         while True:
             await asyncio.sleep(self.interval)
             try:
                 stamp = await self._stamp()
             except Exception as exc:
-                if not paused.failed(exc):
+                if not self._paused.failed(exc):
                     log.exception("access monitor: cannot read the authority counter")
                 continue
-            paused.ok()
+            self._paused.ok()
             now = loop.time()
             if stamp == seen and now - checked_at < self.recheck_every:
                 continue
             seen, checked_at = stamp, now
-            await self.recheck_all()
+            if not await self.recheck_all():
+                seen = None  # a re-check the database's loss cut short is made again at the next pass
 
-    async def recheck_all(self) -> None:
+    async def recheck_all(self) -> bool:
+        """Re-check every watched stream; False when the database's loss cut a re-check short (said once, as a
+        pause, not a bug)."""
+        whole = True
         for guarded in list(self._guarded):
             try:
                 await guarded.recheck()
-            except Exception:
-                log.exception("access monitor: re-checking a stream failed")
+            except Exception as exc:
+                if self._paused.failed(exc):
+                    whole = False
+                else:
+                    log.exception("access monitor: re-checking a stream failed")
+        return whole
 
     async def aclose(self) -> None:
         if self._task is not None:

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ValidationError
 from hangar.core.audit import through
 from hangar.core.context import AppContext
 from hangar.core.dbfailures import DatabaseGone, gone
-from hangar.core.metrics import UNKNOWN_OP, Stopwatch
+from hangar.core.metric_labels import UNKNOWN_OP
+from hangar.core.metrics import Stopwatch
 from hangar.core.principal import Principal, Role
 from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
 from hangar.rpc.access import Revocable

@@ -20,7 +20,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from hangar.core.context import AppContext
 from hangar.core.event_types import StoredEvent
 from hangar.core.events import Subscription
-from hangar.core.metrics import EXPOSITION_TYPE, Metrics
+from hangar.core.metric_collectors import EXPOSITION_TYPE
+from hangar.core.metrics import Metrics
 from hangar.core.requestids import begin_request
 from hangar.errors import NotFound, Unauthenticated
 from hangar.identity import IdentityService

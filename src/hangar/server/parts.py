@@ -16,6 +16,7 @@ def all_parts() -> list[Part]:
     from hangar.codegraph.part import CODEGRAPH_PART
     from hangar.forges.part import FORGES_PART
     from hangar.identity.part import IDENTITY_PART
+    from hangar.meetings.part import MEETINGS_PART
     from hangar.oauth.part import OAUTH_PART
     from hangar.oversight import OVERSIGHT_PART
     from hangar.pipelines.part import make_pipelines_part
@@ -37,6 +38,7 @@ def all_parts() -> list[Part]:
         RIGS_PART,
         FORGES_PART,
         CODEGRAPH_PART,
+        MEETINGS_PART,
         BACKUP_PART,
         TRANSFER_PART,
         RETENTION_PART,
@@ -50,11 +52,14 @@ def all_parts() -> list[Part]:
 
 
 def worker_parts() -> list[Part]:
-    """What a ``hangar worker`` runs: the settings, the confinement, the pipelines' tables and bodies, and the
-    agents' services its agent steps drive runs with, and none of the parts that hold connections (chat), close
-    other processes' records at start (rigs, agent runs) or do a server's periodic work (backups, retention)."""
+    """What a ``hangar worker`` runs: the settings, the confinement, the pipelines' tables and bodies, the
+    agents' services its agent steps drive runs with, the code graph and the meetings (for their bodies), and none
+    of the parts that hold connections (chat), close other processes' records at start (rigs, agent runs) or do a
+    server's periodic work (backups, retention)."""
     from hangar.agents.part import AGENTS_WORKER_PART
+    from hangar.codegraph.part import CODEGRAPH_PART
     from hangar.identity.part import IDENTITY_PART
+    from hangar.meetings.part import MEETINGS_WORKER_PART
     from hangar.oversight import OVERSIGHT_PART
     from hangar.pipelines.part import PIPELINES_CLI_PART
     from hangar.rigs.part import RIGS_CONFINEMENT_PART
@@ -67,6 +72,8 @@ def worker_parts() -> list[Part]:
         WORKSPACE_PART,
         RIGS_CONFINEMENT_PART,
         AGENTS_WORKER_PART,
+        CODEGRAPH_PART,
+        MEETINGS_WORKER_PART,
         PIPELINES_CLI_PART,
     ]
 

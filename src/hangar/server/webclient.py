@@ -42,6 +42,7 @@ RESERVED_PREFIXES: tuple[str, ...] = (
     "/assets/",
     "/workspace-transfer/",
     "/forge/",
+    "/meeting-audio/",
 )
 
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -62,9 +63,9 @@ def _ws_origin(origin: str) -> str:
 
 
 def content_security_policy(settings: Settings, request: Request) -> str:
-    """Scripts, styles, images and fonts from this origin only; sockets to this server, by the origin the page
-    was loaded from and by its public URL when one is set (``connect-src 'self'`` does not cover ``ws:`` in every
-    browser)."""
+    """Scripts, styles, images, fonts and media from this origin only (media also from blobs the page made);
+    sockets to this server, by the origin the page was loaded from and by its public URL when one is set
+    (``connect-src 'self'`` does not cover ``ws:`` in every browser)."""
     sockets = {_ws_origin(settings.public_url)} if settings.public_url else set()
     host = request.headers.get("host", "")
     if _HOST.match(host):
@@ -77,6 +78,8 @@ def content_security_policy(settings: Settings, request: Request) -> str:
             "img-src 'self'",
             "font-src 'self'",
             "manifest-src 'self'",
+            # A meeting's recording is fetched with the credential and played from a blob this page made.
+            "media-src 'self' blob:",
             f"connect-src 'self' {' '.join(sorted(sockets))}",
             "base-uri 'none'",
             "form-action 'self'",

@@ -2,9 +2,9 @@
 
 The SDK speaks the protocol (initialize, ping, tools/list, tools/call, notifications). The gate in front gives
 the exact answers the site promises before a body reaches the SDK: 406 without an acceptable ``Accept``, 415
-for a body that is not JSON, 413 above 1 MiB, 400 with a JSON-RPC error for unparsable bodies (-32700) and
-malformed envelopes (-32600), -32601 for methods this server does not offer, and 202 with an empty body for
-every notification.
+for a body that is not JSON, 413 above 1 MiB, 408 for a body not whole within the house's deadline
+(``BODY_TIMEOUT_S``, 30 s), 400 with a JSON-RPC error for unparsable bodies (-32700) and malformed envelopes
+(-32600), -32601 for methods this server does not offer, and 202 with an empty body for every notification.
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message, Receive, Scope, Send
 
 import hangar
-from hangar.httpkit.requests import replaying
+from hangar.httpkit.requests import BodyTooLarge, BodyTooSlow, read_body, replaying
+from hangar.site import jsontext
 from hangar.site.answers import AnswerCache
 from hangar.site.build import SiteBuild
 from hangar.site.direct import DirectCalls
@@ -196,7 +198,7 @@ class DocsToolServer:
         except ToolNotFound as exc:
             return mt.CallToolResult(content=[mt.TextContent(text=str(exc))], is_error=True)
         return mt.CallToolResult(
-            content=[mt.TextContent(text=json.dumps(result, indent=1, ensure_ascii=False))],
+            content=[mt.TextContent(text=jsontext.dumps(result))],
             structured_content=result,
         )
 
@@ -217,12 +219,16 @@ class DocsToolServer:
             supported = ", ".join(sorted(_ALL_VERSIONS))
             await _send(send, 400, _rpc_error(INVALID_REQUEST, f"unsupported MCP-Protocol-Version; use {supported}"))
             return
-        declared = headers.get(b"content-length", "")
-        too_big = declared.isdigit() and int(declared) > MAX_BODY
-        body = None if too_big else await self._read(receive)
-        if body is None:
+        try:
+            body = await read_body(Request(scope, receive), MAX_BODY)  # the house's deadline: 408 when it stalls
+        except BodyTooLarge:
             await _send(send, 413, _rpc_error(INVALID_REQUEST, f"request body exceeds {MAX_BODY} bytes"))
             return
+        except BodyTooSlow as err:
+            await _send(send, 408, _rpc_error(INVALID_REQUEST, err.message))
+            return
+        except ClientDisconnect:
+            return  # nobody left to answer
         verdict = self._check_envelope(body)
         if isinstance(verdict, tuple):
             status, payload = verdict
@@ -254,22 +260,6 @@ class DocsToolServer:
                 send = _restoring_id(send, original)
 
         await self.manager.handle_request(scope, replaying(body, receive), send)
-
-    async def _read(self, receive: Receive) -> bytes | None:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BODY:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        return b"".join(chunks)
 
     def _check_envelope(self, body: bytes) -> tuple[int, bytes] | Checked | None:
         """The status and body to answer; or None for a notification the SDK takes as it is; or the request."""

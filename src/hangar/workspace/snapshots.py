@@ -94,3 +94,39 @@ async def blob_reader(git_dir: Path) -> AsyncIterator[BlobReader]:
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
+
+
+# -- carrying a branch's commits to another host (a ``hangar worker`` indexing code) -----------------------------
+
+BUNDLE_TIME_S = 600.0  # git bundle create / unbundle of a large repository
+
+
+async def bundle_branch(git_dir: Path, branch: str, have: str | None, to: Path) -> None:
+    """A git bundle at ``to`` of the clone's ``branch``, without what the commit ``have`` (when the clone has it)
+    already holds. ``GitFailed`` when git cannot make it (an empty bundle: ``have`` is the branch's tip)."""
+    wanted = [f"refs/heads/{branch}"]
+    if have is not None and await commit_exists(git_dir, have):
+        wanted.append(f"^{have}")
+    await git("bundle", "create", "--quiet", str(to), *wanted, git_dir=git_dir, limit_s=BUNDLE_TIME_S)
+
+
+async def open_mirror(path: Path, ref: str) -> str | None:
+    """A bare repository at ``path`` (made if absent) that keeps commits brought by bundles, and the commit its
+    ``ref`` names, if any."""
+    if not (path / "HEAD").exists():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        await git("init", "--quiet", "--bare", str(path))
+    with contextlib.suppress(GitFailed, InvalidArgs):
+        return await resolve_commit(path, ref)
+    return None
+
+
+async def unbundle(mirror: Path, bundle: Path | None, commit: str, ref: str) -> bool:
+    """The bundle's objects (if any) added to ``mirror`` (no transport: ``git bundle unbundle``) and ``ref`` set to
+    ``commit``; False when ``commit`` is not there after."""
+    if bundle is not None:
+        await git("bundle", "unbundle", str(bundle), git_dir=mirror, limit_s=BUNDLE_TIME_S)
+    if not await commit_exists(mirror, commit):
+        return False
+    await git("update-ref", ref, commit, git_dir=mirror)
+    return True

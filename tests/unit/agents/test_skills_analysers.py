@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hangar.agents.skills import analysers
+from hangar.core import hosttool
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 
@@ -28,19 +29,19 @@ async def test_the_sandbox_sees_little_and_writes_nothing_of_the_skill(tmp_path:
     )
     ran = await analysers.run_confined(tmp_path, ["sh", "-c", script])
     lines = ran.stdout.decode().split()
-    assert ran.exit_code == 0 and lines[-1] == "done", ran
+    assert ran.code == 0 and lines[-1] == "done", ran
     assert "wrote-skill" not in lines and "sees-host" not in lines
     assert lines[:-2] == ["lo"]  # no interface but its own loopback
-    assert lines[-2] == str(analysers.NOBODY)
+    assert lines[-2] == str(hosttool.NOBODY)
     assert not (tmp_path / "new").exists()
 
 
 async def test_an_analyser_past_its_time_bound_is_killed_with_what_it_started(tmp_path: Path) -> None:
     ran = await analysers.run_confined(tmp_path, ["sh", "-c", "sleep 30 & sleep 30; echo late"], limit_s=0.5)
-    assert ran.exit_code is None and ran.stdout == b""
+    assert ran.code is None and ran.stdout == b""
     # Within the bound, the same kind of job finishes and is read.
     ran = await analysers.run_confined(tmp_path, ["sh", "-c", "sleep 0.1; echo in-time"], limit_s=20)
-    assert (ran.exit_code, ran.stdout) == (0, b"in-time\n")
+    assert (ran.code, ran.stdout) == (0, b"in-time\n")
 
 
 async def test_a_timed_out_analyser_is_a_review_finding_never_a_pass(tmp_path: Path) -> None:

@@ -68,4 +68,5 @@ def test_a_hostile_parser_reaches_no_file_network_or_privilege(tmp_path: Path) -
     assert found["write"] in ("OSError", "PermissionError", "FileNotFoundError")
     assert found["net"] in ("OSError", "ConnectionRefusedError")  # its own empty network namespace
     assert found["uid"] == 65534 and found["caps"] == "0000000000000000"
-    assert [k for k in found["env"] if k not in ("LC_CTYPE", "PWD")] == []  # --clearenv: nothing of the server's
+    # --clearenv: nothing of the server's, only the sandbox's own PATH=/usr/bin:/bin, HOME=/tmp and LANG=C.UTF-8.
+    assert [k for k in found["env"] if k not in ("LC_CTYPE", "PWD")] == ["HOME", "LANG", "PATH"]

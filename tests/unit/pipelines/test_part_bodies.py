@@ -47,6 +47,15 @@ def test_each_part_lists_its_own_bodies() -> None:
         "orchestration.persistDeliverable",
         "skills.analyze",
     }
+    assert by_part["meetings"] == {
+        "meeting.diarize",
+        "meeting.identifySpeakers",
+        "meeting.updateTranscript",
+        "meeting.assemblePlayback",
+        "meeting.saveNotes",
+        "meeting.addActionItems",
+        "meeting.addDecisions",
+    }
     # Every key once: the registry the reference pages and the command line build from them accepts them all.
     assert len(BodyRegistry(step_bodies(all_parts())).keys) == sum(len(keys) for keys in by_part.values())
 
@@ -99,3 +108,33 @@ def test_render_with_extra_state_keys() -> None:
     step = _step("r1", "s", 1, state={"item": "state", "n": 2})
     assert step.render("{{item}} {{n}} {{who}}") == "state 2 payload"
     assert step.render("{{item}} {{n}} {{who}}", extra={"item": "x"}) == "x 2 payload"
+
+
+def test_lookup_or_gives_a_value_that_is_there_however_falsy_and_the_default_only_when_absent() -> None:
+    step = _step("r1", "s", 1, state={"zero": 0, "none": None, "empty": {}})
+    assert step.lookup_or("zero", 7) == 0 and step.lookup_or("none", 7) is None and step.lookup_or("empty", 7) == {}
+    assert step.lookup_or("who", 7) == "payload"  # the trigger payload counts as there
+    assert step.lookup_or("absent", 7) == 7 and step.lookup_or("absent") is None
+
+
+def test_a_body_needing_a_server_must_run_on_workers() -> None:
+    async def reads_a_clone(step: StepContext) -> StepResult:
+        return StepResult.ok()
+
+    with pytest.raises(ValueError, match="needs_server is for a body that runs on workers"):
+        body("test.needsServer", summary="Reads a server's files.", needs_server=True)(reads_a_clone)
+    declared = body("test.needsServer", summary="Reads a server's files.", on_worker=True, needs_server=True)
+    assert spec_of_body(declared(reads_a_clone)).needs_server_for(_step("r1", "s", 1)) is True
+
+
+def test_a_shell_step_needs_a_server_only_when_it_names_repos() -> None:
+    bodies = BodyRegistry(step_bodies(all_parts()))
+    shell = bodies.get("shell.run")
+    assert shell is not None
+    plain, naming = _step("r1", "s", 1), _step("r1", "s", 1)
+    naming.step = StepDef.model_validate(
+        {"id": "s", "kind": "listen", "body": "shell.run", "config": {"script": "true", "repoIds": ["r"]}}
+    )
+    assert (shell.needs_server_for(plain), shell.needs_server_for(naming)) == (False, True)
+    always = {spec.key for spec in bodies.specs if spec.needs_server is True}
+    assert always == {"code.index", "meeting.diarize", "meeting.assemblePlayback"}

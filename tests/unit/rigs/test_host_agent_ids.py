@@ -20,13 +20,18 @@ def start(agent: RigHostAgent, **spec: Any) -> None:
     asyncio.run(agent._start(ServerLink("https://a.example"), {**base, **spec}))
 
 
+# A record id of a fixed value: the parameters name the tests, and every worker of a parallel run must collect the
+# same names.
+AN_ID = "3f2b8c1e-5d4a-4e6f-9b7c-0a1d2e3f4a5b"
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [
         ("rigId", "../../outside"),
         ("rigId", "/etc"),
-        ("rigId", new_id() + "/.."),
-        ("rigId", new_id().upper()),
+        ("rigId", AN_ID + "/.."),
+        ("rigId", AN_ID.upper()),
         ("rigId", ""),
         ("workspaceId", "../x"),
         ("workspaceId", None),

@@ -11,9 +11,7 @@ from hangar.site.slugs import COMPARE_TOOLS, MANUAL_SECTIONS, SKILLS, manual_slu
 PLANNED_AREAS = (
     "manual/concepts/calendar",
     "manual/concepts/evals-replay",
-    "manual/concepts/meetings",
     "manual/concepts/memory-knowledge",
-    "manual/guides/record-meeting",
     "manual/guides/connect-calendar",
 )
 
@@ -72,6 +70,8 @@ BUILT_AREAS = (
     "manual/concepts/code-intelligence",
     "manual/guides/code-search",
     "manual/guides/manage-skills",
+    "manual/concepts/meetings",
+    "manual/guides/record-meeting",
 )
 
 

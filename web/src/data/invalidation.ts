@@ -40,6 +40,7 @@ export const EVENT_READS: { readonly [T in EventType]?: readonly string[] } = {
 /** Reads a write touches beyond its own family (a write `a.b.verb` always touches the reads `a.b.*`). */
 const WRITE_ALSO: { readonly [N in CallOpName]?: readonly string[] } = {
   "agents.create": ["teams."],
+  "meetings.actionItems.ticket": ["meetings.", "tickets."],
   "agents.update": ["teams."],
   "agents.delete": ["teams."],
   "members.setRole": ["workspaces."],

@@ -961,6 +961,113 @@ export type GuardrailPolicy = {
   askFirst: Array<string>;
 };
 
+export type ActionItemTicket = {
+  actionItemId: string;
+  ticketId: string;
+  created: boolean;
+};
+
+export type MeetingView = {
+  id: string;
+  title: string;
+  startedAt: string;
+  participants: Array<string>;
+  createdBy: string;
+  createdAt: string;
+  playback: boolean;
+  playbackBytes: number | null;
+};
+
+export type MeetingDeleted = {
+  meetingId: string;
+};
+
+export type ActionItemView = {
+  id: string;
+  text: string;
+  owner: string | null;
+  due: string | null;
+  ticketId: string | null;
+  createdAt: string;
+};
+
+export type ChannelView = {
+  id: string;
+  label: string;
+  uploadedBytes: number;
+  sourceFormat: string;
+  seconds: number;
+  createdBy: string;
+  createdAt: string;
+};
+
+export type DecisionView = {
+  text: string;
+  createdAt: string;
+};
+
+export type NotesView = {
+  summary: string;
+  enhancedNotes: string;
+  runId: string | null;
+  createdAt: string;
+};
+
+export type SegmentView = {
+  start: number;
+  end: number;
+  speaker: string;
+  text: string;
+};
+
+export type MeetingDetail = {
+  meeting: MeetingView;
+  transcript: Array<SegmentView>;
+  channels: Array<ChannelView>;
+  notes: Array<NotesView>;
+  actionItems: Array<ActionItemView>;
+  decisions: Array<DecisionView>;
+};
+
+export type TranscriptImported = {
+  meetingId: string;
+  segments: number;
+  speakers: Array<string>;
+};
+
+export type MeetingList = {
+  meetings: Array<MeetingView>;
+};
+
+export type NotesTemplate = {
+  /** The built-in meeting notes template for this agent: save it with pipelines.templates.create */
+  template: Record<string, unknown>;
+  /** What a run's payload holds: meeting_id */
+  stateKeys: Array<string>;
+};
+
+export type ProfileView = {
+  id: string;
+  userId: string;
+  label: string;
+  dimensions: number;
+  consentedAt: string;
+  createdBy: string;
+};
+
+export type ProfileDeleted = {
+  profileId: string;
+};
+
+export type ProfileList = {
+  profiles: Array<ProfileView>;
+};
+
+export type SpeakersRelabelled = {
+  meetingId: string;
+  segments: number;
+};
+
 export type MemberView = {
   userId: string;
   displayName: string;
@@ -1472,6 +1579,18 @@ export type PackView = {
 export type PackList = {
   packs: Array<PackView>;
   refreshHours: number;
+};
+
+/** An imported desktop image for full-VM rigs (``rigs.images``, ``rigs.importImage``): its id, what the server owner called it, its SHA-256, the file's and the guest disk's sizes in bytes, and how its boot check went (the accelerator, the seconds from start to the guest agent's answer). */
+export type ImageView = {
+  imageId: string;
+  name: string;
+  sha256: string;
+  fileBytes: number;
+  virtualBytes: number;
+  importedAt: string;
+  accelerator: string;
+  bootSeconds: number;
 };
 
 /** An enclosure user code runs in (``scope`` names what it runs for, ``pipelineRun:<runId>`` for one): it holds its ceiling, ``memoryMb``, in the budget; ``busy`` while a job runs in it. */
@@ -2645,6 +2764,129 @@ export type GuardrailsSetArgs = {
 };
 export type GuardrailsSetResult = GuardrailPolicy;
 
+/** Make an action item a ticket (once: an item that has its ticket answers it). */
+export type MeetingsActionItemsTicketArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  meetingId: string;
+  actionItemId: string;
+};
+export type MeetingsActionItemsTicketResult = ActionItemTicket;
+
+/** Record a meeting: its title, when it started, who took part (names). */
+export type MeetingsCreateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  title: string;
+  /** When it started (ISO 8601); now if absent */
+  startedAt?: string | null;
+  participants?: Array<string>;
+};
+export type MeetingsCreateResult = MeetingView;
+
+/** Delete a meeting, its transcript, audio, notes, action items and decisions (tickets made stay). */
+export type MeetingsDeleteArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  meetingId: string;
+};
+export type MeetingsDeleteResult = MeetingDeleted;
+
+/** A meeting with its transcript, retained channels, notes (newest first), action items and decisions. */
+export type MeetingsGetArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  meetingId: string;
+};
+export type MeetingsGetResult = MeetingDetail;
+
+/** Replace the meeting's transcript with one in WebVTT or JSON segments. Overlapping or out-of-order segments are refused, naming the segment, and the stored transcript stays as it was. */
+export type MeetingsImportTranscriptArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  meetingId: string;
+  /** webvtt, or json (segments start/end/speaker/text) */
+  format: string;
+  content: string;
+};
+export type MeetingsImportTranscriptResult = TranscriptImported;
+
+/** The workspace's meetings, the latest first. */
+export type MeetingsListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  limit?: number;
+};
+export type MeetingsListResult = MeetingList;
+
+/** The built-in "meeting notes" template for this agent: diarise the meeting's audio, name speakers from voice profiles, save the transcript by speaker, have the agent write the notes, save the notes, action items and decisions, and mix the playback track. Save it with pipelines.templates.create and start it with pipelines.runs.start and payload {meeting_id}. */
+export type MeetingsNotesTemplateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  /** The agent that writes the notes (its id) */
+  agentId: string;
+  /** The id to save the template under */
+  templateId?: string;
+};
+export type MeetingsNotesTemplateResult = NotesTemplate;
+
+/** Keep a member's voice profile (an embedding vector) for recognising them in meetings: only with their consent (``consented`` must be true). Yours, or (admins) another member's. */
+export type MeetingsProfilesCreateArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  label: string;
+  embedding: Array<number>;
+  /** The member consented to their voice being kept: required, true */
+  consented: boolean;
+  /** The member whose voice it is (admins only); you if absent */
+  userId?: string | null;
+};
+export type MeetingsProfilesCreateResult = ProfileView;
+
+/** Delete a voice profile: your own, or (admins) anyone's. */
+export type MeetingsProfilesDeleteArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  profileId: string;
+};
+export type MeetingsProfilesDeleteResult = ProfileDeleted;
+
+/** Keep the voiceprint the server holds of a diarised speaker (``Person 2`` of the meeting's latest diarisation) as a member's voice profile, so later meetings name them: only with their consent (``consented`` must be true). Yours, or (admins) another member's. The voiceprint never leaves the server. */
+export type MeetingsProfilesFromSpeakerArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  meetingId: string;
+  /** The diarised speaker (Person 2) of the meeting's latest diarisation */
+  speaker: string;
+  /** The member consented to their voice being kept: required, true */
+  consented: boolean;
+  /** The member whose voice it is (admins only); you if absent */
+  userId?: string | null;
+  /** The name the profile gives its speaker; the member's name */
+  label?: string | null;
+  /** Another of the meeting's diarisations than the latest */
+  diarizationId?: string | null;
+};
+export type MeetingsProfilesFromSpeakerResult = ProfileView;
+
+/** The workspace's voice profiles (their embeddings are not sent), or one member's. A profile of someone who is no longer a member is deleted rather than listed. */
+export type MeetingsProfilesListArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  userId?: string | null;
+};
+export type MeetingsProfilesListResult = ProfileList;
+
+/** Rename speakers in the transcript (``{"Person 1": "Ada"}``), all at once. */
+export type MeetingsRelabelSpeakersArgs = {
+  /** The workspace the call acts in. */
+  workspace_id: string;
+  meetingId: string;
+  /** Old speaker label to new label */
+  names: Record<string, string>;
+};
+export type MeetingsRelabelSpeakersResult = SpeakersRelabelled;
+
 /** Mint a single-use invite code (7 days) that joins a new person at ``role``; redeem at POST /auth/pair. */
 export type MembersInviteArgs = {
   /** The workspace the call acts in. */
@@ -2976,7 +3218,7 @@ export type RigDevDomainsArgs = {
 };
 export type RigDevDomainsResult = DevDomainList;
 
-/** Run a shell command in a terminal rig (bash -lc, as the rig user, in its home). */
+/** Run a shell command in a terminal rig or a full VM (bash -lc, as the rig user, in its home; in a VM through its guest agent). */
 export type RigExecArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
@@ -3028,14 +3270,17 @@ export type RigNavigateArgs = {
 };
 export type RigNavigateResult = BrowserPages;
 
-/** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. A computer rig runs on the ``enclosure`` backend (Xvfb and a window manager in the namespace sandbox). */
+/** Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. A computer rig runs on the ``enclosure`` backend (Xvfb and a window manager in the namespace sandbox) unless ``backend`` asks for a full VM (``fullvm-kvm``, refused where KVM is unusable, or ``fullvm-tcg``) booted from an imported image (``imageId``). */
 export type RigOpenArgs = {
   /** The workspace the call acts in. */
   workspace_id: string;
   spaceId: string;
   surface: string;
   engine?: string | null;
+  /** computer rigs: enclosure (the default), fullvm-kvm or fullvm-tcg (a full VM, only when asked) */
   backend?: string | null;
+  /** a full VM's imported image (rigs.images); without it the newest imported for the backend */
+  imageId?: string | null;
 };
 export type RigOpenResult = RigOpened;
 
@@ -3136,6 +3381,23 @@ export type RigsBuildPackResult = Array<PackView>;
 /** Check every ready pack against its archive now, whatever the schedule, and build the stale ones again in the background (the old one serves until the new one is ready); ``rigs.watchPacks`` shows how it goes. Another server sharing the packs may be checking them at this moment: then this asks nothing more. */
 export type RigsCheckPacksArgs = Record<string, never>;
 export type RigsCheckPacksResult = PackList;
+
+/** The desktop images imported for full-VM rigs, newest first. */
+export type RigsImagesArgs = Record<string, never>;
+export type RigsImagesResult = Array<ImageView>;
+
+/** Import a qcow2 desktop image: copied or downloaded, its SHA-256 checked, its header read (qcow2, no backing or data file, a virtual size within bounds), booted until its guest agent answers; then stored under ``rigs/images/`` and offered. Each refusal says which check failed; nothing is kept from a refused image. */
+export type RigsImportImageArgs = {
+  /** an absolute path on the server's host or an http(s) URL */
+  source: string;
+  /** the image's SHA-256, 64 hexadecimal digits */
+  sha256: string;
+  name: string;
+  /** the accelerator the boot check runs under (fullvm-tcg only when asked) */
+  backend?: "fullvm-kvm" | "fullvm-tcg";
+  bootDeadlineS?: number;
+};
+export type RigsImportImageResult = ImageView;
 
 /** The image packs rigs boot from on this host: ready, missing, failed, or building with its current step. */
 export type RigsPacksArgs = Record<string, never>;
@@ -3658,6 +3920,18 @@ export interface Ops {
   "forge.status": { kind: "read"; scope: "workspace"; args: ForgeStatusArgs; result: ForgeStatusResult; event: never };
   "guardrails.get": { kind: "read"; scope: "workspace"; args: GuardrailsGetArgs; result: GuardrailsGetResult; event: never };
   "guardrails.set": { kind: "mutate"; scope: "workspace"; args: GuardrailsSetArgs; result: GuardrailsSetResult; event: never };
+  "meetings.actionItems.ticket": { kind: "mutate"; scope: "workspace"; args: MeetingsActionItemsTicketArgs; result: MeetingsActionItemsTicketResult; event: never };
+  "meetings.create": { kind: "mutate"; scope: "workspace"; args: MeetingsCreateArgs; result: MeetingsCreateResult; event: never };
+  "meetings.delete": { kind: "mutate"; scope: "workspace"; args: MeetingsDeleteArgs; result: MeetingsDeleteResult; event: never };
+  "meetings.get": { kind: "read"; scope: "workspace"; args: MeetingsGetArgs; result: MeetingsGetResult; event: never };
+  "meetings.importTranscript": { kind: "mutate"; scope: "workspace"; args: MeetingsImportTranscriptArgs; result: MeetingsImportTranscriptResult; event: never };
+  "meetings.list": { kind: "read"; scope: "workspace"; args: MeetingsListArgs; result: MeetingsListResult; event: never };
+  "meetings.notesTemplate": { kind: "read"; scope: "workspace"; args: MeetingsNotesTemplateArgs; result: MeetingsNotesTemplateResult; event: never };
+  "meetings.profiles.create": { kind: "mutate"; scope: "workspace"; args: MeetingsProfilesCreateArgs; result: MeetingsProfilesCreateResult; event: never };
+  "meetings.profiles.delete": { kind: "mutate"; scope: "workspace"; args: MeetingsProfilesDeleteArgs; result: MeetingsProfilesDeleteResult; event: never };
+  "meetings.profiles.fromSpeaker": { kind: "mutate"; scope: "workspace"; args: MeetingsProfilesFromSpeakerArgs; result: MeetingsProfilesFromSpeakerResult; event: never };
+  "meetings.profiles.list": { kind: "read"; scope: "workspace"; args: MeetingsProfilesListArgs; result: MeetingsProfilesListResult; event: never };
+  "meetings.relabelSpeakers": { kind: "mutate"; scope: "workspace"; args: MeetingsRelabelSpeakersArgs; result: MeetingsRelabelSpeakersResult; event: never };
   "members.invite": { kind: "mutate"; scope: "workspace"; args: MembersInviteArgs; result: MembersInviteResult; event: never };
   "members.list": { kind: "read"; scope: "workspace"; args: MembersListArgs; result: MembersListResult; event: never };
   "members.remove": { kind: "destructive"; scope: "workspace"; args: MembersRemoveArgs; result: MembersRemoveResult; event: never };
@@ -3715,6 +3989,8 @@ export interface Ops {
   "rig_list": { kind: "read"; scope: "workspace"; args: RigListArgs; result: RigListResult; event: never };
   "rigs.buildPack": { kind: "mutate"; scope: "server"; args: RigsBuildPackArgs; result: RigsBuildPackResult; event: never };
   "rigs.checkPacks": { kind: "mutate"; scope: "server"; args: RigsCheckPacksArgs; result: RigsCheckPacksResult; event: never };
+  "rigs.images": { kind: "read"; scope: "server"; args: RigsImagesArgs; result: RigsImagesResult; event: never };
+  "rigs.importImage": { kind: "mutate"; scope: "server"; args: RigsImportImageArgs; result: RigsImportImageResult; event: never };
   "rigs.packs": { kind: "read"; scope: "server"; args: RigsPacksArgs; result: RigsPacksResult; event: never };
   "rigs.setMemoryBudget": { kind: "mutate"; scope: "server"; args: RigsSetMemoryBudgetArgs; result: RigsSetMemoryBudgetResult; event: never };
   "rigs.setPackRefresh": { kind: "mutate"; scope: "server"; args: RigsSetPackRefreshArgs; result: RigsSetPackRefreshResult; event: never };
@@ -3841,6 +4117,18 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "forge.status": { kind: "read", scope: "workspace", minRole: "admin", serverOwner: false },
   "guardrails.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "guardrails.set": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
+  "meetings.actionItems.ticket": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "meetings.create": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "meetings.delete": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "meetings.get": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "meetings.importTranscript": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "meetings.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "meetings.notesTemplate": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "meetings.profiles.create": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "meetings.profiles.delete": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "meetings.profiles.fromSpeaker": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
+  "meetings.profiles.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
+  "meetings.relabelSpeakers": { kind: "mutate", scope: "workspace", minRole: "member", serverOwner: false },
   "members.invite": { kind: "mutate", scope: "workspace", minRole: "admin", serverOwner: false },
   "members.list": { kind: "read", scope: "workspace", minRole: "guest", serverOwner: false },
   "members.remove": { kind: "destructive", scope: "workspace", minRole: "guest", serverOwner: false },
@@ -3898,6 +4186,8 @@ export const OPS: { readonly [N in OpName]: OpMeta } = {
   "rig_list": { kind: "read", scope: "workspace", minRole: "member", serverOwner: false },
   "rigs.buildPack": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.checkPacks": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
+  "rigs.images": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
+  "rigs.importImage": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.packs": { kind: "read", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.setMemoryBudget": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },
   "rigs.setPackRefresh": { kind: "mutate", scope: "server", minRole: "guest", serverOwner: true },

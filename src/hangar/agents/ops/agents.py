@@ -24,8 +24,10 @@ from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import Run, RunStatus
 from hangar.agents.service import AgentService
 from hangar.agents.teams import TeamService, check_dispatch_mode
+from hangar.agents.tools.catalogue import DEFAULT_PRODUCT_TOOLS
 from hangar.core.part import OpFunction
 from hangar.errors import Conflict, InvalidArgs
+from hangar.identity import IdentityService
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import Args, NoArgs, op
 from hangar.workspace import audit_queued, author_of
@@ -99,6 +101,11 @@ async def agents_update(ctx: OpContext, args: AgentUpdateArgs) -> AgentView:
         adapter=args.adapter,
         by_owner=ctx.principal.is_server_owner,
     )
+    # Tools taken from the agent are taken from its credentials of runs still going (in a server's MCP endpoint
+    # or on a worker) before this answers: their next call of such a tool is refused.
+    names = agent.adapter.product_tools
+    allowed = frozenset(DEFAULT_PRODUCT_TOOLS if names is None else names)
+    await ctx.app.service(IdentityService).narrow_agent_devices(ctx.ws, agent.id, allowed)
     await ctx.audit("agents.update", f"agent:{agent.id}", {"name": agent.name, "adapter": agent.adapter.type})
     return AgentView.of(agent)
 

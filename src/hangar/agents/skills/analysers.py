@@ -1,9 +1,9 @@
 """The static analysers a skill's bundled scripts are checked with, run confined: bandit for Python, shellcheck for
 shell. The files they read are hostile (whoever published the skill wrote them to hurt the reader), so each
-analyser runs in a bubblewrap sandbox of its own: no network, no IPC, its own PID namespace, an unprivileged uid
-in a user namespace, the host's ``/usr`` and the server's Python read-only, the skill's files read-only, a fresh
-``/tmp``, a minimal environment, memory and CPU limits, and a time bound after which its whole process group is
-killed. What it prints is read up to ``MAX_OUTPUT`` bytes.
+analyser runs in a sandbox of its own (``hangar.core.hosttool``): no network, the host's ``/usr`` and the server's
+Python read-only, the skill's files read-only at ``/skill``, nothing writable but a fresh ``/tmp``, a minimal
+environment, limits on memory, CPU, file size and processes (``LIMITS``), and a time bound after which its whole
+process group is killed. What it prints is read up to ``MAX_OUTPUT`` bytes.
 
 A skill's files cannot switch a check off: bandit ignores ``# nosec`` (``--ignore-nosec``) and reads no config from
 the skill; shellcheck reads no ``.shellcheckrc`` (``--norc``) and is given the scripts with their directive comments
@@ -15,99 +15,33 @@ finding: a skill is never passed on a check that did not happen.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import dataclasses
 import json
-import os
 import re
-import resource
 import shutil
-import signal
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hangar.agents.skills.checks import BLOCK, REVIEW, Finding
+from hangar.core.hosttool import Ran, ToolLimits, python_mounts, run_tool
 
 ANALYSER_TIME_S = 60.0  # each analyser's run over one skill
 MAX_OUTPUT = 4 * 1024 * 1024
 MEMORY_BYTES = 1024 * 1024 * 1024  # address space of an analyser
 GUEST = "/skill"
-NOBODY = 65534
-
-
-@dataclass(frozen=True)
-class Ran:
-    exit_code: int | None  # None: it did not finish within its time bound
-    stdout: bytes
-    stderr: bytes
-
-
-def _limits() -> None:  # in the child, before bubblewrap starts
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    cpu = int(ANALYSER_TIME_S) + 5
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-def _python_mounts() -> list[str]:
-    """The server's Python (a virtual environment, its base installation) where it lies outside ``/usr``."""
-    out: list[str] = []
-    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix))):
-        if not prefix.startswith("/usr"):
-            out += ["--ro-bind", prefix, prefix]
-    return out
-
-
-def sandbox_argv(tree: Path, argv: list[str]) -> list[str]:
-    return [
-        "bwrap", "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY),
-        "--die-with-parent", "--new-session",
-        "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-        "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-        *_python_mounts(),
-        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-        "--ro-bind", str(tree), GUEST, "--chdir", GUEST,
-        "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",
-        "--", *argv,
-    ]  # fmt: skip
+# An analyser writes no file but its own scratch in /tmp; bandit and shellcheck run a process or two.
+LIMITS = ToolLimits(
+    seconds=ANALYSER_TIME_S, cpu_s=int(ANALYSER_TIME_S) + 5, memory=MEMORY_BYTES, file_size=16 << 20,
+    processes=32, output=MAX_OUTPUT, errors=MAX_OUTPUT,
+)  # fmt: skip
 
 
 async def run_confined(tree: Path, argv: list[str], limit_s: float = ANALYSER_TIME_S) -> Ran:
-    """Run ``argv`` over the files under ``tree`` in a sandbox of its own (see the module docstring)."""
-    proc = await asyncio.create_subprocess_exec(
-        *sandbox_argv(tree, argv),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-        start_new_session=True,
-        preexec_fn=_limits,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-
-    async def read(stream: asyncio.StreamReader) -> bytes:
-        kept = bytearray()
-        while chunk := await stream.read(65536):
-            kept += chunk[: max(0, MAX_OUTPUT - len(kept))]
-        return bytes(kept)
-
-    try:
-        out, err, code = await asyncio.wait_for(
-            asyncio.gather(read(proc.stdout), read(proc.stderr), proc.wait()), limit_s
-        )
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
-        return Ran(None, b"", b"")
-    finally:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
-    return Ran(code, out, err)
+    """Run ``argv`` over the files under ``tree`` (read-only at ``/skill``, its working directory) in a sandbox of
+    its own, with the server's Python (see the module docstring)."""
+    limits = dataclasses.replace(LIMITS, seconds=limit_s)
+    return await run_tool(argv, limits, mounts=[*python_mounts(), (tree, GUEST)], workdir=GUEST)
 
 
 def unavailable(tool: str, package: str) -> str | None:
@@ -149,13 +83,13 @@ async def bandit(tree: Path, scripts: list[str], limit_s: float = ANALYSER_TIME_
         ran = await run_confined(tree, argv, limit_s)
     except OSError as exc:
         return [_failed("bandit", f"its sandbox did not start ({exc.strerror or exc})")]
-    if ran.exit_code is None:
+    if ran.code is None:
         return [_failed("bandit", f"it did not finish within {limit_s:g} s")]
     try:
         report: dict[str, Any] = json.loads(ran.stdout)
     except ValueError:
         tail = ran.stderr.decode(errors="replace").strip()[-300:]
-        return [_failed("bandit", f"it exited {ran.exit_code} without a report ({tail or 'no output'})")]
+        return [_failed("bandit", f"it exited {ran.code} without a report ({tail or 'no output'})")]
     found: list[Finding] = []
     for r in report.get("results") or []:
         sev, conf = str(r.get("issue_severity", "")), str(r.get("issue_confidence", ""))
@@ -185,13 +119,13 @@ async def shellcheck(tree: Path, scripts: list[str], limit_s: float = ANALYSER_T
         ran = await run_confined(tree, argv, limit_s)
     except OSError as exc:
         return [_failed("shellcheck", f"its sandbox did not start ({exc.strerror or exc})")]
-    if ran.exit_code is None:
+    if ran.code is None:
         return [_failed("shellcheck", f"it did not finish within {limit_s:g} s")]
     try:
         report = json.loads(ran.stdout or b"[]")
     except ValueError:
         tail = ran.stderr.decode(errors="replace").strip()[-300:]
-        return [_failed("shellcheck", f"it exited {ran.exit_code} without a report ({tail or 'no output'})")]
+        return [_failed("shellcheck", f"it exited {ran.code} without a report ({tail or 'no output'})")]
     found: list[Finding] = []
     for r in report if isinstance(report, list) else []:
         text = f"shellcheck SC{r.get('code')} ({r.get('level')}): {r.get('message')}"

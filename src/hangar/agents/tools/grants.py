@@ -1,6 +1,7 @@
 """What one run of an agent may call of the product: an ``openai`` agent's product tools (called in this process)
-and a command agent's MCP credential (called over the MCP endpoint). A process without a dispatcher (a
-``hangar worker``, ``hangar pipeline run``) offers neither, and says why."""
+and a command agent's MCP credential (called over the MCP endpoint). A ``hangar worker`` given a server gets both
+from that server (``worker_link``: the ops run there); a process without a dispatcher or a server (a worker
+started without ``--server``) offers neither, and says why."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from hangar.agents.config import CommandAdapter, OpenAIAdapter
 from hangar.agents.runs import Run
 from hangar.agents.service import Agent
 from hangar.agents.tools.catalogue import DEFAULT_PRODUCT_TOOLS, agent_principal, granted
-from hangar.agents.tools.mcp_grant import McpGrant, grant_mcp
+from hangar.agents.tools.mcp_grant import UNAVAILABLE_VAR, McpGrant, grant_mcp
 from hangar.agents.tools.product import RunProductTools
+from hangar.agents.tools.worker_forge_link import WorkerForgeTokens
+from hangar.agents.tools.worker_link import NO_SERVER, RemoteOpCaller, WorkerLink
+from hangar.core.brokering import CredentialSource
 from hangar.core.context import AppContext
 from hangar.rpc.op_caller import OpCaller
 
@@ -26,6 +30,11 @@ def product_tools(
     if not isinstance(agent.adapter, OpenAIAdapter):
         return None
     caller = app.maybe_service(OpCaller)
+    link = app.maybe_service(WorkerLink)
+    if caller is None and link is not None:  # a worker: the ops run on its server (``worker_link``)
+        names = granted(agent.adapter, link.registry, read_only=read_only)
+        principal = agent_principal(agent.id, agent.name, workspace_id, space_id, run_id, names)
+        return RunProductTools(RemoteOpCaller(link, run_id), names, principal)
     if caller is None:
         names = DEFAULT_PRODUCT_TOOLS if agent.adapter.product_tools is None else agent.adapter.product_tools
         if names:
@@ -37,11 +46,18 @@ def product_tools(
     return RunProductTools(caller, names, principal)
 
 
-async def mcp_grant(app: AppContext, workspace_id: str, run: Run, agent: Agent) -> McpGrant:
-    """A command agent's MCP credential for ``run`` (or why there is none); nothing for other agents."""
+async def mcp_grant(app: AppContext, workspace_id: str, run: Run, agent: Agent, try_key: str | None = None) -> McpGrant:
+    """A command agent's MCP credential for ``run`` (or why there is none); nothing for other agents, except on a
+    worker (``try_key``: the step's try it drives the run in), where every agent's credential comes from its
+    server (``worker_link``)."""
+    caller = app.maybe_service(OpCaller)
+    link = app.maybe_service(WorkerLink)
+    if caller is None and try_key is not None and link is not None:
+        return await link.grant(workspace_id, run, agent, try_key)
     if not isinstance(agent.adapter, CommandAdapter):
         return McpGrant()
-    caller = app.maybe_service(OpCaller)
+    if caller is None and try_key is not None:
+        return McpGrant({UNAVAILABLE_VAR: NO_SERVER})
     tools = granted(agent.adapter, caller.registry, read_only=run.read_only) if caller is not None else ()
     return await grant_mcp(
         app,
@@ -54,3 +70,11 @@ async def mcp_grant(app: AppContext, workspace_id: str, run: Run, agent: Agent) 
         tools=tools,
         dispatched_by=run.dispatched_by,
     )
+
+
+def forge_credentials(app: AppContext, run_id: str, try_key: str | None = None) -> CredentialSource | None:
+    """Who mints a command agent's forge token for ``run_id``: this process's broker in a server; on a worker
+    (``try_key``: the step's try it drives the run in), its server, for that claim (``worker_forge_link``)."""
+    if app.maybe_service(OpCaller) is None and try_key is not None:
+        return WorkerForgeTokens(app.maybe_service(WorkerLink), try_key, run_id)
+    return app.maybe_service(CredentialSource)

@@ -20,8 +20,9 @@ that looks for the endpoint learns why it is not there.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from hangar.agents.config import CommandAdapter
 from hangar.core.confine import CallBack
@@ -41,6 +42,8 @@ class McpGrant:
     env: dict[str, str] = field(default_factory=dict)
     device_id: str | None = None
     call_back: CallBack | None = None  # the endpoint, handed to the program where it runs (``HANGAR_MCP_URL``)
+    # What else ends with the credential: a worker's grant stops asking its server to renew it.
+    stop: Callable[[], Awaitable[None]] | None = None
 
 
 async def _sponsor(identity: IdentityService, workspace_id: str, dispatched_by: str) -> str | None:
@@ -68,23 +71,55 @@ async def grant_mcp(
     url = caller.mcp_url if caller is not None else None
     if caller is None or url is None:
         return McpGrant({UNAVAILABLE_VAR: caller.no_mcp_reason if caller is not None else "no dispatcher here"})
+    lifetime = min(adapter.timeout_seconds or MAX_LIFETIME_S, MAX_LIFETIME_S)
+    minted = await mint_agent_credential(
+        app,
+        workspace_id=workspace_id,
+        space_id=space_id,
+        agent_id=agent_id,
+        agent_name=agent_name,
+        tools=tools,
+        dispatched_by=dispatched_by,
+        expires_at=app.clock.now() + timedelta(seconds=lifetime),
+    )
+    if isinstance(minted, str):
+        return McpGrant({UNAVAILABLE_VAR: minted})
+    device_id, token = minted
+    return McpGrant({TOKEN_VAR: token}, device_id, CallBack(URL_VAR, url))
+
+
+async def mint_agent_credential(
+    app: AppContext,
+    *,
+    workspace_id: str,
+    space_id: str,
+    agent_id: str,
+    agent_name: str,
+    tools: tuple[str, ...],
+    dispatched_by: str,
+    expires_at: datetime,
+    minted_for: str | None = None,
+) -> tuple[str, str] | str:
+    """A credential that speaks for the agent in one space of its workspace, for ``tools`` until ``expires_at``,
+    on behalf of its sponsor: ``(device id, token)``, or why none can be made. ``minted_for``: what a worker's
+    is bound to (``IdentityService.extend_device``)."""
     identity = app.service(IdentityService)
     sponsor = await _sponsor(identity, workspace_id, dispatched_by)
     if sponsor is None:
-        return McpGrant({UNAVAILABLE_VAR: "the workspace has no owner on whose behalf the agent could call"})
-    lifetime = min(adapter.timeout_seconds or MAX_LIFETIME_S, MAX_LIFETIME_S)
+        return "the workspace has no owner on whose behalf the agent could call"
     scope = DeviceScope(
         workspace_id=workspace_id,
         space_id=space_id,
         tools=frozenset(tools),
-        expires_at=app.clock.now() + timedelta(seconds=lifetime),
+        expires_at=expires_at,
         agent_id=agent_id,
     )
-    device_id, token = await identity.new_device(sponsor, agent_name, scope=scope)
-    return McpGrant({TOKEN_VAR: token}, device_id, CallBack(URL_VAR, url))
+    return await identity.new_device(sponsor, agent_name, scope=scope, minted_for=minted_for)
 
 
 async def revoke(app: AppContext, grant: McpGrant) -> None:
+    if grant.stop is not None:
+        await grant.stop()
     if grant.device_id is None:
         return
     try:

@@ -169,16 +169,22 @@ class _Pipe:
         self.chunks: queue.Queue[bytes | BaseException | None] = queue.Queue(_QUEUED)
         self.closed = threading.Event()
         self._buffer = bytearray()
+        self._stopped = False
 
     def _put(self, item: bytes | BaseException | None) -> None:
         while True:
             if self.closed.is_set():
+                self._stopped = True
                 raise _Closed
             with contextlib.suppress(queue.Full):
                 self.chunks.put(item, timeout=0.5)
                 return
 
     def write(self, data: bytes) -> int:
+        if self._stopped:
+            # The reader went away and ``_Closed`` stopped the writer: what the tar writer's close writes later
+            # (from its finaliser, where a raise is caught by nobody) is dropped.
+            return len(data)
         self._buffer += data
         if len(self._buffer) >= _CHUNK:
             self._put(bytes(self._buffer))

@@ -10,11 +10,18 @@
 
 Both routes take one of the process's transfer slots (``slots``) for as long as they run: past
 ``workspaceTransfer.maxConcurrent`` the answer is 429 with ``Retry-After``.
+
+Access is checked when a transfer ends too: an import checks the uploader's credential and their right to create
+workspaces again once the body has arrived and again just before the workspace is made (403, or 401 for a
+credential revoked meanwhile, and nothing is kept); an export admits each piece of the stream only while its
+person may still export the workspace (``check_exporter``, checked again whenever authority changed), so a person
+removed or demoted mid-download gets nothing more and the download stops short.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable
@@ -46,9 +53,10 @@ from hangar.backup.export.signing import ExportSigner
 from hangar.backup.export.slots import TransferSlots
 from hangar.core.context import AppContext
 from hangar.core.ids import new_id
-from hangar.errors import InvalidArgs, Refused
-from hangar.httpkit.requests import BodyTooLarge, BodyTooSlow
+from hangar.errors import Forbidden, InvalidArgs, Refused, Unauthenticated
+from hangar.httpkit.requests import bearer_token, receive_file
 from hangar.identity import IdentityService, check_may_create, create_workspace
+from hangar.rpc.access import Revocable
 
 PREFIX = "/workspace-transfer/"
 EXPORT_PATH = f"{PREFIX}export"
@@ -89,10 +97,17 @@ async def download(request: Request) -> Response:
         release()
         raise
 
+    guard = Revocable(
+        functools.partial(check_exporter, app, ws.id, grant.user_id),
+        stamp=app.service(IdentityService).authority_stamp,
+    )
+
     async def body() -> AsyncIterator[bytes]:
         try:
+            await guard.admit()
             yield first
             async for chunk in chunks:
+                await guard.admit()  # nothing more once its person may no longer export the workspace
                 yield chunk
         finally:
             release()  # the download ended, finished or cut short
@@ -127,36 +142,9 @@ async def _take_slot(app: AppContext) -> Callable[[], None]:
 
 
 async def _receive(request: Request, path: Path, limit: int, rate: int) -> None:
-    """The body into ``path``: at most ``limit`` bytes, arriving in time. Each byte received buys ``1/rate`` s
-    beyond ``BODY_GRACE_S``, so the body must be whole by ``grace + size / rate`` and a client that stops sending,
-    or trickles slower than ``rate``, runs out of time wherever it is (408)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(limit)
-    grace = BODY_GRACE_S
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        total = 0
-        chunks = request.stream()
-        while True:
-            try:
-                async with asyncio.timeout_at(start + grace + total / rate):
-                    chunk = await anext(chunks)
-            except StopAsyncIteration:
-                break
-            except TimeoutError:
-                raise BodyTooSlow(
-                    grace,
-                    f"the upload arrived slower than {rate} bytes per second after its first {grace:g} s "
-                    "(workspaceImport.minBytesPerSecond)",
-                ) from None
-            total += len(chunk)
-            if total > limit:
-                raise BodyTooLarge(limit)
-            out.write(chunk)
-    if total == 0:
+    """The body into ``path``: at most ``limit`` bytes, arriving in time (``receive_file``; ``BODY_GRACE_S`` is
+    read here, so a test may change it)."""
+    if await receive_file(request, path, limit, rate, BODY_GRACE_S, MIN_RATE_SETTING) == 0:
         raise InvalidArgs("the body must be a workspace export (a tar archive)", field="body")
 
 
@@ -190,6 +178,24 @@ async def upload(request: Request) -> Response:
         release()
 
 
+async def _still_may_import(app: AppContext, request: Request, user_id: str) -> None:
+    """What ``upload`` checked at the start, checked again (the upload took its time): the credential still
+    works, is still the same person's, and they may still create workspaces."""
+    ended = " (checked again as the import ended: nothing was kept)"
+    try:
+        principal = await app.service(IdentityService).authenticate(
+            bearer_token(request.headers.get("authorization")) or "", touch=False
+        )
+    except Unauthenticated as exc:
+        raise Unauthenticated(f"{exc.message}{ended}") from None
+    if principal.user_id != user_id:
+        raise Unauthenticated(f"the credential is no longer the uploader's{ended}")
+    try:
+        await check_may_create(app, user_id)
+    except Forbidden as exc:
+        raise Forbidden(f"{exc.message}{ended}") from None
+
+
 async def _import(
     app: AppContext, request: Request, user_id: str, label: str, name: str, bounds: Limits, rate: int
 ) -> Response:
@@ -198,6 +204,7 @@ async def _import(
     try:
         upload_path = scratch / "upload.tar"
         await _receive(request, upload_path, bounds.max_bytes, rate)
+        await _still_may_import(app, request, user_id)  # before the archive is read
         ws_id = new_id()
 
         def check_and_load() -> tuple[ExportManifest, Path]:
@@ -210,6 +217,7 @@ async def _import(
             manifest, rows_db = await asyncio.to_thread(check_and_load)
         except BackupRefused as exc:
             raise _refused(exc) from None
+        await _still_may_import(app, request, user_id)  # and last, before anything is made
         final = app.datadir.workspace_dir(ws_id)
         rewrite = Rewrite(manifest.exported_by, user_id, final, manifest.workspace_id)
         staged = scratch / "files" / ws_id

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
+from hangar.core.brokering import CredentialSource
 from hangar.core.confine import Confinement, Job, Scope, Wait, confinement_for
 from hangar.core.disks import RUN_DISK_SETTING, full_note
 from hangar.core.redact import Redactor
@@ -59,6 +60,26 @@ class ShellEnvironment:
         yield ShellVariables()
 
 
+class RepoCredentials(ShellEnvironment):
+    """The credentials a ``CredentialSource`` gives for the repos a step's ``repoIds`` names, while the step runs
+    (none asked for a step naming none); ``source_for`` picks the source for the step (a worker's is bound to the
+    step's try)."""
+
+    def __init__(self, source_for: Callable[[StepContext], CredentialSource]) -> None:
+        self._source_for = source_for
+
+    @contextlib.asynccontextmanager
+    async def variables(
+        self, step: StepContext, confinement: Confinement, scope: Scope
+    ) -> AsyncIterator[ShellVariables]:
+        refs = list(step.config.repo_ids)
+        if not refs:
+            yield ShellVariables()
+            return
+        async with self._source_for(step).environment(step.workspace_id, refs, confinement, scope) as brokered:
+            yield ShellVariables(brokered.env, brokered.secrets)
+
+
 def stderr_tail(text: str) -> str:
     text = text.strip()
     if len(text) > STDERR_TAIL_CHARS:
@@ -80,6 +101,8 @@ def run_scope(step: StepContext) -> Scope:
     ],
     honours_dry_run=True,
     on_worker=True,
+    # Its forge token is minted by a server (``hangar.agents.tools.worker_forge_link``).
+    needs_server=lambda step: bool(step.config.repo_ids),
 )
 async def shell_run(step: StepContext) -> StepResult:
     script = step.render(step.config.script or "", shell=True)

@@ -14,6 +14,9 @@ processes attached to a PostgreSQL install, the server hands its steps to them (
 instead of running them itself. Such a body must build everything it needs from its ``StepContext`` (it runs in
 another process), and there (``StepContext.on_worker``) must finish its work within the call: a worker never
 suspends a step on work it leaves running. A resumed body (``step.resume``) is never handed over.
+``needs_server=True`` (with ``on_worker``) means the body reads files that lie with a server
+(``hangar.pipelines.worker_lane``): only a worker started with ``--server`` claims its steps; a function of the
+step says it per step (a shell step naming ``repoIds`` needs a server to mint its forge token).
 
 ``resumes=True`` means the body is called again (with ``step.resume`` set) when its suspension ends, to harvest
 what it waited for. Otherwise the engine completes the step itself: the event payload, or the tasks' outputs
@@ -103,6 +106,12 @@ class BodySpec:
     module: str = ""
     # Does work on a host (a shell script, an agent's turn): handed to ``hangar worker`` processes when attached.
     on_worker: bool = False
+    # Only a worker given ``--server`` runs its steps: always (it reads files that lie with a server: a repo's
+    # clone, a meeting's audio), or for the steps this says so of (a shell step naming ``repoIds``).
+    needs_server: bool | Callable[[StepContext], bool] = False
+
+    def needs_server_for(self, step: StepContext) -> bool:
+        return self.needs_server(step) if callable(self.needs_server) else self.needs_server
 
     def missing_config(self, config: Mapping[str, Any]) -> list[str]:
         """Required settings absent from a node's wire config (camelCase keys, ``extras`` nested)."""
@@ -121,6 +130,7 @@ def body(
     resumes: bool = False,
     honours_dry_run: bool = False,
     on_worker: bool = False,
+    needs_server: bool | Callable[[StepContext], bool] = False,
 ) -> Callable[[F], F]:
     """Declare a pipeline body under ``key`` (dotted lower-camel words, e.g. ``shell.run``)."""
 
@@ -135,6 +145,8 @@ def body(
             raise ValueError(f"{where}: must be an async function")
         if len(inspect.signature(fn).parameters) != 1:
             raise ValueError(f"{where}: signature must be (step)")
+        if needs_server and not on_worker:
+            raise ValueError(f"{where}: needs_server is for a body that runs on workers (on_worker=True)")
         fields = tuple(config)
         for f in fields:
             if not _CONFIG_NAME.match(f.name):
@@ -152,6 +164,7 @@ def body(
             honours_dry_run=honours_dry_run,
             module=fn.__module__,
             on_worker=on_worker,
+            needs_server=needs_server,
         )
         fn.__body_spec__ = spec  # type: ignore[attr-defined]
         return fn

@@ -82,6 +82,7 @@ class RigSpec:
     display: tuple[int, int] | None = None  # boot display (width, height) for surfaces with a screen
     trust_pem: bytes | None = None  # a CA certificate (public part only) the rig's browser trusts: dev domains
     disk_mb: int = DEFAULT_RIG_DISK_MB  # the rig's own files (its root filesystem's changes) fit in this
+    image_id: str | None = None  # a full VM's imported image (its id among the server's records, never a path)
 
 
 class RigHandle(RigExec, RigPower, RigNetwork, RigFiles, RigBrowser, RigDesktop, ABC):

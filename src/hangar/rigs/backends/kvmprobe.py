@@ -6,6 +6,9 @@ is, a boot sector whose only work is writing one byte to QEMU's ``isa-debug-exit
 ``byte * 2 + 1``), and a guest that has not exited by the deadline has hung: its process group is killed and KVM
 is marked unusable, with the reason. Nothing waits on KVM longer than the deadline, ever.
 
+The tiny guest's QEMU runs in the same sandbox as every QEMU (``qemubox``): its disk read-only, ``/dev/kvm``
+only when probing KVM, nothing else of the host.
+
 The verdict is kept for the life of the process (``KvmProbe``): the host's KVM does not change under a server.
 """
 
@@ -21,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hangar.rigs.backends import qemubox
+
 DEADLINE_S = 10.0  # a boot sector under KVM exits in well under a second; TCG takes a little longer
 KVM_DEVICE = "/dev/kvm"
 QEMU = "qemu-system-x86_64"
@@ -30,6 +35,8 @@ EXIT_CODE = (EXIT_BYTE << 1) | 1  # what isa-debug-exit makes of the byte
 _CODE = bytes((0xB0, EXIT_BYTE, 0xE6, 0xF4, 0xFA, 0xF4, 0xEB, 0xFD))
 BOOT_SECTOR = _CODE + b"\0" * (510 - len(_CODE)) + b"\x55\xaa"
 TAIL_CHARS = 400
+DISK_INSIDE = "/probe/boot.img"
+MEMORY_MIB = 16
 
 
 @dataclass(frozen=True)
@@ -39,11 +46,13 @@ class KvmVerdict:
     seconds: float  # how long the probe took
 
 
-def qemu_argv(qemu: str, disk: Path, accel: str) -> list[str]:
+def qemu_argv(qemu: str, accel: str) -> list[str]:
+    """The tiny guest's QEMU, inside the sandbox (its disk at ``DISK_INSIDE``)."""
     return [
-        qemu, "-accel", accel, "-machine", "pc", "-m", "16", "-display", "none", "-nodefaults", "-no-reboot",
-        "-serial", "none", "-monitor", "none", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
-        "-drive", f"file={disk},format=raw,if=ide",
+        qemu, "-accel", accel, "-machine", "pc", "-m", str(MEMORY_MIB), "-display", "none", "-nodefaults",
+        "-no-reboot", "-no-user-config", "-serial", "none", "-monitor", "none",
+        "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+        "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-drive", f"file={DISK_INSIDE},format=raw,if=ide",
     ]  # fmt: skip
 
 
@@ -61,16 +70,23 @@ async def probe_kvm(
     found = shutil.which(qemu or QEMU)
     if found is None:
         return verdict(f"{qemu or QEMU} is not installed (Debian package qemu-system-x86)")
+    if shutil.which("bwrap") is None:
+        return verdict("QEMU runs confined, and bubblewrap (bwrap) is not installed (Debian package bubblewrap)")
     with tempfile.TemporaryDirectory(prefix="hangar-kvm-probe-") as tmp:
         disk = Path(tmp) / "boot.img"
         disk.write_bytes(BOOT_SECTOR)
-        proc = await asyncio.create_subprocess_exec(
-            *qemu_argv(found, disk, accel),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,  # a hung QEMU and anything it started are killed as one group
-        )
+        qemubox.hand_over(disk)
+        disk_fd = qemubox.open_file(disk)
+        try:
+            # Writable: QEMU refuses a read-only IDE disk (the file is the probe's own, read by nobody after).
+            box = qemubox.sandboxed(
+                qemu_argv(found, accel), [qemubox.Bind(disk_fd, DISK_INSIDE, writable=True)],
+                kvm_device=device if accel == "kvm" else None,
+                address_space=qemubox.address_space(MEMORY_MIB, accel),
+            )  # fmt: skip
+            proc = await qemubox.start(box, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        finally:
+            os.close(disk_fd)
         try:
             _, err = await asyncio.wait_for(proc.communicate(), deadline_s)
         except TimeoutError:
@@ -93,7 +109,13 @@ async def probe_kvm(
 def _device_reason(device: str) -> str | None:
     if not os.path.exists(device):
         return f"{device} does not exist (no KVM on this host, or it is not passed to this machine)"
-    if not os.access(device, os.R_OK | os.W_OK):
+    if os.geteuid() == 0:  # QEMU runs as a user of its own, with the device's group (``qemubox``)
+        if not qemubox.device_usable(device):
+            return (
+                f"{device} must be readable and writable by a group other than root's (Debian's udev rule makes it "
+                "0660 root:kvm): QEMU runs as a user of its own, with that group"
+            )
+    elif not os.access(device, os.R_OK | os.W_OK):
         return f"{device} cannot be opened by this server's user (add it to the kvm group)"
     return None
 

@@ -28,8 +28,9 @@ from hangar.core.ids import is_id
 from hangar.errors import HangarError, InvalidArgs, NotFound, Refused
 from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.backends.capabilities import Pty
-from hangar.rigs.hosts import wire
+from hangar.rigs.hosts import streams, wire
 from hangar.rigs.hosts.registry import LEASE_S
+from hangar.rigs.hosts.streams import Credit, Inbox, StreamLane
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,12 @@ class ServerLink:
     ptys: dict[int, Pty] = field(default_factory=dict)
     uploads: dict[int, Upload] = field(default_factory=dict)
     downloads: dict[int, Download] = field(default_factory=dict)
+    streams: dict[int, StreamLane] = field(default_factory=dict)
+    credits: dict[int, Credit] = field(default_factory=dict)  # each terminal's output window
+    inputs: dict[int, Inbox] = field(
+        default_factory=dict
+    )  # each terminal's keystrokes, written as the shell takes them
+    pumps: set[asyncio.Task[None]] = field(default_factory=set)  # each terminal's output sender
     welcomed: bool = False  # the server took the current link (a turned-away dial does not count)
 
     async def drop_files(self) -> None:
@@ -92,6 +99,18 @@ class ServerLink:
                 await download.chunks.aclose()  # type: ignore[attr-defined]
         self.uploads.clear()
         self.downloads.clear()
+        for lane in list(self.streams.values()):
+            lane.end()
+        self.streams.clear()
+        for pump in self.pumps:  # one waiting for a window the link will never give
+            pump.cancel()
+        self.credits.clear()
+        for inbox in self.inputs.values():
+            inbox.task.cancel()
+        self.inputs.clear()
+
+    async def send_event(self, body: dict[str, Any]) -> None:
+        await self.send(wire.dumps(body))
 
     async def send(self, data: str | bytes) -> None:
         """Send a text message (in pieces when it is long: ``wire.message_frames``) or a terminal frame."""
@@ -113,7 +132,6 @@ class RigHostAgent:
         self.backend = backend
         self.rigs: dict[str, HostedRig] = {}
         self._channels = 0
-        self._pumps: set[asyncio.Task[None]] = set()
         self._refused: str | None = None  # why a server refused the credential, as it said
 
     async def run(self) -> None:
@@ -204,10 +222,10 @@ class RigHostAgent:
                         continue
                     message = text
                 else:
-                    pty = link.ptys.get(channel)
-                    if pty is not None:
-                        with contextlib.suppress(HangarError):
-                            await pty.write(data)
+                    if (lane := link.streams.get(channel)) is not None:
+                        lane.deliver(data)
+                    elif (inbox := link.inputs.get(channel)) is not None:
+                        inbox.deliver(data)  # never waits: a shell that does not read holds up only its terminal
                     continue
             body = json.loads(message)
             if body.get("event") == "welcome":
@@ -218,6 +236,12 @@ class RigHostAgent:
                 log.warning(said, link.url, body.get("name"), taken, capped, len(self._of(link)))
             elif body.get("event") == "busy":
                 log.warning("rig host: %s: %s; dialling again", link.url, body.get("message"))
+            elif body.get("event") == "ptyAck":
+                if (credit := link.credits.get(int(body["channel"]))) is not None:
+                    credit.give(int(body["bytes"]))
+            elif body.get("event") in streams.EVENTS:
+                if (lane := link.streams.get(int(body["channel"]))) is not None:
+                    lane.on_event(body)
             elif body.get("event") == "refused":
                 self._refused = str(body.get("message") or "the server refused this rig host's credential")
             elif "id" in body:
@@ -287,18 +311,46 @@ class RigHostAgent:
             await handle.wake()
         elif op == "residentMb":
             return {"mb": await handle.resident_mb()}
+        elif op == "listeningPorts":
+            return {"ports": await handle.listening_ports()}
+        elif op == "streamOpen":
+            return await self._open_stream(link, handle, body)
         elif op == "grantHosts":
             await handle.grant_hosts([str(h) for h in body.get("hosts") or []])
         elif op == "ptyOpen":
             pty = await handle.open_pty(int(body["cols"]), int(body["rows"]))
             channel = self._channel()
             link.ptys[channel] = pty
+            link.credits[channel] = Credit()
+            link.inputs[channel] = self._input(link, channel, pty)
             pump = asyncio.create_task(self._pump(link, channel, pty), name=f"rig-host:pty:{channel}")
-            self._pumps.add(pump)
-            pump.add_done_callback(self._pumps.discard)
+            link.pumps.add(pump)
+            pump.add_done_callback(link.pumps.discard)
             return {"channel": channel}
         else:
             raise InvalidArgs(f"a rig host does not know the request {op!r}")
+        return {}
+
+    async def _open_stream(self, link: ServerLink, handle: RigHandle, body: dict[str, Any]) -> dict[str, Any]:
+        """A connection into the rig's port, relayed over a stream lane on the channel the server chose."""
+        channel = body.get("channel")
+        if not isinstance(channel, int) or not streams.SERVER_CHANNELS < channel < 1 << 32:
+            raise InvalidArgs(f"a stream lane's channel is a number above {streams.SERVER_CHANNELS}", field="channel")
+        if channel in link.streams:
+            raise InvalidArgs(f"stream lane {channel} is open already", field="channel")
+        if len(link.streams) >= streams.LANES_MAX:
+            raise Refused(f"this rig host carries at most {streams.LANES_MAX} connections into rigs for one server")
+        port = body.get("port")
+        if not isinstance(port, int):
+            raise InvalidArgs("port must be a number", field="port")
+        lane = StreamLane(channel, link.send, link.send_event)
+        link.streams[channel] = lane  # held while connecting: counted, and a streamEnd meanwhile is heard
+        try:
+            guest = await handle.connect(port)
+        except BaseException:
+            link.streams.pop(channel, None)
+            raise
+        lane.start(guest, lambda: link.streams.pop(channel, None) if link.streams.get(channel) is lane else None)
         return {}
 
     def _channel(self) -> int:
@@ -416,11 +468,31 @@ class RigHostAgent:
                     await link.send(wire.dumps({"event": "rigDied", "rig": rig_id}))
             await self._close(rig_id)
 
+    def _input(self, link: ServerLink, channel: int, pty: Pty) -> Inbox:
+        """Keystrokes for ``pty``: written by a task of their own, acknowledged to the server (``ptyAck``), whose
+        window holds them; past it the terminal is closed."""
+
+        async def ack(count: int) -> None:
+            await link.send_event({"event": "ptyAck", "channel": channel, "bytes": count})
+
+        async def end() -> None:
+            with contextlib.suppress(HangarError):
+                await pty.aclose()  # its pump then says ptyEnd
+
+        return Inbox(pty.write, ack, end)
+
     async def _pump(self, link: ServerLink, channel: int, pty: Pty) -> None:
+        """The terminal's output to the server, never more than its window ahead of what the server read."""
+        credit = link.credits[channel]
         with contextlib.suppress(HangarError):
             while data := await pty.read():
-                for one in wire.terminal_frames(channel, data):
-                    await link.send(one)
+                for start in range(0, len(data), streams.CHUNK):
+                    piece = data[start : start + streams.CHUNK]
+                    await credit.take(len(piece))
+                    await link.send(wire.frame(channel, piece))
+        link.credits.pop(channel, None)
+        if (inbox := link.inputs.pop(channel, None)) is not None:
+            inbox.task.cancel()
         if link.ptys.pop(channel, None) is not None:
             await link.send(wire.dumps({"event": "ptyEnd", "channel": channel}))
 

@@ -3,10 +3,12 @@ host's link (``link.HostLink``), found afresh at each call, so a rig host that r
 serving its rigs.
 
 Proxied: exec, terminals (``open_pty``), file drops and reads (``write_file``, ``read_file``: the files lane),
-parking, waking, resident memory, granting egress hosts, closing. Not proxied yet, refused with ``Unavailable``
-saying so: streamed commands (``run``: the confinement of user code and browser engines, which stay on the
-server's own backend), port forwards (a rig host's rig reports no listening ports), the door to the server,
-dev-domain lanes and browser engines.
+parking, waking, resident memory, granting egress hosts, listening ports, connections into the rig's ports
+(``connect``: a stream lane each, ``streams``) and so port forwards (``forward``: a listener on this server's host,
+on the rig's own loopback address as for a rig of its own, relaying each connection over a stream lane), closing.
+Not proxied yet, refused with ``Unavailable`` saying so: streamed commands (``run``: the confinement of user code
+and browser engines, which stay on the server's own backend), the door to the server, dev-domain lanes on the
+rig's own loopback and browser engines.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from hangar.core.confine import ExecResult
 from hangar.errors import HangarError, Unavailable
 from hangar.rigs.backends.base import RigHandle, RigSpec
 from hangar.rigs.backends.capabilities import Command, Pty
+from hangar.rigs.backends.enclosure.forwards import Forwards
 from hangar.rigs.hosts import wire
+from hangar.rigs.hosts.streams import Streams
+from hangar.rigs.model import listening_within
 
 if TYPE_CHECKING:
     from hangar.rigs.hosts.link import HostLink
@@ -41,6 +46,7 @@ class RemoteRig(RigHandle):
         self._dead = asyncio.Event()
         self._death = "the rig's processes died underneath it"
         self._closed = False
+        self._forwards = Forwards(self.connect)
 
     def _link(self) -> HostLink:
         if self._dead.is_set():
@@ -75,6 +81,7 @@ class RemoteRig(RigHandle):
             return
         self._closed = True
         try:
+            await self._forwards.aclose()
             if not self._dead.is_set():
                 await self._call("close")
         except Unavailable:
@@ -100,24 +107,34 @@ class RemoteRig(RigHandle):
         await self._call("wake")
 
     async def resident_mb(self) -> int:
-        return int(str((await self._call("residentMb"))["mb"]))
+        mb = (await self._call("residentMb")).get("mb")
+        if type(mb) is not int or mb < 0:
+            raise wire.answered_wrongly("residentMb", "a size that is not a count")
+        return mb
 
     async def grant_hosts(self, hosts: Iterable[str]) -> None:
         await self._call("grantHosts", hosts=sorted(hosts))
 
     async def listening_ports(self) -> list[int]:
-        return []  # forwards are not carried yet, so there is nothing to mirror
+        # The rig host's word only: what is not a port number is dropped and a flood is cut (the manager cuts it
+        # again, logging once, for every backend).
+        ports, _ = listening_within((await self._call("listeningPorts")).get("ports"))
+        return ports
+
+    async def connect(self, guest_port: int) -> Streams:
+        return await self._link().open_stream(self.spec.rig_id, guest_port)
+
+    async def forward(self, guest_port: int, host: str, host_port: int | None) -> int:
+        self._link()  # a rig that died or whose host is away gets no listener
+        return await self._forwards.add(guest_port, host, host_port)
+
+    async def unforward(self, host_port: int) -> None:
+        await self._forwards.remove(host_port)
 
     # -- not proxied yet -------------------------------------------------------------------------------------
 
     async def run(self, command: Command, on_stdout: Callable[[bytes], Awaitable[None]] | None) -> ExecResult:
         raise _not_proxied("a streamed command")
-
-    async def forward(self, guest_port: int, host: str, host_port: int | None) -> int:
-        raise _not_proxied("a port forward")
-
-    async def unforward(self, host_port: int) -> None:
-        return None  # nothing was forwarded
 
     # -- files (the files lane's drops and reads) -------------------------------------------------------------
 
@@ -144,7 +161,10 @@ class RemoteRig(RigHandle):
                 if got.get("eof"):
                     done = True
                     return
-                yield base64.b64decode(str(got["data"]))
+                try:
+                    yield base64.b64decode(str(got.get("data")), validate=True)
+                except ValueError as exc:
+                    raise wire.answered_wrongly("fileNext", "data that is not base64") from exc
         finally:
             if not done:
                 with contextlib.suppress(HangarError):

@@ -18,7 +18,10 @@ credential>``. Then:
   ``fileRead`` opens a file of the rig and each ``fileNext`` answers its next chunk (``eof`` at the end),
   ``fileDone`` closing it early. Every chunk waits for its answer, so a slow rig slows its sender.
 - binary frames are terminal bytes: a 4-byte big-endian channel number (from ``ptyOpen``, never 0) then the
-  bytes, the server's keystrokes one way and the shell's output the other.
+  bytes, the server's keystrokes one way and the shell's output the other (at most ``streams.WINDOW`` of it ahead
+  of what the server read, which it acknowledges with ``{"event": "ptyAck", "channel": k, "bytes": n}``); or a
+  stream lane's bytes (a connection
+  into a rig's port, ``streamOpen``; its flow control and events in ``streams``).
 - no frame passes ``FRAME_MAX``, the WebSocket message cap of the server's listener (it closes a connection whose
   message is larger, whatever its path): a text message longer than that (an exec answer of several MiB) travels
   as consecutive binary frames on ``PART_CHANNEL`` (channel 0), each the channel number, a byte saying whether it
@@ -83,6 +86,7 @@ OPS = frozenset(
         "fileRead",
         "fileNext",
         "fileDone",
+        "streamOpen",
     }
 )
 # Bytes of a file per request (base64 in JSON, a third more, so a chunk's frame stays under FRAME_MAX): each one
@@ -100,6 +104,15 @@ def error_of(body: dict[str, Any]) -> HangarError:
     if code == InvalidArgs.code:
         return InvalidArgs(message)
     return _ERRORS.get(code, Internal)(message)
+
+
+def count_of(body: dict[str, Any], key: str, default: int | None = None) -> int:
+    """A whole number of a message from the other side (a channel, a request's id, a byte count), not trusted:
+    ``ValueError`` naming it when it is missing, not an integer or negative (the reader ends the link with it)."""
+    value = body.get(key, default)
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{key!r} of a {str(body.get('event') or 'message')[:40]!r} is not a count: {value!r:.40}")
+    return value
 
 
 def dumps(message: dict[str, Any]) -> str:
@@ -174,5 +187,13 @@ def result_body(result: ExecResult) -> dict[str, Any]:
     }
 
 
+def answered_wrongly(op: str, what: str) -> Unavailable:
+    """A rig host's answer not of the wire's shape: the request fails, as when the host is away."""
+    return Unavailable(f"the rig host answered {op} wrongly: {what}")
+
+
 def result_of(body: dict[str, Any]) -> ExecResult:
-    return ExecResult(int(body["exitCode"]), str(body["stdout"]), str(body["stderr"]), bool(body["timedOut"]))
+    code, out, err, timed_out = (body.get(k) for k in ("exitCode", "stdout", "stderr", "timedOut"))
+    if type(code) is not int or not isinstance(out, str) or not isinstance(err, str) or type(timed_out) is not bool:
+        raise answered_wrongly("exec", "an exit code, output or timeout of the wrong kind")
+    return ExecResult(code, out, err, timed_out)

@@ -1,20 +1,32 @@
 """Authorizing a lane request (file lane, terminal lane, live view): the device credential, a signature for exactly
 this lane and rig minted for that same person, current workspace membership (member or above), and for what
 changes the rig (drops, pastes, a terminal, the live view's input) the credential's own reach (a read-only
-credential changes nothing) and the guardrails' read-only mode (``authorize_change``)."""
+credential changes nothing) and the guardrails' read-only mode (``authorize_change``). Also the pace every lane
+reads a request body at (``lane_body``)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+
+from starlette.requests import Request
 
 from hangar.core.context import AppContext
 from hangar.core.principal import Principal, Role
 from hangar.errors import Forbidden, Refused, Unavailable
+from hangar.httpkit.requests import paced
 from hangar.identity import IdentityService
 from hangar.rigs.lanes.signing import Lane, LaneSigner
 from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.live.rigs import LiveRig
 from hangar.rpc.guardrails import WORKSPACE_SCOPE, Guardrails, space_scope
+
+# A body must keep coming: whole within its first BODY_GRACE_S seconds, or at least MIN_BYTES_PER_SECOND on
+# average past them (a drop of 512 MB has 30 s + 8192 s), so a client that stalls or trickles holds no request
+# open (408).
+MIN_BYTES_PER_SECOND = 64 * 1024
+BODY_GRACE_S = 30.0
+RATE_SETTING = "the rig lanes' minimum upload rate"
 
 
 @dataclass(frozen=True)
@@ -75,3 +87,9 @@ async def refuse_if_read_only(app: AppContext, ws: str, space_id: str, lane: Lan
     for scope, where in ((WORKSPACE_SCOPE, "this workspace"), (space_scope(space_id), "this space")):
         if (await guardrails.get(engine, ws, scope)).read_only:
             raise Refused(f"the {lane} lane refused: {where} is in read-only mode, which denies changes to rigs")
+
+
+def lane_body(request: Request, limit: int) -> AsyncIterator[bytes]:
+    """A lane's request body as it arrives, at most ``limit`` bytes, kept coming at the lanes' pace (408 when
+    it stalls). The pace is read when called: a test (or an operator's patch) may change it."""
+    return paced(request, limit, MIN_BYTES_PER_SECOND, BODY_GRACE_S, RATE_SETTING)

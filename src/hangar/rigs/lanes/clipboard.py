@@ -8,7 +8,8 @@ is allowed by default, copying out answers 403 ``consent_required`` until they g
 
 Kinds: text (``text/plain``, UTF-8, at most 1 MiB), one PNG or JPEG image (``image/png`` / ``image/jpeg``, at most
 16 MB, its magic bytes checked), or guest file paths (``application/json`` ``{"files": [...]}``; ``{"text": ...}``
-is accepted there too). A computer rig's clipboard is its desktop's CLIPBOARD selection: text reads and pastes
+is accepted there too), read at the lanes' pace (``access.lane_body``) (a paste that stalls past it gets 408).
+A computer rig's clipboard is its desktop's CLIPBOARD selection: text reads and pastes
 as UTF-8, an image is offered as its own type, files as a ``text/uri-list`` of ``file://`` URIs. A browser rig's
 clipboard is its page's: it exists only in a secure context (https, or localhost), holds text or one image through
 the page's async clipboard API (engine B's headless Firefox keeps no images; engines A and C keep PNG, so a JPEG is
@@ -30,11 +31,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from hangar.errors import InvalidArgs, Refused, Unavailable
+from hangar.httpkit.requests import BodyTooLarge
 from hangar.identity import IdentityService
 from hangar.rigs.engines.clipboard_image import MAGIC, MAX_IMAGE_BYTES, MB
 from hangar.rigs.engines.pixels import image_size
 from hangar.rigs.engines.session import ImageMime
-from hangar.rigs.lanes.access import LaneAccess, authorize
+from hangar.rigs.lanes.access import LaneAccess, authorize, lane_body
 from hangar.rigs.lanes.consent import ClipboardGrants
 from hangar.rigs.model import Surface
 
@@ -85,10 +87,11 @@ async def _body(request: Request, limit: int, what: str) -> bytes:
     if length is not None and length.isdigit() and int(length) > limit:
         raise ClipboardTooLarge(f"{what} is over {_size(limit)} (the clipboard lane's limit)")
     data = bytearray()
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > limit:
-            raise ClipboardTooLarge(f"{what} is over {_size(limit)} (the clipboard lane's limit)")
+    try:
+        async for chunk in lane_body(request, limit):  # the file lane's pace: a stalled paste gets 408
+            data += chunk
+    except BodyTooLarge:
+        raise ClipboardTooLarge(f"{what} is over {_size(limit)} (the clipboard lane's limit)") from None
     return bytes(data)
 
 

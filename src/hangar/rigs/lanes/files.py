@@ -3,18 +3,24 @@
 ``delivery: "clipboard"``); ``GET /rig/files/<rigId>?p=<base64url path>`` reads one file out. Bytes travel over
 HTTP, not the RPC socket.
 
-A drop is parsed as it streams in (multipart, python-multipart's push parser) and spooled to disk under the
-data directory, never held whole in memory; the limits (64 files, 256 MB each, 512 MB per drop) are enforced
-while bytes arrive, and nothing lands in the rig unless the whole drop is valid. Files land in ``~/drops``
-(beside the worktree, never inside it) and never overwrite: a colliding name lands as ``2-name.ext``, then
-``3-name.ext``. Names are refused when they carry a path (separators, ``.`` or ``..``), control characters or
-more than 255 bytes. A drop into a browser rig may carry a drop point (form fields ``x`` and ``y``, the page's
-CSS pixels, as the live view's ``viewport`` notice gives them): engine A then fires a real drop event there, and
-engines B and C, which cannot, point the file input at that point (or the one a label there is for) at the
-landed files; the reply's ``delivery`` says which happened: ``dropEvent``, ``fileInput`` or ``landed`` (the files
-landed and nothing on the page was told). Dropping is mutating (refused while someone else holds control);
-reading a file out is an observation. Both are audited as counts, sizes and paths, never content. Errors are
-raised and rendered by the server's error handler (``hangar.httpkit.errors``).
+A drop is parsed as it streams in (multipart, python-multipart's push parser) and spooled to disk under the data
+directory, never held whole in memory; the limits (64 files, 256 MB each, 512 MB per drop) are enforced while bytes
+arrive, and so is a pace: the body must be whole within 30 s, or keep 64 KiB/s on average past them
+(``access.lane_body``; a stalled or trickled drop gets 408). Nothing lands in the rig unless the whole drop is
+valid. Files land in ``~/drops`` (beside the worktree, never inside it) and never overwrite: a colliding name lands
+as ``2-name.ext``, then ``3-name.ext``. Names are refused when they carry a path (separators, ``.`` or ``..``),
+control characters or more than 255 bytes. A drop into a browser rig may carry a drop point (form fields ``x`` and
+``y``, the page's CSS pixels, as the live view's ``viewport`` notice gives them): engine A then fires a real drop
+event there, and engines B and C, which cannot, point the file input at that point (or the one a label there is for)
+at the landed files; the reply's ``delivery`` says which happened: ``dropEvent``, ``fileInput`` or ``landed`` (the
+files landed and nothing on the page was told). Dropping is mutating (refused while someone else holds control);
+reading a file out is an observation. Both are audited as counts, sizes and paths, never content. Errors are raised
+and rendered by the server's error handler (``hangar.httpkit.errors``).
+
+Access is checked when a transfer ends too: once a drop's body has arrived, the credential, the membership and the
+read-only mode are checked again before anything lands (a member removed meanwhile gets 403 and nothing lands);
+a file read out is sent chunk by chunk, each only while its reader is still a member (checked again whenever
+authority changed), so a reader removed mid-file gets nothing more and the download stops short.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import os
 import posixpath
 import re
@@ -38,11 +45,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from hangar.core.ids import new_id
 from hangar.errors import Conflict, HangarError, InvalidArgs
+from hangar.httpkit.requests import BodyTooLarge, bearer_token
 from hangar.identity import IdentityService
 from hangar.rigs.engines.session import EngineSession
 from hangar.rigs.errors import DropTooLarge
-from hangar.rigs.lanes.access import authorize
+from hangar.rigs.lanes.access import authorize, authorize_change, lane_body, still_allowed
 from hangar.rigs.model import Surface
+from hangar.rpc.access import Revocable
 
 MB = 1024 * 1024
 MAX_FILES = 64
@@ -216,8 +225,9 @@ async def _receive(request: Request, spool: DropSpool) -> None:
     boundary = params.get(b"boundary")
     if kind != b"multipart/form-data" or not boundary:
         raise InvalidArgs("send the files as multipart/form-data", field="content-type")
+    envelope = MAX_DROP_BYTES + MAX_FILES * 4096 + 65536  # the files, their part headers and the form fields
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_DROP_BYTES + MAX_FILES * 4096 + 65536:
+    if length is not None and length.isdigit() and int(length) > envelope:
         raise DropTooLarge(f"the drop is over {MAX_DROP_BYTES // MB} MB (the per-drop limit)")
     callbacks: Any = {
         "on_header_field": spool.on_header_field,
@@ -228,8 +238,11 @@ async def _receive(request: Request, spool: DropSpool) -> None:
         "on_part_end": spool.on_part_end,
     }
     parser = MultipartParser(boundary, callbacks)
-    async for chunk in request.stream():
-        parser.write(chunk)
+    try:
+        async for chunk in lane_body(request, envelope):
+            parser.write(chunk)
+    except BodyTooLarge:
+        raise DropTooLarge(f"the drop is over {MAX_DROP_BYTES // MB} MB (the per-drop limit)") from None
     parser.finalize()
     if not spool.files:
         raise InvalidArgs("a drop needs at least one file part (with a filename)", field="files")
@@ -247,6 +260,9 @@ async def drop_files(request: Request) -> Response:
         spool_dir = app.datadir.sub("rigs", "spool", new_id())
         spool = DropSpool(spool_dir)
         await _receive(request, spool)
+        # The body took its time: the person may have been removed, or the workspace made read-only, meanwhile.
+        await still_allowed(app, access.ws, bearer_token(request.headers.get("authorization")) or "")
+        await authorize_change(access, "files", "the files lane")
         point = spool.point()
         browser, desktop = live.surface is Surface.browser, live.surface is Surface.computer
         directory = BROWSER_DROPS_DIR if browser else DESKTOP_DROPS_DIR if desktop else DROPS_DIR
@@ -319,13 +335,19 @@ async def read_file(request: Request) -> Response:
         first = await anext(stream, b"")  # errors (missing, escaping, not regular) surface before 200
 
     counted = {"bytes": 0}
+    token = bearer_token(request.headers.get("authorization")) or ""
+    guard = Revocable(
+        functools.partial(still_allowed, app, access.ws, token), stamp=app.service(IdentityService).authority_stamp
+    )
 
     async def body() -> AsyncIterator[bytes]:
         try:
             if first:
+                await guard.admit()
                 counted["bytes"] += len(first)
                 yield first
             async for chunk in stream:
+                await guard.admit()  # nothing more once the reader may no longer use the lane
                 counted["bytes"] += len(chunk)
                 yield chunk
         finally:

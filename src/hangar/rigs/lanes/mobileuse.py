@@ -237,4 +237,7 @@ async def use_mobile(mgr: RigManager, ws: str, rig_id: str, parsed: ParsedAction
         details = {**details, "error": exc.code}
         raise
     finally:
-        await mgr.log_action(ws, rig_id, principal, verb, details, outcome)
+        if parsed.observation:
+            await mgr.log_observation(ws, rig_id, principal, verb, details, outcome)
+        else:
+            await mgr.log_action(ws, rig_id, principal, verb, details, outcome)

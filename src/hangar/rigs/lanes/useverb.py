@@ -60,4 +60,5 @@ async def use_verb(
         details = {**details, "error": exc.code}
         raise
     finally:
-        await mgr.log_action(ws, rig_id, principal, verb, {**details, **logged}, outcome)
+        record = mgr.log_observation if parsed.observation else mgr.log_action
+        await record(ws, rig_id, principal, verb, {**details, **logged}, outcome)

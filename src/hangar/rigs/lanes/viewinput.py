@@ -49,5 +49,5 @@ class InputGate:
 
 def readonly_message(live: LiveRig) -> str:
     if live.controller is None:
-        return "take control to send input; until then the live view only shows the page"
+        return "take control to send input; until then the live view only shows the screen"
     return "another person holds control; your input is ignored until they hand it back"

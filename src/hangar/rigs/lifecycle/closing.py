@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,13 @@ class RigCloser:
         self.control = control
         # Set when the server stops: an end it can no longer record is logged, not raised (nobody would hear it).
         self.stopping = False
+        # Writes the rig's held screenshot runs (``foldlog``) so they come before its last row.
+        self.before_end: Callable[[str, str], Awaitable[None]] | None = None
+
+    async def _end_row(self, live: LiveRig, verb: str, details: dict[str, Any]) -> None:
+        if self.before_end is not None:
+            await self.before_end(live.ws, live.id)
+        await self.store.append_action(live.ws, live.id, principal="server", verb=verb, details=details)
 
     async def close(self, ws: str, rig_id: str, reason: CloseReason, principal: Principal) -> RigRecord:
         """Close a rig by id for a caller; its record as stored once closed."""
@@ -80,9 +88,7 @@ class RigCloser:
             await self.store.update(live.ws, live.id, phase=Phase.closing)
             await self._teardown(live)
             live.phase = Phase.closed
-            await self.store.append_action(
-                live.ws, live.id, principal="server", verb="close", details={"reason": reason.value, "cause": cause}
-            )
+            await self._end_row(live, "close", {"reason": reason.value, "cause": cause})
             fields = {"phase": Phase.closed, "close_reason": reason, "closed_at": self.app.clock.now()}
             await self._record_end(live, reason, cause, controller=None, **fields)
         finally:
@@ -99,13 +105,7 @@ class RigCloser:
         live.status_detail = detail
         try:
             await self._teardown(live)
-            await self.store.append_action(
-                live.ws,
-                live.id,
-                principal="server",
-                verb="failed",
-                details={"reason": CloseReason.backend_failure.value},
-            )
+            await self._end_row(live, "failed", {"reason": CloseReason.backend_failure.value})
             await self._record_end(
                 live,
                 CloseReason.backend_failure,

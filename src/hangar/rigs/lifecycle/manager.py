@@ -39,14 +39,17 @@ from hangar.errors import HangarError, NotFound, Refused
 from hangar.identity import usable_workspace_ids
 from hangar.rigs import hooks
 from hangar.rigs.backends.base import ExecResult, RigBackend, RigHandle
+from hangar.rigs.backends.fullvm.backend import KvmBackend, TcgBackend
 from hangar.rigs.backends.kvmprobe import KvmProbe
 from hangar.rigs.devdomains.router import DevRouter
 from hangar.rigs.errors import BackendFailure, ControlHeld
 from hangar.rigs.events import RigDevDomainChanged
 from hangar.rigs.hosts.registry import RigHosts
+from hangar.rigs.lifecycle.backendchoice import asks_vm
 from hangar.rigs.lifecycle.budget import MemoryBudget
 from hangar.rigs.lifecycle.closing import RigCloser, discard_home
 from hangar.rigs.lifecycle.control import RigControl
+from hangar.rigs.lifecycle.foldlog import FOLDED_VERBS, Run, ScreenshotFold
 from hangar.rigs.lifecycle.opening import RigOpener, rig_home
 from hangar.rigs.lifecycle.ownership import RigOwnership
 from hangar.rigs.lifecycle.upkeep import RigUpkeep
@@ -87,7 +90,11 @@ class RigManager:
         self.budget = MemoryBudget(app, self.rigs, self.closer, budget_mb=budget_mb)
         self.upkeep = RigUpkeep(app, self.store, self.rigs, self.closer, self.budget)
         self.dev = DevRouter(app, self.reach)  # dev domains: lanes, resolver names, the HTTPS leaf
+        # Screenshot runs not yet written (``foldlog``); a rig's close row comes after them.
+        self.folds = ScreenshotFold(app.clock, app.settings.rig_screenshot_fold_seconds)
+        self.closer.before_end = self.flush_folds
         self.kvm = KvmProbe()  # whether full VMs could run under KVM here, found once, never waited on forever
+        root = app.datadir.sub("rigs")  # full VMs' images and run directories
         self.opener = RigOpener(
             app,
             backend,
@@ -99,6 +106,8 @@ class RigManager:
             prepare_ready=self._prepare_ready,
             hosts=hosts,
             surface_backends=self.surface_backends,
+            vm_backends={vm.name: vm for vm in (KvmBackend(root, self.kvm), TcgBackend(root, self.kvm))},
+            kvm=self.kvm,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[Subscription] = []
@@ -154,6 +163,7 @@ class RigManager:
         for sub in self._subs:
             await self.app.bus.unsubscribe(sub)
         self._subs.clear()
+        await self._write_runs(self.folds.all())  # before closing writes anything of its own
         await self.closer.close_all(CloseReason.server_shutdown)
         await self.ownership.aclose()
         await self.backend.aclose()
@@ -178,6 +188,8 @@ class RigManager:
                         closed_at=self.app.clock.now(),
                     )
                     await discard_home(self.app, rig_home(self.app, rec.id))
+                    if asks_vm(rec.backend):  # its QEMU died with its server; its overlay is left to remove
+                        await asyncio.to_thread(shutil.rmtree, self.app.datadir.root / "rigs" / "run" / rec.id, True)
                     if self.hosts is not None:  # a rig its dead server placed on a rig host holds no room there now
                         await self.hosts.ended(rec.id)
                 finally:
@@ -203,6 +215,7 @@ class RigManager:
         another process since the last look."""
         await self.upkeep.sweep()
         await self._close_leftovers()
+        await self._write_runs(self.folds.lapsed())
 
     async def measure(self) -> None:
         await self.upkeep.measure()
@@ -229,8 +242,41 @@ class RigManager:
     async def log_action(
         self, ws: str, rig_id: str, principal: Principal | str, verb: str, details: dict[str, Any], outcome: str = "ok"
     ) -> int:
+        """Append one row to the rig's action log, after the screenshot runs it held for the rig (``foldlog``)."""
         label = principal if isinstance(principal, str) else principal.label
+        await self.flush_folds(ws, rig_id)
         return await self.store.append_action(ws, rig_id, principal=label, verb=verb, outcome=outcome, details=details)
+
+    async def log_observation(
+        self, ws: str, rig_id: str, principal: Principal, verb: str, details: dict[str, Any], outcome: str
+    ) -> None:
+        """Log a read-only verb: a successful screenshot is counted into its principal's run on the rig
+        (``foldlog``); anything else is a row of its own."""
+        if verb not in FOLDED_VERBS or outcome != "ok":
+            await self.log_action(ws, rig_id, principal, verb, details, outcome)
+            return
+        ended = self.folds.add(ws, rig_id, principal.label, verb, details)
+        if ended is not None:
+            await self._write_run(ws, rig_id, ended)
+
+    async def flush_folds(self, ws: str, rig_id: str) -> None:
+        """Write the rig's held screenshot runs now (before another row, or before the log is read)."""
+        for run in self.folds.take(ws, rig_id):
+            await self._write_run(ws, rig_id, run)
+
+    async def _write_runs(self, runs: list[tuple[str, str, Run]]) -> None:
+        """Write held runs, each on its own: one that cannot be written (its workspace gone) is logged, and the
+        others, and whatever the caller does next (the shutdown), still happen."""
+        for ws, rig_id, run in runs:
+            try:
+                await self._write_run(ws, rig_id, run)
+            except Exception:
+                log.exception("rigs: screenshot run of %s on %s not written", run.principal, rig_id)
+
+    async def _write_run(self, ws: str, rig_id: str, run: Run) -> None:
+        await self.store.append_action(
+            ws, rig_id, principal=run.principal, verb=run.verb, details=run.row_details(), at=run.first_at
+        )
 
     async def records(self, ws: str, *, include_closed: bool) -> list[tuple[RigRecord, LiveRig | None]]:
         return [(rec, self.rigs.get(rec.id)) for rec in await self.store.rigs(ws, include_closed=include_closed)]

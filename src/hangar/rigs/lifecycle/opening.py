@@ -14,6 +14,7 @@ the space's rig panel shows) and one line in the server log.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -30,12 +31,16 @@ from hangar.identity import IdentityService
 from hangar.rigs import hooks
 from hangar.rigs.actions import TABLES
 from hangar.rigs.backends.base import GuestTree, RigBackend, RigHandle, RigSpec
+from hangar.rigs.backends.fullvm.backend import VM_MEMORY_MB, VM_VCPUS, FullVmBackend
+from hangar.rigs.backends.fullvm.imports import list_images
+from hangar.rigs.backends.kvmprobe import KvmProbe
 from hangar.rigs.backends.simulator import simulator_refusal
 from hangar.rigs.errors import BackendFailure
 from hangar.rigs.hosts.registry import RemoteBackend, RigHosts
 from hangar.rigs.images import recipes
 from hangar.rigs.images.packs import step_numbers
 from hangar.rigs.images.settings import BROWSER_IMAGE_KEY, EXEC_IMAGE_KEY, boot_image
+from hangar.rigs.lifecycle.backendchoice import BackendChoice, asks_vm, check_reuse, choose_backend
 from hangar.rigs.lifecycle.budget import HOSTS_FIRST_SETTING
 from hangar.rigs.lifecycle.closing import RigCloser
 from hangar.rigs.lifecycle.ownership import RigOwnership
@@ -89,11 +94,16 @@ class RigOpener:
         prepare_ready: PrepareReady,
         hosts: RigHosts | None = None,
         surface_backends: Mapping[Surface, RigBackend] | None = None,
+        vm_backends: Mapping[str, FullVmBackend] | None = None,
+        kvm: KvmProbe | None = None,
     ) -> None:
         self.app = app
         self.backend = backend
         # Surfaces another backend runs (phones: mobile-emulator); every other surface runs on ``backend``.
         self.surface_backends = dict(surface_backends or {})
+        # Computer rigs asked for as full VMs (``backendchoice``), by backend name, and the KVM probe they consult.
+        self.vm_backends = dict(vm_backends or {})
+        self.kvm = kvm or KvmProbe()
         self.hosts = hosts
         self.store = store
         self.rigs = rigs
@@ -112,18 +122,23 @@ class RigOpener:
         engine_name: str | None,
         principal: Principal,
         on_status: StatusListener | None = None,
+        *,
+        backend: str | None = None,
+        image_id: str | None = None,
     ) -> LiveRig:
         """The space's rig, opened or reused, once booted or after ``OPEN_WAIT_S`` still booting; ``on_status``
-        hears each change of the boot's status detail meanwhile (a first pack build's steps)."""
+        hears each change of the boot's status detail meanwhile (a first pack build's steps). ``backend`` and
+        ``image_id`` ask for a full VM (``backendchoice``)."""
         surface = parse_surface(surface_name)
         engine = resolve_engine(surface, engine_name)
+        choice = await self.choose(surface, backend, image_id)
         if surface is Surface.simulator:
             raise Unavailable(simulator_refusal("rig.open"))
         if surface not in RUNNABLE:
             raise Unavailable(
                 f"{surface.value} rigs are planned but need {PLANNED[surface]}, which this server does not have yet"
             )
-        own = self.surface_backends.get(surface, self.backend)
+        own = self._backend_for(surface, choice)
         reason = await own.availability()
         if reason is not None:
             raise Unavailable(f"{surface.value} rigs cannot run on this host: {reason}")
@@ -131,20 +146,44 @@ class RigOpener:
         async with self._open_lock:
             existing = self.rigs.reusable((ws, space_id, surface, engine))
             if existing is not None and existing.phase in LIVE_PHASES:
+                if surface is Surface.computer:  # one desktop per space, on whichever backend it runs
+                    check_reuse(existing.backend, existing.image_id, backend, image_id)
                 self.rigs.touch(existing, principal)
                 live = existing
             else:
                 limits = limits_for(surface, engine)
-                # A browser rig sees no worktree: it is driven through its page, not its files.
-                tree = None if surface is Surface.browser else await hooks.worktree_of(self.app, ws, space_id)
+                if choice.vm:  # the VM's own RAM and QEMU, not the enclosure desktop's ceiling
+                    limits = dataclasses.replace(limits, memory_mb=VM_MEMORY_MB, vcpus=VM_VCPUS)
+                # A browser rig sees no worktree: it is driven through its page, not its files; nor does a VM (its
+                # disk is its image's overlay, with nothing of this host's mounted in it).
+                shared = surface is not Surface.browser and not choice.vm
+                tree = await hooks.worktree_of(self.app, ws, space_id) if shared else None
                 # Room is made and the rig registered (counted at its ceiling while it boots) in one step of the
                 # budget, so an enclosure admitted meanwhile sees it.
                 async with self.upkeep.budget.lock:
-                    backend = await self._place(ws, surface, tree, limits.memory_mb, own)
-                    live = await self._provision(ws, space_id, surface, engine, limits, principal, backend, tree)
+                    placed = await self._place(ws, surface, tree, limits.memory_mb, own)
+                    live = await self._provision(
+                        ws, space_id, surface, engine, limits, principal, placed, tree, choice.image_id
+                    )
         if live.phase is Phase.provisioning and live.boot is not None:
             await self._await_boot(live, live.boot, on_status)
         return live
+
+    async def choose(self, surface: Surface, backend: str | None, image_id: str | None) -> BackendChoice:
+        """The backend asked for, checked (``backendchoice``): the KVM probe is asked only for ``fullvm-kvm``, the
+        imported images read only for a full VM."""
+        vm = asks_vm(backend)
+        verdict = await self.kvm.verdict() if backend == "fullvm-kvm" else None
+        images = await asyncio.to_thread(list_images, self.app.datadir.sub("rigs")) if vm else []
+        return choose_backend(surface, backend, image_id, verdict=verdict, images=images)
+
+    def _backend_for(self, surface: Surface, choice: BackendChoice) -> RigBackend:
+        if choice.backend is None:
+            return self.surface_backends.get(surface, self.backend)
+        found = self.vm_backends.get(choice.backend)
+        if found is None:
+            raise Unavailable(f"this server runs no {choice.backend} backend")
+        return found
 
     async def _place(
         self, ws: str, surface: Surface, tree: GuestTree | None, need_mb: int, own: RigBackend
@@ -202,13 +241,17 @@ class RigOpener:
         principal: Principal,
         backend: RigBackend,
         tree: GuestTree | None,
+        image_id: str | None = None,
     ) -> LiveRig:
         rig_id = new_id()
         home = rig_home(self.app, rig_id)
         home.mkdir(parents=True, exist_ok=True)
         disks, disk_mb = self.app.maybe_service(ScopeDisks), DEFAULT_RIG_DISK_MB
-        if disks is not None and surface is not Surface.mobile:  # a phone keeps nothing in a home on this host
-            await disks.ensure(home)  # what the rig keeps in its home has a quota too
+        # A phone keeps nothing in a home on this host, nor does a VM (its files are in its overlay, which its
+        # disk_mb bounds).
+        if disks is not None and surface is not Surface.mobile:
+            if image_id is None:
+                await disks.ensure(home)  # what the rig keeps in its home has a quota too
             disk_mb = await disks.rig_disk_mb()
         browser = surface is Surface.browser
         display = limits.boot_display
@@ -225,6 +268,7 @@ class RigOpener:
             display=(display.width, display.height) if display is not None else None,
             trust_pem=await hooks.dev_ca_pem(self.app) if browser else None,
             disk_mb=disk_mb,
+            image_id=image_id,
         )
         await self.ownership.claim(ws, rig_id)
         try:
@@ -247,11 +291,13 @@ class RigOpener:
         live = LiveRig(ws, rig_id, space_id, surface, engine, limits, principal.label, home, now, now)
         live.last_actor = principal.label
         live.host_id = backend.room.host_id if isinstance(backend, RemoteBackend) else None
+        live.backend, live.image_id = backend.name, image_id
         self.rigs.add(live)
         live.boot = asyncio.create_task(self._boot(live, spec, backend), name=f"rigs:boot:{rig_id}")
         # A boot that fails after rig.open answered is recorded on the row; nobody awaits the task then.
         live.boot.add_done_callback(lambda t: None if t.cancelled() else t.exception())
-        await self.store.append_action(ws, rig_id, principal=principal.label, verb="open")
+        opened = {"backend": backend.name, "imageId": image_id} if image_id is not None else None
+        await self.store.append_action(ws, rig_id, principal=principal.label, verb="open", details=opened)
         await self._custom_image_notice(live)
         return live
 

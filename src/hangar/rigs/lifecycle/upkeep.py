@@ -21,7 +21,7 @@ from hangar.rigs.lifecycle.budget import MemoryBudget
 from hangar.rigs.lifecycle.closing import RigCloser
 from hangar.rigs.live.notices import PortsNotice
 from hangar.rigs.live.rigs import LiveRig, LiveRigs
-from hangar.rigs.model import CloseReason, Phase, Surface
+from hangar.rigs.model import MAX_LISTENING_PORTS, CloseReason, Phase, Surface, listening_within
 from hangar.rigs.policy import Park, evict, lifecycle
 from hangar.rigs.store import RigStore
 
@@ -144,7 +144,15 @@ class RigUpkeep:
             async with live.lock:
                 if live.phase is not Phase.ready:
                     return
-                listening = await handle.listening_ports()
+                listening, cut = listening_within(await handle.listening_ports())
+                if cut and not live.ports.flooded:
+                    log.warning(
+                        "rigs: %s reports %d listening ports more than the %d taken in; they are ignored",
+                        live.id,
+                        cut,
+                        MAX_LISTENING_PORTS,
+                    )
+                live.ports.flooded = bool(cut)
                 before = live.ports.rows()
                 # A rig's forward never takes one of the server's own port numbers, so a restarted server finds
                 # them free.

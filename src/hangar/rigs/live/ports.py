@@ -26,6 +26,7 @@ from hangar.rigs.results import PortRow
 log = logging.getLogger(__name__)
 
 ALL_INTERFACES = "0.0.0.0"
+_LOGGED_PORTS = 16  # port numbers named in the log line of those left unforwarded
 
 
 @dataclass
@@ -40,6 +41,7 @@ class PortForwards:
         self.limit = limit
         self.forwards: dict[int, Forward] = {}
         self.overflow: set[int] = set()  # listening but not forwarded (over the limit)
+        self.flooded = False  # the last poll reported more listening ports than are taken in (logged once)
         self._claim: loopback.LoopbackClaim | None = None
 
     @property
@@ -60,9 +62,14 @@ class PortForwards:
         extra = set(candidates[slots:])
         fresh = sorted(extra - self.overflow)
         self.overflow = extra
-        for gp in fresh:
+        if fresh:  # one line per poll, however many ports a guest opens
+            shown = ", ".join(str(gp) for gp in fresh[:_LOGGED_PORTS]) + (", ..." if len(fresh) > _LOGGED_PORTS else "")
             log.warning(
-                "rig %s: guest port %d listens but is not forwarded (limit %d)", handle.spec.rig_id, gp, self.limit
+                "rig %s: %d more guest ports listen but are not forwarded (limit %d): %s",
+                handle.spec.rig_id,
+                len(fresh),
+                self.limit,
+                shown,
             )
         return fresh
 

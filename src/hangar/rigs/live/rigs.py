@@ -42,6 +42,8 @@ class LiveRig:
     notice: str = ""  # what the rig's status says once ready (a custom image it could not boot)
     handle: RigHandle | None = None
     host_id: str | None = None  # the rig host running it (its credential's id); None: this server's own backend
+    backend: str = "enclosure"  # the name of the backend running it (``rig_list``'s ``backend``)
+    image_id: str | None = None  # a full VM's imported image
     boot: asyncio.Task[RigHandle] | None = None
     watcher: asyncio.Task[None] | None = None
     controller: str | None = None  # user id

@@ -7,9 +7,10 @@
   ``rig.clipboardGrants``).
 - ``devdomains``: a space's dev domains (``rig.devDomains``, ``rig.setDevDomain``, ``rig.removeDevDomain``).
 - ``host``: the host's rigs, for the server owner (``rigs.status``, ``rigs.setMemoryBudget``, the image packs).
+- ``images``: desktop images for full-VM rigs, for the server owner (``rigs.images``, ``rigs.importImage``).
 """
 
 from hangar.core.part import OpFunction
-from hangar.rigs.ops import clipboard, devdomains, host, navigation, rig
+from hangar.rigs.ops import clipboard, devdomains, host, images, navigation, rig
 
-RIG_OPS: list[OpFunction] = [*rig.OPS, *navigation.OPS, *clipboard.OPS, *devdomains.OPS, *host.OPS]
+RIG_OPS: list[OpFunction] = [*rig.OPS, *navigation.OPS, *clipboard.OPS, *devdomains.OPS, *host.OPS, *images.OPS]

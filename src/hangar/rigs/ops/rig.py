@@ -16,7 +16,7 @@ from pydantic import Field, StrictBool, StrictStr
 
 from hangar.core.part import OpFunction
 from hangar.core.principal import Role
-from hangar.errors import InvalidArgs, NotFound, Refused, Unavailable
+from hangar.errors import NotFound, Refused, Unavailable
 from hangar.identity import IdentityService
 from hangar.rigs.actions import BROWSER_USE, COMPUTER_USE, MOBILE_USE, SIM_USE, VerbTable, parse_action
 from hangar.rigs.backends.simulator import simulator_refusal
@@ -26,6 +26,7 @@ from hangar.rigs.lanes.computeruse import use_computer
 from hangar.rigs.lanes.consent import grants_of
 from hangar.rigs.lanes.mobileuse import use_mobile
 from hangar.rigs.lanes.signing import Lane, LaneSigner
+from hangar.rigs.lifecycle.backendchoice import asks_vm
 from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.live.notices import EgressGrantedNotice, PhaseNotice, RigNotice
 from hangar.rigs.live.rigs import LiveRig
@@ -93,39 +94,32 @@ class OpenArgs(Args):
     space_id: Annotated[StrictStr, Field(min_length=1, max_length=64)]
     surface: StrictStr
     engine: StrictStr | None = None
-    backend: StrictStr | None = None
-
-
-# Backends a computer rig may ask for (CONTRACTS section 11): the enclosure runs here; the full VMs are planned.
-COMPUTER_BACKENDS = ("enclosure", "fullvm-kvm", "fullvm-tcg")
-
-
-async def check_backend(mgr: RigManager, surface: str, backend: str | None) -> None:
-    """``backend`` names where a rig runs: ``enclosure`` for every surface this server runs; a full VM only for a
-    computer, and this server boots none yet (``unavailable``, saying first when the KVM probe found KVM unusable
-    here); anything else is ``invalid_args``."""
-    if backend is None or backend == "enclosure":
-        return
-    if surface != Surface.computer.value or backend not in COMPUTER_BACKENDS:
-        allowed = ", ".join(COMPUTER_BACKENDS) if surface == Surface.computer.value else "enclosure"
-        raise InvalidArgs(f"backend must be one of {allowed} for a {surface} rig, not {backend!r}", field="backend")
-    if backend == "fullvm-kvm":
-        verdict = await mgr.kvm.verdict()
-        if not verdict.usable:
-            raise Unavailable(f"fullvm-kvm cannot run on this host: {verdict.reason}")
-    raise Unavailable(
-        f"the {backend} backend (a full VM under QEMU from an imported qcow2 image) is not built on this server "
-        "yet; open the computer rig without a backend (or with backend enclosure) for a desktop in the enclosure"
+    backend: StrictStr | None = Field(
+        default=None,
+        description="computer rigs: enclosure (the default), fullvm-kvm or fullvm-tcg (a full VM, only when asked)",
+    )
+    image_id: Annotated[StrictStr, Field(min_length=1, max_length=64)] | None = Field(
+        default=None,
+        alias="imageId",
+        description="a full VM's imported image (rigs.images); without it the newest imported for the backend",
     )
 
 
 @op("rig.open", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def rig_open(ctx: OpContext, args: OpenArgs) -> RigOpened:
     """Open a rig for a space (one terminal per conversation, reused); answers once booted or still booting. A
-    computer rig runs on the ``enclosure`` backend (Xvfb and a window manager in the namespace sandbox)."""
-    await check_backend(manager(ctx), args.surface, args.backend)
+    computer rig runs on the ``enclosure`` backend (Xvfb and a window manager in the namespace sandbox) unless
+    ``backend`` asks for a full VM (``fullvm-kvm``, refused where KVM is unusable, or ``fullvm-tcg``) booted from
+    an imported image (``imageId``)."""
     live = await manager(ctx).opener.open(
-        ctx.ws, args.space_id, args.surface, args.engine, ctx.principal, on_status=ctx.report
+        ctx.ws,
+        args.space_id,
+        args.surface,
+        args.engine,
+        ctx.principal,
+        on_status=ctx.report,
+        backend=args.backend,
+        image_id=args.image_id,
     )
     return RigOpened(rig_id=live.id, phase=live.phase, status_detail=live.status_detail)
 
@@ -204,11 +198,12 @@ def _clip(text: str) -> tuple[str, bool]:
 
 @op("rig.exec", kind="mutate", scope="workspace", actions=USE_ACTIONS)
 async def rig_exec(ctx: OpContext, args: ExecArgs) -> ExecOutput:
-    """Run a shell command in a terminal rig (bash -lc, as the rig user, in its home)."""
+    """Run a shell command in a terminal rig or a full VM (bash -lc, as the rig user, in its home; in a VM through
+    its guest agent)."""
     mgr = await guarded(ctx, args.rig_id)
     live = await mgr.get_live(ctx.ws, args.rig_id)
-    if live.surface is not Surface.terminal:
-        raise Refused(f"rig.exec drives terminal rigs; rig {live.id} is a {live.surface.value} rig")
+    if live.surface is not Surface.terminal and not asks_vm(live.backend):
+        raise Refused(f"rig.exec drives terminal rigs and full VMs; rig {live.id} is a {live.surface.value} rig")
     result = await mgr.exec(ctx.ws, args.rig_id, args.command, args.timeout_ms / 1000, ctx.principal)
     stdout, cut_out = _clip(result.stdout)
     stderr, cut_err = _clip(result.stderr)
@@ -405,6 +400,7 @@ async def rig_action_log(ctx: OpContext, args: RigArgs) -> list[ActionLogEntry]:
     mgr = await guarded(ctx, args.rig_id)
     if await mgr.store.get(ctx.ws, args.rig_id) is None:
         raise NotFound(f"no rig {args.rig_id} in this workspace")
+    await mgr.flush_folds(ctx.ws, args.rig_id)  # the screenshots this process still counts are shown too
     return [ActionLogEntry.model_validate(e) for e in await mgr.store.actions(ctx.ws, args.rig_id)]
 
 

@@ -9,7 +9,8 @@
 - ``request``: what the gate leaves on a request and how the SDK's handlers read it back (the caller, the session);
 - ``limits``: the caps on sessions per credential, user and workspace, and when the endpoint is under pressure;
 - ``sessions``: those caps counted, the sessions the SDK opens under them, idle ones expired sooner under pressure;
-- ``exchange``: plain tool calls answered in one exchange, beside the SDK's transports;
+- ``exchange``: the hot path for plain tool calls, answered in one exchange beside the SDK's transports and request
+  kernel (with its types);
 - ``ops``: running an op as the caller through the dispatcher, the one way every handler reaches an op;
 - ``backchannel``: what a running op says to the client (progress, ask-first questions);
 - ``tools``: the tool catalogue generated from the op registry (also read by agents and the website);

@@ -3,7 +3,7 @@ client asked for them, and the question an ask-first guardrail puts to the perso
 
 Both ride the request's way back to the client (its SSE answer, or the session's stream), which the SDK offers
 only when the request is served its whole way; a call answered in one exchange (``exchange``) has none, so a
-question there sends the request back to the SDK before anything has run.
+question there sends the request back to the SDK before anything has run (``exchange`` asks so itself).
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 
 from hangar.rpc.dispatcher import Ask
 from hangar.rpc.guardrails import AskFirst
-from hangar.rpc.mcp.exchange import EXCHANGE_KEY, NeedsExchange
-from hangar.rpc.mcp.request import scope_of
 
 ASK_TIMEOUT_S = 300.0  # how long an ask-first question waits for the person before the call stays refused
 HEARTBEAT_S = 1.0
@@ -41,13 +39,6 @@ def asker(ctx: Any) -> Ask | None:
     session = getattr(ctx, "session", None)
     if session is None or not session.check_client_capability(ELICITATION):
         return None
-    scope = scope_of(ctx)
-    if scope is not None and scope.get(EXCHANGE_KEY):
-
-        async def again(rule: AskFirst) -> bool:
-            raise NeedsExchange(rule.message)  # the question needs the SDK's exchange: nothing has run yet
-
-        return again
 
     async def ask(rule: AskFirst) -> bool:
         message = f"{rule.message.split(' refused: ', 1)[-1]}. Approve this one call?"

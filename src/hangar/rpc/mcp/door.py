@@ -105,7 +105,7 @@ class McpDoor:
         )
         self.book = SessionBook(self.sessions, self.seats)
         self.server.middleware.append(self.book.middleware)
-        self.exchanges = Exchanges(self.server, self.sessions, self.book)
+        self.exchanges = Exchanges(self.tool_calls, self.sessions, self.book)
 
     @property
     def tools(self) -> list[mt.Tool]:
@@ -142,18 +142,18 @@ class McpDoor:
         if token is None or principal is None:
             await unauthorized(send, self.origin(), "a valid device credential is required" if token else None)
             return
-        scope = with_caller(scope, token, principal)
         session_id = header(scope, MCP_SESSION_ID_HEADER.encode())
         if scope["method"] != "POST":
-            await self.sessions.handle_request(scope, receive, send)
+            await self.sessions.handle_request(with_caller(scope, token, principal), receive, send)
             return
         try:
             body = await read_body(Request(scope, receive), MAX_BODY)
         except (BodyTooLarge, BodyTooSlow) as err:
             await answer(send, err.http_status, rpc_error(err.message), [])
             return
-        if await self.exchanges.answer(scope, body, principal, session_id, send):
-            return
+        if await self.exchanges.answer(scope, body, token, principal, session_id, send):
+            return  # the hot path: a plain tool call, served without the SDK's transport
+        scope = with_caller(scope, token, principal)
         if session_id is not None:
             self.exchanges.cancel(body, session_id, principal)  # the SDK then acknowledges the notification
             await self.sessions.handle_request(scope, replaying(body, receive), send)

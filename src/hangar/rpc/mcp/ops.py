@@ -10,18 +10,32 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
+from hangar.core.principal import Principal
 from hangar.core.requestids import request_scope
 from hangar.errors import HangarError
 from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
-from hangar.rpc.dispatcher import Dispatcher
+from hangar.rpc.dispatcher import Ask, Dispatcher
 from hangar.rpc.mcp.backchannel import Progress, asker
 from hangar.rpc.mcp.request import principal_of
 from hangar.rpc.registry import OpRegistry, OpSpec
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls an op through the door: the credential of the request, the caller the gate authenticated from
+    it for that very request (``None``: the dispatcher authenticates it), the JSON-RPC request id, and how an
+    ask-first guardrail asks them (``None``: it refuses)."""
+
+    token: str
+    principal: Principal | None
+    request_id: Any
+    ask: Ask | None
 
 
 class OpRunner:
@@ -38,13 +52,25 @@ class OpRunner:
     async def run(
         self, ctx: Any, token: str, op_name: str, args: dict[str, Any], progress: Progress | None = None
     ) -> Any:
-        """One op as the caller; a watch op answers its first reply and stops."""
+        """One op as the caller of the request the SDK serves (``ctx``); a watch op answers its first reply and
+        stops."""
+        caller = Caller(token, principal_of(ctx), getattr(ctx, "request_id", None), asker(ctx))
+        return await self.call(caller, op_name, args, progress)
+
+    async def call(self, caller: Caller, op_name: str, args: dict[str, Any], progress: Progress | None = None) -> Any:
+        """One op as ``caller``: what every handler and the tool-call hot path (``exchange``) run."""
         spec = self.registry.get(op_name)
         assert spec is not None and self.dispatcher is not None
-        req_id = getattr(ctx, "request_id", None)
         with request_scope():  # the SDK runs a session's requests in its own tasks: each call gets its id here
             op_ctx, parsed = await self.dispatcher.prepare(
-                token, req_id, spec, args, door="mcp", ask=asker(ctx), progress=progress, principal=principal_of(ctx)
+                caller.token,
+                caller.request_id,
+                spec,
+                args,
+                door="mcp",
+                ask=caller.ask,
+                progress=progress,
+                principal=caller.principal,
             )
             if spec.kind != "watch":
                 return await self.dispatcher.call(op_ctx, parsed)

@@ -125,8 +125,7 @@ class SessionFacts:
 
     device_id: str  # the credential that opened it
     protocol_version: str
-    client_info: Any
-    capabilities: Any
+    can_ask: bool  # the client declared it can show a question (elicitation)
 
 
 class SessionBook:
@@ -174,9 +173,9 @@ class SessionBook:
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         params = ctx.params if isinstance(ctx.params, Mapping) else {}
         if isinstance(version, str) and version in HANDSHAKE_PROTOCOL_VERSIONS:
-            self._settled[session_id] = SessionFacts(
-                seat.device_id, version, params.get("clientInfo"), params.get("capabilities")
-            )
+            capabilities = params.get("capabilities")
+            can_ask = isinstance(capabilities, Mapping) and capabilities.get("elicitation") is not None
+            self._settled[session_id] = SessionFacts(seat.device_id, version, can_ask)
             stack.callback(self._settled.pop, session_id, None)
         return result
 

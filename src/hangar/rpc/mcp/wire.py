@@ -53,7 +53,11 @@ def bearer(scope: Scope) -> str | None:
 
 
 async def answer(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
-    raw = json.dumps(body).encode()
+    await send_json(send, status, json.dumps(body).encode(), headers)
+
+
+async def send_json(send: Send, status: int, raw: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    """A JSON answer of bytes already written."""
     head = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()), *headers]
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": raw})

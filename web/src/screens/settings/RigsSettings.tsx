@@ -8,6 +8,7 @@ import { useWatchedState } from "../../data/watch";
 import { IdDetails } from "../../IdDetails";
 import { engineLabel } from "../../labels";
 import { ClipboardAccess } from "./ClipboardAccess";
+import { DesktopImages } from "./DesktopImages";
 import { Field } from "../../components/Field";
 import { Outcome } from "../../components/Outcome";
 import { useAction, useWrite } from "../../data/mutations";
@@ -298,6 +299,7 @@ export function RigsSettings({ selfId }: { selfId: string }) {
       <HostCheck />
       <Packs />
       <CustomImages />
+      <DesktopImages />
       <ClipboardAccess selfId={selfId} serverOwner />
     </>
   );

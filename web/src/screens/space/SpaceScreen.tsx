@@ -91,9 +91,11 @@ interface Rigs {
   error: string | null;
 }
 
-/** A rig's tab: its terminal, or a browser rig's live view (named with its engine). */
+/** A rig's tab: its terminal, a browser rig's live view (named with its engine), a desktop or a phone. */
 function tabName(rig: RigRow): string {
   if (rig.surface === "terminal") return "Terminal";
+  if (rig.surface === "computer") return "Desktop";
+  if (rig.surface === "mobile") return "Phone";
   return rig.surface === "browser" ? `Live view (${engineLabel(rig.engine)})` : rig.surface;
 }
 

@@ -20,6 +20,7 @@ import { useWorkspaceEvents } from "../../data/events";
 import { InviteForm, MemberList } from "./Members";
 import { Overview } from "./Overview";
 import { Repos } from "./Repos";
+import { Meetings } from "./Meetings";
 import { Skills } from "./Skills";
 import { Spaces } from "./Spaces";
 import { Teams } from "./Teams";
@@ -58,6 +59,8 @@ function Section(props: { workspaceId: string; section: WorkspaceSection; role: 
       );
     case "skills":
       return <Skills workspaceId={workspaceId} admin={admin} />;
+    case "meetings":
+      return <Meetings workspaceId={workspaceId} member={member} />;
     case "repos":
       return <Repos workspaceId={workspaceId} admin={admin} member={member} />;
     case "members":

@@ -13,6 +13,7 @@ export const SECTION_LABEL: Record<WorkspaceSection, string> = {
   tickets: "Tickets",
   agents: "Agents and teams",
   skills: "Skills",
+  meetings: "Meetings",
   repos: "Repositories",
   members: "Members",
 };

@@ -321,6 +321,18 @@ def set_size(fd: int, cols: int, rows: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))  # the kernel sends SIGWINCH
 
 
+def type_keys(master: int, data: bytes, finished: list[bool]) -> None:
+    """Write keystrokes to the terminal as fast as the shell takes them; once it has exited, drop the rest."""
+    view = memoryview(data)
+    while view and not finished[0]:
+        try:
+            view = view[os.write(master, view) :]
+        except BlockingIOError:
+            select.select([], [master], [], 0.1)
+        except OSError:
+            return
+
+
 def do_pty(req: dict[str, str], conn: int) -> None:
     master, slave = os.openpty()
     set_size(master, int(req["cols"]), int(req["rows"]))
@@ -332,28 +344,40 @@ def do_pty(req: dict[str, str], conn: int) -> None:
     ]
     pid = spawn(["/bin/bash", "-l"], dict(BASE_ENV, TERM="xterm-256color", COLORTERM="truecolor"), actions)
     os.close(slave)
+    finished = [False]
+    heard_all = _thread.allocate_lock()
+    heard_all.acquire()  # released once the host has hung up, its every frame read
 
     def inbound() -> None:
         try:
             while True:
                 kind, data = read_frame(conn)
                 if kind == b"D":
-                    write_all(master, data)
+                    type_keys(master, data, finished)
                 elif kind == b"W":
                     size = decode(data)
                     set_size(master, int(size["cols"]), int(size["rows"]))
         except (EOFError, OSError, ValueError, KeyError):
             pass
-        kill_group(pid, SIGHUP)  # the host hung up: hang up the terminal
-        time.sleep(0.05)
-        kill_group(pid)
+        if not finished[0]:  # the host hung up on a live shell: hang up the terminal (once reaped, the pid is free)
+            kill_group(pid, SIGHUP)
+            time.sleep(0.05)
+            kill_group(pid)
+        heard_all.release()
 
+    # Non-blocking both ways: a write into a full input queue blocks, and a shell that exits does not wake it.
+    os.set_blocking(master, False)
     _thread.start_new_thread(inbound, ())
+    readable = select.poll()
+    readable.register(master, select.POLLIN)
     try:
         while True:
+            readable.poll()
             try:
                 data = os.read(master, 65536)
-            except OSError:
+            except BlockingIOError:
+                continue
+            except OSError:  # EIO: the terminal's last process closed it
                 data = b""
             if not data:
                 break
@@ -361,11 +385,16 @@ def do_pty(req: dict[str, str], conn: int) -> None:
     except OSError:
         pass
     code = exit_code(pid)
-    os.close(master)
-    try:  # noqa: SIM105
+    finished[0] = True
+    try:
         send(conn, b"X", encode({"code": code}))
     except OSError:
         pass
+    else:
+        # As for exec: closed with keystrokes of the host unread, the connection would reset and the host lose
+        # the X it had not read yet. The host hangs up on reading X.
+        heard_all.acquire()
+    os.close(master)
 
 
 def file_error(conn: int, exc: OSError) -> None:

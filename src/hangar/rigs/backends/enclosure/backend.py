@@ -20,7 +20,8 @@ from hangar.rigs.backends.base import RigBackend, RigHandle, RigSpec
 from hangar.rigs.backends.desktopboot import boot_desktop
 from hangar.rigs.backends.enclosure import probe
 from hangar.rigs.backends.enclosure.cgroups import detect
-from hangar.rigs.backends.enclosure.rig import EnclosureRig, clear_leftovers
+from hangar.rigs.backends.enclosure.leftovers import clear_leftovers
+from hangar.rigs.backends.enclosure.rig import EnclosureRig
 from hangar.rigs.backends.engineboot import boot_engine, check_public_pem
 from hangar.rigs.egress.allowlist import validate_patterns
 from hangar.rigs.engines.launch import EngineRecipe

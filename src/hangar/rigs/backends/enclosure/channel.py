@@ -212,6 +212,7 @@ class AgentPty(Pty):
             if kind == b"X":
                 self.exit_code = int(decode(payload).get("code") or -1)
                 self._eof = True
+                self._writer.close()  # the agent waits for this hang-up before it lets the connection go
         return b""
 
     async def write(self, data: bytes) -> None:

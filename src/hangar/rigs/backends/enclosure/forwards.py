@@ -1,4 +1,5 @@
-"""Port forwards: a host listener per forward relaying each connection to a guest port inside the rig.
+"""Port forwards: a host listener per forward relaying each connection to a guest port inside the rig (reached by
+the rig's ``connect``: into its network namespace here, over the rig host's link for a rig on a rig host).
 
 A listener binds a rig's own loopback address (``hangar.rigs.loopback``) on a port of the caller's choosing, or
 ``127.0.0.1`` and every interface on an OS-assigned port only: a fixed port there is what another program of the
@@ -10,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+from collections.abc import Awaitable, Callable
 
-from hangar.errors import Conflict, InvalidArgs
-from hangar.rigs.backends.enclosure.netns import NetNamespace
+from hangar.errors import Conflict, HangarError, InvalidArgs
 from hangar.rigs.egress.relay import relay
 from hangar.rigs.loopback import is_rig_address
 
@@ -21,10 +22,13 @@ SHARED_HOSTS = ("127.0.0.1", "0.0.0.0")  # the host's loopback, or every interfa
 # the local network takes them from anyone there): past it a new one is closed at once.
 MAX_CONNECTIONS = 128
 
+Connect = Callable[[int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+"""A connection to a guest port of the rig."""
+
 
 class Forwards:
-    def __init__(self, netns: NetNamespace) -> None:
-        self._netns = netns
+    def __init__(self, connect: Connect) -> None:
+        self._connect = connect
         self._servers: dict[int, asyncio.AbstractServer] = {}
         self._relays: dict[int, set[asyncio.Task[None]]] = {}
 
@@ -51,10 +55,9 @@ class Forwards:
             assert task is not None
             relays.add(task)
             try:
-                sock = await self._netns.connect(guest_port)
-                guest = await asyncio.open_connection(sock=sock)
+                guest = await self._connect(guest_port)
                 await relay((reader, writer), guest)
-            except OSError:
+            except (OSError, HangarError):
                 writer.close()
             except asyncio.CancelledError:
                 # Ended by ``remove``. Finishing normally instead of cancelled: the stream server's done callback

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from hangar.core import disks
 from hangar.core.guestacl import RIG_GID, RIG_UID, grant_tree
-from hangar.errors import Conflict, HangarError, Internal, InvalidArgs, Refused, Unavailable
+from hangar.errors import Conflict, Internal, InvalidArgs, Refused, Unavailable
 from hangar.rigs.backends.base import GUEST_WORKTREE, Command, ExecResult, Pty, RigHandle, RigSpec
 from hangar.rigs.backends.capabilities import Desktop
 from hangar.rigs.backends.desktopboot import RigDesktopSession
@@ -84,7 +84,7 @@ class EnclosureRig(RigHandle):
         self._dir_fd: int | None = None  # keeps the socket path short: /proc/self/fd/<n>/agent.sock
         self._tree_fd: int | None = None  # the worktree as opened beneath its folder, until bubblewrap mounts it
         self.channel = AgentChannel(self.run_dir / "agent.sock")
-        self.forwards = Forwards(self.netns)
+        self.forwards = Forwards(self._guest_port)
         self.pid1: int | None = None  # the rig's PID 1 as seen from the host
         self._proc: asyncio.subprocess.Process | None = None
         self._ptys: set[AgentPty] = set()
@@ -368,6 +368,10 @@ class EnclosureRig(RigHandle):
             raise Unavailable(f"nothing listens on port {guest_port} in rig {self.spec.rig_id}") from exc
         return await asyncio.open_connection(sock=sock)
 
+    async def _guest_port(self, guest_port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A forward's connection: straight into the namespace (the host's own listeners are not in it)."""
+        return await asyncio.open_connection(sock=await self.netns.connect(guest_port))
+
     async def serve_loopback(
         self, guest_port: int, handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
     ) -> None:
@@ -550,37 +554,6 @@ class EnclosureRig(RigHandle):
         self.netns.close()
         await asyncio.to_thread(disks.detach, self.run_dir / "disk")
         await asyncio.to_thread(shutil.rmtree, self.run_dir, True)
-
-
-def clear_leftovers(run_root: Path, cgroup_version: str) -> int:
-    """Remove rig directories (and their cgroups) left by a server process that is gone: its rigs died with
-    it (bubblewrap's ``--die-with-parent``), but their disks and groups stay. Returns how many were removed."""
-    removed = 0
-    if not run_root.is_dir():
-        return 0
-    for entry in run_root.iterdir():
-        try:
-            owner = int((entry / "owner").read_text())
-        except (OSError, ValueError):
-            continue  # not ours, or still being created
-        try:
-            os.kill(owner, 0)
-            continue  # its server still runs
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
-        group = rig_cgroup(cgroup_version, entry.name)
-        with contextlib.suppress(OSError):
-            group.kill_all(timeout_s=1.0)
-            group.remove()
-        with contextlib.suppress(HangarError):
-            disks.detach(entry / "disk")
-        shutil.rmtree(entry, ignore_errors=True)
-        removed += 1
-    if removed:
-        log.warning("cleared %d rig directories left by a server that stopped without closing them", removed)
-    return removed
 
 
 def _seccomp_fd() -> int | None:

@@ -1,7 +1,7 @@
 /** One rig of the space: its state and controller (take control, hand back), what its network refused (with the
  * admin's way to let a host through), its forwarded ports with links, file drops through the file lane, and the
- * terminal (terminal rigs) or the live view with its clipboard (browser rigs). `rig.watch` keeps all of it live
- * while the tab is open. */
+ * terminal (terminal rigs), the live view with its clipboard (browser rigs), the desktop (computer rigs) or the
+ * phone's screen (mobile rigs). `rig.watch` keeps all of it live while the tab is open. */
 import { lazy, Suspense, useCallback, useState } from "react";
 import type { EgressRefusal, PortRow, RigPorts, RigRow } from "../../../generated/ops";
 import { useAction, useWrite } from "../../../data/mutations";
@@ -14,6 +14,15 @@ import { portUrl } from "./portLinks";
 
 const Terminal = lazy(() => import("./Terminal").then((m) => ({ default: m.Terminal })));
 const LiveView = lazy(() => import("./LiveView").then((m) => ({ default: m.LiveView })));
+const DesktopView = lazy(() => import("./DesktopView").then((m) => ({ default: m.DesktopView })));
+const PhoneView = lazy(() => import("./PhoneView").then((m) => ({ default: m.PhoneView })));
+
+/** Where a rig's file drops land (chosen by the server, rigs.md). */
+const DROPS: Partial<Record<RigRow["surface"], string>> = {
+  terminal: "~/drops",
+  browser: "/tmp/hangar-drops",
+  computer: "~/Drops",
+};
 
 interface PortsProps {
   workspaceId: string;
@@ -183,31 +192,44 @@ export function RigPanel({ workspaceId, rig, onChanged }: { workspaceId: string;
           <LiveView workspaceId={workspaceId} rigId={rigId} />
         </Suspense>
       )}
-      <div className="rig-side">
-        <section aria-labelledby={`ports-${rigId}`}>
-          <h2 id={`ports-${rigId}`}>Forwarded ports</h2>
-          <Ports workspaceId={workspaceId} rigId={rigId} ports={ports.data?.ports ?? []} onPorts={ports.set} />
-        </section>
-        <section aria-labelledby={`drop-${rigId}`}>
-          <h2 id={`drop-${rigId}`}>Files</h2>
-          <FileDrop
-            workspaceId={workspaceId}
-            rigId={rigId}
-            disabled={!ready}
-            folder={rig.surface === "browser" ? "/tmp/hangar-drops" : "~/drops"}
-          />
-        </section>
-        {admin && (
-          <section aria-labelledby={`hosts-${rigId}`}>
-            <h2 id={`hosts-${rigId}`}>Hosts this rig may reach</h2>
-            <GrantHosts
+      {rig.surface === "computer" && ready && (
+        <Suspense fallback={<p role="status">Loading the desktop…</p>}>
+          <DesktopView workspaceId={workspaceId} rigId={rigId} />
+        </Suspense>
+      )}
+      {rig.surface === "mobile" && ready && (
+        <Suspense fallback={<p role="status">Loading the phone…</p>}>
+          <PhoneView workspaceId={workspaceId} rigId={rigId} inControl={mine} />
+        </Suspense>
+      )}
+      {/* A phone has no ports, drops or egress gate the server reaches. */}
+      {rig.surface !== "mobile" && (
+        <div className="rig-side">
+          <section aria-labelledby={`ports-${rigId}`}>
+            <h2 id={`ports-${rigId}`}>Forwarded ports</h2>
+            <Ports workspaceId={workspaceId} rigId={rigId} ports={ports.data?.ports ?? []} onPorts={ports.set} />
+          </section>
+          <section aria-labelledby={`drop-${rigId}`}>
+            <h2 id={`drop-${rigId}`}>Files</h2>
+            <FileDrop
               workspaceId={workspaceId}
               rigId={rigId}
-              onGranted={forgetGranted}
+              disabled={!ready}
+              folder={DROPS[rig.surface] ?? "~/drops"}
             />
           </section>
-        )}
-      </div>
+          {admin && (
+            <section aria-labelledby={`hosts-${rigId}`}>
+              <h2 id={`hosts-${rigId}`}>Hosts this rig may reach</h2>
+              <GrantHosts
+                workspaceId={workspaceId}
+                rigId={rigId}
+                onGranted={forgetGranted}
+              />
+            </section>
+          )}
+        </div>
+      )}
     </div>
   );
 }

@@ -11,7 +11,8 @@ export interface Landed {
 }
 
 export interface DropReply {
-  delivery: "dropEvent" | "fileInput" | "landed";
+  /** How the rig was told: a page's drop event or file input, a desktop's clipboard, or not at all. */
+  delivery: "dropEvent" | "fileInput" | "landed" | "clipboard";
   note: string | null;
   directory: string;
   files: Landed[];
@@ -48,9 +49,11 @@ export async function callLane(
   rigId: string,
   lane: "files" | "clipboard",
   init: RequestInit = {},
+  query: Record<string, string> = {},
 ): Promise<Response> {
   const minted = await call("rig.fileLaneUrl", { workspace_id: workspaceId, rigId });
-  const path = `/rig/${lane}/${encodeURIComponent(rigId)}?sig=${encodeURIComponent(minted.sig)}`;
+  const params = new URLSearchParams({ ...query, sig: minted.sig });
+  const path = `/rig/${lane}/${encodeURIComponent(rigId)}?${params.toString()}`;
   const headers = {
     ...(init.headers as Record<string, string> | undefined),
     Authorization: `Bearer ${loadToken(window.localStorage) ?? ""}`,
@@ -60,7 +63,8 @@ export async function callLane(
   return response;
 }
 
-/** Drop files into the rig; with a point (the page's CSS pixels) a browser rig's page is told where. */
+/** Drop files into the rig; with a point (the page's CSS pixels) a browser rig's page is told where (a desktop
+ * takes none: the files reach it on its clipboard). */
 export async function dropFiles(
   call: Write,
   workspaceId: string,
@@ -82,4 +86,17 @@ export async function dropFiles(
     directory: body.directory ?? "",
     files: Array.isArray(body.files) ? body.files : [],
   };
+}
+
+/** A guest path as the file lane's `p` (base64url of its UTF-8, unpadded). */
+export function lanePath(path: string): string {
+  let raw = "";
+  for (const byte of new TextEncoder().encode(path)) raw += String.fromCharCode(byte);
+  return btoa(raw).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** Read one file out of the rig (an observation: allowed while someone else holds control). */
+export async function readFile(call: Write, workspaceId: string, rigId: string, path: string): Promise<Blob> {
+  const response = await callLane(call, workspaceId, rigId, "files", {}, { p: lanePath(path) });
+  return response.blob();
 }

@@ -65,3 +65,10 @@ export function wantedSize(box: Size, ratio: number): Size {
     height: Math.max(1, Math.min(1600, Math.round(box.height * ratio))),
   };
 }
+
+/** The size to set a page's viewport or a desktop's display to so it fills a box `width` CSS pixels wide at the
+ * height `ratio` gives, within what the rig takes (320x240 to 2560x1600). */
+export function fitSize(width: number, ratio: number): Size {
+  const w = Math.min(2560, Math.max(320, Math.round(width)));
+  return { width: w, height: Math.min(1600, Math.max(240, Math.round(w * ratio))) };
+}

@@ -1,0 +1,1 @@
+"""Meetings: records, transcripts, retained audio, diarisation and notes."""
