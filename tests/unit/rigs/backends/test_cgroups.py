@@ -49,3 +49,23 @@ def test_limits_freeze_resident_and_kill() -> None:
     finally:
         group.kill_all()
         group.remove()
+
+
+def test_a_process_killed_for_the_memory_limit_is_counted() -> None:
+    """What a rig that lost a program (or died) says about it: the kernel's count of kills for the limit, none
+    until a process goes over it."""
+    version, reason = detect()
+    if version is None or os.geteuid() != 0:
+        pytest.skip(f"no writable cgroups here: {reason or 'not root'}")
+    group = rig_cgroup(version, f"test-{secrets.token_hex(4)}")
+    group.create(64, 1)
+    files = " ".join(str(p) for p in group.procs_files())
+    enter = f'for f in {files}; do echo $$ > "$f"; done; exec python3 -c'
+    try:
+        within = subprocess.run(["sh", "-c", f'{enter} "b = bytearray(16 << 20)"'], timeout=30)
+        assert within.returncode == 0 and group.oom_kills() == 0
+        over = subprocess.run(["sh", "-c", f'{enter} "b = bytearray(256 << 20)"'], timeout=30)
+        assert over.returncode == -9 and group.oom_kills() == 1
+    finally:
+        group.kill_all()
+        group.remove()

@@ -76,6 +76,10 @@ class RigCgroup(ABC):
     def pids(self) -> list[int]: ...
 
     @abstractmethod
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed in this group for exceeding its memory limit."""
+
+    @abstractmethod
     def remove(self) -> None: ...
 
     @abstractmethod
@@ -166,6 +170,11 @@ class CgroupV1(RigCgroup):
                 found.update(int(p) for p in procs.read_text().split())
         return sorted(found)
 
+    def oom_kills(self) -> int:
+        with contextlib.suppress(OSError):
+            return _stat(self.dirs["memory"] / "memory.oom_control").get("oom_kill", 0)
+        return 0
+
     def remove(self) -> None:
         for path in self.dirs.values():
             _rmdir(path)
@@ -232,6 +241,11 @@ class CgroupV2(RigCgroup):
             with contextlib.suppress(OSError):
                 _write(self.dir / "cgroup.kill", "1")
         super().kill_all(timeout_s)
+
+    def oom_kills(self) -> int:
+        with contextlib.suppress(OSError):
+            return _stat(self.dir / "memory.events").get("oom_kill", 0)
+        return 0
 
     def remove(self) -> None:
         _rmdir(self.dir)

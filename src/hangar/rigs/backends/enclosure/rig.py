@@ -277,12 +277,24 @@ class EnclosureRig(RigHandle):
         it runs on and its agent dropped the request."""
         with contextlib.suppress(TimeoutError):  # a rig that died is reaped at once; give the reaping a moment
             await asyncio.wait_for(self.wait_dead(), LOG_WAIT_S)
+        memory = self._memory_note()
         if self.alive():
             return Unavailable(
-                f"{exc.message} (the rig still runs: its agent dropped the request): {await self._log_tail()}"
+                f"{exc.message} (the rig still runs: its agent dropped the request){memory}: {await self._log_tail()}"
             )
         code = self._proc.returncode if self._proc is not None else None
-        return Unavailable(f"{exc.message}: the rig exited (status {code}): {await self._log_tail()}")
+        return Unavailable(f"{exc.message}: the rig exited (status {code}){memory}: {await self._log_tail()}")
+
+    def _memory_note(self) -> str:
+        """Said when the kernel killed processes of the rig for its memory limit: a rig that died that way (or
+        lost a program) says so, instead of a bare status."""
+        kills = self.cgroup.oom_kills() if self._cgroup_made else 0
+        if not kills:
+            return ""
+        return (
+            f"; the kernel killed {kills} of its processes for going over the rig's memory limit of "
+            f"{self.spec.memory_mb} MB"
+        )
 
     async def open_pty(self, cols: int, rows: int) -> Pty:
         self._check_awake()
