@@ -19,11 +19,13 @@ from hangar.rigs.backends.fullvm import imports
 from hangar.rigs.backends.fullvm.rig import VmRig, check_accelerator, open_vm_rig
 from hangar.rigs.backends.kvmprobe import KvmVerdict
 from hangar.rigs.images.desktopdisk import BOOT_DISPLAY
-from tests.support.desktopimage import desktop_image, needs_qemu, sha256_of
+from tests.support.desktopimage import TCG_TEST_TIMEOUT_S, desktop_image, needs_qemu, sha256_of, tcg_turn
 from tests.support.vmrecorder import PROGRAM as RECORDER
+from tests.support.vmrecorder import STOP_OPENBOX
 
 pytestmark = [pytest.mark.asyncio, needs_qemu]
 
+BOOT_BOUND_S = 900  # a bound against hangs only: a TCG boot on a loaded machine takes minutes
 HUNG = KvmVerdict(False, "a tiny guest did not finish booting under KVM within 10 s", 10.0)
 
 
@@ -45,19 +47,22 @@ async def test_an_image_id_that_was_never_imported_is_not_found(tmp_path: Path) 
 @pytest.fixture
 async def rig() -> AsyncIterator[VmRig]:
     image = await desktop_image()
-    with tempfile.TemporaryDirectory(prefix="hv-", dir="/tmp") as short:  # unix socket paths are short
-        root = Path(short)
-        done = await imports.import_image(root, source=str(image), sha256=sha256_of(image), name="desktop",
-                                          backend="fullvm-tcg", now="2026-01-01T00:00:00Z")  # fmt: skip
-        vm = await open_vm_rig(root, done.image_id, "rig1", "fullvm-tcg", None)
-        print(f"boot to guest agent under TCG: import check {done.boot_seconds} s, rig {vm.machine.boot_s:.1f} s")
-        try:
-            yield vm
-        finally:
-            await vm.aclose()
+    async with tcg_turn():
+        with tempfile.TemporaryDirectory(prefix="hv-", dir="/tmp") as short:  # unix socket paths are short
+            root = Path(short)
+            done = await imports.import_image(root, source=str(image), sha256=sha256_of(image), name="desktop",
+                                              backend="fullvm-tcg", now="2026-01-01T00:00:00Z",
+                                              boot_deadline_s=BOOT_BOUND_S)  # fmt: skip
+            vm = await open_vm_rig(root, done.image_id, "rig1", "fullvm-tcg", None)
+            print(f"boot to guest agent under TCG: import check {done.boot_seconds} s, rig {vm.machine.boot_s:.1f} s")
+            try:
+                yield vm
+            finally:
+                await vm.aclose()
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(TCG_TEST_TIMEOUT_S)
 async def test_a_full_vm_desktop_under_tcg(rig: VmRig) -> None:
     desktop = rig.desktop
     still = await desktop.screenshot(1280, 800)
@@ -81,10 +86,7 @@ async def test_a_full_vm_desktop_under_tcg(rig: VmRig) -> None:
     # Known and open: the image's Openbox, slow under TCG, holds what it grabbed and the windows it is to map
     # (keys sent through QMP reach a window once it is gone; README, "Full VMs"). The test takes it out to read
     # back what QMP delivers.
-    # Killed outright and waited for: a window manager that is still going when the recorder maps its window takes
-    # the map request with it (seen under TCG on a loaded machine: the window never mapped).
-    kill = "pkill -KILL -x openbox; for _ in $(seq 120); do pgrep -x openbox || exit 0; sleep 0.5; done; exit 1"
-    gone = await rig.exec(kill, timeout_s=90)
+    gone = await rig.exec(STOP_OPENBOX, timeout_s=90)
     assert gone.exit_code == 0, gone.stdout
     # A window that records its input events (``vmrecorder``), into a file the test reads back.
     env = ["DISPLAY=:0", "HOME=/root", "PATH=/usr/bin:/bin"]

@@ -31,10 +31,11 @@ from hangar.rigs.lanes.fence import unfence
 from hangar.rigs.lifecycle.manager import RigManager
 from hangar.rigs.model import LIMITS, Surface
 from tests.integration.test_rigs_kvm_probe import fake_qemu
-from tests.support.desktopimage import desktop_image, needs_qemu, plant_image, sha256_of
+from tests.support.desktopimage import TCG_TEST_TIMEOUT_S, desktop_image, needs_qemu, plant_image, sha256_of, tcg_turn
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 from tests.support.vmrecorder import PROGRAM as RECORDER
+from tests.support.vmrecorder import STOP_OPENBOX
 
 pytestmark = [pytest.mark.asyncio, needs_qemu]
 
@@ -148,11 +149,11 @@ async def vm_status(handle: VmHandle) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(3600)
+@pytest.mark.timeout(TCG_TEST_TIMEOUT_S)
 async def test_a_full_vm_computer_rig_under_tcg_through_rig_open() -> None:
     image = await desktop_image()
     clock = FakeClock()
-    async with server(clock) as (srv, owner, ws, space):
+    async with tcg_turn(), server(clock) as (srv, owner, ws, space):
 
         async def call(op: str, **args: Any) -> Any:
             reply = await owner.request(op, args, timeout_s=BOOT_BOUND_S)  # guest programs under TCG take seconds
@@ -200,7 +201,8 @@ async def test_a_full_vm_computer_rig_under_tcg_through_rig_open() -> None:
 
         # The image's Openbox holds what it grabbed under TCG (README, "Full VMs"): it goes, and a window that
         # records its input events takes the click.
-        await call("rig.exec", workspace_id=ws, rigId=rig, command="pkill -x openbox; sleep 2")
+        gone = await call("rig.exec", workspace_id=ws, rigId=rig, command=STOP_OPENBOX)
+        assert gone["exitCode"] == 0, gone
         spawn = f"DISPLAY=:0 setsid python3 -c {shlex.quote(RECORDER)} /tmp/rec.log </dev/null >/dev/null 2>&1 &"
         await call("rig.exec", workspace_id=ws, rigId=rig, command=spawn)
         await guest_until(owner, ws, rig, "cat /tmp/rec.log 2>/dev/null", "mapped")

@@ -19,7 +19,7 @@ from hangar.errors import Unavailable
 from hangar.rigs.backends.fullvm.machine import GUEST_AGENT_PORT, Machine, start_machine
 from hangar.rigs.backends.fullvm.qga import GuestAgentClient
 from hangar.rigs.backends.fullvm.qmp import QmpClient, QmpError
-from tests.support.desktopimage import desktop_image, needs_qemu
+from tests.support.desktopimage import TCG_TEST_TIMEOUT_S, desktop_image, needs_qemu, tcg_turn
 
 pytestmark = [pytest.mark.asyncio, needs_qemu]
 
@@ -93,14 +93,16 @@ async def test_a_qmp_socket_that_is_not_there_is_unavailable(tmp_path: Path) -> 
 @pytest.fixture
 async def machine(tmp_path: Path) -> AsyncIterator[Machine]:
     image = await desktop_image()
-    vm = await start_machine(image, tmp_path / "vm", "fullvm-tcg", agent_deadline_s=300)
-    try:
-        yield vm
-    finally:
-        await vm.aclose()
+    async with tcg_turn():
+        vm = await start_machine(image, tmp_path / "vm", "fullvm-tcg", agent_deadline_s=900)  # against hangs only
+        try:
+            yield vm
+        finally:
+            await vm.aclose()
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(TCG_TEST_TIMEOUT_S)
 async def test_the_desktop_image_boots_under_tcg_and_its_agent_runs_commands(machine: Machine) -> None:
     print(f"boot to guest agent under TCG: {machine.boot_s:.1f} s")
     await machine.agent.ping()

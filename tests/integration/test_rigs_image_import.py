@@ -22,7 +22,7 @@ import pytest
 
 from hangar.rigs.backends.fullvm import imports
 from hangar.rigs.lifecycle.manager import RigManager
-from tests.support.desktopimage import desktop_image, needs_qemu, sha256_of
+from tests.support.desktopimage import TCG_TEST_TIMEOUT_S, desktop_image, needs_qemu, sha256_of, tcg_turn
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import RunningServer, running_server
 
@@ -187,10 +187,11 @@ async def test_fullvm_kvm_is_refused_where_the_probe_marked_kvm_unusable(tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(TCG_TEST_TIMEOUT_S)
 async def test_the_built_desktop_image_is_imported_under_tcg(tmp_path: Path) -> None:
     image = await desktop_image()
     digest = sha256_of(image)
-    async with server() as (srv, owner):
+    async with tcg_turn(), server() as (srv, owner):
         args = {"source": str(image), "sha256": digest.upper(), "name": "Desktop", "backend": "fullvm-tcg"}
         reply = await owner.request("rigs.importImage", args, timeout_s=900)  # a TCG boot takes minutes
         assert reply["ok"], reply

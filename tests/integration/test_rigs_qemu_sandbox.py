@@ -216,19 +216,21 @@ async def test_the_sandbox_dies_with_the_server() -> None:
     box.close()
     assert parent.stdout is not None
     assert await parent.stdout.readline() == b"started\n"
-    for _ in range(500):  # the sandboxed program comes up (bubblewrap twice, then python)
-        if any(not line.startswith(b"/usr/bin/prlimit") for line in running_with(marker)[1:]):
-            break
-        await asyncio.sleep(0.02)
-    assert running_with(marker)
+    # The sandboxed program comes up (prlimit, bubblewrap twice, then python): the parent is killed only once
+    # python runs, since a chain killed before bubblewrap started has nothing yet that dies with its parent.
+    # Both waits are bounds against hangs only (a loaded machine starts the chain slowly).
+    inner = f"{PYTHON}\0-I\0-S\0".encode()
+    async with asyncio.timeout(60):
+        while not any(line.startswith(inner) for line in running_with(marker)):
+            await asyncio.sleep(0.02)
     parent.kill()
     await parent.wait()
-    for _ in range(500):
+    for _ in range(3000):
         if not running_with(marker):
             break
         await asyncio.sleep(0.02)
     else:
-        raise AssertionError("the sandbox outlived its parent")
+        raise AssertionError(f"the sandbox outlived its parent: {running_with(marker)}")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the QEMU user and its device group exist for a root server only")

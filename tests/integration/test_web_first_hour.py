@@ -76,18 +76,18 @@ async def title_of(url: str) -> str:
     return found.group(1)
 
 
-async def shown_title(client: RpcClient, ws: str, rig: str, url: str) -> str:
-    """The title of the rig's current page once it has loaded at ``url`` (until then Chromium titles it by its
-    address)."""
-    bare = url.split("://", 1)[1]
-    for _ in range(300):
+async def shows_title(client: RpcClient, ws: str, rig: str, url: str, want: str) -> None:
+    """The rig's current page is at ``url`` with the title ``want`` (the page itself, not an error page). The
+    address changes when the navigation commits, before the new document has a title: until then Chromium titles
+    it by its address or still by the page before (seen on a loaded machine), so the title is waited for."""
+    current: dict[str, Any] = {}
+    for _ in range(300):  # a bound against hangs only
         shown = await client.call("browser_use", workspace_id=ws, rigId=rig, action={"action": "pages"})
         (current,) = [p for p in shown["pages"] if p["current"]]
-        title = unfence(current["title"])
-        if unfence(current["url"]) == url and title not in ("", bare):
-            return title
+        if unfence(current["url"]) == url and unfence(current["title"]) == want:
+            return
         await asyncio.sleep(0.1)
-    raise AssertionError(f"the rig's page did not load {url}: {current}")
+    raise AssertionError(f"the rig's page did not load {url} titled {want!r}: {current}")
 
 
 @pytest.mark.packs("terminal", "engine-a")
@@ -185,7 +185,7 @@ async def first_hour(browser: Any, lines: dict[str, str]) -> None:
     await address.press("Enter")
     await address_is(page, target)
     async with RpcClient(server.replace("http", "ws", 1) + "/rpc", token) as client:
-        assert await shown_title(client, ws, rig, target) == await title_of(target)  # the page, not an error page
+        await shows_title(client, ws, rig, target, await title_of(target))
         await accessible(page, "browser rig")
 
         # A pipeline whose agent step's agent is chosen from the picker, run to its end.

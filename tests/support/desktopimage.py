@@ -5,11 +5,15 @@ under their locks, and reused until what it is built from changes. The first bui
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -20,6 +24,9 @@ from hangar.rigs.images.desktopdisk import ensure_desktop_image, missing_tools
 from tests.support.packs import PACKS
 
 IMAGES = Path(os.environ.get("HANGAR_TEST_IMAGES") or PACKS.parent / "images")
+
+# A test that boots full VMs under TCG waits for its turn (``tcg_turn``) and may wait for the others' boots first.
+TCG_TEST_TIMEOUT_S = 2400
 
 needs_qemu = pytest.mark.skipif(
     shutil.which("qemu-system-x86_64") is None or shutil.which("qemu-img") is None,
@@ -49,3 +56,18 @@ def plant_image(rigs_root: Path, image_id: str, accelerator: str) -> None:
     subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(root / f"{image_id}.qcow2"), "64M"], check=True)
     record = ImportedImage(image_id, "planted", "0" * 64, 1, 64 << 20, "2026-01-01T00:00:00Z", accelerator, 1.0)
     (root / f"{image_id}.json").write_text(json.dumps(asdict(record)))
+
+
+@contextlib.asynccontextmanager
+async def tcg_turn() -> AsyncIterator[None]:
+    """One test's full VMs under TCG at a time across the suite's processes. TCG is one busy host thread per guest
+    CPU: four guests booting at once on a 2-core machine each took over five minutes to answer (past the import's
+    boot deadline), where one alone takes under a minute. The lock is a file beside the built images (flock: the
+    workers are processes)."""
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    fd = os.open(IMAGES / ".tcg-turn.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

@@ -24,14 +24,16 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from starlette.websockets import WebSocket
 
-from hangar.errors import HangarError, InvalidArgs
+from hangar.errors import HangarError, InvalidArgs, Unavailable
 from hangar.rigs.backends.capabilities import Desktop
 from hangar.rigs.engines.session import Frame
 from hangar.rigs.engines.webkit.transcode import transcode_png
+from hangar.rigs.engines.xwd import Still
 from hangar.rigs.lanes.access import LaneAccess
 from hangar.rigs.lanes.consent import ClipboardGrants
 from hangar.rigs.lanes.liveview import (
@@ -54,6 +56,10 @@ from hangar.rpc.access import Revocable
 log = logging.getLogger(__name__)
 
 FPS = 4
+# A still the desktop did not give (its program failed or passed its time on a loaded host) is a missed frame,
+# asked again after a pause; the view ends when the rig has, or after this many misses in a row.
+MAX_MISSED_FRAMES = 5
+MISSED_FRAME_WAIT_S = 1.0
 DRAG_POLL_S = 0.25  # how often a drag in progress reads the guest's drag selection as the pointer moves
 WHEEL_STEP = 100  # a wheel delta of this much is one click of the X wheel buttons
 MAX_WHEEL_CLICKS = 20
@@ -165,6 +171,21 @@ class DragOut:
         return {"text": payload}
 
 
+async def next_still(desktop: Desktop, rig_alive: Callable[[], bool], width: int, height: int) -> Still:
+    """The desktop's next still for a live view, riding out up to ``MAX_MISSED_FRAMES - 1`` misses in a row while
+    the rig runs: one slow screenshot must not end a person's view."""
+    missed = 0
+    while True:
+        try:
+            return await desktop.screenshot(width, height)
+        except Unavailable as exc:
+            missed += 1
+            if missed >= MAX_MISSED_FRAMES or not rig_alive():
+                raise
+            log.info("rigs: a live view missed a frame of the desktop (%d in a row): %s", missed, exc.message)
+            await asyncio.sleep(MISSED_FRAME_WAIT_S)
+
+
 async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int], guard: Revocable) -> None:
     """Serve one live view of a computer rig until the person leaves, loses access or the rig ends."""
     mgr, principal, me = access.manager, access.principal, access.principal.user_id
@@ -189,7 +210,7 @@ async def serve_desktop(ws: WebSocket, access: LaneAccess, size: tuple[int, int]
             seq = 0
             while True:
                 began = time.monotonic()
-                still = await desktop.screenshot(view[0], view[1])
+                still = await next_still(desktop, handle.alive, view[0], view[1])
                 await guard.admit()  # nothing reaches a person whose access ended, however recently
                 display = (still.display_width, still.display_height)
                 if display != told:
