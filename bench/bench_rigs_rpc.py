@@ -55,7 +55,7 @@ def spec_like_the_manager(work: Path, rig_id: str) -> RigSpec:
     """The spec the manager would hand the backend: the terminal's default allowlist and a fresh home."""
     home = work / "direct" / "homes" / rig_id
     home.mkdir(parents=True)
-    return RigSpec(rig_id, "bench", "terminal", 512, 2, terminal_default_allowlist(None), home, None)
+    return RigSpec(rig_id, "bench", "terminal", 512, 2, terminal_default_allowlist(), home, None)
 
 
 async def direct(work: Path) -> tuple[list[float], float]:
