@@ -26,12 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from starlette.types import ASGIApp, Receive, Scope, Send  # noqa: E402
-from tests.integration.test_confined_user_code import finished  # noqa: E402
 from tests.integration.test_forges_connect import APP_ID, trust_forge  # noqa: E402
 from tests.integration.test_workspace_repos import _git, make_repo  # noqa: E402
 from tests.peers.github_emulator import github_emulator  # noqa: E402
 from tests.peers.github_reviews import added_file  # noqa: E402
 from tests.support.rpc import RpcClient  # noqa: E402
+from tests.support.runs import finished  # noqa: E402
 from tests.support.server import running_server  # noqa: E402
 from tests.unit.agents.fake_openai import FakeOpenAI, call, running_fake_openai  # noqa: E402
 from tests.unit.forges.review_labelled import pair_scores  # noqa: E402
