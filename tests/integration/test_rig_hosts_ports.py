@@ -9,8 +9,11 @@ a data directory of its own, dialling it; real HTTP clients reaching the forward
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,6 +21,7 @@ import websockets
 
 from hangar.errors import InvalidArgs, NotFound, Refused, Unavailable
 from hangar.rigs.hosts import streams
+from hangar.rigs.hosts.link import HostLink
 from hangar.rigs.hosts.remote import RemoteRig
 from hangar.rigs.loopback import is_rig_address
 from tests.integration.rigs_env import RigsEnv, rigs_server
@@ -194,15 +198,20 @@ async def test_revoking_the_rig_hosts_credential_ends_a_connection_mid_stream(tm
                 await asyncio.open_connection(address, port)  # the failed rig's forward is gone
 
 
-async def test_a_terminal_nobody_reads_holds_its_window_and_stalls_nothing_else(tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def terminal_on_a_host(
+    tmp_path: Path, name: str
+) -> AsyncIterator[tuple[RigsEnv, str, tuple[str, int], HostLink, Any]]:
+    """A terminal rig on a rig host (credential ``name``) running the endless server behind a forward of port
+    18090, the host's link on the server, and a person's terminal lane into the rig (80x24)."""
     async with rigs_server(tmp_path) as env:
         hosts_first(env)
-        host_id = mint(env, "ports-3", tmp_path / "cred")
+        host_id = mint(env, name, tmp_path / "cred")
         with rig_host(env, tmp_path / "cred", tmp_path / "host.log") as proc:
             await connected(env, proc, tmp_path / "host.log")
             rig = await env.open()
             await env.exec(rig, ENDLESS.format(port=18090))
-            address, port = await forward_of(env, rig, 18090)
+            forward = await forward_of(env, rig, 18090)
             hosts = env.manager.opener.hosts
             assert hosts is not None
             link = hosts.link(host_id)
@@ -210,53 +219,42 @@ async def test_a_terminal_nobody_reads_holds_its_window_and_stalls_nothing_else(
             headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
             url = await terminal_url(env, rig)
             async with websockets.connect(url + "&cols=80&rows=24", additional_headers=headers) as term:
-                await term.send(b"yes\n")  # endless output, and this client stops reading
-                async with asyncio.timeout(BOUND_S):  # the terminal's output backs up to its window on the server
-                    while max((p.held for p in link.ptys.values()), default=0) < streams.WINDOW // 2:
-                        await asyncio.sleep(0.05)
-                # The link goes on for everything else: a request, and a connection through a forward.
-                assert (await env.exec(rig, "echo still"))["stdout"] == "still\n"
-                _, writer = await endless(address, port)
-                writer.close()
-                assert all(p.held <= streams.WINDOW for p in link.ptys.values())
-                # Read again: the output flows, and the shell answers once stopped.
-                await term.send(b"\x03")
-                await term.send(b"echo after-$((6*7))\n")
-                tail = b""
-                async with asyncio.timeout(BOUND_S):
-                    while b"after-42" not in tail:
-                        frame = await term.recv()
-                        tail = (tail + (frame if isinstance(frame, bytes) else frame.encode()))[-64:]
+                yield env, rig, forward, link, term
+
+
+async def test_a_terminal_nobody_reads_holds_its_window_and_stalls_nothing_else(tmp_path: Path) -> None:
+    async with terminal_on_a_host(tmp_path, "ports-3") as (env, rig, (address, port), link, term):
+        await term.send(b"yes\n")  # endless output, and this client stops reading
+        async with asyncio.timeout(BOUND_S):  # the terminal's output backs up to its window on the server
+            while max((p.held for p in link.ptys.values()), default=0) < streams.WINDOW // 2:
+                await asyncio.sleep(0.05)
+        # The link goes on for everything else: a request, and a connection through a forward.
+        assert (await env.exec(rig, "echo still"))["stdout"] == "still\n"
+        _, writer = await endless(address, port)
+        writer.close()
+        assert all(p.held <= streams.WINDOW for p in link.ptys.values())
+        # Read again: the output flows, and the shell answers once stopped.
+        await term.send(b"\x03")
+        await term.send(b"echo after-$((6*7))\n")
+        tail = b""
+        async with asyncio.timeout(BOUND_S):
+            while b"after-42" not in tail:
+                frame = await term.recv()
+                tail = (tail + (frame if isinstance(frame, bytes) else frame.encode()))[-64:]
 
 
 async def test_keystrokes_a_shell_does_not_read_hold_up_only_its_terminal(tmp_path: Path) -> None:
-    async with rigs_server(tmp_path) as env:
-        hosts_first(env)
-        host_id = mint(env, "ports-4", tmp_path / "cred")
-        with rig_host(env, tmp_path / "cred", tmp_path / "host.log") as proc:
-            await connected(env, proc, tmp_path / "host.log")
-            rig = await env.open()
-            await env.exec(rig, ENDLESS.format(port=18090))
-            address, port = await forward_of(env, rig, 18090)
-            hosts = env.manager.opener.hosts
-            assert hosts is not None
-            link = hosts.link(host_id)
-            assert link is not None
-            headers = {"Authorization": f"Bearer {env.srv.owner_token}"}
-            url = await terminal_url(env, rig)
-            async with websockets.connect(url + "&cols=80&rows=24", additional_headers=headers) as term:
-                # A raw terminal (as a full-screen program sets it) whose program reads no input: the kernel takes
-                # a few KiB of keystrokes, then writing more into the terminal waits.
-                await term.send(b"stty raw -echo; echo ready-$((6*7)); sleep 1000\n")
-                await read_until(term, b"ready-42")
-                for _ in range(8):  # 1 MiB pasted, in messages under the listener's cap
-                    await term.send(b"x" * 128 * 1024)
-                async with asyncio.timeout(BOUND_S):  # the terminal's window on the rig host fills, and it waits
-                    while min((p.input_credit.left for p in link.ptys.values()), default=streams.WINDOW) >= (
-                        streams.CHUNK
-                    ):
-                        await asyncio.sleep(0.05)
-                # Everything else on the link goes on.
-                assert (await env.exec(rig, "echo still"))["stdout"] == "still\n"
-                _, writer = await endless(address, port)
-                writer.close()
+    async with terminal_on_a_host(tmp_path, "ports-4") as (env, rig, (address, port), link, term):
+        # A raw terminal (as a full-screen program sets it) whose program reads no input: the kernel takes
+        # a few KiB of keystrokes, then writing more into the terminal waits.
+        await term.send(b"stty raw -echo; echo ready-$((6*7)); sleep 1000\n")
+        await read_until(term, b"ready-42")
+        for _ in range(8):  # 1 MiB pasted, in messages under the listener's cap
+            await term.send(b"x" * 128 * 1024)
+        async with asyncio.timeout(BOUND_S):  # the terminal's window on the rig host fills, and it waits
+            while min((p.input_credit.left for p in link.ptys.values()), default=streams.WINDOW) >= (streams.CHUNK):
+                await asyncio.sleep(0.05)
+        # Everything else on the link goes on.
+        assert (await env.exec(rig, "echo still"))["stdout"] == "still\n"
+        _, writer = await endless(address, port)
+        writer.close()
