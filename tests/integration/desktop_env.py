@@ -92,11 +92,23 @@ class Recorder:
                 found = _POSITION.search(await guest(self.env, self.rig, f"{find} getwindowgeometry"))
                 if found and int(found[1]) <= 20 and int(found[2]) <= 80:
                     break
-        # Two moves: a pointer already at the second point (the previous test's recorder left it there) makes no
-        # event, and tests of one rig run in any order.
-        await guest(self.env, self.rig, "xdotool mousemove 480 380 mousemove 500 400")
-        await self.until(1, "MotionNotify")
+        # The recorder hears the pointer: moved between two points (a pointer already at one of them, where the
+        # previous test's recorder left it, makes no event for that one) until a motion arrives. On a loaded
+        # machine the window manager may still be placing the window, or holding the pointer, when the first move
+        # is made, so one move is not enough to say the recorder is deaf.
+        async with asyncio.timeout(EVENT_BOUND_S):
+            while not self.events("MotionNotify"):
+                self._check_running()
+                await guest(self.env, self.rig, "xdotool mousemove 480 380 mousemove 500 400")
+                await asyncio.sleep(0.5)
         self.output.clear()
+
+    def _check_running(self) -> None:
+        """The recorder still runs: one that ended says why, instead of a wait for events that cannot come."""
+        if self.task is not None and self.task.done():
+            raise AssertionError(
+                f"the recorder ended: {self.task!r}; it printed {self.output.decode(errors='replace')[-2000:]!r}"
+            )
 
     async def stop(self) -> None:
         if self.task is not None:
@@ -113,9 +125,16 @@ class Recorder:
 
     async def until(self, count: int, *kinds: str) -> list[Event]:
         """The events of ``kinds`` once at least ``count`` arrived (xev prints as the X server delivers)."""
-        async with asyncio.timeout(EVENT_BOUND_S):
-            while len(got := self.events(*kinds)) < count:
-                await asyncio.sleep(0.05)
+        try:
+            async with asyncio.timeout(EVENT_BOUND_S):
+                while len(got := self.events(*kinds)) < count:
+                    self._check_running()
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            raise AssertionError(
+                f"{count} {'/'.join(kinds)} events did not arrive in {EVENT_BOUND_S:g} s; the recorder printed "
+                f"{self.output.decode(errors='replace')[-2000:]!r}"
+            ) from None
         return got
 
 

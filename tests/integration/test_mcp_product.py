@@ -9,6 +9,7 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import mcp.types as mt
@@ -177,6 +178,17 @@ async def _over_mcp(session: ClientSession, op: str, args: dict[str, Any]) -> tu
     return "ok", body["items"] if set(body) == {"items"} else body
 
 
+# Reads that mint a short-lived grant (a signed URL whose token carries its second-granular expiry): two calls a
+# moment apart may fall on either side of a second, so both doors must answer the same grant for the same path.
+MINTED_READS = {"workspaces.export"}
+
+
+def _comparable(op: str, result: Any) -> Any:
+    if op not in MINTED_READS:
+        return result
+    return {key: (urlsplit(value).path if key == "url" else type(value).__name__) for key, value in result.items()}
+
+
 async def test_both_doors_answer_every_op_alike_for_every_role(srv: RunningServer) -> None:
     """For each op and each role, the same call (no arguments but the workspace) through the socket and as a
     tool: the same refusal code, or both answered, with the same result for reads."""
@@ -195,7 +207,7 @@ async def test_both_doors_answer_every_op_alike_for_every_role(srv: RunningServe
                 assert first[0] == second[0], (role, spec.name, first, second)
                 outcomes.add(first[0])
                 if first[0] == "ok" and spec.kind == "read":
-                    assert first[1] == second[1], (role, spec.name)
+                    assert _comparable(spec.name, first[1]) == _comparable(spec.name, second[1]), (role, spec.name)
                 compared += 1
     assert compared == 4 * len([s for s in registry.specs.values() if s.kind != "watch"])
     # The table covers answers and each kind of refusal the order of checks produces.

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -137,6 +138,15 @@ async def test_memory_limit_and_resident_memory() -> None:
         hog = await rig.exec("python3 -c 'b = bytearray(400 << 20); print(len(b))'", timeout_s=30)
         assert hog.exit_code == 137 and hog.stdout == ""  # the kernel's OOM killer, inside the rig's limit
         assert (await rig.exec("echo still here", timeout_s=10)).stdout == "still here\n"
+        # When the rig then dies, why it failed names the kernel's kill beside the exit status.
+        assert rig.pid1 is not None
+        os.kill(rig.pid1, signal.SIGKILL)
+        await asyncio.wait_for(rig.wait_dead(), 10)
+        # (the kernel may take the sleeping 80 MB program too before the hog)
+        assert re.search(
+            r"; the kernel killed [12] of its processes for going over the rig's memory limit of 128 MB$",
+            rig.death_detail(),
+        ), rig.death_detail()
 
 
 async def test_death_underneath_and_teardown(tmp_path: Path) -> None:
@@ -148,6 +158,8 @@ async def test_death_underneath_and_teardown(tmp_path: Path) -> None:
         os.kill(rig.pid1, signal.SIGKILL)
         await asyncio.wait_for(rig.wait_dead(), 10)
         assert not rig.alive()
+        assert rig.death_detail().startswith("the rig's processes died underneath it (bubblewrap's status ")
+        assert "memory" not in rig.death_detail()  # killed from outside, not for its memory limit
         with pytest.raises(Unavailable):
             await rig.exec("true", timeout_s=5)
         await asyncio.gather(rig.aclose(), rig.aclose())  # the second waits for the first teardown

@@ -285,6 +285,11 @@ class EnclosureRig(RigHandle):
         code = self._proc.returncode if self._proc is not None else None
         return Unavailable(f"{exc.message}: the rig exited (status {code}){memory}: {await self._log_tail()}")
 
+    def death_detail(self) -> str:
+        # Read as soon as the death is seen, before the teardown removes the rig's group and its counters.
+        code = self._proc.returncode if self._proc is not None else None
+        return f"the rig's processes died underneath it (bubblewrap's status {code}){self._memory_note()}"
+
     def _memory_note(self) -> str:
         """Said when the kernel killed processes of the rig for its memory limit: a rig that died that way (or
         lost a program) says so, instead of a bare status."""

@@ -161,21 +161,9 @@ class WebKitSession(W3CSession):
 
     async def _discover_pages(self) -> None:
         """Classic WebDriver sends no events: the window handles now, against those the session knows."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + ENDING_S
-        while True:
-            try:
-                handles = await self._client.command("GET", "/window/handles")
-                break
-            except Unavailable as exc:
-                if exc.detail_code == "invalid_session_id":
-                    handles, self._ended = [], True  # the last window closed, and the driver ended the session
-                    break
-                # Right after the last window closed, the driver answers "unknown error" while it ends the
-                # session (then "invalid session id"): ask again for a moment.
-                if exc.detail_code != "unknown_error" or loop.time() > deadline:
-                    raise
-                await asyncio.sleep(NAVIGATION_POLL_S)
+        handles = await self._unless_ended("GET", "/window/handles")
+        if self._ended:
+            handles = []
         if not isinstance(handles, list):
             raise Unavailable("engine-c: the driver listed its windows as something unexpected")
         for known in self._pages.known():
@@ -189,14 +177,32 @@ class WebKitSession(W3CSession):
         if self._viewport != (0, 0):
             await self.set_viewport(*self._viewport)  # a new window has the browser's default size
 
+    async def _unless_ended(self, method: str, path: str, body: object = None) -> Any:
+        """A command that may meet the session ending (its last window just closed): None, with the session
+        marked ended, when the driver says the session is gone."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ENDING_S
+        while True:
+            try:
+                return await self._client.command(method, path, body)
+            except Unavailable as exc:
+                if exc.detail_code == "invalid_session_id":
+                    self._ended = True  # the last window closed, and the driver ended the session
+                    return None
+                # Right after the last window closed, the driver answers "unknown error" while it ends the
+                # session (then "invalid session id"): ask again for a moment.
+                if exc.detail_code != "unknown_error" or loop.time() > deadline:
+                    raise
+                await asyncio.sleep(NAVIGATION_POLL_S)
+
     async def _open_home(self) -> str:
         """A new WebDriver session (its browser starts on a new window) when the last window ended the old one;
         otherwise a new window. Either way on the home page, at the session's viewport."""
-        if self._ended:
+        created = None if self._ended else await self._unless_ended("POST", "/window/new", {"type": "tab"})
+        if created is None:  # the session had ended, or ended meanwhile
             await self._client.start(self._capabilities)
             self._ended = False
         else:
-            created = await self._client.command("POST", "/window/new", {"type": "tab"})
             await self._client.command("POST", "/window", {"handle": created["handle"]})
         if self._viewport != (0, 0):
             await self.set_viewport(*self._viewport)
