@@ -47,7 +47,13 @@ async def sign_in_person(
     login = await client.get(f"{base}/saml/login?relay=desktop", headers=headers)
     if login.status_code != 302:
         return login, None
-    rid = request_id_of(login)
+    form = answer_form(request_id_of(login), person, now)
+    done = await client.post(f"{base}/saml/acs", data=form, headers={"Accept": "application/json", **(headers or {})})
+    return login, done
+
+
+def answer_form(rid: str, person: str, now: datetime) -> dict[str, str]:
+    """The form the kit's identity provider posts back for ``person``, answering the request ``rid``."""
     spec = Spec(
         now=now,
         response_id=f"_r{rid}",
@@ -57,6 +63,4 @@ async def sign_in_person(
         name_id=f"{person}@example.test",
         attributes={"email": (f"{person}@example.test",), "displayName": (person,)},
     )
-    form = {"SAMLResponse": b64(signed_response(spec)), "RelayState": rid}
-    done = await client.post(f"{base}/saml/acs", data=form, headers={"Accept": "application/json", **(headers or {})})
-    return login, done
+    return {"SAMLResponse": b64(signed_response(spec)), "RelayState": rid}
