@@ -1,9 +1,14 @@
+# ruff: noqa: E402 - the shared helpers are registered for assert rewriting before they are imported
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 
 import pytest
+
+# The helpers the tests share (conformance cases, test environments, support) say what differed when one of their
+# asserts fails, as a test module's do: registered before anything imports them.
+pytest.register_assert_rewrite("tests.conformance", "tests.integration", "tests.support")
 
 from tests.support import pg_mode
 
