@@ -1,21 +1,24 @@
-"""Sign-ins over HTTP from one address: distinct people signing in with SAML against ``hangar serve`` in its own
-process, and whether any is refused.
+"""Sign-ins over HTTP from one address: distinct people signing in with SAML and with OpenID Connect against
+``hangar serve`` in its own process, and whether any is refused.
 
-Each person makes the SP-initiated round trip a browser makes: ``GET /saml/login`` (302 to the identity
+Each SAML person makes the SP-initiated round trip a browser makes: ``GET /saml/login`` (302 to the identity
 provider), then the identity provider's signed answer to that very request (the test kit's IdP, signing here)
-posted to ``/saml/acs`` (303 with the credential). Every person is new to the server (provisioned on the way).
-Three runs, side by side, each on a fresh server:
+posted to ``/saml/acs`` (303 with the credential). Each OIDC person goes from ``/oidc/login`` through the test
+provider's pages (the certified ``oidc-provider`` package) back to ``/oidc/callback``. Every person is new to the
+server (provisioned on the way). The runs, side by side, each on a fresh server:
 
 1. **proxy**: every request comes from one address, a reverse proxy the server is told about
    (``--trusted-proxy 127.0.0.1``), with ``X-Forwarded-For`` naming each person's own address;
 2. **NAT**: the same people from one address and no proxy configured (an office behind one NAT);
-3. **guesser**: one address posting responses that answer no request of the server, until refused;
-4. the same guesser naming another client in ``X-Forwarded-For`` with every attempt, no proxy configured.
+3. **OIDC**: the proxy run's people, signing in with OpenID Connect;
+4. **guesser**: one address posting responses that answer no request of the server, until refused;
+5. the same guesser naming another client in ``X-Forwarded-For`` with every attempt, no proxy configured.
 
-Each run prints people signed in, refused (429), sign-ins per second (the client's signing included: it shares
-the machine) and the p50/p95 of one person's two requests (without the client's signing). ``--src DIR`` runs the
-server from another checkout's ``src`` (the code before a change) for comparison; a server without
-``--trusted-proxy`` gets none (it then honoured ``X-Forwarded-For`` from any loopback client).
+Each run prints people signed in, refused (429), sign-ins per second over the server's two requests (what the
+identity provider does between them, signing or its pages, is outside the timings), each of the two requests'
+own rate, and the p50/p95 of one person's two requests. ``--src DIR`` runs the server from another checkout's
+``src`` (the code before a change) for comparison; a server without ``--trusted-proxy`` gets none (it then
+honoured ``X-Forwarded-For`` from any loopback client).
 
 Run: .venv/bin/python bench/bench_signin.py [--people 1000] [--workers 8] [--src path/to/src]
 """
@@ -31,18 +34,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.peers.oidc_provider import drive_to_callback, oidc_provider  # noqa: E402
 from tests.support.rpc import RpcClient  # noqa: E402
 from tests.unit.sso.saml.kit import b64, idp_metadata_xml, keypair, signed_response  # noqa: E402
 from tests.unit.sso.saml.serving import answer_form, request_id_of  # noqa: E402
@@ -124,6 +127,24 @@ class Run:
         )
 
 
+def person_address(n: int) -> dict[str, str]:
+    """The ``X-Forwarded-For`` a proxy adds for person ``n``: each person their own address."""
+    return {"x-forwarded-for": f"10.{n // 65536}.{n // 256 % 256}.{n % 256}"}
+
+
+async def each(workers: int, items: list[int], step: Callable[[int], Awaitable[None]]) -> float:
+    """``step`` for every item, ``workers`` at a time: the seconds it took."""
+    queue = list(items)
+
+    async def worker() -> None:
+        while queue:
+            await step(queue.pop())
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    return time.perf_counter() - start
+
+
 async def people(url: str, count: int, workers: int, *, forwarded: bool, name: str) -> Run:
     """``count`` new people signing in, their two requests timed apart from the identity provider's signing.
 
@@ -138,28 +159,17 @@ async def people(url: str, count: int, workers: int, *, forwarded: bool, name: s
     now = SystemClock().now()
 
     def forwarded_for(n: int) -> dict[str, str] | None:
-        return {"x-forwarded-for": f"10.{n // 65536}.{n // 256 % 256}.{n % 256}"} if forwarded else None
-
-    async def each(http: httpx.AsyncClient, items: list[int], step: Callable[[httpx.AsyncClient, int], Any]) -> float:
-        queue = list(items)
-
-        async def worker() -> None:
-            while queue:
-                await step(http, queue.pop())
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(workers)))
-        return time.perf_counter() - start
+        return person_address(n) if forwarded else None
 
     logins: dict[int, httpx.Response] = {}
 
-    async def login(http: httpx.AsyncClient, n: int) -> None:
+    async def login(n: int) -> None:
         logins[n] = await http.get(f"{url}/saml/login?relay=desktop", headers=forwarded_for(n))
 
     answers: dict[int, httpx.Response] = {}
     forms: dict[int, dict[str, str]] = {}
 
-    async def answer(http: httpx.AsyncClient, n: int) -> None:
+    async def answer(n: int) -> None:
         headers = {"Accept": "application/json", **(forwarded_for(n) or {})}
         answers[n] = await http.post(f"{url}/saml/acs", data=forms[n], headers=headers)
 
@@ -167,14 +177,14 @@ async def people(url: str, count: int, workers: int, *, forwarded: bool, name: s
     async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=workers)) as http:
         for first in range(0, count, BATCH):
             batch = list(range(first, min(first + BATCH, count)))
-            login_s += await each(http, batch, login)
+            login_s += await each(workers, batch, login)
             pending = [n for n in batch if logins[n].status_code == 302]
             # Forked workers share the kit's key made in this process (the identity provider the server trusts).
             with ProcessPoolExecutor(os.cpu_count(), mp_context=multiprocessing.get_context("fork")) as pool:
                 signed = pool.map(answer_form, [request_id_of(logins[n]) for n in pending],
                                   [f"person{n}" for n in pending], [now] * len(pending), chunksize=8)  # fmt: skip
                 forms.update(zip(pending, signed, strict=True))
-            acs_s += await each(http, pending, answer)
+            acs_s += await each(workers, pending, answer)
     answered = sum(1 for r in answers.values() if r.status_code != 429)
     for n in range(count):
         done = answers.get(n)
@@ -187,6 +197,65 @@ async def people(url: str, count: int, workers: int, *, forwarded: bool, name: s
             run.other += 1
     run.seconds = login_s + acs_s
     run.phases = f"/saml/login {count / login_s:,.0f}/s, /saml/acs {answered / acs_s:,.0f}/s"
+    return run
+
+
+async def oidc_people(url: str, token: str, count: int, workers: int, *, name: str) -> Run:
+    """``count`` new people signing in with OpenID Connect against the test provider (the certified
+    ``oidc-provider`` package on Node), each behind the proxy with their own address, in batches as for SAML.
+
+    Timed: ``/oidc/login`` (302 to the provider) and ``/oidc/callback`` (the server redeems the code at the
+    provider's token endpoint, checks the ID token against the provider's keys, provisions the person and hands
+    the credential over). Not timed: the person's pages at the provider (its login and consent forms), which are
+    the provider's work and which each person's browser goes through between the two."""
+    run = Run(name)
+    accounts = {
+        f"person{n}": {"email": f"person{n}@example.test", "email_verified": True, "name": f"Person {n}"}
+        for n in range(count)
+    }
+    callback = f"{PUBLIC_URL}/oidc/callback"
+    async with oidc_provider(redirect_uris=[callback], accounts=accounts) as peer:
+        async with RpcClient(url.replace("http://", "ws://") + "/rpc", token) as rpc:
+            config = {"enabled": True, "issuer": peer.issuer, "clientId": peer.client_id}
+            await rpc.call("sso.saveConfig", kind="oidc", config=config)
+        starts: dict[int, httpx.Response] = {}
+        ends: dict[int, httpx.Response] = {}
+        returns: dict[int, str] = {}
+        # Each person's own browser: the server's state cookie and the provider's session are theirs.
+        browsers: dict[int, httpx.AsyncClient] = {}
+
+        async def start(n: int) -> None:
+            starts[n] = await browsers[n].get(f"{url}/oidc/login?relay=desktop", headers=person_address(n))
+
+        async def at_provider(n: int) -> None:
+            where = await drive_to_callback(browsers[n], starts[n], callback, login=f"person{n}")
+            returns[n] = url + where.removeprefix(PUBLIC_URL)
+
+        async def come_back(n: int) -> None:
+            ends[n] = await browsers[n].get(returns[n], headers=person_address(n))
+
+        login_s = callback_s = 0.0
+        for first in range(0, count, BATCH):
+            batch = list(range(first, min(first + BATCH, count)))
+            browsers.update({n: httpx.AsyncClient(timeout=60, headers={"accept": "text/html"}) for n in batch})
+            try:
+                login_s += await each(workers, batch, start)
+                await each(workers, [n for n in batch if starts[n].status_code == 302], at_provider)
+                callback_s += await each(workers, [n for n in batch if n in returns], come_back)
+            finally:
+                await asyncio.gather(*(b.aclose() for b in browsers.values()))
+                browsers.clear()
+    for n in range(count):
+        done = ends.get(n)
+        if done is not None and done.status_code == 303 and "#token=" in done.headers.get("location", ""):
+            run.signed_in += 1
+            run.latencies.append(starts[n].elapsed.total_seconds() + done.elapsed.total_seconds())
+        elif starts[n].status_code == 429 or (done is not None and done.status_code == 429):
+            run.refused += 1
+        else:
+            run.other += 1
+    run.seconds = login_s + callback_s
+    run.phases = f"/oidc/login {count / login_s:,.0f}/s, /oidc/callback {len(ends) / callback_s:,.0f}/s"
     return run
 
 
@@ -221,6 +290,8 @@ async def main(count: int, workers: int, src: str | None) -> None:
     with serve(src) as (url, token):
         await enable_saml(url, token)
         (await people(url, count, workers, forwarded=False, name="NAT: one address, no proxy")).report()
+    with serve(src, *proxy_flag) as (url, token):
+        (await oidc_people(url, token, count, workers, name="OIDC, proxy: X-Forwarded-For per person")).report()
     with serve(src) as (url, token):
         await enable_saml(url, token)
         (await guesser(url, 100)).report()

@@ -30,6 +30,7 @@ from starlette.requests import Request
 from hangar.core.context import AppContext
 from hangar.errors import Forbidden, HangarError, InvalidArgs, NotFound, Refused, Unauthenticated, Unavailable
 from hangar.httpkit.requests import bearer_token
+from hangar.httpkit.tls import client_tls
 from hangar.pipelines.queue_attempts import live_claim, parse_try_key
 from hangar.pipelines.workercreds import verify
 
@@ -70,7 +71,7 @@ class ServerLane:
         """The answer's body written to a new file ``to`` (0600), at most ``limit`` bytes; its headers and the
         bytes written. An answer without a body (204) writes an empty file."""
         async with (
-            httpx.AsyncClient(timeout=TIMEOUT_S) as client,
+            httpx.AsyncClient(timeout=TIMEOUT_S, verify=client_tls()) as client,
             client.stream(method, self.server_url + path, headers=self._headers(try_key), json=json) as answer,
         ):
             if answer.status_code >= 400:
@@ -97,7 +98,7 @@ class ServerLane:
                     yield chunk
 
         headers = self._headers(try_key) | {"Content-Length": str(os.fstat(reader.fileno()).st_size)}
-        async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
+        async with httpx.AsyncClient(timeout=TIMEOUT_S, verify=client_tls()) as client:
             answer = await client.put(self.server_url + path, headers=headers, content=chunks())
         if answer.status_code >= 400:
             raise _refusal(answer)

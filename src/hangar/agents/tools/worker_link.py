@@ -36,6 +36,7 @@ from hangar.agents.tools.mcp_grant import TOKEN_VAR, UNAVAILABLE_VAR, URL_VAR, M
 from hangar.core.confine import CallBack
 from hangar.core.principal import Principal
 from hangar.errors import HangarError, Unavailable
+from hangar.httpkit.tls import client_tls
 from hangar.rpc.op_caller import AGENT_DOOR, OpCaller
 from hangar.rpc.registry import OpRegistry
 
@@ -105,7 +106,7 @@ class WorkerLink:
         ``HangarError`` the server answered (``Unavailable`` when it cannot be reached)."""
         headers = {"Authorization": f"Bearer {self.credential}"}
         try:
-            async with httpx.AsyncClient(timeout=10.0) as http:
+            async with httpx.AsyncClient(timeout=10.0, verify=client_tls()) as http:
                 reply = await http.post(f"{self.server_url}{path}", json=ask, headers=headers)
         except httpx.HTTPError as exc:
             raise Unavailable(f"cannot reach the server {self.server_url} ({type(exc).__name__})") from None

@@ -24,6 +24,7 @@ from starlette.responses import RedirectResponse, Response
 
 from hangar.core.context import AppContext
 from hangar.errors import InvalidArgs
+from hangar.httpkit.tls import client_tls
 from hangar.sso.config import OidcConnection, SsoConfigStore, SsoKind
 from hangar.sso.continuation import signed_in
 from hangar.sso.endpoints import OIDC_CALLBACK_PATH, oidc_redirect_uri, sso_origin
@@ -55,7 +56,7 @@ class OidcService:
     ) -> None:
         self._ctx = ctx
         self._store = store
-        self._http = http or httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=False)
+        self._http = http or httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=False, verify=client_tls())
         self.pending = PendingLogins(ctx.clock, db)
         self._providers: dict[str, tuple[ProviderMetadata, ProviderKeys, float]] = {}
         store.on_change(self._on_config_change)
@@ -121,7 +122,11 @@ class OidcService:
         binding = secrets.token_urlsafe(32)
         redirect_uri = self.callback_url(request)
         client = AsyncOAuth2Client(
-            client_id=conn.clientId, scope=conn.scopes, redirect_uri=redirect_uri, code_challenge_method="S256"
+            client_id=conn.clientId,
+            scope=conn.scopes,
+            redirect_uri=redirect_uri,
+            code_challenge_method="S256",
+            verify=client_tls(),
         )
         try:
             url, _ = client.create_authorization_url(
@@ -239,6 +244,7 @@ class OidcService:
             token_endpoint_auth_method=method,
             redirect_uri=pending.redirect_uri,
             timeout=HTTP_TIMEOUT,
+            verify=client_tls(),
         )
         try:
             token = await client.fetch_token(
