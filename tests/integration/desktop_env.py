@@ -221,3 +221,27 @@ async def drag_source(env: RigsEnv, rig: str, payload: str) -> asyncio.Task[Any]
             assert not source.done(), source
             await asyncio.sleep(0.05)
     return source
+
+
+# What the X server says is held down (XQueryPointer's mask), read in the guest: "shift button1", or "".
+POINTER_STATE = r"""
+import ctypes
+x = ctypes.CDLL("libX11.so.6")
+x.XOpenDisplay.restype = ctypes.c_void_p
+x.XOpenDisplay.argtypes = [ctypes.c_char_p]
+x.XDefaultRootWindow.restype = ctypes.c_ulong
+x.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+ul, i, ui = ctypes.POINTER(ctypes.c_ulong), ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_uint)
+x.XQueryPointer.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ul, ul, i, i, i, i, ui]
+d = x.XOpenDisplay(None)
+w = [ctypes.c_ulong(), ctypes.c_ulong()]
+n = [ctypes.c_int() for _ in range(4)]
+mask = ctypes.c_uint()
+x.XQueryPointer(d, x.XDefaultRootWindow(d), *[ctypes.byref(v) for v in w + n], ctypes.byref(mask))
+held = [name for bit, name in ((1, "shift"), (1 << 8, "button1"), (1 << 10, "button3")) if mask.value & bit]
+print(" ".join(held))
+"""
+
+
+async def pointer_state(env: RigsEnv, rig: str) -> str:
+    return (await guest(env, rig, "python3 -", stdin=POINTER_STATE.encode())).strip()

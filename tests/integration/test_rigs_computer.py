@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import struct
 from collections.abc import AsyncIterator
@@ -26,7 +27,7 @@ from hangar.rigs.backends.base import Command
 from hangar.rigs.backends.desktopboot import DISPLAY
 from hangar.rigs.backends.engineboot import GUEST_HOME
 from hangar.rigs.lanes.fence import unfence
-from tests.integration.desktop_env import EVENT_BOUND_S, Recorder, drag_source, guest
+from tests.integration.desktop_env import EVENT_BOUND_S, Recorder, drag_source, guest, pointer_state
 from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.desktopimage import plant_image
@@ -547,28 +548,15 @@ async def test_dragging_out_offers_a_new_drag_payload_once_and_never_a_stale_one
         await env.call("rig.releaseControl", rigId=rig)
 
 
-# What the X server says is held down (XQueryPointer's mask), read in the guest: "shift button1", or "".
-POINTER_STATE = r"""
-import ctypes
-x = ctypes.CDLL("libX11.so.6")
-x.XOpenDisplay.restype = ctypes.c_void_p
-x.XOpenDisplay.argtypes = [ctypes.c_char_p]
-x.XDefaultRootWindow.restype = ctypes.c_ulong
-x.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
-ul, i, ui = ctypes.POINTER(ctypes.c_ulong), ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_uint)
-x.XQueryPointer.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ul, ul, i, i, i, i, ui]
-d = x.XOpenDisplay(None)
-w = [ctypes.c_ulong(), ctypes.c_ulong()]
-n = [ctypes.c_int() for _ in range(4)]
-mask = ctypes.c_uint()
-x.XQueryPointer(d, x.XDefaultRootWindow(d), *[ctypes.byref(v) for v in w + n], ctypes.byref(mask))
-held = [name for bit, name in ((1, "shift"), (1 << 8, "button1"), (1 << 10, "button3")) if mask.value & bit]
-print(" ".join(held))
-"""
-
-
-async def pointer_state(env: RigsEnv, rig: str) -> str:
-    return (await guest(env, rig, "python3 -", stdin=POINTER_STATE.encode())).strip()
+async def said_since(view: websockets.ClientConnection, quiet_s: float = 1.0) -> list[Any]:
+    """The view's text frames (its notices and errors) until it has been quiet for ``quiet_s``."""
+    said: list[Any] = []
+    with contextlib.suppress(TimeoutError, websockets.ConnectionClosed):
+        while True:
+            frame = await asyncio.wait_for(view.recv(), quiet_s)
+            if isinstance(frame, str):
+                said.append(json.loads(frame))
+    return said
 
 
 async def test_a_view_that_leaves_mid_press_releases_what_it_held(env: RigsEnv, rig: str) -> None:
@@ -581,9 +569,14 @@ async def test_a_view_that_leaves_mid_press_releases_what_it_held(env: RigsEnv, 
             await next_text(view, "hello")
             await view.send(json.dumps({"type": "mouse", "action": "down", "x": 640, "y": 500}))
             await view.send(json.dumps({"type": "key", "action": "down", "key": "Shift"}))
-            async with asyncio.timeout(EVENT_BOUND_S):  # both applied before the view leaves
-                while await pointer_state(env, rig) != "shift button1":
-                    await asyncio.sleep(0.1)
+            state = ""
+            try:
+                async with asyncio.timeout(EVENT_BOUND_S):  # both applied before the view leaves
+                    while not {"shift", "button1"} <= set((state := await pointer_state(env, rig)).split()):
+                        await asyncio.sleep(0.1)
+            except TimeoutError:
+                said = await said_since(view)
+                raise AssertionError(f"the desktop holds {state!r}; the view said {said}") from None
     finally:
         await env.call("rig.releaseControl", rigId=rig)
     async with asyncio.timeout(EVENT_BOUND_S):

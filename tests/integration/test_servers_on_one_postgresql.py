@@ -80,6 +80,10 @@ async def test_a_run_whose_server_is_killed_is_taken_over_by_the_other_and_finis
             run_id = await start_run(
                 ca, ws, shell_template("slow", f"echo start >> {ran}; sleep 4; echo end >> {ran}; echo done")
             )
+        # A is killed mid-script: once its attempt has started (on a loaded machine that can take seconds).
+        async with asyncio.timeout(60):
+            while not ran.exists():
+                await asyncio.sleep(0.05)
         a.kill9()
         async with RpcClient(b.ws_url, token) as cb:
             run = await finished(cb, ws, run_id)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.desktop_env import Recorder, drag_source, guest
+from tests.integration.desktop_env import EVENT_BOUND_S, Recorder, drag_source, guest, pointer_state
 from tests.integration.rigs_enclosure_env import ready_pack
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.support.chromium import CHROMIUM
@@ -47,20 +47,27 @@ def near(got: tuple[int, int], want: tuple[int, int]) -> bool:
     return abs(got[0] - want[0]) <= 2 and abs(got[1] - want[1]) <= 2
 
 
-async def drag_out(env: RigsEnv, rig: str, page: Any, payload: str) -> None:
+async def drag_out(env: RigsEnv, rig: str, page: Any, payload: str, shown: Any) -> None:
     """Press on the picture, let a program in the guest take the drag selection with ``payload``, drag and let
-    go (the program ends after)."""
+    go; the program ends once ``shown`` (a locator of what the tab shows for the drag) is visible, so the server's
+    reads of the selection, slow on a loaded machine, find it held."""
     sx, sy = await at(page, 100, 600)
     await page.mouse.move(sx, sy)
     await page.mouse.down()
-    await asyncio.sleep(0.3)  # the press's snapshot of the drag selection is taken before the source starts
+    # The server takes its snapshot of the drag selection right after it applies the press, and a payload the
+    # same as that snapshot is not a drag out: the source starts once the desktop holds the button, and a moment
+    # more.
+    async with asyncio.timeout(EVENT_BOUND_S):
+        while "button1" not in await pointer_state(env, rig):
+            await asyncio.sleep(0.1)
+    await asyncio.sleep(1)
     source = await drag_source(env, rig, payload)
     try:
         for step in range(1, 4):
             await page.mouse.move(sx + step * 40, sy)
             await asyncio.sleep(0.3)  # the server reads the drag selection at most every 0.25 s of moving
         await page.mouse.up()
-        await asyncio.sleep(0.3)  # the release's read of the selection, while the program still holds it
+        await shown.wait_for()
     finally:
         source.cancel()
         await asyncio.gather(source, return_exceptions=True)
@@ -142,12 +149,13 @@ async def drive_the_desktop(env: RigsEnv, rig: str, rec: Recorder, browser: Any)
     # out of rigs; before that, the tab says the consent is missing and shows nothing of it.
     await guest(env, rig, "mkdir -p '/home/rig/out' && printf 'carried out' > '/home/rig/out/out one.txt'")
     dragged = page.get_by_role("region", name="Dragged out of the desktop")
-    await drag_out(env, rig, page, "file:///home/rig/out/refused.txt\r\n")
-    await page.get_by_text("copying from a rig to your computer needs your consent").wait_for()
+    refusal = page.get_by_text("copying from a rig to your computer needs your consent")
+    await drag_out(env, rig, page, "file:///home/rig/out/refused.txt\r\n", refusal)
     assert await dragged.count() == 0
     await env.client.call("rig.clipboardGrant", direction="rigToHost", always=True)
-    await drag_out(env, rig, page, "file:///home/rig/out/out%20one.txt\r\n")
-    await dragged.get_by_text("/home/rig/out/out one.txt").wait_for()
+    await drag_out(
+        env, rig, page, "file:///home/rig/out/out%20one.txt\r\n", dragged.get_by_text("/home/rig/out/out one.txt")
+    )
     async with page.expect_download() as downloading:
         await dragged.get_by_role("button", name="Save out one.txt").click()
     download = await downloading.value
