@@ -132,6 +132,21 @@ def person_address(n: int) -> dict[str, str]:
     return {"x-forwarded-for": f"10.{n // 65536}.{n // 256 % 256}.{n % 256}"}
 
 
+def tally(
+    run: Run, starts: dict[int, httpx.Response], ends: dict[int, httpx.Response], ok: Callable[[httpx.Response], bool]
+) -> None:
+    """Count each person's sign-in (its first request in ``starts``, its last in ``ends``) into ``run``."""
+    for n, started in sorted(starts.items()):
+        done = ends.get(n)
+        if done is not None and ok(done):
+            run.signed_in += 1
+            run.latencies.append(started.elapsed.total_seconds() + done.elapsed.total_seconds())
+        elif started.status_code == 429 or (done is not None and done.status_code == 429):
+            run.refused += 1
+        else:
+            run.other += 1
+
+
 async def each(workers: int, items: list[int], step: Callable[[int], Awaitable[None]]) -> float:
     """``step`` for every item, ``workers`` at a time: the seconds it took."""
     queue = list(items)
@@ -186,15 +201,7 @@ async def people(url: str, count: int, workers: int, *, forwarded: bool, name: s
                 forms.update(zip(pending, signed, strict=True))
             acs_s += await each(workers, pending, answer)
     answered = sum(1 for r in answers.values() if r.status_code != 429)
-    for n in range(count):
-        done = answers.get(n)
-        if done is not None and done.status_code == 303:
-            run.signed_in += 1
-            run.latencies.append(logins[n].elapsed.total_seconds() + done.elapsed.total_seconds())
-        elif logins[n].status_code == 429 or (done is not None and done.status_code == 429):
-            run.refused += 1
-        else:
-            run.other += 1
+    tally(run, logins, answers, lambda done: done.status_code == 303)
     run.seconds = login_s + acs_s
     run.phases = f"/saml/login {count / login_s:,.0f}/s, /saml/acs {answered / acs_s:,.0f}/s"
     return run
@@ -245,15 +252,7 @@ async def oidc_people(url: str, token: str, count: int, workers: int, *, name: s
             finally:
                 await asyncio.gather(*(b.aclose() for b in browsers.values()))
                 browsers.clear()
-    for n in range(count):
-        done = ends.get(n)
-        if done is not None and done.status_code == 303 and "#token=" in done.headers.get("location", ""):
-            run.signed_in += 1
-            run.latencies.append(starts[n].elapsed.total_seconds() + done.elapsed.total_seconds())
-        elif starts[n].status_code == 429 or (done is not None and done.status_code == 429):
-            run.refused += 1
-        else:
-            run.other += 1
+    tally(run, starts, ends, lambda done: done.status_code == 303 and "#token=" in done.headers.get("location", ""))
     run.seconds = login_s + callback_s
     run.phases = f"/oidc/login {count / login_s:,.0f}/s, /oidc/callback {len(ends) / callback_s:,.0f}/s"
     return run

@@ -147,15 +147,21 @@ async def guest(env: RigsEnv, rig: str, command: str, stdin: bytes | None = None
     return result.stdout
 
 
-# A program in the guest that owns the drag selection (as a toolkit does while a drag is live) and hands its
-# payload out as text/uri-list only; it prints "owned" once it holds the selection.
-DRAG_SOURCE = r"""
+# The start of the guest programs below: Xlib through ctypes, with the display and root window calls typed.
+XLIB = r"""
 import ctypes, sys
 x = ctypes.CDLL("libX11.so.6")
 x.XOpenDisplay.restype = ctypes.c_void_p
 x.XOpenDisplay.argtypes = [ctypes.c_char_p]
 x.XDefaultRootWindow.restype = ctypes.c_ulong
 x.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+"""
+
+# A program in the guest that owns the drag selection (as a toolkit does while a drag is live) and hands its
+# payload out as text/uri-list only; it prints "owned" once it holds the selection.
+DRAG_SOURCE = (
+    XLIB
+    + r"""
 x.XCreateSimpleWindow.restype = ctypes.c_ulong
 x.XCreateSimpleWindow.argtypes = [ctypes.c_void_p, ctypes.c_ulong] + [ctypes.c_int] * 2 + [ctypes.c_uint] * 3 + [
     ctypes.c_ulong] * 2
@@ -203,6 +209,7 @@ while True:
     x.XSendEvent(dpy, r.requestor, 0, 0, ctypes.byref(n))
     x.XFlush(dpy)
 """
+)
 
 
 async def drag_source(env: RigsEnv, rig: str, payload: str) -> asyncio.Task[Any]:
@@ -224,13 +231,9 @@ async def drag_source(env: RigsEnv, rig: str, payload: str) -> asyncio.Task[Any]
 
 
 # What the X server says is held down (XQueryPointer's mask), read in the guest: "shift button1", or "".
-POINTER_STATE = r"""
-import ctypes
-x = ctypes.CDLL("libX11.so.6")
-x.XOpenDisplay.restype = ctypes.c_void_p
-x.XOpenDisplay.argtypes = [ctypes.c_char_p]
-x.XDefaultRootWindow.restype = ctypes.c_ulong
-x.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+POINTER_STATE = (
+    XLIB
+    + r"""
 ul, i, ui = ctypes.POINTER(ctypes.c_ulong), ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_uint)
 x.XQueryPointer.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ul, ul, i, i, i, i, ui]
 d = x.XOpenDisplay(None)
@@ -241,6 +244,7 @@ x.XQueryPointer(d, x.XDefaultRootWindow(d), *[ctypes.byref(v) for v in w + n], c
 held = [name for bit, name in ((1, "shift"), (1 << 8, "button1"), (1 << 10, "button3")) if mask.value & bit]
 print(" ".join(held))
 """
+)
 
 
 async def pointer_state(env: RigsEnv, rig: str) -> str:
