@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -95,6 +96,12 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     public_url: str | None = None
     web_client_url: str | None = None
+    # Where the other servers of the same records reach this one (``--internal-url``, ``HANGAR_INTERNAL_URL``):
+    # a call or lane for a rig this server runs, asked of another server, is relayed here. None: its own listener.
+    internal_url: str | None = None
+    # Set by ``hangar serve`` once its port is known: the origin recorded on the rigs this process runs. Other
+    # processes (a command, a worker) serve no lanes, so their rigs have none.
+    _serving_origin: str | None = PrivateAttr(default=None)
     # The PostgreSQL database every record lives in (``--database-url``, ``HANGAR_DATABASE_URL``); None: SQLite
     # files in the data directory, or the database the data directory records (``hangar.core.dblocation``). A
     # secret: it may carry a password, which no message, log or file shows.
@@ -194,6 +201,11 @@ class Settings(BaseSettings):
     def _public_url(cls, v: str | None) -> str | None:
         return _clean_origin(v, "--public-url")
 
+    @field_validator("internal_url")
+    @classmethod
+    def _internal_url(cls, v: str | None) -> str | None:
+        return _clean_origin(v, "--internal-url")
+
     @field_validator("site_url")
     @classmethod
     def _site_url(cls, v: str | None) -> str | None:
@@ -229,6 +241,18 @@ class Settings(BaseSettings):
     @property
     def database_password(self) -> str | None:
         return None if self._database_password is None else self._database_password.get_secret_value()
+
+    def serve_here(self) -> None:
+        """This process serves the records' lanes and relayed calls (``hangar serve``, its port now known): at
+        ``internal_url``, else its own listener (a wildcard listener by this host's name)."""
+        host = socket.getfqdn() if self.host in ("0.0.0.0", "::", "") else self.host
+        host = f"[{host}]" if ":" in host else host
+        self._serving_origin = self.internal_url or f"http://{host}:{self.port}"
+
+    @property
+    def serving_origin(self) -> str | None:
+        """Where the other servers reach this process, or None when it serves nothing (``serve_here``)."""
+        return self._serving_origin
 
     @property
     def origin(self) -> str:

@@ -15,6 +15,7 @@ edges map errors to statuses and frames (``hangar.httpkit.errors`` renders every
     ├── Conflict (conflict)
     ├── Refused (refused; says which rule)
     ├── Unavailable (unavailable)
+    │   └── Elsewhere (unavailable; what was asked for is held by another server process)
     └── Internal (internal)
 
 Parts subclass the leaf that matches their meaning (a failed SSO sign-in is a ``Refused`` answered 400,
@@ -23,6 +24,7 @@ Parts subclass the leaf that matches their meaning (a failed SSO sign-in is a ``
 
 from __future__ import annotations
 
+import contextlib
 from typing import ClassVar
 
 
@@ -101,6 +103,16 @@ class Unavailable(HangarError):
     http_status = 503
 
 
+class Elsewhere(Unavailable):
+    """What the caller asked for lives in another server process of the same records (a rig that server runs):
+    ``origin`` is where the servers reach that process. The RPC layer relays the call there (``hangar.rpc.relay``);
+    the message is what the caller hears when it cannot be relayed."""
+
+    def __init__(self, message: str, *, origin: str) -> None:
+        super().__init__(message)
+        self.origin = origin
+
+
 class Internal(HangarError):
     code = "internal"
     http_status = 500
@@ -118,3 +130,14 @@ ERROR_CODES: tuple[str, ...] = (
     "unavailable",
     "internal",
 )
+
+
+def error_from_wire(code: str, message: str) -> HangarError:
+    """The error another Hangar process answered, as the class of its code (its words, never re-worded)."""
+    classes: list[type[HangarError]] = [HangarError]
+    for cls in classes:
+        classes.extend(cls.__subclasses__())
+    found = next((c for c in classes if c.code == code), HangarError)
+    with contextlib.suppress(TypeError):
+        return found(message)
+    return HangarError(message)

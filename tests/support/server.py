@@ -79,6 +79,7 @@ async def running_server(
     # The listener's real port, as `hangar serve` knows it: the server's origin (the issuer and resource of
     # its OAuth metadata, the SAML entity) names it.
     cfg.port = port
+    cfg.serve_here()  # as `hangar serve` does: the rigs it runs name where the other servers reach it
     ctx = ready[0]
     owner = await ctx.service(IdentityService).ensure_server_owner()
     token = await ctx.service(IdentityService).issue_device(owner.id, "test-owner")

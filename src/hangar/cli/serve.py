@@ -62,6 +62,15 @@ def serve(
     data_dir: DataDirOpt = None,
     database_url: DatabaseUrlOpt = None,
     public_url: Annotated[str | None, typer.Option("--public-url", help="Canonical public origin.")] = None,
+    internal_url: Annotated[
+        str | None,
+        typer.Option(
+            "--internal-url",
+            help="Where the other servers of the same records reach this one ($HANGAR_INTERNAL_URL; default its "
+            "own listener): a rig's calls and lanes asked of another server are relayed here.",
+            show_default=False,
+        ),
+    ] = None,
     web_client_url: Annotated[
         str | None, typer.Option("--web-client-url", help="Origin SSO callbacks redirect to ($SERVER_WEB_CLIENT_URL).")
     ] = None,
@@ -117,7 +126,7 @@ def serve(
     # The rigs need to know where the website is (it is on every browser rig's allowlist): pass it on.
     settings = settings_from(
         host=host, port=port, data_dir=data_dir, database_url=database_url, public_url=public_url,
-        web_client_url=web_client_url,
+        web_client_url=web_client_url, internal_url=internal_url,
         site_port=site_port, site_url=site_url, trusted_proxies=trusted_proxy or None,
         trusted_origins=trusted_origin or None, max_connections=max_connections,
         max_connections_per_address=max_connections_per_address, request_head_timeout=request_head_timeout,
@@ -137,6 +146,7 @@ def serve(
     database = check_databases(settings)
     # A port chosen by the system (0) is known now: the server's origin and the rigs' allowlist name the real one.
     settings.port = server_sockets[0].getsockname()[1]
+    settings.serve_here()
     if no_site:
         settings = settings.model_copy(update={"site_port": None, "site_url": None})
     elif site_sockets is not None:

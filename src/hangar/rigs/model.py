@@ -172,6 +172,7 @@ class RigRecord:
     created_at: datetime
     updated_at: datetime
     closed_at: datetime | None
+    server_url: str | None = None  # where the servers reach the process running it (``Settings.serving_origin``)
 
     @property
     def live(self) -> bool:

@@ -11,6 +11,7 @@ from hangar.rigs.lanes.clipboard import read_clipboard, write_clipboard
 from hangar.rigs.lanes.desktopview import serve_desktop
 from hangar.rigs.lanes.files import drop_files, read_file
 from hangar.rigs.lanes.liveview import live_view_lane, register_view
+from hangar.rigs.lanes.relay import relayed_http, relayed_socket
 from hangar.rigs.lanes.terminal import terminal_lane
 from hangar.rigs.model import Surface
 
@@ -18,10 +19,11 @@ register_view(Surface.computer, serve_desktop)  # a desktop's live view rides th
 
 RIG_ROUTES: list[BaseRoute] = [
     WebSocketRoute(wire.PATH, rig_host_socket),
-    Route("/rig/files/{rig_id}", drop_files, methods=["POST"]),
-    Route("/rig/files/{rig_id}", read_file, methods=["GET"]),
-    Route("/rig/clipboard/{rig_id}", read_clipboard, methods=["GET"]),
-    Route("/rig/clipboard/{rig_id}", write_clipboard, methods=["POST"]),
-    WebSocketRoute("/rig/terminal/{rig_id}", terminal_lane),
-    WebSocketRoute("/rig/live/{rig_id}", live_view_lane),
+    # Each lane is served by the server running its rig: another server relays it there (``lanes.relay``).
+    Route("/rig/files/{rig_id}", relayed_http("files", drop_files), methods=["POST"]),
+    Route("/rig/files/{rig_id}", relayed_http("files", read_file), methods=["GET"]),
+    Route("/rig/clipboard/{rig_id}", relayed_http("files", read_clipboard), methods=["GET"]),
+    Route("/rig/clipboard/{rig_id}", relayed_http("files", write_clipboard), methods=["POST"]),
+    WebSocketRoute("/rig/terminal/{rig_id}", relayed_socket("terminal", terminal_lane)),
+    WebSocketRoute("/rig/live/{rig_id}", relayed_socket("watch", live_view_lane)),
 ]

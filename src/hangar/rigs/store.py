@@ -47,6 +47,7 @@ rig_sessions = sa.Table(
     sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.Column("updated_at", UtcDateTime(), nullable=False),
     sa.Column("closed_at", UtcDateTime(), nullable=True),
+    sa.Column("server_url", sa.String(300), nullable=True),
 )
 
 rig_action_log = sa.Table(
@@ -114,6 +115,7 @@ def _record(row: Mapping[Any, Any]) -> RigRecord:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         closed_at=row["closed_at"],
+        server_url=row["server_url"],
     )
 
 
@@ -138,6 +140,7 @@ class RigStore:
         memory_mb: int,
         vcpus: int,
         display: str | None,
+        server_url: str | None,
     ) -> RigRecord:
         now = self._clock.now()
         values: dict[str, Any] = {
@@ -158,6 +161,7 @@ class RigStore:
             "created_at": now,
             "updated_at": now,
             "closed_at": None,
+            "server_url": server_url,
         }
         async with (await self._engine(ws)).begin() as conn:
             await conn.execute(sa.insert(rig_sessions).values(**values))

@@ -13,6 +13,7 @@ from hangar.core.metrics import Stopwatch
 from hangar.core.principal import Principal, Role
 from hangar.errors import WorkspaceRequired
 from hangar.rpc.registry import OpSpec
+from hangar.rpc.relay import Relayable
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class OpContext:
     progress: Callable[[str], Awaitable[None]] | None = None
     # Started when the dispatcher began its checks: the call's latency, counted when it ends.
     clock: Stopwatch | None = field(default=None, compare=False)
+    # Set for a call carrying a credential of its own: what relaying it to another server needs.
+    relayable: Relayable | None = field(default=None, compare=False, repr=False)
 
     @property
     def ws(self) -> str:

@@ -10,6 +10,7 @@ itself). A part acting for a person without calling an op (the chat bridge) is h
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -23,17 +24,23 @@ from hangar.core.dbfailures import DatabaseGone, gone
 from hangar.core.metric_labels import UNKNOWN_OP
 from hangar.core.metrics import Stopwatch
 from hangar.core.principal import Principal, Role
-from hangar.errors import Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
+from hangar.errors import Elsewhere, Forbidden, HangarError, InvalidArgs, UnknownOp, WorkspaceRequired
 from hangar.rpc.access import Revocable
 from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import AskFirst, Guardrails
 from hangar.rpc.registry import CONTRACT_SNAKE_CASE, OpRegistry, OpSpec, spellings
+from hangar.rpc.relay import Relayable, RelayTokens, relay_op, relay_watch
 
 log = logging.getLogger(__name__)
 
 # Asks the caller's person whether one ask-first call may run (a door that can ask: the MCP endpoint).
 Ask = Callable[[AskFirst], Awaitable[bool]]
+
+
+async def _asked_where_relayed(_rule: AskFirst) -> bool:
+    """The ``ask`` of a call relayed here whose caller approved it on the server that asked them."""
+    return True
 
 
 def error_frame(req_id: Any, err: HangarError) -> dict[str, Any]:
@@ -81,6 +88,7 @@ class Dispatcher:
         self.registry = registry
         self.guardrails = guardrails
         self.authority = authority
+        self._relay_tokens = RelayTokens(app.secrets, app.clock)
 
     def parse_frame(self, frame: Any) -> tuple[Any, OpSpec, dict[str, Any]]:
         """Check the frame's shape and find its op; returns (id, spec, args)."""
@@ -113,15 +121,25 @@ class Dispatcher:
         ask: Ask | None = None,
         progress: Callable[[str], Awaitable[None]] | None = None,
         principal: Principal | None = None,
+        *,
+        relayed: bool = False,
+        approved: bool = False,
     ) -> tuple[OpContext, BaseModel]:
         """Everything short of running the handler: the contract's checks in order. A refusal is counted here
-        (``hangar_rpc_calls`` by its code); a call that passes is counted when it ends (``call``, ``watch``)."""
+        (``hangar_rpc_calls`` by its code); a call that passes is counted when it ends (``call``, ``watch``).
+        ``relayed``: another server relayed the call here (``hangar.rpc.relay``), where the caller ``approved``
+        its ask-first guardrail if they did."""
         clock = Stopwatch()
+        if relayed and approved:
+            ask = _asked_where_relayed
         try:
-            return await self._prepare(token, req_id, spec, raw, door, ask, progress, principal, clock)
+            ctx, parsed, approved = await self._prepare(token, req_id, spec, raw, door, ask, progress, principal, clock)
         except HangarError as err:
             self.ended(spec.name, door, err.code, clock.seconds())
             raise
+        if token:  # a call with a credential of its own can be relayed to the server holding what it names
+            ctx = dataclasses.replace(ctx, relayable=Relayable(token, dict(raw), relayed=relayed, approved=approved))
+        return ctx, parsed
 
     async def _prepare(
         self,
@@ -134,7 +152,7 @@ class Dispatcher:
         progress: Callable[[str], Awaitable[None]] | None,
         principal: Principal | None,
         clock: Stopwatch,
-    ) -> tuple[OpContext, BaseModel]:
+    ) -> tuple[OpContext, BaseModel, bool]:
         args = dict(raw)
         workspace_id: str | None = None
         if spec.scope == "workspace":
@@ -151,12 +169,13 @@ class Dispatcher:
             parsed = spec.args_model.model_validate(args)
         except ValidationError as exc:
             raise invalid_args(exc, spec.args_model, args) from None
+        approved = False
         if workspace_id is not None:
             # Whichever spelling the caller used, the parsed model holds it under its Python name.
             space_id = getattr(parsed, "space_id", None)
             space = space_id if isinstance(space_id, str) else None
-            await self.guard(principal, spec, workspace_id, space, door=door, ask=ask)
-        return OpContext(self.app, principal, spec, workspace_id, role, req_id, door, progress, clock), parsed
+            approved = await self.guard(principal, spec, workspace_id, space, door=door, ask=ask)
+        return OpContext(self.app, principal, spec, workspace_id, role, req_id, door, progress, clock), parsed, approved
 
     async def authorize(
         self,
@@ -203,9 +222,10 @@ class Dispatcher:
         *,
         door: str,
         ask: Ask | None = None,
-    ) -> None:
+    ) -> bool:
         """Where ``spec`` may run: the space a credential is limited to, then the guardrails of the workspace and
-        of ``space_id`` (read-only mode; ask-first, approved through ``ask`` where the door can ask)."""
+        of ``space_id`` (read-only mode; ask-first, approved through ``ask`` where the door can ask). True when
+        the caller approved an ask-first rule for this call."""
         principal.check_space(space_id, action=spec.name)
         engine = await self.app.dbs.workspace(workspace_id)
         try:
@@ -213,7 +233,10 @@ class Dispatcher:
         except AskFirst as rule:
             if ask is None or not await ask(rule):
                 raise
-            await self._approved(workspace_id, principal, spec, rule, door)
+            if ask is not _asked_where_relayed:  # the server that asked recorded the approval
+                await self._approved(workspace_id, principal, spec, rule, door)
+            return True
+        return False
 
     async def role_in(self, workspace_id: str, principal: Principal) -> Role | None:
         """An agent is a member of its own workspace (``check_reach`` kept it there); a person holds the role
@@ -236,8 +259,14 @@ class Dispatcher:
 
     async def call(self, ctx: OpContext, args: BaseModel) -> Any:
         try:
-            with through(ctx.door):
-                result = ctx.spec.result_to_wire(await ctx.spec.handler(ctx, args))
+            try:
+                with through(ctx.door):
+                    result = ctx.spec.result_to_wire(await ctx.spec.handler(ctx, args))
+            except Elsewhere as moved:
+                # What the call names is held by another server: that server answers it, as the caller.
+                if ctx.relayable is None or ctx.relayable.relayed:
+                    raise
+                result = await relay_op(self._relay_tokens, moved, ctx.spec.name, ctx.relayable, ctx.door)
         except HangarError as err:
             self.counted(ctx, err.code)
             raise
@@ -274,7 +303,33 @@ class Dispatcher:
     def watch(self, ctx: OpContext, args: BaseModel) -> AsyncIterator[Any]:
         """A watch op's replies: its first one, then its events, each delivered only once its caller has been
         checked again (``recheck_watch``), whichever door streams them."""
-        return self._delivered(ctx, ctx.spec.handler(ctx, args))
+        return self._delivered(ctx, self._watched(ctx, args))
+
+    async def _watched(self, ctx: OpContext, args: BaseModel) -> AsyncIterator[Any]:
+        """The handler's replies; when what it watches is held by another server, that server's, as the caller
+        (``relay_watch``): the first reply read back into its declared result, the events as they come."""
+        gen = ctx.spec.handler(ctx, args)
+        try:
+            first = await anext(gen)
+        except StopAsyncIteration:
+            return
+        except Elsewhere as moved:
+            if ctx.relayable is None or ctx.relayable.relayed:
+                raise
+            relayed = relay_watch(moved, ctx.spec.name, ctx.relayable)
+            try:
+                yield ctx.spec.result.validate_python(await anext(relayed))
+                async for event in relayed:
+                    yield event
+            finally:
+                await relayed.aclose()
+            return
+        try:
+            yield first
+            async for item in gen:
+                yield item
+        finally:
+            await gen.aclose()
 
     async def _delivered(self, ctx: OpContext, gen: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The first reply answers checks made a moment ago (``prepare``); every later event is held to the

@@ -24,6 +24,7 @@ from hangar.httpkit.requests import bearer_token
 from hangar.rpc.access import AccessMonitor
 from hangar.rpc.context import OpContext
 from hangar.rpc.dispatcher import Dispatcher, check_request_id, error_frame
+from hangar.rpc.relay import RELAY_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ class Connection:
         self.dispatcher = dispatcher
         self.principal: Principal | None = None
         self.token = ""
+        # Another server relays its caller's watch over this socket (``hangar.rpc.relay``): never relayed again.
+        self.relayed = RELAY_HEADER in ws.headers
         self.tasks: set[asyncio.Task[None]] = set()
         self.watches: dict[Any, asyncio.Task[None]] = {}
         self.watching: dict[Any, OpContext] = {}  # what each open watch was allowed as, re-checked when authority moves
@@ -152,7 +155,7 @@ class Connection:
                 return
             req_id, spec, raw_args = self.dispatcher.parse_frame(frame)
             assert self.principal is not None
-            ctx, args = await self.dispatcher.prepare(self.token, req_id, spec, raw_args)
+            ctx, args = await self.dispatcher.prepare(self.token, req_id, spec, raw_args, relayed=self.relayed)
             if spec.kind == "watch":
                 if req_id in self.watches:
                     raise InvalidArgs(f"a watch with id {req_id!r} is already open on this socket", field="id")

@@ -32,6 +32,8 @@ from hangar.rpc.mcp.deferred import DeferredDoor
 from hangar.rpc.mcp.limits import SeatLimits
 from hangar.rpc.mcp.wire import MCP_PATH, METADATA_PATH, protected_resource
 from hangar.rpc.registry import OpRegistry
+from hangar.rpc.relay import RELAY_PATH
+from hangar.rpc.relay_route import relayed_op
 from hangar.server.context_factory import open_context
 from hangar.server.dispatch import attach_dispatcher, listener_origin, op_caller
 from hangar.server.monitoring import METRICS_PATH, RequestIds, follow_event_lag, metrics_endpoint
@@ -67,6 +69,7 @@ def build_server(
         Route(READYZ_PATH, readyz, methods=["GET"]),
         Route(METRICS_PATH, metrics_endpoint, methods=["GET"]),
         WebSocketRoute("/rpc", rpc_endpoint),
+        Route(RELAY_PATH, relayed_op, methods=["POST"]),
         Route(MCP_PATH, door, methods=["GET", "POST", "DELETE", "OPTIONS"]),
         Route(METADATA_PATH, protected_resource, methods=["GET"]),
     ]

@@ -43,6 +43,7 @@ async def add(store: RigStore, rig_id: str) -> None:
         memory_mb=512,
         vcpus=2,
         display=None,
+        server_url="http://10.0.0.7:7777",
     )
 
 

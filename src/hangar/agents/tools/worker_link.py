@@ -20,7 +20,6 @@ run's end revokes it (``mcp_grant.revoke``). Without ``--server`` the agent gets
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from hangar.agents.service import Agent
 from hangar.agents.tools.mcp_grant import TOKEN_VAR, UNAVAILABLE_VAR, URL_VAR, McpGrant
 from hangar.core.confine import CallBack
 from hangar.core.principal import Principal
-from hangar.errors import HangarError, Unavailable
+from hangar.errors import HangarError, Unavailable, error_from_wire
 from hangar.httpkit.tls import client_tls
 from hangar.rpc.op_caller import AGENT_DOOR, OpCaller
 from hangar.rpc.registry import OpRegistry
@@ -164,14 +163,3 @@ async def rpc_call(server_url: str, token: str, op_name: str, args: dict[str, An
     except websockets.ConnectionClosed:
         pass
     raise Unavailable(f"the server {server_url} closed the socket before answering {op_name}")
-
-
-def error_from_wire(code: str, message: str) -> HangarError:
-    """The error a server answered, as the class of its code (the server's words, never re-worded)."""
-    classes: list[type[HangarError]] = [HangarError]
-    for cls in classes:
-        classes.extend(cls.__subclasses__())
-    found = next((c for c in classes if c.code == code), HangarError)
-    with contextlib.suppress(TypeError):
-        return found(message)
-    return HangarError(message)

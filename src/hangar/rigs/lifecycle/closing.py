@@ -24,6 +24,7 @@ from hangar.errors import HangarError, NotFound
 from hangar.rigs import hooks
 from hangar.rigs.events import RigClosedEvent, RigReaped
 from hangar.rigs.lifecycle.control import RigControl
+from hangar.rigs.lifecycle.holder import refuse_if_elsewhere
 from hangar.rigs.lifecycle.ownership import RigOwnership
 from hangar.rigs.live.rigs import LiveRig, LiveRigs
 from hangar.rigs.model import LIVE_PHASES, REAP_REASONS, CloseReason, Phase, RigRecord
@@ -71,6 +72,8 @@ class RigCloser:
         rec = await self.store.get(ws, rig_id)
         if rec is None:
             raise NotFound(f"no rig {rig_id} in this workspace")
+        if live is None:
+            refuse_if_elsewhere(rec, self.app.settings.serving_origin)  # another server runs it and closes it
         if rec.phase in LIVE_PHASES:  # a row without a live rig behind it (should not happen): settle it
             await self.store.update(ws, rig_id, phase=Phase.closed, close_reason=reason, closed_at=self.app.clock.now())
             rec = await self.store.get(ws, rig_id)

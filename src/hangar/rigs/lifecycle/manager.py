@@ -50,6 +50,7 @@ from hangar.rigs.lifecycle.budget import MemoryBudget
 from hangar.rigs.lifecycle.closing import RigCloser, discard_home
 from hangar.rigs.lifecycle.control import RigControl
 from hangar.rigs.lifecycle.foldlog import FOLDED_VERBS, Run, ScreenshotFold
+from hangar.rigs.lifecycle.holder import refuse_if_elsewhere
 from hangar.rigs.lifecycle.opening import RigOpener, rig_home
 from hangar.rigs.lifecycle.ownership import RigOwnership
 from hangar.rigs.lifecycle.upkeep import RigUpkeep
@@ -236,6 +237,7 @@ class RigManager:
         rec = await self.store.get(ws, rig_id)
         if rec is None:
             raise NotFound(f"no rig {rig_id} in this workspace")
+        refuse_if_elsewhere(rec, self.app.settings.serving_origin)
         reason = f" ({rec.close_reason.value})" if rec.close_reason else ""
         raise NotFound(f"rig {rig_id} is {rec.phase.value}{reason}; open a new one")
 

@@ -283,6 +283,7 @@ class RigOpener:
                 memory_mb=limits.memory_mb,
                 vcpus=limits.vcpus,
                 display=str(limits.boot_display) if limits.boot_display else None,
+                server_url=self.app.settings.serving_origin,
             )
         except BaseException:
             self.ownership.release(rig_id)  # no row was written: nothing to keep a claim for

@@ -1,0 +1,211 @@
+"""A rig's lanes asked of a server that does not run the rig: relayed to the server that does.
+
+A person's client reaches whichever server its balancer chose; the rig's lanes (files, clipboard, terminal, live
+view) need the rig's live state, which is in the one process running it (``lifecycle.holder``). So a lane request
+for a rig another server runs is relayed there whole: the HTTP request streamed both ways, or the WebSocket with
+every frame and its close passed on, carrying the person's own headers (their credential, or the first frame
+that carries it). The holder checks the lane as for any of its own (the signature, the credential, the
+membership, the control holder, the read-only mode, at each frame) and ends it when access ends; this server only
+carries bytes, so it grants nothing a direct request to the holder would not.
+
+Relayed only when the lane's signature is good and names a rig whose live row names another server; anything else
+is served here, which answers as before (a bad signature, a closed rig). A relayed request says so
+(``RELAY_HEADER``) and is never relayed again, so a row naming the wrong server ends in an error, not a loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+import httpx
+import websockets
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from hangar.core.context import AppContext
+from hangar.errors import Elsewhere, HangarError
+from hangar.httpkit.tls import client_tls
+from hangar.rigs.lanes.signing import Lane, LaneSigner
+from hangar.rigs.lanes.socketlane import fail
+from hangar.rigs.lifecycle.holder import refuse_if_elsewhere
+from hangar.rigs.lifecycle.manager import RigManager
+from hangar.rpc.relay import RELAY_HEADER, RELAY_TIMEOUT, unreachable
+
+log = logging.getLogger(__name__)
+
+# Headers that belong to one hop (RFC 9110 section 7.6.1) or that the next hop sets for itself.
+HOP_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        RELAY_HEADER,
+    }
+)
+# The WebSocket handshake's own headers, which the relay's client makes afresh.
+HANDSHAKE_HEADERS = frozenset(
+    {"sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"}
+)
+# A lane's frames are the listener's at most (``hangar.rpc.endpoint.MAX_FRAME_BYTES``) one way and a screenshot
+# the other: the relay holds no more than one frame of either at a time.
+MAX_RELAYED_FRAME = 64 * 1024 * 1024
+
+HttpLane = Callable[[Request], Awaitable[Response]]
+SocketLane = Callable[[WebSocket], Awaitable[None]]
+
+
+async def holder_of(app: AppContext, lane: Lane, rig_id: str, sig: str | None, relayed: bool) -> Elsewhere | None:
+    """Where a lane request is to be served: ``Elsewhere`` naming the server running the rig, or None for here."""
+    if relayed:
+        return None
+    manager = app.maybe_service(RigManager)
+    if manager is None:
+        return None
+    try:
+        grant = LaneSigner(app.secrets, app.clock).verify(sig, lane, rig_id)
+    except HangarError:
+        return None  # served here, which says what is wrong with it
+    if manager.rigs.find(grant.workspace_id, rig_id) is not None:
+        return None
+    rec = await manager.store.get(grant.workspace_id, rig_id)
+    if rec is None:
+        return None
+    try:
+        refuse_if_elsewhere(rec, app.settings.serving_origin)
+    except Elsewhere as moved:
+        return moved
+    except HangarError:
+        return None
+    return None
+
+
+def _headers(items: list[tuple[str, str]], skip: frozenset[str]) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in items if k.lower() not in skip]
+
+
+def relayed_http(lane: Lane, endpoint: HttpLane) -> HttpLane:
+    """``endpoint`` for the rigs this server runs; the others' requests relayed to their server."""
+
+    async def serve(request: Request) -> Response:
+        app: AppContext = request.app.state.ctx
+        rig_id = request.path_params["rig_id"]
+        moved = await holder_of(app, lane, rig_id, request.query_params.get("sig"), RELAY_HEADER in request.headers)
+        if moved is None:
+            return await endpoint(request)
+        return await _relay_http(request, moved)
+
+    return serve
+
+
+async def _relay_http(request: Request, moved: Elsewhere) -> Response:
+    headers = _headers(request.headers.items(), HOP_HEADERS)
+    headers.append((RELAY_HEADER, "lane"))
+    client = httpx.AsyncClient(verify=client_tls(), timeout=RELAY_TIMEOUT)
+    has_body = request.method not in ("GET", "HEAD")
+    upstream = client.build_request(
+        request.method,
+        moved.origin + request.url.path,
+        params=request.url.query,
+        headers=headers,
+        content=request.stream() if has_body else None,
+    )
+    try:
+        reply = await client.send(upstream, stream=True)
+    except httpx.HTTPError as exc:
+        await client.aclose()
+        err = unreachable(moved, exc)
+        return Response(err.message, status_code=err.http_status)
+
+    async def done() -> None:
+        await reply.aclose()
+        await client.aclose()
+
+    kept = _headers(list(reply.headers.multi_items()), HOP_HEADERS - {"content-length"})
+    response = StreamingResponse(reply.aiter_raw(), status_code=reply.status_code, background=BackgroundTask(done))
+    response.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in kept]
+    return response
+
+
+def relayed_socket(lane: Lane, endpoint: SocketLane) -> SocketLane:
+    """``endpoint`` for the rigs this server runs; the others' sockets relayed to their server."""
+
+    async def serve(ws: WebSocket) -> None:
+        app: AppContext = ws.app.state.ctx
+        rig_id = ws.path_params["rig_id"]
+        moved = await holder_of(app, lane, rig_id, ws.query_params.get("sig"), RELAY_HEADER in ws.headers)
+        if moved is None:
+            await endpoint(ws)
+            return
+        await _relay_socket(app, ws, moved, rig_id)
+
+    return serve
+
+
+async def _relay_socket(app: AppContext, ws: WebSocket, moved: Elsewhere, rig_id: str) -> None:
+    headers = _headers(ws.headers.items(), HOP_HEADERS | HANDSHAKE_HEADERS)
+    headers.append((RELAY_HEADER, "lane"))
+    url = "ws" + moved.origin.removeprefix("http") + ws.url.path + (f"?{ws.url.query}" if ws.url.query else "")
+    ssl = client_tls() if url.startswith("wss:") else None
+    try:
+        upstream = await websockets.connect(
+            url, additional_headers=headers, max_size=MAX_RELAYED_FRAME, ssl=ssl, open_timeout=RELAY_TIMEOUT.connect
+        )
+    except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
+        await ws.accept()
+        await fail(ws, unreachable(moved, exc))
+        return
+    async with upstream:
+        await ws.accept()
+        inward = asyncio.create_task(_inward(ws, upstream), name=f"rigs:relay-in:{rig_id}")
+        try:
+            await _outward(upstream, ws)
+        finally:
+            inward.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await inward
+
+
+async def _inward(ws: WebSocket, upstream: websockets.ClientConnection) -> None:
+    """The person's frames to the holder; their close closes it."""
+    try:
+        while True:
+            message = await ws.receive()
+            if message["type"] == "websocket.disconnect":
+                await upstream.close(code=int(message.get("code") or 1000))
+                return
+            if message.get("bytes") is not None:
+                await upstream.send(message["bytes"])
+            elif message.get("text") is not None:
+                await upstream.send(message["text"])
+    except (WebSocketDisconnect, websockets.ConnectionClosed):
+        await upstream.close()
+
+
+async def _outward(upstream: websockets.ClientConnection, ws: WebSocket) -> None:
+    """The holder's frames to the person; its close (code and reason) closes theirs."""
+    try:
+        async for message in upstream:
+            if isinstance(message, bytes):
+                await ws.send_bytes(message)
+            else:
+                await ws.send_text(message)
+    except websockets.ConnectionClosed:
+        pass
+    except (WebSocketDisconnect, RuntimeError):
+        return  # the person left first
+    # 1005 (no code given) and 1006 (the holder vanished) are for reporting, never sent.
+    code = {None: 1000, 1005: 1000, 1006: 1011}.get(upstream.close_code, upstream.close_code or 1000)
+    with contextlib.suppress(Exception):
+        await ws.close(code=code, reason=upstream.close_reason or "")

@@ -1,0 +1,147 @@
+"""A rig's calls and lanes asked of a server that does not run it: relayed to the server that does.
+
+Two real servers on one data directory: A in this process (it runs the rig, on a real enclosure) and B a
+``hangar serve`` process. A person whose client reached B drives A's rig as if B ran it: its ops (exec, list,
+the lane URLs, close) answer the same, its file lane (drop, read back) and terminal lane carry their bytes both
+ways, refusals are the holder's own and reach the caller unchanged, and nothing about the relay reaches the
+caller. The relay route itself refuses a caller that is not a server.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+import websockets
+
+from hangar.core.principal import Role
+from hangar.rigs.model import Phase
+from hangar.rpc.relay import RELAY_HEADER, RELAY_PATH, RelayTokens
+from tests.integration.rigs_enclosure_env import PACKS
+from tests.integration.rigs_env import RigsEnv, rigs_server
+from tests.integration.test_rigs_ops_terminal import read_until
+from tests.support.processes import ServeProcess, hangar_serve
+from tests.support.rpc import RpcClient, RpcError
+
+pytestmark = [pytest.mark.packs("terminal"), pytest.mark.slow]
+
+
+def b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+@pytest.fixture
+async def two(tmp_path: Path) -> AsyncIterator[tuple[RigsEnv, ServeProcess]]:
+    async with rigs_server(tmp_path) as env:
+        with hangar_serve(env.srv.data_dir, env={"HANGAR_RIG_PACKS_DIR": str(PACKS)}) as other:
+            yield env, other
+
+
+async def test_a_rig_of_one_server_is_driven_through_another(two: tuple[RigsEnv, ServeProcess]) -> None:
+    env, b = two
+    rig = await env.open()
+    async with RpcClient(b.ws_url, env.srv.owner_token) as via_b:
+        # A watch through B follows the rig on A: its snapshot, then what happens to it.
+        watch = await via_b.watch("rig.watch", workspace_id=env.ws, rigId=rig)
+        assert watch.result["rigId"] == rig and watch.result["phase"] == "ready", watch.result
+        out = await via_b.call("rig.exec", workspace_id=env.ws, rigId=rig, command="echo relayed $(id -un)")
+        assert out["exitCode"] == 0 and out["stdout"].strip() == "relayed rig"
+        seen = [await watch.next(30) for _ in range(2)]
+        assert [e["type"] for e in seen] == ["exec", "execResult"], seen
+        listed = await via_b.call("rig_list", workspace_id=env.ws)
+        assert [(r["rigId"], r["status"]) for r in listed] == [(rig, "ready")]
+        # The exec ran on A, as the caller: A's action log holds it.
+        actions = await env.manager.store.actions(env.ws, rig)
+        assert [a.verb for a in actions if a.verb == "exec"] == ["exec"]
+
+        # The file lane: minted through B, used through B, served by A.
+        path = str((await via_b.call("rig.fileLaneUrl", workspace_id=env.ws, rigId=rig))["path"])
+        auth = {"Authorization": f"Bearer {env.srv.owner_token}"}
+        async with httpx.AsyncClient(base_url=b.url, timeout=60) as http:
+            dropped = await http.post(path, headers=auth, files=[("file", ("hi.txt", b"through B"))])
+            assert dropped.status_code == 200, dropped.text
+            assert dropped.json()["files"][0]["path"] == "/home/rig/drops/hi.txt"
+            back = await http.get(f"{path}&p={b64('/home/rig/drops/hi.txt')}", headers=auth)
+            assert back.status_code == 200 and back.content == b"through B"
+            assert RELAY_HEADER not in back.headers
+            # A refusal is the holder's, passed on unchanged (status and body).
+            refused = await http.get(f"{path}&p={b64('/home/rig/drops/none.txt')}", headers=auth)
+            assert refused.status_code == 404 and refused.json()["error"]["code"] == "not_found"
+
+        # The terminal lane: every byte both ways, and the holder's close.
+        reply = await via_b.call("rig.terminalUrl", workspace_id=env.ws, rigId=rig)
+        url = "ws" + b.url.removeprefix("http") + reply["path"]
+        async with websockets.connect(url, additional_headers=auth) as term:
+            await term.send(b"echo $((6*7)) over-b\n")
+            assert b"42 over-b" in await read_until(term, b"42 over-b")
+            await term.send(json.dumps({"type": "resize", "cols": 101, "rows": 33}))
+            await term.send(b"stty size\n")
+            assert b"33 101" in await read_until(term, b"33 101")
+
+        closed = await via_b.call("rig_close", workspace_id=env.ws, rigId=rig)
+        assert closed["phase"] == "closed"
+        ended = [await watch.next(30) for _ in range(1)]
+        while ended[-1].get("phase") != "closed":
+            ended.append(await watch.next(30))
+    assert env.manager.rigs.find(env.ws, rig) is None  # A closed it: its processes are gone, not just its row
+    rec = await env.manager.store.get(env.ws, rig)
+    assert rec is not None and rec.phase is Phase.closed
+
+
+async def test_the_holder_checks_a_relayed_call_and_lane_itself(two: tuple[RigsEnv, ServeProcess]) -> None:
+    env, b = two
+    rig = await env.open()
+    tokens = RelayTokens(env.srv.ctx.secrets, env.srv.ctx.clock)
+    call = {"op": "rig.exec", "args": {"workspace_id": env.ws, "rigId": rig, "command": "true"}, "door": "socket"}
+    guest = await env.srv.new_user_token(env.ws, Role.guest, name="guest")
+    async with httpx.AsyncClient(base_url=env.srv.url, timeout=60) as http:
+        relayed = {RELAY_HEADER: tokens.mint("op:rig.exec")}
+        as_guest = await http.post(RELAY_PATH, json=call, headers={**relayed, "Authorization": f"Bearer {guest}"})
+        assert as_guest.json()["error"]["code"] == "forbidden"
+        nobody = await http.post(RELAY_PATH, json=call, headers=relayed)
+        assert nobody.json()["error"]["code"] == "unauthenticated"
+    # A terminal lane minted for the owner is refused to another person by A, through B, with A's close code.
+    member = await env.srv.new_user_token(env.ws, Role.member, name="member")
+    reply = await env.call("rig.terminalUrl", rigId=rig)
+    url = "ws" + b.url.removeprefix("http") + reply["path"]
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {member}"}) as term:
+        notice = json.loads(await term.recv())
+        assert notice["type"] == "error" and notice["code"] == "forbidden", notice
+        with pytest.raises(websockets.ConnectionClosed):
+            await term.recv()
+    assert term.close_code == 4403
+    # A member's own call through B runs on A as them.
+    async with RpcClient(b.ws_url, member) as via_b:
+        ok = await via_b.call("rig.exec", workspace_id=env.ws, rigId=rig, command="echo member")
+        assert ok["stdout"].strip() == "member"
+    assert [a.principal for a in await env.manager.store.actions(env.ws, rig) if a.verb == "exec"][-1].startswith(
+        "user:"
+    )
+
+
+async def test_the_relay_route_answers_servers_only(two: tuple[RigsEnv, ServeProcess]) -> None:
+    env, b = two
+    rig = await env.open()
+    call = {"op": "rig.exec", "args": {"workspace_id": env.ws, "rigId": rig, "command": "true"}, "door": "socket"}
+    auth = {"Authorization": f"Bearer {env.srv.owner_token}"}
+    tokens = RelayTokens(env.srv.ctx.secrets, env.srv.ctx.clock)
+    async with httpx.AsyncClient(base_url=env.srv.url, timeout=60) as http:
+        bare = await http.post(RELAY_PATH, json=call, headers=auth)
+        assert bare.status_code == 403 and "servers of this installation" in bare.json()["error"]["message"]
+        other = await http.post(RELAY_PATH, json=call, headers={**auth, RELAY_HEADER: tokens.mint("op:rig_close")})
+        assert other.status_code == 403 and "something else" in other.json()["error"]["message"]
+        forged = tokens.mint("op:rig.exec")[:-4] + "AAAA"
+        assert (await http.post(RELAY_PATH, json=call, headers={**auth, RELAY_HEADER: forged})).status_code == 403
+        token = tokens.mint("op:rig.exec")
+        door = await http.post(RELAY_PATH, json={**call, "door": "agent"}, headers={**auth, RELAY_HEADER: token})
+        assert door.json()["error"]["code"] == "invalid_args" and "door" in door.json()["error"]["message"]
+        ran = await http.post(RELAY_PATH, json=call, headers={**auth, RELAY_HEADER: token})
+        assert ran.json()["ok"] is True and ran.json()["result"]["exitCode"] == 0
+        # Relayed to a server that does not run the rig: an error, never a second hop, and no address in it.
+        to_b = await http.post(b.url + RELAY_PATH, json=call, headers={**auth, RELAY_HEADER: token})
+        assert to_b.json()["ok"] is False and to_b.json()["error"]["code"] == "unavailable"
+        assert "127.0.0.1" not in to_b.json()["error"]["message"]
