@@ -25,7 +25,7 @@ from tests.integration.rigs_enclosure_env import PACKS
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.integration.test_rigs_ops_terminal import read_until
 from tests.support.processes import ServeProcess, hangar_serve
-from tests.support.rpc import RpcClient, RpcError
+from tests.support.rpc import RpcClient
 
 pytestmark = [pytest.mark.packs("terminal"), pytest.mark.slow]
 

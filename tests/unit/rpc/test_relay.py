@@ -1,0 +1,87 @@
+"""Relaying a call to the server holding what it names (``hangar.rpc.relay``): the relay token (bound to what it
+relays, short-lived, signed with the installation's key), a holder that does not answer, and which process a
+rig's row says answers for it (``hangar.rigs.lifecycle.holder``)."""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from hangar.core.clock import FakeClock
+from hangar.core.secrets import SecretsFile
+from hangar.errors import Elsewhere, Forbidden, Unavailable
+from hangar.rigs.lifecycle.holder import refuse_if_elsewhere
+from hangar.rigs.model import Phase, RigRecord, Surface
+from hangar.rpc.relay import RELAY_KEY, RELAY_TTL_S, Relayable, RelayTokens, relay_op
+
+HERE, THERE = "http://10.0.0.1:8420", "http://10.0.0.2:8420"
+
+
+@pytest.fixture
+def tokens(tmp_path: Path) -> tuple[RelayTokens, FakeClock, SecretsFile]:
+    clock = FakeClock()
+    secrets = SecretsFile(tmp_path / "secrets.json")
+    return RelayTokens(secrets, clock), clock, secrets
+
+
+def test_a_relay_token_is_for_one_op_and_lives_its_ttl(tokens: tuple[RelayTokens, FakeClock, SecretsFile]) -> None:
+    t, clock, secrets = tokens
+    token = t.mint("op:rig.exec")
+    assert secrets.get(RELAY_KEY) not in token
+    t.verify(token, "op:rig.exec")
+    with pytest.raises(Forbidden, match="something else"):
+        t.verify(token, "op:rig_close")
+    with pytest.raises(Forbidden, match="servers of this installation"):
+        t.verify(None, "op:rig.exec")
+    clock.advance(RELAY_TTL_S - 1)
+    t.verify(token, "op:rig.exec")  # its last second
+    clock.advance(1)
+    with pytest.raises(Forbidden, match="expired"):
+        t.verify(token, "op:rig.exec")
+
+
+def test_a_token_of_another_installation_is_refused(
+    tokens: tuple[RelayTokens, FakeClock, SecretsFile], tmp_path: Path
+) -> None:
+    t, clock, _ = tokens
+    other = RelayTokens(SecretsFile(tmp_path / "other.json"), clock)
+    with pytest.raises(Forbidden):
+        t.verify(other.mint("op:rig.exec"), "op:rig.exec")
+
+
+async def test_a_holder_that_does_not_answer_is_unavailable_without_its_address(
+    tokens: tuple[RelayTokens, FakeClock, SecretsFile],
+) -> None:
+    with socket.socket() as s:  # a port nobody listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        origin = f"http://127.0.0.1:{s.getsockname()[1]}"
+        moved = Elsewhere("rig r1 runs on another server of this installation", origin=origin)
+        with pytest.raises(Unavailable) as err:
+            await relay_op(tokens[0], moved, "rig.exec", Relayable("tok", {"rigId": "r1"}), "socket")
+    assert err.value.message.startswith("rig r1 runs on another server of this installation, and that server")
+    assert "127.0.0.1" not in err.value.message and "tok" not in repr(Relayable("tok", {}))
+
+
+def record(phase: Phase, server_url: str | None) -> RigRecord:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    return RigRecord(
+        "r1", "s1", Surface.terminal, None, "enclosure", phase, "", None, None, "user:u1", 512, 2, None, 0, at, at,
+        None, server_url,
+    )  # fmt: skip
+
+
+def test_a_live_rig_of_another_server_is_elsewhere() -> None:
+    refuse_if_elsewhere(record(Phase.ready, HERE), HERE)
+    with pytest.raises(Elsewhere) as moved:
+        refuse_if_elsewhere(record(Phase.ready, THERE), HERE)
+    assert moved.value.origin == THERE and THERE not in moved.value.message
+    with pytest.raises(Elsewhere):
+        refuse_if_elsewhere(record(Phase.ready, THERE), None)  # a process serving nothing relays too
+    with pytest.raises(Unavailable, match="serves no calls") as bare:
+        refuse_if_elsewhere(record(Phase.parked, None), HERE)
+    assert not isinstance(bare.value, Elsewhere)
+    for ended in (Phase.closed, Phase.failed):  # an ended rig is answered here, whoever ran it
+        refuse_if_elsewhere(record(ended, THERE), HERE)
