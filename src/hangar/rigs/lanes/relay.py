@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 import httpx
 import websockets
 from starlette.background import BackgroundTask
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -66,15 +66,18 @@ HttpLane = Callable[[Request], Awaitable[Response]]
 SocketLane = Callable[[WebSocket], Awaitable[None]]
 
 
-async def holder_of(app: AppContext, lane: Lane, rig_id: str, sig: str | None, relayed: bool) -> Elsewhere | None:
-    """Where a lane request is to be served: ``Elsewhere`` naming the server running the rig, or None for here."""
-    if relayed:
+async def holder_of(conn: HTTPConnection, lane: Lane) -> Elsewhere | None:
+    """Where a lane request (``conn``: a request or a socket) is to be served: ``Elsewhere`` naming the server
+    running its rig, or None for here."""
+    app: AppContext = conn.app.state.ctx
+    rig_id = conn.path_params["rig_id"]
+    if RELAY_HEADER in conn.headers:
         return None
     manager = app.maybe_service(RigManager)
     if manager is None:
         return None
     try:
-        grant = LaneSigner(app.secrets, app.clock).verify(sig, lane, rig_id)
+        grant = LaneSigner(app.secrets, app.clock).verify(conn.query_params.get("sig"), lane, rig_id)
     except HangarError:
         return None  # served here, which says what is wrong with it
     if manager.rigs.find(grant.workspace_id, rig_id) is not None:
@@ -99,12 +102,8 @@ def relayed_http(lane: Lane, endpoint: HttpLane) -> HttpLane:
     """``endpoint`` for the rigs this server runs; the others' requests relayed to their server."""
 
     async def serve(request: Request) -> Response:
-        app: AppContext = request.app.state.ctx
-        rig_id = request.path_params["rig_id"]
-        moved = await holder_of(app, lane, rig_id, request.query_params.get("sig"), RELAY_HEADER in request.headers)
-        if moved is None:
-            return await endpoint(request)
-        return await _relay_http(request, moved)
+        moved = await holder_of(request, lane)
+        return await (endpoint(request) if moved is None else _relay_http(request, moved))
 
     return serve
 
@@ -142,18 +141,14 @@ def relayed_socket(lane: Lane, endpoint: SocketLane) -> SocketLane:
     """``endpoint`` for the rigs this server runs; the others' sockets relayed to their server."""
 
     async def serve(ws: WebSocket) -> None:
-        app: AppContext = ws.app.state.ctx
-        rig_id = ws.path_params["rig_id"]
-        moved = await holder_of(app, lane, rig_id, ws.query_params.get("sig"), RELAY_HEADER in ws.headers)
-        if moved is None:
-            await endpoint(ws)
-            return
-        await _relay_socket(app, ws, moved, rig_id)
+        moved = await holder_of(ws, lane)
+        await (endpoint(ws) if moved is None else _relay_socket(ws, moved))
 
     return serve
 
 
-async def _relay_socket(app: AppContext, ws: WebSocket, moved: Elsewhere, rig_id: str) -> None:
+async def _relay_socket(ws: WebSocket, moved: Elsewhere) -> None:
+    rig_id = ws.path_params["rig_id"]
     headers = _headers(ws.headers.items(), HOP_HEADERS | HANDSHAKE_HEADERS)
     headers.append((RELAY_HEADER, "lane"))
     url = "ws" + moved.origin.removeprefix("http") + ws.url.path + (f"?{ws.url.query}" if ws.url.query else "")
