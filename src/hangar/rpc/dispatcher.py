@@ -10,7 +10,6 @@ itself). A part acting for a person without calling an op (the chat bridge) is h
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -133,13 +132,10 @@ class Dispatcher:
         if relayed and approved:
             ask = _asked_where_relayed
         try:
-            ctx, parsed, approved = await self._prepare(token, req_id, spec, raw, door, ask, progress, principal, clock)
+            return await self._prepare(token, req_id, spec, raw, door, ask, progress, principal, clock, relayed)
         except HangarError as err:
             self.ended(spec.name, door, err.code, clock.seconds())
             raise
-        if token:  # a call with a credential of its own can be relayed to the server holding what it names
-            ctx = dataclasses.replace(ctx, relayable=Relayable(token, dict(raw), relayed=relayed, approved=approved))
-        return ctx, parsed
 
     async def _prepare(
         self,
@@ -152,7 +148,8 @@ class Dispatcher:
         progress: Callable[[str], Awaitable[None]] | None,
         principal: Principal | None,
         clock: Stopwatch,
-    ) -> tuple[OpContext, BaseModel, bool]:
+        relayed: bool,
+    ) -> tuple[OpContext, BaseModel]:
         args = dict(raw)
         workspace_id: str | None = None
         if spec.scope == "workspace":
@@ -175,7 +172,10 @@ class Dispatcher:
             space_id = getattr(parsed, "space_id", None)
             space = space_id if isinstance(space_id, str) else None
             approved = await self.guard(principal, spec, workspace_id, space, door=door, ask=ask)
-        return OpContext(self.app, principal, spec, workspace_id, role, req_id, door, progress, clock), parsed, approved
+        # A call with a credential of its own can be relayed to the server holding what it names.
+        relayable = Relayable(token, raw, relayed=relayed, approved=approved) if token else None
+        ctx = OpContext(self.app, principal, spec, workspace_id, role, req_id, door, progress, clock, relayable)
+        return ctx, parsed
 
     async def authorize(
         self,
