@@ -315,3 +315,28 @@ async def test_interrupt_right_after_dispatch(tmp_path: Path) -> None:
         # Under load the adapter may have opened its turn before the interrupt landed; it never got further.
         assert events[0] == "agents.runStarted" and events[-1] == "agents.runFinished"
         assert set(events[1:-1]) <= {"agents.turnStarted", "agents.turnFinished"}, events
+
+
+async def test_a_run_dispatched_under_a_chosen_id_is_dispatched_once(tmp_path: Path) -> None:
+    """``run_ids``: a caller that must dispatch once (the chat bridge) chooses the id; a second dispatch under it
+    is a ``Conflict`` recording nothing (no prompt, no run, no lock kept), and one id per agent is required."""
+    from hangar.agents import AgentRunner
+    from hangar.errors import Conflict, InvalidArgs
+    from hangar.workspace import Author
+
+    async with running_fake_openai() as fake, workspace_server(tmp_path) as (srv, client, ws):
+        space_id, agent_id = await _setup(client, ws, fake.url, "chosen")
+        fake.script("chosen", text("once"))
+        runner = srv.ctx.service(AgentRunner)
+        chosen = "0c6f7b2a-1d3e-5f40-8a9b-7c6d5e4f3a2b"
+        asked = {"space_id": space_id, "prompt": "x", "dispatched_by": "test", "prompt_author": Author.system()}
+        run = await runner.dispatch(ws, agent_id=agent_id, run_ids=[chosen], **asked)  # type: ignore[arg-type]
+        assert run.id == chosen
+        with pytest.raises(Conflict, match="recorded already"):
+            await runner.dispatch(ws, agent_id=agent_id, run_ids=[chosen], **asked)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgs, match="one run id per agent"):
+            await runner.dispatch(ws, agent_id=agent_id, run_ids=[], **asked)  # type: ignore[arg-type]
+        runs = (await client.call("runs.list", workspace_id=ws))["runs"]
+        assert [r["id"] for r in runs] == [chosen]
+        msgs = (await client.call("messages.list", workspace_id=ws, space_id=space_id))["messages"]
+        assert [m["content"] for m in msgs if m["author"]["kind"] != "agent"] == ["x"]

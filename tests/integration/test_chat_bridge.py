@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import sqlalchemy as sa
+
+from hangar.agents import ABANDONED
+from hangar.chat.answers import ANSWER_TRIES
+from hangar.chat.inbound import InboundEvent
+from hangar.chat.providers.slack.live import LiveSlack
+from hangar.chat.service import ChatService
 from tests.peers.slack_emulator import SlackEmulator
 from tests.support.chat import ALICE, GENERAL, PROVIDER, chat_spaces, until, world
 from tests.unit.agents.fake_openai import text
@@ -140,3 +147,48 @@ async def test_a_chat_account_guessing_link_codes_is_stopped_after_five_wrong_on
         # Another chat account is not held to it: the code still links the person who holds it.
         linked = await w.slack.acked(await w.slack.slash("/ask", f"link {code}", "U0CAROL", GENERAL))
         assert linked is not None and "Linked" in linked["text"], linked
+
+
+async def test_a_message_handled_again_after_its_run_was_dispatched_is_answered_by_that_run(tmp_path: Path) -> None:
+    """A handler that died after dispatching the message's run and before marking the message handled leaves it
+    to be handled again (``InboundSeen``): the second handling follows the run the first dispatched, and
+    dispatches another only when that run was closed because its driver died, up to ``ANSWER_TRIES`` runs."""
+    async with world(tmp_path) as w:
+        w.model.script("m", text("Only once."), text("Second try."), text("Third try."))
+        live = cast(LiveSlack, w.srv.ctx.service(ChatService).registry.get(w.ws, PROVIDER))
+        handled: list[InboundEvent] = []
+        original = live.bridge.on_event
+
+        async def recording(event: InboundEvent) -> str | None:
+            handled.append(event)
+            return await original(event)
+
+        live.bridge.on_event = recording  # type: ignore[method-assign]
+        await w.slack.mention(GENERAL, ALICE, "once please")
+        await until(lambda: stopped_streams(w.slack))
+        (event,) = handled
+
+        async def runs() -> list[dict[str, Any]]:
+            return list((await w.client.call("runs.list", workspace_id=w.ws))["runs"])
+
+        async def again(expected: str, streams: int) -> None:
+            await original(event)  # what the next holder of the connection does with an unhandled message
+            await until(lambda: len(stopped_streams(w.slack)) == streams)
+            assert expected in stopped_streams(w.slack)[-1].text
+
+        await again("Only once.", 2)  # the same run's answer, replayed from its events
+        assert len(await runs()) == 1 and len(w.model.requests) == 1
+
+        async def abandon(run_id: str) -> None:
+            engine = await w.srv.ctx.dbs.workspace(w.ws)
+            async with engine.begin() as conn:
+                t = sa.table("agent_runs", sa.column("id"), sa.column("error"))
+                await conn.execute(sa.update(t).where(t.c.id == run_id).values(error=ABANDONED))
+
+        for n, answer in ((2, "Second try."), (3, "Third try.")):
+            await abandon((await runs())[0]["id"])  # its driver died with the first handler: it answered nothing
+            await again(answer, 2 + n - 1)
+            assert len(await runs()) == n and len(w.model.requests) == n
+        await abandon((await runs())[0]["id"])
+        await again("Third try.", 5)  # no fourth run: the last try is followed whatever became of it
+        assert len(await runs()) == ANSWER_TRIES == 3 and len(w.model.requests) == 3

@@ -33,6 +33,7 @@ from hangar.agents.adapters.openai import OpenAIChatAdapter
 from hangar.agents.config import OpenAIAdapter
 from hangar.agents.endpoints import ModelEndpoint
 from hangar.agents.live_run import LiveRun
+from hangar.agents.run_events import run_events
 from hangar.agents.runs import Run, RunStatus, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.skills.store import SkillStore
@@ -46,11 +47,14 @@ from hangar.core.event_types import DomainEvent, StoredEvent
 from hangar.core.ids import new_id
 from hangar.core.procs import is_alive, this_process
 from hangar.core.runcontrol import RunControl
-from hangar.errors import InvalidArgs, Refused
+from hangar.errors import Conflict, InvalidArgs, NotFound, Refused
 from hangar.pipelines import TaskFinished, attempts_in_queue
 from hangar.workspace import Author, SpaceService
 
 log = logging.getLogger(__name__)
+
+# The error of a run closed because the process driving it died: nothing the agent did ended it.
+ABANDONED = "the server stopped during the run"
 
 PROMPT_MAX = 200_000
 
@@ -68,6 +72,7 @@ class DispatchRequest(TypedDict):
     prompt_metadata: NotRequired[dict[str, Any] | None]
     attempt_env: NotRequired[Mapping[str, str] | None]
     read_only: NotRequired[bool]
+    run_ids: NotRequired[list[str] | None]
 
 
 def make_adapter(app: AppContext, agent: Agent, http: httpx.AsyncClient, tls: ssl.SSLContext) -> Adapter:
@@ -133,11 +138,16 @@ class AgentRunner:
         prompt_metadata: dict[str, Any] | None = None,
         attempt_env: Mapping[str, str] | None = None,
         read_only: bool = False,
+        run_ids: list[str] | None = None,
     ) -> list[Run]:
         """One run per agent with the same prompt, posted once into the space (a team dispatch);
         ``prompt_metadata`` is stored on the prompt's message (the chat bridge's ``chat`` stamp); ``attempt_env``
         is added to a command agent's environment (a worker's try keys, ``hangar.agents.bodies.on_worker``);
-        ``read_only`` runs read the space's folder and never change it (``Run.read_only``)."""
+        ``read_only`` runs read the space's folder and never change it (``Run.read_only``). ``run_ids``: the runs'
+        ids, chosen by a caller that must dispatch once whatever happens to it (the chat bridge answering an event
+        it may be handed again): a run already recorded under one is a ``Conflict`` and nothing is recorded."""
+        if run_ids is not None and len(run_ids) != len(agent_ids):
+            raise InvalidArgs("one run id per agent", field="run_ids")
         if not prompt.strip():
             raise InvalidArgs("prompt must not be empty", field="prompt")
         if len(prompt) > PROMPT_MAX:
@@ -151,9 +161,10 @@ class AgentRunner:
         if space.archived_at is not None:
             raise Refused(f"space {space_id} is archived; agents cannot be dispatched into it")
         now = self.app.clock.now()
+        ids = run_ids or [new_id() for _ in agent_ids]
         runs = [
             Run(
-                id=new_id(),
+                id=run_id,
                 agent_id=agent.id,
                 space_id=space_id,
                 status=RunStatus.running,
@@ -171,8 +182,10 @@ class AgentRunner:
                 owner=self._owner,
                 read_only=read_only,
             )
-            for agent in agents
+            for agent, run_id in zip(agents, ids, strict=True)
         ]
+        if run_ids is not None:
+            await self._refuse_recorded(workspace_id, run_ids)
         # Each run's driver lock is held before its row says ``running``: no other process can take it for dead.
         for run in runs:
             await self.control.take(run.id, workspace_id=workspace_id)  # a new id: nobody else knows it yet
@@ -197,15 +210,34 @@ class AgentRunner:
                     first_seqs.append((await tx.publish(started)).seq)
                     # Recorded now, not only at the end: a process taking the run over reads its events from here.
                     await self.store.update(tx.conn, run.id, first_seq=first_seqs[-1])
-        except BaseException:
+        except BaseException as exc:
             for run in runs:
                 self._release(run.id)
+            if isinstance(exc, sa.exc.IntegrityError) and run_ids is not None:
+                raise Conflict("a run with one of these ids was recorded meanwhile") from None
             raise
         for agent, run, first_seq in zip(agents, runs, first_seqs, strict=True):
             live = self.live_run(workspace_id, run, agent, first_seq)
             turns = max_turns or (agent.adapter.max_turns if isinstance(agent.adapter, OpenAIAdapter) else 1)
             self.start_driving(live, run, agent, prompt_message["id"], turns, attempt_env)
         return runs
+
+    async def _refuse_recorded(self, workspace_id: str, run_ids: list[str]) -> None:
+        """``Conflict`` when a chosen run id is recorded already (its driver lock is never taken then)."""
+        for run_id in run_ids:
+            if await self.find(workspace_id, run_id) is not None:
+                raise Conflict(f"run {run_id} is recorded already")
+
+    async def find(self, workspace_id: str, run_id: str) -> Run | None:
+        """The run recorded under ``run_id``, or None."""
+        try:
+            return await self.store.get(workspace_id, run_id)
+        except NotFound:
+            return None
+
+    async def events(self, workspace_id: str, run_id: str) -> list[StoredEvent]:
+        """The run's stored events so far, in order (up to its ``runFinished`` once it ended)."""
+        return await run_events(self.app, self.store, workspace_id, run_id)
 
     def live_run(self, workspace_id: str, run: Run, agent: Agent, first_seq: int | None) -> LiveRun:
         """The ``RunIO`` of one run about to be driven here (its reports become events and messages)."""
@@ -502,7 +534,7 @@ class AgentRunner:
                     ev.RunOutcome.interrupted, "the run was interrupted after the process driving it stopped"
                 )
             else:
-                result = RunResult(ev.RunOutcome.failed, "the server stopped during the run")
+                result = RunResult(ev.RunOutcome.failed, ABANDONED)
             async with self.spaces.writes.lock(workspace_id), self.app.bus.transaction(workspace_id) as tx:
                 closed = await self.store.close_running(
                     tx.conn, run.id, outcome=result.outcome, error=result.error, finished_at=self.app.clock.now()

@@ -36,8 +36,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from hangar.agents import Agent, AgentRunner, AgentService
+from hangar.agents import Agent, AgentRunner, AgentService, Run
 from hangar.chat import commands
+from hangar.chat.answers import answer_run
 from hangar.chat.card_records import CardRecords, quietly
 from hangar.chat.cards import TurnOutcome
 from hangar.chat.deeplink import public_open_url
@@ -53,7 +54,7 @@ from hangar.chat.space_links import SpaceLink
 from hangar.core.context import AppContext
 from hangar.core.event_types import StoredEvent
 from hangar.core.events import Subscription
-from hangar.errors import HangarError
+from hangar.errors import Conflict, HangarError
 from hangar.httpkit.ratelimit import TooManyAttempts
 from hangar.rpc.op_caller import OpCaller
 from hangar.workspace import Author, SpaceService
@@ -99,6 +100,7 @@ class _Turn:
     status_set: bool = False
     pending: list[StoredEvent] = field(default_factory=list)
     opening: asyncio.Future[None] | None = None  # the card being opened beside the dispatch
+    seen_seq: int = 0  # the last of the run's events the card was driven by (a followed run's are replayed first)
 
     async def card_open(self) -> None:
         """Wait until the card is open and recorded (finishing it before would leave its record behind)."""
@@ -295,10 +297,12 @@ class Bridge:
         # per method (chat.startStream 100 a minute), and a busy workspace's prompts must not queue behind them.
         turn.opening = asyncio.ensure_future(self._acknowledge(ev, turn, reply_thread, created=created))
         spaces = self._app.service(SpaceService)
+        runner = self._app.service(AgentRunner)
+        run_id = await answer_run(runner, self.workspace_id, self.provider, ev.event_id)
         if created:  # the conversation's space is new: its setup is the agent joining it
             await spaces.set_provisioning(self.workspace_id, space_id, "provisioning", step="agent", detail=agent.name)
         try:
-            run = await self._app.service(AgentRunner).dispatch(
+            run = await runner.dispatch(
                 self.workspace_id,
                 agent_id=agent.id,
                 space_id=space_id,
@@ -306,8 +310,14 @@ class Bridge:
                 dispatched_by=f"user:{who.user.id}",
                 prompt_author=author,
                 prompt_metadata=stamp,
+                run_ids=[run_id] if run_id else None,
             )
         except HangarError as exc:
+            # An earlier handling of the message dispatched its run (and died, or is slow): answer with that run.
+            found = await runner.find(self.workspace_id, run_id) if isinstance(exc, Conflict) and run_id else None
+            if found is not None:
+                await self._follow(turn, found)
+                return
             self._turns.pop(space_id, None)
             if created:
                 await spaces.set_provisioning(self.workspace_id, space_id, "failed", error=exc.message)
@@ -322,6 +332,18 @@ class Bridge:
             turn.run_id = run.id
             self._runs[run.id] = turn
             # Events that arrived before the dispatch answered: this run's, or another run's in the same space.
+            pending, turn.pending = turn.pending, []
+            for stored in pending:
+                await self._run_event(stored)
+
+    async def _follow(self, turn: _Turn, run: Run) -> None:
+        """Answer with a run an earlier handling of the same message dispatched: its stored events drive the card
+        from the start, then its live ones (each once: by its sequence number)."""
+        async with self._run_lock:
+            turn.run_id = run.id
+            self._runs[run.id] = turn
+            for stored in await self._app.service(AgentRunner).events(self.workspace_id, run.id):
+                await self._drive(turn, stored)
             pending, turn.pending = turn.pending, []
             for stored in pending:
                 await self._run_event(stored)
@@ -428,8 +450,9 @@ class Bridge:
 
     async def _drive(self, turn: _Turn, stored: StoredEvent) -> None:
         p = stored.payload
-        if str(p.get("runId")) != turn.run_id:
+        if str(p.get("runId")) != turn.run_id or stored.seq <= turn.seen_seq:
             return
+        turn.seen_seq = stored.seq
         stream = turn.stream
         kind = stored.type
         if kind == "agents.runStarted":

@@ -26,9 +26,9 @@ when it arrives, *before* it is handled, and marked handled *after*. A copy arri
 or once it is handled is dropped (at most one handler at a time, no second reply for a handled event). A process
 that dies between the two (kill -9 after the provider's ack, before the reply) leaves the row unhandled: the next
 holder of the connection (``orphans``, at its start and at every look) takes each unhandled row whose claim ran
-out, by one conditional statement so two processes never both win, and handles it. What can still repeat: an
-event whose handler died after its effect (the agent run dispatched) and before the mark; at-least-once means a
-lost reply is worse than that. Rows are kept ``SEEN_KEEP`` (the provider retries for minutes, not hours); an event
+out, by one conditional statement so two processes never both win, and handles it. An event whose handler died
+after its effect (the agent run dispatched) and before the mark is answered by that run when handled again: its
+id is derived from the event (``hangar.chat.answers``). Rows are kept ``SEEN_KEEP`` (the provider retries for minutes, not hours); an event
 unhandled that long is not answered any more.
 """
 
