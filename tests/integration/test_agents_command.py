@@ -160,6 +160,7 @@ SECRET_SHA = hashlib.sha256(b"tok-s3cret").hexdigest()[:12]
 
 
 @pytest.mark.packs("terminal")
+@pytest.mark.sqlite_only("reads the secrets file, which PostgreSQL installs keep as sealed rows")
 async def test_secret_environment_is_write_only(tmp_path: Path) -> None:
     async with workspace_server(tmp_path) as (srv, client, ws):
         space = await client.call("spaces.create", workspace_id=ws, title="cli")

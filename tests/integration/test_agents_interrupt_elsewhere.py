@@ -17,12 +17,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hangar.agents import AgentRunner
 from hangar.core.ids import new_id
 from hangar.core.runcontrol import LOCK_NAME
 from hangar.workspace import SpaceService
 from tests.support.confined import CLI_AGENT, trust_host
-from tests.support.locks import driver_held_elsewhere
+from tests.support.locks import LEASE_LAPSE, driver_held_elsewhere
 from tests.support.records import stop_requested
 from tests.support.rpc import RpcClient
 from tests.support.server import RunningServer, running_server
@@ -116,6 +118,7 @@ async def test_server_interrupts_a_run_a_command_drives(tmp_path: Path) -> None:
     print(f"cross-process agent interrupt over RPC: {took:.3f} s")
 
 
+@pytest.mark.sqlite_only(LEASE_LAPSE)
 async def test_interrupt_closes_the_run_when_its_driver_dies_meanwhile(tmp_path: Path) -> None:
     async with (
         running_server(tmp_path / "data", parts=server_parts()) as srv,
@@ -140,6 +143,7 @@ async def test_interrupt_closes_the_run_when_its_driver_dies_meanwhile(tmp_path:
         assert [(t["taskId"], t["outcome"]) for t in tasks] == [(run["id"], "interrupted")]
 
 
+@pytest.mark.sqlite_only(LEASE_LAPSE)
 async def test_recover_leaves_a_run_whose_lock_a_live_process_holds(tmp_path: Path) -> None:
     """Even when the recorded owner looks dead (another pid namespace, say), a held driver lock wins."""
     async with (

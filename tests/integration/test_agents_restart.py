@@ -6,12 +6,14 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from hangar.agents import AgentRunner
 from hangar.core.ids import new_id
 from hangar.core.procs import start_ticks
 from hangar.identity import IdentityService
 from tests.support.confined import CLI_AGENT, trust_host
-from tests.support.locks import lease_elsewhere, let_go
+from tests.support.locks import LEASE_LAPSE, lease_elsewhere, let_go
 from tests.support.rpc import RpcClient
 from tests.support.server import running_server
 from tests.unit.agents.support import collect_until, insert_running_run, server_parts, wait_run
@@ -19,6 +21,7 @@ from tests.unit.agents.support import collect_until, insert_running_run, server_
 SCRIPT = str(Path(__file__).parent.parent / "unit" / "agents" / "scripts" / "cli_agent.py")
 
 
+@pytest.mark.sqlite_only(LEASE_LAPSE)
 async def test_stop_interrupts_and_restart_closes_stale_runs(tmp_path: Path) -> None:
     data = tmp_path / "data"
     async with running_server(data, parts=server_parts()) as srv:

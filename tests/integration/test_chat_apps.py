@@ -18,6 +18,7 @@ def _files(w: World) -> Path:
     return w.srv.data_dir / w.ws / "chat_credentials"
 
 
+@pytest.mark.sqlite_only("reads the chat credential files, sealed rows on PostgreSQL")
 async def test_create_an_app_then_read_and_edit_its_bot_profile(tmp_path: Path) -> None:
     async with world(tmp_path, link=False, connect=False) as w:
         with pytest.raises(RpcError) as no_token:

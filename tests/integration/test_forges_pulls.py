@@ -254,6 +254,7 @@ async def test_a_pull_request_opened_by_hand_fires_like_a_webhook_and_a_forge_do
         await f.srv.ctx.service(PipelineEngine).settle()
 
 
+@pytest.mark.sqlite_only("reads the forge's credential file, a sealed row on PostgreSQL")
 async def test_every_bad_delivery_is_refused_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async with pulls_forge(tmp_path) as f:
         c, ws = f.owner, f.ws

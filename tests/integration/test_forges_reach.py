@@ -64,6 +64,7 @@ async def refused(client: RpcClient, ws: str, key: str, code: str = "forbidden",
     return err.value.message
 
 
+@pytest.mark.sqlite_only("reads the forge's credential file, a sealed row on PostgreSQL")
 async def test_an_admins_forge_connection_reaches_no_internal_address_unless_the_owner_names_its_host(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -54,6 +54,7 @@ async def seen_in_terminal(env: RigsEnv, space_id: str) -> str:
         await env.call("rig_close", rigId=rig)
 
 
+@pytest.mark.sqlite_only("plants links to the data directory's server.db")
 async def test_a_symlink_planted_over_the_worktree_is_never_mounted_or_granted(tmp_path: Path) -> None:
     victim = tmp_path / "victim"  # some host folder the rig user has no business reading
     victim.mkdir()

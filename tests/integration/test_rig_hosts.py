@@ -323,6 +323,7 @@ def test_hosts_first_is_true_or_false(tmp_path: Path) -> None:
     assert cli(tmp_path / "d", "admin", "setting", "rigs.hostsFirst", "true").stdout.strip() == "true"
 
 
+@pytest.mark.sqlite_only("two servers on records of their own, each set through its data directory's command line")
 async def test_one_rig_host_serves_two_servers_within_its_own_budget(tmp_path: Path) -> None:
     """A rig host dials every server given; each server places on it, and the host's own budget binds them all
     (here the servers keep separate databases, so only the rig host knows what the other server placed)."""

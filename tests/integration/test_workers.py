@@ -302,6 +302,7 @@ async def test_a_server_told_to_run_steps_itself_does_so_with_workers_attached(t
     assert sql(pg_url, "SELECT count(*) FROM hangar_server.pipeline_step_queue") == [(0,)]
 
 
+@pytest.mark.sqlite_only("a worker refused because the records are on SQLite")
 def test_a_worker_on_sqlite_is_refused_in_one_sentence(tmp_path: Path) -> None:
     refused = cli(tmp_path / "d", "worker", check=False)
     assert refused.returncode == 1

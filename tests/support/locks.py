@@ -67,3 +67,8 @@ async def let_go(held: Leases, kind: str, run_id: str) -> None:
     ended its session, a moment later), and close its connection."""
     await held.release(kind, run_id)
     await held.aclose()
+
+
+# Why a test of taking over a dead driver's run at once is SQLite's: a dead driver's flock is free at once, while on
+# PostgreSQL a free lease waits out its lapse first (tests/integration/test_servers_on_one_postgresql.py).
+LEASE_LAPSE = "a dead driver's run is taken over at once, which on PostgreSQL waits out the lease's lapse"

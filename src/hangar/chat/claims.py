@@ -28,8 +28,8 @@ that dies between the two (kill -9 after the provider's ack, before the reply) l
 holder of the connection (``orphans``, at its start and at every look) takes each unhandled row whose claim ran
 out, by one conditional statement so two processes never both win, and handles it. An event whose handler died
 after its effect (the agent run dispatched) and before the mark is answered by that run when handled again: its
-id is derived from the event (``hangar.chat.answers``). Rows are kept ``SEEN_KEEP`` (the provider retries for minutes, not hours); an event
-unhandled that long is not answered any more.
+id is derived from the event (``hangar.chat.answers``). Rows are kept ``SEEN_KEEP`` (the provider retries for
+minutes, not hours); an event unhandled that long is not answered any more.
 """
 
 from __future__ import annotations

@@ -166,13 +166,22 @@ async def _drive(ctx: AppContext, engine: PipelineEngine) -> None:
         await ctx.bus.drain()
 
 
-async def _settled(engine: PipelineEngine, ws: str, run_id: str) -> dict[str, Any]:
+async def _settled(ctx: AppContext, engine: PipelineEngine, ws: str, run_id: str) -> dict[str, Any]:
     """The run's snapshot once this process is done with it. A run can be running in another process meanwhile:
     any process that sees the event a suspended step waits for may take the run and resume it (a server beside
     this command, told by its event tail), and this process then skips it. While that other process drives it,
     what it makes of the run is the outcome, not the ``running`` of the moment."""
     while True:
-        snap = await engine.snapshot(ws, run_id)
+        try:
+            snap = await engine.snapshot(ws, run_id)
+        except Exception:
+            # Deleting a workspace stops its runs, then drops its records: on PostgreSQL its schema is gone by now
+            # (SQLite's file stays readable to a connection that had it open). The stop made the run cancelled.
+            from hangar.identity import IdentityService
+
+            if not await ctx.service(IdentityService).workspace_deleted(ws):
+                raise
+            return {"runId": run_id, "status": "cancelled", "error": "its workspace was deleted", "steps": {}}
         if snap["status"] != "running" or not await engine.control.driven_elsewhere(run_id):
             return snap
         await asyncio.sleep(SETTLE_POLL_S)
@@ -272,7 +281,7 @@ def run(
             # On stderr, so --json output stays one document; the id is what `resume` needs after a crash.
             typer.echo(f"run {run_id} started", err=True)
             await _drive(ctx, engine)
-            snap = await _settled(engine, ws, run_id)
+            snap = await _settled(ctx, engine, ws, run_id)
         return _report(snap, as_json)
 
     raise typer.Exit(_run_async(main))
@@ -301,7 +310,7 @@ def emit(
             handled.add(stored.id)
             run_ids = await engine.on_event(stored)
             await _drive(ctx, engine)
-            snaps = [await _settled(engine, ws, r) for r in run_ids]
+            snaps = [await _settled(ctx, engine, ws, r) for r in run_ids]
         if as_json:
             _dump(snaps)
         else:
@@ -382,7 +391,7 @@ def _act_on_run(
             ws = await _workspace(ctx, workspace, create=False)
             await act(engine, ws)
             await _drive(ctx, engine)
-            snap = await _settled(engine, ws, run_id)
+            snap = await _settled(ctx, engine, ws, run_id)
         return _report(snap, as_json)
 
     raise typer.Exit(_run_async(main))

@@ -161,3 +161,24 @@ class Paused:
         if self.since is not None:
             self._log.warning("%s resumed: the database answers again", self.what)
             self.since = None
+
+
+class PoolLossLine(logging.Filter):
+    """SQLAlchemy's pool logs a connection it could not reset on its return with the whole traceback (``Exception
+    during reset or similar``): when PostgreSQL went away, that is the loss every loop already says once, so the
+    record becomes one line naming it, with no traceback. Any other failure keeps its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and is_connection_loss(exc):
+            record.msg, record.args = f"{record.getMessage()}: the connection to PostgreSQL was lost", None
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def quiet_pool_losses(pool: object) -> None:
+    """Put ``PoolLossLine`` on the logger of ``pool``'s class (SQLAlchemy names it after the class), once."""
+    cls = type(pool)
+    logger = logging.getLogger(getattr(cls, "_sqla_logger_namespace", None) or f"{cls.__module__}.{cls.__name__}")
+    if not any(isinstance(f, PoolLossLine) for f in logger.filters):
+        logger.addFilter(PoolLossLine())

@@ -17,7 +17,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from hangar.core.datadir import DataDir
-from hangar.core.dbfailures import shown
+from hangar.core.dbfailures import quiet_pool_losses, shown
 
 # Keys of PostgreSQL advisory locks (one bigint namespace per database): the migration lock, and the write lock
 # ``hangar.core.db.write_transaction`` takes (SQLite's database-wide write lock, which PostgreSQL does not have).
@@ -50,12 +50,16 @@ def postgresql_url(url: str | URL) -> URL:
 def postgresql_engine(url: str | URL) -> AsyncEngine:
     """A pooled async engine on the PostgreSQL database at ``url`` (psycopg 3). Connections are checked before
     use, so one the server closed (a restart, an idle timeout) is replaced instead of failing a request."""
-    return create_async_engine(postgresql_url(url), **_pool_options(url))
+    engine = create_async_engine(postgresql_url(url), **_pool_options(url))
+    quiet_pool_losses(engine.sync_engine.pool)
+    return engine
 
 
 def postgresql_sync_engine(url: str | URL) -> Engine:
     """The same pool for synchronous callers (the write path's threads, ``hangar.core.pg_writer``)."""
-    return create_engine(postgresql_url(url), **_pool_options(url))
+    engine = create_engine(postgresql_url(url), **_pool_options(url))
+    quiet_pool_losses(engine.pool)
+    return engine
 
 
 def _pool_options(url: str | URL) -> dict[str, Any]:

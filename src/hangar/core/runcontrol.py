@@ -311,8 +311,9 @@ class RunControl:
                 t = run_stop_requests
                 async with engine.begin() as conn:
                     await conn.execute(sa.delete(t).where(t.c.kind == self.kind, t.c.run_id == run_id))
-            except Exception:  # a leftover row names a finished run: nothing reads it again
-                log.warning("%s %s: its stop request could not be removed", self.kind, run_id, exc_info=True)
+            except Exception as exc:  # a leftover row names a finished run: nothing reads it again
+                # One line: the usual cause is the run's workspace deleted meanwhile, its records with it.
+                log.warning("%s %s: its stop request could not be removed (%s)", self.kind, run_id, type(exc).__name__)
         await self._leases.release(self.kind, run_id)
 
     def remove(self, run_id: str) -> None:
