@@ -1,6 +1,7 @@
 """Rigs through the RPC socket: ``rig.open`` to the first ``rig.exec`` result with a warm pack, and ``rig.exec``
-round trips per second, each beside the same work done directly on the enclosure backend in this run (the
-peer: what the manager, the store, the audit log and the socket add on top of the machine itself).
+round trips per second, one at a time and ``IN_FLIGHT`` at once on one rig (one socket, requests pipelined),
+each beside the same work done directly on the enclosure backend in this run (the peer: what the manager, the
+store, the audit log and the socket add on top of the machine itself).
 
 The server runs as its own process (``hangar serve``) over a fresh data directory whose image pack is the
 shared warm one (``HANGAR_TEST_PACKS``, default ``~/.cache/hangar-test/packs``; built first when missing).
@@ -30,6 +31,7 @@ from hangar.rigs.images.builder import ensure_pack
 PACKS = Path(os.environ.get("HANGAR_TEST_PACKS", str(Path.home() / ".cache" / "hangar-test" / "packs")))
 OPENS = 10
 EXEC_SECONDS = 3.0
+IN_FLIGHT = 8
 TARGET_MS = 150.0
 
 
@@ -58,7 +60,44 @@ def spec_like_the_manager(work: Path, rig_id: str) -> RigSpec:
     return RigSpec(rig_id, "bench", "terminal", 512, 2, terminal_default_allowlist(), home, None)
 
 
-async def direct(work: Path) -> tuple[list[float], float]:
+async def in_flight_direct(rig: Any) -> float:
+    """``rig.exec`` of ``true`` by ``IN_FLIGHT`` callers at once for ``EXEC_SECONDS``: round trips a second."""
+    count, began = 0, time.perf_counter()
+
+    async def caller() -> None:
+        nonlocal count
+        while time.perf_counter() - began < EXEC_SECONDS:
+            await rig.exec("true", timeout_s=30)
+            count += 1
+
+    await asyncio.gather(*(caller() for _ in range(IN_FLIGHT)))
+    return count / (time.perf_counter() - began)
+
+
+async def in_flight_rpc(conn: websockets.ClientConnection, ws: str, rig: str) -> float:
+    """The same over one socket: ``IN_FLIGHT`` requests outstanding, a new one sent as each reply comes."""
+    sent = answered = 0
+
+    async def send() -> None:
+        nonlocal sent
+        sent += 1
+        args = {"workspace_id": ws, "rigId": rig, "command": "true"}
+        await conn.send(json.dumps({"id": f"f{sent}", "op": "rig.exec", "args": args}))
+
+    began = time.perf_counter()
+    for _ in range(IN_FLIGHT):
+        await send()
+    while answered < sent:
+        reply = json.loads(await conn.recv())
+        if not reply.get("ok"):
+            raise RuntimeError(f"rig.exec: {reply.get('error')}")
+        answered += 1
+        if time.perf_counter() - began < EXEC_SECONDS:
+            await send()
+    return answered / (time.perf_counter() - began)
+
+
+async def direct(work: Path) -> tuple[list[float], float, float]:
     backend = EnclosureBackend(work / "direct" / "rigs", packs_root=PACKS)
     starts: list[float] = []
     for i in range(OPENS):
@@ -73,11 +112,13 @@ async def direct(work: Path) -> tuple[list[float], float]:
     while time.perf_counter() - began < EXEC_SECONDS:
         await rig.exec("true", timeout_s=30)
         count += 1
+    rate = count / (time.perf_counter() - began)
+    many = await in_flight_direct(rig)
     await rig.aclose()
-    return starts, count / (time.perf_counter() - began)
+    return starts, rate, many
 
 
-async def through_rpc(url: str, token: str) -> tuple[list[float], float]:
+async def through_rpc(url: str, token: str) -> tuple[list[float], float, float]:
     async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as conn:
         rpc = Rpc(conn)
         ws = (await rpc.call("workspaces.create", name="bench"))["id"]
@@ -99,8 +140,9 @@ async def through_rpc(url: str, token: str) -> tuple[list[float], float]:
             await rpc.call("rig.exec", workspace_id=ws, rigId=rig, command="true")
             count += 1
         rate = count / (time.perf_counter() - began)
+        many = await in_flight_rpc(conn, ws, rig)
         await rpc.call("rig_close", workspace_id=ws, rigId=rig)
-    return starts, rate
+    return starts, rate, many
 
 
 async def main() -> None:
@@ -115,11 +157,11 @@ async def main() -> None:
         (data / "rigs" / "microvm-packs").symlink_to(PACKS)  # the warm pack, shared read-only
         proc, url, token = start_server(data)
         try:
-            rpc_starts, rpc_rate = await through_rpc(url, token)
+            rpc_starts, rpc_rate, rpc_many = await through_rpc(url, token)
         finally:
             proc.terminate()
             proc.wait(30)
-        direct_starts, direct_rate = await direct(work)
+        direct_starts, direct_rate, direct_many = await direct(work)
 
     def med(xs: list[float]) -> float:
         return statistics.median(xs)
@@ -131,6 +173,9 @@ async def main() -> None:
     print(f"  versus the {TARGET_MS:.0f} ms target: {med(rpc_starts) / TARGET_MS:.2f}x")
     print(f"rig.exec round trips over RPC: {rpc_rate:.0f}/s")
     print(f"  peer: the backend's exec channel directly: {direct_rate:.0f}/s (ratio {rpc_rate / direct_rate:.2f})")
+    print(f"rig.exec round trips over RPC, {IN_FLIGHT} in flight on one rig: {rpc_many:.0f}/s (target 1,000/s)")
+    ratio_many = rpc_many / direct_many
+    print(f"  peer: {IN_FLIGHT} callers on the backend's exec channel: {direct_many:.0f}/s (ratio {ratio_many:.2f})")
 
 
 if __name__ == "__main__":
