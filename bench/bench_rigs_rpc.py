@@ -1,7 +1,8 @@
 """Rigs through the RPC socket: ``rig.open`` to the first ``rig.exec`` result with a warm pack, and ``rig.exec``
 round trips per second, one at a time and ``IN_FLIGHT`` at once on one rig (one socket, requests pipelined),
 each beside the same work done directly on the enclosure backend in this run (the peer: what the manager, the
-store, the audit log and the socket add on top of the machine itself).
+store, the audit log and the socket add on top of the machine itself); and one at a time through a second server
+on the same data directory, which relays each call to the server running the rig (``hangar.rpc.relay``).
 
 The server runs as its own process (``hangar serve``) over a fresh data directory whose image pack is the
 shared warm one (``HANGAR_TEST_PACKS``, default ``~/.cache/hangar-test/packs``; built first when missing).
@@ -118,7 +119,16 @@ async def direct(work: Path) -> tuple[list[float], float, float]:
     return starts, rate, many
 
 
-async def through_rpc(url: str, token: str) -> tuple[list[float], float, float]:
+async def sequential_execs(rpc: Rpc, ws: str, rig: str) -> float:
+    """``rig.exec`` of ``true`` one after another for ``EXEC_SECONDS``: round trips a second."""
+    count, began = 0, time.perf_counter()
+    while time.perf_counter() - began < EXEC_SECONDS:
+        await rpc.call("rig.exec", workspace_id=ws, rigId=rig, command="true")
+        count += 1
+    return count / (time.perf_counter() - began)
+
+
+async def through_rpc(url: str, token: str, other: str) -> tuple[list[float], float, float, float]:
     async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as conn:
         rpc = Rpc(conn)
         ws = (await rpc.call("workspaces.create", name="bench"))["id"]
@@ -135,14 +145,12 @@ async def through_rpc(url: str, token: str) -> tuple[list[float], float, float]:
             assert out["stdout"] == "ready\n", out
             if i < OPENS - 1:
                 await rpc.call("rig_close", workspace_id=ws, rigId=rig)
-        count, began = 0, time.perf_counter()
-        while time.perf_counter() - began < EXEC_SECONDS:
-            await rpc.call("rig.exec", workspace_id=ws, rigId=rig, command="true")
-            count += 1
-        rate = count / (time.perf_counter() - began)
+        rate = await sequential_execs(rpc, ws, rig)
         many = await in_flight_rpc(conn, ws, rig)
+        async with websockets.connect(other, additional_headers={"Authorization": f"Bearer {token}"}) as second:
+            relayed = await sequential_execs(Rpc(second), ws, rig)
         await rpc.call("rig_close", workspace_id=ws, rigId=rig)
-    return starts, rate, many
+    return starts, rate, many, relayed
 
 
 async def main() -> None:
@@ -156,11 +164,13 @@ async def main() -> None:
         (data / "rigs").mkdir(parents=True)
         (data / "rigs" / "microvm-packs").symlink_to(PACKS)  # the warm pack, shared read-only
         proc, url, token = start_server(data)
+        other, other_url, _ = start_server(data)  # a second server on the same records
         try:
-            rpc_starts, rpc_rate, rpc_many = await through_rpc(url, token)
+            rpc_starts, rpc_rate, rpc_many, relayed_rate = await through_rpc(url, token, other_url)
         finally:
-            proc.terminate()
-            proc.wait(30)
+            for running in (proc, other):
+                running.terminate()
+                running.wait(30)
         direct_starts, direct_rate, direct_many = await direct(work)
 
     def med(xs: list[float]) -> float:
@@ -173,6 +183,8 @@ async def main() -> None:
     print(f"  versus the {TARGET_MS:.0f} ms target: {med(rpc_starts) / TARGET_MS:.2f}x")
     print(f"rig.exec round trips over RPC: {rpc_rate:.0f}/s")
     print(f"  peer: the backend's exec channel directly: {direct_rate:.0f}/s (ratio {rpc_rate / direct_rate:.2f})")
+    relay_ratio = relayed_rate / rpc_rate
+    print(f"rig.exec round trips through a second server, relayed: {relayed_rate:.0f}/s (ratio {relay_ratio:.2f})")
     print(f"rig.exec round trips over RPC, {IN_FLIGHT} in flight on one rig: {rpc_many:.0f}/s (target 1,000/s)")
     ratio_many = rpc_many / direct_many
     print(f"  peer: {IN_FLIGHT} callers on the backend's exec channel: {direct_many:.0f}/s (ratio {ratio_many:.2f})")
