@@ -85,3 +85,25 @@ def test_a_live_rig_of_another_server_is_elsewhere() -> None:
     assert not isinstance(bare.value, Elsewhere)
     for ended in (Phase.closed, Phase.failed):  # an ended rig is answered here, whoever ran it
         refuse_if_elsewhere(record(ended, THERE), HERE)
+
+
+def test_where_a_server_is_reached_is_an_origin_given_or_its_own_listener() -> None:
+    from pydantic import ValidationError
+
+    from hangar.config import Settings
+
+    with pytest.raises(ValidationError, match="--internal-url must start with http:// or https://"):
+        Settings(internal_url="10.0.0.2:8420")
+    given = Settings(internal_url="https://hangar-2.internal:8420/", port=8420)
+    assert given.serving_origin is None  # not serving yet: its rigs would name no server
+    given.serve_here()
+    assert given.serving_origin == "https://hangar-2.internal:8420"
+    own = Settings(host="10.0.0.2", port=9000)
+    own.serve_here()
+    assert own.serving_origin == "http://10.0.0.2:9000"
+    wildcard = Settings(host="0.0.0.0", port=9000)
+    wildcard.serve_here()
+    assert wildcard.serving_origin == f"http://{socket.getfqdn()}:9000"
+    v6 = Settings(host="::1", port=9000)
+    v6.serve_here()
+    assert v6.serving_origin == "http://[::1]:9000"
