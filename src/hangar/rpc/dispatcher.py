@@ -29,7 +29,7 @@ from hangar.rpc.authority import Authority
 from hangar.rpc.context import OpContext
 from hangar.rpc.guardrails import AskFirst, Guardrails
 from hangar.rpc.registry import CONTRACT_SNAKE_CASE, OpRegistry, OpSpec, spellings
-from hangar.rpc.relay import Relayable, RelayTokens, relay_op, relay_watch
+from hangar.rpc.relay import OpRelay, Relayable, RelayTokens, relay_watch
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class Dispatcher:
         self.registry = registry
         self.guardrails = guardrails
         self.authority = authority
-        self._relay_tokens = RelayTokens(app.secrets, app.clock)
+        self.relay = OpRelay(RelayTokens(app.secrets, app.clock))
 
     def parse_frame(self, frame: Any) -> tuple[Any, OpSpec, dict[str, Any]]:
         """Check the frame's shape and find its op; returns (id, spec, args)."""
@@ -266,7 +266,7 @@ class Dispatcher:
                 # What the call names is held by another server: that server answers it, as the caller.
                 if ctx.relayable is None or ctx.relayable.relayed:
                     raise
-                result = await relay_op(self._relay_tokens, moved, ctx.spec.name, ctx.relayable, ctx.door)
+                result = await self.relay.call(moved, ctx.spec.name, ctx.relayable, ctx.door)
         except HangarError as err:
             self.counted(ctx, err.code)
             raise

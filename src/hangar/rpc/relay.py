@@ -19,6 +19,7 @@ bridge) has no credential to relay and hears the refusal.
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import logging
 from collections.abc import AsyncGenerator
@@ -86,24 +87,44 @@ def unreachable(moved: Elsewhere, exc: BaseException) -> Unavailable:
     )
 
 
-async def relay_op(tokens: RelayTokens, moved: Elsewhere, op: str, relayable: Relayable, door: str) -> Any:
-    """Run ``op`` on the server ``moved`` names, as the caller: its result in wire form, or its error raised."""
-    body = {"op": op, "args": relayable.raw_args, "door": door, "approved": relayable.approved}
-    headers = {"authorization": f"Bearer {relayable.credential}", RELAY_HEADER: tokens.mint(f"op:{op}")}
-    try:
-        async with httpx.AsyncClient(verify=client_tls(), timeout=RELAY_TIMEOUT) as client:
-            reply = await client.post(moved.origin + RELAY_PATH, json=body, headers=headers)
-    except httpx.HTTPError as exc:
-        raise unreachable(moved, exc) from None
-    try:
-        answer = reply.json()
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict) or "ok" not in answer:
-        raise Unavailable(f"the server running it answered {op} with HTTP {reply.status_code} and no reply")
-    if answer["ok"]:
-        return answer.get("result")
-    raise _wire_error(answer.get("error"))
+class OpRelay:
+    """The relaying side of calls, one per dispatcher: the relay tokens, and one HTTP client kept for every holder
+    (a connection kept alive per holder, instead of one opened per call). ``aclose`` when the server stops."""
+
+    def __init__(self, tokens: RelayTokens) -> None:
+        self.tokens = tokens
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            # Shared by every caller's calls: it keeps no cookie a holder might set, so nothing of one call rides
+            # along with another's.
+            jar = http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+            self._client = httpx.AsyncClient(verify=client_tls(), timeout=RELAY_TIMEOUT, cookies=jar)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def call(self, moved: Elsewhere, op: str, relayable: Relayable, door: str) -> Any:
+        """Run ``op`` on the server ``moved`` names, as the caller: its result in wire form, or its error raised."""
+        body = {"op": op, "args": relayable.raw_args, "door": door, "approved": relayable.approved}
+        headers = {"authorization": f"Bearer {relayable.credential}", RELAY_HEADER: self.tokens.mint(f"op:{op}")}
+        try:
+            reply = await self._http().post(moved.origin + RELAY_PATH, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise unreachable(moved, exc) from None
+        try:
+            answer = reply.json()
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict) or "ok" not in answer:
+            raise Unavailable(f"the server running it answered {op} with HTTP {reply.status_code} and no reply")
+        if answer["ok"]:
+            return answer.get("result")
+        raise _wire_error(answer.get("error"))
 
 
 async def relay_watch(moved: Elsewhere, op: str, relayable: Relayable) -> AsyncGenerator[Any, None]:

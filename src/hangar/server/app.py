@@ -100,6 +100,7 @@ def build_server(
                     yield
             finally:
                 await monitor.aclose()
+                await app.state.dispatcher.relay.aclose()
 
     app = Starlette(
         routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS, middleware=[Middleware(RequestIds)]

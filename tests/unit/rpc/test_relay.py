@@ -4,18 +4,22 @@ rig's row says answers for it (``hangar.rigs.lifecycle.holder``)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+import uvicorn
 
 from hangar.core.clock import FakeClock
 from hangar.core.secrets import SecretsFile
 from hangar.errors import Elsewhere, Forbidden, Unavailable
 from hangar.rigs.lifecycle.holder import refuse_if_elsewhere
 from hangar.rigs.model import Phase, RigRecord, Surface
-from hangar.rpc.relay import RELAY_KEY, RELAY_TTL_S, Relayable, RelayTokens, relay_op
+from hangar.rpc.relay import RELAY_KEY, RELAY_TTL_S, OpRelay, Relayable, RelayTokens
 
 HERE, THERE = "http://10.0.0.1:8420", "http://10.0.0.2:8420"
 
@@ -60,7 +64,11 @@ async def test_a_holder_that_does_not_answer_is_unavailable_without_its_address(
         origin = f"http://127.0.0.1:{s.getsockname()[1]}"
         moved = Elsewhere("rig r1 runs on another server of this installation", origin=origin)
         with pytest.raises(Unavailable) as err:
-            await relay_op(tokens[0], moved, "rig.exec", Relayable("tok", {"rigId": "r1"}), "socket")
+            relay = OpRelay(tokens[0])
+            try:
+                await relay.call(moved, "rig.exec", Relayable("tok", {"rigId": "r1"}), "socket")
+            finally:
+                await relay.aclose()
     assert err.value.message.startswith("rig r1 runs on another server of this installation, and that server")
     assert "127.0.0.1" not in err.value.message and "tok" not in repr(Relayable("tok", {}))
 
@@ -107,3 +115,38 @@ def test_where_a_server_is_reached_is_an_origin_given_or_its_own_listener() -> N
     v6 = Settings(host="::1", port=9000)
     v6.serve_here()
     assert v6.serving_origin == "http://[::1]:9000"
+
+
+async def test_the_kept_client_keeps_no_cookie_from_one_call_for_the_next(
+    tokens: tuple[RelayTokens, FakeClock, SecretsFile],
+) -> None:
+    """A holder's Set-Cookie (none does, but a proxy between the servers might) never rides along with the next
+    caller's call: the relaying client is shared by every caller."""
+    seen: list[str | None] = []
+
+    async def holder(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        headers = dict(scope["headers"])
+        seen.append(headers.get(b"cookie", b"").decode() or None)
+        body = json.dumps({"ok": True, "result": len(seen)}).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"application/json"), (b"set-cookie", b"session=alice; Path=/")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": body})
+
+    config = uvicorn.Config(holder, host="127.0.0.1", port=0, log_level="error", lifespan="off")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    relay = OpRelay(tokens[0])
+    moved = Elsewhere("rig r1 runs on another server of this installation", origin=f"http://127.0.0.1:{port}")
+    try:
+        assert await relay.call(moved, "rig.exec", Relayable("alice", {}), "socket") == 1
+        assert await relay.call(moved, "rig.exec", Relayable("bob", {}), "socket") == 2
+    finally:
+        await relay.aclose()
+        server.should_exit = True
+        await task
+    assert seen == [None, None]
