@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
+import sqlalchemy as sa
 import websockets
 
 from hangar.core.principal import Role
 from hangar.rigs.model import Phase
+from hangar.rigs.store import rig_sessions
 from hangar.rpc.relay import RELAY_HEADER, RELAY_PATH, RelayTokens
 from tests.integration.rigs_enclosure_env import PACKS
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.integration.test_rigs_ops_terminal import read_until
 from tests.support.processes import ServeProcess, hangar_serve
-from tests.support.rpc import RpcClient
+from tests.support.rpc import RpcClient, RpcError
 
 pytestmark = [pytest.mark.packs("terminal"), pytest.mark.slow]
 
@@ -145,3 +148,49 @@ async def test_the_relay_route_answers_servers_only(two: tuple[RigsEnv, ServePro
         to_b = await http.post(b.url + RELAY_PATH, json=call, headers={**auth, RELAY_HEADER: token})
         assert to_b.json()["ok"] is False and to_b.json()["error"]["code"] == "unavailable"
         assert "127.0.0.1" not in to_b.json()["error"]["message"]
+
+
+async def name_holder(env: RigsEnv, rig: str, origin: str | None) -> None:
+    """Make the rig's row name another server (the store never moves a rig: only a test does)."""
+    async with (await env.srv.ctx.dbs.workspace(env.ws)).begin() as conn:
+        await conn.execute(sa.update(rig_sessions).where(rig_sessions.c.id == rig).values(server_url=origin))
+
+
+async def test_a_holder_that_does_not_answer_is_unavailable_through_every_door(
+    two: tuple[RigsEnv, ServeProcess],
+) -> None:
+    """The rig's row names a server that does not answer (it stopped, its rigs not yet closed): each door of the
+    other server says so in one sentence, with no address, and nothing waits for it."""
+    env, b = two
+    rig = await env.open()
+    paths = {
+        "files": str((await env.call("rig.fileLaneUrl", rigId=rig))["path"]),
+        "terminal": str((await env.call("rig.terminalUrl", rigId=rig))["path"]),
+    }
+    with socket.socket() as gone:  # bound, never listening: connections to it are refused
+        gone.bind(("127.0.0.1", 0))
+        await name_holder(env, rig, f"http://127.0.0.1:{gone.getsockname()[1]}")
+        try:
+            async with RpcClient(b.ws_url, env.srv.owner_token) as via_b:
+                for op in ("rig.exec", "rig.watch"):
+                    with pytest.raises(RpcError) as refused:
+                        if op == "rig.watch":
+                            await via_b.watch(op, workspace_id=env.ws, rigId=rig)
+                        else:
+                            await via_b.call(op, workspace_id=env.ws, rigId=rig, command="true")
+                    assert refused.value.code == "unavailable", refused.value
+                    assert "that server does not answer" in refused.value.message
+                    assert "127.0.0.1" not in refused.value.message
+            auth = {"Authorization": f"Bearer {env.srv.owner_token}"}
+            async with httpx.AsyncClient(base_url=b.url, timeout=60) as http:
+                read = await http.get(f"{paths['files']}&p={b64('/etc/hostname')}", headers=auth)
+            assert read.status_code == 503 and "that server does not answer" in read.text
+            url = "ws" + b.url.removeprefix("http") + paths["terminal"]
+            async with websockets.connect(url, additional_headers=auth) as term:
+                notice = json.loads(await term.recv())
+                assert notice["type"] == "error" and notice["code"] == "unavailable", notice
+                with pytest.raises(websockets.ConnectionClosed):
+                    await term.recv()
+            assert term.close_code == 4503
+        finally:
+            await name_holder(env, rig, env.srv.ctx.settings.serving_origin)

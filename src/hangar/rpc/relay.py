@@ -127,22 +127,28 @@ class OpRelay:
         raise _wire_error(answer.get("error"))
 
 
-async def relay_watch(moved: Elsewhere, op: str, relayable: Relayable) -> AsyncGenerator[Any, None]:
-    """Follow the watch ``op`` on the server ``moved`` names, as the caller, over its RPC socket: its first reply,
-    then its events, in wire form; its error raised. The socket says it was relayed (``RELAY_HEADER``), so the
-    holder never relays it again; the holder checks the caller at every event, as for its own sockets."""
-    url = "ws" + moved.origin.removeprefix("http") + "/rpc"
-    headers = {"authorization": f"Bearer {relayable.credential}", RELAY_HEADER: "watch"}
+async def open_socket(moved: Elsewhere, path: str, headers: Any, max_size: int) -> websockets.ClientConnection:
+    """A WebSocket to ``path`` on the server ``moved`` names (``wss`` for an ``https`` origin, its certificate
+    checked); ``unreachable`` when it cannot be had."""
+    url = "ws" + moved.origin.removeprefix("http") + path
     try:
-        conn = await websockets.connect(
+        return await websockets.connect(
             url,
             additional_headers=headers,
-            max_size=MAX_WATCH_FRAME,
+            max_size=max_size,
             open_timeout=RELAY_TIMEOUT.connect,
             ssl=client_tls() if url.startswith("wss:") else None,
         )
     except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
         raise unreachable(moved, exc) from None
+
+
+async def relay_watch(moved: Elsewhere, op: str, relayable: Relayable) -> AsyncGenerator[Any, None]:
+    """Follow the watch ``op`` on the server ``moved`` names, as the caller, over its RPC socket: its first reply,
+    then its events, in wire form; its error raised. The socket says it was relayed (``RELAY_HEADER``), so the
+    holder never relays it again; the holder checks the caller at every event, as for its own sockets."""
+    headers = {"authorization": f"Bearer {relayable.credential}", RELAY_HEADER: "watch"}
+    conn = await open_socket(moved, "/rpc", headers, MAX_WATCH_FRAME)
     async with conn:
         await conn.send(json.dumps({"id": 1, "op": op, "args": relayable.raw_args}))
         try:

@@ -34,7 +34,7 @@ from hangar.rigs.lanes.signing import Lane, LaneSigner
 from hangar.rigs.lanes.socketlane import fail
 from hangar.rigs.lifecycle.holder import refuse_if_elsewhere
 from hangar.rigs.lifecycle.manager import RigManager
-from hangar.rpc.relay import RELAY_HEADER, RELAY_TIMEOUT, unreachable
+from hangar.rpc.relay import RELAY_HEADER, RELAY_TIMEOUT, open_socket, unreachable
 
 log = logging.getLogger(__name__)
 
@@ -151,15 +151,12 @@ async def _relay_socket(ws: WebSocket, moved: Elsewhere) -> None:
     rig_id = ws.path_params["rig_id"]
     headers = _headers(ws.headers.items(), HOP_HEADERS | HANDSHAKE_HEADERS)
     headers.append((RELAY_HEADER, "lane"))
-    url = "ws" + moved.origin.removeprefix("http") + ws.url.path + (f"?{ws.url.query}" if ws.url.query else "")
-    ssl = client_tls() if url.startswith("wss:") else None
+    path = ws.url.path + (f"?{ws.url.query}" if ws.url.query else "")
     try:
-        upstream = await websockets.connect(
-            url, additional_headers=headers, max_size=MAX_RELAYED_FRAME, ssl=ssl, open_timeout=RELAY_TIMEOUT.connect
-        )
-    except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
+        upstream = await open_socket(moved, path, headers, MAX_RELAYED_FRAME)
+    except HangarError as err:
         await ws.accept()
-        await fail(ws, unreachable(moved, exc))
+        await fail(ws, err)
         return
     async with upstream:
         await ws.accept()
