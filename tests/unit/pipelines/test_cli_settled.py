@@ -29,11 +29,30 @@ class FakeEngine:
 
     async def snapshot(self, ws: str, run_id: str) -> dict[str, Any]:
         self.looks += 1
-        return {"runId": run_id, "status": self.statuses.pop(0)}
+        status = self.statuses.pop(0)
+        if status == "dropped":  # the workspace's records are gone (its schema dropped on PostgreSQL)
+            raise RuntimeError('relation "pipeline_runs" does not exist')
+        return {"runId": run_id, "status": status}
 
 
-async def settled(engine: FakeEngine) -> str:
-    snap = await cli._settled(engine, "w1", "r1")  # type: ignore[arg-type]
+class FakeIdentity:
+    def __init__(self, deleted: bool) -> None:
+        self.deleted = deleted
+
+    async def workspace_deleted(self, workspace_id: str) -> bool:
+        return self.deleted
+
+
+class FakeContext:
+    def __init__(self, deleted: bool = False) -> None:
+        self.identity = FakeIdentity(deleted)
+
+    def service(self, _cls: type) -> FakeIdentity:
+        return self.identity
+
+
+async def settled(engine: FakeEngine, ctx: FakeContext | None = None) -> str:
+    snap = await cli._settled(ctx or FakeContext(), engine, "w1", "r1")  # type: ignore[arg-type]
     return str(snap["status"])
 
 
@@ -49,3 +68,11 @@ async def test_a_run_nobody_drives_or_not_running_is_reported_at_once() -> None:
     for status in ("suspended", "completed", "failed", "cancelled"):
         engine = FakeEngine([status], [])
         assert await settled(engine) == status and engine.looks == 1
+
+
+async def test_a_run_whose_workspace_was_deleted_under_it_is_reported_cancelled() -> None:
+    """Deleting a workspace stops its runs, then drops its records: the command says the run was cancelled. Any
+    other failure to read the run is raised as it is."""
+    assert await settled(FakeEngine(["dropped"], []), FakeContext(deleted=True)) == "cancelled"
+    with pytest.raises(RuntimeError, match="pipeline_runs"):
+        await settled(FakeEngine(["dropped"], []), FakeContext(deleted=False))
