@@ -63,8 +63,11 @@ class Wakeups:
         """Wait until something is heard or ``catch_up_after`` seconds pass; then whether to read every workspace
         (after a (re)connect, or the wait's end: the safety catch-up) and the schemas announced, with their newest
         seq."""
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that arrives as the event is
+        # set, and the follower would then wait out a whole catch-up interval before its server could stop.
         try:
-            await asyncio.wait_for(self._heard.wait(), catch_up_after)
+            async with asyncio.timeout(catch_up_after):
+                await self._heard.wait()
         except TimeoutError:
             self._catch_up = True
         self._heard.clear()

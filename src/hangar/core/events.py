@@ -340,7 +340,7 @@ class EventBus:
         seen = await changed()
         paused = Paused("following other processes' events", log)
         again = False  # a pass failed: the next reads every workspace (what it was woken for included)
-        while True:
+        while not self._closed:  # besides the cancellation ``aclose`` sends, which an await may have missed
             full, woken = await self._next_pass()
             full, again = full or again, False
             try:
