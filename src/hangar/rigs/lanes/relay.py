@@ -62,6 +62,9 @@ HANDSHAKE_HEADERS = frozenset(
 # the other: the relay holds no more than one frame of either at a time.
 MAX_RELAYED_FRAME = 64 * 1024 * 1024
 
+# Close codes for reporting only (no code given, the peer vanished, a TLS failure): never sent in a close frame.
+UNSENDABLE_CODES = frozenset({1005, 1006, 1015})
+
 HttpLane = Callable[[Request], Awaitable[Response]]
 SocketLane = Callable[[WebSocket], Awaitable[None]]
 
@@ -98,6 +101,17 @@ def _headers(items: list[tuple[str, str]], skip: frozenset[str]) -> list[tuple[s
     return [(k, v) for k, v in items if k.lower() not in skip]
 
 
+def _relayed_headers(conn: HTTPConnection, skip: frozenset[str]) -> list[tuple[str, str]]:
+    """The person's headers for the holder, saying it is relayed and whose it is: ``X-Forwarded-For`` names the
+    client as this server determined it (its own trusted proxies applied), which the holder honours when it lists
+    this server as a trusted proxy, so its per-address caps count the person, not this server."""
+    headers = _headers(conn.headers.items(), skip | {"x-forwarded-for"})
+    headers.append((RELAY_HEADER, "lane"))
+    if conn.client is not None:
+        headers.append(("x-forwarded-for", conn.client.host))
+    return headers
+
+
 def relayed_http(lane: Lane, endpoint: HttpLane) -> HttpLane:
     """``endpoint`` for the rigs this server runs; the others' requests relayed to their server."""
 
@@ -109,8 +123,7 @@ def relayed_http(lane: Lane, endpoint: HttpLane) -> HttpLane:
 
 
 async def _relay_http(request: Request, moved: Elsewhere) -> Response:
-    headers = _headers(request.headers.items(), HOP_HEADERS)
-    headers.append((RELAY_HEADER, "lane"))
+    headers = _relayed_headers(request, HOP_HEADERS)
     client = httpx.AsyncClient(verify=client_tls(), timeout=RELAY_TIMEOUT)
     has_body = request.method not in ("GET", "HEAD")
     upstream = client.build_request(
@@ -149,8 +162,7 @@ def relayed_socket(lane: Lane, endpoint: SocketLane) -> SocketLane:
 
 async def _relay_socket(ws: WebSocket, moved: Elsewhere) -> None:
     rig_id = ws.path_params["rig_id"]
-    headers = _headers(ws.headers.items(), HOP_HEADERS | HANDSHAKE_HEADERS)
-    headers.append((RELAY_HEADER, "lane"))
+    headers = _relayed_headers(ws, HOP_HEADERS | HANDSHAKE_HEADERS)
     path = ws.url.path + (f"?{ws.url.query}" if ws.url.query else "")
     try:
         upstream = await open_socket(moved, path, headers, MAX_RELAYED_FRAME)
@@ -175,7 +187,8 @@ async def _inward(ws: WebSocket, upstream: websockets.ClientConnection) -> None:
         while True:
             message = await ws.receive()
             if message["type"] == "websocket.disconnect":
-                await upstream.close(code=int(message.get("code") or 1000))
+                code = int(message.get("code") or 1000)
+                await upstream.close(code=1000 if code in UNSENDABLE_CODES else code)
                 return
             if message.get("bytes") is not None:
                 await upstream.send(message["bytes"])
@@ -197,7 +210,7 @@ async def _outward(upstream: websockets.ClientConnection, ws: WebSocket) -> None
         pass
     except (WebSocketDisconnect, RuntimeError):
         return  # the person left first
-    # 1005 (no code given) and 1006 (the holder vanished) are for reporting, never sent.
-    code = {None: 1000, 1005: 1000, 1006: 1011}.get(upstream.close_code, upstream.close_code or 1000)
+    code = upstream.close_code or 1000
+    code = 1011 if code == 1006 else 1000 if code in UNSENDABLE_CODES else code
     with contextlib.suppress(Exception):
         await ws.close(code=code, reason=upstream.close_reason or "")
