@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, Unpack
@@ -28,12 +27,9 @@ import sqlalchemy as sa
 from hangar.agents import events as ev
 from hangar.agents import tables
 from hangar.agents.adapters.base import Adapter, HistoryMessage, RunRequest, RunResult
-from hangar.agents.adapters.command import CommandLineAdapter
-from hangar.agents.adapters.openai import OpenAIChatAdapter
+from hangar.agents.adapters.chosen import make_adapter
 from hangar.agents.config import OpenAIAdapter
-from hangar.agents.endpoints import ModelEndpoint
 from hangar.agents.live_run import LiveRun
-from hangar.agents.run_events import run_events
 from hangar.agents.runs import Run, RunStatus, RunStore
 from hangar.agents.service import Agent, AgentService
 from hangar.agents.skills.store import SkillStore
@@ -47,7 +43,7 @@ from hangar.core.event_types import DomainEvent, StoredEvent
 from hangar.core.ids import new_id
 from hangar.core.procs import is_alive, this_process
 from hangar.core.runcontrol import RunControl
-from hangar.errors import Conflict, InvalidArgs, NotFound, Refused
+from hangar.errors import Conflict, InvalidArgs, Refused
 from hangar.pipelines import TaskFinished, attempts_in_queue
 from hangar.workspace import Author, SpaceService
 
@@ -73,13 +69,6 @@ class DispatchRequest(TypedDict):
     attempt_env: NotRequired[Mapping[str, str] | None]
     read_only: NotRequired[bool]
     run_ids: NotRequired[list[str] | None]
-
-
-def make_adapter(app: AppContext, agent: Agent, http: httpx.AsyncClient, tls: ssl.SSLContext) -> Adapter:
-    if isinstance(agent.adapter, OpenAIAdapter):
-        endpoint = ModelEndpoint(app, agent.adapter.base_url, by_owner=agent.endpoint_by_owner, shared=http, tls=tls)
-        return OpenAIChatAdapter(agent.adapter, endpoint)
-    return CommandLineAdapter(agent.adapter)
 
 
 class AgentRunner:
@@ -184,8 +173,9 @@ class AgentRunner:
             )
             for agent, run_id in zip(agents, ids, strict=True)
         ]
-        if run_ids is not None:
-            await self._refuse_recorded(workspace_id, run_ids)
+        for run_id in run_ids or ():  # a chosen id recorded already: its driver lock is never taken
+            if await self.store.find(workspace_id, run_id) is not None:
+                raise Conflict(f"run {run_id} is recorded already")
         # Each run's driver lock is held before its row says ``running``: no other process can take it for dead.
         for run in runs:
             await self.control.take(run.id, workspace_id=workspace_id)  # a new id: nobody else knows it yet
@@ -221,23 +211,6 @@ class AgentRunner:
             turns = max_turns or (agent.adapter.max_turns if isinstance(agent.adapter, OpenAIAdapter) else 1)
             self.start_driving(live, run, agent, prompt_message["id"], turns, attempt_env)
         return runs
-
-    async def _refuse_recorded(self, workspace_id: str, run_ids: list[str]) -> None:
-        """``Conflict`` when a chosen run id is recorded already (its driver lock is never taken then)."""
-        for run_id in run_ids:
-            if await self.find(workspace_id, run_id) is not None:
-                raise Conflict(f"run {run_id} is recorded already")
-
-    async def find(self, workspace_id: str, run_id: str) -> Run | None:
-        """The run recorded under ``run_id``, or None."""
-        try:
-            return await self.store.get(workspace_id, run_id)
-        except NotFound:
-            return None
-
-    async def events(self, workspace_id: str, run_id: str) -> list[StoredEvent]:
-        """The run's stored events so far, in order (up to its ``runFinished`` once it ended)."""
-        return await run_events(self.app, self.store, workspace_id, run_id)
 
     def live_run(self, workspace_id: str, run: Run, agent: Agent, first_seq: int | None) -> LiveRun:
         """The ``RunIO`` of one run about to be driven here (its reports become events and messages)."""

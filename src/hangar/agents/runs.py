@@ -88,6 +88,13 @@ class RunStore:
             raise NotFound(f"runId: run {run_id} does not exist in this workspace")
         return Run.of_row(row)
 
+    async def find(self, workspace_id: str, run_id: str) -> Run | None:
+        """The run recorded under ``run_id``, or None."""
+        try:
+            return await self.get(workspace_id, run_id)
+        except NotFound:
+            return None
+
     async def all(
         self,
         workspace_id: str,

@@ -32,7 +32,7 @@ async def answer_run(runner: AgentRunner, workspace_id: str, provider: str, even
         return None
     for attempt in range(ANSWER_TRIES - 1):
         run_id = answer_run_id(workspace_id, provider, event_id, attempt)
-        run = await runner.find(workspace_id, run_id)
+        run = await runner.store.find(workspace_id, run_id)
         if run is None or run.error != ABANDONED:
             return run_id
     return answer_run_id(workspace_id, provider, event_id, ANSWER_TRIES - 1)

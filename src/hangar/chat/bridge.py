@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from hangar.agents import Agent, AgentRunner, AgentService, Run
+from hangar.agents import Agent, AgentRunner, AgentService, Run, run_events
 from hangar.chat import commands
 from hangar.chat.answers import answer_run
 from hangar.chat.card_records import CardRecords, quietly
@@ -314,7 +314,7 @@ class Bridge:
             )
         except HangarError as exc:
             # An earlier handling of the message dispatched its run (and died, or is slow): answer with that run.
-            found = await runner.find(self.workspace_id, run_id) if isinstance(exc, Conflict) and run_id else None
+            found = await runner.store.find(self.workspace_id, run_id) if isinstance(exc, Conflict) and run_id else None
             if found is not None:
                 await self._follow(turn, found)
                 return
@@ -342,7 +342,8 @@ class Bridge:
         async with self._run_lock:
             turn.run_id = run.id
             self._runs[run.id] = turn
-            for stored in await self._app.service(AgentRunner).events(self.workspace_id, run.id):
+            store = self._app.service(AgentRunner).store
+            for stored in await run_events(self._app, store, self.workspace_id, run.id):
                 await self._drive(turn, stored)
             pending, turn.pending = turn.pending, []
             for stored in pending:
