@@ -40,6 +40,7 @@ from typing import Any
 
 import websockets
 
+from bench_rpc import server_env
 from hangar.rigs.backends.enclosure import EnclosureBackend
 from hangar.rigs.engines.hostlaunch import host_engine
 from hangar.rigs.engines.registry import RECIPES
@@ -90,7 +91,7 @@ def start_server(data_dir: Path, site_port: int, log: Path) -> tuple[subprocess.
     argv = [str(BIN), "serve", "--no-prepare-pack", "--port", "0", "--site-port", str(site_port)]
     argv += ["--data-dir", str(data_dir)]
     with log.open("w") as errors:  # the server's log (the egress gate's refusals among it)
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, env=server_env(), text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("server: "):

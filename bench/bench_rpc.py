@@ -26,6 +26,12 @@ import websockets
 BIN = Path(sys.executable).parent / "hangar"
 
 
+def server_env() -> dict[str, str]:
+    """A bench server's environment: pack refreshes off. The rig benches lend their servers the warm packs to
+    share read-only, and a refresh would build them all again beside the figures (and replace them)."""
+    return {**os.environ, "HANGAR_PACK_REFRESH_HOURS": "0"}
+
+
 def start_http_server(data_dir: str | Path) -> tuple[subprocess.Popen[str], str, str]:
     """``hangar serve`` on a free port: the process, its http:// origin and the owner's token."""
     token = subprocess.run(
@@ -34,6 +40,7 @@ def start_http_server(data_dir: str | Path) -> tuple[subprocess.Popen[str], str,
     proc = subprocess.Popen(
         [str(BIN), "serve", "--no-prepare-pack", "--no-site", "--port", "0", "--data-dir", str(data_dir)],
         stdout=subprocess.PIPE,
+        env=server_env(),
         text=True,
     )
     assert proc.stdout is not None

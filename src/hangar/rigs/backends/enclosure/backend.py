@@ -74,6 +74,10 @@ class EnclosureBackend(RigBackend):
         self._probed = False
         self._swept = False
         self._builds = PackBuilds()
+        # Stale packs are built again one at a time: a refresh finds every pack stale at once when the archive
+        # publishes (a weekly security release), and six image builds side by side would take a small host's
+        # every core from the rigs it runs. The others wait their turn, recorded as refreshing.
+        self._refresh_turn = asyncio.Lock()
 
     def unavailable_reason(self) -> str | None:
         if not self._probed:
@@ -154,13 +158,15 @@ class EnclosureBackend(RigBackend):
             refresh.write_record(self.packs_root, recipe, replace(checked, state="refreshing"))
             clock = Stopwatch()
             try:
-                took = await rebuild_pack(
-                    self.packs_root,
-                    recipe,
-                    lambda: refresh.still_stale(self.packs_root, recipe, latest),
-                    progress,
-                    self.apt_root,
-                )
+                async with self._refresh_turn:
+                    clock = Stopwatch()
+                    took = await rebuild_pack(
+                        self.packs_root,
+                        recipe,
+                        lambda: refresh.still_stale(self.packs_root, recipe, latest),
+                        progress,
+                        self.apt_root,
+                    )
             except asyncio.CancelledError:  # the server stops: tried again at the next pass, wherever it runs
                 stopped = replace(checked, state="failed", checked_at=None, finished_at=refresh.now(), error=STOPPED)
                 refresh.write_record(self.packs_root, recipe, stopped)
