@@ -1,4 +1,5 @@
-"""A rig's calls and lanes asked of a server that does not run it: relayed to the server that does.
+"""A rig's calls and lanes asked of a server that does not run it: relayed to the server that does; and a dev
+domain whose target rig another server runs, reached through that server.
 
 Two real servers on one data directory: A in this process (it runs the rig, on a real enclosure) and B a
 ``hangar serve`` process. A person whose client reached B drives A's rig as if B ran it: its ops (exec, list,
@@ -21,6 +22,7 @@ import sqlalchemy as sa
 import websockets
 
 from hangar.core.principal import Role
+from hangar.rigs.devdomains.crossing import DEV_RELAY_PATH, token_target
 from hangar.rigs.model import Phase
 from hangar.rigs.store import rig_sessions
 from hangar.rpc.relay import RELAY_HEADER, RELAY_PATH, RelayTokens
@@ -194,3 +196,63 @@ async def test_a_holder_that_does_not_answer_is_unavailable_through_every_door(
             assert term.close_code == 4503
         finally:
             await name_holder(env, rig, env.srv.ctx.settings.serving_origin)
+
+
+DEV_PORT = 18401
+
+
+async def test_a_dev_domain_reaches_a_rig_another_server_runs(two: tuple[RigsEnv, ServeProcess]) -> None:
+    """A rig on A asks for a dev domain of its space whose target rig B runs: A asks B for the connection, and the
+    dev server's answer comes back; a port where nothing listens gets B's reason on A's 502 page. B's side answers
+    servers only, for the name their token names, and never passes a connection on again."""
+    env, b = two
+    async with RpcClient(b.ws_url, env.srv.owner_token) as via_b:
+        opened = await via_b.call("rig.open", workspace_id=env.ws, space_id=env.space, surface="terminal")
+        on_b = await env.ready(opened)
+        started = await via_b.call(
+            "rig.exec",
+            workspace_id=env.ws,
+            rigId=on_b,
+            command=f"mkdir -p ~/site && echo 'hello from B' > ~/site/index.html && cd ~/site && "
+            f"setsid -f python3 -m http.server {DEV_PORT} --bind 127.0.0.1 >/dev/null 2>&1; "
+            f"for i in $(seq 200); do curl -so /dev/null http://127.0.0.1:{DEV_PORT}/ && exit 0; sleep 0.1; done; "
+            "exit 1",
+        )
+        assert started["exitCode"] == 0, started
+    on_a = await env.open()
+    assert env.manager.rigs.find(env.ws, on_b) is None and env.manager.rigs.find(env.ws, on_a) is not None
+    await env.manager.dev.attach(env.manager.live(env.ws, on_a))  # the lanes a browser rig has from boot
+    await env.call("rig.setDevDomain", space_id=env.space, domain="app.test", rigId=on_b, guestPort=DEV_PORT)
+    await env.call("rig.setDevDomain", space_id=env.space, domain="none.test", rigId=on_b, guestPort=DEV_PORT + 1)
+    fetched = await env.exec(on_a, "curl -sS http://app.test/ && curl -sS http://app.test/index.html")
+    assert fetched["exitCode"] == 0 and fetched["stdout"] == "hello from B\n" * 2, fetched
+    missed = await env.exec(on_a, "curl -sS -w ' %{http_code}' http://none.test/")
+    assert missed["stdout"].endswith(" 502") and "none.test cannot be reached" in missed["stdout"], missed
+
+    # B's side of it: a relay token for exactly this name, from a server of this installation.
+    tokens = RelayTokens(env.srv.ctx.secrets, env.srv.ctx.clock)
+    base = "ws" + b.url.removeprefix("http") + DEV_RELAY_PATH
+
+    async def ask(name: str, token: str | None) -> websockets.ClientConnection:
+        query = f"?ws={env.ws}&space={env.space}&name={name}"
+        headers = {RELAY_HEADER: token} if token else {}
+        conn = await websockets.connect(base + query, additional_headers=headers)
+        with pytest.raises(websockets.ConnectionClosed):
+            await conn.recv()
+        return conn
+
+    for token in (None, "forged", tokens.mint(token_target(env.ws, env.space, "other.test"))):
+        assert (await ask("app.test", token)).close_code == 4403
+    # A name whose rig is not B's: B says so instead of asking A in turn.
+    await env.call("rig.setDevDomain", space_id=env.space, domain="back.test", rigId=on_a, guestPort=DEV_PORT)
+    back = await ask("back.test", tokens.mint(token_target(env.ws, env.space, "back.test")))
+    assert back.close_code == 4502 and "this server does not run" in (back.close_reason or ""), back.close_reason
+    # Another space's view of the name: not there.
+    elsewhere = await env.new_space()
+    gone = await websockets.connect(
+        f"{base}?ws={env.ws}&space={elsewhere}&name=app.test",
+        additional_headers={RELAY_HEADER: tokens.mint(token_target(env.ws, elsewhere, "app.test"))},
+    )
+    with pytest.raises(websockets.ConnectionClosed):
+        await gone.recv()
+    assert gone.close_code == 4404

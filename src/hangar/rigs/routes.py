@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
+from hangar.rigs.devdomains.crossing import DEV_RELAY_PATH
+from hangar.rigs.devdomains.crossing_route import dev_relay_socket
 from hangar.rigs.hosts import wire
 from hangar.rigs.hosts.route import rig_host_socket
 from hangar.rigs.lanes.clipboard import read_clipboard, write_clipboard
@@ -26,4 +28,6 @@ RIG_ROUTES: list[BaseRoute] = [
     Route("/rig/clipboard/{rig_id}", relayed_http("files", write_clipboard), methods=["POST"]),
     WebSocketRoute("/rig/terminal/{rig_id}", relayed_socket("terminal", terminal_lane)),
     WebSocketRoute("/rig/live/{rig_id}", relayed_socket("watch", live_view_lane)),
+    # A dev domain's target another server runs is reached through it (``devdomains.crossing``).
+    WebSocketRoute(DEV_RELAY_PATH, dev_relay_socket),
 ]

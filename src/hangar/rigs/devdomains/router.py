@@ -16,9 +16,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from hangar.core.event_types import StoredEvent
-from hangar.errors import HangarError, NotFound, Unavailable
+from hangar.errors import Elsewhere, HangarError, NotFound, Unavailable
 from hangar.rigs.backends.capabilities import RigNetwork
 from hangar.rigs.devdomains import names as devdomains
+from hangar.rigs.devdomains.crossing import cross
 from hangar.rigs.devdomains.lanes import DevLanes, LaneMiss, LaneStatus, Streams, TlsContext
 from hangar.rigs.devdomains.tls import DevTls
 from hangar.rigs.live.rigs import LiveRig
@@ -91,14 +92,19 @@ class DevRouter:
             if live.phase not in LIVE_PHASES:
                 del self._lanes[rig_id]
 
-    async def route(self, ws: str, space_id: str, name: str) -> Streams:
+    async def route(self, ws: str, space_id: str, name: str, *, relayed: bool = False) -> Streams:
         """A connection to the guest port ``name`` maps to, for a rig of ``space_id``; ``LaneMiss`` says why not.
-        A parked target is woken first; the traffic counts as the target's activity."""
+        A parked target is woken first; the traffic counts as the target's activity. A target another server
+        runs is reached through that server (``crossing``), unless this route was asked by one (``relayed``)."""
         entry = await devdomains.find(await self._app.dbs.workspace(ws), name)
         if entry is None or entry.space_id != space_id:
             raise LaneMiss(404, f"There is no dev domain {name} in this space (map one with rig.setDevDomain).")
         try:
             handle = await self._reach(ws, entry.rig_id)
+        except Elsewhere as moved:
+            if relayed:
+                raise LaneMiss(502, f"{name} points at rig {entry.rig_id}, which this server does not run.") from None
+            return await cross(self._app, moved, ws, space_id, name)
         except NotFound as exc:
             why = f"{name} points at rig {entry.rig_id}, which is not running ({exc.message}); map it to a running rig."
             raise LaneMiss(502, why) from exc

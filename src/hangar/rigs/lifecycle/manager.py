@@ -297,8 +297,9 @@ class RigManager:
 
     async def reach(self, ws: str, rig_id: str) -> RigHandle:
         """The handle of a rig of this process that traffic is routed to (a dev domain's target): woken when
-        parked, and the traffic counts as its activity. ``NotFound`` when it does not run here."""
-        live = self.live(ws, rig_id)
+        parked, and the traffic counts as its activity. ``Elsewhere`` when another server runs it, ``NotFound``
+        when it does not run."""
+        live = await self.get_live(ws, rig_id)
         handle = await self.upkeep.awake(live)
         self.rigs.touch(live)
         return handle
