@@ -14,7 +14,9 @@ import base64
 import json
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -22,10 +24,12 @@ import sqlalchemy as sa
 import websockets
 
 from hangar.core.principal import Role
+from hangar.identity import IdentityService
 from hangar.rigs.devdomains.crossing import DEV_RELAY_PATH, token_target
 from hangar.rigs.model import Phase
 from hangar.rigs.store import rig_sessions
-from hangar.rpc.relay import RELAY_HEADER, RELAY_PATH, RelayTokens
+from hangar.rpc.op_caller import OpCaller
+from hangar.rpc.relay import RELAY_HEADER, RELAY_PATH, RelayTokens, principal_to_wire, vouched_target
 from tests.integration.rigs_enclosure_env import PACKS
 from tests.integration.rigs_env import RigsEnv, rigs_server
 from tests.integration.test_rigs_ops_terminal import read_until
@@ -201,14 +205,20 @@ async def test_a_holder_that_does_not_answer_is_unavailable_through_every_door(
 DEV_PORT = 18401
 
 
+async def open_on(b: ServeProcess, env: RigsEnv) -> str:
+    """A terminal rig of the test's space that server B runs (opened through it), once ready."""
+    async with RpcClient(b.ws_url, env.srv.owner_token) as via_b:
+        opened = await via_b.call("rig.open", workspace_id=env.ws, space_id=env.space, surface="terminal")
+    return await env.ready(opened)
+
+
 async def test_a_dev_domain_reaches_a_rig_another_server_runs(two: tuple[RigsEnv, ServeProcess]) -> None:
     """A rig on A asks for a dev domain of its space whose target rig B runs: A asks B for the connection, and the
     dev server's answer comes back; a port where nothing listens gets B's reason on A's 502 page. B's side answers
     servers only, for the name their token names, and never passes a connection on again."""
     env, b = two
+    on_b = await open_on(b, env)
     async with RpcClient(b.ws_url, env.srv.owner_token) as via_b:
-        opened = await via_b.call("rig.open", workspace_id=env.ws, space_id=env.space, surface="terminal")
-        on_b = await env.ready(opened)
         started = await via_b.call(
             "rig.exec",
             workspace_id=env.ws,
@@ -256,3 +266,46 @@ async def test_a_dev_domain_reaches_a_rig_another_server_runs(two: tuple[RigsEnv
     with pytest.raises(websockets.ConnectionClosed):
         await gone.recv()
     assert gone.close_code == 4404
+
+
+async def test_a_call_a_server_makes_for_a_caller_it_vouches_for_is_relayed(
+    two: tuple[RigsEnv, ServeProcess],
+) -> None:
+    """An agent's tool call or the chat bridge's (no credential of their own) for a rig another server runs is
+    relayed with the principal the server vouches for, under a token bound to the op and to that principal; the
+    holder checks that principal again itself."""
+    env, b = two
+    on_b = await open_on(b, env)
+    owner = await env.srv.ctx.service(IdentityService).authenticate(env.srv.owner_token)
+    caller = env.srv.ctx.service(OpCaller)
+    exec_args = {"workspace_id": env.ws, "rigId": on_b, "command": "echo vouched"}
+    for door in ("agent", "chat"):
+        out = await caller.call(owner, "rig.exec", exec_args, door=door)
+        assert out["exitCode"] == 0 and out["stdout"] == "vouched\n", out
+
+    # The holder's route: the principal's own checks, run there.
+    tokens = RelayTokens(env.srv.ctx.secrets, env.srv.ctx.clock)
+    narrow = replace(owner, tools=frozenset({"rig.exec"}))
+
+    async def relay(op: str, args: dict[str, Any], principal: Any, door: str, token: str) -> httpx.Response:
+        body = {"op": op, "args": args, "door": door, "principal": principal}
+        async with httpx.AsyncClient(base_url=b.url, timeout=60) as http:
+            return await http.post(RELAY_PATH, json=body, headers={RELAY_HEADER: token})
+
+    wire = principal_to_wire(narrow)
+    close_args = {"workspace_id": env.ws, "rigId": on_b}
+    refused = await relay("rig_close", close_args, wire, "agent", tokens.mint(vouched_target("rig_close", wire)))
+    assert refused.json()["error"]["code"] == "forbidden", refused.text  # not among its tools, on the holder
+    ran = await relay("rig.exec", exec_args, wire, "agent", tokens.mint(vouched_target("rig.exec", wire)))
+    assert ran.json()["ok"] and ran.json()["result"]["stdout"] == "vouched\n", ran.text
+    # A token for another principal, or for the op alone, is not good for this one.
+    for token in (tokens.mint(vouched_target("rig.exec", principal_to_wire(owner))), tokens.mint("op:rig.exec")):
+        forged = await relay("rig.exec", exec_args, wire, "agent", token)
+        assert forged.status_code == 403, forged.text
+    # A vouched caller comes through the doors of callers without a credential only, and reads as a principal.
+    good = tokens.mint(vouched_target("rig.exec", wire))
+    socket_door = await relay("rig.exec", exec_args, wire, "socket", good)
+    assert socket_door.json()["error"]["code"] == "invalid_args" and "door" in socket_door.json()["error"]["message"]
+    junk = {"user_id": ["not", "a", "string"]}
+    unread = await relay("rig.exec", exec_args, junk, "agent", tokens.mint(vouched_target("rig.exec", junk)))
+    assert unread.json()["error"]["code"] == "invalid_args" and "principal" in unread.text

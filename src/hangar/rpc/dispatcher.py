@@ -159,6 +159,8 @@ class Dispatcher:
             if not isinstance(ws, str) or not ws:
                 raise InvalidArgs("args.workspace_id must be a non-empty string", field="workspace_id")
             workspace_id = ws
+        # A principal without a credential: the server vouches for the caller (an agent, the chat bridge's person).
+        vouched = principal if not token else None
         if principal is None:  # given only by a door that checked this credential for this very request
             principal = await self.authority.authenticate(token)
         role = await self.admit(principal, spec, workspace_id)
@@ -172,8 +174,8 @@ class Dispatcher:
             space_id = getattr(parsed, "space_id", None)
             space = space_id if isinstance(space_id, str) else None
             approved = await self.guard(principal, spec, workspace_id, space, door=door, ask=ask)
-        # A call with a credential of its own can be relayed to the server holding what it names.
-        relayable = Relayable(token, raw, relayed=relayed, approved=approved) if token else None
+        # A call can be relayed to the server holding what it names, with its credential or as vouched for.
+        relayable = Relayable(token, raw, relayed=relayed, approved=approved, vouched=vouched)
         ctx = OpContext(self.app, principal, spec, workspace_id, role, req_id, door, progress, clock, relayable)
         return ctx, parsed
 
@@ -314,8 +316,8 @@ class Dispatcher:
         except StopAsyncIteration:
             return
         except Elsewhere as moved:
-            if ctx.relayable is None or ctx.relayable.relayed:
-                raise
+            if ctx.relayable is None or ctx.relayable.relayed or ctx.relayable.vouched is not None:
+                raise  # a watch is followed as its caller, over a socket, with the caller's own credential
             relayed = relay_watch(moved, ctx.spec.name, ctx.relayable)
             try:
                 yield ctx.spec.result.validate_python(await anext(relayed))

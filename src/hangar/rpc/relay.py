@@ -13,12 +13,21 @@ same answer whichever server its socket reached.
 Only servers relay: each request carries a relay token (``RelayTokens``) signed with the installation's relay key,
 kept with the other secrets (sealed in the database on PostgreSQL, so every server has it), short-lived and bound
 to the op. A relayed call is never relayed again, so a row that names the wrong server (it moved, it is stale)
-ends in an error, not a loop. A call made inside a server for a caller it vouches for (an agent, the chat
-bridge) has no credential to relay and hears the refusal.
+ends in an error, not a loop.
+
+A call made inside a server for a caller it vouches for (an agent it drives, a person the chat bridge acts for:
+doors ``agent`` and ``chat``) has no credential to carry: the relaying server vouches for it instead, sending the
+caller's ``Principal`` in the body with a relay token bound to the op and to that principal (its digest), so a
+token seen on the servers' network cannot be replayed as anyone else. The holder takes the principal as its own
+server would from its driver and runs every check on it again (reach, membership, role, guardrails, against its
+own reading of the records). Only servers hold the relay key, and any of them could act as anyone through the
+records they share, so this grants a server nothing it did not have.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import http.cookiejar
 import json
 import logging
@@ -27,12 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import pydantic
 import websockets
 
 from hangar.core.clock import Clock
+from hangar.core.principal import Principal
 from hangar.core.secrets import Secrets
 from hangar.core.signed_tokens import SignedTokens
-from hangar.errors import Elsewhere, Forbidden, HangarError, Unavailable, error_from_wire
+from hangar.errors import Elsewhere, Forbidden, HangarError, InvalidArgs, Unavailable, error_from_wire
 from hangar.httpkit.tls import client_tls
 
 log = logging.getLogger(__name__)
@@ -47,15 +58,44 @@ RELAY_TIMEOUT = httpx.Timeout(None, connect=5.0)
 MAX_WATCH_FRAME = 16 * 1024 * 1024
 
 
+# The doors of callers a server vouches for (no credential of their own): relayed with their principal.
+VOUCHED_DOORS = frozenset({"agent", "chat"})
+
+
 @dataclass(frozen=True)
 class Relayable:
-    """What a call needs to be relayed: the caller's credential and its arguments as sent. Kept out of reprs."""
+    """What a call needs to be relayed: the caller's credential, or the principal the server vouches for, and its
+    arguments as sent. Kept out of reprs."""
 
     credential: str = field(repr=False)
     raw_args: dict[str, Any] = field(repr=False)
     relayed: bool = False  # this call was relayed here: it is not relayed again
     # The caller approved this call's ask-first guardrail where it was asked (the approval's audit row is there).
     approved: bool = False
+    vouched: Principal | None = field(default=None, repr=False)  # a caller without a credential (``VOUCHED_DOORS``)
+
+
+_PRINCIPALS = pydantic.TypeAdapter(Principal)
+
+
+def principal_to_wire(principal: Principal) -> dict[str, Any]:
+    wire = dataclasses.asdict(principal)
+    wire["tools"] = sorted(principal.tools) if principal.tools is not None else None
+    return wire
+
+
+def principal_of_wire(raw: Any) -> Principal:
+    """The principal a relaying server vouched for, read back (its token checked first)."""
+    try:
+        return _PRINCIPALS.validate_python(raw, strict=False)
+    except pydantic.ValidationError:
+        raise InvalidArgs("principal: not a principal this server can read", field="principal") from None
+
+
+def vouched_target(op: str, principal_wire: Any) -> str:
+    """What a relay token for a vouched call is bound to: the op and the principal, by digest."""
+    canonical = json.dumps(principal_wire, sort_keys=True, separators=(",", ":"), default=str)
+    return f"op:{op}:as:{hashlib.sha256(canonical.encode()).hexdigest()}"
 
 
 class RelayTokens:
@@ -110,8 +150,12 @@ class OpRelay:
 
     async def call(self, moved: Elsewhere, op: str, relayable: Relayable, door: str) -> Any:
         """Run ``op`` on the server ``moved`` names, as the caller: its result in wire form, or its error raised."""
-        body = {"op": op, "args": relayable.raw_args, "door": door, "approved": relayable.approved}
-        headers = {"authorization": f"Bearer {relayable.credential}", RELAY_HEADER: self.tokens.mint(f"op:{op}")}
+        body: dict[str, Any] = {"op": op, "args": relayable.raw_args, "door": door, "approved": relayable.approved}
+        if relayable.vouched is not None:
+            body["principal"] = principal_to_wire(relayable.vouched)
+            headers = {RELAY_HEADER: self.tokens.mint(vouched_target(op, body["principal"]))}
+        else:
+            headers = {"authorization": f"Bearer {relayable.credential}", RELAY_HEADER: self.tokens.mint(f"op:{op}")}
         try:
             reply = await self._http().post(moved.origin + RELAY_PATH, json=body, headers=headers)
         except httpx.HTTPError as exc:

@@ -1,5 +1,6 @@
 """The holder's side of a relayed call (``hangar.rpc.relay``): ``POST /internal/relay/op`` from another server of
-this installation, carrying the caller's credential, the op, its arguments and the door they came through."""
+this installation, carrying the caller's credential (or the principal that server vouches for), the op, its
+arguments and the door they came through."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from hangar.errors import HangarError, InvalidArgs, UnknownOp
 from hangar.httpkit.requests import bearer_token
 from hangar.rpc.dispatcher import Dispatcher
 from hangar.rpc.endpoint import MAX_FRAME_BYTES
-from hangar.rpc.relay import RELAY_HEADER, RelayTokens
+from hangar.rpc.relay import (
+    RELAY_HEADER,
+    VOUCHED_DOORS,
+    RelayTokens,
+    principal_of_wire,
+    vouched_target,
+)
 
 # A relayed call is one of the socket's frames, with a little room for its envelope.
 MAX_RELAY_BYTES = MAX_FRAME_BYTES + 1024
@@ -33,7 +40,9 @@ async def relayed_op(request: Request) -> Response:
         op = frame.get("op") if isinstance(frame, dict) else None
         if not isinstance(op, str):
             raise InvalidArgs("a relayed call names its op", field="op")
-        RelayTokens(app.secrets, app.clock).verify(request.headers.get(RELAY_HEADER), f"op:{op}")
+        vouched = frame.get("principal")  # a caller the relaying server vouches for, or None: its credential
+        target = f"op:{op}" if vouched is None else vouched_target(op, vouched)
+        RelayTokens(app.secrets, app.clock).verify(request.headers.get(RELAY_HEADER), target)
     except HangarError as err:
         return JSONResponse({"ok": False, "error": err.to_dict()}, status_code=err.http_status)
     except ValueError:
@@ -43,14 +52,20 @@ async def relayed_op(request: Request) -> Response:
         if spec is None or spec.kind == "watch":
             raise UnknownOp(f"there is no op named {op!r} to relay")
         door = frame.get("door")
-        if door not in RELAYED_DOORS:
-            raise InvalidArgs(f"door must be one of {sorted(RELAYED_DOORS)}", field="door")
+        doors = RELAYED_DOORS if vouched is None else VOUCHED_DOORS
+        if door not in doors:
+            raise InvalidArgs(f"door must be one of {sorted(doors)}", field="door")
         args = frame.get("args")
         if not isinstance(args, dict):
             raise InvalidArgs("args must be a JSON object", field="args")
-        credential = bearer_token(request.headers.get("authorization")) or ""
+        if vouched is None:
+            credential, principal = bearer_token(request.headers.get("authorization")) or "", None
+        else:
+            credential, principal = "", principal_of_wire(vouched)
         approved = frame.get("approved") is True
-        ctx, parsed = await dispatcher.prepare(credential, None, spec, args, door=door, relayed=True, approved=approved)
+        ctx, parsed = await dispatcher.prepare(
+            credential, None, spec, args, door=door, principal=principal, relayed=True, approved=approved
+        )
         result = await dispatcher.call(ctx, parsed)
     except HangarError as err:
         return JSONResponse({"ok": False, "error": err.to_dict()})
