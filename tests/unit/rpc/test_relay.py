@@ -1,12 +1,13 @@
 """Relaying a call to the server holding what it names (``hangar.rpc.relay``): the relay token (bound to what it
 relays, short-lived, signed with the installation's key), a holder that does not answer, and which process a
-rig's row says answers for it (``hangar.rigs.lifecycle.holder``)."""
+rig's row says answers for it (``hangar.rigs.lifecycle.holder``), and a vouched caller's principal on the wire."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import socket
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,21 @@ import pytest
 import uvicorn
 
 from hangar.core.clock import FakeClock
+from hangar.core.principal import Principal
 from hangar.core.secrets import SecretsFile
-from hangar.errors import Elsewhere, Forbidden, Unavailable
+from hangar.errors import Elsewhere, Forbidden, InvalidArgs, Unavailable
 from hangar.rigs.lifecycle.holder import refuse_if_elsewhere
 from hangar.rigs.model import Phase, RigRecord, Surface
-from hangar.rpc.relay import RELAY_KEY, RELAY_TTL_S, OpRelay, Relayable, RelayTokens
+from hangar.rpc.relay import (
+    RELAY_KEY,
+    RELAY_TTL_S,
+    OpRelay,
+    Relayable,
+    RelayTokens,
+    principal_of_wire,
+    principal_to_wire,
+    vouched_target,
+)
 
 HERE, THERE = "http://10.0.0.1:8420", "http://10.0.0.2:8420"
 
@@ -150,3 +161,26 @@ async def test_the_kept_client_keeps_no_cookie_from_one_call_for_the_next(
         server.should_exit = True
         await task
     assert seen == [None, None]
+
+
+def test_a_vouched_principal_crosses_whole_and_its_token_is_bound_to_it() -> None:
+    agent = Principal(
+        "u1",
+        "d1",
+        "Ada",
+        False,
+        authority=7,
+        workspace_id="w1",
+        tools=frozenset({"rig.exec", "rig_list"}),
+        agent_id="a1",
+    )
+    wire = json.loads(json.dumps(principal_to_wire(agent)))  # as the holder reads it off the wire
+    assert principal_of_wire(wire) == agent
+    assert wire["tools"] == ["rig.exec", "rig_list"]  # sorted: the same principal gives the same digest
+    assert vouched_target("rig.exec", wire) == vouched_target("rig.exec", principal_to_wire(agent))
+    assert vouched_target("rig.exec", wire) != vouched_target("rig_close", wire)
+    wider = principal_to_wire(replace(agent, tools=None))
+    assert vouched_target("rig.exec", wider) != vouched_target("rig.exec", wire)
+    for junk in (None, "u1", {"user_id": "u1"}, {**wire, "is_server_owner": "perhaps"}):
+        with pytest.raises(InvalidArgs, match="principal"):
+            principal_of_wire(junk)
