@@ -185,6 +185,18 @@ class SealedSecrets:
             )
 
     def put(self, scope: str, name: str, value: bytes) -> None:
+        self._put(scope, name, value, replace=True)
+
+    def put_if_absent(self, scope: str, name: str, value: bytes) -> bytes:
+        """Store ``value`` unless a value is stored already; the stored one either way (two processes making the
+        same key at once agree on one)."""
+        self._put(scope, name, value, replace=False)
+        stored = self.get(scope, name)
+        if stored is None:  # deleted between the two statements: ours was stored, or nothing is
+            raise Internal(f"the sealed secret {_shown(scope, name)} in {self._database} was removed as it was made")
+        return stored
+
+    def _put(self, scope: str, name: str, value: bytes, *, replace: bool) -> None:
         key = self.key()
         sealed = key.seal(place(scope, name), value)
         stmt = _pg_insert(qualified).values(scope=scope, name=name, sealed=sealed)
@@ -200,7 +212,10 @@ class SealedSecrets:
                 with self._lock:
                     self._checked = None
                 raise Unavailable(self._other_key())
-            conn.execute(stmt.on_conflict_do_update(index_elements=["scope", "name"], set_={"sealed": sealed}))
+            if replace:
+                conn.execute(stmt.on_conflict_do_update(index_elements=["scope", "name"], set_={"sealed": sealed}))
+            else:
+                conn.execute(stmt.on_conflict_do_nothing(index_elements=["scope", "name"]))
 
     def delete(self, scope: str, name: str) -> None:
         with self._engine.begin() as conn:
@@ -250,6 +265,9 @@ class SealedSecretsFile:
 
     def set(self, key: str, value: str) -> None:
         self._store.put(SERVER_SCOPE, key, value.encode())
+
+    def set_if_absent(self, key: str, value: str) -> str:
+        return self._store.put_if_absent(SERVER_SCOPE, key, value.encode()).decode()
 
     def delete(self, key: str) -> None:
         self._store.delete(SERVER_SCOPE, key)

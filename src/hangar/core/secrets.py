@@ -39,6 +39,11 @@ class Secrets(Protocol):
 
     def set(self, key: str, value: str) -> None: ...
 
+    def set_if_absent(self, key: str, value: str) -> str:
+        """Store ``value`` unless ``key`` holds one already; the stored value either way, so processes making
+        the same secret at once (a signing key on first use) all end up with one."""
+        ...
+
     def delete(self, key: str) -> None: ...
 
     def delete_prefix(self, prefix: str) -> None: ...
@@ -112,6 +117,16 @@ class SecretsFile:
             return True
 
         self._change(put)
+
+    def set_if_absent(self, key: str, value: str) -> str:
+        stored: list[str] = []
+
+        def put(data: dict[str, str]) -> bool:
+            stored.append(data.setdefault(key, value))
+            return stored[0] is value
+
+        self._change(put)
+        return stored[0]
 
     def delete(self, key: str) -> None:
         self._change(lambda data: data.pop(key, None) is not None)

@@ -46,9 +46,8 @@ class SignedTokens:
 
     def _mac(self, signed: str) -> str:
         key = self._secrets.get(self._key_name)
-        if key is None:
-            key = secrets.token_urlsafe(32)
-            self._secrets.set(self._key_name, key)
+        if key is None:  # made on first use; made by another process meanwhile, that one is the key
+            key = self._secrets.set_if_absent(self._key_name, secrets.token_urlsafe(32))
         return _b64(hmac.new(key.encode(), signed.encode(), hashlib.sha256).digest())
 
     def mint(self, fields: dict[str, str], ttl_s: int) -> tuple[str, int]:

@@ -40,6 +40,9 @@ async def test_one_interface_on_both_engines(dialect: str, tmp_path: Path, reque
         assert s.get("agents.w.b.apiKey") == "sk-two"
         s.delete("agents.w.b.apiKey")
         assert not s.has("agents.w.b.apiKey")
+        # Made once: a second maker (another process, at the same instant) gets the first one's value.
+        assert s.set_if_absent("servers.relayKey", "first") == "first"
+        assert s.set_if_absent("servers.relayKey", "second") == "first" and s.get("servers.relayKey") == "first"
 
         for ws in ("ws-1", "ws-2"):  # a workspace's folder comes with it (SQLite's files go in it)
             (app.datadir.root / ws).mkdir()
