@@ -20,6 +20,7 @@ import pytest
 import websockets
 
 from hangar.httpkit import requests
+from hangar.server import protocols
 from hangar.server.connections import ConnectionGuard, descriptor_ceiling
 from tests.support.processes import hangar_serve
 from tests.support.server import RunningServer, running_server
@@ -260,6 +261,38 @@ async def test_a_head_must_arrive_within_the_deadline(tmp_path: Path) -> None:
         silent = await Conn.open(srv.url, "127.0.0.3")
         assert await silent.answer() == b""
         for conn in (prompt, stalled, silent):
+            conn.close()
+
+
+async def test_a_kept_connection_idles_for_the_keep_alive_and_each_later_head_has_its_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between requests a kept-alive connection is idle for up to the keep-alive timeout, longer than the head
+    deadline (clients retire idle connections before the server closes them, so none races a request onto a
+    closing one); a later head's deadline runs from its first byte; idle past the keep-alive, the connection is
+    closed without a word, not before."""
+    deadline, keep_alive = 2.0, 5
+    monkeypatch.setattr(protocols, "KEEP_ALIVE_S", keep_alive)
+    async with server(tmp_path, request_head_timeout=deadline) as (srv, _guard):
+        loop = asyncio.get_running_loop()
+        kept = await Conn.open(srv.url, "127.0.0.4")
+        for _ in range(2):
+            assert kept.send(HEAD), "closed while in use"
+            assert await kept.status() == 200
+            await asyncio.sleep(deadline * 1.5)  # idle past the head deadline, within the keep-alive
+        # A head begun after the idle wait has its own deadline, from its first byte.
+        began = loop.time()
+        kept.send(HEAD[:10])
+        assert (await kept.answer()).startswith(b"HTTP/1.1 408")
+        assert deadline - 0.2 <= loop.time() - began, loop.time() - began
+        # Left idle after an answer: closed at the keep-alive, without a word.
+        idle = await Conn.open(srv.url, "127.0.0.4")
+        idle.send(HEAD)
+        assert await idle.status() == 200
+        answered = loop.time()
+        assert await idle.answer() == b""
+        assert keep_alive - 0.2 <= loop.time() - answered, loop.time() - answered
+        for conn in (kept, idle):
             conn.close()
 
 

@@ -25,6 +25,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from hangar.rpc.endpoint import MAX_FRAME_BYTES
+from hangar.server import protocols
 from hangar.server.connections import ConnectionGuard
 from hangar.server.protocols import GuardedConfig
 
@@ -117,6 +118,7 @@ class Listener:
             # HTTP is uvicorn's httptools protocol with the head bounds of hangar.server.protocols, WebSocket its
             # sans-I/O websockets one; both under the guard.
             ws_max_size=MAX_FRAME_BYTES,
+            timeout_keep_alive=protocols.KEEP_ALIVE_S,  # read at each start: tests shorten it
             ws_ping_interval=20.0,
             proxy_headers=bool(trusted),
             forwarded_allow_ips=trusted or None,

@@ -9,7 +9,12 @@ head are counted here, from the socket, before the parser sees them:
   ``MAX_HEAD_BYTES`` is answered ``431`` and the connection closed, the rest unread;
 - **count**: a head with more than ``MAX_HEADERS`` header lines is answered ``431`` and closed;
 - **time**: a head must arrive whole within the guard's ``head_timeout`` (``408`` past it, see
-  ``hangar.server.connections``).
+  ``hangar.server.connections``), counted from the connection opening for its first head, and from the first byte
+  of each later head on a kept-alive connection. Between requests a kept-alive connection may stay idle for
+  ``KEEP_ALIVE_S`` (uvicorn's keep-alive timeout): longer than clients keep an idle connection themselves (Node's
+  undici 4 s, most others under a minute), so a client retires an idle connection before the server closes it. A
+  server closing first races the client's next request onto a closing connection, and a client cannot safely send
+  a POST again: an MCP client lost its calls that way on a loaded machine.
 
 To count a head exactly, what arrives is handed to the parser in pieces that end where a head ends (its blank
 line) or where a body of known length ends, so the bytes of the next head are never hidden inside a piece. Only a
@@ -44,6 +49,7 @@ from hangar.server.connections import (
     closing_answer,
 )
 
+KEEP_ALIVE_S = 75  # seconds, as nginx's default: above what clients keep idle connections for
 MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADERS = 100
 HEAD_TOO_LARGE = closing_answer("431 Request Header Fields Too Large", "the request head is too large\n")
@@ -95,6 +101,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._begun = False  # set by the parser when a request begins, unset when its head ends
         self._at_once: AnswerGet | None = getattr(self.app, "answer_get", None)
         self._answered = False  # the request being parsed was answered at once (no ASGI cycle)
+        self._kept = False  # a request was answered and the connection kept: idle waits are keep-alive's
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -117,6 +124,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         if not self._admitted or self.transport.is_closing():
             return
         self._unset_keepalive_if_required()
+        if self._kept and self._head_timer is None and self._waiting_for_head():
+            self._arm_head_timer()  # the first bytes of a later head: its deadline runs from here
         pos, size = 0, len(data)
         while pos < size and not self.transport.is_closing():
             if self._head is not None:
@@ -267,9 +276,13 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             super().on_message_complete()
         self._head = 0
         self._tail = b""
+        if self._answered:  # answered at once: the wait for the next head begins now
+            self._kept = True
+            self._watch_head()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        self._kept = True
         self._watch_head()
 
     def handle_websocket_upgrade(self) -> None:
@@ -294,11 +307,15 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         return self._head is not None and not in_flight and not self.pipeline
 
     def _watch_head(self) -> None:
-        """A head is awaited: make sure the deadline runs (from when the wait began). Otherwise: no deadline."""
+        """A head is awaited: make sure its deadline runs, from when the wait began on a new connection or from
+        the head's first byte on a kept one (idle before it, the connection is keep-alive's). Otherwise: none."""
         if self.transport.is_closing() or not self._waiting_for_head():
             self._stop_head_timer()
-        elif self._head_timer is None:
-            self._head_timer = self.loop.call_later(self.guard.limits.head_timeout, self._head_too_slow)
+        elif self._head_timer is None and (not self._kept or self._head):
+            self._arm_head_timer()
+
+    def _arm_head_timer(self) -> None:
+        self._head_timer = self.loop.call_later(self.guard.limits.head_timeout, self._head_too_slow)
 
     def _stop_head_timer(self) -> None:
         if self._head_timer is not None:
