@@ -34,6 +34,20 @@ class StepBody(Protocol):
     def __call__(self, step: Any, /) -> Awaitable[Any]: ...
 
 
+# A part's folders outside ``<dataDir>/<workspaceId>/`` holding files of a workspace (its pipeline run folders); a
+# folder directly inside one of the data directory's top folders, named by a generated id.
+WorkspaceFolders = Callable[[AppContext, str], Awaitable[list[Path]]]
+
+
+@dataclass(frozen=True)
+class FolderFinders:
+    """Every part's ``workspace_folders``, handed over by the composition (``server.storage`` counts them). Kept
+    beside ``Part`` rather than in the retention part, so that building a context does not import that part and,
+    through its ops, the RPC layer."""
+
+    finders: tuple[WorkspaceFolders, ...]
+
+
 @dataclass(frozen=True)
 class Part:
     """``start`` runs after the databases open (create and ``ctx.provide`` services, resume work);
@@ -53,7 +67,7 @@ class Part:
     event_floor: EventFloor | None = None
     # Folders outside ``<dataDir>/<workspaceId>/`` holding a workspace's files (counted as its own by
     # ``server.storage``): ``(app, workspace_id) -> [folders]``.
-    workspace_folders: Callable[[AppContext, str], Awaitable[list[Path]]] | None = None
+    workspace_folders: WorkspaceFolders | None = None
     start: Callable[[AppContext], Awaitable[None]] | None = None
     stop: Callable[[AppContext], Awaitable[None]] | None = None
 
