@@ -61,15 +61,20 @@ def test_the_door_writes_the_sdk_code_for_an_invalid_request() -> None:
 # PostgreSQL dialect (it loads every PostgreSQL driver's module).
 LAZY_FOR_ADMIN = ("prometheus_client", "sqlalchemy.dialects.postgresql")
 # Nor what only the server or another command needs: the relay to other servers (httpx, which loads rich and
-# click for its own command line, and websockets), the retention part (its ops stand on the RPC layer), the rigs'
-# image builder (`hangar rigs build-pack`) and the HTTP server.
+# click for its own command line, and websockets), the retention part (its ops stand on the RPC layer), the
+# identity part's ops and routes (the command opens ``IDENTITY_COMMAND_PART``), the rigs' image builder
+# (`hangar rigs build-pack`), Starlette and the HTTP server.
 SERVER_ONLY_FOR_ADMIN = (
     "httpx",
     "websockets",
     "rich",
     "hangar.rpc.relay",
+    "hangar.rpc.registry",
     "hangar.retention",
+    "hangar.identity.ops",
+    "hangar.identity.routes",
     "hangar.rigs.images.builder",
+    "starlette",
     "uvicorn",
 )
 

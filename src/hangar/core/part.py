@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-from starlette.routing import BaseRoute
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hangar.core.confine import TRUSTED_HOST_EXEC_SPEC
 from hangar.core.context import AppContext
@@ -19,6 +17,9 @@ from hangar.core.retention import EventFloor
 from hangar.core.sealed_tables import MIGRATIONS as SEALED_MIGRATIONS
 from hangar.core.settings import SettingSpec
 from hangar.core.tables import MIGRATIONS as KERNEL_MIGRATIONS
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute  # a part's routes are the server's; a command starts without Starlette
 
 # A function declared with ``@op`` (``hangar.rpc.registry``): ``(ctx, args)``, a coroutine or, for a watch, an
 # async generator. Named by its shape so the kernel does not import the RPC layer; the server's ``OpRegistry``
