@@ -79,8 +79,15 @@ def timed_command(src: Path, *args: str, row: str | None = None) -> float:
     return took
 
 
-def serve_ready(src: Path, data: Path) -> float:
-    """Seconds from spawn until ``hangar serve`` prints its ``server:`` line; the server is then stopped."""
+def cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) the running process ``pid`` has used so far (Linux's ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def serve_ready(src: Path, data: Path, row: str | None = None) -> float:
+    """Seconds from spawn until ``hangar serve`` prints its ``server:`` line; the server is then stopped. Its CPU
+    seconds until then are kept under ``row``."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         [
@@ -105,7 +112,10 @@ def serve_ready(src: Path, data: Path) -> float:
         seen: list[str] = []
         for line in proc.stdout:
             if line.startswith("server: "):
-                return time.perf_counter() - start
+                took = time.perf_counter() - start
+                if row is not None:
+                    CPU.setdefault(row, []).append(cpu_of(proc.pid))
+                return took
             seen.append(line)
         raise RuntimeError(f"hangar serve ended before it was ready: {''.join(seen)[-2000:]}")
     finally:
@@ -201,9 +211,11 @@ def sample_once(n: int, src: Path, tmp: Path, data: Path, run_id: str, tag: str)
     }
     fresh = tmp / f"serve-{n}"
     timed_command(src, "admin", "owner-token", "--data-dir", str(fresh))
-    results["hangar serve --no-site: until ready"] = serve_ready(src, fresh)
+    ready = "hangar serve --no-site: until ready"
+    results[ready] = serve_ready(src, fresh, row=f"{ready}{tag}")
     # The same data directory started again: every database at head, as a restart finds it.
-    results["hangar serve --no-site: again"] = serve_ready(src, fresh)
+    again = "hangar serve --no-site: again"
+    results[again] = serve_ready(src, fresh, row=f"{again}{tag}")
     return results
 
 
