@@ -12,10 +12,11 @@ Bytecode: by default the processes keep compiled modules in a private cache that
 installed Hangar does; ``--no-bytecode`` compiles every module at every start instead (what a process sees under
 ``PYTHONDONTWRITEBYTECODE``).
 
-The peer, in the same run: ``--peer-src`` times another checkout's ``src`` (the code before a change) one after the
-other with ``--src``, and every run also times the bare interpreter (``python -c pass``) and an
-import of SQLAlchemy alone, the floor any command of this layout pays. Targets (issue 30): ``hangar serve`` ready
-under 1.5 s and ``hangar admin`` commands under 0.6 s on a warm machine; the bench says which medians miss them.
+The peer, in the same run: ``--peer-src`` times another checkout's ``src`` (the code before a change) round by
+round with ``--src`` (each round times every command of one checkout, then of the other), and every run also
+times the bare interpreter (``python -c pass``) and an import of SQLAlchemy alone, the floor any command of this
+layout pays. Targets (issue 30): ``hangar serve`` ready under 1.5 s and ``hangar admin`` commands under 0.6 s on
+a warm machine; the bench says which medians miss them.
 
 Run: .venv/bin/python bench/bench_startup.py [--samples 5] [--src path/to/src] [--peer-src path/to/src]
 [--no-bytecode]
@@ -78,8 +79,15 @@ def timed_command(src: Path, *args: str, row: str | None = None) -> float:
     return took
 
 
-def serve_ready(src: Path, data: Path) -> float:
-    """Seconds from spawn until ``hangar serve`` prints its ``server:`` line; the server is then stopped."""
+def cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) the running process ``pid`` has used so far (Linux's ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def serve_ready(src: Path, data: Path, row: str | None = None) -> float:
+    """Seconds from spawn until ``hangar serve`` prints its ``server:`` line; the server is then stopped. Its CPU
+    seconds until then are kept under ``row``."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         [
@@ -104,7 +112,10 @@ def serve_ready(src: Path, data: Path) -> float:
         seen: list[str] = []
         for line in proc.stdout:
             if line.startswith("server: "):
-                return time.perf_counter() - start
+                took = time.perf_counter() - start
+                if row is not None:
+                    CPU.setdefault(row, []).append(cpu_of(proc.pid))
+                return took
             seen.append(line)
         raise RuntimeError(f"hangar serve ended before it was ready: {''.join(seen)[-2000:]}")
     finally:
@@ -140,9 +151,14 @@ def main(samples: int, src: Path, bytecode: bool, peer: Path | None = None) -> N
             floor.setdefault("python -c pass", []).append(timed_python(src, "pass"))
             floor.setdefault("python -c 'import sqlalchemy'", []).append(timed_python(src, "import sqlalchemy"))
         checkouts = {"": src} if peer is None else {"": src, " (peer)": peer}
+        prepared = {tag: prepare(where, tmp / f"run{len(tag)}") for tag, where in checkouts.items()}
         results: dict[str, list[float]] = {}
-        for tag, where in checkouts.items():
-            results.update({f"{k}{tag}": v for k, v in sample(samples, where, tmp / f"run{len(tag)}", tag).items()})
+        # Round by round, the checkouts one after the other: a load that changes during the run (other work on the
+        # machine) weighs on both alike rather than on whichever ran last.
+        for n in range(samples):
+            for tag, where in checkouts.items():
+                for k, v in sample_once(n, where, *prepared[tag], tag).items():
+                    results.setdefault(f"{k}{tag}", []).append(v)
     cache = "compiled modules cached" if bytecode else "no bytecode cache"
     print(
         f"{samples} samples each, {cache}; seconds (spawn to exit; for serve, spawn to its `server:` line); "
@@ -162,11 +178,10 @@ def main(samples: int, src: Path, bytecode: bool, peer: Path | None = None) -> N
         print(f"BELOW TARGET: {line}")
 
 
-def sample(samples: int, src: Path, tmp: Path, tag: str) -> dict[str, list[float]]:
-    """``samples`` timings of each command of the checkout at ``src`` (its data directories under ``tmp``)."""
-    results: dict[str, list[float]] = {}
+def prepare(src: Path, tmp: Path) -> tuple[Path, Path, str]:
+    """The folders and the run the samples of the checkout at ``src`` use (under ``tmp``): a data directory with
+    one finished run (its id), for the pipeline command; the bytecode cache warmed up."""
     tmp.mkdir()
-    # A data directory with one finished run, for the pipeline command.
     data = tmp / "data"
     template = tmp / "trivial.json"
     template.write_text(json.dumps(TRIVIAL))
@@ -177,24 +192,30 @@ def sample(samples: int, src: Path, tmp: Path, tag: str) -> dict[str, list[float
         text=True,
         check=True,
     )
-    run_id = json.loads(run.stdout)["runId"]
     # Warm-up (fills the bytecode cache with what the server and the commands import).
     serve_ready(src, tmp / "warm-up")
-    for n in range(samples):
-        results.setdefault("hangar --help", []).append(timed_command(src, "--help", row=f"hangar --help{tag}"))
-        results.setdefault("hangar admin owner-token", []).append(
-            timed_command(src, "admin", "owner-token", "--data-dir", str(data), row=f"hangar admin owner-token{tag}")
-        )
-        results.setdefault("hangar pipeline show RUN", []).append(
-            timed_command(
-                src, "pipeline", "show", run_id, "--data-dir", str(data), row=f"hangar pipeline show RUN{tag}"
-            )
-        )
-        fresh = tmp / f"serve-{n}"
-        timed_command(src, "admin", "owner-token", "--data-dir", str(fresh))
-        results.setdefault("hangar serve --no-site: until ready", []).append(serve_ready(src, fresh))
-        # The same data directory started again: every database at head, as a restart finds it.
-        results.setdefault("hangar serve --no-site: again", []).append(serve_ready(src, fresh))
+    return tmp, data, json.loads(run.stdout)["runId"]
+
+
+def sample_once(n: int, src: Path, tmp: Path, data: Path, run_id: str, tag: str) -> dict[str, float]:
+    """One timing of each command of the checkout at ``src`` (sample ``n``, its fresh data directories under
+    ``tmp``)."""
+    results = {
+        "hangar --help": timed_command(src, "--help", row=f"hangar --help{tag}"),
+        "hangar admin owner-token": timed_command(
+            src, "admin", "owner-token", "--data-dir", str(data), row=f"hangar admin owner-token{tag}"
+        ),
+        "hangar pipeline show RUN": timed_command(
+            src, "pipeline", "show", run_id, "--data-dir", str(data), row=f"hangar pipeline show RUN{tag}"
+        ),
+    }
+    fresh = tmp / f"serve-{n}"
+    timed_command(src, "admin", "owner-token", "--data-dir", str(fresh))
+    ready = "hangar serve --no-site: until ready"
+    results[ready] = serve_ready(src, fresh, row=f"{ready}{tag}")
+    # The same data directory started again: every database at head, as a restart finds it.
+    again = "hangar serve --no-site: again"
+    results[again] = serve_ready(src, fresh, row=f"{again}{tag}")
     return results
 
 

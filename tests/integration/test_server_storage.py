@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hangar.retention.storage import FolderFinders, measure
+from hangar.core.part import FolderFinders
+from hangar.retention.storage import measure
 from tests.support.rpc import RpcClient, RpcError
 from tests.support.server import running_server
 

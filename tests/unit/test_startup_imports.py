@@ -16,9 +16,11 @@ from hangar.rpc.mcp import wire
 SRC = Path(__file__).resolve().parents[2] / "src"
 # The MCP SDK (the /mcp door, the website's MCP server), SCIM's models (the first SCIM request), the progress
 # display (`hangar rigs build-pack`), and what every command that opens a data directory needs but `--help` does not.
-# numpy: the meetings' diarisation, loaded when a meeting is diarised.
+# numpy: the meetings' diarisation, loaded when a meeting is diarised. slack_sdk: the Slack provider's client
+# (its package loads the whole Web API client and block models), loaded when a workspace first calls Slack.
+# githubkit (with PyJWT and its HTTP cache): loaded when the server first calls a forge.
 LAZY_FOR_CLI = ("mcp", "mcp_types", "scim2_models", "rich", "sqlalchemy", "alembic", "pydantic", "hangar.server")
-LAZY_FOR_SERVER = ("mcp", "mcp_types", "scim2_models", "hangar.site", "numpy")
+LAZY_FOR_SERVER = ("mcp", "mcp_types", "scim2_models", "hangar.site", "numpy", "slack_sdk", "githubkit")
 
 
 def loaded_after(code: str, modules: tuple[str, ...]) -> list[str]:
@@ -41,7 +43,7 @@ def test_the_probe_sees_what_is_loaded() -> None:
     assert {"mcp", "mcp_types", "pydantic"} <= set(loaded) and "scim2_models" not in loaded
 
 
-def test_building_the_server_loads_neither_the_mcp_sdk_nor_scim_models(tmp_path: Path) -> None:
+def test_building_the_server_loads_none_of_the_libraries_only_some_requests_need(tmp_path: Path) -> None:
     code = (
         "from hangar.config import Settings\n"
         "from hangar.server.app import build_server\n"
@@ -58,6 +60,23 @@ def test_the_door_writes_the_sdk_code_for_an_invalid_request() -> None:
 # What an admin command on SQLite does not use: the metrics library (nothing is counted) and SQLAlchemy's
 # PostgreSQL dialect (it loads every PostgreSQL driver's module).
 LAZY_FOR_ADMIN = ("prometheus_client", "sqlalchemy.dialects.postgresql")
+# Nor what only the server or another command needs: the relay to other servers (httpx, which loads rich and
+# click for its own command line, and websockets), the retention part (its ops stand on the RPC layer), the
+# identity part's ops and routes (the command opens ``IDENTITY_COMMAND_PART``), the rigs' image builder
+# (`hangar rigs build-pack`), Starlette and the HTTP server.
+SERVER_ONLY_FOR_ADMIN = (
+    "httpx",
+    "websockets",
+    "rich",
+    "hangar.rpc.relay",
+    "hangar.rpc.registry",
+    "hangar.retention",
+    "hangar.identity.ops",
+    "hangar.identity.routes",
+    "hangar.rigs.images.builder",
+    "starlette",
+    "uvicorn",
+)
 
 
 def test_an_admin_command_on_sqlite_loads_neither_the_metrics_library_nor_the_postgresql_dialect(
@@ -71,7 +90,7 @@ def test_an_admin_command_on_sqlite_loads_neither_the_metrics_library_nor_the_po
     # The first run creates the data directory (migrating loads Alembic and more); the second finds it at head, as
     # every admin command after installation does.
     loaded_after(code, ())
-    assert loaded_after(code, LAZY_FOR_ADMIN) == []
+    assert loaded_after(code, LAZY_FOR_ADMIN + SERVER_ONLY_FOR_ADMIN) == []
 
 
 def test_a_server_that_counts_loads_the_metrics_library() -> None:

@@ -47,9 +47,9 @@ def owner_token(
 
     async def run() -> str:
         from hangar.identity import IdentityService
-        from hangar.identity.part import IDENTITY_PART
+        from hangar.identity.command_part import IDENTITY_COMMAND_PART
 
-        async with open_context(settings, parts=[IDENTITY_PART]) as ctx:
+        async with open_context(settings, parts=[IDENTITY_COMMAND_PART]) as ctx:
             owner = await ctx.service(IdentityService).ensure_server_owner()
             return await ctx.service(IdentityService).issue_device(owner.id, name)
 
@@ -80,9 +80,9 @@ def sign_in_link_cmd(
     origin = url or recorded_origin(settings.data_dir) or web_origin(settings)
 
     async def run() -> str:
-        from hangar.identity.part import IDENTITY_PART
+        from hangar.identity.command_part import IDENTITY_COMMAND_PART
 
-        async with open_context(settings, parts=[IDENTITY_PART]) as ctx:
+        async with open_context(settings, parts=[IDENTITY_COMMAND_PART]) as ctx:
             return await mint_owner_link(ctx, origin)
 
     typer.echo(asyncio.run(run()))
@@ -108,9 +108,9 @@ def trusted_host_exec_cmd(
 
     async def run() -> None:
         from hangar.identity import IdentityService
-        from hangar.identity.part import IDENTITY_PART
+        from hangar.identity.command_part import IDENTITY_COMMAND_PART
 
-        async with open_context(settings, parts=[IDENTITY_PART]) as ctx:
+        async with open_context(settings, parts=[IDENTITY_COMMAND_PART]) as ctx:
             await ctx.service(IdentityService).set_setting(SETTING_TRUSTED_HOST_EXEC, state == "on")
 
     asyncio.run(run())
@@ -151,9 +151,9 @@ def _list_setting(
 
     async def run() -> list[str]:
         from hangar.identity import IdentityService
-        from hangar.identity.part import IDENTITY_PART
+        from hangar.identity.command_part import IDENTITY_COMMAND_PART
 
-        async with open_context(settings, parts=[IDENTITY_PART, declared]) as ctx:
+        async with open_context(settings, parts=[IDENTITY_COMMAND_PART, declared]) as ctx:
             identity = ctx.service(IdentityService)
             if clear or values:
                 await identity.set_setting(key, list(values or []))
@@ -291,9 +291,9 @@ def setting_cmd(
 
     async def run() -> list[tuple[str, object]]:
         from hangar.identity import IdentityService
-        from hangar.identity.part import IDENTITY_PART
+        from hangar.identity.command_part import IDENTITY_COMMAND_PART
 
-        async with open_context(settings, parts=[IDENTITY_PART, declared]) as ctx:
+        async with open_context(settings, parts=[IDENTITY_COMMAND_PART, declared]) as ctx:
             identity = ctx.service(IdentityService)
             if key is not None and value is not None:
                 await identity.set_setting(key, parsed)
@@ -430,9 +430,9 @@ def backups_cmd(
 
     async def run() -> list[sa.Row[tuple[object, ...]]]:
         from hangar.backup.part import BACKUP_PART
-        from hangar.identity.part import IDENTITY_PART
+        from hangar.identity.command_part import IDENTITY_COMMAND_PART
 
-        async with open_context(settings, parts=[IDENTITY_PART, BACKUP_PART]) as ctx:
+        async with open_context(settings, parts=[IDENTITY_COMMAND_PART, BACKUP_PART]) as ctx:
             query = sa.select(backup_runs).order_by(backup_runs.c.started_at.desc()).limit(last)
             async with ctx.dbs.server.connect() as conn:
                 return list((await conn.execute(query)).all())
@@ -456,10 +456,10 @@ def retention_cmd(data_dir: DataDirOpt = None, database_url: DatabaseUrlOpt = No
     settings = command_settings(data_dir, database_url)
 
     async def run() -> list[str]:
-        from hangar.identity.part import IDENTITY_PART
+        from hangar.identity.command_part import IDENTITY_COMMAND_PART
         from hangar.retention import RETENTION_PART
 
-        async with open_context(settings, parts=[IDENTITY_PART, RETENTION_PART]) as ctx:
+        async with open_context(settings, parts=[IDENTITY_COMMAND_PART, RETENTION_PART]) as ctx:
             schedule = ctx.service(RetentionSchedule)
             events = await schedule.days(EVENTS_SETTING, DEFAULT_EVENTS_DAYS)
             audit = await schedule.days(AUDIT_SETTING, DEFAULT_AUDIT_DAYS)

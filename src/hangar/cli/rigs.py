@@ -7,15 +7,17 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hangar.cli.root import DataDirOpt, settings_from
 from hangar.errors import HangarError
-from hangar.rigs.images.builder import PACK_NAME, STEPS, PackRecipe, ensure_pack
-from hangar.rigs.images.packs import step_numbers
+from hangar.rigs.images.packrecipe import PACK_NAME
 from hangar.rigs.images.recipes import ALL, recipe_named
+
+if TYPE_CHECKING:
+    from hangar.rigs.images.packrecipe import PackRecipe
 
 rigs_app = typer.Typer(help="Rig machines: image packs and host checks.", no_args_is_help=True)
 
@@ -60,9 +62,12 @@ def build_pack(
 def _build_one(packs: Path, recipe: PackRecipe, apt_root: Path | None) -> None:
     """One pack with its progress: a bar on a terminal that ends as one line, else a line per step (a log
     reads those)."""
-    # Imported here: the progress display is heavy, and every other command starts without it.
+    # Imported here: the progress display and the builder are heavy, and every other command starts without them.
     from rich.console import Console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from hangar.rigs.images.builder import STEPS, ensure_pack
+    from hangar.rigs.images.packs import step_numbers
 
     console = Console(stderr=True)
     if not console.is_terminal:

@@ -36,7 +36,9 @@ class DomainEvent(BaseModel):
     read back, because events recorded before the payload went camelCase are stored in snake_case (``parse``,
     ``EventRegistry.wire_payload``). Every field is always sent, defaults included."""
 
+    # Each event model's validator is built when the event is first made or read, not at import (start-up time).
     model_config = ConfigDict(
+        defer_build=True,
         frozen=True,
         extra="forbid",
         alias_generator=to_camel,

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-from starlette.routing import BaseRoute
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hangar.core.confine import TRUSTED_HOST_EXEC_SPEC
 from hangar.core.context import AppContext
@@ -19,6 +17,9 @@ from hangar.core.retention import EventFloor
 from hangar.core.sealed_tables import MIGRATIONS as SEALED_MIGRATIONS
 from hangar.core.settings import SettingSpec
 from hangar.core.tables import MIGRATIONS as KERNEL_MIGRATIONS
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute  # a part's routes are the server's; a command starts without Starlette
 
 # A function declared with ``@op`` (``hangar.rpc.registry``): ``(ctx, args)``, a coroutine or, for a watch, an
 # async generator. Named by its shape so the kernel does not import the RPC layer; the server's ``OpRegistry``
@@ -32,6 +33,20 @@ class StepBody(Protocol):
     here; the pipelines part checks each body's declaration when it builds its registry."""
 
     def __call__(self, step: Any, /) -> Awaitable[Any]: ...
+
+
+# A part's folders outside ``<dataDir>/<workspaceId>/`` holding files of a workspace (its pipeline run folders); a
+# folder directly inside one of the data directory's top folders, named by a generated id.
+WorkspaceFolders = Callable[[AppContext, str], Awaitable[list[Path]]]
+
+
+@dataclass(frozen=True)
+class FolderFinders:
+    """Every part's ``workspace_folders``, handed over by the composition (``server.storage`` counts them). Kept
+    beside ``Part`` rather than in the retention part, so that building a context does not import that part and,
+    through its ops, the RPC layer."""
+
+    finders: tuple[WorkspaceFolders, ...]
 
 
 @dataclass(frozen=True)
@@ -53,7 +68,7 @@ class Part:
     event_floor: EventFloor | None = None
     # Folders outside ``<dataDir>/<workspaceId>/`` holding a workspace's files (counted as its own by
     # ``server.storage``): ``(app, workspace_id) -> [folders]``.
-    workspace_folders: Callable[[AppContext, str], Awaitable[list[Path]]] | None = None
+    workspace_folders: WorkspaceFolders | None = None
     start: Callable[[AppContext], Awaitable[None]] | None = None
     stop: Callable[[AppContext], Awaitable[None]] | None = None
 

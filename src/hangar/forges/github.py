@@ -16,17 +16,20 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
-from githubkit import AppAuthStrategy, GitHub, TokenAuthStrategy
-from githubkit.cache import MemCacheStrategy
-from githubkit.exception import GitHubException, RequestError, RequestFailed
 
 from hangar.errors import HangarError, InvalidArgs, Refused, Unavailable
 from hangar.forges.reach import Route, tls_context
 from hangar.forges.store import ForgeConnection
+
+if TYPE_CHECKING:
+    # githubkit (with its JWT, HTTP cache and pydantic models) is imported by the calls themselves: most servers
+    # never call a forge, and it was a good share of a server's start.
+    from githubkit import AppAuthStrategy, GitHub, TokenAuthStrategy
+    from githubkit.exception import RequestFailed
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,9 @@ def check_private_key(pem: str) -> str:
 def client(api_url: str, auth: AppAuthStrategy | TokenAuthStrategy, route: Route) -> GitHub[Any]:
     """A client for one call; a workspace admin's connection's held to the addresses of ``route`` (no proxy from
     the environment, no redirect followed: either would reach a host nobody checked)."""
+    from githubkit import GitHub
+    from githubkit.cache import MemCacheStrategy
+
     pinned = route.transport()
     return GitHub(
         auth,
@@ -78,13 +84,24 @@ def client(api_url: str, auth: AppAuthStrategy | TokenAuthStrategy, route: Route
     )
 
 
+def token_client(api_url: str, token: str, route: Route) -> GitHub[Any]:
+    """``client`` acting with ``token`` (a token connection's, or an installation token)."""
+    from githubkit import TokenAuthStrategy
+
+    return client(api_url, TokenAuthStrategy(token), route)
+
+
 def _app_auth(connection: ForgeConnection) -> AppAuthStrategy:
+    from githubkit import AppAuthStrategy
+
     assert connection.app_id is not None and connection.private_key is not None
     return AppAuthStrategy(connection.app_id, connection.private_key)
 
 
 @asynccontextmanager
 async def calling(what: str, host: str) -> AsyncIterator[None]:
+    from githubkit.exception import GitHubException, RequestError, RequestFailed
+
     try:
         yield
     except RequestFailed as exc:
@@ -121,7 +138,7 @@ async def authenticated_login(connection: ForgeConnection, route: Route) -> str:
     """Whose token it is (its login); the check of a token connection."""
     assert connection.token is not None
     async with (
-        client(connection.api_url, TokenAuthStrategy(connection.token), route) as gh,
+        token_client(connection.api_url, connection.token, route) as gh,
         calling("identify the token", connection.host),
     ):
         return str((await gh.rest.users.async_get_authenticated()).parsed_data.login)
@@ -178,7 +195,7 @@ async def mint(
 async def revoke(connection: ForgeConnection, token: str, route: Route) -> None:
     """End an installation token before its hour is up."""
     async with (
-        client(connection.api_url, TokenAuthStrategy(token), route) as gh,
+        token_client(connection.api_url, token, route) as gh,
         calling("revoke an installation token", connection.host),
     ):
         await gh.rest.apps.async_revoke_installation_access_token()

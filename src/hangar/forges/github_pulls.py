@@ -16,15 +16,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
-
-from githubkit import GitHub, TokenAuthStrategy
-from githubkit.exception import RequestFailed
+from typing import TYPE_CHECKING, Any, cast
 
 from hangar.errors import NotFound, Unavailable
 from hangar.forges import github
 from hangar.forges.reach import Route
 from hangar.forges.store import ForgeConnection
+
+if TYPE_CHECKING:
+    from githubkit import GitHub  # imported by the calls (``github.client``): see there
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +113,8 @@ def retry_at(headers: Any, now: float) -> float | None:
 
 @asynccontextmanager
 async def _reading(what: str, host: str) -> AsyncIterator[None]:
+    from githubkit.exception import RequestFailed  # here, as in ``github.calling``
+
     try:
         async with github.calling(what, host):
             try:
@@ -138,12 +140,12 @@ async def reader(connection: ForgeConnection, full_name: str, route: Route) -> A
     connection's token."""
     if connection.kind == "token":
         assert connection.token is not None
-        async with github.client(connection.api_url, TokenAuthStrategy(connection.token), route) as gh:
+        async with github.token_client(connection.api_url, connection.token, route) as gh:
             yield gh
         return
     async with (
         github.minted_for(connection, [full_name], route, READ_PERMISSIONS) as minted,
-        github.client(connection.api_url, TokenAuthStrategy(minted.token), route) as gh,
+        github.token_client(connection.api_url, minted.token, route) as gh,
     ):
         yield gh
 

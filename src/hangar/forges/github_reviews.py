@@ -22,17 +22,17 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
-
-from githubkit import TokenAuthStrategy
-from githubkit.exception import RequestFailed
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hangar.core.clock import Clock, SystemClock
 from hangar.errors import InvalidArgs, Unavailable
-from hangar.forges.github import calling, client
+from hangar.forges.github import calling, token_client
 from hangar.forges.github_pulls import retry_at
 from hangar.forges.reach import Route
 from hangar.forges.store import ForgeConnection
+
+if TYPE_CHECKING:
+    from githubkit.exception import RequestFailed  # imported by the calls (``github.client``): see there
 
 T = TypeVar("T")
 
@@ -121,6 +121,8 @@ def _wait_or_raise(exc: RequestFailed, attempt: int, what: str, host: str, now: 
 
 async def retrying(what: str, host: str, call: Callable[[], Awaitable[T]], clock: Clock) -> T:
     """``call`` with the retries of the module's docstring; GitHub's refusals become ``Refused``."""
+    from githubkit.exception import RequestFailed  # here, as in ``github.calling``
+
     attempt = 1
     while True:
         async with calling(what, host):
@@ -144,7 +146,7 @@ class PullRequest:
     clock: Clock = field(default_factory=SystemClock)  # waits and "now" for the retries
 
     def client(self) -> Any:
-        return client(self.connection.api_url, TokenAuthStrategy(self.token), self.route)
+        return token_client(self.connection.api_url, self.token, self.route)
 
     @property
     def owner_and_name(self) -> tuple[str, str]:
@@ -215,6 +217,8 @@ async def post_review(
     owner, name = pr.owner_and_name
 
     async def once() -> PostedReview:
+        from githubkit.exception import RequestFailed  # here, as in ``github.calling``
+
         earlier = await find_review(pr, marker, author)
         if earlier is not None:
             return earlier

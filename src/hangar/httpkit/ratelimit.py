@@ -25,16 +25,19 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-
-from starlette.requests import Request
-from starlette.responses import Response
+from typing import TYPE_CHECKING
 
 from hangar.core.netaddr import address_key
 from hangar.errors import Refused
 
+if TYPE_CHECKING:
+    # Named for typing only: every context holds ``RateLimits``, commands' included, which start without Starlette.
+    from starlette.requests import Request
+    from starlette.responses import Response
+
 log = logging.getLogger("hangar.ratelimit")
 
-Handler = Callable[[Request], Awaitable[Response]]
+Handler = Callable[["Request"], Awaitable["Response"]]
 MAX_CLIENTS = 10_000  # buckets kept per kind; the oldest go first
 
 

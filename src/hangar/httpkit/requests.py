@@ -9,11 +9,15 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-
-from starlette.requests import ClientDisconnect, Request
-from starlette.types import Message, Receive
+from typing import TYPE_CHECKING
 
 from hangar.errors import InvalidArgs
+
+if TYPE_CHECKING:
+    # Named for typing only: ``bearer_token`` is read by commands too (the identity part's authentication), which
+    # start without Starlette.
+    from starlette.requests import Request
+    from starlette.types import Message, Receive
 
 BODY_TIMEOUT_S = 30.0
 
@@ -47,6 +51,8 @@ async def read_body(request: Request, limit: int) -> bytes:
             while True:
                 message = await request.receive()
                 if message["type"] == "http.disconnect":
+                    from starlette.requests import ClientDisconnect  # loaded by then: a request came
+
                     raise ClientDisconnect()
                 chunk: bytes = message.get("body", b"")
                 if not body and not message.get("more_body", False) and len(chunk) <= limit:

@@ -8,9 +8,10 @@ is counted in memory (``last_use``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
-from starlette.requests import HTTPConnection
 
 from hangar.core.clock import Clock
 from hangar.core.ids import token_hash
@@ -24,6 +25,9 @@ from hangar.identity.last_use import LastUses
 from hangar.identity.models import Device, User
 from hangar.identity.server_settings import ServerSettings
 from hangar.identity.users import Users
+
+if TYPE_CHECKING:
+    from starlette.requests import HTTPConnection  # the server's; a command authenticates nobody
 
 
 def principal_of(device: Device, user: User, owner_id: str | None, version: int) -> Principal:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hangar.core.part import OpFunction
+from hangar.core.part import FolderFinders, OpFunction
 from hangar.core.types import Timestamp
 from hangar.retention.schedule import (
     AUDIT_SETTING,
@@ -11,7 +11,7 @@ from hangar.retention.schedule import (
     EVENTS_SETTING,
     RetentionSchedule,
 )
-from hangar.retention.storage import FolderFinders, measure
+from hangar.retention.storage import measure
 from hangar.rpc.context import OpContext
 from hangar.rpc.registry import NoArgs, Result, op
 

@@ -19,7 +19,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,21 +27,11 @@ import sqlalchemy as sa
 
 from hangar.core.beneath import open_anchor, walk
 from hangar.core.context import AppContext
+from hangar.core.part import WorkspaceFolders
 from hangar.core.postgresql import SERVER_SCHEMA, workspace_schema
 
 BUDGET_S = 10.0
 _JOURNALS = ("", "-wal", "-shm", "-journal")
-
-# A part's folders outside ``<dataDir>/<workspaceId>/`` holding files of a workspace (its pipeline run folders); a
-# folder directly inside one of the data directory's top folders, named by a generated id.
-WorkspaceFolders = Callable[[AppContext, str], Awaitable[list[Path]]]
-
-
-@dataclass(frozen=True)
-class FolderFinders:
-    """Every part's ``workspace_folders``, handed over by the composition."""
-
-    finders: tuple[WorkspaceFolders, ...]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -13,7 +13,10 @@ from hangar.core.metrics import Stopwatch
 from hangar.core.principal import Principal, Role
 from hangar.errors import WorkspaceRequired
 from hangar.rpc.registry import OpSpec
-from hangar.rpc.relay import Relayable
+
+if TYPE_CHECKING:
+    # Only the dispatcher makes one; the relay module loads httpx and websockets, which a command never needs.
+    from hangar.rpc.relay import Relayable
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,10 @@ class Args(BaseModel):
     field is camelCase on the wire and accepted in snake_case too. Unknown fields are refused, naming the field;
     a field declared with its own alias keeps it (and its Python name is accepted, ``populate_by_name``)."""
 
+    # defer_build: a model's validator is built when it is first used, not when its module is imported; the server
+    # imports a few hundred of them at start and a request uses a handful.
     model_config = ConfigDict(
+        defer_build=True,
         extra="forbid",
         populate_by_name=True,
         alias_generator=AliasGenerator(validation_alias=_both_spellings, serialization_alias=to_camel),
@@ -90,8 +93,10 @@ class Result(BaseModel):
     """Base for op result models: fields are snake_case in Python and camelCase on the wire (the wire
     convention); a field whose contract spells it otherwise says so with ``serialization_alias``."""
 
-    # A field with a default is always sent, so the schema of the wire form lists it as required.
+    # A field with a default is always sent, so the schema of the wire form lists it as required. Built on first use,
+    # as ``Args`` is.
     model_config = ConfigDict(
+        defer_build=True,
         alias_generator=to_camel,
         populate_by_name=True,
         from_attributes=True,

@@ -20,7 +20,7 @@ from hangar.core.event_types import EventRegistry
 from hangar.core.events import EventBus
 from hangar.core.metrics import Metrics
 from hangar.core.outbox import Outbox
-from hangar.core.part import Part, kernel_part
+from hangar.core.part import FolderFinders, Part, kernel_part
 from hangar.core.retention import EventFloors
 from hangar.core.sealed import SealedSecrets, SealedSecretsFile
 from hangar.core.secretkey import KEY_FILE
@@ -29,7 +29,6 @@ from hangar.core.settings import WorkspaceSettings
 from hangar.httpkit.ratelimit import RateLimits
 from hangar.identity.authority import AUTHORITY
 from hangar.identity.service import IdentityService
-from hangar.retention.storage import FolderFinders
 from hangar.server.deletion import tables as deletions
 
 log = logging.getLogger(__name__)

@@ -11,6 +11,7 @@ and at most ``limit`` bytes read.
 
 from __future__ import annotations
 
+import functools
 import ssl
 
 import httpx
@@ -22,7 +23,13 @@ from hangar.errors import Forbidden, InvalidArgs
 from hangar.workspace import TRUSTED_REPO_HOSTS_FIX, trusted_repo_hosts
 
 FETCH_TIME_S = 30.0
-_TLS = ssl.create_default_context()
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The system's verifying context, made on the first download: making it loads the CA bundle, which a server's
+    start need not pay for."""
+    return ssl.create_default_context()
 
 
 async def _addresses(app: AppContext, target: Target, field: str, url: str) -> list[str]:
@@ -51,7 +58,7 @@ async def fetch(app: AppContext, url: str, *, by_owner: bool, limit: int, field:
         raise InvalidArgs(f"{field}: {exc}", field=field) from None
     addresses = [target.host] if by_owner else await _addresses(app, target, field, url)
     timeout = httpx.Timeout(FETCH_TIME_S)
-    async with httpx.AsyncClient(trust_env=False, verify=_TLS, follow_redirects=False, timeout=timeout) as client:
+    async with httpx.AsyncClient(trust_env=False, verify=_tls(), follow_redirects=False, timeout=timeout) as client:
         for n, address in enumerate(addresses):
             request = client.build_request(
                 "GET",

@@ -41,15 +41,21 @@ from hangar.rigs.images import mirror, versions
 from hangar.rigs.images.archive import release_dates, stamp
 from hangar.rigs.images.mirror import debian_sources
 
-RELEASE = "bookworm"
+# Kept apart so that naming the packs does not load the builder; re-exported, since every caller building a pack
+# names the terminal's recipe here.
+from hangar.rigs.images.packrecipe import BASE_REVISION as BASE_REVISION
+from hangar.rigs.images.packrecipe import PACK_NAME as PACK_NAME
+from hangar.rigs.images.packrecipe import PACKAGES as PACKAGES
+from hangar.rigs.images.packrecipe import RELEASE as RELEASE
+from hangar.rigs.images.packrecipe import TERMINAL as TERMINAL
+from hangar.rigs.images.packrecipe import TOOLSET_REVISION as TOOLSET_REVISION
+from hangar.rigs.images.packrecipe import PackRecipe as PackRecipe
+
 MARKER = ".hangar-pack.json"
 # The marker's format: 2 means built from the release with its -updates and -security suites. A pack built
 # before (from the release alone: browsers without their security fixes) is rebuilt once.
 MARKER_FORMAT = 2
 RIG_USER = "rig"
-# What every pack holds besides its packages; part of every pack's name. base-v2: the rig user at RIG_UID and its
-# group at RIG_GID (the packs before, named without it, had both at 1000, a host account's uid on most hosts).
-BASE_REVISION = "base-v2"
 log = logging.getLogger(__name__)
 
 LOCK_POLL_S = 0.5  # how often a caller waiting for another caller's build looks at the lock and its progress
@@ -81,34 +87,6 @@ _BASE_HOOKS: tuple[str, ...] = (
     'echo "C.UTF-8 UTF-8" > "$1/etc/locale.gen"',
     'rm -f "$1/etc/resolv.conf" "$1/etc/hostname"; touch "$1/etc/resolv.conf"',
 )
-
-
-@dataclass(frozen=True)
-class PackRecipe:
-    """What one pack holds. ``name`` is the directory and cache key; ``revision`` is what the marker must say
-    for the pack to count as built; ``label`` is how progress names it ("terminal image")."""
-
-    name: str
-    revision: str
-    surface: str
-    label: str
-    packages: tuple[str, ...]
-    hooks: tuple[str, ...] = ()  # mmdebstrap customize hooks after the base ones ("$1" is the root)
-    engine: str | None = None
-
-
-TOOLSET_REVISION = "tools-v1"
-PACK_NAME = f"terminal-{TOOLSET_REVISION}-{BASE_REVISION}"
-
-# The CLI baseline of a hosted CI runner, from Debian packages; no container runtimes or language toolcaches.
-PACKAGES: tuple[str, ...] = (
-    "bash", "ca-certificates", "curl", "wget", "git", "openssh-client", "build-essential", "pkg-config",
-    "python3", "python3-venv", "python3-pip", "jq", "rsync", "socat", "zip", "unzip", "xz-utils", "bzip2",
-    "zstd", "gzip", "tar", "p7zip-full", "procps", "iproute2", "less", "file", "patch", "make", "nano",
-    "vim-tiny", "sqlite3", "tree", "netcat-openbsd", "dnsutils", "locales", "tzdata",
-)  # fmt: skip
-
-TERMINAL = PackRecipe(PACK_NAME, TOOLSET_REVISION, "terminal", "terminal image", PACKAGES)
 
 
 @dataclass(frozen=True)

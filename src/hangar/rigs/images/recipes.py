@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import resources
 
 from hangar.errors import NotFound
-from hangar.rigs.images.builder import BASE_REVISION, PACKAGES, RELEASE, TERMINAL, PackRecipe
+from hangar.rigs.images.packrecipe import BASE_REVISION, PACKAGES, RELEASE, TERMINAL, PackRecipe
 from hangar.rigs.model import ENGINE_LABELS
 
 HOME_PAGE = "/usr/share/hangar/home.html"

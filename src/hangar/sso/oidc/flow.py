@@ -56,7 +56,10 @@ class OidcService:
     ) -> None:
         self._ctx = ctx
         self._store = store
-        self._http = http or httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=False, verify=client_tls())
+        # Made on first use (``_client``): the shared TLS context loads the CA bundle, and most servers never see an
+        # OIDC sign-in, so the start does not pay for it.
+        self._http_given = http
+        self._http_made: httpx.AsyncClient | None = None
         self.pending = PendingLogins(ctx.clock, db)
         self._providers: dict[str, tuple[ProviderMetadata, ProviderKeys, float]] = {}
         store.on_change(self._on_config_change)
@@ -65,8 +68,19 @@ class OidcService:
         if kind == "oidc":
             self._providers.clear()
 
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        if self._http_given is not None:
+            return self._http_given
+        if self._http_made is None:
+            self._http_made = httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=False, verify=client_tls())
+        return self._http_made
+
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._http_given is not None:
+            await self._http_given.aclose()
+        if self._http_made is not None:
+            await self._http_made.aclose()
 
     async def provider(self, issuer: str) -> tuple[ProviderMetadata, ProviderKeys]:
         """Discovered metadata and keys for ``issuer``, cached for an hour and dropped when the config changes."""

@@ -16,8 +16,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from slack_sdk.errors import SlackApiError
-
 from hangar.chat.errors import TRANSPORT_CODE, ChatProviderError, network_reason
 from hangar.chat.outbound import Block, Chunk
 from hangar.chat.providers.slack.ratelimit import RateLimiter, retry_after_of
@@ -61,6 +59,10 @@ def _plain(items: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | 
 
 def provider_error(method: str, error: BaseException) -> ChatProviderError:
     """What ``method`` failing with ``error`` means for the bridge (no argument or token in the text)."""
+    # Imported here, as in ``_web``: the SDK's package loads its whole Web API client and block models, which the
+    # server does not need until a workspace connects to Slack.
+    from slack_sdk.errors import SlackApiError
+
     if isinstance(error, SlackApiError):
         response = error.response
         status = response.status_code
@@ -129,6 +131,7 @@ class SlackApi:
         self, method: str, call: Callable[[AsyncWebClient], Awaitable[AsyncSlackResponse]]
     ) -> dict[str, Any]:
         import aiohttp  # here, as in ``_web``: see the imports above
+        from slack_sdk.errors import SlackApiError
 
         web = self._web()
 

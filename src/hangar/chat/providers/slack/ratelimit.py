@@ -20,11 +20,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
-
-from slack_sdk.errors import SlackApiError
+from typing import TYPE_CHECKING, TypeVar
 
 from hangar.core.clock import Clock
+
+if TYPE_CHECKING:
+    from slack_sdk.errors import SlackApiError
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,9 @@ class RateLimiter:
 
     async def run(self, method: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` (one attempt of ``method``) when its turn comes; retry it after 429s per the rules."""
+        # Imported here: the SDK's package is heavy, and the server starts without it (``api.provider_error``).
+        from slack_sdk.errors import SlackApiError
+
         cap = max_retries(method)
         retried = 0
         while True:
