@@ -102,11 +102,14 @@ async def join(local: Streams, send: SendFrame, next_frame: NextFrame) -> None:
         if writer.can_write_eof():
             writer.write_eof()
 
+    directions = [asyncio.ensure_future(outward()), asyncio.ensure_future(inward())]
     try:
-        await asyncio.gather(outward(), inward())
-    except (OSError, RuntimeError, websockets.ConnectionClosed):
-        pass  # either end went away: the connection closes below
+        # Both finish, or one fails (either end went away): the other is stopped, and the connection closed.
+        await asyncio.wait(directions, return_when=asyncio.FIRST_EXCEPTION)
     finally:
+        for direction in directions:
+            direction.cancel()
+        await asyncio.gather(*directions, return_exceptions=True)
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
