@@ -18,6 +18,7 @@ from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.identity import tables as t
 from hangar.identity.models import User
 
+DUPLICATE_USER = "a user with that identity-provider subject already exists"
 _UPDATABLE = frozenset({"email", "display_name", "deactivated_at", "sso_issuer", "sso_subject"})
 
 
@@ -30,6 +31,18 @@ def user_from_row(row: Any) -> User:
         deactivated_at=row.deactivated_at,
         sso_issuer=row.sso_issuer,
         sso_subject=row.sso_subject,
+    )
+
+
+def user_insert(user: User) -> sa.Insert:
+    """The insert of a new user's row (also made by ``hangar.identity.provisioning``, with their memberships)."""
+    return sa.insert(t.users).values(
+        id=user.id,
+        email=user.email,
+        display_name=user.display_name,
+        created_at=user.created_at,
+        sso_issuer=user.sso_issuer,
+        sso_subject=user.sso_subject,
     )
 
 
@@ -71,18 +84,9 @@ class Users:
         user = User(new_id(), email, display_name, self._clock.now(), None, sso_issuer, sso_subject)
         try:
             async with self._db.begin() as conn:
-                await conn.execute(
-                    sa.insert(t.users).values(
-                        id=user.id,
-                        email=email,
-                        display_name=display_name,
-                        created_at=user.created_at,
-                        sso_issuer=sso_issuer,
-                        sso_subject=sso_subject,
-                    )
-                )
+                await conn.execute(user_insert(user))
         except sa.exc.IntegrityError as exc:
-            raise Conflict("a user with that identity-provider subject already exists") from exc
+            raise Conflict(DUPLICATE_USER) from exc
         return user
 
     async def update_user(self, user_id: str, **fields: Any) -> User:
@@ -93,7 +97,7 @@ class Users:
             async with self._db.begin() as conn:
                 done = await conn.execute(sa.update(t.users).where(t.users.c.id == user_id).values(**fields))
         except sa.exc.IntegrityError as exc:
-            raise Conflict("a user with that identity-provider subject already exists") from exc
+            raise Conflict(DUPLICATE_USER) from exc
         if done.rowcount == 0:
             raise NotFound(f"user {user_id} does not exist")
         return await self._existing(user_id)

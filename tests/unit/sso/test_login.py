@@ -30,7 +30,7 @@ async def ctx(tmp_path: Path) -> AsyncIterator[AppContext]:
     await dbs.open()
     identity = IdentityService(dbs.server, FakeClock())
     await identity.ensure_server_owner()
-    fake = SimpleNamespace(service={IdentityService: identity}.__getitem__, metrics=Metrics(enabled=False))
+    fake = SimpleNamespace(service={IdentityService: identity}.__getitem__, metrics=Metrics(enabled=False), dbs=dbs)
     yield cast(AppContext, fake)
     await dbs.aclose()
 
