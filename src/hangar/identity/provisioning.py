@@ -8,8 +8,6 @@ memberships or the credential their sign-in was for. Now all or nothing is writt
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -18,11 +16,14 @@ from hangar.core.clock import Clock
 from hangar.core.ids import new_id, new_token
 from hangar.core.principal import Role
 from hangar.errors import Conflict
+from hangar.identity import tables as t
 from hangar.identity.devices import device_insert
 from hangar.identity.events import MemberAdded
 from hangar.identity.models import User
 from hangar.identity.users import DUPLICATE_USER, user_insert
 from hangar.identity.workspaces import Relay, membership_insert
+
+_EVERY_WORKSPACE = sa.select(t.workspaces.c.id).order_by(t.workspaces.c.created_at)
 
 
 class Provisioning:
@@ -38,27 +39,32 @@ class Provisioning:
         display_name: str,
         sso_issuer: str | None = None,
         sso_subject: str | None = None,
-        memberships: Sequence[tuple[str, Role]] = (),
+        join_as: Role | None = None,
         device_name: str | None = None,
     ) -> tuple[User, str | None]:
-        """Create a user who is a member of each ``(workspace id, role)`` of ``memberships`` and, with a
+        """Create a user who, with ``join_as``, is a member of every workspace with that role and, with a
         ``device_name``, holds a new device credential: the user and the credential's token (answered once, stored
         only hashed; None without ``device_name``). ``Conflict`` when the identity-provider subject is taken (the
         user exists), and then nothing is written."""
         now = self._clock.now()
         user = User(new_id(), email, display_name, now, None, sso_issuer, sso_subject)
         token = new_token() if device_name is not None else None
+        joined: list[str] = []
         try:
             async with self._db.begin() as conn:
                 await conn.execute(user_insert(user))
-                for workspace_id, role in memberships:
-                    await conn.execute(membership_insert(workspace_id, user.id, role, now))
-                    added = MemberAdded(workspace_id=workspace_id, user_id=user.id, role=role.name)
+                if join_as is not None:
+                    # Read in the same transaction: a workspace made meanwhile is joined with the rest, or not at all.
+                    joined = list((await conn.execute(_EVERY_WORKSPACE)).scalars())
+                for workspace_id in joined:
+                    assert join_as is not None
+                    await conn.execute(membership_insert(workspace_id, user.id, join_as, now))
+                    added = MemberAdded(workspace_id=workspace_id, user_id=user.id, role=join_as.name)
                     await outbox.stage(conn, added, now)
-                if device_name is not None and token is not None:
+                if token is not None and device_name is not None:
                     await conn.execute(device_insert(new_id(), user.id, device_name, token, now))
         except sa.exc.IntegrityError as exc:
             raise Conflict(DUPLICATE_USER) from exc
-        if memberships and self._relay is not None:
+        if joined and self._relay is not None:
             await self._relay()
         return user, token

@@ -70,6 +70,7 @@ class IdentityService:
         self.get_user = users.get_user
         self.find_user_by_email = users.find_user_by_email
         self.find_user_by_sso = users.find_user_by_sso
+        self.find_sign_in = users.find_sign_in
         self.list_users = users.list_users
         self.create_user = users.create_user
         self.update_user = users.update_user

@@ -68,6 +68,20 @@ class Users:
             row = (await conn.execute(q)).first()
         return None if row is None else user_from_row(row)
 
+    async def find_sign_in(self, issuer: str, subject: str, email: str | None) -> tuple[User | None, User | None]:
+        """``find_user_by_sso`` and ``find_user_by_email`` in one query (an SSO sign-in asks both): the user pinned
+        to ``(issuer, subject)``, and the oldest user with ``email`` (None when not given)."""
+        u = t.users.c
+        pinned = sa.and_(u.sso_issuer == issuer, u.sso_subject == subject)
+        wanted = pinned if email is None else sa.or_(pinned, sa.func.lower(u.email) == email.lower())
+        async with self._db.connect() as conn:
+            rows = [
+                user_from_row(r) for r in (await conn.execute(sa.select(t.users).where(wanted).order_by(u.created_at)))
+            ]
+        by_pin = next((r for r in rows if (r.sso_issuer, r.sso_subject) == (issuer, subject)), None)
+        by_email = next((r for r in rows if email is not None and (r.email or "").lower() == email.lower()), None)
+        return by_pin, by_email
+
     async def list_users(self) -> list[User]:
         async with self._db.connect() as conn:
             rows = (await conn.execute(sa.select(t.users).order_by(t.users.c.created_at))).all()

@@ -95,26 +95,21 @@ async def _resolve(
     email = _clean_email(who.email)
     name = (who.display_name or "").strip()[:200] or email or who.subject[:200]
     role = conn.role_for_groups(list(who.groups))
-    user = await identity.find_user_by_sso(who.issuer, who.subject)
+    user, candidate = await identity.find_sign_in(who.issuer, who.subject, email)  # one query for both
     created = linked = False
     token: str | None = None
-    if user is None and email is not None:
-        candidate = await identity.find_user_by_email(email)
-        if candidate is not None and (candidate.sso_issuer, candidate.sso_subject) == (who.issuer, who.subject):
-            # A concurrent first sign-in of this same person pinned it between our two lookups.
-            user = candidate
-        elif candidate is not None and not await identity.is_server_owner(candidate.id):
-            if candidate.sso_subject is not None:
-                raise SsoError("invalid", "this email address belongs to an account linked to another sign-in")
-            if who.email_verified is False or (kind == "oidc" and who.email_verified is not True):
-                raise SsoError("invalid", "the identity provider has not verified this email address")
-            _refuse_deactivated(candidate)
-            user = await identity.update_user(candidate.id, sso_issuer=who.issuer, sso_subject=who.subject)
-            linked = True
+    # Step 2: an account with the asserted email (found only when one was asserted) and no pin yet is linked.
+    if user is None and candidate is not None and not await identity.is_server_owner(candidate.id):
+        if candidate.sso_subject is not None:
+            raise SsoError("invalid", "this email address belongs to an account linked to another sign-in")
+        if who.email_verified is False or (kind == "oidc" and who.email_verified is not True):
+            raise SsoError("invalid", "the identity provider has not verified this email address")
+        _refuse_deactivated(candidate)
+        user = await identity.update_user(candidate.id, sso_issuer=who.issuer, sso_subject=who.subject)
+        linked = True
     if user is None:
         if not conn.allowJit:
             raise SsoError("invalid", "there is no account for this user and just-in-time provisioning is off")
-        joins = [(ws, _joinable(role)) for ws in await identity.list_workspace_ids()] if conn.autoMember else []
         try:
             async with ctx.dbs.server_writes:  # this process's turn to write the server database
                 user, token = await identity.provision_user(
@@ -122,7 +117,7 @@ async def _resolve(
                     display_name=name,
                     sso_issuer=who.issuer,
                     sso_subject=who.subject,
-                    memberships=joins,
+                    join_as=_joinable(role) if conn.autoMember else None,
                     device_name=device_name,
                 )
             created = True
