@@ -64,15 +64,16 @@ async def saml_login(request: Request) -> Response:
             intent = LoginIntent.from_request(request)
         except InvalidArgs as exc:
             raise SsoError("invalid", exc.message) from None
+        ctx = _ctx(request)
+        service = saml_service(ctx)
+        authn = service.new_request(conn, _origin(request))  # a small document: built on the loop
         # Off the loop: the pending request is written to the server database, which may have to wait for
         # another writer, and that writer may itself be waiting for the loop (``hangar.sso.state``). In this
-        # process's turn to write it (``Databases.server_writes``).
-        ctx = _ctx(request)
+        # process's turn to write it (``Databases.server_writes``), which covers the write alone.
         async with ctx.dbs.server_writes:
-            authn = await asyncio.to_thread(
-                saml_service(ctx).start_login,
-                conn,
-                _origin(request),
+            await asyncio.to_thread(
+                service.pending.add,
+                authn.id,
                 relay=intent.relay,
                 client_origin=intent.client_origin,
                 continuation=intent.continuation,

@@ -73,11 +73,19 @@ class SamlService:
         """Build the AuthnRequest and remember it as pending (with what the login asked for).
 
         Writes to the server database: call it off the event loop (as ``verify``)."""
+        request = self.new_request(conn, origin)
+        self.pending.add(
+            request.id, relay=relay, client_origin=client_origin, continuation=continuation, client_state=client_state
+        )
+        return request
+
+    def new_request(self, conn: SamlConnection, origin: str) -> AuthnRequest:
+        """The AuthnRequest of a new login, not yet remembered (``pending.add`` does that)."""
         settings = self.settings(conn, origin)
         rid = new_request_id()
         # RelayState carries the request id so an IdP that echoes it lets us cross-check; trust comes from
         # the signed InResponseTo, never from RelayState.
-        request = build_authn_request(
+        return build_authn_request(
             sp_entity_id=settings.sp_entity_id,
             acs_url=settings.acs_url,
             idp_sso_url=settings.idp.sso_url,
@@ -85,10 +93,6 @@ class SamlService:
             relay_state=rid,
             request_id=rid,
         )
-        self.pending.add(
-            request.id, relay=relay, client_origin=client_origin, continuation=continuation, client_state=client_state
-        )
-        return request
 
     def verify(self, conn: SamlConnection, origin: str, saml_response: str | bytes) -> SamlIdentity:
         """``check`` then ``use_up``."""
