@@ -182,10 +182,10 @@ async def test_a_failing_internal_seam_answers_internal_and_provisions_nothing(t
         service.pending.add("_req0001")
         before = len(await srv.ctx.service(IdentityService).list_users())
 
-        def broken(key: str, until: object) -> bool:
+        def broken(conn: object, key: str, until: object, now: object) -> bool:
             raise OSError("replay store unavailable")
 
-        service.seen.remember = broken  # type: ignore[method-assign,assignment]
+        service.seen.remember_in = broken  # type: ignore[method-assign,assignment]
         answer = await _post(c, srv, b64(signed_response()))
         assert answer.status_code == 400
         assert answer.json()["error"] == {"code": "internal", "message": "the server could not complete the sign-in"}

@@ -156,6 +156,10 @@ class PgWriter:
         """``fn(conn, *args)`` in one write transaction, on the caller's thread."""
         return self._on_connection(transaction(fn), args)
 
+    def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(conn, *args)`` that only reads, on the caller's thread: no advisory lock is taken."""
+        return self._on_connection(fn, args)
+
     async def aclose(self) -> None:
         """Nothing of its own to close: the pool is the ``Databases``'."""
 

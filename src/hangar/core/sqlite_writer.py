@@ -151,15 +151,19 @@ class SqliteWriter:
 
 
 class SqliteRunner:
-    """One lazily opened connection to a database file for synchronous callers, one write transaction per ``run``
-    (``hangar.core.write_conn.Runner``). A call may wait ``busy_ms`` for another writer: callers run it off the
-    event loop (the other writer may be an ``aiosqlite`` transaction that needs the loop to finish)."""
+    """Lazily opened connections to a database file for synchronous callers (``hangar.core.write_conn.Runner``):
+    one for the write transactions (one per ``run``), one for ``read``. A write may wait ``busy_ms`` for another
+    writer: callers run it off the event loop (the other writer may be an ``aiosqlite`` transaction that needs the
+    loop to finish). Reads have a connection of their own so that they never queue behind a write waiting for
+    the lock (in WAL mode a reader never waits for a writer)."""
 
     def __init__(self, path: Path | str, *, busy_ms: int) -> None:
         self._path = str(path)
         self._busy_ms = busy_ms
         self._conn: SqliteConnection | None = None
+        self._reader: SqliteConnection | None = None
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock()
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         with self._lock:
@@ -167,8 +171,15 @@ class SqliteRunner:
                 self._conn = connect(self._path, busy_ms=self._busy_ms)
             return transaction(fn)(self._conn, *args)
 
+    def read(self, fn: Callable[..., T], *args: Any) -> T:
+        with self._read_lock:
+            if self._reader is None:
+                self._reader = connect(self._path, busy_ms=self._busy_ms)
+            return fn(self._reader, *args)
+
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        with self._lock, self._read_lock:
+            for conn in (self._conn, self._reader):
+                if conn is not None:
+                    conn.close()
+            self._conn = self._reader = None

@@ -117,6 +117,10 @@ class Runner(Protocol):
 
     def run(self, fn: Callable[..., T], *args: Any) -> T: ...
 
+    def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(conn, *args)`` that only reads, outside any write transaction: it takes no write lock, so it never
+        waits for a writer (a check that a later write transaction makes again, or a read of committed rows)."""
+
     def close(self) -> None: ...
 
 

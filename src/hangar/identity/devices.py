@@ -60,6 +60,35 @@ def device_from_row(row: Any) -> Device:
     return Device(row.id, row.user_id, row.name, row.created_at, row.last_used_at, row.revoked_at, scope)
 
 
+def device_insert(
+    device_id: str,
+    owner_id: str,
+    name: str,
+    token: str,
+    now: datetime,
+    scope: DeviceScope = WHOLE_HOLDER,
+    minted_for: str | None = None,
+) -> sa.Insert:
+    """The insert of a new credential's row; only the token's hash is stored (also made by
+    ``hangar.identity.provisioning``, with a new person's other rows)."""
+    return sa.insert(t.devices).values(
+        id=device_id,
+        user_id=owner_id,
+        name=name[:200] or "device",
+        token_hash=token_hash(token),
+        created_at=now,
+        last_used_at=now,
+        workspace_id=scope.workspace_id,
+        read_only=scope.read_only,
+        tools=sorted(scope.tools) if scope.tools is not None else None,
+        expires_at=scope.expires_at,
+        agent_id=scope.agent_id,
+        client_id=scope.client_id,
+        space_id=scope.space_id,
+        minted_for=minted_for,
+    )
+
+
 class Devices:
     def __init__(
         self, engine: AsyncEngine, clock: Clock, users: Users, settings: ServerSettings, uses: LastUses
@@ -107,24 +136,7 @@ class Devices:
         minted_for: str | None,
     ) -> None:
         async with self._db.begin() as conn:
-            await conn.execute(
-                sa.insert(t.devices).values(
-                    id=device_id,
-                    user_id=owner_id,
-                    name=name[:200] or "device",
-                    token_hash=token_hash(token),
-                    created_at=now,
-                    last_used_at=now,
-                    workspace_id=scope.workspace_id,
-                    read_only=scope.read_only,
-                    tools=sorted(scope.tools) if scope.tools is not None else None,
-                    expires_at=scope.expires_at,
-                    agent_id=scope.agent_id,
-                    client_id=scope.client_id,
-                    space_id=scope.space_id,
-                    minted_for=minted_for,
-                )
-            )
+            await conn.execute(device_insert(device_id, owner_id, name, token, now, scope, minted_for))
 
     async def rotate_device_token(self, device_id: str, *, expires_at: datetime | None = None) -> str:
         """Give an active device credential a new token; the old one stops working at once (refresh rotation).

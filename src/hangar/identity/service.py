@@ -3,7 +3,8 @@ workspaces, memberships, device credentials, server settings and authentication.
 
 Behind it each concern is a small class of its own module, given what it needs: ``ServerSettings``
 (``server_settings``), ``Users`` (``users``), ``Workspaces`` (``workspaces``: memberships and roles too),
-``Devices`` (``devices``), ``Authenticator`` (``authentication``) and ``LastUses`` (``last_use``). What they
+``Devices`` (``devices``), ``Provisioning`` (``provisioning``: a new person's rows in one transaction),
+``Authenticator`` (``authentication``) and ``LastUses`` (``last_use``). What they
 share is explicit and made here: the database, the clock, and the one authority cache (``authority``) that the
 settings, the roles and the credentials are kept in while the authority counter stays put. The face's names are
 the pieces' own methods, so each signature and docstring lives in one place.
@@ -24,6 +25,7 @@ from hangar.identity.authentication import Authenticator
 from hangar.identity.authority import AUTHORITY, AuthorityCache
 from hangar.identity.devices import Devices
 from hangar.identity.last_use import LastUses
+from hangar.identity.provisioning import Provisioning
 from hangar.identity.server_settings import ServerSettings
 from hangar.identity.users import Users
 from hangar.identity.workspaces import Relay, Workspaces
@@ -50,6 +52,7 @@ class IdentityService:
         uses = LastUses(engine, clock)
         devices = Devices(engine, clock, users, server, uses)
         checks = Authenticator(engine, clock, authority, server, users, uses)
+        provisioning = Provisioning(engine, clock, relay)
 
         # The authority counter now: changes whenever anything an authorization decision reads changes.
         self.authority_stamp = authority.current
@@ -67,11 +70,14 @@ class IdentityService:
         self.get_user = users.get_user
         self.find_user_by_email = users.find_user_by_email
         self.find_user_by_sso = users.find_user_by_sso
+        self.find_sign_in = users.find_sign_in
         self.list_users = users.list_users
         self.create_user = users.create_user
         self.update_user = users.update_user
         self.deactivate_user = users.deactivate_user
         self.reactivate_user = users.reactivate_user
+        # A new person with their memberships and first credential, in one transaction.
+        self.provision_user = provisioning.provision_user
         # Workspaces, members and roles.
         self.create_workspace = workspaces.create_workspace
         self.get_workspace = workspaces.get_workspace

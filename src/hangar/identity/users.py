@@ -18,6 +18,7 @@ from hangar.errors import Conflict, InvalidArgs, NotFound
 from hangar.identity import tables as t
 from hangar.identity.models import User
 
+DUPLICATE_USER = "a user with that identity-provider subject already exists"
 _UPDATABLE = frozenset({"email", "display_name", "deactivated_at", "sso_issuer", "sso_subject"})
 
 
@@ -30,6 +31,18 @@ def user_from_row(row: Any) -> User:
         deactivated_at=row.deactivated_at,
         sso_issuer=row.sso_issuer,
         sso_subject=row.sso_subject,
+    )
+
+
+def user_insert(user: User) -> sa.Insert:
+    """The insert of a new user's row (also made by ``hangar.identity.provisioning``, with their memberships)."""
+    return sa.insert(t.users).values(
+        id=user.id,
+        email=user.email,
+        display_name=user.display_name,
+        created_at=user.created_at,
+        sso_issuer=user.sso_issuer,
+        sso_subject=user.sso_subject,
     )
 
 
@@ -55,6 +68,20 @@ class Users:
             row = (await conn.execute(q)).first()
         return None if row is None else user_from_row(row)
 
+    async def find_sign_in(self, issuer: str, subject: str, email: str | None) -> tuple[User | None, User | None]:
+        """``find_user_by_sso`` and ``find_user_by_email`` in one query (an SSO sign-in asks both): the user pinned
+        to ``(issuer, subject)``, and the oldest user with ``email`` (None when not given)."""
+        u = t.users.c
+        pinned = sa.and_(u.sso_issuer == issuer, u.sso_subject == subject)
+        wanted = pinned if email is None else sa.or_(pinned, sa.func.lower(u.email) == email.lower())
+        async with self._db.connect() as conn:
+            rows = [
+                user_from_row(r) for r in (await conn.execute(sa.select(t.users).where(wanted).order_by(u.created_at)))
+            ]
+        by_pin = next((r for r in rows if (r.sso_issuer, r.sso_subject) == (issuer, subject)), None)
+        by_email = next((r for r in rows if email is not None and (r.email or "").lower() == email.lower()), None)
+        return by_pin, by_email
+
     async def list_users(self) -> list[User]:
         async with self._db.connect() as conn:
             rows = (await conn.execute(sa.select(t.users).order_by(t.users.c.created_at))).all()
@@ -71,18 +98,9 @@ class Users:
         user = User(new_id(), email, display_name, self._clock.now(), None, sso_issuer, sso_subject)
         try:
             async with self._db.begin() as conn:
-                await conn.execute(
-                    sa.insert(t.users).values(
-                        id=user.id,
-                        email=email,
-                        display_name=display_name,
-                        created_at=user.created_at,
-                        sso_issuer=sso_issuer,
-                        sso_subject=sso_subject,
-                    )
-                )
+                await conn.execute(user_insert(user))
         except sa.exc.IntegrityError as exc:
-            raise Conflict("a user with that identity-provider subject already exists") from exc
+            raise Conflict(DUPLICATE_USER) from exc
         return user
 
     async def update_user(self, user_id: str, **fields: Any) -> User:
@@ -93,7 +111,7 @@ class Users:
             async with self._db.begin() as conn:
                 done = await conn.execute(sa.update(t.users).where(t.users.c.id == user_id).values(**fields))
         except sa.exc.IntegrityError as exc:
-            raise Conflict("a user with that identity-provider subject already exists") from exc
+            raise Conflict(DUPLICATE_USER) from exc
         if done.rowcount == 0:
             raise NotFound(f"user {user_id} does not exist")
         return await self._existing(user_id)

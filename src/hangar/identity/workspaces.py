@@ -9,6 +9,7 @@ least one owner; that check and the change it guards run under the write lock.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -32,6 +33,11 @@ def _membership(workspace_id: str, user_id: str) -> sa.ColumnElement[bool]:
     return sa.and_(t.memberships.c.workspace_id == workspace_id, t.memberships.c.user_id == user_id)
 
 
+def membership_insert(workspace_id: str, user_id: str, role: Role, now: datetime) -> sa.Insert:
+    """The insert of a membership's row (also made by ``hangar.identity.provisioning``, with a new person's)."""
+    return sa.insert(t.memberships).values(workspace_id=workspace_id, user_id=user_id, role=role.name, created_at=now)
+
+
 class Workspaces:
     def __init__(self, engine: AsyncEngine, clock: Clock, authority: AuthorityCache, relay: Relay | None) -> None:
         self._db = engine
@@ -47,11 +53,7 @@ class Workspaces:
             await conn.execute(
                 sa.insert(t.workspaces).values(id=ws.id, name=name, created_at=ws.created_at, created_by=owner_id)
             )
-            await conn.execute(
-                sa.insert(t.memberships).values(
-                    workspace_id=ws.id, user_id=owner_id, role=Role.owner.name, created_at=ws.created_at
-                )
-            )
+            await conn.execute(membership_insert(ws.id, owner_id, Role.owner, ws.created_at))
         return ws
 
     async def get_workspace(self, workspace_id: str) -> Workspace | None:
@@ -118,11 +120,7 @@ class Workspaces:
             ).first()
             if exists is not None:
                 return
-            await conn.execute(
-                sa.insert(t.memberships).values(
-                    workspace_id=workspace_id, user_id=user_id, role=role.name, created_at=now
-                )
-            )
+            await conn.execute(membership_insert(workspace_id, user_id, role, now))
             await self._announce(conn, announce)
         await self._relayed(announce)
 

@@ -7,7 +7,9 @@ is written ("nothing is provisioned by a failed login"). In order:
 2. Otherwise a user with the asserted email and no pin yet (invited, paired or provisioned by SCIM) is linked:
    the pin is written. For OIDC only when the provider says the email is verified. A user pinned to another
    subject is never taken over through a matching email.
-3. Otherwise, with ``allowJit``, a new user is created with the pin; without it the login is refused.
+3. Otherwise, with ``allowJit``, a new user is created with the pin; without it the login is refused. A new
+   user is written in one transaction with their memberships (step 5) and, for a credential hand-off, their
+   device credential (step 6): ``IdentityService.provision_user``.
 4. A deactivated user is refused.
 5. On a user's first SSO login (created or linked) with ``autoMember``, they join every workspace with the role
    from ``groupRoleMap`` (highest match) or ``defaultRole``. On later logins a group that maps to a role moves
@@ -65,8 +67,10 @@ async def complete_login(
 ) -> LoginOutcome:
     """Resolve, provision and authorise the user behind ``who`` and issue a device credential; raise
     ``SsoError("invalid", ...)``."""
-    user, created, linked, role = await resolve_user(ctx, conn, who, kind=kind)
-    token = await ctx.service(IdentityService).issue_device(user.id, device_name)
+    user, created, linked, role, token = await _resolve(ctx, conn, who, kind=kind, device_name=device_name)
+    if token is None:  # not minted with a new user's rows
+        async with ctx.dbs.server_writes:
+            token = await ctx.service(IdentityService).issue_device(user.id, device_name)
     ctx.metrics.sso_sign_in(kind, "ok")
     log.info("sso login via %s: user %s (created=%s, linked=%s)", kind, user.id, created, linked)
     return LoginOutcome(user, token, created, linked, role)
@@ -76,33 +80,46 @@ async def resolve_user(
     ctx: AppContext, conn: Connection, who: SsoIdentity, *, kind: str
 ) -> tuple[User, bool, bool, Role]:
     """Steps 1 to 5: the user behind ``who`` (created or linked?) and the role the provider's groups give."""
+    user, created, linked, role, _ = await _resolve(ctx, conn, who, kind=kind, device_name=None)
+    return user, created, linked, role
+
+
+async def _resolve(
+    ctx: AppContext, conn: Connection, who: SsoIdentity, *, kind: str, device_name: str | None
+) -> tuple[User, bool, bool, Role, str | None]:
+    """``resolve_user``, and with ``device_name`` the token of the credential a new user's rows were written with
+    (None when the user was not created here)."""
     if not who.subject or not who.issuer:
         raise SsoError("invalid", "the identity provider did not name the user")
     identity = ctx.service(IdentityService)
     email = _clean_email(who.email)
     name = (who.display_name or "").strip()[:200] or email or who.subject[:200]
-    user = await identity.find_user_by_sso(who.issuer, who.subject)
+    role = conn.role_for_groups(list(who.groups))
+    user, candidate = await identity.find_sign_in(who.issuer, who.subject, email)  # one query for both
     created = linked = False
-    if user is None and email is not None:
-        candidate = await identity.find_user_by_email(email)
-        if candidate is not None and (candidate.sso_issuer, candidate.sso_subject) == (who.issuer, who.subject):
-            # A concurrent first sign-in of this same person pinned it between our two lookups.
-            user = candidate
-        elif candidate is not None and not await identity.is_server_owner(candidate.id):
-            if candidate.sso_subject is not None:
-                raise SsoError("invalid", "this email address belongs to an account linked to another sign-in")
-            if who.email_verified is False or (kind == "oidc" and who.email_verified is not True):
-                raise SsoError("invalid", "the identity provider has not verified this email address")
-            _refuse_deactivated(candidate)
-            user = await identity.update_user(candidate.id, sso_issuer=who.issuer, sso_subject=who.subject)
-            linked = True
+    token: str | None = None
+    # Step 2: an account with the asserted email (found only when one was asserted) and no pin yet is linked.
+    if user is None and candidate is not None and not await identity.is_server_owner(candidate.id):
+        if candidate.sso_subject is not None:
+            raise SsoError("invalid", "this email address belongs to an account linked to another sign-in")
+        if who.email_verified is False or (kind == "oidc" and who.email_verified is not True):
+            raise SsoError("invalid", "the identity provider has not verified this email address")
+        _refuse_deactivated(candidate)
+        user = await identity.update_user(candidate.id, sso_issuer=who.issuer, sso_subject=who.subject)
+        linked = True
     if user is None:
         if not conn.allowJit:
             raise SsoError("invalid", "there is no account for this user and just-in-time provisioning is off")
         try:
-            user = await identity.create_user(
-                email=email, display_name=name, sso_issuer=who.issuer, sso_subject=who.subject
-            )
+            async with ctx.dbs.server_writes:  # this process's turn to write the server database
+                user, token = await identity.provision_user(
+                    email=email,
+                    display_name=name,
+                    sso_issuer=who.issuer,
+                    sso_subject=who.subject,
+                    join_as=_joinable(role) if conn.autoMember else None,
+                    device_name=device_name,
+                )
             created = True
         except Conflict:
             # Two first logins raced; the other one created the user.
@@ -112,10 +129,10 @@ async def resolve_user(
     _refuse_deactivated(user)
     if not created and (name != user.display_name or (email is not None and email != user.email)):
         user = await identity.update_user(user.id, display_name=name, email=email or user.email)
-    role = conn.role_for_groups(list(who.groups))
-    mapped = any(g in conn.groupRoleMap for g in who.groups)
-    await _apply_memberships(ctx, user, role, first=created or linked, auto_member=conn.autoMember, mapped=mapped)
-    return user, created, linked, role
+    if not created:  # a new user's memberships were written with them
+        mapped = any(g in conn.groupRoleMap for g in who.groups)
+        await _apply_memberships(ctx, user, role, first=linked, auto_member=conn.autoMember, mapped=mapped)
+    return user, created, linked, role, token
 
 
 def _refuse_deactivated(user: User) -> None:
@@ -123,10 +140,15 @@ def _refuse_deactivated(user: User) -> None:
         raise SsoError("invalid", "this account is deactivated")
 
 
+def _joinable(role: Role) -> Role:
+    """The role an identity provider may give: nobody is ever made owner by one."""
+    return min(role, Role.admin)
+
+
 async def _apply_memberships(
     ctx: AppContext, user: User, role: Role, *, first: bool, auto_member: bool, mapped: bool
 ) -> None:
-    role = min(role, Role.admin)
+    role = _joinable(role)
     identity = ctx.service(IdentityService)
     for ws_id in await identity.list_workspace_ids():
         current = await identity.role_of(ws_id, user.id)

@@ -2,12 +2,14 @@
 
 The SAML verifier is synchronous (the stores are called between its checks), so these stores take the server
 database's synchronous write path (``StateDb``: ``Databases.server_runner``, a plain SQLite connection or a pooled
-PostgreSQL one, see ``hangar.core.write_conn``), one short write transaction per call. A call may wait for
-another writer of the server database, so callers run it off the event loop (``asyncio.to_thread``): the other
-writer may be an ``aiosqlite`` transaction that needs the loop to finish, and blocking the loop would stall
-both. Using up a row is a single ``DELETE ... RETURNING``: of two concurrent callbacks for the same request (in
-this process or another one on the same database) exactly one gets the row. Times are written with ``conn.dt``
-(SQLite: UTC text of a fixed shape; PostgreSQL: ``timestamptz``), so comparing them in SQL compares the instants.
+PostgreSQL one, see ``hangar.core.write_conn``), one short write transaction per call that writes; a check that only
+reads (``Runner.read``) takes no lock and never waits. A write may wait for another writer of the server database,
+so callers run it off the event loop (``asyncio.to_thread``): the other writer may be an ``aiosqlite`` transaction
+that needs the loop to finish, and blocking the loop would stall both. This process's sign-ins take their turn first
+(``Databases.server_writes``), so they queue on the loop rather than in SQLite's busy handler. Using up a row is a
+single ``DELETE ... RETURNING``: of two concurrent callbacks for the same request (in this process or another one on
+the same database) exactly one gets the row. Times are written with ``conn.dt`` (SQLite: UTC text of a fixed shape;
+PostgreSQL: ``timestamptz``), so comparing them in SQL compares the instants.
 """
 
 from __future__ import annotations

@@ -8,13 +8,16 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+import sqlalchemy as sa
 
+from hangar.core import outbox
 from hangar.core.clock import FakeClock
 from hangar.core.context import AppContext
 from hangar.core.datadir import DataDir
 from hangar.core.db import Databases
 from hangar.core.metrics import Metrics
 from hangar.core.principal import Role
+from hangar.identity import provisioning
 from hangar.identity import tables as identity_tables
 from hangar.identity.service import IdentityService
 from hangar.sso.config import OidcConnection, SamlConnection
@@ -30,7 +33,7 @@ async def ctx(tmp_path: Path) -> AsyncIterator[AppContext]:
     await dbs.open()
     identity = IdentityService(dbs.server, FakeClock())
     await identity.ensure_server_owner()
-    fake = SimpleNamespace(service={IdentityService: identity}.__getitem__, metrics=Metrics(enabled=False))
+    fake = SimpleNamespace(service={IdentityService: identity}.__getitem__, metrics=Metrics(enabled=False), dbs=dbs)
     yield cast(AppContext, fake)
     await dbs.aclose()
 
@@ -136,3 +139,46 @@ async def test_concurrent_first_sign_ins_of_one_person_both_succeed(ctx: AppCont
     results = await asyncio.gather(*(login(ctx, SamlConnection(), who("sub-race")) for _ in range(6)))
     assert len({r.user.id for r in results}) == 1
     assert sum(r.created for r in results) == 1
+
+
+async def test_a_new_person_is_provisioned_whole_or_not_at_all(
+    ctx: AppContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user, their memberships (with the events that announce them) and their credential are one
+    transaction: a step that fails leaves no person behind, neither half-provisioned nor without a credential."""
+    identity = ctx.service(IdentityService)
+    owner = await identity.ensure_server_owner()
+    ws = (await identity.create_workspace("one", owner.id)).id
+    dbs = cast(Any, ctx).dbs
+    users_before = {u.id for u in await identity.list_users()}
+
+    def broken(*args: object) -> object:
+        raise RuntimeError("the credential's row cannot be written")
+
+    monkeypatch.setattr(provisioning, "device_insert", broken)
+    with pytest.raises(RuntimeError):
+        await login(ctx, SamlConnection(), who())
+    assert {u.id for u in await identity.list_users()} == users_before
+    assert [m.user_id for m in await identity.members(ws)] == [owner.id]
+    async with dbs.server.connect() as conn:
+        assert (await conn.execute(sa.select(sa.func.count()).select_from(outbox.event_outbox))).scalar() == 0
+
+    monkeypatch.undo()
+    outcome = await login(ctx, SamlConnection(), who())
+    assert outcome.created and await identity.role_of(ws, outcome.user.id) is Role.member
+    assert (await identity.authenticate(outcome.token)).user_id == outcome.user.id
+    assert len(await identity.list_devices(outcome.user.id)) == 1
+
+
+async def test_a_sign_in_waits_for_the_turn_to_write_the_server_database(ctx: AppContext) -> None:
+    """Sign-in writers queue on ``Databases.server_writes`` (not in SQLite's busy handler): while another writer
+    of this process holds the turn, a new person is not written."""
+    import asyncio
+
+    dbs = cast(Any, ctx).dbs
+    async with dbs.server_writes:
+        pending = asyncio.ensure_future(login(ctx, SamlConnection(), who()))
+        await asyncio.sleep(0.2)
+        assert not pending.done()
+        assert await ctx.service(IdentityService).find_user_by_sso(IDP, "sub-1") is None
+    assert (await pending).created

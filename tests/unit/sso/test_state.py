@@ -4,9 +4,12 @@ clock, and the tables stay bounded."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from datetime import timedelta
 from pathlib import Path
+
+import pytest
 
 from hangar.core.clock import FakeClock
 from hangar.core.sqlite_writer import SqliteRunner
@@ -136,3 +139,59 @@ def test_oidc_pending_logins_race_expire_and_stay_bounded() -> None:
     assert taken is not None and taken.expires_at <= clock.now()
     store.add("fresh", _login(store))
     assert len(store) == 1
+
+
+def test_using_up_takes_the_request_and_remembers_the_assertion_once() -> None:
+    clock = FakeClock(NOW)
+    db = state_db()
+    requests, seen = PendingRequests(clock, db), SeenAssertions(clock, db)
+    requests.add("_req", relay="desktop")
+    taken, fresh = seen.use_up(requests, "_req", "idp\n_a1", NOW + timedelta(minutes=5))
+    assert taken is not None and taken.relay == "desktop" and fresh
+    assert requests.peek("_req") is None and seen.seen("idp\n_a1")
+    # The same answer again: its request is gone, and nothing more is written.
+    assert seen.use_up(requests, "_req", "idp\n_a1", NOW + timedelta(minutes=5)) == (None, False)
+
+
+def test_using_up_an_answer_to_a_request_that_is_gone_remembers_nothing() -> None:
+    clock = FakeClock(NOW)
+    db = state_db()
+    requests, seen = PendingRequests(clock, db), SeenAssertions(clock, db)
+    assert seen.use_up(requests, "_never", "idp\n_a1", NOW + timedelta(minutes=5)) == (None, False)
+    assert not seen.seen("idp\n_a1")
+    requests.add("_old")
+    clock.advance(11 * 60)  # past the request's ten minutes
+    assert seen.use_up(requests, "_old", "idp\n_a2", NOW + timedelta(minutes=15)) == (None, False)
+    assert not seen.seen("idp\n_a2") and len(requests) == 0
+
+
+def test_a_replayed_answer_still_uses_its_request_up() -> None:
+    """As ``take`` then ``remember`` did: the request an already-used assertion answers is spent all the same."""
+    clock = FakeClock(NOW)
+    db = state_db()
+    requests, seen = PendingRequests(clock, db), SeenAssertions(clock, db)
+    assert seen.remember("idp\n_a1", NOW + timedelta(minutes=5))
+    requests.add("_req")
+    taken, fresh = seen.use_up(requests, "_req", "idp\n_a1", NOW + timedelta(minutes=5))
+    assert taken is not None and not fresh
+    assert requests.peek("_req") is None
+
+
+def test_checks_that_only_read_never_wait_for_a_writer() -> None:
+    """``seen`` and ``peek`` read outside any write transaction: while another connection holds the write lock
+    they answer at once, where a write (``take``) waits for it and then gives up."""
+    clock = FakeClock(NOW)
+    db = state_db()
+    PendingRequests(clock, db).add("_req")
+    impatient = SqliteRunner(_path(db), busy_ms=50)
+    holder = sqlite3.connect(_path(db), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert PendingRequests(clock, impatient).peek("_req") is not None
+        assert not SeenAssertions(clock, impatient).seen("idp\n_a1")
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            PendingRequests(clock, impatient).take("_req")
+    finally:
+        holder.rollback()
+        holder.close()
+    assert PendingRequests(clock, impatient).take("_req") is not None

@@ -110,8 +110,12 @@ class OidcService:
 
     async def take_pending(self, state: str | None) -> PendingLogin:
         """The pending login for ``state``, removed (single use); ``state`` failure when unknown or stale."""
-        # The store blocks on the server database: off the loop (see ``hangar.sso.state``).
-        pending = await asyncio.to_thread(self.pending.take, state) if state else None
+        # The store blocks on the server database: off the loop (see ``hangar.sso.state``), in this process's turn
+        # to write it (``Databases.server_writes``).
+        pending = None
+        if state:
+            async with self._ctx.dbs.server_writes:
+                pending = await asyncio.to_thread(self.pending.take, state)
         if pending is None:
             raise SsoError("state", "this sign-in is unknown, already used or expired; start again")
         if self._ctx.clock.now() >= pending.expires_at:
@@ -148,19 +152,17 @@ class OidcService:
             )
         finally:
             await client.aclose()
-        await asyncio.to_thread(
-            self.pending.add,
-            state,
-            self.pending.new(
-                nonce=nonce,
-                code_verifier=verifier,
-                redirect_uri=redirect_uri,
-                intent=intent,
-                binding_hash=_digest(binding),
-                issuer=conn.issuer,
-                client_id=conn.clientId,
-            ),
+        login = self.pending.new(
+            nonce=nonce,
+            code_verifier=verifier,
+            redirect_uri=redirect_uri,
+            intent=intent,
+            binding_hash=_digest(binding),
+            issuer=conn.issuer,
+            client_id=conn.clientId,
         )
+        async with self._ctx.dbs.server_writes:
+            await asyncio.to_thread(self.pending.add, state, login)
         resp = RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
         resp.set_cookie(
             binding_cookie(state),

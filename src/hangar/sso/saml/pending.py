@@ -6,6 +6,10 @@ origin, the flow it continues, the client's state to echo in the hand-off). ``ta
 ``SeenAssertions`` remembers accepted assertion ids until the assertion itself expires, so the same signed
 assertion posted twice (an unsolicited one in particular, which has no request to use up) is refused.
 
+``SeenAssertions.use_up`` does both at the end of a verification in one write transaction: the request is taken and the
+assertion remembered under one hold of the write lock (the checks before it only read, ``peek`` and ``seen``,
+and take no lock).
+
 Both live in the server database (``sso_saml_pending``, ``sso_saml_seen``; see ``hangar.sso.state``), so a
 sign-in started before a restart completes after it and a restart forgets no used assertion. Both are
 bounded so that a flood of ``/saml/login`` requests cannot grow them without limit: expired rows go on every
@@ -91,26 +95,23 @@ class PendingRequests:
             ).fetchone()
             return None if row is None else _request(row)
 
-        return self._db.run(select)
+        return self._db.read(select)
 
     def take(self, request_id: str) -> PendingRequest | None:
         """Use up the pending request: the first caller gets it, every later one gets None."""
-        now = self._clock.now()
+        return self._db.run(self.take_in, request_id, self._clock.now())
 
-        def delete(conn: WriteConnection) -> PendingRequest | None:
-            row = conn.execute(
-                f"DELETE FROM sso_saml_pending WHERE id = ? RETURNING {_COLUMNS}",
-                (request_id,),
-            ).fetchone()
-            return None if row is None else _request(row)
-
-        item = self._db.run(delete)
+    @staticmethod
+    def take_in(conn: WriteConnection, request_id: str, now: datetime) -> PendingRequest | None:
+        """``take`` inside the caller's write transaction."""
+        row = conn.execute(f"DELETE FROM sso_saml_pending WHERE id = ? RETURNING {_COLUMNS}", (request_id,)).fetchone()
+        item = None if row is None else _request(row)
         if item is None or item.expires_at <= now:
             return None
         return item
 
     def __len__(self) -> int:
-        return int(self._db.run(lambda conn: conn.execute("SELECT count(*) FROM sso_saml_pending").fetchone()[0]))
+        return int(self._db.read(lambda conn: conn.execute("SELECT count(*) FROM sso_saml_pending").fetchone()[0]))
 
 
 class SeenAssertions:
@@ -128,27 +129,47 @@ class SeenAssertions:
             ).fetchone()
             return row is not None
 
-        return self._db.run(select)
+        return self._db.read(select)
 
     def remember(self, key: str, until: datetime) -> bool:
         """Record ``key`` until ``until``; False when it was already recorded (a replay)."""
+        return self._db.run(self.remember_in, key, until, self._clock.now())
+
+    def remember_in(self, conn: WriteConnection, key: str, until: datetime, now: datetime) -> bool:
+        """``remember`` inside the caller's write transaction."""
+        # One statement: a new key is inserted, an expired one replaced, a live one left alone (rowcount 0).
+        cur = conn.execute(
+            "INSERT INTO sso_saml_seen (key, until, accepted_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET until = excluded.until, accepted_at = excluded.accepted_at "
+            "WHERE sso_saml_seen.until <= ?",
+            (key, conn.dt(until), conn.dt(now), conn.dt(now)),
+        )
+        if cur.rowcount == 0:
+            return False
+        (count,) = conn.execute("SELECT count(*) FROM sso_saml_seen").fetchone()
+        if count > self._capacity:
+            # Drop expired entries first; if still full, the oldest accepted go.
+            purge_expired(conn, "sso_saml_seen", "until", now)
+            cap_oldest(conn, "sso_saml_seen", "key", "accepted_at", self._capacity)
+        return True
+
+    def use_up(
+        self, pending: PendingRequests, request_id: str | None, key: str, until: datetime
+    ) -> tuple[PendingRequest | None, bool]:
+        """The end of a verification, in one write transaction (``pending`` is kept in the same database): take
+        the request ``request_id`` answers (when it answers one), then, only when it was there to take, remember
+        the assertion ``key`` until ``until``. Answers the request taken (None: none was live) and whether the
+        assertion is new (False: a replay, or not remembered because the request was gone). What was done commits
+        either way: a request is used up even when its answer turns out to be a replay, as ``take`` then
+        ``remember`` would leave it."""
         now = self._clock.now()
 
-        def upsert(conn: WriteConnection) -> bool:
-            # One statement: a new key is inserted, an expired one replaced, a live one left alone (rowcount 0).
-            cur = conn.execute(
-                "INSERT INTO sso_saml_seen (key, until, accepted_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET until = excluded.until, accepted_at = excluded.accepted_at "
-                "WHERE sso_saml_seen.until <= ?",
-                (key, conn.dt(until), conn.dt(now), conn.dt(now)),
-            )
-            if cur.rowcount == 0:
-                return False
-            (count,) = conn.execute("SELECT count(*) FROM sso_saml_seen").fetchone()
-            if count > self._capacity:
-                # Drop expired entries first; if still full, the oldest accepted go.
-                purge_expired(conn, "sso_saml_seen", "until", now)
-                cap_oldest(conn, "sso_saml_seen", "key", "accepted_at", self._capacity)
-            return True
+        def both(conn: WriteConnection) -> tuple[PendingRequest | None, bool]:
+            request = None
+            if request_id is not None:
+                request = pending.take_in(conn, request_id, now)
+                if request is None:
+                    return None, False
+            return request, self.remember_in(conn, key, until, now)
 
-        return self._db.run(upsert)
+        return self._db.run(both)

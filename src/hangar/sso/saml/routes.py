@@ -64,17 +64,21 @@ async def saml_login(request: Request) -> Response:
             intent = LoginIntent.from_request(request)
         except InvalidArgs as exc:
             raise SsoError("invalid", exc.message) from None
+        ctx = _ctx(request)
+        service = saml_service(ctx)
+        authn = service.new_request(conn, _origin(request))  # a small document: built on the loop
         # Off the loop: the pending request is written to the server database, which may have to wait for
-        # another writer, and that writer may itself be waiting for the loop (``hangar.sso.state``).
-        authn = await asyncio.to_thread(
-            saml_service(_ctx(request)).start_login,
-            conn,
-            _origin(request),
-            relay=intent.relay,
-            client_origin=intent.client_origin,
-            continuation=intent.continuation,
-            client_state=intent.client_state,
-        )
+        # another writer, and that writer may itself be waiting for the loop (``hangar.sso.state``). In this
+        # process's turn to write it (``Databases.server_writes``), which covers the write alone.
+        async with ctx.dbs.server_writes:
+            await asyncio.to_thread(
+                service.pending.add,
+                authn.id,
+                relay=intent.relay,
+                client_origin=intent.client_origin,
+                continuation=intent.continuation,
+                client_state=intent.client_state,
+            )
     except SsoError as exc:
         return failure_response(request, exc)
     return RedirectResponse(authn.redirect_url, status_code=302, headers=_NO_STORE)
@@ -102,8 +106,11 @@ async def saml_acs(request: Request) -> Response:
         values = form.get("SAMLResponse", [])
         if len(values) != 1:
             raise SsoError("malformed", "the form post must carry exactly one SAMLResponse")
-        # Off the loop for the same reason (and the signature checks are CPU work).
-        identity = await asyncio.to_thread(saml_service(ctx).verify, conn, _origin(request), values[0])
+        # Off the loop: the signature checks are CPU work, and using the response up is a write as above.
+        service = saml_service(ctx)
+        checked = await asyncio.to_thread(service.check, conn, _origin(request), values[0])
+        async with ctx.dbs.server_writes:
+            identity = await asyncio.to_thread(service.use_up, checked)
         pending = identity.request
         intent = (
             LoginIntent.restore(pending.relay, pending.client_origin, pending.continuation, pending.client_state)

@@ -19,7 +19,7 @@ from hangar.sso.errors import SsoError
 from hangar.sso.saml.metadata import IdpMetadata, parse_idp_metadata, sp_metadata_xml
 from hangar.sso.saml.pending import PendingRequests, SeenAssertions
 from hangar.sso.saml.request import AuthnRequest, build_authn_request, new_request_id
-from hangar.sso.saml.verify import ResponseVerifier, SamlIdentity, SpSettings
+from hangar.sso.saml.verify import CheckedResponse, ResponseVerifier, SamlIdentity, SpSettings, use_up
 from hangar.sso.state import StateDb, state_db
 
 __all__ = ["ACS_PATH", "LOGIN_PATH", "METADATA_PATH", "SamlService", "acs_url", "saml_service"]
@@ -73,11 +73,19 @@ class SamlService:
         """Build the AuthnRequest and remember it as pending (with what the login asked for).
 
         Writes to the server database: call it off the event loop (as ``verify``)."""
+        request = self.new_request(conn, origin)
+        self.pending.add(
+            request.id, relay=relay, client_origin=client_origin, continuation=continuation, client_state=client_state
+        )
+        return request
+
+    def new_request(self, conn: SamlConnection, origin: str) -> AuthnRequest:
+        """The AuthnRequest of a new login, not yet remembered (``pending.add`` does that)."""
         settings = self.settings(conn, origin)
         rid = new_request_id()
         # RelayState carries the request id so an IdP that echoes it lets us cross-check; trust comes from
         # the signed InResponseTo, never from RelayState.
-        request = build_authn_request(
+        return build_authn_request(
             sp_entity_id=settings.sp_entity_id,
             acs_url=settings.acs_url,
             idp_sso_url=settings.idp.sso_url,
@@ -85,14 +93,20 @@ class SamlService:
             relay_state=rid,
             request_id=rid,
         )
-        self.pending.add(
-            request.id, relay=relay, client_origin=client_origin, continuation=continuation, client_state=client_state
-        )
-        return request
 
     def verify(self, conn: SamlConnection, origin: str, saml_response: str | bytes) -> SamlIdentity:
+        """``check`` then ``use_up``."""
+        return self.use_up(self.check(conn, origin, saml_response))
+
+    def check(self, conn: SamlConnection, origin: str, saml_response: str | bytes) -> CheckedResponse:
+        """Every check of the response that only reads (the signatures are CPU work: off the event loop)."""
         verifier = ResponseVerifier(self.settings(conn, origin), self.clock, self.pending, self.seen)
-        return verifier.verify_post(saml_response)
+        return verifier.check_post(saml_response)
+
+    def use_up(self, checked: CheckedResponse) -> SamlIdentity:
+        """Use up the request a checked response answers and remember its assertion, in one write transaction
+        (off the event loop: it may wait for another process's writer)."""
+        return use_up(checked, self.pending, self.seen)
 
     def sp_metadata(self, conn: SamlConnection, origin: str) -> bytes:
         return sp_metadata_xml(conn.sp_entity_id(origin), acs_url(origin))

@@ -22,7 +22,9 @@ store) so it runs without a server. Order of the checks, which fixes the code a 
 13. the ``NameID`` and the configured attributes (text only, never partial)               -> ``malformed``
 14. the pending request is used up (one use)                                              -> ``request_match``
 
-Nothing is recorded unless every step passed.
+Nothing is recorded unless every step passed. Steps 1 to 13 only read (``check_xml``, a ``CheckedResponse``);
+step 14 and the record of the assertion are one write transaction (``use_up``), which makes the replay and
+one-use checks again under the write lock, so a caller may queue it behind other writers of its own.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from lxml import etree
@@ -79,6 +81,27 @@ class SamlIdentity:
     attributes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class CheckedResponse:
+    """A response that passed every check that reads (``ResponseVerifier.check_xml``), before it is used up."""
+
+    identity: SamlIdentity  # without its request, which ``use_up`` takes
+    request_id: str | None
+    replay_key: str
+    keep_until: datetime  # how long the assertion is remembered as used
+
+
+def use_up(checked: CheckedResponse, pending: PendingRequests, seen: SeenAssertions) -> SamlIdentity:
+    """Step 14 and the record of the assertion, in one write transaction: the identity with the request it
+    answered. ``request_match`` when the request was used meanwhile, ``invalid`` when the assertion was."""
+    request, fresh = seen.use_up(pending, checked.request_id, checked.replay_key, checked.keep_until)
+    if checked.request_id is not None and request is None:
+        raise SsoError("request_match", "the pending request was already used")
+    if not fresh:
+        raise SsoError("invalid", "this assertion was already used (replay)")
+    return replace(checked.identity, request=request)
+
+
 def decode_post_value(value: str | bytes) -> bytes:
     """The XML inside an HTTP-POST ``SAMLResponse`` (plain base64; deflated data is not accepted here)."""
     raw = value.encode("ascii", "replace") if isinstance(value, str) else value
@@ -108,6 +131,13 @@ class ResponseVerifier:
         return self.verify_xml(decode_post_value(saml_response))
 
     def verify_xml(self, data: bytes) -> SamlIdentity:
+        return use_up(self.check_xml(data), self._pending, self._seen)
+
+    def check_post(self, saml_response: str | bytes) -> CheckedResponse:
+        return self.check_xml(decode_post_value(saml_response))
+
+    def check_xml(self, data: bytes) -> CheckedResponse:
+        """Steps 1 to 13; nothing is written."""
         s = self.settings
         now = self._clock.now()
         skew = s.clock_skew
@@ -223,16 +253,8 @@ class ResponseVerifier:
             if session_end is not None and now - skew >= session_end:
                 raise SsoError("expired", "the identity provider's session has already ended")
 
-        # 14-15. replay and one use; only now is anything recorded.
-        request: PendingRequest | None = None
-        if request_id:
-            request = self._pending.take(request_id)
-            if request is None:
-                raise SsoError("request_match", "the pending request was already used")
         keep_until = (max(expiries) if expiries else now + timedelta(minutes=10)) + skew
-        if not self._seen.remember(replay_key, keep_until):
-            raise SsoError("invalid", "this assertion was already used (replay)")
-        return SamlIdentity(
+        identity = SamlIdentity(
             issuer=s.idp.entity_id,
             subject=name_id,
             name_id_format=name_id_el.get("Format"),
@@ -241,9 +263,10 @@ class ResponseVerifier:
             groups=groups,
             assertion_id=assertion_id,
             session_index=session_index,
-            request=request,
+            request=None,
             attributes=attributes,
         )
+        return CheckedResponse(identity, request_id or None, replay_key, keep_until)
 
     # --- steps ------------------------------------------------------------------------------------------
 
