@@ -95,6 +95,21 @@ def test_seen_assertions_are_bounded_expired_first_then_oldest() -> None:
     assert not seen.seen("old") and all(seen.seen(k) for k in "abc")
 
 
+def test_expired_assertions_go_at_the_next_one_so_the_table_holds_the_live_ones() -> None:
+    clock, db = FakeClock(NOW), state_db()
+    seen = SeenAssertions(clock, db)
+    for key in ("a", "b", "c"):
+        assert seen.remember(key, NOW + timedelta(minutes=5))
+    clock.advance(5 * 60)  # at their end: expired
+
+    def rows() -> int:
+        return int(db.read(lambda conn: conn.execute("SELECT count(*) FROM sso_saml_seen").fetchone()[0]))
+
+    assert rows() == 3
+    assert seen.remember("d", clock.now() + timedelta(minutes=5))
+    assert rows() == 1 and seen.seen("d")
+
+
 def _login(store: PendingLogins, nonce: str = "n") -> PendingLogin:
     return store.new(
         nonce=nonce,

@@ -146,11 +146,11 @@ class SeenAssertions:
         )
         if cur.rowcount == 0:
             return False
-        (count,) = conn.execute("SELECT count(*) FROM sso_saml_seen").fetchone()
-        if count > self._capacity:
-            # Drop expired entries first; if still full, the oldest accepted go.
-            purge_expired(conn, "sso_saml_seen", "until", now)
-            cap_oldest(conn, "sso_saml_seen", "key", "accepted_at", self._capacity)
+        # Expired entries go at every insert (a range of the index on ``until``), so the table holds the live ones
+        # only and counting it stays cheap; kept until the cap, they made every sign-in count up to the cap's rows.
+        # Past the cap even so (a flood within one validity window), the oldest accepted go.
+        purge_expired(conn, "sso_saml_seen", "until", now)
+        cap_oldest(conn, "sso_saml_seen", "key", "accepted_at", self._capacity)
         return True
 
     def use_up(
