@@ -2,12 +2,12 @@
 
 Other parts dispatch runs through ``AgentRunner`` (``app.service(AgentRunner)``), read agents through
 ``AgentService`` and teams through ``TeamService``, and follow runs through the events in
-``hangar.agents.events`` (a run's ``RunStatus`` and ``RunOutcome``; its events so far: ``run_events``). A run
-closed because the process driving it died carries the error ``ABANDONED``.
+``hangar.agents.events`` (a run's ``RunStatus`` and ``RunOutcome``; its events so far: ``stored_run_events``).
+A run closed because the process driving it died carries the error ``ABANDONED``.
 """
 
 from hangar.agents.events import AGENT_EVENTS, RUN_EVENT_TYPES, RunOutcome
-from hangar.agents.run_events import run_events
+from hangar.agents.run_events import stored_run_events
 from hangar.agents.runner import ABANDONED, AgentRunner
 from hangar.agents.runs import Run, RunStatus
 from hangar.agents.service import Agent, AgentService
@@ -26,5 +26,5 @@ __all__ = [
     "Team",
     "TeamService",
     "check_dispatch_mode",
-    "run_events",
+    "stored_run_events",
 ]

@@ -11,7 +11,7 @@ from hangar.core.event_types import StoredEvent
 PAGE = 1000
 
 
-async def run_events(app: AppContext, store: RunStore, workspace_id: str, run_id: str) -> list[StoredEvent]:
+async def stored_run_events(app: AppContext, store: RunStore, workspace_id: str, run_id: str) -> list[StoredEvent]:
     """Read in pages from the run's first event up to its ``runFinished``."""
     run = await store.get(workspace_id, run_id)
     after = (run.first_seq - 1) if run.first_seq else 0

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from hangar.agents import Agent, AgentRunner, AgentService, Run, run_events
+from hangar.agents import Agent, AgentRunner, AgentService, Run, stored_run_events
 from hangar.chat import commands
 from hangar.chat.answers import answer_run
 from hangar.chat.card_records import CardRecords, quietly
@@ -343,7 +343,7 @@ class Bridge:
             turn.run_id = run.id
             self._runs[run.id] = turn
             store = self._app.service(AgentRunner).store
-            for stored in await run_events(self._app, store, self.workspace_id, run.id):
+            for stored in await stored_run_events(self._app, store, self.workspace_id, run.id):
                 await self._drive(turn, stored)
             pending, turn.pending = turn.pending, []
             for stored in pending:

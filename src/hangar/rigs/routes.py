@@ -6,11 +6,11 @@ from __future__ import annotations
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from hangar.rigs.devdomains.crossing import DEV_RELAY_PATH
-from hangar.rigs.devdomains.crossing_route import dev_relay_socket
 from hangar.rigs.hosts import wire
 from hangar.rigs.hosts.route import rig_host_socket
 from hangar.rigs.lanes.clipboard import read_clipboard, write_clipboard
 from hangar.rigs.lanes.desktopview import serve_desktop
+from hangar.rigs.lanes.devcrossing import dev_relay_socket
 from hangar.rigs.lanes.files import drop_files, read_file
 from hangar.rigs.lanes.liveview import live_view_lane, register_view
 from hangar.rigs.lanes.relay import relayed_http, relayed_socket

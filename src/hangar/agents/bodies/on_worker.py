@@ -31,7 +31,7 @@ from hangar.agents.adapters.command import NOTHING, harvest_output
 from hangar.agents.bodies.common import earlier_runs, harvest, last_reply, read_only_for
 from hangar.agents.config import OpenAIAdapter
 from hangar.agents.live_run import LiveRun
-from hangar.agents.run_events import run_events
+from hangar.agents.run_events import stored_run_events
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import Run, RunStatus
 from hangar.errors import NotFound, Unavailable
@@ -189,7 +189,7 @@ async def _take_over(step: StepContext, runner: AgentRunner, run: Run) -> None:
 async def _close_open_turn(runner: AgentRunner, ws: str, run: Run, live: LiveRun) -> None:
     """Close the turn an earlier driver started and never finished (it died), so the run's events stay paired."""
     open_turn: int | None = None
-    for e in await run_events(runner.app, runner.store, ws, run.id):
+    for e in await stored_run_events(runner.app, runner.store, ws, run.id):
         if e.type == ev.TurnStarted.type:
             open_turn = int(e.payload["turn"])
         elif e.type == ev.TurnFinished.type:

@@ -19,7 +19,7 @@ from hangar.agents.results import (
     RunView,
     TeamDispatch,
 )
-from hangar.agents.run_events import run_events
+from hangar.agents.run_events import stored_run_events
 from hangar.agents.runner import AgentRunner
 from hangar.agents.runs import Run, RunStatus
 from hangar.agents.service import AgentService
@@ -226,7 +226,7 @@ async def runs_list(ctx: OpContext, args: RunListArgs) -> RunList:
 async def runs_events(ctx: OpContext, args: RunRef) -> RunEvents:
     """The persisted turn events of one run, in order."""
     await _run_in_reach(ctx, args.run_id)
-    events = await run_events(ctx.app, ctx.app.service(AgentRunner).store, ctx.ws, args.run_id)
+    events = await stored_run_events(ctx.app, ctx.app.service(AgentRunner).store, ctx.ws, args.run_id)
     return RunEvents(events=[RunEventFrame.of(e) for e in events])
 
 

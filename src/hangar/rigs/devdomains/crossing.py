@@ -9,7 +9,7 @@ the space, connects to the target's port and answers ``open``; then binary frame
 says that side finished sending (a half-close, passed on), and the socket closes when both sides have finished.
 A name the holder cannot route closes the socket with 4000 plus the page's status (``4404``, ``4502``) and the
 reason, which the asking rig's lane shows as its usual page. A relayed connection is never relayed again
-(``crossing_route``, the holder's side).
+(``hangar.rigs.lanes.devcrossing``, the holder's side).
 """
 
 from __future__ import annotations
